@@ -1,0 +1,51 @@
+# Two commands for a fresh clone: `make demo` and `make test`. Each sets itself up first.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | sha256sum | cut -c1-12)
+
+.PHONY: setup demo test lint typecheck unit bench schema lock clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements.lock pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation \
+		--config-settings editable_mode=compat -e .
+	rm -f $(VENV)/.installed-* && touch $@
+
+demo: setup
+	@echo "== alicerce validate: every environment of the reference platform"
+	$(BIN)/alicerce validate platform.yaml --all-envs
+	@echo "== alicerce show --env prod: the resolved production environment"
+	$(BIN)/alicerce show --env prod platform.yaml
+	@echo "== a spec with mistakes: every error, located (exit code 2 is expected)"
+	-$(BIN)/alicerce validate examples/mistakes.yaml
+
+test: lint typecheck unit
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: setup
+	$(BIN)/mypy
+
+unit: setup
+	$(BIN)/python -m pytest
+
+bench: setup
+	$(BIN)/python bench/validate_speed.py
+
+schema: setup
+	$(BIN)/alicerce schema --output schema/platform.schema.json
+
+lock: setup
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	{ echo "# Exact versions of every dependency (runtime and dev) that make test and make demo install."; \
+	  echo "# Regenerate after changing pyproject.toml: make lock"; \
+	  $(BIN)/python -m pip freeze --all --exclude-editable | grep -iv -e "^alicerce" -e "^pip=="; } > requirements.lock
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -1,0 +1,3 @@
+from alicerce.cli import main
+
+main()

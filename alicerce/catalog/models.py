@@ -1,0 +1,212 @@
+"""Typed shape of the catalog data files under ``alicerce/catalog/data``.
+
+The catalog holds facts that vendors change every quarter (GPU figures, instance types, prices,
+version compatibility). They live in YAML data files, each fact next to its public source, and
+these models only give them a checked, typed shape.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Architecture = Literal["volta", "ampere", "ada", "hopper", "blackwell"]
+"""NVIDIA GPU architectures the catalog knows, oldest first."""
+
+ARCHITECTURE_ORDER: tuple[Architecture, ...] = ("volta", "ampere", "ada", "hopper", "blackwell")
+
+
+class CatalogModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class Source(CatalogModel):
+    """Where a fact comes from: a public page, paper or data sheet."""
+
+    title: str = Field(description="Human title of the source.")
+    url: str = Field(description="Public address of the source.")
+
+
+class Tflops(CatalogModel):
+    """Dense (no structured sparsity) peak tensor throughput in TFLOP/s; null where unsupported."""
+
+    fp32: float | None = Field(default=None, description="FP32 (non-tensor) TFLOP/s.")
+    tf32: float | None = Field(default=None, description="TF32 tensor TFLOP/s, dense.")
+    bf16: float = Field(description="BF16 tensor TFLOP/s, dense.")
+    fp16: float = Field(description="FP16 tensor TFLOP/s, dense.")
+    fp8: float | None = Field(default=None, description="FP8 tensor TFLOP/s, dense.")
+    int8: float | None = Field(default=None, description="INT8 tensor TOP/s, dense.")
+    fp4: float | None = Field(default=None, description="FP4 tensor TFLOP/s, dense.")
+
+
+class MigProfile(CatalogModel):
+    """One MIG GPU-instance profile of a GPU model."""
+
+    name: str = Field(description="Profile name as nvidia-smi and mig-parted spell it, e.g. 1g.10gb.")
+    slices: int = Field(description="Compute slices (of 7) the profile takes.")
+    memoryGiB: float = Field(description="Framebuffer memory of one instance.")
+    maxCount: int = Field(description="How many instances of this profile fit on one GPU.")
+
+
+class Mig(CatalogModel):
+    """Multi-Instance GPU capability."""
+
+    maxInstances: int = Field(description="Largest number of GPU instances on one GPU.")
+    profiles: tuple[MigProfile, ...] = Field(description="Supported GPU-instance profiles.")
+
+
+class Interconnect(CatalogModel):
+    """GPU-to-GPU interconnect of the usual server form of this GPU."""
+
+    nvlinkGeneration: int | None = Field(description="NVLink generation; null for PCIe-only GPUs.")
+    nvlinkBandwidthGBps: float | None = Field(description="Total bidirectional NVLink bandwidth per GPU in GB/s; null for PCIe-only.")
+    nvswitch: bool = Field(description="Whether 8-GPU servers of this GPU use NVSwitch (needs Fabric Manager).")
+    pcieGeneration: int = Field(description="PCIe generation of the host link.")
+
+
+class Gpu(CatalogModel):
+    """An accelerator model with the figures sizing and validation rely on."""
+
+    id: str = Field(description="Canonical id used in specs, e.g. H100-SXM5-80GB.")
+    aliases: tuple[str, ...] = Field(default=(), description="Other names users may write.")
+    vendor: Literal["nvidia"] = Field(description="Vendor.")
+    architecture: Architecture = Field(description="GPU architecture.")
+    computeCapability: str = Field(description="CUDA compute capability, e.g. '9.0'.")
+    formFactor: Literal["SXM", "PCIe"] = Field(description="Module form factor.")
+    memoryGB: float = Field(description="HBM/GDDR capacity in GB (10^9 bytes), as marketed.")
+    memoryBandwidthGBps: float = Field(description="Peak memory bandwidth in GB/s.")
+    tflops: Tflops = Field(description="Dense peak throughput per precision.")
+    tdpWatts: int = Field(description="Maximum board power in watts.")
+    interconnect: Interconnect = Field(description="GPU interconnect.")
+    mig: Mig | None = Field(default=None, description="MIG capability; null when not supported.")
+    sources: tuple[Source, ...] = Field(min_length=1, description="Where these figures come from.")
+
+
+class LocalNvme(CatalogModel):
+    count: int = Field(description="Number of instance-store NVMe devices.")
+    sizeGB: int = Field(description="Size of each device in GB.")
+
+
+class Efa(CatalogModel):
+    maxInterfaces: int = Field(description="NetworkInfo.EfaInfo.MaximumEfaInterfaces.")
+    networkCards: int = Field(description="Number of network cards.")
+    enaOnlyCards: tuple[int, ...] = Field(default=(), description="Network card indexes that carry no EFA (e.g. card 0 on p6-b300).")
+
+
+class Price(CatalogModel):
+    usdPerHour: float = Field(description="On-demand Linux price per instance-hour in USD.")
+    region: str = Field(description="Region the price was read for.")
+    asOf: datetime.date = Field(description="Date the price was read.")
+    source: Source = Field(description="Where the price comes from.")
+
+
+class InstanceType(CatalogModel):
+    """An AWS EC2 instance type offered for GPU or CPU node pools."""
+
+    type: str = Field(description="EC2 instance type name, e.g. p5.48xlarge.")
+    family: str = Field(description="Instance family, e.g. p5.")
+    gpu: str | None = Field(description="Catalog GPU id; null for CPU-only types.")
+    gpus: int = Field(description="GPUs per instance (0 for CPU-only).")
+    vcpus: int = Field(description="vCPUs.")
+    memoryGiB: float = Field(description="Instance memory in GiB.")
+    localNvme: LocalNvme | None = Field(description="Instance-store NVMe; null when none.")
+    networkGbps: float = Field(description="Aggregate network bandwidth in Gbit/s.")
+    efa: Efa | None = Field(description="EFA support; null when the type has no EFA.")
+    gpuDirectRdma: bool = Field(description="Whether GPUDirect RDMA over EFA is supported.")
+    price: Price = Field(description="On-demand price.")
+    sources: tuple[Source, ...] = Field(min_length=1, description="Where the figures come from.")
+
+
+class Chart(CatalogModel):
+    """A Helm chart of the tested bill of materials."""
+
+    repository: str = Field(description="Helm repository URL or OCI reference.")
+    chart: str = Field(description="Chart name.")
+    version: str = Field(description="Pinned chart version.")
+    source: Source = Field(description="Release notes or chart index the pin was read from.")
+
+
+class BillOfMaterials(CatalogModel):
+    """The default, tested set of versions a spec gets when it pins none."""
+
+    kubernetes: str = Field(description="Kubernetes minor version, e.g. '1.33'.")
+    driverBranch: str = Field(description="NVIDIA datacenter driver branch, e.g. '580'.")
+    driverVersion: str = Field(description="Full driver version of that branch.")
+    gpuOperator: str = Field(description="NVIDIA GPU Operator version.")
+    networkOperator: str = Field(description="NVIDIA Network Operator version.")
+    kueue: str = Field(description="Kueue version.")
+    kuberay: str = Field(description="KubeRay operator version.")
+    trainingOperator: str = Field(description="Kubeflow training operator version.")
+    kubePrometheusStack: str = Field(description="kube-prometheus-stack chart version.")
+    efaDevicePlugin: str = Field(description="AWS EFA Kubernetes device plugin chart version.")
+    fsxCsiDriver: str = Field(description="AWS FSx for Lustre CSI driver chart version.")
+
+
+class Release(CatalogModel):
+    """A released version of a component and the Kubernetes minors it supports."""
+
+    version: str
+    kubernetes: tuple[str, ...] = Field(description="Kubernetes minor versions supported.")
+    source: Source
+
+
+class GpuOperatorRelease(Release):
+    driverBranches: tuple[str, ...] = Field(description="Driver branches the operator supports.")
+
+
+class NetworkOperatorRelease(Release):
+    pass
+
+
+class DriverBranch(CatalogModel):
+    branch: str
+    latestVersion: str = Field(description="Newest release of the branch the catalog knows.")
+    architectures: tuple[Architecture, ...] = Field(description="GPU architectures supported.")
+    openKernelModules: bool = Field(description="Whether the open kernel modules are supported.")
+    endOfLife: datetime.date | None = Field(default=None, description="End of support, if known.")
+    source: Source
+
+
+class KueueRelease(Release):
+    apiVersion: str = Field(description="Kueue API group version served, e.g. v1beta2.")
+
+
+class Incompatibility(CatalogModel):
+    """A documented pair of versions that must not be combined (for a feature)."""
+
+    gpuOperator: str | None = None
+    networkOperator: str | None = None
+    feature: str = Field(description="What breaks, e.g. rdma.")
+    message: str = Field(description="Human explanation.")
+    source: Source
+
+
+class Versions(CatalogModel):
+    bom: BillOfMaterials
+    charts: dict[str, Chart]
+    kubernetes: tuple[str, ...] = Field(description="Kubernetes minors alicerce supports.")
+    gpuOperator: tuple[GpuOperatorRelease, ...]
+    networkOperator: tuple[NetworkOperatorRelease, ...]
+    driverBranches: tuple[DriverBranch, ...]
+    kueue: tuple[KueueRelease, ...]
+    incompatibilities: tuple[Incompatibility, ...] = ()
+
+
+class FsxOption(CatalogModel):
+    """One FSx for Lustre deployment type, storage type and per-unit throughput, with size steps."""
+
+    deploymentType: Literal["SCRATCH_1", "SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2"]
+    storageType: Literal["SSD", "HDD"]
+    perUnit: int | None = Field(description="PerUnitStorageThroughput (MB/s/TiB); null for scratch types.")
+    baselineMBpsPerTiB: int = Field(description="Throughput per TiB of storage this option delivers.")
+    fixedGiB: tuple[int, ...] = Field(description="Allowed capacities below the first multiple.")
+    multipleOfGiB: int = Field(description="Larger capacities are multiples of this many GiB.")
+    kms: bool = Field(description="Whether a customer KMS key can be used.")
+    usdPerGBMonth: float = Field(description="Storage price per GB-month in us-east-1.")
+
+
+class Fsx(CatalogModel):
+    sources: tuple[Source, ...]
+    options: tuple[FsxOption, ...]

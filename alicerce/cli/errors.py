@@ -1,0 +1,67 @@
+"""One place where user mistakes become a clean message and exit code 2.
+
+Anything else is a bug: it keeps its traceback and exits 1.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+import typer
+
+from alicerce.spec.errors import SpecError, SpecInvalid
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+EXIT_INVALID = 2
+
+
+class UsageError(Exception):
+    """A wrong command-line value (unknown environment, existing directory, ...)."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+def print_errors(errors: list[SpecError], as_json: bool = False) -> None:
+    if as_json:
+        print(json.dumps({"valid": False, "errors": [e.to_json() for e in errors]}, indent=2))
+        return
+    for error in errors:
+        print(error.render())
+    count = len(errors)
+    print(f"{count} error{'s' if count != 1 else ''}", file=sys.stderr)
+
+
+def user_errors(json_flag: str | None = None) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Turn :class:`SpecInvalid` and :class:`UsageError` into messages and exit code 2.
+
+    ``json_flag`` names the command's boolean/format parameter that asks for JSON output.
+    """
+
+    def decorate(command: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(command)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            as_json = bool(json_flag and kwargs.get(json_flag) in (True, "json"))
+            try:
+                return command(*args, **kwargs)
+            except SpecInvalid as exc:
+                print_errors(exc.errors, as_json)
+                raise typer.Exit(EXIT_INVALID) from None
+            except UsageError as exc:
+                if as_json:
+                    print(json.dumps({"error": str(exc), "hint": exc.hint}, indent=2))
+                else:
+                    suffix = f" ({exc.hint})" if exc.hint else ""
+                    print(f"error: {exc}{suffix}", file=sys.stderr)
+                raise typer.Exit(EXIT_INVALID) from None
+
+        return wrapper
+
+    return decorate

@@ -1,0 +1,29 @@
+"""`alicerce init`: start a new platform repository from a small, valid spec."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from alicerce.cli.errors import UsageError, user_errors
+
+
+def register(app: typer.Typer) -> None:
+    app.command("init")(init)
+
+
+@user_errors()
+def init(
+    directory: Annotated[Path, typer.Argument(help="New directory for the platform repository.")],
+    name: Annotated[str, typer.Option(help="Platform name (a DNS label).")] = "my-platform",
+) -> None:
+    """Create DIR with a starter platform.yaml, its JSON Schema and a README."""
+    from alicerce.render.files import write_tree_atomic
+    from alicerce.scaffold import scaffold_files
+
+    if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
+        raise UsageError(f"{directory} already exists and is not empty", "choose a new directory")
+    write_tree_atomic(directory, scaffold_files(name))
+    print(f"created {directory}: edit platform.yaml, then run `alicerce validate {directory}/platform.yaml`")

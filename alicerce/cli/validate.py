@@ -1,0 +1,49 @@
+"""`alicerce validate`: every error in a spec, located, before anything is deployed."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from typing import Annotated
+
+import typer
+
+from alicerce.cli.common import DEFAULT_SPEC, SpecArg, load
+from alicerce.cli.errors import EXIT_INVALID, UsageError, print_errors, user_errors
+
+
+class Format(str, Enum):
+    text = "text"
+    json = "json"
+
+
+def register(app: typer.Typer) -> None:
+    app.command("validate")(validate)
+
+
+@user_errors(json_flag="output_format")
+def validate(
+    spec: SpecArg = DEFAULT_SPEC,
+    env: Annotated[str | None, typer.Option("--env", "-e", help="Check one environment only.")] = None,
+    all_envs: Annotated[bool, typer.Option("--all-envs", help="Check every environment (the default).")] = False,
+    output_format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
+) -> None:
+    """Check a platform spec: schema, every environment's overrides, and cross-field rules.
+
+    Exit code 0 when valid, 2 when the spec has errors, 1 on an internal error.
+    """
+    from alicerce.spec.validate import check
+
+    if env is not None and all_envs:
+        raise UsageError("--env and --all-envs exclude each other")
+    checked = check(load(spec), None if env is None else [env])
+    as_json = output_format is Format.json
+    if checked.errors:
+        print_errors(checked.errors, as_json)
+        raise typer.Exit(EXIT_INVALID)
+    if as_json:
+        print(json.dumps({"valid": True, "errors": []}))
+    else:
+        envs = ", ".join(checked.environments)
+        print(f"{spec}: valid (environments: {envs})", file=sys.stderr)

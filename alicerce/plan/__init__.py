@@ -1,0 +1,1 @@
+"""Pure planners: sizing, placement and cost decisions over the resolved platform."""

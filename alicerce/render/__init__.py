@@ -1,0 +1,1 @@
+"""Writers for generated files: atomic, deterministic bytes."""

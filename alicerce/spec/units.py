@@ -1,0 +1,198 @@
+"""Shorthands people write in specs, parsed into typed values.
+
+Each ``parse_*`` function accepts what a person would write and raises ``ValueError`` with a
+message that says what was expected. The ``Annotated`` types below plug them into pydantic and
+give the JSON Schema the same accepted forms.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from decimal import Decimal
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
+
+_NUMBER = r"(?P<num>[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)"
+
+_BYTE_UNITS = {
+    "": 1,
+    "B": 1,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "PB": 10**15,
+    "KiB": 2**10,
+    "MiB": 2**20,
+    "GiB": 2**30,
+    "TiB": 2**40,
+    "PiB": 2**50,
+}
+_BYTES = re.compile(rf"^{_NUMBER}\s*(?P<unit>[KMGTP]i?B|B)?$")
+
+# bytes per second: B = byte, b = bit; "GBps" and "GB/s" are the same thing.
+_RATE = re.compile(rf"^{_NUMBER}\s*(?P<unit>[KMGT]i?[Bb])(?:ps|/s)$")
+
+_COUNT_SUFFIX = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}
+_COUNT = re.compile(rf"^{_NUMBER}\s*(?P<unit>[KMBGT]?)$")
+
+_DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_DURATION = re.compile(r"^(?:[0-9]+(?:\.[0-9]+)?(?:ms|s|m|h|d|w))+$")
+_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d|w)")
+
+
+def _show(value: Any) -> str:
+    return f'"{value}"' if isinstance(value, str) else repr(value)
+
+
+def parse_bytes(value: Any) -> int:
+    """``48TiB`` -> 52776558133248; plain numbers are bytes."""
+    if isinstance(value, bool):
+        raise ValueError("expected a size such as 48TiB or 500GB")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise ValueError("a size cannot be negative")
+        return int(value)
+    if isinstance(value, str):
+        match = _BYTES.match(value.strip())
+        if match:
+            return int(Decimal(match["num"]) * _BYTE_UNITS[match["unit"] or ""])
+    raise ValueError(f"expected a size such as 48TiB, 500GB or 1.2PB, got {_show(value)}")
+
+
+def parse_rate(value: Any) -> float:
+    """``12GBps`` -> 1.2e10 bytes/s; ``400Gbps`` -> 5e10 bytes/s; plain numbers are bytes/s."""
+    if isinstance(value, bool):
+        raise ValueError("expected a rate such as 12GBps or 400Gbps")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise ValueError("a rate cannot be negative")
+        return float(value)
+    if isinstance(value, str):
+        match = _RATE.match(value.strip())
+        if match:
+            unit = match["unit"]
+            scale = _BYTE_UNITS[unit[:-1] + "B"]
+            bits = unit.endswith("b")
+            return float(match["num"]) * scale / (8 if bits else 1)
+    raise ValueError(f"expected a rate such as 12GBps (bytes) or 400Gbps (bits), got {_show(value)}")
+
+
+def parse_count(value: Any) -> int:
+    """``70B`` / ``7e10`` / ``70000000000`` -> 70000000000; ``2T`` -> 2e12; ``4M`` -> 4e6."""
+    if isinstance(value, bool):
+        raise ValueError("expected a count such as 70B, 2T or 7e10")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise ValueError("a count cannot be negative")
+        return round(value)
+    if isinstance(value, str):
+        match = _COUNT.match(value.strip())
+        if match:
+            return round(Decimal(match["num"]) * _COUNT_SUFFIX[match["unit"]])
+    raise ValueError(f"expected a count such as 70B, 2T, 4M or 7e10, got {_show(value)}")
+
+
+def parse_duration(value: Any) -> float:
+    """``30d`` / ``2h30m`` / ``500ms`` -> seconds; plain numbers are seconds."""
+    if isinstance(value, bool):
+        raise ValueError("expected a duration such as 30d, 2h or 500ms")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise ValueError("a duration cannot be negative")
+        return float(value)
+    if isinstance(value, str) and _DURATION.match(value.strip()):
+        return sum(float(n) * _DURATION_UNITS[u] for n, u in _DURATION_PART.findall(value))
+    raise ValueError(f"expected a duration such as 30d, 2h30m or 500ms, got {_show(value)}")
+
+
+def parse_cidr(value: Any) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    if not isinstance(value, str):
+        raise ValueError(f"expected a CIDR such as 10.0.0.0/16, got {_show(value)}")
+    try:
+        return ipaddress.ip_network(value.strip(), strict=True)
+    except ValueError as exc:
+        if "host bits set" in str(exc):
+            loose = ipaddress.ip_network(value.strip(), strict=False)
+            raise ValueError(f"{value} has host bits set; the network is {loose}") from None
+        raise ValueError(f"expected a CIDR such as 10.0.0.0/16, got {_show(value)}") from None
+
+
+_RANGE = re.compile(r"\[(\d+):(\d+)\]")
+
+
+def expand_hosts(pattern: str) -> list[str]:
+    """``gpu-[001:003].dc1`` -> gpu-001.dc1, gpu-002.dc1, gpu-003.dc1 (zero padding kept).
+
+    Several ranges in one pattern expand as a product, left to right.
+    """
+    if "[" not in pattern and "]" not in pattern:
+        return [pattern]
+    match = _RANGE.search(pattern)
+    if match is None:
+        raise ValueError(f'malformed host range in "{pattern}"; write it as gpu-[001:032].example.com')
+    start_text, end_text = match.group(1), match.group(2)
+    start, end = int(start_text), int(end_text)
+    if end < start:
+        raise ValueError(f"host range [{start_text}:{end_text}] runs backwards")
+    if end - start >= 10_000:
+        raise ValueError(f"host range [{start_text}:{end_text}] is over 10,000 hosts")
+    width = len(start_text) if start_text.startswith("0") else 0
+    head, tail = pattern[: match.start()], pattern[match.end() :]
+    out: list[str] = []
+    for number in range(start, end + 1):
+        for rest in expand_hosts(tail):
+            out.append(f"{head}{number:0{width}d}{rest}")
+    return out
+
+
+def _schema(pattern: str, example: str, number: str = "number") -> WithJsonSchema:
+    return WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "pattern": pattern},
+                {"type": number, "minimum": 0},
+            ],
+            "examples": [example],
+        }
+    )
+
+
+ByteSize = Annotated[
+    int,
+    BeforeValidator(parse_bytes),
+    _schema(r"^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?\s*([KMGTP]i?B|B)?$", "48TiB"),
+    PlainSerializer(int),
+]
+"""A size in bytes, written as ``48TiB``, ``500GB`` or a plain number of bytes."""
+
+Rate = Annotated[
+    float,
+    BeforeValidator(parse_rate),
+    _schema(r"^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?\s*[KMGT]i?[Bb](ps|/s)$", "12GBps"),
+]
+"""Bytes per second, written as ``12GBps`` (bytes) or ``400Gbps`` (bits)."""
+
+Count = Annotated[
+    int,
+    BeforeValidator(parse_count),
+    _schema(r"^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?\s*[KMBGT]?$", "70B"),
+]
+"""A large count, written as ``70B``, ``2T``, ``7e10`` or a plain integer."""
+
+Duration = Annotated[
+    float,
+    BeforeValidator(parse_duration),
+    _schema(r"^([0-9]+(\.[0-9]+)?(ms|s|m|h|d|w))+$", "30d"),
+]
+"""Seconds, written as ``30d``, ``2h30m``, ``500ms`` or a plain number of seconds."""
+
+Cidr = Annotated[
+    ipaddress.IPv4Network | ipaddress.IPv6Network,
+    BeforeValidator(parse_cidr),
+    WithJsonSchema({"type": "string", "format": "cidr", "examples": ["10.0.0.0/16"]}),
+    PlainSerializer(str),
+]
+"""An IP network in CIDR notation, host bits clear."""

@@ -1,0 +1,93 @@
+"""The catalog data: loads, is internally consistent, and carries the facts FACTS.md insists on."""
+
+from __future__ import annotations
+
+import pytest
+
+from alicerce.catalog import load_catalog
+
+CATALOG = load_catalog()
+
+REQUIRED_GPUS = [
+    "A100-SXM4-40GB",
+    "A100-SXM4-80GB",
+    "H100-SXM5-80GB",
+    "H200-SXM-141GB",
+    "B200-SXM-180GB",
+    "L40S-48GB",
+    "L4-24GB",
+    "A10G-24GB",
+]
+REQUIRED_FAMILIES = ["p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "g5", "g6", "g6e"]
+
+
+def test_required_gpus_are_present_with_aliases() -> None:
+    for gpu_id in REQUIRED_GPUS:
+        assert CATALOG.gpu(gpu_id) is not None, gpu_id
+    assert CATALOG.gpu("H100").id == "H100-SXM5-80GB"  # type: ignore[union-attr]
+    assert CATALOG.gpu("a100-80gb").id == "A100-SXM4-80GB"  # type: ignore[union-attr]
+
+
+def test_aliases_are_unique() -> None:
+    names = [n.lower() for g in CATALOG.gpus for n in (g.id, *g.aliases)]
+    assert len(names) == len(set(names))
+
+
+def test_required_instance_families_are_present() -> None:
+    families = {i.family for i in CATALOG.instances}
+    assert set(REQUIRED_FAMILIES) <= families
+
+
+def test_instances_name_catalog_gpus_and_have_sources() -> None:
+    for instance in CATALOG.instances:
+        assert instance.gpu is None or CATALOG.gpu(instance.gpu) is not None, instance.type
+        assert (instance.gpu is None) == (instance.gpus == 0)
+        assert instance.sources and instance.price.source.url.startswith("https://")
+
+
+@pytest.mark.parametrize(
+    ("instance", "efa"),
+    [("p5.48xlarge", 32), ("p5e.48xlarge", 32), ("p5en.48xlarge", 16), ("p6-b200.48xlarge", 8), ("p4d.24xlarge", 4), ("p4de.24xlarge", 4)],
+)
+def test_efa_interface_counts_match_facts(instance: str, efa: int) -> None:
+    found = CATALOG.instance(instance)
+    assert found is not None and found.efa is not None and found.efa.maxInterfaces == efa
+
+
+def test_mig_only_where_the_hardware_has_it() -> None:
+    for gpu_id in ("L4-24GB", "L40S-48GB", "A10G-24GB"):
+        assert CATALOG.gpu(gpu_id).mig is None  # type: ignore[union-attr]
+    for gpu_id in ("A100-SXM4-80GB", "H100-SXM5-80GB", "H200-SXM-141GB", "B200-SXM-180GB"):
+        mig = CATALOG.gpu(gpu_id).mig  # type: ignore[union-attr]
+        assert mig is not None and mig.maxInstances == 7
+        assert all(p.slices * p.maxCount <= 7 for p in mig.profiles)
+
+
+def test_bill_of_materials_is_consistent_with_the_matrix() -> None:
+    v = CATALOG.versions
+    bom = v.bom
+    assert bom.kubernetes in v.kubernetes
+    gpu_op = next(r for r in v.gpuOperator if r.version == bom.gpuOperator)
+    assert bom.kubernetes in gpu_op.kubernetes and bom.driverBranch in gpu_op.driverBranches
+    assert bom.driverVersion.startswith(bom.driverBranch + ".")
+    kueue = next(r for r in v.kueue if r.version == bom.kueue)
+    assert kueue.apiVersion == "v1beta2" and bom.kubernetes in kueue.kubernetes
+    net = next(r for r in v.networkOperator if r.version == bom.networkOperator)
+    assert bom.kubernetes in net.kubernetes
+    for bad in v.incompatibilities:
+        assert not (bad.gpuOperator == bom.gpuOperator and bad.networkOperator == bom.networkOperator)
+
+
+def test_chart_pins_equal_the_bill_of_materials() -> None:
+    from alicerce.spec.resolve import CHART_VERSION_KEYS
+
+    bom = CATALOG.versions.bom.model_dump()
+    assert set(CATALOG.versions.charts) == set(CHART_VERSION_KEYS)
+    for name, chart in CATALOG.versions.charts.items():
+        assert chart.version == bom[CHART_VERSION_KEYS[name]], name
+
+
+def test_every_driver_branch_supporting_blackwell_has_open_modules() -> None:
+    for branch in CATALOG.versions.driverBranches:
+        if "blackwell" in branch.architectures:
+            assert branch.openKernelModules

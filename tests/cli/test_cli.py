@@ -1,0 +1,140 @@
+"""The real `alicerce` entry point, run as a user runs it (a subprocess of the installed script)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+
+ALICERCE = Path(sys.executable).with_name("alicerce")
+
+
+def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.run([str(ALICERCE), *args], cwd=cwd, capture_output=True, text=True, env=env, check=False, timeout=60)
+
+
+def test_validate_reference_defaults_to_platform_yaml_and_all_envs() -> None:
+    result = run("validate")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "valid (environments: dev, prod)" in result.stderr
+
+
+def test_validate_json_valid() -> None:
+    result = run("validate", "platform.yaml", "--env", "prod", "--format", "json")
+    assert result.returncode == 0
+    assert json.loads(result.stdout) == {"valid": True, "errors": []}
+
+
+def test_validate_reports_every_error_located_with_exit_2() -> None:
+    result = run("validate", "examples/mistakes.yaml")
+    assert result.returncode == 2
+    lines = result.stdout.splitlines()
+    assert [line.split(": error")[0] for line in lines] == [
+        "examples/mistakes.yaml:18:18",
+        "examples/mistakes.yaml:26:14",
+        "examples/mistakes.yaml:28:11",
+    ]
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_validate_json_errors_have_the_documented_shape() -> None:
+    result = run("validate", "examples/mistakes.yaml", "--format", "json")
+    assert result.returncode == 2
+    report = json.loads(result.stdout)
+    assert report["valid"] is False
+    for error in report["errors"]:
+        assert {"file", "line", "column", "path", "message", "hint", "rule"} <= set(error)
+    assert report["errors"][2]["hint"] == 'did you mean "instanceType"?'
+
+
+def test_unknown_environment_is_a_user_error() -> None:
+    result = run("validate", "--env", "prdo")
+    assert result.returncode == 2
+    assert 'no environment "prdo" (did you mean "prod"?)' in result.stdout
+
+
+def test_env_and_all_envs_exclude_each_other() -> None:
+    assert run("validate", "--env", "prod", "--all-envs").returncode == 2
+
+
+def test_missing_file_is_a_user_error(tmp_path: Path) -> None:
+    result = run("validate", str(tmp_path / "nope.yaml"))
+    assert result.returncode == 2 and "AL000" in result.stdout and "Traceback" not in result.stderr
+
+
+def test_show_prints_the_resolved_environment() -> None:
+    result = run("show", "--env", "prod")
+    assert result.returncode == 0, result.stderr
+    data = yaml.safe_load(result.stdout)
+    assert data["environment"] == "prod"
+    pools = {p["name"]: p for p in data["nodePools"]}
+    assert pools["train-p5"]["resolved"]["efaInterfaces"] == 32
+    assert run("show", "--env", "prod", "--format", "json").stdout == run("show", "--env", "prod", "--format", "json").stdout
+
+
+def test_show_invalid_environment_exits_2() -> None:
+    assert run("show", "--env", "nope").returncode == 2
+
+
+def test_schema_prints_the_committed_schema() -> None:
+    result = run("schema")
+    assert result.returncode == 0
+    assert result.stdout == (ROOT / "schema" / "platform.schema.json").read_text()
+
+
+@pytest.mark.parametrize("section", ["gpus", "instances", "versions"])
+def test_catalog_tables_and_json(section: str) -> None:
+    table = run("catalog", section)
+    assert table.returncode == 0 and table.stdout.strip()
+    assert json.loads(run("catalog", section, "--json").stdout)
+
+
+def test_rules_lists_at_least_25_rules() -> None:
+    rules = json.loads(run("rules", "--json").stdout)
+    assert len(rules) >= 25 and all(r["id"].startswith("AL2") for r in rules)
+
+
+def test_init_creates_a_valid_repository(tmp_path: Path) -> None:
+    target = tmp_path / "new-platform"
+    result = run("init", str(target), "--name", "new-platform")
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file()) == [
+        ".gitignore",
+        "README.md",
+        "platform.yaml",
+        "schema/platform.schema.json",
+    ]
+    check = run("validate", "platform.yaml", cwd=target)
+    assert check.returncode == 0, check.stdout
+    again = run("init", str(target))
+    assert again.returncode == 2 and "not empty" in again.stderr
+
+
+def test_init_rejects_a_bad_name(tmp_path: Path) -> None:
+    result = run("init", str(tmp_path / "x"), "--name", "Bad_Name")
+    assert result.returncode == 2 and not (tmp_path / "x").exists()
+
+
+def test_internal_errors_keep_their_traceback(tmp_path: Path) -> None:
+    """A bug is not a user error: exit 1 with the traceback, so it can be reported."""
+    script = tmp_path / "boom.py"
+    script.write_text(
+        "import sys\n"
+        "import alicerce.spec.validate as sv\n"
+        "def broken(*a, **k):\n    raise RuntimeError('bug')\n"
+        "sv.check = broken\n"
+        "from alicerce.cli import main\n"
+        "sys.argv = ['alicerce', 'validate']\n"
+        "main()\n"
+    )
+    result = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert result.returncode == 1
+    assert "RuntimeError" in result.stderr
