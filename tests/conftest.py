@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,8 @@ TODAY = datetime.date(2026, 12, 2)
 
 # waiver expiry is checked against this date in every test, including CLI subprocesses
 os.environ["ALICERCE_TODAY"] = TODAY.isoformat()
+# the validate result cache of the tests lives and dies with the test run
+os.environ["ALICERCE_CACHE_DIR"] = tempfile.mkdtemp(prefix="alicerce-test-cache-")
 
 
 @pytest.fixture

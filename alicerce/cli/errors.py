@@ -13,7 +13,7 @@ from typing import ParamSpec, TypeVar
 
 import typer
 
-from alicerce.spec.errors import SpecError, SpecInvalid
+from alicerce.spec.errors import SpecError, SpecInvalid, render_report
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -30,13 +30,9 @@ class UsageError(Exception):
 
 
 def print_errors(errors: list[SpecError], as_json: bool = False) -> None:
-    if as_json:
-        print(json.dumps({"valid": False, "errors": [e.to_json() for e in errors]}, indent=2))
-        return
-    for error in errors:
-        print(error.render())
-    count = len(errors)
-    print(f"{count} error{'s' if count != 1 else ''}", file=sys.stderr)
+    out, err = render_report(errors, as_json)
+    sys.stdout.write(out)
+    sys.stderr.write(err)
 
 
 def user_errors(json_flag: str | None = None) -> Callable[[Callable[P, R]], Callable[P, R]]:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from enum import Enum
 from typing import Annotated
 
 import typer
 
-from alicerce.cli.common import DEFAULT_SPEC, SpecArg, load
-from alicerce.cli.errors import EXIT_INVALID, UsageError, print_errors, user_errors
+from alicerce.cli.common import DEFAULT_SPEC, SpecArg
+from alicerce.cli.errors import UsageError, user_errors
 
 
 class Format(str, Enum):
@@ -33,17 +32,13 @@ def validate(
 
     Exit code 0 when valid, 2 when the spec has errors, 1 on an internal error.
     """
-    from alicerce.spec.validate import check
+    from alicerce.cli.fastpath import run_validate
+    from alicerce.cli.result_cache import Request
 
     if env is not None and all_envs:
         raise UsageError("--env and --all-envs exclude each other")
-    checked = check(load(spec), None if env is None else [env])
-    as_json = output_format is Format.json
-    if checked.errors:
-        print_errors(checked.errors, as_json)
-        raise typer.Exit(EXIT_INVALID)
-    if as_json:
-        print(json.dumps({"valid": True, "errors": []}))
-    else:
-        envs = ", ".join(checked.environments)
-        print(f"{spec}: valid (environments: {envs})", file=sys.stderr)
+    result = run_validate(Request(str(spec), env, output_format.value))
+    sys.stdout.write(result.stdout)
+    sys.stderr.write(result.stderr)
+    if result.code:
+        raise typer.Exit(result.code)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -90,6 +91,14 @@ class SpecInvalid(Exception):
 
     def __post_init__(self) -> None:
         super().__init__(f"{len(self.errors)} error(s) in the platform spec")
+
+
+def render_report(errors: Sequence[SpecError], as_json: bool = False) -> tuple[str, str]:
+    """(stdout, stderr) text reporting ``errors``: one line each (or a JSON object), and a count."""
+    if as_json:
+        return json.dumps({"valid": False, "errors": [e.to_json() for e in errors]}, indent=2) + "\n", ""
+    count = len(errors)
+    return "".join(e.render() + "\n" for e in errors), f"{count} error{'s' if count != 1 else ''}\n"
 
 
 def sorted_unique(errors: Iterable[SpecError], environments: Sequence[str] = ()) -> list[SpecError]:

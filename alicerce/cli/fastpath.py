@@ -1,0 +1,94 @@
+"""`alicerce validate` without the CLI framework: the command line most often typed, served first.
+
+A plain ``validate [SPEC] [--env ENV | --all-envs] [--format text|json]`` is parsed here and
+answered from the result cache, or checked and remembered. Anything else (help, unknown options,
+conflicting options, other commands) goes to the typer application, which explains mistakes.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from alicerce.cli.result_cache import Request, Result, lookup, store
+
+EXIT_INVALID = 2
+
+
+def parse_validate(argv: list[str]) -> Request | None:
+    """The request of a plain `validate` command line, or None for anything else."""
+    if not argv or argv[0] != "validate":
+        return None
+    spec: str | None = None
+    env: str | None = None
+    all_envs = False
+    output_format = "text"
+    args = iter(argv[1:])
+    for arg in args:
+        name, _, inline = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        if name in ("--env", "-e"):
+            env = inline or next(args, None)
+            if not env:
+                return None
+        elif name in ("--format", "-f"):
+            output_format = inline or next(args, "")
+            if output_format not in ("text", "json"):
+                return None
+        elif arg == "--all-envs":
+            all_envs = True
+        elif arg.startswith("-") or spec is not None:
+            return None
+        else:
+            spec = arg
+    if env is not None and all_envs:
+        return None
+    return Request(spec or "platform.yaml", env, output_format)
+
+
+def run_validate(request: Request) -> Result:
+    """The outcome of a validate request: replayed when the spec is unchanged, else checked."""
+    try:
+        spec_bytes: bytes | None = Path(request.spec).read_bytes()
+    except OSError:
+        spec_bytes = None  # the check reports it, located
+    if spec_bytes is not None:
+        cached = lookup(request, spec_bytes)
+        if cached is not None:
+            return cached
+    result = _check(request)
+    if spec_bytes is not None:
+        store(request, spec_bytes, result)
+    return result
+
+
+def _check(request: Request) -> Result:
+    import json
+
+    from alicerce.spec.errors import SpecInvalid, render_report
+    from alicerce.spec.loader import load_file
+    from alicerce.spec.validate import check
+
+    as_json = request.output_format == "json"
+    environments: list[str] = []
+    try:
+        checked = check(load_file(request.spec, request.spec), None if request.env is None else [request.env])
+        errors, environments = checked.errors, list(checked.environments)
+    except SpecInvalid as exc:
+        errors = exc.errors
+    if errors:
+        out, err = render_report(errors, as_json)
+        return Result(out, err, EXIT_INVALID)
+    if as_json:
+        return Result(json.dumps({"valid": True, "errors": []}) + "\n", "", 0)
+    return Result("", f"{request.spec}: valid (environments: {', '.join(environments)})\n", 0)
+
+
+def serve(argv: list[str]) -> int | None:
+    """Answer a plain validate command line; None when it is not one."""
+    request = parse_validate(argv)
+    if request is None:
+        return None
+    result = run_validate(request)
+    sys.stdout.write(result.stdout)
+    sys.stderr.write(result.stderr)
+    return result.code

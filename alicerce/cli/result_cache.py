@@ -1,0 +1,112 @@
+"""A content-addressed memo of `alicerce validate` results.
+
+Validating needs pydantic, whose start-up alone costs several times a YAML parse. A spec that has
+not changed since it was last checked (the common case in editors' save hooks, pre-commit and CI
+re-runs) gets the stored result back without importing pydantic, typer or the catalog.
+
+The key covers everything the result depends on: the spec's bytes and displayed name, the
+options, the date waivers are checked against, alicerce's own files (sources and catalog data,
+by size and modification time), the interpreter and its import path. Set ``ALICERCE_NO_CACHE=1``
+to bypass it; ``ALICERCE_CACHE_DIR`` moves it (default ``$XDG_CACHE_HOME/alicerce``).
+
+This module imports nothing heavy: it runs before the CLI framework loads.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent
+FORMAT_VERSION = "1"
+
+
+@dataclass(frozen=True)
+class Result:
+    stdout: str
+    stderr: str
+    code: int
+
+
+@dataclass(frozen=True)
+class Request:
+    """A `validate` invocation, normalised: what decides its output."""
+
+    spec: str
+    env: str | None
+    output_format: str
+
+
+def cache_dir() -> Path | None:
+    if os.environ.get("ALICERCE_NO_CACHE"):
+        return None
+    explicit = os.environ.get("ALICERCE_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "alicerce"
+
+
+def today() -> str:
+    return os.environ.get("ALICERCE_TODAY") or datetime.date.today().isoformat()
+
+
+def _fingerprint() -> str:
+    digest = hashlib.sha256(sys.version.encode())
+    for root, dirs, files in os.walk(PACKAGE):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith((".py", ".yaml")):
+                stat = os.stat(os.path.join(root, name))
+                digest.update(f"{root}/{name}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
+    for entry in sys.path:  # installing or removing a dependency changes its directory
+        try:
+            digest.update(f"{entry}:{os.stat(entry or '.').st_mtime_ns}\n".encode())
+        except OSError:
+            continue
+    return digest.hexdigest()
+
+
+def key(request: Request, spec_bytes: bytes) -> str:
+    digest = hashlib.sha256()
+    for part in (FORMAT_VERSION, _fingerprint(), request.spec, request.env or "", request.output_format, today()):
+        digest.update(part.encode() + b"\0")
+    digest.update(spec_bytes)
+    return digest.hexdigest()
+
+
+def _entry(cache: Path, cache_key: str) -> Path:
+    return cache / "validate" / cache_key[:2] / f"{cache_key}.json"
+
+
+def lookup(request: Request, spec_bytes: bytes) -> Result | None:
+    cache = cache_dir()
+    if cache is None:
+        return None
+    try:
+        data = json.loads(_entry(cache, key(request, spec_bytes)).read_text("utf-8"))
+        return Result(str(data["stdout"]), str(data["stderr"]), int(data["code"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def store(request: Request, spec_bytes: bytes, result: Result) -> None:
+    """Remember a result; a cache that cannot be written is silently skipped."""
+    cache = cache_dir()
+    if cache is None:
+        return
+    path = _entry(cache, key(request, spec_bytes))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump({"stdout": result.stdout, "stderr": result.stderr, "code": result.code}, handle)
+        os.replace(tmp, path)
+    except OSError:
+        return

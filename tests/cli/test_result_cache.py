@@ -1,0 +1,99 @@
+"""The validate result cache: replays exactly, and misses whenever anything that matters changed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from alicerce.cli.fastpath import parse_validate
+from alicerce.cli.result_cache import Request
+from tests.conftest import ROOT
+
+ALICERCE = Path(sys.executable).with_name("alicerce")
+
+
+def run(args: list[str], cwd: Path, cache: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {**os.environ, "ALICERCE_CACHE_DIR": str(cache), **env}
+    return subprocess.run([str(ALICERCE), *args], cwd=cwd, capture_output=True, text=True, env=environ, check=False)
+
+
+def entries(cache: Path) -> int:
+    return len(list(cache.glob("validate/*/*.json")))
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    shutil.copy(ROOT / "examples" / "mistakes.yaml", tmp_path / "spec.yaml")
+    return tmp_path
+
+
+def test_a_replay_is_identical_to_the_full_check(workdir: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    for fmt in ("text", "json"):
+        first = run(["validate", "spec.yaml", "--format", fmt], workdir, cache)
+        second = run(["validate", "spec.yaml", "--format", fmt], workdir, cache)
+        uncached = run(["validate", "spec.yaml", "--format", fmt], workdir, cache, ALICERCE_NO_CACHE="1")
+        assert first.returncode == second.returncode == uncached.returncode == 2
+        assert first.stdout == second.stdout == uncached.stdout
+        assert first.stderr == second.stderr == uncached.stderr
+    assert entries(cache) == 2
+
+
+def test_a_changed_spec_is_checked_again(workdir: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    assert run(["validate", "spec.yaml"], workdir, cache).returncode == 2
+    spec = workdir / "spec.yaml"
+    fixed = spec.read_text().replace("account: 123456789012", 'account: "123456789012"')
+    fixed = fixed.replace("purpose: trainig", "purpose: training").replace("instanceTyp:", "instanceType:")
+    spec.write_text(fixed)
+    result = run(["validate", "spec.yaml"], workdir, cache)
+    assert result.returncode == 2  # the GPU pool still lacks its taint
+    assert [line.split("error[")[1][:5] for line in result.stdout.splitlines()] == ["AL218"]
+    assert entries(cache) == 2
+
+
+def test_the_date_is_part_of_the_key(workdir: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    run(["validate", "spec.yaml"], workdir, cache, ALICERCE_TODAY="2026-01-01")
+    run(["validate", "spec.yaml"], workdir, cache, ALICERCE_TODAY="2026-01-02")
+    assert entries(cache) == 2
+
+
+def test_a_corrupt_entry_is_ignored(workdir: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    run(["validate", "spec.yaml"], workdir, cache)
+    for entry in cache.glob("validate/*/*.json"):
+        entry.write_text("{not json")
+    result = run(["validate", "spec.yaml"], workdir, cache)
+    assert result.returncode == 2 and "AL102" in result.stdout
+
+
+def test_no_cache_writes_nothing(workdir: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    run(["validate", "spec.yaml"], workdir, cache, ALICERCE_NO_CACHE="1")
+    assert not cache.exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "request_"),
+    [
+        (["validate"], Request("platform.yaml", None, "text")),
+        (["validate", "x.yaml", "--env", "prod", "-f", "json"], Request("x.yaml", "prod", "json")),
+        (["validate", "--env=dev", "--format=text", "y.yaml"], Request("y.yaml", "dev", "text")),
+        (["validate", "--all-envs"], Request("platform.yaml", None, "text")),
+        (["validate", "--help"], None),
+        (["validate", "--env", "a", "--all-envs"], None),
+        (["validate", "-f", "yaml"], None),
+        (["validate", "a.yaml", "b.yaml"], None),
+        (["validate", "--env"], None),
+        (["show", "--env", "prod"], None),
+        ([], None),
+    ],
+)
+def test_only_plain_validate_command_lines_take_the_fast_path(argv: list[str], request_: Request | None) -> None:
+    assert parse_validate(argv) == request_
