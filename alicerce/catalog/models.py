@@ -100,6 +100,7 @@ class Price(CatalogModel):
     region: str = Field(description="Region the price was read for.")
     asOf: datetime.date = Field(description="Date the price was read.")
     source: Source = Field(description="Where the price comes from.")
+    note: str | None = Field(default=None, description="Caveat, e.g. an estimate where AWS lists no on-demand price.")
 
 
 class InstanceType(CatalogModel):
