@@ -138,3 +138,17 @@ def test_internal_errors_keep_their_traceback(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, check=False)
     assert result.returncode == 1
     assert "RuntimeError" in result.stderr
+
+
+def test_validate_imports_no_pulumi_ansible_or_cli_framework() -> None:
+    """`alicerce validate` must feel instant: the full check loads none of the heavy toolchains."""
+    code = (
+        "import sys\n"
+        "from alicerce.cli.fastpath import serve\n"
+        "serve(['validate', 'platform.yaml'])\n"
+        "heavy = ('pulumi', 'pulumi_aws', 'pulumi_kubernetes', 'ansible', 'ansible_runner', 'typer', 'matplotlib', 'jinja2')\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & set(heavy)))\n"
+    )
+    env = {**os.environ, "ALICERCE_NO_CACHE": "1"}
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=env, check=False)
+    assert result.stdout.strip() == "[]", result.stderr
