@@ -20,6 +20,8 @@ demo: setup
 	$(BIN)/alicerce validate platform.yaml --all-envs
 	@echo "== alicerce show --env prod: the resolved production environment"
 	$(BIN)/alicerce show --env prod platform.yaml
+	@echo "== alicerce plan: the platform sized from its workloads, with findings"
+	COLUMNS=160 $(BIN)/alicerce plan platform.yaml --env prod
 	@echo "== a spec with mistakes: every error, located (exit code 2 is expected)"
 	$(BIN)/alicerce validate examples/mistakes.yaml || test $$? -eq 2
 

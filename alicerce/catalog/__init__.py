@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from alicerce.catalog.models import Fsx, Gpu, InstanceType, Versions
+from alicerce.catalog.models import Fsx, Gpu, InstanceType, Sizing, Versions
 
 _Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -39,6 +39,10 @@ class _FsxFile(Fsx):
     schemaVersion: int
 
 
+class _SizingFile(Sizing):
+    schemaVersion: int
+
+
 def _read(name: str) -> Any:
     text = resources.files("alicerce.catalog").joinpath("data", name).read_text("utf-8")
     return yaml.load(text, Loader=_Loader)
@@ -52,6 +56,11 @@ class Catalog:
     instances: tuple[InstanceType, ...]
     versions: Versions
     fsx: Fsx
+
+    @functools.cached_property
+    def sizing(self) -> Sizing:
+        """Sizer assumptions, loaded on first use (validation never needs them)."""
+        return _SizingFile.model_validate(_read("sizing.yaml"))
 
     @functools.cached_property
     def _gpu_index(self) -> dict[str, Gpu]:

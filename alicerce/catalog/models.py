@@ -211,3 +211,74 @@ class FsxOption(CatalogModel):
 class Fsx(CatalogModel):
     sources: tuple[Source, ...]
     options: tuple[FsxOption, ...]
+
+
+class Citation(CatalogModel):
+    title: str
+    url: str | None = Field(description="Public address; null for alicerce's own documented defaults.")
+
+
+class Assumption(CatalogModel):
+    """One sizing figure and the key of its source in ``Sizing.sources``."""
+
+    value: float
+    source: str
+
+
+class TrainingMfu(CatalogModel):
+    volta: Assumption
+    ampere: Assumption
+    ada: Assumption
+    hopper: Assumption
+    blackwell: Assumption
+
+
+class Mfu(CatalogModel):
+    training: TrainingMfu
+    prefill: Assumption
+
+
+class CheckpointBytes(CatalogModel):
+    adamw: Assumption
+    sgd: Assumption
+    adafactor: Assumption
+
+
+class BytesPerParameter(CatalogModel):
+    adamw: Assumption
+    sgd: Assumption
+    adafactor: Assumption
+    checkpoint: CheckpointBytes
+
+
+class ActivationBytes(CatalogModel):
+    noRecompute: float
+    fullRecompute: float
+    source: str
+
+
+class Sizing(CatalogModel):
+    """Every assumption of the workload sizer, each with its source."""
+
+    mfu: Mfu
+    decodeBandwidthEfficiency: Assumption
+    bytesPerParameter: BytesPerParameter
+    weightBytes: dict[str, float]
+    qloraBaseBytes: Assumption
+    loraTrainableFraction: Assumption
+    loraFlopsPerParameterToken: Assumption
+    trainingFlopsPerParameterToken: Assumption
+    activationBytes: ActivationBytes
+    hiddenPerLayer: Assumption
+    kvHeadFraction: Assumption
+    memoryReserveFraction: Assumption
+    tcpGbpsPerGpu: Assumption
+    commOverlapFraction: Assumption
+    defaultGlobalBatchTokens: Assumption
+    defaultCheckpointIntervalSeconds: Assumption
+    checkpointStallBudget: Assumption
+    defaultBytesPerToken: Assumption
+    dataReadHeadroom: Assumption
+    dataPrepMBpsPerCore: Assumption
+    hoursPerMonth: Assumption
+    sources: dict[str, Citation]

@@ -91,3 +91,18 @@ def test_every_driver_branch_supporting_blackwell_has_open_modules() -> None:
     for branch in CATALOG.versions.driverBranches:
         if "blackwell" in branch.architectures:
             assert branch.openKernelModules
+
+
+def test_every_sizing_assumption_names_a_known_source() -> None:
+    sizing = CATALOG.sizing
+
+    def sources(node: object) -> list[str]:
+        if isinstance(node, dict):
+            found = [node["source"]] if isinstance(node.get("source"), str) else []
+            return found + [s for value in node.values() for s in sources(value)]
+        return []
+
+    used = sources(sizing.model_dump(exclude={"sources"}))
+    assert used and set(used) <= set(sizing.sources)
+    for key, citation in sizing.sources.items():
+        assert citation.url is None if key == "default" else citation.url.startswith("https://")  # type: ignore[union-attr]
