@@ -140,12 +140,34 @@ def _describe(value: Any) -> str:
     return str(value)
 
 
+MAX_REPORTED = 200
+
+
 def convert(exc: ValidationError, root: type[BaseModel], data: Any, pos: Pos, environment: str | None) -> list[SpecError]:
-    """Every pydantic error as a located SpecError."""
-    out: list[SpecError] = []
+    """Pydantic's errors as located SpecErrors: the first MAX_REPORTED by position, then a count.
+
+    Hints (edit distances) are computed only for the errors reported, so a file with thousands
+    of mistakes is still answered at once.
+    """
+    located = []
     for err in exc.errors(include_url=False):
-        kind = err["type"]
         path, complete = data_path(tuple(err["loc"]), data)
+        located.append((locate(pos, path)[0], err, path, complete))
+    located.sort(key=lambda item: item[0])
+    out = _convert(located[:MAX_REPORTED], root, data, pos, environment)
+    if len(located) > MAX_REPORTED:
+        span, _, path, _ = located[MAX_REPORTED]
+        out.append(SpecError(span, "AL013", path, f"{len(located) - MAX_REPORTED} more errors not shown",
+                             "fix the ones above first; they often cause the rest", None, environment))  # fmt: skip
+    return out
+
+
+def _convert(
+    located: list[tuple[Any, Any, Path, bool]], root: type[BaseModel], data: Any, pos: Pos, environment: str | None
+) -> list[SpecError]:
+    out: list[SpecError] = []
+    for _, err, path, complete in located:
+        kind = err["type"]
         value = err.get("input")
         ctx = err.get("ctx") or {}
         hint: str | None = None

@@ -157,3 +157,13 @@ def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(SpecInvalid) as info:
         load_file(tmp_path / "nope.yaml", "nope.yaml")
     assert info.value.errors[0].rule == "AL000"
+
+
+def test_a_flood_of_mistakes_is_reported_capped_with_a_count() -> None:
+    from alicerce.spec.schema_errors import MAX_REPORTED
+    from alicerce.spec.validate import check
+
+    text = "".join(f"k{i}: 1\n" for i in range(5_000))
+    errors = check(load_text(text, "flood.yaml")).errors
+    assert len(errors) == MAX_REPORTED + 1
+    assert errors[-1].rule == "AL013" and errors[-1].message.endswith("more errors not shown")
