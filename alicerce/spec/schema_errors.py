@@ -166,8 +166,9 @@ def _convert(
     located: list[tuple[Any, Any, Path, bool]], root: type[BaseModel], data: Any, pos: Pos, environment: str | None
 ) -> list[SpecError]:
     out: list[SpecError] = []
-    for _, err, path, complete in located:
+    for _, err, error_path, complete in located:
         kind = err["type"]
+        path = error_path
         value = err.get("input")
         ctx = err.get("ctx") or {}
         hint: str | None = None
