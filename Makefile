@@ -39,6 +39,8 @@ unit: setup
 
 bench: setup
 	$(BIN)/python bench/validate_speed.py
+	$(BIN)/python bench/hostile_inputs.py
+	$(BIN)/python bench/plan_speed.py
 
 schema: setup
 	$(BIN)/alicerce schema --output schema/platform.schema.json
