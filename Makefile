@@ -22,6 +22,8 @@ demo: setup
 	$(BIN)/alicerce show --env prod platform.yaml
 	@echo "== alicerce plan: the platform sized from its workloads, with findings"
 	COLUMNS=160 $(BIN)/alicerce plan platform.yaml --env prod
+	@echo "== alicerce preview --env prod: what the Pulumi program declares (offline plan, not a diff against live state)"
+	COLUMNS=160 $(BIN)/alicerce preview --env prod platform.yaml
 	@echo "== a spec with mistakes: every error, located (exit code 2 is expected)"
 	$(BIN)/alicerce validate examples/mistakes.yaml || test $$? -eq 2
 
@@ -41,6 +43,7 @@ bench: setup
 	$(BIN)/python bench/validate_speed.py
 	$(BIN)/python bench/hostile_inputs.py
 	$(BIN)/python bench/plan_speed.py
+	$(BIN)/python bench/preview_speed.py
 
 schema: setup
 	$(BIN)/alicerce schema --output schema/platform.schema.json

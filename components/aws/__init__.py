@@ -1,0 +1,1 @@
+"""AWS components: network, kms, cluster, gpu_node_pool, storage, fabric."""

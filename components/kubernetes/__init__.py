@@ -1,0 +1,1 @@
+"""Kubernetes components: operators (Helm releases) and the cluster's desired objects."""
