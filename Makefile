@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | sha256sum | cut -c1-12)
 
-.PHONY: setup demo test lint typecheck unit bench schema lock clean
+.PHONY: setup tools demo test lint typecheck unit bench schema lock clean
 
 setup: $(STAMP)
 
@@ -36,7 +36,15 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
-unit: setup
+# System tools the tests drive (promtool for alert rules). Installed when root; under CI a
+# missing tool fails the tests that need it instead of skipping them.
+tools:
+	@command -v promtool >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
+		else echo "promtool missing: apt-get install prometheus" >&2; fi; }
+
+unit: setup tools
 	$(BIN)/python -m pytest
 
 bench: setup

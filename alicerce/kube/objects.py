@@ -1,7 +1,7 @@
 """The desired in-cluster objects of one site, computed from the resolved platform.
 
 ONE pure function, :func:`cluster_objects`, decides every namespace, quota, policy, queue,
-priority class and storage class a site's cluster holds. Pulumi applies the list
+priority class, storage class, alert rule and dashboard a site's cluster holds. Pulumi applies the list
 (``components/kubernetes/objects.py``); the GitOps writer renders the same list to files.
 Plain dicts in, plain dicts out, sorted deterministically; no Pulumi import here.
 """
@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from alicerce.kube.monitoring import monitoring_objects
 from alicerce.kube.operators import KUEUE_NAMESPACE, MONITORING_NAMESPACE, site_pools
 from alicerce.spec.models import AwsSite, TimeSlicing
 from alicerce.spec.resolve import ResolvedPlatform, ResolvedPool, ResolvedTeam
@@ -46,9 +47,14 @@ UNBOUNDED_MEMORY = "1Pi"
 
 
 def crd_owner(obj: dict[str, Any]) -> str | None:
-    """The catalog chart whose CRDs an object needs, or None for built-in kinds."""
+    """The catalog chart an object must wait for: the owner of its CRD, or of its namespace
+    (the monitoring chart creates the namespace the dashboards live in); None for the rest."""
     group = str(obj["apiVersion"]).rpartition("/")[0]
-    return CRD_OWNERS.get(group)
+    if group in CRD_OWNERS:
+        return CRD_OWNERS[group]
+    if obj["metadata"].get("namespace") == MONITORING_NAMESPACE:
+        return "kube-prometheus-stack"
+    return None
 
 
 def _meta(name: str, namespace: str | None = None, labels: dict[str, str] | None = None) -> dict[str, Any]:
@@ -315,6 +321,7 @@ def cluster_objects(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]
             if pool.gpu is not None:
                 flavor_pools.setdefault(pool.name, pool)
         objs.extend(_flavor(p) for p in flavor_pools.values())
+    objs.extend(monitoring_objects(rp, site_name))
     return sorted(objs, key=sort_key)
 
 

@@ -107,7 +107,10 @@ def gpu_operator_values(rp: ResolvedPlatform, site: AwsSite | OnpremSite) -> dic
         "driver": driver,
         "toolkit": {"enabled": not aws},
         "mig": {"strategy": op.mig_strategy},
-        "dcgmExporter": {"serviceMonitor": {"enabled": op.dcgm_service_monitor and rp.spec.operators.monitoring.enabled}},
+        # honorLabels keeps the namespace/pod of the workload on each GPU series (pod attribution)
+        "dcgmExporter": {
+            "serviceMonitor": {"enabled": op.dcgm_service_monitor and rp.spec.operators.monitoring.enabled, "honorLabels": True}
+        },
     }
     mig = {f"alicerce-{p.name}": p.spec.sharing for p in pools if isinstance(p.spec.sharing, MigSharing)}
     if mig:
@@ -165,7 +168,14 @@ def operator_releases(rp: ResolvedPlatform, site_name: str) -> list[Release]:
                 rp,
                 "kube-prometheus-stack",
                 MONITORING_NAMESPACE,
-                deep_merge({"prometheus": {"prometheusSpec": prometheus}}, ops.monitoring.values),
+                deep_merge(
+                    {
+                        "prometheus": {"prometheusSpec": prometheus},
+                        # node labels alicerce sets, as kube_node_labels series for the per-pool GPU alerts
+                        "kube-state-metrics": {"metricLabelsAllowlist": ["nodes=[alicerce.dev/pool,alicerce.dev/purpose]"]},
+                    },
+                    ops.monitoring.values,
+                ),
             )
         )
     if ops.gpu_operator.enabled and any(p.gpu is not None for p in pools):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
+from alicerce.spec.errors import did_you_mean, one_of
 from alicerce.spec.models import NodePool, TimeSlicing
 from alicerce.spec.rules import Finding, RuleContext, rule
 
@@ -104,3 +105,22 @@ def workload_fields(ctx: RuleContext) -> Iterable[Finding]:
                     "set architecture: moe, or remove activeParameters",
                     model.active_parameters,
                 )
+
+
+@rule("AL262", "alert-overrides", "Alert overrides name an alert alicerce emits.")
+def alert_overrides(ctx: RuleContext) -> Iterable[Finding]:
+    from alicerce.kube.alerts import STATIC_ALERTS, pool_alert_name, slo_alert_name
+
+    known = [
+        *STATIC_ALERTS,
+        *(pool_alert_name(p.name) for p in ctx.spec.node_pools if p.accelerator is not None),
+        *(slo_alert_name(s.name) for s in ctx.spec.monitoring.slos),
+    ]
+    for i, override in enumerate(ctx.spec.monitoring.alerts):
+        if override.alert not in known:
+            yield Finding(
+                ("monitoring", "alerts", i, "alert"),
+                f'no alert named "{override.alert}"',
+                did_you_mean(override.alert, known) or one_of(known),
+                override.alert,
+            )
