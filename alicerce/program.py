@@ -105,16 +105,17 @@ def _aws_site(rp: ResolvedPlatform, site: AwsSite, settings: StackSettings) -> S
             ),
             pulumi.ResourceOptions(providers={"aws": provider}, depends_on=[cluster]),
         )
+    storage_plan = plan_storage(rp, site)
     addons = EksAddons(
         f"{n}-addons",
-        AddonsArgs(cluster_args, cluster.cluster_name),
+        AddonsArgs(cluster_args, cluster.cluster_name, efs=bool(storage_plan.efs)),
         pulumi.ResourceOptions(providers={"aws": provider}, depends_on=list(pools.values())),
     )
     storage = Storage(
         f"{n}-storage",
         StorageArgs(
             name=cluster_name,
-            plan=plan_storage(rp, site),
+            plan=storage_plan,
             tags=rp.tags,
             vpc_id=network.vpc_id,
             subnet_ids=subnets,
@@ -124,7 +125,7 @@ def _aws_site(rp: ResolvedPlatform, site: AwsSite, settings: StackSettings) -> S
         opts,
     )
     kube = k8s.Provider(f"{n}-k8s", kubeconfig=cluster.kubeconfig, enable_server_side_apply=True)
-    _kubernetes_layer(rp, n, kube, [addons])
+    _kubernetes_layer(rp, n, kube, [addons, storage], storage.volumes)
     return SiteOutputs(
         cluster={"provider": "aws", "name": cluster.cluster_name, "endpoint": cluster.endpoint, "region": site.region},
         kubeconfig=cluster.kubeconfig,
@@ -142,12 +143,18 @@ def _onprem_site(rp: ResolvedPlatform, site: OnpremSite, secrets: Secrets) -> Si
     return SiteOutputs({"provider": "onprem", "endpoint": site.control_plane_endpoint}, None, pools, {})
 
 
-def _kubernetes_layer(rp: ResolvedPlatform, site: str, kube: k8s.Provider, after: list[pulumi.Resource]) -> None:
+def _kubernetes_layer(
+    rp: ResolvedPlatform,
+    site: str,
+    kube: k8s.Provider,
+    after: list[pulumi.Resource],
+    volumes: Mapping[str, Mapping[str, Any]] | None = None,
+) -> None:
     opts = pulumi.ResourceOptions(providers={"kubernetes": kube}, depends_on=after)
     operators = Operators(f"{site}-operators", OperatorsArgs.from_resolved(rp, site), opts)
     ClusterObjects(
         f"{site}-objects",
-        ObjectsArgs.from_resolved(rp, site, operators.charts),
+        ObjectsArgs.from_resolved(rp, site, operators.charts, volumes),
         pulumi.ResourceOptions(providers={"kubernetes": kube}, depends_on=after),
     )
 

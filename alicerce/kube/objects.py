@@ -9,14 +9,14 @@ Plain dicts in, plain dicts out, sorted deterministically; no Pulumi import here
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from alicerce.kube.monitoring import monitoring_objects
 from alicerce.kube.operators import KUEUE_NAMESPACE, MONITORING_NAMESPACE, site_pools
-from alicerce.spec.models import AwsSite, TimeSlicing
-from alicerce.spec.resolve import ResolvedPlatform, ResolvedPool, ResolvedTeam
+from alicerce.spec.models import AwsSite, ParallelFsTier, SharedNfsTier, TimeSlicing
+from alicerce.spec.resolve import ResolvedPlatform, ResolvedPool, ResolvedTeam, ResolvedTier
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 GPU = "nvidia.com/gpu"
@@ -295,7 +295,62 @@ def _storage_classes(rp: ResolvedPlatform, site: AwsSite | Any) -> list[dict[str
     ]
 
 
-_KIND_ORDER = {"Namespace": 0, "PriorityClass": 1, "StorageClass": 1, "ResourceFlavor": 2, "ClusterQueue": 3}
+def _volume_source(tier: ResolvedTier, site: str, volumes: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, Any], list[str]] | None:
+    """(PersistentVolume source, mount options) of a shared tier at a site, or None."""
+    implementation = tier.implementations.get(site)
+    spec = tier.spec
+    if tier.name in volumes:
+        options = ["flock"] if implementation == "fsx-lustre" else (["tls"] if implementation == "efs" else [])
+        return dict(volumes[tier.name]), options
+    if implementation == "nfs" and isinstance(spec, SharedNfsTier) and spec.onprem is not None:
+        return {"nfs": {"server": spec.onprem.server, "path": spec.onprem.export}}, [f"nfsvers={spec.onprem.version}", "hard"]
+    if implementation in ("lustre", "beegfs", "weka") and isinstance(spec, ParallelFsTier):
+        # mounted on every node by the parallel_fs_client role; pods reach it through the claim
+        return {"hostPath": {"path": spec.mount_path, "type": "Directory"}}, []
+    return None
+
+
+def shared_volumes(rp: ResolvedPlatform, site_name: str, volumes: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A ReadWriteMany claim on every shared file system tier, in every team namespace of the site.
+
+    Each claim is pre-bound to its own PersistentVolume (one per namespace: a volume binds one
+    claim) over the same file system, so teams mount ``datasets`` or ``home`` by name.
+    """
+    out: list[dict[str, Any]] = []
+    for tier in rp.storage:
+        if site_name not in tier.sites or tier.spec.class_ not in ("parallel-fs", "shared-nfs"):
+            continue
+        found = _volume_source(tier, site_name, volumes)
+        if found is None:
+            continue
+        source, options = found
+        size = f"{tier.fsx.capacity_gib}Gi" if tier.fsx is not None else f"{max(1, (tier.spec.capacity or 2**40) // 2**30)}Gi"
+        labels = {"alicerce.dev/storage-tier": tier.name}
+        for team in teams_at(rp, site_name):
+            for ns in team.namespaces:
+                pv = f"{rp.name}-{tier.name}-{ns}"[:253]
+                pv_spec: dict[str, Any] = {
+                    "capacity": {"storage": size},
+                    "accessModes": ["ReadWriteMany"],
+                    "persistentVolumeReclaimPolicy": "Retain",  # the data outlives the claim
+                    "storageClassName": "",
+                    "claimRef": {"namespace": ns, "name": tier.name},
+                    **source,
+                }
+                if options:
+                    pv_spec["mountOptions"] = options
+                out.append({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": _meta(pv, labels=labels), "spec": pv_spec})
+                claim = {
+                    "accessModes": ["ReadWriteMany"],
+                    "storageClassName": "",
+                    "volumeName": pv,
+                    "resources": {"requests": {"storage": size}},
+                }
+                out.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": _meta(tier.name, ns, labels), "spec": claim})
+    return out
+
+
+_KIND_ORDER = {"Namespace": 0, "PriorityClass": 1, "StorageClass": 1, "PersistentVolume": 1, "ResourceFlavor": 2, "ClusterQueue": 3}
 
 
 def sort_key(obj: dict[str, Any]) -> tuple[int, str, str, str]:
@@ -303,10 +358,17 @@ def sort_key(obj: dict[str, Any]) -> tuple[int, str, str, str]:
     return (_KIND_ORDER.get(obj["kind"], 5), obj["kind"], meta.get("namespace", ""), meta["name"])
 
 
-def cluster_objects(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
-    """Every object the cluster of ``site_name`` should hold besides the operators' own."""
+def cluster_objects(rp: ResolvedPlatform, site_name: str, volumes: Mapping[str, Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Every object the cluster of ``site_name`` should hold besides the operators' own.
+
+    ``volumes`` maps a storage tier created at deploy time (FSx, EFS) to its PersistentVolume
+    source (e.g. ``{"csi": {"driver": ..., "volumeHandle": ...}}``); the caller fills it from the
+    created resources (Pulumi outputs) or from a previous deployment's outputs. Tiers whose source
+    the spec itself names (on-prem NFS, pre-mounted parallel file systems) need no entry.
+    """
     site = next(s for s in rp.sites if s.name == site_name)
     objs: list[dict[str, Any]] = [*_priority_classes(), *_storage_classes(rp, site)]
+    objs.extend(shared_volumes(rp, site_name, volumes or {}))
     kueue = rp.spec.operators.kueue.enabled
     flavor_pools: dict[str, ResolvedPool] = {}
     for team in teams_at(rp, site_name):

@@ -314,6 +314,7 @@ def _addon(
 class AddonsArgs:
     cluster: ClusterArgs
     cluster_name: pulumi.Input[str]
+    efs: bool = False  # the site has EFS tiers: install the EFS CSI driver too
 
 
 class EksAddons(Component):
@@ -338,4 +339,19 @@ class EksAddons(Component):
             if addon == "aws-ebs-csi-driver":
                 identity = [aws.eks.AddonPodIdentityAssociationArgs(role_arn=ebs_role.arn, service_account="ebs-csi-controller-sa")]
             _addon(self, name, args.cluster_name, args.cluster, addon, pod_identity=identity)
+        if args.efs:
+            efs_role = aws.iam.Role(
+                f"{name}-efs-csi",
+                assume_role_policy=_assume("pods.eks.amazonaws.com", ("sts:AssumeRole", "sts:TagSession")),
+                tags=named(args.cluster.tags, f"{args.cluster.name}-efs-csi"),
+                opts=self.child(),
+            )
+            aws.iam.RolePolicyAttachment(
+                f"{name}-efs-csi",
+                role=efs_role.name,
+                policy_arn="arn:aws:iam::aws:policy/service-role/AmazonEFSCSIDriverPolicy",
+                opts=self.child(),
+            )
+            identity = [aws.eks.AddonPodIdentityAssociationArgs(role_arn=efs_role.arn, service_account="efs-csi-controller-sa")]
+            _addon(self, name, args.cluster_name, args.cluster, "aws-efs-csi-driver", pod_identity=identity)
         self.register_outputs({})

@@ -10,6 +10,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -115,10 +116,12 @@ class StorageArgs:
 
 class Storage(Component):
     endpoints: dict[str, pulumi.Output[str]]
+    volumes: dict[str, dict[str, Any]]  # tier -> PersistentVolume source, for alicerce.kube.objects
 
     def __init__(self, name: str, args: StorageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("alicerce:storage:Storage", name, opts)
         self.endpoints = {}
+        self.volumes = {}
         for bucket in args.plan.buckets:
             if bucket.create:
                 self._bucket(name, args, bucket)
@@ -204,6 +207,13 @@ class Storage(Component):
                 tags=tags,
                 opts=self.child(),
             )
+        self.volumes[tier.name] = {
+            "csi": {
+                "driver": "fsx.csi.aws.com",
+                "volumeHandle": fs.id,
+                "volumeAttributes": {"dnsname": fs.dns_name, "mountname": fs.mount_name},
+            }
+        }
         return pulumi.Output.format("{0}@tcp:/{1}", fs.dns_name, fs.mount_name)
 
     def _bucket(self, name: str, args: StorageArgs, tier: BucketTier) -> None:
@@ -304,4 +314,5 @@ class Storage(Component):
             aws.efs.MountTarget(
                 f"{name}-{tier.name}-{zone}", file_system_id=fs.id, subnet_id=subnet, security_groups=[sg.id], opts=self.child()
             )
+        self.volumes[tier.name] = {"csi": {"driver": "efs.csi.aws.com", "volumeHandle": fs.id}}
         return fs.dns_name

@@ -24,8 +24,14 @@ class ObjectsArgs:
     operators: Mapping[str, pulumi.Resource]  # chart key -> installed chart (for CRD ordering)
 
     @classmethod
-    def from_resolved(cls, rp: ResolvedPlatform, site: str, operators: Mapping[str, pulumi.Resource]) -> ObjectsArgs:
-        return cls(tuple(cluster_objects(rp, site)), operators)
+    def from_resolved(
+        cls,
+        rp: ResolvedPlatform,
+        site: str,
+        operators: Mapping[str, pulumi.Resource],
+        volumes: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> ObjectsArgs:
+        return cls(tuple(cluster_objects(rp, site, volumes)), operators)
 
 
 class ClusterObjects(Component):

@@ -163,10 +163,12 @@ def test_eks_encrypts_secrets_logs_everything_and_is_private_in_prod(prod: Any) 
 def test_core_addons_are_pinned_and_workload_addons_wait_for_nodes(prod: Any) -> None:
     _, result = prod
     addons = {r.inputs["addonName"]: r for r in result.of_type("aws:eks/addon:Addon")}
-    assert set(addons) == {"vpc-cni", "kube-proxy", "eks-pod-identity-agent", "coredns", "aws-ebs-csi-driver"}
+    # prod has an EFS tier (home), so the EFS CSI driver joins the pinned add-ons
+    assert set(addons) == {"vpc-cni", "kube-proxy", "eks-pod-identity-agent", "coredns", "aws-ebs-csi-driver", "aws-efs-csi-driver"}
     assert all(a.inputs["addonVersion"] for a in addons.values())
     assert "aws-pool-system-ng" in addons["coredns"].depends_on
     assert addons["aws-ebs-csi-driver"].inputs["podIdentityAssociations"][0]["serviceAccount"] == "ebs-csi-controller-sa"
+    assert addons["aws-efs-csi-driver"].inputs["podIdentityAssociations"][0]["serviceAccount"] == "efs-csi-controller-sa"
 
 
 @covers(

@@ -78,8 +78,18 @@ def test_objects_are_applied_from_the_pure_function_and_crds_come_first(prod: An
     rp, result = prod
     for site in ("aws", "dc1"):
         applied = [o for r in result.children(f"{site}-objects") for o in r.inputs["objs"]]
+        # volume sources of deploy-time file systems come from the created FSx/EFS resources
+        volumes = {
+            o["metadata"]["labels"]["alicerce.dev/storage-tier"]: {"csi": o["spec"]["csi"]}
+            for o in applied
+            if o["kind"] == "PersistentVolume" and "csi" in o["spec"]
+        }
         canonical = functools.partial(json.dumps, sort_keys=True)
-        assert sorted(map(canonical, applied)) == sorted(map(canonical, cluster_objects(rp, site)))
+        assert sorted(map(canonical, applied)) == sorted(map(canonical, cluster_objects(rp, site, volumes)))
+        if site == "aws":
+            drivers = {tier: v["csi"]["driver"] for tier, v in volumes.items()}
+            assert drivers == {"datasets": "fsx.csi.aws.com", "checkpoints": "fsx.csi.aws.com", "home": "efs.csi.aws.com"}
+            assert all(v["csi"]["volumeHandle"].startswith("fs-") for v in volumes.values())
         kueue = result.named(f"{site}-objects-kueue")
         assert {o["kind"] for o in kueue.inputs["objs"]} == {"ClusterQueue", "LocalQueue", "ResourceFlavor"}
         assert f"{site}-operators-kueue" in kueue.depends_on and f"{site}-objects-core" in kueue.depends_on

@@ -128,3 +128,29 @@ def test_manifests_validate_against_the_kubernetes_schemas(env: str, site: str) 
         kubernetes_validate.validate(obj, target, strict=True)
         checked += 1
     assert checked >= 10
+
+
+def test_every_team_namespace_gets_a_claim_on_each_shared_file_system() -> None:
+    rp = platform("prod")
+    fsx = {"csi": {"driver": "fsx.csi.aws.com", "volumeHandle": "fs-0123", "volumeAttributes": {"dnsname": "d", "mountname": "m"}}}
+    objs = cluster_objects(rp, "aws", {"datasets": fsx})
+    claims = {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in objs if o["kind"] == "PersistentVolumeClaim"}
+    volumes = {o["metadata"]["name"]: o for o in objs if o["kind"] == "PersistentVolume"}
+    assert ("serving-canary", "datasets") in claims and ("research", "datasets") in claims
+    for (namespace, name), claim in claims.items():
+        volume = volumes[claim["spec"]["volumeName"]]
+        assert volume["spec"]["claimRef"] == {"namespace": namespace, "name": name}  # pre-bound, one volume per claim
+        assert volume["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    datasets = volumes[claims[("research", "datasets")]["spec"]["volumeName"]]
+    assert datasets["spec"]["csi"]["volumeHandle"] == "fs-0123" and datasets["spec"]["mountOptions"] == ["flock"]
+    assert datasets["spec"]["capacity"]["storage"] == "50400Gi"  # the FSx size resolve decided
+    # without deploy-time sources, FSx tiers get no claims (there is nothing yet to point at)
+    assert not [o for o in cluster_objects(rp, "aws") if o["kind"] == "PersistentVolumeClaim" and o["metadata"]["name"] == "datasets"]
+
+
+def test_on_prem_shared_file_systems_come_from_the_spec() -> None:
+    objs = cluster_objects(platform("prod"), "dc1")
+    volumes = {o["metadata"]["labels"]["alicerce.dev/storage-tier"]: o["spec"] for o in objs if o["kind"] == "PersistentVolume"}
+    assert volumes["home"]["nfs"] == {"server": "nfs.dc1.acme.example", "path": "/export/home"}
+    assert volumes["home"]["mountOptions"] == ["nfsvers=4.1", "hard"]
+    assert volumes["dc1-lustre"]["hostPath"] == {"path": "/lustre", "type": "Directory"}  # mounted by the parallel_fs_client role
