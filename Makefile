@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | sha256sum | cut -c1-12)
 
-.PHONY: setup tools demo test lint typecheck unit bench schema lock clean
+.PHONY: setup tools rootfs demo test lint typecheck unit bench bench-ansible schema lock clean
 
 setup: $(STAMP)
 
@@ -24,6 +24,11 @@ demo: setup
 	COLUMNS=160 $(BIN)/alicerce plan platform.yaml --env prod
 	@echo "== alicerce preview --env prod: what the Pulumi program declares (offline plan, not a diff against live state)"
 	COLUMNS=160 $(BIN)/alicerce preview --env prod platform.yaml
+	@echo "== alicerce generate --env prod: the generated tree (Ansible for the on-prem site dc1)"
+	$(BIN)/alicerce generate --env prod platform.yaml --out out/demo
+	@find out/demo -type f -not -path '*/roles/*' | sort; echo "out/demo/ansible/roles/: $$(ls out/demo/ansible/roles | tr '\n' ' ')"
+	@echo "== ansible-playbook --list-tasks site.yml: what provisioning does on each node of dc1, in order"
+	cd out/demo/ansible && ANSIBLE_CONFIG=$$PWD/ansible.cfg $(CURDIR)/$(BIN)/ansible-playbook --list-tasks site.yml
 	@echo "== a spec with mistakes: every error, located (exit code 2 is expected)"
 	$(BIN)/alicerce validate examples/mistakes.yaml || test $$? -eq 2
 
@@ -44,7 +49,19 @@ tools:
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
 		else echo "promtool missing: apt-get install prometheus" >&2; fi; }
 
-unit: setup tools
+# The Debian 12 rootfs the Ansible converges run into: debootstrap --variant=minbase from the mirror
+# this machine's apt uses, built once into a git-ignored cache. debootstrap (and openssh-server,
+# for bench-ansible) are installed when root; under CI=true a missing tool fails the run.
+ROOTFS := .cache/rootfs/bookworm
+rootfs: setup
+	@command -v debootstrap >/dev/null 2>&1 || test -x /usr/sbin/debootstrap || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap openssh-server >/dev/null; \
+		elif [ "$$CI" = true ]; then echo "debootstrap missing: apt-get install debootstrap" >&2; exit 1; \
+		else echo "debootstrap missing: the converge tests will skip" >&2; fi; }
+	$(BIN)/python -m tests.ansible.rootfs $(ROOTFS) || test $$? -eq 3
+
+unit: setup tools rootfs
 	$(BIN)/python -m pytest
 
 bench: setup
@@ -52,6 +69,10 @@ bench: setup
 	$(BIN)/python bench/hostile_inputs.py
 	$(BIN)/python bench/plan_speed.py
 	$(BIN)/python bench/preview_speed.py
+
+# 50 inventory hosts over SSH to an sshd on loopback: no-op re-run, generated ansible.cfg vs Ansible's defaults.
+bench-ansible: setup rootfs
+	$(BIN)/python bench/ansible_noop.py
 
 schema: setup
 	$(BIN)/alicerce schema --output schema/platform.schema.json

@@ -1,0 +1,183 @@
+"""`alicerce apply onprem`: generate the on-prem Ansible project and run it through ansible-runner."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from alicerce.cli.common import DEFAULT_SPEC, EnvOption, JsonOption, SpecArg, load
+from alicerce.cli.errors import UsageError, user_errors
+
+if TYPE_CHECKING:
+    from alicerce.run.ansible import Event, EventCollector, RunResult
+
+EXIT_RUN_FAILED = 3
+"""A host failed or was unreachable (2 stays the code of user mistakes)."""
+
+apply_app = typer.Typer(name="apply", help="Apply the platform to its targets.", no_args_is_help=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(apply_app)
+
+
+@apply_app.command("onprem")
+@user_errors(json_flag="as_json")
+def onprem(
+    *,
+    env: EnvOption,
+    spec: SpecArg = DEFAULT_SPEC,
+    check: Annotated[bool, typer.Option("--check", help="Check mode with diffs: report what would change.")] = False,
+    limit: Annotated[str | None, typer.Option("--limit", "-l", help="Only hosts matching this Ansible pattern.")] = None,
+    tags: Annotated[str | None, typer.Option("--tags", "-t", help="Only tasks with these tags (comma separated).")] = None,
+    skip_tags: Annotated[str | None, typer.Option("--skip-tags", help="Skip tasks with these tags.")] = None,
+    playbook: Annotated[str, typer.Option("--playbook", help="site.yml (provision) or validate.yml (acceptance only).")] = "site.yml",
+    workdir: Annotated[Path, typer.Option("--workdir", help="Generated project and run artifacts live here.")] = Path("out/apply"),
+    inventory: Annotated[
+        list[Path] | None, typer.Option("--inventory", "-i", help="Extra inventory (connection details, host_vars).")
+    ] = None,
+    secrets: Annotated[
+        list[Path] | None, typer.Option("--secrets", help="ansible-vault file with the join token (set ANSIBLE_VAULT_PASSWORD_FILE).")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Provision the on-prem nodes of ENV: preflight, then rolling batches, then acceptance."""
+    from alicerce.render.tree import EmitError, render_tree, write_tree
+    from alicerce.run.ansible import RunError, run_playbook
+    from alicerce.spec.resolve import resolve
+
+    platform = resolve(load(spec), env)
+    try:
+        files = render_tree(platform, subtrees=["ansible"])
+    except EmitError as exc:
+        raise UsageError(str(exc)) from None
+    if not any(path.startswith("ansible/") for path in files):
+        raise UsageError(f"environment {env} has no on-prem node pools", hint="apply onprem needs a site with provider: onprem")
+    for path in [*(inventory or []), *(secrets or [])]:
+        if not path.is_file():
+            raise UsageError(f"{path} is not a file")
+    base = workdir / env
+    write_tree(base / "project", files)
+    display = _Display(enabled=not as_json)
+    try:
+        with display:
+            result = run_playbook(
+                base / "project" / "ansible",
+                playbook,
+                base / "runner",
+                check=check,
+                limit=limit,
+                tags=tags,
+                skip_tags=skip_tags,
+                inventories=inventory,
+                extra_vars_files=secrets,
+                on_event=display.event,
+            )
+    except RunError as exc:
+        raise UsageError(str(exc)) from None
+    if as_json:
+        print(json.dumps(_result_data(result), indent=2))
+    else:
+        _print_recap(result)
+    if not result.ok:
+        raise typer.Exit(EXIT_RUN_FAILED)
+
+
+def _result_data(result: RunResult) -> dict[str, object]:
+    return {
+        "status": result.status,
+        "rc": result.rc,
+        "ok": result.ok,
+        "artifacts": str(result.artifacts),
+        "tasks": result.tasks,
+        "hosts": {host: vars(stats) for host, stats in sorted(result.stats.items())},
+        "failures": [{"kind": type(f).__name__, "host": f.host, "task": f.task, "message": f.message} for f in result.failures],
+    }
+
+
+class _Display:
+    """Live progress on stderr: the current play and task and the running host counters."""
+
+    def __init__(self, enabled: bool) -> None:
+        from rich.console import Console
+
+        self.enabled = enabled and sys.stderr.isatty()
+        self.plain = enabled and not self.enabled
+        self.console = Console(stderr=True)
+        self.live: object | None = None
+        self.counts = {"ok": 0, "changed": 0, "failed": 0, "unreachable": 0, "skipped": 0}
+
+    def __enter__(self) -> _Display:
+        if self.enabled:
+            from rich.live import Live
+
+            live = Live(console=self.console, refresh_per_second=8, transient=True)
+            live.__enter__()
+            self.live = live
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live is not None:
+            self.live.__exit__(None, None, None)  # type: ignore[attr-defined]
+
+    def event(self, event: Event, collector: EventCollector) -> None:
+        kind = event.get("event", "")
+        counter = {
+            "runner_on_ok": "ok",
+            "runner_on_failed": "failed",
+            "runner_on_unreachable": "unreachable",
+            "runner_on_skipped": "skipped",
+        }.get(kind)
+        if counter:
+            data = event.get("event_data", {}) or {}
+            if counter == "ok" and (data.get("res") or {}).get("changed"):
+                counter = "changed"
+            self.counts[counter] += 1
+            if counter in ("failed", "unreachable") and (self.plain or self.live is not None):
+                failure = collector.failures[-1] if collector.failures else None
+                if failure is not None:
+                    self.console.print(f"[red]{counter}[/red] {failure}")
+        if kind == "playbook_on_play_start" and self.plain:
+            self.console.print(f"PLAY {collector.play}")
+        if kind == "playbook_on_task_start" and self.plain:
+            self.console.print(f"  task {collector.tasks}: {collector.task}", highlight=False)
+        if self.live is not None:
+            from rich.text import Text
+
+            c = self.counts
+            self.live.update(  # type: ignore[attr-defined]
+                Text.assemble(
+                    (f"{collector.play}\n", "bold"),
+                    f"task {collector.tasks}: {collector.task}\n",
+                    (f"ok {c['ok']}  ", "green"),
+                    (f"changed {c['changed']}  ", "yellow"),
+                    (f"failed {c['failed']}  ", "red"),
+                    (f"unreachable {c['unreachable']}  ", "magenta"),
+                    f"skipped {c['skipped']}",
+                )
+            )
+
+
+def _print_recap(result: RunResult) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(title=f"recap: {result.status} (artifacts: {result.artifacts})")
+    for column in ("host", "ok", "changed", "failed", "unreachable", "skipped", "rescued", "ignored"):
+        table.add_column(column, justify="left" if column == "host" else "right")
+    for host, stats in sorted(result.stats.items()):
+        style = "red" if stats.failed or stats.unreachable else ("yellow" if stats.changed else "green")
+        table.add_row(
+            host,
+            *(str(getattr(stats, c)) for c in ("ok", "changed", "failed", "unreachable", "skipped", "rescued", "ignored")),
+            style=style,
+        )
+    console.print(table)
+    for failure in result.failures:
+        kind = "unreachable" if type(failure).__name__ == "HostUnreachable" else "failed"
+        console.print(f"[red]{kind}[/red]: {failure}", highlight=False)

@@ -1,0 +1,187 @@
+"""Run a generated Ansible project through ansible-runner, with typed results and live events.
+
+:func:`run_playbook` is the one place alicerce starts Ansible. It keeps every run's artifacts
+(``<private dir>/artifacts/<ident>/``: stdout, events, the final status), turns the event stream
+into per-host counters and typed failures (:class:`TaskFailed`, :class:`HostUnreachable`), and
+calls ``on_event`` for a live display.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+Event = dict[str, Any]
+
+
+@dataclass
+class HostStats:
+    ok: int = 0
+    changed: int = 0
+    failed: int = 0
+    unreachable: int = 0
+    skipped: int = 0
+    rescued: int = 0
+    ignored: int = 0
+
+
+@dataclass(frozen=True)
+class HostFailure:
+    """One host that failed: the task, and Ansible's message."""
+
+    host: str
+    task: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.host}: {self.task}: {self.message}"
+
+
+class TaskFailed(HostFailure):
+    """A task failed on a host."""
+
+
+class HostUnreachable(HostFailure):
+    """Ansible could not reach the host."""
+
+
+@dataclass
+class RunResult:
+    status: str  # successful, failed, timeout, canceled
+    rc: int
+    ident: str
+    artifacts: Path
+    stats: dict[str, HostStats] = field(default_factory=dict)
+    failures: list[HostFailure] = field(default_factory=list)
+    tasks: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0 and self.status == "successful" and not self.failures
+
+
+class RunError(Exception):
+    """ansible-runner could not start the run (missing project, playbook or inventory)."""
+
+
+def _message(res: dict[str, Any]) -> str:
+    for key in ("msg", "stderr", "reason", "module_stderr"):
+        value = res.get(key)
+        if value:
+            return str(value).strip().splitlines()[0] if key != "msg" else str(value).strip()
+    return "failed"
+
+
+class EventCollector:
+    """Folds ansible-runner events into counters and typed failures."""
+
+    def __init__(self, on_event: Callable[[Event, EventCollector], None] | None = None) -> None:
+        self.stats: dict[str, HostStats] = {}
+        self.failures: list[HostFailure] = []
+        self.tasks = 0
+        self.play = ""
+        self.task = ""
+        self._on_event = on_event
+
+    def __call__(self, event: Event) -> bool:
+        kind = event.get("event", "")
+        data: dict[str, Any] = event.get("event_data", {}) or {}
+        host = str(data.get("host", ""))
+        if kind == "playbook_on_play_start":
+            self.play = str(data.get("play", ""))
+        elif kind == "playbook_on_task_start":
+            self.tasks += 1
+            self.task = str(data.get("task", ""))
+        elif kind == "runner_on_failed" and not data.get("ignore_errors"):
+            self.failures.append(TaskFailed(host, str(data.get("task", self.task)), _message(data.get("res", {}) or {})))
+        elif kind == "runner_on_unreachable":
+            self.failures.append(HostUnreachable(host, str(data.get("task", self.task)), _message(data.get("res", {}) or {})))
+        elif kind == "playbook_on_stats":
+            for key, attr in (
+                ("ok", "ok"),
+                ("changed", "changed"),
+                ("failures", "failed"),
+                ("dark", "unreachable"),
+                ("skipped", "skipped"),
+                ("rescued", "rescued"),
+                ("ignored", "ignored"),
+            ):
+                for name, count in (data.get(key) or {}).items():
+                    setattr(self.stats.setdefault(name, HostStats()), attr, int(count))
+        if self._on_event is not None:
+            self._on_event(event, self)
+        return True  # keep the event in the artifacts
+
+
+def run_playbook(
+    project: Path,
+    playbook: str,
+    private_dir: Path,
+    *,
+    check: bool = False,
+    limit: str | None = None,
+    tags: str | None = None,
+    skip_tags: str | None = None,
+    inventories: list[Path] | None = None,
+    extra_vars_files: list[Path] | None = None,
+    on_event: Callable[[Event, EventCollector], None] | None = None,
+    ident: str | None = None,
+) -> RunResult:
+    """Run ``playbook`` of the generated ``project`` folder; every run's artifacts stay under ``private_dir``."""
+    import ansible_runner  # type: ignore[import-untyped]
+
+    project = project.absolute()
+    if not (project / playbook).is_file():
+        raise RunError(f"no playbook {playbook} in {project}")
+    private_dir = private_dir.absolute()
+    private_dir.mkdir(parents=True, exist_ok=True)
+    ident = ident or datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    cmdline: list[str] = []
+    for extra in inventories or []:
+        cmdline += ["-i", str(extra.absolute())]
+    for path in extra_vars_files or []:
+        cmdline += ["-e", f"@{path.absolute()}"]
+    if check:
+        cmdline += ["--check", "--diff"]
+    if skip_tags:
+        cmdline += ["--skip-tags", skip_tags]
+    collector = EventCollector(on_event)
+    # the ansible-playbook of this interpreter's environment, whatever PATH the caller has
+    search = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "/usr/bin:/bin")])
+    envvars = {"ANSIBLE_CONFIG": str(project / "ansible.cfg"), "PATH": search}
+    if os.environ.get("ANSIBLE_VAULT_PASSWORD_FILE"):
+        envvars["ANSIBLE_VAULT_PASSWORD_FILE"] = os.environ["ANSIBLE_VAULT_PASSWORD_FILE"]
+    runner = ansible_runner.run(
+        private_data_dir=str(private_dir),
+        project_dir=str(project),
+        playbook=playbook,
+        inventory=str(project / "inventory.yml"),
+        cmdline=" ".join(_quote(c) for c in cmdline) or None,
+        limit=limit,
+        tags=tags,
+        envvars=envvars,
+        ident=ident,
+        event_handler=collector,
+        quiet=True,
+        json_mode=False,
+    )
+    return RunResult(
+        status=str(runner.status),
+        rc=int(runner.rc if runner.rc is not None else 1),
+        ident=ident,
+        artifacts=private_dir / "artifacts" / ident,
+        stats=collector.stats,
+        failures=collector.failures,
+        tasks=collector.tasks,
+    )
+
+
+def _quote(arg: str) -> str:
+    import shlex
+
+    return shlex.quote(arg)

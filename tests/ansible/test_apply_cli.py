@@ -1,0 +1,168 @@
+"""`alicerce apply onprem` and `alicerce generate` through the real CLI.
+
+The unit tests patch only the side-effect boundary (``ansible_runner.run``); the others run real
+ansible-runner against the chroot rootfs and against this machine in read-only preflight.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from alicerce.cli import build_app
+from tests.ansible.conftest import CHROOT_HOST, chroot_inventory
+from tests.conftest import ROOT
+
+SPEC = str(ROOT / "platform.yaml")
+
+
+def _events(handler: Any) -> None:
+    host = CHROOT_HOST
+    for event in (
+        {"event": "playbook_on_play_start", "event_data": {"play": "Check every node"}},
+        {"event": "playbook_on_task_start", "event_data": {"task": "Assert that the distribution is supported"}},
+        {"event": "runner_on_ok", "event_data": {"host": host, "res": {"changed": False}}},
+        {"event": "playbook_on_task_start", "event_data": {"task": "Install the driver packages"}},
+        {
+            "event": "runner_on_failed",
+            "event_data": {"host": host, "task": "Install the driver packages", "res": {"msg": "no such package"}},
+        },
+        {
+            "event": "runner_on_unreachable",
+            "event_data": {"host": "gpu-002.dc1.acme.example", "task": "Gathering Facts", "res": {"msg": "ssh: timeout"}},
+        },
+        {
+            "event": "playbook_on_stats",
+            "event_data": {"ok": {host: 1}, "changed": {}, "failures": {host: 1}, "dark": {"gpu-002.dc1.acme.example": 1}, "skipped": {}},
+        },
+    ):
+        handler(event)
+
+
+@pytest.fixture
+def fake_runner(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    import ansible_runner
+
+    calls: list[dict[str, Any]] = []
+
+    def run(**kwargs: Any) -> SimpleNamespace:
+        calls.append(kwargs)
+        _events(kwargs["event_handler"])
+        return SimpleNamespace(status="failed", rc=2)
+
+    monkeypatch.setattr(ansible_runner, "run", run)
+    return calls
+
+
+def test_apply_reports_typed_failures_and_exits_non_zero(fake_runner: list[dict[str, Any]], tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        build_app(),
+        [
+            "apply",
+            "onprem",
+            "--env",
+            "prod",
+            SPEC,
+            "--check",
+            "--limit",
+            "rack_dc1_r01",
+            "--tags",
+            "nvidia_driver",
+            "--workdir",
+            str(tmp_path),
+            "--json",
+        ],
+    )
+    assert result.exit_code == 3, result.output
+    data = json.loads(result.stdout)
+    assert data["ok"] is False and data["status"] == "failed"
+    assert data["failures"] == [
+        {"kind": "TaskFailed", "host": CHROOT_HOST, "task": "Install the driver packages", "message": "no such package"},
+        {"kind": "HostUnreachable", "host": "gpu-002.dc1.acme.example", "task": "Gathering Facts", "message": "ssh: timeout"},
+    ]
+    assert data["hosts"]["gpu-002.dc1.acme.example"]["unreachable"] == 1
+    (call,) = fake_runner
+    assert call["limit"] == "rack_dc1_r01" and call["tags"] == "nvidia_driver" and "--check --diff" in call["cmdline"]
+    assert call["playbook"] == "site.yml" and Path(call["project_dir"], "inventory.yml").is_file()
+    assert Path(call["private_data_dir"]).is_relative_to(tmp_path)
+
+
+def test_apply_prints_a_recap_table(fake_runner: list[dict[str, Any]], tmp_path: Path) -> None:
+    result = CliRunner().invoke(build_app(), ["apply", "onprem", "--env", "prod", SPEC, "--workdir", str(tmp_path)])
+    assert result.exit_code == 3
+    assert "recap: failed" in result.stdout and CHROOT_HOST in result.stdout
+    assert "unreachable: gpu-002.dc1.acme.example: Gathering Facts: ssh: timeout" in result.stdout
+
+
+def test_apply_refuses_an_environment_without_onprem_pools(tmp_path: Path) -> None:
+    result = CliRunner().invoke(build_app(), ["apply", "onprem", "--env", "dev", SPEC, "--workdir", str(tmp_path)])
+    assert result.exit_code == 2 and "no on-prem node pools" in result.output
+
+
+def test_apply_runs_real_ansible_runner_into_the_rootfs(node_root: Path, tmp_path: Path) -> None:
+    inventory = chroot_inventory(tmp_path / "chroot.yml", node_root)
+    result = CliRunner().invoke(
+        build_app(),
+        [
+            "apply",
+            "onprem",
+            "--env",
+            "prod",
+            SPEC,
+            "--limit",
+            CHROOT_HOST,
+            "--tags",
+            "preflight",
+            "-i",
+            str(inventory),
+            "--workdir",
+            str(tmp_path / "w"),
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["ok"] and data["hosts"][CHROOT_HOST]["failed"] == 0 and data["tasks"] >= 3
+    assert (Path(data["artifacts"]) / "stdout").is_file()
+
+
+def test_apply_fails_on_a_host_without_the_promised_gpus(tmp_path: Path) -> None:
+    """Real ansible-runner, real preflight, this machine in host mode (read-only): it has no 8 H100s."""
+    inventory = tmp_path / "local.yml"
+    host = {
+        "ansible_connection": "local",
+        "ansible_become": False,
+        "ansible_python_interpreter": sys.executable,
+        "preflight_target": "host",
+    }
+    inventory.write_text(yaml.safe_dump({"all": {"hosts": {CHROOT_HOST: host}}}))
+    result = CliRunner().invoke(
+        build_app(),
+        [
+            "apply",
+            "onprem",
+            "--env",
+            "prod",
+            SPEC,
+            "--limit",
+            CHROOT_HOST,
+            "--tags",
+            "preflight-hardware",
+            "-i",
+            str(inventory),
+            "--workdir",
+            str(tmp_path / "w"),
+            "--json",
+        ],
+    )
+    assert result.exit_code == 3, result.output
+    (failure,) = json.loads(result.stdout)["failures"]
+    assert failure["kind"] == "TaskFailed" and failure["host"] == CHROOT_HOST
+    assert "expected 8 NVIDIA GPUs and 8 RDMA adapters, found 0" in failure["message"]

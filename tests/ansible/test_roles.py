@@ -1,0 +1,118 @@
+"""Role interface in step with the model; lint at the production profile; syntax; argument specs bite."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from alicerce.render.ansible import plan_site
+from alicerce.render.ansible_vars import ROLE_VARS, argument_specs_text, defaults, defaults_text, field_flag
+from alicerce.spec.models import OnpremSite
+from alicerce.spec.resolve import ResolvedPlatform
+from tests.ansible.conftest import tool
+from tests.conftest import ROOT
+
+ROLES = ROOT / "ansible" / "roles"
+
+
+@pytest.mark.parametrize("model", ROLE_VARS, ids=lambda m: m.ROLE)
+def test_argument_specs_defaults_and_model_are_one_interface(model: Any) -> None:
+    spec = yaml.safe_load((ROLES / model.ROLE / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
+    role_defaults = yaml.safe_load((ROLES / model.ROLE / "defaults" / "main.yml").read_text())
+    assert list(spec) == list(role_defaults) == list(model.model_fields)
+    assert role_defaults == defaults(model)
+    assert {name: option["default"] for name, option in spec.items()} == role_defaults
+    assert all(name.startswith(model.ROLE + "_") for name in spec)
+    # and byte for byte what `python -m alicerce.render.ansible_vars --write` produces
+    assert (ROLES / model.ROLE / "meta" / "argument_specs.yml").read_text() == argument_specs_text(model)
+    assert (ROLES / model.ROLE / "defaults" / "main.yml").read_text() == defaults_text(model)
+
+
+def test_generator_writes_every_public_variable_of_every_role(prod: ResolvedPlatform, generated: Path) -> None:
+    site = next(s for s in prod.sites if isinstance(s, OnpremSite))
+    written = yaml.safe_load((generated / "group_vars" / "pool_onprem_h100.yml").read_text())
+    inventory = (generated / "inventory.yml").read_text()
+    for model in ROLE_VARS:
+        public = {n for n, info in model.model_fields.items() if not field_flag(info, "secret")}
+        per_host = {n for n, info in model.model_fields.items() if field_flag(info, "per_host")}
+        assert {k for k in written if k.startswith(model.ROLE + "_")} | per_host == public, model.ROLE
+        for name in per_host:
+            assert f"{name}:" in inventory
+    plan = plan_site(prod, site)
+    assert len(plan.host_vars) == 32
+
+
+def test_secrets_are_never_rendered(generated: Path) -> None:
+    text = "\n".join(p.read_text() for p in generated.rglob("*") if p.is_file() and "/roles/" not in str(p))
+    assert "kubernetes_node_join_token" not in text.replace("kubernetes_node_join_token`", "")  # README names it, never a value
+    assert "kubernetes_node_ca_cert_hash:" not in text
+
+
+def test_templates_start_with_the_managed_marker() -> None:
+    for template in ROLES.glob("*/templates/*.j2"):
+        first = template.read_text().splitlines()[0]
+        assert first == "{{ ansible_managed | comment }}" or template.read_text().splitlines()[1] == "{{ ansible_managed | comment }}", (
+            template
+        )
+
+
+def _lint(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [tool("ansible-lint"), "--offline", "--profile", "production", "--nocolor"], check=False, cwd=path, capture_output=True, text=True
+    )
+
+
+def test_roles_pass_ansible_lint_production_with_nothing_skipped() -> None:
+    config = yaml.safe_load((ROOT / "ansible" / ".ansible-lint").read_text())
+    assert config["profile"] == "production" and config["skip_list"] == [] and config["warn_list"] == []
+    result = _lint(ROOT / "ansible")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_generated_tree_passes_ansible_lint_production(generated: Path) -> None:
+    result = _lint(generated)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Profile 'production' was required, and it passed" in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("playbook", ["site.yml", "validate.yml"])
+def test_generated_playbooks_pass_syntax_check(generated: Path, playbook: str) -> None:
+    result = subprocess.run(
+        [tool("ansible-playbook"), "--syntax-check", playbook],
+        check=False,
+        cwd=generated,
+        capture_output=True,
+        text=True,
+        env={"ANSIBLE_CONFIG": str(generated / "ansible.cfg"), "PATH": "/usr/bin:/bin"},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("role", "bad", "complaint"),
+    [
+        ("nvme_scratch", {"nvme_scratch_filesystem": "btrfs"}, "nvme_scratch_filesystem"),
+        ("preflight", {"preflight_gpu_count": "eight"}, "preflight_gpu_count"),
+        ("kubernetes_node", {"kubernetes_node_taints": {"not": "a list"}}, "kubernetes_node_taints"),
+        ("rdma", {"rdma_technology": "omnipath"}, "rdma_technology"),
+    ],
+)
+def test_argument_specs_reject_bad_variables(tmp_path: Path, role: str, bad: dict[str, Any], complaint: str) -> None:
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(
+        yaml.safe_dump([{"name": "Apply one role", "hosts": "localhost", "gather_facts": False, "roles": [{"role": role, **bad}]}])
+    )
+    result = subprocess.run(
+        [tool("ansible-playbook"), "-i", "localhost,", "-c", "local", str(playbook)],
+        check=False,
+        capture_output=True,
+        text=True,
+        env={"ANSIBLE_CONFIG": str(ROOT / "ansible" / "ansible.cfg"), "PATH": "/usr/bin:/bin", "ANSIBLE_NOCOLOR": "1"},
+        cwd=ROOT / "ansible",
+    )
+    assert result.returncode != 0
+    assert "Validation of arguments failed" in result.stdout and complaint in result.stdout, result.stdout

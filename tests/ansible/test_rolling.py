@@ -1,0 +1,73 @@
+"""The generated site.yml rolls in batches: when a host of a batch fails, no later batch is touched."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import yaml
+
+from alicerce.render.ansible_vars import ROLE_VARS
+from alicerce.run.ansible import run_playbook
+
+STUB = """---
+- name: Record that the role ran on this host
+  ansible.builtin.copy:
+    content: "{{ role_name }}\\n"
+    dest: "{{ rolling_marks }}/{{ inventory_hostname }}.{{ role_name }}"
+    mode: "0644"
+
+- name: Fail where the test says
+  ansible.builtin.fail:
+    msg: "forced failure of {{ inventory_hostname }}"
+  when: inventory_hostname == rolling_fail_host and role_name == rolling_fail_role
+"""
+
+
+def test_a_failed_host_stops_the_roll_before_the_next_batch(generated: Path, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(generated, project, ignore=shutil.ignore_patterns("roles", ".cache"))
+    roles = project / "roles"  # the generated site.yml and inventory, with stub roles that only leave marks
+    for model in ROLE_VARS:
+        (roles / model.ROLE / "tasks").mkdir(parents=True)
+        (roles / model.ROLE / "tasks" / "main.yml").write_text(STUB)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    site = yaml.safe_load((generated / "site.yml").read_text())
+    rolling = site[1]
+    assert (rolling["serial"], rolling["max_fail_percentage"]) == ([1, "25%"], 0)
+    hosts = [h for rack in ("rack_dc1_r01", "rack_dc1_r02") for h in _rack(generated, rack)]
+    assert len(hosts) == 32  # batches of 1, 8, 8, 8, 7
+    fail_host = hosts[4]  # in the second batch (hosts[1:9])
+    extra = tmp_path / "local.yml"
+    extra.write_text(
+        yaml.safe_dump(
+            {
+                "all": {
+                    "vars": {
+                        "ansible_connection": "local",
+                        "ansible_become": False,
+                        "ansible_python_interpreter": sys.executable,
+                        "rolling_marks": str(marks),
+                        "rolling_fail_host": fail_host,
+                        "rolling_fail_role": "nvme_scratch",
+                    }
+                }
+            }
+        )
+    )
+    result = run_playbook(project, "site.yml", tmp_path / "runner", inventories=[extra])
+    assert not result.ok
+    assert [(f.host, f.task) for f in result.failures] == [(fail_host, "Fail where the test says")]
+    touched = {p.name.split(".nvidia_driver")[0] for p in marks.glob("*.nvidia_driver")}
+    assert touched == set(hosts[:9])  # the canary and the whole failing batch, nobody after
+    for host in hosts[9:]:
+        assert sorted(p.name for p in marks.glob(f"{host}.*")) == [f"{host}.preflight"]  # checked, never changed
+    assert not (marks / f"{fail_host}.kubernetes_node").exists()  # the failed host stopped at its failure
+
+
+def _rack(generated: Path, rack: str) -> list[str]:
+    inventory = yaml.safe_load((generated / "inventory.yml").read_text())
+    pool = inventory["all"]["children"]["site_dc1"]["children"]["pool_onprem_h100"]
+    return list(pool["children"][rack]["hosts"])
