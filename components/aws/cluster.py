@@ -322,36 +322,23 @@ class EksAddons(Component):
 
     def __init__(self, name: str, args: AddonsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("alicerce:cluster:EksAddons", name, opts)
-        ebs_role = aws.iam.Role(
-            f"{name}-ebs-csi",
+        ebs = self._csi_identity(name, args, "ebs", "AmazonEBSCSIDriverPolicy")
+        for addon in WORKLOAD_ADDONS:
+            _addon(self, name, args.cluster_name, args.cluster, addon, pod_identity=ebs if addon == "aws-ebs-csi-driver" else None)
+        if args.efs:
+            efs = self._csi_identity(name, args, "efs", "AmazonEFSCSIDriverPolicy")
+            _addon(self, name, args.cluster_name, args.cluster, "aws-efs-csi-driver", pod_identity=efs)
+        self.register_outputs({})
+
+    def _csi_identity(self, name: str, args: AddonsArgs, driver: str, policy: str) -> list[aws.eks.AddonPodIdentityAssociationArgs]:
+        """An IAM role for a CSI driver's controller, bound to its service account by pod identity."""
+        role = aws.iam.Role(
+            f"{name}-{driver}-csi",
             assume_role_policy=_assume("pods.eks.amazonaws.com", ("sts:AssumeRole", "sts:TagSession")),
-            tags=named(args.cluster.tags, f"{args.cluster.name}-ebs-csi"),
+            tags=named(args.cluster.tags, f"{args.cluster.name}-{driver}-csi"),
             opts=self.child(),
         )
         aws.iam.RolePolicyAttachment(
-            f"{name}-ebs-csi",
-            role=ebs_role.name,
-            policy_arn="arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy",
-            opts=self.child(),
+            f"{name}-{driver}-csi", role=role.name, policy_arn=f"arn:aws:iam::aws:policy/service-role/{policy}", opts=self.child()
         )
-        for addon in WORKLOAD_ADDONS:
-            identity = None
-            if addon == "aws-ebs-csi-driver":
-                identity = [aws.eks.AddonPodIdentityAssociationArgs(role_arn=ebs_role.arn, service_account="ebs-csi-controller-sa")]
-            _addon(self, name, args.cluster_name, args.cluster, addon, pod_identity=identity)
-        if args.efs:
-            efs_role = aws.iam.Role(
-                f"{name}-efs-csi",
-                assume_role_policy=_assume("pods.eks.amazonaws.com", ("sts:AssumeRole", "sts:TagSession")),
-                tags=named(args.cluster.tags, f"{args.cluster.name}-efs-csi"),
-                opts=self.child(),
-            )
-            aws.iam.RolePolicyAttachment(
-                f"{name}-efs-csi",
-                role=efs_role.name,
-                policy_arn="arn:aws:iam::aws:policy/service-role/AmazonEFSCSIDriverPolicy",
-                opts=self.child(),
-            )
-            identity = [aws.eks.AddonPodIdentityAssociationArgs(role_arn=efs_role.arn, service_account="efs-csi-controller-sa")]
-            _addon(self, name, args.cluster_name, args.cluster, "aws-efs-csi-driver", pod_identity=identity)
-        self.register_outputs({})
+        return [aws.eks.AddonPodIdentityAssociationArgs(role_arn=role.arn, service_account=f"{driver}-csi-controller-sa")]
