@@ -157,8 +157,18 @@ class GpuOperatorRelease(Release):
     driverBranches: tuple[str, ...] = Field(description="Driver branches the operator supports.")
 
 
+class NetworkOperatorComponents(CatalogModel):
+    """Where a Network Operator release's component images live (all share one tag)."""
+
+    repository: str = Field(description="Image registry path, e.g. nvcr.io/nvidia/mellanox.")
+    version: str = Field(description="Image tag, e.g. network-operator-v26.1.0.")
+    source: Source
+
+
 class NetworkOperatorRelease(Release):
-    pass
+    components: NetworkOperatorComponents | None = Field(
+        default=None, description="Component images for the NicClusterPolicy; unknown releases cannot drive on-prem RDMA."
+    )
 
 
 class DriverBranch(CatalogModel):
@@ -184,6 +194,16 @@ class Incompatibility(CatalogModel):
     source: Source
 
 
+class EksAddonRelease(CatalogModel):
+    """The versions of one EKS managed add-on that AWS lists as the latest for each Kubernetes minor."""
+
+    versions: dict[str, str] = Field(description="Kubernetes minor -> add-on version (vX.Y.Z-eksbuild.N).")
+    source: Source
+
+
+EksAddonPins = dict[str, EksAddonRelease]
+
+
 class Versions(CatalogModel):
     bom: BillOfMaterials
     charts: dict[str, Chart]
@@ -193,6 +213,7 @@ class Versions(CatalogModel):
     driverBranches: tuple[DriverBranch, ...]
     kueue: tuple[KueueRelease, ...]
     incompatibilities: tuple[Incompatibility, ...] = ()
+    eksAddons: EksAddonPins = Field(default_factory=dict, description="EKS managed add-on pins by add-on name.")
 
 
 class FsxOption(CatalogModel):

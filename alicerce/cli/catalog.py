@@ -106,5 +106,9 @@ def catalog(
         matrix = Table("GPU Operator", "Kubernetes", "driver branches", title="GPU Operator compatibility")
         for release in v.gpuOperator:
             matrix.add_row(release.version, ", ".join(release.kubernetes), ", ".join(release.driverBranches))
-        table = matrix
+        console.print(matrix)
+        minors = sorted({m for pins in v.eksAddons.values() for m in pins.versions})
+        table = Table("Kubernetes", *sorted(v.eksAddons), title="EKS add-on pins (any other: AWS's default when `pulumi up` runs)")
+        for minor in minors:
+            table.add_row(minor, *(pins.versions.get(minor, "-") for _, pins in sorted(v.eksAddons.items())))
     console.print(table)

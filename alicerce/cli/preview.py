@@ -45,7 +45,13 @@ def preview(env: EnvOption, spec: SpecArg = DEFAULT_SPEC, as_json: JsonOption = 
     err = Console(stderr=True)
     with err.status(f"planning {rp.name} {env} offline under the Pulumi mock engine"):
         result = run_preview(rp)
-    Console().print(render_tree(result))
+    out = Console()
+    out.print(render_tree(result))
+    if unpinned := result.unpinned_addons():
+        out.print(
+            f"[yellow]unpinned EKS add-ons[/] (AWS's default version for the cluster's minor when `pulumi up` runs;"
+            f" pin them under versions.eksAddons): {', '.join(unpinned)}"
+        )
 
 
 def render_tree(result: PreviewResult) -> Tree:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from alicerce.kube.monitoring import monitoring_objects
+from alicerce.kube.network import nic_cluster_policy
 from alicerce.kube.operators import KUEUE_NAMESPACE, MONITORING_NAMESPACE, site_pools
 from alicerce.spec.models import AwsSite, ParallelFsTier, SharedNfsTier, TimeSlicing
 from alicerce.spec.resolve import ResolvedPlatform, ResolvedPool, ResolvedTeam, ResolvedTier
@@ -39,7 +40,12 @@ PURPOSE_PRIORITY = {
 # Fair-sharing weight of a team's ClusterQueue in its cohort.
 TEAM_WEIGHT = {"critical": "4", "high": "2", "normal": "1", "low": "500m"}
 # API groups whose objects need an operator's CRDs first: group -> catalog chart key.
-CRD_OWNERS = {"kueue.x-k8s.io": "kueue", "monitoring.coreos.com": "kube-prometheus-stack", "nvidia.com": "gpu-operator"}
+CRD_OWNERS = {
+    "kueue.x-k8s.io": "kueue",
+    "monitoring.coreos.com": "kube-prometheus-stack",
+    "nvidia.com": "gpu-operator",
+    "mellanox.com": "network-operator",
+}
 # cpu/memory quota where the catalog knows no node size (on-prem hosts): large enough never to bind,
 # since the spec governs GPUs only and Kueue refuses workloads asking for resources a queue does not cover.
 UNBOUNDED_CPU = "100k"
@@ -384,6 +390,8 @@ def cluster_objects(rp: ResolvedPlatform, site_name: str, volumes: Mapping[str, 
                 flavor_pools.setdefault(pool.name, pool)
         objs.extend(_flavor(p) for p in flavor_pools.values())
     objs.extend(monitoring_objects(rp, site_name))
+    if (policy := nic_cluster_policy(rp, site_name)) is not None:
+        objs.append(policy)
     return sorted(objs, key=sort_key)
 
 

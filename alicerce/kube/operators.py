@@ -141,7 +141,7 @@ def _release(rp: ResolvedPlatform, key: str, namespace: str, values: dict[str, A
     return Release(key, chart.chart, chart.repository, chart.version, namespace, values, depends_on)
 
 
-def _tolerate(pools: list[ResolvedPool]) -> list[dict[str, str]]:
+def tolerate(pools: list[ResolvedPool]) -> list[dict[str, str]]:
     keys = sorted({(t.key, t.effect) for p in pools for t in p.spec.taints})
     return [{"key": k, "operator": "Exists", "effect": e} for k, e in keys]
 
@@ -178,17 +178,19 @@ def operator_releases(rp: ResolvedPlatform, site_name: str) -> list[Release]:
                 ),
             )
         )
-    if ops.gpu_operator.enabled and any(p.gpu is not None for p in pools):
+    gpu_operator = ops.gpu_operator.enabled and any(p.gpu is not None for p in pools)
+    if gpu_operator:
         out.append(_release(rp, "gpu-operator", "gpu-operator", gpu_operator_values(rp, site), after_monitoring))
     onprem_rdma = [f for f in _rdma_fabrics(rp, pools) if f.onprem is not None]
     if not aws and ops.network_operator.enabled and onprem_rdma:
-        # one Node Feature Discovery per cluster: the GPU Operator's
-        values = deep_merge({"nfd": {"enabled": False}}, ops.network_operator.values)
+        # One Node Feature Discovery per cluster: the GPU Operator's where it runs (its worker labels
+        # PCI classes 02xx by vendor, so adapters get the pci-15b3 label the Network Operator selects on).
+        values = deep_merge({"nfd": {"enabled": not gpu_operator}}, ops.network_operator.values)
         out.append(_release(rp, "network-operator", "nvidia-network-operator", values))
     efa_pools = [p for p in pools if p.efa_interfaces]
     if aws and efa_pools:
         values = {
-            "tolerations": _tolerate(efa_pools),
+            "tolerations": tolerate(efa_pools),
             "affinity": {
                 "nodeAffinity": {
                     "requiredDuringSchedulingIgnoredDuringExecution": {

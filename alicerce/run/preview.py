@@ -26,6 +26,8 @@ from alicerce.spec.resolve import ResolvedPlatform
 SECRET = "[secret]"
 UNKNOWN = "[unknown]"
 OFFLINE_SECRET = "offline-preview-placeholder"
+# the version an unpinned EKS add-on shows: AWS picks its default for the minor when `pulumi up` runs
+UNPINNED_ADDON = "aws-default-for-kubernetes-"
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,16 @@ class PreviewResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"environment": self.environment, "resources": [r.to_json() for r in self.resources], "outputs": self.outputs}
+
+    def unpinned_addons(self) -> list[str]:
+        """EKS add-ons that get AWS's default version at deploy time (no pin in the spec or catalog)."""
+        return sorted(
+            {
+                str(r.inputs["addonName"])
+                for r in self.of_type("aws:eks/addon:Addon")
+                if str(r.inputs.get("addonVersion", "")).startswith(UNPINNED_ADDON)
+            }
+        )
 
     def of_type(self, token: str) -> list[PlannedResource]:
         return [r for r in self.resources if r.type == token]
@@ -137,7 +149,7 @@ class Recorder(mocks.Mocks):
     def call(self, args: mocks.MockCallArgs) -> tuple[dict[Any, Any], list[tuple[str, str]] | None]:
         if args.token == "aws:eks/getAddonVersion:getAddonVersion":
             a = args.args
-            version = f"eks-default-for-{a.get('kubernetesVersion')}"
+            version = f"{UNPINNED_ADDON}{a.get('kubernetesVersion')}"
             return {"addonName": a.get("addonName"), "kubernetesVersion": a.get("kubernetesVersion"), "version": version}, []
         return {}, []
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from alicerce.catalog.models import BillOfMaterials
+from alicerce.catalog.models import BillOfMaterials, EksAddonPins
 from alicerce.spec.models import Versions
 
-# spec field (snake_case) -> YAML key, for paths in errors
-VERSION_KEYS = {name: field.alias or name for name, field in Versions.model_fields.items()}
+# spec field (snake_case) -> YAML key of each component version; the EKS add-on pins are a map of their own
+VERSION_KEYS = {name: field.alias or name for name, field in Versions.model_fields.items() if name != "eks_addons"}
 
 
 def effective_versions(pinned: Versions, bom: BillOfMaterials) -> dict[str, str]:
@@ -19,3 +19,10 @@ def effective_versions(pinned: Versions, bom: BillOfMaterials) -> dict[str, str]
         if value is not None:
             out[key] = value
     return out
+
+
+def effective_eks_addons(pinned: Versions, catalog: EksAddonPins, kubernetes: str) -> dict[str, str]:
+    """EKS add-on versions: the spec's pin, else the catalog's for the Kubernetes minor; absent: AWS's default."""
+    out = {name: pins.versions[kubernetes] for name, pins in catalog.items() if kubernetes in pins.versions}
+    out.update({str(name): version for name, version in pinned.eks_addons.items()})
+    return dict(sorted(out.items()))

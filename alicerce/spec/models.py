@@ -48,6 +48,7 @@ Labels = Annotated[
 
 Purpose = Literal["training", "fine-tuning", "inference", "batch-inference", "data-prep", "system"]
 WorkloadKind = Literal["training", "fine-tuning", "inference", "batch-inference", "data-prep"]
+EksAddon = Literal["vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent", "aws-ebs-csi-driver", "aws-efs-csi-driver"]
 Precision = Literal["fp32", "bf16", "fp16", "fp8", "fp4", "int8", "int4"]
 
 
@@ -80,6 +81,12 @@ class Versions(SpecModel):
     kube_prometheus_stack: str | None = Field(default=None, description="kube-prometheus-stack chart version.")
     efa_device_plugin: str | None = Field(default=None, description="AWS EFA device plugin chart version.")
     fsx_csi_driver: str | None = Field(default=None, description="AWS FSx for Lustre CSI driver chart version.")
+    eks_addons: dict[EksAddon, str] = Field(
+        default_factory=dict,
+        description="EKS managed add-on versions by add-on name; each one left out comes from the catalog for the cluster's"
+        " Kubernetes minor (`alicerce catalog versions`), else AWS's default version when `pulumi up` runs.",
+        examples=[{"aws-ebs-csi-driver": "v1.66.0-eksbuild.1"}],
+    )
 
 
 # --------------------------------------------------------------------------------------------

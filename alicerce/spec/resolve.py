@@ -12,9 +12,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from alicerce.catalog import Catalog, load_catalog
-from alicerce.catalog.models import Chart, Gpu, InstanceType
+from alicerce.catalog.models import Chart, Gpu, InstanceType, NetworkOperatorComponents
 from alicerce.plan.fsx import GIB, FsxPlan, plan_fsx
-from alicerce.spec.defaults import effective_versions
+from alicerce.spec.defaults import effective_eks_addons, effective_versions
 from alicerce.spec.errors import SpecInvalid
 from alicerce.spec.loader import Document
 from alicerce.spec.models import (
@@ -99,6 +99,8 @@ class ResolvedPlatform(Resolved):
     tier: str
     spec: PlatformSpec
     versions: dict[str, str]
+    eks_addons: dict[str, str]  # EKS managed add-on -> pinned version; absent: AWS's default at deploy time
+    network_components: NetworkOperatorComponents | None  # images of the pinned Network Operator's NicClusterPolicy
     charts: dict[str, Chart]
     tags: dict[str, str]  # on every resource: platform, environment, cost center, metadata labels
     sites: tuple[AwsSite | OnpremSite, ...]
@@ -142,7 +144,7 @@ class ResolvedPlatform(Resolved):
         for team, data in zip(self.teams, spec["tenancy"]["teams"], strict=True):
             data["namespaces"] = list(team.namespaces)
             data["costCenter"] = team.cost_center
-        spec["versions"] = self.versions
+        spec["versions"] = {**self.versions, "eksAddons": self.eks_addons}
         return {
             "platform": self.name,
             "environment": self.environment,
@@ -256,6 +258,10 @@ def resolve_spec(spec: PlatformSpec, env: str, catalog: Catalog | None = None) -
         tier=environment.tier,
         spec=spec,
         versions=versions,
+        eks_addons=effective_eks_addons(spec.versions, catalog.versions.eksAddons, versions["kubernetes"]),
+        network_components=next(
+            (r.components for r in catalog.versions.networkOperator if r.version == versions.get("networkOperator")), None
+        ),
         charts=charts,
         tags=dict(sorted(tags.items())),
         sites=tuple(sites.values()),

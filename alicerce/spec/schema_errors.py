@@ -184,9 +184,10 @@ def _convert(
                 keys = keys_of(model)
                 hint = did_you_mean(str(path[-1]), keys) or one_of(keys)
         elif kind in ("literal_error", "enum"):
-            span, _ = locate(pos, path)
+            on_key = "[key]" in err["loc"]  # a map whose keys are a closed set
+            span, _ = locate(pos, path, key=on_key)
             choices = _QUOTED.findall(str(ctx.get("expected", "")))
-            rule, message = "AL102", f"{_describe(value)} is not allowed here"
+            rule, message = "AL102", f"{'key ' if on_key else ''}{_describe(value)} is not allowed here"
             hint = (did_you_mean(str(value), choices) if isinstance(value, str) else None) or one_of(choices)
         elif kind == "union_tag_invalid":
             discriminator = _discriminator(ctx)

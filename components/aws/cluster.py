@@ -59,7 +59,7 @@ class ClusterArgs:
     kms_key_arn: pulumi.Input[str] | None  # None: secrets encryption off (only outside production)
     admin_principals: tuple[str, ...] = ()  # IAM role ARNs granted cluster admin through access entries
     oidc: OidcIdentity | None = None
-    addon_versions: Mapping[str, str] = field(default_factory=dict)  # pins; others: EKS default of the version
+    addon_versions: Mapping[str, str] = field(default_factory=dict)  # pins; others: AWS's default for the version at deploy
 
     @classmethod
     def from_resolved(
@@ -89,6 +89,7 @@ class ClusterArgs:
             kms_key_arn=kms_key_arn if rp.spec.security.encryption.at_rest else None,
             admin_principals=admin_principals,
             oidc=oidc,
+            addon_versions=rp.eks_addons,
         )
 
 

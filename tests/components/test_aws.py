@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 
+from alicerce.catalog import load_catalog
 from alicerce.catalog.models import Efa, InstanceType
+from components.aws.cluster import ClusterArgs
 from components.aws.gpu_node_pool import Interface, plan_interfaces
 from components.aws.network import plan_subnets
-from tests.components.conftest import covers
+from tests.components.conftest import covers, reference, resolved
 
 TAG_KEYS = ("alicerce.dev/platform", "alicerce.dev/environment", "alicerce.dev/cost-center")
 
@@ -165,10 +167,26 @@ def test_core_addons_are_pinned_and_workload_addons_wait_for_nodes(prod: Any) ->
     addons = {r.inputs["addonName"]: r for r in result.of_type("aws:eks/addon:Addon")}
     # prod has an EFS tier (home), so the EFS CSI driver joins the pinned add-ons
     assert set(addons) == {"vpc-cni", "kube-proxy", "eks-pod-identity-agent", "coredns", "aws-ebs-csi-driver", "aws-efs-csi-driver"}
-    assert all(a.inputs["addonVersion"] for a in addons.values())
+    # pinned to the catalog's versions for the cluster's minor; the rest take AWS's default at deploy time
+    catalog = load_catalog().versions.eksAddons
+    assert {n: addons[n].inputs["addonVersion"] for n in catalog} == {n: pins.versions["1.35"] for n, pins in catalog.items()}
+    assert result.unpinned_addons() == ["aws-ebs-csi-driver", "aws-efs-csi-driver", "eks-pod-identity-agent"]
     assert "aws-pool-system-ng" in addons["coredns"].depends_on
     assert addons["aws-ebs-csi-driver"].inputs["podIdentityAssociations"][0]["serviceAccount"] == "ebs-csi-controller-sa"
     assert addons["aws-efs-csi-driver"].inputs["podIdentityAssociations"][0]["serviceAccount"] == "efs-csi-controller-sa"
+
+
+def test_spec_pins_override_the_catalog_and_fill_its_gaps(tmp_path: Any) -> None:
+    data = reference()
+    pins = {"coredns": "v1.14.2-eksbuild.4", "aws-ebs-csi-driver": "v1.66.0-eksbuild.1"}
+    data["versions"] = {**data.get("versions", {}), "eksAddons": pins}
+    rp = resolved(data, "prod", tmp_path)
+    assert rp.eks_addons["coredns"] == "v1.14.2-eksbuild.4"
+    assert rp.eks_addons["aws-ebs-csi-driver"] == "v1.66.0-eksbuild.1"
+    assert rp.eks_addons["kube-proxy"] == load_catalog().versions.eksAddons["kube-proxy"].versions[rp.versions["kubernetes"]]
+    site = next(s for s in rp.sites if s.provider == "aws")
+    args = ClusterArgs.from_resolved(rp, site, vpc_id="vpc-1", subnet_ids=["subnet-1"], kms_key_arn=None)
+    assert args.addon_versions == rp.eks_addons
 
 
 @covers(

@@ -93,6 +93,9 @@ def test_objects_are_applied_from_the_pure_function_and_crds_come_first(prod: An
         kueue = result.named(f"{site}-objects-kueue")
         assert {o["kind"] for o in kueue.inputs["objs"]} == {"ClusterQueue", "LocalQueue", "ResourceFlavor"}
         assert f"{site}-operators-kueue" in kueue.depends_on and f"{site}-objects-core" in kueue.depends_on
+    nics = result.named("dc1-objects-network-operator")
+    assert [o["kind"] for o in nics.inputs["objs"]] == ["NicClusterPolicy"]
+    assert "dc1-operators-network-operator" in nics.depends_on
     # the gpu operator's ServiceMonitor needs the monitoring CRDs, the charts need the cluster's nodes
     assert "aws-operators-kube-prometheus-stack" in result.named("aws-operators-gpu-operator").depends_on
     assert "aws-addons-coredns" in result.named("aws-operators-kueue").depends_on

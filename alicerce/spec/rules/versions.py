@@ -148,6 +148,17 @@ def operator_dependencies(ctx: RuleContext) -> Iterable[Finding]:
         yield Finding(
             ("operators", "networkOperator", "enabled"), "on-prem RDMA pools need the Network Operator", "enable networkOperator", False
         )
+    version = _versions(ctx).get("networkOperator")
+    releases = ctx.catalog.versions.networkOperator
+    release = next((r for r in releases if r.version == version), None)
+    if ops.network_operator.enabled and onprem_rdma and release is not None and release.components is None:
+        usable = [r.version for r in releases if r.components is not None]
+        yield Finding(
+            _path("networkOperator"),
+            f"Network Operator {version}: the catalog knows no component images for its NicClusterPolicy (RDMA device plugin, Multus)",
+            f"pin one of: {', '.join(usable)}",
+            version,
+        )
     if ops.gpu_operator.mig_strategy == "single":
         for i, pool in ctx.indexed_pools():
             if pool.site in ctx.sites and isinstance(pool.sharing, MigSharing) and len(pool.sharing.profiles) > 1:
