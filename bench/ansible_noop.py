@@ -2,9 +2,13 @@
 
 Starts a private sshd on loopback (127.0.0.2 .. 127.0.0.51, port 2222; every inventory host is an
 alias of this machine with its own address, so each has its own SSH connection), generates the
-Ansible project of a 50-host on-prem variant of the reference platform, converges a role-like
-playbook once per configuration, then times no-op re-runs side by side. Needs root (sshd) and
-only ever uses loopback addresses.
+Ansible project of a 50-host on-prem variant of the reference platform, converges a playbook
+shaped like the generated site.yml (a check play over all nodes, then a provisioning play in the
+same rolling batches) once per configuration, then times no-op re-runs side by side.
+
+The hosts log in as a throw-away account with a stock shell profile, as on a freshly installed
+node: this machine's own root profile does work on every SSH session that a node's would not.
+Needs root (sshd, the account) and only ever uses loopback addresses.
 
     .venv/bin/python bench/ansible_noop.py [--hosts 50] [--runs 3]
 """
@@ -27,16 +31,31 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from alicerce.render.ansible import ROLLING_BATCH  # noqa: E402
 from alicerce.render.tree import render_tree  # noqa: E402
 from alicerce.spec.loader import load_text  # noqa: E402
 from alicerce.spec.resolve import resolve  # noqa: E402
 
 PORT = 2222
+USER = "alicerce-bench"
+# The play settings of the generated site.yml (templates/ansible/site.yml.j2), role-like tasks.
 PLAYBOOK = """---
-- name: Re-apply node configuration (no-op when converged)
+- name: Check every node before changing any
   hosts: bench
   gather_facts: true
-  gather_subset: [min]
+  gather_subset: [min, is_chroot]
+  tasks:
+    - name: Check the operating system
+      ansible.builtin.assert:
+        that: [ansible_facts.os_family == 'Debian']
+        quiet: true
+
+- name: Re-apply node configuration in rolling batches (no-op when converged)
+  hosts: bench
+  gather_facts: true
+  gather_subset: [min, is_chroot]
+  serial: [1, "@BATCH@"]
+  max_fail_percentage: 0
   tasks:
     - name: Create the node's state directory
       ansible.builtin.file:
@@ -93,6 +112,23 @@ def _spec(hosts: int) -> str:
     return text.replace("scaling: {min: 32, max: 32}", f"scaling: {{min: {hosts}, max: {hosts}}}")
 
 
+def _create_account(work: Path) -> None:
+    """A node-like login: stock profile from /etc/skel (it returns at once for non-interactive shells)."""
+    home = work / "home"
+    subprocess.run(["useradd", "--create-home", "--home-dir", str(home), "--shell", "/bin/bash", USER], check=True)
+    subprocess.run(["usermod", "--password", "*", USER], check=True)  # unlocked for key logins, no password
+    work.chmod(0o755)
+    (work / "nodes").mkdir()
+    shutil.chown(work / "nodes", USER)
+
+
+def _delete_account() -> None:
+    # its SSH sessions outlive sshd's listener (ControlPersist); ending them also ends our masters
+    subprocess.run(["pkill", "--signal", "KILL", "--uid", USER], check=False, capture_output=True)
+    time.sleep(0.5)
+    subprocess.run(["userdel", "--remove", USER], check=False, capture_output=True)
+
+
 def _start_sshd(work: Path, hosts: int) -> tuple[list[subprocess.Popen[bytes]], Path]:
     """One sshd per 16 loopback addresses (sshd's listen socket limit), all on port 2222."""
     sshd = shutil.which("sshd") or "/usr/sbin/sshd"
@@ -108,7 +144,7 @@ def _start_sshd(work: Path, hosts: int) -> tuple[list[subprocess.Popen[bytes]], 
         config = work / f"sshd_config.{first}"
         config.write_text(
             f"{listen}\nHostKey {work / 'host'}\nAuthorizedKeysFile {work / 'authorized_keys'}\nPidFile {work / f'sshd.{first}.pid'}\n"
-            "PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
+            "PermitRootLogin no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
             "StrictModes no\nMaxStartups 500:30:1000\nMaxSessions 200\nLogLevel ERROR\nSubsystem sftp internal-sftp\n"
         )
         log = work / f"sshd.{first}.log"
@@ -129,7 +165,7 @@ def _inventory(work: Path, hosts: int, key: Path) -> Path:
         "all": {
             "vars": {
                 "ansible_port": PORT,
-                "ansible_user": "root",
+                "ansible_user": USER,
                 "ansible_ssh_private_key_file": str(key),
                 "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
                 "ansible_python_interpreter": "/usr/bin/python3",
@@ -169,6 +205,8 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="alicerce-bench-"))
     sshd: list[subprocess.Popen[bytes]] = []
     try:
+        _delete_account()  # left over from an interrupted run
+        _create_account(work)
         sshd, key = _start_sshd(work, args.hosts)
         platform = resolve(load_text(_spec(max(args.hosts, 32)), "bench-platform.yaml"), "prod")
         generated = render_tree(platform, subtrees=["ansible"])["ansible/ansible.cfg"]
@@ -179,10 +217,13 @@ def main() -> int:
         defaults = work / "defaults.cfg"
         defaults.write_text("# Ansible's defaults\n")
         playbook = project / "noop.yml"
-        playbook.write_text(PLAYBOOK)
+        playbook.write_text(PLAYBOOK.replace("@BATCH@", ROLLING_BATCH))
         inventory = _inventory(work, args.hosts, key)
         configs = {"ansible defaults": defaults, "generated ansible.cfg": tuned}
-        print(f"{args.hosts} hosts over SSH on loopback, 9 tasks + fact gathering; {os.cpu_count()} CPUs")
+        print(
+            f"{args.hosts} hosts over SSH on loopback, 2 plays (rolling batches of {ROLLING_BATCH}),"
+            f" 10 tasks + fact gathering; {os.cpu_count()} CPUs"
+        )
         for name, config in configs.items():
             elapsed, summary = _run(config, project, inventory, playbook)
             print(f"  warm-up converge, {name}: {elapsed:.1f}s ({summary})")
@@ -209,6 +250,7 @@ def main() -> int:
         for process in sshd:
             process.send_signal(signal.SIGTERM)
             process.wait(timeout=10)
+        _delete_account()
         shutil.rmtree(work, ignore_errors=True)
 
 
