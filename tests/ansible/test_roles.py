@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,22 @@ def test_generated_playbooks_pass_syntax_check(generated: Path, playbook: str) -
         env={"ANSIBLE_CONFIG": str(generated / "ansible.cfg"), "PATH": "/usr/bin:/bin"},
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_execution_environment_builds_a_context(generated: Path, tmp_path: Path) -> None:
+    """ansible-builder checks the definition against its schema and writes the image's build context."""
+    context = tmp_path / "context"
+    result = subprocess.run(
+        [tool("ansible-builder"), "create", "--file", "execution-environment.yml", "--context", str(context)],
+        check=False,
+        cwd=generated,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    build = next(context.glob("*file")).read_text()  # Containerfile or Dockerfile, by container runtime
+    assert f"ansible-core=={version('ansible-core')}" in build  # the controller's own, so what was tested is what runs
+    assert (context / "_build" / "requirements.yml").read_bytes() == (generated / "requirements.yml").read_bytes()
 
 
 @pytest.mark.parametrize(
