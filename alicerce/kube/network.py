@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from alicerce.kube.operators import site_pools, tolerate
-from alicerce.spec.models import Fabric, OnpremSite
+from alicerce.kube.operators import rdma_fabrics, site_pools, tolerate
+from alicerce.spec.models import OnpremSite
 from alicerce.spec.resolve import ResolvedPlatform
 
 NIC_CLUSTER_POLICY = "nic-cluster-policy"  # the only name the operator reconciles
@@ -33,11 +33,9 @@ def rdma_resource(technology: str) -> str:
 
 def site_fabrics(rp: ResolvedPlatform, site_name: str) -> dict[str, list[str]]:
     """On-prem RDMA fabric technologies of a site -> the pools on them."""
-    fabrics: dict[str, Fabric] = {f.name: f for f in rp.spec.networks.fabrics if f.onprem is not None}
     out: dict[str, list[str]] = {}
-    for pool in site_pools(rp, site_name):
-        fabric = fabrics.get(pool.spec.fabric or "")
-        if fabric is not None and fabric.onprem is not None:
+    for pool, fabric in rdma_fabrics(rp, site_pools(rp, site_name)):
+        if fabric.onprem is not None:
             out.setdefault(fabric.onprem.technology, []).append(pool.name)
     return out
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from alicerce.spec.models import AwsSite, MigSharing, OnpremSite, TimeSlicing
+from alicerce.spec.models import AwsSite, Fabric, MigSharing, OnpremSite, TimeSlicing
 from alicerce.spec.resolve import ResolvedPlatform, ResolvedPool
 
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
@@ -80,9 +80,10 @@ def duration_text(seconds: float) -> str:
     return f"{int(seconds // 86400)}d" if seconds % 86400 == 0 else f"{max(1, round(seconds / 3600))}h"
 
 
-def _rdma_fabrics(rp: ResolvedPlatform, pools: list[ResolvedPool]) -> list[Any]:
+def rdma_fabrics(rp: ResolvedPlatform, pools: list[ResolvedPool]) -> list[tuple[ResolvedPool, Fabric]]:
+    """Each of ``pools`` that joins an RDMA fabric, with that fabric."""
     fabrics = {f.name: f for f in rp.spec.networks.fabrics}
-    return [fabrics[p.spec.fabric] for p in pools if p.spec.fabric in fabrics]
+    return [(p, fabrics[p.spec.fabric]) for p in pools if p.spec.fabric in fabrics]
 
 
 def gpu_operator_values(rp: ResolvedPlatform, site: AwsSite | OnpremSite) -> dict[str, Any]:
@@ -94,7 +95,7 @@ def gpu_operator_values(rp: ResolvedPlatform, site: AwsSite | OnpremSite) -> dic
     op = rp.spec.operators.gpu_operator
     pools = [p for p in site_pools(rp, site.name) if p.gpu is not None]
     aws = isinstance(site, AwsSite)
-    rdma = any(f.gpu_direct_rdma for f in _rdma_fabrics(rp, pools)) and not aws
+    rdma = any(f.gpu_direct_rdma for _, f in rdma_fabrics(rp, pools)) and not aws
     driver: dict[str, Any] = {"enabled": not aws}
     if not aws:
         driver |= {
@@ -181,7 +182,7 @@ def operator_releases(rp: ResolvedPlatform, site_name: str) -> list[Release]:
     gpu_operator = ops.gpu_operator.enabled and any(p.gpu is not None for p in pools)
     if gpu_operator:
         out.append(_release(rp, "gpu-operator", "gpu-operator", gpu_operator_values(rp, site), after_monitoring))
-    onprem_rdma = [f for f in _rdma_fabrics(rp, pools) if f.onprem is not None]
+    onprem_rdma = any(f.onprem is not None for _, f in rdma_fabrics(rp, pools))
     if not aws and ops.network_operator.enabled and onprem_rdma:
         # One Node Feature Discovery per cluster: the GPU Operator's where it runs (its worker labels
         # PCI classes 02xx by vendor, so adapters get the pci-15b3 label the Network Operator selects on).
