@@ -1,5 +1,5 @@
-"""The Pulumi program of this repository (Pulumi.yaml): everything is in alicerce.program."""
+"""The Pulumi program of this repository (Pulumi.yaml): everything is in alicerce.emit.pulumi.program."""
 
-from alicerce.program import main
+from alicerce.emit.pulumi.program import main
 
 main()

@@ -31,14 +31,14 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from alicerce.render.ansible import ROLLING_BATCH  # noqa: E402
-from alicerce.render.tree import render_tree  # noqa: E402
+from alicerce.emit.ansible.site import ROLLING_BATCH  # noqa: E402
+from alicerce.emit.tree import render_tree  # noqa: E402
+from alicerce.resolve.platform import resolve  # noqa: E402
 from alicerce.spec.loader import load_text  # noqa: E402
-from alicerce.spec.resolve import resolve  # noqa: E402
 
 PORT = 2222
 USER = "alicerce-bench"
-# The play settings of the generated site.yml (templates/ansible/site.yml.j2), role-like tasks.
+# The play settings of the generated site.yml (alicerce/emit/templates/ansible/site.yml.j2), role-like tasks.
 PLAYBOOK = """---
 - name: Check every node before changing any
   hosts: bench

@@ -15,9 +15,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from alicerce.rules.validate import check  # noqa: E402
 from alicerce.spec.errors import SpecInvalid  # noqa: E402
 from alicerce.spec.loader import MAX_BYTES, load_file  # noqa: E402
-from alicerce.spec.validate import check  # noqa: E402
 
 
 def billion_laughs() -> bytes:

@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from alicerce.plan.platform import plan_platform  # noqa: E402
+from alicerce.resolve.platform import resolve  # noqa: E402
 from alicerce.spec.loader import load_text  # noqa: E402
-from alicerce.spec.resolve import resolve  # noqa: E402
 
 KINDS = [
     {"kind": "training", "model": {"parameters": "13B"}, "tokens": "500B", "deadline": "20d"},

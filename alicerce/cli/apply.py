@@ -46,9 +46,9 @@ def onprem(
     as_json: JsonOption = False,
 ) -> None:
     """Provision the on-prem nodes of ENV: preflight, then rolling batches, then acceptance."""
-    from alicerce.render.tree import EmitError, render_tree, write_tree
+    from alicerce.emit.tree import EmitError, render_tree, write_tree
+    from alicerce.resolve.platform import resolve
     from alicerce.run.ansible import RunError, run_playbook
-    from alicerce.spec.resolve import resolve
 
     platform = resolve(load(spec), env)
     try:

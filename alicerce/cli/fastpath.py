@@ -64,9 +64,9 @@ def run_validate(request: Request) -> Result:
 def _check(request: Request) -> Result:
     import json
 
+    from alicerce.rules.validate import check
     from alicerce.spec.errors import SpecInvalid, render_report
     from alicerce.spec.loader import load_file
-    from alicerce.spec.validate import check
 
     as_json = request.output_format == "json"
     environments: list[str] = []

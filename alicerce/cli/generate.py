@@ -21,8 +21,8 @@ def register(app: typer.Typer) -> None:
 @user_errors(json_flag="as_json")
 def generate(env: EnvOption, spec: SpecArg = DEFAULT_SPEC, out: OutOption = Path("out"), as_json: JsonOption = False) -> None:
     """Write every generated artifact of one environment into OUT: deterministic bytes, atomically."""
-    from alicerce.render.tree import EmitError, render_tree, write_tree
-    from alicerce.spec.resolve import resolve
+    from alicerce.emit.tree import EmitError, render_tree, write_tree
+    from alicerce.resolve.platform import resolve
 
     platform = resolve(load(spec), env)
     try:

@@ -20,8 +20,8 @@ def init(
     name: Annotated[str, typer.Option(help="Platform name (a DNS label).")] = "my-platform",
 ) -> None:
     """Create DIR with a starter platform.yaml, its JSON Schema and a README."""
-    from alicerce.render.files import write_tree_atomic
-    from alicerce.scaffold import scaffold_files
+    from alicerce.emit.files import write_tree_atomic
+    from alicerce.emit.scaffold import scaffold_files
 
     if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
         raise UsageError(f"{directory} already exists and is not empty", "choose a new directory")

@@ -31,7 +31,7 @@ def plan(
 ) -> None:
     """Size GPUs, memory, storage throughput, fabric and cost from the declared workloads."""
     from alicerce.plan.platform import plan_platform
-    from alicerce.spec.resolve import resolve
+    from alicerce.resolve.platform import resolve
 
     document = load(spec)
     environments = document.data.get("environments") or {}
@@ -42,7 +42,7 @@ def plan(
         raise UsageError("the spec has no environments")
     result = plan_platform(resolve(document, env))
     if plot is not None:
-        from alicerce.render.charts import write_charts
+        from alicerce.emit.charts import write_charts
 
         others = [result if name == env else plan_platform(resolve(document, name)) for name in environments]
         written = write_charts(result, others, plot)

@@ -33,7 +33,7 @@ def preview(env: EnvOption, spec: SpecArg = DEFAULT_SPEC, as_json: JsonOption = 
     """
     from rich.console import Console
 
-    from alicerce.spec.resolve import resolve
+    from alicerce.resolve.platform import resolve
 
     rp = resolve(load(spec), env)
     from alicerce.run.preview import run_preview

@@ -15,7 +15,7 @@ def register(app: typer.Typer) -> None:
 
 def rules(as_json: JsonOption = False) -> None:
     """List the validation rules (ids, names, what they check, whether a waiver may skip them)."""
-    from alicerce.spec.rules import all_rules
+    from alicerce.rules import all_rules
 
     found = all_rules()
     if as_json:

@@ -16,7 +16,7 @@ def schema(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")] = None,
 ) -> None:
     """Print the platform spec's JSON Schema (the committed schema/platform.schema.json)."""
-    from alicerce.render.files import write_text_atomic
+    from alicerce.emit.files import write_text_atomic
     from alicerce.spec.schema import schema_text
 
     text = schema_text()

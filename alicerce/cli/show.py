@@ -30,7 +30,7 @@ def show(
     """Print one environment's resolved platform: what every emitter will build from."""
     import yaml
 
-    from alicerce.spec.resolve import resolve
+    from alicerce.resolve.platform import resolve
 
     data = resolve(load(spec), env).to_data()
     if output_format is Format.json:

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from alicerce.catalog import Catalog, load_catalog
+from alicerce.catalog.fsx import GIB as FSX_GIB
+from alicerce.catalog.fsx import plan_fsx
 from alicerce.catalog.models import Gpu
-from alicerce.plan.fsx import GIB as FSX_GIB
-from alicerce.plan.fsx import plan_fsx
 from alicerce.plan.sizing import NODE_GPUS, Placement, WorkloadPlan, plan_workload, sharing_replicas
+from alicerce.resolve.platform import ResolvedPlatform, ResolvedPool
 from alicerce.spec.models import ParallelFsTier, Workload
-from alicerce.spec.resolve import ResolvedPlatform, ResolvedPool
 
 # which pool purposes may run which workload kind, in order of preference
 PURPOSES = {

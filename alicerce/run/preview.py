@@ -20,8 +20,8 @@ from typing import Any
 import pulumi
 from pulumi.runtime import mocks, rpc
 
+from alicerce.resolve.platform import ResolvedPlatform
 from alicerce.spec.models import AwsSite
-from alicerce.spec.resolve import ResolvedPlatform
 
 SECRET = "[secret]"
 UNKNOWN = "[unknown]"
@@ -242,7 +242,7 @@ def _order(resources: list[PlannedResource]) -> list[PlannedResource]:
 
 def run_preview(rp: ResolvedPlatform, program: Callable[[ResolvedPlatform], dict[str, Any]] | None = None) -> PreviewResult:
     """Run the program for ``rp`` under the mock engine and return everything it declared."""
-    from alicerce.program import build
+    from alicerce.emit.pulumi.program import build
 
     aws_site = next((s for s in rp.sites if isinstance(s, AwsSite)), None)
     recorder = Recorder(*((aws_site.region, aws_site.account) if aws_site else ()))

@@ -3,7 +3,7 @@
 Strict, frozen pydantic models with a description on every field (they become the editor hover
 text through ``schema/platform.schema.json``). YAML keys are camelCase; Python attributes are
 snake_case. Checks that need more than one field, the catalog or an environment live in
-:mod:`alicerce.spec.rules`, where each has a rule id and fixtures.
+:mod:`alicerce.rules`, where each has a rule id and fixtures.
 """
 
 from __future__ import annotations

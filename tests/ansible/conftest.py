@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from alicerce.render.tree import render_tree, write_tree
+from alicerce.emit.tree import render_tree, write_tree
+from alicerce.resolve.platform import ResolvedPlatform, resolve
 from alicerce.spec.loader import load_file
-from alicerce.spec.resolve import ResolvedPlatform, resolve
 from tests.conftest import ROOT
 
 BIN = ROOT / ".venv" / "bin"

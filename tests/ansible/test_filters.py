@@ -21,8 +21,8 @@ def _load(path: Path, name: str) -> ModuleType:
     return module
 
 
-F = _load(ROOT / "ansible" / "filter_plugins" / "alicerce_node.py", "alicerce_node_filters")
-FACTS = _load(ROOT / "ansible" / "library" / "alicerce_node_facts.py", "alicerce_node_facts_module")
+F = _load(ROOT / "alicerce" / "ansible" / "filter_plugins" / "alicerce_node.py", "alicerce_node_filters")
+FACTS = _load(ROOT / "alicerce" / "ansible" / "library" / "alicerce_node_facts.py", "alicerce_node_facts_module")
 
 TB = 3_840_000_000_000
 

@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 import yaml
 
-from alicerce.render.ansible import plan_site
-from alicerce.render.ansible_vars import ROLE_VARS, argument_specs_text, defaults, defaults_text, field_flag
+from alicerce.emit.ansible.role_vars import ROLE_VARS, argument_specs_text, defaults, defaults_text, field_flag
+from alicerce.emit.ansible.site import plan_site
+from alicerce.resolve.platform import ResolvedPlatform
 from alicerce.spec.models import OnpremSite
-from alicerce.spec.resolve import ResolvedPlatform
 from tests.ansible.conftest import tool
 from tests.conftest import ROOT
 
-ROLES = ROOT / "ansible" / "roles"
+ROLES = ROOT / "alicerce" / "ansible" / "roles"
 
 
 @pytest.mark.parametrize("model", ROLE_VARS, ids=lambda m: m.ROLE)
@@ -28,7 +28,7 @@ def test_argument_specs_defaults_and_model_are_one_interface(model: Any) -> None
     assert role_defaults == defaults(model)
     assert {name: option["default"] for name, option in spec.items()} == role_defaults
     assert all(name.startswith(model.ROLE + "_") for name in spec)
-    # and byte for byte what `python -m alicerce.render.ansible_vars --write` produces
+    # and byte for byte what `python -m alicerce.emit.ansible.role_vars --write` produces
     assert (ROLES / model.ROLE / "meta" / "argument_specs.yml").read_text() == argument_specs_text(model)
     assert (ROLES / model.ROLE / "defaults" / "main.yml").read_text() == defaults_text(model)
 
@@ -68,9 +68,9 @@ def _lint(path: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_roles_pass_ansible_lint_production_with_nothing_skipped() -> None:
-    config = yaml.safe_load((ROOT / "ansible" / ".ansible-lint").read_text())
+    config = yaml.safe_load((ROOT / "alicerce" / "ansible" / ".ansible-lint").read_text())
     assert config["profile"] == "production" and config["skip_list"] == [] and config["warn_list"] == []
-    result = _lint(ROOT / "ansible")
+    result = _lint(ROOT / "alicerce" / "ansible")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -128,8 +128,8 @@ def test_argument_specs_reject_bad_variables(tmp_path: Path, role: str, bad: dic
         check=False,
         capture_output=True,
         text=True,
-        env={"ANSIBLE_CONFIG": str(ROOT / "ansible" / "ansible.cfg"), "PATH": "/usr/bin:/bin", "ANSIBLE_NOCOLOR": "1"},
-        cwd=ROOT / "ansible",
+        env={"ANSIBLE_CONFIG": str(ROOT / "alicerce" / "ansible" / "ansible.cfg"), "PATH": "/usr/bin:/bin", "ANSIBLE_NOCOLOR": "1"},
+        cwd=ROOT / "alicerce" / "ansible",
     )
     assert result.returncode != 0
     assert "Validation of arguments failed" in result.stdout and complaint in result.stdout, result.stdout

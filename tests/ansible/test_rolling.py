@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from alicerce.render.ansible_vars import ROLE_VARS
+from alicerce.emit.ansible.role_vars import ROLE_VARS
 from alicerce.run.ansible import run_playbook
 
 STUB = """---

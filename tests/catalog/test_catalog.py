@@ -79,7 +79,7 @@ def test_bill_of_materials_is_consistent_with_the_matrix() -> None:
 
 
 def test_chart_pins_equal_the_bill_of_materials() -> None:
-    from alicerce.spec.resolve import CHART_VERSION_KEYS
+    from alicerce.resolve.platform import CHART_VERSION_KEYS
 
     bom = CATALOG.versions.bom.model_dump()
     assert set(CATALOG.versions.charts) == set(CHART_VERSION_KEYS)

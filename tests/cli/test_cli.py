@@ -128,7 +128,7 @@ def test_internal_errors_keep_their_traceback(tmp_path: Path) -> None:
     script = tmp_path / "boom.py"
     script.write_text(
         "import sys\n"
-        "import alicerce.spec.validate as sv\n"
+        "import alicerce.rules.validate as sv\n"
         "def broken(*a, **k):\n    raise RuntimeError('bug')\n"
         "sv.check = broken\n"
         "from alicerce.cli import main\n"

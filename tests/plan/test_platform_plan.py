@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from alicerce.plan.platform import plan_platform
+from alicerce.resolve.platform import resolve
 from alicerce.spec.loader import load_file
-from alicerce.spec.resolve import resolve
 from tests.conftest import ROOT
 
 REFERENCE = load_file(ROOT / "platform.yaml", "platform.yaml")

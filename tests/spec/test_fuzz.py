@@ -9,9 +9,9 @@ import string
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from alicerce.rules.validate import check
 from alicerce.spec.errors import SpecInvalid
 from alicerce.spec.loader import load_text
-from alicerce.spec.validate import check
 from tests.conftest import ROOT, TODAY
 
 BASE_TEXT = (ROOT / "tests/data/rules/_base.yaml").read_text()

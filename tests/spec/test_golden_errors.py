@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from alicerce.rules.validate import check
 from alicerce.spec.errors import SpecInvalid
 from alicerce.spec.loader import load_file
-from alicerce.spec.validate import check
 from tests.conftest import DATA, TODAY
 
 BAD = DATA / "bad"

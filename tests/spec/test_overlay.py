@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from alicerce.catalog import load_catalog
+from alicerce.resolve.platform import resolve
+from alicerce.rules.validate import check
 from alicerce.spec.loader import load_text
 from alicerce.spec.overlay import Merger, apply_overrides
-from alicerce.spec.resolve import resolve
-from alicerce.spec.validate import check
 from tests.conftest import ROOT, TODAY
 
 

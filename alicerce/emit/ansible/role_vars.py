@@ -1,0 +1,373 @@
+"""The public variables of every alicerce Ansible role, as pydantic models: the one source of truth.
+
+Each role under ``ansible/roles/<role>`` has ``defaults/main.yml`` and ``meta/argument_specs.yml``
+that document the same variables with the same types and defaults; both are written from these
+models (``python -m alicerce.emit.ansible.role_vars --write``) and a test fails when they drift. The
+generator fills the same models from the resolved spec and writes them into ``group_vars`` (and,
+for per-host facts such as IPoIB addresses, into the inventory), so the role interface, its
+defaults and what the generator writes cannot disagree.
+
+Fields marked ``secret`` (the kubeadm join token) are never written by the generator: they come
+from an ansible-vault file the operator keeps next to the inventory.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+import typing
+from pathlib import Path
+from typing import Any, ClassVar, Literal, get_args, get_origin
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.fields import FieldInfo
+
+Target = Literal["auto", "host", "image"]
+_TARGET_HELP = "host: a running server; image: an OS image or chroot (packages, files); auto: image inside a chroot."
+
+
+def _target(role: str) -> Any:
+    return Field(default="auto", description=_TARGET_HELP, json_schema_extra={"role": role})
+
+
+def secret(description: str) -> Any:
+    """A variable that only ever comes from ansible-vault; the generator never writes it."""
+    return Field(default="", description=description, json_schema_extra={"secret": True})
+
+
+def per_host(default: Any, description: str) -> Any:
+    """A variable the generator writes per host in the inventory, not per group."""
+    return Field(default=default, description=description, json_schema_extra={"per_host": True})
+
+
+class RoleVars(BaseModel):
+    """Base of the role variable models: every field is one public variable of ``ROLE``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    ROLE: ClassVar[str]
+    SHORT: ClassVar[str]
+    DESCRIPTION: ClassVar[str]
+
+
+class PreflightVars(RoleVars):
+    ROLE = "preflight"
+    SHORT = "Check that a host is fit to become a GPU node before anything changes."
+    DESCRIPTION = "Supported OS and kernel, architecture, Secure Boot state and the GPU and HCA PCI devices the spec promises."
+
+    preflight_target: Target = _target("preflight")
+    preflight_supported_distributions: list[str] = Field(
+        default=["Debian 12", "Ubuntu 22.04", "Ubuntu 24.04"], description="Distribution and major version pairs the roles support."
+    )
+    preflight_architectures: list[str] = Field(default=["x86_64", "aarch64"], description="CPU architectures the roles support.")
+    preflight_min_kernel: str = Field(default="5.15", description="Oldest kernel release accepted on a running host.")
+    preflight_secure_boot: Literal["any", "enabled", "disabled"] = Field(
+        default="any", description="Required Secure Boot state (unsigned proprietary modules need it disabled)."
+    )
+    preflight_gpu_count: int = Field(default=0, description="NVIDIA GPUs (PCI class 03xx, vendor 10de) every host must have.")
+    preflight_hca_count: int = Field(default=0, description="Mellanox/NVIDIA RDMA adapters (vendor 15b3, physical functions) per host.")
+    preflight_sysfs_root: str = Field(default="/sys", description="Where sysfs is read from (tests point it at a fixture).")
+
+
+class NvidiaDriverVars(RoleVars):
+    ROLE = "nvidia_driver"
+    SHORT = "Install the pinned NVIDIA data center driver."
+    DESCRIPTION = (
+        "Driver branch and exact version from the spec, open or proprietary modules, nouveau blacklisted, "
+        "persistence daemon, packages held."
+    )
+
+    nvidia_driver_target: Target = _target("nvidia_driver")
+    nvidia_driver_branch: str = Field(default="580", description="Driver branch (major version).")
+    nvidia_driver_version: str = Field(default="580.173.02", description="Exact driver version; packages are pinned and held at it.")
+    nvidia_driver_kernel_module_type: Literal["open", "proprietary"] = Field(default="open", description="NVIDIA kernel modules flavour.")
+    nvidia_driver_source: Literal["nvidia", "distribution"] = Field(
+        default="nvidia", description="Install from NVIDIA's CUDA repository or the distribution's own archive."
+    )
+    nvidia_driver_repository_url: str = Field(
+        default="https://developer.download.nvidia.com/compute/cuda/repos",
+        description="Base URL of the CUDA repository (point it at a mirror on air-gapped sites).",
+    )
+    nvidia_driver_packages: list[str] = Field(default=[], description="Packages to install; empty picks the per-OS default.")
+    nvidia_driver_persistenced: bool = Field(default=True, description="Run nvidia-persistenced so GPUs stay initialised.")
+    nvidia_driver_hold: bool = Field(default=True, description="Hold the driver packages so upgrades never move them.")
+    nvidia_driver_sysfs_root: str = Field(default="/sys", description="Where sysfs is read from (tests point it at a fixture).")
+
+
+class NvidiaFabricmanagerVars(RoleVars):
+    ROLE = "nvidia_fabricmanager"
+    SHORT = "Run NVIDIA Fabric Manager on NVSwitch systems."
+    DESCRIPTION = "Fabric Manager at exactly the driver version, only where the GPU model's servers use NVSwitch."
+
+    nvidia_fabricmanager_target: Target = _target("nvidia_fabricmanager")
+    nvidia_fabricmanager_enabled: bool = Field(default=False, description="Whether the host has NVSwitches (decided from the GPU model).")
+    nvidia_fabricmanager_branch: str = Field(default="580", description="Driver branch Fabric Manager must match.")
+    nvidia_fabricmanager_version: str = Field(default="580.173.02", description="Exact driver version Fabric Manager must match.")
+    nvidia_fabricmanager_fault_tolerance: bool = Field(
+        default=False, description="Keep running with degraded NVSwitch trunks instead of aborting (FABRIC_MODE_RESTART)."
+    )
+
+
+class NvidiaContainerToolkitVars(RoleVars):
+    ROLE = "nvidia_container_toolkit"
+    SHORT = "Add the NVIDIA runtime to containerd without touching anyone else's runtime config."
+    DESCRIPTION = "NVIDIA Container Toolkit, a managed nvidia runtime block (containerd 1.x) or drop-in (2.x), CDI specs."
+
+    nvidia_container_toolkit_target: Target = _target("nvidia_container_toolkit")
+    nvidia_container_toolkit_version: str = Field(default="1.18.1", description="NVIDIA Container Toolkit version.")
+    nvidia_container_toolkit_repository_url: str = Field(
+        default="https://nvidia.github.io/libnvidia-container", description="Toolkit apt repository (mirror it on air-gapped sites)."
+    )
+    nvidia_container_toolkit_default_runtime: bool = Field(default=True, description="Make nvidia containerd's default runtime.")
+    nvidia_container_toolkit_containerd_config: str = Field(
+        default="/etc/containerd/config.toml", description="containerd main config file."
+    )
+    nvidia_container_toolkit_cdi: bool = Field(default=True, description="Generate CDI specs under /etc/cdi on running hosts.")
+
+
+class RdmaVars(RoleVars):
+    ROLE = "rdma"
+    SHORT = "RDMA fabric: InfiniBand or RoCE, IPoIB per rail, GPUDirect RDMA."
+    DESCRIPTION = (
+        "rdma-core or DOCA-OFED, stable names, IPoIB addresses from the fabric plan, subnet manager, lossless RoCE, nvidia-peermem."
+    )
+
+    rdma_target: Target = _target("rdma")
+    rdma_enabled: bool = Field(default=False, description="Whether the host joins an RDMA fabric.")
+    rdma_stack: Literal["rdma-core", "doca-ofed"] = Field(default="rdma-core", description="Inbox rdma-core or NVIDIA DOCA-OFED.")
+    rdma_doca_repository_url: str = Field(
+        default="https://linux.mellanox.com/public/repo/doca/latest", description="DOCA repository (with rdma_stack doca-ofed)."
+    )
+    rdma_technology: Literal["infiniband", "roce"] = Field(default="infiniband", description="RDMA transport.")
+    rdma_rails: int = Field(default=0, description="RDMA adapters (rails) per host.")
+    rdma_rate_gbps: int = Field(default=400, description="Expected link rate per rail in Gbit/s.")
+    rdma_mtu: int = Field(default=4096, description="RDMA MTU; RoCE netdevs get 9000-byte frames.")
+    rdma_subnet_manager: bool = Field(default=False, description="Run opensm on this host (only where the spec says so).")
+    rdma_gpudirect: bool = Field(default=True, description="Load nvidia-peermem for GPUDirect RDMA.")
+    rdma_roce_pfc_priority: int = Field(default=3, description="RoCE: the lossless (PFC) priority.")
+    rdma_ipoib_addresses: list[str] = per_host([], "IPoIB address with prefix per rail, in rail order (from the fabric plan).")
+    rdma_sysfs_root: str = Field(default="/sys", description="Where sysfs is read from (tests point it at a fixture).")
+
+
+class NvmeScratchVars(RoleVars):
+    ROLE = "nvme_scratch"
+    SHORT = "Local NVMe disks as one RAID0 XFS scratch volume; an existing array is never re-created."
+    DESCRIPTION = "mdadm RAID0 over the spare NVMe disks, file system, fstab entry and mount with scratch-friendly options."
+
+    nvme_scratch_target: Target = _target("nvme_scratch")
+    nvme_scratch_enabled: bool = Field(default=False, description="Whether the host's pool has a local-nvme tier.")
+    nvme_scratch_mount_path: str = Field(default="/scratch", description="Mount path of the scratch volume.")
+    nvme_scratch_filesystem: Literal["xfs", "ext4"] = Field(default="xfs", description="File system on the array.")
+    nvme_scratch_array_name: str = Field(default="scratch", description="md array name (/dev/md/<name>).")
+    nvme_scratch_devices: list[str] = Field(default=[], description="Member disks; empty means every unused, unpartitioned NVMe disk.")
+    nvme_scratch_min_devices: int = Field(default=1, description="Fewest disks worth building an array from.")
+    nvme_scratch_mount_options: list[str] = Field(
+        default=["defaults", "noatime", "nofail", "x-systemd.device-timeout=30s"], description="Mount options."
+    )
+    nvme_scratch_sysfs_root: str = Field(default="/sys", description="Where sysfs is read from (tests point it at a fixture).")
+    nvme_scratch_proc_root: str = Field(default="/proc", description="Where procfs (mdstat, mounts) is read from (tests use a fixture).")
+
+
+class ParallelFsClientVars(RoleVars):
+    ROLE = "parallel_fs_client"
+    SHORT = "Mount the spec's Lustre, BeeGFS and NFS tiers."
+    DESCRIPTION = "Client packages, LNet over the IPoIB rails, fstab entries or BeeGFS mount config, mounts."
+
+    parallel_fs_client_target: Target = _target("parallel_fs_client")
+    parallel_fs_client_mounts: list[dict[str, Any]] = Field(
+        default=[], description="Mounts: {name, type (lustre|beegfs|nfs), source, path, options}."
+    )
+    parallel_fs_client_lnet_networks: str = Field(
+        default="", description="LNet networks, e.g. o2ib0(ibrail0,ibrail1); empty: LNet default."
+    )
+    parallel_fs_client_lustre_repository_url: str = Field(
+        default="https://downloads.whamcloud.com/public/lustre/latest-release",
+        description="Lustre client repository (mirror it when air-gapped).",
+    )
+    parallel_fs_client_beegfs_repository_url: str = Field(
+        default="https://www.beegfs.io/release/beegfs_7.4.5", description="BeeGFS repository (mirror it when air-gapped)."
+    )
+    parallel_fs_client_proc_root: str = Field(default="/proc", description="Where procfs (mounts) is read from (tests use a fixture).")
+
+
+class KubernetesNodeVars(RoleVars):
+    ROLE = "kubernetes_node"
+    SHORT = "containerd and kubelet tuned per pool purpose, then kubeadm join."
+    DESCRIPTION = "Swap off, kernel modules and sysctls, containerd with systemd cgroups, kubelet drop-in config, labels and taints, join."
+
+    kubernetes_node_target: Target = _target("kubernetes_node")
+    kubernetes_node_version: str = Field(default="1.35", description="Kubernetes minor version of kubelet and kubeadm.")
+    kubernetes_node_repository_url: str = Field(
+        default="https://pkgs.k8s.io/core:/stable:", description="Kubernetes package repository (mirror it when air-gapped)."
+    )
+    kubernetes_node_control_plane_endpoint: str = Field(default="", description="API server host:port the node joins.")
+    kubernetes_node_join: bool = Field(default=True, description="Run kubeadm join on running hosts that have not joined.")
+    kubernetes_node_join_token: str = secret("kubeadm bootstrap token; only ever from ansible-vault, never rendered.")
+    kubernetes_node_ca_cert_hash: str = secret("sha256:<hash> of the cluster CA; from ansible-vault next to the token.")
+    kubernetes_node_labels: dict[str, str] = Field(default={}, description="Node labels registered by kubelet.")
+    kubernetes_node_taints: list[str] = Field(default=[], description="Taints registered by kubelet, as key=value:Effect.")
+    kubernetes_node_cpu_manager_policy: Literal["none", "static"] = Field(default="none", description="kubelet CPU manager policy.")
+    kubernetes_node_topology_manager_policy: Literal["none", "best-effort", "restricted", "single-numa-node"] = Field(
+        default="none", description="kubelet topology manager policy."
+    )
+    kubernetes_node_system_reserved: dict[str, str] = Field(
+        default={"cpu": "2", "memory": "8Gi"}, description="Resources kept for the OS (static CPU manager needs some CPU)."
+    )
+    kubernetes_node_max_pods: int = Field(default=110, description="Pods per node.")
+    kubernetes_node_kernel_modules: list[str] = Field(default=["overlay", "br_netfilter"], description="Kernel modules loaded at boot.")
+    kubernetes_node_sysctls: dict[str, str] = Field(
+        default={"net.bridge.bridge-nf-call-iptables": "1", "net.bridge.bridge-nf-call-ip6tables": "1", "net.ipv4.ip_forward": "1"},
+        description="Kernel settings for pod networking.",
+    )
+
+
+class NodeMonitoringVars(RoleVars):
+    ROLE = "node_monitoring"
+    SHORT = "Prometheus node exporter with InfiniBand and NVMe collectors; DCGM exporter off Kubernetes."
+    DESCRIPTION = (
+        "Node exporter from the distribution, collectors checked against the installed binary, DCGM exporter where no GPU Operator runs."
+    )
+
+    node_monitoring_target: Target = _target("node_monitoring")
+    node_monitoring_listen_address: str = Field(default=":9100", description="Node exporter listen address.")
+    node_monitoring_collectors: list[str] = Field(
+        default=["infiniband", "mdadm", "nvme", "systemd", "textfile"], description="Collectors enabled on top of the defaults."
+    )
+    node_monitoring_textfile_directory: str = Field(
+        default="/var/lib/prometheus/node-exporter", description="Directory of the textfile collector."
+    )
+    node_monitoring_dcgm_exporter: bool = Field(default=False, description="Run DCGM exporter as a service (nodes outside Kubernetes).")
+    node_monitoring_dcgm_exporter_listen_address: str = Field(default=":9400", description="DCGM exporter listen address.")
+
+
+class NodeValidationVars(RoleVars):
+    ROLE = "node_validation"
+    SHORT = "Acceptance: the node has what the spec promises, or the run fails with a per-host summary."
+    DESCRIPTION = "GPU count, driver version, NVLink and Fabric Manager health, HCA count, state and rate, scratch array size, mounts."
+
+    node_validation_target: Target = _target("node_validation")
+    node_validation_gpu_count: int = Field(default=0, description="GPUs nvidia-smi must list.")
+    node_validation_driver_version: str = Field(default="", description="Driver version every GPU must report.")
+    node_validation_nvswitch: bool = Field(default=False, description="Check Fabric Manager state and that no NVLink is down.")
+    node_validation_hca_count: int = Field(default=0, description="Active RDMA ports expected.")
+    node_validation_hca_rate_gbps: int = Field(default=0, description="Rate every RDMA port must run at.")
+    node_validation_hca_link_layer: Literal["InfiniBand", "Ethernet"] = Field(default="InfiniBand", description="Link layer of the ports.")
+    node_validation_scratch_path: str = Field(default="", description="Scratch mount that must be an md RAID0; empty: none.")
+    node_validation_scratch_min_bytes: int = Field(default=1, description="Smallest acceptable scratch file system size.")
+    node_validation_mounts: list[str] = Field(default=[], description="Paths that must be mount points.")
+    node_validation_nvidia_smi: str = Field(default="nvidia-smi", description="nvidia-smi command (tests point it at a fake).")
+    node_validation_sysfs_root: str = Field(default="/sys", description="Where sysfs is read from (tests point it at a fixture).")
+    node_validation_proc_root: str = Field(default="/proc", description="Where procfs is read from (tests point it at a fixture).")
+
+
+ROLE_VARS: tuple[type[RoleVars], ...] = (
+    PreflightVars,
+    NvidiaDriverVars,
+    NvidiaFabricmanagerVars,
+    RdmaVars,
+    NvmeScratchVars,
+    ParallelFsClientVars,
+    KubernetesNodeVars,
+    NvidiaContainerToolkitVars,
+    NodeMonitoringVars,
+    NodeValidationVars,
+)
+"""Every role, in the order site.yml applies them (the toolkit edits the containerd config kubernetes_node creates)."""
+
+
+def field_flag(info: FieldInfo, flag: str) -> bool:
+    extra = info.json_schema_extra
+    return isinstance(extra, dict) and bool(extra.get(flag))
+
+
+# ---------------------------------------------------------------------------------------------
+# argument_specs and defaults written from the models
+
+
+def _arg_type(annotation: Any) -> dict[str, Any]:
+    origin = get_origin(annotation)
+    if origin is Literal:
+        return {"type": "str", "choices": list(get_args(annotation))}
+    if origin in (list, typing.List):  # noqa: UP006
+        (inner,) = get_args(annotation)
+        element = _arg_type(inner)["type"]
+        return {"type": "list", "elements": element}
+    if origin in (dict, typing.Dict):  # noqa: UP006
+        return {"type": "dict"}
+    if origin in (typing.Union, types.UnionType):
+        raise TypeError(f"role variables are never optional: {annotation}")
+    if annotation is typing.Any:
+        return {"type": "raw"}
+    return {"type": {str: "str", int: "int", bool: "bool", float: "float"}[annotation]}
+
+
+def argument_spec(model: type[RoleVars]) -> dict[str, Any]:
+    """The ``meta/argument_specs.yml`` content of a role."""
+    options: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        option: dict[str, Any] = {"description": [info.description or name], **_arg_type(info.annotation)}
+        if field_flag(info, "secret"):
+            option["no_log"] = True
+        option["default"] = info.get_default(call_default_factory=True)
+        options[name] = option
+    return {
+        "argument_specs": {
+            "main": {
+                "short_description": model.SHORT,
+                "description": [model.DESCRIPTION],
+                "author": ["alicerce"],
+                "options": options,
+            }
+        }
+    }
+
+
+def defaults(model: type[RoleVars]) -> dict[str, Any]:
+    return {name: info.get_default(call_default_factory=True) for name, info in model.model_fields.items()}
+
+
+class _Dumper(yaml.SafeDumper):
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)
+
+
+def dump_yaml(data: Any) -> str:
+    """Deterministic YAML: block style, keys in the given order, lists indented (yamllint-clean)."""
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
+
+
+def defaults_text(model: type[RoleVars]) -> str:
+    lines = ["---", f"# {model.ROLE}: {model.SHORT}", "# Written from alicerce/emit/ansible/role_vars.py; see meta/argument_specs.yml."]
+    for name, info in model.model_fields.items():
+        lines.append(f"# {info.description}")
+        lines.append(dump_yaml({name: info.get_default(call_default_factory=True)}).rstrip("\n"))
+    return "\n".join(lines) + "\n"
+
+
+def argument_specs_text(model: type[RoleVars]) -> str:
+    return "---\n" + dump_yaml(argument_spec(model))
+
+
+def role_files(roles_dir: Path) -> dict[Path, str]:
+    return {
+        **{roles_dir / m.ROLE / "defaults" / "main.yml": defaults_text(m) for m in ROLE_VARS},
+        **{roles_dir / m.ROLE / "meta" / "argument_specs.yml": argument_specs_text(m) for m in ROLE_VARS},
+    }
+
+
+def main(argv: list[str]) -> int:
+    roles_dir = Path(__file__).resolve().parents[2] / "ansible" / "roles"
+    stale = [path for path, text in role_files(roles_dir).items() if not path.is_file() or path.read_text(encoding="utf-8") != text]
+    if "--write" in argv:
+        for path in stale:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(role_files(roles_dir)[path], encoding="utf-8")
+            print(f"wrote {path}")
+        return 0
+    for path in stale:
+        print(f"stale: {path}")
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

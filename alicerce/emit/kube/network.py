@@ -1,0 +1,84 @@
+"""The Network Operator's NicClusterPolicy of an on-prem site: RDMA adapters and secondary networks for pods.
+
+The hosts carry the RDMA driver stack (rdma-core or DOCA-OFED, installed by the `rdma` role), so
+the policy deploys no driver container (no ``ofedDriver``; the operator then marks the nodes ready
+for its other components at once). It runs the RDMA shared device plugin, which offers the
+adapters of each fabric technology to pods as one extended resource (``rdma/ib``, ``rdma/roce``),
+and the plumbing for secondary pod networks: Multus, the reference CNI plugins, NV-IPAM, and the
+IPoIB CNI on InfiniBand.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from alicerce.emit.kube.operators import rdma_fabrics, site_pools, tolerate
+from alicerce.resolve.platform import ResolvedPlatform
+from alicerce.spec.models import OnpremSite
+
+NIC_CLUSTER_POLICY = "nic-cluster-policy"  # the only name the operator reconciles
+NETWORK_API = "mellanox.com/v1alpha1"
+MELLANOX_VENDOR = "15b3"  # PCI vendor id of NVIDIA (Mellanox) adapters
+# technology -> (resource name under rdma/, netlink link type the device plugin selects on)
+RDMA_RESOURCES = {"infiniband": ("ib", "infiniband"), "roce": ("roce", "ether")}
+# Pods that may share one adapter at a time (the device plugin's rdmaHcaMax; NVIDIA's examples use 63).
+PODS_PER_ADAPTER = 63
+
+
+def rdma_resource(technology: str) -> str:
+    """The extended resource a pod requests to use the adapters of a fabric technology."""
+    return f"rdma/{RDMA_RESOURCES[technology][0]}"
+
+
+def site_fabrics(rp: ResolvedPlatform, site_name: str) -> dict[str, list[str]]:
+    """On-prem RDMA fabric technologies of a site -> the pools on them."""
+    out: dict[str, list[str]] = {}
+    for pool, fabric in rdma_fabrics(rp, site_pools(rp, site_name)):
+        if fabric.onprem is not None:
+            out.setdefault(fabric.onprem.technology, []).append(pool.name)
+    return out
+
+
+def nic_cluster_policy(rp: ResolvedPlatform, site_name: str) -> dict[str, Any] | None:
+    """The NicClusterPolicy of an on-prem site with RDMA pools; None where the site needs none."""
+    site = next(s for s in rp.sites if s.name == site_name)
+    technologies = site_fabrics(rp, site_name)
+    images = rp.network_components
+    if not isinstance(site, OnpremSite) or not technologies or not rp.spec.operators.network_operator.enabled or images is None:
+        return None  # a pinned release without known images is refused by validation (AL253)
+
+    def image(name: str) -> dict[str, Any]:
+        return {"image": name, "repository": images.repository, "version": images.version, "imagePullSecrets": []}
+
+    config = {
+        "configList": [
+            {
+                "resourceName": RDMA_RESOURCES[tech][0],
+                "rdmaHcaMax": PODS_PER_ADAPTER,
+                "selectors": {"vendors": [MELLANOX_VENDOR], "linkTypes": [RDMA_RESOURCES[tech][1]]},
+            }
+            for tech in sorted(technologies)
+        ]
+    }
+    rdma_pools = sorted(name for names in technologies.values() for name in names)
+    secondary: dict[str, Any] = {"cniPlugins": image("plugins"), "multus": image("multus-cni")}
+    if "infiniband" in technologies:
+        secondary["ipoib"] = image("ipoib-cni")
+    return {
+        "apiVersion": NETWORK_API,
+        "kind": "NicClusterPolicy",
+        "metadata": {"name": NIC_CLUSTER_POLICY, "labels": {"app.kubernetes.io/managed-by": "alicerce"}},
+        "spec": {
+            # the device plugin and CNI agents run on the RDMA pools only, tolerating their taints
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [{"key": "alicerce.dev/pool", "operator": "In", "values": rdma_pools}]}]
+                }
+            },
+            "tolerations": tolerate([rp.pool(name) for name in rdma_pools]),
+            "rdmaSharedDevicePlugin": {**image("k8s-rdma-shared-dev-plugin"), "config": json.dumps(config, indent=2, sort_keys=True)},
+            "secondaryNetwork": secondary,
+            "nvIpam": {**image("nvidia-k8s-ipam"), "enableWebhook": False},
+        },
+    }

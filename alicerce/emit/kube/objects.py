@@ -1,0 +1,406 @@
+"""The desired in-cluster objects of one site, computed from the resolved platform.
+
+ONE pure function, :func:`cluster_objects`, decides every namespace, quota, policy, queue,
+priority class, storage class, alert rule and dashboard a site's cluster holds. Pulumi applies the list
+(``alicerce/emit/pulumi/objects.py``); the GitOps writer renders the same list to files.
+Plain dicts in, plain dicts out, sorted deterministically; no Pulumi import here.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from alicerce.emit.kube.monitoring import monitoring_objects
+from alicerce.emit.kube.network import nic_cluster_policy
+from alicerce.emit.kube.operators import KUEUE_NAMESPACE, MONITORING_NAMESPACE, site_pools
+from alicerce.resolve.platform import ResolvedPlatform, ResolvedPool, ResolvedTeam, ResolvedTier
+from alicerce.spec.models import AwsSite, ParallelFsTier, SharedNfsTier, TimeSlicing
+
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+GPU = "nvidia.com/gpu"
+LOCAL_QUEUE = "default"  # Kueue's LocalQueue defaulting sends unlabelled jobs to the queue named "default"
+
+# Pod priority by what a pool is for: inference above training above batch.
+PRIORITY_CLASSES: dict[str, tuple[int, str]] = {
+    "alicerce-inference": (100000, "Online inference: latency-bound services that must not wait behind jobs."),
+    "alicerce-training": (10000, "Training and fine-tuning jobs."),
+    "alicerce-batch": (1000, "Batch inference and data preparation: runs in whatever capacity is left."),
+}
+PURPOSE_PRIORITY = {
+    "inference": "alicerce-inference",
+    "training": "alicerce-training",
+    "fine-tuning": "alicerce-training",
+    "batch-inference": "alicerce-batch",
+    "data-prep": "alicerce-batch",
+    "system": "alicerce-batch",
+}
+# Fair-sharing weight of a team's ClusterQueue in its cohort.
+TEAM_WEIGHT = {"critical": "4", "high": "2", "normal": "1", "low": "500m"}
+# API groups whose objects need an operator's CRDs first: group -> catalog chart key.
+CRD_OWNERS = {
+    "kueue.x-k8s.io": "kueue",
+    "monitoring.coreos.com": "kube-prometheus-stack",
+    "nvidia.com": "gpu-operator",
+    "mellanox.com": "network-operator",
+}
+# cpu/memory quota where the catalog knows no node size (on-prem hosts): large enough never to bind,
+# since the spec governs GPUs only and Kueue refuses workloads asking for resources a queue does not cover.
+UNBOUNDED_CPU = "100k"
+UNBOUNDED_MEMORY = "1Pi"
+
+
+def crd_owner(obj: dict[str, Any]) -> str | None:
+    """The catalog chart an object must wait for: the owner of its CRD, or of its namespace
+    (the monitoring chart creates the namespace the dashboards live in); None for the rest."""
+    group = str(obj["apiVersion"]).rpartition("/")[0]
+    if group in CRD_OWNERS:
+        return CRD_OWNERS[group]
+    if obj["metadata"].get("namespace") == MONITORING_NAMESPACE:
+        return "kube-prometheus-stack"
+    return None
+
+
+def _meta(name: str, namespace: str | None = None, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    if labels:
+        meta["labels"] = dict(sorted(labels.items()))
+    return meta
+
+
+def pool_gpu_capacity(pool: ResolvedPool) -> int:
+    """Schedulable GPUs at max size (time-sliced GPUs count once per replica, as quotas do)."""
+    per_gpu = pool.spec.sharing.replicas if isinstance(pool.spec.sharing, TimeSlicing) else 1
+    return pool.max_gpus * per_gpu
+
+
+@dataclass(frozen=True)
+class TeamQuota:
+    pool: ResolvedPool
+    gpus: int
+    borrowing_limit: int | None
+
+
+def team_quotas(rp: ResolvedPlatform, team: ResolvedTeam, site: str) -> list[TeamQuota]:
+    pools = {p.name: p for p in site_pools(rp, site)}
+    return [TeamQuota(pools[q.pool], q.gpus, q.borrowing_limit) for q in team.spec.quotas if q.pool in pools]
+
+
+def teams_at(rp: ResolvedPlatform, site: str) -> list[ResolvedTeam]:
+    """Teams with a quota at this site, or with no quota anywhere (CPU-only teams live everywhere)."""
+    return [t for t in rp.teams if team_quotas(rp, t, site) or not t.spec.quotas]
+
+
+def namespace_gpu_limit(quotas: Iterable[TeamQuota]) -> int:
+    """Hard GPU cap of a team namespace: nominal quota plus what Kueue may let it borrow."""
+    total = 0
+    for q in quotas:
+        borrow = q.borrowing_limit if q.borrowing_limit is not None else max(pool_gpu_capacity(q.pool) - q.gpus, 0)
+        total += q.gpus + borrow
+    return total
+
+
+def _team_labels(rp: ResolvedPlatform, team: ResolvedTeam) -> dict[str, str]:
+    return {
+        "alicerce.dev/platform": rp.name,
+        "alicerce.dev/environment": rp.environment,
+        "alicerce.dev/team": team.name,
+        "alicerce.dev/cost-center": team.cost_center,
+    }
+
+
+def _namespace_objects(rp: ResolvedPlatform, team: ResolvedTeam, ns: str, quotas: list[TeamQuota]) -> list[dict[str, Any]]:
+    level = rp.spec.security.pod_security
+    version = f"v{rp.versions['kubernetes']}"
+    labels = _team_labels(rp, team)
+    ns_labels = {
+        **labels,
+        "pod-security.kubernetes.io/enforce": level,
+        "pod-security.kubernetes.io/enforce-version": version,
+        "pod-security.kubernetes.io/audit": level,
+        "pod-security.kubernetes.io/warn": level,
+    }
+    out: list[dict[str, Any]] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(ns, labels=ns_labels)}]
+    out.append(
+        {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": _meta("gpu-quota", ns, labels),
+            "spec": {"hard": {f"requests.{GPU}": str(namespace_gpu_limit(quotas))}},
+        }
+    )
+    out.append(
+        {
+            "apiVersion": "v1",
+            "kind": "LimitRange",
+            "metadata": _meta("defaults", ns, labels),
+            "spec": {
+                "limits": [
+                    {
+                        "type": "Container",
+                        "defaultRequest": {"cpu": "250m", "memory": "512Mi"},
+                        "default": {"cpu": "1", "memory": "2Gi"},
+                    }
+                ]
+            },
+        }
+    )
+    out.extend(_network_policies(rp, ns, labels))
+    subjects = [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": g} for g in team.spec.groups]
+    out.append(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": _meta("team-edit", ns, labels),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+            "subjects": subjects,
+        }
+    )
+    if quotas and rp.spec.operators.kueue.enabled:
+        out.append(
+            {"apiVersion": KUEUE_API, "kind": "LocalQueue", "metadata": _meta(LOCAL_QUEUE, ns, labels), "spec": {"clusterQueue": team.name}}
+        )
+    return out
+
+
+def _network_policies(rp: ResolvedPlatform, ns: str, labels: dict[str, str]) -> list[dict[str, Any]]:
+    def policy(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": _meta(name, ns, labels), "spec": spec}
+
+    same_ns: list[dict[str, Any]] = [{"podSelector": {}}]
+    out = [
+        policy("default-deny", {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}),
+        policy(
+            "allow-same-namespace",
+            {"podSelector": {}, "policyTypes": ["Ingress", "Egress"], "ingress": [{"from": same_ns}], "egress": [{"to": same_ns}]},
+        ),
+        policy(
+            "allow-dns",
+            {
+                "podSelector": {},
+                "policyTypes": ["Egress"],
+                "egress": [
+                    {
+                        "to": [
+                            {
+                                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+                                "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+                            }
+                        ],
+                        "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+                    }
+                ],
+            },
+        ),
+        # datasets, checkpoints and model registries are reached over HTTPS (S3, object stores)
+        policy(
+            "allow-https-egress",
+            {
+                "podSelector": {},
+                "policyTypes": ["Egress"],
+                "egress": [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": [{"protocol": "TCP", "port": 443}]}],
+            },
+        ),
+    ]
+    if rp.spec.operators.monitoring.enabled:
+        out.append(
+            policy(
+                "allow-metrics-scraping",
+                {
+                    "podSelector": {},
+                    "policyTypes": ["Ingress"],
+                    "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": MONITORING_NAMESPACE}}}]}],
+                },
+            )
+        )
+    return out
+
+
+def _flavor(pool: ResolvedPool) -> dict[str, Any]:
+    spec: dict[str, Any] = {"nodeLabels": {"alicerce.dev/pool": pool.name}}
+    if pool.spec.taints:
+        spec["tolerations"] = [{"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect} for t in pool.spec.taints]
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "ResourceFlavor",
+        "metadata": _meta(pool.name, labels={"alicerce.dev/pool": pool.name}),
+        "spec": spec,
+    }
+
+
+def _pool_capacity(pool: ResolvedPool) -> tuple[str, str]:
+    """cpu and memory of a whole pool at max size, where the catalog knows its node size.
+
+    A team's cpu and memory quota on a flavor is the pool's whole capacity: it never binds, the
+    GPU quota does (the spec governs GPUs), yet Kueue covers every resource a job asks for.
+    """
+    if pool.instance is None:
+        return UNBOUNDED_CPU, UNBOUNDED_MEMORY
+    nodes = max(pool.spec.scaling.max, 1)
+    return str(nodes * pool.instance.vcpus), f"{int(nodes * pool.instance.memoryGiB)}Gi"
+
+
+def _cluster_queue(rp: ResolvedPlatform, team: ResolvedTeam, quotas: list[TeamQuota]) -> dict[str, Any]:
+    flavors = []
+    for q in quotas:
+        cpu, memory = _pool_capacity(q.pool)
+        gpu: dict[str, Any] = {"name": GPU, "nominalQuota": str(q.gpus)}
+        if q.borrowing_limit is not None:
+            gpu["borrowingLimit"] = str(q.borrowing_limit)
+        flavors.append(
+            {"name": q.pool.name, "resources": [{"name": "cpu", "nominalQuota": cpu}, {"name": "memory", "nominalQuota": memory}, gpu]}
+        )
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "ClusterQueue",
+        "metadata": _meta(team.name, labels=_team_labels(rp, team)),
+        "spec": {
+            "cohortName": rp.spec.tenancy.cohort,
+            "namespaceSelector": {"matchLabels": {"alicerce.dev/team": team.name}},
+            "queueingStrategy": "BestEffortFIFO",
+            "resourceGroups": [{"coveredResources": ["cpu", "memory", GPU], "flavors": flavors}],
+            "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
+            "fairSharing": {"weight": TEAM_WEIGHT[team.spec.priority]},
+        },
+    }
+
+
+def _priority_classes() -> list[dict[str, Any]]:
+    return [
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": _meta(name, labels={"alicerce.dev/managed": "true"}),
+            "value": value,
+            "globalDefault": False,
+            "preemptionPolicy": "PreemptLowerPriority",
+            "description": text,
+        }
+        for name, (value, text) in PRIORITY_CLASSES.items()
+    ]
+
+
+def _storage_classes(rp: ResolvedPlatform, site: AwsSite | Any) -> list[dict[str, Any]]:
+    if not isinstance(site, AwsSite):
+        return []
+    return [
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": "gp3-encrypted", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+            "provisioner": "ebs.csi.aws.com",
+            "parameters": {"type": "gp3", "encrypted": "true"},
+            "reclaimPolicy": "Delete",
+            "volumeBindingMode": "WaitForFirstConsumer",
+            "allowVolumeExpansion": True,
+        }
+    ]
+
+
+def _volume_source(tier: ResolvedTier, site: str, volumes: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, Any], list[str]] | None:
+    """(PersistentVolume source, mount options) of a shared tier at a site, or None."""
+    implementation = tier.implementations.get(site)
+    spec = tier.spec
+    if tier.name in volumes:
+        options = ["flock"] if implementation == "fsx-lustre" else (["tls"] if implementation == "efs" else [])
+        return dict(volumes[tier.name]), options
+    if implementation == "nfs" and isinstance(spec, SharedNfsTier) and spec.onprem is not None:
+        return {"nfs": {"server": spec.onprem.server, "path": spec.onprem.export}}, [f"nfsvers={spec.onprem.version}", "hard"]
+    if implementation in ("lustre", "beegfs", "weka") and isinstance(spec, ParallelFsTier):
+        # mounted on every node by the parallel_fs_client role; pods reach it through the claim
+        return {"hostPath": {"path": spec.mount_path, "type": "Directory"}}, []
+    return None
+
+
+def shared_volumes(rp: ResolvedPlatform, site_name: str, volumes: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A ReadWriteMany claim on every shared file system tier, in every team namespace of the site.
+
+    Each claim is pre-bound to its own PersistentVolume (one per namespace: a volume binds one
+    claim) over the same file system, so teams mount ``datasets`` or ``home`` by name.
+    """
+    out: list[dict[str, Any]] = []
+    for tier in rp.storage:
+        if site_name not in tier.sites or tier.spec.class_ not in ("parallel-fs", "shared-nfs"):
+            continue
+        found = _volume_source(tier, site_name, volumes)
+        if found is None:
+            continue
+        source, options = found
+        size = f"{tier.fsx.capacity_gib}Gi" if tier.fsx is not None else f"{max(1, (tier.spec.capacity or 2**40) // 2**30)}Gi"
+        labels = {"alicerce.dev/storage-tier": tier.name}
+        for team in teams_at(rp, site_name):
+            for ns in team.namespaces:
+                pv = f"{rp.name}-{tier.name}-{ns}"[:253]
+                pv_spec: dict[str, Any] = {
+                    "capacity": {"storage": size},
+                    "accessModes": ["ReadWriteMany"],
+                    "persistentVolumeReclaimPolicy": "Retain",  # the data outlives the claim
+                    "storageClassName": "",
+                    "claimRef": {"namespace": ns, "name": tier.name},
+                    **source,
+                }
+                if options:
+                    pv_spec["mountOptions"] = options
+                out.append({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": _meta(pv, labels=labels), "spec": pv_spec})
+                claim = {
+                    "accessModes": ["ReadWriteMany"],
+                    "storageClassName": "",
+                    "volumeName": pv,
+                    "resources": {"requests": {"storage": size}},
+                }
+                out.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": _meta(tier.name, ns, labels), "spec": claim})
+    return out
+
+
+_KIND_ORDER = {"Namespace": 0, "PriorityClass": 1, "StorageClass": 1, "PersistentVolume": 1, "ResourceFlavor": 2, "ClusterQueue": 3}
+
+
+def sort_key(obj: dict[str, Any]) -> tuple[int, str, str, str]:
+    meta = obj["metadata"]
+    return (_KIND_ORDER.get(obj["kind"], 5), obj["kind"], meta.get("namespace", ""), meta["name"])
+
+
+def cluster_objects(rp: ResolvedPlatform, site_name: str, volumes: Mapping[str, Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Every object the cluster of ``site_name`` should hold besides the operators' own.
+
+    ``volumes`` maps a storage tier created at deploy time (FSx, EFS) to its PersistentVolume
+    source (e.g. ``{"csi": {"driver": ..., "volumeHandle": ...}}``); the caller fills it from the
+    created resources (Pulumi outputs) or from a previous deployment's outputs. Tiers whose source
+    the spec itself names (on-prem NFS, pre-mounted parallel file systems) need no entry.
+    """
+    site = next(s for s in rp.sites if s.name == site_name)
+    objs: list[dict[str, Any]] = [*_priority_classes(), *_storage_classes(rp, site)]
+    objs.extend(shared_volumes(rp, site_name, volumes or {}))
+    kueue = rp.spec.operators.kueue.enabled
+    flavor_pools: dict[str, ResolvedPool] = {}
+    for team in teams_at(rp, site_name):
+        quotas = team_quotas(rp, team, site_name)
+        for ns in team.namespaces:
+            objs.extend(_namespace_objects(rp, team, ns, quotas))
+        if quotas and kueue:
+            objs.append(_cluster_queue(rp, team, quotas))
+            flavor_pools.update({q.pool.name: q.pool for q in quotas})
+    if kueue:
+        for pool in site_pools(rp, site_name):
+            if pool.gpu is not None:
+                flavor_pools.setdefault(pool.name, pool)
+        objs.extend(_flavor(p) for p in flavor_pools.values())
+    objs.extend(monitoring_objects(rp, site_name))
+    if (policy := nic_cluster_policy(rp, site_name)) is not None:
+        objs.append(policy)
+    return sorted(objs, key=sort_key)
+
+
+def group_by_crd_owner(objs: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Objects split by the chart whose CRDs they need ("" for built-in kinds), order kept."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for obj in objs:
+        groups[crd_owner(obj) or ""].append(obj)
+    return dict(groups)
+
+
+__all__ = ["KUEUE_API", "KUEUE_NAMESPACE", "cluster_objects", "crd_owner", "group_by_crd_owner"]

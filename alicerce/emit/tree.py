@@ -1,0 +1,84 @@
+"""The generated tree: a registry of emitters, each returning ``{relative path: text}``.
+
+``alicerce generate`` asks every registered emitter for its files, adds ``.alicerce/`` (the
+resolved spec and a manifest of every file with its sha256) and writes the whole tree atomically.
+Later subtrees (kubernetes/, monitoring/, ci/, reports/) register their own emitter here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
+
+from alicerce.emit.files import write_tree_atomic
+from alicerce.resolve.platform import ResolvedPlatform
+
+Emitter = Callable[[ResolvedPlatform], dict[str, str]]
+"""Pure: reads the resolved platform and returns files relative to its subtree."""
+
+EMITTERS: dict[str, Emitter] = {}
+MANIFEST = ".alicerce/manifest.json"
+RESOLVED = ".alicerce/resolved.json"
+
+
+class EmitError(Exception):
+    """An emitter cannot express the resolved platform (for example an IPoIB range too small)."""
+
+
+def emitter(subtree: str) -> Callable[[Emitter], Emitter]:
+    """Register ``function`` as the emitter of ``subtree`` (a top-level folder of the tree)."""
+
+    def register(function: Emitter) -> Emitter:
+        if subtree in EMITTERS and EMITTERS[subtree] is not function:
+            raise ValueError(f"two emitters for {subtree}/")
+        EMITTERS[subtree] = function
+        return function
+
+    return register
+
+
+def _load_builtin_emitters() -> None:
+    import alicerce.emit.ansible.site  # noqa: F401  (registers "ansible")
+
+
+def render_tree(platform: ResolvedPlatform, subtrees: list[str] | None = None) -> dict[str, str]:
+    """Every file of the generated tree, keyed by its POSIX path relative to the output folder."""
+    _load_builtin_emitters()
+    files: dict[str, str] = {}
+    for subtree in sorted(EMITTERS):
+        if subtrees is not None and subtree not in subtrees:
+            continue
+        for relative, text in EMITTERS[subtree](platform).items():
+            path = PurePosixPath(subtree, relative)
+            if path.is_absolute() or ".." in path.parts:
+                raise EmitError(f"emitter {subtree} returned a path outside its subtree: {relative}")
+            files[str(path)] = text
+    files[RESOLVED] = json.dumps(platform.to_data(), indent=2, sort_keys=True, default=str) + "\n"
+    manifest = {
+        "platform": platform.name,
+        "environment": platform.environment,
+        "files": {path: hashlib.sha256(text.encode("utf-8")).hexdigest() for path, text in sorted(files.items())},
+    }
+    files[MANIFEST] = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
+    return dict(sorted(files.items()))
+
+
+def write_tree(out: Path, files: dict[str, str]) -> None:
+    """Write the tree through a temporary sibling and a rename: the old tree or the new, never half."""
+    write_tree_atomic(out, files)
+
+
+def hand_edits(out: Path) -> list[str]:
+    """Files under ``out`` whose content no longer matches the manifest (edited, removed)."""
+    manifest_path = out / MANIFEST
+    if not manifest_path.is_file():
+        return []
+    recorded: dict[str, str] = json.loads(manifest_path.read_text(encoding="utf-8"))["files"]
+    changed = []
+    for relative, digest in sorted(recorded.items()):
+        path = out / relative
+        if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+            changed.append(relative)
+    return changed

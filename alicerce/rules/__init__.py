@@ -1,0 +1,63 @@
+"""The cross-field rules, listed explicitly: one module per topic, each with its own RuleSet.
+
+:func:`run_rules` runs every rule of :data:`RULE_MODULES` over one environment's merged spec and
+turns each finding into an error located in the user's YAML; waived findings are dropped.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from alicerce.rules import compute, naming, network, security, storage, tenancy, versions
+from alicerce.rules.base import Finding, Rule, RuleContext, RuleSet
+from alicerce.spec.errors import SpecError
+from alicerce.spec.loader import Pos, locate
+
+RULE_MODULES = (compute, naming, network, security, storage, tenancy, versions)
+
+
+def _table(sets: tuple[RuleSet, ...]) -> dict[str, Rule]:
+    table: dict[str, Rule] = {}
+    for rule_set in sets:
+        for rule_obj in rule_set.rules:
+            if rule_obj.id in table:
+                raise ValueError(f"rule id {rule_obj.id} defined twice")
+            table[rule_obj.id] = rule_obj
+    return table
+
+
+RULES = MappingProxyType(_table(tuple(module.rules for module in RULE_MODULES)))
+"""Every rule by id, in the order the modules list them."""
+
+
+def _waived(ctx: RuleContext, rule_obj: Rule, finding: Finding) -> bool:
+    if not rule_obj.waivable:
+        return False
+    for waiver in ctx.spec.waivers:
+        if waiver.rule != rule_obj.id or waiver.expires < ctx.today:
+            continue
+        if waiver.environments and ctx.env_name not in waiver.environments:
+            continue
+        if waiver.resources and finding.resource not in waiver.resources:
+            continue
+        return True
+    return False
+
+
+def run_rules(ctx: RuleContext, pos: Pos) -> list[SpecError]:
+    """Run every rule over one environment; findings become located errors."""
+    errors: list[SpecError] = []
+    for rule_obj in ctx.rules.values():
+        for finding in rule_obj.check(ctx):
+            if _waived(ctx, rule_obj, finding):
+                continue
+            span, _ = locate(pos, finding.path, key=finding.key)
+            errors.append(SpecError(span, rule_obj.id, finding.path, finding.message, finding.hint, finding.value, ctx.env_name))
+    return errors
+
+
+def all_rules() -> dict[str, Rule]:
+    return dict(sorted(RULES.items()))
+
+
+__all__ = ["RULES", "RULE_MODULES", "Finding", "Rule", "RuleContext", "all_rules", "run_rules"]

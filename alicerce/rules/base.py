@@ -1,0 +1,102 @@
+"""Cross-field rules: checks that need several fields, the catalog or an environment.
+
+Every rule has an id (``AL2xx``), a short name, a one-line summary, and fixtures under
+``tests/data/rules/<id>.yaml`` with at least one passing and one failing case (a test fails when
+a rule lacks either). A rule yields :class:`Finding` values with a path into the environment's
+merged spec; the runner turns the path into a file position, so an error inside an environment
+override points at the override's own line.
+
+Rules marked ``waivable`` are policy: a matching, unexpired ``waivers`` entry suppresses them.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from alicerce.catalog import Catalog
+from alicerce.spec.errors import Path
+from alicerce.spec.models import AwsSite, Environment, NodePool, OnpremSite, PlatformSpec, StorageTier
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A rule violation at ``path`` (in the merged spec of the environment)."""
+
+    path: Path
+    message: str
+    hint: str | None = None
+    value: Any = None
+    key: bool = False  # point at the key itself (for things that should not be there)
+    resource: str | None = None  # pool/tier/team name, for waivers scoped to resources
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    name: str
+    summary: str
+    check: Callable[[RuleContext], Iterable[Finding]]
+    waivable: bool = False
+
+
+class RuleSet:
+    """The rules of one topic module, registered with :meth:`rule` in the order they are written."""
+
+    def __init__(self) -> None:
+        self.rules: list[Rule] = []
+
+    def rule(
+        self, rule_id: str, name: str, summary: str, *, waivable: bool = False
+    ) -> Callable[[Callable[[RuleContext], Iterable[Finding]]], Callable[[RuleContext], Iterable[Finding]]]:
+        """Add the decorated check to this set under ``rule_id``."""
+
+        def register(check: Callable[[RuleContext], Iterable[Finding]]) -> Callable[[RuleContext], Iterable[Finding]]:
+            self.rules.append(Rule(rule_id, name, summary, check, waivable))
+            return check
+
+        return register
+
+
+@dataclass
+class RuleContext:
+    """What a rule sees: one environment's merged spec, the catalog, and lookups."""
+
+    spec: PlatformSpec
+    env_name: str
+    catalog: Catalog
+    today: datetime.date = field(default_factory=datetime.date.today)
+    rules: Mapping[str, Rule] = field(default_factory=dict)  # every rule by id (waivers are checked against it)
+
+    @property
+    def env(self) -> Environment:
+        return self.spec.environments[self.env_name]
+
+    @cached_property
+    def sites(self) -> dict[str, AwsSite | OnpremSite]:
+        return {site.name: site for site in self.env.sites}
+
+    @cached_property
+    def pools(self) -> dict[str, NodePool]:
+        return {pool.name: pool for pool in self.spec.node_pools}
+
+    @cached_property
+    def tiers(self) -> dict[str, StorageTier]:
+        return {tier.name: tier for tier in self.spec.storage}
+
+    def pool_site(self, pool: NodePool) -> AwsSite | OnpremSite | None:
+        return self.sites.get(pool.site)
+
+    def indexed_pools(self) -> Iterator[tuple[int, NodePool]]:
+        return enumerate(self.spec.node_pools)
+
+    def tier_sites(self, tier: StorageTier) -> list[AwsSite | OnpremSite]:
+        """Sites a tier exists at: its own site, or every site of the environment."""
+        site_name = getattr(tier, "site", None)
+        if site_name is None:
+            return list(self.env.sites)
+        site = self.sites.get(site_name)
+        return [site] if site is not None else []

@@ -1,0 +1,104 @@
+"""Security posture: production encrypts and stays private unless a waiver says otherwise."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable
+
+from alicerce.rules.base import Finding, RuleContext, RuleSet
+from alicerce.spec.errors import did_you_mean
+
+rules = RuleSet()
+
+
+@rules.rule("AL270", "production-encryption", "Production environments encrypt data at rest.", waivable=True)
+def production_encryption(ctx: RuleContext) -> Iterable[Finding]:
+    if ctx.env.tier == "production" and not ctx.spec.security.encryption.at_rest:
+        yield Finding(
+            ("security", "encryption", "atRest"),
+            f"production environment {ctx.env_name} must encrypt at rest",
+            "set atRest: true, or add a waiver for AL270 with a justification and expiry",
+            False,
+        )
+
+
+@rules.rule("AL271", "production-private-endpoint", "Production Kubernetes API endpoints are private.", waivable=True)
+def production_private(ctx: RuleContext) -> Iterable[Finding]:
+    access = ctx.spec.security.endpoint_access
+    if ctx.env.tier != "production":
+        return
+    if not access.private:
+        yield Finding(
+            ("security", "endpointAccess", "private"),
+            f"production environment {ctx.env_name} needs a private API endpoint",
+            "set private: true, or add a waiver for AL271",
+            False,
+        )
+    if access.public:
+        yield Finding(
+            ("security", "endpointAccess", "public"),
+            f"production environment {ctx.env_name} exposes a public API endpoint",
+            "set public: false, or add a waiver for AL271",
+            True,
+        )
+
+
+@rules.rule("AL272", "public-endpoint-cidrs", "A public API endpoint is limited to allow-listed ranges, never the whole internet.")
+def public_cidrs(ctx: RuleContext) -> Iterable[Finding]:
+    access = ctx.spec.security.endpoint_access
+    if not access.public:
+        return
+    if not access.public_cidrs:
+        yield Finding(
+            ("security", "endpointAccess", "public"),
+            "a public endpoint needs publicCidrs (an allow-list)",
+            "add publicCidrs: [203.0.113.0/24]",
+            True,
+        )
+    for i, cidr in enumerate(access.public_cidrs):
+        if cidr.prefixlen == 0 or cidr in (ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0")):
+            yield Finding(
+                ("security", "endpointAccess", "publicCidrs", i),
+                f"{cidr} opens the API to the whole internet",
+                "list your office or VPN ranges instead",
+                str(cidr),
+            )
+
+
+@rules.rule("AL273", "production-pod-security", "Production team namespaces do not run privileged pods.", waivable=True)
+def production_pod_security(ctx: RuleContext) -> Iterable[Finding]:
+    if ctx.env.tier == "production" and ctx.spec.security.pod_security == "privileged":
+        yield Finding(
+            ("security", "podSecurity"),
+            "production team namespaces must enforce baseline or restricted",
+            "set podSecurity: restricted, or add a waiver for AL273",
+            "privileged",
+        )
+
+
+@rules.rule("AL274", "waivers-valid", "Waivers name a waivable rule and known environments, and have not expired.")
+def waivers_valid(ctx: RuleContext) -> Iterable[Finding]:
+    waivable = sorted(r.id for r in ctx.rules.values() if r.waivable)
+    for i, waiver in enumerate(ctx.spec.waivers):
+        path = ("waivers", i)
+        if waiver.rule not in ctx.rules:
+            yield Finding(
+                (*path, "rule"), f'no rule "{waiver.rule}"', did_you_mean(waiver.rule, ctx.rules) or "see `alicerce rules`", waiver.rule
+            )
+        elif waiver.rule not in waivable:
+            yield Finding(
+                (*path, "rule"),
+                f"rule {waiver.rule} cannot be waived (it guards correctness, not policy)",
+                f"waivable rules: {', '.join(waivable)}",
+                waiver.rule,
+            )
+        for j, env in enumerate(waiver.environments):
+            if env not in ctx.spec.environments:
+                yield Finding((*path, "environments", j), f'no environment "{env}"', did_you_mean(env, ctx.spec.environments), env)
+        if waiver.expires < ctx.today:
+            yield Finding(
+                (*path, "expires"),
+                f"the waiver for {waiver.rule} expired on {waiver.expires.isoformat()}",
+                "renew it with a new justification, or fix what it waived",
+                waiver.expires.isoformat(),
+            )

@@ -1,0 +1,128 @@
+"""Teams, SLOs and workloads: quotas that fit, SLOs and workloads with the fields they need."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from alicerce.rules.base import Finding, RuleContext, RuleSet
+from alicerce.spec.errors import did_you_mean, one_of
+from alicerce.spec.models import NodePool, TimeSlicing
+
+rules = RuleSet()
+
+
+def pool_gpu_capacity(pool: NodePool) -> int:
+    """Schedulable GPUs of a pool at its max size (time-sliced GPUs count once per replica)."""
+    if pool.accelerator is None:
+        return 0
+    per_gpu = pool.sharing.replicas if isinstance(pool.sharing, TimeSlicing) else 1
+    return pool.scaling.max * pool.accelerator.count * per_gpu
+
+
+@rules.rule("AL260", "quota-capacity", "Team GPU quotas on a pool add up to no more than the pool's GPUs at max size.")
+def quota_capacity(ctx: RuleContext) -> Iterable[Finding]:
+    totals: dict[str, int] = defaultdict(int)
+    last: dict[str, tuple[int, int]] = {}
+    for i, team in enumerate(ctx.spec.tenancy.teams):
+        for j, quota in enumerate(team.quotas):
+            totals[quota.pool] += quota.gpus
+            last[quota.pool] = (i, j)
+            pool = ctx.pools.get(quota.pool)
+            if pool is not None and quota.borrowing_limit is not None and pool.accelerator is not None:
+                room = pool_gpu_capacity(pool) - quota.gpus
+                if quota.borrowing_limit > room:
+                    yield Finding(
+                        ("tenancy", "teams", i, "quotas", j, "borrowingLimit"),
+                        f"borrowing {quota.borrowing_limit} GPUs on top of {quota.gpus} exceeds "
+                        f"pool {pool.name}'s {pool_gpu_capacity(pool)}",
+                        f"lower borrowingLimit to {max(room, 0)}",
+                        quota.borrowing_limit,
+                    )
+    for pool_name, total in totals.items():
+        pool = ctx.pools.get(pool_name)
+        if pool is None or pool.accelerator is None or pool.site not in ctx.sites:
+            continue
+        capacity = pool_gpu_capacity(pool)
+        if total > capacity:
+            i, j = last[pool_name]
+            yield Finding(
+                ("tenancy", "teams", i, "quotas", j, "gpus"),
+                f"quotas on pool {pool_name} add up to {total} GPUs; at max {pool.scaling.max} nodes it has {capacity}",
+                f"raise the pool's max to {-(-total // (capacity // max(pool.scaling.max, 1) or 1))} nodes or lower the quotas",
+                total,
+                resource=pool_name,
+            )
+
+
+@rules.rule("AL261", "slo-fields", "SLOs have the fields their kind needs.")
+def slo_fields(ctx: RuleContext) -> Iterable[Finding]:
+    workloads = {w.name: w for w in ctx.spec.workloads}
+    for i, slo in enumerate(ctx.spec.monitoring.slos):
+        path = ("monitoring", "slos", i)
+        if slo.kind == "inference-latency":
+            if slo.workload is None or slo.percentile is None:
+                yield Finding(path, "an inference-latency SLO needs workload and percentile", "add workload: and percentile: 99")
+            elif slo.workload in workloads and workloads[slo.workload].kind != "inference":
+                yield Finding(
+                    (*path, "workload"), f'workload "{slo.workload}" is {workloads[slo.workload].kind}, not inference', None, slo.workload
+                )
+        if slo.kind == "queue-wait" and slo.team is None:
+            yield Finding(path, "a queue-wait SLO needs the team whose queue it watches", "add team:")
+        if slo.kind == "gpu-utilization" and not 0 < float(slo.threshold) <= 1:
+            yield Finding((*path, "threshold"), "a gpu-utilization threshold is a fraction between 0 and 1", "e.g. 0.6", slo.threshold)
+
+
+@rules.rule("AL280", "workload-fields", "Workloads carry the fields their kind needs for sizing.")
+def workload_fields(ctx: RuleContext) -> Iterable[Finding]:
+    for i, w in enumerate(ctx.spec.workloads):
+        path = ("workloads", i)
+        if w.kind in ("training", "fine-tuning", "inference", "batch-inference") and w.model is None:
+            yield Finding(path, f"a {w.kind} workload needs model.parameters", "add model: {parameters: 7B}", resource=w.name)
+        if w.kind in ("training", "fine-tuning") and w.tokens is None:
+            yield Finding(path, f"a {w.kind} workload needs tokens (the training budget)", "add tokens: 2T", resource=w.name)
+        if w.kind == "inference" and w.traffic is None:
+            yield Finding(
+                path,
+                "an inference workload needs traffic (peak load and token counts)",
+                "add traffic: {peakRps: 20, inputTokens: 1000, outputTokens: 200}",
+                resource=w.name,
+            )
+        if w.traffic is not None and w.traffic.peak_rps is None and w.traffic.concurrency is None:
+            yield Finding((*path, "traffic"), "traffic needs peakRps or concurrency", None)
+        if w.kind == "fine-tuning" and w.method is None:
+            yield Finding(path, "a fine-tuning workload needs method: full, lora or qlora", "add method: lora", resource=w.name)
+        if w.method is not None and w.kind != "fine-tuning":
+            yield Finding((*path, "method"), f"method applies to fine-tuning, not {w.kind}", "remove it", w.method, key=True)
+        model = w.model
+        if model is not None:
+            if model.architecture == "moe" and model.active_parameters is None:
+                yield Finding((*path, "model"), "a mixture-of-experts model needs activeParameters", "add activeParameters: 13B")
+            if model.active_parameters is not None and model.active_parameters > model.parameters:
+                yield Finding((*path, "model", "activeParameters"), "activeParameters exceeds parameters", None, model.active_parameters)
+            if model.architecture == "dense" and model.active_parameters not in (None, model.parameters):
+                yield Finding(
+                    (*path, "model", "activeParameters"),
+                    "a dense model uses all its parameters per token",
+                    "set architecture: moe, or remove activeParameters",
+                    model.active_parameters,
+                )
+
+
+@rules.rule("AL262", "alert-overrides", "Alert overrides name an alert alicerce emits.")
+def alert_overrides(ctx: RuleContext) -> Iterable[Finding]:
+    from alicerce.catalog.alerts import STATIC_ALERTS, pool_alert_name, slo_alert_name
+
+    known = [
+        *STATIC_ALERTS,
+        *(pool_alert_name(p.name) for p in ctx.spec.node_pools if p.accelerator is not None),
+        *(slo_alert_name(s.name) for s in ctx.spec.monitoring.slos),
+    ]
+    for i, override in enumerate(ctx.spec.monitoring.alerts):
+        if override.alert not in known:
+            yield Finding(
+                ("monitoring", "alerts", i, "alert"),
+                f'no alert named "{override.alert}"',
+                did_you_mean(override.alert, known) or one_of(known),
+                override.alert,
+            )

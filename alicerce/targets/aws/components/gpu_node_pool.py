@@ -1,0 +1,220 @@
+"""A managed node group of an AWS site (GPU or CPU), with the launch template details that matter:
+IMDSv2, encrypted root volume, the EKS NVIDIA AL2023 AMI, EFA interfaces in AWS's recommended
+layout, instance-store NVMe as RAID0 through nodeadm, placement group, one zone for EFA."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from alicerce.catalog.models import InstanceType
+from alicerce.emit.kube.operators import gpu_config_labels
+from alicerce.emit.pulumi.component import Component, named
+from alicerce.resolve.platform import ResolvedPool
+
+GIB = 2**30
+CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "spot": "SPOT", "capacity-reservation": "ON_DEMAND", "capacity-block": "CAPACITY_BLOCK"}
+TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+
+# AL2023 nodeadm: assemble every instance-store NVMe device into one RAID0 array that backs
+# kubelet and containerd state (images, emptyDir). A MIME part EKS merges with its own NodeConfig.
+RAID0_USER_DATA = """MIME-Version: 1.0
+Content-Type: multipart/mixed; boundary="//"
+
+--//
+Content-Type: application/node.eks.aws
+
+---
+apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  instance:
+    localStorage:
+      strategy: RAID0
+
+--//--
+"""
+
+
+@dataclass(frozen=True)
+class Interface:
+    card: int
+    device: int
+    type: str  # "interface" (ENA) or "efa-only"
+
+
+def plan_interfaces(instance: InstanceType, efa_count: int) -> tuple[Interface, ...]:
+    """Network interfaces in the layout AWS recommends today (EC2 guide, "Maximize network bandwidth").
+
+    The primary interface (card 0, device 0) is ENA: an EFA-only interface cannot be primary.
+    Then one EFA-only interface per EFA-capable network card: device 1 on card 0, device 0 on the
+    others; cards that carry no EFA (card 0 of p6-b300) are skipped. None when the pool has no EFA.
+    """
+    if efa_count == 0 or instance.efa is None:
+        return ()
+    cards = [c for c in range(instance.efa.networkCards) if c not in instance.efa.enaOnlyCards][:efa_count]
+    return (Interface(0, 0, "interface"), *(Interface(c, 1 if c == 0 else 0, "efa-only") for c in cards))
+
+
+@dataclass(frozen=True)
+class NodePoolPlan:
+    node_group_name: str
+    instance_type: str
+    ami_type: str
+    capacity_type: str
+    capacity_reservation_id: str | None
+    capacity_block: bool
+    interfaces: tuple[Interface, ...]
+    placement_group: bool
+    zone: str | None  # one zone (EFA pools, pinned pools); None: every zone of the site
+    raid0: bool
+    root_volume_gib: int
+    min_size: int
+    max_size: int
+    desired_size: int
+    labels: dict[str, str]
+    taints: tuple[tuple[str, str, str], ...]  # key, value, EKS effect
+
+
+def plan_node_pool(cluster_name: str, pool: ResolvedPool) -> NodePoolPlan:
+    """Everything about a pool's node group, decided from the resolved pool (pure)."""
+    aws_pool = pool.spec.aws
+    instance = pool.instance
+    assert aws_pool is not None and instance is not None, f"pool {pool.name} is not an AWS pool"
+    scaling = pool.spec.scaling
+    return NodePoolPlan(
+        node_group_name=f"{cluster_name}-{pool.name}",
+        instance_type=instance.type,
+        ami_type="AL2023_x86_64_NVIDIA" if instance.gpus else "AL2023_x86_64_STANDARD",
+        capacity_type=CAPACITY_TYPES[aws_pool.capacity_type],
+        capacity_reservation_id=aws_pool.capacity_reservation_id,
+        capacity_block=aws_pool.capacity_type == "capacity-block",
+        interfaces=plan_interfaces(instance, pool.efa_interfaces),
+        placement_group=pool.placement_group,
+        zone=pool.zone,
+        raid0=instance.localNvme is not None,
+        root_volume_gib=max(20, -(-aws_pool.root_volume // GIB)),
+        min_size=scaling.min,
+        max_size=max(scaling.max, 1),
+        desired_size=scaling.desired if scaling.desired is not None else scaling.min,
+        labels=dict(sorted({**pool.labels, **gpu_config_labels(pool)}.items())),
+        taints=tuple((t.key, t.value, TAINT_EFFECTS[t.effect]) for t in pool.spec.taints),
+    )
+
+
+@dataclass(frozen=True)
+class NodePoolArgs:
+    plan: NodePoolPlan
+    tags: Mapping[str, str]
+    kubernetes_version: str
+    cluster_name: pulumi.Input[str]
+    node_role_arn: pulumi.Input[str]
+    subnet_ids: Mapping[str, pulumi.Input[str]]  # zone -> private subnet
+    security_group_ids: Sequence[pulumi.Input[str]]  # cluster and node groups, on the primary interface
+    efa_security_group_id: pulumi.Input[str] | None
+    kms_key_arn: pulumi.Input[str] | None
+
+
+class GpuNodePool(Component):
+    node_group_name: pulumi.Output[str]
+
+    def __init__(self, name: str, args: NodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("alicerce:gpu_node_pool:GpuNodePool", name, opts)
+        plan = args.plan
+        tags = named(args.tags, plan.node_group_name, **{"alicerce.dev/pool": plan.labels.get("alicerce.dev/pool", "")})
+        placement = None
+        if plan.placement_group:
+            pg = aws.ec2.PlacementGroup(f"{name}-placement", strategy="cluster", tags=tags, opts=self.child())
+            placement = aws.ec2.LaunchTemplatePlacementArgs(group_name=pg.name)
+
+        network_interfaces = None
+        security_group_ids: list[pulumi.Input[str]] | None = list(args.security_group_ids)
+        if plan.interfaces:
+            efa_sg = [args.efa_security_group_id] if args.efa_security_group_id is not None else []
+            network_interfaces = [
+                aws.ec2.LaunchTemplateNetworkInterfaceArgs(
+                    network_card_index=i.card,
+                    device_index=i.device,
+                    interface_type=i.type,
+                    delete_on_termination="true",
+                    security_groups=[*args.security_group_ids, *efa_sg] if i.type == "interface" else efa_sg,
+                )
+                for i in plan.interfaces
+            ]
+            security_group_ids = None  # with explicit interfaces, groups go on each interface
+
+        capacity = None
+        market = None
+        if plan.capacity_reservation_id:
+            capacity = aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+                capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+                    capacity_reservation_id=plan.capacity_reservation_id
+                )
+            )
+        if plan.capacity_block:
+            market = aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block")
+
+        lt = aws.ec2.LaunchTemplate(
+            f"{name}-lt",
+            description=f"alicerce node pool {plan.node_group_name}",
+            update_default_version=True,
+            metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
+                http_endpoint="enabled",
+                http_tokens="required",  # IMDSv2 only
+                http_put_response_hop_limit=1,  # pods cannot reach the node's credentials
+                instance_metadata_tags="disabled",
+            ),
+            block_device_mappings=[
+                aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+                    device_name="/dev/xvda",
+                    ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                        volume_size=plan.root_volume_gib,
+                        volume_type="gp3",
+                        encrypted="true",
+                        kms_key_id=args.kms_key_arn,
+                        delete_on_termination="true",
+                    ),
+                )
+            ],
+            network_interfaces=network_interfaces,
+            vpc_security_group_ids=security_group_ids,
+            placement=placement,
+            capacity_reservation_specification=capacity,
+            instance_market_options=market,
+            user_data=base64.b64encode(RAID0_USER_DATA.encode()).decode() if plan.raid0 else None,
+            tag_specifications=[
+                aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=tags)
+                for kind in ("instance", "volume", "network-interface")
+            ],
+            tags=tags,
+            opts=self.child(),
+        )
+        zones = [plan.zone] if plan.zone else sorted(args.subnet_ids)
+        ng = aws.eks.NodeGroup(
+            f"{name}-ng",
+            cluster_name=args.cluster_name,
+            node_group_name=plan.node_group_name,
+            node_role_arn=args.node_role_arn,
+            version=args.kubernetes_version,
+            subnet_ids=[args.subnet_ids[z] for z in zones],
+            ami_type=plan.ami_type,
+            capacity_type=plan.capacity_type,
+            instance_types=[plan.instance_type],
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                min_size=plan.min_size, max_size=plan.max_size, desired_size=plan.desired_size
+            ),
+            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(id=lt.id, version=lt.latest_version.apply(str)),
+            labels=plan.labels,
+            taints=[aws.eks.NodeGroupTaintArgs(key=k, value=v, effect=e) for k, v, e in plan.taints],
+            node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True),
+            tags=tags,
+            # the cluster autoscaler owns the current size once the group exists
+            opts=self.child(ignore_changes=["scalingConfig.desiredSize"]),
+        )
+        self.node_group_name = ng.node_group_name
+        self.register_outputs({"nodeGroupName": ng.node_group_name, "launchTemplateId": lt.id})

@@ -1,0 +1,224 @@
+"""The VPC of an AWS site: public and private subnets per zone, NAT, endpoints, flow logs."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from alicerce.emit.pulumi.component import Component, log_retention_days, named
+from alicerce.resolve.platform import ResolvedPlatform
+from alicerce.spec.models import AwsSite
+
+# Interface endpoints nodes need to pull images and get credentials without NAT.
+INTERFACE_ENDPOINTS = ("ecr.api", "ecr.dkr", "sts")
+
+
+@dataclass(frozen=True)
+class NetworkArgs:
+    name: str  # physical name prefix, e.g. acme-ml-prod-aws
+    region: str
+    cidr: str
+    zones: tuple[str, ...]
+    nat_per_zone: bool  # production: one NAT per zone, so a zone outage does not cut the others off
+    flow_log_retention_days: int
+    tags: Mapping[str, str]
+
+    @classmethod
+    def from_resolved(cls, rp: ResolvedPlatform, site: AwsSite) -> NetworkArgs:
+        return cls(
+            name=f"{rp.name}-{rp.environment}-{site.name}",
+            region=site.region,
+            cidr=str(site.vpc_cidr),
+            zones=tuple(site.zones),
+            nat_per_zone=rp.tier == "production",
+            flow_log_retention_days=log_retention_days(rp.spec.security.audit.retention),
+            tags=rp.tags,
+        )
+
+
+@dataclass(frozen=True)
+class SubnetPlan:
+    zone: str
+    private: str
+    public: str
+
+
+def plan_subnets(cidr: str, zones: tuple[str, ...]) -> list[SubnetPlan]:
+    """Large private subnets for nodes and pods (the VPC CNI gives pods VPC addresses), small public ones.
+
+    The VPC splits into 2^k blocks with k the fewest bits that leave one block spare; zone i gets
+    private block i, and the spare last block splits again into the public subnets.
+    """
+    net = ipaddress.IPv4Network(cidr)  # a VPC's primary range is IPv4
+    bits = max(1, math.ceil(math.log2(len(zones) + 1)))
+    blocks = list(net.subnets(prefixlen_diff=bits))
+    public = list(blocks[-1].subnets(prefixlen_diff=bits))
+    return [SubnetPlan(zone, str(blocks[i]), str(public[i])) for i, zone in enumerate(zones)]
+
+
+class Network(Component):
+    vpc_id: pulumi.Output[str]
+    private_subnet_ids: dict[str, pulumi.Output[str]]
+    public_subnet_ids: dict[str, pulumi.Output[str]]
+
+    def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("alicerce:network:Network", name, opts)
+        tags = args.tags
+        vpc = aws.ec2.Vpc(
+            f"{name}-vpc",
+            cidr_block=args.cidr,
+            enable_dns_hostnames=True,
+            enable_dns_support=True,
+            tags=named(tags, args.name),
+            opts=self.child(),
+        )
+        igw = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=vpc.id, tags=named(tags, args.name), opts=self.child())
+        public_rt = aws.ec2.RouteTable(
+            f"{name}-public-rt",
+            vpc_id=vpc.id,
+            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=igw.id)],
+            tags=named(tags, f"{args.name}-public"),
+            opts=self.child(),
+        )
+        self.private_subnet_ids = {}
+        self.public_subnet_ids = {}
+        private_rts: list[aws.ec2.RouteTable] = []
+        nat: aws.ec2.NatGateway | None = None
+        for plan in plan_subnets(args.cidr, args.zones):
+            z = plan.zone
+            public = aws.ec2.Subnet(
+                f"{name}-public-{z}",
+                vpc_id=vpc.id,
+                cidr_block=plan.public,
+                availability_zone=z,
+                map_public_ip_on_launch=False,
+                tags=named(tags, f"{args.name}-public-{z}", **{"kubernetes.io/role/elb": "1"}),
+                opts=self.child(),
+            )
+            private = aws.ec2.Subnet(
+                f"{name}-private-{z}",
+                vpc_id=vpc.id,
+                cidr_block=plan.private,
+                availability_zone=z,
+                tags=named(tags, f"{args.name}-private-{z}", **{"kubernetes.io/role/internal-elb": "1"}),
+                opts=self.child(),
+            )
+            self.public_subnet_ids[z] = public.id
+            self.private_subnet_ids[z] = private.id
+            aws.ec2.RouteTableAssociation(f"{name}-public-{z}", subnet_id=public.id, route_table_id=public_rt.id, opts=self.child())
+            if nat is None or args.nat_per_zone:
+                eip = aws.ec2.Eip(f"{name}-nat-{z}", domain="vpc", tags=named(tags, f"{args.name}-nat-{z}"), opts=self.child())
+                nat = aws.ec2.NatGateway(
+                    f"{name}-nat-{z}",
+                    allocation_id=eip.id,
+                    subnet_id=public.id,
+                    tags=named(tags, f"{args.name}-nat-{z}"),
+                    opts=self.child(depends_on=[igw]),
+                )
+            rt = aws.ec2.RouteTable(
+                f"{name}-private-rt-{z}",
+                vpc_id=vpc.id,
+                routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)],
+                tags=named(tags, f"{args.name}-private-{z}"),
+                opts=self.child(),
+            )
+            private_rts.append(rt)
+            aws.ec2.RouteTableAssociation(f"{name}-private-{z}", subnet_id=private.id, route_table_id=rt.id, opts=self.child())
+
+        aws.ec2.VpcEndpoint(
+            f"{name}-s3",
+            vpc_id=vpc.id,
+            service_name=f"com.amazonaws.{args.region}.s3",
+            vpc_endpoint_type="Gateway",
+            route_table_ids=[rt.id for rt in private_rts],
+            tags=named(tags, f"{args.name}-s3"),
+            opts=self.child(),
+        )
+        endpoint_sg = aws.ec2.SecurityGroup(
+            f"{name}-endpoints",
+            vpc_id=vpc.id,
+            description="HTTPS from the VPC to interface endpoints",
+            tags=named(tags, f"{args.name}-endpoints"),
+            opts=self.child(),
+        )
+        aws.vpc.SecurityGroupIngressRule(
+            f"{name}-endpoints-https",
+            security_group_id=endpoint_sg.id,
+            ip_protocol="tcp",
+            from_port=443,
+            to_port=443,
+            cidr_ipv4=args.cidr,
+            description="HTTPS from the VPC",
+            tags=named(tags, f"{args.name}-endpoints-https"),
+            opts=self.child(),
+        )
+        private_ids = list(self.private_subnet_ids.values())
+        for service in INTERFACE_ENDPOINTS:
+            aws.ec2.VpcEndpoint(
+                f"{name}-{service.replace('.', '-')}",
+                vpc_id=vpc.id,
+                service_name=f"com.amazonaws.{args.region}.{service}",
+                vpc_endpoint_type="Interface",
+                private_dns_enabled=True,
+                subnet_ids=private_ids,
+                security_group_ids=[endpoint_sg.id],
+                tags=named(tags, f"{args.name}-{service}"),
+                opts=self.child(),
+            )
+
+        log_group = aws.cloudwatch.LogGroup(
+            f"{name}-flow-logs",
+            name=f"/alicerce/{args.name}/vpc-flow-logs",
+            retention_in_days=args.flow_log_retention_days,
+            tags=named(tags, f"{args.name}-flow-logs"),
+            opts=self.child(),
+        )
+        role = aws.iam.Role(
+            f"{name}-flow-logs",
+            assume_role_policy=json.dumps(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [{"Effect": "Allow", "Principal": {"Service": "vpc-flow-logs.amazonaws.com"}, "Action": "sts:AssumeRole"}],
+                }
+            ),
+            tags=named(tags, f"{args.name}-flow-logs"),
+            opts=self.child(),
+        )
+        aws.iam.RolePolicy(
+            f"{name}-flow-logs",
+            role=role.id,
+            policy=log_group.arn.apply(
+                lambda arn: json.dumps(
+                    {
+                        "Version": "2012-10-17",
+                        "Statement": [
+                            {
+                                "Effect": "Allow",
+                                "Action": ["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+                                "Resource": f"{arn}:*",
+                            }
+                        ],
+                    }
+                )
+            ),
+            opts=self.child(),
+        )
+        aws.ec2.FlowLog(
+            f"{name}-flow-logs",
+            vpc_id=vpc.id,
+            traffic_type="ALL",
+            log_destination_type="cloud-watch-logs",
+            log_destination=log_group.arn,
+            iam_role_arn=role.arn,
+            max_aggregation_interval=60,
+            tags=named(tags, f"{args.name}-flow-logs"),
+            opts=self.child(),
+        )
+        self.vpc_id = vpc.id
+        self.register_outputs({"vpcId": vpc.id, "privateSubnetIds": self.private_subnet_ids, "publicSubnetIds": self.public_subnet_ids})

@@ -1,0 +1,318 @@
+"""Storage tiers of an AWS site: FSx for Lustre (parallel-fs), S3 (object), EFS (shared-nfs).
+
+Sizes come from the resolved FSx plan (capacity and per-unit throughput decided once, in resolve);
+everything is encrypted with the platform key; file systems are reachable only from the nodes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from alicerce.emit.pulumi.component import Component, named
+from alicerce.resolve.platform import ResolvedPlatform
+from alicerce.spec.models import AwsSite, ObjectTier, ParallelFsTier, SharedNfsTier
+
+# Lustre clients reach the file servers on TCP 988 and 1018-1023 (FSx for Lustre user guide, "File system access control with Amazon VPC").
+LUSTRE_PORTS = ((988, 988), (1018, 1023))
+NFS_PORT = 2049
+
+
+@dataclass(frozen=True)
+class FsxTier:
+    name: str
+    deployment_type: str
+    storage_type: str
+    capacity_gib: int
+    per_unit_throughput: int | None
+    zone: str
+    source_bucket: str | None  # object tier linked as data repository
+
+
+@dataclass(frozen=True)
+class BucketTier:
+    name: str
+    bucket: str
+    create: bool  # False: an existing bucket the spec names
+    versioning: bool
+    expire_days: int | None
+
+
+@dataclass(frozen=True)
+class EfsTier:
+    name: str
+    throughput_mode: str
+
+
+@dataclass(frozen=True)
+class StoragePlan:
+    fsx: tuple[FsxTier, ...]
+    buckets: tuple[BucketTier, ...]
+    efs: tuple[EfsTier, ...]
+
+
+def fsx_zone(rp: ResolvedPlatform, site: AwsSite) -> str:
+    """FSx for Lustre lives in one zone: the zone of the site's EFA (training) pools, else its first."""
+    pinned = [p.zone for p in rp.pools if p.site.name == site.name and p.zone and p.efa_interfaces]
+    pinned = pinned or [p.zone for p in rp.pools if p.site.name == site.name and p.zone]
+    return pinned[0] if pinned else site.zones[0]
+
+
+def bucket_name(rp: ResolvedPlatform, site: AwsSite, tier: str) -> str:
+    return f"{rp.name}-{rp.environment}-{tier}-{site.account}"
+
+
+def plan_storage(rp: ResolvedPlatform, site: AwsSite) -> StoragePlan:
+    fsx: list[FsxTier] = []
+    buckets: list[BucketTier] = []
+    efs: list[EfsTier] = []
+    names: dict[str, str] = {}
+    for tier in rp.storage:
+        impl = tier.implementations.get(site.name)
+        spec = tier.spec
+        if impl == "s3" and isinstance(spec, ObjectTier):
+            existing = spec.aws.bucket if spec.aws else None
+            name = existing or bucket_name(rp, site, tier.name)
+            names[tier.name] = name
+            expire = math.ceil(spec.retention / 86400) if spec.retention else None
+            buckets.append(BucketTier(tier.name, name, existing is None, spec.aws.versioning if spec.aws else True, expire))
+        elif impl == "efs" and isinstance(spec, SharedNfsTier):
+            efs.append(EfsTier(tier.name, spec.aws.throughput_mode if spec.aws else "elastic"))
+    for tier in rp.storage:
+        spec = tier.spec
+        if tier.implementations.get(site.name) == "fsx-lustre" and tier.fsx is not None and isinstance(spec, ParallelFsTier):
+            plan = tier.fsx
+            source = names.get(spec.source) if spec.source else None
+            fsx.append(
+                FsxTier(
+                    tier.name,
+                    plan.deployment_type,
+                    plan.storage_type,
+                    plan.capacity_gib,
+                    plan.per_unit_throughput,
+                    fsx_zone(rp, site),
+                    source,
+                )
+            )
+    return StoragePlan(tuple(fsx), tuple(buckets), tuple(efs))
+
+
+@dataclass(frozen=True)
+class StorageArgs:
+    name: str
+    plan: StoragePlan
+    tags: Mapping[str, str]
+    vpc_id: pulumi.Input[str]
+    subnet_ids: Mapping[str, pulumi.Input[str]]  # zone -> private subnet
+    node_security_group_id: pulumi.Input[str]
+    kms_key_arn: pulumi.Input[str] | None
+
+
+class Storage(Component):
+    endpoints: dict[str, pulumi.Output[str]]
+    volumes: dict[str, dict[str, Any]]  # tier -> PersistentVolume source, for alicerce.emit.kube.objects
+
+    def __init__(self, name: str, args: StorageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("alicerce:storage:Storage", name, opts)
+        self.endpoints = {}
+        self.volumes = {}
+        for bucket in args.plan.buckets:
+            if bucket.create:
+                self._bucket(name, args, bucket)
+            self.endpoints[bucket.name] = pulumi.Output.from_input(f"s3://{bucket.bucket}")
+        if args.plan.fsx:
+            sg = self._security_group(f"{name}-lustre", args, "FSx for Lustre: Lustre from the nodes only", LUSTRE_PORTS, self_ports=True)
+            for fsx in args.plan.fsx:
+                self.endpoints[fsx.name] = self._lustre(name, args, fsx, sg)
+        if args.plan.efs:
+            sg = self._security_group(f"{name}-efs", args, "EFS: NFS from the nodes only", ((NFS_PORT, NFS_PORT),), self_ports=False)
+            for tier in args.plan.efs:
+                self.endpoints[tier.name] = self._efs(name, args, tier, sg)
+        self.register_outputs({"endpoints": self.endpoints})
+
+    def _security_group(
+        self, name: str, args: StorageArgs, description: str, ports: tuple[tuple[int, int], ...], *, self_ports: bool
+    ) -> aws.ec2.SecurityGroup:
+        sg = aws.ec2.SecurityGroup(
+            name, vpc_id=args.vpc_id, description=description, tags=named(args.tags, f"{args.name}-{name}"), opts=self.child()
+        )
+        for low, high in ports:
+            sources = [("nodes", args.node_security_group_id)]
+            if self_ports:  # Lustre file servers also talk to each other on these ports
+                sources.append(("self", sg.id))
+            for label, source in sources:
+                aws.vpc.SecurityGroupIngressRule(
+                    f"{name}-{low}-{high}-{label}",
+                    security_group_id=sg.id,
+                    referenced_security_group_id=source,
+                    ip_protocol="tcp",
+                    from_port=low,
+                    to_port=high,
+                    description=f"TCP {low}-{high} from {label}",
+                    tags=named(args.tags, f"{args.name}-{name}-{low}"),
+                    opts=self.child(),
+                )
+        aws.vpc.SecurityGroupEgressRule(
+            f"{name}-egress-nodes",
+            security_group_id=sg.id,
+            referenced_security_group_id=args.node_security_group_id,
+            ip_protocol="-1",
+            description="replies to the nodes",
+            tags=named(args.tags, f"{args.name}-{name}-egress"),
+            opts=self.child(),
+        )
+        return sg
+
+    def _lustre(self, name: str, args: StorageArgs, tier: FsxTier, sg: aws.ec2.SecurityGroup) -> pulumi.Output[str]:
+        persistent = tier.deployment_type.startswith("PERSISTENT")
+        tags = named(args.tags, f"{args.name}-{tier.name}", **{"alicerce.dev/storage-tier": tier.name})
+        dra = tier.deployment_type == "PERSISTENT_2"
+        source = f"s3://{tier.source_bucket}" if tier.source_bucket else None
+        fs = aws.fsx.LustreFileSystem(
+            f"{name}-{tier.name}",
+            deployment_type=tier.deployment_type,
+            storage_type=tier.storage_type,
+            storage_capacity=tier.capacity_gib,
+            per_unit_storage_throughput=tier.per_unit_throughput,
+            subnet_ids=args.subnet_ids[tier.zone],
+            security_group_ids=[sg.id],
+            kms_key_id=args.kms_key_arn if persistent else None,  # scratch file systems take no customer key
+            file_system_type_version="2.15",
+            data_compression_type="LZ4",
+            copy_tags_to_backups=persistent,
+            metadata_configuration=aws.fsx.LustreFileSystemMetadataConfigurationArgs(mode="AUTOMATIC") if dra else None,
+            import_path=source if source and not dra else None,
+            auto_import_policy="NEW_CHANGED_DELETED" if source and not dra else None,
+            tags=tags,
+            opts=self.child(),
+        )
+        if source and dra:
+            events = ["NEW", "CHANGED", "DELETED"]
+            aws.fsx.DataRepositoryAssociation(
+                f"{name}-{tier.name}-dra",
+                file_system_id=fs.id,
+                data_repository_path=source,
+                file_system_path="/",
+                batch_import_meta_data_on_create=True,
+                s3=aws.fsx.DataRepositoryAssociationS3Args(
+                    auto_import_policy=aws.fsx.DataRepositoryAssociationS3AutoImportPolicyArgs(events=events),
+                    auto_export_policy=aws.fsx.DataRepositoryAssociationS3AutoExportPolicyArgs(events=events),
+                ),
+                tags=tags,
+                opts=self.child(),
+            )
+        self.volumes[tier.name] = {
+            "csi": {
+                "driver": "fsx.csi.aws.com",
+                "volumeHandle": fs.id,
+                "volumeAttributes": {"dnsname": fs.dns_name, "mountname": fs.mount_name},
+            }
+        }
+        return pulumi.Output.format("{0}@tcp:/{1}", fs.dns_name, fs.mount_name)
+
+    def _bucket(self, name: str, args: StorageArgs, tier: BucketTier) -> None:
+        tags = named(args.tags, tier.bucket, **{"alicerce.dev/storage-tier": tier.name})
+        bucket = aws.s3.Bucket(f"{name}-{tier.name}", bucket=tier.bucket, force_destroy=False, tags=tags, opts=self.child())
+        aws.s3.BucketPublicAccessBlock(
+            f"{name}-{tier.name}",
+            bucket=bucket.id,
+            block_public_acls=True,
+            block_public_policy=True,
+            ignore_public_acls=True,
+            restrict_public_buckets=True,
+            opts=self.child(),
+        )
+        aws.s3.BucketOwnershipControls(
+            f"{name}-{tier.name}",
+            bucket=bucket.id,
+            rule=aws.s3.BucketOwnershipControlsRuleArgs(object_ownership="BucketOwnerEnforced"),
+            opts=self.child(),
+        )
+        aws.s3.BucketVersioning(
+            f"{name}-{tier.name}",
+            bucket=bucket.id,
+            versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(
+                status="Enabled" if tier.versioning else "Suspended"
+            ),
+            opts=self.child(),
+        )
+        sse = aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
+            sse_algorithm="aws:kms" if args.kms_key_arn is not None else "AES256", kms_master_key_id=args.kms_key_arn
+        )
+        aws.s3.BucketServerSideEncryptionConfiguration(
+            f"{name}-{tier.name}",
+            bucket=bucket.id,
+            rules=[
+                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(apply_server_side_encryption_by_default=sse, bucket_key_enabled=True)
+            ],
+            opts=self.child(),
+        )
+        rules = [
+            aws.s3.BucketLifecycleConfigurationRuleArgs(
+                id="abort-incomplete-uploads",
+                status="Enabled",
+                filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
+                abort_incomplete_multipart_upload=aws.s3.BucketLifecycleConfigurationRuleAbortIncompleteMultipartUploadArgs(
+                    days_after_initiation=7
+                ),
+            )
+        ]
+        if tier.expire_days is not None:
+            rules.append(
+                aws.s3.BucketLifecycleConfigurationRuleArgs(
+                    id="retention",
+                    status="Enabled",
+                    filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
+                    expiration=aws.s3.BucketLifecycleConfigurationRuleExpirationArgs(days=tier.expire_days),
+                    noncurrent_version_expiration=aws.s3.BucketLifecycleConfigurationRuleNoncurrentVersionExpirationArgs(
+                        noncurrent_days=min(30, tier.expire_days)
+                    ),
+                )
+            )
+        aws.s3.BucketLifecycleConfiguration(f"{name}-{tier.name}", bucket=bucket.id, rules=rules, opts=self.child())
+        aws.s3.BucketPolicy(
+            f"{name}-{tier.name}",
+            bucket=bucket.id,
+            policy=bucket.arn.apply(
+                lambda arn: json.dumps(
+                    {
+                        "Version": "2012-10-17",
+                        "Statement": [
+                            {
+                                "Sid": "DenyInsecureTransport",
+                                "Effect": "Deny",
+                                "Principal": "*",
+                                "Action": "s3:*",
+                                "Resource": [arn, f"{arn}/*"],
+                                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                            }
+                        ],
+                    }
+                )
+            ),
+            opts=self.child(),
+        )
+
+    def _efs(self, name: str, args: StorageArgs, tier: EfsTier, sg: aws.ec2.SecurityGroup) -> pulumi.Output[str]:
+        fs = aws.efs.FileSystem(
+            f"{name}-{tier.name}",
+            encrypted=True,
+            kms_key_id=args.kms_key_arn,
+            performance_mode="generalPurpose",
+            throughput_mode=tier.throughput_mode,
+            lifecycle_policies=[aws.efs.FileSystemLifecyclePolicyArgs(transition_to_ia="AFTER_30_DAYS")],
+            tags=named(args.tags, f"{args.name}-{tier.name}", **{"alicerce.dev/storage-tier": tier.name}),
+            opts=self.child(),
+        )
+        for zone, subnet in sorted(args.subnet_ids.items()):
+            aws.efs.MountTarget(
+                f"{name}-{tier.name}-{zone}", file_system_id=fs.id, subnet_id=subnet, security_groups=[sg.id], opts=self.child()
+            )
+        self.volumes[tier.name] = {"csi": {"driver": "efs.csi.aws.com", "volumeHandle": fs.id}}
+        return fs.dns_name

@@ -1,1 +1,0 @@
-"""Kubernetes components: operators (Helm releases) and the cluster's desired objects."""

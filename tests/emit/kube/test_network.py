@@ -1,0 +1,76 @@
+"""The Network Operator's NicClusterPolicy: RDMA adapters for pods on on-prem fabric pools."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from alicerce.catalog import load_catalog
+from alicerce.emit.kube.network import NIC_CLUSTER_POLICY, nic_cluster_policy, rdma_resource
+from alicerce.emit.kube.objects import cluster_objects, crd_owner
+from alicerce.emit.kube.operators import operator_releases
+from alicerce.resolve.platform import ResolvedPlatform, resolve
+from alicerce.spec.loader import load_file
+from tests.conftest import ROOT
+from tests.emit.kube.test_objects import find, platform
+
+
+def with_fabric(tmp_path: Path, **onprem: Any) -> ResolvedPlatform:
+    data = yaml.safe_load((ROOT / "platform.yaml").read_text())
+    fabric = next(f for f in data["networks"]["fabrics"] if f["name"] == "ib-dc1")
+    fabric["onprem"] = onprem
+    path = tmp_path / "platform.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return resolve(load_file(path, "platform.yaml"), "prod")
+
+
+def device_config(policy: dict[str, Any]) -> list[dict[str, Any]]:
+    config: list[dict[str, Any]] = json.loads(policy["spec"]["rdmaSharedDevicePlugin"]["config"])["configList"]
+    return config
+
+
+def test_infiniband_site_gets_the_device_plugin_ipoib_and_no_driver_container() -> None:
+    rp = platform("prod")
+    [policy] = find(cluster_objects(rp, "dc1"), "NicClusterPolicy")
+    assert policy["metadata"]["name"] == NIC_CLUSTER_POLICY and crd_owner(policy) == "network-operator"
+    spec = policy["spec"]
+    assert "ofedDriver" not in spec  # the rdma role installs the host stack
+    assert device_config(policy) == [
+        {"rdmaHcaMax": 63, "resourceName": "ib", "selectors": {"linkTypes": ["infiniband"], "vendors": ["15b3"]}}
+    ]
+    assert rdma_resource("infiniband") == "rdma/ib"
+    assert set(spec["secondaryNetwork"]) == {"cniPlugins", "multus", "ipoib"}
+    images = load_catalog().versions.networkOperator
+    pinned = next(r for r in images if r.version == rp.versions["networkOperator"]).components
+    assert pinned is not None
+    components = [spec["rdmaSharedDevicePlugin"], spec["nvIpam"], *spec["secondaryNetwork"].values()]
+    assert {(c["repository"], c["version"]) for c in components} == {(pinned.repository, pinned.version)}
+    # the agents run on the fabric's pools only and tolerate their taints
+    rdma_pools = sorted(p.name for p in rp.pools if p.site.name == "dc1" and p.spec.fabric == "ib-dc1")
+    terms = spec["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms == [{"matchExpressions": [{"key": "alicerce.dev/pool", "operator": "In", "values": rdma_pools}]}]
+    taints = {(t.key, t.effect) for name in rdma_pools for t in rp.pool(name).spec.taints}
+    assert {(t["key"], t["effect"]) for t in spec["tolerations"]} == taints
+
+
+def test_roce_site_selects_ethernet_links_and_needs_no_ipoib(tmp_path: Path) -> None:
+    rp = with_fabric(tmp_path, technology="roce", rateGbps=400)
+    policy = nic_cluster_policy(rp, "dc1")
+    assert policy is not None
+    assert device_config(policy)[0]["resourceName"] == "roce"
+    assert device_config(policy)[0]["selectors"]["linkTypes"] == ["ether"]
+    assert set(policy["spec"]["secondaryNetwork"]) == {"cniPlugins", "multus"}
+
+
+def test_no_policy_where_no_on_prem_fabric() -> None:
+    assert not find(cluster_objects(platform("prod"), "aws"), "NicClusterPolicy")
+    assert not find(cluster_objects(platform("dev"), "aws"), "NicClusterPolicy")
+
+
+def test_one_node_feature_discovery_per_cluster() -> None:
+    releases = {r.key: r for r in operator_releases(platform("prod"), "dc1")}
+    assert "gpu-operator" in releases
+    assert releases["network-operator"].values["nfd"] == {"enabled": False}  # the GPU Operator's labels the adapters

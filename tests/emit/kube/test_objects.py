@@ -1,0 +1,156 @@
+"""The pure function behind the in-cluster layer: tenancy, queues and priorities, valid manifests."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import kubernetes_validate
+import pytest
+
+from alicerce.catalog import load_catalog
+from alicerce.emit.kube.objects import CRD_OWNERS, KUEUE_API, cluster_objects, namespace_gpu_limit, team_quotas
+from alicerce.resolve.platform import ResolvedPlatform, resolve
+from alicerce.spec.loader import load_file
+from tests.conftest import ROOT
+
+
+@cache
+def platform(env: str) -> ResolvedPlatform:
+    return resolve(load_file(ROOT / "platform.yaml", "platform.yaml"), env)
+
+
+def find(objs: list[dict[str, Any]], kind: str, name: str | None = None, namespace: str | None = None) -> list[dict[str, Any]]:
+    return [
+        o
+        for o in objs
+        if o["kind"] == kind
+        and (name is None or o["metadata"]["name"] == name)
+        and (namespace is None or o["metadata"].get("namespace") == namespace)
+    ]
+
+
+CASES = [("prod", "aws"), ("prod", "dc1"), ("dev", "aws")]
+
+
+@pytest.mark.parametrize(("env", "site"), CASES)
+def test_every_team_namespace_has_gpu_quota_default_deny_and_queue(env: str, site: str) -> None:
+    rp = platform(env)
+    objs = cluster_objects(rp, site)
+    namespaces = {o["metadata"]["name"]: o for o in find(objs, "Namespace")}
+    teams = [t for t in rp.teams if team_quotas(rp, t, site)]
+    assert teams
+    for team in teams:
+        for ns in team.namespaces:
+            labels = namespaces[ns]["metadata"]["labels"]
+            assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+            assert labels["alicerce.dev/team"] == team.name and labels["alicerce.dev/cost-center"] == team.cost_center
+            quota = find(objs, "ResourceQuota", namespace=ns)[0]
+            assert quota["spec"]["hard"]["requests.nvidia.com/gpu"] == str(namespace_gpu_limit(team_quotas(rp, team, site)))
+            deny = find(objs, "NetworkPolicy", "default-deny", ns)[0]["spec"]
+            assert deny == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+            allows = {p["metadata"]["name"] for p in find(objs, "NetworkPolicy", namespace=ns)}
+            assert {"allow-same-namespace", "allow-dns", "allow-metrics-scraping"} <= allows
+            queue = find(objs, "LocalQueue", namespace=ns)[0]
+            assert queue["apiVersion"] == KUEUE_API and queue["spec"]["clusterQueue"] == team.name
+            binding = find(objs, "RoleBinding", namespace=ns)[0]
+            assert [s["name"] for s in binding["subjects"]] == team.spec.groups
+            assert find(objs, "LimitRange", namespace=ns)
+
+
+@pytest.mark.parametrize(("env", "site"), CASES)
+def test_cluster_queue_quotas_equal_the_spec(env: str, site: str) -> None:
+    rp = platform(env)
+    objs = cluster_objects(rp, site)
+    site_pools = {p.name for p in rp.pools if p.site.name == site}
+    for team in rp.teams:
+        expected = {q.pool: (q.gpus, q.borrowing_limit) for q in team.spec.quotas if q.pool in site_pools}
+        queues = find(objs, "ClusterQueue", team.name)
+        if not expected:
+            assert not queues
+            continue
+        spec = queues[0]["spec"]
+        assert spec["cohortName"] == rp.spec.tenancy.cohort
+        assert spec["namespaceSelector"] == {"matchLabels": {"alicerce.dev/team": team.name}}
+        got = {}
+        for flavor in spec["resourceGroups"][0]["flavors"]:
+            gpu = next(r for r in flavor["resources"] if r["name"] == "nvidia.com/gpu")
+            got[flavor["name"]] = (int(gpu["nominalQuota"]), int(gpu["borrowingLimit"]) if "borrowingLimit" in gpu else None)
+            assert find(objs, "ResourceFlavor", flavor["name"])  # every flavor a queue names exists
+        assert got == expected
+    research = find(objs, "ClusterQueue", "research")
+    if env == "prod" and site == "aws":
+        assert research[0]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2] == {
+            "name": "nvidia.com/gpu",
+            "nominalQuota": "96",
+            "borrowingLimit": "32",
+        }
+
+
+def test_priority_classes_rank_inference_over_training_over_batch() -> None:
+    objs = cluster_objects(platform("prod"), "aws")
+    value = {o["metadata"]["name"]: o["value"] for o in find(objs, "PriorityClass")}
+    assert value["alicerce-inference"] > value["alicerce-training"] > value["alicerce-batch"]
+
+
+def test_resource_flavors_follow_pools_and_tolerate_their_taints() -> None:
+    objs = cluster_objects(platform("prod"), "aws")
+    flavors = {o["metadata"]["name"]: o["spec"] for o in find(objs, "ResourceFlavor")}
+    assert set(flavors) == {"train-p5", "infer-l40s", "infer-l4"}
+    assert flavors["train-p5"]["nodeLabels"] == {"alicerce.dev/pool": "train-p5"}
+    assert flavors["train-p5"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}]
+
+
+def test_kueue_api_version_is_the_one_the_pinned_release_serves() -> None:
+    rp = platform("prod")
+    release = next(r for r in load_catalog().versions.kueue if r.version == rp.versions["kueue"])
+    assert f"kueue.x-k8s.io/{release.apiVersion}" == KUEUE_API
+
+
+def test_objects_are_deterministic_plain_data() -> None:
+    import json
+
+    a = json.dumps(cluster_objects(platform("prod"), "aws"))
+    assert a == json.dumps(cluster_objects(platform("prod"), "aws"))
+
+
+@pytest.mark.parametrize(("env", "site"), CASES)
+def test_manifests_validate_against_the_kubernetes_schemas(env: str, site: str) -> None:
+    rp = platform(env)
+    version = rp.versions["kubernetes"]
+    supported = {".".join(v.split(".")[:2]) for v in kubernetes_validate.utils.all_versions()}
+    # the resolved version, or the newest the offline schemas know
+    target = f"{version}.0" if version in supported else kubernetes_validate.latest_version()
+    checked = 0
+    for obj in cluster_objects(rp, site):
+        if obj["apiVersion"].rpartition("/")[0] in CRD_OWNERS:
+            continue  # CRD kinds are not in the Kubernetes schemas: Kueue's shape is asserted above, rules by promtool
+        kubernetes_validate.validate(obj, target, strict=True)
+        checked += 1
+    assert checked >= 10
+
+
+def test_every_team_namespace_gets_a_claim_on_each_shared_file_system() -> None:
+    rp = platform("prod")
+    fsx = {"csi": {"driver": "fsx.csi.aws.com", "volumeHandle": "fs-0123", "volumeAttributes": {"dnsname": "d", "mountname": "m"}}}
+    objs = cluster_objects(rp, "aws", {"datasets": fsx})
+    claims = {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in objs if o["kind"] == "PersistentVolumeClaim"}
+    volumes = {o["metadata"]["name"]: o for o in objs if o["kind"] == "PersistentVolume"}
+    assert ("serving-canary", "datasets") in claims and ("research", "datasets") in claims
+    for (namespace, name), claim in claims.items():
+        volume = volumes[claim["spec"]["volumeName"]]
+        assert volume["spec"]["claimRef"] == {"namespace": namespace, "name": name}  # pre-bound, one volume per claim
+        assert volume["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    datasets = volumes[claims[("research", "datasets")]["spec"]["volumeName"]]
+    assert datasets["spec"]["csi"]["volumeHandle"] == "fs-0123" and datasets["spec"]["mountOptions"] == ["flock"]
+    assert datasets["spec"]["capacity"]["storage"] == "50400Gi"  # the FSx size resolve decided
+    # without deploy-time sources, FSx tiers get no claims (there is nothing yet to point at)
+    assert not [o for o in cluster_objects(rp, "aws") if o["kind"] == "PersistentVolumeClaim" and o["metadata"]["name"] == "datasets"]
+
+
+def test_on_prem_shared_file_systems_come_from_the_spec() -> None:
+    objs = cluster_objects(platform("prod"), "dc1")
+    volumes = {o["metadata"]["labels"]["alicerce.dev/storage-tier"]: o["spec"] for o in objs if o["kind"] == "PersistentVolume"}
+    assert volumes["home"]["nfs"] == {"server": "nfs.dc1.acme.example", "path": "/export/home"}
+    assert volumes["home"]["mountOptions"] == ["nfsvers=4.1", "hard"]
+    assert volumes["dc1-lustre"]["hostPath"] == {"path": "/lustre", "type": "Directory"}  # mounted by the parallel_fs_client role

@@ -1,0 +1,104 @@
+"""`alicerce generate`: the tree, its determinism, its manifest, and the plans behind it."""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from alicerce.cli import build_app
+from alicerce.emit.ansible.site import plan_ipoib
+from alicerce.emit.tree import EMITTERS, MANIFEST, EmitError, hand_edits, render_tree
+from alicerce.resolve.platform import resolve
+from alicerce.spec.loader import load_file
+from tests.conftest import ROOT
+
+SPEC = str(ROOT / "platform.yaml")
+
+
+def test_generate_writes_the_ansible_tree_and_a_manifest(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = CliRunner().invoke(build_app(), ["generate", "--env", "prod", SPEC, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    for name in (
+        "inventory.yml",
+        "site.yml",
+        "validate.yml",
+        "ansible.cfg",
+        "requirements.yml",
+        "execution-environment.yml",
+        ".ansible-lint",
+    ):
+        assert (out / "ansible" / name).is_file(), name
+    assert (out / "ansible/roles/node_validation/tasks/main.yml").is_file()
+    manifest = json.loads((out / MANIFEST).read_text())
+    for relative, digest in manifest["files"].items():
+        assert hashlib.sha256((out / relative).read_bytes()).hexdigest() == digest
+    assert hand_edits(out) == []
+    (out / "ansible/site.yml").write_text("edited by hand\n")
+    assert hand_edits(out) == ["ansible/site.yml"]
+
+
+def test_generate_is_byte_identical_and_atomic(tmp_path: Path) -> None:
+    runner = CliRunner()
+    first, second = tmp_path / "a", tmp_path / "b"
+    for out in (first, second):
+        assert runner.invoke(build_app(), ["generate", "--env", "prod", SPEC, "--out", str(out)]).exit_code == 0
+    assert (first / MANIFEST).read_bytes() == (second / MANIFEST).read_bytes()
+    # a re-run over an existing tree replaces it whole (stale files vanish), leaving no temporary sibling
+    (first / "ansible" / "stale.yml").write_text("old\n")
+    assert runner.invoke(build_app(), ["generate", "--env", "prod", SPEC, "--out", str(first)]).exit_code == 0
+    assert not (first / "ansible" / "stale.yml").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]
+
+
+def test_inventory_groups_by_site_pool_purpose_and_rack() -> None:
+    files = render_tree(resolve(load_file(ROOT / "platform.yaml", "platform.yaml"), "prod"))
+    inventory = yaml.safe_load(files["ansible/inventory.yml"])["all"]["children"]
+    pool = inventory["site_dc1"]["children"]["pool_onprem_h100"]
+    assert sorted(pool["children"]) == ["rack_dc1_r01", "rack_dc1_r02"]
+    assert len(pool["children"]["rack_dc1_r02"]["hosts"]) == 16
+    assert inventory["purpose_training"]["children"] == {"pool_onprem_h100": None}
+    assert inventory["gpu_nodes"]["children"] == {"pool_onprem_h100": None}
+    host = pool["children"]["rack_dc1_r02"]["hosts"]["gpu-032.dc1.acme.example"]
+    assert host["rdma_ipoib_addresses"][0] == "10.40.0.32/19" and host["rdma_ipoib_addresses"][7] == "10.40.224.32/19"
+    site = yaml.safe_load(files["ansible/site.yml"])
+    assert [play["name"] for play in site] == [
+        "Check every node of site dc1 before changing any",
+        "Provision the nodes of site dc1 in rolling batches",
+    ]
+    assert [r["role"] for r in site[1]["roles"]][-1] == "node_validation"
+    config = files["ansible/ansible.cfg"]
+    assert "pipelining = true" in config and "fact_caching = jsonfile" in config and "forks = 32" in config
+
+
+def test_group_vars_follow_the_spec() -> None:
+    files = render_tree(resolve(load_file(ROOT / "platform.yaml", "platform.yaml"), "prod"))
+    data = yaml.safe_load(files["ansible/group_vars/pool_onprem_h100.yml"])
+    assert (data["nvidia_driver_branch"], data["nvidia_driver_version"]) == ("580", "580.173.02")
+    assert data["nvidia_driver_kernel_module_type"] == "open"  # operators.gpuOperator.kernelModuleType
+    assert data["nvidia_fabricmanager_enabled"] is True  # H100 SXM5 x8: NVSwitch
+    assert (data["rdma_rails"], data["rdma_rate_gbps"], data["preflight_hca_count"]) == (8, 400, 8)
+    assert data["kubernetes_node_taints"] == ["nvidia.com/gpu=true:NoSchedule"]
+    assert data["kubernetes_node_control_plane_endpoint"] == "https://k8s.dc1.acme.example:6443"
+    assert [m["source"] for m in data["parallel_fs_client_mounts"]] == ["10.30.0.10@o2ib:/ai", "nfs.dc1.acme.example:/export/home"]
+    assert data["node_validation_mounts"] == ["/lustre", "/home/shared"] and data["node_validation_scratch_path"] == "/scratch"
+
+
+def test_environments_without_onprem_sites_get_no_ansible_tree() -> None:
+    files = render_tree(resolve(load_file(ROOT / "platform.yaml", "platform.yaml"), "dev"))
+    assert not [p for p in files if p.startswith("ansible/")]
+    assert set(files) == {".alicerce/manifest.json", ".alicerce/resolved.json"}
+    assert "ansible" in EMITTERS
+
+
+def test_ipoib_plan_splits_the_range_per_rail_and_refuses_overflow() -> None:
+    plan = plan_ipoib(ipaddress.ip_network("10.40.0.0/16"), 8, ["a", "b"])
+    assert plan["b"] == [f"10.40.{32 * i}.2/19" for i in range(8)]
+    with pytest.raises(EmitError, match="gives 2 addresses per rail"):
+        plan_ipoib(ipaddress.ip_network("10.40.0.0/27"), 8, ["a", "b", "c"])

@@ -1,0 +1,370 @@
+"""The AWS components, asserted on what the Pulumi program declares under the mock engine."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from typing import Any
+
+import pytest
+
+from alicerce.catalog import load_catalog
+from alicerce.catalog.models import Efa, InstanceType
+from alicerce.targets.aws.components.cluster import ClusterArgs
+from alicerce.targets.aws.components.gpu_node_pool import Interface, plan_interfaces
+from alicerce.targets.aws.components.network import plan_subnets
+from tests.pulumi.conftest import covers, reference, resolved
+
+TAG_KEYS = ("alicerce.dev/platform", "alicerce.dev/environment", "alicerce.dev/cost-center")
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # pulumi_aws warns about its own deprecated classes on import
+
+
+def one(result: Any, name: str) -> dict[str, Any]:
+    inputs: dict[str, Any] = result.named(name).inputs
+    return inputs
+
+
+# ---------------------------------------------------------------- node pools and EFA
+
+
+@covers("aws:ec2/launchTemplate:LaunchTemplate", "aws:eks/nodeGroup:NodeGroup", "aws:ec2/placementGroup:PlacementGroup")
+def test_p5_pool_gets_32_efa_interfaces_in_the_recommended_layout_one_zone_and_a_placement_group(p5_on_demand: Any) -> None:
+    rp, result = p5_on_demand
+    lt = one(result, "aws-pool-train-p5-lt")
+    nics = lt["networkInterfaces"]
+    # primary: ENA at card 0 device 0; then one EFA-only per card, device 1 on card 0, device 0 elsewhere
+    assert (nics[0]["networkCardIndex"], nics[0]["deviceIndex"], nics[0]["interfaceType"]) == (0, 0, "interface")
+    efa = [n for n in nics if n["interfaceType"] == "efa-only"]
+    assert len(efa) == 32 == rp.pool("train-p5").efa_interfaces
+    assert [(n["networkCardIndex"], n["deviceIndex"]) for n in efa] == [(0, 1)] + [(c, 0) for c in range(1, 32)]
+    assert "vpcSecurityGroupIds" not in lt  # groups go on each interface when interfaces are explicit
+    ng = one(result, "aws-pool-train-p5-ng")
+    assert len(ng["subnetIds"]) == 1
+    assert "aws-network-private-us-east-1b" in result.named("aws-pool-train-p5-ng").depends_on
+    pg = result.named("aws-pool-train-p5-placement")
+    assert pg.inputs["strategy"] == "cluster"
+    assert lt["placement"]["groupName"].startswith("aws-pool-train-p5-placement")
+    assert ng["capacityType"] == "ON_DEMAND" and ng["amiType"] == "AL2023_x86_64_NVIDIA"
+    assert ng["scalingConfig"] == {"desiredSize": 0, "maxSize": 16, "minSize": 0}
+    assert ng["taints"] == [{"effect": "NO_SCHEDULE", "key": "nvidia.com/gpu", "value": "true"}]
+    assert ng["labels"]["alicerce.dev/pool"] == "train-p5"
+
+
+def test_reserved_capacity_gets_no_placement_group(prod: Any, p5_block: Any) -> None:
+    _, reserved = prod
+    assert not reserved.of_type("aws:ec2/placementGroup:PlacementGroup")
+    lt = one(reserved, "aws-pool-train-p5-lt")
+    assert "placement" not in lt
+    assert lt["capacityReservationSpecification"]["capacityReservationTarget"]["capacityReservationId"] == "cr-0a1b2c3d4e5f60718"
+    assert len([n for n in lt["networkInterfaces"] if n["interfaceType"] == "efa-only"]) == 32
+    _, block = p5_block
+    assert not block.of_type("aws:ec2/placementGroup:PlacementGroup")
+    assert one(block, "aws-pool-train-p5-lt")["instanceMarketOptions"] == {"marketType": "capacity-block"}
+    assert one(block, "aws-pool-train-p5-ng")["capacityType"] == "CAPACITY_BLOCK"
+
+
+def test_efa_layout_skips_ena_only_cards() -> None:
+    price: Any = {"usdPerHour": 1, "region": "us-east-1", "asOf": "2026-01-01", "source": {"title": "t", "url": "u"}}
+    b300 = InstanceType.model_validate(
+        {
+            **{"type": "p6-b300.48xlarge", "family": "p6", "gpu": None, "gpus": 8, "vcpus": 192, "memoryGiB": 4096},
+            **{"localNvme": None, "networkGbps": 6400, "gpuDirectRdma": True, "price": price, "sources": [{"title": "t", "url": "u"}]},
+            "efa": Efa(maxInterfaces=16, networkCards=17, enaOnlyCards=(0,)),
+        }
+    )
+    layout = plan_interfaces(b300, 16)
+    assert layout[0] == Interface(0, 0, "interface")
+    assert [(i.card, i.device) for i in layout[1:]] == [(c, 0) for c in range(1, 17)]
+    assert all(i.type == "efa-only" for i in layout[1:])
+
+
+@covers("alicerce:fabric:EfaFabric")
+def test_efa_security_group_allows_all_traffic_to_and_from_itself(prod: Any) -> None:
+    _, result = prod
+    rules = result.children("aws-fabric")
+    ingress = [r.inputs for r in rules if r.type == "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"]
+    egress = [r.inputs for r in rules if r.type == "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"]
+    assert len(ingress) == len(egress) == 1
+    for rule in (*ingress, *egress):
+        assert rule["ipProtocol"] == "-1"
+        assert rule["referencedSecurityGroupId"] == rule["securityGroupId"]
+        assert "cidrIpv4" not in rule
+    efa_sg = ingress[0]["securityGroupId"]
+    nics = one(result, "aws-pool-train-p5-lt")["networkInterfaces"]
+    assert all(efa_sg in n["securityGroups"] for n in nics)
+    # pools without EFA do not carry the EFA group
+    assert efa_sg not in one(result, "aws-pool-system-lt")["vpcSecurityGroupIds"]
+
+
+@covers("alicerce:gpu_node_pool:GpuNodePool")
+def test_every_launch_template_requires_imdsv2_and_encrypts_its_volumes(prod: Any, dev: Any) -> None:
+    for _, result in (prod, dev):
+        templates = result.of_type("aws:ec2/launchTemplate:LaunchTemplate")
+        assert templates
+        for lt in templates:
+            assert lt.inputs["metadataOptions"]["httpTokens"] == "required", lt.name
+            assert lt.inputs["metadataOptions"]["httpPutResponseHopLimit"] == 1
+            for bdm in lt.inputs["blockDeviceMappings"]:
+                assert bdm["ebs"]["encrypted"] == "true" and bdm["ebs"]["kmsKeyId"].startswith("arn:aws:kms:"), lt.name
+
+
+def test_instance_store_nvme_becomes_raid0_through_nodeadm(prod: Any) -> None:
+    import base64
+
+    _, result = prod
+    user_data = base64.b64decode(one(result, "aws-pool-train-p5-lt")["userData"]).decode()
+    assert "application/node.eks.aws" in user_data and "kind: NodeConfig" in user_data and "strategy: RAID0" in user_data
+    assert "userData" not in one(result, "aws-pool-system-lt")  # m7i has no instance store
+
+
+def test_pools_spread_over_zones_unless_pinned(prod: Any) -> None:
+    _, result = prod
+    assert len(one(result, "aws-pool-infer-l40s-ng")["subnetIds"]) == 3
+    assert one(result, "aws-pool-data-prep-ng")["capacityType"] == "SPOT"
+    assert one(result, "aws-pool-system-ng")["amiType"] == "AL2023_x86_64_STANDARD"
+    # time-sliced pool selects its device-plugin config by node label
+    assert one(result, "aws-pool-infer-l4-ng")["labels"]["nvidia.com/device-plugin.config"] == "infer-l4"
+
+
+# ---------------------------------------------------------------- cluster
+
+
+@covers(
+    "aws:eks/cluster:Cluster",
+    "alicerce:cluster:EksCluster",
+    "aws:cloudwatch/logGroup:LogGroup",
+    "aws:iam/role:Role",
+    "aws:iam/rolePolicy:RolePolicy",
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+    "aws:iam/openIdConnectProvider:OpenIdConnectProvider",
+)
+def test_eks_encrypts_secrets_logs_everything_and_is_private_in_prod(prod: Any) -> None:
+    rp, result = prod
+    eks = one(result, "aws-cluster-eks")
+    assert eks["version"] == rp.versions["kubernetes"] == "1.35"
+    assert eks["encryptionConfig"]["resources"] == ["secrets"]
+    assert eks["encryptionConfig"]["provider"]["keyArn"].startswith("arn:aws:kms:")
+    assert eks["enabledClusterLogTypes"] == ["api", "audit", "authenticator", "controllerManager", "scheduler"]
+    assert eks["vpcConfig"]["endpointPrivateAccess"] is True and eks["vpcConfig"]["endpointPublicAccess"] is False
+    assert "publicAccessCidrs" not in eks["vpcConfig"]
+    assert eks["accessConfig"]["authenticationMode"] == "API"
+    logs = one(result, "aws-cluster-logs")
+    assert logs["name"] == "/aws/eks/acme-ml-prod-aws/cluster" and logs["retentionInDays"] == 365
+    assert "aws-cluster-logs" in result.named("aws-cluster-eks").depends_on  # ours, before EKS makes one
+    kms_policy = one(result, "aws-cluster-role-kms")["policy"]
+    assert "kms:Decrypt" in kms_policy
+    node_policies = {
+        r.inputs["policyArn"].rsplit("/", 1)[-1] for r in result.children("aws-cluster") if r.type.endswith("RolePolicyAttachment")
+    }
+    assert {"AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly", "AmazonEKSClusterPolicy"} <= node_policies
+    assert one(result, "aws-cluster-oidc")["clientIdLists"] == ["sts.amazonaws.com"]
+
+
+@covers("aws:eks/addon:Addon", "alicerce:cluster:EksAddons")
+def test_core_addons_are_pinned_and_workload_addons_wait_for_nodes(prod: Any) -> None:
+    _, result = prod
+    addons = {r.inputs["addonName"]: r for r in result.of_type("aws:eks/addon:Addon")}
+    # prod has an EFS tier (home), so the EFS CSI driver joins the pinned add-ons
+    assert set(addons) == {"vpc-cni", "kube-proxy", "eks-pod-identity-agent", "coredns", "aws-ebs-csi-driver", "aws-efs-csi-driver"}
+    # pinned to the catalog's versions for the cluster's minor; the rest take AWS's default at deploy time
+    catalog = load_catalog().versions.eksAddons
+    assert {n: addons[n].inputs["addonVersion"] for n in catalog} == {n: pins.versions["1.35"] for n, pins in catalog.items()}
+    assert result.unpinned_addons() == ["aws-ebs-csi-driver", "aws-efs-csi-driver", "eks-pod-identity-agent"]
+    assert "aws-pool-system-ng" in addons["coredns"].depends_on
+    assert addons["aws-ebs-csi-driver"].inputs["podIdentityAssociations"][0]["serviceAccount"] == "ebs-csi-controller-sa"
+    assert addons["aws-efs-csi-driver"].inputs["podIdentityAssociations"][0]["serviceAccount"] == "efs-csi-controller-sa"
+
+
+def test_spec_pins_override_the_catalog_and_fill_its_gaps(tmp_path: Any) -> None:
+    data = reference()
+    pins = {"coredns": "v1.14.2-eksbuild.4", "aws-ebs-csi-driver": "v1.66.0-eksbuild.1"}
+    data["versions"] = {**data.get("versions", {}), "eksAddons": pins}
+    rp = resolved(data, "prod", tmp_path)
+    assert rp.eks_addons["coredns"] == "v1.14.2-eksbuild.4"
+    assert rp.eks_addons["aws-ebs-csi-driver"] == "v1.66.0-eksbuild.1"
+    assert rp.eks_addons["kube-proxy"] == load_catalog().versions.eksAddons["kube-proxy"].versions[rp.versions["kubernetes"]]
+    site = next(s for s in rp.sites if s.provider == "aws")
+    args = ClusterArgs.from_resolved(rp, site, vpc_id="vpc-1", subnet_ids=["subnet-1"], kms_key_arn=None)
+    assert args.addon_versions == rp.eks_addons
+
+
+@covers(
+    "aws:eks/accessEntry:AccessEntry",
+    "aws:eks/accessPolicyAssociation:AccessPolicyAssociation",
+    "aws:eks/identityProviderConfig:IdentityProviderConfig",
+)
+def test_access_entries_and_team_identity_provider(dev: Any) -> None:
+    _, result = dev
+    entry = one(result, "aws-cluster-admin-0")
+    assert entry["principalArn"] == "arn:aws:iam::111111111111:role/platform-admins"
+    assoc = result.of_type("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")[0].inputs
+    assert assoc["policyArn"].endswith("AmazonEKSClusterAdminPolicy") and assoc["accessScope"] == {"type": "cluster"}
+    idp = one(result, "aws-cluster-idp")["oidc"]
+    assert idp["groupsPrefix"] == "oidc:" and idp["groupsClaim"] == "groups"  # teams' groups are written oidc:<group>
+
+
+# ---------------------------------------------------------------- network
+
+
+@covers(
+    "alicerce:network:Network",
+    "aws:ec2/vpc:Vpc",
+    "aws:ec2/subnet:Subnet",
+    "aws:ec2/internetGateway:InternetGateway",
+    "aws:ec2/natGateway:NatGateway",
+    "aws:ec2/eip:Eip",
+    "aws:ec2/routeTable:RouteTable",
+    "aws:ec2/routeTableAssociation:RouteTableAssociation",
+    "aws:ec2/vpcEndpoint:VpcEndpoint",
+    "aws:ec2/flowLog:FlowLog",
+    "aws:ec2/securityGroup:SecurityGroup",
+)
+def test_network_has_subnets_per_zone_nat_per_zone_in_prod_endpoints_and_flow_logs(prod: Any, dev: Any) -> None:
+    rp, result = prod
+    zones = rp.sites[0].zones
+    subnets = result.of_type("aws:ec2/subnet:Subnet")
+    assert sorted(s.inputs["availabilityZone"] for s in subnets) == sorted(zones * 2)
+    assert len(result.of_type("aws:ec2/natGateway:NatGateway")) == 3 == len(result.of_type("aws:ec2/eip:Eip"))
+    assert len(dev[1].of_type("aws:ec2/natGateway:NatGateway")) == 1  # development: one NAT
+    services = sorted(e.inputs["serviceName"].split("us-east-1.")[1] for e in result.of_type("aws:ec2/vpcEndpoint:VpcEndpoint"))
+    assert services == ["ecr.api", "ecr.dkr", "s3", "sts"]
+    s3 = next(e.inputs for e in result.of_type("aws:ec2/vpcEndpoint:VpcEndpoint") if e.inputs["serviceName"].endswith(".s3"))
+    assert s3["vpcEndpointType"] == "Gateway" and len(s3["routeTableIds"]) == 3
+    flow = result.of_type("aws:ec2/flowLog:FlowLog")[0].inputs
+    assert flow["trafficType"] == "ALL" and flow["vpcId"].startswith("vpc-") and flow["logDestinationType"] == "cloud-watch-logs"
+    assert one(result, "aws-network-vpc")["cidrBlock"] == "10.20.0.0/16"
+
+
+def test_subnet_plan_leaves_room_and_never_overlaps() -> None:
+    import ipaddress
+
+    plans = plan_subnets("10.20.0.0/16", ("a", "b", "c"))
+    nets = [ipaddress.ip_network(n) for p in plans for n in (p.private, p.public)]
+    assert [p.private for p in plans] == ["10.20.0.0/18", "10.20.64.0/18", "10.20.128.0/18"]
+    assert all(not a.overlaps(b) for i, a in enumerate(nets) for b in nets[i + 1 :])
+
+
+# ---------------------------------------------------------------- storage
+
+
+@covers(
+    "alicerce:storage:Storage",
+    "aws:fsx/lustreFileSystem:LustreFileSystem",
+    "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation",
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
+    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule",
+)
+def test_fsx_follows_the_resolved_plan_and_lustre_ports_are_open_to_nodes_only(prod: Any) -> None:
+    rp, result = prod
+    for tier in ("datasets", "checkpoints"):
+        plan = next(t.fsx for t in rp.storage if t.name == tier)
+        assert plan is not None
+        fs = one(result, f"aws-storage-{tier}")
+        assert fs["deploymentType"] == plan.deployment_type == "PERSISTENT_2"
+        assert fs["storageCapacity"] == plan.capacity_gib
+        assert fs["perUnitStorageThroughput"] == plan.per_unit_throughput
+        assert (
+            fs["storageCapacity"] / 1024 * fs["perUnitStorageThroughput"]
+            >= next(t.spec.throughput for t in rp.storage if t.name == tier) / 1e6
+        )  # type: ignore[operator]
+        assert fs["kmsKeyId"].startswith("arn:aws:kms:")
+        assert "aws-network-private-us-east-1a" in result.named(f"aws-storage-{tier}").depends_on  # the EFA pool's zone
+    assert (one(result, "aws-storage-datasets")["storageCapacity"], one(result, "aws-storage-datasets")["perUnitStorageThroughput"]) == (
+        50400,
+        250,
+    )
+    dra = one(result, "aws-storage-datasets-dra")
+    assert dra["dataRepositoryPath"] == "s3://acme-ml-prod-data-lake-222222222222"
+    assert dra["s3"]["autoImportPolicy"]["events"] == ["NEW", "CHANGED", "DELETED"]
+    rules = [r.inputs for r in result.children("aws-storage") if r.type.endswith("SecurityGroupIngressRule") and "lustre" in r.name]
+    node_sg = one(result, "aws-cluster-nodes-self")["securityGroupId"]
+    assert sorted({(r["fromPort"], r["toPort"]) for r in rules}) == [(988, 988), (1018, 1023)]
+    for r in rules:
+        assert r["ipProtocol"] == "tcp" and "cidrIpv4" not in r
+        assert r["referencedSecurityGroupId"] in (node_sg, r["securityGroupId"])
+
+
+@covers(
+    "aws:s3/bucket:Bucket",
+    "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock",
+    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+    "aws:s3/bucketVersioning:BucketVersioning",
+    "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration",
+    "aws:s3/bucketOwnershipControls:BucketOwnershipControls",
+    "aws:s3/bucketPolicy:BucketPolicy",
+)
+def test_buckets_block_public_access_encrypt_with_kms_version_and_expire(prod: Any) -> None:
+    _, result = prod
+    buckets = result.of_type("aws:s3/bucket:Bucket")
+    assert {b.inputs["bucket"] for b in buckets} == {"acme-ml-prod-data-lake-222222222222", "acme-ml-prod-model-registry-222222222222"}
+    for b in buckets:
+        pab = next(r.inputs for r in result.of_type("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock") if r.name == b.name)
+        assert all(pab[k] is True for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets"))
+        sse = next(
+            r.inputs
+            for r in result.of_type("aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration")
+            if r.name == b.name
+        )
+        assert sse["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"] == "aws:kms"
+        ver = next(r.inputs for r in result.of_type("aws:s3/bucketVersioning:BucketVersioning") if r.name == b.name)
+        assert ver["versioningConfiguration"]["status"] == "Enabled"
+        own = next(r.inputs for r in result.of_type("aws:s3/bucketOwnershipControls:BucketOwnershipControls") if r.name == b.name)
+        assert own["rule"]["objectOwnership"] == "BucketOwnerEnforced"
+        policy = next(r.inputs for r in result.of_type("aws:s3/bucketPolicy:BucketPolicy") if r.name == b.name)
+        assert "aws:SecureTransport" in policy["policy"]
+    lifecycle = next(
+        r.inputs
+        for r in result.of_type("aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration")
+        if r.name == "aws-storage-data-lake"
+    )
+    retention = next(r for r in lifecycle["rules"] if r["id"] == "retention")
+    assert retention["expiration"]["days"] == 730  # data-lake retention: 730d
+
+
+@covers("aws:efs/fileSystem:FileSystem", "aws:efs/mountTarget:MountTarget")
+def test_efs_is_encrypted_with_a_mount_target_per_zone(prod: Any) -> None:
+    _, result = prod
+    fs = one(result, "aws-storage-home")
+    assert fs["encrypted"] is True and fs["kmsKeyId"].startswith("arn:aws:kms:")
+    targets = list(result.of_type("aws:efs/mountTarget:MountTarget"))
+    assert len(targets) == 3
+    nfs = [r.inputs for r in result.children("aws-storage") if r.type.endswith("IngressRule") and "efs" in r.name]
+    assert [(r["fromPort"], r["toPort"]) for r in nfs] == [(2049, 2049)]
+
+
+@covers("alicerce:kms:PlatformKey", "aws:kms/key:Key", "aws:kms/alias:Alias", "pulumi:providers:aws")
+def test_platform_key_rotates_and_provider_is_pinned_to_the_account(prod: Any) -> None:
+    _, result = prod
+    assert one(result, "aws-kms-key")["enableKeyRotation"] is True
+    assert one(result, "aws-kms-alias")["name"] == "alias/acme-ml-prod-aws"
+    provider = one(result, "aws")
+    assert provider["region"] == "us-east-1" and "222222222222" in provider["allowedAccountIds"]
+
+
+# ---------------------------------------------------------------- every resource
+
+
+def _taggable(token: str) -> bool:
+    if not token.startswith("aws:"):
+        return False
+    module, _rest = token.split(":")[1].split("/")
+    cls = getattr(importlib.import_module(f"pulumi_aws.{module}"), token.rsplit(":", 1)[-1])
+    return "tags" in inspect.signature(cls._internal_init).parameters
+
+
+def test_every_taggable_resource_carries_platform_environment_and_cost_center(prod: Any, dev: Any) -> None:
+    for rp, result in (prod, dev):
+        checked = 0
+        for r in result.resources:
+            if _taggable(r.type):
+                checked += 1
+                tags = r.inputs.get("tags", {})
+                for key in TAG_KEYS:
+                    assert tags.get(key) == rp.tags[key], f"{r.type} {r.name} lacks {key}"
+        assert checked > 40
+
+
+@pytest.mark.parametrize("token", ["aws:ec2/vpc:Vpc", "aws:s3/bucketPolicy:BucketPolicy"])
+def test_taggable_detection(token: str) -> None:
+    assert _taggable(token) is (token == "aws:ec2/vpc:Vpc")

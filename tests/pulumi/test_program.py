@@ -1,0 +1,110 @@
+"""The program as a whole: every emitted type asserted, nothing created inside apply, the CLI preview."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pulumi
+import pytest
+from typer.testing import CliRunner
+
+from alicerce.cli import build_app
+from tests.conftest import ROOT
+from tests.pulumi.conftest import COVERED, all_previews, covers
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # pulumi_aws warns about its own deprecated classes on import
+
+
+def test_every_emitted_resource_type_is_asserted_by_a_test() -> None:
+    # the modules whose tests register coverage must be imported first
+    import tests.pulumi.test_aws
+    import tests.pulumi.test_kubernetes  # noqa: F401
+
+    emitted = {r.type for _, result in all_previews() for r in result.resources}
+    missing = sorted(emitted - set(COVERED))
+    assert not missing, f"resource types no test asserts: {missing}"
+    stale = sorted(set(COVERED) - emitted)
+    assert not stale, f"tests cover types the program never emits: {stale}"
+
+
+def test_no_resource_is_created_inside_an_apply(monkeypatch: Any) -> None:
+    """Resources made inside Output.apply vanish from previews; the program makes none there."""
+    from alicerce.emit.pulumi.program import build
+    from alicerce.run.preview import OfflineSecrets, run_preview
+    from tests.pulumi.conftest import _preview
+
+    rp, _ = _preview("reference", "prod")
+    depth = 0
+    inside: list[str] = []
+    constructed: list[str] = []
+    original_apply = pulumi.Output.apply
+    original_init = pulumi.Resource.__init__
+
+    def apply(self: Any, func: Any, run_with_unknowns: bool = False) -> Any:
+        def wrapped(value: Any) -> Any:
+            nonlocal depth
+            depth += 1
+            try:
+                return func(value)
+            finally:
+                depth -= 1
+
+        return original_apply(self, wrapped, run_with_unknowns)
+
+    def init(self: Any, t: str, name: str, *args: Any, **kwargs: Any) -> None:
+        if t != "pulumi:pulumi:Stack":
+            constructed.append(name)
+            if depth:
+                inside.append(f"{t} {name}")
+        original_init(self, t, name, *args, **kwargs)
+
+    monkeypatch.setattr(pulumi.Output, "apply", apply)
+    monkeypatch.setattr(pulumi.Resource, "__init__", init)
+    result = run_preview(rp, lambda r: build(r, OfflineSecrets()))
+    assert inside == []
+    # and the preview holds every resource the program constructed
+    assert sorted(constructed) == sorted(r.name for r in result.resources)
+
+
+@covers("pulumi:providers:kubernetes")
+def test_preview_json_is_engine_shaped_and_deterministic(prod: Any) -> None:
+    _, result = prod
+    out = CliRunner().invoke(build_app(), ["preview", "--env", "prod", str(ROOT / "platform.yaml"), "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert set(data) == {"environment", "resources", "outputs"} and data["environment"] == "prod"
+    assert data == json.loads(json.dumps(result.to_json()))  # same plan, same order, run after run
+    first = data["resources"][0]
+    assert set(first) == {"type", "name", "parent", "inputs"}
+    lt = next(r for r in data["resources"] if r["name"] == "aws-pool-train-p5-lt")
+    assert lt["type"] == "aws:ec2/launchTemplate:LaunchTemplate" and lt["parent"] == "aws-pool-train-p5"
+    assert lt["inputs"]["metadataOptions"]["httpTokens"] == "required"
+    assert {n["interfaceType"] for n in lt["inputs"]["networkInterfaces"]} == {"interface", "efa-only"}
+    # secrets never appear: the on-prem kubeconfig and every exported kubeconfig are masked
+    k8s = {r["name"]: r for r in data["resources"] if r["type"] == "pulumi:providers:kubernetes"}
+    assert k8s["dc1-k8s"]["inputs"]["kubeconfig"] == "[secret]" and k8s["aws-k8s"]["inputs"]["kubeconfig"] == "[secret]"
+    assert data["outputs"]["kubeconfigs"] == "[secret]"
+    assert data["outputs"]["clusters"]["aws"]["name"] == "acme-ml-prod-aws"
+    assert data["outputs"]["storage"]["aws"]["data-lake"] == "s3://acme-ml-prod-data-lake-222222222222"
+    assert "offline-preview-placeholder" not in out.stdout
+
+
+def test_preview_tree_is_labelled_offline_and_counts_by_type(prod: Any) -> None:
+    from rich.console import Console
+
+    from alicerce.cli.preview import render_tree
+
+    _, result = prod
+    console = Console(width=200, record=True)
+    console.print(render_tree(result))
+    text = console.export_text()
+    assert "offline plan, not a diff against live state" in text
+    assert "aws-network alicerce:network:Network" in text and "aws:ec2/subnet:Subnet x6" in text
+    assert "aws-objects-kueue: 10 objects" in text
+
+
+def test_preview_of_an_invalid_spec_reports_located_errors_and_exits_2(tmp_path: Any) -> None:
+    out = CliRunner().invoke(build_app(), ["preview", "--env", "nope", str(ROOT / "platform.yaml")])
+    assert out.exit_code == 2
+    assert 'no environment "nope"' in out.output and "platform.yaml:" in out.output
