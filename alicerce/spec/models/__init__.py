@@ -1,0 +1,53 @@
+"""The platform spec language: ``apiVersion: alicerce.dev/v1``, ``kind: Platform``, one module per section.
+
+Target-specific sections (an AWS site, an on-prem pool's hosts, FSx or Lustre details) live with
+their target under :mod:`alicerce.targets` and are re-exported here, so a consumer reads every
+spec model from one place.
+"""
+
+from alicerce.spec.base import DNS_LABEL, Labels, Name, Precision, Purpose, SpecModel, WorkloadKind
+from alicerce.spec.models.environments import Environment, Site
+from alicerce.spec.models.metadata import Metadata, Versions
+from alicerce.spec.models.monitoring import AlertOverride, Monitoring, Slo
+from alicerce.spec.models.networks import Fabric, Networks
+from alicerce.spec.models.operators import GpuOperator, Operator, Operators
+from alicerce.spec.models.platform import PlatformSpec
+from alicerce.spec.models.pools import (
+    Accelerator,
+    AcceleratorSpec,
+    MigSharing,
+    NodePool,
+    NoSharing,
+    Scaling,
+    Sharing,
+    Taint,
+    TimeSlicing,
+)
+from alicerce.spec.models.security import Audit, Encryption, EndpointAccess, Security, Waiver
+from alicerce.spec.models.storage import BlockTier, LocalNvmeTier, ObjectTier, ParallelFsTier, SharedNfsTier, StorageTier
+from alicerce.spec.models.tenancy import Budget, Quota, Team, Tenancy
+from alicerce.spec.models.workloads import Dataset, Latency, LatencyTarget, Model, Traffic, Workload
+from alicerce.targets.aws.spec import AwsEbs, AwsEfs, AwsFsx, AwsPool, AwsS3, AwsSite, EksAddon
+from alicerce.targets.onprem.spec import (
+    HostRange,
+    HostRangeSpec,
+    OnpremBlock,
+    OnpremFabric,
+    OnpremHostGroup,
+    OnpremNfs,
+    OnpremObject,
+    OnpremParallelFs,
+    OnpremPool,
+    OnpremSite,
+)
+
+__all__ = [
+    "DNS_LABEL", "Accelerator", "AcceleratorSpec", "AlertOverride", "Audit", "AwsEbs", "AwsEfs", "AwsFsx", "AwsPool", "AwsS3",
+    "AwsSite", "BlockTier", "Budget", "Dataset", "EksAddon", "Encryption", "EndpointAccess", "Environment", "Fabric",
+    "GpuOperator", "HostRange", "HostRangeSpec", "Labels", "Latency", "LatencyTarget", "LocalNvmeTier", "Metadata", "MigSharing",
+    "Model", "Monitoring", "Name", "Networks", "NoSharing", "NodePool", "ObjectTier", "OnpremBlock", "OnpremFabric",
+    "OnpremHostGroup", "OnpremNfs", "OnpremObject", "OnpremParallelFs", "OnpremPool", "OnpremSite", "Operator", "Operators",
+    "ParallelFsTier", "PlatformSpec", "Precision", "Purpose", "Quota", "Scaling", "Security", "SharedNfsTier", "Sharing", "Site",
+    "Slo", "SpecModel", "StorageTier", "Taint", "Team", "Tenancy", "TimeSlicing", "Traffic", "Versions", "Waiver", "Workload",
+    "WorkloadKind",
+]  # fmt: skip

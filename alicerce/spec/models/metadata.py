@@ -1,0 +1,41 @@
+"""Who owns the platform, and the versions it pins."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from alicerce.spec.base import Labels, Name, SpecModel
+from alicerce.targets.aws.spec import EksAddon
+
+
+class Metadata(SpecModel):
+    """Who owns the platform and how its cost is attributed."""
+
+    name: Name = Field(description="Platform name; prefixes every resource it creates.", examples=["acme-ml"])
+    owner: str = Field(description="Owning team or contact address.", examples=["ml-platform@acme.example"])
+    cost_center: str = Field(description="Default cost center for showback.", examples=["CC-4410"])
+    labels: Labels = Field(default_factory=dict, description="Labels applied to every resource for showback.")
+
+
+class Versions(SpecModel):
+    """Pinned component versions. Each one left out comes from the catalog's tested bill of materials."""
+
+    kubernetes: str | None = Field(default=None, description="Kubernetes minor version.", examples=["1.33"])
+    driver_branch: str | None = Field(default=None, description="NVIDIA datacenter driver branch.", examples=["580"])
+    driver_version: str | None = Field(
+        default=None, description="Exact driver version within the branch (on-prem installs).", examples=["580.95.05"]
+    )
+    gpu_operator: str | None = Field(default=None, description="NVIDIA GPU Operator version.", examples=["v25.10.0"])
+    network_operator: str | None = Field(default=None, description="NVIDIA Network Operator version.")
+    kueue: str | None = Field(default=None, description="Kueue version.", examples=["0.15.1"])
+    kuberay: str | None = Field(default=None, description="KubeRay operator version.")
+    training_operator: str | None = Field(default=None, description="Kubeflow training operator version.")
+    kube_prometheus_stack: str | None = Field(default=None, description="kube-prometheus-stack chart version.")
+    efa_device_plugin: str | None = Field(default=None, description="AWS EFA device plugin chart version.")
+    fsx_csi_driver: str | None = Field(default=None, description="AWS FSx for Lustre CSI driver chart version.")
+    eks_addons: dict[EksAddon, str] = Field(
+        default_factory=dict,
+        description="EKS managed add-on versions by add-on name; each one left out comes from the catalog for the cluster's"
+        " Kubernetes minor (`alicerce catalog versions`), else AWS's default version when `pulumi up` runs.",
+        examples=[{"aws-ebs-csi-driver": "v1.66.0-eksbuild.1"}],
+    )

@@ -1,0 +1,35 @@
+"""Monitoring: retention, service level objectives and alert overrides."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, StrictBool
+
+from alicerce.spec.base import Name, SpecModel
+from alicerce.spec.units import Duration
+
+
+class Slo(SpecModel):
+    """A service level objective that becomes recording and alerting rules."""
+
+    name: Name = Field(description="SLO name.")
+    kind: Literal["inference-latency", "queue-wait", "gpu-utilization", "availability"] = Field(description="What is measured.")
+    workload: Name | None = Field(default=None, description="Workload the SLO applies to (inference-latency).")
+    team: Name | None = Field(default=None, description="Team the SLO applies to (queue-wait).")
+    percentile: float | None = Field(default=None, gt=0, lt=100, description="Percentile for latency SLOs.", examples=[99])
+    threshold: Duration | float = Field(description="Latency or wait threshold (duration) or utilisation fraction.")
+    objective: float = Field(gt=0, lt=100, description="Percent of time or requests that must meet the threshold.", examples=[99.5])
+
+
+class AlertOverride(SpecModel):
+    alert: str = Field(description="Alert name from alicerce's rule set.", examples=["GPUXidError"])
+    enabled: StrictBool = Field(default=True, description="Keep or drop the alert.")
+    severity: Literal["critical", "warning", "info"] | None = Field(default=None, description="Override severity.")
+    for_: Duration | None = Field(default=None, alias="for", description="Override the pending duration.")
+
+
+class Monitoring(SpecModel):
+    retention: Duration = Field(default=30 * 86400, description="Prometheus retention.", examples=["30d"])
+    slos: list[Slo] = Field(default_factory=list, description="Service level objectives.")
+    alerts: list[AlertOverride] = Field(default_factory=list, description="Changes to alicerce's alert rules.")

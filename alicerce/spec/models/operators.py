@@ -1,0 +1,35 @@
+"""The in-cluster operators, each switchable and tunable."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, StrictBool
+
+from alicerce.spec.base import SpecModel
+
+
+class Operator(SpecModel):
+    """An in-cluster operator installed from its pinned Helm chart."""
+
+    enabled: StrictBool = Field(default=True, description="Install it.")
+    values: dict[str, Any] = Field(default_factory=dict, description="Helm values merged over alicerce's own.")
+
+
+class GpuOperator(Operator):
+    kernel_module_type: Literal["auto", "open", "proprietary"] = Field(
+        default="auto", description="NVIDIA kernel modules to use (driver.kernelModuleType)."
+    )
+    mig_strategy: Literal["single", "mixed"] = Field(default="mixed", description="How MIG devices are advertised.")
+    dcgm_service_monitor: StrictBool = Field(default=True, description="Scrape DCGM exporter through a ServiceMonitor.")
+
+
+class Operators(SpecModel):
+    """Which operators run in every cluster, each switchable and tunable."""
+
+    gpu_operator: GpuOperator = Field(default_factory=GpuOperator, description="NVIDIA GPU Operator.")
+    network_operator: Operator = Field(default_factory=Operator, description="NVIDIA Network Operator (on-prem RDMA).")
+    kueue: Operator = Field(default_factory=Operator, description="Kueue job queueing and quotas.")
+    kuberay: Operator = Field(default_factory=Operator, description="KubeRay operator.")
+    training_operator: Operator = Field(default_factory=Operator, description="Kubeflow training operator.")
+    monitoring: Operator = Field(default_factory=Operator, description="kube-prometheus-stack.")

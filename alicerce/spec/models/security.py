@@ -1,0 +1,46 @@
+"""Security posture and time-boxed waivers of policy rules."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Literal
+
+from pydantic import Field, StrictBool
+
+from alicerce.spec.base import Name, SpecModel
+from alicerce.spec.units import Cidr, Duration
+
+
+class Encryption(SpecModel):
+    at_rest: StrictBool = Field(default=True, description="Encrypt volumes, file systems, buckets and Kubernetes secrets.")
+    kms_key: str | None = Field(default=None, description="KMS key ARN or alias; a platform key is created when omitted.")
+
+
+class EndpointAccess(SpecModel):
+    private: StrictBool = Field(default=True, description="Private Kubernetes API endpoint.")
+    public: StrictBool = Field(default=False, description="Also expose a public endpoint.")
+    public_cidrs: list[Cidr] = Field(default_factory=list, description="Allow-list for the public endpoint.")
+
+
+class Audit(SpecModel):
+    enabled: StrictBool = Field(default=True, description="Kubernetes audit logging.")
+    retention: Duration = Field(default=365 * 86400, description="How long audit logs are kept.")
+
+
+class Security(SpecModel):
+    encryption: Encryption = Field(default_factory=Encryption, description="Encryption at rest.")
+    endpoint_access: EndpointAccess = Field(default_factory=EndpointAccess, description="Kubernetes API endpoint exposure.")
+    pod_security: Literal["privileged", "baseline", "restricted"] = Field(
+        default="restricted", description="Pod Security Standard enforced in team namespaces."
+    )
+    audit: Audit = Field(default_factory=Audit, description="Audit logging.")
+
+
+class Waiver(SpecModel):
+    """An accepted, time-boxed exception to one rule."""
+
+    rule: str = Field(description="Rule id.", examples=["AL250"])
+    environments: list[Name] = Field(default_factory=list, description="Environments it covers; all when empty.")
+    resources: list[str] = Field(default_factory=list, description="Names (pools, tiers, ...) it covers; all when empty.")
+    justification: str = Field(min_length=10, description="Why the exception is acceptable.")
+    expires: datetime.date = Field(description="Date after which the waiver stops applying.")

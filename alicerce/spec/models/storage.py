@@ -1,0 +1,88 @@
+"""Storage tiers by class: parallel file systems, shared NFS, object stores, block and local NVMe."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from alicerce.spec.base import Name, SpecModel
+from alicerce.spec.units import ByteSize, Duration, Rate
+from alicerce.targets.aws.spec import AwsEbs, AwsEfs, AwsFsx, AwsS3
+from alicerce.targets.onprem.spec import (
+    OnpremBlock,
+    OnpremNfs,
+    OnpremObject,
+    OnpremParallelFs,
+)
+
+TierPurpose = Literal["datasets", "checkpoints", "models", "scratch", "logs"]
+
+
+class _Tier(SpecModel):
+    """What every storage tier has: a name and what it holds."""
+
+    name: Name = Field(description="Tier name.")
+    purpose: TierPurpose = Field(description="What the tier holds.")
+
+
+class _SiteTier(_Tier):
+    """A tier that lives at one site (or every site of the environment) and keeps data for a while."""
+
+    site: Name | None = Field(default=None, description="Site holding the tier; omitted means every site of the environment.")
+    capacity: ByteSize | None = Field(default=None, description="Expected capacity.")
+    retention: Duration | None = Field(default=None, description="How long data is kept (object tiers: lifecycle expiry).")
+
+
+class ParallelFsTier(_SiteTier):
+    """A parallel file system for datasets and checkpoints."""
+
+    class_: Literal["parallel-fs"] = Field(alias="class", description="Storage class.")
+    capacity: ByteSize = Field(description="Usable capacity.", examples=["48TiB"])
+    throughput: Rate | None = Field(default=None, description="Aggregate throughput needed.", examples=["12GBps"])
+    source: Name | None = Field(default=None, description="Object tier linked as data repository (import/export).")
+    mount_path: str = Field(description="Mount path on nodes.", examples=["/mnt/datasets"])
+    aws: AwsFsx | None = Field(default=None, description="AWS implementation (FSx for Lustre).")
+    onprem: OnpremParallelFs | None = Field(default=None, description="On-prem implementation.")
+
+
+class SharedNfsTier(_SiteTier):
+    """A shared POSIX file system for home directories, code and small models."""
+
+    class_: Literal["shared-nfs"] = Field(alias="class", description="Storage class.")
+    throughput: Rate | None = Field(default=None, description="Aggregate throughput needed.")
+    mount_path: str = Field(description="Mount path on nodes.")
+    aws: AwsEfs | None = Field(default=None, description="AWS implementation (EFS).")
+    onprem: OnpremNfs | None = Field(default=None, description="On-prem implementation (NFS).")
+
+
+class ObjectTier(_SiteTier):
+    """An object store: data lake, model registry, log archive."""
+
+    class_: Literal["object"] = Field(alias="class", description="Storage class.")
+    throughput: Rate | None = Field(default=None, description="Aggregate throughput needed.")
+    aws: AwsS3 | None = Field(default=None, description="AWS implementation (S3).")
+    onprem: OnpremObject | None = Field(default=None, description="On-prem implementation.")
+
+
+class BlockTier(_SiteTier):
+    """Network block storage for databases and stateful services."""
+
+    class_: Literal["block"] = Field(alias="class", description="Storage class.")
+    aws: AwsEbs | None = Field(default=None, description="AWS implementation (EBS).")
+    onprem: OnpremBlock | None = Field(default=None, description="On-prem implementation.")
+
+
+class LocalNvmeTier(_Tier):
+    """Node-local NVMe assembled as one RAID0 scratch volume on each node of the named pools."""
+
+    class_: Literal["local-nvme"] = Field(alias="class", description="Storage class.")
+    pools: list[Name] = Field(min_length=1, description="Node pools whose local NVMe forms the tier.")
+    mount_path: str = Field(description="Mount path on nodes.", examples=["/scratch"])
+    filesystem: Literal["xfs", "ext4"] = Field(default="xfs", description="File system on the RAID0 array.")
+
+
+StorageTier = Annotated[
+    ParallelFsTier | SharedNfsTier | ObjectTier | BlockTier | LocalNvmeTier,
+    Field(discriminator="class_"),
+]

@@ -1,0 +1,37 @@
+"""Teams: namespaces, identity groups, GPU quotas, priority and budgets."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, StrictInt
+
+from alicerce.spec.base import Name, SpecModel
+
+
+class Quota(SpecModel):
+    pool: Name = Field(description="Node pool the GPUs come from.")
+    gpus: StrictInt = Field(ge=0, description="Guaranteed GPUs (Kueue nominal quota).")
+    borrowing_limit: StrictInt | None = Field(default=None, ge=0, description="GPUs the team may borrow from its cohort above its quota.")
+
+
+class Budget(SpecModel):
+    monthly_usd: float = Field(gt=0, description="Monthly budget in USD.")
+    alert_at_percent: list[StrictInt] = Field(default_factory=lambda: [80, 100], description="Budget alert thresholds.")
+
+
+class Team(SpecModel):
+    """A tenant: namespaces, identity groups, GPU quotas, priority and cost attribution."""
+
+    name: Name = Field(description="Team name.")
+    namespaces: list[Name] = Field(default_factory=list, description="Namespaces; defaults to one named after the team.")
+    groups: list[str] = Field(min_length=1, description="Identity-provider groups bound to the team's namespaces.")
+    quotas: list[Quota] = Field(default_factory=list, description="GPU quotas per pool.")
+    priority: Literal["critical", "high", "normal", "low"] = Field(default="normal", description="Scheduling priority class.")
+    cost_center: str | None = Field(default=None, description="Cost center (defaults to metadata.costCenter).")
+    budget: Budget | None = Field(default=None, description="Monthly budget.")
+
+
+class Tenancy(SpecModel):
+    cohort: Name = Field(default="platform", description="Kueue cohort the teams lend and borrow in.")
+    teams: list[Team] = Field(default_factory=list, description="Teams.")

@@ -1,0 +1,67 @@
+"""The workloads the platform exists for; sizing reads these."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, StrictInt
+
+from alicerce.spec.base import Name, Precision, SpecModel, WorkloadKind
+from alicerce.spec.units import ByteSize, Count, Duration
+
+
+class Model(SpecModel):
+    parameters: Count = Field(description="Total parameters, e.g. 70B.")
+    architecture: Literal["dense", "moe"] = Field(default="dense", description="Dense or mixture-of-experts.")
+    active_parameters: Count | None = Field(default=None, description="Parameters active per token (MoE).")
+    layers: StrictInt | None = Field(default=None, ge=1, description="Transformer layers (for KV-cache and activation sizing).")
+    hidden_size: StrictInt | None = Field(default=None, ge=1, description="Hidden dimension.")
+
+
+class Dataset(SpecModel):
+    size: ByteSize = Field(description="Dataset size.")
+    bytes_per_token: float | None = Field(default=None, gt=0, description="Stored bytes per training token.")
+    bytes_per_sample: ByteSize | None = Field(default=None, description="Stored bytes per sample (non-text).")
+    tier: Name | None = Field(default=None, description="Storage tier it is read from.")
+
+
+class Traffic(SpecModel):
+    peak_rps: float | None = Field(default=None, gt=0, description="Peak requests per second.")
+    concurrency: StrictInt | None = Field(default=None, ge=1, description="Peak concurrent requests.")
+    input_tokens: StrictInt = Field(ge=1, description="Mean prompt tokens.")
+    output_tokens: StrictInt = Field(ge=1, description="Mean generated tokens.")
+
+
+class LatencyTarget(SpecModel):
+    p95: Duration | None = Field(default=None, description="95th percentile.")
+    p99: Duration | None = Field(default=None, description="99th percentile.")
+
+
+class Latency(SpecModel):
+    time_to_first_token: LatencyTarget | None = Field(default=None, description="Time to first token.")
+    time_per_output_token: LatencyTarget | None = Field(default=None, description="Time per output token.")
+
+
+class Workload(SpecModel):
+    """A job or service the platform exists for; sizing reads these."""
+
+    name: Name = Field(description="Workload name.")
+    kind: WorkloadKind = Field(description="What it does.")
+    team: Name = Field(description="Owning team.")
+    pool: Name | None = Field(default=None, description="Node pool it runs on; chosen by sizing when omitted.")
+    model: Model | None = Field(default=None, description="The model trained or served.")
+    precision: Precision = Field(default="bf16", description="Numeric precision of weights and compute.")
+    optimizer: Literal["adamw", "sgd", "adafactor"] = Field(default="adamw", description="Optimizer (training).")
+    method: Literal["full", "lora", "qlora"] | None = Field(default=None, description="Fine-tuning method.")
+    tokens: Count | None = Field(default=None, description="Training tokens, e.g. 2T.")
+    sequence_length: StrictInt | None = Field(default=None, ge=1, description="Tokens per sequence.")
+    global_batch_tokens: Count | None = Field(default=None, description="Tokens per optimizer step.")
+    deadline: Duration | None = Field(default=None, description="Target wall-clock time, e.g. 30d.")
+    accelerator: str | None = Field(default=None, description="Pinned accelerator (catalog id or alias).")
+    gpus: StrictInt | None = Field(default=None, ge=1, description="Pinned GPU count.")
+    mfu: float | None = Field(default=None, gt=0, le=1, description="Model FLOPs utilisation to assume.")
+    checkpoint_interval: Duration | None = Field(default=None, description="Time between checkpoints.")
+    dataset: Dataset | None = Field(default=None, description="Input data.")
+    traffic: Traffic | None = Field(default=None, description="Inference traffic.")
+    latency: Latency | None = Field(default=None, description="Inference latency SLOs.")
+    hours_per_day: float = Field(default=24, gt=0, le=24, description="Hours a day the workload runs.")

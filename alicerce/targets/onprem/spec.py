@@ -1,0 +1,116 @@
+"""The on-prem target's sections of the spec: the site (a data center with its own cluster), the
+pool's hosts, the storage implementations (Lustre, BeeGFS, Weka, NFS, S3-compatible, block) and
+the InfiniBand or RoCE fabric details.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, StrictInt, WithJsonSchema
+
+from alicerce.spec.base import Name, SpecModel
+from alicerce.spec.units import Cidr
+
+
+class OnpremHostGroup(SpecModel):
+    """Control-plane or infrastructure hosts of an on-prem site."""
+
+    hosts: list[str] = Field(min_length=1, description="Host names or ranges such as cp-[1:3].dc1.example.com.")
+
+
+class OnpremSite(SpecModel):
+    """An on-prem data center with its own Kubernetes cluster."""
+
+    name: Name = Field(description="Site name that node pools and storage tiers refer to.", examples=["dc1"])
+    provider: Literal["onprem"] = Field(description="Target kind.")
+    control_plane_endpoint: str = Field(
+        description="Kubernetes API endpoint of the site's cluster.", examples=["https://k8s.dc1.example.com:6443"]
+    )
+    control_plane: OnpremHostGroup | None = Field(default=None, description="Control-plane hosts, when alicerce manages them.")
+    host_cidrs: list[Cidr] = Field(min_length=1, description="Node networks of the site.")
+    pod_cidr: Cidr | None = Field(default=None, description="Pod range (defaults to networks.podCidr).")
+    service_cidr: Cidr | None = Field(default=None, description="Service range (defaults to networks.serviceCidr).")
+    kubeconfig_secret: str | None = Field(
+        default=None,
+        description="Name of the Pulumi secret config key holding this cluster's kubeconfig (never the kubeconfig itself).",
+        examples=["dc1Kubeconfig"],
+    )
+
+
+class HostRange(SpecModel):
+    """A set of on-prem hosts, optionally in one rack."""
+
+    hosts: str = Field(description="Host name or range such as gpu-[001:032].dc1.example.com.")
+    rack: str | None = Field(default=None, description="Rack id, used for inventory groups and rolling batches.")
+
+
+def _host_range_shorthand(value: Any) -> Any:
+    return {"hosts": value} if isinstance(value, str) else value
+
+
+HostRangeSpec = Annotated[
+    HostRange,
+    BeforeValidator(_host_range_shorthand),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "description": "Host name or range such as gpu-[001:032].dc1.example.com."},
+                {
+                    "type": "object",
+                    "properties": {
+                        "hosts": {"type": "string", "description": "Host name or range."},
+                        "rack": {"type": ["string", "null"], "description": "Rack id."},
+                    },
+                    "required": ["hosts"],
+                    "additionalProperties": False,
+                },
+            ]
+        }
+    ),
+]
+
+
+class OnpremPool(SpecModel):
+    """Which on-prem servers form the pool."""
+
+    hosts: list[HostRangeSpec] = Field(
+        min_length=1,
+        description="Host names or ranges, as strings or {hosts, rack}.",
+        examples=[["gpu-[001:032].dc1.example.com"]],
+    )
+    hcas: StrictInt | None = Field(default=None, ge=0, description="Expected RDMA adapters per host (defaults to the fabric's rails).")
+
+
+class OnpremParallelFs(SpecModel):
+    implementation: Literal["lustre", "beegfs", "weka"] = Field(description="Parallel file system.")
+    server: str = Field(description="MGS NID (Lustre), management host (BeeGFS) or backend (Weka).", examples=["10.0.0.10@o2ib"])
+    filesystem: str = Field(description="File system name on the server.", examples=["scratch"])
+    mount_options: list[str] = Field(default_factory=list, description="Extra mount options.")
+
+
+class OnpremNfs(SpecModel):
+    implementation: Literal["nfs"] = Field(default="nfs", description="NFS server export.")
+    server: str = Field(description="NFS server.")
+    export: str = Field(description="Exported path.")
+    version: Literal["3", "4.1", "4.2"] = Field(default="4.1", description="NFS protocol version.")
+
+
+class OnpremObject(SpecModel):
+    implementation: Literal["minio", "ceph-rgw"] = Field(description="S3-compatible object store.")
+    endpoint: str = Field(description="S3 endpoint URL.")
+    bucket: str = Field(description="Bucket name.")
+
+
+class OnpremBlock(SpecModel):
+    implementation: Literal["ceph-rbd", "local-path"] = Field(description="Block storage provider.")
+
+
+class OnpremFabric(SpecModel):
+    technology: Literal["infiniband", "roce"] = Field(description="RDMA transport on-prem.")
+    rate_gbps: StrictInt = Field(default=400, description="Link rate per rail in Gbit/s.", examples=[400])
+    subnet_manager: Literal["external", "opensm"] = Field(
+        default="external", description="InfiniBand subnet manager: run by the fabric (UFM, switch) or opensm on the nodes."
+    )
+    mtu: StrictInt = Field(default=4096, description="RDMA MTU (RoCE: 4096 with jumbo frames on the switches).")
+    ipoib_cidr: Cidr | None = Field(default=None, description="IPoIB address range, split across rails.")
