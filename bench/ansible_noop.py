@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from alicerce.emit.ansible.site import ROLLING_BATCH  # noqa: E402
 from alicerce.emit.tree import render_tree  # noqa: E402
-from alicerce.resolve.platform import resolve  # noqa: E402
+from alicerce.rules.validate import validated  # noqa: E402
 from alicerce.spec.loader import load_text  # noqa: E402
 
 PORT = 2222
@@ -208,7 +208,7 @@ def main() -> int:
         _delete_account()  # left over from an interrupted run
         _create_account(work)
         sshd, key = _start_sshd(work, args.hosts)
-        platform = resolve(load_text(_spec(max(args.hosts, 32)), "bench-platform.yaml"), "prod")
+        platform = validated(load_text(_spec(max(args.hosts, 32)), "bench-platform.yaml"), "prod")
         generated = render_tree(platform, subtrees=["ansible"])["ansible/ansible.cfg"]
         project = work / "project"
         project.mkdir()

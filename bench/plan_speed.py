@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from alicerce.plan.platform import plan_platform  # noqa: E402
-from alicerce.resolve.platform import resolve  # noqa: E402
+from alicerce.rules.validate import validated  # noqa: E402
 from alicerce.spec.loader import load_text  # noqa: E402
 
 KINDS = [
@@ -38,7 +38,7 @@ def synthetic(count: int) -> str:
 
 
 def main() -> int:
-    platform = resolve(load_text(synthetic(200), "synthetic.yaml"), "prod")
+    platform = validated(load_text(synthetic(200), "synthetic.yaml"), "prod")
     times = []
     for _ in range(5):
         start = time.perf_counter()

@@ -11,7 +11,7 @@ GIB = 2**30
 
 
 @dataclass(frozen=True)
-class FsxPlan:
+class FsxConfig:
     deployment_type: str
     storage_type: str
     capacity_gib: int
@@ -40,7 +40,7 @@ def next_capacity(option: FsxOption, gib: float) -> int:
     return max(1, math.ceil(gib / option.multipleOfGiB)) * option.multipleOfGiB
 
 
-def plan_fsx(
+def choose_fsx(
     fsx: Fsx,
     deployment_type: str,
     storage_type: str,
@@ -49,7 +49,7 @@ def plan_fsx(
     *,
     per_unit: int | None = None,
     capacity_gib: int | None = None,
-) -> FsxPlan | None:
+) -> FsxConfig | None:
     """The cheapest capacity and per-unit throughput that hold the data and meet the throughput.
 
     Pinned values (``per_unit``, ``capacity_gib``) are kept as written; the rules report them
@@ -57,12 +57,12 @@ def plan_fsx(
     """
     need_mbps = (throughput_bps or 0.0) / 1e6
     want_gib = capacity_bytes / GIB
-    plans: list[FsxPlan] = []
+    plans: list[FsxConfig] = []
     for option in options(fsx, deployment_type, storage_type, per_unit):
         rate = option.baselineMBpsPerTiB
         gib = capacity_gib or next_capacity(option, max(want_gib, need_mbps / rate * 1024))
         cost = gib * GIB / 1e9 * option.usdPerGBMonth
-        plans.append(FsxPlan(deployment_type, storage_type, gib, option.perUnit, gib / 1024 * rate, round(cost, 2)))
+        plans.append(FsxConfig(deployment_type, storage_type, gib, option.perUnit, gib / 1024 * rate, round(cost, 2)))
     if not plans:
         return None
     meeting = [p for p in plans if p.throughput_mbps >= need_mbps]

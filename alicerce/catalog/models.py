@@ -15,8 +15,6 @@ from pydantic import BaseModel, ConfigDict, Field
 Architecture = Literal["volta", "ampere", "ada", "hopper", "blackwell"]
 """NVIDIA GPU architectures the catalog knows, oldest first."""
 
-ARCHITECTURE_ORDER: tuple[Architecture, ...] = ("volta", "ampere", "ada", "hopper", "blackwell")
-
 
 class CatalogModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
@@ -45,7 +43,7 @@ class MigProfile(CatalogModel):
     """One MIG GPU-instance profile of a GPU model."""
 
     name: str = Field(description="Profile name as nvidia-smi and mig-parted spell it, e.g. 1g.10gb.")
-    slices: int = Field(description="Compute slices (of 7) the profile takes.")
+    slices: int = Field(description="Compute slices (of the GPU's computeSlices) the profile takes.")
     memoryGiB: float = Field(description="Framebuffer memory of one instance.")
     maxCount: int = Field(description="How many instances of this profile fit on one GPU.")
 
@@ -54,6 +52,7 @@ class Mig(CatalogModel):
     """Multi-Instance GPU capability."""
 
     maxInstances: int = Field(description="Largest number of GPU instances on one GPU.")
+    computeSlices: int = Field(description="Compute slices one GPU divides into; the profiles of one layout share them.")
     profiles: tuple[MigProfile, ...] = Field(description="Supported GPU-instance profiles.")
 
 

@@ -47,10 +47,10 @@ def onprem(
 ) -> None:
     """Provision the on-prem nodes of ENV: preflight, then rolling batches, then acceptance."""
     from alicerce.emit.tree import EmitError, render_tree, write_tree
-    from alicerce.resolve.platform import resolve
+    from alicerce.rules.validate import validated
     from alicerce.run.ansible import RunError, run_playbook
 
-    platform = resolve(load(spec), env)
+    platform = validated(load(spec), env)
     try:
         files = render_tree(platform, subtrees=["ansible"])
     except EmitError as exc:

@@ -22,9 +22,9 @@ def register(app: typer.Typer) -> None:
 def generate(env: EnvOption, spec: SpecArg = DEFAULT_SPEC, out: OutOption = Path("out"), as_json: JsonOption = False) -> None:
     """Write every generated artifact of one environment into OUT: deterministic bytes, atomically."""
     from alicerce.emit.tree import EmitError, render_tree, write_tree
-    from alicerce.resolve.platform import resolve
+    from alicerce.rules.validate import validated
 
-    platform = resolve(load(spec), env)
+    platform = validated(load(spec), env)
     try:
         files = render_tree(platform)
     except EmitError as exc:

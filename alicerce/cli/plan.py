@@ -31,7 +31,7 @@ def plan(
 ) -> None:
     """Size GPUs, memory, storage throughput, fabric and cost from the declared workloads."""
     from alicerce.plan.platform import plan_platform
-    from alicerce.resolve.platform import resolve
+    from alicerce.rules.validate import validated
 
     document = load(spec)
     environments = document.data.get("environments") or {}
@@ -40,11 +40,11 @@ def plan(
                    next(iter(environments), None))  # fmt: skip
     if env is None:
         raise UsageError("the spec has no environments")
-    result = plan_platform(resolve(document, env))
+    result = plan_platform(validated(document, env))
     if plot is not None:
         from alicerce.emit.charts import write_charts
 
-        others = [result if name == env else plan_platform(resolve(document, name)) for name in environments]
+        others = [result if name == env else plan_platform(validated(document, name)) for name in environments]
         written = write_charts(result, others, plot)
         if not as_json:
             typer.echo(f"wrote {len(written)} charts to {plot}", err=True)

@@ -33,9 +33,9 @@ def preview(env: EnvOption, spec: SpecArg = DEFAULT_SPEC, as_json: JsonOption = 
     """
     from rich.console import Console
 
-    from alicerce.resolve.platform import resolve
+    from alicerce.rules.validate import validated
 
-    rp = resolve(load(spec), env)
+    rp = validated(load(spec), env)
     from alicerce.run.preview import run_preview
 
     if as_json:

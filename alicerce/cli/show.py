@@ -30,9 +30,9 @@ def show(
     """Print one environment's resolved platform: what every emitter will build from."""
     import yaml
 
-    from alicerce.resolve.platform import resolve
+    from alicerce.rules.validate import validated
 
-    data = resolve(load(spec), env).to_data()
+    data = validated(load(spec), env).to_data()
     if output_format is Format.json:
         print(json.dumps(data, indent=2))
     else:

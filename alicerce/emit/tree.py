@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 from alicerce.emit.files import write_tree_atomic
-from alicerce.resolve.platform import ResolvedPlatform
+from alicerce.resolve.model import ResolvedPlatform
 
 Emitter = Callable[[ResolvedPlatform], dict[str, str]]
 """Pure: reads the resolved platform and returns files relative to its subtree."""

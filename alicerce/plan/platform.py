@@ -13,10 +13,10 @@ from typing import Any, ClassVar
 
 from alicerce.catalog import Catalog, load_catalog
 from alicerce.catalog.fsx import GIB as FSX_GIB
-from alicerce.catalog.fsx import plan_fsx
+from alicerce.catalog.fsx import choose_fsx
 from alicerce.catalog.models import Gpu
-from alicerce.plan.sizing import NODE_GPUS, Placement, WorkloadPlan, plan_workload, sharing_replicas
-from alicerce.resolve.platform import ResolvedPlatform, ResolvedPool
+from alicerce.plan.sizing import NODE_GPUS, Placement, WorkloadPlan, plan_workload
+from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
 from alicerce.spec.models import ParallelFsTier, Workload
 
 # which pool purposes may run which workload kind, in order of preference
@@ -189,7 +189,7 @@ def _pool_plan(
 ) -> PoolPlan:
     spec = pool.spec
     per_node = pool.gpus_per_node
-    units_per_gpu = sharing_replicas(spec.sharing)
+    units_per_gpu = pool.gpu_units.per_gpu if pool.gpu_units else 1
     capacity = spec.scaling.max * per_node
     peak = 0
     always_on = 0
@@ -330,7 +330,7 @@ def _storage(platform: ResolvedPlatform, plans: list[WorkloadPlan], catalog: Cat
         fsx = None
         if isinstance(tier.spec, ParallelFsTier) and tier.fsx is not None:
             aws = tier.spec.aws
-            sized = plan_fsx(catalog.fsx, tier.fsx.deployment_type, tier.fsx.storage_type, tier.spec.capacity,
+            sized = choose_fsx(catalog.fsx, tier.fsx.deployment_type, tier.fsx.storage_type, tier.spec.capacity,
                              max(need * 1e9, declared or 0.0),
                              per_unit=aws.per_unit_storage_throughput if aws else None)  # fmt: skip
             if sized is not None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from alicerce.catalog import Catalog
 from alicerce.catalog.models import Gpu, InstanceType, Sizing
-from alicerce.spec.models import MigSharing, TimeSlicing, Workload
+from alicerce.spec.models import Workload
 
 GIB = 2**30
 DAY = 86400.0
@@ -426,7 +426,7 @@ def _sharing(w: Workload, gpu: Gpu, layout: ReplicaLayout, *, replicas: int, loa
     need = (weights + max(1, math.ceil(load * layout.batch)) * kv_per_seq) / (1 - sizing.memoryReserveFraction.value)
     if gpu.mig is not None:
         for profile in sorted(gpu.mig.profiles, key=lambda p: (p.memoryGiB, p.slices)):
-            if profile.slices < 7 and profile.memoryGiB * GIB >= need:
+            if profile.slices < gpu.mig.computeSlices and profile.memoryGiB * GIB >= need:
                 return f"mig {profile.name}"
         return None
     slices = max(2, min(8, int(1 / max(load, 0.125))))
@@ -471,12 +471,3 @@ def plan_workload(w: Workload, place: Placement, catalog: Catalog, candidates: l
             return _empty(w, place, [], ["no tokens declared"], {})
         return plan_training(w, place, catalog, candidates)
     return plan_inference(w, place, catalog, candidates)
-
-
-def sharing_replicas(sharing: object) -> int:
-    """Schedulable units per physical GPU of a pool's sharing mode."""
-    if isinstance(sharing, TimeSlicing):
-        return sharing.replicas
-    if isinstance(sharing, MigSharing):
-        return sum(sharing.profiles.values())
-    return 1

@@ -1,24 +1,18 @@
-"""Defaults a spec gets from the catalog: the tested bill of materials fills unpinned versions."""
+"""The versions an environment runs: the spec's pins over the catalog's tested bill of materials."""
 
 from __future__ import annotations
 
 from alicerce.catalog.models import BillOfMaterials, EksAddonPins
 from alicerce.spec.models import Versions
 
-# spec field (snake_case) -> YAML key of each component version; the EKS add-on pins are a map of their own
+# spec field (snake_case) -> bill-of-materials field (the YAML key); the EKS add-on pins are a map of their own
 VERSION_KEYS = {name: field.alias or name for name, field in Versions.model_fields.items() if name != "eks_addons"}
 
 
-def effective_versions(pinned: Versions, bom: BillOfMaterials) -> dict[str, str]:
-    """Every version: the spec's pin where given, else the bill of materials (keys are YAML keys)."""
-    out: dict[str, str] = {}
-    for name, key in VERSION_KEYS.items():
-        value = getattr(pinned, name)
-        if value is None:
-            value = getattr(bom, key, None)
-        if value is not None:
-            out[key] = value
-    return out
+def effective_versions(pinned: Versions, bom: BillOfMaterials) -> BillOfMaterials:
+    """Every component version, typed: the spec's pin where given, else the bill of materials."""
+    pins = {key: getattr(pinned, name) for name, key in VERSION_KEYS.items() if getattr(pinned, name) is not None}
+    return bom.model_copy(update=pins)
 
 
 def effective_eks_addons(pinned: Versions, catalog: EksAddonPins, kubernetes: str) -> dict[str, str]:

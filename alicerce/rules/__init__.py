@@ -1,4 +1,4 @@
-"""The cross-field rules, listed explicitly: one module per topic, each with its own RuleSet.
+"""The cross-field rules, listed explicitly: one module per topic and one per target, each with its own RuleSet.
 
 :func:`run_rules` runs every rule of :data:`RULE_MODULES` over one environment's merged spec and
 turns each finding into an error located in the user's YAML; waived findings are dropped.
@@ -12,8 +12,11 @@ from alicerce.rules import compute, naming, network, security, storage, tenancy,
 from alicerce.rules.base import Finding, Rule, RuleContext, RuleSet
 from alicerce.spec.errors import SpecError
 from alicerce.spec.loader import Pos, locate
+from alicerce.targets.aws import rules as aws
+from alicerce.targets.onprem import rules as onprem
 
-RULE_MODULES = (compute, naming, network, security, storage, tenancy, versions)
+# provider-neutral topics, then each target's own rules (the one list to extend for a new target)
+RULE_MODULES = (compute, naming, network, security, storage, tenancy, versions, aws, onprem)
 
 
 def _table(sets: tuple[RuleSet, ...]) -> dict[str, Rule]:

@@ -18,6 +18,8 @@ from functools import cached_property
 from typing import Any
 
 from alicerce.catalog import Catalog
+from alicerce.catalog.models import Gpu
+from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
 from alicerce.spec.errors import Path
 from alicerce.spec.models import AwsSite, Environment, NodePool, OnpremSite, PlatformSpec, StorageTier
 
@@ -68,6 +70,7 @@ class RuleContext:
     spec: PlatformSpec
     env_name: str
     catalog: Catalog
+    resolved: ResolvedPlatform  # the environment's decided facts: rules check them, they decide nothing again
     today: datetime.date = field(default_factory=datetime.date.today)
     rules: Mapping[str, Rule] = field(default_factory=dict)  # every rule by id (waivers are checked against it)
 
@@ -86,6 +89,16 @@ class RuleContext:
     @cached_property
     def tiers(self) -> dict[str, StorageTier]:
         return {tier.name: tier for tier in self.spec.storage}
+
+    @cached_property
+    def resolved_pools(self) -> dict[int, ResolvedPool]:
+        """The resolved pools by their position in nodePools (pools at no site of the environment have none)."""
+        return {pool.index: pool for pool in self.resolved.pools}
+
+    def pool_gpu(self, index: int) -> Gpu | None:
+        """The catalog GPU of the pool at ``index`` (None for CPU pools and unknown GPUs)."""
+        pool = self.resolved_pools.get(index)
+        return pool.gpu if pool is not None else None
 
     def pool_site(self, pool: NodePool) -> AwsSite | OnpremSite | None:
         return self.sites.get(pool.site)

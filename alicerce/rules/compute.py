@@ -4,26 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from alicerce.catalog.models import Gpu, InstanceType
+from alicerce.resolve.targets import RESOLVERS
 from alicerce.rules.base import Finding, RuleContext, RuleSet
 from alicerce.spec.errors import did_you_mean
-from alicerce.spec.models import AwsSite, MigSharing, NodePool, OnpremSite, TimeSlicing
+from alicerce.spec.models import MigSharing, OnpremSite, TimeSlicing
 from alicerce.spec.units import expand_hosts
 
 rules = RuleSet()
-
-RESERVED = ("capacity-reservation", "capacity-block")
-
-
-def pool_gpu(ctx: RuleContext, pool: NodePool) -> Gpu | None:
-    return ctx.catalog.gpu(pool.accelerator.model) if pool.accelerator else None
-
-
-def pool_instance(ctx: RuleContext, pool: NodePool) -> InstanceType | None:
-    site = ctx.pool_site(pool)
-    if isinstance(site, AwsSite) and pool.aws is not None:
-        return ctx.catalog.instance(pool.aws.instance_type)
-    return None
 
 
 def _unknown_gpu(ctx: RuleContext, path: tuple[str | int, ...], name: str) -> Finding:
@@ -41,153 +28,30 @@ def accelerator_known(ctx: RuleContext) -> Iterable[Finding]:
             yield _unknown_gpu(ctx, ("workloads", i, "accelerator"), workload.accelerator)
 
 
-@rules.rule("AL208", "instance-type-known", "AWS pools use an instance type the catalog knows.")
-def instance_known(ctx: RuleContext) -> Iterable[Finding]:
-    for i, pool in ctx.indexed_pools():
-        if pool.aws is not None and ctx.catalog.instance(pool.aws.instance_type) is None:
-            name = pool.aws.instance_type
-            hint = did_you_mean(name, ctx.catalog.instance_names()) or "see `alicerce catalog instances`"
-            yield Finding(("nodePools", i, "aws", "instanceType"), f'unknown instance type "{name}"', hint, name)
-
-
-@rules.rule("AL209", "accelerator-matches-instance", "A pool's accelerator model and count match its instance type.")
-def accelerator_matches(ctx: RuleContext) -> Iterable[Finding]:
-    for i, pool in ctx.indexed_pools():
-        instance = pool_instance(ctx, pool)
-        if instance is None:
-            continue
-        gpu = pool_gpu(ctx, pool)
-        path = ("nodePools", i, "accelerator")
-        if instance.gpu is None:
-            if pool.accelerator is not None:
-                yield Finding(
-                    path,
-                    f"{instance.type} has no GPUs, but the pool declares {pool.accelerator.model}",
-                    "remove the accelerator or choose a GPU instance type",
-                    pool.accelerator.model,
-                )
-            continue
-        expected = f"{instance.gpu}:{instance.gpus}"
-        if pool.accelerator is None:
-            yield Finding(
-                ("nodePools", i),
-                f"{instance.type} has {instance.gpus} x {instance.gpu}, but the pool declares no accelerator",
-                f'add accelerator: "{expected}"',
-                resource=pool.name,
-            )
-        elif gpu is not None and (gpu.id != instance.gpu or pool.accelerator.count != instance.gpus):
-            declared = f"{gpu.id}:{pool.accelerator.count}"
-            yield Finding(path, f"{instance.type} has {expected}, not {declared}", f'write "{expected}"', declared)
-
-
-_TARGET_LABEL = {"aws": "AWS", "onprem": "on-prem"}
-_TARGET_SECTION = {"aws": "add aws: {instanceType: ...}", "onprem": "add onprem: {hosts: [...]}"}
-
-
-@rules.rule("AL210", "target-details", "A pool has the details of its site's target: `aws` on AWS, `onprem` on-prem, not the other.")
+@rules.rule("AL210", "target-details", "A pool has the details of its site's target (`aws` on AWS, `onprem` on-prem), not another's.")
 def target_details(ctx: RuleContext) -> Iterable[Finding]:
     for i, pool in ctx.indexed_pools():
         site = ctx.pool_site(pool)
         if site is None:
             continue
-        own, other = ("aws", "onprem") if isinstance(site, AwsSite) else ("onprem", "aws")
-        where = f'pool "{pool.name}" is on {_TARGET_LABEL[own]} site "{site.name}"'
-        if getattr(pool, own) is None:
-            yield Finding(("nodePools", i), f"{where} but has no {own} section", _TARGET_SECTION[own], resource=pool.name)
-        if getattr(pool, other) is not None:
-            yield Finding(
-                ("nodePools", i, other),
-                f"{where}; the {other} section does not apply",
-                f"remove it, or move the pool to an {_TARGET_LABEL[other]} site",
-                key=True,
-            )
-
-
-@rules.rule("AL211", "efa-capable", "A pool on an RDMA fabric at an AWS site uses an EFA-capable instance type.")
-def efa_capable(ctx: RuleContext) -> Iterable[Finding]:
-    for i, pool in ctx.indexed_pools():
-        instance = pool_instance(ctx, pool)
-        if pool.fabric is not None and instance is not None and instance.efa is None:
-            capable = sorted(t.type for t in ctx.catalog.instances if t.efa is not None and t.gpu == instance.gpu)
-            hint = (
-                f"EFA-capable types with the same GPU: {', '.join(capable)}"
-                if capable
-                else "choose an EFA-capable instance type or drop the fabric"
-            )
-            yield Finding(
-                ("nodePools", i, "fabric"), f"{instance.type} has no EFA, so it cannot join fabric {pool.fabric}", hint, pool.fabric
-            )
-
-
-@rules.rule("AL212", "efa-single-zone", "An EFA pool sits in one availability zone of its site (EFA traffic does not cross zones).")
-def efa_single_zone(ctx: RuleContext) -> Iterable[Finding]:
-    for i, pool in ctx.indexed_pools():
-        site = ctx.pool_site(pool)
-        if not isinstance(site, AwsSite) or pool.aws is None:
-            continue
-        zone = pool.aws.zone
-        if zone is not None and zone not in site.zones:
-            yield Finding(
-                ("nodePools", i, "aws", "zone"),
-                f'zone "{zone}" is not one of site {site.name}\'s zones',
-                did_you_mean(zone, site.zones) or f"use one of: {', '.join(site.zones)}",
-                zone,
-            )
-        elif zone is None and pool.fabric is not None and len(site.zones) > 1:
-            yield Finding(
-                ("nodePools", i, "aws"),
-                f'EFA pool "{pool.name}" must be pinned to one zone; site {site.name} has {len(site.zones)}',
-                f'add zone: "{site.zones[0]}" (where your capacity is)',
-                resource=pool.name,
-            )
-
-
-@rules.rule("AL213", "placement-group-capacity", "No forced cluster placement group with capacity reservations or capacity blocks.")
-def placement_group(ctx: RuleContext) -> Iterable[Finding]:
-    for i, pool in ctx.indexed_pools():
-        if pool.aws is not None and pool.aws.placement_group and pool.aws.capacity_type in RESERVED:
-            yield Finding(
-                ("nodePools", i, "aws", "placementGroup"),
-                f"a forced placement group with {pool.aws.capacity_type} capacity fails with InsufficientInstanceCapacity",
-                "remove placementGroup: reserved capacity is already placed together",
-                True,
-            )
-
-
-@rules.rule("AL214", "capacity-reservation-id", "Reserved capacity types name their reservation; others do not.")
-def reservation_id(ctx: RuleContext) -> Iterable[Finding]:
-    for i, pool in ctx.indexed_pools():
-        aws = pool.aws
-        if aws is None:
-            continue
-        if aws.capacity_type in RESERVED and not aws.capacity_reservation_id:
-            yield Finding(
-                ("nodePools", i, "aws", "capacityType"),
-                f"{aws.capacity_type} needs capacityReservationId",
-                "add capacityReservationId: cr-...",
-                aws.capacity_type,
-            )
-        elif aws.capacity_type not in RESERVED and aws.capacity_reservation_id:
-            yield Finding(
-                ("nodePools", i, "aws", "capacityReservationId"),
-                f"capacityReservationId is set but capacityType is {aws.capacity_type}",
-                "set capacityType: capacity-reservation or capacity-block",
-                aws.capacity_reservation_id,
-                key=True,
-            )
-        elif aws.capacity_reservation_id and not aws.capacity_reservation_id.startswith("cr-"):
-            yield Finding(
-                ("nodePools", i, "aws", "capacityReservationId"),
-                f'"{aws.capacity_reservation_id}" is not a capacity reservation id',
-                "ids look like cr-0123456789abcdef0",
-                aws.capacity_reservation_id,
-            )
+        own = RESOLVERS[site.provider].capabilities
+        where = f'pool "{pool.name}" is on {own.label} site "{site.name}"'
+        if getattr(pool, own.pool_section) is None:
+            yield Finding(("nodePools", i), f"{where} but has no {own.pool_section} section", own.pool_section_hint, resource=pool.name)
+        for other in (r.capabilities for r in RESOLVERS.values() if r.capabilities is not own):
+            if getattr(pool, other.pool_section) is not None:
+                yield Finding(
+                    ("nodePools", i, other.pool_section),
+                    f"{where}; the {other.pool_section} section does not apply",
+                    f"remove it, or move the pool to an {other.label} site",
+                    key=True,
+                )
 
 
 @rules.rule("AL215", "mig-capable", "MIG sharing only on MIG-capable GPUs.")
 def mig_capable(ctx: RuleContext) -> Iterable[Finding]:
     for i, pool in ctx.indexed_pools():
-        gpu = pool_gpu(ctx, pool)
+        gpu = ctx.pool_gpu(i)
         if isinstance(pool.sharing, MigSharing) and gpu is not None and gpu.mig is None:
             capable = sorted(g.id for g in ctx.catalog.gpus if g.mig is not None)
             yield Finding(
@@ -201,7 +65,7 @@ def mig_capable(ctx: RuleContext) -> Iterable[Finding]:
 @rules.rule("AL216", "mig-profiles", "MIG profiles exist for the GPU and fit on it together.")
 def mig_profiles(ctx: RuleContext) -> Iterable[Finding]:
     for i, pool in ctx.indexed_pools():
-        gpu = pool_gpu(ctx, pool)
+        gpu = ctx.pool_gpu(i)
         if not isinstance(pool.sharing, MigSharing) or gpu is None or gpu.mig is None:
             continue
         known = {p.name: p for p in gpu.mig.profiles}
@@ -226,11 +90,12 @@ def mig_profiles(ctx: RuleContext) -> Iterable[Finding]:
                 yield Finding((*base, name), f"{name} fits at most {profile.maxCount} times on one {gpu.id}, not {count}", None, count)
             slices += profile.slices * count
             memory += profile.memoryGiB * count
-        if slices > 7:
+        capacity = gpu.mig.computeSlices
+        if slices > capacity:
             yield Finding(
                 base,
-                f"the profiles take {slices} compute slices; one {gpu.id} has 7",
-                "drop instances until the slices add up to 7 or fewer",
+                f"the profiles take {slices} compute slices; one {gpu.id} has {capacity}",
+                f"drop instances until the slices add up to {capacity} or fewer",
                 resource=pool.name,
             )
         elif memory > gpu.memoryGB:

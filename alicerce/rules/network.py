@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import ipaddress
-import re
 from collections.abc import Iterable, Iterator
 
 from alicerce.rules.base import Finding, RuleContext, RuleSet
 from alicerce.spec.errors import Path
-from alicerce.spec.models import AwsSite, OnpremSite
+from alicerce.spec.models import AwsSite
 
 rules = RuleSet()
 
@@ -54,41 +53,3 @@ def cidr_overlap(ctx: RuleContext) -> Iterable[Finding]:
                     str(network),
                 )
         seen.append((label, network, routed))
-
-
-@rules.rule("AL241", "zones-in-region", "An AWS site's zones belong to its region and are listed once.")
-def zones_in_region(ctx: RuleContext) -> Iterable[Finding]:
-    for s, site in enumerate(ctx.env.sites):
-        if not isinstance(site, AwsSite):
-            continue
-        seen: set[str] = set()
-        for z, zone in enumerate(site.zones):
-            path = ("environments", ctx.env_name, "sites", s, "zones", z)
-            if not re.fullmatch(rf"{re.escape(site.region)}(?:[a-z]|-[a-z]+-\d+[a-z])", zone):
-                yield Finding(path, f'zone "{zone}" is not in region {site.region}', f'zones look like "{site.region}a"', zone)
-            elif zone in seen:
-                yield Finding(path, f'zone "{zone}" is listed twice', None, zone)
-            seen.add(zone)
-
-
-@rules.rule("AL242", "fabric-target", "A fabric used at an on-prem site says whether it is InfiniBand or RoCE.")
-def fabric_target(ctx: RuleContext) -> Iterable[Finding]:
-    fabrics = {f.name: (i, f) for i, f in enumerate(ctx.spec.networks.fabrics)}
-    for i, pool in ctx.indexed_pools():
-        if pool.fabric is None or pool.fabric not in fabrics:
-            continue
-        f, fabric = fabrics[pool.fabric]
-        if isinstance(ctx.pool_site(pool), OnpremSite) and fabric.onprem is None:
-            yield Finding(
-                ("networks", "fabrics", f),
-                f'fabric "{fabric.name}" is used by on-prem pool "{pool.name}" but has no onprem section',
-                "add onprem: {technology: infiniband} (or roce)",
-                resource=fabric.name,
-            )
-        if pool.onprem is not None and pool.onprem.hcas is not None and pool.onprem.hcas < fabric.rails:
-            yield Finding(
-                ("nodePools", i, "onprem", "hcas"),
-                f"{pool.onprem.hcas} adapters per host cannot serve {fabric.rails} rails",
-                f"set hcas to at least {fabric.rails} or lower the fabric's rails",
-                pool.onprem.hcas,
-            )

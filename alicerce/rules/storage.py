@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from alicerce.catalog.fsx import GIB, is_valid_capacity, next_capacity, options, plan_fsx
-from alicerce.catalog.models import FsxOption
+from alicerce.catalog.fsx import options
 from alicerce.rules.base import Finding, RuleContext, RuleSet
 from alicerce.spec.models import (
     AwsSite,
@@ -46,119 +45,6 @@ def storage_target(ctx: RuleContext) -> Iterable[Finding]:
                     f"FSx {fsx.deployment_type} has no {fsx.storage_type} storage",
                     "HDD exists only with PERSISTENT_1",
                     fsx.storage_type,
-                )
-
-
-@rules.rule("AL231", "fsx-per-unit-throughput", "An FSx per-unit throughput is one its deployment type accepts.")
-def fsx_per_unit(ctx: RuleContext) -> Iterable[Finding]:
-    for i, tier in enumerate(ctx.spec.storage):
-        if not isinstance(tier, ParallelFsTier) or tier.aws is None or tier.aws.per_unit_storage_throughput is None:
-            continue
-        aws = tier.aws
-        allowed = [o.perUnit for o in options(ctx.catalog.fsx, aws.deployment_type, aws.storage_type) if o.perUnit]
-        path = ("storage", i, "aws", "perUnitStorageThroughput")
-        if not allowed:
-            yield Finding(
-                path,
-                f"{aws.deployment_type} takes no perUnitStorageThroughput",
-                "scratch file systems have a fixed throughput; remove the setting",
-                aws.per_unit_storage_throughput,
-                key=True,
-            )
-        elif aws.per_unit_storage_throughput not in allowed:
-            yield Finding(
-                path,
-                f"{aws.deployment_type} {aws.storage_type} accepts {', '.join(map(str, allowed))} MB/s/TiB, "
-                f"not {aws.per_unit_storage_throughput}",
-                None,
-                aws.per_unit_storage_throughput,
-            )
-
-
-def _steps_text(option: FsxOption) -> str:
-    fixed = ", ".join(f"{g:,}" for g in option.fixedGiB)
-    return f"{fixed + ' GiB or ' if fixed else ''}multiples of {option.multipleOfGiB:,} GiB"
-
-
-@rules.rule("AL232", "fsx-capacity-steps", "A pinned FSx capacity is a size AWS accepts for the deployment type.")
-def fsx_capacity(ctx: RuleContext) -> Iterable[Finding]:
-    for i, tier in enumerate(ctx.spec.storage):
-        if not isinstance(tier, ParallelFsTier) or tier.aws is None or tier.aws.storage_capacity is None:
-            continue
-        aws = tier.aws
-        path = ("storage", i, "aws", "storageCapacity")
-        capacity = aws.storage_capacity
-        assert capacity is not None
-        gib = capacity / GIB
-        fitting = options(ctx.catalog.fsx, aws.deployment_type, aws.storage_type, aws.per_unit_storage_throughput)
-        if not fitting:
-            continue  # AL230/AL231 report the combination itself
-        if gib != int(gib) or not any(is_valid_capacity(o, int(gib)) for o in fitting):
-            floor = max(gib, tier.capacity / GIB)
-            near = sorted({next_capacity(o, floor) for o in fitting})
-            steps = "; ".join(sorted({_steps_text(o) for o in fitting}))
-            yield Finding(
-                path,
-                f"FSx {aws.deployment_type} {aws.storage_type} takes {steps}, not {gib:g} GiB",
-                "try " + " or ".join(f"{g}GiB" for g in near),
-                f"{gib:g}GiB",
-            )
-        elif gib < tier.capacity / GIB:
-            yield Finding(
-                path,
-                f"storageCapacity {gib:g} GiB is smaller than the tier's capacity {tier.capacity / GIB:g} GiB",
-                "raise storageCapacity or lower capacity",
-                f"{gib:g}GiB",
-            )
-
-
-@rules.rule("AL233", "parallel-fs-throughput", "A parallel-fs tier's pinned FSx settings deliver its declared throughput.")
-def parallel_fs_throughput(ctx: RuleContext) -> Iterable[Finding]:
-    for i, tier in enumerate(ctx.spec.storage):
-        if not isinstance(tier, ParallelFsTier) or tier.aws is None or tier.throughput is None:
-            continue
-        if not any(isinstance(s, AwsSite) for s in ctx.tier_sites(tier)):
-            continue
-        aws = tier.aws
-        if aws.per_unit_storage_throughput is None and aws.storage_capacity is None:
-            continue  # derived: resolve picks capacity and per-unit throughput that meet it
-        capacity_gib = int(aws.storage_capacity / GIB) if aws.storage_capacity else None
-        plan = plan_fsx(
-            ctx.catalog.fsx,
-            aws.deployment_type,
-            aws.storage_type,
-            tier.capacity,
-            tier.throughput,
-            per_unit=aws.per_unit_storage_throughput,
-            capacity_gib=capacity_gib,
-        )
-        if plan is not None and plan.throughput_mbps * 1e6 < tier.throughput:
-            need = tier.throughput / 1e9
-            yield Finding(
-                ("storage", i, "throughput"),
-                f"{plan.capacity_gib:,} GiB at {plan.per_unit_throughput or 'baseline'} MB/s/TiB gives "
-                f"{plan.throughput_mbps / 1000:.2f} GB/s, below the {need:g} GB/s declared",
-                "remove the pinned storageCapacity/perUnitStorageThroughput to let alicerce size it, or raise them",
-                tier.throughput,
-            )
-
-
-@rules.rule("AL234", "local-nvme-pools", "Pools in a local-nvme tier have instance-store NVMe.")
-def local_nvme(ctx: RuleContext) -> Iterable[Finding]:
-    for i, tier in enumerate(ctx.spec.storage):
-        if not isinstance(tier, LocalNvmeTier):
-            continue
-        for j, name in enumerate(tier.pools):
-            pool = ctx.pools.get(name)
-            if pool is None or pool.aws is None or not isinstance(ctx.pool_site(pool), AwsSite):
-                continue
-            instance = ctx.catalog.instance(pool.aws.instance_type)
-            if instance is not None and instance.localNvme is None:
-                yield Finding(
-                    ("storage", i, "pools", j),
-                    f"{instance.type} (pool {name}) has no instance-store NVMe",
-                    "choose an instance type with local NVMe or drop the pool from this tier",
-                    name,
                 )
 
 

@@ -7,52 +7,41 @@ from collections.abc import Iterable
 
 from alicerce.rules.base import Finding, RuleContext, RuleSet
 from alicerce.spec.errors import did_you_mean, one_of
-from alicerce.spec.models import NodePool, TimeSlicing
 
 rules = RuleSet()
 
 
-def pool_gpu_capacity(pool: NodePool) -> int:
-    """Schedulable GPUs of a pool at its max size (time-sliced GPUs count once per replica)."""
-    if pool.accelerator is None:
-        return 0
-    per_gpu = pool.sharing.replicas if isinstance(pool.sharing, TimeSlicing) else 1
-    return pool.scaling.max * pool.accelerator.count * per_gpu
-
-
-@rules.rule("AL260", "quota-capacity", "Team GPU quotas on a pool add up to no more than the pool's GPUs at max size.")
+@rules.rule("AL260", "quota-capacity", "Team GPU quotas on a pool add up to no more than the pool's GPU units at max size.")
 def quota_capacity(ctx: RuleContext) -> Iterable[Finding]:
+    pools = {p.name: p for p in ctx.resolved.pools if p.gpu_units is not None}
     totals: dict[str, int] = defaultdict(int)
     last: dict[str, tuple[int, int]] = {}
-    for i, team in enumerate(ctx.spec.tenancy.teams):
-        for j, quota in enumerate(team.quotas):
-            totals[quota.pool] += quota.gpus
-            last[quota.pool] = (i, j)
-            pool = ctx.pools.get(quota.pool)
-            if pool is not None and quota.borrowing_limit is not None and pool.accelerator is not None:
-                room = pool_gpu_capacity(pool) - quota.gpus
+    for team in ctx.resolved.teams:
+        for quota in team.quotas:
+            totals[quota.pool] += quota.units
+            last[quota.pool] = (team.index, quota.index)
+            pool = pools.get(quota.pool)
+            if pool is not None and quota.borrowing_limit is not None:
+                room = pool.max_gpu_units - quota.units
                 if quota.borrowing_limit > room:
                     yield Finding(
-                        ("tenancy", "teams", i, "quotas", j, "borrowingLimit"),
-                        f"borrowing {quota.borrowing_limit} GPUs on top of {quota.gpus} exceeds "
-                        f"pool {pool.name}'s {pool_gpu_capacity(pool)}",
+                        ("tenancy", "teams", team.index, "quotas", quota.index, "borrowingLimit"),
+                        f"borrowing {quota.borrowing_limit} GPUs on top of {quota.units} exceeds pool {pool.name}'s {pool.max_gpu_units}",
                         f"lower borrowingLimit to {max(room, 0)}",
                         quota.borrowing_limit,
                     )
     for pool_name, total in totals.items():
-        pool = ctx.pools.get(pool_name)
-        if pool is None or pool.accelerator is None or pool.site not in ctx.sites:
+        pool = pools.get(pool_name)
+        if pool is None or pool.gpu_units is None or total <= pool.max_gpu_units:
             continue
-        capacity = pool_gpu_capacity(pool)
-        if total > capacity:
-            i, j = last[pool_name]
-            yield Finding(
-                ("tenancy", "teams", i, "quotas", j, "gpus"),
-                f"quotas on pool {pool_name} add up to {total} GPUs; at max {pool.scaling.max} nodes it has {capacity}",
-                f"raise the pool's max to {-(-total // (capacity // max(pool.scaling.max, 1) or 1))} nodes or lower the quotas",
-                total,
-                resource=pool_name,
-            )
+        i, j = last[pool_name]
+        yield Finding(
+            ("tenancy", "teams", i, "quotas", j, "gpus"),
+            f"quotas on pool {pool_name} add up to {total} GPUs; at max {pool.spec.scaling.max} nodes it has {pool.max_gpu_units}",
+            f"raise the pool's max to {-(-total // max(pool.gpu_units.per_node, 1))} nodes or lower the quotas",
+            total,
+            resource=pool_name,
+        )
 
 
 @rules.rule("AL261", "slo-fields", "SLOs have the fields their kind needs.")

@@ -1,4 +1,9 @@
-"""The validation pipeline: schema, then each environment's overlay, then cross-field rules."""
+"""The validation pipeline: schema, then each environment's overlay, its resolved facts, then cross-field rules.
+
+Each environment is resolved once (:func:`alicerce.resolve.platform.resolve_spec`, total on any
+schema-valid spec) and the rules check those facts; :func:`validated` hands the same resolved
+platform to the commands that go on to plan or emit.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from alicerce.catalog import Catalog, load_catalog
+from alicerce.resolve.model import ResolvedPlatform
+from alicerce.resolve.platform import resolve_spec
 from alicerce.rules import RULES, RuleContext, run_rules
 from alicerce.spec.errors import SpecError, SpecInvalid, did_you_mean, sorted_unique
 from alicerce.spec.loader import Document, Pos, node_at
@@ -26,6 +33,7 @@ class EnvironmentSpec:
     spec: PlatformSpec
     data: dict[str, Any]
     pos: Pos
+    resolved: ResolvedPlatform
 
 
 @dataclass(frozen=True)
@@ -93,8 +101,9 @@ def check(
         errors.extend(schema_errors)
         if spec is None:
             continue
-        merged[env] = EnvironmentSpec(env, spec, data, pos)
-        errors.extend(run_rules(RuleContext(spec, env, catalog, date, RULES), pos))
+        resolved = resolve_spec(spec, env, catalog)
+        merged[env] = EnvironmentSpec(env, spec, data, pos, resolved)
+        errors.extend(run_rules(RuleContext(spec, env, catalog, resolved, date, RULES), pos))
     return Checked(base, merged, sorted_unique(errors, chosen))
 
 
@@ -102,3 +111,11 @@ def load_and_check(path: str, environments: list[str] | None = None, *, display:
     from alicerce.spec.loader import load_file
 
     return check(load_file(path, display), environments)
+
+
+def validated(document: Document, env: str, catalog: Catalog | None = None) -> ResolvedPlatform:
+    """Environment ``env`` of a loaded document, checked and resolved; raises :class:`SpecInvalid` on errors."""
+    checked = check(document, [env], catalog=catalog)
+    if checked.errors:
+        raise SpecInvalid(checked.errors)
+    return checked.environments[env].resolved

@@ -5,16 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from alicerce.catalog.models import Release
-from alicerce.resolve.versions import effective_versions
 from alicerce.rules.base import Finding, RuleContext, RuleSet
 from alicerce.spec.errors import did_you_mean
 from alicerce.spec.models import MigSharing, OnpremSite
 
 rules = RuleSet()
-
-
-def _versions(ctx: RuleContext) -> dict[str, str]:
-    return effective_versions(ctx.spec.versions, ctx.catalog.versions.bom)
 
 
 def _path(key: str) -> tuple[str, ...]:
@@ -43,7 +38,7 @@ def versions_known(ctx: RuleContext) -> Iterable[Finding]:
             yield Finding(
                 _path(key), f'{key} "{value}" is not in the compatibility matrix', did_you_mean(value, choices) or f"known: {newest}", value
             )
-    branch = _versions(ctx).get("driverBranch")
+    branch = ctx.resolved.versions.driverBranch
     driver = pinned.get("driverVersion")
     if driver is not None and branch is not None and not driver.startswith(f"{branch}."):
         yield Finding(
@@ -53,11 +48,11 @@ def versions_known(ctx: RuleContext) -> Iterable[Finding]:
 
 @rules.rule("AL251", "versions-compatible", "Kubernetes, GPU Operator, driver branch, Network Operator and Kueue work together.")
 def versions_compatible(ctx: RuleContext) -> Iterable[Finding]:
-    v = _versions(ctx)
+    v = ctx.resolved.versions
     matrix = ctx.catalog.versions
-    kube = v.get("kubernetes")
+    kube = v.kubernetes
     ops = ctx.spec.operators
-    gpu_op = next((r for r in matrix.gpuOperator if r.version == v.get("gpuOperator")), None)
+    gpu_op = next((r for r in matrix.gpuOperator if r.version == v.gpuOperator), None)
     if gpu_op is not None and ops.gpu_operator.enabled:
         if kube not in gpu_op.kubernetes:
             yield Finding(
@@ -66,7 +61,7 @@ def versions_compatible(ctx: RuleContext) -> Iterable[Finding]:
                 f"it supports {', '.join(gpu_op.kubernetes)}",
                 gpu_op.version,
             )
-        branch = v.get("driverBranch")
+        branch = v.driverBranch
         if branch not in gpu_op.driverBranches:
             yield Finding(
                 _path("driverBranch"),
@@ -79,7 +74,7 @@ def versions_compatible(ctx: RuleContext) -> Iterable[Finding]:
         ("kueue", "Kueue", matrix.kueue, ops.kueue.enabled),
     ]
     for key, label, known, enabled in releases:
-        release = next((r for r in known if r.version == v.get(key)), None)
+        release = next((r for r in known if r.version == getattr(v, key)), None)
         if release is not None and enabled and kube not in release.kubernetes:
             yield Finding(
                 _path(key),
@@ -89,18 +84,18 @@ def versions_compatible(ctx: RuleContext) -> Iterable[Finding]:
             )
     rdma = any(f.gpu_direct_rdma for f in ctx.spec.networks.fabrics)
     for bad in matrix.incompatibilities:
-        if bad.gpuOperator not in (None, v.get("gpuOperator")) or bad.networkOperator not in (None, v.get("networkOperator")):
+        if bad.gpuOperator not in (None, v.gpuOperator) or bad.networkOperator not in (None, v.networkOperator):
             continue
         if bad.feature == "rdma" and not rdma:
             continue
         key = "networkOperator" if bad.networkOperator else "gpuOperator"
-        yield Finding(_path(key), bad.message, f"see {bad.source.url}", v.get(key))
+        yield Finding(_path(key), bad.message, f"see {bad.source.url}", getattr(v, key))
 
 
 @rules.rule("AL252", "driver-supports-gpus", "The driver branch supports every GPU architecture in use, with the kernel modules it needs.")
 def driver_supports(ctx: RuleContext) -> Iterable[Finding]:
-    v = _versions(ctx)
-    branch = next((d for d in ctx.catalog.versions.driverBranches if d.branch == v.get("driverBranch")), None)
+    v = ctx.resolved.versions
+    branch = next((d for d in ctx.catalog.versions.driverBranches if d.branch == v.driverBranch), None)
     if branch is None:
         return
     module_type = ctx.spec.operators.gpu_operator.kernel_module_type
@@ -150,7 +145,7 @@ def operator_dependencies(ctx: RuleContext) -> Iterable[Finding]:
         yield Finding(
             ("operators", "networkOperator", "enabled"), "on-prem RDMA pools need the Network Operator", "enable networkOperator", False
         )
-    version = _versions(ctx).get("networkOperator")
+    version = ctx.resolved.versions.networkOperator
     releases = ctx.catalog.versions.networkOperator
     release = next((r for r in releases if r.version == version), None)
     if ops.network_operator.enabled and onprem_rdma and release is not None and release.components is None:

@@ -20,7 +20,7 @@ from typing import Any
 import pulumi
 from pulumi.runtime import mocks, rpc
 
-from alicerce.resolve.platform import ResolvedPlatform
+from alicerce.resolve.model import ResolvedPlatform
 from alicerce.spec.models import AwsSite
 
 SECRET = "[secret]"
@@ -244,7 +244,7 @@ def run_preview(rp: ResolvedPlatform, program: Callable[[ResolvedPlatform], dict
     """Run the program for ``rp`` under the mock engine and return everything it declared."""
     from alicerce.emit.pulumi.program import build
 
-    aws_site = next((s for s in rp.sites if isinstance(s, AwsSite)), None)
+    aws_site = next((s.spec for s in rp.sites if isinstance(s.spec, AwsSite)), None)
     recorder = Recorder(*((aws_site.region, aws_site.account) if aws_site else ()))
     mocks.set_mocks(recorder, project="alicerce-platform", stack=rp.environment, preview=True, monitor=_Monitor(recorder))
     result: dict[str, Any] = {}

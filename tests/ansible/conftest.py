@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from alicerce.emit.tree import render_tree, write_tree
-from alicerce.resolve.platform import ResolvedPlatform, resolve
+from alicerce.resolve.model import ResolvedPlatform
+from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_file
 from tests.conftest import ROOT
 
@@ -31,7 +32,7 @@ def tool(name: str) -> str:
 
 @pytest.fixture(scope="session")
 def prod() -> ResolvedPlatform:
-    return resolve(load_file(ROOT / "platform.yaml", "platform.yaml"), "prod")
+    return validated(load_file(ROOT / "platform.yaml", "platform.yaml"), "prod")
 
 
 @pytest.fixture(scope="session")

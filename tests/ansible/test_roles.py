@@ -11,9 +11,8 @@ import pytest
 import yaml
 
 from alicerce.emit.ansible.role_vars import ROLE_VARS, argument_specs_text, defaults, defaults_text, field_flag
-from alicerce.emit.ansible.site import plan_site
-from alicerce.resolve.platform import ResolvedPlatform
-from alicerce.spec.models import OnpremSite
+from alicerce.emit.ansible.site import inventory_site
+from alicerce.resolve.model import ResolvedPlatform
 from tests.ansible.conftest import tool
 from tests.conftest import ROOT
 
@@ -34,7 +33,7 @@ def test_argument_specs_defaults_and_model_are_one_interface(model: Any) -> None
 
 
 def test_generator_writes_every_public_variable_of_every_role(prod: ResolvedPlatform, generated: Path) -> None:
-    site = next(s for s in prod.sites if isinstance(s, OnpremSite))
+    site = next(s for s in prod.sites if s.capabilities.nodes_by_ansible)
     written = yaml.safe_load((generated / "group_vars" / "pool_onprem_h100.yml").read_text())
     inventory = (generated / "inventory.yml").read_text()
     for model in ROLE_VARS:
@@ -43,7 +42,7 @@ def test_generator_writes_every_public_variable_of_every_role(prod: ResolvedPlat
         assert {k for k in written if k.startswith(model.ROLE + "_")} | per_host == public, model.ROLE
         for name in per_host:
             assert f"{name}:" in inventory
-    plan = plan_site(prod, site)
+    plan = inventory_site(prod, site)
     assert len(plan.host_vars) == 32
 
 

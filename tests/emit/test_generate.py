@@ -12,9 +12,9 @@ import yaml
 from typer.testing import CliRunner
 
 from alicerce.cli import build_app
-from alicerce.emit.ansible.site import plan_ipoib
+from alicerce.emit.ansible.site import ipoib_addresses
 from alicerce.emit.tree import EMITTERS, MANIFEST, EmitError, hand_edits, render_tree
-from alicerce.resolve.platform import resolve
+from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_file
 from tests.conftest import ROOT
 
@@ -58,7 +58,7 @@ def test_generate_is_byte_identical_and_atomic(tmp_path: Path) -> None:
 
 
 def test_inventory_groups_by_site_pool_purpose_and_rack() -> None:
-    files = render_tree(resolve(load_file(ROOT / "platform.yaml", "platform.yaml"), "prod"))
+    files = render_tree(validated(load_file(ROOT / "platform.yaml", "platform.yaml"), "prod"))
     inventory = yaml.safe_load(files["ansible/inventory.yml"])["all"]["children"]
     pool = inventory["site_dc1"]["children"]["pool_onprem_h100"]
     assert sorted(pool["children"]) == ["rack_dc1_r01", "rack_dc1_r02"]
@@ -78,7 +78,7 @@ def test_inventory_groups_by_site_pool_purpose_and_rack() -> None:
 
 
 def test_group_vars_follow_the_spec() -> None:
-    files = render_tree(resolve(load_file(ROOT / "platform.yaml", "platform.yaml"), "prod"))
+    files = render_tree(validated(load_file(ROOT / "platform.yaml", "platform.yaml"), "prod"))
     data = yaml.safe_load(files["ansible/group_vars/pool_onprem_h100.yml"])
     assert (data["nvidia_driver_branch"], data["nvidia_driver_version"]) == ("580", "580.173.02")
     assert data["nvidia_driver_kernel_module_type"] == "open"  # operators.gpuOperator.kernelModuleType
@@ -91,14 +91,14 @@ def test_group_vars_follow_the_spec() -> None:
 
 
 def test_environments_without_onprem_sites_get_no_ansible_tree() -> None:
-    files = render_tree(resolve(load_file(ROOT / "platform.yaml", "platform.yaml"), "dev"))
+    files = render_tree(validated(load_file(ROOT / "platform.yaml", "platform.yaml"), "dev"))
     assert not [p for p in files if p.startswith("ansible/")]
     assert set(files) == {".alicerce/manifest.json", ".alicerce/resolved.json"}
     assert "ansible" in EMITTERS
 
 
 def test_ipoib_plan_splits_the_range_per_rail_and_refuses_overflow() -> None:
-    plan = plan_ipoib(ipaddress.ip_network("10.40.0.0/16"), 8, ["a", "b"])
+    plan = ipoib_addresses(ipaddress.ip_network("10.40.0.0/16"), 8, ["a", "b"])
     assert plan["b"] == [f"10.40.{32 * i}.2/19" for i in range(8)]
     with pytest.raises(EmitError, match="gives 2 addresses per rail"):
-        plan_ipoib(ipaddress.ip_network("10.40.0.0/27"), 8, ["a", "b", "c"])
+        ipoib_addresses(ipaddress.ip_network("10.40.0.0/27"), 8, ["a", "b", "c"])

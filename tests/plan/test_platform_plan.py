@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from alicerce.plan.platform import plan_platform
-from alicerce.resolve.platform import resolve
+from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_file
 from tests.conftest import ROOT
 
@@ -23,7 +23,7 @@ ISSUE_KEYS = {
 
 
 def test_reference_prod_plan() -> None:
-    plan = plan_platform(resolve(REFERENCE, "prod"))
+    plan = plan_platform(validated(REFERENCE, "prod"))
     by_name = {w.name: w for w in plan.workloads}
     assert by_name["llm-pretrain"].pool == "onprem-h100"
     assert by_name["llm-pretrain"].wall_clock_days is not None and by_name["llm-pretrain"].wall_clock_days <= 60
@@ -37,7 +37,7 @@ def test_too_small_pool_names_the_days_and_the_nodes_needed() -> None:
     text = (ROOT / "platform.yaml").read_text().replace("    tokens: 1T\n", "    tokens: 2T\n", 1)
     from alicerce.spec.loader import load_text
 
-    plan = plan_platform(resolve(load_text(text, "p.yaml"), "prod"))
+    plan = plan_platform(validated(load_text(text, "p.yaml"), "prod"))
     (finding,) = [f for f in plan.findings if f.subject == "llm-pretrain"]
     assert finding.severity == "error"
     assert finding.message.startswith("pool onprem-h100 with max 32 nodes finishes llm-pretrain in ")
@@ -45,8 +45,8 @@ def test_too_small_pool_names_the_days_and_the_nodes_needed() -> None:
 
 
 def test_json_has_the_documented_shape_and_is_deterministic() -> None:
-    first = plan_platform(resolve(REFERENCE, "prod")).to_json()
-    second = plan_platform(resolve(load_file(ROOT / "platform.yaml"), "prod")).to_json()
+    first = plan_platform(validated(REFERENCE, "prod")).to_json()
+    second = plan_platform(validated(load_file(ROOT / "platform.yaml"), "prod")).to_json()
     assert json.dumps(first) == json.dumps(second)
     for workload in first["workloads"]:
         assert set(workload) >= ISSUE_KEYS

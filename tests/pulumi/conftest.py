@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from alicerce.resolve.platform import ResolvedPlatform, resolve
+from alicerce.resolve.model import ResolvedPlatform
+from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_file
 from tests.conftest import ROOT
 
@@ -41,16 +42,16 @@ def reference() -> dict[str, Any]:
 def resolved(data: dict[str, Any], env: str, tmp: Path) -> ResolvedPlatform:
     path = tmp / "platform.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return resolve(load_file(path, str(path)), env)
+    return validated(load_file(path, str(path)), env)
 
 
 @functools.cache
 def _preview(variant: str, env: str) -> Any:
     import tempfile
 
-    from alicerce.emit.pulumi.program import StackSettings, build
+    from alicerce.emit.pulumi.program import build
+    from alicerce.emit.pulumi.stack import OidcIdentity, StackSettings
     from alicerce.run.preview import OfflineSecrets, run_preview
-    from alicerce.targets.aws.components.cluster import OidcIdentity
 
     data = reference()
     settings = StackSettings()

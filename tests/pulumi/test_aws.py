@@ -10,9 +10,10 @@ import pytest
 
 from alicerce.catalog import load_catalog
 from alicerce.catalog.models import Efa, InstanceType
+from alicerce.spec.models import AwsSite
 from alicerce.targets.aws.components.cluster import ClusterArgs
-from alicerce.targets.aws.components.gpu_node_pool import Interface, plan_interfaces
-from alicerce.targets.aws.components.network import plan_subnets
+from alicerce.targets.aws.components.gpu_node_pool import Interface, efa_interface_layout
+from alicerce.targets.aws.components.network import subnet_layout
 from tests.pulumi.conftest import covers, reference, resolved
 
 TAG_KEYS = ("alicerce.dev/platform", "alicerce.dev/environment", "alicerce.dev/cost-center")
@@ -73,7 +74,7 @@ def test_efa_layout_skips_ena_only_cards() -> None:
             "efa": Efa(maxInterfaces=16, networkCards=17, enaOnlyCards=(0,)),
         }
     )
-    layout = plan_interfaces(b300, 16)
+    layout = efa_interface_layout(b300, 16)
     assert layout[0] == Interface(0, 0, "interface")
     assert [(i.card, i.device) for i in layout[1:]] == [(c, 0) for c in range(1, 17)]
     assert all(i.type == "efa-only" for i in layout[1:])
@@ -142,7 +143,7 @@ def test_pools_spread_over_zones_unless_pinned(prod: Any) -> None:
 def test_eks_encrypts_secrets_logs_everything_and_is_private_in_prod(prod: Any) -> None:
     rp, result = prod
     eks = one(result, "aws-cluster-eks")
-    assert eks["version"] == rp.versions["kubernetes"] == "1.35"
+    assert eks["version"] == rp.versions.kubernetes == "1.35"
     assert eks["encryptionConfig"]["resources"] == ["secrets"]
     assert eks["encryptionConfig"]["provider"]["keyArn"].startswith("arn:aws:kms:")
     assert eks["enabledClusterLogTypes"] == ["api", "audit", "authenticator", "controllerManager", "scheduler"]
@@ -183,8 +184,8 @@ def test_spec_pins_override_the_catalog_and_fill_its_gaps(tmp_path: Any) -> None
     rp = resolved(data, "prod", tmp_path)
     assert rp.eks_addons["coredns"] == "v1.14.2-eksbuild.4"
     assert rp.eks_addons["aws-ebs-csi-driver"] == "v1.66.0-eksbuild.1"
-    assert rp.eks_addons["kube-proxy"] == load_catalog().versions.eksAddons["kube-proxy"].versions[rp.versions["kubernetes"]]
-    site = next(s for s in rp.sites if s.provider == "aws")
+    assert rp.eks_addons["kube-proxy"] == load_catalog().versions.eksAddons["kube-proxy"].versions[rp.versions.kubernetes]
+    site = next(s.spec for s in rp.sites if isinstance(s.spec, AwsSite))
     args = ClusterArgs.from_resolved(rp, site, vpc_id="vpc-1", subnet_ids=["subnet-1"], kms_key_arn=None)
     assert args.addon_versions == rp.eks_addons
 
@@ -222,7 +223,7 @@ def test_access_entries_and_team_identity_provider(dev: Any) -> None:
 )
 def test_network_has_subnets_per_zone_nat_per_zone_in_prod_endpoints_and_flow_logs(prod: Any, dev: Any) -> None:
     rp, result = prod
-    zones = rp.sites[0].zones
+    zones = rp.site("aws").spec.zones  # type: ignore[union-attr]
     subnets = result.of_type("aws:ec2/subnet:Subnet")
     assert sorted(s.inputs["availabilityZone"] for s in subnets) == sorted(zones * 2)
     assert len(result.of_type("aws:ec2/natGateway:NatGateway")) == 3 == len(result.of_type("aws:ec2/eip:Eip"))
@@ -239,7 +240,7 @@ def test_network_has_subnets_per_zone_nat_per_zone_in_prod_endpoints_and_flow_lo
 def test_subnet_plan_leaves_room_and_never_overlaps() -> None:
     import ipaddress
 
-    plans = plan_subnets("10.20.0.0/16", ("a", "b", "c"))
+    plans = subnet_layout("10.20.0.0/16", ("a", "b", "c"))
     nets = [ipaddress.ip_network(n) for p in plans for n in (p.private, p.public)]
     assert [p.private for p in plans] == ["10.20.0.0/18", "10.20.64.0/18", "10.20.128.0/18"]
     assert all(not a.overlaps(b) for i, a in enumerate(nets) for b in nets[i + 1 :])

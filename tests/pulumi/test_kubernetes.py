@@ -59,7 +59,7 @@ def test_gpu_operator_values_per_target(prod: Any) -> None:
     assert "replicas: 4" in aws["devicePlugin"]["config"]["data"]["infer-l4"]
     dc1 = charts(result, "dc1")["gpu-operator"].inputs["values"]
     assert dc1["driver"]["enabled"] is True and dc1["toolkit"]["enabled"] is True
-    assert dc1["driver"]["version"] == rp.versions["driverVersion"] == "580.173.02"
+    assert dc1["driver"]["version"] == rp.versions.driverVersion == "580.173.02"
     assert dc1["driver"]["kernelModuleType"] == "open"
     assert dc1["driver"]["rdma"] == {"enabled": True, "useHostMofed": True}  # InfiniBand with GPUDirect RDMA
     assert "devicePlugin" not in dc1  # no time-sliced pool on-prem

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from alicerce.resolve.platform import resolve
+from alicerce.rules.validate import validated
 from alicerce.spec.errors import SpecInvalid
 from alicerce.spec.loader import load_file, load_text
 from tests.conftest import ROOT
@@ -15,7 +15,7 @@ REFERENCE = load_file(ROOT / "platform.yaml", "platform.yaml")
 
 
 def test_reference_prod_pools() -> None:
-    prod = resolve(REFERENCE, "prod")
+    prod = validated(REFERENCE, "prod")
     p5 = prod.pool("train-p5")
     assert p5.gpu is not None and p5.gpu.id == "H100-SXM5-80GB"
     assert p5.efa_interfaces == 32
@@ -29,7 +29,7 @@ def test_reference_prod_pools() -> None:
 
 
 def test_dev_overrides_apply() -> None:
-    dev = resolve(REFERENCE, "dev")
+    dev = validated(REFERENCE, "dev")
     names = [p.name for p in dev.pools]
     assert "train-p5" not in names and "onprem-h100" not in names and "train-dev" in names
     assert dev.pool("infer-l40s").spec.scaling.max == 2
@@ -39,11 +39,11 @@ def test_dev_overrides_apply() -> None:
 
 def test_on_demand_efa_pool_gets_a_placement_group() -> None:
     text = (ROOT / "tests/data/rules/_base.yaml").read_text()
-    assert resolve(load_text(text, "b.yaml"), "prod").pool("train").placement_group is True
+    assert validated(load_text(text, "b.yaml"), "prod").pool("train").placement_group is True
 
 
 def test_tags_carry_platform_environment_and_cost_center() -> None:
-    prod = resolve(REFERENCE, "prod")
+    prod = validated(REFERENCE, "prod")
     assert prod.tags == {
         "alicerce.dev/cost-center": "CC-4410",
         "alicerce.dev/environment": "prod",
@@ -54,21 +54,21 @@ def test_tags_carry_platform_environment_and_cost_center() -> None:
 
 
 def test_teams_default_namespace_and_cost_center() -> None:
-    teams = {t.name: t for t in resolve(REFERENCE, "prod").teams}
+    teams = {t.name: t for t in validated(REFERENCE, "prod").teams}
     assert teams["research"].namespaces == ("research",)
     assert teams["serving"].namespaces == ("serving", "serving-canary")
 
 
 def test_storage_implementations_per_site() -> None:
-    tiers = {t.name: t for t in resolve(REFERENCE, "prod").storage}
+    tiers = {t.name: t for t in validated(REFERENCE, "prod").storage}
     assert tiers["home"].implementations == {"aws": "efs", "dc1": "nfs"}
     assert tiers["dc1-lustre"].implementations == {"dc1": "lustre"}
     assert tiers["datasets"].fsx is not None and tiers["datasets"].fsx.per_unit_throughput == 250
 
 
 def test_resolved_data_is_deterministic_json() -> None:
-    first = json.dumps(resolve(REFERENCE, "prod").to_data())
-    second = json.dumps(resolve(load_file(ROOT / "platform.yaml", "platform.yaml"), "prod").to_data())
+    first = json.dumps(validated(REFERENCE, "prod").to_data())
+    second = json.dumps(validated(load_file(ROOT / "platform.yaml", "platform.yaml"), "prod").to_data())
     assert first == second
     assert "kubeconfigSecret" in first
 
@@ -76,5 +76,5 @@ def test_resolved_data_is_deterministic_json() -> None:
 def test_resolve_refuses_invalid_environments() -> None:
     text = (ROOT / "tests/data/rules/_base.yaml").read_text().replace("max: 4}\n    fabric: efa", "max: 4}\n    fabric: efaa")
     with pytest.raises(SpecInvalid) as info:
-        resolve(load_text(text, "b.yaml"), "prod")
+        validated(load_text(text, "b.yaml"), "prod")
     assert {e.rule for e in info.value.errors} == {"AL203"}

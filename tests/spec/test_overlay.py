@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from alicerce.catalog import load_catalog
-from alicerce.resolve.platform import resolve
-from alicerce.rules.validate import check
+from alicerce.rules.validate import check, validated
 from alicerce.spec.loader import load_text
 from alicerce.spec.overlay import Merger, apply_overrides
 from tests.conftest import ROOT, TODAY
@@ -69,7 +68,7 @@ def test_precedence_catalog_then_base_then_environment() -> None:
     bom = load_catalog().versions.bom
     # catalog default
     doc = load_text(text, "p.yaml")
-    assert resolve(doc, "prod").versions["kubernetes"] == bom.kubernetes
+    assert validated(doc, "prod").versions.kubernetes == bom.kubernetes
     # base spec pins over the catalog; the environment override pins over the base
     older = load_catalog().versions.kubernetes[0]
     pinned = text.replace("environments:\n", f'versions:\n  driverBranch: "{bom.driverBranch}"\nenvironments:\n', 1)
@@ -79,9 +78,9 @@ def test_precedence_catalog_then_base_then_environment() -> None:
         1,
     )
     doc = load_text(pinned, "p.yaml")
-    prod = resolve(doc, "prod")
-    assert prod.versions["driverBranch"] == bom.driverBranch
-    assert prod.versions["kueue"] == bom.kueue  # null removes the pin: back to the catalog
+    prod = validated(doc, "prod")
+    assert prod.versions.driverBranch == bom.driverBranch
+    assert prod.versions.kueue == bom.kueue  # null removes the pin: back to the catalog
     assert older  # the matrix lists more than one release
 
 

@@ -1,6 +1,6 @@
 """Emit the ``ansible/`` subtree: inventory, group_vars, playbooks and config for each on-prem site.
 
-Planning is pure: :func:`plan_site` turns the resolved platform into an :class:`AnsibleSite`
+Planning is pure: :func:`inventory_site` turns the resolved platform into an :class:`AnsibleSite`
 (inventory groups, the role variable models of every pool, per-host variables), and the emitter
 only serialises it. Role variables are the pydantic models of :mod:`alicerce.emit.ansible.role_vars`,
 the same models the roles' defaults and argument specs are written from.
@@ -32,9 +32,8 @@ from alicerce.emit.ansible.role_vars import (
 )
 from alicerce.emit.templates import ANSIBLE_SOURCE, render
 from alicerce.emit.tree import EmitError, emitter
-from alicerce.resolve.platform import ResolvedPlatform, ResolvedPool
-from alicerce.spec.models import Fabric, LocalNvmeTier, OnpremSite, ParallelFsTier, SharedNfsTier
-from alicerce.spec.units import expand_hosts
+from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
+from alicerce.spec.models import Fabric, LocalNvmeTier, OnpremSite
 
 # Collections the roles use, pinned to the versions they are tested with (ansible 12.3).
 COLLECTIONS = (("ansible.posix", "2.1.0"), ("community.general", "11.4.2"))
@@ -60,7 +59,7 @@ def group_name(*parts: str) -> str:
 
 
 @dataclass(frozen=True)
-class PoolPlan:
+class InventoryPool:
     name: str
     group: str
     purpose: str
@@ -77,11 +76,11 @@ class PoolPlan:
 class AnsibleSite:
     name: str
     group: str
-    pools: tuple[PoolPlan, ...]
+    pools: tuple[InventoryPool, ...]
     host_vars: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def plan_ipoib(cidr: ipaddress.IPv4Network | ipaddress.IPv6Network, rails: int, hosts: list[str]) -> dict[str, list[str]]:
+def ipoib_addresses(cidr: ipaddress.IPv4Network | ipaddress.IPv6Network, rails: int, hosts: list[str]) -> dict[str, list[str]]:
     """Split the fabric's IPoIB range into one subnet per rail; host i gets address i+1 of each rail."""
     extra_bits = max(rails - 1, 0).bit_length()
     if cidr.prefixlen + extra_bits > cidr.max_prefixlen:
@@ -93,36 +92,19 @@ def plan_ipoib(cidr: ipaddress.IPv4Network | ipaddress.IPv6Network, rails: int, 
     return {host: [f"{subnet.network_address + index + 1}/{subnet.prefixlen}" for subnet in subnets] for index, host in enumerate(hosts)}
 
 
-def _fabric(platform: ResolvedPlatform, pool: ResolvedPool) -> Fabric | None:
-    if pool.spec.fabric is None:
-        return None
-    return next((f for f in platform.spec.networks.fabrics if f.name == pool.spec.fabric and f.onprem is not None), None)
+# mount options only /etc/fstab takes (the rest come from resolve, shared with the PersistentVolumes)
+FSTAB_OPTIONS = {"lustre": ("defaults", "_netdev"), "nfs": ("defaults", "_netdev"), "beegfs": ()}
 
 
-def _mounts(platform: ResolvedPlatform, site: OnpremSite) -> list[dict[str, Any]]:
+def _mounts(site: ResolvedSite) -> list[dict[str, Any]]:
+    """The shared file systems the nodes of a site mount themselves (weka and cloud file systems are not)."""
     mounts: list[dict[str, Any]] = []
-    for tier in platform.storage:
-        impl = tier.implementations.get(site.name)
-        spec = tier.spec
-        if isinstance(spec, ParallelFsTier) and spec.onprem is not None and impl in ("lustre", "beegfs"):
-            if impl == "lustre":
-                source = f"{spec.onprem.server}:/{spec.onprem.filesystem}"
-                options = ["defaults", "_netdev", "flock", "noatime", *spec.onprem.mount_options]
-            else:
-                source = spec.onprem.server
-                options = list(spec.onprem.mount_options)
-            mounts.append({"name": tier.name, "type": impl, "source": source, "path": spec.mount_path, "options": options})
-        elif isinstance(spec, SharedNfsTier) and spec.onprem is not None and impl == "nfs":
-            options = ["defaults", "_netdev", f"vers={spec.onprem.version}", "hard", "noatime", "nconnect=8"]
-            mounts.append(
-                {
-                    "name": tier.name,
-                    "type": "nfs",
-                    "source": f"{spec.onprem.server}:{spec.onprem.export}",
-                    "path": spec.mount_path,
-                    "options": options,
-                }
-            )
+    for tier in site.storage:
+        mount = tier.mounts.get(site.name)
+        if mount is None or mount.kind not in FSTAB_OPTIONS:
+            continue
+        options = [*FSTAB_OPTIONS[mount.kind], *mount.options]
+        mounts.append({"name": tier.name, "type": mount.kind, "source": mount.source, "path": mount.path, "options": options})
     return mounts
 
 
@@ -135,33 +117,30 @@ def _lnet(mounts: list[dict[str, Any]], fabric: Fabric | None) -> str:
     return ",".join(f"{net}({rails})" if net.startswith("o2ib") else net for net in networks)
 
 
-def pool_roles(platform: ResolvedPlatform, pool: ResolvedPool) -> tuple[RoleVars, ...]:
-    """The variables of every role for the nodes of ``pool``, decided from the resolved platform."""
-    site = pool.site
-    assert isinstance(site, OnpremSite)
+def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPool) -> tuple[RoleVars, ...]:
+    """The variables of every role for the nodes of ``pool``, read from the resolved platform."""
+    assert isinstance(site.spec, OnpremSite), f"site {site.name}: Ansible provisions on-prem nodes"
     versions = platform.versions
     gpu = pool.gpu
     gpus = pool.gpus_per_node if gpu else 0
-    fabric = _fabric(platform, pool)
+    fabric = pool.rdma.fabric if pool.rdma is not None else None
     onprem_fabric = fabric.onprem if fabric else None
-    hcas = (pool.spec.onprem.hcas if pool.spec.onprem and pool.spec.onprem.hcas is not None else fabric.rails) if fabric else 0
+    hcas = pool.rdma.interfaces if pool.rdma is not None else 0
     nvswitch = bool(gpu and gpu.interconnect.nvswitch and gpus >= 8)
-    module_type = platform.spec.operators.gpu_operator.kernel_module_type
-    if module_type == "auto":
-        module_type = "proprietary" if gpu is not None and gpu.architecture == "volta" else "open"
-    scratch = next(
-        (t.spec for t in platform.storage if isinstance(t.spec, LocalNvmeTier) and pool.name in t.spec.pools and site.name in t.sites),
-        None,
-    )
-    mounts = _mounts(platform, site)
+    scratch = next((t.spec for t in site.storage if isinstance(t.spec, LocalNvmeTier) and pool.name in t.spec.pools), None)
+    mounts = _mounts(site)
     cpu_manager, topology = PURPOSE_KUBELET[pool.spec.purpose]
-    driver_version = versions.get("driverVersion", "")
-    branch = versions.get("driverBranch", "")
+    driver_version = versions.driverVersion
+    branch = versions.driverBranch
     rate = onprem_fabric.rate_gbps if onprem_fabric else 0
     link_layer = "Ethernet" if onprem_fabric and onprem_fabric.technology == "roce" else "InfiniBand"
     return (
         PreflightVars(preflight_gpu_count=gpus, preflight_hca_count=hcas),
-        NvidiaDriverVars(nvidia_driver_branch=branch, nvidia_driver_version=driver_version, nvidia_driver_kernel_module_type=module_type),
+        NvidiaDriverVars(
+            nvidia_driver_branch=branch,
+            nvidia_driver_version=driver_version,
+            nvidia_driver_kernel_module_type=pool.kernel_modules or "open",
+        ),
         NvidiaFabricmanagerVars(
             nvidia_fabricmanager_enabled=nvswitch, nvidia_fabricmanager_branch=branch, nvidia_fabricmanager_version=driver_version
         ),
@@ -181,8 +160,8 @@ def pool_roles(platform: ResolvedPlatform, pool: ResolvedPool) -> tuple[RoleVars
         ),
         ParallelFsClientVars(parallel_fs_client_mounts=mounts, parallel_fs_client_lnet_networks=_lnet(mounts, fabric)),
         KubernetesNodeVars(
-            kubernetes_node_version=versions.get("kubernetes", ""),
-            kubernetes_node_control_plane_endpoint=site.control_plane_endpoint,
+            kubernetes_node_version=versions.kubernetes,
+            kubernetes_node_control_plane_endpoint=site.spec.control_plane_endpoint,
             kubernetes_node_labels=dict(sorted(pool.labels.items())),
             kubernetes_node_taints=[f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in pool.spec.taints],
             kubernetes_node_cpu_manager_policy=cpu_manager,
@@ -207,35 +186,33 @@ def pool_roles(platform: ResolvedPlatform, pool: ResolvedPool) -> tuple[RoleVars
     )
 
 
-def plan_site(platform: ResolvedPlatform, site: OnpremSite) -> AnsibleSite:
-    pools: list[PoolPlan] = []
+def inventory_site(platform: ResolvedPlatform, site: ResolvedSite) -> AnsibleSite:
+    """A site's inventory: its pools with hosts by rack and role variables, per-host IPoIB addresses."""
+    pools: list[InventoryPool] = []
     host_vars: dict[str, dict[str, Any]] = {}
     by_fabric: dict[str, list[str]] = {}
-    for pool in platform.pools:
-        if pool.site.name != site.name or pool.spec.onprem is None:
+    for pool in site.pools:
+        if not pool.racks:
             continue
-        racks: dict[str, list[str]] = {}
-        for entry in pool.spec.onprem.hosts:
-            rack = group_name("rack", site.name, entry.rack) if entry.rack else ""
-            racks.setdefault(rack, []).extend(expand_hosts(entry.hosts))
+        racks = {group_name("rack", site.name, rack) if rack else "": hosts for rack, hosts in pool.racks.items()}
         pools.append(
-            PoolPlan(
+            InventoryPool(
                 name=pool.name,
                 group=group_name("pool", pool.name),
                 purpose=pool.spec.purpose,
                 gpu=pool.gpu is not None,
-                racks={rack: tuple(hosts) for rack, hosts in racks.items()},
-                roles=pool_roles(platform, pool),
+                racks=racks,
+                roles=pool_roles(platform, site, pool),
             )
         )
-        if pool.spec.fabric:
-            by_fabric.setdefault(pool.spec.fabric, []).extend(pool.hosts)
+        if pool.rdma is not None:
+            by_fabric.setdefault(pool.rdma.fabric.name, []).extend(pool.hosts)
     for fabric in platform.spec.networks.fabrics:
         hosts = by_fabric.get(fabric.name, [])
         if not hosts or fabric.onprem is None:
             continue
         if fabric.onprem.technology == "infiniband" and fabric.onprem.ipoib_cidr is not None:
-            for host, addresses in plan_ipoib(fabric.onprem.ipoib_cidr, fabric.rails, hosts).items():
+            for host, addresses in ipoib_addresses(fabric.onprem.ipoib_cidr, fabric.rails, hosts).items():
                 host_vars.setdefault(host, {})["rdma_ipoib_addresses"] = addresses
         if fabric.onprem.subnet_manager == "opensm":
             for host in hosts[:2]:  # a master and a standby subnet manager
@@ -294,13 +271,14 @@ def _role_files() -> dict[str, str]:
     return files
 
 
-def onprem_sites(platform: ResolvedPlatform) -> list[OnpremSite]:
-    return [s for s in platform.sites if isinstance(s, OnpremSite)]
+def ansible_sites(platform: ResolvedPlatform) -> list[ResolvedSite]:
+    """The sites whose nodes alicerce's Ansible tree provisions."""
+    return [s for s in platform.sites if s.capabilities.nodes_by_ansible]
 
 
 @emitter("ansible")
 def emit_ansible(platform: ResolvedPlatform) -> dict[str, str]:
-    sites = [plan_site(platform, site) for site in onprem_sites(platform)]
+    sites = [inventory_site(platform, site) for site in ansible_sites(platform)]
     sites = [s for s in sites if s.pools]
     if not sites:
         return {}

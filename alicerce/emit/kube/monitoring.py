@@ -20,8 +20,8 @@ import json
 from typing import Any
 
 from alicerce.catalog.alerts import GPU_EFFICIENCY, GPU_HEALTH, Alert, pool_alert_name, slo_alert_name
-from alicerce.emit.kube.operators import MONITORING_NAMESPACE, site_pools
-from alicerce.resolve.platform import ResolvedPlatform, ResolvedTeam
+from alicerce.emit.kube.operators import MONITORING_NAMESPACE
+from alicerce.resolve.model import ResolvedPlatform, ResolvedTeam
 from alicerce.spec.models import AlertOverride, Slo
 
 RULE_NAME = "alicerce-gpu-platform"
@@ -34,7 +34,7 @@ POOL_LABEL = "label_alicerce_dev_pool"  # kube_node_labels name of the node labe
 def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     """A node must expose as many GPUs as its pool's accelerator count (lost GPUs are silent otherwise)."""
     alerts = []
-    for pool in site_pools(rp, site_name):
+    for pool in rp.site(site_name).pools:
         if pool.gpu is None:
             continue
         expected = pool.gpus_per_node

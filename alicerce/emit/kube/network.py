@@ -13,39 +13,36 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from alicerce.emit.kube.operators import rdma_fabrics, site_pools, tolerate
-from alicerce.resolve.platform import ResolvedPlatform
-from alicerce.spec.models import OnpremSite
+from alicerce.emit.kube.operators import host_rdma_pools, tolerate
+from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
 
 NIC_CLUSTER_POLICY = "nic-cluster-policy"  # the only name the operator reconciles
 NETWORK_API = "mellanox.com/v1alpha1"
 MELLANOX_VENDOR = "15b3"  # PCI vendor id of NVIDIA (Mellanox) adapters
-# technology -> (resource name under rdma/, netlink link type the device plugin selects on)
-RDMA_RESOURCES = {"infiniband": ("ib", "infiniband"), "roce": ("roce", "ether")}
+# technology -> netlink link type the RDMA shared device plugin selects adapters by
+LINK_TYPES = {"infiniband": "infiniband", "roce": "ether"}
 # Pods that may share one adapter at a time (the device plugin's rdmaHcaMax; NVIDIA's examples use 63).
 PODS_PER_ADAPTER = 63
 
 
-def rdma_resource(technology: str) -> str:
-    """The extended resource a pod requests to use the adapters of a fabric technology."""
-    return f"rdma/{RDMA_RESOURCES[technology][0]}"
+def _resource(pool: ResolvedPool) -> str:
+    assert pool.rdma is not None, f"pool {pool.name} has no RDMA attachment"
+    return pool.rdma.resource
 
 
-def site_fabrics(rp: ResolvedPlatform, site_name: str) -> dict[str, list[str]]:
-    """On-prem RDMA fabric technologies of a site -> the pools on them."""
-    out: dict[str, list[str]] = {}
-    for pool, fabric in rdma_fabrics(rp, site_pools(rp, site_name)):
-        if fabric.onprem is not None:
-            out.setdefault(fabric.onprem.technology, []).append(pool.name)
+def site_fabrics(rp: ResolvedPlatform, site_name: str) -> dict[str, list[ResolvedPool]]:
+    """Host RDMA technologies of a site (InfiniBand, RoCE) -> the pools on them."""
+    out: dict[str, list[ResolvedPool]] = {}
+    for pool in host_rdma_pools(rp.site(site_name).pools):
+        out.setdefault(pool.rdma.technology if pool.rdma else "", []).append(pool)
     return out
 
 
 def nic_cluster_policy(rp: ResolvedPlatform, site_name: str) -> dict[str, Any] | None:
     """The NicClusterPolicy of an on-prem site with RDMA pools; None where the site needs none."""
-    site = next(s for s in rp.sites if s.name == site_name)
     technologies = site_fabrics(rp, site_name)
     images = rp.network_components
-    if not isinstance(site, OnpremSite) or not technologies or not rp.spec.operators.network_operator.enabled or images is None:
+    if not technologies or not rp.spec.operators.network_operator.enabled or images is None:
         return None  # a pinned release without known images is refused by validation (AL253)
 
     def image(name: str) -> dict[str, Any]:
@@ -54,14 +51,15 @@ def nic_cluster_policy(rp: ResolvedPlatform, site_name: str) -> dict[str, Any] |
     config = {
         "configList": [
             {
-                "resourceName": RDMA_RESOURCES[tech][0],
+                # the plugin advertises rdma/<resourceName>: the resource resolve decided pods request
+                "resourceName": _resource(pools[0]).removeprefix("rdma/"),
                 "rdmaHcaMax": PODS_PER_ADAPTER,
-                "selectors": {"vendors": [MELLANOX_VENDOR], "linkTypes": [RDMA_RESOURCES[tech][1]]},
+                "selectors": {"vendors": [MELLANOX_VENDOR], "linkTypes": [LINK_TYPES[tech]]},
             }
-            for tech in sorted(technologies)
+            for tech, pools in sorted(technologies.items())
         ]
     }
-    rdma_pools = sorted(name for names in technologies.values() for name in names)
+    rdma_pools = sorted(pool.name for pools in technologies.values() for pool in pools)
     secondary: dict[str, Any] = {"cniPlugins": image("plugins"), "multus": image("multus-cni")}
     if "infiniband" in technologies:
         secondary["ipoib"] = image("ipoib-cni")

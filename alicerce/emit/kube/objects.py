@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from alicerce.emit.kube.monitoring import monitoring_objects
 from alicerce.emit.kube.network import nic_cluster_policy
-from alicerce.emit.kube.operators import KUEUE_NAMESPACE, MONITORING_NAMESPACE, site_pools
-from alicerce.resolve.platform import ResolvedPlatform, ResolvedPool, ResolvedTeam, ResolvedTier
-from alicerce.spec.models import AwsSite, ParallelFsTier, SharedNfsTier, TimeSlicing
+from alicerce.emit.kube.operators import KUEUE_NAMESPACE, MONITORING_NAMESPACE
+from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedQuota, ResolvedSite, ResolvedTeam, ResolvedTier
+from alicerce.spec.models import ParallelFsTier, SharedNfsTier
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 GPU = "nvidia.com/gpu"
@@ -72,36 +71,24 @@ def _meta(name: str, namespace: str | None = None, labels: dict[str, str] | None
     return meta
 
 
-def pool_gpu_capacity(pool: ResolvedPool) -> int:
-    """Schedulable GPUs at max size (time-sliced GPUs count once per replica, as quotas do)."""
-    per_gpu = pool.spec.sharing.replicas if isinstance(pool.spec.sharing, TimeSlicing) else 1
-    return pool.max_gpus * per_gpu
+Quotas = tuple[tuple[ResolvedQuota, ResolvedPool], ...]
+"""A team's quotas at one site, each with its pool (ResolvedSite.quotas)."""
 
 
-@dataclass(frozen=True)
-class TeamQuota:
-    pool: ResolvedPool
-    gpus: int
-    borrowing_limit: int | None
+def namespace_gpu_limits(quotas: Quotas, site: ResolvedSite) -> dict[str, int]:
+    """Hard cap per GPU resource of a team namespace: its nominal quota plus what Kueue may let it borrow.
 
-
-def team_quotas(rp: ResolvedPlatform, team: ResolvedTeam, site: str) -> list[TeamQuota]:
-    pools = {p.name: p for p in site_pools(rp, site)}
-    return [TeamQuota(pools[q.pool], q.gpus, q.borrowing_limit) for q in team.spec.quotas if q.pool in pools]
-
-
-def teams_at(rp: ResolvedPlatform, site: str) -> list[ResolvedTeam]:
-    """Teams with a quota at this site, or with no quota anywhere (CPU-only teams live everywhere)."""
-    return [t for t in rp.teams if team_quotas(rp, t, site) or not t.spec.quotas]
-
-
-def namespace_gpu_limit(quotas: Iterable[TeamQuota]) -> int:
-    """Hard GPU cap of a team namespace: nominal quota plus what Kueue may let it borrow."""
-    total = 0
-    for q in quotas:
-        borrow = q.borrowing_limit if q.borrowing_limit is not None else max(pool_gpu_capacity(q.pool) - q.gpus, 0)
-        total += q.gpus + borrow
-    return total
+    Every GPU resource of the site is listed, at 0 where the team has no quota, so a namespace can
+    never take GPUs no queue admits for it.
+    """
+    limits = {GPU: 0} | {r: 0 for p in site.pools if p.gpu_units for r in p.gpu_units.resources}
+    for quota, pool in quotas:
+        per_node = pool.gpu_units.resources if pool.gpu_units else {}
+        for resource, nominal in quota.resources.items():
+            room = max(per_node.get(resource, 0) * pool.spec.scaling.max - nominal, 0)
+            borrow = quota.borrowing[resource] if quota.borrowing is not None else room
+            limits[resource] += nominal + borrow
+    return dict(sorted(limits.items()))
 
 
 def _team_labels(rp: ResolvedPlatform, team: ResolvedTeam) -> dict[str, str]:
@@ -113,9 +100,10 @@ def _team_labels(rp: ResolvedPlatform, team: ResolvedTeam) -> dict[str, str]:
     }
 
 
-def _namespace_objects(rp: ResolvedPlatform, team: ResolvedTeam, ns: str, quotas: list[TeamQuota]) -> list[dict[str, Any]]:
+def _namespace_objects(rp: ResolvedPlatform, site: ResolvedSite, team: ResolvedTeam, ns: str) -> list[dict[str, Any]]:
+    quotas = site.quotas(team)
     level = rp.spec.security.pod_security
-    version = f"v{rp.versions['kubernetes']}"
+    version = f"v{rp.versions.kubernetes}"
     labels = _team_labels(rp, team)
     ns_labels = {
         **labels,
@@ -130,7 +118,7 @@ def _namespace_objects(rp: ResolvedPlatform, team: ResolvedTeam, ns: str, quotas
             "apiVersion": "v1",
             "kind": "ResourceQuota",
             "metadata": _meta("gpu-quota", ns, labels),
-            "spec": {"hard": {f"requests.{GPU}": str(namespace_gpu_limit(quotas))}},
+            "spec": {"hard": {f"requests.{r}": str(n) for r, n in namespace_gpu_limits(quotas, site).items()}},
         }
     )
     out.append(
@@ -244,16 +232,19 @@ def _pool_capacity(pool: ResolvedPool) -> tuple[str, str]:
     return str(nodes * pool.instance.vcpus), f"{int(nodes * pool.instance.memoryGiB)}Gi"
 
 
-def _cluster_queue(rp: ResolvedPlatform, team: ResolvedTeam, quotas: list[TeamQuota]) -> dict[str, Any]:
+def _cluster_queue(rp: ResolvedPlatform, team: ResolvedTeam, quotas: Quotas) -> dict[str, Any]:
+    # one resource group: every flavor lists every covered resource, in the same order (Kueue's rule)
+    gpu_resources = sorted({r for quota, _ in quotas for r in quota.resources} or {GPU})
     flavors = []
-    for q in quotas:
-        cpu, memory = _pool_capacity(q.pool)
-        gpu: dict[str, Any] = {"name": GPU, "nominalQuota": str(q.gpus)}
-        if q.borrowing_limit is not None:
-            gpu["borrowingLimit"] = str(q.borrowing_limit)
-        flavors.append(
-            {"name": q.pool.name, "resources": [{"name": "cpu", "nominalQuota": cpu}, {"name": "memory", "nominalQuota": memory}, gpu]}
-        )
+    for quota, pool in quotas:
+        cpu, memory = _pool_capacity(pool)
+        resources: list[dict[str, Any]] = [{"name": "cpu", "nominalQuota": cpu}, {"name": "memory", "nominalQuota": memory}]
+        for resource in gpu_resources:
+            entry: dict[str, Any] = {"name": resource, "nominalQuota": str(quota.resources.get(resource, 0))}
+            if quota.borrowing is not None:
+                entry["borrowingLimit"] = str(quota.borrowing.get(resource, 0))
+            resources.append(entry)
+        flavors.append({"name": pool.name, "resources": resources})
     return {
         "apiVersion": KUEUE_API,
         "kind": "ClusterQueue",
@@ -262,7 +253,7 @@ def _cluster_queue(rp: ResolvedPlatform, team: ResolvedTeam, quotas: list[TeamQu
             "cohortName": rp.spec.tenancy.cohort,
             "namespaceSelector": {"matchLabels": {"alicerce.dev/team": team.name}},
             "queueingStrategy": "BestEffortFIFO",
-            "resourceGroups": [{"coveredResources": ["cpu", "memory", GPU], "flavors": flavors}],
+            "resourceGroups": [{"coveredResources": ["cpu", "memory", *gpu_resources], "flavors": flavors}],
             "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
             "fairSharing": {"weight": TEAM_WEIGHT[team.spec.priority]},
         },
@@ -284,16 +275,17 @@ def _priority_classes() -> list[dict[str, Any]]:
     ]
 
 
-def _storage_classes(rp: ResolvedPlatform, site: AwsSite | Any) -> list[dict[str, Any]]:
-    if not isinstance(site, AwsSite):
+def _storage_classes(site: ResolvedSite) -> list[dict[str, Any]]:
+    default = site.capabilities.default_storage_class
+    if default is None:
         return []
     return [
         {
             "apiVersion": "storage.k8s.io/v1",
             "kind": "StorageClass",
-            "metadata": {"name": "gp3-encrypted", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
-            "provisioner": "ebs.csi.aws.com",
-            "parameters": {"type": "gp3", "encrypted": "true"},
+            "metadata": {"name": default["name"], "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+            "provisioner": default["provisioner"],
+            "parameters": default["parameters"],
             "reclaimPolicy": "Delete",
             "volumeBindingMode": "WaitForFirstConsumer",
             "allowVolumeExpansion": True,
@@ -303,16 +295,17 @@ def _storage_classes(rp: ResolvedPlatform, site: AwsSite | Any) -> list[dict[str
 
 def _volume_source(tier: ResolvedTier, site: str, volumes: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, Any], list[str]] | None:
     """(PersistentVolume source, mount options) of a shared tier at a site, or None."""
-    implementation = tier.implementations.get(site)
+    mount = tier.mounts.get(site)
     spec = tier.spec
-    if tier.name in volumes:
-        options = ["flock"] if implementation == "fsx-lustre" else (["tls"] if implementation == "efs" else [])
-        return dict(volumes[tier.name]), options
-    if implementation == "nfs" and isinstance(spec, SharedNfsTier) and spec.onprem is not None:
-        return {"nfs": {"server": spec.onprem.server, "path": spec.onprem.export}}, [f"nfsvers={spec.onprem.version}", "hard"]
-    if implementation in ("lustre", "beegfs", "weka") and isinstance(spec, ParallelFsTier):
+    if mount is None:
+        return None
+    if tier.name in volumes:  # created at deploy time (FSx, EFS): the caller knows its CSI volume
+        return dict(volumes[tier.name]), list(mount.options)
+    if mount.kind == "nfs" and isinstance(spec, SharedNfsTier) and spec.onprem is not None:
+        return {"nfs": {"server": spec.onprem.server, "path": spec.onprem.export}}, list(mount.options)
+    if mount.kind in ("lustre", "beegfs", "weka"):
         # mounted on every node by the parallel_fs_client role; pods reach it through the claim
-        return {"hostPath": {"path": spec.mount_path, "type": "Directory"}}, []
+        return {"hostPath": {"path": mount.path, "type": "Directory"}}, []
     return None
 
 
@@ -323,16 +316,15 @@ def shared_volumes(rp: ResolvedPlatform, site_name: str, volumes: Mapping[str, M
     claim) over the same file system, so teams mount ``datasets`` or ``home`` by name.
     """
     out: list[dict[str, Any]] = []
-    for tier in rp.storage:
-        if site_name not in tier.sites or tier.spec.class_ not in ("parallel-fs", "shared-nfs"):
-            continue
+    site = rp.site(site_name)
+    for tier in site.storage:
         found = _volume_source(tier, site_name, volumes)
-        if found is None:
+        if found is None or not isinstance(tier.spec, ParallelFsTier | SharedNfsTier):
             continue
         source, options = found
         size = f"{tier.fsx.capacity_gib}Gi" if tier.fsx is not None else f"{max(1, (tier.spec.capacity or 2**40) // 2**30)}Gi"
         labels = {"alicerce.dev/storage-tier": tier.name}
-        for team in teams_at(rp, site_name):
+        for team in site.teams:
             for ns in team.namespaces:
                 pv = f"{rp.name}-{tier.name}-{ns}"[:253]
                 pv_spec: dict[str, Any] = {
@@ -372,20 +364,20 @@ def cluster_objects(rp: ResolvedPlatform, site_name: str, volumes: Mapping[str, 
     created resources (Pulumi outputs) or from a previous deployment's outputs. Tiers whose source
     the spec itself names (on-prem NFS, pre-mounted parallel file systems) need no entry.
     """
-    site = next(s for s in rp.sites if s.name == site_name)
-    objs: list[dict[str, Any]] = [*_priority_classes(), *_storage_classes(rp, site)]
+    site = rp.site(site_name)
+    objs: list[dict[str, Any]] = [*_priority_classes(), *_storage_classes(site)]
     objs.extend(shared_volumes(rp, site_name, volumes or {}))
     kueue = rp.spec.operators.kueue.enabled
     flavor_pools: dict[str, ResolvedPool] = {}
-    for team in teams_at(rp, site_name):
-        quotas = team_quotas(rp, team, site_name)
+    for team in site.teams:
+        quotas = site.quotas(team)
         for ns in team.namespaces:
-            objs.extend(_namespace_objects(rp, team, ns, quotas))
+            objs.extend(_namespace_objects(rp, site, team, ns))
         if quotas and kueue:
             objs.append(_cluster_queue(rp, team, quotas))
-            flavor_pools.update({q.pool.name: q.pool for q in quotas})
+            flavor_pools.update({pool.name: pool for _, pool in quotas})
     if kueue:
-        for pool in site_pools(rp, site_name):
+        for pool in site.pools:
             if pool.gpu is not None:
                 flavor_pools.setdefault(pool.name, pool)
         objs.extend(_flavor(p) for p in flavor_pools.values())

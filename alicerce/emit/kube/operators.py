@@ -7,14 +7,14 @@ the GitOps writer can render the same release as an Argo CD Application.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
-from alicerce.resolve.platform import ResolvedPlatform, ResolvedPool
-from alicerce.spec.models import AwsSite, Fabric, MigSharing, OnpremSite, TimeSlicing
+from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
+from alicerce.spec.models import MigSharing, TimeSlicing
 
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
@@ -57,10 +57,6 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
     return out
 
 
-def site_pools(rp: ResolvedPlatform, site: str) -> list[ResolvedPool]:
-    return [p for p in rp.pools if p.site.name == site]
-
-
 def gpu_config_labels(pool: ResolvedPool) -> dict[str, str]:
     """Node labels that select a pool's MIG layout and device-plugin (time-slicing) config."""
     labels: dict[str, str] = {}
@@ -80,33 +76,34 @@ def duration_text(seconds: float) -> str:
     return f"{int(seconds // 86400)}d" if seconds % 86400 == 0 else f"{max(1, round(seconds / 3600))}h"
 
 
-def rdma_fabrics(rp: ResolvedPlatform, pools: list[ResolvedPool]) -> list[tuple[ResolvedPool, Fabric]]:
-    """Each of ``pools`` that joins an RDMA fabric, with that fabric."""
-    fabrics = {f.name: f for f in rp.spec.networks.fabrics}
-    return [(p, fabrics[p.spec.fabric]) for p in pools if p.spec.fabric in fabrics]
+def host_rdma_pools(pools: Iterable[ResolvedPool]) -> list[ResolvedPool]:
+    """The pools whose nodes reach their fabric through host RDMA adapters (InfiniBand, RoCE), not EFA."""
+    return [p for p in pools if p.rdma is not None and p.rdma.technology != "efa"]
 
 
-def gpu_operator_values(rp: ResolvedPlatform, site: AwsSite | OnpremSite) -> dict[str, Any]:
+def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any]:
     """GPU Operator values for one site.
 
-    On AWS the EKS AL2023 NVIDIA AMI ships the driver and the container toolkit, so both are off;
-    on-prem the operator installs the pinned driver (branch and kernel module type from the spec).
+    Where the node image carries the driver and the container toolkit (the EKS AL2023 NVIDIA AMI),
+    both are off; elsewhere the operator installs the pinned driver with the resolved kernel modules.
     """
     op = rp.spec.operators.gpu_operator
-    pools = [p for p in site_pools(rp, site.name) if p.gpu is not None]
-    aws = isinstance(site, AwsSite)
-    rdma = any(f.gpu_direct_rdma for _, f in rdma_fabrics(rp, pools)) and not aws
-    driver: dict[str, Any] = {"enabled": not aws}
-    if not aws:
+    pools = [p for p in site.pools if p.gpu is not None]
+    on_image = site.capabilities.gpu_stack_on_image
+    rdma = any(p.rdma is not None and p.rdma.fabric.gpu_direct_rdma for p in host_rdma_pools(pools))
+    driver: dict[str, Any] = {"enabled": not on_image}
+    if not on_image:
+        modules = {p.kernel_modules for p in pools if p.kernel_modules is not None}
         driver |= {
-            "version": rp.versions["driverVersion"],
-            "kernelModuleType": op.kernel_module_type,
+            "version": rp.versions.driverVersion,
+            # one value per cluster: the pools' own choice when they agree, else the operator decides per node
+            "kernelModuleType": modules.pop() if len(modules) == 1 else "auto",
             # hosts carry the RDMA stack (MOFED/DOCA) installed by the node playbooks
             "rdma": {"enabled": rdma, "useHostMofed": rdma},
         }
     values: dict[str, Any] = {
         "driver": driver,
-        "toolkit": {"enabled": not aws},
+        "toolkit": {"enabled": not on_image},
         "mig": {"strategy": op.mig_strategy},
         # honorLabels keeps the namespace/pod of the workload on each GPU series (pod attribution)
         "dcgmExporter": {
@@ -149,10 +146,9 @@ def tolerate(pools: list[ResolvedPool]) -> list[dict[str, str]]:
 
 def operator_releases(rp: ResolvedPlatform, site_name: str) -> list[Release]:
     """The Helm releases one site's cluster runs, in install order (dependencies first)."""
-    site = next(s for s in rp.sites if s.name == site_name)
+    site = rp.site(site_name)
     ops = rp.spec.operators
-    pools = site_pools(rp, site_name)
-    aws = isinstance(site, AwsSite)
+    pools = site.pools
     monitoring = ops.monitoring.enabled
     after_monitoring = ("kube-prometheus-stack",) if monitoring else ()
     out: list[Release] = []
@@ -182,14 +178,13 @@ def operator_releases(rp: ResolvedPlatform, site_name: str) -> list[Release]:
     gpu_operator = ops.gpu_operator.enabled and any(p.gpu is not None for p in pools)
     if gpu_operator:
         out.append(_release(rp, "gpu-operator", "gpu-operator", gpu_operator_values(rp, site), after_monitoring))
-    onprem_rdma = any(f.onprem is not None for _, f in rdma_fabrics(rp, pools))
-    if not aws and ops.network_operator.enabled and onprem_rdma:
+    if ops.network_operator.enabled and host_rdma_pools(pools):
         # One Node Feature Discovery per cluster: the GPU Operator's where it runs (its worker labels
         # PCI classes 02xx by vendor, so adapters get the pci-15b3 label the Network Operator selects on).
         values = deep_merge({"nfd": {"enabled": not gpu_operator}}, ops.network_operator.values)
         out.append(_release(rp, "network-operator", "nvidia-network-operator", values))
     efa_pools = [p for p in pools if p.efa_interfaces]
-    if aws and efa_pools:
+    if efa_pools:
         values = {
             "tolerations": tolerate(efa_pools),
             "affinity": {
@@ -207,7 +202,7 @@ def operator_releases(rp: ResolvedPlatform, site_name: str) -> list[Release]:
             },
         }
         out.append(_release(rp, "aws-efa-k8s-device-plugin", "kube-system", values))
-    if aws and any(t.implementations.get(site_name) == "fsx-lustre" for t in rp.storage):
+    if any(t.implementations.get(site_name) == "fsx-lustre" for t in site.storage):
         out.append(_release(rp, "aws-fsx-csi-driver", "kube-system", {"node": {"tolerateAllTaints": True}}))
     if ops.kueue.enabled:
         values = deep_merge({"enablePrometheus": monitoring, "enableCertManager": False}, ops.kueue.values)

@@ -15,7 +15,7 @@ import pulumi_kubernetes.yaml.v2 as k8syaml
 
 from alicerce.emit.kube.objects import cluster_objects, group_by_crd_owner
 from alicerce.emit.pulumi.component import Component
-from alicerce.resolve.platform import ResolvedPlatform
+from alicerce.resolve.model import ResolvedPlatform
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import pulumi_kubernetes.meta.v1 as meta
 
 from alicerce.emit.kube.operators import PRIVILEGED_NAMESPACES, Release, operator_releases
 from alicerce.emit.pulumi.component import Component
-from alicerce.resolve.platform import ResolvedPlatform
+from alicerce.resolve.model import ResolvedPlatform
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class OperatorsArgs:
 
     @classmethod
     def from_resolved(cls, rp: ResolvedPlatform, site: str) -> OperatorsArgs:
-        return cls(tuple(operator_releases(rp, site)), rp.versions["kubernetes"])
+        return cls(tuple(operator_releases(rp, site)), rp.versions.kubernetes)
 
 
 class Operators(Component):

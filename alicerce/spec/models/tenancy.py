@@ -11,8 +11,14 @@ from alicerce.spec.base import Name, SpecModel
 
 class Quota(SpecModel):
     pool: Name = Field(description="Node pool the GPUs come from.")
-    gpus: StrictInt = Field(ge=0, description="Guaranteed GPUs (Kueue nominal quota).")
-    borrowing_limit: StrictInt | None = Field(default=None, ge=0, description="GPUs the team may borrow from its cohort above its quota.")
+    gpus: StrictInt = Field(
+        ge=0,
+        description="Guaranteed GPU units of the pool (Kueue nominal quota): whole GPUs, or time-sliced replicas or MIG "
+        "instances where the pool shares its GPUs.",
+    )
+    borrowing_limit: StrictInt | None = Field(
+        default=None, ge=0, description="GPU units the team may borrow from its cohort above its quota."
+    )
 
 
 class Budget(SpecModel):

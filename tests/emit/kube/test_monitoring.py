@@ -16,7 +16,8 @@ import yaml
 from alicerce.catalog.alerts import STATIC_ALERTS
 from alicerce.emit.kube.monitoring import monitoring_objects, rule_groups
 from alicerce.emit.kube.objects import cluster_objects, crd_owner
-from alicerce.resolve.platform import ResolvedPlatform, resolve
+from alicerce.resolve.model import ResolvedPlatform
+from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_file, load_text
 from tests.conftest import ROOT
 
@@ -27,7 +28,7 @@ needs_promtool = pytest.mark.skipif(
 
 
 def platform(env: str = "prod") -> ResolvedPlatform:
-    return resolve(load_file(ROOT / "platform.yaml", "platform.yaml"), env)
+    return validated(load_file(ROOT / "platform.yaml", "platform.yaml"), env)
 
 
 def promtool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -145,7 +146,7 @@ def test_overrides_drop_or_retune_alerts() -> None:
             1,
         )
     )
-    rules = rules_of(resolve(load_text(text, "p.yaml"), "prod"), "aws")
+    rules = rules_of(validated(load_text(text, "p.yaml"), "prod"), "aws")
     assert "GPUIdleWhileAllocated" not in rules
     assert rules["GPUTemperatureHigh"]["labels"]["severity"] == "critical"
     assert rules["GPUTemperatureHigh"]["for"] == "1200s"

@@ -9,10 +9,11 @@ from typing import Any
 import yaml
 
 from alicerce.catalog import load_catalog
-from alicerce.emit.kube.network import NIC_CLUSTER_POLICY, nic_cluster_policy, rdma_resource
+from alicerce.emit.kube.network import NIC_CLUSTER_POLICY, nic_cluster_policy
 from alicerce.emit.kube.objects import cluster_objects, crd_owner
 from alicerce.emit.kube.operators import operator_releases
-from alicerce.resolve.platform import ResolvedPlatform, resolve
+from alicerce.resolve.model import ResolvedPlatform
+from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_file
 from tests.conftest import ROOT
 from tests.emit.kube.test_objects import find, platform
@@ -24,7 +25,7 @@ def with_fabric(tmp_path: Path, **onprem: Any) -> ResolvedPlatform:
     fabric["onprem"] = onprem
     path = tmp_path / "platform.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return resolve(load_file(path, "platform.yaml"), "prod")
+    return validated(load_file(path, "platform.yaml"), "prod")
 
 
 def device_config(policy: dict[str, Any]) -> list[dict[str, Any]]:
@@ -41,10 +42,10 @@ def test_infiniband_site_gets_the_device_plugin_ipoib_and_no_driver_container() 
     assert device_config(policy) == [
         {"rdmaHcaMax": 63, "resourceName": "ib", "selectors": {"linkTypes": ["infiniband"], "vendors": ["15b3"]}}
     ]
-    assert rdma_resource("infiniband") == "rdma/ib"
+    assert {p.rdma.resource for p in rp.pools if p.rdma and p.site.name == "dc1"} == {"rdma/ib"}
     assert set(spec["secondaryNetwork"]) == {"cniPlugins", "multus", "ipoib"}
     images = load_catalog().versions.networkOperator
-    pinned = next(r for r in images if r.version == rp.versions["networkOperator"]).components
+    pinned = next(r for r in images if r.version == rp.versions.networkOperator).components
     assert pinned is not None
     components = [spec["rdmaSharedDevicePlugin"], spec["nvIpam"], *spec["secondaryNetwork"].values()]
     assert {(c["repository"], c["version"]) for c in components} == {(pinned.repository, pinned.version)}

@@ -9,15 +9,16 @@ import kubernetes_validate
 import pytest
 
 from alicerce.catalog import load_catalog
-from alicerce.emit.kube.objects import CRD_OWNERS, KUEUE_API, cluster_objects, namespace_gpu_limit, team_quotas
-from alicerce.resolve.platform import ResolvedPlatform, resolve
+from alicerce.emit.kube.objects import CRD_OWNERS, KUEUE_API, cluster_objects
+from alicerce.resolve.model import ResolvedPlatform
+from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_file
 from tests.conftest import ROOT
 
 
 @cache
 def platform(env: str) -> ResolvedPlatform:
-    return resolve(load_file(ROOT / "platform.yaml", "platform.yaml"), env)
+    return validated(load_file(ROOT / "platform.yaml", "platform.yaml"), env)
 
 
 def find(objs: list[dict[str, Any]], kind: str, name: str | None = None, namespace: str | None = None) -> list[dict[str, Any]]:
@@ -31,6 +32,13 @@ def find(objs: list[dict[str, Any]], kind: str, name: str | None = None, namespa
 
 
 CASES = [("prod", "aws"), ("prod", "dc1"), ("dev", "aws")]
+# GPU cap of each team namespace of prod at the aws site: nominal quota plus what it may borrow, by hand
+# from platform.yaml: train-p5 holds 16 x 8 = 128 GPUs, infer-l40s 8 x 4 = 32, infer-l4 16 x 1 x 4 replicas = 64
+PROD_AWS_GPU_CAPS = {
+    "research": 96 + 32,  # train-p5, borrowing limited to 32
+    "applied-ml": (32 + 96) + (8 + 24),  # train-p5 and infer-l40s, no borrowing limit: up to the pools' size
+    "serving": (24 + 8) + (48 + 16),  # infer-l40s and time-sliced infer-l4
+}
 
 
 @pytest.mark.parametrize(("env", "site"), CASES)
@@ -38,7 +46,7 @@ def test_every_team_namespace_has_gpu_quota_default_deny_and_queue(env: str, sit
     rp = platform(env)
     objs = cluster_objects(rp, site)
     namespaces = {o["metadata"]["name"]: o for o in find(objs, "Namespace")}
-    teams = [t for t in rp.teams if team_quotas(rp, t, site)]
+    teams = [t for t in rp.site(site).teams if rp.site(site).quotas(t)]
     assert teams
     for team in teams:
         for ns in team.namespaces:
@@ -46,7 +54,10 @@ def test_every_team_namespace_has_gpu_quota_default_deny_and_queue(env: str, sit
             assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
             assert labels["alicerce.dev/team"] == team.name and labels["alicerce.dev/cost-center"] == team.cost_center
             quota = find(objs, "ResourceQuota", namespace=ns)[0]
-            assert quota["spec"]["hard"]["requests.nvidia.com/gpu"] == str(namespace_gpu_limit(team_quotas(rp, team, site)))
+            cap = int(quota["spec"]["hard"]["requests.nvidia.com/gpu"])
+            assert cap >= sum(q.units for q, _ in rp.site(site).quotas(team))
+            if (env, site) == ("prod", "aws"):
+                assert cap == PROD_AWS_GPU_CAPS[team.name], team.name
             deny = find(objs, "NetworkPolicy", "default-deny", ns)[0]["spec"]
             assert deny == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
             allows = {p["metadata"]["name"] for p in find(objs, "NetworkPolicy", namespace=ns)}
@@ -103,7 +114,7 @@ def test_resource_flavors_follow_pools_and_tolerate_their_taints() -> None:
 
 def test_kueue_api_version_is_the_one_the_pinned_release_serves() -> None:
     rp = platform("prod")
-    release = next(r for r in load_catalog().versions.kueue if r.version == rp.versions["kueue"])
+    release = next(r for r in load_catalog().versions.kueue if r.version == rp.versions.kueue)
     assert f"kueue.x-k8s.io/{release.apiVersion}" == KUEUE_API
 
 
@@ -117,7 +128,7 @@ def test_objects_are_deterministic_plain_data() -> None:
 @pytest.mark.parametrize(("env", "site"), CASES)
 def test_manifests_validate_against_the_kubernetes_schemas(env: str, site: str) -> None:
     rp = platform(env)
-    version = rp.versions["kubernetes"]
+    version = rp.versions.kubernetes
     supported = {".".join(v.split(".")[:2]) for v in kubernetes_validate.utils.all_versions()}
     # the resolved version, or the newest the offline schemas know
     target = f"{version}.0" if version in supported else kubernetes_validate.latest_version()
@@ -152,5 +163,6 @@ def test_on_prem_shared_file_systems_come_from_the_spec() -> None:
     objs = cluster_objects(platform("prod"), "dc1")
     volumes = {o["metadata"]["labels"]["alicerce.dev/storage-tier"]: o["spec"] for o in objs if o["kind"] == "PersistentVolume"}
     assert volumes["home"]["nfs"] == {"server": "nfs.dc1.acme.example", "path": "/export/home"}
-    assert volumes["home"]["mountOptions"] == ["nfsvers=4.1", "hard"]
+    # the same options the nodes mount it with (alicerce.resolve decides them once for both)
+    assert volumes["home"]["mountOptions"] == ["vers=4.1", "hard", "noatime", "nconnect=8"]
     assert volumes["dc1-lustre"]["hostPath"] == {"path": "/lustre", "type": "Directory"}  # mounted by the parallel_fs_client role

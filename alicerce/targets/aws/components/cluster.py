@@ -11,7 +11,8 @@ import pulumi
 import pulumi_aws as aws
 
 from alicerce.emit.pulumi.component import Component, log_retention_days, named
-from alicerce.resolve.platform import ResolvedPlatform
+from alicerce.emit.pulumi.stack import OidcIdentity
+from alicerce.resolve.model import ResolvedPlatform
 from alicerce.spec.models import AwsSite
 
 # Every control-plane log type EKS offers.
@@ -32,15 +33,6 @@ ADMIN_POLICY = "arn:aws:iam::aws:policy/AmazonEKSClusterAdminPolicy"
 def _assume(service: str, actions: Sequence[str] = ("sts:AssumeRole",)) -> str:
     statement = {"Effect": "Allow", "Principal": {"Service": service}, "Action": list(actions)}
     return json.dumps({"Version": "2012-10-17", "Statement": [statement]})
-
-
-@dataclass(frozen=True)
-class OidcIdentity:
-    """The identity provider whose groups (tenancy.teams[].groups) reach Kubernetes RBAC."""
-
-    issuer_url: str
-    client_id: str
-    groups_prefix: str = "oidc:"
 
 
 @dataclass(frozen=True)
@@ -77,7 +69,7 @@ class ClusterArgs:
         return cls(
             name=f"{rp.name}-{rp.environment}-{site.name}",
             region=site.region,
-            version=rp.versions["kubernetes"],
+            version=rp.versions.kubernetes,
             service_cidr=str(site.service_cidr),
             endpoint_private=access.private or rp.tier == "production",
             endpoint_public=access.public,

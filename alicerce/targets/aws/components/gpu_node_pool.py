@@ -14,7 +14,7 @@ import pulumi_aws as aws
 from alicerce.catalog.models import InstanceType
 from alicerce.emit.kube.operators import gpu_config_labels
 from alicerce.emit.pulumi.component import Component, named
-from alicerce.resolve.platform import ResolvedPool
+from alicerce.resolve.model import ResolvedPool
 
 GIB = 2**30
 CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "spot": "SPOT", "capacity-reservation": "ON_DEMAND", "capacity-block": "CAPACITY_BLOCK"}
@@ -47,7 +47,7 @@ class Interface:
     type: str  # "interface" (ENA) or "efa-only"
 
 
-def plan_interfaces(instance: InstanceType, efa_count: int) -> tuple[Interface, ...]:
+def efa_interface_layout(instance: InstanceType, efa_count: int) -> tuple[Interface, ...]:
     """Network interfaces in the layout AWS recommends today (EC2 guide, "Maximize network bandwidth").
 
     The primary interface (card 0, device 0) is ENA: an EFA-only interface cannot be primary.
@@ -61,7 +61,7 @@ def plan_interfaces(instance: InstanceType, efa_count: int) -> tuple[Interface, 
 
 
 @dataclass(frozen=True)
-class NodePoolPlan:
+class NodeGroupSettings:
     node_group_name: str
     instance_type: str
     ami_type: str
@@ -80,20 +80,20 @@ class NodePoolPlan:
     taints: tuple[tuple[str, str, str], ...]  # key, value, EKS effect
 
 
-def plan_node_pool(cluster_name: str, pool: ResolvedPool) -> NodePoolPlan:
+def node_group_settings(cluster_name: str, pool: ResolvedPool) -> NodeGroupSettings:
     """Everything about a pool's node group, decided from the resolved pool (pure)."""
     aws_pool = pool.spec.aws
     instance = pool.instance
     assert aws_pool is not None and instance is not None, f"pool {pool.name} is not an AWS pool"
     scaling = pool.spec.scaling
-    return NodePoolPlan(
+    return NodeGroupSettings(
         node_group_name=f"{cluster_name}-{pool.name}",
         instance_type=instance.type,
         ami_type="AL2023_x86_64_NVIDIA" if instance.gpus else "AL2023_x86_64_STANDARD",
         capacity_type=CAPACITY_TYPES[aws_pool.capacity_type],
         capacity_reservation_id=aws_pool.capacity_reservation_id,
         capacity_block=aws_pool.capacity_type == "capacity-block",
-        interfaces=plan_interfaces(instance, pool.efa_interfaces),
+        interfaces=efa_interface_layout(instance, pool.efa_interfaces),
         placement_group=pool.placement_group,
         zone=pool.zone,
         raid0=instance.localNvme is not None,
@@ -108,7 +108,7 @@ def plan_node_pool(cluster_name: str, pool: ResolvedPool) -> NodePoolPlan:
 
 @dataclass(frozen=True)
 class NodePoolArgs:
-    plan: NodePoolPlan
+    settings: NodeGroupSettings
     tags: Mapping[str, str]
     kubernetes_version: str
     cluster_name: pulumi.Input[str]
@@ -124,7 +124,7 @@ class GpuNodePool(Component):
 
     def __init__(self, name: str, args: NodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("alicerce:gpu_node_pool:GpuNodePool", name, opts)
-        plan = args.plan
+        plan = args.settings
         tags = named(args.tags, plan.node_group_name, **{"alicerce.dev/pool": plan.labels.get("alicerce.dev/pool", "")})
         placement = None
         if plan.placement_group:

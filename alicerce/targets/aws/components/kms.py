@@ -9,7 +9,7 @@ import pulumi
 import pulumi_aws as aws
 
 from alicerce.emit.pulumi.component import Component, named
-from alicerce.resolve.platform import ResolvedPlatform
+from alicerce.resolve.model import ResolvedPlatform
 from alicerce.spec.models import AwsSite
 
 

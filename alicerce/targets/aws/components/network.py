@@ -12,7 +12,7 @@ import pulumi
 import pulumi_aws as aws
 
 from alicerce.emit.pulumi.component import Component, log_retention_days, named
-from alicerce.resolve.platform import ResolvedPlatform
+from alicerce.resolve.model import ResolvedPlatform
 from alicerce.spec.models import AwsSite
 
 # Interface endpoints nodes need to pull images and get credentials without NAT.
@@ -43,13 +43,13 @@ class NetworkArgs:
 
 
 @dataclass(frozen=True)
-class SubnetPlan:
+class SubnetLayout:
     zone: str
     private: str
     public: str
 
 
-def plan_subnets(cidr: str, zones: tuple[str, ...]) -> list[SubnetPlan]:
+def subnet_layout(cidr: str, zones: tuple[str, ...]) -> list[SubnetLayout]:
     """Large private subnets for nodes and pods (the VPC CNI gives pods VPC addresses), small public ones.
 
     The VPC splits into 2^k blocks with k the fewest bits that leave one block spare; zone i gets
@@ -59,7 +59,7 @@ def plan_subnets(cidr: str, zones: tuple[str, ...]) -> list[SubnetPlan]:
     bits = max(1, math.ceil(math.log2(len(zones) + 1)))
     blocks = list(net.subnets(prefixlen_diff=bits))
     public = list(blocks[-1].subnets(prefixlen_diff=bits))
-    return [SubnetPlan(zone, str(blocks[i]), str(public[i])) for i, zone in enumerate(zones)]
+    return [SubnetLayout(zone, str(blocks[i]), str(public[i])) for i, zone in enumerate(zones)]
 
 
 class Network(Component):
@@ -90,7 +90,7 @@ class Network(Component):
         self.public_subnet_ids = {}
         private_rts: list[aws.ec2.RouteTable] = []
         nat: aws.ec2.NatGateway | None = None
-        for plan in plan_subnets(args.cidr, args.zones):
+        for plan in subnet_layout(args.cidr, args.zones):
             z = plan.zone
             public = aws.ec2.Subnet(
                 f"{name}-public-{z}",

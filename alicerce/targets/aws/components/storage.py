@@ -1,6 +1,6 @@
 """Storage tiers of an AWS site: FSx for Lustre (parallel-fs), S3 (object), EFS (shared-nfs).
 
-Sizes come from the resolved FSx plan (capacity and per-unit throughput decided once, in resolve);
+Sizes come from the resolved FSx configuration (capacity and per-unit throughput decided once, in resolve);
 everything is encrypted with the platform key; file systems are reachable only from the nodes.
 """
 
@@ -16,7 +16,7 @@ import pulumi
 import pulumi_aws as aws
 
 from alicerce.emit.pulumi.component import Component, named
-from alicerce.resolve.platform import ResolvedPlatform
+from alicerce.resolve.model import ResolvedPlatform
 from alicerce.spec.models import AwsSite, ObjectTier, ParallelFsTier, SharedNfsTier
 
 # Lustre clients reach the file servers on TCP 988 and 1018-1023 (FSx for Lustre user guide, "File system access control with Amazon VPC").
@@ -51,7 +51,7 @@ class EfsTier:
 
 
 @dataclass(frozen=True)
-class StoragePlan:
+class StorageLayout:
     fsx: tuple[FsxTier, ...]
     buckets: tuple[BucketTier, ...]
     efs: tuple[EfsTier, ...]
@@ -68,7 +68,7 @@ def bucket_name(rp: ResolvedPlatform, site: AwsSite, tier: str) -> str:
     return f"{rp.name}-{rp.environment}-{tier}-{site.account}"
 
 
-def plan_storage(rp: ResolvedPlatform, site: AwsSite) -> StoragePlan:
+def storage_layout(rp: ResolvedPlatform, site: AwsSite) -> StorageLayout:
     fsx: list[FsxTier] = []
     buckets: list[BucketTier] = []
     efs: list[EfsTier] = []
@@ -100,13 +100,13 @@ def plan_storage(rp: ResolvedPlatform, site: AwsSite) -> StoragePlan:
                     source,
                 )
             )
-    return StoragePlan(tuple(fsx), tuple(buckets), tuple(efs))
+    return StorageLayout(tuple(fsx), tuple(buckets), tuple(efs))
 
 
 @dataclass(frozen=True)
 class StorageArgs:
     name: str
-    plan: StoragePlan
+    layout: StorageLayout
     tags: Mapping[str, str]
     vpc_id: pulumi.Input[str]
     subnet_ids: Mapping[str, pulumi.Input[str]]  # zone -> private subnet
@@ -122,17 +122,17 @@ class Storage(Component):
         super().__init__("alicerce:storage:Storage", name, opts)
         self.endpoints = {}
         self.volumes = {}
-        for bucket in args.plan.buckets:
+        for bucket in args.layout.buckets:
             if bucket.create:
                 self._bucket(name, args, bucket)
             self.endpoints[bucket.name] = pulumi.Output.from_input(f"s3://{bucket.bucket}")
-        if args.plan.fsx:
+        if args.layout.fsx:
             sg = self._security_group(f"{name}-lustre", args, "FSx for Lustre: Lustre from the nodes only", LUSTRE_PORTS, self_ports=True)
-            for fsx in args.plan.fsx:
+            for fsx in args.layout.fsx:
                 self.endpoints[fsx.name] = self._lustre(name, args, fsx, sg)
-        if args.plan.efs:
+        if args.layout.efs:
             sg = self._security_group(f"{name}-efs", args, "EFS: NFS from the nodes only", ((NFS_PORT, NFS_PORT),), self_ports=False)
-            for tier in args.plan.efs:
+            for tier in args.layout.efs:
                 self.endpoints[tier.name] = self._efs(name, args, tier, sg)
         self.register_outputs({"endpoints": self.endpoints})
 

@@ -1,0 +1,48 @@
+"""GPU facts of a pool, decided once: the schedulable units its nodes offer and the kernel modules.
+
+The units follow what the NVIDIA device plugin advertises (GPU Operator docs, "GPU sharing" and
+"MIG support"): whole GPUs as ``nvidia.com/gpu``; with time-slicing, ``replicas`` devices per GPU
+under the same name; with MIG, one device per GPU instance, named ``nvidia.com/mig-<profile>``
+under the mixed strategy and ``nvidia.com/gpu`` under the single strategy.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from alicerce.catalog.models import Gpu
+from alicerce.resolve.model import GpuUnits, KernelModules
+from alicerce.spec.models import MigSharing, NodePool, TimeSlicing
+
+GPU_RESOURCE = "nvidia.com/gpu"
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+
+
+def gpu_units(pool: NodePool, mig_strategy: Literal["single", "mixed"]) -> GpuUnits | None:
+    """What one node of ``pool`` offers to pods; None for pools without accelerators."""
+    if pool.accelerator is None:
+        return None
+    gpus = pool.accelerator.count
+    sharing = pool.sharing
+    if isinstance(sharing, TimeSlicing):
+        return GpuUnits(resources={GPU_RESOURCE: gpus * sharing.replicas}, per_gpu=sharing.replicas)
+    if isinstance(sharing, MigSharing):
+        per_gpu = sum(sharing.profiles.values())
+        if mig_strategy == "single":
+            return GpuUnits(resources={GPU_RESOURCE: gpus * per_gpu}, per_gpu=per_gpu)
+        resources = {f"{MIG_RESOURCE_PREFIX}{name}": gpus * count for name, count in sorted(sharing.profiles.items())}
+        return GpuUnits(resources=resources, per_gpu=per_gpu)
+    return GpuUnits(resources={GPU_RESOURCE: gpus}, per_gpu=1)
+
+
+def kernel_modules(gpu: Gpu | None, choice: Literal["auto", "open", "proprietary"]) -> KernelModules | None:
+    """The NVIDIA kernel modules a GPU runs with: the spec's choice, else open modules from Turing on.
+
+    NVIDIA's open GPU kernel modules support Turing and newer; Volta needs the proprietary ones
+    (open-gpu-kernel-modules README, "Supported GPUs").
+    """
+    if gpu is None:
+        return None
+    if choice != "auto":
+        return choice
+    return "proprietary" if gpu.architecture == "volta" else "open"

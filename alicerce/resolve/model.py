@@ -1,0 +1,240 @@
+"""The resolved platform: one environment of the spec with every derived fact decided once.
+
+Rules, the planner and every emitter read these objects and decide nothing again: the GPU behind
+an alias, the schedulable GPU units of a pool (whole GPUs, time-sliced replicas or MIG instances),
+the RDMA attachment, hosts by rack, storage implementations and mounts, team quotas per extended
+resource, typed versions, tags. Resolving is total: a fact that cannot be decided (an unknown GPU,
+a malformed host range) is left empty and the rules report why, so a spec with mistakes still
+resolves and every mistake is reported at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from alicerce.catalog.fsx import FsxConfig
+from alicerce.catalog.models import BillOfMaterials, Chart, Gpu, InstanceType, NetworkOperatorComponents
+from alicerce.spec.models import AwsSite, Fabric, NodePool, OnpremSite, PlatformSpec, StorageTier, Team
+from alicerce.targets.base import Capabilities, RdmaTechnology
+
+KernelModules = Literal["open", "proprietary"]
+
+
+class Resolved(BaseModel):
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+
+class GpuUnits(Resolved):
+    """What one node of a GPU pool offers to pods: extended resources and how many of each.
+
+    Whole GPUs are ``nvidia.com/gpu``; time-slicing advertises each GPU ``replicas`` times under the
+    same name; MIG instances are ``nvidia.com/mig-<profile>`` with the mixed strategy, or
+    ``nvidia.com/gpu`` with the single strategy. Quotas, ResourceQuotas, Kueue and sizing all count
+    these units.
+    """
+
+    resources: dict[str, int]  # extended resource -> devices per node
+    per_gpu: int  # units one physical GPU offers
+
+    @property
+    def per_node(self) -> int:
+        return sum(self.resources.values())
+
+    def split(self, units: int) -> dict[str, int]:
+        """``units`` spread over the node's resources in the node's own proportions (largest remainder)."""
+        total = self.per_node
+        if len(self.resources) == 1 or total == 0:
+            return dict.fromkeys(self.resources, units)
+        exact = {name: units * count / total for name, count in self.resources.items()}
+        out = {name: int(share) for name, share in exact.items()}
+        left = units - sum(out.values())
+        for name in sorted(exact, key=lambda n: (out[n] - exact[n], n))[:left]:
+            out[name] += 1
+        return out
+
+
+class RdmaAttachment(Resolved):
+    """How a pool's nodes reach their RDMA fabric and what pods request to use it."""
+
+    fabric: Fabric
+    technology: RdmaTechnology
+    interfaces: int  # EFA interfaces (AWS) or RDMA adapters, one per rail (on-prem)
+    resource: str  # the extended resource a pod requests: vpc.amazonaws.com/efa, rdma/ib, rdma/roce
+
+
+class ResolvedPool(Resolved):
+    index: int  # position in the environment's merged nodePools, for error paths
+    spec: NodePool
+    site: AwsSite | OnpremSite
+    gpu: Gpu | None
+    instance: InstanceType | None  # the cloud machine type; None on-prem
+    gpus_per_node: int
+    gpu_units: GpuUnits | None  # None for CPU pools
+    kernel_modules: KernelModules | None  # NVIDIA kernel modules the pool's GPUs need
+    rdma: RdmaAttachment | None
+    placement_group: bool  # nodes packed close together (a cluster placement group on AWS)
+    zone: str | None  # one zone, where the pool is pinned to one
+    racks: dict[str, tuple[str, ...]]  # rack id -> hosts; "" holds hosts without a rack; empty off-prem
+    labels: dict[str, str]
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        return tuple(host for hosts in self.racks.values() for host in hosts)
+
+    @property
+    def max_gpus(self) -> int:
+        """Physical GPUs at max size."""
+        return self.gpus_per_node * self.spec.scaling.max
+
+    @property
+    def max_gpu_units(self) -> int:
+        """Schedulable GPU units at max size: what quotas on the pool add up to at most."""
+        return self.gpu_units.per_node * self.spec.scaling.max if self.gpu_units else 0
+
+    @property
+    def efa_interfaces(self) -> int:
+        return self.rdma.interfaces if self.rdma is not None and self.rdma.technology == "efa" else 0
+
+
+class Mount(Resolved):
+    """A file system as nodes and pods mount it at one site (options decided once for both)."""
+
+    kind: Literal["lustre", "beegfs", "weka", "nfs", "fsx-lustre", "efs"]
+    source: str  # what mount(8) takes: 10.0.0.10@o2ib:/ai, nfs.example:/export; "" where a CSI driver mounts it
+    path: str
+    options: tuple[str, ...]  # mount options common to the host's fstab and a PersistentVolume
+
+
+class ResolvedTier(Resolved):
+    index: int
+    spec: StorageTier
+    sites: tuple[str, ...]
+    implementations: dict[str, str]  # site name -> implementation
+    mounts: dict[str, Mount]  # site name -> how nodes and pods mount it (shared file systems only)
+    fsx: FsxConfig | None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+class ResolvedQuota(Resolved):
+    """A team's GPU quota on one pool, in the pool's schedulable units and per extended resource."""
+
+    index: int  # position in the team's quotas
+    pool: str
+    units: int
+    borrowing_limit: int | None
+    resources: dict[str, int]  # nominal quota per extended resource
+    borrowing: dict[str, int] | None  # borrowing limit per extended resource (None: unlimited within the cohort)
+
+
+class ResolvedTeam(Resolved):
+    index: int
+    spec: Team
+    namespaces: tuple[str, ...]
+    cost_center: str
+    quotas: tuple[ResolvedQuota, ...]
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+class ResolvedSite(Resolved):
+    index: int  # position in the environment's sites
+    spec: AwsSite | OnpremSite  # with address ranges filled from networks' defaults
+    capabilities: Capabilities
+    pools: tuple[ResolvedPool, ...]
+    storage: tuple[ResolvedTier, ...]  # tiers that exist here
+    teams: tuple[ResolvedTeam, ...]  # teams with a quota here, or with no quota anywhere
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def provider(self) -> str:
+        return self.spec.provider
+
+    def quotas(self, team: ResolvedTeam) -> tuple[tuple[ResolvedQuota, ResolvedPool], ...]:
+        """A team's quotas on this site's pools, each with its pool."""
+        pools = {p.name: p for p in self.pools}
+        return tuple((q, pools[q.pool]) for q in team.quotas if q.pool in pools)
+
+
+class ResolvedPlatform(Resolved):
+    """Everything about one environment of the platform, decided."""
+
+    name: str
+    environment: str
+    tier: str
+    spec: PlatformSpec
+    versions: BillOfMaterials  # every component version: the spec's pins over the catalog's bill of materials
+    eks_addons: dict[str, str]  # EKS managed add-on -> pinned version; absent: AWS's default at deploy time
+    network_components: NetworkOperatorComponents | None  # images of the pinned Network Operator's NicClusterPolicy
+    charts: dict[str, Chart]
+    tags: dict[str, str]  # on every resource: platform, environment, cost center, metadata labels
+    sites: tuple[ResolvedSite, ...]
+    pools: tuple[ResolvedPool, ...]  # every pool of every site, in spec order
+    storage: tuple[ResolvedTier, ...]
+    teams: tuple[ResolvedTeam, ...]
+
+    def site(self, name: str) -> ResolvedSite:
+        return next(s for s in self.sites if s.name == name)
+
+    def pool(self, name: str) -> ResolvedPool:
+        return next(p for p in self.pools if p.name == name)
+
+    def to_data(self) -> dict[str, Any]:
+        """A plain, deterministic view for `alicerce show` and `.alicerce/resolved.json`."""
+        spec = self.spec.model_dump(mode="json", by_alias=True, exclude={"environments"})
+        sites = [site.spec.model_dump(mode="json", by_alias=True) for site in self.sites]
+        for pool in self.pools:
+            spec["nodePools"][pool.index]["resolved"] = {
+                "gpu": pool.gpu.id if pool.gpu else None,
+                "gpusPerNode": pool.gpus_per_node,
+                "maxGpus": pool.max_gpus,
+                "gpuUnits": pool.gpu_units.resources if pool.gpu_units else {},
+                "maxGpuUnits": pool.max_gpu_units,
+                "efaInterfaces": pool.efa_interfaces,
+                "placementGroup": pool.placement_group,
+                "zone": pool.zone,
+                "hosts": list(pool.hosts),
+                "labels": pool.labels,
+            }
+        for tier in self.storage:
+            spec["storage"][tier.index]["resolved"] = {
+                "sites": list(tier.sites),
+                "implementations": tier.implementations,
+                "fsx": None
+                if tier.fsx is None
+                else {
+                    "deploymentType": tier.fsx.deployment_type,
+                    "storageType": tier.fsx.storage_type,
+                    "storageCapacityGiB": tier.fsx.capacity_gib,
+                    "perUnitStorageThroughput": tier.fsx.per_unit_throughput,
+                    "throughputMBps": round(tier.fsx.throughput_mbps, 1),
+                    "usdPerMonth": tier.fsx.usd_per_month,
+                },
+            }
+        for team in self.teams:
+            data = spec["tenancy"]["teams"][team.index]
+            data["namespaces"] = list(team.namespaces)
+            data["costCenter"] = team.cost_center
+        spec["versions"] = {**self.versions.model_dump(mode="json"), "eksAddons": self.eks_addons}
+        return {
+            "platform": self.name,
+            "environment": self.environment,
+            "tier": self.tier,
+            "tags": self.tags,
+            "sites": sites,
+            **{k: v for k, v in spec.items() if k not in ("apiVersion", "kind")},
+            "charts": {k: c.model_dump(mode="json", exclude={"source"}) for k, c in sorted(self.charts.items())},
+        }

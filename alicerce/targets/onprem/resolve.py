@@ -1,0 +1,71 @@
+"""What the on-prem target decides: hosts by rack, the RDMA adapters, file system implementations and mounts."""
+
+from __future__ import annotations
+
+from alicerce.catalog import Catalog
+from alicerce.spec.models import Fabric, LocalNvmeTier, Networks, NodePool, OnpremSite, ParallelFsTier, SharedNfsTier, Site, StorageTier
+from alicerce.spec.units import expand_hosts
+from alicerce.targets.base import Capabilities
+from alicerce.targets.resolver import MountFacts, PoolPlacement, TargetResolver
+
+CAPABILITIES = Capabilities(
+    provider="onprem",
+    label="on-prem",
+    pool_section="onprem",
+    pool_section_hint="add onprem: {hosts: [...]}",
+    nodes_by_ansible=True,
+    gpu_stack_on_image=False,
+    storage={"local-nvme": "mdadm-raid0"},
+)
+
+
+def _site(site: Site, networks: Networks) -> Site:
+    update = {"service_cidr": site.service_cidr or networks.service_cidr}
+    if isinstance(site, OnpremSite):
+        update["pod_cidr"] = site.pod_cidr or networks.pod_cidr
+    return site.model_copy(update=update)
+
+
+def _racks(pool: NodePool) -> dict[str, tuple[str, ...]]:
+    racks: dict[str, list[str]] = {}
+    for entry in pool.onprem.hosts if pool.onprem else []:
+        try:
+            hosts = expand_hosts(entry.hosts)
+        except ValueError:
+            continue  # rule AL220 reports the range
+        racks.setdefault(entry.rack or "", []).extend(hosts)
+    return {rack: tuple(hosts) for rack, hosts in racks.items()}
+
+
+def _pool(pool: NodePool, site: Site, fabric: Fabric | None, catalog: Catalog) -> PoolPlacement:
+    if not isinstance(site, OnpremSite) or pool.onprem is None:
+        return PoolPlacement()
+    transport = fabric.onprem if fabric is not None else None
+    adapters = (pool.onprem.hcas if pool.onprem.hcas is not None else fabric.rails) if fabric is not None else 0
+    return PoolPlacement(
+        rdma_technology=transport.technology if transport is not None else None,
+        rdma_interfaces=adapters if transport is not None else 0,
+        racks=_racks(pool),
+    )
+
+
+def _implementation(tier: StorageTier) -> str | None:
+    if isinstance(tier, LocalNvmeTier):
+        return CAPABILITIES.storage["local-nvme"]
+    return tier.onprem.implementation if tier.onprem is not None else None
+
+
+def _mount(tier: StorageTier, implementation: str) -> MountFacts | None:
+    if isinstance(tier, ParallelFsTier) and tier.onprem is not None:
+        fs = tier.onprem
+        if implementation == "lustre":
+            return MountFacts("lustre", f"{fs.server}:/{fs.filesystem}", ("flock", "noatime", *fs.mount_options))
+        if implementation in ("beegfs", "weka"):
+            return MountFacts(implementation, fs.server, tuple(fs.mount_options))
+    if isinstance(tier, SharedNfsTier) and tier.onprem is not None and implementation == "nfs":
+        nfs = tier.onprem
+        return MountFacts("nfs", f"{nfs.server}:{nfs.export}", (f"vers={nfs.version}", "hard", "noatime", "nconnect=8"))
+    return None
+
+
+RESOLVER = TargetResolver(capabilities=CAPABILITIES, site=_site, pool=_pool, implementation=_implementation, mount=_mount)

@@ -1,0 +1,41 @@
+"""The interface a target's resolve step offers: its capabilities and the facts only it can decide."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from alicerce.catalog import Catalog
+from alicerce.catalog.models import InstanceType
+from alicerce.spec.models import Fabric, Networks, NodePool, Site, StorageTier
+from alicerce.targets.base import Capabilities, RdmaTechnology
+
+
+@dataclass(frozen=True)
+class PoolPlacement:
+    """Where and on what a pool's nodes run, as its target decides it."""
+
+    instance: InstanceType | None = None
+    rdma_technology: RdmaTechnology | None = None
+    rdma_interfaces: int = 0
+    placement_group: bool = False
+    zone: str | None = None
+    racks: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MountFacts:
+    """How a shared file system is mounted at a site of this target (see alicerce.resolve.model.Mount)."""
+
+    kind: str
+    source: str
+    options: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TargetResolver:
+    capabilities: Capabilities
+    site: Callable[[Site, Networks], Site]  # the site with its defaults filled
+    pool: Callable[[NodePool, Site, Fabric | None, Catalog], PoolPlacement]
+    implementation: Callable[[StorageTier], str | None]  # how a tier is built here; None: not at all
+    mount: Callable[[StorageTier, str], MountFacts | None]  # how nodes and pods mount a shared tier here
