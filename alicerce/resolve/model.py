@@ -18,6 +18,7 @@ from alicerce.catalog.fsx import FsxConfig
 from alicerce.catalog.models import BillOfMaterials, Chart, Gpu, InstanceType, NetworkOperatorComponents
 from alicerce.spec.models import AwsSite, Fabric, NodePool, OnpremSite, PlatformSpec, StorageTier, Team
 from alicerce.targets.base import Capabilities, RdmaTechnology
+from alicerce.targets.resolver import NodeSoftwareOwners
 
 KernelModules = Literal["open", "proprietary"]
 
@@ -151,6 +152,7 @@ class ResolvedSite(Resolved):
     index: int  # position in the environment's sites
     spec: AwsSite | OnpremSite  # with address ranges filled from networks' defaults
     capabilities: Capabilities
+    software: NodeSoftwareOwners  # who owns the driver and the node exporter here (one owner each)
     pools: tuple[ResolvedPool, ...]
     storage: tuple[ResolvedTier, ...]  # tiers that exist here
     teams: tuple[ResolvedTeam, ...]  # teams with a quota here, or with no quota anywhere

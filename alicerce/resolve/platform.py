@@ -155,6 +155,7 @@ def resolve_spec(spec: PlatformSpec, env: str, catalog: Catalog | None = None) -
                 index=index,
                 spec=site,
                 capabilities=RESOLVERS[site.provider].capabilities,
+                software=RESOLVERS[site.provider].software(site),
                 pools=here,
                 storage=tuple(t for t in storage if site.name in t.sites),
                 # CPU-only teams (no quota anywhere) live at every site

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from alicerce.catalog import Catalog
 from alicerce.catalog.models import InstanceType
@@ -24,6 +25,14 @@ class PoolPlacement:
 
 
 @dataclass(frozen=True)
+class NodeSoftwareOwners:
+    """Who owns the node software of a site (one owner per component; both sides read this)."""
+
+    gpu_driver: Literal["node-image", "operator", "host"]  # node-image: the machine image ships driver and toolkit
+    node_exporter: Literal["cluster", "host"]
+
+
+@dataclass(frozen=True)
 class MountFacts:
     """How a shared file system is mounted at a site of this target (see alicerce.resolve.model.Mount)."""
 
@@ -39,3 +48,4 @@ class TargetResolver:
     pool: Callable[[NodePool, Site, Fabric | None, Catalog], PoolPlacement]
     implementation: Callable[[StorageTier], str | None]  # how a tier is built here; None: not at all
     mount: Callable[[StorageTier, str], MountFacts | None]  # how nodes and pods mount a shared tier here
+    software: Callable[[Site], NodeSoftwareOwners]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from alicerce.catalog import Catalog
 from alicerce.spec.models import AwsSite, Fabric, Networks, NodePool, ParallelFsTier, SharedNfsTier, Site, StorageTier
 from alicerce.targets.base import Capabilities
-from alicerce.targets.resolver import MountFacts, PoolPlacement, TargetResolver
+from alicerce.targets.resolver import MountFacts, NodeSoftwareOwners, PoolPlacement, TargetResolver
 
 RESERVED = ("capacity-reservation", "capacity-block")
 
@@ -60,4 +60,11 @@ def _mount(tier: StorageTier, implementation: str) -> MountFacts | None:
     return None
 
 
-RESOLVER = TargetResolver(capabilities=CAPABILITIES, site=_site, pool=_pool, implementation=_implementation, mount=_mount)
+def _software(site: Site) -> NodeSoftwareOwners:
+    # the EKS NVIDIA AMI carries driver and toolkit; kube-prometheus-stack's DaemonSet is the node exporter
+    return NodeSoftwareOwners(gpu_driver="node-image", node_exporter="cluster")
+
+
+RESOLVER = TargetResolver(
+    capabilities=CAPABILITIES, site=_site, pool=_pool, implementation=_implementation, mount=_mount, software=_software
+)

@@ -6,7 +6,7 @@ from alicerce.catalog import Catalog
 from alicerce.spec.models import Fabric, LocalNvmeTier, Networks, NodePool, OnpremSite, ParallelFsTier, SharedNfsTier, Site, StorageTier
 from alicerce.spec.units import expand_hosts
 from alicerce.targets.base import Capabilities
-from alicerce.targets.resolver import MountFacts, PoolPlacement, TargetResolver
+from alicerce.targets.resolver import MountFacts, NodeSoftwareOwners, PoolPlacement, TargetResolver
 
 CAPABILITIES = Capabilities(
     provider="onprem",
@@ -68,4 +68,11 @@ def _mount(tier: StorageTier, implementation: str) -> MountFacts | None:
     return None
 
 
-RESOLVER = TargetResolver(capabilities=CAPABILITIES, site=_site, pool=_pool, implementation=_implementation, mount=_mount)
+def _software(site: Site) -> NodeSoftwareOwners:
+    assert isinstance(site, OnpremSite)
+    return NodeSoftwareOwners(gpu_driver=site.node_software.gpu_driver, node_exporter=site.node_software.node_exporter)
+
+
+RESOLVER = TargetResolver(
+    capabilities=CAPABILITIES, site=_site, pool=_pool, implementation=_implementation, mount=_mount, software=_software
+)

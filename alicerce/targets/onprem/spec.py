@@ -19,6 +19,22 @@ class OnpremHostGroup(SpecModel):
     hosts: list[str] = Field(min_length=1, description="Host names or ranges such as cp-[1:3].dc1.example.com.")
 
 
+class NodeSoftware(SpecModel):
+    """Who owns each piece of node software at an on-prem site: exactly one owner per component."""
+
+    gpu_driver: Literal["operator", "host"] = Field(
+        default="operator",
+        description="Who installs the NVIDIA driver and Fabric Manager: the GPU Operator's driver container (NVIDIA's "
+        "recommendation for Kubernetes nodes), or alicerce's nvidia_driver role on the host (for hosts whose RDMA stack "
+        "must be built against the driver).",
+    )
+    node_exporter: Literal["cluster", "host"] = Field(
+        default="cluster",
+        description="Who runs the Prometheus node exporter on port 9100: kube-prometheus-stack's DaemonSet, or "
+        "alicerce's node_monitoring role on the host.",
+    )
+
+
 class OnpremSite(SpecModel):
     """An on-prem data center with its own Kubernetes cluster."""
 
@@ -36,6 +52,7 @@ class OnpremSite(SpecModel):
         description="Name of the Pulumi secret config key holding this cluster's kubeconfig (never the kubeconfig itself).",
         examples=["dc1Kubeconfig"],
     )
+    node_software: NodeSoftware = Field(default_factory=NodeSoftware, description="Who owns each piece of node software.")
 
 
 class HostRange(SpecModel):
