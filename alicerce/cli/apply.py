@@ -46,7 +46,8 @@ def onprem(
     as_json: JsonOption = False,
 ) -> None:
     """Provision the on-prem nodes of ENV: preflight, then rolling batches, then acceptance."""
-    from alicerce.emit.tree import EmitError, render_tree, write_tree
+    from alicerce.emit.errors import EmitError
+    from alicerce.emit.tree import render_tree, write_tree
     from alicerce.rules.validate import validated
     from alicerce.run.ansible import RunError, run_playbook
 

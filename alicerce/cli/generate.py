@@ -21,7 +21,8 @@ def register(app: typer.Typer) -> None:
 @user_errors(json_flag="as_json")
 def generate(env: EnvOption, spec: SpecArg = DEFAULT_SPEC, out: OutOption = Path("out"), as_json: JsonOption = False) -> None:
     """Write every generated artifact of one environment into OUT: deterministic bytes, atomically."""
-    from alicerce.emit.tree import EmitError, render_tree, write_tree
+    from alicerce.emit.errors import EmitError
+    from alicerce.emit.tree import render_tree, write_tree
     from alicerce.rules.validate import validated
 
     platform = validated(load(spec), env)

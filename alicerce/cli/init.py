@@ -21,8 +21,10 @@ def init(
 ) -> None:
     """Create DIR with a starter platform.yaml, its JSON Schema and a README."""
     from alicerce.emit.files import write_tree_atomic
-    from alicerce.emit.scaffold import scaffold_files
+    from alicerce.emit.scaffold import scaffold_files, valid_name
 
+    if not valid_name(name):
+        raise UsageError(f'"{name}" is not a valid platform name', "use lowercase letters, digits and '-'")
     if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
         raise UsageError(f"{directory} already exists and is not empty", "choose a new directory")
     write_tree_atomic(directory, scaffold_files(name))

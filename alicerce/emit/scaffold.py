@@ -73,12 +73,15 @@ Editors with the YAML language server complete and check `platform.yaml` against
 """
 
 
+def valid_name(name: str) -> bool:
+    """Whether ``name`` can name a platform (a DNS-1123 label)."""
+    return bool(re.match(DNS_LABEL, name)) and len(name) <= 63
+
+
 def scaffold_files(name: str) -> dict[str, str]:
     """Relative path -> text of a new platform repository."""
-    if not re.match(DNS_LABEL, name) or len(name) > 63:
-        from alicerce.cli.errors import UsageError
-
-        raise UsageError(f'"{name}" is not a valid platform name', "use lowercase letters, digits and '-'")
+    if not valid_name(name):
+        raise ValueError(f"not a DNS label: {name!r}")  # the CLI checks user input before it gets here
     return {
         "platform.yaml": STARTER.format(name=name),
         "schema/platform.schema.json": schema_text(),

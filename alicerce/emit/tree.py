@@ -1,8 +1,8 @@
-"""The generated tree: a registry of emitters, each returning ``{relative path: text}``.
+"""The generated tree: one emitter per top-level folder, each returning ``{relative path: text}``.
 
-``alicerce generate`` asks every registered emitter for its files, adds ``.alicerce/`` (the
-resolved spec and a manifest of every file with its sha256) and writes the whole tree atomically.
-Later subtrees (kubernetes/, monitoring/, ci/, reports/) register their own emitter here.
+``alicerce generate`` asks every emitter of :data:`EMITTERS` for its files, adds ``.alicerce/``
+(the resolved spec and a manifest of every file with its sha256) and writes the whole tree
+atomically. A new subtree is one more entry in that list.
 """
 
 from __future__ import annotations
@@ -12,40 +12,22 @@ import json
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
+from alicerce.emit.ansible.site import emit_ansible
+from alicerce.emit.errors import EmitError
 from alicerce.emit.files import write_tree_atomic
 from alicerce.resolve.model import ResolvedPlatform
 
 Emitter = Callable[[ResolvedPlatform], dict[str, str]]
 """Pure: reads the resolved platform and returns files relative to its subtree."""
 
-EMITTERS: dict[str, Emitter] = {}
+# subtree -> its emitter, in the order they run (explicit: no registration by import side effect)
+EMITTERS: dict[str, Emitter] = {"ansible": emit_ansible}
 MANIFEST = ".alicerce/manifest.json"
 RESOLVED = ".alicerce/resolved.json"
 
 
-class EmitError(Exception):
-    """An emitter cannot express the resolved platform (for example an IPoIB range too small)."""
-
-
-def emitter(subtree: str) -> Callable[[Emitter], Emitter]:
-    """Register ``function`` as the emitter of ``subtree`` (a top-level folder of the tree)."""
-
-    def register(function: Emitter) -> Emitter:
-        if subtree in EMITTERS and EMITTERS[subtree] is not function:
-            raise ValueError(f"two emitters for {subtree}/")
-        EMITTERS[subtree] = function
-        return function
-
-    return register
-
-
-def _load_builtin_emitters() -> None:
-    import alicerce.emit.ansible.site  # noqa: F401  (registers "ansible")
-
-
 def render_tree(platform: ResolvedPlatform, subtrees: list[str] | None = None) -> dict[str, str]:
     """Every file of the generated tree, keyed by its POSIX path relative to the output folder."""
-    _load_builtin_emitters()
     files: dict[str, str] = {}
     for subtree in sorted(EMITTERS):
         if subtrees is not None and subtree not in subtrees:

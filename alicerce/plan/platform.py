@@ -45,6 +45,7 @@ class PoolPlan:
     site: str
     accelerator: str | None
     gpus_per_node: int
+    gpu_units: int  # schedulable GPU units at max size (whole GPUs, time-sliced replicas or MIG instances)
     declared_min: int
     declared_max: int
     recommended_min: int
@@ -59,6 +60,7 @@ class PoolPlan:
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name, "site": self.site, "accelerator": self.accelerator, "gpus_per_node": self.gpus_per_node,
+            "gpu_units": self.gpu_units,
             "declared": {"min": self.declared_min, "max": self.declared_max},
             "recommended": {"min": self.recommended_min, "max": self.recommended_max},
             "peak_gpus": self.peak_gpus, "gpu_hours_per_month": round(self.gpu_hours_per_month, 1),
@@ -261,6 +263,7 @@ def _pool_plan(
         cost = (spec.scaling.min * hours_month + busy) * price
     return PoolPlan(
         name=pool.name, site=pool.site.name, accelerator=pool.gpu.id if pool.gpu else None, gpus_per_node=per_node,
+        gpu_units=pool.max_gpu_units,
         declared_min=spec.scaling.min, declared_max=spec.scaling.max, recommended_min=rec_min,
         recommended_max=max(rec_max, rec_min), peak_gpus=peak, gpu_hours_per_month=hours, utilization=utilization,
         demand_ratio=demand,

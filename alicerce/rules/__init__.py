@@ -54,8 +54,9 @@ def run_rules(ctx: RuleContext, pos: Pos) -> list[SpecError]:
         for finding in rule_obj.check(ctx):
             if _waived(ctx, rule_obj, finding):
                 continue
-            span, _ = locate(pos, finding.path, key=finding.key)
-            errors.append(SpecError(span, rule_obj.id, finding.path, finding.message, finding.hint, finding.value, ctx.env_name))
+            path = finding.path.path
+            span, _ = locate(pos, path, key=finding.key)
+            errors.append(SpecError(span, rule_obj.id, path, finding.message, finding.hint, finding.value, ctx.env_name))
     return errors
 
 

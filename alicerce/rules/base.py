@@ -20,15 +20,18 @@ from typing import Any
 from alicerce.catalog import Catalog
 from alicerce.catalog.models import Gpu
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
-from alicerce.spec.errors import Path
 from alicerce.spec.models import AwsSite, Environment, NodePool, OnpremSite, PlatformSpec, StorageTier
+from alicerce.spec.paths import SpecPath
+
+S = SpecPath(PlatformSpec)
+"""The root of every finding's path: ``S.node_pools[i].aws.zone`` (see :mod:`alicerce.spec.paths`)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Finding:
     """A rule violation at ``path`` (in the merged spec of the environment)."""
 
-    path: Path
+    path: SpecPath
     message: str
     hint: str | None = None
     value: Any = None

@@ -5,15 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from alicerce.resolve.targets import RESOLVERS
-from alicerce.rules.base import Finding, RuleContext, RuleSet
+from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean
 from alicerce.spec.models import MigSharing, OnpremSite, TimeSlicing
+from alicerce.spec.paths import SpecPath
 from alicerce.spec.units import expand_hosts
 
 rules = RuleSet()
 
 
-def _unknown_gpu(ctx: RuleContext, path: tuple[str | int, ...], name: str) -> Finding:
+def _unknown_gpu(ctx: RuleContext, path: SpecPath, name: str) -> Finding:
     hint = did_you_mean(name, ctx.catalog.gpu_names()) or "see `alicerce catalog gpus`"
     return Finding(path, f'unknown accelerator "{name}"', hint, name)
 
@@ -22,10 +23,10 @@ def _unknown_gpu(ctx: RuleContext, path: tuple[str | int, ...], name: str) -> Fi
 def accelerator_known(ctx: RuleContext) -> Iterable[Finding]:
     for i, pool in ctx.indexed_pools():
         if pool.accelerator is not None and ctx.catalog.gpu(pool.accelerator.model) is None:
-            yield _unknown_gpu(ctx, ("nodePools", i, "accelerator"), pool.accelerator.model)
+            yield _unknown_gpu(ctx, S.node_pools[i].accelerator, pool.accelerator.model)
     for i, workload in enumerate(ctx.spec.workloads):
         if workload.accelerator is not None and ctx.catalog.gpu(workload.accelerator) is None:
-            yield _unknown_gpu(ctx, ("workloads", i, "accelerator"), workload.accelerator)
+            yield _unknown_gpu(ctx, S.workloads[i].accelerator, workload.accelerator)
 
 
 @rules.rule("AL210", "target-details", "A pool has the details of its site's target (`aws` on AWS, `onprem` on-prem), not another's.")
@@ -37,11 +38,11 @@ def target_details(ctx: RuleContext) -> Iterable[Finding]:
         own = RESOLVERS[site.provider].capabilities
         where = f'pool "{pool.name}" is on {own.label} site "{site.name}"'
         if getattr(pool, own.pool_section) is None:
-            yield Finding(("nodePools", i), f"{where} but has no {own.pool_section} section", own.pool_section_hint, resource=pool.name)
+            yield Finding(S.node_pools[i], f"{where} but has no {own.pool_section} section", own.pool_section_hint, resource=pool.name)
         for other in (r.capabilities for r in RESOLVERS.values() if r.capabilities is not own):
             if getattr(pool, other.pool_section) is not None:
                 yield Finding(
-                    ("nodePools", i, other.pool_section),
+                    getattr(S.node_pools[i], other.pool_section),
                     f"{where}; the {other.pool_section} section does not apply",
                     f"remove it, or move the pool to an {other.label} site",
                     key=True,
@@ -55,7 +56,7 @@ def mig_capable(ctx: RuleContext) -> Iterable[Finding]:
         if isinstance(pool.sharing, MigSharing) and gpu is not None and gpu.mig is None:
             capable = sorted(g.id for g in ctx.catalog.gpus if g.mig is not None)
             yield Finding(
-                ("nodePools", i, "sharing", "mode"),
+                S.node_pools[i].sharing.mode,
                 f"{gpu.id} does not support MIG",
                 f"use time-slicing, or a MIG-capable GPU: {', '.join(capable)}",
                 "mig",
@@ -71,12 +72,12 @@ def mig_profiles(ctx: RuleContext) -> Iterable[Finding]:
         known = {p.name: p for p in gpu.mig.profiles}
         slices = 0
         memory = 0.0
-        base = ("nodePools", i, "sharing", "profiles")
+        base = S.node_pools[i].sharing.profiles
         for name, count in pool.sharing.profiles.items():
             profile = known.get(name)
             if profile is None:
                 yield Finding(
-                    (*base, name),
+                    base[name],
                     f'{gpu.id} has no MIG profile "{name}"',
                     did_you_mean(name, known) or f"profiles: {', '.join(known)}",
                     name,
@@ -84,10 +85,10 @@ def mig_profiles(ctx: RuleContext) -> Iterable[Finding]:
                 )
                 continue
             if count < 1:
-                yield Finding((*base, name), f"instances of {name} must be at least 1, not {count}", "remove the profile instead", count)
+                yield Finding(base[name], f"instances of {name} must be at least 1, not {count}", "remove the profile instead", count)
                 continue
             if count > profile.maxCount:
-                yield Finding((*base, name), f"{name} fits at most {profile.maxCount} times on one {gpu.id}, not {count}", None, count)
+                yield Finding(base[name], f"{name} fits at most {profile.maxCount} times on one {gpu.id}, not {count}", None, count)
             slices += profile.slices * count
             memory += profile.memoryGiB * count
         capacity = gpu.mig.computeSlices
@@ -112,7 +113,7 @@ def sharing_needs_gpu(ctx: RuleContext) -> Iterable[Finding]:
     for i, pool in ctx.indexed_pools():
         if pool.accelerator is None and pool.sharing.mode != "none":
             yield Finding(
-                ("nodePools", i, "sharing"),
+                S.node_pools[i].sharing,
                 f'pool "{pool.name}" has no accelerator to share',
                 "remove sharing or add an accelerator",
                 pool.sharing.mode,
@@ -120,7 +121,7 @@ def sharing_needs_gpu(ctx: RuleContext) -> Iterable[Finding]:
             )
         if pool.accelerator is None and pool.fabric is not None:
             yield Finding(
-                ("nodePools", i, "fabric"),
+                S.node_pools[i].fabric,
                 f'pool "{pool.name}" has no GPUs to feed over an RDMA fabric',
                 "remove fabric, or add an accelerator",
                 pool.fabric,
@@ -130,14 +131,14 @@ def sharing_needs_gpu(ctx: RuleContext) -> Iterable[Finding]:
             for j, taint in enumerate(pool.taints):
                 if taint.key == "nvidia.com/gpu":
                     yield Finding(
-                        ("nodePools", i, "taints", j),
+                        S.node_pools[i].taints[j],
                         f'pool "{pool.name}" has no GPUs but a {taint.key} taint',
                         "GPU pods tolerate that taint and would land on nodes without GPUs; remove it",
                         taint.key,
                     )
         if isinstance(pool.sharing, TimeSlicing) and pool.purpose == "training":
             yield Finding(
-                ("nodePools", i, "sharing", "mode"),
+                S.node_pools[i].sharing.mode,
                 "time-slicing a training pool gives no memory isolation and slows every job",
                 "use whole GPUs for training; time-slice inference or notebook pools",
                 "time-slicing",
@@ -151,7 +152,7 @@ def gpu_tainted(ctx: RuleContext) -> Iterable[Finding]:
             continue
         if not any(t.effect in ("NoSchedule", "NoExecute") for t in pool.taints):
             yield Finding(
-                ("nodePools", i),
+                S.node_pools[i],
                 f'GPU pool "{pool.name}" has no NoSchedule taint; CPU pods would take its nodes',
                 'add taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]',
                 resource=pool.name,
@@ -162,13 +163,13 @@ def gpu_tainted(ctx: RuleContext) -> Iterable[Finding]:
 def scaling_bounds(ctx: RuleContext) -> Iterable[Finding]:
     for i, pool in ctx.indexed_pools():
         s = pool.scaling
-        path = ("nodePools", i, "scaling")
+        path = S.node_pools[i].scaling
         if s.max < 1:
-            yield Finding((*path, "max"), "max must be at least 1", "a pool that can never have a node is not a pool", s.max)
+            yield Finding(path.max, "max must be at least 1", "a pool that can never have a node is not a pool", s.max)
         if s.min > s.max:
-            yield Finding((*path, "min"), f"min {s.min} is above max {s.max}", None, s.min)
+            yield Finding(path.min, f"min {s.min} is above max {s.max}", None, s.min)
         if s.desired is not None and not s.min <= s.desired <= s.max:
-            yield Finding((*path, "desired"), f"desired {s.desired} is outside [{s.min}, {s.max}]", None, s.desired)
+            yield Finding(path.desired, f"desired {s.desired} is outside [{s.min}, {s.max}]", None, s.desired)
 
 
 @rules.rule("AL220", "host-ranges", "On-prem host ranges expand, no host sits in two pools, and max fits the hosts listed.")
@@ -179,7 +180,7 @@ def host_ranges(ctx: RuleContext) -> Iterable[Finding]:
             continue
         count = 0
         for j, entry in enumerate(pool.onprem.hosts):
-            path = ("nodePools", i, "onprem", "hosts", j)
+            path = S.node_pools[i].onprem.hosts[j]
             try:
                 hosts = expand_hosts(entry.hosts)
             except ValueError as exc:
@@ -193,7 +194,7 @@ def host_ranges(ctx: RuleContext) -> Iterable[Finding]:
                 owner[host] = pool.name
         if count and pool.scaling.max > count:
             yield Finding(
-                ("nodePools", i, "scaling", "max"),
+                S.node_pools[i].scaling.max,
                 f"max {pool.scaling.max} exceeds the {count} hosts listed",
                 f"set max: {count} or list more hosts",
                 pool.scaling.max,

@@ -5,24 +5,25 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-from alicerce.rules.base import Finding, RuleContext, RuleSet
-from alicerce.spec.errors import Path, did_you_mean, one_of
+from alicerce.rules.base import Finding, RuleContext, RuleSet, S
+from alicerce.spec.errors import did_you_mean, one_of
 from alicerce.spec.models import DNS_LABEL, LocalNvmeTier, ObjectTier, ParallelFsTier
+from alicerce.spec.paths import SpecPath
 
 rules = RuleSet()
 
 _DNS = re.compile(DNS_LABEL)
 
 
-def _named_lists(ctx: RuleContext) -> Iterator[tuple[str, Path, list[str]]]:
+def _named_lists(ctx: RuleContext) -> Iterator[tuple[str, SpecPath, list[str]]]:
     spec = ctx.spec
-    yield "site", ("environments", ctx.env_name, "sites"), [s.name for s in ctx.env.sites]
-    yield "node pool", ("nodePools",), [p.name for p in spec.node_pools]
-    yield "storage tier", ("storage",), [t.name for t in spec.storage]
-    yield "fabric", ("networks", "fabrics"), [f.name for f in spec.networks.fabrics]
-    yield "team", ("tenancy", "teams"), [t.name for t in spec.tenancy.teams]
-    yield "workload", ("workloads",), [w.name for w in spec.workloads]
-    yield "SLO", ("monitoring", "slos"), [s.name for s in spec.monitoring.slos]
+    yield "site", S.environments[ctx.env_name].sites, [s.name for s in ctx.env.sites]
+    yield "node pool", S.node_pools, [p.name for p in spec.node_pools]
+    yield "storage tier", S.storage, [t.name for t in spec.storage]
+    yield "fabric", S.networks.fabrics, [f.name for f in spec.networks.fabrics]
+    yield "team", S.tenancy.teams, [t.name for t in spec.tenancy.teams]
+    yield "workload", S.workloads, [w.name for w in spec.workloads]
+    yield "SLO", S.monitoring.slos, [s.name for s in spec.monitoring.slos]
 
 
 @rules.rule("AL200", "unique-names", "Names are unique within their kind, and namespaces across teams.")
@@ -32,7 +33,7 @@ def unique_names(ctx: RuleContext) -> Iterable[Finding]:
         for i, name in enumerate(names):
             if name in seen:
                 yield Finding(
-                    (*base, i, "name"),
+                    base[i].name,
                     f'{kind} "{name}" is defined twice',
                     f"the first is at index {seen[name]}; names must be unique",
                     name,
@@ -43,7 +44,7 @@ def unique_names(ctx: RuleContext) -> Iterable[Finding]:
     for i, team in enumerate(ctx.spec.tenancy.teams):
         for j, namespace in enumerate(team.namespaces or [team.name]):
             if namespace in owner and owner[namespace] != team.name:
-                path = ("tenancy", "teams", i, "namespaces", j) if team.namespaces else ("tenancy", "teams", i, "name")
+                path = S.tenancy.teams[i].namespaces[j] if team.namespaces else S.tenancy.teams[i].name
                 yield Finding(
                     path,
                     f'namespace "{namespace}" already belongs to team "{owner[namespace]}"',
@@ -53,18 +54,18 @@ def unique_names(ctx: RuleContext) -> Iterable[Finding]:
             owner.setdefault(namespace, team.name)
 
 
-def _all_names(ctx: RuleContext) -> Iterator[tuple[Path, str]]:
-    yield ("metadata", "name"), ctx.spec.metadata.name
-    yield ("tenancy", "cohort"), ctx.spec.tenancy.cohort
+def _all_names(ctx: RuleContext) -> Iterator[tuple[SpecPath, str]]:
+    yield S.metadata.name, ctx.spec.metadata.name
+    yield S.tenancy.cohort, ctx.spec.tenancy.cohort
     for env_name in ctx.spec.environments:
-        yield ("environments", env_name), env_name
+        yield S.environments[env_name], env_name
     for kind, base, names in _named_lists(ctx):
         del kind
         for i, name in enumerate(names):
-            yield (*base, i, "name"), name
+            yield base[i].name, name
     for i, team in enumerate(ctx.spec.tenancy.teams):
         for j, namespace in enumerate(team.namespaces):
-            yield ("tenancy", "teams", i, "namespaces", j), namespace
+            yield S.tenancy.teams[i].namespaces[j], namespace
 
 
 @rules.rule("AL201", "dns-names", "Names are DNS-1123 labels: lowercase letters, digits and '-', at most 63.")
@@ -78,11 +79,11 @@ def dns_names(ctx: RuleContext) -> Iterable[Finding]:
             f'"{name}" is not a valid name (lowercase letters, digits and "-", at most 63)',
             f'try "{fixed}"',
             name,
-            key=path[0] == "environments",
+            key=path.path[0] == "environments",
         )
 
 
-def _reference(kind: str, path: Path, name: str, known: Iterable[str]) -> Finding:
+def _reference(kind: str, path: SpecPath, name: str, known: Iterable[str]) -> Finding:
     choices = list(known)
     hint = did_you_mean(name, choices) or (one_of(choices) if choices else f"no {kind} is defined")
     return Finding(path, f'no {kind} named "{name}"', hint, name)
@@ -92,13 +93,13 @@ def _reference(kind: str, path: Path, name: str, known: Iterable[str]) -> Findin
 def site_reference(ctx: RuleContext) -> Iterable[Finding]:
     for i, pool in ctx.indexed_pools():
         if pool.site not in ctx.sites:
-            finding = _reference(f"site in environment {ctx.env_name}", ("nodePools", i, "site"), pool.site, ctx.sites)
+            finding = _reference(f"site in environment {ctx.env_name}", S.node_pools[i].site, pool.site, ctx.sites)
             hint = f'{finding.hint} To keep the pool out of {ctx.env_name}, delete it in its overrides with "$patch: delete"'
             yield Finding(finding.path, finding.message, hint, pool.site, resource=pool.name)
     for i, tier in enumerate(ctx.spec.storage):
         site = getattr(tier, "site", None)
         if site is not None and site not in ctx.sites:
-            yield _reference(f"site in environment {ctx.env_name}", ("storage", i, "site"), site, ctx.sites)
+            yield _reference(f"site in environment {ctx.env_name}", S.storage[i].site, site, ctx.sites)
 
 
 @rules.rule("AL203", "fabric-reference", "A node pool's fabric is defined under networks.fabrics.")
@@ -106,7 +107,7 @@ def fabric_reference(ctx: RuleContext) -> Iterable[Finding]:
     fabrics = [f.name for f in ctx.spec.networks.fabrics]
     for i, pool in ctx.indexed_pools():
         if pool.fabric is not None and pool.fabric not in fabrics:
-            yield _reference("fabric", ("nodePools", i, "fabric"), pool.fabric, fabrics)
+            yield _reference("fabric", S.node_pools[i].fabric, pool.fabric, fabrics)
 
 
 @rules.rule("AL204", "tier-source-reference", "A parallel-fs tier's source is an object tier (its data repository).")
@@ -117,17 +118,17 @@ def tier_source(ctx: RuleContext) -> Iterable[Finding]:
             other = ctx.tiers.get(tier.source)
             if other is not None:
                 yield Finding(
-                    ("storage", i, "source"),
+                    S.storage[i].source,
                     f'tier "{tier.source}" is {other.class_}, not object storage',
                     "a data repository link imports from and exports to an object tier",
                     tier.source,
                 )
             else:
-                yield _reference("object tier", ("storage", i, "source"), tier.source, objects)
+                yield _reference("object tier", S.storage[i].source, tier.source, objects)
         if isinstance(tier, LocalNvmeTier):
             for j, pool in enumerate(tier.pools):
                 if pool not in ctx.pools:
-                    yield _reference("node pool", ("storage", i, "pools", j), pool, ctx.pools)
+                    yield _reference("node pool", S.storage[i].pools[j], pool, ctx.pools)
 
 
 @rules.rule("AL205", "team-pool-reference", "Every team quota names an existing node pool with GPUs.")
@@ -135,7 +136,7 @@ def team_pool(ctx: RuleContext) -> Iterable[Finding]:
     for i, team in enumerate(ctx.spec.tenancy.teams):
         for j, quota in enumerate(team.quotas):
             pool = ctx.pools.get(quota.pool)
-            path = ("tenancy", "teams", i, "quotas", j, "pool")
+            path = S.tenancy.teams[i].quotas[j].pool
             if pool is None:
                 yield _reference("node pool", path, quota.pool, ctx.pools)
             elif pool.accelerator is None:
@@ -153,13 +154,13 @@ def workload_references(ctx: RuleContext) -> Iterable[Finding]:
     workloads = [w.name for w in ctx.spec.workloads]
     for i, workload in enumerate(ctx.spec.workloads):
         if workload.team not in teams:
-            yield _reference("team", ("workloads", i, "team"), workload.team, teams)
+            yield _reference("team", S.workloads[i].team, workload.team, teams)
         if workload.pool is not None and workload.pool not in ctx.pools:
-            yield _reference("node pool", ("workloads", i, "pool"), workload.pool, ctx.pools)
+            yield _reference("node pool", S.workloads[i].pool, workload.pool, ctx.pools)
         if workload.dataset is not None and workload.dataset.tier is not None and workload.dataset.tier not in ctx.tiers:
-            yield _reference("storage tier", ("workloads", i, "dataset", "tier"), workload.dataset.tier, ctx.tiers)
+            yield _reference("storage tier", S.workloads[i].dataset.tier, workload.dataset.tier, ctx.tiers)
     for i, slo in enumerate(ctx.spec.monitoring.slos):
         if slo.workload is not None and slo.workload not in workloads:
-            yield _reference("workload", ("monitoring", "slos", i, "workload"), slo.workload, workloads)
+            yield _reference("workload", S.monitoring.slos[i].workload, slo.workload, workloads)
         if slo.team is not None and slo.team not in teams:
-            yield _reference("team", ("monitoring", "slos", i, "team"), slo.team, teams)
+            yield _reference("team", S.monitoring.slos[i].team, slo.team, teams)

@@ -5,33 +5,34 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable, Iterator
 
-from alicerce.rules.base import Finding, RuleContext, RuleSet
-from alicerce.spec.errors import Path
-from alicerce.spec.models import AwsSite
+from alicerce.rules.base import Finding, RuleContext, RuleSet, S
+from alicerce.spec.paths import SpecPath
 
 rules = RuleSet()
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
-def _networks(ctx: RuleContext) -> Iterator[tuple[str, Path, Network, bool]]:
+def _networks(ctx: RuleContext) -> Iterator[tuple[str, SpecPath, Network, bool]]:
     """(label, path, network, routed) for every range an environment uses."""
     defaults = ctx.spec.networks
     for s, site in enumerate(ctx.env.sites):
-        base: Path = ("environments", ctx.env_name, "sites", s)
+        base = S.environments[ctx.env_name].sites[s]
         service = site.service_cidr or defaults.service_cidr
-        service_path = (*base, "serviceCidr") if site.service_cidr else ("networks", "serviceCidr")
-        if isinstance(site, AwsSite):
-            yield f"{site.name} VPC", (*base, "vpcCidr"), site.vpc_cidr, True
-        else:
-            for h, host in enumerate(site.host_cidrs):
-                yield f"{site.name} hosts", (*base, "hostCidrs", h), host, True
-            pod = site.pod_cidr or defaults.pod_cidr
-            yield f"{site.name} pods", (*base, "podCidr") if site.pod_cidr else ("networks", "podCidr"), pod, True
+        service_path = base.service_cidr if site.service_cidr else S.networks.service_cidr
+        for label, field in site.ROUTED:
+            value = getattr(site, field)
+            if isinstance(value, list):
+                for k, network in enumerate(value):
+                    yield f"{site.name} {label}", getattr(base, field)[k], network, True
+            elif value is not None:
+                yield f"{site.name} {label}", getattr(base, field), value, True
+            else:  # the environment-wide default of networks (podCidr)
+                yield f"{site.name} {label}", getattr(S.networks, field), getattr(defaults, field), True
         yield f"{site.name} services", service_path, service, False
     for f, fabric in enumerate(defaults.fabrics):
         if fabric.onprem is not None and fabric.onprem.ipoib_cidr is not None:
-            yield f"fabric {fabric.name} IPoIB", ("networks", "fabrics", f, "onprem", "ipoibCidr"), fabric.onprem.ipoib_cidr, True
+            yield f"fabric {fabric.name} IPoIB", S.networks.fabrics[f].onprem.ipoib_cidr, fabric.onprem.ipoib_cidr, True
 
 
 @rules.rule("AL240", "cidr-overlap", "VPC, host, pod, IPoIB and service ranges of an environment do not overlap.")

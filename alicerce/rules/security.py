@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable
 
-from alicerce.rules.base import Finding, RuleContext, RuleSet
+from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean
 
 rules = RuleSet()
@@ -15,7 +15,7 @@ rules = RuleSet()
 def production_encryption(ctx: RuleContext) -> Iterable[Finding]:
     if ctx.env.tier == "production" and not ctx.spec.security.encryption.at_rest:
         yield Finding(
-            ("security", "encryption", "atRest"),
+            S.security.encryption.at_rest,
             f"production environment {ctx.env_name} must encrypt at rest",
             "set atRest: true, or add a waiver for AL270 with a justification and expiry",
             False,
@@ -29,14 +29,14 @@ def production_private(ctx: RuleContext) -> Iterable[Finding]:
         return
     if not access.private:
         yield Finding(
-            ("security", "endpointAccess", "private"),
+            S.security.endpoint_access.private,
             f"production environment {ctx.env_name} needs a private API endpoint",
             "set private: true, or add a waiver for AL271",
             False,
         )
     if access.public:
         yield Finding(
-            ("security", "endpointAccess", "public"),
+            S.security.endpoint_access.public,
             f"production environment {ctx.env_name} exposes a public API endpoint",
             "set public: false, or add a waiver for AL271",
             True,
@@ -50,7 +50,7 @@ def public_cidrs(ctx: RuleContext) -> Iterable[Finding]:
         return
     if not access.public_cidrs:
         yield Finding(
-            ("security", "endpointAccess", "public"),
+            S.security.endpoint_access.public,
             "a public endpoint needs publicCidrs (an allow-list)",
             "add publicCidrs: [203.0.113.0/24]",
             True,
@@ -58,7 +58,7 @@ def public_cidrs(ctx: RuleContext) -> Iterable[Finding]:
     for i, cidr in enumerate(access.public_cidrs):
         if cidr.prefixlen == 0 or cidr in (ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0")):
             yield Finding(
-                ("security", "endpointAccess", "publicCidrs", i),
+                S.security.endpoint_access.public_cidrs[i],
                 f"{cidr} opens the API to the whole internet",
                 "list your office or VPN ranges instead",
                 str(cidr),
@@ -69,7 +69,7 @@ def public_cidrs(ctx: RuleContext) -> Iterable[Finding]:
 def production_pod_security(ctx: RuleContext) -> Iterable[Finding]:
     if ctx.env.tier == "production" and ctx.spec.security.pod_security == "privileged":
         yield Finding(
-            ("security", "podSecurity"),
+            S.security.pod_security,
             "production team namespaces must enforce baseline or restricted",
             "set podSecurity: restricted, or add a waiver for AL273",
             "privileged",
@@ -80,24 +80,24 @@ def production_pod_security(ctx: RuleContext) -> Iterable[Finding]:
 def waivers_valid(ctx: RuleContext) -> Iterable[Finding]:
     waivable = sorted(r.id for r in ctx.rules.values() if r.waivable)
     for i, waiver in enumerate(ctx.spec.waivers):
-        path = ("waivers", i)
+        path = S.waivers[i]
         if waiver.rule not in ctx.rules:
             yield Finding(
-                (*path, "rule"), f'no rule "{waiver.rule}"', did_you_mean(waiver.rule, ctx.rules) or "see `alicerce rules`", waiver.rule
+                path.rule, f'no rule "{waiver.rule}"', did_you_mean(waiver.rule, ctx.rules) or "see `alicerce rules`", waiver.rule
             )
         elif waiver.rule not in waivable:
             yield Finding(
-                (*path, "rule"),
+                path.rule,
                 f"rule {waiver.rule} cannot be waived (it guards correctness, not policy)",
                 f"waivable rules: {', '.join(waivable)}",
                 waiver.rule,
             )
         for j, env in enumerate(waiver.environments):
             if env not in ctx.spec.environments:
-                yield Finding((*path, "environments", j), f'no environment "{env}"', did_you_mean(env, ctx.spec.environments), env)
+                yield Finding(path.environments[j], f'no environment "{env}"', did_you_mean(env, ctx.spec.environments), env)
         if waiver.expires < ctx.today:
             yield Finding(
-                (*path, "expires"),
+                path.expires,
                 f"the waiver for {waiver.rule} expired on {waiver.expires.isoformat()}",
                 "renew it with a new justification, or fix what it waived",
                 waiver.expires.isoformat(),

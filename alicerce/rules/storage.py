@@ -4,16 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from alicerce.catalog.fsx import options
-from alicerce.rules.base import Finding, RuleContext, RuleSet
+from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.models import (
-    AwsSite,
-    BlockTier,
     LocalNvmeTier,
-    ObjectTier,
-    OnpremSite,
-    ParallelFsTier,
-    SharedNfsTier,
 )
 
 rules = RuleSet()
@@ -21,31 +14,20 @@ rules = RuleSet()
 
 @rules.rule("AL230", "storage-target", "Every tier has an implementation at each site it exists on.")
 def storage_target(ctx: RuleContext) -> Iterable[Finding]:
-    for i, tier in enumerate(ctx.spec.storage):
-        if isinstance(tier, LocalNvmeTier):
+    for tier in ctx.resolved.storage:
+        if isinstance(tier.spec, LocalNvmeTier):
             continue
-        for site in ctx.tier_sites(tier):
-            if isinstance(site, OnpremSite) and tier.onprem is None:
-                kinds = {
-                    ParallelFsTier: "lustre, beegfs or weka",
-                    SharedNfsTier: "nfs",
-                    ObjectTier: "minio or ceph-rgw",
-                    BlockTier: "ceph-rbd or local-path",
-                }[type(tier)]
-                yield Finding(
-                    ("storage", i),
-                    f'tier "{tier.name}" ({tier.class_}) has no on-prem implementation for site {site.name}',
-                    f"add onprem: {{implementation: ...}} ({kinds}), or set site: to an AWS site",
-                    resource=tier.name,
-                )
-            fsx = tier.aws if isinstance(site, AwsSite) and isinstance(tier, ParallelFsTier) else None
-            if fsx is not None and not options(ctx.catalog.fsx, fsx.deployment_type, fsx.storage_type):
-                yield Finding(
-                    ("storage", i, "aws", "storageType"),
-                    f"FSx {fsx.deployment_type} has no {fsx.storage_type} storage",
-                    "HDD exists only with PERSISTENT_1",
-                    fsx.storage_type,
-                )
+        for name in tier.sites:
+            if name in tier.implementations:
+                continue
+            caps = ctx.resolved.site(name).capabilities
+            choices = caps.storage_choices.get(tier.spec.class_, "...")
+            yield Finding(
+                S.storage[tier.index],
+                f'tier "{tier.name}" ({tier.spec.class_}) has no {caps.label} implementation for site {name}',
+                f"add {caps.pool_section}: {{implementation: ...}} ({choices}), or set site: to a site that has one",
+                resource=tier.name,
+            )
 
 
 @rules.rule("AL235", "mount-paths", "Mount paths are absolute and unique across tiers.")
@@ -55,7 +37,7 @@ def mount_paths(ctx: RuleContext) -> Iterable[Finding]:
         path = getattr(tier, "mount_path", None)
         if path is None:
             continue
-        where = ("storage", i, "mountPath")
+        where = S.storage[i].mount_path
         if not path.startswith("/") or "//" in path or path.rstrip("/") in ("", "/"):
             yield Finding(where, f'"{path}" is not an absolute mount path', "write it like /mnt/datasets", path)
         elif path.rstrip("/") in seen:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from alicerce.rules.base import Finding, RuleContext, RuleSet
+from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean, one_of
 
 rules = RuleSet()
@@ -25,7 +25,7 @@ def quota_capacity(ctx: RuleContext) -> Iterable[Finding]:
                 room = pool.max_gpu_units - quota.units
                 if quota.borrowing_limit > room:
                     yield Finding(
-                        ("tenancy", "teams", team.index, "quotas", quota.index, "borrowingLimit"),
+                        S.tenancy.teams[team.index].quotas[quota.index].borrowing_limit,
                         f"borrowing {quota.borrowing_limit} GPUs on top of {quota.units} exceeds pool {pool.name}'s {pool.max_gpu_units}",
                         f"lower borrowingLimit to {max(room, 0)}",
                         quota.borrowing_limit,
@@ -36,7 +36,7 @@ def quota_capacity(ctx: RuleContext) -> Iterable[Finding]:
             continue
         i, j = last[pool_name]
         yield Finding(
-            ("tenancy", "teams", i, "quotas", j, "gpus"),
+            S.tenancy.teams[i].quotas[j].gpus,
             f"quotas on pool {pool_name} add up to {total} GPUs; at max {pool.spec.scaling.max} nodes it has {pool.max_gpu_units}",
             f"raise the pool's max to {-(-total // max(pool.gpu_units.per_node, 1))} nodes or lower the quotas",
             total,
@@ -48,24 +48,24 @@ def quota_capacity(ctx: RuleContext) -> Iterable[Finding]:
 def slo_fields(ctx: RuleContext) -> Iterable[Finding]:
     workloads = {w.name: w for w in ctx.spec.workloads}
     for i, slo in enumerate(ctx.spec.monitoring.slos):
-        path = ("monitoring", "slos", i)
+        path = S.monitoring.slos[i]
         if slo.kind == "inference-latency":
             if slo.workload is None or slo.percentile is None:
                 yield Finding(path, "an inference-latency SLO needs workload and percentile", "add workload: and percentile: 99")
             elif slo.workload in workloads and workloads[slo.workload].kind != "inference":
                 yield Finding(
-                    (*path, "workload"), f'workload "{slo.workload}" is {workloads[slo.workload].kind}, not inference', None, slo.workload
+                    path.workload, f'workload "{slo.workload}" is {workloads[slo.workload].kind}, not inference', None, slo.workload
                 )
         if slo.kind == "queue-wait" and slo.team is None:
             yield Finding(path, "a queue-wait SLO needs the team whose queue it watches", "add team:")
         if slo.kind == "gpu-utilization" and not 0 < float(slo.threshold) <= 1:
-            yield Finding((*path, "threshold"), "a gpu-utilization threshold is a fraction between 0 and 1", "e.g. 0.6", slo.threshold)
+            yield Finding(path.threshold, "a gpu-utilization threshold is a fraction between 0 and 1", "e.g. 0.6", slo.threshold)
 
 
 @rules.rule("AL280", "workload-fields", "Workloads carry the fields their kind needs for sizing.")
 def workload_fields(ctx: RuleContext) -> Iterable[Finding]:
     for i, w in enumerate(ctx.spec.workloads):
-        path = ("workloads", i)
+        path = S.workloads[i]
         if w.kind in ("training", "fine-tuning", "inference", "batch-inference") and w.model is None:
             yield Finding(path, f"a {w.kind} workload needs model.parameters", "add model: {parameters: 7B}", resource=w.name)
         if w.kind in ("training", "fine-tuning") and w.tokens is None:
@@ -78,20 +78,20 @@ def workload_fields(ctx: RuleContext) -> Iterable[Finding]:
                 resource=w.name,
             )
         if w.traffic is not None and w.traffic.peak_rps is None and w.traffic.concurrency is None:
-            yield Finding((*path, "traffic"), "traffic needs peakRps or concurrency", None)
+            yield Finding(path.traffic, "traffic needs peakRps or concurrency", None)
         if w.kind == "fine-tuning" and w.method is None:
             yield Finding(path, "a fine-tuning workload needs method: full, lora or qlora", "add method: lora", resource=w.name)
         if w.method is not None and w.kind != "fine-tuning":
-            yield Finding((*path, "method"), f"method applies to fine-tuning, not {w.kind}", "remove it", w.method, key=True)
+            yield Finding(path.method, f"method applies to fine-tuning, not {w.kind}", "remove it", w.method, key=True)
         model = w.model
         if model is not None:
             if model.architecture == "moe" and model.active_parameters is None:
-                yield Finding((*path, "model"), "a mixture-of-experts model needs activeParameters", "add activeParameters: 13B")
+                yield Finding(path.model, "a mixture-of-experts model needs activeParameters", "add activeParameters: 13B")
             if model.active_parameters is not None and model.active_parameters > model.parameters:
-                yield Finding((*path, "model", "activeParameters"), "activeParameters exceeds parameters", None, model.active_parameters)
+                yield Finding(path.model.active_parameters, "activeParameters exceeds parameters", None, model.active_parameters)
             if model.architecture == "dense" and model.active_parameters not in (None, model.parameters):
                 yield Finding(
-                    (*path, "model", "activeParameters"),
+                    path.model.active_parameters,
                     "a dense model uses all its parameters per token",
                     "set architecture: moe, or remove activeParameters",
                     model.active_parameters,
@@ -110,7 +110,7 @@ def alert_overrides(ctx: RuleContext) -> Iterable[Finding]:
     for i, override in enumerate(ctx.spec.monitoring.alerts):
         if override.alert not in known:
             yield Finding(
-                ("monitoring", "alerts", i, "alert"),
+                S.monitoring.alerts[i].alert,
                 f'no alert named "{override.alert}"',
                 did_you_mean(override.alert, known) or one_of(known),
                 override.alert,

@@ -5,16 +5,22 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from alicerce.catalog.models import Release
-from alicerce.rules.base import Finding, RuleContext, RuleSet
+from alicerce.resolve.versions import VERSION_KEYS
+from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean
-from alicerce.spec.models import MigSharing, OnpremSite
+from alicerce.spec.models import MigSharing
+from alicerce.spec.paths import SpecPath
 
 rules = RuleSet()
+# YAML key -> spec field of every pinnable version
+VERSION_FIELDS = {key: name for name, key in VERSION_KEYS.items()}
 
 
-def _path(key: str) -> tuple[str, ...]:
-    """Where a version is written (positions fall back to the versions block, or the top, when it comes from the BOM)."""
-    return ("versions", key)
+def _path(key: str) -> SpecPath:
+    """Where the version with YAML key ``key`` is written (positions fall back to the versions block, or the top,
+    when it comes from the bill of materials)."""
+    path: SpecPath = getattr(S.versions, VERSION_FIELDS[key])
+    return path
 
 
 def _known(ctx: RuleContext) -> dict[str, list[str]]:
@@ -108,14 +114,14 @@ def driver_supports(ctx: RuleContext) -> Iterable[Finding]:
         if gpu.architecture not in branch.architectures:
             newer = [d.branch for d in ctx.catalog.versions.driverBranches if gpu.architecture in d.architectures]
             yield Finding(
-                ("nodePools", i, "accelerator"),
+                S.node_pools[i].accelerator,
                 f"driver branch {branch.branch} does not support {gpu.architecture} GPUs ({gpu.id})",
                 f"use driver branch {' or '.join(newer) or 'a newer one'}",
                 pool.accelerator.model,
             )
         if gpu.architecture == "blackwell" and module_type == "proprietary":
             yield Finding(
-                ("operators", "gpuOperator", "kernelModuleType"),
+                S.operators.gpu_operator.kernel_module_type,
                 f"{gpu.id} (pool {pool.name}) needs the open kernel modules",
                 "set kernelModuleType: open (or auto)",
                 module_type,
@@ -128,23 +134,22 @@ def operator_dependencies(ctx: RuleContext) -> Iterable[Finding]:
     in_env = [p for p in ctx.spec.node_pools if p.site in ctx.sites]
     if not ops.gpu_operator.enabled and any(p.accelerator is not None for p in in_env):
         yield Finding(
-            ("operators", "gpuOperator", "enabled"),
+            S.operators.gpu_operator.enabled,
             "GPU pools need the GPU Operator (device plugin, DCGM, MIG manager)",
             "enable it",
             False,
         )
     if not ops.kueue.enabled and any(t.quotas for t in ctx.spec.tenancy.teams):
         yield Finding(
-            ("operators", "kueue", "enabled"),
+            S.operators.kueue.enabled,
             "team GPU quotas are enforced by Kueue, which is disabled",
             "enable kueue or remove the quotas",
             False,
         )
-    onprem_rdma = any(p.fabric is not None and isinstance(ctx.sites.get(p.site), OnpremSite) for p in in_env)
+    # pools reaching their fabric through host adapters (InfiniBand, RoCE), which the Network Operator serves
+    onprem_rdma = any(p.rdma is not None and p.rdma.technology != "efa" for p in ctx.resolved.pools)
     if not ops.network_operator.enabled and onprem_rdma:
-        yield Finding(
-            ("operators", "networkOperator", "enabled"), "on-prem RDMA pools need the Network Operator", "enable networkOperator", False
-        )
+        yield Finding(S.operators.network_operator.enabled, "on-prem RDMA pools need the Network Operator", "enable networkOperator", False)
     version = ctx.resolved.versions.networkOperator
     releases = ctx.catalog.versions.networkOperator
     release = next((r for r in releases if r.version == version), None)
@@ -160,7 +165,7 @@ def operator_dependencies(ctx: RuleContext) -> Iterable[Finding]:
         for i, pool in ctx.indexed_pools():
             if pool.site in ctx.sites and isinstance(pool.sharing, MigSharing) and len(pool.sharing.profiles) > 1:
                 yield Finding(
-                    ("nodePools", i, "sharing", "profiles"),
+                    S.node_pools[i].sharing.profiles,
                     "migStrategy single needs one profile per GPU",
                     "set operators.gpuOperator.migStrategy: mixed",
                     resource=pool.name,

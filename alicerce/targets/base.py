@@ -27,4 +27,5 @@ class Capabilities:
     nodes_by_ansible: bool  # alicerce's Ansible tree provisions the nodes (else the cloud's node groups do)
     gpu_stack_on_image: bool  # the node image already carries the NVIDIA driver and container toolkit
     storage: dict[str, str] = field(default_factory=dict)  # storage class -> implementation, where the target decides it
+    storage_choices: dict[str, str] = field(default_factory=dict)  # storage class -> implementations the spec may name (hints)
     default_storage_class: dict[str, Any] | None = None  # the StorageClass pods get when they name none

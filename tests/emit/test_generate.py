@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from alicerce.cli import build_app
 from alicerce.emit.ansible.site import ipoib_addresses
-from alicerce.emit.tree import EMITTERS, MANIFEST, EmitError, hand_edits, render_tree
+from alicerce.emit.errors import EmitError
+from alicerce.emit.tree import EMITTERS, MANIFEST, hand_edits, render_tree
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_file
 from tests.conftest import ROOT

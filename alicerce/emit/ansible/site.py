@@ -30,8 +30,8 @@ from alicerce.emit.ansible.role_vars import (
     dump_yaml,
     field_flag,
 )
+from alicerce.emit.errors import EmitError
 from alicerce.emit.templates import ANSIBLE_SOURCE, render
-from alicerce.emit.tree import EmitError, emitter
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
 from alicerce.spec.models import Fabric, LocalNvmeTier, OnpremSite
 
@@ -276,7 +276,6 @@ def ansible_sites(platform: ResolvedPlatform) -> list[ResolvedSite]:
     return [s for s in platform.sites if s.capabilities.nodes_by_ansible]
 
 
-@emitter("ansible")
 def emit_ansible(platform: ResolvedPlatform) -> dict[str, str]:
     sites = [inventory_site(platform, site) for site in ansible_sites(platform)]
     sites = [s for s in sites if s.pools]

@@ -2,7 +2,7 @@
 
 ONE pure function, :func:`cluster_objects`, decides every namespace, quota, policy, queue,
 priority class, storage class, alert rule and dashboard a site's cluster holds. Pulumi applies the list
-(``alicerce/emit/pulumi/objects.py``); the GitOps writer renders the same list to files.
+(``alicerce/emit/pulumi/objects.py``); other deliveries render the same list.
 Plain dicts in, plain dicts out, sorted deterministically; no Pulumi import here.
 """
 

@@ -1,7 +1,7 @@
 """The operators each cluster runs: Helm charts pinned to the catalog, with values from the spec.
 
 A :class:`Release` is plain data. Pulumi installs it (``alicerce/emit/pulumi/operators.py``);
-the GitOps writer can render the same release as an Argo CD Application.
+it carries everything another installer (an Argo CD Application, say) needs.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from alicerce.catalog.fsx import GIB, choose_fsx, is_valid_capacity, next_capacity, options
 from alicerce.catalog.models import FsxOption, InstanceType
-from alicerce.rules.base import Finding, RuleContext, RuleSet
+from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean
 from alicerce.spec.models import AwsSite, LocalNvmeTier, ParallelFsTier
 from alicerce.targets.aws.resolve import RESERVED
@@ -27,7 +27,7 @@ def instance_known(ctx: RuleContext) -> Iterable[Finding]:
         if pool.aws is not None and ctx.catalog.instance(pool.aws.instance_type) is None:
             name = pool.aws.instance_type
             hint = did_you_mean(name, ctx.catalog.instance_names()) or "see `alicerce catalog instances`"
-            yield Finding(("nodePools", i, "aws", "instanceType"), f'unknown instance type "{name}"', hint, name)
+            yield Finding(S.node_pools[i].aws.instance_type, f'unknown instance type "{name}"', hint, name)
 
 
 @rules.rule("AL209", "accelerator-matches-instance", "A pool's accelerator model and count match its instance type.")
@@ -37,7 +37,7 @@ def accelerator_matches(ctx: RuleContext) -> Iterable[Finding]:
         if instance is None:
             continue
         gpu = ctx.pool_gpu(i)
-        path = ("nodePools", i, "accelerator")
+        path = S.node_pools[i].accelerator
         if instance.gpu is None:
             if pool.accelerator is not None:
                 yield Finding(
@@ -50,7 +50,7 @@ def accelerator_matches(ctx: RuleContext) -> Iterable[Finding]:
         expected = f"{instance.gpu}:{instance.gpus}"
         if pool.accelerator is None:
             yield Finding(
-                ("nodePools", i),
+                S.node_pools[i],
                 f"{instance.type} has {instance.gpus} x {instance.gpu}, but the pool declares no accelerator",
                 f'add accelerator: "{expected}"',
                 resource=pool.name,
@@ -71,9 +71,7 @@ def efa_capable(ctx: RuleContext) -> Iterable[Finding]:
                 if capable
                 else "choose an EFA-capable instance type or drop the fabric"
             )
-            yield Finding(
-                ("nodePools", i, "fabric"), f"{instance.type} has no EFA, so it cannot join fabric {pool.fabric}", hint, pool.fabric
-            )
+            yield Finding(S.node_pools[i].fabric, f"{instance.type} has no EFA, so it cannot join fabric {pool.fabric}", hint, pool.fabric)
 
 
 @rules.rule("AL212", "efa-single-zone", "An EFA pool sits in one availability zone of its site (EFA traffic does not cross zones).")
@@ -85,14 +83,14 @@ def efa_single_zone(ctx: RuleContext) -> Iterable[Finding]:
         zone = pool.aws.zone
         if zone is not None and zone not in site.zones:
             yield Finding(
-                ("nodePools", i, "aws", "zone"),
+                S.node_pools[i].aws.zone,
                 f'zone "{zone}" is not one of site {site.name}\'s zones',
                 did_you_mean(zone, site.zones) or f"use one of: {', '.join(site.zones)}",
                 zone,
             )
         elif zone is None and pool.fabric is not None and len(site.zones) > 1:
             yield Finding(
-                ("nodePools", i, "aws"),
+                S.node_pools[i].aws,
                 f'EFA pool "{pool.name}" must be pinned to one zone; site {site.name} has {len(site.zones)}',
                 f'add zone: "{site.zones[0]}" (where your capacity is)',
                 resource=pool.name,
@@ -104,7 +102,7 @@ def placement_group(ctx: RuleContext) -> Iterable[Finding]:
     for i, pool in ctx.indexed_pools():
         if pool.aws is not None and pool.aws.placement_group and pool.aws.capacity_type in RESERVED:
             yield Finding(
-                ("nodePools", i, "aws", "placementGroup"),
+                S.node_pools[i].aws.placement_group,
                 f"a forced placement group with {pool.aws.capacity_type} capacity fails with InsufficientInstanceCapacity",
                 "remove placementGroup: reserved capacity is already placed together",
                 True,
@@ -119,14 +117,14 @@ def reservation_id(ctx: RuleContext) -> Iterable[Finding]:
             continue
         if aws.capacity_type in RESERVED and not aws.capacity_reservation_id:
             yield Finding(
-                ("nodePools", i, "aws", "capacityType"),
+                S.node_pools[i].aws.capacity_type,
                 f"{aws.capacity_type} needs capacityReservationId",
                 "add capacityReservationId: cr-...",
                 aws.capacity_type,
             )
         elif aws.capacity_type not in RESERVED and aws.capacity_reservation_id:
             yield Finding(
-                ("nodePools", i, "aws", "capacityReservationId"),
+                S.node_pools[i].aws.capacity_reservation_id,
                 f"capacityReservationId is set but capacityType is {aws.capacity_type}",
                 "set capacityType: capacity-reservation or capacity-block",
                 aws.capacity_reservation_id,
@@ -134,7 +132,7 @@ def reservation_id(ctx: RuleContext) -> Iterable[Finding]:
             )
         elif aws.capacity_reservation_id and not aws.capacity_reservation_id.startswith("cr-"):
             yield Finding(
-                ("nodePools", i, "aws", "capacityReservationId"),
+                S.node_pools[i].aws.capacity_reservation_id,
                 f'"{aws.capacity_reservation_id}" is not a capacity reservation id',
                 "ids look like cr-0123456789abcdef0",
                 aws.capacity_reservation_id,
@@ -148,7 +146,7 @@ def fsx_per_unit(ctx: RuleContext) -> Iterable[Finding]:
             continue
         aws = tier.aws
         allowed = [o.perUnit for o in options(ctx.catalog.fsx, aws.deployment_type, aws.storage_type) if o.perUnit]
-        path = ("storage", i, "aws", "perUnitStorageThroughput")
+        path = S.storage[i].aws.per_unit_storage_throughput
         if not allowed:
             yield Finding(
                 path,
@@ -178,7 +176,7 @@ def fsx_capacity(ctx: RuleContext) -> Iterable[Finding]:
         if not isinstance(tier, ParallelFsTier) or tier.aws is None or tier.aws.storage_capacity is None:
             continue
         aws = tier.aws
-        path = ("storage", i, "aws", "storageCapacity")
+        path = S.storage[i].aws.storage_capacity
         capacity = aws.storage_capacity
         assert capacity is not None
         gib = capacity / GIB
@@ -227,7 +225,7 @@ def parallel_fs_throughput(ctx: RuleContext) -> Iterable[Finding]:
         if plan is not None and plan.throughput_mbps * 1e6 < tier.throughput:
             need = tier.throughput / 1e9
             yield Finding(
-                ("storage", i, "throughput"),
+                S.storage[i].throughput,
                 f"{plan.capacity_gib:,} GiB at {plan.per_unit_throughput or 'baseline'} MB/s/TiB gives "
                 f"{plan.throughput_mbps / 1000:.2f} GB/s, below the {need:g} GB/s declared",
                 "remove the pinned storageCapacity/perUnitStorageThroughput to let alicerce size it, or raise them",
@@ -247,7 +245,7 @@ def local_nvme(ctx: RuleContext) -> Iterable[Finding]:
             instance = ctx.catalog.instance(pool.aws.instance_type)
             if instance is not None and instance.localNvme is None:
                 yield Finding(
-                    ("storage", i, "pools", j),
+                    S.storage[i].pools[j],
                     f"{instance.type} (pool {name}) has no instance-store NVMe",
                     "choose an instance type with local NVMe or drop the pool from this tier",
                     name,
@@ -261,9 +259,24 @@ def zones_in_region(ctx: RuleContext) -> Iterable[Finding]:
             continue
         seen: set[str] = set()
         for z, zone in enumerate(site.zones):
-            path = ("environments", ctx.env_name, "sites", s, "zones", z)
+            path = S.environments[ctx.env_name].sites[s].zones[z]
             if not re.fullmatch(rf"{re.escape(site.region)}(?:[a-z]|-[a-z]+-\d+[a-z])", zone):
                 yield Finding(path, f'zone "{zone}" is not in region {site.region}', f'zones look like "{site.region}a"', zone)
             elif zone in seen:
                 yield Finding(path, f'zone "{zone}" is listed twice', None, zone)
             seen.add(zone)
+
+
+@rules.rule("AL236", "fsx-storage-type", "An FSx deployment type is offered on the storage media the tier names.")
+def fsx_storage_type(ctx: RuleContext) -> Iterable[Finding]:
+    for tier in ctx.resolved.storage:
+        fsx = tier.spec.aws if isinstance(tier.spec, ParallelFsTier) else None
+        if fsx is None or "fsx-lustre" not in tier.implementations.values():
+            continue
+        if not options(ctx.catalog.fsx, fsx.deployment_type, fsx.storage_type):
+            yield Finding(
+                S.storage[tier.index].aws.storage_type,
+                f"FSx {fsx.deployment_type} has no {fsx.storage_type} storage",
+                "HDD exists only with PERSISTENT_1",
+                fsx.storage_type,
+            )

@@ -5,7 +5,7 @@ EKS add-on names.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, StrictBool, StrictInt
 
@@ -17,6 +17,8 @@ EksAddon = Literal["vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent",
 
 class AwsSite(SpecModel):
     """An AWS region in one account, holding one EKS cluster."""
+
+    ROUTED: ClassVar[tuple[tuple[str, str], ...]] = (("VPC", "vpc_cidr"),)  # (label, field) of its routed address ranges
 
     name: Name = Field(description="Site name that node pools and storage tiers refer to.", examples=["aws"])
     provider: Literal["aws"] = Field(description="Target kind.")

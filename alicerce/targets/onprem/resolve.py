@@ -16,6 +16,12 @@ CAPABILITIES = Capabilities(
     nodes_by_ansible=True,
     gpu_stack_on_image=False,
     storage={"local-nvme": "mdadm-raid0"},
+    storage_choices={
+        "parallel-fs": "lustre, beegfs or weka",
+        "shared-nfs": "nfs",
+        "object": "minio or ceph-rgw",
+        "block": "ceph-rbd or local-path",
+    },
 )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from alicerce.rules.base import Finding, RuleContext, RuleSet
+from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.models import OnpremSite
 
 rules = RuleSet()
@@ -19,14 +19,14 @@ def fabric_target(ctx: RuleContext) -> Iterable[Finding]:
         f, fabric = fabrics[pool.fabric]
         if isinstance(ctx.pool_site(pool), OnpremSite) and fabric.onprem is None:
             yield Finding(
-                ("networks", "fabrics", f),
+                S.networks.fabrics[f],
                 f'fabric "{fabric.name}" is used by on-prem pool "{pool.name}" but has no onprem section',
                 "add onprem: {technology: infiniband} (or roce)",
                 resource=fabric.name,
             )
         if pool.onprem is not None and pool.onprem.hcas is not None and pool.onprem.hcas < fabric.rails:
             yield Finding(
-                ("nodePools", i, "onprem", "hcas"),
+                S.node_pools[i].onprem.hcas,
                 f"{pool.onprem.hcas} adapters per host cannot serve {fabric.rails} rails",
                 f"set hcas to at least {fabric.rails} or lower the fabric's rails",
                 pool.onprem.hcas,

@@ -5,7 +5,7 @@ the InfiniBand or RoCE fabric details.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, Field, StrictInt, WithJsonSchema
 
@@ -37,6 +37,8 @@ class NodeSoftware(SpecModel):
 
 class OnpremSite(SpecModel):
     """An on-prem data center with its own Kubernetes cluster."""
+
+    ROUTED: ClassVar[tuple[tuple[str, str], ...]] = (("hosts", "host_cidrs"), ("pods", "pod_cidr"))  # (label, field); unset: networks'
 
     name: Name = Field(description="Site name that node pools and storage tiers refer to.", examples=["dc1"])
     provider: Literal["onprem"] = Field(description="Target kind.")
