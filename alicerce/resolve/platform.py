@@ -70,9 +70,7 @@ def _pool(spec: PlatformSpec, index: int, pool: NodePool, site: Site, *, catalog
 
 
 def _tier(index: int, tier: StorageTier, sites: dict[str, Site], catalog: Catalog) -> ResolvedTier:
-    site_name = getattr(tier, "site", None)
-    at = [site_name] if site_name and not isinstance(tier, LocalNvmeTier) else list(sites)
-    at = [name for name in at if name in sites]
+    at = [name for name in tier_site_names(tier, list(sites)) if name in sites]
     implementations: dict[str, str] = {}
     mounts: dict[str, Mount] = {}
     for name in at:
@@ -97,6 +95,16 @@ def _tier(index: int, tier: StorageTier, sites: dict[str, Site], catalog: Catalo
             capacity_gib=int(aws.storage_capacity / GIB) if aws and aws.storage_capacity else None,
         )
     return ResolvedTier(index=index, spec=tier, sites=tuple(at), implementations=implementations, mounts=mounts, fsx=fsx)
+
+
+def tier_site_names(tier: StorageTier, env_sites: list[str]) -> list[str]:
+    """The sites a tier is meant to be at: its site or sites, else every site of the environment (rule AL237
+    asks for an explicit choice where there are several). Local NVMe lives wherever its pools are."""
+    if isinstance(tier, LocalNvmeTier):
+        return env_sites
+    if tier.site is not None:
+        return [tier.site]
+    return list(tier.sites) if tier.sites is not None else env_sites
 
 
 def _team(index: int, team: Team, spec: PlatformSpec, pools: dict[str, ResolvedPool]) -> ResolvedTeam:

@@ -6,11 +6,12 @@ turns each finding into an error located in the user's YAML; waived findings are
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import MappingProxyType
 
 from alicerce.rules import compute, naming, network, security, storage, tenancy, versions
 from alicerce.rules.base import Finding, Rule, RuleContext, RuleSet
-from alicerce.spec.errors import SpecError
+from alicerce.spec.errors import Path, SpecError
 from alicerce.spec.loader import Pos, locate
 from alicerce.targets.aws import rules as aws
 from alicerce.targets.onprem import rules as onprem
@@ -47,14 +48,18 @@ def _waived(ctx: RuleContext, rule_obj: Rule, finding: Finding) -> bool:
     return False
 
 
-def run_rules(ctx: RuleContext, pos: Pos) -> list[SpecError]:
-    """Run every rule over one environment; findings become located errors."""
+def run_rules(ctx: RuleContext, pos: Pos, original: Callable[[Path], Path] | None = None) -> list[SpecError]:
+    """Run every rule over one environment; findings become located errors.
+
+    ``original`` maps a path of the spec the rules saw to the document's own, where the rules ran
+    on the part of a document that parsed (alicerce.rules.prune).
+    """
     errors: list[SpecError] = []
     for rule_obj in ctx.rules.values():
         for finding in rule_obj.check(ctx):
             if _waived(ctx, rule_obj, finding):
                 continue
-            path = finding.path.path
+            path = original(finding.path.path) if original else finding.path.path
             span, _ = locate(pos, path, key=finding.key)
             errors.append(SpecError(span, rule_obj.id, path, finding.message, finding.hint, finding.value, ctx.env_name))
     return errors

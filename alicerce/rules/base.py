@@ -108,11 +108,3 @@ class RuleContext:
 
     def indexed_pools(self) -> Iterator[tuple[int, NodePool]]:
         return enumerate(self.spec.node_pools)
-
-    def tier_sites(self, tier: StorageTier) -> list[AwsSite | OnpremSite]:
-        """Sites a tier exists at: its own site, or every site of the environment."""
-        site_name = getattr(tier, "site", None)
-        if site_name is None:
-            return list(self.env.sites)
-        site = self.sites.get(site_name)
-        return [site] if site is not None else []

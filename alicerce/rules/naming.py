@@ -94,12 +94,17 @@ def site_reference(ctx: RuleContext) -> Iterable[Finding]:
     for i, pool in ctx.indexed_pools():
         if pool.site not in ctx.sites:
             finding = _reference(f"site in environment {ctx.env_name}", S.node_pools[i].site, pool.site, ctx.sites)
-            hint = f'{finding.hint} To keep the pool out of {ctx.env_name}, delete it in its overrides with "$patch: delete"'
+            joined = f"{finding.hint} To" if str(finding.hint).endswith(("?", ".")) else f"{finding.hint}; to"
+            hint = f'{joined} keep the pool out of {ctx.env_name}, delete it in its overrides with "$patch: delete"'
             yield Finding(finding.path, finding.message, hint, pool.site, resource=pool.name)
+    everywhere = sorted({s.name for env in ctx.spec.environments.values() for s in env.sites})
     for i, tier in enumerate(ctx.spec.storage):
         site = getattr(tier, "site", None)
         if site is not None and site not in ctx.sites:
             yield _reference(f"site in environment {ctx.env_name}", S.storage[i].site, site, ctx.sites)
+        for j, name in enumerate(getattr(tier, "sites", None) or []):
+            if name not in everywhere:  # a site of another environment is fine: the tier is just not here
+                yield _reference("site in any environment", S.storage[i].sites[j], name, everywhere)
 
 
 @rules.rule("AL203", "fabric-reference", "A node pool's fabric is defined under networks.fabrics.")

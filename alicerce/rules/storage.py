@@ -44,3 +44,20 @@ def mount_paths(ctx: RuleContext) -> Iterable[Finding]:
             yield Finding(where, f'{path} is already the mount path of tier "{seen[path.rstrip("/")]}"', None, path)
         else:
             seen[path.rstrip("/")] = tier.name
+
+
+@rules.rule("AL237", "tier-sites-explicit", "A storage tier says which site or sites hold it where the environment has several.")
+def tier_sites_explicit(ctx: RuleContext) -> Iterable[Finding]:
+    names = [s.name for s in ctx.env.sites]
+    for i, tier in enumerate(ctx.spec.storage):
+        if isinstance(tier, LocalNvmeTier):
+            continue
+        if tier.site is not None and tier.sites is not None:
+            yield Finding(S.storage[i].sites, "set site or sites, not both", f"sites: [{tier.site}, ...]", key=True, resource=tier.name)
+        elif tier.site is None and tier.sites is None and len(names) > 1:
+            yield Finding(
+                S.storage[i],
+                f'tier "{tier.name}" names no site, and environment {ctx.env_name} has {len(names)}: {", ".join(names)}',
+                f"add site: {names[0]}, or sites: [{', '.join(names)}]; a new site must never gain a tier silently",
+                resource=tier.name,
+            )

@@ -18,10 +18,11 @@ from alicerce.catalog import Catalog, load_catalog
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.resolve.platform import resolve_spec
 from alicerce.rules import RULES, RuleContext, run_rules
+from alicerce.rules.prune import Pruned, prune
 from alicerce.spec.errors import SpecError, SpecInvalid, did_you_mean, sorted_unique
 from alicerce.spec.loader import Document, Pos, node_at
 from alicerce.spec.models import PlatformSpec
-from alicerce.spec.overlay import apply_overrides
+from alicerce.spec.overlay import AddedItem, apply_overrides
 from alicerce.spec.schema_errors import convert
 
 
@@ -62,16 +63,51 @@ def _schema(document: Document, data: Any, pos: Pos, env: str | None) -> tuple[P
         return None, convert(exc, PlatformSpec, data, pos, env)
 
 
-def merge_environment(document: Document, base: PlatformSpec, env: str) -> tuple[dict[str, Any], Pos, list[SpecError]]:
-    """The base document with ``env``'s overrides applied (data, positions, overlay errors)."""
+def _partial(data: Any, pos: Pos, env: str | None) -> Pruned | None:
+    """What of ``data`` parsed, for the cross-field rules to check despite its schema errors."""
+    try:
+        PlatformSpec.model_validate(data)
+    except ValidationError as exc:
+        return prune(data, lambda error, work: [e.path for e in convert(error, PlatformSpec, work, pos, env)], exc)
+    return None
+
+
+def merge_environment(document: Document, base: PlatformSpec, env: str) -> tuple[dict[str, Any], Pos, list[SpecError], list[AddedItem]]:
+    """The base document with ``env``'s overrides applied (data, positions, overlay errors, items added)."""
     overrides = base.environments[env].overrides
     if not overrides:
-        return document.data, document.pos, []
+        return document.data, document.pos, [], []
     path = ("environments", env, "overrides")
     overrides_pos = node_at(document.pos, path)
     assert overrides_pos is not None
     raw_overrides = document.data["environments"][env]["overrides"]
     return apply_overrides(document.data, document.pos, raw_overrides, overrides_pos, path)
+
+
+# what each named list holds, for messages about its items
+ITEM_KINDS = {"nodePools": "node pool", "storage": "storage tier", "teams": "team", "fabrics": "fabric", "workloads": "workload"}
+
+
+def _misspelt_overrides(schema_errors: list[SpecError], added: list[AddedItem], env: str) -> list[SpecError]:
+    """An override item that matches no base item by name, is incomplete as a new item, and is close to a
+    base name is a typo of that name: say so, instead of listing the fields a new item would need."""
+    out = list(schema_errors)
+    for item in added:
+        close = did_you_mean(item.name, item.known)
+        inside = [e for e in out if e.path[: len(item.path)] == item.path]
+        # only missing keys: an item meant to change a base item names just what it changes
+        if not close or not inside or any(e.rule != "AL101" for e in inside):
+            continue
+        kind = ITEM_KINDS.get(str(item.path[-2]), "item")
+        missing = sorted({str(e.path[len(item.path)]) for e in inside if len(e.path) > len(item.path)})
+        as_new = f" As a new {kind} it would also need: {', '.join(missing)}" if missing else ""
+        out = [e for e in out if e not in inside]
+        out.append(
+            SpecError(
+                item.name_span, "AL123", (*item.path, "name"), f'no base {kind} named "{item.name}"', f"{close}{as_new}", item.name, env
+            )
+        )
+    return out
 
 
 def check(
@@ -85,26 +121,42 @@ def check(
     catalog = catalog or load_catalog()
     date = on or today()
     base, errors = _schema(document, document.data, document.pos, None)
-    if base is None:
+    # with schema errors in the base, the environments are read from the part that parsed
+    partial = _partial(document.data, document.pos, None) if base is None else None
+    known = base if base is not None else (partial.spec if partial is not None else None)
+    if known is None:
         return Checked(None, {}, sorted_unique(errors))
-    names = list(base.environments)
+    names = list(known.environments)
     chosen = names if environments is None else environments
     for env in chosen:
-        if env not in base.environments:
+        if env not in known.environments:
             hint = did_you_mean(env, names) or f"environments: {', '.join(names)}"
             raise SpecInvalid([SpecError(document.pos.span, "AL012", ("environments",), f'no environment "{env}"', hint, env)])
     merged: dict[str, EnvironmentSpec] = {}
     for env in chosen:
-        data, pos, overlay_errors = merge_environment(document, base, env)
+        data, pos, overlay_errors, added = merge_environment(document, known, env)
         errors.extend(e.__class__(e.span, e.rule, e.path, e.message, e.hint, e.value, env) for e in overlay_errors)
-        spec, schema_errors = (base, []) if data is document.data else _schema(document, data, pos, env)
+        spec, schema_errors = (base, []) if data is document.data and base is not None else _schema(document, data, pos, env)
+        schema_errors = _misspelt_overrides(schema_errors, added, env)
         errors.extend(schema_errors)
         if spec is None:
+            errors.extend(_rules_on_what_parsed(data, pos, env, catalog, date))
             continue
         resolved = resolve_spec(spec, env, catalog)
         merged[env] = EnvironmentSpec(env, spec, data, pos, resolved)
         errors.extend(run_rules(RuleContext(spec, env, catalog, resolved, date, RULES), pos))
     return Checked(base, merged, sorted_unique(errors, chosen))
+
+
+def _rules_on_what_parsed(data: Any, pos: Pos, env: str, catalog: Catalog, date: datetime.date) -> list[SpecError]:
+    """The cross-field errors of an environment with schema errors, from the part of it that parsed."""
+    pruned = _partial(data, pos, env)
+    if pruned is None or env not in pruned.spec.environments:
+        return []
+    resolved = resolve_spec(pruned.spec, env, catalog)
+    found = run_rules(RuleContext(pruned.spec, env, catalog, resolved, date, RULES), pos, pruned.original)
+    # "no pool named X" where X was cut for its own schema errors would only repeat them
+    return [e for e in found if not (isinstance(e.value, str) and e.value in pruned.cut_names)]
 
 
 def load_and_check(path: str, environments: list[str] | None = None, *, display: str | None = None) -> Checked:

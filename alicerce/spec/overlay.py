@@ -15,13 +15,24 @@ override's own line.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from alicerce.spec.errors import Path, SpecError, did_you_mean
+from alicerce.spec.errors import Path, Span, SpecError, did_you_mean
 from alicerce.spec.loader import Pos
 
 PATCH = "$patch"
 FORBIDDEN = ("apiVersion", "kind", "environments")
+
+
+@dataclass(frozen=True)
+class AddedItem:
+    """An override item whose name matched no base item, so it was added as a new one."""
+
+    path: Path  # where it sits in the merged document
+    name: str
+    name_span: Span
+    known: tuple[str, ...]  # the names it could have meant
 
 
 def _named(items: list[Any]) -> bool:
@@ -37,6 +48,7 @@ class Merger:
 
     def __init__(self, origin: Path = ()) -> None:
         self.errors: list[SpecError] = []
+        self.added: list[AddedItem] = []
         self.origin = origin
 
     def merge(self, base: Any, base_pos: Pos, over: Any, over_pos: Pos, path: Path) -> tuple[Any, Pos]:
@@ -71,6 +83,7 @@ class Merger:
     ) -> tuple[Any, Pos]:
         items: list[tuple[dict[str, Any], Pos] | None] = [(item, base_pos.children[i]) for i, item in enumerate(base)]
         index = {item["name"]: i for i, item in enumerate(base)}
+        added: dict[int, tuple[str, Span]] = {}  # slot in items -> (name, where the name is written)
         for j, item in enumerate(over):
             item_pos = over_pos.children[j]
             name = item["name"]
@@ -104,6 +117,8 @@ class Merger:
                     items[where] = None
                 continue
             if where is None or items[where] is None:  # new, or re-added after a delete
+                if where is None:
+                    added[len(items)] = (name, item_pos.children["name"].span)
                 index[name] = len(items)
                 items.append((item, item_pos))
                 continue
@@ -113,8 +128,11 @@ class Merger:
             items[where] = (merged, merged_pos)
         data: list[Any] = []
         pos = Pos(over_pos.span if over else base_pos.span)
-        for entry in items:
+        known = tuple(str(item["name"]) for item in base)
+        for slot, entry in enumerate(items):
             if entry is not None:
+                if slot in added:
+                    self.added.append(AddedItem((*path, len(data)), added[slot][0], added[slot][1], known))
                 pos.children[len(data)] = entry[1]
                 data.append(entry[0])
         return data, pos
@@ -122,8 +140,8 @@ class Merger:
 
 def apply_overrides(
     base: dict[str, Any], base_pos: Pos, overrides: dict[str, Any], overrides_pos: Pos, env_path: Path
-) -> tuple[dict[str, Any], Pos, list[SpecError]]:
-    """The base document with one environment's overrides merged in, and any overlay errors."""
+) -> tuple[dict[str, Any], Pos, list[SpecError], list[AddedItem]]:
+    """The base document with one environment's overrides merged in, overlay errors, and the items it added."""
     merger = Merger(env_path)
     allowed: dict[str, Any] = {}
     for key, value in overrides.items():
@@ -141,4 +159,4 @@ def apply_overrides(
         else:
             allowed[key] = value
     data, pos = merger.merge(base, base_pos, allowed, overrides_pos, ())
-    return data, pos, merger.errors
+    return data, pos, merger.errors, merger.added

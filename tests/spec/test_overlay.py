@@ -59,7 +59,7 @@ def test_merge_does_not_mutate_the_base() -> None:
 
 def test_overrides_cannot_change_identity() -> None:
     b, o = load_text("kind: Platform\n", "b"), load_text("kind: Other\nenvironments: {}\n", "o")
-    _, _, errors = apply_overrides(b.data, b.pos, o.data, o.pos, ("environments", "dev", "overrides"))
+    _, _, errors, _ = apply_overrides(b.data, b.pos, o.data, o.pos, ("environments", "dev", "overrides"))
     assert [e.rule for e in errors] == ["AL120", "AL120"]
 
 

@@ -29,7 +29,13 @@ class _Tier(SpecModel):
 class _SiteTier(_Tier):
     """A tier that lives at one site (or every site of the environment) and keeps data for a while."""
 
-    site: Name | None = Field(default=None, description="Site holding the tier; omitted means every site of the environment.")
+    site: Name | None = Field(default=None, description="Site holding the tier (or use sites).")
+    sites: list[Name] | None = Field(
+        default=None,
+        min_length=1,
+        description="Sites holding the tier, where it spans several; those an environment lacks are skipped. With neither "
+        "site nor sites, the tier is at the environment's only site (an environment with several sites must say).",
+    )
     capacity: ByteSize | None = Field(default=None, description="Expected capacity.")
     retention: Duration | None = Field(default=None, description="How long data is kept (object tiers: lifecycle expiry).")
 

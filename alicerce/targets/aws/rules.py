@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from alicerce.catalog.fsx import GIB, choose_fsx, is_valid_capacity, next_capacity, options
+from alicerce.catalog.fsx import GIB, is_valid_capacity, next_capacity, options
 from alicerce.catalog.models import FsxOption, InstanceType
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean
@@ -204,32 +204,20 @@ def fsx_capacity(ctx: RuleContext) -> Iterable[Finding]:
 
 @rules.rule("AL233", "parallel-fs-throughput", "A parallel-fs tier's pinned FSx settings deliver its declared throughput.")
 def parallel_fs_throughput(ctx: RuleContext) -> Iterable[Finding]:
-    for i, tier in enumerate(ctx.spec.storage):
-        if not isinstance(tier, ParallelFsTier) or tier.aws is None or tier.throughput is None:
+    for tier in ctx.resolved.storage:
+        spec = tier.spec
+        fsx = tier.fsx  # the configuration resolve chose, pinned values kept as written
+        if not isinstance(spec, ParallelFsTier) or spec.aws is None or spec.throughput is None or fsx is None:
             continue
-        if not any(isinstance(s, AwsSite) for s in ctx.tier_sites(tier)):
-            continue
-        aws = tier.aws
-        if aws.per_unit_storage_throughput is None and aws.storage_capacity is None:
-            continue  # derived: resolve picks capacity and per-unit throughput that meet it
-        capacity_gib = int(aws.storage_capacity / GIB) if aws.storage_capacity else None
-        plan = choose_fsx(
-            ctx.catalog.fsx,
-            aws.deployment_type,
-            aws.storage_type,
-            tier.capacity,
-            tier.throughput,
-            per_unit=aws.per_unit_storage_throughput,
-            capacity_gib=capacity_gib,
-        )
-        if plan is not None and plan.throughput_mbps * 1e6 < tier.throughput:
-            need = tier.throughput / 1e9
+        if spec.aws.per_unit_storage_throughput is None and spec.aws.storage_capacity is None:
+            continue  # derived: resolve picked capacity and per-unit throughput that meet it
+        if fsx.throughput_mbps * 1e6 < spec.throughput:
             yield Finding(
-                S.storage[i].throughput,
-                f"{plan.capacity_gib:,} GiB at {plan.per_unit_throughput or 'baseline'} MB/s/TiB gives "
-                f"{plan.throughput_mbps / 1000:.2f} GB/s, below the {need:g} GB/s declared",
+                S.storage[tier.index].throughput,
+                f"{fsx.capacity_gib:,} GiB at {fsx.per_unit_throughput or 'baseline'} MB/s/TiB gives "
+                f"{fsx.throughput_mbps / 1000:.2f} GB/s, below the {spec.throughput / 1e9:g} GB/s declared",
                 "remove the pinned storageCapacity/perUnitStorageThroughput to let alicerce size it, or raise them",
-                tier.throughput,
+                spec.throughput,
             )
 
 
