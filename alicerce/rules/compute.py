@@ -8,7 +8,7 @@ from alicerce.catalog.models import Gpu, InstanceType
 from alicerce.rules.base import Finding, RuleContext, RuleSet
 from alicerce.spec.errors import did_you_mean
 from alicerce.spec.models import AwsSite, MigSharing, NodePool, OnpremSite, TimeSlicing
-from alicerce.spec.units import expand_hosts
+from alicerce.spec.units import MAX_HOSTS_PER_POOL, MAX_HOSTS_PER_SITE, count_hosts, expand_hosts
 
 rules = RuleSet()
 
@@ -306,11 +306,37 @@ def scaling_bounds(ctx: RuleContext) -> Iterable[Finding]:
             yield Finding((*path, "desired"), f"desired {s.desired} is outside [{s.min}, {s.max}]", None, s.desired)
 
 
-@rules.rule("AL220", "host-ranges", "On-prem host ranges expand, no host sits in two pools, and max fits the hosts listed.")
+def _host_count(pattern: str) -> int:
+    try:
+        return count_hosts(pattern)
+    except ValueError:
+        return 0  # malformed: reported where it is expanded
+
+
+@rules.rule(
+    "AL220",
+    "host-ranges",
+    "On-prem host ranges expand, no host sits in two pools, max fits the hosts listed, and pools and sites stay under their host caps.",
+)
 def host_ranges(ctx: RuleContext) -> Iterable[Finding]:
     owner: dict[str, str] = {}
+    site_hosts: dict[str, int] = {}
     for i, pool in ctx.indexed_pools():
         if pool.onprem is None or not isinstance(ctx.pool_site(pool), OnpremSite):
+            continue
+        # counted from the brackets before anything is expanded: a hostile product costs nothing
+        sizes = [_host_count(entry.hosts) for entry in pool.onprem.hosts]
+        if sum(sizes) > MAX_HOSTS_PER_POOL and max(sizes) <= MAX_HOSTS_PER_POOL:  # one range over: reported at the range
+            message = f"the pool's host ranges add up to {sum(sizes):,} hosts, over the {MAX_HOSTS_PER_POOL:,} a pool may have"
+            yield Finding(("nodePools", i, "onprem", "hosts"), message, "split the hosts over several pools", sum(sizes))
+            continue
+        before = site_hosts.get(pool.site, 0)
+        site_hosts[pool.site] = before + (sum(sizes) if sum(sizes) <= MAX_HOSTS_PER_POOL else 0)
+        if site_hosts[pool.site] > MAX_HOSTS_PER_SITE:
+            if before <= MAX_HOSTS_PER_SITE:  # reported once, at the pool that crosses the cap
+                total = site_hosts[pool.site]
+                message = f"with this pool, site {pool.site} lists {total:,} hosts, over the {MAX_HOSTS_PER_SITE:,} a site may have"
+                yield Finding(("nodePools", i, "onprem", "hosts"), message, "split the site, or list fewer hosts", total)
             continue
         count = 0
         for j, entry in enumerate(pool.onprem.hosts):

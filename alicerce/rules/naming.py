@@ -7,7 +7,8 @@ from collections.abc import Iterable, Iterator
 
 from alicerce.rules.base import Finding, RuleContext, RuleSet
 from alicerce.spec.errors import Path, did_you_mean, one_of
-from alicerce.spec.models import DNS_LABEL, LocalNvmeTier, ObjectTier, ParallelFsTier
+from alicerce.spec.models import DNS_LABEL, LocalNvmeTier, ObjectTier, OnpremSite, ParallelFsTier
+from alicerce.spec.units import host_pattern_problem
 
 rules = RuleSet()
 
@@ -80,6 +81,23 @@ def dns_names(ctx: RuleContext) -> Iterable[Finding]:
             name,
             key=path[0] == "environments",
         )
+
+
+@rules.rule("AL221", "host-names", "On-prem hosts are RFC 1123 host names: lowercase labels of letters, digits and '-', joined by dots.")
+def host_names(ctx: RuleContext) -> Iterable[Finding]:
+    """Checked on each range before it is expanded; the names land verbatim in the Ansible inventory."""
+    patterns: list[tuple[Path, str]] = []
+    for i, pool in ctx.indexed_pools():
+        if pool.onprem is not None:
+            patterns += [(("nodePools", i, "onprem", "hosts", j), entry.hosts) for j, entry in enumerate(pool.onprem.hosts)]
+    for s, site in enumerate(ctx.env.sites):
+        if isinstance(site, OnpremSite) and site.control_plane is not None:
+            base = ("environments", ctx.env_name, "sites", s, "controlPlane", "hosts")
+            patterns += [((*base, j), pattern) for j, pattern in enumerate(site.control_plane.hosts)]
+    for path, pattern in patterns:
+        problem = host_pattern_problem(pattern)
+        if problem is not None:
+            yield Finding(path, problem, "write names such as gpu-[001:032].dc1.example.com", pattern)
 
 
 def _reference(kind: str, path: Path, name: str, known: Iterable[str]) -> Finding:
