@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from alicerce.cli.common import DEFAULT_SPEC, EnvOption, JsonOption, SpecArg, load
+from alicerce.cli.common import DEFAULT_SPEC, EnvOption, ForceOption, JsonOption, SpecArg, load
 from alicerce.cli.errors import UsageError, user_errors
 
 if TYPE_CHECKING:
@@ -36,32 +36,34 @@ def onprem(
     tags: Annotated[str | None, typer.Option("--tags", "-t", help="Only tasks with these tags (comma separated).")] = None,
     skip_tags: Annotated[str | None, typer.Option("--skip-tags", help="Skip tasks with these tags.")] = None,
     playbook: Annotated[str, typer.Option("--playbook", help="site.yml (provision) or validate.yml (acceptance only).")] = "site.yml",
-    workdir: Annotated[Path, typer.Option("--workdir", help="Generated project and run artifacts live here.")] = Path("out/apply"),
+    workdir: Annotated[
+        Path, typer.Option("--workdir", help="Generated project and run artifacts live here (outside generate's --out).")
+    ] = Path(".alicerce-apply"),
     inventory: Annotated[
         list[Path] | None, typer.Option("--inventory", "-i", help="Extra inventory (connection details, host_vars).")
     ] = None,
     secrets: Annotated[
         list[Path] | None, typer.Option("--secrets", help="ansible-vault file with the join token (set ANSIBLE_VAULT_PASSWORD_FILE).")
     ] = None,
+    force: ForceOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Provision the on-prem nodes of ENV: preflight, then rolling batches, then acceptance."""
-    from alicerce.emit.tree import EmitError, render_tree, write_tree
+    from alicerce.emit.tree import check_output, render_tree, write_tree
     from alicerce.resolve.platform import resolve
     from alicerce.run.ansible import RunError, run_playbook
 
+    project = workdir / env / "project"
+    check_output(project, [spec])
     platform = resolve(load(spec), env)
-    try:
-        files = render_tree(platform, subtrees=["ansible"])
-    except EmitError as exc:
-        raise UsageError(str(exc)) from None
+    files = render_tree(platform, subtrees=["ansible"])
     if not any(path.startswith("ansible/") for path in files):
         raise UsageError(f"environment {env} has no on-prem node pools", hint="apply onprem needs a site with provider: onprem")
     for path in [*(inventory or []), *(secrets or [])]:
         if not path.is_file():
-            raise UsageError(f"{path} is not a file")
+            raise UsageError(f"{path} is not a regular file", "--inventory and --secrets name YAML files")
+    write_tree(project, files, force=force, protected=[spec])
     base = workdir / env
-    write_tree(base / "project", files)
     display = _Display(enabled=not as_json)
     try:
         with display:

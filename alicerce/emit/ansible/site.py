@@ -30,8 +30,8 @@ from alicerce.emit.ansible.role_vars import (
     dump_yaml,
     field_flag,
 )
+from alicerce.emit.errors import EmitError
 from alicerce.emit.templates import ANSIBLE_SOURCE, render
-from alicerce.emit.tree import EmitError, emitter
 from alicerce.resolve.platform import ResolvedPlatform, ResolvedPool
 from alicerce.spec.models import Fabric, LocalNvmeTier, OnpremSite, ParallelFsTier, SharedNfsTier
 from alicerce.spec.units import expand_hosts
@@ -298,7 +298,6 @@ def onprem_sites(platform: ResolvedPlatform) -> list[OnpremSite]:
     return [s for s in platform.sites if isinstance(s, OnpremSite)]
 
 
-@emitter("ansible")
 def emit_ansible(platform: ResolvedPlatform) -> dict[str, str]:
     sites = [plan_site(platform, site) for site in onprem_sites(platform)]
     sites = [s for s in sites if s.pools]
