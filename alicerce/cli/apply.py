@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from alicerce.cli.common import DEFAULT_SPEC, EnvOption, ForceOption, JsonOption, SpecArg, load
-from alicerce.cli.errors import UsageError, user_errors
+from alicerce.cli.errors import UsageError, user_errors, warn
 
 if TYPE_CHECKING:
     from alicerce.run.ansible import Event, EventCollector, RunResult
@@ -45,13 +46,20 @@ def onprem(
     secrets: Annotated[
         list[Path] | None, typer.Option("--secrets", help="ansible-vault file with the join token (set ANSIBLE_VAULT_PASSWORD_FILE).")
     ] = None,
+    allow_plaintext_secrets: Annotated[
+        bool, typer.Option("--allow-plaintext-secrets", help="Accept a --secrets file that is not ansible-vault encrypted in CI.")
+    ] = False,
     force: ForceOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Provision the on-prem nodes of ENV: preflight, then rolling batches, then acceptance."""
+    """Provision the on-prem nodes of ENV: preflight, then rolling batches, then acceptance.
+
+    A --secrets file that is not ansible-vault encrypted gets a warning, and is refused in CI
+    (CI=true or CI=1) unless --allow-plaintext-secrets.
+    """
     from alicerce.emit.tree import check_output, render_tree, write_tree
     from alicerce.resolve.platform import resolve
-    from alicerce.run.ansible import RunError, run_playbook
+    from alicerce.run.ansible import RunError, plaintext_secrets, run_playbook
 
     project = workdir / env / "project"
     check_output(project, [spec])
@@ -62,6 +70,12 @@ def onprem(
     for path in [*(inventory or []), *(secrets or [])]:
         if not path.is_file():
             raise UsageError(f"{path} is not a regular file", "--inventory and --secrets name YAML files")
+    for path in secrets or []:
+        try:
+            plaintext = plaintext_secrets(path)
+        except RunError as exc:
+            raise UsageError(str(exc)) from None
+        _check_secrets(path, plaintext, allow_plaintext_secrets)
     write_tree(project, files, force=force, protected=[spec])
     base = workdir / env
     display = _Display(enabled=not as_json)
@@ -87,6 +101,23 @@ def onprem(
         _print_recap(result)
     if not result.ok:
         raise typer.Exit(EXIT_RUN_FAILED)
+
+
+def in_ci() -> bool:
+    """True under a CI system (GitHub Actions, GitLab CI and most others set CI=true)."""
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def _check_secrets(path: Path, plaintext: list[str], allowed: bool) -> None:
+    """Warn about a --secrets file that is not vault-encrypted; refuse it in CI unless allowed."""
+    if not plaintext:
+        return
+    names = ", ".join(plaintext[:5]) + (f" and {len(plaintext) - 5} more" if len(plaintext) > 5 else "")
+    message = f"{path} is not encrypted with ansible-vault (plaintext: {names})"
+    hint = f"encrypt it with `ansible-vault encrypt {path}`"
+    if in_ci() and not allowed:
+        raise UsageError(f"{message}; refused in CI", f"{hint}, or pass --allow-plaintext-secrets")
+    warn(message, hint)
 
 
 def _result_data(result: RunResult) -> dict[str, object]:

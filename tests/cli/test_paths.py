@@ -159,3 +159,69 @@ def test_apply_and_generate_with_their_default_folders_leave_each_other_alone(
         result = CliRunner().invoke(build_app(), args)
         assert result.exit_code == 0, result.output
     assert (tmp_path / "out" / ".alicerce" / "manifest.json").is_file() and len(runner_calls) == 1
+
+
+# -- 10. apply --secrets: ansible-vault or an explicit opt-in ----------------------------------------
+
+VAULTED = "$ANSIBLE_VAULT;1.1;AES256\n6162636465666768696a6b6c6d6e6f70\n"
+
+
+def apply_with_secrets(tmp_path: Path, secrets: Path, *extra: str) -> Any:
+    args = ["apply", "onprem", "--env", "prod", SPEC, "--workdir", str(tmp_path / "work"), "--secrets", str(secrets), "--json", *extra]
+    return CliRunner().invoke(build_app(), args)
+
+
+def test_plaintext_secrets_are_warned_about(tmp_path: Path, runner_calls: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CI", raising=False)
+    secrets = tmp_path / "secrets.yml"
+    secrets.write_text("kubernetes_node_join_token: abcdef.0123456789abcdef\n")
+    result = apply_with_secrets(tmp_path, secrets)
+    assert result.exit_code == 0, result.output
+    assert "not encrypted with ansible-vault" in result.output and "ansible-vault encrypt" in result.output
+    assert "abcdef.0123456789abcdef" not in result.output  # the warning never echoes a secret
+    assert len(runner_calls) == 1
+
+
+@pytest.mark.parametrize("ci", ["true", "1"])
+def test_plaintext_secrets_are_refused_in_ci_unless_allowed(
+    ci: str, tmp_path: Path, runner_calls: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CI", ci)
+    secrets = tmp_path / "secrets.yml"
+    secrets.write_text("kubernetes_node_join_token: abcdef.0123456789abcdef\n")
+    refused = apply_with_secrets(tmp_path, secrets)
+    assert refused.exit_code == 2 and "--allow-plaintext-secrets" in refused.output and runner_calls == []
+    allowed = apply_with_secrets(tmp_path, secrets, "--allow-plaintext-secrets")
+    assert allowed.exit_code == 0, allowed.output
+    assert len(runner_calls) == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        VAULTED,
+        "$ANSIBLE_VAULT;1.2;AES256;prod\n6162636465666768696a6b6c6d6e6f70\n",
+        "kubernetes_node_join_token: !vault |\n  $ANSIBLE_VAULT;1.1;AES256\n  6162636465666768696a6b6c6d6e6f70\n",
+    ],
+    ids=["whole-file", "vault-id", "inline-values"],
+)
+def test_vault_encrypted_secrets_pass_silently_in_ci(
+    text: str, tmp_path: Path, runner_calls: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CI", "true")
+    secrets = tmp_path / "secrets.yml"
+    secrets.write_text(text)
+    result = apply_with_secrets(tmp_path, secrets)
+    assert result.exit_code == 0, result.output
+    assert "ansible-vault" not in result.output
+    assert len(runner_calls) == 1
+
+
+def test_a_partly_encrypted_secrets_file_names_its_plaintext_keys(
+    tmp_path: Path, runner_calls: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CI", "true")
+    secrets = tmp_path / "secrets.yml"
+    secrets.write_text("sealed: !vault |\n  $ANSIBLE_VAULT;1.1;AES256\n  6162\nopen_token: hunter2\n")
+    result = apply_with_secrets(tmp_path, secrets)
+    assert result.exit_code == 2 and "open_token" in result.output and "hunter2" not in result.output
