@@ -390,7 +390,11 @@ def swap_in(target: Target, staging: Path) -> list[str]:
         os.rename(target.path, old)
         fsync_folder(target.parent)
         fault("between-renames")
-        os.rename(staging, target.path)
+        try:
+            os.rename(staging, target.path)
+        except OSError:
+            os.rename(old, target.path)  # the old tree goes back: the folder is never left missing
+            raise
         fsync_folder(target.parent)
         fault("swapped")
     warning = remove(old)

@@ -249,8 +249,10 @@ def write_tree(out: Path, files: dict[str, str], *, force: bool = False, protect
     refusal and every OS error, before anything is touched where the refusal is about the folder.
     """
     try:
-        _inspect(check_folder(out, protected), files, force)  # refuse before taking the lock
+        # refuse a foreign folder before the lock file is even created; changes are read under the
+        # lock only, since another run may be swapping the tree in meanwhile
         target = check_folder(out, protected)
+        _refuse_foreign(target)
         with locked(target):
             warnings = recover(target)
             target = check_folder(out, protected)  # again, under the lock: another run may have changed it

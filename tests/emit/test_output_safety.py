@@ -41,11 +41,16 @@ def repo(tmp_path: Path) -> Path:
 
 
 def snapshot(folder: Path) -> dict[str, str]:
-    """Every entry under ``folder`` (hidden ones too) with a digest of its content or link target."""
+    """Every entry under ``folder`` (hidden ones too) with a digest of its content or link target.
+
+    A lock file counts by its presence only: it is alicerce's, and each run that takes it writes its pid.
+    """
     out: dict[str, str] = {}
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder).as_posix()
-        if path.is_symlink():
+        if path.name.endswith(".alicerce-lock"):
+            out[rel] = "lock"
+        elif path.is_symlink():
             out[rel] = "link:" + os.readlink(path)
         elif path.is_dir():
             out[rel] = "dir"
