@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime
 import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -22,3 +24,12 @@ os.environ["ALICERCE_CACHE_DIR"] = tempfile.mkdtemp(prefix="alicerce-test-cache-
 @pytest.fixture
 def root() -> Path:
     return ROOT
+
+
+ALICERCE = Path(sys.executable).with_name("alicerce")
+
+
+def alicerce(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run the installed `alicerce` script as a user would (a subprocess), with extra environment."""
+    merged = {**os.environ, "COLUMNS": "200", **(env or {})}
+    return subprocess.run([str(ALICERCE), *args], cwd=cwd, capture_output=True, text=True, env=merged, check=False, timeout=timeout)

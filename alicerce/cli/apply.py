@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from alicerce.cli.common import DEFAULT_SPEC, EnvOption, JsonOption, SpecArg, load
-from alicerce.cli.errors import UsageError, user_errors
+from alicerce.cli.common import DEFAULT_SPEC, EnvOption, ForceOption, JsonOption, SpecArg, load
+from alicerce.cli.errors import UsageError, user_errors, warn
 
 if TYPE_CHECKING:
     from alicerce.run.ansible import Event, EventCollector, RunResult
@@ -36,33 +37,47 @@ def onprem(
     tags: Annotated[str | None, typer.Option("--tags", "-t", help="Only tasks with these tags (comma separated).")] = None,
     skip_tags: Annotated[str | None, typer.Option("--skip-tags", help="Skip tasks with these tags.")] = None,
     playbook: Annotated[str, typer.Option("--playbook", help="site.yml (provision) or validate.yml (acceptance only).")] = "site.yml",
-    workdir: Annotated[Path, typer.Option("--workdir", help="Generated project and run artifacts live here.")] = Path("out/apply"),
+    workdir: Annotated[
+        Path, typer.Option("--workdir", help="Generated project and run artifacts live here (outside generate's --out).")
+    ] = Path(".alicerce-apply"),
     inventory: Annotated[
         list[Path] | None, typer.Option("--inventory", "-i", help="Extra inventory (connection details, host_vars).")
     ] = None,
     secrets: Annotated[
         list[Path] | None, typer.Option("--secrets", help="ansible-vault file with the join token (set ANSIBLE_VAULT_PASSWORD_FILE).")
     ] = None,
+    allow_plaintext_secrets: Annotated[
+        bool, typer.Option("--allow-plaintext-secrets", help="Accept a --secrets file that is not ansible-vault encrypted in CI.")
+    ] = False,
+    force: ForceOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Provision the on-prem nodes of ENV: preflight, then rolling batches, then acceptance."""
-    from alicerce.emit.errors import EmitError
-    from alicerce.emit.tree import render_tree, write_tree
-    from alicerce.rules.validate import validated
-    from alicerce.run.ansible import RunError, run_playbook
+    """Provision the on-prem nodes of ENV: preflight, then rolling batches, then acceptance.
 
+    A --secrets file that is not ansible-vault encrypted gets a warning, and is refused in CI
+    (CI=true or CI=1) unless --allow-plaintext-secrets.
+    """
+    from alicerce.emit.tree import check_output, render_tree, write_tree
+    from alicerce.rules.validate import validated
+    from alicerce.run.ansible import RunError, plaintext_secrets, run_playbook
+
+    project = workdir / env / "project"
+    check_output(project, [spec])
     platform = validated(load(spec), env)
-    try:
-        files = render_tree(platform, subtrees=["ansible"])
-    except EmitError as exc:
-        raise UsageError(str(exc)) from None
+    files = render_tree(platform, subtrees=["ansible"])
     if not any(path.startswith("ansible/") for path in files):
         raise UsageError(f"environment {env} has no on-prem node pools", hint="apply onprem needs a site with provider: onprem")
     for path in [*(inventory or []), *(secrets or [])]:
         if not path.is_file():
-            raise UsageError(f"{path} is not a file")
+            raise UsageError(f"{path} is not a regular file", "--inventory and --secrets name YAML files")
+    for path in secrets or []:
+        try:
+            plaintext = plaintext_secrets(path)
+        except RunError as exc:
+            raise UsageError(str(exc)) from None
+        _check_secrets(path, plaintext, allow_plaintext_secrets)
+    write_tree(project, files, force=force, protected=[spec])
     base = workdir / env
-    write_tree(base / "project", files)
     display = _Display(enabled=not as_json)
     try:
         with display:
@@ -86,6 +101,23 @@ def onprem(
         _print_recap(result)
     if not result.ok:
         raise typer.Exit(EXIT_RUN_FAILED)
+
+
+def in_ci() -> bool:
+    """True under a CI system (GitHub Actions, GitLab CI and most others set CI=true)."""
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def _check_secrets(path: Path, plaintext: list[str], allowed: bool) -> None:
+    """Warn about a --secrets file that is not vault-encrypted; refuse it in CI unless allowed."""
+    if not plaintext:
+        return
+    names = ", ".join(plaintext[:5]) + (f" and {len(plaintext) - 5} more" if len(plaintext) > 5 else "")
+    message = f"{path} is not encrypted with ansible-vault (plaintext: {names})"
+    hint = f"encrypt it with `ansible-vault encrypt {path}`"
+    if in_ci() and not allowed:
+        raise UsageError(f"{message}; refused in CI", f"{hint}, or pass --allow-plaintext-secrets")
+    warn(message, hint)
 
 
 def _result_data(result: RunResult) -> dict[str, object]:

@@ -15,6 +15,13 @@ DEFAULT_SPEC = Path("platform.yaml")
 
 EnvOption = Annotated[str, typer.Option("--env", "-e", help="Environment name.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+ForceOption = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Replace files edited, removed or added in the output tree; what you wrote is kept under .alicerce/displaced/.",
+    ),
+]
 
 
 def load(spec: Path) -> Document:

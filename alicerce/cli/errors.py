@@ -13,6 +13,7 @@ from typing import ParamSpec, TypeVar
 
 import typer
 
+from alicerce.emit.errors import EmitError, OutputError
 from alicerce.spec.errors import SpecError, SpecInvalid, render_report
 
 P = ParamSpec("P")
@@ -35,8 +36,14 @@ def print_errors(errors: list[SpecError], as_json: bool = False) -> None:
     sys.stderr.write(err)
 
 
+def warn(message: str, hint: str | None = None) -> None:
+    """A warning on stderr (also under --json, whose stdout stays one JSON document)."""
+    suffix = f" ({hint})" if hint else ""
+    print(f"warning: {message}{suffix}", file=sys.stderr)
+
+
 def user_errors(json_flag: str | None = None) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    """Turn :class:`SpecInvalid` and :class:`UsageError` into messages and exit code 2.
+    """Turn spec errors, usage errors and refused or impossible outputs into messages and exit code 2.
 
     ``json_flag`` names the command's boolean/format parameter that asks for JSON output.
     """
@@ -50,11 +57,12 @@ def user_errors(json_flag: str | None = None) -> Callable[[Callable[P, R]], Call
             except SpecInvalid as exc:
                 print_errors(exc.errors, as_json)
                 raise typer.Exit(EXIT_INVALID) from None
-            except UsageError as exc:
+            except (UsageError, OutputError, EmitError) as exc:
+                hint = getattr(exc, "hint", None)
                 if as_json:
-                    print(json.dumps({"error": str(exc), "hint": exc.hint}, indent=2))
+                    print(json.dumps({"error": str(exc), "hint": hint, **getattr(exc, "details", {})}, indent=2))
                 else:
-                    suffix = f" ({exc.hint})" if exc.hint else ""
+                    suffix = f" ({hint})" if hint else ""
                     print(f"error: {exc}{suffix}", file=sys.stderr)
                 raise typer.Exit(EXIT_INVALID) from None
 

@@ -8,9 +8,9 @@ conflicting options, other commands) goes to the typer application, which explai
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from alicerce.cli.result_cache import Request, Result, lookup, store
+from alicerce.spec.source import MAX_BYTES, SourceTooLarge, UnreadableSource, read_regular_file
 
 EXIT_INVALID = 2
 
@@ -48,8 +48,8 @@ def parse_validate(argv: list[str]) -> Request | None:
 def run_validate(request: Request) -> Result:
     """The outcome of a validate request: replayed when the spec is unchanged, else checked."""
     try:
-        spec_bytes: bytes | None = Path(request.spec).read_bytes()
-    except OSError:
+        spec_bytes: bytes | None = read_regular_file(request.spec, MAX_BYTES)
+    except (UnreadableSource, SourceTooLarge):
         spec_bytes = None  # the check reports it, located
     if spec_bytes is not None:
         cached = lookup(request, spec_bytes)

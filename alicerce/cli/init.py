@@ -19,13 +19,11 @@ def init(
     directory: Annotated[Path, typer.Argument(help="New directory for the platform repository.")],
     name: Annotated[str, typer.Option(help="Platform name (a DNS label).")] = "my-platform",
 ) -> None:
-    """Create DIR with a starter platform.yaml, its JSON Schema and a README."""
-    from alicerce.emit.files import write_tree_atomic
+    """Create DIR (or fill it when it is empty) with a starter platform.yaml, its JSON Schema and a README."""
+    from alicerce.emit.files import create_tree
     from alicerce.emit.scaffold import scaffold_files, valid_name
 
     if not valid_name(name):
         raise UsageError(f'"{name}" is not a valid platform name', "use lowercase letters, digits and '-'")
-    if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
-        raise UsageError(f"{directory} already exists and is not empty", "choose a new directory")
-    write_tree_atomic(directory, scaffold_files(name))
+    create_tree(directory, scaffold_files(name))
     print(f"created {directory}: edit platform.yaml, then run `alicerce validate {directory}/platform.yaml`")

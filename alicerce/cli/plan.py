@@ -40,12 +40,20 @@ def plan(
                    next(iter(environments), None))  # fmt: skip
     if env is None:
         raise UsageError("the spec has no environments")
+    if plot is not None:
+        from alicerce.emit.files import ensure_folder
+
+        ensure_folder(plot, plot)  # before the work: a file, or a folder under a file, is refused at once
     result = plan_platform(validated(document, env))
     if plot is not None:
         from alicerce.emit.charts import write_charts
+        from alicerce.emit.files import os_error
 
         others = [result if name == env else plan_platform(validated(document, name)) for name in environments]
-        written = write_charts(result, others, plot)
+        try:
+            written = write_charts(result, others, plot)
+        except OSError as exc:
+            raise os_error(exc, plot) from None
         if not as_json:
             typer.echo(f"wrote {len(written)} charts to {plot}", err=True)
     if as_json:

@@ -53,8 +53,10 @@ tenancy:
 """
 
 GITIGNORE = """\
-# alicerce generate output and local caches
+# alicerce generate output, its lock file, and local caches
 /out/
+/.alicerce-apply/
+.*.alicerce-*
 .venv/
 __pycache__/
 """

@@ -1,66 +1,297 @@
-"""The generated tree: one emitter per top-level folder, each returning ``{relative path: text}``.
+"""The generated tree: the emitters that fill it, its manifest, and the contract for writing it.
 
-``alicerce generate`` asks every emitter of :data:`EMITTERS` for its files, adds ``.alicerce/``
-(the resolved spec and a manifest of every file with its sha256) and writes the whole tree
-atomically. A new subtree is one more entry in that list.
+``alicerce generate`` asks every emitter in :data:`EMITTERS` for its files, adds ``.alicerce/``
+(the resolved spec and a manifest of every file with its sha256) and writes the tree with
+:func:`write_tree`, which keeps every file alicerce did not write:
+
+- it writes only into a new folder, an empty one, or one holding its own ``.alicerce/manifest.json``;
+  anything else (the current folder, a folder holding the spec or a ``.git``, a file, a link, a
+  non-empty folder of the user's) is refused before anything is touched;
+- in a folder it owns, files edited, removed or added since the last run stop the run; with
+  ``force`` they are replaced, and what the user had written is kept under
+  ``.alicerce/displaced/<time>/``;
+- the paths in :data:`KEPT` belong to the user (or to the tools run in the tree): never
+  generated, carried into every new tree, never listed as changes;
+- the folder is replaced in one step under a lock (see :mod:`alicerce.emit.files`).
 """
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
-from collections.abc import Callable
+import os
+import stat
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from alicerce.emit.ansible.site import emit_ansible
-from alicerce.emit.errors import EmitError
-from alicerce.emit.files import write_tree_atomic
+from alicerce.emit.errors import EmitError, OutputError
+from alicerce.emit.files import (
+    Target,
+    check_folder,
+    fault,
+    link_into,
+    locked,
+    new_staging,
+    os_error,
+    recover,
+    remove,
+    stage_files,
+    swap_in,
+)
 from alicerce.resolve.model import ResolvedPlatform
 
 Emitter = Callable[[ResolvedPlatform], dict[str, str]]
 """Pure: reads the resolved platform and returns files relative to its subtree."""
 
-# subtree -> its emitter, in the order they run (explicit: no registration by import side effect)
-EMITTERS: dict[str, Emitter] = {"ansible": emit_ansible}
+EMITTERS: tuple[tuple[str, Emitter], ...] = (("ansible", emit_ansible),)
+"""Every emitter with the top-level folder it fills; a new subtree is one more line here."""
+
 MANIFEST = ".alicerce/manifest.json"
 RESOLVED = ".alicerce/resolved.json"
+DISPLACED = ".alicerce/displaced/"
+
+KEPT = ("ansible/host_vars/", "ansible/.cache/", "ansible/.ansible/", DISPLACED)
+"""Paths inside the tree that generate never owns, carried into every new tree as they are:
+
+- ``ansible/host_vars/``: the user's per-host variables (addresses, users, keys), which Ansible
+  reads beside ``inventory.yml`` and ``site.yml``;
+- ``ansible/.cache/``: Ansible's fact cache (``fact_caching_connection`` in the generated
+  ``ansible.cfg``), kept so that re-runs stay fast; ``ansible/.ansible/``: ansible-lint's cache;
+- ``.alicerce/displaced/``: the files ``--force`` replaced, for the user to look at or delete.
+"""
+
+_SHOWN = 20  # changed files listed in a refusal; the rest are counted
 
 
 def render_tree(platform: ResolvedPlatform, subtrees: list[str] | None = None) -> dict[str, str]:
     """Every file of the generated tree, keyed by its POSIX path relative to the output folder."""
     files: dict[str, str] = {}
-    for subtree in sorted(EMITTERS):
+    for subtree, emit in sorted(EMITTERS):
         if subtrees is not None and subtree not in subtrees:
             continue
-        for relative, text in EMITTERS[subtree](platform).items():
+        for relative, text in emit(platform).items():
             path = PurePosixPath(subtree, relative)
             if path.is_absolute() or ".." in path.parts:
                 raise EmitError(f"emitter {subtree} returned a path outside its subtree: {relative}")
+            if str(path).startswith(KEPT):
+                raise EmitError(f"emitter {subtree} returned {path}, a path generate leaves to the user")
             files[str(path)] = text
     files[RESOLVED] = json.dumps(platform.to_data(), indent=2, sort_keys=True, default=str) + "\n"
     manifest = {
         "platform": platform.name,
         "environment": platform.environment,
-        "files": {path: hashlib.sha256(text.encode("utf-8")).hexdigest() for path, text in sorted(files.items())},
+        "files": {path: _digest(text.encode("utf-8")) for path, text in sorted(files.items())},
     }
     files[MANIFEST] = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
     return dict(sorted(files.items()))
 
 
-def write_tree(out: Path, files: dict[str, str]) -> None:
-    """Write the tree through a temporary sibling and a rename: the old tree or the new, never half."""
-    write_tree_atomic(out, files)
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
-def hand_edits(out: Path) -> list[str]:
-    """Files under ``out`` whose content no longer matches the manifest (edited, removed)."""
-    manifest_path = out / MANIFEST
-    if not manifest_path.is_file():
-        return []
-    recorded: dict[str, str] = json.loads(manifest_path.read_text(encoding="utf-8"))["files"]
-    changed = []
+@dataclass(frozen=True)
+class Changes:
+    """How an owned tree differs from what alicerce last wrote into it (POSIX paths; a folder ends in /)."""
+
+    edited: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    added: tuple[str, ...] = ()
+    manifest_problem: str | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.edited or self.removed or self.added or self.manifest_problem)
+
+    def as_dict(self) -> dict[str, list[str]]:
+        return {"edited": list(self.edited), "removed": list(self.removed), "added": list(self.added)}
+
+    def lines(self) -> list[str]:
+        rows = [(kind, path) for kind in ("edited", "removed", "added") for path in getattr(self, kind)]
+        shown = [f"  {kind:<8} {path}" for kind, path in rows[:_SHOWN]]
+        if len(rows) > _SHOWN:
+            shown.append(f"  ... and {len(rows) - _SHOWN} more")
+        return shown
+
+
+def _file_digest(path: Path) -> str | None:
+    """The sha256 of regular file ``path``; None for anything else (a link, folder, FIFO: an edit too)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        digest = hashlib.sha256()
+        while chunk := os.read(fd, 1 << 20):
+            digest.update(chunk)
+        return digest.hexdigest()
+    finally:
+        os.close(fd)
+
+
+def _recorded(out: Path) -> tuple[dict[str, str], str | None]:
+    """The manifest's file digests, or ({}, why) when it cannot be read."""
+    try:
+        data = json.loads((out / MANIFEST).read_text("utf-8"))
+        files = data["files"]
+        if isinstance(files, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+            return files, None
+        return {}, f"{MANIFEST} has no valid file list"
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return {}, f"{MANIFEST} cannot be read ({exc})"
+
+
+def tree_changes(out: Path, new_files: dict[str, str] | None = None) -> Changes:
+    """What was edited, removed or added in the owned tree ``out`` since alicerce wrote it.
+
+    A file whose content is what alicerce writes now (``new_files``) is not a change; :data:`KEPT`
+    paths are never changes.
+    """
+    recorded, problem = _recorded(out)
+    fresh = {path: _digest(text.encode("utf-8")) for path, text in (new_files or {}).items()}
+    edited, removed = [], []
     for relative, digest in sorted(recorded.items()):
-        path = out / relative
-        if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
-            changed.append(relative)
-    return changed
+        if relative.startswith(KEPT):
+            continue
+        try:
+            os.lstat(out / relative)
+        except (FileNotFoundError, NotADirectoryError):
+            removed.append(relative)
+            continue
+        if _file_digest(out / relative) not in (digest, fresh.get(relative)):
+            edited.append(relative)
+    # folders walked into: those holding generated files or kept paths; any other folder is one added entry
+    holders = {str(parent) for relative in [*recorded, *KEPT] for parent in PurePosixPath(relative).parents}
+    added: list[str] = []
+
+    def walk(folder: Path, prefix: str) -> None:
+        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+            relative = prefix + entry.name
+            if relative in recorded or relative == MANIFEST or (relative + "/").startswith(KEPT):
+                continue
+            if entry.is_dir(follow_symlinks=False) and relative in holders:
+                walk(Path(entry.path), relative + "/")
+            else:
+                added.append(relative + "/" if entry.is_dir(follow_symlinks=False) else relative)
+
+    walk(out, "")
+    return Changes(tuple(edited), tuple(removed), tuple(sorted(added)), problem)
+
+
+def owns(folder: Path) -> bool:
+    """True when ``folder`` holds alicerce's manifest (a real ``.alicerce`` folder, a regular file)."""
+    try:
+        return stat.S_ISDIR(os.lstat(folder / ".alicerce").st_mode) and stat.S_ISREG(os.lstat(folder / MANIFEST).st_mode)
+    except OSError:
+        return False
+
+
+def _is_empty(folder: Path) -> bool:
+    with os.scandir(folder) as entries:
+        return next(entries, None) is None
+
+
+@dataclass
+class WriteReport:
+    """What :func:`write_tree` did besides writing the files."""
+
+    files: int
+    kept: list[str] = field(default_factory=list)  # KEPT paths carried into the new tree
+    displaced: list[str] = field(default_factory=list)  # changed files kept under .alicerce/displaced/<time>/
+    displaced_to: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def _refuse_foreign(target: Target) -> bool:
+    """True when ``target`` is an owned tree, False when it is new or empty; refuses anything else."""
+    if not os.path.lexists(target.path) or _is_empty(target.path):
+        return False
+    if not owns(target.path):
+        raise OutputError(
+            f"{target.shown} is not empty and holds no {MANIFEST}: alicerce writes only into folders it created",
+            "choose a new or empty folder for --out; --force does not change this",
+        )
+    return True
+
+
+def _inspect(target: Target, files: dict[str, str], force: bool) -> Changes | None:
+    """Refuse what may not be replaced; the changes of an owned tree (None for a new or empty folder)."""
+    if not _refuse_foreign(target):
+        return None
+    changes = tree_changes(target.path, files)
+    if changes and not force:
+        why = changes.manifest_problem or "files changed since alicerce wrote them"
+        raise OutputError(
+            "\n".join([f"{target.shown}: {why}:", *changes.lines()]),
+            f"keep your own files beside the output folder or under one of {', '.join(KEPT[:1])}; rerun with --force to"
+            f" replace them (what you wrote is kept under {target.shown}/{DISPLACED}<time>/)",
+            {"changes": changes.as_dict()},
+        )
+    return changes
+
+
+def check_output(out: Path, protected: Sequence[Path] = ()) -> None:
+    """The refusals of :func:`write_tree` that need no files: run before the expensive work."""
+    try:
+        _refuse_foreign(check_folder(out, protected))
+    except OSError as exc:
+        raise os_error(exc, out) from None
+
+
+def write_tree(out: Path, files: dict[str, str], *, force: bool = False, protected: Sequence[Path] = ()) -> WriteReport:
+    """Replace the tree at ``out`` with ``files`` under the output contract (see the module text).
+
+    ``protected`` paths (the spec) may not lie inside ``out``. Raises :class:`OutputError` for every
+    refusal and every OS error, before anything is touched where the refusal is about the folder.
+    """
+    try:
+        # refuse a foreign folder before the lock file is even created; changes are read under the
+        # lock only, since another run may be swapping the tree in meanwhile
+        target = check_folder(out, protected)
+        _refuse_foreign(target)
+        with locked(target):
+            warnings = recover(target)
+            target = check_folder(out, protected)  # again, under the lock: another run may have changed it
+            changes = _inspect(target, files, force)
+            staging = new_staging(target)
+            try:
+                report = _fill(target, staging, files, changes)
+                report.warnings = warnings + swap_in(target, staging)
+            except BaseException:
+                remove(staging)
+                raise
+            fault("done")
+            return report
+    except OSError as exc:
+        raise os_error(exc, out) from None
+
+
+def _fill(target: Target, staging: Path, files: dict[str, str], changes: Changes | None) -> WriteReport:
+    """Stage the new tree: the generated files, the kept paths, and (forced) the displaced ones."""
+    stage_files(staging, files)
+    report = WriteReport(files=len(files))
+    if changes is None:
+        return report
+    for kept in KEPT:
+        source = target.path / kept
+        if os.path.lexists(source):
+            link_into(source, staging / kept)
+            report.kept.append(kept)
+    displaced = [*changes.edited, *changes.added]
+    if displaced:
+        stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+        folder, again = stamp, 1
+        while os.path.lexists(staging / DISPLACED / folder):  # a second forced run within the same second
+            again += 1
+            folder = f"{stamp}-{again}"
+        for relative in displaced:
+            source = target.path / relative.rstrip("/")
+            if os.path.lexists(source):
+                link_into(source, staging / DISPLACED / folder / relative.rstrip("/"))
+        report.displaced = sorted(displaced)
+        report.displaced_to = f"{DISPLACED}{folder}/"
+    return report

@@ -7,9 +7,8 @@ from collections.abc import Iterable
 from alicerce.resolve.targets import RESOLVERS
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean
-from alicerce.spec.models import MigSharing, OnpremSite, TimeSlicing
+from alicerce.spec.models import MigSharing, TimeSlicing
 from alicerce.spec.paths import SpecPath
-from alicerce.spec.units import expand_hosts
 
 rules = RuleSet()
 
@@ -170,32 +169,3 @@ def scaling_bounds(ctx: RuleContext) -> Iterable[Finding]:
             yield Finding(path.min, f"min {s.min} is above max {s.max}", None, s.min)
         if s.desired is not None and not s.min <= s.desired <= s.max:
             yield Finding(path.desired, f"desired {s.desired} is outside [{s.min}, {s.max}]", None, s.desired)
-
-
-@rules.rule("AL220", "host-ranges", "On-prem host ranges expand, no host sits in two pools, and max fits the hosts listed.")
-def host_ranges(ctx: RuleContext) -> Iterable[Finding]:
-    owner: dict[str, str] = {}
-    for i, pool in ctx.indexed_pools():
-        if pool.onprem is None or not isinstance(ctx.pool_site(pool), OnpremSite):
-            continue
-        count = 0
-        for j, entry in enumerate(pool.onprem.hosts):
-            path = S.node_pools[i].onprem.hosts[j]
-            try:
-                hosts = expand_hosts(entry.hosts)
-            except ValueError as exc:
-                yield Finding(path, str(exc), None, entry.hosts)
-                continue
-            count += len(hosts)
-            for host in hosts:
-                if host in owner:
-                    yield Finding(path, f'host {host} is already in pool "{owner[host]}"', "a server belongs to one pool", host)
-                    break
-                owner[host] = pool.name
-        if count and pool.scaling.max > count:
-            yield Finding(
-                S.node_pools[i].scaling.max,
-                f"max {pool.scaling.max} exceeds the {count} hosts listed",
-                f"set max: {count} or list more hosts",
-                pool.scaling.max,
-            )

@@ -118,6 +118,55 @@ class EventCollector:
         return True  # keep the event in the artifacts
 
 
+VAULT_HEADER = b"$ANSIBLE_VAULT;"
+MAX_SECRETS_BYTES = 1 << 20
+
+
+def plaintext_secrets(path: Path) -> list[str]:
+    """The keys of ``path`` whose values are not ansible-vault encrypted; [] when all of it is.
+
+    A whole file encrypted by ``ansible-vault encrypt`` starts with ``$ANSIBLE_VAULT;``; a vars
+    file may instead hold inline ``!vault |`` values. Only key paths are returned, never values.
+    Raises :class:`RunError` when the file cannot be read.
+    """
+    import yaml
+
+    from alicerce.spec.source import SourceTooLarge, UnreadableSource, read_regular_file
+
+    try:
+        raw = read_regular_file(path, MAX_SECRETS_BYTES)
+    except UnreadableSource as exc:
+        raise RunError(f"{path}: {exc} ({exc.hint})") from None
+    except SourceTooLarge:
+        raise RunError(f"{path} is over {MAX_SECRETS_BYTES:,} bytes; a secrets file holds a few keys") from None
+    if raw.lstrip().startswith(VAULT_HEADER):
+        return []
+    sealed = object()
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor("!vault", lambda loader, node: sealed)
+    try:
+        data = yaml.load(raw, Loader=Loader)
+    except yaml.YAMLError:
+        return ["(the whole file: it is not YAML)"]
+    plaintext: list[str] = []
+
+    def walk(value: Any, where: str) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, f"{where}.{key}" if where else str(key))
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                walk(item, f"{where}[{index}]")
+        elif value is not sealed and value is not None:
+            plaintext.append(where or "(the whole file)")
+
+    walk(data, "")
+    return plaintext
+
+
 def run_playbook(
     project: Path,
     playbook: str,

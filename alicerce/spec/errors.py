@@ -74,6 +74,8 @@ class SpecError:
 
 
 def _jsonable(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > 60:  # a report names a value, it never carries a huge one
+        return f"{value[:40]}... ({len(value):,} characters)"
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     if isinstance(value, dict):

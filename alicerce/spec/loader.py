@@ -7,8 +7,10 @@ absent), so we decide what every scalar means and refuse what a spec never needs
   timestamps, ``0755`` is decimal;
 - any tag beyond the core ones (``!!python/...``, ``!custom``) is an error, never executed;
 - duplicate keys, complex keys, several documents, empty files, non-UTF-8 bytes, files over
-  10 MiB, nesting deeper than :data:`MAX_DEPTH` and more than :data:`MAX_NODES` values (alias bombs) are
-  errors with a position.
+  10 MiB, nesting deeper than :data:`MAX_DEPTH`, more than :data:`MAX_NODES` values (alias bombs)
+  and keys or values longer than :data:`MAX_SCALAR` characters are errors with a position;
+- only regular files are read (:mod:`alicerce.spec.source`): a directory, device or FIFO is an
+  error, never a hang.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 import yaml
 
 from alicerce.spec.errors import Path, PathElement, Span, SpecError, SpecInvalid
+from alicerce.spec.source import MAX_BYTES, SourceTooLarge, UnreadableSource, read_regular_file
 
 try:
     from yaml._yaml import CParser as _EventParser
@@ -37,9 +40,9 @@ except ImportError:  # pragma: no cover - libyaml missing: slower, same results
             _PyParser.__init__(self)
 
 
-MAX_BYTES = 10 * 1024 * 1024
 MAX_DEPTH = 32
 MAX_NODES = 50_000  # the reference platform has ~1,500; this bounds work on hostile files
+MAX_SCALAR = 4_096  # the longest free text the schema allows is 1,024; nothing needs more
 
 _CORE = "tag:yaml.org,2002:"
 _ALLOWED_TAGS = {f"{_CORE}{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq")}
@@ -205,8 +208,20 @@ class _Builder:
         self.count(nodes, event, path)
         return value, pos, nodes
 
+    def check_length(self, event: Any, path: Path) -> None:
+        """Refuse a key or value too long for any field: it would only be copied into every error and output."""
+        if len(event.value) > MAX_SCALAR:
+            self.error(
+                event.start_mark,
+                "AL014",
+                path,
+                f"the value is {len(event.value):,} characters, over the {MAX_SCALAR:,}-character limit",
+                "no field of a platform spec needs this much text; is this the right value?",
+            )
+
     def scalar(self, event: Any, path: Path) -> tuple[Any, Pos]:
         span = _span(self.file, event.start_mark)
+        self.check_length(event, path)
         if not self.check_tag(event, path):
             return event.value, Pos(span)
         tag = event.tag
@@ -262,6 +277,7 @@ class _Builder:
                 self.build(self.parser.get_event(), path, depth + 1)
                 continue
             key = key_event.value
+            self.check_length(key_event, path)
             value_event = self.parser.get_event()
             is_merge = key == "<<" and key_event.style in (None, "") and key_event.tag is None
             child_path = path if is_merge else (*path, key)
@@ -392,35 +408,23 @@ def _syntax_error(exc: yaml.MarkedYAMLError, file: str, text: str) -> SpecError:
 
 def load_file(path: str | FsPath, display: str | None = None) -> Document:
     """Read and parse a spec file with every guard; ``display`` names it in errors."""
-    fs_path = FsPath(path)
     name = display or str(path)
     try:
-        size = fs_path.stat().st_size
-    except OSError as exc:
-        raise SpecInvalid(
-            [
-                SpecError(
-                    Span(name, 1, 1),
-                    "AL000",
-                    (),
-                    f"cannot read the file: {exc.strerror}",
-                    "check the path; SPEC defaults to ./platform.yaml",
-                )
-            ]
-        ) from None
-    if size > MAX_BYTES:
+        raw = read_regular_file(path, MAX_BYTES)
+    except UnreadableSource as exc:
+        raise SpecInvalid([SpecError(Span(name, 1, 1), "AL000", (), str(exc), exc.hint)]) from None
+    except SourceTooLarge as exc:
         raise SpecInvalid(
             [
                 SpecError(
                     Span(name, 1, 1),
                     "AL006",
                     (),
-                    f"the file is {size} bytes, over the 10 MiB limit",
+                    f"the file is {exc.size} bytes, over the 10 MiB limit",
                     "a platform spec is a few hundred lines; is this the right file?",
                 )
             ]
-        )
-    raw = fs_path.read_bytes()
+        ) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -128,7 +128,7 @@ def keys_of(model: type[BaseModel]) -> list[str]:
 
 def _describe(value: Any) -> str:
     if isinstance(value, str):
-        return f'"{value}"'
+        return f'"{value}"' if len(value) <= 60 else f'"{value[:40]}..." ({len(value):,} characters)'
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
@@ -205,7 +205,7 @@ def _convert(
             path = (*path, discriminator)
             value = None
         elif kind == "value_error":
-            span, _ = locate(pos, path)
+            span, _ = locate(pos, path, key="[key]" in err["loc"])  # a bad label key points at the key
             rule = "AL104"
             message = str(ctx.get("error", err["msg"])).removeprefix("Value error, ")
         else:

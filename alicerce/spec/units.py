@@ -8,6 +8,7 @@ give the JSON Schema the same accepted forms.
 from __future__ import annotations
 
 import ipaddress
+import itertools
 import re
 from decimal import Decimal
 from typing import Annotated, Any
@@ -121,31 +122,94 @@ def parse_cidr(value: Any) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
 
 
 _RANGE = re.compile(r"\[(\d+):(\d+)\]")
+_HOST_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+MAX_HOSTS_PER_POOL = 10_000
+"""The most hosts one pool may list: a SuperPOD-scale pool is a few hundred to a few thousand."""
+MAX_HOSTS_PER_SITE = 50_000
+"""The most hosts the pools of one site may list together; the generated inventory stays workable."""
+
+
+def _ranges(pattern: str) -> list[re.Match[str]]:
+    """The ``[start:end]`` ranges of a host pattern, checked to be well formed and forward."""
+    ranges = list(_RANGE.finditer(pattern))
+    if "[" in _RANGE.sub("", pattern) or "]" in _RANGE.sub("", pattern):
+        raise ValueError(f'malformed host range in "{pattern}"; write it as gpu-[001:032].example.com')
+    for match in ranges:
+        if int(match.group(2)) < int(match.group(1)):
+            raise ValueError(f"host range [{match.group(1)}:{match.group(2)}] runs backwards")
+    return ranges
+
+
+def count_hosts(pattern: str) -> int:
+    """How many hosts ``pattern`` names, from its bracket bounds alone (nothing is expanded).
+
+    Several ranges multiply: ``n-[1:2]-[1:3]`` names 6 hosts.
+    """
+    count = 1
+    for match in _ranges(pattern):
+        count *= int(match.group(2)) - int(match.group(1)) + 1
+    return count
 
 
 def expand_hosts(pattern: str) -> list[str]:
     """``gpu-[001:003].dc1`` -> gpu-001.dc1, gpu-002.dc1, gpu-003.dc1 (zero padding kept).
 
-    Several ranges in one pattern expand as a product, left to right.
+    Several ranges in one pattern expand as a product, left to right. The product is counted
+    first: a pattern naming more than :data:`MAX_HOSTS_PER_POOL` hosts is refused unexpanded.
     """
-    if "[" not in pattern and "]" not in pattern:
-        return [pattern]
-    match = _RANGE.search(pattern)
-    if match is None:
-        raise ValueError(f'malformed host range in "{pattern}"; write it as gpu-[001:032].example.com')
-    start_text, end_text = match.group(1), match.group(2)
-    start, end = int(start_text), int(end_text)
-    if end < start:
-        raise ValueError(f"host range [{start_text}:{end_text}] runs backwards")
-    if end - start >= 10_000:
-        raise ValueError(f"host range [{start_text}:{end_text}] is over 10,000 hosts")
-    width = len(start_text) if start_text.startswith("0") else 0
-    head, tail = pattern[: match.start()], pattern[match.end() :]
-    out: list[str] = []
-    for number in range(start, end + 1):
-        for rest in expand_hosts(tail):
-            out.append(f"{head}{number:0{width}d}{rest}")
-    return out
+    ranges = _ranges(pattern)
+    total = count_hosts(pattern)
+    if total > MAX_HOSTS_PER_POOL:
+        raise ValueError(f'"{_short(pattern)}" expands to {total:,} hosts, over the {MAX_HOSTS_PER_POOL:,} a pool may have')
+    pieces: list[list[str]] = []
+    last = 0
+    for match in ranges:
+        start_text, end_text = match.group(1), match.group(2)
+        width = len(start_text) if start_text.startswith("0") else 0
+        pieces.append([pattern[last : match.start()]])
+        pieces.append([f"{number:0{width}d}" for number in range(int(start_text), int(end_text) + 1)])
+        last = match.end()
+    pieces.append([pattern[last:]])
+    return ["".join(parts) for parts in itertools.product(*pieces)]
+
+
+def host_pattern_problem(pattern: str) -> str | None:
+    """Why the hosts of ``pattern`` are not RFC 1123 host names, or None when they all are.
+
+    Checked on the pattern, before expanding: each range is replaced by its widest number, and
+    digits are valid anywhere in a label, so the widest expansion passing means every one does.
+    Names must be lowercase too: they become Kubernetes node names.
+    """
+    try:
+        ranges = _ranges(pattern)
+    except ValueError:
+        return None  # malformed ranges are reported where they are expanded (rule AL220)
+    widest = pattern
+    for match in reversed(ranges):
+        digits = max(len(match.group(1)), len(match.group(2)))
+        widest = widest[: match.start()] + "0" * digits + widest[match.end() :]
+    bad = sorted(set(re.sub(r"[a-z0-9.\-]", "", widest.lower())), key=widest.index)
+    if bad:
+        shown = " ".join(f'"{c}"' for c in bad)
+        return f'"{_short(pattern)}" is not a host name: {shown} {"is" if len(bad) == 1 else "are"} not allowed'
+    if widest != widest.lower():
+        return f'"{_short(pattern)}" has uppercase letters; host names become Kubernetes node names, which are lowercase'
+    if len(widest) > 253:
+        return f'"{_short(pattern)}" makes names of {len(widest)} characters, over 253'
+    for label in widest.split("."):
+        if not label:
+            return f'"{_short(pattern)}" has an empty label (two dots in a row, or a dot at an end)'
+        if len(label) > 63:
+            return f'"{_short(pattern)}" makes a label of {len(label)} characters, over 63'
+        if not _HOST_LABEL.fullmatch(label):
+            return f'"{_short(pattern)}" has a label that starts or ends with "-"'
+    return None
+
+
+def _short(text: str, limit: int = 60) -> str:
+    """``text``, cut to ``limit`` characters for a message."""
+    return text if len(text) <= limit else f"{text[:limit]}..."
 
 
 def _schema(pattern: str, example: str, number: str = "number") -> WithJsonSchema:

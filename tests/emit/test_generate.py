@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from alicerce.cli import build_app
 from alicerce.emit.ansible.site import ipoib_addresses
 from alicerce.emit.errors import EmitError
-from alicerce.emit.tree import EMITTERS, MANIFEST, hand_edits, render_tree
+from alicerce.emit.tree import EMITTERS, MANIFEST, render_tree, tree_changes
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_file
 from tests.conftest import ROOT
@@ -40,9 +40,9 @@ def test_generate_writes_the_ansible_tree_and_a_manifest(tmp_path: Path) -> None
     manifest = json.loads((out / MANIFEST).read_text())
     for relative, digest in manifest["files"].items():
         assert hashlib.sha256((out / relative).read_bytes()).hexdigest() == digest
-    assert hand_edits(out) == []
+    assert not tree_changes(out)
     (out / "ansible/site.yml").write_text("edited by hand\n")
-    assert hand_edits(out) == ["ansible/site.yml"]
+    assert tree_changes(out).edited == ("ansible/site.yml",)
 
 
 def test_generate_is_byte_identical_and_atomic(tmp_path: Path) -> None:
@@ -51,11 +51,10 @@ def test_generate_is_byte_identical_and_atomic(tmp_path: Path) -> None:
     for out in (first, second):
         assert runner.invoke(build_app(), ["generate", "--env", "prod", SPEC, "--out", str(out)]).exit_code == 0
     assert (first / MANIFEST).read_bytes() == (second / MANIFEST).read_bytes()
-    # a re-run over an existing tree replaces it whole (stale files vanish), leaving no temporary sibling
-    (first / "ansible" / "stale.yml").write_text("old\n")
+    # a re-run over an unchanged tree replaces it whole, leaving only the lock file beside it
     assert runner.invoke(build_app(), ["generate", "--env", "prod", SPEC, "--out", str(first)]).exit_code == 0
-    assert not (first / "ansible" / "stale.yml").exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]
+    assert (first / MANIFEST).read_bytes() == (second / MANIFEST).read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".a.alicerce-lock", ".b.alicerce-lock", "a", "b"]
 
 
 def test_inventory_groups_by_site_pool_purpose_and_rack() -> None:
@@ -95,7 +94,7 @@ def test_environments_without_onprem_sites_get_no_ansible_tree() -> None:
     files = render_tree(validated(load_file(ROOT / "platform.yaml", "platform.yaml"), "dev"))
     assert not [p for p in files if p.startswith("ansible/")]
     assert set(files) == {".alicerce/manifest.json", ".alicerce/resolved.json"}
-    assert "ansible" in EMITTERS
+    assert [subtree for subtree, _ in EMITTERS] == ["ansible"]
 
 
 def test_ipoib_plan_splits_the_range_per_rail_and_refuses_overflow() -> None:

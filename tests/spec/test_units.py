@@ -74,9 +74,11 @@ def test_host_ranges_keep_padding_and_expand_products() -> None:
     assert expand_hosts("gpu-[001:003].dc1") == ["gpu-001.dc1", "gpu-002.dc1", "gpu-003.dc1"]
     assert expand_hosts("r[1:2]-n[1:2]") == ["r1-n1", "r1-n2", "r2-n1", "r2-n2"]
     assert expand_hosts("single.example.com") == ["single.example.com"]
-    for bad in ("gpu-[3:1]", "gpu-[1:2", "gpu-[a:b]", "gpu-[0:99999]"):
+    for bad in ("gpu-[3:1]", "gpu-[1:2", "gpu-[a:b]", "gpu-[1]-x]"):
         with pytest.raises(ValueError, match=r"host range"):
             expand_hosts(bad)
+    with pytest.raises(ValueError, match=r"expands to 100,000 hosts, over the 10,000 a pool may have"):
+        expand_hosts("gpu-[0:99999]")
 
 
 @given(st.integers(min_value=0, max_value=10**18))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from alicerce.spec.base import Labels, Name, SpecModel
+from alicerce.spec.base import LabelValue, Name, PlatformLabels, ShortText, SpecModel
 from alicerce.targets.aws.spec import EksAddon
 
 
@@ -12,9 +12,9 @@ class Metadata(SpecModel):
     """Who owns the platform and how its cost is attributed."""
 
     name: Name = Field(description="Platform name; prefixes every resource it creates.", examples=["acme-ml"])
-    owner: str = Field(description="Owning team or contact address.", examples=["ml-platform@acme.example"])
-    cost_center: str = Field(description="Default cost center for showback.", examples=["CC-4410"])
-    labels: Labels = Field(default_factory=dict, description="Labels applied to every resource for showback.")
+    owner: ShortText = Field(description="Owning team or contact address.", examples=["ml-platform@acme.example"])
+    cost_center: LabelValue = Field(description="Default cost center for showback (a Kubernetes label value).", examples=["CC-4410"])
+    labels: PlatformLabels = Field(default_factory=dict, description="Labels applied to every resource for showback.")
 
 
 class Versions(SpecModel):

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, StrictInt, WithJsonSchema
 
-from alicerce.spec.base import Labels, Name, Purpose, SpecModel
+from alicerce.spec.base import LabelKey, Labels, LabelValue, Name, Purpose, SpecModel
 from alicerce.targets.aws.spec import AwsPool
 from alicerce.targets.onprem.spec import (
     OnpremPool,
@@ -82,8 +82,8 @@ Sharing = Annotated[NoSharing | MigSharing | TimeSlicing, Field(discriminator="m
 
 
 class Taint(SpecModel):
-    key: str = Field(description="Taint key.", examples=["nvidia.com/gpu"])
-    value: str = Field(default="", description="Taint value.")
+    key: LabelKey = Field(description="Taint key.", examples=["nvidia.com/gpu"])
+    value: LabelValue = Field(default="", description="Taint value.")
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(description="Taint effect.")
 
 

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, StrictBool
 
-from alicerce.spec.base import Name, SpecModel
+from alicerce.spec.base import LongText, Name, SpecModel
 from alicerce.spec.units import Cidr, Duration
 
 
@@ -42,5 +42,5 @@ class Waiver(SpecModel):
     rule: str = Field(description="Rule id.", examples=["AL250"])
     environments: list[Name] = Field(default_factory=list, description="Environments it covers; all when empty.")
     resources: list[str] = Field(default_factory=list, description="Names (pools, tiers, ...) it covers; all when empty.")
-    justification: str = Field(min_length=10, description="Why the exception is acceptable.")
+    justification: LongText = Field(min_length=10, description="Why the exception is acceptable.")
     expires: datetime.date = Field(description="Date after which the waiver stops applying.")

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, StrictInt
 
-from alicerce.spec.base import Name, SpecModel
+from alicerce.spec.base import LabelValue, Name, ShortText, SpecModel
 
 
 class Quota(SpecModel):
@@ -31,10 +31,10 @@ class Team(SpecModel):
 
     name: Name = Field(description="Team name.")
     namespaces: list[Name] = Field(default_factory=list, description="Namespaces; defaults to one named after the team.")
-    groups: list[str] = Field(min_length=1, description="Identity-provider groups bound to the team's namespaces.")
+    groups: list[ShortText] = Field(min_length=1, description="Identity-provider groups bound to the team's namespaces.")
     quotas: list[Quota] = Field(default_factory=list, description="GPU quotas per pool.")
     priority: Literal["critical", "high", "normal", "low"] = Field(default="normal", description="Scheduling priority class.")
-    cost_center: str | None = Field(default=None, description="Cost center (defaults to metadata.costCenter).")
+    cost_center: LabelValue | None = Field(default=None, description="Cost center (defaults to metadata.costCenter).")
     budget: Budget | None = Field(default=None, description="Monthly budget.")
 
 

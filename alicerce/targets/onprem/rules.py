@@ -6,6 +6,8 @@ from collections.abc import Iterable
 
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.models import OnpremSite
+from alicerce.spec.paths import SpecPath
+from alicerce.spec.units import MAX_HOSTS_PER_POOL, MAX_HOSTS_PER_SITE, count_hosts, expand_hosts, host_pattern_problem
 
 rules = RuleSet()
 
@@ -31,3 +33,75 @@ def fabric_target(ctx: RuleContext) -> Iterable[Finding]:
                 f"set hcas to at least {fabric.rails} or lower the fabric's rails",
                 pool.onprem.hcas,
             )
+
+
+def _host_count(pattern: str) -> int:
+    try:
+        return count_hosts(pattern)
+    except ValueError:
+        return 0  # malformed: reported where it is expanded
+
+
+@rules.rule(
+    "AL220",
+    "host-ranges",
+    "On-prem host ranges expand, no host sits in two pools, max fits the hosts listed, and pools and sites stay under their host caps.",
+)
+def host_ranges(ctx: RuleContext) -> Iterable[Finding]:
+    owner: dict[str, str] = {}
+    site_hosts: dict[str, int] = {}
+    for i, pool in ctx.indexed_pools():
+        if pool.onprem is None or not isinstance(ctx.pool_site(pool), OnpremSite):
+            continue
+        # counted from the brackets before anything is expanded: a hostile product costs nothing
+        sizes = [_host_count(entry.hosts) for entry in pool.onprem.hosts]
+        if sum(sizes) > MAX_HOSTS_PER_POOL and max(sizes) <= MAX_HOSTS_PER_POOL:  # one range over: reported at the range
+            message = f"the pool's host ranges add up to {sum(sizes):,} hosts, over the {MAX_HOSTS_PER_POOL:,} a pool may have"
+            yield Finding(S.node_pools[i].onprem.hosts, message, "split the hosts over several pools", sum(sizes))
+            continue
+        before = site_hosts.get(pool.site, 0)
+        site_hosts[pool.site] = before + (sum(sizes) if sum(sizes) <= MAX_HOSTS_PER_POOL else 0)
+        if site_hosts[pool.site] > MAX_HOSTS_PER_SITE:
+            if before <= MAX_HOSTS_PER_SITE:  # reported once, at the pool that crosses the cap
+                total = site_hosts[pool.site]
+                message = f"with this pool, site {pool.site} lists {total:,} hosts, over the {MAX_HOSTS_PER_SITE:,} a site may have"
+                yield Finding(S.node_pools[i].onprem.hosts, message, "split the site, or list fewer hosts", total)
+            continue
+        count = 0
+        for j, entry in enumerate(pool.onprem.hosts):
+            path = S.node_pools[i].onprem.hosts[j]
+            try:
+                hosts = expand_hosts(entry.hosts)
+            except ValueError as exc:
+                yield Finding(path, str(exc), None, entry.hosts)
+                continue
+            count += len(hosts)
+            for host in hosts:
+                if host in owner:
+                    yield Finding(path, f'host {host} is already in pool "{owner[host]}"', "a server belongs to one pool", host)
+                    break
+                owner[host] = pool.name
+        if count and pool.scaling.max > count:
+            yield Finding(
+                S.node_pools[i].scaling.max,
+                f"max {pool.scaling.max} exceeds the {count} hosts listed",
+                f"set max: {count} or list more hosts",
+                pool.scaling.max,
+            )
+
+
+@rules.rule("AL221", "host-names", "On-prem hosts are RFC 1123 host names: lowercase labels of letters, digits and '-', joined by dots.")
+def host_names(ctx: RuleContext) -> Iterable[Finding]:
+    """Checked on each range before it is expanded; the names land verbatim in the Ansible inventory."""
+    patterns: list[tuple[SpecPath, str]] = []
+    for i, pool in ctx.indexed_pools():
+        if pool.onprem is not None:
+            patterns += [(S.node_pools[i].onprem.hosts[j], entry.hosts) for j, entry in enumerate(pool.onprem.hosts)]
+    for s, site in enumerate(ctx.env.sites):
+        if isinstance(site, OnpremSite) and site.control_plane is not None:
+            base = S.environments[ctx.env_name].sites[s].control_plane.hosts
+            patterns += [(base[j], pattern) for j, pattern in enumerate(site.control_plane.hosts)]
+    for path, pattern in patterns:
+        problem = host_pattern_problem(pattern)
+        if problem is not None:
+            yield Finding(path, problem, "write names such as gpu-[001:032].dc1.example.com", pattern)

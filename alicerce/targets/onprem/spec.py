@@ -9,7 +9,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, Field, StrictInt, WithJsonSchema
 
-from alicerce.spec.base import Name, SpecModel
+from alicerce.spec.base import Name, ShortText, SpecModel
 from alicerce.spec.units import Cidr
 
 
@@ -61,7 +61,7 @@ class HostRange(SpecModel):
     """A set of on-prem hosts, optionally in one rack."""
 
     hosts: str = Field(description="Host name or range such as gpu-[001:032].dc1.example.com.")
-    rack: str | None = Field(default=None, description="Rack id, used for inventory groups and rolling batches.")
+    rack: ShortText | None = Field(default=None, description="Rack id, used for inventory groups and rolling batches.")
 
 
 def _host_range_shorthand(value: Any) -> Any:

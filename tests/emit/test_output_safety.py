@@ -1,0 +1,381 @@
+"""`alicerce generate` never destroys a user's files: the output contract, atomic swaps, the lock.
+
+Every case runs the installed CLI in a subprocess inside a throwaway "platform repository" (the
+spec, a `.git`, notes), as a user would. Crashes are injected with ``ALICERCE_FAULT=<point>``: the
+writer kills itself with SIGKILL at that exact step, so every trial hits the step it names.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from alicerce.cli import build_app
+from alicerce.emit.tree import KEPT, MANIFEST
+from tests.conftest import ALICERCE, ROOT, alicerce
+
+REFERENCE = (ROOT / "platform.yaml").read_text("utf-8")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A platform repository: the spec, a second spec variant, a .git folder and a note."""
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (root / "platform.yaml").write_text(REFERENCE)
+    (root / "other.yaml").write_text(REFERENCE.replace("CC-4410", "CC-9999"))
+    (root / "NOTES.md").write_text("my notes\n")
+    return root
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    """Every entry under ``folder`` (hidden ones too) with a digest of its content or link target.
+
+    A lock file counts by its presence only: it is alicerce's, and each run that takes it writes its pid.
+    """
+    out: dict[str, str] = {}
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder).as_posix()
+        if path.name.endswith(".alicerce-lock"):
+            out[rel] = "lock"
+        elif path.is_symlink():
+            out[rel] = "link:" + os.readlink(path)
+        elif path.is_dir():
+            out[rel] = "dir"
+        elif path.is_file():
+            out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+        else:
+            out[rel] = "special"
+    return out
+
+
+def complete_tree(out: Path) -> str:
+    """The manifest's digest when ``out`` holds exactly the tree its manifest lists (plus kept paths)."""
+    manifest = json.loads((out / MANIFEST).read_text("utf-8"))
+    present = {
+        p.relative_to(out).as_posix()
+        for p in out.rglob("*")
+        if (p.is_file() or p.is_symlink()) and not p.relative_to(out).as_posix().startswith(KEPT)
+    }
+    assert present == set(manifest["files"]) | {MANIFEST}
+    for relative, digest in manifest["files"].items():
+        assert hashlib.sha256((out / relative).read_bytes()).hexdigest() == digest, relative
+    return hashlib.sha256((out / MANIFEST).read_bytes()).hexdigest()
+
+
+def leftovers(parent: Path, name: str) -> list[str]:
+    """Siblings a run of ``generate --out parent/name`` may leave behind, but the lock file."""
+    return sorted(p.name for p in parent.iterdir() if p.name.startswith(f".{name}.") and p.name != f".{name}.alicerce-lock")
+
+
+def generate(repo: Path, *args: str, spec: str = "platform.yaml", env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return alicerce("generate", "--env", "prod", spec, *args, cwd=repo, env=env)
+
+
+def assert_refused(result: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    for word in words:
+        assert word in result.stderr, result.stderr
+
+
+# -- 1. data loss: the current folder, '', a folder holding the spec or a .git ---------------------
+
+
+@pytest.mark.parametrize("out", [".", "", "./", "sub/.."])
+def test_the_current_folder_is_refused_and_untouched(repo: Path, out: str) -> None:
+    (repo / "sub").mkdir()
+    before = snapshot(repo)
+    assert_refused(generate(repo, "--out", out), "current folder")
+    assert snapshot(repo) == before
+
+
+def test_a_folder_that_holds_the_spec_is_refused(repo: Path) -> None:
+    before = snapshot(repo)
+    assert_refused(alicerce("generate", "--env", "prod", str(repo / "platform.yaml"), "--out", str(repo), cwd=ROOT), "platform.yaml")
+    # a folder above the spec's folder
+    assert_refused(
+        alicerce("generate", "--env", "prod", str(repo / "platform.yaml"), "--out", str(repo.parent), cwd=ROOT), "holds the spec"
+    )
+    # from below, the folder that holds the spec also holds the current folder
+    nested = repo / "deep" / "er"
+    nested.mkdir(parents=True)
+    assert_refused(alicerce("generate", "--env", "prod", "../../platform.yaml", "--out", "../..", cwd=nested), "current folder")
+    assert snapshot(repo) == {**before, "deep": "dir", "deep/er": "dir"}
+
+
+def test_a_folder_with_a_git_repository_is_refused_even_with_force(repo: Path) -> None:
+    assert generate(repo, "--out", "out").returncode == 0
+    (repo / "out" / ".git").mkdir()
+    before = snapshot(repo)
+    assert_refused(generate(repo, "--out", "out", "--force"), ".git")
+    assert snapshot(repo) == before
+
+
+def test_a_foreign_non_empty_folder_is_refused(repo: Path) -> None:
+    (repo / "docs").mkdir()
+    (repo / "docs" / "design.md").write_text("mine\n")
+    before = snapshot(repo)
+    assert_refused(generate(repo, "--out", "docs"), "docs", "manifest")
+    assert_refused(generate(repo, "--out", "docs", "--force"), "docs")
+    assert snapshot(repo) == before
+
+
+def test_an_empty_folder_and_a_missing_one_are_written(repo: Path) -> None:
+    (repo / "empty").mkdir()
+    assert generate(repo, "--out", "empty").returncode == 0
+    complete_tree(repo / "empty")
+    assert generate(repo, "--out", "new/deeper/out").returncode == 0
+    complete_tree(repo / "new" / "deeper" / "out")
+    assert (repo / "NOTES.md").read_text() == "my notes\n"
+
+
+# -- 3. a file, the spec itself, symlinks -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["file", "spec", "link-to-folder", "link-to-file", "dangling-link", "link-to-owned-tree", "fifo"])
+def test_a_path_that_is_not_a_folder_is_refused_and_untouched(repo: Path, kind: str) -> None:
+    target = repo / "target"
+    if kind == "file":
+        target.write_text("data\n")
+    elif kind == "spec":
+        target = repo / "platform.yaml"
+    elif kind == "link-to-folder":
+        (repo / "elsewhere").mkdir()
+        target.symlink_to("elsewhere")
+    elif kind == "link-to-file":
+        target.symlink_to("NOTES.md")
+    elif kind == "dangling-link":
+        target.symlink_to("nowhere")
+    elif kind == "link-to-owned-tree":
+        assert generate(repo, "--out", "owned").returncode == 0
+        target.symlink_to("owned")
+    else:
+        os.mkfifo(target)
+    before = snapshot(repo)
+    assert_refused(generate(repo, "--out", target.name), target.name)
+    assert snapshot(repo) == before
+
+
+# -- 2. hand edits, removed and added files ----------------------------------------------------------
+
+
+def test_hand_edits_and_added_files_stop_the_run_until_force(repo: Path) -> None:
+    assert generate(repo, "--out", "out").returncode == 0
+    out = repo / "out"
+    (out / "ansible" / "inventory.yml").write_text("edited by hand\n")
+    (out / "NOTES.md").write_text("notes inside the tree\n")
+    (out / "ansible" / "site.yml").unlink()
+    (out / "ansible" / "host_vars").mkdir()
+    (out / "ansible" / "host_vars" / "gpu-001.dc1.acme.example.yml").write_text("ansible_host: 10.30.0.1\n")
+    before = snapshot(repo)
+
+    refused = generate(repo, "--out", "out")
+    assert_refused(refused, "ansible/inventory.yml", "NOTES.md", "ansible/site.yml", "--force")
+    assert "gpu-001" not in refused.stderr  # a kept path is the user's, never a change
+    assert snapshot(repo) == before
+    as_json = generate(repo, "--out", "out", "--json")
+    assert as_json.returncode == 2
+    report = json.loads(as_json.stdout)
+    assert report["changes"] == {"edited": ["ansible/inventory.yml"], "removed": ["ansible/site.yml"], "added": ["NOTES.md"]}
+
+    forced = generate(repo, "--out", "out", "--force", "--json")
+    assert forced.returncode == 0, forced.stderr
+    complete_tree(out)
+    # nothing the user wrote is lost: replaced files are kept under .alicerce/displaced/<time>/
+    displaced = list((out / ".alicerce" / "displaced").iterdir())
+    assert len(displaced) == 1
+    assert (displaced[0] / "ansible" / "inventory.yml").read_text() == "edited by hand\n"
+    assert (displaced[0] / "NOTES.md").read_text() == "notes inside the tree\n"
+    assert (out / "ansible" / "host_vars" / "gpu-001.dc1.acme.example.yml").read_text() == "ansible_host: 10.30.0.1\n"
+    assert json.loads(forced.stdout)["displaced"] == ["NOTES.md", "ansible/inventory.yml"]
+    # the next run finds nothing changed: kept and displaced files are not changes
+    assert generate(repo, "--out", "out").returncode == 0
+    assert (out / "ansible" / "host_vars" / "gpu-001.dc1.acme.example.yml").is_file()
+    assert leftovers(repo, "out") == []
+
+
+def test_kept_paths_survive_a_tree_that_has_no_folder_for_them(repo: Path) -> None:
+    """dev has no on-prem site, so no ansible/: the user's host_vars are still carried, not an added folder."""
+    assert generate(repo, "--out", "out").returncode == 0
+    host_vars = repo / "out" / "ansible" / "host_vars"
+    host_vars.mkdir()
+    (host_vars / "gpu-001.dc1.acme.example.yml").write_text("ansible_host: 10.30.0.1\n")
+    dev = alicerce("generate", "--env", "dev", "platform.yaml", "--out", "out", cwd=repo)
+    assert dev.returncode == 0, dev.stderr
+    assert (host_vars / "gpu-001.dc1.acme.example.yml").read_text() == "ansible_host: 10.30.0.1\n"
+    assert generate(repo, "--out", "out").returncode == 0
+    complete_tree(repo / "out")
+
+
+def test_a_file_edited_to_what_generate_writes_is_not_a_change(repo: Path) -> None:
+    assert generate(repo, "--out", "out").returncode == 0
+    first = (repo / "out" / "ansible" / "site.yml").read_bytes()
+    (repo / "out" / "ansible" / "site.yml").write_bytes(first)
+    assert generate(repo, "--out", "out").returncode == 0
+
+
+def test_an_unreadable_manifest_makes_every_file_a_change(repo: Path) -> None:
+    assert generate(repo, "--out", "out").returncode == 0
+    (repo / "out" / MANIFEST).write_text("{not json")
+    assert_refused(generate(repo, "--out", "out"), "manifest")
+    assert generate(repo, "--out", "out", "--force").returncode == 0
+    complete_tree(repo / "out")
+
+
+# -- 6. paths that end in an OS error ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("out", "words"),
+    [
+        ("a/b/..", ["a/b/.."]),
+        ("..", [".."]),
+        ("NOTES.md/out", ["NOTES.md is not a folder"]),
+        ("/proc/alicerce-out", ["/proc/alicerce-out"]),
+        ("/proc/self/out", ["/proc/self/out"]),
+    ],
+)
+def test_impossible_output_paths_are_user_errors(repo: Path, out: str, words: list[str]) -> None:
+    (repo / "a" / "b").mkdir(parents=True)
+    before = snapshot(repo)
+    assert_refused(generate(repo, "--out", out), *words)
+    assert snapshot(repo) == before
+
+
+def test_a_read_only_file_system_is_a_user_error(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """EROFS where the staging folder is made (a real read-only mount needs privileges CI lacks)."""
+    from alicerce.emit import files
+
+    real_mkdir = os.mkdir
+
+    def read_only(path: str | os.PathLike[str], mode: int = 0o777) -> None:
+        if str(path).startswith(str(repo)):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+        real_mkdir(path, mode)
+
+    monkeypatch.setattr(files.os, "mkdir", read_only)
+    monkeypatch.chdir(repo)
+    result = CliRunner().invoke(build_app(), ["generate", "--env", "prod", "platform.yaml", "--out", "out"])
+    assert result.exit_code == 2, result.output
+    assert "Read-only file system" in result.output
+    assert not (repo / "out").exists() and leftovers(repo, "out") == []
+
+
+# -- 4. atomicity: SIGKILL at every step, the folder always holds a complete tree --------------------
+
+POINTS = ("locked", "file", "staged", "swapped", "done")
+FALLBACK_POINTS = (*POINTS, "between-renames")
+
+
+def _trial(repo: Path, point: str, *, fallback: bool, states: dict[str, str]) -> None:
+    out = repo / "out"
+    before = complete_tree(out)
+    target_spec = "other.yaml" if before == states["platform.yaml"] else "platform.yaml"
+    env = {"ALICERCE_FAULT": point}
+    if fallback:
+        env["ALICERCE_RENAME_EXCHANGE"] = "0"
+    killed = generate(repo, "--out", "out", spec=target_spec, env=env)
+    assert killed.returncode == -signal.SIGKILL, (point, killed.stderr)
+    if out.exists():
+        assert complete_tree(out) in (before, states[target_spec]), point
+    else:
+        # only the fallback's two renames leave a moment without the folder; the old tree waits beside it
+        assert fallback and point == "between-renames"
+        old = [p for p in repo.iterdir() if p.name.startswith(".out.alicerce-old-")]
+        assert len(old) == 1 and complete_tree(old[0]) == before
+    rerun = generate(repo, "--out", "out", spec=target_spec)
+    assert rerun.returncode == 0, rerun.stderr
+    assert complete_tree(out) == states[target_spec]
+    assert leftovers(repo, "out") == []
+
+
+@pytest.mark.parametrize("fallback", [False, True], ids=["rename-exchange", "two-renames"])
+def test_a_killed_generate_leaves_a_complete_tree_and_the_next_run_cleans_up(repo: Path, fallback: bool) -> None:
+    states = {}
+    for spec in ("other.yaml", "platform.yaml"):
+        assert generate(repo, "--out", "out", spec=spec).returncode == 0
+        states[spec] = complete_tree(repo / "out")
+    files = len(json.loads((repo / "out" / MANIFEST).read_text())["files"])
+    rng = random.Random(9)
+    points = FALLBACK_POINTS if fallback else POINTS
+    # every step at least once, then random ones; "file:N" kills after the Nth file is staged
+    trials = [*points, *(rng.choice(points) for _ in range(12 - len(points)))]
+    for point in trials:
+        _trial(repo, f"file:{rng.randint(1, files)}" if point == "file" else point, fallback=fallback, states=states)
+    assert (repo / "NOTES.md").read_text() == "my notes\n" and (repo / ".git" / "HEAD").is_file()
+
+
+def test_leftovers_of_an_old_style_crash_are_recovered(repo: Path) -> None:
+    """The writer before this contract crashed between its renames leaving `.out.old` and no out/."""
+    assert generate(repo, "--out", "out").returncode == 0
+    state = complete_tree(repo / "out")
+    (repo / "out").rename(repo / ".out.old")
+    (repo / ".out.abcd1234").mkdir()  # its staging folder is not recognisably alicerce's: kept
+    assert generate(repo, "--out", "out").returncode == 0
+    assert complete_tree(repo / "out") == state
+    assert leftovers(repo, "out") == [".out.abcd1234"]
+
+
+# -- 5. concurrency: two runs at once, and a held lock ----------------------------------------------
+
+
+def test_two_runs_at_once_never_crash_and_leave_a_complete_tree(repo: Path) -> None:
+    states = {}
+    for spec in ("other.yaml", "platform.yaml"):
+        assert generate(repo, "--out", "out", spec=spec).returncode == 0
+        states[spec] = complete_tree(repo / "out")
+    for trial in range(10):
+        # in half the trials the first run holds the lock a while, so the second must wait for it
+        pause = {"ALICERCE_FAULT": "locked=0.4"} if trial % 2 else {}
+        env = {**os.environ, "COLUMNS": "200"}
+        runs = [
+            subprocess.Popen(
+                [str(ALICERCE), "generate", "--env", "prod", spec, "--out", "out"],
+                cwd=repo,
+                env={**env, **(pause if i == 0 else {})},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for i, spec in enumerate(("platform.yaml", "other.yaml"))
+        ]
+        for run in runs:
+            _, stderr = run.communicate(timeout=60)
+            assert run.returncode == 0, stderr
+            assert "Traceback" not in stderr
+        assert complete_tree(repo / "out") in states.values()
+        assert leftovers(repo, "out") == []
+
+
+def test_a_held_lock_is_waited_for_then_refused_naming_its_holder(repo: Path) -> None:
+    assert generate(repo, "--out", "out").returncode == 0
+    before = snapshot(repo / "out")
+    fd = os.open(repo / ".out.alicerce-lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, b"4242\n")
+        result = generate(repo, "--out", "out", env={"ALICERCE_LOCK_WAIT": "0.3"})
+    finally:
+        os.close(fd)
+    assert_refused(result, "pid 4242")
+    assert snapshot(repo / "out") == before
+
+
+def test_leftover_names_are_recognisable() -> None:
+    from alicerce.emit.files import LEFTOVER
+
+    assert LEFTOVER.fullmatch(".out.alicerce-stage-k3j9x0_a") and LEFTOVER.fullmatch(".out.alicerce-old-k3j9x0_a")
+    assert not LEFTOVER.fullmatch(".out.old") and not re.fullmatch(LEFTOVER, ".notes.md")
