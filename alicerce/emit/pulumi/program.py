@@ -56,7 +56,8 @@ def _site_handoff(site: str) -> Callable[[Any], Any]:
 def cloud_stack_name(rp: ResolvedPlatform, settings: StackSettings) -> str:
     """The stack holding the cloud layer a kubernetes-only stack builds on: alicerce:cloudStack, else the
     environment's own stack in this project and organization."""
-    return settings.cloud_stack or f"{pulumi.get_organization()}/{pulumi.get_project()}/{rp.environment}"
+    # self-managed backends (file, S3) name every organization "organization"
+    return settings.cloud_stack or f"{pulumi.get_organization() or 'organization'}/{pulumi.get_project()}/{rp.environment}"
 
 
 def build(rp: ResolvedPlatform, secrets: Secrets, settings: StackSettings | None = None) -> dict[str, Any]:
