@@ -442,3 +442,10 @@ def test_workload_identity_roles_are_bound_to_exactly_their_service_accounts(pro
             "Resource": ["arn:aws:s3:::acme-ml-prod-model-registry-222222222222/research/*"],
         }
     ]
+
+
+def test_kubernetes_layer_in_the_same_stack_waits_for_admin_access(dev: Any) -> None:
+    """With no creator bootstrap, the Kubernetes layer authenticates through the admin access entry: it must exist first."""
+    _, result = dev
+    for chart in result.of_type("kubernetes:helm.sh/v4:Chart"):
+        assert "aws-cluster-admin-0" in chart.depends_on or not chart.name.startswith("aws-"), chart.name

@@ -112,7 +112,8 @@ def build_site(rp: ResolvedPlatform, resolved: ResolvedSite, secrets: Secrets, s
             "apiClientsSecurityGroupId": cluster.api_clients_security_group_id,
             "privateSubnetIds": [subnets[z] for z in site.zones],
         },
-        after=[addons, storage, identity],
+        # in one stack, the Kubernetes layer also waits for the admin access it authenticates through
+        after=[addons, storage, identity, *cluster.admin_access],
         kubeconfig=cluster.kubeconfig,
         node_pools={name: pool.node_group_name for name, pool in pools.items()},
         storage=storage.endpoints,

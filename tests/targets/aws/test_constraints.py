@@ -309,3 +309,31 @@ def test_the_kubernetes_layer_of_a_private_endpoint_is_not_run_from_outside(ship
     assert StackSettings(("arn:aws:iam::111111111111:role/admin",), layers=("cloud",)).problems(rp) == []
     assert StackSettings(("arn:aws:iam::111111111111:role/admin",), ("10.99.0.0/16",)).problems(rp) == []
     assert StackSettings((), layers=("cloud",)).problems(rp)  # admins must be explicit
+
+
+def test_fsx_throughput_and_capacity_are_ones_fsx_accepts(shipped: Preview) -> None:
+    """FSx API, CreateFileSystemLustreConfiguration (PerUnitStorageThroughput per deployment type) and
+    CreateFileSystem StorageCapacity steps per deployment type (FACTS.md, FSx for Lustre)."""
+    from alicerce.catalog import load_catalog
+    from alicerce.catalog.fsx import is_valid_capacity, options
+
+    catalog = load_catalog().fsx
+    _, result = shipped
+    for fs in _of(result, "fsx/lustreFileSystem:LustreFileSystem"):
+        i = fs.inputs
+        fitting = options(catalog, i["deploymentType"], i["storageType"], i.get("perUnitStorageThroughput"))
+        assert fitting, fs.name
+        assert any(is_valid_capacity(o, i["storageCapacity"]) for o in fitting), fs.name
+
+
+def test_efa_interfaces_follow_the_instance_type_and_start_with_ena(shipped: Preview) -> None:
+    """EC2 user guide, "Maximize network bandwidth on accelerated instances": the primary interface (card 0, device 0)
+    is ENA, then one EFA-only interface per EFA network card, up to MaximumEfaInterfaces (FACTS.md, EFA)."""
+    rp, result = shipped
+    for pool in rp.pools:
+        if not pool.efa_interfaces:
+            continue
+        lt = next(r for r in result.children(f"aws-pool-{pool.name}") if r.type.endswith("launchTemplate:LaunchTemplate"))
+        nics = lt.inputs["networkInterfaces"]
+        assert (nics[0]["networkCardIndex"], nics[0]["deviceIndex"], nics[0]["interfaceType"]) == (0, 0, "interface")
+        assert len([n for n in nics if n["interfaceType"] == "efa-only"]) == pool.efa_interfaces == pool.instance.efa.maxInterfaces  # type: ignore[union-attr]

@@ -142,6 +142,7 @@ class EksCluster(Component):
     api_clients_security_group_id: pulumi.Output[str]
     node_role_arn: pulumi.Output[str]
     boot_addons: list[aws.eks.Addon]
+    admin_access: list[pulumi.Resource]  # the access entries the Kubernetes layer authenticates through
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("alicerce:cluster:EksCluster", name, opts)
@@ -276,6 +277,7 @@ class EksCluster(Component):
                 tags=named(tags, f"{args.name}-teams"),
                 opts=self.child(),
             )
+        self.admin_access = []
         for i, principal in enumerate(args.admin_principals):
             entry = aws.eks.AccessEntry(
                 f"{name}-admin-{i}",
@@ -285,7 +287,7 @@ class EksCluster(Component):
                 tags=named(tags, f"{args.name}-admin-{i}"),
                 opts=self.child(),
             )
-            aws.eks.AccessPolicyAssociation(
+            association = aws.eks.AccessPolicyAssociation(
                 f"{name}-admin-{i}",
                 cluster_name=cluster.name,
                 principal_arn=entry.principal_arn,
@@ -293,6 +295,7 @@ class EksCluster(Component):
                 access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
                 opts=self.child(),
             )
+            self.admin_access += [entry, association]
         agent = _addon(self, name, cluster.name, args, "eks-pod-identity-agent")
         cni_role = pod_identity_role(
             self, f"{name}-vpc-cni", args, names.VPC_CNI_SA, f"arn:{args.partition}:iam::aws:policy/AmazonEKS_CNI_Policy"
