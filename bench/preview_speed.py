@@ -33,7 +33,7 @@ def synthetic_spec(pools: int, buckets: int) -> dict[str, Any]:
                 "name": f"cpu-{i:04d}",
                 "site": "aws",
                 "purpose": "data-prep",
-                "aws": {"instanceType": "m7i.2xlarge", "capacityType": "spot"},
+                "aws": {"instanceType": "m7i.2xlarge", "additionalInstanceTypes": ["m7i.4xlarge"], "capacityType": "spot"},
                 "scaling": {"min": 0, "max": 4},
             }
         )

@@ -142,6 +142,8 @@ class BillOfMaterials(CatalogModel):
     kubePrometheusStack: str = Field(description="kube-prometheus-stack chart version.")
     efaDevicePlugin: str = Field(description="AWS EFA Kubernetes device plugin chart version.")
     fsxCsiDriver: str = Field(description="AWS FSx for Lustre CSI driver chart version.")
+    clusterAutoscaler: str = Field(description="cluster-autoscaler chart version (EKS clusters).")
+    awsLoadBalancerController: str = Field(description="AWS Load Balancer Controller chart version (EKS clusters).")
 
 
 class Release(CatalogModel):

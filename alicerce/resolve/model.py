@@ -147,6 +147,12 @@ class ResolvedTeam(Resolved):
     def name(self) -> str:
         return self.spec.name
 
+    @property
+    def service_account(self) -> str:
+        """The service account of the team's workloads in each of its namespaces: the one its workload
+        identity (an IAM role through EKS Pod Identity on AWS) is bound to. The Kubernetes layer creates it."""
+        return f"team-{self.name}"
+
 
 class ResolvedSite(Resolved):
     index: int  # position in the environment's sites

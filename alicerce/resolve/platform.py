@@ -35,6 +35,8 @@ CHART_VERSION_KEYS = {
     "kube-prometheus-stack": "kubePrometheusStack",
     "aws-efa-k8s-device-plugin": "efaDevicePlugin",
     "aws-fsx-csi-driver": "fsxCsiDriver",
+    "cluster-autoscaler": "clusterAutoscaler",
+    "aws-load-balancer-controller": "awsLoadBalancerController",
 }
 # the extended resource pods request for each RDMA technology
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
@@ -162,7 +164,7 @@ def resolve_spec(spec: PlatformSpec, env: str, catalog: Catalog | None = None) -
             ResolvedSite(
                 index=index,
                 spec=site,
-                capabilities=RESOLVERS[site.provider].capabilities,
+                capabilities=RESOLVERS[site.provider].capabilities_of(site, spec, env),
                 software=RESOLVERS[site.provider].software(site),
                 pools=here,
                 storage=tuple(t for t in storage if site.name in t.sites),

@@ -102,3 +102,22 @@ def waivers_valid(ctx: RuleContext) -> Iterable[Finding]:
                 "renew it with a new justification, or fix what it waived",
                 waiver.expires.isoformat(),
             )
+
+
+@rules.rule("AL294", "groups-carry-idp-prefix", "With an identity provider, every team group carries its prefix (others can never match).")
+def groups_prefixed(ctx: RuleContext) -> Iterable[Finding]:
+    """The API server prefixes every group from an OIDC provider with its groups prefix (EKS API,
+    OidcIdentityProviderConfigRequest.groupsPrefix; kube-apiserver --oidc-groups-prefix): a RoleBinding to a
+    group without it matches nobody."""
+    idp = ctx.spec.security.identity_provider
+    if idp is None:
+        return
+    for t, team in enumerate(ctx.spec.tenancy.teams):
+        for g, group in enumerate(team.groups):
+            if not group.startswith(idp.prefix):
+                yield Finding(
+                    S.tenancy.teams[t].groups[g],
+                    f'group "{group}" lacks the identity provider\'s prefix "{idp.prefix}", so no user ever matches it',
+                    f'write "{idp.prefix}{group}"',
+                    group,
+                )

@@ -13,7 +13,7 @@ import asyncio
 import base64
 import hashlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,9 +125,10 @@ _ID_PREFIX = {
 class Recorder(mocks.Mocks):
     """Mock engine that records each registration and fills plausible outputs."""
 
-    def __init__(self, region: str = "us-east-1", account: str = "000000000000") -> None:
+    def __init__(self, region: str = "us-east-1", account: str = "000000000000", stack_outputs: Mapping[str, Any] | None = None) -> None:
         self.region = region
         self.account = account
+        self.stack_outputs = dict(stack_outputs or {})  # what a StackReference reads (a previous preview's outputs)
         self.resources: list[PlannedResource] = []
         self._lock = threading.Lock()
         self._local = threading.local()
@@ -186,6 +187,12 @@ class Recorder(mocks.Mocks):
         elif typ == "aws:s3/bucket:Bucket":
             state |= {"arn": f"arn:aws:s3:::{inputs.get('bucket', name)}"}
             rid = inputs.get("bucket", name)
+        elif typ == "aws:eks/nodeGroup:NodeGroup":
+            # EKS names the node group's Auto Scaling group eks-<node group>-<uuid>
+            asg = f"eks-{inputs.get('nodeGroupName', name)}-{h[:8]}-{h[8:12]}-{h[12:16]}"
+            state |= {"resources": [{"autoscalingGroups": [{"name": asg}], "remoteAccessSecurityGroupId": ""}]}
+        elif typ == "pulumi:pulumi:StackReference":
+            state |= {"name": inputs.get("name", name), "outputs": self.stack_outputs, "secretOutputNames": []}
         elif typ == "aws:cloudwatch/logGroup:LogGroup":
             state |= {"arn": f"arn:aws:logs:{region}:{account}:log-group:{inputs.get('name', name)}"}
         return rid, state
@@ -240,12 +247,21 @@ def _order(resources: list[PlannedResource]) -> list[PlannedResource]:
     return out
 
 
-def run_preview(rp: ResolvedPlatform, program: Callable[[ResolvedPlatform], dict[str, Any]] | None = None) -> PreviewResult:
-    """Run the program for ``rp`` under the mock engine and return everything it declared."""
+def run_preview(
+    rp: ResolvedPlatform,
+    program: Callable[[ResolvedPlatform], dict[str, Any]] | None = None,
+    stack_outputs: Mapping[str, Any] | None = None,
+) -> PreviewResult:
+    """Run the program for ``rp`` under the mock engine and return everything it declared.
+
+    ``stack_outputs`` is what a StackReference reads (for a kubernetes-only stack: the cloud layer's
+    outputs, e.g. those of a preview of the cloud layer).
+    """
     from alicerce.emit.pulumi.program import build
 
     aws_site = next((s.spec for s in rp.sites if isinstance(s.spec, AwsSite)), None)
-    recorder = Recorder(*((aws_site.region, aws_site.account) if aws_site else ()))
+    where = (aws_site.region, aws_site.account) if aws_site else ("us-east-1", "000000000000")
+    recorder = Recorder(*where, stack_outputs=stack_outputs)
     mocks.set_mocks(recorder, project="alicerce-platform", stack=rp.environment, preview=True, monitor=_Monitor(recorder))
     result: dict[str, Any] = {}
 

@@ -29,3 +29,6 @@ class Capabilities:
     storage: dict[str, str] = field(default_factory=dict)  # storage class -> implementation, where the target decides it
     storage_choices: dict[str, str] = field(default_factory=dict)  # storage class -> implementations the spec may name (hints)
     default_storage_class: dict[str, Any] | None = None  # the StorageClass pods get when they name none
+    # (CIDR, TCP port) where pods fetch workload-identity credentials from a node-local agent; a default-deny
+    # egress policy must let pods reach it (empty: no such agent)
+    workload_identity_agent: tuple[tuple[str, int], ...] = ()

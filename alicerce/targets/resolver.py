@@ -8,7 +8,7 @@ from typing import Literal
 
 from alicerce.catalog import Catalog
 from alicerce.catalog.models import InstanceType
-from alicerce.spec.models import Fabric, Networks, NodePool, Site, StorageTier
+from alicerce.spec.models import Fabric, Networks, NodePool, PlatformSpec, Site, StorageTier
 from alicerce.targets.base import Capabilities, RdmaTechnology
 
 
@@ -49,3 +49,8 @@ class TargetResolver:
     implementation: Callable[[StorageTier], str | None]  # how a tier is built here; None: not at all
     mount: Callable[[StorageTier, str], MountFacts | None]  # how nodes and pods mount a shared tier here
     software: Callable[[Site], NodeSoftwareOwners]
+    # the capabilities of one site where they depend on it (a default StorageClass on the site's key); else `capabilities`
+    site_capabilities: Callable[[Site, PlatformSpec, str], Capabilities] | None = None
+
+    def capabilities_of(self, site: Site, spec: PlatformSpec, environment: str) -> Capabilities:
+        return self.site_capabilities(site, spec, environment) if self.site_capabilities is not None else self.capabilities

@@ -50,7 +50,7 @@ def _preview(variant: str, env: str) -> Any:
     import tempfile
 
     from alicerce.emit.pulumi.program import build
-    from alicerce.emit.pulumi.stack import OidcIdentity, StackSettings
+    from alicerce.emit.pulumi.stack import StackSettings
     from alicerce.run.preview import OfflineSecrets, run_preview
 
     data = reference()
@@ -67,9 +67,7 @@ def _preview(variant: str, env: str) -> Any:
             "zone": "us-east-1a",
         }
     elif variant == "identity":
-        settings = StackSettings(
-            ("arn:aws:iam::111111111111:role/platform-admins",), OidcIdentity("https://idp.acme.example", "kubernetes")
-        )
+        settings = StackSettings(("arn:aws:iam::111111111111:role/platform-admins",), ("10.99.0.0/16",))
     with tempfile.TemporaryDirectory() as tmp:
         rp = resolved(copy.deepcopy(data), env, Path(tmp))
     return rp, run_preview(rp, lambda r: build(r, OfflineSecrets(), settings))

@@ -229,7 +229,8 @@ def test_network_has_subnets_per_zone_nat_per_zone_in_prod_endpoints_and_flow_lo
     assert len(result.of_type("aws:ec2/natGateway:NatGateway")) == 3 == len(result.of_type("aws:ec2/eip:Eip"))
     assert len(dev[1].of_type("aws:ec2/natGateway:NatGateway")) == 1  # development: one NAT
     services = sorted(e.inputs["serviceName"].split("us-east-1.")[1] for e in result.of_type("aws:ec2/vpcEndpoint:VpcEndpoint"))
-    assert services == ["ecr.api", "ecr.dkr", "s3", "sts"]
+    expected = "autoscaling ec2 ec2messages ecr.api ecr.dkr eks eks-auth elasticloadbalancing logs s3 ssm ssmmessages sts"
+    assert services == expected.split()
     s3 = next(e.inputs for e in result.of_type("aws:ec2/vpcEndpoint:VpcEndpoint") if e.inputs["serviceName"].endswith(".s3"))
     assert s3["vpcEndpointType"] == "Gateway" and len(s3["routeTableIds"]) == 3
     flow = result.of_type("aws:ec2/flowLog:FlowLog")[0].inputs
@@ -369,3 +370,82 @@ def test_every_taggable_resource_carries_platform_environment_and_cost_center(pr
 @pytest.mark.parametrize("token", ["aws:ec2/vpc:Vpc", "aws:s3/bucketPolicy:BucketPolicy"])
 def test_taggable_detection(token: str) -> None:
     assert _taggable(token) is (token == "aws:ec2/vpc:Vpc")
+
+
+# ---------------------------------------------------------------- issue 10: what the first `pulumi up` and the platform need
+
+
+def _policy(result: Any, name: str, field: str = "policy") -> dict[str, Any]:
+    import json
+
+    found = next(r for r in result.resources if r.name == name and field in r.inputs)
+    loaded: dict[str, Any] = json.loads(found.inputs[field])
+    return loaded
+
+
+def test_platform_key_policy_lets_logs_autoscaling_and_fsx_use_the_key(prod: Any) -> None:
+    """Issue 10 items 1, 2, 7: without these statements the log group, every node launch and FSx's S3 link fail."""
+    _, result = prod
+    statements = {s["Sid"]: s for s in _policy(result, "aws-kms-key")["Statement"]}
+    assert statements["AccountRoot"]["Principal"] == {"AWS": "arn:aws:iam::222222222222:root"}
+    logs = statements["CloudWatchLogs"]
+    assert logs["Principal"] == {"Service": "logs.us-east-1.amazonaws.com"}
+    arns = logs["Condition"]["ArnLike"]["kms:EncryptionContext:aws:logs:arn"]
+    assert f"arn:aws:logs:us-east-1:222222222222:log-group:{one(result, 'aws-cluster-logs')['name']}" in arns
+    assert f"arn:aws:logs:us-east-1:222222222222:log-group:{one(result, 'aws-network-flow-logs')['name']}" in arns
+    slr = "arn:aws:iam::222222222222:role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
+    grants = statements["AutoScalingVolumeGrants"]
+    assert grants["Action"] == "kms:CreateGrant" and grants["Condition"]["Bool"] == {"kms:GrantIsForAWSResource": "true"}
+    volumes = statements["AutoScalingVolumes"]["Condition"]["ArnEquals"]["aws:PrincipalArn"]
+    assert grants["Condition"]["ArnEquals"]["aws:PrincipalArn"] == slr == volumes
+    assert grants["Principal"] == {"AWS": "*"}  # a service-linked role that may not exist yet is never a Principal
+    fsx = statements["FsxS3Access"]["Condition"]
+    assert fsx["StringEquals"]["kms:ViaService"] == "s3.us-east-1.amazonaws.com"
+    assert "arn:aws:s3:::acme-ml-prod-data-lake-222222222222" in fsx["StringLike"]["kms:EncryptionContext:aws:s3:arn"]
+
+
+@covers("aws:autoscaling/tag:Tag")
+def test_asg_tags_let_cluster_autoscaler_scale_gpu_and_efa_pools_from_zero(prod: Any) -> None:
+    """Issue 10 item 5: node-group tags do not reach the Auto Scaling group; these tags do."""
+    _, result = prod
+    tags = {r.inputs["tag"]["key"]: r.inputs for r in result.children("aws-pool-train-p5") if r.type == "aws:autoscaling/tag:Tag"}
+    prefix = "k8s.io/cluster-autoscaler/node-template"
+    assert tags[f"{prefix}/resources/nvidia.com/gpu"]["tag"]["value"] == "8"
+    assert tags[f"{prefix}/resources/vpc.amazonaws.com/efa"]["tag"]["value"] == "32"
+    assert tags[f"{prefix}/taint/nvidia.com/gpu"]["tag"]["value"] == "true:NoSchedule"
+    assert tags[f"{prefix}/label/alicerce.dev/pool"]["tag"]["value"] == "train-p5"
+    assert tags[f"{prefix}/label/k8s.amazonaws.com/accelerator"]["tag"]["value"] == "H100-SXM5-80GB"
+    assert all(t["tag"]["propagateAtLaunch"] is False and t["autoscalingGroupName"].startswith("eks-") for t in tags.values())
+    l4 = {r.inputs["tag"]["key"]: r.inputs["tag"]["value"] for r in result.children("aws-pool-infer-l4") if r.type.endswith("tag:Tag")}
+    assert l4[f"{prefix}/resources/nvidia.com/gpu"] == "4"  # time-sliced: 1 GPU x 4 replicas, what the device plugin offers
+
+
+@covers("aws:eks/podIdentityAssociation:PodIdentityAssociation", "alicerce:identity:WorkloadIdentity")
+def test_workload_identity_roles_are_bound_to_exactly_their_service_accounts(prod: Any) -> None:
+    """Issue 10 gaps: per-team roles reading what the spec grants; autoscaler and LB controller roles."""
+    _, result = prod
+    found = result.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+    assoc = {(r.inputs["namespace"], r.inputs["serviceAccount"]) for r in found}
+    assert ("kube-system", "cluster-autoscaler") in assoc and ("kube-system", "aws-load-balancer-controller") in assoc
+    assert {("research", "team-research"), ("serving", "team-serving"), ("serving-canary", "team-serving")} <= assoc
+    trust = _policy(result, "aws-identity-team-serving", "assumeRolePolicy")["Statement"][0]
+    assert trust["Condition"]["StringEquals"]["aws:RequestTag/kubernetes-namespace"] == ["serving", "serving-canary"]
+    cluster = "arn:aws:eks:us-east-1:222222222222:cluster/acme-ml-prod-aws"
+    assert trust["Condition"]["StringEquals"]["aws:RequestTag/eks-cluster-arn"] == cluster
+    research = _policy(result, "aws-identity-team-research")["Statement"]
+    writes = [s for s in research if s["Sid"].startswith("Write")]
+    assert writes == [
+        {
+            "Sid": writes[0]["Sid"],
+            "Effect": "Allow",
+            "Action": ["s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"],
+            "Resource": ["arn:aws:s3:::acme-ml-prod-model-registry-222222222222/research/*"],
+        }
+    ]
+
+
+def test_kubernetes_layer_in_the_same_stack_waits_for_admin_access(dev: Any) -> None:
+    """With no creator bootstrap, the Kubernetes layer authenticates through the admin access entry: it must exist first."""
+    _, result = dev
+    for chart in result.of_type("kubernetes:helm.sh/v4:Chart"):
+        assert "aws-cluster-admin-0" in chart.depends_on or not chart.name.startswith("aws-"), chart.name

@@ -31,6 +31,8 @@ def test_charts_are_pinned_to_the_catalog(prod: Any) -> None:
         "kueue",
         "kuberay-operator",
         "training-operator",
+        "cluster-autoscaler",  # the AWS controllers (alicerce.targets.aws.components.controllers)
+        "aws-load-balancer-controller",
     }
     assert set(dc1) == {"kube-prometheus-stack", "gpu-operator", "network-operator", "kueue", "kuberay-operator", "training-operator"}
     for key, chart in {**aws, **dc1}.items():

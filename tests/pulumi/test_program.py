@@ -108,3 +108,59 @@ def test_preview_of_an_invalid_spec_reports_located_errors_and_exits_2(tmp_path:
     out = CliRunner().invoke(build_app(), ["preview", "--env", "nope", str(ROOT / "platform.yaml")])
     assert out.exit_code == 2
     assert 'no environment "nope"' in out.output and "platform.yaml:" in out.output
+
+
+# ---------------------------------------------------------------- layers: two stacks per environment (issue 10 item 4)
+
+
+def _settings_of(stack_file: Any) -> Any:
+    import yaml
+
+    from alicerce.emit.pulumi.stack import LAYERS, StackSettings
+
+    config = yaml.safe_load(stack_file.read_text())["config"]
+    return config["alicerce:environment"], StackSettings(
+        tuple(config.get("alicerce:adminPrincipals", [])),
+        tuple(config.get("alicerce:apiAccessCidrs", [])),
+        tuple(config.get("alicerce:layers", LAYERS)),
+        config.get("alicerce:cloudStack"),
+    )
+
+
+def test_shipped_stacks_split_each_environment_into_two_deployable_layers() -> None:
+    """Every environment has a cloud stack and a kubernetes stack, and the program finds no problem in either."""
+    from alicerce.rules.validate import validated
+    from alicerce.spec.loader import load_file
+
+    files = sorted((ROOT / "stacks").glob("Pulumi.*.yaml"))
+    layers: dict[str, set[str]] = {}
+    for stack_file in files:
+        env, settings = _settings_of(stack_file)
+        rp = validated(load_file(ROOT / "platform.yaml", "platform.yaml"), env)
+        assert settings.problems(rp) == [], stack_file.name
+        layers.setdefault(env, set()).update(settings.layers)
+    assert layers == {"dev": {"cloud", "kubernetes"}, "prod": {"cloud", "kubernetes"}}
+
+
+def test_the_kubernetes_stack_builds_from_the_cloud_stacks_outputs() -> None:
+    """Run the cloud layer, hand its outputs to a StackReference, run the kubernetes layer: together they declare what
+    one stack with both layers declares, and the kubernetes stack creates no AWS resource."""
+    from alicerce.emit.pulumi.program import build
+    from alicerce.emit.pulumi.stack import StackSettings
+    from alicerce.run.preview import OfflineSecrets, run_preview
+    from tests.pulumi.conftest import _preview
+
+    rp, both = _preview("reference", "prod")
+    admins = ("arn:aws:iam::222222222222:role/platform-admins",)
+    cloud = run_preview(rp, lambda r: build(r, OfflineSecrets(), StackSettings(admins, layers=("cloud",))))
+    kube = run_preview(rp, lambda r: build(r, OfflineSecrets(), StackSettings(admins, layers=("kubernetes",))), stack_outputs=cloud.outputs)
+    assert not any(r.type.startswith("aws:") for r in kube.resources)
+    assert not any(r.type.startswith("kubernetes:") for r in cloud.resources)
+    (reference,) = [r for r in kube.resources if r.type == "pulumi:pulumi:StackReference"]
+    assert reference.inputs["name"] == "organization/alicerce-platform/prod"
+    split = [r.name for r in [*cloud.resources, *kube.resources] if r.type != "pulumi:pulumi:StackReference"]
+    assert sorted(n for n in split if not n.startswith("aws-cluster-admin")) == sorted(r.name for r in both.resources)
+    # the file systems' volumes reach the kubernetes stack through the handoff
+    objs = [o for r in kube.resources if "objs" in r.inputs for o in r.inputs["objs"]]
+    pv = next(o for o in objs if o["kind"] == "PersistentVolume" and "datasets" in o["metadata"]["name"])
+    assert pv["spec"]["csi"]["volumeHandle"].startswith("fs-") and pv["spec"]["csi"]["driver"] == "fsx.csi.aws.com"

@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from alicerce.emit.kube.identity import workload_identity_objects
 from alicerce.emit.kube.monitoring import monitoring_objects
 from alicerce.emit.kube.network import nic_cluster_policy
 from alicerce.emit.kube.operators import KUEUE_NAMESPACE, MONITORING_NAMESPACE
@@ -382,6 +383,7 @@ def cluster_objects(rp: ResolvedPlatform, site_name: str, volumes: Mapping[str, 
                 flavor_pools.setdefault(pool.name, pool)
         objs.extend(_flavor(p) for p in flavor_pools.values())
     objs.extend(monitoring_objects(rp, site_name))
+    objs.extend(workload_identity_objects(rp, site_name))
     if (policy := nic_cluster_policy(rp, site_name)) is not None:
         objs.append(policy)
     return sorted(objs, key=sort_key)

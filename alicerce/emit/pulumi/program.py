@@ -9,55 +9,89 @@ Secrets come only from Pulumi secret config (an on-prem kubeconfig from the key 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
+from alicerce.emit.kube.operators import operator_releases
 from alicerce.emit.pulumi.objects import ClusterObjects, ObjectsArgs
 from alicerce.emit.pulumi.operators import Operators, OperatorsArgs
-from alicerce.emit.pulumi.stack import ConfigSecrets, Secrets, SiteBuild, StackSettings
+from alicerce.emit.pulumi.stack import CLOUD, KUBERNETES, ConfigSecrets, KubeSite, Secrets, SiteBuild, StackSettings
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
 from alicerce.targets.aws import build as aws_build
 from alicerce.targets.onprem import build as onprem_build
 
-Builder = Callable[[ResolvedPlatform, ResolvedSite, Secrets, StackSettings], SiteBuild]
+
+@dataclass(frozen=True)
+class TargetBuild:
+    """A target's two layers: its cloud resources of a site, and its Kubernetes layer from the cloud layer's handoff."""
+
+    cloud: Callable[[ResolvedPlatform, ResolvedSite, Secrets, StackSettings], SiteBuild]
+    kubernetes: Callable[[ResolvedPlatform, ResolvedSite, pulumi.Output[Any], Secrets], KubeSite]
+
+
 # the build step of every target, by the spec's `provider` value (the one list to extend for a new target)
-BUILDERS: dict[str, Builder] = {"aws": aws_build.build_site, "onprem": onprem_build.build_site}
+BUILDERS: dict[str, TargetBuild] = {
+    "aws": TargetBuild(aws_build.build_site, aws_build.kube_site),
+    "onprem": TargetBuild(onprem_build.build_site, onprem_build.kube_site),
+}
 
 
-def _kubernetes_layer(
-    rp: ResolvedPlatform,
-    site: str,
-    kube: k8s.Provider,
-    after: list[pulumi.Resource],
-    volumes: Mapping[str, Mapping[str, Any]] | None = None,
-) -> None:
-    opts = pulumi.ResourceOptions(providers={"kubernetes": kube}, depends_on=after)
-    operators = Operators(f"{site}-operators", OperatorsArgs.from_resolved(rp, site), opts)
+def _kubernetes_layer(rp: ResolvedPlatform, site: str, layer: KubeSite, after: list[pulumi.Resource]) -> None:
+    opts = pulumi.ResourceOptions(providers={"kubernetes": layer.kube}, depends_on=after)
+    releases = (*operator_releases(rp, site), *layer.releases)
+    operators = Operators(f"{site}-operators", OperatorsArgs(releases, rp.versions.kubernetes), opts)
     ClusterObjects(
         f"{site}-objects",
-        ObjectsArgs.from_resolved(rp, site, operators.charts, volumes),
-        pulumi.ResourceOptions(providers={"kubernetes": kube}, depends_on=after),
+        ObjectsArgs.from_resolved(rp, site, operators.charts, layer.volumes),
+        pulumi.ResourceOptions(providers={"kubernetes": layer.kube}, depends_on=after),
     )
 
 
+def _site_handoff(site: str) -> Callable[[Any], Any]:
+    return lambda handoff: (handoff or {}).get(site, {})
+
+
+def cloud_stack_name(rp: ResolvedPlatform, settings: StackSettings) -> str:
+    """The stack holding the cloud layer a kubernetes-only stack builds on: alicerce:cloudStack, else the
+    environment's own stack in this project and organization."""
+    # self-managed backends (file, S3) name every organization "organization"
+    return settings.cloud_stack or f"{pulumi.get_organization() or 'organization'}/{pulumi.get_project()}/{rp.environment}"
+
+
 def build(rp: ResolvedPlatform, secrets: Secrets, settings: StackSettings | None = None) -> dict[str, Any]:
-    """Declare every resource of the environment; returns the stack outputs (not yet exported)."""
+    """Declare every resource of the environment's layers this stack holds; returns the stack outputs (not yet exported)."""
     settings = settings or StackSettings()
+    outputs: dict[str, Any] = {"environment": rp.environment, "layers": list(settings.layers)}
     sites: dict[str, SiteBuild] = {}
-    for site in rp.sites:
-        built = BUILDERS[site.provider](rp, site, secrets, settings)
-        _kubernetes_layer(rp, site.name, built.kube, built.after, built.volumes)
-        sites[site.name] = built
-    kubeconfigs: Mapping[str, pulumi.Output[str]] = {n: s.kubeconfig for n, s in sites.items() if s.kubeconfig is not None}
-    return {
-        "environment": rp.environment,
-        "clusters": {n: s.cluster for n, s in sites.items()},
-        "kubeconfigs": pulumi.Output.secret(kubeconfigs),
-        "nodePools": {n: s.node_pools for n, s in sites.items()},
-        "storage": {n: s.storage for n, s in sites.items() if s.storage},
-    }
+    if CLOUD in settings.layers:
+        for site in rp.sites:
+            sites[site.name] = BUILDERS[site.provider].cloud(rp, site, secrets, settings)
+        kubeconfigs: Mapping[str, pulumi.Output[str]] = {n: s.kubeconfig for n, s in sites.items() if s.kubeconfig is not None}
+        outputs |= {
+            "clusters": {n: s.cluster for n, s in sites.items()},
+            "kubeconfigs": pulumi.Output.secret(kubeconfigs),
+            "nodePools": {n: s.node_pools for n, s in sites.items()},
+            "storage": {n: s.storage for n, s in sites.items() if s.storage},
+            # what a kubernetes-only stack of this environment reads through its StackReference
+            "handoff": {n: s.handoff for n, s in sites.items()},
+        }
+    if KUBERNETES in settings.layers:
+        reference: pulumi.StackReference | None = None
+        for site in rp.sites:
+            if site.name in sites:  # both layers in this stack: wait for the nodes, add-ons and file systems
+                handoff = pulumi.Output.from_input(sites[site.name].handoff)
+                after = sites[site.name].after
+            elif site.capabilities.nodes_by_ansible:  # an existing cluster: the cloud layer hands nothing on
+                handoff, after = pulumi.Output.from_input({}), []
+            else:
+                reference = reference or pulumi.StackReference(f"{rp.environment}-cloud", stack_name=cloud_stack_name(rp, settings))
+                handoff = reference.get_output("handoff").apply(_site_handoff(site.name))
+                after = []
+            layer = BUILDERS[site.provider].kubernetes(rp, site, handoff, secrets)
+            _kubernetes_layer(rp, site.name, layer, after)
+    return outputs
 
 
 def main() -> None:
@@ -74,5 +108,8 @@ def main() -> None:
     except SpecInvalid as exc:
         out, err = render_report(exc.errors, False)
         raise pulumi.RunError(f"{spec} is not valid for environment {env}:\n{out}{err}") from None
-    for key, value in build(rp, ConfigSecrets(config), StackSettings.from_config(config)).items():
+    settings = StackSettings.from_config(config)
+    if problems := settings.problems(rp):
+        raise pulumi.RunError(f"stack {pulumi.get_stack()} cannot deploy environment {env}:\n" + "\n".join(f"- {p}" for p in problems))
+    for key, value in build(rp, ConfigSecrets(config), settings).items():
         pulumi.export(key, value)

@@ -1,4 +1,13 @@
-"""What every target's build gets from the stack and gives back to the program."""
+"""What every target's build gets from the stack and gives back to the program, and the stack's layers.
+
+An environment is deployed in two layers: ``cloud`` (network, key, cluster, node groups, storage,
+IAM: needs only AWS credentials) and ``kubernetes`` (operators, controllers and in-cluster objects:
+needs to reach each cluster's API server). A private API endpoint is reachable only from inside its
+VPC or a network connected to it, so the two layers usually run as two stacks of this project, the
+second from a runner that reaches the endpoint, reading the first one's outputs through a
+StackReference (README, "Two stacks per environment"). One stack may hold both where the runner
+reaches the endpoint (a public endpoint, or ``alicerce:apiAccessCidrs`` naming the runner's network).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +17,13 @@ from typing import Any, Protocol
 
 import pulumi
 import pulumi_kubernetes as k8s
+
+from alicerce.emit.kube.operators import Release
+from alicerce.resolve.model import ResolvedPlatform
+
+CLOUD = "cloud"
+KUBERNETES = "kubernetes"
+LAYERS = (CLOUD, KUBERNETES)
 
 
 class Secrets(Protocol):
@@ -25,37 +41,69 @@ class ConfigSecrets:
 
 
 @dataclass(frozen=True)
-class OidcIdentity:
-    """The identity provider whose groups (tenancy.teams[].groups) reach Kubernetes RBAC."""
-
-    issuer_url: str
-    client_id: str
-    groups_prefix: str = "oidc:"
-
-
-@dataclass(frozen=True)
 class StackSettings:
-    """WHERE-facts of a stack that are not in the spec (stacks/Pulumi.<env>.yaml)."""
+    """WHERE-facts of a stack that are not in the spec (stacks/Pulumi.<stack>.yaml)."""
 
     admin_principals: tuple[str, ...] = ()  # alicerce:adminPrincipals, IAM role ARNs with cluster admin
-    oidc: OidcIdentity | None = None  # alicerce:oidcIssuerUrl + alicerce:oidcClientId
+    api_access_cidrs: tuple[str, ...] = ()  # alicerce:apiAccessCidrs, networks allowed to the private API endpoint
+    layers: tuple[str, ...] = LAYERS  # alicerce:layers, what this stack deploys
+    cloud_stack: str | None = None  # alicerce:cloudStack, the stack holding the cloud layer (kubernetes-only stacks)
 
     @classmethod
     def from_config(cls, config: pulumi.Config) -> StackSettings:
         admins = config.get_object("adminPrincipals") or []
-        issuer, client = config.get("oidcIssuerUrl"), config.get("oidcClientId")
-        oidc = OidcIdentity(issuer, client) if issuer and client else None
-        return cls(tuple(str(a) for a in admins), oidc)
+        cidrs = config.get_object("apiAccessCidrs") or []
+        layers = config.get_object("layers") or list(LAYERS)
+        return cls(
+            tuple(str(a) for a in admins),
+            tuple(str(c) for c in cidrs),
+            tuple(str(layer) for layer in layers),
+            config.get("cloudStack"),
+        )
+
+    def problems(self, rp: ResolvedPlatform) -> list[str]:
+        """Stack configurations that cannot deploy, found before any resource is declared (each with its fix)."""
+        out: list[str] = []
+        unknown = sorted(set(self.layers) - set(LAYERS))
+        if unknown or not self.layers:
+            out.append(f"alicerce:layers must list {' and/or '.join(LAYERS)}, not {list(self.layers)}")
+            return out
+        aws_sites = [s for s in rp.sites if not s.capabilities.nodes_by_ansible]  # clusters the cloud layer creates
+        if CLOUD in self.layers and aws_sites and not self.admin_principals:
+            out.append(
+                "alicerce:adminPrincipals names no IAM role: the cluster grants admin only through explicit access entries, so "
+                "the role that runs the Kubernetes layer must be listed "
+                "(pulumi config set --path 'alicerce:adminPrincipals[0]' arn:aws:iam::<account>:role/<deployer>)"
+            )
+        access = rp.spec.security.endpoint_access
+        private_only = not access.public
+        if set(LAYERS) <= set(self.layers) and aws_sites and private_only and not self.api_access_cidrs:
+            out.append(
+                "the Kubernetes layer cannot reach a private-only API endpoint from outside the new VPC on the first run: deploy "
+                "the layers as two stacks (alicerce:layers [cloud] here, a second stack with alicerce:layers [kubernetes] run from "
+                "inside the VPC; README, 'Two stacks per environment'), or name the runner's connected network in "
+                "alicerce:apiAccessCidrs"
+            )
+        return out
 
 
 @dataclass
 class SiteBuild:
-    """What a target's build of one site hands on: the cluster to put the Kubernetes layer into, and the outputs."""
+    """What a target's cloud layer of one site hands on: the stack outputs, and what its Kubernetes layer needs."""
 
-    kube: k8s.Provider
-    after: list[pulumi.Resource]  # what the Kubernetes layer waits for (node groups, add-ons, file systems)
     cluster: dict[str, Any]
+    after: list[pulumi.Resource] = field(default_factory=list)  # what the Kubernetes layer waits for in the same stack
     kubeconfig: pulumi.Output[str] | None = None
     node_pools: dict[str, pulumi.Output[str]] = field(default_factory=dict)
     storage: dict[str, pulumi.Output[str]] = field(default_factory=dict)
+    handoff: dict[str, Any] = field(default_factory=dict)  # exported for the Kubernetes layer (no secrets)
+
+
+@dataclass
+class KubeSite:
+    """One site's Kubernetes layer: where to install, what to wait for, what the target adds."""
+
+    kube: k8s.Provider
+    after: list[pulumi.Resource] = field(default_factory=list)
     volumes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # tier -> PersistentVolume source
+    releases: tuple[Release, ...] = ()  # the target's own controllers, installed with the operators

@@ -23,11 +23,11 @@ from alicerce.spec.models.pools import (
     Taint,
     TimeSlicing,
 )
-from alicerce.spec.models.security import Audit, Encryption, EndpointAccess, Security, Waiver
+from alicerce.spec.models.security import Audit, Encryption, EndpointAccess, IdentityProvider, Security, Waiver
 from alicerce.spec.models.storage import BlockTier, LocalNvmeTier, ObjectTier, ParallelFsTier, SharedNfsTier, StorageTier
-from alicerce.spec.models.tenancy import Budget, Quota, Team, Tenancy
+from alicerce.spec.models.tenancy import Budget, Quota, StorageGrant, Team, Tenancy
 from alicerce.spec.models.workloads import Dataset, Latency, LatencyTarget, Model, Traffic, Workload
-from alicerce.targets.aws.spec import AwsEbs, AwsEfs, AwsFsx, AwsPool, AwsS3, AwsSite, EksAddon
+from alicerce.targets.aws.spec import AwsEbs, AwsEfs, AwsFsx, AwsNodeUpdate, AwsPool, AwsS3, AwsSite, EksAddon, ExistingPlacementGroup
 from alicerce.targets.onprem.spec import (
     HostRange,
     HostRangeSpec,
@@ -51,6 +51,7 @@ __all__ = [
     "AwsEbs",
     "AwsEfs",
     "AwsFsx",
+    "AwsNodeUpdate",
     "AwsPool",
     "AwsS3",
     "AwsSite",
@@ -61,10 +62,12 @@ __all__ = [
     "Encryption",
     "EndpointAccess",
     "Environment",
+    "ExistingPlacementGroup",
     "Fabric",
     "GpuOperator",
     "HostRange",
     "HostRangeSpec",
+    "IdentityProvider",
     "Labels",
     "Latency",
     "LatencyTarget",
@@ -101,6 +104,7 @@ __all__ = [
     "Site",
     "Slo",
     "SpecModel",
+    "StorageGrant",
     "StorageTier",
     "Taint",
     "Team",

@@ -33,6 +33,10 @@ class Versions(SpecModel):
     kube_prometheus_stack: str | None = Field(default=None, description="kube-prometheus-stack chart version.")
     efa_device_plugin: str | None = Field(default=None, description="AWS EFA device plugin chart version.")
     fsx_csi_driver: str | None = Field(default=None, description="AWS FSx for Lustre CSI driver chart version.")
+    cluster_autoscaler: str | None = Field(default=None, description="cluster-autoscaler chart version (EKS clusters).")
+    aws_load_balancer_controller: str | None = Field(
+        default=None, description="AWS Load Balancer Controller chart version (EKS clusters that serve inference)."
+    )
     eks_addons: dict[EksAddon, str] = Field(
         default_factory=dict,
         description="EKS managed add-on versions by add-on name; each one left out comes from the catalog for the cluster's"

@@ -22,6 +22,21 @@ class EndpointAccess(SpecModel):
     public_cidrs: list[Cidr] = Field(default_factory=list, description="Allow-list for the public endpoint.")
 
 
+class IdentityProvider(SpecModel):
+    """The OIDC identity provider whose groups (tenancy.teams[].groups) reach Kubernetes RBAC."""
+
+    issuer_url: str = Field(pattern=r"^https://", description="OIDC issuer URL.", examples=["https://idp.example.com"])
+    client_id: str = Field(min_length=1, description="OIDC client id the API server accepts tokens for.", examples=["kubernetes"])
+    groups_claim: str = Field(default="groups", description="Token claim that lists the user's groups.")
+    username_claim: str = Field(default="email", description="Token claim that names the user.")
+    prefix: str = Field(
+        default="oidc:",
+        min_length=1,
+        description="Prefix the API server puts before every group and user name from this provider, so teams' groups are "
+        "written <prefix><group> (a group without it can never match).",
+    )
+
+
 class Audit(SpecModel):
     enabled: StrictBool = Field(default=True, description="Kubernetes audit logging.")
     retention: Duration = Field(default=365 * 86400, description="How long audit logs are kept.")
@@ -34,6 +49,9 @@ class Security(SpecModel):
         default="restricted", description="Pod Security Standard enforced in team namespaces."
     )
     audit: Audit = Field(default_factory=Audit, description="Audit logging.")
+    identity_provider: IdentityProvider | None = Field(
+        default=None, description="OIDC identity provider of the teams' groups; without one, groups come from the cloud's IAM mapping."
+    )
 
 
 class Waiver(SpecModel):

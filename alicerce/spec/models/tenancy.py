@@ -26,6 +26,19 @@ class Budget(SpecModel):
     alert_at_percent: list[StrictInt] = Field(default_factory=lambda: [80, 100], description="Budget alert thresholds.")
 
 
+class StorageGrant(SpecModel):
+    """What a team's workloads may do in an object tier, through the team's workload identity (an IAM role on AWS)."""
+
+    tier: Name = Field(description="Object tier (data lake, model registry) the grant is on.")
+    access: Literal["read", "read-write"] = Field(default="read", description="read: list and get; read-write: also put and delete.")
+    prefix: str | None = Field(
+        default=None,
+        pattern=r"^[^/*?][^*?]*/$",
+        description="Key prefix the grant is limited to, ending in '/' (the whole tier when omitted).",
+        examples=["research/"],
+    )
+
+
 class Team(SpecModel):
     """A tenant: namespaces, identity groups, GPU quotas, priority and cost attribution."""
 
@@ -36,6 +49,10 @@ class Team(SpecModel):
     priority: Literal["critical", "high", "normal", "low"] = Field(default="normal", description="Scheduling priority class.")
     cost_center: LabelValue | None = Field(default=None, description="Cost center (defaults to metadata.costCenter).")
     budget: Budget | None = Field(default=None, description="Monthly budget.")
+    storage_access: list[StorageGrant] = Field(
+        default_factory=list,
+        description="Object tiers the team's workloads may read or write (service account team-<name> in each namespace); none when empty.",
+    )
 
 
 class Tenancy(SpecModel):

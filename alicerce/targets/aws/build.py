@@ -1,32 +1,49 @@
-"""The AWS target's Pulumi resources of one site (a VPC and an EKS cluster with everything around it)."""
+"""The AWS target's Pulumi resources of one site, in two layers.
+
+cloud: a VPC and an EKS cluster with everything around it (key, node groups, fabric, storage,
+workload identity); kubernetes: the way into that cluster and the AWS controllers it runs, built
+from what the cloud layer handed on (in the same stack, or through a StackReference).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from alicerce.emit.pulumi.stack import Secrets, SiteBuild, StackSettings
+from alicerce.emit.pulumi.stack import KubeSite, Secrets, SiteBuild, StackSettings
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
 from alicerce.spec.models import AwsSite
-from alicerce.targets.aws.components.cluster import AddonsArgs, ClusterArgs, EksAddons, EksCluster
+from alicerce.targets.aws import resolve as names
+from alicerce.targets.aws.components.cluster import AddonsArgs, ClusterArgs, EksAddons, EksCluster, kubeconfig
+from alicerce.targets.aws.components.controllers import controller_releases
 from alicerce.targets.aws.components.fabric import EfaFabric, FabricArgs, needs_fabric
 from alicerce.targets.aws.components.gpu_node_pool import GpuNodePool, NodePoolArgs, node_group_settings
+from alicerce.targets.aws.components.identity import IdentityArgs, WorkloadIdentity
 from alicerce.targets.aws.components.kms import KeyArgs, PlatformKey
 from alicerce.targets.aws.components.network import Network, NetworkArgs
 from alicerce.targets.aws.components.storage import Storage, StorageArgs, storage_layout
 
 
-def build_site(rp: ResolvedPlatform, resolved: ResolvedSite, secrets: Secrets, settings: StackSettings) -> SiteBuild:
-    """An AWS site: VPC, platform key, EKS cluster, a node group per pool, the EFA fabric, storage, add-ons."""
+def _site(resolved: ResolvedSite) -> AwsSite:
     site = resolved.spec
     assert isinstance(site, AwsSite)
+    return site
+
+
+def build_site(rp: ResolvedPlatform, resolved: ResolvedSite, secrets: Secrets, settings: StackSettings) -> SiteBuild:
+    """The cloud layer of an AWS site: VPC, platform key, EKS cluster, a node group per pool, the EFA fabric,
+    storage, add-ons and workload identity."""
+    site = _site(resolved)
     n = site.name
     provider = aws.Provider(n, region=site.region, allowed_account_ids=[site.account])
     opts = pulumi.ResourceOptions(providers={"aws": provider})
     key = PlatformKey(f"{n}-kms", KeyArgs.from_resolved(rp, site), opts)
     kms = key.arn if rp.spec.security.encryption.at_rest else None
-    network = Network(f"{n}-network", NetworkArgs.from_resolved(rp, site), opts)
+    network = Network(f"{n}-network", NetworkArgs.from_resolved(rp, site, kms), opts)
     subnets = network.private_subnet_ids
     cluster_args = ClusterArgs.from_resolved(
         rp,
@@ -35,7 +52,7 @@ def build_site(rp: ResolvedPlatform, resolved: ResolvedSite, secrets: Secrets, s
         subnet_ids=[subnets[z] for z in site.zones],
         kms_key_arn=kms,
         admin_principals=settings.admin_principals,
-        oidc=settings.oidc,
+        api_access_cidrs=settings.api_access_cidrs,
     )
     cluster = EksCluster(f"{n}-cluster", cluster_args, opts)
     fabric = EfaFabric(f"{n}-fabric", FabricArgs.from_resolved(rp, site, network.vpc_id), opts) if needs_fabric(rp, site) else None
@@ -56,7 +73,8 @@ def build_site(rp: ResolvedPlatform, resolved: ResolvedSite, secrets: Secrets, s
                 efa_security_group_id=fabric.security_group_id if fabric and group.interfaces else None,
                 kms_key_arn=kms,
             ),
-            pulumi.ResourceOptions(providers={"aws": provider}, depends_on=[cluster]),
+            # nodes join once the CNI (with its role) and kube-proxy are there
+            pulumi.ResourceOptions(providers={"aws": provider}, depends_on=[cluster, *cluster.boot_addons]),
         )
     layout = storage_layout(rp, site)
     addons = EksAddons(
@@ -64,6 +82,7 @@ def build_site(rp: ResolvedPlatform, resolved: ResolvedSite, secrets: Secrets, s
         AddonsArgs(cluster_args, cluster.cluster_name, efs=bool(layout.efs)),
         pulumi.ResourceOptions(providers={"aws": provider}, depends_on=list(pools.values())),
     )
+    identity = WorkloadIdentity(f"{n}-identity", IdentityArgs.from_resolved(rp, site, cluster_args, cluster.cluster_name, kms), opts)
     storage = Storage(
         f"{n}-storage",
         StorageArgs(
@@ -77,12 +96,46 @@ def build_site(rp: ResolvedPlatform, resolved: ResolvedSite, secrets: Secrets, s
         ),
         opts,
     )
+    handoff: dict[str, Any] = {
+        "name": cluster.cluster_name,
+        "endpoint": cluster.endpoint,
+        "certificateAuthority": cluster.certificate_authority,
+        "volumes": storage.volumes,
+    }
     return SiteBuild(
-        kube=k8s.Provider(f"{n}-k8s", kubeconfig=cluster.kubeconfig, enable_server_side_apply=True),
-        after=[addons, storage],
-        cluster={"provider": "aws", "name": cluster.cluster_name, "endpoint": cluster.endpoint, "region": site.region},
+        cluster={
+            "provider": "aws",
+            "name": cluster.cluster_name,
+            "endpoint": cluster.endpoint,
+            "region": site.region,
+            # attach to the runner of the Kubernetes layer (README, "Two stacks per environment")
+            "apiClientsSecurityGroupId": cluster.api_clients_security_group_id,
+            "privateSubnetIds": [subnets[z] for z in site.zones],
+        },
+        # in one stack, the Kubernetes layer also waits for the admin access it authenticates through
+        after=[addons, storage, identity, *cluster.admin_access],
         kubeconfig=cluster.kubeconfig,
         node_pools={name: pool.node_group_name for name, pool in pools.items()},
         storage=storage.endpoints,
-        volumes=storage.volumes,
+        handoff=handoff,
+    )
+
+
+def _volume(tier: str) -> Callable[[Any], Any]:
+    """The CSI volume source of a tier's file system, out of the handoff."""
+    return lambda handoff: handoff["volumes"][tier]["csi"]
+
+
+def kube_site(rp: ResolvedPlatform, resolved: ResolvedSite, handoff: pulumi.Output[Any], secrets: Secrets) -> KubeSite:
+    """The Kubernetes layer's view of an AWS site: its cluster (from the cloud layer's handoff), its file
+    systems' volumes, and the AWS controllers it runs."""
+    site = _site(resolved)
+    name = names.site_name(rp, site)
+    config = kubeconfig(name, handoff.apply(lambda h: h["endpoint"]), handoff.apply(lambda h: h["certificateAuthority"]), site.region)
+    layout = storage_layout(rp, site)
+    volumes = {tier: {"csi": handoff.apply(_volume(tier))} for tier in sorted([t.name for t in layout.fsx] + [t.name for t in layout.efs])}
+    return KubeSite(
+        kube=k8s.Provider(f"{site.name}-k8s", kubeconfig=config, enable_server_side_apply=True),
+        volumes=volumes,
+        releases=tuple(controller_releases(rp, site)),
     )

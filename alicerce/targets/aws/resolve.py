@@ -1,9 +1,31 @@
-"""What the AWS target decides: instance types, EFA attachment, placement, zones, storage services."""
+"""What the AWS target decides: instance types, EFA attachment, placement, zones, storage services,
+and the names and ARNs of a site that several parts of the program must agree on.
+
+The names are pure functions of the resolved platform (the cluster name and ARN, bucket names, log
+groups, the FSx zone, the service-linked roles that use the platform key): the key policy, the IAM
+policies, the node groups and the Kubernetes layer all read them from here, so a name can never
+drift between a resource and the policy that grants access to it.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+
 from alicerce.catalog import Catalog
-from alicerce.spec.models import AwsSite, Fabric, Networks, NodePool, ParallelFsTier, SharedNfsTier, Site, StorageTier
+from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTier
+from alicerce.spec.models import (
+    AwsSite,
+    ExistingPlacementGroup,
+    Fabric,
+    Networks,
+    NodePool,
+    ObjectTier,
+    ParallelFsTier,
+    PlatformSpec,
+    SharedNfsTier,
+    Site,
+    StorageTier,
+)
 from alicerce.targets.base import Capabilities
 from alicerce.targets.resolver import MountFacts, NodeSoftwareOwners, PoolPlacement, TargetResolver
 
@@ -23,7 +45,26 @@ CAPABILITIES = Capabilities(
         "provisioner": "ebs.csi.aws.com",
         "parameters": {"type": "gp3", "encrypted": "true"},
     },
+    # pods get Pod Identity credentials from the agent on their node (EKS user guide, "Understand how EKS Pod Identity works")
+    workload_identity_agent=(("169.254.170.23/32", 80), ("fd00:ec2::23/128", 80)),
 )
+
+
+def _site_capabilities(site: Site, spec: PlatformSpec, environment: str) -> Capabilities:
+    """The capabilities of one AWS site: its default StorageClass encrypts with the platform key.
+
+    The EBS CSI driver passes ``kmsKeyId`` to EC2 CreateVolume, which takes a key or alias ARN; the
+    platform key's alias ARN is known before the key exists, so the Kubernetes layer needs no output.
+    """
+    encryption = spec.security.encryption
+    if not isinstance(site, AwsSite) or not encryption.at_rest or CAPABILITIES.default_storage_class is None:
+        return CAPABILITIES
+    key = encryption.kms_key or f"alias/{physical_name(spec.metadata.name, environment, site)}"
+    if not key.startswith("arn:"):
+        key = f"arn:{partition(site.region)}:kms:{site.region}:{site.account}:{key if key.startswith('alias/') else 'key/' + key}"
+    storage_class = CAPABILITIES.default_storage_class
+    parameters = {**storage_class["parameters"], "kmsKeyId": key}
+    return dataclasses.replace(CAPABILITIES, default_storage_class={**storage_class, "parameters": parameters})
 
 
 def _site(site: Site, networks: Networks) -> Site:
@@ -36,7 +77,9 @@ def _pool(pool: NodePool, site: Site, fabric: Fabric | None, catalog: Catalog) -
     instance = catalog.instance(pool.aws.instance_type)
     efa = instance.efa.maxInterfaces if instance is not None and instance.efa is not None and fabric is not None else 0
     reserved = pool.aws.capacity_type in RESERVED
-    placement = pool.aws.placement_group if pool.aws.placement_group is not None else bool(efa) and not reserved
+    chosen = pool.aws.placement_group
+    # an existing group (the one a reservation was created in) counts as a placement group too
+    placement = chosen is True or isinstance(chosen, ExistingPlacementGroup) if chosen is not None else bool(efa) and not reserved
     return PoolPlacement(
         instance=instance,
         rdma_technology="efa" if efa else None,
@@ -66,5 +109,119 @@ def _software(site: Site) -> NodeSoftwareOwners:
 
 
 RESOLVER = TargetResolver(
-    capabilities=CAPABILITIES, site=_site, pool=_pool, implementation=_implementation, mount=_mount, software=_software
+    capabilities=CAPABILITIES,
+    site=_site,
+    pool=_pool,
+    implementation=_implementation,
+    mount=_mount,
+    software=_software,
+    site_capabilities=_site_capabilities,
 )
+
+
+# ---------------------------------------------------------------- names and ARNs of a site
+
+# The Pod Identity agent: pods fetch credentials from this link-local address on port 80 (EKS user
+# guide, "Understand how EKS Pod Identity works"; IPv6 clusters use the IPv6 address).
+POD_IDENTITY_AGENT = (("169.254.170.23/32", 80), ("fd00:ec2::23/128", 80))
+# Service accounts of the controllers alicerce installs with a pod-identity role.
+CLUSTER_AUTOSCALER_SA = ("kube-system", "cluster-autoscaler")
+LOAD_BALANCER_CONTROLLER_SA = ("kube-system", "aws-load-balancer-controller")
+VPC_CNI_SA = ("kube-system", "aws-node")
+EBS_CSI_SA = ("kube-system", "ebs-csi-controller-sa")
+EFS_CSI_SA = ("kube-system", "efs-csi-controller-sa")
+TRAINING_PURPOSES = ("training", "fine-tuning")
+
+
+def partition(region: str) -> str:
+    """The AWS partition of a region (ARNs start with arn:<partition>:)."""
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"
+
+
+def physical_name(platform: str, environment: str, site: AwsSite) -> str:
+    """The physical name prefix of a site's resources, and its EKS cluster's name."""
+    return f"{platform}-{environment}-{site.name}"
+
+
+def site_name(rp: ResolvedPlatform, site: AwsSite) -> str:
+    return physical_name(rp.name, rp.environment, site)
+
+
+def cluster_arn(rp: ResolvedPlatform, site: AwsSite) -> str:
+    return f"arn:{partition(site.region)}:eks:{site.region}:{site.account}:cluster/{site_name(rp, site)}"
+
+
+def key_alias(rp: ResolvedPlatform, site: AwsSite) -> str:
+    return f"alias/{site_name(rp, site)}"
+
+
+def key_alias_arn(rp: ResolvedPlatform, site: AwsSite) -> str:
+    return f"arn:{partition(site.region)}:kms:{site.region}:{site.account}:{key_alias(rp, site)}"
+
+
+def bucket_name(rp: ResolvedPlatform, site: AwsSite, tier: str) -> str:
+    return f"{rp.name}-{rp.environment}-{tier}-{site.account}"
+
+
+def bucket_arn(site: AwsSite, bucket: str) -> str:
+    return f"arn:{partition(site.region)}:s3:::{bucket}"
+
+
+def tier_bucket(rp: ResolvedPlatform, site: AwsSite, tier: ResolvedTier) -> tuple[str, bool]:
+    """(bucket name, whether alicerce creates it) of an object tier at an AWS site."""
+    existing = tier.spec.aws.bucket if isinstance(tier.spec, ObjectTier) and tier.spec.aws is not None else None
+    return (existing, False) if existing else (bucket_name(rp, site, tier.name), True)
+
+
+def control_plane_log_group(rp: ResolvedPlatform, site: AwsSite) -> str:
+    return f"/aws/eks/{site_name(rp, site)}/cluster"
+
+
+def flow_log_group(rp: ResolvedPlatform, site: AwsSite) -> str:
+    return f"/alicerce/{site_name(rp, site)}/vpc-flow-logs"
+
+
+def fsx_log_group(rp: ResolvedPlatform, site: AwsSite) -> str:
+    # FSx writes only to log groups whose name begins with /aws/fsx (FSx for Lustre user guide, "Logging with Amazon CloudWatch Logs")
+    return f"/aws/fsx/{site_name(rp, site)}"
+
+
+def log_group_arn(site: AwsSite, name: str) -> str:
+    return f"arn:{partition(site.region)}:logs:{site.region}:{site.account}:log-group:{name}"
+
+
+def autoscaling_slr_arn(site: AwsSite) -> str:
+    """The EC2 Auto Scaling service-linked role, which launches every managed node group's instances."""
+    return f"arn:{partition(site.region)}:iam::{site.account}:role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
+
+
+def fsx_s3_access_slr_pattern(site: AwsSite) -> str:
+    """FSx's per-file-system S3 access role (its name ends in the file system id, unknown before it exists)."""
+    return (
+        f"arn:{partition(site.region)}:iam::{site.account}:role/aws-service-role/"
+        "s3.data-source.lustre.fsx.amazonaws.com/AWSServiceRoleForFSxS3Access_*"
+    )
+
+
+def site_pools(rp: ResolvedPlatform, site: AwsSite) -> list[ResolvedPool]:
+    return [p for p in rp.pools if p.site.name == site.name]
+
+
+def fsx_zone(rp: ResolvedPlatform, site: AwsSite, tier: ResolvedTier) -> str:
+    """The zone of a tier's FSx for Lustre file system (one zone per file system).
+
+    The tier's own aws.zone; else the zone of the site's zone-pinned training pools (EFA pools
+    first: they are pinned anyway and read the most); else the site's first zone. Rule AL293 asks
+    training pools to sit in this zone: cross-zone Lustre traffic is billed and slower.
+    """
+    spec = tier.spec
+    if isinstance(spec, ParallelFsTier) and spec.aws is not None and spec.aws.zone:
+        return spec.aws.zone
+    pools = [p for p in site_pools(rp, site) if p.zone and p.gpu is not None and p.spec.purpose in TRAINING_PURPOSES]
+    pinned = [p.zone for p in pools if p.efa_interfaces] or [p.zone for p in pools]
+    pinned = pinned or [p.zone for p in site_pools(rp, site) if p.zone]
+    return next((z for z in pinned if z is not None), site.zones[0])

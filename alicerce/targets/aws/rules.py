@@ -7,10 +7,11 @@ from collections.abc import Iterable
 
 from alicerce.catalog.fsx import GIB, is_valid_capacity, next_capacity, options
 from alicerce.catalog.models import FsxOption, InstanceType
+from alicerce.resolve.model import ResolvedTier
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean
-from alicerce.spec.models import AwsSite, LocalNvmeTier, ParallelFsTier
-from alicerce.targets.aws.resolve import RESERVED
+from alicerce.spec.models import AwsSite, LocalNvmeTier, ObjectTier, ParallelFsTier
+from alicerce.targets.aws.resolve import RESERVED, TRAINING_PURPOSES, fsx_zone
 
 rules = RuleSet()
 
@@ -97,14 +98,21 @@ def efa_single_zone(ctx: RuleContext) -> Iterable[Finding]:
             )
 
 
-@rules.rule("AL213", "placement-group-capacity", "No forced cluster placement group with capacity reservations or capacity blocks.")
+@rules.rule(
+    "AL213",
+    "placement-group-capacity",
+    "Reserved capacity goes into a placement group only when it was reserved in that group (placementGroup: {name: ...}).",
+)
 def placement_group(ctx: RuleContext) -> Iterable[Finding]:
+    """EC2 user guide, "Capacity Reservations in cluster placement groups": a reservation made in a cluster
+    placement group is used by launches into that group; forcing a new group onto capacity reserved outside
+    it fails with InsufficientInstanceCapacity (terraform-aws-eks PR 3730)."""
     for i, pool in ctx.indexed_pools():
-        if pool.aws is not None and pool.aws.placement_group and pool.aws.capacity_type in RESERVED:
+        if pool.aws is not None and pool.aws.placement_group is True and pool.aws.capacity_type in RESERVED:
             yield Finding(
                 S.node_pools[i].aws.placement_group,
-                f"a forced placement group with {pool.aws.capacity_type} capacity fails with InsufficientInstanceCapacity",
-                "remove placementGroup: reserved capacity is already placed together",
+                f"a new placement group with {pool.aws.capacity_type} capacity fails with InsufficientInstanceCapacity",
+                "remove placementGroup, or name the group the reservation was created in: placementGroup: {name: <group>}",
                 True,
             )
 
@@ -268,3 +276,195 @@ def fsx_storage_type(ctx: RuleContext) -> Iterable[Finding]:
                 "HDD exists only with PERSISTENT_1",
                 fsx.storage_type,
             )
+
+
+FSX_MAX_BACKUP_DAYS = 90  # FSx API, CreateFileSystemLustreConfiguration.AutomaticBackupRetentionDays: 0-90
+
+
+@rules.rule("AL290", "spot-diversified", "Spot pools may launch more than one instance type.", waivable=True)
+def spot_diversified(ctx: RuleContext) -> Iterable[Finding]:
+    """EKS user guide, "Managed node groups", Spot: give a Spot node group several instance types so that it
+    draws on several Spot capacity pools (price-capacity-optimized allocation)."""
+    for i, pool in ctx.indexed_pools():
+        aws = pool.aws
+        if aws is not None and aws.capacity_type == "spot" and not [t for t in aws.additional_instance_types if t != aws.instance_type]:
+            yield Finding(
+                S.node_pools[i].aws.capacity_type,
+                f"Spot pool {pool.name} launches only {aws.instance_type}: one Spot capacity pool, interrupted all at once",
+                "add additionalInstanceTypes with the same GPUs and at least the same vCPUs and memory",
+                aws.capacity_type,
+                resource=pool.name,
+            )
+
+
+@rules.rule(
+    "AL291",
+    "additional-instance-types",
+    "Additional instance types are known, match the pool's GPUs and EFA, offer at least its vCPUs and memory, and are not used "
+    "with reserved capacity.",
+)
+def additional_types(ctx: RuleContext) -> Iterable[Finding]:
+    """cluster-autoscaler builds a node of a group at zero from its first instance type (cloudprovider/aws
+    aws_manager.go buildNodeFromTemplate, MixedInstancesPolicy overrides); a reservation or Capacity Block is
+    for one instance type (EKS user guide, Capacity Blocks: the launch template carries the one type)."""
+    for i, pool in ctx.indexed_pools():
+        aws = pool.aws
+        primary = pool_instance(ctx, i)
+        if aws is None or not aws.additional_instance_types:
+            continue
+        path = S.node_pools[i].aws.additional_instance_types
+        if aws.capacity_type in RESERVED:
+            yield Finding(
+                path, f"{aws.capacity_type} capacity is reserved for {aws.instance_type} only", "remove additionalInstanceTypes", key=True
+            )
+            continue
+        for j, name in enumerate(aws.additional_instance_types):
+            other = ctx.catalog.instance(name)
+            if other is None:
+                hint = did_you_mean(name, ctx.catalog.instance_names()) or "see `alicerce catalog instances`"
+                yield Finding(path[j], f'unknown instance type "{name}"', hint, name)
+                continue
+            if primary is None:
+                continue
+            problems = []
+            if (other.gpu, other.gpus) != (primary.gpu, primary.gpus):
+                problems.append(f"{other.gpus} x {other.gpu or 'no GPU'} instead of {primary.gpus} x {primary.gpu or 'no GPU'}")
+            if other.vcpus < primary.vcpus or other.memoryGiB < primary.memoryGiB:
+                problems.append(f"{other.vcpus} vCPUs and {other.memoryGiB:g} GiB, less than {primary.vcpus} and {primary.memoryGiB:g}")
+            if pool.fabric is not None and (
+                other.efa is None or primary.efa is None or other.efa.maxInterfaces != primary.efa.maxInterfaces
+            ):
+                problems.append("a different EFA interface count")
+            if problems:
+                yield Finding(
+                    path[j], f"{name} differs from {primary.type}: {'; '.join(problems)}", "list types the pool's nodes can replace", name
+                )
+
+
+def _aws_sites(ctx: RuleContext, tier: ResolvedTier) -> list[AwsSite]:
+    """The AWS sites of the environment a resolved tier exists at."""
+    return [site for name in tier.sites if isinstance(site := ctx.sites.get(name), AwsSite)]
+
+
+@rules.rule("AL292", "fsx-backup-retention", "A parallel-fs tier's retention at AWS is a backup period FSx can keep.")
+def fsx_backup_retention(ctx: RuleContext) -> Iterable[Finding]:
+    """FSx for Lustre user guide, "Working with backups": automatic daily backups exist only for persistent file
+    systems not linked to an S3 data repository, kept at most 90 days (API: AutomaticBackupRetentionDays 0-90)."""
+    for resolved in ctx.resolved.storage:
+        tier = resolved.spec
+        if not isinstance(tier, ParallelFsTier) or tier.retention is None or not _aws_sites(ctx, resolved):
+            continue
+        deployment = tier.aws.deployment_type if tier.aws is not None else "PERSISTENT_2"
+        path = S.storage[resolved.index].retention
+        days = tier.retention / 86400
+        if not deployment.startswith("PERSISTENT"):
+            yield Finding(
+                path,
+                f"{deployment} file systems keep no backups, so retention cannot be honoured",
+                "use PERSISTENT_2 or drop retention",
+                key=True,
+            )
+        elif tier.source is not None:
+            yield Finding(
+                path,
+                f"FSx backs up no file system linked to S3 (tier {tier.name} is linked to {tier.source}); its data lives in the bucket",
+                "drop retention here and set it on the object tier",
+                key=True,
+            )
+        elif days > FSX_MAX_BACKUP_DAYS:
+            yield Finding(
+                path, f"FSx keeps automatic backups at most {FSX_MAX_BACKUP_DAYS} days, not {days:g}", f"use {FSX_MAX_BACKUP_DAYS}d or less"
+            )
+
+
+@rules.rule("AL293", "training-in-fsx-zone", "GPU training pools sit in the zone of their site's FSx file systems.", waivable=True)
+def training_in_fsx_zone(ctx: RuleContext) -> Iterable[Finding]:
+    """An FSx for Lustre file system lives in one subnet and zone (FSx API, CreateFileSystem SubnetIds); reads from
+    another zone cross zones (billed per GB each way, EC2 pricing "Data transfer within the same region") and
+    are slower."""
+    for tier in ctx.resolved.storage:
+        for site_name, impl in tier.implementations.items():
+            site = ctx.sites.get(site_name)
+            if impl != "fsx-lustre" or not isinstance(site, AwsSite):
+                continue
+            zone = fsx_zone(ctx.resolved, site, tier)
+            for pool in ctx.resolved.pools:
+                if pool.site.name != site_name or pool.gpu is None or pool.spec.purpose not in TRAINING_PURPOSES or pool.zone == zone:
+                    continue
+                where = f"zone {pool.zone}" if pool.zone else f"all of {', '.join(site.zones)}"
+                yield Finding(
+                    S.node_pools[pool.index].aws,
+                    f"training pool {pool.name} spans {where}, but FSx tier {tier.name} is in {zone}",
+                    f'add zone: "{zone}" (or set the tier\'s aws.zone)',
+                    resource=pool.name,
+                )
+
+
+@rules.rule("AL295", "storage-grants", "Teams' storage grants name object tiers that exist at an AWS site.")
+def storage_grants(ctx: RuleContext) -> Iterable[Finding]:
+    """Grants become IAM policies on S3 (the team's Pod Identity role); only object tiers at AWS sites have them."""
+    for t, team in enumerate(ctx.spec.tenancy.teams):
+        for g, grant in enumerate(team.storage_access):
+            tier = ctx.tiers.get(grant.tier)
+            path = S.tenancy.teams[t].storage_access[g].tier
+            if tier is None:
+                yield Finding(path, f'no storage tier "{grant.tier}"', did_you_mean(grant.tier, list(ctx.tiers)) or None, grant.tier)
+            elif not isinstance(tier, ObjectTier):
+                yield Finding(
+                    path,
+                    f"tier {grant.tier} is {tier.class_}: grants are for object tiers (file systems are mounted by every team)",
+                    None,
+                    grant.tier,
+                )
+            elif not any(_aws_sites(ctx, t) for t in ctx.resolved.storage if t.name == grant.tier):
+                yield Finding(
+                    path, f"tier {grant.tier} is at no AWS site of environment {ctx.env_name}: nothing enforces the grant", None, grant.tier
+                )
+
+
+@rules.rule("AL296", "reserved-capacity-zone", "Pools on reserved capacity or capacity blocks are pinned to one zone at multi-zone sites.")
+def reserved_zone(ctx: RuleContext) -> Iterable[Finding]:
+    """A capacity reservation and a Capacity Block live in one zone; the node group must use subnets of that zone
+    only (EKS user guide, "Create a managed node group with Capacity Blocks for ML": the subnet of the block's zone)."""
+    for i, pool in ctx.indexed_pools():
+        site = ctx.pool_site(pool)
+        aws = pool.aws
+        if isinstance(site, AwsSite) and aws is not None and aws.capacity_type in RESERVED and aws.zone is None and len(site.zones) > 1:
+            yield Finding(
+                S.node_pools[i].aws,
+                f"{aws.capacity_type} pool {pool.name} spans {len(site.zones)} zones; its reservation is in one",
+                "add zone: with the reservation's availability zone",
+                resource=pool.name,
+            )
+
+
+@rules.rule("AL297", "node-update-settings", "A pool's node roll-out gives maxUnavailable or maxUnavailablePercentage, not both.")
+def node_update(ctx: RuleContext) -> Iterable[Finding]:
+    """EKS API, NodegroupUpdateConfig: maxUnavailable or maxUnavailablePercentage is required to have a value (one of them)."""
+    for i, pool in ctx.indexed_pools():
+        update = pool.aws.update if pool.aws is not None else None
+        if update is not None and update.max_unavailable is not None and update.max_unavailable_percentage is not None:
+            yield Finding(
+                S.node_pools[i].aws.update.max_unavailable_percentage,
+                "maxUnavailable and maxUnavailablePercentage both set",
+                "keep one",
+                update.max_unavailable_percentage,
+                key=True,
+            )
+
+
+@rules.rule("AL298", "fsx-zone", "A parallel-fs tier's aws.zone is a zone of its AWS site.")
+def fsx_zone_known(ctx: RuleContext) -> Iterable[Finding]:
+    for resolved in ctx.resolved.storage:
+        tier = resolved.spec
+        if not isinstance(tier, ParallelFsTier) or tier.aws is None or tier.aws.zone is None:
+            continue
+        zone = tier.aws.zone
+        for site in _aws_sites(ctx, resolved):
+            if zone not in site.zones:
+                yield Finding(
+                    S.storage[resolved.index].aws.zone,
+                    f'zone "{zone}" is not one of site {site.name}\'s zones',
+                    did_you_mean(zone, site.zones) or f"use one of: {', '.join(site.zones)}",
+                    zone,
+                )

@@ -29,25 +29,56 @@ class AwsSite(SpecModel):
     service_cidr: Cidr | None = Field(default=None, description="Kubernetes service range (defaults to networks.serviceCidr).")
 
 
+class ExistingPlacementGroup(SpecModel):
+    """A cluster placement group that already exists (for instance the one a capacity reservation was created in)."""
+
+    name: str = Field(min_length=1, max_length=255, description="Name of the existing placement group.", examples=["p5-cpg"])
+
+
+class AwsNodeUpdate(SpecModel):
+    """How EKS replaces a pool's nodes when their AMI or Kubernetes version changes (the node group's updateConfig)."""
+
+    max_unavailable: StrictInt | None = Field(
+        default=None, ge=1, le=100, description="Nodes replaced at once (or give maxUnavailablePercentage). Default: 1."
+    )
+    max_unavailable_percentage: StrictInt | None = Field(
+        default=None, ge=1, le=100, description="Share of nodes replaced at once, in percent (or give maxUnavailable)."
+    )
+    strategy: Literal["default", "minimal"] | None = Field(
+        default=None,
+        description="default launches replacements before terminating (needs spare capacity); minimal terminates first. "
+        "Default: minimal for reserved capacity and capacity blocks (no spare reserved capacity to surge into), default otherwise.",
+    )
+
+
 class AwsPool(SpecModel):
     """How a pool is built on AWS."""
 
     instance_type: str = Field(description="EC2 instance type.", examples=["p5.48xlarge"])
+    additional_instance_types: list[str] = Field(
+        default_factory=list,
+        description="More instance types the node group may launch (Spot diversification): same GPU model and count as "
+        "instanceType, and at least its vCPUs and memory (the autoscaler builds new nodes from instanceType).",
+        examples=[["m6i.16xlarge", "m7a.16xlarge"]],
+    )
     capacity_type: Literal["on-demand", "spot", "capacity-reservation", "capacity-block"] = Field(
         default="on-demand", description="How the capacity is bought."
     )
     capacity_reservation_id: str | None = Field(
         default=None, description="ODCR or Capacity Block id (cr-...), for reserved capacity types."
     )
-    placement_group: StrictBool | None = Field(
+    placement_group: StrictBool | ExistingPlacementGroup | None = Field(
         default=None,
-        description="Cluster placement group. Default: on for EFA pools, unless capacity is reserved or a block.",
+        description="Cluster placement group: true creates one, {name: ...} uses an existing one (the group a capacity "
+        "reservation was created in). Default: a new one for EFA pools, none for reserved capacity or capacity blocks.",
     )
     zone: str | None = Field(
         default=None,
-        description="Pin the pool to one zone; required for EFA pools at multi-zone sites (EFA traffic does not cross zones).",
+        description="Pin the pool to one zone; required for EFA pools and reserved capacity at multi-zone sites "
+        "(EFA traffic does not cross zones; a reservation lives in one zone).",
     )
     root_volume: ByteSize = Field(default=200 * 2**30, description="Root volume size.")
+    update: AwsNodeUpdate = Field(default_factory=AwsNodeUpdate, description="How node replacements roll (EKS updateConfig).")
 
 
 class AwsFsx(SpecModel):
@@ -61,6 +92,11 @@ class AwsFsx(SpecModel):
     storage_type: Literal["SSD", "HDD"] = Field(default="SSD", description="Storage media (HDD only with PERSISTENT_1).")
     storage_capacity: ByteSize | None = Field(
         default=None, description="Exact FSx capacity; derived from capacity and throughput when omitted.", examples=["50400GiB"]
+    )
+    zone: str | None = Field(
+        default=None,
+        description="Zone of the file system (FSx for Lustre lives in one). Default: the zone of the site's zone-pinned "
+        "training pools, else the site's first zone.",
     )
 
 

@@ -1,5 +1,7 @@
-"""The EKS cluster of an AWS site: pinned version, KMS-encrypted secrets, every control-plane log,
-private endpoint, access entries and workload identity, pinned core add-ons, and the node role."""
+"""The EKS cluster of an AWS site: pinned version on standard support, KMS-encrypted secrets, every
+control-plane log, private endpoint reachable from the runners the stack names, explicit admin access
+entries, workload identity (Pod Identity agent, IRSA issuer, an OIDC provider for the teams), pinned
+core add-ons (the VPC CNI enforcing NetworkPolicies with its own role), and the node role."""
 
 from __future__ import annotations
 
@@ -11,28 +13,38 @@ import pulumi
 import pulumi_aws as aws
 
 from alicerce.emit.pulumi.component import Component, log_retention_days, named
-from alicerce.emit.pulumi.stack import OidcIdentity
 from alicerce.resolve.model import ResolvedPlatform
-from alicerce.spec.models import AwsSite
+from alicerce.spec.models import AwsSite, IdentityProvider
+from alicerce.targets.aws import resolve as names
+from alicerce.targets.aws.components.policies import (
+    as_json,
+    cluster_key_policy,
+    ebs_csi_key_policy,
+    pod_identity_trust,
+    service_trust,
+)
 
 # Every control-plane log type EKS offers.
 LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 # Add-ons nodes need to become Ready: installed with the cluster, before any node group.
-BOOT_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
+BOOT_ADDONS = ("eks-pod-identity-agent", "vpc-cni", "kube-proxy")
 # Add-ons that run as Deployments and so need nodes: installed after the node groups.
 WORKLOAD_ADDONS = ("coredns", "aws-ebs-csi-driver")
+# The node role: join the cluster, pull images, be reachable by SSM. The VPC CNI's EC2 permissions are
+# NOT here: aws-node gets them through its own pod-identity role (EKS user guide, "Configure Amazon VPC
+# CNI plugin to use IRSA/Pod Identity": the node role keeps them only when the CNI has no role of its own).
 NODE_POLICIES = (
     "AmazonEKSWorkerNodePolicy",
-    "AmazonEKS_CNI_Policy",
     "AmazonEC2ContainerRegistryPullOnly",
     "AmazonSSMManagedInstanceCore",
 )
-ADMIN_POLICY = "arn:aws:iam::aws:policy/AmazonEKSClusterAdminPolicy"
-
-
-def _assume(service: str, actions: Sequence[str] = ("sts:AssumeRole",)) -> str:
-    statement = {"Effect": "Allow", "Principal": {"Service": service}, "Action": list(actions)}
-    return json.dumps({"Version": "2012-10-17", "Statement": [statement]})
+# EKS access policies are not IAM policies: their ARNs live under arn:aws:eks::aws:cluster-access-policy/
+# (EKS user guide, "Review access policy permissions").
+ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
+# enableNetworkPolicy turns on the VPC CNI's network policy agent (EKS user guide, "Limit Pod traffic with
+# Kubernetes network policies"; the add-on's configuration schema takes the string "true").
+VPC_CNI_CONFIGURATION = {"enableNetworkPolicy": "true"}
+KUBERNETES_API_PORT = 443
 
 
 @dataclass(frozen=True)
@@ -49,8 +61,12 @@ class ClusterArgs:
     vpc_id: pulumi.Input[str]
     subnet_ids: Sequence[pulumi.Input[str]]
     kms_key_arn: pulumi.Input[str] | None  # None: secrets encryption off (only outside production)
+    partition: str = "aws"
+    arn: str = ""  # the cluster's ARN, known before it exists (trust policies name it)
+    log_group: str = ""
     admin_principals: tuple[str, ...] = ()  # IAM role ARNs granted cluster admin through access entries
-    oidc: OidcIdentity | None = None
+    api_access_cidrs: tuple[str, ...] = ()  # networks (a peered or VPN-connected runner) allowed to the private endpoint
+    identity_provider: IdentityProvider | None = None
     addon_versions: Mapping[str, str] = field(default_factory=dict)  # pins; others: AWS's default for the version at deploy
 
     @classmethod
@@ -63,11 +79,11 @@ class ClusterArgs:
         subnet_ids: Sequence[pulumi.Input[str]],
         kms_key_arn: pulumi.Input[str] | None,
         admin_principals: tuple[str, ...] = (),
-        oidc: OidcIdentity | None = None,
+        api_access_cidrs: tuple[str, ...] = (),
     ) -> ClusterArgs:
         access = rp.spec.security.endpoint_access
         return cls(
-            name=f"{rp.name}-{rp.environment}-{site.name}",
+            name=names.site_name(rp, site),
             region=site.region,
             version=rp.versions.kubernetes,
             service_cidr=str(site.service_cidr),
@@ -79,8 +95,12 @@ class ClusterArgs:
             vpc_id=vpc_id,
             subnet_ids=subnet_ids,
             kms_key_arn=kms_key_arn if rp.spec.security.encryption.at_rest else None,
+            partition=names.partition(site.region),
+            arn=names.cluster_arn(rp, site),
+            log_group=names.control_plane_log_group(rp, site),
             admin_principals=admin_principals,
-            oidc=oidc,
+            api_access_cidrs=api_access_cidrs,
+            identity_provider=rp.spec.security.identity_provider,
             addon_versions=rp.eks_addons,
         )
 
@@ -115,22 +135,29 @@ def kubeconfig(name: str, endpoint: pulumi.Input[str], ca_data: pulumi.Input[str
 class EksCluster(Component):
     cluster_name: pulumi.Output[str]
     endpoint: pulumi.Output[str]
+    certificate_authority: pulumi.Output[str]
     kubeconfig: pulumi.Output[str]
     cluster_security_group_id: pulumi.Output[str]
     node_security_group_id: pulumi.Output[str]
+    api_clients_security_group_id: pulumi.Output[str]
     node_role_arn: pulumi.Output[str]
+    boot_addons: list[aws.eks.Addon]
+    admin_access: list[pulumi.Resource]  # the access entries the Kubernetes layer authenticates through
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("alicerce:cluster:EksCluster", name, opts)
         tags = args.tags
         role = aws.iam.Role(
             f"{name}-role",
-            assume_role_policy=_assume("eks.amazonaws.com", ("sts:AssumeRole", "sts:TagSession")),
+            assume_role_policy=as_json(service_trust("eks.amazonaws.com", tag_session=True)),
             tags=named(tags, f"{args.name}-cluster"),
             opts=self.child(),
         )
         attach = aws.iam.RolePolicyAttachment(
-            f"{name}-role-policy", role=role.name, policy_arn="arn:aws:iam::aws:policy/AmazonEKSClusterPolicy", opts=self.child()
+            f"{name}-role-policy",
+            role=role.name,
+            policy_arn=f"arn:{args.partition}:iam::aws:policy/AmazonEKSClusterPolicy",
+            opts=self.child(),
         )
         depends: list[pulumi.Resource] = [attach]
         if args.kms_key_arn is not None:
@@ -138,28 +165,16 @@ class EksCluster(Component):
                 aws.iam.RolePolicy(
                     f"{name}-role-kms",
                     role=role.id,
-                    policy=pulumi.Output.from_input(args.kms_key_arn).apply(
-                        lambda arn: json.dumps(
-                            {
-                                "Version": "2012-10-17",
-                                "Statement": [
-                                    {
-                                        "Effect": "Allow",
-                                        "Action": ["kms:Encrypt", "kms:Decrypt", "kms:ListGrants", "kms:DescribeKey"],
-                                        "Resource": arn,
-                                    }
-                                ],
-                            }
-                        )
-                    ),
+                    policy=pulumi.Output.from_input(args.kms_key_arn).apply(lambda arn: as_json(cluster_key_policy(arn))),
                     opts=self.child(),
                 )
             )
-        # created first so that retention is ours, not the "never expire" group EKS would create
+        # created first so that retention (and encryption) are ours, not the "never expire" group EKS would create;
+        # the key policy lets CloudWatch Logs use the key for this group (policies.platform_key_policy)
         depends.append(
             aws.cloudwatch.LogGroup(
                 f"{name}-logs",
-                name=f"/aws/eks/{args.name}/cluster",
+                name=args.log_group,
                 retention_in_days=args.log_retention_days,
                 kms_key_id=args.kms_key_arn,
                 tags=named(tags, f"{args.name}-control-plane"),
@@ -183,7 +198,11 @@ class EksCluster(Component):
             if args.kms_key_arn is not None
             else None,
             enabled_cluster_log_types=list(LOG_TYPES),
-            access_config=aws.eks.ClusterAccessConfigArgs(authentication_mode="API", bootstrap_cluster_creator_admin_permissions=True),
+            # admins are explicit access entries: bootstrapping the creator as well would clash with an entry for the
+            # same principal (ResourceInUseException) and tie admin rights to whoever ran the first `pulumi up`
+            access_config=aws.eks.ClusterAccessConfigArgs(authentication_mode="API", bootstrap_cluster_creator_admin_permissions=False),
+            # STANDARD: upgrade at the end of standard support instead of paying for extended support (EKS default)
+            upgrade_policy=aws.eks.ClusterUpgradePolicyArgs(support_type="STANDARD"),
             kubernetes_network_config=aws.eks.ClusterKubernetesNetworkConfigArgs(service_ipv4_cidr=args.service_cidr, ip_family="ipv4"),
             bootstrap_self_managed_addons=False,
             tags=named(tags, args.name),
@@ -191,7 +210,9 @@ class EksCluster(Component):
         )
         self.cluster_name = cluster.name
         self.endpoint = cluster.endpoint
+        self.certificate_authority = cluster.certificate_authority.data
         self.cluster_security_group_id = cluster.vpc_config.cluster_security_group_id
+        self._api_access(name, args)
 
         node_sg = aws.ec2.SecurityGroup(
             f"{name}-nodes",
@@ -221,11 +242,14 @@ class EksCluster(Component):
         self.node_security_group_id = node_sg.id
 
         node_role = aws.iam.Role(
-            f"{name}-node-role", assume_role_policy=_assume("ec2.amazonaws.com"), tags=named(tags, f"{args.name}-nodes"), opts=self.child()
+            f"{name}-node-role",
+            assume_role_policy=as_json(service_trust("ec2.amazonaws.com")),
+            tags=named(tags, f"{args.name}-nodes"),
+            opts=self.child(),
         )
         for policy in NODE_POLICIES:
             aws.iam.RolePolicyAttachment(
-                f"{name}-node-{policy}", role=node_role.name, policy_arn=f"arn:aws:iam::aws:policy/{policy}", opts=self.child()
+                f"{name}-node-{policy}", role=node_role.name, policy_arn=f"arn:{args.partition}:iam::aws:policy/{policy}", opts=self.child()
             )
         self.node_role_arn = node_role.arn
 
@@ -237,22 +261,23 @@ class EksCluster(Component):
             tags=named(tags, f"{args.name}-irsa"),
             opts=self.child(),
         )
-        if args.oidc is not None:
+        if (idp := args.identity_provider) is not None:
             aws.eks.IdentityProviderConfig(
                 f"{name}-idp",
                 cluster_name=cluster.name,
                 oidc=aws.eks.IdentityProviderConfigOidcArgs(
                     identity_provider_config_name="teams",
-                    issuer_url=args.oidc.issuer_url,
-                    client_id=args.oidc.client_id,
-                    groups_claim="groups",
-                    groups_prefix=args.oidc.groups_prefix,
-                    username_claim="email",
-                    username_prefix=args.oidc.groups_prefix,
+                    issuer_url=idp.issuer_url,
+                    client_id=idp.client_id,
+                    groups_claim=idp.groups_claim,
+                    groups_prefix=idp.prefix,
+                    username_claim=idp.username_claim,
+                    username_prefix=idp.prefix,
                 ),
                 tags=named(tags, f"{args.name}-teams"),
                 opts=self.child(),
             )
+        self.admin_access = []
         for i, principal in enumerate(args.admin_principals):
             entry = aws.eks.AccessEntry(
                 f"{name}-admin-{i}",
@@ -262,19 +287,113 @@ class EksCluster(Component):
                 tags=named(tags, f"{args.name}-admin-{i}"),
                 opts=self.child(),
             )
-            aws.eks.AccessPolicyAssociation(
+            association = aws.eks.AccessPolicyAssociation(
                 f"{name}-admin-{i}",
                 cluster_name=cluster.name,
                 principal_arn=entry.principal_arn,
-                policy_arn=ADMIN_POLICY,
+                policy_arn=f"arn:{args.partition}:eks::aws:cluster-access-policy/{ADMIN_POLICY}",
                 access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
                 opts=self.child(),
             )
-        for addon in BOOT_ADDONS:
-            _addon(self, name, cluster.name, args, addon)
+            self.admin_access += [entry, association]
+        agent = _addon(self, name, cluster.name, args, "eks-pod-identity-agent")
+        cni_role = pod_identity_role(
+            self, f"{name}-vpc-cni", args, names.VPC_CNI_SA, f"arn:{args.partition}:iam::aws:policy/AmazonEKS_CNI_Policy"
+        )
+        cni = _addon(
+            self,
+            name,
+            cluster.name,
+            args,
+            "vpc-cni",
+            pod_identity=[aws.eks.AddonPodIdentityAssociationArgs(role_arn=cni_role.arn, service_account=names.VPC_CNI_SA[1])],
+            configuration=VPC_CNI_CONFIGURATION,
+            after=[agent],  # aws-node fetches its credentials from the agent
+        )
+        self.boot_addons = [agent, cni, _addon(self, name, cluster.name, args, "kube-proxy")]
 
         self.kubeconfig = kubeconfig(args.name, cluster.endpoint, cluster.certificate_authority.data, args.region)
         self.register_outputs({"clusterName": cluster.name, "endpoint": cluster.endpoint, "nodeRoleArn": node_role.arn})
+
+    def _api_access(self, name: str, args: ClusterArgs) -> None:
+        """Who may reach the private API endpoint: the runner security group this stack creates (attach it to a
+        CI runner or a bastion inside the VPC) and the networks the stack config allows (EKS user guide, "Cluster
+        API server endpoint": with public access off, the cluster security group must allow 443 from the client)."""
+        tags = args.tags
+        clients = aws.ec2.SecurityGroup(
+            f"{name}-api-clients",
+            vpc_id=args.vpc_id,
+            description=f"Runners of the Kubernetes layer of {args.name}: HTTPS to the API server and AWS APIs",
+            tags=named(tags, f"{args.name}-api-clients"),
+            opts=self.child(),
+        )
+        aws.vpc.SecurityGroupEgressRule(
+            f"{name}-api-clients-https",
+            security_group_id=clients.id,
+            cidr_ipv4="0.0.0.0/0",
+            ip_protocol="tcp",
+            from_port=443,
+            to_port=443,
+            description="HTTPS: the API server, AWS endpoints, chart repositories, the Pulumi backend",
+            tags=named(tags, f"{args.name}-api-clients-https"),
+            opts=self.child(),
+        )
+        aws.vpc.SecurityGroupEgressRule(
+            f"{name}-api-clients-dns",
+            security_group_id=clients.id,
+            cidr_ipv4="0.0.0.0/0",
+            ip_protocol="udp",
+            from_port=53,
+            to_port=53,
+            description="DNS (the VPC resolver)",
+            tags=named(tags, f"{args.name}-api-clients-dns"),
+            opts=self.child(),
+        )
+        self.api_clients_security_group_id = clients.id
+        aws.vpc.SecurityGroupIngressRule(
+            f"{name}-api-from-clients",
+            security_group_id=self.cluster_security_group_id,
+            referenced_security_group_id=clients.id,
+            ip_protocol="tcp",
+            from_port=KUBERNETES_API_PORT,
+            to_port=KUBERNETES_API_PORT,
+            description="Kubernetes API from the runner security group",
+            tags=named(tags, f"{args.name}-api-from-clients"),
+            opts=self.child(),
+        )
+        for i, cidr in enumerate(args.api_access_cidrs):
+            aws.vpc.SecurityGroupIngressRule(
+                f"{name}-api-from-{i}",
+                security_group_id=self.cluster_security_group_id,
+                cidr_ipv4=cidr,
+                ip_protocol="tcp",
+                from_port=KUBERNETES_API_PORT,
+                to_port=KUBERNETES_API_PORT,
+                description=f"Kubernetes API from {cidr} (alicerce:apiAccessCidrs)",
+                tags=named(tags, f"{args.name}-api-from-{i}"),
+                opts=self.child(),
+            )
+
+
+def pod_identity_role(
+    parent: Component,
+    name: str,
+    args: ClusterArgs,
+    service_account: tuple[str, str],
+    *managed: str,
+    namespaces: tuple[str, ...] = (),
+) -> aws.iam.Role:
+    """An IAM role only ``service_account`` (namespace, name) of this cluster can assume through EKS Pod Identity."""
+    namespace, account = service_account
+    role = aws.iam.Role(
+        name,
+        assume_role_policy=as_json(pod_identity_trust(args.arn, namespaces or (namespace,), account)),
+        tags=named(args.tags, f"{args.name}-{account}"),
+        opts=parent.child(),
+    )
+    for i, policy in enumerate(managed):
+        aws.iam.RolePolicyAttachment(f"{name}-{i}" if len(managed) > 1 else name, role=role.name, policy_arn=policy, opts=parent.child())
+    return role
 
 
 def _addon(
@@ -285,6 +404,8 @@ def _addon(
     addon: str,
     *,
     pod_identity: Sequence[aws.eks.AddonPodIdentityAssociationArgs] | None = None,
+    configuration: Mapping[str, str] | None = None,
+    after: Sequence[pulumi.Resource] = (),
 ) -> aws.eks.Addon:
     version: pulumi.Input[str] = (
         args.addon_versions.get(addon)
@@ -297,9 +418,10 @@ def _addon(
         addon_version=version,
         resolve_conflicts_on_create="OVERWRITE",
         resolve_conflicts_on_update="PRESERVE",
+        configuration_values=json.dumps(dict(configuration), sort_keys=True) if configuration else None,
         tags=named(args.tags, f"{args.name}-{addon}"),
         pod_identity_associations=pod_identity,
-        opts=parent.child(),
+        opts=parent.child(depends_on=list(after)),
     )
 
 
@@ -315,23 +437,33 @@ class EksAddons(Component):
 
     def __init__(self, name: str, args: AddonsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("alicerce:cluster:EksAddons", name, opts)
-        ebs = self._csi_identity(name, args, "ebs", "AmazonEBSCSIDriverPolicy")
+        partition = args.cluster.partition
+        ebs_role = pod_identity_role(
+            self,
+            f"{name}-ebs-csi",
+            args.cluster,
+            names.EBS_CSI_SA,
+            f"arn:{partition}:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy",
+        )
+        if args.cluster.kms_key_arn is not None:
+            # volumes for claims are encrypted with the platform key (the default StorageClass names it)
+            aws.iam.RolePolicy(
+                f"{name}-ebs-csi-kms",
+                role=ebs_role.id,
+                policy=pulumi.Output.from_input(args.cluster.kms_key_arn).apply(lambda arn: as_json(ebs_csi_key_policy(arn))),
+                opts=self.child(),
+            )
+        ebs = [aws.eks.AddonPodIdentityAssociationArgs(role_arn=ebs_role.arn, service_account=names.EBS_CSI_SA[1])]
         for addon in WORKLOAD_ADDONS:
             _addon(self, name, args.cluster_name, args.cluster, addon, pod_identity=ebs if addon == "aws-ebs-csi-driver" else None)
         if args.efs:
-            efs = self._csi_identity(name, args, "efs", "AmazonEFSCSIDriverPolicy")
+            efs_role = pod_identity_role(
+                self,
+                f"{name}-efs-csi",
+                args.cluster,
+                names.EFS_CSI_SA,
+                f"arn:{partition}:iam::aws:policy/service-role/AmazonEFSCSIDriverPolicy",
+            )
+            efs = [aws.eks.AddonPodIdentityAssociationArgs(role_arn=efs_role.arn, service_account=names.EFS_CSI_SA[1])]
             _addon(self, name, args.cluster_name, args.cluster, "aws-efs-csi-driver", pod_identity=efs)
         self.register_outputs({})
-
-    def _csi_identity(self, name: str, args: AddonsArgs, driver: str, policy: str) -> list[aws.eks.AddonPodIdentityAssociationArgs]:
-        """An IAM role for a CSI driver's controller, bound to its service account by pod identity."""
-        role = aws.iam.Role(
-            f"{name}-{driver}-csi",
-            assume_role_policy=_assume("pods.eks.amazonaws.com", ("sts:AssumeRole", "sts:TagSession")),
-            tags=named(args.cluster.tags, f"{args.cluster.name}-{driver}-csi"),
-            opts=self.child(),
-        )
-        aws.iam.RolePolicyAttachment(
-            f"{name}-{driver}-csi", role=role.name, policy_arn=f"arn:aws:iam::aws:policy/service-role/{policy}", opts=self.child()
-        )
-        return [aws.eks.AddonPodIdentityAssociationArgs(role_arn=role.arn, service_account=f"{driver}-csi-controller-sa")]

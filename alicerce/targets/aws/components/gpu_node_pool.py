@@ -1,12 +1,16 @@
 """A managed node group of an AWS site (GPU or CPU), with the launch template details that matter:
 IMDSv2, encrypted root volume, the EKS NVIDIA AL2023 AMI, EFA interfaces in AWS's recommended
-layout, instance-store NVMe as RAID0 through nodeadm, placement group, one zone for EFA."""
+layout, instance-store NVMe as RAID0 through nodeadm, placement group, one zone for EFA, Capacity
+Blocks and reservations targeted from the launch template, a roll-out that fits reserved capacity,
+and the Auto Scaling group tags cluster-autoscaler needs to scale a pool up from zero."""
 
 from __future__ import annotations
 
 import base64
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -15,10 +19,19 @@ from alicerce.catalog.models import InstanceType
 from alicerce.emit.kube.operators import gpu_config_labels
 from alicerce.emit.pulumi.component import Component, named
 from alicerce.resolve.model import ResolvedPool
+from alicerce.spec.models import ExistingPlacementGroup
 
 GIB = 2**30
 CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "spot": "SPOT", "capacity-reservation": "ON_DEMAND", "capacity-block": "CAPACITY_BLOCK"}
 TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+RESERVED = ("capacity-reservation", "capacity-block")
+# cluster-autoscaler's AWS provider treats nodes with this label as GPU nodes (GPULabel in
+# cloudprovider/aws/aws_cloud_provider.go @ cluster-autoscaler-1.35.0): a new node whose GPUs the
+# device plugin has not advertised yet counts as not ready instead of triggering another scale-up.
+GPU_NODE_LABEL = "k8s.amazonaws.com/accelerator"
+# Node-template tags cluster-autoscaler reads from the Auto Scaling group to build a node for a group at
+# zero (cloudprovider/aws/README.md "Auto-Discovery Setup" and aws_manager.go buildNodeFromTemplate).
+TEMPLATE_TAG = "k8s.io/cluster-autoscaler/node-template"
 
 # AL2023 nodeadm: assemble every instance-store NVMe device into one RAID0 array that backs
 # kubelet and containerd state (images, emptyDir). A MIME part EKS merges with its own NodeConfig.
@@ -64,12 +77,14 @@ def efa_interface_layout(instance: InstanceType, efa_count: int) -> tuple[Interf
 class NodeGroupSettings:
     node_group_name: str
     instance_type: str
+    instance_types: tuple[str, ...]  # every type the group may launch, the template's first (Spot diversification)
     ami_type: str
     capacity_type: str
     capacity_reservation_id: str | None
     capacity_block: bool
     interfaces: tuple[Interface, ...]
     placement_group: bool
+    existing_placement_group: str | None  # a group that exists already (the one a reservation lives in)
     zone: str | None  # one zone (EFA pools, pinned pools); None: every zone of the site
     raid0: bool
     root_volume_gib: int
@@ -78,6 +93,16 @@ class NodeGroupSettings:
     desired_size: int
     labels: dict[str, str]
     taints: tuple[tuple[str, str, str], ...]  # key, value, EKS effect
+    update_strategy: str  # DEFAULT (surge first) or MINIMAL (terminate first)
+    max_unavailable: int | None
+    max_unavailable_percentage: int | None
+    autoscaler_tags: dict[str, str]  # Auto Scaling group tags for scaling up from zero
+
+    @property
+    def instance_type_in_template(self) -> bool:
+        """Capacity Blocks need the instance type in the launch template and none in the node group
+        (EKS user guide, "Create a managed node group with Capacity Blocks for ML")."""
+        return self.capacity_block
 
 
 def node_group_settings(cluster_name: str, pool: ResolvedPool) -> NodeGroupSettings:
@@ -86,24 +111,59 @@ def node_group_settings(cluster_name: str, pool: ResolvedPool) -> NodeGroupSetti
     instance = pool.instance
     assert aws_pool is not None and instance is not None, f"pool {pool.name} is not an AWS pool"
     scaling = pool.spec.scaling
+    labels = {**pool.labels, **gpu_config_labels(pool)}
+    if pool.gpu is not None:
+        labels[GPU_NODE_LABEL] = pool.gpu.id
+    labels = dict(sorted(labels.items()))
+    taints = tuple((t.key, t.value, TAINT_EFFECTS[t.effect]) for t in pool.spec.taints)
+    reserved = aws_pool.capacity_type in RESERVED
+    update = aws_pool.update
+    # reserved capacity has no spare instances to surge into: terminate first (and Capacity Blocks also need
+    # desired 0 before a version update; see README, "Upgrading Capacity Block pools")
+    strategy = update.strategy or ("minimal" if reserved else "default")
+    existing = aws_pool.placement_group.name if isinstance(aws_pool.placement_group, ExistingPlacementGroup) else None
     return NodeGroupSettings(
         node_group_name=f"{cluster_name}-{pool.name}",
         instance_type=instance.type,
+        instance_types=(instance.type, *(t for t in aws_pool.additional_instance_types if t != instance.type)),
         ami_type="AL2023_x86_64_NVIDIA" if instance.gpus else "AL2023_x86_64_STANDARD",
         capacity_type=CAPACITY_TYPES[aws_pool.capacity_type],
         capacity_reservation_id=aws_pool.capacity_reservation_id,
         capacity_block=aws_pool.capacity_type == "capacity-block",
         interfaces=efa_interface_layout(instance, pool.efa_interfaces),
         placement_group=pool.placement_group,
+        existing_placement_group=existing,
         zone=pool.zone,
         raid0=instance.localNvme is not None,
         root_volume_gib=max(20, -(-aws_pool.root_volume // GIB)),
         min_size=scaling.min,
         max_size=max(scaling.max, 1),
         desired_size=scaling.desired if scaling.desired is not None else scaling.min,
-        labels=dict(sorted({**pool.labels, **gpu_config_labels(pool)}.items())),
-        taints=tuple((t.key, t.value, TAINT_EFFECTS[t.effect]) for t in pool.spec.taints),
+        labels=labels,
+        taints=taints,
+        update_strategy=strategy.upper(),
+        max_unavailable=None if update.max_unavailable_percentage is not None else (update.max_unavailable or 1),
+        max_unavailable_percentage=update.max_unavailable_percentage,
+        autoscaler_tags=autoscaler_template_tags(pool, labels, pool.spec.taints),
     )
+
+
+def autoscaler_template_tags(pool: ResolvedPool, labels: dict[str, str], taints: Sequence[Any]) -> dict[str, str]:
+    """The node-template tags of a pool's Auto Scaling group: what a node of the pool offers and carries.
+
+    EKS copies no node-group tag to the Auto Scaling group (EKS user guide, "Create a managed node
+    group": tags are not propagated), so these go on the group itself. Resources: the pool's GPU units
+    as the device plugin advertises them (time-sliced replicas, MIG instances) and its EFA interfaces
+    (cluster-autoscaler derives neither: it knows only the physical GPU count of an instance type).
+    """
+    tags = {f"{TEMPLATE_TAG}/label/{k}": v for k, v in labels.items()}
+    for taint in taints:
+        tags[f"{TEMPLATE_TAG}/taint/{taint.key}"] = f"{taint.value}:{taint.effect}"
+    if pool.gpu_units is not None:
+        tags |= {f"{TEMPLATE_TAG}/resources/{r}": str(n) for r, n in pool.gpu_units.resources.items()}
+    if pool.rdma is not None and pool.efa_interfaces:
+        tags[f"{TEMPLATE_TAG}/resources/{pool.rdma.resource}"] = str(pool.efa_interfaces)
+    return dict(sorted(tags.items()))
 
 
 @dataclass(frozen=True)
@@ -127,7 +187,10 @@ class GpuNodePool(Component):
         plan = args.settings
         tags = named(args.tags, plan.node_group_name, **{"alicerce.dev/pool": plan.labels.get("alicerce.dev/pool", "")})
         placement = None
-        if plan.placement_group:
+        if plan.existing_placement_group is not None:
+            # the reservation was created in this group (EC2 user guide, "Capacity Reservations in cluster placement groups")
+            placement = aws.ec2.LaunchTemplatePlacementArgs(group_name=plan.existing_placement_group)
+        elif plan.placement_group:
             pg = aws.ec2.PlacementGroup(f"{name}-placement", strategy="cluster", tags=tags, opts=self.child())
             placement = aws.ec2.LaunchTemplatePlacementArgs(group_name=pg.name)
 
@@ -185,6 +248,8 @@ class GpuNodePool(Component):
             placement=placement,
             capacity_reservation_specification=capacity,
             instance_market_options=market,
+            # Capacity Blocks: the template carries the instance type (and the node group lists none)
+            instance_type=plan.instance_type if plan.instance_type_in_template else None,
             user_data=base64.b64encode(RAID0_USER_DATA.encode()).decode() if plan.raid0 else None,
             tag_specifications=[
                 aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=tags)
@@ -203,11 +268,15 @@ class GpuNodePool(Component):
             subnet_ids=[args.subnet_ids[z] for z in zones],
             ami_type=plan.ami_type,
             capacity_type=plan.capacity_type,
-            instance_types=[plan.instance_type],
+            instance_types=None if plan.instance_type_in_template else list(plan.instance_types),
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
                 min_size=plan.min_size, max_size=plan.max_size, desired_size=plan.desired_size
             ),
-            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            update_config=aws.eks.NodeGroupUpdateConfigArgs(
+                max_unavailable=plan.max_unavailable,
+                max_unavailable_percentage=plan.max_unavailable_percentage,
+                update_strategy=plan.update_strategy,
+            ),
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(id=lt.id, version=lt.latest_version.apply(str)),
             labels=plan.labels,
             taints=[aws.eks.NodeGroupTaintArgs(key=k, value=v, effect=e) for k, v, e in plan.taints],
@@ -217,4 +286,13 @@ class GpuNodePool(Component):
             opts=self.child(ignore_changes=["scalingConfig.desiredSize"]),
         )
         self.node_group_name = ng.node_group_name
+        # EKS creates the group's Auto Scaling group; cluster-autoscaler reads these tags from it
+        asg = ng.resources.apply(lambda resources: resources[0].autoscaling_groups[0].name)  # type: ignore[index]
+        for key, value in plan.autoscaler_tags.items():
+            aws.autoscaling.Tag(
+                f"{name}-asg-{hashlib.sha256(key.encode()).hexdigest()[:10]}",  # stable when other tags come and go
+                autoscaling_group_name=asg,
+                tag=aws.autoscaling.TagTagArgs(key=key, value=value, propagate_at_launch=False),
+                opts=self.child(),
+            )
         self.register_outputs({"nodeGroupName": ng.node_group_name, "launchTemplateId": lt.id})

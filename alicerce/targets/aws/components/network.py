@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ipaddress
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -14,9 +13,29 @@ import pulumi_aws as aws
 from alicerce.emit.pulumi.component import Component, log_retention_days, named
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.spec.models import AwsSite
+from alicerce.targets.aws import resolve as names
+from alicerce.targets.aws.components.policies import as_json, flow_logs_policy, service_trust
 
-# Interface endpoints nodes need to pull images and get credentials without NAT.
-INTERFACE_ENDPOINTS = ("ecr.api", "ecr.dkr", "sts")
+# Interface endpoints, so that what runs in the private subnets reaches AWS without NAT (EKS user guide,
+# "Deploy private clusters with limited internet access", endpoint table): ec2 (VPC CNI, nodes), ecr.api
+# and ecr.dkr (images), sts (IRSA), logs, eks-auth ("required for EKS Pod Identity in private clusters"),
+# eks (cluster-autoscaler's DescribeNodegroup, its README), autoscaling (cluster-autoscaler),
+# elasticloadbalancing (the load balancer controller), ssm, ssmmessages and ec2messages (Session Manager
+# on the nodes, whose role carries AmazonSSMManagedInstanceCore).
+INTERFACE_ENDPOINTS = (
+    "autoscaling",
+    "ec2",
+    "ec2messages",
+    "ecr.api",
+    "ecr.dkr",
+    "eks",
+    "eks-auth",
+    "elasticloadbalancing",
+    "logs",
+    "ssm",
+    "ssmmessages",
+    "sts",
+)
 
 
 @dataclass(frozen=True)
@@ -28,17 +47,21 @@ class NetworkArgs:
     nat_per_zone: bool  # production: one NAT per zone, so a zone outage does not cut the others off
     flow_log_retention_days: int
     tags: Mapping[str, str]
+    flow_log_group: str = ""
+    kms_key_arn: pulumi.Input[str] | None = None  # encrypts the flow-log group
 
     @classmethod
-    def from_resolved(cls, rp: ResolvedPlatform, site: AwsSite) -> NetworkArgs:
+    def from_resolved(cls, rp: ResolvedPlatform, site: AwsSite, kms_key_arn: pulumi.Input[str] | None = None) -> NetworkArgs:
         return cls(
-            name=f"{rp.name}-{rp.environment}-{site.name}",
+            name=names.site_name(rp, site),
             region=site.region,
             cidr=str(site.vpc_cidr),
             zones=tuple(site.zones),
             nat_per_zone=rp.tier == "production",
             flow_log_retention_days=log_retention_days(rp.spec.security.audit.retention),
             tags=rp.tags,
+            flow_log_group=names.flow_log_group(rp, site),
+            kms_key_arn=kms_key_arn,
         )
 
 
@@ -174,39 +197,22 @@ class Network(Component):
 
         log_group = aws.cloudwatch.LogGroup(
             f"{name}-flow-logs",
-            name=f"/alicerce/{args.name}/vpc-flow-logs",
+            name=args.flow_log_group,
             retention_in_days=args.flow_log_retention_days,
+            kms_key_id=args.kms_key_arn,
             tags=named(tags, f"{args.name}-flow-logs"),
             opts=self.child(),
         )
         role = aws.iam.Role(
             f"{name}-flow-logs",
-            assume_role_policy=json.dumps(
-                {
-                    "Version": "2012-10-17",
-                    "Statement": [{"Effect": "Allow", "Principal": {"Service": "vpc-flow-logs.amazonaws.com"}, "Action": "sts:AssumeRole"}],
-                }
-            ),
+            assume_role_policy=as_json(service_trust("vpc-flow-logs.amazonaws.com")),
             tags=named(tags, f"{args.name}-flow-logs"),
             opts=self.child(),
         )
         aws.iam.RolePolicy(
             f"{name}-flow-logs",
             role=role.id,
-            policy=log_group.arn.apply(
-                lambda arn: json.dumps(
-                    {
-                        "Version": "2012-10-17",
-                        "Statement": [
-                            {
-                                "Effect": "Allow",
-                                "Action": ["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
-                                "Resource": f"{arn}:*",
-                            }
-                        ],
-                    }
-                )
-            ),
+            policy=log_group.arn.apply(lambda arn: as_json(flow_logs_policy(arn))),
             opts=self.child(),
         )
         aws.ec2.FlowLog(
@@ -221,4 +227,5 @@ class Network(Component):
             opts=self.child(),
         )
         self.vpc_id = vpc.id
+        self.vpc_name = args.name
         self.register_outputs({"vpcId": vpc.id, "privateSubnetIds": self.private_subnet_ids, "publicSubnetIds": self.public_subnet_ids})

@@ -1,7 +1,9 @@
 """Storage tiers of an AWS site: FSx for Lustre (parallel-fs), S3 (object), EFS (shared-nfs).
 
 Sizes come from the resolved FSx configuration (capacity and per-unit throughput decided once, in resolve);
-everything is encrypted with the platform key; file systems are reachable only from the nodes.
+everything is encrypted with the platform key; file systems are reachable only from the nodes. FSx keeps
+automatic backups for the tier's retention where FSx can back it up, and logs import/export warnings and
+errors to an encrypted /aws/fsx log group.
 """
 
 from __future__ import annotations
@@ -15,13 +17,20 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from alicerce.emit.pulumi.component import Component, named
+from alicerce.emit.pulumi.component import Component, log_retention_days, named
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.spec.models import AwsSite, ObjectTier, ParallelFsTier, SharedNfsTier
+from alicerce.targets.aws import resolve as names
 
-# Lustre clients reach the file servers on TCP 988 and 1018-1023 (FSx for Lustre user guide, "File system access control with Amazon VPC").
+# Lustre clients reach the file servers on TCP 988 and 1018-1023, and the servers each other on the same
+# ports (FSx for Lustre user guide, "File system access control with Amazon VPC"; terraform-aws-fsx lustre
+# module's self_988 / self_1018_1023 ingress and egress rules).
 LUSTRE_PORTS = ((988, 988), (1018, 1023))
 NFS_PORT = 2049
+# FSx keeps automatic backups for at most 90 days (FSx API, CreateFileSystemLustreConfiguration).
+FSX_MAX_BACKUP_DAYS = 90
+# FSx logs to CloudWatch: data repository import/export warnings and errors (FSx for Lustre user guide, "Logging").
+FSX_LOG_LEVEL = "WARN_ERROR"
 
 
 @dataclass(frozen=True)
@@ -33,6 +42,11 @@ class FsxTier:
     per_unit_throughput: int | None
     zone: str
     source_bucket: str | None  # object tier linked as data repository
+    backup_days: int = 0  # automatic backups (0: none); only persistent, unlinked file systems keep them
+
+    @property
+    def persistent(self) -> bool:
+        return self.deployment_type.startswith("PERSISTENT")
 
 
 @dataclass(frozen=True)
@@ -55,40 +69,38 @@ class StorageLayout:
     fsx: tuple[FsxTier, ...]
     buckets: tuple[BucketTier, ...]
     efs: tuple[EfsTier, ...]
+    fsx_log_group: str = ""
+    log_retention_days: int = 365
 
 
-def fsx_zone(rp: ResolvedPlatform, site: AwsSite) -> str:
-    """FSx for Lustre lives in one zone: the zone of the site's EFA (training) pools, else its first."""
-    pinned = [p.zone for p in rp.pools if p.site.name == site.name and p.zone and p.efa_interfaces]
-    pinned = pinned or [p.zone for p in rp.pools if p.site.name == site.name and p.zone]
-    return pinned[0] if pinned else site.zones[0]
-
-
-def bucket_name(rp: ResolvedPlatform, site: AwsSite, tier: str) -> str:
-    return f"{rp.name}-{rp.environment}-{tier}-{site.account}"
+def backup_days(tier: ParallelFsTier, deployment_type: str) -> int:
+    """Days of automatic backups: the tier's retention, where FSx keeps backups at all (persistent file
+    systems not linked to S3: FSx for Lustre user guide, "Working with backups"); rule AL292 reports the rest."""
+    if tier.retention is None or not deployment_type.startswith("PERSISTENT") or tier.source is not None:
+        return 0
+    return min(FSX_MAX_BACKUP_DAYS, max(1, math.ceil(tier.retention / 86400)))
 
 
 def storage_layout(rp: ResolvedPlatform, site: AwsSite) -> StorageLayout:
     fsx: list[FsxTier] = []
     buckets: list[BucketTier] = []
     efs: list[EfsTier] = []
-    names: dict[str, str] = {}
+    buckets_by_tier: dict[str, str] = {}
     for tier in rp.storage:
         impl = tier.implementations.get(site.name)
         spec = tier.spec
         if impl == "s3" and isinstance(spec, ObjectTier):
-            existing = spec.aws.bucket if spec.aws else None
-            name = existing or bucket_name(rp, site, tier.name)
-            names[tier.name] = name
+            name, create = names.tier_bucket(rp, site, tier)
+            buckets_by_tier[tier.name] = name
             expire = math.ceil(spec.retention / 86400) if spec.retention else None
-            buckets.append(BucketTier(tier.name, name, existing is None, spec.aws.versioning if spec.aws else True, expire))
+            buckets.append(BucketTier(tier.name, name, create, spec.aws.versioning if spec.aws else True, expire))
         elif impl == "efs" and isinstance(spec, SharedNfsTier):
             efs.append(EfsTier(tier.name, spec.aws.throughput_mode if spec.aws else "elastic"))
     for tier in rp.storage:
         spec = tier.spec
         if tier.implementations.get(site.name) == "fsx-lustre" and tier.fsx is not None and isinstance(spec, ParallelFsTier):
             plan = tier.fsx
-            source = names.get(spec.source) if spec.source else None
+            source = buckets_by_tier.get(spec.source) if spec.source else None
             fsx.append(
                 FsxTier(
                     tier.name,
@@ -96,11 +108,18 @@ def storage_layout(rp: ResolvedPlatform, site: AwsSite) -> StorageLayout:
                     plan.storage_type,
                     plan.capacity_gib,
                     plan.per_unit_throughput,
-                    fsx_zone(rp, site),
+                    names.fsx_zone(rp, site, tier),
                     source,
+                    backup_days(spec, plan.deployment_type),
                 )
             )
-    return StorageLayout(tuple(fsx), tuple(buckets), tuple(efs))
+    return StorageLayout(
+        tuple(fsx),
+        tuple(buckets),
+        tuple(efs),
+        names.fsx_log_group(rp, site),
+        log_retention_days(rp.spec.security.audit.retention),
+    )
 
 
 @dataclass(frozen=True)
@@ -128,8 +147,16 @@ class Storage(Component):
             self.endpoints[bucket.name] = pulumi.Output.from_input(f"s3://{bucket.bucket}")
         if args.layout.fsx:
             sg = self._security_group(f"{name}-lustre", args, "FSx for Lustre: Lustre from the nodes only", LUSTRE_PORTS, self_ports=True)
+            logs = aws.cloudwatch.LogGroup(
+                f"{name}-fsx-logs",
+                name=args.layout.fsx_log_group,
+                retention_in_days=args.layout.log_retention_days,
+                kms_key_id=args.kms_key_arn,
+                tags=named(args.tags, f"{args.name}-fsx"),
+                opts=self.child(),
+            )
             for fsx in args.layout.fsx:
-                self.endpoints[fsx.name] = self._lustre(name, args, fsx, sg)
+                self.endpoints[fsx.name] = self._lustre(name, args, fsx, sg, logs)
         if args.layout.efs:
             sg = self._security_group(f"{name}-efs", args, "EFS: NFS from the nodes only", ((NFS_PORT, NFS_PORT),), self_ports=False)
             for tier in args.layout.efs:
@@ -146,6 +173,18 @@ class Storage(Component):
             sources = [("nodes", args.node_security_group_id)]
             if self_ports:  # Lustre file servers also talk to each other on these ports
                 sources.append(("self", sg.id))
+                # the provider removes a new group's allow-all egress, so the servers' own traffic needs its rule too
+                aws.vpc.SecurityGroupEgressRule(
+                    f"{name}-{low}-{high}-self-egress",
+                    security_group_id=sg.id,
+                    referenced_security_group_id=sg.id,
+                    ip_protocol="tcp",
+                    from_port=low,
+                    to_port=high,
+                    description=f"TCP {low}-{high} to the file servers themselves",
+                    tags=named(args.tags, f"{args.name}-{name}-{low}-self-egress"),
+                    opts=self.child(),
+                )
             for label, source in sources:
                 aws.vpc.SecurityGroupIngressRule(
                     f"{name}-{low}-{high}-{label}",
@@ -169,8 +208,10 @@ class Storage(Component):
         )
         return sg
 
-    def _lustre(self, name: str, args: StorageArgs, tier: FsxTier, sg: aws.ec2.SecurityGroup) -> pulumi.Output[str]:
-        persistent = tier.deployment_type.startswith("PERSISTENT")
+    def _lustre(
+        self, name: str, args: StorageArgs, tier: FsxTier, sg: aws.ec2.SecurityGroup, logs: aws.cloudwatch.LogGroup
+    ) -> pulumi.Output[str]:
+        persistent = tier.persistent
         tags = named(args.tags, f"{args.name}-{tier.name}", **{"alicerce.dev/storage-tier": tier.name})
         dra = tier.deployment_type == "PERSISTENT_2"
         source = f"s3://{tier.source_bucket}" if tier.source_bucket else None
@@ -185,7 +226,10 @@ class Storage(Component):
             kms_key_id=args.kms_key_arn if persistent else None,  # scratch file systems take no customer key
             file_system_type_version="2.15",
             data_compression_type="LZ4",
-            copy_tags_to_backups=persistent,
+            # backups only where FSx keeps them (persistent, not linked to S3); tags copied only to backups that exist
+            automatic_backup_retention_days=tier.backup_days if persistent else None,
+            copy_tags_to_backups=True if tier.backup_days else None,
+            log_configuration=aws.fsx.LustreFileSystemLogConfigurationArgs(level=FSX_LOG_LEVEL, destination=logs.arn),
             metadata_configuration=aws.fsx.LustreFileSystemMetadataConfigurationArgs(mode="AUTOMATIC") if dra else None,
             import_path=source if source and not dra else None,
             auto_import_policy="NEW_CHANGED_DELETED" if source and not dra else None,
