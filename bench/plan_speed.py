@@ -1,7 +1,9 @@
-"""Benchmark: planning 200 workloads must take under 1 s (issue: workload-driven sizing).
+"""Benchmark: planning 200 workloads must take under 1 s (issues: workload-driven sizing; issue 15).
 
 Builds the reference platform with 200 synthetic workloads (a mix of training, fine-tuning,
-inference, batch inference and data prep) and times `plan_platform` over it, best of 5 runs.
+inference, batch inference and data prep; every other one growing 20% a quarter) and times
+`plan_platform` over it, best of 5 runs: placement over every eligible pool, the throughput model
+and the roofline, prices and the owned pools' TCO, showback, and the 8-quarter growth forecast.
 """
 
 from __future__ import annotations
@@ -32,7 +34,10 @@ KINDS = [
 def synthetic(count: int) -> str:
     spec = yaml.safe_load((ROOT / "platform.yaml").read_text())
     teams = [t["name"] for t in spec["tenancy"]["teams"]]
-    spec["workloads"] = [{"name": f"w{i:03d}", "team": teams[i % len(teams)], **KINDS[i % len(KINDS)]} for i in range(count)]
+    spec["workloads"] = [
+        {"name": f"w{i:03d}", "team": teams[i % len(teams)], **KINDS[i % len(KINDS)], **({"growth": {"perQuarter": 0.2}} if i % 2 else {})}
+        for i in range(count)
+    ]
     spec["monitoring"]["slos"] = []
     return yaml.safe_dump(spec, sort_keys=False)
 

@@ -14,7 +14,17 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from alicerce.catalog.models import Fsx, Gpu, InstanceType, Sizing, Versions
+from alicerce.catalog.models import (
+    Fsx,
+    Gpu,
+    InferenceCalibration,
+    InstanceType,
+    Prices,
+    Sizing,
+    Tco,
+    TrainingCalibration,
+    Versions,
+)
 
 _Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -43,6 +53,22 @@ class _SizingFile(Sizing):
     schemaVersion: int
 
 
+class _TrainingCalibrationFile(TrainingCalibration):
+    schemaVersion: int
+
+
+class _InferenceCalibrationFile(InferenceCalibration):
+    schemaVersion: int
+
+
+class _PricesFile(Prices):
+    schemaVersion: int
+
+
+class _TcoFile(Tco):
+    schemaVersion: int
+
+
 def _read(name: str) -> Any:
     text = resources.files("alicerce.catalog").joinpath("data", name).read_text("utf-8")
     return yaml.load(text, Loader=_Loader)
@@ -61,6 +87,26 @@ class Catalog:
     def sizing(self) -> Sizing:
         """Sizer assumptions, loaded on first use (validation never needs them)."""
         return _SizingFile.model_validate(_read("sizing.yaml"))
+
+    @functools.cached_property
+    def prices(self) -> Prices:
+        """Regional, Spot, Capacity Block and reservation pricing (plan only)."""
+        return _PricesFile.model_validate(_read("prices.yaml"))
+
+    @functools.cached_property
+    def tco(self) -> Tco:
+        """Cost factors of owned capacity (plan only)."""
+        return _TcoFile.model_validate(_read("tco.yaml"))
+
+    @functools.cached_property
+    def training_calibration(self) -> TrainingCalibration:
+        """Public training runs the throughput model is fitted to (tests and `--explain` only)."""
+        return _TrainingCalibrationFile.model_validate(_read("calibration-training.yaml"))
+
+    @functools.cached_property
+    def inference_calibration(self) -> InferenceCalibration:
+        """Published serving results the roofline is fitted to (tests only)."""
+        return _InferenceCalibrationFile.model_validate(_read("calibration-inference.yaml"))
 
     @functools.cached_property
     def _gpu_index(self) -> dict[str, Gpu]:

@@ -247,7 +247,7 @@ class Assumption(CatalogModel):
     source: str
 
 
-class TrainingMfu(CatalogModel):
+class ByArchitecture(CatalogModel):
     volta: Assumption
     ampere: Assumption
     ada: Assumption
@@ -255,9 +255,56 @@ class TrainingMfu(CatalogModel):
     blackwell: Assumption
 
 
-class Mfu(CatalogModel):
-    training: TrainingMfu
-    prefill: Assumption
+class PerGpuBatch(CatalogModel):
+    referenceTokens: Assumption
+    exponent: Assumption
+
+
+class Fp8Gain(CatalogModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    transformer_engine: Assumption = Field(alias="transformer-engine")
+    generic: Assumption
+
+
+class TrainingSizing(CatalogModel):
+    """Factors of the training-throughput model (alicerce/plan/throughput.py)."""
+
+    base: ByArchitecture
+    perGpuBatch: PerGpuBatch
+    fp8Gain: Fp8Gain
+    fp4OverFp8: Assumption
+    moeRouting: Assumption
+    expertsPerTokenDefault: Assumption
+    fullRecompute: Assumption
+    goodput: Assumption
+
+
+class PcieBandwidth(CatalogModel):
+    gen3: float
+    gen4: float
+    gen5: float
+    source: str
+
+    def per_direction(self, generation: int) -> float:
+        return {3: self.gen3, 4: self.gen4}.get(generation, self.gen5)
+
+
+class InferenceSizing(CatalogModel):
+    """Efficiencies of the inference roofline (alicerce/plan/roofline.py)."""
+
+    prefillEfficiency: Assumption
+    decodeComputeEfficiency: Assumption
+    decodeBandwidthEfficiency: Assumption
+    memoryFraction: Assumption
+    linkEfficiency: Assumption
+    stepOverheadSeconds: Assumption
+    allReduceLatencySeconds: Assumption
+    maxBatch: Assumption
+    tpotHeadroom: Assumption
+    kvHeadsDefault: Assumption
+    headDimDefault: Assumption
+    pcieGBpsPerDirection: PcieBandwidth
 
 
 class CheckpointBytes(CatalogModel):
@@ -282,8 +329,8 @@ class ActivationBytes(CatalogModel):
 class Sizing(CatalogModel):
     """Every assumption of the workload sizer, each with its source."""
 
-    mfu: Mfu
-    decodeBandwidthEfficiency: Assumption
+    training: TrainingSizing
+    inference: InferenceSizing
     bytesPerParameter: BytesPerParameter
     weightBytes: dict[str, float]
     qloraBaseBytes: Assumption
@@ -292,7 +339,6 @@ class Sizing(CatalogModel):
     trainingFlopsPerParameterToken: Assumption
     activationBytes: ActivationBytes
     hiddenPerLayer: Assumption
-    kvHeadFraction: Assumption
     memoryReserveFraction: Assumption
     tcpGbpsPerGpu: Assumption
     commOverlapFraction: Assumption
@@ -304,3 +350,192 @@ class Sizing(CatalogModel):
     dataPrepMBpsPerCore: Assumption
     hoursPerMonth: Assumption
     sources: dict[str, Citation]
+
+
+# --------------------------------------------------------------------------------------------
+# calibration data (public training runs and serving results the sizing models are fitted to)
+
+
+class Experts(CatalogModel):
+    total: int
+    perToken: int
+    moeLayers: int
+
+
+class TrainingMeasurement(CatalogModel):
+    gpuHours: float | None = None
+    tokens: float | None = None
+    tokensPerSecondPerGpu: float | None = None
+
+
+class TrainingRun(CatalogModel):
+    """One public training run or benchmark, with what was published about it."""
+
+    id: str
+    model: str
+    parameters: float
+    activeParameters: float | None = None
+    layers: int
+    hidden: int
+    attentionDim: int | None = None
+    experts: Experts | None = None
+    sequenceLength: int
+    gpu: str
+    gpus: int
+    gpusAssumed: bool = False
+    globalBatchTokens: float
+    globalBatchAssumed: bool = False
+    precision: Literal["bf16", "fp16", "fp8", "fp4", "unknown"]
+    fp8Recipe: Literal["transformer-engine", "generic"] | None = None
+    recompute: Literal["full"] | None = None
+    reporting: Literal["gpuHours", "throughput", "timeToTrain"]
+    measured: TrainingMeasurement
+    basis: str
+    role: Literal["fit", "holdout", "excluded"]
+    why: str | None = None
+    caveat: str | None = None
+    source: Source
+
+
+class CalibrationGpu(CatalogModel):
+    """A GPU that calibration runs used but node pools cannot (not in gpus.yaml)."""
+
+    id: str
+    architecture: Architecture
+    bf16Tflops: float
+    source: Source
+
+
+class TrainingCalibration(CatalogModel):
+    read: datetime.date
+    gpus: tuple[CalibrationGpu, ...] = ()
+    runs: tuple[TrainingRun, ...]
+
+
+class ServedModel(CatalogModel):
+    name: str
+    parameters: float
+    activeParameters: float | None = None
+    layers: int
+    hidden: int
+    kvHeads: int
+    headDim: int
+
+
+class ServingResult(CatalogModel):
+    model: str
+    gpu: str
+    tp: int
+    precision: Literal["bf16", "fp16", "fp8", "fp4"]
+    isl: int
+    osl: int
+    tokensPerSecond: float
+    batch: int | None = None  # a fixed batch (latency benchmark)
+    concurrency: int | None = None  # closed-loop clients
+    requestsPerSecond: float | None = None  # a fixed request rate
+    latencyMs: float | None = None
+    ttftMs: float | None = None
+    itlMs: float | None = None
+
+
+class ServingTable(CatalogModel):
+    id: str
+    engine: str
+    regime: Literal["max-throughput", "latency-bound"]
+    role: Literal["fit", "test"]
+    maxBatch: int
+    note: str | None = None
+    source: Source
+    rows: tuple[ServingResult, ...]
+
+
+class InferenceCalibration(CatalogModel):
+    read: datetime.date
+    models: dict[str, ServedModel]
+    tables: tuple[ServingTable, ...]
+
+
+# --------------------------------------------------------------------------------------------
+# prices beyond on-demand us-east-1, and the cost factors of owned capacity
+
+
+class RegionFactors(CatalogModel):
+    asOf: datetime.date
+    source: Source
+    note: str | None = None
+    families: dict[str, dict[str, float]]
+
+
+class SpotFractions(CatalogModel):
+    asOf: datetime.date
+    source: Source
+    families: dict[str, dict[str, float]]
+
+
+class CapacityBlockPrice(CatalogModel):
+    usdPerHour: float
+    regions: tuple[str, ...]
+
+
+class CapacityBlocks(CatalogModel):
+    asOf: datetime.date
+    source: Source
+    types: dict[str, CapacityBlockPrice]
+    minimumHours: int
+
+
+class DatedSource(CatalogModel):
+    asOf: datetime.date
+    source: Source
+
+
+class Prices(CatalogModel):
+    regionFactors: RegionFactors
+    spot: SpotFractions
+    capacityBlocks: CapacityBlocks
+    capacityReservations: DatedSource
+
+
+Trust = Literal["high", "medium", "low"]
+
+
+class TcoFactor(CatalogModel):
+    """One cost factor of owned capacity, with its date, trust and source."""
+
+    value: float
+    asOf: datetime.date
+    trust: Trust
+    source: Citation
+
+
+class TcoPrice(CatalogModel):
+    usd: float
+    asOf: datetime.date
+    trust: Trust
+    source: Citation
+
+
+class TcoPower(CatalogModel):
+    kw: float
+    asOf: datetime.date
+    trust: Trust
+    source: Citation
+
+
+class Tco(CatalogModel):
+    server: dict[str, TcoPrice]
+    fabricPerNode: TcoPrice
+    nodePowerKw: dict[str, TcoPower]
+    hostPowerKw: TcoPower
+    loadFraction: TcoFactor
+    idleFraction: TcoFactor
+    lifeYears: TcoFactor
+    pue: TcoFactor
+    electricityUsdPerKwh: TcoFactor
+    colocationUsdPerKwMonth: TcoFactor
+    kwPerRack: TcoFactor
+    supportFractionPerYear: TcoFactor
+    nodesPerFte: TcoFactor
+    usdPerFteYear: TcoFactor
+    storageUsdPerTb: TcoFactor
+    licenceUsdPerGpuYear: TcoFactor

@@ -5,14 +5,28 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from alicerce.plan.platform import SizingPlan
 
+UTILISATION_STEPS = 20
+
+
+def _save(figure: Any, out: Path, name: str, written: list[Path]) -> None:
+    import matplotlib.pyplot as plt
+
+    figure.tight_layout()
+    for suffix, metadata in (("png", {"Software": None}), ("svg", {"Date": None, "Creator": None})):
+        path = out / f"{name}.{suffix}"
+        figure.savefig(path, format=suffix, metadata=metadata)
+        written.append(path)
+    plt.close(figure)
+
 
 def write_charts(plan: SizingPlan, by_environment: Sequence[SizingPlan], out: Path) -> list[Path]:
-    """GPU-hours by team, pool utilisation forecast, and monthly cost by environment."""
+    """GPU-hours by team, pool utilisation, monthly cost by environment (what can run, owned pools at
+    their TCO), own-vs-rent cost per GPU-hour against utilisation, and the growth forecast's cost."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -24,29 +38,59 @@ def write_charts(plan: SizingPlan, by_environment: Sequence[SizingPlan], out: Pa
 
     hours: dict[str, float] = defaultdict(float)
     for w in plan.workloads:
-        hours[w.team] += w.gpu_hours or 0.0
+        if w.runnable and w.pool is not None:
+            hours[w.team] += w.gpu_hours or 0.0
     teams = sorted(hours)
     pools = [p for p in plan.pools if p.utilization is not None]
     costs = {p.environment: p.monthly_cost_usd for p in by_environment}
 
-    charts = [
+    bars = [
         ("gpu-hours-by-team", f"GPU-hours by team ({plan.environment})", teams, [hours[t] for t in teams], "GPU-hours"),
         ("pool-utilization", f"Forecast GPU utilisation by pool ({plan.environment})", [p.name for p in pools],
          [100 * (p.utilization or 0.0) for p in pools], "% of GPU-hours at max size"),
-        ("cost-by-environment", "Forecast monthly cost by environment (on-demand)", sorted(costs),
+        ("cost-by-environment", "Monthly cost by environment (rented pools, owned TCO, storage)", sorted(costs),
          [costs[e] for e in sorted(costs)], "USD per month"),
     ]  # fmt: skip
-    for name, title, labels, values, unit in charts:
+    for name, title, labels, values, unit in bars:
         figure, axes = plt.subplots(figsize=(7, 3.5))
-        bars = axes.bar(labels, values, color="#3b6ea5")
-        axes.bar_label(bars, labels=[f"{v:,.0f}" for v in values], fontsize=8)
+        drawn = axes.bar(labels, values, color="#3b6ea5")
+        axes.bar_label(drawn, labels=[f"{v:,.0f}" for v in values], fontsize=8)
         axes.set_title(title)
         axes.set_ylabel(unit)
         axes.spines[["top", "right"]].set_visible(False)
-        figure.tight_layout()
-        for suffix, metadata in (("png", {"Software": None}), ("svg", {"Date": None, "Creator": None})):
-            path = out / f"{name}.{suffix}"
-            figure.savefig(path, format=suffix, metadata=metadata)
-            written.append(path)
-        plt.close(figure)
+        _save(figure, out, name, written)
+
+    # own vs rent: what a used GPU-hour costs on each owned pool as utilisation varies, against renting
+    figure, axes = plt.subplots(figsize=(7, 3.5))
+    utilisation = [(i + 1) / UTILISATION_STEPS for i in range(UTILISATION_STEPS)]
+    for option in plan.own_vs_rent:
+        owned = [option.owned.usd_per_gpu_hour(u) or 0.0 for u in utilisation]
+        axes.plot([100 * u for u in utilisation], owned, label=f"{option.pool} (owned)")
+        if option.rental_usd_per_gpu_hour is not None:
+            axes.axhline(option.rental_usd_per_gpu_hour, linestyle="--", color="#888888",
+                         label=f"{option.rental} on-demand ({option.rental_region})")  # fmt: skip
+        if option.break_even_utilization is not None:
+            axes.axvline(100 * option.break_even_utilization, linestyle=":", color="#c44e52",
+                         label=f"break-even {option.break_even_utilization:.0%}")  # fmt: skip
+        axes.plot([100 * option.owned.utilization], [option.owned.usd_per_gpu_hour() or 0.0], "o", color="#c44e52")
+    axes.set_title(f"Own or rent: USD per used GPU-hour ({plan.environment})")
+    axes.set_xlabel("utilisation of the owned pool (%)")
+    axes.set_ylabel("USD per GPU-hour")
+    axes.set_ylim(bottom=0, top=max([o.rental_usd_per_gpu_hour or 0.0 for o in plan.own_vs_rent] + [1.0]) * 3)
+    axes.spines[["top", "right"]].set_visible(False)
+    if plan.own_vs_rent:
+        axes.legend(fontsize=7, frameon=False)
+    _save(figure, out, "own-vs-rent", written)
+
+    # growth: the month's cost at each quarter of the forecast
+    figure, axes = plt.subplots(figsize=(7, 3.5))
+    quarters = list(range(len(plan.forecast.monthly_usd))) if plan.forecast else []
+    values = list(plan.forecast.monthly_usd) if plan.forecast else []
+    axes.plot(quarters, values, marker="o", color="#3b6ea5")
+    axes.set_title(f"Forecast monthly cost of the pools by quarter ({plan.environment})")
+    axes.set_xlabel("quarters from now")
+    axes.set_ylabel("USD per month")
+    axes.set_ylim(bottom=0)
+    axes.spines[["top", "right"]].set_visible(False)
+    _save(figure, out, "forecast-cost", written)
     return written

@@ -1,74 +1,33 @@
-"""The platform-level plan: workloads placed on pools, pools and tiers sized, findings with numbers.
+"""The platform-level plan: workloads placed on pools, pools and tiers sized and costed, findings with numbers.
 
 Pure: reads a ResolvedPlatform and the catalog, returns a SizingPlan. Findings compare what the
-workloads need with what the spec declares, in the words a capacity review would use.
+workloads need with what the spec declares, in the words a capacity review would use, each under a
+stable check id (alicerce/plan/findings.py). Costs cover only what can run: a workload the plan
+cannot size is reported and left out of every total.
 """
 
 from __future__ import annotations
 
+import datetime
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from alicerce.catalog import Catalog, load_catalog
 from alicerce.catalog.fsx import GIB as FSX_GIB
 from alicerce.catalog.fsx import choose_fsx
 from alicerce.catalog.models import Gpu
-from alicerce.plan.sizing import NODE_GPUS, Placement, WorkloadPlan, plan_workload
+from alicerce.plan.figures import Factor, rounded
+from alicerce.plan.findings import PlanFinding, apply_waivers
+from alicerce.plan.growth import Forecast, busy_gpu_hours, forecast, pool_units
+from alicerce.plan.placement import Choice, choose
+from alicerce.plan.pools import PoolPlan
+from alicerce.plan.pricing import HOURS_PER_MONTH, NodePrice, cheapest_rental, monthly_node_cost, node_price
+from alicerce.plan.sizing import WorkloadPlan
+from alicerce.plan.tco import OwnedPoolCost, SiteExtras, owned_pool_cost, site_extras
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
-from alicerce.spec.models import ParallelFsTier, Workload
-
-# which pool purposes may run which workload kind, in order of preference
-PURPOSES = {
-    "training": ("training",),
-    "fine-tuning": ("fine-tuning", "training"),
-    "inference": ("inference",),
-    "batch-inference": ("batch-inference", "inference"),
-    "data-prep": ("data-prep",),
-}
-
-
-@dataclass(frozen=True)
-class Finding:
-    severity: str  # error | warning | info
-    subject: str
-    message: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"severity": self.severity, "subject": self.subject, "message": self.message}
-
-
-@dataclass(frozen=True)
-class PoolPlan:
-    name: str
-    site: str
-    accelerator: str | None
-    gpus_per_node: int
-    gpu_units: int  # schedulable GPU units at max size (whole GPUs, time-sliced replicas or MIG instances)
-    declared_min: int
-    declared_max: int
-    recommended_min: int
-    recommended_max: int
-    peak_gpus: int
-    gpu_hours_per_month: float
-    utilization: float | None  # forecast busy share of the pool at max size, capped at 1
-    demand_ratio: float | None  # GPU-hours wanted / GPU-hours the pool can give (over 1: undersized)
-    monthly_cost_usd: float | None
-    workloads: tuple[str, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name, "site": self.site, "accelerator": self.accelerator, "gpus_per_node": self.gpus_per_node,
-            "gpu_units": self.gpu_units,
-            "declared": {"min": self.declared_min, "max": self.declared_max},
-            "recommended": {"min": self.recommended_min, "max": self.recommended_max},
-            "peak_gpus": self.peak_gpus, "gpu_hours_per_month": round(self.gpu_hours_per_month, 1),
-            "utilization": None if self.utilization is None else round(self.utilization, 3),
-            "demand_ratio": None if self.demand_ratio is None else round(self.demand_ratio, 3),
-            "monthly_cost_usd": None if self.monthly_cost_usd is None else round(self.monthly_cost_usd, 2),
-            "workloads": list(self.workloads),
-        }  # fmt: skip
+from alicerce.spec.models import ParallelFsTier
 
 
 @dataclass(frozen=True)
@@ -90,108 +49,263 @@ class TierPlan:
 
 
 @dataclass(frozen=True)
+class OwnVsRent:
+    """Is an owned pool cheaper than renting the same GPUs, and from which utilisation and quarter."""
+
+    pool: str
+    gpu: str
+    owned: OwnedPoolCost
+    rental: str | None  # instance type
+    rental_region: str
+    rental_usd_per_gpu_hour: float | None
+    rental_factors: tuple[Factor, ...]
+    break_even_utilization: float | None
+    cheaper_from_quarter: int | None  # first forecast quarter at or above break-even (0: today)
+
+    @property
+    def owned_usd_per_gpu_hour(self) -> float | None:
+        return self.owned.usd_per_gpu_hour()
+
+    def verdict(self) -> str:
+        u = self.owned.utilization
+        if self.rental_usd_per_gpu_hour is None:
+            return f"no rental price for {self.gpu} in {self.rental_region}"
+        if self.break_even_utilization is None:
+            return "renting is cheaper at any utilisation"
+        cheaper = "owning is cheaper" if u >= self.break_even_utilization else "renting is cheaper"
+        when = ""
+        if u < self.break_even_utilization:
+            when = (
+                f"; owning wins from quarter {self.cheaper_from_quarter} of the forecast"
+                if self.cheaper_from_quarter is not None
+                else "; the forecast never reaches it"
+            )
+        return f"{cheaper} at {u:.0%} utilisation (break-even {self.break_even_utilization:.0%}){when}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pool": self.pool, "gpu": self.gpu, "owned": self.owned.to_json(),
+            "rental": {"instance": self.rental, "region": self.rental_region, "usd_per_gpu_hour": rounded(self.rental_usd_per_gpu_hour),
+                       "factors": [f.to_json() for f in self.rental_factors]},
+            "break_even_utilization": rounded(self.break_even_utilization), "cheaper_from_quarter": self.cheaper_from_quarter,
+            "verdict": self.verdict(),
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class UnitCost:
+    workload: str
+    team: str
+    pool: str | None
+    cost_per_run_usd: float | None  # training and fine-tuning
+    monthly_usd: float | None  # serving
+    usd_per_million_tokens: float | None  # serving, at peak load, input + output tokens
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: rounded(v) for k, v in self.__dict__.items()}
+
+
+@dataclass(frozen=True)
 class SizingPlan:
     environment: str
     workloads: tuple[WorkloadPlan, ...]
     pools: tuple[PoolPlan, ...]
     storage: tuple[TierPlan, ...]
-    findings: tuple[Finding, ...]
+    findings: tuple[PlanFinding, ...]
     monthly_cost_usd: float = 0.0
+    waived: tuple[PlanFinding, ...] = ()
+    placements: dict[str, str] = field(default_factory=dict)  # workload -> why its pool
+    unpriced: tuple[str, ...] = ()  # workloads left out of the totals (cannot run)
+    cost_breakdown: dict[str, float] = field(default_factory=dict)
+    showback: dict[str, float] = field(default_factory=dict)  # team -> USD per month
+    budgets: dict[str, float] = field(default_factory=dict)
+    own_vs_rent: tuple[OwnVsRent, ...] = ()
+    unit_costs: tuple[UnitCost, ...] = ()
+    sites: tuple[SiteExtras, ...] = ()
+    forecast: Forecast | None = None
     assumptions: dict[str, Any] = field(default_factory=dict)
 
     UNITS: ClassVar[dict[str, str]] = {
         "model_state_gib": "GiB", "memory_per_gpu_gib": "GiB", "gpu_hours": "GPU-hours (training: whole run; serving: per month)",
-        "wall_clock_days": "days", "cost_usd": "USD (training: whole run; serving: per month), on-demand",
+        "wall_clock_days": "days", "cost_usd": "USD (training: whole run; serving: per month), at the pool's price or owned TCO",
         "checkpoint_gib": "GiB", "checkpoint_write_gbps": "GB/s", "dataset_read_gbps": "GB/s",
-        "network_gbps_per_gpu": "Gbit/s", "tokens_per_second_per_replica": "output tokens/s",
+        "network_gbps_per_gpu": "Gbit/s", "tokens_per_second_per_replica": "output tokens/s", "mfu": "of dense BF16 peak",
     }  # fmt: skip
 
-    def to_json(self) -> dict[str, Any]:
-        return {
+    def to_json(self, explain: bool = False, tco: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "environment": self.environment,
             "units": self.UNITS,
-            "workloads": [w.to_json() for w in self.workloads],
-            "pools": [p.to_json() for p in self.pools],
+            "workloads": [w.to_json(explain) for w in self.workloads],
+            "placements": self.placements,
+            "pools": [p.to_json(explain) for p in self.pools],
             "storage": [t.to_json() for t in self.storage],
             "findings": [f.to_json() for f in self.findings],
+            "waived": [f.to_json() for f in self.waived],
             "monthly_cost_usd": round(self.monthly_cost_usd, 2),
+            "cost_breakdown": {k: round(v, 2) for k, v in self.cost_breakdown.items()},
+            "unpriced_workloads": list(self.unpriced),
         }
+        if tco:
+            out["tco"] = {
+                "own_vs_rent": [o.to_json() for o in self.own_vs_rent],
+                "unit_costs": [u.to_json() for u in self.unit_costs],
+                "showback": {k: round(v, 2) for k, v in self.showback.items()},
+                "budgets": self.budgets,
+                "sites": [
+                    {
+                        "site": s.site,
+                        "storage_tb": rounded(s.storage_tb),
+                        "storage_usd": rounded(s.storage_usd),
+                        "connectivity_usd": rounded(s.connectivity_usd),
+                    }
+                    for s in self.sites
+                ],
+                "forecast": self.forecast.to_json() if self.forecast else None,
+            }
+        return out
 
 
-def place(w: Workload, platform: ResolvedPlatform, catalog: Catalog) -> Placement:
-    """The pool a workload runs on: its own `pool`, else the first pool whose purpose fits."""
-    pools = {p.name: p for p in platform.pools}
-    pinned = catalog.gpu(w.accelerator) if w.accelerator else None
-    chosen: ResolvedPool | None = pools.get(w.pool) if w.pool else None
-    if chosen is None and not w.pool:
-        for purpose in PURPOSES[w.kind]:
-            matches = [p for p in platform.pools if p.spec.purpose == purpose]
-            if pinned is not None:
-                matches = [p for p in matches if p.gpu is not None and p.gpu.id == pinned.id] or matches
-            if matches:
-                chosen = matches[0]
-                break
-    if chosen is None:
-        return Placement(None, pinned, NODE_GPUS, None)
-    gpu = pinned or chosen.gpu
-    instance = chosen.instance if chosen.gpu is not None and gpu is not None and chosen.gpu.id == gpu.id else None
-    return Placement(chosen.name, gpu, chosen.gpus_per_node or NODE_GPUS, instance)
-
-
-def _candidates(platform: ResolvedPlatform, catalog: Catalog, chosen: Gpu | None) -> list[Gpu]:
+def _candidates(platform: ResolvedPlatform, chosen: Gpu | None) -> list[Gpu]:
     seen = {p.gpu.id: p.gpu for p in platform.pools if p.gpu is not None}
     if chosen is not None:
         seen.setdefault(chosen.id, chosen)
     return [seen[k] for k in sorted(seen)]
 
 
-def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None) -> SizingPlan:
-    """Size every workload of an environment, then its pools and storage tiers."""
+def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, today: datetime.date | None = None) -> SizingPlan:
+    """Size every workload of an environment, place it, then size and cost its pools and storage tiers."""
     catalog = catalog or load_catalog()
     sizing = catalog.sizing
-    findings: list[Finding] = []
+    costs = platform.spec.costs
+    hours_month = sizing.hoursPerMonth.value
+    findings: list[PlanFinding] = []
+    prices = {p.name: node_price(p, catalog, costs) for p in platform.pools}
+    for pool_name, price in prices.items():
+        for issue in price.issues if price else ():
+            findings.append(PlanFinding(issue.check, pool_name, issue.message))
+    # on-prem pools at full utilisation, only to know the power a busy GPU-hour adds (placement's marginal cost)
+    owned_full = {p.name: owned_pool_cost(p, costs, catalog, 1.0) for p in platform.pools if p.instance is None and p.gpu is not None}
+
+    def marginal(pool: ResolvedPool, plan: WorkloadPlan) -> float | None:
+        gpu_hours = plan.gpu_hours or 0.0
+        if pool.name in owned_full:
+            return gpu_hours * owned_full[pool.name].marginal_usd_per_gpu_hour()
+        price = prices.get(pool.name)
+        if price is None or price.usd_per_hour is None:
+            return None
+        if price.reserved_nodes:  # capacity already paid for: only what overflows the reservation costs more
+            return 0.0
+        if pool.gpu is None:  # CPU pool: the nodes that hold the cores, for as long as the job runs
+            vcpus = pool.instance.vcpus if pool.instance else 1
+            return math.ceil((plan.cpu_cores or 0) / vcpus) * (plan.wall_clock_days or 0.0) * 24 * price.usd_per_hour
+        return gpu_hours * (price.usd_per_gpu_hour or 0.0)
+
+    committed: dict[str, int] = defaultdict(int)
+    cannot: set[str] = set()  # workloads the plan found cannot run (PL303): reported, never priced
     plans: list[WorkloadPlan] = []
+    choices: dict[str, Choice] = {}
+    pools_by_name = {p.name: p for p in platform.pools}
     for w in platform.spec.workloads:
-        placement = place(w, platform, catalog)
-        if placement.pool is None and w.kind != "data-prep":
+        choice = choose(w, platform, catalog, committed, lambda g: _candidates(platform, g), marginal)
+        choices[w.name] = choice
+        plan = choice.plan
+        if choice.placement.pool is None and w.kind != "data-prep":
+            gpu = choice.placement.gpu.id if choice.placement.gpu else "nothing"
+            findings.append(PlanFinding("PL301", w.name, f"no pool in {platform.environment} runs {w.kind} workloads; sized on {gpu}"))
+        pool = pools_by_name.get(choice.placement.pool or "")
+        if pool is not None and pool.gpu is not None and choice.placement.gpu is not None and pool.gpu.id != choice.placement.gpu.id:
+            findings.append(PlanFinding("PL302", w.name, f"pins {choice.placement.gpu.id} but runs on pool {pool.name} of {pool.gpu.id}; "
+                                        f"sized for {choice.placement.gpu.id}"))  # fmt: skip
+        if choice.better is not None:
             findings.append(
-                Finding(
-                    "warning",
-                    w.name,
-                    f"no pool in {platform.environment} runs {w.kind} workloads; "
-                    f"sized on {placement.gpu.id if placement.gpu else 'nothing'}",
-                )
+                PlanFinding("PL314", w.name, f"pool {pool.name if pool else w.pool} misses its needs; {choice.better.describe()}")
             )
-        pool_gpu = next((p.gpu for p in platform.pools if p.name == placement.pool), None)
-        if placement.gpu is not None and pool_gpu is not None and pool_gpu.id != placement.gpu.id:
-            findings.append(
-                Finding(
-                    "warning",
-                    w.name,
-                    f"pins {placement.gpu.id} but runs on pool {placement.pool} of {pool_gpu.id}; sized for {placement.gpu.id}",
-                )
-            )
-        plan = plan_workload(w, placement, catalog, _candidates(platform, catalog, placement.gpu))
+        findings.extend(PlanFinding(i.check, w.name, i.message) for i in plan.issues)
+        if pool is not None and pool.gpu is not None and plan.min_gpus is not None and plan.min_gpus > pool.max_gpus:
+            findings.append(PlanFinding("PL303", w.name, f"does not fit on pool {pool.name}: needs at least {plan.min_gpus} "
+                                        f"{plan.accelerator} GPUs, the pool has {pool.max_gpus} at max size"))  # fmt: skip
+        if any(f.check == "PL303" and f.subject == w.name for f in findings):
+            cannot.add(w.name)
+        elif pool is not None and plan.runnable:
+            committed[pool.name] += pool_units(plan, pool) if pool.gpu is not None else 0
         plans.append(plan)
-        findings.extend(
-            Finding("error", w.name, note) for note in plan.notes if "cannot" in note or "no replica" in note or "do not fit" in note
-        )
-    pools = tuple(
-        _pool_plan(p, [w for w in plans if w.pool == p.name], platform, sizing.hoursPerMonth.value, findings) for p in platform.pools
-    )
-    storage = _storage(platform, plans, catalog, findings)
-    cost = sum(p.monthly_cost_usd or 0 for p in pools) + sum((t.fsx or {}).get("usdPerMonth", 0) for t in storage)
-    order = {"error": 0, "warning": 1, "info": 2}
-    findings.sort(key=lambda f: (order[f.severity], f.subject, f.message))
-    return SizingPlan(platform.environment, tuple(plans), pools, storage, tuple(findings), cost)
+    runnable = [p for p in plans if p.runnable and p.name not in cannot]
+    unpriced = tuple(p.name for p in plans if not p.runnable or p.pool is None or p.name in cannot)
+    # pools: demand, recommendation, price
+    pool_plans: list[PoolPlan] = []
+    for pool in platform.pools:
+        mine = [p for p in runnable if p.pool == pool.name]
+        pool_plans.append(_pool_plan(pool, mine, hours_month, prices.get(pool.name), costs, catalog, findings))
+    storage = _storage(platform, runnable, catalog, findings)
+    # workload cost at its pool's GPU-hour price (owned: TCO at forecast utilisation)
+    by_pool = {p.name: p for p in pool_plans}
+    priced: list[WorkloadPlan] = []
+    units: list[UnitCost] = []
+    for plan in plans:
+        pp = by_pool.get(plan.pool or "")
+        rate = pp.usd_per_gpu_hour if pp is not None and plan.runnable and plan.name not in cannot else None
+        cost = sized = None
+        if rate is not None and plan.gpu_hours is not None and pp is not None:
+            pool = pools_by_name[pp.name]
+            share = pool_units(plan, pool) / plan.gpus if plan.gpus else 1.0
+            cost = sized = plan.gpu_hours * share * rate
+            if not pp.owned and pp.monthly_cost_usd is not None and plan.kind not in ("training", "fine-tuning"):
+                cost = min(cost, pp.monthly_cost_usd)  # a month of a capped pool cannot cost more than the pool
+        priced.append(replace(plan, cost_usd=cost))
+        if plan.runnable and plan.name not in cannot and plan.kind != "data-prep":
+            training = plan.kind in ("training", "fine-tuning")
+            # per token at the size the traffic needs, even where the pool is too small to serve it all
+            per_million = sized / plan.tokens_per_month * 1e6 if sized is not None and plan.tokens_per_month else None
+            units.append(UnitCost(plan.name, plan.team, plan.pool, cost if training else None, None if training else cost, per_million))
+    # environment totals
+    fsx = sum((t.fsx or {}).get("usdPerMonth", 0) for t in storage)
+    sites: list[SiteExtras] = []
+    for site in platform.sites:
+        if site.pools and all(p.instance is None for p in site.pools) and any(p.gpu is not None for p in site.pools):
+            shared = sum(float(getattr(t.spec, "capacity", 0) or 0) for t in site.storage if t.spec.class_ in ("parallel-fs", "shared-nfs"))
+            sites.append(site_extras(site.name, shared, costs, catalog))
+    breakdown = {
+        "rented pools": sum(p.monthly_cost_usd or 0 for p in pool_plans if not p.owned),
+        "owned pools": sum(p.monthly_cost_usd or 0 for p in pool_plans if p.owned),
+        "FSx": fsx,
+        "owned sites (storage, links)": sum(s.monthly_usd for s in sites),
+    }
+    total = sum(breakdown.values())
+    showback, budgets = _showback(platform, priced, pool_plans, pools_by_name, hours_month, fsx + breakdown["owned sites (storage, links)"])
+    for team, usd in showback.items():
+        if team in budgets and usd > budgets[team]:
+            findings.append(PlanFinding("PL318", team, f"monthly showback ${usd:,.0f} is over the ${budgets[team]:,.0f} budget"))
+    growth = forecast(platform, {k: c for k, c in choices.items() if k not in cannot}, pool_plans, catalog, prices)
+    for pool_name, quarter, need, capacity in growth.runs_out:
+        findings.append(PlanFinding("PL313", pool_name, f"runs out in quarter {quarter} of the forecast: its workloads need {need} GPUs "
+                                    f"at once, it has {capacity}"))  # fmt: skip
+    own_vs_rent = _own_vs_rent(platform, pool_plans, catalog, growth)
+    kept, waived = apply_waivers(findings, platform.spec, platform.environment, today or _today())
+    return SizingPlan(
+        platform.environment, tuple(priced), tuple(pool_plans), storage, tuple(kept), total, tuple(waived),
+        {name: c.reason for name, c in choices.items()}, unpriced, breakdown, showback, budgets, own_vs_rent, tuple(units),
+        tuple(sites), growth,
+    )  # fmt: skip
 
 
-def _pool_plan(
-    pool: ResolvedPool, plans: list[WorkloadPlan], platform: ResolvedPlatform, hours_month: float, findings: list[Finding]
+def _today() -> datetime.date:
+    from alicerce.rules.validate import today
+
+    return today()
+
+
+def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
+    pool: ResolvedPool,
+    plans: list[WorkloadPlan],
+    hours_month: float,
+    price: NodePrice | None,
+    costs: Any,
+    catalog: Catalog,
+    findings: list[PlanFinding],
 ) -> PoolPlan:
     spec = pool.spec
     per_node = pool.gpus_per_node
-    units_per_gpu = pool.gpu_units.per_gpu if pool.gpu_units else 1
     capacity = spec.scaling.max * per_node
     peak = 0
     always_on = 0
@@ -199,21 +313,17 @@ def _pool_plan(
     for w in plans:
         if w.gpus is None:
             continue
-        gpus = w.gpus
-        if w.sharing and units_per_gpu > 1:
-            gpus = math.ceil(gpus / units_per_gpu)
+        gpus = pool_units(w, pool)
         peak += gpus
+        hours += busy_gpu_hours(w, gpus, hours_month)
         if w.kind in ("training", "fine-tuning"):
-            days = min(w.wall_clock_days or 0.0, hours_month / 24)
-            hours += gpus * days * 24
             _deadline_finding(pool, w, findings)
         else:
-            always_on += gpus if (w.gpu_hours or 0) >= gpus * hours_month * 0.99 else 0
-            hours += w.gpu_hours or 0.0
+            always_on += gpus if (w.gpu_hours or 0) >= (w.gpus or 0) * hours_month * 0.99 else 0
             if gpus > capacity:
                 findings.append(
-                    Finding(
-                        "error",
+                    PlanFinding(
+                        "PL305",
                         w.name,
                         f"needs {w.replicas} replicas ({gpus} GPUs) at peak; pool {pool.name} has {capacity} at max "
                         f"{_nodes(spec.scaling.max)}; {_nodes(math.ceil(gpus / per_node))} are needed",
@@ -221,8 +331,8 @@ def _pool_plan(
                 )
         if w.rdma_required and spec.fabric is None:
             findings.append(
-                Finding(
-                    "warning",
+                PlanFinding(
+                    "PL309",
                     w.name,
                     f"spans {_nodes(math.ceil(gpus / per_node))} at {w.network_gbps_per_gpu:.0f} Gbit/s per GPU for gradient traffic; "
                     f"pool {pool.name} joins no RDMA fabric",
@@ -230,44 +340,40 @@ def _pool_plan(
             )
     rec_max = math.ceil(peak / per_node) if per_node else spec.scaling.max
     if per_node and len(plans) > 1 and peak > capacity:
-        findings.append(
-            Finding(
-                "warning",
-                pool.name,
-                f"its {len(plans)} workloads need {peak} GPUs when they run at once ({_nodes(rec_max)}); "
-                f"max is {_nodes(spec.scaling.max)}: stagger them or grow the pool",
-            )
-        )
+        findings.append(PlanFinding("PL306", pool.name, f"its {len(plans)} workloads need {peak} GPUs when they run at once "
+                                    f"({_nodes(rec_max)}); max is {_nodes(spec.scaling.max)}: stagger them or grow the pool"))  # fmt: skip
     rec_min = math.ceil(always_on / per_node) if per_node else spec.scaling.min
     demand = hours / (capacity * hours_month) if capacity and per_node else None
     utilization = None if demand is None else min(1.0, demand)
     if per_node and plans and utilization is not None and utilization < 0.3 and spec.scaling.max > rec_max:
-        findings.append(
-            Finding(
-                "info",
-                pool.name,
-                f"forecast GPU utilisation is {utilization:.0%}: its workloads peak at {peak} GPUs ({_nodes(rec_max)}), "
-                f"max is {_nodes(spec.scaling.max)}",
-            )
-        )
+        findings.append(PlanFinding("PL307", pool.name, f"forecast GPU utilisation is {utilization:.0%}: its workloads peak at {peak} GPUs "
+                                    f"({_nodes(rec_max)}), max is {_nodes(spec.scaling.max)}"))  # fmt: skip
     if per_node and not plans and spec.scaling.max:
-        findings.append(Finding("info", pool.name, "no declared workload runs here; its size is not backed by the workload inventory"))
-    price = pool.instance.price.usdPerHour if pool.instance else None
-    cost = None
-    if price is not None:
+        findings.append(PlanFinding("PL308", pool.name, "no declared workload runs here; its size is not backed by the workload inventory"))
+    owned = pool.instance is None and pool.gpu is not None
+    cost: float | None = None
+    owned_cost = None
+    if owned:
+        owned_cost = owned_pool_cost(pool, costs, catalog, utilization or 0.0)
+        findings.extend(PlanFinding(i.check, pool.name, i.message) for i in owned_cost.issues)
+        cost = owned_cost.monthly_usd
+    elif price is not None:
         if per_node:
-            busy = max(0.0, hours - spec.scaling.min * per_node * hours_month) / per_node
+            busy_node_hours = max(0.0, hours - spec.scaling.min * per_node * hours_month) / per_node
         else:  # CPU pool: nodes that hold the workloads' cores, for as long as they run
             vcpus = pool.instance.vcpus if pool.instance else 1
-            busy = sum(math.ceil((w.cpu_cores or 0) / vcpus) * min(w.wall_clock_days or 0.0, hours_month / 24) * 24 for w in plans)
-        cost = (spec.scaling.min * hours_month + busy) * price
+            busy_node_hours = sum(
+                math.ceil((w.cpu_cores or 0) / vcpus) * min(w.wall_clock_days or 0.0, hours_month / 24) * 24 for w in plans
+            )
+        cost = monthly_node_cost(price, busy_node_hours, spec.scaling.min, spec.scaling.max)
     return PoolPlan(
         name=pool.name, site=pool.site.name, accelerator=pool.gpu.id if pool.gpu else None, gpus_per_node=per_node,
         gpu_units=pool.max_gpu_units,
         declared_min=spec.scaling.min, declared_max=spec.scaling.max, recommended_min=rec_min,
         recommended_max=max(rec_max, rec_min), peak_gpus=peak, gpu_hours_per_month=hours, utilization=utilization,
-        demand_ratio=demand,
-        monthly_cost_usd=cost, workloads=tuple(w.name for w in plans),
+        demand_ratio=demand, monthly_cost_usd=cost, workloads=tuple(w.name for w in plans), owned=owned,
+        capacity_type=None if owned or price is None else price.capacity_type, region=price.region if price else None,
+        price=price, owned_cost=owned_cost,
     )  # fmt: skip
 
 
@@ -275,34 +381,87 @@ def _nodes(count: int) -> str:
     return f"{count} node" if count == 1 else f"{count} nodes"
 
 
-def _deadline_finding(pool: ResolvedPool, w: WorkloadPlan, findings: list[Finding]) -> None:
+def _deadline_finding(pool: ResolvedPool, w: WorkloadPlan, findings: list[PlanFinding]) -> None:
     spec = pool.spec
     capacity = spec.scaling.max * pool.gpus_per_node
     if w.gpus is None or w.gpu_hours is None or capacity == 0:
         return
-    if w.min_gpus is not None and w.min_gpus > capacity:
-        findings.append(
-            Finding(
-                "error",
-                w.name,
-                f"does not fit on pool {pool.name}: needs at least {w.min_gpus} {w.accelerator} GPUs, the pool has {capacity} at max size",
-            )
-        )
-        return
     if w.gpus > capacity and w.deadline_days is not None:
         days = (w.wall_clock_days or 0.0) * w.gpus / capacity  # the same GPU-hours on fewer GPUs
         nodes = math.ceil(w.gpus / pool.gpus_per_node)
-        findings.append(
-            Finding(
-                "error",
-                w.name,
-                f"pool {pool.name} with max {_nodes(spec.scaling.max)} finishes {w.name} in {days:.0f} days, "
-                f"past its {w.deadline_days:.0f}-day deadline; {_nodes(nodes)} are needed",
+        message = (
+            f"pool {pool.name} with max {_nodes(spec.scaling.max)} finishes {w.name} in {days:.0f} days, "
+            f"past its {w.deadline_days:.0f}-day deadline; {_nodes(nodes)} are needed"
+        )
+        findings.append(PlanFinding("PL304", w.name, message))
+
+
+def _showback(  # noqa: PLR0917 - the plan's parts, called once
+    platform: ResolvedPlatform,
+    plans: list[WorkloadPlan],
+    pools: list[PoolPlan],
+    resolved: dict[str, ResolvedPool],
+    hours_month: float,
+    shared_usd: float,
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Each pool's month split over teams by the GPU-hours their workloads use there; what no workload
+    uses (idle owned capacity, always-on floors) and shared storage stay with the platform."""
+    out: dict[str, float] = defaultdict(float)
+    for pool in pools:
+        if not pool.monthly_cost_usd:
+            continue
+        usage: dict[str, float] = defaultdict(float)
+        for plan in plans:
+            if plan.pool == pool.name and plan.runnable:
+                gpus = pool_units(plan, resolved[pool.name]) if pool.gpus_per_node else 0
+                usage[plan.team] += busy_gpu_hours(plan, gpus, hours_month) if gpus else 1.0
+        capacity = pool.declared_max * pool.gpus_per_node * hours_month if pool.gpus_per_node else 0.0
+        used = sum(usage.values())
+        if not used:
+            out["(platform: unused capacity)"] += pool.monthly_cost_usd
+            continue
+        # rented pools bill what is used: all of it goes to the users; owned and reserved capacity is paid
+        # whether used or not: the idle share stays with the platform
+        reserved = pool.price.reserved_nodes * pool.gpus_per_node * hours_month if pool.price is not None else 0.0
+        held = capacity if pool.owned else reserved
+        billable = pool.monthly_cost_usd * min(1.0, used / held) if held else pool.monthly_cost_usd
+        for team, hours in usage.items():
+            out[team] += billable * hours / used
+        out["(platform: unused capacity)"] += pool.monthly_cost_usd - billable
+    out["(platform: shared storage)"] += shared_usd
+    budgets = {t.name: t.spec.budget.monthly_usd for t in platform.teams if t.spec.budget is not None}
+    return {k: v for k, v in sorted(out.items()) if v}, budgets
+
+
+def _own_vs_rent(platform: ResolvedPlatform, pools: list[PoolPlan], catalog: Catalog, growth: Forecast) -> tuple[OwnVsRent, ...]:
+    region = next((str(s.spec.region) for s in platform.sites if hasattr(s.spec, "region")), "us-east-1")
+    out = []
+    for pool in pools:
+        if pool.owned_cost is None or pool.accelerator is None:
+            continue
+        rental = cheapest_rental(pool.accelerator, region, catalog)
+        price = rental[1] if rental else None
+        u_star = pool.owned_cost.break_even(price) if price is not None else None
+        from_quarter = None
+        if u_star is not None:
+            from_quarter = next((q for q, u in growth.utilization(pool.name) if u >= u_star), None)
+        out.append(
+            OwnVsRent(
+                pool.name,
+                pool.accelerator,
+                pool.owned_cost,
+                rental[0] if rental else None,
+                region,
+                price,
+                rental[2] if rental else (),
+                u_star,
+                from_quarter,
             )
         )
+    return tuple(out)
 
 
-def _storage(platform: ResolvedPlatform, plans: list[WorkloadPlan], catalog: Catalog, findings: list[Finding]) -> tuple[TierPlan, ...]:
+def _storage(platform: ResolvedPlatform, plans: list[WorkloadPlan], catalog: Catalog, findings: list[PlanFinding]) -> tuple[TierPlan, ...]:
     by_name = {w.name: w for w in platform.spec.workloads}
     pool_site = {p.name: p.site.name for p in platform.pools}
     reads: dict[str, float] = defaultdict(float)
@@ -334,14 +493,17 @@ def _storage(platform: ResolvedPlatform, plans: list[WorkloadPlan], catalog: Cat
         if isinstance(tier.spec, ParallelFsTier) and tier.fsx is not None:
             aws = tier.spec.aws
             sized = choose_fsx(catalog.fsx, tier.fsx.deployment_type, tier.fsx.storage_type, tier.spec.capacity,
-                             max(need * 1e9, declared or 0.0),
-                             per_unit=aws.per_unit_storage_throughput if aws else None)  # fmt: skip
+                               max(need * 1e9, declared or 0.0),
+                               per_unit=aws.per_unit_storage_throughput if aws else None)  # fmt: skip
             if sized is not None:
                 fsx = {"storageCapacityGiB": sized.capacity_gib, "perUnitStorageThroughput": sized.per_unit_throughput,
                        "throughputMBps": round(sized.throughput_mbps, 1), "usdPerMonth": sized.usd_per_month,
                        "capacityTiB": round(sized.capacity_gib * FSX_GIB / 2**40, 2)}  # fmt: skip
         if declared_gbps is not None and need > declared_gbps:
             what = "checkpoint writes" if writes[tier.name] >= reads[tier.name] else "dataset reads"
-            findings.append(Finding("warning", tier.name, f"{what} need {need:.1f} GB/s; the tier declares {declared_gbps:.1f} GB/s"))
+            findings.append(PlanFinding("PL310", tier.name, f"{what} need {need:.1f} GB/s; the tier declares {declared_gbps:.1f} GB/s"))
         out.append(TierPlan(tier.name, declared_gbps, reads[tier.name], writes[tier.name], fsx))
     return tuple(out)
+
+
+__all__ = ["HOURS_PER_MONTH", "OwnVsRent", "PoolPlan", "SizingPlan", "TierPlan", "UnitCost", "plan_platform"]

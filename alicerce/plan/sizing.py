@@ -1,9 +1,9 @@
-"""Workload sizing: from a declared workload to GPUs, memory, time, cost, storage and network.
+"""Workload sizing: from a declared workload to GPUs, memory, time, storage and network.
 
-Pure functions over the catalog and the spec's workload models; no I/O. Every figure carries its
-formula and inputs (``Figure``) so `alicerce plan --explain` can show the arithmetic. The
-assumptions (MFU, bytes per parameter, efficiency factors) live in catalog/data/sizing.yaml with
-their sources.
+Pure functions over the catalog and the spec's workload models; no I/O and no prices (pricing and
+TCO are alicerce/plan/pricing.py and tco.py). Every figure carries its formula, inputs and, for the
+throughput and roofline models, each factor with its source (``Figure``), so `alicerce plan
+--explain` can show the arithmetic. Problems are typed :class:`Issue` values with a plan check id.
 """
 
 from __future__ import annotations
@@ -12,9 +12,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from alicerce.catalog import Catalog
-from alicerce.catalog.models import Gpu, InstanceType, Sizing
-from alicerce.spec.models import Workload
+from alicerce.catalog.models import Gpu, Sizing
+from alicerce.plan.figures import Factor, Figure, rounded
+from alicerce.plan.roofline import Replica, ReplicaPerformance, ServedShape, efficiencies, gpu_hardware, replica_performance
+from alicerce.plan.throughput import TrainingJob, moe_routing_ratio, training_mfu
+from alicerce.spec.models import Traffic, Workload
 
 GIB = 2**30
 DAY = 86400.0
@@ -24,24 +26,22 @@ TP_DEGREES = (1, 2, 4, 8)
 
 
 @dataclass(frozen=True)
-class Figure:
-    """One computed number with how it was computed."""
+class Issue:
+    """A problem the sizing found, under a plan check id (alicerce/plan/findings.py)."""
 
-    name: str
-    value: float | None
-    unit: str
-    formula: str
-    inputs: dict[str, Any] = field(default_factory=dict)
+    check: str
+    message: str
 
 
 @dataclass(frozen=True)
 class Placement:
-    """Where a workload is sized for: its pool (if any) and the accelerator."""
+    """Where a workload is sized for: its pool (if any), the accelerator and the pool's network."""
 
     pool: str | None
     gpu: Gpu | None
     gpus_per_node: int
-    instance: InstanceType | None  # the pool's AWS type, for prices
+    network_gbps_per_gpu: float | None = None  # what the pool's fabric (or plain TCP) gives each GPU
+    capacity_gpus: int | None = None  # GPUs at the pool's max size
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,6 @@ class WorkloadPlan:
     memory_per_gpu_gib: float | None
     gpu_hours: float | None
     wall_clock_days: float | None
-    cost_usd: float | None
     checkpoint_gib: float | None
     checkpoint_write_gbps: float | None
     dataset_read_gbps: float | None
@@ -65,34 +64,39 @@ class WorkloadPlan:
     rdma_required: bool | None
     replicas: int | None
     tokens_per_second_per_replica: float | None
+    cost_usd: float | None = None  # filled by the platform plan from the pool's price (training: whole run; serving: a month)
+    mfu: float | None = None
     gpus_per_replica: int | None = None
     tensor_parallel: int | None = None
     sharing: str | None = None
     cpu_cores: int | None = None
     deadline_days: float | None = None
+    tokens_per_month: float | None = None  # serving at peak load: input + output tokens
     fits: dict[str, int | None] = field(default_factory=dict)  # candidate GPU -> smallest count that fits
     figures: tuple[Figure, ...] = ()
     notes: tuple[str, ...] = ()
+    issues: tuple[Issue, ...] = ()
 
     JSON_FIELDS = (
         "name", "kind", "accelerator", "gpus", "min_gpus", "model_state_gib", "memory_per_gpu_gib", "gpu_hours",
         "wall_clock_days", "cost_usd", "checkpoint_gib", "checkpoint_write_gbps", "dataset_read_gbps",
-        "network_gbps_per_gpu", "rdma_required", "replicas", "tokens_per_second_per_replica",
+        "network_gbps_per_gpu", "rdma_required", "replicas", "tokens_per_second_per_replica", "mfu",
     )  # fmt: skip
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {name: _round(getattr(self, name)) for name in self.JSON_FIELDS}
+    @property
+    def runnable(self) -> bool:
+        """Whether the plan could size it at all (GPU workloads: a GPU count; data prep: cores)."""
+        return self.gpus is not None or self.cpu_cores is not None
+
+    def to_json(self, explain: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {name: rounded(getattr(self, name)) for name in self.JSON_FIELDS}
         out.update(
             team=self.team, pool=self.pool, gpus_per_replica=self.gpus_per_replica, tensor_parallel=self.tensor_parallel,
             sharing=self.sharing, cpu_cores=self.cpu_cores, fits=self.fits, notes=list(self.notes),
         )  # fmt: skip
+        if explain:
+            out["figures"] = [f.to_json() for f in self.figures]
         return out
-
-
-def _round(value: Any) -> Any:
-    if isinstance(value, float):
-        return round(value, 3) if abs(value) < 1000 else round(value, 1)
-    return value
 
 
 # --------------------------------------------------------------------------------------------
@@ -108,12 +112,6 @@ def model_state_bytes(parameters: float, optimizer: str, sizing: Sizing) -> floa
 def sharded_bytes(total: float, ways: int) -> float:
     """ZeRO stage 3 / FSDP: every byte of model state lives on one of ``ways`` data-parallel GPUs."""
     return total / ways
-
-
-def peak_tflops(gpu: Gpu, precision: str) -> float:
-    t = gpu.tflops
-    table = {"fp32": t.tf32 or t.fp32, "bf16": t.bf16, "fp16": t.fp16, "fp8": t.fp8, "int8": t.int8, "fp4": t.fp4, "int4": t.int8}
-    return table.get(precision) or t.bf16
 
 
 def usable_memory(gpu: Gpu, sizing: Sizing) -> float:
@@ -137,17 +135,6 @@ def shape(parameters: float, layers: int | None, hidden: int | None, sizing: Siz
     return derived_layers, max(64, round(ratio * derived_layers))
 
 
-def gpu_price_per_hour(gpu: Gpu, catalog: Catalog, instance: InstanceType | None) -> tuple[float | None, str | None]:
-    """USD per GPU-hour: the pool's instance type, else the cheapest catalog type with this GPU."""
-    if instance is not None and instance.gpus:
-        return instance.price.usdPerHour / instance.gpus, instance.type
-    offers = [i for i in catalog.instances if i.gpu == gpu.id and i.gpus]
-    if not offers:
-        return None, None
-    best = min(offers, key=lambda i: i.price.usdPerHour / i.gpus)
-    return best.price.usdPerHour / best.gpus, best.type
-
-
 def _ceil_to(value: float, step: int) -> int:
     return max(step, math.ceil(value / step) * step)
 
@@ -158,7 +145,7 @@ def _ceil_to(value: float, step: int) -> int:
 
 @dataclass(frozen=True)
 class TrainingMemory:
-    state: float  # bytes of model state (whole model)
+    state: float  # bytes of model state (whole model; every expert of a MoE is resident)
     activations: float  # bytes per GPU at tensor parallel 1 with full recomputation
     activations_no_recompute: float
     checkpoint: float
@@ -204,119 +191,204 @@ def smallest_fit(state: float, activations: float, gpu: Gpu, sizing: Sizing, nod
     return best
 
 
-def plan_training(w: Workload, place: Placement, catalog: Catalog, candidates: list[Gpu]) -> WorkloadPlan:
-    sizing = catalog.sizing
+@dataclass(frozen=True)
+class _Run:
+    """One candidate GPU count and what the throughput model makes of it."""
+
+    gpus: int
+    tp: int
+    mfu: float
+    factors: tuple[Factor, ...]
+    recompute: bool
+    network_need_gbps: float
+
+
+def _training_run(  # noqa: PLR0917 - the job's parts, each needed
+    w: Workload, place: Placement, sizing: Sizing, mem: TrainingMemory, gpus: int, tp: int, flops_per: float, active: float
+) -> _Run:
+    """The job at ``gpus`` GPUs: recomputation if activations need it, the network's share, the MFU."""
+    assert w.model is not None and place.gpu is not None
+    gpu = place.gpu
+    moe = w.model.architecture == "moe"
+    # a MoE's layers and width are those of a dense model of its active size (Mixtral 8x7B: 32 x 4096)
+    layers, hidden = shape(active if moe else float(w.model.parameters), w.model.layers, w.model.hidden_size, sizing)
+    # the smallest tensor-parallel group that holds activations without recomputation, if any does
+    usable = usable_memory(gpu, sizing)
+    fitting = [
+        d
+        for d in TP_DEGREES
+        if d <= place.gpus_per_node and gpus % d == 0 and mem.state / gpus + mem.activations_no_recompute / d <= usable
+    ]
+    recompute = not fitting
+    tp = fitting[0] if fitting else tp
+    experts = w.model.experts
+    job = TrainingJob(
+        architecture=gpu.architecture,
+        active_parameters=active,
+        layers=layers,
+        hidden=hidden,
+        sequence=w.sequence_length or DEFAULT_SEQUENCE,
+        gpus=gpus,
+        global_batch_tokens=float(w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value),
+        precision=w.precision,
+        fp8_recipe=w.fp8_recipe,
+        fp8_supported=gpu.tflops.fp8 is not None,
+        fp4_supported=gpu.tflops.fp4 is not None,
+        experts_per_token=(experts.per_token if experts else int(sizing.training.expertsPerTokenDefault.value)) if moe else None,
+        moe_layers=experts.layers if experts else None,
+        full_recompute=recompute,
+    )
+    if w.mfu is not None:
+        return _Run(gpus, tp, w.mfu, (Factor("mfu", w.mfu, "spec", "workloads[].mfu replaces the throughput model"),), recompute, 0.0)
+    mfu, _ = training_mfu(job, sizing)
+    # the traffic each step must move per GPU: ZeRO-3 (all-gather twice, reduce-scatter) over data
+    # parallel ranks, plus the MoE all-to-all (dispatch and combine, forward and backward)
+    step = job.global_batch_tokens / (gpus * gpu.tflops.bf16 * 1e12 * mfu / (flops_per * active))
+    dp = max(1, gpus // tp)
+    weight_bytes = sizing.weightBytes.get(w.precision, 2)
+    exchanged = (3 if w.method not in ("lora", "qlora") else 2) * (float(w.model.parameters) * weight_bytes / tp) * (dp - 1) / dp
+    if moe and gpus > place.gpus_per_node:
+        exchanged += 4 * moe_routing_ratio(job) * active * 2 * job.global_batch_tokens / gpus
+    need = exchanged * 8 / (step * sizing.commOverlapFraction.value) / 1e9
+    # Only a pool without an RDMA fabric caps throughput here: on RDMA, published runs overlap their traffic
+    # with tensor and pipeline parallelism this ZeRO-3 estimate does not model (it would over-penalise them).
+    available = place.network_gbps_per_gpu  # None: no pool yet, so no network to judge
+    capped = available is not None and available <= sizing.tcpGbpsPerGpu.value and gpus > place.gpus_per_node and need > 0
+    share = min(1.0, available / need) if capped and available is not None else 1.0
+    if share < 1:
+        job = TrainingJob(**{**job.__dict__, "network_share": share})
+    mfu, factors = training_mfu(job, sizing)
+    return _Run(gpus, tp, mfu, factors, recompute, need)
+
+
+def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: list[Gpu]) -> WorkloadPlan:
     assert w.model is not None and w.tokens is not None and place.gpu is not None
     gpu = place.gpu
     figures: list[Figure] = []
     notes: list[str] = []
+    issues: list[Issue] = []
     mem = training_memory(w, sizing)
     active = float(w.model.active_parameters or w.model.parameters)
     flops_per = (sizing.loraFlopsPerParameterToken if w.method in ("lora", "qlora") else sizing.trainingFlopsPerParameterToken).value
     total_flops = flops_per * active * w.tokens
     figures.append(Figure("training compute", total_flops, "FLOP", f"{flops_per:g} x active parameters x tokens",
                           {"active parameters": active, "tokens": w.tokens}))  # fmt: skip
-    mfu = w.mfu or getattr(sizing.mfu.training, gpu.architecture).value
-    peak = peak_tflops(gpu, w.precision)
-    per_gpu = peak * 1e12 * mfu
-    figures.append(Figure("sustained FLOP/s per GPU", per_gpu, "FLOP/s", "peak x MFU",
-                          {"peak TFLOP/s": peak, "precision": w.precision, "MFU": mfu, "gpu": gpu.id}))  # fmt: skip
-    gpu_seconds = total_flops / per_gpu
-    gpu_hours = gpu_seconds / 3600
-    figures.append(Figure("GPU-hours", gpu_hours, "GPU-h", "compute / sustained FLOP/s / 3600", {}))
     figures.append(Figure("model state", mem.state / GIB, "GiB",
-                          "parameters x bytes per parameter (weights + gradients + optimizer)",
+                          "parameters x bytes per parameter (weights + gradients + optimizer; every expert resident)",
                           {"parameters": w.model.parameters, "optimizer": w.optimizer, "method": w.method or "full"}))  # fmt: skip
     figures.append(Figure("activations per GPU (full recomputation)", mem.activations / GIB, "GiB",
                           "layers x seq x hidden x 2 B + one layer x seq x hidden x 34 B",
                           {"sequence": w.sequence_length or DEFAULT_SEQUENCE}))  # fmt: skip
-    figures.append(Figure("activations per GPU (no recomputation)", mem.activations_no_recompute / GIB, "GiB",
-                          "layers x seq x hidden x 34 B", {}))  # fmt: skip
     fits = {c.id: (f[0] if (f := smallest_fit(mem.state, mem.activations, c, sizing, place.gpus_per_node)) else None) for c in candidates}
     layout = smallest_fit(mem.state, mem.activations, gpu, sizing, place.gpus_per_node)
     if layout is None:
-        notes.append(f"activations of one sequence do not fit on a {gpu.id} even split over {place.gpus_per_node} GPUs")
-        return _empty(w, place, figures, notes, fits)
+        issues.append(Issue("PL303", f"one sequence's activations do not fit on a {gpu.id} even split over {place.gpus_per_node} GPUs"))
+        return _empty(w, place, figures, notes, fits, issues)
     min_gpus, tp = layout
     figures.append(Figure("smallest GPU count that fits", min_gpus, "GPUs",
                           "model state / (usable memory - activations / TP), rounded to the TP group",
                           {"usable GiB per GPU": usable_memory(gpu, sizing) / GIB, "tensor parallel": tp}))  # fmt: skip
+    peak = gpu.tflops.bf16 * 1e12
     availability = w.hours_per_day / 24
     deadline = w.deadline
+
+    def seconds(run: _Run) -> float:
+        return total_flops / (peak * run.mfu)
+
     if w.gpus is not None:
-        gpus = w.gpus
-        if gpus < min_gpus:
-            notes.append(f"the pinned {gpus} GPUs cannot hold the job; at least {min_gpus} {gpu.id} are needed")
-    elif deadline is not None:
-        needed = math.ceil(gpu_seconds / (deadline * availability))
-        gpus = _ceil_to(max(min_gpus, needed), place.gpus_per_node)
-        figures.append(Figure("GPUs to meet the deadline", needed, "GPUs", "GPU-seconds / (deadline x hours per day / 24)",
-                              {"deadline days": deadline / DAY}))  # fmt: skip
+        run = _training_run(w, place, sizing, mem, w.gpus, tp, flops_per, active)
+        if w.gpus < min_gpus:
+            issues.append(Issue("PL303", f"the pinned {w.gpus} GPUs cannot hold the job; at least {min_gpus} {gpu.id} are needed"))
     else:
         gpus = _ceil_to(min_gpus, place.gpus_per_node)
+        run = _training_run(w, place, sizing, mem, gpus, tp, flops_per, active)
+        if deadline is not None:
+            # the MFU moves with the GPU count (smaller per-GPU batch, recomputation no longer needed), so
+            # iterate to the smallest node multiple that makes the deadline at its own MFU
+            budget = deadline * availability
+            seen: set[int] = set()
+            for _ in range(40):
+                target = _ceil_to(max(min_gpus, math.ceil(seconds(run) / budget)), place.gpus_per_node)
+                if target == run.gpus:
+                    break
+                if target in seen:  # oscillating between two counts: take the larger
+                    run = _training_run(w, place, sizing, mem, max(target, run.gpus), tp, flops_per, active)
+                    break
+                seen.add(run.gpus)
+                run = _training_run(w, place, sizing, mem, target, tp, flops_per, active)
+            for _ in range(60):  # never hand back a count that misses, while adding GPUs still helps
+                if seconds(run) / run.gpus <= budget * 1.000001:
+                    break
+                step = _ceil_to(run.gpus / 16, place.gpus_per_node)
+                bigger = _training_run(w, place, sizing, mem, run.gpus + step, tp, flops_per, active)
+                if seconds(bigger) / bigger.gpus >= seconds(run) / run.gpus:
+                    break  # communication-bound: more GPUs no longer shorten the run
+                run = bigger
+            figures.append(Figure("GPUs to meet the deadline", run.gpus, "GPUs",
+                                  "smallest node multiple with GPU-seconds(GPUs) / GPUs <= deadline x hours per day / 24",
+                                  {"deadline days": deadline / DAY}))  # fmt: skip
+    gpus, tp = run.gpus, run.tp
+    gpu_seconds = seconds(run)
+    gpu_hours = gpu_seconds / 3600
+    figures.append(Figure("MFU", run.mfu, "of dense BF16 peak", "product of the factors below", {"gpu": gpu.id, "gpus": gpus},
+                          run.factors))  # fmt: skip
+    figures.append(Figure("GPU-hours", gpu_hours, "GPU-h", "compute / (BF16 peak x MFU) / 3600", {"BF16 peak TFLOP/s": gpu.tflops.bf16}))
     wall_days = gpu_seconds / gpus / availability / DAY
     figures.append(Figure("wall-clock", wall_days, "days", "GPU-seconds / GPUs / availability / 86400", {"gpus": gpus}))
-    price, priced_by = gpu_price_per_hour(gpu, catalog, place.instance)
-    cost = gpu_hours * price if price is not None else None
-    if price is not None:
-        figures.append(
-            Figure("cost", cost, "USD", "GPU-hours x on-demand USD per GPU-hour", {"per GPU-hour": price, "instance": priced_by})
-        )
+    if run.recompute:
+        notes.append(f"activations need full recomputation at {gpus} GPUs (x0.75 throughput)")
+    batch_tokens = float(w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value)
+    sequences_per_rank = batch_tokens / (w.sequence_length or DEFAULT_SEQUENCE) / max(1, gpus // tp)
+    if sequences_per_rank < 1:
+        issues.append(Issue("PL312", f"the global batch gives {sequences_per_rank:.2f} sequences per data-parallel rank at {gpus} GPUs: "
+                            "below one, published runs fall well short of the model (strong-scaling floor)"))  # fmt: skip
+    if w.model.architecture == "moe" and active < 10e9:
+        issues.append(Issue("PL316", f"a fine-grained MoE ({active / 1e9:.1f}B active) sits at the edge of the calibration data"))
+    if w.precision == "fp4":
+        issues.append(Issue("PL317", "fp4 training speed-up is one published ratio, not validated on held-out runs"))
     interval = w.checkpoint_interval or sizing.defaultCheckpointIntervalSeconds.value
     budget = sizing.checkpointStallBudget.value
     write = mem.checkpoint / (budget * interval) / 1e9
     figures.append(Figure("checkpoint write bandwidth", write, "GB/s", "checkpoint size / (stall budget x interval)",
                           {"checkpoint GiB": mem.checkpoint / GIB, "interval s": interval, "stall budget": budget}))  # fmt: skip
-    tokens_per_second = gpus * per_gpu / (flops_per * active)
+    tokens_per_second = gpus * peak * run.mfu / (flops_per * active)
     bytes_per_token = w.dataset.bytes_per_token if w.dataset and w.dataset.bytes_per_token else sizing.defaultBytesPerToken.value
     read = tokens_per_second * bytes_per_token * sizing.dataReadHeadroom.value / 1e9
     figures.append(Figure("dataset read throughput", read, "GB/s", "tokens/s x bytes per token x headroom",
                           {"tokens/s": tokens_per_second, "bytes per token": bytes_per_token,
                            "headroom": sizing.dataReadHeadroom.value}))  # fmt: skip
-    batch = w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value
-    step = batch / tokens_per_second
-    dp = gpus // tp
-    weight_bytes = sizing.weightBytes.get(w.precision, 2)
-    exchanged = (3 if w.method not in ("lora", "qlora") else 2) * (w.model.parameters * weight_bytes / tp) * (dp - 1) / max(dp, 1)
-    network = exchanged * 8 / (step * sizing.commOverlapFraction.value) / 1e9
-    figures.append(Figure("network per GPU", network, "Gbit/s",
-                          "ZeRO-3 traffic per step (all-gather x2 + reduce-scatter of weights / TP) x 8 / (step time x overlap)",
-                          {"step seconds": step, "data parallel": dp, "global batch tokens": batch}))  # fmt: skip
+    figures.append(Figure("network per GPU", run.network_need_gbps, "Gbit/s",
+                          "(ZeRO-3 traffic of weights / TP + MoE all-to-all) per step x 8 / (step time x overlap)",
+                          {"available Gbit/s": place.network_gbps_per_gpu, "global batch tokens": batch_tokens}))  # fmt: skip
+    activations = mem.activations if run.recompute else mem.activations_no_recompute
     multi_node = gpus > place.gpus_per_node
-    rdma = multi_node and network > sizing.tcpGbpsPerGpu.value
+    rdma = multi_node and run.network_need_gbps > sizing.tcpGbpsPerGpu.value
     return WorkloadPlan(
         name=w.name, kind=w.kind, team=w.team, pool=place.pool, accelerator=gpu.id, gpus=gpus, min_gpus=min_gpus,
-        model_state_gib=mem.state / GIB, memory_per_gpu_gib=(sharded_bytes(mem.state, gpus) + mem.activations / tp) / GIB,
-        gpu_hours=gpu_hours, wall_clock_days=wall_days, cost_usd=cost, checkpoint_gib=mem.checkpoint / GIB,
-        checkpoint_write_gbps=write, dataset_read_gbps=read, network_gbps_per_gpu=network, rdma_required=rdma,
-        replicas=None, tokens_per_second_per_replica=None, tensor_parallel=tp,
+        model_state_gib=mem.state / GIB,
+        memory_per_gpu_gib=(sharded_bytes(mem.state, gpus) + activations / tp) / GIB,
+        gpu_hours=gpu_hours, wall_clock_days=wall_days, checkpoint_gib=mem.checkpoint / GIB,
+        checkpoint_write_gbps=write, dataset_read_gbps=read, network_gbps_per_gpu=run.network_need_gbps, rdma_required=rdma,
+        replicas=None, tokens_per_second_per_replica=None, mfu=run.mfu, tensor_parallel=tp,
         deadline_days=deadline / DAY if deadline else None, fits=fits, figures=tuple(figures), notes=tuple(notes),
+        issues=tuple(issues),
     )  # fmt: skip
 
 
-def _empty(w: Workload, place: Placement, figures: list[Figure], notes: list[str], fits: dict[str, int | None]) -> WorkloadPlan:
+def _empty(  # noqa: PLR0917 - what a sizing knew before it stopped
+    w: Workload, place: Placement, figures: list[Figure], notes: list[str], fits: dict[str, int | None], issues: list[Issue]
+) -> WorkloadPlan:
     return WorkloadPlan(
         name=w.name, kind=w.kind, team=w.team, pool=place.pool, accelerator=place.gpu.id if place.gpu else None,
         gpus=None, min_gpus=None, model_state_gib=None, memory_per_gpu_gib=None, gpu_hours=None, wall_clock_days=None,
-        cost_usd=None, checkpoint_gib=None, checkpoint_write_gbps=None, dataset_read_gbps=None, network_gbps_per_gpu=None,
+        checkpoint_gib=None, checkpoint_write_gbps=None, dataset_read_gbps=None, network_gbps_per_gpu=None,
         rdma_required=None, replicas=None, tokens_per_second_per_replica=None, fits=fits, figures=tuple(figures),
-        notes=tuple(notes),
+        notes=tuple(notes), issues=tuple(issues),
     )  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------
 # inference
-
-
-@dataclass(frozen=True)
-class ReplicaLayout:
-    tp: int
-    batch: int
-    step_seconds: float
-    tokens_per_second: float
-    prefill_seconds: float
-    requests_per_second: float
-    memory_bytes: float
 
 
 def _slo(target: Any) -> float | None:
@@ -327,58 +399,78 @@ def _slo(target: Any) -> float | None:
     return value
 
 
-def replica_layout(w: Workload, gpu: Gpu, sizing: Sizing, node_gpus: int) -> tuple[ReplicaLayout | None, list[Figure]]:
+def served_shape(w: Workload, sizing: Sizing) -> ServedShape:
+    assert w.model is not None
+    n = float(w.model.parameters)
+    layers, hidden = shape(n, w.model.layers, w.model.hidden_size, sizing)
+    inf = sizing.inference
+    return ServedShape(
+        parameters=n,
+        active_parameters=float(w.model.active_parameters or n),
+        layers=layers,
+        hidden=hidden,
+        kv_heads=w.model.kv_heads or int(inf.kvHeadsDefault.value),
+        head_dim=w.model.head_dim or int(inf.headDimDefault.value),
+    )
+
+
+def kv_bytes(precision: str) -> float:
+    """KV-cache bytes per element: 8-bit with 8- or 4-bit weights, else 16-bit."""
+    return 1.0 if precision in ("fp8", "int8", "fp4", "int4") else 2.0
+
+
+def replica_layout(w: Workload, gpu: Gpu, sizing: Sizing, node_gpus: int) -> tuple[ReplicaPerformance | None, list[Figure]]:
     """The smallest tensor-parallel replica that holds the model and meets the latency SLOs."""
     assert w.model is not None and w.traffic is not None
-    n = float(w.model.parameters)
-    active = float(w.model.active_parameters or n)
-    weights = n * sizing.weightBytes.get(w.precision, 2)
-    layers, hidden = shape(n, w.model.layers, w.model.hidden_size, sizing)
-    kv_bytes = 1.0 if w.precision in ("fp8", "int8", "fp4", "int4") else 2.0
-    kv_token = 2 * layers * hidden * sizing.kvHeadFraction.value * kv_bytes
-    seq = w.traffic.input_tokens + w.traffic.output_tokens
-    kv_seq = kv_token * seq
-    kv_avg = kv_token * (w.traffic.input_tokens + w.traffic.output_tokens / 2)
-    bandwidth = gpu.memoryBandwidthGBps * 1e9 * sizing.decodeBandwidthEfficiency.value
-    compute = peak_tflops(gpu, w.precision) * 1e12 * sizing.mfu.prefill.value
+    shape_ = served_shape(w, sizing)
+    inf = sizing.inference
+    eff = efficiencies(sizing)
+    bytes_per_weight = sizing.weightBytes.get(w.precision, 2)
     tpot = _slo(w.latency.time_per_output_token) if w.latency else None
     ttft = _slo(w.latency.time_to_first_token) if w.latency else None
+    isl, osl = w.traffic.input_tokens, w.traffic.output_tokens
+    kv_token = 2 * shape_.layers * shape_.kv_heads * shape_.head_dim * kv_bytes(w.precision)
     figures = [
-        Figure("weights", weights / GIB, "GiB", "parameters x bytes per weight", {"precision": w.precision}),
-        Figure("KV cache per sequence", kv_seq / GIB, "GiB", "2 x layers x hidden x KV-head fraction x bytes x tokens",
-               {"layers": layers, "hidden": hidden, "tokens": seq}),
+        Figure("weights", shape_.parameters * bytes_per_weight / GIB, "GiB", "parameters x bytes per weight", {"precision": w.precision}),
+        Figure("KV cache per sequence", kv_token * (isl + osl) / GIB, "GiB", "2 x layers x KV heads x head dim x bytes x tokens",
+               {"layers": shape_.layers, "KV heads": shape_.kv_heads, "head dim": shape_.head_dim, "tokens": isl + osl}),
     ]  # fmt: skip
+    factors = (
+        Factor("prefill compute efficiency", eff.prefill, inf.prefillEfficiency.source),
+        Factor("decode compute efficiency", eff.decode_compute, inf.decodeComputeEfficiency.source),
+        Factor("HBM bandwidth efficiency", eff.bandwidth, inf.decodeBandwidthEfficiency.source),
+        Factor("memory for weights and KV", eff.memory_fraction, inf.memoryFraction.source),
+        Factor("tensor-parallel link efficiency", eff.link, inf.linkEfficiency.source),
+        Factor("decode step overhead (s)", eff.step_overhead, inf.stepOverheadSeconds.source),
+    )
+    hardware = gpu_hardware(gpu, w.precision, sizing)
+    headroom = inf.tpotHeadroom.value
     for tp in (d for d in TP_DEGREES if d <= node_gpus):
-        memory = usable_memory(gpu, sizing) * tp
-        if memory <= weights + kv_seq:
+        replica = Replica(shape_, tp, hardware, eff, bytes_per_weight, kv_bytes(w.precision))
+        perf = replica_performance(replica, isl, osl, batch_cap=inf.maxBatch.value, tpot=tpot * headroom if tpot is not None else None)
+        if perf is None or (ttft is not None and perf.prefill_seconds > ttft):
             continue
-        batch = min(256, int((memory - weights) // kv_seq))
-        if tpot is not None:
-            batch = min(batch, int((tpot * tp * bandwidth - weights) // kv_avg))
-        if batch < 1:
-            continue
-        step = (weights + batch * kv_avg) / (tp * bandwidth)
-        prefill = 2 * active * w.traffic.input_tokens / (tp * compute)
-        if ttft is not None and prefill > ttft:
-            continue
-        tps = batch / step
-        rps = 1 / (w.traffic.output_tokens / tps + prefill)
-        figures.append(Figure("decode step", step, "s", "(weights + batch x average KV) / (TP x HBM bandwidth x efficiency)",
-                              {"tensor parallel": tp, "batch": batch}))  # fmt: skip
-        figures.append(Figure("prefill per request", prefill, "s", "2 x active parameters x input tokens / (TP x peak x prefill MFU)", {}))
-        figures.append(Figure("requests/s per replica", rps, "req/s", "1 / (output tokens / decode tokens/s + prefill time)", {}))
-        return ReplicaLayout(tp, batch, step, tps, prefill, rps, weights + batch * kv_seq), figures
+        figures.append(Figure("batch per replica", perf.batch, "sequences",
+                              "min(engine cap, KV memory limit, largest batch with step <= headroom x TPOT target)",
+                              {"tensor parallel": tp, "KV memory limit": perf.kv_batch_limit,
+                               "engine cap": inf.maxBatch.value}))  # fmt: skip
+        figures.append(Figure("decode step", perf.step_seconds, "s",
+                              "(weights read + batch x KV) / (TP x HBM x e) + compute / (TP x peak x e) + all-reduce + overhead",
+                              {"tensor parallel": tp, "batch": perf.batch}, factors))  # fmt: skip
+        figures.append(Figure("prefill per request", perf.prefill_seconds, "s",
+                              "(2 x active params x input + attention) / (TP x peak x e) + all-reduce", {"input tokens": isl}))  # fmt: skip
+        figures.append(Figure("tokens/s per replica", perf.tokens_per_second, "output tokens/s",
+                              "output tokens / (prefill + output tokens x step / batch)", {}))  # fmt: skip
+        figures.append(Figure("requests/s per replica", perf.requests_per_second, "req/s", "tokens/s per replica / output tokens", {}))
+        return perf, figures
     return None, figures
 
 
-def plan_inference(w: Workload, place: Placement, catalog: Catalog, candidates: list[Gpu]) -> WorkloadPlan:
-    sizing = catalog.sizing
+def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: list[Gpu]) -> WorkloadPlan:
     assert w.model is not None and place.gpu is not None
     gpu = place.gpu
     notes: list[str] = []
     if w.traffic is None:  # batch inference without a declared load: one replica at full batch
-        from alicerce.spec.models import Traffic
-
         w = w.model_copy(update={"traffic": Traffic.model_validate({"concurrency": 1, "inputTokens": 512, "outputTokens": 256})})
         notes.append("no traffic declared: sized one replica for 512-token prompts and 256-token outputs")
     assert w.traffic is not None
@@ -388,42 +480,40 @@ def plan_inference(w: Workload, place: Placement, catalog: Catalog, candidates: 
         fits[candidate.id] = found.tp if found else None
     layout, figures = replica_layout(w, gpu, sizing, place.gpus_per_node)
     if layout is None:
-        notes.append(f"no replica of up to {place.gpus_per_node} x {gpu.id} holds the model and meets the latency targets")
-        return _empty(w, place, figures, notes, fits)
+        issue = Issue("PL303", f"no replica of up to {place.gpus_per_node} x {gpu.id} holds the model and meets the latency targets")
+        return _empty(w, place, figures, notes, fits, [issue])
     if w.traffic.peak_rps is not None:
         replicas = max(1, math.ceil(w.traffic.peak_rps / layout.requests_per_second))
         load = w.traffic.peak_rps / (replicas * layout.requests_per_second)
+        rps = w.traffic.peak_rps
     else:
         replicas = max(1, math.ceil((w.traffic.concurrency or 1) / layout.batch))
         load = (w.traffic.concurrency or 1) / (replicas * layout.batch)
+        rps = load * replicas * layout.requests_per_second
     figures.append(Figure("replicas", replicas, "replicas", "ceil(peak requests/s / requests/s per replica)", {"load": load}))
     gpus = replicas * layout.tp
     hours = gpus * w.hours_per_day * sizing.hoursPerMonth.value / 24
-    price, priced_by = gpu_price_per_hour(gpu, catalog, place.instance)
-    cost = hours * price if price is not None else None
-    if cost is not None:
-        figures.append(Figure("monthly cost", cost, "USD", "GPUs x hours per month x USD per GPU-hour", {"instance": priced_by}))
+    tokens_month = rps * (w.traffic.input_tokens + w.traffic.output_tokens) * 3600 * w.hours_per_day * sizing.hoursPerMonth.value / 24
     sharing = _sharing(w, gpu, layout, replicas=replicas, load=load, sizing=sizing)
-    assert w.model is not None
+    layout_memory = layout.weights_bytes + layout.batch * layout.kv_bytes_per_token * (w.traffic.input_tokens + w.traffic.output_tokens)
     return WorkloadPlan(
         name=w.name, kind=w.kind, team=w.team, pool=place.pool, accelerator=gpu.id, gpus=gpus, min_gpus=layout.tp,
-        model_state_gib=w.model.parameters * sizing.weightBytes.get(w.precision, 2) / GIB,
-        memory_per_gpu_gib=layout.memory_bytes / layout.tp / GIB, gpu_hours=hours, wall_clock_days=None, cost_usd=cost,
-        checkpoint_gib=None, checkpoint_write_gbps=None, dataset_read_gbps=None, network_gbps_per_gpu=None,
-        rdma_required=False, replicas=replicas, tokens_per_second_per_replica=layout.tokens_per_second,
-        gpus_per_replica=layout.tp, tensor_parallel=layout.tp, sharing=sharing, fits=fits, figures=tuple(figures),
-        notes=tuple(notes),
+        model_state_gib=layout.weights_bytes / GIB,
+        memory_per_gpu_gib=layout_memory / layout.tp / GIB,
+        gpu_hours=hours, wall_clock_days=None, checkpoint_gib=None, checkpoint_write_gbps=None, dataset_read_gbps=None,
+        network_gbps_per_gpu=None, rdma_required=False, replicas=replicas, tokens_per_second_per_replica=layout.tokens_per_second,
+        gpus_per_replica=layout.tp, tensor_parallel=layout.tp, sharing=sharing, tokens_per_month=tokens_month, fits=fits,
+        figures=tuple(figures), notes=tuple(notes),
     )  # fmt: skip
 
 
-def _sharing(w: Workload, gpu: Gpu, layout: ReplicaLayout, *, replicas: int, load: float, sizing: Sizing) -> str | None:
+def _sharing(w: Workload, gpu: Gpu, layout: ReplicaPerformance, *, replicas: int, load: float, sizing: Sizing) -> str | None:
     """MIG or time-slicing for a model too small to fill a GPU; None when whole GPUs are right."""
     if layout.tp != 1 or replicas != 1 or load >= 0.5:
         return None
-    assert w.model is not None
-    weights = w.model.parameters * sizing.weightBytes.get(w.precision, 2)
-    kv_per_seq = (layout.memory_bytes - weights) / layout.batch
-    need = (weights + max(1, math.ceil(load * layout.batch)) * kv_per_seq) / (1 - sizing.memoryReserveFraction.value)
+    assert w.traffic is not None
+    kv_per_seq = layout.kv_bytes_per_token * (w.traffic.input_tokens + w.traffic.output_tokens)
+    need = (layout.weights_bytes + max(1, math.ceil(load * layout.batch)) * kv_per_seq) / (1 - sizing.memoryReserveFraction.value)
     if gpu.mig is not None:
         for profile in sorted(gpu.mig.profiles, key=lambda p: (p.memoryGiB, p.slices)):
             if profile.slices < gpu.mig.computeSlices and profile.memoryGiB * GIB >= need:
@@ -437,8 +527,7 @@ def _sharing(w: Workload, gpu: Gpu, layout: ReplicaLayout, *, replicas: int, loa
 # data preparation
 
 
-def plan_data_prep(w: Workload, place: Placement, catalog: Catalog) -> WorkloadPlan:
-    sizing = catalog.sizing
+def plan_data_prep(w: Workload, place: Placement, sizing: Sizing) -> WorkloadPlan:
     notes: list[str] = []
     size = float(w.dataset.size) if w.dataset else 0.0
     budget = w.deadline or DAY
@@ -453,21 +542,21 @@ def plan_data_prep(w: Workload, place: Placement, catalog: Catalog) -> WorkloadP
     )
     return WorkloadPlan(
         name=w.name, kind=w.kind, team=w.team, pool=place.pool, accelerator=None, gpus=None, min_gpus=None,
-        model_state_gib=None, memory_per_gpu_gib=None, gpu_hours=None, wall_clock_days=budget / DAY, cost_usd=None,
+        model_state_gib=None, memory_per_gpu_gib=None, gpu_hours=None, wall_clock_days=budget / DAY,
         checkpoint_gib=None, checkpoint_write_gbps=None, dataset_read_gbps=read, network_gbps_per_gpu=None,
         rdma_required=None, replicas=None, tokens_per_second_per_replica=None, cpu_cores=cores, figures=figures,
         notes=tuple(notes),
     )  # fmt: skip
 
 
-def plan_workload(w: Workload, place: Placement, catalog: Catalog, candidates: list[Gpu]) -> WorkloadPlan:
+def plan_workload(w: Workload, place: Placement, sizing: Sizing, candidates: list[Gpu]) -> WorkloadPlan:
     """Size one workload on its placement."""
     if w.kind == "data-prep":
-        return plan_data_prep(w, place, catalog)
+        return plan_data_prep(w, place, sizing)
     if place.gpu is None or w.model is None:
-        return _empty(w, place, [], ["no GPU to size it for: give it an accelerator or a GPU pool"], {})
+        return _empty(w, place, [], [], {}, [Issue("PL303", "no GPU to size it for: give it an accelerator or a GPU pool")])
     if w.kind in ("training", "fine-tuning"):
         if w.tokens is None:
-            return _empty(w, place, [], ["no tokens declared"], {})
-        return plan_training(w, place, catalog, candidates)
-    return plan_inference(w, place, catalog, candidates)
+            return _empty(w, place, [], [], {}, [Issue("PL303", "no tokens declared")])
+        return plan_training(w, place, sizing, candidates)
+    return plan_inference(w, place, sizing, candidates)

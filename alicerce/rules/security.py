@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable
 
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean
 
 rules = RuleSet()
+
+# plan checks (alicerce/plan/findings.py) are waived in the same list; `alicerce plan` validates those ids
+PLAN_CHECK = re.compile(r"^PL3[0-9]{2}$")
 
 
 @rules.rule("AL270", "production-encryption", "Production environments encrypt data at rest.", waivable=True)
@@ -81,7 +85,9 @@ def waivers_valid(ctx: RuleContext) -> Iterable[Finding]:
     waivable = sorted(r.id for r in ctx.rules.values() if r.waivable)
     for i, waiver in enumerate(ctx.spec.waivers):
         path = S.waivers[i]
-        if waiver.rule not in ctx.rules:
+        if PLAN_CHECK.match(waiver.rule):
+            pass  # a plan check (PL3xx): `alicerce plan` checks it exists and may be waived (PL300)
+        elif waiver.rule not in ctx.rules:
             yield Finding(
                 path.rule, f'no rule "{waiver.rule}"', did_you_mean(waiver.rule, ctx.rules) or "see `alicerce rules`", waiver.rule
             )

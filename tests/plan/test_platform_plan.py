@@ -1,4 +1,8 @@
-"""The platform plan of the reference spec: placement, pools, storage, findings and the CLI."""
+"""The platform plan: placement over every eligible pool, typed findings, costs of what can run, the CLI.
+
+Issue 15, items 5 (placement), 6 (costs only for what can run, --fail-on, stable waivable ids,
+--explain with --json) and 7 (growth). Golden TCO figures are tests/plan/test_tco.py.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +12,15 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
-from alicerce.plan.platform import plan_platform
+import yaml
+
+from alicerce.plan.findings import CHECKS, PLAN_CHECK_ID, Severity
+from alicerce.plan.platform import SizingPlan, plan_platform
 from alicerce.rules.validate import validated
-from alicerce.spec.loader import load_file
-from tests.conftest import ROOT
+from alicerce.spec.loader import load_file, load_text
+from tests.conftest import ROOT, TODAY
 
 REFERENCE = load_file(ROOT / "platform.yaml", "platform.yaml")
 ISSUE_KEYS = {
@@ -22,57 +30,199 @@ ISSUE_KEYS = {
 }  # fmt: skip
 
 
+def reference() -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load((ROOT / "platform.yaml").read_text())
+    return data
+
+
+def plan_of(data: dict[str, Any], env: str = "prod") -> SizingPlan:
+    return plan_platform(validated(load_text(yaml.safe_dump(data, sort_keys=False), "p.yaml"), env), today=TODAY)
+
+
+def by_check(plan: SizingPlan) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for f in plan.findings:
+        out.setdefault(f.check, []).append(f.subject)
+    return out
+
+
 def test_reference_prod_plan() -> None:
-    plan = plan_platform(validated(REFERENCE, "prod"))
+    plan = plan_platform(validated(REFERENCE, "prod"), today=TODAY)
     by_name = {w.name: w for w in plan.workloads}
     assert by_name["llm-pretrain"].pool == "onprem-h100"
     assert by_name["llm-pretrain"].wall_clock_days is not None and by_name["llm-pretrain"].wall_clock_days <= 60
     assert by_name["chat-70b"].pool == "infer-l40s"
     assert by_name["tokenize-corpus"].cpu_cores is not None
-    errors = {f.subject: f.message for f in plan.findings if f.severity == "error"}
-    assert errors == {"chat-70b": "needs 9 replicas (36 GPUs) at peak; pool infer-l40s has 32 at max 8 nodes; 9 nodes are needed"}
+    assert by_check(plan) == {
+        "PL305": ["chat-70b"],  # 40 req/s of 1,500-token prompts to a 70B model on PCIe-only L40S: prefill-bound
+        "PL313": ["onprem-h100"],  # llm-pretrain's 15% a quarter outgrows 256 H100s in quarter 2
+        "PL307": ["infer-l4", "train-p5"],
+        "PL319": ["onprem-h100"],
+    }
+    assert all(PLAN_CHECK_ID.match(f.check) and f.severity == CHECKS[f.check].severity for f in plan.findings)
 
 
 def test_too_small_pool_names_the_days_and_the_nodes_needed() -> None:
-    text = (ROOT / "platform.yaml").read_text().replace("    tokens: 1T\n", "    tokens: 2T\n", 1)
-    from alicerce.spec.loader import load_text
-
-    plan = plan_platform(validated(load_text(text, "p.yaml"), "prod"))
+    data = reference()
+    next(w for w in data["workloads"] if w["name"] == "llm-pretrain")["tokens"] = "2T"
+    plan = plan_of(data)
     (finding,) = [f for f in plan.findings if f.subject == "llm-pretrain"]
-    assert finding.severity == "error"
+    assert finding.check == "PL304" and finding.severity is Severity.ERROR
     assert finding.message.startswith("pool onprem-h100 with max 32 nodes finishes llm-pretrain in ")
     assert "past its 60-day deadline;" in finding.message and finding.message.endswith("nodes are needed")
 
 
+def test_placement_takes_the_idle_owned_pool_and_says_why() -> None:
+    """Issue 15: with 128 idle on-prem A100s the planner put a pretraining job on a 4-node AWS pool and
+    reported the missed deadline. Now every eligible pool is sized: the owned pool meets the deadline
+    and adds only power, so it wins, and the reason names the pool it passed over."""
+    data = reference()
+    data["nodePools"] = [p for p in data["nodePools"] if p["name"] not in ("train-p5", "onprem-h100")] + [
+        {"name": "train-p4d", "site": "aws", "purpose": "training", "accelerator": "A100-SXM4-40GB:8",
+         "aws": {"instanceType": "p4d.24xlarge", "zone": "us-east-1a"}, "scaling": {"min": 0, "max": 4}, "fabric": "efa",
+         "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]},
+        {"name": "onprem-a100", "site": "dc1", "purpose": "training", "accelerator": "A100-SXM4-80GB:8",
+         "onprem": {"hosts": [{"hosts": "gpu-[001:016].dc1.acme.example", "rack": "r01"}], "hcas": 8},
+         "scaling": {"min": 16, "max": 16}, "fabric": "ib-dc1",
+         "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]},
+    ]  # fmt: skip
+    data["workloads"] = [
+        {
+            "name": "pretrain-13b",
+            "kind": "training",
+            "team": "research",
+            "model": {"parameters": "13B"},
+            "tokens": "300B",
+            "deadline": "30d",
+        }
+    ]
+    data["storage"] = [t for t in data["storage"] if t["name"] != "scratch"]
+    for team in data["tenancy"]["teams"]:
+        team["quotas"] = [q for q in team["quotas"] if q["pool"] not in ("train-p5", "onprem-h100")]
+    data.pop("costs")
+    data["monitoring"]["slos"] = [s for s in data["monitoring"]["slos"] if s.get("workload") != "chat-70b"]
+    plan = plan_of(data)
+    (w,) = plan.workloads
+    assert w.pool == "onprem-a100" and w.wall_clock_days is not None and w.wall_clock_days <= 30
+    reason = plan.placements["pretrain-13b"]
+    assert reason.startswith("onprem-a100: meets the 30-day deadline") and "owned: power only" in reason
+    assert "train-p4d" in reason  # the pool it passed over, and why
+    assert "PL304" not in by_check(plan)
+
+
+def test_pinned_pool_that_misses_is_told_about_a_better_one() -> None:
+    data = reference()
+    pretrain = next(w for w in data["workloads"] if w["name"] == "llm-pretrain")
+    pretrain.update(pool="train-p5", tokens="300B")  # train-p5 (16 x p5) is smaller than the idle on-prem pool
+    pretrain["deadline"] = "20d"  # ~200 H100s: more than train-p5 has, fewer than the on-prem pool
+    plan = plan_of(data)
+    better = [f for f in plan.findings if f.check == "PL314"]
+    assert [f.subject for f in better] == ["llm-pretrain"] and "onprem-h100" in better[0].message
+
+
+def test_costs_only_for_what_can_run() -> None:
+    """dev has no pool for the H100 pretraining job: it is reported and kept out of every total (the
+    issue: dev was charged for a job its own findings said could not run there)."""
+    dev = plan_platform(validated(REFERENCE, "dev"), today=TODAY)
+    assert "llm-pretrain" in dev.unpriced and "PL301" in by_check(dev)
+    pretrain = next(w for w in dev.workloads if w.name == "llm-pretrain")
+    assert pretrain.cost_usd is None
+    data = reference()
+    next(w for w in data["workloads"] if w["name"] == "code-assistant-ft")["model"] = {"parameters": "20T"}  # fits no pool
+    plan = plan_of(data)
+    assert "code-assistant-ft" in plan.unpriced and "code-assistant-ft" in by_check(plan)["PL303"]
+    assert plan.monthly_cost_usd == sum(plan.cost_breakdown.values())
+
+
+def test_prod_costs_more_than_dev_once_owned_capacity_counts() -> None:
+    """The issue's chart showed dev at five times prod (prod's 32 owned H100 nodes counted as zero)."""
+    prod = plan_platform(validated(REFERENCE, "prod"), today=TODAY)
+    dev = plan_platform(validated(REFERENCE, "dev"), today=TODAY)
+    assert prod.cost_breakdown["owned pools"] > 300_000
+    assert prod.monthly_cost_usd > 10 * dev.monthly_cost_usd
+
+
+def test_waivers_silence_policy_checks_only() -> None:
+    data = reference()
+    data["waivers"] = [
+        {"rule": "PL307", "resources": ["train-p5"], "justification": "burst capacity for quarterly evaluations", "expires": "2099-01-01"},
+        {"rule": "PL305", "justification": "we accept queueing for chat at peak", "expires": "2099-01-01"},
+        {"rule": "PL399", "justification": "a typo that must be caught", "expires": "2099-01-01"},
+    ]
+    plan = plan_of(data)
+    assert [(f.check, f.subject) for f in plan.waived] == [("PL307", "train-p5")]
+    checks = by_check(plan)
+    assert checks["PL307"] == ["infer-l4"] and checks["PL305"] == ["chat-70b"]  # PL305 guards correctness
+    assert sorted(checks["PL300"]) == ["waivers[PL305]", "waivers[PL399]"]
+
+
+def test_growth_forecast_names_the_quarter_a_pool_runs_out() -> None:
+    plan = plan_platform(validated(REFERENCE, "prod"), today=TODAY)
+    fc = plan.forecast
+    assert fc is not None and fc.horizon == 8 and set(fc.growing) == {"llm-pretrain", "chat-70b"}
+    h100 = [r for r in fc.rows if r.pool == "onprem-h100"]
+    assert [r.peak_gpus for r in h100] == sorted(r.peak_gpus for r in h100)  # growth never shrinks the need
+    assert ("onprem-h100", 2, 296, 256) in fc.runs_out
+    assert all(d >= m - 1e-6 for d, m in zip(fc.demand_usd, fc.monthly_usd, strict=True))
+    assert fc.monthly_usd[0] <= plan.monthly_cost_usd
+
+
 def test_json_has_the_documented_shape_and_is_deterministic() -> None:
-    first = plan_platform(validated(REFERENCE, "prod")).to_json()
-    second = plan_platform(validated(load_file(ROOT / "platform.yaml"), "prod")).to_json()
+    first = plan_platform(validated(REFERENCE, "prod"), today=TODAY).to_json(explain=True, tco=True)
+    second = plan_platform(validated(load_file(ROOT / "platform.yaml"), "prod"), today=TODAY).to_json(explain=True, tco=True)
     assert json.dumps(first) == json.dumps(second)
     for workload in first["workloads"]:
         assert set(workload) >= ISSUE_KEYS
-    assert {"pools", "findings", "storage", "units"} <= set(first)
+    assert {"pools", "findings", "storage", "units", "placements", "tco", "unpriced_workloads"} <= set(first)
+    assert {"own_vs_rent", "unit_costs", "showback", "forecast"} <= set(first["tco"])
 
 
-def test_cli_plan_json_and_charts(tmp_path: Path) -> None:
+def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     alicerce = Path(sys.executable).with_name("alicerce")
-    env = {**os.environ, "COLUMNS": "200"}
+    env = {**os.environ, "COLUMNS": "100", "ALICERCE_TODAY": TODAY.isoformat()}
+    return subprocess.run([str(alicerce), "plan", *args], cwd=cwd, capture_output=True, text=True, env=env, check=False)
 
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(alicerce), "plan", *args], cwd=ROOT, capture_output=True, text=True, env=env, check=False)
 
-    result = run("--json", "--env", "dev")
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["environment"] == "dev"
-    table = run("--explain")
-    assert table.returncode == 0 and "Findings" in table.stdout and "6 x active parameters x tokens" in table.stdout
+def test_cli_fail_on_explain_json_and_checks(tmp_path: Path) -> None:
+    assert _cli("--fail-on", "error").returncode == 1  # chat-70b's PL305 is an error
+    assert _cli().returncode == 0
+    explained = _cli("--json", "--explain", "--tco", "--fail-on", "never")
+    assert explained.returncode == 0, explained.stderr
+    data = json.loads(explained.stdout)
+    pretrain = next(w for w in data["workloads"] if w["name"] == "llm-pretrain")
+    mfu = next(f for f in pretrain["figures"] if f["name"] == "MFU")
+    assert {f["name"] for f in mfu["factors"]} >= {"base", "attention", "per-GPU batch", "precision", "goodput"}
+    assert all(f["source"] for f in mfu["factors"])
+    owned = next(p for p in data["pools"] if p["name"] == "onprem-h100")
+    assert owned["tco"]["factors"] and owned["owned"] is True
+    checks = json.loads(_cli("--checks", "--json").stdout)
+    assert [c["id"] for c in checks] == sorted(CHECKS) and all(set(c) == {"id", "name", "severity", "summary", "waivable"} for c in checks)
+    # a spec with warnings but no error: --fail-on error passes it, --fail-on warning does not
+    data_spec = reference()
+    data_spec["workloads"] = [w for w in data_spec["workloads"] if w["name"] not in ("chat-70b", "llm-pretrain")]
+    data_spec["monitoring"]["slos"] = [s for s in data_spec["monitoring"]["slos"] if s.get("workload") != "chat-70b"]
+    next(w for w in data_spec["workloads"] if w["name"] == "embed-batch")["accelerator"] = "H100"  # no H100 serving pool: PL301
+    spec = tmp_path / "p.yaml"
+    spec.write_text(yaml.safe_dump(data_spec, sort_keys=False))
+    severities = {f["severity"] for f in json.loads(_cli(str(spec), "--json").stdout)["findings"]}
+    assert "error" not in severities and "warning" in severities
+    assert _cli(str(spec), "--fail-on", "error").returncode == 0
+    assert _cli(str(spec), "--fail-on", "warning").returncode == 1
+    assert _cli("--env", "nope").returncode == 2
+
+
+def test_cli_text_fits_100_columns_and_charts_are_deterministic(tmp_path: Path) -> None:
+    text = _cli("--tco")
+    assert text.returncode == 0 and "Findings" in text.stdout and "Own or rent" in text.stdout
+    assert max(len(line.rstrip()) for line in text.stdout.splitlines()) <= 100
+    explained = _cli("--explain")
+    assert "6 x active parameters x tokens" in explained.stdout and "per-GPU batch" in explained.stdout
     digests = []
+    names = ("cost-by-environment", "gpu-hours-by-team", "pool-utilization", "own-vs-rent", "forecast-cost")
     for attempt in ("a", "b"):
         out = tmp_path / attempt
-        assert run("--plot", str(out)).returncode == 0
+        assert _cli("--plot", str(out)).returncode == 0
         files = sorted(out.iterdir())
-        assert [f.name for f in files] == sorted(
-            f"{name}.{ext}" for name in ("cost-by-environment", "gpu-hours-by-team", "pool-utilization") for ext in ("png", "svg")
-        )
+        assert [f.name for f in files] == sorted(f"{name}.{ext}" for name in names for ext in ("png", "svg"))
         digests.append([hashlib.sha256(f.read_bytes()).hexdigest() for f in files])
     assert digests[0] == digests[1]
-    assert run("--env", "nope").returncode == 2

@@ -55,6 +55,8 @@ def _preview(variant: str, env: str) -> Any:
 
     data = reference()
     settings = StackSettings()
+    if variant.startswith("p5-"):  # not a capacity reservation any more: its reserved-node price no longer applies
+        data["costs"]["cloud"] = [c for c in data["costs"]["cloud"] if c["pool"] != "train-p5"]
     if variant == "p5-on-demand":
         pool = next(p for p in data["nodePools"] if p["name"] == "train-p5")
         pool["aws"] = {"instanceType": "p5.48xlarge", "zone": "us-east-1b"}

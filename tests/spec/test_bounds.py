@@ -32,8 +32,11 @@ def errors(text: str) -> list[str]:
     return [e.render() for e in checked.errors]
 
 
+RANGE_LINE = REFERENCE[: REFERENCE.index(RANGE)].count("\n") + 1  # where the first host range is written
+
+
 def with_hosts(*entries: str) -> str:
-    """The reference spec with its first host range (line 133) replaced by ``entries``."""
+    """The reference spec with its first host range (at RANGE_LINE) replaced by ``entries``."""
     assert RANGE in REFERENCE
     return REFERENCE.replace(RANGE, "\n        - ".join(entries))
 
@@ -69,7 +72,7 @@ def test_a_huge_host_product_is_refused_at_once_and_located(tmp_path: Path) -> N
     result = alicerce("validate", str(spec), "--env", "prod", timeout=30)
     assert result.returncode == 2
     assert time.perf_counter() - started < 10
-    assert f"{spec}:133:11: error[AL220]" in result.stdout
+    assert f"{spec}:{RANGE_LINE}:11: error[AL220]" in result.stdout
     assert "989,901 hosts" in result.stdout
 
 
@@ -107,7 +110,7 @@ def test_shell_text_in_host_names_never_reaches_the_inventory(tmp_path: Path) ->
     spec.write_text(with_hosts('{hosts: "../../etc/gpu-[001:016]; rm -rf /", rack: r01}'))
     result = alicerce("generate", "--env", "prod", str(spec), "--out", str(tmp_path / "out"))
     assert result.returncode == 2
-    assert f"{spec}:133:11: error[AL221]" in result.stdout
+    assert f"{spec}:{RANGE_LINE}:11: error[AL221]" in result.stdout
     assert not (tmp_path / "out").exists()
 
 

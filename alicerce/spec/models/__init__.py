@@ -6,6 +6,7 @@ spec model from one place.
 """
 
 from alicerce.spec.base import DNS_LABEL, Labels, Name, Precision, Purpose, SpecModel, WorkloadKind
+from alicerce.spec.models.costs import CloudPoolCosts, Costs, OnpremPoolCosts, OnpremSiteCosts
 from alicerce.spec.models.environments import Environment, Site
 from alicerce.spec.models.metadata import Metadata, Versions
 from alicerce.spec.models.monitoring import AlertOverride, Monitoring, Slo
@@ -26,7 +27,7 @@ from alicerce.spec.models.pools import (
 from alicerce.spec.models.security import Audit, Encryption, EndpointAccess, IdentityProvider, Security, Waiver
 from alicerce.spec.models.storage import BlockTier, LocalNvmeTier, ObjectTier, ParallelFsTier, SharedNfsTier, StorageTier
 from alicerce.spec.models.tenancy import Budget, Quota, StorageGrant, Team, Tenancy
-from alicerce.spec.models.workloads import Dataset, Latency, LatencyTarget, Model, Traffic, Workload
+from alicerce.spec.models.workloads import Dataset, Experts, Growth, Latency, LatencyTarget, Model, Traffic, Workload
 from alicerce.targets.aws.spec import AwsEbs, AwsEfs, AwsFsx, AwsNodeUpdate, AwsPool, AwsS3, AwsSite, EksAddon, ExistingPlacementGroup
 from alicerce.targets.onprem.spec import (
     HostRange,
@@ -57,14 +58,18 @@ __all__ = [
     "AwsSite",
     "BlockTier",
     "Budget",
+    "CloudPoolCosts",
+    "Costs",
     "Dataset",
     "EksAddon",
     "Encryption",
     "EndpointAccess",
     "Environment",
     "ExistingPlacementGroup",
+    "Experts",
     "Fabric",
     "GpuOperator",
+    "Growth",
     "HostRange",
     "HostRangeSpec",
     "IdentityProvider",
@@ -89,7 +94,9 @@ __all__ = [
     "OnpremObject",
     "OnpremParallelFs",
     "OnpremPool",
+    "OnpremPoolCosts",
     "OnpremSite",
+    "OnpremSiteCosts",
     "Operator",
     "Operators",
     "ParallelFsTier",

@@ -10,12 +10,25 @@ from alicerce.spec.base import Name, Precision, SpecModel, WorkloadKind
 from alicerce.spec.units import ByteSize, Count, Duration
 
 
+class Experts(SpecModel):
+    """The experts of a mixture-of-experts model (all resident in memory, a few routed per token)."""
+
+    total: StrictInt = Field(ge=2, description="Routed experts per MoE layer.", examples=[256])
+    per_token: StrictInt = Field(ge=1, description="Experts each token is routed to (top-k).", examples=[8])
+    layers: StrictInt | None = Field(default=None, ge=1, description="Layers with experts; default: every layer.")
+
+
 class Model(SpecModel):
     parameters: Count = Field(description="Total parameters, e.g. 70B.")
     architecture: Literal["dense", "moe"] = Field(default="dense", description="Dense or mixture-of-experts.")
     active_parameters: Count | None = Field(default=None, description="Parameters active per token (MoE).")
+    experts: Experts | None = Field(
+        default=None, description="MoE routing; the all-to-all volume per active parameter sets the MoE efficiency (default top-8)."
+    )
     layers: StrictInt | None = Field(default=None, ge=1, description="Transformer layers (for KV-cache and activation sizing).")
     hidden_size: StrictInt | None = Field(default=None, ge=1, description="Hidden dimension.")
+    kv_heads: StrictInt | None = Field(default=None, ge=1, description="Key/value heads per layer (KV-cache size); default 8.")
+    head_dim: StrictInt | None = Field(default=None, ge=1, description="Dimension of one attention head; default 128.")
 
 
 class Dataset(SpecModel):
@@ -42,6 +55,14 @@ class Latency(SpecModel):
     time_per_output_token: LatencyTarget | None = Field(default=None, description="Time per output token.")
 
 
+class Growth(SpecModel):
+    """How a workload's demand grows: training tokens per run, serving traffic, data-prep volume."""
+
+    per_quarter: float = Field(
+        gt=-1, le=10, description="Growth per quarter, compounding (0.25: +25% a quarter; negative shrinks).", examples=[0.25]
+    )
+
+
 class Workload(SpecModel):
     """A job or service the platform exists for; sizing reads these."""
 
@@ -59,9 +80,17 @@ class Workload(SpecModel):
     deadline: Duration | None = Field(default=None, description="Target wall-clock time, e.g. 30d.")
     accelerator: str | None = Field(default=None, description="Pinned accelerator (catalog id or alias).")
     gpus: StrictInt | None = Field(default=None, ge=1, description="Pinned GPU count.")
-    mfu: float | None = Field(default=None, gt=0, le=1, description="Model FLOPs utilisation to assume.")
+    mfu: float | None = Field(
+        default=None, gt=0, le=1, description="Model FLOPs utilisation to assume (replaces the calibrated throughput model)."
+    )
+    fp8_recipe: Literal["transformer-engine", "generic"] | None = Field(
+        default=None,
+        description="fp8 training stack: Transformer Engine/NeMo class (measured 1.7x bf16) or generic PyTorch float8 (1.1x); "
+        "default: between the two.",
+    )
     checkpoint_interval: Duration | None = Field(default=None, description="Time between checkpoints.")
     dataset: Dataset | None = Field(default=None, description="Input data.")
     traffic: Traffic | None = Field(default=None, description="Inference traffic.")
     latency: Latency | None = Field(default=None, description="Inference latency SLOs.")
     hours_per_day: float = Field(default=24, gt=0, le=24, description="Hours a day the workload runs.")
+    growth: Growth | None = Field(default=None, description="Demand growth; `alicerce plan` forecasts capacity and cost with it.")

@@ -1,0 +1,322 @@
+"""Fit the sizing models to public runs and measure them on the runs the fit never saw.
+
+Training: the throughput model (alicerce/plan/throughput.py) is linear in the logarithms of its
+fitted factors once the MoE routing constant is fixed, so it is fitted by ordinary least squares on
+log(measured / predicted) inside a one-dimensional search over that constant. Inference: the
+roofline's efficiencies (alicerce/plan/roofline.py) are fitted by Nelder-Mead on the squared log
+errors. Both use only the rows marked ``fit`` in the calibration files; ``holdout``/``test`` rows are
+for measuring. Pure Python: the planner never runs this, the calibration test and README table do.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from alicerce.catalog import Catalog
+from alicerce.catalog.models import Architecture, ServingResult, ServingTable, Sizing, TrainingRun
+from alicerce.plan.roofline import Efficiencies, Replica, ServedShape, efficiencies, gpu_hardware, replica_performance
+from alicerce.plan.throughput import TrainingJob, training_factors
+
+GIB = 2**30
+FITTED_ARCHITECTURES: tuple[Architecture, ...] = ("ampere", "hopper", "blackwell")
+
+# --------------------------------------------------------------------------------------------
+# training
+
+
+def run_architecture(run: TrainingRun, catalog: Catalog) -> tuple[Architecture, float]:
+    """(architecture, dense BF16 TFLOP/s) of the run's GPU, from gpus.yaml or the calibration file."""
+    gpu = catalog.gpu(run.gpu)
+    if gpu is not None:
+        return gpu.architecture, gpu.tflops.bf16
+    extra = next(g for g in catalog.training_calibration.gpus if g.id == run.gpu)
+    return extra.architecture, extra.bf16Tflops
+
+
+def run_job(run: TrainingRun, catalog: Catalog) -> TrainingJob:
+    architecture, _ = run_architecture(run, catalog)
+    return TrainingJob(
+        architecture=architecture,
+        active_parameters=run.activeParameters or run.parameters,
+        layers=run.layers,
+        hidden=run.hidden,
+        sequence=run.sequenceLength,
+        gpus=run.gpus,
+        global_batch_tokens=run.globalBatchTokens,
+        precision="bf16" if run.precision in ("fp16", "unknown") else run.precision,
+        attention_dim=run.attentionDim,
+        fp8_recipe=run.fp8Recipe,
+        experts_per_token=run.experts.perToken if run.experts else None,
+        moe_layers=run.experts.moeLayers if run.experts else None,
+        full_recompute=run.recompute == "full",
+        production_run=run.reporting == "gpuHours",
+    )
+
+
+def measured_mfu(run: TrainingRun, catalog: Catalog) -> float:
+    """Published throughput on the model's yardstick: 6 x N_active x tokens/s per GPU / BF16 peak."""
+    _, peak = run_architecture(run, catalog)
+    m = run.measured
+    if m.tokensPerSecondPerGpu is not None:
+        per_gpu = m.tokensPerSecondPerGpu
+    else:
+        assert m.gpuHours is not None and m.tokens is not None
+        per_gpu = m.tokens / (m.gpuHours * 3600)
+    return 6 * (run.activeParameters or run.parameters) * per_gpu / (peak * 1e12)
+
+
+def predicted_mfu(run: TrainingRun, catalog: Catalog, sizing: Sizing, moe_routing: float | None = None) -> float:
+    return math.prod(f.value for f in training_factors(run_job(run, catalog), sizing, moe_routing=moe_routing))
+
+
+@dataclass(frozen=True)
+class TrainingFit:
+    base: dict[str, float]
+    per_gpu_batch_exponent: float
+    fp8_transformer_engine: float
+    fp8_generic: float
+    moe_routing: float
+    runs: int
+
+    def apply(self, sizing: Sizing) -> Sizing:
+        """``sizing`` with the fitted values in place of the catalog's."""
+        t = sizing.training
+
+        def a(old: object, value: float) -> object:
+            return old.model_copy(update={"value": value})  # type: ignore[attr-defined]
+
+        base = t.base.model_copy(update={k: a(getattr(t.base, k), v) for k, v in self.base.items()})
+        training = t.model_copy(
+            update={
+                "base": base,
+                "perGpuBatch": t.perGpuBatch.model_copy(update={"exponent": a(t.perGpuBatch.exponent, self.per_gpu_batch_exponent)}),
+                "fp8Gain": t.fp8Gain.model_copy(
+                    update={
+                        "transformer_engine": a(t.fp8Gain.transformer_engine, self.fp8_transformer_engine),
+                        "generic": a(t.fp8Gain.generic, self.fp8_generic),
+                    }
+                ),
+                "moeRouting": a(t.moeRouting, self.moe_routing),
+            }
+        )
+        return sizing.model_copy(update={"training": training})
+
+
+def _solve(rows: list[list[float]], targets: list[float]) -> list[float]:
+    """Least squares by the normal equations (a handful of unknowns), Gauss-Jordan with pivoting."""
+    n = len(rows[0])
+    a = [[sum(r[i] * r[j] for r in rows) for j in range(n)] + [sum(r[i] * y for r, y in zip(rows, targets, strict=True))] for i in range(n)]
+    for col in range(n):
+        pivot = max(range(col, n), key=lambda r: abs(a[r][col]))
+        a[col], a[pivot] = a[pivot], a[col]
+        if abs(a[col][col]) < 1e-12:
+            raise ValueError(f"the fit runs do not determine unknown {col}")
+        for r in range(n):
+            if r != col:
+                f = a[r][col] / a[col][col]
+                a[r] = [x - f * y for x, y in zip(a[r], a[col], strict=True)]
+    return [a[i][n] / a[i][i] for i in range(n)]
+
+
+def fit_training(runs: Sequence[TrainingRun], catalog: Catalog, sizing: Sizing) -> TrainingFit:
+    """Fit base per architecture, the per-GPU-batch exponent, both fp8 gains and the MoE constant."""
+    fit = [r for r in runs if r.role == "fit"]
+    reference = sizing.training.perGpuBatch.referenceTokens.value
+    names = [*(f"base {a}" for a in FITTED_ARCHITECTURES), "exponent", "fp8 transformer-engine", "fp8 generic"]
+    fixed = {"attention", "mixture of experts", "recomputation", "goodput"}
+
+    def solve(moe: float) -> tuple[float, list[float]]:
+        rows, targets = [], []
+        for run in fit:
+            job = run_job(run, catalog)
+            known = math.prod(f.value for f in training_factors(job, sizing, moe_routing=moe) if f.name in fixed)
+            per_gpu = job.global_batch_tokens / job.gpus
+            rows.append(
+                [
+                    *(1.0 if job.architecture == a else 0.0 for a in FITTED_ARCHITECTURES),
+                    math.log(min(1.0, per_gpu / reference)),
+                    1.0 if job.precision == "fp8" and job.fp8_recipe == "transformer-engine" else 0.0,
+                    1.0 if job.precision == "fp8" and job.fp8_recipe == "generic" else 0.0,
+                ]
+            )
+            targets.append(math.log(measured_mfu(run, catalog) / known))
+        x = _solve(rows, targets)
+        sse = sum((sum(c * v for c, v in zip(r, x, strict=True)) - y) ** 2 for r, y in zip(rows, targets, strict=True))
+        return sse, x
+
+    best = min(((*solve(k * 500.0), k * 500.0) for k in range(121)), key=lambda s: s[0])
+    _, x, moe = best
+    values = dict(zip(names, x, strict=True))
+    return TrainingFit(
+        base={a: math.exp(values[f"base {a}"]) for a in FITTED_ARCHITECTURES},
+        per_gpu_batch_exponent=values["exponent"],
+        fp8_transformer_engine=math.exp(values["fp8 transformer-engine"]),
+        fp8_generic=math.exp(values["fp8 generic"]),
+        moe_routing=moe,
+        runs=len(fit),
+    )
+
+
+@dataclass(frozen=True)
+class RunError:
+    run: TrainingRun
+    measured: float
+    predicted: float
+
+    @property
+    def error(self) -> float:
+        return (self.predicted - self.measured) / self.measured
+
+
+def training_errors(runs: Sequence[TrainingRun], catalog: Catalog, sizing: Sizing) -> list[RunError]:
+    return [RunError(r, measured_mfu(r, catalog), predicted_mfu(r, catalog, sizing)) for r in runs]
+
+
+# --------------------------------------------------------------------------------------------
+# inference
+
+
+def kv_bytes_for(precision: str) -> float:
+    return 1.0 if precision in ("fp8", "fp4", "int8", "int4") else 2.0
+
+
+def row_batch(row: ServingResult, table: ServingTable) -> float:
+    """The batch a result ran at: a fixed batch or concurrency, Little's law at a fixed rate, else the engine cap."""
+    if row.batch is not None:
+        return float(row.batch)
+    if row.concurrency is not None:
+        return float(row.concurrency)
+    if row.requestsPerSecond is not None and row.ttftMs is not None and row.itlMs is not None:
+        return max(1.0, row.requestsPerSecond * (row.ttftMs + row.osl * row.itlMs) / 1000)
+    return float(table.maxBatch)
+
+
+def predict_row(row: ServingResult, table: ServingTable, catalog: Catalog, sizing: Sizing, eff: Efficiencies) -> float | None:
+    """The row's compared figure as the roofline predicts it (see :func:`measured_row`)."""
+    model = catalog.inference_calibration.models[row.model]
+    gpu = catalog.gpu(row.gpu)
+    assert gpu is not None, row.gpu
+    shape = ServedShape(
+        model.parameters, model.activeParameters or model.parameters, model.layers, model.hidden, model.kvHeads, model.headDim
+    )
+    replica = Replica(
+        shape, row.tp, gpu_hardware(gpu, row.precision, sizing), eff, sizing.weightBytes[row.precision], kv_bytes_for(row.precision)
+    )
+    perf = replica_performance(replica, row.isl, row.osl, batch_cap=row_batch(row, table))
+    if perf is None:
+        return None
+    if row.requestsPerSecond is not None:
+        return 1 / perf.step_seconds
+    return perf.tokens_per_second
+
+
+def measured_row(row: ServingResult) -> float:
+    """Output tokens/s of the replica; at a fixed request rate (where that is just the offered load) the
+    tokens/s of one stream, 1 / inter-token latency, at the in-flight batch."""
+    if row.requestsPerSecond is not None and row.itlMs is not None:
+        return 1000 / row.itlMs
+    return row.tokensPerSecond
+
+
+@dataclass(frozen=True)
+class RowError:
+    table: ServingTable
+    row: ServingResult
+    predicted: float | None
+
+    @property
+    def measured(self) -> float:
+        return measured_row(self.row)
+
+    @property
+    def error(self) -> float:
+        if self.predicted is None:
+            return -1.0  # the model says it does not fit: a total miss
+        return (self.predicted - self.measured) / self.measured
+
+
+def inference_errors(tables: Sequence[ServingTable], catalog: Catalog, sizing: Sizing, eff: Efficiencies | None = None) -> list[RowError]:
+    eff = eff or efficiencies(sizing)
+    return [RowError(t, r, predict_row(r, t, catalog, sizing, eff)) for t in tables for r in t.rows]
+
+
+FITTED_EFFICIENCIES = ("prefill", "decode_compute", "bandwidth", "memory_fraction", "link")
+_BOUNDS = {
+    "prefill": (0.1, 1.0),
+    "decode_compute": (0.1, 1.0),
+    "bandwidth": (0.3, 0.95),
+    "memory_fraction": (0.8, 0.98),
+    "link": (0.1, 1.0),
+}
+
+
+def nelder_mead(f: Callable[[list[float]], float], x0: list[float], *, steps: int = 600, scale: float = 0.5) -> list[float]:
+    """Minimise ``f`` from ``x0`` (a small, deterministic Nelder-Mead)."""
+    n = len(x0)
+    simplex = [x0] + [[x + (scale if i == j else 0.0) for j, x in enumerate(x0)] for i in range(n)]
+    values = [f(p) for p in simplex]
+    for _ in range(steps):
+        order = sorted(range(n + 1), key=values.__getitem__)
+        simplex, values = [simplex[i] for i in order], [values[i] for i in order]
+        centroid = [sum(p[j] for p in simplex[:-1]) / n for j in range(n)]
+        worst = simplex[-1]
+        reflected = [c + (c - w) for c, w in zip(centroid, worst, strict=True)]
+        fr = f(reflected)
+        if fr < values[0]:
+            expanded = [c + 2 * (c - w) for c, w in zip(centroid, worst, strict=True)]
+            fe = f(expanded)
+            simplex[-1], values[-1] = (expanded, fe) if fe < fr else (reflected, fr)
+        elif fr < values[-2]:
+            simplex[-1], values[-1] = reflected, fr
+        else:
+            contracted = [c + 0.5 * (w - c) for c, w in zip(centroid, worst, strict=True)]
+            fc = f(contracted)
+            if fc < values[-1]:
+                simplex[-1], values[-1] = contracted, fc
+            else:
+                best = simplex[0]
+                simplex = [best] + [[b + 0.5 * (p - b) for b, p in zip(best, q, strict=True)] for q in simplex[1:]]
+                values = [values[0]] + [f(p) for p in simplex[1:]]
+    return simplex[min(range(n + 1), key=values.__getitem__)]
+
+
+def fit_inference(tables: Sequence[ServingTable], catalog: Catalog, sizing: Sizing) -> Efficiencies:
+    """Fit the five efficiencies to the ``fit`` tables (overhead and all-reduce latency stay as catalogued)."""
+    fit = [t for t in tables if t.role == "fit"]
+    start = efficiencies(sizing)
+
+    def unpack(z: list[float]) -> Efficiencies:
+        values = {}
+        for name, v in zip(FITTED_EFFICIENCIES, z, strict=True):
+            lo, hi = _BOUNDS[name]
+            values[name] = lo + (hi - lo) / (1 + math.exp(-v))
+        return replace(start, **values)
+
+    def loss(z: list[float]) -> float:
+        eff = unpack(z)
+        total = 0.0
+        for e in inference_errors(fit, catalog, sizing, eff):
+            total += math.log(e.predicted / e.measured) ** 2 if e.predicted else 1.0
+        return total
+
+    def logit(name: str, value: float) -> float:
+        lo, hi = _BOUNDS[name]
+        share = min(max((value - lo) / (hi - lo), 1e-6), 1 - 1e-6)
+        return math.log(share / (1 - share))
+
+    z0 = [logit(name, getattr(start, name)) for name in FITTED_EFFICIENCIES]
+    return unpack(nelder_mead(loss, z0))
+
+
+def summary(errors: Sequence[float]) -> dict[str, float]:
+    absolute = [abs(e) for e in errors]
+    return {
+        "n": len(absolute),
+        "median": statistics.median(absolute),
+        "mean": statistics.fmean(absolute),
+        "max": max(absolute),
+        "within25": sum(a <= 0.25 for a in absolute) / len(absolute),
+    }

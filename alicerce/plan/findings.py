@@ -1,0 +1,120 @@
+"""What `alicerce plan` reports: typed findings under stable check ids (PL3xx), waivable where policy.
+
+Every finding names a check of :data:`CHECKS`; the check fixes its severity (never guessed from the
+message) and whether a `waivers:` entry of the spec may silence it, the same way validation rules
+(AL2xx) are waived. `alicerce plan --checks` lists them; `--fail-on error|warning` turns them into an
+exit code for a pull-request check. Checks that guard correctness (a job that cannot fit, a deadline
+or a peak load the pool cannot meet) are not waivable: change the spec instead.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any
+
+from alicerce.spec.models import PlatformSpec
+
+PLAN_CHECK_ID = re.compile(r"^PL3[0-9]{2}$")
+
+
+class Severity(IntEnum):
+    """Ordered: a higher value is more severe (``--fail-on warning`` fails on warnings and errors)."""
+
+    INFO = 0
+    WARNING = 1
+    ERROR = 2
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+@dataclass(frozen=True)
+class PlanCheck:
+    id: str
+    name: str
+    severity: Severity
+    summary: str
+    waivable: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "severity": self.severity.label, "summary": self.summary, "waivable": self.waivable}
+
+
+_E, _W, _I = Severity.ERROR, Severity.WARNING, Severity.INFO
+CHECKS: dict[str, PlanCheck] = {
+    c.id: c
+    for c in (
+        PlanCheck("PL300", "plan-waiver-valid", _E, "A waiver of a plan check names a known, waivable check.", False),
+        PlanCheck("PL301", "no-pool-for-kind", _W, "Some pool of the environment runs each workload's kind.", True),
+        PlanCheck("PL302", "pinned-gpu-mismatch", _W, "A workload's pinned accelerator is the GPU of its pool.", True),
+        PlanCheck("PL303", "cannot-run", _E, "The workload fits on its GPU (memory, activations, latency targets).", False),
+        PlanCheck("PL304", "deadline-missed", _E, "The pool at max size finishes each training job by its deadline.", False),
+        PlanCheck("PL305", "serving-capacity-short", _E, "The pool at max size holds every replica a serving peak needs.", False),
+        PlanCheck("PL306", "pool-oversubscribed", _W, "The workloads of a pool fit in it when they run at once.", True),
+        PlanCheck("PL307", "low-utilisation", _I, "A pool's forecast utilisation justifies its max size.", True),
+        PlanCheck("PL308", "pool-without-workloads", _I, "Every pool's size is backed by declared workloads.", True),
+        PlanCheck("PL309", "no-rdma-multinode", _W, "Multi-node training with heavy gradient traffic runs on an RDMA fabric.", True),
+        PlanCheck("PL310", "storage-throughput-short", _W, "Storage tiers declare the throughput their readers and writers need.", True),
+        PlanCheck("PL311", "no-price", _W, "The catalog prices each pool's instance type in its region and capacity type.", True),
+        PlanCheck("PL312", "small-batch-per-rank", _W, "Training keeps at least one sequence per data-parallel rank per step.", True),
+        PlanCheck("PL313", "pool-runs-out", _W, "Each pool holds its workloads' forecast growth over the horizon.", True),
+        PlanCheck("PL314", "better-pool", _W, "A pinned pool meets the deadline when another eligible pool would.", True),
+        PlanCheck("PL315", "reservation-size-assumed", _I, "Capacity reservations declare how many instances they hold.", True),
+        PlanCheck("PL316", "fine-grained-moe", _I, "MoE models sit inside the calibration data (10B+ active parameters).", True),
+        PlanCheck("PL317", "unvalidated-precision", _I, "The training precision's speed-up is validated on held-out runs.", True),
+        PlanCheck("PL318", "over-budget", _W, "Each team's monthly showback stays within its declared budget.", True),
+        PlanCheck("PL319", "onprem-default-prices", _I, "On-prem capital costs come from the spec, not the catalog's market quotes.", True),
+    )
+}
+
+
+@dataclass(frozen=True)
+class PlanFinding:
+    """One thing the plan found, under a check id; the check decides severity and waivability."""
+
+    check: str
+    subject: str
+    message: str
+
+    @property
+    def severity(self) -> Severity:
+        return CHECKS[self.check].severity
+
+    def sort_key(self) -> tuple[int, str, str, str]:
+        return (-self.severity, self.check, self.subject, self.message)
+
+    def to_json(self) -> dict[str, str]:
+        return {"id": self.check, "severity": self.severity.label, "subject": self.subject, "message": self.message}
+
+
+def apply_waivers(
+    findings: list[PlanFinding], spec: PlatformSpec, environment: str, today: datetime.date
+) -> tuple[list[PlanFinding], list[PlanFinding]]:
+    """(kept, waived): a finding is waived by an unexpired waiver of its check that covers the
+    environment and its subject; waivers naming an unknown or non-waivable PL check become PL300."""
+    kept: list[PlanFinding] = []
+    waived: list[PlanFinding] = []
+    problems: list[PlanFinding] = []
+    plan_waivers = [w for w in spec.waivers if PLAN_CHECK_ID.match(w.rule)]
+    for waiver in plan_waivers:
+        check = CHECKS.get(waiver.rule)
+        if check is None:
+            problems.append(PlanFinding("PL300", f"waivers[{waiver.rule}]", f'no plan check "{waiver.rule}"; see `alicerce plan --checks`'))
+        elif not check.waivable:
+            problems.append(PlanFinding("PL300", f"waivers[{waiver.rule}]", f"{waiver.rule} cannot be waived (it guards correctness)"))
+    for finding in findings:
+        if CHECKS[finding.check].waivable and any(
+            w.rule == finding.check
+            and w.expires >= today
+            and (not w.environments or environment in w.environments)
+            and (not w.resources or finding.subject in w.resources)
+            for w in plan_waivers
+        ):
+            waived.append(finding)
+        else:
+            kept.append(finding)
+    return sorted(kept + problems, key=PlanFinding.sort_key), sorted(waived, key=PlanFinding.sort_key)

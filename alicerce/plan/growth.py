@@ -1,0 +1,155 @@
+"""Growth: capacity and cost, quarter by quarter, and when each pool runs out.
+
+A workload's `growth.perQuarter` compounds its demand: the tokens of each training or fine-tuning
+run, the peak traffic of a service, the data a preparation job reads. Each quarter of the horizon
+(`costs.horizonQuarters`, default 8) re-sizes the growing workloads on the pools they were placed
+on, adds up what each pool must hold at once and what it costs that month, and names the first
+quarter a pool cannot hold its workloads: so a platform can be bought a step at a time.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from alicerce.catalog import Catalog
+from alicerce.plan.figures import rounded
+from alicerce.plan.pools import PoolPlan
+from alicerce.plan.pricing import NodePrice, monthly_node_cost
+from alicerce.plan.sizing import WorkloadPlan, plan_workload
+from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
+from alicerce.spec.models import Workload
+
+if TYPE_CHECKING:
+    from alicerce.plan.placement import Choice
+
+
+@dataclass(frozen=True)
+class QuarterPool:
+    quarter: int
+    pool: str
+    peak_gpus: int
+    capacity_gpus: int
+    utilization: float | None
+    monthly_usd: float | None  # the pool as declared (never more than its max size can cost)
+    demand_usd: float | None  # the pool grown to hold the demand (owned: more nodes at today's TCO per GPU)
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: rounded(v) for k, v in self.__dict__.items()}
+
+
+@dataclass(frozen=True)
+class Forecast:
+    horizon: int
+    rows: tuple[QuarterPool, ...]
+    monthly_usd: tuple[float, ...]  # the environment's pools as declared, per quarter (0 = today)
+    demand_usd: tuple[float, ...]  # the pools grown to meet the forecast demand
+    runs_out: tuple[tuple[str, int, int, int], ...]  # (pool, first quarter over capacity, GPUs needed, capacity)
+    growing: tuple[str, ...]
+
+    def utilization(self, pool: str) -> list[tuple[int, float]]:
+        return [(r.quarter, r.utilization) for r in self.rows if r.pool == pool and r.utilization is not None]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "horizon_quarters": self.horizon,
+            "growing_workloads": list(self.growing),
+            "monthly_usd": [round(v, 2) for v in self.monthly_usd],
+            "demand_usd": [round(v, 2) for v in self.demand_usd],
+            "pools": [r.to_json() for r in self.rows],
+            "runs_out": [{"pool": p, "quarter": q, "gpus_needed": n, "capacity_gpus": c} for p, q, n, c in self.runs_out],
+        }
+
+
+def pool_units(plan: WorkloadPlan, pool: ResolvedPool) -> int:
+    """Physical GPUs a workload holds on the pool (shared GPUs count by the pool's units per GPU)."""
+    gpus = plan.gpus or 0
+    per_gpu = pool.gpu_units.per_gpu if pool.gpu_units else 1
+    return math.ceil(gpus / per_gpu) if plan.sharing and per_gpu > 1 else gpus
+
+
+def busy_gpu_hours(plan: WorkloadPlan, gpus: int, hours_month: float) -> float:
+    """GPU-hours a month a workload keeps ``gpus`` busy: training for its wall-clock within the month."""
+    if plan.kind in ("training", "fine-tuning"):
+        return gpus * min(plan.wall_clock_days or 0.0, hours_month / 24) * 24
+    return (plan.gpu_hours or 0.0) * (gpus / plan.gpus if plan.gpus else 1.0)
+
+
+def grown(w: Workload, quarters: int) -> Workload:
+    """``w`` with its demand grown for ``quarters`` quarters."""
+    if w.growth is None or quarters == 0:
+        return w
+    factor = (1 + w.growth.per_quarter) ** quarters
+    update: dict[str, Any] = {}
+    if w.tokens is not None:
+        update["tokens"] = max(1, round(w.tokens * factor))
+    if w.traffic is not None:
+        traffic: dict[str, Any] = {}
+        if w.traffic.peak_rps is not None:
+            traffic["peak_rps"] = w.traffic.peak_rps * factor
+        if w.traffic.concurrency is not None:
+            traffic["concurrency"] = max(1, math.ceil(w.traffic.concurrency * factor))
+        update["traffic"] = w.traffic.model_copy(update=traffic)
+    if w.dataset is not None and w.kind == "data-prep":
+        update["dataset"] = w.dataset.model_copy(update={"size": max(1, round(w.dataset.size * factor))})
+    return w.model_copy(update=update)
+
+
+def forecast(
+    platform: ResolvedPlatform, choices: dict[str, Choice], pools: list[PoolPlan], catalog: Catalog, prices: dict[str, NodePrice | None]
+) -> Forecast:
+    sizing = catalog.sizing
+    hours_month = sizing.hoursPerMonth.value
+    horizon = platform.spec.costs.horizon_quarters
+    resolved = {p.name: p for p in platform.pools}
+    specs = {w.name: w for w in platform.spec.workloads}
+    growing = tuple(w.name for w in platform.spec.workloads if w.growth is not None)
+    rows: list[QuarterPool] = []
+    totals: list[float] = []
+    demand_totals: list[float] = []
+    over: dict[str, tuple[int, int, int]] = {}
+    for quarter in range(horizon + 1):
+        plans: list[WorkloadPlan] = []
+        for name, choice in choices.items():
+            base = choice.plan
+            if not base.runnable:
+                continue
+            if name in growing and quarter:
+                plans.append(plan_workload(grown(specs[name], quarter), choice.placement, sizing, []))
+            else:
+                plans.append(base)
+        total = demand_total = 0.0
+        for pool in pools:
+            rp = resolved[pool.name]
+            mine = [p for p in plans if p.pool == pool.name and p.runnable]
+            capacity = pool.declared_max * pool.gpus_per_node
+            peak = sum(pool_units(p, rp) for p in mine) if pool.gpus_per_node else 0
+            hours = sum(busy_gpu_hours(p, pool_units(p, rp), hours_month) for p in mine) if pool.gpus_per_node else 0.0
+            utilization = min(1.0, hours / (capacity * hours_month)) if capacity else None
+            cost: float | None = None
+            demand: float | None = None
+            if pool.owned_cost is not None:
+                cost = pool.owned_cost.at(utilization or 0.0)
+                extra = max(0, peak - capacity)  # GPUs to buy: at today's full-utilisation TCO per GPU
+                demand = cost + (extra * pool.owned_cost.at(1.0) / pool.owned_cost.gpus if pool.owned_cost.gpus else 0.0)
+            elif prices.get(pool.name) is not None and pool.gpus_per_node:
+                price = prices[pool.name]
+                assert price is not None
+                busy = max(0.0, hours - pool.declared_min * pool.gpus_per_node * hours_month) / pool.gpus_per_node
+                cost = monthly_node_cost(price, busy, pool.declared_min, pool.declared_max)
+                wanted = hours + max(0, peak - capacity) * hours_month
+                busy_wanted = max(0.0, wanted - pool.declared_min * pool.gpus_per_node * hours_month) / pool.gpus_per_node
+                needed_nodes = max(pool.declared_max, math.ceil(peak / pool.gpus_per_node))
+                demand = monthly_node_cost(price, busy_wanted, pool.declared_min, needed_nodes)
+            elif pool.monthly_cost_usd is not None:
+                cost = demand = pool.monthly_cost_usd  # CPU pools: not forecast, carried as they are today
+            total += cost or 0.0
+            demand_total += demand or 0.0
+            rows.append(QuarterPool(quarter, pool.name, peak, capacity, utilization, cost, demand))
+            if pool.gpus_per_node and peak > capacity and pool.name not in over:
+                over[pool.name] = (quarter, peak, capacity)
+        totals.append(total)
+        demand_totals.append(demand_total)
+    runs_out = tuple((pool, q, need, cap) for pool, (q, need, cap) in sorted(over.items()) if q > 0)
+    return Forecast(horizon, tuple(rows), tuple(totals), tuple(demand_totals), runs_out, growing)

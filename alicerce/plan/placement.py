@@ -1,0 +1,176 @@
+"""Where each workload runs: every eligible pool is sized and compared, and the choice says why.
+
+A pool is eligible when its purpose runs the workload's kind (training pools also take fine-tuning,
+inference pools batch inference), it has the pinned accelerator if there is one, and it is at a site
+of the environment. The planner sizes the workload on each, then prefers, in order: one where it can
+run at all; one that meets its deadline with the GPUs still free there (pools fill in spec order);
+one whose free capacity holds it; the lowest marginal cost (owned capacity: only the power the job
+adds, since the pool is paid for either way; rented capacity: its price); the purpose listed first;
+the pool declared first. A workload that names its pool keeps it, but a better eligible pool is
+reported (PL314).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from alicerce.catalog import Catalog
+from alicerce.catalog.models import Gpu
+from alicerce.plan.sizing import NODE_GPUS, Placement, WorkloadPlan, plan_workload
+from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
+from alicerce.spec.models import Workload
+
+# which pool purposes may run which workload kind, in order of preference
+PURPOSES = {
+    "training": ("training",),
+    "fine-tuning": ("fine-tuning", "training"),
+    "inference": ("inference",),
+    "batch-inference": ("batch-inference", "inference"),
+    "data-prep": ("data-prep",),
+}
+
+
+def network_gbps_per_gpu(pool: ResolvedPool, tcp_gbps: float) -> float:
+    """What the pool's fabric gives each GPU: EFA's instance bandwidth, on-prem rails x rate, else TCP."""
+    if pool.rdma is None or not pool.gpus_per_node:
+        return tcp_gbps
+    if pool.rdma.technology == "efa" and pool.instance is not None:
+        return pool.instance.networkGbps / pool.gpus_per_node
+    rate = pool.rdma.fabric.onprem.rate_gbps if pool.rdma.fabric.onprem is not None else tcp_gbps
+    return pool.rdma.interfaces * rate / pool.gpus_per_node
+
+
+def placement_for(pool: ResolvedPool, gpu: Gpu | None, tcp_gbps: float) -> Placement:
+    return Placement(pool.name, gpu, pool.gpus_per_node or NODE_GPUS, network_gbps_per_gpu(pool, tcp_gbps), pool.max_gpus)
+
+
+def eligible(w: Workload, platform: ResolvedPlatform, pinned: Gpu | None) -> list[tuple[int, ResolvedPool]]:
+    """(purpose rank, pool) of every pool that may run ``w``."""
+    out = []
+    for rank, purpose in enumerate(PURPOSES[w.kind]):
+        for pool in platform.pools:
+            if pool.spec.purpose != purpose:
+                continue
+            if w.kind == "data-prep":
+                if pool.gpu is None:
+                    out.append((rank, pool))
+                continue
+            if pool.gpu is None or (pinned is not None and pool.gpu.id != pinned.id):
+                continue
+            out.append((rank, pool))
+    return out
+
+
+@dataclass(frozen=True)
+class Option:
+    """The workload sized on one candidate pool, and how it fares there."""
+
+    pool: ResolvedPool
+    rank: int
+    plan: WorkloadPlan
+    free_gpus: int
+    runs: bool
+    fits_free: bool
+    meets_deadline: bool
+    days_on_free: float | None  # training: wall-clock with the GPUs still free
+    marginal_usd: float | None  # what running it here adds to the bill (None: unpriced)
+
+    def key(self, order: int) -> tuple[bool, bool, bool, float, int, int]:
+        cost = self.marginal_usd if self.marginal_usd is not None else math.inf
+        return (not self.runs, not self.meets_deadline, not self.fits_free, cost, self.rank, order)
+
+    def describe(self) -> str:
+        if not self.runs:
+            return f"{self.pool.name}: cannot run it"
+        parts = []
+        if self.days_on_free is not None and self.plan.deadline_days is not None:
+            verdict = "meets" if self.meets_deadline else "misses"
+            on = f"{self.days_on_free:.0f} days on {self.free_gpus} free GPUs" if self.free_gpus else "no GPU free"
+            parts.append(f"{verdict} the {self.plan.deadline_days:.0f}-day deadline ({on})")
+        elif not self.fits_free:
+            parts.append(f"needs {self.plan.gpus} GPUs, {self.free_gpus} free")
+        cost = "unpriced" if self.marginal_usd is None else f"adds ${self.marginal_usd:,.0f}"
+        if self.pool.instance is None:
+            cost += " (owned: power only)"
+        elif self.marginal_usd == 0:
+            cost += " (reserved: paid already)"
+        parts.append(cost)
+        return f"{self.pool.name}: " + ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Choice:
+    placement: Placement
+    plan: WorkloadPlan
+    reason: str
+    better: Option | None  # an eligible pool that would do better than the pinned one
+
+
+def choose(  # noqa: PLR0917 - the workload, where it may go, and how to judge it
+    w: Workload,
+    platform: ResolvedPlatform,
+    catalog: Catalog,
+    committed: dict[str, int],
+    candidates: Callable[[Gpu | None], list[Gpu]],
+    marginal: Callable[[ResolvedPool, WorkloadPlan], float | None],
+) -> Choice:
+    """Size ``w`` on every eligible pool and pick one (see the module docstring for the order)."""
+    sizing = catalog.sizing
+    tcp = sizing.tcpGbpsPerGpu.value
+    pinned = catalog.gpu(w.accelerator) if w.accelerator else None
+    pools = {p.name: p for p in platform.pools}
+    options: list[tuple[int, Option]] = []
+    for order, (rank, pool) in enumerate(eligible(w, platform, pinned)):
+        gpu = pinned or pool.gpu
+        plan = plan_workload(w, placement_for(pool, gpu, tcp), sizing, [])
+        options.append((order, _option(pool, rank, plan, committed, marginal)))
+    options.sort(key=lambda o: o[1].key(o[0]))
+    if w.pool:
+        named = pools.get(w.pool)
+        if named is None:  # the named pool is not in this environment: nothing to size on
+            placement = Placement(None, pinned, NODE_GPUS)
+            return Choice(
+                placement, plan_workload(w, placement, sizing, candidates(pinned)), f"pool {w.pool} is not in this environment", None
+            )
+        pool = named
+        gpu = pinned or pool.gpu
+        placement = placement_for(pool, gpu, tcp)
+        plan = plan_workload(w, placement, sizing, candidates(gpu))
+        mine = _option(pool, 0, plan, committed, marginal)
+        better = next((o for _, o in options if o.pool.name != pool.name and o.runs and o.meets_deadline and o.fits_free), None)
+        if better is not None and (mine.meets_deadline and mine.fits_free and mine.runs):
+            better = None
+        return Choice(placement, plan, f"pinned to {pool.name}", better)
+    if not options:
+        placement = Placement(None, pinned, NODE_GPUS)
+        return Choice(placement, plan_workload(w, placement, sizing, candidates(pinned)), "no eligible pool", None)
+    best = options[0][1]
+    others = "; ".join(o.describe() for _, o in options[1:])
+    reason = best.describe() + (f". Also considered: {others}" if others else "")
+    placement = placement_for(best.pool, pinned or best.pool.gpu, tcp)
+    return Choice(placement, plan_workload(w, placement, sizing, candidates(placement.gpu)), reason, None)
+
+
+def _option(
+    pool: ResolvedPool,
+    rank: int,
+    plan: WorkloadPlan,
+    committed: dict[str, int],
+    marginal: Callable[[ResolvedPool, WorkloadPlan], float | None],
+) -> Option:
+    capacity = pool.max_gpus if pool.gpu is not None else pool.spec.scaling.max
+    free = max(0, capacity - committed.get(pool.name, 0))
+    runs = plan.runnable and not any(i.check == "PL303" for i in plan.issues)
+    need = plan.gpus or 0
+    fits = runs and need <= free
+    days = None
+    meets = runs
+    if runs and plan.kind in ("training", "fine-tuning") and plan.gpus:
+        usable = min(plan.gpus, free)
+        days = (plan.wall_clock_days or 0.0) * plan.gpus / usable if usable else math.inf
+        meets = plan.deadline_days is None or days <= plan.deadline_days * 1.000001
+    elif runs and plan.gpus is not None:
+        meets = fits
+    return Option(pool, rank, plan, free, runs, fits, meets, days, marginal(pool, plan) if runs else None)

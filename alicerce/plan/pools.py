@@ -1,0 +1,61 @@
+"""What the plan says of one node pool: its demand, recommended size, utilisation and cost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from alicerce.plan.figures import rounded
+from alicerce.plan.pricing import NodePrice
+from alicerce.plan.tco import OwnedPoolCost
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    name: str
+    site: str
+    accelerator: str | None
+    gpus_per_node: int
+    gpu_units: int  # schedulable GPU units at max size (whole GPUs, time-sliced replicas or MIG instances)
+    declared_min: int
+    declared_max: int
+    recommended_min: int
+    recommended_max: int
+    peak_gpus: int
+    gpu_hours_per_month: float
+    utilization: float | None  # forecast busy share of the pool at max size, capped at 1
+    demand_ratio: float | None  # GPU-hours wanted / GPU-hours the pool can give (over 1: undersized)
+    monthly_cost_usd: float | None
+    workloads: tuple[str, ...]
+    owned: bool = False
+    capacity_type: str | None = None
+    region: str | None = None
+    price: NodePrice | None = None
+    owned_cost: OwnedPoolCost | None = None
+
+    @property
+    def usd_per_gpu_hour(self) -> float | None:
+        """What one GPU-hour of this pool costs its users: the node price, or the owned TCO at forecast utilisation."""
+        if self.owned_cost is not None:
+            return self.owned_cost.usd_per_gpu_hour()
+        if self.price is not None:
+            return self.price.usd_per_gpu_hour
+        return None
+
+    def to_json(self, explain: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name, "site": self.site, "accelerator": self.accelerator, "gpus_per_node": self.gpus_per_node,
+            "gpu_units": self.gpu_units,
+            "declared": {"min": self.declared_min, "max": self.declared_max},
+            "recommended": {"min": self.recommended_min, "max": self.recommended_max},
+            "peak_gpus": self.peak_gpus, "gpu_hours_per_month": round(self.gpu_hours_per_month, 1),
+            "utilization": rounded(self.utilization), "demand_ratio": rounded(self.demand_ratio),
+            "monthly_cost_usd": None if self.monthly_cost_usd is None else round(self.monthly_cost_usd, 2),
+            "owned": self.owned, "capacity_type": self.capacity_type, "region": self.region,
+            "usd_per_gpu_hour": rounded(self.usd_per_gpu_hour), "workloads": list(self.workloads),
+        }  # fmt: skip
+        if explain and self.price is not None:
+            out["price_factors"] = [f.to_json() for f in self.price.factors]
+        if explain and self.owned_cost is not None:
+            out["tco"] = self.owned_cost.to_json()
+        return out

@@ -1,0 +1,151 @@
+"""What one node of a cloud pool costs per hour, in its region and for its capacity type.
+
+Prices carry their region and capacity type: the on-demand price of instances.yaml is moved to the
+pool's region by the family's regional ratio, Spot is the family's Spot share of on-demand there,
+Capacity Blocks have their own price list, On-Demand Capacity Reservations bill every reserved
+instance whether it runs or not. A spec's `costs.cloud[]` entry (a negotiated price, a Savings Plan)
+wins over the catalog. Where the catalog has no price for the region or capacity type the price is
+unknown and says why (check PL311): never a us-east-1 or on-demand stand-in.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from alicerce.catalog import Catalog
+from alicerce.catalog.models import InstanceType
+from alicerce.plan.figures import Factor
+from alicerce.plan.sizing import Issue
+from alicerce.resolve.model import ResolvedPool
+from alicerce.spec.models import CloudPoolCosts, Costs
+
+HOURS_PER_MONTH = 730.0
+
+
+@dataclass(frozen=True)
+class NodePrice:
+    """USD per node-hour of a cloud pool and how it was reached."""
+
+    pool: str
+    instance: str
+    region: str
+    capacity_type: str
+    usd_per_hour: float | None
+    factors: tuple[Factor, ...]
+    reserved_nodes: int = 0  # billed every hour whether used or not (capacity reservations)
+    minimum_hours: float = 0.0  # a Capacity Block is bought in whole days
+    issues: tuple[Issue, ...] = ()
+    gpus_per_node: int = 1
+
+    @property
+    def usd_per_gpu_hour(self) -> float | None:
+        return None if self.usd_per_hour is None else self.usd_per_hour / max(1, self.gpus_per_node)
+
+
+def capacity_type(pool: ResolvedPool) -> str:
+    aws = pool.spec.aws
+    return aws.capacity_type if aws is not None else "on-demand"
+
+
+def pool_region(pool: ResolvedPool) -> str:
+    return str(getattr(pool.site, "region", ""))
+
+
+def on_demand(instance: InstanceType, region: str, catalog: Catalog) -> tuple[float | None, tuple[Factor, ...], str]:
+    """On-demand USD per hour in ``region`` (None and the reason when the catalog cannot say)."""
+    base = instance.price
+    listed = Factor(f"on-demand {instance.type} in {base.region}", base.usdPerHour, f"{base.source.url} ({base.asOf})")
+    if region == base.region:
+        return base.usdPerHour, (listed,), ""
+    ratios = catalog.prices.regionFactors
+    family = ratios.families.get(instance.family, {})
+    if region not in family or base.region not in family:
+        return None, (listed,), f"no on-demand price for {instance.type} in {region} (catalog: {', '.join(sorted(family)) or 'none'})"
+    ratio = family[region] / family[base.region]
+    factor = Factor(f"{region} / {base.region} price ratio ({instance.family})", ratio, f"{ratios.source.url} ({ratios.asOf})")
+    return base.usdPerHour * ratio, (listed, factor), ""
+
+
+def _override(costs: Costs, pool: str) -> CloudPoolCosts | None:
+    return next((c for c in costs.cloud if c.pool == pool), None)
+
+
+def node_price(pool: ResolvedPool, catalog: Catalog, costs: Costs) -> NodePrice | None:
+    """The pool's node-hour price, or None for pools that are not rented (on-prem)."""
+    instance = pool.instance
+    if instance is None:
+        return None
+    region, kind = pool_region(pool), capacity_type(pool)
+    spec = _override(costs, pool.name)
+    prices = catalog.prices
+    issues: list[Issue] = []
+    reserved = 0
+    minimum = 0.0
+    if spec is not None and spec.usd_per_hour is not None:
+        price: float | None = spec.usd_per_hour
+        factors: tuple[Factor, ...] = (Factor("negotiated price per node-hour", spec.usd_per_hour, "spec"),)
+    else:
+        od, factors, gap = on_demand(instance, region, catalog)
+        price = od
+        if od is None:
+            issues.append(Issue("PL311", gap))
+        elif kind == "spot":
+            share = prices.spot.families.get(instance.family, {}).get(region)
+            if share is None:
+                price = None
+                issues.append(Issue("PL311", f"no Spot price for {instance.family} in {region}: left unpriced, not priced on-demand"))
+            else:
+                price = od * share
+                factors += (Factor(f"Spot share of on-demand ({instance.family}, {region})", share,
+                                   f"{prices.spot.source.url} ({prices.spot.asOf})"),)  # fmt: skip
+        elif kind == "capacity-block":
+            block = prices.capacityBlocks.types.get(instance.type)
+            if block is None or region not in block.regions:
+                price = None
+                issues.append(Issue("PL311", f"no Capacity Block price for {instance.type} in {region}"))
+            else:
+                price = block.usdPerHour
+                factors = (Factor(f"Capacity Block {instance.type}", block.usdPerHour,
+                                  f"{prices.capacityBlocks.source.url} ({prices.capacityBlocks.asOf})"),)  # fmt: skip
+                minimum = float(prices.capacityBlocks.minimumHours)
+        elif kind == "capacity-reservation":
+            if spec is not None and spec.reserved_nodes is not None:
+                reserved = spec.reserved_nodes
+            else:
+                reserved = pool.spec.scaling.max
+                issues.append(Issue("PL315", f"the reservation's size is not declared: priced as {reserved} reserved instances (max); "
+                                    f"set costs.cloud[{pool.name}].reservedNodes"))  # fmt: skip
+            factors += (Factor(f"{reserved} reserved instances billed at on-demand, used or not", reserved,
+                               f"{prices.capacityReservations.source.url} ({prices.capacityReservations.asOf})"),)  # fmt: skip
+    if price is not None and spec is not None and spec.savings_plan_discount is not None:
+        price *= 1 - spec.savings_plan_discount
+        factors += (Factor("Savings Plan / Reserved Instances discount", 1 - spec.savings_plan_discount, "spec"),)
+    return NodePrice(pool.name, instance.type, region, kind, price, factors, reserved, minimum, tuple(issues), instance.gpus or 1)
+
+
+def monthly_node_cost(price: NodePrice, busy_node_hours: float, min_nodes: int, max_nodes: int) -> float | None:
+    """A month of the pool: always-on and reserved nodes, plus busy node-hours above them, never more
+    than ``max_nodes`` can run in a month (a capped pool cannot spend past its cap)."""
+    if price.usd_per_hour is None:
+        return None
+    cap = max_nodes * HOURS_PER_MONTH
+    floor = max(min_nodes, price.reserved_nodes) * HOURS_PER_MONTH
+    hours = min(cap, max(floor, min_nodes * HOURS_PER_MONTH + busy_node_hours))
+    if price.reserved_nodes:  # billed whether used or not; overflow above the reservation at the same rate
+        hours = max(hours, min(cap, price.reserved_nodes * HOURS_PER_MONTH))
+    if price.minimum_hours and hours:  # Capacity Blocks are bought in whole days
+        hours = min(cap, math.ceil(hours / price.minimum_hours) * price.minimum_hours)
+    return hours * price.usd_per_hour
+
+
+def cheapest_rental(gpu_id: str, region: str, catalog: Catalog) -> tuple[str, float, tuple[Factor, ...]] | None:
+    """(instance type, on-demand USD per GPU-hour, factors) of the cheapest catalog type with this GPU in ``region``."""
+    best: tuple[str, float, tuple[Factor, ...]] | None = None
+    for instance in catalog.instances:
+        if instance.gpu != gpu_id or not instance.gpus:
+            continue
+        price, factors, _ = on_demand(instance, region, catalog)
+        if price is not None and (best is None or price / instance.gpus < best[1]):
+            best = (instance.type, price / instance.gpus, factors)
+    return best

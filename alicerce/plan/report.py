@@ -1,0 +1,191 @@
+"""The human-readable plan: rich tables that fit 100 columns, and the `--explain` arithmetic.
+
+Presentation only; every number comes from :class:`alicerce.plan.platform.SizingPlan`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from rich.markup import escape
+
+from alicerce.plan.findings import CHECKS
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+    from alicerce.plan.figures import Figure
+    from alicerce.plan.platform import SizingPlan
+
+STYLES = {"error": "red", "warning": "yellow", "info": "cyan"}
+KIND = {"training": "train", "fine-tuning": "fine-tune", "inference": "serve", "batch-inference": "batch", "data-prep": "data"}
+
+
+def _num(value: float | None, digits: int = 0) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def _usd(value: float | None) -> str:
+    return "-" if value is None else f"${value:,.0f}"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:,.4g}" if abs(value) < 1e6 else f"{value:.3e}"
+    return str(value)
+
+
+def _table(title: str, columns: list[tuple[str, str]]) -> Table:
+    from rich import box
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title_style="bold",
+                  padding=(0, 1), collapse_padding=True)  # fmt: skip
+    for name, justify in columns:
+        table.add_column(name, justify=justify, no_wrap=name not in {"verdict", "checks"})  # type: ignore[arg-type]
+    return table
+
+
+def print_checks(as_json: bool) -> None:
+    if as_json:
+        print(json.dumps([c.to_json() for c in CHECKS.values()], indent=2))
+        return
+    from rich.console import Console
+
+    table = _table("Plan checks (waive with `waivers: [{rule: PL3xx, ...}]`)", [("id", "left"), ("severity", "left"),
+                   ("waivable", "left"), ("checks", "left")])  # fmt: skip
+    for c in CHECKS.values():
+        table.add_row(c.id, c.severity.label, "yes" if c.waivable else "", c.summary)
+    Console().print(table)
+
+
+def print_plan(console: Console, result: SizingPlan, *, explain: bool = False, tco: bool = False) -> None:
+    workloads = _table(
+        f"Workloads ({result.environment})",
+        [("workload", "left"), ("kind", "left"), ("pool", "left"), ("GPUs", "right"), ("days", "right"), ("GPU-h", "right"),
+         ("MFU", "right"), ("cost USD", "right"), ("repl", "right"), ("tok/s", "right")],
+    )  # fmt: skip
+    for w in result.workloads:
+        gpus = _num(w.gpus) if w.cpu_cores is None else f"{w.cpu_cores} cpu"
+        workloads.add_row(
+            w.name, KIND.get(w.kind, w.kind), w.pool or "-", gpus, _num(w.wall_clock_days, 1), _num(w.gpu_hours),
+            _pct(w.mfu), _num(w.cost_usd), _num(w.replicas), _num(w.tokens_per_second_per_replica),
+        )  # fmt: skip
+    console.print(workloads)
+    console.print("[dim]GPU-h and cost: training per run, serving per month; tok/s: output tokens per replica[/dim]")
+    pools = _table(
+        "Node pools: declared vs recommended, and what a month costs",
+        [("pool", "left"), ("GPU", "left"), ("bought as", "left"), ("declared", "right"), ("recomm.", "right"), ("peak", "right"),
+         ("util.", "right"), ("USD/month", "right"), ("USD/GPU-h", "right")],
+    )  # fmt: skip
+    for p in result.pools:
+        bought = "owned" if p.owned else (p.capacity_type or "-").replace("capacity-", "")
+        pools.add_row(
+            p.name, (p.accelerator or "cpu").split("-")[0], bought, f"{p.declared_min}-{p.declared_max}",
+            f"{p.recommended_min}-{p.recommended_max}", str(p.peak_gpus) if p.gpus_per_node else "-", _pct(p.utilization),
+            _num(p.monthly_cost_usd), _num(p.usd_per_gpu_hour, 2),
+        )  # fmt: skip
+    console.print(pools)
+    if result.storage:
+        tiers = _table("Storage tiers", [("tier", "left"), ("declared GB/s", "right"), ("read GB/s", "right"),
+                                         ("write GB/s", "right"), ("FSx to meet it", "left")])  # fmt: skip
+        for t in result.storage:
+            fsx = "-" if t.fsx is None else f"{t.fsx['storageCapacityGiB']:,} GiB at {t.fsx['perUnitStorageThroughput'] or 'base'} MB/s/TiB"
+            tiers.add_row(t.name, _num(t.declared_gbps, 1), _num(t.read_gbps, 2), _num(t.write_gbps, 2), fsx)
+        console.print(tiers)
+    parts = ", ".join(f"{name} {_usd(v)}" for name, v in result.cost_breakdown.items() if v)
+    console.print(f"Monthly cost ({result.environment}): [bold]{_usd(result.monthly_cost_usd)}[/bold] = {parts}", highlight=False)
+    if result.unpriced:
+        console.print(f"  left out of every total (cannot be placed or sized): {', '.join(result.unpriced)}", highlight=False)
+    placed = {name: reason for name, reason in result.placements.items() if not reason.startswith(("pinned", "no eligible", "pool "))}
+    if placed:
+        console.print("[bold]Placement[/bold]")
+        for name, reason in placed.items():
+            console.print(escape(f"  {name} -> {reason if explain else reason.split('. Also considered')[0]}"), highlight=False)
+    if result.findings:
+        console.print("[bold]Findings[/bold]")
+        for f in result.findings:
+            label = f.severity.label
+            console.print(f"  [{STYLES[label]}]{label}[/] {f.check} " + escape(f"{f.subject}: {f.message}"), highlight=False)
+    if result.waived:
+        console.print(f"[dim]{len(result.waived)} finding(s) waived: {', '.join(f'{f.check} {f.subject}' for f in result.waived)}[/dim]")
+    if tco:
+        print_tco(console, result)
+    if explain:
+        print_explain(console, result)
+
+
+def print_tco(console: Console, result: SizingPlan) -> None:
+    owned = list(result.own_vs_rent)
+    if owned:
+        items = _table(
+            f"Owned pools: a month at forecast utilisation ({result.environment})",
+            [("pool", "left"), ("util.", "right"), ("capex", "right"), ("support", "right"), ("space", "right"), ("power", "right"),
+             ("staff", "right"), ("licences", "right"), ("total", "right"), ("racks", "right")],
+        )  # fmt: skip
+        for o in owned:
+            c = o.owned
+            money = (_num(c.items[k]) for k in ("capex", "support", "space", "power", "staff", "licences"))
+            items.add_row(o.pool, _pct(c.utilization), *money, _num(c.monthly_usd), str(c.racks))
+        console.print(items)
+        vs = _table("Own or rent", [("pool", "left"), ("owned USD/GPU-h", "right"), ("rent", "left"), ("USD/GPU-h", "right"),
+                                    ("verdict", "left")])  # fmt: skip
+        for o in owned:
+            rent = f"{o.rental or '-'} {o.rental_region}"
+            vs.add_row(o.pool, _num(o.owned_usd_per_gpu_hour, 2), rent, _num(o.rental_usd_per_gpu_hour, 2), o.verdict())
+        console.print(vs)
+    units = _table("Unit costs", [("workload", "left"), ("pool", "left"), ("per run", "right"), ("per month", "right"),
+                                  ("USD per 1M tokens", "right")])  # fmt: skip
+    for u in result.unit_costs:
+        units.add_row(u.workload, u.pool or "-", _usd(u.cost_per_run_usd), _usd(u.monthly_usd), _num(u.usd_per_million_tokens, 2))
+    console.print(units)
+    console.print("[dim]per 1M tokens: input + output tokens at peak load[/dim]")
+    show = _table("Showback: a month by team", [("team", "left"), ("USD/month", "right"), ("budget", "right")])
+    for team, usd in result.showback.items():
+        show.add_row(team, _num(usd), _num(result.budgets.get(team)))
+    console.print(show)
+    fc = result.forecast
+    if fc is not None:
+        names = list(dict.fromkeys(r.pool for r in fc.rows if r.capacity_gpus))
+        growing = ", ".join(fc.growing) or "no workload declares growth"
+        columns = [("quarter", "right"), *((n, "right") for n in names), ("k USD/month", "right"), ("grown to demand", "right")]
+        grow = _table(f"Forecast by quarter: GPUs needed at once / capacity ({growing})", columns)
+        cells = {(r.quarter, r.pool): r for r in fc.rows}
+        for q in range(fc.horizon + 1):
+            grow.add_row(f"Q{q}", *(f"{cells[q, n].peak_gpus}/{cells[q, n].capacity_gpus}" for n in names),
+                         f"{fc.monthly_usd[q] / 1000:,.0f}", f"{fc.demand_usd[q] / 1000:,.0f}")  # fmt: skip
+        console.print(grow)
+        for pool, quarter, need, capacity in fc.runs_out:
+            console.print(f"  {pool} runs out in Q{quarter}: {need} GPUs needed at once, {capacity} there", highlight=False)
+
+
+def _figure_line(figure: Figure) -> str:
+    inputs = ", ".join(f"{k}={_fmt(v)}" for k, v in figure.inputs.items())
+    return escape(f"  {figure.name} = {_fmt(figure.value)} {figure.unit}   {figure.formula}" + (f"; {inputs}" if inputs else ""))
+
+
+def print_explain(console: Console, result: SizingPlan) -> None:
+    for w in result.workloads:
+        console.print(f"\n[bold]{w.name}[/bold] ({w.kind}, pool {w.pool or '-'})")
+        if w.name in result.placements:
+            console.print(escape(f"  placement: {result.placements[w.name]}"), highlight=False)
+        for figure in w.figures:
+            console.print(_figure_line(figure), highlight=False)
+            for f in figure.factors:
+                console.print(escape(f"      x {f.name} = {_fmt(f.value)}   {f.why} [{f.source}]"), highlight=False)
+        for note in w.notes:
+            console.print("  [yellow]note[/yellow] " + escape(note))
+    for p in result.pools:
+        factors: list[Any] = list(p.price.factors) if p.price else []
+        if p.owned_cost is not None:
+            factors = list(p.owned_cost.factors)
+        if factors:
+            console.print(f"\n[bold]{p.name}[/bold] price ({'owned: TCO' if p.owned else p.capacity_type}, {p.region or p.site})")
+            for f in factors:
+                console.print(escape(f"  {f.name} = {_fmt(f.value)}   [{f.source}]"), highlight=False)

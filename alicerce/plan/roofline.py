@@ -1,0 +1,198 @@
+"""Inference as a roofline with measured efficiencies.
+
+One replica is ``tp`` GPUs joined by tensor parallelism. For requests of ``isl`` prompt and ``osl``
+generated tokens::
+
+    W       = parameters x bytes per weight             every expert resident
+    kv      = 2 x layers x KV heads x head dim x KV bytes   per token
+    B       = min(batch cap, (tp x memory x f - W) / (kv x (isl + osl)), latency limit)
+    c_tok   = 2 all-reduces x layers x hidden x 2 bytes x 2(tp-1)/tp / (link bandwidth x e_link)
+    prefill = (2 x N_active x isl + 2 x layers x isl^2 x hidden) / (tp x peak x e_prefill) + isl x c_tok
+    step(B) = (W_read + B x kv x (isl + osl/2)) / (tp x HBM bandwidth x e_hbm)          weights and KV read
+            + (2 x N_active x B + 4 x layers x B x (isl + osl/2) x hidden) / (tp x peak x e_decode)
+                                                                                   the compute ceiling
+            + B x c_tok + 2 x layers x all-reduce latency (tp > 1) + step overhead
+    tokens/s per replica = osl / (prefill + osl x step(B) / B)
+
+``W_read`` of a mixture of experts counts the experts a batch of B tokens touches. Prefill and decode
+are each bounded by compute and by memory bandwidth; the batch is bounded by KV-cache memory and by
+the time-per-token target. Efficiencies are fitted to published serving results
+(catalog/data/calibration-inference.yaml, alicerce/plan/calibrate.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from alicerce.catalog.models import Gpu, Sizing
+
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class ServedShape:
+    """The model as the roofline sees it."""
+
+    parameters: float
+    active_parameters: float
+    layers: int
+    hidden: int
+    kv_heads: int
+    head_dim: int
+
+
+@dataclass(frozen=True)
+class ReplicaHardware:
+    """One GPU of the replica and its link to the others."""
+
+    memory_bytes: float
+    hbm_bytes_per_second: float
+    peak_flops: float  # dense, at the serving precision
+    link_bytes_per_second: float  # per direction, NVLink or PCIe
+
+
+@dataclass(frozen=True)
+class Efficiencies:
+    prefill: float
+    decode_compute: float
+    bandwidth: float
+    memory_fraction: float
+    link: float
+    step_overhead: float
+    all_reduce_latency: float
+
+
+@dataclass(frozen=True)
+class ReplicaPerformance:
+    tp: int
+    batch: float
+    kv_batch_limit: float
+    step_seconds: float
+    prefill_seconds: float
+    tokens_per_second: float
+    weights_bytes: float
+    kv_bytes_per_token: float
+
+    output_tokens: int
+
+    @property
+    def requests_per_second(self) -> float:
+        return self.tokens_per_second / self.output_tokens
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One replica: the model, its tensor-parallel degree, the GPUs and the efficiencies they reach."""
+
+    shape: ServedShape
+    tp: int
+    hw: ReplicaHardware
+    eff: Efficiencies
+    bytes_per_weight: float
+    kv_bytes: float
+
+    @property
+    def weights(self) -> float:
+        return self.shape.parameters * self.bytes_per_weight
+
+    @property
+    def kv_per_token(self) -> float:
+        return 2 * self.shape.layers * self.shape.kv_heads * self.shape.head_dim * self.kv_bytes
+
+
+def all_reduce_seconds_per_token(r: Replica) -> float:
+    """Tensor-parallel all-reduce time per token: two per layer of the hidden state in 16-bit."""
+    if r.tp <= 1:
+        return 0.0
+    return 2 * r.shape.layers * r.shape.hidden * 2 * 2 * (r.tp - 1) / r.tp / (r.hw.link_bytes_per_second * r.eff.link)
+
+
+def prefill_seconds(r: Replica, isl: int) -> float:
+    shape = r.shape
+    compute = (2 * shape.active_parameters * isl + 2 * shape.layers * isl**2 * shape.hidden) / (r.tp * r.hw.peak_flops * r.eff.prefill)
+    return compute + isl * all_reduce_seconds_per_token(r)
+
+
+def weights_read(r: Replica, batch: float) -> float:
+    """Bytes of weights one decode step reads: all of a dense model, the touched experts of a MoE."""
+    n, active = r.shape.parameters, r.shape.active_parameters
+    if active >= n:
+        return n * r.bytes_per_weight
+    touched: float = 1 - (1 - active / n) ** max(batch, 1.0)
+    return r.bytes_per_weight * (active + (n - active) * touched)
+
+
+def step_seconds(r: Replica, isl: int, osl: int, batch: float) -> float:
+    """One decode step of ``batch`` sequences: memory reads, the compute ceiling, all-reduces, overhead."""
+    shape, eff = r.shape, r.eff
+    context = isl + osl / 2
+    memory = (weights_read(r, batch) + batch * r.kv_per_token * context) / (r.tp * r.hw.hbm_bytes_per_second * eff.bandwidth)
+    compute = (2 * shape.active_parameters * batch + 4 * shape.layers * batch * context * shape.hidden) / (
+        r.tp * r.hw.peak_flops * eff.decode_compute
+    )
+    latency = 2 * shape.layers * eff.all_reduce_latency if r.tp > 1 else 0.0
+    return memory + compute + batch * all_reduce_seconds_per_token(r) + latency + eff.step_overhead
+
+
+def kv_batch_limit(r: Replica, isl: int, osl: int) -> float:
+    """Sequences whose KV cache fits next to the weights (0 when the weights alone do not fit)."""
+    free = r.tp * r.hw.memory_bytes * r.eff.memory_fraction - r.weights
+    return max(0.0, free / (r.kv_per_token * (isl + osl)))
+
+
+def latency_batch_limit(r: Replica, isl: int, osl: int, tpot: float) -> float:
+    """Largest batch whose decode step stays within ``tpot`` seconds (0 when even one sequence is too slow)."""
+    one = step_seconds(r, isl, osl, 1.0)
+    if one > tpot:
+        return 0.0
+    if r.shape.active_parameters >= r.shape.parameters:  # dense: the step is linear in the batch
+        slope = step_seconds(r, isl, osl, 2.0) - one
+        return 1.0 + (tpot - one) / slope if slope > 0 else math.inf
+    low, high = 1.0, 2.0  # MoE: more experts are read as the batch grows; bisect the monotone step
+    while step_seconds(r, isl, osl, high) <= tpot and high < 1e6:
+        low, high = high, high * 2
+    for _ in range(30):
+        mid = (low + high) / 2
+        low, high = (mid, high) if step_seconds(r, isl, osl, mid) <= tpot else (low, mid)
+    return low
+
+
+def replica_performance(r: Replica, isl: int, osl: int, *, batch_cap: float, tpot: float | None = None) -> ReplicaPerformance | None:
+    """Throughput of one replica at the largest batch memory, the cap and the latency target allow."""
+    by_memory = kv_batch_limit(r, isl, osl)
+    batch = min(batch_cap, by_memory)
+    if tpot is not None:
+        batch = min(batch, latency_batch_limit(r, isl, osl, tpot))
+    if batch < 1:
+        return None
+    step = step_seconds(r, isl, osl, batch)
+    prefill = prefill_seconds(r, isl)
+    tokens = osl / (prefill + osl * step / batch)
+    return ReplicaPerformance(r.tp, batch, by_memory, step, prefill, tokens, r.weights, r.kv_per_token, osl)
+
+
+def gpu_hardware(gpu: Gpu, precision: str, sizing: Sizing) -> ReplicaHardware:
+    """The roofline's view of a catalog GPU at a serving precision."""
+    t = gpu.tflops
+    peak = {"fp8": t.fp8, "fp4": t.fp4, "int8": t.int8, "int4": t.int8, "fp32": t.tf32}.get(precision) or t.bf16
+    ic = gpu.interconnect
+    link = (
+        ic.nvlinkBandwidthGBps / 2
+        if ic.nvlinkBandwidthGBps and gpu.formFactor == "SXM"
+        else sizing.inference.pcieGBpsPerDirection.per_direction(ic.pcieGeneration)
+    )
+    return ReplicaHardware(gpu.memoryGB * GIB, gpu.memoryBandwidthGBps * 1e9, peak * 1e12, link * 1e9)
+
+
+def efficiencies(sizing: Sizing) -> Efficiencies:
+    i = sizing.inference
+    return Efficiencies(
+        prefill=i.prefillEfficiency.value,
+        decode_compute=i.decodeComputeEfficiency.value,
+        bandwidth=i.decodeBandwidthEfficiency.value,
+        memory_fraction=i.memoryFraction.value,
+        link=i.linkEfficiency.value,
+        step_overhead=i.stepOverheadSeconds.value,
+        all_reduce_latency=i.allReduceLatencySeconds.value,
+    )

@@ -1,0 +1,235 @@
+"""Total cost of ownership of owned (on-prem) GPU pools, and where owning beats renting.
+
+A month of an owned pool of N nodes at forecast utilisation u::
+
+    capex    = N x (server + fabric) / (life years x 12)              amortised
+    support  = N x server x support share per year / 12
+    space    = N x node kW x colocation USD per kW-month              (or racks x rack price)
+    power    = N x node kW x (idle + (load - idle) x u) x PUE x USD per kWh x 730
+    staff    = (N / nodes per FTE, or the site's declared FTE by node share) x USD per FTE-year / 12
+    licences = GPUs x USD per GPU-year / 12
+
+Cost per used GPU-hour = month / (GPUs x 730 x u). Writing month = F + V x u (V: the power that
+follows utilisation), owning matches renting at ``p`` USD per GPU-hour when
+``u* = F / (p x GPUs x 730 - V)``: the break-even utilisation. Every figure comes from the spec's
+`costs.onprem[]` entry or, failing that, catalog/data/tco.yaml with its date and source.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from alicerce.catalog import Catalog
+from alicerce.catalog.models import TcoFactor
+from alicerce.plan.figures import Factor, rounded
+from alicerce.plan.sizing import Issue
+from alicerce.resolve.model import ResolvedPool
+from alicerce.spec.models import Costs, OnpremPoolCosts, OnpremSiteCosts
+
+HOURS_PER_MONTH = 730.0
+
+
+@dataclass(frozen=True)
+class OwnedPoolCost:
+    """A month of one owned pool, item by item, at one utilisation."""
+
+    pool: str
+    site: str
+    nodes: int
+    gpus: int
+    utilization: float
+    items: dict[str, float]  # capex, support, space, power, staff, licences (USD per month)
+    fixed_usd: float  # the part that does not follow utilisation (F)
+    variable_usd_at_full: float  # power that follows utilisation, at u = 1 (V)
+    racks: int
+    node_kw: float
+    factors: tuple[Factor, ...]
+    issues: tuple[Issue, ...] = ()
+    complete: bool = True  # False when a price (a server) is unknown: the total is a lower bound
+
+    @property
+    def monthly_usd(self) -> float:
+        return sum(self.items.values())
+
+    def at(self, utilization: float) -> float:
+        """The month's cost at another utilisation."""
+        return self.fixed_usd + self.variable_usd_at_full * utilization
+
+    def usd_per_gpu_hour(self, utilization: float | None = None) -> float | None:
+        u = self.utilization if utilization is None else utilization
+        if u <= 0 or not self.gpus:
+            return None
+        return self.at(u) / (self.gpus * HOURS_PER_MONTH * u)
+
+    def break_even(self, rental_usd_per_gpu_hour: float) -> float | None:
+        """Utilisation above which owning costs less per used GPU-hour than renting; None if never (u* > 1)."""
+        denominator = rental_usd_per_gpu_hour * self.gpus * HOURS_PER_MONTH - self.variable_usd_at_full
+        if denominator <= 0:
+            return None
+        u = self.fixed_usd / denominator
+        return u if u <= 1 else None
+
+    def marginal_usd_per_gpu_hour(self) -> float:
+        """What one more busy GPU-hour costs on capacity already owned: the power it adds."""
+        return self.variable_usd_at_full / max(1, self.gpus) / HOURS_PER_MONTH
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pool": self.pool, "site": self.site, "nodes": self.nodes, "gpus": self.gpus, "racks": self.racks,
+            "node_kw": rounded(self.node_kw), "utilization": rounded(self.utilization),
+            "monthly_usd": rounded(self.monthly_usd), "items": {k: rounded(v) for k, v in self.items.items()},
+            "usd_per_gpu_hour": rounded(self.usd_per_gpu_hour()), "complete": self.complete,
+            "factors": [f.to_json() for f in self.factors],
+        }  # fmt: skip
+
+
+def site_costs(costs: Costs, site: str) -> OnpremSiteCosts:
+    return next((s for s in costs.onprem if s.site == site), OnpremSiteCosts.model_validate({"site": site}))
+
+
+def _pool_costs(site: OnpremSiteCosts, pool: str) -> OnpremPoolCosts:
+    return next((p for p in site.pools if p.pool == pool), OnpremPoolCosts.model_validate({"pool": pool}))
+
+
+@dataclass
+class _Inputs:
+    """Each factor from the spec when given, else the catalog; remembers which for --explain."""
+
+    site: OnpremSiteCosts
+    catalog: Catalog
+    factors: list[Factor] = field(default_factory=list)
+
+    def get(self, name: str, spec_value: float | None, default: TcoFactor, label: str) -> float:
+        if spec_value is not None:
+            self.factors.append(Factor(label, spec_value, "spec"))
+            return spec_value
+        self.factors.append(
+            Factor(label, default.value, f"{default.source.url or default.source.title} ({default.asOf}, {default.trust} trust)")
+        )
+        return default.value
+
+
+def owned_pool_cost(
+    pool: ResolvedPool, costs: Costs, catalog: Catalog, utilization: float, *, staff_share: float | None = None
+) -> OwnedPoolCost:
+    """A month of an owned GPU pool at ``utilization`` (0-1); ``staff_share`` is this pool's share of a
+    site's declared staff (by nodes), when the site declares an FTE count."""
+    tco = catalog.tco
+    site = site_costs(costs, pool.site.name)
+    spec_pool = _pool_costs(site, pool.name)
+    inputs = _Inputs(site, catalog)
+    issues: list[Issue] = []
+    nodes = pool.spec.scaling.max
+    gpus = nodes * pool.gpus_per_node
+    gpu_id = pool.gpu.id if pool.gpu else ""
+    complete = True
+    if spec_pool.server_usd is not None:
+        server: float | None = spec_pool.server_usd
+        inputs.factors.append(Factor("server per node (USD)", spec_pool.server_usd, "spec"))
+    elif gpu_id in tco.server:
+        quote = tco.server[gpu_id]
+        server = quote.usd
+        inputs.factors.append(Factor("server per node (USD)", quote.usd, f"{quote.source.url} ({quote.asOf}, {quote.trust} trust)"))
+        issues.append(Issue("PL319", f"server price is the catalog's market quote for {gpu_id} nodes (${quote.usd:,.0f}, {quote.asOf}); "
+                            f"put your quote in costs.onprem[{site.site}].pools[{pool.name}].serverUsd"))  # fmt: skip
+    else:
+        server = None
+        complete = False
+        issues.append(Issue("PL311", f"no server price for {gpu_id or 'these'} nodes: capex and support left out; "
+                            f"set costs.onprem[{site.site}].pools[{pool.name}].serverUsd"))  # fmt: skip
+    fabric = spec_pool.network_usd if spec_pool.network_usd is not None else tco.fabricPerNode.usd
+    inputs.factors.append(
+        Factor(
+            "fabric per node (USD)",
+            fabric,
+            "spec"
+            if spec_pool.network_usd is not None
+            else f"{tco.fabricPerNode.source.url} ({tco.fabricPerNode.asOf}, {tco.fabricPerNode.trust} trust)",
+        )
+    )
+    if spec_pool.node_power_kw is not None:
+        node_kw = spec_pool.node_power_kw
+        inputs.factors.append(Factor("node power (kW, max)", node_kw, "spec"))
+    elif gpu_id in tco.nodePowerKw:
+        power = tco.nodePowerKw[gpu_id]
+        node_kw = power.kw
+        inputs.factors.append(Factor("node power (kW, max)", node_kw, f"{power.source.url} ({power.asOf}, {power.trust} trust)"))
+    else:
+        tdp = pool.gpu.tdpWatts if pool.gpu else 0
+        node_kw = tco.hostPowerKw.kw + pool.gpus_per_node * tdp / 1000
+        inputs.factors.append(Factor("node power (kW, max): host + GPUs x TDP", node_kw, f"{tco.hostPowerKw.source.url} and gpus.yaml"))
+    life = inputs.get("life", site.life_years, tco.lifeYears, "amortisation (years)")
+    support = inputs.get("support", site.support_fraction_per_year, tco.supportFractionPerYear, "support per year (share of server)")
+    pue = inputs.get("pue", site.pue, tco.pue, "PUE")
+    tariff = inputs.get("tariff", site.electricity_usd_per_kwh, tco.electricityUsdPerKwh, "electricity (USD/kWh)")
+    load = tco.loadFraction.value
+    idle = tco.idleFraction.value
+    inputs.factors.append(
+        Factor("draw at full load (share of max)", load, f"{tco.loadFraction.source.url} ({tco.loadFraction.trust} trust)")
+    )
+    inputs.factors.append(
+        Factor("draw when idle (share of max)", idle, f"{tco.idleFraction.source.title} ({tco.idleFraction.trust} trust)")
+    )
+    kw_per_rack = inputs.get("rack", site.kw_per_rack, tco.kwPerRack, "kW per rack")
+    per_rack = max(1, math.floor(kw_per_rack / node_kw))
+    racks = math.ceil(nodes / per_rack) if nodes else 0
+    if site.rack_usd_per_month is not None:
+        space = racks * site.rack_usd_per_month
+        inputs.factors.append(Factor("rack (USD/month)", site.rack_usd_per_month, "spec"))
+    else:
+        rate = inputs.get("colo", site.colocation_usd_per_kw_month, tco.colocationUsdPerKwMonth, "space and cooling (USD per kW-month)")
+        space = nodes * node_kw * rate
+    licence = inputs.get("licence", site.licence_usd_per_gpu_year, tco.licenceUsdPerGpuYear, "licences (USD per GPU-year)")
+    fte_cost = inputs.get("fte", site.usd_per_fte_year, tco.usdPerFteYear, "engineer (USD/year)")
+    if staff_share is not None and site.staff_fte is not None:
+        fte = site.staff_fte * staff_share
+        inputs.factors.append(Factor("engineers (share of the site's declared FTE)", fte, "spec"))
+    else:
+        per_fte = tco.nodesPerFte
+        fte = nodes / per_fte.value
+        inputs.factors.append(Factor("engineers (nodes / nodes per FTE)", fte, f"{per_fte.source.title} ({per_fte.trust} trust)"))
+    power_full = nodes * node_kw * HOURS_PER_MONTH * pue * tariff
+    items = {
+        "capex": nodes * ((server or 0.0) + fabric) / (life * 12),
+        "support": nodes * (server or 0.0) * support / 12,
+        "space": space,
+        "power": power_full * (idle + (load - idle) * utilization),
+        "staff": fte * fte_cost / 12,
+        "licences": gpus * licence / 12,
+    }
+    variable = power_full * (load - idle)
+    fixed = sum(items.values()) - variable * utilization
+    return OwnedPoolCost(
+        pool.name, pool.site.name, nodes, gpus, utilization, items, fixed, variable, racks, node_kw, tuple(inputs.factors),
+        tuple(issues), complete,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SiteExtras:
+    """Costs of an owned site that belong to no pool: shared storage and connectivity."""
+
+    site: str
+    storage_tb: float
+    storage_usd: float
+    connectivity_usd: float
+    factors: tuple[Factor, ...]
+
+    @property
+    def monthly_usd(self) -> float:
+        return self.storage_usd + self.connectivity_usd
+
+
+def site_extras(site: str, storage_bytes: float, costs: Costs, catalog: Catalog) -> SiteExtras:
+    tco = catalog.tco
+    spec = site_costs(costs, site)
+    inputs = _Inputs(spec, catalog)
+    per_tb = inputs.get("storage", spec.storage_usd_per_tb, tco.storageUsdPerTb, "shared storage (USD per TB, one-time)")
+    life = inputs.get("life", spec.life_years, tco.lifeYears, "amortisation (years)")
+    tb = storage_bytes / 1e12
+    connectivity = spec.connectivity_usd_per_month or 0.0
+    if spec.connectivity_usd_per_month is not None:
+        inputs.factors.append(Factor("connectivity (USD/month)", connectivity, "spec"))
+    return SiteExtras(site, tb, tb * per_tb / (life * 12), connectivity, tuple(inputs.factors))

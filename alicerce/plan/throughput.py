@@ -1,0 +1,127 @@
+"""Training throughput as a small, explainable model fitted to public runs.
+
+Work is counted as ``6 x active parameters x tokens`` and divided by the dense BF16 peak times an
+efficiency (model FLOPs utilisation on that yardstick, so an fp8 speed-up shows as a factor rather
+than a doubled peak). The efficiency is a product of factors, each with its source::
+
+    mfu = base[architecture]                       large dense bf16 job (fitted)
+        x 1 / (1 + layers x sequence x attention dim / active parameters)
+                                                   causal attention FLOPs that 6N leaves out (physics)
+        x min(1, tokens per GPU per step / 8192) ^ 0.047
+                                                   small per-GPU batches: bubbles, exposed communication (fitted)
+        x precision gain                           fp8 measured per stack: 1.70 Transformer Engine, 1.10 generic
+        x 1 / (1 + k x experts per token x hidden x MoE layers / active parameters)
+                                                   MoE all-to-all volume and small expert GEMMs (fitted k)
+        x 0.75 with full activation recomputation  8N instead of 6N FLOPs per token
+        x network share                            when the gradient and all-to-all traffic exceed the link
+        x goodput 0.87                             failures, restarts and evaluations of a production run
+
+The per-GPU-batch factor is the scaling loss: on a fixed global batch, more GPUs mean a smaller share
+each, so GPU-hours never fall as GPUs are added. Parameters live in catalog/data/sizing.yaml;
+calibration runs in catalog/data/calibration-training.yaml (see alicerce/plan/calibrate.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from alicerce.catalog.models import Architecture, Sizing
+from alicerce.plan.figures import Factor
+
+
+@dataclass(frozen=True)
+class TrainingJob:
+    """What the throughput model needs to know about one training job."""
+
+    architecture: Architecture
+    active_parameters: float
+    layers: int
+    hidden: int
+    sequence: int
+    gpus: int
+    global_batch_tokens: float
+    precision: str
+    attention_dim: int | None = None  # multi-head latent attention and the like; default: hidden
+    fp8_recipe: str | None = None  # transformer-engine | generic | None (unknown stack)
+    fp8_supported: bool = True
+    fp4_supported: bool = True
+    experts_per_token: int | None = None  # MoE only
+    moe_layers: int | None = None
+    full_recompute: bool = False
+    network_share: float = 1.0  # usable share of step time when communication is the bottleneck
+    production_run: bool = True  # apply goodput (a planned run, or a published GPU-hours total)
+
+
+def tokens_per_gpu_step(job: TrainingJob) -> float:
+    return job.global_batch_tokens / max(1, job.gpus)
+
+
+def moe_routing_ratio(job: TrainingJob) -> float:
+    """Routed activation volume per active parameter: experts per token x hidden x MoE layers / N."""
+    if not job.experts_per_token:
+        return 0.0
+    layers = job.moe_layers or job.layers
+    return job.experts_per_token * job.hidden * layers / job.active_parameters
+
+
+def precision_gain(job: TrainingJob, sizing: Sizing) -> Factor:
+    """Measured speed-up of low-precision training over bf16 on the same stack."""
+    gains = sizing.training.fp8Gain
+    te, generic = gains.transformer_engine.value, gains.generic.value
+    if job.precision in ("fp8", "fp4") and not job.fp8_supported:
+        return Factor("precision", 1.0, "computed", f"{job.precision} has no tensor cores on this GPU: runs as bf16")
+    if job.precision == "fp8":
+        if job.fp8_recipe == "transformer-engine":
+            return Factor("precision", te, gains.transformer_engine.source, "fp8, Transformer Engine / NeMo class stack")
+        if job.fp8_recipe == "generic":
+            return Factor("precision", generic, gains.generic.source, "fp8, generic PyTorch float8")
+        return Factor("precision", math.sqrt(te * generic), "calibration", "fp8, stack unknown: between the two measured stacks")
+    if job.precision == "fp4":
+        fp8 = te if job.fp8_recipe != "generic" else generic
+        if not job.fp4_supported:
+            return Factor("precision", fp8, "calibration", "fp4 has no tensor cores on this GPU: runs as fp8")
+        ratio = sizing.training.fp4OverFp8
+        return Factor("precision", fp8 * ratio.value, ratio.source, "fp4 = fp8 gain x NVFP4/FP8 ratio (not held out)")
+    if job.precision == "fp32":
+        return Factor("precision", 0.5, "computed", "fp32 runs on TF32 tensor cores at half the bf16 rate")
+    return Factor("precision", 1.0, "computed", f"{job.precision}: the bf16 yardstick")
+
+
+def training_factors(job: TrainingJob, sizing: Sizing, *, moe_routing: float | None = None) -> tuple[Factor, ...]:
+    """Every factor of the job's efficiency, in the order of the model's formula."""
+    t = sizing.training
+    base = getattr(t.base, job.architecture)
+    factors = [Factor("base", base.value, base.source, f"large dense bf16 job on {job.architecture}")]
+    ratio = job.layers * job.sequence * (job.attention_dim or job.hidden) / job.active_parameters
+    factors.append(Factor("attention", 1 / (1 + ratio), "computed", f"1 / (1 + layers x sequence x dim / N) = 1 / (1 + {ratio:.3f})"))
+    per_gpu = tokens_per_gpu_step(job)
+    reference, exponent = t.perGpuBatch.referenceTokens.value, t.perGpuBatch.exponent.value
+    factors.append(
+        Factor(
+            "per-GPU batch",
+            min(1.0, per_gpu / reference) ** exponent,
+            t.perGpuBatch.exponent.source,
+            f"min(1, {per_gpu:,.0f} tokens per GPU per step / {reference:,.0f}) ^ {exponent}",
+        )
+    )
+    factors.append(precision_gain(job, sizing))
+    routing = moe_routing_ratio(job)
+    if routing:
+        k = t.moeRouting.value if moe_routing is None else moe_routing
+        factors.append(
+            Factor("mixture of experts", 1 / (1 + k * routing), t.moeRouting.source, f"1 / (1 + {k:,.0f} x routed volume {routing:.2e})")
+        )
+    if job.full_recompute:
+        factors.append(Factor("recomputation", t.fullRecompute.value, t.fullRecompute.source, "full activation recomputation"))
+    if job.network_share < 1:
+        factors.append(Factor("network", job.network_share, "computed", "communication needs more than the link gives"))
+    if job.production_run:
+        factors.append(Factor("goodput", t.goodput.value, t.goodput.source, "restarts, failures, evaluations of a real run"))
+    return tuple(factors)
+
+
+def training_mfu(job: TrainingJob, sizing: Sizing) -> tuple[float, tuple[Factor, ...]]:
+    """Model FLOPs utilisation (6N FLOPs against the dense BF16 peak) and the factors that make it."""
+    factors = training_factors(job, sizing)
+    return math.prod(f.value for f in factors), factors

@@ -1,0 +1,244 @@
+"""Total cost of ownership and cloud prices (issue 15, items 4 and 5), with golden figures by hand.
+
+Every golden figure below is worked out in the comment above its assertion from the catalog
+(alicerce/catalog/data/tco.yaml, prices.yaml, instances.yaml) and the reference platform.yaml, so a
+change to either shows up here as a number someone has to re-derive.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from alicerce.catalog import load_catalog
+from alicerce.plan.platform import SizingPlan, plan_platform
+from alicerce.plan.pricing import HOURS_PER_MONTH, monthly_node_cost, node_price
+from alicerce.plan.tco import owned_pool_cost
+from alicerce.resolve.model import ResolvedPlatform
+from alicerce.rules.validate import validated
+from alicerce.spec.loader import load_file, load_text
+from alicerce.spec.models import Costs
+from tests.conftest import ROOT, TODAY
+
+CATALOG = load_catalog()
+REFERENCE = load_file(ROOT / "platform.yaml", "platform.yaml")
+PROD = validated(REFERENCE, "prod")
+
+
+def reference() -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load((ROOT / "platform.yaml").read_text())
+    return data
+
+
+def resolve(data: dict[str, Any], env: str = "prod") -> ResolvedPlatform:
+    return validated(load_text(yaml.safe_dump(data, sort_keys=False), "p.yaml"), env)
+
+
+def plan() -> SizingPlan:
+    return plan_platform(PROD, today=TODAY)
+
+
+def test_golden_owned_pool_month() -> None:
+    # onprem-h100: 32 DGX-class H100 nodes, 256 GPUs; llm-pretrain holds 224 of them all month -> u = 224/256 = 0.875
+    #   capex    = 32 x (300,000 server + 33,980 fabric) / (4 years x 12)        = 222,653.33
+    #   support  = 32 x 300,000 x 10% a year / 12                                =  80,000.00
+    #   space    = 32 nodes x 10.2 kW x 184.06 USD/kW-month                      =  60,077.18
+    #   power    = 32 x 10.2 kW x 730 h x PUE 1.56 x 0.0806 USD/kWh = 29,959.37 at full draw,
+    #              x (idle 0.3 + (0.8 - 0.3) x 0.875) = x 0.7375                 =  22,095.03
+    #   staff    = 32 nodes / 48 per engineer x 225,000 / 12                     =  12,500.00
+    #   licences = 0 (none declared)
+    #   total (unrounded items)                                                  = 397,325.55 a month
+    #   per used GPU-hour = 397,325.55 / (256 x 730 x 0.875)                     =       2.430
+    #   racks: kwPerRack 41 in platform.yaml -> floor(41 / 10.2) = 4 nodes a rack -> 8 racks
+    pool = next(p for p in plan().pools if p.name == "onprem-h100")
+    cost = pool.owned_cost
+    assert cost is not None and cost.utilization == pytest.approx(0.875)
+    expected = {"capex": 222_653.33, "support": 80_000.00, "space": 60_077.18, "power": 22_095.03, "staff": 12_500.00, "licences": 0.0}
+    assert cost.items == pytest.approx(expected, abs=0.01)
+    assert cost.monthly_usd == pytest.approx(397_325.55, abs=0.01)
+    assert cost.usd_per_gpu_hour() == pytest.approx(2.4298, abs=1e-4)
+    assert cost.racks == 8
+
+
+def test_golden_break_even_against_p5() -> None:
+    # Renting the same GPUs: p5.48xlarge on-demand in us-east-1 is 55.04 USD an hour for 8 H100 = 6.88 per GPU-hour.
+    # Fixed part F = 222,653.33 + 80,000 + 60,077.18 + 12,500 + idle power 0.3 x 29,959.37 (8,987.81) = 384,218.32
+    # Variable part V = (0.8 - 0.3) x 29,959.37 = 14,979.69 (power that follows utilisation)
+    # Break-even u* = F / (6.88 x 256 x 730 - V) = 384,218.32 / (1,285,734.40 - 14,979.69) = 0.30235
+    (option,) = plan().own_vs_rent
+    assert option.rental == "p5.48xlarge" and option.rental_usd_per_gpu_hour == pytest.approx(6.88)
+    assert option.break_even_utilization == pytest.approx(0.30235, abs=1e-4)
+    assert option.verdict().startswith("owning is cheaper at 88% utilisation (break-even 30%)")
+    # at the break-even utilisation owning and renting cost the same per used GPU-hour
+    assert option.owned.usd_per_gpu_hour(option.break_even_utilization) == pytest.approx(6.88, rel=1e-9)
+
+
+def test_golden_reference_prod_month() -> None:
+    # system       m7i.4xlarge on-demand, min 2 always on: 2 x 730 x 0.8064                   =   1,177.34
+    # data-prep    m7i.16xlarge Spot: 3.2256 x 0.479 (m7i Spot share, us-east-1) = 1.5451/h;
+    #              tokenize-corpus needs 21 cores -> 1 node for 1 day: 24 x 1.5451            =      37.08
+    # train-p5     capacity reservation of 4 p5.48xlarge (costs.cloud), billed used or not:
+    #              4 x 730 x 55.04                                                             = 160,716.80
+    # infer-l40s   chat-70b wants 42 g6e.12xlarge; the pool stops at 8: 8 x 730 x 10.49264     =  61,277.02
+    # infer-l4     min 1 g6.xlarge always on (embed-batch fits in it): 730 x 0.8048             =     587.50
+    # onprem-h100  owned TCO above                                                             = 397,325.55
+    # FSx          datasets 50,400 GiB + checkpoints 26,400 GiB PERSISTENT_2 (fsx.yaml)          =  21,002.39
+    # dc1 storage  2 PiB Lustre = 2,251.80 TB x 160 USD/TB / 48 months                         =   7,506.00
+    # total                                                                                    = 649,629.69
+    p = plan()
+    pools = {x.name: x.monthly_cost_usd for x in p.pools}
+    assert pools == pytest.approx(
+        {"system": 1_177.34, "data-prep": 37.08, "train-p5": 160_716.80, "infer-l40s": 61_277.02, "infer-l4": 587.50,
+         "onprem-h100": 397_325.55},
+        abs=0.02,
+    )  # fmt: skip
+    assert p.cost_breakdown["FSx"] == pytest.approx(21_002.39, abs=0.01)
+    assert p.cost_breakdown["owned sites (storage, links)"] == pytest.approx(7_506.00, abs=0.01)
+    assert p.monthly_cost_usd == pytest.approx(649_629.69, abs=0.05)
+
+
+def test_golden_unit_costs() -> None:
+    # llm-pretrain: 6 x 70e9 x 1e12 FLOP / (989.4 TFLOP/s x MFU) with MFU = 0.46 base x 1/(1 + 80 x 8192 x 8192 / 70e9)
+    #   (= 0.92877) x 1 (74,898 tokens per GPU per step) x 0.87 goodput = 0.37170 -> 317,228 GPU-hours;
+    #   at the owned pool's 2.4298 USD per GPU-hour: 770,800 a run
+    # chat-70b: 168 L40S x 730 h = 122,640 GPU-hours at 10.49264 / 4 = 2.6232 -> 321,704 a month to serve the peak;
+    #   40 req/s x 1,800 tokens x 3,600 x 730 = 189.2e9 tokens a month -> 1.70 USD per million tokens
+    units = {u.workload: u for u in plan().unit_costs}
+    assert units["llm-pretrain"].cost_per_run_usd == pytest.approx(770_800, rel=0.001)
+    assert units["chat-70b"].usd_per_million_tokens == pytest.approx(1.70, abs=0.01)
+    assert units["chat-70b"].monthly_usd == pytest.approx(61_277.02, abs=0.02)  # what the capped pool can spend
+
+
+def test_showback_adds_up_and_meets_budgets() -> None:
+    p = plan()
+    assert sum(p.showback.values()) == pytest.approx(p.monthly_cost_usd, rel=1e-9)
+    # research uses 224 of 256 owned GPUs: 7/8 of the owned month is theirs (the idle 1/8 stays with the
+    # platform), plus tokenize-corpus's day of Spot data prep: 397,325.55 x 0.875 + 37.08 = 347,696.94
+    assert p.showback["research"] == pytest.approx(347_696.94, abs=0.01)
+    assert p.budgets == {"research": 900_000.0} and "PL318" not in {f.check for f in p.findings}
+
+
+def test_a_capped_pool_never_costs_more_than_its_max() -> None:
+    """Issue 15: a staging pool capped at one p4de node was priced at 140k a month and staging equalled prod."""
+    data = reference()
+    data["environments"]["staging"] = {
+        "tier": "staging",
+        "sites": [{"name": "aws", "provider": "aws", "account": "333333333333", "region": "us-east-1", "zones": ["us-east-1a"],
+                   "vpcCidr": "10.50.0.0/16"}],
+        "overrides": {
+            "nodePools": [{"name": n, "$patch": "delete"} for n in ("train-p5", "onprem-h100", "infer-l40s", "infer-l4")]
+            + [{"name": "stage-p4de", "site": "aws", "purpose": "training", "accelerator": "A100-SXM4-80GB:8",
+                "aws": {"instanceType": "p4de.24xlarge", "zone": "us-east-1a"}, "scaling": {"min": 0, "max": 1},
+                "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]}],
+            "storage": [{"name": "checkpoints", "$patch": "delete"}, {"name": "dc1-lustre", "$patch": "delete"},
+                        {"name": "scratch", "pools": ["stage-p4de"]}],
+            # a fine-tune that wants 64+ A100s for a month: the one-node pool caps what it can spend
+            "workloads": [{"name": "llm-pretrain", "pool": "stage-p4de", "accelerator": None, "dataset": {"tier": "datasets"}},
+                          {"name": "code-assistant-ft", "tokens": "300B", "deadline": "30d"}],
+            "tenancy": {"teams": [{"name": t, "quotas": []} for t in ("research", "applied-ml", "serving")]},
+            "costs": {"cloud": [], "onprem": []},
+            "monitoring": {"slos": []},
+        },
+    }  # fmt: skip
+    staging = plan_platform(resolve(data, "staging"), today=TODAY)
+    pool = next(p for p in staging.pools if p.name == "stage-p4de")
+    # one p4de.24xlarge for a whole month at most: 730 x 27.44705 = 20,036.35
+    assert pool.monthly_cost_usd == pytest.approx(730 * 27.44705, abs=0.01)
+    assert staging.monthly_cost_usd < plan().monthly_cost_usd / 10
+
+
+def test_spot_is_priced_as_spot_and_regions_as_regions() -> None:
+    data = reference()
+    data["environments"]["prod"]["sites"][0]["region"] = "us-west-1"
+    data["environments"]["prod"]["sites"][0]["zones"] = ["us-west-1a", "us-west-1b"]
+    pool = next(p for p in data["nodePools"] if p["name"] == "train-p5")
+    pool["aws"] = {"instanceType": "p5.48xlarge", "capacityType": "spot", "zone": "us-west-1a"}
+    data["costs"]["cloud"] = []
+    # one Spot instance type is a deliberate choice here (AL290 asks for alternatives or a waiver)
+    data.setdefault("waivers", []).append(
+        {"rule": "AL290", "resources": ["train-p5"], "justification": "pricing test of a single Spot type", "expires": "2099-01-01"}
+    )
+    platform = resolve(data)
+    prices = {p.name: node_price(p, CATALOG, platform.spec.costs) for p in platform.pools}
+    p5 = prices["train-p5"]
+    # p5 Spot in us-west-1: the catalog has no p5 Spot share there -> unpriced with PL311, never on-demand
+    assert p5 is not None and p5.usd_per_hour is None and [i.check for i in p5.issues] == ["PL311"]
+    data["environments"]["prod"]["sites"][0]["region"] = "us-east-2"
+    data["environments"]["prod"]["sites"][0]["zones"] = ["us-east-2a", "us-east-2b"]
+    pool["aws"]["zone"] = "us-east-2a"
+    platform = resolve(data)
+    p5 = node_price(next(p for p in platform.pools if p.name == "train-p5"), CATALOG, platform.spec.costs)
+    # us-east-2 on-demand = us-east-1's 55.04 x (1.0 / 1.0); Spot share there 0.141 -> 7.761 an hour
+    assert p5 is not None and p5.usd_per_hour == pytest.approx(55.04 * 0.141)
+    system = node_price(next(p for p in platform.pools if p.name == "system"), CATALOG, platform.spec.costs)
+    assert system is not None and system.usd_per_hour == pytest.approx(0.8064)  # m7i: us-east-2 = us-east-1
+
+
+def test_a_region_the_catalog_does_not_price_is_reported_not_guessed() -> None:
+    data = reference()
+    data["environments"]["prod"]["sites"][0].update(region="eu-central-1", zones=["eu-central-1a", "eu-central-1b"])
+    next(p for p in data["nodePools"] if p["name"] == "train-p5")["aws"]["zone"] = "eu-central-1a"
+    p = plan_platform(resolve(data), today=TODAY)
+    unpriced = {f.subject for f in p.findings if f.check == "PL311"}
+    assert {"train-p5", "infer-l40s", "infer-l4"} <= unpriced  # no p5/g6e/g6 ratio for eu-central-1 in the catalog
+    assert next(x for x in p.pools if x.name == "system").monthly_cost_usd == pytest.approx(2 * 730 * 0.8064 * 1.1979)
+
+
+def test_capacity_blocks_and_reservations() -> None:
+    data = reference()
+    pool = next(p for p in data["nodePools"] if p["name"] == "train-p5")
+    pool["aws"] = {"instanceType": "p5.48xlarge", "capacityType": "capacity-block", "capacityReservationId": "cr-0a1b2c3d4e5f60718",
+                   "zone": "us-east-1a"}  # fmt: skip
+    data["costs"]["cloud"] = []
+    platform = resolve(data)
+    price = node_price(next(p for p in platform.pools if p.name == "train-p5"), CATALOG, platform.spec.costs)
+    assert price is not None and price.usd_per_hour == pytest.approx(39.33) and price.minimum_hours == 24
+    # 10 node-hours of work buy a whole day of block: 24 x 39.33
+    assert monthly_node_cost(price, 10.0, 0, 16) == pytest.approx(24 * 39.33)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    low=st.floats(min_value=0.1, max_value=200.0),
+    factor=st.floats(min_value=1.0, max_value=5.0),
+    busy=st.floats(min_value=0.0, max_value=20_000.0),
+    kind=st.sampled_from(["on-demand", "spot", "capacity-reservation"]),
+)
+def test_cloud_cost_is_monotone_in_price_and_capped(low: float, factor: float, busy: float, kind: str) -> None:
+    data = reference()
+    pool = next(p for p in data["nodePools"] if p["name"] == "train-p5")
+    pool["aws"]["capacityType"] = kind
+    costs_low = Costs.model_validate({"cloud": [{"pool": "train-p5", "usdPerHour": low}]})
+    costs_high = Costs.model_validate({"cloud": [{"pool": "train-p5", "usdPerHour": low * factor}]})
+    resolved = next(p for p in PROD.pools if p.name == "train-p5")
+    cheap, dear = node_price(resolved, CATALOG, costs_low), node_price(resolved, CATALOG, costs_high)
+    assert cheap is not None and dear is not None
+    a, b = monthly_node_cost(cheap, busy, 0, 16), monthly_node_cost(dear, busy, 0, 16)
+    assert a is not None and b is not None and b >= a
+    assert a <= 16 * HOURS_PER_MONTH * low * (1 + 1e-9)  # never above what the max size can spend
+
+
+@settings(max_examples=50, deadline=None)
+@given(u=st.floats(min_value=0.01, max_value=1.0), v=st.floats(min_value=0.01, max_value=1.0))
+def test_owned_cost_is_monotone_in_utilisation(u: float, v: float) -> None:
+    pool = next(p for p in PROD.pools if p.name == "onprem-h100")
+    low, high = sorted((u, v))
+    a, b = owned_pool_cost(pool, PROD.spec.costs, CATALOG, low), owned_pool_cost(pool, PROD.spec.costs, CATALOG, high)
+    assert b.monthly_usd >= a.monthly_usd  # a busier month draws more power
+    per_a, per_b = a.usd_per_gpu_hour(), b.usd_per_gpu_hour()
+    assert per_a is not None and per_b is not None and per_b <= per_a * (1 + 1e-12)  # and spreads the fixed cost thinner
+
+
+def test_every_tco_default_is_dated_and_sourced() -> None:
+    tco = CATALOG.tco
+    factors = [getattr(tco, name) for name in type(tco).model_fields if name not in ("server", "nodePowerKw", "schemaVersion")]
+    factors += list(tco.server.values()) + list(tco.nodePowerKw.values())
+    for f in factors:
+        assert f.asOf.year >= 2006 and f.source.title and f.trust in ("high", "medium", "low")
+    prices = CATALOG.prices
+    for dated in (prices.regionFactors, prices.spot, prices.capacityBlocks, prices.capacityReservations):
+        assert dated.asOf.year >= 2024 and dated.source.url.startswith("https://")
