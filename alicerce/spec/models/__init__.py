@@ -7,6 +7,7 @@ spec model from one place.
 
 from alicerce.spec.base import DNS_LABEL, Labels, Name, Precision, Purpose, SpecModel, WorkloadKind
 from alicerce.spec.models.environments import Environment, Site
+from alicerce.spec.models.gitops import ArgoCdSync, GitOps
 from alicerce.spec.models.metadata import Metadata, Versions
 from alicerce.spec.models.monitoring import AlertOverride, Monitoring, Slo
 from alicerce.spec.models.networks import Fabric, Networks
@@ -47,6 +48,7 @@ __all__ = [
     "Accelerator",
     "AcceleratorSpec",
     "AlertOverride",
+    "ArgoCdSync",
     "Audit",
     "AwsEbs",
     "AwsEfs",
@@ -62,6 +64,7 @@ __all__ = [
     "EndpointAccess",
     "Environment",
     "Fabric",
+    "GitOps",
     "GpuOperator",
     "HostRange",
     "HostRangeSpec",
