@@ -15,13 +15,23 @@ from pathlib import Path, PurePosixPath
 from alicerce.emit.ansible.site import emit_ansible
 from alicerce.emit.errors import EmitError
 from alicerce.emit.files import write_tree_atomic
+from alicerce.emit.gitops.ci import emit_ci
+from alicerce.emit.gitops.kubernetes import emit_kubernetes
+from alicerce.emit.gitops.monitoring import emit_monitoring
+from alicerce.emit.gitops.report import emit_reports
 from alicerce.resolve.model import ResolvedPlatform
 
 Emitter = Callable[[ResolvedPlatform], dict[str, str]]
 """Pure: reads the resolved platform and returns files relative to its subtree."""
 
 # subtree -> its emitter, in the order they run (explicit: no registration by import side effect)
-EMITTERS: dict[str, Emitter] = {"ansible": emit_ansible}
+EMITTERS: dict[str, Emitter] = {
+    "ansible": emit_ansible,
+    "kubernetes": emit_kubernetes,
+    "monitoring": emit_monitoring,
+    "ci": emit_ci,
+    "reports": emit_reports,
+}
 MANIFEST = ".alicerce/manifest.json"
 RESOLVED = ".alicerce/resolved.json"
 
