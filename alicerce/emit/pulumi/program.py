@@ -14,6 +14,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from alicerce.emit.pulumi.argocd import ArgoCd, ArgoCdArgs
 from alicerce.emit.pulumi.objects import ClusterObjects, ObjectsArgs
 from alicerce.emit.pulumi.operators import Operators, OperatorsArgs
 from alicerce.emit.pulumi.stack import ConfigSecrets, Secrets, SiteBuild, StackSettings
@@ -31,9 +32,15 @@ def _kubernetes_layer(
     site: str,
     kube: k8s.Provider,
     after: list[pulumi.Resource],
+    *,
     volumes: Mapping[str, Mapping[str, Any]] | None = None,
+    secrets: Secrets | None = None,
 ) -> None:
     opts = pulumi.ResourceOptions(providers={"kubernetes": kube}, depends_on=after)
+    if rp.site(site).spec.delivery == "argocd":  # Argo CD syncs the generated tree: Pulumi installs it and the root
+        assert secrets is not None
+        ArgoCd(f"{site}-argocd", ArgoCdArgs.from_resolved(rp, site, volumes or {}), secrets, opts)
+        return
     operators = Operators(f"{site}-operators", OperatorsArgs.from_resolved(rp, site), opts)
     ClusterObjects(
         f"{site}-objects",
@@ -48,7 +55,7 @@ def build(rp: ResolvedPlatform, secrets: Secrets, settings: StackSettings | None
     sites: dict[str, SiteBuild] = {}
     for site in rp.sites:
         built = BUILDERS[site.provider](rp, site, secrets, settings)
-        _kubernetes_layer(rp, site.name, built.kube, built.after, built.volumes)
+        _kubernetes_layer(rp, site.name, built.kube, built.after, volumes=built.volumes, secrets=secrets)
         sites[site.name] = built
     kubeconfigs: Mapping[str, pulumi.Output[str]] = {n: s.kubeconfig for n, s in sites.items() if s.kubeconfig is not None}
     return {
