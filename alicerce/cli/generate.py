@@ -48,6 +48,8 @@ def generate(
         files = render_tree(platform)
     except EmitError as exc:
         raise UsageError(str(exc)) from None
+    if ci_dir is not None and ci_dir.resolve().is_relative_to(out.resolve()):
+        raise UsageError(f"--ci-dir {ci_dir} is inside --out {out}", "the workflows go outside the generated tree, e.g. .github/workflows")
     if check:
         raise typer.Exit(report_stale(out, files, ci_dir, as_json))
     write_tree(out, files)

@@ -104,6 +104,8 @@ def test_generate_check_lists_stale_files_and_ci_dir_writes_the_workflows(tmp_pa
     assert stale.returncode == 1
     found = {(Path(s["path"]).name, s["why"]) for s in json.loads(stale.stdout)["stale"]}
     assert found == {("README.md", "differs"), ("alicerce-pr.yml", "missing")}
+    inside = run("generate", "--env", "dev", "--out", str(out), "--ci-dir", str(out / "ci-copy"), "platform.yaml")
+    assert inside.returncode == 2 and "inside --out" in inside.stderr
 
 
 def test_pre_commit_accepts_the_hook_manifest() -> None:
