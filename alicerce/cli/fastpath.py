@@ -1,6 +1,6 @@
 """`alicerce validate` without the CLI framework: the command line most often typed, served first.
 
-A plain ``validate [SPEC] [--env ENV | --all-envs] [--format text|json]`` is parsed here and
+A plain ``validate [SPEC] [--env ENV | --all-envs] [--format text|json|sarif]`` is parsed here and
 answered from the result cache, or checked and remembered. Anything else (help, unknown options,
 conflicting options, other commands) goes to the typer application, which explains mistakes.
 """
@@ -32,7 +32,7 @@ def parse_validate(argv: list[str]) -> Request | None:
                 return None
         elif name in ("--format", "-f"):
             output_format = inline or next(args, "")
-            if output_format not in ("text", "json"):
+            if output_format not in ("text", "json", "sarif"):
                 return None
         elif arg == "--all-envs":
             all_envs = True
@@ -75,6 +75,12 @@ def _check(request: Request) -> Result:
         errors, environments = checked.errors, list(checked.environments)
     except SpecInvalid as exc:
         errors = exc.errors
+    if request.output_format == "sarif":
+        from importlib.metadata import version
+
+        from alicerce.rules.sarif import render_sarif
+
+        return Result(render_sarif(errors, version("alicerce")), "", EXIT_INVALID if errors else 0)
     if errors:
         out, err = render_report(errors, as_json)
         return Result(out, err, EXIT_INVALID)

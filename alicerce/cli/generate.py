@@ -1,18 +1,23 @@
-"""`alicerce generate`: write the generated tree (ansible/ for on-prem sites, .alicerce/ manifest)."""
+"""`alicerce generate`: write the generated tree (ansible/, kubernetes/, monitoring/, ci/, reports/, .alicerce/)."""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from alicerce.cli.common import DEFAULT_SPEC, EnvOption, ForceOption, JsonOption, SpecArg, load
-from alicerce.cli.errors import user_errors, warn
+from alicerce.cli.errors import UsageError, user_errors, warn
 
 OutOption = Annotated[
     Path, typer.Option("--out", "-o", help="Output folder: new, empty, or generated before (it holds .alicerce/manifest.json).")
+]
+CheckOption = Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 listing stale files when OUT differs from the spec.")]
+CiDirOption = Annotated[
+    Path | None, typer.Option("--ci-dir", help="Also write (or --check) the ci/ workflows here, e.g. .github/workflows.")
 ]
 
 
@@ -22,23 +27,36 @@ def register(app: typer.Typer) -> None:
 
 @user_errors(json_flag="as_json")
 def generate(
+    *,
     env: EnvOption,
     spec: SpecArg = DEFAULT_SPEC,
     out: OutOption = Path("out"),
     force: ForceOption = False,
     as_json: JsonOption = False,
+    check: CheckOption = False,
+    ci_dir: CiDirOption = None,
 ) -> None:
     """Write every generated artifact of one environment into OUT: deterministic bytes, swapped in atomically.
 
     OUT must be new, empty, or a folder generate wrote before. Files changed there since stop the
-    run unless --force; ansible/host_vars/ is yours and is carried into every new tree.
+    run unless --force; ansible/host_vars/ is yours and is carried into every new tree. With
+    --check nothing is written: exit 1 listing the stale files when OUT (or CI_DIR) differs from what
+    the spec produces, 0 when it matches. --ci-dir also writes the ci/ workflows there.
     """
+    from alicerce.emit.stale import write_workflows
     from alicerce.emit.tree import check_output, render_tree, write_tree
     from alicerce.rules.validate import validated
 
-    check_output(out, [spec])  # a refused folder is refused before the spec is even read
+    if ci_dir is not None and ci_dir.resolve().is_relative_to(out.resolve()):
+        raise UsageError(f"--ci-dir {ci_dir} is inside --out {out}", "the workflows go outside the generated tree, e.g. .github/workflows")
+    if not check:
+        check_output(out, [spec])  # a refused folder is refused before the spec is even read
     files = render_tree(validated(load(spec), env))
+    if check:
+        raise typer.Exit(report_stale(out, files, ci_dir, as_json))
     report = write_tree(out, files, force=force, protected=[spec])
+    if ci_dir is not None:
+        write_workflows(ci_dir, files)
     for warning in report.warnings:
         warn(warning)
     if as_json:
@@ -50,3 +68,18 @@ def generate(
         print(f"kept yours: {', '.join(report.kept)}")
     if report.displaced:
         print(f"replaced {len(report.displaced)} changed files; what you had is in {out}/{report.displaced_to}")
+
+
+def report_stale(out: Path, files: dict[str, str], ci_dir: Path | None, as_json: bool) -> int:
+    """Print what `generate --check` found; the exit code (1: stale files, 0: up to date)."""
+    from alicerce.emit.stale import stale_files
+
+    stale = stale_files(out, files, ci_dir)
+    if as_json:
+        print(json.dumps({"out": str(out), "stale": [{"path": s.path, "why": s.why} for s in stale]}, indent=2))
+    elif stale:
+        print(f"{len(stale)} generated file(s) do not match the spec (run the same command without --check):", file=sys.stderr)
+        print("\n".join(s.line() for s in stale), file=sys.stderr)
+    else:
+        print(f"{out}/ matches the spec")
+    return 1 if stale else 0

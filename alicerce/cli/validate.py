@@ -15,6 +15,7 @@ from alicerce.cli.errors import UsageError, user_errors
 class Format(str, Enum):
     text = "text"
     json = "json"
+    sarif = "sarif"  # SARIF 2.1.0 for code scanning
 
 
 def register(app: typer.Typer) -> None:

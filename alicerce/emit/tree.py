@@ -41,12 +41,22 @@ from alicerce.emit.files import (
     stage_files,
     swap_in,
 )
+from alicerce.emit.gitops.ci import emit_ci
+from alicerce.emit.gitops.kubernetes import emit_kubernetes
+from alicerce.emit.gitops.monitoring import emit_monitoring
+from alicerce.emit.gitops.report import emit_reports
 from alicerce.resolve.model import ResolvedPlatform
 
 Emitter = Callable[[ResolvedPlatform], dict[str, str]]
 """Pure: reads the resolved platform and returns files relative to its subtree."""
 
-EMITTERS: tuple[tuple[str, Emitter], ...] = (("ansible", emit_ansible),)
+EMITTERS: tuple[tuple[str, Emitter], ...] = (
+    ("ansible", emit_ansible),
+    ("kubernetes", emit_kubernetes),
+    ("monitoring", emit_monitoring),
+    ("ci", emit_ci),
+    ("reports", emit_reports),
+)
 """Every emitter with the top-level folder it fills; a new subtree is one more line here."""
 
 MANIFEST = ".alicerce/manifest.json"

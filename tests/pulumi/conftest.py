@@ -68,6 +68,10 @@ def _preview(variant: str, env: str) -> Any:
             "capacityReservationId": "cr-0123456789abcdef0",
             "zone": "us-east-1a",
         }
+    elif variant == "argocd":  # both prod sites delivered by Argo CD, from a private repository
+        for site in data["environments"]["prod"]["sites"]:
+            site["delivery"] = "argocd"
+        data["gitops"]["repositorySecret"] = "gitopsRepositoryKey"
     elif variant == "identity":
         settings = StackSettings(("arn:aws:iam::111111111111:role/platform-admins",), ("10.99.0.0/16",))
     with tempfile.TemporaryDirectory() as tmp:
@@ -86,6 +90,11 @@ def dev() -> Any:
 
 
 @pytest.fixture(scope="session")
+def argocd() -> Any:
+    return _preview("argocd", "prod")
+
+
+@pytest.fixture(scope="session")
 def p5_on_demand() -> Any:
     return _preview("p5-on-demand", "prod")
 
@@ -97,5 +106,12 @@ def p5_block() -> Any:
 
 def all_previews() -> list[Any]:
     return [
-        _preview(v, e) for v, e in (("reference", "prod"), ("identity", "dev"), ("p5-on-demand", "prod"), ("p5-capacity-block", "prod"))
+        _preview(v, e)
+        for v, e in (
+            ("reference", "prod"),
+            ("identity", "dev"),
+            ("p5-on-demand", "prod"),
+            ("p5-capacity-block", "prod"),
+            ("argocd", "prod"),
+        )
     ]

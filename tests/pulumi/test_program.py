@@ -18,6 +18,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # pulumi_
 
 def test_every_emitted_resource_type_is_asserted_by_a_test() -> None:
     # the modules whose tests register coverage must be imported first
+    import tests.pulumi.test_argocd
     import tests.pulumi.test_aws
     import tests.pulumi.test_kubernetes  # noqa: F401
 

@@ -160,6 +160,11 @@ def _dashboard(rp: ResolvedPlatform) -> dict[str, Any]:
     }
 
 
+def dashboard(rp: ResolvedPlatform) -> dict[str, Any]:
+    """The Grafana dashboard of the platform (what the dashboard ConfigMap carries)."""
+    return _dashboard(rp)
+
+
 def monitoring_objects(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
     """The PrometheusRule and the dashboard ConfigMap of a site (none when monitoring is off)."""
     if not rp.spec.operators.monitoring.enabled:

@@ -216,3 +216,13 @@ def operator_releases(rp: ResolvedPlatform, site_name: str) -> list[Release]:
 
 # Namespaces of operators that run privileged host agents (drivers, device plugins, node exporters).
 PRIVILEGED_NAMESPACES = frozenset({"gpu-operator", "nvidia-network-operator", MONITORING_NAMESPACE, "kube-system"})
+
+
+def operator_namespace_labels(namespace: str, kubernetes_version: str) -> dict[str, str]:
+    """Labels of the namespace an operator release installs into: privileged Pod Security for host agents."""
+    level = "privileged" if namespace in PRIVILEGED_NAMESPACES else "baseline"
+    return {
+        "pod-security.kubernetes.io/enforce": level,
+        "pod-security.kubernetes.io/enforce-version": f"v{kubernetes_version}",
+        "alicerce.dev/managed": "true",
+    }

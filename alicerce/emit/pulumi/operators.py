@@ -13,7 +13,7 @@ import pulumi_kubernetes.core.v1 as core
 import pulumi_kubernetes.helm.v4 as helm
 import pulumi_kubernetes.meta.v1 as meta
 
-from alicerce.emit.kube.operators import PRIVILEGED_NAMESPACES, Release, operator_releases
+from alicerce.emit.kube.operators import Release, operator_namespace_labels, operator_releases
 from alicerce.emit.pulumi.component import Component
 from alicerce.resolve.model import ResolvedPlatform
 
@@ -35,17 +35,9 @@ class Operators(Component):
         super().__init__("alicerce:operators:Operators", name, opts)
         namespaces: dict[str, core.Namespace] = {}
         for ns in sorted({r.namespace for r in args.releases} - {"kube-system"}):
-            level = "privileged" if ns in PRIVILEGED_NAMESPACES else "baseline"
             namespaces[ns] = core.Namespace(
                 f"{name}-ns-{ns}",
-                metadata=meta.ObjectMetaArgs(
-                    name=ns,
-                    labels={
-                        "pod-security.kubernetes.io/enforce": level,
-                        "pod-security.kubernetes.io/enforce-version": f"v{args.kubernetes_version}",
-                        "alicerce.dev/managed": "true",
-                    },
-                ),
+                metadata=meta.ObjectMetaArgs(name=ns, labels=operator_namespace_labels(ns, args.kubernetes_version)),
                 opts=self.child(),
             )
         self.charts = {}

@@ -15,6 +15,7 @@ from typing import Any
 import pulumi
 
 from alicerce.emit.kube.operators import operator_releases
+from alicerce.emit.pulumi.argocd import ArgoCd, ArgoCdArgs
 from alicerce.emit.pulumi.objects import ClusterObjects, ObjectsArgs
 from alicerce.emit.pulumi.operators import Operators, OperatorsArgs
 from alicerce.emit.pulumi.stack import CLOUD, KUBERNETES, ConfigSecrets, KubeSite, Secrets, SiteBuild, StackSettings
@@ -38,8 +39,16 @@ BUILDERS: dict[str, TargetBuild] = {
 }
 
 
-def _kubernetes_layer(rp: ResolvedPlatform, site: str, layer: KubeSite, after: list[pulumi.Resource]) -> None:
+def _kubernetes_layer(rp: ResolvedPlatform, site: str, layer: KubeSite, after: list[pulumi.Resource], secrets: Secrets) -> None:
     opts = pulumi.ResourceOptions(providers={"kubernetes": layer.kube}, depends_on=after)
+    if rp.site(site).spec.delivery == "argocd":
+        # Argo CD syncs the generated tree (operators and objects): Pulumi installs Argo CD and the root
+        # Application, plus what only Pulumi knows: the target's cloud-coupled controllers (autoscaler,
+        # load balancer controller) and the volumes of the file systems it created
+        ArgoCd(f"{site}-argocd", ArgoCdArgs.from_resolved(rp, site, layer.volumes), secrets, opts)
+        if layer.releases:
+            Operators(f"{site}-controllers", OperatorsArgs(layer.releases, rp.versions.kubernetes), opts)
+        return
     releases = (*operator_releases(rp, site), *layer.releases)
     operators = Operators(f"{site}-operators", OperatorsArgs(releases, rp.versions.kubernetes), opts)
     ClusterObjects(
@@ -90,7 +99,7 @@ def build(rp: ResolvedPlatform, secrets: Secrets, settings: StackSettings | None
                 handoff = reference.get_output("handoff").apply(_site_handoff(site.name))
                 after = []
             layer = BUILDERS[site.provider].kubernetes(rp, site, handoff, secrets)
-            _kubernetes_layer(rp, site.name, layer, after)
+            _kubernetes_layer(rp, site.name, layer, after, secrets)
     return outputs
 
 

@@ -8,6 +8,7 @@ spec model from one place.
 from alicerce.spec.base import DNS_LABEL, Labels, Name, Precision, Purpose, SpecModel, WorkloadKind
 from alicerce.spec.models.costs import CloudPoolCosts, Costs, OnpremPoolCosts, OnpremSiteCosts
 from alicerce.spec.models.environments import Environment, Site
+from alicerce.spec.models.gitops import ArgoCdSync, GitOps
 from alicerce.spec.models.metadata import Metadata, Versions
 from alicerce.spec.models.monitoring import AlertOverride, Monitoring, Slo
 from alicerce.spec.models.networks import Fabric, Networks
@@ -48,6 +49,7 @@ __all__ = [
     "Accelerator",
     "AcceleratorSpec",
     "AlertOverride",
+    "ArgoCdSync",
     "Audit",
     "AwsEbs",
     "AwsEfs",
@@ -68,6 +70,7 @@ __all__ = [
     "ExistingPlacementGroup",
     "Experts",
     "Fabric",
+    "GitOps",
     "GpuOperator",
     "Growth",
     "HostRange",

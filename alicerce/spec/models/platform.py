@@ -9,6 +9,7 @@ from pydantic import Field
 from alicerce.spec.base import Name, SpecModel
 from alicerce.spec.models.costs import Costs
 from alicerce.spec.models.environments import Environment
+from alicerce.spec.models.gitops import GitOps
 from alicerce.spec.models.metadata import Metadata, Versions
 from alicerce.spec.models.monitoring import Monitoring
 from alicerce.spec.models.networks import Networks
@@ -38,3 +39,4 @@ class PlatformSpec(SpecModel):
     waivers: list[Waiver] = Field(default_factory=list, description="Time-boxed exceptions to rules.")
     workloads: list[Workload] = Field(default_factory=list, description="The workloads the platform exists for.")
     costs: Costs = Field(default_factory=Costs, description="Cost inputs for the TCO and the growth forecast (catalog defaults otherwise).")
+    gitops: GitOps = Field(default_factory=GitOps, description="The repository of the generated trees, for Argo CD and CI.")

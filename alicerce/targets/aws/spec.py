@@ -27,6 +27,11 @@ class AwsSite(SpecModel):
     zones: list[str] = Field(min_length=1, description="Availability zones used, in order.", examples=[["us-east-1a"]])
     vpc_cidr: Cidr = Field(description="VPC address range.")
     service_cidr: Cidr | None = Field(default=None, description="Kubernetes service range (defaults to networks.serviceCidr).")
+    delivery: Literal["pulumi", "argocd"] = Field(
+        default="pulumi",
+        description="How the in-cluster layer reaches this site's cluster: pulumi applies the operators and objects itself; "
+        "argocd installs a pinned Argo CD that syncs the generated kubernetes/<site>/ tree from gitops.repository.",
+    )
 
 
 class ExistingPlacementGroup(SpecModel):

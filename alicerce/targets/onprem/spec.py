@@ -55,6 +55,11 @@ class OnpremSite(SpecModel):
         examples=["dc1Kubeconfig"],
     )
     node_software: NodeSoftware = Field(default_factory=NodeSoftware, description="Who owns each piece of node software.")
+    delivery: Literal["pulumi", "argocd"] = Field(
+        default="pulumi",
+        description="How the in-cluster layer reaches this site's cluster: pulumi applies the operators and objects itself; "
+        "argocd installs a pinned Argo CD that syncs the generated kubernetes/<site>/ tree from gitops.repository.",
+    )
 
 
 class HostRange(SpecModel):

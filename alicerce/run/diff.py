@@ -1,0 +1,447 @@
+"""`alicerce diff`: what a spec change does, in words and numbers, for a pull request.
+
+Two layers are compared for each environment:
+
+- the resolved platform: pools added, removed or resized (GPU capacity in schedulable units),
+  quota and priority changes, storage tiers, the in-cluster objects, and the monthly cost of the
+  declared capacity from the planner;
+- the offline resource plan (the Pulumi program under the mock engine, :mod:`alicerce.run.preview`):
+  every resource created, deleted, updated or replaced. A change is a replacement when it touches an
+  input that forces a new resource (:mod:`alicerce.catalog.replacements`); replacements and
+  deletions of resources that hold data are destructive, with what is lost said.
+
+The plan is what the program declares, not a diff against live state: ``pulumi preview`` remains
+the authority for drift. Pure over its inputs but for running the mock engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from alicerce.catalog.replacements import load_replacements, replacing_changes
+from alicerce.emit.gitops.argocd import tree_objects
+from alicerce.plan.platform import plan_platform
+from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTier
+from alicerce.run.preview import PlannedResource, run_preview
+
+NAMESPACE_LOSS = "every object in the namespace (workloads, claims, secrets) is deleted with it"
+
+
+@dataclass(frozen=True)
+class PoolChange:
+    pool: str
+    site: str
+    change: str  # added | removed | resized | changed
+    details: tuple[str, ...]
+    gpu_units_before: int
+    gpu_units_after: int
+    gpus_before: int
+    gpus_after: int
+
+    @property
+    def gpu_units_delta(self) -> int:
+        return self.gpu_units_after - self.gpu_units_before
+
+
+@dataclass(frozen=True)
+class QuotaChange:
+    team: str
+    pool: str
+    units_before: int | None  # None: no quota
+    units_after: int | None
+    borrowing_before: int | None
+    borrowing_after: int | None
+
+
+@dataclass(frozen=True)
+class TeamChange:
+    team: str
+    change: str  # added | removed | priority
+    details: str
+
+
+@dataclass(frozen=True)
+class TierChange:
+    tier: str
+    change: str  # added | removed | changed
+    details: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ObjectChange:
+    site: str
+    kind: str
+    namespace: str | None
+    name: str
+    change: str  # added | removed | changed
+    data_loss: str | None = None
+
+
+@dataclass(frozen=True)
+class ResourceChange:
+    type: str
+    name: str
+    action: str  # create | delete | update | replace
+    properties: tuple[str, ...]  # inputs that changed (replace: the ones that force it)
+    data_loss: str | None = None
+
+    @property
+    def destructive(self) -> bool:
+        return self.data_loss is not None
+
+
+@dataclass
+class EnvironmentDiff:
+    environment: str
+    status: str  # changed | added | removed | unchanged
+    pools: list[PoolChange] = field(default_factory=list)
+    quotas: list[QuotaChange] = field(default_factory=list)
+    teams: list[TeamChange] = field(default_factory=list)
+    storage: list[TierChange] = field(default_factory=list)
+    objects: list[ObjectChange] = field(default_factory=list)
+    resources: list[ResourceChange] = field(default_factory=list)
+    cost_before: float | None = None
+    cost_after: float | None = None
+
+    @property
+    def gpu_units_delta(self) -> int:
+        return sum(p.gpu_units_delta for p in self.pools)
+
+    @property
+    def cost_delta(self) -> float | None:
+        if self.cost_before is None and self.cost_after is None:
+            return None
+        return (self.cost_after or 0.0) - (self.cost_before or 0.0)
+
+    @property
+    def destructive(self) -> list[ResourceChange | ObjectChange]:
+        return [r for r in self.resources if r.destructive] + [o for o in self.objects if o.data_loss]
+
+    @property
+    def empty(self) -> bool:
+        return not (self.pools or self.quotas or self.teams or self.storage or self.objects or self.resources) and not self.cost_delta
+
+    def to_json(self) -> dict[str, Any]:
+        def rows(items: Sequence[Any]) -> list[dict[str, Any]]:
+            return [asdict(i) for i in items]
+
+        pools = [{**asdict(p), "gpu_units_delta": p.gpu_units_delta} for p in self.pools]
+        resources = [{**asdict(r), "destructive": r.destructive} for r in self.resources]
+        return {
+            "environment": self.environment,
+            "status": self.status,
+            "gpu_units_delta": self.gpu_units_delta,
+            "monthly_cost_usd": {"before": _round(self.cost_before), "after": _round(self.cost_after), "delta": _round(self.cost_delta)},
+            "destructive": len(self.destructive),
+            "pools": pools,
+            "quotas": rows(self.quotas),
+            "teams": rows(self.teams),
+            "storage": rows(self.storage),
+            "objects": rows(self.objects),
+            "resources": resources,
+        }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+# -- the resolved platform
+
+
+def _pool_details(old: ResolvedPool, new: ResolvedPool) -> tuple[str, list[str]]:
+    details = []
+    resized = False
+    a, b = old.spec.scaling, new.spec.scaling
+    if (a.min, a.max) != (b.min, b.max):
+        details.append(f"nodes {a.min}–{a.max} → {b.min}–{b.max}")
+        resized = True
+    pairs = {
+        "accelerator": (old.gpu.id if old.gpu else None, new.gpu.id if new.gpu else None),
+        "GPUs per node": (old.gpus_per_node, new.gpus_per_node),
+        "instance type": (old.instance.type if old.instance else None, new.instance.type if new.instance else None),
+        "zone": (old.zone, new.zone),
+        "fabric": (old.rdma.fabric.name if old.rdma else None, new.rdma.fabric.name if new.rdma else None),
+        "GPU units per node": (old.gpu_units.resources if old.gpu_units else None, new.gpu_units.resources if new.gpu_units else None),
+        "hosts": (len(old.hosts), len(new.hosts)),
+        "taints": (sorted(str(t) for t in old.spec.taints), sorted(str(t) for t in new.spec.taints)),
+    }
+    changed = False
+    for label, (before, after) in pairs.items():
+        if before != after:
+            details.append(f"{label} {before} → {after}")
+            changed = True
+    return ("changed" if changed else "resized" if resized else ""), details
+
+
+def diff_pools(old: ResolvedPlatform | None, new: ResolvedPlatform | None) -> list[PoolChange]:
+    before = {p.name: p for p in old.pools} if old else {}
+    after = {p.name: p for p in new.pools} if new else {}
+    out = []
+    for name in [*after, *(n for n in before if n not in after)]:
+        a, b = before.get(name), after.get(name)
+        if a is None and b is not None:
+            out.append(PoolChange(name, b.site.name, "added", (), 0, b.max_gpu_units, 0, b.max_gpus))
+        elif b is None and a is not None:
+            out.append(PoolChange(name, a.site.name, "removed", (), a.max_gpu_units, 0, a.max_gpus, 0))
+        elif a is not None and b is not None:
+            change, details = _pool_details(a, b)
+            if change:
+                out.append(PoolChange(name, b.site.name, change, tuple(details), a.max_gpu_units, b.max_gpu_units, a.max_gpus, b.max_gpus))
+    return out
+
+
+def diff_tenancy(old: ResolvedPlatform | None, new: ResolvedPlatform | None) -> tuple[list[QuotaChange], list[TeamChange]]:
+    before = {t.name: t for t in old.teams} if old else {}
+    after = {t.name: t for t in new.teams} if new else {}
+    quotas: list[QuotaChange] = []
+    teams: list[TeamChange] = []
+    for name in [*after, *(n for n in before if n not in after)]:
+        a, b = before.get(name), after.get(name)
+        if a is None and b is not None:
+            teams.append(TeamChange(name, "added", f"priority {b.spec.priority}"))
+        elif b is None and a is not None:
+            teams.append(TeamChange(name, "removed", f"namespaces {', '.join(a.namespaces)}"))
+        elif a is not None and b is not None and a.spec.priority != b.spec.priority:
+            teams.append(TeamChange(name, "priority", f"{a.spec.priority} → {b.spec.priority}"))
+        qa = {q.pool: q for q in a.quotas} if a else {}
+        qb = {q.pool: q for q in b.quotas} if b else {}
+        for pool in [*qb, *(p for p in qa if p not in qb)]:
+            x, y = qa.get(pool), qb.get(pool)
+            old_units, new_units = (x.units if x else None), (y.units if y else None)
+            old_borrow, new_borrow = (x.borrowing_limit if x else None), (y.borrowing_limit if y else None)
+            if (old_units, old_borrow) != (new_units, new_borrow):
+                quotas.append(QuotaChange(name, pool, old_units, new_units, old_borrow, new_borrow))
+    return quotas, teams
+
+
+def _tier_facts(tier: ResolvedTier) -> dict[str, Any]:
+    spec = tier.spec
+    facts: dict[str, Any] = {
+        "class": spec.class_,
+        "sites": list(tier.sites),
+        "implementation": dict(tier.implementations),
+        "capacity": getattr(spec, "capacity", None),
+        "throughput": getattr(spec, "throughput", None),
+        "mount path": getattr(spec, "mount_path", None),
+    }
+    if tier.fsx is not None:
+        facts |= {
+            "FSx deployment type": tier.fsx.deployment_type,
+            "FSx storage type": tier.fsx.storage_type,
+            "FSx capacity GiB": tier.fsx.capacity_gib,
+            "FSx per-unit throughput": tier.fsx.per_unit_throughput,
+        }
+    return facts
+
+
+def diff_storage(old: ResolvedPlatform | None, new: ResolvedPlatform | None) -> list[TierChange]:
+    before = {t.name: t for t in old.storage} if old else {}
+    after = {t.name: t for t in new.storage} if new else {}
+    out = []
+    for name in [*after, *(n for n in before if n not in after)]:
+        a, b = before.get(name), after.get(name)
+        if a is None and b is not None:
+            out.append(TierChange(name, "added", (f"{b.spec.class_} at {', '.join(b.sites) or 'no site'}",)))
+        elif b is None and a is not None:
+            out.append(TierChange(name, "removed", (f"{a.spec.class_} at {', '.join(a.sites) or 'no site'}",)))
+        elif a is not None and b is not None:
+            fa, fb = _tier_facts(a), _tier_facts(b)
+            details = tuple(f"{k} {fa.get(k)} → {fb.get(k)}" for k in [*fb, *(k for k in fa if k not in fb)] if fa.get(k) != fb.get(k))
+            if details:
+                out.append(TierChange(name, "changed", details))
+    return out
+
+
+def _objects(rp: ResolvedPlatform | None) -> dict[tuple[str, str, str | None, str], dict[str, Any]]:
+    if rp is None:
+        return {}
+    out = {}
+    for site in rp.sites:
+        for obj in tree_objects(rp, site.name):
+            meta = obj["metadata"]
+            out[(site.name, str(obj["kind"]), meta.get("namespace"), str(meta["name"]))] = obj
+    return out
+
+
+def diff_objects(old: ResolvedPlatform | None, new: ResolvedPlatform | None) -> list[ObjectChange]:
+    """The in-cluster objects (the same ones both deliveries apply) added, removed or changed."""
+    before, after = _objects(old), _objects(new)
+    out = []
+    for key in sorted(set(before) | set(after), key=lambda k: (k[0], k[1], k[2] or "", k[3])):
+        site, kind, namespace, name = key
+        if key not in before:
+            out.append(ObjectChange(site, kind, namespace, name, "added"))
+        elif key not in after:
+            out.append(ObjectChange(site, kind, namespace, name, "removed", NAMESPACE_LOSS if kind == "Namespace" else None))
+        elif before[key] != after[key]:
+            out.append(ObjectChange(site, kind, namespace, name, "changed"))
+    return out
+
+
+def monthly_cost(rp: ResolvedPlatform | None) -> float | None:
+    """The planner's monthly cost of the declared capacity (read through its JSON view)."""
+    if rp is None:
+        return None
+    return float(plan_platform(rp).to_json()["monthly_cost_usd"])
+
+
+# -- the resource plan
+
+
+def _changed_inputs(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    return sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+
+
+def diff_resources(old: Sequence[PlannedResource], new: Sequence[PlannedResource]) -> list[ResourceChange]:
+    """Every declared resource created, deleted, updated or replaced between two plans (components skipped)."""
+    facts = load_replacements()
+    before = {(r.type, r.name): r for r in old if not r.component}
+    after = {(r.type, r.name): r for r in new if not r.component}
+    out = []
+    for key in sorted(set(before) | set(after)):
+        typ, name = key
+        a, b = before.get(key), after.get(key)
+        if a is None:
+            out.append(ResourceChange(typ, name, "create", ()))
+        elif b is None:
+            out.append(ResourceChange(typ, name, "delete", (), facts.destructive.get(typ)))
+        else:
+            changed = _changed_inputs(a.inputs, b.inputs)
+            if not changed:
+                continue
+            forcing = replacing_changes(typ, a.inputs, b.inputs)
+            if forcing:
+                loss = facts.resources[typ].dataLoss
+                out.append(ResourceChange(typ, name, "replace", tuple(forcing), loss))
+            else:
+                out.append(ResourceChange(typ, name, "update", tuple(changed)))
+    return out
+
+
+def planned(rp: ResolvedPlatform) -> list[PlannedResource]:
+    """The offline resource plan of an environment (the Pulumi program under the mock engine)."""
+    return run_preview(rp).resources
+
+
+Planner = Callable[[ResolvedPlatform], Sequence[PlannedResource]]
+
+
+def diff_environment(
+    env: str, old: ResolvedPlatform | None, new: ResolvedPlatform | None, *, plan: Planner | None = planned
+) -> EnvironmentDiff:
+    """The semantic diff of one environment (``old``/``new`` None: the environment is added/removed).
+
+    ``plan`` computes a resource plan (None: compare the resolved platform only).
+    """
+    status = "added" if old is None else "removed" if new is None else "changed"
+    quotas, teams = diff_tenancy(old, new)
+    result = EnvironmentDiff(
+        env,
+        status,
+        pools=diff_pools(old, new),
+        quotas=quotas,
+        teams=teams,
+        storage=diff_storage(old, new),
+        objects=diff_objects(old, new),
+        cost_before=monthly_cost(old),
+        cost_after=monthly_cost(new),
+    )
+    if plan is not None:
+        result.resources = diff_resources(plan(old) if old is not None else [], plan(new) if new is not None else [])
+    if status == "changed" and result.empty:
+        result.status = "unchanged"
+    return result
+
+
+# -- the pull request comment
+
+
+def _money(value: float | None) -> str:
+    return "—" if value is None else f"${value:,.0f}"
+
+
+def _signed(value: float, unit: str = "") -> str:
+    return f"{value:+,.0f}{unit}" if value else f"0{unit}"
+
+
+def _quota(units: int | None, borrowing: int | None) -> str:
+    if units is None:
+        return "none"
+    return f"{units}" + (f" (+{borrowing} borrow)" if borrowing is not None else "")
+
+
+def render_markdown(diffs: Sequence[EnvironmentDiff], title: str) -> str:
+    lines = [f"## alicerce diff: {title}", ""]
+    if all(d.status == "unchanged" for d in diffs):
+        return "\n".join([*lines, "No change to the resolved platform or the resource plan.", ""])
+    lines += ["| environment | status | GPU units at max | monthly cost | destructive changes |", "|---|---|---:|---:|---:|"]
+    for d in diffs:
+        cost = "—" if d.cost_delta is None else f"{_money(d.cost_before)} → {_money(d.cost_after)} ({_signed(d.cost_delta)})"
+        lines.append(f"| {d.environment} | {d.status} | {_signed(d.gpu_units_delta)} | {cost} | {len(d.destructive) or 'none'} |")
+    for d in diffs:
+        if d.status == "unchanged":
+            continue
+        lines += ["", f"### {d.environment}", ""]
+        if d.destructive:
+            lines += ["> [!CAUTION]", "> **Destructive changes: data at risk**", ">"]
+            for item in d.destructive:
+                if isinstance(item, ResourceChange):
+                    why = f" (forced by {', '.join(item.properties)})" if item.action == "replace" else ""
+                    lines.append(f"> - **{item.action}** `{item.type}` `{item.name}`{why}: {item.data_loss}")
+                else:
+                    where = f"{item.namespace}/" if item.namespace else ""
+                    lines.append(f"> - **remove** {item.kind} `{where}{item.name}` at {item.site}: {item.data_loss}")
+            lines.append("")
+        if d.pools:
+            lines += ["**Pools**", "", "| pool | site | change | GPU units at max | details |", "|---|---|---|---:|---|"]
+            for p in d.pools:
+                units = f"{p.gpu_units_before} → {p.gpu_units_after} ({_signed(p.gpu_units_delta)})"
+                lines.append(f"| {p.pool} | {p.site} | {p.change} | {units} | {'; '.join(p.details)} |")
+            lines.append("")
+        if d.quotas or d.teams:
+            lines += ["**Teams and quotas**", ""]
+            lines += [f"- team `{t.team}` {t.change}: {t.details}" for t in d.teams]
+            for q in d.quotas:
+                before, after = _quota(q.units_before, q.borrowing_before), _quota(q.units_after, q.borrowing_after)
+                lines.append(f"- `{q.team}` on `{q.pool}`: {before} → {after} GPU units")
+            lines.append("")
+        if d.storage:
+            lines += ["**Storage**", ""]
+            lines += [f"- `{t.tier}` {t.change}: {'; '.join(t.details)}" for t in d.storage]
+            lines.append("")
+        if d.objects:
+            counts: dict[str, int] = {}
+            for o in d.objects:
+                counts[o.change] = counts.get(o.change, 0) + 1
+            lines += [f"**In-cluster objects**: {', '.join(f'{n} {c}' for c, n in sorted(counts.items()))}", ""]
+            lines += [
+                "<details><summary>objects</summary>",
+                "",
+                *[f"- {o.change} {o.kind} `{(o.namespace + '/') if o.namespace else ''}{o.name}` at {o.site}" for o in d.objects],
+                "",
+                "</details>",
+                "",
+            ]
+        if d.resources:
+            counts = {}
+            for r in d.resources:
+                counts[r.action] = counts.get(r.action, 0) + 1
+            lines += [
+                f"**Resource plan** (offline, under the Pulumi mock engine): {', '.join(f'{n} {a}' for a, n in sorted(counts.items()))}",
+                "",
+            ]
+            lines += [
+                "<details><summary>resources</summary>",
+                "",
+                "| action | type | name | inputs |",
+                "|---|---|---|---|",
+                *[f"| {r.action} | `{r.type}` | `{r.name}` | {', '.join(r.properties)} |" for r in d.resources],
+                "",
+                "</details>",
+                "",
+            ]
+    lines.append("_`pulumi preview` stays the authority on live state; this compares what the two specs declare._")
+    return "\n".join(lines) + "\n"

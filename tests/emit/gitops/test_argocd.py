@@ -1,0 +1,173 @@
+"""The kubernetes/ subtree: Argo CD Applications that the pinned Argo CD accepts, ordered by sync waves,
+carrying the very releases and objects the Pulumi layer applies (issue 13, items 1 and 2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from alicerce.catalog import load_catalog
+from alicerce.emit.gitops.argocd import (
+    CORE_GROUP,
+    PULUMI_OWNED,
+    SYNC_WAVE,
+    SiteDelivery,
+    deploy_time_tiers,
+    pulumi_owned_objects,
+    release_name,
+    tree_objects,
+)
+from alicerce.emit.gitops.kubernetes import emit_kubernetes
+from alicerce.emit.kube.objects import cluster_objects, crd_owner
+from alicerce.emit.kube.operators import operator_releases
+from tests.emit.gitops.helpers import UPSTREAM, application_schema, argocd_app_version, reference, variant
+
+CASES = [("prod", "aws"), ("prod", "dc1"), ("dev", "aws")]
+
+
+def applications(env: str) -> dict[str, dict[str, Any]]:
+    """Every Application file of the environment's tree, parsed back from its text."""
+    files = emit_kubernetes(reference(env))
+    return {path: yaml.safe_load(text) for path, text in files.items() if path.endswith(".yaml") and "/objects/" not in path}
+
+
+def wave(app: dict[str, Any]) -> int:
+    return int(app["metadata"]["annotations"][SYNC_WAVE])
+
+
+def test_the_pinned_argocd_has_a_vendored_application_schema() -> None:
+    """A new Argo CD pin fails here until its Application CRD schema (and the chart facts) are vendored."""
+    chart = load_catalog().versions.charts["argo-cd"]
+    crd = UPSTREAM / "argocd" / argocd_app_version() / "crds" / "argoproj.io_applications_v1alpha1.schema.json"
+    assert crd.is_file() and (crd.parent.parent / "SOURCE.yaml").is_file(), f"vendor Argo CD {chart.appVersion} under {crd.parent.parent}"
+    source = yaml.safe_load((crd.parent.parent / "SOURCE.yaml").read_text("utf-8"))
+    assert source["upstream"]["tag"] == chart.appVersion and source["helm_chart"]["version"] == chart.version
+    facts = UPSTREAM / "argo-cd" / chart.version
+    assert {p.name for p in facts.iterdir()} >= {"SOURCE.yaml", "values.json", "hooks.json", "secret_refs.json"}
+
+
+@pytest.mark.parametrize("env", ["prod", "dev"])
+def test_every_application_validates_against_the_argocd_crd(env: str) -> None:
+    validator = jsonschema.Draft7Validator(application_schema(strict=True))
+    apps = applications(env)
+    assert len(apps) >= 10
+    for path, app in apps.items():
+        errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(app)]
+        assert errors == [], path
+        assert app["apiVersion"] == "argoproj.io/v1alpha1" and app["kind"] == "Application"
+
+
+def test_the_strict_schema_rejects_what_argocd_would_drop() -> None:
+    """The check can fail: a misspelt sync option and a missing project are both caught."""
+    app = next(iter(applications("prod").values()))
+    app["spec"]["syncPolicy"]["automated"]["selfheal"] = True
+    del app["spec"]["project"]
+    messages = [e.message for e in jsonschema.Draft7Validator(application_schema(strict=True)).iter_errors(app)]
+    assert any("selfheal" in m for m in messages) and any("project" in m for m in messages)
+
+
+@pytest.mark.parametrize(("env", "site"), CASES)
+def test_every_operator_release_is_a_pinned_helm_application(env: str, site: str) -> None:
+    rp = reference(env)
+    apps = applications(env)
+    for release in operator_releases(rp, site):
+        app = apps[f"{site}/apps/{release_name(site, release)}.yaml"]
+        source = app["spec"]["source"]
+        assert source["chart"] == release.chart
+        assert source["targetRevision"] == rp.charts[release.key].version  # exactly the pinned version, never a range
+        assert not source["repoURL"].startswith("oci://") and release.repository.rstrip("/").endswith(source["repoURL"])
+        assert source["helm"].get("valuesObject", {}) == release.values  # the values Pulumi passes, inline
+        assert app["spec"]["destination"]["namespace"] == release.namespace
+        assert "ServerSideApply=true" in app["spec"]["syncPolicy"]["syncOptions"]
+
+
+@pytest.mark.parametrize(("env", "site"), CASES)
+def test_sync_waves_put_crds_and_operators_before_their_custom_resources(env: str, site: str) -> None:
+    rp = reference(env)
+    delivery = SiteDelivery.of(rp, site)
+    waves = delivery.release_waves
+    for release in delivery.releases:
+        for dependency in release.depends_on:
+            if dependency in waves:
+                assert waves[release.key] > waves[dependency], release.key
+    assert delivery.group_waves[CORE_GROUP] == 0
+    for group, objs in delivery.objects.items():
+        for obj in objs:
+            owner = crd_owner(obj)
+            if owner is not None and owner in waves:
+                assert delivery.group_waves[group] > waves[owner], (obj["kind"], owner)
+    for path, app in applications(env).items():
+        name = str(app["metadata"]["name"])
+        if path.startswith(f"{site}/apps/") and "-objects-" in name:
+            assert wave(app) == delivery.group_waves[name.split("-objects-", 1)[1]], name
+
+
+def test_the_nic_cluster_policy_follows_the_network_operator() -> None:
+    apps = applications("prod")
+    policy_app = apps["dc1/apps/dc1-objects-network-operator.yaml"]
+    operator_app = apps["dc1/apps/dc1-operators-network-operator.yaml"]
+    assert wave(policy_app) > wave(operator_app)
+    files = emit_kubernetes(reference("prod"))
+    assert any(p.startswith("dc1/objects/network-operator/nicclusterpolicy.") for p in files)
+    assert "SkipDryRunOnMissingResource=true" in policy_app["spec"]["syncPolicy"]["syncOptions"]
+
+
+def test_root_application_points_at_the_site_apps_in_the_spec_repository() -> None:
+    rp = reference("prod")
+    root = yaml.safe_load(emit_kubernetes(rp)["dc1/root.yaml"])
+    assert root["spec"]["source"] == {
+        "repoURL": "https://github.com/acme/ml-platform.git",
+        "targetRevision": "main",
+        "path": "generated/prod/kubernetes/dc1/apps",
+    }
+    assert "finalizers" not in root["metadata"]  # deleting the root never uninstalls the platform
+    child = yaml.safe_load(emit_kubernetes(rp)["dc1/apps/dc1-objects-core.yaml"])
+    assert child["spec"]["source"]["path"] == "generated/prod/kubernetes/dc1/objects/core"
+
+
+def test_prune_and_self_heal_come_from_the_spec() -> None:
+    def manual(data: dict[str, Any]) -> None:
+        data["gitops"]["sync"] = {"prune": False, "selfHeal": False}
+
+    rp = variant(manual)
+    for path, text in emit_kubernetes(rp).items():
+        if "/apps/" in path or path.endswith("root.yaml"):
+            assert yaml.safe_load(text)["spec"]["syncPolicy"]["automated"] == {"prune": False, "selfHeal": False}, path
+    assert yaml.safe_load(emit_kubernetes(reference("prod"))["aws/root.yaml"])["spec"]["syncPolicy"]["automated"] == {
+        "prune": True,
+        "selfHeal": True,
+    }
+
+
+@pytest.mark.parametrize(("env", "site"), CASES)
+def test_the_tree_holds_every_object_of_the_one_pure_function(env: str, site: str) -> None:
+    """Everything cluster_objects decides is in the tree, except the volumes of file systems created at deploy time."""
+    rp = reference(env)
+    later = set(deploy_time_tiers(rp, site))
+    volumes = {t: {"csi": {"driver": "fsx.csi.aws.com", "volumeHandle": f"fs-{t}"}} for t in later}
+    full = cluster_objects(rp, site, volumes)
+    tree = tree_objects(rp, site)
+    owned = pulumi_owned_objects(rp, site, volumes)
+    key = lambda o: (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])  # noqa: E731
+    assert sorted(map(key, [*tree, *owned])) == sorted(map(key, full))
+    assert all(o["kind"] == "PersistentVolume" for o in owned)
+    assert PULUMI_OWNED not in yaml.safe_dump(tree)
+    files = emit_kubernetes(rp)
+    objects = [yaml.safe_load(t) for p, t in files.items() if p.startswith(f"{site}/objects/")]
+    assert sorted(map(key, objects)) == sorted(map(key, tree))
+    assert [o for o in objects if o in tree] == objects  # the files hold the objects unchanged
+
+
+def test_aws_file_system_claims_are_in_the_tree_and_their_volumes_stay_with_pulumi() -> None:
+    rp = reference("prod")
+    assert set(deploy_time_tiers(rp, "aws")) == {"datasets", "checkpoints", "home"}
+    assert deploy_time_tiers(rp, "dc1") == ()  # on-prem sources are in the spec
+    tree = tree_objects(rp, "aws")
+    claims = [o for o in tree if o["kind"] == "PersistentVolumeClaim" and o["metadata"]["name"] == "datasets"]
+    assert claims and all(c["spec"]["volumeName"].startswith("acme-ml-datasets-") for c in claims)
+    assert not [o for o in tree if o["kind"] == "PersistentVolume"]
+    readme = emit_kubernetes(rp)["aws/README.md"]
+    assert "Left with Pulumi" in readme and "`datasets`" in readme

@@ -1,0 +1,131 @@
+"""`alicerce diff` classification (issue 13, item 3): each destructive case, a pure resize, a quota move, no change.
+
+Every case diffs the reference platform's prod environment against a variant of it, through the
+real resolve, planner and Pulumi program under the mock engine.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from alicerce.catalog.replacements import load_replacements
+from alicerce.run.diff import EnvironmentDiff, diff_environment, planned, render_markdown
+from alicerce.run.preview import PlannedResource
+from tests.emit.gitops.helpers import pool, reference, variant
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+@functools.cache
+def base_plan() -> list[PlannedResource]:
+    return planned(reference("prod"))
+
+
+def diff(change: Callable[[dict[str, Any]], None]) -> EnvironmentDiff:
+    """prod of the reference platform against prod with ``change`` applied (the base plan computed once)."""
+    old, new = reference("prod"), variant(change)
+    return diff_environment("prod", old, new, plan=lambda rp: base_plan() if rp is old else planned(rp))
+
+
+def actions(result: EnvironmentDiff) -> dict[tuple[str, str], str]:
+    return {(r.type, r.name): r.action for r in result.resources}
+
+
+def test_no_change_is_no_change() -> None:
+    result = diff(lambda data: None)
+    assert result.status == "unchanged" and result.empty
+    assert (result.resources, result.pools, result.quotas, result.objects, result.destructive) == ([], [], [], [], [])
+    assert result.cost_delta == 0
+    assert "No change" in render_markdown([result], "main → branch")
+
+
+def test_a_pure_resize_grows_capacity_and_cost_and_replaces_nothing() -> None:
+    def grow(data: dict[str, Any]) -> None:
+        pool(data, "infer-l4")["scaling"] = {"min": 2, "max": 20}
+
+    result = diff(grow)
+    [change] = result.pools
+    assert (change.pool, change.change, change.gpu_units_delta) == ("infer-l4", "resized", 16)  # 4 more nodes of 1 GPU sliced 4 ways
+    assert result.gpu_units_delta == 16 and result.cost_delta is not None and result.cost_delta > 0
+    assert actions(result)[("aws:eks/nodeGroup:NodeGroup", "aws-pool-infer-l4-ng")] == "update"
+    assert result.destructive == [] and not [r for r in result.resources if r.action in ("replace", "delete")]
+    text = render_markdown([result], "main → branch")
+    assert "| infer-l4 | aws | resized | 64 → 80 (+16) | nodes 1–16 → 2–20 |" in text and "CAUTION" not in text
+
+
+def test_a_quota_move_changes_quotas_only() -> None:
+    def move(data: dict[str, Any]) -> None:
+        teams = {t["name"]: t for t in data["tenancy"]["teams"]}
+        teams["research"]["quotas"][0]["gpus"] = 64
+        teams["applied-ml"]["quotas"][0]["gpus"] = 64
+
+    result = diff(move)
+    moved = {(q.team, q.pool): (q.units_before, q.units_after) for q in result.quotas}
+    assert moved == {("research", "train-p5"): (96, 64), ("applied-ml", "train-p5"): (32, 64)}
+    assert result.pools == [] and result.gpu_units_delta == 0 and result.destructive == []
+    assert {o.kind for o in result.objects} <= {"ClusterQueue", "ResourceQuota"}
+    assert {r.type for r in result.resources} == {"kubernetes:yaml/v2:ConfigGroup"}  # nothing on AWS changes
+
+
+def test_an_fsx_deployment_type_change_replaces_the_file_system_and_loses_its_data() -> None:
+    def persistent_1(data: dict[str, Any]) -> None:
+        next(t for t in data["storage"] if t["name"] == "datasets")["aws"] = {"deploymentType": "PERSISTENT_1"}
+
+    result = diff(persistent_1)
+    fsx = next(r for r in result.resources if r.name == "aws-storage-datasets")
+    assert fsx.action == "replace" and "deploymentType" in fsx.properties and fsx.destructive
+    assert "every file" in (fsx.data_loss or "")
+    assert any("FSx deployment type PERSISTENT_2 → PERSISTENT_1" in d for t in result.storage for d in t.details)
+    text = render_markdown([result], "main → branch")
+    assert "[!CAUTION]" in text and "**replace** `aws:fsx/lustreFileSystem:LustreFileSystem` `aws-storage-datasets`" in text
+
+
+def test_moving_an_efa_pool_to_another_subnet_replaces_its_node_group() -> None:
+    def other_zone(data: dict[str, Any]) -> None:
+        pool(data, "train-p5")["aws"]["zone"] = "us-east-1b"
+
+    result = diff(other_zone)
+    group = next(r for r in result.resources if r.name == "aws-pool-train-p5-ng")
+    assert (group.action, group.properties) == ("replace", ("subnetIds",)) and group.destructive
+    assert "instance-store scratch" in (group.data_loss or "")
+    assert [p.change for p in result.pools] == ["changed"] and result.gpu_units_delta == 0
+
+
+def test_removing_a_tier_deletes_its_file_system_and_says_what_is_lost() -> None:
+    def drop(data: dict[str, Any]) -> None:
+        data["storage"] = [t for t in data["storage"] if t["name"] != "checkpoints"]
+
+    result = diff(drop)
+    deleted = next(r for r in result.resources if r.name == "aws-storage-checkpoints")
+    assert deleted.action == "delete" and deleted.data_loss == load_replacements().destructive["aws:fsx/lustreFileSystem:LustreFileSystem"]
+    assert [(t.tier, t.change) for t in result.storage] == [("checkpoints", "removed")]
+
+
+def test_removing_a_team_deletes_its_namespaces_and_is_destructive() -> None:
+    def drop(data: dict[str, Any]) -> None:
+        data["tenancy"]["teams"] = [t for t in data["tenancy"]["teams"] if t["name"] != "serving"]
+        gone = {w["name"] for w in data["workloads"] if w["team"] == "serving"}
+        data["workloads"] = [w for w in data["workloads"] if w["name"] not in gone]
+        data["monitoring"]["slos"] = [s for s in data["monitoring"]["slos"] if s.get("workload") not in gone]
+
+    result = diff(drop)
+    gone = {(o.site, o.name) for o in result.objects if o.kind == "Namespace" and o.change == "removed"}
+    assert gone == {("aws", "serving"), ("aws", "serving-canary")}
+    assert all(o.data_loss for o in result.destructive if o in result.objects)
+    assert [(t.team, t.change) for t in result.teams] == [("serving", "removed")]
+    data = result.to_json()
+    assert data["destructive"] == len(result.destructive) >= 2
+    json.dumps(data)  # plain JSON all the way down
+
+
+def test_environments_added_and_removed() -> None:
+    rp = reference("dev")
+    added = diff_environment("dev", None, rp, plan=None)
+    removed = diff_environment("dev", rp, None, plan=None)
+    assert added.status == "added" and {p.change for p in added.pools} == {"added"}
+    assert removed.status == "removed" and removed.gpu_units_delta == -added.gpu_units_delta
