@@ -17,6 +17,16 @@ RdmaTechnology = Literal["efa", "infiniband", "roce"]
 
 
 @dataclass(frozen=True)
+class PlatformEndpoint:
+    """Something outside the pod network every team pod must reach (a NetworkPolicy egress allow)."""
+
+    name: str  # names the NetworkPolicy: allow-<name>
+    cidrs: tuple[str, ...]
+    ports: tuple[tuple[Literal["TCP", "UDP"], int], ...]
+    why: str  # one line for the policy's annotation
+
+
+@dataclass(frozen=True)
 class Capabilities:
     """What a target's clusters bring and how alicerce provisions them."""
 
@@ -29,3 +39,5 @@ class Capabilities:
     storage: dict[str, str] = field(default_factory=dict)  # storage class -> implementation, where the target decides it
     storage_choices: dict[str, str] = field(default_factory=dict)  # storage class -> implementations the spec may name (hints)
     default_storage_class: dict[str, Any] | None = None  # the StorageClass pods get when they name none
+    # the cloud runs the control plane: its controller manager, scheduler, etcd (and here kube-proxy) cannot be scraped
+    managed_control_plane: bool = False

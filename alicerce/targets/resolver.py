@@ -9,7 +9,7 @@ from typing import Literal
 from alicerce.catalog import Catalog
 from alicerce.catalog.models import InstanceType
 from alicerce.spec.models import Fabric, Networks, NodePool, Site, StorageTier
-from alicerce.targets.base import Capabilities, RdmaTechnology
+from alicerce.targets.base import Capabilities, PlatformEndpoint, RdmaTechnology
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,17 @@ class NodeSoftwareOwners:
     gpu_driver: Literal["node-image", "operator", "host"]  # node-image: the machine image ships driver and toolkit
     node_exporter: Literal["cluster", "host"]
 
+    @property
+    def container_toolkit(self) -> Literal["node-image", "host"]:
+        """Who owns the NVIDIA container toolkit: the image that ships it, else the host.
+
+        Never the GPU Operator: its toolkit container rewrites containerd's config (an ``imports`` line
+        and a drop-in), which the host's cluster installer templates whole on every run (kubespray's
+        containerd role), so the two would undo each other (on-prem research A3). The host side
+        installs the toolkit packages and registers the runtime through the installer's own variables.
+        """
+        return "node-image" if self.gpu_driver == "node-image" else "host"
+
 
 @dataclass(frozen=True)
 class MountFacts:
@@ -49,3 +60,4 @@ class TargetResolver:
     implementation: Callable[[StorageTier], str | None]  # how a tier is built here; None: not at all
     mount: Callable[[StorageTier, str], MountFacts | None]  # how nodes and pods mount a shared tier here
     software: Callable[[Site], NodeSoftwareOwners]
+    endpoints: Callable[[Site], tuple[PlatformEndpoint, ...]] = lambda site: ()  # what team pods must reach outside the pod network

@@ -10,7 +10,7 @@ from alicerce.spec.models.environments import Environment, Site
 from alicerce.spec.models.metadata import Metadata, Versions
 from alicerce.spec.models.monitoring import AlertOverride, Monitoring, Slo
 from alicerce.spec.models.networks import Fabric, Networks
-from alicerce.spec.models.operators import GpuOperator, Operator, Operators
+from alicerce.spec.models.operators import GpuOperator, Kueue, Operator, Operators
 from alicerce.spec.models.platform import PlatformSpec
 from alicerce.spec.models.pools import (
     Accelerator,
@@ -25,7 +25,7 @@ from alicerce.spec.models.pools import (
 )
 from alicerce.spec.models.security import Audit, Encryption, EndpointAccess, Security, Waiver
 from alicerce.spec.models.storage import BlockTier, LocalNvmeTier, ObjectTier, ParallelFsTier, SharedNfsTier, StorageTier
-from alicerce.spec.models.tenancy import Budget, Quota, Team, Tenancy
+from alicerce.spec.models.tenancy import Budget, Ingress, Quota, Team, Tenancy
 from alicerce.spec.models.workloads import Dataset, Latency, LatencyTarget, Model, Traffic, Workload
 from alicerce.targets.aws.spec import AwsEbs, AwsEfs, AwsFsx, AwsPool, AwsS3, AwsSite, EksAddon
 from alicerce.targets.onprem.spec import (
@@ -65,6 +65,8 @@ __all__ = [
     "GpuOperator",
     "HostRange",
     "HostRangeSpec",
+    "Ingress",
+    "Kueue",
     "Labels",
     "Latency",
     "LatencyTarget",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from alicerce.catalog import Catalog
 from alicerce.spec.models import AwsSite, Fabric, Networks, NodePool, ParallelFsTier, SharedNfsTier, Site, StorageTier
-from alicerce.targets.base import Capabilities
+from alicerce.targets.base import Capabilities, PlatformEndpoint
 from alicerce.targets.resolver import MountFacts, NodeSoftwareOwners, PoolPlacement, TargetResolver
 
 RESERVED = ("capacity-reservation", "capacity-block")
@@ -23,6 +23,11 @@ CAPABILITIES = Capabilities(
         "provisioner": "ebs.csi.aws.com",
         "parameters": {"type": "gp3", "encrypted": "true"},
     },
+    managed_control_plane=True,
+)
+# the EKS Pod Identity agent listens on this link-local address on every node (EKS user guide, "EKS Pod Identity agent")
+POD_IDENTITY_AGENT = PlatformEndpoint(
+    "eks-pod-identity-agent", ("169.254.170.23/32",), (("TCP", 80),), "AWS credentials for workload identity (EKS Pod Identity agent)"
 )
 
 
@@ -65,6 +70,17 @@ def _software(site: Site) -> NodeSoftwareOwners:
     return NodeSoftwareOwners(gpu_driver="node-image", node_exporter="cluster")
 
 
+def _endpoints(site: Site) -> tuple[PlatformEndpoint, ...]:
+    # the EKS API is reached on 443, which every team namespace may already use (HTTPS egress)
+    return (POD_IDENTITY_AGENT,)
+
+
 RESOLVER = TargetResolver(
-    capabilities=CAPABILITIES, site=_site, pool=_pool, implementation=_implementation, mount=_mount, software=_software
+    capabilities=CAPABILITIES,
+    site=_site,
+    pool=_pool,
+    implementation=_implementation,
+    mount=_mount,
+    software=_software,
+    endpoints=_endpoints,
 )
