@@ -81,7 +81,7 @@ def _read_only(source: dict[str, Any]) -> dict[str, Any]:
         return {"nfs": {**source["nfs"], "readOnly": True}}
     if "csi" in source:
         return {"csi": {**source["csi"], "readOnly": True}}
-    return source  # hostPath: enforced on the claim by alicerce.emit.kube.tenancy.read_only_claims_policy
+    return dict(source)  # hostPath: enforced on the claim by alicerce.emit.kube.tenancy.read_only_claims_policy
 
 
 def mounting_pools(site: ResolvedSite, tier: ResolvedTier) -> list[ResolvedPool]:
@@ -188,17 +188,19 @@ def shared_volumes(rp: ResolvedPlatform, site_name: str, volumes: Mapping[str, M
         if source is None or mount is None or not isinstance(spec, ParallelFsTier | SharedNfsTier):
             continue
         pools = mounting_pools(site, tier)
-        if pools:
-            source = {**source, "nodeAffinity": _node_affinity(pools)}
         size, options, labels = _size(tier), list(mount.options), {TIER_LABEL: tier.name}
         read_only = spec.team_access == "read-only"
         for team, ns in teams:
             team_source = _read_only(source) if read_only else _below(source, team_path(team))
+            if pools:  # a hostPath exists only on the nodes that mount the file system
+                team_source["nodeAffinity"] = _node_affinity(pools)
             pv = f"{rp.name}-{tier.name}-{ns}"[:253]
             out.extend(_volume_pair(pv, ns, tier.name, source=team_source, size=size, options=options, labels=labels, read_only=read_only))
         if not read_only and teams:
             root_claim = f"{tier.name}-root"
             root = f"{rp.name}-{tier.name}-root"[:253]
+            if pools:
+                source = {**source, "nodeAffinity": _node_affinity(pools)}
             out.extend(
                 _volume_pair(root, SYSTEM_NAMESPACE, root_claim, source=source, size=size, options=options, labels=labels, read_only=False)
             )
