@@ -116,3 +116,16 @@ def alert_overrides(ctx: RuleContext) -> Iterable[Finding]:
                 did_you_mean(override.alert, known) or one_of(known),
                 override.alert,
             )
+
+
+@rules.rule("AL263", "ingress-not-a-team", "The gateway namespaces serving traffic comes from are not team namespaces.")
+def ingress_not_a_team(ctx: RuleContext) -> Iterable[Finding]:
+    owners = {ns: team.name for team in ctx.resolved.teams for ns in team.namespaces}
+    for i, ns in enumerate(ctx.spec.tenancy.ingress.namespaces):
+        if ns in owners:
+            yield Finding(
+                S.tenancy.ingress.namespaces[i],
+                f"namespace {ns} belongs to team {owners[ns]}: every pod there would reach the serving namespaces",
+                "name the namespace of the gateway or ingress controller itself",
+                ns,
+            )
