@@ -182,3 +182,33 @@ def test_on_prem_shared_file_systems_come_from_the_spec() -> None:
     # the same options the nodes mount it with (alicerce.resolve decides them once for both)
     assert volumes["home"]["mountOptions"] == ["vers=4.1", "hard", "noatime", "nconnect=8"]
     assert volumes["dc1-lustre"]["hostPath"] == {"path": "/lustre", "type": "Directory"}  # mounted by the parallel_fs_client role
+
+
+def test_teams_cannot_undo_their_guard_rails() -> None:
+    objs = cluster_objects(platform("prod"), "aws")
+    roles = {o["metadata"]["name"]: o for o in find(objs, "ClusterRole")}
+    selector = roles["alicerce-team"]["aggregationRule"]["clusterRoleSelectors"]
+    assert selector == [{"matchLabels": {"alicerce.dev/aggregate-to-team": "true"}}]  # not aggregate-to-edit, which writes policies
+    parts = [r for r in roles.values() if r["metadata"].get("labels", {}).get("alicerce.dev/aggregate-to-team") == "true"]
+    writes = {"create", "update", "patch", "delete", "deletecollection", "*"}
+    guarded = {"networkpolicies", "resourcequotas", "limitranges", "roles", "rolebindings", "namespaces", "priorityclasses"}
+    for rule in (rule for role in parts for rule in role["rules"]):
+        assert "*" not in rule["resources"] and "*" not in rule["apiGroups"]
+        if set(rule["verbs"]) & writes:
+            assert not set(rule["resources"]) & guarded, rule
+
+
+def test_each_team_may_name_only_its_own_priorities() -> None:
+    objs = cluster_objects(platform("prod"), "aws")
+    policies = {o["metadata"]["name"]: o for o in find(objs, "ValidatingAdmissionPolicy")}
+    bindings = {o["metadata"]["name"]: o for o in find(objs, "ValidatingAdmissionPolicyBinding")}
+    research = policies["alicerce-priorities-research"]["spec"]
+    pods, jobs = (v["expression"] for v in research["validations"])
+    assert "['alicerce-training', 'alicerce-batch']" in pods  # research runs training and batch work, no inference
+    assert "['alicerce-research-training', 'alicerce-research-batch']" in jobs
+    assert bindings["alicerce-priorities-research"]["spec"]["matchResources"] == {
+        "namespaceSelector": {"matchLabels": {"alicerce.dev/team": "research"}}
+    }
+    assert bindings["alicerce-priorities-research"]["spec"]["validationActions"] == ["Deny"]
+    resources = {r for rule in research["matchConstraints"]["resourceRules"] for r in rule["resources"]}
+    assert {"pods", "jobs", "trainjobs", "deployments", "rayjobs"} <= resources
