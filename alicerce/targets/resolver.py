@@ -38,7 +38,10 @@ class NodeSoftwareOwners:
         Never the GPU Operator: its toolkit container rewrites containerd's config (an ``imports`` line
         and a drop-in), which the host's cluster installer templates whole on every run (kubespray's
         containerd role), so the two would undo each other (on-prem research A3). The host side
-        installs the toolkit packages and registers the runtime through the installer's own variables.
+        installs the toolkit packages and registers the runtime through the installer's own variables;
+        where the operator owns the driver, the host toolkit's ``root`` is ``/run/nvidia/driver``, where the
+        driver container mounts it (NVIDIA cloud-native-docs gpu-operator/getting-started.rst 687-706,
+        "Pre-Installed NVIDIA Container Toolkit (but no drivers)", tag gpu-operator-v26.3-32).
         """
         return "node-image" if self.gpu_driver == "node-image" else "host"
 

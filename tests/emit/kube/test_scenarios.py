@@ -60,6 +60,11 @@ def test_an_rdma_job_on_dc1_is_admitted_on_the_infiniband_pool() -> None:
     admission = admit(objs, config, Job("research", count=8, requests=pod, tolerations=[GPU_TOLERATION]))
     assert isinstance(admission, Admission) and admission.flavor == "onprem-h100"
     assert feasible(nodes(rp, "dc1"), pod, admission) == ["onprem-h100"]
+    # no CPU pool at dc1: a CPU-only pod (a Ray head) runs on the GPU nodes, with the toleration injected
+    head = {"cpu": "4", "memory": "16Gi"}
+    admission = admit(objs, config, Job("research", count=1, requests=head))
+    assert isinstance(admission, Admission) and admission.flavor == "onprem-h100"
+    assert feasible(nodes(rp, "dc1"), head, admission) == ["onprem-h100"]
     # EFA does not exist on dc1: a job asking for it is told so instead of waiting silently
     reason = admit(objs, config, Job("research", count=1, requests=EFA_POD, tolerations=[GPU_TOLERATION]))
     assert reason == "resource vpc.amazonaws.com/efa unavailable in ClusterQueue"
