@@ -170,3 +170,14 @@ def test_the_torch_runtime_has_the_shape_the_trainer_webhook_requires() -> None:
     runtimes = load("kubeflow-trainer", "2.3.0", "runtimes.json")["runtimes"]
     upstream = next(r for r in runtimes if r["name"] == "torch-distributed")
     assert container["image"].removeprefix("docker.io/") in upstream["images"]
+
+
+@pytest.mark.parametrize("site", ["aws", "dc1"])
+def test_gpu_operator_values_the_chart_copies_into_its_cluster_policy_pass_the_crd(site: str) -> None:
+    """The chart copies dcgmExporter.serviceMonitor and daemonsets.tolerations into its ClusterPolicy verbatim
+    (gpu-operator v26.3.3 templates/clusterpolicy.yaml 52-53, 574-575): check them against that CRD's schema."""
+    values = next(r for r in operator_releases(platform("prod"), site) if r.key == "gpu-operator").values
+    spec = crd_schema("gpu-operator", "v26.3.3", "nvidia.com", "clusterpolicies", "v1")["properties"]["spec"]["properties"]
+    validate_against(spec["dcgmExporter"]["properties"]["serviceMonitor"], values["dcgmExporter"]["serviceMonitor"])
+    validate_against(spec["daemonsets"]["properties"]["tolerations"], values["daemonsets"]["tolerations"])
+    validate_against(spec["driver"], values["driver"])
