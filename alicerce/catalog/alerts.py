@@ -42,6 +42,11 @@ def slo_alert_name(slo: str) -> str:
     return f"SLO{camel(slo)}"
 
 
+def slo_starved_alert_name(slo: str) -> str:
+    """The second alert of a queue-wait SLO: workloads that are never admitted (the wait histogram never sees them)."""
+    return f"SLO{camel(slo)}Starved"
+
+
 # XIDs that mean the GPU or its memory must be taken out of service (NVIDIA XID catalog):
 # 48 double-bit ECC, 63/64 row remapping events, 74 NVLink error, 79 fell off the bus,
 # 94/95 contained/uncontained ECC, 119/120 GSP errors.
@@ -52,10 +57,19 @@ def _xid_match() -> str:
     return " or ".join(f"DCGM_FI_DEV_XID_ERRORS == {x}" for x in CRITICAL_XIDS)
 
 
+# DCGM_FI_DEV_XID_ERRORS is a gauge holding the last XID a GPU reported (dcgm-exporter default-counters.csv),
+# never reset: an alert on its value would fire forever. The alerts fire while the value has changed within
+# the window and clear after it; a first sample (an exporter restart, a GPU newly assigned to a pod, whose
+# series gains pod labels) is no change and raises nothing.
+XID_WINDOW = "10m"
+XID_CHANGED = f"changes(DCGM_FI_DEV_XID_ERRORS[{XID_WINDOW}]) > 0"
+# the series of every GPU DCGM exporter reports carry these labels (dcgm-exporter render_metrics.go 47)
+GPU_KEY = "Hostname, gpu, UUID"
+
 GPU_HEALTH: tuple[Alert, ...] = (
     Alert(
         "GPUCriticalXid",
-        f"max by (Hostname, gpu, UUID) ({_xid_match()}) > 0",
+        f"max by ({GPU_KEY}) (({_xid_match()}) and {XID_CHANGED})",
         "0m",
         "critical",
         "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported a critical XID",
@@ -63,15 +77,15 @@ GPU_HEALTH: tuple[Alert, ...] = (
     ),
     Alert(
         "GPUXidError",
-        "max by (Hostname, gpu, UUID) (DCGM_FI_DEV_XID_ERRORS) > 0",
-        "5m",
+        f"max by ({GPU_KEY}) (DCGM_FI_DEV_XID_ERRORS != 0 and {XID_CHANGED})",
+        "0m",
         "warning",
-        "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reports XID {{ $value }}",
-        "A non-zero XID persists; check the driver log (nvidia-smi -q, dmesg) for the cause.",
+        "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $value }}",
+        "A GPU reported an XID in the last 10 minutes; check the driver log (nvidia-smi -q, dmesg) for the cause.",
     ),
     Alert(
         "GPURowRemapFailure",
-        "max by (Hostname, gpu, UUID) (DCGM_FI_DEV_ROW_REMAP_FAILURE) > 0",
+        f"max by ({GPU_KEY}) (DCGM_FI_DEV_ROW_REMAP_FAILURE) > 0",
         "0m",
         "critical",
         "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} could not remap a memory row",
@@ -101,14 +115,19 @@ GPU_HEALTH: tuple[Alert, ...] = (
         "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} retries PCIe transfers",
         "A rising PCIe replay rate points at a bad riser, cable or slot.",
     ),
-    Alert(
-        "DCGMExporterDown",
-        'absent(up{job=~".*dcgm.*"} == 1)',
-        "10m",
-        "critical",
-        "No DCGM exporter is scraped",
-        "GPU health is blind: the GPU Operator's dcgm-exporter is down or not scraped.",
-    ),
+)
+
+# The GPU Operator's exporter runs one pod per GPU node (job from its Service's app label, gpu-operator v26.3.3
+# assets/state-dcgm-exporter/0500_service_monitor.yaml): fewer healthy targets than GPU nodes means a node is
+# blind. With no GPU node (pools scaled to zero) the left side is empty and nothing fires.
+DCGM_JOB = "nvidia-dcgm-exporter"
+DCGM_EXPORTER_DOWN = Alert(
+    "DCGMExporterDown",
+    f'count(kube_node_labels{{label_alicerce_dev_accelerator!=""}}) > (count(up{{job="{DCGM_JOB}"}} == 1) or on () vector(0))',
+    "10m",
+    "critical",
+    "{{ $value }} GPU nodes, fewer DCGM exporters answering",
+    "GPU health is blind on some nodes: the GPU Operator's dcgm-exporter is down or not scraped there.",
 )
 
 GPU_EFFICIENCY: tuple[Alert, ...] = (
@@ -122,4 +141,4 @@ GPU_EFFICIENCY: tuple[Alert, ...] = (
     ),
 )
 
-STATIC_ALERTS = tuple(a.name for a in (*GPU_HEALTH, *GPU_EFFICIENCY))
+STATIC_ALERTS = tuple(a.name for a in (*GPU_HEALTH, DCGM_EXPORTER_DOWN, *GPU_EFFICIENCY))

@@ -157,8 +157,19 @@ class Release(CatalogModel):
     source: Source
 
 
+class DriverMatrix(CatalogModel):
+    """The driver versions a GPU Operator release ships and supports (its component matrix)."""
+
+    versions: tuple[str, ...] = Field(description="Driver versions the release lists, newest first.")
+    recommended: str | None = Field(default=None, description="The version the matrix marks recommended (R).")
+    source: Source
+
+
 class GpuOperatorRelease(Release):
     driverBranches: tuple[str, ...] = Field(description="Driver branches the operator supports.")
+    drivers: DriverMatrix | None = Field(
+        default=None, description="Driver versions of the release's component matrix; null where the catalog has not read it."
+    )
 
 
 class NetworkOperatorComponents(CatalogModel):
@@ -186,6 +197,20 @@ class DriverBranch(CatalogModel):
 
 class KueueRelease(Release):
     apiVersion: str = Field(description="Kueue API group version served, e.g. v1beta2.")
+
+
+class ContainerImage(CatalogModel):
+    """A container image alicerce's own objects run, pinned by tag, with where the tag was read."""
+
+    image: str = Field(description="Registry, repository and tag.")
+    source: Source
+
+
+class TrainerRuntimes(CatalogModel):
+    """The images of the training runtimes alicerce emits for one Kubeflow Trainer release."""
+
+    trainer: str = Field(description="Kubeflow Trainer release (the training-operator pin).")
+    images: dict[str, ContainerImage] = Field(description="Runtime name -> image of its trainer container.")
 
 
 class Incompatibility(CatalogModel):
@@ -218,6 +243,8 @@ class Versions(CatalogModel):
     kueue: tuple[KueueRelease, ...]
     incompatibilities: tuple[Incompatibility, ...] = ()
     eksAddons: EksAddonPins = Field(default_factory=dict, description="EKS managed add-on pins by add-on name.")
+    trainerRuntimes: tuple[TrainerRuntimes, ...] = Field(default=(), description="Training runtime images per Kubeflow Trainer release.")
+    images: dict[str, ContainerImage] = Field(default_factory=dict, description="Other images alicerce's own objects run, by role.")
 
 
 class FsxOption(CatalogModel):

@@ -15,9 +15,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from alicerce.catalog.fsx import FsxConfig
-from alicerce.catalog.models import BillOfMaterials, Chart, Gpu, InstanceType, NetworkOperatorComponents
+from alicerce.catalog.models import BillOfMaterials, Chart, ContainerImage, Gpu, InstanceType, NetworkOperatorComponents, TrainerRuntimes
 from alicerce.spec.models import AwsSite, Fabric, NodePool, OnpremSite, PlatformSpec, StorageTier, Team
-from alicerce.targets.base import Capabilities, RdmaTechnology
+from alicerce.targets.base import Capabilities, PlatformEndpoint, RdmaTechnology
 from alicerce.targets.resolver import NodeSoftwareOwners
 
 KernelModules = Literal["open", "proprietary"]
@@ -159,6 +159,7 @@ class ResolvedSite(Resolved):
     spec: AwsSite | OnpremSite  # with address ranges filled from networks' defaults
     capabilities: Capabilities
     software: NodeSoftwareOwners  # who owns the driver and the node exporter here (one owner each)
+    endpoints: tuple[PlatformEndpoint, ...]  # what team pods must reach outside the pod network (NetworkPolicy egress)
     pools: tuple[ResolvedPool, ...]
     storage: tuple[ResolvedTier, ...]  # tiers that exist here
     teams: tuple[ResolvedTeam, ...]  # teams with a quota here, or with no quota anywhere
@@ -187,6 +188,8 @@ class ResolvedPlatform(Resolved):
     versions: BillOfMaterials  # every component version: the spec's pins over the catalog's bill of materials
     eks_addons: dict[str, str]  # EKS managed add-on -> pinned version; absent: AWS's default at deploy time
     network_components: NetworkOperatorComponents | None  # images of the pinned Network Operator's NicClusterPolicy
+    trainer_runtimes: TrainerRuntimes | None  # images of the training runtimes for the pinned Kubeflow Trainer
+    images: dict[str, ContainerImage]  # other images alicerce's own objects run, by role
     charts: dict[str, Chart]
     tags: dict[str, str]  # on every resource: platform, environment, cost center, metadata labels
     sites: tuple[ResolvedSite, ...]

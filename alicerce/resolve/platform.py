@@ -166,6 +166,7 @@ def resolve_spec(spec: PlatformSpec, env: str, catalog: Catalog | None = None) -
                 spec=site,
                 capabilities=RESOLVERS[site.provider].capabilities_of(site, spec, env),
                 software=RESOLVERS[site.provider].software(site),
+                endpoints=RESOLVERS[site.provider].endpoints(site),
                 pools=here,
                 storage=tuple(t for t in storage if site.name in t.sites),
                 # CPU-only teams (no quota anywhere) live at every site
@@ -180,6 +181,8 @@ def resolve_spec(spec: PlatformSpec, env: str, catalog: Catalog | None = None) -
         versions=versions,
         eks_addons=effective_eks_addons(spec.versions, catalog.versions.eksAddons, versions.kubernetes),
         network_components=next((r.components for r in catalog.versions.networkOperator if r.version == versions.networkOperator), None),
+        trainer_runtimes=next((r for r in catalog.versions.trainerRuntimes if r.trainer == versions.trainingOperator), None),
+        images=dict(catalog.versions.images),
         charts=charts,
         tags=dict(sorted(tags.items())),
         sites=tuple(resolved_sites),

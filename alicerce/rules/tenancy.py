@@ -100,12 +100,13 @@ def workload_fields(ctx: RuleContext) -> Iterable[Finding]:
 
 @rules.rule("AL262", "alert-overrides", "Alert overrides name an alert alicerce emits.")
 def alert_overrides(ctx: RuleContext) -> Iterable[Finding]:
-    from alicerce.catalog.alerts import STATIC_ALERTS, pool_alert_name, slo_alert_name
+    from alicerce.catalog.alerts import STATIC_ALERTS, pool_alert_name, slo_alert_name, slo_starved_alert_name
 
     known = [
         *STATIC_ALERTS,
         *(pool_alert_name(p.name) for p in ctx.spec.node_pools if p.accelerator is not None),
         *(slo_alert_name(s.name) for s in ctx.spec.monitoring.slos),
+        *(slo_starved_alert_name(s.name) for s in ctx.spec.monitoring.slos if s.kind == "queue-wait"),
     ]
     for i, override in enumerate(ctx.spec.monitoring.alerts):
         if override.alert not in known:
@@ -114,4 +115,17 @@ def alert_overrides(ctx: RuleContext) -> Iterable[Finding]:
                 f'no alert named "{override.alert}"',
                 did_you_mean(override.alert, known) or one_of(known),
                 override.alert,
+            )
+
+
+@rules.rule("AL263", "ingress-not-a-team", "The gateway namespaces serving traffic comes from are not team namespaces.")
+def ingress_not_a_team(ctx: RuleContext) -> Iterable[Finding]:
+    owners = {ns: team.name for team in ctx.resolved.teams for ns in team.namespaces}
+    for i, ns in enumerate(ctx.spec.tenancy.ingress.namespaces):
+        if ns in owners:
+            yield Finding(
+                S.tenancy.ingress.namespaces[i],
+                f"namespace {ns} belongs to team {owners[ns]}: every pod there would reach the serving namespaces",
+                "name the namespace of the gateway or ingress controller itself",
+                ns,
             )

@@ -170,3 +170,34 @@ def operator_dependencies(ctx: RuleContext) -> Iterable[Finding]:
                     "set operators.gpuOperator.migStrategy: mixed",
                     resource=pool.name,
                 )
+
+
+@rules.rule("AL254", "driver-in-operator-matrix", "A driver the GPU Operator installs is one its release's component matrix lists.")
+def driver_in_matrix(ctx: RuleContext) -> Iterable[Finding]:
+    v = ctx.resolved.versions
+    release = next((r for r in ctx.catalog.versions.gpuOperator if r.version == v.gpuOperator), None)
+    if not ctx.spec.operators.gpu_operator.enabled or release is None or release.drivers is None:
+        return  # a release whose matrix the catalog has not read is reported by nothing here (the catalog says which)
+    operator_sites = [s.name for s in ctx.resolved.sites if s.software.gpu_driver == "operator" and any(p.gpu for p in s.pools)]
+    if operator_sites and v.driverVersion not in release.drivers.versions:
+        branch = [d for d in release.drivers.versions if d.startswith(f"{v.driverBranch}.")]
+        yield Finding(
+            _path("driverVersion"),
+            f"GPU Operator {release.version} does not ship driver {v.driverVersion} (it installs the driver at "
+            f"{', '.join(operator_sites)})",
+            f"pin one of its {v.driverBranch} drivers: {', '.join(branch) or 'none'} (see {release.drivers.source.url})",
+            v.driverVersion,
+        )
+
+
+@rules.rule("AL255", "trainer-runtimes-known", "The pinned Kubeflow Trainer has training runtime images in the catalog.")
+def trainer_runtimes_known(ctx: RuleContext) -> Iterable[Finding]:
+    version = ctx.resolved.versions.trainingOperator
+    if ctx.spec.operators.training_operator.enabled and ctx.resolved.trainer_runtimes is None:
+        known = [r.trainer for r in ctx.catalog.versions.trainerRuntimes]
+        yield Finding(
+            _path("trainingOperator"),
+            f"Kubeflow Trainer {version}: the catalog knows no images for its training runtimes (the chart installs none without hooks)",
+            f"pin one of: {', '.join(known)}",
+            version,
+        )

@@ -17,6 +17,16 @@ RdmaTechnology = Literal["efa", "infiniband", "roce"]
 
 
 @dataclass(frozen=True)
+class PlatformEndpoint:
+    """Something outside the pod network every team pod must reach (a NetworkPolicy egress allow)."""
+
+    name: str  # names the NetworkPolicy: allow-<name>
+    cidrs: tuple[str, ...]
+    ports: tuple[tuple[Literal["TCP", "UDP"], int], ...]
+    why: str  # one line for the policy's annotation
+
+
+@dataclass(frozen=True)
 class Capabilities:
     """What a target's clusters bring and how alicerce provisions them."""
 
@@ -29,6 +39,8 @@ class Capabilities:
     storage: dict[str, str] = field(default_factory=dict)  # storage class -> implementation, where the target decides it
     storage_choices: dict[str, str] = field(default_factory=dict)  # storage class -> implementations the spec may name (hints)
     default_storage_class: dict[str, Any] | None = None  # the StorageClass pods get when they name none
-    # (CIDR, TCP port) where pods fetch workload-identity credentials from a node-local agent; a default-deny
-    # egress policy must let pods reach it (empty: no such agent)
-    workload_identity_agent: tuple[tuple[str, int], ...] = ()
+    # the cloud runs the control plane: its controller manager, scheduler, etcd (and here kube-proxy) cannot be scraped
+    managed_control_plane: bool = False
+    # Helm releases of the target's own controllers, bound to cloud identities its build creates: Pulumi installs
+    # them in every delivery mode (the GitOps tree names them)
+    cloud_controllers: tuple[str, ...] = ()

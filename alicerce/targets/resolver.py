@@ -9,7 +9,7 @@ from typing import Literal
 from alicerce.catalog import Catalog
 from alicerce.catalog.models import InstanceType
 from alicerce.spec.models import Fabric, Networks, NodePool, PlatformSpec, Site, StorageTier
-from alicerce.targets.base import Capabilities, RdmaTechnology
+from alicerce.targets.base import Capabilities, PlatformEndpoint, RdmaTechnology
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,20 @@ class NodeSoftwareOwners:
 
     gpu_driver: Literal["node-image", "operator", "host"]  # node-image: the machine image ships driver and toolkit
     node_exporter: Literal["cluster", "host"]
+
+    @property
+    def container_toolkit(self) -> Literal["node-image", "host"]:
+        """Who owns the NVIDIA container toolkit: the image that ships it, else the host.
+
+        Never the GPU Operator: its toolkit container rewrites containerd's config (an ``imports`` line
+        and a drop-in), which the host's cluster installer templates whole on every run (kubespray's
+        containerd role), so the two would undo each other (on-prem research A3). The host side
+        installs the toolkit packages and registers the runtime through the installer's own variables;
+        where the operator owns the driver, the host toolkit's ``root`` is ``/run/nvidia/driver``, where the
+        driver container mounts it (NVIDIA cloud-native-docs gpu-operator/getting-started.rst 687-706,
+        "Pre-Installed NVIDIA Container Toolkit (but no drivers)", tag gpu-operator-v26.3-32).
+        """
+        return "node-image" if self.gpu_driver == "node-image" else "host"
 
 
 @dataclass(frozen=True)
@@ -54,3 +68,5 @@ class TargetResolver:
 
     def capabilities_of(self, site: Site, spec: PlatformSpec, environment: str) -> Capabilities:
         return self.site_capabilities(site, spec, environment) if self.site_capabilities is not None else self.capabilities
+
+    endpoints: Callable[[Site], tuple[PlatformEndpoint, ...]] = lambda site: ()  # what team pods must reach outside the pod network

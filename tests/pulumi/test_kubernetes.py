@@ -60,18 +60,23 @@ def test_gpu_operator_values_per_target(prod: Any) -> None:
     assert aws["mig"]["strategy"] == "mixed"
     assert "replicas: 4" in aws["devicePlugin"]["config"]["data"]["infer-l4"]
     dc1 = charts(result, "dc1")["gpu-operator"].inputs["values"]
-    assert dc1["driver"]["enabled"] is True and dc1["toolkit"]["enabled"] is True
+    # dc1 leaves the driver to the operator (nodeSoftware.gpuDriver defaults to operator); the toolkit is the host's
+    assert rp.site("dc1").software.gpu_driver == "operator"
+    assert dc1["driver"]["enabled"] is True and dc1["toolkit"]["enabled"] is False
     assert dc1["driver"]["version"] == rp.versions.driverVersion == "580.173.02"
     assert dc1["driver"]["kernelModuleType"] == "open"
-    assert dc1["driver"]["rdma"] == {"enabled": True, "useHostMofed": True}  # InfiniBand with GPUDirect RDMA
+    assert dc1["driver"]["rdma"] == {"enabled": False}  # DMA-BUF: no host MOFED/DOCA stack is declared
     assert "devicePlugin" not in dc1  # no time-sliced pool on-prem
+    # every operand reaches every GPU pool: the pools' taints are tolerated
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in dc1["daemonsets"]["tolerations"]
 
 
 def test_efa_device_plugin_runs_on_efa_pools_only(prod: Any) -> None:
     _, result = prod
     values = charts(result, "aws")["aws-efa-k8s-device-plugin"].inputs["values"]
-    term = values["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
-    assert term["matchExpressions"][0]["values"] == ["train-p5"]
+    # the chart builds its node affinity from supportedInstanceLabels (it has no affinity value)
+    assert values["supportedInstanceLabels"] == {"keys": ["alicerce.dev/pool"], "values": ["train-p5"]}
+    assert "affinity" not in values
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in values["tolerations"]
 
 
@@ -80,10 +85,11 @@ def test_objects_are_applied_from_the_pure_function_and_crds_come_first(prod: An
     rp, result = prod
     for site in ("aws", "dc1"):
         applied = [o for r in result.children(f"{site}-objects") for o in r.inputs["objs"]]
-        # volume sources of deploy-time file systems come from the created FSx/EFS resources
+        # volume sources of deploy-time file systems come from the created FSx/EFS resources: the root volumes of
+        # alicerce-system hold them as created (team volumes point one directory down, or are read-only)
         volumes = {
-            o["metadata"]["labels"]["alicerce.dev/storage-tier"]: {"csi": o["spec"]["csi"]}
-            for o in applied
+            o["metadata"]["labels"]["alicerce.dev/storage-tier"]: {"csi": {k: v for k, v in o["spec"]["csi"].items() if k != "readOnly"}}
+            for o in sorted(applied, key=lambda o: o.get("spec", {}).get("claimRef", {}).get("namespace") == "alicerce-system")
             if o["kind"] == "PersistentVolume" and "csi" in o["spec"]
         }
         canonical = functools.partial(json.dumps, sort_keys=True)
@@ -93,7 +99,10 @@ def test_objects_are_applied_from_the_pure_function_and_crds_come_first(prod: An
             assert drivers == {"datasets": "fsx.csi.aws.com", "checkpoints": "fsx.csi.aws.com", "home": "efs.csi.aws.com"}
             assert all(v["csi"]["volumeHandle"].startswith("fs-") for v in volumes.values())
         kueue = result.named(f"{site}-objects-kueue")
-        assert {o["kind"] for o in kueue.inputs["objs"]} == {"ClusterQueue", "LocalQueue", "ResourceFlavor"}
+        assert {o["kind"] for o in kueue.inputs["objs"]} == {"ClusterQueue", "LocalQueue", "ResourceFlavor", "WorkloadPriorityClass"}
+        runtimes = result.named(f"{site}-objects-training-operator")
+        assert [o["kind"] for o in runtimes.inputs["objs"]] == ["ClusterTrainingRuntime"]
+        assert f"{site}-operators-training-operator" in runtimes.depends_on
         assert f"{site}-operators-kueue" in kueue.depends_on and f"{site}-objects-core" in kueue.depends_on
     nics = result.named("dc1-objects-network-operator")
     assert [o["kind"] for o in nics.inputs["objs"]] == ["NicClusterPolicy"]
@@ -101,3 +110,5 @@ def test_objects_are_applied_from_the_pure_function_and_crds_come_first(prod: An
     # the gpu operator's ServiceMonitor needs the monitoring CRDs, the charts need the cluster's nodes
     assert "aws-operators-kube-prometheus-stack" in result.named("aws-operators-gpu-operator").depends_on
     assert "aws-addons-coredns" in result.named("aws-operators-kueue").depends_on
+    # the Network Operator after the GPU Operator, whose Node Feature Discovery labels the adapters
+    assert "dc1-operators-gpu-operator" in result.named("dc1-operators-network-operator").depends_on

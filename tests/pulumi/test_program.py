@@ -102,7 +102,7 @@ def test_preview_tree_is_labelled_offline_and_counts_by_type(prod: Any) -> None:
     text = console.export_text()
     assert "offline plan, not a diff against live state" in text
     assert "aws-network alicerce:network:Network" in text and "aws:ec2/subnet:Subnet x6" in text
-    assert "aws-objects-kueue: 10 objects" in text
+    assert "aws-objects-kueue: 18 objects" in text  # 3 ClusterQueues, 4 LocalQueues, 4 ResourceFlavors, 7 WorkloadPriorityClasses
 
 
 def test_preview_of_an_invalid_spec_reports_located_errors_and_exits_2(tmp_path: Any) -> None:

@@ -28,6 +28,7 @@ from typing import Any
 
 from alicerce.emit.kube.objects import cluster_objects, crd_owner
 from alicerce.emit.kube.operators import Release, operator_namespace_labels, operator_releases
+from alicerce.emit.kube.storage import UNKNOWN_DRIVER
 from alicerce.resolve.model import ResolvedPlatform
 
 ARGOCD_NAMESPACE = "argocd"
@@ -38,7 +39,6 @@ CASCADE_FINALIZER = "resources-finalizer.argocd.argoproj.io"
 IN_CLUSTER = "https://kubernetes.default.svc"
 PROJECT = "default"
 CORE_GROUP = "core"  # the objects of built-in kinds
-PULUMI_OWNED = "pulumi-owned"  # stands in for a volume handle only Pulumi knows; such volumes never reach the tree
 # the objects' files and the Application files live in these folders of kubernetes/<site>/
 APPS_FOLDER = "apps"
 OBJECTS_FOLDER = "objects"
@@ -82,7 +82,7 @@ def _tier_of(obj: Mapping[str, Any]) -> str | None:
 def tree_objects(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
     """The site's objects as the GitOps tree holds them: all of ``cluster_objects`` but the Pulumi-owned volumes."""
     later = deploy_time_tiers(rp, site_name)
-    unknown = {tier: {"csi": {"driver": PULUMI_OWNED, "volumeHandle": PULUMI_OWNED}} for tier in later}
+    unknown = {tier: {"csi": {"driver": UNKNOWN_DRIVER, "volumeHandle": UNKNOWN_DRIVER}} for tier in later}  # never reach the tree
     return [o for o in cluster_objects(rp, site_name, unknown) if _tier_of(o) not in later]
 
 

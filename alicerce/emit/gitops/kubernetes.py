@@ -93,6 +93,17 @@ def _readme(rp: ResolvedPlatform, site_name: str, delivery: SiteDelivery, repo: 
             "",
             *[f"- `{tier}`" for tier in later],
         ]
+    controllers = rp.site(site_name).capabilities.cloud_controllers
+    if controllers:
+        lines += [
+            "",
+            "## Left with Pulumi: the cloud's own controllers",
+            "",
+            "These controllers run with cloud roles Pulumi creates and are sized from its resources, so Pulumi",
+            "installs them in every delivery mode:",
+            "",
+            *[f"- `{name}`" for name in controllers],
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -10,8 +10,13 @@ platform installs:
 - vLLM for inference latency (``vllm:time_to_first_token_seconds``,
   ``vllm:e2e_request_latency_seconds``; vLLM production metrics reference).
 
-With ``honorLabels`` on the DCGM ServiceMonitor, GPU series carry the ``namespace`` and ``pod``
-of the workload using the GPU, so utilisation can be attributed to teams.
+Label shapes: dcgm-exporter labels a GPU's series with the ``pod``/``namespace``/``container`` of the
+workload holding it, and a GPU nobody holds with none of them. The DCGM ServiceMonitor drops the
+exporter pod's own target labels of those names (alicerce.emit.kube.operators), so an idle GPU is
+never attributed to the exporter's namespace. Serving pods are scraped through a PodMonitor the
+platform creates (teams cannot): pods labelled ``alicerce.dev/workload: <workload>`` with a
+container port named ``metrics``. Hosts whose node exporter the host role owns are scraped through a
+ScrapeConfig.
 """
 
 from __future__ import annotations
@@ -19,9 +24,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from alicerce.catalog.alerts import GPU_EFFICIENCY, GPU_HEALTH, Alert, pool_alert_name, slo_alert_name
-from alicerce.emit.kube.operators import MONITORING_NAMESPACE
-from alicerce.resolve.model import ResolvedPlatform, ResolvedTeam
+from alicerce.catalog.alerts import (
+    DCGM_EXPORTER_DOWN,
+    GPU_EFFICIENCY,
+    GPU_HEALTH,
+    Alert,
+    pool_alert_name,
+    slo_alert_name,
+    slo_starved_alert_name,
+)
+from alicerce.emit.kube.common import MANAGED, MONITORING_NAMESPACE, meta
+from alicerce.resolve.model import ResolvedPlatform, ResolvedSite, ResolvedTeam
 from alicerce.spec.models import AlertOverride, Slo
 
 RULE_NAME = "alicerce-gpu-platform"
@@ -29,34 +42,64 @@ DASHBOARD_NAME = "alicerce-gpu-platform"
 TTFT_METRIC = "vllm:time_to_first_token_seconds_bucket"
 E2E_METRIC = "vllm:e2e_request_latency_seconds_bucket"
 POOL_LABEL = "label_alicerce_dev_pool"  # kube_node_labels name of the node label alicerce.dev/pool
+WORKLOAD_LABEL = "alicerce.dev/workload"  # the pod label a serving pod carries, and the target label it becomes
+WORKLOAD_TARGET_LABEL = "alicerce_dev_workload"  # prometheus-operator sanitizes podTargetLabels (promcfg.go)
+METRICS_PORT = "metrics"
+NODE_EXPORTER_PORT = 9100
 
 
 def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
-    """A node must expose as many GPUs as its pool's accelerator count (lost GPUs are silent otherwise)."""
+    """A node must offer as many GPUs as its pool's accelerator count (lost GPUs are silent otherwise).
+
+    Allocatable, not capacity: the kubelet's device manager keeps an unhealthy device in the node's
+    capacity and removes it from allocatable (kubelet devicemanager GetCapacity), so a GPU the device
+    plugin marks unhealthy after an XID shows only here. Time-sliced pools advertise their replicas
+    (the device plugin multiplies each healthy GPU); MIG pools advertise other resources and are left out.
+    """
     alerts = []
     for pool in rp.site(site_name).pools:
-        if pool.gpu is None:
+        units = pool.gpu_units.resources if pool.gpu_units is not None else {}
+        if pool.gpu is None or set(units) != {"nvidia.com/gpu"}:
             continue
-        expected = pool.gpus_per_node
+        expected = units["nvidia.com/gpu"]
         expr = (
-            'max by (node) (kube_node_status_capacity{resource="nvidia_com_gpu"}) '
+            'max by (node) (kube_node_status_allocatable{resource="nvidia_com_gpu"}) '
             f'* on (node) group_left () (max by (node) (kube_node_labels{{{POOL_LABEL}="{pool.name}"}}) > 0) < {expected}'
         )
         alerts.append(Alert(pool_alert_name(pool.name), expr, "15m", "critical",
-                            f"A node of pool {pool.name} exposes {{{{ $value }}}} of its {expected} GPUs",
+                            f"A node of pool {pool.name} offers {{{{ $value }}}} of its {expected} GPUs",
                             "A GPU fell off the bus, failed, or the device plugin is unhealthy: drain the node."))  # fmt: skip
     return alerts
-
-
-def _team_selector(team: ResolvedTeam) -> str:
-    return "|".join(team.namespaces)
 
 
 def _slo_alerts(rp: ResolvedPlatform) -> list[Alert]:
     teams = {t.name: t for t in rp.teams}
     workloads = {w.name: w for w in rp.spec.workloads}
-    alerts = (_slo_alert(slo, teams, workloads) for slo in rp.spec.monitoring.slos)
+    alerts = [_slo_alert(slo, teams, workloads) for slo in rp.spec.monitoring.slos]
+    alerts += [_starved_alert(slo) for slo in rp.spec.monitoring.slos if slo.kind == "queue-wait" and slo.team in teams]
     return [a for a in alerts if a is not None]
+
+
+def _starved_alert(slo: Slo) -> Alert:
+    """A queue whose workloads are never admitted: kueue_admission_wait_time_seconds observes only admissions
+    (kueue v0.19.2 pkg/metrics/metrics.go 1043-1047) and Kueue has no metric of the oldest pending workload, so
+    the alert fires when, for the whole SLO threshold, the queue always held inadmissible workloads, or always
+    held pending ones and admitted none."""
+    seconds = int(float(slo.threshold))
+    window, steps = f"{seconds}s", seconds // 60 - 1  # 1m steps: the queue held them at (nearly) every one of the window
+
+    def always(query: str) -> str:
+        return f"(min_over_time({query}[{window}:1m]) > 0 and on () count_over_time({query}[{window}:1m]) >= {steps})"
+
+    queue = f'cluster_queue="{slo.team}"'
+    pending = f"sum(kueue_pending_workloads{{{queue}}})"
+    inadmissible = f'sum(kueue_pending_workloads{{{queue},status="inadmissible"}})'
+    admitted = f"(sum(increase(kueue_admitted_workloads_total{{{queue}}}[{window}])) or on () vector(0))"
+    expr = f"{always(inadmissible)} or ({always(pending)} and on () {admitted} == 0)"
+    return Alert(slo_starved_alert_name(slo.name), expr, "0m", "warning",
+                 f"Team {slo.team}: workloads have waited {float(slo.threshold) / 3600:g} h without being admitted",
+                 f"SLO {slo.name}: the queue is starved (inadmissible workloads, or nothing admitted); check the workloads' "
+                 "QuotaReserved condition, then quota, borrowing limits and capacity.")  # fmt: skip
 
 
 def _slo_alert(slo: Slo, teams: dict[str, ResolvedTeam], workloads: dict[str, Any]) -> Alert | None:
@@ -67,7 +110,8 @@ def _slo_alert(slo: Slo, teams: dict[str, ResolvedTeam], workloads: dict[str, An
         if team is None:
             return None
         quantile = slo.percentile / 100
-        selector = f'namespace=~"{_team_selector(team)}"'
+        # the workload's own pods, whatever namespace of the team they run in (scraped by serving_monitors)
+        selector = f'{WORKLOAD_TARGET_LABEL}="{slo.workload}",namespace=~"{"|".join(team.namespaces)}"'
         expr = f"histogram_quantile({quantile:g}, sum by (le) (rate({TTFT_METRIC}{{{selector}}}[5m]))) > {threshold:g}"
         return Alert(name, expr, "10m", "critical",
                      f"{slo.workload}: p{slo.percentile:g} time to first token above {threshold * 1000:g} ms",
@@ -119,8 +163,10 @@ def rule_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
     def group(name: str, alerts: list[Alert]) -> dict[str, Any]:
         return {"name": name, "rules": [a.rule(labels) for a in _apply_overrides(alerts, overrides)]}
 
+    gpu_site = any(p.gpu is not None for p in rp.site(site_name).pools)
+    exporter = [DCGM_EXPORTER_DOWN] if gpu_site and rp.spec.operators.gpu_operator.enabled else []
     groups = [
-        group("alicerce.gpu.health", [*GPU_HEALTH, *_pool_alerts(rp, site_name)]),
+        group("alicerce.gpu.health", [*GPU_HEALTH, *exporter, *_pool_alerts(rp, site_name)]),
         group("alicerce.gpu.efficiency", list(GPU_EFFICIENCY)),
         group("alicerce.slo", _slo_alerts(rp)),
         {"name": "alicerce.gpu.recording", "rules": [dict(r) for r in RECORDING_RULES]},
@@ -146,7 +192,7 @@ def _dashboard(rp: ResolvedPlatform) -> dict[str, Any]:
         panel(5, "GPU temperature", "max by (Hostname, gpu) (DCGM_FI_DEV_GPU_TEMP)", "celsius"),
         panel(6, "GPU power", "sum by (Hostname) (DCGM_FI_DEV_POWER_USAGE)", "watt"),
         panel(7, "Pending workloads by queue", "sum by (cluster_queue) (kueue_pending_workloads)", "short"),
-        panel(8, "XID errors", "max by (Hostname, gpu) (DCGM_FI_DEV_XID_ERRORS)", "short"),
+        panel(8, "Last XID by GPU", "max by (Hostname, gpu) (DCGM_FI_DEV_XID_ERRORS)", "short"),
     ]
     return {
         "title": f"{rp.name} GPU platform ({rp.environment})",
@@ -165,10 +211,52 @@ def dashboard(rp: ResolvedPlatform) -> dict[str, Any]:
     return _dashboard(rp)
 
 
+def serving_monitors(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]:
+    """A PodMonitor per inference workload whose team is at the site: teams cannot create PodMonitors, and the
+    latency SLOs read the serving pods' metrics."""
+    teams = {t.name: t for t in site.teams}
+    out = []
+    for workload in rp.spec.workloads:
+        team = teams.get(workload.team)
+        if workload.kind != "inference" or team is None:
+            continue
+        out.append(
+            {
+                "apiVersion": "monitoring.coreos.com/v1",
+                "kind": "PodMonitor",
+                "metadata": meta(f"serving-{workload.name}", MONITORING_NAMESPACE, {**MANAGED, "alicerce.dev/team": team.name}),
+                "spec": {
+                    "namespaceSelector": {"matchNames": list(team.namespaces)},
+                    "selector": {"matchLabels": {WORKLOAD_LABEL: workload.name}},
+                    "podTargetLabels": [WORKLOAD_LABEL],
+                    "podMetricsEndpoints": [{"port": METRICS_PORT, "path": "/metrics"}],
+                },
+            }
+        )
+    return out
+
+
+def host_node_exporters(site: ResolvedSite) -> list[dict[str, Any]]:
+    """Where the host role owns the node exporter, a ScrapeConfig for it on every host alicerce provisions (job
+    node-exporter, as kube-prometheus-stack's own rules and dashboards expect)."""
+    hosts = sorted(h for p in site.pools for h in p.hosts)
+    if site.software.node_exporter != "host" or not hosts:
+        return []
+    return [
+        {
+            "apiVersion": "monitoring.coreos.com/v1alpha1",
+            "kind": "ScrapeConfig",
+            "metadata": meta("host-node-exporter", MONITORING_NAMESPACE, MANAGED),
+            "spec": {"jobName": "node-exporter", "staticConfigs": [{"targets": [f"{h}:{NODE_EXPORTER_PORT}" for h in hosts]}]},
+        }
+    ]
+
+
 def monitoring_objects(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
-    """The PrometheusRule and the dashboard ConfigMap of a site (none when monitoring is off)."""
+    """The PrometheusRule, dashboard, PodMonitors and ScrapeConfigs of a site (none when monitoring is off)."""
     if not rp.spec.operators.monitoring.enabled:
         return []
+    site = rp.site(site_name)
     labels = {"app.kubernetes.io/managed-by": "alicerce", "alicerce.dev/platform": rp.name}
     rule = {
         "apiVersion": "monitoring.coreos.com/v1",
@@ -182,4 +270,4 @@ def monitoring_objects(rp: ResolvedPlatform, site_name: str) -> list[dict[str, A
         "metadata": {"name": DASHBOARD_NAME, "namespace": MONITORING_NAMESPACE, "labels": {**labels, "grafana_dashboard": "1"}},
         "data": {"gpu-platform.json": json.dumps(_dashboard(rp), indent=1, sort_keys=True)},
     }
-    return [rule, dashboard]
+    return [rule, dashboard, *serving_monitors(rp, site), *host_node_exporters(site)]

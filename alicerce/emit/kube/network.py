@@ -3,9 +3,12 @@
 The hosts carry the RDMA driver stack (rdma-core or DOCA-OFED, installed by the `rdma` role), so
 the policy deploys no driver container (no ``ofedDriver``; the operator then marks the nodes ready
 for its other components at once). It runs the RDMA shared device plugin, which offers the
-adapters of each fabric technology to pods as one extended resource (``rdma/ib``, ``rdma/roce``),
-and the plumbing for secondary pod networks: Multus, the reference CNI plugins, NV-IPAM, and the
-IPoIB CNI on InfiniBand.
+adapters of each fabric technology to pods as one extended resource (``rdma/ib``, ``rdma/roce``).
+
+No secondary pod networks: the spec gives pods no address ranges on the fabric, so Multus, the CNI
+plugins, NV-IPAM and the IPoIB CNI would run with no IPPool and no IPoIBNetwork/MacvlanNetwork to
+serve; they are not deployed. Pods reach the adapters through the device plugin and use RDMA
+verbs (NCCL's IB transport), bootstrapping over the primary pod network.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from alicerce.emit.kube.operators import host_rdma_pools, tolerate
+from alicerce.emit.kube.common import MANAGED, POOL_LABEL, RDMA_PODS_PER_NODE, host_rdma_pools, tolerate
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
 
 NIC_CLUSTER_POLICY = "nic-cluster-policy"  # the only name the operator reconciles
@@ -21,8 +24,6 @@ NETWORK_API = "mellanox.com/v1alpha1"
 MELLANOX_VENDOR = "15b3"  # PCI vendor id of NVIDIA (Mellanox) adapters
 # technology -> netlink link type the RDMA shared device plugin selects adapters by
 LINK_TYPES = {"infiniband": "infiniband", "roce": "ether"}
-# Pods that may share one adapter at a time (the device plugin's rdmaHcaMax; NVIDIA's examples use 63).
-PODS_PER_ADAPTER = 63
 
 
 def _resource(pool: ResolvedPool) -> str:
@@ -53,30 +54,25 @@ def nic_cluster_policy(rp: ResolvedPlatform, site_name: str) -> dict[str, Any] |
             {
                 # the plugin advertises rdma/<resourceName>: the resource resolve decided pods request
                 "resourceName": _resource(pools[0]).removeprefix("rdma/"),
-                "rdmaHcaMax": PODS_PER_ADAPTER,
+                "rdmaHcaMax": RDMA_PODS_PER_NODE,
                 "selectors": {"vendors": [MELLANOX_VENDOR], "linkTypes": [LINK_TYPES[tech]]},
             }
             for tech, pools in sorted(technologies.items())
         ]
     }
     rdma_pools = sorted(pool.name for pools in technologies.values() for pool in pools)
-    secondary: dict[str, Any] = {"cniPlugins": image("plugins"), "multus": image("multus-cni")}
-    if "infiniband" in technologies:
-        secondary["ipoib"] = image("ipoib-cni")
     return {
         "apiVersion": NETWORK_API,
         "kind": "NicClusterPolicy",
-        "metadata": {"name": NIC_CLUSTER_POLICY, "labels": {"app.kubernetes.io/managed-by": "alicerce"}},
+        "metadata": {"name": NIC_CLUSTER_POLICY, "labels": dict(MANAGED)},
         "spec": {
             # the device plugin and CNI agents run on the RDMA pools only, tolerating their taints
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [{"matchExpressions": [{"key": "alicerce.dev/pool", "operator": "In", "values": rdma_pools}]}]
+                    "nodeSelectorTerms": [{"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": rdma_pools}]}]
                 }
             },
             "tolerations": tolerate([rp.pool(name) for name in rdma_pools]),
             "rdmaSharedDevicePlugin": {**image("k8s-rdma-shared-dev-plugin"), "config": json.dumps(config, indent=2, sort_keys=True)},
-            "secondaryNetwork": secondary,
-            "nvIpam": {**image("nvidia-k8s-ipam"), "enableWebhook": False},
         },
     }

@@ -1,18 +1,40 @@
-"""The operators each cluster runs: Helm charts pinned to the catalog, with values from the spec.
+"""The operators each cluster runs: Helm charts pinned to the catalog, with values from the resolved platform.
 
-A :class:`Release` is plain data. Pulumi installs it (``alicerce/emit/pulumi/operators.py``);
-it carries everything another installer (an Argo CD Application, say) needs.
+A :class:`Release` is plain data. Pulumi installs it (``alicerce/emit/pulumi/operators.py``) with
+``helm.v4.Chart``, which renders the chart and applies its objects but runs no Helm hook
+(pulumi-kubernetes ``provider/pkg/provider/helm/v4/chart.go``: ``DisableHooks = true``). So every
+release here gets values under which nothing it needs comes from a hook; the hook facts of each
+chart at its pinned version live in ``tests/data/upstream/<chart>/<version>/hooks.json`` and a test
+evaluates their guards against these values.
+
+Ownership: the node software of a site has one owner each (``ResolvedSite.software``). The GPU
+Operator installs the driver only where the spec gives it the driver, never the container toolkit
+(the node image or the host owns it), and kube-prometheus-stack runs the node exporter only where
+the host role does not.
 """
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
+from alicerce.emit.kube.common import (
+    GPU,
+    GPU_OPERATOR_NAMESPACE,
+    KUBERAY_NAMESPACE,
+    KUEUE_NAMESPACE,
+    MONITORING_NAMESPACE,
+    NETWORK_OPERATOR_NAMESPACE,
+    POOL_LABEL,
+    TRAINER_NAMESPACE,
+    deep_merge,
+    host_rdma_pools,
+    tolerate,
+)
+from alicerce.emit.kube.kueue import kueue_configuration
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
 from alicerce.spec.models import MigSharing, TimeSlicing
 
@@ -20,8 +42,20 @@ MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIGMAP = "alicerce-mig-parted"
 DEVICE_PLUGIN_CONFIGMAP = "alicerce-device-plugin"
-MONITORING_NAMESPACE = "monitoring"
-KUEUE_NAMESPACE = "kueue-system"
+
+# Chart defaults alicerce extends: Helm replaces a list value, so alicerce's list repeats them
+# (gpu-operator v26.3.3 values.yaml 41-44 and 560-567; a test compares them with the vendored defaults).
+GPU_OPERATOR_DAEMONSET_TOLERATIONS = ({"key": GPU, "operator": "Exists", "effect": "NoSchedule"},)
+NFD_WORKER_TOLERATIONS = (
+    {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "", "effect": "NoSchedule"},
+    {"key": GPU, "operator": "Exists", "effect": "NoSchedule"},
+)
+# Target labels that prometheus-operator puts on every ServiceMonitor target before the endpoint's
+# own relabelings run (prometheus-operator v0.93.0 pkg/prometheus/promcfg.go generateServiceMonitorConfig).
+# Dropped for DCGM: a GPU no pod holds carries no pod/namespace (dcgm-exporter 4.5.3-4.8.2
+# transformation/kubernetes.go 398-401), and must not inherit the exporter pod's own.
+DCGM_TARGET_LABELS_DROPPED = "namespace|pod|container"
+CONTROL_PLANE_SCRAPES = ("kubeControllerManager", "kubeScheduler", "kubeEtcd", "kubeProxy")
 
 
 @dataclass(frozen=True)
@@ -34,7 +68,7 @@ class Release:
     version: str
     namespace: str
     values: dict[str, Any] = field(default_factory=dict)
-    depends_on: tuple[str, ...] = ()  # keys of releases whose CRDs this one uses
+    depends_on: tuple[str, ...] = ()  # keys of releases that must be installed first (CRDs, node labels, scrapers)
 
     @property
     def chart_ref(self) -> str:
@@ -44,17 +78,6 @@ class Release:
     @property
     def repo_url(self) -> str | None:
         return None if self.repository.startswith("oci://") else self.repository
-
-
-def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    """``override`` merged over ``base``: maps merge recursively, anything else is replaced."""
-    out = copy.deepcopy(dict(base))
-    for key, value in override.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = deep_merge(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
 
 
 def gpu_config_labels(pool: ResolvedPool) -> dict[str, str]:
@@ -76,38 +99,47 @@ def duration_text(seconds: float) -> str:
     return f"{int(seconds // 86400)}d" if seconds % 86400 == 0 else f"{max(1, round(seconds / 3600))}h"
 
 
-def host_rdma_pools(pools: Iterable[ResolvedPool]) -> list[ResolvedPool]:
-    """The pools whose nodes reach their fabric through host RDMA adapters (InfiniBand, RoCE), not EFA."""
-    return [p for p in pools if p.rdma is not None and p.rdma.technology != "efa"]
+def _with_defaults(defaults: tuple[dict[str, str], ...], extra: list[dict[str, str]]) -> list[dict[str, str]]:
+    out = [dict(t) for t in defaults]
+    out += [t for t in extra if not any(t["key"] == d["key"] and t["effect"] == d["effect"] for d in defaults)]
+    return out
 
 
 def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any]:
-    """GPU Operator values for one site.
-
-    Where the node image carries the driver and the container toolkit (the EKS AL2023 NVIDIA AMI),
-    both are off; elsewhere the operator installs the pinned driver with the resolved kernel modules.
-    """
+    """GPU Operator values for one site: the driver only where the operator owns it, never the toolkit."""
     op = rp.spec.operators.gpu_operator
     pools = [p for p in site.pools if p.gpu is not None]
-    on_image = site.capabilities.gpu_stack_on_image
-    rdma = any(p.rdma is not None and p.rdma.fabric.gpu_direct_rdma for p in host_rdma_pools(pools))
-    driver: dict[str, Any] = {"enabled": not on_image}
-    if not on_image:
+    driver: dict[str, Any] = {"enabled": site.software.gpu_driver == "operator"}
+    if driver["enabled"]:
         modules = {p.kernel_modules for p in pools if p.kernel_modules is not None}
         driver |= {
-            "version": rp.versions.driverVersion,
+            "version": rp.versions.driverVersion,  # in the release's component matrix (rule AL254)
             # one value per cluster: the pools' own choice when they agree, else the operator decides per node
             "kernelModuleType": modules.pop() if len(modules) == 1 else "auto",
-            # hosts carry the RDMA stack (MOFED/DOCA) installed by the node playbooks
-            "rdma": {"enabled": rdma, "useHostMofed": rdma},
+            # GPUDirect RDMA through DMA-BUF (open kernel modules, inbox RDMA drivers), NVIDIA's recommended path;
+            # driver.rdma.enabled builds the legacy nvidia-peermem, which needs a host MOFED/DOCA stack the spec does not declare
+            "rdma": {"enabled": False},
         }
+    taints = tolerate(pools)
     values: dict[str, Any] = {
         "driver": driver,
-        "toolkit": {"enabled": not on_image},
+        # the toolkit's owner is the node image or the host (NodeSoftwareOwners.container_toolkit), never the operator
+        "toolkit": {"enabled": False},
+        # every operand DaemonSet (device plugin, DCGM, MIG manager, validator) and NFD's worker must reach the GPU nodes
+        "daemonsets": {"tolerations": _with_defaults(GPU_OPERATOR_DAEMONSET_TOLERATIONS, taints)},
+        "node-feature-discovery": {
+            "worker": {"tolerations": _with_defaults(NFD_WORKER_TOLERATIONS, taints)},
+            "postDeleteCleanup": False,  # a post-delete hook, which helm.v4.Chart never runs
+        },
+        "operator": {"upgradeCRD": False},  # a pre-upgrade hook; helm.v4.Chart applies crds/ itself
         "mig": {"strategy": op.mig_strategy},
-        # honorLabels keeps the namespace/pod of the workload on each GPU series (pod attribution)
         "dcgmExporter": {
-            "serviceMonitor": {"enabled": op.dcgm_service_monitor and rp.spec.operators.monitoring.enabled, "honorLabels": True}
+            "serviceMonitor": {
+                "enabled": op.dcgm_service_monitor and rp.spec.operators.monitoring.enabled,
+                "honorLabels": True,
+                # the exporter's own pod/namespace/container leave the target, so only a GPU's workload ever names them
+                "relabelings": [{"action": "labeldrop", "regex": DCGM_TARGET_LABELS_DROPPED}],
+            }
         },
     }
     mig = {f"alicerce-{p.name}": p.spec.sharing for p in pools if isinstance(p.spec.sharing, MigSharing)}
@@ -128,20 +160,62 @@ def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
     if slicing:
         data = {"default": _dump({"version": "v1"})}
         for name, ts in slicing.items():
-            resources = [{"name": "nvidia.com/gpu", "replicas": ts.replicas}]
+            resources = [{"name": GPU, "replicas": ts.replicas}]
             data[name] = _dump({"version": "v1", "sharing": {"timeSlicing": {"resources": resources}}})
         values["devicePlugin"] = {"config": {"create": True, "name": DEVICE_PLUGIN_CONFIGMAP, "default": "default", "data": data}}
     return deep_merge(values, op.values)
 
 
-def _release(rp: ResolvedPlatform, key: str, namespace: str, values: dict[str, Any], depends_on: tuple[str, ...] = ()) -> Release:
+def monitoring_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any]:
+    """kube-prometheus-stack values: installable without hooks, persistent, scraping only what the cluster exposes."""
+    mon = rp.spec.monitoring
+    size_gib = max(1, mon.storage // 2**30)
+    claim: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": f"{size_gib}Gi"}}}
+    default_class = site.capabilities.default_storage_class
+    storage_class = mon.storage_class or (default_class["name"] if default_class else None)
+    if storage_class:
+        claim["storageClassName"] = storage_class
+    prometheus = {
+        "retention": duration_text(mon.retention),
+        # stop before the volume fills: Prometheus drops the oldest blocks past this size
+        "retentionSize": f"{max(1, size_gib * 9 // 10)}GiB",
+        "storageSpec": {"volumeClaimTemplate": {"spec": claim}},
+        # pick up ServiceMonitors, PodMonitors, ScrapeConfigs and rules from every namespace, not only the chart's own
+        "serviceMonitorSelectorNilUsesHelmValues": False,
+        "podMonitorSelectorNilUsesHelmValues": False,
+        "ruleSelectorNilUsesHelmValues": False,
+        "scrapeConfigSelectorNilUsesHelmValues": False,
+    }
+    values: dict[str, Any] = {
+        "prometheus": {"prometheusSpec": prometheus},
+        # Hook-free (research 1b, rendered): the admission webhooks' certificate Secret exists only through a hook
+        # Job, and the operator mounts it whenever its TLS listener is on; grafana's test objects are hooks too.
+        "prometheusOperator": {"admissionWebhooks": {"enabled": False}, "tls": {"enabled": False}},
+        "grafana": {"testFramework": {"enabled": False}},
+        "crds": {"upgradeJob": {"enabled": False}},
+        # node labels alicerce sets, as kube_node_labels series for the per-pool GPU alerts
+        "kube-state-metrics": {"metricLabelsAllowlist": ["nodes=[alicerce.dev/pool,alicerce.dev/purpose,alicerce.dev/accelerator]"]},
+        # one owner of port 9100 per node: the chart's DaemonSet, or the host role (scraped through a ScrapeConfig)
+        "nodeExporter": {"enabled": site.software.node_exporter == "cluster"},
+    }
+    if site.capabilities.managed_control_plane:
+        # the cloud runs these; their Services, ServiceMonitors and Down alerts would never see a target
+        values |= {name: {"enabled": False} for name in CONTROL_PLANE_SCRAPES}
+    return deep_merge(values, rp.spec.operators.monitoring.values)
+
+
+def efa_device_plugin_values(efa_pools: list[ResolvedPool]) -> dict[str, Any]:
+    """The EFA device plugin on the EFA pools only: the chart has no `affinity` value; it builds its node affinity
+    from supportedInstanceLabels (aws-efa-k8s-device-plugin v0.5.30 templates/daemonset.yaml 49-63)."""
+    return {
+        "supportedInstanceLabels": {"keys": [POOL_LABEL], "values": sorted(p.name for p in efa_pools)},
+        "tolerations": tolerate(efa_pools),
+    }
+
+
+def _release(rp: ResolvedPlatform, key: str, namespace: str, values: Mapping[str, Any], depends_on: tuple[str, ...] = ()) -> Release:
     chart = rp.charts[key]
-    return Release(key, chart.chart, chart.repository, chart.version, namespace, values, depends_on)
-
-
-def tolerate(pools: list[ResolvedPool]) -> list[dict[str, str]]:
-    keys = sorted({(t.key, t.effect) for p in pools for t in p.spec.taints})
-    return [{"key": k, "operator": "Exists", "effect": e} for k, e in keys]
+    return Release(key, chart.chart, chart.repository, chart.version, namespace, dict(values), depends_on)
 
 
 def operator_releases(rp: ResolvedPlatform, site_name: str) -> list[Release]:
@@ -153,69 +227,39 @@ def operator_releases(rp: ResolvedPlatform, site_name: str) -> list[Release]:
     after_monitoring = ("kube-prometheus-stack",) if monitoring else ()
     out: list[Release] = []
     if monitoring:
-        prometheus = {
-            "retention": duration_text(rp.spec.monitoring.retention),
-            # pick up ServiceMonitors, PodMonitors and rules from every namespace, not only the chart's own
-            "serviceMonitorSelectorNilUsesHelmValues": False,
-            "podMonitorSelectorNilUsesHelmValues": False,
-            "ruleSelectorNilUsesHelmValues": False,
-        }
-        out.append(
-            _release(
-                rp,
-                "kube-prometheus-stack",
-                MONITORING_NAMESPACE,
-                deep_merge(
-                    {
-                        "prometheus": {"prometheusSpec": prometheus},
-                        # node labels alicerce sets, as kube_node_labels series for the per-pool GPU alerts
-                        "kube-state-metrics": {"metricLabelsAllowlist": ["nodes=[alicerce.dev/pool,alicerce.dev/purpose]"]},
-                    },
-                    ops.monitoring.values,
-                ),
-            )
-        )
+        out.append(_release(rp, "kube-prometheus-stack", MONITORING_NAMESPACE, monitoring_values(rp, site)))
     gpu_operator = ops.gpu_operator.enabled and any(p.gpu is not None for p in pools)
     if gpu_operator:
-        out.append(_release(rp, "gpu-operator", "gpu-operator", gpu_operator_values(rp, site), after_monitoring))
+        out.append(_release(rp, "gpu-operator", GPU_OPERATOR_NAMESPACE, gpu_operator_values(rp, site), after_monitoring))
     if ops.network_operator.enabled and host_rdma_pools(pools):
-        # One Node Feature Discovery per cluster: the GPU Operator's where it runs (its worker labels
-        # PCI classes 02xx by vendor, so adapters get the pci-15b3 label the Network Operator selects on).
-        values = deep_merge({"nfd": {"enabled": not gpu_operator}}, ops.network_operator.values)
-        out.append(_release(rp, "network-operator", "nvidia-network-operator", values))
+        # One Node Feature Discovery per cluster: the GPU Operator's where it runs. Its worker labels PCI class 02 by
+        # vendor (gpu-operator values 571-578), so adapters get the pci-15b3 label the Network Operator selects on and
+        # the chart's own NodeFeatureRule (whose CRD only an NFD brings) is not needed; installed after it regardless.
+        own_nfd = not gpu_operator
+        values = {"nfd": {"enabled": own_nfd, "deployNodeFeatureRules": own_nfd}, "upgradeCRDs": False}
+        depends = ("gpu-operator",) if gpu_operator else ()
+        out.append(_release(rp, "network-operator", NETWORK_OPERATOR_NAMESPACE, deep_merge(values, ops.network_operator.values), depends))
     efa_pools = [p for p in pools if p.efa_interfaces]
     if efa_pools:
-        values = {
-            "tolerations": tolerate(efa_pools),
-            "affinity": {
-                "nodeAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": {
-                        "nodeSelectorTerms": [
-                            {
-                                "matchExpressions": [
-                                    {"key": "alicerce.dev/pool", "operator": "In", "values": sorted(p.name for p in efa_pools)}
-                                ]
-                            }
-                        ]
-                    }
-                }
-            },
-        }
-        out.append(_release(rp, "aws-efa-k8s-device-plugin", "kube-system", values))
+        out.append(_release(rp, "aws-efa-k8s-device-plugin", "kube-system", efa_device_plugin_values(efa_pools)))
     if any(t.implementations.get(site_name) == "fsx-lustre" for t in site.storage):
         out.append(_release(rp, "aws-fsx-csi-driver", "kube-system", {"node": {"tolerateAllTaints": True}}))
     if ops.kueue.enabled:
-        values = deep_merge({"enablePrometheus": monitoring, "enableCertManager": False}, ops.kueue.values)
-        out.append(_release(rp, "kueue", KUEUE_NAMESPACE, values, after_monitoring))
+        # the whole Configuration document: the chart replaces its default with this string, no merge (values.yaml 115-208)
+        config = yaml.safe_dump(kueue_configuration(rp, site), sort_keys=False)
+        values = {"enablePrometheus": monitoring, "enableCertManager": False, "managerConfig": {"controllerManagerConfigYaml": config}}
+        out.append(_release(rp, "kueue", KUEUE_NAMESPACE, deep_merge(values, ops.kueue.values), after_monitoring))
     if ops.kuberay.enabled:
-        out.append(_release(rp, "kuberay-operator", "kuberay-system", deep_merge({}, ops.kuberay.values)))
+        out.append(_release(rp, "kuberay-operator", KUBERAY_NAMESPACE, deep_merge({}, ops.kuberay.values)))
     if ops.training_operator.enabled:
-        out.append(_release(rp, "training-operator", "kubeflow-system", deep_merge({}, ops.training_operator.values)))
+        # every built-in runtime stays off: the chart creates them only from a post-install hook; alicerce emits its own
+        # ClusterTrainingRuntimes (alicerce.emit.kube.training), applied once the Trainer's CRDs and webhook exist
+        out.append(_release(rp, "training-operator", TRAINER_NAMESPACE, deep_merge({}, ops.training_operator.values)))
     return out
 
 
 # Namespaces of operators that run privileged host agents (drivers, device plugins, node exporters).
-PRIVILEGED_NAMESPACES = frozenset({"gpu-operator", "nvidia-network-operator", MONITORING_NAMESPACE, "kube-system"})
+PRIVILEGED_NAMESPACES = frozenset({GPU_OPERATOR_NAMESPACE, NETWORK_OPERATOR_NAMESPACE, MONITORING_NAMESPACE, "kube-system"})
 
 
 def operator_namespace_labels(namespace: str, kubernetes_version: str) -> dict[str, str]:

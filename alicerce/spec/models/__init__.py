@@ -12,7 +12,7 @@ from alicerce.spec.models.gitops import ArgoCdSync, GitOps
 from alicerce.spec.models.metadata import Metadata, Versions
 from alicerce.spec.models.monitoring import AlertOverride, Monitoring, Slo
 from alicerce.spec.models.networks import Fabric, Networks
-from alicerce.spec.models.operators import GpuOperator, Operator, Operators
+from alicerce.spec.models.operators import GpuOperator, Kueue, Operator, Operators
 from alicerce.spec.models.platform import PlatformSpec
 from alicerce.spec.models.pools import (
     Accelerator,
@@ -27,7 +27,7 @@ from alicerce.spec.models.pools import (
 )
 from alicerce.spec.models.security import Audit, Encryption, EndpointAccess, IdentityProvider, Security, Waiver
 from alicerce.spec.models.storage import BlockTier, LocalNvmeTier, ObjectTier, ParallelFsTier, SharedNfsTier, StorageTier
-from alicerce.spec.models.tenancy import Budget, Quota, StorageGrant, Team, Tenancy
+from alicerce.spec.models.tenancy import Budget, Ingress, Quota, StorageGrant, Team, Tenancy
 from alicerce.spec.models.workloads import Dataset, Experts, Growth, Latency, LatencyTarget, Model, Traffic, Workload
 from alicerce.targets.aws.spec import AwsEbs, AwsEfs, AwsFsx, AwsNodeUpdate, AwsPool, AwsS3, AwsSite, EksAddon, ExistingPlacementGroup
 from alicerce.targets.onprem.spec import (
@@ -76,6 +76,8 @@ __all__ = [
     "HostRange",
     "HostRangeSpec",
     "IdentityProvider",
+    "Ingress",
+    "Kueue",
     "Labels",
     "Latency",
     "LatencyTarget",

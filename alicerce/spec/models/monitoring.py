@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, StrictBool
 
 from alicerce.spec.base import Name, SpecModel
-from alicerce.spec.units import Duration
+from alicerce.spec.units import ByteSize, Duration
 
 
 class Slo(SpecModel):
@@ -31,5 +31,14 @@ class AlertOverride(SpecModel):
 
 class Monitoring(SpecModel):
     retention: Duration = Field(default=30 * 86400, description="Prometheus retention.", examples=["30d"])
+    storage: ByteSize = Field(
+        default=100 * 2**30,
+        description="Size of Prometheus's persistent volume; samples older than the retention, or beyond 90% of this size, are dropped.",
+        examples=["100GiB"],
+    )
+    storage_class: str | None = Field(
+        default=None,
+        description="StorageClass of Prometheus's volume (default: the class alicerce creates for the site, else the cluster's default).",
+    )
     slos: list[Slo] = Field(default_factory=list, description="Service level objectives.")
     alerts: list[AlertOverride] = Field(default_factory=list, description="Changes to alicerce's alert rules.")

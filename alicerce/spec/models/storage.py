@@ -17,6 +17,11 @@ from alicerce.targets.onprem.spec import (
 )
 
 TierPurpose = Literal["datasets", "checkpoints", "models", "scratch", "logs"]
+TeamAccess = Literal["per-team", "read-only"]
+TEAM_ACCESS_DESCRIPTION = (
+    "How team namespaces reach the file system: per-team (each team mounts its own directory teams/<team>, read-write, "
+    "and sees nothing of the others) or read-only (every team mounts the whole file system read-only, e.g. curated datasets)."
+)
 
 
 class _Tier(SpecModel):
@@ -48,6 +53,7 @@ class ParallelFsTier(_SiteTier):
     throughput: Rate | None = Field(default=None, description="Aggregate throughput needed.", examples=["12GBps"])
     source: Name | None = Field(default=None, description="Object tier linked as data repository (import/export).")
     mount_path: str = Field(description="Mount path on nodes.", examples=["/mnt/datasets"])
+    team_access: TeamAccess = Field(default="per-team", description=TEAM_ACCESS_DESCRIPTION)
     aws: AwsFsx | None = Field(default=None, description="AWS implementation (FSx for Lustre).")
     onprem: OnpremParallelFs | None = Field(default=None, description="On-prem implementation.")
 
@@ -58,6 +64,7 @@ class SharedNfsTier(_SiteTier):
     class_: Literal["shared-nfs"] = Field(alias="class", description="Storage class.")
     throughput: Rate | None = Field(default=None, description="Aggregate throughput needed.")
     mount_path: str = Field(description="Mount path on nodes.")
+    team_access: TeamAccess = Field(default="per-team", description=TEAM_ACCESS_DESCRIPTION)
     aws: AwsEfs | None = Field(default=None, description="AWS implementation (EFS).")
     onprem: OnpremNfs | None = Field(default=None, description="On-prem implementation (NFS).")
 

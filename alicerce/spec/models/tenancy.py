@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, StrictInt
 
 from alicerce.spec.base import LabelValue, Name, ShortText, SpecModel
+from alicerce.spec.units import Cidr
 
 
 class Quota(SpecModel):
@@ -55,6 +56,22 @@ class Team(SpecModel):
     )
 
 
+class Ingress(SpecModel):
+    """Where traffic into the serving namespaces comes from: the gateway or ingress controller the platform team runs."""
+
+    namespaces: list[Name] = Field(
+        default_factory=list, description="Namespaces of the gateway or ingress controller pods.", examples=[["envoy-gateway-system"]]
+    )
+    cidrs: list[Cidr] = Field(
+        default_factory=list, description="Source ranges of load balancers that send traffic straight to pods (e.g. ALB IP targets)."
+    )
+
+
 class Tenancy(SpecModel):
     cohort: Name = Field(default="platform", description="Kueue cohort the teams lend and borrow in.")
     teams: list[Team] = Field(default_factory=list, description="Teams.")
+    ingress: Ingress = Field(
+        default_factory=Ingress,
+        description="Sources allowed into the namespaces of teams that serve (a quota on an inference pool); nothing else outside a "
+        "team reaches its pods.",
+    )

@@ -25,7 +25,7 @@ from alicerce.targets.aws.components.gpu_node_pool import GpuNodePool, NodePoolA
 from alicerce.targets.aws.components.identity import IdentityArgs, WorkloadIdentity
 from alicerce.targets.aws.components.kms import KeyArgs, PlatformKey
 from alicerce.targets.aws.components.network import Network, NetworkArgs
-from alicerce.targets.aws.components.storage import Storage, StorageArgs, storage_layout
+from alicerce.targets.aws.components.storage import Storage, StorageArgs, StorageLayout, storage_layout
 
 
 def _site(resolved: ResolvedSite) -> AwsSite:
@@ -121,9 +121,34 @@ def build_site(rp: ResolvedPlatform, resolved: ResolvedSite, secrets: Secrets, s
     )
 
 
-def _volume(tier: str) -> Callable[[Any], Any]:
-    """The CSI volume source of a tier's file system, out of the handoff."""
-    return lambda handoff: handoff["volumes"][tier]["csi"]
+def _csi_field(tier: str, *keys: str) -> Callable[[Any], Any]:
+    """One field of the CSI volume source of a tier's file system, out of the handoff."""
+
+    def read(handoff: Any) -> Any:
+        value = handoff["volumes"][tier]["csi"]
+        for key in keys:
+            value = value[key]
+        return value
+
+    return read
+
+
+def _handoff_volumes(handoff: pulumi.Output[Any], layout: StorageLayout) -> dict[str, dict[str, Any]]:
+    """The volume sources of the site's file systems: their shape known now, their ids from the handoff (so the
+    Kubernetes objects can derive per-team subdirectories from them, as from the cloud layer's own)."""
+    volumes: dict[str, dict[str, Any]] = {}
+    for fsx in layout.fsx:
+        attributes = {key: handoff.apply(_csi_field(fsx.name, "volumeAttributes", key)) for key in ("dnsname", "mountname")}
+        volumes[fsx.name] = {
+            "csi": {
+                "driver": "fsx.csi.aws.com",
+                "volumeHandle": handoff.apply(_csi_field(fsx.name, "volumeHandle")),
+                "volumeAttributes": attributes,
+            }
+        }
+    for efs in layout.efs:
+        volumes[efs.name] = {"csi": {"driver": "efs.csi.aws.com", "volumeHandle": handoff.apply(_csi_field(efs.name, "volumeHandle"))}}
+    return dict(sorted(volumes.items()))
 
 
 def kube_site(rp: ResolvedPlatform, resolved: ResolvedSite, handoff: pulumi.Output[Any], secrets: Secrets) -> KubeSite:
@@ -133,7 +158,7 @@ def kube_site(rp: ResolvedPlatform, resolved: ResolvedSite, handoff: pulumi.Outp
     name = names.site_name(rp, site)
     config = kubeconfig(name, handoff.apply(lambda h: h["endpoint"]), handoff.apply(lambda h: h["certificateAuthority"]), site.region)
     layout = storage_layout(rp, site)
-    volumes = {tier: {"csi": handoff.apply(_volume(tier))} for tier in sorted([t.name for t in layout.fsx] + [t.name for t in layout.efs])}
+    volumes = _handoff_volumes(handoff, layout)
     return KubeSite(
         kube=k8s.Provider(f"{site.name}-k8s", kubeconfig=config, enable_server_side_apply=True),
         volumes=volumes,

@@ -26,7 +26,7 @@ from alicerce.spec.models import (
     Site,
     StorageTier,
 )
-from alicerce.targets.base import Capabilities
+from alicerce.targets.base import Capabilities, PlatformEndpoint
 from alicerce.targets.resolver import MountFacts, NodeSoftwareOwners, PoolPlacement, TargetResolver
 
 RESERVED = ("capacity-reservation", "capacity-block")
@@ -45,8 +45,16 @@ CAPABILITIES = Capabilities(
         "provisioner": "ebs.csi.aws.com",
         "parameters": {"type": "gp3", "encrypted": "true"},
     },
-    # pods get Pod Identity credentials from the agent on their node (EKS user guide, "Understand how EKS Pod Identity works")
-    workload_identity_agent=(("169.254.170.23/32", 80), ("fd00:ec2::23/128", 80)),
+    managed_control_plane=True,
+    cloud_controllers=("cluster-autoscaler", "aws-load-balancer-controller"),
+)
+# the EKS Pod Identity agent listens on these link-local addresses on every node (EKS user guide, "Understand
+# how EKS Pod Identity works"; IPv6 clusters use the IPv6 one): a default-deny egress must let pods reach it
+POD_IDENTITY_AGENT = PlatformEndpoint(
+    "eks-pod-identity-agent",
+    ("169.254.170.23/32", "fd00:ec2::23/128"),
+    (("TCP", 80),),
+    "AWS credentials for workload identity (EKS Pod Identity agent)",
 )
 
 
@@ -108,6 +116,11 @@ def _software(site: Site) -> NodeSoftwareOwners:
     return NodeSoftwareOwners(gpu_driver="node-image", node_exporter="cluster")
 
 
+def _endpoints(site: Site) -> tuple[PlatformEndpoint, ...]:
+    # the EKS API is reached on 443, which every team namespace may already use (HTTPS egress)
+    return (POD_IDENTITY_AGENT,)
+
+
 RESOLVER = TargetResolver(
     capabilities=CAPABILITIES,
     site=_site,
@@ -116,14 +129,12 @@ RESOLVER = TargetResolver(
     mount=_mount,
     software=_software,
     site_capabilities=_site_capabilities,
+    endpoints=_endpoints,
 )
 
 
 # ---------------------------------------------------------------- names and ARNs of a site
 
-# The Pod Identity agent: pods fetch credentials from this link-local address on port 80 (EKS user
-# guide, "Understand how EKS Pod Identity works"; IPv6 clusters use the IPv6 address).
-POD_IDENTITY_AGENT = (("169.254.170.23/32", 80), ("fd00:ec2::23/128", 80))
 # Service accounts of the controllers alicerce installs with a pod-identity role.
 CLUSTER_AUTOSCALER_SA = ("kube-system", "cluster-autoscaler")
 LOAD_BALANCER_CONTROLLER_SA = ("kube-system", "aws-load-balancer-controller")

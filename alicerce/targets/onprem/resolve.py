@@ -5,7 +5,7 @@ from __future__ import annotations
 from alicerce.catalog import Catalog
 from alicerce.spec.models import Fabric, LocalNvmeTier, Networks, NodePool, OnpremSite, ParallelFsTier, SharedNfsTier, Site, StorageTier
 from alicerce.spec.units import expand_hosts
-from alicerce.targets.base import Capabilities
+from alicerce.targets.base import Capabilities, PlatformEndpoint
 from alicerce.targets.resolver import MountFacts, NodeSoftwareOwners, PoolPlacement, TargetResolver
 
 CAPABILITIES = Capabilities(
@@ -79,6 +79,28 @@ def _software(site: Site) -> NodeSoftwareOwners:
     return NodeSoftwareOwners(gpu_driver=site.node_software.gpu_driver, node_exporter=site.node_software.node_exporter)
 
 
+# kubespray v2.31.0 defaults: the API servers listen on kube_apiserver_port 6443 on the control-plane hosts
+# (kubespray_defaults main.yml:303), and NodeLocal DNSCache is on at 169.254.25.10 (main.yml:138-140)
+API_SERVER_PORT = 6443
+NODELOCAL_DNS = PlatformEndpoint(
+    "nodelocal-dns", ("169.254.25.10/32",), (("UDP", 53), ("TCP", 53)), "DNS through NodeLocal DNSCache (kubespray enable_nodelocaldns)"
+)
+
+
+def _endpoints(site: Site) -> tuple[PlatformEndpoint, ...]:
+    assert isinstance(site, OnpremSite)
+    # in-cluster clients (Ray, Trainer launchers) reach the API through the kubernetes Service, whose endpoints are the
+    # control-plane hosts: policies see the address after the Service's translation, so allow the host networks on 6443
+    api = PlatformEndpoint("kube-apiserver", tuple(str(c) for c in site.host_cidrs), (("TCP", API_SERVER_PORT),), "the Kubernetes API")
+    return (api, NODELOCAL_DNS)
+
+
 RESOLVER = TargetResolver(
-    capabilities=CAPABILITIES, site=_site, pool=_pool, implementation=_implementation, mount=_mount, software=_software
+    capabilities=CAPABILITIES,
+    site=_site,
+    pool=_pool,
+    implementation=_implementation,
+    mount=_mount,
+    software=_software,
+    endpoints=_endpoints,
 )

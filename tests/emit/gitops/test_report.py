@@ -54,7 +54,7 @@ def test_monitoring_files_are_the_rules_and_dashboard_of_the_in_cluster_layer() 
     rp = reference("prod")
     files = emit_monitoring(rp)
     for site in ("aws", "dc1"):
-        rule, board = monitoring_objects(rp, site)
+        rule, board, *_ = monitoring_objects(rp, site)  # then PodMonitors and ScrapeConfigs
         assert yaml.safe_load(files[f"{site}/rules.yaml"]) == {"groups": rule["spec"]["groups"]}
         assert json.loads(files[f"{site}/dashboards/gpu-platform.json"]) == json.loads(board["data"]["gpu-platform.json"])
 

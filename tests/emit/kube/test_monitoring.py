@@ -1,5 +1,6 @@
-"""Alert and SLO rules: promtool accepts them, and promtool's rule unit tests prove they fire on
-the faults they are for (and stay quiet otherwise)."""
+"""Alert and SLO rules: promtool accepts them, and promtool's rule unit tests prove they fire on the faults
+they are for and stay quiet otherwise, fed with the label shapes the real exporters produce once scraped
+through the configuration alicerce ships (tests/emit/kube/scrape.py, the vendored exporter facts)."""
 
 from __future__ import annotations
 
@@ -16,10 +17,13 @@ import yaml
 from alicerce.catalog.alerts import STATIC_ALERTS
 from alicerce.emit.kube.monitoring import monitoring_objects, rule_groups
 from alicerce.emit.kube.objects import cluster_objects, crd_owner
+from alicerce.emit.kube.operators import gpu_operator_values, monitoring_values
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_file, load_text
 from tests.conftest import ROOT
+from tests.emit.kube.scrape import dcgm_series, dcgm_target, series, stored
+from tests.emit.kube.upstream import load
 
 PROMTOOL = shutil.which("promtool")
 needs_promtool = pytest.mark.skipif(
@@ -53,6 +57,19 @@ def expected(rule: dict[str, Any], series_labels: dict[str, str], value: str) ->
     }
 
 
+def dcgm_scraped(rp: ResolvedPlatform, site: str, exposed: dict[str, str]) -> dict[str, str]:
+    """A DCGM series as Prometheus stores it under the ServiceMonitor alicerce configures for the site."""
+    monitor = gpu_operator_values(rp, rp.site(site))["dcgmExporter"]["serviceMonitor"]
+    return stored(exposed, dcgm_target(), monitor["relabelings"], monitor["honorLabels"])
+
+
+def run_promtool(rp: ResolvedPlatform, site: str, tests: list[dict[str, Any]], tmp_path: Path) -> None:
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": rule_groups(rp, site)}))
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": tests}))
+    result = promtool("test", "rules", "tests.yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 @needs_promtool
 @pytest.mark.parametrize(("env", "site"), [("prod", "aws"), ("prod", "dc1"), ("dev", "aws")])
 def test_promtool_accepts_the_rules(env: str, site: str, tmp_path: Path) -> None:
@@ -61,45 +78,74 @@ def test_promtool_accepts_the_rules(env: str, site: str, tmp_path: Path) -> None
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_an_idle_gpu_is_attributed_to_nobody() -> None:
+    rp = platform()
+    idle = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 3))
+    assert "namespace" not in idle and "pod" not in idle and idle["job"] == "nvidia-dcgm-exporter"
+    held = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 0, ("train-0", "research", "trainer")))
+    assert (held["namespace"], held["pod"], held["container"]) == ("research", "train-0", "trainer")
+    # the configuration before this change (honorLabels, no relabelings) gave the idle GPU the exporter's namespace
+    assert stored(dcgm_series("gpu-001", 3), dcgm_target(), [], True)["namespace"] == "gpu-operator"
+
+
 @needs_promtool
-def test_rules_fire_on_their_faults_and_not_otherwise(tmp_path: Path) -> None:
+def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
     rp = platform("prod")
     rules = rules_of(rp, "dc1")
-    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": rule_groups(rp, "dc1")}))
-    gpu = {"Hostname": "gpu-001", "UUID": "GPU-1", "gpu": "0"}
+    idle = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 3))
+    held = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 0, ("train-0", "research", "trainer")))
+    key = {k: held[k] for k in ("Hostname", "gpu", "UUID")}
     node = {"node": "gpu-001.dc1.acme.example"}
+    labels = 'label_alicerce_dev_pool="onprem-h100",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
     tests = [
-        {  # XID 79 (fell off the bus) pages at once; the generic XID alert waits 5 minutes
-            "interval": "1m",
-            "input_series": [{"series": 'DCGM_FI_DEV_XID_ERRORS{Hostname="gpu-001",UUID="GPU-1",gpu="0"}', "values": "0 0 79 79 79"}],
-            "alert_rule_test": [
-                {"eval_time": "1m", "alertname": "GPUCriticalXid", "exp_alerts": []},
-                {"eval_time": "2m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rules["GPUCriticalXid"], gpu, "79")]},
-                {"eval_time": "4m", "alertname": "GPUXidError", "exp_alerts": []},
-            ],
-        },
-        {  # 90 C for 10 minutes alerts; 80 C never does
+        {  # an idle GPU nobody holds raises nothing; a held GPU idle for an hour does
             "interval": "1m",
             "input_series": [
-                {"series": 'DCGM_FI_DEV_GPU_TEMP{Hostname="gpu-001",UUID="GPU-1",gpu="0"}', "values": "90x15"},
-                {"series": 'DCGM_FI_DEV_GPU_TEMP{Hostname="gpu-002",UUID="GPU-2",gpu="0"}', "values": "80x15"},
+                {"series": series("DCGM_FI_DEV_GPU_UTIL", idle), "values": "0x90"},
+                {"series": series("DCGM_FI_DEV_GPU_UTIL", held), "values": "1x90"},
             ],
             "alert_rule_test": [
-                {"eval_time": "5m", "alertname": "GPUTemperatureHigh", "exp_alerts": []},
                 {
-                    "eval_time": "12m",
-                    "alertname": "GPUTemperatureHigh",
-                    "exp_alerts": [expected(rules["GPUTemperatureHigh"], {"Hostname": "gpu-001", "gpu": "0"}, "90")],
+                    "eval_time": "70m",
+                    "alertname": "GPUIdleWhileAllocated",
+                    "exp_alerts": [expected(rules["GPUIdleWhileAllocated"], {"namespace": "research", "pod": "train-0"}, "1")],
                 },
             ],
+            "promql_expr_test": [
+                {
+                    "expr": "namespace:dcgm_gpus_in_use:count",
+                    "eval_time": "5m",
+                    "exp_samples": [{"labels": 'namespace:dcgm_gpus_in_use:count{namespace="research"}', "value": 1}],
+                }
+            ],
         },
-        {  # an H100 node of onprem-h100 that shows 7 of its 8 GPUs
+        {  # XID 79 pages at once and clears once the value stops changing; a restarted exporter's old XID raises nothing
             "interval": "1m",
             "input_series": [
-                {"series": 'kube_node_status_capacity{node="gpu-001.dc1.acme.example",resource="nvidia_com_gpu"}', "values": "7x20"},
-                {"series": 'kube_node_labels{node="gpu-001.dc1.acme.example",label_alicerce_dev_pool="onprem-h100"}', "values": "1x20"},
-                {"series": 'kube_node_status_capacity{node="gpu-002.dc1.acme.example",resource="nvidia_com_gpu"}', "values": "8x20"},
-                {"series": 'kube_node_labels{node="gpu-002.dc1.acme.example",label_alicerce_dev_pool="onprem-h100"}', "values": "1x20"},
+                {"series": series("DCGM_FI_DEV_XID_ERRORS", held), "values": "0 0 79x30"},
+                {"series": series("DCGM_FI_DEV_XID_ERRORS", idle), "values": "79x30"},
+            ],
+            "alert_rule_test": [
+                {"eval_time": "1m", "alertname": "GPUCriticalXid", "exp_alerts": []},
+                {"eval_time": "3m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rules["GPUCriticalXid"], key, "79")]},
+                {"eval_time": "3m", "alertname": "GPUXidError", "exp_alerts": [expected(rules["GPUXidError"], key, "79")]},
+                {"eval_time": "20m", "alertname": "GPUCriticalXid", "exp_alerts": []},
+                {"eval_time": "20m", "alertname": "GPUXidError", "exp_alerts": []},
+            ],
+        },
+        {  # an H100 node of onprem-h100 that offers 7 of its 8 GPUs (one unhealthy); a healthy node raises nothing
+            "interval": "1m",
+            "input_series": [
+                {
+                    "series": 'kube_node_status_allocatable{node="gpu-001.dc1.acme.example",resource="nvidia_com_gpu",unit="integer"}',
+                    "values": "7x20",
+                },
+                {"series": f'kube_node_labels{{node="gpu-001.dc1.acme.example",{labels}}}', "values": "1x20"},
+                {
+                    "series": 'kube_node_status_allocatable{node="gpu-002.dc1.acme.example",resource="nvidia_com_gpu",unit="integer"}',
+                    "values": "8x20",
+                },
+                {"series": f'kube_node_labels{{node="gpu-002.dc1.acme.example",{labels}}}', "values": "1x20"},
             ],
             "alert_rule_test": [
                 {
@@ -109,30 +155,81 @@ def test_rules_fire_on_their_faults_and_not_otherwise(tmp_path: Path) -> None:
                 },
             ],
         },
+        {  # two GPU nodes, one exporter answering: blind on a node; before any GPU node exists, nothing
+            "interval": "1m",
+            "input_series": [
+                {"series": f'kube_node_labels{{node="gpu-001.dc1.acme.example",{labels}}}', "values": "_x5 1x20"},
+                {"series": f'kube_node_labels{{node="gpu-002.dc1.acme.example",{labels}}}', "values": "_x5 1x20"},
+                {"series": 'up{job="nvidia-dcgm-exporter",instance="10.30.1.1:9400"}', "values": "_x5 1x20"},
+                {"series": 'up{job="nvidia-dcgm-exporter",instance="10.30.1.2:9400"}', "values": "_x5 0x20"},
+            ],
+            "alert_rule_test": [
+                {"eval_time": "4m", "alertname": "DCGMExporterDown", "exp_alerts": []},
+                {"eval_time": "20m", "alertname": "DCGMExporterDown", "exp_alerts": [expected(rules["DCGMExporterDown"], {}, "2")]},
+            ],
+        },
+    ]
+    # the series names fed to promtool are the exporters' own (kube-state-metrics 2.20.0 metrics facts)
+    assert {"kube_node_labels", "kube_node_status_allocatable"} <= set(load("kube-state-metrics", "2.20.0", "metrics.json"))
+    run_promtool(rp, "dc1", tests, tmp_path)
+
+
+@needs_promtool
+def test_slo_alerts_see_serving_pods_and_starved_queues(tmp_path: Path) -> None:
+    rp = platform("prod")
+    rules = rules_of(rp, "aws")
+    # the PodMonitor's podTargetLabels put the workload's label on every serving series
+    pod = 'namespace="serving",pod="chat-70b-0",alicerce_dev_workload="chat-70b"'
+    starved = 'cluster_queue="research",status="inadmissible",replica_role="standalone"'
+    tests = [
         {  # chat-70b's p99 time to first token drifts to ~1 s against its 800 ms SLO
             "interval": "1m",
             "input_series": [
-                {"series": 'vllm:time_to_first_token_seconds_bucket{namespace="serving",le="0.5"}', "values": "0+1x30"},
-                {"series": 'vllm:time_to_first_token_seconds_bucket{namespace="serving",le="1"}', "values": "0+10x30"},
-                {"series": 'vllm:time_to_first_token_seconds_bucket{namespace="serving",le="+Inf"}', "values": "0+10x30"},
+                {"series": f'vllm:time_to_first_token_seconds_bucket{{{pod},le="0.5"}}', "values": "0+1x30"},
+                {"series": f'vllm:time_to_first_token_seconds_bucket{{{pod},le="1"}}', "values": "0+10x30"},
+                {"series": f'vllm:time_to_first_token_seconds_bucket{{{pod},le="+Inf"}}', "values": "0+10x30"},
             ],
             "alert_rule_test": [
                 {"eval_time": "5m", "alertname": "SLOChatLatency", "exp_alerts": []},
                 {"eval_time": "20m", "alertname": "SLOChatLatency", "exp_alerts": [expected(rules["SLOChatLatency"], {}, "")]},
             ],
         },
+        {  # research's queue holds an inadmissible workload for 5 hours and admits nothing: starved past its 4 h SLO
+            "interval": "5m",
+            "input_series": [{"series": f"kueue_pending_workloads{{{starved}}}", "values": "1x60"}],
+            "alert_rule_test": [
+                {"eval_time": "3h", "alertname": "SLOResearchQueueStarved", "exp_alerts": []},
+                {
+                    "eval_time": "4h30m",
+                    "alertname": "SLOResearchQueueStarved",
+                    "exp_alerts": [expected(rules["SLOResearchQueueStarved"], {}, "1")],
+                },
+            ],
+        },
+        {  # a busy queue that keeps admitting is not starved
+            "interval": "5m",
+            "input_series": [
+                {"series": 'kueue_pending_workloads{cluster_queue="research",status="active",replica_role="standalone"}', "values": "3x60"},
+                {
+                    "series": 'kueue_admitted_workloads_total{cluster_queue="research",priority_class="",replica_role="standalone"}',
+                    "values": "0+1x60",
+                },
+            ],
+            "alert_rule_test": [{"eval_time": "4h30m", "alertname": "SLOResearchQueueStarved", "exp_alerts": []}],
+        },
     ]
-    (tmp_path / "tests.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": tests}))
-    result = promtool("test", "rules", "tests.yaml", cwd=tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert {"kueue_pending_workloads", "kueue_admitted_workloads_total"} <= set(load("kueue", "0.19.2", "metrics.json"))
+    run_promtool(rp, "aws", tests, tmp_path)
 
 
 def test_every_gpu_pool_gets_a_missing_gpu_alert_with_its_count() -> None:
     rp = platform("prod")
     rules = rules_of(rp, "dc1")
     assert rules["GPUsMissingOnpremH100"]["expr"].endswith("< 8")
+    assert "kube_node_status_allocatable" in rules["GPUsMissingOnpremH100"]["expr"]
     assert set(STATIC_ALERTS) <= set(rules_of(rp, "aws"))
-    assert "GPUsMissingInferL4" in rules_of(rp, "aws") and "GPUsMissingOnpremH100" not in rules_of(rp, "aws")
+    assert rules_of(rp, "aws")["GPUsMissingInferL4"]["expr"].endswith("< 4")  # 1 GPU time-sliced 4 ways
+    assert "GPUsMissingOnpremH100" not in rules_of(rp, "aws")
 
 
 def test_overrides_drop_or_retune_alerts() -> None:
@@ -154,7 +251,36 @@ def test_overrides_drop_or_retune_alerts() -> None:
 
 def test_monitoring_objects_join_the_cluster_objects_after_the_monitoring_chart() -> None:
     rp = platform("prod")
-    objs = [o for o in cluster_objects(rp, "aws") if o["metadata"]["name"].startswith("alicerce-gpu-platform")]
-    assert [o["kind"] for o in objs] == ["ConfigMap", "PrometheusRule"]
+    objs = [o for o in cluster_objects(rp, "aws") if o["metadata"].get("namespace") == "monitoring"]
+    assert [o["kind"] for o in objs] == ["ConfigMap", "PodMonitor", "PrometheusRule"]
     assert {crd_owner(o) for o in objs} == {"kube-prometheus-stack"}
     assert objs == sorted(monitoring_objects(rp, "aws"), key=lambda o: o["kind"])
+    [monitor] = [o for o in objs if o["kind"] == "PodMonitor"]
+    assert monitor["spec"]["namespaceSelector"] == {"matchNames": ["serving", "serving-canary"]}
+    assert monitor["spec"]["selector"] == {"matchLabels": {"alicerce.dev/workload": "chat-70b"}}
+
+
+def test_prometheus_keeps_its_data_and_scrapes_only_what_the_cluster_exposes() -> None:
+    rp = platform("prod")
+    aws = monitoring_values(rp, rp.site("aws"))
+    spec = aws["prometheus"]["prometheusSpec"]
+    claim = spec["storageSpec"]["volumeClaimTemplate"]["spec"]
+    assert claim["resources"]["requests"]["storage"] == "100Gi" and claim["storageClassName"] == "gp3-encrypted"
+    assert spec["retention"] == "30d" and spec["retentionSize"] == "90GiB"
+    assert all(aws[name] == {"enabled": False} for name in ("kubeControllerManager", "kubeScheduler", "kubeEtcd", "kubeProxy"))
+    dc1 = monitoring_values(rp, rp.site("dc1"))
+    assert "kubeControllerManager" not in dc1  # a cluster alicerce's nodes join exposes its control plane
+
+
+def test_one_node_exporter_per_host(tmp_path: Path) -> None:
+    data = yaml.safe_load((ROOT / "platform.yaml").read_text())
+    dc1 = next(s for s in data["environments"]["prod"]["sites"] if s["name"] == "dc1")
+    dc1["nodeSoftware"] = {"nodeExporter": "host"}
+    path = tmp_path / "platform.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    rp = validated(load_file(path, "platform.yaml"), "prod")
+    assert monitoring_values(rp, rp.site("dc1"))["nodeExporter"] == {"enabled": False}
+    assert monitoring_values(rp, rp.site("aws"))["nodeExporter"] == {"enabled": True}
+    [scrape] = [o for o in monitoring_objects(rp, "dc1") if o["kind"] == "ScrapeConfig"]
+    targets = scrape["spec"]["staticConfigs"][0]["targets"]
+    assert len(targets) == 32 and targets[0] == "gpu-001.dc1.acme.example:9100" and scrape["spec"]["jobName"] == "node-exporter"

@@ -33,7 +33,7 @@ def device_config(policy: dict[str, Any]) -> list[dict[str, Any]]:
     return config
 
 
-def test_infiniband_site_gets_the_device_plugin_ipoib_and_no_driver_container() -> None:
+def test_infiniband_site_gets_the_device_plugin_and_no_unused_components() -> None:
     rp = platform("prod")
     [policy] = find(cluster_objects(rp, "dc1"), "NicClusterPolicy")
     assert policy["metadata"]["name"] == NIC_CLUSTER_POLICY and crd_owner(policy) == "network-operator"
@@ -43,11 +43,12 @@ def test_infiniband_site_gets_the_device_plugin_ipoib_and_no_driver_container() 
         {"rdmaHcaMax": 63, "resourceName": "ib", "selectors": {"linkTypes": ["infiniband"], "vendors": ["15b3"]}}
     ]
     assert {p.rdma.resource for p in rp.pools if p.rdma and p.site.name == "dc1"} == {"rdma/ib"}
-    assert set(spec["secondaryNetwork"]) == {"cniPlugins", "multus", "ipoib"}
+    # no pod address ranges on the fabric in the spec: no Multus, CNI plugins, IPoIB CNI or NV-IPAM with nothing to serve
+    assert "secondaryNetwork" not in spec and "nvIpam" not in spec
     images = load_catalog().versions.networkOperator
     pinned = next(r for r in images if r.version == rp.versions.networkOperator).components
     assert pinned is not None
-    components = [spec["rdmaSharedDevicePlugin"], spec["nvIpam"], *spec["secondaryNetwork"].values()]
+    components = [spec["rdmaSharedDevicePlugin"]]
     assert {(c["repository"], c["version"]) for c in components} == {(pinned.repository, pinned.version)}
     # the agents run on the fabric's pools only and tolerate their taints
     rdma_pools = sorted(p.name for p in rp.pools if p.site.name == "dc1" and p.spec.fabric == "ib-dc1")
@@ -57,13 +58,13 @@ def test_infiniband_site_gets_the_device_plugin_ipoib_and_no_driver_container() 
     assert {(t["key"], t["effect"]) for t in spec["tolerations"]} == taints
 
 
-def test_roce_site_selects_ethernet_links_and_needs_no_ipoib(tmp_path: Path) -> None:
+def test_roce_site_selects_ethernet_links(tmp_path: Path) -> None:
     rp = with_fabric(tmp_path, technology="roce", rateGbps=400)
     policy = nic_cluster_policy(rp, "dc1")
     assert policy is not None
     assert device_config(policy)[0]["resourceName"] == "roce"
     assert device_config(policy)[0]["selectors"]["linkTypes"] == ["ether"]
-    assert set(policy["spec"]["secondaryNetwork"]) == {"cniPlugins", "multus"}
+    assert "secondaryNetwork" not in policy["spec"]
 
 
 def test_no_policy_where_no_on_prem_fabric() -> None:
@@ -71,7 +72,9 @@ def test_no_policy_where_no_on_prem_fabric() -> None:
     assert not find(cluster_objects(platform("dev"), "aws"), "NicClusterPolicy")
 
 
-def test_one_node_feature_discovery_per_cluster() -> None:
+def test_one_node_feature_discovery_per_cluster_and_the_network_operator_after_it() -> None:
     releases = {r.key: r for r in operator_releases(platform("prod"), "dc1")}
     assert "gpu-operator" in releases
-    assert releases["network-operator"].values["nfd"] == {"enabled": False}  # the GPU Operator's labels the adapters
+    # the GPU Operator's NFD labels the adapters; the chart's NodeFeatureRule (CRD from an NFD) is not rendered
+    assert releases["network-operator"].values["nfd"] == {"enabled": False, "deployNodeFeatureRules": False}
+    assert releases["network-operator"].depends_on == ("gpu-operator",)

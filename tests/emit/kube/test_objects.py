@@ -61,12 +61,14 @@ def test_every_team_namespace_has_gpu_quota_default_deny_and_queue(env: str, sit
             deny = find(objs, "NetworkPolicy", "default-deny", ns)[0]["spec"]
             assert deny == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
             allows = {p["metadata"]["name"] for p in find(objs, "NetworkPolicy", namespace=ns)}
-            assert {"allow-same-namespace", "allow-dns", "allow-metrics-scraping"} <= allows
+            assert {"allow-same-team", "allow-dns", "allow-metrics-scraping"} <= allows
             queue = find(objs, "LocalQueue", namespace=ns)[0]
             assert queue["apiVersion"] == KUEUE_API and queue["spec"]["clusterQueue"] == team.name
             binding = find(objs, "RoleBinding", namespace=ns)[0]
             assert [s["name"] for s in binding["subjects"]] == team.spec.groups
-            assert find(objs, "LimitRange", namespace=ns)
+            assert binding["roleRef"]["name"] == "alicerce-team"  # not the built-in edit
+            [limits] = find(objs, "LimitRange", namespace=ns)[0]["spec"]["limits"]
+            assert "default" not in limits and "max" not in limits  # requests only: a bigger request is never rejected
 
 
 @pytest.mark.parametrize(("env", "site"), CASES)
@@ -84,14 +86,20 @@ def test_cluster_queue_quotas_equal_the_spec(env: str, site: str) -> None:
         assert spec["cohortName"] == rp.spec.tenancy.cohort
         assert spec["namespaceSelector"] == {"matchLabels": {"alicerce.dev/team": team.name}}
         got = {}
+        cpu_flavors = [p.name for p in rp.site(site).pools if p.gpu is None and p.spec.purpose != "system"]
+        names = [f["name"] for f in spec["resourceGroups"][0]["flavors"]]
+        assert names[: len(cpu_flavors)] == cpu_flavors  # CPU pools first: CPU-only jobs take them before any GPU pool
         for flavor in spec["resourceGroups"][0]["flavors"]:
             gpu = next(r for r in flavor["resources"] if r["name"] == "nvidia.com/gpu")
-            got[flavor["name"]] = (int(gpu["nominalQuota"]), int(gpu["borrowingLimit"]) if "borrowingLimit" in gpu else None)
             assert find(objs, "ResourceFlavor", flavor["name"])  # every flavor a queue names exists
+            if flavor["name"] in cpu_flavors:
+                assert gpu["nominalQuota"] == "0"
+                continue
+            got[flavor["name"]] = (int(gpu["nominalQuota"]), int(gpu["borrowingLimit"]) if "borrowingLimit" in gpu else None)
         assert got == expected
     research = find(objs, "ClusterQueue", "research")
     if env == "prod" and site == "aws":
-        assert research[0]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2] == {
+        assert research[0]["spec"]["resourceGroups"][0]["flavors"][1]["resources"][2] == {
             "name": "nvidia.com/gpu",
             "nominalQuota": "96",
             "borrowingLimit": "32",
@@ -102,14 +110,22 @@ def test_priority_classes_rank_inference_over_training_over_batch() -> None:
     objs = cluster_objects(platform("prod"), "aws")
     value = {o["metadata"]["name"]: o["value"] for o in find(objs, "PriorityClass")}
     assert value["alicerce-inference"] > value["alicerce-training"] > value["alicerce-batch"]
+    # team priority orders each kind's work: a critical team's inference above a normal team's, both below no kind above
+    workload = {o["metadata"]["name"]: o["value"] for o in find(objs, "WorkloadPriorityClass")}
+    assert workload["alicerce-serving-inference"] > workload["alicerce-applied-ml-inference"] > value["alicerce-inference"]
+    assert workload["alicerce-research-training"] > workload["alicerce-applied-ml-training"] < value["alicerce-inference"]
+    assert "alicerce-research-inference" not in workload  # research has no inference pool
 
 
-def test_resource_flavors_follow_pools_and_tolerate_their_taints() -> None:
+def test_resource_flavors_follow_pools_and_keep_cpu_jobs_off_gpu_pools() -> None:
     objs = cluster_objects(platform("prod"), "aws")
     flavors = {o["metadata"]["name"]: o["spec"] for o in find(objs, "ResourceFlavor")}
-    assert set(flavors) == {"train-p5", "infer-l40s", "infer-l4"}
+    assert set(flavors) == {"data-prep", "train-p5", "infer-l40s", "infer-l4"}
     assert flavors["train-p5"]["nodeLabels"] == {"alicerce.dev/pool": "train-p5"}
-    assert flavors["train-p5"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}]
+    # a taint on the flavor, no toleration: pods that do not tolerate the GPU taint skip it (flavorassigner.go 1239-1244)
+    assert flavors["train-p5"]["nodeTaints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
+    assert "tolerations" not in flavors["train-p5"]
+    assert flavors["data-prep"] == {"nodeLabels": {"alicerce.dev/pool": "data-prep"}}
 
 
 def test_kueue_api_version_is_the_one_the_pinned_release_serves() -> None:
@@ -166,3 +182,33 @@ def test_on_prem_shared_file_systems_come_from_the_spec() -> None:
     # the same options the nodes mount it with (alicerce.resolve decides them once for both)
     assert volumes["home"]["mountOptions"] == ["vers=4.1", "hard", "noatime", "nconnect=8"]
     assert volumes["dc1-lustre"]["hostPath"] == {"path": "/lustre", "type": "Directory"}  # mounted by the parallel_fs_client role
+
+
+def test_teams_cannot_undo_their_guard_rails() -> None:
+    objs = cluster_objects(platform("prod"), "aws")
+    roles = {o["metadata"]["name"]: o for o in find(objs, "ClusterRole")}
+    selector = roles["alicerce-team"]["aggregationRule"]["clusterRoleSelectors"]
+    assert selector == [{"matchLabels": {"alicerce.dev/aggregate-to-team": "true"}}]  # not aggregate-to-edit, which writes policies
+    parts = [r for r in roles.values() if r["metadata"].get("labels", {}).get("alicerce.dev/aggregate-to-team") == "true"]
+    writes = {"create", "update", "patch", "delete", "deletecollection", "*"}
+    guarded = {"networkpolicies", "resourcequotas", "limitranges", "roles", "rolebindings", "namespaces", "priorityclasses"}
+    for rule in (rule for role in parts for rule in role["rules"]):
+        assert "*" not in rule["resources"] and "*" not in rule["apiGroups"]
+        if set(rule["verbs"]) & writes:
+            assert not set(rule["resources"]) & guarded, rule
+
+
+def test_each_team_may_name_only_its_own_priorities() -> None:
+    objs = cluster_objects(platform("prod"), "aws")
+    policies = {o["metadata"]["name"]: o for o in find(objs, "ValidatingAdmissionPolicy")}
+    bindings = {o["metadata"]["name"]: o for o in find(objs, "ValidatingAdmissionPolicyBinding")}
+    research = policies["alicerce-priorities-research"]["spec"]
+    pods, jobs = (v["expression"] for v in research["validations"])
+    assert "['alicerce-training', 'alicerce-batch']" in pods  # research runs training and batch work, no inference
+    assert "['alicerce-research-training', 'alicerce-research-batch']" in jobs
+    assert bindings["alicerce-priorities-research"]["spec"]["matchResources"] == {
+        "namespaceSelector": {"matchLabels": {"alicerce.dev/team": "research"}}
+    }
+    assert bindings["alicerce-priorities-research"]["spec"]["validationActions"] == ["Deny"]
+    resources = {r for rule in research["matchConstraints"]["resourceRules"] for r in rule["resources"]}
+    assert {"pods", "jobs", "trainjobs", "deployments", "rayjobs"} <= resources

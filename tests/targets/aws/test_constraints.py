@@ -184,8 +184,11 @@ def test_pods_may_reach_the_pod_identity_agent_through_default_deny(shipped: Pre
         if o["kind"] == "NetworkPolicy" and any("169.254.170.23/32" in json.dumps(e) for e in o["spec"].get("egress", []))
     }
     assert deny and deny <= set(agent)
-    for egress in agent.values():
-        assert {"to": [{"ipBlock": {"cidr": "169.254.170.23/32"}}], "ports": [{"protocol": "TCP", "port": 80}]} in egress
+    for egress in agent.values():  # both address families, port 80 only
+        assert {
+            "to": [{"ipBlock": {"cidr": "169.254.170.23/32"}}, {"ipBlock": {"cidr": "fd00:ec2::23/128"}}],
+            "ports": [{"protocol": "TCP", "port": 80}],
+        } in egress
 
 
 def test_pod_identity_roles_trust_only_their_service_account(shipped: Preview) -> None:

@@ -18,14 +18,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from alicerce.emit.kube.operators import Release, tolerate
+from alicerce.emit.kube.common import tolerate
+from alicerce.emit.kube.operators import Release
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.spec.models import AwsSite
 from alicerce.targets.aws import resolve as names
 from alicerce.targets.aws.components.identity import serves_inference
+from alicerce.targets.aws.resolve import CAPABILITIES
 
-CLUSTER_AUTOSCALER = "cluster-autoscaler"
-LOAD_BALANCER_CONTROLLER = "aws-load-balancer-controller"
+CLUSTER_AUTOSCALER, LOAD_BALANCER_CONTROLLER = CAPABILITIES.cloud_controllers  # catalog chart keys
 # GPU nodes take longer than CPU nodes to become ready (EFA setup, RAID0 of the instance store, the device
 # plugins): give them 20 minutes before cluster-autoscaler gives up on a scale-up (its default is 15m).
 MAX_NODE_PROVISION_TIME = "20m0s"

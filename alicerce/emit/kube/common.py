@@ -1,0 +1,73 @@
+"""Names and small helpers every module of the in-cluster layer shares."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTeam
+
+MONITORING_NAMESPACE = "monitoring"
+KUEUE_NAMESPACE = "kueue-system"
+GPU_OPERATOR_NAMESPACE = "gpu-operator"
+NETWORK_OPERATOR_NAMESPACE = "nvidia-network-operator"
+TRAINER_NAMESPACE = "kubeflow-system"
+KUBERAY_NAMESPACE = "kuberay-system"
+SYSTEM_NAMESPACE = "alicerce-system"  # alicerce's own jobs (team directories on shared file systems)
+POOL_LABEL = "alicerce.dev/pool"
+TEAM_LABEL = "alicerce.dev/team"
+GPU = "nvidia.com/gpu"
+MANAGED = {"app.kubernetes.io/managed-by": "alicerce"}
+
+
+def meta(name: str, namespace: str | None = None, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        out["namespace"] = namespace
+    if labels:
+        out["labels"] = dict(sorted(labels.items()))
+    return out
+
+
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """``override`` merged over ``base``: maps merge recursively, anything else is replaced (as Helm merges values)."""
+    out = copy.deepcopy(dict(base))
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def tolerate(pools: Iterable[ResolvedPool]) -> list[dict[str, str]]:
+    """Tolerations (key Exists, per effect) for every taint the pools carry."""
+    keys = sorted({(t.key, t.effect) for p in pools for t in p.spec.taints})
+    return [{"key": k, "operator": "Exists", "effect": e} for k, e in keys]
+
+
+def host_rdma_pools(pools: Iterable[ResolvedPool]) -> list[ResolvedPool]:
+    """The pools whose nodes reach their fabric through host RDMA adapters (InfiniBand, RoCE), not EFA."""
+    return [p for p in pools if p.rdma is not None and p.rdma.technology != "efa"]
+
+
+def team_labels(rp: ResolvedPlatform, team: ResolvedTeam) -> dict[str, str]:
+    return {
+        "alicerce.dev/platform": rp.name,
+        "alicerce.dev/environment": rp.environment,
+        TEAM_LABEL: team.name,
+        "alicerce.dev/cost-center": team.cost_center,
+    }
+
+
+# Pods that may share one RDMA adapter pool at a time: the RDMA shared device plugin's rdmaHcaMax, which is
+# also how many rdma/<resource> units each node advertises (NVIDIA's Network Operator examples use 63).
+RDMA_PODS_PER_NODE = 63
+
+
+def fabric_units_per_node(pool: ResolvedPool) -> int:
+    """How many units of its fabric resource (vpc.amazonaws.com/efa, rdma/ib, rdma/roce) one node of a pool offers."""
+    if pool.rdma is None:
+        return 0
+    return pool.rdma.interfaces if pool.rdma.technology == "efa" else RDMA_PODS_PER_NODE

@@ -1,0 +1,236 @@
+"""Kueue: the manager's Configuration, the pools as ResourceFlavors, a ClusterQueue per team and its LocalQueues.
+
+How Kueue 0.19.2 admits (the sources are the kueue@v0.19.2 files the tests cite line by line):
+
+- A request for a resource no resource group of the ClusterQueue covers is never admitted unless the
+  Configuration excludes it (flavorassigner.go 802-813, 1069-1072; workload.go 463-478). So every
+  resource a GPU job asks for is covered: cpu, memory, the pools' GPU units and their fabric
+  resource (EFA or RDMA, per pool, at a quota that never binds: the spec governs GPUs). Requests
+  alicerce does not govern (ephemeral storage, huge pages) are excluded.
+- Flavors are tried in order and a flavor whose ``nodeTaints`` a pod does not tolerate is skipped
+  (flavorassigner.go 1089, 1239-1244). CPU pools come first; GPU pools carry their taints as
+  ``nodeTaints`` (and no tolerations), so a CPU-only job never lands on a GPU pool, and a GPU job
+  (which tolerates the GPU taint, as every GPU pod must) skips the CPU flavors, whose GPU quota is 0.
+  A site with no CPU pool (an on-prem GPU cluster) gives its GPU flavors the tolerations instead:
+  CPU-only pods (a Ray head, a launcher) run on the GPU nodes' spare CPUs rather than nowhere.
+- The flavor's ``nodeLabels`` become the pods' nodeSelector (podset.go 78-91): admitted on a pool,
+  scheduled on it.
+- ``fairSharing.weight`` only counts when the Configuration has a ``fairSharing`` block (v1beta2 has
+  no ``enable``; the block's presence turns it on and ``preemptionStrategies`` is required:
+  strategy.go 50-52, validation.go 407-428).
+- ``waitForPodsReady`` is on by default from 0.19 with a 30-minute timeout (defaults.go 99-117): a
+  large GPU job whose nodes scale from zero and pull big images is evicted before it starts. The
+  timeout is the longest start-up budget among the site's pool purposes (or the spec's).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from alicerce.emit.kube.common import GPU, POOL_LABEL, TEAM_LABEL, fabric_units_per_node, meta, team_labels
+from alicerce.emit.kube.priorities import KUEUE_API, TEAM_WEIGHT
+from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedQuota, ResolvedSite, ResolvedTeam
+
+CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
+LOCAL_QUEUE = "default"  # Kueue's LocalQueue defaulting sends unlabelled jobs to the queue named "default"
+# cpu/memory quota where the catalog knows no node size (on-prem hosts): large enough never to bind
+UNBOUNDED_CPU = "100k"
+UNBOUNDED_MEMORY = "1Pi"
+# Resource requests Kueue must not count: alicerce governs neither, and an uncovered one blocks admission.
+EXCLUDED_RESOURCE_PREFIXES = ("ephemeral-storage", "hugepages-")
+# Seconds from admission until every pod of a workload is Ready, by pool purpose: node provisioning from
+# zero (minutes for GPU instances, plus the GPU Operator's validation), multi-GB image pulls on many nodes
+# at once, and for training the gang of every node. The Configuration holds one value: the site's longest.
+PODS_READY_BUDGET = {
+    "training": 7200,
+    "fine-tuning": 7200,
+    "inference": 3600,
+    "batch-inference": 3600,
+    "data-prep": 1800,
+    "system": 1800,
+}
+# The chart's default integrations (kueue charts/kueue/values.yaml 165-184), Kubeflow Trainer's TrainJob included.
+FRAMEWORKS = (
+    "batch/job",
+    "kubeflow.org/mpijob",
+    "ray.io/rayjob",
+    "ray.io/rayservice",
+    "ray.io/raycluster",
+    "jobset.x-k8s.io/jobset",
+    "workload.codeflare.dev/appwrapper",
+    "trainer.kubeflow.org/trainjob",
+    "pod",
+    "deployment",
+    "statefulset",
+    "leaderworkerset.x-k8s.io/leaderworkerset",
+)
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True)
+
+
+class Health(_Config):
+    health_probe_bind_address: str = ":8081"
+
+
+class Metrics(_Config):
+    bind_address: str = ":8443"
+    enable_cluster_queue_resources: bool = True  # nominal quota, usage and weighted share per queue, for dashboards
+
+
+class Webhook(_Config):
+    port: int = 9443
+
+
+class LeaderElection(_Config):
+    leader_elect: bool = True
+    resource_name: str = "c1f6bfd2.kueue.x-k8s.io"  # the chart default's lease name
+
+
+class ClientConnection(_Config):
+    qps: int = 300
+    burst: int = 500
+
+
+class Integrations(_Config):
+    frameworks: tuple[str, ...] = FRAMEWORKS
+
+
+class FairSharing(_Config):
+    preemption_strategies: tuple[Literal["LessThanOrEqualToFinalShare", "LessThanInitialShare"], ...] = (
+        "LessThanOrEqualToFinalShare",
+        "LessThanInitialShare",
+    )
+
+
+class WaitForPodsReady(_Config):
+    timeout: str
+    block_admission: bool = False
+    recovery_timeout: str
+
+
+class Resources(_Config):
+    exclude_resource_prefixes: tuple[str, ...] = EXCLUDED_RESOURCE_PREFIXES
+
+
+class Configuration(_Config):
+    """The subset of config.kueue.x-k8s.io/v1beta2 Configuration alicerce writes (validated in the tests against
+    the strict schema read from kueue@v0.19.2 apis/config/v1beta2/configuration_types.go)."""
+
+    api_version: str = Field(default=CONFIG_API)
+    kind: str = "Configuration"
+    health: Health = Health()
+    metrics: Metrics = Metrics()
+    webhook: Webhook = Webhook()
+    leader_election: LeaderElection = LeaderElection()
+    client_connection: ClientConnection = ClientConnection()
+    integrations: Integrations = Integrations()
+    fair_sharing: FairSharing = FairSharing()
+    wait_for_pods_ready: WaitForPodsReady
+    resources: Resources = Resources()
+
+
+def pods_ready_timeout(rp: ResolvedPlatform, site: ResolvedSite) -> float:
+    """Seconds Kueue waits for an admitted workload's pods: the spec's, else the longest budget of the site's purposes."""
+    pinned = rp.spec.operators.kueue.pods_ready_timeout
+    if pinned is not None:
+        return pinned
+    return max((PODS_READY_BUDGET[p.spec.purpose] for p in site.pools), default=1800)
+
+
+def kueue_configuration(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any]:
+    """The whole Configuration document the chart passes to the manager (it replaces the default, no merge)."""
+    timeout = f"{int(pods_ready_timeout(rp, site))}s"
+    config = Configuration(wait_for_pods_ready=WaitForPodsReady(timeout=timeout, recovery_timeout=timeout))
+    return config.model_dump(mode="json", by_alias=True)
+
+
+def cpu_pools(site: ResolvedSite) -> list[ResolvedPool]:
+    """The CPU pools team jobs run on (system pools hold the platform's own components)."""
+    return [p for p in site.pools if p.gpu is None and p.spec.purpose != "system"]
+
+
+def flavor(pool: ResolvedPool, steer: bool) -> dict[str, Any]:
+    """A pool's flavor. ``steer``: the site has CPU pools, so GPU flavors keep CPU-only pods out."""
+    spec: dict[str, Any] = {"nodeLabels": {POOL_LABEL: pool.name}}
+    taints = [
+        {"key": t.key, "value": t.value, "effect": t.effect} if t.value else {"key": t.key, "effect": t.effect} for t in pool.spec.taints
+    ]
+    if pool.gpu is not None and taints and steer:
+        # a pod that does not tolerate the GPU pool's taints skips this flavor (flavorassigner.go 1239-1244)
+        spec["nodeTaints"] = taints
+    elif taints:
+        # CPU pools, and GPU pools of a site that has nothing else (a Ray head, a launcher must run somewhere):
+        # whatever Kueue admits there gets the tolerations injected (podset.go 78-91)
+        spec["tolerations"] = [{**t, "operator": "Equal" if "value" in t else "Exists"} for t in taints]
+    return {"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": meta(pool.name, labels={POOL_LABEL: pool.name}), "spec": spec}
+
+
+def _pool_capacity(pool: ResolvedPool) -> tuple[str, str]:
+    """cpu and memory of a whole pool at max size, where the catalog knows its node size."""
+    if pool.instance is None:
+        return UNBOUNDED_CPU, UNBOUNDED_MEMORY
+    nodes = max(pool.spec.scaling.max, 1)
+    return str(nodes * pool.instance.vcpus), f"{int(nodes * pool.instance.memoryGiB)}Gi"
+
+
+def _fabric_resources(pools: list[ResolvedPool]) -> list[str]:
+    return sorted({p.rdma.resource for p in pools if p.rdma is not None})
+
+
+def cluster_queue(rp: ResolvedPlatform, site: ResolvedSite, team: ResolvedTeam) -> dict[str, Any] | None:
+    """A team's ClusterQueue at a site: CPU pools first, then the pools it has GPU quota on; None when it has neither."""
+    quotas: list[tuple[ResolvedQuota | None, ResolvedPool]] = [(None, p) for p in cpu_pools(site)]
+    quotas += list(site.quotas(team))
+    if not quotas:
+        return None
+    gpu_resources = sorted({r for quota, _ in quotas if quota is not None for r in quota.resources} or {GPU})
+    fabric = _fabric_resources([pool for _, pool in quotas])
+    flavors = []
+    for quota, pool in quotas:
+        cpu, memory = _pool_capacity(pool)
+        resources: list[dict[str, Any]] = [{"name": "cpu", "nominalQuota": cpu}, {"name": "memory", "nominalQuota": memory}]
+        for resource in gpu_resources:
+            entry: dict[str, Any] = {"name": resource, "nominalQuota": str(quota.resources.get(resource, 0) if quota else 0)}
+            if quota is not None and quota.borrowing is not None:
+                entry["borrowingLimit"] = str(quota.borrowing.get(resource, 0))
+            resources.append(entry)
+        for resource in fabric:
+            # the pool's whole fabric capacity: never binds, but a job asking for EFA/RDMA only fits where it exists
+            units = fabric_units_per_node(pool) * max(pool.spec.scaling.max, 1) if pool.rdma and pool.rdma.resource == resource else 0
+            resources.append({"name": resource, "nominalQuota": str(units)})
+        flavors.append({"name": pool.name, "resources": resources})
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "ClusterQueue",
+        "metadata": meta(team.name, labels=team_labels(rp, team)),
+        "spec": {
+            "cohortName": rp.spec.tenancy.cohort,
+            "namespaceSelector": {"matchLabels": {TEAM_LABEL: team.name}},
+            "queueingStrategy": "BestEffortFIFO",
+            # one resource group: every flavor lists every covered resource, in the same order (clusterqueue_webhook.go 331-341)
+            "resourceGroups": [{"coveredResources": ["cpu", "memory", *gpu_resources, *fabric], "flavors": flavors}],
+            "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
+            "fairSharing": {"weight": TEAM_WEIGHT[team.spec.priority]},
+        },
+    }
+
+
+def local_queue(rp: ResolvedPlatform, team: ResolvedTeam, namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "LocalQueue",
+        "metadata": meta(LOCAL_QUEUE, namespace, team_labels(rp, team)),
+        "spec": {"clusterQueue": team.name},
+    }
+
+
+def flavors(site: ResolvedSite, queues: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A ResourceFlavor for every pool a queue names, and for every GPU pool of the site."""
+    named = {f["name"] for q in queues for group in q["spec"]["resourceGroups"] for f in group["flavors"]}
+    steer = bool(cpu_pools(site))
+    return [flavor(p, steer) for p in site.pools if p.name in named or p.gpu is not None]

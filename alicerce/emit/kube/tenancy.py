@@ -1,0 +1,252 @@
+"""A team's namespaces and the guard rails a team cannot undo.
+
+- Namespace with Pod Security labels, a GPU ResourceQuota, a LimitRange that only sets default
+  requests (a default *limit* below a container's request rejects the pod, and a 1-CPU default limit
+  caps a GPU container that names only ``nvidia.com/gpu``).
+- RBAC: teams get ``alicerce-team``, a ClusterRole aggregated from alicerce's own parts, not the
+  built-in ``edit`` (``edit`` aggregates ``system:aggregate-to-edit``, which writes NetworkPolicies):
+  no NetworkPolicy, ResourceQuota, LimitRange or RBAC writes, so a team cannot remove its own fences.
+- ValidatingAdmissionPolicies (admissionregistration.k8s.io/v1, GA since Kubernetes 1.30): a team's
+  pods may name only its own PriorityClasses, its jobs only its own WorkloadPriorityClasses, and a
+  pod mounts a read-only file system's claim only read-only.
+
+RDMA pods and ``IPC_LOCK``: team namespaces stay at the spec's Pod Security level (restricted by
+default), which forbids adding ``IPC_LOCK`` (baseline does not allow it either). RDMA needs pinned
+memory beyond the default 64 KiB-8 MiB memlock limit; ``IPC_LOCK`` is only needed to exceed
+RLIMIT_MEMLOCK, and containers inherit the limit of containerd (runc sets only the rlimits of the
+base runtime spec, which lists RLIMIT_NOFILE). So the hosts run containerd with
+``LimitMEMLOCK=infinity``: kubespray's default (containerd role defaults ``containerd_limit_mem_lock:
+infinity``, containerd.service.j2 34), and on EKS the node's NodeConfig base runtime spec (see the
+README). No namespace is exempted to privileged for RDMA.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from alicerce.emit.kube.common import TEAM_LABEL, meta, team_labels
+from alicerce.emit.kube.kueue import cluster_queue, local_queue
+from alicerce.emit.kube.netpol import namespace_policies
+from alicerce.emit.kube.priorities import (
+    WORKLOAD_PRIORITY_LABEL,
+    priority_class_name,
+    team_kinds,
+    workload_priority_class_name,
+)
+from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedQuota, ResolvedSite, ResolvedTeam
+
+TEAM_ROLE = "alicerce-team"
+AGGREGATE_LABEL = "alicerce.dev/aggregate-to-team"
+ADMISSION_API = "admissionregistration.k8s.io/v1"
+ALL = ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]
+READ = ["get", "list", "watch"]
+# What a team works with in its namespaces. Absent on purpose: networkpolicies (write), resourcequotas and
+# limitranges (write), roles and rolebindings, daemonsets (they would spread over every node), namespaces.
+TEAM_RULES: tuple[tuple[str, tuple[str, ...], list[str]], ...] = (
+    ("", ("pods", "services", "configmaps", "secrets", "persistentvolumeclaims", "serviceaccounts"), ALL),
+    ("", ("pods/log", "pods/status", "events", "endpoints", "resourcequotas", "limitranges"), READ),
+    ("", ("pods/exec", "pods/attach", "pods/portforward"), ["get", "create"]),
+    ("apps", ("deployments", "statefulsets", "replicasets", "deployments/scale", "statefulsets/scale"), ALL),
+    ("batch", ("jobs", "cronjobs"), ALL),
+    ("autoscaling", ("horizontalpodautoscalers",), ALL),
+    ("policy", ("poddisruptionbudgets",), ALL),
+    ("networking.k8s.io", ("ingresses",), ALL),
+    ("networking.k8s.io", ("networkpolicies",), READ),
+    ("events.k8s.io", ("events",), READ),
+    ("kueue.x-k8s.io", ("workloads", "localqueues"), READ),
+    ("trainer.kubeflow.org", ("trainjobs", "trainingruntimes"), ALL),
+    ("jobset.x-k8s.io", ("jobsets",), ALL),
+    ("ray.io", ("rayjobs", "rayclusters", "rayservices"), ALL),
+)
+# Objects that carry Kueue's priority label: the kinds its integrations admit (and pods themselves).
+LABELLED_RESOURCES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("", ("pods",)),
+    ("apps", ("deployments", "statefulsets")),
+    ("batch", ("jobs",)),
+    ("jobset.x-k8s.io", ("jobsets",)),
+    ("trainer.kubeflow.org", ("trainjobs",)),
+    ("ray.io", ("rayjobs", "rayclusters", "rayservices")),
+    ("leaderworkerset.x-k8s.io", ("leaderworkersets",)),
+)
+GPU_QUOTA = "gpu-quota"
+
+
+def namespace_gpu_limits(quotas: tuple[tuple[ResolvedQuota, ResolvedPool], ...], site: ResolvedSite) -> dict[str, int]:
+    """Hard cap per GPU resource of a team namespace: its nominal quota plus what Kueue may let it borrow.
+
+    Every GPU resource of the site is listed, at 0 where the team has no quota, so a namespace can
+    never take GPUs no queue admits for it.
+    """
+    limits = {"nvidia.com/gpu": 0} | {r: 0 for p in site.pools if p.gpu_units for r in p.gpu_units.resources}
+    for quota, pool in quotas:
+        per_node = pool.gpu_units.resources if pool.gpu_units else {}
+        for resource, nominal in quota.resources.items():
+            room = max(per_node.get(resource, 0) * pool.spec.scaling.max - nominal, 0)
+            borrow = quota.borrowing[resource] if quota.borrowing is not None else room
+            limits[resource] += nominal + borrow
+    return dict(sorted(limits.items()))
+
+
+def _cel_list(values: list[str]) -> str:
+    return "[" + ", ".join(f"'{v}'" for v in values) + "]"
+
+
+def team_roles() -> list[dict[str, Any]]:
+    """The aggregated team ClusterRole and alicerce's part of it."""
+    rules = [{"apiGroups": [group], "resources": list(resources), "verbs": verbs} for group, resources, verbs in TEAM_RULES]
+    return [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": meta(TEAM_ROLE, labels={"alicerce.dev/managed": "true"}),
+            "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {AGGREGATE_LABEL: "true"}}]},
+            "rules": [],  # filled by the aggregation controller from the labelled roles
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": meta(f"{TEAM_ROLE}-workloads", labels={AGGREGATE_LABEL: "true", "alicerce.dev/managed": "true"}),
+            "rules": rules,
+        },
+    ]
+
+
+def priority_policy(rp: ResolvedPlatform, site: ResolvedSite, team: ResolvedTeam) -> list[dict[str, Any]]:
+    """A team may name only its own PriorityClasses (pods) and WorkloadPriorityClasses (jobs)."""
+    kinds = team_kinds(site, team)
+    classes = _cel_list([priority_class_name(k) for k in kinds])
+    workload_classes = _cel_list([workload_priority_class_name(team.name, k) for k in kinds])
+    name = f"alicerce-priorities-{team.name}"
+    rules = [
+        {"apiGroups": [group], "apiVersions": ["*"], "resources": list(resources), "operations": ["CREATE", "UPDATE"]}
+        for group, resources in LABELLED_RESOURCES
+    ]
+    label = f"'{WORKLOAD_PRIORITY_LABEL}'"
+    policy = {
+        "apiVersion": ADMISSION_API,
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": meta(name, labels={TEAM_LABEL: team.name}),
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": rules},
+            "validations": [
+                {
+                    "expression": "request.kind.kind != 'Pod' || !has(object.spec.priorityClassName) "
+                    f"|| object.spec.priorityClassName in {classes}",
+                    "message": f"team {team.name} may use the PriorityClasses {classes}",
+                    "reason": "Forbidden",
+                },
+                {
+                    "expression": f"!has(object.metadata.labels) || !({label} in object.metadata.labels) "
+                    f"|| object.metadata.labels[{label}] in {workload_classes}",
+                    "message": f"team {team.name} may use the WorkloadPriorityClasses {workload_classes}",
+                    "reason": "Forbidden",
+                },
+            ],
+        },
+    }
+    binding = {
+        "apiVersion": ADMISSION_API,
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": meta(name, labels={TEAM_LABEL: team.name}),
+        "spec": {
+            "policyName": name,
+            "validationActions": ["Deny"],
+            "matchResources": {"namespaceSelector": {"matchLabels": {TEAM_LABEL: team.name}}},
+        },
+    }
+    return [policy, binding]
+
+
+def read_only_claims_policy(claims: list[str]) -> list[dict[str, Any]]:
+    """Pods in team namespaces mount the claims of read-only file systems only read-only (a hostPath volume cannot
+    be made read-only by its PersistentVolume; the claim's ``readOnly`` forces every mount of it read-only)."""
+    if not claims:
+        return []
+    names = _cel_list(sorted(claims))
+    name = "alicerce-read-only-claims"
+    expression = (
+        "!has(object.spec.volumes) || object.spec.volumes.all(v, !has(v.persistentVolumeClaim) || "
+        f"!(v.persistentVolumeClaim.claimName in {names}) || "
+        "(has(v.persistentVolumeClaim.readOnly) && v.persistentVolumeClaim.readOnly))"
+    )
+    return [
+        {
+            "apiVersion": ADMISSION_API,
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": meta(name),
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {
+                    "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["CREATE", "UPDATE"]}]
+                },
+                "validations": [
+                    {"expression": expression, "message": f"mount {names} with persistentVolumeClaim.readOnly: true", "reason": "Forbidden"}
+                ],
+            },
+        },
+        {
+            "apiVersion": ADMISSION_API,
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": meta(name),
+            "spec": {
+                "policyName": name,
+                "validationActions": ["Deny"],
+                "matchResources": {"namespaceSelector": {"matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]}},
+            },
+        },
+    ]
+
+
+def namespace_objects(rp: ResolvedPlatform, site: ResolvedSite, team: ResolvedTeam, ns: str, queued: bool) -> list[dict[str, Any]]:
+    """The namespace ``ns`` of ``team`` and everything in it alicerce owns (``queued``: the team has a ClusterQueue here)."""
+    level = rp.spec.security.pod_security
+    labels = team_labels(rp, team)
+    ns_labels = {
+        **labels,
+        "pod-security.kubernetes.io/enforce": level,
+        "pod-security.kubernetes.io/enforce-version": f"v{rp.versions.kubernetes}",
+        "pod-security.kubernetes.io/audit": level,
+        "pod-security.kubernetes.io/warn": level,
+    }
+    out: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": meta(ns, labels=ns_labels)},
+        {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": meta(GPU_QUOTA, ns, labels),
+            "spec": {"hard": {f"requests.{r}": str(n) for r, n in namespace_gpu_limits(site.quotas(team), site).items()}},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "LimitRange",
+            "metadata": meta("defaults", ns, labels),
+            # requests only: a container that asks for more is never rejected, one that asks for nothing still gets scheduled sanely
+            "spec": {"limits": [{"type": "Container", "defaultRequest": {"cpu": "250m", "memory": "512Mi"}}]},
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": meta("team", ns, labels),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": TEAM_ROLE},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": g} for g in team.spec.groups],
+        },
+    ]
+    out.extend(namespace_policies(rp, site, team, ns, labels))
+    if queued:
+        out.append(local_queue(rp, team, ns))
+    return out
+
+
+def team_objects(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]:
+    """Every team's namespaces, queues, roles and admission policies at a site."""
+    kueue = rp.spec.operators.kueue.enabled
+    out: list[dict[str, Any]] = [*team_roles()]
+    for team in site.teams:
+        queue = cluster_queue(rp, site, team) if kueue else None
+        if queue is not None:
+            out.append(queue)
+        for ns in team.namespaces:
+            out.extend(namespace_objects(rp, site, team, ns, queue is not None))
+        out.extend(priority_policy(rp, site, team))
+    return out

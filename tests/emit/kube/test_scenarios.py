@@ -1,0 +1,170 @@
+"""One scenario per promise, checked over alicerce's objects with the admission, scheduling and network rules
+of tests/emit/kube/cluster_model.py (each written from the controllers' source, cited there).
+
+The monitoring promises (an idle GPU raises no alert, a lost GPU does) are promtool tests with the
+exporters' label shapes: tests/emit/kube/test_monitoring.py::test_gpu_alerts_fire_on_their_faults_and_clear.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from alicerce.emit.kube.common import fabric_units_per_node
+from alicerce.emit.kube.objects import cluster_objects
+from alicerce.emit.kube.operators import operator_releases
+from alicerce.resolve.model import ResolvedPlatform
+from tests.emit.kube.cluster_model import Admission, Endpoint, Job, admit, feasible, node_of, reachable
+from tests.emit.kube.test_objects import platform
+
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+# a p5 training pod as NCCL-over-EFA jobs ask for it (AWS's EFA examples also request huge pages)
+EFA_POD = {"cpu": "96", "memory": "1000Gi", "nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32", "hugepages-2Mi": "5120Mi"}
+FSX = {"csi": {"driver": "fsx.csi.aws.com", "volumeHandle": "fs-0123", "volumeAttributes": {"dnsname": "fs.example", "mountname": "abc"}}}
+EFS = {"csi": {"driver": "efs.csi.aws.com", "volumeHandle": "fs-0456"}}
+
+
+def world(env: str, site: str) -> tuple[ResolvedPlatform, list[dict[str, Any]], dict[str, Any]]:
+    rp = platform(env)
+    objs = cluster_objects(rp, site, {"datasets": FSX, "checkpoints": FSX, "home": EFS})
+    release = next(r for r in operator_releases(rp, site) if r.key == "kueue")
+    return rp, objs, yaml.safe_load(release.values["managerConfig"]["controllerManagerConfigYaml"])
+
+
+def nodes(rp: ResolvedPlatform, site: str) -> list[Any]:
+    return [node_of(p, fabric_units_per_node(p)) for p in rp.site(site).pools]
+
+
+def test_a_multi_node_efa_training_job_of_research_is_admitted_on_train_p5_only() -> None:
+    rp, objs, config = world("prod", "aws")
+    job = Job("research", count=4, requests=EFA_POD, tolerations=[GPU_TOLERATION])
+    admission = admit(objs, config, job)
+    assert isinstance(admission, Admission), admission
+    assert admission.flavor == "train-p5"
+    assert feasible(nodes(rp, "aws"), EFA_POD, admission) == ["train-p5"]
+    # 12 nodes' worth of research's 96-GPU quota: a 13-node job waits (borrowing left out of the model)
+    assert not isinstance(admit(objs, config, Job("research", count=13, requests=EFA_POD, tolerations=[GPU_TOLERATION])), Admission)
+
+
+def test_the_same_job_without_the_gpu_toleration_is_not_admitted_anywhere() -> None:
+    _, objs, config = world("prod", "aws")
+    reason = admit(objs, config, Job("research", count=4, requests=EFA_POD))
+    assert reason == "data-prep: insufficient quota for nvidia.com/gpu; train-p5: untolerated taint nvidia.com/gpu"
+
+
+def test_an_rdma_job_on_dc1_is_admitted_on_the_infiniband_pool() -> None:
+    rp, objs, config = world("prod", "dc1")
+    pod = {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8", "rdma/ib": "1"}
+    admission = admit(objs, config, Job("research", count=8, requests=pod, tolerations=[GPU_TOLERATION]))
+    assert isinstance(admission, Admission) and admission.flavor == "onprem-h100"
+    assert feasible(nodes(rp, "dc1"), pod, admission) == ["onprem-h100"]
+    # no CPU pool at dc1: a CPU-only pod (a Ray head) runs on the GPU nodes, with the toleration injected
+    head = {"cpu": "4", "memory": "16Gi"}
+    admission = admit(objs, config, Job("research", count=1, requests=head))
+    assert isinstance(admission, Admission) and admission.flavor == "onprem-h100"
+    assert feasible(nodes(rp, "dc1"), head, admission) == ["onprem-h100"]
+    # EFA does not exist on dc1: a job asking for it is told so instead of waiting silently
+    reason = admit(objs, config, Job("research", count=1, requests=EFA_POD, tolerations=[GPU_TOLERATION]))
+    assert reason == "resource vpc.amazonaws.com/efa unavailable in ClusterQueue"
+
+
+def test_a_cpu_data_prep_job_lands_on_data_prep_and_never_spills_onto_gpu_pools() -> None:
+    rp, objs, config = world("prod", "aws")
+    pod = {"cpu": "16", "memory": "64Gi", "ephemeral-storage": "100Gi"}
+    admission = admit(objs, config, Job("research", count=10, requests=pod))
+    assert isinstance(admission, Admission) and admission.flavor == "data-prep"
+    assert feasible(nodes(rp, "aws"), pod, admission) == ["data-prep"]
+    # more than data-prep holds: it waits rather than taking a p5 or an L40S node
+    reason = admit(objs, config, Job("research", count=200, requests=pod))
+    assert not isinstance(reason, Admission) and "untolerated taint" in str(reason)
+
+
+def test_an_inference_deployment_of_serving_lands_on_its_gpu_pool() -> None:
+    rp, objs, config = world("prod", "aws")
+    pod = {"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": "1"}
+    admission = admit(objs, config, Job("serving-canary", count=2, requests=pod, tolerations=[GPU_TOLERATION]))
+    assert isinstance(admission, Admission) and admission.flavor == "infer-l40s"
+    assert feasible(nodes(rp, "aws"), pod, admission) == ["infer-l40s"]
+
+
+def _pod(namespace: str, last: int) -> Endpoint:
+    return Endpoint(namespace, f"10.128.0.{last}")
+
+
+@pytest.mark.parametrize(("env", "site"), [("prod", "aws"), ("prod", "dc1")])
+def test_a_team_cannot_reach_another_team_but_reaches_its_own_namespaces_dns_and_api(env: str, site: str) -> None:
+    rp, objs, _ = world(env, site)
+    teams = rp.site(site).teams
+    for team in teams:
+        for other in teams:
+            for ns in team.namespaces:
+                for port in (80, 443, 8000, 29500):
+                    got = reachable(objs, _pod(ns, 1), _pod(other.namespaces[0], 2), port)
+                    assert got is (team.name == other.name), (ns, other.name, port)
+    dns = Endpoint("kube-system", "10.128.9.9", (("k8s-app", "kube-dns"),))
+    assert reachable(objs, _pod("research", 1), dns, 53, "UDP")
+    assert reachable(objs, Endpoint("monitoring", "10.128.8.8"), _pod("research", 1), 8000)  # Prometheus scrapes
+    if site == "dc1":  # in-cluster clients reach the API servers on the control-plane hosts, and NodeLocal DNSCache
+        assert reachable(objs, _pod("research", 1), Endpoint(None, "10.30.0.11"), 6443)
+        assert reachable(objs, _pod("research", 1), Endpoint(None, "169.254.25.10"), 53, "UDP")
+    else:  # the EKS Pod Identity agent hands out AWS credentials
+        assert reachable(objs, _pod("research", 1), Endpoint(None, "169.254.170.23"), 80)
+        assert not reachable(objs, _pod("research", 1), Endpoint(None, "169.254.169.254"), 80)  # not the instance metadata
+
+
+def test_serving_is_reachable_from_the_gateway_and_canary_reaches_serving() -> None:
+    _, objs, _ = world("prod", "aws")
+    gateway = Endpoint("envoy-gateway-system", "10.128.7.7")
+    assert reachable(objs, gateway, _pod("serving", 1), 8000)
+    assert not reachable(objs, gateway, _pod("research", 1), 8000)  # only serving teams accept the gateway
+    assert reachable(objs, _pod("serving-canary", 1), _pod("serving", 2), 8000)
+
+
+def _volumes_of(objs: list[dict[str, Any]], namespace: str) -> list[dict[str, Any]]:
+    return [o["spec"] for o in objs if o["kind"] == "PersistentVolume" and o["spec"]["claimRef"]["namespace"] == namespace]
+
+
+def _where(spec: dict[str, Any]) -> str:
+    if "hostPath" in spec:
+        return str(spec["hostPath"]["path"])
+    if "nfs" in spec:
+        return str(spec["nfs"]["path"])
+    csi = spec["csi"]
+    return str(csi.get("volumeAttributes", {}).get("mountname") or csi["volumeHandle"])
+
+
+@pytest.mark.parametrize("site", ["aws", "dc1"])
+def test_a_team_mounts_only_its_own_directory_or_read_only_data(site: str) -> None:
+    rp, objs, _ = world("prod", site)
+    teams = rp.site(site).teams
+    for team in teams:
+        for ns in team.namespaces:
+            volumes = _volumes_of(objs, ns)
+            assert volumes
+            for spec in volumes:
+                where = _where(spec)
+                others = [t.name for t in teams if t.name != team.name and f"teams/{t.name}" in where]
+                assert not others, (ns, where)
+                # every claim a team can bind names its own namespace (claimRef): no claim of another team binds it
+                read_only = spec["accessModes"] == ["ReadOnlyMany"]
+                assert read_only or where.endswith(f"teams/{team.name}"), (ns, where)
+                if read_only and "hostPath" not in spec:
+                    assert next(iter(v for k, v in spec.items() if k in ("csi", "nfs")))["readOnly"] is True
+    if site == "dc1":  # Lustre: the team's directory below the node's mount, only on the pools that mount it
+        [lustre] = [s for s in _volumes_of(objs, "research") if "hostPath" in s]
+        assert lustre["hostPath"] == {"path": "/lustre/teams/research", "type": "Directory"}
+        terms = lustre["nodeAffinity"]["required"]["nodeSelectorTerms"]
+        assert terms == [{"matchExpressions": [{"key": "alicerce.dev/pool", "operator": "In", "values": ["onprem-h100"]}]}]
+    else:  # the read-only datasets are read-only for every pod, whatever its volumeMounts say
+        policy = next(o for o in objs if o["kind"] == "ValidatingAdmissionPolicy" and o["metadata"]["name"] == "alicerce-read-only-claims")
+        assert "['datasets']" in policy["spec"]["validations"][0]["expression"]
+
+
+def test_team_directories_are_made_only_on_a_mounted_file_system() -> None:
+    _, objs, _ = world("prod", "dc1")
+    [job] = [o for o in objs if o["kind"] == "Job" and o["metadata"]["name"] == "prepare-dc1-lustre"]
+    script = job["spec"]["template"]["spec"]["containers"][0]["command"][2]
+    assert script.index("/proc/mounts") < script.index("mkdir")  # checks the type first
+    assert '" lustre "' in script and "/fs/teams/research" in script and "/fs/teams/applied-ml" in script
