@@ -2,37 +2,55 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from alicerce.cli.common import DEFAULT_SPEC, JsonOption, SpecArg, load
+from alicerce.cli.common import DEFAULT_SPEC, SpecArg, load
 from alicerce.cli.errors import UsageError, user_errors
+from alicerce.cli.output import Column, Format, FormatOption, JsonAlias, Table, console, print_json, print_table, wants_json
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from alicerce.plan.platform import SizingPlan
+    from alicerce.resolve.model import ResolvedPlatform
+
+EPILOG = """\b
+Examples:
+  alicerce plan                               the first production environment of ./platform.yaml
+  alicerce plan --env dev --explain           every figure with its formula and inputs
+  alicerce plan --format json | jq .findings  the findings, for a script or a CI gate
+  alicerce plan --plot charts/                cost, GPU-hours and utilisation charts (PNG and SVG)
+"""
 
 
 def register(app: typer.Typer) -> None:
-    app.command("plan")(plan)
+    app.command("plan", epilog=EPILOG)(plan)
 
 
-@user_errors(json_flag="as_json")
+@user_errors()
 def plan(
+    *,
     spec: SpecArg = DEFAULT_SPEC,
-    env: Annotated[str | None, typer.Option("--env", "-e", help="Environment (default: the first production one).")] = None,
-    as_json: JsonOption = False,
+    env: Annotated[
+        str | None, typer.Option("--env", "-e", help="Environment (default: the only one, else the first production one).")
+    ] = None,
+    output_format: FormatOption = Format.text,
+    as_json: JsonAlias = False,
     explain: Annotated[bool, typer.Option("--explain", help="Show every figure's formula and inputs.")] = False,
     plot: Annotated[Path | None, typer.Option("--plot", help="Write charts (PNG and SVG) into this directory.")] = None,
 ) -> None:
-    """Size GPUs, memory, storage throughput, fabric and cost from the declared workloads."""
+    """Size GPUs, memory, storage throughput, fabric and cost from the declared workloads.
+
+    Compares what the workloads need with the declared pools and tiers, and reports findings
+    with numbers.
+    """
     from alicerce.plan.platform import plan_platform
     from alicerce.rules.validate import validated
 
+    as_json = wants_json(output_format, as_json)
     document = load(spec)
     environments = document.data.get("environments") or {}
     if env is None:
@@ -44,7 +62,8 @@ def plan(
         from alicerce.emit.files import ensure_folder
 
         ensure_folder(plot, plot)  # before the work: a file, or a folder under a file, is refused at once
-    result = plan_platform(validated(document, env))
+    platform = validated(document, env)
+    result = plan_platform(platform)
     if plot is not None:
         from alicerce.emit.charts import write_charts
         from alicerce.emit.files import os_error
@@ -57,69 +76,86 @@ def plan(
         if not as_json:
             typer.echo(f"wrote {len(written)} charts to {plot}", err=True)
     if as_json:
-        print(json.dumps(result.to_json(), indent=2))
+        print_json({"schemaVersion": 1, **result.to_json(), "userCatalog": user_catalog(platform)})
         return
-    from rich.console import Console
+    _print(console(), result, explain, user_catalog(platform))
 
-    console = Console()
-    _print(console, result, explain)
+
+def user_catalog(platform: ResolvedPlatform) -> list[str]:
+    """The entries of the spec's own catalog the plan relies on: pools' GPUs and instance types, workloads' GPUs."""
+    names = {p.gpu.id for p in platform.pools if p.gpu} | {p.instance.type for p in platform.pools if p.instance}
+    names |= {gpu.id for w in platform.spec.workloads if w.accelerator and (gpu := platform.catalog.gpu(w.accelerator))}
+    return sorted(n for n in names if platform.catalog.user_provided(n))
+
+
+def _mark(gpu: str | None, user: list[str]) -> str:
+    return "-" if gpu is None else f"{gpu} (user catalog)" if gpu in user else gpu
 
 
 def _num(value: float | None, digits: int = 0) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
-def _print(console: Console, result: SizingPlan, explain: bool) -> None:
-    from rich.table import Table
-
-    table = Table(title=f"Workloads ({result.environment})", title_justify="left")
-    for column in ("workload", "kind", "pool", "GPU", "GPUs", "min", "days", "GPU-h", "cost USD", "ckpt GB/s", "read GB/s",
-                   "net Gb/s/GPU", "RDMA", "replicas", "tok/s/replica"):  # fmt: skip
-        table.add_column(column, justify="right" if column not in ("workload", "kind", "pool", "GPU") else "left")
+def _print(out: Console, result: SizingPlan, explain: bool, user: list[str]) -> None:
+    workloads = Table(
+        f"Workloads ({result.environment})",
+        [Column("workload", key=True), Column("kind"), Column("pool", key=True), Column("GPU", key=True)]
+        + [Column(h, numeric=True) for h in ("GPUs", "min", "days", "GPU-h", "cost USD", "ckpt GB/s", "read GB/s", "net Gb/s/GPU")]
+        + [Column("RDMA"), Column("replicas", numeric=True), Column("tok/s/replica", numeric=True)],
+    )
     for w in result.workloads:
-        table.add_row(
-            w.name, w.kind, w.pool or "-", w.accelerator or "-", _num(w.gpus), _num(w.min_gpus), _num(w.wall_clock_days, 1),
+        workloads.add(
+            w.name, w.kind, w.pool or "-", _mark(w.accelerator, user), _num(w.gpus), _num(w.min_gpus), _num(w.wall_clock_days, 1),
             _num(w.gpu_hours), _num(w.cost_usd), _num(w.checkpoint_write_gbps, 2), _num(w.dataset_read_gbps, 3),
             _num(w.network_gbps_per_gpu, 1), "-" if w.rdma_required is None else ("yes" if w.rdma_required else "no"),
             _num(w.replicas), _num(w.tokens_per_second_per_replica),
         )  # fmt: skip
-    console.print(table)
-    pools = Table(title="Node pools: declared vs recommended", title_justify="left")
-    for column in ("pool", "GPU", "declared min-max", "recommended min-max", "peak GPUs", "utilisation", "USD/month"):
-        pools.add_column(column)
+    print_table(workloads, out)
+    pools = Table(
+        "Node pools: declared vs recommended",
+        [Column("pool", key=True), Column("GPU", key=True), Column("declared min-max"), Column("recommended min-max")]
+        + [Column(h, numeric=True) for h in ("peak GPUs", "utilisation", "USD/month")],
+    )
     for p in result.pools:
-        pools.add_row(
-            p.name, p.accelerator or "-", f"{p.declared_min}-{p.declared_max}", f"{p.recommended_min}-{p.recommended_max}",
+        pools.add(
+            p.name, _mark(p.accelerator, user), f"{p.declared_min}-{p.declared_max}", f"{p.recommended_min}-{p.recommended_max}",
             str(p.peak_gpus), "-" if p.utilization is None else f"{p.utilization:.0%}", _num(p.monthly_cost_usd),
         )  # fmt: skip
-    console.print(pools)
+    print_table(pools, out)
     if result.storage:
-        tiers = Table(title="Storage tiers", title_justify="left")
-        for column in ("tier", "declared GB/s", "read GB/s", "write GB/s", "FSx to meet it"):
-            tiers.add_column(column)
+        tiers = Table(
+            "Storage tiers",
+            [
+                Column("tier", key=True),
+                *(Column(h, numeric=True) for h in ("declared GB/s", "read GB/s", "write GB/s")),
+                Column("FSx to meet it"),
+            ],
+        )
         for t in result.storage:
             fsx = "-" if t.fsx is None else f"{t.fsx['storageCapacityGiB']:,} GiB at {t.fsx['perUnitStorageThroughput'] or 'base'} MB/s/TiB"
-            tiers.add_row(t.name, _num(t.declared_gbps, 1), _num(t.read_gbps, 2), _num(t.write_gbps, 2), fsx)
-        console.print(tiers)
-    console.print(f"Forecast monthly cost (on-demand, AWS pools and FSx): [bold]{_num(result.monthly_cost_usd)} USD[/bold]")
+            tiers.add(t.name, _num(t.declared_gbps, 1), _num(t.read_gbps, 2), _num(t.write_gbps, 2), fsx)
+        print_table(tiers, out)
+    if user:
+        out.print(f"From the spec's own catalog (user-provided facts): {', '.join(user)}", markup=False)
+    out.print(f"Forecast monthly cost (on-demand, AWS pools and FSx): [bold]{_num(result.monthly_cost_usd)} USD[/bold]")
     if result.findings:
-        console.print("[bold]Findings[/bold]")
+        out.print("[bold]Findings[/bold]")
         styles = {"error": "red", "warning": "yellow", "info": "cyan"}
         for f in result.findings:
-            console.print(f"  [{styles[f.severity]}]{f.severity}[/] {f.subject}: {f.message}", highlight=False)
+            out.print(f"  [{styles[f.severity]}]{f.severity}[/] {f.subject}: {f.message}", highlight=False)
     if explain:
         for w in result.workloads:
-            console.print(f"\n[bold]{w.name}[/bold] ({w.kind})")
+            out.print(f"\n[bold]{w.name}[/bold] ({w.kind})")
             for figure in w.figures:
                 inputs = ", ".join(f"{k}={_fmt(v)}" for k, v in figure.inputs.items())
-                console.print(
+                out.print(
                     f"  {figure.name} = {_fmt(figure.value)} {figure.unit}   [dim]{figure.formula}"
                     + (f"; {inputs}" if inputs else "")
                     + "[/dim]",
                     highlight=False,
                 )
             for note in w.notes:
-                console.print(f"  [yellow]note[/yellow] {note}")
+                out.print(f"  [yellow]note[/yellow] {note}")
 
 
 def _fmt(value: object) -> str:

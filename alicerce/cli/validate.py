@@ -17,8 +17,16 @@ class Format(str, Enum):
     json = "json"
 
 
+EPILOG = """\b
+Examples:
+  alicerce validate                              ./platform.yaml, every environment
+  alicerce validate platform.yaml --env prod     one environment
+  alicerce validate --format json                the errors as data, for editors and CI
+"""
+
+
 def register(app: typer.Typer) -> None:
-    app.command("validate")(validate)
+    app.command("validate", epilog=EPILOG)(validate)
 
 
 @user_errors(json_flag="output_format")

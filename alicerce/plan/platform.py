@@ -11,7 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from alicerce.catalog import Catalog, load_catalog
+from alicerce.catalog import Catalog
 from alicerce.catalog.fsx import GIB as FSX_GIB
 from alicerce.catalog.fsx import choose_fsx
 from alicerce.catalog.models import Gpu
@@ -59,14 +59,14 @@ class PoolPlan:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "name": self.name, "site": self.site, "accelerator": self.accelerator, "gpus_per_node": self.gpus_per_node,
-            "gpu_units": self.gpu_units,
+            "name": self.name, "site": self.site, "accelerator": self.accelerator, "gpusPerNode": self.gpus_per_node,
+            "gpuUnits": self.gpu_units,
             "declared": {"min": self.declared_min, "max": self.declared_max},
             "recommended": {"min": self.recommended_min, "max": self.recommended_max},
-            "peak_gpus": self.peak_gpus, "gpu_hours_per_month": round(self.gpu_hours_per_month, 1),
+            "peakGpus": self.peak_gpus, "gpuHoursPerMonth": round(self.gpu_hours_per_month, 1),
             "utilization": None if self.utilization is None else round(self.utilization, 3),
-            "demand_ratio": None if self.demand_ratio is None else round(self.demand_ratio, 3),
-            "monthly_cost_usd": None if self.monthly_cost_usd is None else round(self.monthly_cost_usd, 2),
+            "demandRatio": None if self.demand_ratio is None else round(self.demand_ratio, 3),
+            "monthlyCostUsd": None if self.monthly_cost_usd is None else round(self.monthly_cost_usd, 2),
             "workloads": list(self.workloads),
         }  # fmt: skip
 
@@ -82,9 +82,9 @@ class TierPlan:
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
-            "declared_gbps": self.declared_gbps,
-            "read_gbps": round(self.read_gbps, 3),
-            "write_gbps": round(self.write_gbps, 3),
+            "declaredGbps": self.declared_gbps,
+            "readGbps": round(self.read_gbps, 3),
+            "writeGbps": round(self.write_gbps, 3),
             "fsx": self.fsx,
         }
 
@@ -100,10 +100,10 @@ class SizingPlan:
     assumptions: dict[str, Any] = field(default_factory=dict)
 
     UNITS: ClassVar[dict[str, str]] = {
-        "model_state_gib": "GiB", "memory_per_gpu_gib": "GiB", "gpu_hours": "GPU-hours (training: whole run; serving: per month)",
-        "wall_clock_days": "days", "cost_usd": "USD (training: whole run; serving: per month), on-demand",
-        "checkpoint_gib": "GiB", "checkpoint_write_gbps": "GB/s", "dataset_read_gbps": "GB/s",
-        "network_gbps_per_gpu": "Gbit/s", "tokens_per_second_per_replica": "output tokens/s",
+        "modelStateGib": "GiB", "memoryPerGpuGib": "GiB", "gpuHours": "GPU-hours (training: whole run; serving: per month)",
+        "wallClockDays": "days", "costUsd": "USD (training: whole run; serving: per month), on-demand",
+        "checkpointGib": "GiB", "checkpointWriteGbps": "GB/s", "datasetReadGbps": "GB/s",
+        "networkGbpsPerGpu": "Gbit/s", "tokensPerSecondPerReplica": "output tokens/s",
     }  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
@@ -114,7 +114,7 @@ class SizingPlan:
             "pools": [p.to_json() for p in self.pools],
             "storage": [t.to_json() for t in self.storage],
             "findings": [f.to_json() for f in self.findings],
-            "monthly_cost_usd": round(self.monthly_cost_usd, 2),
+            "monthlyCostUsd": round(self.monthly_cost_usd, 2),
         }
 
 
@@ -147,7 +147,7 @@ def _candidates(platform: ResolvedPlatform, catalog: Catalog, chosen: Gpu | None
 
 def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None) -> SizingPlan:
     """Size every workload of an environment, then its pools and storage tiers."""
-    catalog = catalog or load_catalog()
+    catalog = catalog or platform.catalog
     sizing = catalog.sizing
     findings: list[Finding] = []
     plans: list[WorkloadPlan] = []

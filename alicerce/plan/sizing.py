@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic.alias_generators import to_camel
+
 from alicerce.catalog import Catalog
 from alicerce.catalog.models import Gpu, InstanceType, Sizing
 from alicerce.spec.models import Workload
@@ -81,10 +83,11 @@ class WorkloadPlan:
     )  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {name: _round(getattr(self, name)) for name in self.JSON_FIELDS}
+        """camelCase keys, like the spec and every other JSON document alicerce prints."""
+        out: dict[str, Any] = {to_camel(name): _round(getattr(self, name)) for name in self.JSON_FIELDS}
         out.update(
-            team=self.team, pool=self.pool, gpus_per_replica=self.gpus_per_replica, tensor_parallel=self.tensor_parallel,
-            sharing=self.sharing, cpu_cores=self.cpu_cores, fits=self.fits, notes=list(self.notes),
+            team=self.team, pool=self.pool, gpusPerReplica=self.gpus_per_replica, tensorParallel=self.tensor_parallel,
+            sharing=self.sharing, cpuCores=self.cpu_cores, fits=self.fits, notes=list(self.notes),
         )  # fmt: skip
         return out
 

@@ -16,9 +16,9 @@ from tests.conftest import ROOT
 
 REFERENCE = load_file(ROOT / "platform.yaml", "platform.yaml")
 ISSUE_KEYS = {
-    "name", "kind", "accelerator", "gpus", "min_gpus", "model_state_gib", "memory_per_gpu_gib", "gpu_hours", "wall_clock_days",
-    "cost_usd", "checkpoint_gib", "checkpoint_write_gbps", "dataset_read_gbps", "network_gbps_per_gpu", "rdma_required",
-    "replicas", "tokens_per_second_per_replica",
+    "name", "kind", "accelerator", "gpus", "minGpus", "modelStateGib", "memoryPerGpuGib", "gpuHours", "wallClockDays",
+    "costUsd", "checkpointGib", "checkpointWriteGbps", "datasetReadGbps", "networkGbpsPerGpu", "rdmaRequired",
+    "replicas", "tokensPerSecondPerReplica",
 }  # fmt: skip
 
 
@@ -60,7 +60,7 @@ def test_cli_plan_json_and_charts(tmp_path: Path) -> None:
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([str(alicerce), "plan", *args], cwd=ROOT, capture_output=True, text=True, env=env, check=False)
 
-    result = run("--json", "--env", "dev")
+    result = run("--format", "json", "--env", "dev")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["environment"] == "dev"
     table = run("--explain")

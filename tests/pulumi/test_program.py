@@ -70,11 +70,13 @@ def test_no_resource_is_created_inside_an_apply(monkeypatch: Any) -> None:
 @covers("pulumi:providers:kubernetes")
 def test_preview_json_is_engine_shaped_and_deterministic(prod: Any) -> None:
     _, result = prod
-    out = CliRunner().invoke(build_app(), ["preview", "--env", "prod", str(ROOT / "platform.yaml"), "--json"])
+    out = CliRunner().invoke(build_app(), ["preview", "--env", "prod", str(ROOT / "platform.yaml"), "--format", "json"])
     assert out.exit_code == 0, out.output
     data = json.loads(out.stdout)
-    assert set(data) == {"environment", "resources", "outputs"} and data["environment"] == "prod"
-    assert data == json.loads(json.dumps(result.to_json()))  # same plan, same order, run after run
+    assert set(data) == {"schemaVersion", "platform", "counts", "environment", "resources", "outputs"}
+    assert data["environment"] == "prod"
+    same = {k: data[k] for k in ("environment", "resources", "outputs")}
+    assert same == json.loads(json.dumps(result.to_json()))  # same plan, same order, run after run
     first = data["resources"][0]
     assert set(first) == {"type", "name", "parent", "inputs"}
     lt = next(r for r in data["resources"] if r["name"] == "aws-pool-train-p5-lt")
@@ -108,3 +110,4 @@ def test_preview_of_an_invalid_spec_reports_located_errors_and_exits_2(tmp_path:
     out = CliRunner().invoke(build_app(), ["preview", "--env", "nope", str(ROOT / "platform.yaml")])
     assert out.exit_code == 2
     assert 'no environment "nope"' in out.output and "platform.yaml:" in out.output
+

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from alicerce.spec.base import Name, SpecModel
+from alicerce.spec.models.catalog import UserCatalog
 from alicerce.spec.models.environments import Environment
 from alicerce.spec.models.metadata import Metadata, Versions
 from alicerce.spec.models.monitoring import Monitoring
@@ -36,3 +37,7 @@ class PlatformSpec(SpecModel):
     security: Security = Field(default_factory=Security, description="Security posture.")
     waivers: list[Waiver] = Field(default_factory=list, description="Time-boxed exceptions to rules.")
     workloads: list[Workload] = Field(default_factory=list, description="The workloads the platform exists for.")
+    catalog: UserCatalog = Field(
+        default_factory=UserCatalog,
+        description="GPUs and instance types the built-in catalog lacks, declared with the same facts and their sources.",
+    )
