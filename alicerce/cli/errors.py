@@ -37,7 +37,7 @@ def print_errors(errors: list[SpecError], as_json: bool = False) -> None:
 
 
 def warn(message: str, hint: str | None = None) -> None:
-    """A warning on stderr (also under --json, whose stdout stays one JSON document)."""
+    """A warning on stderr (also under --format json, whose stdout stays one JSON document)."""
     suffix = f" ({hint})" if hint else ""
     print(f"warning: {message}{suffix}", file=sys.stderr)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -111,3 +112,25 @@ def test_preview_of_an_invalid_spec_reports_located_errors_and_exits_2(tmp_path:
     assert out.exit_code == 2
     assert 'no environment "nope"' in out.output and "platform.yaml:" in out.output
 
+
+def test_main_reads_the_spec_relative_to_the_pulumi_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 16: `alicerce:spec` is relative to the folder of Pulumi.yaml, not to where the program runs."""
+    import shutil
+
+    from alicerce.emit.pulumi.program import main
+    from alicerce.rules.validate import validated
+    from alicerce.run.preview import run_preview
+    from alicerce.spec.loader import load_file
+
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    shutil.copy(ROOT / "platform.yaml", project / "platform.yaml")
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setattr(pulumi, "get_root_directory", lambda: str(project))
+    pulumi.runtime.set_all_config({"alicerce:spec": "platform.yaml", "alicerce:environment": "dev"})
+    try:
+        result = run_preview(validated(load_file(ROOT / "platform.yaml"), "dev"), lambda _: main() or {})
+    finally:
+        pulumi.runtime.set_all_config({})
+    assert any(r.type == "aws:eks/cluster:Cluster" for r in result.resources)
