@@ -15,23 +15,24 @@ from alicerce.spec.schema import schema_text
 from tests.conftest import ROOT
 
 DOCS = ROOT / "docs" / "spec"
+PAGES = pages()
 
 
-@pytest.mark.parametrize("name", sorted(pages()))
+@pytest.mark.parametrize("name", sorted(PAGES))
 def test_committed_spec_docs_are_fresh(name: str) -> None:
     committed = DOCS / name
-    assert committed.is_file() and committed.read_text("utf-8") == pages()[name], "run `make docs` and commit docs/spec/"
+    assert committed.is_file() and committed.read_text("utf-8") == PAGES[name], "run `make docs` and commit docs/spec/"
 
 
 def test_no_stale_pages() -> None:
-    assert sorted(p.name for p in DOCS.glob("*.md")) == sorted(pages())
+    assert sorted(p.name for p in DOCS.glob("*.md")) == sorted(PAGES)
 
 
 def test_every_field_of_the_schema_is_documented() -> None:
     import json
 
     schema = json.loads(schema_text())
-    text = "\n".join(pages().values())
+    text = "\n".join(PAGES.values())
     for name, model in schema["$defs"].items():
         for key in model.get("properties", {}):
             assert f"| `{key}` |" in text, f"{name}.{key}"
@@ -42,7 +43,7 @@ def _links(markdown: Path) -> list[str]:
     return re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", markdown.read_text("utf-8"))
 
 
-@pytest.mark.parametrize("document", ["README.md", "CHANGELOG.md", *(f"docs/spec/{p}" for p in sorted(pages()))])
+@pytest.mark.parametrize("document", ["README.md", "CHANGELOG.md", *(f"docs/spec/{p}" for p in sorted(PAGES))])
 def test_links_stay_inside_the_repository_and_resolve(document: str) -> None:
     """The README once linked ../shared/design, outside the repository a user clones."""
     source = ROOT / document
@@ -63,4 +64,4 @@ def test_license_and_changelog() -> None:
 def test_docs_command_prints_one_section() -> None:
     alicerce = Path(sys.executable).with_name("alicerce")
     result = subprocess.run([str(alicerce), "docs", "nodePools"], capture_output=True, text=True, check=False)
-    assert result.returncode == 0 and result.stdout == pages()["nodePools.md"]
+    assert result.returncode == 0 and result.stdout == PAGES["nodePools.md"]

@@ -9,6 +9,7 @@ a test fails when the committed pages are stale.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -17,7 +18,8 @@ from alicerce.spec.schema import schema_text
 SCHEMA_LINK = "../../schema/platform.schema.json"
 
 
-def _schema() -> dict[str, Any]:
+@functools.cache
+def _schema() -> dict[str, Any]:  # read-only: callers never change it
     schema: dict[str, Any] = json.loads(schema_text())
     return schema
 
