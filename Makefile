@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | sha256sum | cut -c1-12)
 
-.PHONY: setup tools rootfs demo test lint typecheck unit bench bench-ansible schema lock clean
+.PHONY: setup tools rootfs demo test lint typecheck unit bench bench-ansible schema docs lock clean
 
 setup: $(STAMP)
 
@@ -82,8 +82,14 @@ bench: setup
 bench-ansible: setup rootfs
 	$(BIN)/python bench/ansible_noop.py
 
+# The spec's JSON Schema and those of every JSON output (tests fail when a committed one is stale).
 schema: setup
 	$(BIN)/alicerce schema --output schema/platform.schema.json
+	$(BIN)/python -c 'from alicerce.cli.documents import write_schemas; write_schemas("schema/output")'
+
+# The spec reference, one page per section, from the models' descriptions.
+docs: setup
+	$(BIN)/alicerce docs --output docs/spec
 
 lock: setup
 	$(BIN)/python -m pip install --quiet -e '.[dev]'

@@ -2,7 +2,7 @@
 
 Targets (issue 3): the reference platform's prod environment under 6 s wall, and a synthetic
 environment of about 3,000 resources under 25 s. Both run the real CLI in a subprocess
-(`alicerce preview --env ENV SPEC --json`), so Python start-up and imports are included. Prints the
+(`alicerce preview --env ENV SPEC --format json`), so Python start-up and imports are included. Prints the
 figures and exits 1 when a target is missed. Not part of `make test`; run it with `make bench`.
 """
 
@@ -45,7 +45,7 @@ def synthetic_spec(pools: int, buckets: int) -> dict[str, Any]:
 def run(spec: Path, env: str) -> tuple[float, int]:
     start = time.perf_counter()
     out = subprocess.run(
-        [str(ALICERCE), "preview", "--env", env, str(spec), "--json"], cwd=ROOT, capture_output=True, text=True, check=False
+        [str(ALICERCE), "preview", "--env", env, str(spec), "--format", "json"], cwd=ROOT, capture_output=True, text=True, check=False
     )
     elapsed = time.perf_counter() - start
     if out.returncode != 0:

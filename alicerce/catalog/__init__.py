@@ -6,7 +6,9 @@ available and checked against :mod:`alicerce.catalog.models` once per process.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -82,6 +84,42 @@ class Catalog:
     instances: tuple[InstanceType, ...]
     versions: Versions
     fsx: Fsx
+    user_ids: frozenset[str] = frozenset()  # GPU ids and instance types a spec's own `catalog:` section added
+
+    def with_user(self, gpus: Iterable[Gpu], instances: Iterable[InstanceType]) -> Catalog:
+        """This catalog plus a spec's own entries. An entry whose id is already known is left out, and an
+        alias already taken is dropped (rule AL285 reports both): a user entry never changes what a
+        known name means."""
+        gpus, instances = list(gpus), list(instances)
+        if not gpus and not instances:
+            return self
+        known = {name.lower() for g in self.gpus for name in (g.id, *g.aliases)}
+        added_gpus: list[Gpu] = []
+        for gpu in gpus:
+            if gpu.id.lower() in known:
+                continue
+            free = tuple(a for a in gpu.aliases if a.lower() not in known)  # a taken alias keeps its old meaning
+            added_gpus.append(gpu if free == gpu.aliases else gpu.model_copy(update={"aliases": free}))
+            known |= {name.lower() for name in (gpu.id, *free)}
+        types = {i.type for i in self.instances}
+        added_instances: list[InstanceType] = []
+        for instance in instances:
+            if instance.type not in types:
+                added_instances.append(instance)
+                types.add(instance.type)
+        return dataclasses.replace(
+            self,
+            gpus=(*self.gpus, *added_gpus),
+            instances=(*self.instances, *added_instances),
+            user_ids=self.user_ids | {g.id for g in added_gpus} | {i.type for i in added_instances},
+        )
+
+    def user_provided(self, name: str | None) -> bool:
+        """Whether a GPU id or alias, or an instance type, comes from the spec's own catalog."""
+        if name is None:
+            return False
+        gpu = self.gpu(name)
+        return (gpu.id if gpu is not None else name) in self.user_ids
 
     @functools.cached_property
     def sizing(self) -> Sizing:

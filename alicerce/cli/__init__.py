@@ -3,11 +3,16 @@
 Command modules import their heavy dependencies inside the command body, and a plain
 ``alicerce validate`` is served before the CLI framework loads (see fastpath), from the result
 cache when the spec is unchanged. Validation never imports Pulumi or Ansible.
+
+Every mistake on the command line (an unknown option, a missing value) is reported like every
+other user error: ``error: ...`` on stderr and exit code 2, never a boxed panel.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -17,18 +22,48 @@ if TYPE_CHECKING:
 def build_app() -> typer.Typer:
     import typer
 
-    from alicerce.cli import apply, catalog, diff, generate, init, plan, preview, rules, schema, show, validate, versions
+    from alicerce.cli import apply, catalog, diff, docs, generate, init, plan, preview, rules, schema, show, validate, versions
+    from alicerce.cli.root import HELP, root
 
     app = typer.Typer(
         name="alicerce",
-        help="Turn one platform spec into a GPU/ML platform on AWS, on-prem, or both.",
+        help=HELP,
         no_args_is_help=True,
-        add_completion=False,
-        pretty_exceptions_show_locals=False,
+        add_completion=True,
+        rich_markup_mode=None,  # plain help: it wraps to the terminal and reads the same in a pipe
+        pretty_exceptions_enable=False,  # a bug prints Python's own traceback
+        context_settings={"help_option_names": ["-h", "--help"]},
     )
-    for module in (validate, show, plan, preview, schema, catalog, init, rules, generate, apply, diff, versions):
+
+    app.callback()(root)
+    for module in (validate, show, plan, preview, schema, docs, catalog, init, rules, generate, apply, diff, versions):
         module.register(app)
     return app
+
+
+def run(app: typer.Typer, args: Sequence[str]) -> int:
+    """Run the application on ``args`` and return its exit code, reporting command-line mistakes plainly."""
+    from typer import Abort
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError  # typer 0.27 vendors click
+
+    try:
+        result = app(args=list(args), prog_name="alicerce", standalone_mode=False)
+    except NoArgsIsHelpError as exc:
+        print(exc.format_message(), file=sys.stderr)
+        return exc.exit_code
+    except ClickException as exc:
+        context = getattr(exc, "ctx", None)
+        command = context.command_path if context is not None else "alicerce"
+        print(f"error: {exc.format_message()} (see `{command} --help`)", file=sys.stderr)
+        return exc.exit_code
+    except Abort:
+        print("error: aborted", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        # the reader went away (`alicerce plan | head`): stop quietly, as a Unix tool does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    return result if isinstance(result, int) else 0
 
 
 def main() -> None:
@@ -37,4 +72,4 @@ def main() -> None:
     code = serve(sys.argv[1:])
     if code is not None:
         sys.exit(code)
-    build_app()()
+    sys.exit(run(build_app(), sys.argv[1:]))

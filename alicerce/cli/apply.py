@@ -2,35 +2,44 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from alicerce.cli.common import DEFAULT_SPEC, EnvOption, ForceOption, JsonOption, SpecArg, load
+from alicerce.cli.common import DEFAULT_SPEC, EnvOption, ForceOption, SpecArg, choose_environment, load
 from alicerce.cli.errors import UsageError, user_errors, warn
+from alicerce.cli.output import Column, Format, FormatOption, JsonAlias, Table, console, print_json, print_table, wants_json
 
 if TYPE_CHECKING:
-    from alicerce.run.ansible import Event, EventCollector, RunResult
+    from alicerce.run.ansible import Event, EventCollector, HostFailure, RunResult
 
 EXIT_RUN_FAILED = 3
 """A host failed or was unreachable (2 stays the code of user mistakes)."""
 
-apply_app = typer.Typer(name="apply", help="Apply the platform to its targets.", no_args_is_help=True)
+apply_app = typer.Typer(name="apply", help="Apply the platform to its targets.", no_args_is_help=True, rich_markup_mode=None)
+
+EPILOG = """\b
+Examples:
+  alicerce apply onprem --env prod --check              what provisioning would change, with diffs
+  alicerce apply onprem --env prod -i inventory/ --secrets secrets.vault.yml
+                                                        provision, with connection details and the join token
+  alicerce apply onprem --env prod --limit rack_dc1_r01 --tags nvidia_driver
+                                                        one rack, one role
+"""
 
 
 def register(app: typer.Typer) -> None:
     app.add_typer(apply_app)
 
 
-@apply_app.command("onprem")
-@user_errors(json_flag="as_json")
+@apply_app.command("onprem", epilog=EPILOG)
+@user_errors()
 def onprem(
     *,
-    env: EnvOption,
+    env: EnvOption = None,
     spec: SpecArg = DEFAULT_SPEC,
     check: Annotated[bool, typer.Option("--check", help="Check mode with diffs: report what would change.")] = False,
     limit: Annotated[str | None, typer.Option("--limit", "-l", help="Only hosts matching this Ansible pattern.")] = None,
@@ -50,7 +59,8 @@ def onprem(
         bool, typer.Option("--allow-plaintext-secrets", help="Accept a --secrets file that is not ansible-vault encrypted in CI.")
     ] = False,
     force: ForceOption = False,
-    as_json: JsonOption = False,
+    output_format: FormatOption = Format.text,
+    as_json: JsonAlias = False,
 ) -> None:
     """Provision the on-prem nodes of ENV: preflight, then rolling batches, then acceptance.
 
@@ -61,9 +71,12 @@ def onprem(
     from alicerce.rules.validate import validated
     from alicerce.run.ansible import RunError, plaintext_secrets, run_playbook
 
+    as_json = wants_json(output_format, as_json)
+    document = load(spec)
+    env = choose_environment(document, env)
     project = workdir / env / "project"
     check_output(project, [spec])
-    platform = validated(load(spec), env)
+    platform = validated(document, env)
     files = render_tree(platform, subtrees=["ansible"])
     if not any(path.startswith("ansible/") for path in files):
         raise UsageError(f"environment {env} has no on-prem node pools", hint="apply onprem needs a site with provider: onprem")
@@ -96,7 +109,7 @@ def onprem(
     except RunError as exc:
         raise UsageError(str(exc)) from None
     if as_json:
-        print(json.dumps(_result_data(result), indent=2))
+        print_json(_result_data(result))
     else:
         _print_recap(result)
     if not result.ok:
@@ -120,15 +133,32 @@ def _check_secrets(path: Path, plaintext: list[str], allowed: bool) -> None:
     warn(message, hint)
 
 
-def _result_data(result: RunResult) -> dict[str, object]:
+def _kind(failure: HostFailure) -> str:
+    return "unreachable" if type(failure).__name__ == "HostUnreachable" else "failed"
+
+
+def failure_groups(failures: list[HostFailure]) -> list[dict[str, Any]]:
+    """One entry per distinct failure (kind, task, message) with every host it hit, each host once."""
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for failure in failures:
+        hosts = groups.setdefault((_kind(failure), failure.task, failure.message), [])
+        if failure.host not in hosts:
+            hosts.append(failure.host)
+    return [{"kind": kind, "task": task, "message": message, "hosts": sorted(hosts)} for (kind, task, message), hosts in groups.items()]
+
+
+def _result_data(result: RunResult) -> dict[str, Any]:
+    unique = list(dict.fromkeys((type(f).__name__, f.host, f.task, f.message) for f in result.failures))
     return {
+        "schemaVersion": 1,
         "status": result.status,
         "rc": result.rc,
         "ok": result.ok,
         "artifacts": str(result.artifacts),
         "tasks": result.tasks,
         "hosts": {host: vars(stats) for host, stats in sorted(result.stats.items())},
-        "failures": [{"kind": type(f).__name__, "host": f.host, "task": f.task, "message": f.message} for f in result.failures],
+        "failures": [{"kind": kind, "host": host, "task": task, "message": message} for kind, host, task, message in unique],
+        "failureGroups": failure_groups(result.failures),
     }
 
 
@@ -169,11 +199,7 @@ class _Display:
             data = event.get("event_data", {}) or {}
             if counter == "ok" and (data.get("res") or {}).get("changed"):
                 counter = "changed"
-            self.counts[counter] += 1
-            if counter in ("failed", "unreachable") and (self.plain or self.live is not None):
-                failure = collector.failures[-1] if collector.failures else None
-                if failure is not None:
-                    self.console.print(f"[red]{counter}[/red] {failure}")
+            self.counts[counter] += 1  # failures are counted here and listed once, grouped, in the recap
         if kind == "playbook_on_play_start" and self.plain:
             self.console.print(f"PLAY {collector.play}")
         if kind == "playbook_on_task_start" and self.plain:
@@ -196,21 +222,20 @@ class _Display:
 
 
 def _print_recap(result: RunResult) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
-    table = Table(title=f"recap: {result.status} (artifacts: {result.artifacts})")
-    for column in ("host", "ok", "changed", "failed", "unreachable", "skipped", "rescued", "ignored"):
-        table.add_column(column, justify="left" if column == "host" else "right")
+    """Per-host counters (host names whole), then each distinct failure once with the hosts it hit."""
+    out = console()
+    columns = ("ok", "changed", "failed", "unreachable", "skipped", "rescued", "ignored")
+    table = Table(
+        f"recap: {result.status} (artifacts: {result.artifacts})", [Column("host", key=True), *(Column(c, numeric=True) for c in columns)]
+    )
     for host, stats in sorted(result.stats.items()):
         style = "red" if stats.failed or stats.unreachable else ("yellow" if stats.changed else "green")
-        table.add_row(
-            host,
-            *(str(getattr(stats, c)) for c in ("ok", "changed", "failed", "unreachable", "skipped", "rescued", "ignored")),
-            style=style,
-        )
-    console.print(table)
-    for failure in result.failures:
-        kind = "unreachable" if type(failure).__name__ == "HostUnreachable" else "failed"
-        console.print(f"[red]{kind}[/red]: {failure}", highlight=False)
+        table.add(host, *(str(getattr(stats, c)) for c in columns), style=style)
+    print_table(table, out)
+    for group in failure_groups(result.failures):
+        hosts = group["hosts"]
+        count = f"{len(hosts)} host{'s' if len(hosts) != 1 else ''}"
+        from rich.markup import escape
+
+        out.print(f'[red]{group["kind"]}[/red] ({count}) at task "{escape(group["task"])}": {escape(group["message"])}')
+        out.print(f"  hosts: {', '.join(hosts)}", markup=False)

@@ -7,14 +7,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from alicerce.cli.errors import UsageError
+
 if TYPE_CHECKING:
     from alicerce.spec.loader import Document
 
-SpecArg = Annotated[Path, typer.Argument(help="Platform spec file.")]
+SpecArg = Annotated[Path, typer.Argument(help="Platform spec file (default: ./platform.yaml).", show_default=False)]
 DEFAULT_SPEC = Path("platform.yaml")
 
-EnvOption = Annotated[str, typer.Option("--env", "-e", help="Environment name.")]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+EnvOption = Annotated[
+    str | None, typer.Option("--env", "-e", help="Environment (optional when the spec has only one).", show_default=False)
+]
 ForceOption = Annotated[
     bool,
     typer.Option(
@@ -29,3 +32,20 @@ def load(spec: Path) -> Document:
     from alicerce.spec.loader import load_file
 
     return load_file(spec, str(spec))
+
+
+def environment_names(document: Document) -> list[str]:
+    environments = document.data.get("environments") if isinstance(document.data, dict) else None
+    return [str(name) for name in environments] if isinstance(environments, dict) else []
+
+
+def choose_environment(document: Document, env: str | None) -> str:
+    """``env`` when given; else the spec's only environment; several need ``--env``."""
+    if env is not None:
+        return env
+    names = environment_names(document)
+    if len(names) == 1:
+        return names[0]
+    if not names:
+        raise UsageError(f"{document.file} has no environments", "add one under environments:")
+    raise UsageError(f"{document.file} has {len(names)} environments ({', '.join(names)})", "choose one with --env")

@@ -12,6 +12,7 @@ import typer
 
 from alicerce.cli.common import load
 from alicerce.cli.errors import UsageError, user_errors
+from alicerce.cli.output import camel_keys, print_json
 
 if TYPE_CHECKING:
     from alicerce.spec.loader import Document
@@ -22,8 +23,16 @@ class Format(str, Enum):
     json = "json"
 
 
+EPILOG = """\b
+Examples:
+  alicerce diff --base main                         what this branch's platform.yaml changes, as a PR comment
+  alicerce diff old.yaml new.yaml --env prod        two spec files, one environment
+  alicerce diff --base main --format json --no-plan the resolved changes only, for a script
+"""
+
+
 def register(app: typer.Typer) -> None:
-    app.command("diff")(diff)
+    app.command("diff", epilog=EPILOG)(diff)
 
 
 def base_document(ref: str, spec: Path) -> Document | None:
@@ -54,7 +63,6 @@ def diff(
     plan: Annotated[bool, typer.Option("--plan/--no-plan", help="Also diff the offline resource plan (the Pulumi mock engine).")] = True,
 ) -> None:
     """What a spec change does: pools, GPU capacity, quotas, storage, cost, and every destructive resource change."""
-    import json
 
     from alicerce.rules.validate import validated
     from alicerce.run.diff import diff_environment, planned, render_markdown
@@ -80,6 +88,6 @@ def diff(
         new = validated(new_doc, name) if name in new_envs else None
         results.append(diff_environment(name, old, new, plan=planned if plan else None))
     if output_format is Format.json:
-        sys.stdout.write(json.dumps({"title": title, "environments": [d.to_json() for d in results]}, indent=2) + "\n")
+        print_json({"schemaVersion": 1, "title": title, "environments": [camel_keys(d.to_json()) for d in results]})
     else:
         sys.stdout.write(render_markdown(results, title))

@@ -37,21 +37,27 @@ def print_errors(errors: list[SpecError], as_json: bool = False) -> None:
 
 
 def warn(message: str, hint: str | None = None) -> None:
-    """A warning on stderr (also under --json, whose stdout stays one JSON document)."""
+    """A warning on stderr (also under --format json, whose stdout stays one JSON document)."""
     suffix = f" ({hint})" if hint else ""
     print(f"warning: {message}{suffix}", file=sys.stderr)
+
+
+JSON_FLAGS = ("output_format", "as_json")
+"""The parameters through which a command asks for JSON: ``--format`` and the old ``--json``."""
 
 
 def user_errors(json_flag: str | None = None) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Turn spec errors, usage errors and refused or impossible outputs into messages and exit code 2.
 
-    ``json_flag`` names the command's boolean/format parameter that asks for JSON output.
+    Under ``--format json`` (or ``json_flag``, another parameter asking for JSON) the error is a JSON
+    document on stdout; otherwise it is ``error: message (hint)`` lines on stderr.
     """
 
     def decorate(command: Callable[P, R]) -> Callable[P, R]:
         @functools.wraps(command)
         def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-            as_json = bool(json_flag and kwargs.get(json_flag) in (True, "json"))
+            flags = (*JSON_FLAGS, json_flag) if json_flag else JSON_FLAGS
+            as_json = any(kwargs.get(flag) in (True, "json") or getattr(kwargs.get(flag), "value", None) == "json" for flag in flags)
             try:
                 return command(*args, **kwargs)
             except SpecInvalid as exc:
@@ -60,7 +66,8 @@ def user_errors(json_flag: str | None = None) -> Callable[[Callable[P, R]], Call
             except (UsageError, OutputError, EmitError) as exc:
                 hint = getattr(exc, "hint", None)
                 if as_json:
-                    print(json.dumps({"error": str(exc), "hint": hint, **getattr(exc, "details", {})}, indent=2))
+                    document = {"schemaVersion": 1, "error": str(exc), "hint": hint, **getattr(exc, "details", {})}
+                    print(json.dumps(document, indent=2))
                 else:
                     suffix = f" ({hint})" if hint else ""
                     print(f"error: {exc}{suffix}", file=sys.stderr)

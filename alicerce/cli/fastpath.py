@@ -85,7 +85,7 @@ def _check(request: Request) -> Result:
         out, err = render_report(errors, as_json)
         return Result(out, err, EXIT_INVALID)
     if as_json:
-        return Result(json.dumps({"valid": True, "errors": []}) + "\n", "", 0)
+        return Result(json.dumps({"schemaVersion": 1, "valid": True, "environments": environments, "errors": []}, indent=2) + "\n", "", 0)
     return Result("", f"{request.spec}: valid (environments: {', '.join(environments)})\n", 0)
 
 

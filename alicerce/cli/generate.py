@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from alicerce.cli.common import DEFAULT_SPEC, EnvOption, ForceOption, JsonOption, SpecArg, load
+from alicerce.cli.common import DEFAULT_SPEC, EnvOption, ForceOption, SpecArg, choose_environment, load
 from alicerce.cli.errors import UsageError, user_errors, warn
+from alicerce.cli.output import Format, FormatOption, JsonAlias, print_json, wants_json
 
 OutOption = Annotated[
     Path, typer.Option("--out", "-o", help="Output folder: new, empty, or generated before (it holds .alicerce/manifest.json).")
@@ -21,20 +21,31 @@ CiDirOption = Annotated[
 ]
 
 
+EPILOG = """\b
+Examples:
+  alicerce generate --env prod --out out/prod      the tree for prod (ansible/, kubernetes/, monitoring/, ci/, reports/)
+  alicerce generate --env prod --out out/prod --force
+                                                   replace files edited by hand (yours are kept in .alicerce/displaced/)
+  alicerce generate --env prod --out generated/prod --ci-dir .github/workflows --check
+                                                   in CI: exit 1 listing what is stale, write nothing
+"""
+
+
 def register(app: typer.Typer) -> None:
-    app.command("generate")(generate)
+    app.command("generate", epilog=EPILOG)(generate)
 
 
-@user_errors(json_flag="as_json")
+@user_errors()
 def generate(
     *,
-    env: EnvOption,
+    env: EnvOption = None,
     spec: SpecArg = DEFAULT_SPEC,
     out: OutOption = Path("out"),
     force: ForceOption = False,
-    as_json: JsonOption = False,
     check: CheckOption = False,
     ci_dir: CiDirOption = None,
+    output_format: FormatOption = Format.text,
+    as_json: JsonAlias = False,
 ) -> None:
     """Write every generated artifact of one environment into OUT: deterministic bytes, swapped in atomically.
 
@@ -47,11 +58,13 @@ def generate(
     from alicerce.emit.tree import check_output, render_tree, write_tree
     from alicerce.rules.validate import validated
 
+    as_json = wants_json(output_format, as_json)
     if ci_dir is not None and ci_dir.resolve().is_relative_to(out.resolve()):
         raise UsageError(f"--ci-dir {ci_dir} is inside --out {out}", "the workflows go outside the generated tree, e.g. .github/workflows")
     if not check:
         check_output(out, [spec])  # a refused folder is refused before the spec is even read
-    files = render_tree(validated(load(spec), env))
+    document = load(spec)
+    files = render_tree(validated(document, choose_environment(document, env)))
     if check:
         raise typer.Exit(report_stale(out, files, ci_dir, as_json))
     report = write_tree(out, files, force=force, protected=[spec])
@@ -60,7 +73,7 @@ def generate(
     for warning in report.warnings:
         warn(warning)
     if as_json:
-        print(json.dumps({"out": str(out), "files": len(files), "kept": report.kept, "displaced": report.displaced}, indent=2))
+        print_json({"schemaVersion": 1, "out": str(out), "files": len(files), "kept": report.kept, "displaced": report.displaced})
         return
     subtrees = sorted({path.split("/", 1)[0] for path in files})
     print(f"wrote {len(files)} files to {out}/ ({', '.join(subtrees)})")
@@ -76,7 +89,7 @@ def report_stale(out: Path, files: dict[str, str], ci_dir: Path | None, as_json:
 
     stale = stale_files(out, files, ci_dir)
     if as_json:
-        print(json.dumps({"out": str(out), "stale": [{"path": s.path, "why": s.why} for s in stale]}, indent=2))
+        print_json({"schemaVersion": 1, "out": str(out), "stale": [{"path": s.path, "why": s.why} for s in stale]})
     elif stale:
         print(f"{len(stale)} generated file(s) do not match the spec (run the same command without --check):", file=sys.stderr)
         print("\n".join(s.line() for s in stale), file=sys.stderr)

@@ -2,25 +2,42 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from alicerce.cli.common import DEFAULT_SPEC, JsonOption, SpecArg, load
+from alicerce.cli.common import DEFAULT_SPEC, SpecArg, load
 from alicerce.cli.errors import UsageError, user_errors
+from alicerce.cli.output import Format, FormatOption, JsonAlias, camel_keys, console, print_json, wants_json
+
+if TYPE_CHECKING:
+    from alicerce.resolve.model import ResolvedPlatform
+
+EPILOG = """\b
+Examples:
+  alicerce plan                               the only, else the first production, environment of ./platform.yaml
+  alicerce plan --env dev --explain           every figure with its formula, factors and sources
+  alicerce plan --tco                         own vs rent, unit costs, showback per team, the growth forecast
+  alicerce plan --format json | jq .findings  the findings, for a script
+  alicerce plan --fail-on error               a CI gate: exit 1 when a workload cannot run on what is declared
+  alicerce plan --plot charts/                cost, GPU-hours and utilisation charts (PNG and SVG)
+"""
 
 
 def register(app: typer.Typer) -> None:
-    app.command("plan")(plan)
+    app.command("plan", epilog=EPILOG)(plan)
 
 
-@user_errors(json_flag="as_json")
-def plan(  # noqa: PLR0917 - typer options
+@user_errors()
+def plan(
+    *,
     spec: SpecArg = DEFAULT_SPEC,
-    env: Annotated[str | None, typer.Option("--env", "-e", help="Environment (default: the first production one).")] = None,
-    as_json: JsonOption = False,
+    env: Annotated[
+        str | None, typer.Option("--env", "-e", help="Environment (default: the only one, else the first production one).")
+    ] = None,
+    output_format: FormatOption = Format.text,
+    as_json: JsonAlias = False,
     explain: Annotated[bool, typer.Option("--explain", help="Show every figure's formula, inputs, factors and sources.")] = False,
     plot: Annotated[Path | None, typer.Option("--plot", help="Write charts (PNG and SVG) into this directory.")] = None,
     tco: Annotated[bool, typer.Option("--tco", help="Total cost of ownership: own vs rent, unit costs, showback, forecast.")] = False,
@@ -29,9 +46,14 @@ def plan(  # noqa: PLR0917 - typer options
     ] = "never",
     checks: Annotated[bool, typer.Option("--checks", help="List the plan's checks (ids, severity, waivable) and exit.")] = False,
 ) -> None:
-    """Size GPUs, memory, storage throughput, fabric and cost from the declared workloads."""
+    """Size GPUs, memory, storage throughput, fabric and cost from the declared workloads.
+
+    Compares what the workloads need with the declared pools and tiers, and reports findings with
+    numbers and stable ids (PL3xx).
+    """
+    as_json = wants_json(output_format, as_json)
     if checks:
-        from alicerce.plan.report import print_checks
+        from alicerce.cli.plan_report import print_checks
 
         print_checks(as_json)
         return
@@ -50,7 +72,8 @@ def plan(  # noqa: PLR0917 - typer options
         from alicerce.emit.files import ensure_folder
 
         ensure_folder(plot, plot)  # before the work: a file, or a folder under a file, is refused at once
-    result = plan_platform(validated(document, env))
+    platform = validated(document, env)
+    result = plan_platform(platform)
     if plot is not None:
         from alicerce.emit.charts import write_charts
         from alicerce.emit.files import os_error
@@ -63,13 +86,21 @@ def plan(  # noqa: PLR0917 - typer options
         if not as_json:
             typer.echo(f"wrote {len(written)} charts to {plot}", err=True)
     if as_json:
-        print(json.dumps(result.to_json(explain=explain, tco=tco), indent=2))
+        print_json({"schemaVersion": 1, **camel_keys(result.to_json(explain=explain, tco=tco)), "userCatalog": user_catalog(platform)})
     else:
-        from rich.console import Console
+        from alicerce.cli.plan_report import print_plan
 
-        from alicerce.plan.report import print_plan
-
-        print_plan(Console(), result, explain=explain, tco=tco)
+        print_plan(console(), result, explain=explain, tco=tco, user=user_catalog(platform))
     threshold = {"error": Severity.ERROR, "warning": Severity.WARNING}.get(fail_on)
     if threshold is not None and any(f.severity >= threshold for f in result.findings):
         raise typer.Exit(1)
+
+
+def user_catalog(platform: ResolvedPlatform) -> list[str]:
+    """The entries of the spec's own catalog the plan relies on: pools' GPUs and instance types, workloads' GPUs."""
+    names = {p.gpu.id for p in platform.pools if p.gpu} | {p.instance.type for p in platform.pools if p.instance}
+    names |= {gpu.id for w in platform.spec.workloads if w.accelerator and (gpu := platform.catalog.gpu(w.accelerator))}
+    return sorted(n for n in names if platform.catalog.user_provided(n))
+
+
+__all__ = ["plan", "register", "user_catalog"]

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from alicerce.cli.common import DEFAULT_SPEC, EnvOption, JsonOption, SpecArg, load
+from alicerce.cli.common import DEFAULT_SPEC, EnvOption, SpecArg, choose_environment, load
 from alicerce.cli.errors import user_errors
+from alicerce.cli.output import Format, FormatOption, JsonAlias, console, print_json, wants_json
 
 if TYPE_CHECKING:
     from rich.tree import Tree
@@ -20,12 +19,21 @@ if TYPE_CHECKING:
 LABEL = "offline plan, not a diff against live state"
 
 
+EPILOG = """\b
+Examples:
+  alicerce preview --env prod                  every resource by component, counted by type
+  alicerce preview --env prod --format json    every resource with its inputs, for a script or a diff
+"""
+
+
 def register(app: typer.Typer) -> None:
-    app.command("preview")(preview)
+    app.command("preview", epilog=EPILOG)(preview)
 
 
-@user_errors(json_flag="as_json")
-def preview(env: EnvOption, spec: SpecArg = DEFAULT_SPEC, as_json: JsonOption = False) -> None:
+@user_errors()
+def preview(
+    env: EnvOption = None, spec: SpecArg = DEFAULT_SPEC, output_format: FormatOption = Format.text, as_json: JsonAlias = False
+) -> None:
     """Run the Pulumi program of one environment under Pulumi's mock engine and show what it declares.
 
     No credentials, network or Pulumi CLI are used: this is an offline plan of the resources the
@@ -35,17 +43,20 @@ def preview(env: EnvOption, spec: SpecArg = DEFAULT_SPEC, as_json: JsonOption = 
 
     from alicerce.rules.validate import validated
 
-    rp = validated(load(spec), env)
+    as_json = wants_json(output_format, as_json)
+    document = load(spec)
+    env = choose_environment(document, env)
+    rp = validated(document, env)
     from alicerce.run.preview import run_preview
 
     if as_json:
         result = run_preview(rp)
-        sys.stdout.write(json.dumps(result.to_json(), indent=2, sort_keys=False) + "\n")
+        print_json(document_of(result))
         return
     err = Console(stderr=True)
     with err.status(f"planning {rp.name} {env} offline under the Pulumi mock engine"):
         result = run_preview(rp)
-    out = Console()
+    out = console()
     out.print(render_tree(result))
     if unpinned := result.unpinned_addons():
         out.print(
@@ -54,12 +65,23 @@ def preview(env: EnvOption, spec: SpecArg = DEFAULT_SPEC, as_json: JsonOption = 
         )
 
 
+def counts(result: PreviewResult) -> dict[str, int]:
+    """What the engine would create (resources) and alicerce's own grouping (components): text and JSON say the same."""
+    components = sum(1 for r in result.resources if r.component)
+    return {"resources": len(result.resources) - components, "components": components}
+
+
+def document_of(result: PreviewResult) -> dict[str, Any]:
+    return {"schemaVersion": 1, "platform": result.platform, "counts": counts(result), **result.to_json()}
+
+
 def render_tree(result: PreviewResult) -> Tree:
     """alicerce components as branches, each with what it declares counted by type."""
     from rich.tree import Tree
 
-    total = sum(1 for r in result.resources if not r.component)
-    root = Tree(f"[bold]{result.platform}[/] [cyan]{result.environment}[/]: {total} resources  [yellow]({LABEL})[/]")
+    n = counts(result)
+    heading = f"{n['resources']} resources in {n['components']} components"
+    root = Tree(f"[bold]{result.platform}[/] [cyan]{result.environment}[/]: {heading}  [yellow]({LABEL})[/]")
     children: dict[str | None, list[PlannedResource]] = {}
     for r in result.resources:
         children.setdefault(r.parent, []).append(r)

@@ -18,8 +18,16 @@ class Format(str, Enum):
     sarif = "sarif"  # SARIF 2.1.0 for code scanning
 
 
+EPILOG = """\b
+Examples:
+  alicerce validate                              ./platform.yaml, every environment
+  alicerce validate platform.yaml --env prod     one environment
+  alicerce validate --format json                the errors as data, for editors and CI
+"""
+
+
 def register(app: typer.Typer) -> None:
-    app.command("validate")(validate)
+    app.command("validate", epilog=EPILOG)(validate)
 
 
 @user_errors(json_flag="output_format")

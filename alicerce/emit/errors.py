@@ -12,7 +12,7 @@ class EmitError(Exception):
 class OutputError(Exception):
     """An output path alicerce refuses or cannot write: what and where, and what to do about it.
 
-    ``details`` is extra data for ``--json`` reports (for example the changed files of a tree).
+    ``details`` is extra data for ``--format json`` reports (for example the changed files of a tree).
     """
 
     def __init__(self, message: str, hint: str | None = None, details: dict[str, Any] | None = None) -> None:

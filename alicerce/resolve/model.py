@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, InstanceOf
 
+from alicerce.catalog import Catalog
 from alicerce.catalog.fsx import FsxConfig
 from alicerce.catalog.models import BillOfMaterials, Chart, ContainerImage, Gpu, InstanceType, NetworkOperatorComponents, TrainerRuntimes
 from alicerce.spec.models import AwsSite, Fabric, NodePool, OnpremSite, PlatformSpec, StorageTier, Team
+from alicerce.spec.units import HUMAN
 from alicerce.targets.base import Capabilities, PlatformEndpoint, RdmaTechnology
 from alicerce.targets.resolver import NodeSoftwareOwners
 
@@ -196,6 +198,7 @@ class ResolvedPlatform(Resolved):
     pools: tuple[ResolvedPool, ...]  # every pool of every site, in spec order
     storage: tuple[ResolvedTier, ...]
     teams: tuple[ResolvedTeam, ...]
+    catalog: InstanceOf[Catalog]  # the built-in catalog plus the spec's own `catalog:` entries
 
     def site(self, name: str) -> ResolvedSite:
         return next(s for s in self.sites if s.name == name)
@@ -203,10 +206,15 @@ class ResolvedPlatform(Resolved):
     def pool(self, name: str) -> ResolvedPool:
         return next(p for p in self.pools if p.name == name)
 
-    def to_data(self) -> dict[str, Any]:
-        """A plain, deterministic view for `alicerce show` and `.alicerce/resolved.json`."""
-        spec = self.spec.model_dump(mode="json", by_alias=True, exclude={"environments"})
-        sites = [site.spec.model_dump(mode="json", by_alias=True) for site in self.sites]
+    def to_data(self, human: bool = False) -> dict[str, Any]:
+        """A plain, deterministic view for `alicerce show` and `.alicerce/resolved.json`.
+
+        Sizes, rates, counts and durations are base units (bytes, bytes/s, seconds); ``human``
+        writes them as the shorthands of the spec (``200GiB``, ``12GBps``, ``30d``) instead.
+        """
+        context = HUMAN if human else None
+        spec = self.spec.model_dump(mode="json", by_alias=True, exclude={"environments"}, context=context)
+        sites = [site.spec.model_dump(mode="json", by_alias=True, context=context) for site in self.sites]
         for pool in self.pools:
             spec["nodePools"][pool.index]["resolved"] = {
                 "gpu": pool.gpu.id if pool.gpu else None,
@@ -219,6 +227,11 @@ class ResolvedPlatform(Resolved):
                 "zone": pool.zone,
                 "hosts": list(pool.hosts),
                 "labels": pool.labels,
+                "userCatalog": [
+                    n
+                    for n in (pool.gpu.id if pool.gpu else None, pool.instance.type if pool.instance else None)
+                    if n is not None and self.catalog.user_provided(n)
+                ],
             }
         for tier in self.storage:
             spec["storage"][tier.index]["resolved"] = {

@@ -135,8 +135,8 @@ def _team(index: int, team: Team, spec: PlatformSpec, pools: dict[str, ResolvedP
 
 
 def resolve_spec(spec: PlatformSpec, env: str, catalog: Catalog | None = None) -> ResolvedPlatform:
-    """Every fact of environment ``env`` of a schema-valid, merged spec."""
-    catalog = catalog or load_catalog()
+    """Every fact of environment ``env`` of a schema-valid, merged spec (the spec's own catalog entries included)."""
+    catalog = (catalog or load_catalog()).with_user(spec.catalog.gpus, spec.catalog.instance_types)
     environment = spec.environments[env]
     sites = {site.name: RESOLVERS[site.provider].site(site, spec.networks) for site in environment.sites}
     tags = {
@@ -189,4 +189,5 @@ def resolve_spec(spec: PlatformSpec, env: str, catalog: Catalog | None = None) -
         pools=pools,
         storage=storage,
         teams=teams,
+        catalog=catalog,
     )

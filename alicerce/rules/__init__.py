@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from types import MappingProxyType
 
-from alicerce.rules import compute, gitops, naming, network, security, sizing, storage, tenancy, versions
+from alicerce.rules import catalog, compute, gitops, naming, network, security, sizing, storage, tenancy, versions
 from alicerce.rules.base import Finding, Rule, RuleContext, RuleSet
 from alicerce.spec.errors import Path, SpecError
 from alicerce.spec.loader import Pos, locate
@@ -17,7 +17,7 @@ from alicerce.targets.aws import rules as aws
 from alicerce.targets.onprem import rules as onprem
 
 # provider-neutral topics, then each target's own rules (the one list to extend for a new target)
-RULE_MODULES = (compute, naming, network, security, sizing, storage, tenancy, versions, gitops, aws, onprem)
+RULE_MODULES = (compute, naming, network, security, sizing, storage, tenancy, versions, gitops, catalog, aws, onprem)
 
 
 def _table(sets: tuple[RuleSet, ...]) -> dict[str, Rule]:

@@ -1,10 +1,10 @@
 """Cross-field rules: checks that need several fields, the catalog or an environment.
 
 Every rule has an id (``AL2xx``), a short name, a one-line summary, and fixtures under
-``tests/data/rules/<id>.yaml`` with at least one passing and one failing case (a test fails when
-a rule lacks either). A rule yields :class:`Finding` values with a path into the environment's
-merged spec; the runner turns the path into a file position, so an error inside an environment
-override points at the override's own line.
+``alicerce/rules/fixtures/<id>.yaml`` (package data: `alicerce rules ID` shows them) with at
+least one passing and one failing case (a test fails when a rule lacks either). A rule yields
+:class:`Finding` values with a path into the environment's merged spec; the runner turns the path
+into a file position, so an error inside an environment override points at the override's own line.
 
 Rules marked ``waivable`` are policy: a matching, unexpired ``waivers`` entry suppresses them.
 """

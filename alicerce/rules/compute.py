@@ -14,7 +14,7 @@ rules = RuleSet()
 
 
 def _unknown_gpu(ctx: RuleContext, path: SpecPath, name: str) -> Finding:
-    hint = did_you_mean(name, ctx.catalog.gpu_names()) or "see `alicerce catalog gpus`"
+    hint = did_you_mean(name, ctx.catalog.gpu_names()) or "see `alicerce catalog gpus`, or declare it under catalog.gpus"
     return Finding(path, f'unknown accelerator "{name}"', hint, name)
 
 

@@ -144,8 +144,10 @@ def check(
             continue
         resolved = resolve_spec(spec, env, catalog)
         merged[env] = EnvironmentSpec(env, spec, data, pos, resolved)
-        errors.extend(run_rules(RuleContext(spec, env, catalog, resolved, date, RULES), pos))
-    return Checked(base, merged, sorted_unique(errors, chosen))
+        errors.extend(run_rules(RuleContext(spec, env, resolved.catalog, resolved, date, RULES), pos))
+    # an error names the environments it was found in unless every environment of the spec has it (a
+    # base error): the same error reads the same whether one environment or all were checked
+    return Checked(base, merged, sorted_unique(errors, names))
 
 
 def _rules_on_what_parsed(data: Any, pos: Pos, env: str, catalog: Catalog, date: datetime.date) -> list[SpecError]:
@@ -154,7 +156,7 @@ def _rules_on_what_parsed(data: Any, pos: Pos, env: str, catalog: Catalog, date:
     if pruned is None or env not in pruned.spec.environments:
         return []
     resolved = resolve_spec(pruned.spec, env, catalog)
-    found = run_rules(RuleContext(pruned.spec, env, catalog, resolved, date, RULES), pos, pruned.original)
+    found = run_rules(RuleContext(pruned.spec, env, resolved.catalog, resolved, date, RULES), pos, pruned.original)
     # "no pool named X" where X was cut for its own schema errors would only repeat them
     return [e for e in found if not (isinstance(e.value, str) and e.value in pruned.cut_names)]
 

@@ -98,7 +98,7 @@ class SpecInvalid(Exception):
 def render_report(errors: Sequence[SpecError], as_json: bool = False) -> tuple[str, str]:
     """(stdout, stderr) text reporting ``errors``: one line each (or a JSON object), and a count."""
     if as_json:
-        return json.dumps({"valid": False, "errors": [e.to_json() for e in errors]}, indent=2) + "\n", ""
+        return json.dumps({"schemaVersion": 1, "valid": False, "errors": [e.to_json() for e in errors]}, indent=2) + "\n", ""
     count = len(errors)
     return "".join(e.render() + "\n" for e in errors), f"{count} error{'s' if count != 1 else ''}\n"
 

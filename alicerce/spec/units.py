@@ -13,7 +13,7 @@ import re
 from decimal import Decimal
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
+from pydantic import BeforeValidator, PlainSerializer, SerializationInfo, WithJsonSchema
 
 _NUMBER = r"(?P<num>[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)"
 
@@ -212,6 +212,75 @@ def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else f"{text[:limit]}..."
 
 
+# ---------------------------------------------------------------------------------------------
+# the other way: base units back to the shorthands people write (`alicerce show` prints these)
+
+HUMAN = {"units": "human"}
+"""Serialization context that turns sizes, rates, counts and durations into shorthands: ``model_dump(context=HUMAN)``."""
+
+
+def _number(value: Decimal) -> str:
+    """``Decimal("200.0")`` -> ``200``; ``Decimal("1.50")`` -> ``1.5``."""
+    return f"{value.normalize():f}"
+
+
+def _exact(value: float, units: dict[str, int], suffix: str = "", lossy: bool = True) -> str | None:
+    """The shortest ``<n><unit>`` with at most two decimals that is exact (the larger unit on a tie);
+    without one, the largest unit rounded to two decimals, or None when not ``lossy``."""
+    number = Decimal(str(value))
+    exact = []
+    for unit, size in units.items():
+        scaled = number / size
+        if number >= size and (scaled * 100) % 1 == 0:
+            exact.append((len(_number(scaled)), -size, f"{_number(scaled)}{unit}{suffix}"))
+    if exact:
+        return min(exact)[2]
+    fitting = [(size, unit) for unit, size in units.items() if number >= size]
+    if not lossy or not fitting:
+        return None
+    size, unit = max(fitting)
+    return f"{_number(round(number / size, 2))}{unit}{suffix}"
+
+
+def format_bytes(value: int) -> str:
+    """``214748364800`` -> ``200GiB``; ``500000000000`` -> ``500GB``."""
+    return _exact(value, {k: v for k, v in _BYTE_UNITS.items() if k}) or f"{value}B"
+
+
+def format_rate(value: float) -> str:
+    """``1.2e10`` bytes/s -> ``12GBps``."""
+    return _exact(value, {k: v for k, v in _BYTE_UNITS.items() if k}, "ps") or f"{_number(Decimal(str(value)))}Bps"
+
+
+def format_count(value: int) -> str:
+    """``70000000000`` -> ``70B``; a count with no exact shorthand stays a plain number."""
+    units = {k: v for k, v in _COUNT_SUFFIX.items() if k and k != "G"}
+    return _exact(value, units, lossy=False) or str(value)
+
+
+def format_duration(value: float) -> str:
+    """``2592000`` -> ``30d``; ``9000`` -> ``2h30m``; ``0.5`` -> ``500ms``."""
+    millis = round(value * 1000)
+    if millis == 0:
+        return "0s"
+    parts = []
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000), ("ms", 1)):
+        count, millis = divmod(millis, size)
+        if count:
+            parts.append(f"{count}{unit}")
+    return "".join(parts)
+
+
+def _human(plain: Any, human: Any) -> PlainSerializer:
+    """Base units by default (JSON, the resolved spec file); shorthands under the ``HUMAN`` context."""
+
+    def serialize(value: Any, info: SerializationInfo) -> Any:
+        context = info.context
+        return human(value) if isinstance(context, dict) and context.get("units") == "human" else plain(value)
+
+    return PlainSerializer(serialize, return_type=Any)
+
+
 def _schema(pattern: str, example: str, number: str = "number") -> WithJsonSchema:
     return WithJsonSchema(
         {
@@ -228,7 +297,7 @@ ByteSize = Annotated[
     int,
     BeforeValidator(parse_bytes),
     _schema(r"^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?\s*([KMGTP]i?B|B)?$", "48TiB"),
-    PlainSerializer(int),
+    _human(int, format_bytes),
 ]
 """A size in bytes, written as ``48TiB``, ``500GB`` or a plain number of bytes."""
 
@@ -236,6 +305,7 @@ Rate = Annotated[
     float,
     BeforeValidator(parse_rate),
     _schema(r"^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?\s*[KMGT]i?[Bb](ps|/s)$", "12GBps"),
+    _human(float, format_rate),
 ]
 """Bytes per second, written as ``12GBps`` (bytes) or ``400Gbps`` (bits)."""
 
@@ -243,6 +313,7 @@ Count = Annotated[
     int,
     BeforeValidator(parse_count),
     _schema(r"^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?\s*[KMBGT]?$", "70B"),
+    _human(int, format_count),
 ]
 """A large count, written as ``70B``, ``2T``, ``7e10`` or a plain integer."""
 
@@ -250,6 +321,7 @@ Duration = Annotated[
     float,
     BeforeValidator(parse_duration),
     _schema(r"^([0-9]+(\.[0-9]+)?(ms|s|m|h|d|w))+$", "30d"),
+    _human(float, format_duration),
 ]
 """Seconds, written as ``30d``, ``2h30m``, ``500ms`` or a plain number of seconds."""
 

@@ -98,7 +98,55 @@ def test_apply_prints_a_recap_table(fake_runner: list[dict[str, Any]], tmp_path:
     result = CliRunner().invoke(build_app(), ["apply", "onprem", "--env", "prod", SPEC, "--workdir", str(tmp_path)])
     assert result.exit_code == 3
     assert "recap: failed" in result.stdout and CHROOT_HOST in result.stdout
-    assert "unreachable: gpu-002.dc1.acme.example: Gathering Facts: ssh: timeout" in result.stdout
+    assert 'unreachable (1 host) at task "Gathering Facts": ssh: timeout\n  hosts: gpu-002.dc1.acme.example' in result.stdout
+
+
+def test_apply_recap_summarises_each_failure_once_with_whole_host_names(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Issue 16: at 80 columns the recap cut every host name and listed an unreachable host twice."""
+    import ansible_runner
+
+    hosts = [f"gpu-{n:03d}.dc1.acme.example" for n in range(1, 6)]
+
+    def run(**kwargs: Any) -> SimpleNamespace:
+        handler = kwargs["event_handler"]
+        handler({"event": "playbook_on_task_start", "event_data": {"task": "Gathering Facts"}})
+        for host in hosts[:3]:  # the same unreachable host reported twice, as a retry does
+            for _ in range(2 if host == hosts[0] else 1):
+                handler(
+                    {
+                        "event": "runner_on_unreachable",
+                        "event_data": {"host": host, "task": "Gathering Facts", "res": {"msg": "ssh: timeout"}},
+                    }
+                )
+        for host in hosts[3:]:
+            handler(
+                {
+                    "event": "runner_on_failed",
+                    "event_data": {"host": host, "task": "Install the driver packages", "res": {"msg": "no such package"}},
+                }
+            )
+        dark = dict.fromkeys(hosts[:3], 1)
+        failures = dict.fromkeys(hosts[3:], 1)
+        handler({"event": "playbook_on_stats", "event_data": {"ok": {}, "changed": {}, "failures": failures, "dark": dark, "skipped": {}}})
+        return SimpleNamespace(status="failed", rc=2)
+
+    monkeypatch.setattr(ansible_runner, "run", run)
+    args = ["apply", "onprem", SPEC, "--env", "prod", "--workdir", str(tmp_path)]
+    result = CliRunner().invoke(build_app(), args, env={"COLUMNS": "80"})
+    assert result.exit_code == 3
+    lines = result.stdout.splitlines()
+    assert all(host in result.stdout for host in hosts)
+    assert "…" not in result.stdout and max(len(line) for line in lines if "artifacts" not in line) <= 80
+    assert [line for line in lines if line.startswith(("unreachable", "failed"))] == [
+        'unreachable (3 hosts) at task "Gathering Facts": ssh: timeout',
+        'failed (2 hosts) at task "Install the driver packages": no such package',
+    ]
+    unreachable = result.stdout.split('at task "Gathering Facts"')[1].split("failed (2 hosts)")[0]
+    assert " ".join(unreachable.split()) == f": ssh: timeout hosts: {', '.join(hosts[:3])}"
+    data = json.loads(CliRunner().invoke(build_app(), [*args, "--format", "json"]).stdout)
+    assert data["schemaVersion"] == 1
+    assert [g["hosts"] for g in data["failureGroups"]] == [hosts[:3], hosts[3:]]
+    assert len(data["failures"]) == 5  # each host once
 
 
 def test_apply_refuses_an_environment_without_onprem_pools(tmp_path: Path) -> None:

@@ -17,8 +17,17 @@ REQUIRED_GPUS = [
     "L40S-48GB",
     "L4-24GB",
     "A10G-24GB",
+    "H100-NVL-94GB",
+    "H200-NVL-141GB",
+    "L40-48GB",
 ]
-REQUIRED_FAMILIES = ["p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "g5", "g6", "g6e"]
+REQUIRED_FAMILIES = ["p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "g5", "g6", "g6e", "gr6", "m6i", "m7i", "m7a", "c7i"]
+EVERY_SIZE = {
+    "g5": ["xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge", "24xlarge", "48xlarge"],
+    "g6": ["xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge", "24xlarge", "48xlarge"],
+    "g6e": ["xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge", "24xlarge", "48xlarge"],
+    "gr6": ["4xlarge", "8xlarge"],
+}
 
 
 def test_required_gpus_are_present_with_aliases() -> None:
@@ -36,6 +45,33 @@ def test_aliases_are_unique() -> None:
 def test_required_instance_families_are_present() -> None:
     families = {i.family for i in CATALOG.instances}
     assert set(REQUIRED_FAMILIES) <= families
+
+
+def test_g_families_have_every_size_and_common_system_types_exist() -> None:
+    """Issue 16: m6i.2xlarge and g6e.2xlarge were hard errors."""
+    for family, sizes in EVERY_SIZE.items():
+        assert [s for s in sizes if CATALOG.instance(f"{family}.{s}") is None] == [], family
+    assert all(CATALOG.instance(t) is not None for t in ("m6i.2xlarge", "m7a.xlarge", "c7i.4xlarge", "m7i.large"))
+    assert CATALOG.gpu("H100-NVL").id == "H100-NVL-94GB"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("instance", "efa"),
+    # EFA per size from EC2 DescribeInstanceTypes (eksctl's generated table, SageMaker HyperPod's)
+    [
+        ("g5.12xlarge", 1),
+        ("g6.12xlarge", 1),
+        ("g5.4xlarge", 0),
+        ("g6e.24xlarge", 2),
+        ("g6e.48xlarge", 4),
+        ("gr6.8xlarge", 1),
+        ("m6i.32xlarge", 1),
+        ("m7i.4xlarge", 0),
+    ],
+)
+def test_g_family_efa_per_size(instance: str, efa: int) -> None:
+    found = CATALOG.instance(instance)
+    assert found is not None and (found.efa.maxInterfaces if found.efa else 0) == efa
 
 
 def test_instances_name_catalog_gpus_and_have_sources() -> None:

@@ -30,7 +30,7 @@ def test_validate_reference_defaults_to_platform_yaml_and_all_envs() -> None:
 def test_validate_json_valid() -> None:
     result = run("validate", "platform.yaml", "--env", "prod", "--format", "json")
     assert result.returncode == 0
-    assert json.loads(result.stdout) == {"valid": True, "errors": []}
+    assert json.loads(result.stdout) == {"schemaVersion": 1, "valid": True, "environments": ["prod"], "errors": []}
 
 
 def test_validate_reports_every_error_located_with_exit_2() -> None:
@@ -94,12 +94,15 @@ def test_schema_prints_the_committed_schema() -> None:
 def test_catalog_tables_and_json(section: str) -> None:
     table = run("catalog", section)
     assert table.returncode == 0 and table.stdout.strip()
-    assert json.loads(run("catalog", section, "--json").stdout)
+    assert json.loads(run("catalog", section, "--format", "json").stdout)[section]
 
 
-def test_rules_lists_at_least_25_rules() -> None:
-    rules = json.loads(run("rules", "--json").stdout)
-    assert len(rules) >= 25 and all(r["id"].startswith("AL2") for r in rules)
+def test_rules_lists_every_error_id_file_schema_and_cross_field() -> None:
+    rules = json.loads(run("rules", "--format", "json").stdout)["rules"]
+    stages = {r["stage"] for r in rules}
+    assert stages == {"file", "schema", "cross-field"}
+    assert sum(r["id"].startswith("AL2") for r in rules) >= 25
+    assert {"AL000", "AL014", "AL100", "AL123", "AL212"} <= {r["id"] for r in rules}
 
 
 def test_init_creates_a_valid_repository(tmp_path: Path) -> None:

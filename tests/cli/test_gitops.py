@@ -143,7 +143,7 @@ def test_the_pull_request_flow_on_a_local_repository(tmp_path: Path) -> None:
     assert re.search(r"\| inference \| aws \| resized \| 4 → 8 \(\+4\) \| nodes 0–4 → 0–8 \|", diff.stdout), diff.stdout
     assert "update" in diff.stdout and "CAUTION" not in diff.stdout  # a resize replaces nothing
     as_json = json.loads(run("diff", "--base", "main", "--format", "json", "--no-plan", "platform.yaml", cwd=repo).stdout)
-    assert as_json["environments"][0]["gpu_units_delta"] == 4
+    assert as_json["environments"][0]["gpuUnitsDelta"] == 4
 
     stale = run("generate", "--check", "--env", "dev", "--out", "generated/dev", "platform.yaml", cwd=repo)
     assert stale.returncode == 1 and "generated/dev/kubernetes/aws/objects/kueue/clusterqueue.ml.yaml" in stale.stderr

@@ -167,7 +167,20 @@ VAULTED = "$ANSIBLE_VAULT;1.1;AES256\n6162636465666768696a6b6c6d6e6f70\n"
 
 
 def apply_with_secrets(tmp_path: Path, secrets: Path, *extra: str) -> Any:
-    args = ["apply", "onprem", "--env", "prod", SPEC, "--workdir", str(tmp_path / "work"), "--secrets", str(secrets), "--json", *extra]
+    args = [
+        "apply",
+        "onprem",
+        "--env",
+        "prod",
+        SPEC,
+        "--workdir",
+        str(tmp_path / "work"),
+        "--secrets",
+        str(secrets),
+        "--format",
+        "json",
+        *extra,
+    ]
     return CliRunner().invoke(build_app(), args)
 
 

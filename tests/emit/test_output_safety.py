@@ -186,12 +186,12 @@ def test_hand_edits_and_added_files_stop_the_run_until_force(repo: Path) -> None
     assert_refused(refused, "ansible/inventory.yml", "NOTES.md", "ansible/site.yml", "--force")
     assert "gpu-001" not in refused.stderr  # a kept path is the user's, never a change
     assert snapshot(repo) == before
-    as_json = generate(repo, "--out", "out", "--json")
+    as_json = generate(repo, "--out", "out", "--format", "json")
     assert as_json.returncode == 2
     report = json.loads(as_json.stdout)
     assert report["changes"] == {"edited": ["ansible/inventory.yml"], "removed": ["ansible/site.yml"], "added": ["NOTES.md"]}
 
-    forced = generate(repo, "--out", "out", "--force", "--json")
+    forced = generate(repo, "--out", "out", "--force", "--format", "json")
     assert forced.returncode == 0, forced.stderr
     complete_tree(out)
     # nothing the user wrote is lost: replaced files are kept under .alicerce/displaced/<time>/

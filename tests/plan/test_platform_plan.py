@@ -16,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from alicerce.cli.documents import PlanDocument
+from alicerce.cli.output import camel_keys
 from alicerce.plan.findings import CHECKS, PLAN_CHECK_ID, Severity
 from alicerce.plan.platform import SizingPlan, plan_platform
 from alicerce.rules.validate import validated
@@ -24,9 +26,9 @@ from tests.conftest import ROOT, TODAY
 
 REFERENCE = load_file(ROOT / "platform.yaml", "platform.yaml")
 ISSUE_KEYS = {
-    "name", "kind", "accelerator", "gpus", "min_gpus", "model_state_gib", "memory_per_gpu_gib", "gpu_hours", "wall_clock_days",
-    "cost_usd", "checkpoint_gib", "checkpoint_write_gbps", "dataset_read_gbps", "network_gbps_per_gpu", "rdma_required",
-    "replicas", "tokens_per_second_per_replica",
+    "name", "kind", "accelerator", "gpus", "minGpus", "modelStateGib", "memoryPerGpuGib", "gpuHours", "wallClockDays",
+    "costUsd", "checkpointGib", "checkpointWriteGbps", "datasetReadGbps", "networkGbpsPerGpu", "rdmaRequired",
+    "replicas", "tokensPerSecondPerReplica",
 }  # fmt: skip
 
 
@@ -168,13 +170,15 @@ def test_growth_forecast_names_the_quarter_a_pool_runs_out() -> None:
 
 
 def test_json_has_the_documented_shape_and_is_deterministic() -> None:
-    first = plan_platform(validated(REFERENCE, "prod"), today=TODAY).to_json(explain=True, tco=True)
-    second = plan_platform(validated(load_file(ROOT / "platform.yaml"), "prod"), today=TODAY).to_json(explain=True, tco=True)
+    # the document `plan --format json` prints: the plan's own JSON, camelCased
+    first = camel_keys(plan_platform(validated(REFERENCE, "prod"), today=TODAY).to_json(explain=True, tco=True))
+    second = camel_keys(plan_platform(validated(load_file(ROOT / "platform.yaml"), "prod"), today=TODAY).to_json(explain=True, tco=True))
     assert json.dumps(first) == json.dumps(second)
     for workload in first["workloads"]:
         assert set(workload) >= ISSUE_KEYS
-    assert {"pools", "findings", "storage", "units", "placements", "tco", "unpriced_workloads"} <= set(first)
-    assert {"own_vs_rent", "unit_costs", "showback", "forecast"} <= set(first["tco"])
+    assert {"pools", "findings", "storage", "units", "placements", "tco", "unpricedWorkloads"} <= set(first)
+    assert {"ownVsRent", "unitCosts", "showback", "forecast"} <= set(first["tco"])
+    PlanDocument.model_validate({"schemaVersion": 1, **first, "userCatalog": []})
 
 
 def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
@@ -195,7 +199,7 @@ def test_cli_fail_on_explain_json_and_checks(tmp_path: Path) -> None:
     assert all(f["source"] for f in mfu["factors"])
     owned = next(p for p in data["pools"] if p["name"] == "onprem-h100")
     assert owned["tco"]["factors"] and owned["owned"] is True
-    checks = json.loads(_cli("--checks", "--json").stdout)
+    checks = json.loads(_cli("--checks", "--format", "json").stdout)["checks"]
     assert [c["id"] for c in checks] == sorted(CHECKS) and all(set(c) == {"id", "name", "severity", "summary", "waivable"} for c in checks)
     # a spec with warnings but no error: --fail-on error passes it, --fail-on warning does not
     data_spec = reference()
@@ -217,6 +221,9 @@ def test_cli_text_fits_100_columns_and_charts_are_deterministic(tmp_path: Path) 
     assert max(len(line.rstrip()) for line in text.stdout.splitlines()) <= 100
     explained = _cli("--explain")
     assert "6 x active parameters x tokens" in explained.stdout and "per-GPU batch" in explained.stdout
+    result = _cli("--format", "json", "--env", "dev")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["environment"] == "dev"
     digests = []
     names = ("cost-by-environment", "gpu-hours-by-team", "pool-utilization", "own-vs-rent", "forecast-cost")
     for attempt in ("a", "b"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -71,11 +72,13 @@ def test_no_resource_is_created_inside_an_apply(monkeypatch: Any) -> None:
 @covers("pulumi:providers:kubernetes")
 def test_preview_json_is_engine_shaped_and_deterministic(prod: Any) -> None:
     _, result = prod
-    out = CliRunner().invoke(build_app(), ["preview", "--env", "prod", str(ROOT / "platform.yaml"), "--json"])
+    out = CliRunner().invoke(build_app(), ["preview", "--env", "prod", str(ROOT / "platform.yaml"), "--format", "json"])
     assert out.exit_code == 0, out.output
     data = json.loads(out.stdout)
-    assert set(data) == {"environment", "resources", "outputs"} and data["environment"] == "prod"
-    assert data == json.loads(json.dumps(result.to_json()))  # same plan, same order, run after run
+    assert set(data) == {"schemaVersion", "platform", "counts", "environment", "resources", "outputs"}
+    assert data["environment"] == "prod"
+    same = {k: data[k] for k in ("environment", "resources", "outputs")}
+    assert same == json.loads(json.dumps(result.to_json()))  # same plan, same order, run after run
     first = data["resources"][0]
     assert set(first) == {"type", "name", "parent", "inputs"}
     lt = next(r for r in data["resources"] if r["name"] == "aws-pool-train-p5-lt")
@@ -165,3 +168,33 @@ def test_the_kubernetes_stack_builds_from_the_cloud_stacks_outputs() -> None:
     objs = [o for r in kube.resources if "objs" in r.inputs for o in r.inputs["objs"]]
     pv = next(o for o in objs if o["kind"] == "PersistentVolume" and "datasets" in o["metadata"]["name"])
     assert pv["spec"]["csi"]["volumeHandle"].startswith("fs-") and pv["spec"]["csi"]["driver"] == "fsx.csi.aws.com"
+
+
+def test_main_reads_the_spec_relative_to_the_pulumi_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 16: `alicerce:spec` is relative to the folder of Pulumi.yaml, not to where the program runs."""
+    import shutil
+
+    from alicerce.emit.pulumi.program import main
+    from alicerce.rules.validate import validated
+    from alicerce.run.preview import run_preview
+    from alicerce.spec.loader import load_file
+
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    shutil.copy(ROOT / "platform.yaml", project / "platform.yaml")
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setattr(pulumi, "get_root_directory", lambda: str(project))
+    admins = '["arn:aws:iam::111111111111:role/platform-admins"]'  # a cloud layer needs its admins (issue 10)
+    config = {
+        "alicerce:spec": "platform.yaml",
+        "alicerce:environment": "dev",
+        "alicerce:adminPrincipals": admins,
+        "alicerce:layers": '["cloud"]',
+    }
+    pulumi.runtime.set_all_config(config)
+    try:
+        result = run_preview(validated(load_file(ROOT / "platform.yaml"), "dev"), lambda _: main() or {})
+    finally:
+        pulumi.runtime.set_all_config({})
+    assert any(r.type == "aws:eks/cluster:Cluster" for r in result.resources)

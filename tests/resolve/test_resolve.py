@@ -38,7 +38,7 @@ def test_dev_overrides_apply() -> None:
 
 
 def test_on_demand_efa_pool_gets_a_placement_group() -> None:
-    text = (ROOT / "tests/data/rules/_base.yaml").read_text()
+    text = (ROOT / "alicerce/rules/fixtures/_base.yaml").read_text()
     assert validated(load_text(text, "b.yaml"), "prod").pool("train").placement_group is True
 
 
@@ -74,7 +74,7 @@ def test_resolved_data_is_deterministic_json() -> None:
 
 
 def test_resolve_refuses_invalid_environments() -> None:
-    text = (ROOT / "tests/data/rules/_base.yaml").read_text().replace("max: 4}\n    fabric: efa", "max: 4}\n    fabric: efaa")
+    text = (ROOT / "alicerce/rules/fixtures/_base.yaml").read_text().replace("max: 4}\n    fabric: efa", "max: 4}\n    fabric: efaa")
     with pytest.raises(SpecInvalid) as info:
         validated(load_text(text, "b.yaml"), "prod")
     assert {e.rule for e in info.value.errors} == {"AL203"}

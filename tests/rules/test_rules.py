@@ -1,51 +1,30 @@
 """Every cross-field rule has passing and failing fixtures, and each behaves as its fixture says.
 
-A fixture file ``tests/data/rules/<ID>.yaml`` holds ``pass`` and ``fail`` lists of cases; each
-case patches ``_base.yaml`` with the overlay merge rules (maps merge, named lists merge by name,
-``$patch: delete`` removes, null removes a key). A passing case must leave the spec free of
-errors; a failing case must raise that rule (and the error must point into one of the files).
+A fixture file ``alicerce/rules/fixtures/<ID>.yaml`` (package data, shown by `alicerce rules ID`)
+holds ``pass`` and ``fail`` lists of cases; each case patches ``_base.yaml`` with the overlay
+merge rules (maps merge, named lists merge by name, ``$patch: delete`` removes, null removes a
+key). A passing case must leave the spec free of errors; a failing case must raise that rule (and
+the error must point into one of the files).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from alicerce.rules import all_rules
+from alicerce.rules.examples import base_document, examples, fixture_ids, patched
 from alicerce.rules.validate import check
-from alicerce.spec.loader import Document, load_file
-from alicerce.spec.overlay import Merger
-from tests.conftest import DATA, TODAY
-
-RULES_DIR = DATA / "rules"
-BASE = RULES_DIR / "_base.yaml"
+from tests.conftest import TODAY
 
 
 def _cases() -> list[tuple[str, str, int, str]]:
-    out = []
-    for path in sorted(RULES_DIR.glob("AL*.yaml")):
-        doc = load_file(path)
-        for kind in ("pass", "fail"):
-            for i, case in enumerate(doc.data.get(kind, [])):
-                out.append((path.stem, kind, i, case.get("description", "")))
-    return out
-
-
-def _patched(rule_id: str, kind: str, index: int) -> Document:
-    base = load_file(BASE, "_base.yaml")
-    fixture = load_file(RULES_DIR / f"{rule_id}.yaml", f"{rule_id}.yaml")
-    case_pos = fixture.pos.children[kind].children[index]
-    patch: Any = fixture.data[kind][index]["patch"]
-    merger = Merger()
-    data, pos = merger.merge(base.data, base.pos, patch, case_pos.children["patch"], ())
-    assert not merger.errors, [e.render() for e in merger.errors]
-    return Document(f"{rule_id}.yaml", data, pos)
+    return [(e.rule, e.kind, e.index, e.description) for rule_id in fixture_ids() for e in examples(rule_id)]
 
 
 def test_base_fixture_is_valid() -> None:
-    checked = check(load_file(BASE), on=TODAY)
+    checked = check(base_document(), on=TODAY)
     assert checked.errors == []
 
 
@@ -59,12 +38,12 @@ def test_every_rule_has_passing_and_failing_fixtures() -> None:
 
 
 def test_fixture_files_name_registered_rules() -> None:
-    assert {p.stem for p in RULES_DIR.glob("AL*.yaml")} <= set(all_rules())
+    assert set(fixture_ids()) <= set(all_rules())
 
 
 @pytest.mark.parametrize(("rule_id", "kind", "index", "description"), _cases())
 def test_rule_fixture(rule_id: str, kind: str, index: int, description: str) -> None:
-    checked = check(_patched(rule_id, kind, index), on=TODAY)
+    checked = check(patched(rule_id, kind, index), on=TODAY)  # type: ignore[arg-type]
     rendered = [e.render() for e in checked.errors]
     if kind == "pass":
         assert rendered == [], description

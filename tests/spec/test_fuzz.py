@@ -14,7 +14,7 @@ from alicerce.spec.errors import SpecInvalid
 from alicerce.spec.loader import load_text
 from tests.conftest import ROOT, TODAY
 
-BASE_TEXT = (ROOT / "tests/data/rules/_base.yaml").read_text()
+BASE_TEXT = (ROOT / "alicerce/rules/fixtures/_base.yaml").read_text()
 BASE_LINES = BASE_TEXT.splitlines(keepends=True)
 
 

@@ -64,7 +64,7 @@ def test_overrides_cannot_change_identity() -> None:
 
 
 def test_precedence_catalog_then_base_then_environment() -> None:
-    text = (ROOT / "tests/data/rules/_base.yaml").read_text()
+    text = (ROOT / "alicerce/rules/fixtures/_base.yaml").read_text()
     bom = load_catalog().versions.bom
     # catalog default
     doc = load_text(text, "p.yaml")
@@ -85,7 +85,7 @@ def test_precedence_catalog_then_base_then_environment() -> None:
 
 
 def test_an_error_inside_an_override_points_at_the_override_line() -> None:
-    text = (ROOT / "tests/data/rules/_base.yaml").read_text()
+    text = (ROOT / "alicerce/rules/fixtures/_base.yaml").read_text()
     text = text.replace(
         "        - name: scratch\n          pools: [train]\n",
         "        - name: scratch\n          pools: [train]\n          mountPath: relative/path\n",

@@ -1,15 +1,18 @@
 """The Pulumi program: one environment of the platform spec, built site by site.
 
 ``__main__.py`` calls :func:`main`, which reads the stack config (``alicerce:spec``, default
-``platform.yaml``; ``alicerce:environment``, default the stack name), resolves that environment
-and calls :func:`build`. ``alicerce preview`` calls :func:`build` under Pulumi's mock engine.
-Secrets come only from Pulumi secret config (an on-prem kubeconfig from the key its site names).
+``platform.yaml``, relative to the Pulumi project's folder; ``alicerce:environment``, default the
+stack name), resolves that environment and calls :func:`build`. A platform repository's
+``__main__.py`` imports :func:`main` from the installed package: no alicerce checkout is needed.
+``alicerce preview`` calls :func:`build` under Pulumi's mock engine. Secrets come only from Pulumi
+secret config (an on-prem kubeconfig from the key its site names).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -103,6 +106,17 @@ def build(rp: ResolvedPlatform, secrets: Secrets, settings: StackSettings | None
     return outputs
 
 
+def spec_location(spec: str) -> Path:
+    """``alicerce:spec`` read relative to the folder of Pulumi.yaml, whatever folder the program runs in
+    (Pulumi runs it in the project's ``main`` folder, which a project may move)."""
+    path = Path(spec)
+    if path.is_absolute():
+        return path
+    root = pulumi.get_root_directory()
+    # the mock engine answers a placeholder ("root_directory"): the working folder then
+    return Path(root) / path if root and Path(root).is_dir() else path
+
+
 def main() -> None:
     """Entry point of ``pulumi up``/``pulumi preview`` (see ``__main__.py``)."""
     from alicerce.rules.validate import validated
@@ -113,7 +127,7 @@ def main() -> None:
     spec = config.get("spec") or "platform.yaml"
     env = config.get("environment") or pulumi.get_stack()
     try:
-        rp = validated(load_file(spec, spec), env)
+        rp = validated(load_file(spec_location(spec), spec), env)
     except SpecInvalid as exc:
         out, err = render_report(exc.errors, False)
         raise pulumi.RunError(f"{spec} is not valid for environment {env}:\n{out}{err}") from None

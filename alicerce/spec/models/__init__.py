@@ -6,6 +6,7 @@ spec model from one place.
 """
 
 from alicerce.spec.base import DNS_LABEL, Labels, Name, Precision, Purpose, SpecModel, WorkloadKind
+from alicerce.spec.models.catalog import UserCatalog
 from alicerce.spec.models.costs import CloudPoolCosts, Costs, OnpremPoolCosts, OnpremSiteCosts
 from alicerce.spec.models.environments import Environment, Site
 from alicerce.spec.models.gitops import ArgoCdSync, GitOps
@@ -123,6 +124,7 @@ __all__ = [
     "Tenancy",
     "TimeSlicing",
     "Traffic",
+    "UserCatalog",
     "Versions",
     "Waiver",
     "Workload",

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from alicerce.spec.base import Name, SpecModel
+from alicerce.spec.models.catalog import UserCatalog
 from alicerce.spec.models.costs import Costs
 from alicerce.spec.models.environments import Environment
 from alicerce.spec.models.gitops import GitOps
@@ -40,3 +41,7 @@ class PlatformSpec(SpecModel):
     workloads: list[Workload] = Field(default_factory=list, description="The workloads the platform exists for.")
     costs: Costs = Field(default_factory=Costs, description="Cost inputs for the TCO and the growth forecast (catalog defaults otherwise).")
     gitops: GitOps = Field(default_factory=GitOps, description="The repository of the generated trees, for Argo CD and CI.")
+    catalog: UserCatalog = Field(
+        default_factory=UserCatalog,
+        description="GPUs and instance types the built-in catalog lacks, declared with the same facts and their sources.",
+    )

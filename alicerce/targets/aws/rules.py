@@ -27,7 +27,10 @@ def instance_known(ctx: RuleContext) -> Iterable[Finding]:
     for i, pool in ctx.indexed_pools():
         if pool.aws is not None and ctx.catalog.instance(pool.aws.instance_type) is None:
             name = pool.aws.instance_type
-            hint = did_you_mean(name, ctx.catalog.instance_names()) or "see `alicerce catalog instances`"
+            hint = (
+                did_you_mean(name, ctx.catalog.instance_names())
+                or "see `alicerce catalog instances`, or declare it under catalog.instanceTypes"
+            )
             yield Finding(S.node_pools[i].aws.instance_type, f'unknown instance type "{name}"', hint, name)
 
 

@@ -1,23 +1,26 @@
-"""The human-readable plan: rich tables that fit 100 columns, and the `--explain` arithmetic.
+"""The human-readable plan: the tables of `alicerce plan` (laid out for the width they have, ids never
+cut: alicerce.cli.output), and the `--explain` arithmetic.
 
 Presentation only; every number comes from :class:`alicerce.plan.platform.SizingPlan`.
 """
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
+from alicerce.cli.output import Column, Table, camel_keys, console, print_json, print_table
 from alicerce.plan.findings import CHECKS
 
 if TYPE_CHECKING:
     from rich.console import Console
-    from rich.table import Table
 
     from alicerce.plan.figures import Figure
     from alicerce.plan.platform import SizingPlan
+
+# identifiers a user types again: whole in every layout
+KEYS = {"workload", "pool", "GPU", "tier", "team", "id", "rent"}
 
 STYLES = {"error": "red", "warning": "yellow", "info": "cyan"}
 KIND = {"training": "train", "fine-tuning": "fine-tune", "inference": "serve", "batch-inference": "batch", "data-prep": "data"}
@@ -42,30 +45,22 @@ def _fmt(value: object) -> str:
 
 
 def _table(title: str, columns: list[tuple[str, str]]) -> Table:
-    from rich import box
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title_style="bold",
-                  padding=(0, 1), collapse_padding=True)  # fmt: skip
-    for name, justify in columns:
-        table.add_column(name, justify=justify, no_wrap=name not in {"verdict", "checks"})  # type: ignore[arg-type]
-    return table
+    return Table(title, [Column(name, key=name in KEYS, numeric=justify == "right") for name, justify in columns])
 
 
 def print_checks(as_json: bool) -> None:
     if as_json:
-        print(json.dumps([c.to_json() for c in CHECKS.values()], indent=2))
+        print_json({"schemaVersion": 1, "checks": [camel_keys(c.to_json()) for c in CHECKS.values()]})
         return
-    from rich.console import Console
-
     table = _table("Plan checks (waive with `waivers: [{rule: PL3xx, ...}]`)", [("id", "left"), ("severity", "left"),
                    ("waivable", "left"), ("checks", "left")])  # fmt: skip
     for c in CHECKS.values():
-        table.add_row(c.id, c.severity.label, "yes" if c.waivable else "", c.summary)
-    Console().print(table)
+        table.add(c.id, c.severity.label, "yes" if c.waivable else "", c.summary)
+    print_table(table, console())
 
 
-def print_plan(console: Console, result: SizingPlan, *, explain: bool = False, tco: bool = False) -> None:
+def print_plan(console: Console, result: SizingPlan, *, explain: bool = False, tco: bool = False, user: list[str] | None = None) -> None:
+    user = user or []
     workloads = _table(
         f"Workloads ({result.environment})",
         [("workload", "left"), ("kind", "left"), ("pool", "left"), ("GPUs", "right"), ("days", "right"), ("GPU-h", "right"),
@@ -73,11 +68,11 @@ def print_plan(console: Console, result: SizingPlan, *, explain: bool = False, t
     )  # fmt: skip
     for w in result.workloads:
         gpus = _num(w.gpus) if w.cpu_cores is None else f"{w.cpu_cores} cpu"
-        workloads.add_row(
+        workloads.add(
             w.name, KIND.get(w.kind, w.kind), w.pool or "-", gpus, _num(w.wall_clock_days, 1), _num(w.gpu_hours),
             _pct(w.mfu), _num(w.cost_usd), _num(w.replicas), _num(w.tokens_per_second_per_replica),
         )  # fmt: skip
-    console.print(workloads)
+    print_table(workloads, console)
     console.print("[dim]GPU-h and cost: training per run, serving per month; tok/s: output tokens per replica[/dim]")
     pools = _table(
         "Node pools: declared vs recommended, and what a month costs",
@@ -86,19 +81,19 @@ def print_plan(console: Console, result: SizingPlan, *, explain: bool = False, t
     )  # fmt: skip
     for p in result.pools:
         bought = "owned" if p.owned else (p.capacity_type or "-").replace("capacity-", "")
-        pools.add_row(
-            p.name, (p.accelerator or "cpu").split("-")[0], bought, f"{p.declared_min}-{p.declared_max}",
+        pools.add(
+            p.name, _gpu(p.accelerator, user), bought, f"{p.declared_min}-{p.declared_max}",
             f"{p.recommended_min}-{p.recommended_max}", str(p.peak_gpus) if p.gpus_per_node else "-", _pct(p.utilization),
             _num(p.monthly_cost_usd), _num(p.usd_per_gpu_hour, 2),
         )  # fmt: skip
-    console.print(pools)
+    print_table(pools, console)
     if result.storage:
         tiers = _table("Storage tiers", [("tier", "left"), ("declared GB/s", "right"), ("read GB/s", "right"),
                                          ("write GB/s", "right"), ("FSx to meet it", "left")])  # fmt: skip
         for t in result.storage:
             fsx = "-" if t.fsx is None else f"{t.fsx['storageCapacityGiB']:,} GiB at {t.fsx['perUnitStorageThroughput'] or 'base'} MB/s/TiB"
-            tiers.add_row(t.name, _num(t.declared_gbps, 1), _num(t.read_gbps, 2), _num(t.write_gbps, 2), fsx)
-        console.print(tiers)
+            tiers.add(t.name, _num(t.declared_gbps, 1), _num(t.read_gbps, 2), _num(t.write_gbps, 2), fsx)
+        print_table(tiers, console)
     parts = ", ".join(f"{name} {_usd(v)}" for name, v in result.cost_breakdown.items() if v)
     console.print(f"Monthly cost ({result.environment}): [bold]{_usd(result.monthly_cost_usd)}[/bold] = {parts}", highlight=False)
     if result.unpriced:
@@ -121,6 +116,12 @@ def print_plan(console: Console, result: SizingPlan, *, explain: bool = False, t
         print_explain(console, result)
 
 
+def _gpu(accelerator: str | None, user: list[str]) -> str:
+    if accelerator is None:
+        return "cpu"
+    return f"{accelerator} (user catalog)" if accelerator in user else accelerator
+
+
 def print_tco(console: Console, result: SizingPlan) -> None:
     owned = list(result.own_vs_rent)
     if owned:
@@ -132,24 +133,24 @@ def print_tco(console: Console, result: SizingPlan) -> None:
         for o in owned:
             c = o.owned
             money = (_num(c.items[k]) for k in ("capex", "support", "space", "power", "staff", "licences"))
-            items.add_row(o.pool, _pct(c.utilization), *money, _num(c.monthly_usd), str(c.racks))
-        console.print(items)
+            items.add(o.pool, _pct(c.utilization), *money, _num(c.monthly_usd), str(c.racks))
+        print_table(items, console)
         vs = _table("Own or rent", [("pool", "left"), ("owned USD/GPU-h", "right"), ("rent", "left"), ("USD/GPU-h", "right"),
                                     ("verdict", "left")])  # fmt: skip
         for o in owned:
             rent = f"{o.rental or '-'} {o.rental_region}"
-            vs.add_row(o.pool, _num(o.owned_usd_per_gpu_hour, 2), rent, _num(o.rental_usd_per_gpu_hour, 2), o.verdict())
-        console.print(vs)
+            vs.add(o.pool, _num(o.owned_usd_per_gpu_hour, 2), rent, _num(o.rental_usd_per_gpu_hour, 2), o.verdict())
+        print_table(vs, console)
     units = _table("Unit costs", [("workload", "left"), ("pool", "left"), ("per run", "right"), ("per month", "right"),
                                   ("USD per 1M tokens", "right")])  # fmt: skip
     for u in result.unit_costs:
-        units.add_row(u.workload, u.pool or "-", _usd(u.cost_per_run_usd), _usd(u.monthly_usd), _num(u.usd_per_million_tokens, 2))
-    console.print(units)
+        units.add(u.workload, u.pool or "-", _usd(u.cost_per_run_usd), _usd(u.monthly_usd), _num(u.usd_per_million_tokens, 2))
+    print_table(units, console)
     console.print("[dim]per 1M tokens: input + output tokens at peak load[/dim]")
     show = _table("Showback: a month by team", [("team", "left"), ("USD/month", "right"), ("budget", "right")])
     for team, usd in result.showback.items():
-        show.add_row(team, _num(usd), _num(result.budgets.get(team)))
-    console.print(show)
+        show.add(team, _num(usd), _num(result.budgets.get(team)))
+    print_table(show, console)
     fc = result.forecast
     if fc is not None:
         names = list(dict.fromkeys(r.pool for r in fc.rows if r.capacity_gpus))
@@ -158,9 +159,9 @@ def print_tco(console: Console, result: SizingPlan) -> None:
         grow = _table(f"Forecast by quarter: GPUs needed at once / capacity ({growing})", columns)
         cells = {(r.quarter, r.pool): r for r in fc.rows}
         for q in range(fc.horizon + 1):
-            grow.add_row(f"Q{q}", *(f"{cells[q, n].peak_gpus}/{cells[q, n].capacity_gpus}" for n in names),
+            grow.add(f"Q{q}", *(f"{cells[q, n].peak_gpus}/{cells[q, n].capacity_gpus}" for n in names),
                          f"{fc.monthly_usd[q] / 1000:,.0f}", f"{fc.demand_usd[q] / 1000:,.0f}")  # fmt: skip
-        console.print(grow)
+        print_table(grow, console)
         for pool, quarter, need, capacity in fc.runs_out:
             console.print(f"  {pool} runs out in Q{quarter}: {need} GPUs needed at once, {capacity} there", highlight=False)
 
