@@ -41,14 +41,25 @@ def onprem(
         list[Path] | None, typer.Option("--inventory", "-i", help="Extra inventory (connection details, host_vars).")
     ] = None,
     secrets: Annotated[
-        list[Path] | None, typer.Option("--secrets", help="ansible-vault file with the join token (set ANSIBLE_VAULT_PASSWORD_FILE).")
+        list[Path] | None, typer.Option("--secrets", help="ansible-vault file with the roles' secrets (set ANSIBLE_VAULT_PASSWORD_FILE).")
+    ] = None,
+    kubespray: Annotated[
+        str,
+        typer.Option(
+            "--kubespray",
+            help="kubespray playbook between the node and cluster stages: cluster (build or reconfigure), upgrade-cluster "
+            "(drains in batches), scale (new nodes, with --limit) or skip.",
+        ),
+    ] = "cluster",
+    kubespray_env: Annotated[
+        Path | None, typer.Option("--kubespray-env", help="An existing environment with kubespray's Ansible and collection.")
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Provision the on-prem nodes of ENV: preflight, then rolling batches, then acceptance."""
+    """Provision the on-prem nodes of ENV: the node stage, kubespray, then the cluster stage with acceptance."""
     from alicerce.emit.tree import EmitError, render_tree, write_tree
     from alicerce.rules.validate import validated
-    from alicerce.run.ansible import RunError, run_playbook
+    from alicerce.run.ansible import KubesprayEnvironment, RunError, Stage, apply_sequence, kubespray_environment, run_playbook
 
     platform = validated(load(spec), env)
     try:
@@ -60,29 +71,58 @@ def onprem(
     for path in [*(inventory or []), *(secrets or [])]:
         if not path.is_file():
             raise UsageError(f"{path} is not a file")
+    if kubespray not in ("cluster", "upgrade-cluster", "scale", "skip"):
+        raise UsageError(f"--kubespray {kubespray}: choose cluster, upgrade-cluster, scale or skip")
     base = workdir / env
     write_tree(base / "project", files)
+    ansible_dir = base / "project" / "ansible"
+    sites = sorted({path.split("/")[2] for path in files if path.startswith("ansible/kubespray/") and path.endswith("/inventory.yml")})
+    # the whole sequence for a provisioning run; a check, a tag selection or another playbook runs alone
+    sequence = playbook == "site.yml" and not check and not tags
     display = _Display(enabled=not as_json)
+    results: list[tuple[Stage, RunResult]] = []
     try:
-        with display:
-            result = run_playbook(
-                base / "project" / "ansible",
-                playbook,
-                base / "runner",
-                check=check,
-                limit=limit,
-                tags=tags,
-                skip_tags=skip_tags,
-                inventories=inventory,
-                extra_vars_files=secrets,
-                on_event=display.event,
+        environment = None
+        if sequence and kubespray != "skip":
+            environment = (
+                KubesprayEnvironment(kubespray_env)
+                if kubespray_env
+                else kubespray_environment(ansible_dir / "kubespray", base / "kubespray-env")
             )
+        stages = apply_sequence(ansible_dir, sites, kubespray, environment) if sequence else [Stage(playbook, ansible_dir, playbook)]
+        with display:
+            for stage in stages:
+                result = run_playbook(
+                    stage.project,
+                    stage.playbook,
+                    base / "runner",
+                    check=check,
+                    limit=limit,
+                    tags=tags,
+                    skip_tags=skip_tags if stage.environment is None else None,
+                    inventories=inventory,
+                    extra_vars_files=secrets,
+                    on_event=display.event,
+                    inventory=stage.inventory,
+                    environment=stage.environment,
+                )
+                results.append((stage, result))
+                if not result.ok:
+                    break
     except RunError as exc:
         raise UsageError(str(exc)) from None
+    result = results[-1][1]
+    kubeconfigs = [str(ansible_dir / "kubespray" / site / "artifacts" / "admin.conf") for site in sites] if sequence and result.ok else []
     if as_json:
-        print(json.dumps(_result_data(result), indent=2))
+        data = _result_data(result)
+        data["stages"] = [{"stage": st.name, "playbook": st.playbook, "ok": r.ok, "artifacts": str(r.artifacts)} for st, r in results]
+        data["kubeconfigs"] = kubeconfigs
+        print(json.dumps(data, indent=2))
     else:
-        _print_recap(result)
+        for stage, stage_result in results:
+            _print_recap(stage_result, stage.name)
+        for admin in kubeconfigs:
+            print(f"kubeconfig: {admin}; hand it to Pulumi with the command in {ansible_dir / 'README.md'}")
     if not result.ok:
         raise typer.Exit(EXIT_RUN_FAILED)
 
@@ -162,12 +202,12 @@ class _Display:
             )
 
 
-def _print_recap(result: RunResult) -> None:
+def _print_recap(result: RunResult, stage: str = "") -> None:
     from rich.console import Console
     from rich.table import Table
 
     console = Console()
-    table = Table(title=f"recap: {result.status} (artifacts: {result.artifacts})")
+    table = Table(title=f"{stage + ' ' if stage else ''}recap: {result.status} (artifacts: {result.artifacts})")
     for column in ("host", "ok", "changed", "failed", "unreachable", "skipped", "rescued", "ignored"):
         table.add_column(column, justify="left" if column == "host" else "right")
     for host, stats in sorted(result.stats.items()):
