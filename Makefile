@@ -41,13 +41,18 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
-# System tools the tests drive (promtool for alert rules). Installed when root; under CI a
-# missing tool fails the tests that need it instead of skipping them.
+# System tools the tests drive (promtool for alert rules; gpg and dpkg-deb sign and build the local
+# apt repository of the converges). Installed when root; under CI a missing tool fails the tests
+# that need it instead of skipping them.
 tools:
 	@command -v promtool >/dev/null 2>&1 || { \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
 		else echo "promtool missing: apt-get install prometheus" >&2; fi; }
+	@command -v gpg >/dev/null 2>&1 && command -v dpkg-deb >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gnupg dpkg >/dev/null; \
+		else echo "gpg or dpkg-deb missing: apt-get install gnupg dpkg" >&2; fi; }
 
 # The Debian 12 rootfs the Ansible converges run into: debootstrap --variant=minbase from the mirror
 # this machine's apt uses, built once into a git-ignored cache. debootstrap (and openssh-server,

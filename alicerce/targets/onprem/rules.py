@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable, Iterator
 
 from alicerce.catalog.onprem import load_onprem
@@ -99,7 +100,8 @@ def lnet_reachable(ctx: RuleContext) -> Iterable[Finding]:
         nid = tier.onprem.server
         if "@o2ib" not in nid or tier.onprem.lnet_routes:
             continue
-        address = nid.split("@", 1)[0]
+        # failover partners are separated by ':', several NIDs of one server by ','
+        addresses = [part.split("@", 1)[0] for part in re.split(r"[:,]", nid) if "@o2ib" in part]
         sites = {s.name for s in ctx.tier_sites(tier) if isinstance(s, OnpremSite)}
         networks = [
             fabric.onprem.ipoib_cidr
@@ -111,7 +113,7 @@ def lnet_reachable(ctx: RuleContext) -> Iterable[Finding]:
         if not networks:
             continue  # no rail ranges declared: the rails are addressed outside the spec
         try:
-            inside = any(ipaddress.ip_address(address) in net for net in networks)
+            inside = all(any(ipaddress.ip_address(address) in net for net in networks) for address in addresses)
         except ValueError:
             inside = False
         if not inside:

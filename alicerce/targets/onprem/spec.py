@@ -48,7 +48,11 @@ class Acceptance(SpecModel):
         default=2, description="dcgmi diag run level: 1 quick (seconds), 2 medium (about 2 minutes), 3 long (about 30 minutes), 4 extended."
     )
     nccl_efficiency: float = Field(
-        default=0.8, gt=0, le=1, description="Share of the link rate NCCL all-reduce bus bandwidth must reach (intra and inter node)."
+        default=0.7,
+        gt=0,
+        le=1,
+        description="Share of the per-GPU link bandwidth (NVLink or PCIe, one direction; rails x rate across nodes) that "
+        "NCCL all-reduce bus bandwidth and GPU-to-GPU copies must reach.",
     )
     ib_write_bw_efficiency: float = Field(default=0.9, gt=0, le=1, description="Share of the rail rate ib_write_bw must reach per rail.")
 
