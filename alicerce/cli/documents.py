@@ -481,8 +481,15 @@ class FailureGroup(Document):
     hosts: list[str] = Field(description="Every host this failure hit, each once.")
 
 
+class ApplyStage(Document):
+    stage: str = Field(description="nodes, kubespray <site>, cluster; or the playbook run alone.")
+    playbook: str
+    ok: bool
+    artifacts: str
+
+
 class ApplyDocument(Versioned):
-    """`alicerce apply onprem --format json`: the run's outcome."""
+    """`alicerce apply onprem --format json`: the run's outcome (the figures are the last stage's)."""
 
     status: str = Field(description="ansible-runner's status: successful, failed, timeout, canceled.")
     rc: int
@@ -492,6 +499,8 @@ class ApplyDocument(Versioned):
     hosts: dict[str, HostCounters]
     failures: list[HostFailureItem] = Field(description="Each distinct failure of each host.")
     failureGroups: list[FailureGroup] = Field(description="The failures grouped: one entry per task and message.")
+    stages: list[ApplyStage] = Field(description="Each stage run, in order; a failed stage stops the sequence.")
+    kubeconfigs: list[str] = Field(description="The admin kubeconfig kubespray wrote for each site (after a full run).")
 
 
 # -- show: the spec's own schema, as printed, with what resolving adds

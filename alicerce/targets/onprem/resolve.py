@@ -25,6 +25,19 @@ CAPABILITIES = Capabilities(
 )
 
 
+def control_plane_hosts(site: OnpremSite) -> list[str]:
+    """The control-plane hosts of a site, ranges expanded (kubespray's kube_control_plane and etcd)."""
+    if site.control_plane is None:
+        return []
+    hosts: list[str] = []
+    for entry in site.control_plane.hosts:
+        try:
+            hosts.extend(expand_hosts(entry))
+        except ValueError:
+            continue  # rule AL220 reports the range
+    return hosts
+
+
 def _site(site: Site, networks: Networks) -> Site:
     update = {"service_cidr": site.service_cidr or networks.service_cidr}
     if isinstance(site, OnpremSite):
