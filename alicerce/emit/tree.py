@@ -90,13 +90,17 @@ def render_tree(platform: ResolvedPlatform, subtrees: list[str] | None = None) -
                 raise EmitError(f"emitter {subtree} returned {path}, a path generate leaves to the user")
             files[str(path)] = text
     files[RESOLVED] = json.dumps(platform.to_data(), indent=2, sort_keys=True, default=str) + "\n"
+    return with_manifest(files, platform=platform.name, environment=platform.environment)
+
+
+def with_manifest(files: dict[str, str], *, platform: str, environment: str) -> dict[str, str]:
+    """``files`` and the manifest listing each with its sha256, sorted by path."""
     manifest = {
-        "platform": platform.name,
-        "environment": platform.environment,
+        "platform": platform,
+        "environment": environment,
         "files": {path: _digest(text.encode("utf-8")) for path, text in sorted(files.items())},
     }
-    files[MANIFEST] = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
-    return dict(sorted(files.items()))
+    return dict(sorted({**files, MANIFEST: json.dumps(manifest, indent=2, sort_keys=True) + "\n"}.items()))
 
 
 def _digest(data: bytes) -> str:
@@ -172,7 +176,10 @@ def tree_changes(out: Path, new_files: dict[str, str] | None = None) -> Changes:
         except (FileNotFoundError, NotADirectoryError):
             removed.append(relative)
             continue
-        if _file_digest(out / relative) not in (digest, fresh.get(relative)):
+        # anything but a regular file (a folder, link, FIFO the user put there) is the user's, even
+        # where the new tree no longer has the path: None never matches a digest
+        found = _file_digest(out / relative)
+        if found is None or found not in (digest, fresh.get(relative)):
             edited.append(relative)
     # folders walked into: those holding generated files or kept paths; any other folder is one added entry
     holders = {str(parent) for relative in [*recorded, *KEPT] for parent in PurePosixPath(relative).parents}
