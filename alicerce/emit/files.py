@@ -16,8 +16,14 @@ complete tree behind (the old one or the new one):
   (other systems, older C libraries, file systems that refuse it) the fallback is two renames
   through ``.NAME.alicerce-old-XXXXXXXX``; a crash between them leaves no folder for a moment,
   and the next run puts the old tree back before anything else.
-- **cleanup**: the next run, holding the lock, removes every staging and old folder a crashed run
-  left (only names of this exact shape, for this folder).
+- **record**: before a staging folder exists its token is written to the lock file (fsynced), so
+  ``.NAME.alicerce-stage-TOKEN`` and ``.NAME.alicerce-old-TOKEN`` are provably alicerce's; a
+  folder of that shape whose token is not recorded is the user's and is never removed.
+- **cleanup**: the next run, holding the lock, puts back an old tree a crash left without a folder
+  (when the user made an empty folder there meanwhile, the empty folder gives way; a non-empty one
+  stops the run, the old tree left beside it) and removes every recorded leftover. Removal never
+  crosses a mount point; a folder that is or holds a mount point is never replaced. Recorded
+  leftovers that cannot be removed stop the runs at :data:`MAX_LEFTOVERS`.
 
 Fault injection: ``ALICERCE_FAULT=<point>`` makes the writer kill itself with SIGKILL at that
 point, ``ALICERCE_FAULT=<point>=<seconds>`` makes it pause there; the tests use both to crash or
@@ -33,21 +39,25 @@ import errno
 import fcntl
 import os
 import re
+import secrets
 import shutil
 import signal
 import stat
+import string
 import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from alicerce.emit.errors import OutputError
 
-LEFTOVER = re.compile(r"\.(?P<name>.+)\.alicerce-(?P<kind>stage|old)-(?P<token>[a-z0-9_]{8})")
+LEFTOVER = re.compile(r"\.(?P<name>.+)\.alicerce-(?P<kind>stage|old)-(?P<token>[a-z0-9_]{8})", re.DOTALL)
 """A staging or old folder of a run, beside the output folder ``name``."""
+
+_TOKEN = string.ascii_lowercase + string.digits
 
 _HINTS = {
     errno.EROFS: "the file system is read-only; choose an output folder on a writable disk",
@@ -275,7 +285,18 @@ def check_folder(out: Path, protected: Sequence[Path] = ()) -> Target:
             raise OutputError(f"{shown} holds the spec {spec}", f"{_WHOLE}: keep it apart from the spec, e.g. --out out")
     if os.path.lexists(path / ".git"):
         raise OutputError(f"{shown} holds a Git repository (.git)", f"{_WHOLE}: name a folder inside the repository")
+    refuse_mounts(path, shown)
     return Target(path, shown)
+
+
+def refuse_mounts(path: Path, shown: str) -> None:
+    """Refuse a folder that is, or holds, a mount point: replacing it would move or delete what the mount shows."""
+    found = mount_points(path)
+    if found == [path]:
+        raise OutputError(f"{shown} is a mount point", f"{_WHOLE}, which a mount point cannot be: name a folder inside it")
+    if found:
+        inside = ", ".join(str(p.relative_to(path)) for p in found[:5])
+        raise OutputError(f"{shown} holds a mount point ({inside})", f"{_WHOLE}: unmount it, or mount it outside the output folder")
 
 
 def _lock_wait() -> float:
@@ -285,15 +306,59 @@ def _lock_wait() -> float:
         return 10.0
 
 
+_RECORD = re.compile(r"^stage (?P<token>[a-z0-9_]{8})$", re.MULTILINE)
+MAX_LEFTOVERS = 3
+"""Recorded leftovers that could not be removed before a run refuses to add one more."""
+
+
+@dataclass
+class Lock:
+    """The held lock of a target, and its record of the staging tokens runs made and did not clean.
+
+    The lock file holds the holder's pid on its first line, then one ``stage TOKEN`` line per
+    staging folder made and not yet removed: ``.NAME.alicerce-stage-TOKEN`` and
+    ``.NAME.alicerce-old-TOKEN`` are alicerce's only when their token is recorded here, so a
+    folder of the same shape that the user made is never removed.
+    """
+
+    fd: int
+    target: Target
+    tokens: list[str] = field(default_factory=list)
+
+    def holder(self) -> str:
+        return os.pread(self.fd, 32, 0).decode("ascii", "replace").split("\n", 1)[0].strip() or "unknown"
+
+    def read(self) -> None:
+        text = os.pread(self.fd, 1 << 16, 0).decode("ascii", "replace")
+        self.tokens = list(dict.fromkeys(m["token"] for m in _RECORD.finditer(text)))
+
+    def save(self) -> None:
+        """Write pid and tokens, durable before any folder they name is made: write, then cut the tail."""
+        data = "".join([f"{os.getpid()}\n", *(f"stage {token}\n" for token in self.tokens)]).encode()
+        os.pwrite(self.fd, data, 0)
+        os.ftruncate(self.fd, len(data))
+        os.fsync(self.fd)
+
+    def names(self, token: str) -> tuple[Path, Path]:
+        """The staging and old folder of ``token``."""
+        return (
+            self.target.parent / f".{self.target.name}.alicerce-stage-{token}",
+            self.target.parent / f".{self.target.name}.alicerce-old-{token}",
+        )
+
+
 @contextmanager
-def locked(target: Target) -> Iterator[None]:
+def locked(target: Target) -> Iterator[Lock]:
     """Hold the lock of ``target`` (see the module text): wait for another run, then refuse."""
     ensure_folder(target.parent, target.shown)
     try:
-        fd = os.open(target.lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        fd = os.open(target.lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o666)
     except OSError as exc:
         raise os_error(exc, target.shown) from None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OutputError(f"cannot lock {target.shown}: {target.lock} is not a regular file", "remove it and run again")
+        lock = Lock(fd, target)
         deadline = time.monotonic() + _lock_wait()
         while True:
             try:
@@ -301,16 +366,15 @@ def locked(target: Target) -> Iterator[None]:
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
                     raise OutputError(
-                        f"{target.shown} is being written by another alicerce run (pid {holder})",
+                        f"{target.shown} is being written by another alicerce run (pid {lock.holder()})",
                         f"wait for it to finish and run again; the lock is {target.lock}",
                     ) from None
                 time.sleep(0.05)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        lock.read()
+        lock.save()
         fault("locked")
-        yield
+        yield lock
     finally:
         os.close(fd)  # releases the lock
 
@@ -321,29 +385,151 @@ def _legacy_old(target: Target) -> Path | None:
     return old if os.path.isfile(old / ".alicerce" / "manifest.json") and not os.path.islink(old) else None
 
 
-def recover(target: Target) -> list[str]:
-    """Under the lock: put back an old tree a crash left without a folder, then remove every leftover.
+def _put_back(old: Path, target: Target) -> None:
+    os.rename(old, target.path)
+    fsync_folder(target.parent)
 
-    Returns warnings for leftovers that could not be removed (the next run tries again).
+
+def _is_empty_folder(path: Path) -> bool:
+    try:
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            return False
+        with os.scandir(path) as entries:
+            return next(entries, None) is None
+    except OSError:
+        return False
+
+
+def recover(target: Target, lock: Lock) -> list[str]:
+    """Under the lock: put back an old tree a crash left without a folder, then remove the leftovers runs recorded.
+
+    Only folders whose token the lock file records are removed; ``.NAME.old`` (the writer before
+    the lock) is put back when the folder is missing and otherwise left alone, like any
+    leftover-shaped folder nobody recorded (a warning names it). Returns warnings; raises
+    :class:`OutputError` when the folder was replaced by the user after a crash left the previous
+    tree beside it, or when recorded leftovers pile up.
     """
-    leftovers = [p for p in target.parent.iterdir() if (m := LEFTOVER.fullmatch(p.name)) and m["name"] == target.name]
+    warnings: list[str] = []
     legacy = _legacy_old(target)
-    if legacy is not None:
-        leftovers.append(legacy)
-    if not os.path.lexists(target.path):
-        olds = [p for p in leftovers if p == legacy or p.name.startswith(f".{target.name}.alicerce-old-")]
-        if olds:
-            newest = max(olds, key=lambda p: os.lstat(p).st_mtime_ns)
-            os.rename(newest, target.path)
-            fsync_folder(target.parent)
-            leftovers.remove(newest)
-    return [warning for path in leftovers if (warning := remove(path))]
+    if legacy is not None and not os.path.lexists(target.path):
+        _put_back(legacy, target)
+    remaining: list[str] = []
+    for token in reversed(lock.tokens):  # the newest first: its old tree is the one to put back
+        stage, old = lock.names(token)
+        if os.path.lexists(old):
+            if not os.path.lexists(target.path):
+                _put_back(old, target)
+            elif os.path.lexists(stage):
+                # the crash came between the two renames: the new tree never arrived, so what stands
+                # at the folder's place now was made by someone else after the crash
+                if not _is_empty_folder(target.path):
+                    raise OutputError(
+                        f"{target.shown} was made anew after a crashed run left the previous tree in {old}",
+                        f"move {target.shown} aside, rename {old} back to {target.shown}, and run again",
+                    )
+                os.rmdir(target.path)
+                _put_back(old, target)
+        for path in (stage, old):
+            if os.path.lexists(path) and (warning := remove(path)):
+                warnings.append(warning)
+        if os.path.lexists(stage) or os.path.lexists(old):
+            remaining.append(token)
+    lock.tokens = list(reversed(remaining))
+    lock.save()
+    if len(lock.tokens) >= MAX_LEFTOVERS:
+        raise OutputError(
+            f"{len(lock.tokens)} folders earlier runs left beside {target.shown} cannot be removed",
+            f"remove the folders named .{target.name}.alicerce-stage-* and .{target.name}.alicerce-old-* yourself, then run again",
+        )
+    for path in sorted(target.parent.iterdir()):
+        match = LEFTOVER.fullmatch(path.name)
+        if match and match["name"] == target.name and match["token"] not in lock.tokens:
+            warnings.append(f"left {path} alone: no alicerce run recorded making it; remove it if it is not yours")
+    return warnings
 
 
 def remove(path: Path) -> str | None:
-    """Remove a staging or old folder; a warning when some of it stays."""
-    shutil.rmtree(path, ignore_errors=True)
-    return f"could not remove {path}; the next run tries again" if os.path.lexists(path) else None
+    """Remove a staging or old folder of alicerce's, never crossing into another file system; a warning when some stays."""
+    try:
+        device = os.lstat(path).st_dev
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return f"could not remove {path}; the next run tries again"
+    if _purge(path, device, _mounted()):
+        return None
+    return f"could not remove all of {path} (a mount point, or no permission); the next run tries again"
+
+
+def _purge(path: Path, device: int, table: frozenset[str]) -> bool:
+    """Remove ``path`` and what it holds; stops at a mount point (another device). True when all is gone."""
+    try:
+        info = os.lstat(path)
+        if not stat.S_ISDIR(info.st_mode):
+            os.unlink(path)
+            return True
+        if info.st_dev != device or is_mount(path, table):
+            return False  # a bind or other mount inside the tree: what it shows is not ours
+        if info.st_mode & 0o700 != 0o700:
+            os.chmod(path, stat.S_IMODE(info.st_mode) | 0o700)  # a read-only folder copied from the user's
+        with os.scandir(path) as entries:
+            names = [entry.name for entry in entries]
+        removed = [_purge(path / name, device, table) for name in names]  # every entry, not up to the first that stays
+        complete = all(removed)
+        if complete:
+            os.rmdir(path)
+        return complete
+    except FileNotFoundError:
+        return True
+    except (OSError, RecursionError):
+        return False
+
+
+def _mounted() -> frozenset[str]:
+    """Every mount point of this process (Linux ``/proc/self/mountinfo``; empty elsewhere).
+
+    ``os.path.ismount`` cannot see a bind mount of a folder on the same file system (same device,
+    different inode than its parent's), so the mount table is read as well.
+    """
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as table:
+            fields = [line.split(" ") for line in table]
+    except OSError:
+        return frozenset()
+    unescape = re.compile(r"\\([0-7]{3})")  # spaces, tabs, newlines and backslashes in paths are octal escapes
+    return frozenset(unescape.sub(lambda m: chr(int(m[1], 8)), row[4]) for row in fields if len(row) > 4)
+
+
+def is_mount(path: Path, table: frozenset[str] | None = None) -> bool:
+    """True when ``path`` (not followed if a link) is a mount point, bind mounts included."""
+    if os.path.islink(path):
+        return False
+    if os.path.ismount(path):
+        return True
+    return os.path.realpath(path) in (_mounted() if table is None else table)
+
+
+def mount_points(folder: Path) -> list[Path]:
+    """Mount points at or under ``folder`` (links are not followed): a tree that holds one is not replaced."""
+    table = _mounted()
+    try:
+        root = os.lstat(folder)
+    except OSError:
+        return []
+    if is_mount(folder, table):
+        return [folder]
+    found: list[Path] = []
+    for current, folders, _ in os.walk(folder):
+        for name in list(folders):
+            path = Path(current, name)
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_ISDIR(info.st_mode) and (info.st_dev != root.st_dev or is_mount(path, table)):
+                found.append(path)
+                folders.remove(name)
+    return sorted(found)
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -363,11 +549,33 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(code, os.strerror(code), str(b))
 
 
-def new_staging(target: Target) -> Path:
-    """An empty staging folder beside ``target``, with a folder's ordinary permissions."""
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.alicerce-stage-", dir=target.parent))
-    os.chmod(staging, 0o777 & ~_umask())
-    return staging
+def new_staging(target: Target, lock: Lock | None = None) -> Path:
+    """An empty staging folder beside ``target``, with a folder's ordinary permissions.
+
+    With ``lock`` its token is recorded in the lock file before the folder exists, so that a crash
+    leaves a folder the next run knows is alicerce's.
+    """
+    while True:
+        token = "".join(secrets.choice(_TOKEN) for _ in range(8))
+        staging = target.parent / f".{target.name}.alicerce-stage-{token}"
+        if lock is not None:
+            lock.tokens.append(token)
+            lock.save()
+        try:
+            os.mkdir(staging, 0o777)  # the umask applies, as to any folder
+            return staging
+        except FileExistsError:
+            if lock is not None:
+                lock.tokens.remove(token)
+            continue
+
+
+def forget(lock: Lock, staging: Path) -> None:
+    """Drop the record of ``staging``'s token once neither of its folders is left."""
+    token = staging.name.rsplit("-", 1)[1]
+    if token in lock.tokens and not any(os.path.lexists(path) for path in lock.names(token)):
+        lock.tokens.remove(token)
+        lock.save()
 
 
 def swap_in(target: Target, staging: Path) -> list[str]:

@@ -32,6 +32,7 @@ from alicerce.emit.files import (
     Target,
     check_folder,
     fault,
+    forget,
     link_into,
     locked,
     new_staging,
@@ -270,21 +271,64 @@ def write_tree(out: Path, files: dict[str, str], *, force: bool = False, protect
         # lock only, since another run may be swapping the tree in meanwhile
         target = check_folder(out, protected)
         _refuse_foreign(target)
-        with locked(target):
-            warnings = recover(target)
+        with locked(target) as lock:
+            warnings = recover(target, lock)
             target = check_folder(out, protected)  # again, under the lock: another run may have changed it
             changes = _inspect(target, files, force)
-            staging = new_staging(target)
+            kept_before = _kept_state(target.path)
+            staging = new_staging(target, lock)
             try:
                 report = _fill(target, staging, files, changes)
+                _refuse_changed_meanwhile(target, files, force, changes, kept_before)
                 report.warnings = warnings + swap_in(target, staging)
             except BaseException:
                 remove(staging)
                 raise
+            finally:
+                forget(lock, staging)
             fault("done")
             return report
     except OSError as exc:
         raise os_error(exc, out) from None
+
+
+def _kept_state(out: Path) -> list[tuple[str, int, int, int, int]]:
+    """Every entry under the :data:`KEPT` paths of ``out`` with its inode, type, size and mtime."""
+    state: list[tuple[str, int, int, int, int]] = []
+    for kept in KEPT:
+        root = out / kept
+        if not os.path.lexists(root):
+            continue
+        for current, folders, names in os.walk(root):
+            folders.sort()
+            for name in ["", *sorted(names), *folders]:
+                path = Path(current, name) if name else Path(current)
+                try:
+                    info = os.lstat(path)
+                except OSError:
+                    continue
+                state.append((str(path.relative_to(out)), info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns))
+    return sorted(state)
+
+
+def _refuse_changed_meanwhile(
+    target: Target, files: dict[str, str], force: bool, changes: Changes | None, kept_before: list[tuple[str, int, int, int, int]]
+) -> None:
+    """Read the tree again just before the swap: what the user changed while the new tree was staged stops the run.
+
+    Without this, an edit made during staging (after the first inspection) would go with the old tree.
+    """
+    if changes is None:
+        if os.path.lexists(target.path) and not _is_empty(target.path):
+            raise OutputError(f"{target.shown} was filled while alicerce wrote the new tree", "look at what is there and run again")
+        return
+    again = tree_changes(target.path, files)
+    if again != changes or _kept_state(target.path) != kept_before:
+        raise OutputError(
+            "\n".join([f"{target.shown}: files changed while alicerce wrote the new tree; nothing was replaced:", *again.lines()]),
+            "run again when nothing else writes there" + ("" if force else "; rerun with --force to replace edited files"),
+            {"changes": again.as_dict()},
+        )
 
 
 def _fill(target: Target, staging: Path, files: dict[str, str], changes: Changes | None) -> WriteReport:

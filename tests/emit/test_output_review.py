@@ -6,13 +6,22 @@ are in test_output_safety.py.
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from alicerce.emit.errors import OutputError
-from alicerce.emit.tree import MANIFEST, tree_changes, with_manifest, write_tree
+from alicerce.emit.files import remove
+from alicerce.emit.tree import MANIFEST, check_output, tree_changes, with_manifest, write_tree
 
 
 def tree(**files: str) -> dict[str, str]:
@@ -45,3 +54,167 @@ def test_an_obsolete_generated_path_the_user_replaced_is_kept_and_reported(tmp_p
     assert report.displaced == ["sub/gone"]
     assert os.path.lexists(out / str(report.displaced_to) / "sub" / "gone")
     assert (out / MANIFEST).read_text() == NEW[MANIFEST]
+
+
+WRITER = (
+    "import json, sys; from pathlib import Path; from alicerce.emit.tree import write_tree;"
+    " write_tree(Path(sys.argv[1]), json.loads(sys.argv[2]))"
+)
+
+
+def writer(out: Path, files: dict[str, str], **env: str) -> subprocess.CompletedProcess[str]:
+    """``write_tree(out, files)`` in a child process, so that ``ALICERCE_FAULT`` can kill it at a step."""
+    return subprocess.run(
+        [sys.executable, "-c", WRITER, str(out), json.dumps(files)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        check=False,
+        timeout=60,
+    )
+
+
+def test_folders_shaped_like_leftovers_that_the_user_made_are_never_removed(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    write_tree(out, OLD)
+    backup = tmp_path / ".out.old"  # the user's own copy of the tree (it even holds the manifest)
+    shutil.copytree(out, backup)
+    own = tmp_path / ".out.alicerce-old-abcd1234"
+    own.mkdir()
+    (own / "mine.txt").write_text("mine\n")
+    report = write_tree(out, NEW)
+    assert (backup / "sub" / "gone").read_text() == "2\n"
+    assert (own / "mine.txt").read_text() == "mine\n"
+    assert any(str(own) in warning for warning in report.warnings)
+
+
+def test_a_crashed_runs_recorded_leftovers_are_removed(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    write_tree(out, OLD)
+    killed = writer(out, NEW, ALICERCE_FAULT="file:1")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert [p.name for p in tmp_path.glob(".out.alicerce-stage-*")]
+    write_tree(out, NEW)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.alicerce-lock", "out"]
+
+
+@pytest.mark.parametrize("user_wrote", [False, True])
+def test_a_folder_made_after_a_crash_between_the_renames_never_costs_the_old_tree(tmp_path: Path, user_wrote: bool) -> None:
+    out = tmp_path / "out"
+    write_tree(out, OLD)
+    (out / "ansible" / "host_vars").mkdir(parents=True)
+    (out / "ansible" / "host_vars" / "gpu-001.yml").write_text("ansible_host: 10.0.0.1\n")
+    killed = writer(out, NEW, ALICERCE_FAULT="between-renames", ALICERCE_RENAME_EXCHANGE="0")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert not out.exists()
+    out.mkdir()  # the user finds the folder gone and makes it again
+    if user_wrote:
+        (out / "new.txt").write_text("mine\n")
+        with pytest.raises(OutputError, match=r"crashed run left the previous tree|holds no"):
+            write_tree(out, NEW)
+        assert (out / "new.txt").read_text() == "mine\n"
+        old = list(tmp_path.glob(".out.alicerce-old-*"))
+        assert len(old) == 1 and (old[0] / "ansible" / "host_vars" / "gpu-001.yml").is_file()
+    else:
+        write_tree(out, NEW)  # the empty folder gives way to the old tree, whose kept files carry over
+        assert (out / "ansible" / "host_vars" / "gpu-001.yml").read_text() == "ansible_host: 10.0.0.1\n"
+        assert (out / MANIFEST).read_text() == NEW[MANIFEST]
+
+
+@pytest.mark.parametrize("edit", ["generated", "kept", "added"])
+def test_an_edit_made_while_the_new_tree_is_staged_stops_the_swap(tmp_path: Path, edit: str) -> None:
+    out = tmp_path / "out"
+    write_tree(out, OLD)
+    (out / "ansible" / "host_vars").mkdir(parents=True)
+    run = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(out), json.dumps(NEW)],
+        env={**os.environ, "ALICERCE_FAULT": "file:1=3"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not list(tmp_path.glob(".out.alicerce-stage-*/*")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if edit == "generated":
+        (out / "keep").write_text("edited while staging\n")
+    elif edit == "kept":
+        (out / "ansible" / "host_vars" / "gpu-001.yml").write_text("ansible_host: 10.0.0.1\n")
+    else:
+        (out / "NOTES.md").write_text("mine\n")
+    _, stderr = run.communicate(timeout=60)
+    assert run.returncode == 1 and "changed while alicerce wrote the new tree" in stderr, stderr
+    assert (out / MANIFEST).read_text() == OLD[MANIFEST]
+    written = {"generated": out / "keep", "kept": out / "ansible/host_vars/gpu-001.yml", "added": out / "NOTES.md"}[edit]
+    assert written.is_file()
+    assert not list(tmp_path.glob(".out.alicerce-stage-*"))
+
+
+@pytest.fixture
+def bind_mount(tmp_path: Path) -> Iterator[Callable[[Path, Path], None]]:
+    """Bind-mount a folder (root only; skipped where mounting is not allowed), unmounted at the end."""
+    mounted: list[Path] = []
+
+    def mount(source: Path, at: Path) -> None:
+        if shutil.which("mount") is None or os.geteuid() != 0:
+            pytest.skip("bind mounts need root")
+        done = subprocess.run(["mount", "--bind", str(source), str(at)], capture_output=True, check=False)
+        if done.returncode != 0:
+            pytest.skip(f"cannot bind-mount here: {done.stderr!r}")
+        mounted.append(at)
+
+    yield mount
+    for at in reversed(mounted):
+        subprocess.run(["umount", str(at)], check=False)
+
+
+def test_a_mount_inside_the_output_folder_is_refused_and_what_it_shows_survives(tmp_path: Path, bind_mount: Any) -> None:
+    out = tmp_path / "out"
+    write_tree(out, OLD)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious.txt").write_text("precious\n")
+    (out / "ansible" / ".cache").mkdir(parents=True)
+    bind_mount(outside, out / "ansible" / ".cache")
+    with pytest.raises(OutputError, match=r"holds a mount point \(ansible/.cache\)"):
+        write_tree(out, NEW, force=True)
+    assert (outside / "precious.txt").read_text() == "precious\n"
+
+
+def test_the_output_folder_as_a_mount_point_is_refused_before_any_work(tmp_path: Path, bind_mount: Any) -> None:
+    out = tmp_path / "out"
+    write_tree(out, OLD)
+    bind_mount(out, out)
+    with pytest.raises(OutputError, match="is a mount point"):
+        check_output(out)
+
+
+def test_removing_an_old_tree_stops_at_a_mount_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever let a mount into an old tree (it was mounted after the check), removal never crosses it."""
+    old = tmp_path / ".out.alicerce-old-abcd1234"
+    (old / "mnt").mkdir(parents=True)
+    (old / "mnt" / "precious.txt").write_text("precious\n")
+    (old / "file.txt").write_text("ours\n")
+    real = os.path.ismount
+    monkeypatch.setattr(os.path, "ismount", lambda path: Path(path) == old / "mnt" or real(path))
+    warning = remove(old)
+    assert warning is not None and "mount point" in warning
+    assert (old / "mnt" / "precious.txt").read_text() == "precious\n"
+    assert not (old / "file.txt").exists()
+
+
+def test_leftovers_that_cannot_be_removed_do_not_pile_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run that cannot remove the old tree (no permission, a mount) warns; the third such leftover stops the runs."""
+    from alicerce.emit import files
+
+    out = tmp_path / "out"
+    write_tree(out, OLD)
+    monkeypatch.setattr(files, "_purge", lambda path, device, table: False)
+    for _ in range(files.MAX_LEFTOVERS):
+        assert write_tree(out, OLD).warnings
+    with pytest.raises(OutputError, match="cannot be removed"):
+        write_tree(out, OLD)
+    assert len(list(tmp_path.glob(".out.alicerce-*-*"))) == files.MAX_LEFTOVERS
+    monkeypatch.undo()
+    assert write_tree(out, OLD).warnings == []  # once they can go, the next run removes them all
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.alicerce-lock", "out"]
