@@ -5,9 +5,12 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean
+from alicerce.spec.models import PlatformSpec
+from alicerce.spec.paths import SpecPath
 
 rules = RuleSet()
 
@@ -127,3 +130,34 @@ def groups_prefixed(ctx: RuleContext) -> Iterable[Finding]:
                     f'write "{idp.prefix}{group}"',
                     group,
                 )
+
+
+TEMPLATE_MARKERS = ("{{", "{%", "{#")
+"""What starts Jinja in a string: Ansible templates every variable holding one (group_vars,
+inventory), Prometheus every alert annotation; text from the spec must never be run as code."""
+
+
+def _template_texts(data: Any, parts: tuple[str | int, ...]) -> Iterable[tuple[tuple[str | int, ...], str]]:
+    if isinstance(data, str):
+        if any(marker in data for marker in TEMPLATE_MARKERS):
+            yield parts, data
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            if isinstance(key, str) and any(marker in key for marker in TEMPLATE_MARKERS):
+                yield (*parts, key), key
+            yield from _template_texts(value, (*parts, key))
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            yield from _template_texts(value, (*parts, index))
+
+
+@rules.rule("AL275", "no-template-text", "No key or value holds template syntax ({{, {% or {#), which Ansible would run.")
+def no_template_text(ctx: RuleContext) -> Iterable[Finding]:
+    for parts, text in _template_texts(ctx.spec.model_dump(by_alias=True, mode="json", exclude_unset=True), ()):
+        marker = next(m for m in TEMPLATE_MARKERS if m in text)
+        yield Finding(
+            SpecPath(PlatformSpec, parts),
+            f"{text[:80]!r} holds {marker!r}, which Ansible and Prometheus read as a template and would run",
+            "remove the braces; a platform spec holds plain values, never templates",
+            text,
+        )

@@ -12,7 +12,7 @@ import yaml
 from typer.testing import CliRunner
 
 from alicerce.cli import build_app
-from alicerce.emit.ansible.site import ipoib_addresses
+from alicerce.emit.ansible.site import emit_ansible, ipoib_addresses
 from alicerce.emit.errors import EmitError
 from alicerce.emit.tree import EMITTERS, MANIFEST, render_tree, tree_changes
 from alicerce.rules.validate import validated
@@ -106,3 +106,34 @@ def test_ipoib_plan_splits_the_range_per_rail_and_refuses_overflow() -> None:
     assert plan["b"] == [f"10.40.{32 * i}.2/19" for i in range(8)]
     with pytest.raises(EmitError, match="gives 2 addresses per rail"):
         ipoib_addresses(ipaddress.ip_network("10.40.0.0/27"), 8, ["a", "b", "c"])
+
+
+def test_template_text_from_the_spec_is_refused_and_never_templated_by_ansible(tmp_path: Path) -> None:
+    """AL275 refuses it; were it to get past the rule, group_vars hold it `!unsafe`, which Ansible never templates."""
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, is_trusted_as_template
+
+    from alicerce.rules.validate import check
+    from alicerce.spec.loader import load_text
+
+    injected = "/export/{{ lookup('pipe', 'id') }}"
+    text = (ROOT / "platform.yaml").read_text().replace("export: /export/home", f'export: "{injected}"')
+    checked = check(load_text(text, "platform.yaml"), ["prod"])
+    assert {e.rule for e in checked.errors} == {"AL275"}
+    assert any(":187:" in e.render() and "storage[" in e.render() for e in checked.errors), [e.render() for e in checked.errors]
+    files = emit_ansible(checked.environments["prod"].resolved)
+    (name,) = [name for name, body in files.items() if name.startswith("group_vars/") and "export/{{ lookup(" in body]
+    (tmp_path / "vars.yml").write_text(files[name])
+    loader = DataLoader()
+    data = loader.load_from_file(str(tmp_path / "vars.yml"), trusted_as_template=True)  # as Ansible loads group_vars
+
+    def texts(value: object) -> list[object]:
+        if isinstance(value, dict):
+            return [t for item in value.values() for t in texts(item)]
+        if isinstance(value, list):
+            return [t for item in value for t in texts(item)]
+        return [value] if isinstance(value, str) and "lookup" in value else []
+
+    (source,) = texts(data)
+    assert not is_trusted_as_template(source)
+    assert Templar(loader=loader, variables=data).template(source) == "nfs.dc1.acme.example:" + injected

@@ -396,9 +396,34 @@ class _Dumper(yaml.SafeDumper):
         super().increase_indent(flow, False)
 
 
-def dump_yaml(data: Any) -> str:
-    """Deterministic YAML: block style, keys in the given order, lists indented (yamllint-clean)."""
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
+TEMPLATE_MARKERS = ("{{", "{%", "{#")
+"""What makes Ansible template a string (jinja2's default delimiters)."""
+
+
+class _VarsDumper(_Dumper):
+    """Variables and inventories: a string that Ansible would template is written ``!unsafe``.
+
+    Ansible loads an ``!unsafe`` scalar as text it never templates. The spec's values reach these
+    files; rule AL275 refuses template syntax in them, and this keeps any that get past it inert.
+    """
+
+
+def _represent_text(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    if any(marker in data for marker in TEMPLATE_MARKERS):
+        return dumper.represent_scalar("!unsafe", data, style="'")
+    return dumper.represent_str(data)
+
+
+_VarsDumper.add_representer(str, _represent_text)
+
+
+def dump_yaml(data: Any, *, inert: bool = False) -> str:
+    """Deterministic YAML: block style, keys in the given order, lists indented (yamllint-clean).
+
+    ``inert``: for variables and inventories Ansible reads, never templating a string in them.
+    """
+    dumper = _VarsDumper if inert else _Dumper
+    return yaml.dump(data, Dumper=dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
 
 
 def defaults_text(model: type[RoleVars]) -> str:

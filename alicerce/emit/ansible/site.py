@@ -370,15 +370,15 @@ def _kubespray_files(platform: ResolvedPlatform, sites: list[AnsibleSite], heade
         base = f"kubespray/{site.name}"
         groups = {pool.name: pool.group for pool in site.pools}
         files[f"{base}/inventory.yml"] = f"---\n# {header}\n# kubespray's inventory of site {site.name}.\n" + dump_yaml(
-            kubespray_inventory(resolved, groups)
+            kubespray_inventory(resolved, groups), inert=True
         )
         files[f"{base}/group_vars/all.yml"] = f"---\n# {header}\n# Cluster-wide kubespray variables of site {site.name}.\n" + dump_yaml(
-            cluster_vars(platform, resolved)
+            cluster_vars(platform, resolved), inert=True
         )
         for pool in resolved.pools:
             if pool.name in groups:
                 files[f"{base}/group_vars/{groups[pool.name]}.yml"] = (
-                    f"---\n# {header}\n# kubespray variables of pool {pool.name}.\n" + dump_yaml(pool_vars(resolved, pool))
+                    f"---\n# {header}\n# kubespray variables of pool {pool.name}.\n" + dump_yaml(pool_vars(resolved, pool), inert=True)
                 )
         for playbook, name in PLAYBOOKS.items():
             files[f"{base}/{playbook}"] = render("ansible/kubespray-playbook.yml.j2", header=header, release=release, playbook=name)
@@ -397,7 +397,7 @@ def emit_ansible(platform: ResolvedPlatform) -> dict[str, str]:
     plays = {"header": header, "sites": sites, "batch": ROLLING_BATCH, "max_fail_percentage": 0}
     files: dict[str, str] = {
         "ansible.cfg": render("ansible/ansible.cfg.j2", header=header, forks=forks),
-        "inventory.yml": f"---\n# {header}\n" + dump_yaml(inventory(sites, _control_planes(platform, sites))),
+        "inventory.yml": f"---\n# {header}\n" + dump_yaml(inventory(sites, _control_planes(platform, sites)), inert=True),
         "site.yml": render("ansible/site.yml.j2", roles=node_roles, **plays),
         "post-cluster.yml": render("ansible/post-cluster.yml.j2", roles=list(POST_CLUSTER_ROLES), **plays),
         ".ansible-lint": "---\n# "
@@ -426,7 +426,7 @@ def emit_ansible(platform: ResolvedPlatform) -> dict[str, str]:
     for site in sites:
         for pool in site.pools:
             files[f"group_vars/{pool.group}.yml"] = f"---\n# {header}\n# Pool {pool.name} at site {site.name}.\n" + dump_yaml(
-                group_vars(pool.roles)
+                group_vars(pool.roles), inert=True
             )
     files.update(_kubespray_files(platform, sites, header, forks))
     files.update(_role_files())
