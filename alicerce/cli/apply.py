@@ -108,6 +108,8 @@ def onprem(
     env = choose_environment(document, env)
     project = workdir / env / "project"
     check_output(project, [spec])
+    for folder in (workdir / env / "runner", workdir / env / "kubespray-env"):
+        _refuse_non_folder(folder)
     platform = validated(document, env)
     files = render_tree(platform, subtrees=["ansible"])
     if not any(path.startswith("ansible/") for path in files):
@@ -297,3 +299,9 @@ def _print_recap(result: RunResult, stage: str = "") -> None:
 
         out.print(f'[red]{group["kind"]}[/red] ({count}) at task "{escape(group["task"])}": {escape(group["message"])}')
         out.print(f"  hosts: {', '.join(hosts)}", markup=False)
+
+
+def _refuse_non_folder(path: Path) -> None:
+    """Refuse, before any work, a run folder of the workdir that exists and is not a folder (ansible-runner would fail late)."""
+    if os.path.lexists(path) and not os.path.isdir(path):
+        raise UsageError(f"{path} is not a folder", "apply keeps its run artifacts there: move that file away, or choose another --workdir")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from enum import Enum
@@ -39,10 +40,10 @@ def base_document(ref: str, spec: Path) -> Document | None:
     """The spec as it is at git revision ``ref`` (None when the file does not exist there)."""
     from alicerce.spec.loader import load_text
 
-    folder = spec.resolve().parent
+    folder = Path(os.path.realpath(spec)).parent
     try:
         top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=folder, capture_output=True, text=True, check=True).stdout.strip()
-        relative = spec.resolve().relative_to(Path(top).resolve()).as_posix()
+        relative = Path(os.path.realpath(spec)).relative_to(os.path.realpath(top)).as_posix()
         subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd=folder, capture_output=True, check=True)
     except (OSError, subprocess.CalledProcessError, ValueError):
         raise UsageError(

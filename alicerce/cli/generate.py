@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -59,7 +60,7 @@ def generate(
     from alicerce.rules.validate import validated
 
     as_json = wants_json(output_format, as_json)
-    if ci_dir is not None and ci_dir.resolve().is_relative_to(out.resolve()):
+    if ci_dir is not None and Path(os.path.realpath(ci_dir)).is_relative_to(os.path.realpath(out)):  # realpath: no RuntimeError on a loop
         raise UsageError(f"--ci-dir {ci_dir} is inside --out {out}", "the workflows go outside the generated tree, e.g. .github/workflows")
     if not check:
         check_output(out, [spec])  # a refused folder is refused before the spec is even read

@@ -37,6 +37,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import fcntl
+import json
 import os
 import re
 import secrets
@@ -226,6 +227,44 @@ def link_into(source: Path, dest: Path) -> None:
         shutil.copy2(source, dest, follow_symlinks=False)
 
 
+MANIFEST = ".alicerce/manifest.json"
+MAX_MANIFEST_BYTES = 64 * 2**20
+
+
+def _safe_relative(path: object) -> bool:
+    """A manifest entry that names a file inside the tree: relative, no ``..``, no NUL, no empty part."""
+    if not isinstance(path, str) or not path or "\0" in path or path.startswith("/"):
+        return False
+    return all(part not in ("", ".", "..") for part in path.split("/"))
+
+
+def read_manifest(out: Path) -> tuple[dict[str, str], str | None]:
+    """The manifest's file digests, or ({}, why) when it cannot be read or is not alicerce's shape.
+
+    The manifest is read as hostile input: a link, a huge or deeply nested file, or an entry naming
+    a path outside the tree (``../x``, ``/etc/passwd``, a NUL byte) makes it unreadable, never a
+    traceback and never a path alicerce reads or writes.
+    """
+    why = f"{MANIFEST} cannot be read"
+    try:
+        fd = os.open(out / MANIFEST, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        return {}, f"{why} ({exc.strerror})"
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return {}, f"{why} (not a regular file)"
+            data = handle.read(MAX_MANIFEST_BYTES + 1)
+        if len(data) > MAX_MANIFEST_BYTES:
+            return {}, f"{why} (over {MAX_MANIFEST_BYTES // 2**20} MiB)"
+        files = json.loads(data)["files"]
+    except (OSError, ValueError, KeyError, TypeError, IndexError, RecursionError) as exc:
+        return {}, f"{why} ({type(exc).__name__}: {str(exc)[:120]})"
+    if not isinstance(files, dict) or not all(_safe_relative(k) and isinstance(v, str) for k, v in files.items()):
+        return {}, f"{MANIFEST} has no valid file list"
+    return files, None
+
+
 _WHOLE = "the output folder is replaced whole"
 
 
@@ -256,9 +295,10 @@ def check_folder(out: Path, protected: Sequence[Path] = ()) -> Target:
     anything that is not a folder, a folder holding one of ``protected`` (the spec) or a ``.git``.
     """
     shown = str(out) if str(out) not in ("", ".") else "."
-    cwd = Path.cwd().resolve()
+    # os.path.realpath, not Path.resolve: Python 3.11's raises RuntimeError on a symlink loop
     try:
-        resolved = out.resolve()
+        cwd = Path(os.path.realpath(Path.cwd()))
+        resolved = Path(os.path.realpath(out))
     except OSError as exc:
         raise os_error(exc, shown) from None
     if resolved == cwd:
@@ -268,7 +308,7 @@ def check_folder(out: Path, protected: Sequence[Path] = ()) -> Target:
     if out.name in ("", ".", ".."):
         raise OutputError(f"{shown} must end in a folder name", "name the folder itself, e.g. --out out")
     try:
-        path = out.absolute().parent.resolve() / out.name
+        path = Path(os.path.realpath(out.absolute().parent)) / out.name
         info: os.stat_result | None = os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
         info = None
@@ -281,7 +321,7 @@ def check_folder(out: Path, protected: Sequence[Path] = ()) -> Target:
     if not stat.S_ISDIR(info.st_mode):
         raise OutputError(f"{shown} is not a folder", "name a new folder, or one alicerce generated before")
     for spec in protected:
-        if spec.resolve().is_relative_to(path):
+        if Path(os.path.realpath(spec)).is_relative_to(path):
             raise OutputError(f"{shown} holds the spec {spec}", f"{_WHOLE}: keep it apart from the spec, e.g. --out out")
     if os.path.lexists(path / ".git"):
         raise OutputError(f"{shown} holds a Git repository (.git)", f"{_WHOLE}: name a folder inside the repository")
@@ -624,7 +664,7 @@ def create_tree(target: Path, files: dict[str, str]) -> None:
             return
         if os.path.lexists(target):
             raise OutputError(f"{target} already exists and is not a folder", "choose a new or empty folder")
-        checked = Target(target.absolute().parent.resolve() / target.name, str(target))
+        checked = Target(Path(os.path.realpath(target.absolute().parent)) / target.name, str(target))
         ensure_folder(checked.parent, target)
         staging = new_staging(checked)
         try:

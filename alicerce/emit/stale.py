@@ -8,15 +8,13 @@ produces it. Files the generator never wrote (the user's own) are not its busine
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from alicerce.emit.files import write_text_atomic
+from alicerce.emit.files import read_manifest, write_text_atomic
 
-MANIFEST = ".alicerce/manifest.json"
 CI_PREFIX = "ci/"
 WORKFLOW_SUFFIXES = (".yml", ".yaml")
 
@@ -48,14 +46,7 @@ def _read(path: Path) -> bytes | None:
 
 
 def _recorded(out: Path) -> list[str]:
-    data = _read(out / MANIFEST)
-    if data is None:
-        return []
-    try:
-        files = json.loads(data)["files"]
-    except (ValueError, KeyError, TypeError):
-        return []
-    return [str(p) for p in files] if isinstance(files, dict) else []
+    return list(read_manifest(out)[0])
 
 
 def workflows(files: dict[str, str]) -> dict[str, str]:

@@ -29,6 +29,7 @@ from pathlib import Path, PurePosixPath
 from alicerce.emit.ansible.site import emit_ansible
 from alicerce.emit.errors import EmitError, OutputError
 from alicerce.emit.files import (
+    MANIFEST,
     Target,
     check_folder,
     fault,
@@ -37,6 +38,7 @@ from alicerce.emit.files import (
     locked,
     new_staging,
     os_error,
+    read_manifest,
     recover,
     remove,
     stage_files,
@@ -60,7 +62,6 @@ EMITTERS: tuple[tuple[str, Emitter], ...] = (
 )
 """Every emitter with the top-level folder it fills; a new subtree is one more line here."""
 
-MANIFEST = ".alicerce/manifest.json"
 RESOLVED = ".alicerce/resolved.json"
 DISPLACED = ".alicerce/displaced/"
 
@@ -148,25 +149,13 @@ def _file_digest(path: Path) -> str | None:
         os.close(fd)
 
 
-def _recorded(out: Path) -> tuple[dict[str, str], str | None]:
-    """The manifest's file digests, or ({}, why) when it cannot be read."""
-    try:
-        data = json.loads((out / MANIFEST).read_text("utf-8"))
-        files = data["files"]
-        if isinstance(files, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
-            return files, None
-        return {}, f"{MANIFEST} has no valid file list"
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        return {}, f"{MANIFEST} cannot be read ({exc})"
-
-
 def tree_changes(out: Path, new_files: dict[str, str] | None = None) -> Changes:
     """What was edited, removed or added in the owned tree ``out`` since alicerce wrote it.
 
     A file whose content is what alicerce writes now (``new_files``) is not a change; :data:`KEPT`
     paths are never changes.
     """
-    recorded, problem = _recorded(out)
+    recorded, problem = read_manifest(out)
     fresh = {path: _digest(text.encode("utf-8")) for path, text in (new_files or {}).items()}
     edited, removed = [], []
     for relative, digest in sorted(recorded.items()):

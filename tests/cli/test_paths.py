@@ -126,6 +126,59 @@ def test_apply_workdir_under_a_file_is_refused(tmp_path: Path) -> None:
     assert "file" in result.stderr
 
 
+@pytest.mark.parametrize("name", ["runner", "kubespray-env"])
+def test_apply_with_a_file_where_its_run_folder_goes_is_refused_before_any_work(name: str, tmp_path: Path) -> None:
+    (tmp_path / "w" / "prod").mkdir(parents=True)
+    (tmp_path / "w" / "prod" / name).write_text("x\n")
+    result = alicerce("apply", "onprem", "--env", "prod", SPEC, "--workdir", str(tmp_path / "w"), "--kubespray", "skip")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert f"prod/{name} is not a folder" in result.stderr
+    assert not (tmp_path / "w" / "prod" / "project").exists()
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_a_symlink_loop_as_spec_is_a_located_error(name: str, tmp_path: Path) -> None:
+    loop = tmp_path / "loop.yaml"
+    loop.symlink_to("loop.yaml")
+    assert_located(alicerce(*command(name, str(loop), tmp_path)), str(loop), "symbolic links")
+
+
+@pytest.mark.parametrize("option", ["--out", "--ci-dir"])
+def test_a_symlink_loop_as_an_output_folder_is_a_user_error(option: str, tmp_path: Path) -> None:
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    args = ["--out", str(tmp_path / "a")] if option == "--out" else ["--out", str(tmp_path / "out"), "--ci-dir", str(tmp_path / "a")]
+    result = alicerce("generate", "--env", "prod", SPEC, *args)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert str(tmp_path / "a") in result.stderr
+
+
+@pytest.mark.parametrize(
+    "manifest",
+    [
+        b'{"files": {"ansible/site.yml\u0000": "0"}}',
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"files": {"../../escape": "0"}}',
+        b'{"files": {"/etc/hostname": "0"}}',
+        b'{"files": {"a": 1}}',
+    ],
+    ids=["nul", "deep", "dotdot", "absolute", "not-a-digest"],
+)
+@pytest.mark.parametrize("check", [False, True], ids=["write", "check"])
+def test_a_corrupt_manifest_is_a_user_error(manifest: bytes, check: bool, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert alicerce("generate", "--env", "prod", SPEC, "--out", str(out)).returncode == 0
+    (out / ".alicerce" / "manifest.json").write_bytes(manifest)
+    result = alicerce("generate", "--env", "prod", SPEC, "--out", str(out), *(["--check"] if check else []))
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == (1 if check else 2), result.stderr
+    if not check:
+        assert "manifest" in result.stderr
+        forced = alicerce("generate", "--env", "prod", SPEC, "--out", str(out), "--force")
+        assert forced.returncode == 0, forced.stderr
+        assert not (tmp_path / "escape").exists() and not list(out.glob(".alicerce/displaced/*/etc"))
+
+
 @pytest.mark.parametrize("kind", ["inventory", "secrets"])
 def test_apply_extra_files_that_are_not_regular_files_are_refused(kind: str, fifo: Path, tmp_path: Path) -> None:
     result = alicerce("apply", "onprem", "--env", "prod", SPEC, "--workdir", str(tmp_path / "w"), f"--{kind}", str(fifo), timeout=30)
