@@ -114,9 +114,12 @@ def onprem(
     files = render_tree(platform, subtrees=["ansible"])
     if not any(path.startswith("ansible/") for path in files):
         raise UsageError(f"environment {env} has no on-prem node pools", hint="apply onprem needs a site with provider: onprem")
-    for path in [*(inventory or []), *(secrets or [])]:
+    for path in inventory or []:
+        if not (path.is_file() or path.is_dir()):  # Ansible reads an inventory folder as every source in it
+            raise UsageError(f"{path} is neither a regular file nor a folder", "--inventory names an inventory file or folder")
+    for path in secrets or []:
         if not path.is_file():
-            raise UsageError(f"{path} is not a regular file", "--inventory and --secrets name YAML files")
+            raise UsageError(f"{path} is not a regular file", "--secrets names a YAML file")
     for path in secrets or []:
         try:
             plaintext = plaintext_secrets(path)

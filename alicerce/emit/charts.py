@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,10 +17,14 @@ UTILISATION_STEPS = 20
 def _save(figure: Any, out: Path, name: str, written: list[Path]) -> None:
     import matplotlib.pyplot as plt
 
+    from alicerce.emit.files import write_bytes_atomic
+
     figure.tight_layout()
     for suffix, metadata in (("png", {"Software": None}), ("svg", {"Date": None, "Creator": None})):
         path = out / f"{name}.{suffix}"
-        figure.savefig(path, format=suffix, metadata=metadata)
+        rendered = io.BytesIO()  # drawn whole first: a failure never leaves a half-written chart over the last one
+        figure.savefig(rendered, format=suffix, metadata=metadata)
+        write_bytes_atomic(path, rendered.getvalue())
         written.append(path)
     plt.close(figure)
 

@@ -154,10 +154,20 @@ def ensure_folder(folder: Path, shown: Path | str | None = None) -> None:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to regular file ``path`` (through a symlink to its target) in one rename.
+    """Write ``text`` (UTF-8) to regular file ``path`` in one rename; see :func:`write_bytes_atomic`."""
+    write_bytes_atomic(path, text.encode("utf-8"))
 
-    A folder, device or FIFO at ``path`` is refused; missing folders above it are created.
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to regular file ``path`` (through a symlink to its target) in one rename.
+
+    A folder, device or FIFO at ``path`` is refused, and so is a link that points nowhere (writing
+    through it would create folders wherever it points); missing folders above ``path`` are created.
     """
+    if os.path.islink(path) and not os.path.exists(path):
+        raise OutputError(
+            f"{path} is a symbolic link to {os.readlink(path)}, which does not exist", "name the file itself, or fix the link"
+        )
     real = Path(os.path.realpath(path))
     try:
         info: os.stat_result | None = os.stat(real)
@@ -175,8 +185,8 @@ def write_text_atomic(path: Path, text: str) -> None:
     except OSError as exc:
         raise os_error(exc, path) from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; generated files are ordinary files
@@ -650,6 +660,16 @@ def swap_in(target: Target, staging: Path) -> list[str]:
     return [warning] if warning else []
 
 
+def _empty_again(folder: Path) -> None:
+    """Remove what a failed fill of the empty ``folder`` created (never the folder, never across a mount)."""
+    device = os.lstat(folder).st_dev
+    table = _mounted()
+    with os.scandir(folder) as entries:
+        names = [entry.name for entry in entries]
+    for name in names:
+        _purge(folder / name, device, table)
+
+
 def create_tree(target: Path, files: dict[str, str]) -> None:
     """Create folder ``target`` holding ``files``, or fill it when it exists and is empty.
 
@@ -660,7 +680,11 @@ def create_tree(target: Path, files: dict[str, str]) -> None:
         if os.path.isdir(target):
             if any(os.scandir(target)):
                 raise OutputError(f"{target} already exists and is not empty", "choose a new or empty folder")
-            stage_files(target, files)
+            try:
+                stage_files(target, files)
+            except BaseException:
+                _empty_again(target)  # it was empty: a failed init leaves it so, never half filled
+                raise
             return
         if os.path.lexists(target):
             raise OutputError(f"{target} already exists and is not a folder", "choose a new or empty folder")

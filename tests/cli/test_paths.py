@@ -294,3 +294,76 @@ def test_a_partly_encrypted_secrets_file_names_its_plaintext_keys(
     secrets.write_text("sealed: !vault |\n  $ANSIBLE_VAULT;1.1;AES256\n  6162\nopen_token: hunter2\n")
     result = apply_with_secrets(tmp_path, secrets)
     assert result.exit_code == 2 and "open_token" in result.output and "hunter2" not in result.output
+
+
+# -- review of issue 9: gaps ---------------------------------------------------------------------------
+
+
+def test_apply_takes_an_inventory_folder_as_ansible_does(tmp_path: Path, runner_calls: list[dict[str, Any]]) -> None:
+    inventory = tmp_path / "inventory"
+    inventory.mkdir()
+    (inventory / "extra.yml").write_text("all:\n  vars:\n    ntp_servers: [10.0.0.1]\n")
+    args = ["apply", "onprem", "--env", "prod", SPEC, "--workdir", str(tmp_path / "w"), "--kubespray", "skip", "-i", str(inventory)]
+    result = CliRunner().invoke(build_app(), args)
+    assert result.exit_code == 0, result.output
+    assert all(f"-i {inventory}" in call["cmdline"] for call in runner_calls) and len(runner_calls) == 2
+
+
+def test_plan_plot_never_leaves_a_half_written_chart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    from matplotlib.figure import Figure
+
+    charts = tmp_path / "charts"
+    charts.mkdir()
+    (charts / "gpu-hours-by-team.png").write_bytes(b"the last complete chart")
+
+    def disk_full(self: Figure, target: Any, **kwargs: Any) -> None:
+        if isinstance(target, (str, os.PathLike)):
+            Path(target).write_bytes(b"half")
+        else:
+            target.write(b"half")
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(Figure, "savefig", disk_full)
+    result = CliRunner().invoke(build_app(), ["plan", SPEC, "--plot", str(charts)])
+    assert result.exit_code == 2, result.output
+    assert (charts / "gpu-hours-by-team.png").read_bytes() == b"the last complete chart"
+    assert sorted(p.name for p in charts.iterdir()) == ["gpu-hours-by-team.png"]
+
+
+def test_schema_output_through_a_dangling_symlink_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "schema.json").symlink_to("elsewhere/deeper/schema.json")
+    result = alicerce("schema", "-o", str(tmp_path / "schema.json"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "does not exist" in result.stderr
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_a_failed_init_leaves_the_empty_folder_empty(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    from alicerce.emit import files
+
+    real = files.write_file
+    written: list[Path] = []
+
+    def fill_the_disk(path: Path, data: bytes) -> None:
+        if len(written) == 2:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        written.append(path)
+        real(path, data)
+
+    monkeypatch.setattr(files, "write_file", fill_the_disk)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(build_app(), ["init", ".", "--name", "here"])
+    assert result.exit_code == 2, result.output
+    assert "No space left" in result.output
+    assert len(written) == 2 and list(tmp_path.iterdir()) == []
+
+
+def test_an_output_folder_name_with_a_newline_still_has_its_leftovers_recognised() -> None:
+    from alicerce.emit.files import LEFTOVER
+
+    match = LEFTOVER.fullmatch(".out\nput.alicerce-stage-abcd1234")
+    assert match is not None and match["name"] == "out\nput"
