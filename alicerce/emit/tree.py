@@ -286,7 +286,12 @@ def _kept_state(out: Path) -> list[tuple[str, int, int, int, int]]:
     state: list[tuple[str, int, int, int, int]] = []
     for kept in KEPT:
         root = out / kept
-        if not os.path.lexists(root):
+        try:
+            top = os.lstat(root)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(top.st_mode):  # a link (even to /) or a file: the entry itself, never what it points to
+            state.append((kept, top.st_ino, top.st_mode, top.st_size, top.st_mtime_ns))
             continue
         for current, folders, names in os.walk(root):
             folders.sort()

@@ -221,3 +221,18 @@ def test_leftovers_that_cannot_be_removed_do_not_pile_up(tmp_path: Path, monkeyp
     monkeypatch.undo()
     assert write_tree(out, OLD).warnings == []  # once they can go, the next run removes them all
     assert sorted(p.name for p in tmp_path.iterdir()) == [".out.alicerce-lock", "out"]
+
+
+def test_a_kept_path_that_links_to_the_root_folder_is_carried_as_a_link_and_never_walked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out"
+    write_tree(out, OLD)
+    (out / "ansible").mkdir()
+    (out / "ansible" / "host_vars").symlink_to("/")
+    walked: list[str] = []
+    real_walk = os.walk
+    monkeypatch.setattr(os, "walk", lambda top, *a, **k: (walked.append(str(top)), real_walk(top, *a, **k))[1])
+    write_tree(out, NEW)
+    assert os.readlink(out / "ansible" / "host_vars") == "/"
+    assert str(out / "ansible" / "host_vars") not in walked
