@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import datetime
+import glob
 import hashlib
 import json
 import os
@@ -218,9 +219,12 @@ def _refuse_foreign(target: Target) -> bool:
     if not os.path.lexists(target.path) or _is_empty(target.path):
         return False
     if not owns(target.path):
+        # a crash between the fallback's two renames leaves the previous tree beside the folder: say where
+        olds = sorted(p for p in target.parent.glob(f".{glob.escape(target.name)}.alicerce-old-*") if owns(p))
+        where = f"; a crashed run left the previous tree in {olds[-1]}" if olds else ""
         raise OutputError(
             f"{target.shown} is not empty and holds no {MANIFEST}: alicerce writes only into folders it created",
-            "choose a new or empty folder for --out; --force does not change this",
+            f"choose a new or empty folder for --out; --force does not change this{where}",
         )
     return True
 
