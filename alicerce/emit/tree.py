@@ -268,7 +268,7 @@ def write_tree(out: Path, files: dict[str, str], *, force: bool = False, protect
             warnings = recover(target, lock)
             target = check_folder(out, protected)  # again, under the lock: another run may have changed it
             changes = _inspect(target, files, force)
-            kept_before = _kept_state(target.path)
+            kept_before = _kept_state(target.path, _carried(changes))
             staging = new_staging(target, lock)
             try:
                 report = _fill(target, staging, files, changes)
@@ -285,10 +285,20 @@ def write_tree(out: Path, files: dict[str, str], *, force: bool = False, protect
         raise os_error(exc, out) from None
 
 
-def _kept_state(out: Path) -> list[tuple[str, int, int, int, int]]:
-    """Every entry under the :data:`KEPT` paths of ``out`` with its inode, type, size and mtime."""
+def _carried(changes: Changes | None) -> list[str]:
+    """What a run carries from the old tree into the new: the kept paths, and (forced) the changed files."""
+    if changes is None:
+        return []
+    return [*KEPT, *(path.rstrip("/") for path in (*changes.edited, *changes.added))]
+
+
+def _kept_state(out: Path, roots: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """Every entry under ``roots`` (paths in ``out``) with its inode, type, size and mtime.
+
+    An edit that replaces a file (a new inode) changes it, and so does one in place (size, mtime).
+    """
     state: list[tuple[str, int, int, int, int]] = []
-    for kept in KEPT:
+    for kept in roots:
         root = out / kept
         try:
             top = os.lstat(root)
@@ -321,7 +331,7 @@ def _refuse_changed_meanwhile(
             raise OutputError(f"{target.shown} was filled while alicerce wrote the new tree", "look at what is there and run again")
         return
     again = tree_changes(target.path, files)
-    if again != changes or _kept_state(target.path) != kept_before:
+    if again != changes or _kept_state(target.path, _carried(changes)) != kept_before:
         raise OutputError(
             "\n".join([f"{target.shown}: files changed while alicerce wrote the new tree; nothing was replaced:", *again.lines()]),
             "run again when nothing else writes there" + ("" if force else "; rerun with --force to replace edited files"),

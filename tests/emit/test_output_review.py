@@ -58,7 +58,7 @@ def test_an_obsolete_generated_path_the_user_replaced_is_kept_and_reported(tmp_p
 
 WRITER = (
     "import json, sys; from pathlib import Path; from alicerce.emit.tree import write_tree;"
-    " write_tree(Path(sys.argv[1]), json.loads(sys.argv[2]))"
+    " write_tree(Path(sys.argv[1]), json.loads(sys.argv[2]), force=sys.argv[3:] == ['--force'])"
 )
 
 
@@ -122,13 +122,15 @@ def test_a_folder_made_after_a_crash_between_the_renames_never_costs_the_old_tre
         assert (out / MANIFEST).read_text() == NEW[MANIFEST]
 
 
-@pytest.mark.parametrize("edit", ["generated", "kept", "added"])
+@pytest.mark.parametrize("edit", ["generated", "kept", "added", "edited-again"])
 def test_an_edit_made_while_the_new_tree_is_staged_stops_the_swap(tmp_path: Path, edit: str) -> None:
     out = tmp_path / "out"
     write_tree(out, OLD)
     (out / "ansible" / "host_vars").mkdir(parents=True)
+    if edit == "edited-again":  # a forced run displaces the edited file; an editor then saves it again (a new inode)
+        (out / "keep").write_text("first edit\n")
     run = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(out), json.dumps(NEW)],
+        [sys.executable, "-c", WRITER, str(out), json.dumps(NEW), *(["--force"] if edit == "edited-again" else [])],
         env={**os.environ, "ALICERCE_FAULT": "file:1=3"},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -141,13 +143,23 @@ def test_an_edit_made_while_the_new_tree_is_staged_stops_the_swap(tmp_path: Path
         (out / "keep").write_text("edited while staging\n")
     elif edit == "kept":
         (out / "ansible" / "host_vars" / "gpu-001.yml").write_text("ansible_host: 10.0.0.1\n")
-    else:
+    elif edit == "added":
         (out / "NOTES.md").write_text("mine\n")
+    else:
+        (out / "keep.tmp").write_text("second edit\n")
+        (out / "keep.tmp").rename(out / "keep")
     _, stderr = run.communicate(timeout=60)
     assert run.returncode == 1 and "changed while alicerce wrote the new tree" in stderr, stderr
     assert (out / MANIFEST).read_text() == OLD[MANIFEST]
-    written = {"generated": out / "keep", "kept": out / "ansible/host_vars/gpu-001.yml", "added": out / "NOTES.md"}[edit]
-    assert written.is_file()
+    written = {
+        "generated": out / "keep",
+        "kept": out / "ansible/host_vars/gpu-001.yml",
+        "added": out / "NOTES.md",
+        "edited-again": out / "keep",
+    }
+    assert written[edit].is_file()
+    if edit == "edited-again":
+        assert written[edit].read_text() == "second edit\n"
     assert not list(tmp_path.glob(".out.alicerce-stage-*"))
 
 
