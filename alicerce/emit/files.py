@@ -305,6 +305,8 @@ def check_folder(out: Path, protected: Sequence[Path] = ()) -> Target:
     anything that is not a folder, a folder holding one of ``protected`` (the spec) or a ``.git``.
     """
     shown = str(out) if str(out) not in ("", ".") else "."
+    if "\0" in str(out):  # not from a command line, but from any caller: never a ValueError deeper down
+        raise OutputError(f"{shown!r} holds a NUL character", "name a folder with a plain path")
     # os.path.realpath, not Path.resolve: Python 3.11's raises RuntimeError on a symlink loop
     try:
         cwd = Path(os.path.realpath(Path.cwd()))

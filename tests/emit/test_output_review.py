@@ -249,3 +249,8 @@ def test_a_kept_path_that_links_to_the_root_folder_is_carried_as_a_link_and_neve
     write_tree(out, NEW)
     assert os.readlink(out / "ansible" / "host_vars") == "/"
     assert str(out / "ansible" / "host_vars") not in walked
+
+
+def test_an_output_path_with_a_nul_character_is_refused() -> None:
+    with pytest.raises(OutputError, match="NUL"):
+        check_output(Path("out\0x"))
