@@ -18,6 +18,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.loader import filter_loader, init_plugin_loader
 from ansible.template import Templar, trust_as_template
 
+from alicerce.catalog.onprem import load_onprem
 from alicerce.emit.tree import render_tree
 from alicerce.resolve.model import ResolvedPlatform
 from tests.ansible.conftest import tool
@@ -142,7 +143,7 @@ def test_handlers_run_before_the_next_role_and_on_failure(prod: ResolvedPlatform
 
 def test_beegfs_client_config_uses_only_keys_beegfs_knows_and_authenticates() -> None:
     """Defect 5: connRDMAEnabled is no BeeGFS key (7.4 rejects unknown keys); connAuthFile is required."""
-    keys = json.loads((DATA / "upstream" / "beegfs" / "7.4.7" / "client-keys.json").read_text())["keys"]
+    keys = json.loads((DATA / "upstream" / "beegfs" / load_onprem().nodeSoftware.beegfs.version / "client-keys.json").read_text())["keys"]
     text = _template("parallel_fs_client", "beegfs-client.conf.j2", item={"name": "home", "source": "mgmt.dc1"})
     written = {
         line.split("=", 1)[0].strip(): line.split("=", 1)[1].strip()
