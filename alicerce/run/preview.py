@@ -119,6 +119,7 @@ _ID_PREFIX = {
     "SecurityGroupIngressRule": "sgr",
     "SecurityGroupEgressRule": "sgr",
     "DataRepositoryAssociation": "dra",
+    "AccessPoint": "fsap",
 }
 
 

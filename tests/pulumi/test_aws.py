@@ -279,6 +279,8 @@ def test_fsx_follows_the_resolved_plan_and_lustre_ports_are_open_to_nodes_only(p
     dra = one(result, "aws-storage-datasets-dra")
     assert dra["dataRepositoryPath"] == "s3://acme-ml-prod-data-lake-222222222222"
     assert dra["s3"]["autoImportPolicy"]["events"] == ["NEW", "CHANGED", "DELETED"]
+    # a file deleted on the file system is never deleted from the data lake (FSx API reference, AutoExportPolicy)
+    assert dra["s3"]["autoExportPolicy"]["events"] == ["NEW", "CHANGED"]
     rules = [r.inputs for r in result.children("aws-storage") if r.type.endswith("SecurityGroupIngressRule") and "lustre" in r.name]
     node_sg = one(result, "aws-cluster-nodes-self")["securityGroupId"]
     assert sorted({(r["fromPort"], r["toPort"]) for r in rules}) == [(988, 988), (1018, 1023)]

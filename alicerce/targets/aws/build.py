@@ -14,6 +14,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from alicerce.emit.kube.storage import PER_TEAM
 from alicerce.emit.pulumi.stack import KubeSite, Secrets, SiteBuild, StackSettings
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
 from alicerce.spec.models import AwsSite
@@ -133,6 +134,15 @@ def _csi_field(tier: str, *keys: str) -> Callable[[Any], Any]:
     return read
 
 
+def _team_handle(tier: str, team: str) -> Callable[[Any], Any]:
+    """The volume handle of a team's own access point on a tier's file system, out of the handoff."""
+
+    def read(handoff: Any) -> Any:
+        return handoff["volumes"][tier][PER_TEAM][team]["csi"]["volumeHandle"]
+
+    return read
+
+
 def _handoff_volumes(handoff: pulumi.Output[Any], layout: StorageLayout) -> dict[str, dict[str, Any]]:
     """The volume sources of the site's file systems: their shape known now, their ids from the handoff (so the
     Kubernetes objects can derive per-team subdirectories from them, as from the cloud layer's own)."""
@@ -148,6 +158,11 @@ def _handoff_volumes(handoff: pulumi.Output[Any], layout: StorageLayout) -> dict
         }
     for efs in layout.efs:
         volumes[efs.name] = {"csi": {"driver": "efs.csi.aws.com", "volumeHandle": handoff.apply(_csi_field(efs.name, "volumeHandle"))}}
+        if efs.teams:  # each team's access point
+            volumes[efs.name][PER_TEAM] = {
+                team: {"csi": {"driver": "efs.csi.aws.com", "volumeHandle": handoff.apply(_team_handle(efs.name, team))}}
+                for team in efs.teams
+            }
     return dict(sorted(volumes.items()))
 
 

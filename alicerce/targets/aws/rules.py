@@ -415,7 +415,7 @@ def storage_grants(ctx: RuleContext) -> Iterable[Finding]:
             elif not isinstance(tier, ObjectTier):
                 yield Finding(
                     path,
-                    f"tier {grant.tier} is {tier.class_}: grants are for object tiers (file systems are mounted by every team)",
+                    f"tier {grant.tier} is {tier.class_}: grants are for object tiers (a file system linked to one follows its grants)",
                     None,
                     grant.tier,
                 )

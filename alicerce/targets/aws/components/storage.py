@@ -17,6 +17,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from alicerce.emit.kube.storage import PER_TEAM, team_path
 from alicerce.emit.pulumi.component import Component, log_retention_days, named
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.spec.models import AwsSite, ObjectTier, ParallelFsTier, SharedNfsTier
@@ -29,6 +30,16 @@ LUSTRE_PORTS = ((988, 988), (1018, 1023))
 NFS_PORT = 2049
 # FSx keeps automatic backups for at most 90 days (FSx API, CreateFileSystemLustreConfiguration).
 FSX_MAX_BACKUP_DAYS = 90
+# What a data repository association carries between the file system and the data lake (FSx API reference,
+# AutoImportPolicy / AutoExportPolicy: NEW | CHANGED | DELETED). The lake is the source of truth: its changes,
+# deletions included, reach the file system; the file system's new and changed files reach the lake, but a file
+# deleted on the file system is never deleted from the lake ("DELETED - Files and directories are automatically
+# deleted on the data repository when they are deleted on the file system").
+DRA_IMPORT_EVENTS = ("NEW", "CHANGED", "DELETED")
+DRA_EXPORT_EVENTS = ("NEW", "CHANGED")
+# EFS creates an access point's root directory on first mount with this owner and mode (EFS user guide, "Creating
+# access points": CreationInfo); 1777 as the prepare Job makes team directories on other file systems.
+EFS_DIRECTORY_MODE = "1777"
 # FSx logs to CloudWatch: data repository import/export warnings and errors (FSx for Lustre user guide, "Logging").
 FSX_LOG_LEVEL = "WARN_ERROR"
 
@@ -62,6 +73,7 @@ class BucketTier:
 class EfsTier:
     name: str
     throughput_mode: str
+    teams: tuple[str, ...] = ()  # teams with a directory of their own (teamAccess per-team): an access point each
 
 
 @dataclass(frozen=True)
@@ -95,7 +107,8 @@ def storage_layout(rp: ResolvedPlatform, site: AwsSite) -> StorageLayout:
             expire = math.ceil(spec.retention / 86400) if spec.retention else None
             buckets.append(BucketTier(tier.name, name, create, spec.aws.versioning if spec.aws else True, expire))
         elif impl == "efs" and isinstance(spec, SharedNfsTier):
-            efs.append(EfsTier(tier.name, spec.aws.throughput_mode if spec.aws else "elastic"))
+            teams = tuple(sorted(t.name for t in rp.site(site.name).teams)) if spec.team_access == "per-team" else ()
+            efs.append(EfsTier(tier.name, spec.aws.throughput_mode if spec.aws else "elastic", teams))
     for tier in rp.storage:
         spec = tier.spec
         if tier.implementations.get(site.name) == "fsx-lustre" and tier.fsx is not None and isinstance(spec, ParallelFsTier):
@@ -237,7 +250,6 @@ class Storage(Component):
             opts=self.child(),
         )
         if source and dra:
-            events = ["NEW", "CHANGED", "DELETED"]
             aws.fsx.DataRepositoryAssociation(
                 f"{name}-{tier.name}-dra",
                 file_system_id=fs.id,
@@ -245,8 +257,8 @@ class Storage(Component):
                 file_system_path="/",
                 batch_import_meta_data_on_create=True,
                 s3=aws.fsx.DataRepositoryAssociationS3Args(
-                    auto_import_policy=aws.fsx.DataRepositoryAssociationS3AutoImportPolicyArgs(events=events),
-                    auto_export_policy=aws.fsx.DataRepositoryAssociationS3AutoExportPolicyArgs(events=events),
+                    auto_import_policy=aws.fsx.DataRepositoryAssociationS3AutoImportPolicyArgs(events=list(DRA_IMPORT_EVENTS)),
+                    auto_export_policy=aws.fsx.DataRepositoryAssociationS3AutoExportPolicyArgs(events=list(DRA_EXPORT_EVENTS)),
                 ),
                 tags=tags,
                 opts=self.child(),
@@ -358,5 +370,24 @@ class Storage(Component):
             aws.efs.MountTarget(
                 f"{name}-{tier.name}-{zone}", file_system_id=fs.id, subnet_id=subnet, security_groups=[sg.id], opts=self.child()
             )
+        per_team: dict[str, Any] = {}
+        for team in tier.teams:
+            # the team's directory as its own access point: the driver mounts <fs-id>::<access-point-id>
+            # (aws-efs-csi-driver, examples/kubernetes/access_points; EFS user guide, "Working with access points")
+            point = aws.efs.AccessPoint(
+                f"{name}-{tier.name}-{team}",
+                file_system_id=fs.id,
+                root_directory=aws.efs.AccessPointRootDirectoryArgs(
+                    path=f"/{team_path(team)}",
+                    creation_info=aws.efs.AccessPointRootDirectoryCreationInfoArgs(
+                        owner_uid=0, owner_gid=0, permissions=EFS_DIRECTORY_MODE
+                    ),
+                ),
+                tags=named(args.tags, f"{args.name}-{tier.name}-{team}", **{"alicerce.dev/storage-tier": tier.name}),
+                opts=self.child(),
+            )
+            per_team[team] = {"csi": {"driver": "efs.csi.aws.com", "volumeHandle": pulumi.Output.format("{0}::{1}", fs.id, point.id)}}
         self.volumes[tier.name] = {"csi": {"driver": "efs.csi.aws.com", "volumeHandle": fs.id}}
+        if per_team:
+            self.volumes[tier.name][PER_TEAM] = per_team
         return fs.dns_name
