@@ -289,6 +289,23 @@ def test_fsx_follows_the_resolved_plan_and_lustre_ports_are_open_to_nodes_only(p
         assert r["referencedSecurityGroupId"] in (node_sg, r["securityGroupId"])
 
 
+def test_file_systems_are_created_after_the_rules_that_let_lustre_and_nfs_in(prod: Any) -> None:
+    """FSx fails to create a file system whose security groups "do not permit Lustre LNET network traffic on port
+    988" (FSx for Lustre user guide, "Creating an FSx for Lustre file system fails"): the rules are separate
+    resources, so the file system (and each EFS mount target) must wait for them."""
+    _, result = prod
+    rules = {
+        kind: sorted(r.name for r in result.children("aws-storage") if r.type.startswith("aws:vpc/securityGroup") and f"-{kind}-" in r.name)
+        for kind in ("lustre", "efs")
+    }
+    assert any("988-988" in n for n in rules["lustre"]) and any("1018-1023" in n for n in rules["lustre"])
+    for tier in ("datasets", "checkpoints"):
+        missing = set(rules["lustre"]) - set(result.named(f"aws-storage-{tier}").depends_on)
+        assert not missing, (tier, missing)
+    for target in result.of_type("aws:efs/mountTarget:MountTarget"):
+        assert set(rules["efs"]) <= set(target.depends_on), target.name
+
+
 @covers(
     "aws:s3/bucket:Bucket",
     "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock",

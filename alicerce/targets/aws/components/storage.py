@@ -159,7 +159,9 @@ class Storage(Component):
                 self._bucket(name, args, bucket)
             self.endpoints[bucket.name] = pulumi.Output.from_input(f"s3://{bucket.bucket}")
         if args.layout.fsx:
-            sg = self._security_group(f"{name}-lustre", args, "FSx for Lustre: Lustre from the nodes only", LUSTRE_PORTS, self_ports=True)
+            sg, rules = self._security_group(
+                f"{name}-lustre", args, "FSx for Lustre: Lustre from the nodes only", LUSTRE_PORTS, self_ports=True
+            )
             logs = aws.cloudwatch.LogGroup(
                 f"{name}-fsx-logs",
                 name=args.layout.fsx_log_group,
@@ -169,25 +171,27 @@ class Storage(Component):
                 opts=self.child(),
             )
             for fsx in args.layout.fsx:
-                self.endpoints[fsx.name] = self._lustre(name, args, fsx, sg, logs)
+                self.endpoints[fsx.name] = self._lustre(name, args, fsx, sg=sg, rules=rules, logs=logs)
         if args.layout.efs:
-            sg = self._security_group(f"{name}-efs", args, "EFS: NFS from the nodes only", ((NFS_PORT, NFS_PORT),), self_ports=False)
+            sg, rules = self._security_group(f"{name}-efs", args, "EFS: NFS from the nodes only", ((NFS_PORT, NFS_PORT),), self_ports=False)
             for tier in args.layout.efs:
-                self.endpoints[tier.name] = self._efs(name, args, tier, sg)
+                self.endpoints[tier.name] = self._efs(name, args, tier, sg, rules)
         self.register_outputs({"endpoints": self.endpoints})
 
     def _security_group(
         self, name: str, args: StorageArgs, description: str, ports: tuple[tuple[int, int], ...], *, self_ports: bool
-    ) -> aws.ec2.SecurityGroup:
+    ) -> tuple[aws.ec2.SecurityGroup, list[pulumi.Resource]]:
+        """The group and its rules: a file system is created after them (see _lustre)."""
         sg = aws.ec2.SecurityGroup(
             name, vpc_id=args.vpc_id, description=description, tags=named(args.tags, f"{args.name}-{name}"), opts=self.child()
         )
+        rules: list[pulumi.Resource] = []
         for low, high in ports:
             sources = [("nodes", args.node_security_group_id)]
             if self_ports:  # Lustre file servers also talk to each other on these ports
                 sources.append(("self", sg.id))
                 # the provider removes a new group's allow-all egress, so the servers' own traffic needs its rule too
-                aws.vpc.SecurityGroupEgressRule(
+                egress = aws.vpc.SecurityGroupEgressRule(
                     f"{name}-{low}-{high}-self-egress",
                     security_group_id=sg.id,
                     referenced_security_group_id=sg.id,
@@ -198,8 +202,9 @@ class Storage(Component):
                     tags=named(args.tags, f"{args.name}-{name}-{low}-self-egress"),
                     opts=self.child(),
                 )
+                rules.append(egress)
             for label, source in sources:
-                aws.vpc.SecurityGroupIngressRule(
+                ingress = aws.vpc.SecurityGroupIngressRule(
                     f"{name}-{low}-{high}-{label}",
                     security_group_id=sg.id,
                     referenced_security_group_id=source,
@@ -210,7 +215,8 @@ class Storage(Component):
                     tags=named(args.tags, f"{args.name}-{name}-{low}"),
                     opts=self.child(),
                 )
-        aws.vpc.SecurityGroupEgressRule(
+                rules.append(ingress)
+        replies = aws.vpc.SecurityGroupEgressRule(
             f"{name}-egress-nodes",
             security_group_id=sg.id,
             referenced_security_group_id=args.node_security_group_id,
@@ -219,10 +225,18 @@ class Storage(Component):
             tags=named(args.tags, f"{args.name}-{name}-egress"),
             opts=self.child(),
         )
-        return sg
+        rules.append(replies)
+        return sg, rules
 
     def _lustre(
-        self, name: str, args: StorageArgs, tier: FsxTier, sg: aws.ec2.SecurityGroup, logs: aws.cloudwatch.LogGroup
+        self,
+        name: str,
+        args: StorageArgs,
+        tier: FsxTier,
+        *,
+        sg: aws.ec2.SecurityGroup,
+        rules: list[pulumi.Resource],
+        logs: aws.cloudwatch.LogGroup,
     ) -> pulumi.Output[str]:
         persistent = tier.persistent
         tags = named(args.tags, f"{args.name}-{tier.name}", **{"alicerce.dev/storage-tier": tier.name})
@@ -247,7 +261,11 @@ class Storage(Component):
             import_path=source if source and not dra else None,
             auto_import_policy="NEW_CHANGED_DELETED" if source and not dra else None,
             tags=tags,
-            opts=self.child(),
+            # FSx checks the group's rules when it creates the file system and fails when they "do not permit Lustre
+            # LNET network traffic on port 988" (FSx for Lustre user guide, "Creating an FSx for Lustre file system
+            # fails", docs.aws.amazon.com/fsx/latest/LustreGuide/cannot-create-fs.html): the rules are separate
+            # resources, so they are created first
+            opts=self.child(depends_on=rules),
         )
         if source and dra:
             aws.fsx.DataRepositoryAssociation(
@@ -355,7 +373,9 @@ class Storage(Component):
             opts=self.child(),
         )
 
-    def _efs(self, name: str, args: StorageArgs, tier: EfsTier, sg: aws.ec2.SecurityGroup) -> pulumi.Output[str]:
+    def _efs(
+        self, name: str, args: StorageArgs, tier: EfsTier, sg: aws.ec2.SecurityGroup, rules: list[pulumi.Resource]
+    ) -> pulumi.Output[str]:
         fs = aws.efs.FileSystem(
             f"{name}-{tier.name}",
             encrypted=True,
@@ -368,7 +388,11 @@ class Storage(Component):
         )
         for zone, subnet in sorted(args.subnet_ids.items()):
             aws.efs.MountTarget(
-                f"{name}-{tier.name}-{zone}", file_system_id=fs.id, subnet_id=subnet, security_groups=[sg.id], opts=self.child()
+                f"{name}-{tier.name}-{zone}",
+                file_system_id=fs.id,
+                subnet_id=subnet,
+                security_groups=[sg.id],
+                opts=self.child(depends_on=rules),  # reachable on NFS as soon as it exists
             )
         per_team: dict[str, Any] = {}
         for team in tier.teams:
