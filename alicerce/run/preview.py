@@ -153,6 +153,14 @@ class Recorder(mocks.Mocks):
             a = args.args
             version = f"{UNPINNED_ADDON}{a.get('kubernetesVersion')}"
             return {"addonName": a.get("addonName"), "kubernetesVersion": a.get("kubernetesVersion"), "version": version}, []
+        if args.token == "aws:kms/getKey:getKey":  # DescribeKey: any form of a key's name gives its key ARN
+            key = str(args.args.get("keyId"))
+            arn = (
+                key
+                if ":key/" in key
+                else f"arn:aws:kms:{self.region}:{self.account}:key/{_hash('key', key, n=8)}-0000-4000-8000-{_hash(key, n=12)}"
+            )
+            return {"id": arn.rsplit("/", 1)[-1], "keyId": key, "arn": arn}, []
         return {}, []
 
     # -- plausible outputs

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
+import re
 from typing import Any
 
 import pytest
@@ -364,6 +366,40 @@ def test_platform_key_rotates_and_provider_is_pinned_to_the_account(prod: Any) -
 
 
 # ---------------------------------------------------------------- every resource
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    if isinstance(value, str) and value.startswith("{"):  # a policy document
+        try:
+            return _strings(json.loads(value))
+        except ValueError:
+            return [value]
+    return [value] if isinstance(value, str) else []
+
+
+def test_a_key_given_by_its_alias_reaches_every_aws_consumer_as_its_key_arn() -> None:
+    """security.encryption.kmsKey may name an alias; IAM policies, EKS secrets encryption, log groups, volumes and
+    file systems get the key ARN it stands for (KMS DescribeKey resolves any form of a key's name), never the alias:
+    an alias ARN in a policy's Resource matches no key (KMS developer guide, "Using aliases in IAM policies")."""
+    from tests.pulumi.conftest import _preview
+
+    _, result = _preview("key-alias", "prod")
+    assert not result.of_type("aws:kms/key:Key")
+    references = [
+        (r.name, s)
+        for r in result.resources
+        if r.type.startswith("aws:")
+        for s in _strings(r.inputs)
+        if ":kms:" in s or s.startswith("alias/")
+    ]
+    kinds = {name.split("-")[1] for name, _ in references}
+    assert {"cluster", "storage", "identity", "pool", "network"} <= kinds, kinds
+    for name, arn in references:
+        assert re.fullmatch(r"arn:aws:kms:us-east-1:222222222222:key/[0-9a-f-]+", arn), (name, arn)
 
 
 def _taggable(token: str) -> bool:
