@@ -83,7 +83,9 @@ def build_site(rp: ResolvedPlatform, resolved: ResolvedSite, secrets: Secrets, s
         AddonsArgs(cluster_args, cluster.cluster_name, efs=bool(layout.efs)),
         pulumi.ResourceOptions(providers={"aws": provider}, depends_on=list(pools.values())),
     )
-    identity = WorkloadIdentity(f"{n}-identity", IdentityArgs.from_resolved(rp, site, cluster_args, cluster.cluster_name, kms), opts)
+    identity = WorkloadIdentity(
+        names.identity_component(site), IdentityArgs.from_resolved(rp, site, cluster_args, cluster.cluster_name, kms), opts
+    )
     storage = Storage(
         f"{n}-storage",
         StorageArgs(

@@ -20,6 +20,7 @@ from alicerce.emit.kube.operators import gpu_config_labels
 from alicerce.emit.pulumi.component import Component, named
 from alicerce.resolve.model import ResolvedPool
 from alicerce.spec.models import ExistingPlacementGroup
+from alicerce.targets.aws import resolve as names
 
 GIB = 2**30
 CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "spot": "SPOT", "capacity-reservation": "ON_DEMAND", "capacity-block": "CAPACITY_BLOCK"}
@@ -123,7 +124,7 @@ def node_group_settings(cluster_name: str, pool: ResolvedPool) -> NodeGroupSetti
     strategy = update.strategy or ("minimal" if reserved else "default")
     existing = aws_pool.placement_group.name if isinstance(aws_pool.placement_group, ExistingPlacementGroup) else None
     return NodeGroupSettings(
-        node_group_name=f"{cluster_name}-{pool.name}",
+        node_group_name=names.node_group_name(cluster_name, pool.name),
         instance_type=instance.type,
         instance_types=(instance.type, *(t for t in aws_pool.additional_instance_types if t != instance.type)),
         ami_type="AL2023_x86_64_NVIDIA" if instance.gpus else "AL2023_x86_64_STANDARD",
