@@ -12,6 +12,7 @@ from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean
 from alicerce.spec.models import AwsSite, LocalNvmeTier, ObjectTier, ParallelFsTier
 from alicerce.targets.aws import resolve as names
+from alicerce.targets.aws.autoscaler import TAG_KEY_MAX, TAG_VALUE_MAX, TEMPLATE_TAG, autoscaler_template_tags
 from alicerce.targets.aws.resolve import RESERVED, TRAINING_PURPOSES, fsx_zone
 
 rules = RuleSet()
@@ -539,3 +540,34 @@ def aws_name_lengths(ctx: RuleContext) -> Iterable[Finding]:
                     _shorten("team", room - (len(role) - len(team.name))),
                     team.name,
                 )
+
+
+@rules.rule("AL300", "autoscaler-tag-lengths", "Node-template tags of an AWS pool's Auto Scaling group fit the tag limits.")
+def autoscaler_tag_lengths(ctx: RuleContext) -> Iterable[Finding]:
+    """cluster-autoscaler reads a label or taint of a pool at zero from the tag
+    k8s.io/cluster-autoscaler/node-template/label|taint/<key> (cluster-autoscaler cloudprovider/aws/README.md); an
+    Auto Scaling tag key has at most 128 characters and a value 256 (EC2 Auto Scaling API reference, Tag). A
+    shortened key would name another label, so a key that does not fit is an error."""
+    for pool in ctx.resolved.pools:
+        if not isinstance(pool.site, AwsSite):
+            continue
+        spec = pool.spec
+        for key, value in autoscaler_template_tags(pool).items():
+            if len(key) <= TAG_KEY_MAX and len(value) <= TAG_VALUE_MAX:
+                continue
+            name = key.split("/", 3)[-1].split("/", 1)[-1]  # the label, taint or resource after .../node-template/<kind>/
+            taint = next((j for j, t in enumerate(spec.taints) if key == f"{TEMPLATE_TAG}/taint/{t.key}"), None)
+            if taint is not None:
+                path = S.node_pools[pool.index].taints[taint].key
+            elif name in spec.labels:
+                path = S.node_pools[pool.index].labels[name]
+            else:
+                path = S.node_pools[pool.index].name
+            yield Finding(
+                path,
+                f"Auto Scaling tag {key} is {len(key)} characters (value {len(value)}); tags allow {TAG_KEY_MAX} ({TAG_VALUE_MAX})",
+                f"use a key of at most {TAG_KEY_MAX - (len(key) - len(name))} characters so cluster-autoscaler can scale from zero",
+                name,
+                key=path == S.node_pools[pool.index].labels[name],
+                resource=pool.name,
+            )

@@ -361,3 +361,11 @@ def test_names_fit_aws_limits_and_come_from_the_functions_rule_al299_checks(ship
     assert roles and all(len(r.name) + names.AUTONAME_SUFFIX <= names.ROLE_NAME_MAX and "name" not in r.inputs for r in roles)
     component = names.identity_component(site)  # type: ignore[arg-type]
     assert names.workload_role(component, names.CLUSTER_AUTOSCALER_ROLE) in {r.name for r in roles}
+
+
+def test_auto_scaling_group_tags_fit_the_tag_limits(shipped: Preview) -> None:
+    """EC2 Auto Scaling API reference, Tag: key 1-128 characters, value 0-256 (rule AL300 checks the spec)."""
+    _, result = shipped
+    tags = [t.inputs["tag"] for t in _of(result, "autoscaling/tag:Tag")]
+    assert tags
+    assert all(1 <= len(t["key"]) <= 128 and len(t["value"]) <= 256 for t in tags)
