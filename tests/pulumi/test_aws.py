@@ -504,3 +504,21 @@ def test_kubernetes_layer_in_the_same_stack_waits_for_admin_access(dev: Any) -> 
     _, result = dev
     for chart in result.of_type("kubernetes:helm.sh/v4:Chart"):
         assert "aws-cluster-admin-0" in chart.depends_on or not chart.name.startswith("aws-"), chart.name
+
+
+def test_the_kubernetes_layer_runner_may_reach_every_api_server_of_its_stack(prod: Any, dev: Any) -> None:
+    """The runner security group of the Kubernetes layer (attached to the runner inside the VPC) allows egress to
+    each cluster the stack applies objects to: EKS on 443, dc1 on its controlPlaneEndpoint's port (6443); the
+    provider removes a new group's allow-all egress, so nothing else gets out."""
+    for (rp, result), expected in ((prod, {443, 6443}), (dev, {443})):
+        clients = result.named("aws-cluster-api-clients")
+        assert clients.type == "aws:ec2/securityGroup:SecurityGroup"
+        egress = [
+            r.inputs
+            for r in result.of_type("aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule")
+            if r.name.startswith("aws-cluster-api-clients")
+        ]
+        tcp = {r["fromPort"] for r in egress if r["ipProtocol"] == "tcp"}
+        assert tcp == expected, (rp.environment, tcp)
+    endpoint = next(s.spec.control_plane_endpoint for s in prod[0].sites if s.name == "dc1")
+    assert endpoint.endswith(":6443")

@@ -10,6 +10,7 @@ drift between a resource and the policy that grants access to it.
 from __future__ import annotations
 
 import dataclasses
+from urllib.parse import urlsplit
 
 from alicerce.catalog import Catalog
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTier
@@ -195,6 +196,20 @@ def identity_component(site: AwsSite) -> str:
 def workload_role(component: str, label: str) -> str:
     """The resource name of a pod-identity role of the identity component (a controller's, or team-<name>)."""
     return f"{component}-{label}"
+
+
+def other_api_servers(rp: ResolvedPlatform, site: AwsSite) -> tuple[tuple[str, int], ...]:
+    """(site, port) of the Kubernetes API servers of the environment's other sites that name their endpoint (on-prem
+    controlPlaneEndpoint): the runner of the Kubernetes layer, in this site's VPC, applies their objects too. The
+    port is the URL's, else the scheme's (https: 443)."""
+    out = []
+    for other in rp.sites:
+        endpoint = getattr(other.spec, "control_plane_endpoint", None)
+        if other.name == site.name or not endpoint:
+            continue
+        url = urlsplit(endpoint)
+        out.append((other.name, url.port or (80 if url.scheme == "http" else 443)))
+    return tuple(out)
 
 
 def cluster_arn(rp: ResolvedPlatform, site: AwsSite) -> str:

@@ -66,6 +66,7 @@ class ClusterArgs:
     log_group: str = ""
     admin_principals: tuple[str, ...] = ()  # IAM role ARNs granted cluster admin through access entries
     api_access_cidrs: tuple[str, ...] = ()  # networks (a peered or VPN-connected runner) allowed to the private endpoint
+    other_api_servers: tuple[tuple[str, int], ...] = ()  # (site, port): other clusters the runner applies objects to
     identity_provider: IdentityProvider | None = None
     addon_versions: Mapping[str, str] = field(default_factory=dict)  # pins; others: AWS's default for the version at deploy
 
@@ -100,6 +101,7 @@ class ClusterArgs:
             log_group=names.control_plane_log_group(rp, site),
             admin_principals=admin_principals,
             api_access_cidrs=api_access_cidrs,
+            other_api_servers=names.other_api_servers(rp, site),
             identity_provider=rp.spec.security.identity_provider,
             addon_versions=rp.eks_addons,
         )
@@ -327,28 +329,29 @@ class EksCluster(Component):
             tags=named(tags, f"{args.name}-api-clients"),
             opts=self.child(),
         )
-        aws.vpc.SecurityGroupEgressRule(
-            f"{name}-api-clients-https",
-            security_group_id=clients.id,
-            cidr_ipv4="0.0.0.0/0",
-            ip_protocol="tcp",
-            from_port=443,
-            to_port=443,
-            description="HTTPS: the API server, AWS endpoints, chart repositories, the Pulumi backend",
-            tags=named(tags, f"{args.name}-api-clients-https"),
-            opts=self.child(),
-        )
-        aws.vpc.SecurityGroupEgressRule(
-            f"{name}-api-clients-dns",
-            security_group_id=clients.id,
-            cidr_ipv4="0.0.0.0/0",
-            ip_protocol="udp",
-            from_port=53,
-            to_port=53,
-            description="DNS (the VPC resolver)",
-            tags=named(tags, f"{args.name}-api-clients-dns"),
-            opts=self.child(),
-        )
+        egress = [
+            ("https", "tcp", 443, "HTTPS: the API server, AWS endpoints, chart repositories, the Pulumi backend"),
+            ("dns", "udp", 53, "DNS (the VPC resolver)"),
+        ]
+        # the runner also applies the Kubernetes layer of the environment's other sites (an on-prem API server
+        # listens where its controlPlaneEndpoint says: kubespray's kube_apiserver_port 6443 by default)
+        egress += [
+            (f"{other}-api", "tcp", port, f"Kubernetes API of site {other} (its controlPlaneEndpoint)")
+            for other, port in args.other_api_servers
+            if port != 443
+        ]
+        for label, protocol, port, description in egress:
+            aws.vpc.SecurityGroupEgressRule(
+                f"{name}-api-clients-{label}",
+                security_group_id=clients.id,
+                cidr_ipv4="0.0.0.0/0",
+                ip_protocol=protocol,
+                from_port=port,
+                to_port=port,
+                description=description,
+                tags=named(tags, f"{args.name}-api-clients-{label}"),
+                opts=self.child(),
+            )
         self.api_clients_security_group_id = clients.id
         aws.vpc.SecurityGroupIngressRule(
             f"{name}-api-from-clients",
