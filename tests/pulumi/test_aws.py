@@ -283,12 +283,33 @@ def test_fsx_follows_the_resolved_plan_and_lustre_ports_are_open_to_nodes_only(p
     assert dra["s3"]["autoImportPolicy"]["events"] == ["NEW", "CHANGED", "DELETED"]
     # a file deleted on the file system is never deleted from the data lake (FSx API reference, AutoExportPolicy)
     assert dra["s3"]["autoExportPolicy"]["events"] == ["NEW", "CHANGED"]
-    rules = [r.inputs for r in result.children("aws-storage") if r.type.endswith("SecurityGroupIngressRule") and "lustre" in r.name]
     node_sg = one(result, "aws-cluster-nodes-self")["securityGroupId"]
+    rules = [
+        r.inputs
+        for r in result.children("aws-storage")
+        if r.type.endswith("SecurityGroupIngressRule") and "lustre" in r.name and r.inputs["securityGroupId"] != node_sg
+    ]
     assert sorted({(r["fromPort"], r["toPort"]) for r in rules}) == [(988, 988), (1018, 1023)]
     for r in rules:
         assert r["ipProtocol"] == "tcp" and "cidrIpv4" not in r
         assert r["referencedSecurityGroupId"] in (node_sg, r["securityGroupId"])
+
+
+def test_nodes_take_the_lustre_servers_connections(prod: Any) -> None:
+    """FSx for Lustre user guide, "File system access control with Amazon VPC": the clients' security group allows
+    988 and 1018-1023 from the file system's group (the servers connect back to the clients)."""
+    _, result = prod
+    node_sg = one(result, "aws-cluster-nodes-self")["securityGroupId"]
+    lustre_sg = next(r.inputs["securityGroupId"] for r in result.children("aws-storage") if r.name.endswith("lustre-988-988-nodes"))
+    to_nodes = [
+        r.inputs
+        for r in result.children("aws-storage")
+        if r.type.endswith("SecurityGroupIngressRule") and r.inputs["securityGroupId"] == node_sg
+    ]
+    assert sorted((r["fromPort"], r["toPort"]) for r in to_nodes if r["referencedSecurityGroupId"] == lustre_sg) == [
+        (988, 988),
+        (1018, 1023),
+    ]
 
 
 def test_file_systems_are_created_after_the_rules_that_let_lustre_and_nfs_in(prod: Any) -> None:
@@ -345,11 +366,14 @@ def test_buckets_block_public_access_encrypt_with_kms_version_and_expire(prod: A
     assert retention["expiration"]["days"] == 730  # data-lake retention: 730d
 
 
-@covers("aws:efs/fileSystem:FileSystem", "aws:efs/mountTarget:MountTarget")
-def test_efs_is_encrypted_with_a_mount_target_per_zone(prod: Any) -> None:
+@covers("aws:efs/fileSystem:FileSystem", "aws:efs/mountTarget:MountTarget", "aws:efs/backupPolicy:BackupPolicy")
+def test_efs_is_encrypted_backed_up_with_a_mount_target_per_zone(prod: Any) -> None:
     _, result = prod
     fs = one(result, "aws-storage-home")
     assert fs["encrypted"] is True and fs["kmsKeyId"].startswith("arn:aws:kms:")
+    # daily backups by AWS Backup (EFS API reference, BackupPolicy: ENABLED)
+    (backup,) = result.of_type("aws:efs/backupPolicy:BackupPolicy")
+    assert backup.inputs["backupPolicy"] == {"status": "ENABLED"} and backup.inputs["fileSystemId"].startswith("fs-")
     targets = list(result.of_type("aws:efs/mountTarget:MountTarget"))
     assert len(targets) == 3
     nfs = [r.inputs for r in result.children("aws-storage") if r.type.endswith("IngressRule") and "efs" in r.name]
@@ -475,6 +499,26 @@ def test_asg_tags_let_cluster_autoscaler_scale_gpu_and_efa_pools_from_zero(prod:
     assert l4[f"{prefix}/resources/nvidia.com/gpu"] == "4"  # time-sliced: 1 GPU x 4 replicas, what the device plugin offers
 
 
+def test_every_pool_tells_cluster_autoscaler_its_ephemeral_storage(prod: Any) -> None:
+    """cluster-autoscaler's node template for a group at zero has the ephemeral storage its resources/ephemeral-storage
+    tag says (cloudprovider/aws/aws_manager.go extractAllocatableResourcesFromAsg), else a pod requesting some never
+    scales the pool up: the instance-store RAID0 array where there is one (p5: 8 x 3840 GB), else the root volume."""
+    rp, result = prod
+    key = "k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage"
+    for pool in rp.pools:
+        if pool.site.name != "aws":
+            continue
+        tags = {
+            r.inputs["tag"]["key"]: r.inputs["tag"]["value"] for r in result.children(f"aws-pool-{pool.name}") if r.type.endswith("tag:Tag")
+        }
+        nvme = pool.instance.localNvme  # type: ignore[union-attr]
+        lt = next(r.inputs for r in result.children(f"aws-pool-{pool.name}") if r.type.endswith("launchTemplate:LaunchTemplate"))
+        root = lt["blockDeviceMappings"][0]["ebs"]["volumeSize"]
+        assert tags[key] == (f"{nvme.count * nvme.sizeGB}G" if nvme else f"{root}Gi"), pool.name
+    p5 = {r.inputs["tag"]["key"]: r.inputs["tag"]["value"] for r in result.children("aws-pool-train-p5") if r.type.endswith("tag:Tag")}
+    assert p5[key] == "30720G"
+
+
 @covers("aws:eks/podIdentityAssociation:PodIdentityAssociation", "alicerce:identity:WorkloadIdentity")
 def test_workload_identity_roles_are_bound_to_exactly_their_service_accounts(prod: Any) -> None:
     """Issue 10 gaps: per-team roles reading what the spec grants; autoscaler and LB controller roles."""
@@ -522,3 +566,20 @@ def test_the_kubernetes_layer_runner_may_reach_every_api_server_of_its_stack(pro
         assert tcp == expected, (rp.environment, tcp)
     endpoint = next(s.spec.control_plane_endpoint for s in prod[0].sites if s.name == "dc1")
     assert endpoint.endswith(":6443")
+
+
+def test_nodes_reach_session_manager_and_nothing_more_of_systems_manager(prod: Any) -> None:
+    """The node role carries the Session Manager actions of AWS's AWSCloud9SSMInstanceProfile policy, not
+    AmazonSSMManagedInstanceCore (which also reads every SSM parameter and runs Systems Manager documents)."""
+    _, result = prod
+    attached = [r.inputs["policyArn"] for r in result.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")]
+    assert not [a for a in attached if "SSM" in a]
+    inline = json.loads(one(result, "aws-cluster-node-session-manager")["policy"])
+    (statement,) = inline["Statement"]
+    assert sorted(statement["Action"]) == [
+        "ssm:UpdateInstanceInformation",
+        "ssmmessages:CreateControlChannel",
+        "ssmmessages:CreateDataChannel",
+        "ssmmessages:OpenControlChannel",
+        "ssmmessages:OpenDataChannel",
+    ]

@@ -549,8 +549,8 @@ def autoscaler_tag_lengths(ctx: RuleContext) -> Iterable[Finding]:
     Auto Scaling tag key has at most 128 characters and a value 256 (EC2 Auto Scaling API reference, Tag). A
     shortened key would name another label, so a key that does not fit is an error."""
     for pool in ctx.resolved.pools:
-        if not isinstance(pool.site, AwsSite):
-            continue
+        if not isinstance(pool.site, AwsSite) or pool.spec.aws is None:
+            continue  # no aws section: rule AL210
         spec = pool.spec
         for key, value in autoscaler_template_tags(pool).items():
             if len(key) <= TAG_KEY_MAX and len(value) <= TAG_VALUE_MAX:

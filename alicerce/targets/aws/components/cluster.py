@@ -22,6 +22,7 @@ from alicerce.targets.aws.components.policies import (
     ebs_csi_key_policy,
     pod_identity_trust,
     service_trust,
+    session_manager_policy,
 )
 
 # Every control-plane log type EKS offers.
@@ -30,13 +31,13 @@ LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 BOOT_ADDONS = ("eks-pod-identity-agent", "vpc-cni", "kube-proxy")
 # Add-ons that run as Deployments and so need nodes: installed after the node groups.
 WORKLOAD_ADDONS = ("coredns", "aws-ebs-csi-driver")
-# The node role: join the cluster, pull images, be reachable by SSM. The VPC CNI's EC2 permissions are
-# NOT here: aws-node gets them through its own pod-identity role (EKS user guide, "Configure Amazon VPC
-# CNI plugin to use IRSA/Pod Identity": the node role keeps them only when the CNI has no role of its own).
+# The node role: join the cluster, pull images (and be reachable by Session Manager: policies.session_manager_policy,
+# not AmazonSSMManagedInstanceCore). The VPC CNI's EC2 permissions are NOT here: aws-node gets them through its
+# own pod-identity role (EKS user guide, "Configure Amazon VPC CNI plugin to use IRSA/Pod Identity": the node
+# role keeps them only when the CNI has no role of its own).
 NODE_POLICIES = (
     "AmazonEKSWorkerNodePolicy",
     "AmazonEC2ContainerRegistryPullOnly",
-    "AmazonSSMManagedInstanceCore",
 )
 # EKS access policies are not IAM policies: their ARNs live under arn:aws:eks::aws:cluster-access-policy/
 # (EKS user guide, "Review access policy permissions").
@@ -253,6 +254,7 @@ class EksCluster(Component):
             aws.iam.RolePolicyAttachment(
                 f"{name}-node-{policy}", role=node_role.name, policy_arn=f"arn:{args.partition}:iam::aws:policy/{policy}", opts=self.child()
             )
+        aws.iam.RolePolicy(f"{name}-node-session-manager", role=node_role.id, policy=as_json(session_manager_policy()), opts=self.child())
         self.node_role_arn = node_role.arn
 
         # workload identity: IRSA issuer for charts that use it, and the Pod Identity agent add-on

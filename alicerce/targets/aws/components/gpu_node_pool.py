@@ -19,9 +19,8 @@ from alicerce.emit.pulumi.component import Component, named
 from alicerce.resolve.model import ResolvedPool
 from alicerce.spec.models import ExistingPlacementGroup
 from alicerce.targets.aws import resolve as names
-from alicerce.targets.aws.autoscaler import autoscaler_template_tags, node_labels
+from alicerce.targets.aws.autoscaler import autoscaler_template_tags, node_labels, root_volume_gib
 
-GIB = 2**30
 CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "spot": "SPOT", "capacity-reservation": "ON_DEMAND", "capacity-block": "CAPACITY_BLOCK"}
 TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
 RESERVED = ("capacity-reservation", "capacity-block")
@@ -124,7 +123,7 @@ def node_group_settings(cluster_name: str, pool: ResolvedPool) -> NodeGroupSetti
         existing_placement_group=existing,
         zone=pool.zone,
         raid0=instance.localNvme is not None,
-        root_volume_gib=max(20, -(-aws_pool.root_volume // GIB)),
+        root_volume_gib=root_volume_gib(pool),
         min_size=scaling.min,
         max_size=max(scaling.max, 1),
         desired_size=scaling.desired if scaling.desired is not None else scaling.min,

@@ -389,6 +389,21 @@ def flow_logs_policy(log_group_arn: str) -> Document:
     )
 
 
+def session_manager_policy() -> Document:
+    """What the SSM agent on a node needs for Session Manager and nothing else: register the instance and open
+    its control and data channels (the actions of AWS's managed policy AWSCloud9SSMInstanceProfile; Systems
+    Manager user guide, "Create a custom IAM role for Session Manager"). AmazonSSMManagedInstanceCore would also
+    let every node read any SSM parameter and run documents' commands; these actions take no resource ARN."""
+    actions = [
+        "ssm:UpdateInstanceInformation",
+        "ssmmessages:CreateControlChannel",
+        "ssmmessages:CreateDataChannel",
+        "ssmmessages:OpenControlChannel",
+        "ssmmessages:OpenDataChannel",
+    ]
+    return document({"Effect": "Allow", "Action": actions, "Resource": "*"})
+
+
 # ---------------------------------------------------------------- team workload identity
 
 

@@ -23,6 +23,7 @@ from alicerce.resolve.model import ResolvedPlatform
 from alicerce.spec.models import AwsSite, ObjectTier, ParallelFsTier, SharedNfsTier
 from alicerce.targets.aws import resolve as names
 
+SecurityGroupRule = type[aws.vpc.SecurityGroupIngressRule] | type[aws.vpc.SecurityGroupEgressRule]
 # Lustre clients reach the file servers on TCP 988 and 1018-1023, and the servers each other on the same
 # ports (FSx for Lustre user guide, "File system access control with Amazon VPC"; terraform-aws-fsx lustre
 # module's self_988 / self_1018_1023 ingress and egress rules).
@@ -186,36 +187,45 @@ class Storage(Component):
             name, vpc_id=args.vpc_id, description=description, tags=named(args.tags, f"{args.name}-{name}"), opts=self.child()
         )
         rules: list[pulumi.Resource] = []
+        nodes = args.node_security_group_id
         for low, high in ports:
-            sources = [("nodes", args.node_security_group_id)]
-            if self_ports:  # Lustre file servers also talk to each other on these ports
-                sources.append(("self", sg.id))
-                # the provider removes a new group's allow-all egress, so the servers' own traffic needs its rule too
-                egress = aws.vpc.SecurityGroupEgressRule(
-                    f"{name}-{low}-{high}-self-egress",
-                    security_group_id=sg.id,
-                    referenced_security_group_id=sg.id,
-                    ip_protocol="tcp",
-                    from_port=low,
-                    to_port=high,
-                    description=f"TCP {low}-{high} to the file servers themselves",
-                    tags=named(args.tags, f"{args.name}-{name}-{low}-self-egress"),
-                    opts=self.child(),
+            tcp = f"TCP {low}-{high}"
+            # (rule, resource suffix, group, peer, description, tag suffix)
+            table: list[tuple[SecurityGroupRule, str, pulumi.Input[str], pulumi.Input[str], str, str]] = [
+                (aws.vpc.SecurityGroupIngressRule, "nodes", sg.id, nodes, f"{tcp} from nodes", f"{low}"),
+            ]
+            if self_ports:
+                table += [
+                    # Lustre file servers also talk to each other on these ports
+                    (aws.vpc.SecurityGroupIngressRule, "self", sg.id, sg.id, f"{tcp} from self", f"{low}"),
+                    # the provider removes a new group's allow-all egress, so the servers' own traffic needs its rule too
+                    (
+                        aws.vpc.SecurityGroupEgressRule,
+                        "self-egress",
+                        sg.id,
+                        sg.id,
+                        f"{tcp} to the file servers themselves",
+                        f"{low}-self-egress",
+                    ),
+                    # and the nodes, Lustre clients, take the file servers' connections on the same ports (FSx for
+                    # Lustre user guide, "File system access control with Amazon VPC": the clients' group allows
+                    # inbound 988 and 1018-1023 from the file system's group)
+                    (aws.vpc.SecurityGroupIngressRule, "to-nodes", nodes, sg.id, f"{tcp} from the Lustre file servers", f"{low}-to-nodes"),
+                ]
+            for rule, suffix, group, peer, text, tag in table:
+                rules.append(
+                    rule(
+                        f"{name}-{low}-{high}-{suffix}",
+                        security_group_id=group,
+                        referenced_security_group_id=peer,
+                        ip_protocol="tcp",
+                        from_port=low,
+                        to_port=high,
+                        description=text,
+                        tags=named(args.tags, f"{args.name}-{name}-{tag}"),
+                        opts=self.child(),
+                    )
                 )
-                rules.append(egress)
-            for label, source in sources:
-                ingress = aws.vpc.SecurityGroupIngressRule(
-                    f"{name}-{low}-{high}-{label}",
-                    security_group_id=sg.id,
-                    referenced_security_group_id=source,
-                    ip_protocol="tcp",
-                    from_port=low,
-                    to_port=high,
-                    description=f"TCP {low}-{high} from {label}",
-                    tags=named(args.tags, f"{args.name}-{name}-{low}"),
-                    opts=self.child(),
-                )
-                rules.append(ingress)
         replies = aws.vpc.SecurityGroupEgressRule(
             f"{name}-egress-nodes",
             security_group_id=sg.id,
@@ -394,6 +404,13 @@ class Storage(Component):
                 security_groups=[sg.id],
                 opts=self.child(depends_on=rules),  # reachable on NFS as soon as it exists
             )
+        # daily backups by AWS Backup's default plan (EFS user guide, "Automatic backups"; API BackupPolicy: ENABLED)
+        aws.efs.BackupPolicy(
+            f"{name}-{tier.name}-backup",
+            file_system_id=fs.id,
+            backup_policy=aws.efs.BackupPolicyBackupPolicyArgs(status="ENABLED"),
+            opts=self.child(),
+        )
         per_team: dict[str, Any] = {}
         for team in tier.teams:
             # the team's directory as its own access point: the driver mounts <fs-id>::<access-point-id>
