@@ -55,6 +55,7 @@ class PreviewResult:
     environment: str
     resources: list[PlannedResource]
     outputs: dict[str, Any] = field(default_factory=dict)
+    invokes: list[tuple[str, str]] = field(default_factory=list)  # (function token, provider reference) of each call
 
     def to_json(self) -> dict[str, Any]:
         return {"environment": self.environment, "resources": [r.to_json() for r in self.resources], "outputs": self.outputs}
@@ -131,6 +132,7 @@ class Recorder(mocks.Mocks):
         self.account = account
         self.stack_outputs = dict(stack_outputs or {})  # what a StackReference reads (a previous preview's outputs)
         self.resources: list[PlannedResource] = []
+        self.invokes: list[tuple[str, str]] = []
         self._lock = threading.Lock()
         self._local = threading.local()
 
@@ -149,6 +151,8 @@ class Recorder(mocks.Mocks):
         return self.outputs(args.typ, args.name, args.inputs)
 
     def call(self, args: mocks.MockCallArgs) -> tuple[dict[Any, Any], list[tuple[str, str]] | None]:
+        with self._lock:
+            self.invokes.append((args.token, str(getattr(args, "provider", "") or "")))
         if args.token == "aws:eks/getAddonVersion:getAddonVersion":
             a = args.args
             version = f"{UNPINNED_ADDON}{a.get('kubernetesVersion')}"
@@ -281,4 +285,4 @@ def run_preview(
         return task
 
     mocks.test(body)()  # type: ignore[no-untyped-call]
-    return PreviewResult(rp.name, rp.environment, _order(recorder.resources), result)
+    return PreviewResult(rp.name, rp.environment, _order(recorder.resources), result, recorder.invokes)

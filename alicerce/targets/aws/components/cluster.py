@@ -1,6 +1,6 @@
 """The EKS cluster of an AWS site: pinned version on standard support, KMS-encrypted secrets, every
 control-plane log, private endpoint reachable from the runners the stack names, explicit admin access
-entries, workload identity (Pod Identity agent, IRSA issuer, an OIDC provider for the teams), pinned
+entries, workload identity (Pod Identity agent, an OIDC provider for the teams), pinned
 core add-ons (the VPC CNI enforcing NetworkPolicies with its own role), and the node role."""
 
 from __future__ import annotations
@@ -257,14 +257,8 @@ class EksCluster(Component):
         aws.iam.RolePolicy(f"{name}-node-session-manager", role=node_role.id, policy=as_json(session_manager_policy()), opts=self.child())
         self.node_role_arn = node_role.arn
 
-        # workload identity: IRSA issuer for charts that use it, and the Pod Identity agent add-on
-        aws.iam.OpenIdConnectProvider(
-            f"{name}-oidc",
-            url=cluster.identities.apply(lambda ids: ids[0].oidcs[0].issuer),  # type: ignore[index]
-            client_id_lists=["sts.amazonaws.com"],
-            tags=named(tags, f"{args.name}-irsa"),
-            opts=self.child(),
-        )
+        # workload identity is EKS Pod Identity only (every role here trusts pods.eks.amazonaws.com): no IAM OIDC
+        # provider for IRSA, which nothing would use and which would let any role trusting the issuer be assumed
         if (idp := args.identity_provider) is not None:
             aws.eks.IdentityProviderConfig(
                 f"{name}-idp",
@@ -414,7 +408,10 @@ def _addon(
 ) -> aws.eks.Addon:
     version: pulumi.Input[str] = (
         args.addon_versions.get(addon)
-        or aws.eks.get_addon_version_output(addon_name=addon, kubernetes_version=args.version, most_recent=False).version
+        # through the site's provider (its region and account), as every resource of the component
+        or aws.eks.get_addon_version_output(
+            addon_name=addon, kubernetes_version=args.version, most_recent=False, opts=pulumi.InvokeOutputOptions(parent=parent)
+        ).version
     )
     return aws.eks.Addon(
         f"{name}-{addon}",
