@@ -592,3 +592,16 @@ def test_data_sources_are_read_through_the_sites_provider(prod: Any) -> None:
     assert result.invokes
     for token, provider in result.invokes:
         assert "$pulumi:providers:aws::aws::" in provider, (token, provider)  # the provider named after the site
+
+
+def test_only_this_accounts_flow_logs_may_assume_the_flow_logs_role(prod: Any) -> None:
+    """VPC user guide, "IAM role for publishing flow logs to CloudWatch Logs": aws:SourceAccount and aws:SourceArn
+    against the confused deputy problem."""
+    _, result = prod
+    role = next(r for r in result.of_type("aws:iam/role:Role") if r.name == "aws-network-flow-logs")
+    (statement,) = json.loads(role.inputs["assumeRolePolicy"])["Statement"]
+    assert statement["Principal"] == {"Service": "vpc-flow-logs.amazonaws.com"}
+    assert statement["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": "222222222222"},
+        "ArnLike": {"aws:SourceArn": "arn:aws:ec2:us-east-1:222222222222:vpc-flow-log/*"},
+    }

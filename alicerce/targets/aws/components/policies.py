@@ -122,6 +122,19 @@ def service_trust(service: str, *, tag_session: bool = False) -> Document:
     return document({"Effect": "Allow", "Principal": {"Service": service}, "Action": actions})
 
 
+def flow_logs_trust(partition: str, region: str, account: str) -> Document:
+    """VPC Flow Logs may assume the role only for this account's flow logs: "We recommend that you use the
+    aws:SourceAccount and aws:SourceArn condition keys to protect yourself against the confused deputy problem"
+    (VPC user guide, "IAM role for publishing flow logs to CloudWatch Logs"; the flow log's id is unknown before
+    it exists, so the ARN ends in a wildcard as the page allows)."""
+    statement = service_trust("vpc-flow-logs.amazonaws.com")["Statement"][0]
+    condition = {
+        "StringEquals": {"aws:SourceAccount": account},
+        "ArnLike": {"aws:SourceArn": f"arn:{partition}:ec2:{region}:{account}:vpc-flow-log/*"},
+    }
+    return document({**statement, "Condition": condition})
+
+
 def pod_identity_trust(cluster_arn: str, namespaces: Sequence[str], service_account: str) -> Document:
     """Trust for EKS Pod Identity, limited to one service account of one cluster.
 
