@@ -605,3 +605,11 @@ def test_only_this_accounts_flow_logs_may_assume_the_flow_logs_role(prod: Any) -
         "StringEquals": {"aws:SourceAccount": "222222222222"},
         "ArnLike": {"aws:SourceArn": "arn:aws:ec2:us-east-1:222222222222:vpc-flow-log/*"},
     }
+
+
+def test_workload_addons_wait_for_the_pools_that_can_run_them_not_for_gpu_pools(prod: Any) -> None:
+    """CoreDNS and the CSI controllers tolerate no GPU taint: they wait for the untainted pools with nodes from the
+    start (system), not for the p5 pool on a capacity reservation whose node group may take long or fail."""
+    _, result = prod
+    pools = {d.split("-")[2] for d in result.named("aws-addons").depends_on if d.startswith("aws-pool-")}  # a pool's resources
+    assert pools == {"system"}, pools

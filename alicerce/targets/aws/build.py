@@ -78,10 +78,13 @@ def build_site(rp: ResolvedPlatform, resolved: ResolvedSite, secrets: Secrets, s
             pulumi.ResourceOptions(providers={"aws": provider}, depends_on=[cluster, *cluster.boot_addons]),
         )
     layout = storage_layout(rp, site)
+    # CoreDNS and the CSI controllers run on untainted nodes that exist from the start: wait for those pools only,
+    # not for GPU pools (tainted, often at zero, and on reserved capacity slow or unable to launch)
+    hosts = [pools[p.name] for p in resolved.pools if not p.spec.taints and p.spec.scaling.min > 0] or list(pools.values())
     addons = EksAddons(
         f"{n}-addons",
         AddonsArgs(cluster_args, cluster.cluster_name, efs=bool(layout.efs)),
-        pulumi.ResourceOptions(providers={"aws": provider}, depends_on=list(pools.values())),
+        pulumi.ResourceOptions(providers={"aws": provider}, depends_on=hosts),
     )
     identity = WorkloadIdentity(
         names.identity_component(site), IdentityArgs.from_resolved(rp, site, cluster_args, cluster.cluster_name, kms), opts
