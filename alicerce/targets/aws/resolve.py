@@ -10,6 +10,7 @@ drift between a resource and the policy that grants access to it.
 from __future__ import annotations
 
 import dataclasses
+from urllib.parse import urlsplit
 
 from alicerce.catalog import Catalog
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTier
@@ -160,6 +161,55 @@ def physical_name(platform: str, environment: str, site: AwsSite) -> str:
 
 def site_name(rp: ResolvedPlatform, site: AwsSite) -> str:
     return physical_name(rp.name, rp.environment, site)
+
+
+# ---------------------------------------------------------------- AWS name length limits (rule AL299)
+
+# "can't be longer than 100 characters" (EKS API reference, CreateCluster, name)
+CLUSTER_NAME_MAX = 100
+# "The node group name can't be longer than 63 characters" (EKS API reference, CreateNodegroup, nodegroupName)
+NODE_GROUP_NAME_MAX = 63
+# "Bucket names must be between 3 (min) and 63 (max) characters long" (S3 user guide, "General purpose bucket naming rules")
+BUCKET_NAME_MAX = 63
+# role names: 64 characters (IAM user guide, "IAM and AWS STS quotas")
+ROLE_NAME_MAX = 64
+# The program names no role: Pulumi names each after its resource name plus "-" and 7 random hex characters, and
+# fails when that exceeds the provider's limit ("name '...' plus 7 random chars is longer than maximum length 64",
+# pulumi sdk/go/common/resource NewUniqueHex)
+AUTONAME_SUFFIX = 8
+
+
+def node_group_name(cluster: str, pool: str) -> str:
+    """The EKS managed node group of a pool (also its Auto Scaling group's eks-<name>-<uuid>)."""
+    return f"{cluster}-{pool}"
+
+
+CLUSTER_AUTOSCALER_ROLE = "cluster-autoscaler"
+LOAD_BALANCER_CONTROLLER_ROLE = "load-balancer-controller"
+
+
+def identity_component(site: AwsSite) -> str:
+    """The resource name of a site's workload-identity component: its roles are named after it."""
+    return f"{site.name}-identity"
+
+
+def workload_role(component: str, label: str) -> str:
+    """The resource name of a pod-identity role of the identity component (a controller's, or team-<name>)."""
+    return f"{component}-{label}"
+
+
+def other_api_servers(rp: ResolvedPlatform, site: AwsSite) -> tuple[tuple[str, int], ...]:
+    """(site, port) of the Kubernetes API servers of the environment's other sites that name their endpoint (on-prem
+    controlPlaneEndpoint): the runner of the Kubernetes layer, in this site's VPC, applies their objects too. The
+    port is the URL's, else the scheme's (https: 443)."""
+    out = []
+    for other in rp.sites:
+        endpoint = getattr(other.spec, "control_plane_endpoint", None)
+        if other.name == site.name or not endpoint:
+            continue
+        url = urlsplit(endpoint)
+        out.append((other.name, url.port or (80 if url.scheme == "http" else 443)))
+    return tuple(out)
 
 
 def cluster_arn(rp: ResolvedPlatform, site: AwsSite) -> str:
