@@ -211,3 +211,47 @@ def reachable(objs: list[dict[str, Any]], source: Endpoint, target: Endpoint, po
     egress = source.namespace is None or _allowed(objs, source.namespace, "Egress", target, port=port, protocol=protocol)
     ingress = target.namespace is None or _allowed(objs, target.namespace, "Ingress", source, port=port, protocol=protocol)
     return egress and ingress
+
+
+# ---------------------------------------------------------------- Pod Security admission
+
+# The volume sources the restricted level allows (kubernetes v1.35 staging/src/k8s.io/pod-security-admission/policy/
+# check_restrictedVolumes.go); baseline forbids only hostPath among them (check_hostPathVolumes.go).
+RESTRICTED_VOLUMES = frozenset({"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"})
+
+
+def pod_security_violations(pod: dict[str, Any], level: str) -> list[str]:
+    """What the Pod Security admission controller at ``level`` rejects in a pod spec (the checks alicerce's pods
+    can meet; pod-security-admission/policy: check_hostNamespaces.go, check_privileged.go, check_hostPathVolumes.go
+    for baseline; check_allowPrivilegeEscalation.go, check_capabilities_restricted.go, check_runAsNonRoot.go,
+    check_runAsUser.go, check_seccompProfile_restricted.go, check_restrictedVolumes.go for restricted)."""
+    if level == "privileged":
+        return []
+    out: list[str] = []
+    pod_context = pod.get("securityContext", {})
+    containers = [*pod.get("initContainers", []), *pod.get("containers", [])]
+    if any(pod.get(k) for k in ("hostNetwork", "hostPID", "hostIPC")):
+        out.append("host namespaces")
+    for volume in pod.get("volumes", []):
+        kinds = set(volume) - {"name"}
+        if "hostPath" in kinds or (level == "restricted" and not kinds <= RESTRICTED_VOLUMES):
+            out.append(f"volume {volume['name']} of type {sorted(kinds)}")
+    for c in containers:
+        context = c.get("securityContext", {})
+        if context.get("privileged"):
+            out.append(f"{c['name']}: privileged")
+        if level != "restricted":
+            continue
+        if context.get("allowPrivilegeEscalation") is not False:
+            out.append(f"{c['name']}: allowPrivilegeEscalation != false")
+        caps = context.get("capabilities", {})
+        if "ALL" not in caps.get("drop", []) or set(caps.get("add", [])) - {"NET_BIND_SERVICE"}:
+            out.append(f"{c['name']}: unrestricted capabilities")
+        if context.get("runAsNonRoot", pod_context.get("runAsNonRoot")) is not True:
+            out.append(f"{c['name']}: runAsNonRoot != true")
+        if context.get("runAsUser", pod_context.get("runAsUser")) == 0:
+            out.append(f"{c['name']}: runAsUser=0")
+        seccomp = context.get("seccompProfile", pod_context.get("seccompProfile", {}))
+        if seccomp.get("type") not in ("RuntimeDefault", "Localhost"):
+            out.append(f"{c['name']}: seccompProfile")
+    return out

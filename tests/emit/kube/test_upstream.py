@@ -24,6 +24,7 @@ from alicerce.emit.kube.training import ANCESTOR_LABEL
 from alicerce.resolve.platform import CHART_VERSION_KEYS
 from alicerce.spec.models import AwsSite
 from alicerce.targets.aws.components.controllers import controller_releases
+from tests.emit.kube.cluster_model import pod_security_violations
 from tests.emit.kube.test_objects import CASES, platform
 from tests.emit.kube.upstream import UPSTREAM, active_hooks, check_values, crd_schema, effective, evaluate, folder, load, validate_against
 
@@ -198,3 +199,16 @@ def test_gpu_operator_values_the_chart_copies_into_its_cluster_policy_pass_the_c
     validate_against(spec["dcgmExporter"]["properties"]["serviceMonitor"], values["dcgmExporter"]["serviceMonitor"])
     validate_against(spec["daemonsets"]["properties"]["tolerations"], values["daemonsets"]["tolerations"])
     validate_against(spec["driver"], values["driver"])
+
+
+@pytest.mark.parametrize("level", ["restricted", "baseline"])
+def test_the_torch_runtime_runs_under_the_team_namespaces_pod_security(level: str) -> None:
+    """A TrainJob's pods come from the runtime's pod template (the TrainJob replaces image, command, env and
+    resources, not the security context: trainer v2.3.0 trainjob_types.go 284-288), in a team namespace that
+    enforces spec.security.podSecurity (restricted by default): a template the admission controller rejects
+    leaves every TrainJob without pods. The image runs as root (no USER), so runAsNonRoot needs a user id."""
+    [runtime] = [o for o in cluster_objects(platform("prod"), "aws") if o["kind"] == "ClusterTrainingRuntime"]
+    [node] = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    pod = node["template"]["spec"]["template"]["spec"]
+    assert pod_security_violations(pod, level) == []
+    assert pod["securityContext"]["runAsUser"] != 0
