@@ -284,3 +284,33 @@ def test_one_node_exporter_per_host(tmp_path: Path) -> None:
     [scrape] = [o for o in monitoring_objects(rp, "dc1") if o["kind"] == "ScrapeConfig"]
     targets = scrape["spec"]["staticConfigs"][0]["targets"]
     assert len(targets) == 32 and targets[0] == "gpu-001.dc1.acme.example:9100" and scrape["spec"]["jobName"] == "node-exporter"
+
+
+@needs_promtool
+def test_a_gpu_node_that_advertises_no_gpu_at_all_raises_the_missing_gpu_alert(tmp_path: Path) -> None:
+    """A GPU node whose device plugin never registers (the driver did not load after a reboot; the kubelet forgets
+    extended resources on restart, kubelet devicemanager ManagerImpl.GetCapacity) has no nvidia_com_gpu series in
+    kube-state-metrics (kube_node_status_allocatable exists only per resource the node reports): it has lost all
+    of its GPUs and must raise the pool's alert, with the value 0."""
+    rp = platform("prod")
+    rules = rules_of(rp, "dc1")
+    labels = 'label_alicerce_dev_pool="onprem-h100",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
+    cpu = 'kube_node_status_allocatable{node="gpu-003.dc1.acme.example",resource="cpu",unit="core"}'
+    tests = [
+        {
+            "interval": "1m",
+            "input_series": [
+                {"series": f'kube_node_labels{{node="gpu-003.dc1.acme.example",{labels}}}', "values": "1x20"},
+                {"series": cpu, "values": "224x20"},
+                {"series": 'kube_node_labels{node="cpu-001.dc1.acme.example"}', "values": "1x20"},
+            ],
+            "alert_rule_test": [
+                {
+                    "eval_time": "20m",
+                    "alertname": "GPUsMissingOnpremH100",
+                    "exp_alerts": [expected(rules["GPUsMissingOnpremH100"], {"node": "gpu-003.dc1.acme.example"}, "0")],
+                },
+            ],
+        }
+    ]
+    run_promtool(rp, "dc1", tests, tmp_path)
