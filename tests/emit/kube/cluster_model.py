@@ -11,6 +11,8 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
+import celpy
+
 from alicerce.resolve.model import ResolvedPool
 
 QUANTITY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "k": 10**3, "m": 1e-3}
@@ -254,4 +256,41 @@ def pod_security_violations(pod: dict[str, Any], level: str) -> list[str]:
         seccomp = context.get("seccompProfile", pod_context.get("seccompProfile", {}))
         if seccomp.get("type") not in ("RuntimeDefault", "Localhost"):
             out.append(f"{c['name']}: seccompProfile")
+    return out
+
+
+# ---------------------------------------------------------------- ValidatingAdmissionPolicy
+
+
+def _policy_matches(policy: dict[str, Any], group: str, resource: str, operation: str) -> bool:
+    rules = policy["spec"]["matchConstraints"]["resourceRules"]
+    return any(
+        group in r["apiGroups"] and resource in r["resources"] and (operation in r["operations"] or "*" in r["operations"]) for r in rules
+    )
+
+
+def admission_denials(
+    objs: list[dict[str, Any]], namespace: str, obj: dict[str, Any], *, group: str = "", resource: str = "pods"
+) -> list[str]:
+    """Messages of the ValidatingAdmissionPolicies (bound with Deny) that reject creating ``obj`` in ``namespace``.
+
+    The expressions run on cel-python, a CEL implementation (the API server runs cel-go with Kubernetes'
+    libraries; alicerce's expressions use only standard CEL: has(), all(), in, lists). Binding match:
+    namespaceSelector on the namespace's labels (admissionregistration.k8s.io/v1 MatchResources)."""
+    env = celpy.Environment()
+    policies = {p["metadata"]["name"]: p for p in _kinds(objs, "ValidatingAdmissionPolicy")}
+    kind = obj["kind"]
+    activation = {"object": celpy.json_to_cel(obj), "request": celpy.json_to_cel({"kind": {"kind": kind}, "namespace": namespace})}
+    out: list[str] = []
+    for binding in _kinds(objs, "ValidatingAdmissionPolicyBinding"):
+        spec = binding["spec"]
+        policy = policies[spec["policyName"]]
+        selector = spec.get("matchResources", {}).get("namespaceSelector", {})
+        if "Deny" not in spec["validationActions"] or not _selects(selector, _ns_labels(objs, namespace)):
+            continue
+        if not _policy_matches(policy, group, resource, "CREATE"):
+            continue
+        for validation in policy["spec"]["validations"]:
+            if not env.program(env.compile(validation["expression"])).evaluate(activation):
+                out.append(validation["message"])
     return out
