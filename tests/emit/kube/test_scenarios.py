@@ -19,6 +19,7 @@ from alicerce.emit.kube.common import fabric_units_per_node
 from alicerce.emit.kube.objects import cluster_objects
 from alicerce.emit.kube.operators import operator_releases
 from alicerce.emit.kube.tenancy import INLINE_STORAGE_VOLUMES
+from alicerce.plan.platform import plan_platform
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_file
@@ -244,3 +245,27 @@ def test_the_admission_policies_deny_what_they_promise_when_their_cel_runs() -> 
     for name, denied in (("alicerce-serving-inference", True), ("alicerce-research-training", False)):
         job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = name
         assert bool(admission_denials(objs, "research", job, group="batch", resource="jobs")) is denied, name
+
+
+@pytest.mark.parametrize("env", ["prod", "dev"])
+def test_every_declared_workload_is_admitted_on_the_pool_the_plan_puts_it_on(env: str) -> None:
+    """The plan places each workload on a pool; Kueue must then admit it there through its team's queue. One pod of
+    the workload's shape (a node's GPUs of the pool, its taints tolerated, its pool selected; CPU only for data
+    preparation) in the team's namespace: a pool the team holds no quota on has no flavor in its ClusterQueue, and
+    the workload would wait for ever (K flavorassigner.go 1246-1253: a flavor whose nodeLabels the pod's selector
+    contradicts is skipped)."""
+    rp = platform(env)
+    plan = plan_platform(rp)
+    teams = {t.name: t for t in rp.teams}
+    placed = [(w, rp.pool(w.pool)) for w in plan.workloads if w.pool is not None]
+    assert placed
+    for w, pool in placed:
+        site = pool.spec.site
+        _, objs, config = world(env, site)
+        requests = {"cpu": "4", "memory": "16Gi"}
+        if pool.gpu_units is not None:
+            requests |= {r: str(n) for r, n in pool.gpu_units.resources.items()}
+        tolerations = [{"key": t.key, "operator": "Exists", "effect": t.effect} for t in pool.spec.taints]
+        job = Job(teams[w.team].namespaces[0], 1, requests, tolerations, {"alicerce.dev/pool": pool.name})
+        admission = admit(objs, config, job)
+        assert isinstance(admission, Admission) and admission.flavor == pool.name, (w.name, pool.name, admission)
