@@ -194,10 +194,14 @@ def _port_ok(rule: dict[str, Any], port: int, protocol: str) -> bool:
     return not ports or any(p.get("protocol", "TCP") == protocol and p.get("port") in (None, port) for p in ports)
 
 
-def _allowed(objs: list[dict[str, Any]], namespace: str, direction: str, other: Endpoint, *, port: int, protocol: str) -> bool:
-    """Whether the policies of ``namespace`` (all select every pod: alicerce's use ``podSelector: {}``) allow it."""
+def _allowed(objs: list[dict[str, Any]], pod: Endpoint, direction: str, other: Endpoint, *, port: int, protocol: str) -> bool:
+    """Whether the policies of ``pod``'s namespace that select it (their ``podSelector``) allow it."""
     key, peers = ("egress", "to") if direction == "Egress" else ("ingress", "from")
-    policies = [p for p in _kinds(objs, "NetworkPolicy") if p["metadata"]["namespace"] == namespace]
+    policies = [
+        p
+        for p in _kinds(objs, "NetworkPolicy")
+        if p["metadata"]["namespace"] == pod.namespace and _selects(p["spec"]["podSelector"], dict(pod.labels))
+    ]
     isolating = [p for p in policies if direction in p["spec"].get("policyTypes", [])]
     if not isolating:
         return True  # a pod no policy selects for a direction is not isolated in it
@@ -210,8 +214,8 @@ def _allowed(objs: list[dict[str, Any]], namespace: str, direction: str, other: 
 
 def reachable(objs: list[dict[str, Any]], source: Endpoint, target: Endpoint, port: int, protocol: str = "TCP") -> bool:
     """Both the sender's egress and the receiver's ingress must allow a connection (NetworkPolicy semantics)."""
-    egress = source.namespace is None or _allowed(objs, source.namespace, "Egress", target, port=port, protocol=protocol)
-    ingress = target.namespace is None or _allowed(objs, target.namespace, "Ingress", source, port=port, protocol=protocol)
+    egress = source.namespace is None or _allowed(objs, source, "Egress", target, port=port, protocol=protocol)
+    ingress = target.namespace is None or _allowed(objs, target, "Ingress", source, port=port, protocol=protocol)
     return egress and ingress
 
 

@@ -269,3 +269,22 @@ def test_every_declared_workload_is_admitted_on_the_pool_the_plan_puts_it_on(env
         job = Job(teams[w.team].namespaces[0], 1, requests, tolerations, {"alicerce.dev/pool": pool.name})
         admission = admit(objs, config, job)
         assert isinstance(admission, Admission) and admission.flavor == pool.name, (w.name, pool.name, admission)
+
+
+@pytest.mark.parametrize("site", ["aws", "dc1"])
+def test_the_kuberay_operator_reaches_the_ray_heads_of_team_namespaces(site: str) -> None:
+    """KubeRay's controllers call each Ray head from the operator pod: the RayJob controller polls the job through
+    the head Service's "dashboard" port (kuberay v1.7.0 ray-operator/controllers/ray/rayjob_controller.go 218, 301;
+    default 8265, utils/constant.go 107), the RayService controller the dashboard and the head's Serve proxy
+    (rayservice_controller.go 2014, 2092; default 8000). Under a team's default-deny ingress no RayJob would
+    ever finish and no RayService would become ready."""
+    rp, objs, _ = world("prod", site)
+    assert rp.spec.operators.kuberay.enabled
+    operator = Endpoint("kuberay-system", "10.128.6.6", (("app.kubernetes.io/name", "kuberay-operator"),))
+    head = Endpoint("research", "10.128.0.5", (("ray.io/node-type", "head"), ("ray.io/cluster", "rc")))
+    worker = Endpoint("research", "10.128.0.6", (("ray.io/node-type", "worker"), ("ray.io/cluster", "rc")))
+    assert reachable(objs, operator, head, 8265) and reachable(objs, operator, head, 8000)
+    assert not reachable(objs, operator, worker, 8265)  # the heads only
+    assert not reachable(objs, operator, head, 6379)  # and only the ports the operator calls
+    other = next(t for t in rp.site(site).teams if t.name != "research")
+    assert not reachable(objs, _pod(other.namespaces[0], 3), head, 8265)  # no other team through that door
