@@ -457,6 +457,14 @@ class GenerateDocument(Versioned):
     displaced: list[str] = Field(description="Changed files --force replaced; copies are under .alicerce/displaced/.")
 
 
+class InitDocument(Versioned):
+    """`alicerce init --format json`."""
+
+    directory: str
+    written: int = Field(description="Files written.")
+    kept: list[str] = Field(description="Files that already existed and were left as they were (--fill).")
+
+
 class HostCounters(Document):
     ok: int
     changed: int
@@ -618,6 +626,7 @@ DOCUMENTS: dict[str, Callable[[], dict[str, Any]]] = {
     "rules": _model_schema(RulesDocument),
     "generate": _model_schema(GenerateDocument),
     "apply": _model_schema(ApplyDocument),
+    "init": _model_schema(InitDocument),
 }
 """Every JSON document by name; its schema is committed as ``schema/output/<name>.schema.json``."""
 
