@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from alicerce.catalog.replacements import load_replacements, replacing_changes
+from alicerce.catalog.replacements import load_replacements, replacing_changes, rolling_changes
 from alicerce.emit.gitops.argocd import tree_objects
 from alicerce.plan.platform import plan_platform
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTier
@@ -295,11 +295,32 @@ def _changed_inputs(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]
     return sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
 
 
+Key = tuple[str, str]  # resource type, name
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+TEMPLATE_VERSION = "launchTemplate.version"
+
+
+def _new_template_versions(before: Mapping[Key, PlannedResource], after: Mapping[Key, PlannedResource]) -> set[str | None]:
+    """Parents (node pools) whose launch template changes. EC2 makes every change a new template version and the
+    program points the node group at the latest one; the mock engine answers version 1 every time, so the node
+    group's own inputs cannot show it."""
+    return {
+        b.parent
+        for key, b in after.items()
+        if key[0] == LAUNCH_TEMPLATE and key in before and _changed_inputs(before[key].inputs, b.inputs)
+    }
+
+
 def diff_resources(old: Sequence[PlannedResource], new: Sequence[PlannedResource]) -> list[ResourceChange]:
-    """Every declared resource created, deleted, updated or replaced between two plans (components skipped)."""
+    """Every declared resource created, deleted, updated or replaced between two plans (components skipped).
+
+    An update that replaces every member one by one (a node group rolled onto a new launch template version,
+    AMI release or Kubernetes version) is destructive too: every node is drained and terminated."""
     facts = load_replacements()
     before = {(r.type, r.name): r for r in old if not r.component}
     after = {(r.type, r.name): r for r in new if not r.component}
+    new_templates = _new_template_versions(before, after)
     out = []
     for key in sorted(set(before) | set(after)):
         typ, name = key
@@ -310,12 +331,17 @@ def diff_resources(old: Sequence[PlannedResource], new: Sequence[PlannedResource
             out.append(ResourceChange(typ, name, "delete", (), facts.destructive.get(typ)))
         else:
             changed = _changed_inputs(a.inputs, b.inputs)
+            rolling = rolling_changes(typ, a.inputs, b.inputs)
+            if typ == NODE_GROUP and b.parent in new_templates:
+                changed, rolling = sorted({*changed, TEMPLATE_VERSION}), sorted({*rolling, TEMPLATE_VERSION})
             if not changed:
                 continue
             forcing = replacing_changes(typ, a.inputs, b.inputs)
             if forcing:
                 loss = facts.resources[typ].dataLoss
                 out.append(ResourceChange(typ, name, "replace", tuple(forcing), loss))
+            elif rolling:
+                out.append(ResourceChange(typ, name, "update", tuple(changed), facts.resources[typ].rollLoss))
             else:
                 out.append(ResourceChange(typ, name, "update", tuple(changed)))
     return out
@@ -389,7 +415,7 @@ def render_markdown(diffs: Sequence[EnvironmentDiff], title: str) -> str:
             lines += ["> [!CAUTION]", "> **Destructive changes: data at risk**", ">"]
             for item in d.destructive:
                 if isinstance(item, ResourceChange):
-                    why = f" (forced by {', '.join(item.properties)})" if item.action == "replace" else ""
+                    why = f" ({'forced by ' if item.action == 'replace' else ''}{', '.join(item.properties)})" if item.properties else ""
                     lines.append(f"> - **{item.action}** `{item.type}` `{item.name}`{why}: {item.data_loss}")
                 else:
                     where = f"{item.namespace}/" if item.namespace else ""
