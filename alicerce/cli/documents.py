@@ -457,6 +457,18 @@ class GenerateDocument(Versioned):
     displaced: list[str] = Field(description="Changed files --force replaced; copies are under .alicerce/displaced/.")
 
 
+class StaleFile(Document):
+    path: str = Field(description="The file, under OUT or the --ci-dir folder.")
+    why: Literal["missing", "differs", "no longer generated"]
+
+
+class GenerateCheckDocument(Versioned):
+    """`alicerce generate --check --format json` (exit 1 when ``stale`` is not empty)."""
+
+    out: str
+    stale: list[StaleFile] = Field(description="Files that do not match what the spec produces.")
+
+
 class InitDocument(Versioned):
     """`alicerce init --format json`."""
 
@@ -625,6 +637,7 @@ DOCUMENTS: dict[str, Callable[[], dict[str, Any]]] = {
     "catalog": _model_schema(CatalogDocument),
     "rules": _model_schema(RulesDocument),
     "generate": _model_schema(GenerateDocument),
+    "generate-check": _model_schema(GenerateCheckDocument),
     "apply": _model_schema(ApplyDocument),
     "init": _model_schema(InitDocument),
 }

@@ -120,6 +120,8 @@ JSON_COMMANDS = {
     "catalog": [["catalog", section, "--format", "json"] for section in ("gpus", "instances", "versions")],
     "rules": [["rules", "--format", "json"], ["rules", "AL290", "--format", "json"]],
     "error": [["rules", "AL999", "--format", "json"], ["generate", "--out", ".", "--format", "json"]],
+    # a folder that does not exist: every file is missing (exit 1), nothing is written
+    "generate-check": [["generate", "--check", "--env", "dev", "--out", "/nonexistent/alicerce-check", "--format", "json"]],
 }
 
 
