@@ -43,7 +43,16 @@ def onprem_only(data: dict[str, Any]) -> None:
     data["environments"]["dev"]["overrides"] = {}
 
 
-SPECS = {"reference": lambda: reference("prod"), "onprem-dev": lambda: variant(onprem_only, "prod")}
+def starter() -> Any:
+    """The spec `alicerce init` writes: its repository's workflows are checked like the reference's."""
+    from alicerce.emit.scaffold import scaffold_files
+    from alicerce.rules.validate import validated
+    from alicerce.spec.loader import load_text
+
+    return validated(load_text(scaffold_files("demo")["platform.yaml"], "platform.yaml"), "dev")
+
+
+SPECS = {"reference": lambda: reference("prod"), "onprem-dev": lambda: variant(onprem_only, "prod"), "init": starter}
 
 
 @pytest.fixture(scope="module")
