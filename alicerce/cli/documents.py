@@ -366,6 +366,7 @@ class EnvironmentDiff(Document):
     storage: list[TierChange]
     objects: list[ObjectChange]
     resources: list[ResourceChange]
+    warnings: list[str] = Field(description="What may stop `pulumi up` though the plan is valid (e.g. a node group's minimum raised).")
 
 
 class DiffDocument(Versioned):

@@ -102,6 +102,7 @@ class EnvironmentDiff:
     storage: list[TierChange] = field(default_factory=list)
     objects: list[ObjectChange] = field(default_factory=list)
     resources: list[ResourceChange] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what may stop `pulumi up` though the plan is valid
     cost_before: float | None = None
     cost_after: float | None = None
 
@@ -141,6 +142,7 @@ class EnvironmentDiff:
             "storage": rows(self.storage),
             "objects": rows(self.objects),
             "resources": resources,
+            "warnings": list(self.warnings),
         }
 
 
@@ -347,6 +349,32 @@ def diff_resources(old: Sequence[PlannedResource], new: Sequence[PlannedResource
     return out
 
 
+def minimum_above_desired(old: Sequence[PlannedResource], new: Sequence[PlannedResource]) -> list[str]:
+    """Node groups whose minimum grows. The program leaves a group's desired size to the cluster autoscaler
+    (``ignoreChanges`` on ``scalingConfig.desiredSize``), so `pulumi up` sends the new minimum with the current
+    desired size, and EKS refuses a minimum above it ("Minimum capacity N can't be greater than desired size M",
+    EKS UpdateNodegroupConfig; terraform-aws-modules/terraform-aws-eks#748 and #3306 hit the same)."""
+    before = {r.name: r for r in old if r.type == NODE_GROUP}
+    out = []
+    for r in new:
+        if r.type != NODE_GROUP or r.name not in before:
+            continue
+        was, now = (_scaling(x.inputs, "minSize") for x in (before[r.name], r))
+        if was is not None and now is not None and now > was:
+            group = r.inputs.get("nodeGroupName", r.name)
+            out.append(
+                f"node group {group}: minimum {was} → {now}. EKS refuses a minimum above the group's current desired size, "
+                f"which Pulumi leaves to the autoscaler; if it runs fewer than {now} nodes, raise it first "
+                f"(aws eks update-nodegroup-config --nodegroup-name {group} --scaling-config desiredSize={now}), then pulumi up"
+            )
+    return out
+
+
+def _scaling(inputs: Mapping[str, Any], key: str) -> int | None:
+    value = (inputs.get("scalingConfig") or {}).get(key)
+    return value if isinstance(value, int) else None
+
+
 def planned(rp: ResolvedPlatform) -> list[PlannedResource]:
     """The offline resource plan of an environment (the Pulumi program under the mock engine)."""
     return run_preview(rp).resources
@@ -376,7 +404,9 @@ def diff_environment(
         cost_after=monthly_cost(new),
     )
     if plan is not None:
-        result.resources = diff_resources(plan(old) if old is not None else [], plan(new) if new is not None else [])
+        before, after = plan(old) if old is not None else [], plan(new) if new is not None else []
+        result.resources = diff_resources(before, after)
+        result.warnings = minimum_above_desired(before, after)
     if status == "changed" and result.empty:
         result.status = "unchanged"
     return result
@@ -421,6 +451,8 @@ def render_markdown(diffs: Sequence[EnvironmentDiff], title: str) -> str:
                     where = f"{item.namespace}/" if item.namespace else ""
                     lines.append(f"> - **remove** {item.kind} `{where}{item.name}` at {item.site}: {item.data_loss}")
             lines.append("")
+        if d.warnings:
+            lines += ["> [!WARNING]", "> **May stop `pulumi up`**", ">", *(f"> - {w}" for w in d.warnings), ""]
         if d.pools:
             lines += ["**Pools**", "", "| pool | site | change | GPU units at max | details |", "|---|---|---|---:|---|"]
             for p in d.pools:

@@ -56,6 +56,18 @@ def test_a_pure_resize_grows_capacity_and_cost_and_replaces_nothing() -> None:
     assert result.destructive == [] and not [r for r in result.resources if r.action in ("replace", "delete")]
     text = render_markdown([result], "main → branch")
     assert "| infer-l4 | aws | resized | 64 → 80 (+16) | nodes 1–16 → 2–20 |" in text and "CAUTION" not in text
+    # the minimum grows 1 → 2: EKS refuses a minimum above the current desired size, which Pulumi does not set
+    [warning] = result.warnings
+    assert "minimum 1 → 2" in warning and "desiredSize=2" in warning and "[!WARNING]" in text
+
+
+def test_a_larger_maximum_alone_warns_of_nothing() -> None:
+    def taller(data: dict[str, Any]) -> None:
+        pool(data, "infer-l4")["scaling"] = {"min": 1, "max": 20}
+
+    result = diff(taller)
+    assert actions(result)[("aws:eks/nodeGroup:NodeGroup", "aws-pool-infer-l4-ng")] == "update"
+    assert result.warnings == [] and "[!WARNING]" not in render_markdown([result], "main → branch")
 
 
 def test_a_quota_move_changes_quotas_only() -> None:
