@@ -143,3 +143,25 @@ def test_fill_writes_only_the_missing_files(repo: Path, tmp_path: Path) -> None:
     assert document["written"] == 2 and "platform.yaml" in document["kept"]
     assert (target / "platform.yaml").read_bytes() == edited
     assert files_of(target)["stacks/Pulumi.dev.yaml"] == files_of(repo)["stacks/Pulumi.dev.yaml"]
+
+
+def test_fill_builds_the_repository_around_the_spec_already_there(tmp_path: Path) -> None:
+    """A repository that has its spec but nothing else: --fill writes stacks, trees and workflows of THAT spec."""
+    target = tmp_path / "existing"
+    target.mkdir()
+    (target / "platform.yaml").write_text((ROOT / "examples" / "aws-only.yaml").read_text())
+    done = run("init", str(target), "--fill")
+    assert done.returncode == 0, done.stderr
+    spec = yaml.safe_load((target / "platform.yaml").read_text())
+    stacks = sorted(p.name for p in (target / "stacks").iterdir())
+    assert stacks == sorted(f"Pulumi.{s}.yaml" for env in spec["environments"] for s in (env, f"{env}-kubernetes"))
+    assert yaml.safe_load((target / "Pulumi.yaml").read_text())["name"] == spec["metadata"]["name"]
+    for env in spec["environments"]:
+        fresh = run("generate", "--check", "--env", env, "--out", f"generated/{env}", cwd=target)
+        assert fresh.returncode == 0, fresh.stderr
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "platform.yaml").write_text("apiVersion: alicerce.dev/v1\nkind: Platform\n")
+    refused = run("init", str(broken), "--fill")
+    assert refused.returncode == 2 and "platform.yaml:1:1: error[AL101]" in refused.stdout  # located, as validate reports it
+    assert sorted(p.name for p in broken.iterdir()) == ["platform.yaml"]  # nothing written
