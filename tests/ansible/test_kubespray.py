@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from alicerce.catalog.onprem import load_onprem
-from alicerce.emit.ansible.kubespray import PURPOSE_KUBELET, topology_admits
+from alicerce.emit.ansible.kubespray import PLAYBOOKS, PURPOSE_KUBELET, topology_admits
 from alicerce.emit.tree import render_tree
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.rules.validate import validated
@@ -160,7 +160,7 @@ def test_pinned_collection_and_environment(files: dict[str, str]) -> None:
     assert collection == {"name": f"{RELEASE.repository}.git", "type": "git", "version": RELEASE.commit}
     pins = [line for line in files["ansible/kubespray/requirements.txt"].splitlines() if not line.startswith("#")]
     assert sorted(pins) == sorted(f"{k}=={v}" for k, v in RELEASE.python.items())
-    for playbook, name in (("cluster.yml", "cluster"), ("upgrade-cluster.yml", "upgrade_cluster"), ("scale.yml", "scale")):
+    for playbook, name in PLAYBOOKS.items():
         (play,) = _yaml(files, f"ansible/kubespray/dc1/{playbook}")
         assert play["ansible.builtin.import_playbook"] == f"{RELEASE.collection}.{name}"
         assert f"{RELEASE.collection}.{name}" in _facts("facts.json")["collection"]["playbooks"]

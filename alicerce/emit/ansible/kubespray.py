@@ -27,7 +27,8 @@ from alicerce.spec.models import OnpremSite
 from alicerce.targets.onprem.resolve import control_plane_hosts
 
 # Playbooks of the collection alicerce runs (kubespray resolves <collection>.<name> to playbooks/<name>.yml).
-PLAYBOOKS = {"cluster.yml": "cluster", "scale.yml": "scale", "upgrade-cluster.yml": "upgrade_cluster"}
+# facts.yml refreshes the fact cache of every host before a run with --limit (kubespray docs/operations/nodes.md).
+PLAYBOOKS = {"cluster.yml": "cluster", "scale.yml": "scale", "upgrade-cluster.yml": "upgrade_cluster", "facts.yml": "facts"}
 CONTAINERD_IMPORTS = 'imports = ["/etc/containerd/conf.d/*.toml"]'
 
 
