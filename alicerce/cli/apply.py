@@ -91,6 +91,7 @@ def onprem(
     A --secrets file that is not ansible-vault encrypted gets a warning, and is refused in CI
     (CI=true or CI=1) unless --allow-plaintext-secrets.
     """
+    from alicerce.emit.ansible.kubespray import ARTIFACTS
     from alicerce.emit.tree import check_output, render_tree, write_tree
     from alicerce.rules.validate import validated
     from alicerce.run.ansible import (
@@ -176,7 +177,8 @@ def onprem(
     except RunError as exc:
         raise UsageError(str(exc)) from None
     result = results[-1][1]
-    kubeconfigs = [str(ansible_dir / "kubespray" / site / "artifacts" / "admin.conf") for site in sites] if sequence and result.ok else []
+    admin_confs = [ansible_dir / "kubespray" / ARTIFACTS / site / "admin.conf" for site in sites]
+    kubeconfigs = [str(path) for path in admin_confs] if sequence and result.ok else []
     if as_json:
         data = _result_data(result)
         data["stages"] = [{"stage": st.name, "playbook": st.playbook, "ok": r.ok, "artifacts": str(r.artifacts)} for st, r in results]

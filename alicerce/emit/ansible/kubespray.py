@@ -29,6 +29,7 @@ from alicerce.targets.onprem.resolve import control_plane_hosts
 # Playbooks of the collection alicerce runs (kubespray resolves <collection>.<name> to playbooks/<name>.yml).
 # facts.yml refreshes the fact cache of every host before a run with --limit (kubespray docs/operations/nodes.md).
 PLAYBOOKS = {"cluster.yml": "cluster", "scale.yml": "scale", "upgrade-cluster.yml": "upgrade_cluster", "facts.yml": "facts"}
+ARTIFACTS = "artifacts"  # kubespray/<ARTIFACTS>/<site>/admin.conf: what kubespray hands back to the controller
 CONTAINERD_IMPORTS = 'imports = ["/etc/containerd/conf.d/*.toml"]'
 
 
@@ -119,8 +120,10 @@ def cluster_vars(platform: ResolvedPlatform, site: ResolvedSite) -> dict[str, An
         "kube_network_node_prefix": 24,
         "kube_proxy_mode": "ipvs",
         "cluster_name": "cluster.local",
-        # the admin kubeconfig lands on the controller: <inventory dir>/artifacts/admin.conf
+        # the admin kubeconfig lands on the controller in kubespray/artifacts/<site>/admin.conf, a folder the
+        # generated tree keeps across runs (alicerce.emit.tree.KEPT); kubespray's default is beside the inventory
         "kubeconfig_localhost": True,
+        "artifacts_dir": "{{ inventory_dir }}/../" + ARTIFACTS + "/" + site.name,
         "kubectl_localhost": False,
         # kubespray's GPU add-on is a legacy driver DaemonSet: the driver and toolkit are alicerce's or the GPU Operator's
         "nvidia_accelerator_enabled": False,
