@@ -30,7 +30,6 @@ from alicerce.targets.onprem.resolve import control_plane_hosts
 # facts.yml refreshes the fact cache of every host before a run with --limit (kubespray docs/operations/nodes.md).
 PLAYBOOKS = {"cluster.yml": "cluster", "scale.yml": "scale", "upgrade-cluster.yml": "upgrade_cluster", "facts.yml": "facts"}
 ARTIFACTS = "artifacts"  # kubespray/<ARTIFACTS>/<site>/admin.conf: what kubespray hands back to the controller
-CONTAINERD_IMPORTS = 'imports = ["/etc/containerd/conf.d/*.toml"]'
 
 
 @dataclass(frozen=True)
@@ -196,18 +195,15 @@ def pool_vars(site: ResolvedSite, pool: ResolvedPool) -> dict[str, Any]:
         }
     if pool.gpu is not None:
         data["enable_cdi"] = True
+        # one owner of config.toml: kubespray renders the nvidia runtime of the host's toolkit, whoever owns the
+        # driver (the GPU Operator runs with toolkit.enabled=false: NodeSoftwareOwners.container_toolkit)
+        data["containerd_default_runtime"] = "nvidia"
+        data["containerd_additional_runtimes"] = [nvidia_runtime()]
         if site.software.gpu_driver == "host":
-            # one owner of config.toml: kubespray renders the nvidia runtime the host toolkit provides
-            data["containerd_default_runtime"] = "nvidia"
-            data["containerd_additional_runtimes"] = [nvidia_runtime()]
             wants = ["nvidia-persistenced.service"]
             if pool.gpu.interconnect.nvswitch and pool.gpus_per_node >= 8:
                 wants.append("nvidia-fabricmanager.service")
             data["kubelet_systemd_wants_dependencies"] = wants
-        else:
-            # the GPU Operator's toolkit writes its runtime to conf.d; kubespray's config.toml imports it, so a
-            # kubespray re-run no longer drops the operator's import line (two owners of one file)
-            data["containerd_extra_args"] = CONTAINERD_IMPORTS
     return data
 
 
