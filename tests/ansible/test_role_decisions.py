@@ -209,6 +209,20 @@ def test_cdi_follows_the_driver() -> None:
     assert not [t for t in tasks if "containerd" in str(t.get("ansible.builtin.lineinfile", t.get("ansible.builtin.template", "")))]
 
 
+def test_an_operator_owned_driver_points_the_host_toolkit_at_the_driver_container() -> None:
+    """The GPU Operator runs with toolkit.enabled=false: the host toolkit reads the driver under /run/nvidia/driver."""
+    import re
+
+    facts = json.loads((DATA / "upstream" / "nvidia-container-toolkit" / "v1.18.2" / "config-defaults.json").read_text())
+    tasks = _tasks("nvidia_container_toolkit")
+    edit = next(t for t in tasks if t["name"] == "Point the runtime at the driver container's root")["ansible.builtin.lineinfile"]
+    assert edit["path"] == facts["file"] and re.search(edit["insertafter"], f"[{facts['section']}]")
+    lines = [("#" if k["commented"] else "") + f"{k['key']} = {json.dumps(k['value'])}" for k in facts["keys"]]
+    assert [line for line in lines if re.search(edit["regexp"], line)] == ['#root = "/run/nvidia/driver"']  # only root, not user
+    cdi = [t for t in tasks if "nvidia-cdi-refresh" in str(t.get("loop", t.get("ansible.builtin.systemd_service", "")))]
+    assert cdi and all("_nvidia_container_toolkit_host_driver" in str(t["when"]) for t in cdi)  # no host driver to read
+
+
 def test_fabric_manager_failure_modes_are_the_documented_keys() -> None:
     """Defect 15: degraded operation is TRUNK_LINK_FAILURE_MODE / NVSWITCH_FAILURE_MODE, not FABRIC_MODE_RESTART."""
     settings = _render("nvidia_fabricmanager", "{{ _nvidia_fabricmanager_settings }}", nvidia_fabricmanager_degraded_mode=True)

@@ -135,7 +135,11 @@ class NvidiaContainerToolkitVars(RoleVars):
     DESCRIPTION = "The four toolkit packages at one version, nvidia-cdi-refresh on driver changes, no edit of containerd's config."
 
     nvidia_container_toolkit_target: Target = _target("nvidia_container_toolkit")
-    nvidia_container_toolkit_enabled: bool = Field(default=False, description="Whether this host owns the toolkit (with the driver).")
+    nvidia_container_toolkit_enabled: bool = Field(default=False, description="Whether this host owns the toolkit (GPU nodes).")
+    nvidia_container_toolkit_driver_root: str = Field(
+        default="/",
+        description="Where the driver lives: / (the host's), or /run/nvidia/driver where the GPU Operator's driver container mounts it.",
+    )
     nvidia_container_toolkit_version: str = Field(
         default=_SOFTWARE.containerToolkit.version, description="NVIDIA Container Toolkit version (>= 1.18)."
     )
