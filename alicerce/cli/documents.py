@@ -366,6 +366,7 @@ class EnvironmentDiff(Document):
     storage: list[TierChange]
     objects: list[ObjectChange]
     resources: list[ResourceChange]
+    warnings: list[str] = Field(description="What may stop `pulumi up` though the plan is valid (e.g. a node group's minimum raised).")
 
 
 class DiffDocument(Versioned):
@@ -457,6 +458,26 @@ class GenerateDocument(Versioned):
     displaced: list[str] = Field(description="Changed files --force replaced; copies are under .alicerce/displaced/.")
 
 
+class StaleFile(Document):
+    path: str = Field(description="The file, under OUT or the --ci-dir folder.")
+    why: Literal["missing", "differs", "no longer generated"]
+
+
+class GenerateCheckDocument(Versioned):
+    """`alicerce generate --check --format json` (exit 1 when ``stale`` is not empty)."""
+
+    out: str
+    stale: list[StaleFile] = Field(description="Files that do not match what the spec produces.")
+
+
+class InitDocument(Versioned):
+    """`alicerce init --format json`."""
+
+    directory: str
+    written: int = Field(description="Files written.")
+    kept: list[str] = Field(description="Files that already existed and were left as they were (--fill).")
+
+
 class HostCounters(Document):
     ok: int
     changed: int
@@ -481,8 +502,15 @@ class FailureGroup(Document):
     hosts: list[str] = Field(description="Every host this failure hit, each once.")
 
 
+class ApplyStage(Document):
+    stage: str = Field(description="nodes, kubespray <site>, cluster; or the playbook run alone.")
+    playbook: str
+    ok: bool
+    artifacts: str
+
+
 class ApplyDocument(Versioned):
-    """`alicerce apply onprem --format json`: the run's outcome."""
+    """`alicerce apply onprem --format json`: the run's outcome (the figures are the last stage's)."""
 
     status: str = Field(description="ansible-runner's status: successful, failed, timeout, canceled.")
     rc: int
@@ -492,6 +520,8 @@ class ApplyDocument(Versioned):
     hosts: dict[str, HostCounters]
     failures: list[HostFailureItem] = Field(description="Each distinct failure of each host.")
     failureGroups: list[FailureGroup] = Field(description="The failures grouped: one entry per task and message.")
+    stages: list[ApplyStage] = Field(description="Each stage run, in order; a failed stage stops the sequence.")
+    kubeconfigs: list[str] = Field(description="The admin kubeconfig kubespray wrote for each site (after a full run).")
 
 
 # -- show: the spec's own schema, as printed, with what resolving adds
@@ -617,7 +647,9 @@ DOCUMENTS: dict[str, Callable[[], dict[str, Any]]] = {
     "catalog": _model_schema(CatalogDocument),
     "rules": _model_schema(RulesDocument),
     "generate": _model_schema(GenerateDocument),
+    "generate-check": _model_schema(GenerateCheckDocument),
     "apply": _model_schema(ApplyDocument),
+    "init": _model_schema(InitDocument),
 }
 """Every JSON document by name; its schema is committed as ``schema/output/<name>.schema.json``."""
 

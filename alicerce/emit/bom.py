@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from alicerce.catalog.onprem import load_onprem
 from alicerce.emit.ansible.role_vars import NvidiaContainerToolkitVars, RdmaVars
 from alicerce.emit.ansible.site import ANSIBLE_CORE, ANSIBLE_RUNNER, COLLECTIONS, EE_BASE_IMAGE, pool_roles
 from alicerce.emit.gitops.argocd import ARGOCD_CHART
@@ -186,6 +187,11 @@ def _onprem(rp: ResolvedPlatform) -> list[Pin]:
                 names,
             )
         )
-    minor = f"minor {rp.versions.kubernetes} from the {_bom_source(rp, 'kubernetes')}"
-    out.append(Pin("node-package", "kubelet, kubeadm", None, f"{minor}; the newest patch in pkgs.k8s.io at install time", names))
+    # kubespray installs the cluster: its release pins the Kubernetes patch (kube_version) and its binaries' checksums
+    kubespray = load_onprem().kubespray
+    source = f"catalog (alicerce/catalog/data/onprem.yaml kubespray, {kubespray.source.url})"
+    out.append(Pin("installer", "kubespray", kubespray.tag, source, names))
+    patch = kubespray.kubernetes.get(rp.versions.kubernetes)
+    where = f"kubespray {kubespray.tag} kube_version for {rp.versions.kubernetes}"
+    out.append(Pin("node-package", "kubernetes (kubeadm, kubelet, etcd)", patch, where, names))
     return out

@@ -402,18 +402,26 @@ def swap_in(target: Target, staging: Path) -> list[str]:
     return [warning] if warning else []
 
 
-def create_tree(target: Path, files: dict[str, str]) -> None:
-    """Create folder ``target`` holding ``files``, or fill it when it exists and is empty.
+def create_tree(target: Path, files: dict[str, str], *, fill: bool = False) -> list[str]:
+    """Create folder ``target`` holding ``files``, or add them to it when it exists; returns the paths
+    of ``files`` left as they were (already there).
 
-    A new folder appears whole (staged beside it, then one rename); an existing empty folder
-    (the current one, for ``init .``) is filled in place, since nothing in it can be lost.
+    A new folder appears whole (staged beside it, then one rename); in an existing folder (the
+    current one, for ``init .``, or a fresh clone) each file is created and none is replaced: when
+    any of ``files`` exists (a file, folder or link of that name) nothing is written, unless
+    ``fill``, which writes only the missing ones.
     """
     try:
         if os.path.isdir(target):
-            if any(os.scandir(target)):
-                raise OutputError(f"{target} already exists and is not empty", "choose a new or empty folder")
-            stage_files(target, files)
-            return
+            present = sorted(relative for relative in files if os.path.lexists(target / relative))
+            if present and not fill:
+                shown = ", ".join(present[:5]) + (f" and {len(present) - 5} more" if len(present) > 5 else "")
+                raise OutputError(
+                    f"{target / present[0]}: already exists ({len(present)} of the {len(files)} files to write: {shown})",
+                    "nothing was written; choose a new or empty folder, or --fill to write only the missing files",
+                )
+            stage_files(target, {relative: text for relative, text in files.items() if relative not in present})
+            return present
         if os.path.lexists(target):
             raise OutputError(f"{target} already exists and is not a folder", "choose a new or empty folder")
         checked = Target(target.absolute().parent.resolve() / target.name, str(target))
@@ -427,3 +435,4 @@ def create_tree(target: Path, files: dict[str, str]) -> None:
             raise
     except OSError as exc:
         raise os_error(exc, target) from None
+    return []

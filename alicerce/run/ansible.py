@@ -4,12 +4,19 @@
 (``<private dir>/artifacts/<ident>/``: stdout, events, the final status), turns the event stream
 into per-host counters and typed failures (:class:`TaskFailed`, :class:`HostUnreachable`), and
 calls ``on_event`` for a live display.
+
+:func:`apply_sequence` is what ``alicerce apply onprem`` runs: the node stage (``site.yml``),
+kubespray's playbook per site from kubespray's own environment (:func:`kubespray_environment`:
+its playbooks refuse alicerce's ansible-core), then the cluster stage (``post-cluster.yml``),
+stopping at the first stage that fails.
 """
 
 from __future__ import annotations
 
 import datetime
+import hashlib
 import os
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -180,8 +187,14 @@ def run_playbook(
     extra_vars_files: list[Path] | None = None,
     on_event: Callable[[Event, EventCollector], None] | None = None,
     ident: str | None = None,
+    inventory: str = "inventory.yml",
+    environment: KubesprayEnvironment | None = None,
 ) -> RunResult:
-    """Run ``playbook`` of the generated ``project`` folder; every run's artifacts stay under ``private_dir``."""
+    """Run ``playbook`` of the generated ``project`` folder; every run's artifacts stay under ``private_dir``.
+
+    ``environment``: run the ansible-playbook (and collections) of that environment instead of this
+    interpreter's (kubespray's pinned ansible-core).
+    """
     import ansible_runner  # type: ignore[import-untyped]
 
     project = project.absolute()
@@ -201,15 +214,18 @@ def run_playbook(
         cmdline += ["--skip-tags", skip_tags]
     collector = EventCollector(on_event)
     # the ansible-playbook of this interpreter's environment, whatever PATH the caller has
-    search = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "/usr/bin:/bin")])
+    first = environment.bin if environment is not None else Path(sys.executable).parent
+    search = os.pathsep.join([str(first), os.environ.get("PATH", "/usr/bin:/bin")])
     envvars = {"ANSIBLE_CONFIG": str(project / "ansible.cfg"), "PATH": search}
+    if environment is not None:
+        envvars["ANSIBLE_COLLECTIONS_PATH"] = str(environment.collections)
     if os.environ.get("ANSIBLE_VAULT_PASSWORD_FILE"):
         envvars["ANSIBLE_VAULT_PASSWORD_FILE"] = os.environ["ANSIBLE_VAULT_PASSWORD_FILE"]
     runner = ansible_runner.run(
         private_data_dir=str(private_dir),
         project_dir=str(project),
         playbook=playbook,
-        inventory=str(project / "inventory.yml"),
+        inventory=str(project / inventory),
         cmdline=" ".join(_quote(c) for c in cmdline) or None,
         limit=limit,
         tags=tags,
@@ -228,6 +244,80 @@ def run_playbook(
         failures=collector.failures,
         tasks=collector.tasks,
     )
+
+
+@dataclass(frozen=True)
+class KubesprayEnvironment:
+    """A Python environment with kubespray's pinned Ansible and the kubespray collection."""
+
+    root: Path
+
+    @property
+    def bin(self) -> Path:
+        return self.root / "bin"
+
+    @property
+    def collections(self) -> Path:
+        return self.root / "collections"
+
+
+def kubespray_environment(
+    kubespray_dir: Path, root: Path, run: Callable[..., subprocess.CompletedProcess[str]] = subprocess.run
+) -> KubesprayEnvironment:
+    """The environment kubespray runs in, built once from the generated requirements (rebuilt when they change).
+
+    ``python -m venv``, ``pip install -r requirements.txt`` (its ansible and Python pins), then
+    ``ansible-galaxy collection install -r requirements.yml`` (the collection at the pinned commit).
+    """
+    requirements = [kubespray_dir / "requirements.txt", kubespray_dir / "requirements.yml"]
+    digest = hashlib.sha256(b"".join(path.read_bytes() for path in requirements)).hexdigest()
+    environment = KubesprayEnvironment(root.absolute())
+    stamp = environment.root / ".alicerce-kubespray"
+    if stamp.is_file() and stamp.read_text(encoding="utf-8") == digest:
+        return environment
+    steps = [
+        [sys.executable, "-m", "venv", "--clear", str(environment.root)],
+        [str(environment.bin / "pip"), "install", "--quiet", "-r", str(requirements[0])],
+        [
+            str(environment.bin / "ansible-galaxy"),
+            "collection",
+            "install",
+            "-r",
+            str(requirements[1]),
+            "-p",
+            str(environment.collections),
+        ],
+    ]
+    for step in steps:
+        done = run(step, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            why = (done.stderr or done.stdout).strip()[-400:]
+            raise RunError(f"building kubespray's environment failed at `{' '.join(step[:3])}`: {why}")
+    stamp.write_text(digest, encoding="utf-8")
+    return environment
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One playbook of the apply sequence."""
+
+    name: str
+    project: Path
+    playbook: str
+    inventory: str = "inventory.yml"
+    environment: KubesprayEnvironment | None = None
+
+
+def apply_sequence(ansible_dir: Path, sites: list[str], kubespray: str, environment: KubesprayEnvironment | None) -> list[Stage]:
+    """The node stage, kubespray's ``kubespray`` playbook for every site (none with ``skip``), the cluster stage."""
+    stages = [Stage("nodes", ansible_dir, "site.yml")]
+    if kubespray != "skip":
+        for site in sites:
+            stages.append(
+                Stage(f"kubespray {site}", ansible_dir / "kubespray", f"{site}/{kubespray}.yml", f"{site}/inventory.yml", environment)
+            )
+    stages.append(Stage("cluster", ansible_dir, "post-cluster.yml"))
+    return stages
 
 
 def _quote(arg: str) -> str:

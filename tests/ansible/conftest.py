@@ -54,6 +54,16 @@ def rootfs() -> Path:
     return ROOTFS
 
 
+@pytest.fixture(scope="session")
+def aptrepo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """The local signed apt repositories on loopback HTTP; yields the role variables that point at them."""
+    from tests.ansible import aptrepo as repo
+
+    root = repo.build(tmp_path_factory.mktemp("aptrepo") / "repo")
+    with repo.serve(root) as url:
+        yield repo.role_vars(url)
+
+
 @pytest.fixture
 def node_root(rootfs: Path, tmp_path: Path) -> Iterator[Path]:
     """A private copy of the rootfs for one test (the cache itself is never changed)."""

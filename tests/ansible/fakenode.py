@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 DRIVER = "580.173.02"
+FIXTURES = Path(__file__).parent / "fixtures" / "tools"
 
 
 def make_fake_node(
@@ -20,7 +22,7 @@ def make_fake_node(
     mounts: tuple[str, ...] = ("/lustre", "/home/shared"),
     scratch: bool = True,
 ) -> Path:
-    """Write ``root``/fake/{sys,proc} and ``root``/fake/nvidia-smi; return the in-root path ``/fake``."""
+    """Write ``root``/fake/{sys,proc}, nvidia-smi and the burn-in tools; return the in-root path ``/fake``."""
     base = root / "fake"
     sys_root = base / "sys"
     pci = sys_root / "bus" / "pci" / "devices"
@@ -60,16 +62,54 @@ def make_fake_node(
         lines.append(f"/dev/md127 /scratch xfs rw,noatime {nvme * 3_840_000_000_000} 0")
     lines += [f"server:/x {path} {'lustre' if path == '/lustre' else 'nfs4'} rw 1 0" for path in mounts]
     (proc / "mounts").write_text("\n".join(lines) + "\n")
-    smi = base / "nvidia-smi"
-    rows = "\\n".join(f"{i}, 00000000:{0x18 + i * 0x10:02X}:00.0, {driver}, NVIDIA H100 80GB HBM3" for i in range(gpus))
+    tools = base / "tools"
+    tools.mkdir(parents=True, exist_ok=True)
+    for fixture in FIXTURES.iterdir():
+        (tools / fixture.name).write_bytes(fixture.read_bytes())
+    rows = "\\n".join(
+        f"{i}, 00000000:{0x18 + i * 0x10:02X}:00.0, {driver}, NVIDIA H100 80GB HBM3, Enabled, Enabled, 0, 5, 16" for i in range(gpus)
+    )
+    remapped = "\\n".join(f"00000000:{0x18 + i * 0x10:02X}:00.0, 0, 0, No, No" for i in range(gpus))
     links = "\\n".join(f"GPU {i}: NVIDIA H100 80GB HBM3\\n\\t Link 0: 26.562 GB/s" for i in range(gpus))
     fabric = "\\n".join("    Fabric\\n        State : Completed\\n        Status : Success" for _ in range(gpus))
-    smi.write_text(
-        "#!/bin/sh\n"
-        f'case "$1" in\n  --query-gpu=*) printf "{rows}\\n";;\n  nvlink) printf "{links}\\n";;\n  -q) printf "{fabric}\\n";;\nesac\n'
+    _script(
+        base / "nvidia-smi",
+        f'case "$1" in\n  --query-gpu=*) printf "{rows}\\n";;\n  --query-remapped-rows=*) printf "{remapped}\\n";;\n'
+        f'  nvlink) printf "{links}\\n";;\n  -q) printf "{fabric}\\n";;\nesac\n',
     )
-    smi.chmod(0o755)
+    # the burn-in tools replay recorded outputs (tests/ansible/fixtures/tools)
+    _script(base / "dcgmi", "cat /fake/tools/dcgmi-diag-r2-pass.json\n")
+    _script(base / "all_reduce_perf", "cat /fake/tools/all_reduce_perf-8xH100.txt\n")
+    _script(base / "nvbandwidth", "cat /fake/tools/nvbandwidth-d2d-write.txt\n")
+    _script(base / "ib_write_bw", "[ $# -gt 8 ] && cat /fake/tools/ib_write_bw-mlx5_0.txt\nexit 0\n")
+    _script(base / "journalctl", "cat /fake/tools/journal-kernel-clean.txt\n")
+    # `ip -j addr show`: the rails named and addressed as the fabric plan says (10.40.0.0/16 split in eight)
+    links = [
+        {"ifname": f"ibrail{i}", "addr_info": [{"family": "inet", "local": f"10.40.{32 * i}.1", "prefixlen": 19}]} for i in range(hcas)
+    ]
+    (tools / "ip-addr.json").write_text(json.dumps(links))
+    _script(base / "ip", "cat /fake/tools/ip-addr.json\n")
     return Path("/fake")
+
+
+def _script(path: Path, body: str) -> None:
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+
+
+def tools(fake: Path) -> dict[str, str]:
+    """node_validation_tools pointing at the fake node's tools (paths inside the rootfs)."""
+    return {
+        "nvidia_smi": f"{fake}/nvidia-smi",
+        "dcgmi": f"{fake}/dcgmi",
+        "all_reduce_perf": f"{fake}/all_reduce_perf",
+        "ib_write_bw": f"{fake}/ib_write_bw",
+        "p2p_bandwidth": f"{fake}/nvbandwidth",
+        "journalctl": f"{fake}/journalctl",
+        "ip": f"{fake}/ip",
+        "kubectl": "kubectl",
+        "mpirun": "mpirun",
+    }
 
 
 def _pci(base: Path, address: str, vendor: str, klass: str) -> None:

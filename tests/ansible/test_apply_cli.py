@@ -95,7 +95,9 @@ def test_apply_reports_typed_failures_and_exits_non_zero(fake_runner: list[dict[
 
 
 def test_apply_prints_a_recap_table(fake_runner: list[dict[str, Any]], tmp_path: Path) -> None:
-    result = CliRunner().invoke(build_app(), ["apply", "onprem", "--env", "prod", SPEC, "--workdir", str(tmp_path)])
+    env = tmp_path / "kubespray-env"
+    args = ["apply", "onprem", "--env", "prod", SPEC, "--workdir", str(tmp_path), "--kubespray-env", str(env)]
+    result = CliRunner().invoke(build_app(), args)
     assert result.exit_code == 3
     assert "recap: failed" in result.stdout and CHROOT_HOST in result.stdout
     assert 'unreachable (1 host) at task "Gathering Facts": ssh: timeout\n  hosts: gpu-002.dc1.acme.example' in result.stdout
@@ -131,7 +133,7 @@ def test_apply_recap_summarises_each_failure_once_with_whole_host_names(monkeypa
         return SimpleNamespace(status="failed", rc=2)
 
     monkeypatch.setattr(ansible_runner, "run", run)
-    args = ["apply", "onprem", SPEC, "--env", "prod", "--workdir", str(tmp_path)]
+    args = ["apply", "onprem", SPEC, "--env", "prod", "--workdir", str(tmp_path), "--kubespray-env", str(tmp_path / "kubespray-env")]
     result = CliRunner().invoke(build_app(), args, env={"COLUMNS": "80"})
     assert result.exit_code == 3
     lines = result.stdout.splitlines()
@@ -147,6 +149,63 @@ def test_apply_recap_summarises_each_failure_once_with_whole_host_names(monkeypa
     assert data["schemaVersion"] == 1
     assert [g["hosts"] for g in data["failureGroups"]] == [hosts[:3], hosts[3:]]
     assert len(data["failures"]) == 5  # each host once
+
+
+def test_apply_runs_the_node_stage_then_kubespray_from_its_own_environment_then_the_cluster_stage(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import ansible_runner
+
+    calls: list[dict[str, Any]] = []
+
+    def run(**kwargs: Any) -> SimpleNamespace:
+        calls.append(kwargs)
+        return SimpleNamespace(status="successful", rc=0)
+
+    monkeypatch.setattr(ansible_runner, "run", run)
+    env = tmp_path / "kubespray-env"
+    args = ["apply", "onprem", "--env", "prod", SPEC, "--workdir", str(tmp_path / "w"), "--kubespray-env", str(env), "--json"]
+    result = CliRunner().invoke(build_app(), args)
+    assert result.exit_code == 0, result.output
+    assert [Path(c["project_dir"]).name + "/" + c["playbook"] for c in calls] == [
+        "ansible/site.yml",
+        "kubespray/dc1/cluster.yml",
+        "ansible/post-cluster.yml",
+    ]
+    kubespray = calls[1]
+    assert kubespray["inventory"].endswith("kubespray/dc1/inventory.yml")
+    assert kubespray["envvars"]["PATH"].startswith(str(env / "bin"))  # kubespray's ansible-core, not alicerce's
+    assert kubespray["envvars"]["ANSIBLE_COLLECTIONS_PATH"] == str(env / "collections")
+    assert kubespray["envvars"]["ANSIBLE_CONFIG"].endswith("kubespray/ansible.cfg")
+    assert "ANSIBLE_COLLECTIONS_PATH" not in calls[0]["envvars"]
+    data = json.loads(result.stdout)
+    assert [s["stage"] for s in data["stages"]] == ["nodes", "kubespray dc1", "cluster"]
+    assert data["kubeconfigs"] == [str(tmp_path / "w" / "prod" / "project" / "ansible" / "kubespray" / "dc1" / "artifacts" / "admin.conf")]
+    upgrade = CliRunner().invoke(build_app(), [*args[:-1], "--kubespray", "upgrade-cluster"])
+    assert upgrade.exit_code == 0 and calls[-2]["playbook"] == "dc1/upgrade-cluster.yml"
+
+
+def test_kubespray_environment_is_built_once_from_the_generated_pins(prod: Any, tmp_path: Path) -> None:
+    from alicerce.emit.tree import render_tree, write_tree
+    from alicerce.run.ansible import kubespray_environment
+
+    write_tree(tmp_path / "out", render_tree(prod))
+    steps: list[list[str]] = []
+
+    def run(argv: list[str], **_: Any) -> SimpleNamespace:
+        steps.append(argv)
+        return SimpleNamespace(returncode=0, stdout="", stderr="")
+
+    root = tmp_path / "env"
+    root.mkdir()
+    kubespray = tmp_path / "out" / "ansible" / "kubespray"
+    environment = kubespray_environment(kubespray, root, run=run)  # type: ignore[arg-type]
+    assert steps[0][1:3] == ["-m", "venv"]
+    assert steps[1][1:] == ["install", "--quiet", "-r", str(kubespray / "requirements.txt")]
+    assert steps[2][1:5] == ["collection", "install", "-r", str(kubespray / "requirements.yml")]
+    assert "ansible==11.13.0" in (kubespray / "requirements.txt").read_text()
+    kubespray_environment(kubespray, root, run=run)  # type: ignore[arg-type]
+    assert len(steps) == 3 and environment.bin == root.absolute() / "bin"  # the second call reuses it
 
 
 def test_apply_refuses_an_environment_without_onprem_pools(tmp_path: Path) -> None:
@@ -213,4 +272,4 @@ def test_apply_fails_on_a_host_without_the_promised_gpus(tmp_path: Path) -> None
     assert result.exit_code == 3, result.output
     (failure,) = json.loads(result.stdout)["failures"]
     assert failure["kind"] == "TaskFailed" and failure["host"] == CHROOT_HOST
-    assert "expected 8 NVIDIA GPUs and 8 RDMA adapters, found 0" in failure["message"]
+    assert "expected 8 NVIDIA GPUs and at least 8 RDMA adapters, found 0" in failure["message"]

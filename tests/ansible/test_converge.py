@@ -1,9 +1,11 @@
-"""Real runs of the generated site playbook into a Debian 12 rootfs over the chroot connection.
+"""Real runs of the generated node stage (site.yml) into a Debian 12 x86_64 rootfs over the chroot connection.
 
-Twice for image mode (every role whose effect can exist in a rootfs: Debian packages, config
-files, fstab mounts, containerd and kubelet config, node exporter): the second run changes
-nothing. Then the hardware path in check mode on a fake node (sysfs, procfs, nvidia-smi
-fixtures), once healthy and once broken, where acceptance must fail with a per-host summary.
+Twice for image mode, vendor packages included: NVIDIA's, the toolkit's and the Lustre mirror's
+repositories are a local signed repository on loopback (tests/ansible/aptrepo.py), so keys,
+Signed-By, the refresh after each new repository, pins and holds all run for real; the second run
+changes nothing. Check mode on a fresh rootfs runs to the end. Then the hardware path in check
+mode on a fake node (sysfs, procfs, nvidia-smi fixtures), and acceptance (post-cluster's
+node_validation) once healthy and once broken, where it must fail with a per-host summary.
 """
 
 from __future__ import annotations
@@ -22,24 +24,30 @@ import pytest
 import yaml
 
 from alicerce.run.ansible import RunResult, run_playbook
-from tests.ansible.conftest import CHROOT_HOST, chroot_inventory, tool
-from tests.ansible.fakenode import make_fake_node
+from tests.ansible.conftest import CHROOT_HOST, chroot_inventory
+from tests.ansible.fakenode import make_fake_node, tools
 
-# Steps that need NVIDIA's, the Kubernetes or a parallel-fs vendor's repository (not reachable
-# from the test machine), kernel modules, a running systemd, or real block devices.
-IMAGE_SKIP = "vendor-packages"
-HARDWARE_SKIP = "vendor-packages,kernel-modules,services,block-devices"
+# Steps that need kernel modules, a running systemd, or real block devices (the hardware path in check mode).
+HARDWARE_SKIP = "kernel-modules,services,block-devices"
 ROLES = ("preflight", "nvidia_driver", "nvidia_fabricmanager", "rdma", "nvme_scratch", "parallel_fs_client",
          "kubernetes_node", "nvidia_container_toolkit", "node_monitoring", "node_validation")  # fmt: skip
 
 
-def _run(generated: Path, tmp: Path, root: Path, playbook: str = "site.yml", **options: Any) -> RunResult:
+def _run(
+    generated: Path, tmp: Path, root: Path, playbook: str = "site.yml", repos: dict[str, str] | None = None, **options: Any
+) -> RunResult:
+    extra = list(options.pop("extra_vars_files", []))
+    if repos:
+        path = tmp / "repos.yml"
+        path.write_text(yaml.safe_dump(repos))
+        extra.append(path)
     return run_playbook(
         generated,
         playbook,
         tmp / "runner",
         limit=CHROOT_HOST,
         inventories=[chroot_inventory(tmp / "chroot.yml", root)],
+        extra_vars_files=extra,
         **options,
     )
 
@@ -50,17 +58,9 @@ def _host_vars(fake: Path, **extra: Any) -> dict[str, Any]:
         data[f"{role}_sysfs_root"] = f"{fake}/sys"
     for role in ("nvme_scratch", "parallel_fs_client", "node_validation"):
         data[f"{role}_proc_root"] = f"{fake}/proc"
-    data["node_validation_nvidia_smi"] = f"{fake}/nvidia-smi"
+    data["node_validation_tools"] = tools(fake)
+    data["node_validation_allocatable"] = {}  # no cluster in a chroot: kubespray's node is checked on hardware only
     return {**data, **extra}
-
-
-def _vault(tmp: Path, secrets: dict[str, str]) -> tuple[Path, Path]:
-    password = tmp / "vault-pass"
-    password.write_text("test-only-password\n")
-    vault = tmp / "secrets.yml"
-    vault.write_text(yaml.safe_dump(secrets))
-    subprocess.run([tool("ansible-vault"), "encrypt", "--vault-password-file", str(password), str(vault)], check=True, capture_output=True)
-    return vault, password
 
 
 @dataclass
@@ -73,16 +73,16 @@ class Converged:
 
 
 @pytest.fixture(scope="module")
-def converged(generated: Path, rootfs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Converged]:
-    """The rootfs after two runs of the site playbook (image mode)."""
+def converged(generated: Path, rootfs: Path, aptrepo: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Converged]:
+    """The rootfs after two runs of the node stage (image mode), vendor packages from the local signed repositories."""
     tmp_path = tmp_path_factory.mktemp("converge")
     node_root = tmp_path / "rootfs"
     subprocess.run(["cp", "-a", "--reflink=auto", str(rootfs), str(node_root)], check=True)
     started = time.monotonic()
-    first = _run(generated, tmp_path, node_root, skip_tags=IMAGE_SKIP)
+    first = _run(generated, tmp_path, node_root, repos=aptrepo)
     first_s = time.monotonic() - started
     started = time.monotonic()
-    second = _run(generated, tmp_path, node_root, skip_tags=IMAGE_SKIP) if first.ok else first
+    second = _run(generated, tmp_path, node_root, repos=aptrepo) if first.ok else first
     yield Converged(node_root, first, second, first_s, time.monotonic() - started)
     shutil.rmtree(node_root, ignore_errors=True)
 
@@ -96,47 +96,59 @@ def test_site_converges_into_a_debian_rootfs_and_a_second_run_changes_nothing(co
     assert (second.stats[CHROOT_HOST].changed, second.stats[CHROOT_HOST].failed) == (0, 0)
     print(f"\nconverge: first run {first_s:.1f}s changed={first.stats[CHROOT_HOST].changed}; second run {second_s:.1f}s changed=0")
 
-    # the effects are real files in the image
+    # the effects are real files and packages in the image
     dpkg = (node_root / "var/lib/dpkg/status").read_text()
-    for package in ("containerd", "mdadm", "xfsprogs", "nfs-common", "rdma-core", "infiniband-diags", "prometheus-node-exporter"):
+    for package in ("mdadm", "xfsprogs", "nfs-common", "rdma-core", "infiniband-diags"):
         assert f"Package: {package}\n" in dpkg
+    installed = _installed(dpkg)
+    # the pin keeps the spec's driver although the repository has a newer 580 build; packages are held
+    assert installed["nvidia-open"] == ("580.173.02-1", "hold ok installed")
+    assert installed["nvidia-fabricmanager"] == ("580.173.02-1", "hold ok installed")
+    assert installed["libnvidia-nscq"] == ("580.173.02-1", "hold ok installed")
+    for package in ("nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools", "libnvidia-container1"):
+        assert installed[package] == ("1.18.2-1", "hold ok installed"), package
+    assert installed["lustre-client-utils"][0] == "2.15.1-1"
+    assert "containerd" not in installed and "kubelet" not in installed  # kubespray's own binaries, never the distribution's
+    sources = {p.name: p.read_text() for p in (node_root / "etc/apt/sources.list.d").glob("alicerce-*.sources")}
+    assert set(sources) == {"alicerce-nvidia-cuda.sources", "alicerce-nvidia-container-toolkit.sources", "alicerce-lustre.sources"}
+    assert all("Signed-By: /etc/apt/keyrings/alicerce-" in text and "Trusted" not in text for text in sources.values())
+    assert "/cuda/debian12/x86_64/" in sources["alicerce-nvidia-cuda.sources"]
+    assert "Pin: version 580.173.02-*" in (node_root / "etc/apt/preferences.d/alicerce-nvidia-driver.pref").read_text()
+    persistenced = (node_root / "etc/systemd/system/nvidia-persistenced.service.d/alicerce.conf").read_text()
+    assert [line for line in persistenced.splitlines() if line.startswith("ExecStart")][-1].endswith("--persistence-mode --verbose")
+    wants = node_root / "etc/systemd/system/multi-user.target.wants"
+    for unit in ("nvidia-persistenced.service", "nvidia-fabricmanager.service", "nvidia-cdi-refresh.path", "nvidia-cdi-refresh.service"):
+        assert (wants / unit).is_symlink(), unit
+    fabric = (node_root / "usr/share/nvidia/nvswitch/fabricmanager.cfg").read_text()
+    assert "TRUNK_LINK_FAILURE_MODE=0" in fabric and "NVSWITCH_FAILURE_MODE=0" in fabric
+    assert not (node_root / "etc/cdi/nvidia.yaml").exists()  # nvidia-cdi-refresh writes /var/run/cdi on the host
     fstab = (node_root / "etc/fstab").read_text()
     assert "/dev/md/scratch /scratch xfs defaults,noatime,nofail" in fstab
-    assert "10.30.0.10@o2ib:/ai /lustre lustre" in fstab and "nfs.dc1.acme.example:/export/home /home/shared nfs4" in fstab
-    kubelet = yaml.safe_load((node_root / "etc/kubernetes/kubelet.conf.d/50-alicerce.conf").read_text())
-    assert (kubelet["cpuManagerPolicy"], kubelet["topologyManagerPolicy"]) == ("static", "single-numa-node")
-    assert "nvidia.com/gpu.clique=dc1-spod1" in (node_root / "etc/default/kubelet").read_text()
+    assert "10.40.31.250@o2ib:/ai /lustre lustre" in fstab and "nfs.dc1.acme.example:/export/home /home/shared nfs4" in fstab
     assert "nouveau" in (node_root / "etc/modprobe.d/alicerce-blacklist-nouveau.conf").read_text()
-    assert "--collector.infiniband" in (node_root / "etc/default/prometheus-node-exporter").read_text()
     assert 'options lnet networks="o2ib(ibrail0' in (node_root / "etc/modprobe.d/alicerce-lnet.conf").read_text()
-    # containerd: the distribution's own config kept, our runtimes added, and containerd accepts the result
-    config = (node_root / "etc/containerd/config.toml").read_text()
-    assert 'bin_dir = "/usr/lib/cni"' in config
-    dump = subprocess.run(["chroot", str(node_root), "containerd", "config", "dump"], capture_output=True, text=True, check=True).stdout
-    assert 'default_runtime_name = "nvidia"' in dump and "runtimes.nvidia]" in dump and "runtimes.runc]" in dump
+    modules = (node_root / "etc/modules-load.d/alicerce-rdma.conf").read_text()
+    assert "ib_ipoib" in modules and "nvidia_peermem" not in modules  # DMA-BUF with the open modules and inbox rdma-core
+    assert not (node_root / "etc/containerd").exists()  # containerd's config is kubespray's alone
     assert (first.artifacts / "stdout").is_file() and (first.artifacts / "status").read_text() == "successful"
 
 
-def test_rerun_keeps_runtime_config_that_others_own(generated: Path, node_root: Path, tmp_path: Path) -> None:
-    """The kubespray#12277 failure mode: a re-run must not drop a runtime someone else added."""
-    config = node_root / "etc/containerd/config.toml"
-    config.parent.mkdir(parents=True, exist_ok=True)
-    foreign = (
-        'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\n  default_runtime_name = "runc"\n'
-        '  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata]\n    runtime_type = "io.containerd.kata.v2"\n'
-        '  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n    runtime_type = "io.containerd.runc.v2"\n'
-        '    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\n      SystemdCgroup = false\n'
-    )
-    config.write_text(foreign)
-    tags = "kubernetes_node,nvidia_container_toolkit"
-    for _ in range(2):
-        result = _run(generated, tmp_path, node_root, tags=tags, skip_tags=IMAGE_SKIP)
-        assert result.ok, [str(f) for f in result.failures]
-    assert result.stats[CHROOT_HOST].changed == 0
-    text = config.read_text()
-    assert "runtimes.kata]" in text and 'runtime_type = "io.containerd.kata.v2"' in text
-    assert text.count("SystemdCgroup = true") == 2 and "SystemdCgroup = false" not in text
-    assert text.count('default_runtime_name = "nvidia"') == 1
+def _installed(status: str) -> dict[str, tuple[str, str]]:
+    found: dict[str, tuple[str, str]] = {}
+    for stanza in status.split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in stanza.splitlines() if ": " in line and not line.startswith(" "))
+        if "Package" in fields:
+            found[fields["Package"]] = (fields.get("Version", ""), fields.get("Status", ""))
+    return found
+
+
+def test_check_mode_on_a_fresh_node_runs_to_the_end(generated: Path, node_root: Path, aptrepo: dict[str, str], tmp_path: Path) -> None:
+    """Defect 12: repositories not added yet, units not installed, no array: check mode reports and finishes."""
+    result = _run(generated, tmp_path, node_root, repos=aptrepo, check=True)
+    assert result.ok, [str(f) for f in result.failures]
+    stdout = (result.artifacts / "stdout").read_text()
+    assert "would install nvidia-open, nvidia-persistenced (580.173.02) from the CUDA repository" in stdout
+    assert not (node_root / "etc/apt/sources.list.d/alicerce-nvidia-cuda.sources").exists()  # nothing changed
 
 
 def _mount_proc(root: Path) -> None:
@@ -154,28 +166,48 @@ def converged_copy(converged: Converged, tmp_path: Path) -> Iterator[Path]:
     shutil.rmtree(target, ignore_errors=True)
 
 
-def test_hardware_path_in_check_mode_on_a_healthy_fake_node(generated: Path, converged_copy: Path, tmp_path: Path) -> None:
+def test_hardware_path_in_check_mode_on_a_healthy_fake_node(
+    generated: Path, converged_copy: Path, aptrepo: dict[str, str], tmp_path: Path
+) -> None:
     node_root = converged_copy
     fake = make_fake_node(node_root)
     _mount_proc(node_root)
-    token = "abcdef.0123456789abcdef"
-    vault, password = _vault(tmp_path, {"kubernetes_node_join_token": token, "kubernetes_node_ca_cert_hash": "sha256:" + "0" * 64})
     host_vars = tmp_path / "hw.yml"
     host_vars.write_text(yaml.safe_dump(_host_vars(fake)))
-    os.environ["ANSIBLE_VAULT_PASSWORD_FILE"] = str(password)
-    try:
-        result = _run(generated, tmp_path, node_root, check=True, skip_tags=HARDWARE_SKIP, extra_vars_files=[host_vars, vault])
-    finally:
-        del os.environ["ANSIBLE_VAULT_PASSWORD_FILE"]
+    # the roles that decide from hardware facts (the rest ran in check mode on the fresh rootfs already)
+    tags = "preflight,rdma,nvidia_driver,nvme_scratch"
+    result = _run(
+        generated, tmp_path, node_root, repos=aptrepo, check=True, tags=tags, skip_tags=HARDWARE_SKIP, extra_vars_files=[host_vars]
+    )
     assert result.ok, [str(f) for f in result.failures]
     stdout = (result.artifacts / "stdout").read_text()
-    assert "passed 11 acceptance checks" in stdout
     assert "scratch array: keep" in stdout  # the existing array is kept, never re-created
-    assert token not in stdout and token not in "".join(p.read_text() for p in (result.artifacts / "job_events").glob("*.json"))
     # check mode only reported: the rails it planned were not written
     assert not list((node_root / "etc/systemd/network").glob("*ibrail*"))
     # ... but it did plan eight rails from the fake HCAs, addressed from the fabric plan
     assert "(item=ibrail7)" in stdout and "(item=ibrail7 10.40.224.1/19)" in stdout
+
+
+def test_acceptance_and_burn_in_pass_on_a_healthy_node_and_keep_a_report(generated: Path, converged_copy: Path, tmp_path: Path) -> None:
+    node_root = converged_copy
+    fake = make_fake_node(node_root)
+    host_vars = tmp_path / "hw.yml"
+    host_vars.write_text(yaml.safe_dump(_host_vars(fake)))
+    result = _run(generated, tmp_path, node_root, playbook="validate.yml", extra_vars_files=[host_vars])
+    assert result.ok, [str(f) for f in result.failures]
+    report = json.loads((node_root / "var/lib/alicerce/acceptance/acceptance.json").read_text())
+    checks = {c["check"]: c for c in report["checks"]}
+    assert all(c["ok"] for c in checks.values()) and len(checks) >= 20
+    # thresholds derived from the fabric and the GPU's links, next to what the recorded tools measured
+    assert checks["nccl all-reduce busbw in node"] == {
+        **checks["nccl all-reduce busbw in node"],
+        "expected": ">= 315.0 GB/s",
+        "actual": "418.14 GB/s",
+    }
+    assert checks["ib_write_bw per rail"]["expected"] == ">= 360.0 Gb/s"
+    assert checks["dcgmi diag level 2"]["actual"] == "pass"
+    fetched = json.loads((generated / "acceptance" / f"{CHROOT_HOST}.json").read_text())
+    assert fetched == report
 
 
 def test_acceptance_fails_with_a_per_host_summary_on_a_broken_node(generated: Path, converged_copy: Path, tmp_path: Path) -> None:

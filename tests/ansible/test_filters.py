@@ -1,8 +1,12 @@
-"""The decisions roles take from host facts (ansible/filter_plugins/alicerce_node.py), without hardware."""
+"""The decisions roles take from host facts and tool outputs (filter_plugins/), without hardware.
+
+Tool outputs are fixtures written from each tool's documented format (tests/ansible/fixtures/tools).
+"""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -22,6 +26,8 @@ def _load(path: Path, name: str) -> ModuleType:
 
 
 F = _load(ROOT / "alicerce" / "ansible" / "filter_plugins" / "alicerce_node.py", "alicerce_node_filters")
+A = _load(ROOT / "alicerce" / "ansible" / "filter_plugins" / "alicerce_acceptance.py", "alicerce_acceptance_filters")
+TOOLS = ROOT / "tests" / "ansible" / "fixtures" / "tools"
 FACTS = _load(ROOT / "alicerce" / "ansible" / "library" / "alicerce_node_facts.py", "alicerce_node_facts_module")
 
 TB = 3_840_000_000_000
@@ -95,97 +101,220 @@ def test_ipoib_rails_follow_pci_order_not_device_names() -> None:
     ]
 
 
-def test_validation_report_names_every_failed_check() -> None:
-    observed = {
-        "gpus": [{"driver_version": "580.173.02"}] * 7,
-        "nvlink_down": ["GPU 3 link 2"],
-        "fabric_states": ["Completed"] * 7,
-        "facts": {
-            "infiniband": [_hca(f"mlx5_{i}", f"0000:{i:02x}:00.0", rate=200 if i == 0 else 400) for i in range(8)],
-            "mounts": [
-                {"path": "/scratch", "source": "/dev/md127", "fstype": "xfs", "size_bytes": 10},
-                {"path": "/lustre", "fstype": "lustre"},
-            ],
-        },
-    }
-    expected = {
+def _expected(**extra: object) -> dict[str, object]:
+    return {
         "gpu_count": 8,
         "driver_version": "580.173.02",
         "nvswitch": True,
+        "pcie_generation": 5,
+        "pcie_width": 16,
         "hca_count": 8,
         "hca_rate_gbps": 400,
         "hca_link_layer": "InfiniBand",
         "scratch_path": "/scratch",
         "scratch_min_bytes": 1,
         "mounts": ["/lustre", "/home/shared"],
+        **extra,
     }
-    failed = F.failed_checks(F.validation_report(observed, expected))
-    assert failed == [
+
+
+def _observed(**extra: object) -> dict[str, object]:
+    facts = {
+        "infiniband": [_hca(f"mlx5_{i}", f"0000:{i:02x}:00.0") for i in range(8)],
+        "mounts": [
+            {"path": "/scratch", "source": "/dev/md127", "fstype": "xfs", "size_bytes": 10},
+            {"path": "/lustre", "fstype": "lustre"},
+            {"path": "/home/shared", "fstype": "nfs4"},
+        ],
+    }
+    return {
+        "gpus": A.parse_gpu_query((TOOLS / "nvidia-smi-query-gpu.csv").read_text()),
+        "remapped_rows": A.parse_remapped_rows((TOOLS / "nvidia-smi-remapped-rows.csv").read_text()),
+        "xids": A.parse_xids((TOOLS / "journal-kernel-clean.txt").read_text()),
+        "nvlink_down": [],
+        "fabric_states": ["Completed"] * 8,
+        "facts": facts,
+        "rails": F.rails(facts, "infiniband", 8, 400),
+        **extra,
+    }
+
+
+def test_acceptance_passes_a_healthy_node_recorded_from_the_real_tools() -> None:
+    report = A.acceptance_report(_observed(), _expected())
+    assert A.failed_checks(report) == []
+    names = [c["check"] for c in report]
+    for check in (
+        "persistence mode",
+        "ecc mode",
+        "pcie generation",
+        "pcie width",
+        "row remapping",
+        "xid since boot",
+        "fabric manager state",
+    ):
+        assert check in names
+    assert all({"expected", "actual", "ok"} <= set(c) for c in report)  # threshold and measured value, every check
+
+
+def test_acceptance_names_every_failed_check() -> None:
+    facts = {
+        "infiniband": [_hca(f"mlx5_{i}", f"0000:{i:02x}:00.0", rate=200 if i == 0 else 400) for i in range(8)],
+        "mounts": [
+            {"path": "/scratch", "source": "/dev/md127", "fstype": "xfs", "size_bytes": 10},
+            {"path": "/lustre", "fstype": "lustre"},
+        ],
+    }
+    observed = _observed(
+        gpus=A.parse_gpu_query((TOOLS / "nvidia-smi-query-gpu-degraded.csv").read_text())[:7],
+        remapped_rows=A.parse_remapped_rows((TOOLS / "nvidia-smi-remapped-rows-pending.csv").read_text()),
+        xids=A.parse_xids((TOOLS / "journal-kernel-xid.txt").read_text()),
+        nvlink_down=["GPU 3 link 2"],
+        facts=facts,
+        rails=F.rails(facts, "infiniband", 8, 400),
+    )
+    assert A.failed_checks(A.acceptance_report(observed, _expected())) == [
         "gpu count: expected 8, found 7",
+        "persistence mode: expected Enabled, found off on GPU 3",
+        "ecc uncorrected errors: expected 0, found GPU 3=2",
+        "pcie width: expected x16, found GPU 3=x8",
+        "row remapping: expected no pending, failed or uncorrectable, found 00000000:AB:00.0",
+        "xid since boot: expected none (hardware or driver), found 0000:5d:00: Xid 79",  # Xid 13 is the application's
         "nvlinks up: expected all, found GPU 3 link 2",
         "hca rate: expected 400 Gb/s, found mlx5_0=200",
         "mounted /home/shared: expected mounted, found not mounted",
     ]
 
 
-def test_validation_fails_when_nvidia_smi_does_not_run() -> None:
-    report = F.validation_report({"gpus": None, "nvidia_smi_error": "No such file", "facts": {}}, {"gpu_count": 8})
-    assert F.failed_checks(report) == ["gpu count: expected 8, found No such file"]
+def test_acceptance_fails_when_nvidia_smi_does_not_run() -> None:
+    report = A.acceptance_report({"gpus": None, "nvidia_smi_error": "No such file", "facts": {}}, {"gpu_count": 8})
+    assert A.failed_checks(report) == ["gpu count: expected 8, found No such file"]
 
 
-def test_nvidia_smi_parsers() -> None:
-    gpus = F.parse_nvidia_smi_gpus("0, 00000000:18:00.0, 580.173.02, NVIDIA H100 80GB HBM3\n1, 00000000:2A:00.0, 580.173.02, NVIDIA H100\n")
-    assert [g["index"] for g in gpus] == ["0", "1"]
-    assert F.parse_nvlink_down("GPU 0: H100\n\t Link 0: 26.562 GB/s\n\t Link 1: <inactive>\n") == ["GPU 0 link 1"]
-    assert F.parse_fabric_states("    Fabric\n        State : Completed\n        Status : Success\n") == ["Completed"]
-
-
-DEBIAN_CONTAINERD = """version = 2
-
-[plugins]
-  [plugins."io.containerd.grpc.v1.cri"]
-    [plugins."io.containerd.grpc.v1.cri".cni]
-      bin_dir = "/usr/lib/cni"
-"""
-
-DEFAULT_CONTAINERD = """version = 2
-[plugins."io.containerd.grpc.v1.cri".containerd]
-  default_runtime_name = "runc"
-  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-    runtime_type = "io.containerd.runc.v2"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-      SystemdCgroup = false
-  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata]
-    runtime_type = "io.containerd.kata.v2"
-"""
-
-
-def test_containerd_edits_depend_on_what_the_config_already_defines() -> None:
-    assert F.containerd_config_version(DEBIAN_CONTAINERD) == 2
-    assert F.containerd_config_version("[plugins]\n") == 1
-    assert F.containerd_systemd_cgroup_edit(DEFAULT_CONTAINERD)["action"] == "replace"
-    block = F.containerd_systemd_cgroup_edit(DEBIAN_CONTAINERD)
-    assert block["action"] == "block" and "runtimes.runc]" in block["block"]
-    nvidia = F.containerd_nvidia_v2_edit(DEFAULT_CONTAINERD, True, "m")
-    assert nvidia["default"] == "replace" and "[plugins" not in nvidia["block"].split("runtimes.nvidia]")[0].replace(
-        '[plugins."io.containerd.grpc.v1.cri".containerd.', ""
+def test_burn_in_floors_against_recorded_dcgmi_nccl_ib_write_bw_and_nvbandwidth() -> None:
+    expected = _expected(dcgm_diag_level=2, nccl_busbw_gbps=315.0, p2p_bw_gbps=315.0, ib_write_bw_gbps=360.0, hca_count=2)
+    healthy = _observed(
+        dcgm_diag=A.parse_dcgm_diag((TOOLS / "dcgmi-diag-r2-pass.json").read_text()),
+        nccl_busbw_gbps=A.parse_all_reduce((TOOLS / "all_reduce_perf-8xH100.txt").read_text())["busbw_gbps"],
+        p2p_bw_gbps=A.parse_nvbandwidth((TOOLS / "nvbandwidth-d2d-write.txt").read_text()),
+        ib_write_bw={"mlx5_0": A.parse_ib_write_bw((TOOLS / "ib_write_bw-mlx5_0.txt").read_text()), "mlx5_1": 391.0},
     )
-    assert F.containerd_nvidia_v2_edit(DEBIAN_CONTAINERD, True, "m")["default"] == "block"
-
-
-def test_containerd_edit_is_decided_without_the_roles_own_block() -> None:
-    first = F.containerd_nvidia_v2_edit(DEBIAN_CONTAINERD, True, "alicerce x")
-    after = DEBIAN_CONTAINERD + "# BEGIN alicerce x\n" + first["block"] + "\n# END alicerce x\n"
-    assert F.containerd_nvidia_v2_edit(after, True, "alicerce x") == first  # a re-run writes the same block
-
-
-def test_kubelet_dropin_for_training_registers_taints() -> None:
-    config = F.kubelet_dropin("static", "single-numa-node", {"cpu": "2"}, 110, ["nvidia.com/gpu=true:NoSchedule", "dedicated:NoExecute"])
-    assert config["cpuManagerPolicy"] == "static" and config["topologyManagerScope"] == "pod"
-    assert config["registerWithTaints"] == [
-        {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"},
-        {"key": "dedicated", "effect": "NoExecute"},
+    healthy["rails"] = healthy["rails"][:2]  # type: ignore[index]
+    assert A.failed_checks(A.acceptance_report(healthy, expected)) == []
+    broken = {
+        **healthy,
+        "dcgm_diag": A.parse_dcgm_diag((TOOLS / "dcgmi-diag-r2-fail.json").read_text()),
+        "nccl_busbw_gbps": A.parse_all_reduce((TOOLS / "all_reduce_perf-8xH100-slow.txt").read_text())["busbw_gbps"],
+        "ib_write_bw": {"mlx5_0": 391.88, "mlx5_3": A.parse_ib_write_bw((TOOLS / "ib_write_bw-mlx5_3-slow.txt").read_text())},
+    }
+    assert A.failed_checks(A.acceptance_report(broken, expected)) == [
+        "dcgmi diag level 2: expected pass, found GPU Memory gpu 6",  # the PCIe replay warning does not fail the node
+        "nccl all-reduce busbw in node: expected >= 315.0 GB/s, found 251.32 GB/s",
+        "ib_write_bw per rail: expected >= 360.0 Gb/s, found mlx5_3=198.72",
     ]
+
+
+def test_tool_parsers_read_the_documented_formats() -> None:
+    nccl = A.parse_all_reduce((TOOLS / "all_reduce_perf-8xH100.txt").read_text())
+    assert (nccl["busbw_gbps"], nccl["average_gbps"], nccl["bytes"]) == (418.14, 358.792, 8589934592)
+    assert A.parse_ib_write_bw((TOOLS / "ib_write_bw-mlx5_0.txt").read_text()) == 391.88
+    assert A.parse_nvbandwidth((TOOLS / "nvbandwidth-d2d-write.txt").read_text()) == 389.12
+    assert A.parse_nvbandwidth("Running host_to_device_memcpy_ce.\n") == 0.0
+    diag = A.parse_dcgm_diag((TOOLS / "dcgmi-diag-r2-fail.json").read_text())
+    assert (diag["result"], diag["failed"], diag["warnings"]) == ("fail", ["GPU Memory gpu 6"], ["PCIe gpu 1"])
+    assert A.parse_dcgm_diag("Error: unable to connect to host engine")["result"] == "error"
+    addresses = A.parse_ip_addresses((TOOLS / "ip-addr-rails.json").read_text())
+    assert addresses["ibrail0"] == ["10.40.0.1/19"] and addresses["ibrail1"] == []
+    node = A.parse_node((TOOLS / "kubectl-node-ready.json").read_text())
+    assert node["ready"] and node["allocatable"]["nvidia.com/gpu"] == "8"
+    assert A.parse_nvlink_down("GPU 0: H100\n\t Link 0: 26.562 GB/s\n\t Link 1: <inactive>\n") == ["GPU 0 link 1"]
+    assert A.parse_fabric_states("    Fabric\n        State : Completed\n        Status : Success\n") == ["Completed"]
+
+
+def test_rail_addresses_and_node_allocatable_are_checked() -> None:
+    expected = _expected(rail_addresses=["10.40.0.1/19", "10.40.32.1/19"], allocatable={"nvidia.com/gpu": "8", "rdma/ib": "8"})
+    observed = _observed(
+        addresses=A.parse_ip_addresses((TOOLS / "ip-addr-rails.json").read_text()),
+        node=A.parse_node((TOOLS / "kubectl-node-ready.json").read_text()),
+    )
+    assert A.failed_checks(A.acceptance_report(observed, expected)) == [
+        "rail addresses: expected 10.40.0.1/19, 10.40.32.1/19, found missing ibrail1 10.40.32.1/19"
+    ]
+    observed["node"] = {"ready": False, "allocatable": {"nvidia.com/gpu": "7"}}
+    failed = A.failed_checks(A.acceptance_report(observed, {**expected, "rail_addresses": []}))
+    assert failed == [
+        "node ready: expected True, found False",
+        "node allocatable: expected nvidia.com/gpu=8, rdma/ib=8, found nvidia.com/gpu=7, rdma/ib=0",
+    ]
+
+
+def test_a_north_south_adapter_beside_the_rails_is_left_alone() -> None:
+    """Defect 7: eight 400G rails plus one Ethernet (or slower) NIC; the spec says eight rails."""
+    ib = [_hca(f"mlx5_{i}", f"0000:{0x1A + i * 0x10:02x}:00.0") for i in range(8)]
+    north_south = _hca("mlx5_8", "0000:05:00.0", rate=100, layer="Ethernet")
+    assert len(F.rails({"infiniband": [*ib, north_south]}, "infiniband", 8, 400)) == 8
+    roce = [_hca(f"mlx5_{i}", f"0000:{0x1A + i * 0x10:02x}:00.0", layer="Ethernet") for i in range(8)]
+    chosen = F.rails({"infiniband": [north_south, *roce]}, "roce", 8, 400)  # the NIC sorts first by PCI address
+    assert [r["ibdev"] for r in chosen] == [f"mlx5_{i}" for i in range(8)]
+    devices = [{"vendor": "0x15b3", "class": "0x020700"}] * 8 + [{"vendor": "0x15b3", "class": "0x020000"}]
+    assert F.pci_count(devices, "hca") == 9  # preflight asks for at least the spec's rails
+
+
+def test_scratch_never_takes_a_disk_with_a_signature() -> None:
+    """Defect 17: a spare-looking disk with a file system is never written."""
+    signed = {"results": [{"item": {"name": "nvme3n1"}, "stdout": (TOOLS / "wipefs-ext4.json").read_text()}]}
+    facts = F.with_signatures({"nvme_disks": [disk("nvme2n1"), disk("nvme3n1")], "md_arrays": []}, signed["results"])
+    found = F.scratch_plan(facts, "scratch", [], 1)
+    assert (found["action"], found["devices"]) == ("create", ["/dev/nvme2n1"])  # discovery leaves it out
+    named = F.scratch_plan(facts, "scratch", ["nvme2n1", "nvme3n1"], 1)
+    assert named["action"] == "fail" and "nvme3n1 (ext4)" in named["reason"]  # named in the spec: stop
+    by_id = {"nvme_disks": [disk("nvme2n1", by_id=["nvme-SAMSUNG_MZ1L23T8HBLA-00A07_S6EWNA0T100001"])], "md_arrays": []}
+    plan = F.scratch_plan(by_id, "scratch", ["/dev/disk/by-id/nvme-SAMSUNG_MZ1L23T8HBLA-00A07_S6EWNA0T100001"], 1)
+    assert (plan["action"], plan["devices"]) == ("create", ["/dev/nvme2n1"])
+
+
+def test_kubelet_state_is_reset_only_when_its_policy_changes() -> None:
+    """Defect 13: another config change keeps the state; a policy change removes exactly that state file."""
+    static = (TOOLS / "cpu_manager_state-static.json").read_text()
+    none = (TOOLS / "cpu_manager_state-none.json").read_text()
+    assert F.resource_manager_reset(static, "", "static", "None") == {"reset": False, "files": []}
+    assert F.resource_manager_reset(none, "", "static", "None") == {"reset": True, "files": ["cpu_manager_state"]}
+    assert F.resource_manager_reset("", "", "static", "None") == {"reset": False, "files": []}  # a new node has none
+    memory = '{"policyName":"Static","machineState":{},"checksum":1}'
+    assert F.resource_manager_reset(static, memory, "static", "None")["files"] == ["memory_manager_state"]
+
+
+def test_labels_and_taints_the_spec_dropped_are_removed_and_nobody_elses() -> None:
+    """Defect 18: kubespray only adds; alicerce removes what it set before and the spec no longer has."""
+    node = json.loads((TOOLS / "kubectl-node-ready.json").read_text())
+    annotations = node["metadata"]["annotations"]
+    labels = F.label_changes(
+        node["metadata"]["labels"], annotations["alicerce.dev/labels"], {"alicerce.dev/pool": "x", "nvidia.com/gpu.clique": "y"}
+    )
+    assert labels == {"remove": ["old/label"], "annotation": "alicerce.dev/pool,nvidia.com/gpu.clique"}  # kubernetes.io/hostname stays
+    taints = F.taint_changes(node["spec"]["taints"], annotations["alicerce.dev/taints"], ["nvidia.com/gpu=true:NoSchedule"])
+    assert taints == {"remove": ["old:NoExecute-"], "annotation": "nvidia.com/gpu:NoSchedule"}
+
+
+def test_driver_changes_reboot_the_node() -> None:
+    """Defect 10: a changed driver reboots (drained) instead of failing verify with 'reboot after an upgrade'."""
+    assert F.driver_action("580.105.08", "580.173.02", False) == "reboot"  # upgraded earlier, never rebooted
+    assert F.driver_action("", "580.173.02", True) == "reboot"
+    assert F.driver_action("580.173.02", "580.173.02", False) == "none"
+    assert F.driver_action("", "580.173.02", False) == "load"
+
+
+def test_vendor_repositories_use_their_own_architecture_names() -> None:
+    """Defect 11: NVIDIA's server repositories say sbsa (DOCA: arm64-sbsa), never the aarch64 fact."""
+    assert [F.repository_arch("aarch64", kind) for kind in ("cuda", "doca", "deb")] == ["sbsa", "arm64-sbsa", "arm64"]
+    assert [F.repository_arch("x86_64", kind) for kind in ("cuda", "doca", "deb")] == ["x86_64", "x86_64", "amd64"]
+    with pytest.raises(ValueError, match="ppc64le"):
+        F.repository_arch("ppc64le", "cuda")
+
+
+def test_fabric_manager_packages_match_the_driver_branch_naming() -> None:
+    """Defect 15: from 580 the packages carry no branch suffix, and NSCQ comes with Fabric Manager."""
+    assert F.fabricmanager_packages("580", "580.173.02") == ["nvidia-fabricmanager=580.173.02-*", "libnvidia-nscq=580.173.02-*"]
+    assert F.fabricmanager_packages("570", "570.195.03") == ["nvidia-fabricmanager-570=570.195.03-*", "libnvidia-nscq-570=570.195.03-*"]
 
 
 def test_facts_module_reads_a_fake_node(tmp_path: Path) -> None:

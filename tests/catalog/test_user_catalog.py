@@ -69,6 +69,6 @@ def test_a_clash_with_a_built_in_id_is_an_error() -> None:
 
     errors = [e.render() for e in check(document).errors]
     assert errors == [
-        'spec.yaml:34:22: error[AL285]: catalog.gpus[0].aliases[1]: "L40S" is already the built-in GPU L40S-48GB'
+        'spec.yaml:35:22: error[AL285]: catalog.gpus[0].aliases[1]: "L40S" is already the built-in GPU L40S-48GB'
         " (use the built-in L40S-48GB (`alicerce catalog gpus`), or give this GPU an id of its own)"
     ]

@@ -155,10 +155,11 @@ def test_apply_and_generate_with_their_default_folders_leave_each_other_alone(
     """apply's project and run artifacts must not land inside generate's tree (they would be a change there)."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "platform.yaml").write_text((ROOT / "platform.yaml").read_text())
-    for args in (["generate", "--env", "prod"], ["apply", "onprem", "--env", "prod"], ["generate", "--env", "prod"]):
+    for args in (["generate", "--env", "prod"], ["apply", "onprem", "--env", "prod", "--kubespray", "skip"], ["generate", "--env", "prod"]):
         result = CliRunner().invoke(build_app(), args)
         assert result.exit_code == 0, result.output
-    assert (tmp_path / "out" / ".alicerce" / "manifest.json").is_file() and len(runner_calls) == 1
+    # the node and cluster stages ran; kubespray's stage is skipped (it needs its own environment)
+    assert (tmp_path / "out" / ".alicerce" / "manifest.json").is_file() and len(runner_calls) == 2
 
 
 # -- 10. apply --secrets: ansible-vault or an explicit opt-in ----------------------------------------
@@ -179,6 +180,8 @@ def apply_with_secrets(tmp_path: Path, secrets: Path, *extra: str) -> Any:
         str(secrets),
         "--format",
         "json",
+        "--kubespray",
+        "skip",
         *extra,
     ]
     return CliRunner().invoke(build_app(), args)
@@ -192,7 +195,7 @@ def test_plaintext_secrets_are_warned_about(tmp_path: Path, runner_calls: list[d
     assert result.exit_code == 0, result.output
     assert "not encrypted with ansible-vault" in result.output and "ansible-vault encrypt" in result.output
     assert "abcdef.0123456789abcdef" not in result.output  # the warning never echoes a secret
-    assert len(runner_calls) == 1
+    assert len(runner_calls) == 2  # the node and cluster stages (kubespray skipped)
 
 
 @pytest.mark.parametrize("ci", ["true", "1"])
@@ -206,7 +209,7 @@ def test_plaintext_secrets_are_refused_in_ci_unless_allowed(
     assert refused.exit_code == 2 and "--allow-plaintext-secrets" in refused.output and runner_calls == []
     allowed = apply_with_secrets(tmp_path, secrets, "--allow-plaintext-secrets")
     assert allowed.exit_code == 0, allowed.output
-    assert len(runner_calls) == 1
+    assert len(runner_calls) == 2  # the node and cluster stages (kubespray skipped)
 
 
 @pytest.mark.parametrize(
@@ -227,7 +230,7 @@ def test_vault_encrypted_secrets_pass_silently_in_ci(
     result = apply_with_secrets(tmp_path, secrets)
     assert result.exit_code == 0, result.output
     assert "ansible-vault" not in result.output
-    assert len(runner_calls) == 1
+    assert len(runner_calls) == 2  # the node and cluster stages (kubespray skipped)
 
 
 def test_a_partly_encrypted_secrets_file_names_its_plaintext_keys(

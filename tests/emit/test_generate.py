@@ -66,13 +66,17 @@ def test_inventory_groups_by_site_pool_purpose_and_rack() -> None:
     assert inventory["purpose_training"]["children"] == {"pool_onprem_h100": None}
     assert inventory["gpu_nodes"]["children"] == {"pool_onprem_h100": None}
     host = pool["children"]["rack_dc1_r02"]["hosts"]["gpu-032.dc1.acme.example"]
-    assert host["rdma_ipoib_addresses"][0] == "10.40.0.32/19" and host["rdma_ipoib_addresses"][7] == "10.40.224.32/19"
+    assert host["rdma_addresses"][0] == "10.40.0.32/19" and host["rdma_addresses"][7] == "10.40.224.32/19"
+    assert host["node_validation_rail_addresses"] == host["rdma_addresses"]
+    assert sorted(inventory["kube_control_plane"]["hosts"]) == [f"cp-{i}.dc1.acme.example" for i in (1, 2, 3)]
     site = yaml.safe_load(files["ansible/site.yml"])
     assert [play["name"] for play in site] == [
         "Check every node of site dc1 before changing any",
         "Provision the nodes of site dc1 in rolling batches",
     ]
-    assert [r["role"] for r in site[1]["roles"]][-1] == "node_validation"
+    assert [r["role"] for r in site[1]["roles"]][-1] == "node_monitoring"  # acceptance runs after kubespray
+    post = yaml.safe_load(files["ansible/post-cluster.yml"])
+    assert [t["ansible.builtin.import_role"]["name"] for t in post[0]["tasks"]] == ["kubernetes_node", "node_validation"]
     config = files["ansible/ansible.cfg"]
     assert "pipelining = true" in config and "fact_caching = jsonfile" in config and "forks = 32" in config
 
@@ -85,8 +89,8 @@ def test_group_vars_follow_the_spec() -> None:
     assert data["nvidia_fabricmanager_enabled"] is True  # H100 SXM5 x8: NVSwitch
     assert (data["rdma_rails"], data["rdma_rate_gbps"], data["preflight_hca_count"]) == (8, 400, 8)
     assert data["kubernetes_node_taints"] == ["nvidia.com/gpu=true:NoSchedule"]
-    assert data["kubernetes_node_control_plane_endpoint"] == "https://k8s.dc1.acme.example:6443"
-    assert [m["source"] for m in data["parallel_fs_client_mounts"]] == ["10.30.0.10@o2ib:/ai", "nfs.dc1.acme.example:/export/home"]
+    assert data["kubernetes_node_cpu_manager_policy"] == "static"
+    assert [m["source"] for m in data["parallel_fs_client_mounts"]] == ["10.40.31.250@o2ib:/ai", "nfs.dc1.acme.example:/export/home"]
     assert data["node_validation_mounts"] == ["/lustre", "/home/shared"] and data["node_validation_scratch_path"] == "/scratch"
 
 

@@ -7,6 +7,7 @@ the decision is tested without the hardware and the tasks only carry it out.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -49,7 +50,9 @@ def scratch_plan(facts: dict[str, Any], array_name: str, wanted: list[str], min_
 
     An array that exists (active under the wanted name, or built from any of the wanted disks) is
     always kept: a re-run never re-creates it and never touches its data. Disks that carry an md
-    superblock but are not in a running array are assembled, not re-created.
+    superblock but are not in a running array are assembled, not re-created. A disk with a
+    partition table, a file system or any other signature (``signatures``, as wipefs reports them)
+    is never written: named in the spec it stops the run; found by discovery it is left out.
     """
     arrays: list[dict[str, Any]] = facts.get("md_arrays", [])
     disks: list[dict[str, Any]] = facts.get("nvme_disks", [])
@@ -57,14 +60,17 @@ def scratch_plan(facts: dict[str, Any], array_name: str, wanted: list[str], min_
         if array.get("name") == array_name:
             return {"action": "keep", "device": f"/dev/md/{array_name}", "devices": array.get("members", []), "reason": "array exists"}
     by_name = {d["name"]: d for d in disks}
+    for disk in disks:
+        for alias in disk.get("by_id", []):
+            by_name.setdefault(alias, disk)
     if wanted:
-        missing = [name for name in wanted if name.removeprefix("/dev/") not in by_name]
+        missing = [name for name in wanted if _disk_key(name) not in by_name]
         if missing:
             return {"action": "fail", "devices": [], "reason": f"disks not found: {', '.join(missing)}"}
-        chosen = [by_name[name.removeprefix("/dev/")] for name in wanted]
+        chosen = [by_name[_disk_key(name)] for name in wanted]
     else:
-        chosen = [d for d in disks if not d.get("partitions") and not d.get("mounted") and not _foreign_holders(d)]
-    in_use = [d["name"] for d in chosen if d.get("partitions") or d.get("mounted") or _foreign_holders(d)]
+        chosen = [d for d in disks if not _in_use(d) and not _foreign_signatures(d)]
+    in_use = [d["name"] for d in chosen if _in_use(d)]
     if in_use:
         return {"action": "fail", "devices": [], "reason": f"disks in use: {', '.join(sorted(in_use))}"}
     for array in arrays:
@@ -79,24 +85,60 @@ def scratch_plan(facts: dict[str, Any], array_name: str, wanted: list[str], min_
             "devices": sorted(d["name"] for d in chosen),
             "reason": "md superblocks found",
         }
+    signed = [f"{d['name']} ({', '.join(_foreign_signatures(d))})" for d in chosen if _foreign_signatures(d)]
+    if signed:
+        reason = f"disks carry data signatures (wipe them by hand if they really are spare): {', '.join(signed)}"
+        return {"action": "fail", "devices": [], "reason": reason}
     if len(chosen) < max(min_devices, 1):
-        return {"action": "fail", "devices": [], "reason": f"{len(chosen)} spare NVMe disks, need at least {max(min_devices, 1)}"}
+        return {"action": "fail", "devices": [], "reason": f"{len(chosen)} blank NVMe disks, need at least {max(min_devices, 1)}"}
     names = sorted(d["name"] for d in chosen)
     return {
         "action": "create",
         "device": f"/dev/md/{array_name}",
         "devices": [f"/dev/{n}" for n in names],
         "size_bytes": sum(int(d.get("size_bytes", 0)) for d in chosen),
-        "reason": f"{len(names)} spare NVMe disks",
+        "reason": f"{len(names)} blank NVMe disks",
     }
+
+
+def with_signatures(facts: dict[str, Any], wipefs_results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The facts with each disk's signature types from ``wipefs --json DEVICE`` (a loop's results)."""
+    types: dict[str, list[str]] = {}
+    for result in wipefs_results:
+        disk = (result.get("item") or {}).get("name", "")
+        try:
+            found = json.loads(result.get("stdout") or "{}").get("signatures", [])
+        except ValueError:
+            found = [{"type": "unreadable"}]
+        types[disk] = sorted({str(sig.get("type", "?")) for sig in found})
+    disks = [{**d, "signatures": types.get(d["name"], d.get("signatures", []))} for d in facts.get("nvme_disks", [])]
+    return {**facts, "nvme_disks": disks}
+
+
+def _disk_key(name: str) -> str:
+    return name.removeprefix("/dev/disk/by-id/").removeprefix("/dev/")
+
+
+def _in_use(disk: dict[str, Any]) -> bool:
+    return bool(disk.get("partitions") or disk.get("mounted") or _foreign_holders(disk))
+
+
+def _foreign_signatures(disk: dict[str, Any]) -> list[str]:
+    """Signatures other than an md superblock (which means: assemble)."""
+    return [s for s in disk.get("signatures", []) if s != "linux_raid_member"]
 
 
 def _foreign_holders(disk: dict[str, Any]) -> list[str]:
     return [h for h in disk.get("holders", []) if not str(h).startswith("md")]
 
 
-def rails(facts: dict[str, Any], technology: str) -> list[dict[str, Any]]:
-    """RDMA adapters in rail order (PCI address order), each with its netdev and first port."""
+def rails(facts: dict[str, Any], technology: str, count: int | None = None, rate_gbps: int = 0) -> list[dict[str, Any]]:
+    """The fabric's rails in rail order (PCI address order), each with its netdevs and first port.
+
+    A node may carry more RDMA adapters than the fabric has rails (a north-south NIC beside the
+    compute rails): only adapters of the fabric's link layer count, and when there are more than
+    ``count`` of them those at the fabric's rate are taken, so the extra adapter is left alone.
+    """
     link_layer = "InfiniBand" if technology == "infiniband" else "Ethernet"
     found = []
     for hca in sorted(facts.get("infiniband", []), key=lambda h: str(h.get("pci", ""))):
@@ -104,209 +146,115 @@ def rails(facts: dict[str, Any], technology: str) -> list[dict[str, Any]]:
         if not ports:
             continue
         found.append({"ibdev": hca["name"], "pci": hca.get("pci", ""), "netdevs": hca.get("netdevs", []), "port": ports[0]})
-    return found
+    if count is None or len(found) <= count:
+        return found
+    at_rate = [r for r in found if rate_gbps and r["port"].get("rate_gbps") == rate_gbps]
+    keep = {r["pci"] for r in (at_rate if len(at_rate) >= count else found)[:count]}
+    return [r for r in found if r["pci"] in keep]
 
 
-def ipoib_plan(facts: dict[str, Any], addresses: list[str], prefix: str = "ibrail") -> list[dict[str, Any]]:
-    """Stable netdev name and IPoIB address per rail: rail i is the i-th InfiniBand HCA by PCI address."""
+def ipoib_plan(
+    facts: dict[str, Any], addresses: list[str], prefix: str = "ibrail", fabric: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Stable netdev name and address per rail: rail i is the i-th rail adapter by PCI address.
+
+    ``fabric``: {technology, rails, rate_gbps} from the spec (default: every InfiniBand adapter).
+    """
+    fabric = fabric or {}
+    selected = rails(facts, fabric.get("technology", "infiniband"), fabric.get("rails"), int(fabric.get("rate_gbps", 0)))
     plan = []
-    for index, rail in enumerate(rails(facts, "infiniband")):
+    for index, rail in enumerate(selected):
         plan.append(
             {
                 "rail": index,
                 "name": f"{prefix}{index}",
                 "ibdev": rail["ibdev"],
                 "pci": rail["pci"],
+                "netdev": (rail["netdevs"] or [""])[0],
                 "address": addresses[index] if index < len(addresses) else "",
             }
         )
     return plan
 
 
-def parse_nvidia_smi_gpus(text: str) -> list[dict[str, str]]:
-    """``nvidia-smi --query-gpu=index,pci.bus_id,driver_version,name --format=csv,noheader``."""
-    gpus = []
-    for line in text.splitlines():
-        fields = [f.strip() for f in line.split(",")]
-        if len(fields) >= 4 and fields[0].isdigit():
-            gpus.append({"index": fields[0], "bus_id": fields[1], "driver_version": fields[2], "name": ",".join(fields[3:])})
-    return gpus
+def _policy_name(state_text: str) -> str | None:
+    """``policyName`` of a kubelet cpu/memory manager state file (None when there is no file or it is unreadable)."""
+    if not state_text:
+        return None
+    try:
+        return str(json.loads(state_text).get("policyName", "")).lower()
+    except (ValueError, AttributeError):
+        return "unreadable"
 
 
-def parse_nvlink_down(text: str) -> list[str]:
-    """``nvidia-smi nvlink --status`` lines of links that are not up (inactive or 0 GB/s)."""
-    down = []
-    gpu = ""
-    for line in text.splitlines():
-        if line.startswith("GPU "):
-            gpu = line.split(":")[0]
-        match = re.match(r"\s*Link (\d+):\s*(.*)$", line)
-        if match and ("inactive" in match.group(2).lower() or re.match(r"0(\.0+)? GB/s", match.group(2).strip())):
-            down.append(f"{gpu} link {match.group(1)}")
-    return down
+def resource_manager_reset(cpu_state: str, memory_state: str, cpu_policy: str, memory_policy: str) -> dict[str, Any]:
+    """Which kubelet resource-manager state files must go before kubelet starts with new policies.
 
-
-def parse_fabric_states(text: str) -> list[str]:
-    """Fabric ``State`` of each GPU in ``nvidia-smi -q`` (Completed when Fabric Manager did its job)."""
-    states = []
-    in_fabric = False
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped == "Fabric":
-            in_fabric = True
-            continue
-        if in_fabric and stripped.startswith("State"):
-            states.append(stripped.split(":", 1)[1].strip())
-            in_fabric = False
-    return states
-
-
-def validation_report(observed: dict[str, Any], expected: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every acceptance check of one node with expected and actual values; ``ok`` false fails the node."""
-    checks: list[dict[str, Any]] = []
-
-    def check(name: str, want: Any, got: Any, ok: bool) -> None:
-        checks.append({"check": name, "expected": want, "actual": got, "ok": bool(ok)})
-
-    gpus = observed.get("gpus")
-    if expected.get("gpu_count", 0) > 0:
-        if gpus is None:
-            check("gpu count", expected["gpu_count"], observed.get("nvidia_smi_error", "nvidia-smi failed"), False)
-        else:
-            check("gpu count", expected["gpu_count"], len(gpus), len(gpus) == expected["gpu_count"])
-            versions = sorted({g["driver_version"] for g in gpus})
-            want = expected.get("driver_version", "")
-            if want:
-                check("driver version", want, ", ".join(versions) or "none", versions == [want])
-        if expected.get("nvswitch"):
-            down = observed.get("nvlink_down")
-            check("nvlinks up", "all", "unknown" if down is None else (", ".join(down) or "all"), down == [])
-            states = observed.get("fabric_states") or []
-            ok = bool(states) and all(s == "Completed" for s in states)
-            check("fabric manager state", "Completed on every GPU", ", ".join(sorted(set(states))) or "none", ok)
-    if expected.get("hca_count", 0) > 0:
-        found = rails(observed.get("facts", {}), "infiniband" if expected.get("hca_link_layer") == "InfiniBand" else "roce")
-        check("hca count", expected["hca_count"], len(found), len(found) == expected["hca_count"])
-        not_active = [r["ibdev"] for r in found if not str(r["port"].get("state", "")).endswith("ACTIVE")]
-        check("hca ports active", "all", ", ".join(not_active) or "all", not not_active)
-        rate = expected.get("hca_rate_gbps", 0)
-        if rate:
-            slow = [f"{r['ibdev']}={r['port'].get('rate_gbps')}" for r in found if r["port"].get("rate_gbps") != rate]
-            check("hca rate", f"{rate} Gb/s", ", ".join(slow) or f"{rate} Gb/s", not slow)
-    mounts = {m["path"]: m for m in observed.get("facts", {}).get("mounts", [])}
-    scratch = expected.get("scratch_path", "")
-    if scratch:
-        mount = mounts.get(scratch)
-        if mount is None:
-            check("scratch mounted", scratch, "not mounted", False)
-        else:
-            is_md = str(mount.get("source", "")).startswith("/dev/md")
-            check("scratch on md raid", "/dev/md/*", mount.get("source"), is_md)
-            size = int(mount.get("size_bytes", 0))
-            want_size = int(expected.get("scratch_min_bytes", 1))
-            check("scratch size", f">= {want_size}", size, size >= want_size)
-    for path in expected.get("mounts", []):
-        check(f"mounted {path}", "mounted", mounts.get(path, {}).get("fstype", "not mounted"), path in mounts)
-    return checks
-
-
-def failed_checks(report: list[dict[str, Any]]) -> list[str]:
-    return [f"{c['check']}: expected {c['expected']}, found {c['actual']}" for c in report if not c["ok"]]
-
-
-def containerd_config_version(text: str) -> int:
-    """The ``version`` of a containerd config (1 when absent, as containerd reads it)."""
-    match = re.search(r"(?m)^\s*version\s*=\s*(\d+)\s*$", text or "")
-    return int(match.group(1)) if match else 1
-
-
-_CRI_V2 = 'plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc'
-
-
-def strip_block(text: str, marker: str) -> str:
-    """``text`` without the blockinfile block whose markers end in ``marker`` (the role's own edit)."""
-    pattern = r"(?ms)^# BEGIN " + re.escape(marker) + r"\n.*?^# END " + re.escape(marker) + r"\n?"
-    return re.sub(pattern, "", text)
-
-
-_CRI_V2_CONTAINERD = 'plugins."io.containerd.grpc.v1.cri".containerd'
-_NVIDIA_V2 = [
-    f"[{_CRI_V2_CONTAINERD}.runtimes.nvidia]",
-    "  privileged_without_host_devices = false",
-    '  runtime_type = "io.containerd.runc.v2"',
-    f"[{_CRI_V2_CONTAINERD}.runtimes.nvidia.options]",
-    '  BinaryName = "/usr/bin/nvidia-container-runtime"',
-    "  SystemdCgroup = true",
-]
-
-
-def containerd_nvidia_v2_edit(text: str, default_runtime: bool, marker: str) -> dict[str, str]:
-    """How to add the nvidia runtime to a version-2 config, decided on the text without our own block.
-
-    The block always holds the nvidia runtime tables. Making nvidia the default flips an existing
-    ``default_runtime_name`` (``replace``), adds the key under an existing containerd table
-    (``insert``), or puts that table in the block when nobody defined it (``block``).
+    kubelet refuses to start when the policy in its state file differs from its configuration, so
+    a file is removed only when its policy changes (never on other config changes), and the node
+    is drained first because its pods lose their exclusive CPUs and memory.
     """
-    others = strip_block(text, marker)
-    lines = list(_NVIDIA_V2)
-    default = "none"
-    if default_runtime:
-        if re.search(r"(?m)^\s*default_runtime_name\s*=", others):
-            default = "replace"
-        elif re.search(r"(?m)^\s*\[" + re.escape(_CRI_V2_CONTAINERD) + r"\]\s*$", others):
-            default = "insert"
-        else:
-            default = "block"
-            lines = [f"[{_CRI_V2_CONTAINERD}]", '  default_runtime_name = "nvidia"', *lines]
-    return {"block": "\n".join(lines), "default": default}
+    remove = []
+    for name, text, want in (("cpu_manager_state", cpu_state, cpu_policy), ("memory_manager_state", memory_state, memory_policy)):
+        have = _policy_name(text)
+        if have is not None and have != want.lower():
+            remove.append(name)
+    return {"reset": bool(remove), "files": remove}
 
 
-def containerd_systemd_cgroup_edit(text: str, marker: str = "") -> dict[str, str]:
-    """The smallest edit of a version-2 containerd config that makes runc use systemd cgroups.
+def label_changes(current: dict[str, str], managed: str, wanted: dict[str, str]) -> dict[str, Any]:
+    """Labels to remove from a node: those alicerce set before (its annotation) that the spec no longer has.
 
-    ``replace``: flip an existing ``SystemdCgroup = false``; ``insert``: add the key under the
-    existing runc options table; ``block``: add the missing runc tables (TOML forbids defining a
-    table twice, so a table that exists is never written again); ``none``: already set.
+    kubespray only ever adds labels (``kubectl label --overwrite``); a label someone else set is
+    never touched because only keys recorded in alicerce's annotation are candidates.
     """
-    if re.search(r"(?m)^\s*SystemdCgroup\s*=\s*true\s*$", text):
-        return {"action": "none", "block": ""}
-    if re.search(r"(?m)^\s*SystemdCgroup\s*=\s*false\s*$", text):
-        return {"action": "replace", "block": ""}
-    if re.search(r"(?m)^\s*\[" + re.escape(_CRI_V2 + ".options") + r"\]\s*$", text):
-        return {"action": "insert", "block": ""}
-    lines = []
-    if not re.search(r"(?m)^\s*\[" + re.escape(_CRI_V2) + r"\]\s*$", text):
-        lines += [f"[{_CRI_V2}]", '  runtime_type = "io.containerd.runc.v2"']
-    lines += [f"[{_CRI_V2}.options]", "  SystemdCgroup = true"]
-    return {"action": "block", "block": "\n".join(lines)}
+    before = {k for k in managed.split(",") if k}
+    remove = sorted(k for k in before - set(wanted) if k in current)
+    return {"remove": remove, "annotation": ",".join(sorted(wanted))}
 
 
-def kubelet_dropin(
-    cpu_manager: str, topology_manager: str, system_reserved: dict[str, str], max_pods: int, taints: list[str]
-) -> dict[str, Any]:
-    """The kubelet drop-in configuration (KubeletConfiguration) alicerce owns on a node."""
-    config: dict[str, Any] = {
-        "apiVersion": "kubelet.config.k8s.io/v1beta1",
-        "kind": "KubeletConfiguration",
-        "cgroupDriver": "systemd",
-        "failSwapOn": True,
-        "maxPods": max_pods,
-        "cpuManagerPolicy": cpu_manager,
-        "topologyManagerPolicy": topology_manager,
-        "systemReserved": dict(sorted(system_reserved.items())),
-    }
-    if topology_manager != "none":
-        config["topologyManagerScope"] = "pod" if topology_manager == "single-numa-node" else "container"
-    if cpu_manager == "static":
-        config["cpuManagerPolicyOptions"] = {"full-pcpus-only": "true"}
-    registered = []
-    for taint in taints:
-        key_value, _, effect = taint.rpartition(":")
-        key, _, value = key_value.partition("=")
-        registered.append({"key": key, "value": value, "effect": effect} if value else {"key": key, "effect": effect})
-    if registered:
-        config["registerWithTaints"] = registered
-    return config
+def taint_changes(current: list[dict[str, str]], managed: str, wanted: list[str]) -> dict[str, Any]:
+    """Taints to remove (``key:Effect-``) that alicerce applied before and the spec dropped; the new annotation."""
+    want = {f"{t.split('=', 1)[0].split(':', 1)[0]}:{t.rpartition(':')[2]}" for t in wanted}
+    before = {k for k in managed.split(",") if k}
+    present = {f"{t.get('key')}:{t.get('effect')}" for t in current or []}
+    remove = sorted(f"{k}-" for k in (before - want) & present)
+    return {"remove": remove, "annotation": ",".join(sorted(want))}
+
+
+REPOSITORY_ARCH = {
+    # NVIDIA's CUDA network repository: Arm servers are "sbsa"
+    "cuda": {"x86_64": "x86_64", "aarch64": "sbsa"},
+    # DOCA-Host repositories: arm64-sbsa
+    "doca": {"x86_64": "x86_64", "aarch64": "arm64-sbsa"},
+    # Debian architecture names (the toolkit's generic deb repository)
+    "deb": {"x86_64": "amd64", "aarch64": "arm64"},
+}
+
+
+def repository_arch(architecture: str, kind: str) -> str:
+    """The path segment a vendor repository uses for an Ansible ``architecture`` fact."""
+    try:
+        return REPOSITORY_ARCH[kind][architecture]
+    except KeyError:
+        raise ValueError(f"no {kind} repository for architecture {architecture}") from None
+
+
+def fabricmanager_packages(branch: str, version: str) -> list[str]:
+    """Fabric Manager and NSCQ at exactly the driver version.
+
+    From branch 580 the packages drop the branch suffix (nvidia-fabricmanager, libnvidia-nscq); the
+    version is matched with a glob because the packaging revision differs between repositories.
+    """
+    suffix = "" if int(branch) >= 580 else f"-{branch}"
+    return [f"nvidia-fabricmanager{suffix}={version}-*", f"libnvidia-nscq{suffix}={version}-*"]
+
+
+def driver_action(loaded: str, pinned: str, changed: bool) -> str:
+    """After the driver packages: ``reboot`` (changed packages, or another driver loaded), ``load``, or ``none``."""
+    if changed or (loaded and loaded != pinned):
+        return "reboot"
+    return "none" if loaded == pinned else "load"
 
 
 class FilterModule:
@@ -317,15 +265,13 @@ class FilterModule:
             "alicerce_pci_count": pci_count,
             "alicerce_kernel_at_least": kernel_at_least,
             "alicerce_scratch_plan": scratch_plan,
+            "alicerce_with_signatures": with_signatures,
             "alicerce_rails": rails,
             "alicerce_ipoib_plan": ipoib_plan,
-            "alicerce_nvidia_smi_gpus": parse_nvidia_smi_gpus,
-            "alicerce_nvlink_down": parse_nvlink_down,
-            "alicerce_fabric_states": parse_fabric_states,
-            "alicerce_validation_report": validation_report,
-            "alicerce_failed_checks": failed_checks,
-            "alicerce_containerd_config_version": containerd_config_version,
-            "alicerce_kubelet_dropin": kubelet_dropin,
-            "alicerce_containerd_systemd_cgroup_edit": containerd_systemd_cgroup_edit,
-            "alicerce_containerd_nvidia_v2_edit": containerd_nvidia_v2_edit,
+            "alicerce_resource_manager_reset": resource_manager_reset,
+            "alicerce_label_changes": label_changes,
+            "alicerce_taint_changes": taint_changes,
+            "alicerce_repository_arch": repository_arch,
+            "alicerce_fabricmanager_packages": fabricmanager_packages,
+            "alicerce_driver_action": driver_action,
         }

@@ -185,7 +185,17 @@ def md_arrays(mdstat, dev):
     return arrays
 
 
-def nvme_disks(sysfs, mounted_sources, array_members):
+def _by_id(dev):
+    """Stable names per kernel disk name, from /dev/disk/by-id links."""
+    aliases = {}
+    base = os.path.join(dev, "disk", "by-id")
+    for link in _listdir(base):
+        aliases.setdefault(os.path.basename(os.path.realpath(os.path.join(base, link))), []).append(link)
+    return aliases
+
+
+def nvme_disks(sysfs, mounted_sources, array_members, dev="/dev"):
+    by_id = _by_id(dev)
     base = os.path.join(sysfs, "block")
     disks = []
     for name in _listdir(base):
@@ -203,6 +213,7 @@ def nvme_disks(sysfs, mounted_sources, array_members):
                 "holders": holders,
                 "mounted": any(src in ("/dev/" + name, *("/dev/" + p for p in partitions)) for src in mounted_sources),
                 "md_superblock": name in array_members or any(h.startswith("md") for h in holders),
+                "by_id": sorted(by_id.get(name, [])),
             }
         )
     return disks
@@ -239,7 +250,7 @@ def main():
         changed=False,
         pci_devices=pci_devices(sysfs),
         infiniband=infiniband(sysfs),
-        nvme_disks=nvme_disks(sysfs, {m["source"] for m in mounted}, members),
+        nvme_disks=nvme_disks(sysfs, {m["source"] for m in mounted}, members, module.params["dev_root"]),
         md_arrays=arrays,
         mounts=mounted,
         secure_boot=secure_boot(sysfs),

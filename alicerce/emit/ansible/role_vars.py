@@ -7,8 +7,8 @@ generator fills the same models from the resolved spec and writes them into ``gr
 for per-host facts such as IPoIB addresses, into the inventory), so the role interface, its
 defaults and what the generator writes cannot disagree.
 
-Fields marked ``secret`` (the kubeadm join token) are never written by the generator: they come
-from an ansible-vault file the operator keeps next to the inventory.
+Fields marked ``secret`` (the BeeGFS authentication secret) are never written by the generator:
+they come from an ansible-vault file the operator keeps next to the inventory.
 """
 
 from __future__ import annotations
@@ -22,6 +22,11 @@ from typing import Any, ClassVar, Literal, get_args, get_origin
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
+
+from alicerce.catalog.onprem import load_onprem
+
+# the pinned node software repositories (catalog/data/onprem.yaml): the roles' defaults come from there, never a second copy
+_SOFTWARE = load_onprem().nodeSoftware
 
 Target = Literal["auto", "host", "image"]
 _TARGET_HELP = "host: a running server; image: an OS image or chroot (packages, files); auto: image inside a chroot."
@@ -53,31 +58,36 @@ class RoleVars(BaseModel):
 class PreflightVars(RoleVars):
     ROLE = "preflight"
     SHORT = "Check that a host is fit to become a GPU node before anything changes."
-    DESCRIPTION = "Supported OS and kernel, architecture, Secure Boot state and the GPU and HCA PCI devices the spec promises."
+    DESCRIPTION = "Supported OS and kernel, architecture, Secure Boot state and the GPU and RDMA PCI devices the spec promises."
 
     preflight_target: Target = _target("preflight")
     preflight_supported_distributions: list[str] = Field(
         default=["Debian 12", "Ubuntu 22.04", "Ubuntu 24.04"], description="Distribution and major version pairs the roles support."
     )
-    preflight_architectures: list[str] = Field(default=["x86_64", "aarch64"], description="CPU architectures the roles support.")
+    preflight_architectures: list[str] = Field(
+        default=["x86_64"], description="CPU architectures the roles support (only x86_64 is exercised by a test)."
+    )
     preflight_min_kernel: str = Field(default="5.15", description="Oldest kernel release accepted on a running host.")
     preflight_secure_boot: Literal["any", "enabled", "disabled"] = Field(
         default="any", description="Required Secure Boot state (unsigned proprietary modules need it disabled)."
     )
     preflight_gpu_count: int = Field(default=0, description="NVIDIA GPUs (PCI class 03xx, vendor 10de) every host must have.")
-    preflight_hca_count: int = Field(default=0, description="Mellanox/NVIDIA RDMA adapters (vendor 15b3, physical functions) per host.")
+    preflight_hca_count: int = Field(
+        default=0, description="RDMA rails the spec declares: at least this many Mellanox/NVIDIA RDMA functions (more are allowed)."
+    )
     preflight_sysfs_root: str = Field(default="/sys", description="Where sysfs is read from (tests point it at a fixture).")
 
 
 class NvidiaDriverVars(RoleVars):
     ROLE = "nvidia_driver"
-    SHORT = "Install the pinned NVIDIA data center driver."
+    SHORT = "Install the pinned NVIDIA data center driver where the host owns it, and reboot into it."
     DESCRIPTION = (
-        "Driver branch and exact version from the spec, open or proprietary modules, nouveau blacklisted, "
-        "persistence daemon, packages held."
+        "Driver branch and exact version from the spec, open or proprietary modules, headers of the running kernel, nouveau "
+        "blacklisted, persistence mode on, packages held; a changed driver drains and reboots the node."
     )
 
     nvidia_driver_target: Target = _target("nvidia_driver")
+    nvidia_driver_enabled: bool = Field(default=False, description="Whether this host owns the driver (the site's gpuDriver is host).")
     nvidia_driver_branch: str = Field(default="580", description="Driver branch (major version).")
     nvidia_driver_version: str = Field(default="580.173.02", description="Exact driver version; packages are pinned and held at it.")
     nvidia_driver_kernel_module_type: Literal["open", "proprietary"] = Field(default="open", description="NVIDIA kernel modules flavour.")
@@ -85,81 +95,101 @@ class NvidiaDriverVars(RoleVars):
         default="nvidia", description="Install from NVIDIA's CUDA repository or the distribution's own archive."
     )
     nvidia_driver_repository_url: str = Field(
-        default="https://developer.download.nvidia.com/compute/cuda/repos",
+        default=_SOFTWARE.cuda.repository,
         description="Base URL of the CUDA repository (point it at a mirror on air-gapped sites).",
     )
+    nvidia_driver_repository_key_url: str = Field(
+        default="", description="Signing key of the repository; empty: the CUDA repository's own key (3bf863cc.pub)."
+    )
     nvidia_driver_packages: list[str] = Field(default=[], description="Packages to install; empty picks the per-OS default.")
-    nvidia_driver_persistenced: bool = Field(default=True, description="Run nvidia-persistenced so GPUs stay initialised.")
+    nvidia_driver_persistenced: bool = Field(default=True, description="Run nvidia-persistenced with persistence mode on.")
     nvidia_driver_hold: bool = Field(default=True, description="Hold the driver packages so upgrades never move them.")
+    nvidia_driver_reboot: bool = Field(
+        default=True, description="Drain and reboot a running node when its driver packages change (never in an image)."
+    )
+    nvidia_driver_rebuild_for_ofed: bool = Field(
+        default=False, description="Rebuild the driver's DKMS modules after DOCA-OFED so nvidia-peermem finds its peer-memory symbols."
+    )
     nvidia_driver_sysfs_root: str = Field(default="/sys", description="Where sysfs is read from (tests point it at a fixture).")
 
 
 class NvidiaFabricmanagerVars(RoleVars):
     ROLE = "nvidia_fabricmanager"
     SHORT = "Run NVIDIA Fabric Manager on NVSwitch systems."
-    DESCRIPTION = "Fabric Manager at exactly the driver version, only where the GPU model's servers use NVSwitch."
+    DESCRIPTION = "Fabric Manager and NSCQ at exactly the driver version, only where the GPU model's servers use NVSwitch."
 
     nvidia_fabricmanager_target: Target = _target("nvidia_fabricmanager")
-    nvidia_fabricmanager_enabled: bool = Field(default=False, description="Whether the host has NVSwitches (decided from the GPU model).")
+    nvidia_fabricmanager_enabled: bool = Field(default=False, description="Whether the host has NVSwitches and owns its driver.")
     nvidia_fabricmanager_branch: str = Field(default="580", description="Driver branch Fabric Manager must match.")
     nvidia_fabricmanager_version: str = Field(default="580.173.02", description="Exact driver version Fabric Manager must match.")
-    nvidia_fabricmanager_fault_tolerance: bool = Field(
-        default=False, description="Keep running with degraded NVSwitch trunks instead of aborting (FABRIC_MODE_RESTART)."
+    nvidia_fabricmanager_degraded_mode: bool = Field(
+        default=False,
+        description="Run with less NVLink bandwidth when a trunk link or NVSwitch fails (TRUNK_LINK_FAILURE_MODE, "
+        "NVSWITCH_FAILURE_MODE 1), not leave the GPUs uninitialised (0).",
     )
 
 
 class NvidiaContainerToolkitVars(RoleVars):
     ROLE = "nvidia_container_toolkit"
-    SHORT = "Add the NVIDIA runtime to containerd without touching anyone else's runtime config."
-    DESCRIPTION = "NVIDIA Container Toolkit, a managed nvidia runtime block (containerd 1.x) or drop-in (2.x), CDI specs."
+    SHORT = "NVIDIA Container Toolkit and CDI specs that follow the driver; containerd's config is kubespray's."
+    DESCRIPTION = "The four toolkit packages at one version, nvidia-cdi-refresh on driver changes, no edit of containerd's config."
 
     nvidia_container_toolkit_target: Target = _target("nvidia_container_toolkit")
-    nvidia_container_toolkit_version: str = Field(default="1.18.1", description="NVIDIA Container Toolkit version.")
+    nvidia_container_toolkit_enabled: bool = Field(default=False, description="Whether this host owns the toolkit (with the driver).")
+    nvidia_container_toolkit_version: str = Field(
+        default=_SOFTWARE.containerToolkit.version, description="NVIDIA Container Toolkit version (>= 1.18)."
+    )
     nvidia_container_toolkit_repository_url: str = Field(
         default="https://nvidia.github.io/libnvidia-container", description="Toolkit apt repository (mirror it on air-gapped sites)."
     )
-    nvidia_container_toolkit_default_runtime: bool = Field(default=True, description="Make nvidia containerd's default runtime.")
-    nvidia_container_toolkit_containerd_config: str = Field(
-        default="/etc/containerd/config.toml", description="containerd main config file."
+    nvidia_container_toolkit_repository_key_url: str = Field(
+        default="", description="Signing key of the repository; empty: the repository's own gpgkey."
     )
-    nvidia_container_toolkit_cdi: bool = Field(default=True, description="Generate CDI specs under /etc/cdi on running hosts.")
 
 
 class RdmaVars(RoleVars):
     ROLE = "rdma"
-    SHORT = "RDMA fabric: InfiniBand or RoCE, IPoIB per rail, GPUDirect RDMA."
+    SHORT = "RDMA fabric: InfiniBand or RoCE, addressed rails, GPUDirect RDMA through DMA-BUF (or nvidia-peermem with DOCA-OFED)."
     DESCRIPTION = (
-        "rdma-core or DOCA-OFED, stable names, IPoIB addresses from the fabric plan, subnet manager, lossless RoCE, nvidia-peermem."
+        "rdma-core or a pinned, signed DOCA-OFED, stable rail names applied before anything mounts, IPoIB or RoCE addresses "
+        "from the fabric plan, subnet manager, lossless RoCE on the rails only."
     )
 
     rdma_target: Target = _target("rdma")
     rdma_enabled: bool = Field(default=False, description="Whether the host joins an RDMA fabric.")
     rdma_stack: Literal["rdma-core", "doca-ofed"] = Field(default="rdma-core", description="Inbox rdma-core or NVIDIA DOCA-OFED.")
+    rdma_doca_version: str = Field(default="3.2.1", description="DOCA-Host release whose repository is used (never latest).")
     rdma_doca_repository_url: str = Field(
-        default="https://linux.mellanox.com/public/repo/doca/latest", description="DOCA repository (with rdma_stack doca-ofed)."
+        default=_SOFTWARE.doca.repository, description="DOCA repository base (with rdma_stack doca-ofed)."
     )
+    rdma_doca_repository_key_url: str = Field(default=_SOFTWARE.doca.key, description="DOCA repository signing key.")
     rdma_technology: Literal["infiniband", "roce"] = Field(default="infiniband", description="RDMA transport.")
-    rdma_rails: int = Field(default=0, description="RDMA adapters (rails) per host.")
+    rdma_rails: int = Field(default=0, description="RDMA rails per host, from the spec; extra adapters (north-south) are left alone.")
     rdma_rate_gbps: int = Field(default=400, description="Expected link rate per rail in Gbit/s.")
-    rdma_mtu: int = Field(default=4096, description="RDMA MTU; RoCE netdevs get 9000-byte frames.")
+    rdma_mtu: int = Field(default=4096, description="RDMA MTU; RoCE rails get 9000-byte frames.")
     rdma_subnet_manager: bool = Field(default=False, description="Run opensm on this host (only where the spec says so).")
-    rdma_gpudirect: bool = Field(default=True, description="Load nvidia-peermem for GPUDirect RDMA.")
+    rdma_gpudirect: Literal["none", "dmabuf", "peermem"] = Field(
+        default="none", description="GPUDirect RDMA path: DMA-BUF (open modules, no module to load) or legacy nvidia-peermem (DOCA-OFED)."
+    )
     rdma_roce_pfc_priority: int = Field(default=3, description="RoCE: the lossless (PFC) priority.")
-    rdma_ipoib_addresses: list[str] = per_host([], "IPoIB address with prefix per rail, in rail order (from the fabric plan).")
+    rdma_roce_traffic_class: int = Field(default=106, description="RoCE: traffic class of RDMA traffic (DSCP 26, ECN capable).")
+    rdma_addresses: list[str] = per_host([], "Rail address with prefix per rail, in rail order (IPoIB or RoCE, from the fabric plan).")
     rdma_sysfs_root: str = Field(default="/sys", description="Where sysfs is read from (tests point it at a fixture).")
 
 
 class NvmeScratchVars(RoleVars):
     ROLE = "nvme_scratch"
-    SHORT = "Local NVMe disks as one RAID0 XFS scratch volume; an existing array is never re-created."
-    DESCRIPTION = "mdadm RAID0 over the spare NVMe disks, file system, fstab entry and mount with scratch-friendly options."
+    SHORT = "Local NVMe disks as one RAID0 scratch volume; an existing array is never re-created and a signed disk is never used."
+    DESCRIPTION = "mdadm RAID0 over the spec's NVMe disks (or blank ones), file system, fstab entry and mount with scratch options."
 
     nvme_scratch_target: Target = _target("nvme_scratch")
     nvme_scratch_enabled: bool = Field(default=False, description="Whether the host's pool has a local-nvme tier.")
     nvme_scratch_mount_path: str = Field(default="/scratch", description="Mount path of the scratch volume.")
     nvme_scratch_filesystem: Literal["xfs", "ext4"] = Field(default="xfs", description="File system on the array.")
     nvme_scratch_array_name: str = Field(default="scratch", description="md array name (/dev/md/<name>).")
-    nvme_scratch_devices: list[str] = Field(default=[], description="Member disks; empty means every unused, unpartitioned NVMe disk.")
+    nvme_scratch_devices: list[str] = Field(
+        default=[], description="Member disks from the spec; empty: only blank NVMe disks (no partition table or signature)."
+    )
     nvme_scratch_min_devices: int = Field(default=1, description="Fewest disks worth building an array from.")
     nvme_scratch_mount_options: list[str] = Field(
         default=["defaults", "noatime", "nofail", "x-systemd.device-timeout=30s"], description="Mount options."
@@ -170,8 +200,8 @@ class NvmeScratchVars(RoleVars):
 
 class ParallelFsClientVars(RoleVars):
     ROLE = "parallel_fs_client"
-    SHORT = "Mount the spec's Lustre, BeeGFS and NFS tiers."
-    DESCRIPTION = "Client packages, LNet over the IPoIB rails, fstab entries or BeeGFS mount config, mounts."
+    SHORT = "Mount the spec's Lustre, BeeGFS and NFS tiers from pinned, signed repositories."
+    DESCRIPTION = "Client packages, LNet over the rails (with routes), BeeGFS config with authentication, mounts after the rails are up."
 
     parallel_fs_client_target: Target = _target("parallel_fs_client")
     parallel_fs_client_mounts: list[dict[str, Any]] = Field(
@@ -180,55 +210,58 @@ class ParallelFsClientVars(RoleVars):
     parallel_fs_client_lnet_networks: str = Field(
         default="", description="LNet networks, e.g. o2ib0(ibrail0,ibrail1); empty: LNet default."
     )
+    parallel_fs_client_lnet_routes: list[str] = Field(default=[], description="LNet routes, 'NET GATEWAY_NID' each.")
     parallel_fs_client_lustre_repository_url: str = Field(
-        default="https://downloads.whamcloud.com/public/lustre/latest-release",
-        description="Lustre client repository (mirror it when air-gapped).",
+        default=f"{_SOFTWARE.lustre.repository}/lustre-{_SOFTWARE.lustre.version}",
+        description="Lustre client repository of one release (a signed mirror: Whamcloud's own is not signed).",
+    )
+    parallel_fs_client_lustre_repository_key_url: str = Field(
+        default="", description="Signing key of the Lustre mirror; required when a Lustre tier is mounted."
     )
     parallel_fs_client_beegfs_repository_url: str = Field(
-        default="https://www.beegfs.io/release/beegfs_7.4.5", description="BeeGFS repository (mirror it when air-gapped)."
+        default=_SOFTWARE.beegfs.repository, description="BeeGFS repository of one release (mirror it when air-gapped)."
+    )
+    parallel_fs_client_beegfs_repository_key_url: str = Field(default=_SOFTWARE.beegfs.key, description="BeeGFS repository signing key.")
+    parallel_fs_client_beegfs_rdma: bool = Field(default=True, description="BeeGFS over RDMA (connUseRDMA).")
+    parallel_fs_client_beegfs_auth_secret: str = secret(
+        "BeeGFS connection authentication secret (connAuthFile); only ever from ansible-vault, never rendered."
     )
     parallel_fs_client_proc_root: str = Field(default="/proc", description="Where procfs (mounts) is read from (tests use a fixture).")
 
 
 class KubernetesNodeVars(RoleVars):
     ROLE = "kubernetes_node"
-    SHORT = "containerd and kubelet tuned per pool purpose, then kubeadm join."
-    DESCRIPTION = "Swap off, kernel modules and sysctls, containerd with systemd cgroups, kubelet drop-in config, labels and taints, join."
+    SHORT = "What kubespray does not do: kubelet resource-manager state on policy changes, drains, reboots, label and taint removal."
+    DESCRIPTION = (
+        "Before kubespray: retire the apt-installed kubelet and distribution containerd, reset the CPU and memory manager state "
+        "of a drained node whose policy changes. After it: uncordon, remove labels and taints the spec dropped, node Ready."
+    )
 
     kubernetes_node_target: Target = _target("kubernetes_node")
-    kubernetes_node_version: str = Field(default="1.35", description="Kubernetes minor version of kubelet and kubeadm.")
-    kubernetes_node_repository_url: str = Field(
-        default="https://pkgs.k8s.io/core:/stable:", description="Kubernetes package repository (mirror it when air-gapped)."
+    kubernetes_node_cpu_manager_policy: Literal["none", "static"] = Field(
+        default="none", description="kubelet CPU manager policy kubespray writes (a change resets the state file, drained)."
     )
-    kubernetes_node_control_plane_endpoint: str = Field(default="", description="API server host:port the node joins.")
-    kubernetes_node_join: bool = Field(default=True, description="Run kubeadm join on running hosts that have not joined.")
-    kubernetes_node_join_token: str = secret("kubeadm bootstrap token; only ever from ansible-vault, never rendered.")
-    kubernetes_node_ca_cert_hash: str = secret("sha256:<hash> of the cluster CA; from ansible-vault next to the token.")
-    kubernetes_node_labels: dict[str, str] = Field(default={}, description="Node labels registered by kubelet.")
-    kubernetes_node_taints: list[str] = Field(default=[], description="Taints registered by kubelet, as key=value:Effect.")
-    kubernetes_node_cpu_manager_policy: Literal["none", "static"] = Field(default="none", description="kubelet CPU manager policy.")
-    kubernetes_node_topology_manager_policy: Literal["none", "best-effort", "restricted", "single-numa-node"] = Field(
-        default="none", description="kubelet topology manager policy."
+    kubernetes_node_memory_manager_policy: Literal["None", "Static"] = Field(
+        default="None", description="kubelet memory manager policy kubespray writes (a change resets the state file, drained)."
     )
-    kubernetes_node_system_reserved: dict[str, str] = Field(
-        default={"cpu": "2", "memory": "8Gi"}, description="Resources kept for the OS (static CPU manager needs some CPU)."
+    kubernetes_node_labels: dict[str, str] = Field(default={}, description="Node labels of the pool (kubespray adds them).")
+    kubernetes_node_taints: list[str] = Field(default=[], description="Taints of the pool as key=value:Effect (kubespray adds them).")
+    kubernetes_node_kubectl: str = Field(
+        default="kubectl --kubeconfig /etc/kubernetes/admin.conf", description="kubectl on the first control-plane host."
     )
-    kubernetes_node_max_pods: int = Field(default=110, description="Pods per node.")
-    kubernetes_node_kernel_modules: list[str] = Field(default=["overlay", "br_netfilter"], description="Kernel modules loaded at boot.")
-    kubernetes_node_sysctls: dict[str, str] = Field(
-        default={"net.bridge.bridge-nf-call-iptables": "1", "net.bridge.bridge-nf-call-ip6tables": "1", "net.ipv4.ip_forward": "1"},
-        description="Kernel settings for pod networking.",
-    )
+    kubernetes_node_drain_timeout: str = Field(default="900s", description="How long a drain may take before the run fails.")
+    kubernetes_node_state_dir: str = Field(default="/var/lib/kubelet", description="kubelet's state directory.")
 
 
 class NodeMonitoringVars(RoleVars):
     ROLE = "node_monitoring"
-    SHORT = "Prometheus node exporter with InfiniBand and NVMe collectors; DCGM exporter off Kubernetes."
+    SHORT = "Prometheus node exporter where the host owns it; DCGM exporter off Kubernetes."
     DESCRIPTION = (
         "Node exporter from the distribution, collectors checked against the installed binary, DCGM exporter where no GPU Operator runs."
     )
 
     node_monitoring_target: Target = _target("node_monitoring")
+    node_monitoring_node_exporter: bool = Field(default=False, description="Whether this host runs the node exporter (nodeExporter host).")
     node_monitoring_listen_address: str = Field(default=":9100", description="Node exporter listen address.")
     node_monitoring_collectors: list[str] = Field(
         default=["infiniband", "mdadm", "nvme", "systemd", "textfile"], description="Collectors enabled on top of the defaults."
@@ -242,37 +275,72 @@ class NodeMonitoringVars(RoleVars):
 
 class NodeValidationVars(RoleVars):
     ROLE = "node_validation"
-    SHORT = "Acceptance: the node has what the spec promises, or the run fails with a per-host summary."
-    DESCRIPTION = "GPU count, driver version, NVLink and Fabric Manager health, HCA count, state and rate, scratch array size, mounts."
+    SHORT = "Acceptance and burn-in: the node proves what the spec promises, or the run fails with a per-host report."
+    DESCRIPTION = (
+        "GPU count, driver, persistence, ECC and row remapping, XIDs, PCIe links, NVLink and Fabric Manager, dcgmi diag, NCCL "
+        "all-reduce and ib_write_bw against floors from the fabric, rails and addresses, scratch, mounts, node Ready and allocatable."
+    )
 
     node_validation_target: Target = _target("node_validation")
     node_validation_gpu_count: int = Field(default=0, description="GPUs nvidia-smi must list.")
     node_validation_driver_version: str = Field(default="", description="Driver version every GPU must report.")
     node_validation_nvswitch: bool = Field(default=False, description="Check Fabric Manager state and that no NVLink is down.")
-    node_validation_hca_count: int = Field(default=0, description="Active RDMA ports expected.")
-    node_validation_hca_rate_gbps: int = Field(default=0, description="Rate every RDMA port must run at.")
-    node_validation_hca_link_layer: Literal["InfiniBand", "Ethernet"] = Field(default="InfiniBand", description="Link layer of the ports.")
+    node_validation_pcie_generation: int = Field(default=0, description="PCIe generation every GPU link must train at (0: not checked).")
+    node_validation_pcie_width: int = Field(default=16, description="PCIe link width every GPU must train at.")
+    node_validation_dcgm_diag_level: int = Field(default=0, description="dcgmi diag run level (0: not run).")
+    node_validation_nccl_busbw_gbps: float = Field(
+        default=0.0, description="Floor of NCCL all-reduce bus bandwidth inside a node in GB/s (0: not run)."
+    )
+    node_validation_nccl_internode_busbw_gbps: float = Field(
+        default=0.0, description="Floor of NCCL all-reduce bus bandwidth across nodes in GB/s (0: not run)."
+    )
+    node_validation_p2p_bw_gbps: float = Field(default=0.0, description="Floor of GPU-to-GPU copy bandwidth in GB/s (0: not run).")
+    node_validation_hca_count: int = Field(default=0, description="Rails expected (the spec's), each an active port.")
+    node_validation_hca_rate_gbps: int = Field(default=0, description="Rate every rail must run at.")
+    node_validation_hca_link_layer: Literal["InfiniBand", "Ethernet"] = Field(default="InfiniBand", description="Link layer of the rails.")
+    node_validation_ib_write_bw_gbps: float = Field(default=0.0, description="Floor of ib_write_bw per rail in Gbit/s (0: not run).")
+    node_validation_rail_addresses: list[str] = per_host([], "Addresses the rails must carry (from the fabric plan).")
     node_validation_scratch_path: str = Field(default="", description="Scratch mount that must be an md RAID0; empty: none.")
     node_validation_scratch_min_bytes: int = Field(default=1, description="Smallest acceptable scratch file system size.")
     node_validation_mounts: list[str] = Field(default=[], description="Paths that must be mount points.")
-    node_validation_nvidia_smi: str = Field(default="nvidia-smi", description="nvidia-smi command (tests point it at a fake).")
+    node_validation_allocatable: dict[str, str] = Field(
+        default={}, description="Extended resources the Kubernetes node must offer, e.g. nvidia.com/gpu: '8' (empty: no node check)."
+    )
+    node_validation_report_dir: str = Field(
+        default="/var/lib/alicerce/acceptance", description="Where each node keeps its acceptance report (JSON)."
+    )
+    node_validation_tools: dict[str, str] = Field(
+        default={
+            "nvidia_smi": "nvidia-smi",
+            "dcgmi": "dcgmi",
+            "all_reduce_perf": "/usr/local/bin/all_reduce_perf",
+            "ib_write_bw": "ib_write_bw",
+            "p2p_bandwidth": "/usr/local/bin/nvbandwidth",
+            "journalctl": "journalctl",
+            "ip": "ip",
+            "kubectl": "kubectl --kubeconfig /etc/kubernetes/admin.conf",
+            "mpirun": "mpirun --allow-run-as-root",
+        },
+        description="Commands the burn-in runs (tests point them at fakes that replay recorded outputs).",
+    )
     node_validation_sysfs_root: str = Field(default="/sys", description="Where sysfs is read from (tests point it at a fixture).")
     node_validation_proc_root: str = Field(default="/proc", description="Where procfs is read from (tests point it at a fixture).")
 
 
 ROLE_VARS: tuple[type[RoleVars], ...] = (
     PreflightVars,
+    RdmaVars,
     NvidiaDriverVars,
     NvidiaFabricmanagerVars,
-    RdmaVars,
+    NvidiaContainerToolkitVars,
     NvmeScratchVars,
     ParallelFsClientVars,
     KubernetesNodeVars,
-    NvidiaContainerToolkitVars,
     NodeMonitoringVars,
     NodeValidationVars,
 )
-"""Every role, in the order site.yml applies them (the toolkit edits the containerd config kubernetes_node creates)."""
+"""Every role, in the order the node is built: DOCA before the driver (its DKMS build must see OFED), the file
+systems after the rails, the kubelet's state before kubespray, acceptance last (after kubespray, see post-cluster.yml)."""
 
 
 def field_flag(info: FieldInfo, flag: str) -> bool:

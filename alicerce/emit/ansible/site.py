@@ -12,8 +12,17 @@ import ipaddress
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from alicerce.catalog.onprem import load_onprem
+from alicerce.emit.ansible.kubespray import (
+    PLAYBOOKS,
+    cluster_vars,
+    kubelet_managers,
+    pool_vars,
+    requirements_txt,
+)
+from alicerce.emit.ansible.kubespray import inventory as kubespray_inventory
 from alicerce.emit.ansible.role_vars import (
     ROLE_VARS,
     KubernetesNodeVars,
@@ -33,7 +42,9 @@ from alicerce.emit.ansible.role_vars import (
 from alicerce.emit.errors import EmitError
 from alicerce.emit.templates import ANSIBLE_SOURCE, render
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
-from alicerce.spec.models import Fabric, LocalNvmeTier, OnpremSite
+from alicerce.spec.models import Fabric, LocalNvmeTier, OnpremSite, ParallelFsTier
+from alicerce.targets.onprem.resolve import control_plane_hosts
+from alicerce.targets.onprem.spec import Acceptance
 
 # Collections the roles use, pinned to the versions they are tested with (ansible 12.3).
 COLLECTIONS = (("ansible.posix", "2.1.0"), ("community.general", "11.4.2"))
@@ -41,16 +52,11 @@ ANSIBLE_CORE = "2.19.14"
 ANSIBLE_RUNNER = "2.4.3"
 EE_BASE_IMAGE = "quay.io/centos/centos:stream9-minimal"
 ROLLING_BATCH = "25%"
-# GPU roles run only on hosts of the gpu_nodes group; the rest run on every node.
-GPU_ROLES = frozenset({"nvidia_driver", "nvidia_fabricmanager", "nvidia_container_toolkit"})
-PURPOSE_KUBELET = {
-    "training": ("static", "single-numa-node"),
-    "fine-tuning": ("static", "single-numa-node"),
-    "inference": ("static", "best-effort"),
-    "batch-inference": ("static", "best-effort"),
-    "data-prep": ("none", "none"),
-    "system": ("none", "none"),
-}
+# Roles of the cluster stage (post-cluster.yml, after kubespray); every other role runs in site.yml, before it.
+POST_CLUSTER_ROLES = ("node_validation",)
+GpuDirect = Literal["none", "dmabuf", "peermem"]
+# Bandwidth of a PCIe x16 link per generation in GB/s, one direction.
+PCIE_X16_GBPS = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
 
 
 def group_name(*parts: str) -> str:
@@ -117,57 +123,110 @@ def _lnet(mounts: list[dict[str, Any]], fabric: Fabric | None) -> str:
     return ",".join(f"{net}({rails})" if net.startswith("o2ib") else net for net in networks)
 
 
+def _lnet_routes(site: ResolvedSite) -> list[str]:
+    routes: list[str] = []
+    for tier in site.storage:
+        spec = tier.spec
+        if isinstance(spec, ParallelFsTier) and spec.onprem is not None and spec.onprem.implementation == "lustre":
+            routes.extend(spec.onprem.lnet_routes)
+    return sorted(set(routes))
+
+
+def acceptance_floors(pool: ResolvedPool, acceptance: Acceptance) -> dict[str, float]:
+    """Burn-in floors from the GPU's links and the fabric's rails: NCCL and GPU-to-GPU in GB/s, ib_write_bw in Gbit/s."""
+    gpu = pool.gpu
+    floors = {"nccl": 0.0, "nccl_internode": 0.0, "p2p": 0.0, "ib_write_bw": 0.0}
+    if gpu is not None and pool.gpus_per_node > 1:
+        link = gpu.interconnect.nvlinkBandwidthGBps
+        # NVLink figures are bidirectional; a PCIe-only GPU talks to its peers over its x16 host link
+        per_direction = link / 2 if link else PCIE_X16_GBPS.get(gpu.interconnect.pcieGeneration, 0.0)
+        floors["nccl"] = round(per_direction * acceptance.nccl_efficiency, 1)
+        floors["p2p"] = round(per_direction * acceptance.nccl_efficiency, 1)
+    fabric = pool.rdma.fabric if pool.rdma is not None else None
+    if fabric is not None and fabric.onprem is not None:
+        if gpu is not None and len(pool.hosts) > 1:
+            floors["nccl_internode"] = round(fabric.rails * fabric.onprem.rate_gbps / 8 * acceptance.nccl_efficiency, 1)
+        floors["ib_write_bw"] = round(fabric.onprem.rate_gbps * acceptance.ib_write_bw_efficiency, 1)
+    return floors
+
+
 def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPool) -> tuple[RoleVars, ...]:
     """The variables of every role for the nodes of ``pool``, read from the resolved platform."""
     assert isinstance(site.spec, OnpremSite), f"site {site.name}: Ansible provisions on-prem nodes"
     versions = platform.versions
+    software = load_onprem().nodeSoftware
     gpu = pool.gpu
     gpus = pool.gpus_per_node if gpu else 0
+    host_driver = bool(gpu) and site.software.gpu_driver == "host"
     fabric = pool.rdma.fabric if pool.rdma is not None else None
     onprem_fabric = fabric.onprem if fabric else None
-    hcas = pool.rdma.interfaces if pool.rdma is not None else 0
+    rails = fabric.rails if fabric is not None and onprem_fabric is not None else 0
     nvswitch = bool(gpu and gpu.interconnect.nvswitch and gpus >= 8)
     scratch = next((t.spec for t in site.storage if isinstance(t.spec, LocalNvmeTier) and pool.name in t.spec.pools), None)
     mounts = _mounts(site)
-    cpu_manager, topology = PURPOSE_KUBELET[pool.spec.purpose]
+    kubelet = kubelet_managers(pool.spec.purpose)
     driver_version = versions.driverVersion
-    branch = versions.driverBranch
     rate = onprem_fabric.rate_gbps if onprem_fabric else 0
     link_layer = "Ethernet" if onprem_fabric and onprem_fabric.technology == "roce" else "InfiniBand"
+    stack = onprem_fabric.stack if onprem_fabric else "rdma-core"
+    gpudirect: GpuDirect = "none"
+    if fabric is not None and fabric.gpu_direct_rdma and gpu and onprem_fabric is not None:
+        # DMA-BUF needs the open kernel modules (NVIDIA's recommendation); nvidia-peermem only works against DOCA-OFED
+        gpudirect = "peermem" if stack == "doca-ofed" and pool.kernel_modules == "proprietary" else "dmabuf"
+    acceptance = site.spec.acceptance
+    floors = acceptance_floors(pool, acceptance)
+    taints = [f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in pool.spec.taints]
     return (
-        PreflightVars(preflight_gpu_count=gpus, preflight_hca_count=hcas),
-        NvidiaDriverVars(
-            nvidia_driver_branch=branch,
-            nvidia_driver_version=driver_version,
-            nvidia_driver_kernel_module_type=pool.kernel_modules or "open",
-        ),
-        NvidiaFabricmanagerVars(
-            nvidia_fabricmanager_enabled=nvswitch, nvidia_fabricmanager_branch=branch, nvidia_fabricmanager_version=driver_version
-        ),
-        NvidiaContainerToolkitVars(),
+        PreflightVars(preflight_gpu_count=gpus, preflight_hca_count=rails),
         RdmaVars(
             rdma_enabled=onprem_fabric is not None,
+            rdma_stack=stack,
+            rdma_doca_version=software.doca.version,
             rdma_technology=onprem_fabric.technology if onprem_fabric else "infiniband",
-            rdma_rails=hcas,
+            rdma_rails=rails,
             rdma_rate_gbps=rate or 400,
             rdma_mtu=onprem_fabric.mtu if onprem_fabric else 4096,
-            rdma_gpudirect=bool(fabric and fabric.gpu_direct_rdma and gpu),
+            rdma_gpudirect=gpudirect,
+            rdma_roce_pfc_priority=onprem_fabric.roce_pfc_priority if onprem_fabric else 3,
+            rdma_roce_traffic_class=onprem_fabric.roce_traffic_class if onprem_fabric else 106,
+        ),
+        NvidiaDriverVars(
+            nvidia_driver_enabled=host_driver,
+            nvidia_driver_branch=versions.driverBranch,
+            nvidia_driver_version=driver_version,
+            nvidia_driver_kernel_module_type=pool.kernel_modules or "open",
+            nvidia_driver_rebuild_for_ofed=gpudirect == "peermem",
+        ),
+        NvidiaFabricmanagerVars(
+            nvidia_fabricmanager_enabled=nvswitch and host_driver,
+            nvidia_fabricmanager_branch=versions.driverBranch,
+            nvidia_fabricmanager_version=driver_version,
+        ),
+        NvidiaContainerToolkitVars(
+            nvidia_container_toolkit_enabled=host_driver, nvidia_container_toolkit_version=software.containerToolkit.version
         ),
         NvmeScratchVars(
             nvme_scratch_enabled=scratch is not None,
             nvme_scratch_mount_path=scratch.mount_path if scratch else "/scratch",
             nvme_scratch_filesystem=scratch.filesystem if scratch else "xfs",
+            nvme_scratch_devices=list(pool.spec.onprem.scratch_devices) if pool.spec.onprem else [],
         ),
-        ParallelFsClientVars(parallel_fs_client_mounts=mounts, parallel_fs_client_lnet_networks=_lnet(mounts, fabric)),
+        ParallelFsClientVars(
+            parallel_fs_client_mounts=mounts,
+            parallel_fs_client_lnet_networks=_lnet(mounts, fabric),
+            parallel_fs_client_lnet_routes=_lnet_routes(site),
+            parallel_fs_client_lustre_repository_url=f"{software.lustre.repository}/lustre-{software.lustre.version}",
+            parallel_fs_client_beegfs_repository_url=software.beegfs.repository,
+            parallel_fs_client_beegfs_repository_key_url=software.beegfs.key,
+            parallel_fs_client_beegfs_rdma=onprem_fabric is not None,
+        ),
         KubernetesNodeVars(
-            kubernetes_node_version=versions.kubernetes,
-            kubernetes_node_control_plane_endpoint=site.spec.control_plane_endpoint,
+            kubernetes_node_cpu_manager_policy=kubelet.cpu_manager,
             kubernetes_node_labels=dict(sorted(pool.labels.items())),
-            kubernetes_node_taints=[f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in pool.spec.taints],
-            kubernetes_node_cpu_manager_policy=cpu_manager,
-            kubernetes_node_topology_manager_policy=topology,
+            kubernetes_node_taints=taints,
         ),
         NodeMonitoringVars(
+            node_monitoring_node_exporter=site.software.node_exporter == "host",
             node_monitoring_collectors=["systemd", "textfile", "nvme"]
             + (["infiniband"] if onprem_fabric else [])
             + (["mdadm"] if scratch else []),
@@ -177,11 +236,18 @@ def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPoo
             node_validation_gpu_count=gpus,
             node_validation_driver_version=driver_version if gpu else "",
             node_validation_nvswitch=nvswitch,
-            node_validation_hca_count=hcas,
+            node_validation_pcie_generation=gpu.interconnect.pcieGeneration if gpu else 0,
+            node_validation_dcgm_diag_level=acceptance.dcgm_diag_level if gpu else 0,
+            node_validation_nccl_busbw_gbps=floors["nccl"],
+            node_validation_nccl_internode_busbw_gbps=floors["nccl_internode"],
+            node_validation_p2p_bw_gbps=floors["p2p"],
+            node_validation_hca_count=rails,
             node_validation_hca_rate_gbps=rate,
             node_validation_hca_link_layer=link_layer,
+            node_validation_ib_write_bw_gbps=floors["ib_write_bw"],
             node_validation_scratch_path=scratch.mount_path if scratch else "",
             node_validation_mounts=[m["path"] for m in mounts],
+            node_validation_allocatable={r: str(n) for r, n in sorted(pool.gpu_units.resources.items())} if pool.gpu_units else {},
         ),
     )
 
@@ -211,9 +277,10 @@ def inventory_site(platform: ResolvedPlatform, site: ResolvedSite) -> AnsibleSit
         hosts = by_fabric.get(fabric.name, [])
         if not hosts or fabric.onprem is None:
             continue
-        if fabric.onprem.technology == "infiniband" and fabric.onprem.ipoib_cidr is not None:
+        if fabric.onprem.ipoib_cidr is not None:
             for host, addresses in ipoib_addresses(fabric.onprem.ipoib_cidr, fabric.rails, hosts).items():
-                host_vars.setdefault(host, {})["rdma_ipoib_addresses"] = addresses
+                host_vars.setdefault(host, {})["rdma_addresses"] = addresses
+                host_vars[host]["node_validation_rail_addresses"] = addresses
         if fabric.onprem.subnet_manager == "opensm":
             for host in hosts[:2]:  # a master and a standby subnet manager
                 host_vars.setdefault(host, {})["rdma_subnet_manager"] = True
@@ -231,7 +298,7 @@ def group_vars(roles: tuple[RoleVars, ...]) -> dict[str, Any]:
     return data
 
 
-def inventory(sites: list[AnsibleSite]) -> dict[str, Any]:
+def inventory(sites: list[AnsibleSite], control_plane: list[str] | None = None) -> dict[str, Any]:
     children: dict[str, Any] = {}
     purposes: dict[str, list[str]] = {}
     gpu_pools: list[str] = []
@@ -259,6 +326,8 @@ def inventory(sites: list[AnsibleSite]) -> dict[str, Any]:
     for purpose, groups in sorted(purposes.items()):
         children[purpose] = {"children": dict.fromkeys(groups)}
     children["gpu_nodes"] = {"children": dict.fromkeys(gpu_pools)}
+    # the hosts kubectl runs on for drains, uncordons and label changes (delegated; no role applies to them)
+    children["kube_control_plane"] = {"hosts": dict.fromkeys(control_plane or [])}
     return {"all": {"children": children}}
 
 
@@ -276,6 +345,46 @@ def ansible_sites(platform: ResolvedPlatform) -> list[ResolvedSite]:
     return [s for s in platform.sites if s.capabilities.nodes_by_ansible]
 
 
+def _kubespray_files(platform: ResolvedPlatform, sites: list[AnsibleSite], header: str, forks: int) -> dict[str, str]:
+    """kubespray's project: one inventory per site, its pinned environment and the playbooks alicerce runs."""
+    release = load_onprem().kubespray
+    files: dict[str, str] = {
+        "kubespray/requirements.txt": f"# {header}\n" + requirements_txt(release),
+        "kubespray/requirements.yml": render("ansible/kubespray-requirements.yml.j2", header=header, release=release),
+        "kubespray/ansible.cfg": render("ansible/kubespray-ansible.cfg.j2", header=header, forks=forks),
+        "kubespray/execution-environment.yml": render(
+            "ansible/kubespray-execution-environment.yml.j2",
+            header=header,
+            release=release,
+            base_image=EE_BASE_IMAGE,
+            ansible_core=release.python["ansible-core"],
+            ansible_runner=ANSIBLE_RUNNER,
+        ),
+    }
+    for site in sites:
+        resolved = platform.site(site.name)
+        spec = resolved.spec
+        assert isinstance(spec, OnpremSite)
+        if spec.control_plane is None:
+            raise EmitError(f"site {site.name}: controlPlane.hosts is required: kubespray builds the cluster on them")
+        base = f"kubespray/{site.name}"
+        groups = {pool.name: pool.group for pool in site.pools}
+        files[f"{base}/inventory.yml"] = f"---\n# {header}\n# kubespray's inventory of site {site.name}.\n" + dump_yaml(
+            kubespray_inventory(resolved, groups)
+        )
+        files[f"{base}/group_vars/all.yml"] = f"---\n# {header}\n# Cluster-wide kubespray variables of site {site.name}.\n" + dump_yaml(
+            cluster_vars(platform, resolved)
+        )
+        for pool in resolved.pools:
+            if pool.name in groups:
+                files[f"{base}/group_vars/{groups[pool.name]}.yml"] = (
+                    f"---\n# {header}\n# kubespray variables of pool {pool.name}.\n" + dump_yaml(pool_vars(resolved, pool))
+                )
+        for playbook, name in PLAYBOOKS.items():
+            files[f"{base}/{playbook}"] = render("ansible/kubespray-playbook.yml.j2", header=header, release=release, playbook=name)
+    return files
+
+
 def emit_ansible(platform: ResolvedPlatform) -> dict[str, str]:
     sites = [inventory_site(platform, site) for site in ansible_sites(platform)]
     sites = [s for s in sites if s.pools]
@@ -283,18 +392,17 @@ def emit_ansible(platform: ResolvedPlatform) -> dict[str, str]:
         return {}
     header = f"Generated by alicerce from platform {platform.name}, environment {platform.environment}. Do not edit: regenerate."
     hosts = sum(len(pool.hosts) for site in sites for pool in site.pools)
+    forks = max(5, min(100, hosts))
+    node_roles = [m.ROLE for m in ROLE_VARS if m.ROLE != "preflight" and m.ROLE not in POST_CLUSTER_ROLES]
+    plays = {"header": header, "sites": sites, "batch": ROLLING_BATCH, "max_fail_percentage": 0}
     files: dict[str, str] = {
-        "ansible.cfg": render("ansible/ansible.cfg.j2", header=header, forks=max(5, min(100, hosts))),
-        "inventory.yml": f"---\n# {header}\n" + dump_yaml(inventory(sites)),
-        "site.yml": render(
-            "ansible/site.yml.j2",
-            header=header,
-            sites=sites,
-            batch=ROLLING_BATCH,
-            max_fail_percentage=0,
-            roles=[{"name": m.ROLE, "gpu_only": m.ROLE in GPU_ROLES} for m in ROLE_VARS if m.ROLE != "preflight"],
-        ),
-        ".ansible-lint": "---\n# " + header + "\nprofile: production\noffline: true\nskip_list: []\nexclude_paths:\n  - .cache/\n",
+        "ansible.cfg": render("ansible/ansible.cfg.j2", header=header, forks=forks),
+        "inventory.yml": f"---\n# {header}\n" + dump_yaml(inventory(sites, _control_planes(platform, sites))),
+        "site.yml": render("ansible/site.yml.j2", roles=node_roles, **plays),
+        "post-cluster.yml": render("ansible/post-cluster.yml.j2", roles=list(POST_CLUSTER_ROLES), **plays),
+        ".ansible-lint": "---\n# "
+        + header
+        + "\nprofile: production\noffline: true\nskip_list: []\nexclude_paths:\n  - .cache/\n  - kubespray/\n",
         "validate.yml": render("ansible/validate.yml.j2", header=header, sites=sites),
         "requirements.yml": render("ansible/requirements.yml.j2", header=header, collections=COLLECTIONS),
         "execution-environment.yml": render(
@@ -306,7 +414,13 @@ def emit_ansible(platform: ResolvedPlatform) -> dict[str, str]:
             ee_tag=platform.environment,
         ),
         "README.md": render(
-            "ansible/README.md.j2", header=header, platform=platform.name, environment=platform.environment, sites=sites, host_count=hosts
+            "ansible/README.md.j2",
+            header=header,
+            platform=platform.name,
+            environment=platform.environment,
+            sites=sites,
+            host_count=hosts,
+            secrets={s.name: platform.site(s.name).spec.kubeconfig_secret for s in sites},  # type: ignore[union-attr]
         ),
     }
     for site in sites:
@@ -314,5 +428,15 @@ def emit_ansible(platform: ResolvedPlatform) -> dict[str, str]:
             files[f"group_vars/{pool.group}.yml"] = f"---\n# {header}\n# Pool {pool.name} at site {site.name}.\n" + dump_yaml(
                 group_vars(pool.roles)
             )
+    files.update(_kubespray_files(platform, sites, header, forks))
     files.update(_role_files())
     return files
+
+
+def _control_planes(platform: ResolvedPlatform, sites: list[AnsibleSite]) -> list[str]:
+    hosts: list[str] = []
+    for site in sites:
+        spec = platform.site(site.name).spec
+        if isinstance(spec, OnpremSite):
+            hosts.extend(control_plane_hosts(spec))
+    return hosts

@@ -1,13 +1,17 @@
-"""The on-prem target's rules: fabrics that say their transport."""
+"""The on-prem target's rules: fabrics that say their transport, the control plane kubespray builds, LNet reachability."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import ipaddress
+import re
+from collections.abc import Iterable, Iterator
 
+from alicerce.catalog.onprem import load_onprem
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
-from alicerce.spec.models import OnpremSite
+from alicerce.spec.models import OnpremSite, ParallelFsTier
 from alicerce.spec.paths import SpecPath
 from alicerce.spec.units import MAX_HOSTS_PER_POOL, MAX_HOSTS_PER_SITE, count_hosts, expand_hosts, host_pattern_problem
+from alicerce.targets.onprem.resolve import control_plane_hosts
 
 rules = RuleSet()
 
@@ -105,3 +109,94 @@ def host_names(ctx: RuleContext) -> Iterable[Finding]:
         problem = host_pattern_problem(pattern)
         if problem is not None:
             yield Finding(path, problem, "write names such as gpu-[001:032].dc1.example.com", pattern)
+
+
+def _site_path(ctx: RuleContext, name: str) -> SpecPath:
+    index = next(i for i, s in enumerate(ctx.env.sites) if s.name == name)
+    return S.environments[ctx.env_name].sites[index]
+
+
+def _onprem_sites_with_pools(ctx: RuleContext) -> Iterator[OnpremSite]:
+    for site in ctx.resolved.sites:
+        if isinstance(site.spec, OnpremSite) and any(pool.hosts for pool in site.pools):
+            yield site.spec
+
+
+@rules.rule("AL243", "kubespray-kubernetes", "An on-prem site's Kubernetes version is one the pinned kubespray release installs.")
+def kubespray_kubernetes(ctx: RuleContext) -> Iterable[Finding]:
+    release = load_onprem().kubespray
+    minor = ctx.resolved.versions.kubernetes
+    if minor in release.kubernetes:
+        return
+    for site in _onprem_sites_with_pools(ctx):
+        yield Finding(
+            _site_path(ctx, site.name),
+            f'on-prem site "{site.name}" is built with kubespray {release.tag}, which cannot install Kubernetes {minor}',
+            f"pin versions.kubernetes to one of {', '.join(sorted(release.kubernetes))}",
+            resource=site.name,
+        )
+
+
+@rules.rule("AL244", "control-plane", "An on-prem site with nodes names its control plane: an odd host count, a load balancer for several.")
+def control_plane(ctx: RuleContext) -> Iterable[Finding]:
+    for site in _onprem_sites_with_pools(ctx):
+        path = _site_path(ctx, site.name)
+        if site.control_plane is None:
+            yield Finding(
+                path,
+                f'on-prem site "{site.name}" has nodes but no controlPlane: kubespray builds its cluster on the control-plane hosts',
+                "add controlPlane: {hosts: [cp-[1:3].example.com], loadBalancer: {kind: kube-vip, address: ...}}",
+                resource=site.name,
+            )
+            continue
+        hosts = control_plane_hosts(site)
+        if len(hosts) % 2 == 0:
+            yield Finding(
+                path.control_plane.hosts,
+                f"{len(hosts)} control-plane hosts: etcd needs an odd number of members (kubespray refuses an even count)",
+                "use 1, 3 or 5 hosts",
+                resource=site.name,
+            )
+        if len(hosts) > 1 and site.control_plane.load_balancer is None:
+            yield Finding(
+                path.control_plane,
+                f"{len(hosts)} control-plane hosts need a load balancer or virtual IP in front of their API servers",
+                "add loadBalancer: {kind: external, address: <the endpoint's IP>} or {kind: kube-vip, address: <a free IP>}",
+                resource=site.name,
+            )
+
+
+@rules.rule("AL245", "lnet-reachable", "A Lustre server's o2ib NID is on the nodes' IPoIB network, or LNet routes lead to it.")
+def lnet_reachable(ctx: RuleContext) -> Iterable[Finding]:
+    for resolved in ctx.resolved.storage:
+        tier, i = resolved.spec, resolved.index
+        if not isinstance(tier, ParallelFsTier) or tier.onprem is None or tier.onprem.implementation != "lustre":
+            continue
+        nid = tier.onprem.server
+        if "@o2ib" not in nid or tier.onprem.lnet_routes:
+            continue
+        # failover partners are separated by ':', several NIDs of one server by ','
+        addresses = [part.split("@", 1)[0] for part in re.split(r"[:,]", nid) if "@o2ib" in part]
+        sites = {name for name in resolved.sites if isinstance(ctx.sites.get(name), OnpremSite)}
+        networks = [
+            fabric.onprem.ipoib_cidr
+            for pool in ctx.resolved.pools
+            if pool.site.name in sites and pool.rdma is not None
+            for fabric in [pool.rdma.fabric]
+            if fabric.onprem is not None and fabric.onprem.ipoib_cidr is not None  # o2ib runs over InfiniBand and RoCE
+        ]
+        if not networks:
+            continue  # no rail ranges declared: the rails are addressed outside the spec
+        try:
+            inside = all(any(ipaddress.ip_address(address) in net for net in networks) for address in addresses)
+        except ValueError:
+            inside = False
+        if not inside:
+            ranges = ", ".join(sorted({str(n) for n in networks}))
+            yield Finding(
+                S.storage[i].onprem.server,
+                f"Lustre NID {nid} is outside the nodes' IPoIB networks ({ranges}): LNet over o2ib needs a common network",
+                "use the server's IPoIB address, set the fabric's ipoibCidr to include it, or declare lnetRoutes",
+                nid,
+                resource=tier.name,
+            )

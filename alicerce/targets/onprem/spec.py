@@ -5,6 +5,7 @@ the InfiniBand or RoCE fabric details.
 
 from __future__ import annotations
 
+from ipaddress import IPv4Address
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, Field, StrictInt, WithJsonSchema
@@ -17,6 +18,43 @@ class OnpremHostGroup(SpecModel):
     """Control-plane or infrastructure hosts of an on-prem site."""
 
     hosts: list[str] = Field(min_length=1, description="Host names or ranges such as cp-[1:3].dc1.example.com.")
+
+
+class ApiLoadBalancer(SpecModel):
+    """How clients and nodes reach the API servers of several control-plane hosts (kubespray's HA modes)."""
+
+    kind: Literal["external", "kube-vip"] = Field(
+        description="external: a load balancer you run in front of the control plane (kubespray loadbalancer_apiserver); "
+        "kube-vip: a virtual IP the control-plane hosts announce themselves (ARP)."
+    )
+    address: IPv4Address = Field(description="IP address the endpoint's name resolves to (the load balancer or the virtual IP).")
+    interface: str | None = Field(default=None, description="kube-vip: the control-plane hosts' interface that carries the VIP.")
+
+
+class ControlPlane(OnpremHostGroup):
+    """The control-plane hosts alicerce builds the site's cluster on (with kubespray), and how the API is reached."""
+
+    load_balancer: ApiLoadBalancer | None = Field(
+        default=None,
+        description="Required with more than one host: the API endpoint in front of them. With one host the endpoint is that host.",
+    )
+    cni: Literal["calico", "cilium"] = Field(default="calico", description="Pod network plugin kubespray installs.")
+
+
+class Acceptance(SpecModel):
+    """What the burn-in proves on every node before it takes work."""
+
+    dcgm_diag_level: Literal[1, 2, 3, 4] = Field(
+        default=2, description="dcgmi diag run level: 1 quick (seconds), 2 medium (about 2 minutes), 3 long (about 30 minutes), 4 extended."
+    )
+    nccl_efficiency: float = Field(
+        default=0.7,
+        gt=0,
+        le=1,
+        description="Share of the per-GPU link bandwidth (NVLink or PCIe, one direction; rails x rate across nodes) that "
+        "NCCL all-reduce bus bandwidth and GPU-to-GPU copies must reach.",
+    )
+    ib_write_bw_efficiency: float = Field(default=0.9, gt=0, le=1, description="Share of the rail rate ib_write_bw must reach per rail.")
 
 
 class NodeSoftware(SpecModel):
@@ -45,7 +83,9 @@ class OnpremSite(SpecModel):
     control_plane_endpoint: str = Field(
         description="Kubernetes API endpoint of the site's cluster.", examples=["https://k8s.dc1.example.com:6443"]
     )
-    control_plane: OnpremHostGroup | None = Field(default=None, description="Control-plane hosts, when alicerce manages them.")
+    control_plane: ControlPlane | None = Field(
+        default=None, description="Control-plane hosts: alicerce builds the cluster on them with kubespray (`alicerce apply onprem`)."
+    )
     host_cidrs: list[Cidr] = Field(min_length=1, description="Node networks of the site.")
     pod_cidr: Cidr | None = Field(default=None, description="Pod range (defaults to networks.podCidr).")
     service_cidr: Cidr | None = Field(default=None, description="Service range (defaults to networks.serviceCidr).")
@@ -60,6 +100,7 @@ class OnpremSite(SpecModel):
         description="How the in-cluster layer reaches this site's cluster: pulumi applies the operators and objects itself; "
         "argocd installs a pinned Argo CD that syncs the generated kubernetes/<site>/ tree from gitops.repository.",
     )
+    acceptance: Acceptance = Field(default_factory=Acceptance, description="Burn-in thresholds every node must pass.")
 
 
 class HostRange(SpecModel):
@@ -104,6 +145,12 @@ class OnpremPool(SpecModel):
         examples=[["gpu-[001:032].dc1.example.com"]],
     )
     hcas: StrictInt | None = Field(default=None, ge=0, description="Expected RDMA adapters per host (defaults to the fabric's rails).")
+    scratch_devices: list[str] = Field(
+        default_factory=list,
+        description="NVMe disks of the local-nvme scratch array, by stable name (/dev/disk/by-id/... or nvme1n1). Empty: only "
+        "disks with no partition table, file system or RAID signature are used; a signed disk stops the run.",
+        examples=[["/dev/disk/by-id/nvme-SAMSUNG_MZ1L23T8HBLA-00A07_S6EWNA0T100001"]],
+    )
 
 
 class OnpremParallelFs(SpecModel):
@@ -111,6 +158,11 @@ class OnpremParallelFs(SpecModel):
     server: str = Field(description="MGS NID (Lustre), management host (BeeGFS) or backend (Weka).", examples=["10.0.0.10@o2ib"])
     filesystem: str = Field(description="File system name on the server.", examples=["scratch"])
     mount_options: list[str] = Field(default_factory=list, description="Extra mount options.")
+    lnet_routes: list[str] = Field(
+        default_factory=list,
+        description="Lustre: LNet routes 'NET GATEWAY_NID' to reach servers outside the nodes' IPoIB networks.",
+        examples=[["o2ib1 10.40.0.250@o2ib"]],
+    )
 
 
 class OnpremNfs(SpecModel):
@@ -137,4 +189,13 @@ class OnpremFabric(SpecModel):
         default="external", description="InfiniBand subnet manager: run by the fabric (UFM, switch) or opensm on the nodes."
     )
     mtu: StrictInt = Field(default=4096, description="RDMA MTU (RoCE: 4096 with jumbo frames on the switches).")
-    ipoib_cidr: Cidr | None = Field(default=None, description="IPoIB address range, split across rails.")
+    ipoib_cidr: Cidr | None = Field(default=None, description="IPoIB (InfiniBand) or rail (RoCE) address range, split across rails.")
+    stack: Literal["rdma-core", "doca-ofed"] = Field(
+        default="rdma-core",
+        description="RDMA software: the distribution's inbox rdma-core (GPUDirect through DMA-BUF) or NVIDIA DOCA-OFED "
+        "(needed for the legacy nvidia-peermem path; the driver is rebuilt against it).",
+    )
+    roce_traffic_class: StrictInt = Field(
+        default=106, ge=0, le=255, description="RoCE: traffic class of RDMA traffic (DSCP 26 << 2 | ECN bits)."
+    )
+    roce_pfc_priority: StrictInt = Field(default=3, ge=0, le=7, description="RoCE: lossless (PFC) priority.")

@@ -1,0 +1,55 @@
+"""Typed access to ``data/onprem.yaml``: the kubespray release and node software repositories of on-prem sites."""
+
+from __future__ import annotations
+
+import functools
+
+from pydantic import Field
+
+from alicerce.catalog import _read
+from alicerce.catalog.models import CatalogModel, Source
+
+
+class KubesprayRelease(CatalogModel):
+    """The pinned kubespray release and what it needs to run."""
+
+    tag: str = Field(description="Release tag.")
+    commit: str = Field(description="Commit the tag names (pinned: tags can move).")
+    repository: str = Field(description="Git repository.")
+    collection: str = Field(description="Ansible collection name (playbooks as <collection>.cluster).")
+    python: dict[str, str] = Field(description="Its requirements.txt: Python package -> exact version.")
+    ansibleCore: str = Field(description="ansible-core range its playbooks accept.")
+    kubernetes: dict[str, str] = Field(description="Kubernetes minor -> newest patch the release can install.")
+    source: Source
+
+
+class Repository(CatalogModel):
+    version: str = ""
+    repository: str = ""
+    key: str = ""
+    keyFingerprint: str = ""
+    architectures: dict[str, str] = Field(default_factory=dict, description="Ansible architecture -> repository path segment.")
+    source: Source
+
+
+class NodeSoftware(CatalogModel):
+    doca: Repository
+    cuda: Repository
+    containerToolkit: Repository
+    beegfs: Repository
+    lustre: Repository
+
+
+class OnpremStack(CatalogModel):
+    kubespray: KubesprayRelease
+    nodeSoftware: NodeSoftware
+
+
+class _OnpremFile(OnpremStack):
+    schemaVersion: int
+
+
+@functools.cache
+def load_onprem() -> OnpremStack:
+    """The packaged on-prem stack facts, parsed once per process."""
+    return _OnpremFile.model_validate(_read("onprem.yaml"))

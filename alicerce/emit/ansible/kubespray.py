@@ -1,0 +1,233 @@
+"""The kubespray side of an on-prem site: the inventory and variables that build its Kubernetes cluster.
+
+kubespray (a pinned release, ``data/onprem.yaml``) owns what a cluster needs on every host:
+containerd (with its whole ``config.toml``, the NVIDIA runtime and CDI included), kubelet,
+kubeadm, etcd, the CNI and the API endpoint. alicerce writes what kubespray reads: one inventory
+per site (``kube_control_plane`` from ``controlPlane.hosts``, ``etcd`` on the same hosts,
+``kube_node`` with one child group per pool), cluster-wide variables in ``group_vars/all.yml`` and
+the per-pool kubelet, runtime, label and taint variables in ``group_vars/pool_<name>.yml``.
+
+kubespray's playbooks refuse any ansible-core outside [2.18, 2.19) while alicerce's roles run on
+2.19, so kubespray runs from its own pinned environment: ``requirements.txt`` (its Python pins)
+and ``requirements.yml`` (the collection at the pinned commit) are written next to the inventory,
+and ``alicerce.run.ansible.kubespray_environment`` builds that environment.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from alicerce.catalog.onprem import KubesprayRelease, load_onprem
+from alicerce.emit.errors import EmitError
+from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
+from alicerce.spec.models import OnpremSite
+from alicerce.targets.onprem.resolve import control_plane_hosts
+
+# Playbooks of the collection alicerce runs (kubespray resolves <collection>.<name> to playbooks/<name>.yml).
+PLAYBOOKS = {"cluster.yml": "cluster", "scale.yml": "scale", "upgrade-cluster.yml": "upgrade_cluster"}
+CONTAINERD_IMPORTS = 'imports = ["/etc/containerd/conf.d/*.toml"]'
+
+
+@dataclass(frozen=True)
+class KubeletManagers:
+    """The kubelet resource managers of a pool, by what the pool runs."""
+
+    cpu_manager: str  # none | static
+    topology_manager: str  # none | best-effort | restricted | single-numa-node
+    scope: str  # container | pod
+
+
+# Training pods take every GPU of an HGX board, whose GPUs hang off both sockets: `restricted` admits
+# them (two NUMA nodes is the fewest that can hold eight GPUs) and rejects a smaller pod spread
+# wider than it needs; `single-numa-node` would reject every 8-GPU pod (see topology_admits).
+PURPOSE_KUBELET = {
+    "training": KubeletManagers("static", "restricted", "pod"),
+    "fine-tuning": KubeletManagers("static", "restricted", "pod"),
+    "inference": KubeletManagers("static", "best-effort", "container"),
+    "batch-inference": KubeletManagers("static", "best-effort", "container"),
+    "data-prep": KubeletManagers("none", "none", "container"),
+    "system": KubeletManagers("none", "none", "container"),
+}
+
+
+def kubelet_managers(purpose: str) -> KubeletManagers:
+    return PURPOSE_KUBELET[purpose]
+
+
+def topology_admits(policy: str, gpus_per_numa: list[int], request: int) -> bool:
+    """Whether the kubelet's topology manager admits a pod asking for ``request`` GPUs (pod scope).
+
+    From the topology manager's documented semantics: the device manager hints every NUMA set that
+    can hold the request and marks as preferred those of the fewest NUMA nodes that can; the merged
+    hint must be one NUMA node for ``single-numa-node``, preferred for ``restricted``; ``none`` and
+    ``best-effort`` admit whatever fits on the node.
+    """
+    if request > sum(gpus_per_numa):
+        return False
+    if policy in ("none", "best-effort"):
+        return True
+    ordered = sorted(gpus_per_numa, reverse=True)
+    fewest = next(n for n in range(1, len(ordered) + 1) if sum(ordered[:n]) >= request)
+    if policy == "single-numa-node":
+        return fewest == 1
+    if policy == "restricted":
+        return True  # the device manager's preferred hint spans exactly `fewest` nodes and is admitted
+    raise ValueError(f"unknown topology manager policy {policy!r}")
+
+
+def kubespray_version(release: KubesprayRelease, minor: str) -> str:
+    """The full Kubernetes patch kubespray installs for a minor version (``kube_version``)."""
+    patch = release.kubernetes.get(minor)
+    if patch is None:
+        raise EmitError(f"kubespray {release.tag} cannot install Kubernetes {minor}; it supports {', '.join(sorted(release.kubernetes))}")
+    return patch
+
+
+def _endpoint(site: OnpremSite) -> tuple[str, int]:
+    parts = urlsplit(site.control_plane_endpoint if "://" in site.control_plane_endpoint else f"https://{site.control_plane_endpoint}")
+    return parts.hostname or "", parts.port or 6443
+
+
+def _is_address(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def cluster_vars(platform: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any]:
+    """kubespray's cluster-wide variables (``group_vars/all.yml``) of one site."""
+    spec = site.spec
+    assert isinstance(spec, OnpremSite) and spec.control_plane is not None
+    release = load_onprem().kubespray
+    host, port = _endpoint(spec)
+    pods, services = spec.pod_cidr, spec.service_cidr
+    if pods is None or services is None:
+        raise EmitError(f"site {site.name}: no pod or service range resolved")
+    data: dict[str, Any] = {
+        "kube_version": kubespray_version(release, platform.versions.kubernetes),
+        "container_manager": "containerd",
+        "etcd_deployment_type": "host",
+        "kube_network_plugin": spec.control_plane.cni,
+        "kube_pods_subnet": str(pods),
+        "kube_service_addresses": str(services),
+        "kube_network_node_prefix": 24,
+        "kube_proxy_mode": "ipvs",
+        "cluster_name": "cluster.local",
+        # the admin kubeconfig lands on the controller: <inventory dir>/artifacts/admin.conf
+        "kubeconfig_localhost": True,
+        "kubectl_localhost": False,
+        # kubespray's GPU add-on is a legacy driver DaemonSet: the driver and toolkit are alicerce's or the GPU Operator's
+        "nvidia_accelerator_enabled": False,
+        "supplementary_addresses_in_ssl_keys": [host],
+    }
+    balancer = spec.control_plane.load_balancer
+    if balancer is not None:
+        data["loadbalancer_apiserver"] = {"address": str(balancer.address), "port": port}
+        data["loadbalancer_apiserver_localhost"] = False
+        data["supplementary_addresses_in_ssl_keys"] = sorted({host, str(balancer.address)})
+        if not _is_address(host):
+            data["apiserver_loadbalancer_domain_name"] = host
+        if balancer.kind == "kube-vip":
+            data.update(
+                {
+                    "kube_vip_enabled": True,
+                    "kube_vip_controlplane_enabled": True,
+                    "kube_vip_arp_enabled": True,
+                    "kube_vip_address": str(balancer.address),
+                    # kube-vip's ARP mode with IPVS needs strict ARP (kubespray docs/ingress/kube-vip.md)
+                    "kube_proxy_strict_arp": True,
+                }
+            )
+            if balancer.interface:
+                data["kube_vip_interface"] = balancer.interface
+    return data
+
+
+def nvidia_runtime() -> dict[str, Any]:
+    """The ``nvidia`` entry of ``containerd_additional_runtimes``: kubespray renders it into config.toml.
+
+    Option values are strings: kubespray writes ``true``/``false`` bare and quotes anything else,
+    so a YAML boolean (rendered ``True``) would become a TOML string.
+    """
+    return {
+        "name": "nvidia",
+        "type": "io.containerd.runc.v2",
+        "engine": "",  # read only by kubespray's containerd < 2 template
+        "root": "",
+        "base_runtime_spec": "cri-base.json",
+        "options": {"BinaryName": "/usr/bin/nvidia-container-runtime", "SystemdCgroup": "true"},
+    }
+
+
+def pool_vars(site: ResolvedSite, pool: ResolvedPool) -> dict[str, Any]:
+    """kubespray's variables for the nodes of one pool (``group_vars/pool_<name>.yml``)."""
+    managers = kubelet_managers(pool.spec.purpose)
+    data: dict[str, Any] = {
+        "node_labels": dict(sorted(pool.labels.items())),
+        "node_taints": [f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in pool.spec.taints],
+        "kubelet_max_pods": 110,
+    }
+    if managers.cpu_manager != "none":
+        data["kubelet_cpu_manager_policy"] = managers.cpu_manager
+        data["kubelet_cpu_manager_policy_options"] = {"full-pcpus-only": "true"}
+        # the static CPU manager needs whole CPUs kept back; kube_* keep kubespray's defaults
+        data["system_cpu_reserved"] = "2"
+        data["system_memory_reserved"] = "8Gi"
+    if managers.topology_manager != "none":
+        data["kubelet_topology_manager_policy"] = managers.topology_manager
+        data["kubelet_topology_manager_scope"] = managers.scope
+    if pool.spec.taints:
+        # kubespray taints a node with kubectl after it joined; registering with the taints closes the window
+        # in which pods without the toleration land on it
+        data["kubelet_config_extra_args"] = {
+            "registerWithTaints": [
+                {"key": t.key, "value": t.value, "effect": t.effect} if t.value else {"key": t.key, "effect": t.effect}
+                for t in pool.spec.taints
+            ]
+        }
+    if pool.gpu is not None:
+        data["enable_cdi"] = True
+        if site.software.gpu_driver == "host":
+            # one owner of config.toml: kubespray renders the nvidia runtime the host toolkit provides
+            data["containerd_default_runtime"] = "nvidia"
+            data["containerd_additional_runtimes"] = [nvidia_runtime()]
+            wants = ["nvidia-persistenced.service"]
+            if pool.gpu.interconnect.nvswitch and pool.gpus_per_node >= 8:
+                wants.append("nvidia-fabricmanager.service")
+            data["kubelet_systemd_wants_dependencies"] = wants
+        else:
+            # the GPU Operator's toolkit writes its runtime to conf.d; kubespray's config.toml imports it, so a
+            # kubespray re-run no longer drops the operator's import line (two owners of one file)
+            data["containerd_extra_args"] = CONTAINERD_IMPORTS
+    return data
+
+
+def inventory(site: ResolvedSite, pool_groups: dict[str, str]) -> dict[str, Any]:
+    """kubespray's groups: control plane (also etcd) and the workers as one child group per pool."""
+    spec = site.spec
+    assert isinstance(spec, OnpremSite)
+    masters = control_plane_hosts(spec)
+    workers: dict[str, Any] = {}
+    for pool in site.pools:
+        if pool.hosts:
+            workers[pool_groups[pool.name]] = {"hosts": dict.fromkeys(pool.hosts)}
+    return {
+        "all": {
+            "children": {
+                "kube_control_plane": {"hosts": dict.fromkeys(masters)},
+                "etcd": {"children": {"kube_control_plane": None}},
+                "kube_node": {"children": workers},
+            }
+        }
+    }
+
+
+def requirements_txt(release: KubesprayRelease) -> str:
+    lines = [f"# kubespray {release.tag}'s requirements.txt: the environment its playbooks run in ({release.ansibleCore})."]
+    lines += [f"{name}=={version}" for name, version in sorted(release.python.items())]
+    return "\n".join(lines) + "\n"

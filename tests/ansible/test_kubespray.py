@@ -1,0 +1,180 @@
+"""The generated kubespray project checked against the facts of the pinned kubespray release.
+
+tests/data/upstream/kubespray/<tag>/ holds facts read from the release (variables with their types
+and where they are defined, inventory groups, supported Kubernetes patches, the keys its kubelet
+config template renders, the runtime fields its containerd templates read): every group and
+variable alicerce writes must exist there with the right type, and a pin without a vendored copy
+fails.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from alicerce.catalog.onprem import load_onprem
+from alicerce.emit.ansible.kubespray import PURPOSE_KUBELET, topology_admits
+from alicerce.emit.tree import render_tree
+from alicerce.resolve.model import ResolvedPlatform
+from alicerce.rules.validate import validated
+from alicerce.spec.loader import load_file
+from tests.conftest import DATA, ROOT
+
+RELEASE = load_onprem().kubespray
+UPSTREAM = DATA / "upstream" / "kubespray" / RELEASE.tag
+TYPES: dict[str, type | tuple[type, ...]] = {"str": str, "bool": bool, "int": int, "list": list, "dict": dict}
+
+
+def _facts(name: str) -> Any:
+    return json.loads((UPSTREAM / name).read_text())
+
+
+def _yaml(files: dict[str, str], path: str) -> Any:
+    return yaml.safe_load(files[path])
+
+
+@pytest.fixture(scope="module")
+def files(prod: ResolvedPlatform) -> dict[str, str]:
+    return render_tree(prod, subtrees=["ansible"])
+
+
+def _variables(files: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Every kubespray variable file of the generated tree."""
+    return {p: _yaml(files, p) for p in files if p.startswith("ansible/kubespray/") and "/group_vars/" in p}
+
+
+def test_the_pinned_release_has_vendored_facts() -> None:
+    """A new kubespray pin needs its facts vendored first (and they must name the same commit)."""
+    assert (UPSTREAM / "SOURCE.yaml").is_file(), f"vendor the facts of kubespray {RELEASE.tag} under {UPSTREAM}"
+    source = yaml.safe_load((UPSTREAM / "SOURCE.yaml").read_text())
+    assert (source["tag"], source["commit"]) == (RELEASE.tag, RELEASE.commit)
+    facts = _facts("facts.json")
+    assert facts["commit"] == _facts("variables.json")["commit"] == RELEASE.commit
+    pins = {k: v for k, v in RELEASE.python.items() if k != "ansible-core"}
+    assert pins == facts["ansible"]["requirements.txt"]  # kubespray's requirements.txt, exactly
+
+
+def test_every_kubernetes_patch_alicerce_installs_is_in_the_release() -> None:
+    supported = _facts("facts.json")["supported_kubernetes"]
+    for minor, patch in RELEASE.kubernetes.items():
+        assert patch in supported[minor] and patch == supported[minor][-1], minor  # the newest patch of the minor
+
+
+def test_inventory_uses_kubespray_groups_with_the_control_plane_and_pools(files: dict[str, str]) -> None:
+    groups = _facts("facts.json")["groups"]
+    inventory = _yaml(files, "ansible/kubespray/dc1/inventory.yml")["all"]["children"]
+    assert set(inventory) <= set(groups)
+    required = [name for name, group in groups.items() if group["required"] is True]
+    assert required == ["kube_control_plane"] and inventory["kube_control_plane"]["hosts"]
+    masters = list(inventory["kube_control_plane"]["hosts"])
+    assert masters == [f"cp-{i}.dc1.acme.example" for i in (1, 2, 3)] and len(masters) % 2 == 1  # etcd quorum
+    assert inventory["etcd"] == {"children": {"kube_control_plane": None}}
+    workers = inventory["kube_node"]["children"]["pool_onprem_h100"]["hosts"]
+    assert len(workers) == 32 and not set(workers) & set(masters)
+
+
+def test_every_variable_written_exists_at_the_pinned_release_with_its_type(files: dict[str, str]) -> None:
+    known = _facts("variables.json")["variables"]
+    written = _variables(files)
+    assert set(written) == {
+        "ansible/kubespray/dc1/group_vars/all.yml",
+        "ansible/kubespray/dc1/group_vars/pool_onprem_h100.yml",
+    }
+    for path, variables in written.items():
+        for name, value in variables.items():
+            assert name in known, f"{path}: {name} is not a kubespray {RELEASE.tag} variable"
+            assert isinstance(value, TYPES[known[name]["type"]]), f"{path}: {name} should be a {known[name]['type']}"
+    cluster = written["ansible/kubespray/dc1/group_vars/all.yml"]
+    assert cluster["kube_version"] == "1.35.4"
+    assert (cluster["kube_pods_subnet"], cluster["kube_service_addresses"]) == ("10.128.0.0/14", "172.20.0.0/16")
+    assert cluster["kubeconfig_localhost"] is True and cluster["nvidia_accelerator_enabled"] is False
+
+
+def test_kubelet_extra_args_never_repeat_a_key_the_template_renders(files: dict[str, str]) -> None:
+    """kubelet_config_extra_args is dumped verbatim after the templated keys: a repeated key is a duplicate YAML key."""
+    templated = set(_facts("facts.json")["kubelet_config_template_keys"])
+    pool = _yaml(files, "ansible/kubespray/dc1/group_vars/pool_onprem_h100.yml")
+    extra = pool["kubelet_config_extra_args"]
+    assert not set(extra) & templated
+    assert extra["registerWithTaints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
+    assert pool["node_taints"] == ["nvidia.com/gpu=true:NoSchedule"]  # and after join, by kubectl
+
+
+def test_the_nvidia_runtime_renders_as_kubespray_reads_it(files: dict[str, str]) -> None:
+    fields = _facts("facts.json")["containerd_runtime_fields"]
+    pool = _yaml(files, "ansible/kubespray/dc1/group_vars/pool_onprem_h100.yml")
+    (runtime,) = pool["containerd_additional_runtimes"]
+    for template, read in fields.items():
+        assert set(read) <= set(runtime), template  # containerd 2 and 1 templates both find every field they read
+    # kubespray writes a value bare only when its string form is exactly true/false: a YAML boolean would be "True"
+    assert all(isinstance(v, str) for v in runtime["options"].values())
+    assert str(runtime["options"]["SystemdCgroup"]) == "true"
+    assert pool["containerd_default_runtime"] == "nvidia" and pool["enable_cdi"] is True
+    assert pool["kubelet_systemd_wants_dependencies"] == ["nvidia-persistenced.service", "nvidia-fabricmanager.service"]
+
+
+def test_operator_owned_drivers_keep_one_owner_per_containerd_file(tmp_path: Path) -> None:
+    """With the GPU Operator's toolkit, kubespray's config.toml imports its drop-in instead of naming a runtime."""
+    text = (ROOT / "platform.yaml").read_text().replace("nodeSoftware: {gpuDriver: host}", "nodeSoftware: {gpuDriver: operator}")
+    spec = tmp_path / "platform.yaml"
+    spec.write_text(text)
+    files = render_tree(validated(load_file(spec, "platform.yaml"), "prod"), subtrees=["ansible"])
+    pool = _yaml(files, "ansible/kubespray/dc1/group_vars/pool_onprem_h100.yml")
+    assert pool["containerd_extra_args"] == 'imports = ["/etc/containerd/conf.d/*.toml"]'
+    assert "containerd_additional_runtimes" not in pool and "containerd_default_runtime" not in pool
+    roles = _yaml(files, "ansible/group_vars/pool_onprem_h100.yml")
+    assert (
+        not roles["nvidia_driver_enabled"] and not roles["nvidia_container_toolkit_enabled"] and not roles["nvidia_fabricmanager_enabled"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("balancer", "expected"),
+    [
+        (
+            "{kind: kube-vip, address: 10.30.0.5, interface: eno1}",
+            {"kube_vip_enabled": True, "kube_vip_address": "10.30.0.5", "kube_vip_interface": "eno1", "kube_proxy_strict_arp": True},
+        ),
+        ("{kind: external, address: 10.30.0.6}", {"loadbalancer_apiserver": {"address": "10.30.0.6", "port": 6443}}),
+    ],
+)
+def test_ha_control_plane_from_the_load_balancer(tmp_path: Path, balancer: str, expected: dict[str, Any]) -> None:
+    text = (ROOT / "platform.yaml").read_text().replace("{kind: kube-vip, address: 10.30.0.5, interface: eno1}", balancer)
+    spec = tmp_path / "platform.yaml"
+    spec.write_text(text)
+    files = render_tree(validated(load_file(spec, "platform.yaml"), "prod"), subtrees=["ansible"])
+    cluster = _yaml(files, "ansible/kubespray/dc1/group_vars/all.yml")
+    assert expected.items() <= cluster.items()
+    assert cluster["apiserver_loadbalancer_domain_name"] == "k8s.dc1.acme.example"
+    assert cluster["loadbalancer_apiserver_localhost"] is False
+    assert "kube_vip_enabled" in cluster or "kube_vip_enabled" not in expected
+
+
+def test_pinned_collection_and_environment(files: dict[str, str]) -> None:
+    requirements = _yaml(files, "ansible/kubespray/requirements.yml")
+    (collection,) = requirements["collections"]
+    assert collection == {"name": f"{RELEASE.repository}.git", "type": "git", "version": RELEASE.commit}
+    pins = [line for line in files["ansible/kubespray/requirements.txt"].splitlines() if not line.startswith("#")]
+    assert sorted(pins) == sorted(f"{k}=={v}" for k, v in RELEASE.python.items())
+    for playbook, name in (("cluster.yml", "cluster"), ("upgrade-cluster.yml", "upgrade_cluster"), ("scale.yml", "scale")):
+        (play,) = _yaml(files, f"ansible/kubespray/dc1/{playbook}")
+        assert play["ansible.builtin.import_playbook"] == f"{RELEASE.collection}.{name}"
+        assert f"{RELEASE.collection}.{name}" in _facts("facts.json")["collection"]["playbooks"]
+    ee = _yaml(files, "ansible/kubespray/execution-environment.yml")
+    assert ee["dependencies"]["ansible_core"]["package_pip"] == "ansible-core==2.18.12"
+
+
+def test_training_pools_admit_their_eight_gpu_pods() -> None:
+    """Defect 6: an HGX board hangs four GPUs off each socket; single-numa-node rejects every 8-GPU pod."""
+    hgx = [4, 4]
+    assert not topology_admits("single-numa-node", hgx, 8)
+    assert topology_admits("single-numa-node", hgx, 4)
+    for purpose in ("training", "fine-tuning"):
+        managers = PURPOSE_KUBELET[purpose]
+        assert topology_admits(managers.topology_manager, hgx, 8), purpose
+        assert (managers.topology_manager, managers.scope) == ("restricted", "pod")
+    assert not topology_admits("restricted", hgx, 9)

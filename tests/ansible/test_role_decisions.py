@@ -1,0 +1,272 @@
+"""What the roles write and decide, rendered by Ansible's own templating from the roles' files.
+
+Templates and private variables are rendered with ansible-core's Templar and the roles' filter
+plugins, so each assertion is about the bytes a node would get; the role structure checks cover
+the ordering defects (refresh after a repository change, handlers flushed per role).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.plugins.loader import filter_loader, init_plugin_loader
+from ansible.template import Templar, trust_as_template
+
+from alicerce.catalog.onprem import load_onprem
+from alicerce.emit.tree import render_tree
+from alicerce.resolve.model import ResolvedPlatform
+from tests.ansible.conftest import tool
+from tests.conftest import DATA, ROOT
+
+ANSIBLE = ROOT / "alicerce" / "ansible"
+ROLES = ANSIBLE / "roles"
+
+init_plugin_loader()
+filter_loader.add_directory(str(ANSIBLE / "filter_plugins"))
+
+
+def _defaults(role: str) -> dict[str, Any]:
+    return yaml.safe_load((ROLES / role / "defaults" / "main.yml").read_text()) or {}
+
+
+def _trusted(value: Any) -> Any:
+    """Role files are trusted templates, as Ansible trusts them when it loads a role."""
+    if isinstance(value, str):
+        return trust_as_template(value)
+    if isinstance(value, dict):
+        return {k: _trusted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_trusted(v) for v in value]
+    return value
+
+
+def _render(role: str, text: str, **variables: Any) -> Any:
+    """Render ``text`` with the role's defaults and private vars, the given variables winning."""
+    private = _trusted(yaml.safe_load((ROLES / role / "vars" / "main.yml").read_text()) or {})
+    facts = {"architecture": "x86_64", "distribution": "Ubuntu", "distribution_release": "jammy", "is_chroot": False}
+    merged = {"ansible_managed": "managed by alicerce", "ansible_facts": facts, **_defaults(role), **private, **variables}
+    return Templar(loader=DataLoader(), variables=merged).template(trust_as_template(text))
+
+
+def _template(role: str, name: str, **variables: Any) -> str:
+    return str(_render(role, (ROLES / role / "templates" / name).read_text(), **variables))
+
+
+def _tasks(role: str) -> list[dict[str, Any]]:
+    tasks: list[dict[str, Any]] = []
+    for path in sorted((ROLES / role / "tasks").glob("*.yml")):
+        tasks += yaml.safe_load(path.read_text()) or []
+    return tasks
+
+
+def test_nvidia_peermem_is_loaded_only_on_the_doca_path() -> None:
+    """Defect 1: inbox rdma-core gets DMA-BUF (no module); peermem only with DOCA-OFED."""
+    modules = "{{ _rdma_modules }}"
+    assert "nvidia_peermem" not in _render("rdma", modules, rdma_gpudirect="dmabuf", rdma_stack="rdma-core")
+    assert "nvidia_peermem" in _render("rdma", modules, rdma_gpudirect="peermem", rdma_stack="doca-ofed")
+    names = [t["name"] for t in _tasks("rdma")]
+    assert "Refuse nvidia-peermem without DOCA-OFED" in names
+    assert names.index("Refuse nvidia-peermem without DOCA-OFED") < names.index("Load the RDMA modules now")
+
+
+def test_generated_pools_use_dmabuf_with_the_open_modules(prod: ResolvedPlatform) -> None:
+    pool = yaml.safe_load(render_tree(prod, subtrees=["ansible"])["ansible/group_vars/pool_onprem_h100.yml"])
+    assert (pool["rdma_stack"], pool["rdma_gpudirect"], pool["nvidia_driver_rebuild_for_ofed"]) == ("rdma-core", "dmabuf", False)
+    site = yaml.safe_load(render_tree(prod, subtrees=["ansible"])["ansible/site.yml"])
+    roles = [r["role"] for r in site[1]["roles"]]
+    assert roles.index("rdma") < roles.index("nvidia_driver") < roles.index("parallel_fs_client")  # DOCA before the driver's DKMS build
+
+
+@pytest.mark.parametrize(("arch", "path"), [("x86_64", "x86_64"), ("aarch64", "arm64-sbsa")])
+def test_doca_repository_is_signed_pinned_and_per_architecture(arch: str, path: str) -> None:
+    """Defect 2: Signed-By, a versioned directory (never latest), the repository's own architecture name."""
+    text = _template(
+        "rdma", "doca.sources.j2", _rdma_os_doca_distro="ubuntu22.04", ansible_facts={"architecture": arch}, rdma_doca_version="3.2.1"
+    )
+    assert f"URIs: https://linux.mellanox.com/public/repo/doca/3.2.1/ubuntu22.04/{path}/" in text
+    assert "Signed-By: /etc/apt/keyrings/alicerce-doca.asc" in text and "Trusted" not in text and "latest" not in text
+    names = [t["name"] for t in _tasks("rdma")]
+    assert names.index("Install the DOCA repository signing key") < names.index(
+        "Install DOCA-OFED and the headers of the running kernel (its modules build with DKMS)"
+    )
+    assert "Reboot into the DOCA-OFED kernel modules" in names
+
+
+def test_cuda_repository_uses_sbsa_on_arm_servers() -> None:
+    """Defect 11: the CUDA repository path is sbsa for aarch64, never the architecture fact itself."""
+    url = "{{ _nvidia_driver_repository }}"
+    assert _render("nvidia_driver", url, _nvidia_driver_os_repository="ubuntu2404", ansible_facts={"architecture": "aarch64"}).endswith(
+        "/ubuntu2404/sbsa"
+    )
+    assert _defaults("preflight")["preflight_architectures"] == ["x86_64"]  # the only architecture a converge exercises
+
+
+def test_every_repository_change_refreshes_the_package_lists() -> None:
+    """Defect 3: cache_valid_time skips the refresh; each task that adds a repository or key triggers one."""
+    checked = 0
+    for role in sorted(p.name for p in ROLES.iterdir()):
+        tasks = _tasks(role)
+        for task in tasks:
+            module = task.get("ansible.builtin.template") or task.get("ansible.builtin.get_url") or {}
+            dest = str(module.get("dest", ""))
+            if "/etc/apt/" not in dest:
+                continue
+            checked += 1
+            register = task.get("register")
+            assert register, f"{role}: {task['name']} registers nothing"
+            refresh = [
+                t
+                for t in tasks
+                if (t.get("ansible.builtin.apt") or {}).get("update_cache") and f"{register} is changed" in str(t.get("when", ""))
+            ]
+            assert refresh, f"{role}: nothing refreshes the package lists after {task['name']!r}"
+    assert checked >= 9
+
+
+def test_handlers_run_before_the_next_role_and_on_failure(prod: ResolvedPlatform) -> None:
+    """Defect 8: handlers are flushed at the end of every role that has them, and forced when a later task fails."""
+    for role in ROLES.iterdir():
+        if (role / "handlers" / "main.yml").is_file():
+            main = yaml.safe_load((role / "tasks" / "main.yml").read_text())
+            assert main[-1].get("ansible.builtin.meta") == "flush_handlers", role.name
+    files = render_tree(prod, subtrees=["ansible"])
+    for playbook in ("ansible/site.yml", "ansible/post-cluster.yml"):
+        for play in yaml.safe_load(files[playbook]):
+            assert play.get("force_handlers") is True or play["name"].startswith("Check every node"), play["name"]
+
+
+def test_beegfs_client_config_uses_only_keys_beegfs_knows_and_authenticates() -> None:
+    """Defect 5: connRDMAEnabled is no BeeGFS key (7.4 rejects unknown keys); connAuthFile is required."""
+    keys = json.loads((DATA / "upstream" / "beegfs" / load_onprem().nodeSoftware.beegfs.version / "client-keys.json").read_text())["keys"]
+    text = _template("parallel_fs_client", "beegfs-client.conf.j2", item={"name": "home", "source": "mgmt.dc1"})
+    written = {
+        line.split("=", 1)[0].strip(): line.split("=", 1)[1].strip()
+        for line in text.splitlines()
+        if "=" in line and not line.startswith("#")
+    }
+    assert set(written) <= set(keys)
+    assert written["connAuthFile"] == "/etc/beegfs/home.auth" and written["connUseRDMA"] == "true"
+    tasks = {t["name"]: t for t in _tasks("parallel_fs_client")}
+    secret = tasks["Write each BeeGFS file system's authentication secret (from ansible-vault)"]
+    assert secret["no_log"] is True and secret["ansible.builtin.copy"]["mode"] == "0400"
+    repo = _template("parallel_fs_client", "beegfs.sources.j2")
+    assert "Suites: jammy" in repo and "Signed-By: /etc/apt/keyrings/alicerce-beegfs.asc" in repo
+
+
+def test_lustre_comes_only_from_a_signed_pinned_repository_with_routes() -> None:
+    """Defect 4: a pinned, signed repository; LNet routes to servers on other networks."""
+    repo = _template("parallel_fs_client", "lustre.sources.j2", _parallel_fs_client_os_lustre_path="ubuntu2204/client")
+    assert "lustre-2.15.1/ubuntu2204/client/" in repo and "Signed-By" in repo and "latest" not in repo
+    lnet = _template(
+        "parallel_fs_client",
+        "lnet.conf.j2",
+        parallel_fs_client_lnet_networks="o2ib(ibrail0,ibrail1)",
+        parallel_fs_client_lnet_routes=["o2ib1 10.40.31.1@o2ib"],
+    )
+    assert 'options lnet networks="o2ib(ibrail0,ibrail1)" routes="o2ib1 10.40.31.1@o2ib"' in lnet
+    names = [t["name"] for t in _tasks("rdma")]
+    assert names.index("Rename the rails now") < names.index("Bring the rails up with their addresses before anything mounts over them")
+
+
+def test_roce_settings_touch_only_the_rails_and_carry_qos_and_addresses() -> None:
+    """Defect 16: no MTU or PFC on the management NIC; traffic class and ECN; RoCE rails get addresses."""
+    plan = [
+        {"rail": 0, "name": "rorail0", "ibdev": "mlx5_0", "pci": "0000:1a:00.0", "netdev": "ens1f0np0", "address": "10.40.0.1/19"},
+        {"rail": 1, "name": "rorail1", "ibdev": "mlx5_1", "pci": "0000:2a:00.0", "netdev": "ens2f0np0", "address": "10.40.32.1/19"},
+    ]
+    script = _template("rdma", "roce-qos.sh.j2", _rdma_plan=plan, rdma_technology="roce")
+    assert "/sys/class/infiniband/*" not in script  # never every RDMA netdev
+    assert "configure rorail0 mlx5_0" in script and "configure rorail1 mlx5_1" in script
+    assert "default_roce_tos" in script and "echo 106" in script and "ecn/$point/enable/3" in script
+    network = _template("rdma", "rail.network.j2", item=plan[1], rdma_technology="roce")
+    assert "Address=10.40.32.1/19" in network and "MTUBytes=9000" in network
+
+
+def test_roce_fabrics_get_rail_addresses(prod: ResolvedPlatform, tmp_path: Path) -> None:
+    from alicerce.rules.validate import validated
+    from alicerce.spec.loader import load_file
+
+    text = (ROOT / "platform.yaml").read_text().replace("technology: infiniband", "technology: roce")
+    spec = tmp_path / "platform.yaml"
+    spec.write_text(text)
+    files = render_tree(validated(load_file(spec, "platform.yaml"), "prod"), subtrees=["ansible"])
+    host = yaml.safe_load(files["ansible/inventory.yml"])["all"]["children"]["site_dc1"]["children"]["pool_onprem_h100"]["children"]
+    assert host["rack_dc1_r01"]["hosts"]["gpu-001.dc1.acme.example"]["rdma_addresses"][0] == "10.40.0.1/19"
+
+
+def test_cdi_follows_the_driver() -> None:
+    """Defect 14: no one-shot spec (creates:); nvidia-cdi-refresh regenerates it on driver changes."""
+    tasks = _tasks("nvidia_container_toolkit")
+    assert not [t for t in tasks if "creates" in str(t)]
+    enable = next(t for t in tasks if t["name"] == "Enable the CDI refresh on driver changes and at boot")
+    assert enable["loop"] == ["nvidia-cdi-refresh.path", "nvidia-cdi-refresh.service"]
+    assert not [t for t in tasks if "containerd" in str(t.get("ansible.builtin.lineinfile", t.get("ansible.builtin.template", "")))]
+
+
+def test_fabric_manager_failure_modes_are_the_documented_keys() -> None:
+    """Defect 15: degraded operation is TRUNK_LINK_FAILURE_MODE / NVSWITCH_FAILURE_MODE, not FABRIC_MODE_RESTART."""
+    settings = _render("nvidia_fabricmanager", "{{ _nvidia_fabricmanager_settings }}", nvidia_fabricmanager_degraded_mode=True)
+    assert {k: str(v) for k, v in settings.items()} == {"TRUNK_LINK_FAILURE_MODE": "1", "NVSWITCH_FAILURE_MODE": "1"}
+    assert "FABRIC_MODE_RESTART" not in json.dumps(_tasks("nvidia_fabricmanager"))
+    packages = _render("nvidia_fabricmanager", "{{ _nvidia_fabricmanager_packages }}")
+    assert packages == ["nvidia-fabricmanager=580.173.02-*", "libnvidia-nscq=580.173.02-*"]
+
+
+def test_persistence_mode_is_really_on() -> None:
+    """Defect 10: the packaged unit passes --no-persistence-mode; the drop-in replaces its ExecStart."""
+    text = _template("nvidia_driver", "nvidia-persistenced.conf.j2")
+    exec_start = [line for line in text.splitlines() if line.startswith("ExecStart=")]
+    assert exec_start == ["ExecStart=", "ExecStart=/usr/bin/nvidia-persistenced --user root --persistence-mode --verbose"]
+
+
+def test_no_role_installs_the_distributions_containerd() -> None:
+    """Defect 9: Debian's containerd 1.6 is retired; kubespray installs the runtime."""
+    for role in ROLES.iterdir():
+        for task in _tasks(role.name):
+            apt = task.get("ansible.builtin.apt") or {}
+            if apt.get("state", "present") == "present":
+                assert "containerd" not in str(apt.get("name", "")), f"{role.name}: {task['name']}"
+    assert "containerd" in _render("kubernetes_node", "{{ _kubernetes_node_retired }}")
+
+
+def _secure_boot_sysfs(root: Path, enabled: bool) -> Path:
+    efivars = root / "sys" / "firmware" / "efi" / "efivars"
+    efivars.mkdir(parents=True)
+    # EFI variable: 4 bytes of attributes, then the value (1: Secure Boot on)
+    (efivars / "SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c").write_bytes(b"\x06\x00\x00\x00" + (b"\x01" if enabled else b"\x00"))
+    return root / "sys"
+
+
+@pytest.mark.parametrize(("source", "ok"), [("nvidia", False), ("distribution", True)])
+def test_secure_boot_refuses_unsigned_modules(tmp_path: Path, source: str, ok: bool) -> None:
+    """Defect 10: with Secure Boot on, only Ubuntu's signed prebuilt modules are accepted (real Ansible run)."""
+    sysfs = _secure_boot_sysfs(tmp_path / "node", enabled=True)
+    playbook = tmp_path / "play.yml"
+    task = {"ansible.builtin.include_role": {"name": "nvidia_driver", "tasks_from": "preflight.yml"}}
+    facts = {"distribution": "Ubuntu", "distribution_version": "24.04", "distribution_major_version": "24"}
+    variables = {"nvidia_driver_target": "host", "nvidia_driver_sysfs_root": str(sysfs), "nvidia_driver_source": source}
+    include_vars = {"ansible.builtin.include_vars": str(ROLES / "nvidia_driver" / "vars" / "Ubuntu-24.04.yml")}
+    play = {"name": "Secure Boot", "hosts": "localhost", "gather_facts": False, "vars": variables}
+    play["tasks"] = [
+        {"name": "Pretend Ubuntu 24.04", "ansible.builtin.set_fact": {"ansible_facts": facts}},
+        {"name": "OS vars", **include_vars},
+        {"name": "Check", **task},
+    ]
+    playbook.write_text(yaml.safe_dump([play]))
+    result = subprocess.run(
+        [tool("ansible-playbook"), "-i", "localhost,", "-c", "local", str(playbook)],
+        check=False,
+        capture_output=True,
+        text=True,
+        env={"ANSIBLE_CONFIG": str(ANSIBLE / "ansible.cfg"), "PATH": "/usr/bin:/bin", "ANSIBLE_NOCOLOR": "1"},
+        cwd=ANSIBLE,
+    )
+    assert (result.returncode == 0) is ok, result.stdout[-2000:]
+    if not ok:
+        assert "NVIDIA's DKMS modules are unsigned" in result.stdout
