@@ -181,6 +181,19 @@ ROLE_NAME_MAX = 64
 AUTONAME_SUFFIX = 8
 
 
+# Node-template tags cluster-autoscaler reads from the Auto Scaling group to build a node for a group at
+# zero (cloudprovider/aws/README.md "Auto-Discovery Setup" and aws_manager.go buildNodeFromTemplate).
+TEMPLATE_TAG = "k8s.io/cluster-autoscaler/node-template"
+# Auto Scaling group tags: key 1-128 characters, value 0-256 (EC2 Auto Scaling API reference, Tag)
+TAG_KEY_MAX = 128
+TAG_VALUE_MAX = 256
+
+
+def template_tag(kind: str, name: str) -> str:
+    """The Auto Scaling tag key that tells cluster-autoscaler a node's label, taint or resource ``name``."""
+    return f"{TEMPLATE_TAG}/{kind}/{name}"
+
+
 def node_group_name(cluster: str, pool: str) -> str:
     """The EKS managed node group of a pool (also its Auto Scaling group's eks-<name>-<uuid>)."""
     return f"{cluster}-{pool}"

@@ -12,7 +12,6 @@ from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean
 from alicerce.spec.models import AwsSite, LocalNvmeTier, ObjectTier, ParallelFsTier
 from alicerce.targets.aws import resolve as names
-from alicerce.targets.aws.autoscaler import TAG_KEY_MAX, TAG_VALUE_MAX, TEMPLATE_TAG, autoscaler_template_tags
 from alicerce.targets.aws.resolve import RESERVED, TRAINING_PURPOSES, fsx_zone
 
 rules = RuleSet()
@@ -547,27 +546,26 @@ def autoscaler_tag_lengths(ctx: RuleContext) -> Iterable[Finding]:
     """cluster-autoscaler reads a label or taint of a pool at zero from the tag
     k8s.io/cluster-autoscaler/node-template/label|taint/<key> (cluster-autoscaler cloudprovider/aws/README.md); an
     Auto Scaling tag key has at most 128 characters and a value 256 (EC2 Auto Scaling API reference, Tag). A
-    shortened key would name another label, so a key that does not fit is an error."""
+    shortened key would name another label, so a key that does not fit is an error. The labels and taints alicerce
+    adds itself have short fixed keys; these are the pool's own."""
     for pool in ctx.resolved.pools:
         if not isinstance(pool.site, AwsSite) or pool.spec.aws is None:
             continue  # no aws section: rule AL210
-        spec = pool.spec
-        for key, value in autoscaler_template_tags(pool).items():
-            if len(key) <= TAG_KEY_MAX and len(value) <= TAG_VALUE_MAX:
+        here = S.node_pools[pool.index]
+        tags = [(here.labels[k], True, names.template_tag("label", k), k, v) for k, v in pool.labels.items()]
+        tags += [
+            (here.taints[j].key, False, names.template_tag("taint", t.key), t.key, f"{t.value}:{t.effect}")
+            for j, t in enumerate(pool.spec.taints)
+        ]
+        key_max, value_max = names.TAG_KEY_MAX, names.TAG_VALUE_MAX
+        for path, at_key, key, name, value in tags:
+            if len(key) <= key_max and len(value) <= value_max:
                 continue
-            name = key.split("/", 3)[-1].split("/", 1)[-1]  # the label, taint or resource after .../node-template/<kind>/
-            taint = next((j for j, t in enumerate(spec.taints) if key == f"{TEMPLATE_TAG}/taint/{t.key}"), None)
-            if taint is not None:
-                path = S.node_pools[pool.index].taints[taint].key
-            elif name in spec.labels:
-                path = S.node_pools[pool.index].labels[name]
-            else:
-                path = S.node_pools[pool.index].name
             yield Finding(
                 path,
-                f"Auto Scaling tag {key} is {len(key)} characters (value {len(value)}); tags allow {TAG_KEY_MAX} ({TAG_VALUE_MAX})",
-                f"use a key of at most {TAG_KEY_MAX - (len(key) - len(name))} characters so cluster-autoscaler can scale from zero",
+                f"Auto Scaling tag {key} is {len(key)} characters (value {len(value)}); tags allow {key_max} ({value_max})",
+                f"use a key of at most {key_max - (len(key) - len(name))} characters so cluster-autoscaler can scale from zero",
                 name,
-                key=path == S.node_pools[pool.index].labels[name],
+                key=at_key,
                 resource=pool.name,
             )

@@ -1,22 +1,17 @@
 """What cluster-autoscaler needs to know of an AWS pool it may scale from zero: the pool's node labels and the
-node-template tags of its Auto Scaling group. Pure functions: the node pool component writes the tags, rule AL300
-checks them against the Auto Scaling tag limits before anything is created."""
+node-template tags of its Auto Scaling group (keys from alicerce.targets.aws.resolve.template_tag, which rule AL300
+checks against the Auto Scaling tag limits for the spec's labels and taints). Pure functions."""
 
 from __future__ import annotations
 
 from alicerce.emit.kube.operators import gpu_config_labels
 from alicerce.resolve.model import ResolvedPool
+from alicerce.targets.aws.resolve import template_tag
 
 # cluster-autoscaler's AWS provider treats nodes with this label as GPU nodes (GPULabel in
 # cloudprovider/aws/aws_cloud_provider.go @ cluster-autoscaler-1.35.0): a new node whose GPUs the
 # device plugin has not advertised yet counts as not ready instead of triggering another scale-up.
 GPU_NODE_LABEL = "k8s.amazonaws.com/accelerator"
-# Node-template tags cluster-autoscaler reads from the Auto Scaling group to build a node for a group at
-# zero (cloudprovider/aws/README.md "Auto-Discovery Setup" and aws_manager.go buildNodeFromTemplate).
-TEMPLATE_TAG = "k8s.io/cluster-autoscaler/node-template"
-# Auto Scaling group tags: key 1-128 characters, value 0-256 (EC2 Auto Scaling API reference, Tag)
-TAG_KEY_MAX = 128
-TAG_VALUE_MAX = 256
 
 
 GIB = 2**30
@@ -55,14 +50,14 @@ def autoscaler_template_tags(pool: ResolvedPool) -> dict[str, str]:
     (cluster-autoscaler derives neither: it knows only the physical GPU count of an instance type), and the
     node's ephemeral storage.
     """
-    tags = {f"{TEMPLATE_TAG}/label/{k}": v for k, v in node_labels(pool).items()}
+    tags = {template_tag("label", k): v for k, v in node_labels(pool).items()}
     for taint in pool.spec.taints:
-        tags[f"{TEMPLATE_TAG}/taint/{taint.key}"] = f"{taint.value}:{taint.effect}"
+        tags[template_tag("taint", taint.key)] = f"{taint.value}:{taint.effect}"
     if pool.gpu_units is not None:
-        tags |= {f"{TEMPLATE_TAG}/resources/{r}": str(n) for r, n in pool.gpu_units.resources.items()}
+        tags |= {template_tag("resources", r): str(n) for r, n in pool.gpu_units.resources.items()}
     if pool.rdma is not None and pool.efa_interfaces:
-        tags[f"{TEMPLATE_TAG}/resources/{pool.rdma.resource}"] = str(pool.efa_interfaces)
+        tags[template_tag("resources", pool.rdma.resource)] = str(pool.efa_interfaces)
     # nor a node's ephemeral storage: without the tag a pod that requests some never scales a pool up from zero
     # (cloudprovider/aws/aws_manager.go extractAllocatableResourcesFromAsg reads resources/ephemeral-storage)
-    tags[f"{TEMPLATE_TAG}/resources/ephemeral-storage"] = ephemeral_storage(pool)
+    tags[template_tag("resources", "ephemeral-storage")] = ephemeral_storage(pool)
     return dict(sorted(tags.items()))
