@@ -60,12 +60,10 @@ def test_gpu_operator_values_per_target(prod: Any) -> None:
     assert aws["mig"]["strategy"] == "mixed"
     assert "replicas: 4" in aws["devicePlugin"]["config"]["data"]["infer-l4"]
     dc1 = charts(result, "dc1")["gpu-operator"].inputs["values"]
-    # dc1 leaves the driver to the operator (nodeSoftware.gpuDriver defaults to operator); the toolkit is the host's
-    assert rp.site("dc1").software.gpu_driver == "operator"
-    assert dc1["driver"]["enabled"] is True and dc1["toolkit"]["enabled"] is False
-    assert dc1["driver"]["version"] == rp.versions.driverVersion == "580.173.02"
-    assert dc1["driver"]["kernelModuleType"] == "open"
-    assert dc1["driver"]["rdma"] == {"enabled": False}  # DMA-BUF: no host MOFED/DOCA stack is declared
+    # dc1's hosts own the driver (nodeSoftware.gpuDriver: host, installed by the nvidia_driver role); the toolkit is the
+    # host's everywhere off the node image: the operator installs neither
+    assert rp.site("dc1").software.gpu_driver == "host"
+    assert dc1["driver"] == {"enabled": False} and dc1["toolkit"] == {"enabled": False}
     assert "devicePlugin" not in dc1  # no time-sliced pool on-prem
     # every operand reaches every GPU pool: the pools' taints are tolerated
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in dc1["daemonsets"]["tolerations"]

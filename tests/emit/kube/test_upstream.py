@@ -225,13 +225,16 @@ def test_the_gpu_operator_and_the_bill_of_materials_follow_the_sites_driver_owne
     pre-installed driver, toolkit.enabled=false with a pre-installed toolkit; gpu-operator v26.3.3 values.yaml 119,
     211); the EKS node image brings both at the aws site whatever dc1 chooses."""
     text = (ROOT / "platform.yaml").read_text()
-    anchor = "        kubeconfigSecret: dc1Kubeconfig\n"
-    assert anchor in text
-    text = text.replace(anchor, f"{anchor}        nodeSoftware: {{gpuDriver: {owner}}}\n")
+    declared = "        nodeSoftware: {gpuDriver: host}\n"
+    assert declared in text
+    text = text.replace(declared, f"        nodeSoftware: {{gpuDriver: {owner}}}\n")
     rp = validated(load_text(text, "platform.yaml"), "prod")
     assert rp.site("dc1").software.gpu_driver == owner
     values = {site: next(r for r in operator_releases(rp, site) if r.key == "gpu-operator").values for site in ("aws", "dc1")}
     assert values["dc1"]["driver"]["enabled"] is (owner == "operator")
+    if owner == "operator":  # the operator's driver: the pinned version, open modules, DMA-BUF (no host MOFED/DOCA)
+        assert values["dc1"]["driver"]["version"] == rp.versions.driverVersion == "580.173.02"
+        assert values["dc1"]["driver"]["kernelModuleType"] == "open" and values["dc1"]["driver"]["rdma"] == {"enabled": False}
     assert values["aws"]["driver"] == {"enabled": False}
     assert values["dc1"]["toolkit"] == values["aws"]["toolkit"] == {"enabled": False}
     vendored = load("gpu-operator", "v26.3.3", "values.json")
