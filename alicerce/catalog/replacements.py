@@ -22,6 +22,9 @@ class ReplacingResource(CatalogModel):
     replaceOn: tuple[str, ...] = Field(description="Inputs whose change replaces the resource (dotted: nested).")
     replaceOnDecrease: tuple[str, ...] = Field(default=(), description="Numeric inputs whose decrease replaces it.")
     source: Source
+    rollOn: tuple[str, ...] = Field(default=(), description="Inputs updated in place by replacing every member one by one.")
+    rollLoss: str | None = Field(default=None, description="What such a rolling update destroys.")
+    rollSource: Source | None = None
 
 
 class Replacements(CatalogModel):
@@ -55,3 +58,11 @@ def replacing_changes(resource_type: str, old: dict[str, Any], new: dict[str, An
         if isinstance(before, int | float) and isinstance(after, int | float) and after < before:
             out.append(name)
     return sorted(out)
+
+
+def rolling_changes(resource_type: str, old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The inputs whose change from ``old`` to ``new`` is an update that replaces every member (sorted)."""
+    facts = load_replacements().resources.get(resource_type)
+    if facts is None:
+        return []
+    return sorted(name for name in facts.rollOn if _get(old, name) != _get(new, name))

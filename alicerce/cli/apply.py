@@ -91,6 +91,7 @@ def onprem(
     A --secrets file that is not ansible-vault encrypted gets a warning, and is refused in CI
     (CI=true or CI=1) unless --allow-plaintext-secrets.
     """
+    from alicerce.emit.ansible.kubespray import ARTIFACTS
     from alicerce.emit.tree import check_output, render_tree, write_tree
     from alicerce.rules.validate import validated
     from alicerce.run.ansible import (
@@ -99,6 +100,7 @@ def onprem(
         Stage,
         apply_sequence,
         kubespray_environment,
+        limit_hosts,
         plaintext_secrets,
         run_playbook,
     )
@@ -142,7 +144,22 @@ def onprem(
                 if kubespray_env
                 else kubespray_environment(ansible_dir / "kubespray", base / "kubespray-env")
             )
-        stages = apply_sequence(ansible_dir, sites, kubespray.value, environment) if sequence else [Stage(playbook, ansible_dir, playbook)]
+        selected = None
+        if sequence and limit is not None and kubespray is not KubesprayPlaybook.skip:
+            # kubespray's inventories lack alicerce's groups (sites, racks, pools' purposes): resolve the limit here
+            picked = set(limit_hosts([ansible_dir / "inventory.yml", *(inventory or [])], limit))
+            if not picked:
+                raise UsageError(
+                    f"--limit {limit} matches no host of the inventory", "name a host, site_*, pool_*, rack_* or purpose_* group"
+                )
+            selected = {
+                site: [h for h in limit_hosts([ansible_dir / "kubespray" / site / "inventory.yml"], "all") if h in picked] for site in sites
+            }
+        stages = (
+            apply_sequence(ansible_dir, sites, kubespray.value, environment, limit=limit, selected=selected)
+            if sequence
+            else [Stage(playbook, ansible_dir, playbook, limit=limit)]
+        )
         with display:
             for stage in stages:
                 result = run_playbook(
@@ -150,7 +167,7 @@ def onprem(
                     stage.playbook,
                     base / "runner",
                     check=check,
-                    limit=limit,
+                    limit=stage.limit,
                     tags=tags,
                     skip_tags=skip_tags if stage.environment is None else None,
                     inventories=inventory,
@@ -165,7 +182,8 @@ def onprem(
     except RunError as exc:
         raise UsageError(str(exc)) from None
     result = results[-1][1]
-    kubeconfigs = [str(ansible_dir / "kubespray" / site / "artifacts" / "admin.conf") for site in sites] if sequence and result.ok else []
+    admin_confs = [ansible_dir / "kubespray" / ARTIFACTS / site / "admin.conf" for site in sites]
+    kubeconfigs = [str(path) for path in admin_confs] if sequence and result.ok else []
     if as_json:
         data = _result_data(result)
         data["stages"] = [{"stage": st.name, "playbook": st.playbook, "ok": r.ok, "artifacts": str(r.artifacts)} for st, r in results]

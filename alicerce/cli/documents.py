@@ -366,6 +366,7 @@ class EnvironmentDiff(Document):
     storage: list[TierChange]
     objects: list[ObjectChange]
     resources: list[ResourceChange]
+    warnings: list[str] = Field(description="What may stop `pulumi up` though the plan is valid (e.g. a node group's minimum raised).")
 
 
 class DiffDocument(Versioned):
@@ -455,6 +456,26 @@ class GenerateDocument(Versioned):
     files: int = Field(description="Files written.")
     kept: list[str] = Field(description="Paths of yours carried into the new tree (host_vars, caches).")
     displaced: list[str] = Field(description="Changed files --force replaced; copies are under .alicerce/displaced/.")
+
+
+class StaleFile(Document):
+    path: str = Field(description="The file, under OUT or the --ci-dir folder.")
+    why: Literal["missing", "differs", "no longer generated"]
+
+
+class GenerateCheckDocument(Versioned):
+    """`alicerce generate --check --format json` (exit 1 when ``stale`` is not empty)."""
+
+    out: str
+    stale: list[StaleFile] = Field(description="Files that do not match what the spec produces.")
+
+
+class InitDocument(Versioned):
+    """`alicerce init --format json`."""
+
+    directory: str
+    written: int = Field(description="Files written.")
+    kept: list[str] = Field(description="Files that already existed and were left as they were (--fill).")
 
 
 class HostCounters(Document):
@@ -626,7 +647,9 @@ DOCUMENTS: dict[str, Callable[[], dict[str, Any]]] = {
     "catalog": _model_schema(CatalogDocument),
     "rules": _model_schema(RulesDocument),
     "generate": _model_schema(GenerateDocument),
+    "generate-check": _model_schema(GenerateCheckDocument),
     "apply": _model_schema(ApplyDocument),
+    "init": _model_schema(InitDocument),
 }
 """Every JSON document by name; its schema is committed as ``schema/output/<name>.schema.json``."""
 

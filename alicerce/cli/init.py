@@ -1,40 +1,88 @@
-"""`alicerce init`: start a new platform repository from a small, valid spec."""
+"""`alicerce init`: start a platform repository that validates, previews, generates and deploys."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from alicerce.cli.errors import UsageError, user_errors
+from alicerce.cli.output import Format, FormatOption, print_json, wants_json
+
+if TYPE_CHECKING:
+    from alicerce.spec.loader import Document
+
+EPILOG = """\b
+Examples:
+  alicerce init my-platform                  a new folder: spec, Pulumi project and stacks, generated tree, CI
+  alicerce init . --name my-platform         into the current folder (a fresh clone), refused if any file exists
+  alicerce init . --fill                     write only the missing files, never replace one (around the
+                                             platform.yaml already there, if any)
+"""
+
+FillOption = Annotated[
+    bool, typer.Option("--fill", help="In an existing folder, write only the missing files (existing ones are never replaced).")
+]
 
 
 def register(app: typer.Typer) -> None:
-    app.command("init")(init)
+    app.command("init", epilog=EPILOG)(init)
 
 
 @user_errors()
 def init(
-    directory: Annotated[Path, typer.Argument(help="New directory for the platform repository.")],
+    directory: Annotated[Path, typer.Argument(help="Folder for the platform repository: new, or existing (see --fill).")],
     name: Annotated[str, typer.Option(help="Platform name (a DNS label).")] = "my-platform",
+    fill: FillOption = False,
+    output_format: FormatOption = Format.text,
 ) -> None:
-    """Create DIR: a platform repository (starter platform.yaml, Pulumi project, generated trees, CI, pre-commit)."""
+    """Create a platform repository in DIRECTORY: a starter platform.yaml, the Pulumi project (two stacks per
+    environment), each environment's generated tree, the CI workflows, a pre-commit config, a README quickstart.
+
+    No file is ever replaced: if any of them exists, nothing is written (exit 2) unless --fill, which writes only
+    the missing ones, built around the folder's own platform.yaml when it has one.
+    """
     from alicerce.emit.files import create_tree
     from alicerce.emit.scaffold import valid_name
 
     if not valid_name(name):
         raise UsageError(f'"{name}" is not a valid platform name', "use lowercase letters, digits and '-'")
-    create_tree(directory, starter_repository(name))
-    print(f"created {directory}: edit platform.yaml, then run `alicerce validate {directory}/platform.yaml`")
+    yours = directory / "platform.yaml"
+    # filling a repository that already has its spec: the stacks, trees and workflows are those of that spec
+    files = repository_around(yours) if fill and yours.is_file() else starter_repository(name)
+    kept = create_tree(directory, files, fill=fill)
+    if wants_json(output_format):
+        print_json({"schemaVersion": 1, "directory": str(directory), "written": len(files) - len(kept), "kept": kept})
+        return
+    print(f"wrote {len(files) - len(kept)} files to {directory}/")
+    if kept:
+        print(f"kept yours ({len(kept)}): {', '.join(kept)}")
+    print(f"next: cd {directory} and follow README.md (alicerce validate, alicerce preview, pulumi preview)")
 
 
 def starter_repository(name: str) -> dict[str, str]:
     """The files of a new repository around the starter spec, every environment resolved from it."""
-    from alicerce.emit.repository import platform_repository
     from alicerce.emit.scaffold import scaffold_files
-    from alicerce.rules.validate import validated
     from alicerce.spec.loader import load_text
 
-    spec = load_text(scaffold_files(name)["platform.yaml"], "platform.yaml")
-    return platform_repository(name, {env: validated(spec, env) for env in spec.data["environments"]})
+    return _repository(name, load_text(scaffold_files(name)["platform.yaml"], "platform.yaml"))
+
+
+def repository_around(spec_path: Path) -> dict[str, str]:
+    """The files of a repository around an existing spec (its errors are reported, located, as `validate` does)."""
+    from alicerce.rules.validate import check
+    from alicerce.spec.errors import SpecInvalid
+    from alicerce.spec.loader import load_file
+
+    document = load_file(spec_path, str(spec_path))
+    if errors := check(document).errors:
+        raise SpecInvalid(errors)
+    return _repository(str(document.data["metadata"]["name"]), document)
+
+
+def _repository(name: str, document: Document) -> dict[str, str]:
+    from alicerce.emit.repository import platform_repository
+    from alicerce.rules.validate import validated
+
+    return platform_repository(name, {env: validated(document, env) for env in document.data["environments"]})

@@ -49,7 +49,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -662,32 +662,47 @@ def swap_in(target: Target, staging: Path) -> list[str]:
     return [warning] if warning else []
 
 
-def _empty_again(folder: Path) -> None:
-    """Remove what a failed fill of the empty ``folder`` created (never the folder, never across a mount)."""
-    device = os.lstat(folder).st_dev
-    table = _mounted()
-    with os.scandir(folder) as entries:
-        names = [entry.name for entry in entries]
-    for name in names:
-        _purge(folder / name, device, table)
+def _undo_fill(folder: Path, written: Sequence[str], existed: set[str]) -> None:
+    """Remove what a failed fill of ``folder`` created: the files of ``written`` (none existed before)
+    and the folders it made (not those in ``existed``); never anything else of the folder's."""
+    for relative in written:
+        path = folder / relative
+        with suppress(OSError):
+            if os.path.isfile(path) and not os.path.islink(path):
+                os.unlink(path)
+    parents = {parent for relative in written for parent in PurePosixPath(relative).parents if str(parent) not in existed}
+    for parent in sorted(parents, key=lambda p: len(p.parts), reverse=True):
+        with suppress(OSError):
+            os.rmdir(folder / parent)  # only an empty folder goes: one of the user's keeps its files
 
 
-def create_tree(target: Path, files: dict[str, str]) -> None:
-    """Create folder ``target`` holding ``files``, or fill it when it exists and is empty.
+def create_tree(target: Path, files: dict[str, str], *, fill: bool = False) -> list[str]:
+    """Create folder ``target`` holding ``files``, or add them to it when it exists; returns the paths
+    of ``files`` left as they were (already there).
 
-    A new folder appears whole (staged beside it, then one rename); an existing empty folder
-    (the current one, for ``init .``) is filled in place, since nothing in it can be lost.
+    A new folder appears whole (staged beside it, then one rename); in an existing folder (the
+    current one, for ``init .``, or a fresh clone) each file is created and none is replaced: when
+    any of ``files`` exists (a file, folder or link of that name) nothing is written, unless
+    ``fill``, which writes only the missing ones.
     """
     try:
         if os.path.isdir(target):
-            if any(os.scandir(target)):
-                raise OutputError(f"{target} already exists and is not empty", "choose a new or empty folder")
+            present = sorted(relative for relative in files if os.path.lexists(target / relative))
+            if present and not fill:
+                shown = ", ".join(present[:5]) + (f" and {len(present) - 5} more" if len(present) > 5 else "")
+                raise OutputError(
+                    f"{target / present[0]}: already exists ({len(present)} of the {len(files)} files to write: {shown})",
+                    "nothing was written; choose a new or empty folder, or --fill to write only the missing files",
+                )
+            missing = {relative: text for relative, text in files.items() if relative not in present}
+            existed = {str(p) for relative in missing for p in PurePosixPath(relative).parents if os.path.isdir(target / p)}
             try:
-                stage_files(target, files)
+                stage_files(target, missing)
             except BaseException:
-                _empty_again(target)  # it was empty: a failed init leaves it so, never half filled
+                # a failed init leaves the folder as it found it, never half filled
+                _undo_fill(target, list(missing), existed)
                 raise
-            return
+            return present
         if os.path.lexists(target):
             raise OutputError(f"{target} already exists and is not a folder", "choose a new or empty folder")
         checked = Target(Path(os.path.realpath(target.absolute().parent)) / target.name, str(target))
@@ -701,3 +716,4 @@ def create_tree(target: Path, files: dict[str, str]) -> None:
             raise
     except OSError as exc:
         raise os_error(exc, target) from None
+    return []

@@ -1,4 +1,4 @@
-"""The files `alicerce init` writes: a small valid platform to grow from."""
+"""The starter spec `alicerce init` writes: a small valid platform to grow from (the repository around it: emit/repository.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from alicerce.spec.schema import schema_text
 STARTER = """\
 # yaml-language-server: $schema=schema/platform.schema.json
 #
-# A starter platform: one AWS environment with a system pool, an inference GPU pool and one team.
-# `alicerce validate` checks it; `alicerce show --env dev` prints what alicerce resolves from it.
+# A starter platform: one AWS environment with a system pool, an inference GPU pool, one team and
+# the model it serves. `alicerce validate` checks it; `alicerce plan` sizes the pools from the
+# workload; `alicerce show --env dev` prints what alicerce resolves from it.
 apiVersion: alicerce.dev/v1
 kind: Platform
 
@@ -26,7 +27,7 @@ environments:
     sites:
       - name: aws
         provider: aws
-        account: "123456789012"
+        account: "123456789012"     # your AWS account (README: what a real account adds)
         region: us-east-1
         zones: [us-east-1a, us-east-1b]
         vpcCidr: 10.0.0.0/16
@@ -48,8 +49,26 @@ nodePools:
 tenancy:
   teams:
     - name: ml
-      groups: [ml-engineers]
+      # the API server puts the identity provider's prefix ("oidc:" unless security.identityProvider
+      # says otherwise) before every group it reads from a token: a group without it binds nobody (AL294)
+      groups: ["oidc:ml-engineers"]
       quotas: [{{pool: inference, gpus: 4}}]
+
+workloads:
+  - name: assistant
+    kind: inference
+    team: ml
+    pool: inference
+    model: {{parameters: 8B, layers: 32, hiddenSize: 4096}}
+    precision: bf16
+    traffic: {{peakRps: 2, inputTokens: 1000, outputTokens: 200}}
+    latency:
+      timeToFirstToken: {{p99: 1s}}
+
+# Your OIDC identity provider, whose groups the teams above name (a real issuer: EKS reads its
+# discovery document when the cluster is created):
+# security:
+#   identityProvider: {{issuerUrl: "https://login.example.com", clientId: kubernetes}}
 """
 
 GITIGNORE = """\
@@ -59,19 +78,6 @@ GITIGNORE = """\
 .*.alicerce-*
 .venv/
 __pycache__/
-"""
-
-README = """\
-# {name}
-
-The ML platform `{name}`, described in `platform.yaml` and built with alicerce.
-
-    alicerce validate                 # every error, located, before anything is deployed
-    alicerce show --env dev           # the resolved environment
-    alicerce catalog gpus             # accelerators the spec can name
-
-Editors with the YAML language server complete and check `platform.yaml` against
-`schema/platform.schema.json`.
 """
 
 
@@ -88,5 +94,4 @@ def scaffold_files(name: str) -> dict[str, str]:
         "platform.yaml": STARTER.format(name=name),
         "schema/platform.schema.json": schema_text(),
         ".gitignore": GITIGNORE,
-        "README.md": README.format(name=name),
     }

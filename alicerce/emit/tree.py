@@ -66,13 +66,24 @@ EMITTERS: tuple[tuple[str, Emitter], ...] = (
 RESOLVED = ".alicerce/resolved.json"
 DISPLACED = ".alicerce/displaced/"
 
-KEPT = ("ansible/host_vars/", "ansible/.cache/", "ansible/.ansible/", DISPLACED)
+KEPT = (
+    "ansible/host_vars/",
+    "ansible/.cache/",
+    "ansible/.ansible/",
+    "ansible/acceptance/",
+    "ansible/kubespray/.cache/",
+    "ansible/kubespray/artifacts/",
+    DISPLACED,
+)
 """Paths inside the tree that generate never owns, carried into every new tree as they are:
 
 - ``ansible/host_vars/``: the user's per-host variables (addresses, users, keys), which Ansible
   reads beside ``inventory.yml`` and ``site.yml``;
 - ``ansible/.cache/``: Ansible's fact cache (``fact_caching_connection`` in the generated
   ``ansible.cfg``), kept so that re-runs stay fast; ``ansible/.ansible/``: ansible-lint's cache;
+- what ``alicerce apply onprem`` leaves: ``ansible/acceptance/`` (each node's acceptance report),
+  ``ansible/kubespray/.cache/`` (kubespray's fact cache, which its ``--limit`` runs need) and
+  ``ansible/kubespray/artifacts/`` (each site's admin kubeconfig, ``artifacts_dir``);
 - ``.alicerce/displaced/``: the files ``--force`` replaced, for the user to look at or delete.
 """
 

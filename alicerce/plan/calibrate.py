@@ -17,7 +17,15 @@ from dataclasses import dataclass, replace
 
 from alicerce.catalog import Catalog
 from alicerce.catalog.models import Architecture, ServingResult, ServingTable, Sizing, TrainingRun
-from alicerce.plan.roofline import Efficiencies, Replica, ServedShape, efficiencies, gpu_hardware, replica_performance
+from alicerce.plan.roofline import (
+    Efficiencies,
+    Replica,
+    ServedShape,
+    efficiencies,
+    gpu_hardware,
+    replica_performance,
+    token_interval_seconds,
+)
 from alicerce.plan.throughput import TrainingJob, training_factors
 
 GIB = 2**30
@@ -208,8 +216,8 @@ def predict_row(row: ServingResult, table: ServingTable, catalog: Catalog, sizin
     perf = replica_performance(replica, row.isl, row.osl, batch_cap=row_batch(row, table))
     if perf is None:
         return None
-    if row.requestsPerSecond is not None:
-        return 1 / perf.step_seconds
+    if row.requestsPerSecond is not None:  # one stream's tokens/s: the decode step plus the prefills it shares
+        return 1 / token_interval_seconds(replica, row.isl, row.osl, perf.batch)
     return perf.tokens_per_second
 
 

@@ -46,8 +46,21 @@ def placement_for(pool: ResolvedPool, gpu: Gpu | None, tcp_gbps: float) -> Place
     return Placement(pool.name, gpu, pool.gpus_per_node or NODE_GPUS, network_gbps_per_gpu(pool, tcp_gbps), pool.max_gpus)
 
 
+def quota_pools(w: Workload, platform: ResolvedPlatform) -> set[str] | None:
+    """The GPU pools ``w``'s team holds quota on, or None where its team declares no quota at all (nothing to follow).
+
+    Kueue admits a team's GPU job only on a pool its ClusterQueue has a flavor for, and that is a pool of its
+    quotas (alicerce.emit.kube.kueue): elsewhere the job waits for ever."""
+    team = next((t for t in platform.teams if t.name == w.team), None)
+    if team is None or not team.quotas:
+        return None
+    return {q.pool for q in team.quotas}
+
+
 def eligible(w: Workload, platform: ResolvedPlatform, pinned: Gpu | None) -> list[tuple[int, ResolvedPool]]:
-    """(purpose rank, pool) of every pool that may run ``w``."""
+    """(purpose rank, pool) of every pool that may run ``w``: CPU pools for data preparation, else the GPU pools
+    of the right purpose (and accelerator, when pinned) its team holds quota on."""
+    allowed = quota_pools(w, platform)
     out = []
     for rank, purpose in enumerate(PURPOSES[w.kind]):
         for pool in platform.pools:
@@ -58,6 +71,8 @@ def eligible(w: Workload, platform: ResolvedPlatform, pinned: Gpu | None) -> lis
                     out.append((rank, pool))
                 continue
             if pool.gpu is None or (pinned is not None and pool.gpu.id != pinned.id):
+                continue
+            if allowed is not None and pool.name not in allowed:
                 continue
             out.append((rank, pool))
     return out

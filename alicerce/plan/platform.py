@@ -295,6 +295,18 @@ def _today() -> datetime.date:
     return today()
 
 
+def _replica_rate(w: WorkloadPlan) -> str:
+    """What one serving replica manages and what bounds it, so a shortfall explains itself."""
+    figures = {f.name: f.value for f in w.figures}
+    rate, prefill, step, batch = (
+        figures.get(n) for n in ("requests/s per replica", "prefill per request", "decode step", "batch per replica")
+    )
+    if rate is None or prefill is None or step is None or batch is None:
+        return ""
+    return (f": one replica of {w.gpus_per_replica or w.tensor_parallel or 1} GPUs serves {rate:.2f} req/s "
+            f"(prefill {prefill:.2f} s a request, decode steps of {step * 1000:.0f} ms at a batch of {batch:.0f})")  # fmt: skip
+
+
 def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
     pool: ResolvedPool,
     plans: list[WorkloadPlan],
@@ -325,7 +337,7 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
                     PlanFinding(
                         "PL305",
                         w.name,
-                        f"needs {w.replicas} replicas ({gpus} GPUs) at peak; pool {pool.name} has {capacity} at max "
+                        f"needs {w.replicas} replicas ({gpus} GPUs) at peak{_replica_rate(w)}; pool {pool.name} has {capacity} at max "
                         f"{_nodes(spec.scaling.max)}; {_nodes(math.ceil(gpus / per_node))} are needed",
                     )
                 )

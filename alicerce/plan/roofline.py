@@ -6,6 +6,7 @@ generated tokens::
     W       = parameters x bytes per weight             every expert resident
     kv      = 2 x layers x KV heads x head dim x KV bytes   per token
     B       = min(batch cap, (tp x memory x f - W) / (kv x (isl + osl)), latency limit)
+              latency limit: step(B) + B x prefill / osl <= TPOT target (prefills share the replica)
     c_tok   = 2 all-reduces x layers x hidden x 2 bytes x 2(tp-1)/tp / (link bandwidth x e_link)
     prefill = (2 x N_active x isl + 2 x layers x isl^2 x hidden) / (tp x peak x e_prefill) + isl x c_tok
     step(B) = (W_read + B x kv x (isl + osl/2)) / (tp x HBM bandwidth x e_hbm)          weights and KV read
@@ -135,6 +136,16 @@ def step_seconds(r: Replica, isl: int, osl: int, batch: float) -> float:
     return memory + compute + batch * all_reduce_seconds_per_token(r) + latency + eff.step_overhead
 
 
+def token_interval_seconds(r: Replica, isl: int, osl: int, batch: float) -> float:
+    """Mean time between a sequence's output tokens when new requests' prefills share the replica.
+
+    In steady state a replica spends ``osl x step + batch x prefill`` to move ``batch`` sequences through
+    ``osl`` tokens each (the throughput formula), so each sequence waits ``step + batch x prefill / osl``
+    per token: the decode step alone understates it wherever prefill is long (PCIe tensor parallel, long
+    prompts). This is what a time-per-output-token target bounds."""
+    return step_seconds(r, isl, osl, batch) + batch * prefill_seconds(r, isl) / osl
+
+
 def kv_batch_limit(r: Replica, isl: int, osl: int) -> float:
     """Sequences whose KV cache fits next to the weights (0 when the weights alone do not fit)."""
     free = r.tp * r.hw.memory_bytes * r.eff.memory_fraction - r.weights
@@ -142,19 +153,20 @@ def kv_batch_limit(r: Replica, isl: int, osl: int) -> float:
 
 
 def latency_batch_limit(r: Replica, isl: int, osl: int, tpot: float) -> float:
-    """Largest batch whose decode step stays within ``tpot`` seconds (0 when even one sequence is too slow)."""
-    one = step_seconds(r, isl, osl, 1.0)
+    """Largest batch whose time per output token (decode step and shared prefill) stays within ``tpot``
+    seconds (0 when even one sequence is too slow)."""
+    one = token_interval_seconds(r, isl, osl, 1.0)
     if one > tpot:
         return 0.0
-    if r.shape.active_parameters >= r.shape.parameters:  # dense: the step is linear in the batch
-        slope = step_seconds(r, isl, osl, 2.0) - one
+    if r.shape.active_parameters >= r.shape.parameters:  # dense: the interval is linear in the batch
+        slope = token_interval_seconds(r, isl, osl, 2.0) - one
         return 1.0 + (tpot - one) / slope if slope > 0 else math.inf
-    low, high = 1.0, 2.0  # MoE: more experts are read as the batch grows; bisect the monotone step
-    while step_seconds(r, isl, osl, high) <= tpot and high < 1e6:
+    low, high = 1.0, 2.0  # MoE: more experts are read as the batch grows; bisect the monotone interval
+    while token_interval_seconds(r, isl, osl, high) <= tpot and high < 1e6:
         low, high = high, high * 2
     for _ in range(30):
         mid = (low + high) / 2
-        low, high = (mid, high) if step_seconds(r, isl, osl, mid) <= tpot else (low, mid)
+        low, high = (mid, high) if token_interval_seconds(r, isl, osl, mid) <= tpot else (low, mid)
     return low
 
 

@@ -451,7 +451,8 @@ def replica_layout(w: Workload, gpu: Gpu, sizing: Sizing, node_gpus: int) -> tup
         if perf is None or (ttft is not None and perf.prefill_seconds > ttft):
             continue
         figures.append(Figure("batch per replica", perf.batch, "sequences",
-                              "min(engine cap, KV memory limit, largest batch with step <= headroom x TPOT target)",
+                              "min(engine cap, KV memory limit, largest batch with step + batch x prefill / output tokens "
+                              "<= headroom x TPOT target)",
                               {"tensor parallel": tp, "KV memory limit": perf.kv_batch_limit,
                                "engine cap": inf.maxBatch.value}))  # fmt: skip
         figures.append(Figure("decode step", perf.step_seconds, "s",

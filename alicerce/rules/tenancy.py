@@ -44,6 +44,29 @@ def quota_capacity(ctx: RuleContext) -> Iterable[Finding]:
         )
 
 
+@rules.rule(
+    "AL264", "workload-pool-quota", "A workload pinned to a GPU pool runs where its team holds quota (Kueue admits it nowhere else)."
+)
+def workload_pool_quota(ctx: RuleContext) -> Iterable[Finding]:
+    # a team's ClusterQueue has a flavor only for the pools of its quotas (alicerce.emit.kube.kueue): a job asking
+    # for another pool's nodes matches no flavor and waits for ever (kueue v0.19.2 flavorassigner.go 1246-1253)
+    teams = {t.name: t for t in ctx.resolved.teams}
+    gpu_pools = {p.name for p in ctx.resolved.pools if p.gpu is not None}
+    for i, w in enumerate(ctx.spec.workloads):
+        team = teams.get(w.team)
+        if w.pool is None or w.pool not in gpu_pools or team is None or not team.quotas:
+            continue
+        held = sorted(q.pool for q in team.quotas)
+        if w.pool not in held:
+            yield Finding(
+                S.workloads[i].pool,
+                f"team {team.name} holds no quota on pool {w.pool}: its queue never admits {w.name} there",
+                f"pin a pool of the team's quotas ({', '.join(held)}), or give team {team.name} a quota on {w.pool}",
+                w.pool,
+                resource=w.name,
+            )
+
+
 @rules.rule("AL261", "slo-fields", "SLOs have the fields their kind needs.")
 def slo_fields(ctx: RuleContext) -> Iterable[Finding]:
     workloads = {w.name: w for w in ctx.spec.workloads}

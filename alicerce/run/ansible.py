@@ -306,18 +306,51 @@ class Stage:
     playbook: str
     inventory: str = "inventory.yml"
     environment: KubesprayEnvironment | None = None
+    limit: str | None = None
 
 
-def apply_sequence(ansible_dir: Path, sites: list[str], kubespray: str, environment: KubesprayEnvironment | None) -> list[Stage]:
-    """The node stage, kubespray's ``kubespray`` playbook for every site (none with ``skip``), the cluster stage."""
-    stages = [Stage("nodes", ansible_dir, "site.yml")]
+def apply_sequence(
+    ansible_dir: Path,
+    sites: list[str],
+    kubespray: str,
+    environment: KubesprayEnvironment | None,
+    *,
+    limit: str | None = None,
+    selected: dict[str, list[str]] | None = None,
+) -> list[Stage]:
+    """The node stage, kubespray's ``kubespray`` playbook for every site (none with ``skip``), the cluster stage.
+
+    With ``limit``, ``selected`` holds the hosts of each site's kubespray inventory that the limit picks
+    in alicerce's inventory: kubespray's inventory has none of alicerce's site, rack or purpose groups,
+    so kubespray gets the host names. Its facts playbook first refreshes the fact cache of every host
+    (kubespray docs/operations/nodes.md: before using --limit), and a site the limit leaves empty
+    gets no kubespray run.
+    """
+    stages = [Stage("nodes", ansible_dir, "site.yml", limit=limit)]
     if kubespray != "skip":
         for site in sites:
-            stages.append(
-                Stage(f"kubespray {site}", ansible_dir / "kubespray", f"{site}/{kubespray}.yml", f"{site}/inventory.yml", environment)
+            project, inventory = ansible_dir / "kubespray", f"{site}/inventory.yml"
+            hosts = None if limit is None else (selected or {}).get(site, [])
+            if hosts == []:
+                continue
+            if hosts is not None:
+                stages.append(Stage(f"kubespray {site} facts", project, f"{site}/facts.yml", inventory, environment))
+            run = Stage(
+                f"kubespray {site}", project, f"{site}/{kubespray}.yml", inventory, environment, None if hosts is None else ",".join(hosts)
             )
-    stages.append(Stage("cluster", ansible_dir, "post-cluster.yml"))
+            stages.append(run)
+    stages.append(Stage("cluster", ansible_dir, "post-cluster.yml", limit=limit))
     return stages
+
+
+def limit_hosts(inventories: list[Path], pattern: str) -> list[str]:
+    """The hosts ``--limit pattern`` selects from ``inventories``, in inventory order (Ansible's own matching)."""
+    from ansible.inventory.manager import InventoryManager  # type: ignore[import-untyped]
+    from ansible.parsing.dataloader import DataLoader  # type: ignore[import-untyped]
+
+    manager = InventoryManager(loader=DataLoader(), sources=[str(path.absolute()) for path in inventories])
+    manager.subset(pattern)
+    return [host.name for host in manager.get_hosts()]
 
 
 def _quote(arg: str) -> str:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from alicerce.catalog.replacements import load_replacements, replacing_changes
+from alicerce.catalog.replacements import load_replacements, replacing_changes, rolling_changes
 from alicerce.emit.gitops.argocd import tree_objects
 from alicerce.plan.platform import plan_platform
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTier
@@ -102,6 +102,7 @@ class EnvironmentDiff:
     storage: list[TierChange] = field(default_factory=list)
     objects: list[ObjectChange] = field(default_factory=list)
     resources: list[ResourceChange] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what may stop `pulumi up` though the plan is valid
     cost_before: float | None = None
     cost_after: float | None = None
 
@@ -141,6 +142,7 @@ class EnvironmentDiff:
             "storage": rows(self.storage),
             "objects": rows(self.objects),
             "resources": resources,
+            "warnings": list(self.warnings),
         }
 
 
@@ -295,11 +297,32 @@ def _changed_inputs(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]
     return sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
 
 
+Key = tuple[str, str]  # resource type, name
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+TEMPLATE_VERSION = "launchTemplate.version"
+
+
+def _new_template_versions(before: Mapping[Key, PlannedResource], after: Mapping[Key, PlannedResource]) -> set[str | None]:
+    """Parents (node pools) whose launch template changes. EC2 makes every change a new template version and the
+    program points the node group at the latest one; the mock engine answers version 1 every time, so the node
+    group's own inputs cannot show it."""
+    return {
+        b.parent
+        for key, b in after.items()
+        if key[0] == LAUNCH_TEMPLATE and key in before and _changed_inputs(before[key].inputs, b.inputs)
+    }
+
+
 def diff_resources(old: Sequence[PlannedResource], new: Sequence[PlannedResource]) -> list[ResourceChange]:
-    """Every declared resource created, deleted, updated or replaced between two plans (components skipped)."""
+    """Every declared resource created, deleted, updated or replaced between two plans (components skipped).
+
+    An update that replaces every member one by one (a node group rolled onto a new launch template version,
+    AMI release or Kubernetes version) is destructive too: every node is drained and terminated."""
     facts = load_replacements()
     before = {(r.type, r.name): r for r in old if not r.component}
     after = {(r.type, r.name): r for r in new if not r.component}
+    new_templates = _new_template_versions(before, after)
     out = []
     for key in sorted(set(before) | set(after)):
         typ, name = key
@@ -310,15 +333,46 @@ def diff_resources(old: Sequence[PlannedResource], new: Sequence[PlannedResource
             out.append(ResourceChange(typ, name, "delete", (), facts.destructive.get(typ)))
         else:
             changed = _changed_inputs(a.inputs, b.inputs)
+            rolling = rolling_changes(typ, a.inputs, b.inputs)
+            if typ == NODE_GROUP and b.parent in new_templates:
+                changed, rolling = sorted({*changed, TEMPLATE_VERSION}), sorted({*rolling, TEMPLATE_VERSION})
             if not changed:
                 continue
             forcing = replacing_changes(typ, a.inputs, b.inputs)
             if forcing:
                 loss = facts.resources[typ].dataLoss
                 out.append(ResourceChange(typ, name, "replace", tuple(forcing), loss))
+            elif rolling:
+                out.append(ResourceChange(typ, name, "update", tuple(changed), facts.resources[typ].rollLoss))
             else:
                 out.append(ResourceChange(typ, name, "update", tuple(changed)))
     return out
+
+
+def minimum_above_desired(old: Sequence[PlannedResource], new: Sequence[PlannedResource]) -> list[str]:
+    """Node groups whose minimum grows. The program leaves a group's desired size to the cluster autoscaler
+    (``ignoreChanges`` on ``scalingConfig.desiredSize``), so `pulumi up` sends the new minimum with the current
+    desired size, and EKS refuses a minimum above it ("Minimum capacity N can't be greater than desired size M",
+    EKS UpdateNodegroupConfig; terraform-aws-modules/terraform-aws-eks#748 and #3306 hit the same)."""
+    before = {r.name: r for r in old if r.type == NODE_GROUP}
+    out = []
+    for r in new:
+        if r.type != NODE_GROUP or r.name not in before:
+            continue
+        was, now = (_scaling(x.inputs, "minSize") for x in (before[r.name], r))
+        if was is not None and now is not None and now > was:
+            group = r.inputs.get("nodeGroupName", r.name)
+            out.append(
+                f"node group {group}: minimum {was} → {now}. EKS refuses a minimum above the group's current desired size, "
+                f"which Pulumi leaves to the autoscaler; if it runs fewer than {now} nodes, raise it first "
+                f"(aws eks update-nodegroup-config --nodegroup-name {group} --scaling-config desiredSize={now}), then pulumi up"
+            )
+    return out
+
+
+def _scaling(inputs: Mapping[str, Any], key: str) -> int | None:
+    value = (inputs.get("scalingConfig") or {}).get(key)
+    return value if isinstance(value, int) else None
 
 
 def planned(rp: ResolvedPlatform) -> list[PlannedResource]:
@@ -350,7 +404,9 @@ def diff_environment(
         cost_after=monthly_cost(new),
     )
     if plan is not None:
-        result.resources = diff_resources(plan(old) if old is not None else [], plan(new) if new is not None else [])
+        before, after = plan(old) if old is not None else [], plan(new) if new is not None else []
+        result.resources = diff_resources(before, after)
+        result.warnings = minimum_above_desired(before, after)
     if status == "changed" and result.empty:
         result.status = "unchanged"
     return result
@@ -389,12 +445,14 @@ def render_markdown(diffs: Sequence[EnvironmentDiff], title: str) -> str:
             lines += ["> [!CAUTION]", "> **Destructive changes: data at risk**", ">"]
             for item in d.destructive:
                 if isinstance(item, ResourceChange):
-                    why = f" (forced by {', '.join(item.properties)})" if item.action == "replace" else ""
+                    why = f" ({'forced by ' if item.action == 'replace' else ''}{', '.join(item.properties)})" if item.properties else ""
                     lines.append(f"> - **{item.action}** `{item.type}` `{item.name}`{why}: {item.data_loss}")
                 else:
                     where = f"{item.namespace}/" if item.namespace else ""
                     lines.append(f"> - **remove** {item.kind} `{where}{item.name}` at {item.site}: {item.data_loss}")
             lines.append("")
+        if d.warnings:
+            lines += ["> [!WARNING]", "> **May stop `pulumi up`**", ">", *(f"> - {w}" for w in d.warnings), ""]
         if d.pools:
             lines += ["**Pools**", "", "| pool | site | change | GPU units at max | details |", "|---|---|---|---:|---|"]
             for p in d.pools:

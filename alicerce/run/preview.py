@@ -55,6 +55,7 @@ class PreviewResult:
     environment: str
     resources: list[PlannedResource]
     outputs: dict[str, Any] = field(default_factory=dict)
+    invokes: list[tuple[str, str]] = field(default_factory=list)  # (function token, provider reference) of each call
 
     def to_json(self) -> dict[str, Any]:
         return {"environment": self.environment, "resources": [r.to_json() for r in self.resources], "outputs": self.outputs}
@@ -119,6 +120,7 @@ _ID_PREFIX = {
     "SecurityGroupIngressRule": "sgr",
     "SecurityGroupEgressRule": "sgr",
     "DataRepositoryAssociation": "dra",
+    "AccessPoint": "fsap",
 }
 
 
@@ -130,6 +132,7 @@ class Recorder(mocks.Mocks):
         self.account = account
         self.stack_outputs = dict(stack_outputs or {})  # what a StackReference reads (a previous preview's outputs)
         self.resources: list[PlannedResource] = []
+        self.invokes: list[tuple[str, str]] = []
         self._lock = threading.Lock()
         self._local = threading.local()
 
@@ -148,10 +151,20 @@ class Recorder(mocks.Mocks):
         return self.outputs(args.typ, args.name, args.inputs)
 
     def call(self, args: mocks.MockCallArgs) -> tuple[dict[Any, Any], list[tuple[str, str]] | None]:
+        with self._lock:
+            self.invokes.append((args.token, str(getattr(args, "provider", "") or "")))
         if args.token == "aws:eks/getAddonVersion:getAddonVersion":
             a = args.args
             version = f"{UNPINNED_ADDON}{a.get('kubernetesVersion')}"
             return {"addonName": a.get("addonName"), "kubernetesVersion": a.get("kubernetesVersion"), "version": version}, []
+        if args.token == "aws:kms/getKey:getKey":  # DescribeKey: any form of a key's name gives its key ARN
+            key = str(args.args.get("keyId"))
+            arn = (
+                key
+                if ":key/" in key
+                else f"arn:aws:kms:{self.region}:{self.account}:key/{_hash('key', key, n=8)}-0000-4000-8000-{_hash(key, n=12)}"
+            )
+            return {"id": arn.rsplit("/", 1)[-1], "keyId": key, "arn": arn}, []
         return {}, []
 
     # -- plausible outputs
@@ -272,4 +285,4 @@ def run_preview(
         return task
 
     mocks.test(body)()  # type: ignore[no-untyped-call]
-    return PreviewResult(rp.name, rp.environment, _order(recorder.resources), result)
+    return PreviewResult(rp.name, rp.environment, _order(recorder.resources), result, recorder.invokes)

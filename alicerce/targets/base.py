@@ -39,8 +39,9 @@ class Capabilities:
     storage: dict[str, str] = field(default_factory=dict)  # storage class -> implementation, where the target decides it
     storage_choices: dict[str, str] = field(default_factory=dict)  # storage class -> implementations the spec may name (hints)
     default_storage_class: dict[str, Any] | None = None  # the StorageClass pods get when they name none
-    # the cloud runs the control plane: its controller manager, scheduler, etcd (and here kube-proxy) cannot be scraped
-    managed_control_plane: bool = False
+    # control-plane components whose metrics Prometheus cannot reach from inside the cluster (a cloud's managed
+    # control plane, a component listening on loopback): nothing scrapes them and no alert waits on them
+    unscraped_control_plane: tuple[Literal["controller-manager", "scheduler", "etcd", "kube-proxy"], ...] = ()
     # Helm releases of the target's own controllers, bound to cloud identities its build creates: Pulumi installs
     # them in every delivery mode (the GitOps tree names them)
     cloud_controllers: tuple[str, ...] = ()

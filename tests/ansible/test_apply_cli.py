@@ -151,9 +151,9 @@ def test_apply_recap_summarises_each_failure_once_with_whole_host_names(monkeypa
     assert len(data["failures"]) == 5  # each host once
 
 
-def test_apply_runs_the_node_stage_then_kubespray_from_its_own_environment_then_the_cluster_stage(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+@pytest.fixture
+def successful_runner(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """ansible_runner.run replaced by one that records its arguments and succeeds."""
     import ansible_runner
 
     calls: list[dict[str, Any]] = []
@@ -163,6 +163,13 @@ def test_apply_runs_the_node_stage_then_kubespray_from_its_own_environment_then_
         return SimpleNamespace(status="successful", rc=0)
 
     monkeypatch.setattr(ansible_runner, "run", run)
+    return calls
+
+
+def test_apply_runs_the_node_stage_then_kubespray_from_its_own_environment_then_the_cluster_stage(
+    successful_runner: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    calls = successful_runner
     env = tmp_path / "kubespray-env"
     args = ["apply", "onprem", "--env", "prod", SPEC, "--workdir", str(tmp_path / "w"), "--kubespray-env", str(env), "--json"]
     result = CliRunner().invoke(build_app(), args)
@@ -180,9 +187,51 @@ def test_apply_runs_the_node_stage_then_kubespray_from_its_own_environment_then_
     assert "ANSIBLE_COLLECTIONS_PATH" not in calls[0]["envvars"]
     data = json.loads(result.stdout)
     assert [s["stage"] for s in data["stages"]] == ["nodes", "kubespray dc1", "cluster"]
-    assert data["kubeconfigs"] == [str(tmp_path / "w" / "prod" / "project" / "ansible" / "kubespray" / "dc1" / "artifacts" / "admin.conf")]
+    assert data["kubeconfigs"] == [str(tmp_path / "w" / "prod" / "project" / "ansible" / "kubespray" / "artifacts" / "dc1" / "admin.conf")]
     upgrade = CliRunner().invoke(build_app(), [*args[:-1], "--kubespray", "upgrade-cluster"])
     assert upgrade.exit_code == 0 and calls[-2]["playbook"] == "dc1/upgrade-cluster.yml"
+
+
+def test_a_limit_naming_alicerce_groups_reaches_kubespray_as_hosts_after_its_facts_run(
+    successful_runner: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    # kubespray's inventory has no rack_* group: passed through, its run would stop at "--limit leaves us
+    # with no hosts to target"; with a limit, kubespray asks for facts.yml without it first (docs/operations/nodes.md)
+    calls = successful_runner
+    base = ["apply", "onprem", "--env", "prod", SPEC, "--workdir", str(tmp_path / "w"), "--kubespray-env", str(tmp_path / "e")]
+    result = CliRunner().invoke(build_app(), [*base, "--limit", "rack_dc1_r01", "--json"])
+    assert result.exit_code == 0, result.output
+    assert [(c["playbook"], c["limit"]) for c in calls[1:3]] == [("dc1/facts.yml", None), ("dc1/cluster.yml", calls[2]["limit"])]
+    rack = [f"gpu-{i:03d}.dc1.acme.example" for i in range(1, 17)]
+    assert calls[2]["limit"] == ",".join(rack)
+    assert calls[0]["limit"] == calls[3]["limit"] == "rack_dc1_r01"  # alicerce's own stages keep the pattern
+    assert (Path(calls[1]["project_dir"]) / calls[1]["playbook"]).is_file()
+    assert [json.loads(result.stdout)["stages"][i]["stage"] for i in (1, 2)] == ["kubespray dc1 facts", "kubespray dc1"]
+    calls.clear()
+    nothing = CliRunner().invoke(build_app(), [*base, "--limit", "rack_nowhere"])
+    assert nothing.exit_code == 2 and "matches no host" in nothing.output and calls == []
+
+
+def test_a_second_apply_keeps_what_the_first_left_in_the_tree(successful_runner: list[dict[str, Any]], tmp_path: Path) -> None:
+    # kubespray's admin kubeconfig and fact cache and the acceptance reports land in the generated tree: a second
+    # apply must neither refuse them as "files added since alicerce wrote them" nor displace the kubeconfig
+    workdir = tmp_path / "w"
+    args = ["apply", "onprem", "--env", "prod", SPEC, "--workdir", str(workdir), "--kubespray-env", str(tmp_path / "e"), "--json"]
+    first = CliRunner().invoke(build_app(), args)
+    assert first.exit_code == 0, first.output
+    (admin,) = json.loads(first.stdout)["kubeconfigs"]
+    ansible = workdir / "prod" / "project" / "ansible"
+    group_vars = yaml.safe_load((ansible / "kubespray" / "dc1" / "group_vars" / "all.yml").read_text())
+    # where kubespray's kubeconfig_localhost writes it: {{ artifacts_dir }}/admin.conf, inventory_dir = kubespray/dc1
+    written = ansible / "kubespray" / "dc1" / group_vars["artifacts_dir"].replace("{{ inventory_dir }}/", "") / "admin.conf"
+    assert written.resolve() == Path(admin).resolve()
+    left = [written, ansible / "kubespray" / ".cache" / "facts" / "cp-1.dc1.acme.example", ansible / "acceptance" / "gpu-001.json"]
+    for path in left:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("left by the first run\n")
+    second = CliRunner().invoke(build_app(), args)
+    assert second.exit_code == 0, second.output
+    assert all(path.read_text() == "left by the first run\n" for path in left)
 
 
 def test_kubespray_environment_is_built_once_from_the_generated_pins(prod: Any, tmp_path: Path) -> None:

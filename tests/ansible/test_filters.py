@@ -339,3 +339,45 @@ def test_facts_module_reads_a_fake_node(tmp_path: Path) -> None:
 @pytest.mark.parametrize("raw", ["400 Gb/sec (4X NDR)", "200 Gb/sec (4X HDR)", "bogus"])
 def test_port_rates_parse(raw: str) -> None:
     assert FACTS._rate_gbps(raw) == {"400 Gb/sec (4X NDR)": 400, "200 Gb/sec (4X HDR)": 200, "bogus": 0}[raw]
+
+
+def test_a_burn_in_tool_that_is_not_installed_skips_its_check_with_the_reason() -> None:
+    # no alicerce role installs NCCL's tests, nvbandwidth or an MPI: a node without them is reported, not failed
+    tools = {
+        "nvidia_smi": "nvidia-smi",
+        "dcgmi": "dcgmi",
+        "all_reduce_perf": "/usr/local/bin/all_reduce_perf",
+        "ib_write_bw": "ib_write_bw",
+        "p2p_bandwidth": "/usr/local/bin/nvbandwidth",
+        "mpirun": "mpirun --allow-run-as-root",
+    }
+    missing = A.missing_tools(["/usr/local/bin/all_reduce_perf", "/usr/local/bin/nvbandwidth"], tools)
+    assert missing == {
+        "nccl_busbw_gbps": "/usr/local/bin/all_reduce_perf",
+        "p2p_bw_gbps": "/usr/local/bin/nvbandwidth",
+        "nccl_internode_busbw_gbps": "/usr/local/bin/all_reduce_perf",  # mpirun runs all_reduce_perf on every node
+    }
+    assert A.missing_tools(["mpirun"], tools) == {"nccl_internode_busbw_gbps": "mpirun"}
+    expected = _expected(
+        dcgm_diag_level=2, nccl_busbw_gbps=315.0, p2p_bw_gbps=315.0, nccl_internode_busbw_gbps=300.0, ib_write_bw_gbps=360.0
+    )
+    observed = _observed(
+        dcgm_diag=A.parse_dcgm_diag((TOOLS / "dcgmi-diag-r2-pass.json").read_text()),
+        ib_write_bw={f"mlx5_{i}": 391.0 for i in range(8)},
+        nccl_internode_busbw_gbps=None,
+        missing_tools=missing,
+    )
+    report = A.acceptance_report(observed, expected)
+    assert A.failed_checks(report) == []
+    assert A.skipped_checks(report) == [
+        "nccl all-reduce busbw in node: not run: /usr/local/bin/all_reduce_perf is not installed on the node"
+        " (install it, or set the floor to 0)",
+        "gpu-to-gpu bandwidth: not run: /usr/local/bin/nvbandwidth is not installed on the node (install it, or set the floor to 0)",
+        "nccl all-reduce busbw across nodes: not run: /usr/local/bin/all_reduce_perf is not installed on the node"
+        " (install it, or set the floor to 0)",
+    ]
+    # a tool that is installed and measures below the floor still fails the node
+    slow = {**observed, "missing_tools": {}, "nccl_busbw_gbps": 100.0, "p2p_bw_gbps": 400.0}
+    assert A.failed_checks(A.acceptance_report(slow, expected)) == [
+        "nccl all-reduce busbw in node: expected >= 315.0 GB/s, found 100.0 GB/s"
+    ]

@@ -17,7 +17,8 @@ import pytest
 import yaml
 
 from alicerce.catalog.onprem import load_onprem
-from alicerce.emit.ansible.kubespray import PURPOSE_KUBELET, topology_admits
+from alicerce.emit.ansible.kubespray import PLAYBOOKS, PURPOSE_KUBELET, topology_admits
+from alicerce.emit.kube.operators import gpu_operator_values
 from alicerce.emit.tree import render_tree
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.rules.validate import validated
@@ -117,19 +118,32 @@ def test_the_nvidia_runtime_renders_as_kubespray_reads_it(files: dict[str, str])
     assert pool["kubelet_systemd_wants_dependencies"] == ["nvidia-persistenced.service", "nvidia-fabricmanager.service"]
 
 
-def test_operator_owned_drivers_keep_one_owner_per_containerd_file(tmp_path: Path) -> None:
-    """With the GPU Operator's toolkit, kubespray's config.toml imports its drop-in instead of naming a runtime."""
+def test_operator_owned_drivers_still_get_the_host_toolkit_and_kubespray_runtime(tmp_path: Path) -> None:
+    """gpuDriver: operator (the default) runs the GPU Operator with toolkit.enabled=false, so the host owns the toolkit.
+
+    NVIDIA cloud-native-docs gpu-operator/getting-started.rst "Pre-Installed NVIDIA Container Toolkit (but no
+    drivers)": the host toolkit reads the driver from /run/nvidia/driver, where the driver container mounts it;
+    kubespray, the one owner of config.toml, names the nvidia runtime (nothing writes a conf.d drop-in).
+    """
     text = (ROOT / "platform.yaml").read_text().replace("nodeSoftware: {gpuDriver: host}", "nodeSoftware: {gpuDriver: operator}")
     spec = tmp_path / "platform.yaml"
     spec.write_text(text)
-    files = render_tree(validated(load_file(spec, "platform.yaml"), "prod"), subtrees=["ansible"])
+    platform = validated(load_file(spec, "platform.yaml"), "prod")
+    files = render_tree(platform, subtrees=["ansible"])
     pool = _yaml(files, "ansible/kubespray/dc1/group_vars/pool_onprem_h100.yml")
-    assert pool["containerd_extra_args"] == 'imports = ["/etc/containerd/conf.d/*.toml"]'
-    assert "containerd_additional_runtimes" not in pool and "containerd_default_runtime" not in pool
+    assert "containerd_extra_args" not in pool
+    assert pool["containerd_default_runtime"] == "nvidia" and pool["containerd_additional_runtimes"][0]["name"] == "nvidia"
+    assert "kubelet_systemd_wants_dependencies" not in pool  # persistenced and Fabric Manager run in the driver container
     roles = _yaml(files, "ansible/group_vars/pool_onprem_h100.yml")
-    assert (
-        not roles["nvidia_driver_enabled"] and not roles["nvidia_container_toolkit_enabled"] and not roles["nvidia_fabricmanager_enabled"]
+    assert not roles["nvidia_driver_enabled"] and not roles["nvidia_fabricmanager_enabled"]
+    assert roles["nvidia_container_toolkit_enabled"] and roles["nvidia_container_toolkit_driver_root"] == "/run/nvidia/driver"
+    values = gpu_operator_values(platform, platform.site("dc1"))
+    assert values["toolkit"] == {"enabled": False} and values["driver"]["enabled"]
+    host = _yaml(
+        render_tree(validated(load_file(ROOT / "platform.yaml", "platform.yaml"), "prod"), ["ansible"]),
+        "ansible/group_vars/pool_onprem_h100.yml",
     )
+    assert host["nvidia_container_toolkit_driver_root"] == "/"
 
 
 @pytest.mark.parametrize(
@@ -160,7 +174,7 @@ def test_pinned_collection_and_environment(files: dict[str, str]) -> None:
     assert collection == {"name": f"{RELEASE.repository}.git", "type": "git", "version": RELEASE.commit}
     pins = [line for line in files["ansible/kubespray/requirements.txt"].splitlines() if not line.startswith("#")]
     assert sorted(pins) == sorted(f"{k}=={v}" for k, v in RELEASE.python.items())
-    for playbook, name in (("cluster.yml", "cluster"), ("upgrade-cluster.yml", "upgrade_cluster"), ("scale.yml", "scale")):
+    for playbook, name in PLAYBOOKS.items():
         (play,) = _yaml(files, f"ansible/kubespray/dc1/{playbook}")
         assert play["ansible.builtin.import_playbook"] == f"{RELEASE.collection}.{name}"
         assert f"{RELEASE.collection}.{name}" in _facts("facts.json")["collection"]["playbooks"]

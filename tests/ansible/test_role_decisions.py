@@ -18,6 +18,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.loader import filter_loader, init_plugin_loader
 from ansible.template import Templar, trust_as_template
 
+from alicerce.catalog.onprem import load_onprem
 from alicerce.emit.tree import render_tree
 from alicerce.resolve.model import ResolvedPlatform
 from tests.ansible.conftest import tool
@@ -142,7 +143,7 @@ def test_handlers_run_before_the_next_role_and_on_failure(prod: ResolvedPlatform
 
 def test_beegfs_client_config_uses_only_keys_beegfs_knows_and_authenticates() -> None:
     """Defect 5: connRDMAEnabled is no BeeGFS key (7.4 rejects unknown keys); connAuthFile is required."""
-    keys = json.loads((DATA / "upstream" / "beegfs" / "7.4.7" / "client-keys.json").read_text())["keys"]
+    keys = json.loads((DATA / "upstream" / "beegfs" / load_onprem().nodeSoftware.beegfs.version / "client-keys.json").read_text())["keys"]
     text = _template("parallel_fs_client", "beegfs-client.conf.j2", item={"name": "home", "source": "mgmt.dc1"})
     written = {
         line.split("=", 1)[0].strip(): line.split("=", 1)[1].strip()
@@ -206,6 +207,20 @@ def test_cdi_follows_the_driver() -> None:
     enable = next(t for t in tasks if t["name"] == "Enable the CDI refresh on driver changes and at boot")
     assert enable["loop"] == ["nvidia-cdi-refresh.path", "nvidia-cdi-refresh.service"]
     assert not [t for t in tasks if "containerd" in str(t.get("ansible.builtin.lineinfile", t.get("ansible.builtin.template", "")))]
+
+
+def test_an_operator_owned_driver_points_the_host_toolkit_at_the_driver_container() -> None:
+    """The GPU Operator runs with toolkit.enabled=false: the host toolkit reads the driver under /run/nvidia/driver."""
+    import re
+
+    facts = json.loads((DATA / "upstream" / "nvidia-container-toolkit" / "v1.18.2" / "config-defaults.json").read_text())
+    tasks = _tasks("nvidia_container_toolkit")
+    edit = next(t for t in tasks if t["name"] == "Point the runtime at the driver container's root")["ansible.builtin.lineinfile"]
+    assert edit["path"] == facts["file"] and re.search(edit["insertafter"], f"[{facts['section']}]")
+    lines = [("#" if k["commented"] else "") + f"{k['key']} = {json.dumps(k['value'])}" for k in facts["keys"]]
+    assert [line for line in lines if re.search(edit["regexp"], line)] == ['#root = "/run/nvidia/driver"']  # only root, not user
+    cdi = [t for t in tasks if "nvidia-cdi-refresh" in str(t.get("loop", t.get("ansible.builtin.systemd_service", "")))]
+    assert cdi and all("_nvidia_container_toolkit_host_driver" in str(t["when"]) for t in cdi)  # no host driver to read
 
 
 def test_fabric_manager_failure_modes_are_the_documented_keys() -> None:

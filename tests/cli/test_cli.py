@@ -112,7 +112,7 @@ def test_init_creates_a_valid_repository(tmp_path: Path) -> None:
     files = {p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file()}
     assert {".gitignore", "README.md", "platform.yaml", "schema/platform.schema.json"} <= files
     # a platform repository: Pulumi project, stacks, CI workflows, pre-commit, the generated tree (issue 13)
-    assert {"Pulumi.yaml", "__main__.py", "requirements.txt", "stacks/Pulumi.dev.yaml", ".pre-commit-config.yaml"} <= files
+    assert {"Pulumi.yaml", "__main__.py", "requirements.txt", "stacks/Pulumi.dev.yaml", "stacks/Pulumi.dev-kubernetes.yaml"} <= files
     assert {".github/workflows/alicerce-pr.yml", ".github/workflows/alicerce-deploy.yml", "generated/dev/.alicerce/manifest.json"} <= files
     check = run("validate", "platform.yaml", cwd=target)
     assert check.returncode == 0, check.stdout
@@ -121,7 +121,7 @@ def test_init_creates_a_valid_repository(tmp_path: Path) -> None:
     )
     assert fresh.returncode == 0, fresh.stderr
     again = run("init", str(target))
-    assert again.returncode == 2 and "not empty" in again.stderr
+    assert again.returncode == 2 and "already exists" in again.stderr
 
 
 def test_init_rejects_a_bad_name(tmp_path: Path) -> None:

@@ -162,3 +162,14 @@ def test_the_pull_request_flow_on_a_local_repository(tmp_path: Path) -> None:
     assert hooks.returncode == 0, hooks.stdout
     changed = git("diff", "--cached", "--name-only", cwd=repo).split()
     assert "platform.yaml" in changed and "generated/dev/reports/PLATFORM.md" in changed
+
+    # merge, then take it back: `git revert` restores spec and tree together, so the revert is itself a clean PR
+    git("commit", "--quiet", "-m", "grow inference", cwd=repo)
+    git("checkout", "--quiet", "main", cwd=repo)
+    git("merge", "--quiet", "--ff-only", "grow-inference", cwd=repo)
+    git("revert", "--no-edit", "HEAD", cwd=repo)
+    check = ("generate", "--check", "--env", "dev", "--out", "generated/dev", "--ci-dir", ".github/workflows", "platform.yaml")
+    assert run(*check, cwd=repo).returncode == 0
+    back = run("diff", "--base", "HEAD~1", "platform.yaml", cwd=repo)
+    assert re.search(r"\| inference \| aws \| resized \| 8 → 4 \(-4\) \| nodes 0–8 → 0–4 \|", back.stdout), back.stdout
+    assert "CAUTION" not in back.stdout

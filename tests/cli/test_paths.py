@@ -340,7 +340,8 @@ def test_schema_output_through_a_dangling_symlink_is_refused(tmp_path: Path) -> 
     assert not (tmp_path / "elsewhere").exists()
 
 
-def test_a_failed_init_leaves_the_empty_folder_empty(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("mine", [False, True], ids=["empty", "with-the-users-files"])
+def test_a_failed_init_leaves_the_folder_as_it_was(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mine: bool) -> None:
     import errno
 
     from alicerce.emit import files
@@ -354,12 +355,16 @@ def test_a_failed_init_leaves_the_empty_folder_empty(tmp_path: Path, monkeypatch
         written.append(path)
         real(path, data)
 
+    if mine:
+        (tmp_path / "NOTES.md").write_text("mine\n")
+        (tmp_path / ".github").mkdir()  # an empty folder of the user's stays too
+    before = sorted(p.name for p in tmp_path.iterdir())
     monkeypatch.setattr(files, "write_file", fill_the_disk)
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(build_app(), ["init", ".", "--name", "here"])
+    result = CliRunner().invoke(build_app(), ["init", ".", "--name", "here", *(["--fill"] if mine else [])])
     assert result.exit_code == 2, result.output
     assert "No space left" in result.output
-    assert len(written) == 2 and list(tmp_path.iterdir()) == []
+    assert len(written) == 2 and sorted(p.name for p in tmp_path.iterdir()) == before
 
 
 def test_an_output_folder_name_with_a_newline_still_has_its_leftovers_recognised() -> None:

@@ -72,6 +72,8 @@ def _preview(variant: str, env: str) -> Any:
         for site in data["environments"]["prod"]["sites"]:
             site["delivery"] = "argocd"
         data["gitops"]["repositorySecret"] = "gitopsRepositoryKey"
+    elif variant == "key-alias":  # an existing platform key, named by its alias
+        data["security"]["encryption"]["kmsKey"] = "alias/acme-ml-platform"
     elif variant == "identity":
         settings = StackSettings(("arn:aws:iam::111111111111:role/platform-admins",), ("10.99.0.0/16",))
     with tempfile.TemporaryDirectory() as tmp:

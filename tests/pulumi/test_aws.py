@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
+import re
 from typing import Any
 
 import pytest
@@ -138,7 +140,6 @@ def test_pools_spread_over_zones_unless_pinned(prod: Any) -> None:
     "aws:iam/role:Role",
     "aws:iam/rolePolicy:RolePolicy",
     "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
-    "aws:iam/openIdConnectProvider:OpenIdConnectProvider",
 )
 def test_eks_encrypts_secrets_logs_everything_and_is_private_in_prod(prod: Any) -> None:
     rp, result = prod
@@ -159,7 +160,8 @@ def test_eks_encrypts_secrets_logs_everything_and_is_private_in_prod(prod: Any) 
         r.inputs["policyArn"].rsplit("/", 1)[-1] for r in result.children("aws-cluster") if r.type.endswith("RolePolicyAttachment")
     }
     assert {"AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly", "AmazonEKSClusterPolicy"} <= node_policies
-    assert one(result, "aws-cluster-oidc")["clientIdLists"] == ["sts.amazonaws.com"]
+    # Pod Identity only: no IAM OIDC provider a role could be made to trust (break-it review of issue 10)
+    assert not result.of_type("aws:iam/openIdConnectProvider:OpenIdConnectProvider")
 
 
 @covers("aws:eks/addon:Addon", "alicerce:cluster:EksAddons")
@@ -279,12 +281,52 @@ def test_fsx_follows_the_resolved_plan_and_lustre_ports_are_open_to_nodes_only(p
     dra = one(result, "aws-storage-datasets-dra")
     assert dra["dataRepositoryPath"] == "s3://acme-ml-prod-data-lake-222222222222"
     assert dra["s3"]["autoImportPolicy"]["events"] == ["NEW", "CHANGED", "DELETED"]
-    rules = [r.inputs for r in result.children("aws-storage") if r.type.endswith("SecurityGroupIngressRule") and "lustre" in r.name]
+    # a file deleted on the file system is never deleted from the data lake (FSx API reference, AutoExportPolicy)
+    assert dra["s3"]["autoExportPolicy"]["events"] == ["NEW", "CHANGED"]
     node_sg = one(result, "aws-cluster-nodes-self")["securityGroupId"]
+    rules = [
+        r.inputs
+        for r in result.children("aws-storage")
+        if r.type.endswith("SecurityGroupIngressRule") and "lustre" in r.name and r.inputs["securityGroupId"] != node_sg
+    ]
     assert sorted({(r["fromPort"], r["toPort"]) for r in rules}) == [(988, 988), (1018, 1023)]
     for r in rules:
         assert r["ipProtocol"] == "tcp" and "cidrIpv4" not in r
         assert r["referencedSecurityGroupId"] in (node_sg, r["securityGroupId"])
+
+
+def test_nodes_take_the_lustre_servers_connections(prod: Any) -> None:
+    """FSx for Lustre user guide, "File system access control with Amazon VPC": the clients' security group allows
+    988 and 1018-1023 from the file system's group (the servers connect back to the clients)."""
+    _, result = prod
+    node_sg = one(result, "aws-cluster-nodes-self")["securityGroupId"]
+    lustre_sg = next(r.inputs["securityGroupId"] for r in result.children("aws-storage") if r.name.endswith("lustre-988-988-nodes"))
+    to_nodes = [
+        r.inputs
+        for r in result.children("aws-storage")
+        if r.type.endswith("SecurityGroupIngressRule") and r.inputs["securityGroupId"] == node_sg
+    ]
+    assert sorted((r["fromPort"], r["toPort"]) for r in to_nodes if r["referencedSecurityGroupId"] == lustre_sg) == [
+        (988, 988),
+        (1018, 1023),
+    ]
+
+
+def test_file_systems_are_created_after_the_rules_that_let_lustre_and_nfs_in(prod: Any) -> None:
+    """FSx fails to create a file system whose security groups "do not permit Lustre LNET network traffic on port
+    988" (FSx for Lustre user guide, "Creating an FSx for Lustre file system fails"): the rules are separate
+    resources, so the file system (and each EFS mount target) must wait for them."""
+    _, result = prod
+    rules = {
+        kind: sorted(r.name for r in result.children("aws-storage") if r.type.startswith("aws:vpc/securityGroup") and f"-{kind}-" in r.name)
+        for kind in ("lustre", "efs")
+    }
+    assert any("988-988" in n for n in rules["lustre"]) and any("1018-1023" in n for n in rules["lustre"])
+    for tier in ("datasets", "checkpoints"):
+        missing = set(rules["lustre"]) - set(result.named(f"aws-storage-{tier}").depends_on)
+        assert not missing, (tier, missing)
+    for target in result.of_type("aws:efs/mountTarget:MountTarget"):
+        assert set(rules["efs"]) <= set(target.depends_on), target.name
 
 
 @covers(
@@ -324,11 +366,14 @@ def test_buckets_block_public_access_encrypt_with_kms_version_and_expire(prod: A
     assert retention["expiration"]["days"] == 730  # data-lake retention: 730d
 
 
-@covers("aws:efs/fileSystem:FileSystem", "aws:efs/mountTarget:MountTarget")
-def test_efs_is_encrypted_with_a_mount_target_per_zone(prod: Any) -> None:
+@covers("aws:efs/fileSystem:FileSystem", "aws:efs/mountTarget:MountTarget", "aws:efs/backupPolicy:BackupPolicy")
+def test_efs_is_encrypted_backed_up_with_a_mount_target_per_zone(prod: Any) -> None:
     _, result = prod
     fs = one(result, "aws-storage-home")
     assert fs["encrypted"] is True and fs["kmsKeyId"].startswith("arn:aws:kms:")
+    # daily backups by AWS Backup (EFS API reference, BackupPolicy: ENABLED)
+    (backup,) = result.of_type("aws:efs/backupPolicy:BackupPolicy")
+    assert backup.inputs["backupPolicy"] == {"status": "ENABLED"} and backup.inputs["fileSystemId"].startswith("fs-")
     targets = list(result.of_type("aws:efs/mountTarget:MountTarget"))
     assert len(targets) == 3
     nfs = [r.inputs for r in result.children("aws-storage") if r.type.endswith("IngressRule") and "efs" in r.name]
@@ -345,6 +390,40 @@ def test_platform_key_rotates_and_provider_is_pinned_to_the_account(prod: Any) -
 
 
 # ---------------------------------------------------------------- every resource
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    if isinstance(value, str) and value.startswith("{"):  # a policy document
+        try:
+            return _strings(json.loads(value))
+        except ValueError:
+            return [value]
+    return [value] if isinstance(value, str) else []
+
+
+def test_a_key_given_by_its_alias_reaches_every_aws_consumer_as_its_key_arn() -> None:
+    """security.encryption.kmsKey may name an alias; IAM policies, EKS secrets encryption, log groups, volumes and
+    file systems get the key ARN it stands for (KMS DescribeKey resolves any form of a key's name), never the alias:
+    an alias ARN in a policy's Resource matches no key (KMS developer guide, "Using aliases in IAM policies")."""
+    from tests.pulumi.conftest import _preview
+
+    _, result = _preview("key-alias", "prod")
+    assert not result.of_type("aws:kms/key:Key")
+    references = [
+        (r.name, s)
+        for r in result.resources
+        if r.type.startswith("aws:")
+        for s in _strings(r.inputs)
+        if ":kms:" in s or s.startswith("alias/")
+    ]
+    kinds = {name.split("-")[1] for name, _ in references}
+    assert {"cluster", "storage", "identity", "pool", "network"} <= kinds, kinds
+    for name, arn in references:
+        assert re.fullmatch(r"arn:aws:kms:us-east-1:222222222222:key/[0-9a-f-]+", arn), (name, arn)
 
 
 def _taggable(token: str) -> bool:
@@ -420,6 +499,26 @@ def test_asg_tags_let_cluster_autoscaler_scale_gpu_and_efa_pools_from_zero(prod:
     assert l4[f"{prefix}/resources/nvidia.com/gpu"] == "4"  # time-sliced: 1 GPU x 4 replicas, what the device plugin offers
 
 
+def test_every_pool_tells_cluster_autoscaler_its_ephemeral_storage(prod: Any) -> None:
+    """cluster-autoscaler's node template for a group at zero has the ephemeral storage its resources/ephemeral-storage
+    tag says (cloudprovider/aws/aws_manager.go extractAllocatableResourcesFromAsg), else a pod requesting some never
+    scales the pool up: the instance-store RAID0 array where there is one (p5: 8 x 3840 GB), else the root volume."""
+    rp, result = prod
+    key = "k8s.io/cluster-autoscaler/node-template/resources/ephemeral-storage"
+    for pool in rp.pools:
+        if pool.site.name != "aws":
+            continue
+        tags = {
+            r.inputs["tag"]["key"]: r.inputs["tag"]["value"] for r in result.children(f"aws-pool-{pool.name}") if r.type.endswith("tag:Tag")
+        }
+        nvme = pool.instance.localNvme  # type: ignore[union-attr]
+        lt = next(r.inputs for r in result.children(f"aws-pool-{pool.name}") if r.type.endswith("launchTemplate:LaunchTemplate"))
+        root = lt["blockDeviceMappings"][0]["ebs"]["volumeSize"]
+        assert tags[key] == (f"{nvme.count * nvme.sizeGB}G" if nvme else f"{root}Gi"), pool.name
+    p5 = {r.inputs["tag"]["key"]: r.inputs["tag"]["value"] for r in result.children("aws-pool-train-p5") if r.type.endswith("tag:Tag")}
+    assert p5[key] == "30720G"
+
+
 @covers("aws:eks/podIdentityAssociation:PodIdentityAssociation", "alicerce:identity:WorkloadIdentity")
 def test_workload_identity_roles_are_bound_to_exactly_their_service_accounts(prod: Any) -> None:
     """Issue 10 gaps: per-team roles reading what the spec grants; autoscaler and LB controller roles."""
@@ -449,3 +548,68 @@ def test_kubernetes_layer_in_the_same_stack_waits_for_admin_access(dev: Any) -> 
     _, result = dev
     for chart in result.of_type("kubernetes:helm.sh/v4:Chart"):
         assert "aws-cluster-admin-0" in chart.depends_on or not chart.name.startswith("aws-"), chart.name
+
+
+def test_the_kubernetes_layer_runner_may_reach_every_api_server_of_its_stack(prod: Any, dev: Any) -> None:
+    """The runner security group of the Kubernetes layer (attached to the runner inside the VPC) allows egress to
+    each cluster the stack applies objects to: EKS on 443, dc1 on its controlPlaneEndpoint's port (6443); the
+    provider removes a new group's allow-all egress, so nothing else gets out."""
+    for (rp, result), expected in ((prod, {443, 6443}), (dev, {443})):
+        clients = result.named("aws-cluster-api-clients")
+        assert clients.type == "aws:ec2/securityGroup:SecurityGroup"
+        egress = [
+            r.inputs
+            for r in result.of_type("aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule")
+            if r.name.startswith("aws-cluster-api-clients")
+        ]
+        tcp = {r["fromPort"] for r in egress if r["ipProtocol"] == "tcp"}
+        assert tcp == expected, (rp.environment, tcp)
+    endpoint = next(s.spec.control_plane_endpoint for s in prod[0].sites if s.name == "dc1")
+    assert endpoint.endswith(":6443")
+
+
+def test_nodes_reach_session_manager_and_nothing_more_of_systems_manager(prod: Any) -> None:
+    """The node role carries the Session Manager actions of AWS's AWSCloud9SSMInstanceProfile policy, not
+    AmazonSSMManagedInstanceCore (which also reads every SSM parameter and runs Systems Manager documents)."""
+    _, result = prod
+    attached = [r.inputs["policyArn"] for r in result.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")]
+    assert not [a for a in attached if "SSM" in a]
+    inline = json.loads(one(result, "aws-cluster-node-session-manager")["policy"])
+    (statement,) = inline["Statement"]
+    assert sorted(statement["Action"]) == [
+        "ssm:UpdateInstanceInformation",
+        "ssmmessages:CreateControlChannel",
+        "ssmmessages:CreateDataChannel",
+        "ssmmessages:OpenControlChannel",
+        "ssmmessages:OpenDataChannel",
+    ]
+
+
+def test_data_sources_are_read_through_the_sites_provider(prod: Any) -> None:
+    """An add-on's default version (and any other lookup) is read in the site's region and account, through its
+    provider pinned to allowedAccountIds, not the stack's default provider."""
+    _, result = prod
+    assert result.invokes
+    for token, provider in result.invokes:
+        assert "$pulumi:providers:aws::aws::" in provider, (token, provider)  # the provider named after the site
+
+
+def test_only_this_accounts_flow_logs_may_assume_the_flow_logs_role(prod: Any) -> None:
+    """VPC user guide, "IAM role for publishing flow logs to CloudWatch Logs": aws:SourceAccount and aws:SourceArn
+    against the confused deputy problem."""
+    _, result = prod
+    role = next(r for r in result.of_type("aws:iam/role:Role") if r.name == "aws-network-flow-logs")
+    (statement,) = json.loads(role.inputs["assumeRolePolicy"])["Statement"]
+    assert statement["Principal"] == {"Service": "vpc-flow-logs.amazonaws.com"}
+    assert statement["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": "222222222222"},
+        "ArnLike": {"aws:SourceArn": "arn:aws:ec2:us-east-1:222222222222:vpc-flow-log/*"},
+    }
+
+
+def test_workload_addons_wait_for_the_pools_that_can_run_them_not_for_gpu_pools(prod: Any) -> None:
+    """CoreDNS and the CSI controllers tolerate no GPU taint: they wait for the untainted pools with nodes from the
+    start (system), not for the p5 pool on a capacity reservation whose node group may take long or fail."""
+    _, result = prod
+    pools = {d.split("-")[2] for d in result.named("aws-addons").depends_on if d.startswith("aws-pool-")}  # a pool's resources
+    assert pools == {"system"}, pools

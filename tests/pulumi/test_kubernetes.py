@@ -60,12 +60,10 @@ def test_gpu_operator_values_per_target(prod: Any) -> None:
     assert aws["mig"]["strategy"] == "mixed"
     assert "replicas: 4" in aws["devicePlugin"]["config"]["data"]["infer-l4"]
     dc1 = charts(result, "dc1")["gpu-operator"].inputs["values"]
-    # dc1 leaves the driver to the operator (nodeSoftware.gpuDriver defaults to operator); the toolkit is the host's
-    assert rp.site("dc1").software.gpu_driver == "operator"
-    assert dc1["driver"]["enabled"] is True and dc1["toolkit"]["enabled"] is False
-    assert dc1["driver"]["version"] == rp.versions.driverVersion == "580.173.02"
-    assert dc1["driver"]["kernelModuleType"] == "open"
-    assert dc1["driver"]["rdma"] == {"enabled": False}  # DMA-BUF: no host MOFED/DOCA stack is declared
+    # dc1's hosts own the driver (nodeSoftware.gpuDriver: host, installed by the nvidia_driver role); the toolkit is the
+    # host's everywhere off the node image: the operator installs neither
+    assert rp.site("dc1").software.gpu_driver == "host"
+    assert dc1["driver"] == {"enabled": False} and dc1["toolkit"] == {"enabled": False}
     assert "devicePlugin" not in dc1  # no time-sliced pool on-prem
     # every operand reaches every GPU pool: the pools' taints are tolerated
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in dc1["daemonsets"]["tolerations"]
@@ -85,13 +83,9 @@ def test_objects_are_applied_from_the_pure_function_and_crds_come_first(prod: An
     rp, result = prod
     for site in ("aws", "dc1"):
         applied = [o for r in result.children(f"{site}-objects") for o in r.inputs["objs"]]
-        # volume sources of deploy-time file systems come from the created FSx/EFS resources: the root volumes of
-        # alicerce-system hold them as created (team volumes point one directory down, or are read-only)
-        volumes = {
-            o["metadata"]["labels"]["alicerce.dev/storage-tier"]: {"csi": {k: v for k, v in o["spec"]["csi"].items() if k != "readOnly"}}
-            for o in sorted(applied, key=lambda o: o.get("spec", {}).get("claimRef", {}).get("namespace") == "alicerce-system")
-            if o["kind"] == "PersistentVolume" and "csi" in o["spec"]
-        }
+        # volume sources of deploy-time file systems come from the created FSx/EFS resources, as the cloud layer hands
+        # them on (team volumes point one directory down or at the team's access point, or are read-only)
+        volumes = result.outputs["handoff"][site]["volumes"] if site == "aws" else {}
         canonical = functools.partial(json.dumps, sort_keys=True)
         assert sorted(map(canonical, applied)) == sorted(map(canonical, cluster_objects(rp, site, volumes)))
         if site == "aws":
@@ -112,3 +106,80 @@ def test_objects_are_applied_from_the_pure_function_and_crds_come_first(prod: An
     assert "aws-addons-coredns" in result.named("aws-operators-kueue").depends_on
     # the Network Operator after the GPU Operator, whose Node Feature Discovery labels the adapters
     assert "dc1-operators-gpu-operator" in result.named("dc1-operators-network-operator").depends_on
+
+
+def _team_volumes(result: Any, tier: str) -> dict[str, dict[str, Any]]:
+    """The PersistentVolumes of a tier's claims in team namespaces, by namespace/claim."""
+    applied = [o for r in result.children("aws-objects") for o in r.inputs["objs"]]
+    return {
+        f"{o['spec']['claimRef']['namespace']}/{o['spec']['claimRef']['name']}": o["spec"]
+        for o in applied
+        if o["kind"] == "PersistentVolume"
+        and o["metadata"]["labels"]["alicerce.dev/storage-tier"] == tier
+        and o["spec"]["claimRef"]["namespace"] != "alicerce-system"
+    }
+
+
+def test_a_file_system_linked_to_the_data_lake_reaches_only_granted_teams_read_only_for_read_grants(prod: Any) -> None:
+    """Break-it review of issue 10: the FSx file system linked to the data lake (datasets) is the lake's objects.
+    research reads the whole lake, applied-ml reads curated/ only, serving has no grant on the lake: it gets
+    no claim at all, and nobody mounts it read-write."""
+    _, result = prod
+    volumes = _team_volumes(result, "datasets")
+    assert sorted(volumes) == ["applied-ml/datasets", "research/datasets"]
+    for spec in volumes.values():
+        assert spec["csi"]["readOnly"] is True and spec["accessModes"] == ["ReadOnlyMany"]
+    mountname = result.outputs["handoff"]["aws"]["volumes"]["datasets"]["csi"]["volumeAttributes"]["mountname"]
+    assert volumes["research/datasets"]["csi"]["volumeAttributes"]["mountname"] == mountname
+    assert volumes["applied-ml/datasets"]["csi"]["volumeAttributes"]["mountname"] == f"{mountname}/curated"
+    applied = [o for r in result.children("aws-objects") for o in r.inputs["objs"]]
+    assert not [o for o in applied if o["kind"] == "Job" and o["metadata"]["name"] == "prepare-datasets"]  # read grants: nothing to make
+
+
+def test_read_write_grants_on_a_linked_file_system_mount_their_prefix_read_write(tmp_path: Any) -> None:
+    """A read-write grant on the lake (per-team tier linked to it) mounts the grant's prefix read-write, and the
+    prepare Job makes that prefix only; a team without a grant gets nothing."""
+    from alicerce.emit.kube.storage import read_only_claims, shared_volumes
+    from tests.pulumi.conftest import reference, resolved
+
+    data = reference()
+    tier = next(t for t in data["storage"] if t["name"] == "datasets")
+    tier.pop("teamAccess")
+    team = next(t for t in data["tenancy"]["teams"] if t["name"] == "applied-ml")
+    team["storageAccess"] = [
+        {"tier": "data-lake", "access": "read-write", "prefix": "applied-ml/"},
+        {"tier": "data-lake", "prefix": "curated/"},
+    ]
+    rp = resolved(data, "prod", tmp_path)
+    root = {"csi": {"driver": "fsx.csi.aws.com", "volumeHandle": "fs-1", "volumeAttributes": {"dnsname": "d", "mountname": "m"}}}
+    objs = [
+        o
+        for o in shared_volumes(rp, "aws", {"datasets": root})
+        if o["metadata"].get("labels", {}).get("alicerce.dev/storage-tier") == "datasets"
+    ]
+    pvs = {
+        f"{o['spec']['claimRef']['namespace']}/{o['spec']['claimRef']['name']}": o["spec"] for o in objs if o["kind"] == "PersistentVolume"
+    }
+    assert sorted(pvs) == ["alicerce-system/datasets-root", "applied-ml/datasets", "applied-ml/datasets-2", "research/datasets"]
+    assert pvs["applied-ml/datasets"]["csi"]["volumeAttributes"]["mountname"] == "m/applied-ml"
+    assert "readOnly" not in pvs["applied-ml/datasets"]["csi"] and pvs["applied-ml/datasets"]["accessModes"] == ["ReadWriteMany"]
+    assert pvs["applied-ml/datasets-2"]["csi"]["readOnly"] is True and pvs["research/datasets"]["csi"]["readOnly"] is True
+    (job,) = [o for o in objs if o["kind"] == "Job"]
+    assert job["spec"]["template"]["spec"]["containers"][0]["command"][2].endswith("mkdir -p /fs/applied-ml && chmod 1777 /fs/applied-ml")
+    assert "datasets" not in read_only_claims(rp, "aws") and "datasets-2" in read_only_claims(rp, "aws")
+
+
+@covers("aws:efs/accessPoint:AccessPoint")
+def test_each_team_mounts_its_own_efs_access_point(prod: Any) -> None:
+    """Per-team directories on EFS are access points (the driver's <fs-id>::<access-point-id> handle), each rooted
+    at the team's directory, not a path any pod could change."""
+    _, result = prod
+    points = {r.inputs["rootDirectory"]["path"]: r for r in result.of_type("aws:efs/accessPoint:AccessPoint")}
+    assert sorted(points) == ["/teams/applied-ml", "/teams/research", "/teams/serving"]
+    assert all(p.inputs["rootDirectory"]["creationInfo"]["permissions"] == "1777" for p in points.values())
+    volumes = _team_volumes(result, "home")
+    fs = result.outputs["handoff"]["aws"]["volumes"]["home"]["csi"]["volumeHandle"]
+    for claim, spec in volumes.items():
+        handle = spec["csi"]["volumeHandle"]
+        assert handle.startswith(f"{fs}::fsap-"), (claim, handle)
+    assert volumes["serving-canary/home"]["csi"]["volumeHandle"] == volumes["serving/home"]["csi"]["volumeHandle"]

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from alicerce.catalog.replacements import load_replacements
-from alicerce.run.diff import EnvironmentDiff, diff_environment, planned, render_markdown
+from alicerce.run.diff import EnvironmentDiff, diff_environment, diff_resources, planned, render_markdown
 from alicerce.run.preview import PlannedResource
 from tests.emit.gitops.helpers import pool, reference, variant
 
@@ -56,6 +56,18 @@ def test_a_pure_resize_grows_capacity_and_cost_and_replaces_nothing() -> None:
     assert result.destructive == [] and not [r for r in result.resources if r.action in ("replace", "delete")]
     text = render_markdown([result], "main → branch")
     assert "| infer-l4 | aws | resized | 64 → 80 (+16) | nodes 1–16 → 2–20 |" in text and "CAUTION" not in text
+    # the minimum grows 1 → 2: EKS refuses a minimum above the current desired size, which Pulumi does not set
+    [warning] = result.warnings
+    assert "minimum 1 → 2" in warning and "desiredSize=2" in warning and "[!WARNING]" in text
+
+
+def test_a_larger_maximum_alone_warns_of_nothing() -> None:
+    def taller(data: dict[str, Any]) -> None:
+        pool(data, "infer-l4")["scaling"] = {"min": 1, "max": 20}
+
+    result = diff(taller)
+    assert actions(result)[("aws:eks/nodeGroup:NodeGroup", "aws-pool-infer-l4-ng")] == "update"
+    assert result.warnings == [] and "[!WARNING]" not in render_markdown([result], "main → branch")
 
 
 def test_a_quota_move_changes_quotas_only() -> None:
@@ -94,6 +106,35 @@ def test_moving_an_efa_pool_to_another_subnet_replaces_its_node_group() -> None:
     assert (group.action, group.properties) == ("replace", ("subnetIds",)) and group.destructive
     assert "instance-store scratch" in (group.data_loss or "")
     assert [p.change for p in result.pools] == ["changed"] and result.gpu_units_delta == 0
+
+
+def test_a_launch_template_change_rolls_every_node_of_its_pool() -> None:
+    """A bigger root volume changes only the launch template; EC2 makes it a new template version, the node group
+    follows the latest version, and EKS replaces every node one by one (EKS User Guide, managed-node-update-behavior).
+    The mock engine answers version 1 for every template, so the node group's own inputs do not show it."""
+
+    def bigger_root(data: dict[str, Any]) -> None:
+        pool(data, "infer-l4").setdefault("aws", {})["rootVolume"] = "400GiB"
+
+    result = diff(bigger_root)
+    changes = {r.name: r for r in result.resources}
+    assert changes["aws-pool-infer-l4-lt"].action == "update" and not changes["aws-pool-infer-l4-lt"].destructive
+    group = changes["aws-pool-infer-l4-ng"]
+    assert (group.action, group.properties) == ("update", ("launchTemplate.version",)) and group.destructive
+    assert "rolling update" in (group.data_loss or "") and "instance-store scratch" in (group.data_loss or "")
+    assert [r.name for r in result.destructive] == ["aws-pool-infer-l4-ng"]  # the other pools' groups do not roll
+    text = render_markdown([result], "main → branch")
+    assert "**update** `aws:eks/nodeGroup:NodeGroup` `aws-pool-infer-l4-ng` (launchTemplate.version): every node is replaced" in text
+
+
+def test_a_kubernetes_version_change_rolls_the_node_groups() -> None:
+    base = next(r for r in base_plan() if r.name == "aws-pool-infer-l4-ng")
+    newer = PlannedResource(base.type, base.name, base.parent, base.parent_type, base.custom, {**base.inputs, "version": "9.99"})
+    [change] = diff_resources([base], [newer])
+    assert (change.action, change.properties) == ("update", ("version",)) and change.destructive
+    scaled = {**base.inputs, "scalingConfig": {**base.inputs["scalingConfig"], "maxSize": 99}}
+    [resize] = diff_resources([base], [PlannedResource(base.type, base.name, base.parent, base.parent_type, base.custom, scaled)])
+    assert (resize.action, resize.destructive) == ("update", False)
 
 
 def test_removing_a_tier_deletes_its_file_system_and_says_what_is_lost() -> None:

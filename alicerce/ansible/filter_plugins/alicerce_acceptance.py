@@ -242,25 +242,52 @@ def _gpu_checks(checks: list[dict[str, Any]], observed: dict[str, Any], expected
         _check(checks, "fabric manager state", "Completed on every GPU", ", ".join(sorted(set(states))) or "none", ok)
 
 
+def _not_installed(checks: list[dict[str, Any]], name: str, want: Any, tool: str) -> None:
+    """A burn-in whose tool is not on the node: reported as skipped with the reason, not as a failed node.
+
+    No alicerce role installs NCCL's tests, nvbandwidth or an MPI, and DCGM's diagnostic plugins come
+    with a CUDA-specific package node_monitoring does not install: a missing tool says so in the
+    report instead of failing every node.
+    """
+    checks.append(
+        {
+            "check": name,
+            "expected": want,
+            "actual": f"not run: {tool} is not installed on the node (install it, or set the floor to 0)",
+            "ok": True,
+            "skipped": True,
+        }
+    )
+
+
 def _burn_in_checks(checks: list[dict[str, Any]], observed: dict[str, Any], expected: dict[str, Any]) -> None:
+    missing: dict[str, str] = observed.get("missing_tools") or {}
     level = int(expected.get("dcgm_diag_level") or 0)
-    if level:
+    if level and "dcgm_diag" in missing:
+        _not_installed(checks, f"dcgmi diag level {level}", "pass", missing["dcgm_diag"])
+    elif level:
         diag = observed.get("dcgm_diag") or {"result": "not run", "failed": []}
         _check(checks, f"dcgmi diag level {level}", "pass", "; ".join(diag["failed"]) or diag["result"], diag["result"] == "pass")
     for key, name in (("nccl_busbw_gbps", "nccl all-reduce busbw in node"), ("p2p_bw_gbps", "gpu-to-gpu bandwidth")):
         floor = float(expected.get(key) or 0)
-        if floor:
+        if floor and key in missing:
+            _not_installed(checks, name, f">= {floor} GB/s", missing[key])
+        elif floor:
             got = float(observed.get(key) or 0)
             _check(checks, name, f">= {floor} GB/s", f"{got} GB/s", got >= floor)
     floor = float(expected.get("nccl_internode_busbw_gbps") or 0)
-    if floor:
+    if floor and "nccl_internode_busbw_gbps" in missing:
+        _not_installed(checks, "nccl all-reduce busbw across nodes", f">= {floor} GB/s", missing["nccl_internode_busbw_gbps"])
+    elif floor:
         got = observed.get("nccl_internode_busbw_gbps")
         if got is None:
             _check(checks, "nccl all-reduce busbw across nodes", f">= {floor} GB/s", "not run: a batch of one host", True)
         else:
             _check(checks, "nccl all-reduce busbw across nodes", f">= {floor} GB/s", f"{float(got)} GB/s", float(got) >= floor)
     floor = float(expected.get("ib_write_bw_gbps") or 0)
-    if floor:
+    if floor and "ib_write_bw" in missing:
+        _not_installed(checks, "ib_write_bw per rail", f">= {floor} Gb/s", missing["ib_write_bw"])
+    elif floor:
         measured = observed.get("ib_write_bw") or {}
         slow = [f"{dev}={bw}" for dev, bw in sorted(measured.items()) if float(bw) < floor]
         missing = int(expected.get("hca_count") or 0) - len(measured)
@@ -324,6 +351,36 @@ def failed_checks(report: list[dict[str, Any]]) -> list[str]:
     return [f"{c['check']}: expected {c['expected']}, found {c['actual']}" for c in report if not c["ok"]]
 
 
+def skipped_checks(report: list[dict[str, Any]]) -> list[str]:
+    return [f"{c['check']}: {c['actual']}" for c in report if c.get("skipped")]
+
+
+# The burn-in checks by the tool they run (a key of node_validation_tools) and the observation they fill.
+BURN_IN_TOOLS = {
+    "dcgm_diag": "dcgmi",
+    "nccl_busbw_gbps": "all_reduce_perf",
+    "p2p_bw_gbps": "p2p_bandwidth",
+    "ib_write_bw": "ib_write_bw",
+    "nccl_internode_busbw_gbps": "mpirun",
+}
+
+
+def missing_tools(absent: list[str], tools: dict[str, str]) -> dict[str, str]:
+    """The burn-in observations whose tool is not on the node, from the commands ``command -v`` did not find.
+
+    ``absent``: the first word of each node_validation_tools command that was not found. The
+    across-node all-reduce needs both mpirun and all_reduce_perf.
+    """
+    gone = set(absent)
+    found: dict[str, str] = {}
+    for observation, key in BURN_IN_TOOLS.items():
+        needed = [tools[key].split()[0]] + ([tools["all_reduce_perf"].split()[0]] if key == "mpirun" else [])
+        lacking = [command for command in needed if command in gone]
+        if lacking:
+            found[observation] = " and ".join(lacking)
+    return found
+
+
 class FilterModule:
     """Filters of the acceptance run (names prefixed ``alicerce_``)."""
 
@@ -335,6 +392,8 @@ class FilterModule:
             "alicerce_fabric_states": parse_fabric_states,
             "alicerce_xids": parse_xids,
             "alicerce_dcgm_diag": parse_dcgm_diag,
+            "alicerce_missing_tools": missing_tools,
+            "alicerce_skipped_checks": skipped_checks,
             "alicerce_all_reduce": parse_all_reduce,
             "alicerce_ib_write_bw": parse_ib_write_bw,
             "alicerce_nvbandwidth": parse_nvbandwidth,

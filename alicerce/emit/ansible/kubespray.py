@@ -27,8 +27,9 @@ from alicerce.spec.models import OnpremSite
 from alicerce.targets.onprem.resolve import control_plane_hosts
 
 # Playbooks of the collection alicerce runs (kubespray resolves <collection>.<name> to playbooks/<name>.yml).
-PLAYBOOKS = {"cluster.yml": "cluster", "scale.yml": "scale", "upgrade-cluster.yml": "upgrade_cluster"}
-CONTAINERD_IMPORTS = 'imports = ["/etc/containerd/conf.d/*.toml"]'
+# facts.yml refreshes the fact cache of every host before a run with --limit (kubespray docs/operations/nodes.md).
+PLAYBOOKS = {"cluster.yml": "cluster", "scale.yml": "scale", "upgrade-cluster.yml": "upgrade_cluster", "facts.yml": "facts"}
+ARTIFACTS = "artifacts"  # kubespray/<ARTIFACTS>/<site>/admin.conf: what kubespray hands back to the controller
 
 
 @dataclass(frozen=True)
@@ -118,8 +119,10 @@ def cluster_vars(platform: ResolvedPlatform, site: ResolvedSite) -> dict[str, An
         "kube_network_node_prefix": 24,
         "kube_proxy_mode": "ipvs",
         "cluster_name": "cluster.local",
-        # the admin kubeconfig lands on the controller: <inventory dir>/artifacts/admin.conf
+        # the admin kubeconfig lands on the controller in kubespray/artifacts/<site>/admin.conf, a folder the
+        # generated tree keeps across runs (alicerce.emit.tree.KEPT); kubespray's default is beside the inventory
         "kubeconfig_localhost": True,
+        "artifacts_dir": "{{ inventory_dir }}/../" + ARTIFACTS + "/" + site.name,
         "kubectl_localhost": False,
         # kubespray's GPU add-on is a legacy driver DaemonSet: the driver and toolkit are alicerce's or the GPU Operator's
         "nvidia_accelerator_enabled": False,
@@ -192,18 +195,15 @@ def pool_vars(site: ResolvedSite, pool: ResolvedPool) -> dict[str, Any]:
         }
     if pool.gpu is not None:
         data["enable_cdi"] = True
+        # one owner of config.toml: kubespray renders the nvidia runtime of the host's toolkit, whoever owns the
+        # driver (the GPU Operator runs with toolkit.enabled=false: NodeSoftwareOwners.container_toolkit)
+        data["containerd_default_runtime"] = "nvidia"
+        data["containerd_additional_runtimes"] = [nvidia_runtime()]
         if site.software.gpu_driver == "host":
-            # one owner of config.toml: kubespray renders the nvidia runtime the host toolkit provides
-            data["containerd_default_runtime"] = "nvidia"
-            data["containerd_additional_runtimes"] = [nvidia_runtime()]
             wants = ["nvidia-persistenced.service"]
             if pool.gpu.interconnect.nvswitch and pool.gpus_per_node >= 8:
                 wants.append("nvidia-fabricmanager.service")
             data["kubelet_systemd_wants_dependencies"] = wants
-        else:
-            # the GPU Operator's toolkit writes its runtime to conf.d; kubespray's config.toml imports it, so a
-            # kubespray re-run no longer drops the operator's import line (two owners of one file)
-            data["containerd_extra_args"] = CONTAINERD_IMPORTS
     return data
 
 

@@ -23,6 +23,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
 
+from alicerce.catalog.onprem import load_onprem
+
+# the pinned node software repositories (catalog/data/onprem.yaml): the roles' defaults come from there, never a second copy
+_SOFTWARE = load_onprem().nodeSoftware
+
 Target = Literal["auto", "host", "image"]
 _TARGET_HELP = "host: a running server; image: an OS image or chroot (packages, files); auto: image inside a chroot."
 
@@ -90,7 +95,7 @@ class NvidiaDriverVars(RoleVars):
         default="nvidia", description="Install from NVIDIA's CUDA repository or the distribution's own archive."
     )
     nvidia_driver_repository_url: str = Field(
-        default="https://developer.download.nvidia.com/compute/cuda/repos",
+        default=_SOFTWARE.cuda.repository,
         description="Base URL of the CUDA repository (point it at a mirror on air-gapped sites).",
     )
     nvidia_driver_repository_key_url: str = Field(
@@ -130,8 +135,14 @@ class NvidiaContainerToolkitVars(RoleVars):
     DESCRIPTION = "The four toolkit packages at one version, nvidia-cdi-refresh on driver changes, no edit of containerd's config."
 
     nvidia_container_toolkit_target: Target = _target("nvidia_container_toolkit")
-    nvidia_container_toolkit_enabled: bool = Field(default=False, description="Whether this host owns the toolkit (with the driver).")
-    nvidia_container_toolkit_version: str = Field(default="1.18.2", description="NVIDIA Container Toolkit version (>= 1.18).")
+    nvidia_container_toolkit_enabled: bool = Field(default=False, description="Whether this host owns the toolkit (GPU nodes).")
+    nvidia_container_toolkit_driver_root: str = Field(
+        default="/",
+        description="Where the driver lives: / (the host's), or /run/nvidia/driver where the GPU Operator's driver container mounts it.",
+    )
+    nvidia_container_toolkit_version: str = Field(
+        default=_SOFTWARE.containerToolkit.version, description="NVIDIA Container Toolkit version (>= 1.18)."
+    )
     nvidia_container_toolkit_repository_url: str = Field(
         default="https://nvidia.github.io/libnvidia-container", description="Toolkit apt repository (mirror it on air-gapped sites)."
     )
@@ -153,11 +164,9 @@ class RdmaVars(RoleVars):
     rdma_stack: Literal["rdma-core", "doca-ofed"] = Field(default="rdma-core", description="Inbox rdma-core or NVIDIA DOCA-OFED.")
     rdma_doca_version: str = Field(default="3.2.1", description="DOCA-Host release whose repository is used (never latest).")
     rdma_doca_repository_url: str = Field(
-        default="https://linux.mellanox.com/public/repo/doca", description="DOCA repository base (with rdma_stack doca-ofed)."
+        default=_SOFTWARE.doca.repository, description="DOCA repository base (with rdma_stack doca-ofed)."
     )
-    rdma_doca_repository_key_url: str = Field(
-        default="https://linux.mellanox.com/public/repo/doca/GPG-KEY-Mellanox.pub", description="DOCA repository signing key."
-    )
+    rdma_doca_repository_key_url: str = Field(default=_SOFTWARE.doca.key, description="DOCA repository signing key.")
     rdma_technology: Literal["infiniband", "roce"] = Field(default="infiniband", description="RDMA transport.")
     rdma_rails: int = Field(default=0, description="RDMA rails per host, from the spec; extra adapters (north-south) are left alone.")
     rdma_rate_gbps: int = Field(default=400, description="Expected link rate per rail in Gbit/s.")
@@ -207,18 +216,16 @@ class ParallelFsClientVars(RoleVars):
     )
     parallel_fs_client_lnet_routes: list[str] = Field(default=[], description="LNet routes, 'NET GATEWAY_NID' each.")
     parallel_fs_client_lustre_repository_url: str = Field(
-        default="https://downloads.whamcloud.com/public/lustre/lustre-2.15.1",
+        default=f"{_SOFTWARE.lustre.repository}/lustre-{_SOFTWARE.lustre.version}",
         description="Lustre client repository of one release (a signed mirror: Whamcloud's own is not signed).",
     )
     parallel_fs_client_lustre_repository_key_url: str = Field(
         default="", description="Signing key of the Lustre mirror; required when a Lustre tier is mounted."
     )
     parallel_fs_client_beegfs_repository_url: str = Field(
-        default="https://www.beegfs.io/release/beegfs_7.4.6", description="BeeGFS repository of one release (mirror it when air-gapped)."
+        default=_SOFTWARE.beegfs.repository, description="BeeGFS repository of one release (mirror it when air-gapped)."
     )
-    parallel_fs_client_beegfs_repository_key_url: str = Field(
-        default="https://www.beegfs.io/release/beegfs_7.4.6/gpg/GPG-KEY-beegfs", description="BeeGFS repository signing key."
-    )
+    parallel_fs_client_beegfs_repository_key_url: str = Field(default=_SOFTWARE.beegfs.key, description="BeeGFS repository signing key.")
     parallel_fs_client_beegfs_rdma: bool = Field(default=True, description="BeeGFS over RDMA (connUseRDMA).")
     parallel_fs_client_beegfs_auth_secret: str = secret(
         "BeeGFS connection authentication secret (connAuthFile); only ever from ansible-vault, never rendered."

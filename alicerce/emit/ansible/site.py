@@ -52,6 +52,9 @@ ANSIBLE_CORE = "2.19.14"
 ANSIBLE_RUNNER = "2.4.3"
 EE_BASE_IMAGE = "quay.io/centos/centos:stream9-minimal"
 ROLLING_BATCH = "25%"
+# where the GPU Operator's driver container mounts the driver on the host (cloud-native-docs gpu-operator/getting-started.rst,
+# "Pre-Installed NVIDIA Container Toolkit (but no drivers)")
+OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
 # Roles of the cluster stage (post-cluster.yml, after kubespray); every other role runs in site.yml, before it.
 POST_CLUSTER_ROLES = ("node_validation",)
 GpuDirect = Literal["none", "dmabuf", "peermem"]
@@ -203,7 +206,10 @@ def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPoo
             nvidia_fabricmanager_version=driver_version,
         ),
         NvidiaContainerToolkitVars(
-            nvidia_container_toolkit_enabled=host_driver, nvidia_container_toolkit_version=software.containerToolkit.version
+            # the GPU Operator runs without its toolkit (NodeSoftwareOwners.container_toolkit): the host owns it either way
+            nvidia_container_toolkit_enabled=bool(gpu) and site.software.container_toolkit == "host",
+            nvidia_container_toolkit_driver_root="/" if host_driver else OPERATOR_DRIVER_ROOT,
+            nvidia_container_toolkit_version=software.containerToolkit.version,
         ),
         NvmeScratchVars(
             nvme_scratch_enabled=scratch is not None,

@@ -35,6 +35,8 @@ ARGOCD_NAMESPACE = "argocd"
 ARGOCD_CHART = "argo-cd"  # catalog chart key
 APPLICATION_API = "argoproj.io/v1alpha1"
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+SYNC_OPTIONS = "argocd.argoproj.io/sync-options"  # per-resource sync options
+RECREATE = "Force=true,Replace=true"  # delete and create instead of apply
 CASCADE_FINALIZER = "resources-finalizer.argocd.argoproj.io"
 IN_CLUSTER = "https://kubernetes.default.svc"
 PROJECT = "default"
@@ -79,11 +81,24 @@ def _tier_of(obj: Mapping[str, Any]) -> str | None:
     return None if tier is None else str(tier)
 
 
+def _recreated_on_change(obj: dict[str, Any]) -> dict[str, Any]:
+    """A Job whose pod template changes (a team added to the ones a prepare Job creates folders for) cannot be
+    applied: ``spec.template`` of a Job is immutable, so the apply fails, the objects Application stays degraded and
+    the app of apps stops at its wave. The Pulumi provider replaces such a Job; in Argo CD the per-resource
+    sync option ``Force=true,Replace=true`` deletes and recreates it (argo-cd docs/user-guide/sync-options.md,
+    "Force Sync", at v3.4.4), and the Application's ``ApplyOutOfSyncOnly=true`` limits that to a Job that changed."""
+    if obj["kind"] != "Job":
+        return obj
+    metadata = obj["metadata"]
+    annotations = {**metadata.get("annotations", {}), SYNC_OPTIONS: RECREATE}
+    return {**obj, "metadata": {**metadata, "annotations": dict(sorted(annotations.items()))}}
+
+
 def tree_objects(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
     """The site's objects as the GitOps tree holds them: all of ``cluster_objects`` but the Pulumi-owned volumes."""
     later = deploy_time_tiers(rp, site_name)
     unknown = {tier: {"csi": {"driver": UNKNOWN_DRIVER, "volumeHandle": UNKNOWN_DRIVER}} for tier in later}  # never reach the tree
-    return [o for o in cluster_objects(rp, site_name, unknown) if _tier_of(o) not in later]
+    return [_recreated_on_change(o) for o in cluster_objects(rp, site_name, unknown) if _tier_of(o) not in later]
 
 
 def pulumi_owned_objects(rp: ResolvedPlatform, site_name: str, volumes: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -219,8 +234,9 @@ def release_application(rp: ResolvedPlatform, site_name: str, release: Release, 
 
 
 def objects_application(rp: ResolvedPlatform, site_name: str, repo: Repository, group: str, wave: int) -> dict[str, Any]:
-    # objects of another chart's API group may reach the dry run before that chart's CRDs are served
-    options = [] if group == CORE_GROUP else ["SkipDryRunOnMissingResource=true"]
+    # objects of another chart's API group may reach the dry run before that chart's CRDs are served; only what
+    # is out of sync is applied, so a Job marked for recreation is recreated only when it changed
+    options = ["ApplyOutOfSyncOnly=true"] if group == CORE_GROUP else ["ApplyOutOfSyncOnly=true", "SkipDryRunOnMissingResource=true"]
     return application(
         rp,
         site_name,

@@ -48,6 +48,12 @@ class Stack:
     onprem: tuple[str, ...]
 
 
+def layer_stacks(environment: str) -> list[tuple[str, str]]:
+    """The Pulumi stacks of one environment with the layer each deploys (README, "Two stacks per environment"):
+    ``<env>`` the cloud layer, ``<env>-kubernetes`` the Kubernetes layer, run from a runner that reaches the API."""
+    return [(environment, "cloud"), (f"{environment}-kubernetes", "kubernetes")]
+
+
 def stacks(rp: ResolvedPlatform) -> list[Stack]:
     """Every environment of the spec, in its order (CI spans them all, whichever environment was generated)."""
     out = []
@@ -86,20 +92,41 @@ def _aws_credentials(region: str, session: str) -> dict[str, Any]:
     }
 
 
-def _pulumi(command: str, stack: str, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+BACKEND = "${{ vars.PULUMI_BACKEND_URL }}"
+
+
+def _backend_guard() -> dict[str, Any]:
+    """Fail before Pulumi runs when the environment names no shared backend: Pulumi.yaml's default (a
+    local file backend) would give the runner an empty state of its own, so a preview would show every
+    resource as new and an up would create the platform a second time."""
     return {
+        "name": "require a shared Pulumi backend",
+        "env": {"PULUMI_BACKEND_URL": BACKEND},
+        "run": (
+            'case "$PULUMI_BACKEND_URL" in\n'
+            '  ""|file://*) echo "::error::set the PULUMI_BACKEND_URL variable of this environment to the shared backend '
+            '(s3://... or https://api.pulumi.com), not a local file backend"; exit 1 ;;\n'
+            "esac\n"
+        ),
+    }
+
+
+def _pulumi(command: str, stack: str, extra: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    step = {
         "name": f"pulumi {command}",
         "uses": _uses("pulumi/actions"),
         "with": {
             "command": command,
             "stack-name": stack,
             "work-dir": ".",
-            "cloud-url": "${{ vars.PULUMI_BACKEND_URL }}",
+            "cloud-url": BACKEND,
             "pulumi-version": PULUMI_VERSION,
             **(extra or {}),
         },
-        "env": {"PULUMI_CONFIG_PASSPHRASE": "${{ secrets.PULUMI_CONFIG_PASSPHRASE }}"},
+        # PULUMI_BACKEND_URL outranks Pulumi.yaml's backend.url, which outranks `pulumi login` (cloud-url)
+        "env": {"PULUMI_BACKEND_URL": BACKEND, "PULUMI_CONFIG_PASSPHRASE": "${{ secrets.PULUMI_CONFIG_PASSPHRASE }}"},
     }
+    return [_backend_guard(), step]
 
 
 def _tree(rp: ResolvedPlatform, env: str) -> str:
@@ -151,19 +178,24 @@ def pull_request_workflow(rp: ResolvedPlatform) -> dict[str, Any]:
         "permissions": {"contents": _grant("read", "checkout")},
         "steps": [*_setup(), {"name": "generate --check", "run": "\n".join(check_lines) + "\n"}],
     }
-    include = [{"stack": s.name, "region": s.region or ""} for s in envs]
+    include = [
+        {"stack": stack, "region": s.region or "", "runner": RUNNER if layer == "cloud" else f"alicerce-{stack}"}
+        for s in envs
+        for stack, layer in layer_stacks(s.name)
+    ]
     preview_steps: list[dict[str, Any]] = [*_setup()]
     if any(s.region for s in envs):
         creds = _aws_credentials("${{ matrix.region }}", "alicerce-preview-${{ github.run_id }}")
         if not all(s.region for s in envs):
             creds["if"] = "matrix.region != ''"
         preview_steps.append(creds)
-    preview_steps.append(_pulumi("preview", "${{ matrix.stack }}", {"diff": True, "comment-on-pr": True, "edit-pr-comment": True}))
+    preview_steps += _pulumi("preview", "${{ matrix.stack }}", {"diff": True, "comment-on-pr": True, "edit-pr-comment": True})
     preview = {
         "name": "pulumi preview ${{ matrix.stack }}",
         "needs": "validate",
         "if": SAME_REPOSITORY,
-        "runs-on": RUNNER,
+        # a cloud stack previews on a hosted runner; a kubernetes stack on the runner that reaches its API endpoint
+        "runs-on": "${{ matrix.runner }}",
         "timeout-minutes": 60,
         "strategy": {"fail-fast": False, "matrix": {"include": include}},
         # previews read the stack's secrets: each stack's preview environment holds them (and its read-only role)
@@ -205,31 +237,37 @@ def pull_request_workflow(rp: ResolvedPlatform) -> dict[str, Any]:
     }
 
 
+def _up_job(stack: Stack, name: str, needs: list[str], runs_on: str | list[str]) -> dict[str, Any]:
+    steps = [*_setup()]
+    permissions = {"contents": _grant("read", "checkout")}
+    if stack.region:
+        steps.append(_aws_credentials(stack.region, f"alicerce-up-{name}"))
+        permissions["id-token"] = _grant("write", "OIDC token for the AWS role")
+    steps += _pulumi("up", name)
+    return {
+        "name": f"pulumi up {name}",
+        **({"needs": list(needs)} if needs else {}),
+        "runs-on": runs_on,
+        "timeout-minutes": 180,
+        # the environment's protection rules (required reviewers on production) are repository settings
+        "environment": stack.name,
+        "concurrency": {"group": f"alicerce-stack-{name}", "cancel-in-progress": False},
+        "permissions": permissions,
+        "steps": steps,
+    }
+
+
 def deploy_workflow(rp: ResolvedPlatform) -> dict[str, Any]:
+    """Per environment in the spec's order: its cloud stack, then its on-prem sites provisioned (their
+    clusters exist only after that), then its kubernetes stack from a runner that reaches the API endpoints."""
     gitops = rp.spec.gitops
     spec = gitops.spec_file
     jobs: dict[str, Any] = {}
     before: list[str] = []
     for stack in stacks(rp):
-        up_id = f"up-{stack.name}"
-        steps = [*_setup()]
-        if stack.region:
-            steps.append(_aws_credentials(stack.region, f"alicerce-up-{stack.name}"))
-        steps.append(_pulumi("up", stack.name))
-        permissions = {"contents": _grant("read", "checkout")}
-        if stack.region:
-            permissions["id-token"] = _grant("write", "OIDC token for the AWS role")
-        jobs[up_id] = {
-            "name": f"pulumi up {stack.name}",
-            **({"needs": list(before)} if before else {}),
-            "runs-on": RUNNER,
-            "timeout-minutes": 180,
-            # the environment's protection rules (required reviewers on production) are repository settings
-            "environment": stack.name,
-            "concurrency": {"group": f"alicerce-stack-{stack.name}", "cancel-in-progress": False},
-            "permissions": permissions,
-            "steps": steps,
-        }
+        (cloud, _), (kubernetes, _) = layer_stacks(stack.name)
+        up_id = f"up-{cloud}"
+        jobs[up_id] = _up_job(stack, cloud, before, RUNNER)
         applies = []
         for site in stack.onprem:
             job_id = f"apply-{stack.name}-{site}"
@@ -257,7 +295,9 @@ def deploy_workflow(rp: ResolvedPlatform) -> dict[str, Any]:
                 ],
             }
             applies.append(job_id)
-        before = [up_id, *applies]
+        kube_id = f"up-{kubernetes}"
+        jobs[kube_id] = _up_job(stack, kubernetes, [up_id, *applies], ["self-hosted", "linux", f"alicerce-{kubernetes}"])
+        before = [kube_id]
     return {
         "name": "alicerce deploy",
         "on": {"push": {"branches": [gitops.revision]}},
@@ -285,7 +325,12 @@ def workflow_text(workflow: dict[str, Any]) -> str:
 
 def _readme(rp: ResolvedPlatform) -> str:
     envs = stacks(rp)
-    rows = [f"| `{s.name}` | {s.tier} | {s.region or '—'} | {', '.join(f'`alicerce-{site}`' for site in s.onprem) or '—'} |" for s in envs]
+    rows = [
+        f"| `{s.name}` | `{s.name}`, `{s.name}-kubernetes` | {s.tier} | {s.region or '—'} | "
+        + ", ".join(f"`alicerce-{label}`" for label in (f"{s.name}-kubernetes", *s.onprem))
+        + " |"
+        for s in envs
+    ]
     return "\n".join(
         [
             "# CI workflows",
@@ -295,13 +340,14 @@ def _readme(rp: ResolvedPlatform) -> str:
             "",
             "- `alicerce-pr.yml`, on pull requests: validate (SARIF to code scanning), `generate --check` of every",
             "  environment's tree, `pulumi preview` per stack (commented), and the semantic diff (`alicerce diff`) as a comment.",
-            "- `alicerce-deploy.yml`, on pushes to the branch: `pulumi up` per environment in the spec's order, each in its",
-            "  GitHub environment, then `alicerce apply onprem` per on-prem site on that site's self-hosted runner.",
+            "- `alicerce-deploy.yml`, on pushes to the branch, per environment in the spec's order and in its GitHub",
+            "  environment: `pulumi up` of its cloud stack, `alicerce apply onprem` per on-prem site on that site's",
+            "  self-hosted runner, then `pulumi up` of its kubernetes stack on the runner that reaches the API endpoints.",
             "",
             "## What the repository needs",
             "",
-            "| environment | tier | AWS region | self-hosted runner label |",
-            "|---|---|---|---|",
+            "| environment | Pulumi stacks | tier | AWS region | self-hosted runner labels |",
+            "|---|---|---|---|---|",
             *rows,
             "",
             "- One GitHub environment per stack for deploys (named as the stack) and one `preview-<stack>` per stack for",
@@ -309,8 +355,13 @@ def _readme(rp: ResolvedPlatform) -> str:
             "  Environments → protection rules): the workflow only names the environment, and a job that uses a protected",
             "  environment waits for approval.",
             "- In each environment: the variable `AWS_ROLE_ARN` (the role the job assumes through GitHub's OIDC provider;",
-            "  no long-lived keys), the variable `PULUMI_BACKEND_URL` (e.g. `s3://bucket?region=...`) and the secret",
-            "  `PULUMI_CONFIG_PASSPHRASE`. Give the `preview-*` environments a read-only role.",
+            "  no long-lived keys), the variable `PULUMI_BACKEND_URL` (the shared backend, e.g. `s3://bucket?region=...`;",
+            "  the jobs refuse an empty one or a `file://` one) and the secret `PULUMI_CONFIG_PASSPHRASE`. Give the",
+            "  `preview-*` environments a read-only role.",
+            "- Each `<env>-kubernetes` stack runs (preview and up) on a self-hosted runner labelled `alicerce-<env>-kubernetes`",
+            "  that reaches the environment's private API endpoints (inside the VPC with the security group the cloud stack",
+            "  outputs, or a network in `alicerce:apiAccessCidrs`), as a role in `alicerce:adminPrincipals`, with the AWS CLI",
+            "  (the kubeconfig authenticates with `aws eks get-token`).",
             "- The role's trust policy: audience `sts.amazonaws.com`, subject `repo:ORG/REPO:environment:<environment>`",
             "  (repositories created after 2026-07-15 emit `repo:ORG@<org id>/REPO@<repo id>:...`).",
             "- On-prem sites: a self-hosted runner (Actions Runner 2.327.1 or newer: the pinned actions run on node24) with",

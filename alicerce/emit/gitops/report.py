@@ -79,7 +79,8 @@ def _sizing(rp: ResolvedPlatform) -> list[str]:
     lines = [
         "## Sizing and cost",
         "",
-        f"Monthly cost of the declared capacity (on-demand prices of the catalog): **{_money(plan['monthly_cost_usd'])}**.",
+        f"Monthly cost of the declared capacity, as `alicerce plan` prices it (catalog prices by region and capacity type, "
+        f"reservations, owned pools at their TCO): **{_money(plan['monthly_cost_usd'])}**.",
         "",
         "| pool | site | accelerator | nodes (declared) | nodes (recommended) | GPU units at max | utilisation | monthly cost |",
         "|---|---|---|---|---|---:|---:|---:|",

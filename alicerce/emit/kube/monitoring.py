@@ -55,6 +55,8 @@ def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     capacity and removes it from allocatable (kubelet devicemanager GetCapacity), so a GPU the device
     plugin marks unhealthy after an XID shows only here. Time-sliced pools advertise their replicas
     (the device plugin multiplies each healthy GPU); MIG pools advertise other resources and are left out.
+    A node that reports no GPU resource at all (its device plugin never registered since the kubelet started:
+    the driver did not load after a reboot) has no allocatable series and counts as 0.
     """
     alerts = []
     for pool in rp.site(site_name).pools:
@@ -62,9 +64,11 @@ def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         if pool.gpu is None or set(units) != {"nvidia.com/gpu"}:
             continue
         expected = units["nvidia.com/gpu"]
+        nodes = f'max by (node) (kube_node_labels{{{POOL_LABEL}="{pool.name}"}})'
         expr = (
-            'max by (node) (kube_node_status_allocatable{resource="nvidia_com_gpu"}) '
-            f'* on (node) group_left () (max by (node) (kube_node_labels{{{POOL_LABEL}="{pool.name}"}}) > 0) < {expected}'
+            # a node that reports no GPU resource at all has no allocatable series: it counts as 0, not as absent
+            f'(max by (node) (kube_node_status_allocatable{{resource="nvidia_com_gpu"}}) or on (node) (0 * {nodes})) '
+            f"* on (node) group_left () ({nodes} > 0) < {expected}"
         )
         alerts.append(Alert(pool_alert_name(pool.name), expr, "15m", "critical",
                             f"A node of pool {pool.name} offers {{{{ $value }}}} of its {expected} GPUs",

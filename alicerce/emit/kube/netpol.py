@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from alicerce.emit.kube.common import MONITORING_NAMESPACE, TEAM_LABEL, meta
+from alicerce.emit.kube.common import KUBERAY_NAMESPACE, MONITORING_NAMESPACE, TEAM_LABEL, meta
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite, ResolvedTeam
 
 NAMESPACE_NAME = "kubernetes.io/metadata.name"  # set by the API server on every namespace
@@ -104,6 +104,25 @@ def gateway_ingress(ctx: PolicyContext) -> list[dict[str, Any]]:
     ]
 
 
+# KubeRay v1.7.0 calls each Ray head from the operator pod: the RayJob and RayService controllers through the head
+# Service's dashboard port (rayjob_controller.go 218, 301; rayservice_controller.go 2014), the RayService controller
+# also the head's Serve proxy (rayservice_controller.go 2092); defaults 8265 and 8000 (utils/constant.go 107, 110)
+RAY_HEAD = {"ray.io/node-type": "head"}
+RAY_OPERATOR_PORTS = (8265, 8000)
+
+
+def ray_operator(ctx: PolicyContext) -> list[dict[str, Any]]:
+    """The KubeRay operator reaches the Ray heads' dashboard and Serve ports, nothing else."""
+    if not ctx.rp.spec.operators.kuberay.enabled:
+        return []
+    spec = {
+        "podSelector": {"matchLabels": RAY_HEAD},
+        "policyTypes": ["Ingress"],
+        "ingress": [{"from": [_namespaces([KUBERAY_NAMESPACE])], "ports": [{"protocol": "TCP", "port": p} for p in RAY_OPERATOR_PORTS]}],
+    }
+    return [ctx.policy("allow-kuberay-operator", spec, "the KubeRay operator polls Ray jobs and Serve through the heads")]
+
+
 NamespacePolicies = Callable[[PolicyContext], list[dict[str, Any]]]
 NAMESPACE_POLICIES: tuple[NamespacePolicies, ...] = (
     default_deny,
@@ -113,6 +132,7 @@ NAMESPACE_POLICIES: tuple[NamespacePolicies, ...] = (
     platform_endpoints,
     metrics_scraping,
     gateway_ingress,
+    ray_operator,
 )
 
 

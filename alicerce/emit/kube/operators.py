@@ -55,7 +55,13 @@ NFD_WORKER_TOLERATIONS = (
 # Dropped for DCGM: a GPU no pod holds carries no pod/namespace (dcgm-exporter 4.5.3-4.8.2
 # transformation/kubernetes.go 398-401), and must not inherit the exporter pod's own.
 DCGM_TARGET_LABELS_DROPPED = "namespace|pod|container"
-CONTROL_PLANE_SCRAPES = ("kubeControllerManager", "kubeScheduler", "kubeEtcd", "kubeProxy")
+# kube-prometheus-stack's switch of each control-plane scrape (its Service, Endpoints, ServiceMonitor and rules)
+CONTROL_PLANE_SCRAPES = {
+    "controller-manager": "kubeControllerManager",
+    "scheduler": "kubeScheduler",
+    "etcd": "kubeEtcd",
+    "kube-proxy": "kubeProxy",
+}
 
 
 @dataclass(frozen=True)
@@ -198,9 +204,9 @@ def monitoring_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any
         # one owner of port 9100 per node: the chart's DaemonSet, or the host role (scraped through a ScrapeConfig)
         "nodeExporter": {"enabled": site.software.node_exporter == "cluster"},
     }
-    if site.capabilities.managed_control_plane:
-        # the cloud runs these; their Services, ServiceMonitors and Down alerts would never see a target
-        values |= {name: {"enabled": False} for name in CONTROL_PLANE_SCRAPES}
+    # what the site's cluster does not expose: its Services, ServiceMonitors and Down/TargetDown alerts would never
+    # see a healthy target
+    values |= {CONTROL_PLANE_SCRAPES[c]: {"enabled": False} for c in site.capabilities.unscraped_control_plane}
     return deep_merge(values, rp.spec.operators.monitoring.values)
 
 

@@ -1,4 +1,5 @@
-"""Shared file systems in team namespaces: each team its own directory, or the whole file system read-only.
+"""Shared file systems in team namespaces: each team its own directory, or the whole file system read-only;
+a file system linked to an object tier (FSx data repository) only as the teams' grants on that tier allow.
 
 For every shared tier (parallel file system, shared NFS) at a site, each team namespace gets a claim
 named after the tier, pre-bound to a PersistentVolume of its own (``claimRef``: no other claim can
@@ -6,7 +7,9 @@ bind it). With ``teamAccess: per-team`` the volume points at ``<root>/teams/<tea
 FSx subdirectory mount (the FSx CSI driver mounts ``<dns>@tcp:/<mountname>``, aws-fsx-csi-driver
 pkg/driver/node.go 109-119), an EFS ``fs-id:/path`` handle, an NFS path, or a hostPath below the
 node's mount. With ``read-only`` every team mounts the root, read-only (the volume source where it
-has a flag, and an admission policy on the claim for hostPath).
+has a flag, and an admission policy on the claim for hostPath). A file system linked to an object tier
+holds that tier's objects (and exports to it): only teams granted the object tier get a claim, at the
+grant's prefix, read-only for a read grant. On EFS each team's directory is its own access point.
 
 The team directories are made by a Job per tier in ``alicerce-system`` that first checks that the
 file system is really mounted there (its type in /proc/mounts), so a missing mount never turns
@@ -18,7 +21,9 @@ whose hosts mount the file system (the parallel_fs_client role mounts every shar
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from alicerce.emit.kube.common import POOL_LABEL, SYSTEM_NAMESPACE, meta, tolerate
@@ -32,6 +37,9 @@ HOST_MOUNTED = ("lustre", "beegfs")
 # the type /proc/mounts shows for each kind, checked before any directory is made
 FS_TYPES = {"lustre": "lustre", "fsx-lustre": "lustre", "beegfs": "beegfs", "nfs": "nfs nfs4", "efs": "nfs4"}
 TIER_LABEL = "alicerce.dev/storage-tier"
+PER_TEAM = "perTeam"
+"""Key of a deploy-time volume entry holding each team's own volume source (an EFS access point per team), beside
+the root source."""
 
 
 def team_path(team: str) -> str:
@@ -45,7 +53,7 @@ def _source(tier: ResolvedTier, site: str, volumes: Mapping[str, Mapping[str, An
     if mount is None:
         return None
     if tier.name in volumes:  # created at deploy time (FSx, EFS): the caller knows its CSI volume
-        return {k: dict(v) if isinstance(v, Mapping) else v for k, v in volumes[tier.name].items()}
+        return {k: dict(v) if isinstance(v, Mapping) else v for k, v in volumes[tier.name].items() if k != PER_TEAM}
     if mount.kind == "nfs" and isinstance(spec, SharedNfsTier) and spec.onprem is not None:
         return {"nfs": {"server": spec.onprem.server, "path": spec.onprem.export}}
     if mount.kind in HOST_MOUNTED:
@@ -140,14 +148,14 @@ def _volume_pair(
 
 
 def _prepare_job(
-    rp: ResolvedPlatform, tier: ResolvedTier, *, kind: str, claim: str, teams: list[str], pools: list[ResolvedPool]
+    rp: ResolvedPlatform, tier: ResolvedTier, *, kind: str, claim: str, dirs: list[str], pools: list[ResolvedPool]
 ) -> dict[str, Any]:
-    """A Job that makes each team's directory, after checking that the file system is mounted where it runs."""
-    dirs = " ".join(f"{ROOT_MOUNT}/{team_path(t)}" for t in sorted(teams))
+    """A Job that makes the teams' directories, after checking that the file system is mounted where it runs."""
+    paths = " ".join(shlex.quote(f"{ROOT_MOUNT}/{d}") for d in dirs)
     script = (
         f"fstype=$(awk '$2 == \"{ROOT_MOUNT}\" {{print $3}}' /proc/mounts); "
         f'case " {FS_TYPES[kind]} " in *" $fstype "*) ;; *) echo "{tier.name} is not mounted ($fstype)" >&2; exit 1;; esac; '
-        f"mkdir -p {dirs} && chmod 1777 {dirs}"
+        f"mkdir -p {paths} && chmod 1777 {paths}"
     )
     pod: dict[str, Any] = {
         "restartPolicy": "OnFailure",
@@ -183,11 +191,79 @@ def _prepare_job(
     }
 
 
+@dataclass(frozen=True)
+class TeamMount:
+    """One team namespace's claim on a shared file system: the directory below the root it sees, and whether
+    it may write there."""
+
+    team: str
+    namespace: str
+    claim: str
+    path: str | None  # below the file system root; None: the root itself
+    read_only: bool
+
+
+def linked_source(tier: ResolvedTier, site_name: str) -> str | None:
+    """The object tier a file system is linked to at a site (an FSx data repository): its files are that tier's
+    objects, so teams reach them only as their grants on that tier allow."""
+    mount = tier.mounts.get(site_name)
+    spec = tier.spec
+    if mount is not None and mount.kind == "fsx-lustre" and isinstance(spec, ParallelFsTier) and spec.source:
+        return spec.source
+    return None
+
+
+def team_mounts(rp: ResolvedPlatform, site_name: str, tier: ResolvedTier) -> list[TeamMount]:
+    """Who mounts a shared tier at a site, where and how.
+
+    A file system linked to an object tier (an FSx data repository association exports to the bucket) holds
+    that tier's objects: only teams with a storage grant on it get a claim, at the grant's prefix, read-only
+    unless the grant is read-write and the tier not ``teamAccess: read-only``. Any other shared tier: every
+    team, in its own directory or the root read-only (``teamAccess``)."""
+    site = rp.site(site_name)
+    spec = tier.spec
+    tier_read_only = isinstance(spec, ParallelFsTier | SharedNfsTier) and spec.team_access == "read-only"
+    source = linked_source(tier, site_name)
+    out: list[TeamMount] = []
+    for team in site.teams:
+        if source is None:
+            path = None if tier_read_only else team_path(team.name)
+            out.extend(TeamMount(team.name, ns, tier.name, path, tier_read_only) for ns in team.namespaces)
+            continue
+        grants = [g for g in team.spec.storage_access if g.tier == source]
+        for i, grant in enumerate(grants):
+            claim = tier.name if i == 0 else f"{tier.name}-{i + 1}"
+            path = grant.prefix.rstrip("/") if grant.prefix else None
+            read_only = tier_read_only or grant.access != "read-write"
+            out.extend(TeamMount(team.name, ns, claim, path, read_only) for ns in team.namespaces)
+    return out
+
+
+def _directories(tier: ResolvedTier, site_name: str, mounts: list[TeamMount]) -> list[str]:
+    """Directories the prepare Job makes: each team's own, or on a linked file system the prefixes granted
+    read-write (read grants see what the bucket holds)."""
+    if linked_source(tier, site_name) is None:
+        return sorted({m.path for m in mounts if m.path is not None})
+    return sorted({m.path for m in mounts if m.path is not None and not m.read_only})
+
+
+def _team_source(source: dict[str, Any], entry: Mapping[str, Any], mount: TeamMount) -> dict[str, Any]:
+    """The PersistentVolume source of one team's claim: the team's own access point where the file system has
+    them (EFS), else the root source one directory down; read-only where the claim is."""
+    per_team = entry.get(PER_TEAM, {})
+    if mount.path is not None and mount.path == team_path(mount.team) and mount.team in per_team:
+        team_source = {k: dict(v) if isinstance(v, Mapping) else v for k, v in per_team[mount.team].items()}
+    elif mount.path is not None:
+        team_source = _below(source, mount.path)
+    else:
+        team_source = dict(source)
+    return _read_only(team_source) if mount.read_only else team_source
+
+
 def shared_volumes(rp: ResolvedPlatform, site_name: str, volumes: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Team claims on every shared file system of a site, and the Jobs that make the team directories."""
     out: list[dict[str, Any]] = []
     site = rp.site(site_name)
-    teams = [(team.name, ns) for team in site.teams for ns in team.namespaces]
     for tier in site.storage:
         spec = tier.spec
         source = _source(tier, site_name, volumes)
@@ -196,14 +272,17 @@ def shared_volumes(rp: ResolvedPlatform, site_name: str, volumes: Mapping[str, M
             continue
         pools = mounting_pools(site, tier)
         size, options, labels = _size(tier), list(mount.options), {TIER_LABEL: tier.name}
-        read_only = spec.team_access == "read-only"
-        for team, ns in teams:
-            team_source = _read_only(source) if read_only else _below(source, team_path(team))
+        mounts = team_mounts(rp, site_name, tier)
+        for m in mounts:
+            team_source = _team_source(source, volumes.get(tier.name, {}), m)
             if pools:  # a hostPath exists only on the nodes that mount the file system
                 team_source["nodeAffinity"] = _node_affinity(pools)
-            pv = f"{rp.name}-{tier.name}-{ns}"[:253]
-            out.extend(_volume_pair(pv, ns, tier.name, source=team_source, size=size, options=options, labels=labels, read_only=read_only))
-        if not read_only and teams:
+            suffix = m.claim[len(tier.name) :]  # "" or "-2", "-3": a team's further grants on a linked tier
+            pv = f"{rp.name}-{tier.name}-{m.namespace}{suffix}"[:253]
+            out.extend(
+                _volume_pair(pv, m.namespace, m.claim, source=team_source, size=size, options=options, labels=labels, read_only=m.read_only)
+            )
+        if dirs := _directories(tier, site_name, mounts):
             root_claim = f"{tier.name}-root"
             root = f"{rp.name}-{tier.name}-root"[:253]
             if pools:
@@ -211,18 +290,20 @@ def shared_volumes(rp: ResolvedPlatform, site_name: str, volumes: Mapping[str, M
             out.extend(
                 _volume_pair(root, SYSTEM_NAMESPACE, root_claim, source=source, size=size, options=options, labels=labels, read_only=False)
             )
-            out.append(_prepare_job(rp, tier, kind=mount.kind, claim=root_claim, teams=sorted({t for t, _ in teams}), pools=pools))
+            out.append(_prepare_job(rp, tier, kind=mount.kind, claim=root_claim, dirs=dirs, pools=pools))
     return out
 
 
 def read_only_claims(rp: ResolvedPlatform, site_name: str) -> list[str]:
-    """Claims (tier names) that team namespaces may mount only read-only."""
+    """Claims that team namespaces may mount only read-only: those read-only wherever they are made."""
     site = rp.site(site_name)
-    return sorted(
-        t.name
-        for t in site.storage
-        if isinstance(t.spec, ParallelFsTier | SharedNfsTier) and t.spec.team_access == "read-only" and t.mounts.get(site_name)
-    )
+    claims: dict[str, bool] = {}
+    for tier in site.storage:
+        if not isinstance(tier.spec, ParallelFsTier | SharedNfsTier) or not tier.mounts.get(site_name):
+            continue
+        for m in team_mounts(rp, site_name, tier):
+            claims[m.claim] = claims.get(m.claim, True) and m.read_only
+    return sorted(c for c, read_only in claims.items() if read_only)
 
 
 def system_namespace(rp: ResolvedPlatform) -> dict[str, Any]:

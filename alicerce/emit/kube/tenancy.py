@@ -158,18 +158,8 @@ def priority_policy(rp: ResolvedPlatform, site: ResolvedSite, team: ResolvedTeam
     return [policy, binding]
 
 
-def read_only_claims_policy(claims: list[str]) -> list[dict[str, Any]]:
-    """Pods in team namespaces mount the claims of read-only file systems only read-only (a hostPath volume cannot
-    be made read-only by its PersistentVolume; the claim's ``readOnly`` forces every mount of it read-only)."""
-    if not claims:
-        return []
-    names = _cel_list(sorted(claims))
-    name = "alicerce-read-only-claims"
-    expression = (
-        "!has(object.spec.volumes) || object.spec.volumes.all(v, !has(v.persistentVolumeClaim) || "
-        f"!(v.persistentVolumeClaim.claimName in {names}) || "
-        "(has(v.persistentVolumeClaim.readOnly) && v.persistentVolumeClaim.readOnly))"
-    )
+def team_pods_policy(name: str, expression: str, message: str) -> list[dict[str, Any]]:
+    """A ValidatingAdmissionPolicy on the pods of every team namespace, and its binding (deny)."""
     return [
         {
             "apiVersion": ADMISSION_API,
@@ -180,9 +170,7 @@ def read_only_claims_policy(claims: list[str]) -> list[dict[str, Any]]:
                 "matchConstraints": {
                     "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["CREATE", "UPDATE"]}]
                 },
-                "validations": [
-                    {"expression": expression, "message": f"mount {names} with persistentVolumeClaim.readOnly: true", "reason": "Forbidden"}
-                ],
+                "validations": [{"expression": expression, "message": message, "reason": "Forbidden"}],
             },
         },
         {
@@ -196,6 +184,44 @@ def read_only_claims_policy(claims: list[str]) -> list[dict[str, Any]]:
             },
         },
     ]
+
+
+def read_only_claims_policy(claims: list[str]) -> list[dict[str, Any]]:
+    """Pods in team namespaces mount the claims of read-only file systems only read-only (a hostPath volume cannot
+    be made read-only by its PersistentVolume; the claim's ``readOnly`` forces every mount of it read-only)."""
+    if not claims:
+        return []
+    names = _cel_list(sorted(claims))
+    expression = (
+        "!has(object.spec.volumes) || object.spec.volumes.all(v, !has(v.persistentVolumeClaim) || "
+        f"!(v.persistentVolumeClaim.claimName in {names}) || "
+        "(has(v.persistentVolumeClaim.readOnly) && v.persistentVolumeClaim.readOnly))"
+    )
+    return team_pods_policy("alicerce-read-only-claims", expression, f"mount {names} with persistentVolumeClaim.readOnly: true")
+
+
+# Volume sources a pod names inline that reach node or network storage directly (core/v1 Volume at Kubernetes
+# 1.35): every one but those Pod Security "restricted" allows (pod-security-admission policy/
+# check_restrictedVolumes.go) and image volumes. Below restricted, a team pod could otherwise mount a shared
+# file system's root (baseline forbids only hostPath) past its own claim.
+INLINE_STORAGE_VOLUMES = (
+    "awsElasticBlockStore", "azureDisk", "azureFile", "cephfs", "cinder", "fc", "flexVolume", "flocker",
+    "gcePersistentDisk", "gitRepo", "glusterfs", "hostPath", "iscsi", "nfs", "photonPersistentDisk",
+    "portworxVolume", "quobyte", "rbd", "scaleIO", "storageos", "vsphereVolume",
+)  # fmt: skip
+
+
+def team_volumes_policy(rp: ResolvedPlatform) -> list[dict[str, Any]]:
+    """Team pods reach storage only through claims, whatever the namespaces' Pod Security level (restricted
+    already enforces it: no policy there)."""
+    if rp.spec.security.pod_security == "restricted":
+        return []
+    inline = " || ".join(f"has(v.{source})" for source in INLINE_STORAGE_VOLUMES)
+    return team_pods_policy(
+        "alicerce-team-volumes",
+        f"!has(object.spec.volumes) || object.spec.volumes.all(v, !({inline}))",
+        "team pods mount storage through their persistentVolumeClaims, not inline volume sources",
+    )
 
 
 def namespace_objects(rp: ResolvedPlatform, site: ResolvedSite, team: ResolvedTeam, ns: str, queued: bool) -> list[dict[str, Any]]:
@@ -241,7 +267,7 @@ def namespace_objects(rp: ResolvedPlatform, site: ResolvedSite, team: ResolvedTe
 def team_objects(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]:
     """Every team's namespaces, queues, roles and admission policies at a site."""
     kueue = rp.spec.operators.kueue.enabled
-    out: list[dict[str, Any]] = [*team_roles()]
+    out: list[dict[str, Any]] = [*team_roles(), *team_volumes_policy(rp)]
     for team in site.teams:
         queue = cluster_queue(rp, site, team) if kueue else None
         if queue is not None:

@@ -19,6 +19,19 @@ from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
 TRAINER_API = "trainer.kubeflow.org/v1alpha1"
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 TORCH_RUNTIME = "torch-distributed"
+# The runtime's pods run in team namespaces, which enforce the spec's Pod Security level (restricted by
+# default): a TrainJob replaces the container's image, command, env and resources, never its security
+# context (trainer v2.3.0 trainjob_types.go 284-288), so the template must pass "restricted" itself.
+# The upstream image has no USER (it would run as root), hence a fixed non-root id, and a writable HOME for
+# the caches PyTorch and Triton keep under it.
+RUNTIME_USER = 1000
+POD_SECURITY_CONTEXT = {
+    "runAsNonRoot": True,
+    "runAsUser": RUNTIME_USER,
+    "runAsGroup": RUNTIME_USER,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+CONTAINER_SECURITY_CONTEXT = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 
 
 def training_runtimes(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]:
@@ -29,7 +42,13 @@ def training_runtimes(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str
     if release is None or TORCH_RUNTIME not in release.images:
         return []  # rule AL255 reports a Trainer release without runtime images
     gpu_pools = [p for p in site.pools if p.gpu is not None]
-    pod_spec: dict[str, Any] = {"containers": [{"name": "node", "image": release.images[TORCH_RUNTIME].image}]}
+    container = {
+        "name": "node",
+        "image": release.images[TORCH_RUNTIME].image,
+        "env": [{"name": "HOME", "value": "/tmp"}],
+        "securityContext": CONTAINER_SECURITY_CONTEXT,
+    }
+    pod_spec: dict[str, Any] = {"securityContext": POD_SECURITY_CONTEXT, "containers": [container]}
     if tolerations := tolerate(gpu_pools):
         # Kueue puts GPU pools' taints on their flavors (alicerce.emit.kube.kueue): a trainer pod must tolerate them to be admitted there
         pod_spec["tolerations"] = tolerations

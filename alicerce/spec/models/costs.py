@@ -11,14 +11,19 @@ from pydantic import Field, StrictInt
 
 from alicerce.spec.base import Name, SpecModel
 
+# A price past a billion dollars is a typo (and would overflow the totals to infinity).
+MAX_USD = 1e9
+
 
 class OnpremPoolCosts(SpecModel):
     """Capital cost and power of one on-prem pool's nodes."""
 
     pool: Name = Field(description="On-prem node pool.")
-    server_usd: float | None = Field(default=None, ge=0, description="Price of one node (servers with GPUs and NICs).")
-    network_usd: float | None = Field(default=None, ge=0, description="Compute-fabric cost per node (switches, cables, optics).")
-    node_power_kw: float | None = Field(default=None, gt=0, description="Maximum input power of one node in kW.")
+    server_usd: float | None = Field(default=None, ge=0, le=MAX_USD, description="Price of one node (servers with GPUs and NICs).")
+    network_usd: float | None = Field(
+        default=None, ge=0, le=MAX_USD, description="Compute-fabric cost per node (switches, cables, optics)."
+    )
+    node_power_kw: float | None = Field(default=None, gt=0, le=1000, description="Maximum input power of one node in kW.")
 
 
 class OnpremSiteCosts(SpecModel):
@@ -27,26 +32,26 @@ class OnpremSiteCosts(SpecModel):
     site: Name = Field(description="On-prem site.")
     life_years: float | None = Field(default=None, gt=0, le=15, description="Years the hardware is amortised over.")
     pue: float | None = Field(default=None, ge=1, le=3, description="Power usage effectiveness (cooling and losses).")
-    electricity_usd_per_kwh: float | None = Field(default=None, ge=0, description="Electricity tariff in USD per kWh.")
+    electricity_usd_per_kwh: float | None = Field(default=None, ge=0, le=100, description="Electricity tariff in USD per kWh.")
     colocation_usd_per_kw_month: float | None = Field(
-        default=None, ge=0, description="Space, cooling and power distribution per kW of provisioned IT power per month."
+        default=None, ge=0, le=MAX_USD, description="Space, cooling and power distribution per kW of provisioned IT power per month."
     )
     rack_usd_per_month: float | None = Field(
-        default=None, ge=0, description="Price of one rack per month; when given, racks are priced instead of kW."
+        default=None, ge=0, le=MAX_USD, description="Price of one rack per month; when given, racks are priced instead of kW."
     )
-    kw_per_rack: float | None = Field(default=None, gt=0, description="Power one rack can feed and cool.")
+    kw_per_rack: float | None = Field(default=None, gt=0, le=1000, description="Power one rack can feed and cool.")
     support_fraction_per_year: float | None = Field(
         default=None, ge=0, le=1, description="Hardware support per year as a share of the server price."
     )
     licence_usd_per_gpu_year: float | None = Field(
-        default=None, ge=0, description="Software licences per GPU per year (NVIDIA AI Enterprise: 4500)."
+        default=None, ge=0, le=MAX_USD, description="Software licences per GPU per year (NVIDIA AI Enterprise: 4500)."
     )
-    staff_fte: float | None = Field(default=None, ge=0, description="Operations engineers for the site (default: nodes / 48).")
-    usd_per_fte_year: float | None = Field(default=None, ge=0, description="Fully loaded yearly cost of one engineer.")
+    staff_fte: float | None = Field(default=None, ge=0, le=10**6, description="Operations engineers for the site (default: nodes / 48).")
+    usd_per_fte_year: float | None = Field(default=None, ge=0, le=MAX_USD, description="Fully loaded yearly cost of one engineer.")
     storage_usd_per_tb: float | None = Field(
-        default=None, ge=0, description="One-time price per TB of the site's shared storage, amortised over life."
+        default=None, ge=0, le=MAX_USD, description="One-time price per TB of the site's shared storage, amortised over life."
     )
-    connectivity_usd_per_month: float | None = Field(default=None, ge=0, description="WAN links and cross-connects per month.")
+    connectivity_usd_per_month: float | None = Field(default=None, ge=0, le=MAX_USD, description="WAN links and cross-connects per month.")
     pools: list[OnpremPoolCosts] = Field(default_factory=list, description="Per-pool capital cost and power.")
 
 
@@ -60,7 +65,7 @@ class CloudPoolCosts(SpecModel):
     savings_plan_discount: float | None = Field(
         default=None, ge=0, lt=1, description="Discount of a Savings Plan or Reserved Instances off on-demand (0.3: 30%)."
     )
-    usd_per_hour: float | None = Field(default=None, gt=0, description="A negotiated price per instance-hour.")
+    usd_per_hour: float | None = Field(default=None, gt=0, le=MAX_USD, description="A negotiated price per instance-hour.")
 
 
 class Costs(SpecModel):

@@ -51,7 +51,11 @@ class ParallelFsTier(_SiteTier):
     class_: Literal["parallel-fs"] = Field(alias="class", description="Storage class.")
     capacity: ByteSize = Field(description="Usable capacity.", examples=["48TiB"])
     throughput: Rate | None = Field(default=None, description="Aggregate throughput needed.", examples=["12GBps"])
-    source: Name | None = Field(default=None, description="Object tier linked as data repository (import/export).")
+    source: Name | None = Field(
+        default=None,
+        description="Object tier linked as data repository (import, and export of new and changed files); teams reach the "
+        "file system only as their storageAccess grants on that tier allow.",
+    )
     mount_path: str = Field(description="Mount path on nodes.", examples=["/mnt/datasets"])
     team_access: TeamAccess = Field(default="per-team", description=TEAM_ACCESS_DESCRIPTION)
     aws: AwsFsx | None = Field(default=None, description="AWS implementation (FSx for Lustre).")

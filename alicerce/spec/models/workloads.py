@@ -9,6 +9,13 @@ from pydantic import Field, StrictInt
 from alicerce.spec.base import Name, Precision, SpecModel, WorkloadKind
 from alicerce.spec.units import ByteSize, Count, Duration
 
+# Upper bounds far past any real job (the largest models have ~2e12 parameters and trained on ~4e13
+# tokens): beyond them a figure is a typo, and the sizing arithmetic would overflow to infinity.
+MAX_PARAMETERS = 10**16
+MAX_TOKENS = 10**18
+MAX_RATE = 10**9
+MAX_SEQUENCE = 10**8
+
 
 class Experts(SpecModel):
     """The experts of a mixture-of-experts model (all resident in memory, a few routed per token)."""
@@ -19,9 +26,9 @@ class Experts(SpecModel):
 
 
 class Model(SpecModel):
-    parameters: Count = Field(description="Total parameters, e.g. 70B.")
+    parameters: Count = Field(ge=1, le=MAX_PARAMETERS, description="Total parameters, e.g. 70B.")
     architecture: Literal["dense", "moe"] = Field(default="dense", description="Dense or mixture-of-experts.")
-    active_parameters: Count | None = Field(default=None, description="Parameters active per token (MoE).")
+    active_parameters: Count | None = Field(default=None, ge=1, le=MAX_PARAMETERS, description="Parameters active per token (MoE).")
     experts: Experts | None = Field(
         default=None, description="MoE routing; the all-to-all volume per active parameter sets the MoE efficiency (default top-8)."
     )
@@ -39,15 +46,15 @@ class Dataset(SpecModel):
 
 
 class Traffic(SpecModel):
-    peak_rps: float | None = Field(default=None, gt=0, description="Peak requests per second.")
-    concurrency: StrictInt | None = Field(default=None, ge=1, description="Peak concurrent requests.")
-    input_tokens: StrictInt = Field(ge=1, description="Mean prompt tokens.")
-    output_tokens: StrictInt = Field(ge=1, description="Mean generated tokens.")
+    peak_rps: float | None = Field(default=None, gt=0, le=MAX_RATE, description="Peak requests per second.")
+    concurrency: StrictInt | None = Field(default=None, ge=1, le=MAX_RATE, description="Peak concurrent requests.")
+    input_tokens: StrictInt = Field(ge=1, le=MAX_SEQUENCE, description="Mean prompt tokens.")
+    output_tokens: StrictInt = Field(ge=1, le=MAX_SEQUENCE, description="Mean generated tokens.")
 
 
 class LatencyTarget(SpecModel):
-    p95: Duration | None = Field(default=None, description="95th percentile.")
-    p99: Duration | None = Field(default=None, description="99th percentile.")
+    p95: Duration | None = Field(default=None, gt=0, description="95th percentile.")
+    p99: Duration | None = Field(default=None, gt=0, description="99th percentile.")
 
 
 class Latency(SpecModel):
@@ -74,10 +81,10 @@ class Workload(SpecModel):
     precision: Precision = Field(default="bf16", description="Numeric precision of weights and compute.")
     optimizer: Literal["adamw", "sgd", "adafactor"] = Field(default="adamw", description="Optimizer (training).")
     method: Literal["full", "lora", "qlora"] | None = Field(default=None, description="Fine-tuning method.")
-    tokens: Count | None = Field(default=None, description="Training tokens, e.g. 2T.")
+    tokens: Count | None = Field(default=None, ge=1, le=MAX_TOKENS, description="Training tokens, e.g. 2T.")
     sequence_length: StrictInt | None = Field(default=None, ge=1, description="Tokens per sequence.")
-    global_batch_tokens: Count | None = Field(default=None, description="Tokens per optimizer step.")
-    deadline: Duration | None = Field(default=None, description="Target wall-clock time, e.g. 30d.")
+    global_batch_tokens: Count | None = Field(default=None, ge=1, le=MAX_TOKENS, description="Tokens per optimizer step.")
+    deadline: Duration | None = Field(default=None, ge=1, description="Target wall-clock time, e.g. 30d.")
     accelerator: str | None = Field(default=None, description="Pinned accelerator (catalog id or alias).")
     gpus: StrictInt | None = Field(default=None, ge=1, description="Pinned GPU count.")
     mfu: float | None = Field(
@@ -88,9 +95,9 @@ class Workload(SpecModel):
         description="fp8 training stack: Transformer Engine/NeMo class (measured 1.7x bf16) or generic PyTorch float8 (1.1x); "
         "default: between the two.",
     )
-    checkpoint_interval: Duration | None = Field(default=None, description="Time between checkpoints.")
+    checkpoint_interval: Duration | None = Field(default=None, gt=0, description="Time between checkpoints.")
     dataset: Dataset | None = Field(default=None, description="Input data.")
     traffic: Traffic | None = Field(default=None, description="Inference traffic.")
     latency: Latency | None = Field(default=None, description="Inference latency SLOs.")
-    hours_per_day: float = Field(default=24, gt=0, le=24, description="Hours a day the workload runs.")
+    hours_per_day: float = Field(default=24, ge=0.1, le=24, description="Hours a day the workload runs.")
     growth: Growth | None = Field(default=None, description="Demand growth; `alicerce plan` forecasts capacity and cost with it.")

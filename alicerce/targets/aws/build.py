@@ -14,6 +14,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from alicerce.emit.kube.storage import PER_TEAM
 from alicerce.emit.pulumi.stack import KubeSite, Secrets, SiteBuild, StackSettings
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
 from alicerce.spec.models import AwsSite
@@ -77,12 +78,17 @@ def build_site(rp: ResolvedPlatform, resolved: ResolvedSite, secrets: Secrets, s
             pulumi.ResourceOptions(providers={"aws": provider}, depends_on=[cluster, *cluster.boot_addons]),
         )
     layout = storage_layout(rp, site)
+    # CoreDNS and the CSI controllers run on untainted nodes that exist from the start: wait for those pools only,
+    # not for GPU pools (tainted, often at zero, and on reserved capacity slow or unable to launch)
+    hosts = [pools[p.name] for p in resolved.pools if not p.spec.taints and p.spec.scaling.min > 0] or list(pools.values())
     addons = EksAddons(
         f"{n}-addons",
         AddonsArgs(cluster_args, cluster.cluster_name, efs=bool(layout.efs)),
-        pulumi.ResourceOptions(providers={"aws": provider}, depends_on=list(pools.values())),
+        pulumi.ResourceOptions(providers={"aws": provider}, depends_on=hosts),
     )
-    identity = WorkloadIdentity(f"{n}-identity", IdentityArgs.from_resolved(rp, site, cluster_args, cluster.cluster_name, kms), opts)
+    identity = WorkloadIdentity(
+        names.identity_component(site), IdentityArgs.from_resolved(rp, site, cluster_args, cluster.cluster_name, kms), opts
+    )
     storage = Storage(
         f"{n}-storage",
         StorageArgs(
@@ -133,6 +139,15 @@ def _csi_field(tier: str, *keys: str) -> Callable[[Any], Any]:
     return read
 
 
+def _team_handle(tier: str, team: str) -> Callable[[Any], Any]:
+    """The volume handle of a team's own access point on a tier's file system, out of the handoff."""
+
+    def read(handoff: Any) -> Any:
+        return handoff["volumes"][tier][PER_TEAM][team]["csi"]["volumeHandle"]
+
+    return read
+
+
 def _handoff_volumes(handoff: pulumi.Output[Any], layout: StorageLayout) -> dict[str, dict[str, Any]]:
     """The volume sources of the site's file systems: their shape known now, their ids from the handoff (so the
     Kubernetes objects can derive per-team subdirectories from them, as from the cloud layer's own)."""
@@ -148,6 +163,11 @@ def _handoff_volumes(handoff: pulumi.Output[Any], layout: StorageLayout) -> dict
         }
     for efs in layout.efs:
         volumes[efs.name] = {"csi": {"driver": "efs.csi.aws.com", "volumeHandle": handoff.apply(_csi_field(efs.name, "volumeHandle"))}}
+        if efs.teams:  # each team's access point
+            volumes[efs.name][PER_TEAM] = {
+                team: {"csi": {"driver": "efs.csi.aws.com", "volumeHandle": handoff.apply(_team_handle(efs.name, team))}}
+                for team in efs.teams
+            }
     return dict(sorted(volumes.items()))
 
 

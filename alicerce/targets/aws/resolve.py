@@ -10,6 +10,7 @@ drift between a resource and the policy that grants access to it.
 from __future__ import annotations
 
 import dataclasses
+from urllib.parse import urlsplit
 
 from alicerce.catalog import Catalog
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTier
@@ -45,7 +46,9 @@ CAPABILITIES = Capabilities(
         "provisioner": "ebs.csi.aws.com",
         "parameters": {"type": "gp3", "encrypted": "true"},
     },
-    managed_control_plane=True,
+    # EKS runs the controller manager, scheduler and etcd out of reach; kube-proxy is an add-on whose metrics
+    # address alicerce does not set (unverified that Prometheus can reach it: left out, as before)
+    unscraped_control_plane=("controller-manager", "scheduler", "etcd", "kube-proxy"),
     cloud_controllers=("cluster-autoscaler", "aws-load-balancer-controller"),
 )
 # the EKS Pod Identity agent listens on these link-local addresses on every node (EKS user guide, "Understand
@@ -160,6 +163,68 @@ def physical_name(platform: str, environment: str, site: AwsSite) -> str:
 
 def site_name(rp: ResolvedPlatform, site: AwsSite) -> str:
     return physical_name(rp.name, rp.environment, site)
+
+
+# ---------------------------------------------------------------- AWS name length limits (rule AL299)
+
+# "can't be longer than 100 characters" (EKS API reference, CreateCluster, name)
+CLUSTER_NAME_MAX = 100
+# "The node group name can't be longer than 63 characters" (EKS API reference, CreateNodegroup, nodegroupName)
+NODE_GROUP_NAME_MAX = 63
+# "Bucket names must be between 3 (min) and 63 (max) characters long" (S3 user guide, "General purpose bucket naming rules")
+BUCKET_NAME_MAX = 63
+# role names: 64 characters (IAM user guide, "IAM and AWS STS quotas")
+ROLE_NAME_MAX = 64
+# The program names no role: Pulumi names each after its resource name plus "-" and 7 random hex characters, and
+# fails when that exceeds the provider's limit ("name '...' plus 7 random chars is longer than maximum length 64",
+# pulumi sdk/go/common/resource NewUniqueHex)
+AUTONAME_SUFFIX = 8
+
+
+# Node-template tags cluster-autoscaler reads from the Auto Scaling group to build a node for a group at
+# zero (cloudprovider/aws/README.md "Auto-Discovery Setup" and aws_manager.go buildNodeFromTemplate).
+TEMPLATE_TAG = "k8s.io/cluster-autoscaler/node-template"
+# Auto Scaling group tags: key 1-128 characters, value 0-256 (EC2 Auto Scaling API reference, Tag)
+TAG_KEY_MAX = 128
+TAG_VALUE_MAX = 256
+
+
+def template_tag(kind: str, name: str) -> str:
+    """The Auto Scaling tag key that tells cluster-autoscaler a node's label, taint or resource ``name``."""
+    return f"{TEMPLATE_TAG}/{kind}/{name}"
+
+
+def node_group_name(cluster: str, pool: str) -> str:
+    """The EKS managed node group of a pool (also its Auto Scaling group's eks-<name>-<uuid>)."""
+    return f"{cluster}-{pool}"
+
+
+CLUSTER_AUTOSCALER_ROLE = "cluster-autoscaler"
+LOAD_BALANCER_CONTROLLER_ROLE = "load-balancer-controller"
+
+
+def identity_component(site: AwsSite) -> str:
+    """The resource name of a site's workload-identity component: its roles are named after it."""
+    return f"{site.name}-identity"
+
+
+def workload_role(component: str, label: str) -> str:
+    """The resource name of a pod-identity role of the identity component (a controller's, or team-<name>)."""
+    return f"{component}-{label}"
+
+
+def other_api_servers(rp: ResolvedPlatform, site: AwsSite) -> tuple[tuple[str, int], ...]:
+    """(site, port) of the Kubernetes API servers of the environment's other sites that name their endpoint (on-prem
+    controlPlaneEndpoint): the runner of the Kubernetes layer, in this site's VPC, applies their objects too. The
+    port is the URL's, else the scheme's (https: 443)."""
+    out = []
+    for other in rp.sites:
+        endpoint = getattr(other.spec, "control_plane_endpoint", None)
+        if other.name == site.name or not endpoint:
+            continue
+        url = urlsplit(endpoint)
+        out.append((other.name, url.port or (80 if url.scheme == "http" else 443)))
+    return tuple(out)
 
 
 def cluster_arn(rp: ResolvedPlatform, site: AwsSite) -> str:

@@ -11,6 +11,7 @@ from alicerce.resolve.model import ResolvedTier
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean
 from alicerce.spec.models import AwsSite, LocalNvmeTier, ObjectTier, ParallelFsTier
+from alicerce.targets.aws import resolve as names
 from alicerce.targets.aws.resolve import RESERVED, TRAINING_PURPOSES, fsx_zone
 
 rules = RuleSet()
@@ -415,7 +416,7 @@ def storage_grants(ctx: RuleContext) -> Iterable[Finding]:
             elif not isinstance(tier, ObjectTier):
                 yield Finding(
                     path,
-                    f"tier {grant.tier} is {tier.class_}: grants are for object tiers (file systems are mounted by every team)",
+                    f"tier {grant.tier} is {tier.class_}: grants are for object tiers (a file system linked to one follows its grants)",
                     None,
                     grant.tier,
                 )
@@ -471,3 +472,100 @@ def fsx_zone_known(ctx: RuleContext) -> Iterable[Finding]:
                     did_you_mean(zone, site.zones) or f"use one of: {', '.join(site.zones)}",
                     zone,
                 )
+
+
+def _shorten(kind: str, room: int) -> str:
+    """How to fit: the name of the pool/tier/team within ``room`` characters, or shorter names around it."""
+    if room >= 1:
+        return f"shorten the {kind} name to at most {room} characters"
+    return "shorten the platform, environment or site name"
+
+
+@rules.rule("AL299", "aws-name-lengths", "Names alicerce builds for AWS resources fit AWS's length limits.")
+def aws_name_lengths(ctx: RuleContext) -> Iterable[Finding]:
+    """Each name comes from the function that names the resource (alicerce.targets.aws.resolve), checked against
+    the limit AWS enforces: EKS cluster 100 and node group 63 characters (EKS API reference, CreateCluster and
+    CreateNodegroup), S3 bucket 63 (S3 user guide, "General purpose bucket naming rules"), IAM role 64 (IAM user
+    guide, "IAM and AWS STS quotas"; roles are named by Pulumi after their resource name plus 8 characters)."""
+    rp = ctx.resolved
+    for here in rp.sites:
+        site = here.spec
+        if not isinstance(site, AwsSite):
+            continue
+        cluster = names.site_name(rp, site)
+        if len(cluster) > names.CLUSTER_NAME_MAX:
+            yield Finding(
+                S.metadata.name,
+                f"EKS cluster name {cluster} is {len(cluster)} characters; EKS allows {names.CLUSTER_NAME_MAX}",
+                "shorten the platform, environment or site name",
+                rp.name,
+            )
+        for pool in names.site_pools(rp, site):
+            group = names.node_group_name(cluster, pool.name)
+            if len(group) > names.NODE_GROUP_NAME_MAX:
+                yield Finding(
+                    S.node_pools[pool.index].name,
+                    f"node group name {group} is {len(group)} characters; EKS allows {names.NODE_GROUP_NAME_MAX}",
+                    _shorten("pool", names.NODE_GROUP_NAME_MAX - (len(group) - len(pool.name))),
+                    pool.name,
+                )
+        for tier in rp.storage:
+            if tier.implementations.get(site.name) != "s3":
+                continue
+            bucket, created = names.tier_bucket(rp, site, tier)
+            if created and len(bucket) > names.BUCKET_NAME_MAX:
+                yield Finding(
+                    S.storage[tier.index].name,
+                    f"bucket name {bucket} is {len(bucket)} characters; S3 allows {names.BUCKET_NAME_MAX}",
+                    f"{_shorten('tier', names.BUCKET_NAME_MAX - (len(bucket) - len(tier.name)))}, or name an existing bucket in aws.bucket",
+                    tier.name,
+                )
+        component = names.identity_component(site)
+        room = names.ROLE_NAME_MAX - names.AUTONAME_SUFFIX
+        controllers = [names.workload_role(component, c) for c in (names.CLUSTER_AUTOSCALER_ROLE, names.LOAD_BALANCER_CONTROLLER_ROLE)]
+        if (longest := max(controllers, key=len)) and len(longest) > room:
+            yield Finding(
+                S.environments[ctx.env_name].sites[here.index].name,
+                f"IAM role {longest}-xxxxxxx would be {len(longest) + names.AUTONAME_SUFFIX} characters; IAM allows {names.ROLE_NAME_MAX}",
+                f"shorten the site name by {len(longest) - room}",
+                site.name,
+            )
+        for team in (t for t in here.teams if t.spec.storage_access):  # teams with grants get a role
+            role = names.workload_role(component, f"team-{team.name}")
+            if len(role) > room:
+                yield Finding(
+                    S.tenancy.teams[team.index].name,
+                    f"IAM role {role}-xxxxxxx would be {len(role) + names.AUTONAME_SUFFIX} characters; IAM allows {names.ROLE_NAME_MAX}",
+                    _shorten("team", room - (len(role) - len(team.name))),
+                    team.name,
+                )
+
+
+@rules.rule("AL300", "autoscaler-tag-lengths", "Node-template tags of an AWS pool's Auto Scaling group fit the tag limits.")
+def autoscaler_tag_lengths(ctx: RuleContext) -> Iterable[Finding]:
+    """cluster-autoscaler reads a label or taint of a pool at zero from the tag
+    k8s.io/cluster-autoscaler/node-template/label|taint/<key> (cluster-autoscaler cloudprovider/aws/README.md); an
+    Auto Scaling tag key has at most 128 characters and a value 256 (EC2 Auto Scaling API reference, Tag). A
+    shortened key would name another label, so a key that does not fit is an error. The labels and taints alicerce
+    adds itself have short fixed keys; these are the pool's own."""
+    for pool in ctx.resolved.pools:
+        if not isinstance(pool.site, AwsSite) or pool.spec.aws is None:
+            continue  # no aws section: rule AL210
+        here = S.node_pools[pool.index]
+        tags = [(here.labels[k], True, names.template_tag("label", k), k, v) for k, v in pool.labels.items()]
+        tags += [
+            (here.taints[j].key, False, names.template_tag("taint", t.key), t.key, f"{t.value}:{t.effect}")
+            for j, t in enumerate(pool.spec.taints)
+        ]
+        key_max, value_max = names.TAG_KEY_MAX, names.TAG_VALUE_MAX
+        for path, at_key, key, name, value in tags:
+            if len(key) <= key_max and len(value) <= value_max:
+                continue
+            yield Finding(
+                path,
+                f"Auto Scaling tag {key} is {len(key)} characters (value {len(value)}); tags allow {key_max} ({value_max})",
+                f"use a key of at most {key_max - (len(key) - len(name))} characters so cluster-autoscaler can scale from zero",
+                name,
+                key=at_key,
+                resource=pool.name,
+            )

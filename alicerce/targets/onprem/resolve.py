@@ -8,6 +8,9 @@ from alicerce.spec.units import expand_hosts
 from alicerce.targets.base import Capabilities, PlatformEndpoint
 from alicerce.targets.resolver import MountFacts, NodeSoftwareOwners, PoolPlacement, TargetResolver
 
+# The kubespray release whose defaults the on-prem target assumes of a site's cluster (tests/data/upstream/kubespray/)
+KUBESPRAY_DEFAULTS = "v2.31.0"
+
 CAPABILITIES = Capabilities(
     provider="onprem",
     label="on-prem",
@@ -16,6 +19,10 @@ CAPABILITIES = Capabilities(
     nodes_by_ansible=True,
     gpu_stack_on_image=False,
     storage={"local-nvme": "mdadm-raid0"},
+    # kubespray defaults (KUBESPRAY_DEFAULTS): kube-proxy serves metrics on 127.0.0.1:10249 only (control-plane defaults
+    # kube-proxy.yml:97), etcd runs on the hosts (etcd_deployment_type: host) with no metrics listener unless
+    # etcd_metrics_port is set (etcd.env.j2:8-11); the scheduler and controller manager listen on every address
+    unscraped_control_plane=("etcd", "kube-proxy"),
     storage_choices={
         "parallel-fs": "lustre, beegfs or weka",
         "shared-nfs": "nfs",

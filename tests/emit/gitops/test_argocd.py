@@ -171,3 +171,25 @@ def test_aws_file_system_claims_are_in_the_tree_and_their_volumes_stay_with_pulu
     assert not [o for o in tree if o["kind"] == "PersistentVolume"]
     readme = emit_kubernetes(rp)["aws/README.md"]
     assert "Left with Pulumi" in readme and "`datasets`" in readme
+
+
+def test_a_job_whose_template_changes_is_recreated_not_applied() -> None:
+    """Adding a team changes the prepare Jobs' pod template, which Kubernetes never lets an apply change (a Job's
+    spec.template is immutable): Argo CD must delete and recreate them (argo-cd docs/user-guide/sync-options.md,
+    "Force Sync", v3.4.4), and only when they changed (ApplyOutOfSyncOnly), or the core Application stays degraded."""
+
+    def another_team(data: dict[str, Any]) -> None:
+        data["tenancy"]["teams"].append({"name": "vision", "groups": ["oidc:vision"]})
+
+    def jobs(rp: Any) -> dict[str, dict[str, Any]]:
+        return {o["metadata"]["name"]: o for o in tree_objects(rp, "aws") if o["kind"] == "Job"}
+
+    before, after = jobs(reference("prod")), jobs(variant(another_team))
+    assert before and any(before[n]["spec"]["template"] != after[n]["spec"]["template"] for n in before)  # the change is real
+    for job in after.values():
+        assert job["metadata"]["annotations"]["argocd.argoproj.io/sync-options"] == "Force=true,Replace=true"
+    for path, app in applications("prod").items():
+        if "/apps/" in path and "-objects-" in path:
+            assert "ApplyOutOfSyncOnly=true" in app["spec"]["syncPolicy"]["syncOptions"], path
+    others = [o for o in tree_objects(reference("prod"), "aws") if o["kind"] != "Job"]
+    assert all("argocd.argoproj.io/sync-options" not in o["metadata"].get("annotations", {}) for o in others)

@@ -43,7 +43,16 @@ def onprem_only(data: dict[str, Any]) -> None:
     data["environments"]["dev"]["overrides"] = {}
 
 
-SPECS = {"reference": lambda: reference("prod"), "onprem-dev": lambda: variant(onprem_only, "prod")}
+def starter() -> Any:
+    """The spec `alicerce init` writes: its repository's workflows are checked like the reference's."""
+    from alicerce.emit.scaffold import scaffold_files
+    from alicerce.rules.validate import validated
+    from alicerce.spec.loader import load_text
+
+    return validated(load_text(scaffold_files("demo")["platform.yaml"], "platform.yaml"), "dev")
+
+
+SPECS = {"reference": lambda: reference("prod"), "onprem-dev": lambda: variant(onprem_only, "prod"), "init": starter}
 
 
 @pytest.fixture(scope="module")
@@ -189,7 +198,11 @@ def test_pull_requests_validate_check_preview_and_comment_the_diff() -> None:
     for stack in stacks(rp):
         assert f"alicerce generate --check --env {stack.name} --out generated/{stack.name}" in steps["check"]
     assert "--ci-dir .github/workflows" in steps["check"]
-    assert [i["stack"] for i in jobs["preview"]["strategy"]["matrix"]["include"]] == list(rp.spec.environments)
+    include = jobs["preview"]["strategy"]["matrix"]["include"]
+    assert [i["stack"] for i in include] == ["dev", "dev-kubernetes", "prod", "prod-kubernetes"]  # README: two stacks per environment
+    # a kubernetes stack previews where its private API endpoint is reachable, a cloud stack on a hosted runner
+    assert [i["runner"] for i in include] == ["ubuntu-24.04", "alicerce-dev-kubernetes", "ubuntu-24.04", "alicerce-prod-kubernetes"]
+    assert jobs["preview"]["runs-on"] == "${{ matrix.runner }}"
     preview = next(s for s in jobs["preview"]["steps"] if "pulumi/actions" in s.get("uses", ""))
     assert preview["with"]["command"] == "preview" and preview["with"]["comment-on-pr"] is True
     assert 'alicerce diff --base "origin/$BASE_REF" --format markdown' in steps["diff"] and "sticky-pull-request-comment" in steps["diff"]
@@ -200,8 +213,13 @@ def test_merges_go_up_per_environment_in_order_then_apply_onprem() -> None:
     rp = reference("prod")
     deploy = yaml.safe_load(emit_ci(rp)["alicerce-deploy.yml"])
     jobs = deploy["jobs"]
-    assert list(jobs) == ["up-dev", "up-prod", "apply-prod-dc1"]
-    assert jobs["up-prod"]["needs"] == ["up-dev"] and jobs["apply-prod-dc1"]["needs"] == ["up-prod"]
+    # per environment: the cloud stack, the on-prem sites provisioned, then the kubernetes stack (its clusters exist by then)
+    assert list(jobs) == ["up-dev", "up-dev-kubernetes", "up-prod", "apply-prod-dc1", "up-prod-kubernetes"]
+    assert jobs["up-dev-kubernetes"]["needs"] == ["up-dev"] and jobs["up-prod"]["needs"] == ["up-dev-kubernetes"]
+    assert jobs["apply-prod-dc1"]["needs"] == ["up-prod"] and jobs["up-prod-kubernetes"]["needs"] == ["up-prod", "apply-prod-dc1"]
+    assert jobs["up-prod-kubernetes"]["runs-on"] == ["self-hosted", "linux", "alicerce-prod-kubernetes"]
+    kube_up = next(s for s in jobs["up-prod-kubernetes"]["steps"] if "pulumi/actions" in s.get("uses", ""))
+    assert kube_up["with"]["stack-name"] == "prod-kubernetes"
     for name, job in jobs.items():
         stack = name.split("-")[1]
         assert job["environment"] == stack  # production waits for its environment's required reviewers
@@ -214,3 +232,29 @@ def test_merges_go_up_per_environment_in_order_then_apply_onprem() -> None:
     assert jobs["apply-prod-dc1"]["runs-on"] == ["self-hosted", "linux", "alicerce-dc1"]
     assert "alicerce apply onprem --env prod --limit site_dc1" in jobs["apply-prod-dc1"]["steps"][-1]["run"]
     assert deploy["on"] == {"push": {"branches": [rp.spec.gitops.revision]}}
+
+
+@pytest.mark.parametrize("backend", ["", "file://~", "file:///srv/state"])
+def test_pulumi_never_runs_on_a_runner_local_backend(backend: str, tmp_path: Path) -> None:
+    """Pulumi.yaml's backend.url (init writes file://~) outranks `pulumi login` (the action's cloud-url); only
+    PULUMI_BACKEND_URL outranks it. So every Pulumi step sets it, and a guard before it stops the job when the
+    environment's variable is empty or a file backend: the runner's own empty state would preview every resource
+    as new and `up` would create the platform twice."""
+    for file, text in emit_ci(reference("prod")).items():
+        if not file.endswith(".yml"):
+            continue
+        workflow = yaml.safe_load(text)
+        for job in workflow["jobs"].values():
+            steps = job["steps"]
+            for i, step in enumerate(steps):
+                if "pulumi/actions" not in step.get("uses", ""):
+                    continue
+                assert step["env"]["PULUMI_BACKEND_URL"] == step["with"]["cloud-url"] == "${{ vars.PULUMI_BACKEND_URL }}"
+                guard = steps[i - 1]
+                assert guard["env"] == {"PULUMI_BACKEND_URL": "${{ vars.PULUMI_BACKEND_URL }}"}
+                script = tmp_path / "guard.sh"
+                script.write_text(guard["run"])
+                for url, code in ((backend, 1), ("s3://state?region=us-east-1", 0)):
+                    env = {"PATH": os.environ["PATH"], "PULUMI_BACKEND_URL": url}
+                    done = subprocess.run(["bash", "-e", str(script)], env=env, capture_output=True, text=True, check=False)
+                    assert done.returncode == code and ("::error::" in done.stdout) == (code == 1)

@@ -11,6 +11,8 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
+import celpy
+
 from alicerce.resolve.model import ResolvedPool
 
 QUANTITY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "k": 10**3, "m": 1e-3}
@@ -192,10 +194,14 @@ def _port_ok(rule: dict[str, Any], port: int, protocol: str) -> bool:
     return not ports or any(p.get("protocol", "TCP") == protocol and p.get("port") in (None, port) for p in ports)
 
 
-def _allowed(objs: list[dict[str, Any]], namespace: str, direction: str, other: Endpoint, *, port: int, protocol: str) -> bool:
-    """Whether the policies of ``namespace`` (all select every pod: alicerce's use ``podSelector: {}``) allow it."""
+def _allowed(objs: list[dict[str, Any]], pod: Endpoint, direction: str, other: Endpoint, *, port: int, protocol: str) -> bool:
+    """Whether the policies of ``pod``'s namespace that select it (their ``podSelector``) allow it."""
     key, peers = ("egress", "to") if direction == "Egress" else ("ingress", "from")
-    policies = [p for p in _kinds(objs, "NetworkPolicy") if p["metadata"]["namespace"] == namespace]
+    policies = [
+        p
+        for p in _kinds(objs, "NetworkPolicy")
+        if p["metadata"]["namespace"] == pod.namespace and _selects(p["spec"]["podSelector"], dict(pod.labels))
+    ]
     isolating = [p for p in policies if direction in p["spec"].get("policyTypes", [])]
     if not isolating:
         return True  # a pod no policy selects for a direction is not isolated in it
@@ -208,6 +214,87 @@ def _allowed(objs: list[dict[str, Any]], namespace: str, direction: str, other: 
 
 def reachable(objs: list[dict[str, Any]], source: Endpoint, target: Endpoint, port: int, protocol: str = "TCP") -> bool:
     """Both the sender's egress and the receiver's ingress must allow a connection (NetworkPolicy semantics)."""
-    egress = source.namespace is None or _allowed(objs, source.namespace, "Egress", target, port=port, protocol=protocol)
-    ingress = target.namespace is None or _allowed(objs, target.namespace, "Ingress", source, port=port, protocol=protocol)
+    egress = source.namespace is None or _allowed(objs, source, "Egress", target, port=port, protocol=protocol)
+    ingress = target.namespace is None or _allowed(objs, target, "Ingress", source, port=port, protocol=protocol)
     return egress and ingress
+
+
+# ---------------------------------------------------------------- Pod Security admission
+
+# The volume sources the restricted level allows (kubernetes v1.35 staging/src/k8s.io/pod-security-admission/policy/
+# check_restrictedVolumes.go); baseline forbids only hostPath among them (check_hostPathVolumes.go).
+RESTRICTED_VOLUMES = frozenset({"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"})
+
+
+def pod_security_violations(pod: dict[str, Any], level: str) -> list[str]:
+    """What the Pod Security admission controller at ``level`` rejects in a pod spec (the checks alicerce's pods
+    can meet; pod-security-admission/policy: check_hostNamespaces.go, check_privileged.go, check_hostPathVolumes.go
+    for baseline; check_allowPrivilegeEscalation.go, check_capabilities_restricted.go, check_runAsNonRoot.go,
+    check_runAsUser.go, check_seccompProfile_restricted.go, check_restrictedVolumes.go for restricted)."""
+    if level == "privileged":
+        return []
+    out: list[str] = []
+    pod_context = pod.get("securityContext", {})
+    containers = [*pod.get("initContainers", []), *pod.get("containers", [])]
+    if any(pod.get(k) for k in ("hostNetwork", "hostPID", "hostIPC")):
+        out.append("host namespaces")
+    for volume in pod.get("volumes", []):
+        kinds = set(volume) - {"name"}
+        if "hostPath" in kinds or (level == "restricted" and not kinds <= RESTRICTED_VOLUMES):
+            out.append(f"volume {volume['name']} of type {sorted(kinds)}")
+    for c in containers:
+        context = c.get("securityContext", {})
+        if context.get("privileged"):
+            out.append(f"{c['name']}: privileged")
+        if level != "restricted":
+            continue
+        if context.get("allowPrivilegeEscalation") is not False:
+            out.append(f"{c['name']}: allowPrivilegeEscalation != false")
+        caps = context.get("capabilities", {})
+        if "ALL" not in caps.get("drop", []) or set(caps.get("add", [])) - {"NET_BIND_SERVICE"}:
+            out.append(f"{c['name']}: unrestricted capabilities")
+        if context.get("runAsNonRoot", pod_context.get("runAsNonRoot")) is not True:
+            out.append(f"{c['name']}: runAsNonRoot != true")
+        if context.get("runAsUser", pod_context.get("runAsUser")) == 0:
+            out.append(f"{c['name']}: runAsUser=0")
+        seccomp = context.get("seccompProfile", pod_context.get("seccompProfile", {}))
+        if seccomp.get("type") not in ("RuntimeDefault", "Localhost"):
+            out.append(f"{c['name']}: seccompProfile")
+    return out
+
+
+# ---------------------------------------------------------------- ValidatingAdmissionPolicy
+
+
+def _policy_matches(policy: dict[str, Any], group: str, resource: str, operation: str) -> bool:
+    rules = policy["spec"]["matchConstraints"]["resourceRules"]
+    return any(
+        group in r["apiGroups"] and resource in r["resources"] and (operation in r["operations"] or "*" in r["operations"]) for r in rules
+    )
+
+
+def admission_denials(
+    objs: list[dict[str, Any]], namespace: str, obj: dict[str, Any], *, group: str = "", resource: str = "pods"
+) -> list[str]:
+    """Messages of the ValidatingAdmissionPolicies (bound with Deny) that reject creating ``obj`` in ``namespace``.
+
+    The expressions run on cel-python, a CEL implementation (the API server runs cel-go with Kubernetes'
+    libraries; alicerce's expressions use only standard CEL: has(), all(), in, lists). Binding match:
+    namespaceSelector on the namespace's labels (admissionregistration.k8s.io/v1 MatchResources)."""
+    env = celpy.Environment()
+    policies = {p["metadata"]["name"]: p for p in _kinds(objs, "ValidatingAdmissionPolicy")}
+    kind = obj["kind"]
+    activation = {"object": celpy.json_to_cel(obj), "request": celpy.json_to_cel({"kind": {"kind": kind}, "namespace": namespace})}
+    out: list[str] = []
+    for binding in _kinds(objs, "ValidatingAdmissionPolicyBinding"):
+        spec = binding["spec"]
+        policy = policies[spec["policyName"]]
+        selector = spec.get("matchResources", {}).get("namespaceSelector", {})
+        if "Deny" not in spec["validationActions"] or not _selects(selector, _ns_labels(objs, namespace)):
+            continue
+        if not _policy_matches(policy, group, resource, "CREATE"):
+            continue
+        for validation in policy["spec"]["validations"]:
+            if not env.program(env.compile(validation["expression"])).evaluate(activation):
+                out.append(validation["message"])
+    return out

@@ -157,13 +157,15 @@ def test_manifests_validate_against_the_kubernetes_schemas(env: str, site: str) 
     assert checked >= 10
 
 
-def test_every_team_namespace_gets_a_claim_on_each_shared_file_system() -> None:
+def test_team_namespaces_get_claims_on_shared_file_systems_and_on_the_lake_only_if_granted() -> None:
     rp = platform("prod")
     fsx = {"csi": {"driver": "fsx.csi.aws.com", "volumeHandle": "fs-0123", "volumeAttributes": {"dnsname": "d", "mountname": "m"}}}
-    objs = cluster_objects(rp, "aws", {"datasets": fsx})
+    objs = cluster_objects(rp, "aws", {"datasets": fsx, "checkpoints": fsx})
     claims = {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in objs if o["kind"] == "PersistentVolumeClaim"}
     volumes = {o["metadata"]["name"]: o for o in objs if o["kind"] == "PersistentVolume"}
-    assert ("serving-canary", "datasets") in claims and ("research", "datasets") in claims
+    # datasets is linked to the data lake: serving (and its canary namespace) has no grant on the lake, research has
+    assert ("research", "datasets") in claims and ("serving-canary", "datasets") not in claims
+    assert ("serving-canary", "checkpoints") in claims and ("research", "checkpoints") in claims  # not linked: every team
     for (namespace, name), claim in claims.items():
         volume = volumes[claim["spec"]["volumeName"]]
         assert volume["spec"]["claimRef"] == {"namespace": namespace, "name": name}  # pre-bound, one volume per claim

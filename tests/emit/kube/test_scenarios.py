@@ -7,16 +7,35 @@ exporters' label shapes: tests/emit/kube/test_monitoring.py::test_gpu_alerts_fir
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
+import kubernetes_validate
 import pytest
 import yaml
 
 from alicerce.emit.kube.common import fabric_units_per_node
 from alicerce.emit.kube.objects import cluster_objects
 from alicerce.emit.kube.operators import operator_releases
+from alicerce.emit.kube.tenancy import INLINE_STORAGE_VOLUMES
+from alicerce.plan.platform import plan_platform
 from alicerce.resolve.model import ResolvedPlatform
-from tests.emit.kube.cluster_model import Admission, Endpoint, Job, admit, feasible, node_of, reachable
+from alicerce.rules.validate import validated
+from alicerce.spec.loader import load_file
+from tests.conftest import ROOT
+from tests.emit.kube.cluster_model import (
+    RESTRICTED_VOLUMES,
+    Admission,
+    Endpoint,
+    Job,
+    admission_denials,
+    admit,
+    feasible,
+    node_of,
+    pod_security_violations,
+    reachable,
+)
 from tests.emit.kube.test_objects import platform
 
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
@@ -168,3 +187,104 @@ def test_team_directories_are_made_only_on_a_mounted_file_system() -> None:
     script = job["spec"]["template"]["spec"]["containers"][0]["command"][2]
     assert script.index("/proc/mounts") < script.index("mkdir")  # checks the type first
     assert '" lustre "' in script and "/fs/teams/research" in script and "/fs/teams/applied-ml" in script
+
+
+def _team_pod(namespace: str, volumes: list[dict[str, Any]]) -> dict[str, Any]:
+    container = {"name": "main", "image": "busybox", "volumeMounts": [{"name": v["name"], "mountPath": f"/{v['name']}"} for v in volumes]}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "reader", "namespace": namespace},
+        "spec": {"containers": [container], "volumes": volumes},
+    }
+
+
+@pytest.mark.parametrize(("example", "env", "site", "team", "level"), [("onprem-superpod", "prod", "dc2", "alignment", "baseline")])
+def test_a_team_cannot_mount_a_shared_file_system_past_its_claims(example: str, env: str, site: str, team: str, level: str) -> None:
+    """Below restricted, Pod Security lets a pod name an NFS export inline (baseline forbids only hostPath among
+    volume sources: pod-security-admission policy/check_hostPathVolumes.go; restricted's allow-list is
+    check_restrictedVolumes.go), so a team could mount the root of the shared home file system and read every
+    other team's directory: the team's claim must stay its only way in."""
+    rp = validated(load_file(ROOT / "examples" / f"{example}.yaml", f"{example}.yaml"), env)
+    assert rp.spec.security.pod_security == level
+    objs = cluster_objects(rp, site)
+    home = next(t for t in rp.site(site).storage if t.name == "home")
+    assert home.spec.team_access == "per-team"
+    root = {"name": "home", "nfs": {"server": home.spec.onprem.server, "path": home.spec.onprem.export}}
+    inline = _team_pod(team, [root])
+    assert pod_security_violations(inline["spec"], level) == []  # the namespace's own level lets it through
+    assert admission_denials(objs, team, inline), "a team pod mounted the root of a shared file system"
+    lustre_root = _team_pod(team, [{"name": "lustre", "hostPath": {"path": "/lustre"}}])
+    assert pod_security_violations(lustre_root["spec"], level) or admission_denials(objs, team, lustre_root)
+    claim = _team_pod(team, [{"name": "home", "persistentVolumeClaim": {"claimName": "home"}}])
+    assert pod_security_violations(claim["spec"], level) == [] and admission_denials(objs, team, claim) == []
+
+
+def test_the_team_volumes_policy_names_every_inline_storage_source_of_the_pinned_kubernetes() -> None:
+    """The API server type-checks the policy's CEL against the pod schema: a field Kubernetes 1.35 does not have
+    would break the policy (and, failing closed, every pod); a source it has and the policy misses stays open."""
+    definitions = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema" / "v1.35.0-local-strict" / "_definitions.json"
+    volume = json.loads(definitions.read_text())["$defs"]["io.k8s.api.core.v1.Volume"]["properties"]
+    sources = set(volume) - {"name"}
+    assert set(INLINE_STORAGE_VOLUMES) <= sources
+    assert sources - set(INLINE_STORAGE_VOLUMES) == RESTRICTED_VOLUMES | {"image"}
+
+
+def test_the_admission_policies_deny_what_they_promise_when_their_cel_runs() -> None:
+    """The reference's policies evaluated, not read: a writable mount of the read-only datasets, and a team naming
+    another kind's or another team's priorities, are denied; the ordinary forms pass."""
+    _, objs, _ = world("prod", "aws")
+    writable = _team_pod("research", [{"name": "d", "persistentVolumeClaim": {"claimName": "datasets"}}])
+    read_only = _team_pod("research", [{"name": "d", "persistentVolumeClaim": {"claimName": "datasets", "readOnly": True}}])
+    assert admission_denials(objs, "research", writable) and admission_denials(objs, "research", read_only) == []
+    pod = _team_pod("research", [])
+    assert admission_denials(objs, "research", pod) == []
+    assert admission_denials(objs, "research", pod | {"spec": {**pod["spec"], "priorityClassName": "alicerce-inference"}})
+    assert admission_denials(objs, "research", pod | {"spec": {**pod["spec"], "priorityClassName": "alicerce-training"}}) == []
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "labels": {"kueue.x-k8s.io/priority-class": ""}}}
+    for name, denied in (("alicerce-serving-inference", True), ("alicerce-research-training", False)):
+        job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = name
+        assert bool(admission_denials(objs, "research", job, group="batch", resource="jobs")) is denied, name
+
+
+@pytest.mark.parametrize("env", ["prod", "dev"])
+def test_every_declared_workload_is_admitted_on_the_pool_the_plan_puts_it_on(env: str) -> None:
+    """The plan places each workload on a pool; Kueue must then admit it there through its team's queue. One pod of
+    the workload's shape (a node's GPUs of the pool, its taints tolerated, its pool selected; CPU only for data
+    preparation) in the team's namespace: a pool the team holds no quota on has no flavor in its ClusterQueue, and
+    the workload would wait for ever (K flavorassigner.go 1246-1253: a flavor whose nodeLabels the pod's selector
+    contradicts is skipped)."""
+    rp = platform(env)
+    plan = plan_platform(rp)
+    teams = {t.name: t for t in rp.teams}
+    placed = [(w, rp.pool(w.pool)) for w in plan.workloads if w.pool is not None]
+    assert placed
+    for w, pool in placed:
+        site = pool.spec.site
+        _, objs, config = world(env, site)
+        requests = {"cpu": "4", "memory": "16Gi"}
+        if pool.gpu_units is not None:
+            requests |= {r: str(n) for r, n in pool.gpu_units.resources.items()}
+        tolerations = [{"key": t.key, "operator": "Exists", "effect": t.effect} for t in pool.spec.taints]
+        job = Job(teams[w.team].namespaces[0], 1, requests, tolerations, {"alicerce.dev/pool": pool.name})
+        admission = admit(objs, config, job)
+        assert isinstance(admission, Admission) and admission.flavor == pool.name, (w.name, pool.name, admission)
+
+
+@pytest.mark.parametrize("site", ["aws", "dc1"])
+def test_the_kuberay_operator_reaches_the_ray_heads_of_team_namespaces(site: str) -> None:
+    """KubeRay's controllers call each Ray head from the operator pod: the RayJob controller polls the job through
+    the head Service's "dashboard" port (kuberay v1.7.0 ray-operator/controllers/ray/rayjob_controller.go 218, 301;
+    default 8265, utils/constant.go 107), the RayService controller the dashboard and the head's Serve proxy
+    (rayservice_controller.go 2014, 2092; default 8000). Under a team's default-deny ingress no RayJob would
+    ever finish and no RayService would become ready."""
+    rp, objs, _ = world("prod", site)
+    assert rp.spec.operators.kuberay.enabled
+    operator = Endpoint("kuberay-system", "10.128.6.6", (("app.kubernetes.io/name", "kuberay-operator"),))
+    head = Endpoint("research", "10.128.0.5", (("ray.io/node-type", "head"), ("ray.io/cluster", "rc")))
+    worker = Endpoint("research", "10.128.0.6", (("ray.io/node-type", "worker"), ("ray.io/cluster", "rc")))
+    assert reachable(objs, operator, head, 8265) and reachable(objs, operator, head, 8000)
+    assert not reachable(objs, operator, worker, 8265)  # the heads only
+    assert not reachable(objs, operator, head, 6379)  # and only the ports the operator calls
+    other = next(t for t in rp.site(site).teams if t.name != "research")
+    assert not reachable(objs, _pod(other.namespaces[0], 3), head, 8265)  # no other team through that door

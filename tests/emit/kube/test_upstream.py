@@ -17,13 +17,18 @@ import pytest
 import yaml
 
 from alicerce.catalog import load_catalog
+from alicerce.emit.bom import bill_of_materials
 from alicerce.emit.gitops.argocd import ARGOCD_CHART, ARGOCD_NAMESPACE, argocd_values
 from alicerce.emit.kube.objects import CRD_OWNERS, cluster_objects
 from alicerce.emit.kube.operators import GPU_OPERATOR_DAEMONSET_TOLERATIONS, NFD_WORKER_TOLERATIONS, Release, operator_releases
 from alicerce.emit.kube.training import ANCESTOR_LABEL
 from alicerce.resolve.platform import CHART_VERSION_KEYS
+from alicerce.rules.validate import validated
+from alicerce.spec.loader import load_text
 from alicerce.spec.models import AwsSite
 from alicerce.targets.aws.components.controllers import controller_releases
+from tests.conftest import ROOT
+from tests.emit.kube.cluster_model import pod_security_violations
 from tests.emit.kube.test_objects import CASES, platform
 from tests.emit.kube.upstream import UPSTREAM, active_hooks, check_values, crd_schema, effective, evaluate, folder, load, validate_against
 
@@ -198,3 +203,42 @@ def test_gpu_operator_values_the_chart_copies_into_its_cluster_policy_pass_the_c
     validate_against(spec["dcgmExporter"]["properties"]["serviceMonitor"], values["dcgmExporter"]["serviceMonitor"])
     validate_against(spec["daemonsets"]["properties"]["tolerations"], values["daemonsets"]["tolerations"])
     validate_against(spec["driver"], values["driver"])
+
+
+@pytest.mark.parametrize("level", ["restricted", "baseline"])
+def test_the_torch_runtime_runs_under_the_team_namespaces_pod_security(level: str) -> None:
+    """A TrainJob's pods come from the runtime's pod template (the TrainJob replaces image, command, env and
+    resources, not the security context: trainer v2.3.0 trainjob_types.go 284-288), in a team namespace that
+    enforces spec.security.podSecurity (restricted by default): a template the admission controller rejects
+    leaves every TrainJob without pods. The image runs as root (no USER), so runAsNonRoot needs a user id."""
+    [runtime] = [o for o in cluster_objects(platform("prod"), "aws") if o["kind"] == "ClusterTrainingRuntime"]
+    [node] = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    pod = node["template"]["spec"]["template"]["spec"]
+    assert pod_security_violations(pod, level) == []
+    assert pod["securityContext"]["runAsUser"] != 0
+
+
+@pytest.mark.parametrize("owner", ["operator", "host"])
+def test_the_gpu_operator_and_the_bill_of_materials_follow_the_sites_driver_owner(owner: str) -> None:
+    """One owner for the driver per site (nodeSoftware.gpuDriver), read by both the operator values and `alicerce
+    versions`: with a host driver the GPU Operator must not install one (NVIDIA: driver.enabled=false with a
+    pre-installed driver, toolkit.enabled=false with a pre-installed toolkit; gpu-operator v26.3.3 values.yaml 119,
+    211); the EKS node image brings both at the aws site whatever dc1 chooses."""
+    text = (ROOT / "platform.yaml").read_text()
+    declared = "        nodeSoftware: {gpuDriver: host}\n"
+    assert declared in text
+    text = text.replace(declared, f"        nodeSoftware: {{gpuDriver: {owner}}}\n")
+    rp = validated(load_text(text, "platform.yaml"), "prod")
+    assert rp.site("dc1").software.gpu_driver == owner
+    values = {site: next(r for r in operator_releases(rp, site) if r.key == "gpu-operator").values for site in ("aws", "dc1")}
+    assert values["dc1"]["driver"]["enabled"] is (owner == "operator")
+    if owner == "operator":  # the operator's driver: the pinned version, open modules, DMA-BUF (no host MOFED/DOCA)
+        assert values["dc1"]["driver"]["version"] == rp.versions.driverVersion == "580.173.02"
+        assert values["dc1"]["driver"]["kernelModuleType"] == "open" and values["dc1"]["driver"]["rdma"] == {"enabled": False}
+    assert values["aws"]["driver"] == {"enabled": False}
+    assert values["dc1"]["toolkit"] == values["aws"]["toolkit"] == {"enabled": False}
+    vendored = load("gpu-operator", "v26.3.3", "values.json")
+    assert {"driver.enabled", "toolkit.enabled"} <= set(vendored)
+    drivers = {p.sites: p.source for p in bill_of_materials(rp) if p.component == "nvidia-driver"}
+    assert "node image" in drivers[("aws",)]
+    assert drivers[("dc1",)].endswith("alicerce's nvidia_driver role" if owner == "host" else "the GPU Operator's driver container")

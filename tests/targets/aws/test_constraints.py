@@ -340,3 +340,32 @@ def test_efa_interfaces_follow_the_instance_type_and_start_with_ena(shipped: Pre
         nics = lt.inputs["networkInterfaces"]
         assert (nics[0]["networkCardIndex"], nics[0]["deviceIndex"], nics[0]["interfaceType"]) == (0, 0, "interface")
         assert len([n for n in nics if n["interfaceType"] == "efa-only"]) == pool.efa_interfaces == pool.instance.efa.maxInterfaces  # type: ignore[union-attr]
+
+
+def test_names_fit_aws_limits_and_come_from_the_functions_rule_al299_checks(shipped: Preview) -> None:
+    """EKS API reference (CreateCluster name 100, CreateNodegroup nodegroupName 63), S3 user guide "General purpose
+    bucket naming rules" (63), IAM user guide "IAM and AWS STS quotas" (role 64: Pulumi names a role after its
+    resource name plus 8 characters). The program uses the very functions rule AL299 checks."""
+    from alicerce.targets.aws import resolve as names
+
+    rp, result = shipped
+    site = next(s.spec for s in rp.sites if s.spec.provider == "aws")
+    cluster = names.site_name(rp, site)  # type: ignore[arg-type]
+    (eks,) = _of(result, "eks/cluster:Cluster")
+    assert eks.inputs["name"] == cluster and len(cluster) <= names.CLUSTER_NAME_MAX
+    groups = sorted(g.inputs["nodeGroupName"] for g in _of(result, "eks/nodeGroup:NodeGroup"))
+    assert groups == sorted(names.node_group_name(cluster, p.name) for p in names.site_pools(rp, site))  # type: ignore[arg-type]
+    assert all(len(g) <= names.NODE_GROUP_NAME_MAX for g in groups)
+    assert all(3 <= len(b.inputs["bucket"]) <= names.BUCKET_NAME_MAX for b in _of(result, "s3/bucket:Bucket"))
+    roles = _of(result, "iam/role:Role")
+    assert roles and all(len(r.name) + names.AUTONAME_SUFFIX <= names.ROLE_NAME_MAX and "name" not in r.inputs for r in roles)
+    component = names.identity_component(site)  # type: ignore[arg-type]
+    assert names.workload_role(component, names.CLUSTER_AUTOSCALER_ROLE) in {r.name for r in roles}
+
+
+def test_auto_scaling_group_tags_fit_the_tag_limits(shipped: Preview) -> None:
+    """EC2 Auto Scaling API reference, Tag: key 1-128 characters, value 0-256 (rule AL300 checks the spec)."""
+    _, result = shipped
+    tags = [t.inputs["tag"] for t in _of(result, "autoscaling/tag:Tag")]
+    assert tags
+    assert all(1 <= len(t["key"]) <= 128 and len(t["value"]) <= 256 for t in tags)

@@ -1,6 +1,6 @@
 """The EKS cluster of an AWS site: pinned version on standard support, KMS-encrypted secrets, every
 control-plane log, private endpoint reachable from the runners the stack names, explicit admin access
-entries, workload identity (Pod Identity agent, IRSA issuer, an OIDC provider for the teams), pinned
+entries, workload identity (Pod Identity agent, an OIDC provider for the teams), pinned
 core add-ons (the VPC CNI enforcing NetworkPolicies with its own role), and the node role."""
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from alicerce.targets.aws.components.policies import (
     ebs_csi_key_policy,
     pod_identity_trust,
     service_trust,
+    session_manager_policy,
 )
 
 # Every control-plane log type EKS offers.
@@ -30,13 +31,13 @@ LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 BOOT_ADDONS = ("eks-pod-identity-agent", "vpc-cni", "kube-proxy")
 # Add-ons that run as Deployments and so need nodes: installed after the node groups.
 WORKLOAD_ADDONS = ("coredns", "aws-ebs-csi-driver")
-# The node role: join the cluster, pull images, be reachable by SSM. The VPC CNI's EC2 permissions are
-# NOT here: aws-node gets them through its own pod-identity role (EKS user guide, "Configure Amazon VPC
-# CNI plugin to use IRSA/Pod Identity": the node role keeps them only when the CNI has no role of its own).
+# The node role: join the cluster, pull images (and be reachable by Session Manager: policies.session_manager_policy,
+# not AmazonSSMManagedInstanceCore). The VPC CNI's EC2 permissions are NOT here: aws-node gets them through its
+# own pod-identity role (EKS user guide, "Configure Amazon VPC CNI plugin to use IRSA/Pod Identity": the node
+# role keeps them only when the CNI has no role of its own).
 NODE_POLICIES = (
     "AmazonEKSWorkerNodePolicy",
     "AmazonEC2ContainerRegistryPullOnly",
-    "AmazonSSMManagedInstanceCore",
 )
 # EKS access policies are not IAM policies: their ARNs live under arn:aws:eks::aws:cluster-access-policy/
 # (EKS user guide, "Review access policy permissions").
@@ -66,6 +67,7 @@ class ClusterArgs:
     log_group: str = ""
     admin_principals: tuple[str, ...] = ()  # IAM role ARNs granted cluster admin through access entries
     api_access_cidrs: tuple[str, ...] = ()  # networks (a peered or VPN-connected runner) allowed to the private endpoint
+    other_api_servers: tuple[tuple[str, int], ...] = ()  # (site, port): other clusters the runner applies objects to
     identity_provider: IdentityProvider | None = None
     addon_versions: Mapping[str, str] = field(default_factory=dict)  # pins; others: AWS's default for the version at deploy
 
@@ -100,6 +102,7 @@ class ClusterArgs:
             log_group=names.control_plane_log_group(rp, site),
             admin_principals=admin_principals,
             api_access_cidrs=api_access_cidrs,
+            other_api_servers=names.other_api_servers(rp, site),
             identity_provider=rp.spec.security.identity_provider,
             addon_versions=rp.eks_addons,
         )
@@ -251,16 +254,11 @@ class EksCluster(Component):
             aws.iam.RolePolicyAttachment(
                 f"{name}-node-{policy}", role=node_role.name, policy_arn=f"arn:{args.partition}:iam::aws:policy/{policy}", opts=self.child()
             )
+        aws.iam.RolePolicy(f"{name}-node-session-manager", role=node_role.id, policy=as_json(session_manager_policy()), opts=self.child())
         self.node_role_arn = node_role.arn
 
-        # workload identity: IRSA issuer for charts that use it, and the Pod Identity agent add-on
-        aws.iam.OpenIdConnectProvider(
-            f"{name}-oidc",
-            url=cluster.identities.apply(lambda ids: ids[0].oidcs[0].issuer),  # type: ignore[index]
-            client_id_lists=["sts.amazonaws.com"],
-            tags=named(tags, f"{args.name}-irsa"),
-            opts=self.child(),
-        )
+        # workload identity is EKS Pod Identity only (every role here trusts pods.eks.amazonaws.com): no IAM OIDC
+        # provider for IRSA, which nothing would use and which would let any role trusting the issuer be assumed
         if (idp := args.identity_provider) is not None:
             aws.eks.IdentityProviderConfig(
                 f"{name}-idp",
@@ -327,28 +325,29 @@ class EksCluster(Component):
             tags=named(tags, f"{args.name}-api-clients"),
             opts=self.child(),
         )
-        aws.vpc.SecurityGroupEgressRule(
-            f"{name}-api-clients-https",
-            security_group_id=clients.id,
-            cidr_ipv4="0.0.0.0/0",
-            ip_protocol="tcp",
-            from_port=443,
-            to_port=443,
-            description="HTTPS: the API server, AWS endpoints, chart repositories, the Pulumi backend",
-            tags=named(tags, f"{args.name}-api-clients-https"),
-            opts=self.child(),
-        )
-        aws.vpc.SecurityGroupEgressRule(
-            f"{name}-api-clients-dns",
-            security_group_id=clients.id,
-            cidr_ipv4="0.0.0.0/0",
-            ip_protocol="udp",
-            from_port=53,
-            to_port=53,
-            description="DNS (the VPC resolver)",
-            tags=named(tags, f"{args.name}-api-clients-dns"),
-            opts=self.child(),
-        )
+        egress = [
+            ("https", "tcp", 443, "HTTPS: the API server, AWS endpoints, chart repositories, the Pulumi backend"),
+            ("dns", "udp", 53, "DNS (the VPC resolver)"),
+        ]
+        # the runner also applies the Kubernetes layer of the environment's other sites (an on-prem API server
+        # listens where its controlPlaneEndpoint says: kubespray's kube_apiserver_port 6443 by default)
+        egress += [
+            (f"{other}-api", "tcp", port, f"Kubernetes API of site {other} (its controlPlaneEndpoint)")
+            for other, port in args.other_api_servers
+            if port != 443
+        ]
+        for label, protocol, port, description in egress:
+            aws.vpc.SecurityGroupEgressRule(
+                f"{name}-api-clients-{label}",
+                security_group_id=clients.id,
+                cidr_ipv4="0.0.0.0/0",
+                ip_protocol=protocol,
+                from_port=port,
+                to_port=port,
+                description=description,
+                tags=named(tags, f"{args.name}-api-clients-{label}"),
+                opts=self.child(),
+            )
         self.api_clients_security_group_id = clients.id
         aws.vpc.SecurityGroupIngressRule(
             f"{name}-api-from-clients",
@@ -409,7 +408,10 @@ def _addon(
 ) -> aws.eks.Addon:
     version: pulumi.Input[str] = (
         args.addon_versions.get(addon)
-        or aws.eks.get_addon_version_output(addon_name=addon, kubernetes_version=args.version, most_recent=False).version
+        # through the site's provider (its region and account), as every resource of the component
+        or aws.eks.get_addon_version_output(
+            addon_name=addon, kubernetes_version=args.version, most_recent=False, opts=pulumi.InvokeOutputOptions(parent=parent)
+        ).version
     )
     return aws.eks.Addon(
         f"{name}-{addon}",

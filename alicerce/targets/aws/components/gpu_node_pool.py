@@ -10,29 +10,20 @@ import base64
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 
 from alicerce.catalog.models import InstanceType
-from alicerce.emit.kube.operators import gpu_config_labels
 from alicerce.emit.pulumi.component import Component, named
 from alicerce.resolve.model import ResolvedPool
 from alicerce.spec.models import ExistingPlacementGroup
+from alicerce.targets.aws import resolve as names
+from alicerce.targets.aws.components.autoscaler import autoscaler_template_tags, node_labels, root_volume_gib
 
-GIB = 2**30
 CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "spot": "SPOT", "capacity-reservation": "ON_DEMAND", "capacity-block": "CAPACITY_BLOCK"}
 TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
 RESERVED = ("capacity-reservation", "capacity-block")
-# cluster-autoscaler's AWS provider treats nodes with this label as GPU nodes (GPULabel in
-# cloudprovider/aws/aws_cloud_provider.go @ cluster-autoscaler-1.35.0): a new node whose GPUs the
-# device plugin has not advertised yet counts as not ready instead of triggering another scale-up.
-GPU_NODE_LABEL = "k8s.amazonaws.com/accelerator"
-# Node-template tags cluster-autoscaler reads from the Auto Scaling group to build a node for a group at
-# zero (cloudprovider/aws/README.md "Auto-Discovery Setup" and aws_manager.go buildNodeFromTemplate).
-TEMPLATE_TAG = "k8s.io/cluster-autoscaler/node-template"
-
 # AL2023 nodeadm: assemble every instance-store NVMe device into one RAID0 array that backs
 # kubelet and containerd state (images, emptyDir). A MIME part EKS merges with its own NodeConfig.
 RAID0_USER_DATA = """MIME-Version: 1.0
@@ -111,10 +102,7 @@ def node_group_settings(cluster_name: str, pool: ResolvedPool) -> NodeGroupSetti
     instance = pool.instance
     assert aws_pool is not None and instance is not None, f"pool {pool.name} is not an AWS pool"
     scaling = pool.spec.scaling
-    labels = {**pool.labels, **gpu_config_labels(pool)}
-    if pool.gpu is not None:
-        labels[GPU_NODE_LABEL] = pool.gpu.id
-    labels = dict(sorted(labels.items()))
+    labels = node_labels(pool)
     taints = tuple((t.key, t.value, TAINT_EFFECTS[t.effect]) for t in pool.spec.taints)
     reserved = aws_pool.capacity_type in RESERVED
     update = aws_pool.update
@@ -123,7 +111,7 @@ def node_group_settings(cluster_name: str, pool: ResolvedPool) -> NodeGroupSetti
     strategy = update.strategy or ("minimal" if reserved else "default")
     existing = aws_pool.placement_group.name if isinstance(aws_pool.placement_group, ExistingPlacementGroup) else None
     return NodeGroupSettings(
-        node_group_name=f"{cluster_name}-{pool.name}",
+        node_group_name=names.node_group_name(cluster_name, pool.name),
         instance_type=instance.type,
         instance_types=(instance.type, *(t for t in aws_pool.additional_instance_types if t != instance.type)),
         ami_type="AL2023_x86_64_NVIDIA" if instance.gpus else "AL2023_x86_64_STANDARD",
@@ -135,7 +123,7 @@ def node_group_settings(cluster_name: str, pool: ResolvedPool) -> NodeGroupSetti
         existing_placement_group=existing,
         zone=pool.zone,
         raid0=instance.localNvme is not None,
-        root_volume_gib=max(20, -(-aws_pool.root_volume // GIB)),
+        root_volume_gib=root_volume_gib(pool),
         min_size=scaling.min,
         max_size=max(scaling.max, 1),
         desired_size=scaling.desired if scaling.desired is not None else scaling.min,
@@ -144,26 +132,8 @@ def node_group_settings(cluster_name: str, pool: ResolvedPool) -> NodeGroupSetti
         update_strategy=strategy.upper(),
         max_unavailable=None if update.max_unavailable_percentage is not None else (update.max_unavailable or 1),
         max_unavailable_percentage=update.max_unavailable_percentage,
-        autoscaler_tags=autoscaler_template_tags(pool, labels, pool.spec.taints),
+        autoscaler_tags=autoscaler_template_tags(pool),
     )
-
-
-def autoscaler_template_tags(pool: ResolvedPool, labels: dict[str, str], taints: Sequence[Any]) -> dict[str, str]:
-    """The node-template tags of a pool's Auto Scaling group: what a node of the pool offers and carries.
-
-    EKS copies no node-group tag to the Auto Scaling group (EKS user guide, "Create a managed node
-    group": tags are not propagated), so these go on the group itself. Resources: the pool's GPU units
-    as the device plugin advertises them (time-sliced replicas, MIG instances) and its EFA interfaces
-    (cluster-autoscaler derives neither: it knows only the physical GPU count of an instance type).
-    """
-    tags = {f"{TEMPLATE_TAG}/label/{k}": v for k, v in labels.items()}
-    for taint in taints:
-        tags[f"{TEMPLATE_TAG}/taint/{taint.key}"] = f"{taint.value}:{taint.effect}"
-    if pool.gpu_units is not None:
-        tags |= {f"{TEMPLATE_TAG}/resources/{r}": str(n) for r, n in pool.gpu_units.resources.items()}
-    if pool.rdma is not None and pool.efa_interfaces:
-        tags[f"{TEMPLATE_TAG}/resources/{pool.rdma.resource}"] = str(pool.efa_interfaces)
-    return dict(sorted(tags.items()))
 
 
 @dataclass(frozen=True)

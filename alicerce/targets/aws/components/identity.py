@@ -89,14 +89,18 @@ class WorkloadIdentity(Component):
     def __init__(self, name: str, args: IdentityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("alicerce:identity:WorkloadIdentity", name, opts)
         self._controller(
-            name, args, "cluster-autoscaler", names.CLUSTER_AUTOSCALER_SA, as_json(cluster_autoscaler_policy(args.cluster.name))
+            name, args, names.CLUSTER_AUTOSCALER_ROLE, names.CLUSTER_AUTOSCALER_SA, as_json(cluster_autoscaler_policy(args.cluster.name))
         )
         if args.load_balancer_controller:
             policy = as_json(load_balancer_controller_policy(args.cluster.partition))
-            self._controller(name, args, "load-balancer-controller", names.LOAD_BALANCER_CONTROLLER_SA, policy)
+            self._controller(name, args, names.LOAD_BALANCER_CONTROLLER_ROLE, names.LOAD_BALANCER_CONTROLLER_SA, policy)
         for team in args.teams:
             role = pod_identity_role(
-                self, f"{name}-team-{team.team}", args.cluster, (team.namespaces[0], team.service_account), namespaces=team.namespaces
+                self,
+                names.workload_role(name, f"team-{team.team}"),
+                args.cluster,
+                (team.namespaces[0], team.service_account),
+                namespaces=team.namespaces,
             )
             grants = team.grants
             policy_doc = pulumi.Output.from_input(args.kms_key_arn).apply(
@@ -107,7 +111,7 @@ class WorkloadIdentity(Component):
         self.register_outputs({})
 
     def _controller(self, name: str, args: IdentityArgs, label: str, account: tuple[str, str], policy: str) -> None:
-        role = pod_identity_role(self, f"{name}-{label}", args.cluster, account)
+        role = pod_identity_role(self, names.workload_role(name, label), args.cluster, account)
         aws.iam.RolePolicy(f"{name}-{label}", role=role.id, policy=policy, opts=self.child())
         self._associate(name, args, label, role, namespaces=(account[0],), service_account=account[1])
 

@@ -4,6 +4,7 @@ with an explicit key policy for every AWS service that uses it (see policies.pla
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -15,6 +16,8 @@ from alicerce.resolve.model import ResolvedPlatform
 from alicerce.spec.models import AwsSite, ParallelFsTier
 from alicerce.targets.aws import resolve as names
 from alicerce.targets.aws.components.policies import KeyUsers, platform_key_policy
+
+KEY_ARN = re.compile(r"arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+")
 
 
 def key_users(rp: ResolvedPlatform, site: AwsSite) -> KeyUsers:
@@ -63,7 +66,7 @@ class PlatformKey(Component):
         super().__init__("alicerce:kms:PlatformKey", name, opts)
         self.policy = json.dumps(platform_key_policy(args.users), sort_keys=True)
         if args.existing_key is not None:
-            self.arn = pulumi.Output.from_input(args.existing_key)
+            self.arn = self._existing_key_arn(args.existing_key)
         else:
             key = aws.kms.Key(
                 f"{name}-key",
@@ -77,3 +80,13 @@ class PlatformKey(Component):
             aws.kms.Alias(f"{name}-alias", name=f"alias/{args.name}", target_key_id=key.key_id, opts=self.child())
             self.arn = key.arn
         self.register_outputs({"arn": self.arn})
+
+    def _existing_key_arn(self, key: str) -> pulumi.Output[str]:
+        """The key ARN of ``security.encryption.kmsKey``, whatever form it is given in: the one place an alias
+        becomes a key. IAM policies, EKS secrets encryption and CloudWatch log groups need the key ARN (an alias
+        ARN in a policy's Resource matches no key); KMS DescribeKey takes a key ID, key ARN, alias name or alias
+        ARN and returns the key's ARN (KMS API reference, DescribeKey, KeyId)."""
+        if KEY_ARN.fullmatch(key):
+            return pulumi.Output.from_input(key)
+        found = aws.kms.get_key_output(key_id=key, opts=pulumi.InvokeOutputOptions(parent=self))
+        return found.arn

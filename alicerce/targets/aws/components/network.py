@@ -14,7 +14,7 @@ from alicerce.emit.pulumi.component import Component, log_retention_days, named
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.spec.models import AwsSite
 from alicerce.targets.aws import resolve as names
-from alicerce.targets.aws.components.policies import as_json, flow_logs_policy, service_trust
+from alicerce.targets.aws.components.policies import as_json, flow_logs_policy, flow_logs_trust
 
 # Interface endpoints, so that what runs in the private subnets reaches AWS without NAT (EKS user guide,
 # "Deploy private clusters with limited internet access", endpoint table): ec2 (VPC CNI, nodes), ecr.api
@@ -49,6 +49,8 @@ class NetworkArgs:
     tags: Mapping[str, str]
     flow_log_group: str = ""
     kms_key_arn: pulumi.Input[str] | None = None  # encrypts the flow-log group
+    account: str = ""
+    partition: str = "aws"
 
     @classmethod
     def from_resolved(cls, rp: ResolvedPlatform, site: AwsSite, kms_key_arn: pulumi.Input[str] | None = None) -> NetworkArgs:
@@ -62,6 +64,8 @@ class NetworkArgs:
             tags=rp.tags,
             flow_log_group=names.flow_log_group(rp, site),
             kms_key_arn=kms_key_arn,
+            account=site.account,
+            partition=names.partition(site.region),
         )
 
 
@@ -205,7 +209,7 @@ class Network(Component):
         )
         role = aws.iam.Role(
             f"{name}-flow-logs",
-            assume_role_policy=as_json(service_trust("vpc-flow-logs.amazonaws.com")),
+            assume_role_policy=as_json(flow_logs_trust(args.partition, args.region, args.account)),
             tags=named(tags, f"{args.name}-flow-logs"),
             opts=self.child(),
         )

@@ -122,6 +122,19 @@ def service_trust(service: str, *, tag_session: bool = False) -> Document:
     return document({"Effect": "Allow", "Principal": {"Service": service}, "Action": actions})
 
 
+def flow_logs_trust(partition: str, region: str, account: str) -> Document:
+    """VPC Flow Logs may assume the role only for this account's flow logs: "We recommend that you use the
+    aws:SourceAccount and aws:SourceArn condition keys to protect yourself against the confused deputy problem"
+    (VPC user guide, "IAM role for publishing flow logs to CloudWatch Logs"; the flow log's id is unknown before
+    it exists, so the ARN ends in a wildcard as the page allows)."""
+    statement = service_trust("vpc-flow-logs.amazonaws.com")["Statement"][0]
+    condition = {
+        "StringEquals": {"aws:SourceAccount": account},
+        "ArnLike": {"aws:SourceArn": f"arn:{partition}:ec2:{region}:{account}:vpc-flow-log/*"},
+    }
+    return document({**statement, "Condition": condition})
+
+
 def pod_identity_trust(cluster_arn: str, namespaces: Sequence[str], service_account: str) -> Document:
     """Trust for EKS Pod Identity, limited to one service account of one cluster.
 
@@ -387,6 +400,21 @@ def flow_logs_policy(log_group_arn: str) -> Document:
             "Resource": f"{log_group_arn}:*",
         }
     )
+
+
+def session_manager_policy() -> Document:
+    """What the SSM agent on a node needs for Session Manager and nothing else: register the instance and open
+    its control and data channels (the actions of AWS's managed policy AWSCloud9SSMInstanceProfile; Systems
+    Manager user guide, "Create a custom IAM role for Session Manager"). AmazonSSMManagedInstanceCore would also
+    let every node read any SSM parameter and run documents' commands; these actions take no resource ARN."""
+    actions = [
+        "ssm:UpdateInstanceInformation",
+        "ssmmessages:CreateControlChannel",
+        "ssmmessages:CreateDataChannel",
+        "ssmmessages:OpenControlChannel",
+        "ssmmessages:OpenDataChannel",
+    ]
+    return document({"Effect": "Allow", "Action": actions, "Resource": "*"})
 
 
 # ---------------------------------------------------------------- team workload identity

@@ -17,11 +17,13 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from alicerce.emit.kube.storage import PER_TEAM, team_path
 from alicerce.emit.pulumi.component import Component, log_retention_days, named
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.spec.models import AwsSite, ObjectTier, ParallelFsTier, SharedNfsTier
 from alicerce.targets.aws import resolve as names
 
+SecurityGroupRule = type[aws.vpc.SecurityGroupIngressRule] | type[aws.vpc.SecurityGroupEgressRule]
 # Lustre clients reach the file servers on TCP 988 and 1018-1023, and the servers each other on the same
 # ports (FSx for Lustre user guide, "File system access control with Amazon VPC"; terraform-aws-fsx lustre
 # module's self_988 / self_1018_1023 ingress and egress rules).
@@ -29,6 +31,16 @@ LUSTRE_PORTS = ((988, 988), (1018, 1023))
 NFS_PORT = 2049
 # FSx keeps automatic backups for at most 90 days (FSx API, CreateFileSystemLustreConfiguration).
 FSX_MAX_BACKUP_DAYS = 90
+# What a data repository association carries between the file system and the data lake (FSx API reference,
+# AutoImportPolicy / AutoExportPolicy: NEW | CHANGED | DELETED). The lake is the source of truth: its changes,
+# deletions included, reach the file system; the file system's new and changed files reach the lake, but a file
+# deleted on the file system is never deleted from the lake ("DELETED - Files and directories are automatically
+# deleted on the data repository when they are deleted on the file system").
+DRA_IMPORT_EVENTS = ("NEW", "CHANGED", "DELETED")
+DRA_EXPORT_EVENTS = ("NEW", "CHANGED")
+# EFS creates an access point's root directory on first mount with this owner and mode (EFS user guide, "Creating
+# access points": CreationInfo); 1777 as the prepare Job makes team directories on other file systems.
+EFS_DIRECTORY_MODE = "1777"
 # FSx logs to CloudWatch: data repository import/export warnings and errors (FSx for Lustre user guide, "Logging").
 FSX_LOG_LEVEL = "WARN_ERROR"
 
@@ -62,6 +74,7 @@ class BucketTier:
 class EfsTier:
     name: str
     throughput_mode: str
+    teams: tuple[str, ...] = ()  # teams with a directory of their own (teamAccess per-team): an access point each
 
 
 @dataclass(frozen=True)
@@ -95,7 +108,8 @@ def storage_layout(rp: ResolvedPlatform, site: AwsSite) -> StorageLayout:
             expire = math.ceil(spec.retention / 86400) if spec.retention else None
             buckets.append(BucketTier(tier.name, name, create, spec.aws.versioning if spec.aws else True, expire))
         elif impl == "efs" and isinstance(spec, SharedNfsTier):
-            efs.append(EfsTier(tier.name, spec.aws.throughput_mode if spec.aws else "elastic"))
+            teams = tuple(sorted(t.name for t in rp.site(site.name).teams)) if spec.team_access == "per-team" else ()
+            efs.append(EfsTier(tier.name, spec.aws.throughput_mode if spec.aws else "elastic", teams))
     for tier in rp.storage:
         spec = tier.spec
         if tier.implementations.get(site.name) == "fsx-lustre" and tier.fsx is not None and isinstance(spec, ParallelFsTier):
@@ -146,7 +160,9 @@ class Storage(Component):
                 self._bucket(name, args, bucket)
             self.endpoints[bucket.name] = pulumi.Output.from_input(f"s3://{bucket.bucket}")
         if args.layout.fsx:
-            sg = self._security_group(f"{name}-lustre", args, "FSx for Lustre: Lustre from the nodes only", LUSTRE_PORTS, self_ports=True)
+            sg, rules = self._security_group(
+                f"{name}-lustre", args, "FSx for Lustre: Lustre from the nodes only", LUSTRE_PORTS, self_ports=True
+            )
             logs = aws.cloudwatch.LogGroup(
                 f"{name}-fsx-logs",
                 name=args.layout.fsx_log_group,
@@ -156,48 +172,61 @@ class Storage(Component):
                 opts=self.child(),
             )
             for fsx in args.layout.fsx:
-                self.endpoints[fsx.name] = self._lustre(name, args, fsx, sg, logs)
+                self.endpoints[fsx.name] = self._lustre(name, args, fsx, sg=sg, rules=rules, logs=logs)
         if args.layout.efs:
-            sg = self._security_group(f"{name}-efs", args, "EFS: NFS from the nodes only", ((NFS_PORT, NFS_PORT),), self_ports=False)
+            sg, rules = self._security_group(f"{name}-efs", args, "EFS: NFS from the nodes only", ((NFS_PORT, NFS_PORT),), self_ports=False)
             for tier in args.layout.efs:
-                self.endpoints[tier.name] = self._efs(name, args, tier, sg)
+                self.endpoints[tier.name] = self._efs(name, args, tier, sg, rules)
         self.register_outputs({"endpoints": self.endpoints})
 
     def _security_group(
         self, name: str, args: StorageArgs, description: str, ports: tuple[tuple[int, int], ...], *, self_ports: bool
-    ) -> aws.ec2.SecurityGroup:
+    ) -> tuple[aws.ec2.SecurityGroup, list[pulumi.Resource]]:
+        """The group and its rules: a file system is created after them (see _lustre)."""
         sg = aws.ec2.SecurityGroup(
             name, vpc_id=args.vpc_id, description=description, tags=named(args.tags, f"{args.name}-{name}"), opts=self.child()
         )
+        rules: list[pulumi.Resource] = []
+        nodes = args.node_security_group_id
         for low, high in ports:
-            sources = [("nodes", args.node_security_group_id)]
-            if self_ports:  # Lustre file servers also talk to each other on these ports
-                sources.append(("self", sg.id))
-                # the provider removes a new group's allow-all egress, so the servers' own traffic needs its rule too
-                aws.vpc.SecurityGroupEgressRule(
-                    f"{name}-{low}-{high}-self-egress",
-                    security_group_id=sg.id,
-                    referenced_security_group_id=sg.id,
-                    ip_protocol="tcp",
-                    from_port=low,
-                    to_port=high,
-                    description=f"TCP {low}-{high} to the file servers themselves",
-                    tags=named(args.tags, f"{args.name}-{name}-{low}-self-egress"),
-                    opts=self.child(),
+            tcp = f"TCP {low}-{high}"
+            # (rule, resource suffix, group, peer, description, tag suffix)
+            table: list[tuple[SecurityGroupRule, str, pulumi.Input[str], pulumi.Input[str], str, str]] = [
+                (aws.vpc.SecurityGroupIngressRule, "nodes", sg.id, nodes, f"{tcp} from nodes", f"{low}"),
+            ]
+            if self_ports:
+                table += [
+                    # Lustre file servers also talk to each other on these ports
+                    (aws.vpc.SecurityGroupIngressRule, "self", sg.id, sg.id, f"{tcp} from self", f"{low}"),
+                    # the provider removes a new group's allow-all egress, so the servers' own traffic needs its rule too
+                    (
+                        aws.vpc.SecurityGroupEgressRule,
+                        "self-egress",
+                        sg.id,
+                        sg.id,
+                        f"{tcp} to the file servers themselves",
+                        f"{low}-self-egress",
+                    ),
+                    # and the nodes, Lustre clients, take the file servers' connections on the same ports (FSx for
+                    # Lustre user guide, "File system access control with Amazon VPC": the clients' group allows
+                    # inbound 988 and 1018-1023 from the file system's group)
+                    (aws.vpc.SecurityGroupIngressRule, "to-nodes", nodes, sg.id, f"{tcp} from the Lustre file servers", f"{low}-to-nodes"),
+                ]
+            for rule, suffix, group, peer, text, tag in table:
+                rules.append(
+                    rule(
+                        f"{name}-{low}-{high}-{suffix}",
+                        security_group_id=group,
+                        referenced_security_group_id=peer,
+                        ip_protocol="tcp",
+                        from_port=low,
+                        to_port=high,
+                        description=text,
+                        tags=named(args.tags, f"{args.name}-{name}-{tag}"),
+                        opts=self.child(),
+                    )
                 )
-            for label, source in sources:
-                aws.vpc.SecurityGroupIngressRule(
-                    f"{name}-{low}-{high}-{label}",
-                    security_group_id=sg.id,
-                    referenced_security_group_id=source,
-                    ip_protocol="tcp",
-                    from_port=low,
-                    to_port=high,
-                    description=f"TCP {low}-{high} from {label}",
-                    tags=named(args.tags, f"{args.name}-{name}-{low}"),
-                    opts=self.child(),
-                )
-        aws.vpc.SecurityGroupEgressRule(
+        replies = aws.vpc.SecurityGroupEgressRule(
             f"{name}-egress-nodes",
             security_group_id=sg.id,
             referenced_security_group_id=args.node_security_group_id,
@@ -206,10 +235,18 @@ class Storage(Component):
             tags=named(args.tags, f"{args.name}-{name}-egress"),
             opts=self.child(),
         )
-        return sg
+        rules.append(replies)
+        return sg, rules
 
     def _lustre(
-        self, name: str, args: StorageArgs, tier: FsxTier, sg: aws.ec2.SecurityGroup, logs: aws.cloudwatch.LogGroup
+        self,
+        name: str,
+        args: StorageArgs,
+        tier: FsxTier,
+        *,
+        sg: aws.ec2.SecurityGroup,
+        rules: list[pulumi.Resource],
+        logs: aws.cloudwatch.LogGroup,
     ) -> pulumi.Output[str]:
         persistent = tier.persistent
         tags = named(args.tags, f"{args.name}-{tier.name}", **{"alicerce.dev/storage-tier": tier.name})
@@ -234,10 +271,13 @@ class Storage(Component):
             import_path=source if source and not dra else None,
             auto_import_policy="NEW_CHANGED_DELETED" if source and not dra else None,
             tags=tags,
-            opts=self.child(),
+            # FSx checks the group's rules when it creates the file system and fails when they "do not permit Lustre
+            # LNET network traffic on port 988" (FSx for Lustre user guide, "Creating an FSx for Lustre file system
+            # fails", docs.aws.amazon.com/fsx/latest/LustreGuide/cannot-create-fs.html): the rules are separate
+            # resources, so they are created first
+            opts=self.child(depends_on=rules),
         )
         if source and dra:
-            events = ["NEW", "CHANGED", "DELETED"]
             aws.fsx.DataRepositoryAssociation(
                 f"{name}-{tier.name}-dra",
                 file_system_id=fs.id,
@@ -245,8 +285,8 @@ class Storage(Component):
                 file_system_path="/",
                 batch_import_meta_data_on_create=True,
                 s3=aws.fsx.DataRepositoryAssociationS3Args(
-                    auto_import_policy=aws.fsx.DataRepositoryAssociationS3AutoImportPolicyArgs(events=events),
-                    auto_export_policy=aws.fsx.DataRepositoryAssociationS3AutoExportPolicyArgs(events=events),
+                    auto_import_policy=aws.fsx.DataRepositoryAssociationS3AutoImportPolicyArgs(events=list(DRA_IMPORT_EVENTS)),
+                    auto_export_policy=aws.fsx.DataRepositoryAssociationS3AutoExportPolicyArgs(events=list(DRA_EXPORT_EVENTS)),
                 ),
                 tags=tags,
                 opts=self.child(),
@@ -343,7 +383,9 @@ class Storage(Component):
             opts=self.child(),
         )
 
-    def _efs(self, name: str, args: StorageArgs, tier: EfsTier, sg: aws.ec2.SecurityGroup) -> pulumi.Output[str]:
+    def _efs(
+        self, name: str, args: StorageArgs, tier: EfsTier, sg: aws.ec2.SecurityGroup, rules: list[pulumi.Resource]
+    ) -> pulumi.Output[str]:
         fs = aws.efs.FileSystem(
             f"{name}-{tier.name}",
             encrypted=True,
@@ -356,7 +398,37 @@ class Storage(Component):
         )
         for zone, subnet in sorted(args.subnet_ids.items()):
             aws.efs.MountTarget(
-                f"{name}-{tier.name}-{zone}", file_system_id=fs.id, subnet_id=subnet, security_groups=[sg.id], opts=self.child()
+                f"{name}-{tier.name}-{zone}",
+                file_system_id=fs.id,
+                subnet_id=subnet,
+                security_groups=[sg.id],
+                opts=self.child(depends_on=rules),  # reachable on NFS as soon as it exists
             )
+        # daily backups by AWS Backup's default plan (EFS user guide, "Automatic backups"; API BackupPolicy: ENABLED)
+        aws.efs.BackupPolicy(
+            f"{name}-{tier.name}-backup",
+            file_system_id=fs.id,
+            backup_policy=aws.efs.BackupPolicyBackupPolicyArgs(status="ENABLED"),
+            opts=self.child(),
+        )
+        per_team: dict[str, Any] = {}
+        for team in tier.teams:
+            # the team's directory as its own access point: the driver mounts <fs-id>::<access-point-id>
+            # (aws-efs-csi-driver, examples/kubernetes/access_points; EFS user guide, "Working with access points")
+            point = aws.efs.AccessPoint(
+                f"{name}-{tier.name}-{team}",
+                file_system_id=fs.id,
+                root_directory=aws.efs.AccessPointRootDirectoryArgs(
+                    path=f"/{team_path(team)}",
+                    creation_info=aws.efs.AccessPointRootDirectoryCreationInfoArgs(
+                        owner_uid=0, owner_gid=0, permissions=EFS_DIRECTORY_MODE
+                    ),
+                ),
+                tags=named(args.tags, f"{args.name}-{tier.name}-{team}", **{"alicerce.dev/storage-tier": tier.name}),
+                opts=self.child(),
+            )
+            per_team[team] = {"csi": {"driver": "efs.csi.aws.com", "volumeHandle": pulumi.Output.format("{0}::{1}", fs.id, point.id)}}
         self.volumes[tier.name] = {"csi": {"driver": "efs.csi.aws.com", "volumeHandle": fs.id}}
+        if per_team:
+            self.volumes[tier.name][PER_TEAM] = per_team
         return fs.dns_name
