@@ -120,7 +120,8 @@ def test_template_text_from_the_spec_is_refused_and_never_templated_by_ansible(t
     text = (ROOT / "platform.yaml").read_text().replace("export: /export/home", f'export: "{injected}"')
     checked = check(load_text(text, "platform.yaml"), ["prod"])
     assert {e.rule for e in checked.errors} == {"AL275"}
-    assert any(":187:" in e.render() and "storage[" in e.render() for e in checked.errors), [e.render() for e in checked.errors]
+    line = next(n for n, row in enumerate(text.splitlines(), start=1) if injected in row)
+    assert any(f":{line}:" in e.render() and "storage[" in e.render() for e in checked.errors), [e.render() for e in checked.errors]
     files = emit_ansible(checked.environments["prod"].resolved)
     (name,) = [name for name, body in files.items() if name.startswith("group_vars/") and "export/{{ lookup(" in body]
     (tmp_path / "vars.yml").write_text(files[name])
