@@ -192,3 +192,18 @@ def test_training_pools_admit_their_eight_gpu_pods() -> None:
         assert topology_admits(managers.topology_manager, hgx, 8), purpose
         assert (managers.topology_manager, managers.scope) == ("restricted", "pod")
     assert not topology_admits("restricted", hgx, 9)
+
+
+def test_the_artifacts_folder_is_a_template_ansible_renders(files: dict[str, str], tmp_path: Path) -> None:
+    """alicerce's own template (artifacts_dir) stays live while spec text is written !unsafe: loaded as Ansible loads
+    group_vars, it renders to the kept kubespray/artifacts/<site> folder; written inert it would name a folder
+    literally called '{{ inventory_dir }}'."""
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
+
+    path = tmp_path / "all.yml"
+    path.write_text(files["ansible/kubespray/dc1/group_vars/all.yml"])
+    loader = DataLoader()
+    data = loader.load_from_file(str(path), trusted_as_template=True)
+    rendered = Templar(loader=loader, variables={**data, "inventory_dir": "/p/kubespray/dc1"}).template(data["artifacts_dir"])
+    assert rendered == "/p/kubespray/dc1/../artifacts/dc1"

@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from alicerce.catalog.onprem import KubesprayRelease, load_onprem
+from alicerce.emit.ansible.role_vars import AnsibleTemplate
 from alicerce.emit.errors import EmitError
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
 from alicerce.spec.models import OnpremSite
@@ -122,7 +123,7 @@ def cluster_vars(platform: ResolvedPlatform, site: ResolvedSite) -> dict[str, An
         # the admin kubeconfig lands on the controller in kubespray/artifacts/<site>/admin.conf, a folder the
         # generated tree keeps across runs (alicerce.emit.tree.KEPT); kubespray's default is beside the inventory
         "kubeconfig_localhost": True,
-        "artifacts_dir": "{{ inventory_dir }}/../" + ARTIFACTS + "/" + site.name,
+        "artifacts_dir": AnsibleTemplate("{{ inventory_dir }}/../" + ARTIFACTS + "/" + site.name),
         "kubectl_localhost": False,
         # kubespray's GPU add-on is a legacy driver DaemonSet: the driver and toolkit are alicerce's or the GPU Operator's
         "nvidia_accelerator_enabled": False,

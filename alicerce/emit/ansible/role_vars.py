@@ -415,13 +415,23 @@ class _VarsDumper(_Dumper):
     """
 
 
+class AnsibleTemplate(str):
+    """A string alicerce itself writes for Ansible to template (never text from the spec): dumped as is."""
+
+
 def _represent_text(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
     if any(marker in data for marker in TEMPLATE_MARKERS):
         return dumper.represent_scalar("!unsafe", data, style="'")
     return dumper.represent_str(data)
 
 
+def _represent_template(dumper: yaml.SafeDumper, data: AnsibleTemplate) -> yaml.ScalarNode:
+    return dumper.represent_str(str(data))
+
+
 _VarsDumper.add_representer(str, _represent_text)
+_VarsDumper.add_representer(AnsibleTemplate, _represent_template)
+_Dumper.add_representer(AnsibleTemplate, _represent_template)
 
 
 def dump_yaml(data: Any, *, inert: bool = False) -> str:
