@@ -156,7 +156,7 @@ def test_a_symlink_loop_as_an_output_folder_is_a_user_error(option: str, tmp_pat
 @pytest.mark.parametrize(
     "manifest",
     [
-        b'{"files": {"ansible/site.yml\u0000": "0"}}',
+        rb'{"files": {"ansible/site.yml\u0000": "0"}}',  # a JSON-escaped NUL in a path
         b"[" * 100_000 + b"]" * 100_000,
         b'{"files": {"../../escape": "0"}}',
         b'{"files": {"/etc/hostname": "0"}}',
