@@ -207,3 +207,23 @@ def test_the_artifacts_folder_is_a_template_ansible_renders(files: dict[str, str
     data = loader.load_from_file(str(path), trusted_as_template=True)
     rendered = Templar(loader=loader, variables={**data, "inventory_dir": "/p/kubespray/dc1"}).template(data["artifacts_dir"])
     assert rendered == "/p/kubespray/dc1/../artifacts/dc1"
+
+
+@pytest.mark.parametrize("storage_class", [None, "ceph-rbd"])
+def test_monitoring_claims_bind_on_a_kubespray_cluster(storage_class: str | None, tmp_path: Path) -> None:
+    """A default kubespray cluster has no StorageClass: Prometheus's claim, naming none at an on-prem site, would stay
+    Pending. kubespray's local-path provisioner (its default class) is turned on exactly then; a spec that names its
+    own class (monitoring.storageClass) gets no second default."""
+    from alicerce.emit.kube.operators import monitoring_values
+    from alicerce.spec.loader import load_text
+
+    text = (ROOT / "platform.yaml").read_text()
+    if storage_class:
+        assert "\nmonitoring:\n" in text
+        text = text.replace("\nmonitoring:\n", f"\nmonitoring:\n  storageClass: {storage_class}\n", 1)
+    rp = validated(load_text(text, "platform.yaml"), "prod")
+    claim = monitoring_values(rp, rp.site("dc1"))["prometheus"]["prometheusSpec"]["storageSpec"]["volumeClaimTemplate"]["spec"]
+    cluster = _yaml(render_tree(rp, subtrees=["ansible"]), "ansible/kubespray/dc1/group_vars/all.yml")
+    assert claim.get("storageClassName") == storage_class
+    assert cluster["local_path_provisioner_enabled"] is (storage_class is None)
+    assert _facts("variables.json")["variables"]["local_path_provisioner_enabled"]["default"] == "false"

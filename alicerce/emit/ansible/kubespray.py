@@ -127,6 +127,10 @@ def cluster_vars(platform: ResolvedPlatform, site: ResolvedSite) -> dict[str, An
         "kubectl_localhost": False,
         # kubespray's GPU add-on is a legacy driver DaemonSet: the driver and toolkit are alicerce's or the GPU Operator's
         "nvidia_accelerator_enabled": False,
+        # a default kubespray cluster has no StorageClass (local_path_provisioner_enabled: false, kubespray_defaults
+        # main.yml:456), so Prometheus's claim, which names none unless monitoring.storageClass does, would stay
+        # Pending; kubespray's local-path provisioner becomes the default class (its is_default_storageclass "true")
+        "local_path_provisioner_enabled": platform.spec.operators.monitoring.enabled and platform.spec.monitoring.storage_class is None,
         "supplementary_addresses_in_ssl_keys": [host],
     }
     balancer = spec.control_plane.load_balancer
