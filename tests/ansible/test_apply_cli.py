@@ -445,3 +445,42 @@ def test_an_apply_with_cloud_keys_in_the_environment_writes_none_of_them(tmp_pat
     runner = workdir / "prod" / "runner"
     for path in runner.rglob("*"):
         assert stat.S_IMODE(path.stat().st_mode) == (0o700 if path.is_dir() else 0o600), path
+
+
+FAKE_KUBECTL = """#!/bin/sh
+# kubectl get node HOST -o json, as the API server answers before and after the device plugin runs
+count=$(cat "{state}" 2>/dev/null || echo 0); echo $((count + 1)) > "{state}"
+if [ "$count" -ge "{after}" ]; then gpus='"nvidia.com/gpu": "8", '; else gpus=''; fi
+printf '{{"status": {{"conditions": [{{"type": "Ready", "status": "True"}}], "allocatable": {{%s"cpu": "224"}}}}}}' "$gpus"
+"""
+
+
+@pytest.mark.parametrize(("after", "accepted"), [(2, True), (99, False)])
+def test_cluster_acceptance_waits_for_the_device_plugin_then_accepts(generated: Path, tmp_path: Path, after: int, accepted: bool) -> None:
+    """accept.yml through the real ansible-runner: a node accepted once its GPUs are allocatable, refused if they never are."""
+    from alicerce.run.ansible import run_playbook
+
+    kubectl = tmp_path / "kubectl"
+    kubectl.write_text(FAKE_KUBECTL.format(state=tmp_path / "calls", after=after))
+    kubectl.chmod(0o755)
+    local = {
+        "ansible_connection": "local",
+        "ansible_become": False,
+        "ansible_python_interpreter": sys.executable,
+        "accept_kubectl": str(kubectl),
+        "accept_retries": 3,
+        "accept_delay": 0,
+        "node_validation_allocatable": {"nvidia.com/gpu": "8"},
+    }
+    extra = tmp_path / "local.yml"
+    extra.write_text(yaml.safe_dump({"all": {"vars": local}}))
+    result = run_playbook(generated, "accept.yml", tmp_path / "runner", limit=CHROOT_HOST, inventories=[extra])
+    calls = int((tmp_path / "calls").read_text())
+    if accepted:
+        assert result.ok, [str(f) for f in result.failures]
+        assert calls == 3  # two answers without nvidia.com/gpu, then the one that has it
+    else:
+        assert not result.ok and [(f.host, f.task) for f in result.failures] == [
+            (CHROOT_HOST, "Wait until the node is Ready and offers what its pool promises")
+        ]
+        assert calls == 4  # the first try and three retries
