@@ -484,3 +484,19 @@ def test_cluster_acceptance_waits_for_the_device_plugin_then_accepts(generated: 
             (CHROOT_HOST, "Wait until the node is Ready and offers what its pool promises")
         ]
         assert calls == 4  # the first try and three retries
+
+
+def test_a_stage_that_fails_before_any_host_prints_why(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Issue 20 defect 11: the recap of a stage that never reached a host was an empty table."""
+    import ansible_runner
+
+    def run(**kwargs: Any) -> SimpleNamespace:
+        folder = Path(kwargs["private_data_dir"]) / "artifacts" / kwargs["ident"]
+        folder.mkdir(parents=True)
+        (folder / "stdout").write_text("\x1b[0;31m[ERROR]: Unable to parse /x/inventory.yml as an inventory source\x1b[0m\n")
+        return SimpleNamespace(status="failed", rc=1)
+
+    monkeypatch.setattr(ansible_runner, "run", run)
+    result = CliRunner().invoke(build_app(), [*_base(tmp_path), "--kubespray", "skip"])
+    assert result.exit_code == 3
+    assert "failed before any host ran: [ERROR]: Unable to parse /x/inventory.yml as an inventory source" in result.stdout
