@@ -500,3 +500,25 @@ def test_a_stage_that_fails_before_any_host_prints_why(monkeypatch: pytest.Monke
     result = CliRunner().invoke(build_app(), [*_base(tmp_path), "--kubespray", "skip"])
     assert result.exit_code == 3
     assert "failed before any host ran: [ERROR]: Unable to parse /x/inventory.yml as an inventory source" in result.stdout
+
+
+def test_an_interrupted_apply_stops_at_that_stage_and_exits_128_plus_the_signal(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import os
+    import signal
+
+    import ansible_runner
+
+    calls: list[str] = []
+
+    def run(**kwargs: Any) -> SimpleNamespace:
+        calls.append(kwargs["playbook"])
+        os.kill(os.getpid(), signal.SIGTERM)  # caught by apply while the stage runs, not the default handler
+        assert kwargs["cancel_callback"]() is True
+        return SimpleNamespace(status="canceled", rc=254)
+
+    monkeypatch.setattr(ansible_runner, "run", run)
+    before = signal.getsignal(signal.SIGTERM)
+    result = CliRunner().invoke(build_app(), _base(tmp_path))
+    assert result.exit_code == 128 + signal.SIGTERM, result.output
+    assert calls == ["site.yml"] and "interrupted by signal 15" in result.stdout
+    assert signal.getsignal(signal.SIGTERM) == before  # apply's handler is gone again
