@@ -24,11 +24,14 @@ class KubesprayPlaybook(str, Enum):
     cluster = "cluster"
     upgrade_cluster = "upgrade-cluster"
     scale = "scale"
+    remove_node = "remove-node"
     skip = "skip"
 
 
 EXIT_RUN_FAILED = 3
 """A host failed or was unreachable (2 stays the code of user mistakes)."""
+EXIT_SIGNAL = 128
+"""Interrupted (SIGINT, SIGTERM): 128 + the signal's number, as a shell reports it."""
 
 apply_app = typer.Typer(name="apply", help="Apply the platform to its targets.", no_args_is_help=True, rich_markup_mode=None)
 
@@ -36,7 +39,13 @@ EPILOG = """\b
 Examples:
   alicerce apply onprem --env prod --check              what provisioning would change, with diffs
   alicerce apply onprem --env prod -i hosts.yml --secrets secrets.vault.yml
-                                                        provision: nodes, kubespray, acceptance
+                                                        provision: nodes, kubespray, host acceptance
+  alicerce apply onprem --env prod -i hosts.yml --accept
+                                                        cluster acceptance, once the GPU Operator runs
+  alicerce apply onprem --env prod --kubespray scale --limit gpu-017.dc1.acme.example
+                                                        add a node
+  alicerce apply onprem --env prod --kubespray remove-node --limit gpu-005.dc1.acme.example [--offline]
+                                                        drain and remove a node (then drop it from the spec)
   alicerce apply onprem --env prod --kubespray upgrade-cluster
                                                         change a running cluster in drained batches
   alicerce apply onprem --env prod --limit rack_dc1_r01 --tags nvidia_driver
@@ -73,9 +82,21 @@ def onprem(
         typer.Option(
             "--kubespray",
             help="kubespray playbook between the node and cluster stages: cluster (build or reconfigure), upgrade-cluster "
-            "(drains in batches), scale (new nodes, with --limit) or skip.",
+            "(drains in batches), scale (new nodes, with --limit), remove-node (drains and removes the --limit hosts, "
+            "kubespray alone) or skip.",
         ),
     ] = KubesprayPlaybook.cluster,
+    offline: Annotated[
+        bool,
+        typer.Option("--offline", help="With --kubespray remove-node: the node is down; remove it from the cluster without reaching it."),
+    ] = False,
+    accept: Annotated[
+        bool,
+        typer.Option(
+            "--accept",
+            help="Cluster acceptance only (accept.yml): every node Ready and offering its GPUs; run it once the GPU Operator is synced.",
+        ),
+    ] = False,
     kubespray_env: Annotated[
         Path | None, typer.Option("--kubespray-env", help="An existing environment with kubespray's Ansible and collection.")
     ] = None,
@@ -133,6 +154,15 @@ def onprem(
     ansible_dir = project / "ansible"
     sites = sorted({path.split("/")[2] for path in files if path.startswith("ansible/kubespray/") and path.endswith("/inventory.yml")})
     # the whole sequence for a provisioning run; a check, a tag selection or another playbook runs alone
+    if accept:
+        playbook = "accept.yml"
+    if offline and kubespray is not KubesprayPlaybook.remove_node:
+        raise UsageError("--offline applies only to --kubespray remove-node")
+    if kubespray is KubesprayPlaybook.remove_node and (limit is None or check or tags or playbook != "site.yml"):
+        raise UsageError(
+            "--kubespray remove-node needs --limit naming the hosts to remove, without --check, --tags, --playbook or --accept",
+            "alicerce apply onprem --kubespray remove-node --limit HOST",
+        )
     sequence = playbook == "site.yml" and not check and not tags
     display = _Display(enabled=not as_json)
     results: list[tuple[Stage, RunResult]] = []
@@ -156,7 +186,7 @@ def onprem(
                 site: [h for h in limit_hosts([ansible_dir / "kubespray" / site / "inventory.yml"], "all") if h in picked] for site in sites
             }
         stages = (
-            apply_sequence(ansible_dir, sites, kubespray.value, environment, limit=limit, selected=selected)
+            apply_sequence(ansible_dir, sites, kubespray.value, environment, limit=limit, selected=selected, offline=offline)
             if sequence
             else [Stage(playbook, ansible_dir, playbook, limit=limit)]
         )
@@ -175,6 +205,8 @@ def onprem(
                     on_event=display.event,
                     inventory=stage.inventory,
                     environment=stage.environment,
+                    options=stage.options,
+                    ident=stage.name,
                 )
                 results.append((stage, result))
                 if not result.ok:
@@ -182,20 +214,37 @@ def onprem(
     except RunError as exc:
         raise UsageError(str(exc)) from None
     result = results[-1][1]
-    admin_confs = [ansible_dir / "kubespray" / ARTIFACTS / site / "admin.conf" for site in sites]
-    kubeconfigs = [str(path) for path in admin_confs] if sequence and result.ok else []
+    # the hand-off follows kubespray's success, not the cluster stage's: a node that fails host acceptance
+    # is that node's problem, and the GPU Operator the cluster acceptance waits for needs this kubeconfig
+    built = {st.name.split(" ")[1] for st, r in results if st.environment is not None and st.playbook.endswith("/cluster.yml") and r.ok}
+    kubeconfigs = [str(ansible_dir / "kubespray" / ARTIFACTS / site / "admin.conf") for site in sites if site in built]
+    removed = [h for st, r in results if r.ok and st.playbook.endswith("/remove-node.yml") for h in _nodes(st.options)]
     if as_json:
         data = _result_data(result)
-        data["stages"] = [{"stage": st.name, "playbook": st.playbook, "ok": r.ok, "artifacts": str(r.artifacts)} for st, r in results]
+        data["stages"] = [
+            {"stage": st.name, "playbook": st.playbook, "ok": r.ok, "artifacts": str(r.artifacts), "reason": r.reason} for st, r in results
+        ]
         data["kubeconfigs"] = kubeconfigs
+        data["removed"] = removed
         print_json(data)
     else:
         for stage, stage_result in results:
             _print_recap(stage_result, stage.name)
         for admin in kubeconfigs:
             print(f"kubeconfig: {admin}; hand it to Pulumi with the command in {ansible_dir / 'README.md'}")
+        if kubeconfigs:
+            print(f"then, once the GPU Operator runs: alicerce apply onprem --env {env} --accept (cluster acceptance)")
+        for host in removed:
+            print(f"removed {host} from the cluster: delete it from {spec} (its pool's hosts) before the next apply")
+    if result.signal is not None:
+        raise typer.Exit(EXIT_SIGNAL + result.signal)
     if not result.ok:
         raise typer.Exit(EXIT_RUN_FAILED)
+
+
+def _nodes(options: tuple[str, ...]) -> list[str]:
+    """The hosts of a remove-node stage's ``-e node=a,b``."""
+    return [h for o in options if o.startswith("node=") for h in o.removeprefix("node=").split(",")]
 
 
 def in_ci() -> bool:
@@ -241,6 +290,7 @@ def _result_data(result: RunResult) -> dict[str, Any]:
         "hosts": {host: vars(stats) for host, stats in sorted(result.stats.items())},
         "failures": [{"kind": kind, "host": host, "task": task, "message": message} for kind, host, task, message in unique],
         "failureGroups": failure_groups(result.failures),
+        "reason": result.reason,
     }
 
 
@@ -307,12 +357,16 @@ def _print_recap(result: RunResult, stage: str = "") -> None:
     """Per-host counters (host names whole), then each distinct failure once with the hosts it hit."""
     out = console()
     columns = ("ok", "changed", "failed", "unreachable", "skipped", "rescued", "ignored")
-    title = f"{stage + ' ' if stage else ''}recap: {result.status} (artifacts: {result.artifacts})"
+    title = f"{stage + ' ' if stage else ''}recap: {result.status} (log: {result.artifacts / 'stdout'})"
     table = Table(title, [Column("host", key=True), *(Column(c, numeric=True) for c in columns)])
     for host, stats in sorted(result.stats.items()):
         style = "red" if stats.failed or stats.unreachable else ("yellow" if stats.changed else "green")
         table.add(host, *(str(getattr(stats, c)) for c in columns), style=style)
     print_table(table, out)
+    if result.signal is not None:
+        out.print(f"interrupted by signal {result.signal}: the playbook and every Ansible worker were stopped", markup=False)
+    elif result.reason:
+        out.print(f"failed before any host ran: {result.reason}", markup=False, highlight=False)
     for group in failure_groups(result.failures):
         hosts = group["hosts"]
         count = f"{len(hosts)} host{'s' if len(hosts) != 1 else ''}"

@@ -507,6 +507,7 @@ class ApplyStage(Document):
     playbook: str
     ok: bool
     artifacts: str
+    reason: str = Field(description="Why the stage failed before reaching any host (Ansible's error); empty otherwise.")
 
 
 class ApplyDocument(Versioned):
@@ -521,7 +522,9 @@ class ApplyDocument(Versioned):
     failures: list[HostFailureItem] = Field(description="Each distinct failure of each host.")
     failureGroups: list[FailureGroup] = Field(description="The failures grouped: one entry per task and message.")
     stages: list[ApplyStage] = Field(description="Each stage run, in order; a failed stage stops the sequence.")
-    kubeconfigs: list[str] = Field(description="The admin kubeconfig kubespray wrote for each site (after a full run).")
+    kubeconfigs: list[str] = Field(description="The admin kubeconfig kubespray wrote for each site its cluster playbook built.")
+    removed: list[str] = Field(description="Hosts kubespray's remove-node took out of the cluster: delete them from the spec.")
+    reason: str = Field(description="Why the last stage failed before reaching any host (Ansible's error); empty otherwise.")
 
 
 # -- show: the spec's own schema, as printed, with what resolving adds

@@ -13,12 +13,18 @@ stopping at the first stage that fails.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import hashlib
+import json
 import os
+import re
+import shutil
+import signal
 import subprocess
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,6 +72,8 @@ class RunResult:
     stats: dict[str, HostStats] = field(default_factory=dict)
     failures: list[HostFailure] = field(default_factory=list)
     tasks: int = 0
+    signal: int | None = None  # SIGINT/SIGTERM that canceled the run
+    reason: str = ""  # why a run that reached no host failed (Ansible's error), for the recap
 
     @property
     def ok(self) -> bool:
@@ -134,10 +142,12 @@ def plaintext_secrets(path: Path) -> list[str]:
 
     A whole file encrypted by ``ansible-vault encrypt`` starts with ``$ANSIBLE_VAULT;``; a vars
     file may instead hold inline ``!vault |`` values. Only key paths are returned, never values.
-    Raises :class:`RunError` when the file cannot be read.
+    The file is parsed by the spec's own loader (:func:`alicerce.spec.loader.load_text`) with its
+    limits (nesting, values, alias expansion, scalar length), ``!vault`` being the one tag it keeps:
+    a 300-byte alias bomb is a located error, not gigabytes. Raises :class:`RunError` when the file
+    cannot be read, :class:`~alicerce.spec.errors.SpecInvalid` when it is not such a file.
     """
-    import yaml
-
+    from alicerce.spec.loader import Tagged, load_text
     from alicerce.spec.source import SourceTooLarge, UnreadableSource, read_regular_file
 
     try:
@@ -148,16 +158,11 @@ def plaintext_secrets(path: Path) -> list[str]:
         raise RunError(f"{path} is over {MAX_SECRETS_BYTES:,} bytes; a secrets file holds a few keys") from None
     if raw.lstrip().startswith(VAULT_HEADER):
         return []
-    sealed = object()
-
-    class Loader(yaml.SafeLoader):
-        pass
-
-    Loader.add_constructor("!vault", lambda loader, node: sealed)
     try:
-        data = yaml.load(raw, Loader=Loader)
-    except yaml.YAMLError:
-        return ["(the whole file: it is not YAML)"]
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise RunError(f"{path} is neither ansible-vault encrypted nor UTF-8 text") from None
+    data = load_text(text, str(path), tags=frozenset({"!vault"})).data
     plaintext: list[str] = []
 
     def walk(value: Any, where: str) -> None:
@@ -167,11 +172,189 @@ def plaintext_secrets(path: Path) -> list[str]:
         elif isinstance(value, list):
             for index, item in enumerate(value):
                 walk(item, f"{where}[{index}]")
-        elif value is not sealed and value is not None:
+        elif not isinstance(value, Tagged) and value is not None:
             plaintext.append(where or "(the whole file)")
 
     walk(data, "")
     return plaintext
+
+
+# What a stage's Ansible inherits from alicerce's environment, and nothing else: ansible-runner seeds a run
+# with the whole process environment and writes it to artifacts/<ident>/command, so cloud keys, tokens and
+# whatever else the shell holds would reach the disk (and Ansible's lookups). Locale, identity, the SSH agent
+# and the Ansible settings a user points at files with (never a password itself) pass; PATH and ANSIBLE_CONFIG
+# are the stage's own.
+ENVIRONMENT_ALLOWLIST = (
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "TZ",
+    "TMPDIR",
+    "TERM",
+    "SSH_AUTH_SOCK",
+    "ANSIBLE_VAULT_PASSWORD_FILE",
+    "ANSIBLE_PRIVATE_KEY_FILE",
+    "ANSIBLE_REMOTE_USER",
+    "ANSIBLE_BECOME_USER",
+)
+KEEP_RUNS = 30
+"""Stage folders kept under the runner folder (about ten applies of three stages); older ones are deleted."""
+_LEGACY = ("env", "artifacts")  # the shared layout of alicerce <= 0.x: env/ overrode later runs, artifacts/ held environments
+
+
+def stage_environment(search_path: str, config: Path, collections: Path | None) -> dict[str, str]:
+    """The whole environment of one stage's Ansible: the allowlist, its PATH, its ansible.cfg and collections."""
+    env = {name: os.environ[name] for name in ENVIRONMENT_ALLOWLIST if os.environ.get(name)}
+    env["PATH"] = search_path
+    env["ANSIBLE_CONFIG"] = str(config)
+    if collections is not None:
+        env["ANSIBLE_COLLECTIONS_PATH"] = str(collections)
+    return env
+
+
+@contextlib.contextmanager
+def _process_environment(env: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` is ``env`` for the duration: ansible-runner copies os.environ into every run (no option
+    turns that off outside containers), so the allowlist holds only if the process environment is the allowlist."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _descendants(root: int) -> list[int]:
+    """Every live descendant of process ``root`` (Linux /proc; [] elsewhere)."""
+    children: dict[int, list[int]] = {}
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found: list[int] = []
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def stop_process_tree() -> None:
+    """SIGKILL every process group below this process. ansible-runner kills only the playbook's own group, but
+    ansible-core's workers each start a session of their own (and their modules with them), so they ran on
+    after the playbook was gone; found through the parent links while those still exist."""
+    own = os.getpgrp()
+    groups: set[int] = set()
+    for pid in _descendants(os.getpid()):
+        with contextlib.suppress(OSError):
+            groups.add(os.getpgid(pid))
+    for group in groups - {own}:
+        with contextlib.suppress(OSError):
+            os.killpg(group, signal.SIGKILL)
+
+
+class _Interrupt:
+    """SIGINT/SIGTERM while a run is in flight: remembered, and handed to ansible-runner's cancel callback,
+    which stops the playbook and every worker and module below it (:func:`stop_process_tree`)."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._saved: dict[int, Any] = {}
+
+    def __enter__(self) -> _Interrupt:
+        if threading.current_thread() is threading.main_thread():
+            for signum in self.SIGNALS:
+                self._saved[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._saved.items():
+            signal.signal(signum, handler)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        self.signum = signum
+
+    def cancel(self) -> bool:
+        if self.signum is None:
+            return False
+        stop_process_tree()
+        return True
+
+
+def _private(path: Path) -> None:
+    """Folders 0700, files 0600 under ``path``: a run folder holds inventories' facts and Ansible's output."""
+    path.chmod(0o700)
+    for root, dirs, files in os.walk(path):
+        for name in dirs:
+            Path(root, name).chmod(0o700)
+        for name in files:
+            item = Path(root, name)
+            if not item.is_symlink():
+                item.chmod(0o600)
+
+
+def _scrub(artifacts: Path) -> None:
+    """Drop the environment ansible-runner records with the command line (artifacts/<ident>/command, env.list)."""
+    command = artifacts / "command"
+    if command.is_file():
+        try:
+            recorded = json.loads(command.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            recorded = {}
+        kept = {key: recorded[key] for key in ("command", "cwd") if key in recorded}
+        command.write_text(json.dumps(kept, ensure_ascii=False), encoding="utf-8")
+    (artifacts / "env.list").unlink(missing_ok=True)
+
+
+def prune_runs(runs: Path, keep: int = KEEP_RUNS) -> None:
+    """Delete all but the newest ``keep`` stage folders of ``runs`` (their names sort by time) and the old shared layout."""
+    if not runs.is_dir():
+        return
+    for name in _LEGACY:
+        legacy = runs / name
+        if legacy.is_dir() and not legacy.is_symlink():
+            shutil.rmtree(legacy, ignore_errors=True)
+    stages = sorted(p for p in runs.iterdir() if p.is_dir() and not p.is_symlink() and _RUN_NAME.match(p.name))
+    for old in stages[: max(len(stages) - keep, 0)]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+_RUN_NAME = re.compile(r"^\d{8}T\d{6}\.\d{6}Z(?:-[a-z0-9-]+)?$")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def _reason(stdout: Path) -> str:
+    """Why a run that reached no host failed: Ansible's first error line and its origin (a missing file, a bad inventory)."""
+    try:
+        text = _ANSI.sub("", stdout.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return ""
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    errors = [i for i, line in enumerate(lines) if line.startswith(("ERROR!", "[ERROR]", "fatal:"))]
+    chosen = lines[errors[0] : errors[0] + 2] if errors else lines[-3:]
+    return "\n".join(chosen)[:2000]
 
 
 def run_playbook(
@@ -189,21 +372,34 @@ def run_playbook(
     ident: str | None = None,
     inventory: str = "inventory.yml",
     environment: KubesprayEnvironment | None = None,
+    options: tuple[str, ...] = (),
+    keep: int = KEEP_RUNS,
 ) -> RunResult:
-    """Run ``playbook`` of the generated ``project`` folder; every run's artifacts stay under ``private_dir``.
+    """Run ``playbook`` of the generated ``project`` folder in a private data folder of its own under ``private_dir``.
 
+    Every call gets a new ``<private_dir>/<time>[-<ident>]/`` folder (ansible-runner's env/ files of one run
+    never reach another), its Ansible sees only :func:`stage_environment`, the recorded command keeps no
+    environment, everything is 0600/0700, and only the newest ``keep`` folders stay.
     ``environment``: run the ansible-playbook (and collections) of that environment instead of this
-    interpreter's (kubespray's pinned ansible-core).
+    interpreter's (kubespray's pinned ansible-core), with that project's own fact cache (its facts.yml
+    feeds the limited run after it). ``options``: further ansible-playbook arguments (``--become``).
     """
     import ansible_runner  # type: ignore[import-untyped]
 
     project = project.absolute()
     if not (project / playbook).is_file():
         raise RunError(f"no playbook {playbook} in {project}")
-    private_dir = private_dir.absolute()
-    private_dir.mkdir(parents=True, exist_ok=True)
-    ident = ident or datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S.%fZ")
-    cmdline: list[str] = []
+    runs = private_dir.absolute()
+    runs.mkdir(parents=True, exist_ok=True)
+    runs.chmod(0o700)
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    name = f"{stamp}-{_slug(ident)}" if ident and _slug(ident) else stamp
+    folder = runs / name
+    folder.mkdir(mode=0o700)  # new: a leftover folder of the same name is an error, never reused
+    # ansible-runner reads settings only from env/settings (its settings argument is dropped without the file)
+    (folder / "env").mkdir(mode=0o700)
+    (folder / "env" / "settings").write_text(json.dumps({"pexpect_timeout": 0.5}), encoding="utf-8")
+    cmdline: list[str] = list(options)
     for extra in inventories or []:
         cmdline += ["-i", str(extra.absolute())]
     for path in extra_vars_files or []:
@@ -216,34 +412,42 @@ def run_playbook(
     # the ansible-playbook of this interpreter's environment, whatever PATH the caller has
     first = environment.bin if environment is not None else Path(sys.executable).parent
     search = os.pathsep.join([str(first), os.environ.get("PATH", "/usr/bin:/bin")])
-    envvars = {"ANSIBLE_CONFIG": str(project / "ansible.cfg"), "PATH": search}
-    if environment is not None:
-        envvars["ANSIBLE_COLLECTIONS_PATH"] = str(environment.collections)
-    if os.environ.get("ANSIBLE_VAULT_PASSWORD_FILE"):
-        envvars["ANSIBLE_VAULT_PASSWORD_FILE"] = os.environ["ANSIBLE_VAULT_PASSWORD_FILE"]
-    runner = ansible_runner.run(
-        private_data_dir=str(private_dir),
-        project_dir=str(project),
-        playbook=playbook,
-        inventory=str(project / inventory),
-        cmdline=" ".join(_quote(c) for c in cmdline) or None,
-        limit=limit,
-        tags=tags,
-        envvars=envvars,
-        ident=ident,
-        event_handler=collector,
-        quiet=True,
-        json_mode=False,
-    )
-    return RunResult(
+    envvars = stage_environment(search, project / "ansible.cfg", environment.collections if environment is not None else None)
+    with _Interrupt() as interrupt, _process_environment(envvars):
+        runner = ansible_runner.run(
+            private_data_dir=str(folder),
+            project_dir=str(project),
+            playbook=playbook,
+            inventory=str(project / inventory),
+            cmdline=" ".join(_quote(c) for c in cmdline) or None,
+            limit=limit,
+            tags=tags,
+            envvars=envvars,
+            ident=name,
+            event_handler=collector,
+            cancel_callback=interrupt.cancel,
+            suppress_env_files=True,
+            fact_cache_type="jsonfile" if environment is None else "ansible.cfg",
+            quiet=True,
+            json_mode=False,
+        )
+    artifacts = folder / "artifacts" / name
+    _scrub(artifacts)
+    _private(folder)
+    prune_runs(runs, keep)
+    result = RunResult(
         status=str(runner.status),
         rc=int(runner.rc if runner.rc is not None else 1),
-        ident=ident,
-        artifacts=private_dir / "artifacts" / ident,
+        ident=name,
+        artifacts=artifacts,
         stats=collector.stats,
         failures=collector.failures,
         tasks=collector.tasks,
+        signal=interrupt.signum,
     )
+    if not result.ok and not result.stats and not result.failures:
+        result.reason = _reason(artifacts / "stdout") or f"ansible-playbook exited {result.rc} before reaching any host"
+    return result
 
 
 @dataclass(frozen=True)
@@ -297,6 +501,11 @@ def kubespray_environment(
     return environment
 
 
+# kubespray's documented invocation (docs/ansible/ansible_collection.md and docs/operations/*.md at the tag):
+# `ansible-playbook -i INVENTORY --become --become-user=root PLAYBOOK`; its roles assume root everywhere.
+KUBESPRAY_BECOME = ("--become", "--become-user=root")
+
+
 @dataclass(frozen=True)
 class Stage:
     """One playbook of the apply sequence."""
@@ -307,6 +516,7 @@ class Stage:
     inventory: str = "inventory.yml"
     environment: KubesprayEnvironment | None = None
     limit: str | None = None
+    options: tuple[str, ...] = ()
 
 
 def apply_sequence(
@@ -317,6 +527,7 @@ def apply_sequence(
     *,
     limit: str | None = None,
     selected: dict[str, list[str]] | None = None,
+    offline: bool = False,
 ) -> list[Stage]:
     """The node stage, kubespray's ``kubespray`` playbook for every site (none with ``skip``), the cluster stage.
 
@@ -325,7 +536,27 @@ def apply_sequence(
     so kubespray gets the host names. Its facts playbook first refreshes the fact cache of every host
     (kubespray docs/operations/nodes.md: before using --limit), and a site the limit leaves empty
     gets no kubespray run.
+
+    ``remove-node`` is kubespray's playbook alone (docs/operations/nodes.md): it drains and resets the
+    selected hosts, named by ``-e node=`` (its plays target ``hosts: "{{ node }}"``; a --limit would be
+    ignored) with ``skip_confirmation`` (its pause prompt has no terminal under ansible-runner); with
+    ``offline`` the node is not reached (``reset_nodes=false``, ``allow_ungraceful_removal=true``). No node
+    or cluster stage: the hosts are leaving.
     """
+    if kubespray == "remove-node":
+        if limit is None:
+            raise RunError("remove-node needs --limit naming the hosts to remove")
+        stages: list[Stage] = []
+        for site in sites:
+            leaving = (selected or {}).get(site, [])
+            if not leaving:
+                continue
+            options: tuple[str, ...] = (*KUBESPRAY_BECOME, "-e", f"node={','.join(leaving)}", "-e", "skip_confirmation=true")
+            if offline:
+                options += ("-e", "reset_nodes=false", "-e", "allow_ungraceful_removal=true")
+            project, inventory = ansible_dir / "kubespray", f"{site}/inventory.yml"
+            stages.append(Stage(f"kubespray {site} remove-node", project, f"{site}/remove-node.yml", inventory, environment, None, options))
+        return stages
     stages = [Stage("nodes", ansible_dir, "site.yml", limit=limit)]
     if kubespray != "skip":
         for site in sites:
@@ -334,9 +565,17 @@ def apply_sequence(
             if hosts == []:
                 continue
             if hosts is not None:
-                stages.append(Stage(f"kubespray {site} facts", project, f"{site}/facts.yml", inventory, environment))
+                stages.append(
+                    Stage(f"kubespray {site} facts", project, f"{site}/facts.yml", inventory, environment, options=KUBESPRAY_BECOME)
+                )
             run = Stage(
-                f"kubespray {site}", project, f"{site}/{kubespray}.yml", inventory, environment, None if hosts is None else ",".join(hosts)
+                f"kubespray {site}",
+                project,
+                f"{site}/{kubespray}.yml",
+                inventory,
+                environment,
+                None if hosts is None else ",".join(hosts),
+                KUBESPRAY_BECOME,
             )
             stages.append(run)
     stages.append(Stage("cluster", ansible_dir, "post-cluster.yml", limit=limit))

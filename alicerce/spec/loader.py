@@ -131,12 +131,22 @@ def _span(file: str, mark: Any) -> Span:
     return Span(file, mark.line + 1, mark.column + 1)
 
 
+@dataclass(frozen=True)
+class Tagged:
+    """A scalar carrying one of the local tags a caller of :func:`load_text` allowed (``!vault`` in a
+    secrets file): kept as its tag and text, never constructed into anything."""
+
+    tag: str
+    value: str
+
+
 class _Builder:
     """Turns one document's events into (data, Pos), collecting errors instead of stopping."""
 
-    def __init__(self, parser: Any, file: str) -> None:
+    def __init__(self, parser: Any, file: str, tags: frozenset[str] = frozenset()) -> None:
         self.parser = parser
         self.file = file
+        self.tags = tags
         self.errors: list[SpecError] = []
         self.anchors: dict[str, tuple[Any, Pos, int]] = {}
         self.nodes = 0
@@ -146,7 +156,7 @@ class _Builder:
 
     def check_tag(self, event: Any, path: Path) -> bool:
         tag = event.tag
-        if tag is None or tag in _ALLOWED_TAGS:
+        if tag is None or tag in _ALLOWED_TAGS or tag in self.tags:
             return True
         self.error(
             event.start_mark,
@@ -225,6 +235,8 @@ class _Builder:
         if not self.check_tag(event, path):
             return event.value, Pos(span)
         tag = event.tag
+        if tag in self.tags:
+            return Tagged(tag, event.value), Pos(span)
         plain = event.style in (None, "") and tag in (None, "!") and event.implicit[0]
         if tag is not None and tag.startswith(_CORE) and tag != f"{_CORE}str":
             value = resolve_plain(event.value)
@@ -322,8 +334,12 @@ class _Abort(Exception):
     """Stop building: the document is hostile or broken beyond useful further errors."""
 
 
-def load_text(text: str, file: str) -> Document:
-    """Parse YAML text into a :class:`Document`, or raise :class:`SpecInvalid`."""
+def load_text(text: str, file: str, *, tags: frozenset[str] = frozenset()) -> Document:
+    """Parse YAML text into a :class:`Document`, or raise :class:`SpecInvalid`.
+
+    ``tags``: local tags (``!vault``) kept as :class:`Tagged` scalars instead of refused; every
+    other limit stays, so a vars file read with them is as bounded as a spec.
+    """
     if text.startswith("\ufeff"):
         text = text[1:]
     root_span = Span(file, 1, 1)
@@ -344,7 +360,7 @@ def load_text(text: str, file: str) -> Document:
             ]
         )
     parser = _EventParser(text)
-    builder = _Builder(parser, file)
+    builder = _Builder(parser, file, tags)
     data: Any = None
     pos = Pos(root_span)
     documents = 0

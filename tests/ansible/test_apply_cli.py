@@ -322,3 +322,203 @@ def test_apply_fails_on_a_host_without_the_promised_gpus(tmp_path: Path) -> None
     (failure,) = json.loads(result.stdout)["failures"]
     assert failure["kind"] == "TaskFailed" and failure["host"] == CHROOT_HOST
     assert "expected 8 NVIDIA GPUs and at least 8 RDMA adapters, found 0" in failure["message"]
+
+
+# -- issue 20: the apply flow and day 2 as commands ----------------------------------------------------
+
+
+def _base(tmp_path: Path) -> list[str]:
+    return ["apply", "onprem", "--env", "prod", SPEC, "--workdir", str(tmp_path / "w"), "--kubespray-env", str(tmp_path / "e")]
+
+
+def test_kubespray_runs_as_root_the_way_its_docs_invoke_it(successful_runner: list[dict[str, Any]], tmp_path: Path) -> None:
+    """kubespray docs/ansible/ansible_collection.md (v2.31.0): ansible-playbook -i INVENTORY --become --become-user=root PLAYBOOK."""
+    result = CliRunner().invoke(build_app(), [*_base(tmp_path), "--limit", "gpu-017.dc1.acme.example", "--kubespray", "scale"])
+    assert result.exit_code == 0, result.output
+    by_playbook = {c["playbook"]: c for c in successful_runner}
+    for playbook in ("dc1/facts.yml", "dc1/scale.yml"):
+        assert by_playbook[playbook]["cmdline"].startswith("--become --become-user=root"), playbook
+    assert by_playbook["dc1/scale.yml"]["limit"] == "gpu-017.dc1.acme.example"
+    for playbook in ("site.yml", "post-cluster.yml"):  # alicerce's plays say become themselves
+        assert "--become" not in (by_playbook[playbook]["cmdline"] or "")
+
+
+def test_remove_node_drains_and_removes_the_named_hosts_with_kubespray_alone(
+    successful_runner: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    host = "gpu-005.dc1.acme.example"
+    result = CliRunner().invoke(build_app(), [*_base(tmp_path), "--kubespray", "remove-node", "--limit", host, "--json"])
+    assert result.exit_code == 0, result.output
+    (call,) = successful_runner  # no node stage, no cluster stage: the host is leaving
+    assert call["playbook"] == "dc1/remove-node.yml" and call["limit"] is None
+    # kubespray playbooks/remove_node.yml targets hosts: "{{ node }}" and pauses for a confirmation unless skip_confirmation
+    assert call["cmdline"] == f"--become --become-user=root -e node={host} -e skip_confirmation=true"
+    assert json.loads(result.stdout)["removed"] == [host]
+    playbook = Path(call["project_dir"], call["playbook"]).read_text()
+    assert "ansible.builtin.import_playbook: kubernetes_sigs.kubespray.remove_node" in playbook
+    successful_runner.clear()
+    offline = CliRunner().invoke(build_app(), [*_base(tmp_path), "--kubespray", "remove-node", "--limit", host, "--offline"])
+    assert offline.exit_code == 0, offline.output
+    assert successful_runner[0]["cmdline"].endswith("-e reset_nodes=false -e allow_ungraceful_removal=true")
+    assert f"removed {host} from the cluster: delete it from" in offline.stdout
+    successful_runner.clear()
+    for bad in (["--kubespray", "remove-node"], ["--offline"], ["--kubespray", "remove-node", "--limit", host, "--check"]):
+        refused = CliRunner().invoke(build_app(), [*_base(tmp_path), *bad])
+        assert refused.exit_code == 2, (bad, refused.output)
+    assert successful_runner == []
+
+
+def test_the_kubeconfig_is_handed_over_even_when_host_acceptance_fails(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Issue 20 defect 3: a failed cluster stage suppressed the hand-off the GPU Operator (and so acceptance) waits for."""
+    import ansible_runner
+
+    def run(**kwargs: Any) -> SimpleNamespace:
+        failed = kwargs["playbook"] == "post-cluster.yml"
+        return SimpleNamespace(status="failed" if failed else "successful", rc=2 if failed else 0)
+
+    monkeypatch.setattr(ansible_runner, "run", run)
+    result = CliRunner().invoke(build_app(), _base(tmp_path))
+    assert result.exit_code == 3
+    assert "kubeconfig: " in result.stdout and "admin.conf" in result.stdout
+    assert "--accept (cluster acceptance)" in result.stdout
+
+
+def test_host_acceptance_leaves_the_device_plugin_s_resources_to_cluster_acceptance(
+    successful_runner: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    """The post-cluster stage runs before the GPU Operator exists: it must not wait for nvidia.com/gpu; accept.yml does."""
+    result = CliRunner().invoke(build_app(), [*_base(tmp_path), "--accept", "--json"])
+    assert result.exit_code == 0, result.output
+    (call,) = successful_runner
+    assert call["playbook"] == "accept.yml"
+    ansible = Path(call["project_dir"])
+    post = yaml.safe_load((ansible / "post-cluster.yml").read_text())
+    assert all(play["vars"]["node_validation_allocatable"] == {} for play in post)
+    accept = yaml.safe_load((ansible / "accept.yml").read_text())
+    (task,) = accept[0]["tasks"]
+    assert "node_validation_allocatable" in task["until"] and task["when"] == "node_validation_allocatable | length > 0"
+    group_vars = yaml.safe_load((ansible / "group_vars" / "pool_onprem_h100.yml").read_text())
+    assert group_vars["node_validation_allocatable"]["nvidia.com/gpu"] == "8"  # the promise accept.yml checks
+
+
+def test_a_secrets_alias_bomb_is_refused_with_the_spec_loader_limits(successful_runner: list[dict[str, Any]], tmp_path: Path) -> None:
+    """Issue 22 defect 4: a 306-byte alias bomb used 2.9 GB; parsed with the spec loader it is AL004 at once."""
+    bomb = tmp_path / "secrets.yml"
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)]
+    bomb.write_text("\n".join(lines) + "\n")
+    result = CliRunner().invoke(build_app(), [*_base(tmp_path), "--secrets", str(bomb)])
+    assert result.exit_code == 2, result.output
+    assert f"{bomb}:" in result.output and "AL004" in result.output and successful_runner == []
+    vaulted = tmp_path / "inline.yml"
+    vaulted.write_text("token: !vault |\n  $ANSIBLE_VAULT;1.1;AES256\n  6162\nplain: visible\n")
+    warned = CliRunner().invoke(build_app(), [*_base(tmp_path), "--secrets", str(vaulted), "--kubespray", "skip"])
+    assert warned.exit_code == 0, warned.output
+    assert "(plaintext: plain)" in warned.output  # the !vault value counts as sealed, the plain one does not
+
+
+def test_an_apply_with_cloud_keys_in_the_environment_writes_none_of_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 22 defect 2, through the CLI and the real ansible-runner: grep every file apply leaves."""
+    import stat
+
+    fakes = {
+        "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYFAKEKEY00",
+        "AWS_ACCESS_KEY_ID": "AKIAFAKEFAKEFAKE0001",
+        "AWS_SESSION_TOKEN": "FwoGZXIvYXdzEFAKESESSIONTOKEN",
+        "PULUMI_ACCESS_TOKEN": "pul-fakefakefakefakefakefakefake",
+    }
+    for name, value in fakes.items():
+        monkeypatch.setenv(name, value)
+    inventory = tmp_path / "local.yml"
+    host = {"ansible_connection": "local", "ansible_become": False, "ansible_python_interpreter": sys.executable}
+    host["preflight_target"] = "host"
+    inventory.write_text(yaml.safe_dump({"all": {"hosts": {CHROOT_HOST: host}}}))
+    workdir = tmp_path / "w"
+    args = ["apply", "onprem", "--env", "prod", SPEC, "--limit", CHROOT_HOST, "--tags", "preflight-hardware", "-i", str(inventory)]
+    result = CliRunner().invoke(build_app(), [*args, "--workdir", str(workdir)])
+    assert result.exit_code == 3, result.output  # this machine has no 8 H100s: the run reached the host
+    files = [p for p in workdir.rglob("*") if p.is_file() and not p.is_symlink()]
+    assert any(p.name == "command" for p in files)
+    for path in files:
+        data = path.read_bytes()
+        assert not [name for name, value in fakes.items() if value.encode() in data], path
+    runner = workdir / "prod" / "runner"
+    for path in runner.rglob("*"):
+        assert stat.S_IMODE(path.stat().st_mode) == (0o700 if path.is_dir() else 0o600), path
+
+
+FAKE_KUBECTL = """#!/bin/sh
+# kubectl get node HOST -o json, as the API server answers before and after the device plugin runs
+count=$(cat "{state}" 2>/dev/null || echo 0); echo $((count + 1)) > "{state}"
+if [ "$count" -ge "{after}" ]; then gpus='"nvidia.com/gpu": "8", '; else gpus=''; fi
+printf '{{"status": {{"conditions": [{{"type": "Ready", "status": "True"}}], "allocatable": {{%s"cpu": "224"}}}}}}' "$gpus"
+"""
+
+
+@pytest.mark.parametrize(("after", "accepted"), [(2, True), (99, False)])
+def test_cluster_acceptance_waits_for_the_device_plugin_then_accepts(generated: Path, tmp_path: Path, after: int, accepted: bool) -> None:
+    """accept.yml through the real ansible-runner: a node accepted once its GPUs are allocatable, refused if they never are."""
+    from alicerce.run.ansible import run_playbook
+
+    kubectl = tmp_path / "kubectl"
+    kubectl.write_text(FAKE_KUBECTL.format(state=tmp_path / "calls", after=after))
+    kubectl.chmod(0o755)
+    local = {
+        "ansible_connection": "local",
+        "ansible_become": False,
+        "ansible_python_interpreter": sys.executable,
+        "accept_kubectl": str(kubectl),
+        "accept_retries": 3,
+        "accept_delay": 0,
+        "node_validation_allocatable": {"nvidia.com/gpu": "8"},
+    }
+    extra = tmp_path / "local.yml"
+    extra.write_text(yaml.safe_dump({"all": {"vars": local}}))
+    result = run_playbook(generated, "accept.yml", tmp_path / "runner", limit=CHROOT_HOST, inventories=[extra])
+    calls = int((tmp_path / "calls").read_text())
+    if accepted:
+        assert result.ok, [str(f) for f in result.failures]
+        assert calls == 3  # two answers without nvidia.com/gpu, then the one that has it
+    else:
+        assert not result.ok and [(f.host, f.task) for f in result.failures] == [
+            (CHROOT_HOST, "Wait until the node is Ready and offers what its pool promises")
+        ]
+        assert calls == 4  # the first try and three retries
+
+
+def test_a_stage_that_fails_before_any_host_prints_why(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Issue 20 defect 11: the recap of a stage that never reached a host was an empty table."""
+    import ansible_runner
+
+    def run(**kwargs: Any) -> SimpleNamespace:
+        folder = Path(kwargs["private_data_dir"]) / "artifacts" / kwargs["ident"]
+        folder.mkdir(parents=True)
+        (folder / "stdout").write_text("\x1b[0;31m[ERROR]: Unable to parse /x/inventory.yml as an inventory source\x1b[0m\n")
+        return SimpleNamespace(status="failed", rc=1)
+
+    monkeypatch.setattr(ansible_runner, "run", run)
+    result = CliRunner().invoke(build_app(), [*_base(tmp_path), "--kubespray", "skip"])
+    assert result.exit_code == 3
+    assert "failed before any host ran: [ERROR]: Unable to parse /x/inventory.yml as an inventory source" in result.stdout
+
+
+def test_an_interrupted_apply_stops_at_that_stage_and_exits_128_plus_the_signal(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import os
+    import signal
+
+    import ansible_runner
+
+    calls: list[str] = []
+
+    def run(**kwargs: Any) -> SimpleNamespace:
+        calls.append(kwargs["playbook"])
+        os.kill(os.getpid(), signal.SIGTERM)  # caught by apply while the stage runs, not the default handler
+        assert kwargs["cancel_callback"]() is True
+        return SimpleNamespace(status="canceled", rc=254)
+
+    monkeypatch.setattr(ansible_runner, "run", run)
+    before = signal.getsignal(signal.SIGTERM)
+    result = CliRunner().invoke(build_app(), _base(tmp_path))
+    assert result.exit_code == 128 + signal.SIGTERM, result.output
+    assert calls == ["site.yml"] and "interrupted by signal 15" in result.stdout
+    assert signal.getsignal(signal.SIGTERM) == before  # apply's handler is gone again

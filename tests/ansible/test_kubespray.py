@@ -227,3 +227,24 @@ def test_monitoring_claims_bind_on_a_kubespray_cluster(storage_class: str | None
     assert claim.get("storageClassName") == storage_class
     assert cluster["local_path_provisioner_enabled"] is (storage_class is None)
     assert _facts("variables.json")["variables"]["local_path_provisioner_enabled"]["default"] == "false"
+
+
+def test_kubespray_gets_privilege_escalation_and_remove_node_its_variables(files: dict[str, str]) -> None:
+    """Issue 20 defect 1: nothing passed --become; kubespray's documented invocation is --become --become-user=root."""
+    import configparser
+
+    from alicerce.run.ansible import KUBESPRAY_BECOME, apply_sequence
+
+    facts = _facts("facts.json")
+    assert list(KUBESPRAY_BECOME) == facts["invocation"]["become"]
+    config = configparser.ConfigParser()
+    config.read_string(files["ansible/kubespray/ansible.cfg"].split("\n", 1)[1])
+    assert config.getboolean("privilege_escalation", "become") and config.get("privilege_escalation", "become_user") == "root"
+    ansible = Path("/p/ansible")
+    picked = {"dc1": ["gpu-005.dc1.acme.example"]}
+    (stage,) = apply_sequence(ansible, ["dc1"], "remove-node", None, limit="gpu-005.dc1.acme.example", selected=picked, offline=True)
+    given = dict(o.split("=", 1) for o in stage.options if "=" in o and not o.startswith("--"))
+    assert set(facts["remove_node"]["required_extra_vars"]) <= set(given)
+    assert facts["remove_node"]["offline_extra_vars"].items() <= given.items() and given["skip_confirmation"] == "true"
+    for stage in apply_sequence(ansible, ["dc1"], "upgrade-cluster", None):
+        assert stage.options == (KUBESPRAY_BECOME if stage.environment is not None or "kubespray" in stage.name else ())

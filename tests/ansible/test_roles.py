@@ -78,7 +78,7 @@ def test_generated_tree_passes_ansible_lint_production(generated: Path) -> None:
     assert "Profile 'production' was required, and it passed" in result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("playbook", ["site.yml", "validate.yml"])
+@pytest.mark.parametrize("playbook", ["site.yml", "validate.yml", "post-cluster.yml", "accept.yml"])
 def test_generated_playbooks_pass_syntax_check(generated: Path, playbook: str) -> None:
     result = subprocess.run(
         [tool("ansible-playbook"), "--syntax-check", playbook],

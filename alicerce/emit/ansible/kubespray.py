@@ -29,7 +29,14 @@ from alicerce.targets.onprem.resolve import control_plane_hosts
 
 # Playbooks of the collection alicerce runs (kubespray resolves <collection>.<name> to playbooks/<name>.yml).
 # facts.yml refreshes the fact cache of every host before a run with --limit (kubespray docs/operations/nodes.md).
-PLAYBOOKS = {"cluster.yml": "cluster", "scale.yml": "scale", "upgrade-cluster.yml": "upgrade_cluster", "facts.yml": "facts"}
+# remove-node.yml drains and resets the hosts named by -e node= (docs/operations/nodes.md).
+PLAYBOOKS = {
+    "cluster.yml": "cluster",
+    "scale.yml": "scale",
+    "upgrade-cluster.yml": "upgrade_cluster",
+    "remove-node.yml": "remove_node",
+    "facts.yml": "facts",
+}
 ARTIFACTS = "artifacts"  # kubespray/<ARTIFACTS>/<site>/admin.conf: what kubespray hands back to the controller
 
 

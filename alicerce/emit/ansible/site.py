@@ -410,6 +410,7 @@ def emit_ansible(platform: ResolvedPlatform) -> dict[str, str]:
         + header
         + "\nprofile: production\noffline: true\nskip_list: []\nexclude_paths:\n  - .cache/\n  - kubespray/\n",
         "validate.yml": render("ansible/validate.yml.j2", header=header, sites=sites),
+        "accept.yml": render("ansible/accept.yml.j2", header=header, sites=sites),
         "requirements.yml": render("ansible/requirements.yml.j2", header=header, collections=COLLECTIONS),
         "execution-environment.yml": render(
             "ansible/execution-environment.yml.j2",
