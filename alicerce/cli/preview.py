@@ -14,7 +14,9 @@ from alicerce.cli.output import Format, FormatOption, JsonAlias, console, print_
 if TYPE_CHECKING:
     from rich.tree import Tree
 
+    from alicerce.resolve.model import ResolvedPlatform
     from alicerce.run.preview import PlannedResource, PreviewResult
+    from alicerce.spec.loader import Document
 
 LABEL = "offline plan, not a diff against live state"
 
@@ -49,6 +51,8 @@ def preview(
     rp = validated(document, env)
     from alicerce.run.preview import run_preview
 
+    _needs_kubeconfigs(document, rp)
+
     if as_json:
         result = run_preview(rp)
         print_json(document_of(result))
@@ -63,6 +67,24 @@ def preview(
             f"[yellow]unpinned EKS add-ons[/] (AWS's default version for the cluster's minor when `pulumi up` runs;"
             f" pin them under versions.eksAddons): {', '.join(unpinned)}"
         )
+
+
+def _needs_kubeconfigs(document: Document, rp: ResolvedPlatform) -> None:
+    """The preview runs the Kubernetes layer, which reaches an existing cluster only through the secret its
+    site names: a site without one is a missing key, located at its site (exit 2), not a crash of the program."""
+    from alicerce.emit.pulumi.stack import missing_kubeconfigs
+    from alicerce.spec.errors import SpecError, SpecInvalid
+    from alicerce.spec.loader import locate
+
+    errors = []
+    for index, name in missing_kubeconfigs(rp):
+        path = ("environments", rp.environment, "sites", index, "kubeconfigSecret")
+        span, _ = locate(document.pos, path)
+        message = f"site {name} needs kubeconfigSecret for the Kubernetes layer that preview and pulumi up run"
+        hint = "name the Pulumi secret config key that holds its kubeconfig, e.g. kubeconfigSecret: dc1Kubeconfig"
+        errors.append(SpecError(span, "AL101", path, message, hint, None, rp.environment))
+    if errors:
+        raise SpecInvalid(errors)
 
 
 def counts(result: PreviewResult) -> dict[str, int]:
