@@ -7,16 +7,14 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from alicerce.cli.common import DEFAULT_SPEC, EnvOption, SpecArg, choose_environment, load
+from alicerce.cli.common import DEFAULT_SPEC, EnvOption, SpecArg, choose_environment, load, require_kubeconfigs
 from alicerce.cli.errors import user_errors
 from alicerce.cli.output import Format, FormatOption, JsonAlias, console, print_json, wants_json
 
 if TYPE_CHECKING:
     from rich.tree import Tree
 
-    from alicerce.resolve.model import ResolvedPlatform
     from alicerce.run.preview import PlannedResource, PreviewResult
-    from alicerce.spec.loader import Document
 
 LABEL = "offline plan, not a diff against live state"
 
@@ -51,7 +49,7 @@ def preview(
     rp = validated(document, env)
     from alicerce.run.preview import run_preview
 
-    _needs_kubeconfigs(document, rp)
+    require_kubeconfigs(document, rp)
 
     if as_json:
         result = run_preview(rp)
@@ -67,24 +65,6 @@ def preview(
             f"[yellow]unpinned EKS add-ons[/] (AWS's default version for the cluster's minor when `pulumi up` runs;"
             f" pin them under versions.eksAddons): {', '.join(unpinned)}"
         )
-
-
-def _needs_kubeconfigs(document: Document, rp: ResolvedPlatform) -> None:
-    """The preview runs the Kubernetes layer, which reaches an existing cluster only through the secret its
-    site names: a site without one is a missing key, located at its site (exit 2), not a crash of the program."""
-    from alicerce.emit.pulumi.stack import missing_kubeconfigs
-    from alicerce.spec.errors import SpecError, SpecInvalid
-    from alicerce.spec.loader import locate
-
-    errors = []
-    for index, name in missing_kubeconfigs(rp):
-        path = ("environments", rp.environment, "sites", index, "kubeconfigSecret")
-        span, _ = locate(document.pos, path)
-        message = f"site {name} needs kubeconfigSecret for the Kubernetes layer that preview and pulumi up run"
-        hint = "name the Pulumi secret config key that holds its kubeconfig, e.g. kubeconfigSecret: dc1Kubeconfig"
-        errors.append(SpecError(span, "AL101", path, message, hint, None, rp.environment))
-    if errors:
-        raise SpecInvalid(errors)
 
 
 def counts(result: PreviewResult) -> dict[str, int]:

@@ -138,6 +138,16 @@ def test_preview_of_an_onprem_site_without_kubeconfig_secret_is_located(tmp_path
     assert "Traceback" not in out + err
 
 
+def test_diff_of_an_onprem_site_without_kubeconfig_secret_is_located(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """diff runs the same offline plan on both sides: the same located error, not the program's RunError."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(REFERENCE.replace("        kubeconfigSecret: dc1Kubeconfig\n", ""))
+    code = run(build_app(), ["diff", str(ROOT / "platform.yaml"), str(spec), "--env", "prod"])
+    out, err = capsys.readouterr()
+    assert code == 2, (out, err)
+    assert f"{spec}:" in out and "environments.prod.sites[1].kubeconfigSecret" in out
+
+
 def test_a_stack_with_the_kubernetes_layer_refuses_a_site_without_kubeconfig_secret() -> None:
     """`pulumi up` checks the same before it declares anything (the program's pre-checks)."""
     from alicerce.emit.pulumi.stack import StackSettings
