@@ -79,6 +79,7 @@ unit: setup tools rootfs
 
 bench: setup
 	$(BIN)/python bench/validate_speed.py
+	$(BIN)/python bench/validate_environments.py
 	$(BIN)/python bench/hostile_inputs.py
 	$(BIN)/python bench/plan_speed.py
 	$(BIN)/python bench/preview_speed.py

@@ -10,6 +10,7 @@ import typer
 from alicerce.cli.errors import UsageError
 
 if TYPE_CHECKING:
+    from alicerce.resolve.model import ResolvedPlatform
     from alicerce.spec.loader import Document
 
 SpecArg = Annotated[Path, typer.Argument(help="Platform spec file (default: ./platform.yaml).", show_default=False)]
@@ -49,3 +50,22 @@ def choose_environment(document: Document, env: str | None) -> str:
     if not names:
         raise UsageError(f"{document.file} has no environments", "add one under environments:")
     raise UsageError(f"{document.file} has {len(names)} environments ({', '.join(names)})", "choose one with --env")
+
+
+def require_kubeconfigs(document: Document, rp: ResolvedPlatform) -> None:
+    """The offline plan (preview, diff) runs the Kubernetes layer, which reaches an existing cluster only through
+    the secret its site names: a site without one is a missing key, located at its site (exit 2), not a crash
+    of the Pulumi program."""
+    from alicerce.emit.pulumi.stack import missing_kubeconfigs
+    from alicerce.spec.errors import SpecError, SpecInvalid
+    from alicerce.spec.loader import locate
+
+    errors = []
+    for index, name in missing_kubeconfigs(rp):
+        path = ("environments", rp.environment, "sites", index, "kubeconfigSecret")
+        span, _ = locate(document.pos, path)
+        message = f"site {name} needs kubeconfigSecret for the Kubernetes layer that preview and pulumi up run"
+        hint = "name the Pulumi secret config key that holds its kubeconfig, e.g. kubeconfigSecret: dc1Kubeconfig"
+        errors.append(SpecError(span, "AL101", path, message, hint, None, rp.environment))
+    if errors:
+        raise SpecInvalid(errors)

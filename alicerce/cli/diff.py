@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from alicerce.cli.common import load
+from alicerce.cli.common import load, require_kubeconfigs
 from alicerce.cli.errors import UsageError, user_errors
 from alicerce.cli.output import camel_keys, print_json
 
@@ -87,6 +87,10 @@ def diff(
     for name in env or names:
         old = validated(old_doc, name) if old_doc is not None and name in old_envs else None
         new = validated(new_doc, name) if name in new_envs else None
+        if plan:  # the offline plan runs the Kubernetes layer of both sides
+            for document, rp in ((old_doc, old), (new_doc, new)):
+                if document is not None and rp is not None:
+                    require_kubeconfigs(document, rp)
         results.append(diff_environment(name, old, new, plan=planned if plan else None))
     if output_format is Format.json:
         print_json({"schemaVersion": 1, "title": title, "environments": [camel_keys(d.to_json()) for d in results]})

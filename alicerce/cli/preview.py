@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from alicerce.cli.common import DEFAULT_SPEC, EnvOption, SpecArg, choose_environment, load
+from alicerce.cli.common import DEFAULT_SPEC, EnvOption, SpecArg, choose_environment, load, require_kubeconfigs
 from alicerce.cli.errors import user_errors
 from alicerce.cli.output import Format, FormatOption, JsonAlias, console, print_json, wants_json
 
@@ -48,6 +48,8 @@ def preview(
     env = choose_environment(document, env)
     rp = validated(document, env)
     from alicerce.run.preview import run_preview
+
+    require_kubeconfigs(document, rp)
 
     if as_json:
         result = run_preview(rp)

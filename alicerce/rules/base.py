@@ -76,6 +76,18 @@ class RuleContext:
     resolved: ResolvedPlatform  # the environment's decided facts: rules check them, they decide nothing again
     today: datetime.date = field(default_factory=datetime.date.today)
     rules: Mapping[str, Rule] = field(default_factory=dict)  # every rule by id (waivers are checked against it)
+    # facts of the whole document, the same in every environment's spec (overrides cannot change the
+    # environments section): one dict shared by the environments of a check, so each is computed once
+    shared: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def every_site(self) -> frozenset[str]:
+        """The site names of every environment, computed once per checked document (validate stays linear
+        in the number of environments)."""
+        if "every_site" not in self.shared:
+            self.shared["every_site"] = frozenset(s.name for env in self.spec.environments.values() for s in env.sites)
+        found: frozenset[str] = self.shared["every_site"]
+        return found
 
     @property
     def env(self) -> Environment:

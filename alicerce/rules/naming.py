@@ -57,8 +57,9 @@ def unique_names(ctx: RuleContext) -> Iterable[Finding]:
 def _all_names(ctx: RuleContext) -> Iterator[tuple[SpecPath, str]]:
     yield S.metadata.name, ctx.spec.metadata.name
     yield S.tenancy.cohort, ctx.spec.tenancy.cohort
-    for env_name in ctx.spec.environments:
-        yield S.environments[env_name], env_name
+    # this environment's own name: a document checked whole names each once (the key of
+    # every other environment is checked with that environment, keeping validate linear in them)
+    yield S.environments[ctx.env_name], ctx.env_name
     for kind, base, names in _named_lists(ctx):
         del kind
         for i, name in enumerate(names):
@@ -97,14 +98,13 @@ def site_reference(ctx: RuleContext) -> Iterable[Finding]:
             joined = f"{finding.hint} To" if str(finding.hint).endswith(("?", ".")) else f"{finding.hint}; to"
             hint = f'{joined} keep the pool out of {ctx.env_name}, delete it in its overrides with "$patch: delete"'
             yield Finding(finding.path, finding.message, hint, pool.site, resource=pool.name)
-    everywhere = sorted({s.name for env in ctx.spec.environments.values() for s in env.sites})
     for i, tier in enumerate(ctx.spec.storage):
         site = getattr(tier, "site", None)
         if site is not None and site not in ctx.sites:
             yield _reference(f"site in environment {ctx.env_name}", S.storage[i].site, site, ctx.sites)
         for j, name in enumerate(getattr(tier, "sites", None) or []):
-            if name not in everywhere:  # a site of another environment is fine: the tier is just not here
-                yield _reference("site in any environment", S.storage[i].sites[j], name, everywhere)
+            if name not in ctx.every_site:  # a site of another environment is fine: the tier is just not here
+                yield _reference("site in any environment", S.storage[i].sites[j], name, sorted(ctx.every_site))
 
 
 @rules.rule("AL203", "fabric-reference", "A node pool's fabric is defined under networks.fabrics.")

@@ -153,7 +153,13 @@ def _template_texts(data: Any, parts: tuple[str | int, ...]) -> Iterable[tuple[t
 
 @rules.rule("AL275", "no-template-text", "No key or value holds template syntax ({{, {% or {#), which Ansible would run.")
 def no_template_text(ctx: RuleContext) -> Iterable[Finding]:
-    for parts, text in _template_texts(ctx.spec.model_dump(by_alias=True, mode="json", exclude_unset=True), ()):
+    # The spec of each environment holds every environment's section (CI spans them all), so this
+    # environment's check reads its own section only: a document checked whole reads each section once
+    # (linear in the number of environments, not quadratic). Nothing of another environment's section
+    # but its name, tier and region (each with a grammar) reaches this environment's files.
+    spec = ctx.spec.model_dump(by_alias=True, mode="json", exclude_unset=True, exclude={"environments"})
+    own = ctx.env.model_dump(by_alias=True, mode="json", exclude_unset=True)
+    for parts, text in [*_template_texts(spec, ()), *_template_texts(own, ("environments", ctx.env_name))]:
         marker = next(m for m in TEMPLATE_MARKERS if m in text)
         yield Finding(
             SpecPath(PlatformSpec, parts),

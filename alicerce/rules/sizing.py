@@ -22,7 +22,7 @@ def cost_references(ctx: RuleContext) -> Iterable[Finding]:
     costs = ctx.spec.costs
     pools = {p.name: p for p in ctx.resolved.pools}
     known_pools = set(ctx.pools) | _deleted_here(ctx, "nodePools")
-    all_sites = {s.name for e in ctx.spec.environments.values() for s in e.sites}
+    all_sites = ctx.every_site
     for i, entry in enumerate(costs.onprem):
         path = S.costs.onprem[i]
         if entry.site not in all_sites:

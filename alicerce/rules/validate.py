@@ -63,6 +63,23 @@ def _schema(document: Document, data: Any, pos: Pos, env: str | None) -> tuple[P
         return None, convert(exc, PlatformSpec, data, pos, env)
 
 
+def _merged_schema(
+    document: Document, base: PlatformSpec | None, data: dict[str, Any], pos: Pos, env: str
+) -> tuple[PlatformSpec | None, list[SpecError]]:
+    """The schema check of one environment's merged data.
+
+    Overrides cannot change the environments section (overlay.FORBIDDEN), so where the base parsed,
+    its environments are taken as they are and only this environment's own section is validated
+    again: validating every environment's section for each environment made validate quadratic in
+    their number.
+    """
+    if base is None:
+        return _schema(document, data, pos, env)
+    own = {**data, "environments": {env: data["environments"][env]}}
+    spec, errors = _schema(document, own, pos, env)
+    return (spec.model_copy(update={"environments": base.environments}) if spec is not None else None), errors
+
+
 def _partial(data: Any, pos: Pos, env: str | None) -> Pruned | None:
     """What of ``data`` parsed, for the cross-field rules to check despite its schema errors."""
     try:
@@ -133,10 +150,11 @@ def check(
             hint = did_you_mean(env, names) or f"environments: {', '.join(names)}"
             raise SpecInvalid([SpecError(document.pos.span, "AL012", ("environments",), f'no environment "{env}"', hint, env)])
     merged: dict[str, EnvironmentSpec] = {}
+    shared: dict[str, Any] = {}  # document-wide facts the rules compute once for every environment
     for env in chosen:
         data, pos, overlay_errors, added = merge_environment(document, known, env)
         errors.extend(e.__class__(e.span, e.rule, e.path, e.message, e.hint, e.value, env) for e in overlay_errors)
-        spec, schema_errors = (base, []) if data is document.data and base is not None else _schema(document, data, pos, env)
+        spec, schema_errors = (base, []) if data is document.data and base is not None else _merged_schema(document, base, data, pos, env)
         schema_errors = _misspelt_overrides(schema_errors, added, env)
         errors.extend(schema_errors)
         if spec is None:
@@ -144,7 +162,7 @@ def check(
             continue
         resolved = resolve_spec(spec, env, catalog)
         merged[env] = EnvironmentSpec(env, spec, data, pos, resolved)
-        errors.extend(run_rules(RuleContext(spec, env, resolved.catalog, resolved, date, RULES), pos))
+        errors.extend(run_rules(RuleContext(spec, env, resolved.catalog, resolved, date, RULES, shared), pos))
     # an error names the environments it was found in unless every environment of the spec has it (a
     # base error): the same error reads the same whether one environment or all were checked
     return Checked(base, merged, sorted_unique(errors, names))

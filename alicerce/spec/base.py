@@ -27,6 +27,9 @@ class SpecModel(BaseModel):
         serialize_by_alias=True,
         use_enum_values=True,
         defer_build=True,
+        # .inf and .nan are YAML numbers, and no quantity in a platform is infinite or undefined:
+        # an .inf threshold silently disabled its alert, a .nan retention crashed generate
+        allow_inf_nan=False,
     )
 
 

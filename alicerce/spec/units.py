@@ -7,6 +7,7 @@ give the JSON Schema the same accepted forms.
 
 from __future__ import annotations
 
+import decimal
 import ipaddress
 import itertools
 import re
@@ -44,8 +45,47 @@ _DURATION = re.compile(r"^(?:[0-9]+(?:\.[0-9]+)?(?:ms|s|m|h|d|w))+$")
 _DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d|w)")
 
 
+MAX_BYTES = 2**60
+"""The largest size a spec may write: 1 EiB, above the largest file systems built (~700 PB of Lustre)."""
+MAX_BYTES_PER_SECOND = 10**15
+"""The largest rate: 1 PB/s, above the fastest parallel file systems (a few TB/s) and any link."""
+MAX_COUNT = 10**21
+"""The largest count (parameters, tokens): a zettatoken; each field sets its own, lower, bound."""
+MAX_SECONDS = 100 * 365 * 86400
+"""The longest duration: a century (retentions and deadlines are days to years)."""
+
+
 def _show(value: Any) -> str:
-    return f'"{value}"' if isinstance(value, str) else repr(value)
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, int) and abs(value) >= 10**15:
+        return f"a number of {len(str(abs(value)))} digits"
+    return repr(value)
+
+
+def _scaled(number: Decimal, scale: int | Decimal, divisor: int = 1) -> Decimal:
+    """``number * scale / divisor``; ``number`` itself where that leaves Decimal's exponent range
+    (1e999999999PiB): such a number is over every bound either way."""
+    try:
+        return number * scale / divisor
+    except decimal.Overflow:
+        return number
+
+
+def _bounded(number: Decimal, maximum: int, what: str, largest: str, value: Any) -> Decimal:
+    """``number`` if finite, not negative and at most ``maximum``; else a ValueError saying which.
+
+    Checked on the Decimal before any conversion: ``float("9" * 400)`` is inf, ``int(inf)`` and
+    ``int(10**400 / 2**30)`` overflow, and ``round(Decimal("1e999999999"))`` builds a billion digits.
+    """
+    shown = f'"{_short(value)}"' if isinstance(value, str) else _show(value)
+    if not number.is_finite():
+        raise ValueError(f"{what} must be a finite number, got {shown}")
+    if number < 0:
+        raise ValueError(f"{what} cannot be negative")
+    if number > maximum:
+        raise ValueError(f"{what} is at most {largest}, got {shown}")
+    return number
 
 
 def parse_bytes(value: Any) -> int:
@@ -53,13 +93,11 @@ def parse_bytes(value: Any) -> int:
     if isinstance(value, bool):
         raise ValueError("expected a size such as 48TiB or 500GB")
     if isinstance(value, (int, float)):
-        if value < 0:
-            raise ValueError("a size cannot be negative")
-        return int(value)
+        return int(_bounded(Decimal(value), MAX_BYTES, "a size", "1EiB", value))
     if isinstance(value, str):
         match = _BYTES.match(value.strip())
         if match:
-            return int(Decimal(match["num"]) * _BYTE_UNITS[match["unit"] or ""])
+            return int(_bounded(_scaled(Decimal(match["num"]), _BYTE_UNITS[match["unit"] or ""]), MAX_BYTES, "a size", "1EiB", value))
     raise ValueError(f"expected a size such as 48TiB, 500GB or 1.2PB, got {_show(value)}")
 
 
@@ -68,16 +106,15 @@ def parse_rate(value: Any) -> float:
     if isinstance(value, bool):
         raise ValueError("expected a rate such as 12GBps or 400Gbps")
     if isinstance(value, (int, float)):
-        if value < 0:
-            raise ValueError("a rate cannot be negative")
-        return float(value)
+        return float(_bounded(Decimal(value), MAX_BYTES_PER_SECOND, "a rate", "1PBps", value))
     if isinstance(value, str):
         match = _RATE.match(value.strip())
         if match:
             unit = match["unit"]
             scale = _BYTE_UNITS[unit[:-1] + "B"]
             bits = unit.endswith("b")
-            return float(match["num"]) * scale / (8 if bits else 1)
+            rate = _scaled(Decimal(match["num"]), scale, 8 if bits else 1)
+            return float(_bounded(rate, MAX_BYTES_PER_SECOND, "a rate", "1PBps", value))
     raise ValueError(f"expected a rate such as 12GBps (bytes) or 400Gbps (bits), got {_show(value)}")
 
 
@@ -86,13 +123,11 @@ def parse_count(value: Any) -> int:
     if isinstance(value, bool):
         raise ValueError("expected a count such as 70B, 2T or 7e10")
     if isinstance(value, (int, float)):
-        if value < 0:
-            raise ValueError("a count cannot be negative")
-        return round(value)
+        return round(_bounded(Decimal(value), MAX_COUNT, "a count", "10^21", value))
     if isinstance(value, str):
         match = _COUNT.match(value.strip())
         if match:
-            return round(Decimal(match["num"]) * _COUNT_SUFFIX[match["unit"]])
+            return round(_bounded(_scaled(Decimal(match["num"]), _COUNT_SUFFIX[match["unit"]]), MAX_COUNT, "a count", "10^21", value))
     raise ValueError(f"expected a count such as 70B, 2T, 4M or 7e10, got {_show(value)}")
 
 
@@ -101,11 +136,13 @@ def parse_duration(value: Any) -> float:
     if isinstance(value, bool):
         raise ValueError("expected a duration such as 30d, 2h or 500ms")
     if isinstance(value, (int, float)):
-        if value < 0:
-            raise ValueError("a duration cannot be negative")
-        return float(value)
+        return float(_bounded(Decimal(value), MAX_SECONDS, "a duration", "100 years", value))
     if isinstance(value, str) and _DURATION.match(value.strip()):
-        return sum(float(n) * _DURATION_UNITS[u] for n, u in _DURATION_PART.findall(value))
+        parts = _DURATION_PART.findall(value)
+        exact = max((_scaled(Decimal(n), Decimal(str(_DURATION_UNITS[u]))) for n, u in parts), default=Decimal(0))
+        exact = exact if exact > MAX_SECONDS else sum((Decimal(n) * Decimal(str(_DURATION_UNITS[u])) for n, u in parts), Decimal(0))
+        _bounded(exact, MAX_SECONDS, "a duration", "100 years", value)
+        return sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
     raise ValueError(f"expected a duration such as 30d, 2h30m or 500ms, got {_show(value)}")
 
 
@@ -281,12 +318,13 @@ def _human(plain: Any, human: Any) -> PlainSerializer:
     return PlainSerializer(serialize, return_type=Any)
 
 
-def _schema(pattern: str, example: str, number: str = "number") -> WithJsonSchema:
+def _schema(pattern: str, example: str, maximum: int, number: str = "number") -> WithJsonSchema:
+    """Text the parser reads, or a plain number up to ``maximum`` (the parser bounds text to the same)."""
     return WithJsonSchema(
         {
             "anyOf": [
                 {"type": "string", "pattern": pattern},
-                {"type": number, "minimum": 0},
+                {"type": number, "minimum": 0, "maximum": maximum},
             ],
             "examples": [example],
         }
@@ -296,34 +334,34 @@ def _schema(pattern: str, example: str, number: str = "number") -> WithJsonSchem
 ByteSize = Annotated[
     int,
     BeforeValidator(parse_bytes),
-    _schema(r"^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?\s*([KMGTP]i?B|B)?$", "48TiB"),
+    _schema(r"^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?\s*([KMGTP]i?B|B)?$", "48TiB", MAX_BYTES),
     _human(int, format_bytes),
 ]
-"""A size in bytes, written as ``48TiB``, ``500GB`` or a plain number of bytes."""
+"""A size in bytes, written as ``48TiB``, ``500GB`` or a plain number of bytes; finite, at most 1EiB."""
 
 Rate = Annotated[
     float,
     BeforeValidator(parse_rate),
-    _schema(r"^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?\s*[KMGT]i?[Bb](ps|/s)$", "12GBps"),
+    _schema(r"^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?\s*[KMGT]i?[Bb](ps|/s)$", "12GBps", MAX_BYTES_PER_SECOND),
     _human(float, format_rate),
 ]
-"""Bytes per second, written as ``12GBps`` (bytes) or ``400Gbps`` (bits)."""
+"""Bytes per second, written as ``12GBps`` (bytes) or ``400Gbps`` (bits); finite, at most 1PBps."""
 
 Count = Annotated[
     int,
     BeforeValidator(parse_count),
-    _schema(r"^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?\s*[KMBGT]?$", "70B"),
+    _schema(r"^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?\s*[KMBGT]?$", "70B", MAX_COUNT),
     _human(int, format_count),
 ]
-"""A large count, written as ``70B``, ``2T``, ``7e10`` or a plain integer."""
+"""A large count, written as ``70B``, ``2T``, ``7e10`` or a plain integer; finite, at most 10^21."""
 
 Duration = Annotated[
     float,
     BeforeValidator(parse_duration),
-    _schema(r"^([0-9]+(\.[0-9]+)?(ms|s|m|h|d|w))+$", "30d"),
+    _schema(r"^([0-9]+(\.[0-9]+)?(ms|s|m|h|d|w))+$", "30d", MAX_SECONDS),
     _human(float, format_duration),
 ]
-"""Seconds, written as ``30d``, ``2h30m``, ``500ms`` or a plain number of seconds."""
+"""Seconds, written as ``30d``, ``2h30m``, ``500ms`` or a plain number of seconds; finite, at most 100 years."""
 
 Cidr = Annotated[
     ipaddress.IPv4Network | ipaddress.IPv6Network,

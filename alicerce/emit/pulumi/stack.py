@@ -40,6 +40,14 @@ class ConfigSecrets:
         return self._config.require_secret(key)
 
 
+def missing_kubeconfigs(rp: ResolvedPlatform) -> list[tuple[int, str]]:
+    """(index among the environment's sites, name) of each existing cluster the Kubernetes layer would reach
+    with no ``kubeconfigSecret`` to reach it by. The spec may omit it (the Ansible tree needs none), but
+    the Kubernetes layer of `pulumi up` and `alicerce preview` cannot run without it."""
+    sites = rp.spec.environments[rp.environment].sites
+    return [(i, s.name) for i, s in enumerate(sites) if getattr(s, "kubeconfig_secret", False) is None]
+
+
 @dataclass(frozen=True)
 class StackSettings:
     """WHERE-facts of a stack that are not in the spec (stacks/Pulumi.<stack>.yaml)."""
@@ -75,6 +83,13 @@ class StackSettings:
                 "the role that runs the Kubernetes layer must be listed "
                 "(pulumi config set --path 'alicerce:adminPrincipals[0]' arn:aws:iam::<account>:role/<deployer>)"
             )
+        if KUBERNETES in self.layers:
+            for _, name in missing_kubeconfigs(rp):
+                out.append(
+                    f"site {name} names no kubeconfigSecret, the Pulumi secret config key holding its kubeconfig, so the "
+                    f"Kubernetes layer cannot reach its cluster (set kubeconfigSecret on the site in the spec, then "
+                    f"pulumi config set --secret <that key> < admin.conf)"
+                )
         access = rp.spec.security.endpoint_access
         private_only = not access.public
         if set(LAYERS) <= set(self.layers) and aws_sites and private_only and not self.api_access_cidrs:

@@ -60,7 +60,7 @@ class CloudPoolCosts(SpecModel):
 
     pool: Name = Field(description="Cloud node pool.")
     reserved_nodes: StrictInt | None = Field(
-        default=None, ge=0, description="Instances held by the pool's capacity reservation (billed whether used or not)."
+        default=None, ge=0, le=10**6, description="Instances held by the pool's capacity reservation (billed whether used or not)."
     )
     savings_plan_discount: float | None = Field(
         default=None, ge=0, lt=1, description="Discount of a Savings Plan or Reserved Instances off on-demand (0.3: 30%)."

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictBool
+from pydantic import BeforeValidator, Field, StrictBool
 
 from alicerce.spec.base import Name, SpecModel
-from alicerce.spec.units import ByteSize, Duration
+from alicerce.spec.units import ByteSize, Duration, parse_duration
+
+
+def _threshold(value: Any) -> Any:
+    """A threshold is a finite, positive number or duration: ``.inf`` silently disabled its alert (no
+    latency is above infinity) and 0 fires it at once. Checked before the duration-or-fraction union,
+    so that the error is one sentence; the value goes on to the union unchanged."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return value  # the union names the types it takes
+    if parse_duration(value) <= 0:  # refuses non-finite, negative, malformed and over a century
+        raise ValueError("a threshold must be greater than 0 (an alert on a zero threshold fires at once)")
+    return value
 
 
 class Slo(SpecModel):
@@ -18,7 +29,9 @@ class Slo(SpecModel):
     workload: Name | None = Field(default=None, description="Workload the SLO applies to (inference-latency).")
     team: Name | None = Field(default=None, description="Team the SLO applies to (queue-wait).")
     percentile: float | None = Field(default=None, gt=0, lt=100, description="Percentile for latency SLOs.", examples=[99])
-    threshold: Duration | float = Field(description="Latency or wait threshold (duration) or utilisation fraction.")
+    threshold: Annotated[Duration | float, BeforeValidator(_threshold)] = Field(
+        description="Latency or wait threshold (duration) or utilisation fraction: finite and greater than 0."
+    )
     objective: float = Field(gt=0, lt=100, description="Percent of time or requests that must meet the threshold.", examples=[99.5])
 
 
@@ -30,9 +43,10 @@ class AlertOverride(SpecModel):
 
 
 class Monitoring(SpecModel):
-    retention: Duration = Field(default=30 * 86400, description="Prometheus retention.", examples=["30d"])
+    retention: Duration = Field(default=30 * 86400, gt=0, description="Prometheus retention.", examples=["30d"])
     storage: ByteSize = Field(
         default=100 * 2**30,
+        ge=2**30,
         description="Size of Prometheus's persistent volume; samples older than the retention, or beyond 90% of this size, are dropped.",
         examples=["100GiB"],
     )

@@ -28,6 +28,7 @@ class GpuOperator(Operator):
 class Kueue(Operator):
     pods_ready_timeout: Duration | None = Field(
         default=None,
+        gt=0,
         description="How long an admitted workload may wait for all its pods to be ready before Kueue evicts and requeues it "
         "(waitForPodsReady.timeout). Default: the longest start-up budget of the site's pool purposes (2h with training pools).",
         examples=["2h"],

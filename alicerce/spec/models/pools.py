@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, StrictInt, WithJsonSchema
 
 from alicerce.spec.base import LabelKey, Labels, LabelValue, Name, Purpose, SpecModel
+from alicerce.spec.units import MAX_HOSTS_PER_POOL
 from alicerce.targets.aws.spec import AwsPool
 from alicerce.targets.onprem.spec import (
     OnpremPool,
@@ -88,9 +89,9 @@ class Taint(SpecModel):
 
 
 class Scaling(SpecModel):
-    min: StrictInt = Field(ge=0, description="Fewest nodes (0 lets an idle pool cost nothing).")
-    max: StrictInt = Field(ge=0, description="Most nodes; also the explicit GPU limit for autoscalers.")
-    desired: StrictInt | None = Field(default=None, ge=0, description="Initial size; defaults to min.")
+    min: StrictInt = Field(ge=0, le=MAX_HOSTS_PER_POOL, description="Fewest nodes (0 lets an idle pool cost nothing).")
+    max: StrictInt = Field(ge=0, le=MAX_HOSTS_PER_POOL, description="Most nodes; also the explicit GPU limit for autoscalers.")
+    desired: StrictInt | None = Field(default=None, ge=0, le=MAX_HOSTS_PER_POOL, description="Initial size; defaults to min.")
 
 
 class NodePool(SpecModel):

@@ -39,7 +39,7 @@ class IdentityProvider(SpecModel):
 
 class Audit(SpecModel):
     enabled: StrictBool = Field(default=True, description="Kubernetes audit logging.")
-    retention: Duration = Field(default=365 * 86400, description="How long audit logs are kept.")
+    retention: Duration = Field(default=365 * 86400, gt=0, description="How long audit logs are kept.")
 
 
 class Security(SpecModel):

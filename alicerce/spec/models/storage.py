@@ -41,16 +41,16 @@ class _SiteTier(_Tier):
         description="Sites holding the tier, where it spans several; those an environment lacks are skipped. With neither "
         "site nor sites, the tier is at the environment's only site (an environment with several sites must say).",
     )
-    capacity: ByteSize | None = Field(default=None, description="Expected capacity.")
-    retention: Duration | None = Field(default=None, description="How long data is kept (object tiers: lifecycle expiry).")
+    capacity: ByteSize | None = Field(default=None, gt=0, description="Expected capacity.")
+    retention: Duration | None = Field(default=None, gt=0, description="How long data is kept (object tiers: lifecycle expiry).")
 
 
 class ParallelFsTier(_SiteTier):
     """A parallel file system for datasets and checkpoints."""
 
     class_: Literal["parallel-fs"] = Field(alias="class", description="Storage class.")
-    capacity: ByteSize = Field(description="Usable capacity.", examples=["48TiB"])
-    throughput: Rate | None = Field(default=None, description="Aggregate throughput needed.", examples=["12GBps"])
+    capacity: ByteSize = Field(gt=0, description="Usable capacity.", examples=["48TiB"])
+    throughput: Rate | None = Field(default=None, gt=0, description="Aggregate throughput needed.", examples=["12GBps"])
     source: Name | None = Field(
         default=None,
         description="Object tier linked as data repository (import, and export of new and changed files); teams reach the "
@@ -66,7 +66,7 @@ class SharedNfsTier(_SiteTier):
     """A shared POSIX file system for home directories, code and small models."""
 
     class_: Literal["shared-nfs"] = Field(alias="class", description="Storage class.")
-    throughput: Rate | None = Field(default=None, description="Aggregate throughput needed.")
+    throughput: Rate | None = Field(default=None, gt=0, description="Aggregate throughput needed.")
     mount_path: str = Field(description="Mount path on nodes.")
     team_access: TeamAccess = Field(default="per-team", description=TEAM_ACCESS_DESCRIPTION)
     aws: AwsEfs | None = Field(default=None, description="AWS implementation (EFS).")
@@ -77,7 +77,7 @@ class ObjectTier(_SiteTier):
     """An object store: data lake, model registry, log archive."""
 
     class_: Literal["object"] = Field(alias="class", description="Storage class.")
-    throughput: Rate | None = Field(default=None, description="Aggregate throughput needed.")
+    throughput: Rate | None = Field(default=None, gt=0, description="Aggregate throughput needed.")
     aws: AwsS3 | None = Field(default=None, description="AWS implementation (S3).")
     onprem: OnpremObject | None = Field(default=None, description="On-prem implementation.")
 

@@ -2,29 +2,35 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, StrictInt
 
 from alicerce.spec.base import LabelValue, Name, ShortText, SpecModel
 from alicerce.spec.units import Cidr
 
+MAX_QUOTA = 10**7
+"""The most GPU units a quota may hold: a million GPUs, time-sliced or split into MIG instances (up to 7 or 64 each)."""
+
 
 class Quota(SpecModel):
     pool: Name = Field(description="Node pool the GPUs come from.")
     gpus: StrictInt = Field(
         ge=0,
+        le=MAX_QUOTA,
         description="Guaranteed GPU units of the pool (Kueue nominal quota): whole GPUs, or time-sliced replicas or MIG "
         "instances where the pool shares its GPUs.",
     )
     borrowing_limit: StrictInt | None = Field(
-        default=None, ge=0, description="GPU units the team may borrow from its cohort above its quota."
+        default=None, ge=0, le=MAX_QUOTA, description="GPU units the team may borrow from its cohort above its quota."
     )
 
 
 class Budget(SpecModel):
-    monthly_usd: float = Field(gt=0, description="Monthly budget in USD.")
-    alert_at_percent: list[StrictInt] = Field(default_factory=lambda: [80, 100], description="Budget alert thresholds.")
+    monthly_usd: float = Field(gt=0, le=10**12, description="Monthly budget in USD.")
+    alert_at_percent: list[Annotated[StrictInt, Field(ge=1, le=1000)]] = Field(
+        default_factory=lambda: [80, 100], description="Budget alert thresholds."
+    )
 
 
 class StorageGrant(SpecModel):

@@ -15,14 +15,17 @@ MAX_PARAMETERS = 10**16
 MAX_TOKENS = 10**18
 MAX_RATE = 10**9
 MAX_SEQUENCE = 10**8
+MAX_LAYERS = 10**4  # the deepest published transformers have a few hundred layers
+MAX_WIDTH = 10**6  # hidden sizes, heads and experts: tens of thousands at most today
+MAX_GPUS = 10**6  # the largest clusters built hold a few hundred thousand GPUs
 
 
 class Experts(SpecModel):
     """The experts of a mixture-of-experts model (all resident in memory, a few routed per token)."""
 
-    total: StrictInt = Field(ge=2, description="Routed experts per MoE layer.", examples=[256])
-    per_token: StrictInt = Field(ge=1, description="Experts each token is routed to (top-k).", examples=[8])
-    layers: StrictInt | None = Field(default=None, ge=1, description="Layers with experts; default: every layer.")
+    total: StrictInt = Field(ge=2, le=MAX_WIDTH, description="Routed experts per MoE layer.", examples=[256])
+    per_token: StrictInt = Field(ge=1, le=MAX_WIDTH, description="Experts each token is routed to (top-k).", examples=[8])
+    layers: StrictInt | None = Field(default=None, ge=1, le=MAX_LAYERS, description="Layers with experts; default: every layer.")
 
 
 class Model(SpecModel):
@@ -32,16 +35,20 @@ class Model(SpecModel):
     experts: Experts | None = Field(
         default=None, description="MoE routing; the all-to-all volume per active parameter sets the MoE efficiency (default top-8)."
     )
-    layers: StrictInt | None = Field(default=None, ge=1, description="Transformer layers (for KV-cache and activation sizing).")
-    hidden_size: StrictInt | None = Field(default=None, ge=1, description="Hidden dimension.")
-    kv_heads: StrictInt | None = Field(default=None, ge=1, description="Key/value heads per layer (KV-cache size); default 8.")
-    head_dim: StrictInt | None = Field(default=None, ge=1, description="Dimension of one attention head; default 128.")
+    layers: StrictInt | None = Field(
+        default=None, ge=1, le=MAX_LAYERS, description="Transformer layers (for KV-cache and activation sizing)."
+    )
+    hidden_size: StrictInt | None = Field(default=None, ge=1, le=MAX_WIDTH, description="Hidden dimension.")
+    kv_heads: StrictInt | None = Field(
+        default=None, ge=1, le=MAX_WIDTH, description="Key/value heads per layer (KV-cache size); default 8."
+    )
+    head_dim: StrictInt | None = Field(default=None, ge=1, le=MAX_WIDTH, description="Dimension of one attention head; default 128.")
 
 
 class Dataset(SpecModel):
     size: ByteSize = Field(description="Dataset size.")
-    bytes_per_token: float | None = Field(default=None, gt=0, description="Stored bytes per training token.")
-    bytes_per_sample: ByteSize | None = Field(default=None, description="Stored bytes per sample (non-text).")
+    bytes_per_token: float | None = Field(default=None, gt=0, le=2**20, description="Stored bytes per training token.")
+    bytes_per_sample: ByteSize | None = Field(default=None, gt=0, description="Stored bytes per sample (non-text).")
     tier: Name | None = Field(default=None, description="Storage tier it is read from.")
 
 
@@ -82,11 +89,11 @@ class Workload(SpecModel):
     optimizer: Literal["adamw", "sgd", "adafactor"] = Field(default="adamw", description="Optimizer (training).")
     method: Literal["full", "lora", "qlora"] | None = Field(default=None, description="Fine-tuning method.")
     tokens: Count | None = Field(default=None, ge=1, le=MAX_TOKENS, description="Training tokens, e.g. 2T.")
-    sequence_length: StrictInt | None = Field(default=None, ge=1, description="Tokens per sequence.")
+    sequence_length: StrictInt | None = Field(default=None, ge=1, le=MAX_SEQUENCE, description="Tokens per sequence.")
     global_batch_tokens: Count | None = Field(default=None, ge=1, le=MAX_TOKENS, description="Tokens per optimizer step.")
     deadline: Duration | None = Field(default=None, ge=1, description="Target wall-clock time, e.g. 30d.")
     accelerator: str | None = Field(default=None, description="Pinned accelerator (catalog id or alias).")
-    gpus: StrictInt | None = Field(default=None, ge=1, description="Pinned GPU count.")
+    gpus: StrictInt | None = Field(default=None, ge=1, le=MAX_GPUS, description="Pinned GPU count.")
     mfu: float | None = Field(
         default=None, gt=0, le=1, description="Model FLOPs utilisation to assume (replaces the calibrated throughput model)."
     )

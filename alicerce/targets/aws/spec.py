@@ -5,14 +5,26 @@ EKS add-on names.
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+import re
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field, StrictBool, StrictInt
+from pydantic import AfterValidator, Field, StrictBool, StrictInt, WithJsonSchema
 
 from alicerce.spec.base import Name, SpecModel
 from alicerce.spec.units import ByteSize, Cidr
 
 EksAddon = Literal["vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent", "aws-ebs-csi-driver", "aws-efs-csi-driver"]
+
+
+ACCOUNT_ID = r"^[0-9]{12}$"
+"""An AWS account id: exactly 12 digits (AWS Organizations API, Account.Id)."""
+
+
+def check_account(value: str) -> str:
+    if not re.fullmatch(ACCOUNT_ID, value):
+        shown = value if len(value) <= 40 else f"{value[:40]}..."
+        raise ValueError(f'an AWS account id is exactly 12 digits, got "{shown}"')
+    return value
 
 
 class AwsSite(SpecModel):
@@ -22,7 +34,9 @@ class AwsSite(SpecModel):
 
     name: Name = Field(description="Site name that node pools and storage tiers refer to.", examples=["aws"])
     provider: Literal["aws"] = Field(description="Target kind.")
-    account: str = Field(description="AWS account id (12 digits, quoted).", examples=["123456789012"])
+    account: Annotated[str, AfterValidator(check_account), WithJsonSchema({"type": "string", "pattern": ACCOUNT_ID})] = Field(
+        description="AWS account id (exactly 12 digits, quoted).", examples=["123456789012"]
+    )
     region: str = Field(description="AWS region.", examples=["us-east-1"])
     zones: list[str] = Field(min_length=1, description="Availability zones used, in order.", examples=[["us-east-1a"]])
     vpc_cidr: Cidr = Field(description="VPC address range.")
@@ -82,7 +96,9 @@ class AwsPool(SpecModel):
         description="Pin the pool to one zone; required for EFA pools and reserved capacity at multi-zone sites "
         "(EFA traffic does not cross zones; a reservation lives in one zone).",
     )
-    root_volume: ByteSize = Field(default=200 * 2**30, description="Root volume size.")
+    root_volume: ByteSize = Field(
+        default=200 * 2**30, ge=2**30, le=64 * 2**40, description="Root volume size (1GiB to 64TiB, the EBS limit)."
+    )
     update: AwsNodeUpdate = Field(default_factory=AwsNodeUpdate, description="How node replacements roll (EKS updateConfig).")
 
 
@@ -92,11 +108,11 @@ class AwsFsx(SpecModel):
         default="PERSISTENT_2", description="FSx for Lustre deployment type."
     )
     per_unit_storage_throughput: StrictInt | None = Field(
-        default=None, description="MB/s per TiB; derived from capacity and throughput when omitted."
+        default=None, ge=1, le=10_000, description="MB/s per TiB; derived from capacity and throughput when omitted."
     )
     storage_type: Literal["SSD", "HDD"] = Field(default="SSD", description="Storage media (HDD only with PERSISTENT_1).")
     storage_capacity: ByteSize | None = Field(
-        default=None, description="Exact FSx capacity; derived from capacity and throughput when omitted.", examples=["50400GiB"]
+        default=None, gt=0, description="Exact FSx capacity; derived from capacity and throughput when omitted.", examples=["50400GiB"]
     )
     zone: str | None = Field(
         default=None,

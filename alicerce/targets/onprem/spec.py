@@ -7,11 +7,28 @@ from __future__ import annotations
 
 from ipaddress import IPv4Address
 from typing import Annotated, Any, ClassVar, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BeforeValidator, Field, StrictInt, WithJsonSchema
+from pydantic import AfterValidator, BeforeValidator, Field, StrictInt, WithJsonSchema
 
 from alicerce.spec.base import Name, ShortText, SpecModel
 from alicerce.spec.units import Cidr
+
+
+def check_endpoint(value: str) -> str:
+    """The API endpoint has a host and, when it names a port, one from 1 to 65535 (kubespray's
+    loadbalancer_apiserver_port; a port of 99999 crashed generate, 0 silently became 6443)."""
+    parts = urlsplit(value if "://" in value else f"https://{value}")
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if port is not None and not 1 <= port <= 65535:
+        shown = value if len(value) <= 80 else f"{value[:80]}..."
+        raise ValueError(f'the port of "{shown}" must be a number from 1 to 65535')
+    if not parts.hostname:
+        raise ValueError("expected https://host[:port], such as https://k8s.dc1.example.com:6443")
+    return value
 
 
 class OnpremHostGroup(SpecModel):
@@ -80,8 +97,9 @@ class OnpremSite(SpecModel):
 
     name: Name = Field(description="Site name that node pools and storage tiers refer to.", examples=["dc1"])
     provider: Literal["onprem"] = Field(description="Target kind.")
-    control_plane_endpoint: str = Field(
-        description="Kubernetes API endpoint of the site's cluster.", examples=["https://k8s.dc1.example.com:6443"]
+    control_plane_endpoint: Annotated[str, AfterValidator(check_endpoint)] = Field(
+        description="Kubernetes API endpoint of the site's cluster: https://host[:port], the port 1 to 65535 (default 6443).",
+        examples=["https://k8s.dc1.example.com:6443"],
     )
     control_plane: ControlPlane | None = Field(
         default=None, description="Control-plane hosts: alicerce builds the cluster on them with kubespray (`alicerce apply onprem`)."
@@ -144,7 +162,9 @@ class OnpremPool(SpecModel):
         description="Host names or ranges, as strings or {hosts, rack}.",
         examples=[["gpu-[001:032].dc1.example.com"]],
     )
-    hcas: StrictInt | None = Field(default=None, ge=0, description="Expected RDMA adapters per host (defaults to the fabric's rails).")
+    hcas: StrictInt | None = Field(
+        default=None, ge=0, le=64, description="Expected RDMA adapters per host (defaults to the fabric's rails)."
+    )
     scratch_devices: list[str] = Field(
         default_factory=list,
         description="NVMe disks of the local-nvme scratch array, by stable name (/dev/disk/by-id/... or nvme1n1). Empty: only "
@@ -184,11 +204,13 @@ class OnpremBlock(SpecModel):
 
 class OnpremFabric(SpecModel):
     technology: Literal["infiniband", "roce"] = Field(description="RDMA transport on-prem.")
-    rate_gbps: StrictInt = Field(default=400, description="Link rate per rail in Gbit/s.", examples=[400])
+    rate_gbps: StrictInt = Field(
+        default=400, ge=1, le=1600, description="Link rate per rail in Gbit/s (1 to 1,600: XDR InfiniBand is 800).", examples=[400]
+    )
     subnet_manager: Literal["external", "opensm"] = Field(
         default="external", description="InfiniBand subnet manager: run by the fabric (UFM, switch) or opensm on the nodes."
     )
-    mtu: StrictInt = Field(default=4096, description="RDMA MTU (RoCE: 4096 with jumbo frames on the switches).")
+    mtu: StrictInt = Field(default=4096, ge=256, le=4096, description="RDMA MTU (RoCE: 4096 with jumbo frames on the switches).")
     ipoib_cidr: Cidr | None = Field(default=None, description="IPoIB (InfiniBand) or rail (RoCE) address range, split across rails.")
     stack: Literal["rdma-core", "doca-ofed"] = Field(
         default="rdma-core",
