@@ -43,7 +43,7 @@ def mount_paths(ctx: RuleContext) -> Iterable[Finding]:
             yield Finding(where, f'"{escaped(path)}" is not an absolute mount path', "write it like /mnt/datasets", path)
         elif (problem := mount_point_problem(path)) is not None:
             # /scratch/../etc is /etc: a mount there hides the node's configuration (and the kubelet's, under /var/lib)
-            yield Finding(where, problem, "mount tiers under /mnt, /data or /scratch", path)
+            yield Finding(where, problem, None, path)  # the problem says what to write instead
         elif path.rstrip("/") in seen:
             yield Finding(where, f'{path} is already the mount path of tier "{seen[path.rstrip("/")]}"', None, path)
         else:
