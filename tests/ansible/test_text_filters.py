@@ -81,3 +81,9 @@ def test_the_mount_task_passes_every_fstab_field_through_the_filter() -> None:
     assert "item.path | alicerce_config_word('mount path')" in tasks
     assert "item.source | alicerce_config_word('mount source')" in tasks
     assert "item.options | map('alicerce_config_word', 'mount option')" in tasks
+
+
+def test_the_scratch_mount_passes_its_path_and_options_through_the_filter() -> None:
+    tasks = (ROOT / "alicerce" / "ansible" / "roles" / "nvme_scratch" / "tasks" / "configure.yml").read_text()
+    assert "nvme_scratch_mount_path | alicerce_config_word('mount path')" in tasks
+    assert "nvme_scratch_mount_options | map('alicerce_config_word', 'mount option')" in tasks

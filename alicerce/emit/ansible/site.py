@@ -229,7 +229,7 @@ def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPoo
         ),
         NvmeScratchVars(
             nvme_scratch_enabled=scratch is not None,
-            nvme_scratch_mount_path=scratch.mount_path if scratch else "/scratch",
+            nvme_scratch_mount_path=_config_word(scratch.mount_path, "mount path") if scratch else "/scratch",
             nvme_scratch_filesystem=scratch.filesystem if scratch else "xfs",
             nvme_scratch_devices=list(pool.spec.onprem.scratch_devices) if pool.spec.onprem else [],
         ),
