@@ -9,6 +9,7 @@ from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean, one_of
 from alicerce.spec.models import DNS_LABEL, LocalNvmeTier, ObjectTier, ParallelFsTier
 from alicerce.spec.paths import SpecPath
+from alicerce.spec.text import INVISIBLE, char_name, confusable, escaped
 
 rules = RuleSet()
 
@@ -54,7 +55,8 @@ def unique_names(ctx: RuleContext) -> Iterable[Finding]:
             owner.setdefault(namespace, team.name)
 
 
-def _all_names(ctx: RuleContext) -> Iterator[tuple[SpecPath, str]]:
+def all_names(ctx: RuleContext) -> Iterator[tuple[SpecPath, str]]:
+    """Every name AL201 checks, with its path (AL277 leaves these to AL201, which names a bad character too)."""
     yield S.metadata.name, ctx.spec.metadata.name
     yield S.tenancy.cohort, ctx.spec.tenancy.cohort
     # this environment's own name: a document checked whole names each once (the key of
@@ -67,17 +69,23 @@ def _all_names(ctx: RuleContext) -> Iterator[tuple[SpecPath, str]]:
     for i, team in enumerate(ctx.spec.tenancy.teams):
         for j, namespace in enumerate(team.namespaces):
             yield S.tenancy.teams[i].namespaces[j], namespace
+    for i, namespace in enumerate(ctx.spec.tenancy.ingress.namespaces):  # they land in NetworkPolicy selectors
+        yield S.tenancy.ingress.namespaces[i], namespace
 
 
 @rules.rule("AL201", "dns-names", "Names are DNS-1123 labels: lowercase letters, digits and '-', at most 63.")
 def dns_names(ctx: RuleContext) -> Iterable[Finding]:
-    for path, name in _all_names(ctx):
+    for path, name in all_names(ctx):
         if len(name) <= 63 and _DNS.fullmatch(name):
             continue
-        fixed = re.sub(r"[^a-z0-9-]+", "-", name.lower())[:63].strip("-") or "name"
+        # a look-alike letter (Cyrillic 'а') or an invisible one is named with its code point: the name looks right
+        odd = next(((i, c) for i, c in enumerate(name) if not c.isascii() or INVISIBLE.match(c)), None)
+        folded = "".join(confusable(c) if not c.isascii() else c for c in name)
+        fixed = re.sub(r"[^a-z0-9-]+", "-", folded.lower())[:63].strip("-") or "name"
+        which = f": character {char_name(odd[1])} at position {odd[0] + 1} is not allowed" if odd else ""
         yield Finding(
             path,
-            f'"{name}" is not a valid name (lowercase letters, digits and "-", at most 63)',
+            f'"{escaped(name)}" is not a valid name{which} (lowercase letters, digits and "-", at most 63)',
             f'try "{fixed}"',
             name,
             key=path.path[0] == "environments",

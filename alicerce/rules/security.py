@@ -8,9 +8,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
+from alicerce.rules.naming import all_names
 from alicerce.spec.errors import did_you_mean
 from alicerce.spec.models import PlatformSpec
 from alicerce.spec.paths import SpecPath
+from alicerce.spec.text import INVISIBLE, SECRET_HINT, char_name, confusable, escaped, secret_shape
 
 rules = RuleSet()
 
@@ -137,33 +139,95 @@ TEMPLATE_MARKERS = ("{{", "{%", "{#")
 inventory), Prometheus every alert annotation; text from the spec must never be run as code."""
 
 
-def _template_texts(data: Any, parts: tuple[str | int, ...]) -> Iterable[tuple[tuple[str | int, ...], str]]:
+def _texts(data: Any, parts: tuple[str | int, ...]) -> Iterable[tuple[tuple[str | int, ...], str, bool]]:
+    """Every string of the spec with its path, and whether it is a mapping key (keys are text too)."""
     if isinstance(data, str):
-        if any(marker in data for marker in TEMPLATE_MARKERS):
-            yield parts, data
+        yield parts, data, False
     elif isinstance(data, dict):
         for key, value in data.items():
-            if isinstance(key, str) and any(marker in key for marker in TEMPLATE_MARKERS):
-                yield (*parts, key), key
-            yield from _template_texts(value, (*parts, key))
+            if isinstance(key, str):
+                yield (*parts, key), key, True
+            yield from _texts(value, (*parts, key))
     elif isinstance(data, list):
         for index, value in enumerate(data):
-            yield from _template_texts(value, (*parts, index))
+            yield from _texts(value, (*parts, index))
+
+
+def _spec_texts(ctx: RuleContext) -> Iterable[tuple[tuple[str | int, ...], str, bool]]:
+    """Every string of this environment's spec. The spec of each environment holds every environment's
+    section (CI spans them all), so each check reads its own section only: a document checked whole reads
+    each section once (linear in the number of environments, not quadratic). Nothing of another
+    environment's section but its name, tier and region (each with a grammar) reaches this
+    environment's files."""
+    spec = ctx.spec.model_dump(by_alias=True, mode="json", exclude_unset=True, exclude={"environments"})
+    own = ctx.env.model_dump(by_alias=True, mode="json", exclude_unset=True)
+    yield from _texts(spec, ())
+    yield from _texts(own, ("environments", ctx.env_name))
 
 
 @rules.rule("AL275", "no-template-text", "No key or value holds template syntax ({{, {% or {#), which Ansible would run.")
 def no_template_text(ctx: RuleContext) -> Iterable[Finding]:
-    # The spec of each environment holds every environment's section (CI spans them all), so this
-    # environment's check reads its own section only: a document checked whole reads each section once
-    # (linear in the number of environments, not quadratic). Nothing of another environment's section
-    # but its name, tier and region (each with a grammar) reaches this environment's files.
-    spec = ctx.spec.model_dump(by_alias=True, mode="json", exclude_unset=True, exclude={"environments"})
-    own = ctx.env.model_dump(by_alias=True, mode="json", exclude_unset=True)
-    for parts, text in [*_template_texts(spec, ()), *_template_texts(own, ("environments", ctx.env_name))]:
-        marker = next(m for m in TEMPLATE_MARKERS if m in text)
+    for parts, text, _ in _spec_texts(ctx):
+        marker = next((m for m in TEMPLATE_MARKERS if m in text), None)
+        if marker is None:
+            continue
         yield Finding(
             SpecPath(PlatformSpec, parts),
             f"{text[:80]!r} holds {marker!r}, which Ansible and Prometheus read as a template and would run",
             "remove the braces; a platform spec holds plain values, never templates",
             text,
         )
+
+
+@rules.rule("AL276", "no-secret-material", "No key or value holds secret material (a private key, kubeconfig, AWS key or token).")
+def no_secret_material(ctx: RuleContext) -> Iterable[Finding]:
+    for parts, text, is_key in _spec_texts(ctx):
+        kind = secret_shape(text)
+        if kind is None:
+            continue
+        yield Finding(
+            SpecPath(PlatformSpec, parts),
+            f"this {'key' if is_key else 'value'} looks like {kind}; a spec is committed and copied into generated files, "
+            "so it never holds a secret",
+            SECRET_HINT,
+            "<redacted>",  # the value itself is never echoed
+            key=is_key,
+        )
+
+
+FREE_TEXT = frozenset({"justification", "owner", "title", "note"})
+"""Keys whose values are prose for people (they reach reports, escaped, and nothing that runs): they
+may hold any printable character, non-ASCII letters included, and line breaks."""
+
+
+@rules.rule("AL277", "plain-text", "Text holds no control, invisible or bidi characters, and names only ASCII.")
+def plain_text(ctx: RuleContext) -> Iterable[Finding]:
+    """A terminal escape (ESC), NUL, a line break in a one-line value, a zero-width or bidi character hides
+    what a value really is from the person reading it, and ends lines in the files it reaches; a look-alike
+    letter (Cyrillic 'а' for 'a') makes a name that matches nothing while looking right."""
+    names = {path.path for path, _ in all_names(ctx)}  # AL201 reports those, naming the character
+    for parts, text, is_key in _spec_texts(ctx):
+        if parts in names:
+            continue
+        prose = not is_key and len(parts) > 0 and parts[-1] in FREE_TEXT
+        for index, char in enumerate(text):
+            if prose and char in "\n\t":
+                continue
+            invisible = INVISIBLE.match(char) is not None
+            if not invisible and (char.isascii() or prose):
+                continue
+            what = "a control or invisible character" if invisible else "a non-ASCII character"
+            looks = confusable(char)
+            hint = (
+                f"write '{looks}' instead (it only looks the same)"
+                if looks and not invisible
+                else "delete it; spec text is plain printable ASCII (prose fields may use any printable letters)"
+            )
+            yield Finding(
+                SpecPath(PlatformSpec, parts),
+                f'"{escaped(text)}" holds {what}: {char_name(char)} at position {index + 1}',
+                hint,
+                escaped(text),
+                key=is_key,
+            )
+            break

@@ -8,6 +8,7 @@ from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.models import (
     LocalNvmeTier,
 )
+from alicerce.spec.text import escaped, mount_point_problem
 
 rules = RuleSet()
 
@@ -30,7 +31,7 @@ def storage_target(ctx: RuleContext) -> Iterable[Finding]:
             )
 
 
-@rules.rule("AL235", "mount-paths", "Mount paths are absolute and unique across tiers.")
+@rules.rule("AL235", "mount-paths", "Mount paths are absolute, normalised, outside system directories and unique across tiers.")
 def mount_paths(ctx: RuleContext) -> Iterable[Finding]:
     seen: dict[str, str] = {}
     for i, tier in enumerate(ctx.spec.storage):
@@ -39,7 +40,10 @@ def mount_paths(ctx: RuleContext) -> Iterable[Finding]:
             continue
         where = S.storage[i].mount_path
         if not path.startswith("/") or "//" in path or path.rstrip("/") in ("", "/"):
-            yield Finding(where, f'"{path}" is not an absolute mount path', "write it like /mnt/datasets", path)
+            yield Finding(where, f'"{escaped(path)}" is not an absolute mount path', "write it like /mnt/datasets", path)
+        elif (problem := mount_point_problem(path)) is not None:
+            # /scratch/../etc is /etc: a mount there hides the node's configuration (and the kubelet's, under /var/lib)
+            yield Finding(where, problem, None, path)  # the problem says what to write instead
         elif path.rstrip("/") in seen:
             yield Finding(where, f'{path} is already the mount path of tier "{seen[path.rstrip("/")]}"', None, path)
         else:

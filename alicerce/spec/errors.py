@@ -8,6 +8,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from alicerce.spec.text import escaped, redacted, secret_shape
+
 PathElement = str | int
 Path = tuple[PathElement, ...]
 
@@ -57,7 +59,8 @@ class SpecError:
         text = f"{where}: error[{self.rule}]: {scope}{located}{self.message}"
         if self.hint:
             text += f" ({self.hint})"
-        return text
+        # every message may quote the user's text: an escape code or a line break in it is shown, never acted on
+        return escaped(redacted(text), limit=None)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -65,10 +68,10 @@ class SpecError:
             "line": self.span.line,
             "column": self.span.column,
             "path": format_path(self.path),
-            "message": self.message,
-            "hint": self.hint,
+            "message": redacted(self.message),
+            "hint": redacted(self.hint) if self.hint else self.hint,
             "rule": self.rule,
-            "value": _jsonable(self.value),
+            "value": "<redacted>" if isinstance(self.value, str) and secret_shape(self.value) else _jsonable(self.value),
             "environment": self.environment,
         }
 

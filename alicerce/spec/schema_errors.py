@@ -11,6 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from alicerce.spec.errors import Path, SpecError, did_you_mean, one_of
 from alicerce.spec.loader import Pos, locate, node_at
+from alicerce.spec.text import SECRET_HINT, secret_shape
 
 _QUOTED = re.compile(r"'([^']*)'")
 
@@ -217,6 +218,9 @@ def _convert(
                 message += f", got {node.raw if node is not None and node.raw is not None else _describe(value)}"
             if kind == "string_type" and node is not None and node.raw is not None:
                 hint = f'quote it to keep it as text: "{node.raw}"'
+        if isinstance(value, str) and (kind := secret_shape(value)) is not None:
+            # a pasted key never reaches a report or a log, not even its first characters
+            message, hint, value = f"this value looks like {kind}; a spec never holds a secret", SECRET_HINT, "<redacted>"
         out.append(SpecError(span, rule, path, message, hint, value, environment))
     return _drop_missing_explained_by_typos(out)
 

@@ -109,32 +109,35 @@ def test_ipoib_plan_splits_the_range_per_rail_and_refuses_overflow() -> None:
 
 
 def test_template_text_from_the_spec_is_refused_and_never_templated_by_ansible(tmp_path: Path) -> None:
-    """AL275 refuses it; were it to get past the rule, group_vars hold it `!unsafe`, which Ansible never templates."""
+    """The export's grammar refuses it (AL275 refuses template text in every other field); were it to get past
+    validate, the emitter refuses it as an fstab field, and any template text in group_vars is held `!unsafe`,
+    which Ansible never templates."""
     from ansible.parsing.dataloader import DataLoader
     from ansible.template import Templar, is_trusted_as_template
 
+    from alicerce.emit.ansible.role_vars import dump_yaml
+    from alicerce.resolve.platform import resolve_spec
     from alicerce.rules.validate import check
     from alicerce.spec.loader import load_text
 
     injected = "/export/{{ lookup('pipe', 'id') }}"
     text = (ROOT / "platform.yaml").read_text().replace("export: /export/home", f'export: "{injected}"')
     checked = check(load_text(text, "platform.yaml"), ["prod"])
-    assert {e.rule for e in checked.errors} == {"AL275"}
+    assert {e.rule for e in checked.errors} == {"AL104"}
     line = next(n for n, row in enumerate(text.splitlines(), start=1) if injected in row)
-    assert any(f":{line}:" in e.render() and "storage[" in e.render() for e in checked.errors), [e.render() for e in checked.errors]
-    files = emit_ansible(checked.environments["prod"].resolved)
-    (name,) = [name for name, body in files.items() if name.startswith("group_vars/") and "export/{{ lookup(" in body]
-    (tmp_path / "vars.yml").write_text(files[name])
+    assert any(f":{line}:" in e.render() and "storage[" in e.render() and "U+007B" in e.render() for e in checked.errors)
+    # past validate (a model built without it), the emitter refuses to write it into an fstab line
+    clean = check(load_file(ROOT / "platform.yaml"), ["prod"]).environments["prod"].spec
+    home = next(i for i, tier in enumerate(clean.storage) if tier.name == "home")
+    tier = clean.storage[home]
+    assert tier.onprem is not None
+    bypassed = tier.model_copy(update={"onprem": tier.onprem.model_copy(update={"export": injected})})
+    spec = clean.model_copy(update={"storage": [*clean.storage[:home], bypassed, *clean.storage[home + 1 :]]})
+    with pytest.raises(EmitError, match="mount source"):
+        emit_ansible(resolve_spec(spec, "prod"))
+    (tmp_path / "vars.yml").write_text(dump_yaml({"alicerce_value": "nfs.dc1.acme.example:" + injected}, inert=True))
     loader = DataLoader()
     data = loader.load_from_file(str(tmp_path / "vars.yml"), trusted_as_template=True)  # as Ansible loads group_vars
-
-    def texts(value: object) -> list[object]:
-        if isinstance(value, dict):
-            return [t for item in value.values() for t in texts(item)]
-        if isinstance(value, list):
-            return [t for item in value for t in texts(item)]
-        return [value] if isinstance(value, str) and "lookup" in value else []
-
-    (source,) = texts(data)
+    source = data["alicerce_value"]
     assert not is_trusted_as_template(source)
     assert Templar(loader=loader, variables=data).template(source) == "nfs.dc1.acme.example:" + injected

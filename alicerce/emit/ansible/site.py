@@ -43,6 +43,7 @@ from alicerce.emit.errors import EmitError
 from alicerce.emit.templates import ANSIBLE_SOURCE, render
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
 from alicerce.spec.models import Fabric, LocalNvmeTier, OnpremSite, ParallelFsTier
+from alicerce.spec.text import LNET_ROUTE, config_word, escaped, mount_point_problem
 from alicerce.targets.onprem.resolve import control_plane_hosts
 from alicerce.targets.onprem.spec import Acceptance
 
@@ -113,8 +114,20 @@ def _mounts(site: ResolvedSite) -> list[dict[str, Any]]:
         if mount is None or mount.kind not in FSTAB_OPTIONS:
             continue
         options = [*FSTAB_OPTIONS[mount.kind], *mount.options]
+        # each value becomes one field of an fstab or BeeGFS line written as root: refuse, never write, one that would not stay one
+        for value, what in [(mount.source, "mount source"), (mount.path, "mount path"), *((o, "mount option") for o in options)]:
+            _config_word(value, what)
+        if "," in "".join(mount.options) or mount_point_problem(mount.path):
+            raise EmitError(f'tier "{tier.name}": mount {escaped(mount.path)} with options {escaped(",".join(mount.options))} is unsafe')
         mounts.append({"name": tier.name, "type": mount.kind, "source": mount.source, "path": mount.path, "options": options})
     return mounts
+
+
+def _config_word(value: str, what: str) -> str:
+    try:
+        return config_word(value, what)
+    except ValueError as error:
+        raise EmitError(str(error)) from None
 
 
 def _lnet(mounts: list[dict[str, Any]], fabric: Fabric | None) -> str:
@@ -132,6 +145,9 @@ def _lnet_routes(site: ResolvedSite) -> list[str]:
         spec = tier.spec
         if isinstance(spec, ParallelFsTier) and spec.onprem is not None and spec.onprem.implementation == "lustre":
             routes.extend(spec.onprem.lnet_routes)
+    for route in routes:  # a route is written into `options lnet routes="..."` in /etc/modprobe.d, which modprobe runs as root
+        if LNET_ROUTE.problem(route) is not None:
+            raise EmitError(f'LNet route "{escaped(route)}" would not stay one route of the modprobe.d line; refusing to write it')
     return sorted(set(routes))
 
 
@@ -213,7 +229,7 @@ def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPoo
         ),
         NvmeScratchVars(
             nvme_scratch_enabled=scratch is not None,
-            nvme_scratch_mount_path=scratch.mount_path if scratch else "/scratch",
+            nvme_scratch_mount_path=_config_word(scratch.mount_path, "mount path") if scratch else "/scratch",
             nvme_scratch_filesystem=scratch.filesystem if scratch else "xfs",
             nvme_scratch_devices=list(pool.spec.onprem.scratch_devices) if pool.spec.onprem else [],
         ),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field, StrictBool
 
 from alicerce.spec.base import SpecModel
+from alicerce.spec.text import GitRevision, GitUrl, RepoPath, SecretName
 
 
 class ArgoCdSync(SpecModel):
@@ -22,23 +23,23 @@ class ArgoCdSync(SpecModel):
 class GitOps(SpecModel):
     """The repository that holds the generated trees: what Argo CD syncs from and what CI checks."""
 
-    repository: str | None = Field(
+    repository: GitUrl | None = Field(
         default=None,
         description="Git URL of the platform repository (https:// or ssh). Required by sites with delivery: argocd.",
         examples=["https://github.com/acme/ml-platform.git"],
     )
-    revision: str = Field(default="main", description="Branch, tag or commit Argo CD follows.")
-    folder: str = Field(
+    revision: GitRevision = Field(default="main", description="Branch, tag or commit Argo CD follows.")
+    folder: RepoPath = Field(
         default="generated",
         description="Folder of the repository holding one generated tree per environment: <folder>/<environment>/ "
         "(`alicerce generate --env ENV --out <folder>/ENV`).",
     )
-    spec_file: str = Field(
+    spec_file: RepoPath = Field(
         default="platform.yaml",
         description="Path of this spec file in the repository, as the generated CI workflows and pre-commit hooks name it.",
     )
     sync: ArgoCdSync = Field(default_factory=ArgoCdSync, description="Automated sync policy of the Argo CD Applications.")
-    repository_secret: str | None = Field(
+    repository_secret: SecretName | None = Field(
         default=None,
         description="Name of the Pulumi secret config key holding an SSH private key or token for a private repository "
         "(never the key itself); Pulumi gives it to the Argo CD it installs.",

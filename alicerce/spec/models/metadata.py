@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from alicerce.spec.base import LabelValue, Name, PlatformLabels, ShortText, SpecModel
+from alicerce.spec.text import Version
 from alicerce.targets.aws.spec import EksAddon
 
 
@@ -20,24 +21,24 @@ class Metadata(SpecModel):
 class Versions(SpecModel):
     """Pinned component versions. Each one left out comes from the catalog's tested bill of materials."""
 
-    kubernetes: str | None = Field(default=None, description="Kubernetes minor version.", examples=["1.33"])
-    driver_branch: str | None = Field(default=None, description="NVIDIA datacenter driver branch.", examples=["580"])
-    driver_version: str | None = Field(
+    kubernetes: Version | None = Field(default=None, description="Kubernetes minor version.", examples=["1.33"])
+    driver_branch: Version | None = Field(default=None, description="NVIDIA datacenter driver branch.", examples=["580"])
+    driver_version: Version | None = Field(
         default=None, description="Exact driver version within the branch (on-prem installs).", examples=["580.95.05"]
     )
-    gpu_operator: str | None = Field(default=None, description="NVIDIA GPU Operator version.", examples=["v25.10.0"])
-    network_operator: str | None = Field(default=None, description="NVIDIA Network Operator version.")
-    kueue: str | None = Field(default=None, description="Kueue version.", examples=["0.15.1"])
-    kuberay: str | None = Field(default=None, description="KubeRay operator version.")
-    training_operator: str | None = Field(default=None, description="Kubeflow training operator version.")
-    kube_prometheus_stack: str | None = Field(default=None, description="kube-prometheus-stack chart version.")
-    efa_device_plugin: str | None = Field(default=None, description="AWS EFA device plugin chart version.")
-    fsx_csi_driver: str | None = Field(default=None, description="AWS FSx for Lustre CSI driver chart version.")
-    cluster_autoscaler: str | None = Field(default=None, description="cluster-autoscaler chart version (EKS clusters).")
-    aws_load_balancer_controller: str | None = Field(
+    gpu_operator: Version | None = Field(default=None, description="NVIDIA GPU Operator version.", examples=["v25.10.0"])
+    network_operator: Version | None = Field(default=None, description="NVIDIA Network Operator version.")
+    kueue: Version | None = Field(default=None, description="Kueue version.", examples=["0.15.1"])
+    kuberay: Version | None = Field(default=None, description="KubeRay operator version.")
+    training_operator: Version | None = Field(default=None, description="Kubeflow training operator version.")
+    kube_prometheus_stack: Version | None = Field(default=None, description="kube-prometheus-stack chart version.")
+    efa_device_plugin: Version | None = Field(default=None, description="AWS EFA device plugin chart version.")
+    fsx_csi_driver: Version | None = Field(default=None, description="AWS FSx for Lustre CSI driver chart version.")
+    cluster_autoscaler: Version | None = Field(default=None, description="cluster-autoscaler chart version (EKS clusters).")
+    aws_load_balancer_controller: Version | None = Field(
         default=None, description="AWS Load Balancer Controller chart version (EKS clusters that serve inference)."
     )
-    eks_addons: dict[EksAddon, str] = Field(
+    eks_addons: dict[EksAddon, Version] = Field(
         default_factory=dict,
         description="EKS managed add-on versions by add-on name; each one left out comes from the catalog for the cluster's"
         " Kubernetes minor (`alicerce catalog versions`), else AWS's default version when `pulumi up` runs.",

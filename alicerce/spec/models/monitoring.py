@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, StrictBool
 
 from alicerce.spec.base import Name, SpecModel
+from alicerce.spec.text import Word
 from alicerce.spec.units import ByteSize, Duration, parse_duration
 
 
@@ -36,7 +37,7 @@ class Slo(SpecModel):
 
 
 class AlertOverride(SpecModel):
-    alert: str = Field(description="Alert name from alicerce's rule set.", examples=["GPUXidError"])
+    alert: Word = Field(description="Alert name from alicerce's rule set.", examples=["GPUXidError"])
     enabled: StrictBool = Field(default=True, description="Keep or drop the alert.")
     severity: Literal["critical", "warning", "info"] | None = Field(default=None, description="Override severity.")
     for_: Duration | None = Field(default=None, alias="for", description="Override the pending duration.")
@@ -50,7 +51,7 @@ class Monitoring(SpecModel):
         description="Size of Prometheus's persistent volume; samples older than the retention, or beyond 90% of this size, are dropped.",
         examples=["100GiB"],
     )
-    storage_class: str | None = Field(
+    storage_class: Word | None = Field(
         default=None,
         description="StorageClass of Prometheus's volume (default: the class alicerce creates for the site, else the cluster's default).",
     )

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, StrictInt, WithJsonSchema
 
 from alicerce.spec.base import LabelKey, Labels, LabelValue, Name, Purpose, SpecModel
+from alicerce.spec.text import CatalogId
 from alicerce.spec.units import MAX_HOSTS_PER_POOL
 from alicerce.targets.aws.spec import AwsPool
 from alicerce.targets.onprem.spec import (
@@ -17,7 +18,7 @@ from alicerce.targets.onprem.spec import (
 class Accelerator(SpecModel):
     """The accelerator model of a node pool and how many each node has."""
 
-    model: str = Field(description="Catalog GPU id or alias.", examples=["H100-SXM5-80GB"])
+    model: CatalogId = Field(description="Catalog GPU id or alias.", examples=["H100-SXM5-80GB"])
     count: StrictInt = Field(ge=1, le=16, description="Accelerators per node.")
 
 
@@ -65,7 +66,7 @@ class MigSharing(SpecModel):
     """Multi-Instance GPU: each GPU split into hardware-isolated instances."""
 
     mode: Literal["mig"] = Field(description="MIG partitioning.")
-    profiles: dict[str, StrictInt] = Field(
+    profiles: dict[CatalogId, StrictInt] = Field(
         min_length=1,
         description="MIG profile -> instances per GPU (one mig-parted configuration applied to every GPU).",
         examples=[{"1g.10gb": 7}, {"3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 2}],

@@ -8,12 +8,13 @@ from typing import Literal
 from pydantic import Field, StrictBool
 
 from alicerce.spec.base import LongText, Name, SpecModel
+from alicerce.spec.text import AwsName, Identifier, Url, Word
 from alicerce.spec.units import Cidr, Duration
 
 
 class Encryption(SpecModel):
     at_rest: StrictBool = Field(default=True, description="Encrypt volumes, file systems, buckets and Kubernetes secrets.")
-    kms_key: str | None = Field(default=None, description="KMS key ARN or alias; a platform key is created when omitted.")
+    kms_key: AwsName | None = Field(default=None, description="KMS key ARN or alias; a platform key is created when omitted.")
 
 
 class EndpointAccess(SpecModel):
@@ -25,11 +26,11 @@ class EndpointAccess(SpecModel):
 class IdentityProvider(SpecModel):
     """The OIDC identity provider whose groups (tenancy.teams[].groups) reach Kubernetes RBAC."""
 
-    issuer_url: str = Field(pattern=r"^https://", description="OIDC issuer URL.", examples=["https://idp.example.com"])
-    client_id: str = Field(min_length=1, description="OIDC client id the API server accepts tokens for.", examples=["kubernetes"])
-    groups_claim: str = Field(default="groups", description="Token claim that lists the user's groups.")
-    username_claim: str = Field(default="email", description="Token claim that names the user.")
-    prefix: str = Field(
+    issuer_url: Url = Field(pattern=r"^https://", description="OIDC issuer URL.", examples=["https://idp.example.com"])
+    client_id: Identifier = Field(min_length=1, description="OIDC client id the API server accepts tokens for.", examples=["kubernetes"])
+    groups_claim: Identifier = Field(default="groups", description="Token claim that lists the user's groups.")
+    username_claim: Identifier = Field(default="email", description="Token claim that names the user.")
+    prefix: Identifier = Field(
         default="oidc:",
         min_length=1,
         description="Prefix the API server puts before every group and user name from this provider, so teams' groups are "
@@ -57,8 +58,8 @@ class Security(SpecModel):
 class Waiver(SpecModel):
     """An accepted, time-boxed exception to one rule."""
 
-    rule: str = Field(description="Rule id.", examples=["AL250"])
+    rule: Word = Field(description="Rule id.", examples=["AL250"])
     environments: list[Name] = Field(default_factory=list, description="Environments it covers; all when empty.")
-    resources: list[str] = Field(default_factory=list, description="Names (pools, tiers, ...) it covers; all when empty.")
+    resources: list[Word] = Field(default_factory=list, description="Names (pools, tiers, ...) it covers; all when empty.")
     justification: LongText = Field(min_length=10, description="Why the exception is acceptable.")
     expires: datetime.date = Field(description="Date after which the waiver stops applying.")

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from alicerce.spec.base import Name, SpecModel
+from alicerce.spec.text import MountPath
 from alicerce.spec.units import ByteSize, Duration, Rate
 from alicerce.targets.aws.spec import AwsEbs, AwsEfs, AwsFsx, AwsS3
 from alicerce.targets.onprem.spec import (
@@ -56,7 +57,7 @@ class ParallelFsTier(_SiteTier):
         description="Object tier linked as data repository (import, and export of new and changed files); teams reach the "
         "file system only as their storageAccess grants on that tier allow.",
     )
-    mount_path: str = Field(description="Mount path on nodes.", examples=["/mnt/datasets"])
+    mount_path: MountPath = Field(description="Mount path on nodes.", examples=["/mnt/datasets"])
     team_access: TeamAccess = Field(default="per-team", description=TEAM_ACCESS_DESCRIPTION)
     aws: AwsFsx | None = Field(default=None, description="AWS implementation (FSx for Lustre).")
     onprem: OnpremParallelFs | None = Field(default=None, description="On-prem implementation.")
@@ -67,7 +68,7 @@ class SharedNfsTier(_SiteTier):
 
     class_: Literal["shared-nfs"] = Field(alias="class", description="Storage class.")
     throughput: Rate | None = Field(default=None, gt=0, description="Aggregate throughput needed.")
-    mount_path: str = Field(description="Mount path on nodes.")
+    mount_path: MountPath = Field(description="Mount path on nodes.")
     team_access: TeamAccess = Field(default="per-team", description=TEAM_ACCESS_DESCRIPTION)
     aws: AwsEfs | None = Field(default=None, description="AWS implementation (EFS).")
     onprem: OnpremNfs | None = Field(default=None, description="On-prem implementation (NFS).")
@@ -95,7 +96,7 @@ class LocalNvmeTier(_Tier):
 
     class_: Literal["local-nvme"] = Field(alias="class", description="Storage class.")
     pools: list[Name] = Field(min_length=1, description="Node pools whose local NVMe forms the tier.")
-    mount_path: str = Field(description="Mount path on nodes.", examples=["/scratch"])
+    mount_path: MountPath = Field(description="Mount path on nodes.", examples=["/scratch"])
     filesystem: Literal["xfs", "ext4"] = Field(default="xfs", description="File system on the RAID0 array.")
 
 

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, StrictInt
 
 from alicerce.spec.base import Name, Precision, SpecModel, WorkloadKind
+from alicerce.spec.text import CatalogId
 from alicerce.spec.units import ByteSize, Count, Duration
 
 # Upper bounds far past any real job (the largest models have ~2e12 parameters and trained on ~4e13
@@ -92,7 +93,7 @@ class Workload(SpecModel):
     sequence_length: StrictInt | None = Field(default=None, ge=1, le=MAX_SEQUENCE, description="Tokens per sequence.")
     global_batch_tokens: Count | None = Field(default=None, ge=1, le=MAX_TOKENS, description="Tokens per optimizer step.")
     deadline: Duration | None = Field(default=None, ge=1, description="Target wall-clock time, e.g. 30d.")
-    accelerator: str | None = Field(default=None, description="Pinned accelerator (catalog id or alias).")
+    accelerator: CatalogId | None = Field(default=None, description="Pinned accelerator (catalog id or alias).")
     gpus: StrictInt | None = Field(default=None, ge=1, le=MAX_GPUS, description="Pinned GPU count.")
     mfu: float | None = Field(
         default=None, gt=0, le=1, description="Model FLOPs utilisation to assume (replaces the calibrated throughput model)."

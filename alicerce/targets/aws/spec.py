@@ -5,26 +5,15 @@ EKS add-on names.
 
 from __future__ import annotations
 
-import re
-from typing import Annotated, ClassVar, Literal
+from typing import ClassVar, Literal
 
-from pydantic import AfterValidator, Field, StrictBool, StrictInt, WithJsonSchema
+from pydantic import Field, StrictBool, StrictInt
 
 from alicerce.spec.base import Name, SpecModel
+from alicerce.spec.text import AwsAccount, AwsName
 from alicerce.spec.units import ByteSize, Cidr
 
 EksAddon = Literal["vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent", "aws-ebs-csi-driver", "aws-efs-csi-driver"]
-
-
-ACCOUNT_ID = r"^[0-9]{12}$"
-"""An AWS account id: exactly 12 digits (AWS Organizations API, Account.Id)."""
-
-
-def check_account(value: str) -> str:
-    if not re.fullmatch(ACCOUNT_ID, value):
-        shown = value if len(value) <= 40 else f"{value[:40]}..."
-        raise ValueError(f'an AWS account id is exactly 12 digits, got "{shown}"')
-    return value
 
 
 class AwsSite(SpecModel):
@@ -34,11 +23,9 @@ class AwsSite(SpecModel):
 
     name: Name = Field(description="Site name that node pools and storage tiers refer to.", examples=["aws"])
     provider: Literal["aws"] = Field(description="Target kind.")
-    account: Annotated[str, AfterValidator(check_account), WithJsonSchema({"type": "string", "pattern": ACCOUNT_ID})] = Field(
-        description="AWS account id (exactly 12 digits, quoted).", examples=["123456789012"]
-    )
-    region: str = Field(description="AWS region.", examples=["us-east-1"])
-    zones: list[str] = Field(min_length=1, description="Availability zones used, in order.", examples=[["us-east-1a"]])
+    account: AwsAccount = Field(description="AWS account id (12 digits, quoted).", examples=["123456789012"])
+    region: AwsName = Field(description="AWS region.", examples=["us-east-1"])
+    zones: list[AwsName] = Field(min_length=1, description="Availability zones used, in order.", examples=[["us-east-1a"]])
     vpc_cidr: Cidr = Field(description="VPC address range.")
     service_cidr: Cidr | None = Field(default=None, description="Kubernetes service range (defaults to networks.serviceCidr).")
     delivery: Literal["pulumi", "argocd"] = Field(
@@ -51,7 +38,7 @@ class AwsSite(SpecModel):
 class ExistingPlacementGroup(SpecModel):
     """A cluster placement group that already exists (for instance the one a capacity reservation was created in)."""
 
-    name: str = Field(min_length=1, max_length=255, description="Name of the existing placement group.", examples=["p5-cpg"])
+    name: AwsName = Field(min_length=1, max_length=255, description="Name of the existing placement group.", examples=["p5-cpg"])
 
 
 class AwsNodeUpdate(SpecModel):
@@ -73,8 +60,8 @@ class AwsNodeUpdate(SpecModel):
 class AwsPool(SpecModel):
     """How a pool is built on AWS."""
 
-    instance_type: str = Field(description="EC2 instance type.", examples=["p5.48xlarge"])
-    additional_instance_types: list[str] = Field(
+    instance_type: AwsName = Field(description="EC2 instance type.", examples=["p5.48xlarge"])
+    additional_instance_types: list[AwsName] = Field(
         default_factory=list,
         description="More instance types the node group may launch (Spot diversification): same GPU model and count as "
         "instanceType, and at least its vCPUs and memory (the autoscaler builds new nodes from instanceType).",
@@ -83,7 +70,7 @@ class AwsPool(SpecModel):
     capacity_type: Literal["on-demand", "spot", "capacity-reservation", "capacity-block"] = Field(
         default="on-demand", description="How the capacity is bought."
     )
-    capacity_reservation_id: str | None = Field(
+    capacity_reservation_id: AwsName | None = Field(
         default=None, description="ODCR or Capacity Block id (cr-...), for reserved capacity types."
     )
     placement_group: StrictBool | ExistingPlacementGroup | None = Field(
@@ -91,7 +78,7 @@ class AwsPool(SpecModel):
         description="Cluster placement group: true creates one, {name: ...} uses an existing one (the group a capacity "
         "reservation was created in). Default: a new one for EFA pools, none for reserved capacity or capacity blocks.",
     )
-    zone: str | None = Field(
+    zone: AwsName | None = Field(
         default=None,
         description="Pin the pool to one zone; required for EFA pools and reserved capacity at multi-zone sites "
         "(EFA traffic does not cross zones; a reservation lives in one zone).",
@@ -114,7 +101,7 @@ class AwsFsx(SpecModel):
     storage_capacity: ByteSize | None = Field(
         default=None, gt=0, description="Exact FSx capacity; derived from capacity and throughput when omitted.", examples=["50400GiB"]
     )
-    zone: str | None = Field(
+    zone: AwsName | None = Field(
         default=None,
         description="Zone of the file system (FSx for Lustre lives in one). Default: the zone of the site's zone-pinned "
         "training pools, else the site's first zone.",
@@ -128,7 +115,7 @@ class AwsEfs(SpecModel):
 
 class AwsS3(SpecModel):
     implementation: Literal["s3"] = Field(default="s3", description="Amazon S3.")
-    bucket: str | None = Field(default=None, description="Existing bucket to use; a new one is created when omitted.")
+    bucket: AwsName | None = Field(default=None, description="Existing bucket to use; a new one is created when omitted.")
     versioning: StrictBool = Field(default=True, description="Object versioning.")
 
 

@@ -11,7 +11,21 @@ from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BeforeValidator, Field, StrictInt, WithJsonSchema
 
-from alicerce.spec.base import Name, ShortText, SpecModel
+from alicerce.spec.base import Name, SpecModel
+from alicerce.spec.text import (
+    ApiEndpoint,
+    Device,
+    FsName,
+    Host,
+    Interface,
+    LnetRoute,
+    MountOption,
+    NidList,
+    SecretName,
+    ServerPath,
+    Url,
+    Word,
+)
 from alicerce.spec.units import Cidr
 
 
@@ -45,7 +59,7 @@ class ApiLoadBalancer(SpecModel):
         "kube-vip: a virtual IP the control-plane hosts announce themselves (ARP)."
     )
     address: IPv4Address = Field(description="IP address the endpoint's name resolves to (the load balancer or the virtual IP).")
-    interface: str | None = Field(default=None, description="kube-vip: the control-plane hosts' interface that carries the VIP.")
+    interface: Interface | None = Field(default=None, description="kube-vip: the control-plane hosts' interface that carries the VIP.")
 
 
 class ControlPlane(OnpremHostGroup):
@@ -97,7 +111,7 @@ class OnpremSite(SpecModel):
 
     name: Name = Field(description="Site name that node pools and storage tiers refer to.", examples=["dc1"])
     provider: Literal["onprem"] = Field(description="Target kind.")
-    control_plane_endpoint: Annotated[str, AfterValidator(check_endpoint)] = Field(
+    control_plane_endpoint: Annotated[ApiEndpoint, AfterValidator(check_endpoint)] = Field(
         description="Kubernetes API endpoint of the site's cluster: https://host[:port], the port 1 to 65535 (default 6443).",
         examples=["https://k8s.dc1.example.com:6443"],
     )
@@ -107,7 +121,7 @@ class OnpremSite(SpecModel):
     host_cidrs: list[Cidr] = Field(min_length=1, description="Node networks of the site.")
     pod_cidr: Cidr | None = Field(default=None, description="Pod range (defaults to networks.podCidr).")
     service_cidr: Cidr | None = Field(default=None, description="Service range (defaults to networks.serviceCidr).")
-    kubeconfig_secret: str | None = Field(
+    kubeconfig_secret: SecretName | None = Field(
         default=None,
         description="Name of the Pulumi secret config key holding this cluster's kubeconfig (never the kubeconfig itself).",
         examples=["dc1Kubeconfig"],
@@ -125,7 +139,7 @@ class HostRange(SpecModel):
     """A set of on-prem hosts, optionally in one rack."""
 
     hosts: str = Field(description="Host name or range such as gpu-[001:032].dc1.example.com.")
-    rack: ShortText | None = Field(default=None, description="Rack id, used for inventory groups and rolling batches.")
+    rack: Word | None = Field(default=None, description="Rack id, used for inventory groups and rolling batches.")
 
 
 def _host_range_shorthand(value: Any) -> Any:
@@ -165,7 +179,7 @@ class OnpremPool(SpecModel):
     hcas: StrictInt | None = Field(
         default=None, ge=0, le=64, description="Expected RDMA adapters per host (defaults to the fabric's rails)."
     )
-    scratch_devices: list[str] = Field(
+    scratch_devices: list[Device] = Field(
         default_factory=list,
         description="NVMe disks of the local-nvme scratch array, by stable name (/dev/disk/by-id/... or nvme1n1). Empty: only "
         "disks with no partition table, file system or RAID signature are used; a signed disk stops the run.",
@@ -175,10 +189,10 @@ class OnpremPool(SpecModel):
 
 class OnpremParallelFs(SpecModel):
     implementation: Literal["lustre", "beegfs", "weka"] = Field(description="Parallel file system.")
-    server: str = Field(description="MGS NID (Lustre), management host (BeeGFS) or backend (Weka).", examples=["10.0.0.10@o2ib"])
-    filesystem: str = Field(description="File system name on the server.", examples=["scratch"])
-    mount_options: list[str] = Field(default_factory=list, description="Extra mount options.")
-    lnet_routes: list[str] = Field(
+    server: NidList = Field(description="MGS NID (Lustre), management host (BeeGFS) or backend (Weka).", examples=["10.0.0.10@o2ib"])
+    filesystem: FsName = Field(description="File system name on the server.", examples=["scratch"])
+    mount_options: list[MountOption] = Field(default_factory=list, description="Extra mount options.")
+    lnet_routes: list[LnetRoute] = Field(
         default_factory=list,
         description="Lustre: LNet routes 'NET GATEWAY_NID' to reach servers outside the nodes' IPoIB networks.",
         examples=[["o2ib1 10.40.0.250@o2ib"]],
@@ -187,15 +201,15 @@ class OnpremParallelFs(SpecModel):
 
 class OnpremNfs(SpecModel):
     implementation: Literal["nfs"] = Field(default="nfs", description="NFS server export.")
-    server: str = Field(description="NFS server.")
-    export: str = Field(description="Exported path.")
+    server: Host = Field(description="NFS server.")
+    export: ServerPath = Field(description="Exported path.")
     version: Literal["3", "4.1", "4.2"] = Field(default="4.1", description="NFS protocol version.")
 
 
 class OnpremObject(SpecModel):
     implementation: Literal["minio", "ceph-rgw"] = Field(description="S3-compatible object store.")
-    endpoint: str = Field(description="S3 endpoint URL.")
-    bucket: str = Field(description="Bucket name.")
+    endpoint: Url = Field(description="S3 endpoint URL.")
+    bucket: Word = Field(description="Bucket name.")
 
 
 class OnpremBlock(SpecModel):
