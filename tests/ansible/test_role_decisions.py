@@ -65,14 +65,56 @@ def _tasks(role: str) -> list[dict[str, Any]]:
     return tasks
 
 
-def test_nvidia_peermem_is_loaded_only_on_the_doca_path() -> None:
-    """Defect 1: inbox rdma-core gets DMA-BUF (no module); peermem only with DOCA-OFED."""
+def test_nvidia_peermem_is_loaded_only_on_the_doca_path_and_only_after_the_driver() -> None:
+    """Defect 1: inbox rdma-core gets DMA-BUF (no module); peermem only with DOCA-OFED.
+
+    Issue 20, 7: the rdma role runs before the driver exists, so it never loads nvidia_peermem (a module of the
+    driver package that needs nvidia.ko); nvidia_driver loads it after the driver, at boot after nvidia."""
     modules = "{{ _rdma_modules }}"
     assert "nvidia_peermem" not in _render("rdma", modules, rdma_gpudirect="dmabuf", rdma_stack="rdma-core")
-    assert "nvidia_peermem" in _render("rdma", modules, rdma_gpudirect="peermem", rdma_stack="doca-ofed")
+    assert "nvidia_peermem" not in _render("rdma", modules, rdma_gpudirect="peermem", rdma_stack="doca-ofed")
     names = [t["name"] for t in _tasks("rdma")]
     assert "Refuse nvidia-peermem without DOCA-OFED" in names
     assert names.index("Refuse nvidia-peermem without DOCA-OFED") < names.index("Load the RDMA modules now")
+    boot = _template("nvidia_driver", "nvidia-modules.conf.j2", nvidia_driver_peermem=True).split()
+    assert boot.index("nvidia") < boot.index("nvidia_peermem")
+    assert "nvidia_peermem" not in _template("nvidia_driver", "nvidia-modules.conf.j2", nvidia_driver_peermem=False)
+    activate = [t["name"] for t in yaml.safe_load((ROLES / "nvidia_driver" / "tasks" / "activate.yml").read_text())]
+    assert activate.index("Load the NVIDIA kernel modules now") < activate.index("Load nvidia-peermem for GPUDirect RDMA against DOCA-OFED")
+    verify = [t["name"] for t in yaml.safe_load((ROLES / "nvidia_driver" / "tasks" / "verify.yml").read_text())]
+    assert "Assert that nvidia-peermem is loaded for GPUDirect RDMA" in verify
+
+
+@pytest.mark.parametrize(
+    ("stack", "modules", "path"),
+    [
+        ("rdma-core", "open", "dmabuf"),
+        ("doca-ofed", "open", "dmabuf"),
+        ("doca-ofed", "proprietary", "peermem"),
+        ("rdma-core", "proprietary", "none"),
+    ],
+)
+def test_one_gpudirect_path_per_pool_for_both_driver_owners(stack: str, modules: str, path: str) -> None:
+    """Issue 20, 7: DMA-BUF wherever the open modules run; nvidia-peermem only against DOCA-OFED; never DMA-BUF
+    with proprietary modules. The host role and the GPU Operator read the one decision: rdma.enabled only for
+    peermem, useHostMofed where the host's rdma role installs DOCA-OFED (cloud-native-docs gpu-operator-rdma.rst)."""
+    from alicerce.emit.kube.operators import operator_releases
+    from alicerce.rules.validate import validated
+    from alicerce.spec.loader import load_text
+
+    base = (ROOT / "platform.yaml").read_text().replace("kernelModuleType: open", f"kernelModuleType: {modules}")
+    base = base.replace("        subnetManager: external\n", f"        subnetManager: external\n        stack: {stack}\n")
+    for owner in ("host", "operator"):
+        text = base.replace("nodeSoftware: {gpuDriver: host}", f"nodeSoftware: {{gpuDriver: {owner}}}")
+        rp = validated(load_text(text, "platform.yaml"), "prod")
+        pool = yaml.safe_load(render_tree(rp, subtrees=["ansible"])["ansible/group_vars/pool_onprem_h100.yml"])
+        assert pool["rdma_gpudirect"] == path
+        assert pool["nvidia_driver_peermem"] is (owner == "host" and path == "peermem")
+        values = next(r for r in operator_releases(rp, "dc1") if r.key == "gpu-operator").values
+        if owner == "operator":
+            assert values["driver"]["rdma"] == {"enabled": path == "peermem", "useHostMofed": stack == "doca-ofed"}
+        else:
+            assert values["driver"] == {"enabled": False}
 
 
 def test_generated_pools_use_dmabuf_with_the_open_modules(prod: ResolvedPlatform) -> None:

@@ -110,6 +110,10 @@ class NvidiaDriverVars(RoleVars):
     nvidia_driver_rebuild_for_ofed: bool = Field(
         default=False, description="Rebuild the driver's DKMS modules after DOCA-OFED so nvidia-peermem finds its peer-memory symbols."
     )
+    nvidia_driver_peermem: bool = Field(
+        default=False,
+        description="Load nvidia-peermem once the driver is loaded (legacy GPUDirect RDMA with DOCA-OFED; DMA-BUF needs no module).",
+    )
     nvidia_driver_sysfs_root: str = Field(default="/sys", description="Where sysfs is read from (tests point it at a fixture).")
 
 

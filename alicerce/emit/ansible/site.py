@@ -12,7 +12,7 @@ import ipaddress
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from alicerce.catalog.onprem import load_onprem
 from alicerce.emit.ansible.kubespray import (
@@ -57,7 +57,6 @@ ROLLING_BATCH = "25%"
 OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
 # Roles of the cluster stage (post-cluster.yml, after kubespray); every other role runs in site.yml, before it.
 POST_CLUSTER_ROLES = ("node_validation",)
-GpuDirect = Literal["none", "dmabuf", "peermem"]
 # Bandwidth of a PCIe x16 link per generation in GB/s, one direction.
 PCIE_X16_GBPS = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
 
@@ -172,10 +171,7 @@ def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPoo
     rate = onprem_fabric.rate_gbps if onprem_fabric else 0
     link_layer = "Ethernet" if onprem_fabric and onprem_fabric.technology == "roce" else "InfiniBand"
     stack = onprem_fabric.stack if onprem_fabric else "rdma-core"
-    gpudirect: GpuDirect = "none"
-    if fabric is not None and fabric.gpu_direct_rdma and gpu and onprem_fabric is not None:
-        # DMA-BUF needs the open kernel modules (NVIDIA's recommendation); nvidia-peermem only works against DOCA-OFED
-        gpudirect = "peermem" if stack == "doca-ofed" and pool.kernel_modules == "proprietary" else "dmabuf"
+    gpudirect = pool.rdma.gpudirect if pool.rdma is not None else "none"
     acceptance = site.spec.acceptance
     floors = acceptance_floors(pool, acceptance)
     taints = [f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in pool.spec.taints]
@@ -199,6 +195,7 @@ def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPoo
             nvidia_driver_version=driver_version,
             nvidia_driver_kernel_module_type=pool.kernel_modules or "open",
             nvidia_driver_rebuild_for_ofed=gpudirect == "peermem",
+            nvidia_driver_peermem=host_driver and gpudirect == "peermem",
         ),
         NvidiaFabricmanagerVars(
             nvidia_fabricmanager_enabled=nvswitch and host_driver,

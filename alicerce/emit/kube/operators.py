@@ -111,6 +111,22 @@ def _with_defaults(defaults: tuple[dict[str, str], ...], extra: list[dict[str, s
     return out
 
 
+def _driver_rdma(pools: list[ResolvedPool]) -> dict[str, bool]:
+    """``driver.rdma`` of an operator-owned driver, from the GPUDirect path resolve decided per pool.
+
+    DMA-BUF (NVIDIA's recommendation) needs no module: ``rdma.enabled`` stays false. The legacy
+    nvidia-peermem is built and loaded by the driver pod only with ``rdma.enabled: true``; either way
+    ``useHostMofed`` tells the driver pod that DOCA/MLNX-OFED is installed on the host (alicerce's rdma role)
+    rather than by the Network Operator (cloud-native-docs gpu-operator-rdma.rst, "Installing the GPU Operator
+    and Enabling GPUDirect RDMA"; values.yaml ``driver.rdma``).
+    """
+    paths = [p for p in pools if p.rdma is not None and p.rdma.gpudirect != "none"]
+    return {
+        "enabled": any(p.rdma.gpudirect == "peermem" for p in paths if p.rdma is not None),
+        "useHostMofed": any(p.rdma.fabric.onprem.stack == "doca-ofed" for p in paths if p.rdma is not None and p.rdma.fabric.onprem),
+    }
+
+
 def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any]:
     """GPU Operator values for one site: the driver only where the operator owns it, never the toolkit."""
     op = rp.spec.operators.gpu_operator
@@ -122,9 +138,7 @@ def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
             "version": rp.versions.driverVersion,  # in the release's component matrix (rule AL254)
             # one value per cluster: the pools' own choice when they agree, else the operator decides per node
             "kernelModuleType": modules.pop() if len(modules) == 1 else "auto",
-            # GPUDirect RDMA through DMA-BUF (open kernel modules, inbox RDMA drivers), NVIDIA's recommended path;
-            # driver.rdma.enabled builds the legacy nvidia-peermem, which needs a host MOFED/DOCA stack the spec does not declare
-            "rdma": {"enabled": False},
+            "rdma": _driver_rdma(pools),
         }
     taints = tolerate(pools)
     values: dict[str, Any] = {
