@@ -326,3 +326,64 @@ def test_secure_boot_refuses_unsigned_modules(tmp_path: Path, source: str, ok: b
     assert (result.returncode == 0) is ok, result.stdout[-2000:]
     if not ok:
         assert "NVIDIA's DKMS modules are unsigned" in result.stdout
+
+
+def test_a_changed_driver_version_drains_upgrades_reboots_verifies_and_releases_one_batch_at_a_time(prod: ResolvedPlatform) -> None:
+    """Issue 20, 5: packages at the spec's version (a bare name never upgrades), drained before they change, the
+    node rebooted and verified, then accepted and uncordoned before the next batch (not after the whole site)."""
+    specs = _render(
+        "nvidia_driver",
+        "{{ _nvidia_driver_install_specs }}",
+        _nvidia_driver_os_packages=_trusted(
+            yaml.safe_load((ROLES / "nvidia_driver" / "vars" / "Ubuntu-22.04.yml").read_text())["_nvidia_driver_os_packages"]
+        ),
+        nvidia_driver_source="distribution",
+    )
+    assert specs == [
+        "linux-modules-nvidia-580-server-open-generic",
+        "nvidia-headless-no-dkms-580-server-open=580.173.02-*",
+        "nvidia-utils-580-server=580.173.02-*",
+    ]
+    install = {t["name"]: i for i, t in enumerate(yaml.safe_load((ROLES / "nvidia_driver" / "tasks" / "install.yml").read_text()))}
+    tasks = yaml.safe_load((ROLES / "nvidia_driver" / "tasks" / "install.yml").read_text())
+    apt = tasks[install["Install the driver packages at the spec's version"]]["ansible.builtin.apt"]
+    assert apt["name"] == "{{ _nvidia_driver_install_specs }}" and apt["allow_change_held_packages"] is True
+    assert install["Drain the node before its driver is upgraded"] < install["Install the driver packages at the spec's version"]
+    site = yaml.safe_load(render_tree(prod, subtrees=["ansible"])["ansible/site.yml"])
+    rolling = site[1]
+    assert rolling["serial"] == [1, "25%"] and rolling["max_fail_percentage"] == 0
+    (batch_end,) = rolling["tasks"]
+    assert "always" in batch_end["tags"] and "_kubernetes_node_drained_now" in batch_end["when"]
+    steps = [(t["ansible.builtin.include_role"]["name"], t["ansible.builtin.include_role"].get("tasks_from")) for t in batch_end["block"]]
+    assert steps == [("node_validation", None), ("kubernetes_node", "release.yml")]  # accepted before released
+    assert all(t["ansible.builtin.include_role"]["apply"]["tags"] == ["always"] for t in batch_end["block"])  # --tags never strands it
+
+
+def test_acceptance_gates_the_node_before_it_takes_work(prod: ResolvedPlatform) -> None:
+    """Issue 20, 4: nothing uncordons or untaints a node before node_validation passed; the post-cluster stage
+    releases it last, even under --tags."""
+    post = yaml.safe_load(render_tree(prod, subtrees=["ansible"])["ansible/post-cluster.yml"])
+    steps = [(t["ansible.builtin.import_role"]["name"], t["ansible.builtin.import_role"].get("tasks_from")) for t in post[0]["tasks"]]
+    assert steps == [("kubernetes_node", "post-cluster.yml"), ("node_validation", None), ("kubernetes_node", "release.yml")]
+    assert post[0]["tasks"][-1]["tags"] == ["always"]
+    before = json.dumps(yaml.safe_load((ROLES / "kubernetes_node" / "tasks" / "post-cluster.yml").read_text()))
+    assert "uncordon" not in before and "alicerce.dev/drained-" not in before
+    release = yaml.safe_load((ROLES / "kubernetes_node" / "tasks" / "release.yml").read_text())
+    assert [t["name"] for t in release if "argv" in str(t)][1:] == [
+        "Remove the acceptance taint the node joined with",
+        "Uncordon the node alicerce drained",
+        "Clear the drained mark",
+    ]
+    argv = _render(
+        "kubernetes_node", release[2]["ansible.builtin.command"]["argv"], inventory_hostname="gpu-001", _kubernetes_node_release={}
+    )
+    assert argv[-3:] == ["node", "gpu-001", "alicerce.dev/acceptance:NoSchedule-"]
+    burn_in = yaml.safe_load((ROLES / "node_validation" / "tasks" / "burn-in.yml").read_text())
+    assert all("not _node_validation_busy" in str(t["when"]) for t in burn_in if "when" in t and "timeout" in t)
+    from alicerce.emit.kube.operators import operator_releases
+
+    values = next(r for r in operator_releases(prod, "dc1") if r.key == "gpu-operator").values
+    held = {"key": "alicerce.dev/acceptance", "operator": "Exists", "effect": "NoSchedule"}
+    assert held in values["daemonsets"]["tolerations"] and held in values["node-feature-discovery"]["worker"]["tolerations"]
+    aws = next(r for r in operator_releases(prod, "aws") if r.key == "gpu-operator").values
+    assert held not in aws["daemonsets"]["tolerations"]

@@ -222,6 +222,22 @@ def taint_changes(current: list[dict[str, str]], managed: str, wanted: list[str]
     return {"remove": remove, "annotation": ",".join(sorted(want))}
 
 
+def node_holds(text: str, pending_taint: str) -> dict[str, bool]:
+    """What keeps a node from work (``kubectl get node -o json``): the acceptance taint it joined with, alicerce's drain."""
+    try:
+        node = json.loads(text or "{}")
+    except ValueError:
+        node = {}
+    key, _, rest = pending_taint.partition("=")
+    effect = rest.rpartition(":")[2]
+    taints = node.get("spec", {}).get("taints") or []
+    annotations = node.get("metadata", {}).get("annotations") or {}
+    return {
+        "pending": any(t.get("key") == key and t.get("effect") == effect for t in taints),
+        "drained": annotations.get("alicerce.dev/drained") == "true",
+    }
+
+
 REPOSITORY_ARCH = {
     # NVIDIA's CUDA network repository: Arm servers are "sbsa"
     "cuda": {"x86_64": "x86_64", "aarch64": "sbsa"},
@@ -250,6 +266,24 @@ def fabricmanager_packages(branch: str, version: str) -> list[str]:
     return [f"nvidia-fabricmanager{suffix}={version}-*", f"libnvidia-nscq{suffix}={version}-*"]
 
 
+def pinned_packages(names: list[str], version: str, unversioned: list[str] | None = None) -> list[str]:
+    """apt package specs at the driver's exact version: ``name=<version>-*`` (any packaging revision).
+
+    A bare name with ``state: present`` is never upgraded once installed, so a changed spec version
+    would not reach the node (ansible.builtin.apt installs ``name=version`` when the installed
+    version does not match). Packages whose version is not the driver's (Ubuntu's
+    ``linux-modules-nvidia-*`` carry the kernel's version) keep their bare name; the apt preference
+    still holds them to the spec's source.
+    """
+    skip = tuple(unversioned or [])
+    return [n if "=" in n or (skip and n.startswith(skip)) else f"{n}={version}-*" for n in names]
+
+
+def driver_upgrade(loaded: str, pinned: str) -> bool:
+    """Whether a running node must be drained before its driver packages change: another driver is loaded."""
+    return bool(loaded) and loaded != pinned
+
+
 def driver_action(loaded: str, pinned: str, changed: bool) -> str:
     """After the driver packages: ``reboot`` (changed packages, or another driver loaded), ``load``, or ``none``."""
     if changed or (loaded and loaded != pinned):
@@ -271,7 +305,10 @@ class FilterModule:
             "alicerce_resource_manager_reset": resource_manager_reset,
             "alicerce_label_changes": label_changes,
             "alicerce_taint_changes": taint_changes,
+            "alicerce_node_holds": node_holds,
             "alicerce_repository_arch": repository_arch,
             "alicerce_fabricmanager_packages": fabricmanager_packages,
             "alicerce_driver_action": driver_action,
+            "alicerce_driver_upgrade": driver_upgrade,
+            "alicerce_pinned_packages": pinned_packages,
         }

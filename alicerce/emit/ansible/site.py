@@ -401,7 +401,7 @@ def emit_ansible(platform: ResolvedPlatform) -> dict[str, str]:
     files: dict[str, str] = {
         "ansible.cfg": render("ansible/ansible.cfg.j2", header=header, forks=forks),
         "inventory.yml": f"---\n# {header}\n" + dump_yaml(inventory(sites, _control_planes(platform, sites)), inert=True),
-        "site.yml": render("ansible/site.yml.j2", roles=node_roles, **plays),
+        "site.yml": render("ansible/site.yml.j2", roles=node_roles, accept_roles=list(POST_CLUSTER_ROLES), **plays),
         "post-cluster.yml": render("ansible/post-cluster.yml.j2", roles=list(POST_CLUSTER_ROLES), **plays),
         ".ansible-lint": "---\n# "
         + header

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from alicerce.emit.kube.common import (
+    ACCEPTANCE_TAINT,
     GPU,
     GPU_OPERATOR_NAMESPACE,
     KUBERAY_NAMESPACE,
@@ -141,6 +142,9 @@ def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
             "rdma": _driver_rdma(pools),
         }
     taints = tolerate(pools)
+    if site.capabilities.nodes_by_ansible:
+        # the device plugin, DCGM and NFD must run on a node still held for acceptance: acceptance checks what they offer
+        taints.append({"key": ACCEPTANCE_TAINT["key"], "operator": "Exists", "effect": ACCEPTANCE_TAINT["effect"]})
     values: dict[str, Any] = {
         "driver": driver,
         # the toolkit's owner is the node image or the host (NodeSoftwareOwners.container_toolkit), never the operator
