@@ -447,7 +447,7 @@ def test_verify_steps_wait_for_what_check_mode_only_simulated() -> None:
         ("nvidia_fabricmanager", "_nvidia_fabricmanager_install"),
         ("parallel_fs_client", "_parallel_fs_client_install"),
     ):
-        pending = "{{ _%s_pending }}" % role
+        pending = "{{ _" + role + "_pending }}"
         assert _render(role, pending, ansible_check_mode=True, **{variable: {"changed": True}}) is True
         assert _render(role, pending, ansible_check_mode=False, **{variable: {"changed": True}}) is False
     toolkit = yaml.safe_load((ROLES / "nvidia_container_toolkit" / "tasks" / "verify.yml").read_text())
