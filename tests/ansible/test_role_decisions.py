@@ -454,3 +454,33 @@ def test_verify_steps_wait_for_what_check_mode_only_simulated() -> None:
     assert "_nvidia_container_toolkit_pending" in toolkit[0]["when"]
     for task in yaml.safe_load((ROLES / "nvidia_fabricmanager" / "tasks" / "configure.yml").read_text()):
         assert "_nvidia_fabricmanager_pending" in task["when"], task["name"]
+
+
+def test_fourth_generation_nvswitches_get_nvlsm_and_ib_umad_from_the_catalog() -> None:
+    """Issue 20, 9: HGX B200's Fabric Manager cannot start without the NVLink Subnet Manager and ib_umad (Fabric
+    Manager user guide, "Systems Using Fourth Generation NVSwitches"); decided from the GPU's NVLink data."""
+    from alicerce.catalog import load_catalog
+    from alicerce.rules.validate import validated
+    from alicerce.spec.loader import load_text
+
+    catalog = load_catalog()
+    assert [catalog.gpu(g).interconnect.nvswitch_generation for g in ("A100-SXM4-80GB", "H100-SXM5-80GB", "B200", "H100-NVL-94GB")] == [
+        2,
+        3,
+        4,
+        None,
+    ]
+    text = (ROOT / "platform.yaml").read_text()
+    declared = 'accelerator: "H100-SXM5-80GB:8"\n    onprem:'
+    assert declared in text
+    for model, nvlsm in (("H100-SXM5-80GB", False), ("B200-SXM-180GB", True)):
+        rp = validated(load_text(text.replace(declared, declared.replace("H100-SXM5-80GB", model)), "platform.yaml"), "prod")
+        pool = yaml.safe_load(render_tree(rp, subtrees=["ansible"])["ansible/group_vars/pool_onprem_h100.yml"])
+        assert (pool["nvidia_fabricmanager_enabled"], pool["nvidia_fabricmanager_nvlsm"]) == (True, nvlsm), model
+    assert _render("nvidia_fabricmanager", "{{ _nvidia_fabricmanager_extra_packages }}", nvidia_fabricmanager_nvlsm=True) == ["nvlsm"]
+    assert _render("nvidia_fabricmanager", "{{ _nvidia_fabricmanager_modules }}", nvidia_fabricmanager_nvlsm=True) == ["ib_umad"]
+    assert _render("nvidia_fabricmanager", "{{ _nvidia_fabricmanager_extra_packages }}") == []
+    tasks = [t["name"] for t in yaml.safe_load((ROLES / "nvidia_fabricmanager" / "tasks" / "configure.yml").read_text())]
+    assert tasks.index("Load ib_umad now, before Fabric Manager starts NVLSM") < tasks.index("Enable Fabric Manager")
+    install = yaml.safe_load((ROLES / "nvidia_fabricmanager" / "tasks" / "install.yml").read_text())[0]
+    assert "_nvidia_fabricmanager_extra_packages" in install["ansible.builtin.apt"]["name"]

@@ -131,6 +131,11 @@ class NvidiaFabricmanagerVars(RoleVars):
         description="Run with less NVLink bandwidth when a trunk link or NVSwitch fails (TRUNK_LINK_FAILURE_MODE, "
         "NVSWITCH_FAILURE_MODE 1), not leave the GPUs uninitialised (0).",
     )
+    nvidia_fabricmanager_nvlsm: bool = Field(
+        default=False,
+        description="Fourth-generation NVSwitches (HGX B200/B300): install the NVLink Subnet Manager (nvlsm) and load "
+        "ib_umad, without which Fabric Manager cannot start.",
+    )
 
 
 class NvidiaContainerToolkitVars(RoleVars):

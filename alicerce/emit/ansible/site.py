@@ -201,6 +201,8 @@ def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPoo
             nvidia_fabricmanager_enabled=nvswitch and host_driver,
             nvidia_fabricmanager_branch=versions.driverBranch,
             nvidia_fabricmanager_version=driver_version,
+            # from the catalog's GPU data: fourth-generation NVSwitches are managed through NVLSM over ib_umad
+            nvidia_fabricmanager_nvlsm=nvswitch and host_driver and (gpu.interconnect.nvswitch_generation or 0) >= 4 if gpu else False,
         ),
         NvidiaContainerToolkitVars(
             # the GPU Operator runs without its toolkit (NodeSoftwareOwners.container_toolkit): the host owns it either way
