@@ -224,10 +224,58 @@ def test_roce_settings_touch_only_the_rails_and_carry_qos_and_addresses() -> Non
     ]
     script = _template("rdma", "roce-qos.sh.j2", _rdma_plan=plan, rdma_technology="roce")
     assert "/sys/class/infiniband/*" not in script  # never every RDMA netdev
-    assert "configure rorail0 mlx5_0" in script and "configure rorail1 mlx5_1" in script
-    assert "default_roce_tos" in script and "echo 106" in script and "ecn/$point/enable/3" in script
+    assert "configure rorail0\n" in script and "configure rorail1\n" in script
+    assert "mlx5_0" not in script  # the RDMA device is read at run time, after the PCI-based rename
+    assert "default_roce_tos" in script and "TOS=106" in script and "DSCP=26" in script
     network = _template("rdma", "rail.network.j2", item=plan[1], rdma_technology="roce")
     assert "Address=10.40.32.1/19" in network and "MTUBytes=9000" in network
+    assert "NCCL_IB_TC=106" in _template("rdma", "nccl.conf.j2")
+
+
+def _fake_rails(root: Path, rails: dict[str, str], ecn: bool) -> Path:
+    sysfs = root / "sys"
+    for dev, ibdev in rails.items():
+        (sysfs / "class" / "net" / dev / "device" / "infiniband" / ibdev).mkdir(parents=True)
+        if ecn:
+            for point in ("roce_np", "roce_rp"):
+                (sysfs / "class" / "net" / dev / "ecn" / point / "enable").mkdir(parents=True)
+                (sysfs / "class" / "net" / dev / "ecn" / point / "enable" / "3").write_text("0\n")
+        # configfs: mkdir rdma_cm/<ibdev> makes the kernel create its ports/<n> directories
+        (sysfs / "kernel" / "config" / "rdma_cm" / ibdev / "ports" / "1").mkdir(parents=True)
+    return sysfs
+
+
+@pytest.mark.parametrize("stack", ["inbox", "doca"])
+def test_roce_qos_script_applies_on_inbox_and_doca_stacks(tmp_path: Path, stack: str) -> None:
+    """Issue 20, 8: the script ran `dcb apptrust` first (absent from Ubuntu 22.04's iproute2 5.15, not implemented by
+    mlx5) under set -e and aborted; ECN sysfs exists only with DOCA/MLNX-OFED; the RDMA device names were the ones
+    read before the PCI-based rename. Run for real with the tools of each stack faked."""
+    plan = [{"rail": i, "name": f"rorail{i}", "ibdev": f"mlx5_{i}", "pci": "", "netdev": "", "address": ""} for i in range(2)]
+    script = tmp_path / "roce-qos"
+    script.write_text(_template("rdma", "roce-qos.sh.j2", _rdma_plan=plan, rdma_technology="roce"))
+    sysfs = _fake_rails(tmp_path, {"rorail0": "ibp26s0", "rorail1": "ibp42s0"}, ecn=stack == "doca")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "calls"
+    fakes = {"ip": "exit 0", "dcb": '[ "$1" = apptrust ] && { echo "Object \\"apptrust\\" is unknown" >&2; exit 255; }; exit 0'}
+    if stack == "doca":
+        fakes["mlnx_qos"] = "exit 0"
+    for name, body in fakes.items():
+        (bin_dir / name).write_text(f'#!/bin/sh\necho "{name} $*" >> {log}\n{body}\n')
+        (bin_dir / name).chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "ALICERCE_SYSFS": str(sysfs)}
+    result = subprocess.run(["sh", str(script)], capture_output=True, text=True, env=env, check=False)
+    assert result.returncode == 0, result.stderr
+    calls = log.read_text().splitlines()
+    assert "ip link set dev rorail1 mtu 9000" in calls and not [c for c in calls if "apptrust" in c]
+    if stack == "doca":
+        assert "mlnx_qos -i rorail0 --trust dscp --pfc 0,0,0,1,0,0,0,0" in calls
+        assert (sysfs / "class/net/rorail0/ecn/roce_np/enable/3").read_text().strip() == "1"
+    else:
+        assert "dcb app replace dev rorail0 dscp-prio 26:3" in calls and "dcb pfc set dev rorail0 prio-pfc all:off 3:on" in calls
+        assert "no roce_np ECN knob" in result.stdout
+    for ibdev in ("ibp26s0", "ibp42s0"):  # the renamed devices, found through each rail's netdev
+        assert (sysfs / f"kernel/config/rdma_cm/{ibdev}/ports/1/default_roce_tos").read_text().strip() == "106"
 
 
 def test_roce_fabrics_get_rail_addresses(prod: ResolvedPlatform, tmp_path: Path) -> None:
