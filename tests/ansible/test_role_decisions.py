@@ -532,3 +532,36 @@ def test_fourth_generation_nvswitches_get_nvlsm_and_ib_umad_from_the_catalog() -
     assert tasks.index("Load ib_umad now, before Fabric Manager starts NVLSM") < tasks.index("Enable Fabric Manager")
     install = yaml.safe_load((ROLES / "nvidia_fabricmanager" / "tasks" / "install.yml").read_text())[0]
     assert "_nvidia_fabricmanager_extra_packages" in install["ansible.builtin.apt"]["name"]
+
+
+def test_smaller_node_stage_defects(prod: ResolvedPlatform) -> None:
+    """Issue 20, 10: the preflight play stops the whole run on one unfit node (any_errors_fatal), LNet runs only on
+    the rail whose subnet holds the Lustre server (10.40.31.250 is in rail 0's /19), and the headers are installed
+    for the kernel read afresh, not from a fact cache up to a day old."""
+    files = render_tree(prod, subtrees=["ansible"])
+    site = yaml.safe_load(files["ansible/site.yml"])
+    assert site[0]["name"].startswith("Check every node") and site[0]["any_errors_fatal"] is True
+    pool = yaml.safe_load(files["ansible/group_vars/pool_onprem_h100.yml"])
+    assert pool["parallel_fs_client_lnet_networks"] == "o2ib(ibrail0)"
+    for role, header in (
+        ("nvidia_driver", "Install the headers of the running kernel (the driver's DKMS build needs them)"),
+        ("parallel_fs_client", "Install the headers of the running kernel (the Lustre client modules build with DKMS)"),
+        ("rdma", "Install DOCA-OFED and the headers of the running kernel (its modules build with DKMS)"),
+    ):
+        names = [t["name"] for t in _tasks(role)]
+        refresh = next(t for t in _tasks(role) if t["name"] == "Read the running kernel afresh")
+        assert refresh["ansible.builtin.setup"]["filter"] == ["ansible_kernel"]
+        assert names.index("Read the running kernel afresh") == names.index(header) - 1, role
+
+
+def test_burn_in_floors_of_nvlink_bridged_pcie_gpus_are_reachable() -> None:
+    """Issue 20, 10: H100 NVL pairs are bridged, not switched: an 8-GPU all-reduce runs at PCIe speed, never at the
+    bridge's NVLink figure (the old floor, 210 GB/s, no such node can reach)."""
+    from alicerce.rules.validate import validated
+    from alicerce.spec.loader import load_text
+
+    text = (ROOT / "platform.yaml").read_text()
+    declared = 'accelerator: "H100-SXM5-80GB:8"\n    onprem:'
+    rp = validated(load_text(text.replace(declared, declared.replace("H100-SXM5-80GB", "H100-NVL-94GB")), "platform.yaml"), "prod")
+    pool = yaml.safe_load(render_tree(rp, subtrees=["ansible"])["ansible/group_vars/pool_onprem_h100.yml"])
+    assert (pool["node_validation_nccl_busbw_gbps"], pool["node_validation_p2p_bw_gbps"]) == (44.8, 44.8)  # PCIe gen5 x16 x 0.7

@@ -88,12 +88,17 @@ class AnsibleSite:
     host_vars: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def ipoib_addresses(cidr: ipaddress.IPv4Network | ipaddress.IPv6Network, rails: int, hosts: list[str]) -> dict[str, list[str]]:
-    """Split the fabric's IPoIB range into one subnet per rail; host i gets address i+1 of each rail."""
+def rail_subnets(cidr: ipaddress.IPv4Network | ipaddress.IPv6Network, rails: int) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """The fabric's IPoIB range split into one subnet per rail, in rail order."""
     extra_bits = max(rails - 1, 0).bit_length()
     if cidr.prefixlen + extra_bits > cidr.max_prefixlen:
         raise EmitError(f"IPoIB range {cidr} cannot be split into {rails} rails")
-    subnets = [ipaddress.ip_network(str(net)) for net in cidr.subnets(prefixlen_diff=extra_bits)][:rails]
+    return [ipaddress.ip_network(str(net)) for net in cidr.subnets(prefixlen_diff=extra_bits)][:rails]
+
+
+def ipoib_addresses(cidr: ipaddress.IPv4Network | ipaddress.IPv6Network, rails: int, hosts: list[str]) -> dict[str, list[str]]:
+    """Split the fabric's IPoIB range into one subnet per rail; host i gets address i+1 of each rail."""
+    subnets = rail_subnets(cidr, rails)
     usable = subnets[0].num_addresses - 2
     if len(hosts) > usable:
         raise EmitError(f"IPoIB range {cidr} gives {usable} addresses per rail, the fabric has {len(hosts)} hosts")
@@ -121,7 +126,18 @@ def _lnet(mounts: list[dict[str, Any]], fabric: Fabric | None) -> str:
     networks = sorted({nid.rsplit("@", 1)[1] for nid in nids if "@" in nid})
     if not networks or fabric is None or fabric.onprem is None or fabric.onprem.technology != "infiniband":
         return ""
-    rails = ",".join(f"ibrail{i}" for i in range(fabric.rails))
+    # the rails are one subnet each (ipoib_addresses): LNet runs only over the rails whose subnet holds a server NID (an
+    # NI on a rail that cannot reach the servers only makes LNet time out on it); servers behind an LNet router: rail 0
+    reaching: set[int] = set()
+    if fabric.onprem.ipoib_cidr is not None:
+        subnets = rail_subnets(fabric.onprem.ipoib_cidr, fabric.rails)
+        for nid in nids:
+            try:
+                address = ipaddress.ip_address(nid.rsplit("@", 1)[0])
+            except ValueError:
+                continue
+            reaching |= {i for i, subnet in enumerate(subnets) if address in subnet}
+    rails = ",".join(f"ibrail{i}" for i in sorted(reaching or {0}))
     return ",".join(f"{net}({rails})" if net.startswith("o2ib") else net for net in networks)
 
 
@@ -140,8 +156,11 @@ def acceptance_floors(pool: ResolvedPool, acceptance: Acceptance) -> dict[str, f
     floors = {"nccl": 0.0, "nccl_internode": 0.0, "p2p": 0.0, "ib_write_bw": 0.0}
     if gpu is not None and pool.gpus_per_node > 1:
         link = gpu.interconnect.nvlinkBandwidthGBps
-        # NVLink figures are bidirectional; a PCIe-only GPU talks to its peers over its x16 host link
-        per_direction = link / 2 if link else PCIE_X16_GBPS.get(gpu.interconnect.pcieGeneration, 0.0)
+        # NVLink figures are bidirectional. Only an NVSwitch joins every GPU over NVLink: bridged PCIe cards (H100 NVL)
+        # reach all but their bridge partner over the x16 host link, which bounds an all-GPU all-reduce and the slowest
+        # GPU pair, as it does for PCIe-only GPUs
+        nvlink_all = bool(link) and gpu.interconnect.nvswitch
+        per_direction = link / 2 if nvlink_all and link else PCIE_X16_GBPS.get(gpu.interconnect.pcieGeneration, 0.0)
         floors["nccl"] = round(per_direction * acceptance.nccl_efficiency, 1)
         floors["p2p"] = round(per_direction * acceptance.nccl_efficiency, 1)
     fabric = pool.rdma.fabric if pool.rdma is not None else None
