@@ -565,3 +565,27 @@ def test_burn_in_floors_of_nvlink_bridged_pcie_gpus_are_reachable() -> None:
     rp = validated(load_text(text.replace(declared, declared.replace("H100-SXM5-80GB", "H100-NVL-94GB")), "platform.yaml"), "prod")
     pool = yaml.safe_load(render_tree(rp, subtrees=["ansible"])["ansible/group_vars/pool_onprem_h100.yml"])
     assert (pool["node_validation_nccl_busbw_gbps"], pool["node_validation_p2p_bw_gbps"]) == (44.8, 44.8)  # PCIe gen5 x16 x 0.7
+
+
+def test_an_unprivileged_pod_cannot_claim_every_gpu_through_the_environment(prod: ResolvedPlatform) -> None:
+    """Issue 20, 10: nvidia is containerd's default runtime on GPU nodes, and by default the toolkit honours
+    NVIDIA_VISIBLE_DEVICES=all from any pod. The host toolkit ignores the variable for unprivileged containers and
+    takes the device plugin's volume mounts instead; the device plugin hands GPUs over that way."""
+    import re
+
+    from alicerce.emit.kube.operators import operator_releases
+
+    facts = json.loads((DATA / "upstream" / "nvidia-container-toolkit" / "v1.18.2" / "config-defaults.json").read_text())
+    defaults = ["#" + f"{k['key']} = {json.dumps(k['value'])}" for k in facts["top_level_keys"]]
+    task = next(t for t in _tasks("nvidia_container_toolkit") if t["name"] == "Take the GPUs a container gets only from the device plugin")
+    wanted = _render("nvidia_container_toolkit", "{{ _nvidia_container_toolkit_device_selection }}")
+    assert wanted == {
+        "accept-nvidia-visible-devices-envvar-when-unprivileged": "false",
+        "accept-nvidia-visible-devices-as-volume-mounts": "true",
+    }
+    for key in wanted:  # each setting replaces the packaged, commented default line in place
+        regexp = _render("nvidia_container_toolkit", task["ansible.builtin.lineinfile"]["regexp"], item={"key": key})
+        assert [line for line in defaults if re.search(regexp, line)] == [next(d for d in defaults if key in d)]
+    values = next(r for r in operator_releases(prod, "dc1") if r.key == "gpu-operator").values
+    assert {"name": "DEVICE_LIST_STRATEGY", "value": "volume-mounts"} in values["devicePlugin"]["env"]
+    assert "env" not in next(r for r in operator_releases(prod, "aws") if r.key == "gpu-operator").values["devicePlugin"]

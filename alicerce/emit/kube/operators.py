@@ -166,6 +166,10 @@ def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
             }
         },
     }
+    if site.capabilities.nodes_by_ansible:
+        # the host toolkit ignores NVIDIA_VISIBLE_DEVICES from unprivileged pods (nvidia_container_toolkit role): the
+        # device plugin hands the allocated GPUs over as volume mounts (k8s-device-plugin v0.20.0 DEVICE_LIST_STRATEGY)
+        values["devicePlugin"] = {"env": [{"name": "DEVICE_LIST_STRATEGY", "value": "volume-mounts"}]}
     mig = {f"alicerce-{p.name}": p.spec.sharing for p in pools if isinstance(p.spec.sharing, MigSharing)}
     if mig:
         configs: dict[str, Any] = {"all-disabled": [{"devices": "all", "mig-enabled": False}]}
@@ -186,7 +190,12 @@ def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
         for name, ts in slicing.items():
             resources = [{"name": GPU, "replicas": ts.replicas}]
             data[name] = _dump({"version": "v1", "sharing": {"timeSlicing": {"resources": resources}}})
-        values["devicePlugin"] = {"config": {"create": True, "name": DEVICE_PLUGIN_CONFIGMAP, "default": "default", "data": data}}
+        values.setdefault("devicePlugin", {})["config"] = {
+            "create": True,
+            "name": DEVICE_PLUGIN_CONFIGMAP,
+            "default": "default",
+            "data": data,
+        }
     return deep_merge(values, op.values)
 
 
