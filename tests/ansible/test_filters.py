@@ -264,12 +264,32 @@ def test_scratch_never_takes_a_disk_with_a_signature() -> None:
     signed = {"results": [{"item": {"name": "nvme3n1"}, "stdout": (TOOLS / "wipefs-ext4.json").read_text()}]}
     facts = F.with_signatures({"nvme_disks": [disk("nvme2n1"), disk("nvme3n1")], "md_arrays": []}, signed["results"])
     found = F.scratch_plan(facts, "scratch", [], 1)
-    assert (found["action"], found["devices"]) == ("create", ["/dev/nvme2n1"])  # discovery leaves it out
+    assert (found["action"], found["devices"]) == ("single", ["/dev/nvme2n1"])  # discovery leaves it out
     named = F.scratch_plan(facts, "scratch", ["nvme2n1", "nvme3n1"], 1)
     assert named["action"] == "fail" and "nvme3n1 (ext4)" in named["reason"]  # named in the spec: stop
     by_id = {"nvme_disks": [disk("nvme2n1", by_id=["nvme-SAMSUNG_MZ1L23T8HBLA-00A07_S6EWNA0T100001"])], "md_arrays": []}
     plan = F.scratch_plan(by_id, "scratch", ["/dev/disk/by-id/nvme-SAMSUNG_MZ1L23T8HBLA-00A07_S6EWNA0T100001"], 1)
-    assert (plan["action"], plan["devices"]) == ("create", ["/dev/nvme2n1"])
+    assert (plan["action"], plan["devices"]) == ("single", ["/dev/nvme2n1"])
+
+
+def test_one_scratch_disk_is_used_without_an_array_and_kept_on_the_next_run() -> None:
+    """Issue 20, 10: mdadm refuses --level=0 --raid-devices=1 without --force ("1 is an unusual number of drives for
+    an array"), and a one-disk RAID0 adds nothing: the disk carries the file system itself, named by id in fstab."""
+    one = {"nvme_disks": [disk("nvme2n1", by_id=["nvme-SAMSUNG_X_S1"])], "md_arrays": []}
+    plan = F.scratch_plan(one, "scratch", [], 1, "/scratch")
+    assert (plan["action"], plan["device"]) == ("single", "/dev/disk/by-id/nvme-SAMSUNG_X_S1")
+    mounted = {**one, "nvme_disks": [{**one["nvme_disks"][0], "mounted": True, "signatures": ["xfs"]}]}
+    mounted["mounts"] = [{"path": "/scratch", "source": "/dev/nvme2n1", "fstype": "xfs"}]
+    again = F.scratch_plan(mounted, "scratch", [], 1, "/scratch")
+    assert (again["action"], again["device"]) == ("keep", "/dev/nvme2n1")  # never re-made, never a failure
+    two = {"nvme_disks": [disk("nvme2n1"), disk("nvme3n1")], "md_arrays": []}
+    assert F.scratch_plan(two, "scratch", [], 1, "/scratch")["action"] == "create"
+    report = A.acceptance_report(
+        _observed(facts={"mounts": [{"path": "/scratch", "source": "/dev/nvme2n1", "fstype": "xfs", "size_bytes": 10}]}),
+        _expected(scratch_path="/scratch"),
+    )
+    (check,) = [c for c in report if c["check"] == "scratch on local nvme"]
+    assert check["ok"] and check["actual"] == "/dev/nvme2n1"
 
 
 def test_kubelet_state_is_reset_only_when_its_policy_changes() -> None:

@@ -357,7 +357,9 @@ def acceptance_report(observed: dict[str, Any], expected: dict[str, Any]) -> lis
         if mount is None:
             _check(checks, "scratch mounted", scratch, "not mounted", False)
         else:
-            _check(checks, "scratch on md raid", "/dev/md/*", mount.get("source"), str(mount.get("source", "")).startswith("/dev/md"))
+            source = str(mount.get("source", ""))
+            local = source.startswith(("/dev/md", "/dev/nvme"))  # an md RAID0, or the one NVMe disk used directly
+            _check(checks, "scratch on local nvme", "/dev/md/* or /dev/nvme*", source, local)
             size, want_size = int(mount.get("size_bytes", 0)), int(expected.get("scratch_min_bytes", 1))
             _check(checks, "scratch size", f">= {want_size}", size, size >= want_size)
     for path in expected.get("mounts", []):

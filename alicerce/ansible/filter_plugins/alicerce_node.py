@@ -45,7 +45,7 @@ def kernel_at_least(release: str, minimum: str) -> bool:
     return numbers(release) >= numbers(minimum)
 
 
-def scratch_plan(facts: dict[str, Any], array_name: str, wanted: list[str], min_devices: int) -> dict[str, Any]:
+def scratch_plan(facts: dict[str, Any], array_name: str, wanted: list[str], min_devices: int, mount_path: str = "") -> dict[str, Any]:
     """What to do about the scratch array: keep, assemble, create, or fail (with the reason).
 
     An array that exists (active under the wanted name, or built from any of the wanted disks) is
@@ -56,6 +56,11 @@ def scratch_plan(facts: dict[str, Any], array_name: str, wanted: list[str], min_
     """
     arrays: list[dict[str, Any]] = facts.get("md_arrays", [])
     disks: list[dict[str, Any]] = facts.get("nvme_disks", [])
+    # one disk is used directly (mdadm refuses a one-device RAID0 without --force, and it would add nothing): once
+    # it carries the scratch mount it is kept
+    mounted = next((m for m in facts.get("mounts", []) if mount_path and m.get("path") == mount_path), None)
+    if mounted and str(mounted.get("source", "")).removeprefix("/dev/") in {d["name"] for d in disks}:
+        return {"action": "keep", "device": mounted["source"], "devices": [mounted["source"]], "reason": "disk mounted"}
     for array in arrays:
         if array.get("name") == array_name:
             return {"action": "keep", "device": f"/dev/md/{array_name}", "devices": array.get("members", []), "reason": "array exists"}
@@ -92,6 +97,16 @@ def scratch_plan(facts: dict[str, Any], array_name: str, wanted: list[str], min_
     if len(chosen) < max(min_devices, 1):
         return {"action": "fail", "devices": [], "reason": f"{len(chosen)} blank NVMe disks, need at least {max(min_devices, 1)}"}
     names = sorted(d["name"] for d in chosen)
+    if len(names) == 1:
+        # fstab names it by id: kernel names of NVMe disks may change between boots
+        ids = sorted(chosen[0].get("by_id", []))
+        device = f"/dev/disk/by-id/{ids[0]}" if ids else f"/dev/{names[0]}"
+        return {
+            "action": "single",
+            "device": device,
+            "devices": [f"/dev/{names[0]}"],
+            "reason": "one blank NVMe disk, used without an array",
+        }
     return {
         "action": "create",
         "device": f"/dev/md/{array_name}",
