@@ -589,3 +589,15 @@ def test_an_unprivileged_pod_cannot_claim_every_gpu_through_the_environment(prod
     values = next(r for r in operator_releases(prod, "dc1") if r.key == "gpu-operator").values
     assert {"name": "DEVICE_LIST_STRATEGY", "value": "volume-mounts"} in values["devicePlugin"]["env"]
     assert "env" not in next(r for r in operator_releases(prod, "aws") if r.key == "gpu-operator").values["devicePlugin"]
+
+
+def test_the_beegfs_helper_daemon_gets_the_authentication_file() -> None:
+    """Issue 20, 10: beegfs-helperd needs connAuthFile as the client does, and restarts before the client."""
+    tasks = {t["name"]: t for t in _tasks("parallel_fs_client")}
+    helper = tasks["Give the BeeGFS helper daemon the authentication file"]
+    edit = helper["ansible.builtin.lineinfile"]
+    assert edit["path"] == "/etc/beegfs/beegfs-helperd.conf"
+    line = _render("parallel_fs_client", edit["line"], _parallel_fs_client_beegfs=[{"name": "home"}])
+    assert line == "connAuthFile = /etc/beegfs/home.auth"
+    handlers = [h["name"] for h in yaml.safe_load((ROLES / "parallel_fs_client" / "handlers" / "main.yml").read_text())]
+    assert handlers.index("Restart the BeeGFS helper daemon") < handlers.index("Restart the BeeGFS client")
