@@ -601,3 +601,21 @@ def test_the_beegfs_helper_daemon_gets_the_authentication_file() -> None:
     assert line == "connAuthFile = /etc/beegfs/home.auth"
     handlers = [h["name"] for h in yaml.safe_load((ROLES / "parallel_fs_client" / "handlers" / "main.yml").read_text())]
     assert handlers.index("Restart the BeeGFS helper daemon") < handlers.index("Restart the BeeGFS client")
+
+
+@pytest.mark.parametrize("unsigned", [[], ["lustre (lustre-client-modules-dkms)"]])
+def test_secure_boot_stops_the_run_for_every_unsigned_module_not_only_the_driver(
+    tmp_path: Path, unsigned: list[str], prod: ResolvedPlatform
+) -> None:
+    """Issue 20, 10: Lustre's and DOCA-OFED's DKMS modules (and BeeGFS's, built at start) are unsigned too: the
+    preflight play (any_errors_fatal) stops before anything changes (real Ansible run)."""
+    sysfs = _secure_boot_sysfs(tmp_path / "node", enabled=True)
+    (sysfs / "bus" / "pci" / "devices").mkdir(parents=True)
+    variables = {"preflight_target": "host", "preflight_sysfs_root": str(sysfs), "preflight_unsigned_modules": unsigned}
+    tasks = [{"name": "Hardware", "ansible.builtin.include_role": {"name": "preflight", "tasks_from": "hardware.yml"}}]
+    result = _play(tmp_path, tasks, variables, check=False)
+    assert (result.returncode == 0) is (not unsigned), result.stdout[-3000:]
+    if unsigned:
+        assert "would build unsigned modules the kernel refuses: lustre (lustre-client-modules-dkms)" in result.stdout
+    pool = yaml.safe_load(render_tree(prod, subtrees=["ansible"])["ansible/group_vars/pool_onprem_h100.yml"])
+    assert pool["preflight_unsigned_modules"] == ["lustre (lustre-client-modules-dkms)"]

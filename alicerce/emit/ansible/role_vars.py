@@ -75,6 +75,11 @@ class PreflightVars(RoleVars):
     preflight_hca_count: int = Field(
         default=0, description="RDMA rails the spec declares: at least this many Mellanox/NVIDIA RDMA functions (more are allowed)."
     )
+    preflight_unsigned_modules: list[str] = Field(
+        default=[],
+        description="Out-of-tree kernel modules the pool builds unsigned (DKMS: Lustre, DOCA-OFED; BeeGFS at start): with "
+        "Secure Boot on the kernel refuses them, so the run stops before anything changes.",
+    )
     preflight_sysfs_root: str = Field(default="/sys", description="Where sysfs is read from (tests point it at a fixture).")
 
 

@@ -150,6 +150,15 @@ def _lnet_routes(site: ResolvedSite) -> list[str]:
     return sorted(set(routes))
 
 
+def _unsigned_modules(mounts: list[dict[str, Any]], stack: str) -> list[str]:
+    """The out-of-tree modules a node of the pool builds without a signature (the NVIDIA driver checks its own)."""
+    kinds = {m["type"] for m in mounts}
+    unsigned = ["lustre (lustre-client-modules-dkms)"] if "lustre" in kinds else []
+    unsigned += ["beegfs (beegfs-client builds it at start)"] if "beegfs" in kinds else []
+    unsigned += ["DOCA-OFED (its DKMS kernel modules)"] if stack == "doca-ofed" else []
+    return unsigned
+
+
 def acceptance_floors(pool: ResolvedPool, acceptance: Acceptance) -> dict[str, float]:
     """Burn-in floors from the GPU's links and the fabric's rails: NCCL and GPU-to-GPU in GB/s, ib_write_bw in Gbit/s."""
     gpu = pool.gpu
@@ -195,7 +204,7 @@ def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPoo
     floors = acceptance_floors(pool, acceptance)
     taints = [f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in pool.spec.taints]
     return (
-        PreflightVars(preflight_gpu_count=gpus, preflight_hca_count=rails),
+        PreflightVars(preflight_gpu_count=gpus, preflight_hca_count=rails, preflight_unsigned_modules=_unsigned_modules(mounts, stack)),
         RdmaVars(
             rdma_enabled=onprem_fabric is not None,
             rdma_stack=stack,
