@@ -206,6 +206,21 @@ def converged_copy(converged: Converged, tmp_path: Path) -> Iterator[Path]:
     shutil.rmtree(target, ignore_errors=True)
 
 
+def test_a_changed_driver_version_upgrades_the_installed_driver(
+    generated: Path, converged_copy: Path, aptrepo: dict[str, str], tmp_path: Path
+) -> None:
+    """Issue 20, 5 (day 2): the spec moves the driver to a newer build of the branch; the next run installs it (a bare
+    package name with state present never moved an installed package), moves the pin and keeps the hold."""
+    newer = tmp_path / "newer.yml"
+    newer.write_text(yaml.safe_dump({"nvidia_driver_version": "580.999.01"}))
+    result = _run(generated, tmp_path, converged_copy, repos=aptrepo, tags="nvidia_driver", extra_vars_files=[newer])
+    assert result.ok, [str(f) for f in result.failures]
+    installed = _installed((converged_copy / "var/lib/dpkg/status").read_text())
+    assert installed["nvidia-open"] == ("580.999.01-1", "hold ok installed")
+    assert installed["nvidia-persistenced"][0] == "580.999.01-1"
+    assert "Pin: version 580.999.01-*" in (converged_copy / "etc/apt/preferences.d/alicerce-nvidia-driver.pref").read_text()
+
+
 def test_hardware_path_in_check_mode_on_a_healthy_fake_node(
     generated: Path, converged_copy: Path, aptrepo: dict[str, str], tmp_path: Path
 ) -> None:
