@@ -619,3 +619,27 @@ def test_secure_boot_stops_the_run_for_every_unsigned_module_not_only_the_driver
         assert "would build unsigned modules the kernel refuses: lustre (lustre-client-modules-dkms)" in result.stdout
     pool = yaml.safe_load(render_tree(prod, subtrees=["ansible"])["ansible/group_vars/pool_onprem_h100.yml"])
     assert pool["preflight_unsigned_modules"] == ["lustre (lustre-client-modules-dkms)"]
+
+
+def test_rail_addresses_stay_with_their_host_when_another_node_leaves() -> None:
+    """Issue 20, 10: addresses were positional: removing gpu-017 from the range moved gpu-018..032 to other addresses
+    under their mounted Lustre. Each host keeps the address of its own number."""
+    from alicerce.rules.validate import validated
+    from alicerce.spec.loader import load_text
+
+    text = (ROOT / "platform.yaml").read_text()
+    declared = '{hosts: "gpu-[017:032].dc1.acme.example", rack: r02}'
+    assert declared in text
+
+    def addresses(spec: str) -> dict[str, Any]:
+        rp = validated(load_text(spec, "platform.yaml"), "prod")
+        inventory = yaml.safe_load(render_tree(rp, subtrees=["ansible"])["ansible/inventory.yml"])
+        racks = inventory["all"]["children"]["site_dc1"]["children"]["pool_onprem_h100"]["children"]
+        return {h: v["rdma_addresses"] for rack in racks.values() for h, v in rack["hosts"].items()}
+
+    before = addresses(text)
+    assert before["gpu-001.dc1.acme.example"][0] == "10.40.0.1/19" and before["gpu-018.dc1.acme.example"][0] == "10.40.0.18/19"
+    # gpu-017 leaves, gpu-033 replaces it
+    after = addresses(text.replace(declared, '{hosts: "gpu-[018:033].dc1.acme.example", rack: r02}'))
+    assert "gpu-017.dc1.acme.example" not in after and after["gpu-033.dc1.acme.example"][0] == "10.40.0.33/19"
+    assert all(after[h] == before[h] for h in after if h in before)

@@ -96,13 +96,29 @@ def rail_subnets(cidr: ipaddress.IPv4Network | ipaddress.IPv6Network, rails: int
     return [ipaddress.ip_network(str(net)) for net in cidr.subnets(prefixlen_diff=extra_bits)][:rails]
 
 
+def host_numbers(hosts: list[str]) -> dict[str, int]:
+    """A number per host that never changes when other hosts come or go: the last digits of its short name
+    (gpu-017 -> 17), where those are unique across the fabric; else its position (1-based), which shifts."""
+    numbers: dict[str, int] = {}
+    for host in hosts:
+        digits = re.findall(r"\d+", host.split(".", 1)[0])
+        if not digits:
+            break
+        numbers[host] = int(digits[-1])
+    if len(numbers) == len(hosts) and len(set(numbers.values())) == len(hosts) and 0 not in numbers.values():
+        return numbers
+    return {host: index + 1 for index, host in enumerate(hosts)}
+
+
 def ipoib_addresses(cidr: ipaddress.IPv4Network | ipaddress.IPv6Network, rails: int, hosts: list[str]) -> dict[str, list[str]]:
-    """Split the fabric's IPoIB range into one subnet per rail; host i gets address i+1 of each rail."""
+    """Split the fabric's IPoIB range into one subnet per rail; each host gets the address of its stable number on
+    each rail, so replacing or removing one node never renumbers the others under their mounted file systems."""
     subnets = rail_subnets(cidr, rails)
     usable = subnets[0].num_addresses - 2
-    if len(hosts) > usable:
-        raise EmitError(f"IPoIB range {cidr} gives {usable} addresses per rail, the fabric has {len(hosts)} hosts")
-    return {host: [f"{subnet.network_address + index + 1}/{subnet.prefixlen}" for subnet in subnets] for index, host in enumerate(hosts)}
+    numbers = host_numbers(hosts)
+    if max(numbers.values(), default=0) > usable:
+        raise EmitError(f"IPoIB range {cidr} gives {usable} addresses per rail; host number {max(numbers.values())} does not fit")
+    return {host: [f"{subnet.network_address + numbers[host]}/{subnet.prefixlen}" for subnet in subnets] for host in hosts}
 
 
 # mount options only /etc/fstab takes (the rest come from resolve, shared with the PersistentVolumes)
