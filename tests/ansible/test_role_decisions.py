@@ -643,3 +643,14 @@ def test_rail_addresses_stay_with_their_host_when_another_node_leaves() -> None:
     after = addresses(text.replace(declared, '{hosts: "gpu-[018:033].dc1.acme.example", rack: r02}'))
     assert "gpu-017.dc1.acme.example" not in after and after["gpu-033.dc1.acme.example"][0] == "10.40.0.33/19"
     assert all(after[h] == before[h] for h in after if h in before)
+
+
+def test_lustre_mounts_wait_for_the_rail_they_run_over(prod: ResolvedPlatform) -> None:
+    """Issue 20, 10: the rails were RequiredForOnline=no, so network-online.target (which _netdev mounts wait for)
+    came before their addresses and the Lustre mount raced them at boot."""
+    pool = yaml.safe_load(render_tree(prod, subtrees=["ansible"])["ansible/group_vars/pool_onprem_h100.yml"])
+    assert pool["rdma_online_rails"] == ["ibrail0"]
+    rail = {"name": "ibrail0", "address": "10.40.0.1/19"}
+    assert "RequiredForOnline=yes" in _template("rdma", "rail.network.j2", item=rail, rdma_online_rails=["ibrail0"])
+    assert "RequiredForOnline=no" in _template("rdma", "rail.network.j2", item={**rail, "name": "ibrail3"}, rdma_online_rails=["ibrail0"])
+    assert "_netdev" in next(m for m in pool["parallel_fs_client_mounts"] if m["type"] == "lustre")["options"]

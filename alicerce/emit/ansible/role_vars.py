@@ -191,6 +191,11 @@ class RdmaVars(RoleVars):
     )
     rdma_roce_pfc_priority: int = Field(default=3, description="RoCE: the lossless (PFC) priority.")
     rdma_roce_traffic_class: int = Field(default=106, description="RoCE: traffic class of RDMA traffic (DSCP 26, ECN capable).")
+    rdma_online_rails: list[str] = Field(
+        default=[],
+        description="Rails the boot waits for (RequiredForOnline): those LNet runs over, so a file system mounted with "
+        "_netdev (after network-online.target) never races their addresses.",
+    )
     rdma_addresses: list[str] = per_host([], "Rail address with prefix per rail, in rail order (IPoIB or RoCE, from the fabric plan).")
     rdma_sysfs_root: str = Field(default="/sys", description="Where sysfs is read from (tests point it at a fixture).")
 

@@ -157,6 +157,11 @@ def _lnet(mounts: list[dict[str, Any]], fabric: Fabric | None) -> str:
     return ",".join(f"{net}({rails})" if net.startswith("o2ib") else net for net in networks)
 
 
+def lnet_rails(networks: str) -> list[str]:
+    """The rail names in an LNet networks string: o2ib(ibrail0,ibrail1) -> [ibrail0, ibrail1]."""
+    return sorted({rail for group in re.findall(r"\(([^)]*)\)", networks) for rail in group.split(",") if rail})
+
+
 def _lnet_routes(site: ResolvedSite) -> list[str]:
     routes: list[str] = []
     for tier in site.storage:
@@ -232,6 +237,7 @@ def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPoo
             rdma_gpudirect=gpudirect,
             rdma_roce_pfc_priority=onprem_fabric.roce_pfc_priority if onprem_fabric else 3,
             rdma_roce_traffic_class=onprem_fabric.roce_traffic_class if onprem_fabric else 106,
+            rdma_online_rails=lnet_rails(_lnet(mounts, fabric)),
         ),
         NvidiaDriverVars(
             nvidia_driver_enabled=host_driver,
