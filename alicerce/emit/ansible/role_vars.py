@@ -77,8 +77,7 @@ class PreflightVars(RoleVars):
     )
     preflight_unsigned_modules: list[str] = Field(
         default=[],
-        description="Out-of-tree kernel modules the pool builds unsigned (DKMS: Lustre, DOCA-OFED; BeeGFS at start): with "
-        "Secure Boot on the kernel refuses them, so the run stops before anything changes.",
+        description="Unsigned out-of-tree modules the pool builds (Lustre, DOCA-OFED, BeeGFS): Secure Boot stops the run.",
     )
     preflight_sysfs_root: str = Field(default="/sys", description="Where sysfs is read from (tests point it at a fixture).")
 
@@ -193,8 +192,7 @@ class RdmaVars(RoleVars):
     rdma_roce_traffic_class: int = Field(default=106, description="RoCE: traffic class of RDMA traffic (DSCP 26, ECN capable).")
     rdma_online_rails: list[str] = Field(
         default=[],
-        description="Rails the boot waits for (RequiredForOnline): those LNet runs over, so a file system mounted with "
-        "_netdev (after network-online.target) never races their addresses.",
+        description="Rails network-online.target waits for (those LNet runs over): _netdev mounts never race them.",
     )
     rdma_addresses: list[str] = per_host([], "Rail address with prefix per rail, in rail order (IPoIB or RoCE, from the fabric plan).")
     rdma_sysfs_root: str = Field(default="/sys", description="Where sysfs is read from (tests point it at a fixture).")
