@@ -64,6 +64,13 @@ class Interconnect(CatalogModel):
     nvswitch: bool = Field(description="Whether 8-GPU servers of this GPU use NVSwitch (needs Fabric Manager).")
     pcieGeneration: int = Field(description="PCIe generation of the host link.")
 
+    @property
+    def nvswitch_generation(self) -> int | None:
+        """NVSwitch generation of the 8-GPU baseboard: one behind the NVLink generation (A100 NVLink 3 with
+        second-generation NVSwitches, H100 4 with third, B200 5 with fourth; Fabric Manager user guide,
+        "NVSwitch-Based Systems"); None without NVSwitch."""
+        return self.nvlinkGeneration - 1 if self.nvswitch and self.nvlinkGeneration else None
+
 
 class Gpu(CatalogModel):
     """An accelerator model with the figures sizing and validation rely on."""

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Literal
 
 from alicerce.catalog.models import Gpu
-from alicerce.resolve.model import GpuUnits, KernelModules
-from alicerce.spec.models import MigSharing, NodePool, TimeSlicing
+from alicerce.resolve.model import GpuDirect, GpuUnits, KernelModules
+from alicerce.spec.models import Fabric, MigSharing, NodePool, TimeSlicing
 
 GPU_RESOURCE = "nvidia.com/gpu"
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
@@ -46,3 +46,19 @@ def kernel_modules(gpu: Gpu | None, choice: Literal["auto", "open", "proprietary
     if choice != "auto":
         return choice
     return "proprietary" if gpu.architecture == "volta" else "open"
+
+
+def gpudirect_path(gpu: Gpu | None, modules: KernelModules | None, fabric: Fabric | None) -> GpuDirect:
+    """The GPUDirect RDMA path of an on-prem GPU pool, one for both driver owners (host role, GPU Operator).
+
+    NVIDIA recommends DMA-BUF: it needs the open kernel modules and Linux 5.12 (every supported OS
+    has a newer kernel) and no extra module. The legacy nvidia-peermem module works only against
+    MLNX/DOCA-OFED's peer-memory symbols (built against inbox rdma-core it is a stub whose init fails),
+    so proprietary modules get GPUDirect only with DOCA-OFED (cloud-native-docs gpu-operator-rdma.rst,
+    "Common Prerequisites"; open-gpu-kernel-modules nvidia-peermem.Kbuild).
+    """
+    if gpu is None or fabric is None or fabric.onprem is None or not fabric.gpu_direct_rdma:
+        return "none"
+    if modules == "open":
+        return "dmabuf"
+    return "peermem" if fabric.onprem.stack == "doca-ofed" else "none"

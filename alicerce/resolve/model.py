@@ -23,6 +23,9 @@ from alicerce.targets.base import Capabilities, PlatformEndpoint, RdmaTechnology
 from alicerce.targets.resolver import NodeSoftwareOwners
 
 KernelModules = Literal["open", "proprietary"]
+# How GPUs and RDMA adapters share memory: DMA-BUF (open modules, kernel >= 5.12), the legacy nvidia-peermem
+# module (only against MLNX/DOCA-OFED), or no GPUDirect RDMA at all
+GpuDirect = Literal["none", "dmabuf", "peermem"]
 
 
 class Resolved(BaseModel):
@@ -65,6 +68,7 @@ class RdmaAttachment(Resolved):
     technology: RdmaTechnology
     interfaces: int  # EFA interfaces (AWS) or RDMA adapters, one per rail (on-prem)
     resource: str  # the extended resource a pod requests: vpc.amazonaws.com/efa, rdma/ib, rdma/roce
+    gpudirect: GpuDirect = "none"  # on-prem GPU pools: the GPUDirect RDMA path (resolve.gpu.gpudirect_path)
 
 
 class ResolvedPool(Resolved):

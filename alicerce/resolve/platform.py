@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from alicerce.catalog import Catalog, load_catalog
 from alicerce.catalog.fsx import GIB, choose_fsx
-from alicerce.resolve.gpu import gpu_units, kernel_modules
+from alicerce.resolve.gpu import gpu_units, gpudirect_path, kernel_modules
 from alicerce.resolve.model import (
     Mount,
     RdmaAttachment,
@@ -47,10 +47,17 @@ def _pool(spec: PlatformSpec, index: int, pool: NodePool, site: Site, *, catalog
     fabric = next((f for f in spec.networks.fabrics if f.name == pool.fabric), None) if pool.fabric else None
     placement = RESOLVERS[site.provider].pool(pool, site, fabric, catalog)
     gpu = catalog.gpu(pool.accelerator.model) if pool.accelerator else None
+    modules = kernel_modules(gpu, spec.operators.gpu_operator.kernel_module_type)
     rdma = None
     if fabric is not None and placement.rdma_technology is not None:
         tech = placement.rdma_technology
-        rdma = RdmaAttachment(fabric=fabric, technology=tech, interfaces=placement.rdma_interfaces, resource=RDMA_RESOURCES[tech])
+        rdma = RdmaAttachment(
+            fabric=fabric,
+            technology=tech,
+            interfaces=placement.rdma_interfaces,
+            resource=RDMA_RESOURCES[tech],
+            gpudirect=gpudirect_path(gpu, modules, fabric),
+        )
     labels = {**tags, **pool.labels, "alicerce.dev/pool": pool.name, "alicerce.dev/purpose": pool.purpose}
     if gpu is not None:
         labels["alicerce.dev/accelerator"] = gpu.id
@@ -62,7 +69,7 @@ def _pool(spec: PlatformSpec, index: int, pool: NodePool, site: Site, *, catalog
         instance=placement.instance,
         gpus_per_node=pool.accelerator.count if pool.accelerator else 0,
         gpu_units=gpu_units(pool, spec.operators.gpu_operator.mig_strategy),
-        kernel_modules=kernel_modules(gpu, spec.operators.gpu_operator.kernel_module_type),
+        kernel_modules=modules,
         rdma=rdma,
         placement_group=placement.placement_group,
         zone=placement.zone,

@@ -62,6 +62,18 @@ TRUNK_LINK_FAILURE_MODE=0
 NVSWITCH_FAILURE_MODE=0
 ABORT_CUDA_JOBS_ON_FM_EXIT=1
 """
+# the head of the config.toml the toolkit writes (v1.18.2 internal/config/toml_test.go; tests/data/upstream/nvidia-container-toolkit)
+TOOLKIT_CONFIG = """#accept-nvidia-visible-devices-as-volume-mounts = false
+#accept-nvidia-visible-devices-envvar-when-unprivileged = true
+disable-require = false
+
+[nvidia-container-cli]
+#debug = "/var/log/nvidia-container-toolkit.log"
+environment = []
+load-kmods = true
+#root = "/run/nvidia/driver"
+#user = "root:video"
+"""
 UNIT = "[Unit]\nDescription={what}\n\n[Service]\nType=oneshot\nExecStart=/bin/true\n\n[Install]\nWantedBy=multi-user.target\n"
 PATH_UNIT = "[Unit]\nDescription={what}\n\n[Path]\nPathChanged=/lib/modules/%v/modules.dep\n\n[Install]\nWantedBy=multi-user.target\n"
 STUB = "#!/bin/sh\necho '{text}'\n"
@@ -99,6 +111,7 @@ def repositories() -> dict[str, list[Package]]:
             TOOLKIT,
             {
                 "/usr/bin/nvidia-ctk": STUB.format(text=f"NVIDIA Container Toolkit CLI version {TOOLKIT}"),
+                "/etc/nvidia-container-runtime/config.toml": TOOLKIT_CONFIG,
                 "/lib/systemd/system/nvidia-cdi-refresh.service": UNIT.format(what="Refresh NVIDIA CDI specification file"),
                 "/lib/systemd/system/nvidia-cdi-refresh.path": PATH_UNIT.format(
                     what="Trigger CDI refresh on NVIDIA driver install / uninstall events"

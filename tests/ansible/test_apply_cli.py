@@ -393,10 +393,16 @@ def test_host_acceptance_leaves_the_device_plugin_s_resources_to_cluster_accepta
     assert call["playbook"] == "accept.yml"
     ansible = Path(call["project_dir"])
     post = yaml.safe_load((ansible / "post-cluster.yml").read_text())
-    assert all(play["vars"]["node_validation_allocatable"] == {} for play in post)
+    for play in post:  # host acceptance checks no allocatable, and keeps a GPU node's acceptance taint
+        (validation,) = [t for t in play["tasks"] if t["ansible.builtin.import_role"]["name"] == "node_validation"]
+        assert validation["vars"] == {"node_validation_allocatable": {}}
+        release = play["tasks"][-1]
+        assert release["ansible.builtin.import_role"]["tasks_from"] == "release.yml"
+        assert release["vars"] == {"_kubernetes_node_release_pending": "{{ node_validation_allocatable | length == 0 }}"}
     accept = yaml.safe_load((ansible / "accept.yml").read_text())
-    (task,) = accept[0]["tasks"]
-    assert "node_validation_allocatable" in task["until"] and task["when"] == "node_validation_allocatable | length > 0"
+    wait, release = accept[0]["tasks"]
+    assert "node_validation_allocatable" in wait["until"] and wait["when"] == "node_validation_allocatable | length > 0"
+    assert release["ansible.builtin.import_role"] == {"name": "kubernetes_node", "tasks_from": "release.yml"}  # then released
     group_vars = yaml.safe_load((ansible / "group_vars" / "pool_onprem_h100.yml").read_text())
     assert group_vars["node_validation_allocatable"]["nvidia.com/gpu"] == "8"  # the promise accept.yml checks
 
@@ -449,41 +455,48 @@ def test_an_apply_with_cloud_keys_in_the_environment_writes_none_of_them(tmp_pat
 
 FAKE_KUBECTL = """#!/bin/sh
 # kubectl get node HOST -o json, as the API server answers before and after the device plugin runs
+# (the node still holds the acceptance taint it joined with); any other verb is logged
+if [ "$1" != get ]; then echo "$@" >> "{changes}"; exit 0; fi
 count=$(cat "{state}" 2>/dev/null || echo 0); echo $((count + 1)) > "{state}"
 if [ "$count" -ge "{after}" ]; then gpus='"nvidia.com/gpu": "8", '; else gpus=''; fi
-printf '{{"status": {{"conditions": [{{"type": "Ready", "status": "True"}}], "allocatable": {{%s"cpu": "224"}}}}}}' "$gpus"
+printf '{{"spec": {{"taints": [{{"key": "alicerce.dev/acceptance", "value": "pending", "effect": "NoSchedule"}}]}}, '
+printf '"status": {{"conditions": [{{"type": "Ready", "status": "True"}}], "allocatable": {{%s"cpu": "224"}}}}}}' "$gpus"
 """
 
 
 @pytest.mark.parametrize(("after", "accepted"), [(2, True), (99, False)])
 def test_cluster_acceptance_waits_for_the_device_plugin_then_accepts(generated: Path, tmp_path: Path, after: int, accepted: bool) -> None:
-    """accept.yml through the real ansible-runner: a node accepted once its GPUs are allocatable, refused if they never are."""
+    """accept.yml through the real ansible-runner: a node accepted once its GPUs are allocatable, and only then
+    released (its acceptance taint removed); refused and still held if they never are."""
     from alicerce.run.ansible import run_playbook
 
     kubectl = tmp_path / "kubectl"
-    kubectl.write_text(FAKE_KUBECTL.format(state=tmp_path / "calls", after=after))
+    kubectl.write_text(FAKE_KUBECTL.format(state=tmp_path / "calls", changes=tmp_path / "changes", after=after))
     kubectl.chmod(0o755)
     local = {
         "ansible_connection": "local",
         "ansible_become": False,
         "ansible_python_interpreter": sys.executable,
-        "accept_kubectl": str(kubectl),
+        "kubernetes_node_kubectl": str(kubectl),
+        "kubernetes_node_target": "host",
         "accept_retries": 3,
         "accept_delay": 0,
         "node_validation_allocatable": {"nvidia.com/gpu": "8"},
     }
-    extra = tmp_path / "local.yml"
-    extra.write_text(yaml.safe_dump({"all": {"vars": local}}))
+    extra = tmp_path / "local.yml"  # host variables win over the pool's group_vars (kubectl); every host runs locally
+    extra.write_text(yaml.safe_dump({"all": {"vars": local, "hosts": {CHROOT_HOST: local}}}))
     result = run_playbook(generated, "accept.yml", tmp_path / "runner", limit=CHROOT_HOST, inventories=[extra])
     calls = int((tmp_path / "calls").read_text())
     if accepted:
         assert result.ok, [str(f) for f in result.failures]
-        assert calls == 3  # two answers without nvidia.com/gpu, then the one that has it
+        assert calls == 4  # two answers without nvidia.com/gpu, the one that has it, then release.yml's read
+        assert (tmp_path / "changes").read_text().splitlines() == [f"taint node {CHROOT_HOST} alicerce.dev/acceptance:NoSchedule-"]
     else:
         assert not result.ok and [(f.host, f.task) for f in result.failures] == [
             (CHROOT_HOST, "Wait until the node is Ready and offers what its pool promises")
         ]
         assert calls == 4  # the first try and three retries
+        assert not (tmp_path / "changes").exists()  # never released
 
 
 def test_a_stage_that_fails_before_any_host_prints_why(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

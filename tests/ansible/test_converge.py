@@ -124,6 +124,8 @@ def test_site_converges_into_a_debian_rootfs_and_a_second_run_changes_nothing(co
     assert not (node_root / "etc/cdi/nvidia.yaml").exists()  # nvidia-cdi-refresh writes /var/run/cdi on the host
     fstab = (node_root / "etc/fstab").read_text()
     assert "/dev/md/scratch /scratch xfs defaults,noatime,nofail" in fstab
+    toolkit = (node_root / "etc/nvidia-container-runtime/config.toml").read_text().splitlines()
+    assert "accept-nvidia-visible-devices-envvar-when-unprivileged = false" in toolkit  # only the device plugin's mounts
     assert "10.40.31.250@o2ib:/ai /lustre lustre" in fstab and "nfs.dc1.acme.example:/export/home /home/shared nfs4" in fstab
     assert "nouveau" in (node_root / "etc/modprobe.d/alicerce-blacklist-nouveau.conf").read_text()
     assert 'options lnet networks="o2ib(ibrail0' in (node_root / "etc/modprobe.d/alicerce-lnet.conf").read_text()
@@ -131,6 +133,44 @@ def test_site_converges_into_a_debian_rootfs_and_a_second_run_changes_nothing(co
     assert "ib_ipoib" in modules and "nvidia_peermem" not in modules  # DMA-BUF with the open modules and inbox rdma-core
     assert not (node_root / "etc/containerd").exists()  # containerd's config is kubespray's alone
     assert (first.artifacts / "stdout").is_file() and (first.artifacts / "status").read_text() == "successful"
+
+
+def test_site_converges_with_an_operator_owned_driver(
+    rootfs: Path, aptrepo: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Issue 20 (done when): the node stage for the other driver owner. With gpuDriver operator the host installs
+    no driver, no Fabric Manager and loads no NVIDIA module; it owns the toolkit, pointed at the driver container's
+    root, with NVIDIA_VISIBLE_DEVICES ignored for unprivileged pods; a second run changes nothing."""
+    from alicerce.emit.tree import render_tree, write_tree
+    from alicerce.rules.validate import validated
+    from alicerce.spec.loader import load_text
+    from tests.conftest import ROOT
+
+    text = (ROOT / "platform.yaml").read_text().replace("nodeSoftware: {gpuDriver: host}", "nodeSoftware: {gpuDriver: operator}")
+    tmp_path = tmp_path_factory.mktemp("operator")
+    write_tree(tmp_path / "out", render_tree(validated(load_text(text, "platform.yaml"), "prod")))
+    generated = tmp_path / "out" / "ansible"
+    node_root = tmp_path / "rootfs"
+    subprocess.run(["cp", "-a", "--reflink=auto", str(rootfs), str(node_root)], check=True)
+    try:
+        first = _run(generated, tmp_path, node_root, repos=aptrepo)
+        assert first.ok, [str(f) for f in first.failures]
+        second = _run(generated, tmp_path, node_root, repos=aptrepo)
+        assert second.ok, [str(f) for f in second.failures]
+        assert (second.stats[CHROOT_HOST].changed, second.stats[CHROOT_HOST].failed) == (0, 0)
+        installed = _installed((node_root / "var/lib/dpkg/status").read_text())
+        assert not [p for p in installed if p.startswith(("nvidia-open", "nvidia-persistenced", "nvidia-fabricmanager", "libnvidia-nscq"))]
+        assert installed["nvidia-container-toolkit"] == ("1.18.2-1", "hold ok installed")
+        assert not (node_root / "etc/apt/sources.list.d/alicerce-nvidia-cuda.sources").exists()
+        assert not (node_root / "etc/modules-load.d/alicerce-nvidia.conf").exists()
+        config = (node_root / "etc/nvidia-container-runtime/config.toml").read_text().splitlines()
+        assert 'root = "/run/nvidia/driver"' in config
+        assert "accept-nvidia-visible-devices-envvar-when-unprivileged = false" in config
+        assert "accept-nvidia-visible-devices-as-volume-mounts = true" in config
+        modules = (node_root / "etc/modules-load.d/alicerce-rdma.conf").read_text()
+        assert "ib_ipoib" in modules and "nvidia_peermem" not in modules
+    finally:
+        shutil.rmtree(node_root, ignore_errors=True)
 
 
 def _installed(status: str) -> dict[str, tuple[str, str]]:
@@ -164,6 +204,21 @@ def converged_copy(converged: Converged, tmp_path: Path) -> Iterator[Path]:
     if os.path.ismount(target / "proc"):
         subprocess.run(["umount", "--lazy", str(target / "proc")], check=False)
     shutil.rmtree(target, ignore_errors=True)
+
+
+def test_a_changed_driver_version_upgrades_the_installed_driver(
+    generated: Path, converged_copy: Path, aptrepo: dict[str, str], tmp_path: Path
+) -> None:
+    """Issue 20, 5 (day 2): the spec moves the driver to a newer build of the branch; the next run installs it (a bare
+    package name with state present never moved an installed package), moves the pin and keeps the hold."""
+    newer = tmp_path / "newer.yml"
+    newer.write_text(yaml.safe_dump({"nvidia_driver_version": "580.999.01"}))
+    result = _run(generated, tmp_path, converged_copy, repos=aptrepo, tags="nvidia_driver", extra_vars_files=[newer])
+    assert result.ok, [str(f) for f in result.failures]
+    installed = _installed((converged_copy / "var/lib/dpkg/status").read_text())
+    assert installed["nvidia-open"] == ("580.999.01-1", "hold ok installed")
+    assert installed["nvidia-persistenced"][0] == "580.999.01-1"
+    assert "Pin: version 580.999.01-*" in (converged_copy / "etc/apt/preferences.d/alicerce-nvidia-driver.pref").read_text()
 
 
 def test_hardware_path_in_check_mode_on_a_healthy_fake_node(

@@ -264,12 +264,32 @@ def test_scratch_never_takes_a_disk_with_a_signature() -> None:
     signed = {"results": [{"item": {"name": "nvme3n1"}, "stdout": (TOOLS / "wipefs-ext4.json").read_text()}]}
     facts = F.with_signatures({"nvme_disks": [disk("nvme2n1"), disk("nvme3n1")], "md_arrays": []}, signed["results"])
     found = F.scratch_plan(facts, "scratch", [], 1)
-    assert (found["action"], found["devices"]) == ("create", ["/dev/nvme2n1"])  # discovery leaves it out
+    assert (found["action"], found["devices"]) == ("single", ["/dev/nvme2n1"])  # discovery leaves it out
     named = F.scratch_plan(facts, "scratch", ["nvme2n1", "nvme3n1"], 1)
     assert named["action"] == "fail" and "nvme3n1 (ext4)" in named["reason"]  # named in the spec: stop
     by_id = {"nvme_disks": [disk("nvme2n1", by_id=["nvme-SAMSUNG_MZ1L23T8HBLA-00A07_S6EWNA0T100001"])], "md_arrays": []}
     plan = F.scratch_plan(by_id, "scratch", ["/dev/disk/by-id/nvme-SAMSUNG_MZ1L23T8HBLA-00A07_S6EWNA0T100001"], 1)
-    assert (plan["action"], plan["devices"]) == ("create", ["/dev/nvme2n1"])
+    assert (plan["action"], plan["devices"]) == ("single", ["/dev/nvme2n1"])
+
+
+def test_one_scratch_disk_is_used_without_an_array_and_kept_on_the_next_run() -> None:
+    """Issue 20, 10: mdadm refuses --level=0 --raid-devices=1 without --force ("1 is an unusual number of drives for
+    an array"), and a one-disk RAID0 adds nothing: the disk carries the file system itself, named by id in fstab."""
+    one = {"nvme_disks": [disk("nvme2n1", by_id=["nvme-SAMSUNG_X_S1"])], "md_arrays": []}
+    plan = F.scratch_plan(one, "scratch", [], 1, "/scratch")
+    assert (plan["action"], plan["device"]) == ("single", "/dev/disk/by-id/nvme-SAMSUNG_X_S1")
+    mounted = {**one, "nvme_disks": [{**one["nvme_disks"][0], "mounted": True, "signatures": ["xfs"]}]}
+    mounted["mounts"] = [{"path": "/scratch", "source": "/dev/nvme2n1", "fstype": "xfs"}]
+    again = F.scratch_plan(mounted, "scratch", [], 1, "/scratch")
+    assert (again["action"], again["device"]) == ("keep", "/dev/nvme2n1")  # never re-made, never a failure
+    two = {"nvme_disks": [disk("nvme2n1"), disk("nvme3n1")], "md_arrays": []}
+    assert F.scratch_plan(two, "scratch", [], 1, "/scratch")["action"] == "create"
+    report = A.acceptance_report(
+        _observed(facts={"mounts": [{"path": "/scratch", "source": "/dev/nvme2n1", "fstype": "xfs", "size_bytes": 10}]}),
+        _expected(scratch_path="/scratch"),
+    )
+    (check,) = [c for c in report if c["check"] == "scratch on local nvme"]
+    assert check["ok"] and check["actual"] == "/dev/nvme2n1"
 
 
 def test_kubelet_state_is_reset_only_when_its_policy_changes() -> None:
@@ -381,3 +401,55 @@ def test_a_burn_in_tool_that_is_not_installed_skips_its_check_with_the_reason() 
     assert A.failed_checks(A.acceptance_report(slow, expected)) == [
         "nccl all-reduce busbw in node: expected >= 315.0 GB/s, found 100.0 GB/s"
     ]
+
+
+def _pod(name: str, phase: str = "Running", owner: str = "", mirror: bool = False) -> dict[str, object]:
+    meta: dict[str, object] = {"name": name, "namespace": "ns"}
+    if owner:
+        meta["ownerReferences"] = [{"kind": owner, "name": "x"}]
+    if mirror:
+        meta["annotations"] = {"kubernetes.io/config.mirror": "abc"}
+    return {"metadata": meta, "status": {"phase": phase}}
+
+
+def test_burn_in_never_runs_on_a_node_whose_workloads_run() -> None:
+    """Issue 20, 4: DaemonSet and static pods stay on a drained node; any other running pod is someone's job."""
+    pods = {
+        "items": [_pod("dp", owner="DaemonSet"), _pod("etcd", mirror=True), _pod("done", phase="Succeeded"), _pod("train-0", owner="Job")]
+    }
+    assert A.workload_pods(json.dumps(pods)) == ["ns/train-0"]
+    assert A.workload_pods(json.dumps({"items": pods["items"][:3]})) == []
+    expected = _expected(dcgm_diag_level=2, nccl_busbw_gbps=315.0, p2p_bw_gbps=315.0, ib_write_bw_gbps=360.0)
+    report = A.acceptance_report(_observed(workload_pods=["ns/train-0"], ib_write_bw={}), expected)
+    assert A.failed_checks(report) == []
+    skipped = A.skipped_checks(report)
+    assert len(skipped) == 4 and all("1 workload pods run on the node (ns/train-0): drain it to burn it in" in s for s in skipped)
+
+
+def test_acceptance_waits_for_the_device_plugin_to_offer_every_gpu() -> None:
+    node = {"status": {"allocatable": {"nvidia.com/gpu": "0", "cpu": "96"}}}
+    assert not A.allocatable_ready(json.dumps(node), {"nvidia.com/gpu": "8"})
+    node["status"]["allocatable"]["nvidia.com/gpu"] = "8"
+    assert A.allocatable_ready(json.dumps(node), {"nvidia.com/gpu": "8"})
+
+
+def test_a_node_is_held_by_its_acceptance_taint_or_alicerces_drain() -> None:
+    taint = "alicerce.dev/acceptance=pending:NoSchedule"
+    new = {"spec": {"taints": [{"key": "alicerce.dev/acceptance", "value": "pending", "effect": "NoSchedule"}]}}
+    assert F.node_holds(json.dumps(new), taint) == {"pending": True, "drained": False}
+    drained = {"spec": {"unschedulable": True}, "metadata": {"annotations": {"alicerce.dev/drained": "true"}}}
+    assert F.node_holds(json.dumps(drained), taint) == {"pending": False, "drained": True}
+    assert F.node_holds("", taint) == {"pending": False, "drained": False}
+
+
+def test_driver_packages_carry_the_spec_version_so_a_changed_version_upgrades() -> None:
+    """Issue 20, 5: a bare name with state present never moves an installed package."""
+    names = ["nvidia-headless-no-dkms-580-server-open", "linux-modules-nvidia-580-server-open-generic", "x=1"]
+    assert F.pinned_packages(names, "580.173.02", ["linux-modules-nvidia-"]) == [
+        "nvidia-headless-no-dkms-580-server-open=580.173.02-*",
+        "linux-modules-nvidia-580-server-open-generic",  # carries the kernel's version, not the driver's
+        "x=1",
+    ]
+    assert F.driver_upgrade("580.95.05", "580.173.02") is True
+    assert F.driver_upgrade("", "580.173.02") is False  # a fresh node runs no driver and no jobs
+    assert F.driver_upgrade("580.173.02", "580.173.02") is False

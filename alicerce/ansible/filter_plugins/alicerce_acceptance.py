@@ -242,26 +242,55 @@ def _gpu_checks(checks: list[dict[str, Any]], observed: dict[str, Any], expected
         _check(checks, "fabric manager state", "Completed on every GPU", ", ".join(sorted(set(states))) or "none", ok)
 
 
-def _not_installed(checks: list[dict[str, Any]], name: str, want: Any, tool: str) -> None:
-    """A burn-in whose tool is not on the node: reported as skipped with the reason, not as a failed node.
+def _not_installed(checks: list[dict[str, Any]], name: str, want: Any, why: str) -> None:
+    """A burn-in that did not run: reported as skipped with the reason, not as a failed node.
 
     No alicerce role installs NCCL's tests, nvbandwidth or an MPI, and DCGM's diagnostic plugins come
     with a CUDA-specific package node_monitoring does not install: a missing tool says so in the
-    report instead of failing every node.
+    report instead of failing every node. A node whose workloads still run is never loaded either.
     """
-    checks.append(
-        {
-            "check": name,
-            "expected": want,
-            "actual": f"not run: {tool} is not installed on the node (install it, or set the floor to 0)",
-            "ok": True,
-            "skipped": True,
-        }
-    )
+    checks.append({"check": name, "expected": want, "actual": f"not run: {why}", "ok": True, "skipped": True})
+
+
+def workload_pods(text: str) -> list[str]:
+    """``kubectl get pods -A --field-selector spec.nodeName=NODE -o json``: the running pods that are workloads.
+
+    DaemonSet pods (device plugin, exporters, CNI) and static pods stay on a drained node; anything
+    else means the node carries someone's job and must not be burned in (issue 20: burn-in only on a
+    node that never took work or that alicerce drained).
+    """
+    try:
+        items = json.loads(text or "{}").get("items", [])
+    except ValueError:
+        return []
+    busy = []
+    for pod in items:
+        meta = pod.get("metadata", {})
+        if pod.get("status", {}).get("phase") not in ("Running", "Pending"):
+            continue
+        if any(o.get("kind") == "DaemonSet" for o in meta.get("ownerReferences") or []):
+            continue
+        if "kubernetes.io/config.mirror" in (meta.get("annotations") or {}):
+            continue
+        busy.append(f"{meta.get('namespace', '')}/{meta.get('name', '')}")
+    return sorted(busy)
+
+
+def allocatable_ready(text: str, expected: dict[str, str]) -> bool:
+    """Whether the node offers every expected extended resource in full (device plugins re-register after a reboot)."""
+    offered = parse_node(text).get("allocatable", {})
+    return all(str(offered.get(name, "0")) == str(count) for name, count in expected.items())
 
 
 def _burn_in_checks(checks: list[dict[str, Any]], observed: dict[str, Any], expected: dict[str, Any]) -> None:
-    missing: dict[str, str] = observed.get("missing_tools") or {}
+    missing = {
+        key: f"{tool} is not installed on the node (install it, or set the floor to 0)"
+        for key, tool in (observed.get("missing_tools") or {}).items()
+    }
+    busy: list[str] = observed.get("workload_pods") or []
+    if busy:
+        why = f"{len(busy)} workload pods run on the node ({', '.join(busy[:3])}): drain it to burn it in"
+        missing = dict.fromkeys(BURN_IN_TOOLS, why)
     level = int(expected.get("dcgm_diag_level") or 0)
     if level and "dcgm_diag" in missing:
         _not_installed(checks, f"dcgmi diag level {level}", "pass", missing["dcgm_diag"])
@@ -328,7 +357,9 @@ def acceptance_report(observed: dict[str, Any], expected: dict[str, Any]) -> lis
         if mount is None:
             _check(checks, "scratch mounted", scratch, "not mounted", False)
         else:
-            _check(checks, "scratch on md raid", "/dev/md/*", mount.get("source"), str(mount.get("source", "")).startswith("/dev/md"))
+            source = str(mount.get("source", ""))
+            local = source.startswith(("/dev/md", "/dev/nvme"))  # an md RAID0, or the one NVMe disk used directly
+            _check(checks, "scratch on local nvme", "/dev/md/* or /dev/nvme*", source, local)
             size, want_size = int(mount.get("size_bytes", 0)), int(expected.get("scratch_min_bytes", 1))
             _check(checks, "scratch size", f">= {want_size}", size, size >= want_size)
     for path in expected.get("mounts", []):
@@ -393,6 +424,8 @@ class FilterModule:
             "alicerce_xids": parse_xids,
             "alicerce_dcgm_diag": parse_dcgm_diag,
             "alicerce_missing_tools": missing_tools,
+            "alicerce_workload_pods": workload_pods,
+            "alicerce_allocatable_ready": allocatable_ready,
             "alicerce_skipped_checks": skipped_checks,
             "alicerce_all_reduce": parse_all_reduce,
             "alicerce_ib_write_bw": parse_ib_write_bw,

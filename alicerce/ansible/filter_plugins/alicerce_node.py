@@ -45,7 +45,7 @@ def kernel_at_least(release: str, minimum: str) -> bool:
     return numbers(release) >= numbers(minimum)
 
 
-def scratch_plan(facts: dict[str, Any], array_name: str, wanted: list[str], min_devices: int) -> dict[str, Any]:
+def scratch_plan(facts: dict[str, Any], array_name: str, wanted: list[str], min_devices: int, mount_path: str = "") -> dict[str, Any]:
     """What to do about the scratch array: keep, assemble, create, or fail (with the reason).
 
     An array that exists (active under the wanted name, or built from any of the wanted disks) is
@@ -56,6 +56,11 @@ def scratch_plan(facts: dict[str, Any], array_name: str, wanted: list[str], min_
     """
     arrays: list[dict[str, Any]] = facts.get("md_arrays", [])
     disks: list[dict[str, Any]] = facts.get("nvme_disks", [])
+    # one disk is used directly (mdadm refuses a one-device RAID0 without --force, and it would add nothing): once
+    # it carries the scratch mount it is kept
+    mounted = next((m for m in facts.get("mounts", []) if mount_path and m.get("path") == mount_path), None)
+    if mounted and str(mounted.get("source", "")).removeprefix("/dev/") in {d["name"] for d in disks}:
+        return {"action": "keep", "device": mounted["source"], "devices": [mounted["source"]], "reason": "disk mounted"}
     for array in arrays:
         if array.get("name") == array_name:
             return {"action": "keep", "device": f"/dev/md/{array_name}", "devices": array.get("members", []), "reason": "array exists"}
@@ -92,6 +97,16 @@ def scratch_plan(facts: dict[str, Any], array_name: str, wanted: list[str], min_
     if len(chosen) < max(min_devices, 1):
         return {"action": "fail", "devices": [], "reason": f"{len(chosen)} blank NVMe disks, need at least {max(min_devices, 1)}"}
     names = sorted(d["name"] for d in chosen)
+    if len(names) == 1:
+        # fstab names it by id: kernel names of NVMe disks may change between boots
+        ids = sorted(chosen[0].get("by_id", []))
+        device = f"/dev/disk/by-id/{ids[0]}" if ids else f"/dev/{names[0]}"
+        return {
+            "action": "single",
+            "device": device,
+            "devices": [f"/dev/{names[0]}"],
+            "reason": "one blank NVMe disk, used without an array",
+        }
     return {
         "action": "create",
         "device": f"/dev/md/{array_name}",
@@ -222,6 +237,22 @@ def taint_changes(current: list[dict[str, str]], managed: str, wanted: list[str]
     return {"remove": remove, "annotation": ",".join(sorted(want))}
 
 
+def node_holds(text: str, pending_taint: str) -> dict[str, bool]:
+    """What keeps a node from work (``kubectl get node -o json``): the acceptance taint it joined with, alicerce's drain."""
+    try:
+        node = json.loads(text or "{}")
+    except ValueError:
+        node = {}
+    key, _, rest = pending_taint.partition("=")
+    effect = rest.rpartition(":")[2]
+    taints = node.get("spec", {}).get("taints") or []
+    annotations = node.get("metadata", {}).get("annotations") or {}
+    return {
+        "pending": any(t.get("key") == key and t.get("effect") == effect for t in taints),
+        "drained": annotations.get("alicerce.dev/drained") == "true",
+    }
+
+
 REPOSITORY_ARCH = {
     # NVIDIA's CUDA network repository: Arm servers are "sbsa"
     "cuda": {"x86_64": "x86_64", "aarch64": "sbsa"},
@@ -250,6 +281,24 @@ def fabricmanager_packages(branch: str, version: str) -> list[str]:
     return [f"nvidia-fabricmanager{suffix}={version}-*", f"libnvidia-nscq{suffix}={version}-*"]
 
 
+def pinned_packages(names: list[str], version: str, unversioned: list[str] | None = None) -> list[str]:
+    """apt package specs at the driver's exact version: ``name=<version>-*`` (any packaging revision).
+
+    A bare name with ``state: present`` is never upgraded once installed, so a changed spec version
+    would not reach the node (ansible.builtin.apt installs ``name=version`` when the installed
+    version does not match). Packages whose version is not the driver's (Ubuntu's
+    ``linux-modules-nvidia-*`` carry the kernel's version) keep their bare name; the apt preference
+    still holds them to the spec's source.
+    """
+    skip = tuple(unversioned or [])
+    return [n if "=" in n or (skip and n.startswith(skip)) else f"{n}={version}-*" for n in names]
+
+
+def driver_upgrade(loaded: str, pinned: str) -> bool:
+    """Whether a running node must be drained before its driver packages change: another driver is loaded."""
+    return bool(loaded) and loaded != pinned
+
+
 def driver_action(loaded: str, pinned: str, changed: bool) -> str:
     """After the driver packages: ``reboot`` (changed packages, or another driver loaded), ``load``, or ``none``."""
     if changed or (loaded and loaded != pinned):
@@ -271,7 +320,10 @@ class FilterModule:
             "alicerce_resource_manager_reset": resource_manager_reset,
             "alicerce_label_changes": label_changes,
             "alicerce_taint_changes": taint_changes,
+            "alicerce_node_holds": node_holds,
             "alicerce_repository_arch": repository_arch,
             "alicerce_fabricmanager_packages": fabricmanager_packages,
             "alicerce_driver_action": driver_action,
+            "alicerce_driver_upgrade": driver_upgrade,
+            "alicerce_pinned_packages": pinned_packages,
         }

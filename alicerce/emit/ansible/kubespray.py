@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from alicerce.catalog.onprem import KubesprayRelease, load_onprem
 from alicerce.emit.ansible.role_vars import AnsibleTemplate
 from alicerce.emit.errors import EmitError
+from alicerce.emit.kube.common import ACCEPTANCE_TAINT
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
 from alicerce.spec.models import OnpremSite
 from alicerce.targets.onprem.resolve import control_plane_hosts
@@ -196,15 +197,17 @@ def pool_vars(site: ResolvedSite, pool: ResolvedPool) -> dict[str, Any]:
     if managers.topology_manager != "none":
         data["kubelet_topology_manager_policy"] = managers.topology_manager
         data["kubelet_topology_manager_scope"] = managers.scope
-    if pool.spec.taints:
-        # kubespray taints a node with kubectl after it joined; registering with the taints closes the window
-        # in which pods without the toleration land on it
-        data["kubelet_config_extra_args"] = {
-            "registerWithTaints": [
-                {"key": t.key, "value": t.value, "effect": t.effect} if t.value else {"key": t.key, "effect": t.effect}
-                for t in pool.spec.taints
-            ]
-        }
+    # kubespray taints a node with kubectl after it joined; registering with the taints closes the window in which
+    # pods without the toleration land on it. The acceptance taint is only registered (kubelet applies
+    # registerWithTaints when it creates its Node; kubespray's node_taints would put it back on every run): a new
+    # node takes no work until post-cluster.yml accepted it and removed the taint.
+    data["kubelet_config_extra_args"] = {
+        "registerWithTaints": [
+            {"key": t.key, "value": t.value, "effect": t.effect} if t.value else {"key": t.key, "effect": t.effect}
+            for t in pool.spec.taints
+        ]
+        + [dict(ACCEPTANCE_TAINT)]
+    }
     if pool.gpu is not None:
         data["enable_cdi"] = True
         # one owner of config.toml: kubespray renders the nvidia runtime of the host's toolkit, whoever owns the

@@ -75,6 +75,10 @@ class PreflightVars(RoleVars):
     preflight_hca_count: int = Field(
         default=0, description="RDMA rails the spec declares: at least this many Mellanox/NVIDIA RDMA functions (more are allowed)."
     )
+    preflight_unsigned_modules: list[str] = Field(
+        default=[],
+        description="Unsigned out-of-tree modules the pool builds (Lustre, DOCA-OFED, BeeGFS): Secure Boot stops the run.",
+    )
     preflight_sysfs_root: str = Field(default="/sys", description="Where sysfs is read from (tests point it at a fixture).")
 
 
@@ -110,6 +114,10 @@ class NvidiaDriverVars(RoleVars):
     nvidia_driver_rebuild_for_ofed: bool = Field(
         default=False, description="Rebuild the driver's DKMS modules after DOCA-OFED so nvidia-peermem finds its peer-memory symbols."
     )
+    nvidia_driver_peermem: bool = Field(
+        default=False,
+        description="Load nvidia-peermem once the driver is loaded (legacy GPUDirect RDMA with DOCA-OFED; DMA-BUF needs no module).",
+    )
     nvidia_driver_sysfs_root: str = Field(default="/sys", description="Where sysfs is read from (tests point it at a fixture).")
 
 
@@ -126,6 +134,11 @@ class NvidiaFabricmanagerVars(RoleVars):
         default=False,
         description="Run with less NVLink bandwidth when a trunk link or NVSwitch fails (TRUNK_LINK_FAILURE_MODE, "
         "NVSWITCH_FAILURE_MODE 1), not leave the GPUs uninitialised (0).",
+    )
+    nvidia_fabricmanager_nvlsm: bool = Field(
+        default=False,
+        description="Fourth-generation NVSwitches (HGX B200/B300): install the NVLink Subnet Manager (nvlsm) and load "
+        "ib_umad, without which Fabric Manager cannot start.",
     )
 
 
@@ -177,6 +190,10 @@ class RdmaVars(RoleVars):
     )
     rdma_roce_pfc_priority: int = Field(default=3, description="RoCE: the lossless (PFC) priority.")
     rdma_roce_traffic_class: int = Field(default=106, description="RoCE: traffic class of RDMA traffic (DSCP 26, ECN capable).")
+    rdma_online_rails: list[str] = Field(
+        default=[],
+        description="Rails network-online.target waits for (those LNet runs over): _netdev mounts never race them.",
+    )
     rdma_addresses: list[str] = per_host([], "Rail address with prefix per rail, in rail order (IPoIB or RoCE, from the fabric plan).")
     rdma_sysfs_root: str = Field(default="/sys", description="Where sysfs is read from (tests point it at a fixture).")
 

@@ -12,7 +12,7 @@ import ipaddress
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from alicerce.catalog.onprem import load_onprem
 from alicerce.emit.ansible.kubespray import (
@@ -58,7 +58,6 @@ ROLLING_BATCH = "25%"
 OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
 # Roles of the cluster stage (post-cluster.yml, after kubespray); every other role runs in site.yml, before it.
 POST_CLUSTER_ROLES = ("node_validation",)
-GpuDirect = Literal["none", "dmabuf", "peermem"]
 # Bandwidth of a PCIe x16 link per generation in GB/s, one direction.
 PCIE_X16_GBPS = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
 
@@ -90,16 +89,37 @@ class AnsibleSite:
     host_vars: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def ipoib_addresses(cidr: ipaddress.IPv4Network | ipaddress.IPv6Network, rails: int, hosts: list[str]) -> dict[str, list[str]]:
-    """Split the fabric's IPoIB range into one subnet per rail; host i gets address i+1 of each rail."""
+def rail_subnets(cidr: ipaddress.IPv4Network | ipaddress.IPv6Network, rails: int) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """The fabric's IPoIB range split into one subnet per rail, in rail order."""
     extra_bits = max(rails - 1, 0).bit_length()
     if cidr.prefixlen + extra_bits > cidr.max_prefixlen:
         raise EmitError(f"IPoIB range {cidr} cannot be split into {rails} rails")
-    subnets = [ipaddress.ip_network(str(net)) for net in cidr.subnets(prefixlen_diff=extra_bits)][:rails]
+    return [ipaddress.ip_network(str(net)) for net in cidr.subnets(prefixlen_diff=extra_bits)][:rails]
+
+
+def host_numbers(hosts: list[str]) -> dict[str, int]:
+    """A number per host that never changes when other hosts come or go: the last digits of its short name
+    (gpu-017 -> 17), where those are unique across the fabric; else its position (1-based), which shifts."""
+    numbers: dict[str, int] = {}
+    for host in hosts:
+        digits = re.findall(r"\d+", host.split(".", 1)[0])
+        if not digits:
+            break
+        numbers[host] = int(digits[-1])
+    if len(numbers) == len(hosts) and len(set(numbers.values())) == len(hosts) and 0 not in numbers.values():
+        return numbers
+    return {host: index + 1 for index, host in enumerate(hosts)}
+
+
+def ipoib_addresses(cidr: ipaddress.IPv4Network | ipaddress.IPv6Network, rails: int, hosts: list[str]) -> dict[str, list[str]]:
+    """Split the fabric's IPoIB range into one subnet per rail; each host gets the address of its stable number on
+    each rail, so replacing or removing one node never renumbers the others under their mounted file systems."""
+    subnets = rail_subnets(cidr, rails)
     usable = subnets[0].num_addresses - 2
-    if len(hosts) > usable:
-        raise EmitError(f"IPoIB range {cidr} gives {usable} addresses per rail, the fabric has {len(hosts)} hosts")
-    return {host: [f"{subnet.network_address + index + 1}/{subnet.prefixlen}" for subnet in subnets] for index, host in enumerate(hosts)}
+    numbers = host_numbers(hosts)
+    if max(numbers.values(), default=0) > usable:
+        raise EmitError(f"IPoIB range {cidr} gives {usable} addresses per rail; host number {max(numbers.values())} does not fit")
+    return {host: [f"{subnet.network_address + numbers[host]}/{subnet.prefixlen}" for subnet in subnets] for host in hosts}
 
 
 # mount options only /etc/fstab takes (the rest come from resolve, shared with the PersistentVolumes)
@@ -135,8 +155,24 @@ def _lnet(mounts: list[dict[str, Any]], fabric: Fabric | None) -> str:
     networks = sorted({nid.rsplit("@", 1)[1] for nid in nids if "@" in nid})
     if not networks or fabric is None or fabric.onprem is None or fabric.onprem.technology != "infiniband":
         return ""
-    rails = ",".join(f"ibrail{i}" for i in range(fabric.rails))
+    # the rails are one subnet each (ipoib_addresses): LNet runs only over the rails whose subnet holds a server NID (an
+    # NI on a rail that cannot reach the servers only makes LNet time out on it); servers behind an LNet router: rail 0
+    reaching: set[int] = set()
+    if fabric.onprem.ipoib_cidr is not None:
+        subnets = rail_subnets(fabric.onprem.ipoib_cidr, fabric.rails)
+        for nid in nids:
+            try:
+                address = ipaddress.ip_address(nid.rsplit("@", 1)[0])
+            except ValueError:
+                continue
+            reaching |= {i for i, subnet in enumerate(subnets) if address in subnet}
+    rails = ",".join(f"ibrail{i}" for i in sorted(reaching or {0}))
     return ",".join(f"{net}({rails})" if net.startswith("o2ib") else net for net in networks)
+
+
+def lnet_rails(networks: str) -> list[str]:
+    """The rail names in an LNet networks string: o2ib(ibrail0,ibrail1) -> [ibrail0, ibrail1]."""
+    return sorted({rail for group in re.findall(r"\(([^)]*)\)", networks) for rail in group.split(",") if rail})
 
 
 def _lnet_routes(site: ResolvedSite) -> list[str]:
@@ -151,14 +187,26 @@ def _lnet_routes(site: ResolvedSite) -> list[str]:
     return sorted(set(routes))
 
 
+def _unsigned_modules(mounts: list[dict[str, Any]], stack: str) -> list[str]:
+    """The out-of-tree modules a node of the pool builds without a signature (the NVIDIA driver checks its own)."""
+    kinds = {m["type"] for m in mounts}
+    unsigned = ["lustre (lustre-client-modules-dkms)"] if "lustre" in kinds else []
+    unsigned += ["beegfs (beegfs-client builds it at start)"] if "beegfs" in kinds else []
+    unsigned += ["DOCA-OFED (its DKMS kernel modules)"] if stack == "doca-ofed" else []
+    return unsigned
+
+
 def acceptance_floors(pool: ResolvedPool, acceptance: Acceptance) -> dict[str, float]:
     """Burn-in floors from the GPU's links and the fabric's rails: NCCL and GPU-to-GPU in GB/s, ib_write_bw in Gbit/s."""
     gpu = pool.gpu
     floors = {"nccl": 0.0, "nccl_internode": 0.0, "p2p": 0.0, "ib_write_bw": 0.0}
     if gpu is not None and pool.gpus_per_node > 1:
         link = gpu.interconnect.nvlinkBandwidthGBps
-        # NVLink figures are bidirectional; a PCIe-only GPU talks to its peers over its x16 host link
-        per_direction = link / 2 if link else PCIE_X16_GBPS.get(gpu.interconnect.pcieGeneration, 0.0)
+        # NVLink figures are bidirectional. Only an NVSwitch joins every GPU over NVLink: bridged PCIe cards (H100 NVL)
+        # reach all but their bridge partner over the x16 host link, which bounds an all-GPU all-reduce and the slowest
+        # GPU pair, as it does for PCIe-only GPUs
+        nvlink_all = bool(link) and gpu.interconnect.nvswitch
+        per_direction = link / 2 if nvlink_all and link else PCIE_X16_GBPS.get(gpu.interconnect.pcieGeneration, 0.0)
         floors["nccl"] = round(per_direction * acceptance.nccl_efficiency, 1)
         floors["p2p"] = round(per_direction * acceptance.nccl_efficiency, 1)
     fabric = pool.rdma.fabric if pool.rdma is not None else None
@@ -188,15 +236,12 @@ def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPoo
     rate = onprem_fabric.rate_gbps if onprem_fabric else 0
     link_layer = "Ethernet" if onprem_fabric and onprem_fabric.technology == "roce" else "InfiniBand"
     stack = onprem_fabric.stack if onprem_fabric else "rdma-core"
-    gpudirect: GpuDirect = "none"
-    if fabric is not None and fabric.gpu_direct_rdma and gpu and onprem_fabric is not None:
-        # DMA-BUF needs the open kernel modules (NVIDIA's recommendation); nvidia-peermem only works against DOCA-OFED
-        gpudirect = "peermem" if stack == "doca-ofed" and pool.kernel_modules == "proprietary" else "dmabuf"
+    gpudirect = pool.rdma.gpudirect if pool.rdma is not None else "none"
     acceptance = site.spec.acceptance
     floors = acceptance_floors(pool, acceptance)
     taints = [f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in pool.spec.taints]
     return (
-        PreflightVars(preflight_gpu_count=gpus, preflight_hca_count=rails),
+        PreflightVars(preflight_gpu_count=gpus, preflight_hca_count=rails, preflight_unsigned_modules=_unsigned_modules(mounts, stack)),
         RdmaVars(
             rdma_enabled=onprem_fabric is not None,
             rdma_stack=stack,
@@ -208,6 +253,7 @@ def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPoo
             rdma_gpudirect=gpudirect,
             rdma_roce_pfc_priority=onprem_fabric.roce_pfc_priority if onprem_fabric else 3,
             rdma_roce_traffic_class=onprem_fabric.roce_traffic_class if onprem_fabric else 106,
+            rdma_online_rails=lnet_rails(_lnet(mounts, fabric)),
         ),
         NvidiaDriverVars(
             nvidia_driver_enabled=host_driver,
@@ -215,11 +261,14 @@ def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPoo
             nvidia_driver_version=driver_version,
             nvidia_driver_kernel_module_type=pool.kernel_modules or "open",
             nvidia_driver_rebuild_for_ofed=gpudirect == "peermem",
+            nvidia_driver_peermem=host_driver and gpudirect == "peermem",
         ),
         NvidiaFabricmanagerVars(
             nvidia_fabricmanager_enabled=nvswitch and host_driver,
             nvidia_fabricmanager_branch=versions.driverBranch,
             nvidia_fabricmanager_version=driver_version,
+            # from the catalog's GPU data: fourth-generation NVSwitches are managed through NVLSM over ib_umad
+            nvidia_fabricmanager_nvlsm=nvswitch and host_driver and (gpu.interconnect.nvswitch_generation or 0) >= 4 if gpu else False,
         ),
         NvidiaContainerToolkitVars(
             # the GPU Operator runs without its toolkit (NodeSoftwareOwners.container_toolkit): the host owns it either way
@@ -420,7 +469,7 @@ def emit_ansible(platform: ResolvedPlatform) -> dict[str, str]:
     files: dict[str, str] = {
         "ansible.cfg": render("ansible/ansible.cfg.j2", header=header, forks=forks),
         "inventory.yml": f"---\n# {header}\n" + dump_yaml(inventory(sites, _control_planes(platform, sites)), inert=True),
-        "site.yml": render("ansible/site.yml.j2", roles=node_roles, **plays),
+        "site.yml": render("ansible/site.yml.j2", roles=node_roles, accept_roles=list(POST_CLUSTER_ROLES), **plays),
         "post-cluster.yml": render("ansible/post-cluster.yml.j2", roles=list(POST_CLUSTER_ROLES), **plays),
         ".ansible-lint": "---\n# "
         + header

@@ -41,6 +41,11 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
     return out
 
 
+# Every node alicerce's Ansible builds joins with this taint (kubelet registerWithTaints) and loses it only once it
+# passed acceptance (kubernetes_node release.yml): the operators' node agents that acceptance needs tolerate it.
+ACCEPTANCE_TAINT = {"key": "alicerce.dev/acceptance", "value": "pending", "effect": "NoSchedule"}
+
+
 def tolerate(pools: Iterable[ResolvedPool]) -> list[dict[str, str]]:
     """Tolerations (key Exists, per effect) for every taint the pools carry."""
     keys = sorted({(t.key, t.effect) for p in pools for t in p.spec.taints})

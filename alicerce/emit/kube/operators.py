@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from alicerce.emit.kube.common import (
+    ACCEPTANCE_TAINT,
     GPU,
     GPU_OPERATOR_NAMESPACE,
     KUBERAY_NAMESPACE,
@@ -111,6 +112,22 @@ def _with_defaults(defaults: tuple[dict[str, str], ...], extra: list[dict[str, s
     return out
 
 
+def _driver_rdma(pools: list[ResolvedPool]) -> dict[str, bool]:
+    """``driver.rdma`` of an operator-owned driver, from the GPUDirect path resolve decided per pool.
+
+    DMA-BUF (NVIDIA's recommendation) needs no module: ``rdma.enabled`` stays false. The legacy
+    nvidia-peermem is built and loaded by the driver pod only with ``rdma.enabled: true``; either way
+    ``useHostMofed`` tells the driver pod that DOCA/MLNX-OFED is installed on the host (alicerce's rdma role)
+    rather than by the Network Operator (cloud-native-docs gpu-operator-rdma.rst, "Installing the GPU Operator
+    and Enabling GPUDirect RDMA"; values.yaml ``driver.rdma``).
+    """
+    paths = [p for p in pools if p.rdma is not None and p.rdma.gpudirect != "none"]
+    return {
+        "enabled": any(p.rdma.gpudirect == "peermem" for p in paths if p.rdma is not None),
+        "useHostMofed": any(p.rdma.fabric.onprem.stack == "doca-ofed" for p in paths if p.rdma is not None and p.rdma.fabric.onprem),
+    }
+
+
 def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any]:
     """GPU Operator values for one site: the driver only where the operator owns it, never the toolkit."""
     op = rp.spec.operators.gpu_operator
@@ -122,11 +139,12 @@ def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
             "version": rp.versions.driverVersion,  # in the release's component matrix (rule AL254)
             # one value per cluster: the pools' own choice when they agree, else the operator decides per node
             "kernelModuleType": modules.pop() if len(modules) == 1 else "auto",
-            # GPUDirect RDMA through DMA-BUF (open kernel modules, inbox RDMA drivers), NVIDIA's recommended path;
-            # driver.rdma.enabled builds the legacy nvidia-peermem, which needs a host MOFED/DOCA stack the spec does not declare
-            "rdma": {"enabled": False},
+            "rdma": _driver_rdma(pools),
         }
     taints = tolerate(pools)
+    if site.capabilities.nodes_by_ansible:
+        # the device plugin, DCGM and NFD must run on a node still held for acceptance: acceptance checks what they offer
+        taints.append({"key": ACCEPTANCE_TAINT["key"], "operator": "Exists", "effect": ACCEPTANCE_TAINT["effect"]})
     values: dict[str, Any] = {
         "driver": driver,
         # the toolkit's owner is the node image or the host (NodeSoftwareOwners.container_toolkit), never the operator
@@ -148,6 +166,10 @@ def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
             }
         },
     }
+    if site.capabilities.nodes_by_ansible:
+        # the host toolkit ignores NVIDIA_VISIBLE_DEVICES from unprivileged pods (nvidia_container_toolkit role): the
+        # device plugin hands the allocated GPUs over as volume mounts (k8s-device-plugin v0.20.0 DEVICE_LIST_STRATEGY)
+        values["devicePlugin"] = {"env": [{"name": "DEVICE_LIST_STRATEGY", "value": "volume-mounts"}]}
     mig = {f"alicerce-{p.name}": p.spec.sharing for p in pools if isinstance(p.spec.sharing, MigSharing)}
     if mig:
         configs: dict[str, Any] = {"all-disabled": [{"devices": "all", "mig-enabled": False}]}
@@ -168,7 +190,12 @@ def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
         for name, ts in slicing.items():
             resources = [{"name": GPU, "replicas": ts.replicas}]
             data[name] = _dump({"version": "v1", "sharing": {"timeSlicing": {"resources": resources}}})
-        values["devicePlugin"] = {"config": {"create": True, "name": DEVICE_PLUGIN_CONFIGMAP, "default": "default", "data": data}}
+        values.setdefault("devicePlugin", {})["config"] = {
+            "create": True,
+            "name": DEVICE_PLUGIN_CONFIGMAP,
+            "default": "default",
+            "data": data,
+        }
     return deep_merge(values, op.values)
 
 

@@ -234,7 +234,8 @@ def test_the_gpu_operator_and_the_bill_of_materials_follow_the_sites_driver_owne
     assert values["dc1"]["driver"]["enabled"] is (owner == "operator")
     if owner == "operator":  # the operator's driver: the pinned version, open modules, DMA-BUF (no host MOFED/DOCA)
         assert values["dc1"]["driver"]["version"] == rp.versions.driverVersion == "580.173.02"
-        assert values["dc1"]["driver"]["kernelModuleType"] == "open" and values["dc1"]["driver"]["rdma"] == {"enabled": False}
+        assert values["dc1"]["driver"]["kernelModuleType"] == "open"
+        assert values["dc1"]["driver"]["rdma"] == {"enabled": False, "useHostMofed": False}
     assert values["aws"]["driver"] == {"enabled": False}
     assert values["dc1"]["toolkit"] == values["aws"]["toolkit"] == {"enabled": False}
     vendored = load("gpu-operator", "v26.3.3", "values.json")
