@@ -772,6 +772,13 @@ def test_every_created_bucket_logs_its_requests_to_the_access_log_bucket(prod: A
         if r.name == "aws-storage-access-logs"
     )
     assert encryption["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"] == "AES256"
+    lifecycle = next(
+        r.inputs
+        for r in result.of_type("aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration")
+        if r.name == "aws-storage-access-logs"
+    )
+    (rule,) = lifecycle["rules"]  # kept for the audit retention; stray multipart uploads are aborted (checkov CKV_AWS_300)
+    assert rule["expiration"]["days"] == 365 and rule["abortIncompleteMultipartUpload"] == {"daysAfterInitiation": 7}
 
 
 def test_node_auto_repair_comes_with_the_node_monitoring_agent(prod: Any) -> None:

@@ -435,6 +435,9 @@ class Storage(Component):
                     status="Enabled",
                     filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
                     expiration=aws.s3.BucketLifecycleConfigurationRuleExpirationArgs(days=days),
+                    abort_incomplete_multipart_upload=aws.s3.BucketLifecycleConfigurationRuleAbortIncompleteMultipartUploadArgs(
+                        days_after_initiation=7
+                    ),
                     noncurrent_version_expiration=aws.s3.BucketLifecycleConfigurationRuleNoncurrentVersionExpirationArgs(noncurrent_days=1),
                 )
             ],
