@@ -30,7 +30,7 @@ UNPINNED = "unpinned"
 
 # the EKS managed add-ons the AWS target installs (alicerce/targets/aws/components/cluster.py BOOT_ADDONS,
 # WORKLOAD_ADDONS, and the EFS CSI driver where a tier uses EFS); kept here so `alicerce versions` needs no Pulumi
-EKS_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent", "coredns", "aws-ebs-csi-driver")
+EKS_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent", "coredns", "aws-ebs-csi-driver", "eks-node-monitoring-agent")
 EFS_ADDON = "aws-efs-csi-driver"
 
 

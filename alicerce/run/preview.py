@@ -39,6 +39,7 @@ class PlannedResource:
     custom: bool  # False for components (ours, and remote ones such as helm.v4.Chart)
     inputs: dict[str, Any]
     depends_on: tuple[str, ...] = ()  # names of explicit dependencies (depends_on)
+    protect: bool = False  # the protect option: the engine refuses to delete or replace the resource
 
     @property
     def component(self) -> bool:
@@ -145,7 +146,8 @@ class Recorder(mocks.Mocks):
             if not chain[-2].endswith("pulumi:pulumi:Stack"):
                 parent_name, parent_type = chain[-1], chain[-2].split("$")[-1]
         depends = tuple(sorted({urn.rsplit("::", 1)[-1] for urn in getattr(self._local, "dependencies", ())}))
-        record = PlannedResource(args.typ, args.name, parent_name, parent_type, bool(args.custom), _plain(args.inputs), depends)
+        protect = bool(getattr(self._local, "protect", False))
+        record = PlannedResource(args.typ, args.name, parent_name, parent_type, bool(args.custom), _plain(args.inputs), depends, protect)
         with self._lock:
             self.resources.append(record)
         return self.outputs(args.typ, args.name, args.inputs)
@@ -221,6 +223,7 @@ class _Monitor(mocks.MockMonitor):
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (the engine's RPC name)
         self._recorder._local.parent = request.parent
         self._recorder._local.dependencies = list(request.dependencies)
+        self._recorder._local.protect = bool(request.protect)
         return super().RegisterResource(request)  # type: ignore[no-untyped-call]
 
 

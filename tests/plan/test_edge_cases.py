@@ -62,6 +62,8 @@ def _free_owned_capacity(d: dict[str, Any]) -> None:
 def _unpriced_region(d: dict[str, Any]) -> None:
     d["environments"]["prod"]["sites"][0].update(region="eu-central-1", zones=["eu-central-1a", "eu-central-1b"])
     next(p for p in d["nodePools"] if p["name"] == "train-p5")["aws"]["zone"] = "eu-central-1a"
+    for tier in (t for t in d["storage"] if t["name"] in ("datasets", "checkpoints")):  # FSx zones are pinned (AL317)
+        tier["aws"]["zone"] = "eu-central-1a"
 
 
 VALID: dict[str, Mutation] = {

@@ -139,8 +139,8 @@ def test_a_capped_pool_never_costs_more_than_its_max() -> None:
     data = reference()
     data["environments"]["staging"] = {
         "tier": "staging",
-        "sites": [{"name": "aws", "provider": "aws", "account": "333333333333", "region": "us-east-1", "zones": ["us-east-1a"],
-                   "vpcCidr": "10.50.0.0/16"}],
+        "sites": [{"name": "aws", "provider": "aws", "account": "333333333333", "region": "us-east-1",
+                   "zones": ["us-east-1a", "us-east-1b"], "vpcCidr": "10.50.0.0/16"}],
         "overrides": {
             "nodePools": [{"name": n, "$patch": "delete"} for n in ("train-p5", "onprem-h100", "infer-l40s", "infer-l4")]
             + [{"name": "stage-p4de", "site": "aws", "purpose": "training", "accelerator": "A100-SXM4-80GB:8",
@@ -169,6 +169,8 @@ def test_spot_is_priced_as_spot_and_regions_as_regions() -> None:
     data["environments"]["prod"]["sites"][0]["zones"] = ["us-west-1a", "us-west-1b"]
     pool = next(p for p in data["nodePools"] if p["name"] == "train-p5")
     pool["aws"] = {"instanceType": "p5.48xlarge", "capacityType": "spot", "zone": "us-west-1a"}
+    for tier in (t for t in data["storage"] if t["name"] in ("datasets", "checkpoints")):  # FSx zones are pinned (AL317)
+        tier["aws"]["zone"] = "us-west-1a"
     data["costs"]["cloud"] = []
     # one Spot instance type is a deliberate choice here (AL290 asks for alternatives or a waiver)
     data.setdefault("waivers", []).append(
@@ -182,6 +184,8 @@ def test_spot_is_priced_as_spot_and_regions_as_regions() -> None:
     data["environments"]["prod"]["sites"][0]["region"] = "us-east-2"
     data["environments"]["prod"]["sites"][0]["zones"] = ["us-east-2a", "us-east-2b"]
     pool["aws"]["zone"] = "us-east-2a"
+    for tier in (t for t in data["storage"] if t["name"] in ("datasets", "checkpoints")):  # FSx zones are pinned (AL317)
+        tier["aws"]["zone"] = "us-east-2a"
     platform = resolve(data)
     p5 = node_price(next(p for p in platform.pools if p.name == "train-p5"), CATALOG, platform.spec.costs)
     # us-east-2 on-demand = us-east-1's 55.04 x (1.0 / 1.0); Spot share there 0.141 -> 7.761 an hour
@@ -194,6 +198,8 @@ def test_a_region_the_catalog_does_not_price_is_reported_not_guessed() -> None:
     data = reference()
     data["environments"]["prod"]["sites"][0].update(region="eu-central-1", zones=["eu-central-1a", "eu-central-1b"])
     next(p for p in data["nodePools"] if p["name"] == "train-p5")["aws"]["zone"] = "eu-central-1a"
+    for tier in (t for t in data["storage"] if t["name"] in ("datasets", "checkpoints")):  # FSx zones are pinned (AL317)
+        tier["aws"]["zone"] = "eu-central-1a"
     p = plan_platform(resolve(data), today=TODAY)
     unpriced = {f.subject for f in p.findings if f.check == "PL311"}
     assert {"train-p5", "infer-l40s", "infer-l4"} <= unpriced  # no p5/g6e/g6 ratio for eu-central-1 in the catalog

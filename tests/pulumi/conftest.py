@@ -60,6 +60,9 @@ def _preview(variant: str, env: str) -> Any:
     if variant == "p5-on-demand":
         pool = next(p for p in data["nodePools"] if p["name"] == "train-p5")
         pool["aws"] = {"instanceType": "p5.48xlarge", "zone": "us-east-1b"}
+        for tier in data["storage"]:  # the file systems move with it, explicitly (rule AL317 pins their zone)
+            if tier["name"] in ("datasets", "checkpoints"):
+                tier.setdefault("aws", {})["zone"] = "us-east-1b"
     elif variant == "p5-capacity-block":
         pool = next(p for p in data["nodePools"] if p["name"] == "train-p5")
         pool["aws"] = {
@@ -74,6 +77,10 @@ def _preview(variant: str, env: str) -> Any:
         data["gitops"]["repositorySecret"] = "gitopsRepositoryKey"
     elif variant == "key-alias":  # an existing platform key, named by its alias
         data["security"]["encryption"]["kmsKey"] = "alias/acme-ml-platform"
+    elif variant == "eks-refusals":  # platform labels EKS refuses as node labels; EFS with provisioned throughput
+        data["metadata"]["labels"] |= {"showback.finance.acme.example/chargeback-owning-department-of-record": "ai", "ticket": ""}
+        home = next(t for t in data["storage"] if t["name"] == "home")
+        home |= {"throughput": "300MBps", "aws": {"throughputMode": "provisioned"}}
     elif variant == "identity":
         settings = StackSettings(("arn:aws:iam::111111111111:role/platform-admins",), ("10.99.0.0/16",))
     with tempfile.TemporaryDirectory() as tmp:
@@ -99,6 +106,11 @@ def argocd() -> Any:
 @pytest.fixture(scope="session")
 def p5_on_demand() -> Any:
     return _preview("p5-on-demand", "prod")
+
+
+@pytest.fixture(scope="session")
+def eks_refusals() -> Any:
+    return _preview("eks-refusals", "prod")
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 import pytest
+import yaml
 
 from alicerce.catalog import load_catalog
 from alicerce.catalog.models import Efa, InstanceType
@@ -169,11 +170,14 @@ def test_core_addons_are_pinned_and_workload_addons_wait_for_nodes(prod: Any) ->
     _, result = prod
     addons = {r.inputs["addonName"]: r for r in result.of_type("aws:eks/addon:Addon")}
     # prod has an EFS tier (home), so the EFS CSI driver joins the pinned add-ons
-    assert set(addons) == {"vpc-cni", "kube-proxy", "eks-pod-identity-agent", "coredns", "aws-ebs-csi-driver", "aws-efs-csi-driver"}
+    assert set(addons) == {
+        *("vpc-cni", "kube-proxy", "eks-pod-identity-agent", "coredns", "aws-ebs-csi-driver", "aws-efs-csi-driver"),
+        "eks-node-monitoring-agent",  # node auto-repair acts on the faults it reports
+    }
     # pinned to the catalog's versions for the cluster's minor; the rest take AWS's default at deploy time
     catalog = load_catalog().versions.eksAddons
     assert {n: addons[n].inputs["addonVersion"] for n in catalog} == {n: pins.versions["1.35"] for n, pins in catalog.items()}
-    assert result.unpinned_addons() == ["aws-ebs-csi-driver", "aws-efs-csi-driver", "eks-pod-identity-agent"]
+    assert result.unpinned_addons() == ["aws-ebs-csi-driver", "aws-efs-csi-driver", "eks-node-monitoring-agent", "eks-pod-identity-agent"]
     assert "aws-pool-system-ng" in addons["coredns"].depends_on
     assert addons["aws-ebs-csi-driver"].inputs["podIdentityAssociations"][0]["serviceAccount"] == "ebs-csi-controller-sa"
     assert addons["aws-efs-csi-driver"].inputs["podIdentityAssociations"][0]["serviceAccount"] == "efs-csi-controller-sa"
@@ -340,7 +344,8 @@ def test_file_systems_are_created_after_the_rules_that_let_lustre_and_nfs_in(pro
 )
 def test_buckets_block_public_access_encrypt_with_kms_version_and_expire(prod: Any) -> None:
     _, result = prod
-    buckets = result.of_type("aws:s3/bucket:Bucket")
+    # the tiers' buckets (the access-log bucket is SSE-S3: test_every_created_bucket_logs_its_requests_to_the_access_log_bucket)
+    buckets = [b for b in result.of_type("aws:s3/bucket:Bucket") if b.name != "aws-storage-access-logs"]
     assert {b.inputs["bucket"] for b in buckets} == {"acme-ml-prod-data-lake-222222222222", "acme-ml-prod-model-registry-222222222222"}
     for b in buckets:
         pab = next(r.inputs for r in result.of_type("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock") if r.name == b.name)
@@ -613,3 +618,184 @@ def test_workload_addons_wait_for_the_pools_that_can_run_them_not_for_gpu_pools(
     _, result = prod
     pools = {d.split("-")[2] for d in result.named("aws-addons").depends_on if d.startswith("aws-pool-")}  # a pool's resources
     assert pools == {"system"}, pools
+
+
+# ---------------------------------------------------------------- what EKS, EC2 and EFS refuse (issue 21)
+
+
+def test_platform_labels_reach_node_groups_only_where_eks_takes_them(eks_refusals: Any) -> None:
+    """EKS API reference, CreateNodegroup labels: key and value 1-63 characters (UpdateLabelsPayload). The platform's
+    labels stay AWS tags on every resource, but a long key or an empty value would fail every node group."""
+    _, result = eks_refusals
+    long_key = "showback.finance.acme.example/chargeback-owning-department-of-record"
+    for ng in result.of_type("aws:eks/nodeGroup:NodeGroup"):
+        labels = ng.inputs["labels"]
+        assert labels["business-unit"] == "ai-research" and labels["alicerce.dev/cost-center"] == "CC-4410"
+        assert long_key not in labels and "ticket" not in labels
+        assert all(1 <= len(k) <= 63 and 1 <= len(v) <= 63 for k, v in labels.items()), ng.name
+        assert ng.inputs["tags"][long_key] == "ai"  # still a tag
+
+
+def test_efs_in_provisioned_mode_provisions_the_tiers_throughput(eks_refusals: Any, prod: Any) -> None:
+    """EFS API reference, CreateFileSystem: ProvisionedThroughputInMibps is required with ThroughputMode provisioned."""
+    _, result = eks_refusals
+    (fs,) = result.of_type("aws:efs/fileSystem:FileSystem")
+    assert fs.inputs["throughputMode"] == "provisioned"
+    assert fs.inputs["provisionedThroughputInMibps"] == 287  # 300 MB/s = 286.1 MiB/s, rounded up
+    (elastic,) = prod[1].of_type("aws:efs/fileSystem:FileSystem")
+    assert "provisionedThroughputInMibps" not in elastic.inputs
+
+
+def test_efa_nodes_run_containers_with_an_unlimited_memlock_limit(prod: Any) -> None:
+    """nodeadm (amazon-eks-ami v20260724, nodeadm/internal/containerd/base-runtime-spec.json) sets only RLIMIT_NOFILE;
+    EFA pins memory under RLIMIT_MEMLOCK, so EFA pools merge a base runtime spec with both (the list is replaced whole)."""
+    import base64
+
+    _, result = prod
+    for lt in result.of_type("aws:ec2/launchTemplate:LaunchTemplate"):
+        efa = any(n["interfaceType"] == "efa-only" for n in lt.inputs.get("networkInterfaces", []))
+        text = base64.b64decode(lt.inputs["userData"]).decode() if "userData" in lt.inputs else ""
+        if not efa:
+            assert "RLIMIT_MEMLOCK" not in text, lt.name
+            continue
+        document = yaml.safe_load(text.split("Content-Type: application/node.eks.aws")[1].split("--//--")[0])
+        rlimits = {r["type"]: r for r in document["spec"]["containerd"]["baseRuntimeSpec"]["process"]["rlimits"]}
+        assert rlimits["RLIMIT_MEMLOCK"]["soft"] == rlimits["RLIMIT_MEMLOCK"]["hard"] == 2**63
+        assert float(2**63) == 2**63  # survives nodeadm's float64 round trip exactly
+        assert rlimits["RLIMIT_NOFILE"] == {"type": "RLIMIT_NOFILE", "soft": 65536, "hard": 1048576}
+
+
+# ---------------------------------------------------------------- data protection (issue 21)
+
+STATEFUL = (
+    "aws:fsx/lustreFileSystem:LustreFileSystem",
+    "aws:efs/fileSystem:FileSystem",
+    "aws:s3/bucket:Bucket",
+    "aws:kms/key:Key",
+    "aws:eks/cluster:Cluster",
+)
+
+
+def test_every_stateful_resource_is_protected_and_the_cluster_has_deletion_protection(prod: Any, dev: Any) -> None:
+    """Pulumi's protect option refuses any delete or replace of the resource; EKS refuses DeleteCluster while
+    deletionProtection is on (EKS API reference, CreateCluster deletionProtection)."""
+    for _, result in (prod, dev):
+        stateful = [r for r in result.resources if r.type in STATEFUL]
+        assert {r.type for r in stateful} == set(STATEFUL)
+        assert [r.name for r in stateful if not r.protect] == []
+        assert not [r.name for r in result.resources if r.protect and r.type not in STATEFUL]
+        (eks,) = result.of_type("aws:eks/cluster:Cluster")
+        assert eks.inputs["deletionProtection"] is True
+
+
+def test_fsx_takes_a_final_backup_where_it_keeps_backups(prod: Any) -> None:
+    """FSx API, DeleteFileSystemLustreConfiguration: SkipFinalBackup (the provider's default is true); automatic
+    backups go with the file system, a final backup stays. Backups exist only for persistent file systems not linked
+    to S3 (FSx for Lustre user guide, "Working with backups")."""
+    _, result = prod
+    file_systems = {r.name: r.inputs for r in result.of_type("aws:fsx/lustreFileSystem:LustreFileSystem")}
+    checkpoints, datasets = file_systems["aws-storage-checkpoints"], file_systems["aws-storage-datasets"]
+    assert checkpoints["skipFinalBackup"] is False
+    assert checkpoints["finalBackupTags"]["alicerce.dev/storage-tier"] == "checkpoints"
+    assert checkpoints["automaticBackupRetentionDays"] == 30 and checkpoints["copyTagsToBackups"] is True
+    assert "skipFinalBackup" not in datasets  # linked to the data lake: FSx backs it up not at all
+
+
+@covers("aws:ec2/defaultSecurityGroup:DefaultSecurityGroup")
+def test_the_vpc_default_security_group_allows_nothing(prod: Any) -> None:
+    """VPC user guide, "Default security groups for your VPCs": managing it with no rules removes the default
+    allow-all egress and self ingress (CIS AWS Foundations 5.4)."""
+    _, result = prod
+    (default,) = result.of_type("aws:ec2/defaultSecurityGroup:DefaultSecurityGroup")
+    assert default.inputs["vpcId"].startswith("vpc-")
+    assert not default.inputs.get("ingress") and not default.inputs.get("egress")
+
+
+@covers("aws:ec2/route:Route", "aws:ec2/routeTable:RouteTable")
+def test_routes_are_resources_of_their_own_so_hand_added_routes_survive(prod: Any) -> None:
+    """terraform-provider-aws aws_route_table: with inline routes the table owns every route and removes others
+    (a peering, a VPN route added by hand) at the next update; standalone routes leave them alone."""
+    _, result = prod
+    tables = result.of_type("aws:ec2/routeTable:RouteTable")
+    assert len(tables) == 4 and all("routes" not in t.inputs for t in tables)  # public + one private per zone
+    routes = result.of_type("aws:ec2/route:Route")
+    assert len(routes) == len(tables) and all(r.inputs["destinationCidrBlock"] == "0.0.0.0/0" for r in routes)
+    assert sum("gatewayId" in r.inputs for r in routes) == 1 and sum("natGatewayId" in r.inputs for r in routes) == 3
+
+
+@covers("aws:efs/fileSystemPolicy:FileSystemPolicy", "aws:efs/accessPoint:AccessPoint")
+def test_efs_requires_tls_and_mount_targets_and_each_team_acts_as_its_own_posix_user(prod: Any) -> None:
+    """EFS user guide, "Using IAM to control file system data access" (aws:SecureTransport,
+    elasticfilesystem:AccessedViaMountTarget) and "Enforcing a user identity using an access point" (PosixUser)."""
+    from alicerce.targets.aws.components.storage import team_posix_ids
+
+    _, result = prod
+    (policy,) = result.of_type("aws:efs/fileSystemPolicy:FileSystemPolicy")
+    statements = {s["Sid"]: s for s in json.loads(policy.inputs["policy"])["Statement"]}
+    assert statements["DenyInsecureTransport"]["Effect"] == "Deny"
+    assert statements["DenyInsecureTransport"]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    assert statements["MountTargetsOnly"]["Condition"] == {"Bool": {"elasticfilesystem:AccessedViaMountTarget": "true"}}
+    points = result.of_type("aws:efs/accessPoint:AccessPoint")
+    assert points
+    uids = set()
+    for point in points:
+        user, info = point.inputs["posixUser"], point.inputs["rootDirectory"]["creationInfo"]
+        assert user["uid"] == user["gid"] == info["ownerUid"] == info["ownerGid"] >= 20000
+        assert info["permissions"] == "0770"
+        uids.add(user["uid"])
+    assert len(uids) == len(points)  # one identity per team
+    # stable: a team's id does not depend on the other teams
+    assert team_posix_ids(("a", "research"))["research"] == team_posix_ids(("research", "zz", "b"))["research"]
+
+
+@covers("aws:s3/bucketLogging:BucketLogging")
+def test_every_created_bucket_logs_its_requests_to_the_access_log_bucket(prod: Any) -> None:
+    """S3 user guide, "Enabling Amazon S3 server access logging": the target bucket uses SSE-S3 and lets
+    logging.s3.amazonaws.com write for the source account."""
+    rp, result = prod
+    buckets = {b.name: b.inputs["bucket"] for b in result.of_type("aws:s3/bucket:Bucket")}
+    logs = buckets.pop("aws-storage-access-logs")
+    logging = {r.name: r.inputs for r in result.of_type("aws:s3/bucketLogging:BucketLogging")}
+    assert sorted(logging) == sorted(buckets)
+    assert all(item["targetPrefix"] == f"{buckets[name]}/" for name, item in logging.items())
+    sse = one(result, "aws-storage-access-logs")  # the policy: only the logging service writes
+    policy = json.loads(
+        next(r.inputs["policy"] for r in result.of_type("aws:s3/bucketPolicy:BucketPolicy") if r.name == "aws-storage-access-logs")
+    )
+    (write,) = [s for s in policy["Statement"] if s["Effect"] == "Allow"]
+    assert write["Principal"] == {"Service": "logging.s3.amazonaws.com"}
+    assert write["Condition"]["StringEquals"]["aws:SourceAccount"] == rp.site("aws").spec.account  # type: ignore[union-attr]
+    assert logs.endswith(rp.site("aws").spec.account) and "bucket" in sse  # type: ignore[union-attr]
+    encryption = next(
+        r.inputs
+        for r in result.of_type("aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration")
+        if r.name == "aws-storage-access-logs"
+    )
+    assert encryption["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"] == "AES256"
+    lifecycle = next(
+        r.inputs
+        for r in result.of_type("aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration")
+        if r.name == "aws-storage-access-logs"
+    )
+    (rule,) = lifecycle["rules"]  # kept for the audit retention; stray multipart uploads are aborted (checkov CKV_AWS_300)
+    assert rule["expiration"]["days"] == 365 and rule["abortIncompleteMultipartUpload"] == {"daysAfterInitiation": 7}
+
+
+def test_node_auto_repair_comes_with_the_node_monitoring_agent(prod: Any) -> None:
+    """EKS user guide, "Detect node health issues and enable automatic node repair": GPU, kernel and network faults
+    reach node auto-repair through the eks-node-monitoring-agent add-on."""
+    _, result = prod
+    groups = result.of_type("aws:eks/nodeGroup:NodeGroup")
+    assert groups and all(g.inputs["nodeRepairConfig"]["enabled"] for g in groups)
+    assert "eks-node-monitoring-agent" in {a.inputs["addonName"] for a in result.of_type("aws:eks/addon:Addon")}
+
+
+@covers("aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration")
+def test_an_object_tiers_retention_is_a_minimum_before_it_is_an_expiry(prod: Any) -> None:
+    """S3 user guide, "Locking objects with Object Lock": a default retention keeps every new object version from
+    deletion or overwrite for the period (governance mode); the lifecycle rule expires it afterwards."""
+    _, result = prod
+    (lock,) = result.of_type("aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration")
+    assert lock.name == "aws-storage-data-lake" and lock.inputs["objectLockEnabled"] == "Enabled"
+    assert lock.inputs["rule"]["defaultRetention"] == {"mode": "GOVERNANCE", "days": 730}  # data-lake retention: 730d
+    assert "aws-storage-data-lake" in lock.depends_on  # after versioning is on

@@ -86,7 +86,7 @@ def test_a_quota_move_changes_quotas_only() -> None:
 
 def test_an_fsx_deployment_type_change_replaces_the_file_system_and_loses_its_data() -> None:
     def persistent_1(data: dict[str, Any]) -> None:
-        next(t for t in data["storage"] if t["name"] == "datasets")["aws"] = {"deploymentType": "PERSISTENT_1"}
+        next(t for t in data["storage"] if t["name"] == "datasets")["aws"]["deploymentType"] = "PERSISTENT_1"
 
     result = diff(persistent_1)
     fsx = next(r for r in result.resources if r.name == "aws-storage-datasets")
@@ -97,15 +97,70 @@ def test_an_fsx_deployment_type_change_replaces_the_file_system_and_loses_its_da
     assert "[!CAUTION]" in text and "**replace** `aws:fsx/lustreFileSystem:LustreFileSystem` `aws-storage-datasets`" in text
 
 
-def test_moving_an_efa_pool_to_another_subnet_replaces_its_node_group() -> None:
-    def other_zone(data: dict[str, Any]) -> None:
-        pool(data, "train-p5")["aws"]["zone"] = "us-east-1b"
+def _move_training_to_zone_b(data: dict[str, Any], *, file_systems: bool) -> None:
+    pool(data, "train-p5")["aws"]["zone"] = "us-east-1b"
+    if file_systems:  # the explicit acknowledgement: the tiers' own zones change (rule AL317 keeps them written down)
+        for tier in data["storage"]:
+            if tier["name"] in ("datasets", "checkpoints"):
+                tier["aws"]["zone"] = "us-east-1b"
 
-    result = diff(other_zone)
+
+def test_moving_a_training_pool_alone_never_moves_its_file_systems() -> None:
+    """The FSx zone is pinned in the spec (AL317), so a pool moved to another zone no longer takes the file systems
+    with it: validate points at the pool (AL293) instead of `pulumi up` replacing both file systems."""
+    from alicerce.spec.errors import SpecInvalid
+
+    with pytest.raises(SpecInvalid) as raised:
+        variant(lambda data: _move_training_to_zone_b(data, file_systems=False))
+    assert {e.rule for e in raised.value.errors} == {"AL293"}
+
+
+def test_moving_a_training_pool_and_its_file_systems_replaces_all_of_them_and_says_what_is_lost() -> None:
+    result = diff(lambda data: _move_training_to_zone_b(data, file_systems=True))
     group = next(r for r in result.resources if r.name == "aws-pool-train-p5-ng")
     assert (group.action, group.properties) == ("replace", ("subnetIds",)) and group.destructive
     assert "instance-store scratch" in (group.data_loss or "")
     assert [p.change for p in result.pools] == ["changed"] and result.gpu_units_delta == 0
+    moved = {r.name: r for r in result.resources if r.type == "aws:fsx/lustreFileSystem:LustreFileSystem"}
+    assert set(moved) == {"aws-storage-datasets", "aws-storage-checkpoints"}
+    for fsx in moved.values():
+        assert fsx.action == "replace" and fsx.properties == ("subnetIds",) and "every file" in (fsx.data_loss or "")
+    text = render_markdown([result], "main → branch")
+    assert "[!CAUTION]" in text and "`aws-storage-checkpoints`" in text
+
+
+@pytest.mark.parametrize(
+    ("resource", "change"),
+    [
+        ("aws-cluster-eks", lambda data: data["networks"].__setitem__("serviceCidr", "172.21.0.0/16")),
+        (
+            "aws-storage-model-registry",
+            lambda data: next(t for t in data["storage"] if t["name"] == "model-registry").__setitem__(
+                "aws", {"bucket": "acme-ml-models-elsewhere"}
+            ),
+        ),
+    ],
+    ids=["cluster-service-range", "bucket-replaced"],
+)
+def test_every_replacement_or_removal_that_loses_data_is_flagged(resource: str, change: Callable[[dict[str, Any]], None]) -> None:
+    """EKS cluster replacements (terraform-provider-aws eks/cluster.go: service_ipv4_cidr ForceNew) lose every
+    Kubernetes object; a bucket the tier stops creating is deleted with its objects."""
+    result = diff(change)
+    flagged = next(r for r in result.resources if r.name == resource)
+    assert flagged.action in ("replace", "delete") and flagged.destructive, flagged
+
+
+def test_the_replacement_catalog_covers_every_protected_resource() -> None:
+    """Whatever the program protects holds data: diff must know what replacing or removing it loses."""
+    facts = load_replacements()
+    for typ in (
+        "aws:fsx/lustreFileSystem:LustreFileSystem",
+        "aws:efs/fileSystem:FileSystem",
+        "aws:s3/bucket:Bucket",
+        "aws:kms/key:Key",
+        "aws:eks/cluster:Cluster",
+    ):
+        assert typ in facts.destructive and facts.resources[typ].dataLoss, typ
 
 
 def test_a_launch_template_change_rolls_every_node_of_its_pool() -> None:

@@ -43,7 +43,13 @@ class _SiteTier(_Tier):
         "site nor sites, the tier is at the environment's only site (an environment with several sites must say).",
     )
     capacity: ByteSize | None = Field(default=None, gt=0, description="Expected capacity.")
-    retention: Duration | None = Field(default=None, gt=0, description="How long data is kept (object tiers: lifecycle expiry).")
+    retention: Duration | None = Field(
+        default=None,
+        gt=0,
+        description="How long data is kept, at least and then no longer. Object tiers on AWS: no object version can be deleted "
+        "or overwritten before it ends (S3 Object Lock, governance mode; needs versioning), then the lifecycle expires it. "
+        "parallel-fs on AWS: days of automatic FSx backups.",
+    )
 
 
 class ParallelFsTier(_SiteTier):

@@ -199,6 +199,54 @@ def node_group_name(cluster: str, pool: str) -> str:
     return f"{cluster}-{pool}"
 
 
+# ---------------------------------------------------------------- node-group labels and taints (rules AL310, AL311)
+
+# EKS API reference, CreateNodegroup labels (UpdateLabelsPayload): key and value 1-63 characters each, the
+# whole key counted, prefix included; Taint: key 1-63, value 0-63.
+EKS_LABEL_MAX = 63
+# "Label cannot contain reserved prefixes [kubernetes.io/, k8s.io/, eks.amazonaws.com/]" (CreateNodegroup's
+# InvalidParameterException, quoted in eksctl-io/eksctl#4006; the same for taints, aws/containers-roadmap#1451);
+# their subdomains (node-role.kubernetes.io/) are in the same reserved namespaces.
+EKS_RESERVED_DOMAINS = ("kubernetes.io", "k8s.io", "eks.amazonaws.com")
+
+
+def eks_reserved(key: str) -> str | None:
+    """The reserved domain a label or taint key's prefix falls in, or None."""
+    prefix, slash, _ = key.rpartition("/")
+    if not slash:
+        return None
+    return next((d for d in EKS_RESERVED_DOMAINS if prefix == d or prefix.endswith(f".{d}")), None)
+
+
+def eks_label_problem(key: str, value: str, *, taint: bool = False) -> str | None:
+    """Why EKS refuses a node-group label (or taint, with ``taint``), or None when it takes it."""
+    kind = "taint" if taint else "label"
+    if len(key) > EKS_LABEL_MAX:
+        return f"EKS takes {kind} keys of at most {EKS_LABEL_MAX} characters, prefix included; {key} has {len(key)}"
+    if (domain := eks_reserved(key)) is not None:
+        return f"EKS refuses {kind} keys in the reserved {domain}/ namespace: {key}"
+    if not taint and value == "":
+        return f"EKS refuses empty label values ({key})"
+    return None
+
+
+# ---------------------------------------------------------------- VPC and subnets (rule AL313)
+
+# VPC and subnet IPv4 blocks are /16 to /28 (VPC user guide, "VPC CIDR blocks" and "Subnet CIDR blocks").
+VPC_PREFIX_MIN, VPC_PREFIX_MAX = 16, 28
+
+
+def subnet_bits(zones: int) -> int:
+    """Bits the VPC is split by: the fewest that leave one block spare for the public subnets."""
+    return max(1, (zones).bit_length())
+
+
+def subnet_prefixes(vpc_prefix: int, zones: int) -> tuple[int, int]:
+    """(private, public) prefix lengths of the subnets the network component lays out (network.subnet_layout)."""
+    bits = subnet_bits(zones)
+    return vpc_prefix + bits, vpc_prefix + 2 * bits
+
+
 CLUSTER_AUTOSCALER_ROLE = "cluster-autoscaler"
 LOAD_BALANCER_CONTROLLER_ROLE = "load-balancer-controller"
 
@@ -241,6 +289,11 @@ def key_alias_arn(rp: ResolvedPlatform, site: AwsSite) -> str:
 
 def bucket_name(rp: ResolvedPlatform, site: AwsSite, tier: str) -> str:
     return f"{rp.name}-{rp.environment}-{tier}-{site.account}"
+
+
+def access_log_bucket(rp: ResolvedPlatform, site: AwsSite) -> str:
+    """The bucket that receives the S3 server access logs of the site's buckets (rule AL299 checks its length)."""
+    return bucket_name(rp, site, "access-logs")
 
 
 def bucket_arn(site: AwsSite, bucket: str) -> str:

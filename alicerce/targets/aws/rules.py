@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Iterable
 
@@ -10,7 +11,8 @@ from alicerce.catalog.models import FsxOption, InstanceType
 from alicerce.resolve.model import ResolvedTier
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean
-from alicerce.spec.models import AwsSite, LocalNvmeTier, ObjectTier, ParallelFsTier
+from alicerce.spec.models import AwsSite, LocalNvmeTier, ObjectTier, ParallelFsTier, SharedNfsTier
+from alicerce.spec.paths import SpecPath
 from alicerce.targets.aws import resolve as names
 from alicerce.targets.aws.resolve import RESERVED, TRAINING_PURPOSES, fsx_zone
 
@@ -509,6 +511,14 @@ def aws_name_lengths(ctx: RuleContext) -> Iterable[Finding]:
                     _shorten("pool", names.NODE_GROUP_NAME_MAX - (len(group) - len(pool.name))),
                     pool.name,
                 )
+        logs = names.access_log_bucket(rp, site)
+        if any(t.implementations.get(site.name) == "s3" for t in rp.storage) and len(logs) > names.BUCKET_NAME_MAX:
+            yield Finding(
+                S.metadata.name,
+                f"access-log bucket name {logs} is {len(logs)} characters; S3 allows {names.BUCKET_NAME_MAX}",
+                "shorten the platform or environment name",
+                rp.name,
+            )
         for tier in rp.storage:
             if tier.implementations.get(site.name) != "s3":
                 continue
@@ -568,4 +578,199 @@ def autoscaler_tag_lengths(ctx: RuleContext) -> Iterable[Finding]:
                 name,
                 key=at_key,
                 resource=pool.name,
+            )
+
+
+@rules.rule("AL310", "eks-node-labels", "An AWS pool's labels are ones EKS accepts on a managed node group.")
+def eks_node_labels(ctx: RuleContext) -> Iterable[Finding]:
+    """EKS API reference, CreateNodegroup labels (UpdateLabelsPayload, docs.aws.amazon.com/eks/latest/APIReference/
+    API_UpdateLabelsPayload.html): key and value 1-63 characters, the whole key counted; keys under kubernetes.io/,
+    k8s.io/ and eks.amazonaws.com/ are refused ("Label cannot contain reserved prefixes", eksctl-io/eksctl#4006).
+    Kubernetes itself allows a 253-character prefix and empty values, so the schema lets these through."""
+    for i, pool in ctx.indexed_pools():
+        if pool.aws is None or not isinstance(ctx.pool_site(pool), AwsSite):
+            continue
+        for key, value in pool.labels.items():
+            problem = names.eks_label_problem(key, value)
+            if problem is not None:
+                empty = value == "" and len(key) <= names.EKS_LABEL_MAX and names.eks_reserved(key) is None
+                hint = "give the label a value" if empty else "use a key of your own domain of at most 63 characters"
+                yield Finding(S.node_pools[i].labels[key], problem, hint, value if empty else key, key=not empty, resource=pool.name)
+
+
+@rules.rule("AL311", "eks-node-taints", "An AWS pool's taints are ones EKS accepts on a managed node group.")
+def eks_node_taints(ctx: RuleContext) -> Iterable[Finding]:
+    """EKS API reference, Taint (docs.aws.amazon.com/eks/latest/APIReference/API_Taint.html): key 1-63 characters,
+    value 0-63; reserved prefixes as for labels ("Taint cannot contain reserved prefixes [kubernetes.io/, k8s.io/,
+    eks.amazonaws.com/]", aws/containers-roadmap#1451)."""
+    for i, pool in ctx.indexed_pools():
+        if pool.aws is None or not isinstance(ctx.pool_site(pool), AwsSite):
+            continue
+        for j, taint in enumerate(pool.taints):
+            problem = names.eks_label_problem(taint.key, taint.value, taint=True)
+            if problem is not None:
+                hint = "use a key of your own domain of at most 63 characters"
+                yield Finding(S.node_pools[i].taints[j].key, problem, hint, taint.key, resource=pool.name)
+
+
+@rules.rule("AL312", "eks-two-zones", "An AWS site spans at least two availability zones (EKS needs subnets in two).")
+def eks_two_zones(ctx: RuleContext) -> Iterable[Finding]:
+    """EKS user guide, "View Amazon EKS networking requirements for VPC and subnets" (docs.aws.amazon.com/eks/latest/
+    userguide/network-reqs.html): the cluster's subnets must be in at least two Availability Zones; CreateCluster
+    fails otherwise (UnsupportedAvailabilityZoneException / InvalidParameterException)."""
+    for s, site in enumerate(ctx.env.sites):
+        if isinstance(site, AwsSite) and len(site.zones) < 2:
+            yield Finding(
+                S.environments[ctx.env_name].sites[s].zones,
+                f"site {site.name} lists {len(site.zones)} zone; EKS needs subnets in at least two",
+                f"add a second zone, e.g. zones: [{site.zones[0]}, {site.region}b]; pools can still be pinned to one",
+                site.zones,
+            )
+
+
+@rules.rule("AL313", "vpc-cidr-size", "An AWS site's VPC range is IPv4 /16 to /28 and leaves subnets of at least /28.")
+def vpc_cidr_size(ctx: RuleContext) -> Iterable[Finding]:
+    """VPC user guide, "VPC CIDR blocks" (docs.aws.amazon.com/vpc/latest/userguide/vpc-cidr-blocks.html): a VPC's
+    primary IPv4 block and every subnet's block are between /16 and /28. alicerce splits the VPC into one private
+    subnet a zone plus a spare block cut again into the public subnets (alicerce.targets.aws.resolve.subnet_prefixes)."""
+    for s, site in enumerate(ctx.env.sites):
+        if not isinstance(site, AwsSite):
+            continue
+        path = S.environments[ctx.env_name].sites[s].vpc_cidr
+        cidr = site.vpc_cidr
+        if cidr.version != 4:
+            yield Finding(path, f"the VPC's primary range must be IPv4, not {cidr}", "use a private IPv4 /16, e.g. 10.0.0.0/16", str(cidr))
+            continue
+        low, high = names.VPC_PREFIX_MIN, names.VPC_PREFIX_MAX
+        if not low <= cidr.prefixlen <= high:
+            yield Finding(path, f"a VPC range is /{low} to /{high}, not /{cidr.prefixlen}", "use a /16 to /20 for an EKS site", str(cidr))
+            continue
+        private, public = names.subnet_prefixes(cidr.prefixlen, len(site.zones))
+        if public > high:
+            fits = high - 2 * names.subnet_bits(len(site.zones))
+            yield Finding(
+                path,
+                f"{cidr} split for {len(site.zones)} zone(s) gives /{private} private and /{public} public subnets; "
+                f"AWS subnets are /{high} at most",
+                f"use a /{fits} or larger range",
+                str(cidr),
+            )
+
+
+_EKS_SERVICE_RANGES = tuple(ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
+
+
+@rules.rule("AL314", "eks-service-cidr", "An AWS site's service range is a private IPv4 /12 to /24 block.")
+def eks_service_cidr(ctx: RuleContext) -> Iterable[Finding]:
+    """EKS API reference, KubernetesNetworkConfigRequest serviceIpv4Cidr (docs.aws.amazon.com/eks/latest/APIReference/
+    API_KubernetesNetworkConfigRequest.html): within 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16, between /24 and
+    /12, not overlapping the VPC (rule AL240 checks the overlap)."""
+    for s, site in enumerate(ctx.env.sites):
+        if not isinstance(site, AwsSite):
+            continue
+        cidr = site.service_cidr or ctx.spec.networks.service_cidr
+        path = S.environments[ctx.env_name].sites[s].service_cidr if site.service_cidr else S.networks.service_cidr
+        problem = None
+        if cidr.version != 4:
+            problem = f"EKS takes an IPv4 service range, not {cidr}"
+        elif not any(cidr.subnet_of(net) for net in _EKS_SERVICE_RANGES):  # type: ignore[arg-type]
+            problem = f"EKS takes a service range inside 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16, not {cidr}"
+        elif not 12 <= cidr.prefixlen <= 24:
+            problem = f"EKS takes a service range of /12 to /24, not /{cidr.prefixlen}"
+        if problem is not None:
+            yield Finding(path, problem, "use a private /16 such as 172.20.0.0/16", str(cidr))
+
+
+# private (RFC 1918, RFC 4193), shared (RFC 6598), loopback and link-local ranges: never the source of a request
+# that reaches the public endpoint (0.0.0.0/0 itself is rule AL272's)
+_NOT_INTERNET = tuple(
+    ipaddress.ip_network(n)
+    for n in (
+        *("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16"),
+        *("fc00::/7", "fe80::/10", "::1/128"),
+    )
+)
+
+
+@rules.rule("AL315", "public-endpoint-cidrs-public", "The public API endpoint's allow-list holds only public ranges.")
+def public_endpoint_cidrs(ctx: RuleContext) -> Iterable[Finding]:
+    """EKS API reference, VpcConfigRequest publicAccessCidrs (docs.aws.amazon.com/eks/latest/APIReference/
+    API_VpcConfigRequest.html) and EKS user guide, "Cluster API server endpoint": private and reserved ranges are
+    refused ("The following CIDRs are invalid in publicAccessCidrs"); traffic from the VPC reaches the private
+    endpoint instead."""
+    access = ctx.spec.security.endpoint_access
+    if not access.public or not any(isinstance(site, AwsSite) for site in ctx.env.sites):
+        return
+    for i, cidr in enumerate(access.public_cidrs):
+        inside = next((net for net in _NOT_INTERNET if net.version == cidr.version and cidr.prefixlen and cidr.overlaps(net)), None)
+        if inside is not None:
+            yield Finding(
+                S.security.endpoint_access.public_cidrs[i],
+                f"{cidr} is in {inside}, a range no internet client comes from; EKS takes only public ranges for the public endpoint",
+                "list the public addresses of your office or VPN egress; private networks use the private endpoint",
+                str(cidr),
+            )
+
+
+# EFS API reference, CreateFileSystem ProvisionedThroughputInMibps: required with ThroughputMode provisioned, at least 1
+EFS_MIN_PROVISIONED_MIBPS = 1
+
+
+@rules.rule("AL316", "efs-provisioned-throughput", "An EFS tier in provisioned throughput mode declares the throughput to provision.")
+def efs_provisioned_throughput(ctx: RuleContext) -> Iterable[Finding]:
+    """EFS API reference, CreateFileSystem (docs.aws.amazon.com/efs/latest/ug/API_CreateFileSystem.html):
+    ProvisionedThroughputInMibps is required when ThroughputMode is provisioned; the tier's throughput is that value."""
+    for i, tier in enumerate(ctx.spec.storage):
+        if not isinstance(tier, SharedNfsTier) or tier.aws is None or tier.aws.throughput_mode != "provisioned":
+            continue
+        if tier.throughput is None:
+            yield Finding(
+                SpecPath(SharedNfsTier, S.storage[i].path).aws.throughput_mode,
+                f"EFS provisioned throughput mode needs the throughput to provision; tier {tier.name} declares none",
+                "add throughput: (e.g. 500MBps) to the tier, or use throughputMode: elastic",
+                "provisioned",
+            )
+        elif tier.throughput < EFS_MIN_PROVISIONED_MIBPS * 2**20:
+            yield Finding(S.storage[i].throughput, "EFS provisions at least 1 MiB/s", "raise throughput to 1MiBps or more", tier.throughput)
+
+
+@rules.rule("AL317", "fsx-zone-pinned", "An FSx for Lustre tier at an AWS site names its zone, so no pool move can replace it.")
+def fsx_zone_pinned(ctx: RuleContext) -> Iterable[Finding]:
+    """An FSx for Lustre file system lives in one subnet, and a new subnet replaces it (FSx API, CreateFileSystem
+    SubnetIds; terraform-provider-aws lustre_file_system.go subnet_ids ForceNew): every file is lost. A zone derived
+    from the training pools would follow a pool moved to another zone and take the file system with it, so the zone
+    is written down; moving the file system is then an explicit change of aws.zone that `alicerce diff` reports as
+    destructive, and a pool moved away alone is rule AL293's finding."""
+    for resolved in ctx.resolved.storage:
+        tier = resolved.spec
+        if not isinstance(tier, ParallelFsTier) or (tier.aws is not None and tier.aws.zone is not None):
+            continue
+        for site in _aws_sites(ctx, resolved):
+            if resolved.implementations.get(site.name) != "fsx-lustre":
+                continue
+            zone = fsx_zone(ctx.resolved, site, resolved)
+            yield Finding(
+                S.storage[resolved.index].aws if tier.aws is not None else S.storage[resolved.index],
+                f"FSx tier {tier.name} would take its zone ({zone}) from site {site.name}'s pools: moving a pool to another zone "
+                "would replace the file system and lose every file on it",
+                f'pin it: aws: {{zone: "{zone}"}}',
+                resource=tier.name,
+            )
+            break
+
+
+@rules.rule("AL318", "object-retention-versioning", "An object tier with a retention at AWS keeps versioning on (Object Lock needs it).")
+def object_retention_versioning(ctx: RuleContext) -> Iterable[Finding]:
+    """S3 user guide, "Locking objects with Object Lock": Object Lock (the retention minimum) works only on versioned
+    buckets, and versioning cannot be suspended once it is on (PutBucketVersioning refuses)."""
+    for resolved in ctx.resolved.storage:
+        tier = resolved.spec
+        if not isinstance(tier, ObjectTier) or tier.retention is None or tier.aws is None or tier.aws.versioning:
+            continue
+        if tier.aws.bucket is None and _aws_sites(ctx, resolved):
+            yield Finding(
+                SpecPath(ObjectTier, S.storage[resolved.index].path).aws.versioning,
+                f"tier {tier.name} keeps data for its retention with S3 Object Lock, which needs versioning",
+                "remove versioning: false, or drop retention",
+                False,
             )

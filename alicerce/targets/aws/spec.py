@@ -13,7 +13,9 @@ from alicerce.spec.base import Name, SpecModel
 from alicerce.spec.text import AwsAccount, AwsName
 from alicerce.spec.units import ByteSize, Cidr
 
-EksAddon = Literal["vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent", "aws-ebs-csi-driver", "aws-efs-csi-driver"]
+EksAddon = Literal[
+    "vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent", "aws-ebs-csi-driver", "aws-efs-csi-driver", "eks-node-monitoring-agent"
+]
 
 
 class AwsSite(SpecModel):

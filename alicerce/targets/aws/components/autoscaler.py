@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from alicerce.emit.kube.operators import gpu_config_labels
 from alicerce.resolve.model import ResolvedPool
-from alicerce.targets.aws.resolve import template_tag
+from alicerce.targets.aws.resolve import eks_label_problem, template_tag
 
 # cluster-autoscaler's AWS provider treats nodes with this label as GPU nodes (GPULabel in
 # cloudprovider/aws/aws_cloud_provider.go @ cluster-autoscaler-1.35.0): a new node whose GPUs the
@@ -34,8 +34,16 @@ def ephemeral_storage(pool: ResolvedPool) -> str:
 
 
 def node_labels(pool: ResolvedPool) -> dict[str, str]:
-    """Every label a node of the pool carries: the pool's own, its GPU configuration's, and the accelerator."""
-    labels = {**pool.labels, **gpu_config_labels(pool)}
+    """Every label a node of the pool carries: the pool's own, its GPU configuration's, and the accelerator.
+
+    The platform's labels (metadata.labels, cost center) are tags on every resource, and node labels only where
+    EKS takes them as node-group labels (alicerce.targets.aws.resolve.eks_label_problem): a key over 63 characters
+    or an empty value would make CreateNodegroup fail for every pool. The pool's own labels are kept as written;
+    rule AL310 refuses the ones EKS would.
+    """
+    own = pool.spec.labels
+    labels = {k: v for k, v in pool.labels.items() if k in own or eks_label_problem(k, v) is None}
+    labels |= gpu_config_labels(pool)
     if pool.gpu is not None:
         labels[GPU_NODE_LABEL] = pool.gpu.id
     return dict(sorted(labels.items()))

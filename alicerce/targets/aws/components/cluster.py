@@ -29,8 +29,11 @@ from alicerce.targets.aws.components.policies import (
 LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 # Add-ons nodes need to become Ready: installed with the cluster, before any node group.
 BOOT_ADDONS = ("eks-pod-identity-agent", "vpc-cni", "kube-proxy")
-# Add-ons that run as Deployments and so need nodes: installed after the node groups.
-WORKLOAD_ADDONS = ("coredns", "aws-ebs-csi-driver")
+# Add-ons that run as Deployments and so need nodes: installed after the node groups. The node monitoring agent
+# (a DaemonSet) reports GPU, kernel, network and storage faults as node conditions; without it EKS node auto-repair,
+# which every node group turns on, only sees nodes that stop reporting Ready (EKS user guide, "Detect node health
+# issues and enable automatic node repair": the agent is required to detect and repair these issues).
+WORKLOAD_ADDONS = ("coredns", "aws-ebs-csi-driver", "eks-node-monitoring-agent")
 # The node role: join the cluster, pull images (and be reachable by Session Manager: policies.session_manager_policy,
 # not AmazonSSMManagedInstanceCore). The VPC CNI's EC2 permissions are NOT here: aws-node gets them through its
 # own pod-identity role (EKS user guide, "Configure Amazon VPC CNI plugin to use IRSA/Pod Identity": the node
@@ -208,8 +211,11 @@ class EksCluster(Component):
             upgrade_policy=aws.eks.ClusterUpgradePolicyArgs(support_type="STANDARD"),
             kubernetes_network_config=aws.eks.ClusterKubernetesNetworkConfigArgs(service_ipv4_cidr=args.service_cidr, ip_family="ipv4"),
             bootstrap_self_managed_addons=False,
+            # the cluster holds every Kubernetes object (claims, secrets): EKS refuses DeleteCluster while deletion
+            # protection is on (EKS API, CreateCluster deletionProtection), and Pulumi refuses to delete or replace it
+            deletion_protection=True,
             tags=named(tags, args.name),
-            opts=self.child(depends_on=depends),
+            opts=self.child(depends_on=depends, protect=True),
         )
         self.cluster_name = cluster.name
         self.endpoint = cluster.endpoint

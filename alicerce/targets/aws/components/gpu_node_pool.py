@@ -26,7 +26,39 @@ TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "Prefer
 RESERVED = ("capacity-reservation", "capacity-block")
 # AL2023 nodeadm: assemble every instance-store NVMe device into one RAID0 array that backs
 # kubelet and containerd state (images, emptyDir). A MIME part EKS merges with its own NodeConfig.
-RAID0_USER_DATA = """MIME-Version: 1.0
+RAID0_NODE_CONFIG = """  instance:
+    localStorage:
+      strategy: RAID0
+"""
+# EFA registers (pins) the buffers libfabric and NCCL hand it, which RLIMIT_MEMLOCK caps unless the process has
+# CAP_IPC_LOCK (our RDMA pods have not: README, "RDMA pods need no IPC_LOCK"). A container's limits are the ones
+# of containerd's base runtime spec, and nodeadm's default (amazon-eks-ami v20260724,
+# nodeadm/internal/containerd/base-runtime-spec.json) sets RLIMIT_NOFILE only, leaving memlock at what the
+# containerd unit inherits (systemd's 8 MiB default: the AL2023 unit sets no LimitMEMLOCK). nodeadm merges this
+# part into its default with mergo (nodeadm/internal/util/merge.go), which replaces the rlimits list whole, so the
+# default RLIMIT_NOFILE is repeated. nodeadm round-trips the spec through float64 (encoding/json into
+# map[string]interface{}), so "unlimited" (2^64-1) would come out as 2^64 and fail to parse: 2^63, exact in
+# float64, is unlimited in practice.
+MEMLOCK_UNLIMITED = 2**63
+EFA_NODE_CONFIG = f"""  containerd:
+    baseRuntimeSpec:
+      process:
+        rlimits:
+          - type: RLIMIT_NOFILE
+            soft: 65536
+            hard: 1048576
+          - type: RLIMIT_MEMLOCK
+            soft: {MEMLOCK_UNLIMITED}
+            hard: {MEMLOCK_UNLIMITED}
+"""
+
+
+def node_user_data(*, raid0: bool, efa: bool) -> str | None:
+    """The launch template's user data: one nodeadm NodeConfig part EKS merges with its own, or None."""
+    spec = (RAID0_NODE_CONFIG if raid0 else "") + (EFA_NODE_CONFIG if efa else "")
+    if not spec:
+        return None
+    return f"""MIME-Version: 1.0
 Content-Type: multipart/mixed; boundary="//"
 
 --//
@@ -36,10 +68,7 @@ Content-Type: application/node.eks.aws
 apiVersion: node.eks.aws/v1alpha1
 kind: NodeConfig
 spec:
-  instance:
-    localStorage:
-      strategy: RAID0
-
+{spec}
 --//--
 """
 
@@ -191,6 +220,7 @@ class GpuNodePool(Component):
         if plan.capacity_block:
             market = aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block")
 
+        user_data = node_user_data(raid0=plan.raid0, efa=bool(plan.interfaces))
         lt = aws.ec2.LaunchTemplate(
             f"{name}-lt",
             description=f"alicerce node pool {plan.node_group_name}",
@@ -220,7 +250,7 @@ class GpuNodePool(Component):
             instance_market_options=market,
             # Capacity Blocks: the template carries the instance type (and the node group lists none)
             instance_type=plan.instance_type if plan.instance_type_in_template else None,
-            user_data=base64.b64encode(RAID0_USER_DATA.encode()).decode() if plan.raid0 else None,
+            user_data=base64.b64encode(user_data.encode()).decode() if user_data else None,
             tag_specifications=[
                 aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=tags)
                 for kind in ("instance", "volume", "network-interface")

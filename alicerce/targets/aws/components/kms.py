@@ -75,7 +75,8 @@ class PlatformKey(Component):
                 deletion_window_in_days=30,
                 policy=self.policy,
                 tags=named(args.tags, args.name),
-                opts=self.child(),
+                # everything the platform stores is encrypted with it: Pulumi refuses to delete or replace it
+                opts=self.child(protect=True),
             )
             aws.kms.Alias(f"{name}-alias", name=f"alias/{args.name}", target_key_id=key.key_id, opts=self.child())
             self.arn = key.arn

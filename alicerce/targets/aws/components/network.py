@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ipaddress
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -83,7 +82,7 @@ def subnet_layout(cidr: str, zones: tuple[str, ...]) -> list[SubnetLayout]:
     private block i, and the spare last block splits again into the public subnets.
     """
     net = ipaddress.IPv4Network(cidr)  # a VPC's primary range is IPv4
-    bits = max(1, math.ceil(math.log2(len(zones) + 1)))
+    bits = names.subnet_bits(len(zones))  # rule AL313 checks the resulting sizes against the /28 limit
     blocks = list(net.subnets(prefixlen_diff=bits))
     public = list(blocks[-1].subnets(prefixlen_diff=bits))
     return [SubnetLayout(zone, str(blocks[i]), str(public[i])) for i, zone in enumerate(zones)]
@@ -105,13 +104,17 @@ class Network(Component):
             tags=named(tags, args.name),
             opts=self.child(),
         )
+        # the VPC's default group, managed with no rules: anything launched without a group of its own gets no
+        # traffic in or out (VPC user guide, "Default security groups for your VPCs"; CIS AWS Foundations 5.4)
+        aws.ec2.DefaultSecurityGroup(f"{name}-default-sg", vpc_id=vpc.id, tags=named(tags, f"{args.name}-default"), opts=self.child())
         igw = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=vpc.id, tags=named(tags, args.name), opts=self.child())
-        public_rt = aws.ec2.RouteTable(
-            f"{name}-public-rt",
-            vpc_id=vpc.id,
-            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=igw.id)],
-            tags=named(tags, f"{args.name}-public"),
-            opts=self.child(),
+        # routes are resources of their own, never inline: a route table with inline routes owns all of them and
+        # removes any route added by hand or by another stack (a peering, a VPN) at the next `pulumi up`
+        # (terraform-provider-aws docs, aws_route_table: "cannot use a Route Table with in-line routes in
+        # conjunction with any Route resources")
+        public_rt = aws.ec2.RouteTable(f"{name}-public-rt", vpc_id=vpc.id, tags=named(tags, f"{args.name}-public"), opts=self.child())
+        aws.ec2.Route(
+            f"{name}-public-default", route_table_id=public_rt.id, destination_cidr_block="0.0.0.0/0", gateway_id=igw.id, opts=self.child()
         )
         self.private_subnet_ids = {}
         self.public_subnet_ids = {}
@@ -149,10 +152,13 @@ class Network(Component):
                     opts=self.child(depends_on=[igw]),
                 )
             rt = aws.ec2.RouteTable(
-                f"{name}-private-rt-{z}",
-                vpc_id=vpc.id,
-                routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)],
-                tags=named(tags, f"{args.name}-private-{z}"),
+                f"{name}-private-rt-{z}", vpc_id=vpc.id, tags=named(tags, f"{args.name}-private-{z}"), opts=self.child()
+            )
+            aws.ec2.Route(
+                f"{name}-private-default-{z}",
+                route_table_id=rt.id,
+                destination_cidr_block="0.0.0.0/0",
+                nat_gateway_id=nat.id,
                 opts=self.child(),
             )
             private_rts.append(rt)

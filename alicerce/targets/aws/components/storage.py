@@ -8,6 +8,7 @@ errors to an encrypted /aws/fsx log group.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Mapping
@@ -38,9 +39,13 @@ FSX_MAX_BACKUP_DAYS = 90
 # deleted on the data repository when they are deleted on the file system").
 DRA_IMPORT_EVENTS = ("NEW", "CHANGED", "DELETED")
 DRA_EXPORT_EVENTS = ("NEW", "CHANGED")
-# EFS creates an access point's root directory on first mount with this owner and mode (EFS user guide, "Creating
-# access points": CreationInfo); 1777 as the prepare Job makes team directories on other file systems.
-EFS_DIRECTORY_MODE = "1777"
+# Each team's EFS access point enforces one POSIX identity (EFS user guide, "Enforcing a user identity using an access
+# point"): every NFS request through it acts as that uid/gid, whatever user the pod runs as. Ids are a stable
+# function of the team name (adding or removing a team never renumbers another: an access point's identity cannot
+# change without replacing it), in a range clear of system and image users.
+TEAM_ID_BASE, TEAM_ID_SPAN = 20000, 40000
+# the team's directory: the team's identity reads and writes it, nobody else (EFS creates it with this owner and mode)
+EFS_TEAM_DIRECTORY_MODE = "0770"
 # FSx logs to CloudWatch: data repository import/export warnings and errors (FSx for Lustre user guide, "Logging").
 FSX_LOG_LEVEL = "WARN_ERROR"
 
@@ -60,6 +65,11 @@ class FsxTier:
     def persistent(self) -> bool:
         return self.deployment_type.startswith("PERSISTENT")
 
+    @property
+    def backs_up(self) -> bool:
+        """FSx takes backups (automatic, user, final) of persistent file systems not linked to S3 (rule AL292)."""
+        return self.persistent and self.source_bucket is None
+
 
 @dataclass(frozen=True)
 class BucketTier:
@@ -75,6 +85,7 @@ class EfsTier:
     name: str
     throughput_mode: str
     teams: tuple[str, ...] = ()  # teams with a directory of their own (teamAccess per-team): an access point each
+    provisioned_mibps: int | None = None  # the tier's throughput in provisioned mode (rule AL316 requires it)
 
 
 @dataclass(frozen=True)
@@ -84,6 +95,20 @@ class StorageLayout:
     efs: tuple[EfsTier, ...]
     fsx_log_group: str = ""
     log_retention_days: int = 365
+    access_log_bucket: str = ""  # receives the server access logs of every bucket created here
+    account: str = ""
+
+
+def team_posix_ids(teams: tuple[str, ...]) -> dict[str, int]:
+    """uid (= gid) of each team on EFS: a hash of its name in [TEAM_ID_BASE, TEAM_ID_BASE + TEAM_ID_SPAN), the next
+    free id on a collision (teams in name order, so the result depends only on the set of names)."""
+    taken: dict[str, int] = {}
+    for team in sorted(teams):
+        uid = TEAM_ID_BASE + int(hashlib.sha256(team.encode()).hexdigest()[:8], 16) % TEAM_ID_SPAN
+        while uid in taken.values():
+            uid = TEAM_ID_BASE + (uid - TEAM_ID_BASE + 1) % TEAM_ID_SPAN
+        taken[team] = uid
+    return taken
 
 
 def backup_days(tier: ParallelFsTier, deployment_type: str) -> int:
@@ -109,7 +134,9 @@ def storage_layout(rp: ResolvedPlatform, site: AwsSite) -> StorageLayout:
             buckets.append(BucketTier(tier.name, name, create, spec.aws.versioning if spec.aws else True, expire))
         elif impl == "efs" and isinstance(spec, SharedNfsTier):
             teams = tuple(sorted(t.name for t in rp.site(site.name).teams)) if spec.team_access == "per-team" else ()
-            efs.append(EfsTier(tier.name, spec.aws.throughput_mode if spec.aws else "elastic", teams))
+            mode = spec.aws.throughput_mode if spec.aws else "elastic"
+            provisioned = math.ceil(spec.throughput / 2**20) if mode == "provisioned" and spec.throughput else None
+            efs.append(EfsTier(tier.name, mode, teams, provisioned))
     for tier in rp.storage:
         spec = tier.spec
         if tier.implementations.get(site.name) == "fsx-lustre" and tier.fsx is not None and isinstance(spec, ParallelFsTier):
@@ -133,7 +160,60 @@ def storage_layout(rp: ResolvedPlatform, site: AwsSite) -> StorageLayout:
         tuple(efs),
         names.fsx_log_group(rp, site),
         log_retention_days(rp.spec.security.audit.retention),
+        names.access_log_bucket(rp, site),
+        site.account,
     )
+
+
+def deny_insecure_transport(principal: Any, action: str, resource: str | list[str]) -> dict[str, Any]:
+    """The statement that refuses every request not made over TLS (aws:SecureTransport false)."""
+    return {
+        "Sid": "DenyInsecureTransport",
+        "Effect": "Deny",
+        "Principal": principal,
+        "Action": action,
+        "Resource": resource,
+        "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+    }
+
+
+def access_log_policy(arn: str, account: str) -> dict[str, Any]:
+    """Only S3's logging service writes, for buckets of this account; nothing reaches it without TLS (S3 user guide,
+    "Permissions for log delivery": the logging.s3.amazonaws.com principal with aws:SourceAccount)."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "S3ServerAccessLogs",
+                "Effect": "Allow",
+                "Principal": {"Service": "logging.s3.amazonaws.com"},
+                "Action": "s3:PutObject",
+                "Resource": f"{arn}/*",
+                "Condition": {"StringEquals": {"aws:SourceAccount": account}},
+            },
+            deny_insecure_transport("*", "s3:*", [arn, f"{arn}/*"]),
+        ],
+    }
+
+
+def efs_policy(arn: str) -> dict[str, Any]:
+    """The file system's resource policy (EFS user guide, "Using IAM to control file system data access"): NFS
+    clients mount and write only through a mount target, and never without TLS (the EFS CSI driver mounts with
+    tls by default)."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "MountTargetsOnly",
+                "Effect": "Allow",
+                "Principal": {"AWS": "*"},
+                "Action": ["elasticfilesystem:ClientMount", "elasticfilesystem:ClientWrite", "elasticfilesystem:ClientRootAccess"],
+                "Resource": arn,
+                "Condition": {"Bool": {"elasticfilesystem:AccessedViaMountTarget": "true"}},
+            },
+            deny_insecure_transport({"AWS": "*"}, "*", arn),
+        ],
+    }
 
 
 @dataclass(frozen=True)
@@ -155,9 +235,10 @@ class Storage(Component):
         super().__init__("alicerce:storage:Storage", name, opts)
         self.endpoints = {}
         self.volumes = {}
+        log_bucket = self._log_bucket(name, args) if any(b.create for b in args.layout.buckets) else None
         for bucket in args.layout.buckets:
             if bucket.create:
-                self._bucket(name, args, bucket)
+                self._bucket(name, args, bucket, log_bucket)
             self.endpoints[bucket.name] = pulumi.Output.from_input(f"s3://{bucket.bucket}")
         if args.layout.fsx:
             sg, rules = self._security_group(
@@ -266,6 +347,11 @@ class Storage(Component):
             # backups only where FSx keeps them (persistent, not linked to S3); tags copied only to backups that exist
             automatic_backup_retention_days=tier.backup_days if persistent else None,
             copy_tags_to_backups=True if tier.backup_days else None,
+            # FSx deletes a file system's automatic backups with it; a final backup is a user backup and stays
+            # (FSx API, DeleteFileSystemLustreConfiguration: SkipFinalBackup, default true in the provider). Only
+            # where FSx backs the file system up at all (persistent, not linked to S3; rule AL292).
+            skip_final_backup=False if tier.backs_up else None,
+            final_backup_tags=tags if tier.backs_up else None,
             log_configuration=aws.fsx.LustreFileSystemLogConfigurationArgs(level=FSX_LOG_LEVEL, destination=logs.arn),
             metadata_configuration=aws.fsx.LustreFileSystemMetadataConfigurationArgs(mode="AUTOMATIC") if dra else None,
             import_path=source if source and not dra else None,
@@ -274,8 +360,8 @@ class Storage(Component):
             # FSx checks the group's rules when it creates the file system and fails when they "do not permit Lustre
             # LNET network traffic on port 988" (FSx for Lustre user guide, "Creating an FSx for Lustre file system
             # fails", docs.aws.amazon.com/fsx/latest/LustreGuide/cannot-create-fs.html): the rules are separate
-            # resources, so they are created first
-            opts=self.child(depends_on=rules),
+            # resources, so they are created first; protected: Pulumi refuses to delete or replace it
+            opts=self.child(depends_on=rules, protect=True),
         )
         if source and dra:
             aws.fsx.DataRepositoryAssociation(
@@ -300,11 +386,10 @@ class Storage(Component):
         }
         return pulumi.Output.format("{0}@tcp:/{1}", fs.dns_name, fs.mount_name)
 
-    def _bucket(self, name: str, args: StorageArgs, tier: BucketTier) -> None:
-        tags = named(args.tags, tier.bucket, **{"alicerce.dev/storage-tier": tier.name})
-        bucket = aws.s3.Bucket(f"{name}-{tier.name}", bucket=tier.bucket, force_destroy=False, tags=tags, opts=self.child())
+    def _private_bucket(self, resource: str, bucket: aws.s3.Bucket, *, versioning: bool) -> aws.s3.BucketVersioning:
+        """What every bucket created here has: no public access, no ACLs (the owner owns every object), versioning."""
         aws.s3.BucketPublicAccessBlock(
-            f"{name}-{tier.name}",
+            resource,
             bucket=bucket.id,
             block_public_acls=True,
             block_public_policy=True,
@@ -313,19 +398,73 @@ class Storage(Component):
             opts=self.child(),
         )
         aws.s3.BucketOwnershipControls(
-            f"{name}-{tier.name}",
+            resource,
             bucket=bucket.id,
             rule=aws.s3.BucketOwnershipControlsRuleArgs(object_ownership="BucketOwnerEnforced"),
             opts=self.child(),
         )
-        aws.s3.BucketVersioning(
-            f"{name}-{tier.name}",
+        return aws.s3.BucketVersioning(
+            resource,
             bucket=bucket.id,
-            versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(
-                status="Enabled" if tier.versioning else "Suspended"
-            ),
+            versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(status="Enabled" if versioning else "Suspended"),
             opts=self.child(),
         )
+
+    def _log_bucket(self, name: str, args: StorageArgs) -> aws.s3.Bucket:
+        """The bucket S3 delivers server access logs to (S3 user guide, "Enabling Amazon S3 server access logging"):
+        SSE-S3, since log delivery cannot use a KMS key; written only by the logging service, for this account's
+        buckets; kept for the audit retention."""
+        bucket_name = args.layout.access_log_bucket
+        tags = named(args.tags, bucket_name, **{"alicerce.dev/purpose": "access-logs"})
+        bucket = aws.s3.Bucket(f"{name}-access-logs", bucket=bucket_name, force_destroy=False, tags=tags, opts=self.child(protect=True))
+        self._private_bucket(f"{name}-access-logs", bucket, versioning=True)
+        sse = aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(sse_algorithm="AES256")
+        aws.s3.BucketServerSideEncryptionConfiguration(
+            f"{name}-access-logs",
+            bucket=bucket.id,
+            rules=[aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(apply_server_side_encryption_by_default=sse)],
+            opts=self.child(),
+        )
+        days = args.layout.log_retention_days
+        aws.s3.BucketLifecycleConfiguration(
+            f"{name}-access-logs",
+            bucket=bucket.id,
+            rules=[
+                aws.s3.BucketLifecycleConfigurationRuleArgs(
+                    id="audit-retention",
+                    status="Enabled",
+                    filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
+                    expiration=aws.s3.BucketLifecycleConfigurationRuleExpirationArgs(days=days),
+                    abort_incomplete_multipart_upload=aws.s3.BucketLifecycleConfigurationRuleAbortIncompleteMultipartUploadArgs(
+                        days_after_initiation=7
+                    ),
+                    noncurrent_version_expiration=aws.s3.BucketLifecycleConfigurationRuleNoncurrentVersionExpirationArgs(noncurrent_days=1),
+                )
+            ],
+            opts=self.child(),
+        )
+        account = args.layout.account
+        aws.s3.BucketPolicy(
+            f"{name}-access-logs",
+            bucket=bucket.id,
+            policy=bucket.arn.apply(lambda arn: json.dumps(access_log_policy(arn, account))),
+            opts=self.child(),
+        )
+        return bucket
+
+    def _bucket(self, name: str, args: StorageArgs, tier: BucketTier, log_bucket: aws.s3.Bucket | None) -> None:
+        tags = named(args.tags, tier.bucket, **{"alicerce.dev/storage-tier": tier.name})
+        bucket = aws.s3.Bucket(f"{name}-{tier.name}", bucket=tier.bucket, force_destroy=False, tags=tags, opts=self.child(protect=True))
+        if log_bucket is not None:
+            # S3 server access logs: every request on the tier's objects, kept in the site's log bucket
+            aws.s3.BucketLogging(
+                f"{name}-{tier.name}",
+                bucket=bucket.id,
+                target_bucket=log_bucket.id,
+                target_prefix=f"{tier.bucket}/",
+                opts=self.child(),
+            )
+        versioning = self._private_bucket(f"{name}-{tier.name}", bucket, versioning=tier.versioning)
         sse = aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
             sse_algorithm="aws:kms" if args.kms_key_arn is not None else "AES256", kms_master_key_id=args.kms_key_arn
         )
@@ -360,6 +499,21 @@ class Storage(Component):
                 )
             )
         aws.s3.BucketLifecycleConfiguration(f"{name}-{tier.name}", bucket=bucket.id, rules=rules, opts=self.child())
+        if tier.expire_days is not None and tier.versioning:
+            # retention is a minimum first: no object version can be deleted or overwritten before it ends (S3 Object
+            # Lock default retention, S3 user guide "Locking objects with Object Lock"; it needs versioning, rule
+            # AL318). GOVERNANCE, not COMPLIANCE: an administrator holding s3:BypassGovernanceRetention can still
+            # remove data (a court order, a wrong upload), which COMPLIANCE would forbid even to the account root.
+            # Then the lifecycle rule above expires it.
+            aws.s3.BucketObjectLockConfiguration(
+                f"{name}-{tier.name}",
+                bucket=bucket.id,
+                object_lock_enabled="Enabled",
+                rule=aws.s3.BucketObjectLockConfigurationRuleArgs(
+                    default_retention=aws.s3.BucketObjectLockConfigurationRuleDefaultRetentionArgs(mode="GOVERNANCE", days=tier.expire_days)
+                ),
+                opts=self.child(depends_on=[versioning]),
+            )
         aws.s3.BucketPolicy(
             f"{name}-{tier.name}",
             bucket=bucket.id,
@@ -367,16 +521,7 @@ class Storage(Component):
                 lambda arn: json.dumps(
                     {
                         "Version": "2012-10-17",
-                        "Statement": [
-                            {
-                                "Sid": "DenyInsecureTransport",
-                                "Effect": "Deny",
-                                "Principal": "*",
-                                "Action": "s3:*",
-                                "Resource": [arn, f"{arn}/*"],
-                                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-                            }
-                        ],
+                        "Statement": [deny_insecure_transport("*", "s3:*", [arn, f"{arn}/*"])],
                     }
                 )
             ),
@@ -392,8 +537,15 @@ class Storage(Component):
             kms_key_id=args.kms_key_arn,
             performance_mode="generalPurpose",
             throughput_mode=tier.throughput_mode,
+            provisioned_throughput_in_mibps=tier.provisioned_mibps,  # required in provisioned mode (EFS CreateFileSystem)
             lifecycle_policies=[aws.efs.FileSystemLifecyclePolicyArgs(transition_to_ia="AFTER_30_DAYS")],
             tags=named(args.tags, f"{args.name}-{tier.name}", **{"alicerce.dev/storage-tier": tier.name}),
+            opts=self.child(protect=True),  # Pulumi refuses to delete or replace it
+        )
+        aws.efs.FileSystemPolicy(
+            f"{name}-{tier.name}-policy",
+            file_system_id=fs.id,
+            policy=fs.arn.apply(lambda arn: json.dumps(efs_policy(arn))),
             opts=self.child(),
         )
         for zone, subnet in sorted(args.subnet_ids.items()):
@@ -412,6 +564,7 @@ class Storage(Component):
             opts=self.child(),
         )
         per_team: dict[str, Any] = {}
+        ids = team_posix_ids(tier.teams)
         for team in tier.teams:
             # the team's directory as its own access point: the driver mounts <fs-id>::<access-point-id>
             # (aws-efs-csi-driver, examples/kubernetes/access_points; EFS user guide, "Working with access points")
@@ -421,9 +574,10 @@ class Storage(Component):
                 root_directory=aws.efs.AccessPointRootDirectoryArgs(
                     path=f"/{team_path(team)}",
                     creation_info=aws.efs.AccessPointRootDirectoryCreationInfoArgs(
-                        owner_uid=0, owner_gid=0, permissions=EFS_DIRECTORY_MODE
+                        owner_uid=ids[team], owner_gid=ids[team], permissions=EFS_TEAM_DIRECTORY_MODE
                     ),
                 ),
+                posix_user=aws.efs.AccessPointPosixUserArgs(uid=ids[team], gid=ids[team]),
                 tags=named(args.tags, f"{args.name}-{tier.name}-{team}", **{"alicerce.dev/storage-tier": tier.name}),
                 opts=self.child(),
             )
