@@ -31,8 +31,11 @@ from alicerce.emit.ansible.site import emit_ansible
 from alicerce.emit.errors import EmitError, OutputError
 from alicerce.emit.files import (
     MANIFEST,
+    SHARED_DISPLACED,
+    SHARED_MANIFEST,
     Target,
     check_folder,
+    ensure_folder,
     fault,
     forget,
     link_into,
@@ -44,6 +47,7 @@ from alicerce.emit.files import (
     remove,
     stage_files,
     swap_in,
+    write_text_atomic,
 )
 from alicerce.emit.gitops.ci import emit_ci
 from alicerce.emit.gitops.kubernetes import emit_kubernetes
@@ -375,3 +379,99 @@ def _fill(target: Target, staging: Path, files: dict[str, str], changes: Changes
         report.displaced = sorted(displaced)
         report.displaced_to = f"{DISPLACED}{folder}/"
     return report
+
+
+# -- a folder shared with the user: the CI workflows (``generate --ci-dir``) ---------------------------
+
+
+def shared_changes(folder: Path, files: dict[str, str]) -> Changes:
+    """How the files alicerce owns in the shared ``folder`` differ from what it last wrote there.
+
+    Only the names in its manifest and in ``files`` are alicerce's business: edited (recorded, now
+    different or no longer a regular file, a link included), removed (recorded and still generated,
+    now missing) and added (a name of ``files`` that holds something alicerce did not write: the
+    user's file in the way). A file already holding what alicerce writes now is never a change.
+    """
+    recorded, problem = read_manifest(folder, SHARED_MANIFEST) if os.path.lexists(folder / SHARED_MANIFEST) else ({}, None)
+    fresh = {name: _digest(text.encode("utf-8")) for name, text in files.items()}
+    edited, removed, added = [], [], []
+    for name, digest in sorted(recorded.items()):
+        if not os.path.lexists(folder / name):
+            if name in files:
+                removed.append(name)
+            continue
+        found = _file_digest(folder / name)
+        if found is None or found not in (digest, fresh.get(name)):
+            edited.append(name)
+    for name, digest in sorted(fresh.items()):
+        if name not in recorded and os.path.lexists(folder / name) and _file_digest(folder / name) != digest:
+            added.append(name)
+    return Changes(tuple(edited), tuple(removed), tuple(added), problem)
+
+
+def _refuse_shared(folder: Path, files: dict[str, str], force: bool, protected: Sequence[Path]) -> tuple[Target, Changes]:
+    """The checks of :func:`check_folder` on ``folder``, then its changes (a refusal without ``force``)."""
+    target = check_folder(folder, protected)
+    changes = shared_changes(target.path, files) if os.path.isdir(target.path) else Changes()
+    if changes and not force:
+        why = changes.manifest_problem or "files changed since alicerce wrote them, or not written by alicerce"
+        raise OutputError(
+            "\n".join([f"{target.shown}: {why}:", *changes.lines()]),
+            f"rerun with --force to replace them, keeping what you had under {target.shown}/{SHARED_DISPLACED}<time>/;"
+            " files of other names there are yours and left alone",
+            {"changes": changes.as_dict()},
+        )
+    return target, changes
+
+
+def check_shared(folder: Path, files: dict[str, str], *, force: bool = False, protected: Sequence[Path] = ()) -> None:
+    """The refusals of :func:`write_shared`, touching nothing: run before the generated tree is written."""
+    try:
+        _refuse_shared(folder, files, force, protected)
+    except OSError as exc:
+        raise os_error(exc, folder) from None
+
+
+def write_shared(
+    folder: Path, files: dict[str, str], *, platform: str, environment: str, force: bool = False, protected: Sequence[Path] = ()
+) -> WriteReport:
+    """Write ``files`` (plain names) into ``folder``, which the user shares, under the output contract.
+
+    The same checks as an output folder (no link, no ``..`` ending, not the current folder, none
+    holding the spec or a ``.git``, under the same lock); a manifest of what alicerce wrote
+    (:data:`SHARED_MANIFEST`); files changed since, or someone else's file of the same name, stop the
+    run unless ``force``, which moves them to :data:`SHARED_DISPLACED` ``<time>/`` first. Each file is
+    replaced in one rename and never written through a link; files alicerce wrote there before and
+    no longer generates are removed; every other file of the folder is left alone.
+    """
+    try:
+        target, _ = _refuse_shared(folder, files, force, protected)
+        with locked(target):
+            target, changes = _refuse_shared(folder, files, force, protected)  # again, under the lock
+            ensure_folder(target.path, target.shown)
+            report = WriteReport(files=len(files))
+            displaced = [*changes.edited, *changes.added]
+            if displaced:
+                stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+                where, again = stamp, 1
+                while os.path.lexists(target.path / SHARED_DISPLACED / where):
+                    again += 1
+                    where = f"{stamp}-{again}"
+                for name in displaced:
+                    link_into(target.path / name, target.path / SHARED_DISPLACED / where / name)
+                    if name not in files:  # no longer generated: the user's version is kept only there
+                        remove(target.path / name)
+                report.displaced, report.displaced_to = sorted(displaced), f"{SHARED_DISPLACED}{where}/"
+            for name, text in sorted(files.items()):
+                if os.path.isdir(target.path / name) and not os.path.islink(target.path / name):
+                    remove(target.path / name)  # a folder of the user's in the way, kept above
+                write_text_atomic(target.path / name, text, through_links=False)
+            recorded, _ = read_manifest(target.path, SHARED_MANIFEST)
+            for name, digest in sorted(recorded.items()):
+                if name not in files and _file_digest(target.path / name) == digest:
+                    os.unlink(target.path / name)  # written by alicerce, unchanged, no longer generated
+            manifest = with_manifest(files, platform=platform, environment=environment)[MANIFEST]
+            write_text_atomic(target.path / SHARED_MANIFEST, manifest, through_links=False)
+            return report
+    except OSError as exc:
+        raise os_error(exc, folder) from None
