@@ -48,7 +48,7 @@ import string
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -637,8 +637,12 @@ def forget(lock: Lock, staging: Path) -> None:
         lock.save()
 
 
-def swap_in(target: Target, staging: Path) -> list[str]:
-    """Put the complete tree ``staging`` at ``target`` in one step; returns warnings about cleanup."""
+def swap_in(target: Target, staging: Path, settle: Callable[[Path], list[str]] | None = None) -> list[str]:
+    """Put the complete tree ``staging`` at ``target`` in one step; returns warnings about cleanup.
+
+    ``settle`` is called with the old tree once it is out of the way, before it is removed: what a
+    user saved into it after the last check (the instant before the swap) is carried from there.
+    """
     for folder in (staging, target.parent):
         fsync_folder(folder)
     fault("staged")
@@ -664,9 +668,10 @@ def swap_in(target: Target, staging: Path) -> list[str]:
             raise
         fsync_folder(target.parent)
         fault("swapped")
+    notes = settle(old) if settle is not None else []
     warning = remove(old)
     fsync_folder(target.parent)
-    return [warning] if warning else []
+    return notes + ([warning] if warning else [])
 
 
 def _undo_fill(folder: Path, written: Sequence[str], existed: set[str]) -> None:

@@ -24,6 +24,7 @@ import json
 import os
 import stat
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -288,7 +289,13 @@ def write_tree(out: Path, files: dict[str, str], *, force: bool = False, protect
             try:
                 report = _fill(target, staging, files, changes)
                 _refuse_changed_meanwhile(target, files, force, changes, kept_before)
-                report.warnings = warnings + swap_in(target, staging)
+                carried = _carried(changes)
+                destinations = {p.rstrip("/"): f"{report.displaced_to}{p.rstrip('/')}" for p in report.displaced}
+
+                def settle(old: Path) -> list[str]:
+                    return _carry_late_changes(old, target.path, carried, destinations, kept_before)
+
+                report.warnings = warnings + swap_in(target, staging, settle)
             except BaseException:
                 remove(staging)
                 raise
@@ -332,6 +339,68 @@ def _kept_state(out: Path, roots: list[str]) -> list[tuple[str, int, int, int, i
                     continue
                 state.append((str(path.relative_to(out)), info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns))
     return sorted(state)
+
+
+def _destination(path: str, new: Path, roots: list[str], destinations: dict[str, str]) -> Path | None:
+    """Where ``path`` of the old tree (under one of ``roots``) goes in the new one: the same place, or its displaced copy."""
+    for root in (r.rstrip("/") for r in roots):
+        if path == root or path.startswith(root + "/"):
+            return new / (destinations.get(root, root) + path[len(root) :])
+    return None
+
+
+def _carry_late_changes(
+    old: Path, new: Path, roots: list[str], destinations: dict[str, str], before: list[tuple[str, int, int, int, int]]
+) -> list[str]:
+    """Carry into the new tree what the user changed under ``roots`` of the old one after the last check.
+
+    Between :func:`_refuse_changed_meanwhile` and the swap an editor may still save a file into
+    ``ansible/host_vars`` of the old tree, which the swap then moves out of sight: every entry whose
+    inode, type, size or mtime differs from ``before`` is moved (one rename, same file system) to
+    its place in the new tree, and an entry deleted in that window is deleted there too. Read again
+    until nothing moves, so a save made while carrying is carried as well. Returns one note per path.
+    """
+    notes: list[str] = []
+    for _ in range(5):
+        now = _kept_state(old, roots)
+        if now == before:
+            return notes
+        known = {row[0]: row for row in before}
+        present = {row[0]: row for row in now}
+        moved: set[str] = set()
+        for path, *_ in now:  # parents before their entries (sorted paths)
+            if known.get(path) == present[path] or not os.path.lexists(old / path):
+                continue
+            dest = _destination(path, new, roots, destinations)
+            if dest is None:
+                continue
+            if stat.S_ISDIR(present[path][2]):
+                os.makedirs(dest, exist_ok=True)
+                continue
+            os.makedirs(dest.parent, exist_ok=True)
+            if os.path.isdir(dest) and not os.path.islink(dest):
+                remove(dest)
+            os.rename(old / path, dest)
+            notes.append(f"{path} changed while the new tree was swapped in: carried into it")
+            moved.add(path)
+        for path, ino, mode, *_ in sorted(known.values(), reverse=True):  # entries before their folders
+            if path in present:
+                continue
+            dest = _destination(path, new, roots, destinations)
+            if dest is None:
+                continue
+            with suppress(OSError):
+                if stat.S_ISDIR(mode):
+                    os.rmdir(dest)  # only when empty: anything in it is someone's
+                elif os.lstat(dest).st_ino == ino:  # still the hard link of the file the user deleted
+                    os.unlink(dest)
+                else:
+                    continue
+                notes.append(f"{path} was deleted while the new tree was swapped in: deleted there too")
+        before = [row for row in now if row[0] not in moved]  # a carried entry left the old tree: not a deletion
+        if not moved:
+            return notes
+    return notes
 
 
 def _refuse_changed_meanwhile(
