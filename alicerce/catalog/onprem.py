@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from importlib import resources
 
 from pydantic import Field
 
@@ -53,3 +54,10 @@ class _OnpremFile(OnpremStack):
 def load_onprem() -> OnpremStack:
     """The packaged on-prem stack facts, parsed once per process."""
     return _OnpremFile.model_validate(_read("onprem.yaml"))
+
+
+def kubespray_lock(release: KubesprayRelease) -> str:
+    """The hashed lock of ``release``'s environment (``data/kubespray/<tag>/requirements.lock``, see its SOURCE.yaml):
+    its requirements.txt pins and everything they install, each with the sha256 of its file, for
+    ``pip install --require-hashes``."""
+    return resources.files("alicerce.catalog").joinpath("data", "kubespray", release.tag, "requirements.lock").read_text("utf-8")
