@@ -28,7 +28,8 @@ class Repository(CatalogModel):
     version: str = ""
     repository: str = ""
     key: str = ""
-    keyFingerprint: str = ""
+    keyFingerprint: str = Field(default="", description="Full fingerprint of the signing key; the roles refuse a key without it.")
+    keySource: Source | None = Field(default=None, description="Where the fingerprint is published.")
     architectures: dict[str, str] = Field(default_factory=dict, description="Ansible architecture -> repository path segment.")
     source: Source
 
