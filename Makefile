@@ -10,7 +10,7 @@ setup: $(STAMP)
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements.lock
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation \
 		--config-settings editable_mode=compat -e .
 	rm -f $(VENV)/.installed-* && touch $@
@@ -99,9 +99,11 @@ docs: setup
 
 lock: setup
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	{ echo "# Exact versions of every dependency (runtime and dev) that make test and make demo install."; \
+	{ echo "# Exact versions of every dependency (runtime and dev) that make test and make demo install,"; \
+	  echo "# each with the sha256 of its file (pip install --require-hashes; Linux x86-64, CPython 3.11)."; \
 	  echo "# Regenerate after changing pyproject.toml: make lock"; \
 	  $(BIN)/python -m pip freeze --all --exclude-editable | grep -iv -e "^alicerce" -e "^pip=="; } > requirements.lock
+	$(BIN)/python tools/hash_lock.py requirements.lock  # the sha256 of each file pip downloads: installed with --require-hashes
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -10,7 +10,8 @@ The environment's dependencies are the locked ones. By default they are hard-lin
 test run's own environment (which ``make`` installs from ``requirements.lock``): seconds instead
 of minutes, and ``pip check`` then proves the wheel's declared requirements are met by the lock.
 ``ALICERCE_WHEEL_INSTALL=index`` installs them instead as a user would, ``pip install
-alicerce-*.whl -c requirements.lock`` from the configured package index (about 2.5 minutes here).
+--require-hashes -r requirements.lock`` from the configured package index, then the wheel
+(about 2.5 minutes here).
 One environment serves the whole session.
 """
 
@@ -73,8 +74,10 @@ def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     python = root / "bin" / "python"
     if os.environ.get("ALICERCE_WHEEL_INSTALL") == "index":
         subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
-        pip = [str(python), "-m", "pip", "install", "-q", str(wheel), "-c", str(ROOT / "requirements.lock")]
-        subprocess.run(pip, check=True, capture_output=True)
+        # the hashed lock first (a constraints file with hashes would demand one for the wheel too), then the wheel alone
+        locked = [str(python), "-m", "pip", "install", "-q", "--require-hashes", "-r", str(ROOT / "requirements.lock")]
+        subprocess.run(locked, check=True, capture_output=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True, capture_output=True)
     else:
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
         ours = Path(sys.prefix) / SITE

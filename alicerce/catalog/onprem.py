@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from importlib import resources
 
 from pydantic import Field
 
@@ -27,7 +28,8 @@ class Repository(CatalogModel):
     version: str = ""
     repository: str = ""
     key: str = ""
-    keyFingerprint: str = ""
+    keyFingerprint: str = Field(default="", description="Full fingerprint of the signing key; the roles refuse a key without it.")
+    keySource: Source | None = Field(default=None, description="Where the fingerprint is published.")
     architectures: dict[str, str] = Field(default_factory=dict, description="Ansible architecture -> repository path segment.")
     source: Source
 
@@ -53,3 +55,10 @@ class _OnpremFile(OnpremStack):
 def load_onprem() -> OnpremStack:
     """The packaged on-prem stack facts, parsed once per process."""
     return _OnpremFile.model_validate(_read("onprem.yaml"))
+
+
+def kubespray_lock(release: KubesprayRelease) -> str:
+    """The hashed lock of ``release``'s environment (``data/kubespray/<tag>/requirements.lock``, see its SOURCE.yaml):
+    its requirements.txt pins and everything they install, each with the sha256 of its file, for
+    ``pip install --require-hashes``."""
+    return resources.files("alicerce.catalog").joinpath("data", "kubespray", release.tag, "requirements.lock").read_text("utf-8")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -55,8 +56,9 @@ def generate(
     --check nothing is written: exit 1 listing the stale files when OUT (or CI_DIR) differs from what
     the spec produces, 0 when it matches. --ci-dir also writes the ci/ workflows there.
     """
-    from alicerce.emit.stale import write_workflows
-    from alicerce.emit.tree import check_output, render_tree, write_tree
+    from alicerce.emit.files import MANIFEST
+    from alicerce.emit.stale import workflows
+    from alicerce.emit.tree import check_output, check_shared, render_tree, write_shared, write_tree
     from alicerce.rules.validate import validated
 
     as_json = wants_json(output_format, as_json)
@@ -68,9 +70,15 @@ def generate(
     files = render_tree(validated(document, choose_environment(document, env)))
     if check:
         raise typer.Exit(report_stale(out, files, ci_dir, as_json))
+    if ci_dir is not None:  # the workflows' refusals come before the tree is written: nothing half done
+        check_shared(ci_dir, workflows(files), force=force, protected=[spec])
     report = write_tree(out, files, force=force, protected=[spec])
+    ci_report = None
     if ci_dir is not None:
-        write_workflows(ci_dir, files)
+        manifest = json.loads(files[MANIFEST])
+        ci_report = write_shared(
+            ci_dir, workflows(files), platform=manifest["platform"], environment=manifest["environment"], force=force, protected=[spec]
+        )
     for warning in report.warnings:
         warn(warning)
     if as_json:
@@ -82,6 +90,8 @@ def generate(
         print(f"kept yours: {', '.join(report.kept)}")
     if report.displaced:
         print(f"replaced {len(report.displaced)} changed files; what you had is in {out}/{report.displaced_to}")
+    if ci_report is not None and ci_report.displaced:
+        print(f"replaced {len(ci_report.displaced)} changed workflows; what you had is in {ci_dir}/{ci_report.displaced_to}")
 
 
 def report_stale(out: Path, files: dict[str, str], ci_dir: Path | None, as_json: bool) -> int:

@@ -48,7 +48,7 @@ import string
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -153,31 +153,33 @@ def ensure_folder(folder: Path, shown: Path | str | None = None) -> None:
             raise os_error(exc, shown) from None
 
 
-def write_text_atomic(path: Path, text: str) -> None:
+def write_text_atomic(path: Path, text: str, *, through_links: bool = True) -> None:
     """Write ``text`` (UTF-8) to regular file ``path`` in one rename; see :func:`write_bytes_atomic`."""
-    write_bytes_atomic(path, text.encode("utf-8"))
+    write_bytes_atomic(path, text.encode("utf-8"), through_links=through_links)
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
+def write_bytes_atomic(path: Path, data: bytes, *, through_links: bool = True) -> None:
     """Write ``data`` to regular file ``path`` (through a symlink to its target) in one rename.
 
     A folder, device or FIFO at ``path`` is refused, and so is a link that points nowhere (writing
     through it would create folders wherever it points); missing folders above ``path`` are created.
+    With ``through_links=False`` (files alicerce owns in a folder it shares with the user) a link
+    at ``path`` is replaced itself: what it points to is never written.
     """
-    if os.path.islink(path) and not os.path.exists(path):
+    if through_links and os.path.islink(path) and not os.path.exists(path):
         raise OutputError(
             f"{path} is a symbolic link to {os.readlink(path)}, which does not exist", "name the file itself, or fix the link"
         )
-    real = Path(os.path.realpath(path))
+    real = Path(os.path.realpath(path)) if through_links else Path(os.path.realpath(path.absolute().parent)) / path.name
     try:
-        info: os.stat_result | None = os.stat(real)
+        info: os.stat_result | None = os.stat(real) if through_links else os.lstat(real)
     except (FileNotFoundError, NotADirectoryError):
         info = None
     except OSError as exc:
         raise os_error(exc, path) from None
     if info is not None and stat.S_ISDIR(info.st_mode):
         raise OutputError(f"{path} is a folder", "name a file to write, e.g. a path ending in .json")
-    if info is not None and not stat.S_ISREG(info.st_mode):
+    if info is not None and not stat.S_ISREG(info.st_mode) and not stat.S_ISLNK(info.st_mode):
         raise OutputError(f"{path} is not a regular file", "name a regular file; without the option the text goes to stdout")
     ensure_folder(real.parent, path)
     try:
@@ -238,6 +240,11 @@ def link_into(source: Path, dest: Path) -> None:
 
 
 MANIFEST = ".alicerce/manifest.json"
+SHARED_MANIFEST = ".alicerce-manifest.json"
+SHARED_DISPLACED = ".alicerce-displaced/"
+"""In a folder alicerce shares with the user (``.github/workflows`` holds the user's own workflows
+too), its manifest and the place ``--force`` moves replaced files to. GitHub reads only the ``.yml``
+and ``.yaml`` files directly in the workflows folder, so neither is ever run as a workflow."""
 MAX_MANIFEST_BYTES = 64 * 2**20
 
 
@@ -248,16 +255,16 @@ def _safe_relative(path: object) -> bool:
     return all(part not in ("", ".", "..") for part in path.split("/"))
 
 
-def read_manifest(out: Path) -> tuple[dict[str, str], str | None]:
-    """The manifest's file digests, or ({}, why) when it cannot be read or is not alicerce's shape.
+def read_manifest(out: Path, name: str = MANIFEST) -> tuple[dict[str, str], str | None]:
+    """The digests of manifest ``out/name``, or ({}, why) when it cannot be read or is not alicerce's shape.
 
     The manifest is read as hostile input: a link, a huge or deeply nested file, or an entry naming
     a path outside the tree (``../x``, ``/etc/passwd``, a NUL byte) makes it unreadable, never a
     traceback and never a path alicerce reads or writes.
     """
-    why = f"{MANIFEST} cannot be read"
+    why = f"{name} cannot be read"
     try:
-        fd = os.open(out / MANIFEST, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(out / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         return {}, f"{why} ({exc.strerror})"
     try:
@@ -271,7 +278,7 @@ def read_manifest(out: Path) -> tuple[dict[str, str], str | None]:
     except (OSError, ValueError, KeyError, TypeError, IndexError, RecursionError) as exc:
         return {}, f"{why} ({type(exc).__name__}: {str(exc)[:120]})"
     if not isinstance(files, dict) or not all(_safe_relative(k) and isinstance(v, str) for k, v in files.items()):
-        return {}, f"{MANIFEST} has no valid file list"
+        return {}, f"{name} has no valid file list"
     return files, None
 
 
@@ -630,8 +637,12 @@ def forget(lock: Lock, staging: Path) -> None:
         lock.save()
 
 
-def swap_in(target: Target, staging: Path) -> list[str]:
-    """Put the complete tree ``staging`` at ``target`` in one step; returns warnings about cleanup."""
+def swap_in(target: Target, staging: Path, settle: Callable[[Path], list[str]] | None = None) -> list[str]:
+    """Put the complete tree ``staging`` at ``target`` in one step; returns warnings about cleanup.
+
+    ``settle`` is called with the old tree once it is out of the way, before it is removed: what a
+    user saved into it after the last check (the instant before the swap) is carried from there.
+    """
     for folder in (staging, target.parent):
         fsync_folder(folder)
     fault("staged")
@@ -657,9 +668,10 @@ def swap_in(target: Target, staging: Path) -> list[str]:
             raise
         fsync_folder(target.parent)
         fault("swapped")
+    notes = settle(old) if settle is not None else []
     warning = remove(old)
     fsync_folder(target.parent)
-    return [warning] if warning else []
+    return notes + ([warning] if warning else [])
 
 
 def _undo_fill(folder: Path, written: Sequence[str], existed: set[str]) -> None:

@@ -13,7 +13,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from alicerce.emit.files import read_manifest, write_text_atomic
+from alicerce.emit.files import SHARED_MANIFEST, read_manifest
 
 CI_PREFIX = "ci/"
 WORKFLOW_SUFFIXES = (".yml", ".yaml")
@@ -74,14 +74,8 @@ def stale_files(out: Path, files: dict[str, str], ci_dir: Path | None = None) ->
     found = _compare(out, files)
     found += [Stale(_shown(out / p), "no longer generated") for p in _recorded(out) if p not in files and (out / p).exists()]
     if ci_dir is not None:
-        found += _compare(ci_dir, workflows(files))
+        wanted = workflows(files)
+        found += _compare(ci_dir, wanted)
+        recorded = read_manifest(ci_dir, SHARED_MANIFEST)[0]
+        found += [Stale(_shown(ci_dir / p), "no longer generated") for p in recorded if p not in wanted and (ci_dir / p).exists()]
     return sorted(found)
-
-
-def write_workflows(ci_dir: Path, files: dict[str, str]) -> list[Path]:
-    """Write the ``ci/`` workflows into ``ci_dir`` (each file atomically); other files there are left alone."""
-    written = []
-    for name, text in sorted(workflows(files).items()):
-        write_text_atomic(ci_dir / name, text)
-        written.append(ci_dir / name)
-    return written

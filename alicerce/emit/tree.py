@@ -24,6 +24,7 @@ import json
 import os
 import stat
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -31,8 +32,11 @@ from alicerce.emit.ansible.site import emit_ansible
 from alicerce.emit.errors import EmitError, OutputError
 from alicerce.emit.files import (
     MANIFEST,
+    SHARED_DISPLACED,
+    SHARED_MANIFEST,
     Target,
     check_folder,
+    ensure_folder,
     fault,
     forget,
     link_into,
@@ -44,6 +48,7 @@ from alicerce.emit.files import (
     remove,
     stage_files,
     swap_in,
+    write_text_atomic,
 )
 from alicerce.emit.gitops.ci import emit_ci
 from alicerce.emit.gitops.kubernetes import emit_kubernetes
@@ -284,7 +289,13 @@ def write_tree(out: Path, files: dict[str, str], *, force: bool = False, protect
             try:
                 report = _fill(target, staging, files, changes)
                 _refuse_changed_meanwhile(target, files, force, changes, kept_before)
-                report.warnings = warnings + swap_in(target, staging)
+                carried = _carried(changes)
+                destinations = {p.rstrip("/"): f"{report.displaced_to}{p.rstrip('/')}" for p in report.displaced}
+
+                def settle(old: Path) -> list[str]:
+                    return _carry_late_changes(old, target.path, carried, destinations, kept_before)
+
+                report.warnings = warnings + swap_in(target, staging, settle)
             except BaseException:
                 remove(staging)
                 raise
@@ -328,6 +339,68 @@ def _kept_state(out: Path, roots: list[str]) -> list[tuple[str, int, int, int, i
                     continue
                 state.append((str(path.relative_to(out)), info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns))
     return sorted(state)
+
+
+def _destination(path: str, new: Path, roots: list[str], destinations: dict[str, str]) -> Path | None:
+    """Where ``path`` of the old tree (under one of ``roots``) goes in the new one: the same place, or its displaced copy."""
+    for root in (r.rstrip("/") for r in roots):
+        if path == root or path.startswith(root + "/"):
+            return new / (destinations.get(root, root) + path[len(root) :])
+    return None
+
+
+def _carry_late_changes(
+    old: Path, new: Path, roots: list[str], destinations: dict[str, str], before: list[tuple[str, int, int, int, int]]
+) -> list[str]:
+    """Carry into the new tree what the user changed under ``roots`` of the old one after the last check.
+
+    Between :func:`_refuse_changed_meanwhile` and the swap an editor may still save a file into
+    ``ansible/host_vars`` of the old tree, which the swap then moves out of sight: every entry whose
+    inode, type, size or mtime differs from ``before`` is moved (one rename, same file system) to
+    its place in the new tree, and an entry deleted in that window is deleted there too. Read again
+    until nothing moves, so a save made while carrying is carried as well. Returns one note per path.
+    """
+    notes: list[str] = []
+    for _ in range(5):
+        now = _kept_state(old, roots)
+        if now == before:
+            return notes
+        known = {row[0]: row for row in before}
+        present = {row[0]: row for row in now}
+        moved: set[str] = set()
+        for path, *_ in now:  # parents before their entries (sorted paths)
+            if known.get(path) == present[path] or not os.path.lexists(old / path):
+                continue
+            dest = _destination(path, new, roots, destinations)
+            if dest is None:
+                continue
+            if stat.S_ISDIR(present[path][2]):
+                os.makedirs(dest, exist_ok=True)
+                continue
+            os.makedirs(dest.parent, exist_ok=True)
+            if os.path.isdir(dest) and not os.path.islink(dest):
+                remove(dest)
+            os.rename(old / path, dest)
+            notes.append(f"{path} changed while the new tree was swapped in: carried into it")
+            moved.add(path)
+        for path, ino, mode, *_ in sorted(known.values(), reverse=True):  # entries before their folders
+            if path in present:
+                continue
+            dest = _destination(path, new, roots, destinations)
+            if dest is None:
+                continue
+            with suppress(OSError):
+                if stat.S_ISDIR(mode):
+                    os.rmdir(dest)  # only when empty: anything in it is someone's
+                elif os.lstat(dest).st_ino == ino:  # still the hard link of the file the user deleted
+                    os.unlink(dest)
+                else:
+                    continue
+                notes.append(f"{path} was deleted while the new tree was swapped in: deleted there too")
+        before = [row for row in now if row[0] not in moved]  # a carried entry left the old tree: not a deletion
+        if not moved:
+            return notes
+    return notes
 
 
 def _refuse_changed_meanwhile(
@@ -375,3 +448,99 @@ def _fill(target: Target, staging: Path, files: dict[str, str], changes: Changes
         report.displaced = sorted(displaced)
         report.displaced_to = f"{DISPLACED}{folder}/"
     return report
+
+
+# -- a folder shared with the user: the CI workflows (``generate --ci-dir``) ---------------------------
+
+
+def shared_changes(folder: Path, files: dict[str, str]) -> Changes:
+    """How the files alicerce owns in the shared ``folder`` differ from what it last wrote there.
+
+    Only the names in its manifest and in ``files`` are alicerce's business: edited (recorded, now
+    different or no longer a regular file, a link included), removed (recorded and still generated,
+    now missing) and added (a name of ``files`` that holds something alicerce did not write: the
+    user's file in the way). A file already holding what alicerce writes now is never a change.
+    """
+    recorded, problem = read_manifest(folder, SHARED_MANIFEST) if os.path.lexists(folder / SHARED_MANIFEST) else ({}, None)
+    fresh = {name: _digest(text.encode("utf-8")) for name, text in files.items()}
+    edited, removed, added = [], [], []
+    for name, digest in sorted(recorded.items()):
+        if not os.path.lexists(folder / name):
+            if name in files:
+                removed.append(name)
+            continue
+        found = _file_digest(folder / name)
+        if found is None or found not in (digest, fresh.get(name)):
+            edited.append(name)
+    for name, digest in sorted(fresh.items()):
+        if name not in recorded and os.path.lexists(folder / name) and _file_digest(folder / name) != digest:
+            added.append(name)
+    return Changes(tuple(edited), tuple(removed), tuple(added), problem)
+
+
+def _refuse_shared(folder: Path, files: dict[str, str], force: bool, protected: Sequence[Path]) -> tuple[Target, Changes]:
+    """The checks of :func:`check_folder` on ``folder``, then its changes (a refusal without ``force``)."""
+    target = check_folder(folder, protected)
+    changes = shared_changes(target.path, files) if os.path.isdir(target.path) else Changes()
+    if changes and not force:
+        why = changes.manifest_problem or "files changed since alicerce wrote them, or not written by alicerce"
+        raise OutputError(
+            "\n".join([f"{target.shown}: {why}:", *changes.lines()]),
+            f"rerun with --force to replace them, keeping what you had under {target.shown}/{SHARED_DISPLACED}<time>/;"
+            " files of other names there are yours and left alone",
+            {"changes": changes.as_dict()},
+        )
+    return target, changes
+
+
+def check_shared(folder: Path, files: dict[str, str], *, force: bool = False, protected: Sequence[Path] = ()) -> None:
+    """The refusals of :func:`write_shared`, touching nothing: run before the generated tree is written."""
+    try:
+        _refuse_shared(folder, files, force, protected)
+    except OSError as exc:
+        raise os_error(exc, folder) from None
+
+
+def write_shared(
+    folder: Path, files: dict[str, str], *, platform: str, environment: str, force: bool = False, protected: Sequence[Path] = ()
+) -> WriteReport:
+    """Write ``files`` (plain names) into ``folder``, which the user shares, under the output contract.
+
+    The same checks as an output folder (no link, no ``..`` ending, not the current folder, none
+    holding the spec or a ``.git``, under the same lock); a manifest of what alicerce wrote
+    (:data:`SHARED_MANIFEST`); files changed since, or someone else's file of the same name, stop the
+    run unless ``force``, which moves them to :data:`SHARED_DISPLACED` ``<time>/`` first. Each file is
+    replaced in one rename and never written through a link; files alicerce wrote there before and
+    no longer generates are removed; every other file of the folder is left alone.
+    """
+    try:
+        target, _ = _refuse_shared(folder, files, force, protected)
+        with locked(target):
+            target, changes = _refuse_shared(folder, files, force, protected)  # again, under the lock
+            ensure_folder(target.path, target.shown)
+            report = WriteReport(files=len(files))
+            displaced = [*changes.edited, *changes.added]
+            if displaced:
+                stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+                where, again = stamp, 1
+                while os.path.lexists(target.path / SHARED_DISPLACED / where):
+                    again += 1
+                    where = f"{stamp}-{again}"
+                for name in displaced:
+                    link_into(target.path / name, target.path / SHARED_DISPLACED / where / name)
+                    if name not in files:  # no longer generated: the user's version is kept only there
+                        remove(target.path / name)
+                report.displaced, report.displaced_to = sorted(displaced), f"{SHARED_DISPLACED}{where}/"
+            for name, text in sorted(files.items()):
+                if os.path.isdir(target.path / name) and not os.path.islink(target.path / name):
+                    remove(target.path / name)  # a folder of the user's in the way, kept above
+                write_text_atomic(target.path / name, text, through_links=False)
+            recorded, _ = read_manifest(target.path, SHARED_MANIFEST)
+            for name, digest in sorted(recorded.items()):
+                if name not in files and _file_digest(target.path / name) == digest:
+                    os.unlink(target.path / name)  # written by alicerce, unchanged, no longer generated
+            manifest = with_manifest(files, platform=platform, environment=environment)[MANIFEST]
+            write_text_atomic(target.path / SHARED_MANIFEST, manifest, through_links=False)
+            return report
+    except OSError as exc:
+        raise os_error(exc, folder) from None

@@ -470,10 +470,11 @@ def kubespray_environment(
 ) -> KubesprayEnvironment:
     """The environment kubespray runs in, built once from the generated requirements (rebuilt when they change).
 
-    ``python -m venv``, ``pip install -r requirements.txt`` (its ansible and Python pins), then
-    ``ansible-galaxy collection install -r requirements.yml`` (the collection at the pinned commit).
+    ``python -m venv``, ``pip install --require-hashes -r requirements.lock`` (its ansible and Python
+    pins and all they install, each checked against its sha256), then ``ansible-galaxy collection
+    install -r requirements.yml`` (the collection at the pinned commit).
     """
-    requirements = [kubespray_dir / "requirements.txt", kubespray_dir / "requirements.yml"]
+    requirements = [kubespray_dir / "requirements.lock", kubespray_dir / "requirements.yml"]
     digest = hashlib.sha256(b"".join(path.read_bytes() for path in requirements)).hexdigest()
     environment = KubesprayEnvironment(root.absolute())
     stamp = environment.root / ".alicerce-kubespray"
@@ -481,7 +482,7 @@ def kubespray_environment(
         return environment
     steps = [
         [sys.executable, "-m", "venv", "--clear", str(environment.root)],
-        [str(environment.bin / "pip"), "install", "--quiet", "-r", str(requirements[0])],
+        [str(environment.bin / "pip"), "install", "--quiet", "--require-hashes", "-r", str(requirements[0])],
         [
             str(environment.bin / "ansible-galaxy"),
             "collection",

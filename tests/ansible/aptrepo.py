@@ -228,14 +228,28 @@ def serve(root: Path) -> Iterator[str]:
         server.server_close()
 
 
-def role_vars(url: str) -> dict[str, str]:
-    """The variables that point the roles at the local repositories and their key."""
+def fingerprint(root: Path) -> str:
+    """The fingerprint of the repositories' signing key ``root/key.asc``, as gpg lists it."""
+    with tempfile.TemporaryDirectory() as home:
+        colons = subprocess.run(
+            ["gpg", "--homedir", home, "--batch", "--show-keys", "--with-colons", str(root / "key.asc")],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    return next(line.split(":")[9] for line in colons.splitlines() if line.startswith("fpr:"))
+
+
+def role_vars(url: str, root: Path) -> dict[str, str]:
+    """The variables that point the roles at the local repositories and their key (with its fingerprint)."""
     key = f"{url}/key.asc"
     return {
         "nvidia_driver_repository_url": f"{url}/cuda",
         "nvidia_driver_repository_key_url": key,
+        "nvidia_driver_repository_key_fingerprint": fingerprint(root),
         "nvidia_container_toolkit_repository_url": f"{url}/libnvidia-container",
         "nvidia_container_toolkit_repository_key_url": key,
+        "nvidia_container_toolkit_repository_key_fingerprint": fingerprint(root),
         "parallel_fs_client_lustre_repository_url": f"{url}/lustre/lustre-{LUSTRE}",
         "parallel_fs_client_lustre_repository_key_url": key,
     }

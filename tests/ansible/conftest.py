@@ -61,7 +61,7 @@ def aptrepo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
 
     root = repo.build(tmp_path_factory.mktemp("aptrepo") / "repo")
     with repo.serve(root) as url:
-        yield repo.role_vars(url)
+        yield repo.role_vars(url, root)
 
 
 @pytest.fixture

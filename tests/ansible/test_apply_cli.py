@@ -250,7 +250,8 @@ def test_kubespray_environment_is_built_once_from_the_generated_pins(prod: Any, 
     kubespray = tmp_path / "out" / "ansible" / "kubespray"
     environment = kubespray_environment(kubespray, root, run=run)  # type: ignore[arg-type]
     assert steps[0][1:3] == ["-m", "venv"]
-    assert steps[1][1:] == ["install", "--quiet", "-r", str(kubespray / "requirements.txt")]
+    # every package of kubespray's environment is checked against its sha256 (issue 22)
+    assert steps[1][1:] == ["install", "--quiet", "--require-hashes", "-r", str(kubespray / "requirements.lock")]
     assert steps[2][1:5] == ["collection", "install", "-r", str(kubespray / "requirements.yml")]
     assert "ansible==11.13.0" in (kubespray / "requirements.txt").read_text()
     kubespray_environment(kubespray, root, run=run)  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ fails.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,31 @@ def test_the_pinned_release_has_vendored_facts() -> None:
     assert facts["commit"] == _facts("variables.json")["commit"] == RELEASE.commit
     pins = {k: v for k, v in RELEASE.python.items() if k != "ansible-core"}
     assert pins == facts["ansible"]["requirements.txt"]  # kubespray's requirements.txt, exactly
+
+
+def test_the_environment_lock_pins_the_release_requirements_each_with_a_hash(files: dict[str, str]) -> None:
+    """kubespray's environment installs with ``pip install --require-hashes``: every package (the release's
+    requirements.txt and all they install) is pinned exactly, with the sha256 of its file (issue 22)."""
+    from packaging.requirements import Requirement
+
+    from alicerce.catalog.onprem import kubespray_lock
+
+    lock = kubespray_lock(RELEASE)
+    entries = [e for e in lock.replace("\\\n", " ").splitlines() if e.strip() and not e.startswith("#")]
+    pins = {}
+    for entry in entries:
+        requirement, *hashes = entry.split("--hash=")
+        parsed = Requirement(requirement.strip())
+        (spec,) = parsed.specifier
+        assert spec.operator == "==", entry
+        assert hashes and all(re.fullmatch(r"sha256:[0-9a-f]{64}", h.strip()) for h in hashes), entry
+        pins[str(parsed.name).lower()] = spec.version
+    assert {k: pins.get(k) for k in RELEASE.python} == RELEASE.python
+    assert len(pins) > len(RELEASE.python)  # and what they install (jinja2, PyYAML, cffi, ...)
+    generated = files["ansible/kubespray/requirements.lock"]
+    assert generated.endswith(lock) and generated.startswith("# ")
+    source = yaml.safe_load((ROOT / "alicerce/catalog/data/kubespray" / RELEASE.tag / "SOURCE.yaml").read_text())
+    assert source["tag"] == RELEASE.tag and source["commit"] == RELEASE.commit
 
 
 def test_every_kubernetes_patch_alicerce_installs_is_in_the_release() -> None:

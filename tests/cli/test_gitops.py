@@ -96,7 +96,8 @@ def test_generate_check_lists_stale_files_and_ci_dir_writes_the_workflows(tmp_pa
     first = run("generate", "--check", "--env", "dev", "--out", str(out), "platform.yaml")
     assert first.returncode == 1 and "missing" in first.stderr and not out.exists()  # --check writes nothing
     assert run("generate", "--env", "dev", "--out", str(out), "--ci-dir", str(ci), "platform.yaml").returncode == 0
-    assert sorted(p.name for p in ci.iterdir()) == ["alicerce-deploy.yml", "alicerce-pr.yml"]
+    # the workflows, and the manifest of what alicerce wrote there (GitHub reads only the .yml files)
+    assert sorted(p.name for p in ci.iterdir()) == [".alicerce-manifest.json", "alicerce-deploy.yml", "alicerce-pr.yml"]
     assert run("generate", "--check", "--env", "dev", "--out", str(out), "--ci-dir", str(ci), "platform.yaml").returncode == 0
     (out / "kubernetes" / "aws" / "README.md").write_text("edited\n")
     (ci / "alicerce-pr.yml").unlink()

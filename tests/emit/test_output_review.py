@@ -254,3 +254,37 @@ def test_a_kept_path_that_links_to_the_root_folder_is_carried_as_a_link_and_neve
 def test_an_output_path_with_a_nul_character_is_refused() -> None:
     with pytest.raises(OutputError, match="NUL"):
         check_output(Path("out\0x"))
+
+
+def test_a_host_vars_file_saved_between_the_last_check_and_the_swap_is_carried_into_the_new_tree(tmp_path: Path) -> None:
+    """Issue 22: the writer pauses at ``staged`` (after its last re-check, just before the exchange); an editor
+    saves a new host_vars file and replaces another (a new inode) then. Both must be in the new tree."""
+    out = tmp_path / "out"
+    write_tree(out, OLD)
+    host_vars = out / "ansible" / "host_vars"
+    host_vars.mkdir(parents=True)
+    (host_vars / "gpu-001.yml").write_text("ansible_host: 10.0.0.1\n")
+    (host_vars / "gpu-003.yml").write_text("ansible_host: 10.0.0.3\n")
+    run = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(out), json.dumps(NEW)],
+        env={**os.environ, "ALICERCE_FAULT": "staged=4"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not list(tmp_path.glob(".out.alicerce-stage-*/ansible/host_vars/gpu-003.yml")) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(1.5)  # the re-check of this small tree takes milliseconds: the writer now waits at the swap
+    (host_vars / "gpu-002.yml").write_text("ansible_host: 10.0.0.2\n")
+    (host_vars / "gpu-001.yml.tmp").write_text("ansible_host: 10.9.9.1\n")
+    (host_vars / "gpu-001.yml.tmp").rename(host_vars / "gpu-001.yml")
+    (host_vars / "gpu-003.yml").unlink()
+    _, stderr = run.communicate(timeout=60)
+    assert run.returncode == 0, stderr
+    assert (out / MANIFEST).read_text() == NEW[MANIFEST]  # the new tree went in
+    assert (host_vars / "gpu-002.yml").read_text() == "ansible_host: 10.0.0.2\n"
+    assert (host_vars / "gpu-001.yml").read_text() == "ansible_host: 10.9.9.1\n"
+    assert not (host_vars / "gpu-003.yml").exists()
+    assert sorted(p.name for p in host_vars.iterdir()) == ["gpu-001.yml", "gpu-002.yml"]
+    assert not list(tmp_path.glob(".out.alicerce-*-*"))

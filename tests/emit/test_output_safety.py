@@ -379,3 +379,57 @@ def test_leftover_names_are_recognisable() -> None:
 
     assert LEFTOVER.fullmatch(".out.alicerce-stage-k3j9x0_a") and LEFTOVER.fullmatch(".out.alicerce-old-k3j9x0_a")
     assert not LEFTOVER.fullmatch(".out.old") and not re.fullmatch(LEFTOVER, ".notes.md")
+
+
+# -- 6. --ci-dir: a folder shared with the user's own workflows, under the same contract (issue 22) ---
+
+
+def test_a_workflow_linked_outside_the_repository_is_never_written_through(repo: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not yours to write\n")
+    workflows = repo / ".github" / "workflows"
+    workflows.mkdir(parents=True)
+    (workflows / "alicerce-pr.yml").symlink_to(outside)
+    (workflows / "mine.yml").write_text("name: mine\n")
+    before = snapshot(repo)
+
+    refused = generate(repo, "--out", "out", "--ci-dir", ".github/workflows")
+    assert_refused(refused, "alicerce-pr.yml", "--force")
+    assert snapshot(repo) == before  # refused before the tree was written, too
+    assert outside.read_text() == "not yours to write\n"
+
+    forced = generate(repo, "--out", "out", "--ci-dir", ".github/workflows", "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert outside.read_text() == "not yours to write\n"
+    assert not (workflows / "alicerce-pr.yml").is_symlink() and "alicerce" in (workflows / "alicerce-pr.yml").read_text()
+    [displaced] = (workflows / ".alicerce-displaced").iterdir()
+    assert os.readlink(displaced / "alicerce-pr.yml") == str(outside)  # the link itself is what was kept
+    assert (workflows / "mine.yml").read_text() == "name: mine\n"  # the user's own workflow is left alone
+
+
+def test_a_linked_ci_dir_is_refused(repo: Path, tmp_path: Path) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    (repo / ".github").mkdir()
+    (repo / ".github" / "workflows").symlink_to(tmp_path / "elsewhere")
+    assert_refused(generate(repo, "--out", "out", "--ci-dir", ".github/workflows"), "symbolic link")
+    assert list((tmp_path / "elsewhere").iterdir()) == [] and not (repo / "out").exists()
+
+
+def test_a_hand_edited_workflow_stops_the_run_until_force_which_keeps_it(repo: Path) -> None:
+    assert generate(repo, "--out", "out", "--ci-dir", ".github/workflows").returncode == 0
+    workflows = repo / ".github" / "workflows"
+    pr = workflows / "alicerce-pr.yml"
+    generated = pr.read_text()
+    pr.write_text(generated + "# my change\n")
+    before = snapshot(repo)
+
+    refused = generate(repo, "--out", "out", "--ci-dir", ".github/workflows")
+    assert_refused(refused, "edited", "alicerce-pr.yml", "--force")
+    assert snapshot(repo) == before
+
+    forced = generate(repo, "--out", "out", "--ci-dir", ".github/workflows", "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert pr.read_text() == generated and "replaced 1 changed workflows" in forced.stdout
+    [displaced] = (workflows / ".alicerce-displaced").iterdir()
+    assert (displaced / "alicerce-pr.yml").read_text() == generated + "# my change\n"
+    assert generate(repo, "--out", "out", "--ci-dir", ".github/workflows").returncode == 0  # nothing changed since

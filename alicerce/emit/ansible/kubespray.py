@@ -8,8 +8,10 @@ per site (``kube_control_plane`` from ``controlPlane.hosts``, ``etcd`` on the sa
 the per-pool kubelet, runtime, label and taint variables in ``group_vars/pool_<name>.yml``.
 
 kubespray's playbooks refuse any ansible-core outside [2.18, 2.19) while alicerce's roles run on
-2.19, so kubespray runs from its own pinned environment: ``requirements.txt`` (its Python pins)
-and ``requirements.yml`` (the collection at the pinned commit) are written next to the inventory,
+2.19, so kubespray runs from its own pinned environment: ``requirements.txt`` (its Python pins, which the
+execution environment reads), ``requirements.lock`` (those and everything they install, hashed,
+which the local environment installs) and ``requirements.yml`` (the collection at the pinned
+commit) are written next to the inventory,
 and ``alicerce.run.ansible.kubespray_environment`` builds that environment.
 """
 
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from alicerce.catalog.onprem import KubesprayRelease, load_onprem
+from alicerce.catalog.onprem import KubesprayRelease, kubespray_lock, load_onprem
 from alicerce.emit.ansible.role_vars import AnsibleTemplate
 from alicerce.emit.errors import EmitError
 from alicerce.emit.kube.common import ACCEPTANCE_TAINT
@@ -240,6 +242,11 @@ def inventory(site: ResolvedSite, pool_groups: dict[str, str]) -> dict[str, Any]
             }
         }
     }
+
+
+def requirements_lock(release: KubesprayRelease) -> str:
+    """The environment's lock: every package with its sha256, what ``kubespray_environment`` installs with hashes."""
+    return f"# kubespray {release.tag}'s environment, installed with pip install --require-hashes.\n" + kubespray_lock(release)
 
 
 def requirements_txt(release: KubesprayRelease) -> str:

@@ -105,6 +105,9 @@ class NvidiaDriverVars(RoleVars):
     nvidia_driver_repository_key_url: str = Field(
         default="", description="Signing key of the repository; empty: the CUDA repository's own key (3bf863cc.pub)."
     )
+    nvidia_driver_repository_key_fingerprint: str = Field(
+        default=_SOFTWARE.cuda.keyFingerprint, description="Fingerprint the signing key must have, or it is refused."
+    )
     nvidia_driver_packages: list[str] = Field(default=[], description="Packages to install; empty picks the per-OS default.")
     nvidia_driver_persistenced: bool = Field(default=True, description="Run nvidia-persistenced with persistence mode on.")
     nvidia_driver_hold: bool = Field(default=True, description="Hold the driver packages so upgrades never move them.")
@@ -161,6 +164,9 @@ class NvidiaContainerToolkitVars(RoleVars):
     )
     nvidia_container_toolkit_repository_key_url: str = Field(
         default="", description="Signing key of the repository; empty: the repository's own gpgkey."
+    )
+    nvidia_container_toolkit_repository_key_fingerprint: str = Field(
+        default=_SOFTWARE.containerToolkit.keyFingerprint, description="Fingerprint the signing key must have, or it is refused."
     )
 
 

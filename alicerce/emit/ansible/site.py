@@ -20,6 +20,7 @@ from alicerce.emit.ansible.kubespray import (
     cluster_vars,
     kubelet_managers,
     pool_vars,
+    requirements_lock,
     requirements_txt,
 )
 from alicerce.emit.ansible.kubespray import inventory as kubespray_inventory
@@ -421,6 +422,7 @@ def _kubespray_files(platform: ResolvedPlatform, sites: list[AnsibleSite], heade
     release = load_onprem().kubespray
     files: dict[str, str] = {
         "kubespray/requirements.txt": f"# {header}\n" + requirements_txt(release),
+        "kubespray/requirements.lock": f"# {header}\n" + requirements_lock(release),
         "kubespray/requirements.yml": render("ansible/kubespray-requirements.yml.j2", header=header, release=release),
         "kubespray/ansible.cfg": render("ansible/kubespray-ansible.cfg.j2", header=header, forks=forks),
         "kubespray/execution-environment.yml": render(
