@@ -117,6 +117,22 @@ class Resources(_Config):
     exclude_resource_prefixes: tuple[str, ...] = EXCLUDED_RESOURCE_PREFIXES
 
 
+class SelectorRequirement(_Config):
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+
+
+class NamespaceSelector(_Config):
+    match_expressions: tuple[SelectorRequirement, ...]
+
+
+# Kueue manages jobs, pods, deployments and statefulsets only in the teams' namespaces (their namespaces carry the
+# team label, alicerce.emit.kube.tenancy): without it the pod integration gates every Pod of every namespace but
+# kube-system and kueue-system, the platform's own included (kueue@v0.19.2 configuration_types.go
+# ManagedJobsNamespaceSelector; its default excludes only those two).
+TEAM_NAMESPACES = NamespaceSelector(match_expressions=(SelectorRequirement(key=TEAM_LABEL, operator="Exists"),))
+
+
 class Configuration(_Config):
     """The subset of config.kueue.x-k8s.io/v1beta2 Configuration alicerce writes (validated in the tests against
     the strict schema read from kueue@v0.19.2 apis/config/v1beta2/configuration_types.go)."""
@@ -132,6 +148,7 @@ class Configuration(_Config):
     fair_sharing: FairSharing = FairSharing()
     wait_for_pods_ready: WaitForPodsReady
     resources: Resources = Resources()
+    managed_jobs_namespace_selector: NamespaceSelector = TEAM_NAMESPACES
 
 
 def pods_ready_timeout(rp: ResolvedPlatform, site: ResolvedSite) -> float:
