@@ -195,6 +195,23 @@ def _pool_capacity(pool: ResolvedPool) -> tuple[str, str]:
     return str(nodes * pool.instance.vcpus), f"{int(nodes * pool.instance.memoryGiB)}Gi"
 
 
+def _cpu_share(site: ResolvedSite, team: ResolvedTeam, pool: ResolvedPool) -> tuple[str, str]:
+    """A team's nominal share of a CPU pool every team queues on: the pool split evenly (the first teams, in the
+    site's order, take the remainder), so the nominal quotas of the cohort add up to the pool. Each team still
+    borrows what the others leave idle. Before, each queue claimed the whole pool, and Kueue admitted as many
+    times the pool as there were teams, the excess pending as unschedulable pods."""
+    if pool.instance is None:
+        return UNBOUNDED_CPU, UNBOUNDED_MEMORY
+    teams = [t.name for t in site.teams]
+    count, index = max(len(teams), 1), teams.index(team.name) if team.name in teams else 0
+    nodes = max(pool.spec.scaling.max, 1)
+
+    def share(total: int) -> int:
+        return total // count + (1 if index < total % count else 0)
+
+    return str(share(nodes * pool.instance.vcpus)), f"{share(int(nodes * pool.instance.memoryGiB))}Gi"
+
+
 def _fabric_resources(pools: list[ResolvedPool]) -> list[str]:
     return sorted({p.rdma.resource for p in pools if p.rdma is not None})
 
@@ -209,7 +226,7 @@ def cluster_queue(rp: ResolvedPlatform, site: ResolvedSite, team: ResolvedTeam) 
     fabric = _fabric_resources([pool for _, pool in quotas])
     flavors = []
     for quota, pool in quotas:
-        cpu, memory = _pool_capacity(pool)
+        cpu, memory = _pool_capacity(pool) if quota is not None else _cpu_share(site, team, pool)
         resources: list[dict[str, Any]] = [{"name": "cpu", "nominalQuota": cpu}, {"name": "memory", "nominalQuota": memory}]
         for resource in gpu_resources:
             entry: dict[str, Any] = {"name": resource, "nominalQuota": str(quota.resources.get(resource, 0) if quota else 0)}

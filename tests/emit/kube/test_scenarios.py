@@ -17,7 +17,7 @@ import yaml
 
 from alicerce.emit.kube.common import fabric_units_per_node
 from alicerce.emit.kube.objects import cluster_objects
-from alicerce.emit.kube.operators import operator_releases
+from alicerce.emit.kube.operators import CONTROLLER_PLACEMENT, operator_releases
 from alicerce.emit.kube.tenancy import INLINE_STORAGE_VOLUMES
 from alicerce.plan.platform import plan_platform
 from alicerce.resolve.model import ResolvedPlatform
@@ -35,6 +35,7 @@ from tests.emit.kube.cluster_model import (
     feasible,
     node_of,
     pod_security_violations,
+    quantity,
     reachable,
 )
 from tests.emit.kube.test_objects import platform
@@ -71,7 +72,8 @@ def test_a_multi_node_efa_training_job_of_research_is_admitted_on_train_p5_only(
 def test_the_same_job_without_the_gpu_toleration_is_not_admitted_anywhere() -> None:
     _, objs, config = world("prod", "aws")
     reason = admit(objs, config, Job("research", count=4, requests=EFA_POD))
-    assert reason == "data-prep: insufficient quota for nvidia.com/gpu; train-p5: untolerated taint nvidia.com/gpu"
+    # research's third of data-prep (1,706 GiB) is short of the job's 4,000 GiB before its GPUs are counted
+    assert reason == "data-prep: insufficient quota for memory; train-p5: untolerated taint nvidia.com/gpu"
 
 
 def test_an_rdma_job_on_dc1_is_admitted_on_the_infiniband_pool() -> None:
@@ -293,27 +295,9 @@ def test_the_kuberay_operator_reaches_the_ray_heads_of_team_namespaces(site: str
 
 
 # Where each chart's controller pods (Deployments, StatefulSets; not the DaemonSets that serve every node) take
-# their nodeSelector and tolerations, read from the chart templates at the pinned tags ("" is the values root).
-CONTROLLER_PODS = {
-    # templates/prometheus/prometheus.yaml, alertmanager/alertmanager.yaml, prometheus-operator/deployment.yaml,
-    # and the grafana and kube-state-metrics subcharts' deployment.yaml (88.5.3)
-    "kube-prometheus-stack": (
-        "prometheus.prometheusSpec",
-        "alertmanager.alertmanagerSpec",
-        "prometheusOperator",
-        "grafana",
-        "kube-state-metrics",
-    ),
-    # templates/operator.yaml 81-92 and the node-feature-discovery subchart's master and gc (v26.3.3)
-    "gpu-operator": ("operator", "node-feature-discovery.master", "node-feature-discovery.gc"),
-    "network-operator": ("operator", "node-feature-discovery.master", "node-feature-discovery.gc"),
-    "aws-fsx-csi-driver": ("controller",),  # templates/controller.yaml (1.17.0)
-    "kueue": ("controllerManager",),  # templates/manager/manager.yaml (0.19.2)
-    "kuberay-operator": ("",),  # templates/deployment.yaml (1.7.0)
-    "training-operator": ("manager", "jobset.controller"),  # the Trainer's manager and its jobset subchart (2.3.0, 0.12.0)
-    "cluster-autoscaler": ("",),
-    "aws-load-balancer-controller": ("",),
-}
+# their nodeSelector and tolerations: alicerce's table, whose paths test_upstream checks against each chart's
+# vendored values, and the AWS controllers (their values' root). What this test adds is the scheduling itself.
+CONTROLLER_PODS = {**CONTROLLER_PLACEMENT, "cluster-autoscaler": ("",), "aws-load-balancer-controller": ("",)}
 # kubespray taints every control-plane node (kubespray v2.31.0 roles/kubernetes/control-plane: node-role taint)
 CONTROL_PLANE = {"key": "node-role.kubernetes.io/control-plane", "value": "", "effect": "NoSchedule"}
 
@@ -332,6 +316,8 @@ def _controller_pods(rp: ResolvedPlatform, site: str) -> list[tuple[str, Admissi
     releases = operator_releases(rp, site)
     if isinstance(rp.site(site).spec, AwsSite):
         releases += controller_releases(rp, rp.site(site).spec)
+    # every release runs a controller this test places, but the EFA device plugin (a DaemonSet and nothing else)
+    assert {r.key for r in releases} - set(CONTROLLER_PODS) <= {"aws-efa-k8s-device-plugin"}
     pods = [(f"{r.key}:{path or '.'}", _placement(r.values, path)) for r in releases for path in CONTROLLER_PODS.get(r.key, ())]
     objs = cluster_objects(rp, site, {"datasets": FSX, "checkpoints": FSX, "home": EFS})
     for job in (o for o in objs if o["kind"] == "Job"):
@@ -391,3 +377,55 @@ def test_time_sliced_gpus_are_attributed_to_the_pods_that_share_them() -> None:
     assert {"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"} in values["dcgmExporter"]["env"]
     dc1 = next(r for r in operator_releases(rp, "dc1") if r.key == "gpu-operator").values  # no time-sliced pool there
     assert "env" not in dc1["dcgmExporter"]
+
+
+@pytest.mark.parametrize(("env", "site"), [("prod", "aws"), ("dev", "aws")])
+def test_the_teams_nominal_shares_of_a_cpu_pool_add_up_to_the_pool(env: str, site: str) -> None:
+    """Issue 21: each team's queue claimed the whole data-prep pool, so Kueue admitted three times the pool."""
+    rp, objs, _ = world(env, site)
+    pool = rp.pool("data-prep")
+    assert pool.instance is not None
+    nodes = pool.spec.scaling.max
+    totals: dict[str, float] = {"cpu": 0.0, "memory": 0.0}
+    for queue in (o for o in objs if o["kind"] == "ClusterQueue"):
+        [flavor] = [f for g in queue["spec"]["resourceGroups"] for f in g["flavors"] if f["name"] == "data-prep"]
+        for resource in flavor["resources"]:
+            if resource["name"] in totals:
+                totals[resource["name"]] += quantity(resource["nominalQuota"])
+    assert totals["cpu"] == nodes * pool.instance.vcpus
+    assert totals["memory"] == pytest.approx(nodes * pool.instance.memoryGiB * 2**30, rel=0.01)
+
+
+def test_a_team_cannot_queue_a_workload_at_another_priority_through_its_pod_template() -> None:
+    """Issue 21: Kueue takes a workload's priority from its pod template's PriorityClass when no priority label names
+    one; the policy checked only Pods, so a Job (or JobSet, RayJob) naming system-node-critical queued above all."""
+    _, objs, _ = world("prod", "aws")
+    own, foreign = "alicerce-training", "system-node-critical"
+
+    def pod(priority: str) -> dict[str, Any]:
+        return {"containers": [{"name": "c", "image": "x"}], "priorityClassName": priority}
+
+    def cases(priority: str) -> list[tuple[dict[str, Any], str, str]]:
+        return [
+            ({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+              "spec": {"template": {"spec": pod(priority)}}}, "batch", "jobs"),
+            (
+                {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "s"},
+                 "spec": {"replicatedJobs": [{"name": "w", "template": {"spec": {"template": {"spec": pod(priority)}}}}]}},
+                "jobset.x-k8s.io", "jobsets",
+            ),
+            (
+                {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "r"},
+                 "spec": {"rayClusterSpec": {"headGroupSpec": {"template": {"spec": {"containers": []}}},
+                                             "workerGroupSpecs": [{"template": {"spec": pod(priority)}}]}}},
+                "ray.io", "rayjobs",
+            ),
+        ]  # fmt: skip
+
+    for obj, group, resource in cases(foreign):
+        assert admission_denials(objs, "research", obj, group=group, resource=resource), obj["kind"]
+    for obj, group, resource in cases(own):
+        assert admission_denials(objs, "research", obj, group=group, resource=resource) == [], obj["kind"]
+    # a Job without a pod template priority, as most are, passes
+    plain = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}, "spec": {"template": {"spec": {"containers": []}}}}
+    assert admission_denials(objs, "research", plain, group="batch", resource="jobs") == []
