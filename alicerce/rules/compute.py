@@ -169,3 +169,37 @@ def scaling_bounds(ctx: RuleContext) -> Iterable[Finding]:
             yield Finding(path.min, f"min {s.min} is above max {s.max}", None, s.min)
         if s.desired is not None and not s.min <= s.desired <= s.max:
             yield Finding(path.desired, f"desired {s.desired} is outside [{s.min}, {s.max}]", None, s.desired)
+
+
+@rules.rule(
+    "AL320",
+    "system-pool",
+    "Every site has a system pool (purpose: system, scaling.min > 0) where the platform's controllers run.",
+)
+def system_pool(ctx: RuleContext) -> Iterable[Finding]:
+    # Every other node is tainted (GPU pools by AL218, kubespray's control plane) or a team's (Spot data-prep):
+    # without a schedulable system node, kube-prometheus-stack, Kueue, KubeRay, the Trainer and alicerce's own
+    # Jobs stay Pending; on EKS CoreDNS and the EBS CSI add-on stay DEGRADED and `pulumi up` times out
+    # (pulumi-eks#1819). The system pool's own taints are fine: every platform component tolerates them
+    # (alicerce.emit.kube.common.system_placement).
+    for s, site in enumerate(ctx.env.sites):
+        at_site = [(i, p) for i, p in ctx.indexed_pools() if p.site == site.name]
+        system = [(i, p) for i, p in at_site if p.purpose == "system"]
+        if not system:
+            yield Finding(
+                S.environments[ctx.env_name].sites[s],
+                f'site "{site.name}" has no system pool: the platform\'s controllers (monitoring, Kueue, KubeRay, '
+                "the Trainer, CoreDNS) would have no node to run on",
+                f"add a node pool with `site: {site.name}`, `purpose: system` and `scaling.min` of at least 1 "
+                "(2 for redundancy); it may carry a taint of its own, which every platform component tolerates",
+                resource=site.name,
+            )
+        elif all(p.scaling.min < 1 for _, p in system):
+            i, pool = system[0]
+            yield Finding(
+                S.node_pools[i].scaling.min,
+                f'system pool "{pool.name}" can scale to zero: the controllers that scale pools up run on it',
+                "set scaling.min to at least 1 (2 for redundancy)",
+                pool.scaling.min,
+                resource=pool.name,
+            )

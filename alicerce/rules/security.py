@@ -231,3 +231,36 @@ def plain_text(ctx: RuleContext) -> Iterable[Finding]:
                 key=is_key,
             )
             break
+
+
+@rules.rule(
+    "AL321",
+    "alert-receivers",
+    "Production environments send alerts somewhere; each receiver names the credential and addresses its channel needs.",
+    waivable=True,
+)
+def alert_receivers(ctx: RuleContext) -> Iterable[Finding]:
+    monitoring = ctx.spec.monitoring
+    if ctx.env.tier == "production" and ctx.spec.operators.monitoring.enabled and not monitoring.receivers:
+        # kube-prometheus-stack's default Alertmanager config routes every alert to the `null` receiver
+        yield Finding(
+            S.monitoring,
+            f"production environment {ctx.env_name} has no alert receiver: Alertmanager would drop every alert",
+            "add monitoring.receivers (email, slack, pagerduty or webhook, its credential a Secret by name), "
+            "or a waiver for AL321 with a justification and expiry",
+            key=True,
+        )
+    teams = {t.name for t in ctx.spec.tenancy.teams}
+    for i, receiver in enumerate(monitoring.receivers):
+        path = S.monitoring.receivers[i]
+        if receiver.name == "null":
+            yield Finding(path.name, 'receiver name "null" is the chart\'s own, which drops alerts', "choose another name", receiver.name)
+        if receiver.kind != "email" and receiver.secret is None:
+            yield Finding(path, f"a {receiver.kind} receiver needs the Secret holding its credential", "add secret: {name: ..., key: ...}")
+        if receiver.kind == "email":
+            for field in ("to", "sender", "smarthost"):
+                if getattr(receiver, field) is None:
+                    yield Finding(path, f"an email receiver needs {field}", f"add {field}")
+        for j, team in enumerate(receiver.teams):
+            if team not in teams:
+                yield Finding(path.teams[j], f'unknown team "{team}"', did_you_mean(team, sorted(teams)), team)

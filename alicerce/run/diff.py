@@ -283,6 +283,27 @@ def diff_objects(old: ResolvedPlatform | None, new: ResolvedPlatform | None) -> 
     return out
 
 
+def claim_moves(old: ResolvedPlatform | None, new: ResolvedPlatform | None) -> list[str]:
+    """Claims that move to another volume: a claim's volumeName is immutable, so the claim is deleted and made again.
+
+    Volumes are named after their immutable source (:func:`alicerce.emit.kube.storage.volume_name`): a tier's new
+    prefix, export or access point makes a new volume, and each claim on the old one moves to it."""
+    before, after = _objects(old), _objects(new)
+    out = []
+    for key, obj in sorted(after.items(), key=lambda item: (item[0][0], item[0][2] or "", item[0][3])):
+        site, kind, namespace, name = key
+        if kind != "PersistentVolumeClaim" or key not in before:
+            continue
+        was, now = before[key]["spec"].get("volumeName"), obj["spec"].get("volumeName")
+        if was != now:
+            out.append(
+                f"claim {namespace}/{name} at {site} moves from volume {was} to {now} (the volume's source changed): "
+                "the claim is deleted and created again, and its delete waits for every pod that mounts it, so stop "
+                f"them first; {was} is released, not deleted (reclaim policy Retain): its data stays on the file system"
+            )
+    return out
+
+
 def monthly_cost(rp: ResolvedPlatform | None) -> float | None:
     """The planner's monthly cost of the declared capacity (read through its JSON view)."""
     if rp is None:
@@ -407,6 +428,7 @@ def diff_environment(
         before, after = plan(old) if old is not None else [], plan(new) if new is not None else []
         result.resources = diff_resources(before, after)
         result.warnings = minimum_above_desired(before, after)
+    result.warnings += claim_moves(old, new)
     if status == "changed" and result.empty:
         result.status = "unchanged"
     return result

@@ -109,6 +109,7 @@ def test_every_variable_written_exists_at_the_pinned_release_with_its_type(files
     written = _variables(files)
     assert set(written) == {
         "ansible/kubespray/dc1/group_vars/all.yml",
+        "ansible/kubespray/dc1/group_vars/pool_dc1_system.yml",
         "ansible/kubespray/dc1/group_vars/pool_onprem_h100.yml",
     }
     for path, variables in written.items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -37,8 +38,8 @@ def test_a_failed_host_stops_the_roll_before_the_next_batch(generated: Path, tmp
     site = yaml.safe_load((generated / "site.yml").read_text())
     rolling = site[1]
     assert (rolling["serial"], rolling["max_fail_percentage"]) == ([1, "25%"], 0)
-    hosts = [h for rack in ("rack_dc1_r01", "rack_dc1_r02") for h in _rack(generated, rack)]
-    assert len(hosts) == 32  # batches of 1, 8, 8, 8, 7
+    hosts = _site_hosts(generated)  # in inventory order: dc1-system's 2 hosts, then onprem-h100's racks
+    assert len(hosts) == 34  # a canary, then batches of 8
     fail_host = hosts[4]  # in the second batch (hosts[1:9])
     extra = tmp_path / "local.yml"
     extra.write_text(
@@ -71,3 +72,17 @@ def _rack(generated: Path, rack: str) -> list[str]:
     inventory = yaml.safe_load((generated / "inventory.yml").read_text())
     pool = inventory["all"]["children"]["site_dc1"]["children"]["pool_onprem_h100"]
     return list(pool["children"][rack]["hosts"])
+
+
+def _site_hosts(generated: Path) -> list[str]:
+    """dc1's hosts in the order Ansible plays them (inventory order: pool groups, then their racks)."""
+    inventory = yaml.safe_load((generated / "inventory.yml").read_text())
+    out: list[str] = []
+
+    def walk(group: dict[str, Any]) -> None:
+        out.extend(h for h in (group.get("hosts") or {}) if h not in out)
+        for child in (group.get("children") or {}).values():
+            walk(child or {})
+
+    walk(inventory["all"]["children"]["site_dc1"])
+    return out

@@ -78,7 +78,7 @@ def test_inventory_groups_by_site_pool_purpose_and_rack() -> None:
     post = yaml.safe_load(files["ansible/post-cluster.yml"])
     assert [t["ansible.builtin.import_role"]["name"] for t in post[0]["tasks"]] == ["kubernetes_node", "node_validation"]
     config = files["ansible/ansible.cfg"]
-    assert "pipelining = true" in config and "fact_caching = jsonfile" in config and "forks = 32" in config
+    assert "pipelining = true" in config and "fact_caching = jsonfile" in config and "forks = 34" in config
 
 
 def test_group_vars_follow_the_spec() -> None:

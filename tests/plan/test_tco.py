@@ -94,7 +94,7 @@ def test_golden_reference_prod_month() -> None:
     pools = {x.name: x.monthly_cost_usd for x in p.pools}
     assert pools == pytest.approx(
         {"system": 1_177.34, "data-prep": 37.08, "train-p5": 160_716.80, "infer-l40s": 38_936.44, "infer-l4": 587.50,
-         "onprem-h100": 397_325.55},
+         "dc1-system": None, "onprem-h100": 397_325.55},
         abs=0.02,
     )  # fmt: skip
     assert p.cost_breakdown["FSx"] == pytest.approx(21_002.39, abs=0.01)
@@ -142,7 +142,7 @@ def test_a_capped_pool_never_costs_more_than_its_max() -> None:
         "sites": [{"name": "aws", "provider": "aws", "account": "333333333333", "region": "us-east-1",
                    "zones": ["us-east-1a", "us-east-1b"], "vpcCidr": "10.50.0.0/16"}],
         "overrides": {
-            "nodePools": [{"name": n, "$patch": "delete"} for n in ("train-p5", "onprem-h100", "infer-l40s", "infer-l4")]
+            "nodePools": [{"name": n, "$patch": "delete"} for n in ("train-p5", "onprem-h100", "dc1-system", "infer-l40s", "infer-l4")]
             + [{"name": "stage-p4de", "site": "aws", "purpose": "training", "accelerator": "A100-SXM4-80GB:8",
                 "aws": {"instanceType": "p4de.24xlarge", "zone": "us-east-1a"}, "scaling": {"min": 0, "max": 1},
                 "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]}],

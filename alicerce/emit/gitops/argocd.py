@@ -6,10 +6,13 @@ Applications: one Helm-sourced Application per release (pinned chart and version
 ``helm.valuesObject``) and one directory Application per group of objects, all children of one
 root Application (app of apps) per site. Order comes from sync waves:
 
-- wave 0: the built-in objects (team namespaces, quotas, policies, priority classes, claims);
+- wave 0: the built-in objects that need no operator (team namespaces, quotas, policies, priority classes,
+  claims);
 - wave 1 and up: each operator one wave after the operators whose CRDs it uses;
-- the objects of an operator's API group (Kueue queues, PrometheusRules, the NicClusterPolicy) one
-  wave after that operator, so their CRDs exist before they are applied.
+- every other object one wave after the latest operator it needs (:func:`~alicerce.emit.kube.objects.object_needs`):
+  the owner of its CRD (Kueue queues, PrometheusRules, the NicClusterPolicy), or the CSI driver that mounts
+  a claim its pods use (a Job on FSx waits for the FSx CSI driver: in wave 0 it would never complete and hold
+  every later wave).
 
 Argo CD waits for a child Application to be healthy before the next wave only when it can assess an
 Application's health; :data:`APPLICATION_HEALTH_LUA` restores that check (removed from Argo CD 1.8)
@@ -22,11 +25,11 @@ claims that bind them (by the volume names, known offline) are in the tree.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from alicerce.emit.kube.objects import cluster_objects, crd_owner
+from alicerce.emit.kube.objects import cluster_objects, object_needs
 from alicerce.emit.kube.operators import Release, operator_namespace_labels, operator_releases
 from alicerce.emit.kube.storage import UNKNOWN_DRIVER
 from alicerce.resolve.model import ResolvedPlatform
@@ -86,8 +89,11 @@ def _recreated_on_change(obj: dict[str, Any]) -> dict[str, Any]:
     applied: ``spec.template`` of a Job is immutable, so the apply fails, the objects Application stays degraded and
     the app of apps stops at its wave. The Pulumi provider replaces such a Job; in Argo CD the per-resource
     sync option ``Force=true,Replace=true`` deletes and recreates it (argo-cd docs/user-guide/sync-options.md,
-    "Force Sync", at v3.4.4), and the Application's ``ApplyOutOfSyncOnly=true`` limits that to a Job that changed."""
-    if obj["kind"] != "Job":
+    "Force Sync", at v3.4.4), and the Application's ``ApplyOutOfSyncOnly=true`` limits that to a Job that changed.
+    A team claim is recreated the same way: its spec is immutable, and it changes only when it moves to a new volume
+    (:func:`alicerce.emit.kube.storage.volume_name`); the Pulumi provider replaces it too (any ``.spec`` change of a
+    PersistentVolumeClaim forces a new one, pulumi-kubernetes provider/pkg/provider/diff.go)."""
+    if obj["kind"] not in ("Job", "PersistentVolumeClaim"):
         return obj
     metadata = obj["metadata"]
     annotations = {**metadata.get("annotations", {}), SYNC_OPTIONS: RECREATE}
@@ -107,9 +113,10 @@ def pulumi_owned_objects(rp: ResolvedPlatform, site_name: str, volumes: Mapping[
     return [o for o in cluster_objects(rp, site_name, volumes) if _tier_of(o) in later]
 
 
-def object_group(obj: Mapping[str, Any]) -> str:
-    """The Application an object belongs to: its CRD owner's chart key, or ``core``."""
-    return crd_owner(dict(obj)) or CORE_GROUP
+def object_group(needs: Iterable[str], waves: Mapping[str, int]) -> str:
+    """The Application an object belongs to: the chart key of the latest-wave operator it needs, or ``core``."""
+    last = max(waves.values(), default=0)
+    return max(needs, key=lambda key: (waves.get(key, last), key), default=CORE_GROUP)
 
 
 def release_name(site_name: str, release: Release) -> str:
@@ -277,10 +284,11 @@ class SiteDelivery:
     @classmethod
     def of(cls, rp: ResolvedPlatform, site_name: str) -> SiteDelivery:
         releases = tuple(operator_releases(rp, site_name))
-        groups: dict[str, list[dict[str, Any]]] = {}
-        for obj in tree_objects(rp, site_name):
-            groups.setdefault(object_group(obj), []).append(obj)
         waves = release_waves(releases)
+        groups: dict[str, list[dict[str, Any]]] = {}
+        objs = tree_objects(rp, site_name)
+        for obj in objs:
+            groups.setdefault(object_group(object_needs(rp.site(site_name), obj, objs), waves), []).append(obj)
         return cls(releases, dict(sorted(groups.items())), waves, group_waves(sorted(groups), waves))
 
     def applications(self, rp: ResolvedPlatform, site_name: str, repo: Repository) -> list[dict[str, Any]]:

@@ -16,6 +16,8 @@ TRAINER_NAMESPACE = "kubeflow-system"
 KUBERAY_NAMESPACE = "kuberay-system"
 SYSTEM_NAMESPACE = "alicerce-system"  # alicerce's own jobs (team directories on shared file systems)
 POOL_LABEL = "alicerce.dev/pool"
+PURPOSE_LABEL = "alicerce.dev/purpose"
+SYSTEM_PURPOSE = "system"
 TEAM_LABEL = "alicerce.dev/team"
 GPU = "nvidia.com/gpu"
 MANAGED = {"app.kubernetes.io/managed-by": "alicerce"}
@@ -50,6 +52,28 @@ def tolerate(pools: Iterable[ResolvedPool]) -> list[dict[str, str]]:
     """Tolerations (key Exists, per effect) for every taint the pools carry."""
     keys = sorted({(t.key, t.effect) for p in pools for t in p.spec.taints})
     return [{"key": k, "operator": "Exists", "effect": e} for k, e in keys]
+
+
+def system_pools(pools: Iterable[ResolvedPool]) -> list[ResolvedPool]:
+    """A site's system pools: where the platform's own controllers run (rule AL320 requires one with min > 0)."""
+    return [p for p in pools if p.spec.purpose == SYSTEM_PURPOSE]
+
+
+def system_placement(pools: Iterable[ResolvedPool]) -> dict[str, Any]:
+    """The nodeSelector and tolerations that pin a platform component to the site's system pool.
+
+    Every node of the other pools is either tainted (GPU pools, kubespray's control plane) or meant for
+    the teams' jobs (untainted Spot data-prep nodes, reclaimed at two minutes' notice): a controller that
+    may land anywhere either stays Pending or is evicted with the Spot node. The system pool's own taints,
+    if it declares any, are tolerated here, so a system taint keeps team pods off it but not the platform.
+    """
+    system = system_pools(pools)
+    if not system:
+        return {}
+    placement: dict[str, Any] = {"nodeSelector": {PURPOSE_LABEL: SYSTEM_PURPOSE}}
+    if tolerations := tolerate(system):
+        placement["tolerations"] = tolerations
+    return placement
 
 
 def host_rdma_pools(pools: Iterable[ResolvedPool]) -> list[ResolvedPool]:

@@ -117,6 +117,22 @@ class Resources(_Config):
     exclude_resource_prefixes: tuple[str, ...] = EXCLUDED_RESOURCE_PREFIXES
 
 
+class SelectorRequirement(_Config):
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+
+
+class NamespaceSelector(_Config):
+    match_expressions: tuple[SelectorRequirement, ...]
+
+
+# Kueue manages jobs, pods, deployments and statefulsets only in the teams' namespaces (their namespaces carry the
+# team label, alicerce.emit.kube.tenancy): without it the pod integration gates every Pod of every namespace but
+# kube-system and kueue-system, the platform's own included (kueue@v0.19.2 configuration_types.go
+# ManagedJobsNamespaceSelector; its default excludes only those two).
+TEAM_NAMESPACES = NamespaceSelector(match_expressions=(SelectorRequirement(key=TEAM_LABEL, operator="Exists"),))
+
+
 class Configuration(_Config):
     """The subset of config.kueue.x-k8s.io/v1beta2 Configuration alicerce writes (validated in the tests against
     the strict schema read from kueue@v0.19.2 apis/config/v1beta2/configuration_types.go)."""
@@ -132,6 +148,7 @@ class Configuration(_Config):
     fair_sharing: FairSharing = FairSharing()
     wait_for_pods_ready: WaitForPodsReady
     resources: Resources = Resources()
+    managed_jobs_namespace_selector: NamespaceSelector = TEAM_NAMESPACES
 
 
 def pods_ready_timeout(rp: ResolvedPlatform, site: ResolvedSite) -> float:
@@ -178,6 +195,23 @@ def _pool_capacity(pool: ResolvedPool) -> tuple[str, str]:
     return str(nodes * pool.instance.vcpus), f"{int(nodes * pool.instance.memoryGiB)}Gi"
 
 
+def _cpu_share(site: ResolvedSite, team: ResolvedTeam, pool: ResolvedPool) -> tuple[str, str]:
+    """A team's nominal share of a CPU pool every team queues on: the pool split evenly (the first teams, in the
+    site's order, take the remainder), so the nominal quotas of the cohort add up to the pool. Each team still
+    borrows what the others leave idle. Before, each queue claimed the whole pool, and Kueue admitted as many
+    times the pool as there were teams, the excess pending as unschedulable pods."""
+    if pool.instance is None:
+        return UNBOUNDED_CPU, UNBOUNDED_MEMORY
+    teams = [t.name for t in site.teams]
+    count, index = max(len(teams), 1), teams.index(team.name) if team.name in teams else 0
+    nodes = max(pool.spec.scaling.max, 1)
+
+    def share(total: int) -> int:
+        return total // count + (1 if index < total % count else 0)
+
+    return str(share(nodes * pool.instance.vcpus)), f"{share(int(nodes * pool.instance.memoryGiB))}Gi"
+
+
 def _fabric_resources(pools: list[ResolvedPool]) -> list[str]:
     return sorted({p.rdma.resource for p in pools if p.rdma is not None})
 
@@ -192,7 +226,7 @@ def cluster_queue(rp: ResolvedPlatform, site: ResolvedSite, team: ResolvedTeam) 
     fabric = _fabric_resources([pool for _, pool in quotas])
     flavors = []
     for quota, pool in quotas:
-        cpu, memory = _pool_capacity(pool)
+        cpu, memory = _pool_capacity(pool) if quota is not None else _cpu_share(site, team, pool)
         resources: list[dict[str, Any]] = [{"name": "cpu", "nominalQuota": cpu}, {"name": "memory", "nominalQuota": memory}]
         for resource in gpu_resources:
             entry: dict[str, Any] = {"name": resource, "nominalQuota": str(quota.resources.get(resource, 0) if quota else 0)}

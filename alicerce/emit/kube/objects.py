@@ -20,7 +20,7 @@ from alicerce.emit.kube.kueue import flavors
 from alicerce.emit.kube.monitoring import monitoring_objects
 from alicerce.emit.kube.network import nic_cluster_policy
 from alicerce.emit.kube.priorities import KUEUE_API, priority_classes, workload_priority_classes
-from alicerce.emit.kube.storage import read_only_claims, shared_volumes, system_namespace
+from alicerce.emit.kube.storage import TIER_LABEL, read_only_claims, shared_volumes, system_namespace
 from alicerce.emit.kube.tenancy import read_only_claims_policy, team_objects
 from alicerce.emit.kube.training import training_runtimes
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
@@ -44,6 +44,42 @@ def crd_owner(obj: dict[str, Any]) -> str | None:
     if obj["metadata"].get("namespace") == MONITORING_NAMESPACE:
         return "kube-prometheus-stack"
     return None
+
+
+# The chart that brings the CSI driver mounting each kind of file system (rendered as a release by operator_releases);
+# EFS's driver is an EKS add-on the cloud layer installs before any in-cluster object, the host mounts the rest.
+CSI_DRIVER_CHARTS = {"fsx-lustre": "aws-fsx-csi-driver"}
+
+
+def _pod_spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The pod spec of a workload object (empty for anything that runs no pod)."""
+    spec: Mapping[str, Any] = obj.get("spec", {})
+    if obj["kind"] == "Pod":
+        return spec
+    if obj["kind"] == "CronJob":
+        spec = spec.get("jobTemplate", {}).get("spec", {})
+    template = spec.get("template")
+    pod = template.get("spec", {}) if isinstance(template, Mapping) else {}
+    return pod if isinstance(pod, Mapping) else {}
+
+
+def object_needs(site: ResolvedSite, obj: Mapping[str, Any], objs: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The charts an object needs running before it is applied: the owner of its CRD (or namespace), and for a
+    workload the chart of the CSI driver behind each claim it mounts (a Job whose volume no driver can mount never
+    completes, and in Argo CD holds its sync wave forever)."""
+    needs = {owner} if (owner := crd_owner(dict(obj))) else set()
+    pod = _pod_spec(obj)
+    if not pod:
+        return needs
+    namespace = obj["metadata"].get("namespace")
+    claims = {(o["metadata"].get("namespace"), o["metadata"]["name"]): o for o in objs if o["kind"] == "PersistentVolumeClaim"}
+    tiers = {t.name: t for t in site.storage}
+    for volume in pod.get("volumes", []):
+        claim = claims.get((namespace, volume.get("persistentVolumeClaim", {}).get("claimName")))
+        tier = tiers.get(claim["metadata"].get("labels", {}).get(TIER_LABEL, "")) if claim else None
+        if tier is not None and (chart := CSI_DRIVER_CHARTS.get(tier.implementations.get(site.name, ""))):
+            needs.add(chart)
+    return needs
 
 
 def _storage_classes(site: ResolvedSite) -> list[dict[str, Any]]:
@@ -116,4 +152,13 @@ def group_by_crd_owner(objs: Iterable[dict[str, Any]]) -> dict[str, list[dict[st
     return dict(groups)
 
 
-__all__ = ["CRD_OWNERS", "KUEUE_API", "KUEUE_NAMESPACE", "cluster_objects", "crd_owner", "group_by_crd_owner"]
+__all__ = [
+    "CRD_OWNERS",
+    "CSI_DRIVER_CHARTS",
+    "KUEUE_API",
+    "KUEUE_NAMESPACE",
+    "cluster_objects",
+    "crd_owner",
+    "group_by_crd_owner",
+    "object_needs",
+]

@@ -15,7 +15,7 @@ the host role does not.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,11 +33,12 @@ from alicerce.emit.kube.common import (
     TRAINER_NAMESPACE,
     deep_merge,
     host_rdma_pools,
+    system_placement,
     tolerate,
 )
 from alicerce.emit.kube.kueue import kueue_configuration
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
-from alicerce.spec.models import MigSharing, TimeSlicing
+from alicerce.spec.models import AlertReceiver, MigSharing, TimeSlicing
 
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
@@ -104,6 +105,46 @@ def _dump(data: Any) -> str:
 def duration_text(seconds: float) -> str:
     """Prometheus-style duration: whole days when exact, else hours."""
     return f"{int(seconds // 86400)}d" if seconds % 86400 == 0 else f"{max(1, round(seconds / 3600))}h"
+
+
+# Where each chart takes the placement of its controllers (Deployments, StatefulSets; never the node agents'
+# DaemonSets), as value paths checked against tests/data/upstream/<chart>/<version>/values.json. "" is the root.
+# The GPU Operator's values.yaml declares no operator.nodeSelector, but its templates/operator.yaml reads one (v26.3.3).
+CONTROLLER_PLACEMENT: dict[str, tuple[str, ...]] = {
+    "kube-prometheus-stack": (
+        "prometheus.prometheusSpec",
+        "alertmanager.alertmanagerSpec",
+        "prometheusOperator",
+        "grafana",
+        "kube-state-metrics",
+    ),
+    "gpu-operator": ("operator", "node-feature-discovery.master", "node-feature-discovery.gc"),
+    "network-operator": ("operator", "node-feature-discovery.master", "node-feature-discovery.gc"),
+    "aws-fsx-csi-driver": ("controller",),
+    "kueue": ("controllerManager",),
+    "kuberay-operator": ("",),
+    # the Trainer's JobSet controller comes with it as the jobset subchart (0.12.0)
+    "training-operator": ("manager", "jobset.controller"),
+}
+
+
+def _nested(path: str, value: dict[str, Any]) -> dict[str, Any]:
+    out = value
+    for part in reversed([p for p in path.split(".") if p]):
+        out = {part: out}
+    return out
+
+
+def controller_placement(key: str, site: ResolvedSite) -> dict[str, Any]:
+    """The values that pin a chart's controllers to the site's system pool (nodeSelector and the system pool's
+    tolerations); its DaemonSets keep reaching every node they serve."""
+    placement = system_placement(site.pools)
+    if not placement:
+        return {}
+    values: dict[str, Any] = {}
+    for path in CONTROLLER_PLACEMENT.get(key, ()):
+        values = deep_merge(values, _nested(path, placement))
+    return values
 
 
 def _with_defaults(defaults: tuple[dict[str, str], ...], extra: list[dict[str, str]]) -> list[dict[str, str]]:
@@ -196,7 +237,56 @@ def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
             "default": "default",
             "data": data,
         }
+        # a time-sliced GPU is shared by several pods: without this the exporter attributes it to none of them
+        # (dcgm-exporter pkg/cmd/app.go, flag kubernetes-virtual-gpus, env KUBERNETES_VIRTUAL_GPUS; chart default env: [])
+        values["dcgmExporter"]["env"] = [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}]
     return deep_merge(values, op.values)
+
+
+# prometheus-operator mounts each Secret of alertmanagerSpec.secrets at /etc/alertmanager/secrets/<name>
+# (prometheus-operator v0.93.0 pkg/alertmanager/statefulset.go secretsDir)
+ALERTMANAGER_SECRETS = "/etc/alertmanager/secrets"
+NULL_RECEIVER = "null"  # kube-prometheus-stack's default receiver, which drops what reaches it
+
+
+def _receiver(receiver: AlertReceiver) -> dict[str, Any]:
+    """One Alertmanager receiver; its credential is read from the mounted Secret (the *_file fields), never inlined."""
+    file = f"{ALERTMANAGER_SECRETS}/{receiver.secret.name}/{receiver.secret.key}" if receiver.secret else None
+    config: dict[str, Any] = {"send_resolved": True}
+    if receiver.kind == "slack":
+        config |= {"api_url_file": file} | ({"channel": receiver.channel} if receiver.channel else {})
+        return {"name": receiver.name, "slack_configs": [config]}
+    if receiver.kind == "pagerduty":
+        return {"name": receiver.name, "pagerduty_configs": [config | {"routing_key_file": file}]}
+    if receiver.kind == "webhook":
+        return {"name": receiver.name, "webhook_configs": [config | {"url_file": file}]}
+    config |= {"to": receiver.to, "from": receiver.sender, "smarthost": receiver.smarthost}
+    if file:
+        config |= {"auth_username": receiver.sender, "auth_password_file": file}
+    return {"name": receiver.name, "email_configs": [config]}
+
+
+def alertmanager_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any]:
+    """Alertmanager's receivers and routes from the spec. The chart's default config sends every alert to ``null``;
+    here each alert also goes to every receiver whose severities and teams (the teams' namespaces) match."""
+    receivers = rp.spec.monitoring.receivers
+    if not receivers:
+        return {}
+    namespaces = {t.name: t.namespaces for t in site.teams}
+    # the chart's own first route: Watchdog, the always-firing heartbeat, goes nowhere (values.yaml alertmanager.config)
+    routes: list[dict[str, Any]] = [{"receiver": NULL_RECEIVER, "matchers": ['alertname = "Watchdog"']}]
+    for r in receivers:
+        matchers = [f'severity =~ "{"|".join(r.severities)}"'] if r.severities else []
+        if r.teams:
+            matchers.append(f'namespace =~ "{"|".join(sorted(ns for t in r.teams for ns in namespaces.get(t, ())))}"')
+        routes.append({"receiver": r.name, "matchers": matchers, "continue": True})
+    secrets = sorted({r.secret.name for r in receivers if r.secret is not None})
+    return {
+        "alertmanager": {
+            "config": {"route": {"routes": routes}, "receivers": [{"name": NULL_RECEIVER}] + [_receiver(r) for r in receivers]},
+            "alertmanagerSpec": {"secrets": secrets} if secrets else {},
+        }
+    }
 
 
 def monitoring_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any]:
@@ -234,6 +324,7 @@ def monitoring_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any
     # what the site's cluster does not expose: its Services, ServiceMonitors and Down/TargetDown alerts would never
     # see a healthy target
     values |= {CONTROL_PLANE_SCRAPES[c]: {"enabled": False} for c in site.capabilities.unscraped_control_plane}
+    values = deep_merge(values, alertmanager_values(rp, site))
     return deep_merge(values, rp.spec.operators.monitoring.values)
 
 
@@ -249,6 +340,15 @@ def efa_device_plugin_values(efa_pools: list[ResolvedPool]) -> dict[str, Any]:
 def _release(rp: ResolvedPlatform, key: str, namespace: str, values: Mapping[str, Any], depends_on: tuple[str, ...] = ()) -> Release:
     chart = rp.charts[key]
     return Release(key, chart.chart, chart.repository, chart.version, namespace, dict(values), depends_on)
+
+
+def _pinned(rp: ResolvedPlatform, site: ResolvedSite, release: Release) -> Release:
+    """The release with its controllers on the system pool; the spec's own values for the chart still win."""
+    placement = controller_placement(release.key, site)
+    own = _OWN_VALUES.get(release.key)
+    user = own(rp) if own else {}
+    values = deep_merge(deep_merge(release.values, placement), user)
+    return Release(release.key, release.chart, release.repository, release.version, release.namespace, values, release.depends_on)
 
 
 def operator_releases(rp: ResolvedPlatform, site_name: str) -> list[Release]:
@@ -275,7 +375,7 @@ def operator_releases(rp: ResolvedPlatform, site_name: str) -> list[Release]:
     efa_pools = [p for p in pools if p.efa_interfaces]
     if efa_pools:
         out.append(_release(rp, "aws-efa-k8s-device-plugin", "kube-system", efa_device_plugin_values(efa_pools)))
-    if any(t.implementations.get(site_name) == "fsx-lustre" for t in site.storage):
+    if any(t.implementations.get(site_name) == "fsx-lustre" for t in site.storage):  # objects.CSI_DRIVER_CHARTS
         out.append(_release(rp, "aws-fsx-csi-driver", "kube-system", {"node": {"tolerateAllTaints": True}}))
     if ops.kueue.enabled:
         # the whole Configuration document: the chart replaces its default with this string, no merge (values.yaml 115-208)
@@ -288,7 +388,18 @@ def operator_releases(rp: ResolvedPlatform, site_name: str) -> list[Release]:
         # every built-in runtime stays off: the chart creates them only from a post-install hook; alicerce emits its own
         # ClusterTrainingRuntimes (alicerce.emit.kube.training), applied once the Trainer's CRDs and webhook exist
         out.append(_release(rp, "training-operator", TRAINER_NAMESPACE, deep_merge({}, ops.training_operator.values)))
-    return out
+    return [_pinned(rp, site, r) for r in out]
+
+
+# the spec's own values of each chart (operators.<chart>.values): merged last, over the placement too
+_OWN_VALUES: dict[str, Callable[[ResolvedPlatform], Mapping[str, Any]]] = {
+    "kube-prometheus-stack": lambda rp: rp.spec.operators.monitoring.values,
+    "gpu-operator": lambda rp: rp.spec.operators.gpu_operator.values,
+    "network-operator": lambda rp: rp.spec.operators.network_operator.values,
+    "kueue": lambda rp: rp.spec.operators.kueue.values,
+    "kuberay-operator": lambda rp: rp.spec.operators.kuberay.values,
+    "training-operator": lambda rp: rp.spec.operators.training_operator.values,
+}
 
 
 # Namespaces of operators that run privileged host agents (drivers, device plugins, node exporters).

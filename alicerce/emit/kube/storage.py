@@ -21,13 +21,15 @@ whose hosts mount the file system (the parallel_fs_client role mounts every shar
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from alicerce.emit.kube.common import POOL_LABEL, SYSTEM_NAMESPACE, meta, tolerate
-from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite, ResolvedTier
+from alicerce.emit.kube.common import POOL_LABEL, SYSTEM_NAMESPACE, meta, system_placement
+from alicerce.resolve.model import Mount, ResolvedPlatform, ResolvedPool, ResolvedSite, ResolvedTier
 from alicerce.spec.models import ParallelFsTier, SharedNfsTier
 
 TEAMS_DIR = "teams"
@@ -37,6 +39,13 @@ HOST_MOUNTED = ("lustre", "beegfs")
 # the type /proc/mounts shows for each kind, checked before any directory is made
 FS_TYPES = {"lustre": "lustre", "fsx-lustre": "lustre", "beegfs": "beegfs", "nfs": "nfs nfs4", "efs": "nfs4"}
 TIER_LABEL = "alicerce.dev/storage-tier"
+CLAIM_REQUEST = "1Gi"
+"""What every static team claim requests, whatever the file system's size. A claim bound by ``volumeName`` needs
+a request no larger than the volume's capacity (PV controller checkVolumeSatisfyClaim), and a claim's request may
+only grow, and only through a StorageClass that allows expansion: a claim requesting the file system's size
+made every later growth of the file system an update Kubernetes refuses (``pulumi up`` and Argo CD both fail).
+The volume's capacity, a mutable field of a static PersistentVolume, carries the real size."""
+SOURCE_HASH_LENGTH = 8
 PER_TEAM = "perTeam"
 """Key of a deploy-time volume entry holding each team's own volume source (an EFS access point per team), beside
 the root source."""
@@ -141,15 +150,43 @@ def _volume_pair(
             "accessModes": spec["accessModes"],
             "storageClassName": "",
             "volumeName": name,
-            "resources": {"requests": {"storage": size}},
+            "resources": {"requests": {"storage": CLAIM_REQUEST}},
         },
     }
     return [pv, pvc]
 
 
-def _prepare_job(
-    rp: ResolvedPlatform, tier: ResolvedTier, *, kind: str, claim: str, dirs: list[str], pools: list[ResolvedPool]
-) -> dict[str, Any]:
+def _offline(value: Any) -> Any:
+    """A volume source as plain data: a deploy-time value (a Pulumi Output) becomes a fixed marker."""
+    if isinstance(value, Mapping):
+        return {str(k): _offline(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_offline(v) for v in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return UNKNOWN_DRIVER
+
+
+def _identity(mount: Mount, source: Mapping[str, Any], path: str | None, read_only: bool) -> dict[str, Any]:
+    """What names a volume: its source where it is known offline; for a file system created at deploy time (FSx,
+    EFS: ``mount.source`` is empty) only what the spec decides, so the GitOps tree's claims, written before the file
+    system exists, name the very volume Pulumi creates. The directory and access are named in both cases (a
+    deploy-time source hides the directory inside an Output)."""
+    offline = None if mount.source == "" else source
+    return {"source": offline, "mount": mount.kind, "path": path, "readOnly": read_only}
+
+
+def volume_name(base: str, identity: Mapping[str, Any]) -> str:
+    """A PersistentVolume's name: ``base`` and a hash of what about it Kubernetes never lets change (its source,
+    the directory below the root, read-only or not, where it may be mounted). A change of source (a tier's prefix,
+    an access point, an NFS export) then makes a new volume beside the old one, and the claim (whose volumeName is
+    immutable) is replaced to bind it, instead of an in-place replacement of the volume, whose delete waits forever
+    on the claim bound to it (kubernetes.io/pv-protection)."""
+    digest = hashlib.sha256(json.dumps(_offline(identity), sort_keys=True).encode()).hexdigest()[:SOURCE_HASH_LENGTH]
+    return f"{base[: 253 - SOURCE_HASH_LENGTH - 1]}-{digest}"
+
+
+def _prepare_job(rp: ResolvedPlatform, site: ResolvedSite, tier: ResolvedTier, *, kind: str, claim: str, dirs: list[str]) -> dict[str, Any]:
     """A Job that makes the teams' directories, after checking that the file system is mounted where it runs."""
     paths = " ".join(shlex.quote(f"{ROOT_MOUNT}/{d}") for d in dirs)
     script = (
@@ -177,8 +214,9 @@ def _prepare_job(
         ],
         "volumes": [{"name": "fs", "persistentVolumeClaim": {"claimName": claim}}],
     }
-    if pools and (tolerations := tolerate(pools)):
-        pod["tolerations"] = tolerations
+    # on the system pool, like every platform component: its nodes mount the site's shared file systems too
+    # (mounting_pools), and no team pool's taint or Spot reclaim stands in the way
+    pod |= system_placement(site.pools)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -278,19 +316,20 @@ def shared_volumes(rp: ResolvedPlatform, site_name: str, volumes: Mapping[str, M
             if pools:  # a hostPath exists only on the nodes that mount the file system
                 team_source["nodeAffinity"] = _node_affinity(pools)
             suffix = m.claim[len(tier.name) :]  # "" or "-2", "-3": a team's further grants on a linked tier
-            pv = f"{rp.name}-{tier.name}-{m.namespace}{suffix}"[:253]
+            identity = _identity(mount, team_source, m.path, m.read_only)
+            pv = volume_name(f"{rp.name}-{tier.name}-{m.namespace}{suffix}", identity)
             out.extend(
                 _volume_pair(pv, m.namespace, m.claim, source=team_source, size=size, options=options, labels=labels, read_only=m.read_only)
             )
         if dirs := _directories(tier, site_name, mounts):
             root_claim = f"{tier.name}-root"
-            root = f"{rp.name}-{tier.name}-root"[:253]
             if pools:
                 source = {**source, "nodeAffinity": _node_affinity(pools)}
+            root = volume_name(f"{rp.name}-{tier.name}-root", _identity(mount, source, None, False))
             out.extend(
                 _volume_pair(root, SYSTEM_NAMESPACE, root_claim, source=source, size=size, options=options, labels=labels, read_only=False)
             )
-            out.append(_prepare_job(rp, tier, kind=mount.kind, claim=root_claim, dirs=dirs, pools=pools))
+            out.append(_prepare_job(rp, site, tier, kind=mount.kind, claim=root_claim, dirs=dirs))
     return out
 
 

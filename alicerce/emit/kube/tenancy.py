@@ -111,6 +111,47 @@ def team_roles() -> list[dict[str, Any]]:
     ]
 
 
+# Where each kind Kueue admits holds the pod templates it takes a workload's priority from (when no
+# kueue.x-k8s.io/priority-class label names one): kueue@v0.19.2 pkg/controller/jobs/*, PodSets of each integration.
+# (path to a template's pod spec | path to a list, and the path to the pod spec within each item)
+POD_TEMPLATES: dict[str, tuple[tuple[str, str | None], ...]] = {
+    "Job": (("spec.template.spec", None),),
+    "Deployment": (("spec.template.spec", None),),
+    "StatefulSet": (("spec.template.spec", None),),
+    "JobSet": (("spec.replicatedJobs", "template.spec.template.spec"),),
+    "RayJob": (("spec.rayClusterSpec.headGroupSpec.template.spec", None), ("spec.rayClusterSpec.workerGroupSpecs", "template.spec")),
+    "RayCluster": (("spec.headGroupSpec.template.spec", None), ("spec.workerGroupSpecs", "template.spec")),
+    "RayService": (
+        ("spec.rayClusterConfig.headGroupSpec.template.spec", None),
+        ("spec.rayClusterConfig.workerGroupSpecs", "template.spec"),
+    ),
+    "LeaderWorkerSet": (("spec.leaderWorkerTemplate.leaderTemplate.spec", None), ("spec.leaderWorkerTemplate.workerTemplate.spec", None)),
+}
+
+
+def _allowed_class(root: str, path: str, classes: str) -> str:
+    """CEL: the pod spec at ``root.path`` names no PriorityClass, or one of ``classes`` (every step guarded by has())."""
+    steps = [root, *path.split("."), "priorityClassName"]
+    guards = [f"!has({'.'.join(steps[: i + 1])})" for i in range(1, len(steps))]
+    return "(" + " || ".join([*guards, f"{'.'.join(steps)} in {classes}"]) + ")"
+
+
+def _template_classes(classes: str) -> str:
+    """CEL over the pod templates of every kind Kueue admits: each names only the team's PriorityClasses."""
+    checks = []
+    for kind, templates in POD_TEMPLATES.items():
+        parts = []
+        for path, inner in templates:
+            if inner is None:
+                parts.append(_allowed_class("object", path, classes))
+            else:
+                steps = ["object", *path.split(".")]
+                guards = [f"!has({'.'.join(steps[: i + 1])})" for i in range(1, len(steps))]
+                parts.append("(" + " || ".join([*guards, f"{'.'.join(steps)}.all(t, {_allowed_class('t', inner, classes)})"]) + ")")
+        checks.append(f"(request.kind.kind != '{kind}' || ({' && '.join(parts)}))")
+    return " && ".join(checks)
+
+
 def priority_policy(rp: ResolvedPlatform, site: ResolvedSite, team: ResolvedTeam) -> list[dict[str, Any]]:
     """A team may name only its own PriorityClasses (pods) and WorkloadPriorityClasses (jobs)."""
     kinds = team_kinds(site, team)
@@ -134,6 +175,13 @@ def priority_policy(rp: ResolvedPlatform, site: ResolvedSite, team: ResolvedTeam
                     "expression": "request.kind.kind != 'Pod' || !has(object.spec.priorityClassName) "
                     f"|| object.spec.priorityClassName in {classes}",
                     "message": f"team {team.name} may use the PriorityClasses {classes}",
+                    "reason": "Forbidden",
+                },
+                {
+                    # Kueue takes a workload's priority from its pod template's PriorityClass (when no WorkloadPriorityClass
+                    # label names one): a Job naming system-node-critical would queue above every team and preempt them
+                    "expression": _template_classes(classes),
+                    "message": f"team {team.name} may use the PriorityClasses {classes} in its pod templates",
                     "reason": "Forbidden",
                 },
                 {

@@ -11,7 +11,7 @@ from alicerce.spec.models.costs import CloudPoolCosts, Costs, OnpremPoolCosts, O
 from alicerce.spec.models.environments import Environment, Site
 from alicerce.spec.models.gitops import ArgoCdSync, GitOps
 from alicerce.spec.models.metadata import Metadata, Versions
-from alicerce.spec.models.monitoring import AlertOverride, Monitoring, Slo
+from alicerce.spec.models.monitoring import AlertOverride, AlertReceiver, Monitoring, SecretKey, Slo
 from alicerce.spec.models.networks import Fabric, Networks
 from alicerce.spec.models.operators import GpuOperator, Kueue, Operator, Operators
 from alicerce.spec.models.platform import PlatformSpec
@@ -50,6 +50,7 @@ __all__ = [
     "Accelerator",
     "AcceleratorSpec",
     "AlertOverride",
+    "AlertReceiver",
     "ArgoCdSync",
     "Audit",
     "AwsEbs",
@@ -111,6 +112,7 @@ __all__ = [
     "Purpose",
     "Quota",
     "Scaling",
+    "SecretKey",
     "Security",
     "SharedNfsTier",
     "Sharing",

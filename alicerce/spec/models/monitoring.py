@@ -43,6 +43,42 @@ class AlertOverride(SpecModel):
     for_: Duration | None = Field(default=None, alias="for", description="Override the pending duration.")
 
 
+class SecretKey(SpecModel):
+    """A key of a Kubernetes Secret in the monitoring namespace, made by you (never written into generated files)."""
+
+    name: Name = Field(description="Secret name, in the monitoring namespace.", examples=["alertmanager-pagerduty"])
+    key: str = Field(min_length=1, max_length=253, pattern=r"^[-._a-zA-Z0-9]+$", description="Key in the Secret.", examples=["routing-key"])
+
+
+class AlertReceiver(SpecModel):
+    """Where Alertmanager sends alerts: a channel, with the credential it needs referenced by Secret, never inlined."""
+
+    name: Name = Field(description="Receiver name.", examples=["oncall"])
+    kind: Literal["email", "slack", "pagerduty", "webhook"] = Field(description="The channel.")
+    secret: SecretKey | None = Field(
+        default=None,
+        description="The credential: the Slack webhook URL, the PagerDuty routing key, the webhook URL, or the SMTP "
+        "password (email). Required but for email without authentication.",
+    )
+    to: str | None = Field(
+        default=None, max_length=254, description="Email: the address alerts go to.", examples=["ml-oncall@acme.example"]
+    )
+    sender: str | None = Field(default=None, max_length=254, description="Email: the From address.", examples=["alertmanager@acme.example"])
+    smarthost: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9.-]+:[0-9]{1,5}$",
+        description="Email: the SMTP server, host:port.",
+        examples=["smtp.acme.example:587"],
+    )
+    channel: str | None = Field(
+        default=None, max_length=80, description="Slack: the channel (default: the webhook's own).", examples=["#ml-alerts"]
+    )
+    severities: list[Literal["critical", "warning", "info"]] = Field(
+        default_factory=list, description="Only alerts of these severities (default: every severity)."
+    )
+    teams: list[Name] = Field(default_factory=list, description="Only alerts from these teams' namespaces (default: every alert).")
+
+
 class Monitoring(SpecModel):
     retention: Duration = Field(default=30 * 86400, gt=0, description="Prometheus retention.", examples=["30d"])
     storage: ByteSize = Field(
@@ -57,3 +93,8 @@ class Monitoring(SpecModel):
     )
     slos: list[Slo] = Field(default_factory=list, description="Service level objectives.")
     alerts: list[AlertOverride] = Field(default_factory=list, description="Changes to alicerce's alert rules.")
+    receivers: list[AlertReceiver] = Field(
+        default_factory=list,
+        description="Where alerts go. Without one, Alertmanager routes every alert to nowhere (rule AL321 refuses that in "
+        "production). Each alert goes to every receiver whose severities and teams match.",
+    )

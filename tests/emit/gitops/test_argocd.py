@@ -191,5 +191,68 @@ def test_a_job_whose_template_changes_is_recreated_not_applied() -> None:
     for path, app in applications("prod").items():
         if "/apps/" in path and "-objects-" in path:
             assert "ApplyOutOfSyncOnly=true" in app["spec"]["syncPolicy"]["syncOptions"], path
-    others = [o for o in tree_objects(reference("prod"), "aws") if o["kind"] != "Job"]
+    # claims too are recreated, when they move to a new volume (tests/emit/kube/test_storage_day2.py); nothing else
+    others = [o for o in tree_objects(reference("prod"), "aws") if o["kind"] not in ("Job", "PersistentVolumeClaim")]
     assert all("argocd.argoproj.io/sync-options" not in o["metadata"].get("annotations", {}) for o in others)
+
+
+# The CSI drivers a chart alicerce installs brings (aws-fsx-csi-driver 1.17.0 templates/csidriver.yaml), and those the
+# cloud layer installs as EKS add-ons before any in-cluster object exists (the EFS CSI driver).
+CSI_DRIVER_CHARTS = {"fsx.csi.aws.com": "aws-fsx-csi-driver"}
+ADD_ON_CSI_DRIVERS = {"efs.csi.aws.com"}
+VOLUMES = {"datasets": {"csi": {"driver": "fsx.csi.aws.com", "volumeHandle": "fs-1"}},
+           "checkpoints": {"csi": {"driver": "fsx.csi.aws.com", "volumeHandle": "fs-2"}},
+           "home": {"csi": {"driver": "efs.csi.aws.com", "volumeHandle": "fs-3"}}}  # fmt: skip
+
+
+def _crd_charts() -> dict[str, str]:
+    """API group -> chart that ships its CRDs, from the vendored CRD schemas (tests/data/upstream/<chart>/<v>/crds)."""
+    return {crd.name.split("_", 1)[0]: crd.parent.parent.parent.name for crd in UPSTREAM.glob("*/*/crds/*.schema.json")}
+
+
+def _needed_charts(obj: dict[str, Any], objs: list[dict[str, Any]], namespaces: dict[str, str]) -> set[str]:
+    """What must run before an object, read off the objects themselves: the chart of its CRD, the chart whose
+    release creates its namespace, and for a pod template the chart of the CSI driver of every volume it mounts."""
+    needs = set()
+    group = str(obj["apiVersion"]).rpartition("/")[0]
+    if group in _crd_charts():
+        needs.add(_crd_charts()[group])
+    if (namespace := obj["metadata"].get("namespace")) in namespaces:
+        needs.add(namespaces[namespace])
+    pod = obj.get("spec", {}).get("template", {}).get("spec", {}) if obj["kind"] in ("Job", "Deployment", "StatefulSet") else {}
+    for volume in pod.get("volumes", []):
+        wanted = (obj["metadata"]["namespace"], volume["persistentVolumeClaim"]["claimName"])
+        claim = next(
+            o for o in objs if o["kind"] == "PersistentVolumeClaim" and (o["metadata"]["namespace"], o["metadata"]["name"]) == wanted
+        )
+        volume_obj = next(o for o in objs if o["kind"] == "PersistentVolume" and o["metadata"]["name"] == claim["spec"]["volumeName"])
+        driver = volume_obj["spec"].get("csi", {}).get("driver")
+        if driver is not None:
+            assert driver in CSI_DRIVER_CHARTS or driver in ADD_ON_CSI_DRIVERS, f"{driver}: which chart brings it?"
+            needs |= {CSI_DRIVER_CHARTS[driver]} if driver in CSI_DRIVER_CHARTS else set()
+    return needs
+
+
+@pytest.mark.parametrize(("env", "site"), CASES)
+def test_every_object_syncs_in_a_wave_after_everything_it_depends_on(env: str, site: str) -> None:
+    """Issue 21: prepare-checkpoints (wave 0) mounted FSx while the FSx CSI driver came in wave 1: the Job never
+    completed, the wave never got healthy, and Argo CD never applied wave 1. Dependencies are read off the objects
+    (CRD groups, namespaces, volumes), not from alicerce's own tables."""
+    rp = reference(env)
+    delivery = SiteDelivery.of(rp, site)
+    by_chart = {r.chart: r.key for r in delivery.releases}
+    namespaces = {r.namespace: r.key for r in delivery.releases if r.namespace not in ("kube-system",)}
+    everything = cluster_objects(rp, site, VOLUMES)  # the Pulumi-owned volumes too, with their drivers
+    checked = 0
+    for group, objs in delivery.objects.items():
+        for obj in objs:
+            for chart in _needed_charts(obj, everything, namespaces):
+                key = by_chart.get(chart, chart)
+                if key in delivery.release_waves:
+                    assert delivery.group_waves[group] > delivery.release_waves[key], (obj["kind"], obj["metadata"]["name"], key)
+                    checked += 1
+    assert checked > 0
+    # every Job of the tree mounts only what its wave can mount
+    for release in delivery.releases:
+        for dependency in release.depends_on:
+            assert dependency not in delivery.release_waves or delivery.release_waves[release.key] > delivery.release_waves[dependency]

@@ -292,7 +292,8 @@ def test_one_node_exporter_per_host(tmp_path: Path) -> None:
     assert monitoring_values(rp, rp.site("aws"))["nodeExporter"] == {"enabled": True}
     [scrape] = [o for o in monitoring_objects(rp, "dc1") if o["kind"] == "ScrapeConfig"]
     targets = scrape["spec"]["staticConfigs"][0]["targets"]
-    assert len(targets) == 32 and targets[0] == "gpu-001.dc1.acme.example:9100" and scrape["spec"]["jobName"] == "node-exporter"
+    # the 32 GPU hosts and dc1-system's 2
+    assert len(targets) == 32 + 2 and targets[0] == "gpu-001.dc1.acme.example:9100" and scrape["spec"]["jobName"] == "node-exporter"
 
 
 @needs_promtool
@@ -323,3 +324,46 @@ def test_a_gpu_node_that_advertises_no_gpu_at_all_raises_the_missing_gpu_alert(t
         }
     ]
     run_promtool(rp, "dc1", tests, tmp_path)
+
+
+def _routed(routes: list[dict[str, Any]], labels: dict[str, str]) -> list[str]:
+    """Alertmanager's routing of one alert through the child routes (dispatch/route.go: the first match stops the
+    walk unless it has continue: true); each matcher is `name =~ "regex"` (anchored) or `name = "value"`."""
+    out = []
+    for route in routes:
+        ok = True
+        for matcher in route.get("matchers", []):
+            name, op, value = re.match(r'^(\w+) (=~|=) "(.*)"$', matcher).groups()  # type: ignore[union-attr]
+            have = labels.get(name, "")
+            ok &= bool(re.fullmatch(value, have)) if op == "=~" else have == value
+        if ok:
+            out.append(route["receiver"])
+            if not route.get("continue"):
+                break
+    return out
+
+
+def test_every_alert_reaches_a_receiver_and_no_credential_is_inlined() -> None:
+    """Issue 21: kube-prometheus-stack's default config sends every alert to the `null` receiver."""
+    rp = validated(load_file(ROOT / "platform.yaml", "platform.yaml"), "prod")
+    for site in ("aws", "dc1"):
+        am = monitoring_values(rp, rp.site(site))["alertmanager"]
+        routes = am["config"]["route"]["routes"]
+        alerts = [r for g in rule_groups(rp, site) for r in g["rules"] if "alert" in r]
+        assert alerts
+        for alert in alerts:
+            reached = set(_routed(routes, {"alertname": alert["alert"], **alert["labels"]})) - {"null"}
+            assert reached, alert["alert"]
+            assert ("oncall" in reached) == (alert["labels"]["severity"] == "critical"), alert["alert"]
+        assert _routed(routes, {"alertname": "Watchdog", "severity": "none"}) == ["null"]
+        # credentials come from the mounted Secrets, by file
+        mounted = set(am["alertmanagerSpec"]["secrets"])
+        files = [
+            v
+            for r in am["config"]["receivers"]
+            for c in r.get("slack_configs", []) + r.get("pagerduty_configs", [])
+            for k, v in c.items()
+            if k.endswith("_file")
+        ]
+        assert files and all(f.split("/")[4] in mounted and f.startswith("/etc/alertmanager/secrets/") for f in files)
+        assert {r["name"] for r in am["config"]["receivers"]} == {"null", "oncall", "ml-platform"}

@@ -17,23 +17,25 @@ import yaml
 
 from alicerce.emit.kube.common import fabric_units_per_node
 from alicerce.emit.kube.objects import cluster_objects
-from alicerce.emit.kube.operators import operator_releases
+from alicerce.emit.kube.operators import CONTROLLER_PLACEMENT, operator_releases
 from alicerce.emit.kube.tenancy import INLINE_STORAGE_VOLUMES
 from alicerce.plan.platform import plan_platform
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.rules.validate import validated
-from alicerce.spec.loader import load_file
+from alicerce.spec.loader import load_file, load_text
 from tests.conftest import ROOT
 from tests.emit.kube.cluster_model import (
     RESTRICTED_VOLUMES,
     Admission,
     Endpoint,
     Job,
+    Node,
     admission_denials,
     admit,
     feasible,
     node_of,
     pod_security_violations,
+    quantity,
     reachable,
 )
 from tests.emit.kube.test_objects import platform
@@ -70,7 +72,8 @@ def test_a_multi_node_efa_training_job_of_research_is_admitted_on_train_p5_only(
 def test_the_same_job_without_the_gpu_toleration_is_not_admitted_anywhere() -> None:
     _, objs, config = world("prod", "aws")
     reason = admit(objs, config, Job("research", count=4, requests=EFA_POD))
-    assert reason == "data-prep: insufficient quota for nvidia.com/gpu; train-p5: untolerated taint nvidia.com/gpu"
+    # research's third of data-prep (1,706 GiB) is short of the job's 4,000 GiB before its GPUs are counted
+    assert reason == "data-prep: insufficient quota for memory; train-p5: untolerated taint nvidia.com/gpu"
 
 
 def test_an_rdma_job_on_dc1_is_admitted_on_the_infiniband_pool() -> None:
@@ -175,7 +178,8 @@ def test_a_team_mounts_only_its_own_directory_or_read_only_data(site: str) -> No
         [lustre] = [s for s in _volumes_of(objs, "research") if "hostPath" in s]
         assert lustre["hostPath"] == {"path": "/lustre/teams/research", "type": "Directory"}
         terms = lustre["nodeAffinity"]["required"]["nodeSelectorTerms"]
-        assert terms == [{"matchExpressions": [{"key": "alicerce.dev/pool", "operator": "In", "values": ["onprem-h100"]}]}]
+        pools = ["dc1-system", "onprem-h100"]  # every dc1 pool's hosts mount it (the system pool runs prepare-dc1-lustre)
+        assert terms == [{"matchExpressions": [{"key": "alicerce.dev/pool", "operator": "In", "values": pools}]}]
     else:  # the read-only datasets are read-only for every pod, whatever its volumeMounts say
         policy = next(o for o in objs if o["kind"] == "ValidatingAdmissionPolicy" and o["metadata"]["name"] == "alicerce-read-only-claims")
         assert "['datasets']" in policy["spec"]["validations"][0]["expression"]
@@ -288,3 +292,140 @@ def test_the_kuberay_operator_reaches_the_ray_heads_of_team_namespaces(site: str
     assert not reachable(objs, operator, head, 6379)  # and only the ports the operator calls
     other = next(t for t in rp.site(site).teams if t.name != "research")
     assert not reachable(objs, _pod(other.namespaces[0], 3), head, 8265)  # no other team through that door
+
+
+# Where each chart's controller pods (Deployments, StatefulSets; not the DaemonSets that serve every node) take
+# their nodeSelector and tolerations: alicerce's table, whose paths test_upstream checks against each chart's
+# vendored values, and the AWS controllers (their values' root). What this test adds is the scheduling itself.
+CONTROLLER_PODS = {**CONTROLLER_PLACEMENT, "cluster-autoscaler": ("",), "aws-load-balancer-controller": ("",)}
+# kubespray taints every control-plane node (kubespray v2.31.0 roles/kubernetes/control-plane: node-role taint)
+CONTROL_PLANE = {"key": "node-role.kubernetes.io/control-plane", "value": "", "effect": "NoSchedule"}
+
+
+def _placement(values: dict[str, Any], path: str) -> Admission:
+    at: Any = values
+    for part in [p for p in path.split(".") if p]:
+        at = at.get(part, {})
+    return Admission("", dict(at.get("nodeSelector", {})), list(at.get("tolerations", [])))
+
+
+def _controller_pods(rp: ResolvedPlatform, site: str) -> list[tuple[str, Admission]]:
+    from alicerce.spec.models import AwsSite
+    from alicerce.targets.aws.components.controllers import controller_releases
+
+    releases = operator_releases(rp, site)
+    if isinstance(rp.site(site).spec, AwsSite):
+        releases += controller_releases(rp, rp.site(site).spec)
+    # every release runs a controller this test places, but the EFA device plugin (a DaemonSet and nothing else)
+    assert {r.key for r in releases} - set(CONTROLLER_PODS) <= {"aws-efa-k8s-device-plugin"}
+    pods = [(f"{r.key}:{path or '.'}", _placement(r.values, path)) for r in releases for path in CONTROLLER_PODS.get(r.key, ())]
+    objs = cluster_objects(rp, site, {"datasets": FSX, "checkpoints": FSX, "home": EFS})
+    for job in (o for o in objs if o["kind"] == "Job"):
+        spec = job["spec"]["template"]["spec"]
+        pods.append((job["metadata"]["name"], Admission("", spec.get("nodeSelector", {}), spec.get("tolerations", []))))
+    return pods
+
+
+@pytest.mark.parametrize(("env", "site"), [("prod", "aws"), ("prod", "dc1"), ("dev", "aws")])
+def test_every_platform_controller_and_job_schedules_on_the_system_pool_only(env: str, site: str) -> None:
+    """Issue 21: at dc1 every node is tainted (the control plane by kubespray, the GPU nodes by nvidia.com/gpu),
+    so a controller without placement stays Pending; at AWS it may land on an untainted Spot data-prep node."""
+    rp = platform(env)
+    world_nodes = nodes(rp, site)
+    if rp.site(site).capabilities.nodes_by_ansible:
+        world_nodes.append(
+            Node("control-plane", {"node-role.kubernetes.io/control-plane": ""}, [CONTROL_PLANE], {"cpu": 64, "memory": 2.0**40})
+        )
+    system = sorted(p.name for p in rp.site(site).pools if p.spec.purpose == "system")
+    assert system, f"{env}/{site} has no system pool (AL320)"
+    pods = _controller_pods(rp, site)
+    assert any(name.startswith("kueue:") for name, _ in pods)
+    wrong = {name: where for name, admission in pods if (where := feasible(world_nodes, {}, admission)) != system}
+    assert wrong == {}, f"should run on {system} only"
+
+
+def test_a_system_pool_taint_is_tolerated_by_every_platform_controller() -> None:
+    text = (ROOT / "platform.yaml").read_text()
+    system = '    purpose: system\n    onprem:\n      hosts: ["svc-[1:2].dc1.acme.example"]\n'
+    assert system in text
+    tainted = text.replace(system, system + "    taints: [{key: dedicated, value: system, effect: NoSchedule}]\n")
+    rp = validated(load_text(tainted, "platform.yaml"), "prod")
+    pods = _controller_pods(rp, "dc1")
+    assert len(pods) > 5
+    untolerated = [name for name, admission in pods if not any(t["key"] == "dedicated" for t in admission.tolerations)]
+    assert untolerated == []
+
+
+@pytest.mark.parametrize(("env", "site"), [("prod", "aws"), ("prod", "dc1")])
+def test_kueue_manages_jobs_in_team_namespaces_only(env: str, site: str) -> None:
+    """Issue 21: Kueue's default managedJobsNamespaceSelector leaves out only kube-system and kueue-system, so its pod
+    integration gated the platform's own pods (monitoring, alicerce-system) too."""
+    from tests.emit.kube.cluster_model import _selects
+
+    rp, objs, config = world(env, site)
+    selector = config["managedJobsNamespaceSelector"]
+    namespaces = {o["metadata"]["name"]: o["metadata"].get("labels", {}) for o in objs if o["kind"] == "Namespace"}
+    teams = {ns for team in rp.site(site).teams for ns in team.namespaces}
+    assert teams and set(namespaces) - teams
+    assert {name for name, labels in namespaces.items() if _selects(selector, labels)} == teams
+
+
+def test_time_sliced_gpus_are_attributed_to_the_pods_that_share_them() -> None:
+    """Issue 21: dcgm-exporter maps a time-sliced GPU to its pods only with KUBERNETES_VIRTUAL_GPUS=true."""
+    rp = platform("prod")
+    values = next(r for r in operator_releases(rp, "aws") if r.key == "gpu-operator").values
+    assert {"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"} in values["dcgmExporter"]["env"]
+    dc1 = next(r for r in operator_releases(rp, "dc1") if r.key == "gpu-operator").values  # no time-sliced pool there
+    assert "env" not in dc1["dcgmExporter"]
+
+
+@pytest.mark.parametrize(("env", "site"), [("prod", "aws"), ("dev", "aws")])
+def test_the_teams_nominal_shares_of_a_cpu_pool_add_up_to_the_pool(env: str, site: str) -> None:
+    """Issue 21: each team's queue claimed the whole data-prep pool, so Kueue admitted three times the pool."""
+    rp, objs, _ = world(env, site)
+    pool = rp.pool("data-prep")
+    assert pool.instance is not None
+    nodes = pool.spec.scaling.max
+    totals: dict[str, float] = {"cpu": 0.0, "memory": 0.0}
+    for queue in (o for o in objs if o["kind"] == "ClusterQueue"):
+        [flavor] = [f for g in queue["spec"]["resourceGroups"] for f in g["flavors"] if f["name"] == "data-prep"]
+        for resource in flavor["resources"]:
+            if resource["name"] in totals:
+                totals[resource["name"]] += quantity(resource["nominalQuota"])
+    assert totals["cpu"] == nodes * pool.instance.vcpus
+    assert totals["memory"] == pytest.approx(nodes * pool.instance.memoryGiB * 2**30, rel=0.01)
+
+
+def test_a_team_cannot_queue_a_workload_at_another_priority_through_its_pod_template() -> None:
+    """Issue 21: Kueue takes a workload's priority from its pod template's PriorityClass when no priority label names
+    one; the policy checked only Pods, so a Job (or JobSet, RayJob) naming system-node-critical queued above all."""
+    _, objs, _ = world("prod", "aws")
+    own, foreign = "alicerce-training", "system-node-critical"
+
+    def pod(priority: str) -> dict[str, Any]:
+        return {"containers": [{"name": "c", "image": "x"}], "priorityClassName": priority}
+
+    def cases(priority: str) -> list[tuple[dict[str, Any], str, str]]:
+        return [
+            ({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+              "spec": {"template": {"spec": pod(priority)}}}, "batch", "jobs"),
+            (
+                {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "s"},
+                 "spec": {"replicatedJobs": [{"name": "w", "template": {"spec": {"template": {"spec": pod(priority)}}}}]}},
+                "jobset.x-k8s.io", "jobsets",
+            ),
+            (
+                {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "r"},
+                 "spec": {"rayClusterSpec": {"headGroupSpec": {"template": {"spec": {"containers": []}}},
+                                             "workerGroupSpecs": [{"template": {"spec": pod(priority)}}]}}},
+                "ray.io", "rayjobs",
+            ),
+        ]  # fmt: skip
+
+    for obj, group, resource in cases(foreign):
+        assert admission_denials(objs, "research", obj, group=group, resource=resource), obj["kind"]
+    for obj, group, resource in cases(own):
+        assert admission_denials(objs, "research", obj, group=group, resource=resource) == [], obj["kind"]
+    # a Job without a pod template priority, as most are, passes
+    plain = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}, "spec": {"template": {"spec": {"containers": []}}}}
+    assert admission_denials(objs, "research", plain, group="batch", resource="jobs") == []

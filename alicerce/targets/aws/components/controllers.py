@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from alicerce.emit.kube.common import tolerate
+from alicerce.emit.kube.common import system_placement
 from alicerce.emit.kube.operators import Release
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.spec.models import AwsSite
@@ -38,11 +38,8 @@ def _release(rp: ResolvedPlatform, key: str, values: dict[str, Any]) -> Release:
 
 
 def _system_placement(rp: ResolvedPlatform, site: AwsSite) -> dict[str, Any]:
-    """Controllers run on the site's system pool when it has one."""
-    system = [p for p in names.site_pools(rp, site) if p.spec.purpose == "system"]
-    if not system:
-        return {}
-    return {"nodeSelector": {"alicerce.dev/purpose": "system"}, "tolerations": tolerate(system)}
+    """Controllers run on the site's system pool (rule AL320 makes every site have one)."""
+    return system_placement(names.site_pools(rp, site))
 
 
 def cluster_autoscaler_values(rp: ResolvedPlatform, site: AwsSite) -> dict[str, Any]:
