@@ -19,10 +19,15 @@ from tests.conftest import ROOT
 # Runs a plain `validate` the way the `alicerce` script does, then reports what the process loaded and built.
 PROBE = """
 import contextlib, io, json, sys
-from alicerce.cli.fastpath import serve
+from alicerce.cli import main
+sys.argv = ["alicerce", "validate", sys.argv[1]]
 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-    code = serve(["validate", sys.argv[1]])
+    try:
+        main()
+    except SystemExit as exc:
+        code = exc.code
 from pydantic import BaseModel
+from pydantic.plugin import _loader
 from pydantic._internal._mock_val_ser import MockValSer
 def subclasses(cls):
     for sub in cls.__subclasses__():
@@ -30,7 +35,7 @@ def subclasses(cls):
         yield from subclasses(sub)
 built = sorted({f"{c.__module__}.{c.__qualname__}" for c in subclasses(BaseModel)
                 if c.__module__.startswith("alicerce") and not isinstance(c.__dict__.get("__pydantic_validator__"), MockValSer)})
-print(json.dumps({"code": code, "modules": sorted(sys.modules), "built": built}))
+print(json.dumps({"code": code, "modules": sorted(sys.modules), "built": built, "plugins_scanned": _loader._plugins is not None}))
 """
 
 # the heavy toolchains are checked by tests/cli/test_cli.py::test_validate_imports_no_pulumi_ansible_or_cli_framework
@@ -39,7 +44,8 @@ NEVER_LOADED_STAGES = ("alicerce.plan", "alicerce.emit", "alicerce.run")
 
 def probe(cache: Path) -> dict[str, object]:
     env = {**os.environ, "ALICERCE_CACHE_DIR": str(cache)}
-    env.pop("ALICERCE_NO_CACHE", None)
+    for name in ("ALICERCE_NO_CACHE", "PYDANTIC_DISABLE_PLUGINS"):
+        env.pop(name, None)
     out = subprocess.run(
         [sys.executable, "-c", PROBE, str(ROOT / "platform.yaml")],
         cwd=ROOT,
@@ -71,3 +77,8 @@ def test_a_cold_validate_builds_only_the_spec_validators(tmp_path: Path) -> None
     after = probe(cache)["built"]  # an edited spec is cold for the result cache, not for the catalog
     assert isinstance(after, list)
     assert [name for name in after if not name.startswith("alicerce.spec.")] == []
+
+
+def test_a_cold_validate_does_not_scan_the_installed_distributions_for_pydantic_plugins(tmp_path: Path) -> None:
+    """pydantic's plugin lookup reads the entry points of every installed distribution; alicerce's models use no plugin."""
+    assert probe(tmp_path / "cache")["plugins_scanned"] is False
