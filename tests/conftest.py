@@ -101,3 +101,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         test = item.nodeid.partition("[")[0]  # the test function, whatever its parameters
         if group in SLOW_GROUPS or SLOW_FIXTURES.intersection(item.fixturenames) or test.startswith(SLOW_TESTS):
             item.add_marker(pytest.mark.slow)
+    # the slow ones first (a stable sort: same order on every worker), so that xdist hands out the long
+    # groups at the start and the short tests fill in around them instead of trailing behind the last group
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
