@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | sha256sum | cut -c1-12)
 
-.PHONY: setup tools rootfs demo test lint typecheck unit bench bench-ansible schema docs lock clean
+.PHONY: setup tools rootfs demo test check lint typecheck unit bench bench-ansible schema docs lock clean
 
 setup: $(STAMP)
 
@@ -46,6 +46,8 @@ typecheck: setup
 # the git-ignored .cache/actionlint; gpg and dpkg-deb sign and build the local apt repository of the
 # converges). Installed when possible; under CI=true a missing tool fails.
 ACTIONLINT := .cache/actionlint
+# checkov (tests/targets/aws/test_checkov.py) in a venv of its own: its ~60 dependencies stay out of alicerce's.
+CHECKOV := .cache/checkov
 tools:
 	@command -v promtool >/dev/null 2>&1 || { \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -61,6 +63,10 @@ tools:
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gnupg dpkg >/dev/null; \
 		else echo "gpg or dpkg-deb missing: apt-get install gnupg dpkg" >&2; fi; }
+	@cmp -s tests/tools/checkov/requirements.lock $(CHECKOV)/requirements.lock && test -x $(CHECKOV)/bin/checkov || { \
+		rm -rf $(CHECKOV) && $(PYTHON) -m venv $(CHECKOV) \
+		&& $(CHECKOV)/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes -r tests/tools/checkov/requirements.lock \
+		&& cp tests/tools/checkov/requirements.lock $(CHECKOV)/requirements.lock; }
 
 # The Debian 12 rootfs the Ansible converges run into: debootstrap --variant=minbase from the mirror
 # this machine's apt uses, built once into a git-ignored cache. debootstrap (and openssh-server,
@@ -74,15 +80,24 @@ rootfs: setup
 		else echo "debootstrap missing: the converge tests will skip" >&2; fi; }
 	$(BIN)/python -m tests.ansible.rootfs $(ROOTFS) || test $$? -eq 3
 
+# The suite spreads over the cores (pytest-xdist, one worker per core): tests that share an expensive
+# fixture (the Pulumi previews, the converged rootfs, the wheel) run on one worker, so it is built
+# once (xdist_group in tests/conftest.py with --dist loadgroup). PYTEST_WORKERS=0 runs in-process.
+PYTEST_WORKERS ?= auto
+PYTEST := $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
 unit: setup tools rootfs
-	$(BIN)/python -m pytest
+	$(PYTEST)
 
+# Before each commit (under 2 minutes): lint and every test not marked slow. `make test` runs all.
+check: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(PYTEST) -m "not slow"
+
+# Each benchmark prints its ratio to its floor; every one runs, and the target fails if any missed.
+BENCHES := validate_speed validate_environments hostile_inputs plan_speed preview_speed
 bench: setup
-	$(BIN)/python bench/validate_speed.py
-	$(BIN)/python bench/validate_environments.py
-	$(BIN)/python bench/hostile_inputs.py
-	$(BIN)/python bench/plan_speed.py
-	$(BIN)/python bench/preview_speed.py
+	@status=0; for b in $(BENCHES); do echo "== bench/$$b.py"; $(BIN)/python bench/$$b.py || status=1; done; exit $$status
 
 # 50 inventory hosts over SSH to an sshd on loopback: no-op re-run, generated ansible.cfg vs Ansible's defaults.
 bench-ansible: setup rootfs

@@ -33,3 +33,84 @@ def alicerce(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None, ti
     """Run the installed `alicerce` script as a user would (a subprocess), with extra environment."""
     merged = {**os.environ, "COLUMNS": "200", **(env or {})}
     return subprocess.run([str(ALICERCE), *args], cwd=cwd, capture_output=True, text=True, env=merged, check=False, timeout=timeout)
+
+
+# Tests that share an expensive fixture run on one xdist worker (`make test` runs `--dist loadgroup`),
+# so that it is built once per run rather than once per worker: the Pulumi previews, the wheel and
+# its virtual environment, the converged rootfs and the signed apt repository.
+SHARED_GROUPS = {
+    "tests/pulumi/": "pulumi-previews",
+    "tests/targets/aws/": "aws-previews",
+    "tests/test_wheel.py": "wheel",
+}
+SHARED_FIXTURES = {"aptrepo": "converge", "converged": "converge", "converged_copy": "converge"}
+# What `make check` leaves out (`-m "not slow"`): every test of these groups, those using these fixtures,
+# and these modules and tests (several seconds each: real Ansible runs, many `alicerce generate`
+# processes, Pulumi previews of variants, ansible-lint). tests/test_conftest.py keeps the names current.
+SLOW_GROUPS = {"pulumi-previews", "aws-previews", "wheel", "converge"}
+SLOW_FIXTURES = {"rootfs", "node_root"}
+SLOW_TESTS = (
+    "tests/ansible/test_rolling.py",
+    "tests/emit/test_output_safety.py",
+    "tests/run/test_diff.py",
+    "tests/ansible/test_apply_cli.py::test_apply_fails_on_a_host_without_the_promised_gpus",
+    "tests/ansible/test_roles.py::test_generated_tree_passes_ansible_lint_production",
+    "tests/ansible/test_roles.py::test_roles_pass_ansible_lint_production_with_nothing_skipped",
+    "tests/catalog/test_user_catalog.py::test_outputs_mark_user_provided_entries",
+    "tests/cli/test_cli.py::test_init_creates_a_valid_repository",
+    "tests/cli/test_conventions.py::test_json_outputs_validate_against_their_committed_schemas",
+    "tests/cli/test_conventions.py::test_preview_counts_agree_between_text_and_json",
+    "tests/cli/test_gitops.py::test_generate_check_lists_stale_files_and_ci_dir_writes_the_workflows",
+    "tests/cli/test_gitops.py::test_the_pull_request_flow_on_a_local_repository",
+    "tests/cli/test_init.py::test_every_alicerce_command_of_the_readme_quickstart_runs",
+    "tests/cli/test_init.py::test_fill_builds_the_repository_around_the_spec_already_there",
+    "tests/cli/test_init.py::test_fill_writes_only_the_missing_files",
+    "tests/cli/test_init.py::test_generate_check_and_the_offline_preview_run_on_it",
+    "tests/cli/test_init.py::test_init_refuses_to_replace_any_file_and_names_it",
+    "tests/cli/test_paths.py::test_a_corrupt_manifest_is_a_user_error",
+    "tests/cli/test_paths.py::test_apply_with_a_file_where_its_run_folder_goes_is_refused_before_any_work",
+    "tests/cli/test_paths.py::test_apply_workdir_under_a_file_is_refused",
+    "tests/cli/test_paths.py::test_init_into_the_empty_current_folder_writes_in_place",
+    "tests/cli/test_result_cache.py::test_a_replay_is_identical_to_the_full_check",
+    "tests/emit/gitops/test_ci.py::test_actionlint_accepts_the_workflows",
+    "tests/emit/gitops/test_ci.py::test_actionlint_catches_a_broken_workflow",
+    "tests/emit/gitops/test_golden.py::test_generate_is_byte_identical_across_hash_seeds_time_zones_and_locales",
+    "tests/emit/test_generate.py::test_generate_is_byte_identical_and_atomic",
+    "tests/emit/test_output_review.py::test_an_edit_made_while_the_new_tree_is_staged_stops_the_swap",
+    "tests/plan/test_calibration.py::test_refitting_the_roofline_gives_the_catalog_efficiencies",
+    "tests/plan/test_platform_plan.py::test_cli_fail_on_explain_json_and_checks",
+    "tests/plan/test_platform_plan.py::test_cli_text_fits_100_columns_and_charts_are_deterministic",
+    "tests/plan/test_tco.py::test_cloud_cost_is_monotone_in_price_and_capped",
+    "tests/spec/test_bounds.py::test_shell_text_in_host_names_never_reaches_the_inventory",
+    "tests/spec/test_fuzz.py::test_deleted_and_duplicated_lines",
+    "tests/spec/test_fuzz.py::test_mutated_reference_lines",
+)
+
+
+def _group(item: pytest.Item) -> str | None:
+    path = Path(str(item.path)).relative_to(ROOT).as_posix()
+    for prefix, group in SHARED_GROUPS.items():
+        if path.startswith(prefix):
+            return group
+    for name in item.fixturenames:
+        if name in SHARED_FIXTURES:
+            return SHARED_FIXTURES[name]
+    definitions = getattr(item, "_fixtureinfo", None)
+    for defs in definitions.name2fixturedefs.values() if definitions is not None else ():
+        if defs and defs[-1].scope == "module":  # built once per module: keep the module on one worker
+            return path
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        group = _group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+        test = item.nodeid.partition("[")[0]  # the test function, whatever its parameters
+        if group in SLOW_GROUPS or SLOW_FIXTURES.intersection(item.fixturenames) or test.startswith(SLOW_TESTS):
+            item.add_marker(pytest.mark.slow)
+    # the slow ones first (a stable sort: same order on every worker), so that xdist hands out the long
+    # groups at the start and the short tests fill in around them instead of trailing behind the last group
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

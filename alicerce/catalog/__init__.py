@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterable
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar, cast
 
+import pydantic
 import yaml
 from pydantic import BaseModel, ConfigDict
 
@@ -27,18 +33,20 @@ from alicerce.catalog.models import (
     TrainingCalibration,
     Versions,
 )
+from alicerce.spec.cachedir import cache_dir
 
+_T = TypeVar("_T")
 _Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class _GpuFile(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
     schemaVersion: int
     gpus: tuple[Gpu, ...]
 
 
 class _InstanceFile(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
     schemaVersion: int
     instances: tuple[InstanceType, ...]
 
@@ -173,14 +181,53 @@ class Catalog:
         return sorted(self._instance_index)
 
 
-@functools.cache
-def load_catalog() -> Catalog:
-    """The packaged catalog, parsed and checked once per process."""
+def _parse_catalog() -> Catalog:
     gpus = _GpuFile.model_validate(_read("gpus.yaml")).gpus
     instances = _InstanceFile.model_validate(_read("instances.yaml")).instances
     versions = _VersionsFile.model_validate(_read("versions.yaml"))
     fsx = _FsxFile.model_validate(_read("fsx.yaml"))
     return Catalog(gpus=gpus, instances=instances, versions=versions, fsx=fsx)
+
+
+def cached(name: str, inputs: tuple[str, ...], build: Callable[[], _T]) -> _T:
+    """``build()``, kept pickled in the cache folder under a key made of ``inputs`` (paths in this package).
+
+    Parsing the catalog's data files and building the validators of their models costs more than
+    the rest of a cold `alicerce validate`; the checked result is kept under a key made of the
+    data files, the modules of their models and the interpreter and pydantic versions, so only the
+    first run after a change pays for it. A missing, unreadable or stale entry is rebuilt, and a
+    cache that cannot be written is skipped. ``ALICERCE_NO_CACHE=1`` turns it off.
+    """
+    folder = cache_dir()
+    if folder is None:
+        return build()
+    digest = hashlib.sha256(f"{name}\0{sys.version}\0{pydantic.VERSION}\0".encode())
+    package = resources.files("alicerce.catalog")
+    for item in inputs:
+        digest.update(item.encode() + b"\0" + package.joinpath(item).read_bytes() + b"\0")
+    path = folder / "catalog" / f"{name}-{digest.hexdigest()}.pickle"
+    try:
+        with path.open("rb") as handle:
+            return cast(_T, pickle.load(handle))  # written by this function, in the user's own cache folder
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+        pass
+    value = build()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as handle:
+            pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)  # atomic: a concurrent run reads no entry or a whole one
+    except OSError:
+        pass
+    return value
+
+
+@functools.cache
+def load_catalog() -> Catalog:
+    """The packaged catalog, parsed and checked once, then read back from the cache folder."""
+    inputs = ("data/gpus.yaml", "data/instances.yaml", "data/versions.yaml", "data/fsx.yaml", "models.py", "__init__.py")
+    return cached("catalog", inputs, _parse_catalog)
 
 
 __all__ = ["Catalog", "load_catalog"]

@@ -17,7 +17,8 @@ Architecture = Literal["volta", "ampere", "ada", "hopper", "blackwell"]
 
 
 class CatalogModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    # validators are built on first use: a catalog read back from the cache never needs them
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, defer_build=True)
 
 
 class Source(CatalogModel):

@@ -7,7 +7,7 @@ from importlib import resources
 
 from pydantic import Field
 
-from alicerce.catalog import _read
+from alicerce.catalog import _read, cached
 from alicerce.catalog.models import CatalogModel, Source
 
 
@@ -53,8 +53,8 @@ class _OnpremFile(OnpremStack):
 
 @functools.cache
 def load_onprem() -> OnpremStack:
-    """The packaged on-prem stack facts, parsed once per process."""
-    return _OnpremFile.model_validate(_read("onprem.yaml"))
+    """The packaged on-prem stack facts, parsed and checked once, then read back from the cache folder."""
+    return cached("onprem", ("data/onprem.yaml", "onprem.py", "models.py"), lambda: _OnpremFile.model_validate(_read("onprem.yaml")))
 
 
 def kubespray_lock(release: KubesprayRelease) -> str:

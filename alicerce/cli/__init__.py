@@ -67,6 +67,9 @@ def run(app: typer.Typer, args: Sequence[str]) -> int:
 
 
 def main() -> None:
+    # pydantic looks for plugins in the entry points of every installed distribution the first time it
+    # builds a validator (tens of milliseconds in a full environment); alicerce's own models use none
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from alicerce.cli.fastpath import serve
 
     code = serve(sys.argv[1:])

@@ -23,6 +23,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from alicerce.spec.cachedir import cache_dir
+
 PACKAGE = Path(__file__).resolve().parent.parent
 FORMAT_VERSION = "1"
 
@@ -41,16 +43,6 @@ class Request:
     spec: str
     env: str | None
     output_format: str
-
-
-def cache_dir() -> Path | None:
-    if os.environ.get("ALICERCE_NO_CACHE"):
-        return None
-    explicit = os.environ.get("ALICERCE_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "alicerce"
 
 
 def today() -> str:

@@ -10,9 +10,8 @@ resolves and every mistake is reported at once.
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, InstanceOf
+import dataclasses
+from typing import Any, Literal, dataclass_transform, get_args
 
 from alicerce.catalog import Catalog
 from alicerce.catalog.fsx import FsxConfig
@@ -26,10 +25,21 @@ KernelModules = Literal["open", "proprietary"]
 # How GPUs and RDMA adapters share memory: DMA-BUF (open modules, kernel >= 5.12), the legacy nvidia-peermem
 # module (only against MLNX/DOCA-OFED), or no GPUDirect RDMA at all
 GpuDirect = Literal["none", "dmabuf", "peermem"]
+MountKind = Literal["lustre", "beegfs", "weka", "nfs", "fsx-lustre", "efs"]
 
 
-class Resolved(BaseModel):
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+@dataclass_transform(frozen_default=True, kw_only_default=True)
+class Resolved:
+    """Base of the resolved objects: frozen dataclasses built by keyword.
+
+    Resolving builds them from values that are already checked (the validated spec, the catalog),
+    so they are plain dataclasses rather than pydantic models: nothing to validate again, and
+    `alicerce validate` does not pay for building their validators on every cold start.
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        dataclasses.dataclass(frozen=True, kw_only=True)(cls)
 
 
 class GpuUnits(Resolved):
@@ -112,10 +122,14 @@ class ResolvedPool(Resolved):
 class Mount(Resolved):
     """A file system as nodes and pods mount it at one site (options decided once for both)."""
 
-    kind: Literal["lustre", "beegfs", "weka", "nfs", "fsx-lustre", "efs"]
+    kind: MountKind
     source: str  # what mount(8) takes: 10.0.0.10@o2ib:/ai, nfs.example:/export; "" where a CSI driver mounts it
     path: str
     options: tuple[str, ...]  # mount options common to the host's fstab and a PersistentVolume
+
+    def __post_init__(self) -> None:
+        if self.kind not in get_args(MountKind):  # the targets' mount facts carry a plain str
+            raise ValueError(f"unknown mount kind {self.kind!r}")
 
 
 class ResolvedTier(Resolved):
@@ -202,7 +216,7 @@ class ResolvedPlatform(Resolved):
     pools: tuple[ResolvedPool, ...]  # every pool of every site, in spec order
     storage: tuple[ResolvedTier, ...]
     teams: tuple[ResolvedTeam, ...]
-    catalog: InstanceOf[Catalog]  # the built-in catalog plus the spec's own `catalog:` entries
+    catalog: Catalog  # the built-in catalog plus the spec's own `catalog:` entries
 
     def site(self, name: str) -> ResolvedSite:
         return next(s for s in self.sites if s.name == name)

@@ -8,11 +8,14 @@ mistakes; the rules, which run over this result, report them.
 
 from __future__ import annotations
 
+from typing import cast
+
 from alicerce.catalog import Catalog, load_catalog
 from alicerce.catalog.fsx import GIB, choose_fsx
 from alicerce.resolve.gpu import gpu_units, gpudirect_path, kernel_modules
 from alicerce.resolve.model import (
     Mount,
+    MountKind,
     RdmaAttachment,
     ResolvedPlatform,
     ResolvedPool,
@@ -90,7 +93,7 @@ def _tier(index: int, tier: StorageTier, sites: dict[str, Site], catalog: Catalo
         implementations[name] = implementation
         mount = target.mount(tier, implementation)
         if mount is not None and isinstance(tier, ParallelFsTier | SharedNfsTier):
-            mounts[name] = Mount(kind=mount.kind, source=mount.source, path=tier.mount_path, options=mount.options)
+            mounts[name] = Mount(kind=cast(MountKind, mount.kind), source=mount.source, path=tier.mount_path, options=mount.options)
     fsx = None
     if isinstance(tier, ParallelFsTier) and "fsx-lustre" in implementations.values():
         aws = tier.aws

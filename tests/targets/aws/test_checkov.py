@@ -1,6 +1,6 @@
 """checkov's AWS checks over the preview of every shipped spec: nothing fails outside the documented allowlist.
 
-checkov is not a dependency of alicerce's venv: the test runs the ``checkov`` found in $CHECKOV, the venv or PATH,
+checkov is not a dependency of alicerce's venv: the test runs the ``checkov`` found in $CHECKOV, .cache/checkov (`make tools`) or PATH,
 and under CI fails rather than skips without it.
 """
 
@@ -25,10 +25,14 @@ IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
 def _checkov() -> str:
-    found = os.environ.get("CHECKOV") or shutil.which("checkov", path=str(ROOT / ".venv" / "bin")) or shutil.which("checkov")
+    found = (
+        os.environ.get("CHECKOV")
+        or shutil.which("checkov", path=str(ROOT / ".cache" / "checkov" / "bin"))  # make tools builds it there
+        or shutil.which("checkov")
+    )
     if found is None:
         if IN_CI:
-            pytest.fail("checkov is not installed (pip install checkov==3.3.30)")
+            pytest.fail("checkov is not installed (make tools builds .cache/checkov from tests/tools/checkov/requirements.lock)")
         pytest.skip("checkov is not installed here (set CHECKOV=/path/to/checkov); CI runs it")
     return found
 
