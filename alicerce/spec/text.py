@@ -452,6 +452,47 @@ _AWSACCOUNT = Grammar(
 """An AWS account id: exactly 12 digits."""
 
 
+_EMAIL = Grammar(
+    "email address",
+    r"[A-Za-z0-9.@_+-]",
+    "letters, digits and '.', '@', '_', '+', '-'",
+    r"^[A-Za-z0-9._+-]+@[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$",
+    "an address such as ml-oncall@acme.example",
+    254,
+)
+"""An email address: Alertmanager's email receiver (to, from) in the kube-prometheus-stack values."""
+
+_HOSTPORT = Grammar(
+    "host:port",
+    r"[A-Za-z0-9.:-]",
+    "letters, digits and '.', ':', '-'",
+    r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?:[0-9]{1,5}$",
+    "an SMTP server such as smtp.acme.example:587",
+    260,
+)
+"""A server and its port: Alertmanager's email smarthost."""
+
+_SLACKCHANNEL = Grammar(
+    "Slack channel",
+    r"[#@a-z0-9._-]",
+    "lowercase letters, digits and '#', '@', '.', '_', '-'",
+    r"^[#@]?[a-z0-9][a-z0-9._-]*$",
+    "a channel such as #ml-alerts",
+    80,
+)
+"""A Slack channel name (lowercase, no spaces): Alertmanager's slack receiver."""
+
+_SECRETKEY = Grammar(
+    "Secret key",
+    r"[-._a-zA-Z0-9]",
+    "letters, digits and '-', '.', '_'",
+    r"^[-._a-zA-Z0-9]+$",
+    "a key of a Kubernetes Secret such as routing-key",
+    253,
+)
+"""A data key of a Kubernetes Secret (the API's own key grammar): mounted as a file name by Alertmanager."""
+
+
 # the types the spec models use (module-level aliases, so type checkers see a str)
 MountPath = Annotated[str, _MOUNTPATH.validator, _MOUNTPATH.json]
 ServerPath = Annotated[str, _SERVERPATH.validator, _SERVERPATH.json]
@@ -474,6 +515,10 @@ Word = Annotated[str, _WORD.validator, _WORD.json]
 CatalogId = Annotated[str, _CATALOGID.validator, _CATALOGID.json]
 AwsName = Annotated[str, _AWSNAME.validator, _AWSNAME.json]
 AwsAccount = Annotated[str, _AWSACCOUNT.validator, _AWSACCOUNT.json]
+Email = Annotated[str, _EMAIL.validator, _EMAIL.json]
+HostPort = Annotated[str, _HOSTPORT.validator, _HOSTPORT.json]
+SlackChannel = Annotated[str, _SLACKCHANNEL.validator, _SLACKCHANNEL.json]
+SecretKeyName = Annotated[str, _SECRETKEY.validator, _SECRETKEY.json]
 
 GRAMMARS: dict[str, Grammar] = {
     "MountPath": _MOUNTPATH,
@@ -497,6 +542,10 @@ GRAMMARS: dict[str, Grammar] = {
     "CatalogId": _CATALOGID,
     "AwsName": _AWSNAME,
     "AwsAccount": _AWSACCOUNT,
+    "Email": _EMAIL,
+    "HostPort": _HOSTPORT,
+    "SlackChannel": _SLACKCHANNEL,
+    "SecretKeyName": _SECRETKEY,
 }
 """Every grammar by the name of its type (tests and docs list them)."""
 

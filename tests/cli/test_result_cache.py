@@ -50,6 +50,7 @@ def test_a_changed_spec_is_checked_again(workdir: Path, tmp_path: Path) -> None:
     spec = workdir / "spec.yaml"
     fixed = spec.read_text().replace("account: 123456789012", 'account: "123456789012"')
     fixed = fixed.replace("purpose: trainig", "purpose: training").replace("instanceTyp:", "instanceType:")
+    fixed = fixed.replace("zones: [us-east-1a]", "zones: [us-east-1a, us-east-1b]")  # EKS needs two zones (AL312)
     spec.write_text(fixed)
     result = run(["validate", "spec.yaml"], workdir, cache)
     assert result.returncode == 2  # the GPU pool still lacks its taint

@@ -76,7 +76,11 @@ def test_inventory_groups_by_site_pool_purpose_and_rack() -> None:
     ]
     assert [r["role"] for r in site[1]["roles"]][-1] == "node_monitoring"  # acceptance runs after kubespray
     post = yaml.safe_load(files["ansible/post-cluster.yml"])
-    assert [t["ansible.builtin.import_role"]["name"] for t in post[0]["tasks"]] == ["kubernetes_node", "node_validation"]
+    assert [t["ansible.builtin.import_role"]["name"] for t in post[0]["tasks"]] == [
+        "kubernetes_node",
+        "node_validation",
+        "kubernetes_node",
+    ]  # labels, acceptance, release
     config = files["ansible/ansible.cfg"]
     assert "pipelining = true" in config and "fact_caching = jsonfile" in config and "forks = 34" in config
 

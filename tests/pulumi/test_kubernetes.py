@@ -64,7 +64,9 @@ def test_gpu_operator_values_per_target(prod: Any) -> None:
     # host's everywhere off the node image: the operator installs neither
     assert rp.site("dc1").software.gpu_driver == "host"
     assert dc1["driver"] == {"enabled": False} and dc1["toolkit"] == {"enabled": False}
-    assert "devicePlugin" not in dc1  # no time-sliced pool on-prem
+    assert "config" not in dc1["devicePlugin"]  # no time-sliced pool on-prem
+    # the host toolkit ignores NVIDIA_VISIBLE_DEVICES from unprivileged pods: GPUs are handed over as volume mounts
+    assert dc1["devicePlugin"]["env"] == [{"name": "DEVICE_LIST_STRATEGY", "value": "volume-mounts"}]
     # every operand reaches every GPU pool: the pools' taints are tolerated
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in dc1["daemonsets"]["tolerations"]
 

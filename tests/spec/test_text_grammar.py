@@ -15,7 +15,7 @@ from pydantic import AfterValidator, BaseModel, StringConstraints, TypeAdapter, 
 
 from alicerce.spec import base
 from alicerce.spec.models import PlatformSpec
-from alicerce.spec.text import GRAMMARS, Grammar, LnetRoute, MountOption, NidList, SecretName, escaped, secret_shape
+from alicerce.spec.text import GRAMMARS, Email, Grammar, LnetRoute, MountOption, NidList, SecretName, SlackChannel, escaped, secret_shape
 
 # check -> meaning: a grammar of alicerce/spec/text.py; "Name" a DNS label (rule AL201 or a reference rule
 # that requires an existing name); check_label_* Kubernetes label syntax; "pattern"/"length" pydantic constraints;
@@ -130,6 +130,14 @@ AUDIT: dict[str, tuple[str, str]] = {
     "gitops.folder": ("RepoPath", "Argo CD path, CI workflows"),
     "gitops.specFile": ("RepoPath", "CI workflows, pre-commit hooks"),
     "gitops.repositorySecret": ("SecretName", "Pulumi config key name"),
+    "monitoring.receivers[].name": ("Name", "Alertmanager receiver name (kube-prometheus-stack values)"),
+    "monitoring.receivers[].secret.name": ("Name", "Secret name in alertmanagerSpec.secrets (mounted, never read here)"),
+    "monitoring.receivers[].secret.key": ("SecretKeyName", "file name under /etc/alertmanager/secrets/<name>/"),
+    "monitoring.receivers[].to": ("Email", "Alertmanager email_configs.to"),
+    "monitoring.receivers[].sender": ("Email", "Alertmanager email_configs.from"),
+    "monitoring.receivers[].smarthost": ("HostPort", "Alertmanager email_configs.smarthost"),
+    "monitoring.receivers[].channel": ("SlackChannel", "Alertmanager slack_configs.channel"),
+    "monitoring.receivers[].teams[]": ("Name", "route matchers on namespace"),
     # the user catalog adds facts the planner reads; they reach reports (escaped) and resolved.json only
     **{
         f"catalog.{p}": ("inert", "catalog facts: reports (escaped), resolved.json")
@@ -243,6 +251,10 @@ def test_every_grammar_has_a_json_schema_pattern_that_accepts_what_it_accepts() 
         "CatalogId": "1g.10gb+me",
         "AwsName": "arn:aws:kms:us-east-1:111111111111:key/abcd-1234",
         "AwsAccount": "111111111111",
+        "Email": "ml-oncall@acme.example",
+        "HostPort": "smtp.acme.example:587",
+        "SlackChannel": "#ml-alerts",
+        "SecretKeyName": "routing-key",
     }
     assert set(samples) == set(GRAMMARS)
     import re
@@ -259,6 +271,8 @@ def test_every_grammar_has_a_json_schema_pattern_that_accepts_what_it_accepts() 
         (LnetRoute, "o2ib1 10.0.0.1@o2ib;tcp 10.0.0.2@tcp", "U+003B SEMICOLON"),
         (MountOption, "ro\n10.0.0.1@tcp:/x /etc lustre defaults 0 0", "U+000A LINE FEED"),
         (MountOption, "ro,suid", "U+002C COMMA"),
+        (Email, "ops@acme.example\nbcc: all@acme.example", "U+000A LINE FEED"),
+        (SlackChannel, "#ml alerts", "U+0020 SPACE"),
         (NidList, "10.0.0.1@o2ib\tx", "U+0009"),
         (SecretName, "$(id)", "U+0024 DOLLAR SIGN"),
     ],

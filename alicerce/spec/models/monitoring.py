@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, StrictBool
 
 from alicerce.spec.base import Name, SpecModel
-from alicerce.spec.text import Word
+from alicerce.spec.text import Email, HostPort, SecretKeyName, SlackChannel, Word
 from alicerce.spec.units import ByteSize, Duration, parse_duration
 
 
@@ -47,7 +47,7 @@ class SecretKey(SpecModel):
     """A key of a Kubernetes Secret in the monitoring namespace, made by you (never written into generated files)."""
 
     name: Name = Field(description="Secret name, in the monitoring namespace.", examples=["alertmanager-pagerduty"])
-    key: str = Field(min_length=1, max_length=253, pattern=r"^[-._a-zA-Z0-9]+$", description="Key in the Secret.", examples=["routing-key"])
+    key: SecretKeyName = Field(description="Key in the Secret.", examples=["routing-key"])
 
 
 class AlertReceiver(SpecModel):
@@ -60,18 +60,11 @@ class AlertReceiver(SpecModel):
         description="The credential: the Slack webhook URL, the PagerDuty routing key, the webhook URL, or the SMTP "
         "password (email). Required but for email without authentication.",
     )
-    to: str | None = Field(
-        default=None, max_length=254, description="Email: the address alerts go to.", examples=["ml-oncall@acme.example"]
-    )
-    sender: str | None = Field(default=None, max_length=254, description="Email: the From address.", examples=["alertmanager@acme.example"])
-    smarthost: str | None = Field(
-        default=None,
-        pattern=r"^[A-Za-z0-9.-]+:[0-9]{1,5}$",
-        description="Email: the SMTP server, host:port.",
-        examples=["smtp.acme.example:587"],
-    )
-    channel: str | None = Field(
-        default=None, max_length=80, description="Slack: the channel (default: the webhook's own).", examples=["#ml-alerts"]
+    to: Email | None = Field(default=None, description="Email: the address alerts go to.", examples=["ml-oncall@acme.example"])
+    sender: Email | None = Field(default=None, description="Email: the From address.", examples=["alertmanager@acme.example"])
+    smarthost: HostPort | None = Field(default=None, description="Email: the SMTP server, host:port.", examples=["smtp.acme.example:587"])
+    channel: SlackChannel | None = Field(
+        default=None, description="Slack: the channel (default: the webhook's own).", examples=["#ml-alerts"]
     )
     severities: list[Literal["critical", "warning", "info"]] = Field(
         default_factory=list, description="Only alerts of these severities (default: every severity)."

@@ -205,8 +205,9 @@ def test_each_team_may_name_only_its_own_priorities() -> None:
     policies = {o["metadata"]["name"]: o for o in find(objs, "ValidatingAdmissionPolicy")}
     bindings = {o["metadata"]["name"]: o for o in find(objs, "ValidatingAdmissionPolicyBinding")}
     research = policies["alicerce-priorities-research"]["spec"]
-    pods, jobs = (v["expression"] for v in research["validations"])
+    pods, templates, jobs = (v["expression"] for v in research["validations"])
     assert "['alicerce-training', 'alicerce-batch']" in pods  # research runs training and batch work, no inference
+    assert "object.spec.template.spec.priorityClassName in ['alicerce-training', 'alicerce-batch']" in templates  # Kueue reads these
     assert "['alicerce-research-training', 'alicerce-research-batch']" in jobs
     assert bindings["alicerce-priorities-research"]["spec"]["matchResources"] == {
         "namespaceSelector": {"matchLabels": {"alicerce.dev/team": "research"}}
