@@ -7,14 +7,16 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTeam
+from alicerce.resolve.namespaces import (  # noqa: F401 (re-exported: every in-cluster module reads them here)
+    GPU_OPERATOR_NAMESPACE,
+    KUBERAY_NAMESPACE,
+    KUEUE_NAMESPACE,
+    MONITORING_NAMESPACE,
+    NETWORK_OPERATOR_NAMESPACE,
+    SYSTEM_NAMESPACE,
+    TRAINER_NAMESPACE,
+)
 
-MONITORING_NAMESPACE = "monitoring"
-KUEUE_NAMESPACE = "kueue-system"
-GPU_OPERATOR_NAMESPACE = "gpu-operator"
-NETWORK_OPERATOR_NAMESPACE = "nvidia-network-operator"
-TRAINER_NAMESPACE = "kubeflow-system"
-KUBERAY_NAMESPACE = "kuberay-system"
-SYSTEM_NAMESPACE = "alicerce-system"  # alicerce's own jobs (team directories on shared file systems)
 POOL_LABEL = "alicerce.dev/pool"
 PURPOSE_LABEL = "alicerce.dev/purpose"
 SYSTEM_PURPOSE = "system"
