@@ -7,15 +7,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTeam
-from alicerce.resolve.namespaces import (  # noqa: F401 (re-exported: every in-cluster module reads them here)
-    GPU_OPERATOR_NAMESPACE,
-    KUBERAY_NAMESPACE,
-    KUEUE_NAMESPACE,
-    MONITORING_NAMESPACE,
-    NETWORK_OPERATOR_NAMESPACE,
-    SYSTEM_NAMESPACE,
-    TRAINER_NAMESPACE,
-)
 
 POOL_LABEL = "alicerce.dev/pool"
 PURPOSE_LABEL = "alicerce.dev/purpose"
