@@ -250,6 +250,8 @@ def _inspect(target: Target, files: dict[str, str], force: bool) -> Changes | No
     if not _refuse_foreign(target):
         return None
     changes = tree_changes(target.path, files)
+    if changes and force:
+        _refuse_linked_displaced(target.path, DISPLACED, target.shown)
     if changes and not force:
         why = changes.manifest_problem or "files changed since alicerce wrote them"
         raise OutputError(
@@ -450,6 +452,19 @@ def _fill(target: Target, staging: Path, files: dict[str, str], changes: Changes
     return report
 
 
+def _refuse_linked_displaced(folder: Path, displaced: str, shown: str) -> None:
+    """--force moves the user's files under ``displaced``: never through a link there (or above it), which
+    would move them out of the folder to wherever the link points."""
+    parts = Path(displaced.rstrip("/")).parts
+    for depth in range(1, len(parts) + 1):
+        path = folder.joinpath(*parts[:depth])
+        if os.path.islink(path):
+            raise OutputError(
+                f"{shown}/{'/'.join(parts[:depth])} is a link: --force would move your files to where it points",
+                "remove the link (keep what it points to), then rerun with --force",
+            )
+
+
 # -- a folder shared with the user: the CI workflows (``generate --ci-dir``) ---------------------------
 
 
@@ -521,6 +536,7 @@ def write_shared(
             report = WriteReport(files=len(files))
             displaced = [*changes.edited, *changes.added]
             if displaced:
+                _refuse_linked_displaced(target.path, SHARED_DISPLACED, target.shown)
                 stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
                 where, again = stamp, 1
                 while os.path.lexists(target.path / SHARED_DISPLACED / where):

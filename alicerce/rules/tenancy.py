@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
+from alicerce.resolve.namespaces import RESERVED_NAMESPACES
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean, one_of
 
@@ -151,4 +152,28 @@ def ingress_not_a_team(ctx: RuleContext) -> Iterable[Finding]:
                 f"namespace {ns} belongs to team {owners[ns]}: every pod there would reach the serving namespaces",
                 "name the namespace of the gateway or ingress controller itself",
                 ns,
+            )
+
+
+@rules.rule("AL265", "team-namespaces-not-reserved", "No team claims a namespace Kubernetes or the platform runs in.")
+def team_namespaces_not_reserved(ctx: RuleContext) -> Iterable[Finding]:
+    """A team's namespace gets the team's RoleBinding (pods, exec), a restricted Pod Security label and a
+    default-deny NetworkPolicy: in kube-system that is cluster-admin by exec into privileged pods and a
+    cluster without CNI or DNS; in an operator's namespace, the operator stops."""
+    for t, team in enumerate(ctx.spec.tenancy.teams):
+        for n, ns in enumerate(team.namespaces):
+            if ns in RESERVED_NAMESPACES:
+                yield Finding(
+                    S.tenancy.teams[t].namespaces[n],
+                    f"namespace {ns} is the platform's own: team {team.name} would hold exec in its pods and its "
+                    "restricted Pod Security and default-deny policy would stop what runs there",
+                    f"name a namespace of the team's own, such as {team.name}-jobs",
+                    ns,
+                )
+        if not team.namespaces and team.name in RESERVED_NAMESPACES:
+            yield Finding(
+                S.tenancy.teams[t].name,
+                f"team {team.name} would get the platform's namespace {team.name} (a team's namespace defaults to its name)",
+                "rename the team, or list its own namespaces",
+                team.name,
             )

@@ -20,9 +20,13 @@ from typing import Annotated
 
 from pydantic import AfterValidator, WithJsonSchema
 
-INVISIBLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+INVISIBLE = re.compile(
+    r"[\x00-\x1f\x7f-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2028-\u202e"
+    r"\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb\U000e0000-\U000e0fff]"
+)
 """Characters a terminal or an editor acts on or hides: C0/C1 controls (ESC starts terminal escape
-codes), DEL, soft hyphen, zero-width characters, line/paragraph separators and bidi overrides."""
+codes), DEL, soft hyphen, zero-width characters, line/paragraph separators, bidi controls (the Arabic
+letter mark too), variation selectors, Hangul fillers and tag characters (which smuggle hidden ASCII)."""
 
 
 def escaped(text: str, limit: int | None = 60) -> str:
@@ -157,6 +161,8 @@ class Grammar:
             return f"this {self.what} looks like {kind}; a spec never holds a secret (name a Pulumi secret or vault key instead; rotate it)"
         if len(value) > self.max_length:
             return f"{self.what} is {len(value):,} characters, over the {self.max_length} allowed"
+        if value.startswith("-"):  # on a command line (CI workflows, Ansible argv) it would be read as an option
+            return f'{self.what} "{escaped(value)}" starts with "-", which a command line reads as an option'
         problem = bad_character(value, re.compile(self.chars), self.what, self.allowed_words)
         if problem is None and not re.fullmatch(self.pattern, value):
             problem = f'{self.what} "{escaped(value)}" is not valid: expected {self.form}'
@@ -205,8 +211,30 @@ SYSTEM_PATHS = (
 )
 """Mount points that would hide the operating system, the kubelet or the container runtime."""
 
-SYSTEM_TREES = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/sbin", "/sys", "/usr", "/var/lib/kubelet")
-"""Trees nothing may be mounted inside either (a mount under /etc/ shadows part of the system's config)."""
+SYSTEM_TREES = (
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/opt/cni",
+    "/proc",
+    "/root",
+    "/run",
+    "/sbin",
+    "/sys",
+    "/usr",
+    "/var/lib/containerd",
+    "/var/lib/etcd",
+    "/var/lib/kubelet",
+    "/var/run",
+    "/var/spool",
+)
+"""Trees nothing may be mounted inside either: a mount under /etc/ shadows part of the system's config, one
+under /root/.ssh or /var/spool/cron hands root logins or cron jobs to whoever writes the export, one under
+/opt/cni/bin or /var/lib/containerd replaces what the container runtime runs as root."""
 
 
 def _path_segments(value: str) -> str | None:
@@ -235,7 +263,7 @@ _MOUNTPATH = Grammar(
     "mount path",
     _PATH_CHARS,
     _PATH_WORDS,
-    r"^[A-Za-z0-9._/-]+$",
+    r"^[A-Za-z0-9._/][A-Za-z0-9._/-]*$",
     "a path such as /mnt/datasets",
     255,
 )
@@ -322,7 +350,7 @@ _GITURL = Grammar(
     "repository URL",
     r"[A-Za-z0-9.:/_~%+@-]",
     "letters, digits and '.', ':', '/', '_', '~', '%', '+', '@', '-'",
-    r"^[A-Za-z0-9.:/_~%+@-]+$",
+    r"^[A-Za-z0-9.:/_~%+@][A-Za-z0-9.:/_~%+@-]*$",
     "a git URL",
     2048,
 )
@@ -353,7 +381,7 @@ _REPOPATH = Grammar(
     "repository path",
     _PATH_CHARS,
     _PATH_WORDS,
-    r"^[A-Za-z0-9._/-]+$",
+    r"^[A-Za-z0-9._/][A-Za-z0-9._/-]*$",
     "a relative path such as generated or specs/platform.yaml",
     255,
 )
@@ -384,7 +412,7 @@ _IDENTIFIER = Grammar(
     "identifier",
     r"[A-Za-z0-9._:/@+-]",
     "letters, digits and '.', '_', ':', '/', '@', '+', '-'",
-    r"^[A-Za-z0-9._:/@+-]+$",
+    r"^[A-Za-z0-9._:/@+][A-Za-z0-9._:/@+-]*$",
     "a single word such as groups, kubernetes or oidc:",
     256,
 )
@@ -486,7 +514,7 @@ _SECRETKEY = Grammar(
     "Secret key",
     r"[-._a-zA-Z0-9]",
     "letters, digits and '-', '.', '_'",
-    r"^[-._a-zA-Z0-9]+$",
+    r"^[._a-zA-Z0-9][-._a-zA-Z0-9]*$",
     "a key of a Kubernetes Secret such as routing-key",
     253,
 )

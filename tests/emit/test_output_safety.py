@@ -14,6 +14,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 from pathlib import Path
@@ -433,3 +434,26 @@ def test_a_hand_edited_workflow_stops_the_run_until_force_which_keeps_it(repo: P
     [displaced] = (workflows / ".alicerce-displaced").iterdir()
     assert (displaced / "alicerce-pr.yml").read_text() == generated + "# my change\n"
     assert generate(repo, "--out", "out", "--ci-dir", ".github/workflows").returncode == 0  # nothing changed since
+
+
+@pytest.mark.parametrize("ci", [False, True], ids=["out", "ci-dir"])
+def test_force_never_moves_your_files_through_a_linked_displaced_folder(repo: Path, tmp_path: Path, ci: bool) -> None:
+    """Security review of issue 22: with the displaced folder a link, --force moved the user's files to where it pointed."""
+    args = ("--out", "out", "--ci-dir", ".github/workflows") if ci else ("--out", "out")
+    assert generate(repo, *args).returncode == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    if ci:
+        edited, displaced = repo / ".github" / "workflows" / "alicerce-pr.yml", repo / ".github" / "workflows" / ".alicerce-displaced"
+    else:
+        edited, displaced = repo / "out" / "ansible" / "inventory.yml", repo / "out" / ".alicerce" / "displaced"
+    edited.write_text("edited by hand\n")
+    if displaced.exists():
+        shutil.rmtree(displaced)
+    displaced.symlink_to(elsewhere)
+    before = snapshot(repo)
+
+    refused = generate(repo, *args, "--force")
+    assert_refused(refused, "is a link", "remove the link")
+    assert snapshot(repo) == before and list(elsewhere.iterdir()) == []
+    assert edited.read_text() == "edited by hand\n"

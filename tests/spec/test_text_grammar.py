@@ -328,3 +328,44 @@ def test_ordinary_values_are_not_secrets(text: str) -> None:
 def test_escaped_shows_control_characters_and_leaves_letters() -> None:
     assert escaped("a\x1b[31mb\x00c\u202ed") == "a\\x1b[31mb\\x00c\\u202ed"
     assert escaped("José") == "José"
+
+
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_no_grammar_takes_a_leading_dash(name: str) -> None:
+    """Review of issue 22: `gitops.specFile: "-itools/inv.sh"` reached the deploy workflow's command line as
+    `-i tools/inv.sh`, an executable inventory Ansible ran. No spec word may start like an option."""
+    grammar = GRAMMARS[name]
+    assert grammar.problem("-itools/inv.sh") is not None, name
+    assert grammar.problem("-1") is not None, name
+    import re
+
+    assert not re.fullmatch(grammar.pattern, "-itools"), name  # editors refuse it too
+    if name == "RepoPath":
+        assert 'starts with "-", which a command line reads as an option' in (grammar.problem("-itools/inv.sh") or "")
+
+
+@pytest.mark.parametrize("char", ["\u061c", "\U000e0041", "\u180e", "\ufe0f", "\u034f", "\u3164", "\u115f"])
+def test_hidden_format_characters_are_invisible(char: str) -> None:
+    """Review of issue 22: bidi marks, tag characters (hidden ASCII) and fillers passed AL277 in prose."""
+    from alicerce.spec.text import INVISIBLE
+
+    assert INVISIBLE.match(char), f"U+{ord(char):04X}"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/root/.ssh",
+        "/var/spool/cron/crontabs",
+        "/opt/cni/bin",
+        "/run/containerd",
+        "/var/run",
+        "/var/lib/etcd/member",
+        "/var/lib/containerd/io",
+    ],
+)
+def test_mount_points_that_hand_over_root_are_refused(path: str) -> None:
+    from alicerce.spec.text import mount_point_problem
+
+    assert mount_point_problem(path) is not None, path
+    assert mount_point_problem("/mnt/datasets") is None

@@ -33,8 +33,8 @@ from alicerce.emit.kube.objects import cluster_objects, object_needs
 from alicerce.emit.kube.operators import Release, operator_namespace_labels, operator_releases
 from alicerce.emit.kube.storage import UNKNOWN_DRIVER
 from alicerce.resolve.model import ResolvedPlatform
+from alicerce.resolve.namespaces import ARGOCD_NAMESPACE
 
-ARGOCD_NAMESPACE = "argocd"
 ARGOCD_CHART = "argo-cd"  # catalog chart key
 APPLICATION_API = "argoproj.io/v1alpha1"
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"

@@ -8,13 +8,6 @@ from typing import Any
 
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTeam
 
-MONITORING_NAMESPACE = "monitoring"
-KUEUE_NAMESPACE = "kueue-system"
-GPU_OPERATOR_NAMESPACE = "gpu-operator"
-NETWORK_OPERATOR_NAMESPACE = "nvidia-network-operator"
-TRAINER_NAMESPACE = "kubeflow-system"
-KUBERAY_NAMESPACE = "kuberay-system"
-SYSTEM_NAMESPACE = "alicerce-system"  # alicerce's own jobs (team directories on shared file systems)
 POOL_LABEL = "alicerce.dev/pool"
 PURPOSE_LABEL = "alicerce.dev/purpose"
 SYSTEM_PURPOSE = "system"

@@ -33,8 +33,9 @@ from alicerce.catalog.alerts import (
     slo_alert_name,
     slo_starved_alert_name,
 )
-from alicerce.emit.kube.common import MANAGED, MONITORING_NAMESPACE, meta
+from alicerce.emit.kube.common import MANAGED, meta
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite, ResolvedTeam
+from alicerce.resolve.namespaces import MONITORING_NAMESPACE
 from alicerce.spec.models import AlertOverride, Slo
 
 RULE_NAME = "alicerce-gpu-platform"

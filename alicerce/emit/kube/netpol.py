@@ -13,8 +13,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from alicerce.emit.kube.common import KUBERAY_NAMESPACE, MONITORING_NAMESPACE, TEAM_LABEL, meta
+from alicerce.emit.kube.common import TEAM_LABEL, meta
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite, ResolvedTeam
+from alicerce.resolve.namespaces import KUBERAY_NAMESPACE, MONITORING_NAMESPACE
 
 NAMESPACE_NAME = "kubernetes.io/metadata.name"  # set by the API server on every namespace
 

@@ -14,7 +14,6 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from alicerce.emit.kube.common import KUEUE_NAMESPACE, MONITORING_NAMESPACE
 from alicerce.emit.kube.identity import workload_identity_objects
 from alicerce.emit.kube.kueue import flavors
 from alicerce.emit.kube.monitoring import monitoring_objects
@@ -24,6 +23,7 @@ from alicerce.emit.kube.storage import TIER_LABEL, read_only_claims, shared_volu
 from alicerce.emit.kube.tenancy import read_only_claims_policy, team_objects
 from alicerce.emit.kube.training import training_runtimes
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
+from alicerce.resolve.namespaces import KUEUE_NAMESPACE, MONITORING_NAMESPACE
 
 # API groups whose objects need an operator's CRDs (or webhook) first: group -> catalog chart key.
 CRD_OWNERS = {

@@ -21,23 +21,17 @@ from typing import Any
 
 import yaml
 
-from alicerce.emit.kube.common import (
-    ACCEPTANCE_TAINT,
-    GPU,
+from alicerce.emit.kube.common import ACCEPTANCE_TAINT, GPU, POOL_LABEL, deep_merge, host_rdma_pools, system_placement, tolerate
+from alicerce.emit.kube.kueue import kueue_configuration
+from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
+from alicerce.resolve.namespaces import (
     GPU_OPERATOR_NAMESPACE,
     KUBERAY_NAMESPACE,
     KUEUE_NAMESPACE,
     MONITORING_NAMESPACE,
     NETWORK_OPERATOR_NAMESPACE,
-    POOL_LABEL,
     TRAINER_NAMESPACE,
-    deep_merge,
-    host_rdma_pools,
-    system_placement,
-    tolerate,
 )
-from alicerce.emit.kube.kueue import kueue_configuration
-from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
 from alicerce.spec.models import AlertReceiver, MigSharing, TimeSlicing
 
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"

@@ -28,8 +28,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from alicerce.emit.kube.common import POOL_LABEL, SYSTEM_NAMESPACE, meta, system_placement
+from alicerce.emit.kube.common import POOL_LABEL, meta, system_placement
 from alicerce.resolve.model import Mount, ResolvedPlatform, ResolvedPool, ResolvedSite, ResolvedTier
+from alicerce.resolve.namespaces import SYSTEM_NAMESPACE
 from alicerce.spec.models import ParallelFsTier, SharedNfsTier
 
 TEAMS_DIR = "teams"

@@ -24,7 +24,6 @@ import pulumi_random as random
 from alicerce.catalog.models import Chart
 from alicerce.emit.gitops.argocd import (
     ARGOCD_CHART,
-    ARGOCD_NAMESPACE,
     REDIS_SECRET,
     Repository,
     argocd_values,
@@ -35,6 +34,7 @@ from alicerce.emit.kube.operators import operator_namespace_labels
 from alicerce.emit.pulumi.component import Component
 from alicerce.emit.pulumi.stack import Secrets
 from alicerce.resolve.model import ResolvedPlatform
+from alicerce.resolve.namespaces import ARGOCD_NAMESPACE
 
 REPOSITORY_SECRET_LABEL = "argocd.argoproj.io/secret-type"
 

@@ -18,10 +18,11 @@ import yaml
 
 from alicerce.catalog import load_catalog
 from alicerce.emit.bom import bill_of_materials
-from alicerce.emit.gitops.argocd import ARGOCD_CHART, ARGOCD_NAMESPACE, argocd_values
+from alicerce.emit.gitops.argocd import ARGOCD_CHART, argocd_values
 from alicerce.emit.kube.objects import CRD_OWNERS, cluster_objects
 from alicerce.emit.kube.operators import GPU_OPERATOR_DAEMONSET_TOLERATIONS, NFD_WORKER_TOLERATIONS, Release, operator_releases
 from alicerce.emit.kube.training import ANCESTOR_LABEL
+from alicerce.resolve.namespaces import ARGOCD_NAMESPACE
 from alicerce.resolve.platform import CHART_VERSION_KEYS
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_text
