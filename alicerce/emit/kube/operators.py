@@ -283,6 +283,10 @@ def alertmanager_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
     }
 
 
+# grafana 12.11.1 (kube-prometheus-stack 88.5.3's subchart) `admin.*`: the Secret's name and its two keys
+GRAFANA_ADMIN_SECRET: Mapping[str, str] = {"existingSecret": "grafana-admin", "userKey": "admin-user", "passwordKey": "admin-password"}
+
+
 def monitoring_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any]:
     """kube-prometheus-stack values: installable without hooks, persistent, scraping only what the cluster exposes."""
     mon = rp.spec.monitoring
@@ -308,7 +312,9 @@ def monitoring_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any
         # Hook-free (research 1b, rendered): the admission webhooks' certificate Secret exists only through a hook
         # Job, and the operator mounts it whenever its TLS listener is on; grafana's test objects are hooks too.
         "prometheusOperator": {"admissionWebhooks": {"enabled": False}, "tls": {"enabled": False}},
-        "grafana": {"testFramework": {"enabled": False}},
+        # The admin login comes from a Secret the user creates (README): without it the grafana chart draws a random
+        # password at every render, so each regenerate or Argo CD sync rewrites it; none is ever in generated files.
+        "grafana": {"testFramework": {"enabled": False}, "admin": GRAFANA_ADMIN_SECRET},
         "crds": {"upgradeJob": {"enabled": False}},
         # node labels alicerce sets, as kube_node_labels series for the per-pool GPU alerts
         "kube-state-metrics": {"metricLabelsAllowlist": ["nodes=[alicerce.dev/pool,alicerce.dev/purpose,alicerce.dev/accelerator]"]},

@@ -367,3 +367,14 @@ def test_every_alert_reaches_a_receiver_and_no_credential_is_inlined() -> None:
         ]
         assert files and all(f.split("/")[4] in mounted and f.startswith("/etc/alertmanager/secrets/") for f in files)
         assert {r["name"] for r in am["config"]["receivers"]} == {"null", "oncall", "ml-platform"}
+
+
+def test_grafana_admin_login_comes_from_a_user_secret_so_regenerates_keep_it() -> None:
+    # without admin.existingSecret the grafana subchart draws a random password on every render (each Argo CD sync)
+    rp = platform("prod")
+    facts = load("kube-prometheus-stack", "88.5.3", "values.json")
+    for site in ("aws", "dc1"):
+        grafana = monitoring_values(rp, rp.site(site))["grafana"]
+        assert grafana["admin"] == {"existingSecret": "grafana-admin", "userKey": "admin-user", "passwordKey": "admin-password"}
+        assert all(f"grafana.admin.{key}" in facts for key in grafana["admin"])
+        assert "adminPassword" not in grafana
