@@ -13,6 +13,7 @@ import typer
 from alicerce.cli.common import DEFAULT_SPEC, EnvOption, ForceOption, SpecArg, choose_environment, load
 from alicerce.cli.errors import UsageError, user_errors, warn
 from alicerce.cli.output import Column, Format, FormatOption, JsonAlias, Table, console, print_json, print_table, wants_json
+from alicerce.spec.text import escaped
 
 if TYPE_CHECKING:
     from alicerce.run.ansible import Event, EventCollector, HostFailure, RunResult
@@ -256,8 +257,9 @@ def _check_secrets(path: Path, plaintext: list[str], allowed: bool) -> None:
     """Warn about a --secrets file that is not vault-encrypted; refuse it in CI unless allowed."""
     if not plaintext:
         return
-    names = ", ".join(plaintext[:5]) + (f" and {len(plaintext) - 5} more" if len(plaintext) > 5 else "")
-    message = f"{path} is not encrypted with ansible-vault (plaintext: {names})"
+    # key names are the file's text: shown escaped, so an escape code in one never reaches the terminal raw
+    names = ", ".join(escaped(name) for name in plaintext[:5]) + (f" and {len(plaintext) - 5} more" if len(plaintext) > 5 else "")
+    message = f"{escaped(str(path), None)} is not encrypted with ansible-vault (plaintext: {names})"
     hint = f"encrypt it with `ansible-vault encrypt {path}`"
     if in_ci() and not allowed:
         raise UsageError(f"{message}; refused in CI", f"{hint}, or pass --allow-plaintext-secrets")

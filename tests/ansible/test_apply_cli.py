@@ -422,6 +422,11 @@ def test_a_secrets_alias_bomb_is_refused_with_the_spec_loader_limits(successful_
     warned = CliRunner().invoke(build_app(), [*_base(tmp_path), "--secrets", str(vaulted), "--kubespray", "skip"])
     assert warned.exit_code == 0, warned.output
     assert "(plaintext: plain)" in warned.output  # the !vault value counts as sealed, the plain one does not
+    escape = tmp_path / "escape.yml"  # a key name is the file's text: never echoed raw to the terminal
+    escape.write_text('"\\e]0;PWNED\\a\\e[2Jk": value\n')
+    warned = CliRunner().invoke(build_app(), [*_base(tmp_path), "--secrets", str(escape), "--kubespray", "skip"])
+    assert warned.exit_code == 0, warned.output
+    assert "\x1b" not in warned.output and "\\x1b]0;PWNED" in warned.output
 
 
 def test_an_apply_with_cloud_keys_in_the_environment_writes_none_of_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -145,3 +145,27 @@ def test_template_text_from_the_spec_is_refused_and_never_templated_by_ansible(t
     source = data["alicerce_value"]
     assert not is_trusted_as_template(source)
     assert Templar(loader=loader, variables=data).template(source) == "nfs.dc1.acme.example:" + injected
+
+
+def test_what_apply_leaves_in_the_ansible_tree_is_never_committed(tmp_path: Path) -> None:
+    """Security review of issue 22: the documented layout commits generated/<env>, and `git add -A` after a run of
+    the playbooks from there would commit the cluster's admin kubeconfig (kubespray's artifacts_dir)."""
+    import subprocess
+
+    files = emit_ansible(validated(load_file(ROOT / "platform.yaml"), "prod"))
+    tree = tmp_path / "ansible"
+    for name, text in files.items():
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_text(text)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    left = ["kubespray/artifacts/dc1/admin.conf", "kubespray/.cache/facts/cp-1", ".cache/gpu-001", ".ansible/lint"]
+    for name in [*left, "host_vars/gpu-001.dc1.acme.example.yml", "acceptance/gpu-001.dc1.acme.example.json"]:
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_text("x\n")
+    ignored = subprocess.run(
+        ["git", "-C", str(tmp_path), "status", "--porcelain", "--ignored", "--untracked-files=all"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert sorted(line[3:] for line in ignored if line.startswith("!! ")) == sorted(f"ansible/{name}" for name in left)

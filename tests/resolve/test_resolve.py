@@ -78,3 +78,17 @@ def test_resolve_refuses_invalid_environments() -> None:
     with pytest.raises(SpecInvalid) as info:
         validated(load_text(text, "b.yaml"), "prod")
     assert {e.rule for e in info.value.errors} == {"AL203"}
+
+
+def test_shared_file_systems_on_prem_mount_nosuid_nodev_last() -> None:
+    """Security review of issue 22: a spec's `suid`/`dev` mount options let setuid binaries and device nodes
+    on a server the spec names run as root on every node; nosuid,nodev come last, so mount(8) keeps them."""
+    text = (ROOT / "platform.yaml").read_text()
+    lustre = 'onprem: {implementation: lustre, server: "10.40.31.250@o2ib", filesystem: ai}'
+    assert lustre in text
+    spec = load_text(text.replace(lustre, lustre[:-1] + ", mountOptions: [suid, dev]}"), "platform.yaml")
+    prod = validated(spec, "prod")
+    for name in ("dc1-lustre", "home"):
+        mount = next(t for t in prod.storage if t.name == name).mounts["dc1"]
+        assert mount.options[-2:] == ("nosuid", "nodev"), (name, mount.options)
+    assert "suid" in next(t for t in prod.storage if t.name == "dc1-lustre").mounts["dc1"].options  # kept, and overridden

@@ -476,6 +476,9 @@ def emit_ansible(platform: ResolvedPlatform) -> dict[str, str]:
         ".ansible-lint": "---\n# "
         + header
         + "\nprofile: production\noffline: true\nskip_list: []\nexclude_paths:\n  - .cache/\n  - kubespray/\n",
+        # what running the playbooks leaves beside them never reaches a commit: the admin kubeconfig kubespray
+        # writes (artifacts_dir), fact caches, lint caches (tree.KEPT carries them across generates)
+        ".gitignore": f"# {header}\n/kubespray/artifacts/\n/kubespray/.cache/\n/.cache/\n/.ansible/\n",
         "validate.yml": render("ansible/validate.yml.j2", header=header, sites=sites),
         "accept.yml": render("ansible/accept.yml.j2", header=header, sites=sites),
         "requirements.yml": render("ansible/requirements.yml.j2", header=header, collections=COLLECTIONS),

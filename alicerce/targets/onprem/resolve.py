@@ -81,16 +81,21 @@ def _implementation(tier: StorageTier) -> str | None:
     return tier.onprem.implementation if tier.onprem is not None else None
 
 
+# Last on every shared file system's options (mount(8) reads them left to right, so a spec's `suid` or `dev`
+# cannot undo them): a setuid binary or a device node on a server the spec names never runs as root on a node.
+HARDENED = ("nosuid", "nodev")
+
+
 def _mount(tier: StorageTier, implementation: str) -> MountFacts | None:
     if isinstance(tier, ParallelFsTier) and tier.onprem is not None:
         fs = tier.onprem
         if implementation == "lustre":
-            return MountFacts("lustre", f"{fs.server}:/{fs.filesystem}", ("flock", "noatime", *fs.mount_options))
+            return MountFacts("lustre", f"{fs.server}:/{fs.filesystem}", ("flock", "noatime", *fs.mount_options, *HARDENED))
         if implementation in ("beegfs", "weka"):
             return MountFacts(implementation, fs.server, tuple(fs.mount_options))
     if isinstance(tier, SharedNfsTier) and tier.onprem is not None and implementation == "nfs":
         nfs = tier.onprem
-        return MountFacts("nfs", f"{nfs.server}:{nfs.export}", (f"vers={nfs.version}", "hard", "noatime", "nconnect=8"))
+        return MountFacts("nfs", f"{nfs.server}:{nfs.export}", (f"vers={nfs.version}", "hard", "noatime", "nconnect=8", *HARDENED))
     return None
 
 

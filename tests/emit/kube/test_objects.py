@@ -182,7 +182,7 @@ def test_on_prem_shared_file_systems_come_from_the_spec() -> None:
     volumes = {o["metadata"]["labels"]["alicerce.dev/storage-tier"]: o["spec"] for o in objs if o["kind"] == "PersistentVolume"}
     assert volumes["home"]["nfs"] == {"server": "nfs.dc1.acme.example", "path": "/export/home"}
     # the same options the nodes mount it with (alicerce.resolve decides them once for both)
-    assert volumes["home"]["mountOptions"] == ["vers=4.1", "hard", "noatime", "nconnect=8"]
+    assert volumes["home"]["mountOptions"] == ["vers=4.1", "hard", "noatime", "nconnect=8", "nosuid", "nodev"]
     assert volumes["dc1-lustre"]["hostPath"] == {"path": "/lustre", "type": "Directory"}  # mounted by the parallel_fs_client role
 
 
