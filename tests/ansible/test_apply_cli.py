@@ -419,12 +419,16 @@ def test_a_secrets_alias_bomb_is_refused_with_the_spec_loader_limits(successful_
     assert f"{bomb}:" in result.output and "AL004" in result.output and successful_runner == []
     vaulted = tmp_path / "inline.yml"
     vaulted.write_text("token: !vault |\n  $ANSIBLE_VAULT;1.1;AES256\n  6162\nplain: visible\n")
-    warned = CliRunner().invoke(build_app(), [*_base(tmp_path), "--secrets", str(vaulted), "--kubespray", "skip"])
+    warned = CliRunner().invoke(
+        build_app(), [*_base(tmp_path), "--secrets", str(vaulted), "--kubespray", "skip", "--allow-plaintext-secrets"]
+    )
     assert warned.exit_code == 0, warned.output
     assert "(plaintext: plain)" in warned.output  # the !vault value counts as sealed, the plain one does not
     escape = tmp_path / "escape.yml"  # a key name is the file's text: never echoed raw to the terminal
     escape.write_text('"\\e]0;PWNED\\a\\e[2Jk": value\n')
-    warned = CliRunner().invoke(build_app(), [*_base(tmp_path), "--secrets", str(escape), "--kubespray", "skip"])
+    warned = CliRunner().invoke(
+        build_app(), [*_base(tmp_path), "--secrets", str(escape), "--kubespray", "skip", "--allow-plaintext-secrets"]
+    )
     assert warned.exit_code == 0, warned.output
     assert "\x1b" not in warned.output and "\\x1b]0;PWNED" in warned.output
 
