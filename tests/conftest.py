@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import datetime
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -18,7 +20,10 @@ TODAY = datetime.date(2026, 12, 2)
 # waiver expiry is checked against this date in every test, including CLI subprocesses
 os.environ["ALICERCE_TODAY"] = TODAY.isoformat()
 # the validate result cache of the tests lives and dies with the test run
-os.environ["ALICERCE_CACHE_DIR"] = tempfile.mkdtemp(prefix="alicerce-test-cache-")
+# (each xdist worker and the controller import this module once; each removes its own folder on exit)
+_CACHE_DIR = tempfile.mkdtemp(prefix="alicerce-test-cache-")
+os.environ["ALICERCE_CACHE_DIR"] = _CACHE_DIR
+atexit.register(shutil.rmtree, _CACHE_DIR, ignore_errors=True)
 
 
 @pytest.fixture
