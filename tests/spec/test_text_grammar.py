@@ -304,6 +304,9 @@ def test_a_pasted_secret_is_named_as_such_and_never_echoed() -> None:
         ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln", "a JSON Web Token"),
         ("https://user:hunter2@git.example.com/r.git", "a password in a URL"),
         ("QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWZnaGlqa2xtbm9wcXJzdHV2d3h5ejAxMjM0NTY3ODk=", "a long base64 blob"),
+        ("e93facc04764012d7bfb002500d5d1a6", "a PagerDuty integration key"),
+        ("R01ABCDEFGHIJKLMNOPQRSTUVWXYZ234", "a PagerDuty integration key"),
+        ("https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX", "a Slack webhook URL"),
     ],
 )
 def test_secret_shapes(text: str, kind: str) -> None:
@@ -319,6 +322,8 @@ def test_secret_shapes(text: str, kind: str) -> None:
         "arn:aws:kms:us-east-1:111111111111:key/0c8a6b8e-7d1e-4b5f-9f8c-2a1b3c4d5e6f",
         "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
         "ml-platform@acme.example",
+        "00000000000000000000000000000000",  # a number, not a key
+        "alertmanager-pagerduty",
     ],
 )
 def test_ordinary_values_are_not_secrets(text: str) -> None:
