@@ -402,6 +402,26 @@ _REPOPATH = Grammar(
 """A path inside the git repository (the generated trees' folder, the spec file): workflows and Argo CD read it.
 Its characters here; rule AL284 keeps it relative and inside the repository."""
 
+
+def _prefix_segments(value: str) -> str | None:
+    if any(part in (".", "..") for part in value.split("/")[:-1]):
+        return f'key prefix "{escaped(value)}" has a "." or ".." segment, which a file system linked to the tier resolves upward'
+    return None
+
+
+_OBJECTPREFIX = Grammar(
+    "key prefix",
+    r"[A-Za-z0-9!_.()=/-]",
+    "letters, digits and '!', '_', '.', '(', ')', '=', '/', '-'",
+    r"^[A-Za-z0-9!_.()=][A-Za-z0-9!_.()=-]*/([A-Za-z0-9!_.()=-]+/)*$",
+    "a key prefix of non-empty segments, ending in '/', such as research/ or curated/year=2026/",
+    512,
+    _prefix_segments,
+)
+"""A team's key prefix in an object tier: an IAM policy resource and condition on S3, and the directory of the team's
+claim on a file system linked to the tier (an FSx subdirectory mount): no '..' to climb out of it, no IAM wildcard
+('*', '?'), S3's safe characters and '=' (partition folders)."""
+
 _SECRETNAME = Grammar(
     "secret name",
     r"[A-Za-z0-9_.:-]",
@@ -561,6 +581,7 @@ Email = Annotated[str, _EMAIL.validator, _EMAIL.json]
 HostPort = Annotated[str, _HOSTPORT.validator, _HOSTPORT.json]
 SlackChannel = Annotated[str, _SLACKCHANNEL.validator, _SLACKCHANNEL.json]
 SecretKeyName = Annotated[str, _SECRETKEY.validator, _SECRETKEY.json]
+ObjectPrefix = Annotated[str, _OBJECTPREFIX.validator, _OBJECTPREFIX.json]
 
 GRAMMARS: dict[str, Grammar] = {
     "MountPath": _MOUNTPATH,
@@ -588,6 +609,7 @@ GRAMMARS: dict[str, Grammar] = {
     "HostPort": _HOSTPORT,
     "SlackChannel": _SLACKCHANNEL,
     "SecretKeyName": _SECRETKEY,
+    "ObjectPrefix": _OBJECTPREFIX,
 }
 """Every grammar by the name of its type (tests and docs list them)."""
 
