@@ -79,3 +79,18 @@ def test_a_repointed_driver_image_fails_validate_at_its_key() -> None:
         (line + 2, "AL322", "operators.gpuOperator.values.driver.repository"),
         (line + 3, "AL322", "operators.gpuOperator.values.daemonsets.0.securityContext"),
     ]
+
+
+def test_chart_values_hold_only_numbers_helm_can_read() -> None:
+    """Security review of issue 22: `.inf`, `.nan`, `1e400` and a 30-digit integer in operator values validated;
+    resolved.json wrote null for them while the Argo CD Application handed Helm `.inf` (no JSON form)."""
+    text = (ROOT / "platform.yaml").read_text()
+    anchor = "  kueue: {}\n"
+    assert anchor in text
+    hostile = "  kueue: {values: {a: .inf, b: [.nan], c: 1e400, d: 123456789012345678901234567890, ok: 1.5}}\n"
+    checked = check(load_text(text.replace(anchor, hostile), "platform.yaml"), on=TODAY)
+    found = {(e.rule, ".".join(map(str, e.path))) for e in checked.errors}
+    assert found == {("AL104", "operators.kueue.values")}
+    message = checked.errors[0].message
+    assert all(part in message for part in ("a is inf", "b.0 is nan", "c is inf", "d has 30 digits")), message
+    assert "ok" not in message

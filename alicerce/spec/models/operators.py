@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any, Literal
 
-from pydantic import Field, StrictBool
+from pydantic import Field, StrictBool, field_validator
 
 from alicerce.spec.base import SpecModel
 from alicerce.spec.units import Duration
@@ -21,6 +22,36 @@ class Operator(SpecModel):
         "on the node (images, registries, tags, pull secrets, extra containers or objects, host namespaces and paths, "
         "security contexts, driver package sources): rule AL322 refuses those.",
     )
+
+    @field_validator("values")
+    @classmethod
+    def _finite(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """Helm values are numbers Go reads: .inf and .nan have no JSON form (Kubernetes objects are JSON) and an
+        integer past 64 bits overflows; resolved.json wrote null for them while the Argo CD Application kept .inf."""
+        problems = []
+        for path, number in _numbers(values, ()):
+            where = ".".join(map(str, path))
+            if isinstance(number, float) and not math.isfinite(number):
+                problems.append(f"{where} is {number}")
+            elif isinstance(number, int) and not -(2**63) <= number < 2**63:
+                problems.append(f"{where} has {len(str(abs(number)))} digits")
+        if problems:
+            raise ValueError(
+                f"{'; '.join(problems[:5])}: Helm values are finite numbers and integers of 64 bits at most "
+                "(.inf, .nan and 1e400 have no JSON form, and Go overflows past 64 bits)"
+            )
+        return values
+
+
+def _numbers(data: Any, path: tuple[str | int, ...]) -> Iterator[tuple[tuple[str | int, ...], int | float]]:
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield from _numbers(value, (*path, key))
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            yield from _numbers(value, (*path, index))
+    elif isinstance(data, (int, float)) and not isinstance(data, bool):
+        yield path, data
 
 
 # What a chart value may not select (rule AL322). The operators' DaemonSets run privileged on every node (GPU
