@@ -40,3 +40,15 @@ def test_a_pasted_receiver_credential_is_refused_and_never_echoed(
     assert "looks like a" in errors[0]["message"]
     for output in (plain.out, plain.err, as_json.out, as_json.err):
         assert PAGERDUTY not in output and "T0AAAAAAA/B0BBBBBBB" not in output
+
+
+def test_sarif_redacts_secret_material_as_the_other_reports_do() -> None:
+    """Security review of issue 22: text and JSON reports pass every message through `redacted`; SARIF, uploaded to
+    code scanning where every reader of the repository sees it, did not."""
+    from alicerce.rules.sarif import render_sarif
+    from alicerce.spec.errors import Span, SpecError
+
+    error = SpecError(Span("platform.yaml", 3, 5), "AL104", ("metadata", "owner"), f'"{PAGERDUTY}" is wrong', f"not {SLACK}")
+    document = render_sarif([error], "0.0.0")
+    assert PAGERDUTY not in document and "T0AAAAAAA" not in document
+    assert "<redacted>" in json.loads(document)["runs"][0]["results"][0]["message"]["text"]
