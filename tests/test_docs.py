@@ -65,3 +65,20 @@ def test_docs_command_prints_one_section() -> None:
     alicerce = Path(sys.executable).with_name("alicerce")
     result = subprocess.run([str(alicerce), "docs", "nodePools"], capture_output=True, text=True, check=False)
     assert result.returncode == 0 and result.stdout == PAGES["nodePools.md"]
+
+
+def test_docs_output_replaces_a_link_in_a_page_s_place_and_never_writes_through_it(tmp_path: Path) -> None:
+    """Security review of issue 22: `alicerce docs --output DIR` wrote each page through a link in its place (a link
+    `operators.md -> ~/.bashrc` overwrote that file); the pages are alicerce's own, so the link itself is replaced."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("mine\n")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "operators.md").symlink_to(outside)
+    done = subprocess.run(
+        [sys.executable, "-m", "alicerce", "docs", "--output", str(folder)], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert outside.read_text() == "mine\n"
+    page = folder / "operators.md"
+    assert not page.is_symlink() and page.read_text("utf-8") == PAGES["operators.md"]

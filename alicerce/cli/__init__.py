@@ -54,7 +54,9 @@ def run(app: typer.Typer, args: Sequence[str]) -> int:
     except ClickException as exc:
         context = getattr(exc, "ctx", None)
         command = context.command_path if context is not None else "alicerce"
-        print(f"error: {exc.format_message()} (see `{command} --help`)", file=sys.stderr)
+        from alicerce.cli.errors import terminal_text
+
+        print(f"error: {terminal_text(exc.format_message())} (see `{command} --help`)", file=sys.stderr)
         return exc.exit_code
     except Abort:
         print("error: aborted", file=sys.stderr)

@@ -29,6 +29,7 @@ def docs(
 ) -> None:
     """Print the reference of one spec section, or write every section's page (Markdown) into a folder."""
     from alicerce.spec.docs import page, pages, sections
+    from alicerce.spec.text import escaped
 
     if output is not None:
         from alicerce.emit.files import ensure_folder, write_text_atomic
@@ -36,8 +37,9 @@ def docs(
         ensure_folder(output, output)
         written = pages()
         for name, text in written.items():
-            write_text_atomic(output / name, text)
-        print(f"wrote {len(written)} pages to {output}/")
+            # alicerce's own pages: a link in their place is replaced, what it points to never written
+            write_text_atomic(output / name, text, through_links=False)
+        print(f"wrote {len(written)} pages to {escaped(str(output), limit=None)}/")
         return
     if section is None:
         from alicerce.spec.docs import index

@@ -15,6 +15,7 @@ import typer
 
 from alicerce.emit.errors import EmitError, OutputError
 from alicerce.spec.errors import SpecError, SpecInvalid, render_report
+from alicerce.spec.text import escaped
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -30,6 +31,12 @@ class UsageError(Exception):
         self.hint = hint
 
 
+def terminal_text(text: object) -> str:
+    """``text`` for a terminal: its lines kept, every other control, invisible or bidi character written as an escape.
+    Messages quote command-line values (paths, --base, rule ids) and a terminal would act on an escape code in them."""
+    return "\n".join(escaped(line, limit=None) for line in str(text).split("\n"))
+
+
 def print_errors(errors: list[SpecError], as_json: bool = False) -> None:
     out, err = render_report(errors, as_json)
     sys.stdout.write(out)
@@ -38,8 +45,8 @@ def print_errors(errors: list[SpecError], as_json: bool = False) -> None:
 
 def warn(message: str, hint: str | None = None) -> None:
     """A warning on stderr (also under --format json, whose stdout stays one JSON document)."""
-    suffix = f" ({hint})" if hint else ""
-    print(f"warning: {message}{suffix}", file=sys.stderr)
+    suffix = f" ({terminal_text(hint)})" if hint else ""
+    print(f"warning: {terminal_text(message)}{suffix}", file=sys.stderr)
 
 
 JSON_FLAGS = ("output_format", "as_json")
@@ -69,8 +76,8 @@ def user_errors(json_flag: str | None = None) -> Callable[[Callable[P, R]], Call
                     document = {"schemaVersion": 1, "error": str(exc), "hint": hint, **getattr(exc, "details", {})}
                     print(json.dumps(document, indent=2))
                 else:
-                    suffix = f" ({hint})" if hint else ""
-                    print(f"error: {exc}{suffix}", file=sys.stderr)
+                    suffix = f" ({terminal_text(hint)})" if hint else ""
+                    print(f"error: {terminal_text(exc)}{suffix}", file=sys.stderr)
                 raise typer.Exit(EXIT_INVALID) from None
 
         return wrapper

@@ -36,6 +36,11 @@ def parse_validate(argv: list[str]) -> Request | None:
                 return None
         elif arg == "--all-envs":
             all_envs = True
+        elif arg == "--":  # the rest is the spec's path, even one that starts with "-" (how generated CI writes it)
+            rest = list(args)
+            if spec is not None or len(rest) != 1:
+                return None
+            spec = rest[0]
         elif arg.startswith("-") or spec is not None:
             return None
         else:

@@ -13,6 +13,7 @@ import typer
 from alicerce.cli.common import DEFAULT_SPEC, EnvOption, ForceOption, SpecArg, choose_environment, load
 from alicerce.cli.errors import UsageError, user_errors, warn
 from alicerce.cli.output import Format, FormatOption, JsonAlias, print_json, wants_json
+from alicerce.spec.text import escaped
 
 OutOption = Annotated[
     Path, typer.Option("--out", "-o", help="Output folder: new, empty, or generated before (it holds .alicerce/manifest.json).")
@@ -85,11 +86,11 @@ def generate(
         print_json({"schemaVersion": 1, "out": str(out), "files": len(files), "kept": report.kept, "displaced": report.displaced})
         return
     subtrees = sorted({path.split("/", 1)[0] for path in files})
-    print(f"wrote {len(files)} files to {out}/ ({', '.join(subtrees)})")
+    print(f"wrote {len(files)} files to {escaped(str(out), limit=None)}/ ({', '.join(subtrees)})")
     if report.kept:
         print(f"kept yours: {', '.join(report.kept)}")
     if report.displaced:
-        print(f"replaced {len(report.displaced)} changed files; what you had is in {out}/{report.displaced_to}")
+        print(f"replaced {len(report.displaced)} changed files; what you had is in {escaped(str(out), limit=None)}/{report.displaced_to}")
     if ci_report is not None and ci_report.displaced:
         print(f"replaced {len(ci_report.displaced)} changed workflows; what you had is in {ci_dir}/{ci_report.displaced_to}")
 

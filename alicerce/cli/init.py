@@ -9,6 +9,7 @@ import typer
 
 from alicerce.cli.errors import UsageError, user_errors
 from alicerce.cli.output import Format, FormatOption, print_json, wants_json
+from alicerce.spec.text import escaped
 
 if TYPE_CHECKING:
     from alicerce.spec.loader import Document
@@ -55,10 +56,10 @@ def init(
     if wants_json(output_format):
         print_json({"schemaVersion": 1, "directory": str(directory), "written": len(files) - len(kept), "kept": kept})
         return
-    print(f"wrote {len(files) - len(kept)} files to {directory}/")
+    print(f"wrote {len(files) - len(kept)} files to {escaped(str(directory), limit=None)}/")
     if kept:
         print(f"kept yours ({len(kept)}): {', '.join(kept)}")
-    print(f"next: cd {directory} and follow README.md (alicerce validate, alicerce preview, pulumi preview)")
+    print(f"next: cd {escaped(str(directory), limit=None)} and follow README.md (alicerce validate, alicerce preview, pulumi preview)")
 
 
 def starter_repository(name: str) -> dict[str, str]:

@@ -707,6 +707,13 @@ def create_tree(target: Path, files: dict[str, str], *, fill: bool = False) -> l
                     "nothing was written; choose a new or empty folder, or --fill to write only the missing files",
                 )
             missing = {relative: text for relative, text in files.items() if relative not in present}
+            # a folder of the tree that is a link (.github -> elsewhere) would take the files outside the folder named
+            links = sorted({str(p) for r in missing for p in PurePosixPath(r).parents if str(p) != "." and os.path.islink(target / p)})
+            if links:
+                raise OutputError(
+                    f"{target / links[0]}: is a symbolic link, and alicerce writes only into real folders inside {target}",
+                    "nothing was written; replace the link by a folder, or init a new folder",
+                )
             existed = {str(p) for relative in missing for p in PurePosixPath(relative).parents if os.path.isdir(target / p)}
             try:
                 stage_files(target, missing)

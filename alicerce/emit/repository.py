@@ -100,7 +100,7 @@ def _pre_commit(rp: ResolvedPlatform) -> str:
         {
             "id": "alicerce-validate",
             "name": "alicerce validate",
-            "entry": f"alicerce validate {spec}",
+            "entry": f"alicerce validate -- {spec}",  # `--`: the path is never read as an option
             "language": "system",
             "files": r"\.ya?ml$",
             "pass_filenames": False,
@@ -113,7 +113,7 @@ def _pre_commit(rp: ResolvedPlatform) -> str:
             {
                 "id": f"alicerce-generate-check-{stack.name}",
                 "name": f"alicerce generate --check ({stack.name})",
-                "entry": f"alicerce generate --check --env {stack.name} --out {tree}{ci} {spec}",
+                "entry": f"alicerce generate --check --env {stack.name} --out {tree}{ci} -- {spec}",
                 "language": "system",
                 "always_run": True,
                 "pass_filenames": False,

@@ -15,6 +15,7 @@ from typing import Any
 
 from alicerce.rules import all_rules
 from alicerce.spec.errors import SpecError, format_path
+from alicerce.spec.text import redacted
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 INFORMATION_URI = "https://alicerce.dev"
@@ -61,6 +62,7 @@ def _result(error: SpecError, index: int) -> dict[str, Any]:
         text = f"[env {error.environment}] {text}"
     if error.hint:
         text = f"{text} ({error.hint})"
+    text = redacted(text)  # the last guard the text and JSON reports have too: code scanning shows it to every reader
     return {
         "ruleId": error.rule,
         "ruleIndex": index,
@@ -75,7 +77,9 @@ def _result(error: SpecError, index: int) -> dict[str, Any]:
             }
         ],
         # stable across runs and unrelated edits: rule, file, spec path, message
-        "partialFingerprints": {"alicerceError/v1": f"{error.rule}:{_uri(error.span.file)}:{format_path(error.path)}:{error.message}"},
+        "partialFingerprints": {
+            "alicerceError/v1": redacted(f"{error.rule}:{_uri(error.span.file)}:{format_path(error.path)}:{error.message}")
+        },
     }
 
 

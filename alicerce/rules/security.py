@@ -11,6 +11,7 @@ from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.rules.naming import all_names
 from alicerce.spec.errors import did_you_mean
 from alicerce.spec.models import PlatformSpec
+from alicerce.spec.models.operators import Operator, unsafe_values
 from alicerce.spec.paths import SpecPath
 from alicerce.spec.text import INVISIBLE, SECRET_HINT, char_name, confusable, escaped, secret_shape
 
@@ -264,3 +265,44 @@ def alert_receivers(ctx: RuleContext) -> Iterable[Finding]:
         for j, team in enumerate(receiver.teams):
             if team not in teams:
                 yield Finding(path.teams[j], f'unknown team "{team}"', did_you_mean(team, sorted(teams)), team)
+
+
+# each operator by field, its name and what its chart runs, for the message of AL322 (kube-prometheus-stack's node
+# exporter mounts the host's / with hostPID and hostNetwork; the GPU and Network Operators' DaemonSets run
+# privileged; the others are controllers with cluster-wide permissions)
+OPERATOR_POWER = {
+    "gpu_operator": ("the GPU Operator", "runs privileged on every GPU node", "as root on every GPU node"),
+    "network_operator": ("the Network Operator", "runs privileged on every RDMA node", "as root on every RDMA node"),
+    "monitoring": ("kube-prometheus-stack", "runs its node exporter with the host's /, PIDs and network", "as root on every node"),
+    "kueue": ("Kueue", "runs a controller with cluster-wide permissions", "with those permissions"),
+    "kuberay": ("the KubeRay operator", "runs a controller with cluster-wide permissions", "with those permissions"),
+    "training_operator": ("the Kubeflow Trainer", "runs a controller with cluster-wide permissions", "with those permissions"),
+}
+
+
+@rules.rule(
+    "AL322",
+    "chart-values-keep-pins",
+    "Operator values never pick an image, registry or tag, add containers or objects, or loosen a pod's isolation.",
+    waivable=True,
+)
+def chart_values_keep_pins(ctx: RuleContext) -> Iterable[Finding]:
+    """``operators.<name>.values`` is free-form Helm values merged last over alicerce's own, so without this rule a
+    value such as gpuOperator ``driver.repository`` would swap the image of a privileged DaemonSet (the pinned
+    chart's own image, checked against the release's component matrix, replaced by any registry's), and
+    ``securityContext``, ``hostPath`` or ``extraObjects`` would hand spec text root on every node. Waivable, with a
+    justification and an expiry (an air-gapped mirror the container runtime cannot redirect), scoped by operator."""
+    for field_name, (chart, power, runs) in OPERATOR_POWER.items():
+        operator = getattr(ctx.spec.operators, field_name)
+        assert isinstance(operator, Operator)
+        alias = type(ctx.spec.operators).model_fields[field_name].alias or field_name
+        for parts, what in unsafe_values(operator.values):
+            yield Finding(
+                SpecPath(PlatformSpec, ("operators", alias, "values", *parts)),
+                f'"{escaped(str(parts[-1]))}" picks {what} in {chart}, which {power}: a value written here would run {runs}',
+                "remove it; alicerce pins each chart and its images. To pull through a mirror, configure the container "
+                "runtime's registry mirror (containerd registry hosts), which keeps the pinned names; else a waiver for "
+                f"AL322 with resources: [{alias}], a justification and an expiry",
+                key=True,
+                resource=alias,
+            )

@@ -96,11 +96,21 @@ SECRET_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("a GitLab or Slack token", re.compile(r"\b(glpat-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,})")),
     ("a JSON Web Token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")),
     ("a password in a URL", re.compile(r"://[^/\s:@]+:[^/\s@]+@")),
+    # Events API v2 integration (routing) keys: 32 characters, lowercase hex for a service's integration, R0 and 30
+    # more for an event orchestration (PagerDuty developer docs, Events API v2 "routing_key"). Alertmanager reads one
+    # from routing_key_file only: a receiver's `secret` names the Kubernetes Secret that holds it.
+    ("a PagerDuty integration key", re.compile(r"(?<![A-Za-z0-9])([0-9a-f]{32}|R0[A-Z0-9]{30})(?![A-Za-z0-9])")),
+    ("a Slack webhook URL", re.compile(r"hooks\.slack\.com/(services|workflows|triggers)/[A-Za-z0-9/_-]*")),
     ("a long base64 blob", re.compile(r"[A-Za-z0-9+/]{64,}={0,2}")),
 )
 """Shapes of secret material (the kinds scanners such as gitleaks look for). A spec only ever names a
 secret (kubeconfigSecret: dc1Kubeconfig); whatever it holds is copied into resolved.json, READMEs and
 reports that are committed."""
+
+
+def _mixed_key(word: str) -> bool:
+    """A key draws digits and letters alike: 32 digits is a number, and no key is letters alone."""
+    return bool(re.search(r"[0-9]", word[2:]) and re.search(r"[A-Za-z]", word[2:]))
 
 
 def secret_shape(text: str) -> str | None:
@@ -113,6 +123,8 @@ def secret_shape(text: str) -> str | None:
             word = match.group()  # 40 base64 characters: a key mixes cases and digits (a git commit id is lowercase hex)
             if not (re.search(r"[a-z]", word) and re.search(r"[A-Z]", word) and re.search(r"[0-9]", word)):
                 continue
+        if kind == "a PagerDuty integration key" and not any(_mixed_key(m.group()) for m in shape.finditer(text)):
+            continue
         if kind == "a long base64 blob" and not (re.search(r"[a-z]", match.group()) and re.search(r"[A-Z]", match.group())):
             continue
         return kind
@@ -130,7 +142,9 @@ def redacted(text: str) -> str:
     # a quoted value that holds a secret is hidden whole (a kubeconfig's other lines are no one's business either)
     text = re.sub(r'"[^"]*"', lambda m: '"<redacted>"' if secret_shape(m.group()) else m.group(), text)
     for kind, shape in SECRET_SHAPES:
-        if kind not in ("an AWS secret access key", "a long base64 blob"):
+        if kind == "a PagerDuty integration key":
+            text = shape.sub(lambda m: "<redacted>" if _mixed_key(m.group()) else m.group(), text)
+        elif kind not in ("an AWS secret access key", "a long base64 blob"):
             text = shape.sub("<redacted>", text)
     return re.sub(r"[A-Za-z0-9/+=]{40,}", lambda m: "<redacted>" if secret_shape(m.group()) else m.group(), text)
 
@@ -388,6 +402,26 @@ _REPOPATH = Grammar(
 """A path inside the git repository (the generated trees' folder, the spec file): workflows and Argo CD read it.
 Its characters here; rule AL284 keeps it relative and inside the repository."""
 
+
+def _prefix_segments(value: str) -> str | None:
+    if any(part in (".", "..") for part in value.split("/")[:-1]):
+        return f'key prefix "{escaped(value)}" has a "." or ".." segment, which a file system linked to the tier resolves upward'
+    return None
+
+
+_OBJECTPREFIX = Grammar(
+    "key prefix",
+    r"[A-Za-z0-9!_.()=/-]",
+    "letters, digits and '!', '_', '.', '(', ')', '=', '/', '-'",
+    r"^[A-Za-z0-9!_.()=][A-Za-z0-9!_.()=-]*/([A-Za-z0-9!_.()=-]+/)*$",
+    "a key prefix of non-empty segments, ending in '/', such as research/ or curated/year=2026/",
+    512,
+    _prefix_segments,
+)
+"""A team's key prefix in an object tier: an IAM policy resource and condition on S3, and the directory of the team's
+claim on a file system linked to the tier (an FSx subdirectory mount): no '..' to climb out of it, no IAM wildcard
+('*', '?'), S3's safe characters and '=' (partition folders)."""
+
 _SECRETNAME = Grammar(
     "secret name",
     r"[A-Za-z0-9_.:-]",
@@ -547,6 +581,7 @@ Email = Annotated[str, _EMAIL.validator, _EMAIL.json]
 HostPort = Annotated[str, _HOSTPORT.validator, _HOSTPORT.json]
 SlackChannel = Annotated[str, _SLACKCHANNEL.validator, _SLACKCHANNEL.json]
 SecretKeyName = Annotated[str, _SECRETKEY.validator, _SECRETKEY.json]
+ObjectPrefix = Annotated[str, _OBJECTPREFIX.validator, _OBJECTPREFIX.json]
 
 GRAMMARS: dict[str, Grammar] = {
     "MountPath": _MOUNTPATH,
@@ -574,6 +609,7 @@ GRAMMARS: dict[str, Grammar] = {
     "HostPort": _HOSTPORT,
     "SlackChannel": _SLACKCHANNEL,
     "SecretKeyName": _SECRETKEY,
+    "ObjectPrefix": _OBJECTPREFIX,
 }
 """Every grammar by the name of its type (tests and docs list them)."""
 

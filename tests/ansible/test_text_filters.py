@@ -4,13 +4,14 @@ escapes spaces, '&' and '\\' in fstab fields, not line breaks: plugins/modules/m
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import jinja2
 import pytest
 
 from tests.ansible.test_filters import _load  # one loader for the roles' filter plugins
-from tests.conftest import ROOT
+from tests.conftest import DATA, ROOT
 
 ROLE = ROOT / "alicerce" / "ansible" / "roles" / "parallel_fs_client"
 
@@ -66,7 +67,7 @@ def test_config_word_refuses_what_would_not_stay_one_fstab_field(value: str) -> 
 
 
 def test_beegfs_configs_refuse_a_hostile_management_host_and_mount_path() -> None:
-    good = {"name": "beegfs", "source": "mgmt.dc1", "path": "/mnt/beegfs"}
+    good = {"name": "beegfs", "source": "mgmt.dc1", "path": "/mnt/beegfs", "options": ["nosuid", "nodev"]}
     assert "sysMgmtdHost = mgmt.dc1" in _render("beegfs-client.conf.j2", item=good, parallel_fs_client_beegfs_rdma=True)
     with pytest.raises(T.AnsibleFilterError, match="BeeGFS management host"):
         _render(
@@ -74,6 +75,22 @@ def test_beegfs_configs_refuse_a_hostile_management_host_and_mount_path() -> Non
         )
     with pytest.raises(T.AnsibleFilterError, match="mount path"):
         _render("beegfs-mounts.conf.j2", _parallel_fs_client_beegfs=[{**good, "path": "/mnt/x /etc/shadow"}])
+    with pytest.raises(T.AnsibleFilterError, match="mount option"):
+        _render("beegfs-mounts.conf.j2", _parallel_fs_client_beegfs=[{**good, "options": ["ro /etc"]}])
+
+
+def test_beegfs_mounts_carry_their_options_in_the_field_the_client_reads() -> None:
+    """Issue 22: beegfs-mounts.conf held two fields, so a BeeGFS tier's mount options (nosuid,nodev included) never
+    reached the mount. BeeGFS 7.4.7's beegfs-client.init reads `mnt cfg fstype extra_opts` (awk $1..$4) and mounts
+    with `-ocfgFile=$cfg,_netdev,nosuid,$SELINUX_OPT,$extra_opts`: the options are the fourth field."""
+    layout = json.loads((DATA / "upstream" / "beegfs" / "7.4.7" / "mounts-conf.json").read_text())
+    assert layout["fields"] == ["mountpoint", "config", "fstype", "options"] and layout["mount_options"][-1] == "<options>"
+    mounts = [{"name": "home", "path": "/home", "options": ["noatime", "nosuid", "nodev"]}]
+    lines = [line for line in _render("beegfs-mounts.conf.j2", _parallel_fs_client_beegfs=mounts).splitlines() if line.strip()]
+    entries = [dict(zip(layout["fields"], line.split(), strict=True)) for line in lines if not line.startswith("#")]
+    assert entries == [
+        {"mountpoint": "/home", "config": "/etc/beegfs/beegfs-client-home.conf", "fstype": "beegfs", "options": "noatime,nosuid,nodev"}
+    ]
 
 
 def test_the_mount_task_passes_every_fstab_field_through_the_filter() -> None:

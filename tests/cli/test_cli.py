@@ -158,3 +158,33 @@ def test_validate_imports_no_pulumi_ansible_or_cli_framework() -> None:
     env = {**os.environ, "ALICERCE_NO_CACHE": "1"}
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=env, check=False)
     assert result.stdout.strip() == "[]", result.stderr
+
+
+ESCAPE = "\x1b[2J\x1b]0;owned\x07x\ny"  # clear the screen, retitle the terminal, a second line
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["rules", ESCAPE],
+        ["diff", "--base", ESCAPE, "platform.yaml"],
+        ["apply", "onprem", "--env", "prod", "--check", "--secrets", ESCAPE, "platform.yaml"],
+        ["generate", "--env", "dev", "--out", "{tmp}/" + ESCAPE, "platform.yaml"],
+        ["init", "{tmp}/" + ESCAPE],
+    ],
+)
+def test_no_command_echoes_an_escape_code_it_was_given(
+    args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 22 (8): terminal escape codes were echoed raw in errors. Spec text was escaped already; the command
+    line's own values (a rule id, --base, --secrets, --out, init's folder) reached the terminal as they were."""
+    from alicerce.cli import build_app
+    from alicerce.cli import run as run_in_process
+
+    monkeypatch.chdir(ROOT)
+    code = run_in_process(build_app(), [a.replace("{tmp}", str(tmp_path)) for a in args])
+    out = capsys.readouterr()
+    assert code in (0, 2)
+    for text in (out.out, out.err):
+        assert "\x1b" not in text and "\x07" not in text, text
+    assert "\\x1b[2J" in out.out + out.err

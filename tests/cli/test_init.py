@@ -129,6 +129,20 @@ def test_init_refuses_to_replace_any_file_and_names_it(tmp_path: Path) -> None:
     assert (unrelated / "NOTES.md").read_text() == "mine\n" and (unrelated / "Pulumi.yaml").is_file()
 
 
+@pytest.mark.parametrize("fill", [[], ["--fill"]])
+def test_init_never_writes_through_a_linked_folder(tmp_path: Path, fill: list[str]) -> None:
+    """Security review of issue 22 (the output contract of defect 6, for init): in an existing folder, `.github` or
+    `generated` linked elsewhere took the workflows and generated trees outside the folder named."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = tmp_path / "clone"
+    target.mkdir()
+    (target / ".github").symlink_to(outside)
+    refused = run("init", str(target), "--name", "demo", *fill)
+    assert refused.returncode == 2 and f"{target / '.github'}: is a symbolic link" in refused.stderr, refused.stderr
+    assert list(outside.iterdir()) == [] and sorted(p.name for p in target.iterdir()) == [".github"]
+
+
 def test_fill_writes_only_the_missing_files(repo: Path, tmp_path: Path) -> None:
     target = tmp_path / "partial"
     assert run("init", str(target), "--name", "demo").returncode == 0

@@ -87,6 +87,10 @@ def test_no_cache_writes_nothing(workdir: Path, tmp_path: Path) -> None:
         (["validate", "x.yaml", "--env", "prod", "-f", "json"], Request("x.yaml", "prod", "json")),
         (["validate", "--env=dev", "--format=text", "y.yaml"], Request("y.yaml", "dev", "text")),
         (["validate", "--all-envs"], Request("platform.yaml", None, "text")),
+        (["validate", "--format", "sarif", "--", "platform.yaml"], Request("platform.yaml", None, "sarif")),  # generated CI's form
+        (["validate", "--", "-odd.yaml"], Request("-odd.yaml", None, "text")),
+        (["validate", "a.yaml", "--", "b.yaml"], None),
+        (["validate", "--", "a.yaml", "--env", "prod"], None),
         (["validate", "--help"], None),
         (["validate", "--env", "a", "--all-envs"], None),
         (["validate", "-f", "yaml"], None),

@@ -92,3 +92,17 @@ def test_shared_file_systems_on_prem_mount_nosuid_nodev_last() -> None:
         mount = next(t for t in prod.storage if t.name == name).mounts["dc1"]
         assert mount.options[-2:] == ("nosuid", "nodev"), (name, mount.options)
     assert "suid" in next(t for t in prod.storage if t.name == "dc1-lustre").mounts["dc1"].options  # kept, and overridden
+
+
+@pytest.mark.parametrize("implementation", ["beegfs", "weka"])
+def test_beegfs_and_weka_mount_nosuid_nodev_last(implementation: str) -> None:
+    """Issue 22: BeeGFS and Weka tiers mounted with the spec's options alone, so a spec's `suid` or `dev` let setuid
+    binaries and device nodes on a server the spec names run as root on a node (Lustre and NFS already closed it)."""
+    text = (ROOT / "platform.yaml").read_text()
+    lustre = 'onprem: {implementation: lustre, server: "10.40.31.250@o2ib", filesystem: ai}'
+    assert lustre in text
+    other = f'onprem: {{implementation: {implementation}, server: "mgmt.dc1.example", filesystem: ai, mountOptions: [suid, dev]}}'
+    prod = validated(load_text(text.replace(lustre, other), "platform.yaml"), "prod")
+    mount = next(t for t in prod.storage if t.name == "dc1-lustre").mounts["dc1"]
+    assert mount.kind == implementation
+    assert mount.options == ("suid", "dev", "nosuid", "nodev")

@@ -15,7 +15,19 @@ from pydantic import AfterValidator, BaseModel, StringConstraints, TypeAdapter, 
 
 from alicerce.spec import base
 from alicerce.spec.models import PlatformSpec
-from alicerce.spec.text import GRAMMARS, Email, Grammar, LnetRoute, MountOption, NidList, SecretName, SlackChannel, escaped, secret_shape
+from alicerce.spec.text import (
+    GRAMMARS,
+    Email,
+    Grammar,
+    LnetRoute,
+    MountOption,
+    NidList,
+    ObjectPrefix,
+    SecretName,
+    SlackChannel,
+    escaped,
+    secret_shape,
+)
 
 # check -> meaning: a grammar of alicerce/spec/text.py; "Name" a DNS label (rule AL201 or a reference rule
 # that requires an existing name); check_label_* Kubernetes label syntax; "pattern"/"length" pydantic constraints;
@@ -105,7 +117,7 @@ AUDIT: dict[str, tuple[str, str]] = {
     "tenancy.teams[].quotas[].pool": ("Name", "reference (AL205)"),
     "tenancy.teams[].costCenter": ("check_label_value", "namespace labels"),
     "tenancy.teams[].storageAccess[].tier": ("Name", "reference"),
-    "tenancy.teams[].storageAccess[].prefix": ("pattern", "IAM policy resources, PersistentVolume paths"),
+    "tenancy.teams[].storageAccess[].prefix": ("ObjectPrefix", "IAM policy resources, PersistentVolume paths"),
     "tenancy.ingress.namespaces[]": ("Name", "NetworkPolicies"),
     "security.encryption.kmsKey": ("AwsName", "Pulumi key references"),
     "security.identityProvider.issuerUrl": ("Url", "kube-apiserver --oidc-issuer-url, EKS identity provider"),
@@ -255,6 +267,7 @@ def test_every_grammar_has_a_json_schema_pattern_that_accepts_what_it_accepts() 
         "HostPort": "smtp.acme.example:587",
         "SlackChannel": "#ml-alerts",
         "SecretKeyName": "routing-key",
+        "ObjectPrefix": "curated/year=2026/",
     }
     assert set(samples) == set(GRAMMARS)
     import re
@@ -304,6 +317,9 @@ def test_a_pasted_secret_is_named_as_such_and_never_echoed() -> None:
         ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln", "a JSON Web Token"),
         ("https://user:hunter2@git.example.com/r.git", "a password in a URL"),
         ("QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWZnaGlqa2xtbm9wcXJzdHV2d3h5ejAxMjM0NTY3ODk=", "a long base64 blob"),
+        ("e93facc04764012d7bfb002500d5d1a6", "a PagerDuty integration key"),
+        ("R01ABCDEFGHIJKLMNOPQRSTUVWXYZ234", "a PagerDuty integration key"),
+        ("https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX", "a Slack webhook URL"),
     ],
 )
 def test_secret_shapes(text: str, kind: str) -> None:
@@ -319,6 +335,8 @@ def test_secret_shapes(text: str, kind: str) -> None:
         "arn:aws:kms:us-east-1:111111111111:key/0c8a6b8e-7d1e-4b5f-9f8c-2a1b3c4d5e6f",
         "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
         "ml-platform@acme.example",
+        "00000000000000000000000000000000",  # a number, not a key
+        "alertmanager-pagerduty",
     ],
 )
 def test_ordinary_values_are_not_secrets(text: str) -> None:
@@ -328,6 +346,16 @@ def test_ordinary_values_are_not_secrets(text: str) -> None:
 def test_escaped_shows_control_characters_and_leaves_letters() -> None:
     assert escaped("a\x1b[31mb\x00c\u202ed") == "a\\x1b[31mb\\x00c\\u202ed"
     assert escaped("José") == "José"
+
+
+@pytest.mark.parametrize("prefix", ["research/../", "../", "research/./x/", "research//", "/research/", "research/*", "re search/"])
+def test_a_key_prefix_never_climbs_out_of_its_directory(prefix: str) -> None:
+    """Security review of issue 22: a storage grant's prefix is also the directory of the team's claim on a file
+    system linked to the tier (FSx subdirectory mount, alicerce.emit.kube.storage._below): `research/../` took a
+    grant on research/ to the file system's root, where every other team's files are."""
+    assert TypeAdapter(ObjectPrefix).validate_python("research/") == "research/"
+    with pytest.raises(ValidationError):
+        TypeAdapter(ObjectPrefix).validate_python(prefix)
 
 
 @pytest.mark.parametrize("name", sorted(GRAMMARS))

@@ -140,7 +140,7 @@ def pull_request_workflow(rp: ResolvedPlatform) -> dict[str, Any]:
     check_lines = [
         f"alicerce generate --check --env {s.name} --out {_tree(rp, s.name)}"
         + (" --ci-dir .github/workflows" if i == 0 else "")
-        + f" {spec}"
+        + f" -- {spec}"
         for i, s in enumerate(envs)
     ]
     validate = {
@@ -154,7 +154,7 @@ def pull_request_workflow(rp: ResolvedPlatform) -> dict[str, Any]:
                 "name": "validate",
                 "id": "validate",
                 # every error located in the spec, as SARIF for code scanning; the job fails after the upload
-                "run": f'set +e\nalicerce validate {spec} --format sarif > {SARIF}\necho "code=$?" >> "$GITHUB_OUTPUT"\n',
+                "run": f'set +e\nalicerce validate --format sarif -- {spec} > {SARIF}\necho "code=$?" >> "$GITHUB_OUTPUT"\n',
             },
             {
                 "name": "upload to code scanning",
@@ -166,7 +166,7 @@ def pull_request_workflow(rp: ResolvedPlatform) -> dict[str, Any]:
                 "name": "fail on spec errors",
                 "if": "steps.validate.outputs.code != '0'",
                 "env": {"CODE": "${{ steps.validate.outputs.code }}"},
-                "run": "alicerce validate " + spec + '\nexit "$CODE"\n',
+                "run": f"alicerce validate -- {spec}" + '\nexit "$CODE"\n',
             },
         ],
     }
@@ -219,7 +219,7 @@ def pull_request_workflow(rp: ResolvedPlatform) -> dict[str, Any]:
             {
                 "name": "diff against the base branch",
                 "env": {"BASE_REF": "${{ github.base_ref }}"},
-                "run": f'alicerce diff --base "origin/$BASE_REF" --format markdown {spec} > alicerce-diff.md\n',
+                "run": f'alicerce diff --base "origin/$BASE_REF" --format markdown -- {spec} > alicerce-diff.md\n',
             },
             {
                 "name": "comment",
@@ -289,7 +289,7 @@ def deploy_workflow(rp: ResolvedPlatform) -> dict[str, Any]:
                             "args=()\n"
                             'if [ -n "$INVENTORY" ]; then args+=(--inventory "$INVENTORY"); fi\n'
                             'if [ -n "$SECRETS" ]; then args+=(--secrets "$SECRETS"); fi\n'
-                            f'alicerce apply onprem --env {stack.name} --limit {group_name("site", site)} "${{args[@]}}" {spec}\n'
+                            f'alicerce apply onprem --env {stack.name} --limit {group_name("site", site)} "${{args[@]}}" -- {spec}\n'
                         ),
                     },
                 ],

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from alicerce.emit.errors import EmitError
 from alicerce.emit.kube.common import POOL_LABEL, meta, system_placement
 from alicerce.resolve.model import Mount, ResolvedPlatform, ResolvedPool, ResolvedSite, ResolvedTier
 from alicerce.resolve.namespaces import SYSTEM_NAMESPACE
@@ -85,6 +86,8 @@ GitOps tree leaves those volumes to Pulumi): it passes through unchanged."""
 
 def _below(source: dict[str, Any], sub: str) -> dict[str, Any]:
     """The same volume source, one directory down."""
+    if any(part in ("", ".", "..") for part in sub.split("/")):  # validate refuses it (ObjectPrefix); never write it
+        raise EmitError(f"refusing a volume below {sub!r}: it would leave the directory it names")
     if source.get("csi", {}).get("driver") == UNKNOWN_DRIVER:
         return source
     if "hostPath" in source:

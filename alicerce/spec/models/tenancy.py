@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StrictInt
 
 from alicerce.spec.base import LabelValue, Name, ShortText, SpecModel
+from alicerce.spec.text import ObjectPrefix
 from alicerce.spec.units import Cidr
 
 MAX_QUOTA = 10**7
@@ -38,10 +39,9 @@ class StorageGrant(SpecModel):
 
     tier: Name = Field(description="Object tier (data lake, model registry) the grant is on.")
     access: Literal["read", "read-write"] = Field(default="read", description="read: list and get; read-write: also put and delete.")
-    prefix: str | None = Field(
+    prefix: ObjectPrefix | None = Field(
         default=None,
-        pattern=r"^[^/*?][^*?]*/$",
-        description="Key prefix the grant is limited to, ending in '/' (the whole tier when omitted).",
+        description="Key prefix the grant is limited to, ending in '/' (the whole tier when omitted); no '.' or '..' segment.",
         examples=["research/"],
     )
 

@@ -92,7 +92,9 @@ def _mount(tier: StorageTier, implementation: str) -> MountFacts | None:
         if implementation == "lustre":
             return MountFacts("lustre", f"{fs.server}:/{fs.filesystem}", ("flock", "noatime", *fs.mount_options, *HARDENED))
         if implementation in ("beegfs", "weka"):
-            return MountFacts(implementation, fs.server, tuple(fs.mount_options))
+            # BeeGFS: the fourth field of beegfs-mounts.conf, which the client's init script appends last to its own
+            # `-ocfgFile=..,_netdev,nosuid,..` (7.4.7 beegfs-client.init), so a spec's `suid` would undo its nosuid
+            return MountFacts(implementation, fs.server, (*fs.mount_options, *HARDENED))
     if isinstance(tier, SharedNfsTier) and tier.onprem is not None and implementation == "nfs":
         nfs = tier.onprem
         return MountFacts("nfs", f"{nfs.server}:{nfs.export}", (f"vers={nfs.version}", "hard", "noatime", "nconnect=8", *HARDENED))

@@ -191,7 +191,9 @@ class OnpremParallelFs(SpecModel):
     implementation: Literal["lustre", "beegfs", "weka"] = Field(description="Parallel file system.")
     server: NidList = Field(description="MGS NID (Lustre), management host (BeeGFS) or backend (Weka).", examples=["10.0.0.10@o2ib"])
     filesystem: FsName = Field(description="File system name on the server.", examples=["scratch"])
-    mount_options: list[MountOption] = Field(default_factory=list, description="Extra mount options.")
+    mount_options: list[MountOption] = Field(
+        default_factory=list, description="Extra mount options; nosuid,nodev always come after them (a spec cannot turn them off)."
+    )
     lnet_routes: list[LnetRoute] = Field(
         default_factory=list,
         description="Lustre: LNet routes 'NET GATEWAY_NID' to reach servers outside the nodes' IPoIB networks.",

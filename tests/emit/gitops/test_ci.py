@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -194,7 +195,7 @@ def test_pull_requests_validate_check_preview_and_comment_the_diff() -> None:
     pr = yaml.safe_load(emit_ci(rp)["alicerce-pr.yml"])
     jobs = pr["jobs"]
     steps = {job: "\n".join(str(s.get("run", "")) + str(s.get("uses", "")) for s in jobs[job]["steps"]) for job in jobs}
-    assert "alicerce validate platform.yaml --format sarif" in steps["validate"] and "upload-sarif" in steps["validate"]
+    assert "alicerce validate --format sarif -- platform.yaml" in steps["validate"] and "upload-sarif" in steps["validate"]
     for stack in stacks(rp):
         assert f"alicerce generate --check --env {stack.name} --out generated/{stack.name}" in steps["check"]
     assert "--ci-dir .github/workflows" in steps["check"]
@@ -258,3 +259,21 @@ def test_pulumi_never_runs_on_a_runner_local_backend(backend: str, tmp_path: Pat
                     env = {"PATH": os.environ["PATH"], "PULUMI_BACKEND_URL": url}
                     done = subprocess.run(["bash", "-e", str(script)], env=env, capture_output=True, text=True, check=False)
                     assert done.returncode == code and ("::error::" in done.stdout) == (code == 1)
+
+
+def test_every_alicerce_command_line_ends_its_options_before_the_spec_path() -> None:
+    """Issue 22: the spec path is the last word of every alicerce command the workflows run, after `--`, so a path
+    that starts with '-' (refused at validate, RepoPath) is never read as an option by the command either."""
+    rp = reference("prod")
+    spec = rp.spec.gitops.spec_file
+    commands = []
+    for name, text in emit_ci(rp).items():
+        if not name.endswith(".yml"):
+            continue
+        for job in yaml.safe_load(text)["jobs"].values():
+            for step in job["steps"]:
+                commands += [line for line in str(step.get("run", "")).splitlines() if line.startswith("alicerce ")]
+    assert len(commands) >= 6  # validate twice, generate --check per environment, diff, apply onprem
+    for command in commands:
+        words = shlex.split(command.split(" > ")[0])
+        assert words[-2:] == ["--", spec], command

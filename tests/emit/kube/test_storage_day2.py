@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
+from alicerce.emit.errors import EmitError
 from alicerce.emit.kube.objects import cluster_objects
+from alicerce.emit.kube.storage import _below
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.run.diff import diff_environment
 from tests.emit.gitops.helpers import reference, variant
@@ -129,3 +131,13 @@ def test_argo_cd_recreates_a_claim_that_moves_as_pulumi_replaces_it() -> None:
 
     claims = [o for o in tree_objects(reference("prod"), "dc1") if o["kind"] == "PersistentVolumeClaim"]
     assert claims and all(c["metadata"]["annotations"][SYNC_OPTIONS] == RECREATE for c in claims)
+
+
+@pytest.mark.parametrize("sub", ["research/..", "..", "research//x", "./research"])
+def test_a_team_volume_never_climbs_out_of_the_file_system_directory(sub: str) -> None:
+    """Security review of issue 22 (defence in depth behind the ObjectPrefix grammar): a grant's prefix becomes the
+    subdirectory of a team's volume on a linked file system; one with '..' would mount the root, every team's files."""
+    fsx = {"csi": {"driver": "fsx.csi.aws.com", "volumeHandle": "fs-1", "volumeAttributes": {"mountname": "fsx"}}}
+    assert _below(fsx, "research")["csi"]["volumeAttributes"]["mountname"] == "fsx/research"
+    with pytest.raises(EmitError, match="would leave the directory"):
+        _below(fsx, sub)

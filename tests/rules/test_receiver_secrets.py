@@ -1,0 +1,54 @@
+"""A PagerDuty integration key or a Slack webhook URL pasted where a receiver names its Secret is refused as secret
+material (AL276, or AL104 where the field's grammar sees it first), located, and never echoed (issue 22)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from alicerce.cli import build_app, run
+from tests.conftest import ROOT
+
+PAGERDUTY = "e93facc04764012d7bfb002500d5d1a6"  # the shape of an Events API v2 integration key
+SLACK = "https://hooks.slack.com/services/T0AAAAAAA/B0BBBBBBB/cccccccccccccccccccccccc"
+RECEIVER = "secret: {name: alertmanager-pagerduty, key: routing-key}"
+
+
+@pytest.mark.parametrize(
+    ("replacement", "path"),
+    [
+        (f"secret: {{name: alertmanager-pagerduty, key: {PAGERDUTY}}}", "monitoring.receivers[0].secret.key"),
+        (f"secret: {{name: {PAGERDUTY}, key: routing-key}}", "monitoring.receivers[0].secret.name"),
+        (f'secret: {{name: alertmanager-pagerduty, key: "{SLACK}"}}', "monitoring.receivers[0].secret.key"),
+    ],
+)
+def test_a_pasted_receiver_credential_is_refused_and_never_echoed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], replacement: str, path: str
+) -> None:
+    text = (ROOT / "platform.yaml").read_text()
+    assert RECEIVER in text
+    spec = tmp_path / "platform.yaml"
+    spec.write_text(text.replace(RECEIVER, replacement))
+    assert run(build_app(), ["validate", str(spec)]) == 2
+    plain = capsys.readouterr()
+    assert run(build_app(), ["validate", str(spec), "--format", "json"]) == 2
+    as_json = capsys.readouterr()
+    errors = json.loads(as_json.out)["errors"]
+    assert {(e["path"], e["rule"] in ("AL104", "AL276")) for e in errors} == {(path, True)}, errors
+    assert "looks like a" in errors[0]["message"]
+    for output in (plain.out, plain.err, as_json.out, as_json.err):
+        assert PAGERDUTY not in output and "T0AAAAAAA/B0BBBBBBB" not in output
+
+
+def test_sarif_redacts_secret_material_as_the_other_reports_do() -> None:
+    """Security review of issue 22: text and JSON reports pass every message through `redacted`; SARIF, uploaded to
+    code scanning where every reader of the repository sees it, did not."""
+    from alicerce.rules.sarif import render_sarif
+    from alicerce.spec.errors import Span, SpecError
+
+    error = SpecError(Span("platform.yaml", 3, 5), "AL104", ("metadata", "owner"), f'"{PAGERDUTY}" is wrong', f"not {SLACK}")
+    document = render_sarif([error], "0.0.0")
+    assert PAGERDUTY not in document and "T0AAAAAAA" not in document
+    assert "<redacted>" in json.loads(document)["runs"][0]["results"][0]["message"]["text"]
