@@ -117,15 +117,19 @@ def test_priority_classes_rank_inference_over_training_over_batch() -> None:
     assert "alicerce-research-inference" not in workload  # research has no inference pool
 
 
-def test_resource_flavors_follow_pools_and_keep_cpu_jobs_off_gpu_pools() -> None:
-    objs = cluster_objects(platform("prod"), "aws")
+@pytest.mark.parametrize("site", ["aws", "dc1"])
+def test_resource_flavors_follow_pools_and_carry_their_taints_as_tolerations(site: str) -> None:
+    """Issue 21: on both targets a tainted pool's flavor injects the toleration (Kueue podset.go 78-91); with the
+    taint as nodeTaints instead, a GPU job without its own toleration skipped the flavor (flavorassigner.go 1239-1244)."""
+    objs = cluster_objects(platform("prod"), site)
     flavors = {o["metadata"]["name"]: o["spec"] for o in find(objs, "ResourceFlavor")}
-    assert set(flavors) == {"data-prep", "train-p5", "infer-l40s", "infer-l4"}
-    assert flavors["train-p5"]["nodeLabels"] == {"alicerce.dev/pool": "train-p5"}
-    # a taint on the flavor, no toleration: pods that do not tolerate the GPU taint skip it (flavorassigner.go 1239-1244)
-    assert flavors["train-p5"]["nodeTaints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
-    assert "tolerations" not in flavors["train-p5"]
-    assert flavors["data-prep"] == {"nodeLabels": {"alicerce.dev/pool": "data-prep"}}
+    gpu = "train-p5" if site == "aws" else "onprem-h100"
+    assert flavors[gpu]["nodeLabels"] == {"alicerce.dev/pool": gpu}
+    assert flavors[gpu]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}]
+    assert all("nodeTaints" not in f for f in flavors.values())
+    if site == "aws":
+        assert set(flavors) == {"data-prep", "train-p5", "infer-l40s", "infer-l4"}
+        assert flavors["data-prep"] == {"nodeLabels": {"alicerce.dev/pool": "data-prep"}}
 
 
 def test_kueue_api_version_is_the_one_the_pinned_release_serves() -> None:
