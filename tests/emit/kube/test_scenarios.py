@@ -15,6 +15,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from alicerce.emit.gitops.argocd import argocd_values
 from alicerce.emit.kube.common import fabric_units_per_node
 from alicerce.emit.kube.objects import cluster_objects
 from alicerce.emit.kube.operators import CONTROLLER_PLACEMENT, operator_releases
@@ -326,6 +327,9 @@ def _controller_pods(rp: ResolvedPlatform, site: str) -> list[tuple[str, Admissi
     # every release runs a controller this test places, but the EFA device plugin (a DaemonSet and nothing else)
     assert {r.key for r in releases} - set(CONTROLLER_PODS) <= {"aws-efa-k8s-device-plugin"}
     pods = [(f"{r.key}:{path or '.'}", _placement(r.values, path)) for r in releases for path in CONTROLLER_PODS.get(r.key, ())]
+    # Argo CD (where the site delivers with it): every component falls back to global.nodeSelector/tolerations
+    # (argo-cd chart 10.1.1 templates, `<component>.nodeSelector | default .Values.global.nodeSelector`)
+    pods.append(("argo-cd:global", _placement(argocd_values(rp.site(site).pools), "global")))
     objs = cluster_objects(rp, site, {"datasets": FSX, "checkpoints": FSX, "home": EFS})
     for job in (o for o in objs if o["kind"] == "Job"):
         spec = job["spec"]["template"]["spec"]
@@ -497,3 +501,37 @@ def test_no_rayjob_policy_where_the_namespaces_are_not_restricted() -> None:
         rp = validated(load_text(text.replace("  podSecurity: restricted\n", f"  podSecurity: {level}\n"), "platform.yaml"), "prod")
         names = {o["metadata"]["name"] for o in cluster_objects(rp, "aws") if o["kind"] == "ValidatingAdmissionPolicy"}
         assert ("alicerce-rayjob-submitter" in names) is expected
+
+
+FABRIC_POOLS = [("aws", "train-p5", "vpc.amazonaws.com/efa", 32), ("dc1", "onprem-h100", "rdma/ib", 1)]
+
+
+@pytest.mark.parametrize(("site", "pool", "fabric", "units"), FABRIC_POOLS)
+def test_the_fabric_runtime_requests_the_pools_fabric_and_is_admitted_there(site: str, pool: str, fabric: str, units: int) -> None:
+    """Issue 21: the shipped runtime requested no EFA (AWS) or RDMA (on-prem) device, so NCCL found none and fell back
+    to TCP. Each fabric pool has its own runtime: the device (every EFA interface, checked against the catalog; one
+    unit of the RDMA shared device plugin), the fabric's env, pinned to the pool; Kueue admits a TrainJob of it
+    (its ClusterQueue covers the fabric resource) without a toleration of its own, and only that pool fits it."""
+    from alicerce.emit.kube.training import TORCH_RUNTIME
+
+    rp, objs, config = world("prod", site)
+    runtimes = {o["metadata"]["name"]: o for o in objs if o["kind"] == "ClusterTrainingRuntime"}
+    generic = runtimes[TORCH_RUNTIME]["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    assert "resources" not in generic["containers"][0]  # runs on any GPU pool
+    [node] = runtimes[f"{TORCH_RUNTIME}-{pool}"]["spec"]["template"]["spec"]["replicatedJobs"]
+    pod = node["template"]["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    resolved = next(p for p in rp.site(site).pools if p.name == pool)
+    assert resolved.rdma is not None and resolved.rdma.resource == fabric
+    if fabric.startswith("vpc.amazonaws.com"):
+        assert resolved.instance is not None and units == resolved.instance.efa.maxInterfaces
+    assert container["resources"] == {"requests": {fabric: str(units)}, "limits": {fabric: str(units)}}
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env.get("FI_PROVIDER") == "efa" if site == "aws" else env.get("NCCL_IB_DISABLE") == "0"
+    assert pod["nodeSelector"] == {"alicerce.dev/pool": pool}
+    # a TrainJob's resourcesPerNode is merged over the runtime's (trainer v2.3.0 trainingruntime.go 199-230)
+    gpus = str(resolved.gpus_per_node)
+    requests = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": gpus, **container["resources"]["requests"]}
+    admission = admit(objs, config, Job(rp.site(site).teams[0].name if site == "dc1" else "research", count=2, requests=requests))
+    assert isinstance(admission, Admission) and admission.flavor == pool, admission
+    assert feasible(nodes(rp, site), requests, admission) == [pool]
