@@ -33,6 +33,7 @@ from alicerce.emit.kube.priorities import (
     team_kinds,
     workload_priority_class_name,
 )
+from alicerce.emit.kube.storage import TIER_LABEL
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedQuota, ResolvedSite, ResolvedTeam
 
 TEAM_ROLE = "alicerce-team"
@@ -306,6 +307,35 @@ def rayjob_submitter_policy(rp: ResolvedPlatform) -> list[dict[str, Any]]:
     return team_pods_policy(RAYJOB_SUBMITTER_POLICY, expression, message, group="ray.io", resource="rayjobs")
 
 
+TEAM_CLAIMS_POLICY = "alicerce-team-claims"
+
+
+def team_claims_policy(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]:
+    """Team members cannot delete the claims alicerce pre-binds to their volumes.
+
+    A static volume keeps the uid of the claim it was bound to (``claimRef.uid``, filled in by the PV controller):
+    once that claim is deleted the volume is Released for good (reclaim policy Retain), and the claim Argo CD or
+    Pulumi re-creates stays Pending beside it. Teams may still create and delete claims of their own (dynamic ones,
+    on the default StorageClass); the platform's own deletions (the namespace controller deleting a removed team's
+    namespace, Pulumi, Argo CD's prune) are not made as a team group and pass."""
+    groups = sorted({g for team in site.teams for g in team.spec.groups})
+    if not groups:
+        return []
+    expression = (
+        f"!has(request.userInfo.groups) || !request.userInfo.groups.exists(g, g in {_cel_list(groups)}) || "
+        f"!has(oldObject.metadata.labels) || !('{TIER_LABEL}' in oldObject.metadata.labels)"
+    )
+    policy = team_pods_policy(
+        TEAM_CLAIMS_POLICY,
+        expression,
+        "this claim is bound to a shared file system's volume by alicerce: deleted, the volume stays Released and the "
+        "re-created claim Pending; it goes with the team (remove the team from the spec)",
+        resource="persistentvolumeclaims",
+    )
+    policy[0]["spec"]["matchConstraints"]["resourceRules"][0]["operations"] = ["DELETE"]
+    return policy
+
+
 def namespace_objects(rp: ResolvedPlatform, site: ResolvedSite, team: ResolvedTeam, ns: str, queued: bool) -> list[dict[str, Any]]:
     """The namespace ``ns`` of ``team`` and everything in it alicerce owns (``queued``: the team has a ClusterQueue here)."""
     level = rp.spec.security.pod_security
@@ -357,4 +387,5 @@ def team_objects(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any
         for ns in team.namespaces:
             out.extend(namespace_objects(rp, site, team, ns, queue is not None))
         out.extend(priority_policy(rp, site, team))
+    out.extend(team_claims_policy(rp, site))
     return out
