@@ -225,6 +225,8 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
         if pool is not None and pool.gpu is not None and plan.min_gpus is not None and plan.min_gpus > pool.max_gpus:
             findings.append(PlanFinding("PL303", w.name, f"does not fit on pool {pool.name}: needs at least {plan.min_gpus} "
                                         f"{plan.accelerator} GPUs, the pool has {pool.max_gpus} at max size"))  # fmt: skip
+        if pool is not None and pool.gpu is not None and plan.runnable:
+            findings.extend(_quota_findings(platform, w.name, plan.team, pool, plan))
         if any(f.check == "PL303" and f.subject == w.name for f in findings):
             cannot.add(w.name)
         elif pool is not None and plan.runnable:
@@ -387,6 +389,40 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
         capacity_type=None if owned or price is None else price.capacity_type, region=price.region if price else None,
         price=price, owned_cost=owned_cost,
     )  # fmt: skip
+
+
+def _quota_findings(platform: ResolvedPlatform, name: str, team_name: str, pool: ResolvedPool, plan: WorkloadPlan) -> list[PlanFinding]:
+    """A run sized above its team's quota on its pool: Kueue admits a workload whole, within the team's nominal quota
+    plus what it may borrow from the cohort (borrowingLimit; none: what the cohort has idle). Above both it is never
+    admitted; above the nominal quota it runs only on borrowed GPUs, which the lending teams reclaim by evicting the
+    whole workload (ClusterQueue preemption.reclaimWithinCohort, alicerce.emit.kube.kueue)."""
+    team = next((t for t in platform.teams if t.name == team_name), None)
+    quota = next((q for q in team.quotas if q.pool == pool.name), None) if team is not None else None
+    if quota is None:
+        return []  # no quota on the pool: placement (quota_pools) already keeps the run off it, or the team governs nothing
+    units = plan.gpus or 0  # in the pool's schedulable units, as quotas are
+    if units <= quota.units:
+        return []
+    where = f"tenancy.teams[{team_name}].quotas[{quota.index}]"
+    if quota.borrowing_limit is not None and units > quota.units + quota.borrowing_limit:
+        return [
+            PlanFinding(
+                "PL340",
+                name,
+                f"is sized at {units} GPUs on pool {pool.name}, above team {team_name}'s quota of {quota.units} plus its borrowing "
+                f"limit of {quota.borrowing_limit}: Kueue never admits it (raise {where}.gpus or borrowingLimit to fit {units}, "
+                "or pin the workload's gpus and accept a longer run)",
+            )
+        ]
+    return [
+        PlanFinding(
+            "PL341",
+            name,
+            f"is sized at {units} GPUs on pool {pool.name}, above team {team_name}'s quota of {quota.units}: it runs only on "
+            f"{units - quota.units} GPUs borrowed from the cohort, and is evicted whole when their owners reclaim them (raise "
+            f"{where}.gpus to {units}, or pin the workload's gpus to {quota.units} and accept a longer run)",
+        )
+    ]
 
 
 def _nodes(count: int) -> str:

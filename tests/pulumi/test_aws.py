@@ -735,6 +735,11 @@ def test_efs_requires_tls_and_mount_targets_and_each_team_acts_as_its_own_posix_
     assert statements["DenyInsecureTransport"]["Effect"] == "Deny"
     assert statements["DenyInsecureTransport"]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
     assert statements["MountTargetsOnly"]["Condition"] == {"Bool": {"elasticfilesystem:AccessedViaMountTarget": "true"}}
+    # issue 21: only the nodes' role may mount (the volumes mount with iam); nothing for "*", so anonymous clients are refused
+    roles = {g.inputs["nodeRoleArn"] for g in result.of_type("aws:eks/nodeGroup:NodeGroup")}
+    assert len(roles) == 1
+    assert statements["MountTargetsOnly"]["Principal"] == {"AWS": roles.pop()}
+    assert all(s["Principal"] != {"AWS": "*"} for s in statements.values() if s["Effect"] == "Allow")
     points = result.of_type("aws:efs/accessPoint:AccessPoint")
     assert points
     uids = set()

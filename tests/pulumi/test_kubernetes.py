@@ -97,7 +97,7 @@ def test_objects_are_applied_from_the_pure_function_and_crds_come_first(prod: An
         kueue = result.named(f"{site}-objects-kueue")
         assert {o["kind"] for o in kueue.inputs["objs"]} == {"ClusterQueue", "LocalQueue", "ResourceFlavor", "WorkloadPriorityClass"}
         runtimes = result.named(f"{site}-objects-training-operator")
-        assert [o["kind"] for o in runtimes.inputs["objs"]] == ["ClusterTrainingRuntime"]
+        assert {o["kind"] for o in runtimes.inputs["objs"]} == {"ClusterTrainingRuntime"}
         assert f"{site}-operators-training-operator" in runtimes.depends_on
         assert f"{site}-operators-kueue" in kueue.depends_on and f"{site}-objects-core" in kueue.depends_on
     nics = result.named("dc1-objects-network-operator")

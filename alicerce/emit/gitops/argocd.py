@@ -29,10 +29,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from alicerce.emit.kube.common import system_placement
 from alicerce.emit.kube.objects import cluster_objects, object_needs
 from alicerce.emit.kube.operators import Release, operator_namespace_labels, operator_releases
 from alicerce.emit.kube.storage import UNKNOWN_DRIVER
-from alicerce.resolve.model import ResolvedPlatform
+from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
 from alicerce.resolve.namespaces import ARGOCD_NAMESPACE
 
 ARGOCD_CHART = "argo-cd"  # catalog chart key
@@ -297,8 +298,8 @@ class SiteDelivery:
         return apps
 
 
-def argocd_values() -> dict[str, Any]:
-    """Values of the argo-cd chart the Pulumi layer installs at a site with ``delivery: argocd``.
+def argocd_values(pools: Iterable[ResolvedPool] = ()) -> dict[str, Any]:
+    """Values of the argo-cd chart the Pulumi layer installs at a site with ``delivery: argocd`` (``pools``: the site's).
 
     - ``redisSecretInit.enabled: false``: the chart creates the Redis password Secret ``argocd-redis``
       (key ``auth``) only in a pre-install hook Job, and Pulumi's helm.v4.Chart runs no hooks; the
@@ -306,13 +307,20 @@ def argocd_values() -> dict[str, Any]:
       :data:`REDIS_SECRET`) and the hook stays off.
     - the Application health check, so the app of apps honours its sync waves;
     - Dex and notifications off: nothing alicerce writes uses them.
+    - ``global.nodeSelector``/``global.tolerations``: on the system pool, like every platform controller (every
+      component's template falls back to them: argo-cd 10.1.1 ``<component>.nodeSelector | default
+      .Values.global.nodeSelector``). Elsewhere it can land on a Spot data-prep node and go with it, mid-sync.
     """
-    return {
+    values: dict[str, Any] = {
         "redisSecretInit": {"enabled": False},
         "configs": {"cm": {"resource.customizations.health.argoproj.io_Application": APPLICATION_HEALTH_LUA}},
         "dex": {"enabled": False},
         "notifications": {"enabled": False},
     }
+    placement = system_placement(pools)
+    if placement:
+        values["global"] = placement
+    return values
 
 
 REDIS_SECRET = ("argocd-redis", "auth")

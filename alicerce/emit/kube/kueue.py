@@ -7,12 +7,15 @@ How Kueue 0.19.2 admits (the sources are the kueue@v0.19.2 files the tests cite 
   resource a GPU job asks for is covered: cpu, memory, the pools' GPU units and their fabric
   resource (EFA or RDMA, per pool, at a quota that never binds: the spec governs GPUs). Requests
   alicerce does not govern (ephemeral storage, huge pages) are excluded.
-- Flavors are tried in order and a flavor whose ``nodeTaints`` a pod does not tolerate is skipped
-  (flavorassigner.go 1089, 1239-1244). CPU pools come first; GPU pools carry their taints as
-  ``nodeTaints`` (and no tolerations), so a CPU-only job never lands on a GPU pool, and a GPU job
-  (which tolerates the GPU taint, as every GPU pod must) skips the CPU flavors, whose GPU quota is 0.
-  A site with no CPU pool (an on-prem GPU cluster) gives its GPU flavors the tolerations instead:
-  CPU-only pods (a Ray head, a launcher) run on the GPU nodes' spare CPUs rather than nowhere.
+- Flavors are tried in order (flavorassigner.go 1089) and every tainted pool's flavor carries the pool's
+  taints as ``tolerations``, which Kueue adds to the pods it admits there (podset.go 78-91). A GPU job
+  need not tolerate the GPU taint itself: most do not (a plain Job asking for ``nvidia.com/gpu``, or a
+  pod that relies on the ExtendedResourceToleration admission plugin, which mutates Pods, never the job
+  template Kueue reads). Before, on a site with CPU pools (EKS), GPU flavors carried the taints as
+  ``nodeTaints`` and skipped every pod that did not tolerate them (flavorassigner.go 1239-1244): such a
+  GPU job was never admitted. A flavor's tolerations also count against its ``nodeTaints``, so the two
+  cannot be combined to keep CPU-only pods off GPU pools; CPU pools come first instead, and a CPU-only
+  job (GPU quota 0 is no obstacle to it) lands on a GPU pool only once its CPU flavors are full.
 - The flavor's ``nodeLabels`` become the pods' nodeSelector (podset.go 78-91): admitted on a pool,
   scheduled on it.
 - ``fairSharing.weight`` only counts when the Configuration has a ``fairSharing`` block (v1beta2 has
@@ -171,19 +174,16 @@ def cpu_pools(site: ResolvedSite) -> list[ResolvedPool]:
     return [p for p in site.pools if p.gpu is None and p.spec.purpose != "system"]
 
 
-def flavor(pool: ResolvedPool, steer: bool) -> dict[str, Any]:
-    """A pool's flavor. ``steer``: the site has CPU pools, so GPU flavors keep CPU-only pods out."""
+def flavor(pool: ResolvedPool) -> dict[str, Any]:
+    """A pool's flavor: its label, and its taints as tolerations Kueue injects into what it admits there."""
     spec: dict[str, Any] = {"nodeLabels": {POOL_LABEL: pool.name}}
-    taints = [
-        {"key": t.key, "value": t.value, "effect": t.effect} if t.value else {"key": t.key, "effect": t.effect} for t in pool.spec.taints
-    ]
-    if pool.gpu is not None and taints and steer:
-        # a pod that does not tolerate the GPU pool's taints skips this flavor (flavorassigner.go 1239-1244)
-        spec["nodeTaints"] = taints
-    elif taints:
-        # CPU pools, and GPU pools of a site that has nothing else (a Ray head, a launcher must run somewhere):
-        # whatever Kueue admits there gets the tolerations injected (podset.go 78-91)
-        spec["tolerations"] = [{**t, "operator": "Equal" if "value" in t else "Exists"} for t in taints]
+    if pool.spec.taints:
+        spec["tolerations"] = [
+            {"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect}
+            if t.value
+            else {"key": t.key, "operator": "Exists", "effect": t.effect}
+            for t in pool.spec.taints
+        ]
     return {"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": meta(pool.name, labels={POOL_LABEL: pool.name}), "spec": spec}
 
 
@@ -266,5 +266,4 @@ def local_queue(rp: ResolvedPlatform, team: ResolvedTeam, namespace: str) -> dic
 def flavors(site: ResolvedSite, queues: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A ResourceFlavor for every pool a queue names, and for every GPU pool of the site."""
     named = {f["name"] for q in queues for group in q["spec"]["resourceGroups"] for f in group["flavors"]}
-    steer = bool(cpu_pools(site))
-    return [flavor(p, steer) for p in site.pools if p.name in named or p.gpu is not None]
+    return [flavor(p) for p in site.pools if p.name in named or p.gpu is not None]

@@ -21,6 +21,7 @@ whose hosts mount the file system (the parallel_fs_client role mounts every shar
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import shlex
@@ -55,6 +56,25 @@ the root source."""
 
 def team_path(team: str) -> str:
     return f"{TEAMS_DIR}/{team}"
+
+
+# Each team's POSIX identity on shared file systems: its EFS access point's uid/gid (alicerce.targets.aws), and the
+# identity the prepare Job makes its directory as on a root-squashed NFS export. Ids are a stable function of the team
+# name (adding or removing a team never renumbers another: an access point's identity cannot change without
+# replacing it), in a range clear of system and image users.
+TEAM_ID_BASE, TEAM_ID_SPAN = 20000, 40000
+
+
+def team_posix_ids(teams: tuple[str, ...]) -> dict[str, int]:
+    """uid (= gid) of each team on EFS: a hash of its name in [TEAM_ID_BASE, TEAM_ID_BASE + TEAM_ID_SPAN), the next
+    free id on a collision (teams in name order, so the result depends only on the set of names)."""
+    taken: dict[str, int] = {}
+    for team in sorted(teams):
+        uid = TEAM_ID_BASE + int(hashlib.sha256(team.encode()).hexdigest()[:8], 16) % TEAM_ID_SPAN
+        while uid in taken.values():
+            uid = TEAM_ID_BASE + (uid - TEAM_ID_BASE + 1) % TEAM_ID_SPAN
+        taken[team] = uid
+    return taken
 
 
 def _source(tier: ResolvedTier, site: str, volumes: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | None:
@@ -190,32 +210,57 @@ def volume_name(base: str, identity: Mapping[str, Any]) -> str:
     return f"{base[: 253 - SOURCE_HASH_LENGTH - 1]}-{digest}"
 
 
-def _prepare_job(rp: ResolvedPlatform, site: ResolvedSite, tier: ResolvedTier, *, kind: str, claim: str, dirs: list[str]) -> dict[str, Any]:
-    """A Job that makes the teams' directories, after checking that the file system is mounted where it runs."""
-    paths = " ".join(shlex.quote(f"{ROOT_MOUNT}/{d}") for d in dirs)
-    script = (
+def _mount_check(tier: ResolvedTier, kind: str) -> str:
+    """Shell: fail unless the file system of ``kind`` is what is mounted at ROOT_MOUNT (never a node's local disk)."""
+    return (
         f"fstype=$(awk '$2 == \"{ROOT_MOUNT}\" {{print $3}}' /proc/mounts); "
         f'case " {FS_TYPES[kind]} " in *" $fstype "*) ;; *) echo "{tier.name} is not mounted ($fstype)" >&2; exit 1;; esac; '
-        f"mkdir -p {paths} && chmod 1777 {paths}"
     )
+
+
+# An NFS export squashes root by default (exports(5) root_squash): root in the Job would be nobody, unable to make
+# anything in a root-owned export. There each team's directory is made by a container running as the team's own
+# identity (team_posix_ids), inside a ``teams`` directory the export's administrator makes once, world-writable
+# with the sticky bit (no team can remove another's directory). Nothing there runs as root.
+ROOT_SQUASHED = ("nfs",)
+
+
+def _prepare_job(rp: ResolvedPlatform, site: ResolvedSite, tier: ResolvedTier, *, kind: str, claim: str, dirs: list[str]) -> dict[str, Any]:
+    """A Job that makes the teams' directories, after checking that the file system is mounted where it runs."""
+    base = {
+        "image": rp.images["storage-prep"].image,
+        "volumeMounts": [{"name": "fs", "mountPath": ROOT_MOUNT}],
+        "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
+    }
+    restricted = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}
+    containers: list[dict[str, Any]] = []
+    if kind in ROOT_SQUASHED:
+        teams_dir = shlex.quote(f"{ROOT_MOUNT}/{TEAMS_DIR}")
+        missing = (
+            f'echo "{tier.name}: {TEAMS_DIR}/ is missing or not writable: on the NFS server, make it once with '
+            f'install -d -m 1777 <export>/{TEAMS_DIR}" >&2; exit 1'
+        )
+        ids = team_posix_ids(tuple(d.removeprefix(f"{TEAMS_DIR}/") for d in dirs))
+        for d in dirs:
+            team = d.removeprefix(f"{TEAMS_DIR}/")
+            path = shlex.quote(f"{ROOT_MOUNT}/{d}")
+            script = (
+                _mount_check(tier, kind)
+                + f"[ -d {teams_dir} ] && [ -w {teams_dir} ] || {{ {missing}; }}; mkdir -p {path} && chmod 1777 {path}"
+            )
+            identity = {"runAsNonRoot": True, "runAsUser": ids[team], "runAsGroup": ids[team]}
+            containers.append(
+                {"name": f"prepare-{team}"[:63], "command": ["sh", "-c", script], **base, "securityContext": {**identity, **restricted}}
+            )
+    else:
+        paths = " ".join(shlex.quote(f"{ROOT_MOUNT}/{d}") for d in dirs)
+        script = _mount_check(tier, kind) + f"mkdir -p {paths} && chmod 1777 {paths}"
+        # root makes directories in a root-owned file system root (Lustre, FSx and EFS do not squash root by default)
+        containers.append({"name": "prepare", "command": ["sh", "-c", script], **base, "securityContext": {"runAsUser": 0, **restricted}})
     pod: dict[str, Any] = {
         "restartPolicy": "OnFailure",
-        "containers": [
-            {
-                "name": "prepare",
-                "image": rp.images["storage-prep"].image,
-                "command": ["sh", "-c", script],
-                "volumeMounts": [{"name": "fs", "mountPath": ROOT_MOUNT}],
-                # root makes directories in a root-owned file system root; nothing else is kept
-                "securityContext": {
-                    "runAsUser": 0,
-                    "allowPrivilegeEscalation": False,
-                    "capabilities": {"drop": ["ALL"]},
-                    "seccompProfile": {"type": "RuntimeDefault"},
-                },
-                "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
-            }
-        ],
+        # each container its own copy: shared dicts would come out as YAML anchors and aliases in the GitOps tree
+        "containers": [copy.deepcopy({k: c[k] for k in sorted(c)}) for c in containers],
         "volumes": [{"name": "fs", "persistentVolumeClaim": {"claimName": claim}}],
     }
     # on the system pool, like every platform component: its nodes mount the site's shared file systems too

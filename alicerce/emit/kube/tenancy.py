@@ -33,6 +33,7 @@ from alicerce.emit.kube.priorities import (
     team_kinds,
     workload_priority_class_name,
 )
+from alicerce.emit.kube.storage import TIER_LABEL
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedQuota, ResolvedSite, ResolvedTeam
 
 TEAM_ROLE = "alicerce-team"
@@ -206,8 +207,10 @@ def priority_policy(rp: ResolvedPlatform, site: ResolvedSite, team: ResolvedTeam
     return [policy, binding]
 
 
-def team_pods_policy(name: str, expression: str, message: str) -> list[dict[str, Any]]:
-    """A ValidatingAdmissionPolicy on the pods of every team namespace, and its binding (deny)."""
+def team_pods_policy(
+    name: str, expression: str, message: str, *, group: str = "", version: str = "v1", resource: str = "pods"
+) -> list[dict[str, Any]]:
+    """A ValidatingAdmissionPolicy on the pods (or ``resource``) of every team namespace, and its binding (deny)."""
     return [
         {
             "apiVersion": ADMISSION_API,
@@ -216,7 +219,9 @@ def team_pods_policy(name: str, expression: str, message: str) -> list[dict[str,
             "spec": {
                 "failurePolicy": "Fail",
                 "matchConstraints": {
-                    "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["CREATE", "UPDATE"]}]
+                    "resourceRules": [
+                        {"apiGroups": [group], "apiVersions": [version], "resources": [resource], "operations": ["CREATE", "UPDATE"]}
+                    ]
                 },
                 "validations": [{"expression": expression, "message": message, "reason": "Forbidden"}],
             },
@@ -272,6 +277,65 @@ def team_volumes_policy(rp: ResolvedPlatform) -> list[dict[str, Any]]:
     )
 
 
+# How a RayJob may submit its job in a namespace that enforces "restricted" (kuberay v1.7.0): K8sJobMode (the
+# default) runs a submitter Job whose pod, unless the RayJob names a ``submitterPodTemplate``, is KubeRay's default
+# container with no securityContext at all (ray-operator/controllers/ray/common/job.go GetSubmitterTemplate,
+# GetDefaultSubmitterContainer); SidecarMode appends that same default container to the Ray head pod
+# (rayjob_controller.go getSubmitterContainer, 1025-1031). Pod Security rejects either pod, the Job controller retries
+# in silence and the RayJob never starts. HTTPMode (the operator submits through the head's dashboard port, which
+# the allow-kuberay-operator NetworkPolicy opens) and InteractiveMode run no submitter pod.
+RAY_PODLESS_MODES = ("HTTPMode", "InteractiveMode")
+RAYJOB_SUBMITTER_POLICY = "alicerce-rayjob-submitter"
+
+
+def rayjob_submitter_policy(rp: ResolvedPlatform) -> list[dict[str, Any]]:
+    """Under "restricted", a RayJob names a submitterPodTemplate (its own securityContext) or a mode without a
+    submitter pod: refused at creation with the fix in the message, instead of a RayJob that waits forever."""
+    if not rp.spec.operators.kuberay.enabled or rp.spec.security.pod_security != "restricted":
+        return []
+    modes = _cel_list(list(RAY_PODLESS_MODES))
+    expression = (
+        "!has(object.spec) || (has(object.spec.submissionMode) && object.spec.submissionMode in "
+        f"{modes}) || ((!has(object.spec.submissionMode) || object.spec.submissionMode == 'K8sJobMode') "
+        "&& has(object.spec.submitterPodTemplate))"
+    )
+    message = (
+        "KubeRay's default submitter pod has no securityContext and Pod Security (restricted) rejects it: set "
+        f"spec.submissionMode to one of {modes}, or give spec.submitterPodTemplate a securityContext that passes "
+        "restricted (runAsNonRoot, seccompProfile RuntimeDefault, allowPrivilegeEscalation false, capabilities drop ALL)"
+    )
+    return team_pods_policy(RAYJOB_SUBMITTER_POLICY, expression, message, group="ray.io", resource="rayjobs")
+
+
+TEAM_CLAIMS_POLICY = "alicerce-team-claims"
+
+
+def team_claims_policy(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]:
+    """Team members cannot delete the claims alicerce pre-binds to their volumes.
+
+    A static volume keeps the uid of the claim it was bound to (``claimRef.uid``, filled in by the PV controller):
+    once that claim is deleted the volume is Released for good (reclaim policy Retain), and the claim Argo CD or
+    Pulumi re-creates stays Pending beside it. Teams may still create and delete claims of their own (dynamic ones,
+    on the default StorageClass); the platform's own deletions (the namespace controller deleting a removed team's
+    namespace, Pulumi, Argo CD's prune) are not made as a team group and pass."""
+    groups = sorted({g for team in site.teams for g in team.spec.groups})
+    if not groups:
+        return []
+    expression = (
+        f"!has(request.userInfo.groups) || !request.userInfo.groups.exists(g, g in {_cel_list(groups)}) || "
+        f"!has(oldObject.metadata.labels) || !('{TIER_LABEL}' in oldObject.metadata.labels)"
+    )
+    policy = team_pods_policy(
+        TEAM_CLAIMS_POLICY,
+        expression,
+        "this claim is bound to a shared file system's volume by alicerce: deleted, the volume stays Released and the "
+        "re-created claim Pending; it goes with the team (remove the team from the spec)",
+        resource="persistentvolumeclaims",
+    )
+    policy[0]["spec"]["matchConstraints"]["resourceRules"][0]["operations"] = ["DELETE"]
+    return policy
+
+
 def namespace_objects(rp: ResolvedPlatform, site: ResolvedSite, team: ResolvedTeam, ns: str, queued: bool) -> list[dict[str, Any]]:
     """The namespace ``ns`` of ``team`` and everything in it alicerce owns (``queued``: the team has a ClusterQueue here)."""
     level = rp.spec.security.pod_security
@@ -315,7 +379,7 @@ def namespace_objects(rp: ResolvedPlatform, site: ResolvedSite, team: ResolvedTe
 def team_objects(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]:
     """Every team's namespaces, queues, roles and admission policies at a site."""
     kueue = rp.spec.operators.kueue.enabled
-    out: list[dict[str, Any]] = [*team_roles(), *team_volumes_policy(rp)]
+    out: list[dict[str, Any]] = [*team_roles(), *team_volumes_policy(rp), *rayjob_submitter_policy(rp)]
     for team in site.teams:
         queue = cluster_queue(rp, site, team) if kueue else None
         if queue is not None:
@@ -323,4 +387,5 @@ def team_objects(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any
         for ns in team.namespaces:
             out.extend(namespace_objects(rp, site, team, ns, queue is not None))
         out.extend(priority_policy(rp, site, team))
+    out.extend(team_claims_policy(rp, site))
     return out

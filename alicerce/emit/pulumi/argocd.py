@@ -56,7 +56,7 @@ class ArgoCdArgs:
             raise pulumi.RunError(f"site {site} has delivery: argocd but the spec sets no gitops.repository")
         return cls(
             chart=rp.charts[ARGOCD_CHART],
-            values=argocd_values(),
+            values=argocd_values(rp.site(site).pools),
             namespace_labels=operator_namespace_labels(ARGOCD_NAMESPACE, rp.versions.kubernetes),
             root=root_application(rp, site, repo),
             repository=repo,

@@ -99,6 +99,7 @@ def build_site(rp: ResolvedPlatform, resolved: ResolvedSite, secrets: Secrets, s
             subnet_ids=subnets,
             node_security_group_id=cluster.node_security_group_id,
             kms_key_arn=kms,
+            node_role_arn=cluster.node_role_arn,
         ),
         opts,
     )

@@ -110,7 +110,9 @@ def _mount(tier: StorageTier, implementation: str) -> MountFacts | None:
     if implementation == "fsx-lustre" and isinstance(tier, ParallelFsTier):
         return MountFacts("fsx-lustre", "", ("flock",))
     if implementation == "efs" and isinstance(tier, SharedNfsTier):
-        return MountFacts("efs", "", ("tls",))
+        # iam: efs-utils signs the mount with the node's IAM role (EFS user guide, "Mounting with IAM authorization";
+        # it needs tls), so the file system policy, which grants nothing to anonymous clients, lets it in
+        return MountFacts("efs", "", ("tls", "iam"))
     return None
 
 

@@ -274,7 +274,14 @@ def _policy_matches(policy: dict[str, Any], group: str, resource: str, operation
 
 
 def admission_denials(
-    objs: list[dict[str, Any]], namespace: str, obj: dict[str, Any], *, group: str = "", resource: str = "pods"
+    objs: list[dict[str, Any]],
+    namespace: str,
+    obj: dict[str, Any],
+    *,
+    group: str = "",
+    resource: str = "pods",
+    operation: str = "CREATE",
+    user_groups: tuple[str, ...] = (),
 ) -> list[str]:
     """Messages of the ValidatingAdmissionPolicies (bound with Deny) that reject creating ``obj`` in ``namespace``.
 
@@ -284,7 +291,12 @@ def admission_denials(
     env = celpy.Environment()
     policies = {p["metadata"]["name"]: p for p in _kinds(objs, "ValidatingAdmissionPolicy")}
     kind = obj["kind"]
-    activation = {"object": celpy.json_to_cel(obj), "request": celpy.json_to_cel({"kind": {"kind": kind}, "namespace": namespace})}
+    request: dict[str, Any] = {"kind": {"kind": kind}, "namespace": namespace, "operation": operation}
+    if user_groups:
+        request["userInfo"] = {"groups": list(user_groups)}
+    # a DELETE has no object, only the oldObject (admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy variables)
+    key = "oldObject" if operation == "DELETE" else "object"
+    activation = {key: celpy.json_to_cel(obj), "request": celpy.json_to_cel(request)}
     out: list[str] = []
     for binding in _kinds(objs, "ValidatingAdmissionPolicyBinding"):
         spec = binding["spec"]
@@ -292,7 +304,7 @@ def admission_denials(
         selector = spec.get("matchResources", {}).get("namespaceSelector", {})
         if "Deny" not in spec["validationActions"] or not _selects(selector, _ns_labels(objs, namespace)):
             continue
-        if not _policy_matches(policy, group, resource, "CREATE"):
+        if not _policy_matches(policy, group, resource, operation):
             continue
         for validation in policy["spec"]["validations"]:
             if not env.program(env.compile(validation["expression"])).evaluate(activation):

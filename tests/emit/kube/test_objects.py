@@ -117,15 +117,19 @@ def test_priority_classes_rank_inference_over_training_over_batch() -> None:
     assert "alicerce-research-inference" not in workload  # research has no inference pool
 
 
-def test_resource_flavors_follow_pools_and_keep_cpu_jobs_off_gpu_pools() -> None:
-    objs = cluster_objects(platform("prod"), "aws")
+@pytest.mark.parametrize("site", ["aws", "dc1"])
+def test_resource_flavors_follow_pools_and_carry_their_taints_as_tolerations(site: str) -> None:
+    """Issue 21: on both targets a tainted pool's flavor injects the toleration (Kueue podset.go 78-91); with the
+    taint as nodeTaints instead, a GPU job without its own toleration skipped the flavor (flavorassigner.go 1239-1244)."""
+    objs = cluster_objects(platform("prod"), site)
     flavors = {o["metadata"]["name"]: o["spec"] for o in find(objs, "ResourceFlavor")}
-    assert set(flavors) == {"data-prep", "train-p5", "infer-l40s", "infer-l4"}
-    assert flavors["train-p5"]["nodeLabels"] == {"alicerce.dev/pool": "train-p5"}
-    # a taint on the flavor, no toleration: pods that do not tolerate the GPU taint skip it (flavorassigner.go 1239-1244)
-    assert flavors["train-p5"]["nodeTaints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
-    assert "tolerations" not in flavors["train-p5"]
-    assert flavors["data-prep"] == {"nodeLabels": {"alicerce.dev/pool": "data-prep"}}
+    gpu = "train-p5" if site == "aws" else "onprem-h100"
+    assert flavors[gpu]["nodeLabels"] == {"alicerce.dev/pool": gpu}
+    assert flavors[gpu]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}]
+    assert all("nodeTaints" not in f for f in flavors.values())
+    if site == "aws":
+        assert set(flavors) == {"data-prep", "train-p5", "infer-l40s", "infer-l4"}
+        assert flavors["data-prep"] == {"nodeLabels": {"alicerce.dev/pool": "data-prep"}}
 
 
 def test_kueue_api_version_is_the_one_the_pinned_release_serves() -> None:
@@ -177,6 +181,16 @@ def test_team_namespaces_get_claims_on_shared_file_systems_and_on_the_lake_only_
     assert not [o for o in cluster_objects(rp, "aws") if o["kind"] == "PersistentVolumeClaim" and o["metadata"]["name"] == "datasets"]
 
 
+def test_efs_volumes_mount_with_iam_so_the_file_system_policy_admits_them() -> None:
+    """Issue 21: the EFS file system policy grants mount and write to the nodes' IAM role only (no anonymous client);
+    efs-utils presents that role only with the ``iam`` mount option, which needs ``tls`` (EFS user guide, "Mounting
+    with IAM authorization")."""
+    objs = cluster_objects(platform("prod"), "aws", {"home": {"csi": {"driver": "efs.csi.aws.com", "volumeHandle": "fs-0456"}}})
+    efs = [o["spec"] for o in objs if o["kind"] == "PersistentVolume" and o["spec"].get("csi", {}).get("driver") == "efs.csi.aws.com"]
+    assert efs
+    assert all(v["mountOptions"] == ["tls", "iam"] for v in efs)
+
+
 def test_on_prem_shared_file_systems_come_from_the_spec() -> None:
     objs = cluster_objects(platform("prod"), "dc1")
     volumes = {o["metadata"]["labels"]["alicerce.dev/storage-tier"]: o["spec"] for o in objs if o["kind"] == "PersistentVolume"}
@@ -215,3 +229,55 @@ def test_each_team_may_name_only_its_own_priorities() -> None:
     assert bindings["alicerce-priorities-research"]["spec"]["validationActions"] == ["Deny"]
     resources = {r for rule in research["matchConstraints"]["resourceRules"] for r in rule["resources"]}
     assert {"pods", "jobs", "trainjobs", "deployments", "rayjobs"} <= resources
+
+
+def test_the_dc1_home_job_makes_each_team_directory_as_the_team_not_as_root() -> None:
+    """Issue 21: an NFS export squashes root (exports(5) root_squash is the default), so the prepare Job's root was
+    nobody and could make nothing in the export. Each team's directory is made by a container running as the team's
+    POSIX identity (the one its EFS access point enforces on AWS), under restricted Pod Security; a missing or
+    read-only teams/ directory fails with the command the NFS administrator runs."""
+    from alicerce.emit.kube.storage import team_posix_ids
+    from tests.emit.kube.cluster_model import pod_security_violations
+
+    rp = platform("prod")
+    [job] = find(cluster_objects(rp, "dc1"), "Job", "prepare-home")
+    pod = job["spec"]["template"]["spec"]
+    teams = [t.name for t in rp.site("dc1").teams]
+    ids = team_posix_ids(tuple(teams))
+    assert sorted(c["name"] for c in pod["containers"]) == sorted(f"prepare-{t}" for t in teams)
+    for container in pod["containers"]:
+        team = container["name"].removeprefix("prepare-")
+        context = container["securityContext"]
+        assert context["runAsUser"] == context["runAsGroup"] == ids[team] >= 20000
+        script = container["command"][-1]
+        assert f"mkdir -p /fs/teams/{team} " in script and "install -d -m 1777 <export>/teams" in script
+    assert pod_security_violations(pod, "restricted") == []
+    # file systems that do not squash root keep one root container (the Lustre export of dc1 is host-mounted)
+    [lustre] = find(cluster_objects(rp, "dc1"), "Job", "prepare-dc1-lustre")
+    assert [c["securityContext"]["runAsUser"] for c in lustre["spec"]["template"]["spec"]["containers"]] == [0]
+
+
+def test_the_dc1_home_job_script_needs_only_a_writable_teams_directory(tmp_path: Any) -> None:
+    """The team container's script, run as a non-root user against a stand-in export (its /proc/mounts line says nfs4)."""
+    import subprocess
+
+    [job] = find(cluster_objects(platform("prod"), "dc1"), "Job", "prepare-home")
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    team = container["name"].removeprefix("prepare-")
+    export, mounts = tmp_path / "export", tmp_path / "mounts"
+    export.mkdir()
+    mounts.write_text(f"nfs.dc1.acme.example:/export/home {export} nfs4 rw,relatime 0 0\n")
+    script = container["command"][-1].replace("/proc/mounts", str(mounts)).replace("/fs", str(export))
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=False, timeout=30)
+
+    missing = run()
+    assert missing.returncode == 1 and "install -d -m 1777 <export>/teams" in missing.stderr
+    (export / "teams").mkdir(mode=0o1777)
+    (export / "teams").chmod(0o1777)
+    done = run()
+    assert done.returncode == 0, done.stderr
+    assert (export / "teams" / team).is_dir() and (export / "teams" / team).stat().st_mode & 0o7777 == 0o1777
+    mounts.write_text(f"/dev/sda1 {export} ext4 rw 0 0\n")  # the node's own disk: nothing is made
+    assert run().returncode == 1

@@ -15,6 +15,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from alicerce.emit.gitops.argocd import argocd_values
 from alicerce.emit.kube.common import fabric_units_per_node
 from alicerce.emit.kube.objects import cluster_objects
 from alicerce.emit.kube.operators import CONTROLLER_PLACEMENT, operator_releases
@@ -69,11 +70,14 @@ def test_a_multi_node_efa_training_job_of_research_is_admitted_on_train_p5_only(
     assert not isinstance(admit(objs, config, Job("research", count=13, requests=EFA_POD, tolerations=[GPU_TOLERATION])), Admission)
 
 
-def test_the_same_job_without_the_gpu_toleration_is_not_admitted_anywhere() -> None:
-    _, objs, config = world("prod", "aws")
-    reason = admit(objs, config, Job("research", count=4, requests=EFA_POD))
-    # research's third of data-prep (1,706 GiB) is short of the job's 4,000 GiB before its GPUs are counted
-    assert reason == "data-prep: insufficient quota for memory; train-p5: untolerated taint nvidia.com/gpu"
+def test_the_same_job_without_the_gpu_toleration_is_admitted_with_it_injected() -> None:
+    """Issue 21: GPU jobs without an explicit toleration were never admitted on EKS (the GPU flavors carried the taint
+    as nodeTaints, K flavorassigner.go 1239-1244). Now the flavor's tolerations are injected (K podset.go 78-91)."""
+    rp, objs, config = world("prod", "aws")
+    admission = admit(objs, config, Job("research", count=4, requests=EFA_POD))
+    assert isinstance(admission, Admission), admission
+    assert admission.flavor == "train-p5"
+    assert feasible(nodes(rp, "aws"), EFA_POD, admission) == ["train-p5"]
 
 
 def test_an_rdma_job_on_dc1_is_admitted_on_the_infiniband_pool() -> None:
@@ -92,15 +96,19 @@ def test_an_rdma_job_on_dc1_is_admitted_on_the_infiniband_pool() -> None:
     assert reason == "resource vpc.amazonaws.com/efa unavailable in ClusterQueue"
 
 
-def test_a_cpu_data_prep_job_lands_on_data_prep_and_never_spills_onto_gpu_pools() -> None:
+def test_a_cpu_data_prep_job_lands_on_data_prep_first() -> None:
     rp, objs, config = world("prod", "aws")
     pod = {"cpu": "16", "memory": "64Gi", "ephemeral-storage": "100Gi"}
     admission = admit(objs, config, Job("research", count=10, requests=pod))
     assert isinstance(admission, Admission) and admission.flavor == "data-prep"
     assert feasible(nodes(rp, "aws"), pod, admission) == ["data-prep"]
-    # more than data-prep holds: it waits rather than taking a p5 or an L40S node
+    # the price of injected tolerations (a flavor's tolerations also count against its nodeTaints, K flavorassigner.go
+    # 1239): a CPU job larger than the team's data-prep share overflows onto the team's own GPU pool quota; one larger
+    # than both waits
+    overflow = admit(objs, config, Job("research", count=100, requests=pod))
+    assert isinstance(overflow, Admission) and overflow.flavor == "train-p5"
     reason = admit(objs, config, Job("research", count=200, requests=pod))
-    assert not isinstance(reason, Admission) and "untolerated taint" in str(reason)
+    assert not isinstance(reason, Admission) and "insufficient quota" in str(reason)
 
 
 def test_an_inference_deployment_of_serving_lands_on_its_gpu_pool() -> None:
@@ -319,6 +327,9 @@ def _controller_pods(rp: ResolvedPlatform, site: str) -> list[tuple[str, Admissi
     # every release runs a controller this test places, but the EFA device plugin (a DaemonSet and nothing else)
     assert {r.key for r in releases} - set(CONTROLLER_PODS) <= {"aws-efa-k8s-device-plugin"}
     pods = [(f"{r.key}:{path or '.'}", _placement(r.values, path)) for r in releases for path in CONTROLLER_PODS.get(r.key, ())]
+    # Argo CD (where the site delivers with it): every component falls back to global.nodeSelector/tolerations
+    # (argo-cd chart 10.1.1 templates, `<component>.nodeSelector | default .Values.global.nodeSelector`)
+    pods.append(("argo-cd:global", _placement(argocd_values(rp.site(site).pools), "global")))
     objs = cluster_objects(rp, site, {"datasets": FSX, "checkpoints": FSX, "home": EFS})
     for job in (o for o in objs if o["kind"] == "Job"):
         spec = job["spec"]["template"]["spec"]
@@ -416,7 +427,7 @@ def test_a_team_cannot_queue_a_workload_at_another_priority_through_its_pod_temp
             ),
             (
                 {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "r"},
-                 "spec": {"rayClusterSpec": {"headGroupSpec": {"template": {"spec": {"containers": []}}},
+                 "spec": {"submissionMode": "HTTPMode", "rayClusterSpec": {"headGroupSpec": {"template": {"spec": {"containers": []}}},
                                              "workerGroupSpecs": [{"template": {"spec": pod(priority)}}]}}},
                 "ray.io", "rayjobs",
             ),
@@ -429,3 +440,98 @@ def test_a_team_cannot_queue_a_workload_at_another_priority_through_its_pod_temp
     # a Job without a pod template priority, as most are, passes
     plain = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}, "spec": {"template": {"spec": {"containers": []}}}}
     assert admission_denials(objs, "research", plain, group="batch", resource="jobs") == []
+
+
+def _rayjob(**spec: Any) -> dict[str, Any]:
+    head = {"containers": [{"name": "ray-head", "image": "docker.io/rayproject/ray:2.49.0"}]}
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": "r", "namespace": "research"},
+        "spec": {"entrypoint": "python train.py", "rayClusterSpec": {"headGroupSpec": {"template": {"spec": head}}}, **spec},
+    }
+
+
+def test_a_rayjob_whose_submitter_pod_restricted_would_reject_is_refused_at_creation() -> None:
+    """Issue 21: under "restricted", KubeRay v1.7.0's default submitter pod (K8sJobMode without a
+    submitterPodTemplate: common/job.go GetSubmitterTemplate, GetDefaultSubmitterContainer) and the SidecarMode head
+    (the same container appended, rayjob_controller.go 1025-1031) carry no securityContext: Pod Security rejects the
+    pod, and the RayJob waits forever. The policy refuses such a RayJob with the fix; the fixed shapes validate
+    against the pinned RayJob CRD and their submitter pod passes restricted."""
+    from tests.emit.kube.upstream import crd_schema, validate_against
+
+    _, objs, _ = world("prod", "aws")
+    schema = crd_schema("kuberay-operator", "1.7.0", "ray.io", "rayjobs", "v1")
+    # the submitter pod KubeRay makes by default, as GetDefaultSubmitterContainer writes it
+    default_pod = {"containers": [{"name": "ray-job-submitter", "image": "docker.io/rayproject/ray:2.49.0"}], "restartPolicy": "Never"}
+    assert pod_security_violations(default_pod, "restricted")
+    submitter = {
+        "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}},
+        "restartPolicy": "Never",
+        "containers": [
+            {
+                "name": "ray-job-submitter",
+                "image": "docker.io/rayproject/ray:2.49.0",
+                "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+            }
+        ],
+    }
+    assert pod_security_violations(submitter, "restricted") == []
+    refused = [_rayjob(), _rayjob(submissionMode="K8sJobMode"), _rayjob(submissionMode="SidecarMode")]
+    allowed = [
+        _rayjob(submitterPodTemplate={"spec": submitter}),
+        _rayjob(submissionMode="K8sJobMode", submitterPodTemplate={"spec": submitter}),
+        _rayjob(submissionMode="HTTPMode"),
+        _rayjob(submissionMode="InteractiveMode"),
+    ]
+    for obj in [*refused, *allowed]:
+        validate_against(schema, obj)
+    for obj in refused:
+        [message] = admission_denials(objs, "research", obj, group="ray.io", resource="rayjobs")
+        assert "submitterPodTemplate" in message and "HTTPMode" in message
+    for obj in allowed:
+        assert admission_denials(objs, "research", obj, group="ray.io", resource="rayjobs") == []
+
+
+def test_no_rayjob_policy_where_the_namespaces_are_not_restricted() -> None:
+    """Baseline admits KubeRay's default submitter pod: no policy there."""
+    text = (ROOT / "platform.yaml").read_text()
+    assert "  podSecurity: restricted\n" in text
+    for level, expected in (("restricted", True), ("baseline", False)):
+        rp = validated(load_text(text.replace("  podSecurity: restricted\n", f"  podSecurity: {level}\n"), "platform.yaml"), "prod")
+        names = {o["metadata"]["name"] for o in cluster_objects(rp, "aws") if o["kind"] == "ValidatingAdmissionPolicy"}
+        assert ("alicerce-rayjob-submitter" in names) is expected
+
+
+FABRIC_POOLS = [("aws", "train-p5", "vpc.amazonaws.com/efa", 32), ("dc1", "onprem-h100", "rdma/ib", 1)]
+
+
+@pytest.mark.parametrize(("site", "pool", "fabric", "units"), FABRIC_POOLS)
+def test_the_fabric_runtime_requests_the_pools_fabric_and_is_admitted_there(site: str, pool: str, fabric: str, units: int) -> None:
+    """Issue 21: the shipped runtime requested no EFA (AWS) or RDMA (on-prem) device, so NCCL found none and fell back
+    to TCP. Each fabric pool has its own runtime: the device (every EFA interface, checked against the catalog; one
+    unit of the RDMA shared device plugin), the fabric's env, pinned to the pool; Kueue admits a TrainJob of it
+    (its ClusterQueue covers the fabric resource) without a toleration of its own, and only that pool fits it."""
+    from alicerce.emit.kube.training import TORCH_RUNTIME
+
+    rp, objs, config = world("prod", site)
+    runtimes = {o["metadata"]["name"]: o for o in objs if o["kind"] == "ClusterTrainingRuntime"}
+    generic = runtimes[TORCH_RUNTIME]["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    assert "resources" not in generic["containers"][0]  # runs on any GPU pool
+    [node] = runtimes[f"{TORCH_RUNTIME}-{pool}"]["spec"]["template"]["spec"]["replicatedJobs"]
+    pod = node["template"]["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    resolved = next(p for p in rp.site(site).pools if p.name == pool)
+    assert resolved.rdma is not None and resolved.rdma.resource == fabric
+    if fabric.startswith("vpc.amazonaws.com"):
+        assert resolved.instance is not None and units == resolved.instance.efa.maxInterfaces
+    assert container["resources"] == {"requests": {fabric: str(units)}, "limits": {fabric: str(units)}}
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env.get("FI_PROVIDER") == "efa" if site == "aws" else env.get("NCCL_IB_DISABLE") == "0"
+    assert pod["nodeSelector"] == {"alicerce.dev/pool": pool}
+    # a TrainJob's resourcesPerNode is merged over the runtime's (trainer v2.3.0 trainingruntime.go 199-230)
+    gpus = str(resolved.gpus_per_node)
+    requests = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": gpus, **container["resources"]["requests"]}
+    admission = admit(objs, config, Job(rp.site(site).teams[0].name if site == "dc1" else "research", count=2, requests=requests))
+    assert isinstance(admission, Admission) and admission.flavor == pool, admission
+    assert feasible(nodes(rp, site), requests, admission) == [pool]

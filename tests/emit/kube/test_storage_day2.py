@@ -141,3 +141,60 @@ def test_a_team_volume_never_climbs_out_of_the_file_system_directory(sub: str) -
     assert _below(fsx, "research")["csi"]["volumeAttributes"]["mountname"] == "fsx/research"
     with pytest.raises(EmitError, match="would leave the directory"):
         _below(fsx, sub)
+
+
+def test_a_team_cannot_delete_the_claim_its_static_volume_is_bound_to() -> None:
+    """Issue 21: a deleted claim left its static volume Released for good (Retain; the PV controller keeps the old
+    claim's uid in claimRef) and the claim Argo CD or Pulumi re-made Pending beside it. Team members may delete
+    their own dynamic claims, not alicerce's; the platform's deletions (not made as a team group) pass."""
+    from tests.emit.kube.cluster_model import admission_denials
+
+    rp = reference("prod")
+    objs = cluster_objects(rp, "dc1")
+    [claim] = [
+        o
+        for o in objs
+        if o["kind"] == "PersistentVolumeClaim" and o["metadata"] == {**o["metadata"], "name": "home", "namespace": "research"}
+    ]
+    team = next(t for t in rp.site("dc1").teams if t.name == "research")
+    member = tuple(team.spec.groups)
+
+    def denials(obj: dict[str, Any], groups: tuple[str, ...]) -> list[str]:
+        return admission_denials(objs, "research", obj, resource="persistentvolumeclaims", operation="DELETE", user_groups=groups)
+
+    [message] = denials(claim, member)
+    assert "Released" in message
+    own = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "scratch", "namespace": "research"}}
+    assert denials(own, member) == []  # a team's own claim
+    assert denials(claim, ("system:serviceaccounts", "system:serviceaccounts:kube-system")) == []  # the namespace controller
+    # creating claims is untouched
+    assert admission_denials(objs, "research", claim, resource="persistentvolumeclaims", user_groups=member) == []
+
+
+@pytest.mark.parametrize("site", ["aws", "dc1"])
+def test_a_removed_team_takes_its_volumes_along_and_leaves_its_data(site: str) -> None:
+    """The lifecycle of a team's static volumes: removing the team from the spec removes its namespace, its claims
+    and their PersistentVolumes together (Pulumi deletes what leaves its program; Argo CD prunes what leaves the
+    tree: automated prune is on), so no volume is left Released; each volume is Retain, and a static volume's
+    delete never touches the file system: the team's directory and its data stay for an administrator to archive."""
+    rp = reference("prod")
+    gone = "applied-ml"
+    before = _volumes(rp)
+    text_rp = variant(lambda data: _drop_team(data, gone))
+    after = _volumes(text_rp)
+    removed = {k for k in set(before) - set(after) if k[0] == site}
+    claims = {k for k in removed if k[1] == "PersistentVolumeClaim"}
+    assert claims and all(k[2] == gone for k in claims)
+    bound = {before[k]["spec"]["volumeName"] for k in claims}
+    assert bound == {k[3] for k in removed if k[1] == "PersistentVolume"}  # each claim's volume goes with it
+    assert all(before[(site, "PersistentVolume", None, name)]["spec"]["persistentVolumeReclaimPolicy"] == "Retain" for name in bound)
+    assert refused_updates(before, after) == []  # nothing else changes
+
+
+def _drop_team(data: dict[str, Any], team: str) -> None:
+    data["tenancy"]["teams"] = [t for t in data["tenancy"]["teams"] if t["name"] != team]
+    for env in data.get("environments", {}).values():
+        teams = env.get("tenancy", {}).get("teams")
+        if teams:
+            env["tenancy"]["teams"] = [t for t in teams if t["name"] != team]
+    data["workloads"] = [w for w in data["workloads"] if w.get("team") != team]

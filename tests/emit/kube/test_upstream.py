@@ -43,7 +43,9 @@ def installed(env: str, site: str) -> list[Release]:
     if isinstance(spec, AwsSite):
         releases += controller_releases(rp, spec)
     chart = rp.charts[ARGOCD_CHART]
-    releases.append(Release(ARGOCD_CHART, chart.chart, chart.repository, chart.version, ARGOCD_NAMESPACE, argocd_values()))
+    releases.append(
+        Release(ARGOCD_CHART, chart.chart, chart.repository, chart.version, ARGOCD_NAMESPACE, argocd_values(rp.site(site).pools))
+    )
     return releases
 
 
@@ -181,8 +183,10 @@ def test_custom_resources_pass_their_crd_schemas(env: str, site: str) -> None:
     assert {"ClusterQueue", "ResourceFlavor", "WorkloadPriorityClass", "PrometheusRule", "ClusterTrainingRuntime"} <= checked
 
 
-def test_the_torch_runtime_has_the_shape_the_trainer_webhook_requires() -> None:
-    [runtime] = [o for o in cluster_objects(platform("prod"), "aws") if o["kind"] == "ClusterTrainingRuntime"]
+@pytest.mark.parametrize("name", ["torch-distributed", "torch-distributed-train-p5"])
+def test_the_torch_runtime_has_the_shape_the_trainer_webhook_requires(name: str) -> None:
+    objs = cluster_objects(platform("prod"), "aws")
+    [runtime] = [o for o in objs if o["kind"] == "ClusterTrainingRuntime" and o["metadata"]["name"] == name]
     spec = runtime["spec"]
     assert spec["mlPolicy"] == {"numNodes": 1, "torch": {}}  # torch.numProcPerNode no longer exists at 2.3.0
     [node] = spec["template"]["spec"]["replicatedJobs"]
@@ -212,11 +216,13 @@ def test_the_torch_runtime_runs_under_the_team_namespaces_pod_security(level: st
     resources, not the security context: trainer v2.3.0 trainjob_types.go 284-288), in a team namespace that
     enforces spec.security.podSecurity (restricted by default): a template the admission controller rejects
     leaves every TrainJob without pods. The image runs as root (no USER), so runAsNonRoot needs a user id."""
-    [runtime] = [o for o in cluster_objects(platform("prod"), "aws") if o["kind"] == "ClusterTrainingRuntime"]
-    [node] = runtime["spec"]["template"]["spec"]["replicatedJobs"]
-    pod = node["template"]["spec"]["template"]["spec"]
-    assert pod_security_violations(pod, level) == []
-    assert pod["securityContext"]["runAsUser"] != 0
+    runtimes = [o for site in ("aws", "dc1") for o in cluster_objects(platform("prod"), site) if o["kind"] == "ClusterTrainingRuntime"]
+    assert len(runtimes) == 4  # the generic runtime and one per fabric pool, at each site
+    for runtime in runtimes:
+        [node] = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+        pod = node["template"]["spec"]["template"]["spec"]
+        assert pod_security_violations(pod, level) == []
+        assert pod["securityContext"]["runAsUser"] != 0
 
 
 @pytest.mark.parametrize("owner", ["operator", "host"])

@@ -8,7 +8,6 @@ errors to an encrypted /aws/fsx log group.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Mapping
@@ -18,7 +17,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from alicerce.emit.kube.storage import PER_TEAM, team_path
+from alicerce.emit.kube.storage import PER_TEAM, team_path, team_posix_ids
 from alicerce.emit.pulumi.component import Component, log_retention_days, named
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.spec.models import AwsSite, ObjectTier, ParallelFsTier, SharedNfsTier
@@ -40,10 +39,7 @@ FSX_MAX_BACKUP_DAYS = 90
 DRA_IMPORT_EVENTS = ("NEW", "CHANGED", "DELETED")
 DRA_EXPORT_EVENTS = ("NEW", "CHANGED")
 # Each team's EFS access point enforces one POSIX identity (EFS user guide, "Enforcing a user identity using an access
-# point"): every NFS request through it acts as that uid/gid, whatever user the pod runs as. Ids are a stable
-# function of the team name (adding or removing a team never renumbers another: an access point's identity cannot
-# change without replacing it), in a range clear of system and image users.
-TEAM_ID_BASE, TEAM_ID_SPAN = 20000, 40000
+# point"): every NFS request through it acts as that uid/gid (team_posix_ids), whatever user the pod runs as.
 # the team's directory: the team's identity reads and writes it, nobody else (EFS creates it with this owner and mode)
 EFS_TEAM_DIRECTORY_MODE = "0770"
 # FSx logs to CloudWatch: data repository import/export warnings and errors (FSx for Lustre user guide, "Logging").
@@ -97,18 +93,6 @@ class StorageLayout:
     log_retention_days: int = 365
     access_log_bucket: str = ""  # receives the server access logs of every bucket created here
     account: str = ""
-
-
-def team_posix_ids(teams: tuple[str, ...]) -> dict[str, int]:
-    """uid (= gid) of each team on EFS: a hash of its name in [TEAM_ID_BASE, TEAM_ID_BASE + TEAM_ID_SPAN), the next
-    free id on a collision (teams in name order, so the result depends only on the set of names)."""
-    taken: dict[str, int] = {}
-    for team in sorted(teams):
-        uid = TEAM_ID_BASE + int(hashlib.sha256(team.encode()).hexdigest()[:8], 16) % TEAM_ID_SPAN
-        while uid in taken.values():
-            uid = TEAM_ID_BASE + (uid - TEAM_ID_BASE + 1) % TEAM_ID_SPAN
-        taken[team] = uid
-    return taken
 
 
 def backup_days(tier: ParallelFsTier, deployment_type: str) -> int:
@@ -196,17 +180,20 @@ def access_log_policy(arn: str, account: str) -> dict[str, Any]:
     }
 
 
-def efs_policy(arn: str) -> dict[str, Any]:
-    """The file system's resource policy (EFS user guide, "Using IAM to control file system data access"): NFS
-    clients mount and write only through a mount target, and never without TLS (the EFS CSI driver mounts with
-    tls by default)."""
+def efs_policy(arn: str, client_role_arn: str) -> dict[str, Any]:
+    """The file system's resource policy (EFS user guide, "Using IAM to control file system data access"): only the
+    cluster's nodes (their IAM role: the PersistentVolumes mount with ``iam``, so efs-utils signs the mount with it)
+    mount and write, only through a mount target, and never without TLS. Nothing is granted to ``*``: an anonymous
+    client (one mounting without ``iam``) is refused ("Prevent anonymous access" in the EFS console removes
+    ClientMount from the statement for everyone), as is any other AWS principal. Root access stays granted to the
+    nodes: alicerce's prepare Job makes the team directories as root."""
     return {
         "Version": "2012-10-17",
         "Statement": [
             {
                 "Sid": "MountTargetsOnly",
                 "Effect": "Allow",
-                "Principal": {"AWS": "*"},
+                "Principal": {"AWS": client_role_arn},
                 "Action": ["elasticfilesystem:ClientMount", "elasticfilesystem:ClientWrite", "elasticfilesystem:ClientRootAccess"],
                 "Resource": arn,
                 "Condition": {"Bool": {"elasticfilesystem:AccessedViaMountTarget": "true"}},
@@ -225,6 +212,7 @@ class StorageArgs:
     subnet_ids: Mapping[str, pulumi.Input[str]]  # zone -> private subnet
     node_security_group_id: pulumi.Input[str]
     kms_key_arn: pulumi.Input[str] | None
+    node_role_arn: pulumi.Input[str]  # the nodes' IAM role: the only principal EFS lets mount (efs_policy)
 
 
 class Storage(Component):
@@ -545,7 +533,7 @@ class Storage(Component):
         aws.efs.FileSystemPolicy(
             f"{name}-{tier.name}-policy",
             file_system_id=fs.id,
-            policy=fs.arn.apply(lambda arn: json.dumps(efs_policy(arn))),
+            policy=pulumi.Output.all(fs.arn, args.node_role_arn).apply(lambda a: json.dumps(efs_policy(a[0], a[1]))),
             opts=self.child(),
         )
         for zone, subnet in sorted(args.subnet_ids.items()):
