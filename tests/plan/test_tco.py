@@ -72,9 +72,45 @@ def test_golden_break_even_against_p5() -> None:
     (option,) = plan().own_vs_rent
     assert option.rental == "p5.48xlarge" and option.rental_usd_per_gpu_hour == pytest.approx(6.88)
     assert option.break_even_utilization == pytest.approx(0.30235, abs=1e-4)
-    assert option.verdict().startswith("owning is cheaper at 88% utilisation (break-even 30%)")
+    assert option.verdict().startswith("owning is cheaper at 88% utilisation")
     # at the break-even utilisation owning and renting cost the same per used GPU-hour
     assert option.owned.usd_per_gpu_hour(option.break_even_utilization) == pytest.approx(6.88, rel=1e-9)
+
+
+def test_own_vs_rent_prices_every_purchase_option() -> None:
+    """Issue 23, defect 2: own-vs-rent compared owning only with on-demand. Every option the catalog prices for
+    H100 in us-east-1 is compared, each with the utilisations at which owning wins (F and V as above):
+      on-demand            p5.48xlarge 55.04 / 8 = 6.88 per used GPU-hour: owning wins above 30.2% (above)
+      Capacity Block       p5.48xlarge 39.33 / 8 = 4.91625: R = 4.91625 x 256 x 730 = 918,743.04;
+                           u* = 384,218.32 / (918,743.04 - 14,979.69) = 0.42513
+      capacity reservation 6.88 billed every hour: R = 1,285,734.40 > F + V = 399,198.01: owning always wins
+    The cheapest month by utilisation: Capacity Blocks up to 42.5%, owning above."""
+    (option,) = plan().own_vs_rent
+    by = {o.purchase: o for o in option.options}
+    assert set(by) == {"on-demand", "capacity-block", "capacity-reservation"}
+    assert by["capacity-block"].usd_per_gpu_hour == pytest.approx(4.91625)
+    assert option.wins(by["capacity-block"]) == pytest.approx((0.42513, 1.0), abs=1e-5)
+    assert option.wins(by["on-demand"]) == pytest.approx((0.30235, 1.0), abs=1e-5)
+    assert by["capacity-reservation"].held and option.wins(by["capacity-reservation"]) == (0.0, 1.0)
+    (low, cut, first), (cut2, high, second) = option.bands()
+    assert (first, second) == ("capacity-block", "owned") and cut == cut2 == pytest.approx(0.42513, abs=1e-5)
+    assert (low, high) == (0.0, 1.0)
+
+
+def test_own_vs_rent_uses_the_specs_savings_plan_discount() -> None:
+    """Issue 23, defect 2: the plan applied a pool's Savings Plan discount to that pool's price but compared owning
+    with the undiscounted on-demand price. With 65% off p5 (train-p5 holds H100 too): 6.88 x 0.35 = 2.408 per GPU-hour;
+    R = 2.408 x 256 x 730 = 450,007.04; u* = 384,218.32 / (450,007.04 - 14,979.69) = 0.88320, above the pool's 87.5%:
+    renting on the Savings Plan is cheaper, where the on-demand comparison said owning was."""
+    data = reference()
+    data["costs"]["cloud"] = [{"pool": "train-p5", "reservedNodes": 4, "savingsPlanDiscount": 0.65}]
+    (option,) = plan_platform(resolve(data), today=TODAY).own_vs_rent
+    plan_ = next(o for o in option.options if o.purchase == "savings-plan")
+    assert plan_.usd_per_gpu_hour == pytest.approx(2.408)
+    assert option.wins(plan_) == pytest.approx((0.88320, 1.0), abs=1e-5)
+    assert option.cheapest_at(0.875) == "savings-plan"
+    assert option.verdict().startswith("renting (savings-plan) is cheaper at 88% utilisation")
+    assert option.bands()[0][2] == "savings-plan" and option.bands()[-1] == pytest.approx((0.88320, 1.0, "owned"), abs=1e-5)
 
 
 def test_golden_reference_prod_month() -> None:
