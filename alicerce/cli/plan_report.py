@@ -128,12 +128,12 @@ def print_tco(console: Console, result: SizingPlan) -> None:
         items = _table(
             f"Owned pools: a month at forecast utilisation ({result.environment})",
             [("pool", "left"), ("util.", "right"), ("capex", "right"), ("support", "right"), ("space", "right"), ("power", "right"),
-             ("staff", "right"), ("licences", "right"), ("total", "right"), ("racks", "right")],
+             ("staff", "right"), ("licences", "right"), ("total", "right"), ("USD/GPU-h", "right"), ("racks", "right")],
         )  # fmt: skip
         for o in owned:
             c = o.owned
             money = (_num(c.items[k]) for k in ("capex", "support", "space", "power", "staff", "licences"))
-            items.add(o.pool, _pct(c.utilization), *money, _num(c.monthly_usd), str(c.racks))
+            items.add(o.pool, _pct(c.utilization), *money, _num(c.monthly_usd), _num(c.usd_per_gpu_hour(), 2), str(c.racks))
         print_table(items, console)
         columns = [("pool", "left"), ("option", "left"), ("instance", "left"), ("USD per used GPU-h", "right"), ("owning wins", "left")]
         vs = _table("Own or rent: every purchase option the catalog and the spec price", columns)

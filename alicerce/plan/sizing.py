@@ -72,6 +72,7 @@ class WorkloadPlan:
     cpu_cores: int | None = None
     deadline_days: float | None = None
     tokens_per_month: float | None = None  # serving at peak load: input + output tokens
+    runs_per_quarter: float | None = None  # training: the declared schedule (None: back to back)
     fits: dict[str, int | None] = field(default_factory=dict)  # candidate GPU -> smallest count that fits
     figures: tuple[Figure, ...] = ()
     notes: tuple[str, ...] = ()
@@ -360,6 +361,16 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     figures.append(Figure("network per GPU", run.network_need_gbps, "Gbit/s",
                           "(ZeRO-3 traffic of weights / TP + MoE all-to-all) per step x 8 / (step time x overlap)",
                           {"available Gbit/s": place.network_gbps_per_gpu, "global batch tokens": batch_tokens}))  # fmt: skip
+    quarter_days = 3 * sizing.hoursPerMonth.value / 24
+    if w.runs_per_quarter is not None:
+        runs = w.runs_per_quarter
+        share = runs * wall_days / quarter_days
+        figures.append(Figure("busy share of its GPUs", min(1.0, share), "of each quarter",
+                              "runs per quarter x wall-clock days / days per quarter (3 x hours per month / 24)",
+                              {"runs per quarter": runs, "wall-clock days": wall_days, "days per quarter": quarter_days}))  # fmt: skip
+        if share > 1:
+            issues.append(Issue("PL320", f"{runs:g} runs a quarter of {wall_days:.0f} days each take {share * quarter_days:.0f} days "
+                                f"of a {quarter_days:.0f}-day quarter: they overlap, holding {share:.1f}x the {gpus} GPUs"))  # fmt: skip
     activations = mem.activations if run.recompute else mem.activations_no_recompute
     multi_node = gpus > place.gpus_per_node
     rdma = multi_node and run.network_need_gbps > sizing.tcpGbpsPerGpu.value
@@ -371,7 +382,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         checkpoint_write_gbps=write, dataset_read_gbps=read, network_gbps_per_gpu=run.network_need_gbps, rdma_required=rdma,
         replicas=None, tokens_per_second_per_replica=None, mfu=run.mfu, tensor_parallel=tp,
         deadline_days=deadline / DAY if deadline else None, fits=fits, figures=tuple(figures), notes=tuple(notes),
-        issues=tuple(issues),
+        issues=tuple(issues), runs_per_quarter=w.runs_per_quarter,
     )  # fmt: skip
 
 

@@ -113,6 +113,40 @@ def test_own_vs_rent_uses_the_specs_savings_plan_discount() -> None:
     assert option.bands()[0][2] == "savings-plan" and option.bands()[-1] == pytest.approx((0.88320, 1.0, "owned"), abs=1e-5)
 
 
+def test_utilisation_follows_the_declared_schedule() -> None:
+    """Issue 23, defect 3: a training run was counted as holding its GPUs every hour, back to back. Declared as one
+    run a quarter, llm-pretrain (224 H100 for 59.0108 days, as above) keeps them busy 59.0108 x 24 / 3 = 472.087 h a
+    month: u = 224 x 472.087 / (256 x 730) = 0.56586, not 0.875. The owned month (power follows u):
+      power = 29,959.37 x (0.3 + 0.5 x 0.56586) = 17,464.17; fixed items as above -> 392,694.69 a month
+      per used GPU-hour = 392,694.69 / (256 x 730 x 0.56586) = 3.7135, and the run costs 317,242 x 3.7135 = 1,178,084."""
+    data = reference()
+    next(w for w in data["workloads"] if w["name"] == "llm-pretrain")["runsPerQuarter"] = 1
+    scheduled = plan_platform(resolve(data), today=TODAY)
+    pool = next(x for x in scheduled.pools if x.name == "onprem-h100")
+    assert pool.utilization == pytest.approx(0.56586, abs=1e-5)
+    assert pool.owned_cost is not None and pool.owned_cost.items["power"] == pytest.approx(17_464.17, abs=0.01)
+    assert pool.owned_cost.monthly_usd == pytest.approx(392_694.69, abs=0.01)
+    assert pool.owned_cost.usd_per_gpu_hour() == pytest.approx(3.7135, abs=1e-4)
+    units = {u.workload: u for u in scheduled.unit_costs}
+    assert units["llm-pretrain"].cost_per_run_usd == pytest.approx(1_178_084, rel=1e-5)
+    (option,) = scheduled.own_vs_rent
+    assert option.verdict().startswith("owning is cheaper at 57% utilisation")
+    pretrain = next(w for w in scheduled.workloads if w.name == "llm-pretrain")
+    busy = next(f for f in pretrain.figures if f.name == "busy share of its GPUs")
+    assert busy.value == pytest.approx(59.0108 / 91.25, abs=1e-5) and "PL320" not in {f.check for f in scheduled.findings}
+
+
+def test_runs_that_cannot_follow_one_another_in_a_quarter_are_a_finding() -> None:
+    # two 59-day runs a quarter need 118 of its 91.25 days on the same 224 GPUs: they overlap (PL320), and the pool
+    # is busy all month (224 x 2 x 472.087 h = 211,495 GPU-hours > 186,880: capped at 100%)
+    data = reference()
+    next(w for w in data["workloads"] if w["name"] == "llm-pretrain")["runsPerQuarter"] = 2
+    scheduled = plan_platform(resolve(data), today=TODAY)
+    (finding,) = [f for f in scheduled.findings if f.check == "PL320"]
+    assert finding.subject == "llm-pretrain" and "118 days of a 91-day quarter" in finding.message
+    assert next(x for x in scheduled.pools if x.name == "onprem-h100").utilization == 1.0
+
+
 def test_golden_reference_prod_month() -> None:
     # system       m7i.4xlarge on-demand, min 2 always on: 2 x 730 x 0.8064                   =   1,177.34
     # data-prep    m7i.16xlarge Spot: 3.2256 x 0.479 (m7i Spot share, us-east-1) = 1.5451/h;

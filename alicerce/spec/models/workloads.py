@@ -107,5 +107,13 @@ class Workload(SpecModel):
     dataset: Dataset | None = Field(default=None, description="Input data.")
     traffic: Traffic | None = Field(default=None, description="Inference traffic.")
     latency: Latency | None = Field(default=None, description="Inference latency SLOs.")
+    runs_per_quarter: float | None = Field(
+        default=None,
+        gt=0,
+        le=10**4,
+        description="Training and fine-tuning: runs started per quarter (1: one run a quarter; 0.25: one a year); a pool is busy "
+        "runs x wall-clock of each quarter. Default: runs back to back, busy every hour.",
+        examples=[1],
+    )
     hours_per_day: float = Field(default=24, ge=0.1, le=24, description="Hours a day the workload runs.")
     growth: Growth | None = Field(default=None, description="Demand growth; `alicerce plan` forecasts capacity and cost with it.")
