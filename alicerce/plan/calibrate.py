@@ -352,9 +352,13 @@ def summary(errors: Sequence[float]) -> dict[str, float]:
 
 
 def run_workload(run: TrainingRun) -> Workload:
-    """The run as a `workloads[]` entry: only fields a user can declare (no attention width, no framework
-    label beyond `fp8Recipe`, no recomputation choice: the planner decides those as it does for a user)."""
+    """The run as a `workloads[]` entry: only fields a user can declare (the attention layout, not a width; no
+    framework label beyond `fp8Recipe`; no recomputation choice: the planner decides it as for a user)."""
     model: dict[str, object] = {"parameters": run.parameters, "layers": run.layers, "hiddenSize": run.hidden}
+    if run.mla is not None:
+        mla = run.mla
+        attention = {"kind": "mla", "heads": mla.heads, "ropeHeadDim": mla.ropeHeadDim, "kvLoraRank": mla.kvLoraRank}
+        model.update(headDim=mla.headDim, attention=attention)
     if run.experts is not None:
         model.update(architecture="moe", activeParameters=run.activeParameters or run.parameters,
                      experts={"total": run.experts.total, "perToken": run.experts.perToken, "layers": run.experts.moeLayers})  # fmt: skip

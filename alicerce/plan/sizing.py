@@ -16,7 +16,7 @@ from alicerce.catalog.models import Gpu, Sizing
 from alicerce.plan.figures import Factor, Figure, rounded
 from alicerce.plan.roofline import Replica, ReplicaPerformance, ServedShape, efficiencies, gpu_hardware, replica_performance
 from alicerce.plan.throughput import TrainingJob, moe_routing_ratio, training_mfu
-from alicerce.spec.models import Traffic, Workload
+from alicerce.spec.models import LatentAttention, SlidingWindowAttention, Traffic, Workload
 
 GIB = 2**30
 DAY = 86400.0
@@ -204,6 +204,27 @@ class _Run:
     network_need_gbps: float
 
 
+def attention_width(w: Workload, layers: int, hidden: int, sizing: Sizing) -> tuple[int | None, float | None]:
+    """(attention FLOPs width, effective sequence) of the throughput model's attention term, from the declared layout.
+
+    MLA: query-key products run over head dim + RoPE key per head, value products over head dim, so the width is
+    heads x (head dim + RoPE dim / 2) (DeepSeek-V3: 128 x (128 + 32) = 20,480). Sliding window: causal attention
+    over a window W of a sequence S costs (2W - W^2 / S) / S of full causal attention, so a sliding layer counts
+    2W - W^2 / S tokens; global layers count S."""
+    assert w.model is not None
+    attention = w.model.attention
+    sequence = w.sequence_length or DEFAULT_SEQUENCE
+    if isinstance(attention, LatentAttention) and attention.heads is not None:
+        head = w.model.head_dim or int(sizing.inference.headDimDefault.value)
+        return round(attention.heads * (head + attention.rope_head_dim / 2)), None
+    if isinstance(attention, SlidingWindowAttention) and attention.window < sequence:
+        window = attention.window
+        full = min(attention.global_layers, layers)
+        effective = (full * sequence + (layers - full) * (2 * window - window**2 / sequence)) / layers
+        return None, effective
+    return None, None
+
+
 def _training_run(  # noqa: PLR0917 - the job's parts, each needed
     w: Workload, place: Placement, sizing: Sizing, mem: TrainingMemory, gpus: int, tp: int, flops_per: float, active: float
 ) -> _Run:
@@ -223,6 +244,7 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
     recompute = not fitting
     tp = fitting[0] if fitting else tp
     experts = w.model.experts
+    attention_dim, attention_sequence = attention_width(w, layers, hidden, sizing)
     job = TrainingJob(
         architecture=gpu.architecture,
         active_parameters=active,
@@ -238,6 +260,8 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
         experts_per_token=(experts.per_token if experts else int(sizing.training.expertsPerTokenDefault.value)) if moe else None,
         moe_layers=experts.layers if experts else None,
         full_recompute=recompute,
+        attention_dim=attention_dim,
+        attention_sequence=attention_sequence,
     )
     if w.mfu is not None:
         return _Run(gpus, tp, w.mfu, (Factor("mfu", w.mfu, "spec", "workloads[].mfu replaces the throughput model"),), recompute, 0.0)
@@ -415,6 +439,7 @@ def served_shape(w: Workload, sizing: Sizing) -> ServedShape:
     n = float(w.model.parameters)
     layers, hidden = shape(n, w.model.layers, w.model.hidden_size, sizing)
     inf = sizing.inference
+    attention = w.model.attention
     return ServedShape(
         parameters=n,
         active_parameters=float(w.model.active_parameters or n),
@@ -422,6 +447,9 @@ def served_shape(w: Workload, sizing: Sizing) -> ServedShape:
         hidden=hidden,
         kv_heads=w.model.kv_heads or int(inf.kvHeadsDefault.value),
         head_dim=w.model.head_dim or int(inf.headDimDefault.value),
+        kv_latent=attention.kv_lora_rank + attention.rope_head_dim if isinstance(attention, LatentAttention) else None,
+        window=attention.window if isinstance(attention, SlidingWindowAttention) else None,
+        global_layers=attention.global_layers if isinstance(attention, SlidingWindowAttention) else 0,
     )
 
 
@@ -440,11 +468,20 @@ def replica_layout(w: Workload, gpu: Gpu, sizing: Sizing, node_gpus: int) -> tup
     tpot = _slo(w.latency.time_per_output_token) if w.latency else None
     ttft = _slo(w.latency.time_to_first_token) if w.latency else None
     isl, osl = w.traffic.input_tokens, w.traffic.output_tokens
-    kv_token = 2 * shape_.layers * shape_.kv_heads * shape_.head_dim * kv_bytes(w.precision)
+    per_layer = shape_.kv_per_token_layer(kv_bytes(w.precision))
+    kv_inputs: dict[str, float]
+    if shape_.kv_latent is not None:
+        kv_formula, kv_inputs = "layers x (KV latent + RoPE key) x bytes x tokens (MLA)", {"KV latent + RoPE key": shape_.kv_latent}
+    else:
+        kv_formula = "2 x layers x KV heads x head dim x bytes x tokens"
+        kv_inputs = {"KV heads": shape_.kv_heads, "head dim": shape_.head_dim}
+    if shape_.window is not None:
+        kv_formula += "; sliding layers hold at most their window"
+        kv_inputs |= {"window": shape_.window, "global layers": shape_.global_layers}
     figures = [
         Figure("weights", shape_.parameters * bytes_per_weight / GIB, "GiB", "parameters x bytes per weight", {"precision": w.precision}),
-        Figure("KV cache per sequence", kv_token * (isl + osl) / GIB, "GiB", "2 x layers x KV heads x head dim x bytes x tokens",
-               {"layers": shape_.layers, "KV heads": shape_.kv_heads, "head dim": shape_.head_dim, "tokens": isl + osl}),
+        Figure("KV cache per sequence", per_layer * shape_.attended(isl + osl) / GIB, "GiB", kv_formula,
+               {"layers": shape_.layers, **kv_inputs, "tokens": isl + osl}),
     ]  # fmt: skip
     factors = (
         Factor("prefill compute efficiency", eff.prefill, inf.prefillEfficiency.source),

@@ -162,7 +162,6 @@ def test_fp8_is_a_measured_gain_not_the_peak_ratio() -> None:
 # Issue 23, defect 1: the runs where the planner, given only what a user can declare, sizes a run differently
 # from the calibration's own inputs, and why. Any other difference means the two paths drifted apart.
 PLANNER_DIFFERS = {
-    "deepseek-v3": "attention width 20,480 (MLA) is not declarable",
     "bloom-176b": "the run recomputed activations; at 384 GPUs the planner finds they fit without",
     "llama31-405b-16k-gpus-longctx": "the planner recomputes at a 131k sequence; the run did not say",
     "mlperf50-l405b-512xh100": "the planner recomputes at 512 H100 (memory); the run did not",
@@ -179,6 +178,13 @@ def test_the_planner_sizes_each_run_as_calibrated_from_what_a_user_declares() ->
         if planned != pytest.approx(predicted_mfu(run, CATALOG, SIZING), rel=1e-9):
             differs[run.id] = planned
     assert sorted(differs) == sorted(PLANNER_DIFFERS)
+
+
+def test_a_declared_mla_layout_gives_the_runs_attention_width() -> None:
+    # DeepSeek-V3: 128 heads x (128 + 64 / 2) = 20,480, the width its calibration row carries
+    for run in RUNS:
+        if run.mla is not None:
+            assert run.attentionDim == run.mla.heads * (run.mla.headDim + run.mla.ropeHeadDim // 2), run.id
 
 
 def test_held_out_runs_through_the_planners_own_path() -> None:

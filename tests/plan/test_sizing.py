@@ -299,3 +299,61 @@ def test_decode_has_a_compute_ceiling_and_prefill_counts() -> None:
         update={"maxBatch": SIZING.inference.maxBatch.model_copy(update={"value": 2048})})}), [])  # fmt: skip
     assert plan.tokens_per_second_per_replica is not None
     assert abs(plan.tokens_per_second_per_replica - 3557) / 3557 <= 0.25
+
+
+def _kv_per_sequence(model: dict[str, Any], tokens: tuple[int, int], precision: str = "bf16") -> float:
+    w = workload(kind="inference", model=model, precision=precision,
+                 traffic={"peakRps": 1, "inputTokens": tokens[0], "outputTokens": tokens[1]})  # fmt: skip
+    plan = plan_inference(w, on("H200-SXM-141GB"), SIZING, [])
+    value = next(f.value for f in plan.figures if f.name == "KV cache per sequence")
+    assert value is not None
+    return value * GIB
+
+
+DEEPSEEK_V3 = {"parameters": "671B", "architecture": "moe", "activeParameters": "37B", "layers": 61, "hiddenSize": 7168,
+               "experts": {"total": 256, "perToken": 8, "layers": 58}}  # fmt: skip
+
+
+def test_kv_cache_of_multi_head_latent_attention() -> None:
+    """Issue 23 gap: DeepSeek-V3's KV cache came out 3.6x too large (grouped-query default: 8 KV heads of 128).
+    MLA caches (d_c + d_h^R) elements per token and layer (DeepSeek-V2, arXiv 2405.04434, Sec. 2.1.3; V3's
+    d_c = 512, d_h^R = 64, 61 layers: DeepSeek-V3 Technical Report, arXiv 2412.19437, Sec. 4.2). In bf16:
+    61 x 576 x 2 B = 70,272 B a token, against 2 x 61 x 8 x 128 x 2 B = 249,856 B before."""
+    mla = {**DEEPSEEK_V3, "attention": {"kind": "mla", "kvLoraRank": 512, "ropeHeadDim": 64, "heads": 128}}
+    assert _kv_per_sequence(mla, (1000, 1000)) == pytest.approx(70_272 * 2000, rel=1e-12)
+    assert _kv_per_sequence(DEEPSEEK_V3, (1000, 1000)) == pytest.approx(249_856 * 2000, rel=1e-12)
+
+
+MISTRAL_7B = {"parameters": "7.3B", "layers": 32, "hiddenSize": 4096, "kvHeads": 8, "headDim": 128}
+
+
+def test_kv_cache_of_sliding_window_attention() -> None:
+    """Sliding layers cache only their window (Mistral 7B, arXiv 2310.06825, Sec. 2 and Table 1: 32 layers, 8 KV
+    heads of 128, window 4,096). In bf16 a token-layer is 2 x 8 x 128 x 2 B = 4,096 B; a 16,000-token sequence:
+      every layer sliding:   32 x 4,096 tokens x 4,096 B                 =   536,870,912 B
+      2 global layers:       (2 x 16,000 + 30 x 4,096) x 4,096 B         =   634,388,480 B
+      no window:             32 x 16,000 x 4,096 B                        = 2,097,152,000 B
+    and a sequence shorter than the window holds every token."""
+    window = {**MISTRAL_7B, "attention": {"kind": "sliding-window", "window": 4096}}
+    assert _kv_per_sequence(window, (15_000, 1_000)) == pytest.approx(536_870_912, rel=1e-12)
+    two_global = {**MISTRAL_7B, "attention": {"kind": "sliding-window", "window": 4096, "globalLayers": 2}}
+    assert _kv_per_sequence(two_global, (15_000, 1_000)) == pytest.approx(634_388_480, rel=1e-12)
+    assert _kv_per_sequence(MISTRAL_7B, (15_000, 1_000)) == pytest.approx(2_097_152_000, rel=1e-12)
+    assert _kv_per_sequence(window, (3_000, 1_000)) == pytest.approx(_kv_per_sequence(MISTRAL_7B, (3_000, 1_000)), rel=1e-12)
+
+
+def test_sliding_window_and_mla_in_the_training_attention_term() -> None:
+    """The attention factor 1 / (1 + layers x sequence x width / N) with the declared layout:
+    sliding window W = 4,096 over S = 16,384: a causal window costs 2W - W^2/S = 7,168 tokens' worth, not S;
+    MLA: width = heads x (head dim + RoPE / 2) = 128 x (128 + 32) = 20,480 instead of the hidden 7,168."""
+
+    def attention(model: dict[str, Any], sequence: int) -> float:
+        w = workload(model=model, tokens="1T", sequenceLength=sequence, globalBatchTokens="16M", gpus=64, accelerator="H100")
+        mfu = next(f for f in plan_training(w, on("H100-SXM5-80GB"), SIZING, []).figures if f.name == "MFU")
+        return next(f.value for f in mfu.factors if f.name == "attention")
+
+    window = {**MISTRAL_7B, "attention": {"kind": "sliding-window", "window": 4096}}
+    assert attention(window, 16_384) == pytest.approx(1 / (1 + 32 * 7_168 * 4096 / 7.3e9), rel=1e-12)
+    assert attention(MISTRAL_7B, 16_384) == pytest.approx(1 / (1 + 32 * 16_384 * 4096 / 7.3e9), rel=1e-12)
+    mla = {**DEEPSEEK_V3, "attention": {"kind": "mla", "kvLoraRank": 512, "ropeHeadDim": 64, "heads": 128}, "headDim": 128}
+    assert attention(mla, 4096) == pytest.approx(1 / (1 + 61 * 4096 * 20_480 / 37e9), rel=1e-12)
