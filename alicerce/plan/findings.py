@@ -69,6 +69,7 @@ CHECKS: dict[str, PlanCheck] = {
         PlanCheck("PL318", "over-budget", _W, "Each team's monthly showback stays within its declared budget.", True),
         PlanCheck("PL319", "onprem-default-prices", _I, "On-prem capital costs come from the spec, not the catalog's market quotes.", True),
         PlanCheck("PL320", "runs-overlap", _W, "A training schedule's runs per quarter fit one after another in the quarter.", True),
+        PlanCheck("PL321", "moe-fabric-short", _W, "An RDMA fabric carries a MoE run's expert all-to-all and weight sync.", True),
     )
 }
 

@@ -225,6 +225,36 @@ def attention_width(w: Workload, layers: int, hidden: int, sizing: Sizing) -> tu
     return None, None
 
 
+def network_bytes_per_step(w: Workload, job: TrainingJob, *, tp: int, node_gpus: int, weight_bytes: float, passes: int) -> float:
+    """Bytes one GPU sends across nodes each step.
+
+    Dense: ZeRO-3 over the data-parallel ranks, ``passes`` x (parameters / TP) x (dp - 1) / dp. A mixture of
+    experts runs expert parallelism (Megatron-Core, DeepSpeed-MoE, DeepSeek-V3's EP): the experts are spread
+    over EP = min(experts, dp) ranks, so a GPU syncs the shared (attention, dense, shared-expert) parameters
+    over dp and only its own experts over the dp / EP replicas of them, not a gather of every parameter;
+    on top, the all-to-all moves each token's hidden state to its top-k experts and back, forward and
+    backward (4 x tokens per GPU x k x hidden x MoE layers x 2 bytes), for the share of experts off the node."""
+    assert w.model is not None
+    gpus = job.gpus
+    dp = max(1, gpus // tp)
+    total = float(w.model.parameters)
+    if w.model.architecture != "moe" or not job.experts_per_token:
+        return passes * (total * weight_bytes / tp) * (dp - 1) / dp
+    active, k = job.active_parameters, job.experts_per_token
+    experts = w.model.experts.total if w.model.experts else None
+    if experts is not None and experts > k:
+        per_expert = max(0.0, total - active) / (experts - k)
+        shared = max(0.0, active - k * per_expert)
+    else:  # routed experts unknown: every parameter beyond the active ones is an expert's
+        shared = active
+    ep = max(1, min(experts or dp, dp))
+    replicas = max(1, dp // ep)
+    sync = passes * weight_bytes * ((shared / tp) * (dp - 1) / dp + ((total - shared) / ep) * (replicas - 1) / replicas)
+    off_node = max(0.0, 1 - node_gpus / (ep * tp))  # experts on the GPU's own node are reached over NVLink
+    all_to_all = 4 * moe_routing_ratio(job) * active * 2 * job.global_batch_tokens / gpus * off_node
+    return sync + all_to_all
+
+
 def _training_run(  # noqa: PLR0917 - the job's parts, each needed
     w: Workload, place: Placement, sizing: Sizing, mem: TrainingMemory, gpus: int, tp: int, flops_per: float, active: float
 ) -> _Run:
@@ -269,11 +299,9 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
     # the traffic each step must move per GPU: ZeRO-3 (all-gather twice, reduce-scatter) over data
     # parallel ranks, plus the MoE all-to-all (dispatch and combine, forward and backward)
     step = job.global_batch_tokens / (gpus * gpu.tflops.bf16 * 1e12 * mfu / (flops_per * active))
-    dp = max(1, gpus // tp)
     weight_bytes = sizing.weightBytes.get(w.precision, 2)
-    exchanged = (3 if w.method not in ("lora", "qlora") else 2) * (float(w.model.parameters) * weight_bytes / tp) * (dp - 1) / dp
-    if moe and gpus > place.gpus_per_node:
-        exchanged += 4 * moe_routing_ratio(job) * active * 2 * job.global_batch_tokens / gpus
+    passes = 3 if w.method not in ("lora", "qlora") else 2
+    exchanged = network_bytes_per_step(w, job, tp=tp, node_gpus=place.gpus_per_node, weight_bytes=weight_bytes, passes=passes)
     need = exchanged * 8 / (step * sizing.commOverlapFraction.value) / 1e9
     # Only a pool without an RDMA fabric caps throughput here: on RDMA, published runs overlap their traffic
     # with tensor and pipeline parallelism this ZeRO-3 estimate does not model (it would over-penalise them).
@@ -383,7 +411,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                           {"tokens/s": tokens_per_second, "bytes per token": bytes_per_token,
                            "headroom": sizing.dataReadHeadroom.value}))  # fmt: skip
     figures.append(Figure("network per GPU", run.network_need_gbps, "Gbit/s",
-                          "(ZeRO-3 traffic of weights / TP + MoE all-to-all) per step x 8 / (step time x overlap)",
+                          "(ZeRO-3 traffic of weights / TP; MoE: shared weights over dp, own experts over dp / EP, "
+                          "and the off-node all-to-all) per step x 8 / (step time x overlap)",
                           {"available Gbit/s": place.network_gbps_per_gpu, "global batch tokens": batch_tokens}))  # fmt: skip
     quarter_days = 3 * sizing.hoursPerMonth.value / 24
     if w.runs_per_quarter is not None:
@@ -395,6 +424,11 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         if share > 1:
             issues.append(Issue("PL320", f"{runs:g} runs a quarter of {wall_days:.0f} days each take {share * quarter_days:.0f} days "
                                 f"of a {quarter_days:.0f}-day quarter: they overlap, holding {share:.1f}x the {gpus} GPUs"))  # fmt: skip
+    available = place.network_gbps_per_gpu
+    rdma_pool = available is not None and available > sizing.tcpGbpsPerGpu.value  # without RDMA: PL309
+    if w.model.architecture == "moe" and gpus > place.gpus_per_node and rdma_pool and run.network_need_gbps > (available or 0.0):
+        issues.append(Issue("PL321", f"expert-parallel all-to-all and weight sync need {run.network_need_gbps:.0f} Gbit/s per GPU "
+                                f"at {gpus} GPUs; the pool's fabric gives {available:.0f}: throughput falls below the plan"))  # fmt: skip
     activations = mem.activations if run.recompute else mem.activations_no_recompute
     multi_node = gpus > place.gpus_per_node
     rdma = multi_node and run.network_need_gbps > sizing.tcpGbpsPerGpu.value
