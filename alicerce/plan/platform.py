@@ -219,7 +219,11 @@ class SizingPlan:
             "storage": [t.to_json() for t in self.storage],
             "findings": [f.to_json() for f in self.findings],
             "waived": [f.to_json() for f in self.waived],
-            "monthly_cost_usd": round(self.monthly_cost_usd, 2),
+            # the total of the cents shown, so the document adds up to the cent (the rounded parts of a total
+            # can sum a cent away from the rounded total)
+            "monthly_cost_usd": round(sum(round(v, 2) for v in self.cost_breakdown.values()), 2)
+            if self.cost_breakdown
+            else round(self.monthly_cost_usd, 2),
             "cost_breakdown": {k: round(v, 2) for k, v in self.cost_breakdown.items()},
             "unpriced_workloads": list(self.unpriced),
         }

@@ -147,8 +147,8 @@ def test_inference_is_bandwidth_bound_and_meets_its_latency_targets() -> None:
 def test_reference_chat_70b_on_l40s_by_hand() -> None:
     """The reference platform's chat-70b on g6e.12xlarge (4 x L40S, PCIe only), recomputed by hand from
     NVIDIA's L40S datasheet (733 dense FP8 TFLOP/s, 864 GB/s, 48 GB, PCIe Gen4 x16 = 32 GB/s a direction)
-    and the fitted efficiencies in sizing.yaml (prefill 0.656, decode compute 0.594, HBM 0.765, link 0.419,
-    2 ms step overhead; plan each token's wait at 0.8 x the 50 ms p99 TPOT target)."""
+    and the fitted efficiencies in sizing.yaml (prefill 0.650, decode compute 0.603, HBM 0.773, link 0.427,
+    2 ms step overhead, 9 us a tensor-parallel all-reduce; plan each token's wait at 0.8 x the 50 ms p99 TPOT target)."""
     w = workload(
         kind="inference", model={"parameters": "70B", "layers": 80, "hiddenSize": 8192}, precision="fp8",
         traffic={"peakRps": 40, "inputTokens": 1500, "outputTokens": 300},
@@ -159,20 +159,21 @@ def test_reference_chat_70b_on_l40s_by_hand() -> None:
     # weights 70e9 x 1 B (fp8) = 65.19 GiB; KV per token 2 x 80 layers x 8 heads x 128 x 1 B = 163,840 B
     assert fig["weights"] == pytest.approx(70e9 / GIB, rel=1e-9)
     assert fig["KV cache per sequence"] == pytest.approx(163_840 * 1800 / GIB, rel=1e-9)
-    # all-reduce per token (TP4): 2 x 80 x 8192 x 2 B x 2 x 3/4 = 3,932,160 B / (32e9 x 0.419) = 0.29329 ms
-    # prefill: (2 x 70e9 x 1500 + 2 x 80 x 1500^2 x 8192) / (4 x 733e12 x 0.656) = 0.11072 s of compute
-    #          + 1500 x 0.29329 ms = 0.43993 s of all-reduce over PCIe                  = 0.55062 s
-    assert fig["prefill per request"] == pytest.approx(0.55062, abs=2e-5)
-    # step(B) = 70e9 / (4 x 864e9 x 0.765) = 26.477 ms  + B x 163,840 x 1650 / 2.6438e12 = B x 0.10225 ms
-    #         + B x (2 x 70e9 + 4 x 80 x 1650 x 8192) / (4 x 733e12 x 0.594) = B x 0.08287 ms
-    #         + B x 0.29329 ms (all-reduce) + 2 ms = 28.477 ms + B x 0.47839 ms
-    # each sequence also waits for the prefills that share the replica: B x 0.55062 s / 300 = B x 1.83540 ms
-    # latency bound: 28.477 + B x (0.47839 + 1.83540) <= 0.8 x 50 ms -> B = 4.980 (KV memory allows 432)
-    assert fig["batch per replica"] == pytest.approx(4.980, abs=0.002)
-    assert fig["decode step"] == pytest.approx(0.030859, abs=2e-6)  # 28.477 + 4.980 x 0.47839 ms
-    # tokens/s = 300 / (0.55062 + 300 x 0.030859 / 4.980) = 124.51; 0.4150 req/s a replica -> 40 req/s needs 97
-    assert plan.tokens_per_second_per_replica == pytest.approx(124.51, abs=0.05)
-    assert plan.replicas == 97 and plan.gpus == 388
+    # all-reduce per token (TP4): 2 x 80 x 8192 x 2 B x 2 x 3/4 = 3,932,160 B / (32e9 x 0.427) = 0.28778 ms
+    # prefill: (2 x 70e9 x 1500 + 2 x 80 x 1500^2 x 8192) / (4 x 733e12 x 0.650) = 0.11174 s of compute
+    #          + 1500 x 0.28778 ms = 0.43166 s of all-reduce over PCIe                  = 0.54340 s
+    assert fig["prefill per request"] == pytest.approx(0.54340, abs=2e-5)
+    # step(B) = 70e9 / (4 x 864e9 x 0.773) = 26.203 ms  + B x 163,840 x 1650 / 2.6715e12 = B x 0.10119 ms
+    #         + B x (2 x 70e9 + 4 x 80 x 1650 x 8192) / (4 x 733e12 x 0.603) = B x 0.08163 ms
+    #         + B x 0.28778 ms (all-reduce bandwidth) + 2 x 80 x 9 us = 1.440 ms (all-reduce latency) + 2 ms
+    #         = 29.643 ms + B x 0.47060 ms
+    # each sequence also waits for the prefills that share the replica: B x 0.54340 s / 300 = B x 1.81133 ms
+    # latency bound: 29.643 + B x (0.47060 + 1.81133) <= 0.8 x 50 ms -> B = 4.539 (KV memory allows ~430)
+    assert fig["batch per replica"] == pytest.approx(4.539, abs=0.002)
+    assert fig["decode step"] == pytest.approx(0.031779, abs=2e-6)  # 29.643 + 4.539 x 0.47060 ms
+    # tokens/s = 300 / (0.54340 + 300 x 0.031779 / 4.539) = 113.47; 0.3782 req/s a replica -> 40 req/s needs 106
+    assert plan.tokens_per_second_per_replica == pytest.approx(113.47, abs=0.05)
+    assert plan.replicas == 106 and plan.gpus == 424
     # the same model against TensorRT-LLM 0.17's L40S table (Llama 3.1 70B FP8, TP4, 2048 in / 128 out:
     # 177.72 output tok/s, offline): prefill 0.7526 s a request bounds it; our figure is within 25%
     offline = workload(

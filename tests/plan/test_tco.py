@@ -153,39 +153,39 @@ def test_golden_reference_prod_month() -> None:
     #              tokenize-corpus needs 21 cores -> 1 node for 1 day: 24 x 1.5451            =      37.08
     # train-p5     capacity reservation of 4 p5.48xlarge (costs.cloud), billed used or not:
     #              4 x 730 x 55.04                                                             = 160,716.80
-    # infer-l40s   chat-70b: 2 req/s / 0.4150 req/s a replica -> 5 g6e.12xlarge: 5 x 730 x 10.49264 =  38,298.14
+    # infer-l40s   chat-70b: 2 req/s / 0.3782 req/s a replica -> 6 g6e.12xlarge: 6 x 730 x 10.49264 =  45,957.76
     #              embed-batch (applied-ml's quota is here only): 243.33 GPU-h x 10.49264 / 4 =     638.30
     # infer-l4     min 1 g6.xlarge always on, no declared workload: 730 x 0.8048              =     587.50
     # onprem-h100  owned TCO above                                                             = 397,325.55
     # FSx          datasets 50,400 GiB + checkpoints 26,400 GiB PERSISTENT_2 (fsx.yaml)          =  21,002.39
     # dc1 storage  2 PiB Lustre = 2,251.80 TB x 160 USD/TB / 48 months                         =   7,506.00
-    # total                                                                                    = 627,289.11
+    # total                                                                                    = 634,948.74
     p = plan()
     pools = {x.name: x.monthly_cost_usd for x in p.pools}
     assert pools == pytest.approx(
-        {"system": 1_177.34, "data-prep": 37.08, "train-p5": 160_716.80, "infer-l40s": 38_936.44, "infer-l4": 587.50,
+        {"system": 1_177.34, "data-prep": 37.08, "train-p5": 160_716.80, "infer-l40s": 46_596.07, "infer-l4": 587.50,
          "dc1-system": None, "onprem-h100": 397_325.55},
         abs=0.02,
     )  # fmt: skip
     assert p.cost_breakdown["FSx"] == pytest.approx(21_002.39, abs=0.01)
     assert p.cost_breakdown["owned sites (storage, links)"] == pytest.approx(7_506.00, abs=0.01)
-    assert p.monthly_cost_usd == pytest.approx(627_289.11, abs=0.05)
+    assert p.monthly_cost_usd == pytest.approx(634_948.74, abs=0.05)
 
 
 def test_golden_unit_costs() -> None:
     # llm-pretrain: 6 x 70e9 x 1e12 FLOP / (989.4 TFLOP/s x MFU) with MFU = 0.46 base x 1/(1 + 80 x 8192 x 8192 / 70e9)
     #   (= 0.92877) x 1 (74,898 tokens per GPU per step) x 0.87 goodput = 0.37170 -> 317,228 GPU-hours;
     #   at the owned pool's 2.4298 USD per GPU-hour: 770,800 a run
-    # chat-70b: 20 L40S x 730 h = 14,600 GPU-hours at 10.49264 / 4 = 2.62316 -> 38,298.14 a month to serve the peak;
-    #   2 req/s x 1,800 tokens x 3,600 x 730 = 9.4608e9 tokens a month -> 4.048 USD per million tokens
+    # chat-70b: 24 L40S x 730 h = 17,520 GPU-hours at 10.49264 / 4 = 2.62316 -> 45,957.76 a month to serve the peak;
+    #   2 req/s x 1,800 tokens x 3,600 x 730 = 9.4608e9 tokens a month -> 4.858 USD per million tokens
     units = {u.workload: u for u in plan().unit_costs}
     assert units["llm-pretrain"].cost_per_run_usd == pytest.approx(770_800, rel=0.001)
-    assert units["chat-70b"].usd_per_million_tokens == pytest.approx(4.048, abs=0.001)
-    assert units["chat-70b"].monthly_usd == pytest.approx(38_298.14, abs=0.02)
+    assert units["chat-70b"].usd_per_million_tokens == pytest.approx(4.858, abs=0.001)
+    assert units["chat-70b"].monthly_usd == pytest.approx(45_957.76, abs=0.02)
 
 
 def test_unit_cost_of_an_undersized_pool_is_what_its_max_can_spend() -> None:
-    # chat-70b at 40 req/s wants 97 replicas (388 L40S); infer-l40s stops at 8 g6e.12xlarge:
+    # chat-70b at 40 req/s wants 106 replicas (424 L40S); infer-l40s stops at 8 g6e.12xlarge:
     #   8 x 730 x 10.49264 = 61,277.02 a month at most, however many replicas the peak wants
     data = reference()
     next(w for w in data["workloads"] if w["name"] == "chat-70b")["traffic"]["peakRps"] = 40
