@@ -11,9 +11,16 @@ source, not an interpolation between siblings of the same table. Nothing is tune
     .venv/bin/python bench/sizing_accuracy.py            # the tables
     .venv/bin/python bench/sizing_accuracy.py --readme   # also rewrite the README's block
 
+Serving: every published point of calibration-inference.yaml is declared as a user would (model shape,
+precision, prompt and output tokens, the clients of a closed-loop run) and sized by `plan_workload`,
+which picks its own tensor-parallel degree and batch (engine cap 256): the figure is output tokens/s
+per GPU, what `plan` prints, against the published one. The roofline's efficiencies come from one
+table (role `fit`); every `test` table is another source. Fixed-request-rate points (Triton) are left
+out: at a fixed rate a replica's output is the offered load, which says nothing about sizing.
+
 Limits (said, not hidden): the goodput factor is set by hand from the Llama 3.1 405B card and is not
 refitted when that source is left out; rows marked `excluded` in the calibration file are reported
-apart; inference is not measured here yet.
+apart.
 """
 
 from __future__ import annotations
@@ -29,7 +36,13 @@ sys.path.insert(0, str(ROOT))
 
 from alicerce.catalog import Catalog, load_catalog  # noqa: E402
 from alicerce.catalog.models import TrainingRun  # noqa: E402
-from alicerce.plan.calibrate import fit_training, measured_mfu, planned_mfu  # noqa: E402
+from alicerce.plan.calibrate import (  # noqa: E402
+    fit_training,
+    measured_mfu,
+    measured_serving,
+    planned_mfu,
+    planned_serving,
+)
 
 BEGIN = "<!-- bench/sizing_accuracy.py: begin -->"
 END = "<!-- bench/sizing_accuracy.py: end -->"
@@ -90,15 +103,35 @@ def _line(label: str, rows: list[Row]) -> str:
     )
 
 
+def serving_lines(catalog: Catalog) -> list[str]:
+    lines = []
+    for table in catalog.inference_calibration.tables:
+        rows = [r for r in table.rows if r.requestsPerSecond is None]
+        if not rows:
+            continue
+        errors = []
+        for row in rows:
+            planned = planned_serving(row, table, catalog, catalog.sizing)
+            errors.append(-1.0 if planned is None else (planned - measured_serving(row)) / measured_serving(row))
+        absolute = [abs(e) for e in errors]
+        label = f"serving, {table.regime}: {table.id} ({'fit' if table.role == 'fit' else 'unseen source'})"
+        lines.append(
+            f"| {label} | {len(rows)} | 1 | {statistics.median(absolute):.1%} | {statistics.median(errors):+.1%} "
+            f"| {statistics.fmean(absolute):.1%} | {max(absolute):.0%} | {sum(a <= 0.25 for a in absolute) / len(absolute):.0%} |"
+        )
+    return lines
+
+
 def tables(catalog: Catalog) -> str:
     unseen = unseen_source_rows(catalog)
     lines = [
-        "| set (plan's own path) | runs | sources | median abs. error | median error | mean abs. error | worst | within 25% |",
+        "| set (plan's own path) | runs or points | sources | median abs. error | median error | mean abs. error | worst | within 25% |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
         _line("training, dense: each source unseen", [r for r in unseen if r.kind == "dense" and not r.own_source]),
         _line("training, MoE: each source unseen", [r for r in unseen if r.kind == "MoE" and not r.own_source]),
         _line("training: a constant only its own source sets", [r for r in unseen if r.own_source]),
         _line("training, excluded runs (shipped constants)", shipped_rows(catalog, "excluded")),
+        *serving_lines(catalog),
     ]
     detail = [
         "",

@@ -402,3 +402,42 @@ def planned_mfu(run: TrainingRun, catalog: Catalog, sizing: Sizing) -> float | N
     if run.reporting == "gpuHours":
         return plan.mfu
     return plan.mfu / sizing.training.goodput.value
+
+
+def serving_workload(row: ServingResult, table: ServingTable, catalog: Catalog) -> Workload:
+    """A published serving point as a user would declare it: the model's shape, the precision, the prompt and
+    output lengths, and the load (closed-loop clients as concurrency; a throughput run as more clients than
+    any replica holds). No tensor-parallel degree and no batch cap: the planner picks them as for a user."""
+    model = catalog.inference_calibration.models[row.model]
+    spec: dict[str, object] = {
+        "parameters": model.parameters, "layers": model.layers, "hiddenSize": model.hidden, "kvHeads": model.kvHeads,
+        "headDim": model.headDim,
+    }  # fmt: skip
+    if model.activeParameters and model.activeParameters < model.parameters:
+        spec.update(architecture="moe", activeParameters=model.activeParameters)
+    clients = row.batch or row.concurrency or 10**6
+    traffic = {"concurrency": clients, "inputTokens": row.isl, "outputTokens": row.osl}
+    precision = "bf16" if row.precision == "fp16" else row.precision
+    return Workload.model_validate(
+        {"name": "serve", "kind": "inference", "team": "calibration", "model": spec, "precision": precision, "traffic": traffic}
+    )
+
+
+def planned_serving(row: ServingResult, table: ServingTable, catalog: Catalog, sizing: Sizing) -> float | None:
+    """Output tokens/s per GPU that `alicerce plan` (plan_inference) expects for the point: at full load for a
+    throughput run, at the declared clients for a closed-loop run. None: the planner sizes no replica."""
+    gpu = catalog.gpu(row.gpu)
+    assert gpu is not None, row.gpu
+    w = serving_workload(row, table, catalog)
+    plan = plan_workload(w, Placement(None, gpu, 8), sizing, [gpu])
+    if plan.gpus is None or plan.tokens_per_second_per_replica is None or plan.tokens_per_month is None:
+        return None
+    if row.batch is None and row.concurrency is None:  # a throughput run: one replica at its full batch
+        return plan.tokens_per_second_per_replica / (plan.gpus_per_replica or 1)
+    per_second = plan.tokens_per_month / (3600 * sizing.hoursPerMonth.value) * row.osl / (row.isl + row.osl)
+    return per_second / plan.gpus
+
+
+def measured_serving(row: ServingResult) -> float:
+    """Published output tokens/s per GPU of the point."""
+    return row.tokensPerSecond / row.tp

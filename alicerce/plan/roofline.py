@@ -210,7 +210,9 @@ def replica_performance(r: Replica, isl: int, osl: int, *, batch_cap: float, tpo
     step = step_seconds(r, isl, osl, batch)
     prefill = prefill_seconds(r, isl)
     tokens = osl / (prefill + osl * step / batch)
-    return ReplicaPerformance(r.tp, batch, by_memory, step, prefill, tokens, r.weights, r.kv_per_token, osl)
+    # KV bytes per token of a whole sequence (sliding layers hold at most their window, so it is not kv_per_token)
+    kv_token = r.kv_sequence(isl + osl) / (isl + osl)
+    return ReplicaPerformance(r.tp, batch, by_memory, step, prefill, tokens, r.weights, kv_token, osl)
 
 
 def gpu_hardware(gpu: Gpu, precision: str, sizing: Sizing) -> ReplicaHardware:

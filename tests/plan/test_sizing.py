@@ -343,6 +343,13 @@ def test_kv_cache_of_sliding_window_attention() -> None:
     assert _kv_per_sequence(two_global, (15_000, 1_000)) == pytest.approx(634_388_480, rel=1e-12)
     assert _kv_per_sequence(MISTRAL_7B, (15_000, 1_000)) == pytest.approx(2_097_152_000, rel=1e-12)
     assert _kv_per_sequence(window, (3_000, 1_000)) == pytest.approx(_kv_per_sequence(MISTRAL_7B, (3_000, 1_000)), rel=1e-12)
+    # and a replica's memory counts the windowed cache: weights + batch x 536,870,912 B over its GPUs
+    w = workload(kind="inference", model=window, traffic={"peakRps": 1, "inputTokens": 15_000, "outputTokens": 1_000})
+    plan = plan_inference(w, on("H200-SXM-141GB"), SIZING, [])
+    fig = {f.name: f.value for f in plan.figures}
+    assert plan.memory_per_gpu_gib is not None and fig["batch per replica"] is not None and fig["weights"] is not None
+    expected = (fig["weights"] * GIB + fig["batch per replica"] * 536_870_912) / (plan.tensor_parallel or 1) / GIB
+    assert plan.memory_per_gpu_gib == pytest.approx(expected, rel=1e-9)
 
 
 def test_sliding_window_and_mla_in_the_training_attention_term() -> None:
