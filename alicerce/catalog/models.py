@@ -400,6 +400,15 @@ class Experts(CatalogModel):
     moeLayers: int
 
 
+class LatentAttentionLayout(CatalogModel):
+    """Multi-head latent attention as a user declares it (`model.attention: {kind: mla, ...}` and `headDim`)."""
+
+    heads: int
+    headDim: int
+    ropeHeadDim: int
+    kvLoraRank: int
+
+
 class TrainingMeasurement(CatalogModel):
     gpuHours: float | None = None
     tokens: float | None = None
@@ -416,6 +425,7 @@ class TrainingRun(CatalogModel):
     layers: int
     hidden: int
     attentionDim: int | None = None
+    mla: LatentAttentionLayout | None = None  # the same attention as the user-declarable layout
     experts: Experts | None = None
     sequenceLength: int
     gpu: str

@@ -182,11 +182,33 @@ class Rental(Document):
     factors: list[Factor]
 
 
+class OwningWins(Document):
+    from_: float | None = Field(alias="from", description="Lowest utilisation (0-1) at which owning costs less.")
+    to: float | None = Field(description="Highest utilisation (0-1) at which owning costs less.")
+
+
+class RentalOption(Document):
+    purchase: Literal["on-demand", "savings-plan", "capacity-reservation", "capacity-block"]
+    instance: str
+    usdPerGpuHour: float | None
+    billed: Literal["used", "held"] = Field(description="`held`: billed every hour whether used or not.")
+    owningWins: OwningWins | None = Field(description="Utilisations at which owning costs less than this option; null: never.")
+    factors: list[Factor]
+
+
+class CheapestBand(Document):
+    from_: float | None = Field(alias="from", description="Utilisation (0-1) where the band starts.")
+    to: float | None = Field(description="Utilisation (0-1) where the band ends.")
+    option: str = Field(description="`owned` or the purchase option that costs least in this band.")
+
+
 class OwnVsRent(Document):
     pool: str
     gpu: str
     owned: OwnedCost
-    rental: Rental
+    rental: Rental = Field(description="The cheapest on-demand rental of the same GPU in the region.")
+    options: list[RentalOption] = Field(description="Every purchase option the catalog and the spec price for the same GPU.")
+    cheapestByUtilization: list[CheapestBand]
     breakEvenUtilization: float | None
     cheaperFromQuarter: int | None = Field(description="The first forecast quarter from which owning wins (0: today).")
     verdict: str

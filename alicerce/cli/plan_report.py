@@ -128,19 +128,31 @@ def print_tco(console: Console, result: SizingPlan) -> None:
         items = _table(
             f"Owned pools: a month at forecast utilisation ({result.environment})",
             [("pool", "left"), ("util.", "right"), ("capex", "right"), ("support", "right"), ("space", "right"), ("power", "right"),
-             ("staff", "right"), ("licences", "right"), ("total", "right"), ("racks", "right")],
+             ("staff", "right"), ("licences", "right"), ("total", "right"), ("USD/GPU-h", "right"), ("racks", "right")],
         )  # fmt: skip
         for o in owned:
             c = o.owned
             money = (_num(c.items[k]) for k in ("capex", "support", "space", "power", "staff", "licences"))
-            items.add(o.pool, _pct(c.utilization), *money, _num(c.monthly_usd), str(c.racks))
+            items.add(o.pool, _pct(c.utilization), *money, _num(c.monthly_usd), _num(c.usd_per_gpu_hour(), 2), str(c.racks))
         print_table(items, console)
-        vs = _table("Own or rent", [("pool", "left"), ("owned USD/GPU-h", "right"), ("rent", "left"), ("USD/GPU-h", "right"),
-                                    ("verdict", "left")])  # fmt: skip
+        columns = [("pool", "left"), ("option", "left"), ("instance", "left"), ("USD per used GPU-h", "right"), ("owning wins", "left")]
+        vs = _table("Own or rent: every purchase option the catalog and the spec price", columns)
         for o in owned:
-            rent = f"{o.rental or '-'} {o.rental_region}"
-            vs.add(o.pool, _num(o.owned_usd_per_gpu_hour, 2), rent, _num(o.rental_usd_per_gpu_hour, 2), o.verdict())
+            busy = o.owned.utilization
+            vs.add(o.pool, f"owned at {busy:.0%}", "-", _num(o.owned_usd_per_gpu_hour, 2), "")
+            for r in o.options:
+                wins = o.wins(r)
+                # per used GPU-hour at the pool's utilisation: a held option is paid for its idle hours too
+                per_used = r.usd_per_gpu_hour / busy if r.held and busy > 0 else r.usd_per_gpu_hour
+                span = (
+                    "never"
+                    if wins is None
+                    else ("always" if wins[0] <= 0 and wins[1] >= 1 else f"above {wins[0]:.0%}" if wins[0] > 0 else f"below {wins[1]:.0%}")
+                )
+                vs.add("", r.purchase + (" (billed used or not)" if r.held else ""), r.instance, _num(per_used, 2), span)
         print_table(vs, console)
+        for o in owned:
+            console.print(f"{o.pool}: {o.verdict()}", markup=False)
     units = _table("Unit costs", [("workload", "left"), ("pool", "left"), ("per run", "right"), ("per month", "right"),
                                   ("USD per 1M tokens", "right")])  # fmt: skip
     for u in result.unit_costs:

@@ -71,12 +71,10 @@ def write_charts(plan: SizingPlan, by_environment: Sequence[SizingPlan], out: Pa
     for option in plan.own_vs_rent:
         owned = [option.owned.usd_per_gpu_hour(u) or 0.0 for u in utilisation]
         axes.plot([100 * u for u in utilisation], owned, label=f"{option.pool} (owned)")
-        if option.rental_usd_per_gpu_hour is not None:
-            axes.axhline(option.rental_usd_per_gpu_hour, linestyle="--", color="#888888",
-                         label=f"{option.rental} on-demand ({option.rental_region})")  # fmt: skip
-        if option.break_even_utilization is not None:
-            axes.axvline(100 * option.break_even_utilization, linestyle=":", color="#c44e52",
-                         label=f"break-even {option.break_even_utilization:.0%}")  # fmt: skip
+        for rental in option.options:  # per used GPU-hour: a held option also pays for its idle hours
+            cost = [rental.usd_per_gpu_hour / u if rental.held else rental.usd_per_gpu_hour for u in utilisation]
+            axes.plot([100 * u for u in utilisation], cost, linestyle="--",
+                      label=f"{rental.instance} {rental.purchase} ({option.rental_region})")  # fmt: skip
         axes.plot([100 * option.owned.utilization], [option.owned.usd_per_gpu_hour() or 0.0], "o", color="#c44e52")
     axes.set_title(f"Own or rent: USD per used GPU-hour ({plan.environment})")
     axes.set_xlabel("utilisation of the owned pool (%)")

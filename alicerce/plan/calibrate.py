@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from alicerce.catalog import Catalog
-from alicerce.catalog.models import Architecture, ServingResult, ServingTable, Sizing, TrainingRun
+from alicerce.catalog.models import Architecture, Gpu, ServingResult, ServingTable, Sizing, TrainingRun
 from alicerce.plan.roofline import (
     Efficiencies,
     Replica,
@@ -26,7 +26,9 @@ from alicerce.plan.roofline import (
     replica_performance,
     token_interval_seconds,
 )
+from alicerce.plan.sizing import Placement, plan_workload
 from alicerce.plan.throughput import TrainingJob, training_factors
+from alicerce.spec.models import Workload
 
 GIB = 2**30
 FITTED_ARCHITECTURES: tuple[Architecture, ...] = ("ampere", "hopper", "blackwell")
@@ -88,6 +90,7 @@ class TrainingFit:
     fp8_generic: float
     moe_routing: float
     runs: int
+    undetermined: tuple[str, ...] = ()  # unknowns no fit run determines: left at the catalog's value
 
     def apply(self, sizing: Sizing) -> Sizing:
         """``sizing`` with the fitted values in place of the catalog's."""
@@ -136,7 +139,7 @@ def fit_training(runs: Sequence[TrainingRun], catalog: Catalog, sizing: Sizing) 
     names = [*(f"base {a}" for a in FITTED_ARCHITECTURES), "exponent", "fp8 transformer-engine", "fp8 generic"]
     fixed = {"attention", "mixture of experts", "recomputation", "goodput"}
 
-    def solve(moe: float) -> tuple[float, list[float]]:
+    def solve(moe: float) -> tuple[float, list[float], tuple[str, ...]]:
         rows, targets = [], []
         for run in fit:
             job = run_job(run, catalog)
@@ -151,12 +154,25 @@ def fit_training(runs: Sequence[TrainingRun], catalog: Catalog, sizing: Sizing) 
                 ]
             )
             targets.append(math.log(measured_mfu(run, catalog) / known))
-        x = _solve(rows, targets)
+        # an unknown no fit run touches (generic fp8 once its only source is left out) keeps the catalog's
+        # value, and the fit says so: runs that need it are then not measured on an unseen source
+        skipped = [i for i in range(len(names)) if not any(r[i] for r in rows)]
+        used = [i for i in range(len(names)) if i not in skipped]
+        residual = [y - sum(r[i] * shipped[i] for i in skipped) for r, y in zip(rows, targets, strict=True)]
+        x = list(shipped)
+        for i, v in zip(used, _solve([[r[i] for i in used] for r in rows], residual), strict=True):
+            x[i] = v
         sse = sum((sum(c * v for c, v in zip(r, x, strict=True)) - y) ** 2 for r, y in zip(rows, targets, strict=True))
-        return sse, x
+        return sse, x, tuple(names[i] for i in skipped)
 
-    best = min(((*solve(k * 500.0), k * 500.0) for k in range(121)), key=lambda s: s[0])
-    _, x, moe = best
+    t = sizing.training
+    shipped = [*(math.log(getattr(t.base, a).value) for a in FITTED_ARCHITECTURES), t.perGpuBatch.exponent.value,
+               math.log(t.fp8Gain.transformer_engine.value), math.log(t.fp8Gain.generic.value)]  # fmt: skip
+    if any(r.experts is not None for r in fit):
+        _, x, undetermined, moe = min(((*solve(k * 500.0), k * 500.0) for k in range(121)), key=lambda s: s[0])
+    else:  # no MoE run to fit the routing constant on
+        _, x, undetermined = solve(t.moeRouting.value)
+        moe, undetermined = t.moeRouting.value, (*undetermined, "moe routing")
     values = dict(zip(names, x, strict=True))
     return TrainingFit(
         base={a: math.exp(values[f"base {a}"]) for a in FITTED_ARCHITECTURES},
@@ -165,6 +181,7 @@ def fit_training(runs: Sequence[TrainingRun], catalog: Catalog, sizing: Sizing) 
         fp8_generic=math.exp(values["fp8 generic"]),
         moe_routing=moe,
         runs=len(fit),
+        undetermined=undetermined,
     )
 
 
@@ -328,3 +345,99 @@ def summary(errors: Sequence[float]) -> dict[str, float]:
         "max": max(absolute),
         "within25": sum(a <= 0.25 for a in absolute) / len(absolute),
     }
+
+
+# --------------------------------------------------------------------------------------------
+# the planner's own path (issue 23): a run declared as a user would, sized by plan_workload
+
+
+def run_workload(run: TrainingRun) -> Workload:
+    """The run as a `workloads[]` entry: only fields a user can declare (the attention layout, not a width; no
+    framework label beyond `fp8Recipe`; no recomputation choice: the planner decides it as for a user)."""
+    model: dict[str, object] = {"parameters": run.parameters, "layers": run.layers, "hiddenSize": run.hidden}
+    if run.mla is not None:
+        mla = run.mla
+        attention = {"kind": "mla", "heads": mla.heads, "ropeHeadDim": mla.ropeHeadDim, "kvLoraRank": mla.kvLoraRank}
+        model.update(headDim=mla.headDim, attention=attention)
+    if run.experts is not None:
+        model.update(architecture="moe", activeParameters=run.activeParameters or run.parameters,
+                     experts={"total": run.experts.total, "perToken": run.experts.perToken, "layers": run.experts.moeLayers})  # fmt: skip
+    gpus = run.gpus
+    spec: dict[str, object] = {
+        "name": "run", "kind": "training", "team": "calibration", "model": model,
+        "precision": "bf16" if run.precision in ("fp16", "unknown") else run.precision,
+        "tokens": max(1, round(run.globalBatchTokens * 100)), "sequenceLength": run.sequenceLength,
+        "globalBatchTokens": max(1, round(run.globalBatchTokens)), "accelerator": run.gpu, "gpus": gpus,
+    }  # fmt: skip
+    if run.fp8Recipe is not None:
+        spec["fp8Recipe"] = run.fp8Recipe
+    return Workload.model_validate(spec)
+
+
+def run_gpu(run: TrainingRun, catalog: Catalog) -> Gpu | None:
+    """The run's GPU as a user would declare it: from gpus.yaml, or for a calibration-only GPU (H800, GB200)
+    a user-catalog entry of the catalog GPU with the same die at the calibration file's BF16 peak."""
+    gpu = catalog.gpu(run.gpu)
+    if gpu is not None:
+        return gpu
+    extra = next((g for g in catalog.training_calibration.gpus if g.id == run.gpu), None)
+    sibling = {"H800-SXM5-80GB": "H100-SXM5-80GB", "GB200": "B200-SXM-180GB"}.get(run.gpu)
+    base = catalog.gpu(sibling) if sibling else None
+    if extra is None or base is None:
+        return None
+    return base.model_copy(update={"id": extra.id, "tflops": base.tflops.model_copy(update={"bf16": extra.bf16Tflops})})
+
+
+def planned_mfu(run: TrainingRun, catalog: Catalog, sizing: Sizing) -> float | None:
+    """The MFU `alicerce plan` sizes the run at, through plan_workload on :func:`run_workload`; a benchmark's
+    steady state leaves out goodput (the planner's production-run factor). None: the planner cannot size it
+    (a GPU outside the catalog)."""
+    gpu = run_gpu(run, catalog)
+    if gpu is None:
+        return None
+    node = 4 if gpu.id == "GB200" else 8  # GB200 NVL72 trays hold 4 GPUs
+    plan = plan_workload(run_workload(run), Placement(None, gpu, node), sizing, [gpu])
+    if plan.mfu is None:
+        return None
+    if run.reporting == "gpuHours":
+        return plan.mfu
+    return plan.mfu / sizing.training.goodput.value
+
+
+def serving_workload(row: ServingResult, table: ServingTable, catalog: Catalog) -> Workload:
+    """A published serving point as a user would declare it: the model's shape, the precision, the prompt and
+    output lengths, and the load (closed-loop clients as concurrency; a throughput run as more clients than
+    any replica holds). No tensor-parallel degree and no batch cap: the planner picks them as for a user."""
+    model = catalog.inference_calibration.models[row.model]
+    spec: dict[str, object] = {
+        "parameters": model.parameters, "layers": model.layers, "hiddenSize": model.hidden, "kvHeads": model.kvHeads,
+        "headDim": model.headDim,
+    }  # fmt: skip
+    if model.activeParameters and model.activeParameters < model.parameters:
+        spec.update(architecture="moe", activeParameters=model.activeParameters)
+    clients = row.batch or row.concurrency or 10**6
+    traffic = {"concurrency": clients, "inputTokens": row.isl, "outputTokens": row.osl}
+    precision = "bf16" if row.precision == "fp16" else row.precision
+    return Workload.model_validate(
+        {"name": "serve", "kind": "inference", "team": "calibration", "model": spec, "precision": precision, "traffic": traffic}
+    )
+
+
+def planned_serving(row: ServingResult, table: ServingTable, catalog: Catalog, sizing: Sizing) -> float | None:
+    """Output tokens/s per GPU that `alicerce plan` (plan_inference) expects for the point: at full load for a
+    throughput run, at the declared clients for a closed-loop run. None: the planner sizes no replica."""
+    gpu = catalog.gpu(row.gpu)
+    assert gpu is not None, row.gpu
+    w = serving_workload(row, table, catalog)
+    plan = plan_workload(w, Placement(None, gpu, 8), sizing, [gpu])
+    if plan.gpus is None or plan.tokens_per_second_per_replica is None or plan.tokens_per_month is None:
+        return None
+    if row.batch is None and row.concurrency is None:  # a throughput run: one replica at its full batch
+        return plan.tokens_per_second_per_replica / (plan.gpus_per_replica or 1)
+    per_second = plan.tokens_per_month / (3600 * sizing.hoursPerMonth.value) * row.osl / (row.isl + row.osl)
+    return per_second / plan.gpus
+
+
+def measured_serving(row: ServingResult) -> float:
+    """Published output tokens/s per GPU of the point."""
+    return row.tokensPerSecond / row.tp

@@ -70,9 +70,14 @@ def pool_units(plan: WorkloadPlan, pool: ResolvedPool) -> int:
 
 
 def busy_gpu_hours(plan: WorkloadPlan, gpus: int, hours_month: float) -> float:
-    """GPU-hours a month a workload keeps ``gpus`` busy: training for its wall-clock within the month."""
+    """GPU-hours a month a workload keeps ``gpus`` busy. Training: its declared schedule (runs per quarter x
+    wall-clock, spread over the quarter's three months), else back to back (its wall-clock within the month);
+    overlapping runs hold more GPUs than ``gpus``: what they add is counted too (PL320 says so)."""
     if plan.kind in ("training", "fine-tuning"):
-        return gpus * min(plan.wall_clock_days or 0.0, hours_month / 24) * 24
+        run_hours = (plan.wall_clock_days or 0.0) * 24
+        if plan.runs_per_quarter is not None:
+            return gpus * plan.runs_per_quarter * run_hours / 3
+        return gpus * min(run_hours, hours_month)
     return (plan.gpu_hours or 0.0) * (gpus / plan.gpus if plan.gpus else 1.0)
 
 

@@ -9,6 +9,7 @@ cannot size is reported and left out of every total.
 from __future__ import annotations
 
 import datetime
+import itertools
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
@@ -23,7 +24,7 @@ from alicerce.plan.findings import PlanFinding, apply_waivers
 from alicerce.plan.growth import Forecast, busy_gpu_hours, forecast, pool_units
 from alicerce.plan.placement import Choice, choose
 from alicerce.plan.pools import PoolPlan
-from alicerce.plan.pricing import HOURS_PER_MONTH, NodePrice, cheapest_rental, monthly_node_cost, node_price
+from alicerce.plan.pricing import HOURS_PER_MONTH, NodePrice, RentalOption, monthly_node_cost, node_price, rental_options
 from alicerce.plan.sizing import WorkloadPlan
 from alicerce.plan.tco import OwnedPoolCost, SiteExtras, owned_pool_cost, site_extras
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
@@ -48,45 +49,121 @@ class TierPlan:
         }
 
 
+def owning_wins(owned: OwnedPoolCost, option: RentalOption) -> tuple[float, float] | None:
+    """The utilisations (low, high) within [0, 1] at which owning costs less a month than renting the
+    same GPUs through ``option``; None when it never does.
+
+    Owned month = F + V x u. Per used hour: rent = R x u (R = price x GPUs x 730), so owning wins above
+    u* = F / (R - V). Held (billed used or not): rent = R, so owning wins below (R - F) / V."""
+    fixed, variable = owned.fixed_usd, owned.variable_usd_at_full
+    full = option.usd_per_gpu_hour * owned.gpus * HOURS_PER_MONTH
+    if option.held:
+        if fixed >= full:
+            return None
+        return (0.0, 1.0 if variable <= 0 else min(1.0, (full - fixed) / variable))
+    if full <= variable:
+        return None
+    low = fixed / (full - variable)
+    return (low, 1.0) if low <= 1 else None
+
+
+def cheapest_by_utilization(owned: OwnedPoolCost, options: tuple[RentalOption, ...]) -> tuple[tuple[float, float, str], ...]:
+    """Which of owning and each rental option costs least a month, band by band of utilisation in [0, 1]:
+    (from, to, "owned" or the option's purchase). Every cost is a line in u, so the bands break only
+    where two lines cross."""
+    lines = [("owned", owned.fixed_usd, owned.variable_usd_at_full)]
+    for o in options:
+        full = o.usd_per_gpu_hour * owned.gpus * HOURS_PER_MONTH
+        lines.append((o.purchase, full, 0.0) if o.held else (o.purchase, 0.0, full))
+    cuts = {0.0, 1.0}
+    for i, (_, a1, b1) in enumerate(lines):
+        for _, a2, b2 in lines[i + 1 :]:
+            if b1 != b2 and 0 < (u := (a2 - a1) / (b1 - b2)) < 1:
+                cuts.add(u)
+    points = sorted(cuts)
+    bands: list[tuple[float, float, str]] = []
+    for low, high in itertools.pairwise(points):
+        mid = (low + high) / 2
+        winner = min(lines, key=lambda line: line[1] + line[2] * mid)[0]
+        if bands and bands[-1][2] == winner:
+            bands[-1] = (bands[-1][0], high, winner)
+        else:
+            bands.append((low, high, winner))
+    return tuple(bands)
+
+
 @dataclass(frozen=True)
 class OwnVsRent:
-    """Is an owned pool cheaper than renting the same GPUs, and from which utilisation and quarter."""
+    """Is an owned pool cheaper than renting the same GPUs, against every way the catalog and the spec
+    price renting them, and from which utilisation and quarter."""
 
     pool: str
     gpu: str
     owned: OwnedPoolCost
-    rental: str | None  # instance type
+    rental: str | None  # instance type (on-demand)
     rental_region: str
-    rental_usd_per_gpu_hour: float | None
+    rental_usd_per_gpu_hour: float | None  # on-demand
     rental_factors: tuple[Factor, ...]
-    break_even_utilization: float | None
-    cheaper_from_quarter: int | None  # first forecast quarter at or above break-even (0: today)
+    break_even_utilization: float | None  # against on-demand
+    cheaper_from_quarter: int | None  # first forecast quarter at which owning costs less than every option (0: today)
+    options: tuple[RentalOption, ...] = ()
 
     @property
     def owned_usd_per_gpu_hour(self) -> float | None:
         return self.owned.usd_per_gpu_hour()
 
+    def wins(self, option: RentalOption) -> tuple[float, float] | None:
+        return owning_wins(self.owned, option)
+
+    def bands(self) -> tuple[tuple[float, float, str], ...]:
+        return cheapest_by_utilization(self.owned, self.options)
+
+    def cheapest_at(self, utilization: float) -> str:
+        """Owned, or the purchase option that costs least at ``utilization``."""
+        owned = self.owned.at(utilization)
+        best = min(self.options, key=lambda o: o.monthly_usd(self.owned.gpus, utilization), default=None)
+        if best is None or owned <= best.monthly_usd(self.owned.gpus, utilization):
+            return "owned"
+        return best.purchase
+
+    @staticmethod
+    def describe(option: RentalOption, wins: tuple[float, float] | None) -> str:
+        if wins is None:
+            return f"{option.purchase} always"
+        low, high = wins
+        if low <= 0 and high >= 1:
+            return f"owning always vs {option.purchase}"
+        return f"owning vs {option.purchase} " + (f"above {low:.0%}" if low > 0 else f"below {high:.0%}")
+
     def verdict(self) -> str:
         u = self.owned.utilization
-        if self.rental_usd_per_gpu_hour is None:
+        if not self.options:
             return f"no rental price for {self.gpu} in {self.rental_region}"
-        if self.break_even_utilization is None:
-            return "renting is cheaper at any utilisation"
-        cheaper = "owning is cheaper" if u >= self.break_even_utilization else "renting is cheaper"
+        winner = self.cheapest_at(u)
+        head = ("owning is cheaper" if winner == "owned" else f"renting ({winner}) is cheaper") + f" at {u:.0%} utilisation"
+        bands = ", ".join(f"{w} {lo:.0%}-{hi:.0%}" for lo, hi, w in self.bands())
         when = ""
-        if u < self.break_even_utilization:
+        if winner != "owned":
             when = (
                 f"; owning wins from quarter {self.cheaper_from_quarter} of the forecast"
                 if self.cheaper_from_quarter is not None
                 else "; the forecast never reaches it"
             )
-        return f"{cheaper} at {u:.0%} utilisation (break-even {self.break_even_utilization:.0%}){when}"
+        return f"{head} (cheapest by utilisation: {bands}){when}"
 
     def to_json(self) -> dict[str, Any]:
         return {
             "pool": self.pool, "gpu": self.gpu, "owned": self.owned.to_json(),
             "rental": {"instance": self.rental, "region": self.rental_region, "usd_per_gpu_hour": rounded(self.rental_usd_per_gpu_hour),
                        "factors": [f.to_json() for f in self.rental_factors]},
+            "options": [
+                {"purchase": o.purchase, "instance": o.instance, "usd_per_gpu_hour": rounded(o.usd_per_gpu_hour),
+                 "billed": "held" if o.held else "used",
+                 "owning_wins": None if (w := self.wins(o)) is None else {"from": rounded(w[0]), "to": rounded(w[1])},
+                 "factors": [f.to_json() for f in o.factors]}
+                for o in self.options
+            ],
+            "cheapest_by_utilization": [{"from": rounded(lo), "to": rounded(hi), "option": w} for lo, hi, w in self.bands()],
             "break_even_utilization": rounded(self.break_even_utilization), "cheaper_from_quarter": self.cheaper_from_quarter,
             "verdict": self.verdict(),
         }  # fmt: skip
@@ -142,7 +219,11 @@ class SizingPlan:
             "storage": [t.to_json() for t in self.storage],
             "findings": [f.to_json() for f in self.findings],
             "waived": [f.to_json() for f in self.waived],
-            "monthly_cost_usd": round(self.monthly_cost_usd, 2),
+            # the total of the cents shown, so the document adds up to the cent (the rounded parts of a total
+            # can sum a cent away from the rounded total)
+            "monthly_cost_usd": round(sum(round(v, 2) for v in self.cost_breakdown.values()), 2)
+            if self.cost_breakdown
+            else round(self.monthly_cost_usd, 2),
             "cost_breakdown": {k: round(v, 2) for k, v in self.cost_breakdown.items()},
             "unpriced_workloads": list(self.unpriced),
         }
@@ -483,29 +564,26 @@ def _showback(  # noqa: PLR0917 - the plan's parts, called once
 
 def _own_vs_rent(platform: ResolvedPlatform, pools: list[PoolPlan], catalog: Catalog, growth: Forecast) -> tuple[OwnVsRent, ...]:
     region = next((str(s.spec.region) for s in platform.sites if hasattr(s.spec, "region")), "us-east-1")
+    gpu_of = {p.name: p.gpu.id for p in platform.pools if p.gpu is not None}
+    declared = [(c.pool, c.savings_plan_discount) for c in platform.spec.costs.cloud if c.savings_plan_discount is not None]
     out = []
     for pool in pools:
         if pool.owned_cost is None or pool.accelerator is None:
             continue
-        rental = cheapest_rental(pool.accelerator, region, catalog)
-        price = rental[1] if rental else None
+        # a discount bought for the same GPU applies to renting it; else any declared (Compute Savings Plans span families)
+        same = [d for d in declared if gpu_of.get(d[0]) == pool.accelerator]
+        options = rental_options(pool.accelerator, region, catalog, same or declared)
+        on_demand = next((o for o in options if o.purchase == "on-demand"), None)
+        price = on_demand.usd_per_gpu_hour if on_demand else None
         u_star = pool.owned_cost.break_even(price) if price is not None else None
+        option = OwnVsRent(
+            pool.name, pool.accelerator, pool.owned_cost, on_demand.instance if on_demand else None, region, price,
+            on_demand.factors if on_demand else (), u_star, None, options,
+        )  # fmt: skip
         from_quarter = None
-        if u_star is not None:
-            from_quarter = next((q for q, u in growth.utilization(pool.name) if u >= u_star), None)
-        out.append(
-            OwnVsRent(
-                pool.name,
-                pool.accelerator,
-                pool.owned_cost,
-                rental[0] if rental else None,
-                region,
-                price,
-                rental[2] if rental else (),
-                u_star,
-                from_quarter,
-            )
-        )
+        if options:
+            from_quarter = next((q for q, u in growth.utilization(pool.name) if option.cheapest_at(u) == "owned"), None)
+        out.append(replace(option, cheaper_from_quarter=from_quarter))
     return tuple(out)
 
 

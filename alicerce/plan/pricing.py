@@ -149,3 +149,56 @@ def cheapest_rental(gpu_id: str, region: str, catalog: Catalog) -> tuple[str, fl
         if price is not None and (best is None or price / instance.gpus < best[1]):
             best = (instance.type, price / instance.gpus, factors)
     return best
+
+
+@dataclass(frozen=True)
+class RentalOption:
+    """One way a buyer can rent the GPUs of an owned pool, per GPU-hour, and how it is billed.
+
+    ``held``: billed every hour of the month whether used or not (a capacity reservation); otherwise
+    billed per used hour (on-demand, with the spec's Savings Plan discount, Capacity Blocks in days).
+    """
+
+    purchase: str  # on-demand | savings-plan | capacity-block | capacity-reservation
+    instance: str
+    usd_per_gpu_hour: float
+    held: bool
+    factors: tuple[Factor, ...]
+
+    def monthly_usd(self, gpus: int, utilization: float) -> float:
+        """A month of ``gpus`` rented this way when ``utilization`` of their hours are used."""
+        return self.usd_per_gpu_hour * gpus * HOURS_PER_MONTH * (1.0 if self.held else utilization)
+
+
+def rental_options(gpu_id: str, region: str, catalog: Catalog, discounts: list[tuple[str, float]]) -> tuple[RentalOption, ...]:
+    """Every purchase option the catalog and the spec price for ``gpu_id`` in ``region``, cheapest type each.
+
+    ``discounts`` are the spec's Savings Plan / Reserved Instances discounts as (pool, discount): the plan
+    applies them to those pools' on-demand price per used hour, so the comparison does too (the case most
+    favourable to renting: a commitment sized to what is used).
+    """
+    out: list[RentalOption] = []
+    od = cheapest_rental(gpu_id, region, catalog)
+    if od is not None:
+        instance, usd, factors = od
+        out.append(RentalOption("on-demand", instance, usd, False, factors))
+        if discounts:
+            pool, discount = max(discounts, key=lambda d: (d[1], d[0]))
+            factor = Factor(f"Savings Plan / Reserved Instances discount (costs.cloud[{pool}])", 1 - discount, "spec")
+            out.append(RentalOption("savings-plan", instance, usd * (1 - discount), False, (*factors, factor)))
+        reservations = catalog.prices.capacityReservations
+        factor = Factor("reserved instances billed at on-demand, used or not", 1.0, f"{reservations.source.url} ({reservations.asOf})")
+        out.append(RentalOption("capacity-reservation", instance, usd, True, (*factors, factor)))
+    blocks = catalog.prices.capacityBlocks
+    best: RentalOption | None = None
+    for instance_type in catalog.instances:
+        block = blocks.types.get(instance_type.type)
+        if instance_type.gpu != gpu_id or not instance_type.gpus or block is None or region not in block.regions:
+            continue
+        usd = block.usdPerHour / instance_type.gpus
+        if best is None or usd < best.usd_per_gpu_hour:
+            factor = Factor(f"Capacity Block {instance_type.type}", block.usdPerHour, f"{blocks.source.url} ({blocks.asOf})")
+            best = RentalOption("capacity-block", instance_type.type, usd, False, (factor,))
+    if best is not None:
+        out.append(best)
+    return tuple(out)

@@ -5,6 +5,7 @@ generated tokens::
 
     W       = parameters x bytes per weight             every expert resident
     kv      = 2 x layers x KV heads x head dim x KV bytes   per token
+              (MLA: layers x (KV latent + RoPE key) x KV bytes; sliding layers hold at most their window)
     B       = min(batch cap, (tp x memory x f - W) / (kv x (isl + osl)), latency limit)
               latency limit: step(B) + B x prefill / osl <= TPOT target (prefills share the replica)
     c_tok   = 2 all-reduces x layers x hidden x 2 bytes x 2(tp-1)/tp / (link bandwidth x e_link)
@@ -41,6 +42,24 @@ class ServedShape:
     hidden: int
     kv_heads: int
     head_dim: int
+    kv_latent: int | None = None  # multi-head latent attention: elements cached per token and layer (rank + RoPE key)
+    window: int | None = None  # sliding-window attention: tokens a sliding layer attends to and caches
+    global_layers: int = 0  # layers that still attend to the whole context
+
+    def kv_per_token_layer(self, kv_bytes: float) -> float:
+        """KV-cache bytes of one token in one layer: keys and values per KV head, or MLA's shared latent
+        (DeepSeek-V2, arXiv 2405.04434, Sec. 2.1: (d_c + d_h^R) elements per token and layer)."""
+        if self.kv_latent is not None:
+            return self.kv_latent * kv_bytes
+        return 2 * self.kv_heads * self.head_dim * kv_bytes
+
+    def attended(self, tokens: float) -> float:
+        """Token-layers of KV a sequence of ``tokens`` holds, over layers: ``layers x tokens`` unless sliding
+        layers keep only their window."""
+        if self.window is None:
+            return self.layers * tokens
+        full = min(self.global_layers, self.layers)
+        return full * tokens + (self.layers - full) * min(tokens, self.window)
 
 
 @dataclass(frozen=True)
@@ -98,8 +117,17 @@ class Replica:
         return self.shape.parameters * self.bytes_per_weight
 
     @property
+    def kv_per_token_layer(self) -> float:
+        return self.shape.kv_per_token_layer(self.kv_bytes)
+
+    def kv_sequence(self, tokens: float) -> float:
+        """KV-cache bytes of one sequence of ``tokens`` (sliding layers hold at most their window)."""
+        return self.kv_per_token_layer * self.shape.attended(tokens)
+
+    @property
     def kv_per_token(self) -> float:
-        return 2 * self.shape.layers * self.shape.kv_heads * self.shape.head_dim * self.kv_bytes
+        """KV-cache bytes per token of a sequence with every layer holding it (the dense figure)."""
+        return self.shape.layers * self.kv_per_token_layer
 
 
 def all_reduce_seconds_per_token(r: Replica) -> float:
@@ -111,7 +139,8 @@ def all_reduce_seconds_per_token(r: Replica) -> float:
 
 def prefill_seconds(r: Replica, isl: int) -> float:
     shape = r.shape
-    compute = (2 * shape.active_parameters * isl + 2 * shape.layers * isl**2 * shape.hidden) / (r.tp * r.hw.peak_flops * r.eff.prefill)
+    # attention over the prompt: isl x the tokens each attends to, per layer (a sliding layer: at most its window)
+    compute = (2 * shape.active_parameters * isl + 2 * isl * shape.attended(isl) * shape.hidden) / (r.tp * r.hw.peak_flops * r.eff.prefill)
     return compute + isl * all_reduce_seconds_per_token(r)
 
 
@@ -128,8 +157,8 @@ def step_seconds(r: Replica, isl: int, osl: int, batch: float) -> float:
     """One decode step of ``batch`` sequences: memory reads, the compute ceiling, all-reduces, overhead."""
     shape, eff = r.shape, r.eff
     context = isl + osl / 2
-    memory = (weights_read(r, batch) + batch * r.kv_per_token * context) / (r.tp * r.hw.hbm_bytes_per_second * eff.bandwidth)
-    compute = (2 * shape.active_parameters * batch + 4 * shape.layers * batch * context * shape.hidden) / (
+    memory = (weights_read(r, batch) + batch * r.kv_sequence(context)) / (r.tp * r.hw.hbm_bytes_per_second * eff.bandwidth)
+    compute = (2 * shape.active_parameters * batch + 4 * batch * shape.attended(context) * shape.hidden) / (
         r.tp * r.hw.peak_flops * eff.decode_compute
     )
     latency = 2 * shape.layers * eff.all_reduce_latency if r.tp > 1 else 0.0
@@ -149,7 +178,7 @@ def token_interval_seconds(r: Replica, isl: int, osl: int, batch: float) -> floa
 def kv_batch_limit(r: Replica, isl: int, osl: int) -> float:
     """Sequences whose KV cache fits next to the weights (0 when the weights alone do not fit)."""
     free = r.tp * r.hw.memory_bytes * r.eff.memory_fraction - r.weights
-    return max(0.0, free / (r.kv_per_token * (isl + osl)))
+    return max(0.0, free / r.kv_sequence(isl + osl))
 
 
 def latency_batch_limit(r: Replica, isl: int, osl: int, tpot: float) -> float:
@@ -181,7 +210,9 @@ def replica_performance(r: Replica, isl: int, osl: int, *, batch_cap: float, tpo
     step = step_seconds(r, isl, osl, batch)
     prefill = prefill_seconds(r, isl)
     tokens = osl / (prefill + osl * step / batch)
-    return ReplicaPerformance(r.tp, batch, by_memory, step, prefill, tokens, r.weights, r.kv_per_token, osl)
+    # KV bytes per token of a whole sequence (sliding layers hold at most their window, so it is not kv_per_token)
+    kv_token = r.kv_sequence(isl + osl) / (isl + osl)
+    return ReplicaPerformance(r.tp, batch, by_memory, step, prefill, tokens, r.weights, kv_token, osl)
 
 
 def gpu_hardware(gpu: Gpu, precision: str, sizing: Sizing) -> ReplicaHardware:

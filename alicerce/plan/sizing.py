@@ -16,7 +16,7 @@ from alicerce.catalog.models import Gpu, Sizing
 from alicerce.plan.figures import Factor, Figure, rounded
 from alicerce.plan.roofline import Replica, ReplicaPerformance, ServedShape, efficiencies, gpu_hardware, replica_performance
 from alicerce.plan.throughput import TrainingJob, moe_routing_ratio, training_mfu
-from alicerce.spec.models import Traffic, Workload
+from alicerce.spec.models import LatentAttention, SlidingWindowAttention, Traffic, Workload
 
 GIB = 2**30
 DAY = 86400.0
@@ -72,6 +72,7 @@ class WorkloadPlan:
     cpu_cores: int | None = None
     deadline_days: float | None = None
     tokens_per_month: float | None = None  # serving at peak load: input + output tokens
+    runs_per_quarter: float | None = None  # training: the declared schedule (None: back to back)
     fits: dict[str, int | None] = field(default_factory=dict)  # candidate GPU -> smallest count that fits
     figures: tuple[Figure, ...] = ()
     notes: tuple[str, ...] = ()
@@ -203,6 +204,57 @@ class _Run:
     network_need_gbps: float
 
 
+def attention_width(w: Workload, layers: int, hidden: int, sizing: Sizing) -> tuple[int | None, float | None]:
+    """(attention FLOPs width, effective sequence) of the throughput model's attention term, from the declared layout.
+
+    MLA: query-key products run over head dim + RoPE key per head, value products over head dim, so the width is
+    heads x (head dim + RoPE dim / 2) (DeepSeek-V3: 128 x (128 + 32) = 20,480). Sliding window: causal attention
+    over a window W of a sequence S costs (2W - W^2 / S) / S of full causal attention, so a sliding layer counts
+    2W - W^2 / S tokens; global layers count S."""
+    assert w.model is not None
+    attention = w.model.attention
+    sequence = w.sequence_length or DEFAULT_SEQUENCE
+    if isinstance(attention, LatentAttention) and attention.heads is not None:
+        head = w.model.head_dim or int(sizing.inference.headDimDefault.value)
+        return round(attention.heads * (head + attention.rope_head_dim / 2)), None
+    if isinstance(attention, SlidingWindowAttention) and attention.window < sequence:
+        window = attention.window
+        full = min(attention.global_layers, layers)
+        effective = (full * sequence + (layers - full) * (2 * window - window**2 / sequence)) / layers
+        return None, effective
+    return None, None
+
+
+def network_bytes_per_step(w: Workload, job: TrainingJob, *, tp: int, node_gpus: int, weight_bytes: float, passes: int) -> float:
+    """Bytes one GPU sends across nodes each step.
+
+    Dense: ZeRO-3 over the data-parallel ranks, ``passes`` x (parameters / TP) x (dp - 1) / dp. A mixture of
+    experts runs expert parallelism (Megatron-Core, DeepSpeed-MoE, DeepSeek-V3's EP): the experts are spread
+    over EP = min(experts, dp) ranks, so a GPU syncs the shared (attention, dense, shared-expert) parameters
+    over dp and only its own experts over the dp / EP replicas of them, not a gather of every parameter;
+    on top, the all-to-all moves each token's hidden state to its top-k experts and back, forward and
+    backward (4 x tokens per GPU x k x hidden x MoE layers x 2 bytes), for the share of experts off the node."""
+    assert w.model is not None
+    gpus = job.gpus
+    dp = max(1, gpus // tp)
+    total = float(w.model.parameters)
+    if w.model.architecture != "moe" or not job.experts_per_token:
+        return passes * (total * weight_bytes / tp) * (dp - 1) / dp
+    active, k = job.active_parameters, job.experts_per_token
+    experts = w.model.experts.total if w.model.experts else None
+    if experts is not None and experts > k:
+        per_expert = max(0.0, total - active) / (experts - k)
+        shared = max(0.0, active - k * per_expert)
+    else:  # routed experts unknown: every parameter beyond the active ones is an expert's
+        shared = active
+    ep = max(1, min(experts or dp, dp))
+    replicas = max(1, dp // ep)
+    sync = passes * weight_bytes * ((shared / tp) * (dp - 1) / dp + ((total - shared) / ep) * (replicas - 1) / replicas)
+    off_node = max(0.0, 1 - node_gpus / (ep * tp))  # experts on the GPU's own node are reached over NVLink
+    all_to_all = 4 * moe_routing_ratio(job) * active * 2 * job.global_batch_tokens / gpus * off_node
+    return sync + all_to_all
+
+
 def _training_run(  # noqa: PLR0917 - the job's parts, each needed
     w: Workload, place: Placement, sizing: Sizing, mem: TrainingMemory, gpus: int, tp: int, flops_per: float, active: float
 ) -> _Run:
@@ -222,6 +274,7 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
     recompute = not fitting
     tp = fitting[0] if fitting else tp
     experts = w.model.experts
+    attention_dim, attention_sequence = attention_width(w, layers, hidden, sizing)
     job = TrainingJob(
         architecture=gpu.architecture,
         active_parameters=active,
@@ -237,6 +290,8 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
         experts_per_token=(experts.per_token if experts else int(sizing.training.expertsPerTokenDefault.value)) if moe else None,
         moe_layers=experts.layers if experts else None,
         full_recompute=recompute,
+        attention_dim=attention_dim,
+        attention_sequence=attention_sequence,
     )
     if w.mfu is not None:
         return _Run(gpus, tp, w.mfu, (Factor("mfu", w.mfu, "spec", "workloads[].mfu replaces the throughput model"),), recompute, 0.0)
@@ -244,11 +299,9 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
     # the traffic each step must move per GPU: ZeRO-3 (all-gather twice, reduce-scatter) over data
     # parallel ranks, plus the MoE all-to-all (dispatch and combine, forward and backward)
     step = job.global_batch_tokens / (gpus * gpu.tflops.bf16 * 1e12 * mfu / (flops_per * active))
-    dp = max(1, gpus // tp)
     weight_bytes = sizing.weightBytes.get(w.precision, 2)
-    exchanged = (3 if w.method not in ("lora", "qlora") else 2) * (float(w.model.parameters) * weight_bytes / tp) * (dp - 1) / dp
-    if moe and gpus > place.gpus_per_node:
-        exchanged += 4 * moe_routing_ratio(job) * active * 2 * job.global_batch_tokens / gpus
+    passes = 3 if w.method not in ("lora", "qlora") else 2
+    exchanged = network_bytes_per_step(w, job, tp=tp, node_gpus=place.gpus_per_node, weight_bytes=weight_bytes, passes=passes)
     need = exchanged * 8 / (step * sizing.commOverlapFraction.value) / 1e9
     # Only a pool without an RDMA fabric caps throughput here: on RDMA, published runs overlap their traffic
     # with tensor and pipeline parallelism this ZeRO-3 estimate does not model (it would over-penalise them).
@@ -358,8 +411,24 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                           {"tokens/s": tokens_per_second, "bytes per token": bytes_per_token,
                            "headroom": sizing.dataReadHeadroom.value}))  # fmt: skip
     figures.append(Figure("network per GPU", run.network_need_gbps, "Gbit/s",
-                          "(ZeRO-3 traffic of weights / TP + MoE all-to-all) per step x 8 / (step time x overlap)",
+                          "(ZeRO-3 traffic of weights / TP; MoE: shared weights over dp, own experts over dp / EP, "
+                          "and the off-node all-to-all) per step x 8 / (step time x overlap)",
                           {"available Gbit/s": place.network_gbps_per_gpu, "global batch tokens": batch_tokens}))  # fmt: skip
+    quarter_days = 3 * sizing.hoursPerMonth.value / 24
+    if w.runs_per_quarter is not None:
+        runs = w.runs_per_quarter
+        share = runs * wall_days / quarter_days
+        figures.append(Figure("busy share of its GPUs", min(1.0, share), "of each quarter",
+                              "runs per quarter x wall-clock days / days per quarter (3 x hours per month / 24)",
+                              {"runs per quarter": runs, "wall-clock days": wall_days, "days per quarter": quarter_days}))  # fmt: skip
+        if share > 1:
+            issues.append(Issue("PL320", f"{runs:g} runs a quarter of {wall_days:.0f} days each take {share * quarter_days:.0f} days "
+                                f"of a {quarter_days:.0f}-day quarter: they overlap, holding {share:.1f}x the {gpus} GPUs"))  # fmt: skip
+    available = place.network_gbps_per_gpu
+    rdma_pool = available is not None and available > sizing.tcpGbpsPerGpu.value  # without RDMA: PL309
+    if w.model.architecture == "moe" and gpus > place.gpus_per_node and rdma_pool and run.network_need_gbps > (available or 0.0):
+        issues.append(Issue("PL321", f"expert-parallel all-to-all and weight sync need {run.network_need_gbps:.0f} Gbit/s per GPU "
+                                f"at {gpus} GPUs; the pool's fabric gives {available:.0f}: throughput falls below the plan"))  # fmt: skip
     activations = mem.activations if run.recompute else mem.activations_no_recompute
     multi_node = gpus > place.gpus_per_node
     rdma = multi_node and run.network_need_gbps > sizing.tcpGbpsPerGpu.value
@@ -371,7 +440,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         checkpoint_write_gbps=write, dataset_read_gbps=read, network_gbps_per_gpu=run.network_need_gbps, rdma_required=rdma,
         replicas=None, tokens_per_second_per_replica=None, mfu=run.mfu, tensor_parallel=tp,
         deadline_days=deadline / DAY if deadline else None, fits=fits, figures=tuple(figures), notes=tuple(notes),
-        issues=tuple(issues),
+        issues=tuple(issues), runs_per_quarter=w.runs_per_quarter,
     )  # fmt: skip
 
 
@@ -404,6 +473,7 @@ def served_shape(w: Workload, sizing: Sizing) -> ServedShape:
     n = float(w.model.parameters)
     layers, hidden = shape(n, w.model.layers, w.model.hidden_size, sizing)
     inf = sizing.inference
+    attention = w.model.attention
     return ServedShape(
         parameters=n,
         active_parameters=float(w.model.active_parameters or n),
@@ -411,6 +481,9 @@ def served_shape(w: Workload, sizing: Sizing) -> ServedShape:
         hidden=hidden,
         kv_heads=w.model.kv_heads or int(inf.kvHeadsDefault.value),
         head_dim=w.model.head_dim or int(inf.headDimDefault.value),
+        kv_latent=attention.kv_lora_rank + attention.rope_head_dim if isinstance(attention, LatentAttention) else None,
+        window=attention.window if isinstance(attention, SlidingWindowAttention) else None,
+        global_layers=attention.global_layers if isinstance(attention, SlidingWindowAttention) else 0,
     )
 
 
@@ -429,11 +502,20 @@ def replica_layout(w: Workload, gpu: Gpu, sizing: Sizing, node_gpus: int) -> tup
     tpot = _slo(w.latency.time_per_output_token) if w.latency else None
     ttft = _slo(w.latency.time_to_first_token) if w.latency else None
     isl, osl = w.traffic.input_tokens, w.traffic.output_tokens
-    kv_token = 2 * shape_.layers * shape_.kv_heads * shape_.head_dim * kv_bytes(w.precision)
+    per_layer = shape_.kv_per_token_layer(kv_bytes(w.precision))
+    kv_inputs: dict[str, float]
+    if shape_.kv_latent is not None:
+        kv_formula, kv_inputs = "layers x (KV latent + RoPE key) x bytes x tokens (MLA)", {"KV latent + RoPE key": shape_.kv_latent}
+    else:
+        kv_formula = "2 x layers x KV heads x head dim x bytes x tokens"
+        kv_inputs = {"KV heads": shape_.kv_heads, "head dim": shape_.head_dim}
+    if shape_.window is not None:
+        kv_formula += "; sliding layers hold at most their window"
+        kv_inputs |= {"window": shape_.window, "global layers": shape_.global_layers}
     figures = [
         Figure("weights", shape_.parameters * bytes_per_weight / GIB, "GiB", "parameters x bytes per weight", {"precision": w.precision}),
-        Figure("KV cache per sequence", kv_token * (isl + osl) / GIB, "GiB", "2 x layers x KV heads x head dim x bytes x tokens",
-               {"layers": shape_.layers, "KV heads": shape_.kv_heads, "head dim": shape_.head_dim, "tokens": isl + osl}),
+        Figure("KV cache per sequence", per_layer * shape_.attended(isl + osl) / GIB, "GiB", kv_formula,
+               {"layers": shape_.layers, **kv_inputs, "tokens": isl + osl}),
     ]  # fmt: skip
     factors = (
         Factor("prefill compute efficiency", eff.prefill, inf.prefillEfficiency.source),

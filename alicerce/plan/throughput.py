@@ -43,6 +43,7 @@ class TrainingJob:
     global_batch_tokens: float
     precision: str
     attention_dim: int | None = None  # multi-head latent attention and the like; default: hidden
+    attention_sequence: float | None = None  # tokens a token attends to on average x 2 (sliding windows); default: sequence
     fp8_recipe: str | None = None  # transformer-engine | generic | None (unknown stack)
     fp8_supported: bool = True
     fp4_supported: bool = True
@@ -93,7 +94,8 @@ def training_factors(job: TrainingJob, sizing: Sizing, *, moe_routing: float | N
     t = sizing.training
     base = getattr(t.base, job.architecture)
     factors = [Factor("base", base.value, base.source, f"large dense bf16 job on {job.architecture}")]
-    ratio = job.layers * job.sequence * (job.attention_dim or job.hidden) / job.active_parameters
+    sequence = job.sequence if job.attention_sequence is None else job.attention_sequence
+    ratio = job.layers * sequence * (job.attention_dim or job.hidden) / job.active_parameters
     factors.append(Factor("attention", 1 / (1 + ratio), "computed", f"1 / (1 + layers x sequence x dim / N) = 1 / (1 + {ratio:.3f})"))
     per_gpu = tokens_per_gpu_step(job)
     reference, exponent = t.perGpuBatch.referenceTokens.value, t.perGpuBatch.exponent.value

@@ -10,8 +10,10 @@ The tables printed here are the README's; a test keeps the README in step.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import statistics
+import sys
 
 import pytest
 
@@ -21,6 +23,9 @@ from alicerce.plan.calibrate import (
     fit_inference,
     fit_training,
     inference_errors,
+    measured_mfu,
+    planned_mfu,
+    predicted_mfu,
     summary,
     training_errors,
 )
@@ -152,3 +157,49 @@ def test_fp8_is_a_measured_gain_not_the_peak_ratio() -> None:
     gains = SIZING.training.fp8Gain
     assert 1.0 < gains.generic.value < gains.transformer_engine.value < 1.9
     assert not math.isclose(gains.transformer_engine.value, 2.0, rel_tol=0.05)
+
+
+# Issue 23, defect 1: the runs where the planner, given only what a user can declare, sizes a run differently
+# from the calibration's own inputs, and why. Any other difference means the two paths drifted apart.
+PLANNER_DIFFERS = {
+    "bloom-176b": "the run recomputed activations; at 384 GPUs the planner finds they fit without",
+    "llama31-405b-16k-gpus-longctx": "the planner recomputes at a 131k sequence; the run did not say",
+    "mlperf50-l405b-512xh100": "the planner recomputes at 512 H100 (memory); the run did not",
+    "mbridge2511-llama31-405b-1024xh100": "the planner recomputes at 1,024 H100 (memory); the run did not",
+}
+
+
+def test_the_planner_sizes_each_run_as_calibrated_from_what_a_user_declares() -> None:
+    """Each run, declared with user fields only, goes through plan_workload (what `alicerce plan` runs)."""
+    differs = {}
+    for run in RUNS:
+        planned = planned_mfu(run, CATALOG, SIZING)
+        assert planned is not None, f"{run.id}: the planner cannot size it"
+        if planned != pytest.approx(predicted_mfu(run, CATALOG, SIZING), rel=1e-9):
+            differs[run.id] = planned
+    assert sorted(differs) == sorted(PLANNER_DIFFERS)
+
+
+def test_a_declared_mla_layout_gives_the_runs_attention_width() -> None:
+    # DeepSeek-V3: 128 heads x (128 + 64 / 2) = 20,480, the width its calibration row carries
+    for run in RUNS:
+        if run.mla is not None:
+            assert run.attentionDim == run.mla.heads * (run.mla.headDim + run.mla.ropeHeadDim // 2), run.id
+
+
+def test_held_out_runs_through_the_planners_own_path() -> None:
+    errors = [(r.id, planned_mfu(r, CATALOG, SIZING), measured_mfu(r, CATALOG)) for r in RUNS if r.role == "holdout"]
+    relative = [(p - m) / m for _, p, m in errors if p is not None]
+    assert len(relative) == len(errors)
+    assert statistics.fmean(abs(e) for e in relative) <= 0.25
+    assert max(abs(e) for e in relative) <= 0.5, [(i, round((p - m) / m, 2)) for i, p, m in errors if p is not None]
+
+
+def test_the_readme_accuracy_table_is_the_bench_scripts() -> None:
+    spec = importlib.util.spec_from_file_location("sizing_accuracy", ROOT / "bench" / "sizing_accuracy.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench  # its dataclasses resolve their module by name
+    spec.loader.exec_module(bench)
+    readme = (ROOT / "README.md").read_text("utf-8")
+    assert bench.tables(CATALOG) in readme, "regenerate with `python bench/sizing_accuracy.py --readme`"

@@ -72,9 +72,79 @@ def test_golden_break_even_against_p5() -> None:
     (option,) = plan().own_vs_rent
     assert option.rental == "p5.48xlarge" and option.rental_usd_per_gpu_hour == pytest.approx(6.88)
     assert option.break_even_utilization == pytest.approx(0.30235, abs=1e-4)
-    assert option.verdict().startswith("owning is cheaper at 88% utilisation (break-even 30%)")
+    assert option.verdict().startswith("owning is cheaper at 88% utilisation")
     # at the break-even utilisation owning and renting cost the same per used GPU-hour
     assert option.owned.usd_per_gpu_hour(option.break_even_utilization) == pytest.approx(6.88, rel=1e-9)
+
+
+def test_own_vs_rent_prices_every_purchase_option() -> None:
+    """Issue 23, defect 2: own-vs-rent compared owning only with on-demand. Every option the catalog prices for
+    H100 in us-east-1 is compared, each with the utilisations at which owning wins (F and V as above):
+      on-demand            p5.48xlarge 55.04 / 8 = 6.88 per used GPU-hour: owning wins above 30.2% (above)
+      Capacity Block       p5.48xlarge 39.33 / 8 = 4.91625: R = 4.91625 x 256 x 730 = 918,743.04;
+                           u* = 384,218.32 / (918,743.04 - 14,979.69) = 0.42513
+      capacity reservation 6.88 billed every hour: R = 1,285,734.40 > F + V = 399,198.01: owning always wins
+    The cheapest month by utilisation: Capacity Blocks up to 42.5%, owning above."""
+    (option,) = plan().own_vs_rent
+    by = {o.purchase: o for o in option.options}
+    assert set(by) == {"on-demand", "capacity-block", "capacity-reservation"}
+    assert by["capacity-block"].usd_per_gpu_hour == pytest.approx(4.91625)
+    assert option.wins(by["capacity-block"]) == pytest.approx((0.42513, 1.0), abs=1e-5)
+    assert option.wins(by["on-demand"]) == pytest.approx((0.30235, 1.0), abs=1e-5)
+    assert by["capacity-reservation"].held and option.wins(by["capacity-reservation"]) == (0.0, 1.0)
+    (low, cut, first), (cut2, high, second) = option.bands()
+    assert (first, second) == ("capacity-block", "owned") and cut == cut2 == pytest.approx(0.42513, abs=1e-5)
+    assert (low, high) == (0.0, 1.0)
+
+
+def test_own_vs_rent_uses_the_specs_savings_plan_discount() -> None:
+    """Issue 23, defect 2: the plan applied a pool's Savings Plan discount to that pool's price but compared owning
+    with the undiscounted on-demand price. With 65% off p5 (train-p5 holds H100 too): 6.88 x 0.35 = 2.408 per GPU-hour;
+    R = 2.408 x 256 x 730 = 450,007.04; u* = 384,218.32 / (450,007.04 - 14,979.69) = 0.88320, above the pool's 87.5%:
+    renting on the Savings Plan is cheaper, where the on-demand comparison said owning was."""
+    data = reference()
+    data["costs"]["cloud"] = [{"pool": "train-p5", "reservedNodes": 4, "savingsPlanDiscount": 0.65}]
+    (option,) = plan_platform(resolve(data), today=TODAY).own_vs_rent
+    plan_ = next(o for o in option.options if o.purchase == "savings-plan")
+    assert plan_.usd_per_gpu_hour == pytest.approx(2.408)
+    assert option.wins(plan_) == pytest.approx((0.88320, 1.0), abs=1e-5)
+    assert option.cheapest_at(0.875) == "savings-plan"
+    assert option.verdict().startswith("renting (savings-plan) is cheaper at 88% utilisation")
+    assert option.bands()[0][2] == "savings-plan" and option.bands()[-1] == pytest.approx((0.88320, 1.0, "owned"), abs=1e-5)
+
+
+def test_utilisation_follows_the_declared_schedule() -> None:
+    """Issue 23, defect 3: a training run was counted as holding its GPUs every hour, back to back. Declared as one
+    run a quarter, llm-pretrain (224 H100 for 59.0108 days, as above) keeps them busy 59.0108 x 24 / 3 = 472.087 h a
+    month: u = 224 x 472.087 / (256 x 730) = 0.56586, not 0.875. The owned month (power follows u):
+      power = 29,959.37 x (0.3 + 0.5 x 0.56586) = 17,464.17; fixed items as above -> 392,694.69 a month
+      per used GPU-hour = 392,694.69 / (256 x 730 x 0.56586) = 3.7135, and the run costs 317,242 x 3.7135 = 1,178,084."""
+    data = reference()
+    next(w for w in data["workloads"] if w["name"] == "llm-pretrain")["runsPerQuarter"] = 1
+    scheduled = plan_platform(resolve(data), today=TODAY)
+    pool = next(x for x in scheduled.pools if x.name == "onprem-h100")
+    assert pool.utilization == pytest.approx(0.56586, abs=1e-5)
+    assert pool.owned_cost is not None and pool.owned_cost.items["power"] == pytest.approx(17_464.17, abs=0.01)
+    assert pool.owned_cost.monthly_usd == pytest.approx(392_694.69, abs=0.01)
+    assert pool.owned_cost.usd_per_gpu_hour() == pytest.approx(3.7135, abs=1e-4)
+    units = {u.workload: u for u in scheduled.unit_costs}
+    assert units["llm-pretrain"].cost_per_run_usd == pytest.approx(1_178_084, rel=1e-5)
+    (option,) = scheduled.own_vs_rent
+    assert option.verdict().startswith("owning is cheaper at 57% utilisation")
+    pretrain = next(w for w in scheduled.workloads if w.name == "llm-pretrain")
+    busy = next(f for f in pretrain.figures if f.name == "busy share of its GPUs")
+    assert busy.value == pytest.approx(59.0108 / 91.25, abs=1e-5) and "PL320" not in {f.check for f in scheduled.findings}
+
+
+def test_runs_that_cannot_follow_one_another_in_a_quarter_are_a_finding() -> None:
+    # two 59-day runs a quarter need 118 of its 91.25 days on the same 224 GPUs: they overlap (PL320), and the pool
+    # is busy all month (224 x 2 x 472.087 h = 211,495 GPU-hours > 186,880: capped at 100%)
+    data = reference()
+    next(w for w in data["workloads"] if w["name"] == "llm-pretrain")["runsPerQuarter"] = 2
+    scheduled = plan_platform(resolve(data), today=TODAY)
+    (finding,) = [f for f in scheduled.findings if f.check == "PL320"]
+    assert finding.subject == "llm-pretrain" and "118 days of a 91-day quarter" in finding.message
+    assert next(x for x in scheduled.pools if x.name == "onprem-h100").utilization == 1.0
 
 
 def test_golden_reference_prod_month() -> None:
@@ -83,39 +153,39 @@ def test_golden_reference_prod_month() -> None:
     #              tokenize-corpus needs 21 cores -> 1 node for 1 day: 24 x 1.5451            =      37.08
     # train-p5     capacity reservation of 4 p5.48xlarge (costs.cloud), billed used or not:
     #              4 x 730 x 55.04                                                             = 160,716.80
-    # infer-l40s   chat-70b: 2 req/s / 0.4150 req/s a replica -> 5 g6e.12xlarge: 5 x 730 x 10.49264 =  38,298.14
+    # infer-l40s   chat-70b: 2 req/s / 0.3782 req/s a replica -> 6 g6e.12xlarge: 6 x 730 x 10.49264 =  45,957.76
     #              embed-batch (applied-ml's quota is here only): 243.33 GPU-h x 10.49264 / 4 =     638.30
     # infer-l4     min 1 g6.xlarge always on, no declared workload: 730 x 0.8048              =     587.50
     # onprem-h100  owned TCO above                                                             = 397,325.55
     # FSx          datasets 50,400 GiB + checkpoints 26,400 GiB PERSISTENT_2 (fsx.yaml)          =  21,002.39
     # dc1 storage  2 PiB Lustre = 2,251.80 TB x 160 USD/TB / 48 months                         =   7,506.00
-    # total                                                                                    = 627,289.11
+    # total                                                                                    = 634,948.74
     p = plan()
     pools = {x.name: x.monthly_cost_usd for x in p.pools}
     assert pools == pytest.approx(
-        {"system": 1_177.34, "data-prep": 37.08, "train-p5": 160_716.80, "infer-l40s": 38_936.44, "infer-l4": 587.50,
+        {"system": 1_177.34, "data-prep": 37.08, "train-p5": 160_716.80, "infer-l40s": 46_596.07, "infer-l4": 587.50,
          "dc1-system": None, "onprem-h100": 397_325.55},
         abs=0.02,
     )  # fmt: skip
     assert p.cost_breakdown["FSx"] == pytest.approx(21_002.39, abs=0.01)
     assert p.cost_breakdown["owned sites (storage, links)"] == pytest.approx(7_506.00, abs=0.01)
-    assert p.monthly_cost_usd == pytest.approx(627_289.11, abs=0.05)
+    assert p.monthly_cost_usd == pytest.approx(634_948.74, abs=0.05)
 
 
 def test_golden_unit_costs() -> None:
     # llm-pretrain: 6 x 70e9 x 1e12 FLOP / (989.4 TFLOP/s x MFU) with MFU = 0.46 base x 1/(1 + 80 x 8192 x 8192 / 70e9)
     #   (= 0.92877) x 1 (74,898 tokens per GPU per step) x 0.87 goodput = 0.37170 -> 317,228 GPU-hours;
     #   at the owned pool's 2.4298 USD per GPU-hour: 770,800 a run
-    # chat-70b: 20 L40S x 730 h = 14,600 GPU-hours at 10.49264 / 4 = 2.62316 -> 38,298.14 a month to serve the peak;
-    #   2 req/s x 1,800 tokens x 3,600 x 730 = 9.4608e9 tokens a month -> 4.048 USD per million tokens
+    # chat-70b: 24 L40S x 730 h = 17,520 GPU-hours at 10.49264 / 4 = 2.62316 -> 45,957.76 a month to serve the peak;
+    #   2 req/s x 1,800 tokens x 3,600 x 730 = 9.4608e9 tokens a month -> 4.858 USD per million tokens
     units = {u.workload: u for u in plan().unit_costs}
     assert units["llm-pretrain"].cost_per_run_usd == pytest.approx(770_800, rel=0.001)
-    assert units["chat-70b"].usd_per_million_tokens == pytest.approx(4.048, abs=0.001)
-    assert units["chat-70b"].monthly_usd == pytest.approx(38_298.14, abs=0.02)
+    assert units["chat-70b"].usd_per_million_tokens == pytest.approx(4.858, abs=0.001)
+    assert units["chat-70b"].monthly_usd == pytest.approx(45_957.76, abs=0.02)
 
 
 def test_unit_cost_of_an_undersized_pool_is_what_its_max_can_spend() -> None:
-    # chat-70b at 40 req/s wants 97 replicas (388 L40S); infer-l40s stops at 8 g6e.12xlarge:
+    # chat-70b at 40 req/s wants 106 replicas (424 L40S); infer-l40s stops at 8 g6e.12xlarge:
     #   8 x 730 x 10.49264 = 61,277.02 a month at most, however many replicas the peak wants
     data = reference()
     next(w for w in data["workloads"] if w["name"] == "chat-70b")["traffic"]["peakRps"] = 40

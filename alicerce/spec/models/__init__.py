@@ -29,7 +29,18 @@ from alicerce.spec.models.pools import (
 from alicerce.spec.models.security import Audit, Encryption, EndpointAccess, IdentityProvider, Security, Waiver
 from alicerce.spec.models.storage import BlockTier, LocalNvmeTier, ObjectTier, ParallelFsTier, SharedNfsTier, StorageTier
 from alicerce.spec.models.tenancy import Budget, Ingress, Quota, StorageGrant, Team, Tenancy
-from alicerce.spec.models.workloads import Dataset, Experts, Growth, Latency, LatencyTarget, Model, Traffic, Workload
+from alicerce.spec.models.workloads import (
+    Dataset,
+    Experts,
+    Growth,
+    Latency,
+    LatencyTarget,
+    LatentAttention,
+    Model,
+    SlidingWindowAttention,
+    Traffic,
+    Workload,
+)
 from alicerce.targets.aws.spec import AwsEbs, AwsEfs, AwsFsx, AwsNodeUpdate, AwsPool, AwsS3, AwsSite, EksAddon, ExistingPlacementGroup
 from alicerce.targets.onprem.spec import (
     HostRange,
@@ -83,6 +94,7 @@ __all__ = [
     "Labels",
     "Latency",
     "LatencyTarget",
+    "LatentAttention",
     "LocalNvmeTier",
     "Metadata",
     "MigSharing",
@@ -117,6 +129,7 @@ __all__ = [
     "SharedNfsTier",
     "Sharing",
     "Site",
+    "SlidingWindowAttention",
     "Slo",
     "SpecModel",
     "StorageGrant",

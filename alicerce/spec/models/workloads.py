@@ -29,6 +29,30 @@ class Experts(SpecModel):
     layers: StrictInt | None = Field(default=None, ge=1, le=MAX_LAYERS, description="Layers with experts; default: every layer.")
 
 
+class LatentAttention(SpecModel):
+    """Multi-head latent attention (DeepSeek-V2/V3): each token and layer caches one compressed KV latent
+    and one RoPE key shared by all heads, (kvLoraRank + ropeHeadDim) elements, instead of keys and values per head."""
+
+    kind: Literal["mla"] = Field(description="Multi-head latent attention.")
+    kv_lora_rank: StrictInt = Field(ge=1, le=MAX_WIDTH, description="Width of the compressed KV latent (DeepSeek-V3: 512).", examples=[512])
+    rope_head_dim: StrictInt = Field(
+        ge=0, le=MAX_WIDTH, description="Width of the decoupled RoPE key the heads share (DeepSeek-V3: 64).", examples=[64]
+    )
+    heads: StrictInt | None = Field(
+        default=None, ge=1, le=MAX_WIDTH, description="Query heads (DeepSeek-V3: 128): with headDim they set the attention FLOPs width."
+    )
+
+
+class SlidingWindowAttention(SpecModel):
+    """Sliding-window attention (Mistral 7B, Gemma 2/3): most layers attend to, and cache, only the last `window` tokens."""
+
+    kind: Literal["sliding-window"] = Field(description="Sliding-window attention.")
+    window: StrictInt = Field(ge=1, le=MAX_SEQUENCE, description="Tokens a sliding layer attends to and caches (Mistral 7B: 4096).")
+    global_layers: StrictInt = Field(
+        default=0, ge=0, le=MAX_LAYERS, description="Layers attending to the whole context (interleaved local/global models); default none."
+    )
+
+
 class Model(SpecModel):
     parameters: Count = Field(ge=1, le=MAX_PARAMETERS, description="Total parameters, e.g. 70B.")
     architecture: Literal["dense", "moe"] = Field(default="dense", description="Dense or mixture-of-experts.")
@@ -44,6 +68,12 @@ class Model(SpecModel):
         default=None, ge=1, le=MAX_WIDTH, description="Key/value heads per layer (KV-cache size); default 8."
     )
     head_dim: StrictInt | None = Field(default=None, ge=1, le=MAX_WIDTH, description="Dimension of one attention head; default 128.")
+    attention: LatentAttention | SlidingWindowAttention | None = Field(
+        default=None,
+        discriminator="kind",
+        description="Attention layout when not grouped-query: `mla` (latent KV cache) or `sliding-window`; sets the KV cache "
+        "and the attention FLOPs.",
+    )
 
 
 class Dataset(SpecModel):
@@ -107,5 +137,13 @@ class Workload(SpecModel):
     dataset: Dataset | None = Field(default=None, description="Input data.")
     traffic: Traffic | None = Field(default=None, description="Inference traffic.")
     latency: Latency | None = Field(default=None, description="Inference latency SLOs.")
+    runs_per_quarter: float | None = Field(
+        default=None,
+        gt=0,
+        le=10**4,
+        description="Training and fine-tuning: runs started per quarter (1: one run a quarter; 0.25: one a year); a pool is busy "
+        "runs x wall-clock of each quarter. Default: runs back to back, busy every hour.",
+        examples=[1],
+    )
     hours_per_day: float = Field(default=24, ge=0.1, le=24, description="Hours a day the workload runs.")
     growth: Growth | None = Field(default=None, description="Demand growth; `alicerce plan` forecasts capacity and cost with it.")
