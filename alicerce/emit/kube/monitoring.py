@@ -34,6 +34,7 @@ from alicerce.catalog.alerts import (
     slo_starved_alert_name,
 )
 from alicerce.emit.kube.common import MANAGED, meta
+from alicerce.emit.kube.kpi import kpi_groups
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite, ResolvedTeam
 from alicerce.resolve.namespaces import MONITORING_NAMESPACE
 from alicerce.spec.models import AlertOverride, Slo
@@ -175,6 +176,7 @@ def rule_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
         group("alicerce.gpu.efficiency", list(GPU_EFFICIENCY)),
         group("alicerce.slo", _slo_alerts(rp)),
         {"name": "alicerce.gpu.recording", "rules": [dict(r) for r in RECORDING_RULES]},
+        *kpi_groups(rp, site_name),
     ]
     return [g for g in groups if g["rules"]]
 
@@ -252,7 +254,12 @@ def host_node_exporters(site: ResolvedSite) -> list[dict[str, Any]]:
             "apiVersion": "monitoring.coreos.com/v1alpha1",
             "kind": "ScrapeConfig",
             "metadata": meta("host-node-exporter", MONITORING_NAMESPACE, MANAGED),
-            "spec": {"jobName": "node-exporter", "staticConfigs": [{"targets": [f"{h}:{NODE_EXPORTER_PORT}" for h in hosts]}]},
+            # one static config per host, labelled with its node name (kubespray names nodes after the inventory host),
+            # as the cluster's node exporter series are (alicerce.emit.kube.operators): the KPI rules join on it
+            "spec": {
+                "jobName": "node-exporter",
+                "staticConfigs": [{"targets": [f"{h}:{NODE_EXPORTER_PORT}"], "labels": {"node": h}} for h in hosts],
+            },
         }
     ]
 
