@@ -34,6 +34,7 @@ from alicerce.catalog.alerts import (
     slo_starved_alert_name,
 )
 from alicerce.emit.kube.common import MANAGED, meta
+from alicerce.emit.kube.diagnoses import diagnoses, slo_burn
 from alicerce.emit.kube.kpi import kpi_groups
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite, ResolvedTeam
 from alicerce.resolve.namespaces import MONITORING_NAMESPACE
@@ -171,12 +172,17 @@ def rule_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
 
     gpu_site = any(p.gpu is not None for p in rp.site(site_name).pools)
     exporter = [DCGM_EXPORTER_DOWN] if gpu_site and rp.spec.operators.gpu_operator.enabled else []
+    burn_records, burn_alerts = slo_burn(rp)
     groups = [
         group("alicerce.gpu.health", [*GPU_HEALTH, *exporter, *_pool_alerts(rp, site_name)]),
         group("alicerce.gpu.efficiency", list(GPU_EFFICIENCY)),
         group("alicerce.slo", _slo_alerts(rp)),
         {"name": "alicerce.gpu.recording", "rules": [dict(r) for r in RECORDING_RULES]},
         *kpi_groups(rp, site_name),
+        # after the KPI groups they read; a diagnosis names its cause and what to do
+        group("alicerce.diagnoses", diagnoses(rp)),
+        {"name": "alicerce.slo.burn-rate", "rules": [{**r, "labels": {**r["labels"], "site": site_name}} for r in burn_records]},
+        group("alicerce.slo.burn", burn_alerts),
     ]
     return [g for g in groups if g["rules"]]
 
