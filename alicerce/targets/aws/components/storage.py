@@ -225,6 +225,7 @@ class StorageArgs:
     subnet_ids: Mapping[str, pulumi.Input[str]]  # zone -> private subnet
     node_security_group_id: pulumi.Input[str]
     kms_key_arn: pulumi.Input[str] | None
+    audited: bool = False  # the site has an audit trail, whose bucket logs its requests to the access-log bucket
 
 
 class Storage(Component):
@@ -235,7 +236,8 @@ class Storage(Component):
         super().__init__("alicerce:storage:Storage", name, opts)
         self.endpoints = {}
         self.volumes = {}
-        log_bucket = self._log_bucket(name, args) if any(b.create for b in args.layout.buckets) else None
+        log_bucket = self._log_bucket(name, args) if args.audited or any(b.create for b in args.layout.buckets) else None
+        self.log_bucket_id: pulumi.Output[str] | None = log_bucket.id if log_bucket is not None else None
         for bucket in args.layout.buckets:
             if bucket.create:
                 self._bucket(name, args, bucket, log_bucket)
