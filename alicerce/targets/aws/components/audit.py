@@ -22,7 +22,7 @@ from alicerce.emit.pulumi.component import Component, named
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.spec.models import AwsSite, ObjectTier
 from alicerce.targets.aws import resolve as names
-from alicerce.targets.aws.components.storage import deny_insecure_transport
+from alicerce.targets.aws.components.storage import deny_insecure_transport, private_bucket
 
 # object tiers whose object-level reads and writes are audited (who read which training data, who wrote a model)
 AUDITED_PURPOSES = ("datasets", "models")
@@ -112,20 +112,7 @@ class AuditTrail(Component):
         tags = named(args.tags, args.bucket, **{"alicerce.dev/purpose": "audit"})
         # the audit record outlives a stack removal: Pulumi refuses to delete it
         bucket = aws.s3.Bucket(f"{name}-bucket", bucket=args.bucket, force_destroy=False, tags=tags, opts=self.child(protect=True))
-        aws.s3.BucketPublicAccessBlock(f"{name}-bucket", bucket=bucket.id, block_public_acls=True, block_public_policy=True,
-                                       ignore_public_acls=True, restrict_public_buckets=True, opts=self.child())  # fmt: skip
-        aws.s3.BucketOwnershipControls(
-            f"{name}-bucket",
-            bucket=bucket.id,
-            rule=aws.s3.BucketOwnershipControlsRuleArgs(object_ownership="BucketOwnerEnforced"),
-            opts=self.child(),
-        )
-        aws.s3.BucketVersioning(
-            f"{name}-bucket",
-            bucket=bucket.id,
-            versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(status="Enabled"),
-            opts=self.child(),
-        )
+        private_bucket(self, f"{name}-bucket", bucket, versioning=True)
         sse = aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
             sse_algorithm="aws:kms" if args.kms_key_arn is not None else "AES256", kms_master_key_id=args.kms_key_arn
         )
