@@ -52,6 +52,11 @@ def slo_burn_slow_alert_name(slo: str) -> str:
     return f"SLO{camel(slo)}BurnSlow"
 
 
+def budget_alert_name(team: str, percent: int | None) -> str:
+    """A team's budget alert at one of its thresholds (``BudgetResearch80``), or on its projected month (``None``)."""
+    return f"Budget{camel(team)}{percent if percent is not None else 'Projected'}"
+
+
 # The buckets of vLLM's time-to-first-token histogram (vllm/v1/metrics/loggers.py PrometheusStatLogger,
 # vllm:time_to_first_token_seconds; vendored in tests/data/upstream/vllm): a latency SLI can only count requests
 # at one of these bounds.

@@ -22,6 +22,7 @@ ScrapeConfig.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from alicerce.catalog.alerts import (
@@ -34,6 +35,7 @@ from alicerce.catalog.alerts import (
     slo_starved_alert_name,
 )
 from alicerce.emit.kube.common import MANAGED, meta
+from alicerce.emit.kube.costs import budget_alerts, cost_rules
 from alicerce.emit.kube.diagnoses import diagnoses, slo_burn
 from alicerce.emit.kube.kpi import kpi_groups
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite, ResolvedTeam
@@ -162,6 +164,45 @@ RECORDING_RULES = (
 )
 
 
+def _cost_groups(rp: ResolvedPlatform, site_name: str, group: Callable[[str, list[Alert]], dict[str, Any]]) -> list[dict[str, Any]]:
+    """Showback at the plan's GPU-hour prices of the site's pools, and the budget alerts of the site's teams."""
+    from alicerce.plan.platform import plan_platform  # the plan prices pools once; emit reads it, never re-derives it
+
+    all_prices = {p.name: p.usd_per_gpu_hour for p in plan_platform(rp).pools if p.usd_per_gpu_hour is not None}
+    site = rp.site(site_name)
+    prices = {p.name: all_prices[p.name] for p in site.pools if p.gpu is not None and p.name in all_prices}
+    records = [{**r, "labels": {**r.get("labels", {}), "site": site_name}} for r in cost_rules(prices)]
+    return [
+        {"name": "alicerce.cost", "rules": records},
+        group("alicerce.budget", budget_alerts(rp, site_name, budget_shares(rp, site_name, all_prices))),
+    ]
+
+
+def budget_shares(rp: ResolvedPlatform, site_name: str, prices: dict[str, float]) -> dict[str, float]:
+    """Team -> the share of its monthly budget this site's Prometheus watches. Each site sees only its own pods, so a
+    team's budget is split over its sites by what its quota there costs at the plan's prices (all of it where it has
+    quota at one site only, or no priced quota)."""
+    per_gpu = {p.name: (p.gpu_units.per_gpu if p.gpu_units else 1) for p in rp.pools}
+    site_of = {p.name: p.site.name for p in rp.pools}
+    out: dict[str, float] = {}
+    for team in rp.teams:
+        if team.spec.budget is None:
+            continue
+        value: dict[str, float] = {}
+        for quota in team.quotas:
+            usd = quota.units / per_gpu.get(quota.pool, 1) * prices.get(quota.pool, 0.0)
+            value[site_of.get(quota.pool, "")] = value.get(site_of.get(quota.pool, ""), 0.0) + usd
+        total = sum(value.values())
+        if total:
+            share = value.get(site_name, 0.0) / total
+        else:  # nothing priced: the whole budget at the first site where the team has a quota, or the first site
+            first = next((site_of[q.pool] for q in team.quotas if q.pool in site_of), rp.sites[0].name)
+            share = 1.0 if first == site_name else 0.0
+        if share > 0:
+            out[team.name] = share
+    return out
+
+
 def rule_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
     """Prometheus rule groups (the ``spec.groups`` of the PrometheusRule, and a promtool rule file)."""
     labels = {"platform": rp.name, "environment": rp.environment, "site": site_name}
@@ -183,6 +224,7 @@ def rule_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
         group("alicerce.diagnoses", diagnoses(rp)),
         {"name": "alicerce.slo.burn-rate", "rules": [{**r, "labels": {**r["labels"], "site": site_name}} for r in burn_records]},
         group("alicerce.slo.burn", burn_alerts),
+        *_cost_groups(rp, site_name, group),
     ]
     return [g for g in groups if g["rules"]]
 
