@@ -19,6 +19,7 @@ PRICE = "alicerce:pool_usd_per_gpu_hour:price"
 TEAM_COST = "team:gpu_cost_usd:rate1h"  # USD per hour the team's running pods cost now
 TEAM_30D = "team:gpu_cost_usd:sum30d"
 HOURS_30D = 30 * 24
+BUDGET = "alicerce:team_budget_usd:monthly"  # the share of a team's monthly budget the site watches
 
 
 def cost_rules(prices: dict[str, float]) -> list[dict[str, Any]]:

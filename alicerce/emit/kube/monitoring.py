@@ -35,7 +35,8 @@ from alicerce.catalog.alerts import (
     slo_starved_alert_name,
 )
 from alicerce.emit.kube.common import MANAGED, meta
-from alicerce.emit.kube.costs import budget_alerts, cost_rules
+from alicerce.emit.kube.costs import BUDGET, budget_alerts, cost_rules
+from alicerce.emit.kube.dashboards import dashboards
 from alicerce.emit.kube.diagnoses import diagnoses, slo_burn
 from alicerce.emit.kube.kpi import kpi_groups
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite, ResolvedTeam
@@ -171,11 +172,13 @@ def _cost_groups(rp: ResolvedPlatform, site_name: str, group: Callable[[str, lis
     all_prices = {p.name: p.usd_per_gpu_hour for p in plan_platform(rp).pools if p.usd_per_gpu_hour is not None}
     site = rp.site(site_name)
     prices = {p.name: all_prices[p.name] for p in site.pools if p.gpu is not None and p.name in all_prices}
-    records = [{**r, "labels": {**r.get("labels", {}), "site": site_name}} for r in cost_rules(prices)]
-    return [
-        {"name": "alicerce.cost", "rules": records},
-        group("alicerce.budget", budget_alerts(rp, site_name, budget_shares(rp, site_name, all_prices))),
+    shares = budget_shares(rp, site_name, all_prices)
+    budgets = {t.name: t.spec.budget.monthly_usd * shares[t.name] for t in rp.teams if t.spec.budget is not None and t.name in shares}
+    rules = cost_rules(prices) + [
+        {"record": BUDGET, "expr": f"vector({usd:.6g})", "labels": {"team": n}} for n, usd in sorted(budgets.items())
     ]
+    records = [{**r, "labels": {**r.get("labels", {}), "site": site_name}} for r in rules]
+    return [{"name": "alicerce.cost", "rules": records}, group("alicerce.budget", budget_alerts(rp, site_name, shares))]
 
 
 def budget_shares(rp: ResolvedPlatform, site_name: str, prices: dict[str, float]) -> dict[str, float]:
@@ -229,41 +232,9 @@ def rule_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
     return [g for g in groups if g["rules"]]
 
 
-def _dashboard(rp: ResolvedPlatform) -> dict[str, Any]:
-    def panel(pid: int, title: str, expr: str, unit: str) -> dict[str, Any]:
-        x, y = (0 if pid % 2 else 12), (pid - 1) // 2 * 8  # two panels a row
-        return {
-            "id": pid, "type": "timeseries", "title": title, "gridPos": {"h": 8, "w": 12, "x": x, "y": y},
-            "datasource": {"type": "prometheus", "uid": "${datasource}"},
-            "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
-            "targets": [{"expr": expr, "refId": "A", "legendFormat": "__auto"}],
-        }  # fmt: skip
-
-    panels = [
-        panel(1, "GPU utilisation by namespace", "namespace:dcgm_gpu_utilization:avg", "percent"),
-        panel(2, "GPUs in use by namespace", "namespace:dcgm_gpus_in_use:count", "short"),
-        panel(3, "GPU memory used by namespace", "namespace:dcgm_fb_used_bytes:sum", "bytes"),
-        panel(4, "Tensor core activity by node", "avg by (Hostname) (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE) * 100", "percent"),
-        panel(5, "GPU temperature", "max by (Hostname, gpu) (DCGM_FI_DEV_GPU_TEMP)", "celsius"),
-        panel(6, "GPU power", "sum by (Hostname) (DCGM_FI_DEV_POWER_USAGE)", "watt"),
-        panel(7, "Pending workloads by queue", "sum by (cluster_queue) (kueue_pending_workloads)", "short"),
-        panel(8, "Last XID by GPU", "max by (Hostname, gpu) (DCGM_FI_DEV_XID_ERRORS)", "short"),
-    ]
-    return {
-        "title": f"{rp.name} GPU platform ({rp.environment})",
-        "uid": f"alicerce-{rp.name}-{rp.environment}"[:40],
-        "schemaVersion": 39,
-        "editable": False,
-        "time": {"from": "now-6h", "to": "now"},
-        "templating": {"list": [{"name": "datasource", "type": "datasource", "query": "prometheus"}]},
-        "panels": panels,
-        "tags": ["alicerce", "gpu"],
-    }
-
-
 def dashboard(rp: ResolvedPlatform) -> dict[str, Any]:
-    """The Grafana dashboard of the platform (what the dashboard ConfigMap carries)."""
-    return _dashboard(rp)
+    """The platform team's Grafana dashboard (the overview; alicerce.emit.kube.dashboards has the others)."""
+    return dashboards(rp)["gpu-platform.json"]
 
 
 def serving_monitors(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]:
@@ -328,6 +299,6 @@ def monitoring_objects(rp: ResolvedPlatform, site_name: str) -> list[dict[str, A
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": DASHBOARD_NAME, "namespace": MONITORING_NAMESPACE, "labels": {**labels, "grafana_dashboard": "1"}},
-        "data": {"gpu-platform.json": json.dumps(_dashboard(rp), indent=1, sort_keys=True)},
+        "data": {key: json.dumps(board, indent=1, sort_keys=True) for key, board in dashboards(rp).items()},
     }
     return [rule, dashboard, *serving_monitors(rp, site), *host_node_exporters(site)]

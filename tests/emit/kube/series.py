@@ -41,6 +41,7 @@ def exporter_series() -> dict[str, str]:
     for name, fact in load("vllm", "005a810bc40f", "metrics.json")["metrics"].items():
         out |= dict.fromkeys(_histogram(name, fact["type"]), "vllm 005a810bc40f")
     out["up"] = "prometheus (every scrape target)"
+    out["ALERTS"] = "prometheus (the state of every alert)"
     return out
 
 
