@@ -42,6 +42,44 @@ def slo_alert_name(slo: str) -> str:
     return f"SLO{camel(slo)}"
 
 
+def slo_burn_fast_alert_name(slo: str) -> str:
+    """The page of an inference SLO's multi-window burn rate (2% of the budget in 1 h, or 5% in 6 h)."""
+    return f"SLO{camel(slo)}BurnFast"
+
+
+def slo_burn_slow_alert_name(slo: str) -> str:
+    """The ticket of an inference SLO's burn rate (10% of the budget in 3 days)."""
+    return f"SLO{camel(slo)}BurnSlow"
+
+
+def budget_alert_name(team: str, percent: int | None) -> str:
+    """A team's budget alert at one of its thresholds (``BudgetResearch80``), or on its projected month (``None``)."""
+    return f"Budget{camel(team)}{percent if percent is not None else 'Projected'}"
+
+
+# The buckets of vLLM's time-to-first-token histogram (vllm/v1/metrics/loggers.py PrometheusStatLogger,
+# vllm:time_to_first_token_seconds; vendored in tests/data/upstream/vllm): a latency SLI can only count requests
+# at one of these bounds.
+VLLM_TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+                     20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)  # fmt: skip
+
+
+def slo_bucket(threshold: float, buckets: tuple[float, ...] = VLLM_TTFT_BUCKETS) -> float:
+    """The largest bucket bound not above the threshold (a request between it and the threshold counts as slow:
+    the SLI errs on the strict side), or the smallest bound when the threshold is below all of them."""
+    below = [b for b in buckets if b <= threshold * (1 + 1e-9)]
+    return below[-1] if below else buckets[0]
+
+
+# correlated diagnoses (alicerce.emit.kube.diagnoses): why GPUs do not do useful work
+INPUT_BOUND = "GPUInputBound"
+MEMORY_BOUND = "GPUMemoryBound"
+COMMUNICATION_BOUND = "GPUCommunicationBound"
+CHECKPOINT_STALL = "TrainingCheckpointStall"
+BORROWING_MISCONFIGURED = "KueueBorrowingMisconfigured"
+DIAGNOSES = (INPUT_BOUND, MEMORY_BOUND, COMMUNICATION_BOUND, CHECKPOINT_STALL, BORROWING_MISCONFIGURED)
+
+
 def slo_starved_alert_name(slo: str) -> str:
     """The second alert of a queue-wait SLO: workloads that are never admitted (the wait histogram never sees them)."""
     return f"SLO{camel(slo)}Starved"
@@ -141,4 +179,4 @@ GPU_EFFICIENCY: tuple[Alert, ...] = (
     ),
 )
 
-STATIC_ALERTS = tuple(a.name for a in (*GPU_HEALTH, DCGM_EXPORTER_DOWN, *GPU_EFFICIENCY))
+STATIC_ALERTS = (*(a.name for a in (*GPU_HEALTH, DCGM_EXPORTER_DOWN, *GPU_EFFICIENCY)), *DIAGNOSES)

@@ -124,13 +124,24 @@ def workload_fields(ctx: RuleContext) -> Iterable[Finding]:
 
 @rules.rule("AL262", "alert-overrides", "Alert overrides name an alert alicerce emits.")
 def alert_overrides(ctx: RuleContext) -> Iterable[Finding]:
-    from alicerce.catalog.alerts import STATIC_ALERTS, pool_alert_name, slo_alert_name, slo_starved_alert_name
+    from alicerce.catalog.alerts import (
+        STATIC_ALERTS,
+        budget_alert_name,
+        pool_alert_name,
+        slo_alert_name,
+        slo_burn_fast_alert_name,
+        slo_burn_slow_alert_name,
+        slo_starved_alert_name,
+    )
 
+    BURN_NAMES = (slo_burn_fast_alert_name, slo_burn_slow_alert_name)  # noqa: N806
     known = [
         *STATIC_ALERTS,
         *(pool_alert_name(p.name) for p in ctx.spec.node_pools if p.accelerator is not None),
         *(slo_alert_name(s.name) for s in ctx.spec.monitoring.slos),
         *(slo_starved_alert_name(s.name) for s in ctx.spec.monitoring.slos if s.kind == "queue-wait"),
+        *(f(s.name) for s in ctx.spec.monitoring.slos if s.kind in ("inference-latency", "availability") for f in BURN_NAMES),
+        *(budget_alert_name(t.name, p) for t in ctx.spec.tenancy.teams if t.budget is not None for p in (*t.budget.alert_at_percent, None)),
     ]
     for i, override in enumerate(ctx.spec.monitoring.alerts):
         if override.alert not in known:

@@ -279,3 +279,13 @@ def test_kubespray_gets_privilege_escalation_and_remove_node_its_variables(files
     assert facts["remove_node"]["offline_extra_vars"].items() <= given.items() and given["skip_confirmation"] == "true"
     for stage in apply_sequence(ansible, ["dc1"], "upgrade-cluster", None):
         assert stage.options == (KUBESPRAY_BECOME if stage.environment is not None or "kubespray" in stage.name else ())
+
+
+def test_the_api_server_keeps_an_audit_log_for_the_audit_retention(files: dict[str, str]) -> None:
+    """Issue 24 item 6: kubespray's own audit switch (off by default at the pinned release) and its log rotation."""
+    known = _facts("variables.json")["variables"]
+    assert known["kubernetes_audit"]["default"] == "false"
+    cluster = _variables(files)["ansible/kubespray/dc1/group_vars/all.yml"]
+    assert cluster["kubernetes_audit"] is True
+    assert cluster["audit_log_maxage"] == 365  # security.audit.retention: 365d
+    assert cluster["audit_log_maxsize"] * cluster["audit_log_maxbackups"] == 10_000  # MB on each control-plane host

@@ -345,7 +345,8 @@ def test_file_systems_are_created_after_the_rules_that_let_lustre_and_nfs_in(pro
 def test_buckets_block_public_access_encrypt_with_kms_version_and_expire(prod: Any) -> None:
     _, result = prod
     # the tiers' buckets (the access-log bucket is SSE-S3: test_every_created_bucket_logs_its_requests_to_the_access_log_bucket)
-    buckets = [b for b in result.of_type("aws:s3/bucket:Bucket") if b.name != "aws-storage-access-logs"]
+    # (and the audit trail's: tests/pulumi/test_audit.py)
+    buckets = [b for b in result.of_type("aws:s3/bucket:Bucket") if b.name not in ("aws-storage-access-logs", "aws-audit-bucket")]
     assert {b.inputs["bucket"] for b in buckets} == {"acme-ml-prod-data-lake-222222222222", "acme-ml-prod-model-registry-222222222222"}
     for b in buckets:
         pab = next(r.inputs for r in result.of_type("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock") if r.name == b.name)

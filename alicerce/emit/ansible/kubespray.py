@@ -18,6 +18,7 @@ and ``alicerce.run.ansible.kubespray_environment`` builds that environment.
 from __future__ import annotations
 
 import ipaddress
+import math
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -40,6 +41,10 @@ PLAYBOOKS = {
     "remove-node.yml": "remove_node",
     "facts.yml": "facts",
 }
+# kube-apiserver audit log rotation on each control-plane host: 100 MB files, the newest 100 (10 GB) at most; a
+# retention beyond what that holds needs the log shipped off the hosts (README, "Run the platform")
+AUDIT_LOG_MB = 100
+AUDIT_LOG_FILES = 100
 ARTIFACTS = "artifacts"  # kubespray/<ARTIFACTS>/<site>/admin.conf: what kubespray hands back to the controller
 
 
@@ -143,6 +148,17 @@ def cluster_vars(platform: ResolvedPlatform, site: ResolvedSite) -> dict[str, An
         "local_path_provisioner_enabled": platform.spec.operators.monitoring.enabled and platform.spec.monitoring.storage_class is None,
         "supplementary_addresses_in_ssl_keys": [host],
     }
+    audit = platform.spec.security.audit
+    if audit.enabled:
+        # kube-apiserver's audit log through kubespray's own switch and its default policy (secrets, configmaps and
+        # tokens at Metadata, never their bodies; kubespray v2.31.0 roles/kubernetes/control-plane): files rotate at
+        # 100 MB and are kept for the audit retention, at most AUDIT_LOG_FILES of them on each control-plane host
+        data |= {
+            "kubernetes_audit": True,
+            "audit_log_maxage": max(1, math.ceil(audit.retention / 86400)),
+            "audit_log_maxsize": AUDIT_LOG_MB,
+            "audit_log_maxbackups": AUDIT_LOG_FILES,
+        }
     balancer = spec.control_plane.load_balancer
     if balancer is not None:
         data["loadbalancer_apiserver"] = {"address": str(balancer.address), "port": port}

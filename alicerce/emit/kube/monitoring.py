@@ -22,6 +22,7 @@ ScrapeConfig.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from alicerce.catalog.alerts import (
@@ -34,6 +35,10 @@ from alicerce.catalog.alerts import (
     slo_starved_alert_name,
 )
 from alicerce.emit.kube.common import MANAGED, meta
+from alicerce.emit.kube.costs import BUDGET, budget_alerts, cost_rules
+from alicerce.emit.kube.dashboards import dashboards
+from alicerce.emit.kube.diagnoses import diagnoses, slo_burn
+from alicerce.emit.kube.kpi import kpi_groups
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite, ResolvedTeam
 from alicerce.resolve.namespaces import MONITORING_NAMESPACE
 from alicerce.spec.models import AlertOverride, Slo
@@ -160,6 +165,47 @@ RECORDING_RULES = (
 )
 
 
+def _cost_groups(rp: ResolvedPlatform, site_name: str, group: Callable[[str, list[Alert]], dict[str, Any]]) -> list[dict[str, Any]]:
+    """Showback at the plan's GPU-hour prices of the site's pools, and the budget alerts of the site's teams."""
+    from alicerce.plan.platform import plan_platform  # the plan prices pools once; emit reads it, never re-derives it
+
+    all_prices = {p.name: p.usd_per_gpu_hour for p in plan_platform(rp).pools if p.usd_per_gpu_hour is not None}
+    site = rp.site(site_name)
+    prices = {p.name: all_prices[p.name] for p in site.pools if p.gpu is not None and p.name in all_prices}
+    shares = budget_shares(rp, site_name, all_prices)
+    budgets = {t.name: t.spec.budget.monthly_usd * shares[t.name] for t in rp.teams if t.spec.budget is not None and t.name in shares}
+    rules = cost_rules(prices) + [
+        {"record": BUDGET, "expr": f"vector({usd:.6g})", "labels": {"team": n}} for n, usd in sorted(budgets.items())
+    ]
+    records = [{**r, "labels": {**r.get("labels", {}), "site": site_name}} for r in rules]
+    return [{"name": "alicerce.cost", "rules": records}, group("alicerce.budget", budget_alerts(rp, site_name, shares))]
+
+
+def budget_shares(rp: ResolvedPlatform, site_name: str, prices: dict[str, float]) -> dict[str, float]:
+    """Team -> the share of its monthly budget this site's Prometheus watches. Each site sees only its own pods, so a
+    team's budget is split over its sites by what its quota there costs at the plan's prices (all of it where it has
+    quota at one site only, or no priced quota)."""
+    per_gpu = {p.name: (p.gpu_units.per_gpu if p.gpu_units else 1) for p in rp.pools}
+    site_of = {p.name: p.site.name for p in rp.pools}
+    out: dict[str, float] = {}
+    for team in rp.teams:
+        if team.spec.budget is None:
+            continue
+        value: dict[str, float] = {}
+        for quota in team.quotas:
+            usd = quota.units / per_gpu.get(quota.pool, 1) * prices.get(quota.pool, 0.0)
+            value[site_of.get(quota.pool, "")] = value.get(site_of.get(quota.pool, ""), 0.0) + usd
+        total = sum(value.values())
+        if total:
+            share = value.get(site_name, 0.0) / total
+        else:  # nothing priced: the whole budget at the first site where the team has a quota, or the first site
+            first = next((site_of[q.pool] for q in team.quotas if q.pool in site_of), rp.sites[0].name)
+            share = 1.0 if first == site_name else 0.0
+        if share > 0:
+            out[team.name] = share
+    return out
+
+
 def rule_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
     """Prometheus rule groups (the ``spec.groups`` of the PrometheusRule, and a promtool rule file)."""
     labels = {"platform": rp.name, "environment": rp.environment, "site": site_name}
@@ -170,50 +216,25 @@ def rule_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
 
     gpu_site = any(p.gpu is not None for p in rp.site(site_name).pools)
     exporter = [DCGM_EXPORTER_DOWN] if gpu_site and rp.spec.operators.gpu_operator.enabled else []
+    burn_records, burn_alerts = slo_burn(rp)
     groups = [
         group("alicerce.gpu.health", [*GPU_HEALTH, *exporter, *_pool_alerts(rp, site_name)]),
         group("alicerce.gpu.efficiency", list(GPU_EFFICIENCY)),
         group("alicerce.slo", _slo_alerts(rp)),
         {"name": "alicerce.gpu.recording", "rules": [dict(r) for r in RECORDING_RULES]},
+        *kpi_groups(rp, site_name),
+        # after the KPI groups they read; a diagnosis names its cause and what to do
+        group("alicerce.diagnoses", diagnoses(rp)),
+        {"name": "alicerce.slo.burn-rate", "rules": [{**r, "labels": {**r["labels"], "site": site_name}} for r in burn_records]},
+        group("alicerce.slo.burn", burn_alerts),
+        *_cost_groups(rp, site_name, group),
     ]
     return [g for g in groups if g["rules"]]
 
 
-def _dashboard(rp: ResolvedPlatform) -> dict[str, Any]:
-    def panel(pid: int, title: str, expr: str, unit: str) -> dict[str, Any]:
-        x, y = (0 if pid % 2 else 12), (pid - 1) // 2 * 8  # two panels a row
-        return {
-            "id": pid, "type": "timeseries", "title": title, "gridPos": {"h": 8, "w": 12, "x": x, "y": y},
-            "datasource": {"type": "prometheus", "uid": "${datasource}"},
-            "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
-            "targets": [{"expr": expr, "refId": "A", "legendFormat": "__auto"}],
-        }  # fmt: skip
-
-    panels = [
-        panel(1, "GPU utilisation by namespace", "namespace:dcgm_gpu_utilization:avg", "percent"),
-        panel(2, "GPUs in use by namespace", "namespace:dcgm_gpus_in_use:count", "short"),
-        panel(3, "GPU memory used by namespace", "namespace:dcgm_fb_used_bytes:sum", "bytes"),
-        panel(4, "Tensor core activity by node", "avg by (Hostname) (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE) * 100", "percent"),
-        panel(5, "GPU temperature", "max by (Hostname, gpu) (DCGM_FI_DEV_GPU_TEMP)", "celsius"),
-        panel(6, "GPU power", "sum by (Hostname) (DCGM_FI_DEV_POWER_USAGE)", "watt"),
-        panel(7, "Pending workloads by queue", "sum by (cluster_queue) (kueue_pending_workloads)", "short"),
-        panel(8, "Last XID by GPU", "max by (Hostname, gpu) (DCGM_FI_DEV_XID_ERRORS)", "short"),
-    ]
-    return {
-        "title": f"{rp.name} GPU platform ({rp.environment})",
-        "uid": f"alicerce-{rp.name}-{rp.environment}"[:40],
-        "schemaVersion": 39,
-        "editable": False,
-        "time": {"from": "now-6h", "to": "now"},
-        "templating": {"list": [{"name": "datasource", "type": "datasource", "query": "prometheus"}]},
-        "panels": panels,
-        "tags": ["alicerce", "gpu"],
-    }
-
-
 def dashboard(rp: ResolvedPlatform) -> dict[str, Any]:
-    """The Grafana dashboard of the platform (what the dashboard ConfigMap carries)."""
-    return _dashboard(rp)
+    """The platform team's Grafana dashboard (the overview; alicerce.emit.kube.dashboards has the others)."""
+    return dashboards(rp)["gpu-platform.json"]
 
 
 def serving_monitors(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]:
@@ -252,7 +273,12 @@ def host_node_exporters(site: ResolvedSite) -> list[dict[str, Any]]:
             "apiVersion": "monitoring.coreos.com/v1alpha1",
             "kind": "ScrapeConfig",
             "metadata": meta("host-node-exporter", MONITORING_NAMESPACE, MANAGED),
-            "spec": {"jobName": "node-exporter", "staticConfigs": [{"targets": [f"{h}:{NODE_EXPORTER_PORT}" for h in hosts]}]},
+            # one static config per host, labelled with its node name (kubespray names nodes after the inventory host),
+            # as the cluster's node exporter series are (alicerce.emit.kube.operators): the KPI rules join on it
+            "spec": {
+                "jobName": "node-exporter",
+                "staticConfigs": [{"targets": [f"{h}:{NODE_EXPORTER_PORT}"], "labels": {"node": h}} for h in hosts],
+            },
         }
     ]
 
@@ -273,6 +299,6 @@ def monitoring_objects(rp: ResolvedPlatform, site_name: str) -> list[dict[str, A
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": DASHBOARD_NAME, "namespace": MONITORING_NAMESPACE, "labels": {**labels, "grafana_dashboard": "1"}},
-        "data": {"gpu-platform.json": json.dumps(_dashboard(rp), indent=1, sort_keys=True)},
+        "data": {key: json.dumps(board, indent=1, sort_keys=True) for key, board in dashboards(rp).items()},
     }
     return [rule, dashboard, *serving_monitors(rp, site), *host_node_exporters(site)]

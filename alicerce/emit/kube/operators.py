@@ -316,10 +316,21 @@ def monitoring_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any
         # password at every render, so each regenerate or Argo CD sync rewrites it; none is ever in generated files.
         "grafana": {"testFramework": {"enabled": False}, "admin": GRAFANA_ADMIN_SECRET},
         "crds": {"upgradeJob": {"enabled": False}},
-        # node labels alicerce sets, as kube_node_labels series for the per-pool GPU alerts
-        "kube-state-metrics": {"metricLabelsAllowlist": ["nodes=[alicerce.dev/pool,alicerce.dev/purpose,alicerce.dev/accelerator]"]},
+        # node labels alicerce sets, as kube_node_labels series for the per-pool GPU alerts and KPIs; the workload label
+        # of pods, as kube_pod_labels, for the per-workload KPIs (alicerce.emit.kube.kpi)
+        "kube-state-metrics": {
+            "metricLabelsAllowlist": [
+                "nodes=[alicerce.dev/pool,alicerce.dev/purpose,alicerce.dev/accelerator]",
+                "pods=[alicerce.dev/workload]",
+            ]
+        },
         # one owner of port 9100 per node: the chart's DaemonSet, or the host role (scraped through a ScrapeConfig)
         "nodeExporter": {"enabled": site.software.node_exporter == "cluster"},
+        # the node name on every node exporter series (endpoints discovery of the DaemonSet's pods gives it), so the
+        # fabric and storage KPIs join nodes to pools as the GPU ones do
+        "prometheus-node-exporter": {
+            "prometheus": {"monitor": {"relabelings": [{"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node"}]}}
+        },
     }
     # what the site's cluster does not expose: its Services, ServiceMonitors and Down/TargetDown alerts would never
     # see a healthy target

@@ -19,6 +19,7 @@ from alicerce.emit.pulumi.stack import KubeSite, Secrets, SiteBuild, StackSettin
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
 from alicerce.spec.models import AwsSite
 from alicerce.targets.aws import resolve as names
+from alicerce.targets.aws.components.audit import AuditArgs, AuditTrail
 from alicerce.targets.aws.components.cluster import AddonsArgs, ClusterArgs, EksAddons, EksCluster, kubeconfig
 from alicerce.targets.aws.components.controllers import controller_releases
 from alicerce.targets.aws.components.fabric import EfaFabric, FabricArgs, needs_fabric
@@ -100,9 +101,17 @@ def build_site(rp: ResolvedPlatform, resolved: ResolvedSite, secrets: Secrets, s
             node_security_group_id=cluster.node_security_group_id,
             kms_key_arn=kms,
             node_role_arn=cluster.node_role_arn,
+            audited=rp.spec.security.audit.enabled,
         ),
         opts,
     )
+    if rp.spec.security.audit.enabled:
+        # after the key (CloudTrail checks that it may encrypt with it when the trail is created) and the access-log bucket
+        AuditTrail(
+            f"{n}-audit",
+            AuditArgs.from_resolved(rp, site, kms, storage.log_bucket_id),
+            pulumi.ResourceOptions(providers={"aws": provider}, depends_on=[key, storage]),
+        )
     handoff: dict[str, Any] = {
         "name": cluster.cluster_name,
         "endpoint": cluster.endpoint,

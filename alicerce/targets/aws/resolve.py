@@ -298,6 +298,20 @@ def access_log_bucket(rp: ResolvedPlatform, site: AwsSite) -> str:
     return bucket_name(rp, site, "access-logs")
 
 
+def audit_bucket(rp: ResolvedPlatform, site: AwsSite) -> str:
+    """The bucket CloudTrail delivers the site's audit trail to (no longer than the access-log bucket's name)."""
+    return bucket_name(rp, site, "audit")
+
+
+def trail_name(rp: ResolvedPlatform, site: AwsSite) -> str:
+    return f"{site_name(rp, site)}-audit"
+
+
+def trail_arn(rp: ResolvedPlatform, site: AwsSite) -> str:
+    """Known before deploy: the key and bucket policies name it (aws:SourceArn)."""
+    return f"arn:{partition(site.region)}:cloudtrail:{site.region}:{site.account}:trail/{trail_name(rp, site)}"
+
+
 def bucket_arn(site: AwsSite, bucket: str) -> str:
     return f"arn:{partition(site.region)}:s3:::{bucket}"
 

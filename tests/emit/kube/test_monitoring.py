@@ -291,7 +291,7 @@ def test_one_node_exporter_per_host(tmp_path: Path) -> None:
     assert monitoring_values(rp, rp.site("dc1"))["nodeExporter"] == {"enabled": False}
     assert monitoring_values(rp, rp.site("aws"))["nodeExporter"] == {"enabled": True}
     [scrape] = [o for o in monitoring_objects(rp, "dc1") if o["kind"] == "ScrapeConfig"]
-    targets = scrape["spec"]["staticConfigs"][0]["targets"]
+    targets = [t for config in scrape["spec"]["staticConfigs"] for t in config["targets"]]  # one config per host, with its node
     # the 32 GPU hosts and dc1-system's 2
     assert len(targets) == 32 + 2 and targets[0] == "gpu-001.dc1.acme.example:9100" and scrape["spec"]["jobName"] == "node-exporter"
 

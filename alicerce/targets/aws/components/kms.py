@@ -43,6 +43,7 @@ def key_users(rp: ResolvedPlatform, site: AwsSite) -> KeyUsers:
         autoscaling_role=names.autoscaling_slr_arn(site),
         fsx_s3_role_pattern=names.fsx_s3_access_slr_pattern(site) if linked else None,
         fsx_buckets=tuple(sorted(linked)),
+        trail=names.trail_arn(rp, site) if rp.spec.security.audit.enabled else None,
     )
 
 

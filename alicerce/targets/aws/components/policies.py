@@ -34,6 +34,7 @@ class KeyUsers:
     autoscaling_role: str  # ARN of AWSServiceRoleForAutoScaling
     fsx_s3_role_pattern: str | None  # ARN pattern of FSx's S3 access roles; None: no FSx tier reads an encrypted bucket
     fsx_buckets: tuple[str, ...]  # ARNs of the SSE-KMS buckets FSx file systems are linked to
+    trail: str | None = None  # ARN of the site's CloudTrail trail, which encrypts its log files with the key
 
 
 def platform_key_policy(users: KeyUsers) -> Document:
@@ -111,6 +112,29 @@ def platform_key_policy(users: KeyUsers) -> Document:
                 },
             }
         )
+    if users.trail is not None:
+        # CloudTrail user guide, "Configure AWS KMS key policies for CloudTrail": GenerateDataKey* for trails of this
+        # account (encryption context), DescribeKey; both only for this trail (aws:SourceArn)
+        source = {"aws:SourceArn": users.trail}
+        context = {"kms:EncryptionContext:aws:cloudtrail:arn": f"arn:{users.partition}:cloudtrail:*:{users.account}:trail/*"}
+        statements += [
+            {
+                "Sid": "CloudTrailLogs",
+                "Effect": "Allow",
+                "Principal": {"Service": "cloudtrail.amazonaws.com"},
+                "Action": "kms:GenerateDataKey*",
+                "Resource": "*",
+                "Condition": {"StringEquals": source, "StringLike": context},
+            },
+            {
+                "Sid": "CloudTrailDescribeKey",
+                "Effect": "Allow",
+                "Principal": {"Service": "cloudtrail.amazonaws.com"},
+                "Action": "kms:DescribeKey",
+                "Resource": "*",
+                "Condition": {"StringEquals": source},
+            },
+        ]
     return document(*statements)
 
 

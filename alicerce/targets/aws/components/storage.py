@@ -203,6 +203,31 @@ def efs_policy(arn: str, client_role_arn: str) -> dict[str, Any]:
     }
 
 
+def private_bucket(owner: Component, resource: str, bucket: aws.s3.Bucket, *, versioning: bool) -> aws.s3.BucketVersioning:
+    """What every bucket alicerce creates has: no public access, no ACLs (the owner owns every object), versioning."""
+    aws.s3.BucketPublicAccessBlock(
+        resource,
+        bucket=bucket.id,
+        block_public_acls=True,
+        block_public_policy=True,
+        ignore_public_acls=True,
+        restrict_public_buckets=True,
+        opts=owner.child(),
+    )
+    aws.s3.BucketOwnershipControls(
+        resource,
+        bucket=bucket.id,
+        rule=aws.s3.BucketOwnershipControlsRuleArgs(object_ownership="BucketOwnerEnforced"),
+        opts=owner.child(),
+    )
+    return aws.s3.BucketVersioning(
+        resource,
+        bucket=bucket.id,
+        versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(status="Enabled" if versioning else "Suspended"),
+        opts=owner.child(),
+    )
+
+
 @dataclass(frozen=True)
 class StorageArgs:
     name: str
@@ -213,6 +238,7 @@ class StorageArgs:
     node_security_group_id: pulumi.Input[str]
     kms_key_arn: pulumi.Input[str] | None
     node_role_arn: pulumi.Input[str]  # the nodes' IAM role: the only principal EFS lets mount (efs_policy)
+    audited: bool = False  # the site has an audit trail, whose bucket logs its requests to the access-log bucket
 
 
 class Storage(Component):
@@ -223,7 +249,8 @@ class Storage(Component):
         super().__init__("alicerce:storage:Storage", name, opts)
         self.endpoints = {}
         self.volumes = {}
-        log_bucket = self._log_bucket(name, args) if any(b.create for b in args.layout.buckets) else None
+        log_bucket = self._log_bucket(name, args) if args.audited or any(b.create for b in args.layout.buckets) else None
+        self.log_bucket_id: pulumi.Output[str] | None = log_bucket.id if log_bucket is not None else None
         for bucket in args.layout.buckets:
             if bucket.create:
                 self._bucket(name, args, bucket, log_bucket)
@@ -374,30 +401,6 @@ class Storage(Component):
         }
         return pulumi.Output.format("{0}@tcp:/{1}", fs.dns_name, fs.mount_name)
 
-    def _private_bucket(self, resource: str, bucket: aws.s3.Bucket, *, versioning: bool) -> aws.s3.BucketVersioning:
-        """What every bucket created here has: no public access, no ACLs (the owner owns every object), versioning."""
-        aws.s3.BucketPublicAccessBlock(
-            resource,
-            bucket=bucket.id,
-            block_public_acls=True,
-            block_public_policy=True,
-            ignore_public_acls=True,
-            restrict_public_buckets=True,
-            opts=self.child(),
-        )
-        aws.s3.BucketOwnershipControls(
-            resource,
-            bucket=bucket.id,
-            rule=aws.s3.BucketOwnershipControlsRuleArgs(object_ownership="BucketOwnerEnforced"),
-            opts=self.child(),
-        )
-        return aws.s3.BucketVersioning(
-            resource,
-            bucket=bucket.id,
-            versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(status="Enabled" if versioning else "Suspended"),
-            opts=self.child(),
-        )
-
     def _log_bucket(self, name: str, args: StorageArgs) -> aws.s3.Bucket:
         """The bucket S3 delivers server access logs to (S3 user guide, "Enabling Amazon S3 server access logging"):
         SSE-S3, since log delivery cannot use a KMS key; written only by the logging service, for this account's
@@ -405,7 +408,7 @@ class Storage(Component):
         bucket_name = args.layout.access_log_bucket
         tags = named(args.tags, bucket_name, **{"alicerce.dev/purpose": "access-logs"})
         bucket = aws.s3.Bucket(f"{name}-access-logs", bucket=bucket_name, force_destroy=False, tags=tags, opts=self.child(protect=True))
-        self._private_bucket(f"{name}-access-logs", bucket, versioning=True)
+        private_bucket(self, f"{name}-access-logs", bucket, versioning=True)
         sse = aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(sse_algorithm="AES256")
         aws.s3.BucketServerSideEncryptionConfiguration(
             f"{name}-access-logs",
@@ -452,7 +455,7 @@ class Storage(Component):
                 target_prefix=f"{tier.bucket}/",
                 opts=self.child(),
             )
-        versioning = self._private_bucket(f"{name}-{tier.name}", bucket, versioning=tier.versioning)
+        versioning = private_bucket(self, f"{name}-{tier.name}", bucket, versioning=tier.versioning)
         sse = aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
             sse_algorithm="aws:kms" if args.kms_key_arn is not None else "AES256", kms_master_key_id=args.kms_key_arn
         )

@@ -1,0 +1,81 @@
+"""Showback and budgets from the plan's prices and live usage: recording rules and the alerts that act on budgets.
+
+The price of a GPU-hour of each pool is the plan's (``alicerce plan``: the node price on the cloud, the owned TCO at
+forecast utilisation on-prem; decided once in alicerce.plan), written into a static series; the live side is what
+pods hold (``pod:gpus_allocated:sum``, in physical GPUs). Allocated GPUs are what a team pays for, whether busy or
+not: the cost of a used GPU-hour is that spend over the busy GPU-hours. Budgets are monthly; spend is compared over
+a trailing 30 days and as the month the current rate would cost.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from alicerce.catalog.alerts import Alert, budget_alert_name
+from alicerce.emit.kube.kpi import NAMESPACE_TEAM, POD_GPUS, POD_WORKLOAD
+from alicerce.resolve.model import ResolvedPlatform
+
+PRICE = "alicerce:pool_usd_per_gpu_hour:price"
+TEAM_COST = "team:gpu_cost_usd:rate1h"  # USD per hour the team's running pods cost now
+TEAM_30D = "team:gpu_cost_usd:sum30d"
+HOURS_30D = 30 * 24
+BUDGET = "alicerce:team_budget_usd:monthly"  # the share of a team's monthly budget the site watches
+
+
+def cost_rules(prices: dict[str, float]) -> list[dict[str, Any]]:
+    """``prices``: pool -> USD per GPU-hour at the site, from the plan. Cost centers come with the namespace -> team
+    info series (alicerce.emit.kube.kpi.join_rules)."""
+    rules: list[dict[str, Any]] = [
+        {"record": PRICE, "expr": f"vector({usd:.6g})", "labels": {"pool": pool}} for pool, usd in sorted(prices.items())
+    ]
+    priced = f"{POD_GPUS} * on (pool) group_left () {PRICE}"
+    rules += [
+        {"record": "pod:gpu_cost_usd:rate1h", "expr": priced},
+        {"record": TEAM_COST, "expr": f"sum by (team) (pod:gpu_cost_usd:rate1h * on (namespace) group_left (team) {NAMESPACE_TEAM})"},
+        {
+            "record": "cost_center:gpu_cost_usd:rate1h",
+            "expr": f"sum by (cost_center) (pod:gpu_cost_usd:rate1h * on (namespace) group_left (cost_center) {NAMESPACE_TEAM})",
+        },
+        {"record": "pool:gpu_cost_usd:rate1h", "expr": "sum by (pool) (pod:gpu_cost_usd:rate1h)"},
+        # trailing 30 days: the hourly spend read once an hour and summed (hours before the team ran count as 0;
+        # whatever the evaluation interval, each hour counts once)
+        {"record": TEAM_30D, "expr": f"sum_over_time({TEAM_COST}[30d:1h])"},
+        # cost of a used GPU-hour: what the team pays for allocated GPUs over the GPU-hours they were busy
+        {"record": "team:usd_per_used_gpu_hour:ratio", "expr": f"{TEAM_COST} / team:gpus_busy:sum"},
+        {
+            "record": "workload:gpu_cost_usd:rate1h",
+            "expr": f"sum by (namespace, workload) (pod:gpu_cost_usd:rate1h * on (namespace, pod) group_left (workload) {POD_WORKLOAD})",
+        },
+        # serving: USD per million generated tokens at the current rate
+        {
+            "record": "workload:usd_per_million_tokens:ratio",
+            "expr": "workload:gpu_cost_usd:rate1h / on (namespace, workload) group_left () "
+            "(workload:vllm_generation_tokens:rate5m * 3600) * 1e6",
+        },
+    ]
+    return rules
+
+
+def budget_alerts(rp: ResolvedPlatform, site_name: str, shares: dict[str, float]) -> list[Alert]:
+    """An alert at each of a team's budget thresholds on its trailing 30-day GPU spend, and one when the current rate
+    would overrun the budget within a month; ``shares``: team -> the part of its budget spent at this site."""
+    out = []
+    by_name = {t.name: t for t in rp.teams}
+    for name, share in sorted(shares.items()):
+        budget = by_name[name].spec.budget
+        if budget is None:
+            continue
+        usd = budget.monthly_usd * share
+        where = f" (the {share:.0%} of ${budget.monthly_usd:,.0f} its quota at {site_name} is worth)" if share < 1 else ""
+        for percent in sorted(set(budget.alert_at_percent)):
+            limit = usd * percent / 100
+            out.append(Alert(budget_alert_name(name, percent), f'{TEAM_30D}{{team="{name}"}} > {limit:.6g}', "1h",
+                             "warning" if percent < 100 else "critical",
+                             f"Team {name} has spent {percent}% of its ${usd:,.0f} monthly GPU budget{where}",
+                             "Trailing 30-day GPU spend at the plan's prices (team:gpu_cost_usd:sum30d) is past it. Ask the "
+                             "team to stop idle work (GPUIdleWhileAllocated) or raise the budget; see `alicerce plan`."))  # fmt: skip
+        out.append(Alert(budget_alert_name(name, None), f'{TEAM_COST}{{team="{name}"}} * {HOURS_30D} > {usd:.6g}', "6h", "warning",
+                         f"Team {name} is on course to overrun its ${usd:,.0f} monthly GPU budget{where}",
+                         "At the spend rate of the last six hours the month costs more than the budget: check what the "
+                         "team's running pods hold (team:gpus_allocated:sum) against what they use (team:gpus_busy:sum)."))  # fmt: skip
+    return out

@@ -1,0 +1,151 @@
+"""Grafana dashboards, one per audience, over the KPI series (alicerce.emit.kube.kpi, costs, diagnoses).
+
+- ``gpu-platform.json``: the platform team's overview (effective utilisation, allocation, queues, spend, fabric,
+  storage, GPU health);
+- ``team.json``: one team at a time (``$team``): its GPUs, how busy they are, its queue, its spend against budget;
+- ``inference.json``: one serving workload at a time (``$workload``): latency percentiles, throughput, errors,
+  availability, SLO error ratio and cost per million tokens.
+
+Every query reads only series an exporter or a recording rule produces (tests/emit/kube/test_dashboards.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from alicerce.catalog.alerts import DIAGNOSES
+from alicerce.resolve.model import ResolvedPlatform
+
+Panel = tuple[str, list[str], str]  # title, queries, unit
+
+
+def _panels(rows: list[Panel]) -> list[dict[str, Any]]:
+    out = []
+    for i, (title, exprs, unit) in enumerate(rows, start=1):
+        x, y = (0 if i % 2 else 12), (i - 1) // 2 * 8  # two panels a row
+        out.append(
+            {
+                "id": i, "type": "timeseries", "title": title, "gridPos": {"h": 8, "w": 12, "x": x, "y": y},
+                "datasource": {"type": "prometheus", "uid": "${datasource}"},
+                "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+                "targets": [{"expr": e, "refId": chr(ord("A") + j), "legendFormat": "__auto"} for j, e in enumerate(exprs)],
+            }
+        )  # fmt: skip
+    return out
+
+
+def _board(rp: ResolvedPlatform, key: str, title: str, rows: list[Panel], variables: list[dict[str, Any]]) -> dict[str, Any]:
+    source = {"name": "datasource", "type": "datasource", "query": "prometheus"}
+    return {
+        "title": f"{rp.name} {title} ({rp.environment})",
+        "uid": f"alicerce-{rp.name}-{rp.environment}{key}"[:40],
+        "schemaVersion": 39,
+        "editable": False,
+        "time": {"from": "now-6h", "to": "now"},
+        "templating": {"list": [source, *variables]},
+        "panels": _panels(rows),
+        "tags": ["alicerce", "gpu"],
+    }
+
+
+def _variable(name: str, metric: str, label: str) -> dict[str, Any]:
+    query = f"label_values({metric}, {label})"
+    return {"name": name, "type": "query", "datasource": {"type": "prometheus", "uid": "${datasource}"}, "query": query,
+            "definition": query, "refresh": 2, "includeAll": False, "multi": False}  # fmt: skip
+
+
+def overview(rp: ResolvedPlatform) -> dict[str, Any]:
+    rows: list[Panel] = [
+        (
+            "Effective GPU utilisation by pool (busy / installed)",
+            ["pool:gpu_effective_utilization:ratio", "site:gpu_effective_utilization:ratio"],
+            "percentunit",
+        ),
+        ("GPU allocation by pool (allocated / installed)", ["pool:gpu_allocation:ratio"], "percentunit"),
+        ("GPU utilisation by team", ["team:gpu_utilization:avg"], "percentunit"),
+        (
+            "GPUs installed, allocated and busy by pool",
+            ["pool:gpus_installed:sum", "pool:gpus_allocated:sum", "pool:gpus_busy:sum"],
+            "short",
+        ),
+        ("Queue wait p95 by team", ["team:kueue_admission_wait_seconds:p95"], "s"),
+        ("Pending workloads by team", ["team:kueue_pending_workloads:sum"], "short"),
+        ("GPU spend by team (USD/h)", ["team:gpu_cost_usd:rate1h"], "currencyUSD"),
+        ("Cost per used GPU-hour by team", ["team:usd_per_used_gpu_hour:ratio"], "currencyUSD"),
+        ("Inference p99 time to first token", ["workload:vllm_time_to_first_token_seconds:p99"], "s"),
+        ("Inference error ratio", ["workload:vllm_request_errors:ratio_rate5m"], "percentunit"),
+        ("Fabric receive / transmit by pool", ["pool:infiniband_receive_bytes:rate5m", "pool:infiniband_transmit_bytes:rate5m"], "Bps"),
+        ("Fabric errors by pool", ["pool:infiniband_errors:rate5m"], "short"),
+        ("Storage read / write by pool", ["pool:storage_read_bytes:rate5m", "pool:storage_write_bytes:rate5m"], "Bps"),
+        ("Disk IOPS by pool", ["pool:disk_iops:rate5m"], "iops"),
+        ("GPU memory used by pool", ["pool:gpu_memory_used:avg"], "percentunit"),
+        ("Tensor core activity by node", ["avg by (Hostname) (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE) * 100"], "percent"),
+        ("GPU temperature", ["max by (Hostname, gpu) (DCGM_FI_DEV_GPU_TEMP)"], "celsius"),
+        ("GPU power", ["sum by (Hostname) (DCGM_FI_DEV_POWER_USAGE)"], "watt"),
+        ("Last XID by GPU", ["max by (Hostname, gpu) (DCGM_FI_DEV_XID_ERRORS)"], "short"),
+        (
+            "Firing diagnoses",
+            [f'count by (alertname) (ALERTS{{alertstate="firing",alertname=~"{"|".join(DIAGNOSES)}"}})'],
+            "short",
+        ),
+    ]
+    return _board(rp, "", "GPU platform", rows, [])
+
+
+def team(rp: ResolvedPlatform) -> dict[str, Any]:
+    t = 'team="$team"'
+    rows: list[Panel] = [
+        ("GPUs allocated and busy", [f"team:gpus_allocated:sum{{{t}}}", f"team:gpus_busy:sum{{{t}}}"], "short"),
+        ("Effective GPU utilisation (busy / allocated)", [f"team:gpu_effective_utilization:ratio{{{t}}}"], "percentunit"),
+        ("GPU memory used", [f"team:gpu_memory_used:avg{{{t}}}"], "percentunit"),
+        ("GPU use against quota by pool", [f"team_pool:kueue_gpu_usage:sum{{{t}}}", f"team_pool:kueue_gpu_quota:sum{{{t}}}"], "short"),
+        ("Queue wait p50 / p95", [f"team:kueue_admission_wait_seconds:p50{{{t}}}", f"team:kueue_admission_wait_seconds:p95{{{t}}}"], "s"),
+        ("Admission to pods ready p95", [f"team:kueue_admitted_until_ready_seconds:p95{{{t}}}"], "s"),
+        ("Pending workloads and GPUs", [f"team:kueue_pending_workloads:sum{{{t}}}", f"team:kueue_gpus_pending:sum{{{t}}}"], "short"),
+        (
+            "Admitted, finished and evicted workloads per hour",
+            [
+                f"team:kueue_admitted_workloads:increase1h{{{t}}}",
+                f"team:kueue_finished_workloads:increase1h{{{t}}}",
+                f"team:kueue_evicted_workloads:increase1h{{{t}}}",
+            ],
+            "short",
+        ),
+        (
+            "Spend over 30 days against budget (USD)",
+            [f"team:gpu_cost_usd:sum30d{{{t}}}", f"alicerce:team_budget_usd:monthly{{{t}}}"],
+            "currencyUSD",
+        ),
+        (
+            "Spend rate (USD/h) and cost per used GPU-hour",
+            [f"team:gpu_cost_usd:rate1h{{{t}}}", f"team:usd_per_used_gpu_hour:ratio{{{t}}}"],
+            "currencyUSD",
+        ),
+    ]
+    return _board(rp, "-team", "team", rows, [_variable("team", "alicerce:namespace_team:info", "team")])
+
+
+def inference(rp: ResolvedPlatform) -> dict[str, Any]:
+    w = 'workload="$workload"'
+    rows: list[Panel] = [
+        ("Time to first token p50 / p95 / p99", [f"workload:vllm_time_to_first_token_seconds:p{q}{{{w}}}" for q in (50, 95, 99)], "s"),
+        ("End-to-end latency p50 / p95 / p99", [f"workload:vllm_e2e_latency_seconds:p{q}{{{w}}}" for q in (50, 95, 99)], "s"),
+        ("Requests per second", [f"workload:vllm_requests:rate5m{{{w}}}"], "reqps"),
+        (
+            "Generated and prompt tokens per second",
+            [f"workload:vllm_generation_tokens:rate5m{{{w}}}", f"workload:vllm_prompt_tokens:rate5m{{{w}}}"],
+            "short",
+        ),
+        ("Error ratio (aborted requests)", [f"workload:vllm_request_errors:ratio_rate5m{{{w}}}"], "percentunit"),
+        ("Availability (serving pods up)", [f"workload:serving_up:ratio{{{w}}}"], "percentunit"),
+        ("SLO error ratio, 1 h and 6 h", [f"slo:sli_error:ratio_rate1h{{{w}}}", f"slo:sli_error:ratio_rate6h{{{w}}}"], "percentunit"),
+        ("Requests waiting", [f"workload:vllm_requests_waiting:sum{{{w}}}"], "short"),
+        ("Cost per million generated tokens", [f"workload:usd_per_million_tokens:ratio{{{w}}}"], "currencyUSD"),
+        ("GPU utilisation and memory", [f"workload:gpu_utilization:avg{{{w}}}", f"workload:gpu_memory_used:avg{{{w}}}"], "percentunit"),
+    ]
+    return _board(rp, "-inference", "inference", rows, [_variable("workload", "workload:vllm_requests:rate5m", "workload")])
+
+
+def dashboards(rp: ResolvedPlatform) -> dict[str, dict[str, Any]]:
+    """File name -> dashboard."""
+    return {"gpu-platform.json": overview(rp), "team.json": team(rp), "inference.json": inference(rp)}

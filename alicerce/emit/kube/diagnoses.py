@@ -1,0 +1,145 @@
+"""Correlated diagnoses: alerts that say why GPUs are not doing useful work, and SLO burn-rate alerts.
+
+Each reads the KPI series of :mod:`alicerce.emit.kube.kpi` and carries a runbook line (its description). Every
+one has promtool tests (tests/emit/kube/test_diagnoses.py) with a series that reproduces its pattern and a
+near miss that must stay quiet. Thresholds are chosen so that a GPU in a normal state never matches two
+diagnoses at once: input-bound needs reads to dominate, a checkpoint stall writes; memory-bound needs kernels
+running, communication-bound a busy fabric.
+
+SLO burn rates follow the multi-window, multi-burn-rate alerts of Google's SRE workbook ("Alerting on SLOs"):
+over a 30-day budget, page when 2% of it burns in an hour (14.4x over 1h and 5m) or 5% in six hours (6x over
+6h and 30m), ticket when 10% burns in three days (1x over 3d and 6h). A latency SLI counts requests slower
+than the SLO's threshold, read at the largest bucket of the engine's histogram not above it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from alicerce.catalog.alerts import (
+    BORROWING_MISCONFIGURED,
+    CHECKPOINT_STALL,
+    COMMUNICATION_BOUND,
+    INPUT_BOUND,
+    MEMORY_BOUND,
+    VLLM_TTFT_BUCKETS,
+    Alert,
+    slo_bucket,
+    slo_burn_fast_alert_name,
+    slo_burn_slow_alert_name,
+)
+from alicerce.emit.kube.kpi import (
+    GPU_ACTIVE,
+    GPU_FB,
+    GPU_TENSOR,
+    GPU_UTIL,
+    NODE_IB_UTIL,
+    NODE_IO_PRESSURE,
+    NODE_READ,
+    NODE_WRITE,
+    SERVING_WORKLOAD_LABEL,
+)
+from alicerce.resolve.model import ResolvedPlatform
+from alicerce.spec.models import Slo
+
+HELD = f'{GPU_UTIL}{{pod!=""}}'
+NODE_HELD = f"avg by (node, pool) ({HELD})"  # mean utilisation of the GPUs pods hold on a node
+IO_SATURATED = 0.25  # PSI: some task of the node waited on IO a quarter of the time
+DEFAULT_STALL_SECONDS = 180  # the catalog's stall budget (5%) of its default checkpoint interval (1 h)
+
+
+def _checkpoint_for(rp: ResolvedPlatform) -> str:
+    """How long GPUs may wait on a checkpoint write: the stall budget of the shortest checkpoint interval declared
+    (sizing's checkpointStallBudget x interval), else that of the catalog's default interval."""
+    sizing = rp.catalog.sizing
+    budget = sizing.checkpointStallBudget.value
+    intervals = [float(i) for w in rp.spec.workloads if (i := getattr(w, "checkpoint_interval", None)) is not None]
+    interval = min(intervals) if intervals else sizing.defaultCheckpointIntervalSeconds.value
+    return f"{max(60, int(budget * float(interval)))}s"
+
+
+def diagnoses(rp: ResolvedPlatform) -> list[Alert]:
+    input_bound = f"({NODE_HELD} < 0.4) and on (node) ({NODE_IO_PRESSURE} > {IO_SATURATED}) and on (node) ({NODE_READ} >= {NODE_WRITE})"
+    stall = f"({NODE_HELD} < 0.1) and on (node) ({NODE_IO_PRESSURE} > {IO_SATURATED}) and on (node) ({NODE_WRITE} > {NODE_READ})"
+    memory = f"count by (namespace, pod, node) (({GPU_FB} > 0.95) and ({HELD} > 0.5) and ({GPU_ACTIVE} < 0.3)) > 0"
+    comms = f'(avg by (node, pool) ({GPU_TENSOR}{{pod!=""}}) < 0.15) and on (node) ({NODE_HELD} > 0.8) and on (node) ({NODE_IB_UTIL} > 0.6)'
+    idle = "clamp_min(team_pool:kueue_gpu_quota:sum - team_pool:kueue_gpu_usage:sum, 0)"
+    others_idle = f"sum by (team) ({idle} * 0 + on (pool) group_left () sum by (pool) ({idle}) - {idle})"
+    pending = "max by (team) (team:kueue_gpus_pending:sum)"
+    borrowing = f"({pending} > 0) and on (team) ({others_idle} >= on (team) {pending})"
+    return [
+        Alert(INPUT_BOUND, input_bound, "15m", "warning",
+              "GPUs on {{ $labels.node }} ({{ $labels.pool }}) wait for input data",
+              "GPUs held by pods run under 40% while the node waits on storage reads: raise the dataset tier's "
+              "throughput, add data-loader workers or prefetch, or stage the dataset on local NVMe."),
+        Alert(MEMORY_BOUND, memory, "30m", "warning",
+              "Pod {{ $labels.namespace }}/{{ $labels.pod }}: GPU memory full, engines mostly idle",
+              "Over 95% of GPU memory in use with kernels running but the graphics engine under 30% active: the "
+              "job is memory-bound; use activation checkpointing, a smaller micro-batch, or GPUs with more memory."),
+        Alert(COMMUNICATION_BOUND, comms, "30m", "warning",
+              "GPUs on {{ $labels.node }} ({{ $labels.pool }}) are busy communicating, not computing",
+              "Kernels run but tensor cores are under 15% active while the fabric runs above 60% of line rate: "
+              "the job is communication-bound and will not scale further; check NCCL rails and GPUDirect RDMA, "
+              "overlap communication with compute, or use fewer nodes."),
+        Alert(CHECKPOINT_STALL, stall, _checkpoint_for(rp), "warning",
+              "Training on {{ $labels.node }} ({{ $labels.pool }}) stalls on checkpoint writes",
+              "GPUs idle while the node waits on writes for longer than the checkpoint stall budget: checkpoint "
+              "asynchronously or to local NVMe first, or raise the checkpoint tier's throughput (`alicerce plan --explain`)."),
+        Alert(BORROWING_MISCONFIGURED, borrowing, "30m", "warning",
+              "Team {{ $labels.team }} queues while other teams' GPU quota sits idle",
+              "Its pending GPUs would fit in the idle quota of its cohort: check the team's borrowingLimit, the "
+              "other teams' lendingLimit, and that fair sharing and preemption are on."),
+    ]  # fmt: skip
+
+
+def _latency_bad_ratio(slo: Slo, team_namespaces: tuple[str, ...], window: str) -> str:
+    le = slo_bucket(float(slo.threshold), VLLM_TTFT_BUCKETS)
+    sel = f'{SERVING_WORKLOAD_LABEL}="{slo.workload}",namespace=~"{"|".join(team_namespaces)}"'
+    # vLLM writes 1.0 where Prometheus 3 may store 1: either spelling of the bucket's bound
+    spellings = sorted({repr(le), f"{le:g}"})
+    bound = "|".join(s.replace(".", "\\\\.") for s in spellings)
+    good = f'sum(rate(vllm:time_to_first_token_seconds_bucket{{{sel},le=~"{bound}"}}[{window}]))'
+    total = f"sum(rate(vllm:time_to_first_token_seconds_count{{{sel}}}[{window}]))"
+    return f"1 - {good} / {total}"
+
+
+def _abort_ratio(slo: Slo, team_namespaces: tuple[str, ...], window: str) -> str:
+    sel = f'{SERVING_WORKLOAD_LABEL}="{slo.workload}",namespace=~"{"|".join(team_namespaces)}"'
+    bad = f'sum(rate(vllm:request_success_total{{{sel},finished_reason="abort"}}[{window}]))'
+    return f"{bad} / sum(rate(vllm:request_success_total{{{sel}}}[{window}]))"
+
+
+WINDOWS = ("5m", "30m", "1h", "6h", "3d")
+SLI = "slo:sli_error:ratio_rate{}"
+
+
+def slo_burn(rp: ResolvedPlatform) -> tuple[list[dict[str, Any]], list[Alert]]:
+    """Recording rules of each inference SLO's error ratio over the burn-rate windows, and its two alerts."""
+    teams = {t.name: t for t in rp.teams}
+    workloads = {w.name: w for w in rp.spec.workloads}
+    records: list[dict[str, Any]] = []
+    alerts: list[Alert] = []
+    for slo in rp.spec.monitoring.slos:
+        workload = workloads.get(slo.workload or "")
+        team = teams.get(workload.team) if workload is not None else None
+        if team is None or slo.kind not in ("inference-latency", "availability"):
+            continue
+        ratio = _latency_bad_ratio if slo.kind == "inference-latency" else _abort_ratio
+        labels = {"slo": slo.name, "workload": slo.workload or ""}
+        records += [{"record": SLI.format(w), "expr": ratio(slo, team.namespaces, w), "labels": labels} for w in WINDOWS]
+        budget = 1 - slo.objective / 100
+
+        def burn(long: str, short: str, factor: float, name: str = slo.name, budget: float = budget) -> str:
+            limit = f"{factor * budget:.6g}"
+            return f'({SLI.format(long)}{{slo="{name}"}} > {limit} and {SLI.format(short)}{{slo="{name}"}} > {limit})'
+
+        what = "latency" if slo.kind == "inference-latency" else "availability"
+        alerts.append(Alert(slo_burn_fast_alert_name(slo.name), f"{burn('1h', '5m', 14.4)} or {burn('6h', '30m', 6)}", "2m", "critical",
+                            f"{slo.workload}: {what} SLO {slo.name} burns its 30-day error budget fast",
+                            f"SLO {slo.name} ({slo.objective:g}%): at this rate the month's budget is gone within days; "
+                            "check the serving pods' queue (vllm:num_requests_waiting), replicas and recent rollouts."))  # fmt: skip
+        alerts.append(Alert(slo_burn_slow_alert_name(slo.name), burn("3d", "6h", 1), "1h", "warning",
+                            f"{slo.workload}: {what} SLO {slo.name} spends its error budget faster than it earns it",
+                            f"SLO {slo.name} ({slo.objective:g}%): over three days errors exceed the budget; plan capacity "
+                            "(`alicerce plan`) or relax the SLO."))  # fmt: skip
+    return records, alerts

@@ -1,0 +1,267 @@
+"""KPI recording rules: the figures a platform team reports, under stable names, per team, pool, site and workload.
+
+Pure: returns Prometheus rule dicts for :func:`alicerce.emit.kube.monitoring.rule_groups`. Every series a rule
+reads is one an exporter the platform installs really produces, with the label shapes it emits (the vendored
+facts under tests/data/upstream say where each comes from; a test checks every name):
+
+- dcgm-exporter: ``DCGM_FI_DEV_*``; ``Hostname`` is the node name (the GPU Operator sets NODE_NAME from
+  spec.nodeName, gpu-operator v26.3.3 assets/state-dcgm-exporter/0800_daemonset.yaml; dcgm-exporter
+  internal/pkg/hostname/hostname.go prefers NODE_NAME); ``pod``/``namespace`` only on GPUs a pod holds.
+- kube-state-metrics 2.20.0: node and pod labels (allowlisted), pod phase, container resource requests.
+- Kueue 0.19.2 (pkg/metrics/metrics.go): one ClusterQueue per team, named after it; flavors are pools.
+- vLLM (vllm/v1/metrics/loggers.py): serving pods carry ``alicerce_dev_workload`` from the PodMonitor.
+- node exporter (collector/infiniband_linux.go, diskstats, pressure): ``node`` is set by the scrape
+  configuration alicerce writes (a relabeling from the pod's node, or a static label per host).
+
+Names follow Prometheus's ``level:metric:operations`` convention; ratios are 0..1, times in seconds, throughput
+in bytes or tokens per second. They are the contract of the dashboards and of `alicerce plan`'s KPI targets:
+renaming one is a breaking change (CHANGELOG).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
+
+POOL_NODE_LABEL = "label_alicerce_dev_pool"  # kube_node_labels name of the node label alicerce.dev/pool
+WORKLOAD_POD_LABEL = "label_alicerce_dev_workload"  # kube_pod_labels name of the pod label alicerce.dev/workload
+SERVING_WORKLOAD_LABEL = "alicerce_dev_workload"  # target label of the serving PodMonitor (podTargetLabels)
+GPU_RESOURCE = "nvidia_com_gpu"  # kube-state-metrics sanitizes nvidia.com/gpu
+KUEUE_GPU = "nvidia.com/gpu"  # Kueue reports resource names as they are
+QUANTILES = (0.5, 0.95, 0.99)
+
+# joins: info series whose value is 1 (or a count), to attach team/pool/workload to exporter series
+NAMESPACE_TEAM = "alicerce:namespace_team:info"
+NODE_POOL = "alicerce:node_pool:info"
+POD_WORKLOAD = "alicerce:pod_workload:info"
+POOL_GPUS_PER_NODE = "alicerce:pool_gpus_per_node:count"
+POOL_UNITS_PER_GPU = "alicerce:pool_units_per_gpu:count"
+# per GPU, with node, pool and (when held) namespace and pod
+GPU_UTIL = "gpu:dcgm_utilization:ratio"
+GPU_FB = "gpu:dcgm_memory_used:ratio"
+GPU_ACTIVE = "gpu:dcgm_graphics_engine_active:ratio"
+GPU_TENSOR = "gpu:dcgm_tensor_active:ratio"
+POD_GPUS = "pod:gpus_allocated:sum"
+# per node (node exporter)
+NODE_IB_RX = "node:infiniband_receive_bytes:rate5m"
+NODE_IB_TX = "node:infiniband_transmit_bytes:rate5m"
+NODE_IB_ERRORS = "node:infiniband_errors:rate5m"
+NODE_IB_UTIL = "node:infiniband_link_utilization:ratio"
+NODE_DISK_READ = "node:disk_read_bytes:rate5m"
+NODE_DISK_WRITE = "node:disk_written_bytes:rate5m"
+NODE_DISK_IOPS = "node:disk_iops:rate5m"
+NODE_IO_PRESSURE = "node:io_pressure_waiting:ratio"
+NODE_NET_RX = "node:network_receive_bytes:rate5m"
+NODE_NET_TX = "node:network_transmit_bytes:rate5m"
+NODE_READ = "node:storage_read_bytes:rate5m"
+NODE_WRITE = "node:storage_write_bytes:rate5m"
+
+
+def _rule(record: str, expr: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"record": record, "expr": expr}
+    if labels:
+        out["labels"] = dict(labels)
+    return out
+
+
+def _as(label: str, source: str, expr: str) -> str:
+    """``expr`` with ``source``'s value copied into ``label``."""
+    return f'label_replace({expr}, "{label}", "$1", "{source}", "(.+)")'
+
+
+def join_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]:
+    """What the spec knows and no exporter says: which team owns a namespace, how many GPUs a pool's node has and how
+    many units (time-sliced replicas) each offers; and the node-to-pool and pod-to-workload maps from labels."""
+    rules = []
+    for team in site.teams:
+        for ns in team.namespaces:
+            rules.append(_rule(NAMESPACE_TEAM, "vector(1)", {"namespace": ns, "team": team.name, "cost_center": team.cost_center}))
+    for pool in site.pools:
+        if pool.gpu is None or pool.gpu_units is None:
+            continue
+        rules.append(_rule(POOL_GPUS_PER_NODE, f"vector({pool.gpus_per_node})", {"pool": pool.name}))
+        rules.append(_rule(POOL_UNITS_PER_GPU, f"vector({pool.gpu_units.per_gpu})", {"pool": pool.name}))
+    nodes = _as("pool", POOL_NODE_LABEL, f'kube_node_labels{{{POOL_NODE_LABEL}!=""}}')
+    pods = _as("workload", WORKLOAD_POD_LABEL, f'kube_pod_labels{{{WORKLOAD_POD_LABEL}!=""}}')
+    rules += [_rule(NODE_POOL, f"max by (node, pool) ({nodes})"), _rule(POD_WORKLOAD, f"max by (namespace, pod, workload) ({pods})")]
+    return rules
+
+
+def _per_gpu(metric_expr: str) -> str:
+    """A DCGM expression per GPU, keyed by node/gpu/UUID (and namespace/pod where held), with the node's pool."""
+    keyed = f"max by (node, gpu, UUID, namespace, pod) ({_as('node', 'Hostname', metric_expr)})"
+    return f"{keyed} * on (node) group_left (pool) {NODE_POOL}"
+
+
+def gpu_rules() -> list[dict[str, Any]]:
+    """GPU utilisation, memory and engine activity per GPU, and the allocation of GPUs to pods, in physical GPUs."""
+    running = 'max by (namespace, pod) (kube_pod_status_phase{phase="Running"}) == 1'
+    requests = f'kube_pod_container_resource_requests{{resource="{GPU_RESOURCE}"}}'
+    allocated = (
+        f"sum by (namespace, pod, node) ({requests} * on (namespace, pod) group_left () ({running})) "
+        f"* on (node) group_left (pool) {NODE_POOL} / on (pool) group_left () {POOL_UNITS_PER_GPU}"
+    )
+    return [
+        _rule(GPU_UTIL, _per_gpu("DCGM_FI_DEV_GPU_UTIL / 100")),
+        _rule(GPU_FB, _per_gpu("DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)")),
+        _rule(GPU_ACTIVE, _per_gpu("DCGM_FI_PROF_GR_ENGINE_ACTIVE")),
+        _rule(GPU_TENSOR, _per_gpu("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")),
+        _rule(POD_GPUS, allocated),
+    ]
+
+
+def _by_team(expr: str, how: str = "sum") -> str:
+    return f"{how} by (team) ({expr} * on (namespace) group_left (team) {NAMESPACE_TEAM})"
+
+
+def _by_workload(expr: str, how: str = "sum") -> str:
+    return f"{how} by (namespace, workload) ({expr} * on (namespace, pod) group_left (workload) {POD_WORKLOAD})"
+
+
+def utilisation_rules() -> list[dict[str, Any]]:
+    """Utilisation, memory and effective utilisation (busy GPU-equivalents of allocated GPUs / installed GPUs) per
+    pool, team and workload."""
+    held = f'{GPU_UTIL}{{pod!=""}}'
+    installed = f"count by (pool) ({NODE_POOL}) * on (pool) {POOL_GPUS_PER_NODE}"
+    return [
+        _rule("pool:gpu_utilization:avg", f"avg by (pool) ({GPU_UTIL})"),
+        _rule("team:gpu_utilization:avg", _by_team(held, "avg")),
+        _rule("workload:gpu_utilization:avg", _by_workload(held, "avg")),
+        _rule("pool:gpu_memory_used:avg", f"avg by (pool) ({GPU_FB})"),
+        _rule("team:gpu_memory_used:avg", _by_team(f'{GPU_FB}{{pod!=""}}', "avg")),
+        _rule("workload:gpu_memory_used:avg", _by_workload(f'{GPU_FB}{{pod!=""}}', "avg")),
+        _rule("pool:gpus_installed:sum", installed),
+        _rule("pool:gpus_allocated:sum", f"sum by (pool) ({POD_GPUS})"),
+        _rule("pool:gpus_busy:sum", f"sum by (pool) ({held})"),
+        _rule("pool:gpu_allocation:ratio", "pool:gpus_allocated:sum / pool:gpus_installed:sum"),
+        _rule("pool:gpu_effective_utilization:ratio", "pool:gpus_busy:sum / pool:gpus_installed:sum"),
+        _rule("team:gpus_allocated:sum", _by_team(POD_GPUS)),
+        _rule("team:gpus_busy:sum", _by_team(held)),
+        _rule("team:gpu_effective_utilization:ratio", "team:gpus_busy:sum / team:gpus_allocated:sum"),
+        _rule("workload:gpus_allocated:sum", _by_workload(POD_GPUS)),
+        _rule("site:gpus_installed:sum", "sum(pool:gpus_installed:sum)"),
+        _rule("site:gpu_effective_utilization:ratio", "sum(pool:gpus_busy:sum) / sum(pool:gpus_installed:sum)"),
+    ]
+
+
+def _team(expr: str) -> str:
+    """Kueue's ClusterQueue of a team carries the team's name (alicerce.emit.kube.kueue.cluster_queue)."""
+    return _as("team", "cluster_queue", expr)
+
+
+def queue_rules() -> list[dict[str, Any]]:
+    """Queue wait (creation or requeue to admission), admission to pods ready, pending and admitted workloads,
+    evictions, and GPU quota against use, per team (and pool where Kueue reports the flavor)."""
+    rules = []
+    for q in QUANTILES[:2]:
+        name = f"p{q * 100:g}"
+        wait = f"histogram_quantile({q:g}, sum by (cluster_queue, le) (rate(kueue_admission_wait_time_seconds_bucket[1h])))"
+        ready = f"histogram_quantile({q:g}, sum by (cluster_queue, le) (rate(kueue_admitted_until_ready_wait_time_seconds_bucket[1h])))"
+        rules.append(_rule(f"team:kueue_admission_wait_seconds:{name}", _team(wait)))
+        rules.append(_rule(f"team:kueue_admitted_until_ready_seconds:{name}", _team(ready)))
+    usage = f'kueue_cluster_queue_resource_usage{{resource="{KUEUE_GPU}"}}'
+    quota = f'kueue_cluster_queue_nominal_quota{{resource="{KUEUE_GPU}"}}'
+    pending = f'kueue_cluster_queue_resource_pending{{resource="{KUEUE_GPU}"}}'
+    evicted = "increase(kueue_evicted_workloads_total[1h])"
+    rules += [
+        _rule("team:kueue_pending_workloads:sum", _team("sum by (cluster_queue, status) (kueue_pending_workloads)")),
+        _rule("team:kueue_admitted_workloads:increase1h", _team("sum by (cluster_queue) (increase(kueue_admitted_workloads_total[1h]))")),
+        _rule("team:kueue_evicted_workloads:increase1h", _team(f"sum by (cluster_queue, reason) ({evicted})")),
+        _rule("team:kueue_finished_workloads:increase1h", _team("sum by (cluster_queue) (increase(kueue_finished_workloads_total[1h]))")),
+        _rule("team_pool:kueue_gpu_usage:sum", _as("pool", "flavor", _team(f"sum by (cluster_queue, flavor) ({usage})"))),
+        _rule("team_pool:kueue_gpu_quota:sum", _as("pool", "flavor", _team(f"sum by (cluster_queue, flavor) ({quota})"))),
+        _rule("team:kueue_gpus_pending:sum", _team(f"sum by (cluster_queue) ({pending})")),
+    ]
+    return rules
+
+
+E2E = "vllm:e2e_request_latency_seconds"
+
+
+def serving_rules() -> list[dict[str, Any]]:
+    """Inference latency percentiles, throughput, error rate and availability per workload, from vLLM's own metrics."""
+
+    def workload(expr: str) -> str:
+        return _as("workload", SERVING_WORKLOAD_LABEL, expr)
+
+    by = f"namespace, {SERVING_WORKLOAD_LABEL}"
+    rules = []
+    for q in QUANTILES:
+        name = f"p{q * 100:g}"
+        for metric, short in (("vllm:time_to_first_token_seconds", "time_to_first_token"), (E2E, "e2e_latency")):
+            expr = f"histogram_quantile({q:g}, sum by ({by}, le) (rate({metric}_bucket[5m])))"
+            rules.append(_rule(f"workload:vllm_{short}_seconds:{name}", workload(expr)))
+    rules += [
+        _rule("workload:vllm_requests:rate5m", workload(f"sum by ({by}) (rate(vllm:request_success_total[5m]))")),
+        _rule("workload:vllm_generation_tokens:rate5m", workload(f"sum by ({by}) (rate(vllm:generation_tokens_total[5m]))")),
+        _rule("workload:vllm_prompt_tokens:rate5m", workload(f"sum by ({by}) (rate(vllm:prompt_tokens_total[5m]))")),
+        # an aborted request is the engine's failure (FinishReason ABORT); stop and length are answers
+        _rule(
+            "workload:vllm_request_errors:ratio_rate5m",
+            workload(
+                f'sum by ({by}) (rate(vllm:request_success_total{{finished_reason="abort"}}[5m])) '
+                f"/ sum by ({by}) (rate(vllm:request_success_total[5m]))"
+            ),
+        ),
+        _rule("workload:vllm_requests_waiting:sum", workload(f"sum by ({by}) (vllm:num_requests_waiting)")),
+        _rule("workload:serving_up:ratio", workload(f'avg by ({by}) (up{{{SERVING_WORKLOAD_LABEL}!=""}})')),
+    ]
+    return rules
+
+
+# the node's own NICs (eth*, ens*, eno*, enp*): not loopback, pod veths, EKS pod ENIs (eni*) or IPoIB (ib*, counted
+# by the port counters)
+NIC = 'device=~"eth.*|en[osp].*"'
+
+
+def _present_sum(records: tuple[str, ...]) -> str:
+    zero = f"0 * sum by (node) ({NODE_IO_PRESSURE})"
+    return " + ".join(f"(sum by (node) ({r}) or {zero})" for r in records)
+
+
+def node_rules() -> list[dict[str, Any]]:
+    """Fabric (InfiniBand/RoCE port counters; EFA exposes none to the node exporter) and storage (local disks, and IO
+    pressure, which also counts tasks blocked on Lustre and NFS) per node and pool."""
+    ib = "node_infiniband_port_data_{}_bytes_total"
+    errors = " + ".join(f"rate(node_infiniband_{c}[5m])" for c in ("port_errors_received_total", "link_downed_total", "symbol_error_total"))
+    link = (
+        f"max by (node) (max by (node, device, port) (rate({ib.format('transmitted')}[5m])) "
+        f"/ max by (node, device, port) (node_infiniband_rate_bytes_per_second))"
+    )
+    rules = [
+        _rule(NODE_IB_RX, f"sum by (node) (rate({ib.format('received')}[5m]))"),
+        _rule(NODE_IB_TX, f"sum by (node) (rate({ib.format('transmitted')}[5m]))"),
+        _rule(NODE_IB_ERRORS, f"sum by (node) ({errors})"),
+        _rule(NODE_IB_UTIL, link),
+        _rule(NODE_DISK_READ, "sum by (node) (rate(node_disk_read_bytes_total[5m]))"),
+        _rule(NODE_DISK_WRITE, "sum by (node) (rate(node_disk_written_bytes_total[5m]))"),
+        _rule(NODE_DISK_IOPS, "sum by (node) (rate(node_disk_reads_completed_total[5m]) + rate(node_disk_writes_completed_total[5m]))"),
+        _rule(NODE_IO_PRESSURE, "max by (node) (rate(node_pressure_io_waiting_seconds_total[5m]))"),
+        _rule(NODE_NET_RX, f"sum by (node) (rate(node_network_receive_bytes_total{{{NIC}}}[5m]))"),
+        _rule(NODE_NET_TX, f"sum by (node) (rate(node_network_transmit_bytes_total{{{NIC}}}[5m]))"),
+        # what a node reads and writes: local disks, a parallel file system over the fabric, FSx/EFS/NFS over its
+        # NICs; a source a node lacks (no HCA) counts 0 instead of hiding the node (every node reports IO pressure)
+        _rule(NODE_READ, _present_sum((NODE_DISK_READ, NODE_IB_RX, NODE_NET_RX))),
+        _rule(NODE_WRITE, _present_sum((NODE_DISK_WRITE, NODE_IB_TX, NODE_NET_TX))),
+    ]
+    for record in (NODE_IB_RX, NODE_IB_TX, NODE_IB_ERRORS, NODE_DISK_READ, NODE_DISK_WRITE, NODE_DISK_IOPS, NODE_READ, NODE_WRITE):
+        _, metric, op = record.split(":")
+        rules.append(_rule(f"pool:{metric}:{op}", f"sum by (pool) ({record} * on (node) group_left (pool) {NODE_POOL})"))
+    return rules
+
+
+def kpi_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
+    """The KPI rule groups of a site; every recorded series carries the site's name."""
+    site = rp.site(site_name)
+
+    def group(name: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"name": name, "rules": [{**r, "labels": {**r.get("labels", {}), "site": site_name}} for r in rules]}
+
+    return [
+        group("alicerce.kpi.joins", join_rules(rp, site)),
+        group("alicerce.kpi.gpu", gpu_rules() + utilisation_rules()),
+        group("alicerce.kpi.queue", queue_rules()),
+        group("alicerce.kpi.serving", serving_rules()),
+        group("alicerce.kpi.node", node_rules()),
+    ]

@@ -1,0 +1,60 @@
+"""Which series a PromQL expression reads, and which series the platform really has: those the exporters it installs
+produce (the vendored facts under tests/data/upstream, at the versions pinned) and those its recording rules write."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from tests.emit.kube.upstream import load
+
+KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "and", "or", "unless", "bool", "offset", "inf", "nan"}
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
+_MATCHERS = re.compile(r"\{[^}]*\}")
+_RANGES = re.compile(r"\[[^\]]*\]")
+_GROUPING = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)")
+_NAMES = re.compile(r"(?<![\w:.])([a-zA-Z_:][a-zA-Z0-9_:]*)(?!\s*\(|[\w:])")
+
+
+def series_read(expr: str) -> set[str]:
+    """Metric names an expression selects (not functions, keywords, label names or numbers)."""
+    text = _STRINGS.sub('""', expr)
+    text = _MATCHERS.sub("", text)
+    text = _RANGES.sub("", text)
+    text = _GROUPING.sub("", text)
+    return {n for n in _NAMES.findall(text) if n.lower() not in KEYWORDS}
+
+
+def _histogram(name: str, kind: str) -> set[str]:
+    return {f"{name}_bucket", f"{name}_sum", f"{name}_count"} if kind == "histogram" else {name}
+
+
+def exporter_series() -> dict[str, str]:
+    """Every series name an exporter the platform installs produces -> the exporter (vendored facts)."""
+    out: dict[str, str] = {}
+    for name in load("dcgm-exporter", "4.5.3-4.8.2", "counters.json")["counters"]:
+        out[name] = "dcgm-exporter 4.5.3-4.8.2"
+    for component, version in (("kube-state-metrics", "2.20.0"), ("kueue", "0.19.2"), ("node-exporter", "v1.12.1")):
+        for name, fact in load(component, version, "metrics.json").items():
+            out |= dict.fromkeys(_histogram(name, fact["type"]), f"{component} {version}")
+    for name, fact in load("vllm", "005a810bc40f", "metrics.json")["metrics"].items():
+        out |= dict.fromkeys(_histogram(name, fact["type"]), "vllm 005a810bc40f")
+    out["up"] = "prometheus (every scrape target)"
+    out["ALERTS"] = "prometheus (the state of every alert)"
+    return out
+
+
+def recorded(groups: Iterable[dict[str, Any]]) -> set[str]:
+    return {r["record"] for g in groups for r in g["rules"] if "record" in r}
+
+
+def unproduced(exprs: Iterable[str], groups: list[dict[str, Any]]) -> dict[str, set[str]]:
+    """Expression -> the names it reads that neither an exporter nor a recording rule produces."""
+    have = set(exporter_series()) | recorded(groups)
+    out = {}
+    for expr in exprs:
+        missing = series_read(expr) - have
+        if missing:
+            out[expr] = missing
+    return out

@@ -1,0 +1,133 @@
+"""Showback and budgets that act (issue 24 item 3): cost per used GPU-hour, per team, cost center and million tokens
+at the plan's prices, recomputed by hand; budget alerts at the spec's thresholds, each fed a spend that crosses it
+and one that does not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from alicerce.emit.kube.monitoring import budget_shares, rule_groups
+from alicerce.plan.platform import plan_platform
+from alicerce.rules.validate import validated
+from alicerce.spec.loader import load_text
+from tests.conftest import ROOT
+from tests.emit.kube.scrape import dcgm_series, series
+from tests.emit.kube.test_kpi import rounded
+from tests.emit.kube.test_monitoring import dcgm_scraped, expected, needs_promtool, platform, rules_of, run_promtool
+
+P5 = 'label_alicerce_dev_pool="train-p5",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
+L40S = 'label_alicerce_dev_pool="infer-l40s",label_alicerce_dev_accelerator="L40S-48GB"'
+
+
+def held(namespace: str, pod: str, node: str, gpus: int, values: str, *, workload: str | None = None) -> list[dict[str, str]]:
+    """A running pod of ``namespace`` requesting ``gpus`` GPUs on ``node`` (kube-state-metrics' label shapes)."""
+    key = f'namespace="{namespace}",pod="{pod}",uid="{pod}-uid"'
+    out = [
+        {"series": f'kube_pod_status_phase{{{key},phase="Running"}}', "values": values.replace("GPUS", "1")},
+        {"series": f'kube_pod_container_resource_requests{{{key},container="main",node="{node}",resource="nvidia_com_gpu",unit="integer"}}',
+         "values": values.replace("GPUS", str(gpus))},
+    ]  # fmt: skip
+    if workload:
+        out.append({"series": f'kube_pod_labels{{{key},label_alicerce_dev_workload="{workload}"}}', "values": values.replace("GPUS", "1")})
+    return out
+
+
+def test_prices_are_the_plans_and_budgets_split_by_what_the_quota_is_worth() -> None:
+    rp = platform()
+    prices = {p.name: p.usd_per_gpu_hour for p in plan_platform(rp).pools}
+    records = {
+        r["labels"]["pool"]: r["expr"]
+        for g in rule_groups(rp, "aws")
+        for r in g["rules"]
+        if r.get("record") == "alicerce:pool_usd_per_gpu_hour:price"
+    }
+    assert records == {
+        "train-p5": "vector(6.88)",
+        "infer-l40s": f"vector({prices['infer-l40s']:.6g})",
+        "infer-l4": f"vector({prices['infer-l4']:.6g})",
+    }
+    # research: 96 p5 GPUs at $6.88 on aws, 192 owned H100s at dc1's TCO per GPU-hour
+    aws, dc1 = 96 * 6.88, 192 * prices["onprem-h100"]  # type: ignore[operator]
+    assert abs(budget_shares(rp, "aws", prices)["research"] - aws / (aws + dc1)) < 1e-9  # type: ignore[arg-type]
+    assert abs(budget_shares(rp, "aws", prices)["research"] + budget_shares(rp, "dc1", prices)["research"] - 1) < 1e-9  # type: ignore[arg-type]
+    assert "applied-ml" not in budget_shares(rp, "aws", prices)  # teams without a budget have no budget alert
+
+
+@needs_promtool
+def test_showback_per_team_cost_center_used_gpu_hour_and_million_tokens(tmp_path: Path) -> None:
+    """By hand: research holds 96 p5 GPUs ($6.88/GPU-h) busy half the time: $660.48/h, $13.76 per used GPU-hour.
+    chat-70b holds 4 L40S GPUs at the plan's price and generates 3,000 tokens/s: price x 4 / 10.8 M tokens."""
+    rp = platform()
+    l40s = next(p.usd_per_gpu_hour for p in plan_platform(rp).pools if p.name == "infer-l40s")
+    assert l40s is not None
+    nodes = [f"ip-10-20-{i}-1.ec2.internal" for i in range(12)]
+    inputs = [{"series": f'kube_node_labels{{node="{n}",{P5}}}', "values": "1x30"} for n in nodes]
+    for i, n in enumerate(nodes):
+        inputs += held("research", f"train-{i}", n, 8, "GPUSx30")
+        for g in range(8):
+            gpu = dcgm_scraped(rp, "aws", dcgm_series(n, g, (f"train-{i}", "research", "main")))
+            inputs.append({"series": series("DCGM_FI_DEV_GPU_UTIL", gpu), "values": "50x30"})
+    inputs.append({"series": f'kube_node_labels{{node="ip-10-20-99-1.ec2.internal",{L40S}}}', "values": "1x30"})
+    inputs += held("serving", "chat-70b-0", "ip-10-20-99-1.ec2.internal", 4, "GPUSx30", workload="chat-70b")
+    vllm = 'namespace="serving",pod="chat-70b-0",alicerce_dev_workload="chat-70b",model_name="chat",engine="0"'
+    inputs.append({"series": f"vllm:generation_tokens_total{{{vllm}}}", "values": "0+180000x30"})
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        {**rounded("team:gpu_cost_usd:rate1h", 'site="aws",team="research"', 96 * 6.88, "20m"),
+         "exp_samples": [{"labels": '{site="aws",team="research"}', "value": round(96 * 6.88, 6)},
+                         {"labels": '{site="aws",team="serving"}', "value": round(4 * l40s, 6)}]},
+        {**rounded("cost_center:gpu_cost_usd:rate1h", 'cost_center="CC-4411",site="aws"', 96 * 6.88, "20m"),
+         "exp_samples": [{"labels": '{cost_center="CC-4411",site="aws"}', "value": round(96 * 6.88, 6)},
+                         {"labels": '{cost_center="CC-4413",site="aws"}', "value": round(4 * l40s, 6)}]},
+        rounded("team:usd_per_used_gpu_hour:ratio", 'site="aws",team="research"', 13.76, "20m"),
+        rounded("workload:usd_per_million_tokens:ratio", 'namespace="serving",site="aws",workload="chat-70b"', 4 * l40s / 10.8, "20m"),
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_budget_alerts_fire_at_the_thresholds_and_not_below(tmp_path: Path) -> None:
+    """research's aws share of its budget. Spend is summed hour by hour, so a budget of $5,000 lets a few hours of
+    samples cross it (promtool evaluates every minute; a month of that would take too long)."""
+    text = (
+        (ROOT / "platform.yaml")
+        .read_text()
+        .replace("budget: {monthlyUsd: 900000}", "budget: {monthlyUsd: 5000, alertAtPercent: [50, 100]}")
+    )
+    small = validated(load_text(text, "platform.yaml"), "prod")
+    rules = rules_of(small, "aws")
+    share = float(rules["BudgetResearch100"]["expr"].rsplit("> ", 1)[1])
+    assert abs(share - 5000 * budget_shares(small, "aws", prices(small))["research"]) < 1
+    node = "ip-10-20-1-1.ec2.internal"
+
+    def hours(gpus: int, rp: Any, fired: dict[str, list[dict[str, Any]]], folder: Path, at: str) -> None:
+        inputs = [
+            {"series": f'kube_node_labels{{node="{node}",{P5}}}', "values": "1x600"},
+            *held("research", "train-0", node, gpus, "GPUSx600"),
+        ]
+        checks = [{"eval_time": at, "alertname": name, "exp_alerts": alerts} for name, alerts in fired.items()]
+        tests = [{"interval": "1m", "input_series": inputs, "alert_rule_test": checks}]
+        folder.mkdir()
+        run_promtool(rp, "aws", tests, folder)
+
+    def fire(rp: Any, name: str, value: float) -> list[dict[str, Any]]:
+        text = repr(value)  # as Go prints a float64 ({{ $value }})
+        return [expected(rules_of(rp, "aws")[name], {"team": "research"}, text.removesuffix(".0"))]
+
+    # 128 GPUs (quota and borrowing) at $6.88: $880.64 an hour, read at 0 h, 1 h ... 6 h: past all of the share
+    spend = sum([128 * 6.88] * 7)
+    assert spend > share
+    hours(128, small, {name: fire(small, name, spend) for name in ("BudgetResearch50", "BudgetResearch100")}, tmp_path / "over", "6h")
+    # 10 GPUs: $481.60 in those seven hours, under half the share
+    assert share / 2 > 7 * 10 * 6.88
+    hours(10, small, {"BudgetResearch50": [], "BudgetResearch100": []}, tmp_path / "under", "6h")
+    # the projection, against the real budget: 128 GPUs for a month overrun research's aws share, 80 do not
+    rp = platform()
+    real = float(rules_of(rp, "aws")["BudgetResearchProjected"]["expr"].rsplit("> ", 1)[1])
+    assert 80 * 6.88 * 720 < real < 128 * 6.88 * 720
+    hours(128, rp, {"BudgetResearchProjected": fire(rp, "BudgetResearchProjected", 128 * 6.88 * 720)}, tmp_path / "course", "7h")
+    hours(80, rp, {"BudgetResearchProjected": []}, tmp_path / "steady", "7h")
+
+
+def prices(rp: Any) -> dict[str, float]:
+    return {p.name: p.usd_per_gpu_hour for p in plan_platform(rp).pools if p.usd_per_gpu_hour is not None}

@@ -1,0 +1,63 @@
+"""Dashboards per audience (issue 24 item 5): every panel query and template variable reads only series an exporter
+the platform installs or one of its recording rules produces, at the site whose Prometheus the dashboard reads."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from alicerce.emit.kube.dashboards import dashboards
+from alicerce.emit.kube.monitoring import monitoring_objects, rule_groups
+from tests.emit.kube.series import recorded, unproduced
+from tests.emit.kube.test_monitoring import platform
+
+
+def queries(board: dict[str, Any]) -> list[str]:
+    exprs = [t["expr"] for p in board["panels"] for t in p["targets"]]
+    for variable in board["templating"]["list"]:
+        if variable["type"] == "query":
+            metric = re.fullmatch(r"label_values\(([^,]+), (\w+)\)", variable["query"])
+            assert metric is not None, variable["query"]
+            exprs.append(metric.group(1))
+    # a template variable is an exact label value: the panels' matchers stay valid PromQL once it is substituted
+    return [e.replace("$team", "research").replace("$workload", "chat-70b") for e in exprs]
+
+
+@pytest.mark.parametrize(("env", "site"), [("prod", "aws"), ("prod", "dc1"), ("dev", "aws")])
+def test_every_panel_reads_only_series_that_are_produced(env: str, site: str) -> None:
+    rp = platform(env)
+    groups = rule_groups(rp, site)
+    for name, board in dashboards(rp).items():
+        assert unproduced(queries(board), groups) == {}, name
+
+
+def test_one_dashboard_per_audience_with_what_that_audience_asks() -> None:
+    rp = platform()
+    boards = dashboards(rp)
+    assert set(boards) == {"gpu-platform.json", "team.json", "inference.json"}
+    team = " ".join(queries(boards["team.json"]))
+    assert "team:gpu_cost_usd:sum30d" in team and "alicerce:team_budget_usd:monthly" in team and "kueue_admission_wait" in team
+    inference = " ".join(queries(boards["inference.json"]))
+    assert all(f"vllm_time_to_first_token_seconds:p{q}" in inference for q in (50, 95, 99)) and "usd_per_million_tokens" in inference
+    assert "pool:gpu_effective_utilization:ratio" in " ".join(queries(boards["gpu-platform.json"]))
+    # the budget line of the team dashboard is a series of the site's share of the budget
+    budget = [r for g in rule_groups(rp, "aws") for r in g["rules"] if r.get("record") == "alicerce:team_budget_usd:monthly"]
+    assert [r["labels"]["team"] for r in budget] == ["research"]
+    assert len({b["uid"] for b in boards.values()}) == 3
+
+
+def test_a_panel_on_a_series_nobody_produces_is_caught() -> None:
+    rp = platform()
+    board = dashboards(rp)["team.json"]
+    board["panels"][0]["targets"][0]["expr"] = 'team:gpus_alocated:sum{team="$team"}'
+    assert unproduced(queries(board), rule_groups(rp, "aws")) == {'team:gpus_alocated:sum{team="research"}': {"team:gpus_alocated:sum"}}
+
+
+def test_the_dashboard_configmap_carries_every_dashboard() -> None:
+    rp = platform()
+    [cm] = [o for o in monitoring_objects(rp, "aws") if o["kind"] == "ConfigMap"]
+    assert {k: json.loads(v) for k, v in cm["data"].items()} == dashboards(rp)
+    assert "ALERTS" not in recorded(rule_groups(rp, "aws"))

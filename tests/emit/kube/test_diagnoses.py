@@ -1,0 +1,185 @@
+"""Correlated diagnoses and SLO burn rates (issue 24 item 2): for each alert, promtool fed with the series of the
+pattern it exists for (it fires, with its runbook line) and with a near miss (it stays quiet). The series carry the
+labels the real exporters emit once scraped through alicerce's configuration (tests/emit/kube/scrape.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from alicerce.catalog.alerts import DIAGNOSES, slo_bucket
+from tests.emit.kube.scrape import dcgm_series, series
+from tests.emit.kube.test_monitoring import dcgm_scraped, expected, needs_promtool, platform, rules_of, run_promtool
+from tests.emit.kube.upstream import load
+
+NODE = "gpu-001.dc1.acme.example"
+OTHER = "gpu-002.dc1.acme.example"
+POOL = {"node": NODE, "pool": "onprem-h100"}
+H100 = 'label_alicerce_dev_pool="onprem-h100",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
+STEPS = "x60"
+PENDING = 'cluster_queue="applied-ml",resource="nvidia.com/gpu",replica_role="standalone"'  # an hour of 1-minute samples
+
+
+def node_labels(*nodes: str) -> list[dict[str, str]]:
+    return [{"series": f'kube_node_labels{{node="{n}",{H100}}}', "values": f"1{STEPS}"} for n in nodes]
+
+
+def gpus(node: str, metric: str, value: float, held: bool = True, count: int = 2) -> list[dict[str, str]]:
+    """``count`` GPUs of a node, held by a research pod (or by nobody), reporting a constant value."""
+    rp = platform()
+    out = []
+    for gpu in range(count):
+        holder = (f"train-{node[:7]}", "research", "trainer") if held else None
+        labels = dcgm_scraped(rp, "dc1", dcgm_series(node, gpu, holder))
+        out.append({"series": series(metric, labels), "values": f"{value:g}{STEPS}"})
+    return out
+
+
+def node_counter(node: str, metric: str, per_second: float, extra: str = "") -> dict[str, str]:
+    """A node exporter counter growing at ``per_second`` (job, instance and node as the scrape configuration gives)."""
+    labels = f'job="node-exporter",instance="{node}:9100",node="{node}"{extra}'
+    assert metric in load("node-exporter", "v1.12.1", "metrics.json"), metric
+    return {"series": f"{metric}{{{labels}}}", "values": f"0+{per_second * 60:g}{STEPS}"}
+
+
+def io(node: str, pressure: float, read: float, write: float) -> list[dict[str, str]]:
+    disk = ',device="nvme0n1"'
+    return [
+        node_counter(node, "node_pressure_io_waiting_seconds_total", pressure),
+        node_counter(node, "node_disk_read_bytes_total", read, disk),
+        node_counter(node, "node_disk_written_bytes_total", write, disk),
+    ]
+
+
+def check(name: str, inputs: list[dict[str, str]], at: str, fired: list[dict[str, Any]], tmp_path: Path, *, site: str = "dc1") -> None:
+    tmp_path.mkdir()
+    run_promtool(platform(), site, [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": at, "alertname": name, "exp_alerts": fired}]}], tmp_path)  # fmt: skip
+
+
+def test_every_diagnosis_is_generated_with_a_runbook_line() -> None:
+    for site in ("aws", "dc1"):
+        rules = rules_of(platform(), site)
+        for name in DIAGNOSES:
+            assert len(rules[name]["annotations"]["description"]) > 60, name
+
+
+@needs_promtool
+def test_input_bound_fires_on_idle_gpus_waiting_for_reads(tmp_path: Path) -> None:
+    rule = rules_of(platform(), "dc1")["GPUInputBound"]
+    pattern = node_labels(NODE) + gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", 20) + io(NODE, 0.6, 3e9, 1e7)
+    check("GPUInputBound", pattern, "40m", [expected(rule, POOL, "")], tmp_path / "a")
+    # near misses: the same reads with GPUs busy; idle GPUs on a node with no IO wait (a stuck job, not input)
+    busy = node_labels(NODE, OTHER) + gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", 85) + io(NODE, 0.6, 3e9, 1e7)
+    quiet = gpus(OTHER, "DCGM_FI_DEV_GPU_UTIL", 20) + io(OTHER, 0.01, 1e6, 1e6)
+    check("GPUInputBound", busy + quiet, "40m", [], tmp_path / "b")
+
+
+@needs_promtool
+def test_checkpoint_stall_fires_when_writes_idle_the_gpus_past_the_stall_budget(tmp_path: Path) -> None:
+    rule = rules_of(platform(), "dc1")["TrainingCheckpointStall"]
+    assert rule["for"] == "360s"  # 5% of llm-pretrain's 2 h checkpoint interval
+    pattern = node_labels(NODE) + gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", 2) + io(NODE, 0.8, 1e7, 4e9)
+    check("TrainingCheckpointStall", pattern, "20m", [expected(rule, POOL, "")], tmp_path / "a")
+    check("GPUInputBound", pattern, "40m", [], tmp_path / "b")  # writes, not reads: not the input diagnosis
+    # an asynchronous checkpoint: the same writes while the GPUs keep computing
+    check(
+        "TrainingCheckpointStall",
+        node_labels(NODE) + gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", 90) + io(NODE, 0.8, 1e7, 4e9),
+        "20m",
+        [],
+        tmp_path / "c",
+    )
+
+
+@needs_promtool
+def test_memory_bound_fires_on_full_memory_with_idle_engines(tmp_path: Path) -> None:
+    rule = rules_of(platform(), "dc1")["GPUMemoryBound"]
+
+    def gpu_state(util: float, used: float, free: float, active: float) -> list[dict[str, str]]:
+        return (node_labels(NODE) + gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", util) + gpus(NODE, "DCGM_FI_DEV_FB_USED", used)
+                + gpus(NODE, "DCGM_FI_DEV_FB_FREE", free) + gpus(NODE, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", active))  # fmt: skip
+
+    pod = {"namespace": "research", "pod": "train-gpu-001", "node": NODE}
+    check("GPUMemoryBound", gpu_state(90, 80000, 1000, 0.2), "45m", [expected(rule, pod, "2")], tmp_path / "a")
+    # an idle inference server: vLLM reserves most of the memory for its KV cache but runs no kernels
+    check("GPUMemoryBound", gpu_state(0, 78000, 3000, 0.0), "45m", [], tmp_path / "b")
+
+
+@needs_promtool
+def test_communication_bound_fires_when_the_fabric_saturates_and_tensor_cores_idle(tmp_path: Path) -> None:
+    rule = rules_of(platform(), "dc1")["GPUCommunicationBound"]
+
+    def state(tensor: float, link: float) -> list[dict[str, str]]:
+        port = ',device="mlx5_0",port="1"'
+        rate = {"series": f'node_infiniband_rate_bytes_per_second{{job="node-exporter",instance="{NODE}:9100",node="{NODE}"{port}}}',
+                "values": f"50000000000{STEPS}"}  # fmt: skip
+        return (node_labels(NODE) + gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", 95) + gpus(NODE, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", tensor)
+                + [rate, node_counter(NODE, "node_infiniband_port_data_transmitted_bytes_total", link * 50e9, port)])  # fmt: skip
+
+    check("GPUCommunicationBound", state(0.05, 0.8), "45m", [expected(rule, POOL, "")], tmp_path / "a")
+    check("GPUCommunicationBound", state(0.05, 0.1), "45m", [], tmp_path / "b")  # slow kernels, quiet fabric: not communication
+    check("GPUCommunicationBound", state(0.6, 0.8), "45m", [], tmp_path / "c")  # a busy fabric and busy tensor cores: overlap works
+
+
+@needs_promtool
+def test_borrowing_misconfigured_fires_when_a_team_queues_beside_idle_quota(tmp_path: Path) -> None:
+    rule = rules_of(platform(), "aws")["KueueBorrowingMisconfigured"]
+
+    def state(research_usage: int) -> list[dict[str, str]]:
+        def cq(metric: str, queue: str, value: float) -> dict[str, str]:
+            labels = f'cohort="acme",cluster_queue="{queue}",flavor="train-p5",resource="nvidia.com/gpu",replica_role="standalone"'
+            return {"series": f"{metric}{{{labels}}}", "values": f"{value:g}{STEPS}"}
+
+        return [
+            cq("kueue_cluster_queue_nominal_quota", "research", 96),
+            cq("kueue_cluster_queue_resource_usage", "research", research_usage),
+            cq("kueue_cluster_queue_nominal_quota", "applied-ml", 32),
+            cq("kueue_cluster_queue_resource_usage", "applied-ml", 32),
+            {"series": f"kueue_cluster_queue_resource_pending{{{PENDING}}}", "values": f"16{STEPS}"},
+        ]  # fmt: skip
+
+    # applied-ml waits for 16 GPUs while research leaves 56 of its 96 idle
+    check("KueueBorrowingMisconfigured", state(40), "45m", [expected(rule, {"team": "applied-ml"}, "")], tmp_path / "a", site="aws")
+    check("KueueBorrowingMisconfigured", state(90), "45m", [], tmp_path / "b", site="aws")  # 6 idle: nothing to borrow
+
+
+@needs_promtool
+def test_slo_burn_rate_pages_on_a_fast_burn_and_not_on_a_slow_trickle(tmp_path: Path) -> None:
+    rp = platform()
+    rules = rules_of(rp, "aws")
+    pod = 'namespace="serving",pod="chat-70b-0",alicerce_dev_workload="chat-70b",model_name="chat",engine="0"'
+    bound = slo_bucket(0.8)
+    assert bound == 0.75 and bound in load("vllm", "005a810bc40f", "metrics.json")["metrics"]["vllm:time_to_first_token_seconds"]["buckets"]
+
+    def traffic(slow_per_minute: int) -> list[dict[str, str]]:
+        return [
+            {"series": f'vllm:time_to_first_token_seconds_bucket{{{pod},le="0.75"}}', "values": f"0+{600 - slow_per_minute}x90"},
+            {"series": f'vllm:time_to_first_token_seconds_bucket{{{pod},le="+Inf"}}', "values": "0+600x90"},
+            {"series": f"vllm:time_to_first_token_seconds_count{{{pod}}}", "values": "0+600x90"},
+        ]
+
+    fast = {"slo": "chat-latency", "workload": "chat-70b"}
+    check("SLOChatLatencyBurnFast", traffic(60), "70m", [expected(rules["SLOChatLatencyBurnFast"], fast, "")], tmp_path / "a", site="aws")
+    # 0.2% slow against a 0.5% budget: within the SLO, no page and no ticket
+    check("SLOChatLatencyBurnFast", traffic(1), "70m", [], tmp_path / "b", site="aws")
+    check("SLOChatLatencyBurnSlow", traffic(1), "70m", [], tmp_path / "c", site="aws")
+
+
+def test_diagnoses_and_burn_alerts_can_be_overridden_by_name() -> None:
+    from alicerce.rules.validate import validated
+    from alicerce.spec.loader import load_text
+    from tests.conftest import ROOT
+
+    text = (
+        (ROOT / "platform.yaml")
+        .read_text()
+        .replace(
+            "monitoring:\n  retention: 30d\n",
+            "monitoring:\n  retention: 30d\n  alerts:\n    - {alert: GPUMemoryBound, enabled: false}\n"
+            "    - {alert: SLOChatLatencyBurnSlow, severity: info}\n",
+            1,
+        )
+    )
+    rules = rules_of(validated(load_text(text, "p.yaml"), "prod"), "aws")
+    assert "GPUMemoryBound" not in rules and rules["SLOChatLatencyBurnSlow"]["labels"]["severity"] == "info"

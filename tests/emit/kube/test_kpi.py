@@ -1,0 +1,148 @@
+"""KPI recording rules (issue 24 item 1): every series they read is one an installed exporter produces, and promtool
+computes the figures a platform team reports from synthetic series with the exporters' real label shapes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from alicerce.emit.kube.monitoring import monitoring_objects, rule_groups
+from alicerce.emit.kube.operators import monitoring_values
+from tests.emit.kube.scrape import dcgm_series, series
+from tests.emit.kube.series import exporter_series, recorded, series_read, unproduced
+from tests.emit.kube.test_monitoring import dcgm_scraped, needs_promtool, platform, run_promtool
+
+H100 = 'label_alicerce_dev_pool="onprem-h100",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
+
+
+def every_expr(groups: list[dict[str, Any]]) -> list[str]:
+    return [r["expr"] for g in groups for r in g["rules"]]
+
+
+@pytest.mark.parametrize(("env", "site"), [("prod", "aws"), ("prod", "dc1"), ("dev", "aws")])
+def test_every_rule_reads_only_series_that_exist(env: str, site: str) -> None:
+    groups = rule_groups(platform(env), site)
+    assert unproduced(every_expr(groups), groups) == {}
+
+
+def test_the_checker_catches_a_series_nobody_produces() -> None:
+    groups = rule_groups(platform(), "dc1")
+    assert unproduced(["rate(DCGM_FI_DEV_GPU_UTILIZATION[5m])"], groups) == {
+        "rate(DCGM_FI_DEV_GPU_UTILIZATION[5m])": {"DCGM_FI_DEV_GPU_UTILIZATION"}
+    }
+    assert series_read('sum by (pool) (x:y:z{a="b"} * on (node) group_left (pool) kube_node_labels)') == {"x:y:z", "kube_node_labels"}
+    assert "vllm:time_to_first_token_seconds_bucket" in exporter_series()
+
+
+def test_kpis_have_stable_names_per_team_pool_and_workload() -> None:
+    names = recorded(rule_groups(platform(), "aws"))
+    for name in (
+        "pool:gpu_utilization:avg", "team:gpu_utilization:avg", "workload:gpu_utilization:avg",
+        "pool:gpu_memory_used:avg", "team:gpu_memory_used:avg", "pool:gpu_effective_utilization:ratio",
+        "team:gpu_effective_utilization:ratio", "site:gpu_effective_utilization:ratio",
+        "team:kueue_admission_wait_seconds:p95", "team:kueue_admitted_until_ready_seconds:p95",
+        "workload:vllm_time_to_first_token_seconds:p99", "workload:vllm_e2e_latency_seconds:p50",
+        "workload:vllm_generation_tokens:rate5m", "workload:vllm_request_errors:ratio_rate5m", "workload:serving_up:ratio",
+        "node:infiniband_receive_bytes:rate5m", "pool:infiniband_errors:rate5m", "pool:disk_iops:rate5m",
+    ):  # fmt: skip
+        assert name in names, name
+
+
+def test_the_scrape_configuration_gives_what_the_kpis_join_on() -> None:
+    rp = platform()
+    values = monitoring_values(rp, rp.site("aws"))
+    assert "pods=[alicerce.dev/workload]" in values["kube-state-metrics"]["metricLabelsAllowlist"]
+    relabel = values["prometheus-node-exporter"]["prometheus"]["monitor"]["relabelings"]
+    assert relabel == [{"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node"}]
+
+
+CHAT = 'alicerce_dev_workload="chat-70b",namespace="serving",site="aws",workload="chat-70b"'
+
+
+def rounded(expr: str, labels: str, value: float, at: str = "10m") -> dict[str, Any]:
+    """A promtool sample test, rounded: Prometheus sums in map order, so the last bits of a float differ between runs."""
+    return {"expr": f"round({expr}, 0.000001)", "eval_time": at, "exp_samples": [{"labels": f"{{{labels}}}", "value": round(value, 6)}]}
+
+
+@needs_promtool
+def test_utilisation_kpis_per_pool_and_team(tmp_path: Path) -> None:
+    """Two H100 nodes (16 GPUs) of onprem-h100; a research pod holds 2 GPUs of node 1 at 90%, a third GPU is idle and
+    held by nobody: 2 allocated, 1.8 busy, effective utilisation 1.8/16."""
+    rp = platform()
+    held = [dcgm_scraped(rp, "dc1", dcgm_series("gpu-001.dc1.acme.example", g, ("train-0", "research", "trainer"))) for g in (0, 1)]
+    idle = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001.dc1.acme.example", 2))
+    pod = 'namespace="research",pod="train-0",uid="u1"'
+    inputs = [{"series": f'kube_node_labels{{node="gpu-00{i}.dc1.acme.example",{H100}}}', "values": "1x30"} for i in (1, 2)] + [
+        *({"series": series("DCGM_FI_DEV_GPU_UTIL", s), "values": "90x30"} for s in held),
+        {"series": series("DCGM_FI_DEV_GPU_UTIL", idle), "values": "0x30"},
+        {"series": f'kube_pod_status_phase{{{pod},phase="Running"}}', "values": "1x30"},
+        {"series": f'kube_pod_status_phase{{{pod},phase="Pending"}}', "values": "0x30"},
+        {
+            "series": f'kube_pod_container_resource_requests{{{pod},container="trainer",node="gpu-001.dc1.acme.example",'
+            'resource="nvidia_com_gpu",unit="integer"}',
+            "values": "2x30",
+        },
+    ]
+
+    site = 'site="dc1"'
+    tests = [
+        {
+            "interval": "1m",
+            "input_series": inputs,
+            "promql_expr_test": [
+                rounded("pool:gpus_installed:sum", f'pool="onprem-h100",{site}', 16),
+                rounded("pool:gpus_allocated:sum", f'pool="onprem-h100",{site}', 2),
+                rounded("pool:gpus_busy:sum", f'pool="onprem-h100",{site}', 1.8),
+                rounded("pool:gpu_effective_utilization:ratio", f'pool="onprem-h100",{site}', 1.8 / 16),
+                rounded("pool:gpu_allocation:ratio", f'pool="onprem-h100",{site}', 2 / 16),
+                rounded("pool:gpu_utilization:avg", f'pool="onprem-h100",{site}', 0.6),
+                rounded("team:gpu_utilization:avg", f'team="research",{site}', 0.9),
+                rounded("team:gpus_allocated:sum", f'team="research",{site}', 2),
+                rounded("team:gpu_effective_utilization:ratio", f'team="research",{site}', 0.9),
+            ],
+        }
+    ]
+    run_promtool(rp, "dc1", tests, tmp_path)
+
+
+@needs_promtool
+def test_serving_and_queue_kpis(tmp_path: Path) -> None:
+    """chat-70b answers 10 requests/s, 1 in 100 aborted, 300 tokens each; research waits about 20 minutes in Kueue."""
+    rp = platform()
+    pod = 'namespace="serving",pod="chat-70b-0",alicerce_dev_workload="chat-70b",model_name="chat",engine="0"'
+    queue = 'cluster_queue="research",priority_class="",replica_role="standalone"'
+    tests = [
+        {
+            "interval": "1m",
+            "input_series": [
+                {"series": f'vllm:request_success_total{{{pod},finished_reason="stop"}}', "values": "0+594x30"},
+                {"series": f'vllm:request_success_total{{{pod},finished_reason="abort"}}', "values": "0+6x30"},
+                {"series": f"vllm:generation_tokens_total{{{pod}}}", "values": "0+180000x30"},
+                {"series": f'vllm:time_to_first_token_seconds_bucket{{{pod},le="0.5"}}', "values": "0+594x30"},
+                {"series": f'vllm:time_to_first_token_seconds_bucket{{{pod},le="0.75"}}', "values": "0+600x30"},
+                {"series": f'vllm:time_to_first_token_seconds_bucket{{{pod},le="+Inf"}}', "values": "0+600x30"},
+                {"series": f'up{{job="serving",{pod}}}', "values": "1x30"},
+                {"series": f'kueue_admission_wait_time_seconds_bucket{{{queue},le="1024"}}', "values": "0x90"},
+                {"series": f'kueue_admission_wait_time_seconds_bucket{{{queue},le="2048"}}', "values": "0+1x90"},
+                {"series": f'kueue_admission_wait_time_seconds_bucket{{{queue},le="+Inf"}}', "values": "0+1x90"},
+            ],
+            "promql_expr_test": [
+                rounded("workload:vllm_requests:rate5m", CHAT, 10, "20m"),
+                rounded("workload:vllm_request_errors:ratio_rate5m", CHAT, 0.01, "20m"),
+                rounded("workload:vllm_generation_tokens:rate5m", CHAT, 3000, "20m"),
+                rounded("workload:vllm_time_to_first_token_seconds:p99", CHAT, 0.5, "20m"),  # 594 of 600 within 0.5 s
+                rounded("workload:serving_up:ratio", CHAT, 1, "20m"),
+                rounded("team:kueue_admission_wait_seconds:p50", 'cluster_queue="research",site="aws",team="research"', 1536, "80m"),
+            ],
+        }
+    ]
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+def test_host_node_exporters_carry_their_node_name() -> None:
+    rp = platform()
+    for obj in monitoring_objects(rp, "dc1"):
+        if obj["kind"] == "ScrapeConfig":
+            assert all(c["labels"]["node"] == c["targets"][0].rsplit(":", 1)[0] for c in obj["spec"]["staticConfigs"])
