@@ -16,7 +16,7 @@ from tests.conftest import ROOT
 
 PACKAGE = ROOT / "alicerce"
 STAGES = {"spec": 0, "catalog": 0, "resolve": 1, "rules": 2, "plan": 3, "emit": 4, "run": 5, "cli": 6}
-TARGET_STAGES = {"base": 0, "spec": 0, "resolver": 1, "resolve": 1, "rules": 2, "build": 4, "components": 4}
+TARGET_STAGES = {"base": 0, "target": 0, "spec": 0, "resolver": 1, "resolve": 1, "rules": 2, "build": 4, "components": 4}
 
 
 def module_name(path: Path) -> str:
@@ -103,10 +103,22 @@ def test_every_module_belongs_to_a_stage() -> None:
 
 
 def test_target_packages_import_nothing() -> None:
-    """A target package's __init__ stays empty: spec models import targets.<name>.spec without loading the later stages."""
+    """A target package's __init__ stays empty, and the registration (alicerce.targets) imports only declarations:
+    spec models import it without loading any target's later stages."""
     edges = graph()
-    packages = [m for m in edges if m.startswith("alicerce.targets") and stage(m) == 0 and modules()[m].name == "__init__.py"]
+    packages = [m for m in edges if m.startswith("alicerce.targets.") and stage(m) == 0 and modules()[m].name == "__init__.py"]
     assert packages and all(edges[m] == set() for m in packages)
+    declarations = {m for m in edges if m.startswith("alicerce.targets.") and m.rpartition(".")[2] in ("base", "target", "spec")}
+    assert edges["alicerce.targets"] and edges["alicerce.targets"] <= declarations
+
+
+def test_registered_stage_modules_sit_at_their_stage() -> None:
+    """The registration names each target's later stages by module (loaded lazily, so the import graph does not
+    see them): each must be the module of the stage that loads it."""
+    from alicerce.targets import TARGETS
+
+    for t in TARGETS:
+        assert (stage(t.resolver), stage(t.rules), stage(t.build)) == (1, 2, 4), t.name
 
 
 def test_no_module_cycles() -> None:

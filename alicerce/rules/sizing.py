@@ -53,7 +53,7 @@ def cost_references(ctx: RuleContext) -> Iterable[Finding]:
             continue
         if pool is None:
             continue  # deleted in this environment
-        if pool.instance is None:
+        if pool.owned:
             yield Finding(path.pool, f"pool {pool.name} is owned, not rented: its costs go under costs.onprem", None, cloud.pool)
             continue
         if cloud.reserved_nodes is not None:

@@ -7,6 +7,7 @@ model refuses. Each list below is read from where the stage uses it, not from th
 
 from __future__ import annotations
 
+import ast
 import typing
 from typing import Any, get_args, get_origin
 
@@ -20,6 +21,8 @@ from alicerce.rules import RULE_MODULES
 from alicerce.rules.base import RuleContext
 from alicerce.spec.models import Environment, Fabric, LocalNvmeTier, NodePool, StorageTier
 from alicerce.spec.schema import platform_schema
+from alicerce.targets import SHIPPED, TARGETS
+from tests.conftest import ROOT
 
 
 def _models(annotation: Any) -> list[type[BaseModel]]:
@@ -42,8 +45,40 @@ def _sections(model: type[BaseModel], names: set[str]) -> set[str]:
     return {name for name in model.model_fields if name in names}
 
 
-def test_the_spec_admits_at_least_the_two_shipped_targets() -> None:
-    assert {"aws", "onprem"} <= providers()
+def test_the_spec_admits_exactly_the_registered_targets() -> None:
+    assert [t.name for t in TARGETS[:2]] == ["aws", "onprem"]
+    assert {t.name for t in TARGETS} == providers()
+
+
+def test_each_target_section_is_a_field_where_it_declares_one() -> None:
+    """The sections come from the declarations: a tier or fabric model has a target's field iff the target declares it."""
+    places: dict[str, type[BaseModel]] = {"pool": NodePool, "fabric": Fabric}
+    places.update({get_args(m.model_fields["class_"].annotation)[0]: m for m in _models(get_args(StorageTier)[0])})
+    for place, model in places.items():
+        declared = {t.name: t.sections[place] for t in TARGETS if place in t.sections}
+        assert _sections(model, providers()) == set(declared), place
+        for name, section in declared.items():
+            field = model.model_fields[name]
+            assert _models(field.annotation) == [section.model] and field.description == section.description
+
+
+def test_mypys_view_of_the_sections_names_the_shipped_ones() -> None:
+    """The registration spells the shipped sections out for mypy (under TYPE_CHECKING): it must agree with them."""
+    tree = ast.parse((ROOT / "alicerce/targets/__init__.py").read_text(encoding="utf-8"))
+    stated = {
+        node.name: {
+            a.target.id: ast.unparse(a.annotation) for a in node.body if isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name)
+        }
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef) and node.body and isinstance(node.body[0], ast.AnnAssign)
+    }
+    classes = {"pool": "PoolSections", "parallel-fs": "ParallelFsSections", "shared-nfs": "SharedNfsSections"}
+    classes.update({"object": "ObjectSections", "block": "BlockSections", "fabric": "FabricSections"})
+    for place, name in classes.items():
+        shipped = {t.name: f"{t.sections[place].model.__name__} | None" for t in SHIPPED if place in t.sections}
+        assert stated[name] == shipped, place
+    alias = next(n for n in ast.walk(tree) if isinstance(n, ast.AnnAssign) and ast.unparse(n.target) == "AnySite")
+    assert alias.value is not None and ast.unparse(alias.value) == " | ".join(t.site.__name__ for t in SHIPPED)
 
 
 def test_resolvers_rules_and_builders_cover_the_site_union() -> None:
