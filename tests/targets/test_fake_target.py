@@ -188,7 +188,8 @@ def test_the_fake_target_works_through_every_command(plugin: Path, tmp_path: Pat
 
     planned = alicerce(plugin, tmp_path, "plan", "platform.yaml", "--env", "dev", "--format", "json")
     assert planned.returncode == 0, planned.stderr
-    assert "batch" in planned.stdout
+    pools = {p["name"]: p for p in json.loads(planned.stdout)["pools"]}
+    assert pools["batch"]["owned"] is False  # declared rented: no cloud instance type does not make it owned
 
     out = tmp_path / "generated"
     generated = alicerce(plugin, tmp_path, "generate", "platform.yaml", "--env", "dev", "--out", str(out))
