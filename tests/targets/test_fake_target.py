@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 import yaml
 
@@ -76,10 +77,10 @@ from fake_target.target import TARGET
 CAPABILITIES = Capabilities(
     provider=TARGET.name,
     label=TARGET.label,
-    owned=False,
+    owned=TARGET.capacity == "owned",
     pool_section=TARGET.name,
     pool_section_hint="add fake: {machineType: ...}",
-    nodes_by_ansible=False,
+    nodes_by_ansible=TARGET.applies,
     gpu_stack_on_image=True,
 )
 
@@ -202,8 +203,12 @@ def test_the_fake_target_works_through_every_command(plugin: Path, tmp_path: Pat
 
     schema = alicerce(plugin, tmp_path, "schema", "--output", "schema.json")
     assert schema.returncode == 0, schema.stderr
-    sites = json.loads((tmp_path / "schema.json").read_text(encoding="utf-8"))["$defs"]["Environment"]["properties"]["sites"]
-    assert {"$ref": "#/$defs/FakeSite"} in sites["items"]["oneOf"]
+    written = json.loads((tmp_path / "schema.json").read_text(encoding="utf-8"))
+    assert {"$ref": "#/$defs/FakeSite"} in written["$defs"]["Environment"]["properties"]["sites"]["items"]["oneOf"]
+    # editors accept the spec with the fake site and pool section, and refuse a bad field in that section
+    jsonschema.Draft202012Validator(written).validate(yaml.safe_load(_spec({"machineType": "f1.large"})))
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(written).validate(yaml.safe_load(_spec({"machineTyp": "f1.large"})))
 
     (tmp_path / "new.yaml").write_text(_spec({"machineType": "f1.xlarge"}).replace("max: 2", "max: 3"), encoding="utf-8")
     diffed = alicerce(plugin, tmp_path, "diff", "platform.yaml", "new.yaml", "--env", "dev", "--format", "json", "--no-plan")

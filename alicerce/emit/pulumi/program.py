@@ -32,11 +32,14 @@ class TargetBuild:
 
     cloud: Callable[[ResolvedPlatform, ResolvedSite, Secrets, StackSettings], SiteBuild]
     kubernetes: Callable[[ResolvedPlatform, ResolvedSite, pulumi.Output[Any], Secrets], KubeSite]
+    # the (region, account) the offline preview's mock engine answers with for a site of this target (ARNs, caller
+    # identity); None where the target has no cloud account (its build module defines no preview_identity)
+    preview_identity: Callable[[ResolvedSite], tuple[str, str]] | None = None
 
 
 def _build(module: str) -> TargetBuild:
     loaded = stage_module(module)
-    return TargetBuild(loaded.build_site, loaded.kube_site)
+    return TargetBuild(loaded.build_site, loaded.kube_site, getattr(loaded, "preview_identity", None))
 
 
 # the build step of every registered target, by the spec's `provider` value

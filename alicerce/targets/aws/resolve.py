@@ -39,7 +39,7 @@ CAPABILITIES = Capabilities(
     owned=TARGET.capacity == "owned",
     pool_section=TARGET.name,
     pool_section_hint="add aws: {instanceType: ...}",
-    nodes_by_ansible=False,
+    nodes_by_ansible=TARGET.applies,
     # the EKS AL2023 NVIDIA AMIs ship the driver, the container toolkit and the EFA module (EKS user guide, "NVIDIA AMIs")
     gpu_stack_on_image=True,
     storage={"parallel-fs": "fsx-lustre", "shared-nfs": "efs", "object": "s3", "block": "ebs", "local-nvme": "instance-store"},

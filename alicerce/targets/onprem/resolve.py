@@ -18,7 +18,7 @@ CAPABILITIES = Capabilities(
     owned=TARGET.capacity == "owned",
     pool_section=TARGET.name,
     pool_section_hint="add onprem: {hosts: [...]}",
-    nodes_by_ansible=True,
+    nodes_by_ansible=TARGET.applies,
     gpu_stack_on_image=False,
     storage={"local-nvme": "mdadm-raid0"},
     # kubespray defaults (KUBESPRAY_DEFAULTS): kube-proxy serves metrics on 127.0.0.1:10249 only (control-plane defaults
