@@ -51,6 +51,11 @@ class ValidateDocument(Versioned):
     valid: bool
     environments: list[str] | None = Field(default=None, description="The environments checked (present when valid).")
     errors: list[SpecErrorItem]
+    notes: list[SpecErrorItem] | None = Field(
+        default=None,
+        description="What a valid spec's author should know that is no error (rule empty), e.g. a GPU alias and the part it "
+        "resolves to; present only when there are notes.",
+    )
 
 
 class ErrorDocument(Versioned):
