@@ -51,6 +51,11 @@ class ValidateDocument(Versioned):
     valid: bool
     environments: list[str] | None = Field(default=None, description="The environments checked (present when valid).")
     errors: list[SpecErrorItem]
+    notes: list[SpecErrorItem] | None = Field(
+        default=None,
+        description="What a valid spec's author should know that is no error (rule empty), e.g. a GPU alias and the part it "
+        "resolves to; present only when there are notes.",
+    )
 
 
 class ErrorDocument(Versioned):
@@ -649,7 +654,11 @@ def _inline(model: type[BaseModel]) -> dict[str, Any]:
 
 
 def _site(defs: dict[str, Any]) -> dict[str, Any]:
-    return {"oneOf": [{"$ref": "#/$defs/AwsSite"}, {"$ref": "#/$defs/OnpremSite"}]} if "AwsSite" in defs else {"type": "object"}
+    """One of the registered targets' sites (the spec's schema holds their definitions)."""
+    from alicerce.targets import TARGETS
+
+    names = [t.site.__name__ for t in TARGETS]
+    return {"oneOf": [{"$ref": f"#/$defs/{n}"} for n in names]} if all(n in defs for n in names) else {"type": "object"}
 
 
 def _model_schema(model: type[BaseModel]) -> Callable[[], dict[str, Any]]:

@@ -69,15 +69,17 @@ def run_validate(request: Request) -> Result:
 def _check(request: Request) -> Result:
     import json
 
-    from alicerce.rules.validate import check
-    from alicerce.spec.errors import SpecInvalid, render_report
+    from alicerce.rules.validate import alias_notes, check
+    from alicerce.spec.errors import SpecError, SpecInvalid, render_report
     from alicerce.spec.loader import load_file
 
     as_json = request.output_format == "json"
     environments: list[str] = []
+    notes: list[SpecError] = []
     try:
         checked = check(load_file(request.spec, request.spec), None if request.env is None else [request.env])
         errors, environments = checked.errors, list(checked.environments)
+        notes = [] if errors else alias_notes(checked)
     except SpecInvalid as exc:
         errors = exc.errors
     if request.output_format == "sarif":
@@ -90,8 +92,12 @@ def _check(request: Request) -> Result:
         out, err = render_report(errors, as_json)
         return Result(out, err, EXIT_INVALID)
     if as_json:
-        return Result(json.dumps({"schemaVersion": 1, "valid": True, "environments": environments, "errors": []}, indent=2) + "\n", "", 0)
-    return Result("", f"{request.spec}: valid (environments: {', '.join(environments)})\n", 0)
+        document: dict[str, object] = {"schemaVersion": 1, "valid": True, "environments": environments, "errors": []}
+        if notes:  # only where there are some: the document of a spec without them stays as it was
+            document["notes"] = [note.to_json() for note in notes]
+        return Result(json.dumps(document, indent=2) + "\n", "", 0)
+    lines = "".join(note.render_note() + "\n" for note in notes)
+    return Result("", f"{lines}{request.spec}: valid (environments: {', '.join(environments)})\n", 0)
 
 
 def serve(argv: list[str]) -> int | None:

@@ -18,10 +18,20 @@ EPILOG = """\b
 Examples:
   alicerce init my-platform                  a new folder: spec, Pulumi project and stacks, generated tree, CI
   alicerce init . --name my-platform         into the current folder (a fresh clone), refused if any file exists
+  alicerce init dc --target onprem           servers you own: kubespray builds the cluster (alicerce apply onprem)
+  alicerce init lab --target hybrid          an on-prem training site and an AWS inference site
   alicerce init . --fill                     write only the missing files, never replace one (around the
                                              platform.yaml already there, if any)
 """
 
+TargetOption = Annotated[
+    str,
+    typer.Option(
+        "--target",
+        help="The starter spec: aws (an EKS cluster), onprem (servers you own: kubespray control plane, InfiniBand, "
+        "a GPU pool), hybrid (both), or another registered target's.",
+    ),
+]
 FillOption = Annotated[
     bool, typer.Option("--fill", help="In an existing folder, write only the missing files (existing ones are never replaced).")
 ]
@@ -36,6 +46,7 @@ def init(
     directory: Annotated[Path, typer.Argument(help="Folder for the platform repository: new, or existing (see --fill).")],
     name: Annotated[str, typer.Option(help="Platform name (a DNS label).")] = "my-platform",
     fill: FillOption = False,
+    target: TargetOption = "aws",
     output_format: FormatOption = Format.text,
 ) -> None:
     """Create a platform repository in DIRECTORY: a starter platform.yaml, the Pulumi project (two stacks per
@@ -45,13 +56,15 @@ def init(
     the missing ones, built around the folder's own platform.yaml when it has one.
     """
     from alicerce.emit.files import create_tree
-    from alicerce.emit.scaffold import valid_name
+    from alicerce.emit.scaffold import starters, valid_name
 
+    if target not in starters():
+        raise UsageError(f'no starter for target "{target}"', f"use one of: {', '.join(starters())}")
     if not valid_name(name):
         raise UsageError(f'"{name}" is not a valid platform name', "use lowercase letters, digits and '-'")
     yours = directory / "platform.yaml"
     # filling a repository that already has its spec: the stacks, trees and workflows are those of that spec
-    files = repository_around(yours) if fill and yours.is_file() else starter_repository(name)
+    files = repository_around(yours) if fill and yours.is_file() else starter_repository(name, target)
     kept = create_tree(directory, files, fill=fill)
     if wants_json(output_format):
         print_json({"schemaVersion": 1, "directory": str(directory), "written": len(files) - len(kept), "kept": kept})
@@ -59,15 +72,22 @@ def init(
     print(f"wrote {len(files) - len(kept)} files to {escaped(str(directory), limit=None)}/")
     if kept:
         print(f"kept yours ({len(kept)}): {', '.join(kept)}")
-    print(f"next: cd {escaped(str(directory), limit=None)} and follow README.md (alicerce validate, alicerce preview, pulumi preview)")
+    print(f"next: cd {escaped(str(directory), limit=None)} and follow README.md ({_next_steps(target)})")
 
 
-def starter_repository(name: str) -> dict[str, str]:
-    """The files of a new repository around the starter spec, every environment resolved from it."""
-    from alicerce.emit.scaffold import scaffold_files
+def _next_steps(starter: str) -> str:
+    from alicerce.targets import TARGETS
+
+    applied = [t.name for t in TARGETS if t.applies and starter in (t.starter, "hybrid")]
+    return ", ".join(["alicerce validate", "alicerce preview", *(f"alicerce apply {t}" for t in applied), "pulumi preview"])
+
+
+def starter_repository(name: str, starter: str = "aws") -> dict[str, str]:
+    """The files of a new repository around a starter spec (``init --target``), every environment resolved from it."""
+    from alicerce.emit.scaffold import starter_spec
     from alicerce.spec.loader import load_text
 
-    return _repository(name, load_text(scaffold_files(name)["platform.yaml"], "platform.yaml"))
+    return _repository(name, load_text(starter_spec(name, starter), "platform.yaml"), starter)
 
 
 def repository_around(spec_path: Path) -> dict[str, str]:
@@ -82,8 +102,8 @@ def repository_around(spec_path: Path) -> dict[str, str]:
     return _repository(str(document.data["metadata"]["name"]), document)
 
 
-def _repository(name: str, document: Document) -> dict[str, str]:
+def _repository(name: str, document: Document, starter: str = "aws") -> dict[str, str]:
     from alicerce.emit.repository import platform_repository
     from alicerce.rules.validate import validated
 
-    return platform_repository(name, {env: validated(document, env) for env in document.data["environments"]})
+    return platform_repository(name, {env: validated(document, env) for env in document.data["environments"]}, starter)

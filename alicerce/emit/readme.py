@@ -5,6 +5,7 @@ from __future__ import annotations
 from alicerce.emit.gitops.ci import layer_stacks
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.spec.models import AwsSite
+from alicerce.targets import TARGETS
 
 
 def readme(name: str, resolve: dict[str, ResolvedPlatform]) -> str:
@@ -16,6 +17,7 @@ def readme(name: str, resolve: dict[str, ResolvedPlatform]) -> str:
     aws = [s for s in rp.spec.environments[env].sites if isinstance(s, AwsSite)]
     region = aws[0].region if aws else "<region>"
     stacks = ", ".join(f"`{stack}`" for e in resolve for stack, _ in layer_stacks(e))
+    real_account = _REAL_ACCOUNT.format(spec=spec, region=region, cloud=cloud, kubernetes=kubernetes, tree=tree) if aws else ""
     return f"""\
 # {name}
 
@@ -59,20 +61,8 @@ pulumi preview --stack {kubernetes}       # from a runner that reaches the clust
 
 `pulumi preview --stack {kubernetes}` reads the outputs of `{cloud}` (a StackReference), so it
 runs after `pulumi up --stack {cloud}`.
-
-## What a real account adds
-
-- `{spec}`: your AWS account id and region (`environments.*.sites[].account`, `region: {region}`),
-  zones and VPC range; the instance types your quotas allow (`alicerce catalog instances`).
-- `stacks/Pulumi.{cloud}.yaml`: `alicerce:adminPrincipals`, the IAM roles granted cluster admin (the
-  placeholder names a role that does not exist); the role that runs `{kubernetes}` must be one of them.
-- Your identity provider (`security.identityProvider`, commented out in `{spec}`): the teams'
-  groups are written with its prefix (`oidc:` by default), as the API server sees them.
-- AWS credentials for `pulumi` (the cloud layer needs IAM, EC2, EKS, KMS, S3 and FSx rights), and a
-  runner inside the VPC (or a network listed in `alicerce:apiAccessCidrs`) for the Kubernetes layer.
-- For CI: the GitHub environments, variables and secrets listed in `{tree}/ci/README.md`.
-
-## State backend
+{_applied(rp, env, kubernetes)}
+{real_account}## State backend
 
 `Pulumi.yaml` sets `backend.url: file://~`: state in `~/.pulumi` on this machine, enough to try it
 alone. A team and CI need one shared backend; switch before the first `pulumi up`:
@@ -100,3 +90,45 @@ pulumi stack change-secrets-provider --stack {cloud} 'awskms://alias/<key>?regio
 
 No secret value is ever written to this repository in clear text.
 """
+
+
+_REAL_ACCOUNT = """\
+## What a real account adds
+
+- `{spec}`: your AWS account id and region (`environments.*.sites[].account`, `region: {region}`),
+  zones and VPC range; the instance types your quotas allow (`alicerce catalog instances`).
+- `stacks/Pulumi.{cloud}.yaml`: `alicerce:adminPrincipals`, the IAM roles granted cluster admin (the
+  placeholder names a role that does not exist); the role that runs `{kubernetes}` must be one of them.
+- Your identity provider (`security.identityProvider`, commented out in `{spec}`): the teams'
+  groups are written with its prefix (`oidc:` by default), as the API server sees them.
+- AWS credentials for `pulumi` (the cloud layer needs IAM, EC2, EKS, KMS, S3 and FSx rights), and a
+  runner inside the VPC (or a network listed in `alicerce:apiAccessCidrs`) for the Kubernetes layer.
+- For CI: the GitHub environments, variables and secrets listed in `{tree}/ci/README.md`.
+
+"""
+
+
+def _applied(rp: ResolvedPlatform, env: str, kubernetes: str) -> str:
+    """The quickstart's step for each target whose sites `alicerce apply <target>` provisions (its declared deploy)."""
+    out = []
+    for t in TARGETS:
+        sites = [s for s in rp.spec.environments[env].sites if s.provider == t.name]
+        if not t.applies or not sites:
+            continue
+        names = ", ".join(f"`{s.name}`" for s in sites)
+        secrets = ", ".join(f"`{k}`" for s in sites if (k := getattr(s, "kubeconfig_secret", None)))
+        out.append(f"""
+## Servers you own: `alicerce apply {t.name}`
+
+The {t.label} sites ({names}) run on servers you own. `alicerce apply {t.name}` provisions their nodes and
+builds the cluster (kubespray), over SSH from a machine that reaches them, before the Kubernetes layer:
+
+```sh
+alicerce apply {t.name} --env {env} --check   # what would change (Ansible check mode); nothing applied
+alicerce apply {t.name} --env {env}           # node stage, kubespray, then the cluster stage with acceptance
+```
+
+Then give the Kubernetes layer the cluster's kubeconfig as the Pulumi secret the site names ({secrets or "kubeconfigSecret"}):
+`pulumi config set --secret --stack {kubernetes} <key> < kubeconfig`.
+""")
+    return "".join(out)

@@ -123,9 +123,9 @@ def _pre_commit(rp: ResolvedPlatform) -> str:
     return header + dump({"repos": [{"repo": "local", "hooks": hooks}]}, sort_keys=False)
 
 
-def platform_repository(name: str, resolve: dict[str, ResolvedPlatform]) -> dict[str, str]:
+def platform_repository(name: str, resolve: dict[str, ResolvedPlatform], starter: str = "aws") -> dict[str, str]:
     """Every file of a new platform repository; ``resolve`` holds the starter spec resolved per environment."""
-    files = scaffold_files(name)
+    files = scaffold_files(name, starter)
     any_env = next(iter(resolve.values()))
     files["requirements.txt"] = REQUIREMENTS.format(version=version("alicerce"))
     files["Pulumi.yaml"] = PULUMI_YAML.format(name=name)

@@ -266,7 +266,7 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
         for issue in price.issues if price else ():
             findings.append(PlanFinding(issue.check, pool_name, issue.message))
     # on-prem pools at full utilisation, only to know the power a busy GPU-hour adds (placement's marginal cost)
-    owned_full = {p.name: owned_pool_cost(p, costs, catalog, 1.0) for p in platform.pools if p.instance is None and p.gpu is not None}
+    owned_full = {p.name: owned_pool_cost(p, costs, catalog, 1.0) for p in platform.pools if p.owned and p.gpu is not None}
 
     def marginal(pool: ResolvedPool, plan: WorkloadPlan) -> float | None:
         gpu_hours = plan.gpu_hours or 0.0
@@ -345,7 +345,7 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
     fsx = sum((t.fsx or {}).get("usdPerMonth", 0) for t in storage)
     sites: list[SiteExtras] = []
     for site in platform.sites:
-        if site.pools and all(p.instance is None for p in site.pools) and any(p.gpu is not None for p in site.pools):
+        if site.pools and all(p.owned for p in site.pools) and any(p.gpu is not None for p in site.pools):
             shared = sum(float(getattr(t.spec, "capacity", 0) or 0) for t in site.storage if t.spec.class_ in ("parallel-fs", "shared-nfs"))
             sites.append(site_extras(site.name, shared, costs, catalog))
     breakdown = {
@@ -445,7 +445,7 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
                                     f"({_nodes(rec_max)}), max is {_nodes(spec.scaling.max)}"))  # fmt: skip
     if per_node and not plans and spec.scaling.max:
         findings.append(PlanFinding("PL308", pool.name, "no declared workload runs here; its size is not backed by the workload inventory"))
-    owned = pool.instance is None and pool.gpu is not None
+    owned = pool.owned and pool.gpu is not None
     cost: float | None = None
     owned_cost = None
     if owned:

@@ -74,7 +74,7 @@ def _override(costs: Costs, pool: str) -> CloudPoolCosts | None:
 def node_price(pool: ResolvedPool, catalog: Catalog, costs: Costs) -> NodePrice | None:
     """The pool's node-hour price, or None for pools that are not rented (on-prem)."""
     instance = pool.instance
-    if instance is None:
+    if pool.owned or instance is None:
         return None
     region, kind = pool_region(pool), capacity_type(pool)
     spec = _override(costs, pool.name)

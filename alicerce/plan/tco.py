@@ -12,7 +12,7 @@ A month of an owned pool of N nodes at forecast utilisation u::
 Cost per used GPU-hour = month / (GPUs x 730 x u). Writing month = F + V x u (V: the power that
 follows utilisation), owning matches renting at ``p`` USD per GPU-hour when
 ``u* = F / (p x GPUs x 730 - V)``: the break-even utilisation. Every figure comes from the spec's
-`costs.onprem[]` entry or, failing that, catalog/data/tco.yaml with its date and source.
+`costs.owned[]` entry or, failing that, catalog/data/tco.yaml with its date and source.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ class OwnedPoolCost:
 
 
 def site_costs(costs: Costs, site: str) -> OnpremSiteCosts:
-    return next((s for s in costs.onprem if s.site == site), OnpremSiteCosts.model_validate({"site": site}))
+    return next((s for s in costs.owned_sites if s.site == site), OnpremSiteCosts.model_validate({"site": site}))
 
 
 def _pool_costs(site: OnpremSiteCosts, pool: str) -> OnpremPoolCosts:
@@ -133,12 +133,12 @@ def owned_pool_cost(
         server = quote.usd
         inputs.factors.append(Factor("server per node (USD)", quote.usd, f"{quote.source.url} ({quote.asOf}, {quote.trust} trust)"))
         issues.append(Issue("PL319", f"server price is the catalog's market quote for {gpu_id} nodes (${quote.usd:,.0f}, {quote.asOf}); "
-                            f"put your quote in costs.onprem[{site.site}].pools[{pool.name}].serverUsd"))  # fmt: skip
+                            f"put your quote in costs.{costs.owned_key}[{site.site}].pools[{pool.name}].serverUsd"))  # fmt: skip
     else:
         server = None
         complete = False
         issues.append(Issue("PL311", f"no server price for {gpu_id or 'these'} nodes: capex and support left out; "
-                            f"set costs.onprem[{site.site}].pools[{pool.name}].serverUsd"))  # fmt: skip
+                            f"set costs.{costs.owned_key}[{site.site}].pools[{pool.name}].serverUsd"))  # fmt: skip
     fabric = spec_pool.network_usd if spec_pool.network_usd is not None else tco.fabricPerNode.usd
     inputs.factors.append(
         Factor(

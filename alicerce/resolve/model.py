@@ -16,7 +16,7 @@ from typing import Any, Literal, dataclass_transform, get_args
 from alicerce.catalog import Catalog
 from alicerce.catalog.fsx import FsxConfig
 from alicerce.catalog.models import BillOfMaterials, Chart, ContainerImage, Gpu, InstanceType, NetworkOperatorComponents, TrainerRuntimes
-from alicerce.spec.models import AwsSite, Fabric, NodePool, OnpremSite, PlatformSpec, StorageTier, Team
+from alicerce.spec.models import Fabric, NodePool, PlatformSpec, Site, StorageTier, Team
 from alicerce.spec.units import HUMAN
 from alicerce.targets.base import Capabilities, PlatformEndpoint, RdmaTechnology
 from alicerce.targets.resolver import NodeSoftwareOwners
@@ -84,9 +84,10 @@ class RdmaAttachment(Resolved):
 class ResolvedPool(Resolved):
     index: int  # position in the environment's merged nodePools, for error paths
     spec: NodePool
-    site: AwsSite | OnpremSite
+    site: Site
     gpu: Gpu | None
     instance: InstanceType | None  # the cloud machine type; None on-prem
+    owned: bool  # its target's capacity is owned (TCO from costs.owned), not rented by the hour (priced from the catalog)
     gpus_per_node: int
     gpu_units: GpuUnits | None  # None for CPU pools
     kernel_modules: KernelModules | None  # NVIDIA kernel modules the pool's GPUs need
@@ -176,7 +177,7 @@ class ResolvedTeam(Resolved):
 
 class ResolvedSite(Resolved):
     index: int  # position in the environment's sites
-    spec: AwsSite | OnpremSite  # with address ranges filled from networks' defaults
+    spec: Site  # with address ranges filled from networks' defaults
     capabilities: Capabilities
     software: NodeSoftwareOwners  # who owns the driver and the node exporter here (one owner each)
     endpoints: tuple[PlatformEndpoint, ...]  # what team pods must reach outside the pod network (NetworkPolicy egress)

@@ -70,6 +70,7 @@ def _pool(spec: PlatformSpec, index: int, pool: NodePool, site: Site, *, catalog
         site=site,
         gpu=gpu,
         instance=placement.instance,
+        owned=RESOLVERS[site.provider].capabilities.owned,
         gpus_per_node=pool.accelerator.count if pool.accelerator else 0,
         gpu_units=gpu_units(pool, spec.operators.gpu_operator.mig_strategy),
         kernel_modules=modules,

@@ -1,9 +1,16 @@
-"""The resolve step of every target, by the spec's ``provider`` value (the one list to extend for a new target)."""
+"""The resolve step of every registered target, by the spec's ``provider`` value."""
 
 from __future__ import annotations
 
-from alicerce.targets.aws.resolve import RESOLVER as AWS
-from alicerce.targets.onprem.resolve import RESOLVER as ONPREM
+from alicerce.targets import TARGETS, stage_module
 from alicerce.targets.resolver import TargetResolver
 
-RESOLVERS: dict[str, TargetResolver] = {"aws": AWS, "onprem": ONPREM}
+
+def _resolver(module: str) -> TargetResolver:
+    resolver = stage_module(module).RESOLVER
+    if not isinstance(resolver, TargetResolver):
+        raise TypeError(f"{module}.RESOLVER is not a TargetResolver")
+    return resolver
+
+
+RESOLVERS: dict[str, TargetResolver] = {t.name: _resolver(t.resolver) for t in TARGETS}

@@ -7,18 +7,29 @@ turns each finding into an error located in the user's YAML; waived findings are
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import MappingProxyType
+from types import MappingProxyType, ModuleType
 
 from alicerce.rules import catalog, compute, gitops, naming, network, security, sizing, storage, tenancy, versions
 from alicerce.rules.base import Finding, Rule, RuleContext, RuleSet
 from alicerce.spec.errors import Path, SpecError
 from alicerce.spec.loader import Pos, locate
 from alicerce.spec.text import secret_shape
-from alicerce.targets.aws import rules as aws
-from alicerce.targets.onprem import rules as onprem
+from alicerce.targets import TARGETS, stage_module
 
-# provider-neutral topics, then each target's own rules (the one list to extend for a new target)
-RULE_MODULES = (compute, naming, network, security, sizing, storage, tenancy, versions, gitops, catalog, aws, onprem)
+# provider-neutral topics, then each registered target's own rules
+RULE_MODULES: tuple[ModuleType, ...] = (
+    compute,
+    naming,
+    network,
+    security,
+    sizing,
+    storage,
+    tenancy,
+    versions,
+    gitops,
+    catalog,
+    *(stage_module(t.rules) for t in TARGETS),
+)
 
 
 def _table(sets: tuple[RuleSet, ...]) -> dict[str, Rule]:

@@ -20,7 +20,7 @@ from typing import Any
 from alicerce.catalog import Catalog
 from alicerce.catalog.models import Gpu
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
-from alicerce.spec.models import AwsSite, Environment, NodePool, OnpremSite, PlatformSpec, StorageTier
+from alicerce.spec.models import Environment, NodePool, PlatformSpec, Site, StorageTier
 from alicerce.spec.paths import SpecPath
 
 S = SpecPath(PlatformSpec)
@@ -94,7 +94,7 @@ class RuleContext:
         return self.spec.environments[self.env_name]
 
     @cached_property
-    def sites(self) -> dict[str, AwsSite | OnpremSite]:
+    def sites(self) -> dict[str, Site]:
         return {site.name: site for site in self.env.sites}
 
     @cached_property
@@ -115,7 +115,7 @@ class RuleContext:
         pool = self.resolved_pools.get(index)
         return pool.gpu if pool is not None else None
 
-    def pool_site(self, pool: NodePool) -> AwsSite | OnpremSite | None:
+    def pool_site(self, pool: NodePool) -> Site | None:
         return self.sites.get(pool.site)
 
     def indexed_pools(self) -> Iterator[tuple[int, NodePool]]:

@@ -17,21 +17,29 @@ def _deleted_here(ctx: RuleContext, section: str) -> set[str]:
     return {i["name"] for i in items if isinstance(i, dict) and i.get("$patch") == "delete" and isinstance(i.get("name"), str)}
 
 
+@rules.rule("AL350", "owned-costs-key", "Owned sites' costs are listed under costs.owned, or its old name costs.onprem: not both.")
+def owned_costs_key(ctx: RuleContext) -> Iterable[Finding]:
+    costs = ctx.spec.costs
+    if costs.owned and costs.onprem:
+        yield Finding(S.costs.onprem, "costs.onprem is the old name of costs.owned: the spec gives both", "move its entries under owned",
+                      key=True)  # fmt: skip
+
+
 @rules.rule("AL281", "cost-references", "Cost inputs name an owned site of the environment and pools of the right kind.")
 def cost_references(ctx: RuleContext) -> Iterable[Finding]:
     costs = ctx.spec.costs
     pools = {p.name: p for p in ctx.resolved.pools}
     known_pools = set(ctx.pools) | _deleted_here(ctx, "nodePools")
     all_sites = ctx.every_site
-    for i, entry in enumerate(costs.onprem):
-        path = S.costs.onprem[i]
+    owned = [(S.costs.owned[i], entry) for i, entry in enumerate(costs.owned)]
+    for path, entry in [*owned, *((S.costs.onprem[i], entry) for i, entry in enumerate(costs.onprem))]:
         if entry.site not in all_sites:
             yield Finding(path.site, f'no site "{entry.site}" in any environment', did_you_mean(entry.site, all_sites), entry.site)
             continue
         if entry.site not in ctx.sites:
             continue  # another environment's site
         site = ctx.resolved.site(entry.site)
-        if not site.capabilities.nodes_by_ansible:
+        if not site.capabilities.owned:
             yield Finding(path.site, f"site {entry.site} is rented ({site.capabilities.label}): price its pools under costs.cloud",
                           "move the entry to costs.cloud", entry.site)  # fmt: skip
             continue
@@ -53,8 +61,8 @@ def cost_references(ctx: RuleContext) -> Iterable[Finding]:
             continue
         if pool is None:
             continue  # deleted in this environment
-        if pool.instance is None:
-            yield Finding(path.pool, f"pool {pool.name} is owned, not rented: its costs go under costs.onprem", None, cloud.pool)
+        if pool.owned:
+            yield Finding(path.pool, f"pool {pool.name} is owned, not rented: its costs go under costs.{costs.owned_key}", None, cloud.pool)
             continue
         if cloud.reserved_nodes is not None:
             kind = pool.spec.aws.capacity_type if pool.spec.aws else "on-demand"

@@ -20,7 +20,7 @@ from alicerce.resolve.platform import resolve_spec
 from alicerce.rules import RULES, RuleContext, run_rules
 from alicerce.rules.prune import Pruned, prune
 from alicerce.spec.errors import SpecError, SpecInvalid, did_you_mean, sorted_unique
-from alicerce.spec.loader import Document, Pos, node_at
+from alicerce.spec.loader import Document, Pos, locate, node_at
 from alicerce.spec.models import PlatformSpec
 from alicerce.spec.overlay import AddedItem, apply_overrides
 from alicerce.spec.schema_errors import convert
@@ -183,6 +183,23 @@ def load_and_check(path: str, environments: list[str] | None = None, *, display:
     from alicerce.spec.loader import load_file
 
     return check(load_file(path, display), environments)
+
+
+def alias_notes(checked: Checked) -> list[SpecError]:
+    """Notes, not errors: each pool whose accelerator names its GPU by an alias (`H100`, `H100-80GB`) resolves to
+    one part, which a user who meant another (the PCIe card) would not see; the note names the part."""
+    notes = []
+    for env in checked.environments.values():
+        for pool in env.resolved.pools:
+            accelerator = pool.spec.accelerator
+            if accelerator is None or pool.gpu is None or accelerator.model.lower() == pool.gpu.id.lower():
+                continue
+            path = ("nodePools", pool.index, "accelerator")
+            span, _ = locate(env.pos, path)
+            message = f'"{accelerator.model}" is an alias of {pool.gpu.id}'
+            hint = f"write {pool.gpu.id}:{accelerator.count}, or the id of the part you meant from `alicerce catalog gpus`"
+            notes.append(SpecError(span, "", path, message, hint, accelerator.model, env.name))
+    return sorted_unique(notes, list(checked.environments))
 
 
 def validated(document: Document, env: str, catalog: Catalog | None = None) -> ResolvedPlatform:

@@ -21,7 +21,6 @@ import pulumi
 from pulumi.runtime import mocks, rpc
 
 from alicerce.resolve.model import ResolvedPlatform
-from alicerce.spec.models import AwsSite
 
 SECRET = "[secret]"
 UNKNOWN = "[unknown]"
@@ -273,10 +272,11 @@ def run_preview(
     ``stack_outputs`` is what a StackReference reads (for a kubernetes-only stack: the cloud layer's
     outputs, e.g. those of a preview of the cloud layer).
     """
-    from alicerce.emit.pulumi.program import build
+    from alicerce.emit.pulumi.program import BUILDERS, build
 
-    aws_site = next((s.spec for s in rp.sites if isinstance(s.spec, AwsSite)), None)
-    where = (aws_site.region, aws_site.account) if aws_site else ("us-east-1", "000000000000")
+    # the first site whose target has a cloud identity sets the mock engine's region and account
+    identities = (identity(s) for s in rp.sites if (identity := BUILDERS[s.spec.provider].preview_identity) is not None)
+    where = next(identities, ("us-east-1", "000000000000"))
     recorder = Recorder(*where, stack_outputs=stack_outputs)
     mocks.set_mocks(recorder, project="alicerce-platform", stack=rp.environment, preview=True, monitor=_Monitor(recorder))
     result: dict[str, Any] = {}

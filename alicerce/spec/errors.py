@@ -53,10 +53,17 @@ class SpecError:
         return (self.span, self.rule, format_path(self.path), self.message)
 
     def render(self) -> str:
+        return self._line(f"error[{self.rule}]")
+
+    def render_note(self) -> str:
+        """The line of a note: something the user should know that is not an error (exit code 0)."""
+        return self._line("note")
+
+    def _line(self, kind: str) -> str:
         where = f"{self.span.file}:{self.span.line}:{self.span.column}"
         scope = f"[env {self.environment}] " if self.environment else ""
         located = f"{format_path(self.path)}: " if self.path else ""
-        text = f"{where}: error[{self.rule}]: {scope}{located}{self.message}"
+        text = f"{where}: {kind}: {scope}{located}{self.message}"
         if self.hint:
             text += f" ({self.hint})"
         # every message may quote the user's text: an escape code or a line break in it is shown, never acted on

@@ -3,17 +3,65 @@
 A target is a package under :mod:`alicerce.targets` with one module per pipeline stage: ``spec``
 (its sections of the spec), ``rules`` (its cross-field rules), ``resolve`` (the facts it decides:
 instance types, RDMA attachment, zones, hosts by rack, storage implementations) and ``build`` (its
-Pulumi resources). Each stage lists the targets explicitly (the spec's ``Site`` union, the rules'
-``RULE_MODULES``, :data:`alicerce.resolve.targets.RESOLVERS`, the program's ``BUILDERS``); the
+Pulumi resources), plus ``target`` with its one :class:`Target` declaration. Every stage derives its
+list of targets from :data:`alicerce.targets.TARGETS` (the spec's ``Site`` union and sections, the
+rules' ``RULE_MODULES``, :data:`alicerce.resolve.targets.RESOLVERS`, the program's ``BUILDERS``); the
 code in between reads :class:`Capabilities` and resolved facts, never the provider's name.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal
 
+from pydantic import BaseModel
+
 RdmaTechnology = Literal["efa", "infiniband", "roce"]
+Capacity = Literal["rented", "owned"]
+Deploy = Literal["pulumi", "apply"]
+SectionPlace = Literal["pool", "fabric", "parallel-fs", "shared-nfs", "object", "block"]
+
+
+@dataclass(frozen=True)
+class Section:
+    """A target's own section of a provider-neutral model (a pool's `aws:`, a tier's `onprem:`): its model and hover text."""
+
+    model: type[BaseModel]
+    description: str
+
+
+@dataclass(frozen=True)
+class Target:
+    """One target as every stage sees it: declared once, in ``alicerce/targets/<name>/target.py``.
+
+    The later stages are named by module (``"package.module"``) and loaded when that stage runs, so the
+    spec models import only this declaration and its ``spec`` module (``alicerce validate`` stays fast).
+    """
+
+    name: str  # the spec's `provider:` value, and the key of its sections in pools, tiers and fabrics
+    label: str  # in messages: "AWS", "on-prem"
+    site: type[BaseModel]  # its site model (a `provider: Literal[name]` field discriminates it)
+    sections: Mapping[SectionPlace, Section]  # its sections of the neutral models; "pool" is required
+    resolver: str  # module holding RESOLVER, its TargetResolver (resolve stage)
+    rules: str  # module holding `rules`, its RuleSet (rules stage)
+    build: str  # module holding build_site and kube_site, its Pulumi layers (emit stage)
+    capacity: Capacity  # rented by the hour (plan prices it) or owned (plan amortises it: TCO, costs.owned)
+    # how its sites are deployed: "pulumi": a Pulumi stack builds the cloud layer; "apply": `alicerce apply <name>`
+    # provisions the nodes and the cluster (its Ansible tree); CI, the README and the scaffold follow this
+    deploy: tuple[Deploy, ...]
+    starter: str | None = None  # its starter spec for `alicerce init --target` (emit/templates/starters/<starter>.yaml)
+
+    def __post_init__(self) -> None:
+        if "pool" not in self.sections:
+            raise ValueError(f"target {self.name}: declare its pool section")
+        object.__setattr__(self, "sections", MappingProxyType(dict(self.sections)))
+
+    @property
+    def applies(self) -> bool:
+        """`alicerce apply <name>` provisions its nodes (the generated Ansible tree)."""
+        return "apply" in self.deploy
 
 
 @dataclass(frozen=True)
@@ -32,6 +80,7 @@ class Capabilities:
 
     provider: str  # the spec's `provider:` value
     label: str  # in messages: "AWS", "on-prem"
+    owned: bool  # its capacity is owned (servers bought: TCO, costs.owned), not rented by the hour
     pool_section: str  # the NodePool field that holds this target's details
     pool_section_hint: str  # how to add that section, for error hints
     nodes_by_ansible: bool  # alicerce's Ansible tree provisions the nodes (else the cloud's node groups do)

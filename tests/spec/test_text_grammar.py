@@ -136,6 +136,8 @@ AUDIT: dict[str, tuple[str, str]] = {
     "workloads[].dataset.tier": ("Name", "reference (AL206)"),
     "costs.onprem[].site": ("Name", "reference"),
     "costs.onprem[].pools[].pool": ("Name", "reference"),
+    "costs.owned[].site": ("Name", "reference"),
+    "costs.owned[].pools[].pool": ("Name", "reference"),
     "costs.cloud[].pool": ("Name", "reference"),
     "gitops.repository": ("GitUrl", "Argo CD Applications and repository Secrets, CI workflows"),
     "gitops.revision": ("GitRevision", "Argo CD targetRevision, CI workflows"),

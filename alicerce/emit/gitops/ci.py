@@ -26,7 +26,8 @@ from alicerce.catalog.actions import load_actions
 from alicerce.emit.ansible.site import group_name
 from alicerce.emit.gitops.yamltext import dump
 from alicerce.resolve.model import ResolvedPlatform
-from alicerce.spec.models import AwsSite, OnpremSite
+from alicerce.spec.models import AwsSite
+from alicerce.targets import target
 
 RUNNER = "ubuntu-24.04"
 PYTHON = "3.11"
@@ -59,7 +60,8 @@ def stacks(rp: ResolvedPlatform) -> list[Stack]:
     out = []
     for name, env in rp.spec.environments.items():
         aws = [s for s in env.sites if isinstance(s, AwsSite)]
-        onprem = tuple(s.name for s in env.sites if isinstance(s, OnpremSite))
+        # the sites whose nodes `alicerce apply` provisions (their target deploys by apply): a job each after the stack
+        onprem = tuple(s.name for s in env.sites if target(s.provider).applies)
         out.append(Stack(name, env.tier, aws[0].region if aws else None, onprem))
     return out
 

@@ -23,8 +23,7 @@ from alicerce.emit.pulumi.objects import ClusterObjects, ObjectsArgs
 from alicerce.emit.pulumi.operators import Operators, OperatorsArgs
 from alicerce.emit.pulumi.stack import CLOUD, KUBERNETES, ConfigSecrets, KubeSite, Secrets, SiteBuild, StackSettings
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
-from alicerce.targets.aws import build as aws_build
-from alicerce.targets.onprem import build as onprem_build
+from alicerce.targets import TARGETS, stage_module
 
 
 @dataclass(frozen=True)
@@ -33,13 +32,18 @@ class TargetBuild:
 
     cloud: Callable[[ResolvedPlatform, ResolvedSite, Secrets, StackSettings], SiteBuild]
     kubernetes: Callable[[ResolvedPlatform, ResolvedSite, pulumi.Output[Any], Secrets], KubeSite]
+    # the (region, account) the offline preview's mock engine answers with for a site of this target (ARNs, caller
+    # identity); None where the target has no cloud account (its build module defines no preview_identity)
+    preview_identity: Callable[[ResolvedSite], tuple[str, str]] | None = None
 
 
-# the build step of every target, by the spec's `provider` value (the one list to extend for a new target)
-BUILDERS: dict[str, TargetBuild] = {
-    "aws": TargetBuild(aws_build.build_site, aws_build.kube_site),
-    "onprem": TargetBuild(onprem_build.build_site, onprem_build.kube_site),
-}
+def _build(module: str) -> TargetBuild:
+    loaded = stage_module(module)
+    return TargetBuild(loaded.build_site, loaded.kube_site, getattr(loaded, "preview_identity", None))
+
+
+# the build step of every registered target, by the spec's `provider` value
+BUILDERS: dict[str, TargetBuild] = {t.name: _build(t.build) for t in TARGETS}
 
 
 def _kubernetes_layer(rp: ResolvedPlatform, site: str, layer: KubeSite, after: list[pulumi.Resource], secrets: Secrets) -> None:

@@ -7,6 +7,8 @@ and `--explain` says which one it used.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, StrictInt
 
 from alicerce.spec.base import Name, SpecModel
@@ -72,5 +74,18 @@ class Costs(SpecModel):
     """Inputs of the total cost of ownership and of the growth forecast."""
 
     horizon_quarters: StrictInt = Field(default=8, ge=1, le=40, description="Quarters the growth forecast covers.")
-    onprem: list[OnpremSiteCosts] = Field(default_factory=list, description="Owned sites.")
+    owned: list[OnpremSiteCosts] = Field(
+        default_factory=list, description="Owned sites (servers bought, not rented): what running each costs."
+    )
+    onprem: list[OnpremSiteCosts] = Field(default_factory=list, description="The old name of `owned`, still read (give one of the two).")
     cloud: list[CloudPoolCosts] = Field(default_factory=list, description="Cloud pools bought other than at list price.")
+
+    @property
+    def owned_key(self) -> Literal["owned", "onprem"]:
+        """The key the spec lists its owned sites under: `owned`, or its old name where only that is given."""
+        return "onprem" if self.onprem and not self.owned else "owned"
+
+    @property
+    def owned_sites(self) -> list[OnpremSiteCosts]:
+        """Every owned site's costs, under either key (AL350 reports a spec that gives both)."""
+        return [*self.owned, *self.onprem]

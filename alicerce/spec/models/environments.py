@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union
 
 from pydantic import Field
 
 from alicerce.spec.base import SpecModel
-from alicerce.targets.aws.spec import AwsSite
-from alicerce.targets.onprem.spec import (
-    OnpremSite,
-)
+from alicerce.targets import TARGETS
 
-Site = Annotated[AwsSite | OnpremSite, Field(discriminator="provider")]
+if TYPE_CHECKING:
+    from alicerce.targets import AnySite
+
+    Site: TypeAlias = AnySite  # mypy's view (the shipped targets' sites)
+else:
+    # one site model per registered target, told apart by `provider:`
+    Site = Annotated[Union[tuple(t.site for t in TARGETS)], Field(discriminator="provider")]  # noqa: UP007
 
 
 class Environment(SpecModel):

@@ -9,12 +9,10 @@ from pydantic import Field, StrictBool, StrictInt
 
 from alicerce.spec.base import Name, SpecModel
 from alicerce.spec.units import Cidr
-from alicerce.targets.onprem.spec import (
-    OnpremFabric,
-)
+from alicerce.targets import FabricSections, add_sections
 
 
-class Fabric(SpecModel):
+class Fabric(SpecModel, FabricSections):
     """A high-speed RDMA fabric joining GPU nodes: EFA on AWS, InfiniBand or RoCE on-prem."""
 
     name: Name = Field(description="Fabric name node pools refer to.")
@@ -26,7 +24,7 @@ class Fabric(SpecModel):
         description="On-prem: RDMA adapters (rails) per node, usually one per GPU. On AWS the instance type's EFA count applies.",
     )
     gpu_direct_rdma: StrictBool = Field(default=True, description="GPUDirect RDMA between GPUs and adapters.")
-    onprem: OnpremFabric | None = Field(default=None, description="On-prem transport details.")
+    add_sections(locals(), "fabric")  # each target's transport details, where it has any
 
 
 class Networks(SpecModel):

@@ -9,10 +9,7 @@ from pydantic import BeforeValidator, Field, StrictInt, WithJsonSchema
 from alicerce.spec.base import LabelKey, Labels, LabelValue, Name, Purpose, SpecModel
 from alicerce.spec.text import CatalogId
 from alicerce.spec.units import MAX_HOSTS_PER_POOL
-from alicerce.targets.aws.spec import AwsPool
-from alicerce.targets.onprem.spec import (
-    OnpremPool,
-)
+from alicerce.targets import PoolSections, add_sections
 
 
 class Accelerator(SpecModel):
@@ -95,7 +92,7 @@ class Scaling(SpecModel):
     desired: StrictInt | None = Field(default=None, ge=0, le=MAX_HOSTS_PER_POOL, description="Initial size; defaults to min.")
 
 
-class NodePool(SpecModel):
+class NodePool(SpecModel, PoolSections):
     """A group of identical nodes with one purpose."""
 
     name: Name = Field(description="Pool name.", examples=["train-h100"])
@@ -105,8 +102,7 @@ class NodePool(SpecModel):
         default=None, description='GPU model and count per node, e.g. "H100-SXM5-80GB:8"; omit for CPU pools.'
     )
     sharing: Sharing = Field(default_factory=lambda: NoSharing(mode="none"), description="GPU sharing mode.")
-    aws: AwsPool | None = Field(default=None, description="AWS details; required when the site is on AWS.")
-    onprem: OnpremPool | None = Field(default=None, description="On-prem details; required when the site is on-prem.")
+    add_sections(locals(), "pool")  # each target's details (`aws:`, `onprem:`, ...); its own site's is required
     scaling: Scaling = Field(description="Node count bounds.")
     labels: Labels = Field(default_factory=dict)
     taints: list[Taint] = Field(default_factory=list, description="Taints; GPU pools need one so only GPU pods land there.")

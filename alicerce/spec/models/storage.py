@@ -9,13 +9,7 @@ from pydantic import Field
 from alicerce.spec.base import Name, SpecModel
 from alicerce.spec.text import MountPath
 from alicerce.spec.units import ByteSize, Duration, Rate
-from alicerce.targets.aws.spec import AwsEbs, AwsEfs, AwsFsx, AwsS3
-from alicerce.targets.onprem.spec import (
-    OnpremBlock,
-    OnpremNfs,
-    OnpremObject,
-    OnpremParallelFs,
-)
+from alicerce.targets import BlockSections, ObjectSections, ParallelFsSections, SharedNfsSections, add_sections
 
 TierPurpose = Literal["datasets", "checkpoints", "models", "scratch", "logs"]
 TeamAccess = Literal["per-team", "read-only"]
@@ -52,7 +46,7 @@ class _SiteTier(_Tier):
     )
 
 
-class ParallelFsTier(_SiteTier):
+class ParallelFsTier(_SiteTier, ParallelFsSections):
     """A parallel file system for datasets and checkpoints."""
 
     class_: Literal["parallel-fs"] = Field(alias="class", description="Storage class.")
@@ -65,36 +59,32 @@ class ParallelFsTier(_SiteTier):
     )
     mount_path: MountPath = Field(description="Mount path on nodes.", examples=["/mnt/datasets"])
     team_access: TeamAccess = Field(default="per-team", description=TEAM_ACCESS_DESCRIPTION)
-    aws: AwsFsx | None = Field(default=None, description="AWS implementation (FSx for Lustre).")
-    onprem: OnpremParallelFs | None = Field(default=None, description="On-prem implementation.")
+    add_sections(locals(), "parallel-fs")  # each target's implementation
 
 
-class SharedNfsTier(_SiteTier):
+class SharedNfsTier(_SiteTier, SharedNfsSections):
     """A shared POSIX file system for home directories, code and small models."""
 
     class_: Literal["shared-nfs"] = Field(alias="class", description="Storage class.")
     throughput: Rate | None = Field(default=None, gt=0, description="Aggregate throughput needed.")
     mount_path: MountPath = Field(description="Mount path on nodes.")
     team_access: TeamAccess = Field(default="per-team", description=TEAM_ACCESS_DESCRIPTION)
-    aws: AwsEfs | None = Field(default=None, description="AWS implementation (EFS).")
-    onprem: OnpremNfs | None = Field(default=None, description="On-prem implementation (NFS).")
+    add_sections(locals(), "shared-nfs")  # each target's implementation
 
 
-class ObjectTier(_SiteTier):
+class ObjectTier(_SiteTier, ObjectSections):
     """An object store: data lake, model registry, log archive."""
 
     class_: Literal["object"] = Field(alias="class", description="Storage class.")
     throughput: Rate | None = Field(default=None, gt=0, description="Aggregate throughput needed.")
-    aws: AwsS3 | None = Field(default=None, description="AWS implementation (S3).")
-    onprem: OnpremObject | None = Field(default=None, description="On-prem implementation.")
+    add_sections(locals(), "object")  # each target's implementation
 
 
-class BlockTier(_SiteTier):
+class BlockTier(_SiteTier, BlockSections):
     """Network block storage for databases and stateful services."""
 
     class_: Literal["block"] = Field(alias="class", description="Storage class.")
-    aws: AwsEbs | None = Field(default=None, description="AWS implementation (EBS).")
-    onprem: OnpremBlock | None = Field(default=None, description="On-prem implementation.")
+    add_sections(locals(), "block")  # each target's implementation
 
 
 class LocalNvmeTier(_Tier):

@@ -36,6 +36,12 @@ def _site(resolved: ResolvedSite) -> AwsSite:
     return site
 
 
+def preview_identity(resolved: ResolvedSite) -> tuple[str, str]:
+    """The region and account the offline preview's mock engine answers with (ARNs, the caller identity)."""
+    site = _site(resolved)
+    return site.region, site.account
+
+
 def build_site(rp: ResolvedPlatform, resolved: ResolvedSite, secrets: Secrets, settings: StackSettings) -> SiteBuild:
     """The cloud layer of an AWS site: VPC, platform key, EKS cluster, a node group per pool, the EFA fabric,
     storage, add-ons and workload identity."""

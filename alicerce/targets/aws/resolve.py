@@ -27,17 +27,19 @@ from alicerce.spec.models import (
     Site,
     StorageTier,
 )
+from alicerce.targets.aws.target import TARGET
 from alicerce.targets.base import Capabilities, PlatformEndpoint
 from alicerce.targets.resolver import MountFacts, NodeSoftwareOwners, PoolPlacement, TargetResolver
 
 RESERVED = ("capacity-reservation", "capacity-block")
 
 CAPABILITIES = Capabilities(
-    provider="aws",
-    label="AWS",
-    pool_section="aws",
+    provider=TARGET.name,
+    label=TARGET.label,
+    owned=TARGET.capacity == "owned",
+    pool_section=TARGET.name,
     pool_section_hint="add aws: {instanceType: ...}",
-    nodes_by_ansible=False,
+    nodes_by_ansible=TARGET.applies,
     # the EKS AL2023 NVIDIA AMIs ship the driver, the container toolkit and the EFA module (EKS user guide, "NVIDIA AMIs")
     gpu_stack_on_image=True,
     storage={"parallel-fs": "fsx-lustre", "shared-nfs": "efs", "object": "s3", "block": "ebs", "local-nvme": "instance-store"},

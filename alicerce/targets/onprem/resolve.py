@@ -6,17 +6,19 @@ from alicerce.catalog import Catalog
 from alicerce.spec.models import Fabric, LocalNvmeTier, Networks, NodePool, OnpremSite, ParallelFsTier, SharedNfsTier, Site, StorageTier
 from alicerce.spec.units import expand_hosts
 from alicerce.targets.base import Capabilities, PlatformEndpoint
+from alicerce.targets.onprem.target import TARGET
 from alicerce.targets.resolver import MountFacts, NodeSoftwareOwners, PoolPlacement, TargetResolver
 
 # The kubespray release whose defaults the on-prem target assumes of a site's cluster (tests/data/upstream/kubespray/)
 KUBESPRAY_DEFAULTS = "v2.31.0"
 
 CAPABILITIES = Capabilities(
-    provider="onprem",
-    label="on-prem",
-    pool_section="onprem",
+    provider=TARGET.name,
+    label=TARGET.label,
+    owned=TARGET.capacity == "owned",
+    pool_section=TARGET.name,
     pool_section_hint="add onprem: {hosts: [...]}",
-    nodes_by_ansible=True,
+    nodes_by_ansible=TARGET.applies,
     gpu_stack_on_image=False,
     storage={"local-nvme": "mdadm-raid0"},
     # kubespray defaults (KUBESPRAY_DEFAULTS): kube-proxy serves metrics on 127.0.0.1:10249 only (control-plane defaults

@@ -1,0 +1,61 @@
+"""`alicerce init --target aws|onprem|hybrid` (issue 27, item 6): a starter for servers you own, too.
+
+Each starter validates, plans, and generates with a clean `generate --check`; the on-prem and hybrid
+ones have a control plane kubespray builds, an InfiniBand fabric and a GPU pool, and their README
+makes `alicerce apply onprem` the next step.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ALICERCE = Path(sys.executable).with_name("alicerce")
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200", "ALICERCE_NO_CACHE": "1"}
+    return subprocess.run([str(ALICERCE), *args], cwd=cwd, capture_output=True, text=True, env=env, check=False, timeout=300)
+
+
+@pytest.mark.parametrize("target", ["onprem", "hybrid"])
+def test_an_owned_starter_validates_plans_and_generates(target: str, tmp_path: Path) -> None:
+    repo = tmp_path / "demo"
+    made = run("init", str(repo), "--name", "demo", "--target", target, cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert "alicerce apply onprem" in made.stdout
+
+    spec = yaml.safe_load((repo / "platform.yaml").read_text(encoding="utf-8"))
+    sites = spec["environments"]["dev"]["sites"]
+    onprem = next(s for s in sites if s["provider"] == "onprem")
+    assert onprem["controlPlane"]["hosts"]  # kubespray builds the control plane on these hosts
+    assert {s["provider"] for s in sites} == ({"onprem"} if target == "onprem" else {"onprem", "aws"})
+    assert any(f["onprem"]["technology"] == "infiniband" for f in spec["networks"]["fabrics"])
+    gpu = [p for p in spec["nodePools"] if p["site"] == onprem["name"] and "accelerator" in p]
+    assert gpu and gpu[0]["fabric"]
+
+    assert run("validate", cwd=repo).returncode == 0
+    planned = run("plan", "--format", "json", cwd=repo)
+    assert planned.returncode == 0, planned.stderr
+    pools = {p["name"]: p for p in json.loads(planned.stdout)["pools"]}
+    assert pools["gpu"]["owned"] and pools["gpu"]["monthlyCostUsd"]  # owned servers, amortised (TCO)
+    fresh = run("generate", "--check", "--env", "dev", "--out", "generated/dev", "--ci-dir", ".github/workflows", cwd=repo)
+    assert fresh.returncode == 0, fresh.stdout + fresh.stderr
+
+    readme = (repo / "README.md").read_text(encoding="utf-8")
+    assert "alicerce apply onprem --env dev" in readme
+    assert ("What a real account adds" in readme) == (target == "hybrid")  # the AWS account section only with an AWS site
+    workflows = "".join(p.read_text(encoding="utf-8") for p in (repo / ".github" / "workflows").iterdir())
+    assert "alicerce apply onprem --env dev" in workflows  # CI's deploy job for the site apply provisions
+
+
+def test_an_unknown_starter_is_refused(tmp_path: Path) -> None:
+    result = run("init", str(tmp_path / "x"), "--target", "gcp", cwd=tmp_path)
+    assert result.returncode == 2 and "aws, onprem, hybrid" in result.stderr + result.stdout
+    assert not (tmp_path / "x").exists()
