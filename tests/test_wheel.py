@@ -108,6 +108,8 @@ def test_wheel_carries_every_package_file(wheel: Path) -> None:
     assert [name for name in tracked if name not in names] == []
     assert {"alicerce/emit/templates/ansible/site.yml.j2", "alicerce/rules/fixtures/AL212.yaml", "alicerce/catalog/data/gpus.yaml"} <= names
     assert any(name.endswith("licenses/LICENSE") for name in names)
+    # the reference examples, for `alicerce init --example` (setup.py copies them in)
+    assert {f"alicerce/examples/{spec.name}" for spec in (ROOT / "examples").glob("*.yaml")} <= names
 
 
 def test_installed_alicerce_runs_outside_the_checkout(venv: Path, tmp_path: Path) -> None:
@@ -127,11 +129,14 @@ def test_installed_alicerce_runs_outside_the_checkout(venv: Path, tmp_path: Path
     assert _run(venv, "generate", "--out", "out", cwd=repo).returncode == 0
     assert (repo / "out" / ".alicerce" / "manifest.json").is_file()
 
-    # an on-prem platform: the generated Ansible project comes from the wheel's roles and templates
-    shutil.copy(ROOT / "examples" / "onprem-superpod.yaml", tmp_path / "superpod.yaml")
-    generated = _run(venv, "generate", "superpod.yaml", "--out", "superpod", cwd=tmp_path)
+    # an on-prem platform started from the example the wheel ships: the generated Ansible project comes from the
+    # wheel's roles and templates
+    started = _run(venv, "init", "superpod", "--example", "onprem-superpod", cwd=tmp_path)
+    assert started.returncode == 0, started.stderr
+    assert "alicerce apply onprem" in started.stdout
+    generated = _run(venv, "generate", "--out", "out", cwd=tmp_path / "superpod")
     assert generated.returncode == 0, generated.stderr
-    ansible = tmp_path / "superpod" / "ansible"
+    ansible = tmp_path / "superpod" / "out" / "ansible"
     assert (ansible / "site.yml").is_file() and (ansible / "roles" / "nvidia_driver" / "tasks" / "main.yml").is_file()
     assert yaml.safe_load((ansible / "site.yml").read_text())
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
 
 from alicerce.spec.models import DNS_LABEL
 from alicerce.spec.schema import schema_text
@@ -21,6 +23,31 @@ def starter_spec(name: str, starter: str = "aws") -> str:
         raise ValueError(f"no starter {starter!r}")  # the CLI offers only starters()
     text = resources.files("alicerce.emit").joinpath("templates", "starters", f"{starter}.yaml").read_text("utf-8")
     return text.format(name=name)
+
+
+# Examples `init --example` does not offer: mistakes.yaml is invalid on purpose (`make demo` shows its errors).
+NOT_STARTERS = frozenset({"mistakes"})
+MODELINE = re.compile(r"^# yaml-language-server: \$schema=\S+$", re.M)
+
+
+def _examples_folder() -> Traversable:
+    """The reference examples: shipped in the package by the wheel's build (setup.py), or the checkout's examples/."""
+    shipped = resources.files("alicerce").joinpath("examples")
+    return shipped if shipped.is_dir() else Path(__file__).resolve().parents[2] / "examples"
+
+
+def examples() -> tuple[str, ...]:
+    """The reference examples `alicerce init --example` starts from, by name (file name without .yaml)."""
+    names = (f.name.removesuffix(".yaml") for f in _examples_folder().iterdir() if f.name.endswith(".yaml"))
+    return tuple(sorted(n for n in names if n not in NOT_STARTERS))
+
+
+def example_spec(name: str) -> str:
+    """The reference example ``name``, its schema modeline pointing at the new repository's schema/ folder."""
+    if name not in examples():
+        raise ValueError(f"no example {name!r}")  # the CLI offers only examples()
+    text = _examples_folder().joinpath(f"{name}.yaml").read_text("utf-8")
+    return MODELINE.sub("# yaml-language-server: $schema=schema/platform.schema.json", text, count=1)
 
 
 GITIGNORE = """\

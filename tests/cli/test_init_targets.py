@@ -59,3 +59,59 @@ def test_an_unknown_starter_is_refused(tmp_path: Path) -> None:
     result = run("init", str(tmp_path / "x"), "--target", "gcp", cwd=tmp_path)
     assert result.returncode == 2 and "aws, onprem, hybrid" in result.stderr + result.stdout
     assert not (tmp_path / "x").exists()
+
+
+def _gitops_folders(repo: Path) -> dict[str, str]:
+    spec = yaml.safe_load((repo / "platform.yaml").read_text(encoding="utf-8"))
+    folder = spec.get("gitops", {}).get("folder", "generated").strip("/")
+    return {env: "/".join(p for p in (folder, env) if p) for env in spec["environments"]}
+
+
+@pytest.mark.parametrize("example", ["onprem-superpod", "aws-only", "user-catalog"])
+def test_a_repository_starts_from_a_reference_example(example: str, tmp_path: Path) -> None:
+    """`init --example NAME` (issue 27, item 6): the example, its schema modeline pointing at the new repository's
+    schema/, validates and every environment's generated tree is clean; the next steps follow its targets."""
+    repo = tmp_path / "repo"
+    made = run("init", str(repo), "--example", example, cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    text = (repo / "platform.yaml").read_text(encoding="utf-8")
+    source = (Path(__file__).resolve().parents[2] / "examples" / f"{example}.yaml").read_text(encoding="utf-8")
+    assert text.splitlines()[0] == "# yaml-language-server: $schema=schema/platform.schema.json"
+    assert (repo / "schema" / "platform.schema.json").is_file()
+    assert text.splitlines()[1:] == source.splitlines()[1:]
+    uses_onprem = any(s["provider"] == "onprem" for e in yaml.safe_load(text)["environments"].values() for s in e["sites"])
+    assert ("alicerce apply onprem" in made.stdout) == uses_onprem
+    assert run("validate", cwd=repo).returncode == 0
+    for env, tree in _gitops_folders(repo).items():
+        fresh = run("generate", "--check", "--env", env, "--out", tree, cwd=repo)
+        assert fresh.returncode == 0, fresh.stdout + fresh.stderr
+
+
+def test_an_example_takes_the_name_given(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    assert run("init", str(repo), "--example", "minimal", "--name", "lab-one", cwd=tmp_path).returncode == 0
+    assert yaml.safe_load((repo / "platform.yaml").read_text(encoding="utf-8"))["metadata"]["name"] == "lab-one"
+    assert "lab-one" in (repo / "Pulumi.yaml").read_text(encoding="utf-8")
+    assert run("validate", cwd=repo).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--example", "nope"], "aws-only, minimal, onprem-superpod, user-catalog"),  # mistakes.yaml is not offered
+        (["--example", "mistakes"], "use one of"),
+        (["--example", "minimal", "--target", "onprem"], "give one of them"),
+    ],
+)
+def test_a_wrong_example_is_refused_and_nothing_is_written(args: list[str], says: str, tmp_path: Path) -> None:
+    result = run("init", str(tmp_path / "x"), *args, cwd=tmp_path)
+    assert result.returncode == 2 and says in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "x").exists()
+
+
+def test_fill_around_a_spec_refuses_an_example(tmp_path: Path) -> None:
+    (tmp_path / "platform.yaml").write_text("# mine\n", encoding="utf-8")
+    result = run("init", ".", "--fill", "--example", "minimal", cwd=tmp_path)
+    assert result.returncode == 2 and "--fill builds around it" in result.stderr
+    assert (tmp_path / "platform.yaml").read_text(encoding="utf-8") == "# mine\n"
