@@ -415,8 +415,9 @@ def serving_workload(row: ServingResult, table: ServingTable, catalog: Catalog) 
     }  # fmt: skip
     if model.activeParameters and model.activeParameters < model.parameters:
         spec.update(architecture="moe", activeParameters=model.activeParameters)
-    clients = row.batch or row.concurrency or 10**6
-    traffic = {"concurrency": clients, "inputTokens": row.isl, "outputTokens": row.osl}
+    clients = row.batch or row.concurrency
+    load = {"concurrency": clients} if clients else {"peakRps": 10**6}  # a throughput run: more than any replica holds
+    traffic = {**load, "inputTokens": row.isl, "outputTokens": row.osl}
     precision = "bf16" if row.precision == "fp16" else row.precision
     return Workload.model_validate(
         {"name": "serve", "kind": "inference", "team": "calibration", "model": spec, "precision": precision, "traffic": traffic}

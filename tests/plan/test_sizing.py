@@ -401,3 +401,19 @@ def test_moe_network_is_expert_parallel_not_a_gather_of_every_parameter() -> Non
     any_job = TrainingJob("hopper", 70e9, 80, 8192, 4096, 64, 4e6, "bf16")
     expected = 3 * 70e9 * 2 / tp * (64 // tp - 1) / (64 // tp)
     assert network_bytes_per_step(dense, any_job, tp=tp, node_gpus=8, weight_bytes=2, passes=3) == pytest.approx(expected)
+
+
+def test_closed_loop_clients_run_at_their_own_batch() -> None:
+    """Issue 23 (found by bench/sizing_accuracy.py): 8 closed-loop clients keep 8 sequences in flight, so a replica
+    runs at batch 8; the plan took its full-batch (256) rate and scaled it by 8/256, 43% low against vLLM's
+    nightly latency test (Llama 3.1 8B, bf16, one H200, 32 in / 128 out, batch 8: 1,228.7 output tokens/s)."""
+    w = workload(kind="inference", model={"parameters": "8.03B", "layers": 32, "hiddenSize": 4096, "kvHeads": 8, "headDim": 128},
+                 traffic={"concurrency": 8, "inputTokens": 32, "outputTokens": 128})  # fmt: skip
+    plan = plan_inference(w, on("H200-SXM-141GB"), SIZING, [])
+    fig = {f.name: f.value for f in plan.figures}
+    assert plan.replicas == 1 and fig["batch per replica"] == 8
+    # the month's tokens at the declared load are the replica's rate at batch 8: rps x (in + out) x 3,600 x 730
+    assert fig["requests/s per replica"] is not None and plan.tokens_per_month is not None
+    assert plan.tokens_per_month == pytest.approx(fig["requests/s per replica"] * 160 * 3600 * 730, rel=1e-9)
+    output_per_second = fig["requests/s per replica"] * 128
+    assert output_per_second == pytest.approx(1228.7, rel=0.25)
