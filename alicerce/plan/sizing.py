@@ -530,9 +530,11 @@ def replica_layout(
     )
     hardware = gpu_hardware(gpu, w.precision, sizing)
     headroom = inf.tpotHeadroom.value
-    for tp in (d for d in TP_DEGREES if d <= node_gpus):
+    engine_cap = float(w.max_batch) if w.max_batch is not None else inf.maxBatch.value
+    degrees = [w.tensor_parallel] if w.tensor_parallel is not None else [d for d in TP_DEGREES if d <= node_gpus]
+    for tp in degrees:
         replica = Replica(shape_, tp, hardware, eff, bytes_per_weight, kv_bytes(w.precision))
-        cap = inf.maxBatch.value if clients is None else min(inf.maxBatch.value, clients)
+        cap = engine_cap if clients is None else min(engine_cap, clients)
         perf = replica_performance(replica, isl, osl, batch_cap=cap, tpot=tpot * headroom if tpot is not None else None)
         if perf is None or (ttft is not None and perf.prefill_seconds > ttft):
             continue
@@ -540,7 +542,7 @@ def replica_layout(
                               "min(engine cap, KV memory limit, largest batch with step + batch x prefill / output tokens "
                               "<= headroom x TPOT target)",
                               {"tensor parallel": tp, "KV memory limit": perf.kv_batch_limit,
-                               "engine cap": inf.maxBatch.value}))  # fmt: skip
+                               "engine cap": engine_cap}))  # fmt: skip
         figures.append(Figure("decode step", perf.step_seconds, "s",
                               "(weights read + batch x KV) / (TP x HBM x e) + compute / (TP x peak x e) + all-reduce + overhead",
                               {"tensor parallel": tp, "batch": perf.batch}, factors))  # fmt: skip
