@@ -12,9 +12,11 @@ source, not an interpolation between siblings of the same table. Nothing is tune
     .venv/bin/python bench/sizing_accuracy.py --readme   # also rewrite the README's block
 
 Serving: every published point of calibration-inference.yaml is declared as a user would (model shape,
-precision, prompt and output tokens, the clients of a closed-loop run) and sized by `plan_workload`,
-which picks its own tensor-parallel degree and batch (engine cap 256): the figure is output tokens/s
-per GPU, what `plan` prints, against the published one. The roofline's efficiencies come from one
+precision, prompt and output tokens, the clients of a closed-loop run; and, in the first set, the
+engine's tensor-parallel degree and batch cap, `tensorParallel` and `maxBatch`) and sized by
+`plan_workload`; the second set leaves the engine configuration to the planner's defaults (smallest
+degree that fits, batch cap 256). The figure is output tokens/s per GPU, what `plan` prints, against
+the published one. The roofline's efficiencies come from one
 table (role `fit`); every `test` table is another source. Fixed-request-rate points (Triton) are left
 out: at a fixed rate a replica's output is the offered load, which says nothing about sizing.
 
@@ -103,7 +105,7 @@ def _line(label: str, rows: list[Row]) -> str:
     )
 
 
-def serving_lines(catalog: Catalog) -> list[str]:
+def serving_lines(catalog: Catalog, *, engine: bool) -> list[str]:
     lines = []
     for table in catalog.inference_calibration.tables:
         rows = [r for r in table.rows if r.requestsPerSecond is None]
@@ -111,10 +113,11 @@ def serving_lines(catalog: Catalog) -> list[str]:
             continue
         errors = []
         for row in rows:
-            planned = planned_serving(row, table, catalog, catalog.sizing)
+            planned = planned_serving(row, table, catalog, catalog.sizing, engine=engine)
             errors.append(-1.0 if planned is None else (planned - measured_serving(row)) / measured_serving(row))
         absolute = [abs(e) for e in errors]
-        label = f"serving, {table.regime}: {table.id} ({'fit' if table.role == 'fit' else 'unseen source'})"
+        how = "engine config declared" if engine else "planner's defaults"
+        label = f"serving, {table.regime}: {table.id} ({'fit' if table.role == 'fit' else 'unseen source'}; {how})"
         lines.append(
             f"| {label} | {len(rows)} | 1 | {statistics.median(absolute):.1%} | {statistics.median(errors):+.1%} "
             f"| {statistics.fmean(absolute):.1%} | {max(absolute):.0%} | {sum(a <= 0.25 for a in absolute) / len(absolute):.0%} |"
@@ -131,7 +134,8 @@ def tables(catalog: Catalog) -> str:
         _line("training, MoE: each source unseen", [r for r in unseen if r.kind == "MoE" and not r.own_source]),
         _line("training: a constant only its own source sets", [r for r in unseen if r.own_source]),
         _line("training, excluded runs (shipped constants)", shipped_rows(catalog, "excluded")),
-        *serving_lines(catalog),
+        *serving_lines(catalog, engine=True),
+        *serving_lines(catalog, engine=False),
     ]
     detail = [
         "",

@@ -404,10 +404,11 @@ def planned_mfu(run: TrainingRun, catalog: Catalog, sizing: Sizing) -> float | N
     return plan.mfu / sizing.training.goodput.value
 
 
-def serving_workload(row: ServingResult, table: ServingTable, catalog: Catalog) -> Workload:
+def serving_workload(row: ServingResult, table: ServingTable, catalog: Catalog, *, engine: bool = True) -> Workload:
     """A published serving point as a user would declare it: the model's shape, the precision, the prompt and
-    output lengths, and the load (closed-loop clients as concurrency; a throughput run as more clients than
-    any replica holds). No tensor-parallel degree and no batch cap: the planner picks them as for a user."""
+    output lengths, the load (closed-loop clients as concurrency; a throughput run as more requests than any
+    replica serves) and, with ``engine``, the engine's configuration a team knows (tensor-parallel degree, batch cap;
+    without it the planner picks the smallest degree that fits and caps the batch at 256)."""
     model = catalog.inference_calibration.models[row.model]
     spec: dict[str, object] = {
         "parameters": model.parameters, "layers": model.layers, "hiddenSize": model.hidden, "kvHeads": model.kvHeads,
@@ -415,20 +416,23 @@ def serving_workload(row: ServingResult, table: ServingTable, catalog: Catalog) 
     }  # fmt: skip
     if model.activeParameters and model.activeParameters < model.parameters:
         spec.update(architecture="moe", activeParameters=model.activeParameters)
-    clients = row.batch or row.concurrency or 10**6
-    traffic = {"concurrency": clients, "inputTokens": row.isl, "outputTokens": row.osl}
+    clients = row.batch or row.concurrency
+    load = {"concurrency": clients} if clients else {"peakRps": 10**6}  # a throughput run: more than any replica holds
+    traffic = {**load, "inputTokens": row.isl, "outputTokens": row.osl}
     precision = "bf16" if row.precision == "fp16" else row.precision
+    declared: dict[str, object] = {"maxBatch": table.maxBatch, "tensorParallel": row.tp} if engine else {}
     return Workload.model_validate(
-        {"name": "serve", "kind": "inference", "team": "calibration", "model": spec, "precision": precision, "traffic": traffic}
-    )
+        {"name": "serve", "kind": "inference", "team": "calibration", "model": spec, "precision": precision, "traffic": traffic,
+         **declared}
+    )  # fmt: skip
 
 
-def planned_serving(row: ServingResult, table: ServingTable, catalog: Catalog, sizing: Sizing) -> float | None:
+def planned_serving(row: ServingResult, table: ServingTable, catalog: Catalog, sizing: Sizing, *, engine: bool = True) -> float | None:
     """Output tokens/s per GPU that `alicerce plan` (plan_inference) expects for the point: at full load for a
     throughput run, at the declared clients for a closed-loop run. None: the planner sizes no replica."""
     gpu = catalog.gpu(row.gpu)
     assert gpu is not None, row.gpu
-    w = serving_workload(row, table, catalog)
+    w = serving_workload(row, table, catalog, engine=engine)
     plan = plan_workload(w, Placement(None, gpu, 8), sizing, [gpu])
     if plan.gpus is None or plan.tokens_per_second_per_replica is None or plan.tokens_per_month is None:
         return None

@@ -492,8 +492,11 @@ def kv_bytes(precision: str) -> float:
     return 1.0 if precision in ("fp8", "int8", "fp4", "int4") else 2.0
 
 
-def replica_layout(w: Workload, gpu: Gpu, sizing: Sizing, node_gpus: int) -> tuple[ReplicaPerformance | None, list[Figure]]:
-    """The smallest tensor-parallel replica that holds the model and meets the latency SLOs."""
+def replica_layout(
+    w: Workload, gpu: Gpu, sizing: Sizing, node_gpus: int, *, clients: float | None = None
+) -> tuple[ReplicaPerformance | None, list[Figure]]:
+    """The smallest tensor-parallel replica that holds the model and meets the latency SLOs; with ``clients``
+    (closed-loop clients a replica serves) its batch is at most that many."""
     assert w.model is not None and w.traffic is not None
     shape_ = served_shape(w, sizing)
     inf = sizing.inference
@@ -527,16 +530,19 @@ def replica_layout(w: Workload, gpu: Gpu, sizing: Sizing, node_gpus: int) -> tup
     )
     hardware = gpu_hardware(gpu, w.precision, sizing)
     headroom = inf.tpotHeadroom.value
-    for tp in (d for d in TP_DEGREES if d <= node_gpus):
+    engine_cap = float(w.max_batch) if w.max_batch is not None else inf.maxBatch.value
+    degrees = [w.tensor_parallel] if w.tensor_parallel is not None else [d for d in TP_DEGREES if d <= node_gpus]
+    for tp in degrees:
         replica = Replica(shape_, tp, hardware, eff, bytes_per_weight, kv_bytes(w.precision))
-        perf = replica_performance(replica, isl, osl, batch_cap=inf.maxBatch.value, tpot=tpot * headroom if tpot is not None else None)
+        cap = engine_cap if clients is None else min(engine_cap, clients)
+        perf = replica_performance(replica, isl, osl, batch_cap=cap, tpot=tpot * headroom if tpot is not None else None)
         if perf is None or (ttft is not None and perf.prefill_seconds > ttft):
             continue
         figures.append(Figure("batch per replica", perf.batch, "sequences",
                               "min(engine cap, KV memory limit, largest batch with step + batch x prefill / output tokens "
                               "<= headroom x TPOT target)",
                               {"tensor parallel": tp, "KV memory limit": perf.kv_batch_limit,
-                               "engine cap": inf.maxBatch.value}))  # fmt: skip
+                               "engine cap": engine_cap}))  # fmt: skip
         figures.append(Figure("decode step", perf.step_seconds, "s",
                               "(weights read + batch x KV) / (TP x HBM x e) + compute / (TP x peak x e) + all-reduce + overhead",
                               {"tensor parallel": tp, "batch": perf.batch}, factors))  # fmt: skip
@@ -557,6 +563,7 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
         w = w.model_copy(update={"traffic": Traffic.model_validate({"concurrency": 1, "inputTokens": 512, "outputTokens": 256})})
         notes.append("no traffic declared: sized one replica for 512-token prompts and 256-token outputs")
     assert w.traffic is not None
+    declared_clients = w.traffic.peak_rps is None and not notes  # closed-loop clients the spec declares
     fits: dict[str, int | None] = {}
     for candidate in candidates:
         found, _ = replica_layout(w, candidate, sizing, place.gpus_per_node)
@@ -570,8 +577,14 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
         load = w.traffic.peak_rps / (replicas * layout.requests_per_second)
         rps = w.traffic.peak_rps
     else:
-        replicas = max(1, math.ceil((w.traffic.concurrency or 1) / layout.batch))
-        load = (w.traffic.concurrency or 1) / (replicas * layout.batch)
+        clients = w.traffic.concurrency or 1
+        replicas = max(1, math.ceil(clients / layout.batch))
+        if declared_clients and clients / replicas < layout.batch:
+            # closed-loop clients keep clients / replicas sequences in flight on each replica: its rate at that batch,
+            # not its full-batch rate scaled down (a decode step does not shrink in proportion to the batch)
+            layout, figures = replica_layout(w, gpu, sizing, place.gpus_per_node, clients=clients / replicas)
+            assert layout is not None  # a smaller batch only eases memory and latency
+        load = clients / (replicas * layout.batch)
         rps = load * replicas * layout.requests_per_second
     figures.append(Figure("replicas", replicas, "replicas", "ceil(peak requests/s / requests/s per replica)", {"load": load}))
     gpus = replicas * layout.tp

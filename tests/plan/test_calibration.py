@@ -25,6 +25,8 @@ from alicerce.plan.calibrate import (
     inference_errors,
     measured_mfu,
     planned_mfu,
+    planned_serving,
+    predict_row,
     predicted_mfu,
     summary,
     training_errors,
@@ -203,3 +205,18 @@ def test_the_readme_accuracy_table_is_the_bench_scripts() -> None:
     spec.loader.exec_module(bench)
     readme = (ROOT / "README.md").read_text("utf-8")
     assert bench.tables(CATALOG) in readme, "regenerate with `python bench/sizing_accuracy.py --readme`"
+
+
+def test_the_planner_serves_each_published_point_as_the_roofline_predicts_it() -> None:
+    """Issue 23, defect 1 (serving): each published point, declared with user fields (model shape, precision, tokens,
+    closed-loop clients, the engine's `tensorParallel` and `maxBatch`), goes through plan_workload; its output tokens
+    per GPU are the roofline's prediction at the published configuration, so the fit and test tables measure what
+    `plan` prints. Fixed-rate points (Triton) are compared per stream and left out here."""
+    for table in TABLES:
+        for row in table.rows:
+            if row.requestsPerSecond is not None:
+                continue
+            predicted = predict_row(row, table, CATALOG, SIZING, efficiencies(SIZING))
+            planned = planned_serving(row, table, CATALOG, SIZING)
+            assert predicted is not None and planned is not None, (table.id, row)
+            assert planned * row.tp == pytest.approx(predicted, rel=1e-9), (table.id, row)

@@ -43,24 +43,25 @@ def plan() -> SizingPlan:
 
 
 def test_golden_owned_pool_month() -> None:
-    # onprem-h100: 32 DGX-class H100 nodes, 256 GPUs; llm-pretrain holds 224 of them all month -> u = 224/256 = 0.875
+    # onprem-h100: 32 DGX-class H100 nodes, 256 GPUs; llm-pretrain, one run a quarter (runsPerQuarter: 1), holds 224
+    # of them for its 59.0108-day wall-clock: 59.0108 x 24 / 3 = 472.087 h a month -> u = 224 x 472.087 / (256 x 730) = 0.56586
     #   capex    = 32 x (300,000 server + 33,980 fabric) / (4 years x 12)        = 222,653.33
     #   support  = 32 x 300,000 x 10% a year / 12                                =  80,000.00
     #   space    = 32 nodes x 10.2 kW x 184.06 USD/kW-month                      =  60,077.18
     #   power    = 32 x 10.2 kW x 730 h x PUE 1.56 x 0.0806 USD/kWh = 29,959.37 at full draw,
-    #              x (idle 0.3 + (0.8 - 0.3) x 0.875) = x 0.7375                 =  22,095.03
+    #              x (idle 0.3 + (0.8 - 0.3) x 0.56586) = x 0.58293             =  17,464.17
     #   staff    = 32 nodes / 48 per engineer x 225,000 / 12                     =  12,500.00
     #   licences = 0 (none declared)
-    #   total (unrounded items)                                                  = 397,325.55 a month
-    #   per used GPU-hour = 397,325.55 / (256 x 730 x 0.875)                     =       2.430
+    #   total (unrounded items)                                                  = 392,694.69 a month
+    #   per used GPU-hour = 392,694.69 / (256 x 730 x 0.56586)                   =       3.7135
     #   racks: kwPerRack 41 in platform.yaml -> floor(41 / 10.2) = 4 nodes a rack -> 8 racks
     pool = next(p for p in plan().pools if p.name == "onprem-h100")
     cost = pool.owned_cost
-    assert cost is not None and cost.utilization == pytest.approx(0.875)
-    expected = {"capex": 222_653.33, "support": 80_000.00, "space": 60_077.18, "power": 22_095.03, "staff": 12_500.00, "licences": 0.0}
+    assert cost is not None and cost.utilization == pytest.approx(0.56586, abs=1e-5)
+    expected = {"capex": 222_653.33, "support": 80_000.00, "space": 60_077.18, "power": 17_464.17, "staff": 12_500.00, "licences": 0.0}
     assert cost.items == pytest.approx(expected, abs=0.01)
-    assert cost.monthly_usd == pytest.approx(397_325.55, abs=0.01)
-    assert cost.usd_per_gpu_hour() == pytest.approx(2.4298, abs=1e-4)
+    assert cost.monthly_usd == pytest.approx(392_694.69, abs=0.01)
+    assert cost.usd_per_gpu_hour() == pytest.approx(3.7135, abs=1e-4)
     assert cost.racks == 8
 
 
@@ -72,7 +73,7 @@ def test_golden_break_even_against_p5() -> None:
     (option,) = plan().own_vs_rent
     assert option.rental == "p5.48xlarge" and option.rental_usd_per_gpu_hour == pytest.approx(6.88)
     assert option.break_even_utilization == pytest.approx(0.30235, abs=1e-4)
-    assert option.verdict().startswith("owning is cheaper at 88% utilisation")
+    assert option.verdict().startswith("owning is cheaper at 57% utilisation")
     # at the break-even utilisation owning and renting cost the same per used GPU-hour
     assert option.owned.usd_per_gpu_hour(option.break_even_utilization) == pytest.approx(6.88, rel=1e-9)
 
@@ -101,7 +102,7 @@ def test_own_vs_rent_uses_the_specs_savings_plan_discount() -> None:
     """Issue 23, defect 2: the plan applied a pool's Savings Plan discount to that pool's price but compared owning
     with the undiscounted on-demand price. With 65% off p5 (train-p5 holds H100 too): 6.88 x 0.35 = 2.408 per GPU-hour;
     R = 2.408 x 256 x 730 = 450,007.04; u* = 384,218.32 / (450,007.04 - 14,979.69) = 0.88320, above the pool's 87.5%:
-    renting on the Savings Plan is cheaper, where the on-demand comparison said owning was."""
+    renting on the Savings Plan is cheaper (at 87.5% and at the pool's 56.6%), where the on-demand comparison said owning was."""
     data = reference()
     data["costs"]["cloud"] = [{"pool": "train-p5", "reservedNodes": 4, "savingsPlanDiscount": 0.65}]
     (option,) = plan_platform(resolve(data), today=TODAY).own_vs_rent
@@ -109,31 +110,30 @@ def test_own_vs_rent_uses_the_specs_savings_plan_discount() -> None:
     assert plan_.usd_per_gpu_hour == pytest.approx(2.408)
     assert option.wins(plan_) == pytest.approx((0.88320, 1.0), abs=1e-5)
     assert option.cheapest_at(0.875) == "savings-plan"
-    assert option.verdict().startswith("renting (savings-plan) is cheaper at 88% utilisation")
+    assert option.verdict().startswith("renting (savings-plan) is cheaper at 57% utilisation")
     assert option.bands()[0][2] == "savings-plan" and option.bands()[-1] == pytest.approx((0.88320, 1.0, "owned"), abs=1e-5)
 
 
 def test_utilisation_follows_the_declared_schedule() -> None:
-    """Issue 23, defect 3: a training run was counted as holding its GPUs every hour, back to back. Declared as one
-    run a quarter, llm-pretrain (224 H100 for 59.0108 days, as above) keeps them busy 59.0108 x 24 / 3 = 472.087 h a
-    month: u = 224 x 472.087 / (256 x 730) = 0.56586, not 0.875. The owned month (power follows u):
-      power = 29,959.37 x (0.3 + 0.5 x 0.56586) = 17,464.17; fixed items as above -> 392,694.69 a month
-      per used GPU-hour = 392,694.69 / (256 x 730 x 0.56586) = 3.7135, and the run costs 317,242 x 3.7135 = 1,178,084."""
-    data = reference()
-    next(w for w in data["workloads"] if w["name"] == "llm-pretrain")["runsPerQuarter"] = 1
-    scheduled = plan_platform(resolve(data), today=TODAY)
-    pool = next(x for x in scheduled.pools if x.name == "onprem-h100")
-    assert pool.utilization == pytest.approx(0.56586, abs=1e-5)
-    assert pool.owned_cost is not None and pool.owned_cost.items["power"] == pytest.approx(17_464.17, abs=0.01)
-    assert pool.owned_cost.monthly_usd == pytest.approx(392_694.69, abs=0.01)
-    assert pool.owned_cost.usd_per_gpu_hour() == pytest.approx(3.7135, abs=1e-4)
-    units = {u.workload: u for u in scheduled.unit_costs}
-    assert units["llm-pretrain"].cost_per_run_usd == pytest.approx(1_178_084, rel=1e-5)
-    (option,) = scheduled.own_vs_rent
-    assert option.verdict().startswith("owning is cheaper at 57% utilisation")
-    pretrain = next(w for w in scheduled.workloads if w.name == "llm-pretrain")
+    """Issue 23, defect 3: a training run was counted as holding its GPUs every hour, back to back. The reference
+    declares llm-pretrain as one run a quarter: u = 0.56586 (test_golden_owned_pool_month), and its run costs
+    317,242 GPU-hours x 3.7135 per used GPU-hour = 1,178,084. Without the schedule the runs are taken back to back,
+    the old figure: 224 of 256 GPUs all month, u = 0.875, power 29,959.37 x 0.7375 = 22,095.03, 397,325.55 a month,
+    2.4298 per used GPU-hour."""
+    p = plan()
+    pretrain = next(w for w in p.workloads if w.name == "llm-pretrain")
     busy = next(f for f in pretrain.figures if f.name == "busy share of its GPUs")
-    assert busy.value == pytest.approx(59.0108 / 91.25, abs=1e-5) and "PL320" not in {f.check for f in scheduled.findings}
+    assert busy.value == pytest.approx(59.0108 / 91.25, abs=1e-5) and "PL320" not in {f.check for f in p.findings}
+    data = reference()
+    del next(w for w in data["workloads"] if w["name"] == "llm-pretrain")["runsPerQuarter"]
+    back_to_back = plan_platform(resolve(data), today=TODAY)
+    pool = next(x for x in back_to_back.pools if x.name == "onprem-h100")
+    assert pool.utilization == pytest.approx(0.875)
+    assert pool.owned_cost is not None and pool.owned_cost.items["power"] == pytest.approx(22_095.03, abs=0.01)
+    assert pool.owned_cost.monthly_usd == pytest.approx(397_325.55, abs=0.01)
+    assert pool.owned_cost.usd_per_gpu_hour() == pytest.approx(2.4298, abs=1e-4)
+    (option,) = back_to_back.own_vs_rent
+    assert option.verdict().startswith("owning is cheaper at 88% utilisation")
 
 
 def test_runs_that_cannot_follow_one_another_in_a_quarter_are_a_finding() -> None:
@@ -156,30 +156,30 @@ def test_golden_reference_prod_month() -> None:
     # infer-l40s   chat-70b: 2 req/s / 0.3782 req/s a replica -> 6 g6e.12xlarge: 6 x 730 x 10.49264 =  45,957.76
     #              embed-batch (applied-ml's quota is here only): 243.33 GPU-h x 10.49264 / 4 =     638.30
     # infer-l4     min 1 g6.xlarge always on, no declared workload: 730 x 0.8048              =     587.50
-    # onprem-h100  owned TCO above                                                             = 397,325.55
+    # onprem-h100  owned TCO above                                                             = 392,694.69
     # FSx          datasets 50,400 GiB + checkpoints 26,400 GiB PERSISTENT_2 (fsx.yaml)          =  21,002.39
     # dc1 storage  2 PiB Lustre = 2,251.80 TB x 160 USD/TB / 48 months                         =   7,506.00
-    # total                                                                                    = 634,948.74
+    # total                                                                                    = 630,317.87
     p = plan()
     pools = {x.name: x.monthly_cost_usd for x in p.pools}
     assert pools == pytest.approx(
         {"system": 1_177.34, "data-prep": 37.08, "train-p5": 160_716.80, "infer-l40s": 46_596.07, "infer-l4": 587.50,
-         "dc1-system": None, "onprem-h100": 397_325.55},
+         "dc1-system": None, "onprem-h100": 392_694.69},
         abs=0.02,
     )  # fmt: skip
     assert p.cost_breakdown["FSx"] == pytest.approx(21_002.39, abs=0.01)
     assert p.cost_breakdown["owned sites (storage, links)"] == pytest.approx(7_506.00, abs=0.01)
-    assert p.monthly_cost_usd == pytest.approx(634_948.74, abs=0.05)
+    assert p.monthly_cost_usd == pytest.approx(630_317.87, abs=0.05)
 
 
 def test_golden_unit_costs() -> None:
     # llm-pretrain: 6 x 70e9 x 1e12 FLOP / (989.4 TFLOP/s x MFU) with MFU = 0.46 base x 1/(1 + 80 x 8192 x 8192 / 70e9)
     #   (= 0.92877) x 1 (74,898 tokens per GPU per step) x 0.87 goodput = 0.37170 -> 317,228 GPU-hours;
-    #   at the owned pool's 2.4298 USD per GPU-hour: 770,800 a run
+    #   at the owned pool's 3.7135 USD per used GPU-hour: 1,178,084 a run
     # chat-70b: 24 L40S x 730 h = 17,520 GPU-hours at 10.49264 / 4 = 2.62316 -> 45,957.76 a month to serve the peak;
     #   2 req/s x 1,800 tokens x 3,600 x 730 = 9.4608e9 tokens a month -> 4.858 USD per million tokens
     units = {u.workload: u for u in plan().unit_costs}
-    assert units["llm-pretrain"].cost_per_run_usd == pytest.approx(770_800, rel=0.001)
+    assert units["llm-pretrain"].cost_per_run_usd == pytest.approx(1_178_084, rel=0.001)
     assert units["chat-70b"].usd_per_million_tokens == pytest.approx(4.858, abs=0.001)
     assert units["chat-70b"].monthly_usd == pytest.approx(45_957.76, abs=0.02)
 
@@ -198,9 +198,9 @@ def test_unit_cost_of_an_undersized_pool_is_what_its_max_can_spend() -> None:
 def test_showback_adds_up_and_meets_budgets() -> None:
     p = plan()
     assert sum(p.showback.values()) == pytest.approx(p.monthly_cost_usd, rel=1e-9)
-    # research uses 224 of 256 owned GPUs: 7/8 of the owned month is theirs (the idle 1/8 stays with the
-    # platform), plus tokenize-corpus's day of Spot data prep: 397,325.55 x 0.875 + 37.08 = 347,696.94
-    assert p.showback["research"] == pytest.approx(347_696.94, abs=0.01)
+    # research keeps 56.586% of the owned GPU-hours busy: that share of the owned month is theirs (the idle rest
+    # stays with the platform), plus tokenize-corpus's day of Spot data prep: 392,694.69 x 0.56586 + 37.08 = 222,246.15
+    assert p.showback["research"] == pytest.approx(222_246.15, abs=0.01)
     assert p.budgets == {"research": 900_000.0} and "PL318" not in {f.check for f in p.findings}
 
 

@@ -145,5 +145,15 @@ class Workload(SpecModel):
         "runs x wall-clock of each quarter. Default: runs back to back, busy every hour.",
         examples=[1],
     )
+    max_batch: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_RATE,
+        description="Serving: the engine's cap on sequences in flight per replica (vLLM --max-num-seqs, TensorRT-LLM "
+        "max_batch_size). Default: the catalog's (256, vLLM's default).",
+    )
+    tensor_parallel: StrictInt | None = Field(
+        default=None, ge=1, le=MAX_WIDTH, description="Serving: the replica's tensor-parallel degree. Default: the smallest that fits."
+    )
     hours_per_day: float = Field(default=24, ge=0.1, le=24, description="Hours a day the workload runs.")
     growth: Growth | None = Field(default=None, description="Demand growth; `alicerce plan` forecasts capacity and cost with it.")
