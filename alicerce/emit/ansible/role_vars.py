@@ -278,6 +278,22 @@ class KubernetesNodeVars(RoleVars):
     )
     kubernetes_node_drain_timeout: str = Field(default="900s", description="How long a drain may take before the run fails.")
     kubernetes_node_state_dir: str = Field(default="/var/lib/kubelet", description="kubelet's state directory.")
+    kubernetes_node_kubelet_config: dict[str, Any] = Field(
+        default={
+            "cpuManagerPolicy": None,
+            "cpuManagerPolicyOptions": None,
+            "topologyManagerPolicy": None,
+            "topologyManagerScope": None,
+            "systemReserved": {"cpu": "500m", "memory": "512Mi"},
+        },
+        description="kubelet config keys kubespray renders from the pool's resource managers (null: absent), set on a policy change.",
+    )
+    kubernetes_node_kubelet_config_path: str = Field(
+        default="/etc/kubernetes/kubelet-config.yaml", description="kubelet's config file (kubespray writes it)."
+    )
+    kubernetes_node_ready_timeout: int = Field(
+        default=300, description="Seconds a restarted kubelet may take to report its node Ready before the run fails."
+    )
 
 
 class NodeMonitoringVars(RoleVars):

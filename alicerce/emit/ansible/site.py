@@ -18,6 +18,7 @@ from alicerce.catalog.onprem import load_onprem
 from alicerce.emit.ansible.kubespray import (
     PLAYBOOKS,
     cluster_vars,
+    kubelet_manager_config,
     kubelet_managers,
     pool_vars,
     requirements_lock,
@@ -294,6 +295,7 @@ def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPoo
         ),
         KubernetesNodeVars(
             kubernetes_node_cpu_manager_policy=kubelet.cpu_manager,
+            kubernetes_node_kubelet_config=kubelet_manager_config(kubelet),
             kubernetes_node_labels=dict(sorted(pool.labels.items())),
             kubernetes_node_taints=taints,
         ),
