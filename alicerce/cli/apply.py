@@ -227,10 +227,17 @@ def onprem(
         ]
         data["kubeconfigs"] = kubeconfigs
         data["removed"] = removed
+        data["held"] = list(dict.fromkeys(h for _, r in results for h in r.held))
         print_json(data)
     else:
         for stage, stage_result in results:
             _print_recap(stage_result, stage.name)
+        held = [h for _, r in results for h in r.held]
+        if not result.ok and held:
+            # post-cluster.yml uncordons every node alicerce drained (its alicerce.dev/drained mark) once it passes
+            # acceptance, so a plain re-run resumes; uncordoning by hand would skip the acceptance they have not passed
+            print(f"still cordoned (drained by alicerce, not yet accepted): {', '.join(dict.fromkeys(held))}")
+            print(f"resume: fix the failure above, then alicerce apply onprem {spec} --env {env} (acceptance uncordons them)")
         for admin in kubeconfigs:
             print(f"kubeconfig: {admin}; hand it to Pulumi with the command in {ansible_dir / 'README.md'}")
         if kubeconfigs:
@@ -293,6 +300,7 @@ def _result_data(result: RunResult) -> dict[str, Any]:
         "failures": [{"kind": kind, "host": host, "task": task, "message": message} for kind, host, task, message in unique],
         "failureGroups": failure_groups(result.failures),
         "reason": result.reason,
+        "held": result.held,
     }
 
 

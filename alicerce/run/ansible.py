@@ -74,6 +74,7 @@ class RunResult:
     tasks: int = 0
     signal: int | None = None  # SIGINT/SIGTERM that canceled the run
     reason: str = ""  # why a run that reached no host failed (Ansible's error), for the recap
+    held: list[str] = field(default_factory=list)  # hosts this run drained and did not uncordon (they stay cordoned)
 
     @property
     def ok(self) -> bool:
@@ -92,6 +93,11 @@ def _message(res: dict[str, Any]) -> str:
     return "failed"
 
 
+# task names of the kubernetes_node role (tasks/drain.yml, tasks/release.yml)
+DRAIN_TASK = "Drain the node ("
+UNCORDON_TASK = "Uncordon the node alicerce drained"
+
+
 class EventCollector:
     """Folds ansible-runner events into counters and typed failures."""
 
@@ -99,6 +105,7 @@ class EventCollector:
         self.stats: dict[str, HostStats] = {}
         self.failures: list[HostFailure] = []
         self.tasks = 0
+        self.drained: list[str] = []  # in drain order; a host leaves when the run uncordons it
         self.play = ""
         self.task = ""
         self._on_event = on_event
@@ -114,6 +121,13 @@ class EventCollector:
             self.task = str(data.get("task", ""))
         elif kind == "runner_on_failed" and not data.get("ignore_errors"):
             self.failures.append(TaskFailed(host, str(data.get("task", self.task)), _message(data.get("res", {}) or {})))
+        elif kind == "runner_on_ok" and (data.get("res") or {}).get("changed"):
+            # kubernetes_node's drain.yml and release.yml: what a failed run leaves cordoned, for the recap
+            task = str(data.get("task", self.task))
+            if task.startswith(DRAIN_TASK) and host not in self.drained:
+                self.drained.append(host)
+            elif task == UNCORDON_TASK and host in self.drained:
+                self.drained.remove(host)
         elif kind == "runner_on_unreachable":
             self.failures.append(HostUnreachable(host, str(data.get("task", self.task)), _message(data.get("res", {}) or {})))
         elif kind == "playbook_on_stats":
@@ -444,6 +458,7 @@ def run_playbook(
         failures=collector.failures,
         tasks=collector.tasks,
         signal=interrupt.signum,
+        held=list(collector.drained),
     )
     if not result.ok and not result.stats and not result.failures:
         result.reason = _reason(artifacts / "stdout") or f"ansible-playbook exited {result.rc} before reaching any host"

@@ -546,3 +546,31 @@ def test_an_interrupted_apply_stops_at_that_stage_and_exits_128_plus_the_signal(
     assert result.exit_code == 128 + signal.SIGTERM, result.output
     assert calls == ["site.yml"] and "interrupted by signal 15" in result.stdout
     assert signal.getsignal(signal.SIGTERM) == before  # apply's handler is gone again
+
+
+def test_a_failed_run_names_the_nodes_it_left_cordoned_and_how_to_resume(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Issue 20 (onprem 2, item 2): an unreachable node aborts its batch at once (no rescue catches it); the recap
+    says which drained nodes stay cordoned and the command that resumes, instead of leaving them to be found."""
+    import ansible_runner
+
+    hosts = ["gpu-001.dc1.acme.example", "gpu-002.dc1.acme.example", "gpu-003.dc1.acme.example"]
+
+    def run(**kwargs: Any) -> SimpleNamespace:
+        handler = kwargs["event_handler"]
+        for host in hosts:
+            drain = "Drain the node (driver upgrade)"
+            handler({"event": "runner_on_ok", "event_data": {"host": host, "task": drain, "res": {"changed": True}}})
+        uncordon = "Uncordon the node alicerce drained"
+        handler({"event": "runner_on_ok", "event_data": {"host": hosts[0], "task": uncordon, "res": {"changed": True}}})
+        handler({"event": "runner_on_unreachable", "event_data": {"host": hosts[2], "task": "Reboot", "res": {"msg": "timeout"}}})
+        handler({"event": "playbook_on_stats", "event_data": {"ok": dict.fromkeys(hosts[:2], 3), "dark": {hosts[2]: 1}}})
+        return SimpleNamespace(status="failed", rc=4)
+
+    monkeypatch.setattr(ansible_runner, "run", run)
+    args = ["apply", "onprem", SPEC, "--env", "prod", "--workdir", str(tmp_path), "--kubespray", "skip"]
+    result = CliRunner().invoke(build_app(), args)
+    assert result.exit_code == 3, result.output
+    assert f"still cordoned (drained by alicerce, not yet accepted): {hosts[1]}, {hosts[2]}\n" in result.stdout
+    assert f"resume: fix the failure above, then alicerce apply onprem {SPEC} --env prod" in result.stdout
+    data = json.loads(CliRunner().invoke(build_app(), [*args, "--json"]).stdout)
+    assert data["held"] == hosts[1:]

@@ -412,9 +412,10 @@ def test_acceptance_gates_the_node_before_it_takes_work(prod: ResolvedPlatform) 
     """Issue 20, 4: nothing uncordons or untaints a node before node_validation passed; the post-cluster stage
     releases it last, even under --tags."""
     post = yaml.safe_load(render_tree(prod, subtrees=["ansible"])["ansible/post-cluster.yml"])
-    steps = [(t["ansible.builtin.import_role"]["name"], t["ansible.builtin.import_role"].get("tasks_from")) for t in post[0]["tasks"]]
+    block = post[0]["tasks"][0]["block"]
+    steps = [(t["ansible.builtin.import_role"]["name"], t["ansible.builtin.import_role"].get("tasks_from")) for t in block]
     assert steps == [("kubernetes_node", "post-cluster.yml"), ("node_validation", None), ("kubernetes_node", "release.yml")]
-    assert post[0]["tasks"][-1]["tags"] == ["always"]
+    assert post[0]["tasks"][0]["block"][-1]["tags"] == ["always"]
     before = json.dumps(yaml.safe_load((ROLES / "kubernetes_node" / "tasks" / "post-cluster.yml").read_text()))
     assert "uncordon" not in before and "alicerce.dev/drained-" not in before
     release = yaml.safe_load((ROLES / "kubernetes_node" / "tasks" / "release.yml").read_text())

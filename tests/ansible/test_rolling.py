@@ -91,6 +91,41 @@ def test_a_failed_host_stops_the_roll_before_the_next_batch(generated: Path, tmp
     assert all((marks / f"{host}.node_validation").exists() for host in released)
 
 
+def test_a_node_that_fails_acceptance_leaves_the_rest_of_its_batch_released(generated: Path, tmp_path: Path) -> None:
+    """post-cluster.yml rolls like site.yml: the failed node stays held, its batch-mates are released, nobody after."""
+    project = tmp_path / "project"
+    shutil.copytree(generated, project, ignore=shutil.ignore_patterns("roles", ".cache"))
+    roles = project / "roles"
+    for model in ROLE_VARS:
+        (roles / model.ROLE / "tasks").mkdir(parents=True)
+        (roles / model.ROLE / "tasks" / "main.yml").write_text(STUB)
+    (roles / "kubernetes_node" / "tasks" / "post-cluster.yml").write_text(STUB)
+    (roles / "kubernetes_node" / "tasks" / "release.yml").write_text(RELEASE)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    hosts = _site_hosts(generated)
+    fail_host = hosts[4]
+    extra = tmp_path / "local.yml"
+    local = {
+        "ansible_connection": "local",
+        "ansible_become": False,
+        "ansible_python_interpreter": sys.executable,
+        "rolling_marks": str(marks),
+        "rolling_fail_host": fail_host,
+        "rolling_fail_role": "node_validation",
+    }
+    extra.write_text(yaml.safe_dump({"all": {"vars": local}}))
+    result = run_playbook(project, "post-cluster.yml", tmp_path / "runner", inventories=[extra])
+    assert not result.ok
+    assert [(f.host, f.task) for f in result.failures] == [
+        (fail_host, "Fail where the test says"),
+        (fail_host, "Stop the roll before the next batch"),
+    ]
+    released = {p.name.removesuffix(".released") for p in marks.glob("*.released")}
+    assert released == set(hosts[:9]) - {fail_host}  # before: the whole batch stayed held
+    assert not [p for host in hosts[9:] for p in marks.glob(f"{host}.*")]
+
+
 def _rack(generated: Path, rack: str) -> list[str]:
     inventory = yaml.safe_load((generated / "inventory.yml").read_text())
     pool = inventory["all"]["children"]["site_dc1"]["children"]["pool_onprem_h100"]
