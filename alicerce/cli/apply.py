@@ -210,7 +210,7 @@ def onprem(
                     ident=stage.name,
                 )
                 results.append((stage, result))
-                if not result.ok:
+                if not stage.passed(result):
                     break
     except RunError as exc:
         raise UsageError(str(exc)) from None
@@ -223,7 +223,15 @@ def onprem(
     if as_json:
         data = _result_data(result)
         data["stages"] = [
-            {"stage": st.name, "playbook": st.playbook, "ok": r.ok, "artifacts": str(r.artifacts), "reason": r.reason} for st, r in results
+            {
+                "stage": st.name,
+                "playbook": st.playbook,
+                "ok": r.ok,
+                "artifacts": str(r.artifacts),
+                "reason": r.reason,
+                "spared": st.spared(r) if st.passed(r) else [],
+            }
+            for st, r in results
         ]
         data["kubeconfigs"] = kubeconfigs
         data["removed"] = removed
@@ -232,6 +240,12 @@ def onprem(
     else:
         for stage, stage_result in results:
             _print_recap(stage_result, stage.name)
+            spared = stage.spared(stage_result) if stage.passed(stage_result) else []
+            if spared:
+                print(
+                    f"went on without {', '.join(spared)} (outside --limit; kubespray's facts run over every host). "
+                    f"A dead node leaves with: alicerce apply onprem {spec} --env {env} --kubespray remove-node --offline --limit HOST"
+                )
         held = [h for _, r in results for h in r.held]
         if not result.ok and held:
             # post-cluster.yml uncordons every node alicerce drained (its alicerce.dev/drained mark) once it passes

@@ -533,6 +533,22 @@ class Stage:
     environment: KubesprayEnvironment | None = None
     limit: str | None = None
     options: tuple[str, ...] = ()
+    # None: any failure stops the sequence; otherwise only a failure on one of these hosts does
+    needed: tuple[str, ...] | None = None
+
+    def passed(self, result: RunResult) -> bool:
+        """Whether the sequence goes on after this stage's run: it succeeded, or failed only on hosts it does not need."""
+        if result.ok:
+            return True
+        if self.needed is None or result.signal is not None or not result.failures:
+            return False
+        return all(f.host not in self.needed for f in result.failures)
+
+    def spared(self, result: RunResult) -> list[str]:
+        """The hosts that failed this stage without stopping the sequence (outside ``needed``)."""
+        if self.needed is None:
+            return []
+        return sorted({f.host for f in result.failures if f.host not in self.needed})
 
 
 def apply_sequence(
@@ -581,8 +597,21 @@ def apply_sequence(
             if hosts == []:
                 continue
             if hosts is not None:
+                # facts.yml runs over every host (docs/operations/nodes.md), its bootstrap play any_errors_fatal: one dead
+                # node outside the limit would block every scale or replace. It runs with any_errors_fatal=false and
+                # only the limited hosts and the control plane (scale.yml reaches both) must pass; a dead node is
+                # removed with remove-node, reset_nodes=false and allow_ungraceful_removal=true (--offline), as the docs say.
+                cluster = limit_hosts([project / inventory], "kube_control_plane:etcd") if (project / inventory).is_file() else []
                 stages.append(
-                    Stage(f"kubespray {site} facts", project, f"{site}/facts.yml", inventory, environment, options=KUBESPRAY_BECOME)
+                    Stage(
+                        f"kubespray {site} facts",
+                        project,
+                        f"{site}/facts.yml",
+                        inventory,
+                        environment,
+                        options=(*KUBESPRAY_BECOME, "-e", "any_errors_fatal=false"),
+                        needed=tuple(dict.fromkeys([*hosts, *cluster])),
+                    )
                 )
             run = Stage(
                 f"kubespray {site}",

@@ -395,9 +395,10 @@ def test_host_acceptance_leaves_the_device_plugin_s_resources_to_cluster_accepta
     ansible = Path(call["project_dir"])
     post = yaml.safe_load((ansible / "post-cluster.yml").read_text())
     for play in post:  # host acceptance checks no allocatable, and keeps a GPU node's acceptance taint
-        (validation,) = [t for t in play["tasks"] if t["ansible.builtin.import_role"]["name"] == "node_validation"]
+        steps = play["tasks"][0]["block"]  # its rescue holds a failed node while the rest of the batch goes on
+        (validation,) = [t for t in steps if t["ansible.builtin.import_role"]["name"] == "node_validation"]
         assert validation["vars"] == {"node_validation_allocatable": {}}
-        release = play["tasks"][-1]
+        release = steps[-1]
         assert release["ansible.builtin.import_role"]["tasks_from"] == "release.yml"
         assert release["vars"] == {"_kubernetes_node_release_pending": "{{ node_validation_allocatable | length == 0 }}"}
     accept = yaml.safe_load((ansible / "accept.yml").read_text())
@@ -574,3 +575,36 @@ def test_a_failed_run_names_the_nodes_it_left_cordoned_and_how_to_resume(monkeyp
     assert f"resume: fix the failure above, then alicerce apply onprem {SPEC} --env prod" in result.stdout
     data = json.loads(CliRunner().invoke(build_app(), [*args, "--json"]).stdout)
     assert data["held"] == hosts[1:]
+
+
+@pytest.mark.parametrize(("dead", "goes_on"), [("gpu-005.dc1.acme.example", True), ("cp-2.dc1.acme.example", False)])
+def test_a_dead_node_outside_the_limit_does_not_block_a_scale(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, dead: str, goes_on: bool
+) -> None:
+    """Issue 20 (onprem 2, item 3): kubespray's facts.yml (v2.31.0 playbooks/internal_facts.yml) is any_errors_fatal and
+    must run over every host before a --limit run (docs/operations/nodes.md); one dead worker blocked every scale.
+    It now runs with any_errors_fatal=false, and only the limited hosts and the control plane must pass."""
+    import ansible_runner
+
+    calls: list[dict[str, Any]] = []
+
+    def run(**kwargs: Any) -> SimpleNamespace:
+        calls.append(kwargs)
+        if kwargs["playbook"].endswith("/facts.yml"):
+            handler = kwargs["event_handler"]
+            event = {"host": dead, "task": "Gather minimal facts", "res": {"msg": "ssh: no route to host"}}
+            handler({"event": "runner_on_unreachable", "event_data": event})
+            handler({"event": "playbook_on_stats", "event_data": {"ok": {"cp-1.dc1.acme.example": 5}, "dark": {dead: 1}}})
+            return SimpleNamespace(status="failed", rc=4)
+        return SimpleNamespace(status="successful", rc=0)
+
+    monkeypatch.setattr(ansible_runner, "run", run)
+    new = "gpu-017.dc1.acme.example"
+    result = CliRunner().invoke(build_app(), [*_base(tmp_path), "--limit", new, "--kubespray", "scale"])
+    facts = next(c for c in calls if c["playbook"] == "dc1/facts.yml")
+    assert facts["limit"] is None and facts["cmdline"].endswith("-e any_errors_fatal=false")
+    assert [c["playbook"] for c in calls][2:] == (["dc1/scale.yml", "post-cluster.yml"] if goes_on else [])
+    assert result.exit_code == (0 if goes_on else 3), result.output
+    if goes_on:
+        assert f"went on without {dead} (outside --limit" in result.stdout
+        assert "--kubespray remove-node --offline --limit HOST" in result.stdout
