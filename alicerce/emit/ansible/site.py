@@ -42,6 +42,7 @@ from alicerce.emit.ansible.role_vars import (
     field_flag,
 )
 from alicerce.emit.errors import EmitError
+from alicerce.emit.kube.network import promised_rdma
 from alicerce.emit.templates import ANSIBLE_SOURCE, render
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
 from alicerce.spec.models import Fabric, LocalNvmeTier, OnpremSite, ParallelFsTier
@@ -219,6 +220,16 @@ def acceptance_floors(pool: ResolvedPool, acceptance: Acceptance) -> dict[str, f
     return floors
 
 
+def acceptance_promise(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPool) -> dict[str, str]:
+    """Every extended resource a node of the pool offers once the operators' device plugins run (accept.yml waits for them).
+
+    The GPU units of the pool (GPU Operator), and its RDMA resource where the Network Operator's NicClusterPolicy
+    selects its nodes (an InfiniBand or RoCE fabric on host adapters).
+    """
+    promise = {r: str(n) for r, n in pool.gpu_units.resources.items()} if pool.gpu_units else {}
+    return dict(sorted((promise | promised_rdma(platform, site.name, pool)).items()))
+
+
 def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPool) -> tuple[RoleVars, ...]:
     """The variables of every role for the nodes of ``pool``, read from the resolved platform."""
     assert isinstance(site.spec, OnpremSite), f"site {site.name}: Ansible provisions on-prem nodes"
@@ -321,7 +332,7 @@ def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPoo
             node_validation_ib_write_bw_gbps=floors["ib_write_bw"],
             node_validation_scratch_path=scratch.mount_path if scratch else "",
             node_validation_mounts=[m["path"] for m in mounts],
-            node_validation_allocatable={r: str(n) for r, n in sorted(pool.gpu_units.resources.items())} if pool.gpu_units else {},
+            node_validation_allocatable=acceptance_promise(platform, site, pool),
         ),
     )
 
