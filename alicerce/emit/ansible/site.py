@@ -235,6 +235,8 @@ def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPoo
     assert isinstance(site.spec, OnpremSite), f"site {site.name}: Ansible provisions on-prem nodes"
     versions = platform.versions
     software = load_onprem().nodeSoftware
+    mirror = site.spec.node_software.lustre_mirror
+    adapters = [a.lower() for a in pool.spec.onprem.rail_adapters] if pool.spec.onprem else []
     gpu = pool.gpu
     gpus = pool.gpus_per_node if gpu else 0
     host_driver = bool(gpu) and site.software.gpu_driver == "host"
@@ -262,6 +264,7 @@ def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPoo
             rdma_technology=onprem_fabric.technology if onprem_fabric else "infiniband",
             rdma_rails=rails,
             rdma_rate_gbps=rate or 400,
+            rdma_rail_adapters=adapters,
             rdma_mtu=onprem_fabric.mtu if onprem_fabric else 4096,
             rdma_gpudirect=gpudirect,
             rdma_roce_pfc_priority=onprem_fabric.roce_pfc_priority if onprem_fabric else 3,
@@ -299,7 +302,12 @@ def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPoo
             parallel_fs_client_mounts=mounts,
             parallel_fs_client_lnet_networks=_lnet(mounts, fabric),
             parallel_fs_client_lnet_routes=_lnet_routes(site),
-            parallel_fs_client_lustre_repository_url=f"{software.lustre.repository}/lustre-{software.lustre.version}",
+            # the site's signed mirror (nodeSoftware.lustreMirror); without one the role refuses to mount Lustre
+            parallel_fs_client_lustre_repository_url=mirror.url
+            if mirror
+            else f"{software.lustre.repository}/lustre-{software.lustre.version}",
+            parallel_fs_client_lustre_repository_key_url=mirror.key if mirror else "",
+            parallel_fs_client_lustre_repository_key_fingerprint=mirror.key_fingerprint.upper() if mirror else "",
             parallel_fs_client_beegfs_repository_url=software.beegfs.repository,
             parallel_fs_client_beegfs_repository_key_url=software.beegfs.key,
             parallel_fs_client_beegfs_rdma=onprem_fabric is not None,
@@ -329,6 +337,7 @@ def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPoo
             node_validation_hca_count=rails,
             node_validation_hca_rate_gbps=rate,
             node_validation_hca_link_layer=link_layer,
+            node_validation_rail_adapters=adapters,
             node_validation_ib_write_bw_gbps=floors["ib_write_bw"],
             node_validation_scratch_path=scratch.mount_path if scratch else "",
             node_validation_mounts=[m["path"] for m in mounts],
