@@ -220,6 +220,8 @@ def onprem(
     built = {st.name.split(" ")[1] for st, r in results if st.environment is not None and st.playbook.endswith("/cluster.yml") and r.ok}
     kubeconfigs = [str(ansible_dir / "kubespray" / ARTIFACTS / site / "admin.conf") for site in sites if site in built]
     removed = [h for st, r in results if r.ok and st.playbook.endswith("/remove-node.yml") for h in _nodes(st.options)]
+    scaled = result.ok and any(r.ok and st.playbook.endswith("/scale.yml") for st, r in results)
+    accept_next = f"alicerce apply onprem {spec} --env {env} --accept" + (f" --limit {limit}" if limit else "") if scaled else ""
     if as_json:
         data = _result_data(result)
         data["stages"] = [
@@ -235,6 +237,7 @@ def onprem(
         ]
         data["kubeconfigs"] = kubeconfigs
         data["removed"] = removed
+        data["next"] = accept_next
         data["held"] = list(dict.fromkeys(h for _, r in results for h in r.held))
         print_json(data)
     else:
@@ -256,6 +259,9 @@ def onprem(
             print(f"kubeconfig: {admin}; hand it to Pulumi with the command in {ansible_dir / 'README.md'}")
         if kubeconfigs:
             print(f"then, once the GPU Operator runs: alicerce apply onprem --env {env} --accept (cluster acceptance)")
+        elif accept_next:
+            # scale.yml joined new nodes with the acceptance taint: they take work once accept.yml saw their device plugins
+            print(f"then: {accept_next} (the new nodes take work once they offer what their pool promises)")
         for host in removed:
             print(f"removed {host} from the cluster: delete it from {spec} (its pool's hosts) before the next apply")
     if result.signal is not None:

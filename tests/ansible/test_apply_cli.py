@@ -608,3 +608,15 @@ def test_a_dead_node_outside_the_limit_does_not_block_a_scale(
     if goes_on:
         assert f"went on without {dead} (outside --limit" in result.stdout
         assert "--kubespray remove-node --offline --limit HOST" in result.stdout
+
+
+def test_a_scale_ends_with_the_accept_command_for_the_new_nodes(successful_runner: list[dict[str, Any]], tmp_path: Path) -> None:
+    """Issue 20 (onprem 2, item 6): scale.yml joins nodes with the acceptance taint; nothing said how they get released."""
+    host = "gpu-017.dc1.acme.example"
+    result = CliRunner().invoke(build_app(), [*_base(tmp_path), "--limit", host, "--kubespray", "scale"])
+    assert result.exit_code == 0, result.output
+    assert f"then: alicerce apply onprem {SPEC} --env prod --accept --limit {host} (the new nodes take work" in result.stdout
+    data = json.loads(CliRunner().invoke(build_app(), [*_base(tmp_path), "--limit", host, "--kubespray", "scale", "--json"]).stdout)
+    assert data["next"] == f"alicerce apply onprem {SPEC} --env prod --accept --limit {host}"
+    plain = CliRunner().invoke(build_app(), [*_base(tmp_path), "--kubespray", "upgrade-cluster"])
+    assert "--accept" not in plain.stdout.split("kubeconfig")[0] and "then: " not in plain.stdout

@@ -154,6 +154,7 @@ def test_a_policy_change_drains_restarts_verifies_and_releases_within_the_batch(
     assert result.returncode == 0, result.stdout[-3000:]
     steps = [line.split()[1] if line.startswith("kubectl") else line for line in _events(paths)]
     assert steps == ["drain", "annotate", "stop", "start", "wait", "uncordon", "annotate"], paths["events"].read_text()
+    assert "--force" not in paths["events"].read_text()  # pods survive a kubelet restart: none is deleted
     assert paths["active"].read_text().strip() == "active"  # kubelet runs, with the new policy
     assert json.loads((paths["state"] / "cpu_manager_state").read_text())["policyName"] == "static"
     config = yaml.safe_load(paths["kubelet-config.yaml"].read_text())
@@ -217,3 +218,21 @@ def test_the_written_policies_are_what_kubespray_renders(purpose: str) -> None:
     for resource in ("cpu", "memory"):
         default = facts[f"system_{resource}_reserved"]["default"].strip('"')
         assert config["systemReserved"][resource] == kubespray.get(f"system_{resource}_reserved", default)
+
+
+def test_drain_forces_only_before_a_reboot() -> None:
+    """Issue 20 (onprem 2, item 6): --force deletes pods no controller recreates. A reboot ends them anyway; a kubelet
+    restart does not, so there a bare pod stops the drain (and the run) instead of being deleted."""
+    from tests.ansible.test_role_decisions import _render
+
+    drain = yaml.safe_load((ROLES / "kubernetes_node" / "tasks" / "drain.yml").read_text())
+    argv = drain[1]["ansible.builtin.command"]["argv"]
+    forced = _render("kubernetes_node", argv, inventory_hostname="gpu-001", kubernetes_node_drain_force=True)
+    assert forced[-1] == "--force" and "--ignore-daemonsets" in forced
+    assert "--force" not in _render("kubernetes_node", argv, inventory_hostname="gpu-001")
+    reboot = yaml.safe_load((ROLES / "kubernetes_node" / "tasks" / "reboot.yml").read_text())
+    assert reboot[0]["vars"]["kubernetes_node_drain_force"] is True
+    tasks = yaml.safe_load((ROLES / "kubernetes_node" / "tasks" / "resource-managers.yml").read_text())
+    change = next(t for t in tasks if "block" in t)
+    (drain_step,) = [t for t in change["block"] if "ansible.builtin.import_tasks" in t]
+    assert drain_step["vars"]["kubernetes_node_drain_force"] is False
