@@ -402,7 +402,8 @@ def test_host_acceptance_leaves_the_device_plugin_s_resources_to_cluster_accepta
         assert release["ansible.builtin.import_role"]["tasks_from"] == "release.yml"
         assert release["vars"] == {"_kubernetes_node_release_pending": "{{ node_validation_allocatable | length == 0 }}"}
     accept = yaml.safe_load((ansible / "accept.yml").read_text())
-    wait, release = accept[0]["tasks"]
+    wait, check, release = accept[0]["tasks"]
+    assert "alicerce_allocatable_report" in check["ansible.builtin.assert"]["fail_msg"]
     assert "node_validation_allocatable" in wait["until"] and wait["when"] == "node_validation_allocatable | length > 0"
     assert release["ansible.builtin.import_role"] == {"name": "kubernetes_node", "tasks_from": "release.yml"}  # then released
     group_vars = yaml.safe_load((ansible / "group_vars" / "pool_onprem_h100.yml").read_text())
@@ -503,9 +504,11 @@ def test_cluster_acceptance_waits_for_the_device_plugin_then_accepts(generated: 
         assert calls == 4  # two answers without nvidia.com/gpu, the one that has it, then release.yml's read
         assert (tmp_path / "changes").read_text().splitlines() == [f"taint node {CHROOT_HOST} alicerce.dev/acceptance:NoSchedule-"]
     else:
+        # the wait gives up quietly; the check after it says what the node lacks (onprem 2, item 6)
         assert not result.ok and [(f.host, f.task) for f in result.failures] == [
-            (CHROOT_HOST, "Wait until the node is Ready and offers what its pool promises")
+            (CHROOT_HOST, "Assert that the node offers exactly what its pool promises")
         ]
+        assert "is not accepted (it keeps the acceptance taint): nvidia.com/gpu: expected 8, offers 0" in result.failures[0].message
         assert calls == 4  # the first try and three retries
         assert not (tmp_path / "changes").exists()  # never released
 
