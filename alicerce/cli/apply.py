@@ -210,7 +210,7 @@ def onprem(
                     ident=stage.name,
                 )
                 results.append((stage, result))
-                if not result.ok:
+                if not stage.passed(result):
                     break
     except RunError as exc:
         raise UsageError(str(exc)) from None
@@ -220,21 +220,48 @@ def onprem(
     built = {st.name.split(" ")[1] for st, r in results if st.environment is not None and st.playbook.endswith("/cluster.yml") and r.ok}
     kubeconfigs = [str(ansible_dir / "kubespray" / ARTIFACTS / site / "admin.conf") for site in sites if site in built]
     removed = [h for st, r in results if r.ok and st.playbook.endswith("/remove-node.yml") for h in _nodes(st.options)]
+    scaled = result.ok and any(r.ok and st.playbook.endswith("/scale.yml") for st, r in results)
+    accept_next = f"alicerce apply onprem {spec} --env {env} --accept" + (f" --limit {limit}" if limit else "") if scaled else ""
     if as_json:
         data = _result_data(result)
         data["stages"] = [
-            {"stage": st.name, "playbook": st.playbook, "ok": r.ok, "artifacts": str(r.artifacts), "reason": r.reason} for st, r in results
+            {
+                "stage": st.name,
+                "playbook": st.playbook,
+                "ok": r.ok,
+                "artifacts": str(r.artifacts),
+                "reason": r.reason,
+                "spared": st.spared(r) if st.passed(r) else [],
+            }
+            for st, r in results
         ]
         data["kubeconfigs"] = kubeconfigs
         data["removed"] = removed
+        data["next"] = accept_next
+        data["held"] = list(dict.fromkeys(h for _, r in results for h in r.held))
         print_json(data)
     else:
         for stage, stage_result in results:
             _print_recap(stage_result, stage.name)
+            spared = stage.spared(stage_result) if stage.passed(stage_result) else []
+            if spared:
+                print(
+                    f"went on without {', '.join(spared)} (outside --limit; kubespray's facts run over every host). "
+                    f"A dead node leaves with: alicerce apply onprem {spec} --env {env} --kubespray remove-node --offline --limit HOST"
+                )
+        held = [h for _, r in results for h in r.held]
+        if not result.ok and held:
+            # post-cluster.yml uncordons every node alicerce drained (its alicerce.dev/drained mark) once it passes
+            # acceptance, so a plain re-run resumes; uncordoning by hand would skip the acceptance they have not passed
+            print(f"still cordoned (drained by alicerce, not yet accepted): {', '.join(dict.fromkeys(held))}")
+            print(f"resume: fix the failure above, then alicerce apply onprem {spec} --env {env} (acceptance uncordons them)")
         for admin in kubeconfigs:
             print(f"kubeconfig: {admin}; hand it to Pulumi with the command in {ansible_dir / 'README.md'}")
         if kubeconfigs:
             print(f"then, once the GPU Operator runs: alicerce apply onprem --env {env} --accept (cluster acceptance)")
+        elif accept_next:
+            # scale.yml joined new nodes with the acceptance taint: they take work once accept.yml saw their device plugins
+            print(f"then: {accept_next} (the new nodes take work once they offer what their pool promises)")
         for host in removed:
             print(f"removed {host} from the cluster: delete it from {spec} (its pool's hosts) before the next apply")
     if result.signal is not None:
@@ -293,6 +320,7 @@ def _result_data(result: RunResult) -> dict[str, Any]:
         "failures": [{"kind": kind, "host": host, "task": task, "message": message} for kind, host, task, message in unique],
         "failureGroups": failure_groups(result.failures),
         "reason": result.reason,
+        "held": result.held,
     }
 
 

@@ -535,6 +535,9 @@ class ApplyStage(Document):
     ok: bool
     artifacts: str
     reason: str = Field(description="Why the stage failed before reaching any host (Ansible's error); empty otherwise.")
+    spared: list[str] = Field(
+        description="Hosts that failed this stage without stopping the sequence: outside --limit in kubespray's facts run."
+    )
 
 
 class ApplyDocument(Versioned):
@@ -552,6 +555,8 @@ class ApplyDocument(Versioned):
     kubeconfigs: list[str] = Field(description="The admin kubeconfig kubespray wrote for each site its cluster playbook built.")
     removed: list[str] = Field(description="Hosts kubespray's remove-node took out of the cluster: delete them from the spec.")
     reason: str = Field(description="Why the last stage failed before reaching any host (Ansible's error); empty otherwise.")
+    held: list[str] = Field(description="Hosts the run drained and did not uncordon: they stay cordoned until a re-run accepts them.")
+    next: str = Field(description="The command that completes this run (after a scale: --accept for the new nodes); empty if none.")
 
 
 # -- show: the spec's own schema, as printed, with what resolving adds

@@ -74,6 +74,7 @@ class RunResult:
     tasks: int = 0
     signal: int | None = None  # SIGINT/SIGTERM that canceled the run
     reason: str = ""  # why a run that reached no host failed (Ansible's error), for the recap
+    held: list[str] = field(default_factory=list)  # hosts this run drained and did not uncordon (they stay cordoned)
 
     @property
     def ok(self) -> bool:
@@ -92,6 +93,11 @@ def _message(res: dict[str, Any]) -> str:
     return "failed"
 
 
+# task names of the kubernetes_node role (tasks/drain.yml, tasks/release.yml)
+DRAIN_TASK = "Drain the node ("
+UNCORDON_TASK = "Uncordon the node alicerce drained"
+
+
 class EventCollector:
     """Folds ansible-runner events into counters and typed failures."""
 
@@ -99,6 +105,7 @@ class EventCollector:
         self.stats: dict[str, HostStats] = {}
         self.failures: list[HostFailure] = []
         self.tasks = 0
+        self.drained: list[str] = []  # in drain order; a host leaves when the run uncordons it
         self.play = ""
         self.task = ""
         self._on_event = on_event
@@ -114,6 +121,13 @@ class EventCollector:
             self.task = str(data.get("task", ""))
         elif kind == "runner_on_failed" and not data.get("ignore_errors"):
             self.failures.append(TaskFailed(host, str(data.get("task", self.task)), _message(data.get("res", {}) or {})))
+        elif kind == "runner_on_ok" and (data.get("res") or {}).get("changed"):
+            # kubernetes_node's drain.yml and release.yml: what a failed run leaves cordoned, for the recap
+            task = str(data.get("task", self.task))
+            if task.startswith(DRAIN_TASK) and host not in self.drained:
+                self.drained.append(host)
+            elif task == UNCORDON_TASK and host in self.drained:
+                self.drained.remove(host)
         elif kind == "runner_on_unreachable":
             self.failures.append(HostUnreachable(host, str(data.get("task", self.task)), _message(data.get("res", {}) or {})))
         elif kind == "playbook_on_stats":
@@ -444,6 +458,7 @@ def run_playbook(
         failures=collector.failures,
         tasks=collector.tasks,
         signal=interrupt.signum,
+        held=list(collector.drained),
     )
     if not result.ok and not result.stats and not result.failures:
         result.reason = _reason(artifacts / "stdout") or f"ansible-playbook exited {result.rc} before reaching any host"
@@ -518,6 +533,22 @@ class Stage:
     environment: KubesprayEnvironment | None = None
     limit: str | None = None
     options: tuple[str, ...] = ()
+    # None: any failure stops the sequence; otherwise only a failure on one of these hosts does
+    needed: tuple[str, ...] | None = None
+
+    def passed(self, result: RunResult) -> bool:
+        """Whether the sequence goes on after this stage's run: it succeeded, or failed only on hosts it does not need."""
+        if result.ok:
+            return True
+        if self.needed is None or result.signal is not None or not result.failures:
+            return False
+        return all(f.host not in self.needed for f in result.failures)
+
+    def spared(self, result: RunResult) -> list[str]:
+        """The hosts that failed this stage without stopping the sequence (outside ``needed``)."""
+        if self.needed is None:
+            return []
+        return sorted({f.host for f in result.failures if f.host not in self.needed})
 
 
 def apply_sequence(
@@ -566,8 +597,21 @@ def apply_sequence(
             if hosts == []:
                 continue
             if hosts is not None:
+                # facts.yml runs over every host (docs/operations/nodes.md), its bootstrap play any_errors_fatal: one dead
+                # node outside the limit would block every scale or replace. It runs with any_errors_fatal=false and
+                # only the limited hosts and the control plane (scale.yml reaches both) must pass; a dead node is
+                # removed with remove-node, reset_nodes=false and allow_ungraceful_removal=true (--offline), as the docs say.
+                cluster = limit_hosts([project / inventory], "kube_control_plane:etcd") if (project / inventory).is_file() else []
                 stages.append(
-                    Stage(f"kubespray {site} facts", project, f"{site}/facts.yml", inventory, environment, options=KUBESPRAY_BECOME)
+                    Stage(
+                        f"kubespray {site} facts",
+                        project,
+                        f"{site}/facts.yml",
+                        inventory,
+                        environment,
+                        options=(*KUBESPRAY_BECOME, "-e", "any_errors_fatal=false"),
+                        needed=tuple(dict.fromkeys([*hosts, *cluster])),
+                    )
                 )
             run = Stage(
                 f"kubespray {site}",

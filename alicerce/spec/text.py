@@ -554,6 +554,26 @@ _SECRETKEY = Grammar(
 )
 """A data key of a Kubernetes Secret (the API's own key grammar): mounted as a file name by Alertmanager."""
 
+_FINGERPRINT = Grammar(
+    "OpenPGP key fingerprint",
+    r"[0-9A-Fa-f]",
+    "hex digits, no spaces",
+    r"^[0-9A-Fa-f]{40}([0-9A-Fa-f]{24})?$",
+    "the 40 hex digits gpg --show-keys prints (64 for a version 6 key)",
+    64,
+)
+"""The full fingerprint of a repository signing key: the roles install the key only when it has it."""
+
+_PCIADDRESS = Grammar(
+    "PCI address",
+    r"[0-9A-Fa-f:.]",
+    "hex digits and ':', '.'",
+    r"^[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$",
+    "a domain:bus:device.function address such as 0000:1a:00.0 (lspci -D)",
+    12,
+)
+"""The PCI address of a device, as sysfs and lspci -D write it."""
+
 
 # the types the spec models use (module-level aliases, so type checkers see a str)
 MountPath = Annotated[str, _MOUNTPATH.validator, _MOUNTPATH.json]
@@ -564,6 +584,8 @@ FsName = Annotated[str, _FSNAME.validator, _FSNAME.json]
 MountOption = Annotated[str, _MOUNTOPTION.validator, _MOUNTOPTION.json]
 LnetRoute = Annotated[str, LNET_ROUTE.validator, LNET_ROUTE.json]
 Url = Annotated[str, _URL.validator, _URL.json]
+KeyFingerprint = Annotated[str, _FINGERPRINT.validator, _FINGERPRINT.json]
+PciAddress = Annotated[str, _PCIADDRESS.validator, _PCIADDRESS.json]
 ApiEndpoint = Annotated[str, _APIENDPOINT.validator, _APIENDPOINT.json]
 GitUrl = Annotated[str, _GITURL.validator, _GITURL.json]
 GitRevision = Annotated[str, _GITREVISION.validator, _GITREVISION.json]
@@ -610,6 +632,8 @@ GRAMMARS: dict[str, Grammar] = {
     "SlackChannel": _SLACKCHANNEL,
     "SecretKeyName": _SECRETKEY,
     "ObjectPrefix": _OBJECTPREFIX,
+    "KeyFingerprint": _FINGERPRINT,
+    "PciAddress": _PCIADDRESS,
 }
 """Every grammar by the name of its type (tests and docs list them)."""
 

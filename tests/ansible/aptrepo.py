@@ -252,6 +252,7 @@ def role_vars(url: str, root: Path) -> dict[str, str]:
         "nvidia_container_toolkit_repository_key_fingerprint": fingerprint(root),
         "parallel_fs_client_lustre_repository_url": f"{url}/lustre/lustre-{LUSTRE}",
         "parallel_fs_client_lustre_repository_key_url": key,
+        "parallel_fs_client_lustre_repository_key_fingerprint": fingerprint(root),
     }
 
 

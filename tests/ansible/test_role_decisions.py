@@ -121,7 +121,7 @@ def test_generated_pools_use_dmabuf_with_the_open_modules(prod: ResolvedPlatform
     pool = yaml.safe_load(render_tree(prod, subtrees=["ansible"])["ansible/group_vars/pool_onprem_h100.yml"])
     assert (pool["rdma_stack"], pool["rdma_gpudirect"], pool["nvidia_driver_rebuild_for_ofed"]) == ("rdma-core", "dmabuf", False)
     site = yaml.safe_load(render_tree(prod, subtrees=["ansible"])["ansible/site.yml"])
-    roles = [r["role"] for r in site[1]["roles"]]
+    roles = [t["ansible.builtin.import_role"]["name"] for t in site[1]["tasks"][0]["block"] if "ansible.builtin.import_role" in t]
     assert roles.index("rdma") < roles.index("nvidia_driver") < roles.index("parallel_fs_client")  # DOCA before the driver's DKMS build
 
 
@@ -400,7 +400,8 @@ def test_a_changed_driver_version_drains_upgrades_reboots_verifies_and_releases_
     site = yaml.safe_load(render_tree(prod, subtrees=["ansible"])["ansible/site.yml"])
     rolling = site[1]
     assert rolling["serial"] == [1, "25%"] and rolling["max_fail_percentage"] == 0
-    (batch_end,) = rolling["tasks"]
+    batch_end = rolling["tasks"][0]["block"][-1]  # inside the block whose rescue holds a failed node
+    assert rolling["tasks"][0]["rescue"] and rolling["tasks"][1]["name"] == "Stop the roll before the next batch"
     assert "always" in batch_end["tags"] and "_kubernetes_node_drained_now" in batch_end["when"]
     steps = [(t["ansible.builtin.include_role"]["name"], t["ansible.builtin.include_role"].get("tasks_from")) for t in batch_end["block"]]
     assert steps == [("node_validation", None), ("kubernetes_node", "release.yml")]  # accepted before released
@@ -411,9 +412,10 @@ def test_acceptance_gates_the_node_before_it_takes_work(prod: ResolvedPlatform) 
     """Issue 20, 4: nothing uncordons or untaints a node before node_validation passed; the post-cluster stage
     releases it last, even under --tags."""
     post = yaml.safe_load(render_tree(prod, subtrees=["ansible"])["ansible/post-cluster.yml"])
-    steps = [(t["ansible.builtin.import_role"]["name"], t["ansible.builtin.import_role"].get("tasks_from")) for t in post[0]["tasks"]]
+    block = post[0]["tasks"][0]["block"]
+    steps = [(t["ansible.builtin.import_role"]["name"], t["ansible.builtin.import_role"].get("tasks_from")) for t in block]
     assert steps == [("kubernetes_node", "post-cluster.yml"), ("node_validation", None), ("kubernetes_node", "release.yml")]
-    assert post[0]["tasks"][-1]["tags"] == ["always"]
+    assert post[0]["tasks"][0]["block"][-1]["tags"] == ["always"]
     before = json.dumps(yaml.safe_load((ROLES / "kubernetes_node" / "tasks" / "post-cluster.yml").read_text()))
     assert "uncordon" not in before and "alicerce.dev/drained-" not in before
     release = yaml.safe_load((ROLES / "kubernetes_node" / "tasks" / "release.yml").read_text())

@@ -67,6 +67,9 @@ AUDIT: dict[str, tuple[str, str]] = {
     "environments{}.sites[].controlPlane.hosts[]": ("rule AL221", "inventory host names, kubespray"),
     "environments{}.sites[].controlPlane.loadBalancer.interface": ("Interface", "kube-vip settings (kubespray)"),
     "environments{}.sites[].kubeconfigSecret": ("SecretName", "Pulumi config key name in resolved.json and READMEs"),
+    "environments{}.sites[].nodeSoftware.lustreMirror.url": ("Url", "apt sources file (parallel_fs_client role)"),
+    "environments{}.sites[].nodeSoftware.lustreMirror.key": ("Url", "alicerce_apt_key download URL"),
+    "environments{}.sites[].nodeSoftware.lustreMirror.keyFingerprint": ("KeyFingerprint", "alicerce_apt_key fingerprint check"),
     "environments{}.overrides{key}": ("schema", "merged into the spec, then validated as the spec"),
     "nodePools[].name": ("Name", "node groups, labels, inventory groups"),
     "nodePools[].site": ("Name", "reference (AL202)"),
@@ -80,6 +83,7 @@ AUDIT: dict[str, tuple[str, str]] = {
     "nodePools[].onprem.hosts[].hosts": ("rule AL221", "inventory host names"),
     "nodePools[].onprem.hosts[].rack": ("Word", "inventory group names"),
     "nodePools[].onprem.scratchDevices[]": ("Device", "mdadm command line (nvme_scratch role)"),
+    "nodePools[].onprem.railAdapters[]": ("PciAddress", "rail selection (rdma and node_validation roles)"),
     "nodePools[].labels{key}": ("check_label_key", "kubelet --node-labels"),
     "nodePools[].labels{}": ("check_label_value", "kubelet --node-labels"),
     "nodePools[].taints[].key": ("check_label_key", "kubelet --register-with-taints"),
@@ -270,6 +274,8 @@ def test_every_grammar_has_a_json_schema_pattern_that_accepts_what_it_accepts() 
         "SlackChannel": "#ml-alerts",
         "SecretKeyName": "routing-key",
         "ObjectPrefix": "curated/year=2026/",
+        "KeyFingerprint": "EB693B3035CD5710E231E123A4B469963BF863CC",
+        "PciAddress": "0000:1a:00.0",
     }
     assert set(samples) == set(GRAMMARS)
     import re

@@ -277,9 +277,26 @@ def workload_pods(text: str) -> list[str]:
 
 
 def allocatable_ready(text: str, expected: dict[str, str]) -> bool:
-    """Whether the node offers every expected extended resource in full (device plugins re-register after a reboot)."""
+    """Whether the node offers exactly the expected count of each extended resource.
+
+    Exactly: a device plugin re-registers after a reboot (fewer, for a while), and more than promised means the
+    plugin shares or splits GPUs the pool does not declare (time-slicing, MIG), which quotas would not expect.
+    """
     offered = parse_node(text).get("allocatable", {})
     return all(str(offered.get(name, "0")) == str(count) for name, count in expected.items())
+
+
+def allocatable_report(text: str, expected: dict[str, str]) -> str:
+    """What keeps a node from cluster acceptance (Ready, each resource at exactly its promised count); "accepted" if nothing."""
+    node = parse_node(text)
+    offered = node.get("allocatable", {})
+    problems = [] if node.get("ready") else [f"not Ready ({node.get('error', 'Ready is not True')})"]
+    problems += [
+        f"{name}: expected {count}, offers {offered.get(name, 0)}"
+        for name, count in sorted(expected.items())
+        if str(offered.get(name, "0")) != str(count)
+    ]
+    return "; ".join(problems) or "accepted"
 
 
 def _burn_in_checks(checks: list[dict[str, Any]], observed: dict[str, Any], expected: dict[str, Any]) -> None:
@@ -371,7 +388,7 @@ def acceptance_report(observed: dict[str, Any], expected: dict[str, Any]) -> lis
         short = [
             f"{r}={node['allocatable'].get(r, 0)}"
             for r, n in sorted(allocatable.items())
-            if _int(str(node["allocatable"].get(r, "0"))) < int(n)
+            if _int(str(node["allocatable"].get(r, "0"))) != int(n)  # exactly, as allocatable_ready
         ]
         want = ", ".join(f"{r}={n}" for r, n in sorted(allocatable.items()))
         _check(checks, "node allocatable", want, ", ".join(short) or want, not short)
@@ -426,6 +443,7 @@ class FilterModule:
             "alicerce_missing_tools": missing_tools,
             "alicerce_workload_pods": workload_pods,
             "alicerce_allocatable_ready": allocatable_ready,
+            "alicerce_allocatable_report": allocatable_report,
             "alicerce_skipped_checks": skipped_checks,
             "alicerce_all_reduce": parse_all_reduce,
             "alicerce_ib_write_bw": parse_ib_write_bw,

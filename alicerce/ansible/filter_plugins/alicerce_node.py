@@ -147,12 +147,16 @@ def _foreign_holders(disk: dict[str, Any]) -> list[str]:
     return [h for h in disk.get("holders", []) if not str(h).startswith("md")]
 
 
-def rails(facts: dict[str, Any], technology: str, count: int | None = None, rate_gbps: int = 0) -> list[dict[str, Any]]:
+def rails(
+    facts: dict[str, Any], technology: str, count: int | None = None, rate_gbps: int = 0, adapters: list[str] | None = None
+) -> list[dict[str, Any]]:
     """The fabric's rails in rail order (PCI address order), each with its netdevs and first port.
 
-    A node may carry more RDMA adapters than the fabric has rails (a north-south NIC beside the
-    compute rails): only adapters of the fabric's link layer count, and when there are more than
-    ``count`` of them those at the fabric's rate are taken, so the extra adapter is left alone.
+    A node may carry more RDMA adapters than the fabric has rails (a north-south NIC or a storage
+    network's ports beside the compute rails): only adapters of the fabric's link layer count, and
+    when there are more than ``count`` of them those at the fabric's rate are taken. When even those
+    are more than ``count``, nothing tells a rail from a storage port of the same kind: the spec's
+    ``adapters`` (PCI addresses of the rails) decide, and without them the selection refuses to guess.
     """
     link_layer = "InfiniBand" if technology == "infiniband" else "Ethernet"
     found = []
@@ -161,10 +165,23 @@ def rails(facts: dict[str, Any], technology: str, count: int | None = None, rate
         if not ports:
             continue
         found.append({"ibdev": hca["name"], "pci": hca.get("pci", ""), "netdevs": hca.get("netdevs", []), "port": ports[0]})
+    if adapters:
+        wanted = [a.lower() for a in adapters]
+        missing = [a for a in wanted if a not in {r["pci"].lower() for r in found}]
+        if missing:
+            raise ValueError(f"rail adapters {', '.join(missing)} (railAdapters) are not {link_layer} RDMA adapters on this node")
+        return [r for r in found if r["pci"].lower() in wanted]
     if count is None or len(found) <= count:
         return found
     at_rate = [r for r in found if rate_gbps and r["port"].get("rate_gbps") == rate_gbps]
-    keep = {r["pci"] for r in (at_rate if len(at_rate) >= count else found)[:count]}
+    if len(at_rate) > count:
+        names = ", ".join(f"{r['ibdev']} ({r['pci']})" for r in at_rate)
+        raise ValueError(
+            f"{len(at_rate)} {link_layer} adapters at {rate_gbps} Gb/s for {count} rails: {names}; nothing tells the rails from "
+            "another network's ports (storage, north-south), so none is picked: list the rails' PCI addresses in the pool's "
+            "onprem.railAdapters"
+        )
+    keep = {r["pci"] for r in (at_rate if len(at_rate) == count else found)[:count]}
     return [r for r in found if r["pci"] in keep]
 
 
@@ -176,7 +193,9 @@ def ipoib_plan(
     ``fabric``: {technology, rails, rate_gbps} from the spec (default: every InfiniBand adapter).
     """
     fabric = fabric or {}
-    selected = rails(facts, fabric.get("technology", "infiniband"), fabric.get("rails"), int(fabric.get("rate_gbps", 0)))
+    selected = rails(
+        facts, fabric.get("technology", "infiniband"), fabric.get("rails"), int(fabric.get("rate_gbps", 0)), fabric.get("adapters")
+    )
     plan = []
     for index, rail in enumerate(selected):
         plan.append(

@@ -74,6 +74,49 @@ def kubelet_managers(purpose: str) -> KubeletManagers:
     return PURPOSE_KUBELET[purpose]
 
 
+# The static CPU manager needs whole CPUs kept back (kube_* keep kubespray's defaults); other pools keep
+# kubespray's own system_*_reserved defaults (roles/kubernetes/node/defaults/main.yml at the pinned tag).
+STATIC_SYSTEM_RESERVED = {"cpu": "2", "memory": "8Gi"}
+KUBESPRAY_SYSTEM_RESERVED = {"cpu": "500m", "memory": "512Mi"}
+STATIC_POLICY_OPTIONS = {"full-pcpus-only": "true"}
+
+
+def kubelet_manager_vars(managers: KubeletManagers) -> dict[str, Any]:
+    """kubespray's variables for a pool's kubelet resource managers (into ``group_vars/pool_<name>.yml``)."""
+    data: dict[str, Any] = {}
+    if managers.cpu_manager != "none":
+        data["kubelet_cpu_manager_policy"] = managers.cpu_manager
+        data["kubelet_cpu_manager_policy_options"] = dict(STATIC_POLICY_OPTIONS)
+        data["system_cpu_reserved"] = STATIC_SYSTEM_RESERVED["cpu"]
+        data["system_memory_reserved"] = STATIC_SYSTEM_RESERVED["memory"]
+    if managers.topology_manager != "none":
+        data["kubelet_topology_manager_policy"] = managers.topology_manager
+        data["kubelet_topology_manager_scope"] = managers.scope
+    return data
+
+
+def kubelet_manager_config(managers: KubeletManagers) -> dict[str, Any]:
+    """The keys of kubelet's config file that kubespray renders from ``kubelet_manager_vars`` (None: not rendered).
+
+    kubernetes_node writes exactly these into the kubelet config of a node whose resource-manager policy
+    changes, so kubelet restarts with the new policy inside the node's batch (drained, state reset, verified,
+    released) instead of staying stopped until kubespray runs; kubespray then renders the same values
+    (kubelet-config.v1beta1.yaml.j2 at the pinned tag: cpuManagerPolicy, cpuManagerPolicyOptions,
+    topologyManagerPolicy, topologyManagerScope only when defined; systemReserved always).
+    """
+    kubespray = kubelet_manager_vars(managers)
+    return {
+        "cpuManagerPolicy": kubespray.get("kubelet_cpu_manager_policy"),
+        "cpuManagerPolicyOptions": kubespray.get("kubelet_cpu_manager_policy_options"),
+        "topologyManagerPolicy": kubespray.get("kubelet_topology_manager_policy"),
+        "topologyManagerScope": kubespray.get("kubelet_topology_manager_scope"),
+        "systemReserved": {
+            "cpu": kubespray.get("system_cpu_reserved", KUBESPRAY_SYSTEM_RESERVED["cpu"]),
+            "memory": kubespray.get("system_memory_reserved", KUBESPRAY_SYSTEM_RESERVED["memory"]),
+        },
+    }
+
+
 def topology_admits(policy: str, gpus_per_numa: list[int], request: int) -> bool:
     """Whether the kubelet's topology manager admits a pod asking for ``request`` GPUs (pod scope).
 
@@ -206,15 +249,7 @@ def pool_vars(site: ResolvedSite, pool: ResolvedPool) -> dict[str, Any]:
         "node_taints": [f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in pool.spec.taints],
         "kubelet_max_pods": 110,
     }
-    if managers.cpu_manager != "none":
-        data["kubelet_cpu_manager_policy"] = managers.cpu_manager
-        data["kubelet_cpu_manager_policy_options"] = {"full-pcpus-only": "true"}
-        # the static CPU manager needs whole CPUs kept back; kube_* keep kubespray's defaults
-        data["system_cpu_reserved"] = "2"
-        data["system_memory_reserved"] = "8Gi"
-    if managers.topology_manager != "none":
-        data["kubelet_topology_manager_policy"] = managers.topology_manager
-        data["kubelet_topology_manager_scope"] = managers.scope
+    data.update(kubelet_manager_vars(managers))
     # kubespray taints a node with kubectl after it joined; registering with the taints closes the window in which
     # pods without the toleration land on it. The acceptance taint is only registered (kubelet applies
     # registerWithTaints when it creates its Node; kubespray's node_taints would put it back on every run): a new

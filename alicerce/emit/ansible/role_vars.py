@@ -189,6 +189,9 @@ class RdmaVars(RoleVars):
     rdma_technology: Literal["infiniband", "roce"] = Field(default="infiniband", description="RDMA transport.")
     rdma_rails: int = Field(default=0, description="RDMA rails per host, from the spec; extra adapters (north-south) are left alone.")
     rdma_rate_gbps: int = Field(default=400, description="Expected link rate per rail in Gbit/s.")
+    rdma_rail_adapters: list[str] = Field(
+        default=[], description="PCI addresses of the rail adapters in rail order (spec railAdapters); empty: by link layer and rate."
+    )
     rdma_mtu: int = Field(default=4096, description="RDMA MTU; RoCE rails get 9000-byte frames.")
     rdma_subnet_manager: bool = Field(default=False, description="Run opensm on this host (only where the spec says so).")
     rdma_gpudirect: Literal["none", "dmabuf", "peermem"] = Field(
@@ -245,6 +248,9 @@ class ParallelFsClientVars(RoleVars):
     parallel_fs_client_lustre_repository_key_url: str = Field(
         default="", description="Signing key of the Lustre mirror; required when a Lustre tier is mounted."
     )
+    parallel_fs_client_lustre_repository_key_fingerprint: str = Field(
+        default="", description="Fingerprint the Lustre mirror's key must have, or it is refused; required with the key."
+    )
     parallel_fs_client_beegfs_repository_url: str = Field(
         default=_SOFTWARE.beegfs.repository, description="BeeGFS repository of one release (mirror it when air-gapped)."
     )
@@ -278,6 +284,22 @@ class KubernetesNodeVars(RoleVars):
     )
     kubernetes_node_drain_timeout: str = Field(default="900s", description="How long a drain may take before the run fails.")
     kubernetes_node_state_dir: str = Field(default="/var/lib/kubelet", description="kubelet's state directory.")
+    kubernetes_node_kubelet_config: dict[str, Any] = Field(
+        default={
+            "cpuManagerPolicy": None,
+            "cpuManagerPolicyOptions": None,
+            "topologyManagerPolicy": None,
+            "topologyManagerScope": None,
+            "systemReserved": {"cpu": "500m", "memory": "512Mi"},
+        },
+        description="kubelet config keys kubespray renders from the pool's resource managers (null: absent), set on a policy change.",
+    )
+    kubernetes_node_kubelet_config_path: str = Field(
+        default="/etc/kubernetes/kubelet-config.yaml", description="kubelet's config file (kubespray writes it)."
+    )
+    kubernetes_node_ready_timeout: int = Field(
+        default=300, description="Seconds a restarted kubelet may take to report its node Ready before the run fails."
+    )
 
 
 class NodeMonitoringVars(RoleVars):
@@ -324,6 +346,9 @@ class NodeValidationVars(RoleVars):
     node_validation_p2p_bw_gbps: float = Field(default=0.0, description="Floor of GPU-to-GPU copy bandwidth in GB/s (0: not run).")
     node_validation_hca_count: int = Field(default=0, description="Rails expected (the spec's), each an active port.")
     node_validation_hca_rate_gbps: int = Field(default=0, description="Rate every rail must run at.")
+    node_validation_rail_adapters: list[str] = Field(
+        default=[], description="PCI addresses of the rail adapters (spec railAdapters); empty: by link layer and rate."
+    )
     node_validation_hca_link_layer: Literal["InfiniBand", "Ethernet"] = Field(default="InfiniBand", description="Link layer of the rails.")
     node_validation_ib_write_bw_gbps: float = Field(default=0.0, description="Floor of ib_write_bw per rail in Gbit/s (0: not run).")
     node_validation_rail_addresses: list[str] = per_host([], "Addresses the rails must carry (from the fabric plan).")

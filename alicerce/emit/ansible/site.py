@@ -18,6 +18,7 @@ from alicerce.catalog.onprem import load_onprem
 from alicerce.emit.ansible.kubespray import (
     PLAYBOOKS,
     cluster_vars,
+    kubelet_manager_config,
     kubelet_managers,
     pool_vars,
     requirements_lock,
@@ -41,6 +42,7 @@ from alicerce.emit.ansible.role_vars import (
     field_flag,
 )
 from alicerce.emit.errors import EmitError
+from alicerce.emit.kube.network import promised_rdma
 from alicerce.emit.templates import ANSIBLE_SOURCE, render
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
 from alicerce.spec.models import Fabric, LocalNvmeTier, OnpremSite, ParallelFsTier
@@ -218,11 +220,23 @@ def acceptance_floors(pool: ResolvedPool, acceptance: Acceptance) -> dict[str, f
     return floors
 
 
+def acceptance_promise(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPool) -> dict[str, str]:
+    """Every extended resource a node of the pool offers once the operators' device plugins run (accept.yml waits for them).
+
+    The GPU units of the pool (GPU Operator), and its RDMA resource where the Network Operator's NicClusterPolicy
+    selects its nodes (an InfiniBand or RoCE fabric on host adapters).
+    """
+    promise = {r: str(n) for r, n in pool.gpu_units.resources.items()} if pool.gpu_units else {}
+    return dict(sorted((promise | promised_rdma(platform, site.name, pool)).items()))
+
+
 def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPool) -> tuple[RoleVars, ...]:
     """The variables of every role for the nodes of ``pool``, read from the resolved platform."""
     assert isinstance(site.spec, OnpremSite), f"site {site.name}: Ansible provisions on-prem nodes"
     versions = platform.versions
     software = load_onprem().nodeSoftware
+    mirror = site.spec.node_software.lustre_mirror
+    adapters = [a.lower() for a in pool.spec.onprem.rail_adapters] if pool.spec.onprem else []
     gpu = pool.gpu
     gpus = pool.gpus_per_node if gpu else 0
     host_driver = bool(gpu) and site.software.gpu_driver == "host"
@@ -250,6 +264,7 @@ def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPoo
             rdma_technology=onprem_fabric.technology if onprem_fabric else "infiniband",
             rdma_rails=rails,
             rdma_rate_gbps=rate or 400,
+            rdma_rail_adapters=adapters,
             rdma_mtu=onprem_fabric.mtu if onprem_fabric else 4096,
             rdma_gpudirect=gpudirect,
             rdma_roce_pfc_priority=onprem_fabric.roce_pfc_priority if onprem_fabric else 3,
@@ -287,13 +302,19 @@ def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPoo
             parallel_fs_client_mounts=mounts,
             parallel_fs_client_lnet_networks=_lnet(mounts, fabric),
             parallel_fs_client_lnet_routes=_lnet_routes(site),
-            parallel_fs_client_lustre_repository_url=f"{software.lustre.repository}/lustre-{software.lustre.version}",
+            # the site's signed mirror (nodeSoftware.lustreMirror); without one the role refuses to mount Lustre
+            parallel_fs_client_lustre_repository_url=mirror.url
+            if mirror
+            else f"{software.lustre.repository}/lustre-{software.lustre.version}",
+            parallel_fs_client_lustre_repository_key_url=mirror.key if mirror else "",
+            parallel_fs_client_lustre_repository_key_fingerprint=mirror.key_fingerprint.upper() if mirror else "",
             parallel_fs_client_beegfs_repository_url=software.beegfs.repository,
             parallel_fs_client_beegfs_repository_key_url=software.beegfs.key,
             parallel_fs_client_beegfs_rdma=onprem_fabric is not None,
         ),
         KubernetesNodeVars(
             kubernetes_node_cpu_manager_policy=kubelet.cpu_manager,
+            kubernetes_node_kubelet_config=kubelet_manager_config(kubelet),
             kubernetes_node_labels=dict(sorted(pool.labels.items())),
             kubernetes_node_taints=taints,
         ),
@@ -316,10 +337,11 @@ def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPoo
             node_validation_hca_count=rails,
             node_validation_hca_rate_gbps=rate,
             node_validation_hca_link_layer=link_layer,
+            node_validation_rail_adapters=adapters,
             node_validation_ib_write_bw_gbps=floors["ib_write_bw"],
             node_validation_scratch_path=scratch.mount_path if scratch else "",
             node_validation_mounts=[m["path"] for m in mounts],
-            node_validation_allocatable={r: str(n) for r, n in sorted(pool.gpu_units.resources.items())} if pool.gpu_units else {},
+            node_validation_allocatable=acceptance_promise(platform, site, pool),
         ),
     )
 

@@ -41,6 +41,16 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
 ACCEPTANCE_TAINT = {"key": "alicerce.dev/acceptance", "value": "pending", "effect": "NoSchedule"}
 
 
+# what every agent a node needs before it can pass acceptance tolerates: the GPU Operator's device plugin, DCGM and
+# NFD, the Network Operator's RDMA device plugin (the resources acceptance waits for come from them)
+ACCEPTANCE_TOLERATION = {"key": ACCEPTANCE_TAINT["key"], "operator": "Exists", "effect": ACCEPTANCE_TAINT["effect"]}
+
+
+def held_tolerations(nodes_by_ansible: bool) -> list[dict[str, str]]:
+    """The acceptance toleration where nodes join held (on-prem nodes built by alicerce's Ansible), else none."""
+    return [dict(ACCEPTANCE_TOLERATION)] if nodes_by_ansible else []
+
+
 def tolerate(pools: Iterable[ResolvedPool]) -> list[dict[str, str]]:
     """Tolerations (key Exists, per effect) for every taint the pools carry."""
     keys = sorted({(t.key, t.effect) for p in pools for t in p.spec.taints})

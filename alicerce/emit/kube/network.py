@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from alicerce.emit.kube.common import MANAGED, POOL_LABEL, RDMA_PODS_PER_NODE, host_rdma_pools, tolerate
+from alicerce.emit.kube.common import MANAGED, POOL_LABEL, RDMA_PODS_PER_NODE, held_tolerations, host_rdma_pools, tolerate
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
 
 NIC_CLUSTER_POLICY = "nic-cluster-policy"  # the only name the operator reconciles
@@ -37,6 +37,17 @@ def site_fabrics(rp: ResolvedPlatform, site_name: str) -> dict[str, list[Resolve
     for pool in host_rdma_pools(rp.site(site_name).pools):
         out.setdefault(pool.rdma.technology if pool.rdma else "", []).append(pool)
     return out
+
+
+def promised_rdma(rp: ResolvedPlatform, site_name: str, pool: ResolvedPool) -> dict[str, str]:
+    """The RDMA resource a node of ``pool`` offers once the NicClusterPolicy's device plugin runs (acceptance waits for it).
+
+    The shared device plugin advertises ``rdmaHcaMax`` units of its resource on every node it selects.
+    """
+    policy = nic_cluster_policy(rp, site_name)
+    if policy is None or pool not in host_rdma_pools(rp.site(site_name).pools):
+        return {}
+    return {_resource(pool): str(RDMA_PODS_PER_NODE)}
 
 
 def nic_cluster_policy(rp: ResolvedPlatform, site_name: str) -> dict[str, Any] | None:
@@ -72,7 +83,9 @@ def nic_cluster_policy(rp: ResolvedPlatform, site_name: str) -> dict[str, Any] |
                     "nodeSelectorTerms": [{"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": rdma_pools}]}]
                 }
             },
-            "tolerations": tolerate([rp.pool(name) for name in rdma_pools]),
+            # and the acceptance taint a new node joins with: acceptance waits for the rdma/* resource this plugin offers
+            "tolerations": tolerate([rp.pool(name) for name in rdma_pools])
+            + held_tolerations(rp.site(site_name).capabilities.nodes_by_ansible),
             "rdmaSharedDevicePlugin": {**image("k8s-rdma-shared-dev-plugin"), "config": json.dumps(config, indent=2, sort_keys=True)},
         },
     }

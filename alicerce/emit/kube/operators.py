@@ -21,7 +21,15 @@ from typing import Any
 
 import yaml
 
-from alicerce.emit.kube.common import ACCEPTANCE_TAINT, GPU, POOL_LABEL, deep_merge, host_rdma_pools, system_placement, tolerate
+from alicerce.emit.kube.common import (
+    GPU,
+    POOL_LABEL,
+    deep_merge,
+    held_tolerations,
+    host_rdma_pools,
+    system_placement,
+    tolerate,
+)
 from alicerce.emit.kube.kueue import kueue_configuration
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
 from alicerce.resolve.namespaces import (
@@ -42,6 +50,13 @@ DEVICE_PLUGIN_CONFIGMAP = "alicerce-device-plugin"
 # Chart defaults alicerce extends: Helm replaces a list value, so alicerce's list repeats them
 # (gpu-operator v26.3.3 values.yaml 41-44 and 560-567; a test compares them with the vendored defaults).
 GPU_OPERATOR_DAEMONSET_TOLERATIONS = ({"key": GPU, "operator": "Exists", "effect": "NoSchedule"},)
+# The Network Operator chart's own node-feature-discovery.worker.tolerations (values.yaml at v26.1.0): a list
+# given in values replaces it, so alicerce's list starts from it.
+NETWORK_NFD_WORKER_TOLERATIONS = (
+    {"key": "node-role.kubernetes.io/master", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": GPU, "operator": "Exists", "effect": "NoSchedule"},
+)
 NFD_WORKER_TOLERATIONS = (
     {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "", "effect": "NoSchedule"},
     {"key": GPU, "operator": "Exists", "effect": "NoSchedule"},
@@ -163,6 +178,17 @@ def _driver_rdma(pools: list[ResolvedPool]) -> dict[str, bool]:
     }
 
 
+def network_operator_values(site: ResolvedSite, *, own_nfd: bool) -> dict[str, Any]:
+    """Network Operator values: its own Node Feature Discovery only where no GPU Operator brings one."""
+    values: dict[str, Any] = {"nfd": {"enabled": own_nfd, "deployNodeFeatureRules": own_nfd}, "upgradeCRDs": False}
+    if own_nfd:
+        # its worker labels the adapters (pci-15b3) the RDMA device plugin's DaemonSet selects: it must reach the
+        # RDMA nodes, their taints and the acceptance taint they join with, or acceptance waits for rdma/* forever
+        held = tolerate(host_rdma_pools(site.pools)) + held_tolerations(site.capabilities.nodes_by_ansible)
+        values["node-feature-discovery"] = {"worker": {"tolerations": _with_defaults(NETWORK_NFD_WORKER_TOLERATIONS, held)}}
+    return values
+
+
 def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any]:
     """GPU Operator values for one site: the driver only where the operator owns it, never the toolkit."""
     op = rp.spec.operators.gpu_operator
@@ -176,10 +202,8 @@ def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
             "kernelModuleType": modules.pop() if len(modules) == 1 else "auto",
             "rdma": _driver_rdma(pools),
         }
-    taints = tolerate(pools)
-    if site.capabilities.nodes_by_ansible:
-        # the device plugin, DCGM and NFD must run on a node still held for acceptance: acceptance checks what they offer
-        taints.append({"key": ACCEPTANCE_TAINT["key"], "operator": "Exists", "effect": ACCEPTANCE_TAINT["effect"]})
+    # the device plugin, DCGM and NFD must run on a node still held for acceptance: acceptance checks what they offer
+    taints = tolerate(pools) + held_tolerations(site.capabilities.nodes_by_ansible)
     values: dict[str, Any] = {
         "driver": driver,
         # the toolkit's owner is the node image or the host (NodeSoftwareOwners.container_toolkit), never the operator
@@ -379,8 +403,7 @@ def operator_releases(rp: ResolvedPlatform, site_name: str) -> list[Release]:
         # One Node Feature Discovery per cluster: the GPU Operator's where it runs. Its worker labels PCI class 02 by
         # vendor (gpu-operator values 571-578), so adapters get the pci-15b3 label the Network Operator selects on and
         # the chart's own NodeFeatureRule (whose CRD only an NFD brings) is not needed; installed after it regardless.
-        own_nfd = not gpu_operator
-        values = {"nfd": {"enabled": own_nfd, "deployNodeFeatureRules": own_nfd}, "upgradeCRDs": False}
+        values = network_operator_values(site, own_nfd=not gpu_operator)
         depends = ("gpu-operator",) if gpu_operator else ()
         out.append(_release(rp, "network-operator", NETWORK_OPERATOR_NAMESPACE, deep_merge(values, ops.network_operator.values), depends))
     efa_pools = [p for p in pools if p.efa_interfaces]

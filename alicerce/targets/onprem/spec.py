@@ -18,9 +18,11 @@ from alicerce.spec.text import (
     FsName,
     Host,
     Interface,
+    KeyFingerprint,
     LnetRoute,
     MountOption,
     NidList,
+    PciAddress,
     SecretName,
     ServerPath,
     Url,
@@ -88,6 +90,20 @@ class Acceptance(SpecModel):
     ib_write_bw_efficiency: float = Field(default=0.9, gt=0, le=1, description="Share of the rail rate ib_write_bw must reach per rail.")
 
 
+class LustreMirror(SpecModel):
+    """A signed mirror of Whamcloud's Lustre client repository (Whamcloud's own Ubuntu repositories are not signed)."""
+
+    url: Url = Field(
+        description="The mirror of one Lustre release: apt reads <url>/<distribution>/client (ubuntu2204/client, ...).",
+        examples=["https://apt.dc1.acme.example/lustre/lustre-2.15.1"],
+    )
+    key: Url = Field(description="URL of the mirror's signing key (ASCII-armored).", examples=["https://apt.dc1.acme.example/key.asc"])
+    key_fingerprint: KeyFingerprint = Field(
+        description="Full fingerprint of that key: the node installs it only when the downloaded key has it.",
+        examples=["0123456789ABCDEF0123456789ABCDEF01234567"],
+    )
+
+
 class NodeSoftware(SpecModel):
     """Who owns each piece of node software at an on-prem site: exactly one owner per component."""
 
@@ -96,6 +112,11 @@ class NodeSoftware(SpecModel):
         description="Who installs the NVIDIA driver and Fabric Manager: the GPU Operator's driver container (NVIDIA's "
         "recommendation for Kubernetes nodes), or alicerce's nvidia_driver role on the host (for hosts whose RDMA stack "
         "must be built against the driver).",
+    )
+    lustre_mirror: LustreMirror | None = Field(
+        default=None,
+        description="Where the nodes get the Lustre client: a signed mirror of the pinned release. Needed where a Lustre tier "
+        "is mounted (the node stage refuses to add an unsigned or unchecked repository).",
     )
     node_exporter: Literal["cluster", "host"] = Field(
         default="cluster",
@@ -178,6 +199,14 @@ class OnpremPool(SpecModel):
     )
     hcas: StrictInt | None = Field(
         default=None, ge=0, le=64, description="Expected RDMA adapters per host (defaults to the fabric's rails)."
+    )
+    rail_adapters: list[PciAddress] = Field(
+        default_factory=list,
+        max_length=64,
+        description="PCI addresses of the fabric's rail adapters, in rail order (lspci -D). Needed where a node carries more "
+        "adapters of the fabric's link layer and rate than rails (a storage network on the same adapters): alicerce never "
+        "guesses which are rails. Empty: the adapters of the fabric's link layer and rate.",
+        examples=[["0000:1a:00.0", "0000:2a:00.0"]],
     )
     scratch_devices: list[Device] = Field(
         default_factory=list,

@@ -55,7 +55,8 @@ def test_infiniband_site_gets_the_device_plugin_and_no_unused_components() -> No
     terms = spec["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert terms == [{"matchExpressions": [{"key": "alicerce.dev/pool", "operator": "In", "values": rdma_pools}]}]
     taints = {(t.key, t.effect) for name in rdma_pools for t in rp.pool(name).spec.taints}
-    assert {(t["key"], t["effect"]) for t in spec["tolerations"]} == taints
+    # and the acceptance taint new nodes join with: acceptance waits for the rdma/ib this plugin offers (issue 20)
+    assert {(t["key"], t["effect"]) for t in spec["tolerations"]} == taints | {("alicerce.dev/acceptance", "NoSchedule")}
 
 
 def test_roce_site_selects_ethernet_links(tmp_path: Path) -> None:
@@ -78,3 +79,35 @@ def test_one_node_feature_discovery_per_cluster_and_the_network_operator_after_i
     # the GPU Operator's NFD labels the adapters; the chart's NodeFeatureRule (CRD from an NFD) is not rendered
     assert releases["network-operator"].values["nfd"] == {"enabled": False, "deployNodeFeatureRules": False}
     assert releases["network-operator"].depends_on == ("gpu-operator",)
+
+
+def test_a_node_held_for_acceptance_gets_the_rdma_device_plugin_and_promises_its_resource(tmp_path: Path) -> None:
+    """Issue 20 (onprem 2, item 4): a new node joins tainted alicerce.dev/acceptance and accept.yml releases it once it
+    offers what its pool promises; the RDMA device plugin (and NFD, which labels the adapters it selects) must run there,
+    and rdma/ib belongs in the promise where the pool has an InfiniBand or RoCE fabric."""
+    from alicerce.emit.ansible.site import acceptance_promise
+
+    rp = platform("prod")
+    [policy] = find(cluster_objects(rp, "dc1"), "NicClusterPolicy")
+    held = {"key": "alicerce.dev/acceptance", "operator": "Exists", "effect": "NoSchedule"}
+    assert held in policy["spec"]["tolerations"]
+    pool = rp.pool("onprem-h100")
+    (plugin,) = device_config(policy)
+    assert acceptance_promise(rp, rp.site("dc1"), pool) == {
+        "nvidia.com/gpu": "8",
+        f"rdma/{plugin['resourceName']}": str(plugin["rdmaHcaMax"]),
+    }
+    system = next(p for p in rp.site("dc1").pools if p.rdma is None)
+    assert "rdma/ib" not in acceptance_promise(rp, rp.site("dc1"), system)
+    # without the GPU Operator (a site of RDMA pools only) the Network Operator brings its own NFD, whose worker
+    # must reach held RDMA nodes too
+    from alicerce.emit.kube.operators import network_operator_values
+
+    values = network_operator_values(rp.site("dc1"), own_nfd=True)
+    assert values["nfd"]["enabled"] is True
+    tolerations = values["node-feature-discovery"]["worker"]["tolerations"]
+    assert held in tolerations
+    # the chart's own list (values.yaml at v26.1.0) is kept: a list in values replaces it
+    assert {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"} in tolerations
+    with_gpu = next(r for r in operator_releases(rp, "dc1") if r.key == "network-operator").values
+    assert "worker" not in with_gpu["node-feature-discovery"]  # the GPU Operator's NFD serves (and tolerates the taint)
