@@ -270,6 +270,15 @@ class Tco(Document):
     forecast: Forecast | None
 
 
+class KpiTarget(Document):
+    kpi: str = Field(description="The recorded series (or alert) that measures it, as the generated rules name it.")
+    subject: str = Field(description="The pool, team or workload it applies to.")
+    op: Literal["<=", ">="]
+    target: float
+    unit: str
+    source: str = Field(description="Where the target comes from: an SLO, a budget, the plan's forecast.")
+
+
 class PlanDocument(Versioned):
     """`alicerce plan --format json`: the platform sized from its workloads."""
 
@@ -284,6 +293,7 @@ class PlanDocument(Versioned):
     monthlyCostUsd: float
     costBreakdown: dict[str, float] = Field(description="Monthly USD by item (rented pools, owned pools, FSx, owned sites).")
     unpricedWorkloads: list[str]
+    kpiTargets: list[KpiTarget] = Field(description="What the KPI recording rules should read, derived from the spec and the plan.")
     tco: Tco | None = Field(default=None, description="Total cost of ownership (--tco).")
     userCatalog: list[str] = Field(description="Entries of the spec's own catalog this plan relies on (GPU ids, instance types).")
 

@@ -44,6 +44,16 @@ def _fmt(value: object) -> str:
     return str(value)
 
 
+def _target(value: float, unit: str) -> str:
+    if unit == "ratio":
+        return f"{value:.2%}" if value < 0.01 else f"{value:.1%}"
+    if unit == "USD":
+        return _usd(value) if value >= 100 else f"${value:,.2f}"
+    if unit == "s" and value >= 3600:
+        return f"{value / 3600:g} h"
+    return f"{value:g}"
+
+
 def _table(title: str, columns: list[tuple[str, str]]) -> Table:
     return Table(title, [Column(name, key=name in KEYS, numeric=justify == "right") for name, justify in columns])
 
@@ -98,6 +108,12 @@ def print_plan(console: Console, result: SizingPlan, *, explain: bool = False, t
     console.print(f"Monthly cost ({result.environment}): [bold]{_usd(result.monthly_cost_usd)}[/bold] = {parts}", highlight=False)
     if result.unpriced:
         console.print(f"  left out of every total (cannot be placed or sized): {', '.join(result.unpriced)}", highlight=False)
+    if result.kpi_targets:
+        kpis = _table("KPI targets (the generated recording rules measure them)", [("KPI", "left"), ("subject", "left"),
+                      ("target", "right"), ("unit", "left"), ("from", "left")])  # fmt: skip
+        for k in result.kpi_targets:
+            kpis.add(k.kpi, k.subject, f"{k.op} {_target(k.target, k.unit)}", k.unit, k.source)
+        print_table(kpis, console)
     placed = {name: reason for name, reason in result.placements.items() if not reason.startswith(("pinned", "no eligible", "pool "))}
     if placed:
         console.print("[bold]Placement[/bold]")

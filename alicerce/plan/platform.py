@@ -22,6 +22,7 @@ from alicerce.catalog.models import Gpu
 from alicerce.plan.figures import Factor, rounded
 from alicerce.plan.findings import PlanFinding, apply_waivers
 from alicerce.plan.growth import Forecast, busy_gpu_hours, forecast, pool_units
+from alicerce.plan.kpi import KpiTarget, kpi_targets
 from alicerce.plan.placement import Choice, choose
 from alicerce.plan.pools import PoolPlan
 from alicerce.plan.pricing import HOURS_PER_MONTH, NodePrice, RentalOption, monthly_node_cost, node_price, rental_options
@@ -201,6 +202,7 @@ class SizingPlan:
     sites: tuple[SiteExtras, ...] = ()
     forecast: Forecast | None = None
     assumptions: dict[str, Any] = field(default_factory=dict)
+    kpi_targets: tuple[KpiTarget, ...] = ()  # what the KPI recording rules should read (alicerce.plan.kpi)
 
     UNITS: ClassVar[dict[str, str]] = {
         "model_state_gib": "GiB", "memory_per_gpu_gib": "GiB", "gpu_hours": "GPU-hours (training: whole run; serving: per month)",
@@ -226,6 +228,7 @@ class SizingPlan:
             else round(self.monthly_cost_usd, 2),
             "cost_breakdown": {k: round(v, 2) for k, v in self.cost_breakdown.items()},
             "unpriced_workloads": list(self.unpriced),
+            "kpi_targets": [k.to_json() for k in self.kpi_targets],
         }
         if tco:
             out["tco"] = {
@@ -365,10 +368,14 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
                                     f"at once, it has {capacity}"))  # fmt: skip
     own_vs_rent = _own_vs_rent(platform, pool_plans, catalog, growth)
     kept, waived = apply_waivers(findings, platform.spec, platform.environment, today or _today())
+    targets = kpi_targets(
+        platform, [(p.name, p.utilization) for p in pool_plans if p.gpus_per_node], budgets,
+        {u.workload: u.usd_per_million_tokens for u in units if u.usd_per_million_tokens is not None},
+    )  # fmt: skip
     return SizingPlan(
         platform.environment, tuple(priced), tuple(pool_plans), storage, tuple(kept), total, tuple(waived),
         {name: c.reason for name, c in choices.items()}, unpriced, breakdown, showback, budgets, own_vs_rent, tuple(units),
-        tuple(sites), growth,
+        tuple(sites), growth, kpi_targets=tuple(targets),
     )  # fmt: skip
 
 

@@ -86,6 +86,38 @@ def slo_fields(ctx: RuleContext) -> Iterable[Finding]:
             yield Finding(path.threshold, "a gpu-utilization threshold is a fraction between 0 and 1", "e.g. 0.6", slo.threshold)
 
 
+# the fast burn-rate alert pages at 14.4x the error budget (alicerce.emit.kube.diagnoses): with a budget of 1/14.4 of
+# requests or more, the error ratio it waits for is over 100% and it can never fire
+FAST_BURN = 14.4
+
+
+@rules.rule("AL360", "slo-measurable", "Inference SLOs can be measured and their burn-rate alerts can fire.")
+def slo_measurable(ctx: RuleContext) -> Iterable[Finding]:
+    from alicerce.catalog.alerts import VLLM_TTFT_BUCKETS
+
+    for i, slo in enumerate(ctx.spec.monitoring.slos):
+        if slo.kind not in ("inference-latency", "availability") or slo.workload is None:
+            continue
+        path = S.monitoring.slos[i]
+        if FAST_BURN * (1 - slo.objective / 100) >= 1:
+            yield Finding(
+                path.objective,
+                f"an objective of {slo.objective:g}% leaves an error budget so large that its fast burn-rate alert "
+                f"({FAST_BURN:g}x the budget) waits for more than 100% errors: it can never fire",
+                f"an objective above {100 * (1 - 1 / FAST_BURN):.2f}%, e.g. 99",
+                slo.objective,
+            )
+        threshold = float(slo.threshold)
+        if slo.kind == "inference-latency" and not VLLM_TTFT_BUCKETS[0] <= threshold <= VLLM_TTFT_BUCKETS[-1]:
+            yield Finding(
+                path.threshold,
+                f"vLLM's time-to-first-token histogram has buckets from {VLLM_TTFT_BUCKETS[0] * 1000:g} ms to "
+                f"{VLLM_TTFT_BUCKETS[-1]:g} s: a threshold outside them cannot be measured",
+                f"a threshold between {VLLM_TTFT_BUCKETS[0] * 1000:g}ms and {VLLM_TTFT_BUCKETS[-1]:g}s",
+                slo.threshold,
+            )
+
+
 @rules.rule("AL280", "workload-fields", "Workloads carry the fields their kind needs for sizing.")
 def workload_fields(ctx: RuleContext) -> Iterable[Finding]:
     for i, w in enumerate(ctx.spec.workloads):

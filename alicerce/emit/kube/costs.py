@@ -46,11 +46,10 @@ def cost_rules(prices: dict[str, float]) -> list[dict[str, Any]]:
             "record": "workload:gpu_cost_usd:rate1h",
             "expr": f"sum by (namespace, workload) (pod:gpu_cost_usd:rate1h * on (namespace, pod) group_left (workload) {POD_WORKLOAD})",
         },
-        # serving: USD per million generated tokens at the current rate
+        # serving: USD per million tokens (prompt and generated, as the plan counts them) at the current rate
         {
             "record": "workload:usd_per_million_tokens:ratio",
-            "expr": "workload:gpu_cost_usd:rate1h / on (namespace, workload) group_left () "
-            "(workload:vllm_generation_tokens:rate5m * 3600) * 1e6",
+            "expr": "workload:gpu_cost_usd:rate1h / on (namespace, workload) group_left () (workload:vllm_tokens:rate5m * 3600) * 1e6",
         },
     ]
     return rules
@@ -70,7 +69,7 @@ def budget_alerts(rp: ResolvedPlatform, site_name: str, shares: dict[str, float]
         for percent in sorted(set(budget.alert_at_percent)):
             limit = usd * percent / 100
             out.append(Alert(budget_alert_name(name, percent), f'{TEAM_30D}{{team="{name}"}} > {limit:.6g}', "1h",
-                             "warning" if percent < 100 else "critical",
+                             "warning",  # a budget is a conversation, not a page
                              f"Team {name} has spent {percent}% of its ${usd:,.0f} monthly GPU budget{where}",
                              "Trailing 30-day GPU spend at the plan's prices (team:gpu_cost_usd:sum30d) is past it. Ask the "
                              "team to stop idle work (GPUIdleWhileAllocated) or raise the budget; see `alicerce plan`."))  # fmt: skip

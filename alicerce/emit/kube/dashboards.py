@@ -14,12 +14,16 @@ from __future__ import annotations
 from typing import Any
 
 from alicerce.catalog.alerts import DIAGNOSES
+from alicerce.emit.kube.promql import recorded_read
 from alicerce.resolve.model import ResolvedPlatform
 
 Panel = tuple[str, list[str], str]  # title, queries, unit
 
 
-def _panels(rows: list[Panel]) -> list[dict[str, Any]]:
+def _panels(rows: list[Panel], have: set[str]) -> list[dict[str, Any]]:
+    """The panels, each with the queries whose recorded series the site records (a panel left without any is
+    dropped): a site without budgets or SLOs shows no empty budget line or SLO panel."""
+    rows = [(title, kept, unit) for title, exprs, unit in rows if (kept := [e for e in exprs if recorded_read(e) <= have])]
     out = []
     for i, (title, exprs, unit) in enumerate(rows, start=1):
         x, y = (0 if i % 2 else 12), (i - 1) // 2 * 8  # two panels a row
@@ -34,7 +38,9 @@ def _panels(rows: list[Panel]) -> list[dict[str, Any]]:
     return out
 
 
-def _board(rp: ResolvedPlatform, key: str, title: str, rows: list[Panel], variables: list[dict[str, Any]]) -> dict[str, Any]:
+def _board(
+    rp: ResolvedPlatform, key: str, title: str, rows: list[Panel], variables: list[dict[str, Any]], *, have: set[str]
+) -> dict[str, Any]:
     source = {"name": "datasource", "type": "datasource", "query": "prometheus"}
     return {
         "title": f"{rp.name} {title} ({rp.environment})",
@@ -43,7 +49,7 @@ def _board(rp: ResolvedPlatform, key: str, title: str, rows: list[Panel], variab
         "editable": False,
         "time": {"from": "now-6h", "to": "now"},
         "templating": {"list": [source, *variables]},
-        "panels": _panels(rows),
+        "panels": _panels(rows, have),
         "tags": ["alicerce", "gpu"],
     }
 
@@ -54,7 +60,7 @@ def _variable(name: str, metric: str, label: str) -> dict[str, Any]:
             "definition": query, "refresh": 2, "includeAll": False, "multi": False}  # fmt: skip
 
 
-def overview(rp: ResolvedPlatform) -> dict[str, Any]:
+def overview(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
     rows: list[Panel] = [
         (
             "Effective GPU utilisation by pool (busy / installed)",
@@ -89,10 +95,10 @@ def overview(rp: ResolvedPlatform) -> dict[str, Any]:
             "short",
         ),
     ]
-    return _board(rp, "", "GPU platform", rows, [])
+    return _board(rp, "", "GPU platform", rows, [], have=have)
 
 
-def team(rp: ResolvedPlatform) -> dict[str, Any]:
+def team(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
     t = 'team="$team"'
     rows: list[Panel] = [
         ("GPUs allocated and busy", [f"team:gpus_allocated:sum{{{t}}}", f"team:gpus_busy:sum{{{t}}}"], "short"),
@@ -122,10 +128,10 @@ def team(rp: ResolvedPlatform) -> dict[str, Any]:
             "currencyUSD",
         ),
     ]
-    return _board(rp, "-team", "team", rows, [_variable("team", "alicerce:namespace_team:info", "team")])
+    return _board(rp, "-team", "team", rows, [_variable("team", "alicerce:namespace_team:info", "team")], have=have)
 
 
-def inference(rp: ResolvedPlatform) -> dict[str, Any]:
+def inference(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
     w = 'workload="$workload"'
     rows: list[Panel] = [
         ("Time to first token p50 / p95 / p99", [f"workload:vllm_time_to_first_token_seconds:p{q}{{{w}}}" for q in (50, 95, 99)], "s"),
@@ -143,9 +149,13 @@ def inference(rp: ResolvedPlatform) -> dict[str, Any]:
         ("Cost per million generated tokens", [f"workload:usd_per_million_tokens:ratio{{{w}}}"], "currencyUSD"),
         ("GPU utilisation and memory", [f"workload:gpu_utilization:avg{{{w}}}", f"workload:gpu_memory_used:avg{{{w}}}"], "percentunit"),
     ]
-    return _board(rp, "-inference", "inference", rows, [_variable("workload", "workload:vllm_requests:rate5m", "workload")])
+    return _board(rp, "-inference", "inference", rows, [_variable("workload", "workload:vllm_requests:rate5m", "workload")], have=have)
 
 
-def dashboards(rp: ResolvedPlatform) -> dict[str, dict[str, Any]]:
-    """File name -> dashboard."""
-    return {"gpu-platform.json": overview(rp), "team.json": team(rp), "inference.json": inference(rp)}
+def dashboards(rp: ResolvedPlatform, groups: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """File name -> dashboard, over what the site's rule ``groups`` record."""
+    have = {r["record"] for g in groups for r in g["rules"] if "record" in r}
+    boards = {"gpu-platform.json": overview(rp, have), "team.json": team(rp, have), "inference.json": inference(rp, have)}
+    if "alicerce:namespace_team:info" not in have:  # no team at the site: nobody to pick
+        del boards["team.json"]
+    return boards

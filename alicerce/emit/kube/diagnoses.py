@@ -39,23 +39,17 @@ from alicerce.emit.kube.kpi import (
     NODE_WRITE,
     SERVING_WORKLOAD_LABEL,
 )
+from alicerce.plan.kpi import checkpoint_stall_seconds
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.spec.models import Slo
 
 HELD = f'{GPU_UTIL}{{pod!=""}}'
 NODE_HELD = f"avg by (node, pool) ({HELD})"  # mean utilisation of the GPUs pods hold on a node
 IO_SATURATED = 0.25  # PSI: some task of the node waited on IO a quarter of the time
-DEFAULT_STALL_SECONDS = 180  # the catalog's stall budget (5%) of its default checkpoint interval (1 h)
 
 
 def _checkpoint_for(rp: ResolvedPlatform) -> str:
-    """How long GPUs may wait on a checkpoint write: the stall budget of the shortest checkpoint interval declared
-    (sizing's checkpointStallBudget x interval), else that of the catalog's default interval."""
-    sizing = rp.catalog.sizing
-    budget = sizing.checkpointStallBudget.value
-    intervals = [float(i) for w in rp.spec.workloads if (i := getattr(w, "checkpoint_interval", None)) is not None]
-    interval = min(intervals) if intervals else sizing.defaultCheckpointIntervalSeconds.value
-    return f"{max(60, int(budget * float(interval)))}s"
+    return f"{int(checkpoint_stall_seconds(rp))}s"
 
 
 def diagnoses(rp: ResolvedPlatform) -> list[Alert]:

@@ -196,6 +196,11 @@ def serving_rules() -> list[dict[str, Any]]:
         _rule("workload:vllm_requests:rate5m", workload(f"sum by ({by}) (rate(vllm:request_success_total[5m]))")),
         _rule("workload:vllm_generation_tokens:rate5m", workload(f"sum by ({by}) (rate(vllm:generation_tokens_total[5m]))")),
         _rule("workload:vllm_prompt_tokens:rate5m", workload(f"sum by ({by}) (rate(vllm:prompt_tokens_total[5m]))")),
+        # prompt and generated: what the plan's cost per million tokens counts (alicerce.plan.platform UnitCost)
+        _rule(
+            "workload:vllm_tokens:rate5m",
+            workload(f"sum by ({by}) (rate(vllm:prompt_tokens_total[5m]) + rate(vllm:generation_tokens_total[5m]))"),
+        ),
         # an aborted request is the engine's failure (FinishReason ABORT); stop and length are answers
         _rule(
             "workload:vllm_request_errors:ratio_rate5m",

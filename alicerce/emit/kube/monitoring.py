@@ -39,6 +39,7 @@ from alicerce.emit.kube.costs import BUDGET, budget_alerts, cost_rules
 from alicerce.emit.kube.dashboards import dashboards
 from alicerce.emit.kube.diagnoses import diagnoses, slo_burn
 from alicerce.emit.kube.kpi import kpi_groups
+from alicerce.emit.kube.promql import fed
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite, ResolvedTeam
 from alicerce.resolve.namespaces import MONITORING_NAMESPACE
 from alicerce.spec.models import AlertOverride, Slo
@@ -229,12 +230,7 @@ def rule_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
         group("alicerce.slo.burn", burn_alerts),
         *_cost_groups(rp, site_name, group),
     ]
-    return [g for g in groups if g["rules"]]
-
-
-def dashboard(rp: ResolvedPlatform) -> dict[str, Any]:
-    """The platform team's Grafana dashboard (the overview; alicerce.emit.kube.dashboards has the others)."""
-    return dashboards(rp)["gpu-platform.json"]
+    return fed(g for g in groups if g["rules"])
 
 
 def serving_monitors(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]:
@@ -289,16 +285,17 @@ def monitoring_objects(rp: ResolvedPlatform, site_name: str) -> list[dict[str, A
         return []
     site = rp.site(site_name)
     labels = {"app.kubernetes.io/managed-by": "alicerce", "alicerce.dev/platform": rp.name}
+    groups = rule_groups(rp, site_name)
     rule = {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PrometheusRule",
         "metadata": {"name": RULE_NAME, "namespace": MONITORING_NAMESPACE, "labels": labels},
-        "spec": {"groups": rule_groups(rp, site_name)},
+        "spec": {"groups": groups},
     }
     dashboard = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": DASHBOARD_NAME, "namespace": MONITORING_NAMESPACE, "labels": {**labels, "grafana_dashboard": "1"}},
-        "data": {key: json.dumps(board, indent=1, sort_keys=True) for key, board in dashboards(rp).items()},
+        "data": {key: json.dumps(board, indent=1, sort_keys=True) for key, board in dashboards(rp, groups).items()},
     }
     return [rule, dashboard, *serving_monitors(rp, site), *host_node_exporters(site)]

@@ -57,7 +57,7 @@ def test_prices_are_the_plans_and_budgets_split_by_what_the_quota_is_worth() -> 
 @needs_promtool
 def test_showback_per_team_cost_center_used_gpu_hour_and_million_tokens(tmp_path: Path) -> None:
     """By hand: research holds 96 p5 GPUs ($6.88/GPU-h) busy half the time: $660.48/h, $13.76 per used GPU-hour.
-    chat-70b holds 4 L40S GPUs at the plan's price and generates 3,000 tokens/s: price x 4 / 10.8 M tokens."""
+    chat-70b holds 4 L40S GPUs at the plan's price and reads 15,000 and writes 3,000 tokens/s: price x 4 / 64.8 M tokens."""
     rp = platform()
     l40s = next(p.usd_per_gpu_hour for p in plan_platform(rp).pools if p.name == "infer-l40s")
     assert l40s is not None
@@ -72,6 +72,7 @@ def test_showback_per_team_cost_center_used_gpu_hour_and_million_tokens(tmp_path
     inputs += held("serving", "chat-70b-0", "ip-10-20-99-1.ec2.internal", 4, "GPUSx30", workload="chat-70b")
     vllm = 'namespace="serving",pod="chat-70b-0",alicerce_dev_workload="chat-70b",model_name="chat",engine="0"'
     inputs.append({"series": f"vllm:generation_tokens_total{{{vllm}}}", "values": "0+180000x30"})
+    inputs.append({"series": f"vllm:prompt_tokens_total{{{vllm}}}", "values": "0+900000x30"})
     tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
         {**rounded("team:gpu_cost_usd:rate1h", 'site="aws",team="research"', 96 * 6.88, "20m"),
          "exp_samples": [{"labels": '{site="aws",team="research"}', "value": round(96 * 6.88, 6)},
@@ -80,7 +81,7 @@ def test_showback_per_team_cost_center_used_gpu_hour_and_million_tokens(tmp_path
          "exp_samples": [{"labels": '{cost_center="CC-4411",site="aws"}', "value": round(96 * 6.88, 6)},
                          {"labels": '{cost_center="CC-4413",site="aws"}', "value": round(4 * l40s, 6)}]},
         rounded("team:usd_per_used_gpu_hour:ratio", 'site="aws",team="research"', 13.76, "20m"),
-        rounded("workload:usd_per_million_tokens:ratio", 'namespace="serving",site="aws",workload="chat-70b"', 4 * l40s / 10.8, "20m"),
+        rounded("workload:usd_per_million_tokens:ratio", 'namespace="serving",site="aws",workload="chat-70b"', 4 * l40s / 64.8, "20m"),
     ]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
 

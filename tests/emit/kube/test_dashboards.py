@@ -8,9 +8,13 @@ import re
 from typing import Any
 
 import pytest
+import yaml
 
 from alicerce.emit.kube.dashboards import dashboards
 from alicerce.emit.kube.monitoring import monitoring_objects, rule_groups
+from alicerce.rules.validate import validated
+from alicerce.spec.loader import load_file
+from tests.conftest import ROOT
 from tests.emit.kube.series import recorded, unproduced
 from tests.emit.kube.test_monitoring import platform
 
@@ -30,13 +34,13 @@ def queries(board: dict[str, Any]) -> list[str]:
 def test_every_panel_reads_only_series_that_are_produced(env: str, site: str) -> None:
     rp = platform(env)
     groups = rule_groups(rp, site)
-    for name, board in dashboards(rp).items():
+    for name, board in dashboards(rp, groups).items():
         assert unproduced(queries(board), groups) == {}, name
 
 
 def test_one_dashboard_per_audience_with_what_that_audience_asks() -> None:
     rp = platform()
-    boards = dashboards(rp)
+    boards = dashboards(rp, rule_groups(rp, "aws"))
     assert set(boards) == {"gpu-platform.json", "team.json", "inference.json"}
     team = " ".join(queries(boards["team.json"]))
     assert "team:gpu_cost_usd:sum30d" in team and "alicerce:team_budget_usd:monthly" in team and "kueue_admission_wait" in team
@@ -51,7 +55,7 @@ def test_one_dashboard_per_audience_with_what_that_audience_asks() -> None:
 
 def test_a_panel_on_a_series_nobody_produces_is_caught() -> None:
     rp = platform()
-    board = dashboards(rp)["team.json"]
+    board = dashboards(rp, rule_groups(rp, "aws"))["team.json"]
     board["panels"][0]["targets"][0]["expr"] = 'team:gpus_alocated:sum{team="$team"}'
     assert unproduced(queries(board), rule_groups(rp, "aws")) == {'team:gpus_alocated:sum{team="research"}': {"team:gpus_alocated:sum"}}
 
@@ -59,5 +63,20 @@ def test_a_panel_on_a_series_nobody_produces_is_caught() -> None:
 def test_the_dashboard_configmap_carries_every_dashboard() -> None:
     rp = platform()
     [cm] = [o for o in monitoring_objects(rp, "aws") if o["kind"] == "ConfigMap"]
-    assert {k: json.loads(v) for k, v in cm["data"].items()} == dashboards(rp)
+    assert {k: json.loads(v) for k, v in cm["data"].items()} == dashboards(rp, rule_groups(rp, "aws"))
     assert "ALERTS" not in recorded(rule_groups(rp, "aws"))
+
+
+@pytest.mark.parametrize("example", ["aws-only.yaml", "minimal.yaml", "onprem-superpod.yaml", "user-catalog.yaml"])
+def test_every_example_site_reads_only_produced_series(example: str) -> None:
+    """A site without teams, budgets, SLOs or GPU pools records none of their series: its rules and panels leave
+    them out instead of reading series that never exist."""
+    path = ROOT / "examples" / example
+    for env in yaml.safe_load(path.read_text())["environments"]:
+        rp = validated(load_file(path, str(path)), env)
+        for site in rp.sites:
+            groups = rule_groups(rp, site.name)
+            exprs = [r["expr"] for g in groups for r in g["rules"]]
+            for board in dashboards(rp, groups).values():
+                exprs += queries(board)
+            assert unproduced(exprs, groups) == {}, (example, env, site.name)

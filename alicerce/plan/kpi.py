@@ -1,0 +1,84 @@
+"""The KPI targets an environment's spec and plan imply, named by the recording rules that measure them.
+
+`alicerce plan` prints them, so the figures a platform team reports (alicerce.emit.kube.kpi, costs) come with the
+target the spec set or the plan forecast: SLOs as declared, each pool's effective utilisation at the plan's
+forecast, each team's spend against its budget, each serving workload's cost per million tokens at the plan's
+prices, the checkpoint stall budget. Pure: spec and plan in, targets out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from alicerce.resolve.model import ResolvedPlatform
+
+
+def checkpoint_stall_seconds(platform: ResolvedPlatform) -> float:
+    """How long GPUs may wait on a checkpoint write: the stall budget of the shortest checkpoint interval declared
+    (sizing's checkpointStallBudget x interval), else that of the catalog's default interval; at least a minute."""
+    sizing = platform.catalog.sizing
+    intervals = [float(i) for w in platform.spec.workloads if (i := getattr(w, "checkpoint_interval", None)) is not None]
+    interval = min(intervals) if intervals else float(sizing.defaultCheckpointIntervalSeconds.value)
+    return max(60.0, float(int(sizing.checkpointStallBudget.value * interval)))
+
+
+MEANINGFUL_UTILIZATION = 0.01
+
+
+@dataclass(frozen=True)
+class KpiTarget:
+    kpi: str  # the recorded series that measures it
+    subject: str  # pool, team or workload (label value)
+    op: str  # "<=" or ">="
+    target: float
+    unit: str
+    source: str  # where the target comes from
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kpi": self.kpi,
+            "subject": self.subject,
+            "op": self.op,
+            "target": round(self.target, 6),
+            "unit": self.unit,
+            "source": self.source,
+        }
+
+
+def kpi_targets(
+    platform: ResolvedPlatform, pools: list[tuple[str, float | None]], budgets: dict[str, float], per_million: dict[str, float | None]
+) -> list[KpiTarget]:
+    """``pools``: (pool, forecast utilisation) of GPU pools; ``budgets``: team -> monthly USD; ``per_million``:
+    serving workload -> USD per million tokens at the plan's prices."""
+    out: list[KpiTarget] = []
+    for slo in platform.spec.monitoring.slos:
+        threshold = float(slo.threshold)
+        source = f"monitoring.slos {slo.name}"
+        if slo.kind == "inference-latency" and slo.workload and slo.percentile is not None:
+            series = f"workload:vllm_time_to_first_token_seconds:p{slo.percentile:g}"
+            out.append(KpiTarget(series, slo.workload, "<=", threshold, "s", source))
+            out.append(
+                KpiTarget("slo:sli_error:ratio_rate1h", slo.workload, "<=", 1 - slo.objective / 100, "ratio", source + " (error budget)")
+            )
+        elif slo.kind == "availability" and slo.workload:
+            out.append(KpiTarget("workload:vllm_request_errors:ratio_rate5m", slo.workload, "<=", 1 - slo.objective / 100, "ratio", source))
+        elif slo.kind == "queue-wait" and slo.team:
+            out.append(
+                KpiTarget(f"team:kueue_admission_wait_seconds:p{95 if slo.objective <= 95 else 99}", slo.team, "<=", threshold, "s", source)
+            )
+        elif slo.kind == "gpu-utilization":
+            out.append(KpiTarget("site:gpu_effective_utilization:ratio", "platform", ">=", threshold, "ratio", source))
+    for pool, utilization in pools:
+        if utilization is not None and utilization >= MEANINGFUL_UTILIZATION:  # below, the plan reports the idle pool (PL307/PL308)
+            out.append(KpiTarget("pool:gpu_effective_utilization:ratio", pool, ">=", utilization, "ratio", "plan: forecast utilisation"))
+    for team, usd in sorted(budgets.items()):
+        out.append(KpiTarget("team:gpu_cost_usd:sum30d", team, "<=", usd, "USD", "tenancy.teams budget"))
+    serving = {w.name for w in platform.spec.workloads if w.kind == "inference"}  # what the serving PodMonitors scrape
+    for workload, per in sorted(per_million.items()):
+        if per is not None and workload in serving:
+            out.append(KpiTarget("workload:usd_per_million_tokens:ratio", workload, "<=", per, "USD", "plan: pool price / tokens at peak"))
+    if any(w.kind == "training" for w in platform.spec.workloads):
+        stall = checkpoint_stall_seconds(platform)
+        out.append(KpiTarget("TrainingCheckpointStall", "training", "<=", stall, "s", "sizing checkpointStallBudget x interval"))
+    return out

@@ -1,0 +1,43 @@
+"""`alicerce plan` prints the KPI targets it derives (issue 24): each names a series the generated rules record."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from alicerce.cli import build_app
+from alicerce.emit.kube.monitoring import rule_groups
+from alicerce.plan.platform import plan_platform
+from alicerce.rules.validate import validated
+from alicerce.spec.loader import load_file
+from tests.conftest import ROOT
+
+
+def test_the_plan_derives_kpi_targets_from_slos_budgets_and_its_forecast() -> None:
+    rp = validated(load_file(ROOT / "platform.yaml", "platform.yaml"), "prod")
+    plan = plan_platform(rp)
+    targets = {(k.kpi, k.subject): k for k in plan.kpi_targets}
+    assert targets[("workload:vllm_time_to_first_token_seconds:p99", "chat-70b")].target == 0.8
+    assert abs(targets[("slo:sli_error:ratio_rate1h", "chat-70b")].target - 0.005) < 1e-12
+    assert targets[("team:kueue_admission_wait_seconds:p95", "research")].target == 4 * 3600
+    assert targets[("team:gpu_cost_usd:sum30d", "research")].target == 900_000
+    onprem = next(p for p in plan.pools if p.name == "onprem-h100")
+    assert targets[("pool:gpu_effective_utilization:ratio", "onprem-h100")].target == onprem.utilization
+    assert ("workload:usd_per_million_tokens:ratio", "embed-batch") not in targets  # batch jobs are not scraped as servers
+    assert targets[("TrainingCheckpointStall", "training")].target == 0.05 * 7200
+    # every KPI is a series (or alert) the generated rules at some site produce
+    produced = {r.get("record") or r.get("alert") for site in ("aws", "dc1") for g in rule_groups(rp, site) for r in g["rules"]}
+    assert {k.kpi for k in plan.kpi_targets} <= produced
+
+
+def test_plan_prints_them_and_its_json_carries_them() -> None:
+    runner = CliRunner()
+    text = runner.invoke(build_app(), ["plan", "--env", "prod", str(ROOT / "platform.yaml")])
+    assert text.exit_code == 0, text.output
+    assert "KPI targets" in text.output and "team:gpu_cost_usd:sum30d" in text.output
+    done = runner.invoke(build_app(), ["plan", "--env", "prod", "--format", "json", str(ROOT / "platform.yaml")])
+    assert done.exit_code == 0, done.output
+    kpis = json.loads(done.output)["kpiTargets"]
+    assert {"kpi": "team:gpu_cost_usd:sum30d", "subject": "research", "op": "<=", "target": 900000, "unit": "USD",
+            "source": "tenancy.teams budget"} in kpis  # fmt: skip
