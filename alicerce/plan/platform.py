@@ -488,7 +488,8 @@ def _quota_findings(platform: ResolvedPlatform, name: str, team_name: str, pool:
     quota = next((q for q in team.quotas if q.pool == pool.name), None) if team is not None else None
     if quota is None:
         return []  # no quota on the pool: placement (quota_pools) already keeps the run off it, or the team governs nothing
-    units = plan.gpus or 0  # in the pool's schedulable units, as quotas are
+    # in the pool's schedulable units, as quotas are; a run sized beyond the whole pool (PL304 says so) runs on the pool
+    units = min(plan.gpus or 0, pool.max_gpus)
     if units <= quota.units:
         return []
     where = f"tenancy.teams[{team_name}].quotas[{quota.index}]"

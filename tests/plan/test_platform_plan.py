@@ -302,3 +302,14 @@ def test_a_run_sized_above_its_teams_quota_is_reported_with_the_fix() -> None:
     assert applied in text
     raised = text.replace(quota, "        - {pool: onprem-h100, gpus: 224}\n").replace(applied, "        - {pool: onprem-h100, gpus: 32}\n")
     assert findings(raised) == []
+
+
+def test_a_run_sized_beyond_its_pool_is_held_to_the_quota_at_the_pools_size() -> None:
+    """A run the deadline sizes beyond the whole pool (PL304 reports that) runs on the pool at most: the quota check
+    compares what it can request, not the deadline's figure."""
+    data = reference()
+    next(w for w in data["workloads"] if w["name"] == "llm-pretrain")["tokens"] = "2T"
+    plan = plan_of(data)
+    [finding] = [f for f in plan.findings if f.check in ("PL340", "PL341")]
+    pool = next(p for p in validated(REFERENCE, "prod").pools if p.name == "onprem-h100")
+    assert finding.check == "PL341" and f"sized at {pool.max_gpus} GPUs" in finding.message

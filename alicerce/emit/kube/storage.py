@@ -244,9 +244,16 @@ def _prepare_job(rp: ResolvedPlatform, site: ResolvedSite, tier: ResolvedTier, *
         for d in dirs:
             team = d.removeprefix(f"{TEAMS_DIR}/")
             path = shlex.quote(f"{ROOT_MOUNT}/{d}")
+            # a directory that exists already (made by an administrator, or under another id) is left as it is: chmod
+            # by anyone but its owner fails, and the Job would never complete; it only has to be writable
+            unwritable = (
+                f'echo "{tier.name}: {d} exists but uid {ids[team]} (team {team}) cannot write it: on the NFS server, '
+                f'chown {ids[team]}:{ids[team]} it or chmod 1777 it" >&2; exit 1'
+            )
             script = (
                 _mount_check(tier, kind)
-                + f"[ -d {teams_dir} ] && [ -w {teams_dir} ] || {{ {missing}; }}; mkdir -p {path} && chmod 1777 {path}"
+                + f"[ -d {teams_dir} ] && [ -w {teams_dir} ] || {{ {missing}; }}; "
+                + f"if [ ! -d {path} ]; then mkdir {path} && chmod 1777 {path} || exit 1; fi; [ -w {path} ] || {{ {unwritable}; }}"
             )
             identity = {"runAsNonRoot": True, "runAsUser": ids[team], "runAsGroup": ids[team]}
             containers.append(

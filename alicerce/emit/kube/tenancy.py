@@ -304,10 +304,16 @@ def rayjob_submitter_policy(rp: ResolvedPlatform) -> list[dict[str, Any]]:
         f"spec.submissionMode to one of {modes}, or give spec.submitterPodTemplate a securityContext that passes "
         "restricted (runAsNonRoot, seccompProfile RuntimeDefault, allowPrivilegeEscalation false, capabilities drop ALL)"
     )
-    return team_pods_policy(RAYJOB_SUBMITTER_POLICY, expression, message, group="ray.io", resource="rayjobs")
+    policy = team_pods_policy(RAYJOB_SUBMITTER_POLICY, expression, message, group="ray.io", resource="rayjobs")
+    # CREATE only: the KubeRay operator updates every RayJob (its finalizer, rayjob_controller.go), and a RayJob made
+    # before this policy must still be updated and deleted
+    policy[0]["spec"]["matchConstraints"]["resourceRules"][0]["operations"] = ["CREATE"]
+    return policy
 
 
 TEAM_CLAIMS_POLICY = "alicerce-team-claims"
+# Groups of cluster administrators: Kubernetes' superuser group and kubeadm's (kubespray's admin kubeconfig) admin group
+ADMIN_GROUPS = ("system:masters", "kubeadm:cluster-admins")
 
 
 def team_claims_policy(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]:
@@ -321,8 +327,12 @@ def team_claims_policy(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[st
     groups = sorted({g for team in site.teams for g in team.spec.groups})
     if not groups:
         return []
+    # a cluster administrator who is also in a team's group (running `pulumi up`, which replaces a claim that moves to a
+    # new volume) is not held back
+    admins = _cel_list(list(ADMIN_GROUPS))
     expression = (
-        f"!has(request.userInfo.groups) || !request.userInfo.groups.exists(g, g in {_cel_list(groups)}) || "
+        f"!has(request.userInfo.groups) || request.userInfo.groups.exists(g, g in {admins}) || "
+        f"!request.userInfo.groups.exists(g, g in {_cel_list(groups)}) || "
         f"!has(oldObject.metadata.labels) || !('{TIER_LABEL}' in oldObject.metadata.labels)"
     )
     policy = team_pods_policy(

@@ -250,7 +250,7 @@ def test_the_dc1_home_job_makes_each_team_directory_as_the_team_not_as_root() ->
         context = container["securityContext"]
         assert context["runAsUser"] == context["runAsGroup"] == ids[team] >= 20000
         script = container["command"][-1]
-        assert f"mkdir -p /fs/teams/{team} " in script and "install -d -m 1777 <export>/teams" in script
+        assert f"mkdir /fs/teams/{team} " in script and "install -d -m 1777 <export>/teams" in script
     assert pod_security_violations(pod, "restricted") == []
     # file systems that do not squash root keep one root container (the Lustre export of dc1 is host-mounted)
     [lustre] = find(cluster_objects(rp, "dc1"), "Job", "prepare-dc1-lustre")
@@ -279,5 +279,10 @@ def test_the_dc1_home_job_script_needs_only_a_writable_teams_directory(tmp_path:
     done = run()
     assert done.returncode == 0, done.stderr
     assert (export / "teams" / team).is_dir() and (export / "teams" / team).stat().st_mode & 0o7777 == 0o1777
+    # a directory that exists (an administrator made it, or another id) is left alone: chmod by a non-owner fails
+    (export / "teams" / team).chmod(0o770)
+    again = run()
+    assert again.returncode == 0, again.stderr
+    assert (export / "teams" / team).stat().st_mode & 0o7777 == 0o770
     mounts.write_text(f"/dev/sda1 {export} ext4 rw 0 0\n")  # the node's own disk: nothing is made
     assert run().returncode == 1

@@ -167,6 +167,7 @@ def test_a_team_cannot_delete_the_claim_its_static_volume_is_bound_to() -> None:
     own = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "scratch", "namespace": "research"}}
     assert denials(own, member) == []  # a team's own claim
     assert denials(claim, ("system:serviceaccounts", "system:serviceaccounts:kube-system")) == []  # the namespace controller
+    assert denials(claim, (*member, "kubeadm:cluster-admins")) == []  # an administrator who is also in the team
     # creating claims is untouched
     assert admission_denials(objs, "research", claim, resource="persistentvolumeclaims", user_groups=member) == []
 
