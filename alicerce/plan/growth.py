@@ -71,7 +71,7 @@ def pool_units(plan: WorkloadPlan, pool: ResolvedPool) -> int:
 
 def busy_gpu_hours(plan: WorkloadPlan, gpus: int, hours_month: float) -> float:
     """GPU-hours a month a workload keeps ``gpus`` busy. Training: its declared schedule (runs per quarter x
-    wall-clock, spread over the quarter's three months), else back to back (its wall-clock within the month);
+    wall-clock, spread over the quarter's three months), else one run a month (its wall-clock, at most the month);
     overlapping runs hold more GPUs than ``gpus``: what they add is counted too (PL320 says so)."""
     if plan.kind in ("training", "fine-tuning"):
         run_hours = (plan.wall_clock_days or 0.0) * 24

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from alicerce.plan.figures import rounded
-from alicerce.plan.pricing import NodePrice
+from alicerce.plan.pricing import HOURS_PER_MONTH, NodePrice
 from alicerce.plan.tco import OwnedPoolCost
 
 
@@ -41,6 +41,19 @@ class PoolPlan:
         if self.price is not None:
             return self.price.usd_per_gpu_hour
         return None
+
+    @property
+    def billed_usd_per_gpu_hour(self) -> float | None:
+        """What showback bills one allocated GPU-hour, as plan's own showback splits a month: a rented pool's price;
+        an owned pool's month over its installed GPU-hours, so that idle capacity stays with the platform.
+
+        Not :attr:`usd_per_gpu_hour`: an owned pool's cost per *used* GPU-hour already spreads the idle hours over the
+        used ones, and billing each allocated hour at it charged a team the forecast's idleness again (an owned H100
+        pool forecast 3% busy billed $63 per GPU-hour, 30x the plan's showback)."""
+        if self.owned and self.monthly_cost_usd is not None:
+            installed = self.declared_max * self.gpus_per_node * HOURS_PER_MONTH
+            return self.monthly_cost_usd / installed if installed else None
+        return self.usd_per_gpu_hour
 
     def to_json(self, explain: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -72,7 +72,7 @@ class WorkloadPlan:
     cpu_cores: int | None = None
     deadline_days: float | None = None
     tokens_per_month: float | None = None  # serving at peak load: input + output tokens
-    runs_per_quarter: float | None = None  # training: the declared schedule (None: back to back)
+    runs_per_quarter: float | None = None  # training: the declared schedule (None: one run a month)
     fits: dict[str, int | None] = field(default_factory=dict)  # candidate GPU -> smallest count that fits
     figures: tuple[Figure, ...] = ()
     notes: tuple[str, ...] = ()

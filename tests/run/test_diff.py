@@ -80,7 +80,11 @@ def test_a_quota_move_changes_quotas_only() -> None:
     moved = {(q.team, q.pool): (q.units_before, q.units_after) for q in result.quotas}
     assert moved == {("research", "train-p5"): (96, 64), ("applied-ml", "train-p5"): (32, 64)}
     assert result.pools == [] and result.gpu_units_delta == 0 and result.destructive == []
-    assert {o.kind for o in result.objects} <= {"ClusterQueue", "ResourceQuota"}
+    # a team's monthly budget is watched per site in the share its quota there is worth (issue 24, budget_shares): moving
+    # research's GPUs moves its budget alerts' thresholds, the one other object that changes
+    changed = {(o.kind, o.name) for o in result.objects}
+    assert {kind for kind, _ in changed} == {"ClusterQueue", "ResourceQuota", "PrometheusRule"}, changed
+    assert {name for kind, name in changed if kind == "PrometheusRule"} == {"alicerce-gpu-platform"}
     assert {r.type for r in result.resources} == {"kubernetes:yaml/v2:ConfigGroup"}  # nothing on AWS changes
 
 

@@ -58,6 +58,8 @@ CASES = {
     "endpoint-port": ("k8s.dc1.acme.example:6443", "k8s.dc1.acme.example:99999", "environments.prod.sites[1].controlPlaneEndpoint", "port"),
     "slo-threshold-inf": ("threshold: 800ms", "threshold: .inf", "monitoring.slos[0].threshold", "finite"),
     "slo-threshold-nan": ("threshold: 4h", "threshold: .nan", "monitoring.slos[1].threshold", "finite"),
+    # a schedule of one run in 10^300 quarters made an owned pool's cost per used GPU-hour a 300-digit figure
+    "runs-per-quarter-tiny": ("runsPerQuarter: 1  ", "runsPerQuarter: 1e-300", "workloads[0].runsPerQuarter", "or equal to 0.01"),
     "account-star": ('account: "111111111111"', 'account: "*"', "environments.dev.sites[0].account", "12 digits"),
 }
 

@@ -170,7 +170,7 @@ def _cost_groups(rp: ResolvedPlatform, site_name: str, group: Callable[[str, lis
     """Showback at the plan's GPU-hour prices of the site's pools, and the budget alerts of the site's teams."""
     from alicerce.plan.platform import plan_platform  # the plan prices pools once; emit reads it, never re-derives it
 
-    all_prices = {p.name: p.usd_per_gpu_hour for p in plan_platform(rp).pools if p.usd_per_gpu_hour is not None}
+    all_prices = {p.name: p.billed_usd_per_gpu_hour for p in plan_platform(rp).pools if p.billed_usd_per_gpu_hour is not None}
     site = rp.site(site_name)
     prices = {p.name: all_prices[p.name] for p in site.pools if p.gpu is not None and p.name in all_prices}
     shares = budget_shares(rp, site_name, all_prices)

@@ -139,10 +139,11 @@ class Workload(SpecModel):
     latency: Latency | None = Field(default=None, description="Inference latency SLOs.")
     runs_per_quarter: float | None = Field(
         default=None,
-        gt=0,
+        ge=0.01,
         le=10**4,
-        description="Training and fine-tuning: runs started per quarter (1: one run a quarter; 0.25: one a year); a pool is busy "
-        "runs x wall-clock of each quarter. Default: runs back to back, busy every hour.",
+        description="Training and fine-tuning: runs started per quarter (1: one run a quarter; 0.25: one a year; at least one "
+        "a century); a pool is busy runs x wall-clock of each quarter. Default: one run a month (busy all month when a run "
+        "lasts longer).",
         examples=[1],
     )
     max_batch: StrictInt | None = Field(

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from alicerce.emit.kube.monitoring import budget_shares, rule_groups
-from alicerce.plan.platform import plan_platform
+from alicerce.plan.platform import HOURS_PER_MONTH, plan_platform
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_text
 from tests.conftest import ROOT
@@ -35,7 +35,7 @@ def held(namespace: str, pod: str, node: str, gpus: int, values: str, *, workloa
 
 def test_prices_are_the_plans_and_budgets_split_by_what_the_quota_is_worth() -> None:
     rp = platform()
-    prices = {p.name: p.usd_per_gpu_hour for p in plan_platform(rp).pools}
+    prices = {p.name: p.billed_usd_per_gpu_hour for p in plan_platform(rp).pools}
     records = {
         r["labels"]["pool"]: r["expr"]
         for g in rule_groups(rp, "aws")
@@ -47,7 +47,7 @@ def test_prices_are_the_plans_and_budgets_split_by_what_the_quota_is_worth() -> 
         "infer-l40s": f"vector({prices['infer-l40s']:.6g})",
         "infer-l4": f"vector({prices['infer-l4']:.6g})",
     }
-    # research: 96 p5 GPUs at $6.88 on aws, 192 owned H100s at dc1's TCO per GPU-hour
+    # research: 96 p5 GPUs at $6.88 on aws, 192 owned H100s at dc1's TCO per installed GPU-hour
     aws, dc1 = 96 * 6.88, 192 * prices["onprem-h100"]  # type: ignore[operator]
     assert abs(budget_shares(rp, "aws", prices)["research"] - aws / (aws + dc1)) < 1e-9  # type: ignore[arg-type]
     assert abs(budget_shares(rp, "aws", prices)["research"] + budget_shares(rp, "dc1", prices)["research"] - 1) < 1e-9  # type: ignore[arg-type]
@@ -131,4 +131,26 @@ def test_budget_alerts_fire_at_the_thresholds_and_not_below(tmp_path: Path) -> N
 
 
 def prices(rp: Any) -> dict[str, float]:
-    return {p.name: p.usd_per_gpu_hour for p in plan_platform(rp).pools if p.usd_per_gpu_hour is not None}
+    return {p.name: p.billed_usd_per_gpu_hour for p in plan_platform(rp).pools if p.billed_usd_per_gpu_hour is not None}
+
+
+def test_an_owned_pool_busy_all_month_bills_what_the_plan_says_it_costs() -> None:
+    """Review of issue 24: the live price of an owned pool was the plan's cost per *used* GPU-hour (the month spread
+    over the forecast's busy hours) charged on every allocated hour, so a team billed 30x what plan's showback says.
+    Every GPU of the pool allocated for the whole month bills exactly the pool's month; the plan's showback agrees."""
+    rp = platform()
+    plan = plan_platform(rp)
+    [h100] = [p for p in plan.pools if p.name == "onprem-h100"]
+    assert h100.owned and h100.monthly_cost_usd and h100.utilization is not None and h100.utilization < 1
+    [record] = [
+        r["expr"]
+        for g in rule_groups(rp, "dc1")
+        for r in g["rules"]
+        if r.get("record") == "alicerce:pool_usd_per_gpu_hour:price" and r["labels"]["pool"] == "onprem-h100"
+    ]
+    price = float(record.removeprefix("vector(").removesuffix(")"))
+    installed_hours = h100.declared_max * h100.gpus_per_node * HOURS_PER_MONTH
+    assert abs(price * installed_hours - h100.monthly_cost_usd) / h100.monthly_cost_usd < 1e-5
+    assert h100.usd_per_gpu_hour is not None and price < h100.usd_per_gpu_hour  # not the cost per used GPU-hour
+    # what plan's showback bills every team together on that pool, at most the month (the idle rest is the platform's)
+    assert sum(plan.showback.values()) >= h100.monthly_cost_usd
