@@ -531,7 +531,9 @@ def replica_layout(
     hardware = gpu_hardware(gpu, w.precision, sizing)
     headroom = inf.tpotHeadroom.value
     engine_cap = float(w.max_batch) if w.max_batch is not None else inf.maxBatch.value
-    degrees = [w.tensor_parallel] if w.tensor_parallel is not None else [d for d in TP_DEGREES if d <= node_gpus]
+    # tensor parallelism all-reduces every layer over NVLink/PCIe inside one node, and a pod's GPUs come from one node:
+    # a declared degree obeys the same bound as the ones tried (PL322 reports a declared degree past it)
+    degrees = [d for d in ([w.tensor_parallel] if w.tensor_parallel is not None else TP_DEGREES) if d <= node_gpus]
     for tp in degrees:
         replica = Replica(shape_, tp, hardware, eff, bytes_per_weight, kv_bytes(w.precision))
         cap = engine_cap if clients is None else min(engine_cap, clients)
@@ -569,6 +571,11 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
         found, _ = replica_layout(w, candidate, sizing, place.gpus_per_node)
         fits[candidate.id] = found.tp if found else None
     layout, figures = replica_layout(w, gpu, sizing, place.gpus_per_node)
+    if w.tensor_parallel is not None and w.tensor_parallel > place.gpus_per_node:
+        tp = w.tensor_parallel
+        issue = Issue("PL322", f"tensorParallel {tp} puts one replica on {tp} GPUs of one node, but {place.pool or 'its'} "
+                      f"nodes have {place.gpus_per_node} x {gpu.id}: tensor parallelism stays within a node")  # fmt: skip
+        return _empty(w, place, figures, notes, fits, [issue])
     if layout is None:
         issue = Issue("PL303", f"no replica of up to {place.gpus_per_node} x {gpu.id} holds the model and meets the latency targets")
         return _empty(w, place, figures, notes, fits, [issue])
