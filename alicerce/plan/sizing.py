@@ -397,6 +397,13 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                             "below one, published runs fall well short of the model (strong-scaling floor)"))  # fmt: skip
     if w.model.architecture == "moe" and active < 10e9:
         issues.append(Issue("PL316", f"a fine-grained MoE ({active / 1e9:.1f}B active) sits at the edge of the calibration data"))
+    attention = w.model.attention
+    sequence = w.sequence_length or DEFAULT_SEQUENCE
+    if isinstance(attention, SlidingWindowAttention) and attention.window >= sequence:
+        # every layer then attends to the whole sequence: sized as full attention, which the user may not expect
+        given = "sequenceLength" if w.sequence_length else "the default sequence length"
+        issues.append(Issue("PL323", f"the {attention.window:,}-token sliding window covers {given} ({sequence:,} tokens): every layer "
+                            "attends to the whole sequence and the window changes nothing in this plan"))  # fmt: skip
     if w.precision == "fp4":
         issues.append(Issue("PL317", "fp4 training speed-up is one published ratio, not validated on held-out runs"))
     interval = w.checkpoint_interval or sizing.defaultCheckpointIntervalSeconds.value

@@ -453,3 +453,14 @@ def test_a_declared_tensor_parallel_degree_stays_within_a_node(tp: int) -> None:
     )
     fits = plan_inference(w, Placement("inference", gpu, 8, None), SIZING, [])  # the same degree on 8-GPU nodes
     assert fits.issues == () and fits.min_gpus == tp
+
+
+@pytest.mark.parametrize(("window", "sequence", "flagged"), [(4096, 2048, True), (4096, 4096, True), (4096, 8192, False)])
+def test_a_sliding_window_covering_the_sequence_is_said(window: int, sequence: int, flagged: bool) -> None:
+    """Issue 23 review: a window at least as long as the training sequences was accepted and changed nothing, silently
+    (every layer attends to every token): PL323 says so; a window shorter than the sequences is what the layout is for."""
+    model = {"parameters": "7B", "layers": 32, "hiddenSize": 4096, "attention": {"kind": "sliding-window", "window": window}}
+    plan = plan_training(workload(model=model, tokens="100B", sequenceLength=sequence), on("H100"), SIZING, [])
+    found = [i.message for i in plan.issues if i.check == "PL323"]
+    assert found == ([f"the {window:,}-token sliding window covers sequenceLength ({sequence:,} tokens): every layer attends "
+                      "to the whole sequence and the window changes nothing in this plan"] if flagged else [])  # fmt: skip
