@@ -311,7 +311,7 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
                                         f"{plan.accelerator} GPUs, the pool has {pool.max_gpus} at max size"))  # fmt: skip
         if pool is not None and pool.gpu is not None and plan.runnable:
             findings.extend(_quota_findings(platform, w.name, plan.team, pool, plan))
-        if any(f.check == "PL303" and f.subject == w.name for f in findings):
+        if any(f.check in ("PL303", "PL322") and f.subject == w.name for f in findings):
             cannot.add(w.name)
         elif pool is not None and plan.runnable:
             committed[pool.name] += pool_units(plan, pool) if pool.gpu is not None else 0

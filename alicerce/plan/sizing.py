@@ -397,6 +397,13 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                             "below one, published runs fall well short of the model (strong-scaling floor)"))  # fmt: skip
     if w.model.architecture == "moe" and active < 10e9:
         issues.append(Issue("PL316", f"a fine-grained MoE ({active / 1e9:.1f}B active) sits at the edge of the calibration data"))
+    attention = w.model.attention
+    sequence = w.sequence_length or DEFAULT_SEQUENCE
+    if isinstance(attention, SlidingWindowAttention) and attention.window >= sequence:
+        # every layer then attends to the whole sequence: sized as full attention, which the user may not expect
+        given = "sequenceLength" if w.sequence_length else "the default sequence length"
+        issues.append(Issue("PL323", f"the {attention.window:,}-token sliding window covers {given} ({sequence:,} tokens): every layer "
+                            "attends to the whole sequence and the window changes nothing in this plan"))  # fmt: skip
     if w.precision == "fp4":
         issues.append(Issue("PL317", "fp4 training speed-up is one published ratio, not validated on held-out runs"))
     interval = w.checkpoint_interval or sizing.defaultCheckpointIntervalSeconds.value
@@ -531,7 +538,9 @@ def replica_layout(
     hardware = gpu_hardware(gpu, w.precision, sizing)
     headroom = inf.tpotHeadroom.value
     engine_cap = float(w.max_batch) if w.max_batch is not None else inf.maxBatch.value
-    degrees = [w.tensor_parallel] if w.tensor_parallel is not None else [d for d in TP_DEGREES if d <= node_gpus]
+    # tensor parallelism all-reduces every layer over NVLink/PCIe inside one node, and a pod's GPUs come from one node:
+    # a declared degree obeys the same bound as the ones tried (PL322 reports a declared degree past it)
+    degrees = [d for d in ([w.tensor_parallel] if w.tensor_parallel is not None else TP_DEGREES) if d <= node_gpus]
     for tp in degrees:
         replica = Replica(shape_, tp, hardware, eff, bytes_per_weight, kv_bytes(w.precision))
         cap = engine_cap if clients is None else min(engine_cap, clients)
@@ -569,6 +578,11 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
         found, _ = replica_layout(w, candidate, sizing, place.gpus_per_node)
         fits[candidate.id] = found.tp if found else None
     layout, figures = replica_layout(w, gpu, sizing, place.gpus_per_node)
+    if w.tensor_parallel is not None and w.tensor_parallel > place.gpus_per_node:
+        tp = w.tensor_parallel
+        issue = Issue("PL322", f"tensorParallel {tp} puts one replica on {tp} GPUs of one node, but {place.pool or 'its'} "
+                      f"nodes have {place.gpus_per_node} x {gpu.id}: tensor parallelism stays within a node")  # fmt: skip
+        return _empty(w, place, figures, notes, fits, [issue])
     if layout is None:
         issue = Issue("PL303", f"no replica of up to {place.gpus_per_node} x {gpu.id} holds the model and meets the latency targets")
         return _empty(w, place, figures, notes, fits, [issue])

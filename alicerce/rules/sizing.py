@@ -7,6 +7,7 @@ from typing import Any
 
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean, one_of
+from alicerce.spec.models.workloads import LatentAttention, Model, SlidingWindowAttention
 
 rules = RuleSet()
 
@@ -91,3 +92,72 @@ def moe_experts(ctx: RuleContext) -> Iterable[Finding]:
         if experts.layers is not None and model.layers is not None and experts.layers > model.layers:
             yield Finding(path.layers, f"{experts.layers} expert layers in a {model.layers}-layer model", None, experts.layers,
                           resource=w.name)  # fmt: skip
+
+
+SERVING = ("inference", "batch-inference")  # what plan_inference sizes: the kinds a serving engine's knobs apply to
+SCHEDULED = ("training", "fine-tuning")  # what plan_training sizes: the kinds a run schedule applies to
+
+
+@rules.rule("AL370", "workload-fields-apply", "A workload declares only the fields sizing reads for its kind.")
+def workload_fields_apply(ctx: RuleContext) -> Iterable[Finding]:
+    """Serving knobs on a training job, or a run schedule on a service, were accepted and never read: the user believes
+    they shaped the plan."""
+    for i, w in enumerate(ctx.spec.workloads):
+        path = S.workloads[i]
+        if w.kind not in SERVING:
+            for field, value in (("tensor_parallel", w.tensor_parallel), ("max_batch", w.max_batch)):
+                if value is not None:
+                    yield Finding(getattr(path, field), f"{w.kind} workloads are not served by an engine: sizing ignores it",
+                                  f"remove it; it applies to {' and '.join(SERVING)} workloads", key=True, resource=w.name)  # fmt: skip
+        if w.kind not in SCHEDULED and w.runs_per_quarter is not None:
+            yield Finding(path.runs_per_quarter, f"{w.kind} workloads have no runs to schedule: sizing ignores it",
+                          f"remove it; it applies to {' and '.join(SCHEDULED)} workloads", key=True, resource=w.name)  # fmt: skip
+
+
+@rules.rule("AL371", "attention-layout", "A sliding-window model's global layers are layers of the model.")
+def attention_layout(ctx: RuleContext) -> Iterable[Finding]:
+    for i, w in enumerate(ctx.spec.workloads):
+        model = w.model
+        if model is None or not isinstance(model.attention, SlidingWindowAttention) or model.layers is None:
+            continue
+        if model.attention.global_layers > model.layers:
+            yield Finding(S.workloads[i].model.attention.global_layers,
+                          f"{model.attention.global_layers} global layers in a {model.layers}-layer model",
+                          f"at most {model.layers}", model.attention.global_layers, resource=w.name)  # fmt: skip
+
+
+@rules.rule("AL372", "tensor-parallel-heads", "A declared tensor-parallel degree divides the model's attention heads.")
+def tensor_parallel_heads(ctx: RuleContext) -> Iterable[Finding]:
+    """Tensor parallelism gives each GPU whole heads: vLLM's QKVParallelLinear divides the query heads by the degree and
+    either the KV heads by the degree or the degree by the KV heads (replicating each), and refuses to start otherwise."""
+    head_dim_default = int(ctx.catalog.sizing.inference.headDimDefault.value)
+    for i, w in enumerate(ctx.spec.workloads):
+        tp, model = w.tensor_parallel, w.model
+        if tp is None or model is None or w.kind not in SERVING:
+            continue
+        path = S.workloads[i].tensor_parallel
+        heads, source = _query_heads(model, head_dim_default)
+        if heads is not None and heads % tp:
+            yield Finding(path, f"tensorParallel {tp} does not divide the model's {heads} attention heads ({source})",
+                          f"use a degree that divides {heads}: {_divisors(heads)}", tp, resource=w.name)  # fmt: skip
+        kv = None if isinstance(model.attention, LatentAttention) else model.kv_heads  # MLA's latent is shared by all heads
+        if kv is not None and (kv % tp if tp < kv else tp % kv):
+            yield Finding(path, f"tensorParallel {tp} neither divides the model's {kv} KV heads nor is a multiple of them",
+                          f"use a divisor or a multiple of {kv}", tp, resource=w.name)  # fmt: skip
+
+
+def _query_heads(model: Model, head_dim_default: int) -> tuple[int | None, str]:
+    """The model's query heads and where the figure comes from; None when the spec does not tell."""
+    if isinstance(model.attention, LatentAttention) and model.attention.heads is not None:
+        return model.attention.heads, "attention.heads"
+    if model.hidden_size is None:
+        return None, ""
+    head_dim = model.head_dim or head_dim_default
+    if model.hidden_size % head_dim:
+        return None, ""
+    where = "headDim" if model.head_dim else f"the default headDim {head_dim}: declare headDim if it differs"
+    return model.hidden_size // head_dim, f"hiddenSize {model.hidden_size} / {where}"
+
+
+def _divisors(n: int) -> str:
+    return ", ".join(str(d) for d in range(1, min(n, 64) + 1) if n % d == 0)

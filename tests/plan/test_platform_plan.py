@@ -313,3 +313,20 @@ def test_a_run_sized_beyond_its_pool_is_held_to_the_quota_at_the_pools_size() ->
     [finding] = [f for f in plan.findings if f.check in ("PL340", "PL341")]
     pool = next(p for p in validated(REFERENCE, "prod").pools if p.name == "onprem-h100")
     assert finding.check == "PL341" and f"sized at {pool.max_gpus} GPUs" in finding.message
+
+
+def test_tensor_parallel_past_a_node_is_pl322_not_a_pool_total() -> None:
+    """Issue 23 review: TP 32 on infer-l4 (1 x L4 per node, 16 nodes) was PL303 "needs 32 GPUs, the pool has 16",
+    counting GPUs across nodes, which tensor parallelism never spans; TP 4 there planned replicas of 4 GPUs."""
+    for tp in (4, 32):
+        data = reference()
+        data["workloads"].append({
+            "name": "assistant", "kind": "inference", "team": "serving", "pool": "infer-l4",
+            "model": {"parameters": "8B", "layers": 32, "hiddenSize": 4096},
+            "traffic": {"peakRps": 2, "inputTokens": 1000, "outputTokens": 200}, "tensorParallel": tp,
+        })  # fmt: skip
+        plan = plan_of(data)
+        findings = [f for f in plan.findings if f.subject == "assistant"]
+        # PL314: infer-l40s's 4-GPU nodes would hold TP 4
+        assert [(f.check, f.severity) for f in findings if f.check != "PL314"] == [("PL322", Severity.ERROR)], findings
+        assert "assistant" not in {w.name for w in plan.workloads if w.runnable}

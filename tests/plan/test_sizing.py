@@ -435,3 +435,32 @@ def test_streams_per_replica_near_batch_one_match_the_engine() -> None:
 
     assert 1 <= streams("23.2ms") < 2
     assert 4 <= streams("27.3ms") < 6
+
+
+@pytest.mark.parametrize("tp", [2, 4, 8])
+def test_a_declared_tensor_parallel_degree_stays_within_a_node(tp: int) -> None:
+    """Issue 23 review: a declared `tensorParallel` skipped the GPUs-per-node bound the chosen degrees obey, so TP 3 on
+    1-GPU g6.xlarge nodes planned "1 replica of 3 GPUs": a pod's GPUs come from one node (PL322)."""
+    w = workload(kind="inference", model={"parameters": "8B", "layers": 32, "hiddenSize": 4096},
+                 traffic={"peakRps": 2, "inputTokens": 1000, "outputTokens": 200}, tensorParallel=tp)  # fmt: skip
+    gpu = CATALOG.gpu("L4-24GB")
+    assert gpu is not None
+    plan = plan_inference(w, Placement("inference", gpu, 1, None), SIZING, [])
+    assert [i.check for i in plan.issues] == ["PL322"] and plan.gpus is None and plan.min_gpus is None
+    assert plan.issues[0].message == (
+        f"tensorParallel {tp} puts one replica on {tp} GPUs of one node, but inference nodes have 1 x L4-24GB: "
+        "tensor parallelism stays within a node"
+    )
+    fits = plan_inference(w, Placement("inference", gpu, 8, None), SIZING, [])  # the same degree on 8-GPU nodes
+    assert fits.issues == () and fits.min_gpus == tp
+
+
+@pytest.mark.parametrize(("window", "sequence", "flagged"), [(4096, 2048, True), (4096, 4096, True), (4096, 8192, False)])
+def test_a_sliding_window_covering_the_sequence_is_said(window: int, sequence: int, flagged: bool) -> None:
+    """Issue 23 review: a window at least as long as the training sequences was accepted and changed nothing, silently
+    (every layer attends to every token): PL323 says so; a window shorter than the sequences is what the layout is for."""
+    model = {"parameters": "7B", "layers": 32, "hiddenSize": 4096, "attention": {"kind": "sliding-window", "window": window}}
+    plan = plan_training(workload(model=model, tokens="100B", sequenceLength=sequence), on("H100"), SIZING, [])
+    found = [i.message for i in plan.issues if i.check == "PL323"]
+    assert found == ([f"the {window:,}-token sliding window covers sequenceLength ({sequence:,} tokens): every layer attends "
+                      "to the whole sequence and the window changes nothing in this plan"] if flagged else [])  # fmt: skip
