@@ -7,7 +7,9 @@ from collections.abc import Iterable
 
 from alicerce.resolve.namespaces import RESERVED_NAMESPACES
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
-from alicerce.spec.errors import did_you_mean, one_of
+from alicerce.spec.errors import did_you_mean, format_path, one_of
+from alicerce.spec.models import PlatformSpec
+from alicerce.spec.paths import SpecPath
 
 rules = RuleSet()
 
@@ -154,8 +156,9 @@ def workload_fields(ctx: RuleContext) -> Iterable[Finding]:
                 )
 
 
-@rules.rule("AL262", "alert-overrides", "Alert overrides name an alert alicerce emits.")
-def alert_overrides(ctx: RuleContext) -> Iterable[Finding]:
+def generated_alerts(spec: PlatformSpec) -> list[tuple[str, SpecPath | None, str]]:
+    """Every alert alicerce emits for the spec: (alert name, the spec entry it comes from or None for a built-in, what
+    makes it). A site's rules repeat a team's budget alerts; each is listed once."""
     from alicerce.catalog.alerts import (
         STATIC_ALERTS,
         budget_alert_name,
@@ -166,15 +169,33 @@ def alert_overrides(ctx: RuleContext) -> Iterable[Finding]:
         slo_starved_alert_name,
     )
 
-    BURN_NAMES = (slo_burn_fast_alert_name, slo_burn_slow_alert_name)  # noqa: N806
-    known = [
-        *STATIC_ALERTS,
-        *(pool_alert_name(p.name) for p in ctx.spec.node_pools if p.accelerator is not None),
-        *(slo_alert_name(s.name) for s in ctx.spec.monitoring.slos),
-        *(slo_starved_alert_name(s.name) for s in ctx.spec.monitoring.slos if s.kind == "queue-wait"),
-        *(f(s.name) for s in ctx.spec.monitoring.slos if s.kind in ("inference-latency", "availability") for f in BURN_NAMES),
-        *(budget_alert_name(t.name, p) for t in ctx.spec.tenancy.teams if t.budget is not None for p in (*t.budget.alert_at_percent, None)),
-    ]
+    out: list[tuple[str, SpecPath | None, str]] = [(name, None, "a built-in alert") for name in STATIC_ALERTS]
+    for i, pool in enumerate(spec.node_pools):
+        if pool.accelerator is not None:
+            out.append((pool_alert_name(pool.name), S.node_pools[i].name, f"pool {pool.name}'s missing-GPU alert"))
+    for i, slo in enumerate(spec.monitoring.slos):
+        at = S.monitoring.slos[i].name
+        out.append((slo_alert_name(slo.name), at, f"SLO {slo.name}'s alert"))
+        if slo.kind == "queue-wait":
+            out.append((slo_starved_alert_name(slo.name), at, f"SLO {slo.name}'s starved alert"))
+        if slo.kind in ("inference-latency", "availability"):
+            out.append((slo_burn_fast_alert_name(slo.name), at, f"SLO {slo.name}'s fast-burn alert"))
+            out.append((slo_burn_slow_alert_name(slo.name), at, f"SLO {slo.name}'s slow-burn alert"))
+    for t, team in enumerate(spec.tenancy.teams):
+        if team.budget is None:
+            continue
+        for j, percent in enumerate(team.budget.alert_at_percent):
+            if percent not in team.budget.alert_at_percent[:j]:
+                at = S.tenancy.teams[t].budget.alert_at_percent[j]
+                out.append((budget_alert_name(team.name, percent), at, f"team {team.name}'s budget alert at {percent}%"))
+        at = S.tenancy.teams[t].name
+        out.append((budget_alert_name(team.name, None), at, f"team {team.name}'s projected-budget alert"))
+    return out
+
+
+@rules.rule("AL262", "alert-overrides", "Alert overrides name an alert alicerce emits.")
+def alert_overrides(ctx: RuleContext) -> Iterable[Finding]:
+    known = [name for name, _, _ in generated_alerts(ctx.spec)]
     for i, override in enumerate(ctx.spec.monitoring.alerts):
         if override.alert not in known:
             yield Finding(
@@ -183,6 +204,28 @@ def alert_overrides(ctx: RuleContext) -> Iterable[Finding]:
                 did_you_mean(override.alert, known) or one_of(known),
                 override.alert,
             )
+
+
+@rules.rule("AL361", "alert-names-unique", "No two sources in the spec give their alerts the same name.")
+def alert_names_unique(ctx: RuleContext) -> Iterable[Finding]:
+    """Alert names are derived from spec names (``ml`` at 180% and ``ml-1`` at 80% both make ``BudgetMl180``; SLO
+    ``a-burn-fast`` and SLO ``a``'s fast-burn alert both make ``SLOABurnFast``). Prometheus accepts two rules of one
+    name, but a ``monitoring.alerts[]`` override, an Alertmanager route or a silence by alertname then hits both, and
+    an operator paged for one cannot tell which fired: refused at the second source, naming the first."""
+    first: dict[str, tuple[SpecPath | None, str]] = {}
+    for name, at, what in generated_alerts(ctx.spec):
+        if name not in first:
+            first[name] = (at, what)
+            continue
+        other_at, other = first[name]
+        where = f" ({format_path(other_at.path)})" if other_at is not None else ""
+        yield Finding(
+            at if at is not None else S.monitoring,
+            f"{what} would be named {name}, as {other}{where} already is",
+            "rename one of the two: alert names drop the dashes of spec names, and an override, a route or a silence by "
+            "alertname would reach both",
+            name,
+        )
 
 
 @rules.rule("AL263", "ingress-not-a-team", "The gateway namespaces serving traffic comes from are not team namespaces.")

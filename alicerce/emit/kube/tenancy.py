@@ -317,32 +317,50 @@ ADMIN_GROUPS = ("system:masters", "kubeadm:cluster-admins")
 
 
 def team_claims_policy(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]:
-    """Team members cannot delete the claims alicerce pre-binds to their volumes.
+    """Team members cannot delete the claims alicerce pre-binds to their volumes, nor take off the label that marks them.
 
     A static volume keeps the uid of the claim it was bound to (``claimRef.uid``, filled in by the PV controller):
     once that claim is deleted the volume is Released for good (reclaim policy Retain), and the claim Argo CD or
     Pulumi re-creates stays Pending beside it. Teams may still create and delete claims of their own (dynamic ones,
     on the default StorageClass); the platform's own deletions (the namespace controller deleting a removed team's
-    namespace, Pulumi, Argo CD's prune) are not made as a team group and pass."""
+    namespace, Pulumi, Argo CD's prune) are not made as a team group and pass.
+
+    The guard knows alicerce's claims by their tier label, and teams may update claims (their own ones need it), so
+    UPDATE is matched too: a team member may change anything of such a claim (annotations, other labels) but the tier
+    label, whose removal or change would otherwise let the next DELETE through (issue 21)."""
     groups = sorted({g for team in site.teams for g in team.spec.groups})
     if not groups:
         return []
     # a cluster administrator who is also in a team's group (running `pulumi up`, which replaces a claim that moves to a
     # new volume) is not held back
     admins = _cel_list(list(ADMIN_GROUPS))
-    expression = (
+    exempt = (
         f"!has(request.userInfo.groups) || request.userInfo.groups.exists(g, g in {admins}) || "
         f"!request.userInfo.groups.exists(g, g in {_cel_list(groups)}) || "
         f"!has(oldObject.metadata.labels) || !('{TIER_LABEL}' in oldObject.metadata.labels)"
     )
+    kept = (
+        f"has(object.metadata.labels) && '{TIER_LABEL}' in object.metadata.labels && "
+        f"object.metadata.labels['{TIER_LABEL}'] == oldObject.metadata.labels['{TIER_LABEL}']"
+    )
     policy = team_pods_policy(
         TEAM_CLAIMS_POLICY,
-        expression,
+        f"request.operation != 'DELETE' || {exempt}",
         "this claim is bound to a shared file system's volume by alicerce: deleted, the volume stays Released and the "
         "re-created claim Pending; it goes with the team (remove the team from the spec)",
         resource="persistentvolumeclaims",
     )
-    policy[0]["spec"]["matchConstraints"]["resourceRules"][0]["operations"] = ["DELETE"]
+    spec = policy[0]["spec"]
+    spec["validations"].append(
+        {
+            "expression": f"request.operation != 'UPDATE' || {exempt} || ({kept})",
+            "message": f"the label {TIER_LABEL} marks this claim as alicerce's, bound to a shared file system's volume: "
+            "it cannot be removed or changed by a team (the claim is managed from the spec)",
+            "reason": "Forbidden",
+        }
+    )
+    # CREATE is not matched: a team's new claims are its own (a claim made with the label only binds the team itself)
+    spec["matchConstraints"]["resourceRules"][0]["operations"] = ["UPDATE", "DELETE"]
     return policy
 
 

@@ -282,8 +282,10 @@ def admission_denials(
     resource: str = "pods",
     operation: str = "CREATE",
     user_groups: tuple[str, ...] = (),
+    old: dict[str, Any] | None = None,
 ) -> list[str]:
-    """Messages of the ValidatingAdmissionPolicies (bound with Deny) that reject creating ``obj`` in ``namespace``.
+    """Messages of the ValidatingAdmissionPolicies (bound with Deny) that reject creating ``obj`` in ``namespace``
+    (or the ``operation`` on it; an UPDATE from ``old``, which is then the ``oldObject``).
 
     The expressions run on cel-python, a CEL implementation (the API server runs cel-go with Kubernetes'
     libraries; alicerce's expressions use only standard CEL: has(), all(), in, lists). Binding match:
@@ -297,6 +299,8 @@ def admission_denials(
     # a DELETE has no object, only the oldObject (admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy variables)
     key = "oldObject" if operation == "DELETE" else "object"
     activation = {key: celpy.json_to_cel(obj), "request": celpy.json_to_cel(request)}
+    if old is not None:
+        activation["oldObject"] = celpy.json_to_cel(old)
     out: list[str] = []
     for binding in _kinds(objs, "ValidatingAdmissionPolicyBinding"):
         spec = binding["spec"]

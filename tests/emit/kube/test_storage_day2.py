@@ -172,6 +172,53 @@ def test_a_team_cannot_delete_the_claim_its_static_volume_is_bound_to() -> None:
     assert admission_denials(objs, "research", claim, resource="persistentvolumeclaims", user_groups=member) == []
 
 
+def test_a_team_cannot_unlabel_the_claim_its_static_volume_is_bound_to() -> None:
+    """Issue 21: the claims guard matched only DELETE and keyed on the tier label, which teams may update
+    (``kubectl label pvc home alicerce.dev/storage-tier-`` then ``kubectl delete pvc home`` passed). Removing or
+    changing the label is refused to team members; their other updates, and the platform's, pass."""
+    import copy
+
+    from alicerce.emit.kube.storage import TIER_LABEL
+    from tests.emit.kube.cluster_model import admission_denials
+
+    rp = reference("prod")
+    objs = cluster_objects(rp, "dc1")
+    [claim] = [
+        o
+        for o in objs
+        if o["kind"] == "PersistentVolumeClaim" and o["metadata"] == {**o["metadata"], "name": "home", "namespace": "research"}
+    ]
+    member = tuple(next(t for t in rp.site("dc1").teams if t.name == "research").spec.groups)
+
+    def update(new: dict[str, Any], groups: tuple[str, ...] = member) -> list[str]:
+        return admission_denials(
+            objs, "research", new, resource="persistentvolumeclaims", operation="UPDATE", user_groups=groups, old=claim
+        )
+
+    unlabelled = copy.deepcopy(claim)
+    del unlabelled["metadata"]["labels"][TIER_LABEL]
+    [message] = update(unlabelled)
+    assert TIER_LABEL in message
+    relabelled = copy.deepcopy(claim)
+    relabelled["metadata"]["labels"][TIER_LABEL] = "scratch"
+    assert len(update(relabelled)) == 1
+    bare = copy.deepcopy(claim)
+    del bare["metadata"]["labels"]
+    assert len(update(bare)) == 1
+    annotated = copy.deepcopy(claim)
+    annotated["metadata"]["annotations"] = {"note": "ours"}
+    annotated["metadata"]["labels"]["owner"] = "alice"
+    assert update(annotated) == []  # other updates of the claim pass
+    assert update(unlabelled, ("system:serviceaccounts", "system:serviceaccounts:kube-system")) == []  # the platform
+    assert update(unlabelled, (*member, "system:masters")) == []  # an administrator who is also in the team
+    own = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "scratch", "namespace": "research"}}
+    labelled = {**own, "metadata": {**own["metadata"], "labels": {"app": "x"}}}
+    assert (
+        admission_denials(objs, "research", labelled, resource="persistentvolumeclaims", operation="UPDATE", user_groups=member, old=own)
+        == []
+    )  # a team's own claim
+
+
 @pytest.mark.parametrize("site", ["aws", "dc1"])
 def test_a_removed_team_takes_its_volumes_along_and_leaves_its_data(site: str) -> None:
     """The lifecycle of a team's static volumes: removing the team from the spec removes its namespace, its claims
