@@ -1,7 +1,7 @@
 """Showback and budgets from the plan's prices and live usage: recording rules and the alerts that act on budgets.
 
-The price of a GPU-hour of each pool is the plan's (``alicerce plan``: the node price on the cloud, the owned TCO at
-forecast utilisation on-prem; decided once in alicerce.plan), written into a static series; the live side is what
+The price of a GPU-hour of each pool is the plan's (``alicerce plan``: the node price on the cloud, an owned pool's
+month over its installed GPU-hours on-prem, PoolPlan.billed_usd_per_gpu_hour), written into a static series; the live side is what
 pods hold (``pod:gpus_allocated:sum``, in physical GPUs). Allocated GPUs are what a team pays for, whether busy or
 not: the cost of a used GPU-hour is that spend over the busy GPU-hours. Budgets are monthly; spend is compared over
 a trailing 30 days and as the month the current rate would cost.
