@@ -22,7 +22,7 @@ from alicerce.emit.pulumi.component import Component, named
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.spec.models import AwsSite, ObjectTier
 from alicerce.targets.aws import resolve as names
-from alicerce.targets.aws.components.storage import deny_insecure_transport, private_bucket
+from alicerce.targets.aws.components.storage import deny_insecure_transport, encrypt_bucket, private_bucket
 
 # object tiers whose object-level reads and writes are audited (who read which training data, who wrote a model)
 AUDITED_PURPOSES = ("datasets", "models")
@@ -113,17 +113,7 @@ class AuditTrail(Component):
         # the audit record outlives a stack removal: Pulumi refuses to delete it
         bucket = aws.s3.Bucket(f"{name}-bucket", bucket=args.bucket, force_destroy=False, tags=tags, opts=self.child(protect=True))
         private_bucket(self, f"{name}-bucket", bucket, versioning=True)
-        sse = aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
-            sse_algorithm="aws:kms" if args.kms_key_arn is not None else "AES256", kms_master_key_id=args.kms_key_arn
-        )
-        aws.s3.BucketServerSideEncryptionConfiguration(
-            f"{name}-bucket",
-            bucket=bucket.id,
-            rules=[
-                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(apply_server_side_encryption_by_default=sse, bucket_key_enabled=True)
-            ],
-            opts=self.child(),
-        )
+        encrypt_bucket(self, f"{name}-bucket", bucket, args.kms_key_arn)
         aws.s3.BucketLifecycleConfiguration(
             f"{name}-bucket",
             bucket=bucket.id,

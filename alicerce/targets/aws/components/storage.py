@@ -228,6 +228,22 @@ def private_bucket(owner: Component, resource: str, bucket: aws.s3.Bucket, *, ve
     )
 
 
+def encrypt_bucket(owner: Component, resource: str, bucket: aws.s3.Bucket, kms_key_arn: pulumi.Input[str] | None) -> None:
+    """Default encryption of a data bucket: the platform key where there is one (an S3 Bucket Key, so that S3 asks KMS
+    once per bucket key rather than per object), else SSE-S3."""
+    sse = aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
+        sse_algorithm="aws:kms" if kms_key_arn is not None else "AES256", kms_master_key_id=kms_key_arn
+    )
+    aws.s3.BucketServerSideEncryptionConfiguration(
+        resource,
+        bucket=bucket.id,
+        rules=[
+            aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(apply_server_side_encryption_by_default=sse, bucket_key_enabled=True)
+        ],
+        opts=owner.child(),
+    )
+
+
 @dataclass(frozen=True)
 class StorageArgs:
     name: str
@@ -456,17 +472,7 @@ class Storage(Component):
                 opts=self.child(),
             )
         versioning = private_bucket(self, f"{name}-{tier.name}", bucket, versioning=tier.versioning)
-        sse = aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
-            sse_algorithm="aws:kms" if args.kms_key_arn is not None else "AES256", kms_master_key_id=args.kms_key_arn
-        )
-        aws.s3.BucketServerSideEncryptionConfiguration(
-            f"{name}-{tier.name}",
-            bucket=bucket.id,
-            rules=[
-                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(apply_server_side_encryption_by_default=sse, bucket_key_enabled=True)
-            ],
-            opts=self.child(),
-        )
+        encrypt_bucket(self, f"{name}-{tier.name}", bucket, args.kms_key_arn)
         rules = [
             aws.s3.BucketLifecycleConfigurationRuleArgs(
                 id="abort-incomplete-uploads",
