@@ -556,6 +556,23 @@ def test_smaller_node_stage_defects(prod: ResolvedPlatform) -> None:
         assert names.index("Read the running kernel afresh") == names.index(header) - 1, role
 
 
+def test_lustre_over_a_roce_fabric_runs_lnet_on_the_roce_rails() -> None:
+    """o2iblnd runs over RoCE too: a pool whose fabric changes from InfiniBand to RoCE keeps its LNet networks, on the
+    rails the rdma role names rorailN (before, the networks went empty and the clients could not reach @o2ib servers)."""
+    from alicerce.emit.ansible.site import RAIL_PREFIX
+    from alicerce.rules.validate import validated
+    from alicerce.spec.loader import load_text
+
+    text = (ROOT / "platform.yaml").read_text().replace("technology: infiniband", "technology: roce")
+    roce = validated(load_text(text.replace("        subnetManager: external\n", ""), "platform.yaml"), "prod")
+    pool = yaml.safe_load(render_tree(roce, subtrees=["ansible"])["ansible/group_vars/pool_onprem_h100.yml"])
+    assert pool["parallel_fs_client_lnet_networks"] == "o2ib(rorail0)"
+    assert pool["rdma_online_rails"] == ["rorail0"]
+    # the names LNet is told are the names the rdma role gives the rails, per transport
+    for technology, prefix in RAIL_PREFIX.items():
+        assert _render("rdma", "{{ _rdma_link_prefix }}", rdma_technology=technology) == prefix
+
+
 def test_burn_in_floors_of_nvlink_bridged_pcie_gpus_are_reachable() -> None:
     """Issue 20, 10: H100 NVL pairs are bridged, not switched: an 8-GPU all-reduce runs at PCIe speed, never at the
     bridge's NVLink figure (the old floor, 210 GB/s, no such node can reach)."""

@@ -92,6 +92,10 @@ class AnsibleSite:
     host_vars: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
+# the rails' interface names per transport, as the rdma role names them (roles/rdma/vars/main.yml _rdma_link_prefix)
+RAIL_PREFIX = {"infiniband": "ibrail", "roce": "rorail"}
+
+
 def rail_subnets(cidr: ipaddress.IPv4Network | ipaddress.IPv6Network, rails: int) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
     """The fabric's IPoIB range split into one subnet per rail, in rail order."""
     extra_bits = max(rails - 1, 0).bit_length()
@@ -156,9 +160,11 @@ def _config_word(value: str, what: str) -> str:
 def _lnet(mounts: list[dict[str, Any]], fabric: Fabric | None) -> str:
     nids = [str(m["source"]).split(":/")[0] for m in mounts if m["type"] == "lustre"]
     networks = sorted({nid.rsplit("@", 1)[1] for nid in nids if "@" in nid})
-    if not networks or fabric is None or fabric.onprem is None or fabric.onprem.technology != "infiniband":
+    if not networks or fabric is None or fabric.onprem is None:
         return ""
-    # the rails are one subnet each (ipoib_addresses): LNet runs only over the rails whose subnet holds a server NID (an
+    # o2iblnd runs over RoCE as over InfiniBand: the NI is the rail's netdev, named by the rdma role after the transport
+    # (a RoCE fabric with no LNet networks would leave the clients unable to reach servers whose NIDs are @o2ib).
+    # The rails are one subnet each (ipoib_addresses): LNet runs only over the rails whose subnet holds a server NID (an
     # NI on a rail that cannot reach the servers only makes LNet time out on it); servers behind an LNet router: rail 0
     reaching: set[int] = set()
     if fabric.onprem.ipoib_cidr is not None:
@@ -169,12 +175,13 @@ def _lnet(mounts: list[dict[str, Any]], fabric: Fabric | None) -> str:
             except ValueError:
                 continue
             reaching |= {i for i, subnet in enumerate(subnets) if address in subnet}
-    rails = ",".join(f"ibrail{i}" for i in sorted(reaching or {0}))
+    prefix = RAIL_PREFIX[fabric.onprem.technology]
+    rails = ",".join(f"{prefix}{i}" for i in sorted(reaching or {0}))
     return ",".join(f"{net}({rails})" if net.startswith("o2ib") else net for net in networks)
 
 
 def lnet_rails(networks: str) -> list[str]:
-    """The rail names in an LNet networks string: o2ib(ibrail0,ibrail1) -> [ibrail0, ibrail1]."""
+    """The rail names in an LNet networks string: o2ib(ibrail0,ibrail1) -> [ibrail0, ibrail1] (rorailN on RoCE)."""
     return sorted({rail for group in re.findall(r"\(([^)]*)\)", networks) for rail in group.split(",") if rail})
 
 
