@@ -14,19 +14,8 @@ from urllib.parse import urlsplit
 
 from alicerce.catalog import Catalog
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTier
-from alicerce.spec.models import (
-    AwsSite,
-    ExistingPlacementGroup,
-    Fabric,
-    Networks,
-    NodePool,
-    ObjectTier,
-    ParallelFsTier,
-    PlatformSpec,
-    SharedNfsTier,
-    Site,
-    StorageTier,
-)
+from alicerce.spec.models import Fabric, Networks, NodePool, ObjectTier, ParallelFsTier, PlatformSpec, SharedNfsTier, Site, StorageTier
+from alicerce.targets.aws.spec import AwsSite, ExistingPlacementGroup
 from alicerce.targets.aws.target import TARGET
 from alicerce.targets.base import Capabilities, PlatformEndpoint
 from alicerce.targets.resolver import MountFacts, NodeSoftwareOwners, PoolPlacement, TargetResolver

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from alicerce.catalog import Catalog
-from alicerce.spec.models import Fabric, LocalNvmeTier, Networks, NodePool, OnpremSite, ParallelFsTier, SharedNfsTier, Site, StorageTier
+from alicerce.spec.models import Fabric, LocalNvmeTier, Networks, NodePool, ParallelFsTier, SharedNfsTier, Site, StorageTier
 from alicerce.spec.units import expand_hosts
 from alicerce.targets.base import Capabilities, PlatformEndpoint
+from alicerce.targets.onprem.spec import OnpremSite
 from alicerce.targets.onprem.target import TARGET
 from alicerce.targets.resolver import MountFacts, NodeSoftwareOwners, PoolPlacement, TargetResolver
 
