@@ -50,7 +50,7 @@ class Stack:
     cloud: Target | None = None  # the target whose cloud account the credentials are for
 
     @property
-    def onprem(self) -> tuple[str, ...]:
+    def applied_sites(self) -> tuple[str, ...]:
         """The sites provisioned by `alicerce apply`, each with a self-hosted runner of its own."""
         return tuple(site for _, site in self.applies)
 
@@ -342,7 +342,7 @@ def _readme(rp: ResolvedPlatform) -> str:
     applied = ", ".join(f"`alicerce apply {t.name}` per {t.label}" for t in TARGETS if t.applies)
     rows = [
         f"| `{s.name}` | `{s.name}`, `{s.name}-kubernetes` | {s.tier} | {s.region or '—'} | "
-        + ", ".join(f"`alicerce-{label}`" for label in (f"{s.name}-kubernetes", *s.onprem))
+        + ", ".join(f"`alicerce-{label}`" for label in (f"{s.name}-kubernetes", *s.applied_sites))
         + " |"
         for s in envs
     ]
