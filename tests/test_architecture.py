@@ -163,14 +163,9 @@ REMAINING = {
     ("alicerce/rules/sizing.py", ".onprem"): 4,
     # a target's own section read by neutral code (`pool.spec.aws`, `fabric.onprem`): each should be a resolved fact
     ("alicerce/emit/kube/operators.py", ".onprem"): 2,
-    ("alicerce/emit/kube/storage.py", ".onprem"): 3,
     ("alicerce/plan/placement.py", ".onprem"): 2,
-    ("alicerce/plan/platform.py", ".aws"): 1,
-    ("alicerce/plan/pricing.py", ".aws"): 1,
     ("alicerce/resolve/gpu.py", ".onprem"): 2,
-    ("alicerce/resolve/platform.py", ".aws"): 1,
     ("alicerce/rules/network.py", ".onprem"): 4,
-    ("alicerce/rules/sizing.py", ".aws"): 2,
 }
 
 

@@ -96,6 +96,7 @@ class ResolvedPool(Resolved):
     zone: str | None  # one zone, where the pool is pinned to one
     racks: dict[str, tuple[str, ...]]  # rack id -> hosts; "" holds hosts without a rack; empty off-prem
     labels: dict[str, str]
+    capacity_type: str = "on-demand"  # how its target buys the capacity (on-demand, spot, a reservation): plan prices it
 
     @property
     def name(self) -> str:

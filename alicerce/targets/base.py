@@ -117,3 +117,9 @@ class Capabilities:
     # Helm releases of the target's own controllers, bound to cloud identities its build creates: Pulumi installs
     # them in every delivery mode (the GitOps tree names them)
     cloud_controllers: tuple[str, ...] = ()
+    # storage implementation -> the Helm chart of the CSI driver that mounts it in pods, installed in the cluster (a
+    # driver the cloud layer installs, or one the hosts mount, needs none)
+    csi_charts: Mapping[str, str] = field(default_factory=dict)
+    # the Helm chart of the device plugin that advertises its pools' cloud RDMA interfaces to pods; None: no such
+    # interfaces (on-prem RDMA goes through the Network Operator)
+    rdma_device_plugin: str | None = None

@@ -46,11 +46,6 @@ def crd_owner(obj: dict[str, Any]) -> str | None:
     return None
 
 
-# The chart that brings the CSI driver mounting each kind of file system (rendered as a release by operator_releases);
-# EFS's driver is an EKS add-on the cloud layer installs before any in-cluster object, the host mounts the rest.
-CSI_DRIVER_CHARTS = {"fsx-lustre": "aws-fsx-csi-driver"}
-
-
 def _pod_spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     """The pod spec of a workload object (empty for anything that runs no pod)."""
     spec: Mapping[str, Any] = obj.get("spec", {})
@@ -77,7 +72,8 @@ def object_needs(site: ResolvedSite, obj: Mapping[str, Any], objs: Iterable[Mapp
     for volume in pod.get("volumes", []):
         claim = claims.get((namespace, volume.get("persistentVolumeClaim", {}).get("claimName")))
         tier = tiers.get(claim["metadata"].get("labels", {}).get(TIER_LABEL, "")) if claim else None
-        if tier is not None and (chart := CSI_DRIVER_CHARTS.get(tier.implementations.get(site.name, ""))):
+        # the chart of the CSI driver its target installs for that file system (Capabilities.csi_charts)
+        if tier is not None and (chart := site.capabilities.csi_charts.get(tier.implementations.get(site.name, ""))):
             needs.add(chart)
     return needs
 
@@ -154,7 +150,6 @@ def group_by_crd_owner(objs: Iterable[dict[str, Any]]) -> dict[str, list[dict[st
 
 __all__ = [
     "CRD_OWNERS",
-    "CSI_DRIVER_CHARTS",
     "KUEUE_API",
     "KUEUE_NAMESPACE",
     "cluster_objects",

@@ -15,6 +15,7 @@ the host role does not.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -406,11 +407,14 @@ def operator_releases(rp: ResolvedPlatform, site_name: str) -> list[Release]:
         values = network_operator_values(site, own_nfd=not gpu_operator)
         depends = ("gpu-operator",) if gpu_operator else ()
         out.append(_release(rp, "network-operator", NETWORK_OPERATOR_NAMESPACE, deep_merge(values, ops.network_operator.values), depends))
-    efa_pools = [p for p in pools if p.efa_interfaces]
-    if efa_pools:
-        out.append(_release(rp, "aws-efa-k8s-device-plugin", "kube-system", efa_device_plugin_values(efa_pools)))
-    if any(t.implementations.get(site_name) == "fsx-lustre" for t in site.storage):  # objects.CSI_DRIVER_CHARTS
-        out.append(_release(rp, "aws-fsx-csi-driver", "kube-system", {"node": {"tolerateAllTaints": True}}))
+    # the target's own charts: the device plugin of its pools' cloud RDMA interfaces, the CSI drivers of its storage
+    plugin = site.capabilities.rdma_device_plugin
+    rdma_pools = [p for p in pools if p.efa_interfaces]
+    if plugin is not None and rdma_pools:
+        out.append(_release(rp, plugin, "kube-system", DEVICE_PLUGIN_VALUES[plugin](rdma_pools)))
+    csi = site.capabilities.csi_charts
+    for chart in sorted({csi[i] for t in site.storage if (i := t.implementations.get(site_name, "")) in csi}):
+        out.append(_release(rp, chart, "kube-system", copy.deepcopy(CSI_CHART_VALUES.get(chart, {}))))
     if ops.kueue.enabled:
         # the whole Configuration document: the chart replaces its default with this string, no merge (values.yaml 115-208)
         config = yaml.safe_dump(kueue_configuration(rp, site), sort_keys=False)
@@ -423,6 +427,11 @@ def operator_releases(rp: ResolvedPlatform, site_name: str) -> list[Release]:
         # ClusterTrainingRuntimes (alicerce.emit.kube.training), applied once the Trainer's CRDs and webhook exist
         out.append(_release(rp, "training-operator", TRAINER_NAMESPACE, deep_merge({}, ops.training_operator.values)))
     return [_pinned(rp, site, r) for r in out]
+
+
+# the values of each device-plugin and CSI-driver chart a target names (Capabilities.rdma_device_plugin, csi_charts)
+DEVICE_PLUGIN_VALUES: dict[str, Callable[[list[ResolvedPool]], dict[str, Any]]] = {"aws-efa-k8s-device-plugin": efa_device_plugin_values}
+CSI_CHART_VALUES: dict[str, dict[str, Any]] = {"aws-fsx-csi-driver": {"node": {"tolerateAllTaints": True}}}  # every pool's nodes
 
 
 # the spec's own values of each chart (operators.<chart>.values): merged last, over the placement too

@@ -85,8 +85,9 @@ def _source(tier: ResolvedTier, site: str, volumes: Mapping[str, Mapping[str, An
         return None
     if tier.name in volumes:  # created at deploy time (FSx, EFS): the caller knows its CSI volume
         return {k: dict(v) if isinstance(v, Mapping) else v for k, v in volumes[tier.name].items() if k != PER_TEAM}
-    if mount.kind == "nfs" and isinstance(spec, SharedNfsTier) and spec.onprem is not None:
-        return {"nfs": {"server": spec.onprem.server, "path": spec.onprem.export}}
+    if mount.kind == "nfs" and isinstance(spec, SharedNfsTier):
+        server, _, export = mount.source.partition(":")  # resolve's `server:/export` (a host name holds no colon)
+        return {"nfs": {"server": server, "path": export}}
     if mount.kind in HOST_MOUNTED:
         return {"hostPath": {"path": mount.path, "type": "Directory"}}
     return None  # weka: no client role mounts it yet

@@ -1,0 +1,102 @@
+"""Facts a target declares, read by the neutral stages instead of a guess from its name or its spec section.
+
+Each test changes the declared fact alone (the resolved site's capabilities, the resolver's file-system sizing,
+the pool's resolved capacity type, the mount facts) and shows the neutral code follows it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from alicerce.catalog import Catalog
+from alicerce.catalog.fsx import FsxConfig
+from alicerce.emit.kube.objects import object_needs
+from alicerce.emit.kube.operators import operator_releases
+from alicerce.emit.kube.storage import shared_volumes
+from alicerce.plan.platform import plan_platform
+from alicerce.plan.pricing import capacity_type
+from alicerce.resolve.model import ResolvedPlatform
+from alicerce.resolve.targets import RESOLVERS
+from alicerce.spec.models import StorageTier
+from tests.conftest import TODAY
+from tests.emit.gitops.helpers import reference, reference_data, resolve
+
+
+def _with_capabilities(rp: ResolvedPlatform, site: str, **changes: Any) -> ResolvedPlatform:
+    sites = tuple(
+        dataclasses.replace(s, capabilities=dataclasses.replace(s.capabilities, **changes)) if s.name == site else s for s in rp.sites
+    )
+    return dataclasses.replace(rp, sites=sites)
+
+
+def test_the_device_plugin_and_csi_charts_are_the_targets_own() -> None:
+    rp = reference("prod")
+    keys = [r.key for r in operator_releases(rp, "aws")]
+    assert "aws-efa-k8s-device-plugin" in keys and "aws-fsx-csi-driver" in keys  # AWS declares them
+    bare = _with_capabilities(rp, "aws", csi_charts={}, rdma_device_plugin=None)
+    assert not {"aws-efa-k8s-device-plugin", "aws-fsx-csi-driver"} & {r.key for r in operator_releases(bare, "aws")}
+
+
+def test_a_workload_waits_for_the_csi_chart_its_target_declares() -> None:
+    rp = reference("prod")
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "ns"},
+        "spec": {"volumes": [{"persistentVolumeClaim": {"claimName": "c"}}]},
+    }
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "c", "namespace": "ns", "labels": {"alicerce.dev/storage-tier": "datasets"}},
+    }
+    assert object_needs(rp.site("aws"), pod, [pod, claim]) == {"aws-fsx-csi-driver"}
+    other = _with_capabilities(rp, "aws", csi_charts={"fsx-lustre": "another-csi"})
+    assert object_needs(other.site("aws"), pod, [pod, claim]) == {"another-csi"}
+
+
+def test_the_capacity_type_is_the_resolved_pools() -> None:
+    rp = reference("prod")
+    pools = {p.name: p for p in rp.pools}
+    assert (pools["data-prep"].capacity_type, pools["train-p5"].capacity_type) == ("spot", "capacity-reservation")
+    assert pools["onprem-h100"].capacity_type == "on-demand"  # the default where the target decides none
+    # plan prices what resolve decided, not the pool's aws: section
+    assert capacity_type(dataclasses.replace(pools["data-prep"], capacity_type="capacity-block")) == "capacity-block"
+
+
+def test_nfs_volumes_come_from_the_resolved_mount_not_the_spec() -> None:
+    rp = reference("prod")
+    home = next(t for t in rp.storage if t.name == "home")
+    moved = dataclasses.replace(
+        home, mounts={**home.mounts, "dc1": dataclasses.replace(home.mounts["dc1"], source="nfs2.example:/srv/home")}
+    )
+    sites = tuple(
+        dataclasses.replace(s, storage=tuple(moved if t.name == "home" else t for t in s.storage)) if s.name == "dc1" else s
+        for s in rp.sites
+    )
+    rp = dataclasses.replace(rp, sites=sites)
+    sources = [v["spec"]["nfs"] for v in shared_volumes(rp, "dc1", {}) if v["kind"] == "PersistentVolume" and "nfs" in v["spec"]]
+    assert sources and all(s["server"] == "nfs2.example" and s["path"].startswith("/srv/home") for s in sources)
+
+
+def test_file_system_sizing_is_the_targets_decision_in_resolve_and_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Resolve sizes FSx once through the AWS target; plan asks the same target for the workloads' need."""
+    calls: list[tuple[str, float | None, bool]] = []
+    real = RESOLVERS["aws"]
+
+    def recording(tier: StorageTier, implementation: str, catalog: Catalog, bps: float | None, pinned: bool) -> FsxConfig | None:
+        calls.append((tier.name, bps, pinned))
+        return real.file_system(tier, implementation, catalog, bps, pinned)
+
+    monkeypatch.setitem(RESOLVERS, "aws", dataclasses.replace(real, file_system=recording))
+    rp = resolve(reference_data(), "prod")  # resolved afresh (reference() is cached)
+    assert {(name, pinned) for name, _, pinned in calls} >= {("datasets", True), ("checkpoints", True)}
+    calls.clear()
+    plan = plan_platform(rp, today=TODAY)
+    planned = {t.name: t for t in plan.storage}
+    sized = [(name, bps) for name, bps, pinned in calls if not pinned]
+    assert sized and all(planned[name].fsx is not None for name, _ in sized)
+    assert {name for name, _ in sized} == {t.name for t in plan.storage if t.fsx is not None}
