@@ -42,6 +42,10 @@ class CloudAccount:
     admin_principals: Callable[[Any], tuple[str, ...]]
     credentials_action: str  # the GitHub action CI runs to assume the environment's role by OIDC (pinned in the catalog)
     credentials_inputs: Mapping[str, str]  # its inputs; "{region}" and "{session}" are filled in per job
+    # the cloud's clusters grant admin only to principals the stack names (`alicerce:adminPrincipals`): what one is
+    # called and an example value, for the stack check that refuses none before anything deploys
+    admin_principal_kind: str = "principal"
+    admin_principal_example: str = "<principal>"
 
 
 @dataclass(frozen=True)

@@ -100,3 +100,25 @@ def test_file_system_sizing_is_the_targets_decision_in_resolve_and_plan(monkeypa
     sized = [(name, bps) for name, bps, pinned in calls if not pinned]
     assert sized and all(planned[name].fsx is not None for name, _ in sized)
     assert {name for name, _ in sized} == {t.name for t in plan.storage if t.fsx is not None}
+
+
+def test_the_stack_asks_for_the_admin_principals_its_cloud_declares(monkeypatch: pytest.MonkeyPatch) -> None:
+    import alicerce.targets
+    from alicerce.emit.pulumi.stack import StackSettings
+
+    rp = reference("prod")
+    problem = next(p for p in StackSettings((), ("10.0.0.0/8",), ("cloud",)).problems(rp) if "adminPrincipals" in p)
+    assert problem == (
+        "alicerce:adminPrincipals names no IAM role: the cluster grants admin only through explicit access entries, so the role "
+        "that runs the Kubernetes layer must be listed (pulumi config set --path 'alicerce:adminPrincipals[0]' "
+        "arn:aws:iam::<account>:role/<deployer>)"
+    )
+    aws = alicerce.targets.target("aws")
+    assert aws.cloud is not None
+    other = dataclasses.replace(aws, cloud=dataclasses.replace(aws.cloud, admin_principal_kind="group", admin_principal_example="g"))
+    monkeypatch.setattr(alicerce.targets, "TARGETS", tuple(other if t.name == "aws" else t for t in alicerce.targets.TARGETS))
+    problem = next(p for p in StackSettings((), ("10.0.0.0/8",), ("cloud",)).problems(rp) if "adminPrincipals" in p)
+    assert "names no group:" in problem and problem.endswith("'alicerce:adminPrincipals[0]' g)")
+    without = dataclasses.replace(aws, cloud=None)  # a target with no cloud account: nothing to grant
+    monkeypatch.setattr(alicerce.targets, "TARGETS", tuple(without if t.name == "aws" else t for t in alicerce.targets.TARGETS))
+    assert not any("adminPrincipals" in p for p in StackSettings((), ("10.0.0.0/8",), ("cloud",)).problems(rp))

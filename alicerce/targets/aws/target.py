@@ -38,6 +38,9 @@ TARGET = Target(
         admin_principals=_admin_principals,
         credentials_action="aws-actions/configure-aws-credentials",
         credentials_inputs={"role-to-assume": "${{ vars.AWS_ROLE_ARN }}", "aws-region": "{region}", "role-session-name": "{session}"},
+        # EKS access entries: the cluster bootstraps no creator access
+        admin_principal_kind="IAM role",
+        admin_principal_example="arn:aws:iam::<account>:role/<deployer>",
     ),
     # the EKS managed add-ons: components/cluster.py BOOT_ADDONS and WORKLOAD_ADDONS, and the EFS CSI driver where a
     # tier uses EFS; declared here so `alicerce versions` lists them without importing Pulumi
