@@ -161,11 +161,6 @@ REMAINING = {
     # not a target's section: costs.onprem, the old name of costs.owned (kept as an alias, rule AL350)
     ("alicerce/spec/models/costs.py", ".onprem"): 2,
     ("alicerce/rules/sizing.py", ".onprem"): 4,
-    # a target's own section read by neutral code (`pool.spec.aws`, `fabric.onprem`): each should be a resolved fact
-    ("alicerce/emit/kube/operators.py", ".onprem"): 2,
-    ("alicerce/plan/placement.py", ".onprem"): 2,
-    ("alicerce/resolve/gpu.py", ".onprem"): 2,
-    ("alicerce/rules/network.py", ".onprem"): 4,
 }
 
 

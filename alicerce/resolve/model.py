@@ -79,6 +79,8 @@ class RdmaAttachment(Resolved):
     interfaces: int  # EFA interfaces (AWS) or RDMA adapters, one per rail (on-prem)
     resource: str  # the extended resource a pod requests: vpc.amazonaws.com/efa, rdma/ib, rdma/roce
     gpudirect: GpuDirect = "none"  # on-prem GPU pools: the GPUDirect RDMA path (resolve.gpu.gpudirect_path)
+    rate_gbps: float | None = None  # link rate per interface where the target decides it (None: the instance's bandwidth)
+    host_stack: str | None = None  # the RDMA software the hosts run (rdma-core, doca-ofed), where alicerce installs it
 
 
 class ResolvedPool(Resolved):

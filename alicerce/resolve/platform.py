@@ -60,7 +60,9 @@ def _pool(spec: PlatformSpec, index: int, pool: NodePool, site: Site, *, catalog
             technology=tech,
             interfaces=placement.rdma_interfaces,
             resource=RDMA_RESOURCES[tech],
-            gpudirect=gpudirect_path(gpu, modules, fabric),
+            gpudirect=gpudirect_path(gpu, modules, fabric, placement.rdma_host_stack),
+            rate_gbps=placement.rdma_rate_gbps,
+            host_stack=placement.rdma_host_stack,
         )
     labels = {**tags, **pool.labels, "alicerce.dev/pool": pool.name, "alicerce.dev/purpose": pool.purpose}
     if gpu is not None:

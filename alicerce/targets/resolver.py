@@ -23,6 +23,10 @@ class PoolPlacement:
     placement_group: bool = False
     zone: str | None = None
     racks: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # where the target runs the RDMA links itself: the link rate per interface (Gbit/s; None: the instance type says)
+    # and the RDMA software its hosts run (rdma-core, doca-ofed; None: not alicerce's to install)
+    rdma_rate_gbps: float | None = None
+    rdma_host_stack: str | None = None
     # how its rented capacity is bought (plan prices it, rules check reservations); owned capacity is never priced
     capacity_type: str = "on-demand"
 

@@ -122,3 +122,17 @@ def test_the_stack_asks_for_the_admin_principals_its_cloud_declares(monkeypatch:
     without = dataclasses.replace(aws, cloud=None)  # a target with no cloud account: nothing to grant
     monkeypatch.setattr(alicerce.targets, "TARGETS", tuple(without if t.name == "aws" else t for t in alicerce.targets.TARGETS))
     assert not any("adminPrincipals" in p for p in StackSettings((), ("10.0.0.0/8",), ("cloud",)).problems(rp))
+
+
+def test_rdma_rate_and_host_stack_are_resolved_attachment_facts() -> None:
+    from alicerce.emit.kube.operators import _driver_rdma
+    from alicerce.plan.placement import network_gbps_per_gpu
+
+    rp = reference("prod")
+    pool = rp.pool("onprem-h100")
+    assert pool.rdma is not None and (pool.rdma.rate_gbps, pool.rdma.host_stack) == (400, "rdma-core")  # the on-prem resolver's
+    faster = dataclasses.replace(pool, rdma=dataclasses.replace(pool.rdma, rate_gbps=800))
+    assert network_gbps_per_gpu(faster, 25) == 2 * network_gbps_per_gpu(pool, 25)  # plan reads the resolved rate
+    # the GPU Operator's useHostMofed follows the hosts' resolved RDMA software, not the fabric's on-prem section
+    ofed = dataclasses.replace(pool, rdma=dataclasses.replace(pool.rdma, host_stack="doca-ofed"))
+    assert (_driver_rdma([pool])["useHostMofed"], _driver_rdma([ofed])["useHostMofed"]) == (False, True)

@@ -175,7 +175,7 @@ def _driver_rdma(pools: list[ResolvedPool]) -> dict[str, bool]:
     paths = [p for p in pools if p.rdma is not None and p.rdma.gpudirect != "none"]
     return {
         "enabled": any(p.rdma.gpudirect == "peermem" for p in paths if p.rdma is not None),
-        "useHostMofed": any(p.rdma.fabric.onprem.stack == "doca-ofed" for p in paths if p.rdma is not None and p.rdma.fabric.onprem),
+        "useHostMofed": any(p.rdma.host_stack == "doca-ofed" for p in paths if p.rdma is not None),
     }
 
 

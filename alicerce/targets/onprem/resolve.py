@@ -74,6 +74,8 @@ def _pool(pool: NodePool, site: Site, fabric: Fabric | None, catalog: Catalog) -
     return PoolPlacement(
         rdma_technology=transport.technology if transport is not None else None,
         rdma_interfaces=adapters if transport is not None else 0,
+        rdma_rate_gbps=transport.rate_gbps if transport is not None else None,
+        rdma_host_stack=transport.stack if transport is not None else None,
         racks=_racks(pool),
     )
 
