@@ -25,18 +25,14 @@ from alicerce.resolve.model import (
     ResolvedTeam,
     ResolvedTier,
 )
+from alicerce.resolve.operators import OPERATOR_CHART_VERSION_KEYS
 from alicerce.resolve.targets import RESOLVERS
 from alicerce.resolve.versions import effective_eks_addons, effective_versions
 from alicerce.spec.models import LocalNvmeTier, NodePool, ParallelFsTier, PlatformSpec, SharedNfsTier, Site, StorageTier, Team
 
-# catalog chart name -> the bill-of-materials field that pins it
+# catalog chart name -> the bill-of-materials field that pins it: every operator's (its record), and the targets' charts
 CHART_VERSION_KEYS = {
-    "gpu-operator": "gpuOperator",
-    "network-operator": "networkOperator",
-    "kueue": "kueue",
-    "kuberay-operator": "kuberay",
-    "training-operator": "trainingOperator",
-    "kube-prometheus-stack": "kubePrometheusStack",
+    **OPERATOR_CHART_VERSION_KEYS,
     "aws-efa-k8s-device-plugin": "efaDevicePlugin",
     "aws-fsx-csi-driver": "fsxCsiDriver",
     "cluster-autoscaler": "clusterAutoscaler",

@@ -136,3 +136,11 @@ def test_rdma_rate_and_host_stack_are_resolved_attachment_facts() -> None:
     # the GPU Operator's useHostMofed follows the hosts' resolved RDMA software, not the fabric's on-prem section
     ofed = dataclasses.replace(pool, rdma=dataclasses.replace(pool.rdma, host_stack="doca-ofed"))
     assert (_driver_rdma([pool])["useHostMofed"], _driver_rdma([ofed])["useHostMofed"]) == (False, True)
+
+
+def test_a_tier_kind_a_target_does_not_implement_is_not_built_there() -> None:
+    """A new tier kind is one record plus its own code: a target that lists no implementation for it says None."""
+    from types import SimpleNamespace
+
+    new_kind: Any = SimpleNamespace(class_="new-kind", name="t")
+    assert RESOLVERS["aws"].implementation(new_kind) is None  # before: CAPABILITIES.storage[...] raised KeyError

@@ -24,15 +24,10 @@ from alicerce.emit.kube.tenancy import read_only_claims_policy, team_objects
 from alicerce.emit.kube.training import training_runtimes
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
 from alicerce.resolve.namespaces import KUEUE_NAMESPACE, MONITORING_NAMESPACE
+from alicerce.resolve.operators import OPERATOR_CRD_OWNERS
 
-# API groups whose objects need an operator's CRDs (or webhook) first: group -> catalog chart key.
-CRD_OWNERS = {
-    "kueue.x-k8s.io": "kueue",
-    "monitoring.coreos.com": "kube-prometheus-stack",
-    "nvidia.com": "gpu-operator",
-    "mellanox.com": "network-operator",
-    "trainer.kubeflow.org": "training-operator",
-}
+# API groups whose objects need an operator's CRDs (or webhook) first: group -> catalog chart key (its record's)
+CRD_OWNERS = dict(OPERATOR_CRD_OWNERS)
 
 
 def crd_owner(obj: dict[str, Any]) -> str | None:

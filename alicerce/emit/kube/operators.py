@@ -41,6 +41,7 @@ from alicerce.resolve.namespaces import (
     NETWORK_OPERATOR_NAMESPACE,
     TRAINER_NAMESPACE,
 )
+from alicerce.resolve.operators import OPERATORS, PRIVILEGED_OPERATOR_NAMESPACES
 from alicerce.spec.models import AlertReceiver, MigSharing, TimeSlicing
 
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
@@ -434,19 +435,20 @@ DEVICE_PLUGIN_VALUES: dict[str, Callable[[list[ResolvedPool]], dict[str, Any]]] 
 CSI_CHART_VALUES: dict[str, dict[str, Any]] = {"aws-fsx-csi-driver": {"node": {"tolerateAllTaints": True}}}  # every pool's nodes
 
 
-# the spec's own values of each chart (operators.<chart>.values): merged last, over the placement too
-_OWN_VALUES: dict[str, Callable[[ResolvedPlatform], Mapping[str, Any]]] = {
-    "kube-prometheus-stack": lambda rp: rp.spec.operators.monitoring.values,
-    "gpu-operator": lambda rp: rp.spec.operators.gpu_operator.values,
-    "network-operator": lambda rp: rp.spec.operators.network_operator.values,
-    "kueue": lambda rp: rp.spec.operators.kueue.values,
-    "kuberay-operator": lambda rp: rp.spec.operators.kuberay.values,
-    "training-operator": lambda rp: rp.spec.operators.training_operator.values,
-}
+# the spec's own values of each operator's chart (operators.<switch>.values, its record's switch)
+def _own_values(switch: str) -> Callable[[ResolvedPlatform], Mapping[str, Any]]:
+    def values(rp: ResolvedPlatform) -> Mapping[str, Any]:
+        own: Mapping[str, Any] = getattr(rp.spec.operators, switch).values
+        return own
+
+    return values
+
+
+_OWN_VALUES: dict[str, Callable[[ResolvedPlatform], Mapping[str, Any]]] = {o.chart: _own_values(o.switch) for o in OPERATORS}
 
 
 # Namespaces of operators that run privileged host agents (drivers, device plugins, node exporters).
-PRIVILEGED_NAMESPACES = frozenset({GPU_OPERATOR_NAMESPACE, NETWORK_OPERATOR_NAMESPACE, MONITORING_NAMESPACE, "kube-system"})
+PRIVILEGED_NAMESPACES = PRIVILEGED_OPERATOR_NAMESPACES | {"kube-system"}
 
 
 def operator_namespace_labels(namespace: str, kubernetes_version: str) -> dict[str, str]:
