@@ -102,6 +102,15 @@ class PlatformEndpoint:
 
 
 @dataclass(frozen=True)
+class CsiSubdirectory:
+    """How a PersistentVolume of one CSI driver mounts a directory below the file system's root (a team's volume)."""
+
+    attribute: str | None = None  # the volume attribute naming the mount, to which "/<dir>" is appended
+    default: str = ""  # that attribute's value where the source omits it
+    handle_separator: str | None = None  # else: the volume handle gets "<separator><dir>" appended
+
+
+@dataclass(frozen=True)
 class Capabilities:
     """What a target's clusters bring and how alicerce provisions them."""
 
@@ -127,3 +136,5 @@ class Capabilities:
     # the Helm chart of the device plugin that advertises its pools' cloud RDMA interfaces to pods; None: no such
     # interfaces (on-prem RDMA goes through the Network Operator)
     rdma_device_plugin: str | None = None
+    # CSI driver name -> how its volumes name a subdirectory (teams' volumes on a shared file system it mounts)
+    csi_subdirectories: Mapping[str, CsiSubdirectory] = field(default_factory=dict)

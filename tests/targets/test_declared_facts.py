@@ -144,3 +144,16 @@ def test_a_tier_kind_a_target_does_not_implement_is_not_built_there() -> None:
 
     new_kind: Any = SimpleNamespace(class_="new-kind", name="t")
     assert RESOLVERS["aws"].implementation(new_kind) is None  # before: CAPABILITIES.storage[...] raised KeyError
+
+
+def test_a_team_volume_below_the_root_takes_the_subdirectory_form_its_driver_declares(monkeypatch: pytest.MonkeyPatch) -> None:
+    from alicerce.emit.kube import storage
+    from alicerce.targets.base import CsiSubdirectory
+
+    declared = {d: f for r in RESOLVERS.values() for d, f in r.capabilities.csi_subdirectories.items()}
+    assert declared == storage.CSI_SUBDIRECTORIES and {"fsx.csi.aws.com", "efs.csi.aws.com"} <= set(declared)
+    other = {"csi": {"driver": "files.example.com", "volumeHandle": "vol-1"}}
+    with pytest.raises(ValueError, match="no subdirectory form"):
+        storage._below(other, "research")
+    monkeypatch.setitem(storage.CSI_SUBDIRECTORIES, "files.example.com", CsiSubdirectory(handle_separator="#"))
+    assert storage._below(other, "research")["csi"]["volumeHandle"] == "vol-1#research"

@@ -33,6 +33,7 @@ from alicerce.emit.errors import EmitError
 from alicerce.emit.kube.common import POOL_LABEL, meta, system_placement
 from alicerce.resolve.model import Mount, ResolvedPlatform, ResolvedPool, ResolvedSite, ResolvedTier
 from alicerce.resolve.namespaces import SYSTEM_NAMESPACE
+from alicerce.resolve.targets import RESOLVERS
 from alicerce.spec.models import ParallelFsTier, SharedNfsTier
 
 TEAMS_DIR = "teams"
@@ -100,6 +101,9 @@ def _suffixed(value: Any, suffix: str) -> Any:
     return f"{value}{suffix}"
 
 
+# every registered target's CSI drivers and how their volumes name a subdirectory (Capabilities.csi_subdirectories)
+CSI_SUBDIRECTORIES = {driver: form for r in RESOLVERS.values() for driver, form in r.capabilities.csi_subdirectories.items()}
+
 UNKNOWN_DRIVER = "deploy-time"
 """The CSI driver of a placeholder volume source, for objects rendered before the file system exists (the
 GitOps tree leaves those volumes to Pulumi): it passes through unchanged."""
@@ -116,12 +120,13 @@ def _below(source: dict[str, Any], sub: str) -> dict[str, Any]:
     if "nfs" in source:
         return {"nfs": {**source["nfs"], "path": f"{source['nfs']['path'].rstrip('/')}/{sub}"}}
     csi = dict(source["csi"])
-    if csi["driver"] == "fsx.csi.aws.com":
+    form = CSI_SUBDIRECTORIES.get(csi["driver"])  # declared by the target whose driver it is
+    if form is not None and form.attribute is not None:
         attributes = dict(csi.get("volumeAttributes", {}))
-        attributes["mountname"] = _suffixed(attributes.get("mountname", "fsx"), f"/{sub}")  # Lustre subdirectory mount
+        attributes[form.attribute] = _suffixed(attributes.get(form.attribute, form.default), f"/{sub}")
         return {"csi": {**csi, "volumeAttributes": attributes}}
-    if csi["driver"] == "efs.csi.aws.com":
-        return {"csi": {**csi, "volumeHandle": _suffixed(csi["volumeHandle"], f":/{sub}")}}  # the driver's fs-id:/path form
+    if form is not None and form.handle_separator is not None:
+        return {"csi": {**csi, "volumeHandle": _suffixed(csi["volumeHandle"], f"{form.handle_separator}{sub}")}}
     raise ValueError(f"no subdirectory form for CSI driver {csi['driver']}")
 
 

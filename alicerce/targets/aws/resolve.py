@@ -18,7 +18,7 @@ from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTier
 from alicerce.spec.models import Fabric, Networks, NodePool, ObjectTier, ParallelFsTier, PlatformSpec, SharedNfsTier, Site, StorageTier
 from alicerce.targets.aws.spec import AwsSite, ExistingPlacementGroup
 from alicerce.targets.aws.target import TARGET
-from alicerce.targets.base import Capabilities, PlatformEndpoint
+from alicerce.targets.base import Capabilities, CsiSubdirectory, PlatformEndpoint
 from alicerce.targets.resolver import MountFacts, NodeSoftwareOwners, PoolPlacement, TargetResolver
 
 RESERVED = ("capacity-reservation", "capacity-block")
@@ -45,6 +45,12 @@ CAPABILITIES = Capabilities(
     # FSx for Lustre is mounted by its CSI driver's chart; EFS's driver is an EKS add-on the cloud layer installs
     csi_charts={"fsx-lustre": "aws-fsx-csi-driver"},
     rdma_device_plugin="aws-efa-k8s-device-plugin",  # EFA interfaces as vpc.amazonaws.com/efa
+    csi_subdirectories={
+        # FSx for Lustre: a subdirectory mount is the Lustre mount name followed by the path
+        "fsx.csi.aws.com": CsiSubdirectory(attribute="mountname", default="fsx"),
+        # EFS: the driver's `fs-id:/path` volume handle form
+        "efs.csi.aws.com": CsiSubdirectory(handle_separator=":/"),
+    },
 )
 # the EKS Pod Identity agent listens on these link-local addresses on every node (EKS user guide, "Understand
 # how EKS Pod Identity works"; IPv6 clusters use the IPv6 one): a default-deny egress must let pods reach it
