@@ -4,6 +4,8 @@ plus its own code."""
 
 from __future__ import annotations
 
+import pytest
+
 from alicerce.catalog import load_catalog
 from alicerce.emit.kube.objects import CRD_OWNERS
 from alicerce.emit.kube.operators import _OWN_VALUES, PRIVILEGED_NAMESPACES, operator_releases
@@ -43,3 +45,17 @@ def test_the_spec_values_of_each_operator_reach_its_release_through_its_record()
         if o.chart in releases:
             assert releases[o.chart].values["podAnnotations"] == {"alicerce.test/record": o.chart}, o.chart
     assert {o.chart for o in OPERATORS} - set(releases) <= {"network-operator"}  # the reference runs every other one
+
+
+def test_every_mount_kind_is_one_record() -> None:
+    """The mount kinds targets may name, the host-mounted ones and their /proc/mounts types derive from MOUNT_KINDS."""
+    from typing import get_args
+
+    from alicerce.emit.kube.storage import FS_TYPES, HOST_MOUNTED
+    from alicerce.resolve.model import MOUNT_KINDS, Mount, MountKind
+
+    assert sorted(get_args(MountKind)) == sorted(k.kind for k in MOUNT_KINDS)  # the type checker's list is the records'
+    assert set(HOST_MOUNTED) == {k.kind for k in MOUNT_KINDS if k.host_mounted} == {"lustre", "beegfs"}
+    assert FS_TYPES["nfs"] == "nfs nfs4" and "weka" not in FS_TYPES
+    with pytest.raises(ValueError, match="unknown mount kind"):
+        Mount(kind="cephfs", source="", path="/x", options=())  # type: ignore[arg-type]

@@ -31,7 +31,7 @@ from typing import Any
 
 from alicerce.emit.errors import EmitError
 from alicerce.emit.kube.common import POOL_LABEL, meta, system_placement
-from alicerce.resolve.model import Mount, ResolvedPlatform, ResolvedPool, ResolvedSite, ResolvedTier
+from alicerce.resolve.model import MOUNT_KINDS, Mount, ResolvedPlatform, ResolvedPool, ResolvedSite, ResolvedTier
 from alicerce.resolve.namespaces import SYSTEM_NAMESPACE
 from alicerce.resolve.targets import RESOLVERS
 from alicerce.spec.models import ParallelFsTier, SharedNfsTier
@@ -39,9 +39,9 @@ from alicerce.spec.models import ParallelFsTier, SharedNfsTier
 TEAMS_DIR = "teams"
 ROOT_MOUNT = "/fs"
 # file systems the nodes mount themselves (alicerce.emit.ansible.site FSTAB_OPTIONS), reached by pods through a hostPath
-HOST_MOUNTED = ("lustre", "beegfs")
-# the type /proc/mounts shows for each kind, checked before any directory is made
-FS_TYPES = {"lustre": "lustre", "fsx-lustre": "lustre", "beegfs": "beegfs", "nfs": "nfs nfs4", "efs": "nfs4"}
+HOST_MOUNTED = tuple(k.kind for k in MOUNT_KINDS if k.host_mounted)
+# the type /proc/mounts shows for each kind, checked before any directory is made (each kind's record)
+FS_TYPES = {k.kind: " ".join(k.fs_types) for k in MOUNT_KINDS if k.fs_types}
 TIER_LABEL = "alicerce.dev/storage-tier"
 CLAIM_REQUEST = "1Gi"
 """What every static team claim requests, whatever the file system's size. A claim bound by ``volumeName`` needs
