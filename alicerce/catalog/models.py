@@ -111,9 +111,9 @@ class Price(CatalogModel):
 
 
 class InstanceType(CatalogModel):
-    """An AWS EC2 instance type offered for GPU or CPU node pools."""
+    """A cloud instance type offered for GPU or CPU node pools (the shipped catalog lists AWS's)."""
 
-    type: str = Field(description="EC2 instance type name, e.g. p5.48xlarge.")
+    type: str = Field(description="Instance type name, e.g. p5.48xlarge.")
     family: str = Field(description="Instance family, e.g. p5.")
     gpu: str | None = Field(description="Catalog GPU id; null for CPU-only types.")
     gpus: int = Field(description="GPUs per instance (0 for CPU-only).")

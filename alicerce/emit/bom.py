@@ -19,6 +19,7 @@ from alicerce.emit.kube.operators import operator_releases
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.resolve.platform import CHART_VERSION_KEYS
 from alicerce.resolve.versions import VERSION_KEYS
+from alicerce.targets import TARGETS
 
 SPEC = "spec (versions.{key})"
 CATALOG_BOM = "catalog bill of materials (alicerce/catalog/data/versions.yaml bom.{key})"
@@ -27,11 +28,6 @@ EKS_TABLE = "catalog EKS add-on table for Kubernetes {minor} (versions.yaml eksA
 SPEC_ADDON = "spec (versions.eksAddons.{key})"
 ALICERCE = "alicerce ({where})"
 UNPINNED = "unpinned"
-
-# the EKS managed add-ons the AWS target installs (alicerce/targets/aws/components/cluster.py BOOT_ADDONS,
-# WORKLOAD_ADDONS, and the EFS CSI driver where a tier uses EFS); kept here so `alicerce versions` needs no Pulumi
-EKS_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent", "coredns", "aws-ebs-csi-driver", "eks-node-monitoring-agent")
-EFS_ADDON = "aws-efs-csi-driver"
 
 
 @dataclass(frozen=True)
@@ -67,16 +63,12 @@ def _bom_source(rp: ResolvedPlatform, bom_key: str) -> str:
     return CATALOG_BOM.format(key=bom_key)
 
 
-def _sites(rp: ResolvedPlatform, provider: str) -> tuple[str, ...]:
-    return tuple(s.name for s in rp.sites if s.provider == provider)
-
-
 def bill_of_materials(rp: ResolvedPlatform) -> list[Pin]:
     """Every version the environment runs, in a stable order."""
     pins: list[Pin] = [Pin("kubernetes", "kubernetes", rp.versions.kubernetes, _bom_source(rp, "kubernetes"))]
     pins += _driver(rp)
     pins += _charts(rp)
-    pins += _eks_addons(rp)
+    pins += _managed_addons(rp)
     pins += _images(rp)
     pins += _onprem(rp)
     return pins
@@ -121,23 +113,27 @@ def _charts(rp: ResolvedPlatform) -> list[Pin]:
     return out
 
 
-def _eks_addons(rp: ResolvedPlatform) -> list[Pin]:
-    sites = _sites(rp, "aws")
-    if not sites:
-        return []
-    wanted = list(EKS_ADDONS)
-    if any(t.implementations.get(s) == "efs" for t in rp.storage for s in sites):
-        wanted.append(EFS_ADDON)
+def _managed_addons(rp: ResolvedPlatform) -> list[Pin]:
+    """The add-ons each target's managed control plane installs (its declared ManagedAddons), at its sites."""
     out = []
-    for addon in sorted(wanted):
-        version = rp.eks_addons.get(addon)
-        if version is None:
-            source = "AWS's default version for the cluster's Kubernetes minor when `pulumi up` runs (pin it in versions.eksAddons)"
-        elif addon in rp.spec.versions.eks_addons:
-            source = SPEC_ADDON.format(key=addon)
-        else:
-            source = EKS_TABLE.format(minor=rp.versions.kubernetes, key=addon)
-        out.append(Pin("eks-addon", addon, version, source, sites))
+    for t in TARGETS:
+        if t.addons is None:
+            continue
+        sites = tuple(s.name for s in rp.sites if s.provider == t.name)
+        if not sites:
+            continue
+        wanted = list(t.addons.always)
+        used = {tier.implementations.get(s) for tier in rp.storage for s in sites}
+        wanted += sorted(addon for impl, addon in t.addons.by_storage.items() if impl in used)
+        for addon in sorted(wanted):
+            version = rp.eks_addons.get(addon)
+            if version is None:
+                source = "AWS's default version for the cluster's Kubernetes minor when `pulumi up` runs (pin it in versions.eksAddons)"
+            elif addon in rp.spec.versions.eks_addons:
+                source = SPEC_ADDON.format(key=addon)
+            else:
+                source = EKS_TABLE.format(minor=rp.versions.kubernetes, key=addon)
+            out.append(Pin(t.addons.kind, addon, version, source, sites))
     return out
 
 

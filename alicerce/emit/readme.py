@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from alicerce.emit.gitops.ci import layer_stacks
 from alicerce.resolve.model import ResolvedPlatform
-from alicerce.spec.models import AwsSite
-from alicerce.targets import TARGETS
+from alicerce.targets import TARGETS, target
 
 
 def readme(name: str, resolve: dict[str, ResolvedPlatform]) -> str:
@@ -14,10 +13,11 @@ def readme(name: str, resolve: dict[str, ResolvedPlatform]) -> str:
     spec = rp.spec.gitops.spec_file
     tree = "/".join(p for p in (rp.spec.gitops.folder.strip("/"), env) if p)
     cloud, kubernetes = (stack for stack, _ in layer_stacks(env))
-    aws = [s for s in rp.spec.environments[env].sites if isinstance(s, AwsSite)]
-    region = aws[0].region if aws else "<region>"
+    # the first site with a cloud account (its target declares how to read the region): the real-account steps
+    account = next(((target(s.provider).cloud, s) for s in rp.spec.environments[env].sites if target(s.provider).cloud), None)
+    region = account[0].region(account[1]) if account is not None and account[0] is not None else "<region>"
     stacks = ", ".join(f"`{stack}`" for e in resolve for stack, _ in layer_stacks(e))
-    real_account = _REAL_ACCOUNT.format(spec=spec, region=region, cloud=cloud, kubernetes=kubernetes, tree=tree) if aws else ""
+    real_account = _REAL_ACCOUNT.format(spec=spec, region=region, cloud=cloud, kubernetes=kubernetes, tree=tree) if account else ""
     return f"""\
 # {name}
 

@@ -21,7 +21,7 @@ from alicerce.emit.scaffold import scaffold_files
 from alicerce.emit.stale import workflows
 from alicerce.emit.tree import render_tree
 from alicerce.resolve.model import ResolvedPlatform
-from alicerce.spec.models import AwsSite
+from alicerce.targets import target
 
 PULUMI_YAML = """\
 # The Pulumi project: two stacks per environment of platform.yaml (stack config in stacks/).
@@ -79,14 +79,15 @@ def _stack_configs(rp: ResolvedPlatform, env: str) -> dict[str, str]:
     """``stacks/Pulumi.<stack>.yaml`` of one environment: only what the spec cannot know."""
     spec = rp.spec.gitops.spec_file
     base: dict[str, object] = {} if spec == DEFAULT_SPEC else {"alicerce:spec": spec}
-    aws = [s for s in rp.spec.environments[env].sites if isinstance(s, AwsSite)]
+    # the first site with a cloud account: its target declares the admin principals the stack settings start from
+    cloud = next(((target(s.provider).cloud, s) for s in rp.spec.environments[env].sites if target(s.provider).cloud), None)
     out = {}
     for stack, layer in layer_stacks(env):
         config = {**base, "alicerce:environment": env, "alicerce:layers": [layer]}
         if layer == "cloud":
             text = _CLOUD_COMMENT.format(env=env, spec=spec) + dump({"config": config}, sort_keys=False)
-            if aws:
-                admins = [f"arn:aws:iam::{aws[0].account}:role/platform-admins"]
+            if cloud is not None and cloud[0] is not None:
+                admins = list(cloud[0].admin_principals(cloud[1]))
                 text += _ADMIN_COMMENT.format(env=env) + f"  alicerce:adminPrincipals: {json.dumps(admins)}\n"
         else:
             text = _KUBERNETES_COMMENT.format(env=env) + dump({"config": config}, sort_keys=False)

@@ -38,7 +38,7 @@ def network_gbps_per_gpu(pool: ResolvedPool, tcp_gbps: float) -> float:
         return tcp_gbps
     if pool.rdma.technology == "efa" and pool.instance is not None:
         return pool.instance.networkGbps / pool.gpus_per_node
-    rate = pool.rdma.fabric.onprem.rate_gbps if pool.rdma.fabric.onprem is not None else tcp_gbps
+    rate = pool.rdma.rate_gbps if pool.rdma.rate_gbps is not None else tcp_gbps  # the rate its target resolved
     return pool.rdma.interfaces * rate / pool.gpus_per_node
 
 

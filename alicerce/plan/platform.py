@@ -17,7 +17,6 @@ from typing import Any, ClassVar
 
 from alicerce.catalog import Catalog, load_catalog
 from alicerce.catalog.fsx import GIB as FSX_GIB
-from alicerce.catalog.fsx import choose_fsx
 from alicerce.catalog.models import Gpu
 from alicerce.plan.figures import Factor, rounded
 from alicerce.plan.findings import PlanFinding, apply_waivers
@@ -29,7 +28,7 @@ from alicerce.plan.pricing import HOURS_PER_MONTH, NodePrice, RentalOption, mont
 from alicerce.plan.sizing import WorkloadPlan
 from alicerce.plan.tco import OwnedPoolCost, SiteExtras, owned_pool_cost, site_extras
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
-from alicerce.spec.models import ParallelFsTier
+from alicerce.resolve.platform import file_system
 
 
 @dataclass(frozen=True)
@@ -624,11 +623,10 @@ def _storage(platform: ResolvedPlatform, plans: list[WorkloadPlan], catalog: Cat
         declared = getattr(tier.spec, "throughput", None)
         declared_gbps = declared / 1e9 if declared else None
         fsx = None
-        if isinstance(tier.spec, ParallelFsTier) and tier.fsx is not None:
-            aws = tier.spec.aws
-            sized = choose_fsx(catalog.fsx, tier.fsx.deployment_type, tier.fsx.storage_type, tier.spec.capacity,
-                               max(need * 1e9, declared or 0.0),
-                               per_unit=aws.per_unit_storage_throughput if aws else None)  # fmt: skip
+        if tier.fsx is not None:
+            # the tier's target sizes its file system again for the workloads' need (resolve's sizing, one decision)
+            providers = {s.name: s.provider for s in platform.sites}
+            sized = file_system(tier.spec, tier.implementations, providers, catalog, max(need * 1e9, declared or 0.0), pinned=False)
             if sized is not None:
                 fsx = {"storageCapacityGiB": sized.capacity_gib, "perUnitStorageThroughput": sized.per_unit_throughput,
                        "throughputMBps": round(sized.throughput_mbps, 1), "usdPerMonth": sized.usd_per_month,

@@ -44,8 +44,7 @@ class NodePrice:
 
 
 def capacity_type(pool: ResolvedPool) -> str:
-    aws = pool.spec.aws
-    return aws.capacity_type if aws is not None else "on-demand"
+    return pool.capacity_type  # its target's resolve decided it from the pool's section
 
 
 def pool_region(pool: ResolvedPool) -> str:

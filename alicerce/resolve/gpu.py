@@ -48,7 +48,7 @@ def kernel_modules(gpu: Gpu | None, choice: Literal["auto", "open", "proprietary
     return "proprietary" if gpu.architecture == "volta" else "open"
 
 
-def gpudirect_path(gpu: Gpu | None, modules: KernelModules | None, fabric: Fabric | None) -> GpuDirect:
+def gpudirect_path(gpu: Gpu | None, modules: KernelModules | None, fabric: Fabric | None, host_stack: str | None) -> GpuDirect:
     """The GPUDirect RDMA path of an on-prem GPU pool, one for both driver owners (host role, GPU Operator).
 
     NVIDIA recommends DMA-BUF: it needs the open kernel modules and Linux 5.12 (every supported OS
@@ -57,8 +57,8 @@ def gpudirect_path(gpu: Gpu | None, modules: KernelModules | None, fabric: Fabri
     so proprietary modules get GPUDirect only with DOCA-OFED (cloud-native-docs gpu-operator-rdma.rst,
     "Common Prerequisites"; open-gpu-kernel-modules nvidia-peermem.Kbuild).
     """
-    if gpu is None or fabric is None or fabric.onprem is None or not fabric.gpu_direct_rdma:
-        return "none"
+    if gpu is None or fabric is None or host_stack is None or not fabric.gpu_direct_rdma:
+        return "none"  # host_stack None: the target installs no RDMA software on its hosts (its resolver decides)
     if modules == "open":
         return "dmabuf"
-    return "peermem" if fabric.onprem.stack == "doca-ofed" else "none"
+    return "peermem" if host_stack == "doca-ofed" else "none"

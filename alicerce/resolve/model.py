@@ -11,7 +11,7 @@ resolves and every mistake is reported at once.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal, dataclass_transform, get_args
+from typing import Any, Literal, dataclass_transform
 
 from alicerce.catalog import Catalog
 from alicerce.catalog.fsx import FsxConfig
@@ -25,7 +25,26 @@ KernelModules = Literal["open", "proprietary"]
 # How GPUs and RDMA adapters share memory: DMA-BUF (open modules, kernel >= 5.12), the legacy nvidia-peermem
 # module (only against MLNX/DOCA-OFED), or no GPUDirect RDMA at all
 GpuDirect = Literal["none", "dmabuf", "peermem"]
-MountKind = Literal["lustre", "beegfs", "weka", "nfs", "fsx-lustre", "efs"]
+MountKind = Literal["lustre", "beegfs", "weka", "nfs", "fsx-lustre", "efs"]  # MOUNT_KINDS' kinds, for the type checker
+
+
+@dataclasses.dataclass(frozen=True)
+class MountKindRecord:
+    """One kind of shared file system mount as every stage sees it: a new kind is one record plus its own code."""
+
+    kind: str  # what a target's mount facts name it
+    fs_types: tuple[str, ...]  # the types /proc/mounts shows for it (a team-directory Job checks before it writes)
+    host_mounted: bool = False  # the hosts' client role mounts it and pods reach it through hostPath
+
+
+MOUNT_KINDS: tuple[MountKindRecord, ...] = (
+    MountKindRecord("lustre", ("lustre",), host_mounted=True),
+    MountKindRecord("beegfs", ("beegfs",), host_mounted=True),
+    MountKindRecord("weka", ()),  # no client role mounts it yet
+    MountKindRecord("nfs", ("nfs", "nfs4")),
+    MountKindRecord("fsx-lustre", ("lustre",)),  # its CSI driver mounts it
+    MountKindRecord("efs", ("nfs4",)),  # its CSI driver mounts it (NFS 4.1)
+)
 
 
 @dataclass_transform(frozen_default=True, kw_only_default=True)
@@ -79,6 +98,8 @@ class RdmaAttachment(Resolved):
     interfaces: int  # EFA interfaces (AWS) or RDMA adapters, one per rail (on-prem)
     resource: str  # the extended resource a pod requests: vpc.amazonaws.com/efa, rdma/ib, rdma/roce
     gpudirect: GpuDirect = "none"  # on-prem GPU pools: the GPUDirect RDMA path (resolve.gpu.gpudirect_path)
+    rate_gbps: float | None = None  # link rate per interface where the target decides it (None: the instance's bandwidth)
+    host_stack: str | None = None  # the RDMA software the hosts run (rdma-core, doca-ofed), where alicerce installs it
 
 
 class ResolvedPool(Resolved):
@@ -96,6 +117,7 @@ class ResolvedPool(Resolved):
     zone: str | None  # one zone, where the pool is pinned to one
     racks: dict[str, tuple[str, ...]]  # rack id -> hosts; "" holds hosts without a rack; empty off-prem
     labels: dict[str, str]
+    capacity_type: str = "on-demand"  # how its target buys the capacity (on-demand, spot, a reservation): plan prices it
 
     @property
     def name(self) -> str:
@@ -129,7 +151,7 @@ class Mount(Resolved):
     options: tuple[str, ...]  # mount options common to the host's fstab and a PersistentVolume
 
     def __post_init__(self) -> None:
-        if self.kind not in get_args(MountKind):  # the targets' mount facts carry a plain str
+        if self.kind not in {k.kind for k in MOUNT_KINDS}:  # the targets' mount facts carry a plain str
             raise ValueError(f"unknown mount kind {self.kind!r}")
 
 

@@ -8,10 +8,11 @@ mistakes; the rules, which run over this result, report them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import cast
 
 from alicerce.catalog import Catalog, load_catalog
-from alicerce.catalog.fsx import GIB, choose_fsx
+from alicerce.catalog.fsx import FsxConfig
 from alicerce.resolve.gpu import gpu_units, gpudirect_path, kernel_modules
 from alicerce.resolve.model import (
     Mount,
@@ -24,18 +25,14 @@ from alicerce.resolve.model import (
     ResolvedTeam,
     ResolvedTier,
 )
+from alicerce.resolve.operators import OPERATOR_CHART_VERSION_KEYS
 from alicerce.resolve.targets import RESOLVERS
 from alicerce.resolve.versions import effective_eks_addons, effective_versions
 from alicerce.spec.models import LocalNvmeTier, NodePool, ParallelFsTier, PlatformSpec, SharedNfsTier, Site, StorageTier, Team
 
-# catalog chart name -> the bill-of-materials field that pins it
+# catalog chart name -> the bill-of-materials field that pins it: every operator's (its record), and the targets' charts
 CHART_VERSION_KEYS = {
-    "gpu-operator": "gpuOperator",
-    "network-operator": "networkOperator",
-    "kueue": "kueue",
-    "kuberay-operator": "kuberay",
-    "training-operator": "trainingOperator",
-    "kube-prometheus-stack": "kubePrometheusStack",
+    **OPERATOR_CHART_VERSION_KEYS,
     "aws-efa-k8s-device-plugin": "efaDevicePlugin",
     "aws-fsx-csi-driver": "fsxCsiDriver",
     "cluster-autoscaler": "clusterAutoscaler",
@@ -59,7 +56,9 @@ def _pool(spec: PlatformSpec, index: int, pool: NodePool, site: Site, *, catalog
             technology=tech,
             interfaces=placement.rdma_interfaces,
             resource=RDMA_RESOURCES[tech],
-            gpudirect=gpudirect_path(gpu, modules, fabric),
+            gpudirect=gpudirect_path(gpu, modules, fabric, placement.rdma_host_stack),
+            rate_gbps=placement.rdma_rate_gbps,
+            host_stack=placement.rdma_host_stack,
         )
     labels = {**tags, **pool.labels, "alicerce.dev/pool": pool.name, "alicerce.dev/purpose": pool.purpose}
     if gpu is not None:
@@ -79,7 +78,29 @@ def _pool(spec: PlatformSpec, index: int, pool: NodePool, site: Site, *, catalog
         zone=placement.zone,
         racks=placement.racks,
         labels=dict(sorted(labels.items())),
+        capacity_type=placement.capacity_type,
     )
+
+
+def file_system(
+    tier: StorageTier,
+    implementations: Mapping[str, str],
+    providers: Mapping[str, str],
+    catalog: Catalog,
+    throughput_bps: float | None,
+    *,
+    pinned: bool,
+) -> FsxConfig | None:
+    """The managed file system of a tier, sized by the target of the first of its sites that builds one.
+
+    Resolve sizes it once for the declared throughput (capacity as pinned); plan asks the same target again for
+    the workloads' need: one decision, its target's (``TargetResolver.file_system``).
+    """
+    for site, implementation in implementations.items():
+        sized = RESOLVERS[providers[site]].file_system(tier, implementation, catalog, throughput_bps, pinned)
+        if sized is not None:
+            return sized
+    return None
 
 
 def _tier(index: int, tier: StorageTier, sites: dict[str, Site], catalog: Catalog) -> ResolvedTier:
@@ -95,18 +116,8 @@ def _tier(index: int, tier: StorageTier, sites: dict[str, Site], catalog: Catalo
         mount = target.mount(tier, implementation)
         if mount is not None and isinstance(tier, ParallelFsTier | SharedNfsTier):
             mounts[name] = Mount(kind=cast(MountKind, mount.kind), source=mount.source, path=tier.mount_path, options=mount.options)
-    fsx = None
-    if isinstance(tier, ParallelFsTier) and "fsx-lustre" in implementations.values():
-        aws = tier.aws
-        fsx = choose_fsx(
-            catalog.fsx,
-            aws.deployment_type if aws else "PERSISTENT_2",
-            aws.storage_type if aws else "SSD",
-            tier.capacity,
-            tier.throughput,
-            per_unit=aws.per_unit_storage_throughput if aws else None,
-            capacity_gib=int(aws.storage_capacity / GIB) if aws and aws.storage_capacity else None,
-        )
+    providers = {name: sites[name].provider for name in implementations}
+    fsx = file_system(tier, implementations, providers, catalog, getattr(tier, "throughput", None), pinned=True)
     return ResolvedTier(index=index, spec=tier, sites=tuple(at), implementations=implementations, mounts=mounts, fsx=fsx)
 
 

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator
 
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.paths import SpecPath
+from alicerce.targets import TARGETS
 
 rules = RuleSet()
 
@@ -31,8 +32,11 @@ def _networks(ctx: RuleContext) -> Iterator[tuple[str, SpecPath, Network, bool]]
                 yield f"{site.name} {label}", getattr(S.networks, field), getattr(defaults, field), True
         yield f"{site.name} services", service_path, service, False
     for f, fabric in enumerate(defaults.fabrics):
-        if fabric.onprem is not None and fabric.onprem.ipoib_cidr is not None:
-            yield f"fabric {fabric.name} IPoIB", S.networks.fabrics[f].onprem.ipoib_cidr, fabric.onprem.ipoib_cidr, True
+        for t in TARGETS:  # each target's own section of the fabric, with the routed ranges it declares (ROUTED)
+            section = getattr(fabric, t.name, None)
+            for label, field in getattr(section, "ROUTED", ()):
+                if (value := getattr(section, field)) is not None:
+                    yield f"fabric {fabric.name} {label}", getattr(getattr(S.networks.fabrics[f], t.name), field), value, True
 
 
 @rules.rule("AL240", "cidr-overlap", "VPC, host, pod, IPoIB and service ranges of an environment do not overlap.")

@@ -66,7 +66,7 @@ def cost_references(ctx: RuleContext) -> Iterable[Finding]:
             yield Finding(path.pool, f"pool {pool.name} is owned, not rented: its costs go under costs.{costs.owned_key}", None, cloud.pool)
             continue
         if cloud.reserved_nodes is not None:
-            kind = pool.spec.aws.capacity_type if pool.spec.aws else "on-demand"
+            kind = pool.capacity_type
             if kind != "capacity-reservation":
                 yield Finding(path.reserved_nodes, f"pool {pool.name} buys {kind} capacity, not a capacity reservation",
                               "remove reservedNodes", cloud.reserved_nodes)  # fmt: skip

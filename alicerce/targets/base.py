@@ -11,7 +11,7 @@ code in between reads :class:`Capabilities` and resolved facts, never the provid
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
@@ -30,6 +30,31 @@ class Section:
 
     model: type[BaseModel]
     description: str
+
+
+@dataclass(frozen=True)
+class CloudAccount:
+    """How a target's sites are reached from outside the cloud: CI's credentials step, the stack settings the
+    scaffold writes and the region the README names. A target without one needs no cloud credentials in CI."""
+
+    region: Callable[[Any], str]  # the site's region: CI's credentials are for it, the README's quickstart names it
+    # the scaffold's placeholder for a cloud stack's `alicerce:adminPrincipals` (the roles granted cluster admin)
+    admin_principals: Callable[[Any], tuple[str, ...]]
+    credentials_action: str  # the GitHub action CI runs to assume the environment's role by OIDC (pinned in the catalog)
+    credentials_inputs: Mapping[str, str]  # its inputs; "{region}" and "{session}" are filled in per job
+    # the cloud's clusters grant admin only to principals the stack names (`alicerce:adminPrincipals`): what one is
+    # called and an example value, for the stack check that refuses none before anything deploys
+    admin_principal_kind: str = "principal"
+    admin_principal_example: str = "<principal>"
+
+
+@dataclass(frozen=True)
+class ManagedAddons:
+    """The add-ons a target's managed control plane installs by version, for the bill of materials."""
+
+    kind: str  # the BOM's kind of pin
+    always: tuple[str, ...]  # installed on every cluster of the target
+    by_storage: Mapping[str, str]  # storage implementation -> the add-on a tier of it needs
 
 
 @dataclass(frozen=True)
@@ -52,6 +77,8 @@ class Target:
     # provisions the nodes and the cluster (its Ansible tree); CI, the README and the scaffold follow this
     deploy: tuple[Deploy, ...]
     starter: str | None = None  # its starter spec for `alicerce init --target` (emit/templates/starters/<starter>.yaml)
+    cloud: CloudAccount | None = None  # its sites' cloud account (CI credentials, stack settings); None: none needed
+    addons: ManagedAddons | None = None  # the managed add-ons its clusters run (the bill of materials lists them)
 
     def __post_init__(self) -> None:
         if "pool" not in self.sections:
@@ -75,6 +102,15 @@ class PlatformEndpoint:
 
 
 @dataclass(frozen=True)
+class CsiSubdirectory:
+    """How a PersistentVolume of one CSI driver mounts a directory below the file system's root (a team's volume)."""
+
+    attribute: str | None = None  # the volume attribute naming the mount, to which "/<dir>" is appended
+    default: str = ""  # that attribute's value where the source omits it
+    handle_separator: str | None = None  # else: the volume handle gets "<separator><dir>" appended
+
+
+@dataclass(frozen=True)
 class Capabilities:
     """What a target's clusters bring and how alicerce provisions them."""
 
@@ -94,3 +130,11 @@ class Capabilities:
     # Helm releases of the target's own controllers, bound to cloud identities its build creates: Pulumi installs
     # them in every delivery mode (the GitOps tree names them)
     cloud_controllers: tuple[str, ...] = ()
+    # storage implementation -> the Helm chart of the CSI driver that mounts it in pods, installed in the cluster (a
+    # driver the cloud layer installs, or one the hosts mount, needs none)
+    csi_charts: Mapping[str, str] = field(default_factory=dict)
+    # the Helm chart of the device plugin that advertises its pools' cloud RDMA interfaces to pods; None: no such
+    # interfaces (on-prem RDMA goes through the Network Operator)
+    rdma_device_plugin: str | None = None
+    # CSI driver name -> how its volumes name a subdirectory (teams' volumes on a shared file system it mounts)
+    csi_subdirectories: Mapping[str, CsiSubdirectory] = field(default_factory=dict)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from alicerce.catalog import Catalog
+from alicerce.catalog.fsx import FsxConfig
 from alicerce.catalog.models import InstanceType
 from alicerce.spec.models import Fabric, Networks, NodePool, PlatformSpec, Site, StorageTier
 from alicerce.targets.base import Capabilities, PlatformEndpoint, RdmaTechnology
@@ -22,6 +23,12 @@ class PoolPlacement:
     placement_group: bool = False
     zone: str | None = None
     racks: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # where the target runs the RDMA links itself: the link rate per interface (Gbit/s; None: the instance type says)
+    # and the RDMA software its hosts run (rdma-core, doca-ofed; None: not alicerce's to install)
+    rdma_rate_gbps: float | None = None
+    rdma_host_stack: str | None = None
+    # how its rented capacity is bought (plan prices it, rules check reservations); owned capacity is never priced
+    capacity_type: str = "on-demand"
 
 
 @dataclass(frozen=True)
@@ -70,3 +77,7 @@ class TargetResolver:
         return self.site_capabilities(site, spec, environment) if self.site_capabilities is not None else self.capabilities
 
     endpoints: Callable[[Site], tuple[PlatformEndpoint, ...]] = lambda site: ()  # what team pods must reach outside the pod network
+    # the managed file system a tier implemented as `implementation` gets here, sized for a throughput (bytes/s):
+    # `pinned` keeps the capacity the spec pins (resolve's one configuration); plan sizes for the workloads' need
+    # without it. None where the target builds none (its tiers are the user's own servers).
+    file_system: Callable[[StorageTier, str, Catalog, float | None, bool], FsxConfig | None] = lambda tier, impl, catalog, bps, pinned: None

@@ -13,10 +13,10 @@ import yaml
 
 from alicerce.catalog import load_catalog
 from alicerce.catalog.models import Efa, InstanceType
-from alicerce.spec.models import AwsSite
 from alicerce.targets.aws.components.cluster import ClusterArgs
 from alicerce.targets.aws.components.gpu_node_pool import Interface, efa_interface_layout
 from alicerce.targets.aws.components.network import subnet_layout
+from alicerce.targets.aws.spec import AwsSite
 from tests.pulumi.conftest import covers, reference, resolved
 
 TAG_KEYS = ("alicerce.dev/platform", "alicerce.dev/environment", "alicerce.dev/cost-center")

@@ -65,7 +65,8 @@ TARGET = Target(
     rules="fake_target.rules",
     build="fake_target.build",
     capacity="rented",
-    deploy=("pulumi",),
+    # a Pulumi stack for its cloud layer, and `alicerce apply fake` for its nodes: CI runs that command, not on-prem's
+    deploy=("pulumi", "apply"),
 )
 """,
     # the resolve stage: nodes come with the driver on the image, no storage of its own
@@ -80,7 +81,7 @@ CAPABILITIES = Capabilities(
     owned=TARGET.capacity == "owned",
     pool_section=TARGET.name,
     pool_section_hint="add fake: {machineType: ...}",
-    nodes_by_ansible=TARGET.applies,
+    nodes_by_ansible=False,  # its apply is its own, not alicerce's Ansible tree
     gpu_stack_on_image=True,
 )
 
@@ -196,6 +197,13 @@ def test_the_fake_target_works_through_every_command(plugin: Path, tmp_path: Pat
     generated = alicerce(plugin, tmp_path, "generate", "platform.yaml", "--env", "dev", "--out", str(out))
     assert generated.returncode == 0, generated.stderr
     assert (out / "kubernetes" / "fake").is_dir() and (out / "kubernetes" / "aws").is_dir()
+    # CI provisions the fake site with the fake target's own command (its name), never `alicerce apply onprem`
+    deploy = yaml.safe_load((out / "ci" / "alicerce-deploy.yml").read_text(encoding="utf-8"))
+    apply_job = deploy["jobs"]["apply-dev-fake"]
+    assert apply_job["name"] == "alicerce apply fake dev fake"
+    assert "alicerce apply fake --env dev " in apply_job["steps"][-1]["run"]
+    assert "apply onprem" not in json.dumps(deploy)
+    assert "`alicerce apply fake` per Fake site" in (out / "ci" / "README.md").read_text(encoding="utf-8")
 
     previewed = alicerce(plugin, tmp_path, "preview", "platform.yaml", "--env", "dev", "--format", "json")
     assert previewed.returncode == 0, previewed.stderr

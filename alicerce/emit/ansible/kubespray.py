@@ -28,8 +28,8 @@ from alicerce.emit.ansible.role_vars import AnsibleTemplate
 from alicerce.emit.errors import EmitError
 from alicerce.emit.kube.common import ACCEPTANCE_TAINT
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
-from alicerce.spec.models import OnpremSite
 from alicerce.targets.onprem.resolve import control_plane_hosts
+from alicerce.targets.onprem.spec import OnpremSite
 
 # Playbooks of the collection alicerce runs (kubespray resolves <collection>.<name> to playbooks/<name>.yml).
 # facts.yml refreshes the fact cache of every host before a run with --limit (kubespray docs/operations/nodes.md).

@@ -45,10 +45,10 @@ from alicerce.emit.errors import EmitError
 from alicerce.emit.kube.network import promised_rdma
 from alicerce.emit.templates import ANSIBLE_SOURCE, render
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
-from alicerce.spec.models import Fabric, LocalNvmeTier, OnpremSite, ParallelFsTier
+from alicerce.spec.models import Fabric, LocalNvmeTier, ParallelFsTier
 from alicerce.spec.text import LNET_ROUTE, config_word, escaped, mount_point_problem
 from alicerce.targets.onprem.resolve import control_plane_hosts
-from alicerce.targets.onprem.spec import Acceptance
+from alicerce.targets.onprem.spec import Acceptance, OnpremSite
 
 # Collections the roles use, pinned to the versions they are tested with (ansible 12.3).
 COLLECTIONS = (("ansible.posix", "2.1.0"), ("community.general", "11.4.2"))

@@ -4,7 +4,7 @@
 the spec's lines), ``generate --check`` of every environment's tree, ``pulumi preview`` per stack
 (commented on the pull request), and the semantic diff as a sticky comment.
 ``alicerce-deploy.yml`` runs on pushes to the branch Argo CD follows: ``pulumi up`` per environment
-in the spec's order through GitHub environments, then ``alicerce apply onprem`` per on-prem site on
+in the spec's order through GitHub environments, then ``alicerce apply <target>`` per site its target provisions on
 that site's self-hosted runner. ``generate --ci-dir .github/workflows`` puts them where GitHub reads them.
 
 What they rely on is in ``ci/README.md``: the GitHub environments (approval rules are repository
@@ -26,8 +26,8 @@ from alicerce.catalog.actions import load_actions
 from alicerce.emit.ansible.site import group_name
 from alicerce.emit.gitops.yamltext import dump
 from alicerce.resolve.model import ResolvedPlatform
-from alicerce.spec.models import AwsSite
-from alicerce.targets import target
+from alicerce.targets import TARGETS, target
+from alicerce.targets.base import Target
 
 RUNNER = "ubuntu-24.04"
 PYTHON = "3.11"
@@ -41,12 +41,18 @@ WORKFLOWS = ("alicerce-pr.yml", "alicerce-deploy.yml")
 
 @dataclass(frozen=True)
 class Stack:
-    """One environment as CI sees it: a Pulumi stack, the region its AWS credentials are for, its on-prem sites."""
+    """One environment as CI sees it: a Pulumi stack, the cloud account its credentials are for, the sites applied."""
 
     name: str
     tier: str
-    region: str | None  # None: no AWS site (no AWS credentials needed)
-    onprem: tuple[str, ...]
+    region: str | None  # None: no site with a cloud account (no cloud credentials needed)
+    applies: tuple[tuple[str, str], ...]  # (target, site) of each site `alicerce apply <target>` provisions
+    cloud: Target | None = None  # the target whose cloud account the credentials are for
+
+    @property
+    def applied_sites(self) -> tuple[str, ...]:
+        """The sites provisioned by `alicerce apply`, each with a self-hosted runner of its own."""
+        return tuple(site for _, site in self.applies)
 
 
 def layer_stacks(environment: str) -> list[tuple[str, str]]:
@@ -59,10 +65,12 @@ def stacks(rp: ResolvedPlatform) -> list[Stack]:
     """Every environment of the spec, in its order (CI spans them all, whichever environment was generated)."""
     out = []
     for name, env in rp.spec.environments.items():
-        aws = [s for s in env.sites if isinstance(s, AwsSite)]
+        # the first site with a cloud account: CI's credentials are for its region (a target declares its account)
+        cloud = next(((target(s.provider), s) for s in env.sites if target(s.provider).cloud is not None), None)
+        region = cloud[0].cloud.region(cloud[1]) if cloud is not None and cloud[0].cloud is not None else None
         # the sites whose nodes `alicerce apply` provisions (their target deploys by apply): a job each after the stack
-        onprem = tuple(s.name for s in env.sites if target(s.provider).applies)
-        out.append(Stack(name, env.tier, aws[0].region if aws else None, onprem))
+        applies = tuple((s.provider, s.name) for s in env.sites if target(s.provider).applies)
+        out.append(Stack(name, env.tier, region, applies, cloud[0] if cloud is not None else None))
     return out
 
 
@@ -86,12 +94,12 @@ def _setup(fetch_depth: int | None = None) -> list[dict[str, Any]]:
     ]
 
 
-def _aws_credentials(region: str, session: str) -> dict[str, Any]:
-    return {
-        "name": "AWS credentials (OIDC)",
-        "uses": _uses("aws-actions/configure-aws-credentials"),
-        "with": {"role-to-assume": "${{ vars.AWS_ROLE_ARN }}", "aws-region": region, "role-session-name": session},
-    }
+def _credentials(cloud: Target, region: str, session: str) -> dict[str, Any]:
+    """The step that assumes the environment's role in the target's cloud account (its declared action and inputs)."""
+    assert cloud.cloud is not None
+    account = cloud.cloud
+    inputs = {key: value.replace("{region}", region).replace("{session}", session) for key, value in account.credentials_inputs.items()}
+    return {"name": f"{cloud.label} credentials (OIDC)", "uses": _uses(account.credentials_action), "with": inputs}
 
 
 BACKEND = "${{ vars.PULUMI_BACKEND_URL }}"
@@ -186,8 +194,9 @@ def pull_request_workflow(rp: ResolvedPlatform) -> dict[str, Any]:
         for stack, layer in layer_stacks(s.name)
     ]
     preview_steps: list[dict[str, Any]] = [*_setup()]
-    if any(s.region for s in envs):
-        creds = _aws_credentials("${{ matrix.region }}", "alicerce-preview-${{ github.run_id }}")
+    cloud = next((s.cloud for s in envs if s.cloud is not None), None)
+    if cloud is not None:
+        creds = _credentials(cloud, "${{ matrix.region }}", "alicerce-preview-${{ github.run_id }}")
         if not all(s.region for s in envs):
             creds["if"] = "matrix.region != ''"
         preview_steps.append(creds)
@@ -204,7 +213,8 @@ def pull_request_workflow(rp: ResolvedPlatform) -> dict[str, Any]:
         "environment": "preview-${{ matrix.stack }}",
         "permissions": {
             "contents": _grant("read", "checkout"),
-            "id-token": _grant("write", "OIDC token for the AWS role"),
+            # an OIDC token only where a site's cloud account is assumed (no environment with one: none)
+            **({"id-token": _grant("write", f"OIDC token for the {cloud.label} role")} if cloud is not None else {}),
             "pull-requests": _grant("write", "pulumi/actions comments the preview"),
         },
         "steps": preview_steps,
@@ -242,9 +252,9 @@ def pull_request_workflow(rp: ResolvedPlatform) -> dict[str, Any]:
 def _up_job(stack: Stack, name: str, needs: list[str], runs_on: str | list[str]) -> dict[str, Any]:
     steps = [*_setup()]
     permissions = {"contents": _grant("read", "checkout")}
-    if stack.region:
-        steps.append(_aws_credentials(stack.region, f"alicerce-up-{name}"))
-        permissions["id-token"] = _grant("write", "OIDC token for the AWS role")
+    if stack.region and stack.cloud is not None:
+        steps.append(_credentials(stack.cloud, stack.region, f"alicerce-up-{name}"))
+        permissions["id-token"] = _grant("write", f"OIDC token for the {stack.cloud.label} role")
     steps += _pulumi("up", name)
     return {
         "name": f"pulumi up {name}",
@@ -271,15 +281,16 @@ def deploy_workflow(rp: ResolvedPlatform) -> dict[str, Any]:
         up_id = f"up-{cloud}"
         jobs[up_id] = _up_job(stack, cloud, before, RUNNER)
         applies = []
-        for site in stack.onprem:
+        for provider, site in stack.applies:
+            # the command is the site's target's own (`alicerce apply <target>`), not the on-prem one for every target
             job_id = f"apply-{stack.name}-{site}"
             jobs[job_id] = {
-                "name": f"alicerce apply onprem {stack.name} {site}",
+                "name": f"alicerce apply {provider} {stack.name} {site}",
                 "needs": [up_id],
                 "runs-on": ["self-hosted", "linux", f"alicerce-{site}"],
                 "timeout-minutes": 360,
                 "environment": stack.name,
-                "concurrency": {"group": f"alicerce-onprem-{stack.name}-{site}", "cancel-in-progress": False},
+                "concurrency": {"group": f"alicerce-{provider}-{stack.name}-{site}", "cancel-in-progress": False},
                 "permissions": {"contents": _grant("read", "checkout")},
                 "steps": [
                     *_setup(),
@@ -291,7 +302,7 @@ def deploy_workflow(rp: ResolvedPlatform) -> dict[str, Any]:
                             "args=()\n"
                             'if [ -n "$INVENTORY" ]; then args+=(--inventory "$INVENTORY"); fi\n'
                             'if [ -n "$SECRETS" ]; then args+=(--secrets "$SECRETS"); fi\n'
-                            f'alicerce apply onprem --env {stack.name} --limit {group_name("site", site)} "${{args[@]}}" -- {spec}\n'
+                            f'alicerce apply {provider} --env {stack.name} --limit {group_name("site", site)} "${{args[@]}}" -- {spec}\n'
                         ),
                     },
                 ],
@@ -327,9 +338,11 @@ def workflow_text(workflow: dict[str, Any]) -> str:
 
 def _readme(rp: ResolvedPlatform) -> str:
     envs = stacks(rp)
+    # each target that deploys by `alicerce apply <target>`: its command, as the deploy workflow runs it
+    applied = ", ".join(f"`alicerce apply {t.name}` per {t.label}" for t in TARGETS if t.applies)
     rows = [
         f"| `{s.name}` | `{s.name}`, `{s.name}-kubernetes` | {s.tier} | {s.region or '—'} | "
-        + ", ".join(f"`alicerce-{label}`" for label in (f"{s.name}-kubernetes", *s.onprem))
+        + ", ".join(f"`alicerce-{label}`" for label in (f"{s.name}-kubernetes", *s.applied_sites))
         + " |"
         for s in envs
     ]
@@ -343,7 +356,7 @@ def _readme(rp: ResolvedPlatform) -> str:
             "- `alicerce-pr.yml`, on pull requests: validate (SARIF to code scanning), `generate --check` of every",
             "  environment's tree, `pulumi preview` per stack (commented), and the semantic diff (`alicerce diff`) as a comment.",
             "- `alicerce-deploy.yml`, on pushes to the branch, per environment in the spec's order and in its GitHub",
-            "  environment: `pulumi up` of its cloud stack, `alicerce apply onprem` per on-prem site on that site's",
+            f"  environment: `pulumi up` of its cloud stack, {applied} site on that site's",
             "  self-hosted runner, then `pulumi up` of its kubernetes stack on the runner that reaches the API endpoints.",
             "",
             "## What the repository needs",

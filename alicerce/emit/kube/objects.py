@@ -24,15 +24,10 @@ from alicerce.emit.kube.tenancy import read_only_claims_policy, team_objects
 from alicerce.emit.kube.training import training_runtimes
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
 from alicerce.resolve.namespaces import KUEUE_NAMESPACE, MONITORING_NAMESPACE
+from alicerce.resolve.operators import OPERATOR_CRD_OWNERS
 
-# API groups whose objects need an operator's CRDs (or webhook) first: group -> catalog chart key.
-CRD_OWNERS = {
-    "kueue.x-k8s.io": "kueue",
-    "monitoring.coreos.com": "kube-prometheus-stack",
-    "nvidia.com": "gpu-operator",
-    "mellanox.com": "network-operator",
-    "trainer.kubeflow.org": "training-operator",
-}
+# API groups whose objects need an operator's CRDs (or webhook) first: group -> catalog chart key (its record's)
+CRD_OWNERS = dict(OPERATOR_CRD_OWNERS)
 
 
 def crd_owner(obj: dict[str, Any]) -> str | None:
@@ -44,11 +39,6 @@ def crd_owner(obj: dict[str, Any]) -> str | None:
     if obj["metadata"].get("namespace") == MONITORING_NAMESPACE:
         return "kube-prometheus-stack"
     return None
-
-
-# The chart that brings the CSI driver mounting each kind of file system (rendered as a release by operator_releases);
-# EFS's driver is an EKS add-on the cloud layer installs before any in-cluster object, the host mounts the rest.
-CSI_DRIVER_CHARTS = {"fsx-lustre": "aws-fsx-csi-driver"}
 
 
 def _pod_spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -77,7 +67,8 @@ def object_needs(site: ResolvedSite, obj: Mapping[str, Any], objs: Iterable[Mapp
     for volume in pod.get("volumes", []):
         claim = claims.get((namespace, volume.get("persistentVolumeClaim", {}).get("claimName")))
         tier = tiers.get(claim["metadata"].get("labels", {}).get(TIER_LABEL, "")) if claim else None
-        if tier is not None and (chart := CSI_DRIVER_CHARTS.get(tier.implementations.get(site.name, ""))):
+        # the chart of the CSI driver its target installs for that file system (Capabilities.csi_charts)
+        if tier is not None and (chart := site.capabilities.csi_charts.get(tier.implementations.get(site.name, ""))):
             needs.add(chart)
     return needs
 
@@ -154,7 +145,6 @@ def group_by_crd_owner(objs: Iterable[dict[str, Any]]) -> dict[str, list[dict[st
 
 __all__ = [
     "CRD_OWNERS",
-    "CSI_DRIVER_CHARTS",
     "KUEUE_API",
     "KUEUE_NAMESPACE",
     "cluster_objects",

@@ -15,6 +15,7 @@ the host role does not.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,7 @@ from alicerce.resolve.namespaces import (
     NETWORK_OPERATOR_NAMESPACE,
     TRAINER_NAMESPACE,
 )
+from alicerce.resolve.operators import OPERATORS, PRIVILEGED_OPERATOR_NAMESPACES
 from alicerce.spec.models import AlertReceiver, MigSharing, TimeSlicing
 
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
@@ -174,7 +176,7 @@ def _driver_rdma(pools: list[ResolvedPool]) -> dict[str, bool]:
     paths = [p for p in pools if p.rdma is not None and p.rdma.gpudirect != "none"]
     return {
         "enabled": any(p.rdma.gpudirect == "peermem" for p in paths if p.rdma is not None),
-        "useHostMofed": any(p.rdma.fabric.onprem.stack == "doca-ofed" for p in paths if p.rdma is not None and p.rdma.fabric.onprem),
+        "useHostMofed": any(p.rdma.host_stack == "doca-ofed" for p in paths if p.rdma is not None),
     }
 
 
@@ -406,11 +408,14 @@ def operator_releases(rp: ResolvedPlatform, site_name: str) -> list[Release]:
         values = network_operator_values(site, own_nfd=not gpu_operator)
         depends = ("gpu-operator",) if gpu_operator else ()
         out.append(_release(rp, "network-operator", NETWORK_OPERATOR_NAMESPACE, deep_merge(values, ops.network_operator.values), depends))
-    efa_pools = [p for p in pools if p.efa_interfaces]
-    if efa_pools:
-        out.append(_release(rp, "aws-efa-k8s-device-plugin", "kube-system", efa_device_plugin_values(efa_pools)))
-    if any(t.implementations.get(site_name) == "fsx-lustre" for t in site.storage):  # objects.CSI_DRIVER_CHARTS
-        out.append(_release(rp, "aws-fsx-csi-driver", "kube-system", {"node": {"tolerateAllTaints": True}}))
+    # the target's own charts: the device plugin of its pools' cloud RDMA interfaces, the CSI drivers of its storage
+    plugin = site.capabilities.rdma_device_plugin
+    rdma_pools = [p for p in pools if p.efa_interfaces]
+    if plugin is not None and rdma_pools:
+        out.append(_release(rp, plugin, "kube-system", DEVICE_PLUGIN_VALUES[plugin](rdma_pools)))
+    csi = site.capabilities.csi_charts
+    for chart in sorted({csi[i] for t in site.storage if (i := t.implementations.get(site_name, "")) in csi}):
+        out.append(_release(rp, chart, "kube-system", copy.deepcopy(CSI_CHART_VALUES.get(chart, {}))))
     if ops.kueue.enabled:
         # the whole Configuration document: the chart replaces its default with this string, no merge (values.yaml 115-208)
         config = yaml.safe_dump(kueue_configuration(rp, site), sort_keys=False)
@@ -425,19 +430,25 @@ def operator_releases(rp: ResolvedPlatform, site_name: str) -> list[Release]:
     return [_pinned(rp, site, r) for r in out]
 
 
-# the spec's own values of each chart (operators.<chart>.values): merged last, over the placement too
-_OWN_VALUES: dict[str, Callable[[ResolvedPlatform], Mapping[str, Any]]] = {
-    "kube-prometheus-stack": lambda rp: rp.spec.operators.monitoring.values,
-    "gpu-operator": lambda rp: rp.spec.operators.gpu_operator.values,
-    "network-operator": lambda rp: rp.spec.operators.network_operator.values,
-    "kueue": lambda rp: rp.spec.operators.kueue.values,
-    "kuberay-operator": lambda rp: rp.spec.operators.kuberay.values,
-    "training-operator": lambda rp: rp.spec.operators.training_operator.values,
-}
+# the values of each device-plugin and CSI-driver chart a target names (Capabilities.rdma_device_plugin, csi_charts)
+DEVICE_PLUGIN_VALUES: dict[str, Callable[[list[ResolvedPool]], dict[str, Any]]] = {"aws-efa-k8s-device-plugin": efa_device_plugin_values}
+CSI_CHART_VALUES: dict[str, dict[str, Any]] = {"aws-fsx-csi-driver": {"node": {"tolerateAllTaints": True}}}  # every pool's nodes
+
+
+# the spec's own values of each operator's chart (operators.<switch>.values, its record's switch)
+def _own_values(switch: str) -> Callable[[ResolvedPlatform], Mapping[str, Any]]:
+    def values(rp: ResolvedPlatform) -> Mapping[str, Any]:
+        own: Mapping[str, Any] = getattr(rp.spec.operators, switch).values
+        return own
+
+    return values
+
+
+_OWN_VALUES: dict[str, Callable[[ResolvedPlatform], Mapping[str, Any]]] = {o.chart: _own_values(o.switch) for o in OPERATORS}
 
 
 # Namespaces of operators that run privileged host agents (drivers, device plugins, node exporters).
-PRIVILEGED_NAMESPACES = frozenset({GPU_OPERATOR_NAMESPACE, NETWORK_OPERATOR_NAMESPACE, MONITORING_NAMESPACE, "kube-system"})
+PRIVILEGED_NAMESPACES = PRIVILEGED_OPERATOR_NAMESPACES | {"kube-system"}
 
 
 def operator_namespace_labels(namespace: str, kubernetes_version: str) -> dict[str, str]:

@@ -31,16 +31,17 @@ from typing import Any
 
 from alicerce.emit.errors import EmitError
 from alicerce.emit.kube.common import POOL_LABEL, meta, system_placement
-from alicerce.resolve.model import Mount, ResolvedPlatform, ResolvedPool, ResolvedSite, ResolvedTier
+from alicerce.resolve.model import MOUNT_KINDS, Mount, ResolvedPlatform, ResolvedPool, ResolvedSite, ResolvedTier
 from alicerce.resolve.namespaces import SYSTEM_NAMESPACE
+from alicerce.resolve.targets import RESOLVERS
 from alicerce.spec.models import ParallelFsTier, SharedNfsTier
 
 TEAMS_DIR = "teams"
 ROOT_MOUNT = "/fs"
 # file systems the nodes mount themselves (alicerce.emit.ansible.site FSTAB_OPTIONS), reached by pods through a hostPath
-HOST_MOUNTED = ("lustre", "beegfs")
-# the type /proc/mounts shows for each kind, checked before any directory is made
-FS_TYPES = {"lustre": "lustre", "fsx-lustre": "lustre", "beegfs": "beegfs", "nfs": "nfs nfs4", "efs": "nfs4"}
+HOST_MOUNTED = tuple(k.kind for k in MOUNT_KINDS if k.host_mounted)
+# the type /proc/mounts shows for each kind, checked before any directory is made (each kind's record)
+FS_TYPES = {k.kind: " ".join(k.fs_types) for k in MOUNT_KINDS if k.fs_types}
 TIER_LABEL = "alicerce.dev/storage-tier"
 CLAIM_REQUEST = "1Gi"
 """What every static team claim requests, whatever the file system's size. A claim bound by ``volumeName`` needs
@@ -85,8 +86,9 @@ def _source(tier: ResolvedTier, site: str, volumes: Mapping[str, Mapping[str, An
         return None
     if tier.name in volumes:  # created at deploy time (FSx, EFS): the caller knows its CSI volume
         return {k: dict(v) if isinstance(v, Mapping) else v for k, v in volumes[tier.name].items() if k != PER_TEAM}
-    if mount.kind == "nfs" and isinstance(spec, SharedNfsTier) and spec.onprem is not None:
-        return {"nfs": {"server": spec.onprem.server, "path": spec.onprem.export}}
+    if mount.kind == "nfs" and isinstance(spec, SharedNfsTier):
+        server, _, export = mount.source.partition(":")  # resolve's `server:/export` (a host name holds no colon)
+        return {"nfs": {"server": server, "path": export}}
     if mount.kind in HOST_MOUNTED:
         return {"hostPath": {"path": mount.path, "type": "Directory"}}
     return None  # weka: no client role mounts it yet
@@ -98,6 +100,9 @@ def _suffixed(value: Any, suffix: str) -> Any:
         return value.apply(lambda v: f"{v}{suffix}")
     return f"{value}{suffix}"
 
+
+# every registered target's CSI drivers and how their volumes name a subdirectory (Capabilities.csi_subdirectories)
+CSI_SUBDIRECTORIES = {driver: form for r in RESOLVERS.values() for driver, form in r.capabilities.csi_subdirectories.items()}
 
 UNKNOWN_DRIVER = "deploy-time"
 """The CSI driver of a placeholder volume source, for objects rendered before the file system exists (the
@@ -115,12 +120,13 @@ def _below(source: dict[str, Any], sub: str) -> dict[str, Any]:
     if "nfs" in source:
         return {"nfs": {**source["nfs"], "path": f"{source['nfs']['path'].rstrip('/')}/{sub}"}}
     csi = dict(source["csi"])
-    if csi["driver"] == "fsx.csi.aws.com":
+    form = CSI_SUBDIRECTORIES.get(csi["driver"])  # declared by the target whose driver it is
+    if form is not None and form.attribute is not None:
         attributes = dict(csi.get("volumeAttributes", {}))
-        attributes["mountname"] = _suffixed(attributes.get("mountname", "fsx"), f"/{sub}")  # Lustre subdirectory mount
+        attributes[form.attribute] = _suffixed(attributes.get(form.attribute, form.default), f"/{sub}")
         return {"csi": {**csi, "volumeAttributes": attributes}}
-    if csi["driver"] == "efs.csi.aws.com":
-        return {"csi": {**csi, "volumeHandle": _suffixed(csi["volumeHandle"], f":/{sub}")}}  # the driver's fs-id:/path form
+    if form is not None and form.handle_separator is not None:
+        return {"csi": {**csi, "volumeHandle": _suffixed(csi["volumeHandle"], f"{form.handle_separator}{sub}")}}
     raise ValueError(f"no subdirectory form for CSI driver {csi['driver']}")
 
 

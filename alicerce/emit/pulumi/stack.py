@@ -20,6 +20,7 @@ import pulumi_kubernetes as k8s
 
 from alicerce.emit.kube.operators import Release
 from alicerce.resolve.model import ResolvedPlatform
+from alicerce.targets import target
 
 CLOUD = "cloud"
 KUBERNETES = "kubernetes"
@@ -76,12 +77,14 @@ class StackSettings:
         if unknown or not self.layers:
             out.append(f"alicerce:layers must list {' and/or '.join(LAYERS)}, not {list(self.layers)}")
             return out
-        aws_sites = [s for s in rp.sites if not s.capabilities.nodes_by_ansible]  # clusters the cloud layer creates
-        if CLOUD in self.layers and aws_sites and not self.admin_principals:
+        created = [s for s in rp.sites if not s.capabilities.nodes_by_ansible]  # clusters the cloud layer creates
+        # a cloud whose clusters grant admin only to the principals the stack names (its target declares it)
+        clouds = [c for s in created if (c := target(s.provider).cloud) is not None]
+        if CLOUD in self.layers and clouds and not self.admin_principals:
             out.append(
-                "alicerce:adminPrincipals names no IAM role: the cluster grants admin only through explicit access entries, so "
-                "the role that runs the Kubernetes layer must be listed "
-                "(pulumi config set --path 'alicerce:adminPrincipals[0]' arn:aws:iam::<account>:role/<deployer>)"
+                f"alicerce:adminPrincipals names no {clouds[0].admin_principal_kind}: the cluster grants admin only through explicit "
+                "access entries, so the role that runs the Kubernetes layer must be listed "
+                f"(pulumi config set --path 'alicerce:adminPrincipals[0]' {clouds[0].admin_principal_example})"
             )
         if KUBERNETES in self.layers:
             for _, name in missing_kubeconfigs(rp):
@@ -92,7 +95,7 @@ class StackSettings:
                 )
         access = rp.spec.security.endpoint_access
         private_only = not access.public
-        if set(LAYERS) <= set(self.layers) and aws_sites and private_only and not self.api_access_cidrs:
+        if set(LAYERS) <= set(self.layers) and created and private_only and not self.api_access_cidrs:
             out.append(
                 "the Kubernetes layer cannot reach a private-only API endpoint from outside the new VPC on the first run: deploy "
                 "the layers as two stacks (alicerce:layers [cloud] here, a second stack with alicerce:layers [kubernetes] run from "

@@ -17,7 +17,6 @@ import pulumi_kubernetes as k8s
 from alicerce.emit.kube.storage import PER_TEAM
 from alicerce.emit.pulumi.stack import KubeSite, Secrets, SiteBuild, StackSettings
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
-from alicerce.spec.models import AwsSite
 from alicerce.targets.aws import resolve as names
 from alicerce.targets.aws.components.audit import AuditArgs, AuditTrail
 from alicerce.targets.aws.components.cluster import AddonsArgs, ClusterArgs, EksAddons, EksCluster, kubeconfig
@@ -28,6 +27,7 @@ from alicerce.targets.aws.components.identity import IdentityArgs, WorkloadIdent
 from alicerce.targets.aws.components.kms import KeyArgs, PlatformKey
 from alicerce.targets.aws.components.network import Network, NetworkArgs
 from alicerce.targets.aws.components.storage import Storage, StorageArgs, StorageLayout, storage_layout
+from alicerce.targets.aws.spec import AwsSite
 
 
 def _site(resolved: ResolvedSite) -> AwsSite:

@@ -13,22 +13,12 @@ import dataclasses
 from urllib.parse import urlsplit
 
 from alicerce.catalog import Catalog
+from alicerce.catalog.fsx import GIB, FsxConfig, choose_fsx
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTier
-from alicerce.spec.models import (
-    AwsSite,
-    ExistingPlacementGroup,
-    Fabric,
-    Networks,
-    NodePool,
-    ObjectTier,
-    ParallelFsTier,
-    PlatformSpec,
-    SharedNfsTier,
-    Site,
-    StorageTier,
-)
+from alicerce.spec.models import Fabric, Networks, NodePool, ObjectTier, ParallelFsTier, PlatformSpec, SharedNfsTier, Site, StorageTier
+from alicerce.targets.aws.spec import AwsSite, ExistingPlacementGroup
 from alicerce.targets.aws.target import TARGET
-from alicerce.targets.base import Capabilities, PlatformEndpoint
+from alicerce.targets.base import Capabilities, CsiSubdirectory, PlatformEndpoint
 from alicerce.targets.resolver import MountFacts, NodeSoftwareOwners, PoolPlacement, TargetResolver
 
 RESERVED = ("capacity-reservation", "capacity-block")
@@ -52,6 +42,15 @@ CAPABILITIES = Capabilities(
     # address alicerce does not set (unverified that Prometheus can reach it: left out, as before)
     unscraped_control_plane=("controller-manager", "scheduler", "etcd", "kube-proxy"),
     cloud_controllers=("cluster-autoscaler", "aws-load-balancer-controller"),
+    # FSx for Lustre is mounted by its CSI driver's chart; EFS's driver is an EKS add-on the cloud layer installs
+    csi_charts={"fsx-lustre": "aws-fsx-csi-driver"},
+    rdma_device_plugin="aws-efa-k8s-device-plugin",  # EFA interfaces as vpc.amazonaws.com/efa
+    csi_subdirectories={
+        # FSx for Lustre: a subdirectory mount is the Lustre mount name followed by the path
+        "fsx.csi.aws.com": CsiSubdirectory(attribute="mountname", default="fsx"),
+        # EFS: the driver's `fs-id:/path` volume handle form
+        "efs.csi.aws.com": CsiSubdirectory(handle_separator=":/"),
+    },
 )
 # the EKS Pod Identity agent listens on these link-local addresses on every node (EKS user guide, "Understand
 # how EKS Pod Identity works"; IPv6 clusters use the IPv6 one): a default-deny egress must let pods reach it
@@ -100,11 +99,13 @@ def _pool(pool: NodePool, site: Site, fabric: Fabric | None, catalog: Catalog) -
         placement_group=placement,
         # EFA traffic does not cross zones: an EFA pool lives in one (rule AL212 asks for it at multi-zone sites)
         zone=pool.aws.zone or (site.zones[0] if efa else None),
+        capacity_type=pool.aws.capacity_type,
     )
 
 
 def _implementation(tier: StorageTier) -> str | None:
-    return CAPABILITIES.storage[tier.class_]
+    # a tier kind AWS has no implementation for is not built here (rule AL230 reports it), not a KeyError
+    return CAPABILITIES.storage.get(tier.class_)
 
 
 def _mount(tier: StorageTier, implementation: str) -> MountFacts | None:
@@ -116,6 +117,23 @@ def _mount(tier: StorageTier, implementation: str) -> MountFacts | None:
         # it needs tls), so the file system policy, which grants nothing to anonymous clients, lets it in
         return MountFacts("efs", "", ("tls", "iam"))
     return None
+
+
+def _file_system(tier: StorageTier, implementation: str, catalog: Catalog, throughput_bps: float | None, pinned: bool) -> FsxConfig | None:
+    # FSx for Lustre: the cheapest capacity and per-unit throughput that hold the data and meet the throughput,
+    # from the tier's aws: section where it pins them (the AWS rules report pins AWS would refuse)
+    if implementation != "fsx-lustre" or not isinstance(tier, ParallelFsTier):
+        return None
+    aws = tier.aws
+    return choose_fsx(
+        catalog.fsx,
+        aws.deployment_type if aws else "PERSISTENT_2",
+        aws.storage_type if aws else "SSD",
+        tier.capacity,
+        throughput_bps,
+        per_unit=aws.per_unit_storage_throughput if aws else None,
+        capacity_gib=int(aws.storage_capacity / GIB) if pinned and aws and aws.storage_capacity else None,
+    )
 
 
 def _software(site: Site) -> NodeSoftwareOwners:
@@ -137,6 +155,7 @@ RESOLVER = TargetResolver(
     software=_software,
     site_capabilities=_site_capabilities,
     endpoints=_endpoints,
+    file_system=_file_system,
 )
 
 

@@ -11,10 +11,11 @@ from alicerce.catalog.models import FsxOption, InstanceType
 from alicerce.resolve.model import ResolvedTier
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean
-from alicerce.spec.models import AwsSite, LocalNvmeTier, ObjectTier, ParallelFsTier, SharedNfsTier
+from alicerce.spec.models import LocalNvmeTier, ObjectTier, ParallelFsTier, SharedNfsTier
 from alicerce.spec.paths import SpecPath
 from alicerce.targets.aws import resolve as names
 from alicerce.targets.aws.resolve import RESERVED, TRAINING_PURPOSES, fsx_zone
+from alicerce.targets.aws.spec import AwsSite
 
 rules = RuleSet()
 

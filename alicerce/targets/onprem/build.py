@@ -13,7 +13,7 @@ import pulumi_kubernetes as k8s
 
 from alicerce.emit.pulumi.stack import KubeSite, Secrets, SiteBuild, StackSettings
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
-from alicerce.spec.models import OnpremSite
+from alicerce.targets.onprem.spec import OnpremSite
 
 
 def build_site(rp: ResolvedPlatform, resolved: ResolvedSite, secrets: Secrets, settings: StackSettings) -> SiteBuild:

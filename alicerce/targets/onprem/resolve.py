@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from alicerce.catalog import Catalog
-from alicerce.spec.models import Fabric, LocalNvmeTier, Networks, NodePool, OnpremSite, ParallelFsTier, SharedNfsTier, Site, StorageTier
+from alicerce.spec.models import Fabric, LocalNvmeTier, Networks, NodePool, ParallelFsTier, SharedNfsTier, Site, StorageTier
 from alicerce.spec.units import expand_hosts
 from alicerce.targets.base import Capabilities, PlatformEndpoint
+from alicerce.targets.onprem.spec import OnpremSite
 from alicerce.targets.onprem.target import TARGET
 from alicerce.targets.resolver import MountFacts, NodeSoftwareOwners, PoolPlacement, TargetResolver
 
@@ -73,6 +74,8 @@ def _pool(pool: NodePool, site: Site, fabric: Fabric | None, catalog: Catalog) -
     return PoolPlacement(
         rdma_technology=transport.technology if transport is not None else None,
         rdma_interfaces=adapters if transport is not None else 0,
+        rdma_rate_gbps=transport.rate_gbps if transport is not None else None,
+        rdma_host_stack=transport.stack if transport is not None else None,
         racks=_racks(pool),
     )
 

@@ -8,10 +8,11 @@ from collections.abc import Iterable, Iterator
 
 from alicerce.catalog.onprem import load_onprem
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
-from alicerce.spec.models import OnpremSite, ParallelFsTier
+from alicerce.spec.models import ParallelFsTier
 from alicerce.spec.paths import SpecPath
 from alicerce.spec.units import MAX_HOSTS_PER_POOL, MAX_HOSTS_PER_SITE, count_hosts, expand_hosts, host_pattern_problem
 from alicerce.targets.onprem.resolve import control_plane_hosts
+from alicerce.targets.onprem.spec import OnpremSite
 
 rules = RuleSet()
 

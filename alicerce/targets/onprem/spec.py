@@ -248,6 +248,7 @@ class OnpremBlock(SpecModel):
 
 
 class OnpremFabric(SpecModel):
+    ROUTED: ClassVar[tuple[tuple[str, str], ...]] = (("IPoIB", "ipoib_cidr"),)  # (label, field) of its routed address ranges
     technology: Literal["infiniband", "roce"] = Field(description="RDMA transport on-prem.")
     rate_gbps: StrictInt = Field(
         default=400, ge=1, le=1600, description="Link rate per rail in Gbit/s (1 to 1,600: XDR InfiniBand is 800).", examples=[400]

@@ -277,3 +277,16 @@ def test_every_alicerce_command_line_ends_its_options_before_the_spec_path() -> 
     for command in commands:
         words = shlex.split(command.split(" > ")[0])
         assert words[-2:] == ["--", spec], command
+
+
+def test_no_oidc_token_where_no_environment_has_a_cloud_account() -> None:
+    """An on-prem-only platform assumes no cloud role: no job asks for an OIDC token (before, previews did)."""
+
+    from alicerce.rules.validate import validated
+    from alicerce.spec.loader import load_text
+
+    path = ROOT / "examples" / "onprem-superpod.yaml"
+    rp = validated(load_text(path.read_text(encoding="utf-8"), str(path)), "prod")
+    assert all(s.region is None and s.cloud is None for s in stacks(rp))
+    for text in emit_ci(rp).values():
+        assert "id-token" not in text and "credentials (OIDC)" not in text

@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 import yaml
 
-from alicerce.emit.bom import EFS_ADDON, EKS_ADDONS, bill_of_materials
+from alicerce.emit.bom import bill_of_materials
 from alicerce.emit.gitops.monitoring import emit_monitoring
 from alicerce.emit.gitops.report import diagram, platform_report
 from alicerce.emit.kube.monitoring import monitoring_objects
 from alicerce.plan.platform import plan_platform
+from alicerce.targets.aws.target import TARGET as AWS
 from tests.emit.gitops.helpers import reference, variant
 
 PROMTOOL = shutil.which("promtool")
@@ -87,8 +88,9 @@ def test_the_bill_of_materials_says_where_every_pin_comes_from() -> None:
     assert pins[("chart", "gpu-operator")].version == reference("prod").charts["gpu-operator"].version
     assert pins[("eks-addon", "coredns")].source.startswith("catalog EKS add-on table for Kubernetes")
     unpinned = {p.component for p in every if not p.pinned}
+    assert AWS.addons is not None
     # AWS picks these at deploy time (no per-minor table), the AMI ships its driver, distributions ship rdma-core
-    assert {"eks-pod-identity-agent", "aws-ebs-csi-driver", EFS_ADDON, "nvidia-driver", "rdma-core"} <= unpinned
+    assert {"eks-pod-identity-agent", "aws-ebs-csi-driver", AWS.addons.by_storage["efs"], "nvidia-driver", "rdma-core"} <= unpinned
     assert ("ansible", "collection") in pins and pins[("ansible", "ansible-core")].pinned
     drivers = {p.sites: p.version for p in every if p.component == "nvidia-driver"}
     assert drivers == {("aws",): None, ("dc1",): reference("prod").versions.driverVersion}  # EKS AMI's own vs the pinned one
@@ -107,4 +109,5 @@ def test_a_spec_pin_overrides_the_catalog_and_says_so() -> None:
 def test_the_listed_eks_addons_are_the_ones_the_aws_target_installs() -> None:
     from alicerce.targets.aws.components.cluster import BOOT_ADDONS, WORKLOAD_ADDONS
 
-    assert sorted(EKS_ADDONS) == sorted((*BOOT_ADDONS, *WORKLOAD_ADDONS))
+    assert AWS.addons is not None
+    assert sorted(AWS.addons.always) == sorted((*BOOT_ADDONS, *WORKLOAD_ADDONS))

@@ -318,8 +318,8 @@ def _placement(values: dict[str, Any], path: str) -> Admission:
 
 
 def _controller_pods(rp: ResolvedPlatform, site: str) -> list[tuple[str, Admission]]:
-    from alicerce.spec.models import AwsSite
     from alicerce.targets.aws.components.controllers import controller_releases
+    from alicerce.targets.aws.spec import AwsSite
 
     releases = operator_releases(rp, site)
     if isinstance(rp.site(site).spec, AwsSite):

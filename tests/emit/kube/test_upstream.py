@@ -26,8 +26,8 @@ from alicerce.resolve.namespaces import ARGOCD_NAMESPACE
 from alicerce.resolve.platform import CHART_VERSION_KEYS
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_text
-from alicerce.spec.models import AwsSite
 from alicerce.targets.aws.components.controllers import controller_releases
+from alicerce.targets.aws.spec import AwsSite
 from tests.conftest import ROOT
 from tests.emit.kube.cluster_model import pod_security_violations
 from tests.emit.kube.test_objects import CASES, platform

@@ -20,9 +20,10 @@ import pulumi_aws as aws
 
 from alicerce.emit.pulumi.component import Component, named
 from alicerce.resolve.model import ResolvedPlatform
-from alicerce.spec.models import AwsSite, ObjectTier
+from alicerce.spec.models import ObjectTier
 from alicerce.targets.aws import resolve as names
 from alicerce.targets.aws.components.storage import deny_insecure_transport, encrypt_bucket, private_bucket
+from alicerce.targets.aws.spec import AwsSite
 
 # object tiers whose object-level reads and writes are audited (who read which training data, who wrote a model)
 AUDITED_PURPOSES = ("datasets", "models")

@@ -14,7 +14,7 @@ import pulumi_aws as aws
 
 from alicerce.emit.pulumi.component import Component, log_retention_days, named
 from alicerce.resolve.model import ResolvedPlatform
-from alicerce.spec.models import AwsSite, IdentityProvider
+from alicerce.spec.models import IdentityProvider
 from alicerce.targets.aws import resolve as names
 from alicerce.targets.aws.components.policies import (
     as_json,
@@ -24,6 +24,7 @@ from alicerce.targets.aws.components.policies import (
     service_trust,
     session_manager_policy,
 )
+from alicerce.targets.aws.spec import AwsSite
 
 # Every control-plane log type EKS offers.
 LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")

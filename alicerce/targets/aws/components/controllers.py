@@ -21,10 +21,10 @@ from typing import Any
 from alicerce.emit.kube.common import system_placement
 from alicerce.emit.kube.operators import Release
 from alicerce.resolve.model import ResolvedPlatform
-from alicerce.spec.models import AwsSite
 from alicerce.targets.aws import resolve as names
 from alicerce.targets.aws.components.identity import serves_inference
 from alicerce.targets.aws.resolve import CAPABILITIES
+from alicerce.targets.aws.spec import AwsSite
 
 CLUSTER_AUTOSCALER, LOAD_BALANCER_CONTROLLER = CAPABILITIES.cloud_controllers  # catalog chart keys
 # GPU nodes take longer than CPU nodes to become ready (EFA setup, RAID0 of the instance store, the device

@@ -14,7 +14,7 @@ import pulumi_aws as aws
 
 from alicerce.emit.pulumi.component import Component, named
 from alicerce.resolve.model import ResolvedPlatform
-from alicerce.spec.models import AwsSite
+from alicerce.targets.aws.spec import AwsSite
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,9 @@ import pulumi_aws as aws
 from alicerce.catalog.models import InstanceType
 from alicerce.emit.pulumi.component import Component, named
 from alicerce.resolve.model import ResolvedPool
-from alicerce.spec.models import ExistingPlacementGroup
 from alicerce.targets.aws import resolve as names
 from alicerce.targets.aws.components.autoscaler import autoscaler_template_tags, node_labels, root_volume_gib
+from alicerce.targets.aws.spec import ExistingPlacementGroup
 
 CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "spot": "SPOT", "capacity-reservation": "ON_DEMAND", "capacity-block": "CAPACITY_BLOCK"}
 TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}

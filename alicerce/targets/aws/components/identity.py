@@ -20,7 +20,6 @@ import pulumi_aws as aws
 
 from alicerce.emit.pulumi.component import Component, named
 from alicerce.resolve.model import ResolvedPlatform
-from alicerce.spec.models import AwsSite
 from alicerce.targets.aws import resolve as names
 from alicerce.targets.aws.components.cluster import ClusterArgs, pod_identity_role
 from alicerce.targets.aws.components.policies import (
@@ -30,6 +29,7 @@ from alicerce.targets.aws.components.policies import (
     load_balancer_controller_policy,
     team_storage_policy,
 )
+from alicerce.targets.aws.spec import AwsSite
 
 
 @dataclass(frozen=True)

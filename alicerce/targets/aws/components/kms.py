@@ -13,9 +13,10 @@ import pulumi_aws as aws
 
 from alicerce.emit.pulumi.component import Component, named
 from alicerce.resolve.model import ResolvedPlatform
-from alicerce.spec.models import AwsSite, ParallelFsTier
+from alicerce.spec.models import ParallelFsTier
 from alicerce.targets.aws import resolve as names
 from alicerce.targets.aws.components.policies import KeyUsers, platform_key_policy
+from alicerce.targets.aws.spec import AwsSite
 
 KEY_ARN = re.compile(r"arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+")
 

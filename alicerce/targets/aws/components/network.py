@@ -11,9 +11,9 @@ import pulumi_aws as aws
 
 from alicerce.emit.pulumi.component import Component, log_retention_days, named
 from alicerce.resolve.model import ResolvedPlatform
-from alicerce.spec.models import AwsSite
 from alicerce.targets.aws import resolve as names
 from alicerce.targets.aws.components.policies import as_json, flow_logs_policy, flow_logs_trust
+from alicerce.targets.aws.spec import AwsSite
 
 # Interface endpoints, so that what runs in the private subnets reaches AWS without NAT (EKS user guide,
 # "Deploy private clusters with limited internet access", endpoint table): ec2 (VPC CNI, nodes), ecr.api

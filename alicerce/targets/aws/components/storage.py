@@ -20,8 +20,9 @@ import pulumi_aws as aws
 from alicerce.emit.kube.storage import PER_TEAM, team_path, team_posix_ids
 from alicerce.emit.pulumi.component import Component, log_retention_days, named
 from alicerce.resolve.model import ResolvedPlatform
-from alicerce.spec.models import AwsSite, ObjectTier, ParallelFsTier, SharedNfsTier
+from alicerce.spec.models import ObjectTier, ParallelFsTier, SharedNfsTier
 from alicerce.targets.aws import resolve as names
+from alicerce.targets.aws.spec import AwsSite
 
 SecurityGroupRule = type[aws.vpc.SecurityGroupIngressRule] | type[aws.vpc.SecurityGroupEgressRule]
 # Lustre clients reach the file servers on TCP 988 and 1018-1023, and the servers each other on the same
