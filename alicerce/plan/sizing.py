@@ -255,6 +255,17 @@ def network_bytes_per_step(w: Workload, job: TrainingJob, *, tp: int, node_gpus:
     return sync + all_to_all
 
 
+def dataset_bytes_per_token(w: Workload, sizing: Sizing) -> float:
+    """Stored bytes read per training token: declared, or a sample's bytes over the sequence it fills (one sample a
+    sequence: an image's patches, a clip's frames), else the catalog's default for tokenised text."""
+    dataset = w.dataset
+    if dataset is not None and dataset.bytes_per_token:
+        return dataset.bytes_per_token
+    if dataset is not None and dataset.bytes_per_sample:
+        return float(dataset.bytes_per_sample) / (w.sequence_length or DEFAULT_SEQUENCE)
+    return sizing.defaultBytesPerToken.value
+
+
 def _training_run(  # noqa: PLR0917 - the job's parts, each needed
     w: Workload, place: Placement, sizing: Sizing, mem: TrainingMemory, gpus: int, tp: int, flops_per: float, active: float
 ) -> _Run:
@@ -412,7 +423,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     figures.append(Figure("checkpoint write bandwidth", write, "GB/s", "checkpoint size / (stall budget x interval)",
                           {"checkpoint GiB": mem.checkpoint / GIB, "interval s": interval, "stall budget": budget}))  # fmt: skip
     tokens_per_second = gpus * peak * run.mfu / (flops_per * active)
-    bytes_per_token = w.dataset.bytes_per_token if w.dataset and w.dataset.bytes_per_token else sizing.defaultBytesPerToken.value
+    bytes_per_token = dataset_bytes_per_token(w, sizing)
     read = tokens_per_second * bytes_per_token * sizing.dataReadHeadroom.value / 1e9
     figures.append(Figure("dataset read throughput", read, "GB/s", "tokens/s x bytes per token x headroom",
                           {"tokens/s": tokens_per_second, "bytes per token": bytes_per_token,

@@ -464,3 +464,15 @@ def test_a_sliding_window_covering_the_sequence_is_said(window: int, sequence: i
     found = [i.message for i in plan.issues if i.check == "PL323"]
     assert found == ([f"the {window:,}-token sliding window covers sequenceLength ({sequence:,} tokens): every layer attends "
                       "to the whole sequence and the window changes nothing in this plan"] if flagged else [])  # fmt: skip
+
+
+def test_bytes_per_sample_sets_the_dataset_read_rate() -> None:
+    """A training sample fills one sequence: bytesPerSample / sequenceLength is the bytes read per token, so an image
+    dataset of 150 KB samples at 1,024-token sequences reads 150,000 / 1,024 B per token (issue 23: every field does
+    something; bytesPerSample was accepted and never read)."""
+    spec = {"model": {"parameters": "7B"}, "tokens": "1T", "sequenceLength": 1024, "gpus": 64}
+    text = plan_training(workload(**spec), on("H100"), SIZING, [])
+    images = plan_training(workload(**spec, dataset={"size": "100TB", "bytesPerSample": "150KB"}), on("H100"), SIZING, [])
+    assert text.dataset_read_gbps is not None and images.dataset_read_gbps is not None
+    per_token = 150_000 / 1024
+    assert images.dataset_read_gbps == pytest.approx(text.dataset_read_gbps * per_token / SIZING.defaultBytesPerToken.value)

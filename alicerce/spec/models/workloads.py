@@ -79,7 +79,12 @@ class Model(SpecModel):
 class Dataset(SpecModel):
     size: ByteSize = Field(description="Dataset size.")
     bytes_per_token: float | None = Field(default=None, gt=0, le=2**20, description="Stored bytes per training token.")
-    bytes_per_sample: ByteSize | None = Field(default=None, gt=0, description="Stored bytes per sample (non-text).")
+    bytes_per_sample: ByteSize | None = Field(
+        default=None,
+        gt=0,
+        description="Stored bytes per sample (non-text: an image, a clip); training reads one sample per sequence, so "
+        "bytes per token = this / sequenceLength.",
+    )
     tier: Name | None = Field(default=None, description="Storage tier it is read from.")
 
 
