@@ -269,7 +269,12 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
         for issue in price.issues if price else ():
             findings.append(PlanFinding(issue.check, pool_name, issue.message))
     # on-prem pools at full utilisation, only to know the power a busy GPU-hour adds (placement's marginal cost)
-    owned_full = {p.name: owned_pool_cost(p, costs, catalog, 1.0) for p in platform.pools if p.owned and p.gpu is not None}
+    staff = staff_shares(platform)
+    owned_full = {
+        p.name: owned_pool_cost(p, costs, catalog, 1.0, staff_share=staff.get(p.name))
+        for p in platform.pools
+        if p.owned and p.gpu is not None
+    }
 
     def marginal(pool: ResolvedPool, plan: WorkloadPlan) -> float | None:
         gpu_hours = plan.gpu_hours or 0.0
@@ -322,7 +327,7 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
     pool_plans: list[PoolPlan] = []
     for pool in platform.pools:
         mine = [p for p in runnable if p.pool == pool.name]
-        pool_plans.append(_pool_plan(pool, mine, hours_month, prices.get(pool.name), costs, catalog, findings))
+        pool_plans.append(_pool_plan(pool, mine, hours_month, prices.get(pool.name), costs, catalog, findings, staff.get(pool.name)))
     storage = _storage(platform, runnable, catalog, findings)
     # workload cost at its pool's GPU-hour price (owned: TCO at forecast utilisation)
     by_pool = {p.name: p for p in pool_plans}
@@ -397,6 +402,16 @@ def _replica_rate(w: WorkloadPlan) -> str:
             f"(prefill {prefill:.2f} s a request, decode steps of {step * 1000:.0f} ms at a batch of {batch:.0f})")  # fmt: skip
 
 
+def staff_shares(platform: ResolvedPlatform) -> dict[str, float]:
+    """Each owned GPU pool's share (by nodes at max size) of its site's owned GPU nodes: how a site's declared staffFte is
+    split over the pools that are costed, so the site's engineers are charged once, in full."""
+    owned = [p for p in platform.pools if p.owned and p.gpu is not None]
+    nodes: dict[str, int] = defaultdict(int)
+    for p in owned:
+        nodes[p.site.name] += p.spec.scaling.max
+    return {p.name: p.spec.scaling.max / nodes[p.site.name] if nodes[p.site.name] else 0.0 for p in owned}
+
+
 def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
     pool: ResolvedPool,
     plans: list[WorkloadPlan],
@@ -405,6 +420,7 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
     costs: Any,
     catalog: Catalog,
     findings: list[PlanFinding],
+    staff_share: float | None = None,
 ) -> PoolPlan:
     spec = pool.spec
     per_node = pool.gpus_per_node
@@ -456,7 +472,7 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
     cost: float | None = None
     owned_cost = None
     if owned:
-        owned_cost = owned_pool_cost(pool, costs, catalog, utilization or 0.0)
+        owned_cost = owned_pool_cost(pool, costs, catalog, utilization or 0.0, staff_share=staff_share)
         findings.extend(PlanFinding(i.check, pool.name, i.message) for i in owned_cost.issues)
         cost = owned_cost.monthly_usd
     elif price is not None:

@@ -330,3 +330,15 @@ def test_every_tco_default_is_dated_and_sourced() -> None:
     prices = CATALOG.prices
     for dated in (prices.regionFactors, prices.spot, prices.capacityBlocks, prices.capacityReservations):
         assert dated.asOf.year >= 2024 and dated.source.url.startswith("https://")
+
+
+@pytest.mark.parametrize("fte", [3, 10])
+def test_a_sites_declared_staff_is_what_its_pools_pay(fte: int) -> None:
+    """Review finding 1: costs.owned[].staffFte changed nothing (the pool was charged nodes / 48 engineers whatever the
+    site declared). dc1's one owned GPU pool, onprem-h100, carries the site's whole staff: fte x 225,000 / 12 a month."""
+    data = reference()
+    data["costs"]["onprem"][0]["staffFte"] = fte
+    pool = next(p for p in plan_platform(resolve(data), today=TODAY).pools if p.name == "onprem-h100")
+    assert pool.owned_cost is not None
+    assert pool.owned_cost.items["staff"] == pytest.approx(fte * CATALOG.tco.usdPerFteYear.value / 12)
+    assert any(f.name == "engineers (share of the site's declared FTE)" and f.value == fte for f in pool.owned_cost.factors)
