@@ -447,6 +447,13 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     if w.model.architecture == "moe" and gpus > place.gpus_per_node and rdma_pool and run.network_need_gbps > (available or 0.0):
         issues.append(Issue("PL321", f"expert-parallel all-to-all and weight sync need {run.network_need_gbps:.0f} Gbit/s per GPU "
                                 f"at {gpus} GPUs; the pool's fabric gives {available:.0f}: throughput falls below the plan"))  # fmt: skip
+    elif w.model.architecture != "moe" and gpus > place.gpus_per_node and rdma_pool and run.network_need_gbps > (available or 0.0):
+        # the throughput model is not capped here (published runs on RDMA overlap more than this ZeRO-3 estimate assumes,
+        # through pipeline parallelism and larger batches), so the plan says the fabric is short instead of staying silent
+        issues.append(Issue("PL324", f"data-parallel weight gathers and gradient reduction (ZeRO-3, weights / TP {tp}) need "
+                                f"{run.network_need_gbps:.0f} Gbit/s per GPU at {gpus} GPUs; the pool's fabric gives {available:.0f}: "
+                                "throughput falls below the plan unless pipeline parallelism or a larger global batch cuts the "
+                                "traffic"))  # fmt: skip
     activations = mem.activations if run.recompute else mem.activations_no_recompute
     multi_node = gpus > place.gpus_per_node
     rdma = multi_node and run.network_need_gbps > sizing.tcpGbpsPerGpu.value

@@ -476,3 +476,16 @@ def test_bytes_per_sample_sets_the_dataset_read_rate() -> None:
     assert text.dataset_read_gbps is not None and images.dataset_read_gbps is not None
     per_token = 150_000 / 1024
     assert images.dataset_read_gbps == pytest.approx(text.dataset_read_gbps * per_token / SIZING.defaultBytesPerToken.value)
+
+
+def test_a_dense_run_whose_fabric_is_short_says_so() -> None:
+    """Review finding 2: a dense run needing more per-GPU network than its RDMA fabric gives (Phi-3-medium, 14B, 40 x 5120,
+    on 512 H100 at 400 Gbit/s: about 476 Gbit/s of ZeRO-3 traffic at the planned step) got no finding; MoE runs had PL321.
+    Dense runs now get PL324; with a fabric that carries the traffic they get none."""
+    w = workload(model={"parameters": "14B", "layers": 40, "hiddenSize": 5120}, tokens="4.8T", sequenceLength=4096, gpus=512,
+                 accelerator="H100")  # fmt: skip
+    short = plan_training(w, on("H100-SXM5-80GB", network=400.0), SIZING, [])
+    assert short.network_gbps_per_gpu is not None and short.network_gbps_per_gpu > 400
+    assert [i.check for i in short.issues if i.check in ("PL321", "PL324")] == ["PL324"]
+    ample = plan_training(w, on("H100-SXM5-80GB", network=short.network_gbps_per_gpu * 1.01), SIZING, [])
+    assert "PL324" not in {i.check for i in ample.issues}
