@@ -144,7 +144,11 @@ def test_runs_that_cannot_follow_one_another_in_a_quarter_are_a_finding() -> Non
     scheduled = plan_platform(resolve(data), today=TODAY)
     (finding,) = [f for f in scheduled.findings if f.check == "PL320"]
     assert finding.subject == "llm-pretrain" and "118 days of a 91-day quarter" in finding.message
-    assert next(x for x in scheduled.pools if x.name == "onprem-h100").utilization == 1.0
+    pool = next(x for x in scheduled.pools if x.name == "onprem-h100")
+    assert pool.utilization == 1.0
+    # review finding 5: the overlapping runs each hold their 224 GPUs, so the pool it recommends holds two at once:
+    # ceil(2 x 59.0108 / 91.25) = 2 runs in flight, 448 GPUs, 56 nodes of 8 (it said 28, one run's worth)
+    assert pool.peak_gpus == 448 and pool.recommended_max == 56
 
 
 def test_golden_reference_prod_month() -> None:
