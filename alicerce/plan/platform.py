@@ -140,9 +140,13 @@ class OwnVsRent:
         u = self.owned.utilization
         if not self.options:
             return f"no rental price for {self.gpu} in {self.rental_region}"
+        bands = ", ".join(f"{w} {lo:.0%}-{hi:.0%}" for lo, hi, w in self.bands())
+        if not self.owned.complete:
+            # without the servers' price the owned month is a lower bound (PL311): owning can only look cheaper than it is
+            return (f"no verdict: the owned month leaves out the servers (no price, PL311), so it is a lower bound; declare "
+                    f"serverUsd for pool {self.pool} (with that bound, cheapest by utilisation: {bands})")  # fmt: skip
         winner = self.cheapest_at(u)
         head = ("owning is cheaper" if winner == "owned" else f"renting ({winner}) is cheaper") + f" at {u:.0%} utilisation"
-        bands = ", ".join(f"{w} {lo:.0%}-{hi:.0%}" for lo, hi, w in self.bands())
         when = ""
         if winner != "owned":
             when = (

@@ -65,8 +65,14 @@ def cost_references(ctx: RuleContext) -> Iterable[Finding]:
         if pool.owned:
             yield Finding(path.pool, f"pool {pool.name} is owned, not rented: its costs go under costs.{costs.owned_key}", None, cloud.pool)
             continue
+        kind = pool.spec.aws.capacity_type if pool.spec.aws else "on-demand"
+        if cloud.savings_plan_discount is not None and kind in ("spot", "capacity-block"):
+            # Savings Plans and Reserved Instances discount on-demand rates (reservations bill at on-demand, so they apply);
+            # Spot and Capacity Blocks are bought at their own prices, which no such commitment lowers
+            yield Finding(path.savings_plan_discount, f"pool {pool.name} buys {kind} capacity, which a Savings Plan or Reserved "
+                          "Instances do not discount", "remove savingsPlanDiscount, or set usdPerHour to the price you pay",
+                          cloud.savings_plan_discount)  # fmt: skip
         if cloud.reserved_nodes is not None:
-            kind = pool.spec.aws.capacity_type if pool.spec.aws else "on-demand"
             if kind != "capacity-reservation":
                 yield Finding(path.reserved_nodes, f"pool {pool.name} buys {kind} capacity, not a capacity reservation",
                               "remove reservedNodes", cloud.reserved_nodes)  # fmt: skip

@@ -346,3 +346,17 @@ def test_a_sites_declared_staff_is_what_its_pools_pay(fte: int) -> None:
     assert pool.owned_cost is not None
     assert pool.owned_cost.items["staff"] == pytest.approx(fte * CATALOG.tco.usdPerFteYear.value / 12)
     assert any(f.name == "engineers (share of the site's declared FTE)" and f.value == fte for f in pool.owned_cost.factors)
+
+
+def test_no_own_or_rent_verdict_without_a_server_price() -> None:
+    """Review finding 6: with no server price (PL311) the owned month leaves out capex and support, yet the verdict said
+    which option wins. It now gives no verdict and says why; the bands it prints are marked as resting on a lower bound."""
+    data = reference()
+    pool = next(p for p in data["nodePools"] if p["name"] == "onprem-h100")
+    pool["accelerator"] = "H200-SXM-141GB:8"  # the catalog quotes no H200 server
+    result = plan_platform(resolve(data), today=TODAY)
+    assert any(f.check == "PL311" and f.subject == "onprem-h100" for f in result.findings)
+    (option,) = result.own_vs_rent
+    assert not option.owned.complete
+    assert option.verdict().startswith("no verdict: the owned month leaves out the servers")
+    assert "owning is cheaper" not in option.verdict() and option.to_json()["verdict"] == option.verdict()
