@@ -245,3 +245,30 @@ def dataset_bytes_read(ctx: RuleContext) -> Iterable[Finding]:
             yield Finding(path.bytes_per_sample, "bytesPerToken and bytesPerSample both set the read rate: bytesPerToken wins and "
                           "this changes nothing", "keep one: bytesPerSample is bytesPerToken x sequenceLength", key=True,
                           resource=w.name)  # fmt: skip
+
+
+@rules.rule("AL383", "field-shadowed", "No declared field is one that another declared field, or the workload's kind, leaves unread.")
+def field_shadowed(ctx: RuleContext) -> Iterable[Finding]:
+    """Fields sizing never reads in their place: closed-loop clients beside a request rate (the rate sizes the replicas),
+    the expert layout of a served MoE (the roofline reads parameters and activeParameters), and the attention heads of a
+    trained model (the throughput model reads layers, width and the attention layout; headDim only for MLA)."""
+    for i, w in enumerate(ctx.spec.workloads):
+        path = S.workloads[i]
+        if w.traffic is not None and w.traffic.peak_rps is not None and w.traffic.concurrency is not None:
+            yield Finding(path.traffic.concurrency, "peakRps sizes the replicas: concurrency beside it changes nothing",
+                          "keep one: peakRps for an open-loop request rate, concurrency for closed-loop clients", key=True,
+                          resource=w.name)  # fmt: skip
+        model = w.model
+        if model is None:
+            continue
+        if w.kind in SERVING and model.experts is not None:
+            yield Finding(path.model.experts, "serving sizes a mixture of experts from parameters (all resident) and activeParameters "
+                          "(read per token): experts changes nothing", "remove it", key=True, resource=w.name)  # fmt: skip
+        if w.kind in SCHEDULED:
+            if model.kv_heads is not None:
+                yield Finding(path.model.kv_heads, "training throughput and memory do not depend on the KV heads: kvHeads changes "
+                              "nothing here (it sizes a served model's KV cache)", "remove it", key=True, resource=w.name)  # fmt: skip
+            if model.head_dim is not None and not isinstance(model.attention, LatentAttention):
+                yield Finding(path.model.head_dim, "training reads headDim only for multi-head latent attention (its FLOPs width): "
+                              "it changes nothing here", "remove it, or declare attention: {kind: mla, ...}", key=True,
+                              resource=w.name)  # fmt: skip
