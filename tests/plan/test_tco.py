@@ -360,3 +360,21 @@ def test_no_own_or_rent_verdict_without_a_server_price() -> None:
     assert not option.owned.complete
     assert option.verdict().startswith("no verdict: the owned month leaves out the servers")
     assert "owning is cheaper" not in option.verdict() and option.to_json()["verdict"] == option.verdict()
+
+
+def test_a_declared_cost_of_capital_makes_capex_a_loan_payment() -> None:
+    """Issue 23 gap: TCO had no cost of capital. With costOfCapital 0.08 the onprem-h100 capex (32 x 333,980 =
+    10,687,360 over 4 years) is the payment of a 48-month loan at 0.08 / 12 a month:
+      10,687,360 x 0.0066667 / (1 - 1.0066667^-48) = 10,687,360 x 0.02441281 = 260,909.69 a month
+    (222,653.33 straight-line, test_golden_owned_pool_month); without a rate the plan says so (PL325)."""
+    assert "PL325" in {f.check for f in plan().findings}
+    data = reference()
+    data["costs"]["onprem"][0]["costOfCapital"] = 0.08
+    result = plan_platform(resolve(data), today=TODAY)
+    pool = next(p for p in result.pools if p.name == "onprem-h100")
+    assert pool.owned_cost is not None
+    i = 0.08 / 12
+    assert pool.owned_cost.items["capex"] == pytest.approx(10_687_360 * i / (1 - (1 + i) ** -48), rel=1e-9)
+    assert pool.owned_cost.items["capex"] == pytest.approx(260_909.69, abs=0.01)
+    assert "PL325" not in {f.check for f in result.findings}
+    assert any(f.name == "cost of capital (per year)" and f.value == 0.08 for f in pool.owned_cost.factors)
