@@ -202,6 +202,7 @@ class _Run:
     factors: tuple[Factor, ...]
     recompute: bool
     network_need_gbps: float
+    recompute_fraction: float = 0.0  # share of layers recomputed (1: full recomputation)
 
 
 def attention_width(w: Workload, layers: int, hidden: int, sizing: Sizing) -> tuple[int | None, float | None]:
@@ -283,7 +284,14 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
         if d <= place.gpus_per_node and gpus % d == 0 and mem.state / gpus + mem.activations_no_recompute / d <= usable
     ]
     recompute = not fitting
-    tp = fitting[0] if fitting else tp
+    fraction = 1.0 if recompute else 0.0
+    if fitting:
+        tp = fitting[0]
+    else:  # recompute only the layers memory needs (the fewest over the TP degrees), not all of them
+        partial = [(f, d) for d in TP_DEGREES if d <= place.gpus_per_node and gpus % d == 0
+                   and (f := recompute_share(mem, layers, gpus, d, usable)) is not None]  # fmt: skip
+        if partial:
+            fraction, tp = min(partial)
     experts = w.model.experts
     attention_dim, attention_sequence = attention_width(w, layers, hidden, sizing)
     job = TrainingJob(
@@ -300,12 +308,14 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
         fp4_supported=gpu.tflops.fp4 is not None,
         experts_per_token=(experts.per_token if experts else int(sizing.training.expertsPerTokenDefault.value)) if moe else None,
         moe_layers=experts.layers if experts else None,
-        full_recompute=recompute,
+        full_recompute=fraction >= 1,
+        recompute_fraction=fraction,
         attention_dim=attention_dim,
         attention_sequence=attention_sequence,
     )
     if w.mfu is not None:
-        return _Run(gpus, tp, w.mfu, (Factor("mfu", w.mfu, "spec", "workloads[].mfu replaces the throughput model"),), recompute, 0.0)
+        mfu_factor = (Factor("mfu", w.mfu, "spec", "workloads[].mfu replaces the throughput model"),)
+        return _Run(gpus, tp, w.mfu, mfu_factor, recompute, 0.0, fraction)
     mfu, _ = training_mfu(job, sizing)
     # the traffic each step must move per GPU: ZeRO-3 (all-gather twice, reduce-scatter) over data
     # parallel ranks, plus the MoE all-to-all (dispatch and combine, forward and backward)
@@ -322,7 +332,21 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
     if share < 1:
         job = TrainingJob(**{**job.__dict__, "network_share": share})
     mfu, factors = training_mfu(job, sizing)
-    return _Run(gpus, tp, mfu, factors, recompute, need)
+    return _Run(gpus, tp, mfu, factors, recompute, need, fraction)
+
+
+def recompute_share(mem: TrainingMemory, layers: int, gpus: int, tp: int, usable: float) -> float | None:
+    """The smallest share of the layers (whole layers) whose activations must be recomputed for the job to fit at
+    ``gpus`` GPUs and tensor parallel ``tp``; None when even full recomputation does not fit. Activations of a
+    share f: (1 - f) x without recomputation + f x with full recomputation, both over TP."""
+    free = usable - mem.state / gpus
+    if free <= 0 or mem.activations / tp > free:
+        return None
+    saved = (mem.activations_no_recompute - mem.activations) / tp
+    if saved <= 0:
+        return 1.0
+    share = (mem.activations_no_recompute / tp - free) / saved
+    return min(1.0, max(0.0, math.ceil(share * layers - 1e-9) / layers))
 
 
 def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: list[Gpu]) -> WorkloadPlan:
@@ -399,8 +423,10 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     figures.append(Figure("GPU-hours", gpu_hours, "GPU-h", "compute / (BF16 peak x MFU) / 3600", {"BF16 peak TFLOP/s": gpu.tflops.bf16}))
     wall_days = gpu_seconds / gpus / availability / DAY
     figures.append(Figure("wall-clock", wall_days, "days", "GPU-seconds / GPUs / availability / 86400", {"gpus": gpus}))
-    if run.recompute:
-        notes.append(f"activations need full recomputation at {gpus} GPUs (x0.75 throughput)")
+    if run.recompute_fraction >= 1:
+        notes.append(f"activations need full recomputation at {gpus} GPUs (x{sizing.training.fullRecompute.value:g} throughput)")
+    elif run.recompute_fraction > 0:
+        notes.append(f"activations of {run.recompute_fraction:.0%} of the layers are recomputed at {gpus} GPUs to fit memory")
     batch_tokens = float(w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value)
     sequences_per_rank = batch_tokens / (w.sequence_length or DEFAULT_SEQUENCE) / max(1, gpus // tp)
     if sequences_per_rank < 1:
@@ -454,7 +480,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                                 f"{run.network_need_gbps:.0f} Gbit/s per GPU at {gpus} GPUs; the pool's fabric gives {available:.0f}: "
                                 "throughput falls below the plan unless pipeline parallelism or a larger global batch cuts the "
                                 "traffic"))  # fmt: skip
-    activations = mem.activations if run.recompute else mem.activations_no_recompute
+    f = run.recompute_fraction
+    activations = (1 - f) * mem.activations_no_recompute + f * mem.activations
     multi_node = gpus > place.gpus_per_node
     rdma = multi_node and run.network_need_gbps > sizing.tcpGbpsPerGpu.value
     return WorkloadPlan(

@@ -489,3 +489,24 @@ def test_a_dense_run_whose_fabric_is_short_says_so() -> None:
     assert [i.check for i in short.issues if i.check in ("PL321", "PL324")] == ["PL324"]
     ample = plan_training(w, on("H100-SXM5-80GB", network=short.network_gbps_per_gpu * 1.01), SIZING, [])
     assert "PL324" not in {i.check for i in ample.issues}
+
+
+def test_only_the_layers_memory_needs_are_recomputed() -> None:
+    """Issue 23 gap (selective recompute): recomputation was all or nothing, x0.75 as soon as activations did not fit
+    whole. Megatron-LM recomputes a chosen number of layers (--recompute-method block --recompute-num-layers); the plan
+    now recomputes the fewest whole layers that fit. 70B (80 x 8192) at 32,768-token sequences on 64 H100, TP 8:
+      state 70e9 x 16 B / 64 GPUs; activations without recomputation 80 x 32,768 x 8192 x 34 B / 8, with it
+      (80 x 2 + 34) x 32,768 x 8192 B / 8; the share f solves state + (1 - f) x without + f x with = usable memory,
+    rounded up to whole layers, and the throughput factor is 1 / (1 + f x (1 / 0.75 - 1))."""
+    w = workload(model={"parameters": "70B", "layers": 80, "hiddenSize": 8192}, tokens="1T", sequenceLength=32768, gpus=64,
+                 globalBatchTokens="16M", accelerator="H100")  # fmt: skip
+    plan = plan_training(w, on("H100-SXM5-80GB"), SIZING, [])
+    usable = usable_memory(CATALOG.gpu("H100-SXM5-80GB"), SIZING)  # type: ignore[arg-type]
+    state, tokens = 70e9 * 16 / 64, 32768 * 8192
+    without, with_ = 80 * tokens * 34 / 8, (80 * 2 + 34) * tokens / 8
+    share = math.ceil((state + without - usable) / (without - with_) * 80) / 80
+    assert 0 < share < 1 and plan.tensor_parallel == 8
+    factor = next(f for fig in plan.figures for f in fig.factors if f.name == "recomputation")
+    assert factor.value == pytest.approx(1 / (1 + share * (1 / 0.75 - 1)))
+    assert plan.memory_per_gpu_gib is not None and plan.memory_per_gpu_gib * GIB <= usable
+    assert any(f"{share:.0%} of the layers" in n for n in plan.notes)
