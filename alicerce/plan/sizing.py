@@ -480,8 +480,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                                 f"{run.network_need_gbps:.0f} Gbit/s per GPU at {gpus} GPUs; the pool's fabric gives {available:.0f}: "
                                 "throughput falls below the plan unless pipeline parallelism or a larger global batch cuts the "
                                 "traffic"))  # fmt: skip
-    f = run.recompute_fraction
-    activations = (1 - f) * mem.activations_no_recompute + f * mem.activations
+    share = run.recompute_fraction
+    activations = (1 - share) * mem.activations_no_recompute + share * mem.activations
     multi_node = gpus > place.gpus_per_node
     rdma = multi_node and run.network_need_gbps > sizing.tcpGbpsPerGpu.value
     return WorkloadPlan(
