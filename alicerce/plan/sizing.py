@@ -539,9 +539,13 @@ def served_shape(w: Workload, sizing: Sizing) -> ServedShape:
     )
 
 
-def kv_bytes(precision: str) -> float:
-    """KV-cache bytes per element: 8-bit with 8- or 4-bit weights, else 16-bit."""
-    return 1.0 if precision in ("fp8", "int8", "fp4", "int4") else 2.0
+def kv_bytes(precision: str, declared: str | None = None) -> float:
+    """KV-cache bytes per element: the declared cache type, else 8-bit where the model computes in 8 or 4 bits (fp8,
+    fp4) and 16-bit otherwise: weight-only int8/int4 quantisation (AWQ, GPTQ) keeps 16-bit activations, so K and V
+    are 16-bit, as vLLM's default kv-cache-dtype `auto` (the model's dtype) keeps them."""
+    if declared is not None:
+        return 1.0 if declared in ("fp8", "int8") else 2.0
+    return 1.0 if precision in ("fp8", "fp4") else 2.0
 
 
 def replica_layout(
@@ -557,7 +561,7 @@ def replica_layout(
     tpot = _slo(w.latency.time_per_output_token) if w.latency else None
     ttft = _slo(w.latency.time_to_first_token) if w.latency else None
     isl, osl = w.traffic.input_tokens, w.traffic.output_tokens
-    per_layer = shape_.kv_per_token_layer(kv_bytes(w.precision))
+    per_layer = shape_.kv_per_token_layer(kv_bytes(w.precision, w.kv_cache_precision))
     kv_inputs: dict[str, float]
     if shape_.kv_latent is not None:
         kv_formula, kv_inputs = "layers x (KV latent + RoPE key) x bytes x tokens (MLA)", {"KV latent + RoPE key": shape_.kv_latent}
@@ -587,7 +591,7 @@ def replica_layout(
     # a declared degree obeys the same bound as the ones tried (PL322 reports a declared degree past it)
     degrees = [d for d in ([w.tensor_parallel] if w.tensor_parallel is not None else TP_DEGREES) if d <= node_gpus]
     for tp in degrees:
-        replica = Replica(shape_, tp, hardware, eff, bytes_per_weight, kv_bytes(w.precision))
+        replica = Replica(shape_, tp, hardware, eff, bytes_per_weight, kv_bytes(w.precision, w.kv_cache_precision))
         cap = engine_cap if clients is None else min(engine_cap, clients)
         perf = replica_performance(replica, isl, osl, batch_cap=cap, tpot=tpot * headroom if tpot is not None else None)
         if perf is None or (ttft is not None and perf.prefill_seconds > ttft):

@@ -191,6 +191,7 @@ _READ_BY: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("dataset", (*SCHEDULED, *DATA_PREP), "a service's input is its traffic"),
     ("traffic", SERVING, "training is sized from tokens; data preparation from dataset.size"),
     ("latency", SERVING, "training is sized from tokens and deadline"),
+    ("kv_cache_precision", SERVING, "training keeps no KV cache"),
 )
 
 

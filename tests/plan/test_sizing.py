@@ -510,3 +510,21 @@ def test_only_the_layers_memory_needs_are_recomputed() -> None:
     assert factor.value == pytest.approx(1 / (1 + share * (1 / 0.75 - 1)))
     assert plan.memory_per_gpu_gib is not None and plan.memory_per_gpu_gib * GIB <= usable
     assert any(f"{share:.0%} of the layers" in n for n in plan.notes)
+
+
+def test_kv_cache_element_type_is_the_engines_not_the_weights() -> None:
+    """Review gap: int4 weights sized an 8-bit KV cache, but weight-only int4 (AWQ, GPTQ) keeps 16-bit activations, so
+    vLLM's default cache (kv-cache-dtype auto) is 16-bit. An 8B Llama (32 layers, 8 KV heads of 128) holds
+    2 x 32 x 8 x 128 x 2 B = 131,072 B per token at 16 bits, half at 8; `kvCachePrecision` declares the engine's."""
+    model = {"parameters": "8B", "layers": 32, "hiddenSize": 4096, "kvHeads": 8, "headDim": 128}
+    traffic = {"concurrency": 8, "inputTokens": 1000, "outputTokens": 24}
+
+    def kv_gib(**fields: Any) -> float:
+        w = workload(kind="inference", model=model, traffic=traffic, **fields)
+        plan = plan_inference(w, on("H100-SXM5-80GB"), SIZING, [])
+        return next(f.value for f in plan.figures if f.name == "KV cache per sequence")
+
+    assert kv_gib(precision="int4") == pytest.approx(131_072 * 1024 / GIB)
+    assert kv_gib(precision="int4", kvCachePrecision="fp8") == pytest.approx(65_536 * 1024 / GIB)
+    assert kv_gib(precision="fp8") == pytest.approx(65_536 * 1024 / GIB)
+    assert kv_gib(precision="fp8", kvCachePrecision="bf16") == pytest.approx(131_072 * 1024 / GIB)
