@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from alicerce.catalog import load_catalog
 from alicerce.plan.platform import SizingPlan, plan_platform
 from alicerce.plan.pricing import HOURS_PER_MONTH, monthly_node_cost, node_price
-from alicerce.plan.tco import owned_pool_cost
+from alicerce.plan.tco import monthly_capex, owned_pool_cost, site_extras
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_file, load_text
@@ -378,3 +378,15 @@ def test_a_declared_cost_of_capital_makes_capex_a_loan_payment() -> None:
     assert pool.owned_cost.items["capex"] == pytest.approx(260_909.69, abs=0.01)
     assert "PL325" not in {f.check for f in result.findings}
     assert any(f.name == "cost of capital (per year)" and f.value == 0.08 for f in pool.owned_cost.factors)
+
+
+def test_site_storage_capex_carries_the_cost_of_capital_too() -> None:
+    """The site's shared storage is hardware bought like the servers: with costOfCapital its monthly capex is the same
+    annuity (100 TB at the catalog's USD per TB over lifeYears), and without it the straight-line figure."""
+    tco = CATALOG.tco
+    plain = site_extras("dc1", 100e12, Costs.model_validate({"owned": [{"site": "dc1"}]}), CATALOG)
+    loan = site_extras("dc1", 100e12, Costs.model_validate({"owned": [{"site": "dc1", "costOfCapital": 0.1}]}), CATALOG)
+    principal = 100 * tco.storageUsdPerTb.value
+    assert plain.storage_usd == pytest.approx(principal / (tco.lifeYears.value * 12))
+    assert loan.storage_usd == pytest.approx(monthly_capex(principal, tco.lifeYears.value, 0.1)) and loan.storage_usd > plain.storage_usd
+    assert monthly_capex(principal, 4, 0.0) == monthly_capex(principal, 4, None) == principal / 48
