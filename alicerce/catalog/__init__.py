@@ -31,6 +31,7 @@ from alicerce.catalog.models import (
     Sizing,
     Tco,
     TrainingCalibration,
+    UnseenEvaluation,
     Versions,
 )
 from alicerce.spec.cachedir import cache_dir
@@ -68,6 +69,10 @@ class _TrainingCalibrationFile(TrainingCalibration):
 
 
 class _InferenceCalibrationFile(InferenceCalibration):
+    schemaVersion: int
+
+
+class _UnseenEvaluationFile(UnseenEvaluation):
     schemaVersion: int
 
 
@@ -153,6 +158,11 @@ class Catalog:
     def inference_calibration(self) -> InferenceCalibration:
         """Published serving results the roofline is fitted to (tests only)."""
         return _InferenceCalibrationFile.model_validate(_read("calibration-inference.yaml"))
+
+    @functools.cached_property
+    def unseen_evaluation(self) -> UnseenEvaluation:
+        """Public runs no calibration row's source covers: what bench/sizing_accuracy.py measures the planner on (never fitted)."""
+        return _UnseenEvaluationFile.model_validate(_read("evaluation-unseen.yaml"))
 
     @functools.cached_property
     def _gpu_index(self) -> dict[str, Gpu]:

@@ -439,7 +439,7 @@ class TrainingRun(CatalogModel):
     reporting: Literal["gpuHours", "throughput", "timeToTrain"]
     measured: TrainingMeasurement
     basis: str
-    role: Literal["fit", "holdout", "excluded"]
+    role: Literal["fit", "holdout", "excluded", "unseen"]  # unseen: only in evaluation-unseen.yaml
     why: str | None = None
     caveat: str | None = None
     source: Source
@@ -457,6 +457,14 @@ class CalibrationGpu(CatalogModel):
 class TrainingCalibration(CatalogModel):
     read: datetime.date
     gpus: tuple[CalibrationGpu, ...] = ()
+    runs: tuple[TrainingRun, ...]
+
+
+class UnseenEvaluation(CatalogModel):
+    """Public runs from sources no calibration row uses, for measuring the planner only (never fitted on)."""
+
+    read: datetime.date
+    sources: tuple[Source, ...]
     runs: tuple[TrainingRun, ...]
 
 

@@ -26,7 +26,7 @@ from alicerce.plan.roofline import (
     replica_performance,
     token_interval_seconds,
 )
-from alicerce.plan.sizing import Placement, plan_workload
+from alicerce.plan.sizing import Placement, kv_bytes, plan_workload
 from alicerce.plan.throughput import TrainingJob, training_factors
 from alicerce.spec.models import Workload
 
@@ -204,10 +204,6 @@ def training_errors(runs: Sequence[TrainingRun], catalog: Catalog, sizing: Sizin
 # inference
 
 
-def kv_bytes_for(precision: str) -> float:
-    return 1.0 if precision in ("fp8", "fp4", "int8", "int4") else 2.0
-
-
 def row_batch(row: ServingResult, table: ServingTable) -> float:
     """The batch a result ran at: a fixed batch or concurrency, Little's law at a fixed rate, else the engine cap."""
     if row.batch is not None:
@@ -228,7 +224,7 @@ def predict_row(row: ServingResult, table: ServingTable, catalog: Catalog, sizin
         model.parameters, model.activeParameters or model.parameters, model.layers, model.hidden, model.kvHeads, model.headDim
     )
     replica = Replica(
-        shape, row.tp, gpu_hardware(gpu, row.precision, sizing), eff, sizing.weightBytes[row.precision], kv_bytes_for(row.precision)
+        shape, row.tp, gpu_hardware(gpu, row.precision, sizing), eff, sizing.weightBytes[row.precision], kv_bytes(row.precision)
     )
     perf = replica_performance(replica, row.isl, row.osl, batch_cap=row_batch(row, table))
     if perf is None:

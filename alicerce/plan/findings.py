@@ -72,6 +72,10 @@ CHECKS: dict[str, PlanCheck] = {
         PlanCheck("PL321", "moe-fabric-short", _W, "An RDMA fabric carries a MoE run's expert all-to-all and weight sync.", True),
         PlanCheck("PL322", "tensor-parallel-beyond-node", _E, "A declared serving tensor-parallel degree fits in one node.", False),
         PlanCheck("PL323", "window-covers-sequence", _I, "A training run's sliding window is shorter than its sequences.", True),
+        PlanCheck(
+            "PL324", "dense-fabric-short", _W, "An RDMA fabric carries a dense run's data-parallel weight and gradient traffic.", True
+        ),
+        PlanCheck("PL325", "no-cost-of-capital", _I, "An owned site declares the cost of the capital its hardware ties up.", True),
         PlanCheck("PL340", "over-team-quota", _E, "A run fits its team's quota and borrowing limit on its pool.", False),
         PlanCheck("PL341", "runs-on-borrowed-quota", _W, "A run fits its team's nominal quota on its pool, not only borrowed GPUs.", True),
     )

@@ -69,6 +69,15 @@ def pool_units(plan: WorkloadPlan, pool: ResolvedPool) -> int:
     return math.ceil(gpus / per_gpu) if plan.sharing and per_gpu > 1 else gpus
 
 
+def concurrent_runs(plan: WorkloadPlan, hours_month: float) -> int:
+    """Runs of a training schedule in flight at once: runs per quarter x wall-clock over the quarter's days, rounded up
+    (two 77-day runs in a 91-day quarter overlap: 2). One for anything else, or a schedule whose runs follow one another."""
+    if plan.kind not in ("training", "fine-tuning") or plan.runs_per_quarter is None:
+        return 1
+    quarter_days = 3 * hours_month / 24
+    return max(1, math.ceil(plan.runs_per_quarter * (plan.wall_clock_days or 0.0) / quarter_days - 1e-9))
+
+
 def busy_gpu_hours(plan: WorkloadPlan, gpus: int, hours_month: float) -> float:
     """GPU-hours a month a workload keeps ``gpus`` busy. Training: its declared schedule (runs per quarter x
     wall-clock, spread over the quarter's three months), else one run a month (its wall-clock, at most the month);

@@ -20,7 +20,7 @@ from alicerce.catalog.fsx import GIB as FSX_GIB
 from alicerce.catalog.models import Gpu
 from alicerce.plan.figures import Factor, rounded
 from alicerce.plan.findings import PlanFinding, apply_waivers
-from alicerce.plan.growth import Forecast, busy_gpu_hours, forecast, pool_units
+from alicerce.plan.growth import Forecast, busy_gpu_hours, concurrent_runs, forecast, pool_units
 from alicerce.plan.kpi import KpiTarget, kpi_targets
 from alicerce.plan.placement import Choice, choose
 from alicerce.plan.pools import PoolPlan
@@ -139,9 +139,13 @@ class OwnVsRent:
         u = self.owned.utilization
         if not self.options:
             return f"no rental price for {self.gpu} in {self.rental_region}"
+        bands = ", ".join(f"{w} {lo:.0%}-{hi:.0%}" for lo, hi, w in self.bands())
+        if not self.owned.complete:
+            # without the servers' price the owned month is a lower bound (PL311): owning can only look cheaper than it is
+            return (f"no verdict: the owned month leaves out the servers (no price, PL311), so it is a lower bound; declare "
+                    f"serverUsd for pool {self.pool} (with that bound, cheapest by utilisation: {bands})")  # fmt: skip
         winner = self.cheapest_at(u)
         head = ("owning is cheaper" if winner == "owned" else f"renting ({winner}) is cheaper") + f" at {u:.0%} utilisation"
-        bands = ", ".join(f"{w} {lo:.0%}-{hi:.0%}" for lo, hi, w in self.bands())
         when = ""
         if winner != "owned":
             when = (
@@ -268,7 +272,12 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
         for issue in price.issues if price else ():
             findings.append(PlanFinding(issue.check, pool_name, issue.message))
     # on-prem pools at full utilisation, only to know the power a busy GPU-hour adds (placement's marginal cost)
-    owned_full = {p.name: owned_pool_cost(p, costs, catalog, 1.0) for p in platform.pools if p.owned and p.gpu is not None}
+    staff = staff_shares(platform)
+    owned_full = {
+        p.name: owned_pool_cost(p, costs, catalog, 1.0, staff_share=staff.get(p.name))
+        for p in platform.pools
+        if p.owned and p.gpu is not None
+    }
 
     def marginal(pool: ResolvedPool, plan: WorkloadPlan) -> float | None:
         gpu_hours = plan.gpu_hours or 0.0
@@ -321,7 +330,7 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
     pool_plans: list[PoolPlan] = []
     for pool in platform.pools:
         mine = [p for p in runnable if p.pool == pool.name]
-        pool_plans.append(_pool_plan(pool, mine, hours_month, prices.get(pool.name), costs, catalog, findings))
+        pool_plans.append(_pool_plan(pool, mine, hours_month, prices.get(pool.name), costs, catalog, findings, staff.get(pool.name)))
     storage = _storage(platform, runnable, catalog, findings)
     # workload cost at its pool's GPU-hour price (owned: TCO at forecast utilisation)
     by_pool = {p.name: p for p in pool_plans}
@@ -396,6 +405,16 @@ def _replica_rate(w: WorkloadPlan) -> str:
             f"(prefill {prefill:.2f} s a request, decode steps of {step * 1000:.0f} ms at a batch of {batch:.0f})")  # fmt: skip
 
 
+def staff_shares(platform: ResolvedPlatform) -> dict[str, float]:
+    """Each owned GPU pool's share (by nodes at max size) of its site's owned GPU nodes: how a site's declared staffFte is
+    split over the pools that are costed, so the site's engineers are charged once, in full."""
+    owned = [p for p in platform.pools if p.owned and p.gpu is not None]
+    nodes: dict[str, int] = defaultdict(int)
+    for p in owned:
+        nodes[p.site.name] += p.spec.scaling.max
+    return {p.name: p.spec.scaling.max / nodes[p.site.name] if nodes[p.site.name] else 0.0 for p in owned}
+
+
 def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
     pool: ResolvedPool,
     plans: list[WorkloadPlan],
@@ -404,6 +423,7 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
     costs: Any,
     catalog: Catalog,
     findings: list[PlanFinding],
+    staff_share: float | None = None,
 ) -> PoolPlan:
     spec = pool.spec
     per_node = pool.gpus_per_node
@@ -415,7 +435,7 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
         if w.gpus is None:
             continue
         gpus = pool_units(w, pool)
-        peak += gpus
+        peak += gpus * concurrent_runs(w, hours_month)  # overlapping runs of a schedule (PL320) each hold their GPUs
         hours += busy_gpu_hours(w, gpus, hours_month)
         if w.kind in ("training", "fine-tuning"):
             _deadline_finding(pool, w, findings)
@@ -455,7 +475,7 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
     cost: float | None = None
     owned_cost = None
     if owned:
-        owned_cost = owned_pool_cost(pool, costs, catalog, utilization or 0.0)
+        owned_cost = owned_pool_cost(pool, costs, catalog, utilization or 0.0, staff_share=staff_share)
         findings.extend(PlanFinding(i.check, pool.name, i.message) for i in owned_cost.issues)
         cost = owned_cost.monthly_usd
     elif price is not None:

@@ -117,7 +117,7 @@ def node_price(pool: ResolvedPool, catalog: Catalog, costs: Costs) -> NodePrice 
                                     f"set costs.cloud[{pool.name}].reservedNodes"))  # fmt: skip
             factors += (Factor(f"{reserved} reserved instances billed at on-demand, used or not", reserved,
                                f"{prices.capacityReservations.source.url} ({prices.capacityReservations.asOf})"),)  # fmt: skip
-    if price is not None and spec is not None and spec.savings_plan_discount is not None:
+    if price is not None and spec is not None and spec.savings_plan_discount is not None and kind not in ("spot", "capacity-block"):
         price *= 1 - spec.savings_plan_discount
         factors += (Factor("Savings Plan / Reserved Instances discount", 1 - spec.savings_plan_discount, "spec"),)
     return NodePrice(pool.name, instance.type, region, kind, price, factors, reserved, minimum, tuple(issues), instance.gpus or 1)

@@ -202,6 +202,7 @@ class _Run:
     factors: tuple[Factor, ...]
     recompute: bool
     network_need_gbps: float
+    recompute_fraction: float = 0.0  # share of layers recomputed (1: full recomputation)
 
 
 def attention_width(w: Workload, layers: int, hidden: int, sizing: Sizing) -> tuple[int | None, float | None]:
@@ -255,6 +256,17 @@ def network_bytes_per_step(w: Workload, job: TrainingJob, *, tp: int, node_gpus:
     return sync + all_to_all
 
 
+def dataset_bytes_per_token(w: Workload, sizing: Sizing) -> float:
+    """Stored bytes read per training token: declared, or a sample's bytes over the sequence it fills (one sample a
+    sequence: an image's patches, a clip's frames), else the catalog's default for tokenised text."""
+    dataset = w.dataset
+    if dataset is not None and dataset.bytes_per_token:
+        return dataset.bytes_per_token
+    if dataset is not None and dataset.bytes_per_sample:
+        return float(dataset.bytes_per_sample) / (w.sequence_length or DEFAULT_SEQUENCE)
+    return sizing.defaultBytesPerToken.value
+
+
 def _training_run(  # noqa: PLR0917 - the job's parts, each needed
     w: Workload, place: Placement, sizing: Sizing, mem: TrainingMemory, gpus: int, tp: int, flops_per: float, active: float
 ) -> _Run:
@@ -272,7 +284,14 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
         if d <= place.gpus_per_node and gpus % d == 0 and mem.state / gpus + mem.activations_no_recompute / d <= usable
     ]
     recompute = not fitting
-    tp = fitting[0] if fitting else tp
+    fraction = 1.0 if recompute else 0.0
+    if fitting:
+        tp = fitting[0]
+    else:  # recompute only the layers memory needs (the fewest over the TP degrees), not all of them
+        partial = [(f, d) for d in TP_DEGREES if d <= place.gpus_per_node and gpus % d == 0
+                   and (f := recompute_share(mem, layers, gpus, d, usable)) is not None]  # fmt: skip
+        if partial:
+            fraction, tp = min(partial)
     experts = w.model.experts
     attention_dim, attention_sequence = attention_width(w, layers, hidden, sizing)
     job = TrainingJob(
@@ -289,12 +308,14 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
         fp4_supported=gpu.tflops.fp4 is not None,
         experts_per_token=(experts.per_token if experts else int(sizing.training.expertsPerTokenDefault.value)) if moe else None,
         moe_layers=experts.layers if experts else None,
-        full_recompute=recompute,
+        full_recompute=fraction >= 1,
+        recompute_fraction=fraction,
         attention_dim=attention_dim,
         attention_sequence=attention_sequence,
     )
     if w.mfu is not None:
-        return _Run(gpus, tp, w.mfu, (Factor("mfu", w.mfu, "spec", "workloads[].mfu replaces the throughput model"),), recompute, 0.0)
+        mfu_factor = (Factor("mfu", w.mfu, "spec", "workloads[].mfu replaces the throughput model"),)
+        return _Run(gpus, tp, w.mfu, mfu_factor, recompute, 0.0, fraction)
     mfu, _ = training_mfu(job, sizing)
     # the traffic each step must move per GPU: ZeRO-3 (all-gather twice, reduce-scatter) over data
     # parallel ranks, plus the MoE all-to-all (dispatch and combine, forward and backward)
@@ -311,7 +332,21 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
     if share < 1:
         job = TrainingJob(**{**job.__dict__, "network_share": share})
     mfu, factors = training_mfu(job, sizing)
-    return _Run(gpus, tp, mfu, factors, recompute, need)
+    return _Run(gpus, tp, mfu, factors, recompute, need, fraction)
+
+
+def recompute_share(mem: TrainingMemory, layers: int, gpus: int, tp: int, usable: float) -> float | None:
+    """The smallest share of the layers (whole layers) whose activations must be recomputed for the job to fit at
+    ``gpus`` GPUs and tensor parallel ``tp``; None when even full recomputation does not fit. Activations of a
+    share f: (1 - f) x without recomputation + f x with full recomputation, both over TP."""
+    free = usable - mem.state / gpus
+    if free <= 0 or mem.activations / tp > free:
+        return None
+    saved = (mem.activations_no_recompute - mem.activations) / tp
+    if saved <= 0:
+        return 1.0
+    share = (mem.activations_no_recompute / tp - free) / saved
+    return min(1.0, max(0.0, math.ceil(share * layers - 1e-9) / layers))
 
 
 def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: list[Gpu]) -> WorkloadPlan:
@@ -388,8 +423,10 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     figures.append(Figure("GPU-hours", gpu_hours, "GPU-h", "compute / (BF16 peak x MFU) / 3600", {"BF16 peak TFLOP/s": gpu.tflops.bf16}))
     wall_days = gpu_seconds / gpus / availability / DAY
     figures.append(Figure("wall-clock", wall_days, "days", "GPU-seconds / GPUs / availability / 86400", {"gpus": gpus}))
-    if run.recompute:
-        notes.append(f"activations need full recomputation at {gpus} GPUs (x0.75 throughput)")
+    if run.recompute_fraction >= 1:
+        notes.append(f"activations need full recomputation at {gpus} GPUs (x{sizing.training.fullRecompute.value:g} throughput)")
+    elif run.recompute_fraction > 0:
+        notes.append(f"activations of {run.recompute_fraction:.0%} of the layers are recomputed at {gpus} GPUs to fit memory")
     batch_tokens = float(w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value)
     sequences_per_rank = batch_tokens / (w.sequence_length or DEFAULT_SEQUENCE) / max(1, gpus // tp)
     if sequences_per_rank < 1:
@@ -412,7 +449,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     figures.append(Figure("checkpoint write bandwidth", write, "GB/s", "checkpoint size / (stall budget x interval)",
                           {"checkpoint GiB": mem.checkpoint / GIB, "interval s": interval, "stall budget": budget}))  # fmt: skip
     tokens_per_second = gpus * peak * run.mfu / (flops_per * active)
-    bytes_per_token = w.dataset.bytes_per_token if w.dataset and w.dataset.bytes_per_token else sizing.defaultBytesPerToken.value
+    bytes_per_token = dataset_bytes_per_token(w, sizing)
     read = tokens_per_second * bytes_per_token * sizing.dataReadHeadroom.value / 1e9
     figures.append(Figure("dataset read throughput", read, "GB/s", "tokens/s x bytes per token x headroom",
                           {"tokens/s": tokens_per_second, "bytes per token": bytes_per_token,
@@ -436,7 +473,15 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     if w.model.architecture == "moe" and gpus > place.gpus_per_node and rdma_pool and run.network_need_gbps > (available or 0.0):
         issues.append(Issue("PL321", f"expert-parallel all-to-all and weight sync need {run.network_need_gbps:.0f} Gbit/s per GPU "
                                 f"at {gpus} GPUs; the pool's fabric gives {available:.0f}: throughput falls below the plan"))  # fmt: skip
-    activations = mem.activations if run.recompute else mem.activations_no_recompute
+    elif w.model.architecture != "moe" and gpus > place.gpus_per_node and rdma_pool and run.network_need_gbps > (available or 0.0):
+        # the throughput model is not capped here (published runs on RDMA overlap more than this ZeRO-3 estimate assumes,
+        # through pipeline parallelism and larger batches), so the plan says the fabric is short instead of staying silent
+        issues.append(Issue("PL324", f"data-parallel weight gathers and gradient reduction (ZeRO-3, weights / TP {tp}) need "
+                                f"{run.network_need_gbps:.0f} Gbit/s per GPU at {gpus} GPUs; the pool's fabric gives {available:.0f}: "
+                                "throughput falls below the plan unless pipeline parallelism or a larger global batch cuts the "
+                                "traffic"))  # fmt: skip
+    share = run.recompute_fraction
+    activations = (1 - share) * mem.activations_no_recompute + share * mem.activations
     multi_node = gpus > place.gpus_per_node
     rdma = multi_node and run.network_need_gbps > sizing.tcpGbpsPerGpu.value
     return WorkloadPlan(
@@ -494,9 +539,13 @@ def served_shape(w: Workload, sizing: Sizing) -> ServedShape:
     )
 
 
-def kv_bytes(precision: str) -> float:
-    """KV-cache bytes per element: 8-bit with 8- or 4-bit weights, else 16-bit."""
-    return 1.0 if precision in ("fp8", "int8", "fp4", "int4") else 2.0
+def kv_bytes(precision: str, declared: str | None = None) -> float:
+    """KV-cache bytes per element: the declared cache type, else 8-bit where the model computes in 8 or 4 bits (fp8,
+    fp4) and 16-bit otherwise: weight-only int8/int4 quantisation (AWQ, GPTQ) keeps 16-bit activations, so K and V
+    are 16-bit, as vLLM's default kv-cache-dtype `auto` (the model's dtype) keeps them."""
+    if declared is not None:
+        return 1.0 if declared in ("fp8", "int8") else 2.0
+    return 1.0 if precision in ("fp8", "fp4") else 2.0
 
 
 def replica_layout(
@@ -512,7 +561,7 @@ def replica_layout(
     tpot = _slo(w.latency.time_per_output_token) if w.latency else None
     ttft = _slo(w.latency.time_to_first_token) if w.latency else None
     isl, osl = w.traffic.input_tokens, w.traffic.output_tokens
-    per_layer = shape_.kv_per_token_layer(kv_bytes(w.precision))
+    per_layer = shape_.kv_per_token_layer(kv_bytes(w.precision, w.kv_cache_precision))
     kv_inputs: dict[str, float]
     if shape_.kv_latent is not None:
         kv_formula, kv_inputs = "layers x (KV latent + RoPE key) x bytes x tokens (MLA)", {"KV latent + RoPE key": shape_.kv_latent}
@@ -542,7 +591,7 @@ def replica_layout(
     # a declared degree obeys the same bound as the ones tried (PL322 reports a declared degree past it)
     degrees = [d for d in ([w.tensor_parallel] if w.tensor_parallel is not None else TP_DEGREES) if d <= node_gpus]
     for tp in degrees:
-        replica = Replica(shape_, tp, hardware, eff, bytes_per_weight, kv_bytes(w.precision))
+        replica = Replica(shape_, tp, hardware, eff, bytes_per_weight, kv_bytes(w.precision, w.kv_cache_precision))
         cap = engine_cap if clients is None else min(engine_cap, clients)
         perf = replica_performance(replica, isl, osl, batch_cap=cap, tpot=tpot * headroom if tpot is not None else None)
         if perf is None or (ttft is not None and perf.prefill_seconds > ttft):

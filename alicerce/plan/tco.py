@@ -2,7 +2,8 @@
 
 A month of an owned pool of N nodes at forecast utilisation u::
 
-    capex    = N x (server + fabric) / (life years x 12)              amortised
+    capex    = N x (server + fabric) / (life years x 12)              amortised straight-line, or with a
+               declared cost of capital r a year: N x (server + fabric) x i / (1 - (1 + i)^-(12 x life)), i = r / 12
     support  = N x server x support share per year / 12
     space    = N x node kW x colocation USD per kW-month              (or racks x rack price)
     power    = N x node kW x (idle + (load - idle) x u) x PUE x USD per kWh x 730
@@ -111,6 +112,28 @@ class _Inputs:
         return default.value
 
 
+def monthly_capex(principal: float, life_years: float, rate: float | None) -> float:
+    """A month of ``principal`` spent on hardware that lasts ``life_years``: straight-line without a cost of capital,
+    else the payment of a loan at ``rate`` a year over the life (an annuity; equal to straight-line at rate 0)."""
+    months = life_years * 12
+    if not rate:
+        return principal / months
+    i = rate / 12
+    payment: float = principal * i / (1 - (1 + i) ** -months)
+    return payment
+
+
+def _capital(site: OnpremSiteCosts, inputs: _Inputs, issues: list[Issue], owned_key: str) -> float | None:
+    """The site's declared cost of capital (a factor of the explanation), or None with PL325 saying capex carries no
+    interest: no public rate fits every buyer, so the plan asks for the buyer's own rather than assume one."""
+    if site.cost_of_capital is not None:
+        inputs.factors.append(Factor("cost of capital (per year)", site.cost_of_capital, "spec"))
+        return site.cost_of_capital
+    issues.append(Issue("PL325", f"no cost of capital for site {site.site}: capex is spread over the hardware's life without "
+                        f"interest, which understates owning; set costs.{owned_key}[{site.site}].costOfCapital (e.g. 0.08)"))  # fmt: skip
+    return None
+
+
 def owned_pool_cost(
     pool: ResolvedPool, costs: Costs, catalog: Catalog, utilization: float, *, staff_share: float | None = None
 ) -> OwnedPoolCost:
@@ -161,6 +184,7 @@ def owned_pool_cost(
         node_kw = tco.hostPowerKw.kw + pool.gpus_per_node * tdp / 1000
         inputs.factors.append(Factor("node power (kW, max): host + GPUs x TDP", node_kw, f"{tco.hostPowerKw.source.url} and gpus.yaml"))
     life = inputs.get("life", site.life_years, tco.lifeYears, "amortisation (years)")
+    capital = _capital(site, inputs, issues, costs.owned_key)
     support = inputs.get("support", site.support_fraction_per_year, tco.supportFractionPerYear, "support per year (share of server)")
     pue = inputs.get("pue", site.pue, tco.pue, "PUE")
     tariff = inputs.get("tariff", site.electricity_usd_per_kwh, tco.electricityUsdPerKwh, "electricity (USD/kWh)")
@@ -192,7 +216,7 @@ def owned_pool_cost(
         inputs.factors.append(Factor("engineers (nodes / nodes per FTE)", fte, f"{per_fte.source.title} ({per_fte.trust} trust)"))
     power_full = nodes * node_kw * HOURS_PER_MONTH * pue * tariff
     items = {
-        "capex": nodes * ((server or 0.0) + fabric) / (life * 12),
+        "capex": monthly_capex(nodes * ((server or 0.0) + fabric), life, capital),
         "support": nodes * (server or 0.0) * support / 12,
         "space": space,
         "power": power_full * (idle + (load - idle) * utilization),
@@ -232,4 +256,6 @@ def site_extras(site: str, storage_bytes: float, costs: Costs, catalog: Catalog)
     connectivity = spec.connectivity_usd_per_month or 0.0
     if spec.connectivity_usd_per_month is not None:
         inputs.factors.append(Factor("connectivity (USD/month)", connectivity, "spec"))
-    return SiteExtras(site, tb, tb * per_tb / (life * 12), connectivity, tuple(inputs.factors))
+    if spec.cost_of_capital is not None:
+        inputs.factors.append(Factor("cost of capital (per year)", spec.cost_of_capital, "spec"))
+    return SiteExtras(site, tb, monthly_capex(tb * per_tb, life, spec.cost_of_capital), connectivity, tuple(inputs.factors))

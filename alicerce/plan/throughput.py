@@ -12,7 +12,8 @@ than a doubled peak). The efficiency is a product of factors, each with its sour
         x precision gain                           fp8 measured per stack: 1.70 Transformer Engine, 1.10 generic
         x 1 / (1 + k x experts per token x hidden x MoE layers / active parameters)
                                                    MoE all-to-all volume and small expert GEMMs (fitted k)
-        x 0.75 with full activation recomputation  8N instead of 6N FLOPs per token
+        x 0.75 with full activation recomputation  8N instead of 6N FLOPs per token; recomputing a share f of
+                                                   the layers only: 1 / (1 + f x (1 / 0.75 - 1))
         x network share                            when the gradient and all-to-all traffic exceed the link
         x goodput 0.87                             failures, restarts and evaluations of a production run
 
@@ -50,6 +51,7 @@ class TrainingJob:
     experts_per_token: int | None = None  # MoE only
     moe_layers: int | None = None
     full_recompute: bool = False
+    recompute_fraction: float = 0.0  # share of layers whose activations are recomputed (1 with full_recompute)
     network_share: float = 1.0  # usable share of step time when communication is the bottleneck
     production_run: bool = True  # apply goodput (a planned run, or a published GPU-hours total)
 
@@ -114,8 +116,16 @@ def training_factors(job: TrainingJob, sizing: Sizing, *, moe_routing: float | N
         factors.append(
             Factor("mixture of experts", 1 / (1 + k * routing), t.moeRouting.source, f"1 / (1 + {k:,.0f} x routed volume {routing:.2e})")
         )
-    if job.full_recompute:
+    fraction = 1.0 if job.full_recompute else job.recompute_fraction
+    if fraction >= 1:
         factors.append(Factor("recomputation", t.fullRecompute.value, t.fullRecompute.source, "full activation recomputation"))
+    elif fraction > 0:
+        # recomputing a share f of the layers (Megatron-LM --recompute-method block --recompute-num-layers) adds f of full
+        # recomputation's extra forward pass: 1 / (1 + f x (1 / full - 1)), 1 at f = 0 and the full factor at f = 1
+        value = 1 / (1 + fraction * (1 / t.fullRecompute.value - 1))
+        factors.append(Factor("recomputation", value, t.fullRecompute.source,
+                              f"activations of {fraction:.0%} of the layers recomputed: 1 / (1 + {fraction:.3f} x (1 / "
+                              f"{t.fullRecompute.value:g} - 1))"))  # fmt: skip
     if job.network_share < 1:
         factors.append(Factor("network", job.network_share, "computed", "communication needs more than the link gives"))
     if job.production_run:

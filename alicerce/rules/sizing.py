@@ -65,8 +65,14 @@ def cost_references(ctx: RuleContext) -> Iterable[Finding]:
         if pool.owned:
             yield Finding(path.pool, f"pool {pool.name} is owned, not rented: its costs go under costs.{costs.owned_key}", None, cloud.pool)
             continue
+        kind = pool.capacity_type
+        if cloud.savings_plan_discount is not None and kind in ("spot", "capacity-block"):
+            # Savings Plans and Reserved Instances discount on-demand rates (reservations bill at on-demand, so they apply);
+            # Spot and Capacity Blocks are bought at their own prices, which no such commitment lowers
+            yield Finding(path.savings_plan_discount, f"pool {pool.name} buys {kind} capacity, which a Savings Plan or Reserved "
+                          "Instances do not discount", "remove savingsPlanDiscount, or set usdPerHour to the price you pay",
+                          cloud.savings_plan_discount)  # fmt: skip
         if cloud.reserved_nodes is not None:
-            kind = pool.capacity_type
             if kind != "capacity-reservation":
                 yield Finding(path.reserved_nodes, f"pool {pool.name} buys {kind} capacity, not a capacity reservation",
                               "remove reservedNodes", cloud.reserved_nodes)  # fmt: skip
@@ -161,3 +167,109 @@ def _query_heads(model: Model, head_dim_default: int) -> tuple[int | None, str]:
 
 def _divisors(n: int) -> str:
     return ", ".join(str(d) for d in range(1, min(n, 64) + 1) if n % d == 0)
+
+
+DATA_PREP = ("data-prep",)
+GPU_KINDS = (*SCHEDULED, *SERVING)
+# Each workload field that only some kinds read (alicerce/plan/sizing.py: plan_training, plan_inference and
+# plan_data_prep; alicerce/plan/platform.py for the dataset's tier), the kinds that read it, and what to do instead
+# on another kind. hoursPerDay, pool, growth, name, team and kind are read for every kind; method, tensorParallel,
+# maxBatch and runsPerQuarter have their own rules (AL280, AL370).
+_READ_BY: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("model", GPU_KINDS, "data preparation is sized in CPU cores from dataset.size"),
+    ("precision", GPU_KINDS, "data preparation is sized in CPU cores from dataset.size"),
+    ("accelerator", GPU_KINDS, "data preparation runs on CPU pools"),
+    ("optimizer", SCHEDULED, "a served model keeps no optimizer state"),
+    ("tokens", SCHEDULED, "serving load is traffic; data preparation's is dataset.size"),
+    ("sequence_length", SCHEDULED, "a request's lengths are traffic.inputTokens and traffic.outputTokens"),
+    ("global_batch_tokens", SCHEDULED, "the engine's batch cap is maxBatch"),
+    ("gpus", SCHEDULED, "serving replicas follow from traffic, a replica's GPUs from tensorParallel"),
+    ("mfu", SCHEDULED, "serving speed comes from the roofline (tensorParallel, maxBatch, latency)"),
+    ("fp8_recipe", SCHEDULED, "serving at fp8 needs only precision: fp8"),
+    ("checkpoint_interval", SCHEDULED, "only training writes checkpoints"),
+    ("deadline", (*SCHEDULED, *DATA_PREP), "serving is sized from traffic: declare the rate (peakRps) that finishes in time"),
+    ("dataset", (*SCHEDULED, *DATA_PREP), "a service's input is its traffic"),
+    ("traffic", SERVING, "training is sized from tokens; data preparation from dataset.size"),
+    ("latency", SERVING, "training is sized from tokens and deadline"),
+    ("kv_cache_precision", SERVING, "training keeps no KV cache"),
+)
+
+
+def _kinds(kinds: tuple[str, ...]) -> str:
+    return ", ".join(kinds[:-1]) + f" and {kinds[-1]}" if len(kinds) > 1 else kinds[0]
+
+
+@rules.rule("AL380", "workload-field-kind", "Every field a workload declares is one sizing reads for the workload's kind.")
+def workload_field_kind(ctx: RuleContext) -> Iterable[Finding]:
+    """A field that sizing reads for other kinds only was accepted and did nothing: the user believes it shaped the plan
+    (a deadline on a service, traffic on a training run). Defaults (precision bf16, optimizer adamw) are not declared."""
+    for i, w in enumerate(ctx.spec.workloads):
+        declared = w.model_fields_set
+        for field, kinds, instead in _READ_BY:
+            if field in declared and getattr(w, field) is not None and w.kind not in kinds:
+                article = "an" if w.kind[0] in "aeiou" else "a"
+                yield Finding(getattr(S.workloads[i], field), f"sizing reads it for {_kinds(kinds)} workloads only: on {article} "
+                              f"{w.kind} workload it changes nothing", f"remove it; {instead}", key=True, resource=w.name)  # fmt: skip
+
+
+@rules.rule("AL381", "fp8-recipe-read", "fp8Recipe goes with fp8 precision and with the throughput model it tunes.")
+def fp8_recipe_read(ctx: RuleContext) -> Iterable[Finding]:
+    """The recipe picks the fp8 gain of the training throughput model (alicerce/plan/throughput.py): at another precision
+    no gain applies, and a declared mfu replaces the throughput model whole."""
+    for i, w in enumerate(ctx.spec.workloads):
+        if w.fp8_recipe is None or w.kind not in SCHEDULED:
+            continue  # on another kind AL380 reports it
+        path = S.workloads[i].fp8_recipe
+        if w.precision != "fp8":
+            yield Finding(path, f"fp8Recipe picks the fp8 speed-up, but the workload trains at {w.precision}: it changes nothing",
+                          "set precision: fp8, or remove fp8Recipe", key=True, resource=w.name)  # fmt: skip
+        elif w.mfu is not None:
+            yield Finding(path, f"mfu {w.mfu:g} replaces the throughput model the recipe tunes: fp8Recipe changes nothing",
+                          "remove one of mfu and fp8Recipe", key=True, resource=w.name)  # fmt: skip
+
+
+@rules.rule("AL382", "dataset-bytes-read", "A dataset's stored bytes are given once, on a workload that reads them.")
+def dataset_bytes_read(ctx: RuleContext) -> Iterable[Finding]:
+    """Training reads its dataset at tokens/s x bytes per token, where bytesPerSample counts as bytes per token x sequence
+    (one sample a sequence); data preparation reads the whole dataset.size and neither rate."""
+    for i, w in enumerate(ctx.spec.workloads):
+        dataset = w.dataset
+        if dataset is None or w.kind in SERVING:
+            continue  # on a service AL380 reports the whole dataset
+        path = S.workloads[i].dataset
+        given = [f for f in ("bytes_per_token", "bytes_per_sample") if getattr(dataset, f) is not None]
+        if w.kind in DATA_PREP:
+            for f in given:
+                yield Finding(getattr(path, f), "data preparation is sized from dataset.size over the deadline: it changes nothing",
+                              "remove it", key=True, resource=w.name)  # fmt: skip
+        elif len(given) == 2:
+            yield Finding(path.bytes_per_sample, "bytesPerToken and bytesPerSample both set the read rate: bytesPerToken wins and "
+                          "this changes nothing", "keep one: bytesPerSample is bytesPerToken x sequenceLength", key=True,
+                          resource=w.name)  # fmt: skip
+
+
+@rules.rule("AL383", "field-shadowed", "No declared field is one that another declared field, or the workload's kind, leaves unread.")
+def field_shadowed(ctx: RuleContext) -> Iterable[Finding]:
+    """Fields sizing never reads in their place: closed-loop clients beside a request rate (the rate sizes the replicas),
+    the expert layout of a served MoE (the roofline reads parameters and activeParameters), and the attention heads of a
+    trained model (the throughput model reads layers, width and the attention layout; headDim only for MLA)."""
+    for i, w in enumerate(ctx.spec.workloads):
+        path = S.workloads[i]
+        if w.traffic is not None and w.traffic.peak_rps is not None and w.traffic.concurrency is not None:
+            yield Finding(path.traffic.concurrency, "peakRps sizes the replicas: concurrency beside it changes nothing",
+                          "keep one: peakRps for an open-loop request rate, concurrency for closed-loop clients", key=True,
+                          resource=w.name)  # fmt: skip
+        model = w.model
+        if model is None:
+            continue
+        if w.kind in SERVING and model.experts is not None:
+            yield Finding(path.model.experts, "serving sizes a mixture of experts from parameters (all resident) and activeParameters "
+                          "(read per token): experts changes nothing", "remove it", key=True, resource=w.name)  # fmt: skip
+        if w.kind in SCHEDULED:
+            if model.kv_heads is not None:
+                yield Finding(path.model.kv_heads, "training throughput and memory do not depend on the KV heads: kvHeads changes "
+                              "nothing here (it sizes a served model's KV cache)", "remove it", key=True, resource=w.name)  # fmt: skip
+            if model.head_dim is not None and not isinstance(model.attention, LatentAttention):
+                yield Finding(path.model.head_dim, "training reads headDim only for multi-head latent attention (its FLOPs width): "
+                              "it changes nothing here", "remove it, or declare attention: {kind: mla, ...}", key=True,
+                              resource=w.name)  # fmt: skip

@@ -220,3 +220,32 @@ def test_the_planner_serves_each_published_point_as_the_roofline_predicts_it() -
             planned = planned_serving(row, table, CATALOG, SIZING)
             assert predicted is not None and planned is not None, (table.id, row)
             assert planned * row.tp == pytest.approx(predicted, rel=1e-9), (table.id, row)
+
+
+def _base_url(url: str) -> str:
+    """A source's address without its revision or fragment: two commits of one README are one source."""
+    for cut in ("#", "/blob/", "/tree/", "/commit/"):
+        url = url.split(cut, maxsplit=1)[0]
+    return url.rstrip("/").removesuffix(".pdf")
+
+
+def test_the_unseen_set_shares_no_source_with_calibration() -> None:
+    """Issue 23 item 2: the evaluation set is separate from the data the constants are fitted on. No unseen run cites a
+    paper, card, repository or benchmark table (any revision of it) that a calibration row, serving table or calibration
+    GPU cites, and no run id or model repeats one of calibration's."""
+    unseen = CATALOG.unseen_evaluation
+    calibration = {_base_url(r.source.url) for r in RUNS} | {_base_url(t.source.url) for t in TABLES}
+    calibration |= {_base_url(g.source.url) for g in CATALOG.training_calibration.gpus}
+    assert unseen.runs and all(r.role == "unseen" for r in unseen.runs)
+    shared = sorted({r.id for r in unseen.runs if _base_url(r.source.url) in calibration})
+    assert not shared, shared
+    assert not {r.id for r in unseen.runs} & {r.id for r in RUNS}
+    assert not {r.model for r in unseen.runs} & {r.model for r in RUNS}
+    assert len({r.id for r in unseen.runs}) == len(unseen.runs)
+
+
+def test_every_unseen_run_is_sized_by_the_planners_own_path() -> None:
+    """Each unseen run, declared with user fields only, gets an MFU from plan_workload (a GPU the planner knows, a
+    layout that fits): a run the planner cannot size would silently drop out of the bench's medians."""
+    missing = [r.id for r in CATALOG.unseen_evaluation.runs if planned_mfu(r, CATALOG, SIZING) is None]
+    assert not missing, missing

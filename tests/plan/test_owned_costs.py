@@ -18,7 +18,8 @@ import yaml
 from tests.conftest import ROOT
 
 ALICERCE = Path(sys.executable).with_name("alicerce")
-SITE_COSTS = {"site": "dc2", "pue": 1.25, "pools": [{"pool": "h200", "serverUsd": 420000}]}
+# a complete declaration (server price, cost of capital): no finding names the key the spec uses (PL311, PL319, PL325 do)
+SITE_COSTS = {"site": "dc2", "pue": 1.25, "costOfCapital": 0.07, "pools": [{"pool": "h200", "serverUsd": 420000}]}
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

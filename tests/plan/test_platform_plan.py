@@ -65,6 +65,8 @@ def test_reference_prod_plan() -> None:
         "PL307": ["train-p5"],
         "PL308": ["infer-l4"],
         "PL319": ["onprem-h100"],
+        # dc1 declares no cost of capital: its capex carries no interest, and the plan says so (issue 23 gap)
+        "PL325": ["onprem-h100"],
         # llm-pretrain's 224 H100s exceed research's 192 there (the pool's 256 are split 192/64 with applied-ml): it
         # runs on 32 GPUs borrowed from applied-ml's share, reclaimable (issue 21)
         "PL341": ["llm-pretrain"],

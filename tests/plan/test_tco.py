@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from alicerce.catalog import load_catalog
 from alicerce.plan.platform import SizingPlan, plan_platform
 from alicerce.plan.pricing import HOURS_PER_MONTH, monthly_node_cost, node_price
-from alicerce.plan.tco import owned_pool_cost
+from alicerce.plan.tco import monthly_capex, owned_pool_cost, site_extras
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_file, load_text
@@ -144,7 +144,11 @@ def test_runs_that_cannot_follow_one_another_in_a_quarter_are_a_finding() -> Non
     scheduled = plan_platform(resolve(data), today=TODAY)
     (finding,) = [f for f in scheduled.findings if f.check == "PL320"]
     assert finding.subject == "llm-pretrain" and "118 days of a 91-day quarter" in finding.message
-    assert next(x for x in scheduled.pools if x.name == "onprem-h100").utilization == 1.0
+    pool = next(x for x in scheduled.pools if x.name == "onprem-h100")
+    assert pool.utilization == 1.0
+    # review finding 5: the overlapping runs each hold their 224 GPUs, so the pool it recommends holds two at once:
+    # ceil(2 x 59.0108 / 91.25) = 2 runs in flight, 448 GPUs, 56 nodes of 8 (it said 28, one run's worth)
+    assert pool.peak_gpus == 448 and pool.recommended_max == 56
 
 
 def test_golden_reference_prod_month() -> None:
@@ -330,3 +334,59 @@ def test_every_tco_default_is_dated_and_sourced() -> None:
     prices = CATALOG.prices
     for dated in (prices.regionFactors, prices.spot, prices.capacityBlocks, prices.capacityReservations):
         assert dated.asOf.year >= 2024 and dated.source.url.startswith("https://")
+
+
+@pytest.mark.parametrize("fte", [3, 10])
+def test_a_sites_declared_staff_is_what_its_pools_pay(fte: int) -> None:
+    """Review finding 1: costs.owned[].staffFte changed nothing (the pool was charged nodes / 48 engineers whatever the
+    site declared). dc1's one owned GPU pool, onprem-h100, carries the site's whole staff: fte x 225,000 / 12 a month."""
+    data = reference()
+    data["costs"]["onprem"][0]["staffFte"] = fte
+    pool = next(p for p in plan_platform(resolve(data), today=TODAY).pools if p.name == "onprem-h100")
+    assert pool.owned_cost is not None
+    assert pool.owned_cost.items["staff"] == pytest.approx(fte * CATALOG.tco.usdPerFteYear.value / 12)
+    assert any(f.name == "engineers (share of the site's declared FTE)" and f.value == fte for f in pool.owned_cost.factors)
+
+
+def test_no_own_or_rent_verdict_without_a_server_price() -> None:
+    """Review finding 6: with no server price (PL311) the owned month leaves out capex and support, yet the verdict said
+    which option wins. It now gives no verdict and says why; the bands it prints are marked as resting on a lower bound."""
+    data = reference()
+    pool = next(p for p in data["nodePools"] if p["name"] == "onprem-h100")
+    pool["accelerator"] = "H200-SXM-141GB:8"  # the catalog quotes no H200 server
+    result = plan_platform(resolve(data), today=TODAY)
+    assert any(f.check == "PL311" and f.subject == "onprem-h100" for f in result.findings)
+    (option,) = result.own_vs_rent
+    assert not option.owned.complete
+    assert option.verdict().startswith("no verdict: the owned month leaves out the servers")
+    assert "owning is cheaper" not in option.verdict() and option.to_json()["verdict"] == option.verdict()
+
+
+def test_a_declared_cost_of_capital_makes_capex_a_loan_payment() -> None:
+    """Issue 23 gap: TCO had no cost of capital. With costOfCapital 0.08 the onprem-h100 capex (32 x 333,980 =
+    10,687,360 over 4 years) is the payment of a 48-month loan at 0.08 / 12 a month:
+      10,687,360 x 0.0066667 / (1 - 1.0066667^-48) = 10,687,360 x 0.02441281 = 260,909.69 a month
+    (222,653.33 straight-line, test_golden_owned_pool_month); without a rate the plan says so (PL325)."""
+    assert "PL325" in {f.check for f in plan().findings}
+    data = reference()
+    data["costs"]["onprem"][0]["costOfCapital"] = 0.08
+    result = plan_platform(resolve(data), today=TODAY)
+    pool = next(p for p in result.pools if p.name == "onprem-h100")
+    assert pool.owned_cost is not None
+    i = 0.08 / 12
+    assert pool.owned_cost.items["capex"] == pytest.approx(10_687_360 * i / (1 - (1 + i) ** -48), rel=1e-9)
+    assert pool.owned_cost.items["capex"] == pytest.approx(260_909.69, abs=0.01)
+    assert "PL325" not in {f.check for f in result.findings}
+    assert any(f.name == "cost of capital (per year)" and f.value == 0.08 for f in pool.owned_cost.factors)
+
+
+def test_site_storage_capex_carries_the_cost_of_capital_too() -> None:
+    """The site's shared storage is hardware bought like the servers: with costOfCapital its monthly capex is the same
+    annuity (100 TB at the catalog's USD per TB over lifeYears), and without it the straight-line figure."""
+    tco = CATALOG.tco
+    plain = site_extras("dc1", 100e12, Costs.model_validate({"owned": [{"site": "dc1"}]}), CATALOG)
+    loan = site_extras("dc1", 100e12, Costs.model_validate({"owned": [{"site": "dc1", "costOfCapital": 0.1}]}), CATALOG)
+    principal = 100 * tco.storageUsdPerTb.value
+    assert plain.storage_usd == pytest.approx(principal / (tco.lifeYears.value * 12))
+    assert loan.storage_usd == pytest.approx(monthly_capex(principal, tco.lifeYears.value, 0.1)) and loan.storage_usd > plain.storage_usd
+    assert monthly_capex(principal, 4, 0.0) == monthly_capex(principal, 4, None) == principal / 48

@@ -33,6 +33,15 @@ class OnpremSiteCosts(SpecModel):
 
     site: Name = Field(description="On-prem site.")
     life_years: float | None = Field(default=None, gt=0, le=15, description="Years the hardware is amortised over.")
+    cost_of_capital: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Yearly rate of the money that buys the hardware (your WACC or borrowing rate; 0.08: 8%): capex becomes "
+        "the monthly payment of a loan over lifeYears. Default: none, capex is spread straight-line without interest, and "
+        "`alicerce plan` says so (PL325).",
+        examples=[0.08],
+    )
     pue: float | None = Field(default=None, ge=1, le=3, description="Power usage effectiveness (cooling and losses).")
     electricity_usd_per_kwh: float | None = Field(default=None, ge=0, le=100, description="Electricity tariff in USD per kWh.")
     colocation_usd_per_kw_month: float | None = Field(

@@ -79,7 +79,12 @@ class Model(SpecModel):
 class Dataset(SpecModel):
     size: ByteSize = Field(description="Dataset size.")
     bytes_per_token: float | None = Field(default=None, gt=0, le=2**20, description="Stored bytes per training token.")
-    bytes_per_sample: ByteSize | None = Field(default=None, gt=0, description="Stored bytes per sample (non-text).")
+    bytes_per_sample: ByteSize | None = Field(
+        default=None,
+        gt=0,
+        description="Stored bytes per sample (non-text: an image, a clip); training reads one sample per sequence, so "
+        "bytes per token = this / sequenceLength.",
+    )
     tier: Name | None = Field(default=None, description="Storage tier it is read from.")
 
 
@@ -155,6 +160,11 @@ class Workload(SpecModel):
     )
     tensor_parallel: StrictInt | None = Field(
         default=None, ge=1, le=MAX_WIDTH, description="Serving: the replica's tensor-parallel degree. Default: the smallest that fits."
+    )
+    kv_cache_precision: Literal["bf16", "fp16", "fp8", "int8"] | None = Field(
+        default=None,
+        description="Serving: the KV cache's element type (vLLM --kv-cache-dtype, TensorRT-LLM's KV cache quantisation). "
+        "Default: 8-bit for fp8 and fp4 models, else 16-bit (weight-only int8/int4 keeps 16-bit activations).",
     )
     hours_per_day: float = Field(default=24, ge=0.1, le=24, description="Hours a day the workload runs.")
     growth: Growth | None = Field(default=None, description="Demand growth; `alicerce plan` forecasts capacity and cost with it.")
