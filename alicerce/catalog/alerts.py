@@ -71,6 +71,71 @@ def slo_bucket(threshold: float, buckets: tuple[float, ...] = VLLM_TTFT_BUCKETS)
     return below[-1] if below else buckets[0]
 
 
+# The buckets of vLLM's time-per-output-token histogram (same source): one observation per generated token interval.
+VLLM_TPOT_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0)
+TTFT = "vllm:time_to_first_token_seconds"
+TPOT = "vllm:time_per_output_token_seconds"
+LATENCY_HISTOGRAMS = {TTFT: VLLM_TTFT_BUCKETS, TPOT: VLLM_TPOT_BUCKETS}
+
+
+@dataclass(frozen=True)
+class ServingSlo:
+    """An SLO of a serving workload, declared in ``monitoring.slos`` or implied by the workload's own ``latency:``
+    targets (a p99 under 800 ms is the SLO "99% of requests under 800 ms" over the 30-day budget window).
+
+    ``where`` is the path of what declared it, in the models' field names (alicerce.spec.paths), for errors."""
+
+    name: str
+    kind: str  # inference-latency | availability
+    workload: str
+    objective: float  # percent of requests (or token intervals) that must meet the threshold
+    threshold: float  # seconds (latency); unused for availability
+    percentile: float | None
+    metric: str  # the vLLM histogram a latency SLI reads
+    where: tuple[str | int, ...]
+
+    @property
+    def buckets(self) -> tuple[float, ...]:
+        return LATENCY_HISTOGRAMS[self.metric]
+
+    @property
+    def implied(self) -> bool:
+        return self.where[0] == "workloads"
+
+
+def serving_slos(spec: Any) -> list[ServingSlo]:
+    """Every serving SLO of the spec: the declared inference-latency and availability SLOs, then one per workload
+    latency target (``latency.timeToFirstToken.p99``, ``timePerOutputToken.p95`` ...) that no declared SLO already
+    states (same workload, histogram and percentile). Without them an inference workload's declared latency target
+    had no SLI, no burn-rate alert and an empty SLO panel."""
+    out: list[ServingSlo] = []
+    for i, slo in enumerate(spec.monitoring.slos):
+        if slo.kind not in ("inference-latency", "availability") or slo.workload is None:
+            continue
+        if slo.kind == "inference-latency" and slo.percentile is None:
+            continue
+        out.append(ServingSlo(slo.name, slo.kind, slo.workload, slo.objective, float(slo.threshold), slo.percentile, TTFT,
+                              ("monitoring", "slos", i)))  # fmt: skip
+    stated = {(s.workload, s.metric, s.percentile) for s in out if s.kind == "inference-latency"}
+    for i, workload in enumerate(spec.workloads):
+        latency = workload.latency
+        if workload.kind != "inference" or latency is None:
+            continue
+        for field, short, metric in (("time_to_first_token", "ttft", TTFT), ("time_per_output_token", "tpot", TPOT)):
+            target = getattr(latency, field)
+            if target is None:
+                continue
+            for percentile in (95, 99):
+                threshold = getattr(target, f"p{percentile}")
+                if threshold is None or (workload.name, metric, percentile) in stated:
+                    continue
+                where = ("workloads", i, "latency", field, f"p{percentile}")
+                name = f"{workload.name}-{short}-p{percentile}"
+                out.append(ServingSlo(name, "inference-latency", workload.name, float(percentile), float(threshold), float(percentile),
+                                      metric, where))  # fmt: skip
+    return out
+
+
 # correlated diagnoses (alicerce.emit.kube.diagnoses): why GPUs do not do useful work
 INPUT_BOUND = "GPUInputBound"
 MEMORY_BOUND = "GPUMemoryBound"

@@ -93,14 +93,38 @@ def slo_fields(ctx: RuleContext) -> Iterable[Finding]:
 FAST_BURN = 14.4
 
 
+def serving_slo_path(where: tuple[str | int, ...]) -> SpecPath:
+    """The spec path of a serving SLO's declaration (alicerce.catalog.alerts.ServingSlo.where)."""
+    path = S
+    for part in where:
+        path = path[part] if isinstance(part, int) else getattr(path, part)
+    return path
+
+
+def _value(spec: PlatformSpec, where: tuple[str | int, ...]) -> object:
+    value: object = spec
+    for part in where:
+        value = value[part] if isinstance(part, int) else getattr(value, part)  # type: ignore[index]
+    return value
+
+
 @rules.rule("AL360", "slo-measurable", "Inference SLOs can be measured and their burn-rate alerts can fire.")
 def slo_measurable(ctx: RuleContext) -> Iterable[Finding]:
-    from alicerce.catalog.alerts import VLLM_TTFT_BUCKETS
+    from alicerce.catalog.alerts import serving_slos
 
-    for i, slo in enumerate(ctx.spec.monitoring.slos):
-        if slo.kind not in ("inference-latency", "availability") or slo.workload is None:
+    for slo in serving_slos(ctx.spec):
+        path = serving_slo_path(slo.where)
+        if slo.implied:  # the objective is the percentile (95 or 99): its fast burn can fire; only the bound can be off
+            buckets = slo.buckets
+            if not buckets[0] <= slo.threshold <= buckets[-1]:
+                yield Finding(
+                    path,
+                    f"vLLM's {slo.metric} histogram has buckets from {buckets[0] * 1000:g} ms to {buckets[-1]:g} s: a latency "
+                    "target outside them cannot be measured",
+                    f"a target between {buckets[0] * 1000:g}ms and {buckets[-1]:g}s",
+                    _value(ctx.spec, slo.where),
+                )
             continue
-        path = S.monitoring.slos[i]
         if FAST_BURN * (1 - slo.objective / 100) >= 1:
             yield Finding(
                 path.objective,
@@ -109,14 +133,14 @@ def slo_measurable(ctx: RuleContext) -> Iterable[Finding]:
                 f"an objective above {100 * (1 - 1 / FAST_BURN):.2f}%, e.g. 99",
                 slo.objective,
             )
-        threshold = float(slo.threshold)
-        if slo.kind == "inference-latency" and not VLLM_TTFT_BUCKETS[0] <= threshold <= VLLM_TTFT_BUCKETS[-1]:
+        buckets = slo.buckets
+        if slo.kind == "inference-latency" and not buckets[0] <= slo.threshold <= buckets[-1]:
             yield Finding(
                 path.threshold,
-                f"vLLM's time-to-first-token histogram has buckets from {VLLM_TTFT_BUCKETS[0] * 1000:g} ms to "
-                f"{VLLM_TTFT_BUCKETS[-1]:g} s: a threshold outside them cannot be measured",
-                f"a threshold between {VLLM_TTFT_BUCKETS[0] * 1000:g}ms and {VLLM_TTFT_BUCKETS[-1]:g}s",
-                slo.threshold,
+                f"vLLM's time-to-first-token histogram has buckets from {buckets[0] * 1000:g} ms to "
+                f"{buckets[-1]:g} s: a threshold outside them cannot be measured",
+                f"a threshold between {buckets[0] * 1000:g}ms and {buckets[-1]:g}s",
+                ctx.spec.monitoring.slos[int(slo.where[2])].threshold,
             )
 
 
@@ -163,6 +187,7 @@ def generated_alerts(spec: PlatformSpec) -> list[tuple[str, SpecPath | None, str
         STATIC_ALERTS,
         budget_alert_name,
         pool_alert_name,
+        serving_slos,
         slo_alert_name,
         slo_burn_fast_alert_name,
         slo_burn_slow_alert_name,
@@ -181,6 +206,13 @@ def generated_alerts(spec: PlatformSpec) -> list[tuple[str, SpecPath | None, str
         if slo.kind in ("inference-latency", "availability"):
             out.append((slo_burn_fast_alert_name(slo.name), at, f"SLO {slo.name}'s fast-burn alert"))
             out.append((slo_burn_slow_alert_name(slo.name), at, f"SLO {slo.name}'s slow-burn alert"))
+    for serving in serving_slos(spec):
+        if serving.implied:
+            at = serving_slo_path(serving.where)
+            what = f"workload {serving.workload}'s latency target {serving.name}"
+            out += [(slo_alert_name(serving.name), at, f"{what}: its alert"),
+                    (slo_burn_fast_alert_name(serving.name), at, f"{what}: its fast-burn alert"),
+                    (slo_burn_slow_alert_name(serving.name), at, f"{what}: its slow-burn alert")]  # fmt: skip
     for t, team in enumerate(spec.tenancy.teams):
         if team.budget is None:
             continue

@@ -22,8 +22,11 @@ from alicerce.catalog.alerts import (
     COMMUNICATION_BOUND,
     INPUT_BOUND,
     MEMORY_BOUND,
-    VLLM_TTFT_BUCKETS,
+    TPOT,
+    TTFT,
     Alert,
+    ServingSlo,
+    serving_slos,
     slo_bucket,
     slo_burn_fast_alert_name,
     slo_burn_slow_alert_name,
@@ -41,7 +44,6 @@ from alicerce.emit.kube.kpi import (
 )
 from alicerce.plan.kpi import checkpoint_stall_seconds
 from alicerce.resolve.model import ResolvedPlatform
-from alicerce.spec.models import Slo
 
 HELD = f'{GPU_UTIL}{{pod!=""}}'
 NODE_HELD = f"avg by (node, pool) ({HELD})"  # mean utilisation of the GPUs pods hold on a node
@@ -86,19 +88,23 @@ def diagnoses(rp: ResolvedPlatform) -> list[Alert]:
     ]  # fmt: skip
 
 
-def _latency_bad_ratio(slo: Slo, team_namespaces: tuple[str, ...], window: str) -> str:
-    le = slo_bucket(float(slo.threshold), VLLM_TTFT_BUCKETS)
-    sel = f'{SERVING_WORKLOAD_LABEL}="{slo.workload}",namespace=~"{"|".join(team_namespaces)}"'
+def _selector(slo: ServingSlo, team_namespaces: tuple[str, ...]) -> str:
+    return f'{SERVING_WORKLOAD_LABEL}="{slo.workload}",namespace=~"{"|".join(team_namespaces)}"'
+
+
+def _latency_bad_ratio(slo: ServingSlo, team_namespaces: tuple[str, ...], window: str) -> str:
+    le = slo_bucket(slo.threshold, slo.buckets)
+    sel = _selector(slo, team_namespaces)
     # vLLM writes 1.0 where Prometheus 3 may store 1: either spelling of the bucket's bound
     spellings = sorted({repr(le), f"{le:g}"})
     bound = "|".join(s.replace(".", "\\\\.") for s in spellings)
-    good = f'sum(rate(vllm:time_to_first_token_seconds_bucket{{{sel},le=~"{bound}"}}[{window}]))'
-    total = f"sum(rate(vllm:time_to_first_token_seconds_count{{{sel}}}[{window}]))"
+    good = f'sum(rate({slo.metric}_bucket{{{sel},le=~"{bound}"}}[{window}]))'
+    total = f"sum(rate({slo.metric}_count{{{sel}}}[{window}]))"
     return f"1 - {good} / {total}"
 
 
-def _abort_ratio(slo: Slo, team_namespaces: tuple[str, ...], window: str) -> str:
-    sel = f'{SERVING_WORKLOAD_LABEL}="{slo.workload}",namespace=~"{"|".join(team_namespaces)}"'
+def _abort_ratio(slo: ServingSlo, team_namespaces: tuple[str, ...], window: str) -> str:
+    sel = _selector(slo, team_namespaces)
     bad = f'sum(rate(vllm:request_success_total{{{sel},finished_reason="abort"}}[{window}]))'
     return f"{bad} / sum(rate(vllm:request_success_total{{{sel}}}[{window}]))"
 
@@ -108,18 +114,19 @@ SLI = "slo:sli_error:ratio_rate{}"
 
 
 def slo_burn(rp: ResolvedPlatform) -> tuple[list[dict[str, Any]], list[Alert]]:
-    """Recording rules of each inference SLO's error ratio over the burn-rate windows, and its two alerts."""
+    """Recording rules of each serving SLO's error ratio over the burn-rate windows, and its two alerts: the declared
+    ones and those a workload's ``latency:`` targets imply (alicerce.catalog.alerts.serving_slos)."""
     teams = {t.name: t for t in rp.teams}
     workloads = {w.name: w for w in rp.spec.workloads}
     records: list[dict[str, Any]] = []
     alerts: list[Alert] = []
-    for slo in rp.spec.monitoring.slos:
-        workload = workloads.get(slo.workload or "")
+    for slo in serving_slos(rp.spec):
+        workload = workloads.get(slo.workload)
         team = teams.get(workload.team) if workload is not None else None
-        if team is None or slo.kind not in ("inference-latency", "availability"):
+        if team is None:
             continue
         ratio = _latency_bad_ratio if slo.kind == "inference-latency" else _abort_ratio
-        labels = {"slo": slo.name, "workload": slo.workload or ""}
+        labels = {"slo": slo.name, "workload": slo.workload}
         records += [{"record": SLI.format(w), "expr": ratio(slo, team.namespaces, w), "labels": labels} for w in WINDOWS]
         budget = 1 - slo.objective / 100
 
@@ -127,7 +134,7 @@ def slo_burn(rp: ResolvedPlatform) -> tuple[list[dict[str, Any]], list[Alert]]:
             limit = f"{factor * budget:.6g}"
             return f'({SLI.format(long)}{{slo="{name}"}} > {limit} and {SLI.format(short)}{{slo="{name}"}} > {limit})'
 
-        what = "latency" if slo.kind == "inference-latency" else "availability"
+        what = "availability" if slo.kind == "availability" else {TTFT: "time to first token", TPOT: "time per output token"}[slo.metric]
         alerts.append(Alert(slo_burn_fast_alert_name(slo.name), f"{burn('1h', '5m', 14.4)} or {burn('6h', '30m', 6)}", "2m", "critical",
                             f"{slo.workload}: {what} SLO {slo.name} burns its 30-day error budget fast",
                             f"SLO {slo.name} ({slo.objective:g}%): at this rate the month's budget is gone within days; "

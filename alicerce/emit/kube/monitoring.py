@@ -29,8 +29,11 @@ from alicerce.catalog.alerts import (
     DCGM_EXPORTER_DOWN,
     GPU_EFFICIENCY,
     GPU_HEALTH,
+    TTFT,
     Alert,
+    ServingSlo,
     pool_alert_name,
+    serving_slos,
     slo_alert_name,
     slo_starved_alert_name,
 )
@@ -86,7 +89,15 @@ def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
 def _slo_alerts(rp: ResolvedPlatform) -> list[Alert]:
     teams = {t.name: t for t in rp.teams}
     workloads = {w.name: w for w in rp.spec.workloads}
-    alerts = [_slo_alert(slo, teams, workloads) for slo in rp.spec.monitoring.slos]
+    latency = {s.name: s for s in serving_slos(rp.spec) if s.kind == "inference-latency"}
+    # declared SLOs in the spec's order, then those the workloads' latency targets imply
+    alerts = [
+        _latency_alert(latency.pop(slo.name), teams, workloads)
+        if slo.kind == "inference-latency" and slo.name in latency
+        else _slo_alert(slo, teams, workloads)
+        for slo in rp.spec.monitoring.slos
+    ]
+    alerts += [_latency_alert(slo, teams, workloads) for slo in latency.values()]
     alerts += [_starved_alert(slo) for slo in rp.spec.monitoring.slos if slo.kind == "queue-wait" and slo.team in teams]
     return [a for a in alerts if a is not None]
 
@@ -113,20 +124,24 @@ def _starved_alert(slo: Slo) -> Alert:
                  "QuotaReserved condition, then quota, borrowing limits and capacity.")  # fmt: skip
 
 
+def _latency_alert(slo: ServingSlo, teams: dict[str, ResolvedTeam], workloads: dict[str, Any]) -> Alert | None:
+    """The percentile of a latency SLO over 5 minutes above its threshold for 10: what the objective is stated in."""
+    team = teams.get(workloads[slo.workload].team) if slo.workload in workloads else None
+    if team is None or slo.percentile is None:
+        return None
+    quantile = slo.percentile / 100
+    # the workload's own pods, whatever namespace of the team they run in (scraped by serving_monitors)
+    selector = f'{WORKLOAD_TARGET_LABEL}="{slo.workload}",namespace=~"{"|".join(team.namespaces)}"'
+    expr = f"histogram_quantile({quantile:g}, sum by (le) (rate({slo.metric}_bucket{{{selector}}}[5m]))) > {slo.threshold:g}"
+    what = "time to first token" if slo.metric == TTFT else "time per output token"
+    return Alert(slo_alert_name(slo.name), expr, "10m", "critical",
+                 f"{slo.workload}: p{slo.percentile:g} {what} above {slo.threshold * 1000:g} ms",
+                 f"SLO {slo.name}: p{slo.percentile:g} under {slo.threshold * 1000:g} ms for {slo.objective:g}% of the time.")  # fmt: skip
+
+
 def _slo_alert(slo: Slo, teams: dict[str, ResolvedTeam], workloads: dict[str, Any]) -> Alert | None:
     name = slo_alert_name(slo.name)
     threshold = float(slo.threshold)
-    if slo.kind == "inference-latency" and slo.workload in workloads and slo.percentile is not None:
-        team = teams.get(workloads[slo.workload].team)
-        if team is None:
-            return None
-        quantile = slo.percentile / 100
-        # the workload's own pods, whatever namespace of the team they run in (scraped by serving_monitors)
-        selector = f'{WORKLOAD_TARGET_LABEL}="{slo.workload}",namespace=~"{"|".join(team.namespaces)}"'
-        expr = f"histogram_quantile({quantile:g}, sum by (le) (rate({TTFT_METRIC}{{{selector}}}[5m]))) > {threshold:g}"
-        return Alert(name, expr, "10m", "critical",
-                     f"{slo.workload}: p{slo.percentile:g} time to first token above {threshold * 1000:g} ms",
-                     f"SLO {slo.name}: p{slo.percentile:g} under {threshold * 1000:g} ms for {slo.objective:g}% of the time.")  # fmt: skip
     if slo.kind == "queue-wait" and slo.team in teams:
         quantile = slo.objective / 100
         expr = (

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from alicerce.catalog.alerts import DIAGNOSES, slo_bucket
+from alicerce.catalog.alerts import DIAGNOSES, slo_alert_name, slo_bucket
 from tests.emit.kube.scrape import dcgm_series, series
 from tests.emit.kube.test_monitoring import dcgm_scraped, expected, needs_promtool, platform, rules_of, run_promtool
 from tests.emit.kube.upstream import load
@@ -183,3 +183,48 @@ def test_diagnoses_and_burn_alerts_can_be_overridden_by_name() -> None:
     )
     rules = rules_of(validated(load_text(text, "p.yaml"), "prod"), "aws")
     assert "GPUMemoryBound" not in rules and rules["SLOChatLatencyBurnSlow"]["labels"]["severity"] == "info"
+
+
+@needs_promtool
+def test_a_workload_latency_target_is_an_slo_with_burn_rate_alerts(tmp_path: Path) -> None:
+    """chat-70b declares p99 50 ms per output token on the workload itself (no monitoring.slos entry): the SLI reads
+    vLLM's time-per-output-token histogram at its 50 ms bucket, and its page fires on a fast burn, not on a trickle."""
+    rp = platform()
+    rules = rules_of(rp, "aws")
+    name = slo_alert_name("chat-70b-tpot-p99")
+    assert {name, f"{name}BurnFast", f"{name}BurnSlow"} <= set(rules)
+    # the time to first token target is the declared chat-latency SLO's (same percentile): stated once
+    assert "SLOChat70bTtftP99BurnFast" not in rules
+    buckets = load("vllm", "005a810bc40f", "metrics.json")["metrics"]["vllm:time_per_output_token_seconds"]["buckets"]
+    assert slo_bucket(0.05, tuple(buckets)) == 0.05
+    pod = 'namespace="serving",pod="chat-70b-0",alicerce_dev_workload="chat-70b",model_name="chat",engine="0"'
+
+    def tokens(slow_per_minute: int) -> list[dict[str, str]]:
+        metric = "vllm:time_per_output_token_seconds"
+        return [
+            {"series": f'{metric}_bucket{{{pod},le="0.05"}}', "values": f"0+{6000 - slow_per_minute}x90"},
+            {"series": f'{metric}_bucket{{{pod},le="+Inf"}}', "values": "0+6000x90"},
+            {"series": f"{metric}_count{{{pod}}}", "values": "0+6000x90"},
+        ]
+
+    labels = {"slo": "chat-70b-tpot-p99", "workload": "chat-70b"}
+    check(f"{name}BurnFast", tokens(1200), "70m", [expected(rules[f"{name}BurnFast"], labels, "")], tmp_path / "a", site="aws")
+    # 0.5% of token intervals slower than 50 ms against a 1% budget: no page, no ticket
+    check(f"{name}BurnFast", tokens(30), "70m", [], tmp_path / "b", site="aws")
+    check(f"{name}BurnSlow", tokens(30), "70m", [], tmp_path / "c", site="aws")
+
+
+def test_a_latency_target_outside_the_histogram_is_a_located_error() -> None:
+    from alicerce.rules.validate import validated
+    from alicerce.spec.errors import SpecInvalid
+    from alicerce.spec.loader import load_text
+    from tests.conftest import ROOT
+
+    text = (ROOT / "platform.yaml").read_text().replace("timePerOutputToken: {p99: 50ms}", "timePerOutputToken: {p99: 5ms}", 1)
+    try:
+        validated(load_text(text, "p.yaml"), "prod")
+    except SpecInvalid as e:
+        found = [x for x in e.errors if x.rule == "AL360"]
+    else:
+        raise AssertionError("a 5 ms target per output token validated")
+    assert len(found) == 1 and found[0].path == ("workloads", 2, "latency", "timePerOutputToken", "p99"), found
