@@ -66,16 +66,16 @@ def kpi_targets(
             )
         elif slo.kind == "gpu-utilization":
             out.append(KpiTarget("site:gpu_effective_utilization:ratio", "platform", ">=", threshold, "ratio", source))
-    for serving in serving_slos(platform.spec):
-        if serving.kind != "inference-latency" or serving.percentile is None:
+    for slo_ in serving_slos(platform.spec):
+        if slo_.kind != "inference-latency" or slo_.percentile is None:
             continue
-        source = f"monitoring.slos {serving.name}" if not serving.implied else f"workloads {serving.workload} latency"
-        if serving.metric == TTFT:  # recorded per workload at p50/p95/p99 (alicerce.emit.kube.kpi.serving_rules)
-            series = f"workload:vllm_time_to_first_token_seconds:p{serving.percentile:g}"
-            out.append(KpiTarget(series, serving.workload, "<=", serving.threshold, "s", source))
+        source = f"monitoring.slos {slo_.name}" if not slo_.implied else f"workloads {slo_.workload} latency"
+        if slo_.metric == TTFT:  # recorded per workload at p50/p95/p99 (alicerce.emit.kube.kpi.serving_rules)
+            series = f"workload:vllm_time_to_first_token_seconds:p{slo_.percentile:g}"
+            out.append(KpiTarget(series, slo_.workload, "<=", slo_.threshold, "s", source))
         # one per SLO (a workload may have several: its time to first token and per output token), by the slo label
-        budget = 1 - serving.objective / 100
-        out.append(KpiTarget("slo:sli_error:ratio_rate1h", serving.name, "<=", budget, "ratio", source + " (error budget)"))
+        budget = 1 - slo_.objective / 100
+        out.append(KpiTarget("slo:sli_error:ratio_rate1h", slo_.name, "<=", budget, "ratio", source + " (error budget)"))
     for pool, utilization in pools:
         if utilization is not None and utilization >= MEANINGFUL_UTILIZATION:  # below, the plan reports the idle pool (PL307/PL308)
             out.append(KpiTarget("pool:gpu_effective_utilization:ratio", pool, ">=", utilization, "ratio", "plan: forecast utilisation"))

@@ -295,3 +295,35 @@ def team_namespaces_not_reserved(ctx: RuleContext) -> Iterable[Finding]:
                 "rename the team, or list its own namespaces",
                 team.name,
             )
+
+
+@rules.rule("AL362", "budget-stop-has-queue", "A budget that stops admitting belongs to a team with a Kueue ClusterQueue to hold.")
+def budget_stop_has_queue(ctx: RuleContext) -> Iterable[Finding]:
+    """The guard holds the team's ClusterQueue (alicerce.emit.kube.budgets): without Kueue there is none, and a team
+    without a GPU quota has only CPU flavors there, none of whose use the cost rules count: its spend never moves."""
+    for team in ctx.resolved.teams:
+        budget = team.spec.budget
+        if budget is None or budget.on_exhausted != "stopAdmitting":
+            continue
+        at = S.tenancy.teams[team.index].budget.on_exhausted
+        if not ctx.spec.operators.kueue.enabled:
+            yield Finding(at, f"team {team.name}'s budget would stop its Kueue ClusterQueue, but Kueue is disabled",
+                          "enable operators.kueue, or set onExhausted: alert", budget.on_exhausted)  # fmt: skip
+        elif not team.quotas:
+            yield Finding(at, f"team {team.name} has no GPU quota, so no ClusterQueue whose GPU spend its budget counts",
+                          "give the team a quota on a GPU pool, or set onExhausted: alert", budget.on_exhausted)  # fmt: skip
+
+
+@rules.rule("AL363", "budget-stop-measured", "A budget that stops admitting is measured: the monitoring stack records its spend.")
+def budget_stop_measured(ctx: RuleContext) -> Iterable[Finding]:
+    if ctx.spec.operators.monitoring.enabled:
+        return
+    for team in ctx.resolved.teams:
+        budget = team.spec.budget
+        if budget is not None and budget.on_exhausted == "stopAdmitting":
+            yield Finding(
+                S.tenancy.teams[team.index].budget.on_exhausted,
+                f"team {team.name}'s budget guard reads its spend from Prometheus, which operators.monitoring disables",
+                "enable operators.monitoring, or set onExhausted: alert",
+                budget.on_exhausted,
+            )

@@ -37,6 +37,7 @@ from alicerce.catalog.alerts import (
     slo_alert_name,
     slo_starved_alert_name,
 )
+from alicerce.emit.kube.budgets import budget_guard
 from alicerce.emit.kube.common import MANAGED, meta
 from alicerce.emit.kube.costs import BUDGET, budget_alerts, cost_rules
 from alicerce.emit.kube.dashboards import dashboards
@@ -313,4 +314,4 @@ def monitoring_objects(rp: ResolvedPlatform, site_name: str) -> list[dict[str, A
         "metadata": {"name": DASHBOARD_NAME, "namespace": MONITORING_NAMESPACE, "labels": {**labels, "grafana_dashboard": "1"}},
         "data": {key: json.dumps(board, indent=1, sort_keys=True) for key, board in dashboards(rp, groups).items()},
     }
-    return [rule, dashboard, *serving_monitors(rp, site), *host_node_exporters(site)]
+    return [rule, dashboard, *serving_monitors(rp, site), *host_node_exporters(site), *budget_guard(rp, site, groups)]

@@ -253,9 +253,11 @@ def test_overrides_drop_or_retune_alerts() -> None:
 def test_monitoring_objects_join_the_cluster_objects_after_the_monitoring_chart() -> None:
     rp = platform("prod")
     objs = [o for o in cluster_objects(rp, "aws") if o["metadata"].get("namespace") == "monitoring"]
-    assert [o["kind"] for o in objs] == ["ConfigMap", "PodMonitor", "PrometheusRule"]
+    # the dashboards and the rules, the serving PodMonitor, and research's budget guard (ConfigMap, CronJob, ServiceAccount)
+    assert [o["kind"] for o in objs] == ["ConfigMap", "ConfigMap", "CronJob", "PodMonitor", "PrometheusRule", "ServiceAccount"]
     assert {crd_owner(o) for o in objs} == {"kube-prometheus-stack"}
-    assert objs == sorted(monitoring_objects(rp, "aws"), key=lambda o: o["kind"])
+    namespaced = [o for o in monitoring_objects(rp, "aws") if "namespace" in o["metadata"]]
+    assert objs == sorted(namespaced, key=lambda o: (o["kind"], o["metadata"]["name"]))
     [monitor] = [o for o in objs if o["kind"] == "PodMonitor"]
     assert monitor["spec"]["namespaceSelector"] == {"matchNames": ["serving", "serving-canary"]}
     assert monitor["spec"]["selector"] == {"matchLabels": {"alicerce.dev/workload": "chat-70b"}}
