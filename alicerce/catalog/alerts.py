@@ -64,6 +64,29 @@ VLLM_TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5,
                      20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)  # fmt: skip
 
 
+# The buckets of Kueue's admission wait histogram (kueue v0.19.2 pkg/metrics/metrics.go 541-548,
+# generateExponentialBuckets(16) at 976-978: 1, then 2.5 doubling 15 times).
+KUEUE_WAIT_BUCKETS = (1.0, *(2.5 * 2**k for k in range(15)))
+
+
+def bucket_bound(threshold: float, buckets: tuple[float, ...]) -> float | None:
+    """The bucket bound equal to ``threshold``, or None. Only at a bound does a histogram say exactly which share of
+    observations was above the threshold: between two, the share is an interpolation (histogram_quantile's), and an
+    SLO alert on it fires while the SLO is met or stays silent while it is missed."""
+    return next((b for b in buckets if abs(b - threshold) <= 1e-9 * max(b, 1.0)), None)
+
+
+def nearest_bounds(threshold: float, buckets: tuple[float, ...]) -> str:
+    """The bounds either side of a threshold, for a hint: ``750ms or 1s``."""
+
+    def text(b: float) -> str:
+        return f"{b * 1000:g}ms" if b < 1 else f"{b:g}s"
+
+    below = [b for b in buckets if b < threshold]
+    above = [b for b in buckets if b > threshold]
+    return " or ".join(text(b) for b in (below[-1:] + above[:1]))
+
+
 def slo_bucket(threshold: float, buckets: tuple[float, ...] = VLLM_TTFT_BUCKETS) -> float:
     """The largest bucket bound not above the threshold (a request between it and the threshold counts as slow:
     the SLI errs on the strict side), or the smallest bound when the threshold is below all of them."""
@@ -88,7 +111,7 @@ class ServingSlo:
     name: str
     kind: str  # inference-latency | availability
     workload: str
-    objective: float  # percent of requests (or token intervals) that must meet the threshold
+    objective: float  # percent of time (latency: the percentile must hold) or of requests (availability)
     threshold: float  # seconds (latency); unused for availability
     percentile: float | None
     metric: str  # the vLLM histogram a latency SLI reads
@@ -97,6 +120,14 @@ class ServingSlo:
     @property
     def buckets(self) -> tuple[float, ...]:
         return LATENCY_HISTOGRAMS[self.metric]
+
+    @property
+    def error_budget(self) -> float:
+        """The share of requests (token intervals) allowed to miss: a p99 under 800 ms allows 1% slower than 800 ms
+        (the percentile says it, whatever share of the time it must hold); availability: 1 - objective."""
+        if self.kind == "inference-latency" and self.percentile is not None:
+            return 1 - self.percentile / 100
+        return 1 - self.objective / 100
 
     @property
     def implied(self) -> bool:
@@ -129,6 +160,8 @@ def serving_slos(spec: Any) -> list[ServingSlo]:
                 threshold = getattr(target, f"p{percentile}")
                 if threshold is None or (workload.name, metric, percentile) in stated:
                     continue
+                if bucket_bound(float(threshold), LATENCY_HISTOGRAMS[metric]) is None:
+                    continue  # not measurable exactly: the plan still sizes for it; no SLO alert would be right
                 where = ("workloads", i, "latency", field, f"p{percentile}")
                 name = f"{workload.name}-{short}-p{percentile}"
                 out.append(ServingSlo(name, "inference-latency", workload.name, float(percentile), float(threshold), float(percentile),

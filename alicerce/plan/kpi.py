@@ -74,7 +74,7 @@ def kpi_targets(
             series = f"workload:vllm_time_to_first_token_seconds:p{slo_.percentile:g}"
             out.append(KpiTarget(series, slo_.workload, "<=", slo_.threshold, "s", source))
         # one per SLO (a workload may have several: its time to first token and per output token), by the slo label
-        budget = 1 - slo_.objective / 100
+        budget = slo_.error_budget
         out.append(KpiTarget("slo:sli_error:ratio_rate1h", slo_.name, "<=", budget, "ratio", source + " (error budget)"))
     for pool, utilization in pools:
         if utilization is not None and utilization >= MEANINGFUL_UTILIZATION:  # below, the plan reports the idle pool (PL307/PL308)

@@ -101,46 +101,45 @@ def serving_slo_path(where: tuple[str | int, ...]) -> SpecPath:
     return path
 
 
-def _value(spec: PlatformSpec, where: tuple[str | int, ...]) -> object:
-    value: object = spec
-    for part in where:
-        value = value[part] if isinstance(part, int) else getattr(value, part)  # type: ignore[index]
-    return value
-
-
-@rules.rule("AL360", "slo-measurable", "Inference SLOs can be measured and their burn-rate alerts can fire.")
+@rules.rule("AL360", "slo-measurable", "SLOs can be measured exactly and their burn-rate alerts can fire.")
 def slo_measurable(ctx: RuleContext) -> Iterable[Finding]:
-    from alicerce.catalog.alerts import serving_slos
+    """A histogram says exactly which share of observations was above a threshold only at one of its bucket bounds;
+    between two, an alert on it fires while the SLO is met or stays silent while it is missed."""
+    from alicerce.catalog.alerts import KUEUE_WAIT_BUCKETS, LATENCY_HISTOGRAMS, TTFT, bucket_bound, nearest_bounds, serving_slos
 
     for slo in serving_slos(ctx.spec):
-        path = serving_slo_path(slo.where)
-        if slo.implied:  # the objective is the percentile (95 or 99): its fast burn can fire; only the bound can be off
-            buckets = slo.buckets
-            if not buckets[0] <= slo.threshold <= buckets[-1]:
-                yield Finding(
-                    path,
-                    f"vLLM's {slo.metric} histogram has buckets from {buckets[0] * 1000:g} ms to {buckets[-1]:g} s: a latency "
-                    "target outside them cannot be measured",
-                    f"a target between {buckets[0] * 1000:g}ms and {buckets[-1]:g}s",
-                    _value(ctx.spec, slo.where),
-                )
+        if slo.implied:  # made only at a bound (serving_slos); the percentile (95 or 99) lets its fast burn fire
             continue
-        if FAST_BURN * (1 - slo.objective / 100) >= 1:
+        path = serving_slo_path(slo.where)
+        budget = slo.error_budget
+        if FAST_BURN * budget >= 1:
+            what = f"a p{slo.percentile:g}" if slo.kind == "inference-latency" else f"an objective of {slo.objective:g}%"
+            field = path.percentile if slo.kind == "inference-latency" else path.objective
             yield Finding(
-                path.objective,
-                f"an objective of {slo.objective:g}% leaves an error budget so large that its fast burn-rate alert "
-                f"({FAST_BURN:g}x the budget) waits for more than 100% errors: it can never fire",
-                f"an objective above {100 * (1 - 1 / FAST_BURN):.2f}%, e.g. 99",
-                slo.objective,
+                field,
+                f"{what} leaves an error budget so large that its fast burn-rate alert ({FAST_BURN:g}x the budget) waits "
+                "for more than 100% errors: it can never fire",
+                f"above {100 * (1 - 1 / FAST_BURN):.2f}, e.g. 99",
+                slo.percentile if slo.kind == "inference-latency" else slo.objective,
             )
-        buckets = slo.buckets
-        if slo.kind == "inference-latency" and not buckets[0] <= slo.threshold <= buckets[-1]:
+        if slo.kind == "inference-latency" and bucket_bound(slo.threshold, LATENCY_HISTOGRAMS[TTFT]) is None:
+            declared = ctx.spec.monitoring.slos[int(slo.where[2])].threshold
             yield Finding(
                 path.threshold,
-                f"vLLM's time-to-first-token histogram has buckets from {buckets[0] * 1000:g} ms to "
-                f"{buckets[-1]:g} s: a threshold outside them cannot be measured",
-                f"a threshold between {buckets[0] * 1000:g}ms and {buckets[-1]:g}s",
-                ctx.spec.monitoring.slos[int(slo.where[2])].threshold,
+                f"vLLM's time-to-first-token histogram has no bucket at {slo.threshold * 1000:g} ms: the share of requests "
+                "slower than it cannot be measured exactly",
+                f"a bucket bound: {nearest_bounds(slo.threshold, LATENCY_HISTOGRAMS[TTFT])}",
+                declared,
+            )
+    for i, declared_slo in enumerate(ctx.spec.monitoring.slos):
+        threshold = float(declared_slo.threshold)
+        if declared_slo.kind == "queue-wait" and bucket_bound(threshold, KUEUE_WAIT_BUCKETS) is None:
+            yield Finding(
+                S.monitoring.slos[i].threshold,
+                f"Kueue's admission-wait histogram has no bucket at {threshold:g} s: the share of jobs that waited longer "
+                "cannot be measured exactly",
+                f"a bucket bound: {nearest_bounds(threshold, KUEUE_WAIT_BUCKETS)}",
+                declared_slo.threshold,
             )
 
 

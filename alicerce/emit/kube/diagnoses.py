@@ -26,6 +26,7 @@ from alicerce.catalog.alerts import (
     TTFT,
     Alert,
     ServingSlo,
+    bucket_bound,
     serving_slos,
     slo_bucket,
     slo_burn_fast_alert_name,
@@ -92,15 +93,24 @@ def _selector(slo: ServingSlo, team_namespaces: tuple[str, ...]) -> str:
     return f'{SERVING_WORKLOAD_LABEL}="{slo.workload}",namespace=~"{"|".join(team_namespaces)}"'
 
 
-def _latency_bad_ratio(slo: ServingSlo, team_namespaces: tuple[str, ...], window: str) -> str:
-    le = slo_bucket(slo.threshold, slo.buckets)
-    sel = _selector(slo, team_namespaces)
-    # vLLM writes 1.0 where Prometheus 3 may store 1: either spelling of the bucket's bound
-    spellings = sorted({repr(le), f"{le:g}"})
-    bound = "|".join(s.replace(".", "\\\\.") for s in spellings)
-    good = f'sum(rate({slo.metric}_bucket{{{sel},le=~"{bound}"}}[{window}]))'
-    total = f"sum(rate({slo.metric}_count{{{sel}}}[{window}]))"
+def le_matcher(bound: float) -> str:
+    """A ``le`` matcher for one bucket bound, whichever way the exporter spelt it (vLLM writes 1.0, Go clients 1;
+    Prometheus 3 may store either)."""
+    spellings = sorted({repr(bound), f"{bound:g}"})
+    return "|".join(s.replace(".", "\\\\.") for s in spellings)
+
+
+def share_above(histogram: str, selector: str, bound: float, window: str) -> str:
+    """The share of a histogram's observations above one of its bucket bounds over ``window``: exact at a bound."""
+    good = f'sum(rate({histogram}_bucket{{{selector},le=~"{le_matcher(bound)}"}}[{window}]))'
+    total = f"sum(rate({histogram}_count{{{selector}}}[{window}]))"
     return f"1 - {good} / {total}"
+
+
+def latency_bad_ratio(slo: ServingSlo, team_namespaces: tuple[str, ...], window: str) -> str:
+    """Requests (token intervals) slower than the SLO's threshold, a bound of the histogram (AL360)."""
+    bound = bucket_bound(slo.threshold, slo.buckets) or slo_bucket(slo.threshold, slo.buckets)
+    return share_above(slo.metric, _selector(slo, team_namespaces), bound, window)
 
 
 def _abort_ratio(slo: ServingSlo, team_namespaces: tuple[str, ...], window: str) -> str:
@@ -125,10 +135,13 @@ def slo_burn(rp: ResolvedPlatform) -> tuple[list[dict[str, Any]], list[Alert]]:
         team = teams.get(workload.team) if workload is not None else None
         if team is None:
             continue
-        ratio = _latency_bad_ratio if slo.kind == "inference-latency" else _abort_ratio
+        ratio = latency_bad_ratio if slo.kind == "inference-latency" else _abort_ratio
         labels = {"slo": slo.name, "workload": slo.workload}
         records += [{"record": SLI.format(w), "expr": ratio(slo, team.namespaces, w), "labels": labels} for w in WINDOWS]
-        budget = 1 - slo.objective / 100
+        budget = slo.error_budget
+        stated = f"{budget:.3g} of requests may miss it" if slo.kind == "availability" else f"{budget:.3g} of them may be slower"
+        if slo.kind == "inference-latency":
+            stated = f"p{slo.percentile:g} under {slo.threshold * 1000:g} ms: {stated}"
 
         def burn(long: str, short: str, factor: float, name: str = slo.name, budget: float = budget) -> str:
             limit = f"{factor * budget:.6g}"
@@ -137,10 +150,10 @@ def slo_burn(rp: ResolvedPlatform) -> tuple[list[dict[str, Any]], list[Alert]]:
         what = "availability" if slo.kind == "availability" else {TTFT: "time to first token", TPOT: "time per output token"}[slo.metric]
         alerts.append(Alert(slo_burn_fast_alert_name(slo.name), f"{burn('1h', '5m', 14.4)} or {burn('6h', '30m', 6)}", "2m", "critical",
                             f"{slo.workload}: {what} SLO {slo.name} burns its 30-day error budget fast",
-                            f"SLO {slo.name} ({slo.objective:g}%): at this rate the month's budget is gone within days; "
+                            f"SLO {slo.name} ({stated}): at this rate the month's budget is gone within days; "
                             "check the serving pods' queue (vllm:num_requests_waiting), replicas and recent rollouts."))  # fmt: skip
         alerts.append(Alert(slo_burn_slow_alert_name(slo.name), burn("3d", "6h", 1), "1h", "warning",
                             f"{slo.workload}: {what} SLO {slo.name} spends its error budget faster than it earns it",
-                            f"SLO {slo.name} ({slo.objective:g}%): over three days errors exceed the budget; plan capacity "
+                            f"SLO {slo.name} ({stated}): over three days errors exceed the budget; plan capacity "
                             "(`alicerce plan`) or relax the SLO."))  # fmt: skip
     return records, alerts

@@ -149,21 +149,30 @@ def test_slo_burn_rate_pages_on_a_fast_burn_and_not_on_a_slow_trickle(tmp_path: 
     rp = platform()
     rules = rules_of(rp, "aws")
     pod = 'namespace="serving",pod="chat-70b-0",alicerce_dev_workload="chat-70b",model_name="chat",engine="0"'
-    bound = slo_bucket(0.8)
-    assert bound == 0.75 and bound in load("vllm", "005a810bc40f", "metrics.json")["metrics"]["vllm:time_to_first_token_seconds"]["buckets"]
+    assert 1.0 in load("vllm", "005a810bc40f", "metrics.json")["metrics"]["vllm:time_to_first_token_seconds"]["buckets"]
 
-    def traffic(slow_per_minute: int) -> list[dict[str, str]]:
-        return [
-            {"series": f'vllm:time_to_first_token_seconds_bucket{{{pod},le="0.75"}}', "values": f"0+{600 - slow_per_minute}x90"},
-            {"series": f'vllm:time_to_first_token_seconds_bucket{{{pod},le="+Inf"}}', "values": "0+600x90"},
-            {"series": f"vllm:time_to_first_token_seconds_count{{{pod}}}", "values": "0+600x90"},
-        ]
+    def traffic(slow_per_minute: int, minutes: int = 90, interval: str = "1m") -> list[dict[str, Any]]:
+        return [{"interval": interval, "input_series": [
+            {"series": f'vllm:time_to_first_token_seconds_bucket{{{pod},le="1.0"}}', "values": f"0+{1000 - slow_per_minute}x{minutes}"},
+            {"series": f'vllm:time_to_first_token_seconds_bucket{{{pod},le="+Inf"}}', "values": f"0+1000x{minutes}"},
+            {"series": f"vllm:time_to_first_token_seconds_count{{{pod}}}", "values": f"0+1000x{minutes}"},
+        ]}]  # fmt: skip
+
+    def check_at(inputs: list[dict[str, Any]], names: list[str], at: str, fired: list[dict[str, Any]], folder: Path) -> None:
+        folder.mkdir()
+        tests = [{"eval_time": at, "alertname": name, "exp_alerts": fired} for name in names]
+        run_promtool(rp, "aws", [{**inputs[0], "alert_rule_test": tests}], folder)
 
     fast = {"slo": "chat-latency", "workload": "chat-70b"}
-    check("SLOChatLatencyBurnFast", traffic(60), "70m", [expected(rules["SLOChatLatencyBurnFast"], fast, "")], tmp_path / "a", site="aws")
-    # 0.2% slow against a 0.5% budget: within the SLO, no page and no ticket
-    check("SLOChatLatencyBurnFast", traffic(1), "70m", [], tmp_path / "b", site="aws")
-    check("SLOChatLatencyBurnSlow", traffic(1), "70m", [], tmp_path / "c", site="aws")
+    check_at(traffic(200), ["SLOChatLatencyBurnFast"], "70m", [expected(rules["SLOChatLatencyBurnFast"], fast, "")], tmp_path / "a")
+    # p99 under 1 s allows 1% of requests slower than 1 s: 0.8% for three days is within the SLO (review T1: the budget
+    # was the objective's 0.5%, and the slow burn fired on an SLO being met)
+    check_at(traffic(8, 900, "5m"), ["SLOChatLatencyBurnSlow", "SLOChatLatencyBurnFast", "SLOChatLatency"], "74h", [], tmp_path / "b")
+    # 3% slower for three days: the month's budget goes in ten days
+    slow = {"slo": "chat-latency", "workload": "chat-70b"}
+    check_at(
+        traffic(30, 900, "5m"), ["SLOChatLatencyBurnSlow"], "74h", [expected(rules["SLOChatLatencyBurnSlow"], slow, "")], tmp_path / "e"
+    )
 
 
 def test_diagnoses_and_burn_alerts_can_be_overridden_by_name() -> None:
@@ -214,17 +223,13 @@ def test_a_workload_latency_target_is_an_slo_with_burn_rate_alerts(tmp_path: Pat
     check(f"{name}BurnSlow", tokens(30), "70m", [], tmp_path / "c", site="aws")
 
 
-def test_a_latency_target_outside_the_histogram_is_a_located_error() -> None:
+def test_a_latency_target_between_buckets_makes_no_slo() -> None:
+    """An SLO on a threshold between two bucket bounds would guess at the share of slow requests: a workload's
+    sizing target there (aws-only's p95 400 ms) makes no SLO; a declared SLO there is refused (AL360 fixtures)."""
     from alicerce.rules.validate import validated
-    from alicerce.spec.errors import SpecInvalid
     from alicerce.spec.loader import load_text
     from tests.conftest import ROOT
 
-    text = (ROOT / "platform.yaml").read_text().replace("timePerOutputToken: {p99: 50ms}", "timePerOutputToken: {p99: 5ms}", 1)
-    try:
-        validated(load_text(text, "p.yaml"), "prod")
-    except SpecInvalid as e:
-        found = [x for x in e.errors if x.rule == "AL360"]
-    else:
-        raise AssertionError("a 5 ms target per output token validated")
-    assert len(found) == 1 and found[0].path == ("workloads", 2, "latency", "timePerOutputToken", "p99"), found
+    text = (ROOT / "platform.yaml").read_text().replace("timePerOutputToken: {p99: 50ms}", "timePerOutputToken: {p99: 60ms}", 1)
+    rules = rules_of(validated(load_text(text, "p.yaml"), "prod"), "aws")
+    assert not [name for name in rules if "Tpot" in name]
