@@ -189,23 +189,29 @@ def slo_starved_alert_name(slo: str) -> str:
 CRITICAL_XIDS = (48, 63, 64, 74, 79, 94, 95, 119, 120)
 
 
+# the series of every GPU DCGM exporter reports carry these labels (dcgm-exporter render_metrics.go 47)
+GPU_KEY = "Hostname, gpu, UUID"
+# One series per GPU: the exporter's series of a GPU changes its labels when a pod takes or releases the GPU (pod and
+# namespace come and go), so a per-series changes() or increase() misses what happens as a job dies: the XID that
+# kills the job arrives on a new, unattributed series whose first sample is already the XID (review T6).
+XID = f"max by ({GPU_KEY}) (DCGM_FI_DEV_XID_ERRORS)"
+
+
 def _xid_match() -> str:
-    return " or ".join(f"DCGM_FI_DEV_XID_ERRORS == {x}" for x in CRITICAL_XIDS)
+    return " or ".join(f"{XID} == {x}" for x in CRITICAL_XIDS)
 
 
 # DCGM_FI_DEV_XID_ERRORS is a gauge holding the last XID a GPU reported (dcgm-exporter default-counters.csv),
-# never reset: an alert on its value would fire forever. The alerts fire while the value has changed within
-# the window and clear after it; a first sample (an exporter restart, a GPU newly assigned to a pod, whose
-# series gains pod labels) is no change and raises nothing.
+# never reset: an alert on its value would fire forever. The alerts fire while the GPU's value has changed within
+# the window and clear after it; a first sample (an exporter restart, a new GPU) is no change and raises nothing.
 XID_WINDOW = "10m"
-XID_CHANGED = f"changes(DCGM_FI_DEV_XID_ERRORS[{XID_WINDOW}]) > 0"
-# the series of every GPU DCGM exporter reports carry these labels (dcgm-exporter render_metrics.go 47)
-GPU_KEY = "Hostname, gpu, UUID"
+XID_CHANGED = f"changes({XID}[{XID_WINDOW}:30s]) > 0"
+REMAPPED = f"max by ({GPU_KEY}) (DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS)"
 
 GPU_HEALTH: tuple[Alert, ...] = (
     Alert(
         "GPUCriticalXid",
-        f"max by ({GPU_KEY}) (({_xid_match()}) and {XID_CHANGED})",
+        f"({_xid_match()}) and {XID_CHANGED}",
         "0m",
         "critical",
         "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported a critical XID",
@@ -213,7 +219,7 @@ GPU_HEALTH: tuple[Alert, ...] = (
     ),
     Alert(
         "GPUXidError",
-        f"max by ({GPU_KEY}) (DCGM_FI_DEV_XID_ERRORS != 0 and {XID_CHANGED})",
+        f"{XID} != 0 and {XID_CHANGED}",
         "0m",
         "warning",
         "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $value }}",
@@ -229,7 +235,8 @@ GPU_HEALTH: tuple[Alert, ...] = (
     ),
     Alert(
         "GPUUncorrectableRemappedRows",
-        "increase(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS[1h]) > 0",
+        # the GPU's count now above its lowest of the hour: it rose (the count is the GPU's, kept across exporter restarts)
+        f"{REMAPPED} - min_over_time({REMAPPED}[1h:1m]) > 0",
         "0m",
         "warning",
         "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} remapped rows after uncorrectable errors",

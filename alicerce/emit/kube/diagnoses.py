@@ -60,8 +60,11 @@ def diagnoses(rp: ResolvedPlatform) -> list[Alert]:
     stall = f"({NODE_HELD} < 0.1) and on (node) ({NODE_IO_PRESSURE} > {IO_SATURATED}) and on (node) ({NODE_WRITE} > {NODE_READ})"
     memory = f"count by (namespace, pod, node) (({GPU_FB} > 0.95) and ({HELD} > 0.5) and ({GPU_ACTIVE} < 0.3)) > 0"
     comms = f'(avg by (node, pool) ({GPU_TENSOR}{{pod!=""}}) < 0.15) and on (node) ({NODE_HELD} > 0.8) and on (node) ({NODE_IB_UTIL} > 0.6)'
+    # what sits idle in the cohort on each pool: quotas minus all use, borrowed GPUs included (a borrower's usage above
+    # its quota is a lender's quota in use); a lender's own quota minus its own usage would count lent GPUs as idle
     idle = "clamp_min(team_pool:kueue_gpu_quota:sum - team_pool:kueue_gpu_usage:sum, 0)"
-    others_idle = f"sum by (team) ({idle} * 0 + on (pool) group_left () sum by (pool) ({idle}) - {idle})"
+    cohort = "clamp_min(sum by (pool) (team_pool:kueue_gpu_quota:sum) - sum by (pool) (team_pool:kueue_gpu_usage:sum), 0)"
+    others_idle = f"sum by (team) (clamp_min({idle} * 0 + on (pool) group_left () {cohort} - {idle}, 0))"
     pending = "max by (team) (team:kueue_gpus_pending:sum)"
     borrowing = f"({pending} > 0) and on (team) ({others_idle} >= on (team) {pending})"
     return [

@@ -143,6 +143,20 @@ def test_borrowing_misconfigured_fires_when_a_team_queues_beside_idle_quota(tmp_
     check("KueueBorrowingMisconfigured", state(40), "45m", [expected(rule, {"team": "applied-ml"}, "")], tmp_path / "a", site="aws")
     check("KueueBorrowingMisconfigured", state(90), "45m", [], tmp_path / "b", site="aws")  # 6 idle: nothing to borrow
 
+    # review T8: research already borrows applied-ml's 32 idle GPUs (usage 128 = 96 + 32) and queues 16 more: nothing
+    # is idle in the cohort, though applied-ml's own quota minus its own usage says 32
+    def lent() -> list[dict[str, str]]:
+        def cq(metric: str, queue: str, value: float) -> dict[str, str]:
+            labels = f'cohort="acme",cluster_queue="{queue}",flavor="train-p5",resource="nvidia.com/gpu",replica_role="standalone"'
+            return {"series": f"{metric}{{{labels}}}", "values": f"{value:g}{STEPS}"}
+
+        research = 'cluster_queue="research",resource="nvidia.com/gpu",replica_role="standalone"'
+        return [cq("kueue_cluster_queue_nominal_quota", "research", 96), cq("kueue_cluster_queue_resource_usage", "research", 128),
+                cq("kueue_cluster_queue_nominal_quota", "applied-ml", 32), cq("kueue_cluster_queue_resource_usage", "applied-ml", 0),
+                {"series": f"kueue_cluster_queue_resource_pending{{{research}}}", "values": f"16{STEPS}"}]  # fmt: skip
+
+    check("KueueBorrowingMisconfigured", lent(), "45m", [], tmp_path / "c", site="aws")
+
 
 @needs_promtool
 def test_slo_burn_rate_pages_on_a_fast_burn_and_not_on_a_slow_trickle(tmp_path: Path) -> None:

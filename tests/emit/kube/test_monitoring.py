@@ -95,6 +95,7 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
     rules = rules_of(rp, "dc1")
     idle = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 3))
     held = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 0, ("train-0", "research", "trainer")))
+    freed = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 0))  # the same GPU, held by nobody
     key = {k: held[k] for k in ("Hostname", "gpu", "UUID")}
     node = {"node": "gpu-001.dc1.acme.example"}
     labels = 'label_alicerce_dev_pool="onprem-h100",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
@@ -134,6 +135,24 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
                 {"eval_time": "20m", "alertname": "GPUXidError", "exp_alerts": []},
             ],
         },
+        {  # review T6: XID 48 kills the job holding GPU 0; the pod is gone by the next scrape, so the XID comes on the
+            # GPU's unattributed series, new, its first sample already 48; the remapped-row count rises the same way
+            "interval": "30s",
+            "input_series": [
+                {"series": series("DCGM_FI_DEV_XID_ERRORS", held), "values": "0x20 stale"},
+                {"series": series("DCGM_FI_DEV_XID_ERRORS", freed), "values": "_x21 48x20"},
+                {"series": series("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", held), "values": "2x20 stale"},
+                {"series": series("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", freed), "values": "_x21 3x20"},
+            ],
+            "alert_rule_test": [
+                {"eval_time": "12m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rules["GPUCriticalXid"], key, "48")]},
+                {
+                    "eval_time": "12m",
+                    "alertname": "GPUUncorrectableRemappedRows",
+                    "exp_alerts": [expected(rules["GPUUncorrectableRemappedRows"], key, "1")],
+                },
+            ],
+        },  # fmt: skip
         {  # an H100 node of onprem-h100 that offers 7 of its 8 GPUs (one unhealthy); a healthy node raises nothing
             "interval": "1m",
             "input_series": [
