@@ -152,7 +152,7 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
                     "exp_alerts": [expected(rules["GPUUncorrectableRemappedRows"], key, "1")],
                 },
             ],
-        },  # fmt: skip
+        },
         {  # an H100 node of onprem-h100 that offers 7 of its 8 GPUs (one unhealthy); a healthy node raises nothing
             "interval": "1m",
             "input_series": [
