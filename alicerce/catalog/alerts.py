@@ -18,13 +18,15 @@ class Alert:
     severity: str
     summary: str
     description: str
+    # labels of the alert itself: ``team`` on what belongs to one team (its SLOs), so a team's receiver gets it
+    labels: tuple[tuple[str, str], ...] = ()
 
     def rule(self, extra_labels: dict[str, str]) -> dict[str, Any]:
         return {
             "alert": self.name,
             "expr": self.expr,
             "for": self.for_,
-            "labels": {"severity": self.severity, **extra_labels},
+            "labels": {"severity": self.severity, **dict(self.labels), **extra_labels},
             "annotations": {"summary": self.summary, "description": self.description},
         }
 

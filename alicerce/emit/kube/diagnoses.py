@@ -154,9 +154,10 @@ def slo_burn(rp: ResolvedPlatform) -> tuple[list[dict[str, Any]], list[Alert]]:
         alerts.append(Alert(slo_burn_fast_alert_name(slo.name), f"{burn('1h', '5m', 14.4)} or {burn('6h', '30m', 6)}", "2m", "critical",
                             f"{slo.workload}: {what} SLO {slo.name} burns its 30-day error budget fast",
                             f"SLO {slo.name} ({stated}): at this rate the month's budget is gone within days; "
-                            "check the serving pods' queue (vllm:num_requests_waiting), replicas and recent rollouts."))  # fmt: skip
+                            "check the serving pods' queue (vllm:num_requests_waiting), replicas and recent rollouts.",
+                            (("team", team.name),)))  # fmt: skip
         alerts.append(Alert(slo_burn_slow_alert_name(slo.name), burn("3d", "6h", 1), "1h", "warning",
                             f"{slo.workload}: {what} SLO {slo.name} spends its error budget faster than it earns it",
                             f"SLO {slo.name} ({stated}): over three days errors exceed the budget; plan capacity "
-                            "(`alicerce plan`) or relax the SLO."))  # fmt: skip
+                            "(`alicerce plan`) or relax the SLO.", (("team", team.name),)))  # fmt: skip
     return records, alerts

@@ -126,7 +126,7 @@ def _starved_alert(slo: Slo) -> Alert:
     return Alert(slo_starved_alert_name(slo.name), expr, "0m", "warning",
                  f"Team {slo.team}: workloads have waited {float(slo.threshold) / 3600:g} h without being admitted",
                  f"SLO {slo.name}: the queue is starved (inadmissible workloads, or nothing admitted); check the workloads' "
-                 "QuotaReserved condition, then quota, borrowing limits and capacity.")  # fmt: skip
+                 "QuotaReserved condition, then quota, borrowing limits and capacity.", (("team", slo.team or ""),))  # fmt: skip
 
 
 def _latency_alert(slo: ServingSlo, teams: dict[str, ResolvedTeam], workloads: dict[str, Any]) -> Alert | None:
@@ -142,7 +142,7 @@ def _latency_alert(slo: ServingSlo, teams: dict[str, ResolvedTeam], workloads: d
     return Alert(slo_alert_name(slo.name), expr, "10m", "critical",
                  f"{slo.workload}: p{slo.percentile:g} {what} above {slo.threshold * 1000:g} ms",
                  f"SLO {slo.name}: more than {budget:.3g} of requests slower than {slo.threshold * 1000:g} ms for 10 minutes; "
-                 f"it must hold {slo.objective:g}% of the time.")  # fmt: skip
+                 f"it must hold {slo.objective:g}% of the time.", (("team", team.name),))  # fmt: skip
 
 
 def _slo_alert(slo: Slo, teams: dict[str, ResolvedTeam], workloads: dict[str, Any]) -> Alert | None:
@@ -157,7 +157,7 @@ def _slo_alert(slo: Slo, teams: dict[str, ResolvedTeam], workloads: dict[str, An
         expr = f"({late}) > {allowed:.6g}"
         return Alert(name, expr, "30m", "warning",
                      f"Team {slo.team}: over {100 - slo.objective:g}% of jobs waited longer than {threshold / 3600:.3g} h for admission",
-                     f"SLO {slo.name}: raise the team's quota or borrowing limit, or add capacity.")  # fmt: skip
+                     f"SLO {slo.name}: raise the team's quota or borrowing limit, or add capacity.", (("team", slo.team),))  # fmt: skip
     if slo.kind == "gpu-utilization":
         expr = f"avg(DCGM_FI_DEV_GPU_UTIL) < {threshold * 100:g}"
         return Alert(name, expr, "6h", "info", f"Platform GPU utilisation under {threshold:.0%}",
@@ -177,7 +177,7 @@ def _apply_overrides(alerts: list[Alert], overrides: list[AlertOverride]) -> lis
             continue
         severity = override.severity or alert.severity
         for_ = f"{int(override.for_)}s" if override.for_ is not None else alert.for_
-        out.append(Alert(alert.name, alert.expr, for_, severity, alert.summary, alert.description))
+        out.append(Alert(alert.name, alert.expr, for_, severity, alert.summary, alert.description, alert.labels))
     return out
 
 

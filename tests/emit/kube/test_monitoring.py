@@ -411,3 +411,33 @@ def test_grafana_admin_login_comes_from_a_user_secret_so_regenerates_keep_it() -
         assert grafana["admin"] == {"existingSecret": "grafana-admin", "userKey": "admin-user", "passwordKey": "admin-password"}
         assert all(f"grafana.admin.{key}" in facts for key in grafana["admin"])
         assert "adminPassword" not in grafana
+
+
+def test_a_team_receiver_gets_the_teams_alerts_without_a_namespace_and_info_alerts_are_not_muted() -> None:
+    """Review finding 9: a team's receiver matched only its namespaces, while its budget, SLO and queue alerts carry a
+    team label and no namespace; kube-prometheus-stack's InfoInhibitor muted every info alert alicerce emits."""
+    slack = '    - {name: ml-platform, kind: slack, secret: {name: alertmanager-slack, key: webhook-url}, channel: "#ml-platform-alerts"}'
+    mail = "{kind: email, sender: am@acme.example, smarthost: 'smtp.acme.example:25'"
+    teams = "".join(f"\n    - {mail}, name: {t}-mail, to: {t}@acme.example, teams: [{t}]}}" for t in ("research", "serving"))
+    text = (ROOT / "platform.yaml").read_text().replace(slack, slack + teams, 1)
+    assert "research-mail" in text
+    rp = validated(load_text(text, "platform.yaml"), "prod")
+    am = monitoring_values(rp, rp.site("aws"))["alertmanager"]
+    routes = am["config"]["route"]["routes"]
+    alerts = {r["alert"]: r for g in rule_groups(rp, "aws") for r in g["rules"] if "alert" in r}
+    for name, team in (("BudgetResearch80", "research"), ("SLOResearchQueue", "research"), ("SLOResearchQueueStarved", "research"),
+                       ("SLOChatLatencyBurnFast", "serving"), ("SLOChatLatency", "serving")):  # fmt: skip
+        labels = {"alertname": name, **alerts[name]["labels"]}
+        if name.startswith("Budget"):
+            labels["team"] = "research"  # from its expression's series
+        reached = _routed(routes, labels)
+        assert f"{team}-mail" in reached and reached.count(f"{team}-mail") == 1, (name, reached)
+        [other] = {"research-mail", "serving-mail"} - {f"{team}-mail"}
+        assert other not in reached, (name, reached)
+    # a pod's alert reaches its team once, by namespace
+    pod = {"alertname": "GPUIdleWhileAllocated", "namespace": "research", "pod": "p", **alerts["GPUIdleWhileAllocated"]["labels"]}
+    assert _routed(routes, pod).count("research-mail") == 1
+    # the InfoInhibitor mutes the chart's own info alerts, not alicerce's (they carry the platform label)
+    [info] = [r for r in am["config"]["inhibit_rules"] if r.get("source_matchers") == ["alertname = InfoInhibitor"]]
+    assert info["target_matchers"] == ["severity = info", 'platform != "acme-ml"']
+    assert alerts["GPUIdleWhileAllocated"]["labels"]["platform"] == "acme-ml"
