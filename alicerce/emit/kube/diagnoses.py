@@ -33,7 +33,7 @@ from alicerce.catalog.alerts import (
     slo_burn_slow_alert_name,
 )
 from alicerce.emit.kube.kpi import (
-    GPU_ACTIVE,
+    GPU_DRAM,
     GPU_FB,
     GPU_TENSOR,
     GPU_UTIL,
@@ -58,7 +58,10 @@ def _checkpoint_for(rp: ResolvedPlatform) -> str:
 def diagnoses(rp: ResolvedPlatform) -> list[Alert]:
     input_bound = f"({NODE_HELD} < 0.4) and on (node) ({NODE_IO_PRESSURE} > {IO_SATURATED}) and on (node) ({NODE_READ} >= {NODE_WRITE})"
     stall = f"({NODE_HELD} < 0.1) and on (node) ({NODE_IO_PRESSURE} > {IO_SATURATED}) and on (node) ({NODE_WRITE} > {NODE_READ})"
-    memory = f"count by (namespace, pod, node) (({GPU_FB} > 0.95) and ({HELD} > 0.5) and ({GPU_ACTIVE} < 0.3)) > 0"
+    # memory-bound: the memory interface busy most cycles while the tensor cores wait, memory near full (a decode-like
+    # job). GPU_UTIL and the graphics engine stay near 100% on such a job (a kernel is always running): they cannot
+    # tell it from a compute-bound one (review T2), the DRAM and tensor pipes can.
+    memory = f'count by (namespace, pod, node) (({GPU_FB} > 0.9) and ({GPU_DRAM}{{pod!=""}} > 0.6) and ({GPU_TENSOR} < 0.2)) > 0'
     comms = f'(avg by (node, pool) ({GPU_TENSOR}{{pod!=""}}) < 0.15) and on (node) ({NODE_HELD} > 0.8) and on (node) ({NODE_IB_UTIL} > 0.6)'
     # what sits idle in the cohort on each pool: quotas minus all use, borrowed GPUs included (a borrower's usage above
     # its quota is a lender's quota in use); a lender's own quota minus its own usage would count lent GPUs as idle
@@ -73,9 +76,10 @@ def diagnoses(rp: ResolvedPlatform) -> list[Alert]:
               "GPUs held by pods run under 40% while the node waits on storage reads: raise the dataset tier's "
               "throughput, add data-loader workers or prefetch, or stage the dataset on local NVMe."),
         Alert(MEMORY_BOUND, memory, "30m", "warning",
-              "Pod {{ $labels.namespace }}/{{ $labels.pod }}: GPU memory full, engines mostly idle",
-              "Over 95% of GPU memory in use with kernels running but the graphics engine under 30% active: the "
-              "job is memory-bound; use activation checkpointing, a smaller micro-batch, or GPUs with more memory."),
+              "Pod {{ $labels.namespace }}/{{ $labels.pod }} is memory-bound: GPU memory busy, tensor cores idle",
+              "Over 90% of GPU memory in use, the memory interface busy over 60% of cycles and tensor cores under 20% "
+              "active: the job is memory-bound (bandwidth, not compute); batch more tokens per step (larger batches, "
+              "fused kernels), quantise weights or the KV cache, or use GPUs with more memory bandwidth."),
         Alert(COMMUNICATION_BOUND, comms, "30m", "warning",
               "GPUs on {{ $labels.node }} ({{ $labels.pool }}) are busy communicating, not computing",
               "Kernels run but tensor cores are under 15% active while the fabric runs above 60% of line rate: "

@@ -42,6 +42,7 @@ GPU_UTIL = "gpu:dcgm_utilization:ratio"
 GPU_FB = "gpu:dcgm_memory_used:ratio"
 GPU_ACTIVE = "gpu:dcgm_graphics_engine_active:ratio"
 GPU_TENSOR = "gpu:dcgm_tensor_active:ratio"
+GPU_DRAM = "gpu:dcgm_dram_active:ratio"  # share of cycles the memory interface is busy
 POD_GPUS = "pod:gpus_allocated:sum"
 # per node (node exporter)
 NODE_IB_RX = "node:infiniband_receive_bytes:rate5m"
@@ -107,6 +108,7 @@ def gpu_rules() -> list[dict[str, Any]]:
         _rule(GPU_FB, _per_gpu("DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)")),
         _rule(GPU_ACTIVE, _per_gpu("DCGM_FI_PROF_GR_ENGINE_ACTIVE")),
         _rule(GPU_TENSOR, _per_gpu("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")),
+        _rule(GPU_DRAM, _per_gpu("DCGM_FI_PROF_DRAM_ACTIVE")),
         _rule(POD_GPUS, allocated),
     ]
 

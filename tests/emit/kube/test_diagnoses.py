@@ -93,17 +93,21 @@ def test_checkpoint_stall_fires_when_writes_idle_the_gpus_past_the_stall_budget(
 
 
 @needs_promtool
-def test_memory_bound_fires_on_full_memory_with_idle_engines(tmp_path: Path) -> None:
+def test_memory_bound_fires_on_a_busy_memory_interface_with_idle_tensor_cores(tmp_path: Path) -> None:
     rule = rules_of(platform(), "dc1")["GPUMemoryBound"]
 
-    def gpu_state(util: float, used: float, free: float, active: float) -> list[dict[str, str]]:
+    def gpu_state(util: float, used: float, free: float, dram: float, tensor: float) -> list[dict[str, str]]:
         return (node_labels(NODE) + gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", util) + gpus(NODE, "DCGM_FI_DEV_FB_USED", used)
-                + gpus(NODE, "DCGM_FI_DEV_FB_FREE", free) + gpus(NODE, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", active))  # fmt: skip
+                + gpus(NODE, "DCGM_FI_DEV_FB_FREE", free) + gpus(NODE, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", 0.98 if util else 0)
+                + gpus(NODE, "DCGM_FI_PROF_DRAM_ACTIVE", dram) + gpus(NODE, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", tensor))  # fmt: skip
 
     pod = {"namespace": "research", "pod": "train-gpu-001", "node": NODE}
-    check("GPUMemoryBound", gpu_state(90, 80000, 1000, 0.2), "45m", [expected(rule, pod, "2")], tmp_path / "a")
+    # review T2: a decode-like job, a kernel always running (GPU_UTIL 100, engine 0.98), DRAM 90% busy, tensor 10%
+    check("GPUMemoryBound", gpu_state(100, 79000, 2000, 0.9, 0.1), "45m", [expected(rule, pod, "2")], tmp_path / "a")
     # an idle inference server: vLLM reserves most of the memory for its KV cache but runs no kernels
-    check("GPUMemoryBound", gpu_state(0, 78000, 3000, 0.0), "45m", [], tmp_path / "b")
+    check("GPUMemoryBound", gpu_state(0, 78000, 3000, 0.0, 0.0), "45m", [], tmp_path / "b")
+    # a compute-bound job with full memory: tensor cores busy
+    check("GPUMemoryBound", gpu_state(100, 79000, 2000, 0.5, 0.7), "45m", [], tmp_path / "c")
 
 
 @needs_promtool
