@@ -95,6 +95,19 @@ def _per_gpu(metric_expr: str) -> str:
     return f"{keyed} * on (node) group_left (pool) {NODE_POOL}"
 
 
+def _memory_used() -> str:
+    """Used / (used + free) per GPU, for each pod holding it. With time-sliced pools the GPU Operator's exporter runs with
+    KUBERNETES_VIRTUAL_GPUS (alicerce.emit.kube.operators): FB_USED then comes per process, with a ``uid`` label, beside
+    the GPU's own total, and FB_FREE once per pod without one (dcgm-exporter 4.5.3-4.8.2
+    internal/pkg/transformation/process_metrics.go isPerProcessMetric): a division series by series matched nothing
+    (review T3). So: the GPU's total (the largest FB_USED of the GPU) over total and free, for each holder FB_FREE names."""
+    gpu = "Hostname, gpu, UUID"
+    used = f"max by ({gpu}) (DCGM_FI_DEV_FB_USED)"
+    ratio = f"{used} / ({used} + max by ({gpu}) (DCGM_FI_DEV_FB_FREE))"
+    holders = f"(0 * max by ({gpu}, namespace, pod) (DCGM_FI_DEV_FB_FREE) + 1)"
+    return _per_gpu(f"{holders} * on ({gpu}) group_left () ({ratio})")
+
+
 def gpu_rules() -> list[dict[str, Any]]:
     """GPU utilisation, memory and engine activity per GPU, and the allocation of GPUs to pods, in physical GPUs."""
     running = 'max by (namespace, pod) (kube_pod_status_phase{phase="Running"}) == 1'
@@ -105,7 +118,7 @@ def gpu_rules() -> list[dict[str, Any]]:
     )
     return [
         _rule(GPU_UTIL, _per_gpu("DCGM_FI_DEV_GPU_UTIL / 100")),
-        _rule(GPU_FB, _per_gpu("DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)")),
+        _rule(GPU_FB, _memory_used()),
         _rule(GPU_ACTIVE, _per_gpu("DCGM_FI_PROF_GR_ENGINE_ACTIVE")),
         _rule(GPU_TENSOR, _per_gpu("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")),
         _rule(GPU_DRAM, _per_gpu("DCGM_FI_PROF_DRAM_ACTIVE")),

@@ -146,3 +146,35 @@ def test_host_node_exporters_carry_their_node_name() -> None:
     for obj in monitoring_objects(rp, "dc1"):
         if obj["kind"] == "ScrapeConfig":
             assert all(c["labels"]["node"] == c["targets"][0].rsplit(":", 1)[0] for c in obj["spec"]["staticConfigs"])
+
+
+@needs_promtool
+def test_gpu_memory_is_measured_with_per_process_exporter_series_too(tmp_path: Path) -> None:
+    """Review T3: with time-sliced pools the exporter runs with KUBERNETES_VIRTUAL_GPUS: FB_USED per process (with a
+    uid) beside the GPU's total, FB_FREE once per pod without one. Each pod on the GPU sees the GPU's 20/22 GB used;
+    a plain GPU (one FB_USED and FB_FREE, held or not) is measured as before."""
+    rp = platform()
+    node = "gpu-001.dc1.acme.example"
+    gpu0 = f'Hostname="{node}",gpu="0",UUID="u0"'
+    gpu1 = f'Hostname="{node}",gpu="1",UUID="u1"'
+    inputs = [
+        {"series": f'kube_node_labels{{node="{node}",{H100}}}', "values": "1x10"},
+        {"series": f"DCGM_FI_DEV_FB_USED{{{gpu0}}}", "values": "20000x10"},
+        {"series": f'DCGM_FI_DEV_FB_USED{{{gpu0},namespace="serving",pod="a",container="c",uid="ua"}}', "values": "12000x10"},
+        {"series": f'DCGM_FI_DEV_FB_USED{{{gpu0},namespace="serving",pod="b",container="c",uid="ub"}}', "values": "8000x10"},
+        {"series": f'DCGM_FI_DEV_FB_FREE{{{gpu0},namespace="serving",pod="a",container="c"}}', "values": "2000x10"},
+        {"series": f'DCGM_FI_DEV_FB_FREE{{{gpu0},namespace="serving",pod="b",container="c"}}', "values": "2000x10"},
+        {"series": f"DCGM_FI_DEV_FB_USED{{{gpu1}}}", "values": "1000x10"},
+        {"series": f"DCGM_FI_DEV_FB_FREE{{{gpu1}}}", "values": "3000x10"},
+    ]
+    ratio = "gpu:dcgm_memory_used:ratio"
+
+    def labels(gpu: int, holder: str = "") -> str:
+        return f'{ratio}{{gpu="{gpu}",UUID="u{gpu}",node="{node}",pool="onprem-h100",site="dc1"{holder}}}'
+
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        {"expr": ratio + '{gpu="0"}', "eval_time": "5m", "exp_samples": [
+            {"labels": labels(0, f',namespace="serving",pod="{p}"'), "value": 20000 / 22000} for p in ("a", "b")]},
+        {"expr": ratio + '{gpu="1"}', "eval_time": "5m", "exp_samples": [{"labels": labels(1), "value": 0.25}]},
+    ]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path)
