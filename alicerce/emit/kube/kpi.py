@@ -271,6 +271,49 @@ def node_rules() -> list[dict[str, Any]]:
     return rules
 
 
+JOB_KIND = "alicerce:job_kind:info"
+JOB_KINDS = ("JobSet", "RayJob")  # the owners alicerce's training runtimes use; anything else counts as a Job
+
+
+def job_rules() -> list[dict[str, Any]]:
+    """Run time and failures of batch work, from kube-state-metrics 2.20.0's Job series (docs/metrics/workload/
+    job-metrics.md): every Kubeflow TrainJob runs as a JobSet of Jobs, a RayJob's entrypoint as its submitter Job, so
+    each Job is counted under its owner's kind (kube_job_owner: JobSet, RayJob; none: a plain Job). A Job's run time is
+    its completion time (set only on success) minus its start; a running one's, now minus its start."""
+    key = "namespace, job_name"
+    owners = "|".join(JOB_KINDS)
+    kind = (
+        f'label_replace(kube_job_owner{{owner_kind=~"{owners}"}}, "kind", "$1", "owner_kind", "(.+)") '
+        f'or label_replace(kube_job_owner{{owner_kind!~"{owners}"}}, "kind", "Job", "owner_kind", ".*")'
+    )
+
+    def joined(expr: str) -> str:
+        return f"{expr} * on ({key}) group_left (kind) {JOB_KIND} * on (namespace) group_left (team) {NAMESPACE_TEAM}"
+
+    done = f"max by ({key}) (kube_job_status_completion_time) - on ({key}) max by ({key}) (kube_job_status_start_time)"
+    active = f"max by ({key}) (kube_job_status_active) > 0"
+    running = f"time() - max by ({key}) (kube_job_status_start_time) and on ({key}) ({active})"
+    succeeded = f'max by ({key}) (kube_job_complete{{condition="true"}})'
+    failed = f'max by ({key}) (kube_job_failed{{condition="true"}})'
+    failures = "(team_kind:jobs_failed:sum or team_kind:jobs_succeeded:sum * 0)"
+    successes = "(team_kind:jobs_succeeded:sum or team_kind:jobs_failed:sum * 0)"
+    rules = [
+        _rule(JOB_KIND, f"max by ({key}, kind) ({kind})"),
+        _rule("job:kube_job_run_seconds:last", done),
+        _rule("job:kube_job_running_seconds:last", running),
+        _rule("team_kind:jobs_succeeded:sum", f"sum by (team, kind) ({joined(succeeded)})"),
+        _rule("team_kind:jobs_failed:sum", f"sum by (team, kind) ({joined(failed)})"),
+        _rule("team_kind:jobs_running:sum", f"sum by (team, kind) ({joined(f'count by ({key}) ({active})')})"),
+        # a kind with only failures (or only successes) has no series of the other: count it as 0
+        _rule("team_kind:job_failure:ratio", f"{failures} / on (team, kind) ({failures} + on (team, kind) {successes})"),
+    ]
+    for q in QUANTILES[:2]:
+        rules.append(
+            _rule(f"team_kind:job_run_seconds:p{q * 100:g}", f"quantile by (team, kind) ({q:g}, {joined('job:kube_job_run_seconds:last')})")
+        )
+    return rules
+
+
 def kpi_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
     """The KPI rule groups of a site; every recorded series carries the site's name."""
     site = rp.site(site_name)
@@ -282,6 +325,7 @@ def kpi_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
         group("alicerce.kpi.joins", join_rules(rp, site)),
         group("alicerce.kpi.gpu", gpu_rules() + utilisation_rules()),
         group("alicerce.kpi.queue", queue_rules()),
+        group("alicerce.kpi.jobs", job_rules()),
         group("alicerce.kpi.serving", serving_rules()),
         group("alicerce.kpi.node", node_rules()),
     ]

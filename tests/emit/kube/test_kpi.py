@@ -178,3 +178,36 @@ def test_gpu_memory_is_measured_with_per_process_exporter_series_too(tmp_path: P
         {"expr": ratio + '{gpu="1"}', "eval_time": "5m", "exp_samples": [{"labels": labels(1), "value": 0.25}]},
     ]}]  # fmt: skip
     run_promtool(rp, "dc1", tests, tmp_path)
+
+
+@needs_promtool
+def test_job_run_time_and_failures_per_team_and_kind(tmp_path: Path) -> None:
+    """Research's TrainJob ran as a JobSet whose Job took an hour and succeeded; its RayJob's submitter Job failed; a
+    plain Job has run for 10 minutes (kube-state-metrics 2.20.0 Job series, as scraped: job and instance added)."""
+    rp = platform()
+    scrape = 'job="kube-state-metrics",instance="10.0.0.9:8080"'
+
+    def job(name: str, owner: str, *metrics: tuple[str, str, str]) -> list[dict[str, str]]:
+        labels = f'{scrape},namespace="research",job_name="{name}"'
+        owned = f'owner_kind="{owner}",owner_name="x",owner_is_controller="true"' if owner else ""
+        out = [{"series": f"kube_job_owner{{{labels}{',' + owned if owned else ''}}}", "values": "1x20"}]
+        return out + [{"series": f"{m}{{{labels}{extra}}}", "values": v} for m, extra, v in metrics]
+
+    inputs = [
+        *job("train-node-0", "JobSet", ("kube_job_status_start_time", "", "1000x20"), ("kube_job_status_completion_time", "", "4600x20"),
+             ("kube_job_complete", ',condition="true"', "1x20")),
+        *job("ray-submit", "RayJob", ("kube_job_status_start_time", "", "2000x20"), ("kube_job_failed", ',condition="true"', "1x20")),
+        *job("prep", "", ("kube_job_status_start_time", "", "0x20"), ("kube_job_status_active", "", "1x20")),
+    ]  # fmt: skip
+    site = 'site="dc1"'
+    research = f'team="research",{site}'
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded("team_kind:job_run_seconds:p95", f'kind="JobSet",{research}', 3600),
+        rounded("team_kind:jobs_succeeded:sum", f'kind="JobSet",{research}', 1),
+        rounded("team_kind:jobs_failed:sum", f'kind="RayJob",{research}', 1),
+        {"expr": "team_kind:job_failure:ratio", "eval_time": "10m", "exp_samples": [
+            {"labels": f'team_kind:job_failure:ratio{{kind="{k}",{research}}}', "value": v} for k, v in (("JobSet", 0), ("RayJob", 1))]},
+        rounded("team_kind:jobs_running:sum", f'kind="Job",{research}', 1),
+        rounded('job:kube_job_running_seconds:last{job_name="prep"}', f'namespace="research",job_name="prep",{site}', 600),
+    ]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path)
