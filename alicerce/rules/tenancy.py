@@ -298,8 +298,8 @@ def team_namespaces_not_reserved(ctx: RuleContext) -> Iterable[Finding]:
 
 @rules.rule("AL362", "budget-stop-has-queue", "A budget that stops admitting belongs to a team with a Kueue ClusterQueue to hold.")
 def budget_stop_has_queue(ctx: RuleContext) -> Iterable[Finding]:
-    """The guard holds the team's ClusterQueue (alicerce.emit.kube.budgets): without Kueue there is none, and a team
-    without a GPU quota has only CPU flavors there, none of whose use the cost rules count: its spend never moves."""
+    """The guard holds the team's ClusterQueue (alicerce.emit.kube.budgets): without Kueue there is none, nor for a
+    team with no quota at a site without CPU pools."""
     for team in ctx.resolved.teams:
         budget = team.spec.budget
         if budget is None or budget.on_exhausted != "stopAdmitting":
@@ -308,9 +308,13 @@ def budget_stop_has_queue(ctx: RuleContext) -> Iterable[Finding]:
         if not ctx.spec.operators.kueue.enabled:
             yield Finding(at, f"team {team.name}'s budget would stop its Kueue ClusterQueue, but Kueue is disabled",
                           "enable operators.kueue, or set onExhausted: alert", budget.on_exhausted)  # fmt: skip
-        elif not team.quotas:
-            yield Finding(at, f"team {team.name} has no GPU quota, so no ClusterQueue whose GPU spend its budget counts",
-                          "give the team a quota on a GPU pool, or set onExhausted: alert", budget.on_exhausted)  # fmt: skip
+        elif not team.quotas and not any(
+            team.name in {t.name for t in site.teams} and any(p.gpu is None and p.spec.purpose != "system" for p in site.pools)
+            for site in ctx.resolved.sites
+        ):
+            # a team's ClusterQueue covers its quotas' pools and the site's CPU pools (alicerce.emit.kube.kueue)
+            yield Finding(at, f"team {team.name} has no ClusterQueue to hold: no quota on any pool and no CPU pool at its sites",
+                          "give the team a quota, or set onExhausted: alert", budget.on_exhausted)  # fmt: skip
 
 
 @rules.rule("AL363", "budget-stop-measured", "A budget that stops admitting is measured: the monitoring stack records its spend.")
