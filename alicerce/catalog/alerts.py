@@ -18,13 +18,15 @@ class Alert:
     severity: str
     summary: str
     description: str
+    # labels of the alert itself: ``team`` on what belongs to one team (its SLOs), so a team's receiver gets it
+    labels: tuple[tuple[str, str], ...] = ()
 
     def rule(self, extra_labels: dict[str, str]) -> dict[str, Any]:
         return {
             "alert": self.name,
             "expr": self.expr,
             "for": self.for_,
-            "labels": {"severity": self.severity, **extra_labels},
+            "labels": {"severity": self.severity, **dict(self.labels), **extra_labels},
             "annotations": {"summary": self.summary, "description": self.description},
         }
 
@@ -64,11 +66,109 @@ VLLM_TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5,
                      20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)  # fmt: skip
 
 
+# The buckets of Kueue's admission wait histogram (kueue v0.19.2 pkg/metrics/metrics.go 541-548,
+# generateExponentialBuckets(16) at 976-978: 1, then 2.5 doubling 15 times).
+KUEUE_WAIT_BUCKETS = (1.0, *(2.5 * 2**k for k in range(15)))
+
+
+def bucket_bound(threshold: float, buckets: tuple[float, ...]) -> float | None:
+    """The bucket bound equal to ``threshold``, or None. Only at a bound does a histogram say exactly which share of
+    observations was above the threshold: between two, the share is an interpolation (histogram_quantile's), and an
+    SLO alert on it fires while the SLO is met or stays silent while it is missed."""
+    return next((b for b in buckets if abs(b - threshold) <= 1e-9 * max(b, 1.0)), None)
+
+
+def nearest_bounds(threshold: float, buckets: tuple[float, ...]) -> str:
+    """The bounds either side of a threshold, for a hint: ``750ms or 1s``."""
+
+    def text(b: float) -> str:
+        return f"{b * 1000:g}ms" if b < 1 else f"{b:g}s"
+
+    below = [b for b in buckets if b < threshold]
+    above = [b for b in buckets if b > threshold]
+    return " or ".join(text(b) for b in (below[-1:] + above[:1]))
+
+
 def slo_bucket(threshold: float, buckets: tuple[float, ...] = VLLM_TTFT_BUCKETS) -> float:
     """The largest bucket bound not above the threshold (a request between it and the threshold counts as slow:
     the SLI errs on the strict side), or the smallest bound when the threshold is below all of them."""
     below = [b for b in buckets if b <= threshold * (1 + 1e-9)]
     return below[-1] if below else buckets[0]
+
+
+# The buckets of vLLM's time-per-output-token histogram (same source): one observation per generated token interval.
+VLLM_TPOT_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0)
+TTFT = "vllm:time_to_first_token_seconds"
+TPOT = "vllm:time_per_output_token_seconds"
+LATENCY_HISTOGRAMS = {TTFT: VLLM_TTFT_BUCKETS, TPOT: VLLM_TPOT_BUCKETS}
+
+
+@dataclass(frozen=True)
+class ServingSlo:
+    """An SLO of a serving workload, declared in ``monitoring.slos`` or implied by the workload's own ``latency:``
+    targets (a p99 under 800 ms is the SLO "99% of requests under 800 ms" over the 30-day budget window).
+
+    ``where`` is the path of what declared it, in the models' field names (alicerce.spec.paths), for errors."""
+
+    name: str
+    kind: str  # inference-latency | availability
+    workload: str
+    objective: float  # percent of time (latency: the percentile must hold) or of requests (availability)
+    threshold: float  # seconds (latency); unused for availability
+    percentile: float | None
+    metric: str  # the vLLM histogram a latency SLI reads
+    where: tuple[str | int, ...]
+
+    @property
+    def buckets(self) -> tuple[float, ...]:
+        return LATENCY_HISTOGRAMS[self.metric]
+
+    @property
+    def error_budget(self) -> float:
+        """The share of requests (token intervals) allowed to miss: a p99 under 800 ms allows 1% slower than 800 ms
+        (the percentile says it, whatever share of the time it must hold); availability: 1 - objective."""
+        if self.kind == "inference-latency" and self.percentile is not None:
+            return 1 - self.percentile / 100
+        return 1 - self.objective / 100
+
+    @property
+    def implied(self) -> bool:
+        return self.where[0] == "workloads"
+
+
+def serving_slos(spec: Any) -> list[ServingSlo]:
+    """Every serving SLO of the spec: the declared inference-latency and availability SLOs, then one per workload
+    latency target (``latency.timeToFirstToken.p99``, ``timePerOutputToken.p95`` ...) that no declared SLO already
+    states (same workload, histogram and percentile). Without them an inference workload's declared latency target
+    had no SLI, no burn-rate alert and an empty SLO panel."""
+    out: list[ServingSlo] = []
+    for i, slo in enumerate(spec.monitoring.slos):
+        if slo.kind not in ("inference-latency", "availability") or slo.workload is None:
+            continue
+        if slo.kind == "inference-latency" and slo.percentile is None:
+            continue
+        out.append(ServingSlo(slo.name, slo.kind, slo.workload, slo.objective, float(slo.threshold), slo.percentile, TTFT,
+                              ("monitoring", "slos", i)))  # fmt: skip
+    stated = {(s.workload, s.metric, s.percentile) for s in out if s.kind == "inference-latency"}
+    for i, workload in enumerate(spec.workloads):
+        latency = workload.latency
+        if workload.kind != "inference" or latency is None:
+            continue
+        for field, short, metric in (("time_to_first_token", "ttft", TTFT), ("time_per_output_token", "tpot", TPOT)):
+            target = getattr(latency, field)
+            if target is None:
+                continue
+            for percentile in (95, 99):
+                threshold = getattr(target, f"p{percentile}")
+                if threshold is None or (workload.name, metric, percentile) in stated:
+                    continue
+                if bucket_bound(float(threshold), LATENCY_HISTOGRAMS[metric]) is None:
+                    continue  # not measurable exactly: the plan still sizes for it; no SLO alert would be right
+                where = ("workloads", i, "latency", field, f"p{percentile}")
+                name = f"{workload.name}-{short}-p{percentile}"
+                out.append(ServingSlo(name, "inference-latency", workload.name, float(percentile), float(threshold), float(percentile),
+                                      metric, where))  # fmt: skip
+    return out
 
 
 # correlated diagnoses (alicerce.emit.kube.diagnoses): why GPUs do not do useful work
@@ -91,23 +191,29 @@ def slo_starved_alert_name(slo: str) -> str:
 CRITICAL_XIDS = (48, 63, 64, 74, 79, 94, 95, 119, 120)
 
 
+# the series of every GPU DCGM exporter reports carry these labels (dcgm-exporter render_metrics.go 47)
+GPU_KEY = "Hostname, gpu, UUID"
+# One series per GPU: the exporter's series of a GPU changes its labels when a pod takes or releases the GPU (pod and
+# namespace come and go), so a per-series changes() or increase() misses what happens as a job dies: the XID that
+# kills the job arrives on a new, unattributed series whose first sample is already the XID (review T6).
+XID = f"max by ({GPU_KEY}) (DCGM_FI_DEV_XID_ERRORS)"
+
+
 def _xid_match() -> str:
-    return " or ".join(f"DCGM_FI_DEV_XID_ERRORS == {x}" for x in CRITICAL_XIDS)
+    return " or ".join(f"{XID} == {x}" for x in CRITICAL_XIDS)
 
 
 # DCGM_FI_DEV_XID_ERRORS is a gauge holding the last XID a GPU reported (dcgm-exporter default-counters.csv),
-# never reset: an alert on its value would fire forever. The alerts fire while the value has changed within
-# the window and clear after it; a first sample (an exporter restart, a GPU newly assigned to a pod, whose
-# series gains pod labels) is no change and raises nothing.
+# never reset: an alert on its value would fire forever. The alerts fire while the GPU's value has changed within
+# the window and clear after it; a first sample (an exporter restart, a new GPU) is no change and raises nothing.
 XID_WINDOW = "10m"
-XID_CHANGED = f"changes(DCGM_FI_DEV_XID_ERRORS[{XID_WINDOW}]) > 0"
-# the series of every GPU DCGM exporter reports carry these labels (dcgm-exporter render_metrics.go 47)
-GPU_KEY = "Hostname, gpu, UUID"
+XID_CHANGED = f"changes({XID}[{XID_WINDOW}:30s]) > 0"
+REMAPPED = f"max by ({GPU_KEY}) (DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS)"
 
 GPU_HEALTH: tuple[Alert, ...] = (
     Alert(
         "GPUCriticalXid",
-        f"max by ({GPU_KEY}) (({_xid_match()}) and {XID_CHANGED})",
+        f"({_xid_match()}) and {XID_CHANGED}",
         "0m",
         "critical",
         "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported a critical XID",
@@ -115,7 +221,7 @@ GPU_HEALTH: tuple[Alert, ...] = (
     ),
     Alert(
         "GPUXidError",
-        f"max by ({GPU_KEY}) (DCGM_FI_DEV_XID_ERRORS != 0 and {XID_CHANGED})",
+        f"{XID} != 0 and {XID_CHANGED}",
         "0m",
         "warning",
         "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $value }}",
@@ -131,7 +237,8 @@ GPU_HEALTH: tuple[Alert, ...] = (
     ),
     Alert(
         "GPUUncorrectableRemappedRows",
-        "increase(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS[1h]) > 0",
+        # the GPU's count now above its lowest of the hour: it rose (the count is the GPU's, kept across exporter restarts)
+        f"{REMAPPED} - min_over_time({REMAPPED}[1h:1m]) > 0",
         "0m",
         "warning",
         "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} remapped rows after uncorrectable errors",

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 def build_app() -> typer.Typer:
     import typer
 
-    from alicerce.cli import apply, catalog, diff, docs, generate, init, plan, preview, rules, schema, show, validate, versions
+    from alicerce.cli import apply, catalog, costs, diff, docs, generate, init, plan, preview, rules, schema, show, validate, versions
     from alicerce.cli.root import HELP, root
 
     app = typer.Typer(
@@ -36,7 +36,7 @@ def build_app() -> typer.Typer:
     )
 
     app.callback()(root)
-    for module in (validate, show, plan, preview, schema, docs, catalog, init, rules, generate, apply, diff, versions):
+    for module in (validate, show, plan, preview, schema, docs, catalog, init, rules, generate, apply, diff, versions, costs):
         module.register(app)
     return app
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from alicerce.catalog.alerts import TTFT, serving_slos
 from alicerce.resolve.model import ResolvedPlatform
 
 
@@ -29,7 +30,7 @@ MEANINGFUL_UTILIZATION = 0.01
 @dataclass(frozen=True)
 class KpiTarget:
     kpi: str  # the recorded series that measures it
-    subject: str  # pool, team or workload (label value)
+    subject: str  # pool, team, workload or SLO (label value)
     op: str  # "<=" or ">="
     target: float
     unit: str
@@ -55,13 +56,9 @@ def kpi_targets(
     for slo in platform.spec.monitoring.slos:
         threshold = float(slo.threshold)
         source = f"monitoring.slos {slo.name}"
-        if slo.kind == "inference-latency" and slo.workload and slo.percentile is not None:
-            series = f"workload:vllm_time_to_first_token_seconds:p{slo.percentile:g}"
-            out.append(KpiTarget(series, slo.workload, "<=", threshold, "s", source))
-            out.append(
-                KpiTarget("slo:sli_error:ratio_rate1h", slo.workload, "<=", 1 - slo.objective / 100, "ratio", source + " (error budget)")
-            )
-        elif slo.kind == "availability" and slo.workload:
+        if slo.kind == "inference-latency":
+            continue  # with the workloads' latency targets below
+        if slo.kind == "availability" and slo.workload:
             out.append(KpiTarget("workload:vllm_request_errors:ratio_rate5m", slo.workload, "<=", 1 - slo.objective / 100, "ratio", source))
         elif slo.kind == "queue-wait" and slo.team:
             out.append(
@@ -69,6 +66,16 @@ def kpi_targets(
             )
         elif slo.kind == "gpu-utilization":
             out.append(KpiTarget("site:gpu_effective_utilization:ratio", "platform", ">=", threshold, "ratio", source))
+    for slo_ in serving_slos(platform.spec):
+        if slo_.kind != "inference-latency" or slo_.percentile is None:
+            continue
+        source = f"monitoring.slos {slo_.name}" if not slo_.implied else f"workloads {slo_.workload} latency"
+        if slo_.metric == TTFT:  # recorded per workload at p50/p95/p99 (alicerce.emit.kube.kpi.serving_rules)
+            series = f"workload:vllm_time_to_first_token_seconds:p{slo_.percentile:g}"
+            out.append(KpiTarget(series, slo_.workload, "<=", slo_.threshold, "s", source))
+        # one per SLO (a workload may have several: its time to first token and per output token), by the slo label
+        budget = slo_.error_budget
+        out.append(KpiTarget("slo:sli_error:ratio_rate1h", slo_.name, "<=", budget, "ratio", source + " (error budget)"))
     for pool, utilization in pools:
         if utilization is not None and utilization >= MEANINGFUL_UTILIZATION:  # below, the plan reports the idle pool (PL307/PL308)
             out.append(KpiTarget("pool:gpu_effective_utilization:ratio", pool, ">=", utilization, "ratio", "plan: forecast utilisation"))

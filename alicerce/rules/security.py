@@ -267,6 +267,28 @@ def alert_receivers(ctx: RuleContext) -> Iterable[Finding]:
                 yield Finding(path.teams[j], f'unknown team "{team}"', did_you_mean(team, sorted(teams)), team)
 
 
+@rules.rule(
+    "AL364",
+    "every-severity-routed",
+    "In production, alerts of every severity alicerce emits reach a receiver that takes every team's.",
+    waivable=True,
+)
+def every_severity_routed(ctx: RuleContext) -> Iterable[Finding]:
+    """Platform-wide alerts (GPU health, fabric and storage diagnoses, exporters down) belong to no team: a receiver
+    limited to some teams never gets them, and one limited to some severities drops the others. Each severity alicerce
+    emits (critical, warning, info) needs a receiver for all teams that takes it, or Alertmanager sends it to null."""
+    monitoring = ctx.spec.monitoring
+    if ctx.env.tier != "production" or not ctx.spec.operators.monitoring.enabled or not monitoring.receivers:
+        return  # no receiver at all is AL321's
+    for severity in ("critical", "warning", "info"):
+        if not any(not r.teams and (not r.severities or severity in r.severities) for r in monitoring.receivers):
+            yield Finding(
+                S.monitoring.receivers,
+                f"no receiver takes every team's {severity} alerts: platform-wide ones (GPU health, diagnoses) would reach nobody",
+                f"add {severity} to the severities of a receiver without teams, or add one",
+            )
+
+
 # each operator by field, its name and what its chart runs, for the message of AL322 (kube-prometheus-stack's node
 # exporter mounts the host's / with hostPID and hostNetwork; the GPU and Network Operators' DaemonSets run
 # privileged; the others are controllers with cluster-wide permissions)

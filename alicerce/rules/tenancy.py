@@ -93,30 +93,53 @@ def slo_fields(ctx: RuleContext) -> Iterable[Finding]:
 FAST_BURN = 14.4
 
 
-@rules.rule("AL360", "slo-measurable", "Inference SLOs can be measured and their burn-rate alerts can fire.")
-def slo_measurable(ctx: RuleContext) -> Iterable[Finding]:
-    from alicerce.catalog.alerts import VLLM_TTFT_BUCKETS
+def serving_slo_path(where: tuple[str | int, ...]) -> SpecPath:
+    """The spec path of a serving SLO's declaration (alicerce.catalog.alerts.ServingSlo.where)."""
+    path = S
+    for part in where:
+        path = path[part] if isinstance(part, int) else getattr(path, part)
+    return path
 
-    for i, slo in enumerate(ctx.spec.monitoring.slos):
-        if slo.kind not in ("inference-latency", "availability") or slo.workload is None:
+
+@rules.rule("AL360", "slo-measurable", "SLOs can be measured exactly and their burn-rate alerts can fire.")
+def slo_measurable(ctx: RuleContext) -> Iterable[Finding]:
+    """A histogram says exactly which share of observations was above a threshold only at one of its bucket bounds;
+    between two, an alert on it fires while the SLO is met or stays silent while it is missed."""
+    from alicerce.catalog.alerts import KUEUE_WAIT_BUCKETS, LATENCY_HISTOGRAMS, TTFT, bucket_bound, nearest_bounds, serving_slos
+
+    for slo in serving_slos(ctx.spec):
+        if slo.implied:  # made only at a bound (serving_slos); the percentile (95 or 99) lets its fast burn fire
             continue
-        path = S.monitoring.slos[i]
-        if FAST_BURN * (1 - slo.objective / 100) >= 1:
+        path = serving_slo_path(slo.where)
+        budget = slo.error_budget
+        if FAST_BURN * budget >= 1:
+            what = f"a p{slo.percentile:g}" if slo.kind == "inference-latency" else f"an objective of {slo.objective:g}%"
+            field = path.percentile if slo.kind == "inference-latency" else path.objective
             yield Finding(
-                path.objective,
-                f"an objective of {slo.objective:g}% leaves an error budget so large that its fast burn-rate alert "
-                f"({FAST_BURN:g}x the budget) waits for more than 100% errors: it can never fire",
-                f"an objective above {100 * (1 - 1 / FAST_BURN):.2f}%, e.g. 99",
-                slo.objective,
+                field,
+                f"{what} leaves an error budget so large that its fast burn-rate alert ({FAST_BURN:g}x the budget) waits "
+                "for more than 100% errors: it can never fire",
+                f"above {100 * (1 - 1 / FAST_BURN):.2f}, e.g. 99",
+                slo.percentile if slo.kind == "inference-latency" else slo.objective,
             )
-        threshold = float(slo.threshold)
-        if slo.kind == "inference-latency" and not VLLM_TTFT_BUCKETS[0] <= threshold <= VLLM_TTFT_BUCKETS[-1]:
+        if slo.kind == "inference-latency" and bucket_bound(slo.threshold, LATENCY_HISTOGRAMS[TTFT]) is None:
+            declared = ctx.spec.monitoring.slos[int(slo.where[2])].threshold
             yield Finding(
                 path.threshold,
-                f"vLLM's time-to-first-token histogram has buckets from {VLLM_TTFT_BUCKETS[0] * 1000:g} ms to "
-                f"{VLLM_TTFT_BUCKETS[-1]:g} s: a threshold outside them cannot be measured",
-                f"a threshold between {VLLM_TTFT_BUCKETS[0] * 1000:g}ms and {VLLM_TTFT_BUCKETS[-1]:g}s",
-                slo.threshold,
+                f"vLLM's time-to-first-token histogram has no bucket at {slo.threshold * 1000:g} ms: the share of requests "
+                "slower than it cannot be measured exactly",
+                f"a bucket bound: {nearest_bounds(slo.threshold, LATENCY_HISTOGRAMS[TTFT])}",
+                declared,
+            )
+    for i, declared_slo in enumerate(ctx.spec.monitoring.slos):
+        threshold = float(declared_slo.threshold)
+        if declared_slo.kind == "queue-wait" and bucket_bound(threshold, KUEUE_WAIT_BUCKETS) is None:
+            yield Finding(
+                S.monitoring.slos[i].threshold,
+                f"Kueue's admission-wait histogram has no bucket at {threshold:g} s: the share of jobs that waited longer "
+                "cannot be measured exactly",
+                f"a bucket bound: {nearest_bounds(threshold, KUEUE_WAIT_BUCKETS)}",
+                declared_slo.threshold,
             )
 
 
@@ -163,6 +186,7 @@ def generated_alerts(spec: PlatformSpec) -> list[tuple[str, SpecPath | None, str
         STATIC_ALERTS,
         budget_alert_name,
         pool_alert_name,
+        serving_slos,
         slo_alert_name,
         slo_burn_fast_alert_name,
         slo_burn_slow_alert_name,
@@ -181,6 +205,13 @@ def generated_alerts(spec: PlatformSpec) -> list[tuple[str, SpecPath | None, str
         if slo.kind in ("inference-latency", "availability"):
             out.append((slo_burn_fast_alert_name(slo.name), at, f"SLO {slo.name}'s fast-burn alert"))
             out.append((slo_burn_slow_alert_name(slo.name), at, f"SLO {slo.name}'s slow-burn alert"))
+    for serving in serving_slos(spec):
+        if serving.implied:
+            at = serving_slo_path(serving.where)
+            what = f"workload {serving.workload}'s latency target {serving.name}"
+            out += [(slo_alert_name(serving.name), at, f"{what}: its alert"),
+                    (slo_burn_fast_alert_name(serving.name), at, f"{what}: its fast-burn alert"),
+                    (slo_burn_slow_alert_name(serving.name), at, f"{what}: its slow-burn alert")]  # fmt: skip
     for t, team in enumerate(spec.tenancy.teams):
         if team.budget is None:
             continue
@@ -262,4 +293,40 @@ def team_namespaces_not_reserved(ctx: RuleContext) -> Iterable[Finding]:
                 f"team {team.name} would get the platform's namespace {team.name} (a team's namespace defaults to its name)",
                 "rename the team, or list its own namespaces",
                 team.name,
+            )
+
+
+@rules.rule("AL362", "budget-stop-has-queue", "A budget that stops admitting belongs to a team with a Kueue ClusterQueue to hold.")
+def budget_stop_has_queue(ctx: RuleContext) -> Iterable[Finding]:
+    """The guard holds the team's ClusterQueue (alicerce.emit.kube.budgets): without Kueue there is none, nor for a
+    team with no quota at a site without CPU pools."""
+    for team in ctx.resolved.teams:
+        budget = team.spec.budget
+        if budget is None or budget.on_exhausted != "stopAdmitting":
+            continue
+        at = S.tenancy.teams[team.index].budget.on_exhausted
+        if not ctx.spec.operators.kueue.enabled:
+            yield Finding(at, f"team {team.name}'s budget would stop its Kueue ClusterQueue, but Kueue is disabled",
+                          "enable operators.kueue, or set onExhausted: alert", budget.on_exhausted)  # fmt: skip
+        elif not team.quotas and not any(
+            team.name in {t.name for t in site.teams} and any(p.gpu is None and p.spec.purpose != "system" for p in site.pools)
+            for site in ctx.resolved.sites
+        ):
+            # a team's ClusterQueue covers its quotas' pools and the site's CPU pools (alicerce.emit.kube.kueue)
+            yield Finding(at, f"team {team.name} has no ClusterQueue to hold: no quota on any pool and no CPU pool at its sites",
+                          "give the team a quota, or set onExhausted: alert", budget.on_exhausted)  # fmt: skip
+
+
+@rules.rule("AL363", "budget-stop-measured", "A budget that stops admitting is measured: the monitoring stack records its spend.")
+def budget_stop_measured(ctx: RuleContext) -> Iterable[Finding]:
+    if ctx.spec.operators.monitoring.enabled:
+        return
+    for team in ctx.resolved.teams:
+        budget = team.spec.budget
+        if budget is not None and budget.on_exhausted == "stopAdmitting":
+            yield Finding(
+                S.tenancy.teams[team.index].budget.on_exhausted,
+                f"team {team.name}'s budget guard reads its spend from Prometheus, which operators.monitoring disables",
+                "enable operators.monitoring, or set onExhausted: alert",
+                budget.on_exhausted,
             )

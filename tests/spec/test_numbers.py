@@ -56,8 +56,8 @@ CASES = {
     "deadline-huge": ("deadline: 60d", "deadline: 99999999999999999999d", "workloads[0].deadline", "at most"),
     "tokens-inf": ("tokens: 1T", "tokens: .inf", "workloads[0].tokens", "finite"),
     "endpoint-port": ("k8s.dc1.acme.example:6443", "k8s.dc1.acme.example:99999", "environments.prod.sites[1].controlPlaneEndpoint", "port"),
-    "slo-threshold-inf": ("threshold: 800ms", "threshold: .inf", "monitoring.slos[0].threshold", "finite"),
-    "slo-threshold-nan": ("threshold: 4h", "threshold: .nan", "monitoring.slos[1].threshold", "finite"),
+    "slo-threshold-inf": ("threshold: 1s ", "threshold: .inf", "monitoring.slos[0].threshold", "finite"),
+    "slo-threshold-nan": ("threshold: 20480s", "threshold: .nan", "monitoring.slos[1].threshold", "finite"),
     # a schedule of one run in 10^300 quarters made an owned pool's cost per used GPU-hour a 300-digit figure
     "runs-per-quarter-tiny": ("runsPerQuarter: 1  ", "runsPerQuarter: 1e-300", "workloads[0].runsPerQuarter", "or equal to 0.01"),
     "account-star": ('account: "111111111111"', 'account: "*"', "environments.dev.sites[0].account", "12 digits"),

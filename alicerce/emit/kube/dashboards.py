@@ -118,6 +118,13 @@ def team(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
             "short",
         ),
         (
+            "Jobs succeeded, failed and running by kind (Job, JobSet, RayJob)",
+            [f"team_kind:jobs_succeeded:sum{{{t}}}", f"team_kind:jobs_failed:sum{{{t}}}", f"team_kind:jobs_running:sum{{{t}}}"],
+            "short",
+        ),
+        ("Job failure ratio by kind", [f"team_kind:job_failure:ratio{{{t}}}"], "percentunit"),
+        ("Job run time p50 / p95 by kind", [f"team_kind:job_run_seconds:p50{{{t}}}", f"team_kind:job_run_seconds:p95{{{t}}}"], "s"),
+        (
             "Spend over 30 days against budget (USD)",
             [f"team:gpu_cost_usd:sum30d{{{t}}}", f"alicerce:team_budget_usd:monthly{{{t}}}"],
             "currencyUSD",
@@ -146,7 +153,7 @@ def inference(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
         ("Availability (serving pods up)", [f"workload:serving_up:ratio{{{w}}}"], "percentunit"),
         ("SLO error ratio, 1 h and 6 h", [f"slo:sli_error:ratio_rate1h{{{w}}}", f"slo:sli_error:ratio_rate6h{{{w}}}"], "percentunit"),
         ("Requests waiting", [f"workload:vllm_requests_waiting:sum{{{w}}}"], "short"),
-        ("Cost per million generated tokens", [f"workload:usd_per_million_tokens:ratio{{{w}}}"], "currencyUSD"),
+        ("Cost per million tokens (prompt and generated)", [f"workload:usd_per_million_tokens:ratio{{{w}}}"], "currencyUSD"),
         ("GPU utilisation and memory", [f"workload:gpu_utilization:avg{{{w}}}", f"workload:gpu_memory_used:avg{{{w}}}"], "percentunit"),
     ]
     return _board(rp, "-inference", "inference", rows, [_variable("workload", "workload:vllm_requests:rate5m", "workload")], have=have)

@@ -22,14 +22,18 @@ from alicerce.catalog.alerts import (
     COMMUNICATION_BOUND,
     INPUT_BOUND,
     MEMORY_BOUND,
-    VLLM_TTFT_BUCKETS,
+    TPOT,
+    TTFT,
     Alert,
+    ServingSlo,
+    bucket_bound,
+    serving_slos,
     slo_bucket,
     slo_burn_fast_alert_name,
     slo_burn_slow_alert_name,
 )
 from alicerce.emit.kube.kpi import (
-    GPU_ACTIVE,
+    GPU_DRAM,
     GPU_FB,
     GPU_TENSOR,
     GPU_UTIL,
@@ -41,7 +45,6 @@ from alicerce.emit.kube.kpi import (
 )
 from alicerce.plan.kpi import checkpoint_stall_seconds
 from alicerce.resolve.model import ResolvedPlatform
-from alicerce.spec.models import Slo
 
 HELD = f'{GPU_UTIL}{{pod!=""}}'
 NODE_HELD = f"avg by (node, pool) ({HELD})"  # mean utilisation of the GPUs pods hold on a node
@@ -55,10 +58,16 @@ def _checkpoint_for(rp: ResolvedPlatform) -> str:
 def diagnoses(rp: ResolvedPlatform) -> list[Alert]:
     input_bound = f"({NODE_HELD} < 0.4) and on (node) ({NODE_IO_PRESSURE} > {IO_SATURATED}) and on (node) ({NODE_READ} >= {NODE_WRITE})"
     stall = f"({NODE_HELD} < 0.1) and on (node) ({NODE_IO_PRESSURE} > {IO_SATURATED}) and on (node) ({NODE_WRITE} > {NODE_READ})"
-    memory = f"count by (namespace, pod, node) (({GPU_FB} > 0.95) and ({HELD} > 0.5) and ({GPU_ACTIVE} < 0.3)) > 0"
+    # memory-bound: the memory interface busy most cycles while the tensor cores wait, memory near full (a decode-like
+    # job). GPU_UTIL and the graphics engine stay near 100% on such a job (a kernel is always running): they cannot
+    # tell it from a compute-bound one (review T2), the DRAM and tensor pipes can.
+    memory = f'count by (namespace, pod, node) (({GPU_FB} > 0.9) and ({GPU_DRAM}{{pod!=""}} > 0.6) and ({GPU_TENSOR} < 0.2)) > 0'
     comms = f'(avg by (node, pool) ({GPU_TENSOR}{{pod!=""}}) < 0.15) and on (node) ({NODE_HELD} > 0.8) and on (node) ({NODE_IB_UTIL} > 0.6)'
+    # what sits idle in the cohort on each pool: quotas minus all use, borrowed GPUs included (a borrower's usage above
+    # its quota is a lender's quota in use); a lender's own quota minus its own usage would count lent GPUs as idle
     idle = "clamp_min(team_pool:kueue_gpu_quota:sum - team_pool:kueue_gpu_usage:sum, 0)"
-    others_idle = f"sum by (team) ({idle} * 0 + on (pool) group_left () sum by (pool) ({idle}) - {idle})"
+    cohort = "clamp_min(sum by (pool) (team_pool:kueue_gpu_quota:sum) - sum by (pool) (team_pool:kueue_gpu_usage:sum), 0)"
+    others_idle = f"sum by (team) (clamp_min({idle} * 0 + on (pool) group_left () {cohort} - {idle}, 0))"
     pending = "max by (team) (team:kueue_gpus_pending:sum)"
     borrowing = f"({pending} > 0) and on (team) ({others_idle} >= on (team) {pending})"
     return [
@@ -67,9 +76,10 @@ def diagnoses(rp: ResolvedPlatform) -> list[Alert]:
               "GPUs held by pods run under 40% while the node waits on storage reads: raise the dataset tier's "
               "throughput, add data-loader workers or prefetch, or stage the dataset on local NVMe."),
         Alert(MEMORY_BOUND, memory, "30m", "warning",
-              "Pod {{ $labels.namespace }}/{{ $labels.pod }}: GPU memory full, engines mostly idle",
-              "Over 95% of GPU memory in use with kernels running but the graphics engine under 30% active: the "
-              "job is memory-bound; use activation checkpointing, a smaller micro-batch, or GPUs with more memory."),
+              "Pod {{ $labels.namespace }}/{{ $labels.pod }} is memory-bound: GPU memory busy, tensor cores idle",
+              "Over 90% of GPU memory in use, the memory interface busy over 60% of cycles and tensor cores under 20% "
+              "active: the job is memory-bound (bandwidth, not compute); batch more tokens per step (larger batches, "
+              "fused kernels), quantise weights or the KV cache, or use GPUs with more memory bandwidth."),
         Alert(COMMUNICATION_BOUND, comms, "30m", "warning",
               "GPUs on {{ $labels.node }} ({{ $labels.pool }}) are busy communicating, not computing",
               "Kernels run but tensor cores are under 15% active while the fabric runs above 60% of line rate: "
@@ -86,19 +96,32 @@ def diagnoses(rp: ResolvedPlatform) -> list[Alert]:
     ]  # fmt: skip
 
 
-def _latency_bad_ratio(slo: Slo, team_namespaces: tuple[str, ...], window: str) -> str:
-    le = slo_bucket(float(slo.threshold), VLLM_TTFT_BUCKETS)
-    sel = f'{SERVING_WORKLOAD_LABEL}="{slo.workload}",namespace=~"{"|".join(team_namespaces)}"'
-    # vLLM writes 1.0 where Prometheus 3 may store 1: either spelling of the bucket's bound
-    spellings = sorted({repr(le), f"{le:g}"})
-    bound = "|".join(s.replace(".", "\\\\.") for s in spellings)
-    good = f'sum(rate(vllm:time_to_first_token_seconds_bucket{{{sel},le=~"{bound}"}}[{window}]))'
-    total = f"sum(rate(vllm:time_to_first_token_seconds_count{{{sel}}}[{window}]))"
+def _selector(slo: ServingSlo, team_namespaces: tuple[str, ...]) -> str:
+    return f'{SERVING_WORKLOAD_LABEL}="{slo.workload}",namespace=~"{"|".join(team_namespaces)}"'
+
+
+def le_matcher(bound: float) -> str:
+    """A ``le`` matcher for one bucket bound, whichever way the exporter spelt it (vLLM writes 1.0, Go clients 1;
+    Prometheus 3 may store either)."""
+    spellings = sorted({repr(bound), f"{bound:g}"})
+    return "|".join(s.replace(".", "\\\\.") for s in spellings)
+
+
+def share_above(histogram: str, selector: str, bound: float, window: str) -> str:
+    """The share of a histogram's observations above one of its bucket bounds over ``window``: exact at a bound."""
+    good = f'sum(rate({histogram}_bucket{{{selector},le=~"{le_matcher(bound)}"}}[{window}]))'
+    total = f"sum(rate({histogram}_count{{{selector}}}[{window}]))"
     return f"1 - {good} / {total}"
 
 
-def _abort_ratio(slo: Slo, team_namespaces: tuple[str, ...], window: str) -> str:
-    sel = f'{SERVING_WORKLOAD_LABEL}="{slo.workload}",namespace=~"{"|".join(team_namespaces)}"'
+def latency_bad_ratio(slo: ServingSlo, team_namespaces: tuple[str, ...], window: str) -> str:
+    """Requests (token intervals) slower than the SLO's threshold, a bound of the histogram (AL360)."""
+    bound = bucket_bound(slo.threshold, slo.buckets) or slo_bucket(slo.threshold, slo.buckets)
+    return share_above(slo.metric, _selector(slo, team_namespaces), bound, window)
+
+
+def _abort_ratio(slo: ServingSlo, team_namespaces: tuple[str, ...], window: str) -> str:
+    sel = _selector(slo, team_namespaces)
     bad = f'sum(rate(vllm:request_success_total{{{sel},finished_reason="abort"}}[{window}]))'
     return f"{bad} / sum(rate(vllm:request_success_total{{{sel}}}[{window}]))"
 
@@ -108,32 +131,37 @@ SLI = "slo:sli_error:ratio_rate{}"
 
 
 def slo_burn(rp: ResolvedPlatform) -> tuple[list[dict[str, Any]], list[Alert]]:
-    """Recording rules of each inference SLO's error ratio over the burn-rate windows, and its two alerts."""
+    """Recording rules of each serving SLO's error ratio over the burn-rate windows, and its two alerts: the declared
+    ones and those a workload's ``latency:`` targets imply (alicerce.catalog.alerts.serving_slos)."""
     teams = {t.name: t for t in rp.teams}
     workloads = {w.name: w for w in rp.spec.workloads}
     records: list[dict[str, Any]] = []
     alerts: list[Alert] = []
-    for slo in rp.spec.monitoring.slos:
-        workload = workloads.get(slo.workload or "")
+    for slo in serving_slos(rp.spec):
+        workload = workloads.get(slo.workload)
         team = teams.get(workload.team) if workload is not None else None
-        if team is None or slo.kind not in ("inference-latency", "availability"):
+        if team is None:
             continue
-        ratio = _latency_bad_ratio if slo.kind == "inference-latency" else _abort_ratio
-        labels = {"slo": slo.name, "workload": slo.workload or ""}
+        ratio = latency_bad_ratio if slo.kind == "inference-latency" else _abort_ratio
+        labels = {"slo": slo.name, "workload": slo.workload}
         records += [{"record": SLI.format(w), "expr": ratio(slo, team.namespaces, w), "labels": labels} for w in WINDOWS]
-        budget = 1 - slo.objective / 100
+        budget = slo.error_budget
+        stated = f"{budget:.3g} of requests may miss it" if slo.kind == "availability" else f"{budget:.3g} of them may be slower"
+        if slo.kind == "inference-latency":
+            stated = f"p{slo.percentile:g} under {slo.threshold * 1000:g} ms: {stated}"
 
         def burn(long: str, short: str, factor: float, name: str = slo.name, budget: float = budget) -> str:
             limit = f"{factor * budget:.6g}"
             return f'({SLI.format(long)}{{slo="{name}"}} > {limit} and {SLI.format(short)}{{slo="{name}"}} > {limit})'
 
-        what = "latency" if slo.kind == "inference-latency" else "availability"
+        what = "availability" if slo.kind == "availability" else {TTFT: "time to first token", TPOT: "time per output token"}[slo.metric]
         alerts.append(Alert(slo_burn_fast_alert_name(slo.name), f"{burn('1h', '5m', 14.4)} or {burn('6h', '30m', 6)}", "2m", "critical",
                             f"{slo.workload}: {what} SLO {slo.name} burns its 30-day error budget fast",
-                            f"SLO {slo.name} ({slo.objective:g}%): at this rate the month's budget is gone within days; "
-                            "check the serving pods' queue (vllm:num_requests_waiting), replicas and recent rollouts."))  # fmt: skip
+                            f"SLO {slo.name} ({stated}): at this rate the month's budget is gone within days; "
+                            "check the serving pods' queue (vllm:num_requests_waiting), replicas and recent rollouts.",
+                            (("team", team.name),)))  # fmt: skip
         alerts.append(Alert(slo_burn_slow_alert_name(slo.name), burn("3d", "6h", 1), "1h", "warning",
                             f"{slo.workload}: {what} SLO {slo.name} spends its error budget faster than it earns it",
-                            f"SLO {slo.name} ({slo.objective:g}%): over three days errors exceed the budget; plan capacity "
-                            "(`alicerce plan`) or relax the SLO."))  # fmt: skip
+                            f"SLO {slo.name} ({stated}): over three days errors exceed the budget; plan capacity "
+                            "(`alicerce plan`) or relax the SLO.", (("team", team.name),)))  # fmt: skip
     return records, alerts

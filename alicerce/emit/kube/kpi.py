@@ -42,6 +42,7 @@ GPU_UTIL = "gpu:dcgm_utilization:ratio"
 GPU_FB = "gpu:dcgm_memory_used:ratio"
 GPU_ACTIVE = "gpu:dcgm_graphics_engine_active:ratio"
 GPU_TENSOR = "gpu:dcgm_tensor_active:ratio"
+GPU_DRAM = "gpu:dcgm_dram_active:ratio"  # share of cycles the memory interface is busy
 POD_GPUS = "pod:gpus_allocated:sum"
 # per node (node exporter)
 NODE_IB_RX = "node:infiniband_receive_bytes:rate5m"
@@ -94,6 +95,19 @@ def _per_gpu(metric_expr: str) -> str:
     return f"{keyed} * on (node) group_left (pool) {NODE_POOL}"
 
 
+def _memory_used() -> str:
+    """Used / (used + free) per GPU, for each pod holding it. With time-sliced pools the GPU Operator's exporter runs with
+    KUBERNETES_VIRTUAL_GPUS (alicerce.emit.kube.operators): FB_USED then comes per process, with a ``uid`` label, beside
+    the GPU's own total, and FB_FREE once per pod without one (dcgm-exporter 4.5.3-4.8.2
+    internal/pkg/transformation/process_metrics.go isPerProcessMetric): a division series by series matched nothing
+    (review T3). So: the GPU's total (the largest FB_USED of the GPU) over total and free, for each holder FB_FREE names."""
+    gpu = "Hostname, gpu, UUID"
+    used = f"max by ({gpu}) (DCGM_FI_DEV_FB_USED)"
+    ratio = f"{used} / ({used} + max by ({gpu}) (DCGM_FI_DEV_FB_FREE))"
+    holders = f"(0 * max by ({gpu}, namespace, pod) (DCGM_FI_DEV_FB_FREE) + 1)"
+    return _per_gpu(f"{holders} * on ({gpu}) group_left () ({ratio})")
+
+
 def gpu_rules() -> list[dict[str, Any]]:
     """GPU utilisation, memory and engine activity per GPU, and the allocation of GPUs to pods, in physical GPUs."""
     running = 'max by (namespace, pod) (kube_pod_status_phase{phase="Running"}) == 1'
@@ -104,9 +118,10 @@ def gpu_rules() -> list[dict[str, Any]]:
     )
     return [
         _rule(GPU_UTIL, _per_gpu("DCGM_FI_DEV_GPU_UTIL / 100")),
-        _rule(GPU_FB, _per_gpu("DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)")),
+        _rule(GPU_FB, _memory_used()),
         _rule(GPU_ACTIVE, _per_gpu("DCGM_FI_PROF_GR_ENGINE_ACTIVE")),
         _rule(GPU_TENSOR, _per_gpu("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")),
+        _rule(GPU_DRAM, _per_gpu("DCGM_FI_PROF_DRAM_ACTIVE")),
         _rule(POD_GPUS, allocated),
     ]
 
@@ -256,6 +271,49 @@ def node_rules() -> list[dict[str, Any]]:
     return rules
 
 
+JOB_KIND = "alicerce:job_kind:info"
+JOB_KINDS = ("JobSet", "RayJob")  # the owners alicerce's training runtimes use; anything else counts as a Job
+
+
+def job_rules() -> list[dict[str, Any]]:
+    """Run time and failures of batch work, from kube-state-metrics 2.20.0's Job series (docs/metrics/workload/
+    job-metrics.md): every Kubeflow TrainJob runs as a JobSet of Jobs, a RayJob's entrypoint as its submitter Job, so
+    each Job is counted under its owner's kind (kube_job_owner: JobSet, RayJob; none: a plain Job). A Job's run time is
+    its completion time (set only on success) minus its start; a running one's, now minus its start."""
+    key = "namespace, job_name"
+    owners = "|".join(JOB_KINDS)
+    kind = (
+        f'label_replace(kube_job_owner{{owner_kind=~"{owners}"}}, "kind", "$1", "owner_kind", "(.+)") '
+        f'or label_replace(kube_job_owner{{owner_kind!~"{owners}"}}, "kind", "Job", "owner_kind", ".*")'
+    )
+
+    def joined(expr: str) -> str:
+        return f"{expr} * on ({key}) group_left (kind) {JOB_KIND} * on (namespace) group_left (team) {NAMESPACE_TEAM}"
+
+    done = f"max by ({key}) (kube_job_status_completion_time) - on ({key}) max by ({key}) (kube_job_status_start_time)"
+    active = f"max by ({key}) (kube_job_status_active) > 0"
+    running = f"time() - max by ({key}) (kube_job_status_start_time) and on ({key}) ({active})"
+    succeeded = f'max by ({key}) (kube_job_complete{{condition="true"}})'
+    failed = f'max by ({key}) (kube_job_failed{{condition="true"}})'
+    failures = "(team_kind:jobs_failed:sum or team_kind:jobs_succeeded:sum * 0)"
+    successes = "(team_kind:jobs_succeeded:sum or team_kind:jobs_failed:sum * 0)"
+    rules = [
+        _rule(JOB_KIND, f"max by ({key}, kind) ({kind})"),
+        _rule("job:kube_job_run_seconds:last", done),
+        _rule("job:kube_job_running_seconds:last", running),
+        _rule("team_kind:jobs_succeeded:sum", f"sum by (team, kind) ({joined(succeeded)})"),
+        _rule("team_kind:jobs_failed:sum", f"sum by (team, kind) ({joined(failed)})"),
+        _rule("team_kind:jobs_running:sum", f"sum by (team, kind) ({joined(f'count by ({key}) ({active})')})"),
+        # a kind with only failures (or only successes) has no series of the other: count it as 0
+        _rule("team_kind:job_failure:ratio", f"{failures} / on (team, kind) ({failures} + on (team, kind) {successes})"),
+    ]
+    for q in QUANTILES[:2]:
+        rules.append(
+            _rule(f"team_kind:job_run_seconds:p{q * 100:g}", f"quantile by (team, kind) ({q:g}, {joined('job:kube_job_run_seconds:last')})")
+        )
+    return rules
+
+
 def kpi_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
     """The KPI rule groups of a site; every recorded series carries the site's name."""
     site = rp.site(site_name)
@@ -267,6 +325,7 @@ def kpi_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
         group("alicerce.kpi.joins", join_rules(rp, site)),
         group("alicerce.kpi.gpu", gpu_rules() + utilisation_rules()),
         group("alicerce.kpi.queue", queue_rules()),
+        group("alicerce.kpi.jobs", job_rules()),
         group("alicerce.kpi.serving", serving_rules()),
         group("alicerce.kpi.node", node_rules()),
     ]

@@ -29,15 +29,22 @@ from alicerce.catalog.alerts import (
     DCGM_EXPORTER_DOWN,
     GPU_EFFICIENCY,
     GPU_HEALTH,
+    KUEUE_WAIT_BUCKETS,
+    TTFT,
     Alert,
+    ServingSlo,
+    bucket_bound,
     pool_alert_name,
+    serving_slos,
     slo_alert_name,
+    slo_bucket,
     slo_starved_alert_name,
 )
+from alicerce.emit.kube.budgets import budget_guard
 from alicerce.emit.kube.common import MANAGED, meta
 from alicerce.emit.kube.costs import BUDGET, budget_alerts, cost_rules
 from alicerce.emit.kube.dashboards import dashboards
-from alicerce.emit.kube.diagnoses import diagnoses, slo_burn
+from alicerce.emit.kube.diagnoses import diagnoses, latency_bad_ratio, share_above, slo_burn
 from alicerce.emit.kube.kpi import kpi_groups
 from alicerce.emit.kube.promql import fed
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite, ResolvedTeam
@@ -86,7 +93,15 @@ def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
 def _slo_alerts(rp: ResolvedPlatform) -> list[Alert]:
     teams = {t.name: t for t in rp.teams}
     workloads = {w.name: w for w in rp.spec.workloads}
-    alerts = [_slo_alert(slo, teams, workloads) for slo in rp.spec.monitoring.slos]
+    latency = {s.name: s for s in serving_slos(rp.spec) if s.kind == "inference-latency"}
+    # declared SLOs in the spec's order, then those the workloads' latency targets imply
+    alerts = [
+        _latency_alert(latency.pop(slo.name), teams, workloads)
+        if slo.kind == "inference-latency" and slo.name in latency
+        else _slo_alert(slo, teams, workloads)
+        for slo in rp.spec.monitoring.slos
+    ]
+    alerts += [_latency_alert(slo, teams, workloads) for slo in latency.values()]
     alerts += [_starved_alert(slo) for slo in rp.spec.monitoring.slos if slo.kind == "queue-wait" and slo.team in teams]
     return [a for a in alerts if a is not None]
 
@@ -94,8 +109,7 @@ def _slo_alerts(rp: ResolvedPlatform) -> list[Alert]:
 def _starved_alert(slo: Slo) -> Alert:
     """A queue whose workloads are never admitted: kueue_admission_wait_time_seconds observes only admissions
     (kueue v0.19.2 pkg/metrics/metrics.go 1043-1047) and Kueue has no metric of the oldest pending workload, so
-    the alert fires when, for the whole SLO threshold, the queue always held inadmissible workloads, or always
-    held pending ones and admitted none."""
+    the alert fires when, for the whole SLO threshold, the queue always held pending workloads and admitted none."""
     seconds = int(float(slo.threshold))
     window, steps = f"{seconds}s", seconds // 60 - 1  # 1m steps: the queue held them at (nearly) every one of the window
 
@@ -106,36 +120,44 @@ def _starved_alert(slo: Slo) -> Alert:
     pending = f"sum(kueue_pending_workloads{{{queue}}})"
     inadmissible = f'sum(kueue_pending_workloads{{{queue},status="inadmissible"}})'
     admitted = f"(sum(increase(kueue_admitted_workloads_total{{{queue}}}[{window}])) or on () vector(0))"
-    expr = f"{always(inadmissible)} or ({always(pending)} and on () {admitted} == 0)"
+    # a healthy backlog holds inadmissible workloads too (Kueue parks what does not fit now as inadmissible): starved
+    # means nothing was admitted all along, whichever kind of pending it held
+    expr = f"({always(inadmissible)} or {always(pending)}) and on () {admitted} == 0"
     return Alert(slo_starved_alert_name(slo.name), expr, "0m", "warning",
                  f"Team {slo.team}: workloads have waited {float(slo.threshold) / 3600:g} h without being admitted",
                  f"SLO {slo.name}: the queue is starved (inadmissible workloads, or nothing admitted); check the workloads' "
-                 "QuotaReserved condition, then quota, borrowing limits and capacity.")  # fmt: skip
+                 "QuotaReserved condition, then quota, borrowing limits and capacity.", (("team", slo.team or ""),))  # fmt: skip
+
+
+def _latency_alert(slo: ServingSlo, teams: dict[str, ResolvedTeam], workloads: dict[str, Any]) -> Alert | None:
+    """The percentile of a latency SLO over 5 minutes above its threshold for 10: what the objective is stated in."""
+    team = teams.get(workloads[slo.workload].team) if slo.workload in workloads else None
+    if team is None or slo.percentile is None:
+        return None
+    # the share of the workload's requests slower than the threshold (a bucket bound, AL360) over 5 minutes above what
+    # the percentile allows: exactly "the p99 is above the threshold", where histogram_quantile would interpolate
+    budget = slo.error_budget
+    expr = f"({latency_bad_ratio(slo, team.namespaces, '5m')}) > {budget:.6g}"
+    what = "time to first token" if slo.metric == TTFT else "time per output token"
+    return Alert(slo_alert_name(slo.name), expr, "10m", "critical",
+                 f"{slo.workload}: p{slo.percentile:g} {what} above {slo.threshold * 1000:g} ms",
+                 f"SLO {slo.name}: more than {budget:.3g} of requests slower than {slo.threshold * 1000:g} ms for 10 minutes; "
+                 f"it must hold {slo.objective:g}% of the time.", (("team", team.name),))  # fmt: skip
 
 
 def _slo_alert(slo: Slo, teams: dict[str, ResolvedTeam], workloads: dict[str, Any]) -> Alert | None:
     name = slo_alert_name(slo.name)
     threshold = float(slo.threshold)
-    if slo.kind == "inference-latency" and slo.workload in workloads and slo.percentile is not None:
-        team = teams.get(workloads[slo.workload].team)
-        if team is None:
-            return None
-        quantile = slo.percentile / 100
-        # the workload's own pods, whatever namespace of the team they run in (scraped by serving_monitors)
-        selector = f'{WORKLOAD_TARGET_LABEL}="{slo.workload}",namespace=~"{"|".join(team.namespaces)}"'
-        expr = f"histogram_quantile({quantile:g}, sum by (le) (rate({TTFT_METRIC}{{{selector}}}[5m]))) > {threshold:g}"
-        return Alert(name, expr, "10m", "critical",
-                     f"{slo.workload}: p{slo.percentile:g} time to first token above {threshold * 1000:g} ms",
-                     f"SLO {slo.name}: p{slo.percentile:g} under {threshold * 1000:g} ms for {slo.objective:g}% of the time.")  # fmt: skip
     if slo.kind == "queue-wait" and slo.team in teams:
-        quantile = slo.objective / 100
-        expr = (
-            f"histogram_quantile({quantile:g}, sum by (le) "
-            f'(rate(kueue_admission_wait_time_seconds_bucket{{cluster_queue="{slo.team}"}}[30m]))) > {threshold:g}'
-        )
+        # the share of admissions in 30 minutes that waited longer than the threshold (a bound of Kueue's histogram,
+        # AL360) above what the objective allows
+        allowed = 1 - slo.objective / 100
+        bound = bucket_bound(threshold, KUEUE_WAIT_BUCKETS) or slo_bucket(threshold, KUEUE_WAIT_BUCKETS)
+        late = share_above("kueue_admission_wait_time_seconds", f'cluster_queue="{slo.team}"', bound, "30m")
+        expr = f"({late}) > {allowed:.6g}"
         return Alert(name, expr, "30m", "warning",
-                     f"Team {slo.team}: {slo.objective:g}% of jobs wait longer than {threshold / 3600:g} h for admission",
-                     f"SLO {slo.name}: raise the team's quota or borrowing limit, or add capacity.")  # fmt: skip
+                     f"Team {slo.team}: over {100 - slo.objective:g}% of jobs waited longer than {threshold / 3600:.3g} h for admission",
+                     f"SLO {slo.name}: raise the team's quota or borrowing limit, or add capacity.", (("team", slo.team),))  # fmt: skip
     if slo.kind == "gpu-utilization":
         expr = f"avg(DCGM_FI_DEV_GPU_UTIL) < {threshold * 100:g}"
         return Alert(name, expr, "6h", "info", f"Platform GPU utilisation under {threshold:.0%}",
@@ -155,7 +177,7 @@ def _apply_overrides(alerts: list[Alert], overrides: list[AlertOverride]) -> lis
             continue
         severity = override.severity or alert.severity
         for_ = f"{int(override.for_)}s" if override.for_ is not None else alert.for_
-        out.append(Alert(alert.name, alert.expr, for_, severity, alert.summary, alert.description))
+        out.append(Alert(alert.name, alert.expr, for_, severity, alert.summary, alert.description, alert.labels))
     return out
 
 
@@ -298,4 +320,4 @@ def monitoring_objects(rp: ResolvedPlatform, site_name: str) -> list[dict[str, A
         "metadata": {"name": DASHBOARD_NAME, "namespace": MONITORING_NAMESPACE, "labels": {**labels, "grafana_dashboard": "1"}},
         "data": {key: json.dumps(board, indent=1, sort_keys=True) for key, board in dashboards(rp, groups).items()},
     }
-    return [rule, dashboard, *serving_monitors(rp, site), *host_node_exporters(site)]
+    return [rule, dashboard, *serving_monitors(rp, site), *host_node_exporters(site), *budget_guard(rp, site, groups)]

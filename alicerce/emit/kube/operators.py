@@ -286,6 +286,23 @@ def _receiver(receiver: AlertReceiver) -> dict[str, Any]:
     return {"name": receiver.name, "email_configs": [config]}
 
 
+def _inhibit_rules(rp: ResolvedPlatform) -> list[dict[str, Any]]:
+    """kube-prometheus-stack 88.5.3's inhibit rules (values.yaml 556-578), but for its InfoInhibitor: that alert fires
+    in a namespace where only info alerts fire, and mutes them there, so an info alert is never sent. alicerce's own
+    info alerts (GPUIdleWhileAllocated, a gpu-utilization SLO) are meant to reach someone: they carry the platform
+    label, and the InfoInhibitor no longer mutes them. The chart's own info alerts stay muted as before."""
+    return [
+        {"source_matchers": ["severity = critical"], "target_matchers": ["severity =~ warning|info"], "equal": ["namespace", "alertname"]},
+        {"source_matchers": ["severity = warning"], "target_matchers": ["severity = info"], "equal": ["namespace", "alertname"]},
+        {
+            "source_matchers": ["alertname = InfoInhibitor"],
+            "target_matchers": ["severity = info", f'platform != "{rp.name}"'],
+            "equal": ["namespace"],
+        },
+        {"target_matchers": ["alertname = InfoInhibitor"]},
+    ]
+
+
 def alertmanager_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any]:
     """Alertmanager's receivers and routes from the spec. The chart's default config sends every alert to ``null``;
     here each alert also goes to every receiver whose severities and teams (the teams' namespaces) match."""
@@ -297,13 +314,24 @@ def alertmanager_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
     routes: list[dict[str, Any]] = [{"receiver": NULL_RECEIVER, "matchers": ['alertname = "Watchdog"']}]
     for r in receivers:
         matchers = [f'severity =~ "{"|".join(r.severities)}"'] if r.severities else []
-        if r.teams:
-            matchers.append(f'namespace =~ "{"|".join(sorted(ns for t in r.teams for ns in namespaces.get(t, ())))}"')
-        routes.append({"receiver": r.name, "matchers": matchers, "continue": True})
+        if not r.teams:
+            routes.append({"receiver": r.name, "matchers": matchers, "continue": True})
+            continue
+        # a team's alerts carry its namespace (what its pods do) or, without one, its team label (its budget, SLOs,
+        # queue): one route each, the second only for alerts without a namespace, so none is sent twice
+        own = sorted(ns for t in r.teams for ns in namespaces.get(t, ()))
+        if own:
+            routes.append({"receiver": r.name, "matchers": [*matchers, f'namespace =~ "{"|".join(own)}"'], "continue": True})
+        teams = "|".join(sorted(r.teams))
+        routes.append({"receiver": r.name, "matchers": [*matchers, f'team =~ "{teams}"', 'namespace = ""'], "continue": True})
     secrets = sorted({r.secret.name for r in receivers if r.secret is not None})
     return {
         "alertmanager": {
-            "config": {"route": {"routes": routes}, "receivers": [{"name": NULL_RECEIVER}] + [_receiver(r) for r in receivers]},
+            "config": {
+                "route": {"routes": routes},
+                "receivers": [{"name": NULL_RECEIVER}] + [_receiver(r) for r in receivers],
+                "inhibit_rules": _inhibit_rules(rp),
+            },
             "alertmanagerSpec": {"secrets": secrets} if secrets else {},
         }
     }

@@ -32,6 +32,12 @@ class Budget(SpecModel):
     alert_at_percent: list[Annotated[StrictInt, Field(ge=1, le=1000)]] = Field(
         default_factory=lambda: [80, 100], description="Budget alert thresholds."
     )
+    on_exhausted: Literal["alert", "stopAdmitting"] = Field(
+        default="alert",
+        description="What happens once the month's GPU spend reaches the budget: alert only, or also stop admitting the "
+        "team's new workloads (its Kueue ClusterQueue is held: running ones finish) until the next month or a larger budget.",
+        examples=["stopAdmitting"],
+    )
 
 
 class StorageGrant(SpecModel):

@@ -93,7 +93,7 @@ def test_budget_alerts_fire_at_the_thresholds_and_not_below(tmp_path: Path) -> N
     text = (
         (ROOT / "platform.yaml")
         .read_text()
-        .replace("budget: {monthlyUsd: 900000}", "budget: {monthlyUsd: 5000, alertAtPercent: [50, 100]}")
+        .replace("budget: {monthlyUsd: 900000, onExhausted: stopAdmitting}", "budget: {monthlyUsd: 5000, alertAtPercent: [50, 100]}")
     )
     small = validated(load_text(text, "platform.yaml"), "prod")
     rules = rules_of(small, "aws")

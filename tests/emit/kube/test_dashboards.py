@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from alicerce.emit.kube.dashboards import dashboards
-from alicerce.emit.kube.monitoring import monitoring_objects, rule_groups
+from alicerce.emit.kube.monitoring import DASHBOARD_NAME, monitoring_objects, rule_groups
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_file
 from tests.conftest import ROOT
@@ -62,7 +62,7 @@ def test_a_panel_on_a_series_nobody_produces_is_caught() -> None:
 
 def test_the_dashboard_configmap_carries_every_dashboard() -> None:
     rp = platform()
-    [cm] = [o for o in monitoring_objects(rp, "aws") if o["kind"] == "ConfigMap"]
+    [cm] = [o for o in monitoring_objects(rp, "aws") if o["kind"] == "ConfigMap" and o["metadata"]["name"] == DASHBOARD_NAME]
     assert {k: json.loads(v) for k, v in cm["data"].items()} == dashboards(rp, rule_groups(rp, "aws"))
     assert "ALERTS" not in recorded(rule_groups(rp, "aws"))
 

@@ -146,3 +146,68 @@ def test_host_node_exporters_carry_their_node_name() -> None:
     for obj in monitoring_objects(rp, "dc1"):
         if obj["kind"] == "ScrapeConfig":
             assert all(c["labels"]["node"] == c["targets"][0].rsplit(":", 1)[0] for c in obj["spec"]["staticConfigs"])
+
+
+@needs_promtool
+def test_gpu_memory_is_measured_with_per_process_exporter_series_too(tmp_path: Path) -> None:
+    """Review T3: with time-sliced pools the exporter runs with KUBERNETES_VIRTUAL_GPUS: FB_USED per process (with a
+    uid) beside the GPU's total, FB_FREE once per pod without one. Each pod on the GPU sees the GPU's 20/22 GB used;
+    a plain GPU (one FB_USED and FB_FREE, held or not) is measured as before."""
+    rp = platform()
+    node = "gpu-001.dc1.acme.example"
+    gpu0 = f'Hostname="{node}",gpu="0",UUID="u0"'
+    gpu1 = f'Hostname="{node}",gpu="1",UUID="u1"'
+    inputs = [
+        {"series": f'kube_node_labels{{node="{node}",{H100}}}', "values": "1x10"},
+        {"series": f"DCGM_FI_DEV_FB_USED{{{gpu0}}}", "values": "20000x10"},
+        {"series": f'DCGM_FI_DEV_FB_USED{{{gpu0},namespace="serving",pod="a",container="c",uid="ua"}}', "values": "12000x10"},
+        {"series": f'DCGM_FI_DEV_FB_USED{{{gpu0},namespace="serving",pod="b",container="c",uid="ub"}}', "values": "8000x10"},
+        {"series": f'DCGM_FI_DEV_FB_FREE{{{gpu0},namespace="serving",pod="a",container="c"}}', "values": "2000x10"},
+        {"series": f'DCGM_FI_DEV_FB_FREE{{{gpu0},namespace="serving",pod="b",container="c"}}', "values": "2000x10"},
+        {"series": f"DCGM_FI_DEV_FB_USED{{{gpu1}}}", "values": "1000x10"},
+        {"series": f"DCGM_FI_DEV_FB_FREE{{{gpu1}}}", "values": "3000x10"},
+    ]
+    ratio = "gpu:dcgm_memory_used:ratio"
+
+    def labels(gpu: int, holder: str = "") -> str:
+        return f'{ratio}{{gpu="{gpu}",UUID="u{gpu}",node="{node}",pool="onprem-h100",site="dc1"{holder}}}'
+
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        {"expr": ratio + '{gpu="0"}', "eval_time": "5m", "exp_samples": [
+            {"labels": labels(0, f',namespace="serving",pod="{p}"'), "value": 20000 / 22000} for p in ("a", "b")]},
+        {"expr": ratio + '{gpu="1"}', "eval_time": "5m", "exp_samples": [{"labels": labels(1), "value": 0.25}]},
+    ]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path)
+
+
+@needs_promtool
+def test_job_run_time_and_failures_per_team_and_kind(tmp_path: Path) -> None:
+    """Research's TrainJob ran as a JobSet whose Job took an hour and succeeded; its RayJob's submitter Job failed; a
+    plain Job has run for 10 minutes (kube-state-metrics 2.20.0 Job series, as scraped: job and instance added)."""
+    rp = platform()
+    scrape = 'job="kube-state-metrics",instance="10.0.0.9:8080"'
+
+    def job(name: str, owner: str, *metrics: tuple[str, str, str]) -> list[dict[str, str]]:
+        labels = f'{scrape},namespace="research",job_name="{name}"'
+        owned = f'owner_kind="{owner}",owner_name="x",owner_is_controller="true"' if owner else ""
+        out = [{"series": f"kube_job_owner{{{labels}{',' + owned if owned else ''}}}", "values": "1x20"}]
+        return out + [{"series": f"{m}{{{labels}{extra}}}", "values": v} for m, extra, v in metrics]
+
+    inputs = [
+        *job("train-node-0", "JobSet", ("kube_job_status_start_time", "", "1000x20"), ("kube_job_status_completion_time", "", "4600x20"),
+             ("kube_job_complete", ',condition="true"', "1x20")),
+        *job("ray-submit", "RayJob", ("kube_job_status_start_time", "", "2000x20"), ("kube_job_failed", ',condition="true"', "1x20")),
+        *job("prep", "", ("kube_job_status_start_time", "", "0x20"), ("kube_job_status_active", "", "1x20")),
+    ]  # fmt: skip
+    site = 'site="dc1"'
+    research = f'team="research",{site}'
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded("team_kind:job_run_seconds:p95", f'kind="JobSet",{research}', 3600),
+        rounded("team_kind:jobs_succeeded:sum", f'kind="JobSet",{research}', 1),
+        rounded("team_kind:jobs_failed:sum", f'kind="RayJob",{research}', 1),
+        {"expr": "team_kind:job_failure:ratio", "eval_time": "10m", "exp_samples": [
+            {"labels": f'team_kind:job_failure:ratio{{kind="{k}",{research}}}', "value": v} for k, v in (("JobSet", 0), ("RayJob", 1))]},
+        rounded("team_kind:jobs_running:sum", f'kind="Job",{research}', 1),
+        rounded('job:kube_job_running_seconds:last{job_name="prep"}', f'namespace="research",job_name="prep",{site}', 600),
+    ]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path)

@@ -95,6 +95,7 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
     rules = rules_of(rp, "dc1")
     idle = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 3))
     held = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 0, ("train-0", "research", "trainer")))
+    freed = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 0))  # the same GPU, held by nobody
     key = {k: held[k] for k in ("Hostname", "gpu", "UUID")}
     node = {"node": "gpu-001.dc1.acme.example"}
     labels = 'label_alicerce_dev_pool="onprem-h100",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
@@ -132,6 +133,24 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
                 {"eval_time": "3m", "alertname": "GPUXidError", "exp_alerts": [expected(rules["GPUXidError"], key, "79")]},
                 {"eval_time": "20m", "alertname": "GPUCriticalXid", "exp_alerts": []},
                 {"eval_time": "20m", "alertname": "GPUXidError", "exp_alerts": []},
+            ],
+        },
+        {  # review T6: XID 48 kills the job holding GPU 0; the pod is gone by the next scrape, so the XID comes on the
+            # GPU's unattributed series, new, its first sample already 48; the remapped-row count rises the same way
+            "interval": "30s",
+            "input_series": [
+                {"series": series("DCGM_FI_DEV_XID_ERRORS", held), "values": "0x20 stale"},
+                {"series": series("DCGM_FI_DEV_XID_ERRORS", freed), "values": "_x21 48x20"},
+                {"series": series("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", held), "values": "2x20 stale"},
+                {"series": series("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", freed), "values": "_x21 3x20"},
+            ],
+            "alert_rule_test": [
+                {"eval_time": "12m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rules["GPUCriticalXid"], key, "48")]},
+                {
+                    "eval_time": "12m",
+                    "alertname": "GPUUncorrectableRemappedRows",
+                    "exp_alerts": [expected(rules["GPUUncorrectableRemappedRows"], key, "1")],
+                },
             ],
         },
         {  # an H100 node of onprem-h100 that offers 7 of its 8 GPUs (one unhealthy); a healthy node raises nothing
@@ -183,25 +202,26 @@ def test_slo_alerts_see_serving_pods_and_starved_queues(tmp_path: Path) -> None:
     pod = 'namespace="serving",pod="chat-70b-0",alicerce_dev_workload="chat-70b"'
     starved = 'cluster_queue="research",status="inadmissible",replica_role="standalone"'
     tests = [
-        {  # chat-70b's p99 time to first token drifts to ~1 s against its 800 ms SLO
+        {  # chat-70b's time to first token drifts: 30% of requests slower than its 1 s SLO's threshold
             "interval": "1m",
             "input_series": [
                 {"series": f'vllm:time_to_first_token_seconds_bucket{{{pod},le="0.5"}}', "values": "0+1x30"},
-                {"series": f'vllm:time_to_first_token_seconds_bucket{{{pod},le="1"}}', "values": "0+10x30"},
+                {"series": f'vllm:time_to_first_token_seconds_bucket{{{pod},le="1"}}', "values": "0+7x30"},
                 {"series": f'vllm:time_to_first_token_seconds_bucket{{{pod},le="+Inf"}}', "values": "0+10x30"},
+                {"series": f"vllm:time_to_first_token_seconds_count{{{pod}}}", "values": "0+10x30"},
             ],
             "alert_rule_test": [
                 {"eval_time": "5m", "alertname": "SLOChatLatency", "exp_alerts": []},
                 {"eval_time": "20m", "alertname": "SLOChatLatency", "exp_alerts": [expected(rules["SLOChatLatency"], {}, "")]},
             ],
         },
-        {  # research's queue holds an inadmissible workload for 5 hours and admits nothing: starved past its 4 h SLO
+        {  # research's queue holds an inadmissible workload for 7 hours and admits nothing: starved past its 5.7 h SLO
             "interval": "5m",
-            "input_series": [{"series": f"kueue_pending_workloads{{{starved}}}", "values": "1x60"}],
+            "input_series": [{"series": f"kueue_pending_workloads{{{starved}}}", "values": "1x90"}],
             "alert_rule_test": [
-                {"eval_time": "3h", "alertname": "SLOResearchQueueStarved", "exp_alerts": []},
+                {"eval_time": "5h", "alertname": "SLOResearchQueueStarved", "exp_alerts": []},
                 {
-                    "eval_time": "4h30m",
+                    "eval_time": "6h30m",
                     "alertname": "SLOResearchQueueStarved",
                     "exp_alerts": [expected(rules["SLOResearchQueueStarved"], {}, "1")],
                 },
@@ -216,7 +236,18 @@ def test_slo_alerts_see_serving_pods_and_starved_queues(tmp_path: Path) -> None:
                     "values": "0+1x60",
                 },
             ],
-            "alert_rule_test": [{"eval_time": "4h30m", "alertname": "SLOResearchQueueStarved", "exp_alerts": []}],
+            "alert_rule_test": [{"eval_time": "6h30m", "alertname": "SLOResearchQueueStarved", "exp_alerts": []}],
+        },
+        {  # a healthy backlog: Kueue parks what does not fit now as inadmissible while it keeps admitting (review T5)
+            "interval": "5m",
+            "input_series": [
+                {"series": f"kueue_pending_workloads{{{starved}}}", "values": "2x90"},
+                {
+                    "series": 'kueue_admitted_workloads_total{cluster_queue="research",priority_class="",replica_role="standalone"}',
+                    "values": "0+1x90",
+                },
+            ],
+            "alert_rule_test": [{"eval_time": "6h30m", "alertname": "SLOResearchQueueStarved", "exp_alerts": []}],
         },
     ]
     assert {"kueue_pending_workloads", "kueue_admitted_workloads_total"} <= set(load("kueue", "0.19.2", "metrics.json"))
@@ -253,9 +284,11 @@ def test_overrides_drop_or_retune_alerts() -> None:
 def test_monitoring_objects_join_the_cluster_objects_after_the_monitoring_chart() -> None:
     rp = platform("prod")
     objs = [o for o in cluster_objects(rp, "aws") if o["metadata"].get("namespace") == "monitoring"]
-    assert [o["kind"] for o in objs] == ["ConfigMap", "PodMonitor", "PrometheusRule"]
+    # the dashboards and the rules, the serving PodMonitor, and research's budget guard (ConfigMap, CronJob, ServiceAccount)
+    assert [o["kind"] for o in objs] == ["ConfigMap", "ConfigMap", "CronJob", "PodMonitor", "PrometheusRule", "ServiceAccount"]
     assert {crd_owner(o) for o in objs} == {"kube-prometheus-stack"}
-    assert objs == sorted(monitoring_objects(rp, "aws"), key=lambda o: o["kind"])
+    namespaced = [o for o in monitoring_objects(rp, "aws") if "namespace" in o["metadata"]]
+    assert objs == sorted(namespaced, key=lambda o: (o["kind"], o["metadata"]["name"]))
     [monitor] = [o for o in objs if o["kind"] == "PodMonitor"]
     assert monitor["spec"]["namespaceSelector"] == {"matchNames": ["serving", "serving-canary"]}
     assert monitor["spec"]["selector"] == {"matchLabels": {"alicerce.dev/workload": "chat-70b"}}
@@ -378,3 +411,33 @@ def test_grafana_admin_login_comes_from_a_user_secret_so_regenerates_keep_it() -
         assert grafana["admin"] == {"existingSecret": "grafana-admin", "userKey": "admin-user", "passwordKey": "admin-password"}
         assert all(f"grafana.admin.{key}" in facts for key in grafana["admin"])
         assert "adminPassword" not in grafana
+
+
+def test_a_team_receiver_gets_the_teams_alerts_without_a_namespace_and_info_alerts_are_not_muted() -> None:
+    """Review finding 9: a team's receiver matched only its namespaces, while its budget, SLO and queue alerts carry a
+    team label and no namespace; kube-prometheus-stack's InfoInhibitor muted every info alert alicerce emits."""
+    slack = '    - {name: ml-platform, kind: slack, secret: {name: alertmanager-slack, key: webhook-url}, channel: "#ml-platform-alerts"}'
+    mail = "{kind: email, sender: am@acme.example, smarthost: 'smtp.acme.example:25'"
+    teams = "".join(f"\n    - {mail}, name: {t}-mail, to: {t}@acme.example, teams: [{t}]}}" for t in ("research", "serving"))
+    text = (ROOT / "platform.yaml").read_text().replace(slack, slack + teams, 1)
+    assert "research-mail" in text
+    rp = validated(load_text(text, "platform.yaml"), "prod")
+    am = monitoring_values(rp, rp.site("aws"))["alertmanager"]
+    routes = am["config"]["route"]["routes"]
+    alerts = {r["alert"]: r for g in rule_groups(rp, "aws") for r in g["rules"] if "alert" in r}
+    for name, team in (("BudgetResearch80", "research"), ("SLOResearchQueue", "research"), ("SLOResearchQueueStarved", "research"),
+                       ("SLOChatLatencyBurnFast", "serving"), ("SLOChatLatency", "serving")):  # fmt: skip
+        labels = {"alertname": name, **alerts[name]["labels"]}
+        if name.startswith("Budget"):
+            labels["team"] = "research"  # from its expression's series
+        reached = _routed(routes, labels)
+        assert f"{team}-mail" in reached and reached.count(f"{team}-mail") == 1, (name, reached)
+        [other] = {"research-mail", "serving-mail"} - {f"{team}-mail"}
+        assert other not in reached, (name, reached)
+    # a pod's alert reaches its team once, by namespace
+    pod = {"alertname": "GPUIdleWhileAllocated", "namespace": "research", "pod": "p", **alerts["GPUIdleWhileAllocated"]["labels"]}
+    assert _routed(routes, pod).count("research-mail") == 1
+    # the InfoInhibitor mutes the chart's own info alerts, not alicerce's (they carry the platform label)
+    [info] = [r for r in am["config"]["inhibit_rules"] if r.get("source_matchers") == ["alertname = InfoInhibitor"]]
+    assert info["target_matchers"] == ["severity = info", 'platform != "acme-ml"']
+    assert alerts["GPUIdleWhileAllocated"]["labels"]["platform"] == "acme-ml"

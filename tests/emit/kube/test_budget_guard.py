@@ -1,0 +1,251 @@
+"""Budgets that act (issue 24 item 3): the guard holds a team's ClusterQueue once its month's spend reaches the
+budget, and releases it the next month. Its logic runs for real: queries against a real Prometheus server over a
+backfilled TSDB, HTTP calls to a stand-in API server that applies JSON merge patches (RFC 7386) and checks each
+result against Kueue's vendored ClusterQueue schema (the API server is the boundary, not what is tested)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from alicerce.emit.kube import budget_guard
+from alicerce.emit.kube.budgets import NAME, guard_script
+from alicerce.emit.kube.monitoring import monitoring_objects, rule_groups
+from alicerce.rules.validate import validated
+from alicerce.spec.loader import load_text
+from tests.conftest import ROOT
+from tests.emit.kube.prometheus import at, every, needs_prometheus, prometheus_server
+from tests.emit.kube.upstream import load
+
+TOKEN = "guard-token"
+HOUR = datetime.timedelta(hours=1)
+QUARTER = datetime.timedelta(minutes=15)
+CRD = load("kueue", "0.19.2", "crds/kueue.x-k8s.io_clusterqueues_v1beta2.schema.json")
+
+
+def merge(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch, as the API server applies application/merge-patch+json."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge(out.get(key), value)
+    return out
+
+
+class FakeApiServer:
+    """ClusterQueues by name; every PATCH recorded and validated against the vendored CRD schema."""
+
+    def __init__(self, queues: dict[str, dict[str, Any]]) -> None:
+        self.queues = queues
+        self.patches: list[tuple[str, dict[str, Any]]] = []
+
+
+@contextmanager
+def api_server(state: FakeApiServer) -> Iterator[str]:
+    prefix = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/"
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _reply(self, code: int, body: dict[str, Any]) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _queue(self) -> str | None:
+            if self.headers.get("Authorization") != f"Bearer {TOKEN}" or not self.path.startswith(prefix):
+                self._reply(403, {"kind": "Status", "code": 403})
+                return None
+            name = self.path[len(prefix) :]
+            if name not in state.queues:
+                self._reply(404, {"kind": "Status", "code": 404})
+                return None
+            return name
+
+        def do_GET(self) -> None:
+            if (name := self._queue()) is not None:
+                self._reply(200, state.queues[name])
+
+        def do_PATCH(self) -> None:
+            if (name := self._queue()) is None:
+                return
+            assert self.headers.get("Content-Type") == "application/merge-patch+json"
+            patch = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            updated = merge(state.queues[name], patch)
+            jsonschema.validate(updated["spec"], CRD["properties"]["spec"])
+            state.queues[name] = updated
+            state.patches.append((name, patch))
+            self._reply(200, updated)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def queue(name: str, policy: str | None = None, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"cohortName": "acme", "resourceGroups": []}
+    if policy is not None:
+        spec["stopPolicy"] = policy
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+            "metadata": {"name": name, "annotations": annotations or {}}, "spec": spec}  # fmt: skip
+
+
+Series = dict[str, list[tuple[datetime.datetime, float]]]
+
+
+def spend(team: str, usd_per_hour: float, *spans: tuple[str, str]) -> Series:
+    """The team's spend rate over the hours it runs (no series while it runs nothing, as the cost rules record)."""
+    return {f'team:gpu_cost_usd:rate1h{{site="aws",team="{team}"}}': [s for a, b in spans for s in every(a, b, QUARTER, usd_per_hour)]}
+
+
+def budget(team: str, usd: float, *moments: str) -> Series:
+    """The static budget series, around the moments the guard runs (a backfilled block per two hours of samples
+    makes a whole month of them slow to load)."""
+    spans = [(at(m) - HOUR, at(m)) for m in moments]
+    samples = [s for a, b in spans for s in every(a.isoformat()[:16], b.isoformat()[:16], QUARTER, usd)]
+    return {f'alicerce:team_budget_usd:monthly{{site="aws",team="{team}"}}': samples}
+
+
+def config(prometheus: str, kube: str, tmp_path: Path, teams: list[str]) -> dict[str, Any]:
+    (tmp_path / "token").write_text(TOKEN + "\n")
+    return {
+        "prometheus": prometheus,
+        "site": "aws",
+        "teams": [{"team": t, "clusterQueue": t} for t in teams],
+        "kubernetes": {"url": kube, "tokenFile": str(tmp_path / "token"), "caFile": ""},
+    }
+
+
+def test_the_decision_holds_once_and_releases_only_its_own_hold() -> None:
+    month = "2025-03"
+    assert budget_guard.decide(10.0, 5.0, queue("a"), month) == {"metadata": {"annotations": {budget_guard.HOLD_ANNOTATION: month}},
+                                                                 "spec": {"stopPolicy": "Hold"}}  # fmt: skip
+    assert budget_guard.decide(10.0, 5.0, queue("a", "Hold", {budget_guard.HOLD_ANNOTATION: month}), month) is None
+    assert budget_guard.decide(10.0, 5.0, queue("a", "HoldAndDrain"), month) is None  # an operator's harder stop stays
+    assert budget_guard.decide(1.0, 5.0, queue("a", "Hold"), month) is None  # an operator's own Hold is theirs to lift
+    released = budget_guard.decide(1.0, 5.0, queue("a", "Hold", {budget_guard.HOLD_ANNOTATION: "2025-02"}), month)
+    assert released == {"metadata": {"annotations": {budget_guard.HOLD_ANNOTATION: None}}, "spec": {"stopPolicy": "None"}}
+    assert budget_guard.decide(None, 5.0, queue("a"), month) is None and budget_guard.decide(9.0, None, queue("a"), month) is None
+
+
+@needs_prometheus
+def test_the_guard_holds_a_spent_team_and_releases_it_the_next_month(tmp_path: Path) -> None:
+    # research spends $100/h from 1 March; its $5,000 is gone after 50 hours (2 March 02:00 is the 51st hour counted);
+    # applied-ml ran nothing (no spend series); ops was held by an operator by hand
+    runs = ("2025-03-02T12:00", "2025-03-03T01:30", "2025-03-20T00:00", "2025-04-01T01:10")
+    spans = (("2025-02-28T20:00", "2025-02-28T23:45"), ("2025-03-01T00:00", "2025-03-03T04:00"), ("2025-04-01T00:00", "2025-04-01T02:00"))
+    series = {**spend("research", 100, *spans), **budget("research", 5000, *runs), **budget("applied-ml", 2000, *runs),
+              **budget("ops", 10, *runs)}  # fmt: skip
+    state = FakeApiServer({"research": queue("research"), "applied-ml": queue("applied-ml"), "ops": queue("ops", "Hold")})
+    with prometheus_server(series, tmp_path) as prometheus, api_server(state) as kube:
+        cfg = config(prometheus, kube, tmp_path, ["applied-ml", "ops", "research"])
+
+        assert budget_guard.run(cfg, at("2025-03-02T12:00")) == 0  # 37 hours: $3,700
+        assert state.patches == []
+        assert budget_guard.run(cfg, at("2025-03-03T01:30")) == 0  # 50 hours counted: $5,000
+        assert state.patches == [("research", {"metadata": {"annotations": {budget_guard.HOLD_ANNOTATION: "2025-03"}},
+                                               "spec": {"stopPolicy": "Hold"}})]  # fmt: skip
+        assert state.queues["research"]["spec"]["stopPolicy"] == "Hold"
+        assert budget_guard.run(cfg, at("2025-03-20T00:00")) == 0  # held already: no second patch
+        assert len(state.patches) == 1
+        # February's spend does not count in March; in April the month starts again: $100 at 00:00 and 01:00
+        assert budget_guard.run(cfg, at("2025-04-01T01:10")) == 0
+        assert state.patches[-1] == ("research", {"metadata": {"annotations": {budget_guard.HOLD_ANNOTATION: None}},
+                                                  "spec": {"stopPolicy": "None"}})  # fmt: skip
+        assert state.queues["research"]["spec"]["stopPolicy"] == "None"
+        assert budget_guard.HOLD_ANNOTATION not in state.queues["research"]["metadata"]["annotations"]
+        assert state.queues["ops"]["spec"]["stopPolicy"] == "Hold" and state.queues["applied-ml"]["spec"] == queue("x")["spec"]
+
+
+@needs_prometheus
+def test_without_a_budget_series_the_guard_changes_nothing_and_fails(tmp_path: Path) -> None:
+    state = FakeApiServer({"research": queue("research")})
+    series = spend("research", 1e6, ("2025-03-01T00:00", "2025-03-02T00:00"))
+    with prometheus_server(series, tmp_path) as prometheus, api_server(state) as kube:
+        assert budget_guard.run(config(prometheus, kube, tmp_path, ["research"]), at("2025-03-01T23:00")) == 1
+    assert state.patches == []
+
+
+def test_the_shipped_script_runs_on_the_standard_library_alone(tmp_path: Path) -> None:
+    """The ConfigMap's copy, run with `python -I` (no site-packages): Prometheus refused, it fails without a patch."""
+    (tmp_path / "guard.py").write_text(guard_script())
+    (tmp_path / "token").write_text(TOKEN)
+    cfg = {"prometheus": "http://127.0.0.1:9", "site": "aws", "teams": [{"team": "t", "clusterQueue": "t"}],
+           "kubernetes": {"url": "http://127.0.0.1:9", "tokenFile": str(tmp_path / "token"), "caFile": ""}}  # fmt: skip
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    done = subprocess.run([sys.executable, "-I", str(tmp_path / "guard.py"), str(tmp_path / "config.json")],
+                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert done.returncode == 1 and "team t: URLError" in done.stderr, done.stderr
+
+
+def spec_with(on_exhausted: str) -> str:
+    return (
+        (ROOT / "platform.yaml")
+        .read_text()
+        .replace(
+            "budget: {monthlyUsd: 900000, onExhausted: stopAdmitting}", f"budget: {{monthlyUsd: 900000, onExhausted: {on_exhausted}}}", 1
+        )
+    )
+
+
+def test_only_a_budget_that_says_so_gets_a_guard_and_it_may_patch_only_that_queue() -> None:
+    alert_only = validated(load_text(spec_with("alert"), "p.yaml"), "prod")
+    assert not [o for o in monitoring_objects(alert_only, "aws") if o["metadata"]["name"] == NAME]
+    rp = validated(load_text(spec_with("stopAdmitting"), "p.yaml"), "prod")
+    for site in ("aws", "dc1"):
+        objs = {o["kind"]: o for o in monitoring_objects(rp, site) if o["metadata"]["name"] == NAME}
+        assert sorted(objs) == ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "CronJob", "ServiceAccount"]
+        assert objs["ClusterRole"]["rules"] == [
+            {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"], "resourceNames": ["research"], "verbs": ["get", "patch"]}
+        ]
+        subject = objs["ClusterRoleBinding"]["subjects"][0]
+        pod = objs["CronJob"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+        assert (subject["name"], subject["namespace"]) == (pod["serviceAccountName"], objs["ServiceAccount"]["metadata"]["namespace"])
+        assert objs["ConfigMap"]["data"]["budget_guard.py"] == guard_script()
+        cfg = json.loads(objs["ConfigMap"]["data"]["config.json"])
+        assert cfg["site"] == site and cfg["teams"] == [{"team": "research", "clusterQueue": "research"}]
+        # the budget it compares with is one the site's rules record
+        recorded = {r["labels"]["team"] for g in rule_groups(rp, site) for r in g["rules"] if r.get("record") == budget_guard.BUDGET}
+        assert "research" in recorded
+        assert budget_guard.SPEND in {r.get("record") for g in rule_groups(rp, site) for r in g["rules"]}
+
+
+OFF = [("kueue: {enabled: false}", "AL362"), ("kueue: {}\n  monitoring: {enabled: false}", "AL363")]
+
+
+@pytest.mark.parametrize(("operator", "rule"), OFF)
+def test_a_stop_the_platform_cannot_carry_out_is_a_located_error(operator: str, rule: str) -> None:
+    """Kueue off: no ClusterQueue to hold (AL362); monitoring off: no spend to read (AL363)."""
+    from alicerce.spec.errors import SpecInvalid
+
+    text = spec_with("stopAdmitting").replace("  kueue: {}\n", f"  {operator}\n", 1)
+    with pytest.raises(SpecInvalid) as raised:
+        validated(load_text(text, "p.yaml"), "prod")
+    found = [e for e in raised.value.errors if e.rule == rule]
+    assert len(found) == 1, raised.value.errors
+    line = text[: text.index("onExhausted")].count("\n") + 1
+    assert found[0].path == ("tenancy", "teams", 0, "budget", "onExhausted") and found[0].span.line == line

@@ -1,0 +1,89 @@
+"""`alicerce costs` (issue 24 item 3, chargeback): one month of the cost recording rules read from a REAL Prometheus
+over a TSDB backfilled with `promtool tsdb create-blocks-from openmetrics`; deterministic bytes, atomic write,
+located errors."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from alicerce.cli import build_app
+from alicerce.run.chargeback import month_bounds
+from tests.emit.kube.prometheus import at, every, needs_prometheus, prometheus_server
+
+Q = datetime.timedelta(minutes=15)
+
+
+def hours(series: str, value: float, *spans: tuple[str, str]) -> dict[str, list[tuple[datetime.datetime, float]]]:
+    return {series: [s for a, b in spans for s in every(a, b, Q, value)]}
+
+
+def tsdb() -> dict[str, list[tuple[datetime.datetime, float]]]:
+    """March 2025 at site aws: research holds 8 GPUs for 10 hours (00:00-09:00 of the 10th) at $3/GPU-hour, 6 of them
+    busy; serving's chat-70b holds 4 GPUs for 3 hours (the 20th) at $2 and serves 1,000 tokens a second. A February
+    and an April hour each, which March must not count."""
+    research = '{site="aws",team="research"}'
+    serving = '{site="aws",team="serving"}'
+    chat = '{namespace="serving",site="aws",workload="chat-70b"}'
+    march = ("2025-03-10T00:00", "2025-03-10T09:00")
+    serve = ("2025-03-20T00:00", "2025-03-20T02:00")
+    outside = (("2025-02-28T23:00", "2025-02-28T23:00"), ("2025-04-01T00:00", "2025-04-01T00:00"))
+    info = "alicerce:namespace_team:info"
+    return {
+        **hours(f"team:gpu_cost_usd:rate1h{research}", 24, march, *outside),
+        **hours(f"team:gpus_allocated:sum{research}", 8, march),
+        **hours(f"team:gpus_busy:sum{research}", 6, march),
+        **hours(f"team:gpu_cost_usd:rate1h{serving}", 8, serve),
+        **hours(f"team:gpus_allocated:sum{serving}", 4, serve),
+        **hours(f"team:gpus_busy:sum{serving}", 4, serve),
+        **hours(f'{info}{{cost_center="CC-4411",namespace="research",site="aws",team="research"}}', 1, march),
+        **hours(f'{info}{{cost_center="CC-4410",namespace="serving",site="aws",team="serving"}}', 1, serve),
+        **hours(f"workload:gpu_cost_usd:rate1h{chat}", 8, serve),
+        **hours(f"workload:vllm_tokens:rate5m{chat}", 1000, serve),
+    }
+
+
+EXPECTED_CSV = """\
+kind,month,site,team,costCenter,gpuHoursAllocated,gpuHoursUsed,spendUsd,usdPerUsedGpuHour,namespace,workload,tokens,usdPerMillionTokens
+team,2025-03,aws,research,CC-4411,80.0,60.0,240.0,4.0,,,,
+team,2025-03,aws,serving,CC-4410,12.0,12.0,24.0,2.0,,,,
+workload,2025-03,aws,,,,,24.0,,serving,chat-70b,10800000,2.2222
+"""
+
+
+@needs_prometheus
+def test_the_month_is_summed_hour_by_hour_per_team_cost_centre_and_workload(tmp_path: Path) -> None:
+    runner = CliRunner()
+    with prometheus_server(tsdb(), tmp_path) as url:
+        done = runner.invoke(build_app(), ["costs", "--prometheus", url, "--month", "2025-03"])
+        assert done.exit_code == 0, done.output
+        assert done.stdout == EXPECTED_CSV
+        out = tmp_path / "march.json"
+        again = runner.invoke(build_app(), ["costs", "--prometheus", url, "--month", "2025-03", "--format", "json", "-o", str(out)])
+        assert again.exit_code == 0, again.output
+        document = json.loads(out.read_text())
+        research = document["teams"][0]
+        # by hand: 10 hours x 8 GPUs x $3 = $240 over 10 x 6 used GPU-hours = $4 per used GPU-hour
+        assert (research["spendUsd"], research["gpuHoursUsed"], research["usdPerUsedGpuHour"]) == (240.0, 60.0, 4.0)
+        # 3 hours x $8 = $24 for 3 x 3,600 x 1,000 tokens: $2.22 per million
+        assert document["workloads"][0]["usdPerMillionTokens"] == 2.2222
+        assert (
+            runner.invoke(build_app(), ["costs", "--prometheus", url, "--month", "2025-03", "--format", "json", "-o", str(out)]).exit_code
+            == 0
+        )
+        assert json.loads(out.read_text()) == document and not list(tmp_path.glob("march.json.*"))  # same bytes, no leftovers
+
+
+def test_mistakes_are_one_line_errors_with_exit_code_2(tmp_path: Path) -> None:
+    runner = CliRunner()
+    bad_month = runner.invoke(build_app(), ["costs", "--prometheus", "http://127.0.0.1:9", "--month", "2025-13"])
+    assert bad_month.exit_code == 2 and 'month "2025-13" is not YYYY-MM' in bad_month.stderr
+    not_url = runner.invoke(build_app(), ["costs", "--prometheus", "file:///etc/passwd", "--month", "2025-03"])
+    assert not_url.exit_code == 2 and "is not an http(s) URL" in not_url.stderr
+    down = runner.invoke(build_app(), ["costs", "--prometheus", "http://127.0.0.1:9", "--month", "2025-03", "-o", str(tmp_path / "x.csv")])
+    assert down.exit_code == 2 and "cannot read Prometheus at http://127.0.0.1:9" in down.stderr
+    assert "Traceback" not in down.output and not (tmp_path / "x.csv").exists()
+    assert month_bounds("2025-12") == (at("2025-12-01T00:00"), at("2026-01-01T00:00"))
