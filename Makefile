@@ -8,10 +8,21 @@ STAMP  := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | sha2
 
 setup: $(STAMP)
 
-$(STAMP): requirements.lock pyproject.toml
+# uv installs the locked dependencies (with their hashes, like pip --require-hashes): parallel downloads,
+# and a fresh clone links them from uv's own user cache (~/.cache/uv, or $$UV_CACHE_DIR) once it holds them:
+# seconds instead of the ~5 minutes pip took here. uv itself is pinned and hashed in tools/uv.lock and
+# bootstrapped by pip into the git-ignored .cache/uv, rebuilt when the pin changes.
+UV_HOME := .cache/uv
+UV := $(UV_HOME)/bin/uv
+$(UV): tools/uv.lock
+	rm -rf $(UV_HOME) && $(PYTHON) -m venv $(UV_HOME)
+	$(UV_HOME)/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes -r tools/uv.lock
+	touch $@
+
+$(STAMP): requirements.lock pyproject.toml $(UV)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements.lock
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation \
+	$(UV) pip install --quiet --python $(BIN)/python --require-hashes -r requirements.lock
+	$(UV) pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation \
 		--config-settings editable_mode=compat -e .
 	rm -f $(VENV)/.installed-* && touch $@
 
@@ -46,9 +57,9 @@ typecheck: setup
 # the git-ignored .cache/actionlint; gpg and dpkg-deb sign and build the local apt repository of the
 # converges). Installed when possible; under CI=true a missing tool fails.
 ACTIONLINT := .cache/actionlint
-# checkov (tests/targets/aws/test_checkov.py) in a venv of its own: its ~60 dependencies stay out of alicerce's.
+# checkov (tests/targets/aws/test_checkov.py) in a venv of its own, installed by uv: its ~60 dependencies stay out of alicerce's.
 CHECKOV := .cache/checkov
-tools:
+tools: $(UV)
 	@command -v promtool >/dev/null 2>&1 || { \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
@@ -64,8 +75,8 @@ tools:
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gnupg dpkg >/dev/null; \
 		else echo "gpg or dpkg-deb missing: apt-get install gnupg dpkg" >&2; fi; }
 	@cmp -s tests/tools/checkov/requirements.lock $(CHECKOV)/requirements.lock && test -x $(CHECKOV)/bin/checkov || { \
-		rm -rf $(CHECKOV) && $(PYTHON) -m venv $(CHECKOV) \
-		&& $(CHECKOV)/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes -r tests/tools/checkov/requirements.lock \
+		rm -rf $(CHECKOV) && $(PYTHON) -m venv --without-pip $(CHECKOV) \
+		&& $(UV) pip install --quiet --python $(CHECKOV)/bin/python --require-hashes -r tests/tools/checkov/requirements.lock \
 		&& cp tests/tools/checkov/requirements.lock $(CHECKOV)/requirements.lock; }
 
 # The Debian 12 rootfs the Ansible converges run into: debootstrap --variant=minbase from the mirror
