@@ -26,6 +26,14 @@ os.environ["ALICERCE_CACHE_DIR"] = _CACHE_DIR
 atexit.register(shutil.rmtree, _CACHE_DIR, ignore_errors=True)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # keeps each xdist_group on one worker under pytest 9.2 (see tests/xdist_groups.py); `-p` may have loaded it already
+    from tests import xdist_groups
+
+    if not config.pluginmanager.is_registered(xdist_groups):
+        config.pluginmanager.register(xdist_groups, "alicerce-xdist-groups")
+
+
 @pytest.fixture
 def root() -> Path:
     return ROOT

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 from tests.conftest import ROOT, SHARED_FIXTURES, SHARED_GROUPS, SLOW_FIXTURES, SLOW_TESTS
 
@@ -25,3 +29,37 @@ def test_every_shared_path_and_fixture_exists() -> None:
     assert [prefix for prefix in SHARED_GROUPS if not (ROOT / prefix).exists()] == []
     fixtures = set().union(*(defined(p.relative_to(ROOT).as_posix()) for p in (ROOT / "tests").rglob("*.py")))
     assert sorted((set(SHARED_FIXTURES) | SLOW_FIXTURES) - fixtures) == []
+
+
+GROUPED = """
+import os
+from pathlib import Path
+
+import pytest
+
+
+@pytest.mark.parametrize("n", range(6))
+@pytest.mark.xdist_group("one")
+def test_one(n):
+    Path(os.environ["RAN"], f"one-{n}").write_text(os.environ["PYTEST_XDIST_WORKER"])
+
+
+@pytest.mark.parametrize("n", range(6))
+@pytest.mark.xdist_group("two")
+def test_two(n):
+    Path(os.environ["RAN"], f"two-{n}").write_text(os.environ["PYTEST_XDIST_WORKER"])
+"""
+
+
+def test_loadgroup_keeps_each_group_on_one_worker(tmp_path: Path) -> None:
+    """`make test` relies on it: each expensive shared fixture (converged rootfs, previews, wheel) is built once."""
+    (tmp_path / "test_grouped.py").write_text(GROUPED)
+    ran = tmp_path / "ran"
+    ran.mkdir()
+    env = {**os.environ, "RAN": str(ran), "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.xdist_groups", "-n", "2", "--dist", "loadgroup"]
+    done = subprocess.run([*command, str(tmp_path)], cwd=tmp_path, capture_output=True, text=True, env=env, check=False, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    workers = {group: {p.read_text() for p in ran.glob(f"{group}-*")} for group in ("one", "two")}
+    assert [len(list(ran.glob(f"{group}-*"))) for group in workers] == [6, 6]
+    assert all(len(names) == 1 for names in workers.values()), workers

@@ -1,8 +1,12 @@
 """Build (once) and cache a minimal Debian 12 root file system for the real Ansible converges.
 
-``python -m tests.ansible.rootfs DIR`` runs ``debootstrap --variant=minbase bookworm`` from the
-Debian mirror this machine's apt already uses (read from /etc/apt at run time, so no mirror is
-named in the code), into a temporary sibling that is renamed into place when complete. A finished
+``python -m tests.ansible.rootfs DIR`` runs ``mmdebstrap --variant=minbase bookworm`` (or, where it
+is not installed, ``debootstrap``) from the Debian mirror this machine's apt already uses (read from
+/etc/apt at run time, so no mirror is named in the code), into a temporary sibling that is renamed
+into place when complete. mmdebstrap fetches with apt, in parallel: ~40-70 s here where debootstrap
+took ~3.7 minutes, for the same packages at the same versions (its merged-usr hook sets /usr up
+the way debootstrap does, with usr-is-merged rather than the usrmerge package and its perl, and the
+package lists are kept as debootstrap keeps them). A finished
 rootfs carries a stamp file and is reused. Under ``CI=true`` a missing tool is an error; elsewhere
 the build is skipped with a message (exit code 3) and the converge tests skip.
 """
@@ -69,23 +73,48 @@ def _stamp_key() -> str:
     return f"debian {SUITE} minbase +{','.join(INCLUDE)}"
 
 
+# mmdebstrap's hook that merges /usr as debootstrap does (Debian's mmdebstrap package ships it here)
+MERGED_USR_HOOK = Path("/usr/share/mmdebstrap/hooks/merged-usr")
+
+
+def _sbin(name: str) -> str | None:
+    return shutil.which(name) or (f"/usr/sbin/{name}" if Path(f"/usr/sbin/{name}").exists() else None)
+
+
+def bootstrapper() -> str | None:
+    """mmdebstrap where it is installed with its merged-usr hook, else debootstrap, else None."""
+    mmdebstrap = shutil.which("mmdebstrap")
+    if mmdebstrap is not None and MERGED_USR_HOOK.is_dir():
+        return mmdebstrap
+    return _sbin("debootstrap")
+
+
+def bootstrap_command(tool: str, staging: Path, mirror: str) -> list[str]:
+    """The command that builds the minbase image into ``staging``: the same packages with either tool."""
+    common = ["--variant=minbase", f"--include={','.join(INCLUDE)}"]
+    if Path(tool).name == "mmdebstrap":
+        # merged /usr the debootstrap way (usr-is-merged, no usrmerge and perl); apt's lists kept, as debootstrap keeps them
+        common += ["--quiet", f"--hook-dir={MERGED_USR_HOOK}", "--skip=cleanup/apt/lists"]
+    return [tool, *common, SUITE, str(staging), mirror]
+
+
 def build(target: Path) -> Path:
     target = target.absolute()
     if (target / STAMP).is_file() and (target / STAMP).read_text(encoding="utf-8").startswith(_stamp_key()):
         return target
-    debootstrap = shutil.which("debootstrap") or ("/usr/sbin/debootstrap" if Path("/usr/sbin/debootstrap").exists() else None)
-    if debootstrap is None or os.geteuid() != 0:
-        why = "debootstrap is not installed" if debootstrap is None else "building a rootfs needs root"
+    tool = bootstrapper()
+    if tool is None or os.geteuid() != 0:
+        why = "neither mmdebstrap nor debootstrap is installed" if tool is None else "building a rootfs needs root"
         raise FileNotFoundError(why)
     mirror = os.environ.get("ALICERCE_DEBIAN_MIRROR") or debian_mirror()
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
-        subprocess.run(
-            [debootstrap, "--variant=minbase", f"--include={','.join(INCLUDE)}", SUITE, str(staging), mirror],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
+        # the merged-usr hook narrates its dpkg and apt runs on stderr: shown only when the build fails
+        done = subprocess.run(bootstrap_command(tool, staging, mirror), check=False, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if done.returncode != 0:
+            sys.stderr.buffer.write(done.stderr)
+            raise subprocess.CalledProcessError(done.returncode, done.args)
         # keep the image small and the converges quick: no man pages or docs from later installs
         (staging / "etc/dpkg/dpkg.cfg.d/01-alicerce-nodoc").write_text(
             "path-exclude /usr/share/doc/*\npath-exclude /usr/share/man/*\npath-exclude /usr/share/locale/*\n", encoding="utf-8"

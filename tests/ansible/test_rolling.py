@@ -1,7 +1,12 @@
-"""The generated site.yml rolls in batches: when a host of a batch fails, no later batch is touched."""
+"""The generated site.yml rolls in batches: when a host of a batch fails, no later batch is touched.
+
+The roles are stubs that leave a mark per host and role: a debug task, read back from the run's
+events (a copy task ran a module process per host and role, ~130 of them, for the same fact).
+"""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -10,14 +15,12 @@ from typing import Any
 import yaml
 
 from alicerce.emit.ansible.role_vars import ROLE_VARS
-from alicerce.run.ansible import run_playbook
+from alicerce.run.ansible import RunResult, run_playbook
 
 STUB = """---
 - name: Record that the role ran on this host
-  ansible.builtin.copy:
-    content: "{{ role_name }}\\n"
-    dest: "{{ rolling_marks }}/{{ inventory_hostname }}.{{ role_name }}"
-    mode: "0644"
+  ansible.builtin.debug:
+    msg: "{{ role_name }}"
 
 - name: Drain the node as a driver upgrade would
   ansible.builtin.set_fact:
@@ -32,10 +35,8 @@ STUB = """---
 
 RELEASE = """---
 - name: Record that the node was released
-  ansible.builtin.copy:
-    content: "released\\n"
-    dest: "{{ rolling_marks }}/{{ inventory_hostname }}.released"
-    mode: "0644"
+  ansible.builtin.debug:
+    msg: released
 """
 
 
@@ -47,8 +48,6 @@ def test_a_failed_host_stops_the_roll_before_the_next_batch(generated: Path, tmp
         (roles / model.ROLE / "tasks").mkdir(parents=True)
         (roles / model.ROLE / "tasks" / "main.yml").write_text(STUB)
     (roles / "kubernetes_node" / "tasks" / "release.yml").write_text(RELEASE)
-    marks = tmp_path / "marks"
-    marks.mkdir()
     site = yaml.safe_load((generated / "site.yml").read_text())
     rolling = site[1]
     assert (rolling["serial"], rolling["max_fail_percentage"]) == ([1, "25%"], 0)
@@ -64,7 +63,6 @@ def test_a_failed_host_stops_the_roll_before_the_next_batch(generated: Path, tmp
                         "ansible_connection": "local",
                         "ansible_become": False,
                         "ansible_python_interpreter": sys.executable,
-                        "rolling_marks": str(marks),
                         "rolling_fail_host": fail_host,
                         "rolling_fail_role": "nvme_scratch",
                     }
@@ -74,21 +72,22 @@ def test_a_failed_host_stops_the_roll_before_the_next_batch(generated: Path, tmp
     )
     result = run_playbook(project, "site.yml", tmp_path / "runner", inventories=[extra])
     assert not result.ok
+    marks = _marks(result)
     assert [(f.host, f.task) for f in result.failures] == [
         (fail_host, "Fail where the test says"),
         (fail_host, "Stop the roll before the next batch"),  # held, then it stops the roll once its batch is through
     ]
     assert "stays held (cordoned, drained by alicerce)" in result.failures[1].message
-    touched = {p.name.split(".nvidia_driver")[0] for p in marks.glob("*.nvidia_driver")}
+    touched = {mark.removesuffix(".nvidia_driver") for mark in marks if mark.endswith(".nvidia_driver")}
     assert touched == set(hosts[:9])  # the canary and the whole failing batch, nobody after
     for host in hosts[9:]:
-        assert sorted(p.name for p in marks.glob(f"{host}.*")) == [f"{host}.preflight"]  # checked, never changed
-    assert not (marks / f"{fail_host}.kubernetes_node").exists()  # the failed host stopped at its failure
-    assert not (marks / f"{fail_host}.released").exists()  # and stays cordoned
+        assert sorted(mark for mark in marks if mark.startswith(f"{host}.")) == [f"{host}.preflight"]  # checked, never changed
+    assert f"{fail_host}.kubernetes_node" not in marks  # the failed host stopped at its failure
+    assert f"{fail_host}.released" not in marks  # and stays cordoned
     # issue 20, onprem 2: the nodes of the failing batch that did not fail finish, are accepted and uncordoned
-    released = {p.name.removesuffix(".released") for p in marks.glob("*.released")}
+    released = {mark.removesuffix(".released") for mark in marks if mark.endswith(".released")}
     assert released == set(hosts[:9]) - {fail_host}
-    assert all((marks / f"{host}.node_validation").exists() for host in released)
+    assert all(f"{host}.node_validation" in marks for host in released)
 
 
 def test_a_node_that_fails_acceptance_leaves_the_rest_of_its_batch_released(generated: Path, tmp_path: Path) -> None:
@@ -101,8 +100,6 @@ def test_a_node_that_fails_acceptance_leaves_the_rest_of_its_batch_released(gene
         (roles / model.ROLE / "tasks" / "main.yml").write_text(STUB)
     (roles / "kubernetes_node" / "tasks" / "post-cluster.yml").write_text(STUB)
     (roles / "kubernetes_node" / "tasks" / "release.yml").write_text(RELEASE)
-    marks = tmp_path / "marks"
-    marks.mkdir()
     hosts = _site_hosts(generated)
     fail_host = hosts[4]
     extra = tmp_path / "local.yml"
@@ -110,20 +107,36 @@ def test_a_node_that_fails_acceptance_leaves_the_rest_of_its_batch_released(gene
         "ansible_connection": "local",
         "ansible_become": False,
         "ansible_python_interpreter": sys.executable,
-        "rolling_marks": str(marks),
         "rolling_fail_host": fail_host,
         "rolling_fail_role": "node_validation",
     }
     extra.write_text(yaml.safe_dump({"all": {"vars": local}}))
     result = run_playbook(project, "post-cluster.yml", tmp_path / "runner", inventories=[extra])
     assert not result.ok
+    marks = _marks(result)
     assert [(f.host, f.task) for f in result.failures] == [
         (fail_host, "Fail where the test says"),
         (fail_host, "Stop the roll before the next batch"),
     ]
-    released = {p.name.removesuffix(".released") for p in marks.glob("*.released")}
+    released = {mark.removesuffix(".released") for mark in marks if mark.endswith(".released")}
     assert released == set(hosts[:9]) - {fail_host}  # before: the whole batch stayed held
-    assert not [p for host in hosts[9:] for p in marks.glob(f"{host}.*")]
+    assert not [mark for host in hosts[9:] for mark in marks if mark.startswith(f"{host}.")]
+
+
+def _marks(result: RunResult) -> set[str]:
+    """``host.role`` for every stub role that ran on a host, ``host.released`` for every node released: from the run's events."""
+    marks: set[str] = set()
+    for path in (result.artifacts / "job_events").glob("*.json"):
+        event = json.loads(path.read_text())
+        data = event.get("event_data") or {}
+        if event.get("event") != "runner_on_ok":
+            continue
+        if data.get("task") == "Record that the role ran on this host":
+            marks.add(f"{data['host']}.{data['role']}")
+        elif data.get("task") == "Record that the node was released":
+            marks.add(f"{data['host']}.released")
+    assert marks, "no stub role ran"
+    return marks
 
 
 def _rack(generated: Path, rack: str) -> list[str]:
