@@ -242,7 +242,7 @@ def plain_text(ctx: RuleContext) -> Iterable[Finding]:
 )
 def alert_receivers(ctx: RuleContext) -> Iterable[Finding]:
     monitoring = ctx.spec.monitoring
-    if ctx.env.tier == "production" and ctx.spec.operators.monitoring.enabled and not monitoring.receivers:
+    if ctx.env.tier == "production" and ctx.spec.operators.monitoring.enabled and all(r.heartbeat for r in monitoring.receivers):
         # kube-prometheus-stack's default Alertmanager config routes every alert to the `null` receiver
         yield Finding(
             S.monitoring,
@@ -265,6 +265,14 @@ def alert_receivers(ctx: RuleContext) -> Iterable[Finding]:
         for j, team in enumerate(receiver.teams):
             if team not in teams:
                 yield Finding(path.teams[j], f'unknown team "{team}"', did_you_mean(team, sorted(teams)), team)
+        if receiver.heartbeat and (receiver.kind == "email" or receiver.severities or receiver.teams):
+            # a heartbeat receives Watchdog alone, every minute: a mailbox would fill, a filter would have nothing to filter
+            yield Finding(
+                path.heartbeat,
+                f"heartbeat receiver {receiver.name} gets only Watchdog, every minute: it takes no severities or teams and is no mailbox",
+                "make it a webhook or pagerduty receiver without severities and teams, and keep a separate receiver for alerts",
+                True,
+            )
 
 
 @rules.rule(
@@ -278,10 +286,10 @@ def every_severity_routed(ctx: RuleContext) -> Iterable[Finding]:
     limited to some teams never gets them, and one limited to some severities drops the others. Each severity alicerce
     emits (critical, warning, info) needs a receiver for all teams that takes it, or Alertmanager sends it to null."""
     monitoring = ctx.spec.monitoring
-    if ctx.env.tier != "production" or not ctx.spec.operators.monitoring.enabled or not monitoring.receivers:
-        return  # no receiver at all is AL321's
+    if ctx.env.tier != "production" or not ctx.spec.operators.monitoring.enabled or all(r.heartbeat for r in monitoring.receivers):
+        return  # no receiver at all (or heartbeats only) is AL321's
     for severity in ("critical", "warning", "info"):
-        if not any(not r.teams and (not r.severities or severity in r.severities) for r in monitoring.receivers):
+        if not any(not r.heartbeat and not r.teams and (not r.severities or severity in r.severities) for r in monitoring.receivers):
             yield Finding(
                 S.monitoring.receivers,
                 f"no receiver takes every team's {severity} alerts: platform-wide ones (GPU health, diagnoses) would reach nobody",

@@ -310,9 +310,13 @@ def alertmanager_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
     if not receivers:
         return {}
     namespaces = {t.name: t.namespaces for t in site.teams}
-    # the chart's own first route: Watchdog, the always-firing heartbeat, goes nowhere (values.yaml alertmanager.config)
-    routes: list[dict[str, Any]] = [{"receiver": NULL_RECEIVER, "matchers": ['alertname = "Watchdog"']}]
-    for r in receivers:
+    # Watchdog, the always-firing heartbeat, goes to the dead man's switches, sent again every minute so that its
+    # absence is what pages; then, as the chart's own first route does (values.yaml alertmanager.config), nowhere else
+    watchdog = ['alertname = "Watchdog"']
+    heartbeat = {"group_wait": "0s", "group_interval": "1m", "repeat_interval": "1m", "continue": True}
+    routes: list[dict[str, Any]] = [{"receiver": r.name, "matchers": watchdog, **heartbeat} for r in receivers if r.heartbeat]
+    routes.append({"receiver": NULL_RECEIVER, "matchers": watchdog})
+    for r in (r for r in receivers if not r.heartbeat):
         matchers = [f'severity =~ "{"|".join(r.severities)}"'] if r.severities else []
         if not r.teams:
             routes.append({"receiver": r.name, "matchers": matchers, "continue": True})

@@ -70,6 +70,12 @@ class AlertReceiver(SpecModel):
         default_factory=list, description="Only alerts of these severities (default: every severity)."
     )
     teams: list[Name] = Field(default_factory=list, description="Only alerts from these teams' namespaces (default: every alert).")
+    heartbeat: StrictBool = Field(
+        default=False,
+        description="A dead man's switch (a heartbeat monitor's webhook, or PagerDuty's): it gets only Watchdog, the alert "
+        "that always fires, once a minute, and the service pages you when it stops coming (Prometheus, Alertmanager or "
+        "their network down, which no alert can report). It gets no other alert.",
+    )
 
 
 class Monitoring(SpecModel):

@@ -388,18 +388,22 @@ def test_every_alert_reaches_a_receiver_and_no_credential_is_inlined() -> None:
             reached = set(_routed(routes, {"alertname": alert["alert"], **alert["labels"]})) - {"null"}
             assert reached, alert["alert"]
             assert ("oncall" in reached) == (alert["labels"]["severity"] == "critical"), alert["alert"]
-        assert _routed(routes, {"alertname": "Watchdog", "severity": "none"}) == ["null"]
+        # the dead man's switch gets Watchdog, every minute, and nothing else; Watchdog reaches no other receiver
+        assert _routed(routes, {"alertname": "Watchdog", "severity": "none"}) == ["heartbeat", "null"]
+        beat = next(r for r in routes if r["receiver"] == "heartbeat")
+        assert (beat["repeat_interval"], beat["group_wait"]) == ("1m", "0s")
+        assert all("heartbeat" not in _routed(routes, {"alertname": a["alert"], **a["labels"]}) for a in alerts)
         # credentials come from the mounted Secrets, by file
         mounted = set(am["alertmanagerSpec"]["secrets"])
         files = [
             v
             for r in am["config"]["receivers"]
-            for c in r.get("slack_configs", []) + r.get("pagerduty_configs", [])
+            for c in r.get("slack_configs", []) + r.get("pagerduty_configs", []) + r.get("webhook_configs", [])
             for k, v in c.items()
             if k.endswith("_file")
         ]
         assert files and all(f.split("/")[4] in mounted and f.startswith("/etc/alertmanager/secrets/") for f in files)
-        assert {r["name"] for r in am["config"]["receivers"]} == {"null", "oncall", "ml-platform"}
+        assert {r["name"] for r in am["config"]["receivers"]} == {"null", "oncall", "ml-platform", "heartbeat"}
 
 
 def test_grafana_admin_login_comes_from_a_user_secret_so_regenerates_keep_it() -> None:
