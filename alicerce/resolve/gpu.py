@@ -8,6 +8,7 @@ under the mixed strategy and ``nvidia.com/gpu`` under the single strategy.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from alicerce.catalog.models import Gpu
@@ -25,14 +26,25 @@ def gpu_units(pool: NodePool, mig_strategy: Literal["single", "mixed"]) -> GpuUn
     gpus = pool.accelerator.count
     sharing = pool.sharing
     if isinstance(sharing, TimeSlicing):
-        return GpuUnits(resources={GPU_RESOURCE: gpus * sharing.replicas}, per_gpu=sharing.replicas)
+        return GpuUnits(
+            resources={GPU_RESOURCE: gpus * sharing.replicas}, per_gpu=sharing.replicas, gpu_share={GPU_RESOURCE: 1 / sharing.replicas}
+        )
     if isinstance(sharing, MigSharing):
         per_gpu = sum(sharing.profiles.values())
         if mig_strategy == "single":
-            return GpuUnits(resources={GPU_RESOURCE: gpus * per_gpu}, per_gpu=per_gpu)
+            return GpuUnits(resources={GPU_RESOURCE: gpus * per_gpu}, per_gpu=per_gpu, gpu_share={GPU_RESOURCE: 1 / per_gpu})
         resources = {f"{MIG_RESOURCE_PREFIX}{name}": gpus * count for name, count in sorted(sharing.profiles.items())}
-        return GpuUnits(resources=resources, per_gpu=per_gpu)
-    return GpuUnits(resources={GPU_RESOURCE: gpus}, per_gpu=1)
+        return GpuUnits(resources=resources, per_gpu=per_gpu, gpu_share=_mig_shares(sharing.profiles))
+    return GpuUnits(resources={GPU_RESOURCE: gpus}, per_gpu=1, gpu_share={GPU_RESOURCE: 1.0})
+
+
+def _mig_shares(profiles: dict[str, int]) -> dict[str, float]:
+    """A mixed MIG layout's instances share their GPU by compute slices: the N of a profile `Ng.<memory>` (NVIDIA MIG
+    user guide, "Supported MIG Profiles"), so a 3g.40gb beside a 4g.40gb is 3/7 of the GPU, and slices no profile
+    uses are billed to those that are. A profile without a slice count (the catalog's own names) counts as one."""
+    slices = {name: int(match.group(1)) if (match := re.match(r"(\d+)g\.", name)) else 1 for name in profiles}
+    total = sum(slices[name] * count for name, count in profiles.items())
+    return {f"{MIG_RESOURCE_PREFIX}{name}": slices[name] / total for name in sorted(profiles)}
 
 
 def kernel_modules(gpu: Gpu | None, choice: Literal["auto", "open", "proprietary"]) -> KernelModules | None:

@@ -72,6 +72,8 @@ class GpuUnits(Resolved):
 
     resources: dict[str, int]  # extended resource -> devices per node
     per_gpu: int  # units one physical GPU offers
+    # extended resource -> the share of one physical GPU a unit of it is (what showback bills a pod holding one)
+    gpu_share: dict[str, float]
 
     @property
     def per_node(self) -> int:

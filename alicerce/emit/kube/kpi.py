@@ -20,6 +20,7 @@ renaming one is a breaking change (CHANGELOG).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
@@ -28,6 +29,15 @@ POOL_NODE_LABEL = "label_alicerce_dev_pool"  # kube_node_labels name of the node
 WORKLOAD_POD_LABEL = "label_alicerce_dev_workload"  # kube_pod_labels name of the pod label alicerce.dev/workload
 SERVING_WORKLOAD_LABEL = "alicerce_dev_workload"  # target label of the serving PodMonitor (podTargetLabels)
 GPU_RESOURCE = "nvidia_com_gpu"  # kube-state-metrics sanitizes nvidia.com/gpu
+MIG_RESOURCES = "nvidia_com_mig_.+"  # and nvidia.com/mig-<profile>, the mixed strategy's MIG instances
+
+
+def ksm_resource(name: str) -> str:
+    """A resource name as kube-state-metrics labels it: every character a label value of its own metric names cannot
+    hold becomes `_` (nvidia.com/mig-1g.10gb -> nvidia_com_mig_1g_10gb)."""
+    return re.sub(r"[^a-zA-Z0-9_]", "_", name)
+
+
 KUEUE_GPU = "nvidia.com/gpu"  # Kueue reports resource names as they are
 QUANTILES = (0.5, 0.95, 0.99)
 
@@ -36,7 +46,7 @@ NAMESPACE_TEAM = "alicerce:namespace_team:info"
 NODE_POOL = "alicerce:node_pool:info"
 POD_WORKLOAD = "alicerce:pod_workload:info"
 POOL_GPUS_PER_NODE = "alicerce:pool_gpus_per_node:count"
-POOL_UNITS_PER_GPU = "alicerce:pool_units_per_gpu:count"
+POOL_RESOURCE_GPU_SHARE = "alicerce:pool_resource_gpu_share:ratio"  # the share of a GPU one unit of a resource is
 # per GPU, with node, pool and (when held) namespace and pod
 GPU_UTIL = "gpu:dcgm_utilization:ratio"
 GPU_FB = "gpu:dcgm_memory_used:ratio"
@@ -73,7 +83,8 @@ def _as(label: str, source: str, expr: str) -> str:
 
 def join_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]:
     """What the spec knows and no exporter says: which team owns a namespace, how many GPUs a pool's node has and how
-    many units (time-sliced replicas) each offers; and the node-to-pool and pod-to-workload maps from labels."""
+    much of a GPU one unit of each of its resources is (a time-sliced replica, a MIG instance); and the node-to-pool
+    and pod-to-workload maps from labels."""
     rules = []
     for team in site.teams:
         for ns in team.namespaces:
@@ -82,7 +93,8 @@ def join_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]
         if pool.gpu is None or pool.gpu_units is None:
             continue
         rules.append(_rule(POOL_GPUS_PER_NODE, f"vector({pool.gpus_per_node})", {"pool": pool.name}))
-        rules.append(_rule(POOL_UNITS_PER_GPU, f"vector({pool.gpu_units.per_gpu})", {"pool": pool.name}))
+        for resource, share in sorted(pool.gpu_units.gpu_share.items()):
+            rules.append(_rule(POOL_RESOURCE_GPU_SHARE, f"vector({share:.6g})", {"pool": pool.name, "resource": ksm_resource(resource)}))
     nodes = _as("pool", POOL_NODE_LABEL, f'kube_node_labels{{{POOL_NODE_LABEL}!=""}}')
     pods = _as("workload", WORKLOAD_POD_LABEL, f'kube_pod_labels{{{WORKLOAD_POD_LABEL}!=""}}')
     rules += [_rule(NODE_POOL, f"max by (node, pool) ({nodes})"), _rule(POD_WORKLOAD, f"max by (namespace, pod, workload) ({pods})")]
@@ -111,10 +123,11 @@ def _memory_used() -> str:
 def gpu_rules() -> list[dict[str, Any]]:
     """GPU utilisation, memory and engine activity per GPU, and the allocation of GPUs to pods, in physical GPUs."""
     running = 'max by (namespace, pod) (kube_pod_status_phase{phase="Running"}) == 1'
-    requests = f'kube_pod_container_resource_requests{{resource="{GPU_RESOURCE}"}}'
+    # whole GPUs, time-sliced replicas and MIG instances (mixed strategy), each weighted by the share of a GPU it is
+    requests = f'kube_pod_container_resource_requests{{resource=~"{GPU_RESOURCE}|{MIG_RESOURCES}"}}'
     allocated = (
-        f"sum by (namespace, pod, node) ({requests} * on (namespace, pod) group_left () ({running})) "
-        f"* on (node) group_left (pool) {NODE_POOL} / on (pool) group_left () {POOL_UNITS_PER_GPU}"
+        f"sum by (namespace, pod, node, pool) ({requests} * on (namespace, pod) group_left () ({running}) "
+        f"* on (node) group_left (pool) {NODE_POOL} * on (pool, resource) group_left () {POOL_RESOURCE_GPU_SHARE})"
     )
     return [
         _rule(GPU_UTIL, _per_gpu("DCGM_FI_DEV_GPU_UTIL / 100")),

@@ -10,6 +10,7 @@ import pytest
 
 from alicerce.emit.kube.monitoring import monitoring_objects, rule_groups
 from alicerce.emit.kube.operators import monitoring_values
+from tests.conftest import ROOT
 from tests.emit.kube.scrape import dcgm_series, series
 from tests.emit.kube.series import exporter_series, recorded, series_read, unproduced
 from tests.emit.kube.test_monitoring import dcgm_scraped, needs_promtool, platform, run_promtool
@@ -101,6 +102,43 @@ def test_utilisation_kpis_per_pool_and_team(tmp_path: Path) -> None:
                 rounded("team:gpu_utilization:avg", f'team="research",{site}', 0.9),
                 rounded("team:gpus_allocated:sum", f'team="research",{site}', 2),
                 rounded("team:gpu_effective_utilization:ratio", f'team="research",{site}', 0.9),
+            ],
+        }
+    ]
+    run_promtool(rp, "dc1", tests, tmp_path)
+
+
+@needs_promtool
+def test_mig_instances_are_allocated_and_billed_by_their_share_of_the_gpu(tmp_path: Path) -> None:
+    """A pool split into MIG instances (mixed strategy: pods ask for nvidia.com/mig-<profile>) counted no GPU
+    allocated, so its pods cost nothing and its budgets never fired. A 3g.40gb beside a 4g.40gb is 3/7 of a GPU."""
+    from alicerce.rules.validate import validated
+    from alicerce.spec.loader import load_text
+
+    declared = '    accelerator: "H100-SXM5-80GB:8"\n    onprem:'
+    mig = declared.replace("\n    onprem:", '\n    sharing: {mode: mig, profiles: {"3g.40gb": 1, "4g.40gb": 1}}\n    onprem:')
+    rp = validated(load_text((ROOT / "platform.yaml").read_text().replace(declared, mig), "platform.yaml"), "prod")
+    assert rp.pool("onprem-h100").gpu_units.gpu_share == {"nvidia.com/mig-3g.40gb": 3 / 7, "nvidia.com/mig-4g.40gb": 4 / 7}
+    node = 'node="gpu-001.dc1.acme.example"'
+    inputs = [{"series": f"kube_node_labels{{{node},{H100}}}", "values": "1x30"}]
+    for pod, profile, count in (("train-0", "3g_40gb", 1), ("train-1", "4g_40gb", 2)):
+        labels = f'namespace="research",pod="{pod}",uid="{pod}"'
+        inputs += [
+            {"series": f'kube_pod_status_phase{{{labels},phase="Running"}}', "values": "1x30"},
+            {
+                "series": f'kube_pod_container_resource_requests{{{labels},container="t",{node},'
+                f'resource="nvidia_com_mig_{profile}",unit="integer"}}',
+                "values": f"{count}x30",
+            },
+        ]
+    site = 'site="dc1"'
+    tests = [
+        {
+            "interval": "1m",
+            "input_series": inputs,
+            "promql_expr_test": [
+                rounded("pool:gpus_allocated:sum", f'pool="onprem-h100",{site}', 3 / 7 + 2 * 4 / 7),
+                rounded("team:gpus_allocated:sum", f'team="research",{site}', 3 / 7 + 2 * 4 / 7),
             ],
         }
     ]
