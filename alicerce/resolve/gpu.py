@@ -44,7 +44,8 @@ def _mig_shares(profiles: dict[str, int]) -> dict[str, float]:
     uses are billed to those that are. A profile without a slice count (the catalog's own names) counts as one."""
     slices = {name: int(match.group(1)) if (match := re.match(r"(\d+)g\.", name)) else 1 for name in profiles}
     total = sum(slices[name] * count for name, count in profiles.items())
-    return {f"{MIG_RESOURCE_PREFIX}{name}": slices[name] / total for name in sorted(profiles)}
+    # a layout of no instances is refused by AL216, after resolve has run
+    return {f"{MIG_RESOURCE_PREFIX}{name}": slices[name] / total if total else 0.0 for name in sorted(profiles)}
 
 
 def kernel_modules(gpu: Gpu | None, choice: Literal["auto", "open", "proprietary"]) -> KernelModules | None:

@@ -317,16 +317,31 @@ def budget_stop_has_queue(ctx: RuleContext) -> Iterable[Finding]:
                           "give the team a quota, or set onExhausted: alert", budget.on_exhausted)  # fmt: skip
 
 
+MONTH_SECONDS = 31 * 86400  # the longest month the guard sums
+
+
 @rules.rule("AL363", "budget-stop-measured", "A budget that stops admitting is measured: the monitoring stack records its spend.")
 def budget_stop_measured(ctx: RuleContext) -> Iterable[Finding]:
-    if ctx.spec.operators.monitoring.enabled:
-        return
+    """The guard sums the month's spend from Prometheus's own samples: without Prometheus there is nothing to sum, and
+    with a retention shorter than the longest month the first days are gone by its end, so spend is undercounted and a
+    held queue released before the month is over."""
+    retention = ctx.spec.monitoring.retention
     for team in ctx.resolved.teams:
         budget = team.spec.budget
-        if budget is not None and budget.on_exhausted == "stopAdmitting":
+        if budget is None or budget.on_exhausted != "stopAdmitting":
+            continue
+        if not ctx.spec.operators.monitoring.enabled:
             yield Finding(
                 S.tenancy.teams[team.index].budget.on_exhausted,
                 f"team {team.name}'s budget guard reads its spend from Prometheus, which operators.monitoring disables",
                 "enable operators.monitoring, or set onExhausted: alert",
                 budget.on_exhausted,
+            )
+        elif retention < MONTH_SECONDS:
+            yield Finding(
+                S.monitoring.retention,
+                f"team {team.name}'s budget guard sums the month's spend from Prometheus, which keeps {int(retention // 86400)} days: "
+                "by a month's end its first days are gone and the spend undercounted",
+                "set monitoring.retention to 31d or more, or set onExhausted: alert",
+                retention,
             )

@@ -39,6 +39,8 @@ def month_bounds(month: str) -> tuple[datetime.datetime, datetime.datetime]:
     if match is None:
         raise ChargebackError(f'month "{month}" is not YYYY-MM', "e.g. 2025-03")
     year, number = int(match[1]), int(match[2])
+    if not 1970 <= year <= 9998:  # Prometheus keeps Unix time; datetime ends at year 9999
+        raise ChargebackError(f'month "{month}" is outside the years Prometheus can hold', "a month from 1970 on")
     start = datetime.datetime(year, number, 1, tzinfo=datetime.UTC)
     end = datetime.datetime(year + number // 12, number % 12 + 1, 1, tzinfo=datetime.UTC)
     return start, end
@@ -105,8 +107,20 @@ def _ratio(numerator: float, denominator: float, scale: float = 1.0) -> float | 
 
 def export(base: str, month: str) -> Report:
     """The month's chargeback from the Prometheus at ``base`` (http or https)."""
-    if urllib.parse.urlsplit(base).scheme not in ("http", "https"):
-        raise ChargebackError(f'"{base}" is not an http(s) URL', "e.g. --prometheus http://prometheus-operated.monitoring.svc:9090")
+    example = "e.g. --prometheus http://prometheus-operated.monitoring.svc:9090"
+    try:
+        url = urllib.parse.urlsplit(base)
+        url.port  # noqa: B018 (parsed on access: a port that is no number raises here)
+    except ValueError as e:
+        raise ChargebackError(f"--prometheus is not a URL: {e}", example) from None
+    if url.username is not None or url.password is not None:
+        # urllib would not send them (it looks the whole "user:pw@host" up as a host name) and every error would print them
+        raise ChargebackError(
+            "--prometheus carries credentials in the URL, which alicerce costs does not send (nor print)",
+            "reach Prometheus without them: kubectl port-forward -n monitoring svc/prometheus-operated 9090, or a local proxy",
+        )
+    if url.scheme not in ("http", "https"):
+        raise ChargebackError(f'"{base}" is not an http(s) URL', example)
     start, end = month_bounds(month)
     at = end - datetime.timedelta(seconds=1)
     q = queries(start, end)

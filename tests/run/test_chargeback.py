@@ -87,3 +87,15 @@ def test_mistakes_are_one_line_errors_with_exit_code_2(tmp_path: Path) -> None:
     assert down.exit_code == 2 and "cannot read Prometheus at http://127.0.0.1:9" in down.stderr
     assert "Traceback" not in down.output and not (tmp_path / "x.csv").exists()
     assert month_bounds("2025-12") == (at("2025-12-01T00:00"), at("2026-01-01T00:00"))
+    # years datetime cannot hold, a URL urllib cannot parse, credentials it would not send and every error would print
+    for args, said in (
+        (["--month", "0000-01"], 'month "0000-01" is outside the years'),
+        (["--month", "9999-12"], 'month "9999-12" is outside the years'),
+        (["--prometheus", "http://[::1", "--month", "2025-03"], "--prometheus is not a URL"),
+        (["--prometheus", "http://host:port", "--month", "2025-03"], "--prometheus is not a URL"),
+        (["--prometheus", "http://user:s3cret@127.0.0.1:9", "--month", "2025-03"], "carries credentials in the URL"),
+    ):
+        argv = ["costs", *(["--prometheus", "http://127.0.0.1:9"] if "--prometheus" not in args else []), *args]
+        done = runner.invoke(build_app(), argv)
+        assert done.exit_code == 2 and said in done.stderr and "Traceback" not in done.output, (args, done.output)
+        assert "s3cret" not in done.output

@@ -46,10 +46,10 @@ CASES = {
     "throughput-zero": ("throughput: 10GBps", "throughput: 0GBps", "storage[3].throughput", "greater than 0"),
     "rate-gbps-zero": ("rateGbps: 400", "rateGbps: 0", "networks.fabrics[1].onprem.rateGbps", "greater than or equal to 1"),
     "sequence-400-digits": ("sequenceLength: 8192", f"sequenceLength: {DIGITS_400}", "workloads[0].sequenceLength", "less than"),
-    "retention-nan": ("  retention: 30d\n  # where alerts go", "  retention: .nan\n  # where alerts go", "monitoring.retention", "finite"),
+    "retention-nan": ("  retention: 31d ", "  retention: .nan ", "monitoring.retention", "finite"),
     "retention-400-digits": (
-        "  retention: 30d\n  # where alerts go",
-        f"  retention: {DIGITS_400}\n  # where alerts go",
+        "  retention: 31d ",
+        f"  retention: {DIGITS_400} ",
         "monitoring.retention",
         "at most",
     ),

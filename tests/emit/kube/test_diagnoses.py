@@ -202,8 +202,8 @@ def test_diagnoses_and_burn_alerts_can_be_overridden_by_name() -> None:
         (ROOT / "platform.yaml")
         .read_text()
         .replace(
-            "monitoring:\n  retention: 30d\n",
-            "monitoring:\n  retention: 30d\n  alerts:\n    - {alert: GPUMemoryBound, enabled: false}\n"
+            "\nmonitoring:\n",
+            "\nmonitoring:\n  alerts:\n    - {alert: GPUMemoryBound, enabled: false}\n"
             "    - {alert: SLOChatLatencyBurnSlow, severity: info}\n",
             1,
         )

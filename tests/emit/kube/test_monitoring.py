@@ -269,8 +269,8 @@ def test_overrides_drop_or_retune_alerts() -> None:
         (ROOT / "platform.yaml")
         .read_text()
         .replace(
-            "monitoring:\n  retention: 30d\n",
-            "monitoring:\n  retention: 30d\n  alerts:\n    - {alert: GPUIdleWhileAllocated, enabled: false}\n"
+            "\nmonitoring:\n",
+            "\nmonitoring:\n  alerts:\n    - {alert: GPUIdleWhileAllocated, enabled: false}\n"
             "    - {alert: GPUTemperatureHigh, severity: critical, for: 20m}\n",
             1,
         )
@@ -300,7 +300,7 @@ def test_prometheus_keeps_its_data_and_scrapes_only_what_the_cluster_exposes() -
     spec = aws["prometheus"]["prometheusSpec"]
     claim = spec["storageSpec"]["volumeClaimTemplate"]["spec"]
     assert claim["resources"]["requests"]["storage"] == "100Gi" and claim["storageClassName"] == "gp3-encrypted"
-    assert spec["retention"] == "30d" and spec["retentionSize"] == "90GiB"
+    assert spec["retention"] == "31d" and spec["retentionSize"] == "90GiB"
     assert all(aws[name] == {"enabled": False} for name in ("kubeControllerManager", "kubeScheduler", "kubeEtcd", "kubeProxy"))
     dc1 = monitoring_values(rp, rp.site("dc1"))
     # a default kubespray cluster: the scheduler and controller manager are static pods on every address; kube-proxy
