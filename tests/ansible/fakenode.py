@@ -21,8 +21,14 @@ def make_fake_node(
     driver: str = DRIVER,
     mounts: tuple[str, ...] = ("/lustre", "/home/shared"),
     scratch: bool = True,
+    journal: bool = True,
+    ring_buffer: str = "journal-kernel-clean.txt",
 ) -> Path:
-    """Write ``root``/fake/{sys,proc}, nvidia-smi and the burn-in tools; return the in-root path ``/fake``."""
+    """Write ``root``/fake/{sys,proc}, nvidia-smi and the burn-in tools; return the in-root path ``/fake``.
+
+    ``journal=False`` leaves journalctl out (as on a node without systemd-journald); ``dmesg`` then
+    replays ``ring_buffer``.
+    """
     base = root / "fake"
     sys_root = base / "sys"
     pci = sys_root / "bus" / "pci" / "devices"
@@ -82,7 +88,9 @@ def make_fake_node(
     _script(base / "all_reduce_perf", "cat /fake/tools/all_reduce_perf-8xH100.txt\n")
     _script(base / "nvbandwidth", "cat /fake/tools/nvbandwidth-d2d-write.txt\n")
     _script(base / "ib_write_bw", "[ $# -gt 8 ] && cat /fake/tools/ib_write_bw-mlx5_0.txt\nexit 0\n")
-    _script(base / "journalctl", "cat /fake/tools/journal-kernel-clean.txt\n")
+    if journal:
+        _script(base / "journalctl", "cat /fake/tools/journal-kernel-clean.txt\n")
+    _script(base / "dmesg", f"cat /fake/tools/{ring_buffer}\n")
     # `ip -j addr show`: the rails named and addressed as the fabric plan says (10.40.0.0/16 split in eight)
     links = [
         {"ifname": f"ibrail{i}", "addr_info": [{"family": "inet", "local": f"10.40.{32 * i}.1", "prefixlen": 19}]} for i in range(hcas)
@@ -106,6 +114,7 @@ def tools(fake: Path) -> dict[str, str]:
         "ib_write_bw": f"{fake}/ib_write_bw",
         "p2p_bandwidth": f"{fake}/nvbandwidth",
         "journalctl": f"{fake}/journalctl",
+        "dmesg": f"{fake}/dmesg",
         "ip": f"{fake}/ip",
         "kubectl": "kubectl",
         "mpirun": "mpirun",

@@ -267,15 +267,21 @@ def test_acceptance_and_burn_in_pass_on_a_healthy_node_and_keep_a_report(generat
 
 def test_acceptance_fails_with_a_per_host_summary_on_a_broken_node(generated: Path, converged_copy: Path, tmp_path: Path) -> None:
     node_root = converged_copy
-    fake = make_fake_node(node_root, gpus=7, hcas=8, active=7, mounts=("/lustre",))
+    # no journal on this node: the XIDs come from the kernel's ring buffer, which holds a GPU that fell off the bus
+    fake = make_fake_node(node_root, gpus=7, hcas=8, active=7, mounts=("/lustre",), journal=False, ring_buffer="journal-kernel-xid.txt")
     host_vars = tmp_path / "hw.yml"
     host_vars.write_text(yaml.safe_dump(_host_vars(fake)))
     result = _run(generated, tmp_path, node_root, playbook="validate.yml", extra_vars_files=[host_vars])
     assert not result.ok
     (failure,) = result.failures
     assert failure.host == CHROOT_HOST and failure.task == "Assert that the node passes every acceptance check"
-    assert "failed 3 acceptance checks" in failure.message
-    for expected in ("gpu count: expected 8, found 7", "hca ports active: expected all, found mlx5_7", "mounted /home/shared"):
+    assert "failed 4 acceptance checks" in failure.message
+    for expected in (
+        "gpu count: expected 8, found 7",
+        "xid since boot: expected none (hardware or driver), found 0000:5d:00: Xid 79",
+        "hca ports active: expected all, found mlx5_7",
+        "mounted /home/shared",
+    ):
         assert expected in failure.message
     events = [json.loads(p.read_text()) for p in (result.artifacts / "job_events").glob("*.json")]
     assert any(e.get("event") == "runner_on_failed" for e in events)

@@ -130,7 +130,7 @@ def _observed(**extra: object) -> dict[str, object]:
     return {
         "gpus": A.parse_gpu_query((TOOLS / "nvidia-smi-query-gpu.csv").read_text()),
         "remapped_rows": A.parse_remapped_rows((TOOLS / "nvidia-smi-remapped-rows.csv").read_text()),
-        "xids": A.parse_xids((TOOLS / "journal-kernel-clean.txt").read_text()),
+        "kernel_log": _journal("journal-kernel-clean.txt"),
         "nvlink_down": [],
         "fabric_states": ["Completed"] * 8,
         "facts": facts,
@@ -167,7 +167,7 @@ def test_acceptance_names_every_failed_check() -> None:
     observed = _observed(
         gpus=A.parse_gpu_query((TOOLS / "nvidia-smi-query-gpu-degraded.csv").read_text())[:7],
         remapped_rows=A.parse_remapped_rows((TOOLS / "nvidia-smi-remapped-rows-pending.csv").read_text()),
-        xids=A.parse_xids((TOOLS / "journal-kernel-xid.txt").read_text()),
+        kernel_log=_journal("journal-kernel-xid.txt"),
         nvlink_down=["GPU 3 link 2"],
         facts=facts,
         rails=F.rails(facts, "infiniband", 8, 400),
@@ -183,6 +183,50 @@ def test_acceptance_names_every_failed_check() -> None:
         "hca rate: expected 400 Gb/s, found mlx5_0=200",
         "mounted /home/shared: expected mounted, found not mounted",
     ]
+
+
+def _journal(fixture: str) -> dict[str, object]:
+    return A.kernel_log([{"rc": 0, "stdout": (TOOLS / fixture).read_text(), "cmd": ["journalctl", "-k"]}])
+
+
+# What `ansible.builtin.command` registers for a program that is not installed (seen on a real node).
+_NOT_INSTALLED = {"rc": 2, "cmd": ["journalctl", "-k", "-b"], "msg": "[Errno 2] No such file or directory: b'journalctl'", "failed": True}
+
+
+def _one_h200(**extra: object) -> dict[str, object]:
+    """What the role observed on a real H200 node (tests/ansible/fixtures/tools/SOURCE.yaml)."""
+    return {
+        "gpus": A.parse_gpu_query((TOOLS / "nvidia-smi-query-gpu-1xH200.csv").read_text()),
+        "remapped_rows": A.parse_remapped_rows((TOOLS / "nvidia-smi-remapped-rows-1xH200.csv").read_text()),
+        "fabric_states": A.parse_fabric_states((TOOLS / "nvidia-smi-q-1xH200.txt").read_text()),
+        "facts": {"infiniband": [], "mounts": []},
+        **extra,
+    }
+
+
+def test_acceptance_of_a_real_h200_node_reads_the_ring_buffer_where_the_journal_is_missing() -> None:
+    expected = {"gpu_count": 1, "driver_version": "580.159.04", "pcie_generation": 5, "pcie_width": 16}
+    ring_buffer = {"rc": 0, "stdout": "[    5.1] nvidia: loading out-of-tree module\n", "cmd": ["dmesg"]}
+    report = A.acceptance_report(_one_h200(kernel_log=A.kernel_log([_NOT_INSTALLED, ring_buffer])), expected)
+    assert A.failed_checks(report) == []
+    assert {c["check"]: c["actual"] for c in report}["pcie generation"] == "gen5"
+
+
+def test_an_unread_kernel_log_is_an_unknown_xid_state_not_a_clean_one() -> None:
+    """On the real H200 node journalctl was not installed and the check read "none": a false pass."""
+    skipped = {"changed": False, "skipped": True, "skip_reason": "Conditional result was False"}
+    for results in ([_NOT_INSTALLED, skipped], [_NOT_INSTALLED, {"rc": 1, "cmd": ["dmesg"], "stderr": "dmesg: read kernel buffer failed"}]):
+        report = A.acceptance_report(_one_h200(kernel_log=A.kernel_log(results)), {"gpu_count": 1})
+        (failed,) = A.failed_checks(report)
+        assert failed.startswith("xid since boot: expected none (hardware or driver), found unknown: journalctl -k -b: [Errno 2]")
+    assert "dmesg: dmesg: read kernel buffer failed" in failed
+
+
+def test_fabric_manager_state_of_a_gpu_without_nvswitch_fails_a_pool_that_expects_one() -> None:
+    report = A.acceptance_report(
+        _one_h200(kernel_log=_journal("journal-kernel-clean.txt"), nvlink_down=[]), {"gpu_count": 1, "nvswitch": True}
+    )
+    assert A.failed_checks(report) == ["fabric manager state: expected Completed on every GPU, found N/A"]
 
 
 def test_acceptance_fails_when_nvidia_smi_does_not_run() -> None:

@@ -114,6 +114,23 @@ def parse_xids(text: str) -> list[dict[str, Any]]:
     return found
 
 
+def kernel_log(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The XIDs of the first kernel log that was read (journal, then ring buffer), or why none was.
+
+    ``results`` are the registered runs in order of preference; a skipped or failed run is passed over.
+    An unread log is ``xids: None``: the XID check then fails as unknown instead of reading "none".
+    """
+    errors = []
+    for result in results:
+        if not isinstance(result, dict) or result.get("skipped"):
+            continue
+        if result.get("rc") == 0:
+            return {"xids": parse_xids(str(result.get("stdout", ""))), "error": ""}
+        command = " ".join(str(a) for a in result.get("cmd") or []) or "the kernel log"
+        errors.append(f"{command}: {result.get('msg') or result.get('stderr') or 'rc ' + str(result.get('rc'))}".strip())
+    return {"xids": None, "error": "; ".join(errors) or "no kernel log was read"}
+
+
 def parse_dcgm_diag(text: str) -> dict[str, Any]:
     """``dcgmi diag -r LEVEL -j``: the overall result and every test that did not pass (DCGM 3 and 4 layouts)."""
     try:
@@ -232,8 +249,12 @@ def _gpu_checks(checks: list[dict[str, Any]], observed: dict[str, Any], expected
     rows = observed.get("remapped_rows") or []
     bad_rows = [r["bus_id"] for r in rows if r["pending"] or r["failure"] or r["uncorrectable"] > 0]
     _check(checks, "row remapping", "no pending, failed or uncorrectable", ", ".join(bad_rows) or "clean", not bad_rows)
-    hardware_xids = [f"{x['bus_id']}: Xid {x['xid']}" for x in observed.get("xids") or [] if not x["application"]]
-    _check(checks, "xid since boot", "none (hardware or driver)", "; ".join(hardware_xids) or "none", not hardware_xids)
+    log = observed.get("kernel_log") or {"xids": None, "error": "no kernel log was read"}
+    if log["xids"] is None:
+        _check(checks, "xid since boot", "none (hardware or driver)", f"unknown: {log['error']}", False)
+    else:
+        hardware_xids = [f"{x['bus_id']}: Xid {x['xid']}" for x in log["xids"] if not x["application"]]
+        _check(checks, "xid since boot", "none (hardware or driver)", "; ".join(hardware_xids) or "none", not hardware_xids)
     if expected.get("nvswitch"):
         down = observed.get("nvlink_down")
         _check(checks, "nvlinks up", "all", "unknown" if down is None else (", ".join(down) or "all"), down == [])
@@ -439,6 +460,7 @@ class FilterModule:
             "alicerce_nvlink_down": parse_nvlink_down,
             "alicerce_fabric_states": parse_fabric_states,
             "alicerce_xids": parse_xids,
+            "alicerce_kernel_log": kernel_log,
             "alicerce_dcgm_diag": parse_dcgm_diag,
             "alicerce_missing_tools": missing_tools,
             "alicerce_workload_pods": workload_pods,

@@ -369,6 +369,7 @@ class NodeValidationVars(RoleVars):
             "ib_write_bw": "ib_write_bw",
             "p2p_bandwidth": "/usr/local/bin/nvbandwidth",
             "journalctl": "journalctl",
+            "dmesg": "dmesg",
             "ip": "ip",
             "kubectl": "kubectl --kubeconfig /etc/kubernetes/admin.conf",
             "mpirun": "mpirun --allow-run-as-root",
