@@ -286,4 +286,30 @@ GPU_EFFICIENCY: tuple[Alert, ...] = (
     ),
 )
 
+# The storage tiers' client counters (node_monitoring's textfile collector, alicerce.emit.storage_counters): a tier a
+# node should mount but cannot read, and counters that stopped moving (the timer died, or the file is left behind).
+# node_textfile_mtime_seconds{file} is the full path of each file read (node_exporter v1.12.1 collector/textfile.go).
+STORAGE_COUNTERS_FILE = "alicerce_storage.prom"
+STORAGE_ALERTS: tuple[Alert, ...] = (
+    Alert(
+        "StorageTierUnreadable",
+        "alicerce_storage_client_up == 0",
+        "10m",
+        "warning",
+        "Tier {{ $labels.tier }} is not readable at {{ $labels.mountpoint }} on {{ $labels.node }}",
+        "The node does not have the tier mounted where the spec mounts it, or its client counters cannot be read: jobs "
+        "there that read it fail or hang. Check the mount (findmnt), the client (lctl ping to the MGS, or nfsstat -m) and "
+        "the parallel_fs_client role's last run on the node.",
+    ),
+    Alert(
+        "StorageCountersStale",
+        f'time() - node_textfile_mtime_seconds{{file=~".*/{STORAGE_COUNTERS_FILE.replace(".", "[.]")}"}} > 300',
+        "10m",
+        "warning",
+        "Storage counters on {{ $labels.node }} stopped updating",
+        "The tiers' client I/O per node is over five minutes old: the storage KPIs and the input-bound diagnosis read "
+        "stale numbers. Check systemctl status alicerce-storage-stats.timer on the node (node_monitoring role).",
+    ),
+)
+
 STATIC_ALERTS = (*(a.name for a in (*GPU_HEALTH, DCGM_EXPORTER_DOWN, *GPU_EFFICIENCY)), *DIAGNOSES)

@@ -184,6 +184,7 @@ def generated_alerts(spec: PlatformSpec) -> list[tuple[str, SpecPath | None, str
     makes it). A site's rules repeat a team's budget alerts; each is listed once."""
     from alicerce.catalog.alerts import (
         STATIC_ALERTS,
+        STORAGE_ALERTS,
         budget_alert_name,
         pool_alert_name,
         serving_slos,
@@ -194,6 +195,7 @@ def generated_alerts(spec: PlatformSpec) -> list[tuple[str, SpecPath | None, str
     )
 
     out: list[tuple[str, SpecPath | None, str]] = [(name, None, "a built-in alert") for name in STATIC_ALERTS]
+    out += [(a.name, None, "a built-in alert of sites whose nodes mount a Lustre or NFS tier") for a in STORAGE_ALERTS]
     for i, pool in enumerate(spec.node_pools):
         if pool.accelerator is not None:
             out.append((pool_alert_name(pool.name), S.node_pools[i].name, f"pool {pool.name}'s missing-GPU alert"))

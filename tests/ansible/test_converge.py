@@ -134,6 +134,37 @@ def test_site_converges_into_a_debian_rootfs_and_a_second_run_changes_nothing(co
     assert not (node_root / "etc/containerd").exists()  # containerd's config is kubespray's alone
     assert (first.artifacts / "stdout").is_file() and (first.artifacts / "status").read_text() == "successful"
 
+    # the storage tiers' client counters: the collector, the tiers it reads and its timer, started at boot
+    collector = "/usr/local/libexec/alicerce/alicerce_storage_stats.py"
+    assert (node_root / collector.lstrip("/")).stat().st_mode & 0o777 == 0o755
+    assert json.loads((node_root / "etc/alicerce/storage-tiers.json").read_text()) == [
+        {"tier": "dc1-lustre", "path": "/lustre", "type": "lustre"},
+        {"tier": "home", "path": "/home/shared", "type": "nfs"},
+    ]
+    assert (node_root / "etc/systemd/system/timers.target.wants/alicerce-storage-stats.timer").is_symlink()
+    service = (node_root / "etc/systemd/system/alicerce-storage-stats.service").read_text()
+    assert f"ExecStart=/usr/bin/python3 {collector} --config /etc/alicerce/storage-tiers.json" in service
+    # ... and the node's own python3 runs it as the service would, here over a recorded procfs and lctl
+    check = node_root / "tmp" / "storage-check"
+    shutil.rmtree(check, ignore_errors=True)
+    proc, textfile = check / "proc" / "self", node_root / "var/lib/prometheus/node-exporter"
+    proc.mkdir(parents=True)
+    fixtures = Path(__file__).parent / "fixtures" / "storage"
+    shutil.copy(fixtures / "mounts.txt", proc / "mounts")
+    shutil.copy(fixtures / "mountstats.txt", proc / "mountstats")
+    shutil.copy(fixtures / "lctl-llite-stats.txt", check / "llite-stats")
+    (check / "lctl").write_text("#!/bin/sh\ncat /tmp/storage-check/llite-stats\n")
+    (check / "lctl").chmod(0o755)
+    command = [*service.split("ExecStart=", 1)[1].splitlines()[0].split(), "--proc-root", "/tmp/storage-check/proc"]
+    command += ["--lctl", "/tmp/storage-check/lctl"]
+    ran = subprocess.run(["chroot", str(node_root), *command], check=False, capture_output=True, text=True)
+    shutil.rmtree(check)
+    assert ran.returncode == 0, ran.stderr
+    written = (textfile / "alicerce_storage.prom").read_text()
+    (textfile / "alicerce_storage.prom").unlink()
+    assert 'alicerce_storage_client_up{tier="dc1-lustre",mountpoint="/lustre",fstype="lustre"} 1' in written
+    assert 'alicerce_storage_client_read_bytes_total{tier="home",mountpoint="/home/shared",fstype="nfs"} 1052672000' in written
+
 
 def test_site_converges_with_an_operator_owned_driver(
     rootfs: Path, aptrepo: dict[str, str], tmp_path_factory: pytest.TempPathFactory

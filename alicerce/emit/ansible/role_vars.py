@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
 
 from alicerce.catalog.onprem import load_onprem
+from alicerce.emit.storage_counters import TEXTFILE_DIRECTORY
 
 # the pinned node software repositories (catalog/data/onprem.yaml): the roles' defaults come from there, never a second copy
 _SOFTWARE = load_onprem().nodeSoftware
@@ -315,8 +316,10 @@ class NodeMonitoringVars(RoleVars):
     node_monitoring_collectors: list[str] = Field(
         default=["infiniband", "mdadm", "nvme", "systemd", "textfile"], description="Collectors enabled on top of the defaults."
     )
-    node_monitoring_textfile_directory: str = Field(
-        default="/var/lib/prometheus/node-exporter", description="Directory of the textfile collector."
+    node_monitoring_textfile_directory: str = Field(default=TEXTFILE_DIRECTORY, description="Directory of the textfile collector.")
+    node_monitoring_storage_tiers: list[dict[str, str]] = Field(
+        default=[],
+        description="Mounted Lustre and NFS tiers whose client I/O counters a timer writes for the textfile collector: {tier, path, type}.",
     )
     node_monitoring_dcgm_exporter: bool = Field(default=False, description="Run DCGM exporter as a service (nodes outside Kubernetes).")
     node_monitoring_dcgm_exporter_listen_address: str = Field(default=":9400", description="DCGM exporter listen address.")

@@ -84,6 +84,12 @@ def overview(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
         ("Fabric errors by pool", ["pool:infiniband_errors:rate5m"], "short"),
         ("Storage read / write by pool", ["pool:storage_read_bytes:rate5m", "pool:storage_write_bytes:rate5m"], "Bps"),
         ("Disk IOPS by pool", ["pool:disk_iops:rate5m"], "iops"),
+        (
+            "Storage client read / write by tier",
+            ["tier:storage_client_read_bytes:rate5m", "tier:storage_client_written_bytes:rate5m"],
+            "Bps",
+        ),
+        ("Storage client operations by tier", ["tier:storage_client_ops:rate5m"], "ops"),
         ("GPU memory used by pool", ["pool:gpu_memory_used:avg"], "percentunit"),
         ("Tensor core activity by node", ["avg by (Hostname) (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE) * 100"], "percent"),
         ("GPU temperature", ["max by (Hostname, gpu) (DCGM_FI_DEV_GPU_TEMP)"], "celsius"),

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from alicerce.emit.storage_counters import counted_tiers
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
 
 POOL_NODE_LABEL = "label_alicerce_dev_pool"  # kube_node_labels name of the node label alicerce.dev/pool
@@ -284,6 +285,27 @@ def node_rules() -> list[dict[str, Any]]:
     return rules
 
 
+TIER_READ = "tier:storage_client_read_bytes:rate5m"
+TIER_WRITE = "tier:storage_client_written_bytes:rate5m"
+TIER_OPS = "tier:storage_client_ops:rate5m"
+
+
+def storage_tier_rules() -> list[dict[str, Any]]:
+    """Client I/O per storage tier, and per pool and tier, from the counters node_monitoring writes on every node that
+    mounts a Lustre or NFS tier (alicerce.emit.storage_counters): which tier feeds which pool, and how hard."""
+    read, written = "rate(alicerce_storage_client_read_bytes_total[5m])", "rate(alicerce_storage_client_written_bytes_total[5m])"
+    ops = "sum by (tier) (rate(alicerce_storage_client_reads_total[5m]) + rate(alicerce_storage_client_writes_total[5m]))"
+    return [
+        _rule(TIER_READ, f"sum by (tier) ({read})"),
+        _rule(TIER_WRITE, f"sum by (tier) ({written})"),
+        _rule(TIER_OPS, ops),
+        _rule("pool_tier:storage_client_read_bytes:rate5m", f"sum by (pool, tier) ({read} * on (node) group_left (pool) {NODE_POOL})"),
+        _rule(
+            "pool_tier:storage_client_written_bytes:rate5m", f"sum by (pool, tier) ({written} * on (node) group_left (pool) {NODE_POOL})"
+        ),
+    ]
+
+
 JOB_KIND = "alicerce:job_kind:info"
 JOB_KINDS = ("JobSet", "RayJob")  # the owners alicerce's training runtimes use; anything else counts as a Job
 
@@ -341,4 +363,5 @@ def kpi_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
         group("alicerce.kpi.jobs", job_rules()),
         group("alicerce.kpi.serving", serving_rules()),
         group("alicerce.kpi.node", node_rules()),
+        group("alicerce.kpi.storage", storage_tier_rules() if counted_tiers(site) else []),
     ]

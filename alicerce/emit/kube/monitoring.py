@@ -30,6 +30,7 @@ from alicerce.catalog.alerts import (
     GPU_EFFICIENCY,
     GPU_HEALTH,
     KUEUE_WAIT_BUCKETS,
+    STORAGE_ALERTS,
     TTFT,
     Alert,
     ServingSlo,
@@ -47,6 +48,7 @@ from alicerce.emit.kube.dashboards import dashboards
 from alicerce.emit.kube.diagnoses import diagnoses, latency_bad_ratio, share_above, slo_burn
 from alicerce.emit.kube.kpi import kpi_groups
 from alicerce.emit.kube.promql import fed
+from alicerce.emit.storage_counters import counted_tiers
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite, ResolvedTeam
 from alicerce.resolve.namespaces import MONITORING_NAMESPACE
 from alicerce.spec.models import AlertOverride, Slo
@@ -244,6 +246,7 @@ def rule_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
         group("alicerce.gpu.health", [*GPU_HEALTH, *exporter, *_pool_alerts(rp, site_name)]),
         group("alicerce.gpu.efficiency", list(GPU_EFFICIENCY)),
         group("alicerce.slo", _slo_alerts(rp)),
+        group("alicerce.storage", list(STORAGE_ALERTS) if counted_tiers(rp.site(site_name)) else []),
         {"name": "alicerce.gpu.recording", "rules": [dict(r) for r in RECORDING_RULES]},
         *kpi_groups(rp, site_name),
         # after the KPI groups they read; a diagnosis names its cause and what to do

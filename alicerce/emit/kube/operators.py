@@ -32,6 +32,7 @@ from alicerce.emit.kube.common import (
     tolerate,
 )
 from alicerce.emit.kube.kueue import kueue_configuration
+from alicerce.emit.storage_counters import TEXTFILE_DIRECTORY, counted_tiers
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
 from alicerce.resolve.namespaces import (
     GPU_OPERATOR_NAMESPACE,
@@ -341,6 +342,15 @@ def alertmanager_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
     }
 
 
+# kube-prometheus-stack 88.5.3's prometheus-node-exporter.extraArgs (values.yaml): the file systems its filesystem
+# collector skips. Setting extraArgs replaces the list, so alicerce's extension starts from these.
+NODE_EXPORTER_CHART_ARGS = (
+    "--collector.filesystem.mount-points-exclude=^/(dev|proc|sys|run/containerd/.+|var/lib/docker/.+|var/lib/kubelet/.+)($|/)",
+    "--collector.filesystem.fs-types-exclude=^(autofs|binfmt_misc|bpf|cgroup2?|configfs|debugfs|devpts|devtmpfs|fusectl|hugetlbfs"
+    "|iso9660|mqueue|nsfs|overlay|proc|procfs|pstore|rpc_pipefs|securityfs|selinuxfs|squashfs|sysfs|tracefs|erofs)$",
+)
+
+
 # grafana 12.11.1 (kube-prometheus-stack 88.5.3's subchart) `admin.*`: the Secret's name and its two keys
 GRAFANA_ADMIN_SECRET: Mapping[str, str] = {"existingSecret": "grafana-admin", "userKey": "admin-user", "passwordKey": "admin-password"}
 
@@ -390,6 +400,13 @@ def monitoring_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any
             "prometheus": {"monitor": {"relabelings": [{"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node"}]}}
         },
     }
+    if site.software.node_exporter == "cluster" and counted_tiers(site):
+        # the storage tiers' client counters the host writes (node_monitoring), read through the chart's host root mount
+        # (prometheus-node-exporter 4.56.1 mounts / at /host/root); a list value replaces the chart's, so its own come first
+        values["prometheus-node-exporter"] |= {
+            "hostRootFsMount": {"enabled": True},
+            "extraArgs": [*NODE_EXPORTER_CHART_ARGS, f"--collector.textfile.directory=/host/root{TEXTFILE_DIRECTORY}"],
+        }
     # what the site's cluster does not expose: its Services, ServiceMonitors and Down/TargetDown alerts would never
     # see a healthy target
     values |= {CONTROL_PLANE_SCRAPES[c]: {"enabled": False} for c in site.capabilities.unscraped_control_plane}

@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from tests.ansible.test_storage_counters import collector as storage_collector
 from tests.emit.kube.upstream import load
 
 KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "and", "or", "unless", "bool", "offset", "inf", "nan"}
@@ -40,6 +41,8 @@ def exporter_series() -> dict[str, str]:
             out |= dict.fromkeys(_histogram(name, fact["type"]), f"{component} {version}")
     for name, fact in load("vllm", "005a810bc40f", "metrics.json")["metrics"].items():
         out |= dict.fromkeys(_histogram(name, fact["type"]), "vllm 005a810bc40f")
+    for name, (kind, _) in storage_collector().METRICS.items():
+        out |= dict.fromkeys(_histogram(name, kind), "alicerce's storage counters (node_monitoring, textfile collector)")
     out["up"] = "prometheus (every scrape target)"
     out["ALERTS"] = "prometheus (the state of every alert)"
     return out

@@ -20,7 +20,13 @@ from alicerce.catalog import load_catalog
 from alicerce.emit.bom import bill_of_materials
 from alicerce.emit.gitops.argocd import ARGOCD_CHART, argocd_values
 from alicerce.emit.kube.objects import CRD_OWNERS, cluster_objects
-from alicerce.emit.kube.operators import GPU_OPERATOR_DAEMONSET_TOLERATIONS, NFD_WORKER_TOLERATIONS, Release, operator_releases
+from alicerce.emit.kube.operators import (
+    GPU_OPERATOR_DAEMONSET_TOLERATIONS,
+    NFD_WORKER_TOLERATIONS,
+    NODE_EXPORTER_CHART_ARGS,
+    Release,
+    operator_releases,
+)
 from alicerce.emit.kube.training import ANCESTOR_LABEL
 from alicerce.resolve.namespaces import ARGOCD_NAMESPACE
 from alicerce.resolve.platform import CHART_VERSION_KEYS
@@ -136,6 +142,8 @@ def test_list_values_alicerce_extends_start_from_the_chart_defaults() -> None:
     defaults = load("gpu-operator", "v26.3.3", "defaults.json")
     assert list(GPU_OPERATOR_DAEMONSET_TOLERATIONS) == defaults["daemonsets.tolerations"]
     assert list(NFD_WORKER_TOLERATIONS) == defaults["node-feature-discovery.worker.tolerations"]
+    monitoring = load("kube-prometheus-stack", "88.5.3", "defaults.json")
+    assert list(NODE_EXPORTER_CHART_ARGS) == monitoring["prometheus-node-exporter.extraArgs"]
 
 
 def _config(env: str, site: str) -> dict[str, Any]:

@@ -1,0 +1,23 @@
+"""Which storage tiers' client I/O a site's nodes count, and where the node exporter reads the counts.
+
+The node_monitoring role writes the counters (its files/alicerce_storage_stats.py, from a systemd
+timer) into the textfile collector's directory; the node exporter that owns port 9100 reads them,
+the host's own or the cluster's DaemonSet through its host root mount. Decided here for both.
+"""
+
+from __future__ import annotations
+
+from alicerce.resolve.model import ResolvedSite
+
+TEXTFILE_DIRECTORY = "/var/lib/prometheus/node-exporter"
+"""The textfile collector's directory on the host (Debian and Ubuntu's prometheus-node-exporter package use it too)."""
+
+COUNTED_KINDS = ("lustre", "nfs")
+"""Mounts whose client keeps per-mount counters: Lustre's llite stats, NFS's mountstats. BeeGFS clients keep none."""
+
+
+def counted_tiers(site: ResolvedSite) -> list[str]:
+    """The tiers the nodes of ``site`` mount themselves and count (empty where no Ansible-managed node mounts one)."""
+    if not site.capabilities.nodes_by_ansible:
+        return []
+    return [t.name for t in site.storage if (m := t.mounts.get(site.name)) is not None and m.kind in COUNTED_KINDS]

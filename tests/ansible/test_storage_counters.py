@@ -1,0 +1,111 @@
+"""The storage tiers' client counters (issue 24 item 1, on-prem): node_monitoring's collector reads Lustre's llite stats
+and NFS's mountstats in their real formats and writes one textfile the node exporter serves; promtool lints it."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from tests.conftest import ROOT
+
+SCRIPT = ROOT / "alicerce" / "ansible" / "roles" / "node_monitoring" / "files" / "alicerce_storage_stats.py"
+FIXTURES = Path(__file__).parent / "fixtures" / "storage"
+TIERS = [
+    {"tier": "dc1-lustre", "path": "/lustre", "type": "lustre"},
+    {"tier": "home", "path": "/home/shared", "type": "nfs"},
+    {"tier": "archive", "path": "/archive", "type": "nfs"},  # in the spec, not mounted on this node
+]
+
+
+def collector() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("alicerce_storage_stats", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def fake_node(root: Path, *, lctl: bool = True) -> tuple[Path, str]:
+    """A procfs with the two tiers mounted, and an lctl that answers only the parameter Lustre documents."""
+    proc = root / "proc" / "self"
+    proc.mkdir(parents=True)
+    shutil.copy(FIXTURES / "mounts.txt", proc / "mounts")
+    shutil.copy(FIXTURES / "mountstats.txt", proc / "mountstats")
+    command = root / "lctl"
+    if lctl:
+        shutil.copy(FIXTURES / "lctl-llite-stats.txt", root / "llite-stats")
+        command.write_text(f'#!/bin/sh\n[ "$*" = "get_param -n llite.ai-*.stats" ] || exit 2\ncat {root}/llite-stats\n')
+        command.chmod(0o755)
+    return root / "proc", str(command)
+
+
+def samples(text: str) -> dict[str, float]:
+    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if not line.startswith("#")}
+
+
+def test_counters_of_a_lustre_and_an_nfs_tier_and_a_tier_the_node_does_not_mount(tmp_path: Path) -> None:
+    proc, lctl = fake_node(tmp_path)
+    out = samples(collector().exposition(TIERS, proc, lctl))
+    lustre = 'tier="dc1-lustre",mountpoint="/lustre",fstype="lustre"'
+    home = 'tier="home",mountpoint="/home/shared",fstype="nfs"'
+    assert out[f"alicerce_storage_client_read_bytes_total{{{lustre}}}"] == 1277752524800  # the read_bytes SUM
+    assert out[f"alicerce_storage_client_reads_total{{{lustre}}}"] == 152340  # its sample count: read calls
+    assert out[f"alicerce_storage_client_written_bytes_total{{{lustre}}}"] == 9269411840
+    assert out[f"alicerce_storage_client_writes_total{{{lustre}}}"] == 2210
+    # NFS: what applications read (buffered 1048576000 + O_DIRECT 4096000), not another mount's counters
+    assert out[f"alicerce_storage_client_read_bytes_total{{{home}}}"] == 1052672000
+    assert out[f"alicerce_storage_client_written_bytes_total{{{home}}}"] == 524288000
+    assert (out[f"alicerce_storage_client_reads_total{{{home}}}"], out[f"alicerce_storage_client_writes_total{{{home}}}"]) == (1004, 500)
+    up = {k: v for k, v in out.items() if k.startswith("alicerce_storage_client_up")}
+    assert up == {
+        f"alicerce_storage_client_up{{{lustre}}}": 1,
+        f"alicerce_storage_client_up{{{home}}}": 1,
+        'alicerce_storage_client_up{tier="archive",mountpoint="/archive",fstype="nfs"}': 0,
+    }
+    assert not [k for k in out if 'tier="archive"' in k and "_up" not in k]
+
+
+def test_a_node_without_lctl_reports_its_lustre_tier_down_and_still_counts_nfs(tmp_path: Path) -> None:
+    proc, lctl = fake_node(tmp_path, lctl=False)
+    out = samples(collector().exposition(TIERS[:2], proc, lctl))
+    assert out['alicerce_storage_client_up{tier="dc1-lustre",mountpoint="/lustre",fstype="lustre"}'] == 0
+    assert out['alicerce_storage_client_up{tier="home",mountpoint="/home/shared",fstype="nfs"}'] == 1
+
+
+def test_the_file_is_replaced_whole_and_promtool_accepts_it(tmp_path: Path) -> None:
+    proc, lctl = fake_node(tmp_path / "node")
+    config, textfile = tmp_path / "tiers.json", tmp_path / "textfile"
+    config.write_text(json.dumps(TIERS))
+    textfile.mkdir()
+    (textfile / "alicerce_storage.prom").write_text("stale\n")
+    module = collector()
+    assert module.main(["--config", str(config), "--output", str(textfile), "--proc-root", str(proc), "--lctl", lctl]) == 0
+    assert [p.name for p in textfile.iterdir()] == [module.FILE_NAME]  # no temporary file left beside it
+    written = textfile / module.FILE_NAME
+    assert written.stat().st_mode & 0o777 == 0o644
+    assert set(samples(written.read_text())) and "stale" not in written.read_text()
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        assert os.environ.get("CI") != "true", "promtool is required under CI"
+        pytest.skip("promtool missing (apt-get install prometheus; make test installs it)")
+    lint = subprocess.run([promtool, "check", "metrics"], input=written.read_text(), capture_output=True, text=True, check=False)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+def test_every_series_it_writes_is_declared_with_its_type(tmp_path: Path) -> None:
+    """METRICS is what the rules and dashboards may read (tests/emit/kube/series.py): the output never strays from it."""
+    proc, lctl = fake_node(tmp_path)
+    module = collector()
+    text = module.exposition(TIERS, proc, lctl)
+    written = {key.split("{")[0] for key in samples(text)}
+    assert written == set(module.METRICS)
+    for name, (kind, _) in module.METRICS.items():
+        assert f"# TYPE {name} {kind}" in text
+        assert name.endswith("_total") == (kind == "counter")

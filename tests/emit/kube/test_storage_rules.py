@@ -1,0 +1,99 @@
+"""Storage per tier on-prem (issue 24 item 1): the KPIs and alerts over the counters node_monitoring writes, run by
+promtool with series as the node exporter serves them (textfile collector, scraped with the node label)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from alicerce.emit.kube.operators import monitoring_values
+from alicerce.emit.storage_counters import TEXTFILE_DIRECTORY
+from alicerce.rules.validate import validated
+from alicerce.spec.loader import load_text
+from tests.conftest import ROOT
+from tests.emit.kube.test_diagnoses import NODE, OTHER, STEPS, node_labels
+from tests.emit.kube.test_kpi import rounded
+from tests.emit.kube.test_monitoring import expected, needs_promtool, platform, rules_of, run_promtool
+
+LUSTRE = 'tier="dc1-lustre",mountpoint="/lustre",fstype="lustre"'
+# where the cluster's node exporter finds the host's file (through the chart's /host/root mount)
+FILE = f"/host/root{TEXTFILE_DIRECTORY}/alicerce_storage.prom"
+
+
+def scraped(node: str, metric: str, labels: str, values: str) -> dict[str, str]:
+    return {"series": f'{metric}{{job="node-exporter",instance="{node}:9100",node="{node}",{labels}}}', "values": values}
+
+
+def test_the_cluster_node_exporter_reads_the_host_s_counters_and_keeps_the_chart_s_own_arguments() -> None:
+    rp = platform()
+    exporter = monitoring_values(rp, rp.site("dc1"))["prometheus-node-exporter"]
+    assert exporter["hostRootFsMount"] == {"enabled": True}
+    assert exporter["extraArgs"][-1] == f"--collector.textfile.directory=/host/root{TEXTFILE_DIRECTORY}"
+    assert exporter["extraArgs"][0].startswith("--collector.filesystem.mount-points-exclude=")
+    # AWS nodes are not alicerce's to configure: no counters, no argument, no storage rules
+    assert "extraArgs" not in monitoring_values(rp, rp.site("aws"))["prometheus-node-exporter"]
+    assert "StorageTierUnreadable" not in rules_of(rp, "aws") and "StorageTierUnreadable" in rules_of(rp, "dc1")
+
+
+@needs_promtool
+def test_tier_throughput_and_operations_per_tier_and_per_pool(tmp_path: Path) -> None:
+    """Two nodes of onprem-h100 read the Lustre tier at 1 GB/s and 3 GB/s with 100 and 300 reads/s, and write nothing."""
+    inputs: list[dict[str, Any]] = node_labels(NODE, OTHER)
+    for node, rate in ((NODE, 1e9), (OTHER, 3e9)):
+        inputs += [
+            scraped(node, "alicerce_storage_client_read_bytes_total", LUSTRE, f"0+{rate * 60:g}{STEPS}"),
+            scraped(node, "alicerce_storage_client_reads_total", LUSTRE, f"0+{rate / 1e7 * 60:g}{STEPS}"),
+            scraped(node, "alicerce_storage_client_written_bytes_total", LUSTRE, f"0{STEPS}"),
+            scraped(node, "alicerce_storage_client_writes_total", LUSTRE, f"0{STEPS}"),
+        ]
+    site = 'site="dc1",tier="dc1-lustre"'
+    run_promtool(platform(), "dc1", [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded("tier:storage_client_read_bytes:rate5m", site, 4e9),
+        rounded("tier:storage_client_written_bytes:rate5m", site, 0),
+        rounded("tier:storage_client_ops:rate5m", site, 400),
+        rounded("pool_tier:storage_client_read_bytes:rate5m", f'pool="onprem-h100",{site}', 4e9),
+    ]}], tmp_path)  # fmt: skip
+
+
+@needs_promtool
+def test_a_tier_a_node_cannot_read_alerts_and_a_readable_one_stays_quiet(tmp_path: Path) -> None:
+    rule = rules_of(platform(), "dc1")["StorageTierUnreadable"]
+    inputs = [
+        scraped(NODE, "alicerce_storage_client_up", LUSTRE, f"0{STEPS}"),
+        scraped(OTHER, "alicerce_storage_client_up", LUSTRE, f"1{STEPS}"),
+    ]
+    labels = {
+        "job": "node-exporter",
+        "instance": f"{NODE}:9100",
+        "node": NODE,
+        "tier": "dc1-lustre",
+        "mountpoint": "/lustre",
+        "fstype": "lustre",
+    }
+    run_promtool(platform(), "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "5m", "alertname": "StorageTierUnreadable", "exp_alerts": []},  # not before its 10 minutes
+        {"eval_time": "20m", "alertname": "StorageTierUnreadable", "exp_alerts": [expected(rule, labels, "0")]},
+    ]}], tmp_path)  # fmt: skip
+
+
+@needs_promtool
+def test_counters_that_stop_moving_alert_and_fresh_ones_do_not(tmp_path: Path) -> None:
+    rule = rules_of(platform(), "dc1")["StorageCountersStale"]
+    stuck = scraped(NODE, "node_textfile_mtime_seconds", f'file="{FILE}"', f"60{STEPS}")  # written once, a minute in
+    fresh = scraped(OTHER, "node_textfile_mtime_seconds", f'file="{FILE}"', f"0+60{STEPS}")  # rewritten every scrape
+    other = scraped(NODE, "node_textfile_mtime_seconds", 'file="/host/root/var/lib/prometheus/node-exporter/smartmon.prom"', f"0{STEPS}")
+    labels = {"job": "node-exporter", "instance": f"{NODE}:9100", "node": NODE, "file": FILE}
+    run_promtool(platform(), "dc1", [{"interval": "1m", "input_series": [stuck, fresh, other], "alert_rule_test": [
+        {"eval_time": "8m", "alertname": "StorageCountersStale", "exp_alerts": []},
+        {"eval_time": "30m", "alertname": "StorageCountersStale", "exp_alerts": [expected(rule, labels, "")]},
+    ]}], tmp_path)  # fmt: skip
+
+
+def test_the_storage_alerts_take_overrides_like_any_built_in_one() -> None:
+    text = (
+        (ROOT / "platform.yaml")
+        .read_text()
+        .replace("\nmonitoring:\n", "\nmonitoring:\n  alerts:\n    - {alert: StorageTierUnreadable, severity: critical}\n", 1)
+    )
+    rules = rules_of(validated(load_text(text, "p.yaml"), "prod"), "dc1")
+    assert rules["StorageTierUnreadable"]["labels"]["severity"] == "critical"
