@@ -222,6 +222,15 @@ def test_an_unread_kernel_log_is_an_unknown_xid_state_not_a_clean_one() -> None:
     assert "dmesg: dmesg: read kernel buffer failed" in failed
 
 
+def test_an_empty_journal_is_not_a_clean_one() -> None:
+    """A volatile or rotated journal answers rc 0 with nothing of this boot: the ring buffer is read instead."""
+    empty = {"rc": 0, "stdout": "-- No entries --\n", "cmd": ["journalctl", "-k", "-b"]}
+    ring_buffer = {"rc": 0, "stdout": (TOOLS / "journal-kernel-xid.txt").read_text(), "cmd": ["dmesg"]}
+    assert [x["xid"] for x in A.kernel_log([empty, ring_buffer])["xids"]] == [13, 79]
+    alone = A.kernel_log([empty, {"skipped": True}])
+    assert alone == {"xids": None, "error": "journalctl -k -b: no kernel messages of this boot"}
+
+
 def test_fabric_manager_state_of_a_gpu_without_nvswitch_fails_a_pool_that_expects_one() -> None:
     report = A.acceptance_report(
         _one_h200(kernel_log=_journal("journal-kernel-clean.txt"), nvlink_down=[]), {"gpu_count": 1, "nvswitch": True}

@@ -114,6 +114,11 @@ def parse_xids(text: str) -> list[dict[str, Any]]:
     return found
 
 
+def has_kernel_messages(text: str) -> bool:
+    """Whether a kernel log read holds any message (journalctl prints ``-- No entries --`` for an empty journal)."""
+    return any(line.strip() and not line.startswith("-- ") for line in text.splitlines())
+
+
 def kernel_log(results: list[dict[str, Any]]) -> dict[str, Any]:
     """The XIDs of the first kernel log that was read (journal, then ring buffer), or why none was.
 
@@ -124,9 +129,13 @@ def kernel_log(results: list[dict[str, Any]]) -> dict[str, Any]:
     for result in results:
         if not isinstance(result, dict) or result.get("skipped"):
             continue
-        if result.get("rc") == 0:
-            return {"xids": parse_xids(str(result.get("stdout", ""))), "error": ""}
         command = " ".join(str(a) for a in result.get("cmd") or []) or "the kernel log"
+        text = str(result.get("stdout", ""))
+        if result.get("rc") == 0 and has_kernel_messages(text):
+            return {"xids": parse_xids(text), "error": ""}
+        if result.get("rc") == 0:  # a volatile or rotated journal: nothing of this boot to judge
+            errors.append(f"{command}: no kernel messages of this boot")
+            continue
         errors.append(f"{command}: {result.get('msg') or result.get('stderr') or 'rc ' + str(result.get('rc'))}".strip())
     return {"xids": None, "error": "; ".join(errors) or "no kernel log was read"}
 
@@ -461,6 +470,7 @@ class FilterModule:
             "alicerce_fabric_states": parse_fabric_states,
             "alicerce_xids": parse_xids,
             "alicerce_kernel_log": kernel_log,
+            "alicerce_has_kernel_messages": has_kernel_messages,
             "alicerce_dcgm_diag": parse_dcgm_diag,
             "alicerce_missing_tools": missing_tools,
             "alicerce_workload_pods": workload_pods,
