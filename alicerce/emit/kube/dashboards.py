@@ -19,6 +19,10 @@ from alicerce.resolve.model import ResolvedPlatform
 
 Panel = tuple[str, list[str], str]  # title, queries, unit
 
+# One series per GPU: with time-slicing, dcgm-exporter repeats a device's counters once per pod holding it (and GPU_UTIL
+# and FB_USED per process), so a sum or mean over the raw series counts a shared GPU once per pod (review DEFECT 4)
+PER_GPU = "max by (Hostname, gpu, UUID) ({})"
+
 
 def _panels(rows: list[Panel], have: set[str]) -> list[dict[str, Any]]:
     """The panels, each with the queries whose recorded series the site records (a panel left without any is
@@ -91,9 +95,9 @@ def overview(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
         ),
         ("Storage client operations by tier", ["tier:storage_client_ops:rate5m"], "ops"),
         ("GPU memory used by pool", ["pool:gpu_memory_used:avg"], "percentunit"),
-        ("Tensor core activity by node", ["avg by (Hostname) (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE) * 100"], "percent"),
+        ("Tensor core activity by node", [f"avg by (Hostname) ({PER_GPU.format('DCGM_FI_PROF_PIPE_TENSOR_ACTIVE')}) * 100"], "percent"),
         ("GPU temperature", ["max by (Hostname, gpu) (DCGM_FI_DEV_GPU_TEMP)"], "celsius"),
-        ("GPU power", ["sum by (Hostname) (DCGM_FI_DEV_POWER_USAGE)"], "watt"),
+        ("GPU power", [f"sum by (Hostname) ({PER_GPU.format('DCGM_FI_DEV_POWER_USAGE')})"], "watt"),
         ("Last XID by GPU", ["max by (Hostname, gpu) (DCGM_FI_DEV_XID_ERRORS)"], "short"),
         (
             "Firing diagnoses",

@@ -247,6 +247,10 @@ def serving_rules() -> list[dict[str, Any]]:
 # the node's own NICs (eth*, ens*, eno*, enp*): not loopback, pod veths, EKS pod ENIs (eni*) or IPoIB (ib*, counted
 # by the port counters)
 NIC = 'device=~"eth.*|en[osp].*"'
+# Physical disks only: md arrays (the nvme_scratch RAID0) and device-mapper volumes are views of the disks under them,
+# and node_exporter v1.12.1 ignores partitions, not stacked devices (collector/diskstats_linux.go 37), so counting both
+# counted every byte twice
+DISK = 'device!~"md.+|dm-.+"'
 
 
 def _present_sum(records: tuple[str, ...]) -> str:
@@ -268,9 +272,12 @@ def node_rules() -> list[dict[str, Any]]:
         _rule(NODE_IB_TX, f"sum by (node) (rate({ib.format('transmitted')}[5m]))"),
         _rule(NODE_IB_ERRORS, f"sum by (node) ({errors})"),
         _rule(NODE_IB_UTIL, link),
-        _rule(NODE_DISK_READ, "sum by (node) (rate(node_disk_read_bytes_total[5m]))"),
-        _rule(NODE_DISK_WRITE, "sum by (node) (rate(node_disk_written_bytes_total[5m]))"),
-        _rule(NODE_DISK_IOPS, "sum by (node) (rate(node_disk_reads_completed_total[5m]) + rate(node_disk_writes_completed_total[5m]))"),
+        _rule(NODE_DISK_READ, f"sum by (node) (rate(node_disk_read_bytes_total{{{DISK}}}[5m]))"),
+        _rule(NODE_DISK_WRITE, f"sum by (node) (rate(node_disk_written_bytes_total{{{DISK}}}[5m]))"),
+        _rule(
+            NODE_DISK_IOPS,
+            f"sum by (node) (rate(node_disk_reads_completed_total{{{DISK}}}[5m]) + rate(node_disk_writes_completed_total{{{DISK}}}[5m]))",
+        ),
         _rule(NODE_IO_PRESSURE, "max by (node) (rate(node_pressure_io_waiting_seconds_total[5m]))"),
         _rule(NODE_NET_RX, f"sum by (node) (rate(node_network_receive_bytes_total{{{NIC}}}[5m]))"),
         _rule(NODE_NET_TX, f"sum by (node) (rate(node_network_transmit_bytes_total{{{NIC}}}[5m]))"),

@@ -185,7 +185,11 @@ def _apply_overrides(alerts: list[Alert], overrides: list[AlertOverride]) -> lis
 
 RECORDING_RULES = (
     {"record": "namespace:dcgm_gpu_utilization:avg", "expr": 'avg by (namespace) (DCGM_FI_DEV_GPU_UTIL{namespace!=""})'},
-    {"record": "namespace:dcgm_gpus_in_use:count", "expr": 'count by (namespace) (DCGM_FI_DEV_GPU_UTIL{namespace!=""})'},
+    # distinct GPUs: a time-sliced GPU has one series per process of the namespace's pods
+    {
+        "record": "namespace:dcgm_gpus_in_use:count",
+        "expr": 'count by (namespace) (max by (namespace, Hostname, gpu, UUID) (DCGM_FI_DEV_GPU_UTIL{namespace!=""}))',
+    },
     {"record": "namespace:dcgm_fb_used_bytes:sum", "expr": 'sum by (namespace) (DCGM_FI_DEV_FB_USED{namespace!=""}) * 1048576'},
 )
 

@@ -304,6 +304,13 @@ def _inhibit_rules(rp: ResolvedPlatform) -> list[dict[str, Any]]:
     ]
 
 
+# What makes two notifications separate incidents. The chart groups by namespace alone (values.yaml
+# alertmanager.config.route), and alicerce's GPU, SLO, budget and node alerts carry none: an XID on one node, a burn on
+# an SLO and a budget would share one group, one PagerDuty incident (its dedup key is the group key), resolved only
+# when all are (review DEFECT 11). Each alert name on each node, GPU host, pool, team or namespace is its own group.
+ALERT_GROUP_BY = ("alertname", "namespace", "team", "pool", "node", "Hostname")
+
+
 def alertmanager_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any]:
     """Alertmanager's receivers and routes from the spec. The chart's default config sends every alert to ``null``;
     here each alert also goes to every receiver whose severities and teams (the teams' namespaces) match."""
@@ -333,7 +340,7 @@ def alertmanager_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
     return {
         "alertmanager": {
             "config": {
-                "route": {"routes": routes},
+                "route": {"group_by": list(ALERT_GROUP_BY), "routes": routes},
                 "receivers": [{"name": NULL_RECEIVER}] + [_receiver(r) for r in receivers],
                 "inhibit_rules": _inhibit_rules(rp),
             },

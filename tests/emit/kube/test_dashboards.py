@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_file
 from tests.conftest import ROOT
 from tests.emit.kube.series import recorded, unproduced
-from tests.emit.kube.test_monitoring import platform
+from tests.emit.kube.test_monitoring import needs_promtool, platform, run_promtool
 
 
 def queries(board: dict[str, Any]) -> list[str]:
@@ -80,3 +81,28 @@ def test_every_example_site_reads_only_produced_series(example: str) -> None:
             for board in dashboards(rp, groups).values():
                 exprs += queries(board)
             assert unproduced(exprs, groups) == {}, (example, env, site.name)
+
+
+@needs_promtool
+def test_a_time_sliced_gpu_counts_once_in_the_power_panel_and_the_gpus_in_use(tmp_path: Path) -> None:
+    """Review DEFECT 4: an L4 shared by four pods (KUBERNETES_VIRTUAL_GPUS): power once per pod, GPU_UTIL per process
+    beside the device's own. The node draws 60 W (not 240) and the namespace uses one GPU (not four)."""
+    rp = platform()
+    board = dashboards(rp, rule_groups(rp, "aws"))["gpu-platform.json"]
+    (power,) = next(p for p in board["panels"] if p["title"] == "GPU power")["targets"]
+    (tensor,) = next(p for p in board["panels"] if p["title"] == "Tensor core activity by node")["targets"]
+    gpu = 'Hostname="ip-10-0-1-1",gpu="0",UUID="GPU-l4"'
+    inputs = [{"series": f"DCGM_FI_DEV_GPU_UTIL{{{gpu}}}", "values": "80x10"}]
+    for pod in "abcd":
+        holder = f'{gpu},namespace="serving",pod="{pod}",container="vllm"'
+        inputs += [
+            {"series": f"DCGM_FI_DEV_POWER_USAGE{{{holder}}}", "values": "60x10"},
+            {"series": f"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{{{holder}}}", "values": "0.5x10"},
+            {"series": f'DCGM_FI_DEV_GPU_UTIL{{{holder},uid="u{pod}"}}', "values": "20x10"},
+        ]
+    run_promtool(rp, "aws", [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        {"expr": power["expr"], "eval_time": "5m", "exp_samples": [{"labels": '{Hostname="ip-10-0-1-1"}', "value": 60}]},
+        {"expr": tensor["expr"], "eval_time": "5m", "exp_samples": [{"labels": '{Hostname="ip-10-0-1-1"}', "value": 50}]},
+        {"expr": "namespace:dcgm_gpus_in_use:count", "eval_time": "5m", "exp_samples": [
+            {"labels": 'namespace:dcgm_gpus_in_use:count{namespace="serving"}', "value": 1}]},
+    ]}], tmp_path)  # fmt: skip

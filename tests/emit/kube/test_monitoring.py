@@ -406,6 +406,26 @@ def test_every_alert_reaches_a_receiver_and_no_credential_is_inlined() -> None:
         assert {r["name"] for r in am["config"]["receivers"]} == {"null", "oncall", "ml-platform", "heartbeat"}
 
 
+def test_unrelated_alerts_without_a_namespace_are_separate_notifications() -> None:
+    """Review DEFECT 11: the chart groups by namespace only; an XID on one node, one on another, an SLO burn and a budget
+    (none with a namespace) were one group, so one PagerDuty incident. Alertmanager's group key is the route plus the
+    values of its group_by labels (child routes inherit the root's)."""
+    rp = platform("prod")
+    route = monitoring_values(rp, rp.site("aws"))["alertmanager"]["config"]["route"]
+    assert all("group_by" not in r for r in route["routes"])  # inherited from the root
+    alerts = [
+        {"alertname": "GPUCriticalXid", "Hostname": "ip-10-0-1-1", "gpu": "0"},
+        {"alertname": "GPUCriticalXid", "Hostname": "ip-10-0-1-2", "gpu": "3"},
+        {"alertname": "SLOChatLatencyBurnFast", "team": "serving"},
+        {"alertname": "BudgetResearch100", "team": "research"},
+        {"alertname": "GPUInputBound", "node": "ip-10-0-1-1", "pool": "train-p5"},
+    ]
+    keys = {tuple(a.get(label, "") for label in route["group_by"]) for a in alerts}
+    assert len(keys) == len(alerts)
+    # two GPUs of one node failing together are one incident
+    assert tuple({"alertname": "GPUCriticalXid", "Hostname": "ip-10-0-1-1", "gpu": "5"}.get(x, "") for x in route["group_by"]) in keys
+
+
 def test_grafana_admin_login_comes_from_a_user_secret_so_regenerates_keep_it() -> None:
     # without admin.existingSecret the grafana subchart draws a random password on every render (each Argo CD sync)
     rp = platform("prod")

@@ -97,3 +97,23 @@ def test_the_storage_alerts_take_overrides_like_any_built_in_one() -> None:
     )
     rules = rules_of(validated(load_text(text, "p.yaml"), "prod"), "dc1")
     assert rules["StorageTierUnreadable"]["labels"]["severity"] == "critical"
+
+
+@needs_promtool
+def test_a_raid0_scratch_array_counts_its_disks_once(tmp_path: Path) -> None:
+    """Review DEFECT 7: 8 GB/s read through md127, a RAID0 over eight NVMe disks (1 GB/s each), and an LVM volume over a
+    ninth disk; the node reads 8.5 GB/s from its disks, not 17, and does 8,500 reads/s."""
+    disks = [(f"nvme{i}n1", 1e9) for i in range(8)] + [("md127", 8e9), ("sda", 5e8), ("dm-0", 5e8)]
+    inputs: list[dict[str, Any]] = node_labels(NODE)
+    for device, rate in disks:
+        inputs += [
+            scraped(NODE, "node_disk_read_bytes_total", f'device="{device}"', f"0+{rate * 60:g}{STEPS}"),
+            scraped(NODE, "node_disk_reads_completed_total", f'device="{device}"', f"0+{rate / 1e6 * 60:g}{STEPS}"),
+            scraped(NODE, "node_disk_written_bytes_total", f'device="{device}"', f"0{STEPS}"),
+            scraped(NODE, "node_disk_writes_completed_total", f'device="{device}"', f"0{STEPS}"),
+        ]
+    run_promtool(platform(), "dc1", [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded("node:disk_read_bytes:rate5m / 1e6", f'node="{NODE}",site="dc1"', 8500),  # MB/s
+        rounded("node:disk_iops:rate5m", f'node="{NODE}",site="dc1"', 8500),
+        rounded("pool:disk_read_bytes:rate5m / 1e6", 'pool="onprem-h100",site="dc1"', 8500),
+    ]}], tmp_path)  # fmt: skip
