@@ -301,6 +301,18 @@ STORAGE_ALERTS: tuple[Alert, ...] = (
         "there that read it fail or hang. Check the mount (findmnt), the client (lctl ping to the MGS, or nfsstat -m) and "
         "the parallel_fs_client role's last run on the node.",
     ),
+    # every node of such a site mounts its tiers (alicerce.emit.storage_counters): one that never wrote its counters
+    # (the collector failing from its first run, the timer never installed) has no series for the two alerts around it
+    Alert(
+        "StorageCountersMissing",
+        "max by (node, pool) (alicerce:node_pool:info) unless on (node) max by (node) (alicerce_storage_client_up)",
+        "30m",
+        "warning",
+        "No storage counters from {{ $labels.node }} ({{ $labels.pool }})",
+        "The node should report the client I/O of every tier it mounts and reports none: the storage KPIs leave it out "
+        "and a tier it cannot read goes unnoticed. Check systemctl status alicerce-storage-stats.service on the node "
+        "and the node_monitoring role's last run.",
+    ),
     Alert(
         "StorageCountersStale",
         f'time() - node_textfile_mtime_seconds{{file=~".*/{STORAGE_COUNTERS_FILE.replace(".", "[.]")}"}} > 300',

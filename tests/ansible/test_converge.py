@@ -26,6 +26,7 @@ import yaml
 from alicerce.run.ansible import RunResult, run_playbook
 from tests.ansible.conftest import CHROOT_HOST, chroot_inventory
 from tests.ansible.fakenode import make_fake_node, tools
+from tests.ansible.test_storage_counters import fake_lctl
 
 # Steps that need kernel modules, a running systemd, or real block devices (the hardware path in check mode).
 HARDWARE_SKIP = "kernel-modules,services,block-devices"
@@ -153,7 +154,7 @@ def test_site_converges_into_a_debian_rootfs_and_a_second_run_changes_nothing(co
     shutil.copy(fixtures / "mounts.txt", proc / "mounts")
     shutil.copy(fixtures / "mountstats.txt", proc / "mountstats")
     shutil.copy(fixtures / "lctl-llite-stats.txt", check / "llite-stats")
-    (check / "lctl").write_text("#!/bin/sh\ncat /tmp/storage-check/llite-stats\n")
+    (check / "lctl").write_text(fake_lctl("/tmp/storage-check"))
     (check / "lctl").chmod(0o755)
     command = [*service.split("ExecStart=", 1)[1].splitlines()[0].split(), "--proc-root", "/tmp/storage-check/proc"]
     command += ["--lctl", "/tmp/storage-check/lctl"]

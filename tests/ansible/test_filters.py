@@ -206,7 +206,8 @@ def _one_h200(**extra: object) -> dict[str, object]:
 
 def test_acceptance_of_a_real_h200_node_reads_the_ring_buffer_where_the_journal_is_missing() -> None:
     expected = {"gpu_count": 1, "driver_version": "580.159.04", "pcie_generation": 5, "pcie_width": 16}
-    ring_buffer = {"rc": 0, "stdout": "[    5.1] nvidia: loading out-of-tree module\n", "cmd": ["dmesg"]}
+    boot = "[    0.000000] Linux version 6.18.44 (root@build) #1 SMP PREEMPT_DYNAMIC\n"
+    ring_buffer = {"rc": 0, "stdout": boot + "[    5.1] nvidia: loading out-of-tree module\n", "cmd": ["dmesg"]}
     report = A.acceptance_report(_one_h200(kernel_log=A.kernel_log([_NOT_INSTALLED, ring_buffer])), expected)
     assert A.failed_checks(report) == []
     assert {c["check"]: c["actual"] for c in report}["pcie generation"] == "gen5"
@@ -228,7 +229,14 @@ def test_an_empty_journal_is_not_a_clean_one() -> None:
     ring_buffer = {"rc": 0, "stdout": (TOOLS / "journal-kernel-xid.txt").read_text(), "cmd": ["dmesg"]}
     assert [x["xid"] for x in A.kernel_log([empty, ring_buffer])["xids"]] == [13, 79]
     alone = A.kernel_log([empty, {"skipped": True}])
-    assert alone == {"xids": None, "error": "journalctl -k -b: no kernel messages of this boot"}
+    assert alone == {"xids": None, "error": "journalctl -k -b: no longer holds the start of this boot"}
+
+
+def test_a_wrapped_ring_buffer_is_not_a_clean_kernel_log() -> None:
+    """storreview: after days of uptime the ring buffer starts at [259200.1]: an XID of the first hours is gone."""
+    wrapped = {"rc": 0, "stdout": "[259200.100000] eth0: link up\n[259201.2] nvidia-peermem: loaded\n", "cmd": ["dmesg"]}
+    log = A.kernel_log([_NOT_INSTALLED, wrapped])
+    assert log["xids"] is None and "dmesg: no longer holds the start of this boot" in log["error"]
 
 
 def test_fabric_manager_state_of_a_gpu_without_nvswitch_fails_a_pool_that_expects_one() -> None:

@@ -134,3 +134,21 @@ def test_argument_specs_reject_bad_variables(tmp_path: Path, role: str, bad: dic
     )
     assert result.returncode != 0
     assert "Validation of arguments failed" in result.stdout and complaint in result.stdout, result.stdout
+
+
+def test_node_monitoring_runs_with_only_its_services_tag(tmp_path: Path) -> None:
+    """storreview: `--tags services` skipped the task that registers what the timer's stop task reads, and failed on it
+    on every node that mounts no tier."""
+    playbook = tmp_path / "play.yml"
+    role = {"role": "node_monitoring", "node_monitoring_target": "image", "node_monitoring_storage_tiers": []}
+    playbook.write_text(yaml.safe_dump([{"name": "Services only", "hosts": "localhost", "roles": [role]}]))
+    result = subprocess.run(
+        [tool("ansible-playbook"), "-i", "localhost,", "-c", "local", str(playbook), "--tags", "services"],
+        check=False,
+        capture_output=True,
+        text=True,
+        env={"ANSIBLE_CONFIG": str(ROOT / "alicerce" / "ansible" / "ansible.cfg"), "PATH": "/usr/bin:/bin", "ANSIBLE_NOCOLOR": "1"},
+        cwd=ROOT / "alicerce" / "ansible",
+    )
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "Read whether a storage counters timer is installed" in result.stdout

@@ -41,9 +41,22 @@ def fake_node(root: Path, *, lctl: bool = True) -> tuple[Path, str]:
     command = root / "lctl"
     if lctl:
         shutil.copy(FIXTURES / "lctl-llite-stats.txt", root / "llite-stats")
-        command.write_text(f'#!/bin/sh\n[ "$*" = "get_param -n llite.ai-*.stats" ] || exit 2\ncat {root}/llite-stats\n')
+        command.write_text(fake_lctl(root))
         command.chmod(0o755)
     return root / "proc", str(command)
+
+
+def fake_lctl(root: Path | str) -> str:
+    """lctl with two file systems mounted, ``ai`` (the fixture's counters) and ``ai-b`` (a billion bytes read), whose
+    names share a prefix, answering only the two calls Lustre documents for reading llite stats."""
+    return f"""#!/bin/sh
+case "$*" in
+  "list_param llite.*") printf 'llite.ai-ffff9a0b1c2d3000\\nllite.ai-b-ffff9a0b1c2d7000\\n';;
+  "get_param -n llite.ai-ffff9a0b1c2d3000.stats") cat {root}/llite-stats;;
+  "get_param -n llite.ai-b-ffff9a0b1c2d7000.stats") echo 'read_bytes 9 samples [bytes] 1 1 1000000000 1';;
+  *) exit 2;;
+esac
+"""
 
 
 def samples(text: str) -> dict[str, float]:
@@ -70,6 +83,18 @@ def test_counters_of_a_lustre_and_an_nfs_tier_and_a_tier_the_node_does_not_mount
         'alicerce_storage_client_up{tier="archive",mountpoint="/archive",fstype="nfs"}': 0,
     }
     assert not [k for k in out if 'tier="archive"' in k and "_up" not in k]
+
+
+def test_a_tier_is_counted_by_its_own_file_system_and_found_through_a_symbolic_link(tmp_path: Path) -> None:
+    """storreview: ``llite.ai-*`` also matched file system ``ai-b``; a tier whose path leads through a link was never
+    found in the mount table (which holds resolved paths)."""
+    proc, lctl = fake_node(tmp_path / "node")
+    (tmp_path / "data").symlink_to("/lustre")
+    tier = {"tier": "dc1-lustre", "path": str(tmp_path / "data"), "type": "lustre"}
+    out = samples(collector().exposition([tier], proc, lctl))
+    assert (
+        out[f'alicerce_storage_client_read_bytes_total{{tier="dc1-lustre",mountpoint="{tmp_path}/data",fstype="lustre"}}'] == 1277752524800
+    )
 
 
 def test_a_node_without_lctl_reports_its_lustre_tier_down_and_still_counts_nfs(tmp_path: Path) -> None:

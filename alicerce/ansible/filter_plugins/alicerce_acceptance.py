@@ -114,9 +114,10 @@ def parse_xids(text: str) -> list[dict[str, Any]]:
     return found
 
 
-def has_kernel_messages(text: str) -> bool:
-    """Whether a kernel log read holds any message (journalctl prints ``-- No entries --`` for an empty journal)."""
-    return any(line.strip() and not line.startswith("-- ") for line in text.splitlines())
+def holds_boot_start(text: str) -> bool:
+    """Whether a kernel log read still holds this boot's first message ("Linux version ..."): a journal whose early
+    part was rotated away, a wrapped ring buffer or an empty journal (``-- No entries --``) may have lost an XID."""
+    return any("Linux version " in line for line in text.splitlines()[:50])
 
 
 def kernel_log(results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -131,10 +132,10 @@ def kernel_log(results: list[dict[str, Any]]) -> dict[str, Any]:
             continue
         command = " ".join(str(a) for a in result.get("cmd") or []) or "the kernel log"
         text = str(result.get("stdout", ""))
-        if result.get("rc") == 0 and has_kernel_messages(text):
+        if result.get("rc") == 0 and holds_boot_start(text):
             return {"xids": parse_xids(text), "error": ""}
-        if result.get("rc") == 0:  # a volatile or rotated journal: nothing of this boot to judge
-            errors.append(f"{command}: no kernel messages of this boot")
+        if result.get("rc") == 0:  # volatile, rotated or wrapped: what was lost may have held an XID
+            errors.append(f"{command}: no longer holds the start of this boot")
             continue
         errors.append(f"{command}: {result.get('msg') or result.get('stderr') or 'rc ' + str(result.get('rc'))}".strip())
     return {"xids": None, "error": "; ".join(errors) or "no kernel log was read"}
@@ -470,7 +471,7 @@ class FilterModule:
             "alicerce_fabric_states": parse_fabric_states,
             "alicerce_xids": parse_xids,
             "alicerce_kernel_log": kernel_log,
-            "alicerce_has_kernel_messages": has_kernel_messages,
+            "alicerce_holds_boot_start": holds_boot_start,
             "alicerce_dcgm_diag": parse_dcgm_diag,
             "alicerce_missing_tools": missing_tools,
             "alicerce_workload_pods": workload_pods,

@@ -117,3 +117,16 @@ def test_a_raid0_scratch_array_counts_its_disks_once(tmp_path: Path) -> None:
         rounded("node:disk_iops:rate5m", f'node="{NODE}",site="dc1"', 8500),
         rounded("pool:disk_read_bytes:rate5m / 1e6", 'pool="onprem-h100",site="dc1"', 8500),
     ]}], tmp_path)  # fmt: skip
+
+
+@needs_promtool
+def test_a_node_that_never_wrote_its_counters_alerts_and_one_that_did_stays_quiet(tmp_path: Path) -> None:
+    """storreview: a collector failing from its first run leaves no series for StorageTierUnreadable or
+    StorageCountersStale to fire on."""
+    rule = rules_of(platform(), "dc1")["StorageCountersMissing"]
+    inputs = [*node_labels(NODE, OTHER), scraped(OTHER, "alicerce_storage_client_up", LUSTRE, f"1{STEPS}")]
+    run_promtool(platform(), "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "20m", "alertname": "StorageCountersMissing", "exp_alerts": []},  # a node still joining
+        {"eval_time": "45m", "alertname": "StorageCountersMissing", "exp_alerts": [
+            expected(rule, {"node": NODE, "pool": "onprem-h100"}, "")]},
+    ]}], tmp_path)  # fmt: skip

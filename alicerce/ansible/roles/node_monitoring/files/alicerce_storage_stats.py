@@ -2,8 +2,8 @@
 """Client I/O counters of the storage tiers a node mounts, for the node exporter's textfile collector.
 
 The node exporter reads local disks and NICs, not what a node reads from each tier: Lustre keeps its
-client counters in llite stats (read through `lctl get_param`, the interface Lustre documents across
-releases), NFS in /proc/self/mountstats. One file, written whole and renamed, so a scrape never reads
+client counters in llite stats (read through `lctl list_param` and `get_param`, the interface Lustre
+documents across releases), NFS in /proc/self/mountstats. One file, written whole and renamed, so a scrape never reads
 half of it. BeeGFS clients keep no per-mount byte counters (its per-client stats live on the servers),
 so BeeGFS tiers are not listed here.
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import tempfile
 from pathlib import Path
@@ -82,19 +83,36 @@ def nfs_counters(mountstats: str, path: str) -> Counters | None:
     return out
 
 
+def lustre_instances(lctl: str, fsname: str) -> list[str]:
+    """The llite instances of file system ``fsname`` on this node: ``lctl list_param llite.*`` names each
+    'llite.FSNAME-INSTANCE', the instance a hexadecimal address. Matched whole, never by a ``FSNAME-*`` pattern, which
+    also takes a file system named ``FSNAME-b``; a file system mounted twice has two instances, summed."""
+    done = subprocess.run([lctl, "list_param", "llite.*"], capture_output=True, text=True, check=False)
+    whole = re.compile(rf"llite\.({re.escape(fsname)}-[0-9a-f]+)")
+    return [m.group(1) for line in done.stdout.splitlines() if done.returncode == 0 and (m := whole.fullmatch(line.strip()))]
+
+
 def read_tier(tier: dict[str, str], table: dict[str, tuple[str, str]], proc_root: Path, lctl: str) -> Counters | None:
     """The counters of one tier, or None when it is not mounted as the spec says or its counters cannot be read."""
-    mounted = table.get(tier["path"])
+    # the mount table holds resolved paths: a tier under a symbolic link is found where the link leads
+    path = tier["path"] if tier["path"] in table else os.path.realpath(tier["path"])
+    mounted = table.get(path)
     if mounted is None:
         return None
     source, fstype = mounted
     try:
         if tier["type"] == "lustre" and fstype == "lustre":
-            fsname = source.rpartition(":/")[2].split("/")[0]
-            done = subprocess.run([lctl, "get_param", "-n", f"llite.{fsname}-*.stats"], capture_output=True, text=True, check=False)
-            return lustre_counters(done.stdout) if done.returncode == 0 and done.stdout.strip() else None
+            fsname = source.rpartition(":/")[2].split("/")[0]  # MGS NIDs:/FSNAME[/subdirectory]
+            instances = lustre_instances(lctl, fsname)
+            stats = [
+                subprocess.run([lctl, "get_param", "-n", f"llite.{i}.stats"], capture_output=True, text=True, check=False)
+                for i in instances
+            ]
+            if not stats or any(done.returncode != 0 or not done.stdout.strip() for done in stats):
+                return None
+            return lustre_counters("\n".join(done.stdout for done in stats))
         if tier["type"] == "nfs" and fstype.startswith("nfs"):
-            return nfs_counters((proc_root / "self" / "mountstats").read_text(), tier["path"])
+            return nfs_counters((proc_root / "self" / "mountstats").read_text(), path)
     except OSError:  # no lctl, no mountstats: the tier reads as down, the other tiers are still written
         return None
     return None
