@@ -192,6 +192,7 @@ _READ_BY: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("traffic", SERVING, "training is sized from tokens; data preparation from dataset.size"),
     ("latency", SERVING, "training is sized from tokens and deadline"),
     ("kv_cache_precision", SERVING, "training keeps no KV cache"),
+    ("kv_admission", SERVING, "training keeps no KV cache"),
 )
 
 
