@@ -500,6 +500,9 @@ class ServingTable(CatalogModel):
     regime: Literal["max-throughput", "latency-bound"]
     role: Literal["fit", "test"]
     maxBatch: int
+    # how the engine charged KV at admission (alicerce/plan/roofline.py, Admission): reserve for TensorRT-LLM's
+    # default capacity scheduler, on-demand for vLLM
+    kvAdmission: Literal["on-demand", "reserve"]
     note: str | None = None
     source: Source
     rows: tuple[ServingResult, ...]

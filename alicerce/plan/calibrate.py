@@ -224,7 +224,13 @@ def predict_row(row: ServingResult, table: ServingTable, catalog: Catalog, sizin
         model.parameters, model.activeParameters or model.parameters, model.layers, model.hidden, model.kvHeads, model.headDim
     )
     replica = Replica(
-        shape, row.tp, gpu_hardware(gpu, row.precision, sizing), eff, sizing.weightBytes[row.precision], kv_bytes(row.precision)
+        shape,
+        row.tp,
+        gpu_hardware(gpu, row.precision, sizing),
+        eff,
+        sizing.weightBytes[row.precision],
+        kv_bytes(row.precision),
+        table.kvAdmission,
     )
     perf = replica_performance(replica, row.isl, row.osl, batch_cap=row_batch(row, table))
     if perf is None:
@@ -403,8 +409,9 @@ def planned_mfu(run: TrainingRun, catalog: Catalog, sizing: Sizing) -> float | N
 def serving_workload(row: ServingResult, table: ServingTable, catalog: Catalog, *, engine: bool = True) -> Workload:
     """A published serving point as a user would declare it: the model's shape, the precision, the prompt and
     output lengths, the load (closed-loop clients as concurrency; a throughput run as more requests than any
-    replica serves) and, with ``engine``, the engine's configuration a team knows (tensor-parallel degree, batch cap;
-    without it the planner picks the smallest degree that fits and caps the batch at 256)."""
+    replica serves) and, with ``engine``, the engine's configuration a team knows (tensor-parallel degree, batch cap,
+    how it admits KV; without it the planner picks the smallest degree that fits, caps the batch at 256 and admits
+    KV on demand, as vLLM does)."""
     model = catalog.inference_calibration.models[row.model]
     spec: dict[str, object] = {
         "parameters": model.parameters, "layers": model.layers, "hiddenSize": model.hidden, "kvHeads": model.kvHeads,
@@ -416,7 +423,7 @@ def serving_workload(row: ServingResult, table: ServingTable, catalog: Catalog, 
     load = {"concurrency": clients} if clients else {"peakRps": 10**6}  # a throughput run: more than any replica holds
     traffic = {**load, "inputTokens": row.isl, "outputTokens": row.osl}
     precision = "bf16" if row.precision == "fp16" else row.precision
-    declared: dict[str, object] = {"maxBatch": table.maxBatch, "tensorParallel": row.tp} if engine else {}
+    declared: dict[str, object] = {"maxBatch": table.maxBatch, "tensorParallel": row.tp, "kvAdmission": table.kvAdmission} if engine else {}
     return Workload.model_validate(
         {"name": "serve", "kind": "inference", "team": "calibration", "model": spec, "precision": precision, "traffic": traffic,
          **declared}

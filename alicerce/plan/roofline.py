@@ -6,7 +6,11 @@ generated tokens::
     W       = parameters x bytes per weight             every expert resident
     kv      = 2 x layers x KV heads x head dim x KV bytes   per token
               (MLA: layers x (KV latent + RoPE key) x KV bytes; sliding layers hold at most their window)
-    B       = min(batch cap, (tp x memory x f - W) / (kv x (isl + osl)), latency limit)
+    B       = min(batch cap, (tp x memory x f - W) / (kv x admitted), latency limit)
+              admitted: the tokens a sequence holds in the engine's KV accounting (see ``kv_tokens_admitted``):
+              isl + osl where the engine reserves a request's whole length when it admits it (TensorRT-LLM's
+              default GUARANTEED_NO_EVICT), isl + osl/2 where it allocates blocks as tokens arrive and preempts
+              when full (vLLM): then the batch holds, on average, what the decode step reads
               latency limit: step(B) + B x prefill / osl <= TPOT target (prefills share the replica)
     c_tok   = 2 all-reduces x layers x hidden x 2 bytes x 2(tp-1)/tp / (link bandwidth x e_link)
     prefill = (2 x N_active x isl + 2 x layers x isl^2 x hidden) / (tp x peak x e_prefill) + isl x c_tok
@@ -26,10 +30,34 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 from alicerce.catalog.models import Gpu, Sizing
 
 GIB = 2**30
+
+# How a serving engine charges a sequence against its KV-cache pool when it admits it:
+# - "on-demand": vLLM's V1 scheduler (vllm/v1/core/sched/scheduler.py, Scheduler.schedule) allocates a request's
+#   blocks for the tokens it computes this step (allocate_slots(request, num_new_tokens)); a waiting request enters
+#   when its prompt's blocks are free, and a running one that finds no free block preempts the newest running
+#   request (self.running.pop(), recomputed later). The pool is shared by what sequences hold NOW.
+# - "reserve": TensorRT-LLM's default capacity scheduler, GUARANTEED_NO_EVICT, admits a request only when the
+#   blocks of its prompt plus its maximum output are free, and never evicts (TensorRT-LLM docs, "Useful Runtime
+#   Options": Capacity Scheduler Policy).
+Admission = Literal["on-demand", "reserve"]
+
+
+def kv_tokens_read(isl: float, osl: float) -> float:
+    """Tokens of KV a decoding sequence holds, averaged over its life: the prompt plus half its output. Sequences
+    in a continuously batched replica are spread evenly over their output, so this is also the mean a step reads."""
+    return isl + osl / 2
+
+
+def kv_tokens_admitted(isl: float, osl: float, admission: Admission) -> float:
+    """Tokens of KV the engine charges a sequence in flight against its pool: its whole length where admission
+    reserves it, else what it holds on average (the pool fills with what sequences hold, and the newest sequence is
+    preempted when a step finds it full, so the batch the pool sustains is pool / mean held)."""
+    return isl + osl if admission == "reserve" else kv_tokens_read(isl, osl)
 
 
 @dataclass(frozen=True)
@@ -92,7 +120,7 @@ class ReplicaPerformance:
     prefill_seconds: float
     tokens_per_second: float
     weights_bytes: float
-    kv_bytes_per_token: float
+    kv_bytes_per_sequence: float  # as the engine charges a sequence in flight (``kv_tokens_admitted``)
 
     output_tokens: int
 
@@ -111,6 +139,7 @@ class Replica:
     eff: Efficiencies
     bytes_per_weight: float
     kv_bytes: float
+    admission: Admission = "on-demand"  # how the engine charges KV at admission (``kv_tokens_admitted``)
 
     @property
     def weights(self) -> float:
@@ -156,7 +185,7 @@ def weights_read(r: Replica, batch: float) -> float:
 def step_seconds(r: Replica, isl: int, osl: int, batch: float) -> float:
     """One decode step of ``batch`` sequences: memory reads, the compute ceiling, all-reduces, overhead."""
     shape, eff = r.shape, r.eff
-    context = isl + osl / 2
+    context = kv_tokens_read(isl, osl)
     memory = (weights_read(r, batch) + batch * r.kv_sequence(context)) / (r.tp * r.hw.hbm_bytes_per_second * eff.bandwidth)
     compute = (2 * shape.active_parameters * batch + 4 * batch * shape.attended(context) * shape.hidden) / (
         r.tp * r.hw.peak_flops * eff.decode_compute
@@ -176,9 +205,10 @@ def token_interval_seconds(r: Replica, isl: int, osl: int, batch: float) -> floa
 
 
 def kv_batch_limit(r: Replica, isl: int, osl: int) -> float:
-    """Sequences whose KV cache fits next to the weights (0 when the weights alone do not fit)."""
+    """Sequences whose KV cache, as the engine charges it at admission, fits next to the weights (0 when the weights
+    alone do not fit)."""
     free = r.tp * r.hw.memory_bytes * r.eff.memory_fraction - r.weights
-    return max(0.0, free / r.kv_sequence(isl + osl))
+    return max(0.0, free / r.kv_sequence(kv_tokens_admitted(isl, osl, r.admission)))
 
 
 def latency_batch_limit(r: Replica, isl: int, osl: int, tpot: float) -> float:
@@ -210,9 +240,8 @@ def replica_performance(r: Replica, isl: int, osl: int, *, batch_cap: float, tpo
     step = step_seconds(r, isl, osl, batch)
     prefill = prefill_seconds(r, isl)
     tokens = osl / (prefill + osl * step / batch)
-    # KV bytes per token of a whole sequence (sliding layers hold at most their window, so it is not kv_per_token)
-    kv_token = r.kv_sequence(isl + osl) / (isl + osl)
-    return ReplicaPerformance(r.tp, batch, by_memory, step, prefill, tokens, r.weights, kv_token, osl)
+    kv_sequence = r.kv_sequence(kv_tokens_admitted(isl, osl, r.admission))  # sliding layers hold at most their window
+    return ReplicaPerformance(r.tp, batch, by_memory, step, prefill, tokens, r.weights, kv_sequence, osl)
 
 
 def gpu_hardware(gpu: Gpu, precision: str, sizing: Sizing) -> ReplicaHardware:

@@ -14,7 +14,15 @@ from typing import Any
 
 from alicerce.catalog.models import Gpu, Sizing
 from alicerce.plan.figures import Factor, Figure, rounded
-from alicerce.plan.roofline import Replica, ReplicaPerformance, ServedShape, efficiencies, gpu_hardware, replica_performance
+from alicerce.plan.roofline import (
+    Replica,
+    ReplicaPerformance,
+    ServedShape,
+    efficiencies,
+    gpu_hardware,
+    kv_tokens_admitted,
+    replica_performance,
+)
 from alicerce.plan.throughput import TrainingJob, moe_routing_ratio, training_mfu
 from alicerce.spec.models import LatentAttention, SlidingWindowAttention, Traffic, Workload
 
@@ -561,6 +569,9 @@ def replica_layout(
     tpot = _slo(w.latency.time_per_output_token) if w.latency else None
     ttft = _slo(w.latency.time_to_first_token) if w.latency else None
     isl, osl = w.traffic.input_tokens, w.traffic.output_tokens
+    # the tokens the engine charges a sequence against its KV pool: its whole length where admission reserves it,
+    # else the prompt plus half the output it holds on average (roofline.kv_tokens_admitted)
+    admitted = kv_tokens_admitted(isl, osl, w.kv_admission)
     per_layer = shape_.kv_per_token_layer(kv_bytes(w.precision, w.kv_cache_precision))
     kv_inputs: dict[str, float]
     if shape_.kv_latent is not None:
@@ -573,8 +584,8 @@ def replica_layout(
         kv_inputs |= {"window": shape_.window, "global layers": shape_.global_layers}
     figures = [
         Figure("weights", shape_.parameters * bytes_per_weight / GIB, "GiB", "parameters x bytes per weight", {"precision": w.precision}),
-        Figure("KV cache per sequence", per_layer * shape_.attended(isl + osl) / GIB, "GiB", kv_formula,
-               {"layers": shape_.layers, **kv_inputs, "tokens": isl + osl}),
+        Figure("KV cache per sequence", per_layer * shape_.attended(admitted) / GIB, "GiB", kv_formula,
+               {"layers": shape_.layers, **kv_inputs, "tokens": admitted, "admission": w.kv_admission}),
     ]  # fmt: skip
     factors = (
         Factor("prefill compute efficiency", eff.prefill, inf.prefillEfficiency.source),
@@ -591,7 +602,7 @@ def replica_layout(
     # a declared degree obeys the same bound as the ones tried (PL322 reports a declared degree past it)
     degrees = [d for d in ([w.tensor_parallel] if w.tensor_parallel is not None else TP_DEGREES) if d <= node_gpus]
     for tp in degrees:
-        replica = Replica(shape_, tp, hardware, eff, bytes_per_weight, kv_bytes(w.precision, w.kv_cache_precision))
+        replica = Replica(shape_, tp, hardware, eff, bytes_per_weight, kv_bytes(w.precision, w.kv_cache_precision), w.kv_admission)
         cap = engine_cap if clients is None else min(engine_cap, clients)
         perf = replica_performance(replica, isl, osl, batch_cap=cap, tpot=tpot * headroom if tpot is not None else None)
         if perf is None or (ttft is not None and perf.prefill_seconds > ttft):
@@ -654,7 +665,7 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
     hours = gpus * w.hours_per_day * sizing.hoursPerMonth.value / 24
     tokens_month = rps * (w.traffic.input_tokens + w.traffic.output_tokens) * 3600 * w.hours_per_day * sizing.hoursPerMonth.value / 24
     sharing = _sharing(w, gpu, layout, replicas=replicas, load=load, sizing=sizing)
-    layout_memory = layout.weights_bytes + layout.batch * layout.kv_bytes_per_token * (w.traffic.input_tokens + w.traffic.output_tokens)
+    layout_memory = layout.weights_bytes + layout.batch * layout.kv_bytes_per_sequence
     return WorkloadPlan(
         name=w.name, kind=w.kind, team=w.team, pool=place.pool, accelerator=gpu.id, gpus=gpus, min_gpus=layout.tp,
         model_state_gib=layout.weights_bytes / GIB,
@@ -671,8 +682,8 @@ def _sharing(w: Workload, gpu: Gpu, layout: ReplicaPerformance, *, replicas: int
     if layout.tp != 1 or replicas != 1 or load >= 0.5:
         return None
     assert w.traffic is not None
-    kv_per_seq = layout.kv_bytes_per_token * (w.traffic.input_tokens + w.traffic.output_tokens)
-    need = (layout.weights_bytes + max(1, math.ceil(load * layout.batch)) * kv_per_seq) / (1 - sizing.memoryReserveFraction.value)
+    kv = max(1, math.ceil(load * layout.batch)) * layout.kv_bytes_per_sequence
+    need = (layout.weights_bytes + kv) / (1 - sizing.memoryReserveFraction.value)
     if gpu.mig is not None:
         for profile in sorted(gpu.mig.profiles, key=lambda p: (p.memoryGiB, p.slices)):
             if profile.slices < gpu.mig.computeSlices and profile.memoryGiB * GIB >= need:

@@ -17,6 +17,18 @@ than a doubled peak). The efficiency is a product of factors, each with its sour
         x network share                            when the gradient and all-to-all traffic exceed the link
         x goodput 0.87                             failures, restarts and evaluations of a production run
 
+Measured and not adopted (issue 23, sizing3; bench/sizing_accuracy.py's unseen set, refitted on calibration only):
+- The attention term counts 6 x layers x sequence x width FLOPs a token: the 12 x L x s x d of a full attention
+  matrix (Narayanan et al. 2021, arXiv 2104.04473, Sec. 5.1; PaLM, arXiv 2204.02311, App. B) halved, because causal
+  kernels (FlashAttention) skip the masked blocks. Counting the full 12 x L x s x d instead (as llm-foundry's MFU
+  does) brings the unseen MPT runs of 16K tokens and more from +79.5% to +25.6% median, but the refit raises the
+  Ampere base from 0.554 to 0.592 and the held-out BLOOM-176B from +49.8% to +58.4%, past its 50% guard.
+- fp8 speeding up only the GEMMs (attention stays 16-bit: Transformer Engine's recipes leave fp8_dpa off, torchao's
+  float8 converts nn.Linear only), attention factor 1 / (1 + gain x ratio): unseen fp8 runs +102% -> +82.5%, but the
+  refit moves the Ampere base to 0.556 and BLOOM-176B to +50.4%, past the same guard.
+BLOOM-176B is over-predicted mostly because the planner finds its activations fit without the recomputation the run used
+(tests/plan/test_calibration.py, PLANNER_DIFFERS): that memory model, not these terms, is what holds both back.
+
 The per-GPU-batch factor is the scaling loss: on a fixed global batch, more GPUs mean a smaller share
 each, so GPU-hours never fall as GPUs are added. Parameters live in catalog/data/sizing.yaml;
 calibration runs in catalog/data/calibration-training.yaml (see alicerce/plan/calibrate.py).

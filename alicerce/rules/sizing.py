@@ -7,7 +7,9 @@ from typing import Any
 
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean, one_of
+from alicerce.spec.models.storage import ParallelFsTier
 from alicerce.spec.models.workloads import LatentAttention, Model, SlidingWindowAttention
+from alicerce.spec.units import format_bytes
 
 rules = RuleSet()
 
@@ -192,6 +194,7 @@ _READ_BY: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("traffic", SERVING, "training is sized from tokens; data preparation from dataset.size"),
     ("latency", SERVING, "training is sized from tokens and deadline"),
     ("kv_cache_precision", SERVING, "training keeps no KV cache"),
+    ("kv_admission", SERVING, "training keeps no KV cache"),
 )
 
 
@@ -246,6 +249,48 @@ def dataset_bytes_read(ctx: RuleContext) -> Iterable[Finding]:
             yield Finding(path.bytes_per_sample, "bytesPerToken and bytesPerSample both set the read rate: bytesPerToken wins and "
                           "this changes nothing", "keep one: bytesPerSample is bytesPerToken x sequenceLength", key=True,
                           resource=w.name)  # fmt: skip
+
+
+def _dataset_tiers(ctx: RuleContext) -> Iterable[tuple[int, int, Any]]:
+    """(workload index, dataset size, tier) for each workload that reads a dataset from a declared tier of this
+    environment (an unknown tier is AL206's; a tier the environment drops has nothing to hold it)."""
+    for i, w in enumerate(ctx.spec.workloads):
+        if w.dataset is None or w.dataset.tier is None or w.kind in SERVING:
+            continue  # on a service AL380 reports the whole dataset
+        tier = ctx.tiers.get(w.dataset.tier)
+        if tier is not None:
+            yield i, int(w.dataset.size), tier
+
+
+@rules.rule("AL373", "dataset-fits-tier", "A dataset fits the capacity of the storage tier it is read from.")
+def dataset_fits_tier(ctx: RuleContext) -> Iterable[Finding]:
+    """The tier is sized from its declared capacity (resolve sizes FSx from it, on-prem it is the file system's size): a
+    dataset larger than that cannot be stored there, and the run fails on its first full epoch, not at validate."""
+    for i, size, tier in _dataset_tiers(ctx):
+        capacity = getattr(tier, "capacity", None)
+        if capacity is not None and size > capacity:
+            yield Finding(S.workloads[i].dataset.size, f"dataset of {format_bytes(size)} is read from tier {tier.name!r}, which "
+                          f"holds {format_bytes(int(capacity))}", f"raise storage {tier.name!r} capacity to at least "
+                          f"{format_bytes(size)}, or read the dataset from a larger tier", size, resource=tier.name)  # fmt: skip
+
+
+@rules.rule("AL374", "dataset-fits-cache", "A dataset read from an object tier fits the file system that caches that tier.", waivable=True)
+def dataset_fits_cache(ctx: RuleContext) -> Iterable[Finding]:
+    """A parallel file system linked to an object tier (``source``) loads files on first read and keeps them: nodes
+    read the dataset through it, so a cache smaller than the dataset fills before an epoch ends and every later read
+    goes back to the object store (or fails when the file system is full). Waivable: a team streaming from the object
+    store on purpose accepts that. Training and fine-tuning only: they read the dataset once an epoch, where a cache
+    pays; data preparation reads it once and may stream it from the object store."""
+    caches = [t for t in ctx.spec.storage if isinstance(t, ParallelFsTier) and t.source is not None]
+    for i, size, tier in _dataset_tiers(ctx):
+        if ctx.spec.workloads[i].kind not in SCHEDULED:
+            continue
+        for cache in (c for c in caches if c.source == tier.name and size > c.capacity):
+            yield Finding(S.workloads[i].dataset.size, f"dataset of {format_bytes(size)} is read from tier {tier.name!r} through "
+                          f"file system {cache.name!r}, which caches it and holds {format_bytes(int(cache.capacity))}: the "
+                          "working set does not fit and reads fall back to the object store",
+                          f"raise storage {cache.name!r} capacity to at least {format_bytes(size)}, or waive AL374 where the "
+                          "dataset streams from the object store", size, resource=cache.name)  # fmt: skip
 
 
 @rules.rule("AL383", "field-shadowed", "No declared field is one that another declared field, or the workload's kind, leaves unread.")

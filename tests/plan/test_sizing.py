@@ -158,7 +158,8 @@ def test_reference_chat_70b_on_l40s_by_hand() -> None:
     fig = {f.name: f.value for f in plan.figures}
     # weights 70e9 x 1 B (fp8) = 65.19 GiB; KV per token 2 x 80 layers x 8 heads x 128 x 1 B = 163,840 B
     assert fig["weights"] == pytest.approx(70e9 / GIB, rel=1e-9)
-    assert fig["KV cache per sequence"] == pytest.approx(163_840 * 1800 / GIB, rel=1e-9)
+    # vLLM-like admission (the default) charges a sequence what it holds on average: 1500 + 300 / 2 = 1650 tokens
+    assert fig["KV cache per sequence"] == pytest.approx(163_840 * 1650 / GIB, rel=1e-9)
     # all-reduce per token (TP4): 2 x 80 x 8192 x 2 B x 2 x 3/4 = 3,932,160 B / (32e9 x 0.427) = 0.28778 ms
     # prefill: (2 x 70e9 x 1500 + 2 x 80 x 1500^2 x 8192) / (4 x 733e12 x 0.650) = 0.11174 s of compute
     #          + 1500 x 0.28778 ms = 0.43166 s of all-reduce over PCIe                  = 0.54340 s
@@ -168,7 +169,7 @@ def test_reference_chat_70b_on_l40s_by_hand() -> None:
     #         + B x 0.28778 ms (all-reduce bandwidth) + 2 x 80 x 9 us = 1.440 ms (all-reduce latency) + 2 ms
     #         = 29.643 ms + B x 0.47060 ms
     # each sequence also waits for the prefills that share the replica: B x 0.54340 s / 300 = B x 1.81133 ms
-    # latency bound: 29.643 + B x (0.47060 + 1.81133) <= 0.8 x 50 ms -> B = 4.539 (KV memory allows ~430)
+    # latency bound: 29.643 + B x (0.47060 + 1.81133) <= 0.8 x 50 ms -> B = 4.539 (KV memory allows ~470)
     assert fig["batch per replica"] == pytest.approx(4.539, abs=0.002)
     assert fig["decode step"] == pytest.approx(0.031779, abs=2e-6)  # 29.643 + 4.539 x 0.47060 ms
     # tokens/s = 300 / (0.54340 + 300 x 0.031779 / 4.539) = 113.47; 0.3782 req/s a replica -> 40 req/s needs 106
@@ -311,7 +312,8 @@ def test_decode_has_a_compute_ceiling_and_prefill_counts() -> None:
 
 
 def _kv_per_sequence(model: dict[str, Any], tokens: tuple[int, int], precision: str = "bf16") -> float:
-    w = workload(kind="inference", model=model, precision=precision,
+    """KV bytes of a whole sequence (prompt + output): an engine that reserves it at admission charges all of it."""
+    w = workload(kind="inference", model=model, precision=precision, kvAdmission="reserve",
                  traffic={"peakRps": 1, "inputTokens": tokens[0], "outputTokens": tokens[1]})  # fmt: skip
     plan = plan_inference(w, on("H200-SXM-141GB"), SIZING, [])
     value = next(f.value for f in plan.figures if f.name == "KV cache per sequence")
@@ -350,7 +352,8 @@ def test_kv_cache_of_sliding_window_attention() -> None:
     assert _kv_per_sequence(MISTRAL_7B, (15_000, 1_000)) == pytest.approx(2_097_152_000, rel=1e-12)
     assert _kv_per_sequence(window, (3_000, 1_000)) == pytest.approx(_kv_per_sequence(MISTRAL_7B, (3_000, 1_000)), rel=1e-12)
     # and a replica's memory counts the windowed cache: weights + batch x 536,870,912 B over its GPUs
-    w = workload(kind="inference", model=window, traffic={"peakRps": 1, "inputTokens": 15_000, "outputTokens": 1_000})
+    w = workload(kind="inference", model=window, kvAdmission="reserve",
+                 traffic={"peakRps": 1, "inputTokens": 15_000, "outputTokens": 1_000})  # fmt: skip
     plan = plan_inference(w, on("H200-SXM-141GB"), SIZING, [])
     fig = {f.name: f.value for f in plan.figures}
     assert plan.memory_per_gpu_gib is not None and fig["batch per replica"] is not None and fig["weights"] is not None
@@ -525,8 +528,8 @@ def test_kv_cache_element_type_is_the_engines_not_the_weights() -> None:
     model = {"parameters": "8B", "layers": 32, "hiddenSize": 4096, "kvHeads": 8, "headDim": 128}
     traffic = {"concurrency": 8, "inputTokens": 1000, "outputTokens": 24}
 
-    def kv_gib(**fields: Any) -> float:
-        w = workload(kind="inference", model=model, traffic=traffic, **fields)
+    def kv_gib(**fields: Any) -> float:  # a whole 1,024-token sequence: the engine reserves it at admission
+        w = workload(kind="inference", model=model, traffic=traffic, kvAdmission="reserve", **fields)
         plan = plan_inference(w, on("H100-SXM5-80GB"), SIZING, [])
         return next(f.value for f in plan.figures if f.name == "KV cache per sequence")
 
@@ -534,3 +537,28 @@ def test_kv_cache_element_type_is_the_engines_not_the_weights() -> None:
     assert kv_gib(precision="int4", kvCachePrecision="fp8") == pytest.approx(65_536 * 1024 / GIB)
     assert kv_gib(precision="fp8") == pytest.approx(65_536 * 1024 / GIB)
     assert kv_gib(precision="fp8", kvCachePrecision="bf16") == pytest.approx(131_072 * 1024 / GIB)
+
+
+def test_kv_memory_charges_what_the_engine_admits() -> None:
+    """Issue 23 (sizing3, item 1): the KV memory limit charged every sequence its whole prompt + output while the decode
+    step read prompt + half the output, one replica holding two different caches. vLLM's V1 scheduler allocates blocks
+    for the tokens a request computes now and preempts the newest request when the pool is full
+    (vllm/v1/core/sched/scheduler.py, Scheduler.schedule), so its pool holds prompt + output/2 per sequence on average:
+    the planner's default (its batch cap is vLLM's). TensorRT-LLM's default GUARANTEED_NO_EVICT reserves prompt +
+    output at admission: `kvAdmission: reserve`. Llama 3.1 70B bf16 on 2 H100s, 4,000 in / 4,000 out: memory-bound."""
+    model = {"parameters": "70.6B", "layers": 80, "hiddenSize": 8192, "kvHeads": 8, "headDim": 128}
+    traffic = {"peakRps": 100, "inputTokens": 4000, "outputTokens": 4000}
+    free = 2 * 80 * GIB * SIZING.inference.memoryFraction.value - 70.6e9 * 2
+    per_token = 2 * 80 * 8 * 128 * 2  # K and V, 80 layers, 8 KV heads of 128, bf16
+
+    def figures(**fields: Any) -> dict[str, Any]:
+        w = workload(kind="inference", model=model, traffic=traffic, tensorParallel=2, maxBatch=4096, **fields)
+        plan = plan_inference(w, on("H100-SXM5-80GB"), SIZING, [])
+        return {f.name: f for f in plan.figures}
+
+    on_demand, reserve = figures(), figures(kvAdmission="reserve")
+    assert on_demand["batch per replica"].inputs["KV memory limit"] == pytest.approx(free / (per_token * 6000), rel=1e-9)
+    assert on_demand["batch per replica"].value == pytest.approx(free / (per_token * 6000), rel=1e-9)
+    assert on_demand["KV cache per sequence"].value == pytest.approx(per_token * 6000 / GIB, rel=1e-9)
+    assert reserve["batch per replica"].inputs["KV memory limit"] == pytest.approx(free / (per_token * 8000), rel=1e-9)
+    assert reserve["KV cache per sequence"].value == pytest.approx(per_token * 8000 / GIB, rel=1e-9)

@@ -166,5 +166,12 @@ class Workload(SpecModel):
         description="Serving: the KV cache's element type (vLLM --kv-cache-dtype, TensorRT-LLM's KV cache quantisation). "
         "Default: 8-bit for fp8 and fp4 models, else 16-bit (weight-only int8/int4 keeps 16-bit activations).",
     )
+    kv_admission: Literal["on-demand", "reserve"] = Field(
+        default="on-demand",
+        description="Serving: how the engine charges a sequence against its KV cache. on-demand: blocks for the tokens it "
+        "holds now, the newest sequence preempted when the cache is full (vLLM), so a replica holds prompt + half the "
+        "output per sequence on average; reserve: prompt + output reserved when a request is admitted, never evicted "
+        "(TensorRT-LLM's default GUARANTEED_NO_EVICT). Default: on-demand (the planner's defaults are vLLM's).",
+    )
     hours_per_day: float = Field(default=24, ge=0.1, le=24, description="Hours a day the workload runs.")
     growth: Growth | None = Field(default=None, description="Demand growth; `alicerce plan` forecasts capacity and cost with it.")
