@@ -63,3 +63,17 @@ def test_loadgroup_keeps_each_group_on_one_worker(tmp_path: Path) -> None:
     workers = {group: {p.read_text() for p in ran.glob(f"{group}-*")} for group in ("one", "two")}
     assert [len(list(ran.glob(f"{group}-*"))) for group in workers] == [6, 6]
     assert all(len(names) == 1 for names in workers.values()), workers
+
+
+def test_the_package_runs_from_current_bytecode_in_subprocesses() -> None:
+    """conftest compiles alicerce once: the `alicerce` processes of the suite never compile it from source."""
+    import importlib.util
+
+    sources = [p for p in (ROOT / "alicerce").rglob("*.py") if "ansible" not in p.relative_to(ROOT / "alicerce").parts[:1]]
+    stale = [
+        p.relative_to(ROOT).as_posix()
+        for p in sources
+        if not Path(importlib.util.cache_from_source(str(p))).is_file()
+        or Path(importlib.util.cache_from_source(str(p))).stat().st_mtime < p.stat().st_mtime
+    ]
+    assert len(sources) > 100 and stale == []

@@ -7,6 +7,7 @@ a user mistake, answered at once, with the path and a hint, never with a traceba
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
@@ -153,6 +154,16 @@ def test_a_symlink_loop_as_an_output_folder_is_a_user_error(option: str, tmp_pat
     assert str(tmp_path / "a") in result.stderr
 
 
+@pytest.fixture(scope="session")
+def prod_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The prod tree as `alicerce generate` writes it, once per worker: each corrupt-manifest case copies it
+    (ten `generate` processes fewer, ~1.6 CPU-s each)."""
+    out = tmp_path_factory.mktemp("prod-tree") / "out"
+    result = alicerce("generate", "--env", "prod", SPEC, "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    return out
+
+
 @pytest.mark.parametrize(
     "manifest",
     [
@@ -165,9 +176,9 @@ def test_a_symlink_loop_as_an_output_folder_is_a_user_error(option: str, tmp_pat
     ids=["nul", "deep", "dotdot", "absolute", "not-a-digest"],
 )
 @pytest.mark.parametrize("check", [False, True], ids=["write", "check"])
-def test_a_corrupt_manifest_is_a_user_error(manifest: bytes, check: bool, tmp_path: Path) -> None:
+def test_a_corrupt_manifest_is_a_user_error(manifest: bytes, check: bool, prod_tree: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    assert alicerce("generate", "--env", "prod", SPEC, "--out", str(out)).returncode == 0
+    shutil.copytree(prod_tree, out, symlinks=True)
     (out / ".alicerce" / "manifest.json").write_bytes(manifest)
     result = alicerce("generate", "--env", "prod", SPEC, "--out", str(out), *(["--check"] if check else []))
     assert "Traceback" not in result.stderr, result.stderr

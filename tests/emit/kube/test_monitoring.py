@@ -64,8 +64,42 @@ def dcgm_scraped(rp: ResolvedPlatform, site: str, exposed: dict[str, str]) -> di
     return stored(exposed, dcgm_target(), monitor["relabelings"], monitor["honorLabels"])
 
 
+def needed_rules(groups: list[dict[str, Any]], tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The groups with only the rules a unit test can observe: the alerts it names, the rules its PromQL
+    tests read, and every recording rule those read, transitively (a series name is a whole word of an expr).
+
+    promtool evaluates every rule at every step up to the last eval_time: the whole file over a 74-hour
+    window was ~1 CPU-minute a test, almost all of it recording rules no assertion reads. A rule that
+    reads another one through ``__name__`` keeps the file whole.
+    """
+    rules = [rule for group in groups for rule in group["rules"]]
+    if any("__name__" in rule["expr"] for rule in rules):
+        return groups
+    cases = [case for test in tests for case in test.get("alert_rule_test", [])]
+    alerts = {case["alertname"] for case in cases}
+    exprs = [case["expr"] for test in tests for case in test.get("promql_expr_test", [])]
+    exprs += [rule["expr"] for rule in rules if rule.get("alert") in alerts]
+
+    def read(name: str) -> bool:
+        word = re.compile(rf"(?<![A-Za-z0-9_:]){re.escape(name)}(?![A-Za-z0-9_:])")
+        return any(word.search(expr) for expr in exprs)
+
+    kept = {id(rule) for rule in rules if rule.get("alert") in alerts}
+    grown = True
+    while grown:  # a recording rule read by a kept expression is kept, and what it reads in turn
+        grown = False
+        for rule in rules:
+            name = rule.get("record") or rule.get("alert")
+            if id(rule) not in kept and name and read(name):
+                kept.add(id(rule))
+                exprs.append(rule["expr"])
+                grown = True
+    pruned = [{**group, "rules": [r for r in group["rules"] if id(r) in kept]} for group in groups]
+    return [group for group in pruned if group["rules"]]
+
+
 def run_promtool(rp: ResolvedPlatform, site: str, tests: list[dict[str, Any]], tmp_path: Path) -> None:
-    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": rule_groups(rp, site)}))
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": needed_rules(rule_groups(rp, site), tests)}))
     (tmp_path / "tests.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": tests}))
     result = promtool("test", "rules", "tests.yaml", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -465,3 +499,25 @@ def test_a_team_receiver_gets_the_teams_alerts_without_a_namespace_and_info_aler
     [info] = [r for r in am["config"]["inhibit_rules"] if r.get("source_matchers") == ["alertname = InfoInhibitor"]]
     assert info["target_matchers"] == ["severity = info", 'platform != "acme-ml"']
     assert alerts["GPUIdleWhileAllocated"]["labels"]["platform"] == "acme-ml"
+
+
+def test_the_unit_tests_keep_every_rule_their_alerts_read() -> None:
+    groups = [
+        {"name": "a", "rules": [{"record": "x:rate5m", "expr": "rate(x[5m])"}, {"record": "unread:sum", "expr": "sum(y)"}]},
+        {"name": "b", "rules": [{"record": "x:ratio", "expr": "x:rate5m / 2"}, {"alert": "Other", "expr": "unread:sum > 1"}]},
+        {"name": "c", "rules": [{"alert": "High", "expr": 'x:ratio > 1 unless on() ALERTS{alertname="Gate"}'}]},
+        {"name": "d", "rules": [{"alert": "Gate", "expr": "up == 0"}]},
+    ]
+    tests = [{"alert_rule_test": [{"eval_time": "5m", "alertname": "High", "exp_alerts": []}]}]
+    assert needed_rules(groups, tests) == [
+        {"name": "a", "rules": [{"record": "x:rate5m", "expr": "rate(x[5m])"}]},
+        {"name": "b", "rules": [{"record": "x:ratio", "expr": "x:rate5m / 2"}]},
+        groups[2],
+        groups[3],
+    ]
+    # what a PromQL test reads is kept too; a rule read through __name__ keeps the whole file
+    assert needed_rules(groups, [{"promql_expr_test": [{"expr": "unread:sum", "eval_time": "1m"}]}]) == [
+        {"name": "a", "rules": [{"record": "unread:sum", "expr": "sum(y)"}]}
+    ]
+    whole = [{"name": "n", "rules": [{"record": "r", "expr": '{__name__=~"x.*"}'}, {"alert": "A", "expr": "up"}]}]
+    assert needed_rules(whole, tests) == whole
