@@ -286,4 +286,15 @@ GPU_EFFICIENCY: tuple[Alert, ...] = (
     ),
 )
 
-STATIC_ALERTS = (*(a.name for a in (*GPU_HEALTH, DCGM_EXPORTER_DOWN, *GPU_EFFICIENCY)), *DIAGNOSES)
+
+# A KPI whose source is gone reads as "fine" (a rule over no series records nothing; a diagnosis over nothing never
+# fires): one alert per source the KPIs read, where the site should have it (alicerce.emit.kube.sources)
+KUBE_STATE_METRICS_ABSENT = "KubeStateMetricsAbsent"
+NODE_EXPORTER_ABSENT = "NodeExporterAbsent"
+FABRIC_COUNTERS_ABSENT = "FabricCountersAbsent"
+DCGM_PROFILING_ABSENT = "DCGMProfilingAbsent"
+KUEUE_METRICS_ABSENT = "KueueMetricsAbsent"
+SERVING_METRICS_ABSENT = "ServingMetricsAbsent"
+SOURCE_ALERTS = (KUBE_STATE_METRICS_ABSENT, NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_ABSENT, DCGM_PROFILING_ABSENT,
+                 KUEUE_METRICS_ABSENT, SERVING_METRICS_ABSENT)  # fmt: skip
+STATIC_ALERTS = (*(a.name for a in (*GPU_HEALTH, DCGM_EXPORTER_DOWN, *GPU_EFFICIENCY)), *DIAGNOSES, *SOURCE_ALERTS)
