@@ -250,7 +250,7 @@ def rule_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
         {"name": "alicerce.gpu.recording", "rules": [dict(r) for r in RECORDING_RULES]},
         *kpi_groups(rp, site_name),
         # after the KPI groups they read; a diagnosis names its cause and what to do
-        group("alicerce.diagnoses", diagnoses(rp)),
+        group("alicerce.diagnoses", diagnoses(rp, site_name)),
         {"name": "alicerce.slo.burn-rate", "rules": [{**r, "labels": {**r["labels"], "site": site_name}} for r in burn_records]},
         group("alicerce.slo.burn", burn_alerts),
         *_cost_groups(rp, site_name, group),
