@@ -59,6 +59,11 @@ def budget_alert_name(team: str, percent: int | None) -> str:
     return f"Budget{camel(team)}{percent if percent is not None else 'Projected'}"
 
 
+def budget_blind_alert_name(team: str) -> str:
+    """The alert of a team whose budget stops admitting when its spend series is gone: the guard cannot count."""
+    return f"Budget{camel(team)}SpendMissing"
+
+
 # The buckets of vLLM's time-to-first-token histogram (vllm/v1/metrics/loggers.py PrometheusStatLogger,
 # vllm:time_to_first_token_seconds; vendored in tests/data/upstream/vllm): a latency SLI can only count requests
 # at one of these bounds.

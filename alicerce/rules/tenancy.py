@@ -185,6 +185,7 @@ def generated_alerts(spec: PlatformSpec) -> list[tuple[str, SpecPath | None, str
     from alicerce.catalog.alerts import (
         STATIC_ALERTS,
         budget_alert_name,
+        budget_blind_alert_name,
         pool_alert_name,
         serving_slos,
         slo_alert_name,
@@ -221,6 +222,8 @@ def generated_alerts(spec: PlatformSpec) -> list[tuple[str, SpecPath | None, str
                 out.append((budget_alert_name(team.name, percent), at, f"team {team.name}'s budget alert at {percent}%"))
         at = S.tenancy.teams[t].name
         out.append((budget_alert_name(team.name, None), at, f"team {team.name}'s projected-budget alert"))
+        if team.budget.on_exhausted == "stopAdmitting":
+            out.append((budget_blind_alert_name(team.name), at, f"team {team.name}'s budget guard's missing-spend alert"))
     return out
 
 

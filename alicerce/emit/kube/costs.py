@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from alicerce.catalog.alerts import Alert, budget_alert_name
+from alicerce.catalog.alerts import Alert, budget_alert_name, budget_blind_alert_name
 from alicerce.emit.kube.kpi import NAMESPACE_TEAM, POD_GPUS, POD_WORKLOAD
 from alicerce.resolve.model import ResolvedPlatform
 
@@ -31,7 +31,13 @@ def cost_rules(prices: dict[str, float]) -> list[dict[str, Any]]:
     priced = f"{POD_GPUS} * on (pool) group_left () {PRICE}"
     rules += [
         {"record": "pod:gpu_cost_usd:rate1h", "expr": priced},
-        {"record": TEAM_COST, "expr": f"sum by (team) (pod:gpu_cost_usd:rate1h * on (namespace) group_left (team) {NAMESPACE_TEAM})"},
+        # a team of the site that runs nothing costs 0, recorded as such while kube-state-metrics answers: so the spend
+        # series is absent only when its sources are (the budget guard then keeps the queue as it is and says so)
+        {
+            "record": TEAM_COST,
+            "expr": f"sum by (team) (pod:gpu_cost_usd:rate1h * on (namespace) group_left (team) {NAMESPACE_TEAM}) "
+            f"or 0 * max by (team) ({NAMESPACE_TEAM}) and on () (count(kube_node_labels) > 0)",
+        },
         {
             "record": "cost_center:gpu_cost_usd:rate1h",
             "expr": f"sum by (cost_center) (pod:gpu_cost_usd:rate1h * on (namespace) group_left (cost_center) {NAMESPACE_TEAM})",
@@ -77,4 +83,11 @@ def budget_alerts(rp: ResolvedPlatform, site_name: str, shares: dict[str, float]
                          f"Team {name} is on course to overrun its ${usd:,.0f} monthly GPU budget{where}",
                          "At the spend rate of the last six hours the month costs more than the budget: check what the "
                          "team's running pods hold (team:gpus_allocated:sum) against what they use (team:gpus_busy:sum)."))  # fmt: skip
+        if budget.on_exhausted == "stopAdmitting":
+            # the guard reads this series; without it it holds nothing and releases nothing (budget_guard.run)
+            out.append(Alert(budget_blind_alert_name(name), f'absent({TEAM_COST}{{team="{name}"}})', "30m", "warning",
+                             f"Team {name}'s GPU spend is not recorded: its budget guard cannot stop or release its queue",
+                             "team:gpu_cost_usd:rate1h is absent (kube-state-metrics down or not scraped, or the cost rules "
+                             "not loaded): the budget guard keeps the team's ClusterQueue as it is and its runs fail until "
+                             "the spend is back (KubeStateMetricsAbsent; the guard's log in the monitoring namespace)."))  # fmt: skip
     return out

@@ -75,7 +75,9 @@ def test_showback_per_team_cost_center_used_gpu_hour_and_million_tokens(tmp_path
     inputs.append({"series": f"vllm:prompt_tokens_total{{{vllm}}}", "values": "0+900000x30"})
     tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
         {**rounded("team:gpu_cost_usd:rate1h", 'site="aws",team="research"', 96 * 6.88, "20m"),
-         "exp_samples": [{"labels": '{site="aws",team="research"}', "value": round(96 * 6.88, 6)},
+         # applied-ml runs nothing: 0, recorded (an absent spend means its sources are gone, not a spend of 0)
+         "exp_samples": [{"labels": '{site="aws",team="applied-ml"}', "value": 0},
+                         {"labels": '{site="aws",team="research"}', "value": round(96 * 6.88, 6)},
                          {"labels": '{site="aws",team="serving"}', "value": round(4 * l40s, 6)}]},
         {**rounded("cost_center:gpu_cost_usd:rate1h", 'cost_center="CC-4411",site="aws"', 96 * 6.88, "20m"),
          "exp_samples": [{"labels": '{cost_center="CC-4411",site="aws"}', "value": round(96 * 6.88, 6)},
