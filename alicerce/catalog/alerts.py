@@ -154,7 +154,33 @@ def serving_slos(spec: Any) -> list[ServingSlo]:
             continue
         out.append(ServingSlo(slo.name, slo.kind, slo.workload, slo.objective, float(slo.threshold), slo.percentile, TTFT,
                               ("monitoring", "slos", i)))  # fmt: skip
-    stated = {(s.workload, s.metric, s.percentile) for s in out if s.kind == "inference-latency"}
+    for target in latency_targets(spec):
+        if target.stated or bucket_bound(target.threshold, LATENCY_HISTOGRAMS[target.metric]) is None:
+            continue  # stated by a declared SLO; or not measurable exactly (AL323): the plan still sizes for it
+        name = f"{target.workload}-{target.short}-p{target.percentile}"
+        out.append(ServingSlo(name, "inference-latency", target.workload, float(target.percentile), target.threshold,
+                              float(target.percentile), target.metric, target.where))  # fmt: skip
+    return out
+
+
+@dataclass(frozen=True)
+class LatencyTarget:
+    """A latency target of an inference workload (``latency.timeToFirstToken.p99: 800ms``): it sizes the plan, and
+    becomes an SLO unless a declared one already states it (same workload, histogram and percentile)."""
+
+    workload: str
+    short: str  # ttft | tpot
+    metric: str  # the vLLM histogram that measures it
+    percentile: int
+    threshold: float  # seconds
+    stated: bool
+    where: tuple[str | int, ...]
+
+
+def latency_targets(spec: Any) -> list[LatencyTarget]:
+    declared = {(s.workload, float(s.percentile)) for s in spec.monitoring.slos
+                if s.kind == "inference-latency" and s.workload is not None and s.percentile is not None}  # fmt: skip
+    out = []
     for i, workload in enumerate(spec.workloads):
         latency = workload.latency
         if workload.kind != "inference" or latency is None:
@@ -165,14 +191,11 @@ def serving_slos(spec: Any) -> list[ServingSlo]:
                 continue
             for percentile in (95, 99):
                 threshold = getattr(target, f"p{percentile}")
-                if threshold is None or (workload.name, metric, percentile) in stated:
+                if threshold is None:
                     continue
-                if bucket_bound(float(threshold), LATENCY_HISTOGRAMS[metric]) is None:
-                    continue  # not measurable exactly: the plan still sizes for it; no SLO alert would be right
+                stated = metric == TTFT and (workload.name, float(percentile)) in declared  # declared SLOs read TTFT
                 where = ("workloads", i, "latency", field, f"p{percentile}")
-                name = f"{workload.name}-{short}-p{percentile}"
-                out.append(ServingSlo(name, "inference-latency", workload.name, float(percentile), float(threshold), float(percentile),
-                                      metric, where))  # fmt: skip
+                out.append(LatencyTarget(workload.name, short, metric, percentile, float(threshold), stated, where))
     return out
 
 

@@ -258,11 +258,16 @@ def test_a_workload_latency_target_is_an_slo_with_burn_rate_alerts(tmp_path: Pat
 
 def test_a_latency_target_between_buckets_makes_no_slo() -> None:
     """An SLO on a threshold between two bucket bounds would guess at the share of slow requests: a workload's
-    sizing target there (aws-only's p95 400 ms) makes no SLO; a declared SLO there is refused (AL360 fixtures)."""
-    from alicerce.rules.validate import validated
+    sizing target there is refused (AL323, which a waiver keeps as a sizing-only target: then it makes no SLO); a
+    declared SLO there is refused too (AL360 fixtures)."""
+    from alicerce.rules.validate import check, validated
     from alicerce.spec.loader import load_text
     from tests.conftest import ROOT
 
     text = (ROOT / "platform.yaml").read_text().replace("timePerOutputToken: {p99: 50ms}", "timePerOutputToken: {p99: 60ms}", 1)
-    rules = rules_of(validated(load_text(text, "p.yaml"), "prod"), "aws")
+    errors = [e.render() for e in check(load_text(text, "p.yaml")).errors]
+    assert len(errors) == 1 and "error[AL323]" in errors[0] and "50ms or 75ms" in errors[0], errors
+    waiver = "  - {rule: AL323, resources: [chat-70b], justification: sizing only, expires: 2099-01-01}\n"
+    waived = text.replace("waivers:\n", "waivers:\n" + waiver, 1)
+    rules = rules_of(validated(load_text(waived, "p.yaml"), "prod"), "aws")
     assert not [name for name in rules if "Tpot" in name]
