@@ -3,8 +3,8 @@
 This file is a program, not a module of the pipeline: the CronJob of :mod:`alicerce.emit.kube.budgets` runs it from a
 ConfigMap in a stock Python image, so it uses the standard library only. Each run, for every team in its config:
 
-1. reads from Prometheus the team's spend since the first of the month (UTC), the hourly spend rate recorded by
-   alicerce's cost rules (``team:gpu_cost_usd:rate1h``) read once an hour, and the share of its monthly budget the
+1. reads from Prometheus the team's spend since the first of the month (UTC), the cost of each hour recorded by
+   alicerce's cost rules (``team:gpu_cost_usd:sum1h``) summed at the hour marks, and the share of its monthly budget the
    site watches (``alicerce:team_budget_usd:monthly``);
 2. reads the ClusterQueue, and when the spend has reached the budget sets ``spec.stopPolicy: Hold`` (Kueue admits no
    new workload of the queue; admitted ones keep running), recording the month in an annotation; when the spend is
@@ -32,6 +32,7 @@ from typing import Any
 
 HOLD_ANNOTATION = "alicerce.dev/budget-hold"  # the month (YYYY-MM) the guard held the queue in
 SPEND = "team:gpu_cost_usd:rate1h"
+HOURLY = "team:gpu_cost_usd:sum1h"  # what each hour cost, recorded by alicerce's cost rules
 BUDGET = "alicerce:team_budget_usd:monthly"
 KUEUE_PATH = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/"
 IN_CLUSTER = {
@@ -51,14 +52,16 @@ def _labels(team: str, site: str) -> str:
 
 
 def spend_query(team: str, site: str, now: datetime.datetime) -> str:
-    """USD the team spent at the site since the month began: the hourly rate at each hour from the first of the month
-    on (the subquery's range is open on the left: one second more takes in midnight of the first); nothing when the
-    spend is not recorded now."""
-    seconds = int((now - month_start(now)).total_seconds()) + 1
-    series = f"{SPEND}{_labels(team, site)}"
-    # nothing unless the series was recorded since the previous run (every 15 minutes): a month summed up to when the
+    """USD the team spent at the site since the month began: each hour's cost (``team:gpu_cost_usd:sum1h`` at the
+    hour mark that ends it) from 01:00 of the first on. The range starts a second after midnight of the first, which
+    ends the previous month's last hour (Prometheus 2 closes ranges on the left, 3 opens them: neither takes it in).
+    The hour running now counts at its end; before 01:00 of the first the month has cost 0. Nothing when the spend is
+    not recorded now."""
+    seconds = max(1, int((now - month_start(now)).total_seconds()) - 1)
+    hours = f"sum(sum_over_time({HOURLY}{_labels(team, site)}[{seconds}s:1h])) or vector(0)"
+    # nothing unless the rate was recorded since the previous run (every 15 minutes): a month summed up to when the
     # series vanished would release a held queue, or never hold a spent one
-    return f"sum(sum_over_time({series}[{seconds}s:1h])) and on () count(last_over_time({series}[15m]))"
+    return f"({hours}) and on () count(last_over_time({SPEND}{_labels(team, site)}[15m]))"
 
 
 def budget_query(team: str, site: str) -> str:

@@ -119,11 +119,18 @@ Series = dict[str, list[tuple[datetime.datetime, float]]]
 
 
 def spend(team: str, usd_per_hour: float, *spans: tuple[str, str], idle: tuple[str, ...] = ()) -> Series:
-    """The team's spend rate over the hours it runs, and 0 around the ``idle`` moments (the cost rules record 0 for a
-    team that runs nothing while kube-state-metrics answers)."""
-    samples = [s for a, b in spans for s in every(a, b, QUARTER, usd_per_hour)]
-    samples += [s for m in idle for s in every((at(m) - HOUR).isoformat()[:16], m, QUARTER, 0.0)]
-    return {f'team:gpu_cost_usd:rate1h{{site="aws",team="{team}"}}': samples}
+    """What the cost rules record for a team that runs over ``spans``: its spend rate, and each hour's cost at the
+    hour mark that ends it (from an hour after a span starts); both 0 around the ``idle`` moments (the rules record 0
+    for a team that runs nothing while kube-state-metrics answers)."""
+
+    def shifted(a: str) -> str:
+        return (at(a) + HOUR).isoformat()[:16]
+
+    quiet = [s for m in idle for s in every((at(m) - HOUR).isoformat()[:16], m, QUARTER, 0.0)]
+    rate = [s for a, b in spans for s in every(a, b, QUARTER, usd_per_hour)]
+    hours = [s for a, b in spans for s in every(shifted(a), b, QUARTER, usd_per_hour)]
+    labels = f'{{site="aws",team="{team}"}}'
+    return {f"team:gpu_cost_usd:rate1h{labels}": rate + quiet, f"team:gpu_cost_usd:sum1h{labels}": hours + quiet}
 
 
 def budget(team: str, usd: float, *moments: str) -> Series:
@@ -158,10 +165,11 @@ def test_the_decision_holds_once_and_releases_only_its_own_hold() -> None:
 
 @needs_prometheus
 def test_the_guard_holds_a_spent_team_and_releases_it_the_next_month(tmp_path: Path) -> None:
-    # research spends $100/h from 1 March; its $5,000 is gone after 50 hours (2 March 02:00 is the 51st hour counted);
+    # research spends $100/h from 28 February 20:00 to 3 March 04:00; March's first hour ends at 01:00 of the first
+    # (midnight ends February's last), so its $5,000 is gone with the hour that ends at 02:00 on the 3rd (the 50th);
     # applied-ml ran nothing (a spend of 0); ops was held by an operator by hand
-    runs = ("2025-03-02T12:00", "2025-03-03T01:30", "2025-03-20T00:00", "2025-04-01T01:10")
-    spans = (("2025-02-28T20:00", "2025-02-28T23:45"), ("2025-03-01T00:00", "2025-03-03T04:00"), ("2025-04-01T00:00", "2025-04-01T02:00"))
+    runs = ("2025-03-02T12:00", "2025-03-03T02:30", "2025-03-20T00:00", "2025-04-01T01:10")
+    spans = (("2025-02-28T20:00", "2025-03-03T04:00"), ("2025-04-01T00:00", "2025-04-01T02:00"))
     series = {**spend("research", 100, *spans, idle=("2025-03-20T00:00",)), **budget("research", 5000, *runs),
               **spend("applied-ml", 0, idle=runs), **budget("applied-ml", 2000, *runs),
               **spend("ops", 0, idle=runs), **budget("ops", 10, *runs)}  # fmt: skip
@@ -169,15 +177,15 @@ def test_the_guard_holds_a_spent_team_and_releases_it_the_next_month(tmp_path: P
     with prometheus_server(series, tmp_path) as prometheus, api_server(state) as kube:
         cfg = config(prometheus, kube, tmp_path, ["applied-ml", "ops", "research"])
 
-        assert budget_guard.run(cfg, at("2025-03-02T12:00")) == 0  # 37 hours: $3,700
+        assert budget_guard.run(cfg, at("2025-03-02T12:00")) == 0  # 36 hours: $3,600
         assert state.patches == []
-        assert budget_guard.run(cfg, at("2025-03-03T01:30")) == 0  # 50 hours counted: $5,000
+        assert budget_guard.run(cfg, at("2025-03-03T02:30")) == 0  # 50 hours counted: $5,000
         assert state.patches == [("research", {"metadata": {"annotations": {budget_guard.HOLD_ANNOTATION: "2025-03"}},
                                                "spec": {"stopPolicy": "Hold"}})]  # fmt: skip
         assert state.queues["research"]["spec"]["stopPolicy"] == "Hold"
         assert budget_guard.run(cfg, at("2025-03-20T00:00")) == 0  # held already: no second patch
         assert len(state.patches) == 1
-        # February's spend does not count in March; in April the month starts again: $100 at 00:00 and 01:00
+        # February's spend does not count in March; in April the month starts again: the hour that ended at 01:00
         assert budget_guard.run(cfg, at("2025-04-01T01:10")) == 0
         assert state.patches[-1] == ("research", {"metadata": {"annotations": {budget_guard.HOLD_ANNOTATION: None}},
                                                   "spec": {"stopPolicy": "None"}})  # fmt: skip

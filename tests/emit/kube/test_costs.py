@@ -89,6 +89,26 @@ def test_showback_per_team_cost_center_used_gpu_hour_and_million_tokens(tmp_path
 
 
 @needs_promtool
+def test_work_between_hour_marks_is_billed_minute_by_minute(tmp_path: Path) -> None:
+    """Review obsreview2 DEFECT 1: research holds 8 p5 GPUs ($6.88) from :05 to :55 of hours 0, 1 and 2. Reading the
+    cost rate at the hour marks billed nothing; each hour's integral bills 50 minutes: 3 x 50/60 h x 8 x $6.88."""
+    rp = platform()
+    node = "ip-10-20-1-1.ec2.internal"
+    hour = "_x5 GPUSx49 _x5 "  # minutes 0-4 absent, 5-54 held, 55-59 absent (`1x49` is 50 samples, `_x5` five)
+    values = (hour * 3).strip() + " _x25"
+    pod = held("research", "job-0", node, 8, values)
+    pod[0]["values"] = ("0x4 1x49 0x4 " * 3).strip() + " 0x25"  # the phase series stays, 0 while not running
+    inputs = [{"series": f'kube_node_labels{{node="{node}",{P5}}}', "values": "1x200"}, *pod]
+    research = '{site="aws",team="research"}'
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded('team:gpu_cost_usd:sum1h{team="research"}', research[1:-1], 50 / 60 * 8 * 6.88, "1h"),
+        rounded('team:gpu_hours_allocated:sum1h{team="research"}', research[1:-1], 50 / 60 * 8, "2h"),
+        rounded('team:gpu_cost_usd:sum30d{team="research"}', research[1:-1], 3 * 50 / 60 * 8 * 6.88, "3h10m"),
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
 def test_budget_alerts_fire_at_the_thresholds_and_not_below(tmp_path: Path) -> None:
     """research's aws share of its budget. Spend is summed hour by hour, so a budget of $5,000 lets a few hours of
     samples cross it (promtool evaluates every minute; a month of that would take too long)."""
@@ -117,12 +137,12 @@ def test_budget_alerts_fire_at_the_thresholds_and_not_below(tmp_path: Path) -> N
         text = repr(value)  # as Go prints a float64 ({{ $value }})
         return [expected(rules_of(rp, "aws")[name], {"team": "research"}, text.removesuffix(".0"))]
 
-    # 128 GPUs (quota and borrowing) at $6.88: $880.64 an hour, read at 0 h, 1 h ... 6 h: past all of the share
-    spend = sum([128 * 6.88] * 7)
+    # 128 GPUs (quota and borrowing) at $6.88: $880.64 an hour, six hours and the first minute by 6 h: past the share
+    spend = 128 * 6.88 * (6 + 1 / 60)
     assert spend > share
     hours(128, small, {name: fire(small, name, spend) for name in ("BudgetResearch50", "BudgetResearch100")}, tmp_path / "over", "6h")
-    # 10 GPUs: $481.60 in those seven hours, under half the share
-    assert share / 2 > 7 * 10 * 6.88
+    # 10 GPUs: $413.95 in those hours, under half the share
+    assert share / 2 > 10 * 6.88 * (6 + 1 / 60)
     hours(10, small, {"BudgetResearch50": [], "BudgetResearch100": []}, tmp_path / "under", "6h")
     # the projection, against the real budget: 128 GPUs for a month overrun research's aws share, 80 do not
     rp = platform()
