@@ -291,16 +291,23 @@ GPU_HEALTH: tuple[Alert, ...] = (
 )
 
 # The GPU Operator's exporter runs one pod per GPU node (job from its Service's app label, gpu-operator v26.3.3
-# assets/state-dcgm-exporter/0500_service_monitor.yaml): fewer healthy targets than GPU nodes means a node is
-# blind. With no GPU node (pools scaled to zero) the left side is empty and nothing fires.
+# assets/state-dcgm-exporter/0500_service_monitor.yaml). Per node: a GPU node older than the grace whose GPUs report
+# nothing (Hostname is the node name under the GPU Operator, vendored dcgm-exporter labels.json). Counting nodes
+# against healthy targets cluster-wide stayed true while any node of a staggered scale-up was still installing its
+# driver stack, so it paged on an ordinary scale-up, and it could not name the blind node (review obsreview2 DEFECT 3).
+# With no GPU node (pools scaled to zero) nothing fires.
 DCGM_JOB = "nvidia-dcgm-exporter"
+DCGM_GRACE_SECONDS = 900  # a new GPU node's operator stack (driver, toolkit, validator, then the exporter) takes minutes
 DCGM_EXPORTER_DOWN = Alert(
     "DCGMExporterDown",
-    f'count(kube_node_labels{{label_alicerce_dev_accelerator!=""}}) > (count(up{{job="{DCGM_JOB}"}} == 1) or on () vector(0))',
+    'max by (node) (kube_node_labels{label_alicerce_dev_accelerator!=""}) '
+    'unless on (node) max by (node) (label_replace(DCGM_FI_DEV_GPU_TEMP, "node", "$1", "Hostname", "(.+)")) '
+    f"and on (node) (time() - max by (node) (kube_node_created) > {DCGM_GRACE_SECONDS})",
     "10m",
     "critical",
-    "{{ $value }} GPU nodes, fewer DCGM exporters answering",
-    "GPU health is blind on some nodes: the GPU Operator's dcgm-exporter is down or not scraped there.",
+    "GPU node {{ $labels.node }} reports no DCGM metrics",
+    "GPU health is blind on this node: the GPU Operator's dcgm-exporter is down, not scheduled or not scraped there "
+    "(kubectl -n gpu-operator get pods -o wide).",
 )
 
 GPU_EFFICIENCY: tuple[Alert, ...] = (

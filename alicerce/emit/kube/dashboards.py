@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from alicerce.catalog.alerts import DIAGNOSES
+from alicerce.catalog.alerts import DIAGNOSES, GPU_KEY
 from alicerce.emit.kube.promql import recorded_read
 from alicerce.resolve.model import ResolvedPlatform
 
@@ -85,9 +85,11 @@ def overview(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
         ("Storage read / write by pool", ["pool:storage_read_bytes:rate5m", "pool:storage_write_bytes:rate5m"], "Bps"),
         ("Disk IOPS by pool", ["pool:disk_iops:rate5m"], "iops"),
         ("GPU memory used by pool", ["pool:gpu_memory_used:avg"], "percentunit"),
-        ("Tensor core activity by node", ["avg by (Hostname) (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE) * 100"], "percent"),
+        # one value per GPU first: a time-sliced GPU's device counters come once per pod holding it (dcgm-exporter with
+        # KUBERNETES_VIRTUAL_GPUS, vendored labels.json virtual_gpus), so a plain sum counted it once per pod
+        ("Tensor core activity by node", [f"avg by (Hostname) (max by ({GPU_KEY}) (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE)) * 100"], "percent"),
         ("GPU temperature", ["max by (Hostname, gpu) (DCGM_FI_DEV_GPU_TEMP)"], "celsius"),
-        ("GPU power", ["sum by (Hostname) (DCGM_FI_DEV_POWER_USAGE)"], "watt"),
+        ("GPU power", [f"sum by (Hostname) (max by ({GPU_KEY}) (DCGM_FI_DEV_POWER_USAGE))"], "watt"),
         ("Last XID by GPU", ["max by (Hostname, gpu) (DCGM_FI_DEV_XID_ERRORS)"], "short"),
         (
             "Firing diagnoses",

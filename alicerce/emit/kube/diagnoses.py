@@ -47,6 +47,8 @@ from alicerce.plan.kpi import checkpoint_stall_seconds
 from alicerce.resolve.model import ResolvedPlatform
 
 HELD = f'{GPU_UTIL}{{pod!=""}}'
+# 1 while a team's ClusterQueue admits (Kueue's status gauge, one per queue and status), 0 while stopped or pending
+QUEUE_ACTIVE = 'label_replace(max by (cluster_queue) (kueue_cluster_queue_status{status="active"}), "team", "$1", "cluster_queue", "(.+)")'
 NODE_HELD = f"avg by (node, pool) ({HELD})"  # mean utilisation of the GPUs pods hold on a node
 IO_SATURATED = 0.25  # PSI: some task of the node waited on IO a quarter of the time
 
@@ -72,11 +74,15 @@ def diagnoses(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         f"and on (node) ({NODE_IB_UTIL} > 0.6)"
     )
     # what sits idle in the cohort on each pool: quotas minus all use, borrowed GPUs included (a borrower's usage above
-    # its quota is a lender's quota in use); a lender's own quota minus its own usage would count lent GPUs as idle
-    idle = "clamp_min(team_pool:kueue_gpu_quota:sum - team_pool:kueue_gpu_usage:sum, 0)"
-    cohort = "clamp_min(sum by (pool) (team_pool:kueue_gpu_quota:sum) - sum by (pool) (team_pool:kueue_gpu_usage:sum), 0)"
+    # its quota is a lender's quota in use); a lender's own quota minus its own usage would count lent GPUs as idle.
+    # Only active queues: a stopped one (a budget guard's Hold) neither admits nor lends (Kueue v0.19.2 reports it
+    # pending, pkg/metrics/metrics.go CQStatusPending), so its wait is the budget's and its idle quota nobody's
+    # (review obsreview2 DEFECT 2)
+    quota = f"(team_pool:kueue_gpu_quota:sum and on (team) ({QUEUE_ACTIVE} == 1))"
+    idle = f"clamp_min({quota} - team_pool:kueue_gpu_usage:sum, 0)"
+    cohort = f"clamp_min(sum by (pool) ({quota}) - sum by (pool) (team_pool:kueue_gpu_usage:sum), 0)"
     others_idle = f"sum by (team) (clamp_min({idle} * 0 + on (pool) group_left () {cohort} - {idle}, 0))"
-    pending = "max by (team) (team:kueue_gpus_pending:sum)"
+    pending = f"max by (team) (team:kueue_gpus_pending:sum) and on (team) ({QUEUE_ACTIVE} == 1)"
     borrowing = f"({pending} > 0) and on (team) ({others_idle} >= on (team) {pending})"
     alerts = [
         Alert(INPUT_BOUND, input_bound, "15m", "warning",

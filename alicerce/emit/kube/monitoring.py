@@ -122,8 +122,11 @@ def _starved_alert(slo: Slo) -> Alert:
     inadmissible = f'sum(kueue_pending_workloads{{{queue},status="inadmissible"}})'
     admitted = f"(sum(increase(kueue_admitted_workloads_total{{{queue}}}[{window}])) or on () vector(0))"
     # a healthy backlog holds inadmissible workloads too (Kueue parks what does not fit now as inadmissible): starved
-    # means nothing was admitted all along, whichever kind of pending it held
-    expr = f"({always(inadmissible)} or {always(pending)}) and on () {admitted} == 0"
+    # means nothing was admitted all along, whichever kind of pending it held; not while the queue is stopped (a
+    # budget guard's Hold: Kueue reports it pending, kueue v0.19.2 pkg/metrics/metrics.go CQStatusPending), whose wait
+    # is the budget's (review obsreview2 DEFECT 2)
+    stopped = f'max(kueue_cluster_queue_status{{{queue},status="active"}}) == 0'
+    expr = f"({always(inadmissible)} or {always(pending)}) and on () {admitted} == 0 unless on () ({stopped})"
     return Alert(slo_starved_alert_name(slo.name), expr, "0m", "warning",
                  f"Team {slo.team}: workloads have waited {float(slo.threshold) / 3600:g} h without being admitted",
                  f"SLO {slo.name}: the queue is starved (inadmissible workloads, or nothing admitted); check the workloads' "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,8 +16,9 @@ from alicerce.emit.kube.monitoring import DASHBOARD_NAME, monitoring_objects, ru
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_file
 from tests.conftest import ROOT
+from tests.emit.kube.scrape import dcgm_series, series
 from tests.emit.kube.series import recorded, unproduced
-from tests.emit.kube.test_monitoring import platform
+from tests.emit.kube.test_monitoring import dcgm_scraped, needs_promtool, platform, run_promtool
 
 
 def queries(board: dict[str, Any]) -> list[str]:
@@ -80,3 +82,25 @@ def test_every_example_site_reads_only_produced_series(example: str) -> None:
             for board in dashboards(rp, groups).values():
                 exprs += queries(board)
             assert unproduced(exprs, groups) == {}, (example, env, site.name)
+
+
+@needs_promtool
+def test_a_time_sliced_gpu_counts_once_in_the_node_panels(tmp_path: Path) -> None:
+    """Review obsreview2 DEFECT 4: with KUBERNETES_VIRTUAL_GPUS the exporter repeats a shared GPU's device counters
+    once per pod holding it (vendored labels.json virtual_gpus): one L4 at 60 W shared by four pods is 60 W, not 240."""
+    rp = platform()
+    board = dashboards(rp, rule_groups(rp, "aws"))["gpu-platform.json"]
+    panels = {p["title"]: p["targets"][0]["expr"] for p in board["panels"]}
+    node = "ip-10-20-7-1.ec2.internal"
+    inputs = []
+    for i in range(4):
+        exposed = dcgm_series(node, 0, (f"chat-{i}", "serving", "main"))
+        labels = dcgm_scraped(rp, "aws", exposed)
+        inputs.append({"series": series("DCGM_FI_DEV_POWER_USAGE", labels), "values": "60x10"})
+        inputs.append({"series": series("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", labels), "values": "0.3x10"})
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        {"expr": panels["GPU power"], "eval_time": "5m", "exp_samples": [{"labels": f'{{Hostname="{node}"}}', "value": 60}]},
+        {"expr": panels["Tensor core activity by node"], "eval_time": "5m",
+         "exp_samples": [{"labels": f'{{Hostname="{node}"}}', "value": 30}]},
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)

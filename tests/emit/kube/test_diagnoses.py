@@ -145,10 +145,17 @@ def test_communication_bound_fires_when_the_fabric_saturates_and_tensor_cores_id
 def test_borrowing_misconfigured_fires_when_a_team_queues_beside_idle_quota(tmp_path: Path) -> None:
     rule = rules_of(platform(), "aws")["KueueBorrowingMisconfigured"]
 
-    def state(research_usage: int) -> list[dict[str, str]]:
+    def state(research_usage: int, held: str = "") -> list[dict[str, str]]:
+        """``held``: the team whose ClusterQueue the budget guard stopped (Kueue reports it pending, not active)."""
+
         def cq(metric: str, queue: str, value: float) -> dict[str, str]:
             labels = f'cohort="acme",cluster_queue="{queue}",flavor="train-p5",resource="nvidia.com/gpu",replica_role="standalone"'
             return {"series": f"{metric}{{{labels}}}", "values": f"{value:g}{STEPS}"}
+
+        def status(queue: str) -> list[dict[str, str]]:
+            now = "pending" if queue == held else "active"
+            return [{"series": f'kueue_cluster_queue_status{{cluster_queue="{queue}",status="{s}",replica_role="standalone"}}',
+                     "values": f"{int(s == now)}{STEPS}"} for s in ("pending", "active", "terminating")]  # fmt: skip
 
         return [
             cq("kueue_cluster_queue_nominal_quota", "research", 96),
@@ -156,11 +163,15 @@ def test_borrowing_misconfigured_fires_when_a_team_queues_beside_idle_quota(tmp_
             cq("kueue_cluster_queue_nominal_quota", "applied-ml", 32),
             cq("kueue_cluster_queue_resource_usage", "applied-ml", 32),
             {"series": f"kueue_cluster_queue_resource_pending{{{PENDING}}}", "values": f"16{STEPS}"},
+            *status("research"), *status("applied-ml"),
         ]  # fmt: skip
 
     # applied-ml waits for 16 GPUs while research leaves 56 of its 96 idle
     check("KueueBorrowingMisconfigured", state(40), "45m", [expected(rule, {"team": "applied-ml"}, "")], tmp_path / "a", site="aws")
     check("KueueBorrowingMisconfigured", state(90), "45m", [], tmp_path / "b", site="aws")  # 6 idle: nothing to borrow
+    # review obsreview2 DEFECT 2: a queue the budget guard holds neither waits for borrowing nor lends its idle quota
+    check("KueueBorrowingMisconfigured", state(40, held="applied-ml"), "45m", [], tmp_path / "d", site="aws")
+    check("KueueBorrowingMisconfigured", state(40, held="research"), "45m", [], tmp_path / "e", site="aws")
 
     # review T8: research already borrows applied-ml's 32 idle GPUs (usage 128 = 96 + 32) and queues 16 more: nothing
     # is idle in the cohort, though applied-ml's own quota minus its own usage says 32
@@ -172,7 +183,9 @@ def test_borrowing_misconfigured_fires_when_a_team_queues_beside_idle_quota(tmp_
         research = 'cluster_queue="research",resource="nvidia.com/gpu",replica_role="standalone"'
         return [cq("kueue_cluster_queue_nominal_quota", "research", 96), cq("kueue_cluster_queue_resource_usage", "research", 128),
                 cq("kueue_cluster_queue_nominal_quota", "applied-ml", 32), cq("kueue_cluster_queue_resource_usage", "applied-ml", 0),
-                {"series": f"kueue_cluster_queue_resource_pending{{{research}}}", "values": f"16{STEPS}"}]  # fmt: skip
+                {"series": f"kueue_cluster_queue_resource_pending{{{research}}}", "values": f"16{STEPS}"},
+                *({"series": f'kueue_cluster_queue_status{{cluster_queue="{q}",status="active",replica_role="standalone"}}',
+                   "values": f"1{STEPS}"} for q in ("research", "applied-ml"))]  # fmt: skip
 
     check("KueueBorrowingMisconfigured", lent(), "45m", [], tmp_path / "c", site="aws")
 
