@@ -127,8 +127,8 @@ def team(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
         ("Job failure ratio by kind", [f"team_kind:job_failure:ratio{{{t}}}"], "percentunit"),
         ("Job run time p50 / p95 by kind", [f"team_kind:job_run_seconds:p50{{{t}}}", f"team_kind:job_run_seconds:p95{{{t}}}"], "s"),
         (
-            "Spend over 30 days against budget (USD)",
-            [f"team:gpu_cost_usd:sum30d{{{t}}}", f"alicerce:team_budget_usd:monthly{{{t}}}"],
+            "Spend this month against budget (USD)",
+            [f"team:gpu_cost_usd:sum_month{{{t}}}", f"alicerce:team_budget_usd:monthly{{{t}}}"],
             "currencyUSD",
         ),
         (

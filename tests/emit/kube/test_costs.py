@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from alicerce.emit.kube.monitoring import budget_shares, rule_groups
 from alicerce.plan.platform import HOURS_PER_MONTH, plan_platform
 from alicerce.rules.validate import validated
@@ -14,7 +16,7 @@ from alicerce.spec.loader import load_text
 from tests.conftest import ROOT
 from tests.emit.kube.scrape import dcgm_series, series
 from tests.emit.kube.test_kpi import rounded
-from tests.emit.kube.test_monitoring import dcgm_scraped, expected, needs_promtool, platform, rules_of, run_promtool
+from tests.emit.kube.test_monitoring import dcgm_scraped, expected, needs_promtool, platform, promtool, rules_of, run_promtool
 
 P5 = 'label_alicerce_dev_pool="train-p5",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
 L40S = 'label_alicerce_dev_pool="infer-l40s",label_alicerce_dev_accelerator="L40S-48GB"'
@@ -137,12 +139,12 @@ def test_budget_alerts_fire_at_the_thresholds_and_not_below(tmp_path: Path) -> N
         text = repr(value)  # as Go prints a float64 ({{ $value }})
         return [expected(rules_of(rp, "aws")[name], {"team": "research"}, text.removesuffix(".0"))]
 
-    # 128 GPUs (quota and borrowing) at $6.88: $880.64 an hour, six hours and the first minute by 6 h: past the share
-    spend = 128 * 6.88 * (6 + 1 / 60)
+    # 128 GPUs (quota and borrowing) at $6.88: $880.64 an hour, the six hours that end at 1 h ... 6 h: past the share
+    spend = 128 * 6.88 * 6
     assert spend > share
     hours(128, small, {name: fire(small, name, spend) for name in ("BudgetResearch50", "BudgetResearch100")}, tmp_path / "over", "6h")
-    # 10 GPUs: $413.95 in those hours, under half the share
-    assert share / 2 > 10 * 6.88 * (6 + 1 / 60)
+    # 10 GPUs: $412.80 in those hours, under half the share
+    assert share / 2 > 10 * 6.88 * 6
     hours(10, small, {"BudgetResearch50": [], "BudgetResearch100": []}, tmp_path / "under", "6h")
     # the projection, against the real budget: 128 GPUs for a month overrun research's aws share, 80 do not
     rp = platform()
@@ -150,6 +152,35 @@ def test_budget_alerts_fire_at_the_thresholds_and_not_below(tmp_path: Path) -> N
     assert 80 * 6.88 * 720 < real < 128 * 6.88 * 720
     hours(128, rp, {"BudgetResearchProjected": fire(rp, "BudgetResearchProjected", 128 * 6.88 * 720)}, tmp_path / "course", "7h")
     hours(80, rp, {"BudgetResearchProjected": []}, tmp_path / "steady", "7h")
+
+
+@needs_promtool
+def test_budget_alerts_count_the_calendar_month_as_the_guard_and_finance_do(tmp_path: Path) -> None:
+    """Review obsreview2 DEFECT 5: the alerts read a trailing 30 days while the guard and `alicerce costs` count the
+    calendar month, so on the 1st the guard released a queue the 100% alert still called spent. Promtool's clock starts
+    on 1 January 1970: research's hours cost $1,000 each from 30 January; by 31 January 23:00 48 marks are January's,
+    past its share; at 1 February 02:00 only the two that ended at 01:00 and 02:00 count."""
+    text = (
+        (ROOT / "platform.yaml")
+        .read_text()
+        .replace("budget: {monthlyUsd: 900000, onExhausted: stopAdmitting}", "budget: {monthlyUsd: 5000, alertAtPercent: [100]}")
+    )
+    small = validated(load_text(text, "platform.yaml"), "prod")
+    rule = rules_of(small, "aws")["BudgetResearch100"]
+    share = float(rule["expr"].rsplit("> ", 1)[1])
+    assert 2 * 1000 < share < 48 * 1000
+    hours = {"series": 'team:gpu_cost_usd:sum1h{site="aws",team="research"}', "values": "_x696 1000x74"}  # from 696 h: 30 Jan
+    research = 'site="aws",team="research"'
+    tests = [{"interval": "1h", "input_series": [hours],
+              "promql_expr_test": [rounded(f"team:gpu_cost_usd:sum_month{{{research[11:]}}}", research, 48 * 1000, "743h"),
+                                   rounded(f"team:gpu_cost_usd:sum_month{{{research[11:]}}}", research, 2 * 1000, "746h")],
+              "alert_rule_test": [{"eval_time": "743h", "alertname": "BudgetResearch100",
+                                   "exp_alerts": [expected(rule, {"team": "research"}, "")]},
+                                  {"eval_time": "746h", "alertname": "BudgetResearch100", "exp_alerts": []}]}]  # fmt: skip
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": rule_groups(small, "aws")}))
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1h", "tests": tests}))
+    result = promtool("test", "rules", "tests.yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def prices(rp: Any) -> dict[str, float]:

@@ -45,7 +45,7 @@ def test_one_dashboard_per_audience_with_what_that_audience_asks() -> None:
     boards = dashboards(rp, rule_groups(rp, "aws"))
     assert set(boards) == {"gpu-platform.json", "team.json", "inference.json"}
     team = " ".join(queries(boards["team.json"]))
-    assert "team:gpu_cost_usd:sum30d" in team and "alicerce:team_budget_usd:monthly" in team and "kueue_admission_wait" in team
+    assert "team:gpu_cost_usd:sum_month" in team and "alicerce:team_budget_usd:monthly" in team and "kueue_admission_wait" in team
     inference = " ".join(queries(boards["inference.json"]))
     assert all(f"vllm_time_to_first_token_seconds:p{q}" in inference for q in (50, 95, 99)) and "usd_per_million_tokens" in inference
     assert "pool:gpu_effective_utilization:ratio" in " ".join(queries(boards["gpu-platform.json"]))
