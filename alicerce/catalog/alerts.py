@@ -313,7 +313,9 @@ DCGM_EXPORTER_DOWN = Alert(
 GPU_EFFICIENCY: tuple[Alert, ...] = (
     Alert(
         "GPUIdleWhileAllocated",
-        'avg by (namespace, pod) (DCGM_FI_DEV_GPU_UTIL{pod!=""}) < 5',
+        # the utilisation KPI (alicerce.emit.kube.kpi), not DCGM_FI_DEV_GPU_UTIL: a MIG instance reports none (or 0), so
+        # every busy MIG pod read as idle; the KPI takes its graphics engine activity instead (review obsreview2 DEFECT 6)
+        'avg by (namespace, pod) (gpu:dcgm_utilization:ratio{pod!=""}) < 0.05',
         "1h",
         "info",
         "Pod {{ $labels.namespace }}/{{ $labels.pod }} holds GPUs it does not use",

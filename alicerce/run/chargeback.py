@@ -148,6 +148,14 @@ def export(base: str, month: str) -> Report:
             "month": month, "site": site, "namespace": namespace, "workload": workload, "spendUsd": _money(usd),
             "tokens": round(count), "usdPerMillionTokens": _ratio(usd, count, 1e6),
         })  # fmt: skip
+    if not teams and not workloads:
+        # a header alone reads as "nobody spent anything": say what was looked for instead
+        raise ChargebackError(
+            f"Prometheus at {base} holds none of alicerce's cost series for {month} (team:gpu_cost_usd:sum1h, "
+            "team:gpu_hours_allocated:sum1h, team:gpu_hours_used:sum1h, workload:vllm_tokens:sum1h)",
+            "point --prometheus at a site's Prometheus that loads alicerce's rules (PrometheusRule alicerce-gpu-platform "
+            "in the monitoring namespace) and still keeps that month (monitoring.retention)",
+        )
     return Report(month, teams, workloads)
 
 

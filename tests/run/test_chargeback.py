@@ -78,6 +78,19 @@ def test_the_month_is_summed_hour_by_hour_per_team_cost_centre_and_workload(tmp_
         assert json.loads(out.read_text()) == document and not list(tmp_path.glob("march.json.*"))  # same bytes, no leftovers
 
 
+@needs_prometheus
+def test_a_prometheus_without_the_cost_series_is_an_error_not_an_empty_table(tmp_path: Path) -> None:
+    """A header alone read as a month in which nobody spent anything: the wrong Prometheus, rules not loaded, or a
+    month past its retention. It says what it looked for, exit code 2, and writes nothing."""
+    runner = CliRunner()
+    with prometheus_server(hours('up{job="prometheus"}', 1, ("2025-03-10T00:00", "2025-03-10T02:00")), tmp_path) as url:
+        out = tmp_path / "march.csv"
+        done = runner.invoke(build_app(), ["costs", "--prometheus", url, "--month", "2025-03", "-o", str(out)])
+    assert done.exit_code == 2, done.output
+    assert "holds none of alicerce's cost series for 2025-03" in done.output and "alicerce-gpu-platform" in done.output
+    assert not out.exists()
+
+
 def test_mistakes_are_one_line_errors_with_exit_code_2(tmp_path: Path) -> None:
     runner = CliRunner()
     bad_month = runner.invoke(build_app(), ["costs", "--prometheus", "http://127.0.0.1:9", "--month", "2025-13"])

@@ -36,6 +36,15 @@ def month_to_date(hourly: str) -> str:
     return " or ".join(terms)
 
 
+# The month so far changes only at the hour marks, and one evaluation reads 12 x 744 hourly steps: its own group, once
+# an hour (an hour's cost counts at most an hour late); its readers take its last value of the last 75 minutes
+MONTH_INTERVAL = "1h"
+
+
+def month_rules() -> list[dict[str, Any]]:
+    return [{"record": TEAM_MONTH, "expr": month_to_date(TEAM_HOUR)}]
+
+
 def _hourly(record: str, rate: str) -> list[dict[str, Any]]:
     """``record``: the integral over the last hour of ``rate`` (per hour), sampled each minute."""
     return [{"record": record, "expr": f"sum_over_time({rate}[1h:1m]) / 60"}]
@@ -73,7 +82,6 @@ def cost_rules(prices: dict[str, float]) -> list[dict[str, Any]]:
         {"record": "workload:vllm_tokens:sum1h", "expr": "sum_over_time(workload:vllm_tokens:rate5m[1h:1m]) * 60"},
         # trailing 30 days: the hours' costs summed at the hour marks (whatever the evaluation interval, each hour once)
         {"record": TEAM_30D, "expr": f"sum_over_time({TEAM_HOUR}[30d:1h])"},
-        {"record": TEAM_MONTH, "expr": month_to_date(TEAM_HOUR)},
         # cost of a used GPU-hour: what the team pays for allocated GPUs over the GPU-hours they were busy
         {"record": "team:usd_per_used_gpu_hour:ratio", "expr": f"{TEAM_COST} / team:gpus_busy:sum"},
         {
@@ -102,7 +110,8 @@ def budget_alerts(rp: ResolvedPlatform, site_name: str, shares: dict[str, float]
         where = f" (the {share:.0%} of ${budget.monthly_usd:,.0f} its quota at {site_name} is worth)" if share < 1 else ""
         for percent in sorted(set(budget.alert_at_percent)):
             limit = usd * percent / 100
-            out.append(Alert(budget_alert_name(name, percent), f'{TEAM_MONTH}{{team="{name}"}} > {limit:.6g}', "1h",
+            spent = f'last_over_time({TEAM_MONTH}{{team="{name}"}}[75m])'
+            out.append(Alert(budget_alert_name(name, percent), f"{spent} > {limit:.6g}", "1h",
                              "warning",  # a budget is a conversation, not a page
                              f"Team {name} has spent {percent}% of its ${usd:,.0f} monthly GPU budget{where}",
                              "This month's GPU spend at the plan's prices (team:gpu_cost_usd:sum_month) is past it. Ask the "

@@ -128,7 +128,7 @@ def team(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
         ("Job run time p50 / p95 by kind", [f"team_kind:job_run_seconds:p50{{{t}}}", f"team_kind:job_run_seconds:p95{{{t}}}"], "s"),
         (
             "Spend this month against budget (USD)",
-            [f"team:gpu_cost_usd:sum_month{{{t}}}", f"alicerce:team_budget_usd:monthly{{{t}}}"],
+            [f"last_over_time(team:gpu_cost_usd:sum_month{{{t}}}[75m])", f"alicerce:team_budget_usd:monthly{{{t}}}"],
             "currencyUSD",
         ),
         (

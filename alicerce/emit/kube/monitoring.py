@@ -42,7 +42,7 @@ from alicerce.catalog.alerts import (
 )
 from alicerce.emit.kube.budgets import budget_guard
 from alicerce.emit.kube.common import MANAGED, meta
-from alicerce.emit.kube.costs import BUDGET, budget_alerts, cost_rules
+from alicerce.emit.kube.costs import BUDGET, MONTH_INTERVAL, budget_alerts, cost_rules, month_rules
 from alicerce.emit.kube.dashboards import dashboards
 from alicerce.emit.kube.diagnoses import diagnoses, latency_bad_ratio, share_above, slo_burn
 from alicerce.emit.kube.kpi import kpi_groups
@@ -205,7 +205,12 @@ def _cost_groups(rp: ResolvedPlatform, site_name: str, group: Callable[[str, lis
         {"record": BUDGET, "expr": f"vector({usd:.6g})", "labels": {"team": n}} for n, usd in sorted(budgets.items())
     ]
     records = [{**r, "labels": {**r.get("labels", {}), "site": site_name}} for r in rules]
-    return [{"name": "alicerce.cost", "rules": records}, group("alicerce.budget", budget_alerts(rp, site_name, shares))]
+    month = [{**r, "labels": {"site": site_name}} for r in month_rules()]
+    return [
+        {"name": "alicerce.cost", "rules": records},
+        {"name": "alicerce.cost.month", "interval": MONTH_INTERVAL, "rules": month},
+        group("alicerce.budget", budget_alerts(rp, site_name, shares)),
+    ]
 
 
 def budget_shares(rp: ResolvedPlatform, site_name: str, prices: dict[str, float]) -> dict[str, float]:

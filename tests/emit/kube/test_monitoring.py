@@ -105,6 +105,8 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
             "input_series": [
                 {"series": series("DCGM_FI_DEV_GPU_UTIL", idle), "values": "0x90"},
                 {"series": series("DCGM_FI_DEV_GPU_UTIL", held), "values": "1x90"},
+                # the idle alert reads the utilisation KPI, which places each GPU in its node's pool
+                {"series": 'kube_node_labels{node="gpu-001",label_alicerce_dev_pool="onprem-h100"}', "values": "1x90"},
             ],
             "alert_rule_test": [
                 {
