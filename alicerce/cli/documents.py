@@ -151,7 +151,13 @@ class PoolSizing(Document):
     owned: bool
     capacityType: str | None
     region: str | None
-    usdPerGpuHour: float | None
+    usdPerGpuHour: float | None = Field(
+        description="What a used GPU-hour costs: the node price; owned: the month over the forecast busy GPU-hours."
+    )
+    billedUsdPerGpuHour: float | None = Field(
+        description="What showback and `alicerce costs` charge an allocated GPU-hour: rented, the node price; owned, the month "
+        "over the installed GPU-hours."
+    )
     workloads: list[str]
     priceFactors: list[Factor] | None = Field(default=None, description="How the node price was found (--explain).")
     tco: OwnedCost | None = Field(default=None, description="An owned pool's monthly cost of ownership (--explain).")

@@ -87,16 +87,23 @@ def print_plan(console: Console, result: SizingPlan, *, explain: bool = False, t
     pools = _table(
         "Node pools: declared vs recommended, and what a month costs",
         [("pool", "left"), ("GPU", "left"), ("bought as", "left"), ("declared", "right"), ("recomm.", "right"), ("peak", "right"),
-         ("util.", "right"), ("USD/month", "right"), ("USD/GPU-h", "right")],
+         ("util.", "right"), ("USD/month", "right"), ("USD/GPU-h", "right"), ("billed/GPU-h", "right")],
     )  # fmt: skip
     for p in result.pools:
         bought = "owned" if p.owned else (p.capacity_type or "-").replace("capacity-", "")
         pools.add(
             p.name, _gpu(p.accelerator, user), bought, f"{p.declared_min}-{p.declared_max}",
             f"{p.recommended_min}-{p.recommended_max}", str(p.peak_gpus) if p.gpus_per_node else "-", _pct(p.utilization),
-            _num(p.monthly_cost_usd), _num(p.usd_per_gpu_hour, 2),
+            _num(p.monthly_cost_usd), _num(p.usd_per_gpu_hour, 2), _num(p.billed_usd_per_gpu_hour, 2),
         )  # fmt: skip
     print_table(pools, console)
+    # one story for finance: the plan's price of a GPU-hour and what showback (dashboards, `alicerce costs`) bills
+    console.print(
+        "[dim]USD/GPU-h: what a used GPU-hour costs (rented: the node price; owned: the month over the forecast "
+        "busy GPU-hours). billed/GPU-h: what showback and `alicerce costs` charge each allocated GPU-hour "
+        "(rented: the same; owned: the month over the installed GPU-hours, idle capacity stays with the "
+        "platform).[/dim]"
+    )
     if result.storage:
         tiers = _table("Storage tiers", [("tier", "left"), ("declared GB/s", "right"), ("read GB/s", "right"),
                                          ("write GB/s", "right"), ("FSx to meet it", "left")])  # fmt: skip

@@ -65,7 +65,8 @@ class PoolPlan:
             "utilization": rounded(self.utilization), "demand_ratio": rounded(self.demand_ratio),
             "monthly_cost_usd": None if self.monthly_cost_usd is None else round(self.monthly_cost_usd, 2),
             "owned": self.owned, "capacity_type": self.capacity_type, "region": self.region,
-            "usd_per_gpu_hour": rounded(self.usd_per_gpu_hour), "workloads": list(self.workloads),
+            "usd_per_gpu_hour": rounded(self.usd_per_gpu_hour), "billed_usd_per_gpu_hour": rounded(self.billed_usd_per_gpu_hour),
+            "workloads": list(self.workloads),
         }  # fmt: skip
         if explain and self.price is not None:
             out["price_factors"] = [f.to_json() for f in self.price.factors]

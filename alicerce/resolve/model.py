@@ -103,6 +103,15 @@ class RdmaAttachment(Resolved):
     rate_gbps: float | None = None  # link rate per interface where the target decides it (None: the instance's bandwidth)
     host_stack: str | None = None  # the RDMA software the hosts run (rdma-core, doca-ofed), where alicerce installs it
 
+    @property
+    def port_counters(self) -> bool:
+        """Whether the node exporter reports the fabric's traffic (node_infiniband_port_data_*_bytes_total). It reads
+        the port's ``counters/`` directory (procfs v0.21.1 sysfs/class_infiniband.go, which node_exporter v1.12.1
+        collector/infiniband_linux.go uses), which the kernel creates only for adapters that answer performance
+        management MADs: InfiniBand and RoCE HCAs do; EFA has only ``hw_counters/`` (tx_bytes, rdma_read_bytes ...),
+        whose names the collector does not map, so an EFA port reports its rate and state, never its traffic."""
+        return self.technology in ("infiniband", "roce")
+
 
 class ResolvedPool(Resolved):
     index: int  # position in the environment's merged nodePools, for error paths

@@ -143,6 +143,29 @@ def slo_measurable(ctx: RuleContext) -> Iterable[Finding]:
             )
 
 
+@rules.rule("AL323", "latency-target-measurable", "A workload's latency target is a bound of the histogram that measures it.",
+            waivable=True)  # fmt: skip
+def latency_target_measurable(ctx: RuleContext) -> Iterable[Finding]:
+    """A workload's latency target becomes an SLO (its alert and burn rates) only at a bucket bound of vLLM's histogram
+    (AL360's reason); elsewhere it sized the plan and silently got no alert. Waive it to keep a sizing-only target."""
+    from alicerce.catalog.alerts import LATENCY_HISTOGRAMS, TTFT, bucket_bound, latency_targets, nearest_bounds
+
+    for target in latency_targets(ctx.spec):
+        buckets = LATENCY_HISTOGRAMS[target.metric]
+        if target.stated or bucket_bound(target.threshold, buckets) is not None:
+            continue
+        what = "time-to-first-token" if target.metric == TTFT else "time-per-output-token"
+        yield Finding(
+            serving_slo_path(target.where),
+            f"vLLM's {what} histogram has no bucket at {target.threshold * 1000:g} ms: this p{target.percentile} target "
+            "would get no SLO alert, the share of slower requests cannot be measured exactly",
+            f"a bucket bound: {nearest_bounds(target.threshold, buckets)}"
+            + (f"; or a monitoring.slos entry for {target.workload} at one" if target.metric == TTFT else ""),
+            getattr(getattr(ctx.spec.workloads[int(target.where[1])].latency, str(target.where[3])), str(target.where[4])),
+            resource=target.workload,
+        )
+
+
 @rules.rule("AL280", "workload-fields", "Workloads carry the fields their kind needs for sizing.")
 def workload_fields(ctx: RuleContext) -> Iterable[Finding]:
     for i, w in enumerate(ctx.spec.workloads):
@@ -186,6 +209,7 @@ def generated_alerts(spec: PlatformSpec) -> list[tuple[str, SpecPath | None, str
         STATIC_ALERTS,
         STORAGE_ALERTS,
         budget_alert_name,
+        budget_blind_alert_name,
         pool_alert_name,
         serving_slos,
         slo_alert_name,
@@ -223,6 +247,8 @@ def generated_alerts(spec: PlatformSpec) -> list[tuple[str, SpecPath | None, str
                 out.append((budget_alert_name(team.name, percent), at, f"team {team.name}'s budget alert at {percent}%"))
         at = S.tenancy.teams[t].name
         out.append((budget_alert_name(team.name, None), at, f"team {team.name}'s projected-budget alert"))
+        if team.budget.on_exhausted == "stopAdmitting":
+            out.append((budget_blind_alert_name(team.name), at, f"team {team.name}'s budget guard's missing-spend alert"))
     return out
 
 

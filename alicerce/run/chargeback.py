@@ -1,10 +1,10 @@
 """Chargeback for finance: one month of the cost recording rules, read from a site's Prometheus, by team, cost centre
 and serving workload (`alicerce costs`).
 
-Every figure is the hourly one alicerce's rules record (alicerce.emit.kube.costs, kpi), read once an hour of the
-month (UTC) and summed, as the budget rules and guard count: spend in USD, GPU-hours allocated to and used by the
-team's pods, the cost of a used GPU-hour, and per serving workload its spend, tokens (prompt and generated) and cost
-per million tokens. Rows are sorted and figures rounded, so the same TSDB gives the same bytes.
+Every figure is the hourly one alicerce's rules record (alicerce.emit.kube.costs: each hour's integral, minute by
+minute), read at each hour mark of the month (UTC) and summed, as the budget rules and guard count: spend in USD,
+GPU-hours allocated to and used by the team's pods, the cost of a used GPU-hour, and per serving workload its spend,
+tokens (prompt and generated) and cost per million tokens. Rows are sorted and figures rounded, so the same TSDB gives the same bytes.
 """
 
 from __future__ import annotations
@@ -47,21 +47,24 @@ def month_bounds(month: str) -> tuple[datetime.datetime, datetime.datetime]:
 
 
 def _over_month(record: str, by: str, seconds: int) -> str:
-    # evaluated one second before the month ends: the hourly steps from midnight of the first to the last hour
-    return f"sum by ({by}) (sum_over_time({record}[{seconds}s:1h]))"
+    # evaluated at the month's end: the hour marks from 01:00 of the first to midnight of the next month, each with
+    # the hour it ends. The range starts a second after midnight of the first, which ends the previous month's last
+    # hour (Prometheus 2 closes ranges on the left, 3 opens them: neither takes it in)
+    return f"sum by ({by}) (sum_over_time({record}[{seconds - 1}s:1h]))"
 
 
 def queries(start: datetime.datetime, end: datetime.datetime) -> dict[str, str]:
     seconds = int((end - start).total_seconds())
     team, workload = "site, team", "site, namespace, workload"
     return {
-        "spend": _over_month("team:gpu_cost_usd:rate1h", team, seconds),
-        "allocated": _over_month("team:gpus_allocated:sum", team, seconds),
-        "used": _over_month("team:gpus_busy:sum", team, seconds),
+        # each hour's figure as the cost rules integrate it minute by minute (alicerce.emit.kube.costs): a job that
+        # ran between two hour marks counts, which reading the rates at the marks missed
+        "spend": _over_month("team:gpu_cost_usd:sum1h", team, seconds),
+        "allocated": _over_month("team:gpu_hours_allocated:sum1h", team, seconds),
+        "used": _over_month("team:gpu_hours_used:sum1h", team, seconds),
         "cost_center": f"max by (team, cost_center) (last_over_time(alicerce:namespace_team:info[{seconds}s]))",
-        "workload_spend": _over_month("workload:gpu_cost_usd:rate1h", workload, seconds),
-        # tokens per second, read hourly, times the hour's seconds
-        "tokens": f"3600 * {_over_month('workload:vllm_tokens:rate5m', workload, seconds)}",
+        "workload_spend": _over_month("workload:gpu_cost_usd:sum1h", workload, seconds),
+        "tokens": _over_month("workload:vllm_tokens:sum1h", workload, seconds),
     }
 
 
@@ -122,7 +125,7 @@ def export(base: str, month: str) -> Report:
     if url.scheme not in ("http", "https"):
         raise ChargebackError(f'"{base}" is not an http(s) URL', example)
     start, end = month_bounds(month)
-    at = end - datetime.timedelta(seconds=1)
+    at = end
     q = queries(start, end)
     spend = _values(_query(base, q["spend"], at), "site", "team")
     allocated = _values(_query(base, q["allocated"], at), "site", "team")
@@ -145,6 +148,14 @@ def export(base: str, month: str) -> Report:
             "month": month, "site": site, "namespace": namespace, "workload": workload, "spendUsd": _money(usd),
             "tokens": round(count), "usdPerMillionTokens": _ratio(usd, count, 1e6),
         })  # fmt: skip
+    if not teams and not workloads:
+        # a header alone reads as "nobody spent anything": say what was looked for instead
+        raise ChargebackError(
+            f"Prometheus at {base} holds none of alicerce's cost series for {month} (team:gpu_cost_usd:sum1h, "
+            "team:gpu_hours_allocated:sum1h, team:gpu_hours_used:sum1h, workload:vllm_tokens:sum1h)",
+            "point --prometheus at a site's Prometheus that loads alicerce's rules (PrometheusRule alicerce-gpu-platform "
+            "in the monitoring namespace) and still keeps that month (monitoring.retention)",
+        )
     return Report(month, teams, workloads)
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from alicerce.catalog.replacements import load_replacements, replacing_changes, rolling_changes
 from alicerce.emit.gitops.argocd import tree_objects
 from alicerce.plan.platform import plan_platform
-from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTier
+from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTeam, ResolvedTier
 from alicerce.run.preview import PlannedResource, run_preview
 
 NAMESPACE_LOSS = "every object in the namespace (workloads, claims, secrets) is deleted with it"
@@ -58,7 +58,7 @@ class QuotaChange:
 @dataclass(frozen=True)
 class TeamChange:
     team: str
-    change: str  # added | removed | priority
+    change: str  # added | removed | priority | budget
     details: str
 
 
@@ -195,6 +195,30 @@ def diff_pools(old: ResolvedPlatform | None, new: ResolvedPlatform | None) -> li
     return out
 
 
+def _budget_text(team: ResolvedTeam) -> str:
+    budget = team.spec.budget
+    if budget is None:
+        return "none"
+    stops = ", stops admitting when spent" if budget.on_exhausted == "stopAdmitting" else ""
+    return f"${budget.monthly_usd:,.0f} a month, alerts at {', '.join(f'{p}%' for p in budget.alert_at_percent)}{stops}"
+
+
+def _budget_change(old: ResolvedTeam, new: ResolvedTeam) -> str | None:
+    """What changes in a team's budget, and what a guard that goes away leaves behind (budgets.py releases nothing it
+    no longer guards)."""
+    before, after = _budget_text(old), _budget_text(new)
+    if before == after:
+        return None
+    text = f"{before} → {after}"
+    guarded = old.spec.budget is not None and old.spec.budget.on_exhausted == "stopAdmitting"
+    if guarded and (new.spec.budget is None or new.spec.budget.on_exhausted != "stopAdmitting"):
+        text += (
+            f"; the budget guard stops guarding it and releases nothing: if it holds the queue, run kubectl patch "
+            f"""clusterqueue {new.name} --type merge -p '{{"spec":{{"stopPolicy":"None"}}}}'"""
+        )
+    return text
+
+
 def diff_tenancy(old: ResolvedPlatform | None, new: ResolvedPlatform | None) -> tuple[list[QuotaChange], list[TeamChange]]:
     before = {t.name: t for t in old.teams} if old else {}
     after = {t.name: t for t in new.teams} if new else {}
@@ -208,6 +232,8 @@ def diff_tenancy(old: ResolvedPlatform | None, new: ResolvedPlatform | None) -> 
             teams.append(TeamChange(name, "removed", f"namespaces {', '.join(a.namespaces)}"))
         elif a is not None and b is not None and a.spec.priority != b.spec.priority:
             teams.append(TeamChange(name, "priority", f"{a.spec.priority} → {b.spec.priority}"))
+        if a is not None and b is not None and (budget := _budget_change(a, b)) is not None:
+            teams.append(TeamChange(name, "budget", budget))
         qa = {q.pool: q for q in a.quotas} if a else {}
         qb = {q.pool: q for q in b.quotas} if b else {}
         for pool in [*qb, *(p for p in qa if p not in qb)]:

@@ -89,3 +89,23 @@ def test_plan_diff_and_platform_md_agree(variant: str, env: str, tmp_path: Path)
     for name, cost in pools.items():
         row = next(line for line in report.splitlines() if line.startswith(f"| {name} |"))
         assert (cost is None and row.endswith("— |")) or row.rstrip(" |").endswith(f"${round(cost or 0):,}"), row
+
+
+def test_plan_shows_the_used_and_the_billed_gpu_hour_and_showback_bills_the_billed_one() -> None:
+    """Issue 24 item 6: plan printed one "USD/GPU-h" (per used GPU-hour on owned pools) while showback bills each
+    allocated GPU-hour at another price; finance saw two stories. Plan prints both, each with its definition, and the
+    price the generated cost rules bill is the billed one."""
+    from alicerce.emit.kube.costs import PRICE
+    from alicerce.emit.kube.monitoring import rule_groups
+
+    spec = str(ROOT / "platform.yaml")
+    document = json.loads(invoke("plan", spec, "--env", "prod", "--format", "json"))
+    pools = {p["name"]: p for p in document["pools"]}
+    owned = pools["onprem-h100"]
+    assert owned["billedUsdPerGpuHour"] < owned["usdPerGpuHour"]  # idle installed hours stay with the platform
+    assert pools["train-p5"]["billedUsdPerGpuHour"] == pools["train-p5"]["usdPerGpuHour"]  # rented: one price
+    rules = [r for g in rule_groups(validated(load_file(ROOT / "platform.yaml"), "prod"), "dc1") for r in g["rules"]]
+    (billed,) = [r["expr"] for r in rules if r.get("record") == PRICE and r["labels"]["pool"] == "onprem-h100"]
+    assert float(billed.removeprefix("vector(").removesuffix(")")) == pytest.approx(owned["billedUsdPerGpuHour"], abs=0.001)
+    text = invoke("plan", spec, "--env", "prod")
+    assert "billed/GPU-h" in text and "what showback and `alicerce costs` charge each allocated GPU-hour" in text

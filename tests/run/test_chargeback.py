@@ -22,27 +22,28 @@ def hours(series: str, value: float, *spans: tuple[str, str]) -> dict[str, list[
 
 
 def tsdb() -> dict[str, list[tuple[datetime.datetime, float]]]:
-    """March 2025 at site aws: research holds 8 GPUs for 10 hours (00:00-09:00 of the 10th) at $3/GPU-hour, 6 of them
-    busy; serving's chat-70b holds 4 GPUs for 3 hours (the 20th) at $2 and serves 1,000 tokens a second. A February
-    and an April hour each, which March must not count."""
+    """March 2025 at site aws, as the cost rules record each hour at the mark that ends it: research holds 8 GPUs for
+    the 10 hours that end at 00:00-09:00 of the 10th at $3/GPU-hour, 6 of them busy; serving's chat-70b holds 4 GPUs
+    for 3 hours (the 20th) at $2 and serves 1,000 tokens a second. The hour that ends at midnight of 1 March is
+    February's and the one that ends at 01:00 of 1 April is April's: March must not count them."""
     research = '{site="aws",team="research"}'
     serving = '{site="aws",team="serving"}'
     chat = '{namespace="serving",site="aws",workload="chat-70b"}'
     march = ("2025-03-10T00:00", "2025-03-10T09:00")
     serve = ("2025-03-20T00:00", "2025-03-20T02:00")
-    outside = (("2025-02-28T23:00", "2025-02-28T23:00"), ("2025-04-01T00:00", "2025-04-01T00:00"))
+    outside = (("2025-03-01T00:00", "2025-03-01T00:00"), ("2025-04-01T01:00", "2025-04-01T01:00"))
     info = "alicerce:namespace_team:info"
     return {
-        **hours(f"team:gpu_cost_usd:rate1h{research}", 24, march, *outside),
-        **hours(f"team:gpus_allocated:sum{research}", 8, march),
-        **hours(f"team:gpus_busy:sum{research}", 6, march),
-        **hours(f"team:gpu_cost_usd:rate1h{serving}", 8, serve),
-        **hours(f"team:gpus_allocated:sum{serving}", 4, serve),
-        **hours(f"team:gpus_busy:sum{serving}", 4, serve),
+        **hours(f"team:gpu_cost_usd:sum1h{research}", 24, march, *outside),
+        **hours(f"team:gpu_hours_allocated:sum1h{research}", 8, march),
+        **hours(f"team:gpu_hours_used:sum1h{research}", 6, march),
+        **hours(f"team:gpu_cost_usd:sum1h{serving}", 8, serve),
+        **hours(f"team:gpu_hours_allocated:sum1h{serving}", 4, serve),
+        **hours(f"team:gpu_hours_used:sum1h{serving}", 4, serve),
         **hours(f'{info}{{cost_center="CC-4411",namespace="research",site="aws",team="research"}}', 1, march),
         **hours(f'{info}{{cost_center="CC-4410",namespace="serving",site="aws",team="serving"}}', 1, serve),
-        **hours(f"workload:gpu_cost_usd:rate1h{chat}", 8, serve),
-        **hours(f"workload:vllm_tokens:rate5m{chat}", 1000, serve),
+        **hours(f"workload:gpu_cost_usd:sum1h{chat}", 8, serve),
+        **hours(f"workload:vllm_tokens:sum1h{chat}", 3_600_000, serve),
     }
 
 
@@ -75,6 +76,19 @@ def test_the_month_is_summed_hour_by_hour_per_team_cost_centre_and_workload(tmp_
             == 0
         )
         assert json.loads(out.read_text()) == document and not list(tmp_path.glob("march.json.*"))  # same bytes, no leftovers
+
+
+@needs_prometheus
+def test_a_prometheus_without_the_cost_series_is_an_error_not_an_empty_table(tmp_path: Path) -> None:
+    """A header alone read as a month in which nobody spent anything: the wrong Prometheus, rules not loaded, or a
+    month past its retention. It says what it looked for, exit code 2, and writes nothing."""
+    runner = CliRunner()
+    with prometheus_server(hours('up{job="prometheus"}', 1, ("2025-03-10T00:00", "2025-03-10T02:00")), tmp_path) as url:
+        out = tmp_path / "march.csv"
+        done = runner.invoke(build_app(), ["costs", "--prometheus", url, "--month", "2025-03", "-o", str(out)])
+    assert done.exit_code == 2, done.output
+    assert "holds none of alicerce's cost series for 2025-03" in done.output and "alicerce-gpu-platform" in done.output
+    assert not out.exists()
 
 
 def test_mistakes_are_one_line_errors_with_exit_code_2(tmp_path: Path) -> None:

@@ -229,3 +229,22 @@ def test_environments_added_and_removed() -> None:
     removed = diff_environment("dev", rp, None, plan=None)
     assert added.status == "added" and {p.change for p in added.pools} == {"added"}
     assert removed.status == "removed" and removed.gpu_units_delta == -added.gpu_units_delta
+
+
+def test_a_budget_change_is_named_and_a_guard_that_goes_away_says_how_to_release_its_queue() -> None:
+    """Issue 24 item 6: a budget's change was invisible in `alicerce diff` (only its PrometheusRule changed), and a guard
+    that goes away releases nothing (alicerce.emit.kube.budgets), so the diff says so and how to release the queue."""
+    from alicerce.run.diff import diff_tenancy
+
+    def relax(data: dict[str, Any]) -> None:
+        teams = {t["name"]: t for t in data["tenancy"]["teams"]}
+        teams["research"]["budget"] = {"monthlyUsd": 1200000}
+
+    _, teams = diff_tenancy(reference("prod"), variant(relax))
+    assert [(t.team, t.change) for t in teams] == [("research", "budget")]
+    details = teams[0].details
+    assert details.startswith("$900,000 a month, alerts at 80%, 100%, stops admitting when spent → $1,200,000 a month, alerts at")
+    assert "stops guarding it and releases nothing" in details
+    assert """kubectl patch clusterqueue research --type merge -p '{"spec":{"stopPolicy":"None"}}'""" in details
+    _, same = diff_tenancy(reference("prod"), variant(lambda data: None))
+    assert same == []

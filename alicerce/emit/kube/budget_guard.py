@@ -3,17 +3,20 @@
 This file is a program, not a module of the pipeline: the CronJob of :mod:`alicerce.emit.kube.budgets` runs it from a
 ConfigMap in a stock Python image, so it uses the standard library only. Each run, for every team in its config:
 
-1. reads from Prometheus the team's spend since the first of the month (UTC), the hourly spend rate recorded by
-   alicerce's cost rules (``team:gpu_cost_usd:rate1h``) read once an hour, and the share of its monthly budget the
+1. reads from Prometheus the team's spend since the first of the month (UTC), the cost of each hour recorded by
+   alicerce's cost rules (``team:gpu_cost_usd:sum1h``) summed at the hour marks, and the share of its monthly budget the
    site watches (``alicerce:team_budget_usd:monthly``);
 2. reads the ClusterQueue, and when the spend has reached the budget sets ``spec.stopPolicy: Hold`` (Kueue admits no
    new workload of the queue; admitted ones keep running), recording the month in an annotation; when the spend is
    under the budget again (a new month, or a larger budget) it releases a queue it held itself, and only such a queue:
    a Hold an operator set by hand is theirs to lift.
 
-A team with no recorded spend ran nothing this month (the cost rules record no series for it): it spent 0. No budget
-series (the rules are not loaded, the wrong Prometheus) or Prometheus unreachable changes nothing, and the run fails
-so the CronJob's failure shows. Kueue v0.19.2 apis/kueue/v1beta2/clusterqueue_types.go: StopPolicy None | Hold | HoldAndDrain.
+A team that ran nothing has a spend series of zeros (the cost rules record 0 for a team of the site while
+kube-state-metrics answers): no spend series at all means its sources are gone, not that it spent nothing. Then, as
+with no budget series (the rules are not loaded, the wrong Prometheus) or Prometheus unreachable, the guard changes
+nothing, neither holding nor releasing, and the run fails so the CronJob's failure shows; the alert
+``Budget<Team>SpendMissing`` (alicerce.emit.kube.costs) says why.
+Kueue v0.19.2 apis/kueue/v1beta2/clusterqueue_types.go: StopPolicy None | Hold | HoldAndDrain.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Any
 
 HOLD_ANNOTATION = "alicerce.dev/budget-hold"  # the month (YYYY-MM) the guard held the queue in
 SPEND = "team:gpu_cost_usd:rate1h"
+HOURLY = "team:gpu_cost_usd:sum1h"  # what each hour cost, recorded by alicerce's cost rules
 BUDGET = "alicerce:team_budget_usd:monthly"
 KUEUE_PATH = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/"
 IN_CLUSTER = {
@@ -48,10 +52,16 @@ def _labels(team: str, site: str) -> str:
 
 
 def spend_query(team: str, site: str, now: datetime.datetime) -> str:
-    """USD the team spent at the site since the month began: the hourly rate at each hour from the first of the month
-    on (the subquery's range is open on the left: one second more takes in midnight of the first)."""
-    seconds = int((now - month_start(now)).total_seconds()) + 1
-    return f"sum(sum_over_time({SPEND}{_labels(team, site)}[{seconds}s:1h]))"
+    """USD the team spent at the site since the month began: each hour's cost (``team:gpu_cost_usd:sum1h`` at the
+    hour mark that ends it) from 01:00 of the first on. The range starts a second after midnight of the first, which
+    ends the previous month's last hour (Prometheus 2 closes ranges on the left, 3 opens them: neither takes it in).
+    The hour running now counts at its end; before 01:00 of the first the month has cost 0. Nothing when the spend is
+    not recorded now."""
+    seconds = max(1, int((now - month_start(now)).total_seconds()) - 1)
+    hours = f"sum(sum_over_time({HOURLY}{_labels(team, site)}[{seconds}s:1h])) or vector(0)"
+    # nothing unless the rate was recorded since the previous run (every 15 minutes): a month summed up to when the
+    # series vanished would release a held queue, or never hold a spent one
+    return f"({hours}) and on () count(last_over_time({SPEND}{_labels(team, site)}[15m]))"
 
 
 def budget_query(team: str, site: str) -> str:
@@ -122,17 +132,18 @@ def run(config: dict[str, Any], now: datetime.datetime) -> int:
         team, queue_name = entry["team"], entry["clusterQueue"]
         try:
             budget = prometheus_value(config["prometheus"], budget_query(team, config["site"]), now)
-            spent = prometheus_value(config["prometheus"], spend_query(team, config["site"], now), now) or 0.0
+            spent = prometheus_value(config["prometheus"], spend_query(team, config["site"], now), now)
+            if spent is None or budget is None:
+                what = "no spend" if spent is None else "no budget"
+                print(f"team {team}: {what} recorded at site {config['site']}; queue {queue_name} left as it is", file=sys.stderr)
+                failed += 1
+                continue
             queue = kube.get(queue_name)
             patch = decide(spent, budget, queue, month)
             if patch is not None:
                 kube.patch(queue_name, patch)
         except Exception as e:  # one team's failure must not keep the others' queues from being guarded
             print(f"team {team}: {type(e).__name__}: {e}", file=sys.stderr)
-            failed += 1
-            continue
-        if budget is None:
-            print(f"team {team}: no budget recorded at site {config['site']}; queue {queue_name} left as it is", file=sys.stderr)
             failed += 1
             continue
         action = "held" if patch and patch["spec"]["stopPolicy"] == "Hold" else "released" if patch else "unchanged"

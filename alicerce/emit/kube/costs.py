@@ -4,22 +4,50 @@ The price of a GPU-hour of each pool is the plan's (``alicerce plan``: the node 
 month over its installed GPU-hours on-prem, PoolPlan.billed_usd_per_gpu_hour), written into a static series; the live side is what
 pods hold (``pod:gpus_allocated:sum``, in physical GPUs). Allocated GPUs are what a team pays for, whether busy or
 not: the cost of a used GPU-hour is that spend over the busy GPU-hours. Budgets are monthly; spend is compared over
-a trailing 30 days and as the month the current rate would cost.
+the calendar month so far (UTC, as the budget guard and `alicerce costs` count it) and as the month the current rate
+would cost.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from alicerce.catalog.alerts import Alert, budget_alert_name
+from alicerce.catalog.alerts import Alert, budget_alert_name, budget_blind_alert_name
 from alicerce.emit.kube.kpi import NAMESPACE_TEAM, POD_GPUS, POD_WORKLOAD
 from alicerce.resolve.model import ResolvedPlatform
 
 PRICE = "alicerce:pool_usd_per_gpu_hour:price"
 TEAM_COST = "team:gpu_cost_usd:rate1h"  # USD per hour the team's running pods cost now
 TEAM_30D = "team:gpu_cost_usd:sum30d"
+TEAM_HOUR = "team:gpu_cost_usd:sum1h"  # USD the team's pods cost over the last hour, minute by minute
+TEAM_MONTH = "team:gpu_cost_usd:sum_month"  # USD since the calendar month (UTC) began: what budgets compare
 HOURS_30D = 30 * 24
 BUDGET = "alicerce:team_budget_usd:monthly"  # the share of a team's monthly budget the site watches
+
+
+def month_to_date(hourly: str) -> str:
+    """The sum of ``hourly`` at the hour marks of the current calendar month (UTC), the window the budget guard and
+    `alicerce costs` count, so budget alerts, the guard and finance tell one story (review obsreview2 DEFECT 5: the
+    alerts read a trailing 30 days). PromQL has no range that starts at the month: inside the subquery ``month()`` is
+    the month of each mark, outside it the month of now, so one term per month keeps the marks of the current one. A
+    mark counts for the hour it ends (a second earlier): midnight of the first ends the previous month's last hour."""
+    month = "month(vector(time() - 1))"
+    terms = [f"(sum_over_time(({hourly} and on () {month} == {m})[31d:1h]) and on () {month} == {m})" for m in range(1, 13)]
+    return " or ".join(terms)
+
+
+# The month so far changes only at the hour marks, and one evaluation reads 12 x 744 hourly steps: its own group, once
+# an hour (an hour's cost counts at most an hour late); its readers take its last value of the last 75 minutes
+MONTH_INTERVAL = "1h"
+
+
+def month_rules() -> list[dict[str, Any]]:
+    return [{"record": TEAM_MONTH, "expr": month_to_date(TEAM_HOUR)}]
+
+
+def _hourly(record: str, rate: str) -> list[dict[str, Any]]:
+    """``record``: the integral over the last hour of ``rate`` (per hour), sampled each minute."""
+    return [{"record": record, "expr": f"sum_over_time({rate}[1h:1m]) / 60"}]
 
 
 def cost_rules(prices: dict[str, float]) -> list[dict[str, Any]]:
@@ -31,15 +59,29 @@ def cost_rules(prices: dict[str, float]) -> list[dict[str, Any]]:
     priced = f"{POD_GPUS} * on (pool) group_left () {PRICE}"
     rules += [
         {"record": "pod:gpu_cost_usd:rate1h", "expr": priced},
-        {"record": TEAM_COST, "expr": f"sum by (team) (pod:gpu_cost_usd:rate1h * on (namespace) group_left (team) {NAMESPACE_TEAM})"},
+        # a team of the site that runs nothing costs 0, recorded as such while kube-state-metrics answers: so the spend
+        # series is absent only when its sources are (the budget guard then keeps the queue as it is and says so)
+        {
+            "record": TEAM_COST,
+            "expr": f"sum by (team) (pod:gpu_cost_usd:rate1h * on (namespace) group_left (team) {NAMESPACE_TEAM}) "
+            f"or 0 * max by (team) ({NAMESPACE_TEAM}) and on () (count(kube_node_labels) > 0)",
+        },
         {
             "record": "cost_center:gpu_cost_usd:rate1h",
             "expr": f"sum by (cost_center) (pod:gpu_cost_usd:rate1h * on (namespace) group_left (cost_center) {NAMESPACE_TEAM})",
         },
         {"record": "pool:gpu_cost_usd:rate1h", "expr": "sum by (pool) (pod:gpu_cost_usd:rate1h)"},
-        # trailing 30 days: the hourly spend read once an hour and summed (hours before the team ran count as 0;
-        # whatever the evaluation interval, each hour counts once)
-        {"record": TEAM_30D, "expr": f"sum_over_time({TEAM_COST}[30d:1h])"},
+        # what an hour cost: the rate read every minute of it (a minute without the series costs 0), over the 60
+        # minutes. A total reads these at the hour marks, each hour once: reading the rate itself there billed only
+        # what ran at the mark (a job from :05 to :55 cost nothing; review obsreview2 DEFECT 1)
+        *_hourly(TEAM_HOUR, TEAM_COST),
+        *_hourly("workload:gpu_cost_usd:sum1h", "workload:gpu_cost_usd:rate1h"),
+        *_hourly("team:gpu_hours_allocated:sum1h", "team:gpus_allocated:sum"),
+        *_hourly("team:gpu_hours_used:sum1h", "team:gpus_busy:sum"),
+        # tokens per second, read every minute: x 60 s
+        {"record": "workload:vllm_tokens:sum1h", "expr": "sum_over_time(workload:vllm_tokens:rate5m[1h:1m]) * 60"},
+        # trailing 30 days: the hours' costs summed at the hour marks (whatever the evaluation interval, each hour once)
+        {"record": TEAM_30D, "expr": f"sum_over_time({TEAM_HOUR}[30d:1h])"},
         # cost of a used GPU-hour: what the team pays for allocated GPUs over the GPU-hours they were busy
         {"record": "team:usd_per_used_gpu_hour:ratio", "expr": f"{TEAM_COST} / team:gpus_busy:sum"},
         {
@@ -68,13 +110,21 @@ def budget_alerts(rp: ResolvedPlatform, site_name: str, shares: dict[str, float]
         where = f" (the {share:.0%} of ${budget.monthly_usd:,.0f} its quota at {site_name} is worth)" if share < 1 else ""
         for percent in sorted(set(budget.alert_at_percent)):
             limit = usd * percent / 100
-            out.append(Alert(budget_alert_name(name, percent), f'{TEAM_30D}{{team="{name}"}} > {limit:.6g}', "1h",
+            spent = f'last_over_time({TEAM_MONTH}{{team="{name}"}}[75m])'
+            out.append(Alert(budget_alert_name(name, percent), f"{spent} > {limit:.6g}", "1h",
                              "warning",  # a budget is a conversation, not a page
                              f"Team {name} has spent {percent}% of its ${usd:,.0f} monthly GPU budget{where}",
-                             "Trailing 30-day GPU spend at the plan's prices (team:gpu_cost_usd:sum30d) is past it. Ask the "
+                             "This month's GPU spend at the plan's prices (team:gpu_cost_usd:sum_month) is past it. Ask the "
                              "team to stop idle work (GPUIdleWhileAllocated) or raise the budget; see `alicerce plan`."))  # fmt: skip
         out.append(Alert(budget_alert_name(name, None), f'{TEAM_COST}{{team="{name}"}} * {HOURS_30D} > {usd:.6g}', "6h", "warning",
                          f"Team {name} is on course to overrun its ${usd:,.0f} monthly GPU budget{where}",
                          "At the spend rate of the last six hours the month costs more than the budget: check what the "
                          "team's running pods hold (team:gpus_allocated:sum) against what they use (team:gpus_busy:sum)."))  # fmt: skip
+        if budget.on_exhausted == "stopAdmitting":
+            # the guard reads this series; without it it holds nothing and releases nothing (budget_guard.run)
+            out.append(Alert(budget_blind_alert_name(name), f'absent({TEAM_COST}{{team="{name}"}})', "30m", "warning",
+                             f"Team {name}'s GPU spend is not recorded: its budget guard cannot stop or release its queue",
+                             "team:gpu_cost_usd:rate1h is absent (kube-state-metrics down or not scraped, or the cost rules "
+                             "not loaded): the budget guard keeps the team's ClusterQueue as it is and its runs fail until "
+                             "the spend is back (KubeStateMetricsAbsent; the guard's log in the monitoring namespace)."))  # fmt: skip
     return out

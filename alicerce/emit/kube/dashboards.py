@@ -13,15 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from alicerce.catalog.alerts import DIAGNOSES
+from alicerce.catalog.alerts import DIAGNOSES, GPU_KEY
 from alicerce.emit.kube.promql import recorded_read
 from alicerce.resolve.model import ResolvedPlatform
 
 Panel = tuple[str, list[str], str]  # title, queries, unit
-
-# One series per GPU: with time-slicing, dcgm-exporter repeats a device's counters once per pod holding it (and GPU_UTIL
-# and FB_USED per process), so a sum or mean over the raw series counts a shared GPU once per pod (review DEFECT 4)
-PER_GPU = "max by (Hostname, gpu, UUID) ({})"
 
 
 def _panels(rows: list[Panel], have: set[str]) -> list[dict[str, Any]]:
@@ -95,9 +91,11 @@ def overview(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
         ),
         ("Storage client operations by tier", ["tier:storage_client_ops:rate5m"], "ops"),
         ("GPU memory used by pool", ["pool:gpu_memory_used:avg"], "percentunit"),
-        ("Tensor core activity by node", [f"avg by (Hostname) ({PER_GPU.format('DCGM_FI_PROF_PIPE_TENSOR_ACTIVE')}) * 100"], "percent"),
+        # one value per GPU first: a time-sliced GPU's device counters come once per pod holding it (dcgm-exporter with
+        # KUBERNETES_VIRTUAL_GPUS, vendored labels.json virtual_gpus), so a plain sum counted it once per pod
+        ("Tensor core activity by node", [f"avg by (Hostname) (max by ({GPU_KEY}) (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE)) * 100"], "percent"),
         ("GPU temperature", ["max by (Hostname, gpu) (DCGM_FI_DEV_GPU_TEMP)"], "celsius"),
-        ("GPU power", [f"sum by (Hostname) ({PER_GPU.format('DCGM_FI_DEV_POWER_USAGE')})"], "watt"),
+        ("GPU power", [f"sum by (Hostname) (max by ({GPU_KEY}) (DCGM_FI_DEV_POWER_USAGE))"], "watt"),
         ("Last XID by GPU", ["max by (Hostname, gpu) (DCGM_FI_DEV_XID_ERRORS)"], "short"),
         (
             "Firing diagnoses",
@@ -135,8 +133,8 @@ def team(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
         ("Job failure ratio by kind", [f"team_kind:job_failure:ratio{{{t}}}"], "percentunit"),
         ("Job run time p50 / p95 by kind", [f"team_kind:job_run_seconds:p50{{{t}}}", f"team_kind:job_run_seconds:p95{{{t}}}"], "s"),
         (
-            "Spend over 30 days against budget (USD)",
-            [f"team:gpu_cost_usd:sum30d{{{t}}}", f"alicerce:team_budget_usd:monthly{{{t}}}"],
+            "Spend this month against budget (USD)",
+            [f"last_over_time(team:gpu_cost_usd:sum_month{{{t}}}[75m])", f"alicerce:team_budget_usd:monthly{{{t}}}"],
             "currencyUSD",
         ),
         (

@@ -47,6 +47,8 @@ from alicerce.plan.kpi import checkpoint_stall_seconds
 from alicerce.resolve.model import ResolvedPlatform
 
 HELD = f'{GPU_UTIL}{{pod!=""}}'
+# 1 while a team's ClusterQueue admits (Kueue's status gauge, one per queue and status), 0 while stopped or pending
+QUEUE_ACTIVE = 'label_replace(max by (cluster_queue) (kueue_cluster_queue_status{status="active"}), "team", "$1", "cluster_queue", "(.+)")'
 NODE_HELD = f"avg by (node, pool) ({HELD})"  # mean utilisation of the GPUs pods hold on a node
 IO_SATURATED = 0.25  # PSI: some task of the node waited on IO a quarter of the time
 
@@ -55,22 +57,34 @@ def _checkpoint_for(rp: ResolvedPlatform) -> str:
     return f"{int(checkpoint_stall_seconds(rp))}s"
 
 
-def diagnoses(rp: ResolvedPlatform) -> list[Alert]:
+def diagnoses(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     input_bound = f"({NODE_HELD} < 0.4) and on (node) ({NODE_IO_PRESSURE} > {IO_SATURATED}) and on (node) ({NODE_READ} >= {NODE_WRITE})"
     stall = f"({NODE_HELD} < 0.1) and on (node) ({NODE_IO_PRESSURE} > {IO_SATURATED}) and on (node) ({NODE_WRITE} > {NODE_READ})"
     # memory-bound: the memory interface busy most cycles while the tensor cores wait, memory near full (a decode-like
     # job). GPU_UTIL and the graphics engine stay near 100% on such a job (a kernel is always running): they cannot
     # tell it from a compute-bound one (review T2), the DRAM and tensor pipes can.
     memory = f'count by (namespace, pod, node) (({GPU_FB} > 0.9) and ({GPU_DRAM}{{pod!=""}} > 0.6) and ({GPU_TENSOR} < 0.2)) > 0'
-    comms = f'(avg by (node, pool) ({GPU_TENSOR}{{pod!=""}}) < 0.15) and on (node) ({NODE_HELD} > 0.8) and on (node) ({NODE_IB_UTIL} > 0.6)'
+    # communication-bound reads the fabric's port counters: only pools whose adapters report them to the node exporter
+    # (InfiniBand, RoCE; an EFA port reports none, alicerce.resolve.model.RdmaAttachment.port_counters), or it is a
+    # diagnosis that can never fire
+    counted = sorted(p.name for p in rp.site(site_name).pools if p.gpu is not None and p.rdma is not None and p.rdma.port_counters)
+    pools = f'pool=~"{"|".join(counted)}"'
+    comms = (
+        f'(avg by (node, pool) ({GPU_TENSOR}{{pod!="",{pools}}}) < 0.15) and on (node) ({NODE_HELD} > 0.8) '
+        f"and on (node) ({NODE_IB_UTIL} > 0.6)"
+    )
     # what sits idle in the cohort on each pool: quotas minus all use, borrowed GPUs included (a borrower's usage above
-    # its quota is a lender's quota in use); a lender's own quota minus its own usage would count lent GPUs as idle
-    idle = "clamp_min(team_pool:kueue_gpu_quota:sum - team_pool:kueue_gpu_usage:sum, 0)"
-    cohort = "clamp_min(sum by (pool) (team_pool:kueue_gpu_quota:sum) - sum by (pool) (team_pool:kueue_gpu_usage:sum), 0)"
+    # its quota is a lender's quota in use); a lender's own quota minus its own usage would count lent GPUs as idle.
+    # Only active queues: a stopped one (a budget guard's Hold) neither admits nor lends (Kueue v0.19.2 reports it
+    # pending, pkg/metrics/metrics.go CQStatusPending), so its wait is the budget's and its idle quota nobody's
+    # (review obsreview2 DEFECT 2)
+    quota = f"(team_pool:kueue_gpu_quota:sum and on (team) ({QUEUE_ACTIVE} == 1))"
+    idle = f"clamp_min({quota} - team_pool:kueue_gpu_usage:sum, 0)"
+    cohort = f"clamp_min(sum by (pool) ({quota}) - sum by (pool) (team_pool:kueue_gpu_usage:sum), 0)"
     others_idle = f"sum by (team) (clamp_min({idle} * 0 + on (pool) group_left () {cohort} - {idle}, 0))"
-    pending = "max by (team) (team:kueue_gpus_pending:sum)"
+    pending = f"max by (team) (team:kueue_gpus_pending:sum) and on (team) ({QUEUE_ACTIVE} == 1)"
     borrowing = f"({pending} > 0) and on (team) ({others_idle} >= on (team) {pending})"
-    return [
+    alerts = [
         Alert(INPUT_BOUND, input_bound, "15m", "warning",
               "GPUs on {{ $labels.node }} ({{ $labels.pool }}) wait for input data",
               "GPUs held by pods run under 40% while the node waits on storage reads: raise the dataset tier's "
@@ -94,6 +108,7 @@ def diagnoses(rp: ResolvedPlatform) -> list[Alert]:
               "Its pending GPUs would fit in the idle quota of its cohort: check the team's borrowingLimit, the "
               "other teams' lendingLimit, and that fair sharing and preemption are on."),
     ]  # fmt: skip
+    return [a for a in alerts if a.name != COMMUNICATION_BOUND or counted]
 
 
 def _selector(slo: ServingSlo, team_namespaces: tuple[str, ...]) -> str:

@@ -39,7 +39,7 @@ def ksm_resource(name: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_]", "_", name)
 
 
-KUEUE_GPU = "nvidia.com/gpu"  # Kueue reports resource names as they are
+KUEUE_GPU = "nvidia.com/gpu|nvidia.com/mig-.+"  # Kueue reports resource names as they are: GPUs and MIG instances
 QUANTILES = (0.5, 0.95, 0.99)
 
 # joins: info series whose value is 1 (or a count), to attach team/pool/workload to exporter series
@@ -48,6 +48,7 @@ NODE_POOL = "alicerce:node_pool:info"
 POD_WORKLOAD = "alicerce:pod_workload:info"
 POOL_GPUS_PER_NODE = "alicerce:pool_gpus_per_node:count"
 POOL_RESOURCE_GPU_SHARE = "alicerce:pool_resource_gpu_share:ratio"  # the share of a GPU one unit of a resource is
+KUEUE_RESOURCE_GPU_SHARE = "alicerce:pool_kueue_resource_gpu_share:ratio"  # the same, with Kueue's resource names
 # per GPU, with node, pool and (when held) namespace and pod
 GPU_UTIL = "gpu:dcgm_utilization:ratio"
 GPU_FB = "gpu:dcgm_memory_used:ratio"
@@ -96,6 +97,7 @@ def join_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]
         rules.append(_rule(POOL_GPUS_PER_NODE, f"vector({pool.gpus_per_node})", {"pool": pool.name}))
         for resource, share in sorted(pool.gpu_units.gpu_share.items()):
             rules.append(_rule(POOL_RESOURCE_GPU_SHARE, f"vector({share:.6g})", {"pool": pool.name, "resource": ksm_resource(resource)}))
+            rules.append(_rule(KUEUE_RESOURCE_GPU_SHARE, f"vector({share:.6g})", {"pool": pool.name, "resource": resource}))
     nodes = _as("pool", POOL_NODE_LABEL, f'kube_node_labels{{{POOL_NODE_LABEL}!=""}}')
     pods = _as("workload", WORKLOAD_POD_LABEL, f'kube_pod_labels{{{WORKLOAD_POD_LABEL}!=""}}')
     rules += [_rule(NODE_POOL, f"max by (node, pool) ({nodes})"), _rule(POD_WORKLOAD, f"max by (namespace, pod, workload) ({pods})")]
@@ -104,7 +106,7 @@ def join_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]
 
 def _per_gpu(metric_expr: str) -> str:
     """A DCGM expression per GPU, keyed by node/gpu/UUID (and namespace/pod where held), with the node's pool."""
-    keyed = f"max by (node, gpu, UUID, namespace, pod) ({_as('node', 'Hostname', metric_expr)})"
+    keyed = f"max by (node, gpu, UUID, GPU_I_ID, namespace, pod) ({_as('node', 'Hostname', metric_expr)})"
     return f"{keyed} * on (node) group_left (pool) {NODE_POOL}"
 
 
@@ -130,8 +132,11 @@ def gpu_rules() -> list[dict[str, Any]]:
         f"sum by (namespace, pod, node, pool) ({requests} * on (namespace, pod) group_left () ({running}) "
         f"* on (node) group_left (pool) {NODE_POOL} * on (pool, resource) group_left () {POOL_RESOURCE_GPU_SHARE})"
     )
+    # a MIG instance reports no DCGM_FI_DEV_GPU_UTIL (absent, or 0: dcgm-exporter maintainers in NVIDIA/dcgm-exporter
+    # issues 105, 216, 430): its graphics engine activity stands for it; MIG series carry GPU_I_ID (render_metrics.go 47)
+    utilisation = 'DCGM_FI_DEV_GPU_UTIL{GPU_I_ID=""} / 100 or DCGM_FI_PROF_GR_ENGINE_ACTIVE{GPU_I_ID!=""}'
     return [
-        _rule(GPU_UTIL, _per_gpu("DCGM_FI_DEV_GPU_UTIL / 100")),
+        _rule(GPU_UTIL, _per_gpu(utilisation)),
         _rule(GPU_FB, _memory_used()),
         _rule(GPU_ACTIVE, _per_gpu("DCGM_FI_PROF_GR_ENGINE_ACTIVE")),
         _rule(GPU_TENSOR, _per_gpu("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")),
@@ -189,9 +194,16 @@ def queue_rules() -> list[dict[str, Any]]:
         ready = f"histogram_quantile({q:g}, sum by (cluster_queue, le) (rate(kueue_admitted_until_ready_wait_time_seconds_bucket[1h])))"
         rules.append(_rule(f"team:kueue_admission_wait_seconds:{name}", _team(wait)))
         rules.append(_rule(f"team:kueue_admitted_until_ready_seconds:{name}", _team(ready)))
-    usage = f'kueue_cluster_queue_resource_usage{{resource="{KUEUE_GPU}"}}'
-    quota = f'kueue_cluster_queue_nominal_quota{{resource="{KUEUE_GPU}"}}'
-    pending = f'kueue_cluster_queue_resource_pending{{resource="{KUEUE_GPU}"}}'
+
+    # in GPUs: a MIG instance counts as its share of a GPU (per flavor, a pool; pending has no flavor: a profile's
+    # share is the same wherever it is cut, so the largest across pools)
+    def gpus(metric: str) -> str:
+        flavored = _as("pool", "flavor", f'{metric}{{resource=~"{KUEUE_GPU}"}}')
+        return f"{flavored} * on (pool, resource) group_left () {KUEUE_RESOURCE_GPU_SHARE}"
+
+    usage, quota = gpus("kueue_cluster_queue_resource_usage"), gpus("kueue_cluster_queue_nominal_quota")
+    pending = (f'kueue_cluster_queue_resource_pending{{resource=~"{KUEUE_GPU}"}} '
+               f"* on (resource) group_left () max by (resource) ({KUEUE_RESOURCE_GPU_SHARE})")  # fmt: skip
     evicted = "increase(kueue_evicted_workloads_total[1h])"
     rules += [
         _rule("team:kueue_pending_workloads:sum", _team("sum by (cluster_queue, status) (kueue_pending_workloads)")),

@@ -43,11 +43,12 @@ from alicerce.catalog.alerts import (
 )
 from alicerce.emit.kube.budgets import budget_guard
 from alicerce.emit.kube.common import MANAGED, meta
-from alicerce.emit.kube.costs import BUDGET, budget_alerts, cost_rules
+from alicerce.emit.kube.costs import BUDGET, MONTH_INTERVAL, budget_alerts, cost_rules, month_rules
 from alicerce.emit.kube.dashboards import dashboards
 from alicerce.emit.kube.diagnoses import diagnoses, latency_bad_ratio, share_above, slo_burn
 from alicerce.emit.kube.kpi import kpi_groups
 from alicerce.emit.kube.promql import fed
+from alicerce.emit.kube.sources import source_alerts
 from alicerce.emit.storage_counters import counted_tiers
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite, ResolvedTeam
 from alicerce.resolve.namespaces import MONITORING_NAMESPACE
@@ -123,8 +124,11 @@ def _starved_alert(slo: Slo) -> Alert:
     inadmissible = f'sum(kueue_pending_workloads{{{queue},status="inadmissible"}})'
     admitted = f"(sum(increase(kueue_admitted_workloads_total{{{queue}}}[{window}])) or on () vector(0))"
     # a healthy backlog holds inadmissible workloads too (Kueue parks what does not fit now as inadmissible): starved
-    # means nothing was admitted all along, whichever kind of pending it held
-    expr = f"({always(inadmissible)} or {always(pending)}) and on () {admitted} == 0"
+    # means nothing was admitted all along, whichever kind of pending it held; not while the queue is stopped (a
+    # budget guard's Hold: Kueue reports it pending, kueue v0.19.2 pkg/metrics/metrics.go CQStatusPending), whose wait
+    # is the budget's (review obsreview2 DEFECT 2)
+    stopped = f'max(kueue_cluster_queue_status{{{queue},status="active"}}) == 0'
+    expr = f"({always(inadmissible)} or {always(pending)}) and on () {admitted} == 0 unless on () ({stopped})"
     return Alert(slo_starved_alert_name(slo.name), expr, "0m", "warning",
                  f"Team {slo.team}: workloads have waited {float(slo.threshold) / 3600:g} h without being admitted",
                  f"SLO {slo.name}: the queue is starved (inadmissible workloads, or nothing admitted); check the workloads' "
@@ -207,7 +211,12 @@ def _cost_groups(rp: ResolvedPlatform, site_name: str, group: Callable[[str, lis
         {"record": BUDGET, "expr": f"vector({usd:.6g})", "labels": {"team": n}} for n, usd in sorted(budgets.items())
     ]
     records = [{**r, "labels": {**r.get("labels", {}), "site": site_name}} for r in rules]
-    return [{"name": "alicerce.cost", "rules": records}, group("alicerce.budget", budget_alerts(rp, site_name, shares))]
+    month = [{**r, "labels": {"site": site_name}} for r in month_rules()]
+    return [
+        {"name": "alicerce.cost", "rules": records},
+        {"name": "alicerce.cost.month", "interval": MONTH_INTERVAL, "rules": month},
+        group("alicerce.budget", budget_alerts(rp, site_name, shares)),
+    ]
 
 
 def budget_shares(rp: ResolvedPlatform, site_name: str, prices: dict[str, float]) -> dict[str, float]:
@@ -248,13 +257,15 @@ def rule_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
     burn_records, burn_alerts = slo_burn(rp)
     groups = [
         group("alicerce.gpu.health", [*GPU_HEALTH, *exporter, *_pool_alerts(rp, site_name)]),
+        # a KPI source that went missing: without these, its KPIs and diagnoses read as an idle, healthy platform
+        group("alicerce.sources", source_alerts(rp, site_name)),
         group("alicerce.gpu.efficiency", list(GPU_EFFICIENCY)),
         group("alicerce.slo", _slo_alerts(rp)),
         group("alicerce.storage", list(STORAGE_ALERTS) if counted_tiers(rp.site(site_name)) else []),
         {"name": "alicerce.gpu.recording", "rules": [dict(r) for r in RECORDING_RULES]},
         *kpi_groups(rp, site_name),
         # after the KPI groups they read; a diagnosis names its cause and what to do
-        group("alicerce.diagnoses", diagnoses(rp)),
+        group("alicerce.diagnoses", diagnoses(rp, site_name)),
         {"name": "alicerce.slo.burn-rate", "rules": [{**r, "labels": {**r["labels"], "site": site_name}} for r in burn_records]},
         group("alicerce.slo.burn", burn_alerts),
         *_cost_groups(rp, site_name, group),

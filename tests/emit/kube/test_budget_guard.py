@@ -26,6 +26,7 @@ from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_text
 from tests.conftest import ROOT
 from tests.emit.kube.prometheus import at, every, needs_prometheus, prometheus_server
+from tests.emit.kube.test_monitoring import expected, needs_promtool, platform, rules_of, run_promtool
 from tests.emit.kube.upstream import load
 
 TOKEN = "guard-token"
@@ -117,9 +118,19 @@ def queue(name: str, policy: str | None = None, annotations: dict[str, str] | No
 Series = dict[str, list[tuple[datetime.datetime, float]]]
 
 
-def spend(team: str, usd_per_hour: float, *spans: tuple[str, str]) -> Series:
-    """The team's spend rate over the hours it runs (no series while it runs nothing, as the cost rules record)."""
-    return {f'team:gpu_cost_usd:rate1h{{site="aws",team="{team}"}}': [s for a, b in spans for s in every(a, b, QUARTER, usd_per_hour)]}
+def spend(team: str, usd_per_hour: float, *spans: tuple[str, str], idle: tuple[str, ...] = ()) -> Series:
+    """What the cost rules record for a team that runs over ``spans``: its spend rate, and each hour's cost at the
+    hour mark that ends it (from an hour after a span starts); both 0 around the ``idle`` moments (the rules record 0
+    for a team that runs nothing while kube-state-metrics answers)."""
+
+    def shifted(a: str) -> str:
+        return (at(a) + HOUR).isoformat()[:16]
+
+    quiet = [s for m in idle for s in every((at(m) - HOUR).isoformat()[:16], m, QUARTER, 0.0)]
+    rate = [s for a, b in spans for s in every(a, b, QUARTER, usd_per_hour)]
+    hours = [s for a, b in spans for s in every(shifted(a), b, QUARTER, usd_per_hour)]
+    labels = f'{{site="aws",team="{team}"}}'
+    return {f"team:gpu_cost_usd:rate1h{labels}": rate + quiet, f"team:gpu_cost_usd:sum1h{labels}": hours + quiet}
 
 
 def budget(team: str, usd: float, *moments: str) -> Series:
@@ -154,25 +165,27 @@ def test_the_decision_holds_once_and_releases_only_its_own_hold() -> None:
 
 @needs_prometheus
 def test_the_guard_holds_a_spent_team_and_releases_it_the_next_month(tmp_path: Path) -> None:
-    # research spends $100/h from 1 March; its $5,000 is gone after 50 hours (2 March 02:00 is the 51st hour counted);
-    # applied-ml ran nothing (no spend series); ops was held by an operator by hand
-    runs = ("2025-03-02T12:00", "2025-03-03T01:30", "2025-03-20T00:00", "2025-04-01T01:10")
-    spans = (("2025-02-28T20:00", "2025-02-28T23:45"), ("2025-03-01T00:00", "2025-03-03T04:00"), ("2025-04-01T00:00", "2025-04-01T02:00"))
-    series = {**spend("research", 100, *spans), **budget("research", 5000, *runs), **budget("applied-ml", 2000, *runs),
-              **budget("ops", 10, *runs)}  # fmt: skip
+    # research spends $100/h from 28 February 20:00 to 3 March 04:00; March's first hour ends at 01:00 of the first
+    # (midnight ends February's last), so its $5,000 is gone with the hour that ends at 02:00 on the 3rd (the 50th);
+    # applied-ml ran nothing (a spend of 0); ops was held by an operator by hand
+    runs = ("2025-03-02T12:00", "2025-03-03T02:30", "2025-03-20T00:00", "2025-04-01T01:10")
+    spans = (("2025-02-28T20:00", "2025-03-03T04:00"), ("2025-04-01T00:00", "2025-04-01T02:00"))
+    series = {**spend("research", 100, *spans, idle=("2025-03-20T00:00",)), **budget("research", 5000, *runs),
+              **spend("applied-ml", 0, idle=runs), **budget("applied-ml", 2000, *runs),
+              **spend("ops", 0, idle=runs), **budget("ops", 10, *runs)}  # fmt: skip
     state = FakeApiServer({"research": queue("research"), "applied-ml": queue("applied-ml"), "ops": queue("ops", "Hold")})
     with prometheus_server(series, tmp_path) as prometheus, api_server(state) as kube:
         cfg = config(prometheus, kube, tmp_path, ["applied-ml", "ops", "research"])
 
-        assert budget_guard.run(cfg, at("2025-03-02T12:00")) == 0  # 37 hours: $3,700
+        assert budget_guard.run(cfg, at("2025-03-02T12:00")) == 0  # 36 hours: $3,600
         assert state.patches == []
-        assert budget_guard.run(cfg, at("2025-03-03T01:30")) == 0  # 50 hours counted: $5,000
+        assert budget_guard.run(cfg, at("2025-03-03T02:30")) == 0  # 50 hours counted: $5,000
         assert state.patches == [("research", {"metadata": {"annotations": {budget_guard.HOLD_ANNOTATION: "2025-03"}},
                                                "spec": {"stopPolicy": "Hold"}})]  # fmt: skip
         assert state.queues["research"]["spec"]["stopPolicy"] == "Hold"
         assert budget_guard.run(cfg, at("2025-03-20T00:00")) == 0  # held already: no second patch
         assert len(state.patches) == 1
-        # February's spend does not count in March; in April the month starts again: $100 at 00:00 and 01:00
+        # February's spend does not count in March; in April the month starts again: the hour that ended at 01:00
         assert budget_guard.run(cfg, at("2025-04-01T01:10")) == 0
         assert state.patches[-1] == ("research", {"metadata": {"annotations": {budget_guard.HOLD_ANNOTATION: None}},
                                                   "spec": {"stopPolicy": "None"}})  # fmt: skip
@@ -188,6 +201,39 @@ def test_without_a_budget_series_the_guard_changes_nothing_and_fails(tmp_path: P
     with prometheus_server(series, tmp_path) as prometheus, api_server(state) as kube:
         assert budget_guard.run(config(prometheus, kube, tmp_path, ["research"]), at("2025-03-01T23:00")) == 1
     assert state.patches == []
+
+
+@needs_prometheus
+def test_without_a_spend_series_the_guard_neither_holds_nor_releases_and_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """research was held in February; in March its spend series is gone (kube-state-metrics down, the cost rules not
+    loaded): a missing spend is not a spend of 0, so the queue stays held, and applied-ml, spent out but blind since
+    its series vanished an hour before the run, is not held on a month summed up to then; the run fails."""
+    state = FakeApiServer({"research": queue("research", "Hold", {budget_guard.HOLD_ANNOTATION: "2025-02"}),
+                           "applied-ml": queue("applied-ml")})  # fmt: skip
+    run = "2025-03-05T12:00"
+    series = {**budget("research", 5000, run), **budget("applied-ml", 10, run),
+              **spend("applied-ml", 100, ("2025-03-01T00:00", "2025-03-05T10:00"))}  # fmt: skip
+    with prometheus_server(series, tmp_path) as prometheus, api_server(state) as kube:
+        assert budget_guard.run(config(prometheus, kube, tmp_path, ["applied-ml", "research"]), at(run)) == 1
+    assert state.patches == []
+    err = capsys.readouterr().err
+    assert "team research: no spend recorded at site aws; queue research left as it is" in err
+    assert "team applied-ml: no spend recorded" in err
+
+
+@needs_promtool
+def test_spend_is_zero_while_its_sources_answer_and_missing_spend_raises_the_guards_alert(tmp_path: Path) -> None:
+    rp = platform()
+    rule = rules_of(rp, "aws")["BudgetResearchSpendMissing"]
+    nodes = [{"series": 'kube_node_labels{node="ip-10-20-1-1.ec2.internal",label_alicerce_dev_pool="train-p5"}', "values": "1x60"}]
+    answering = {"interval": "1m", "input_series": nodes,
+                 "promql_expr_test": [{"expr": 'team:gpu_cost_usd:rate1h{team="research"}', "eval_time": "40m",
+                                       "exp_samples": [{"labels": 'team:gpu_cost_usd:rate1h{site="aws",team="research"}', "value": 0}]}],
+                 "alert_rule_test": [{"eval_time": "40m", "alertname": "BudgetResearchSpendMissing", "exp_alerts": []}]}  # fmt: skip
+    blind = {"interval": "1m", "input_series": [{"series": 'up{job="x"}', "values": "1x60"}],
+             "alert_rule_test": [{"eval_time": "40m", "alertname": "BudgetResearchSpendMissing",
+                                  "exp_alerts": [expected(rule, {"team": "research"}, "1")]}]}  # fmt: skip
+    run_promtool(rp, "aws", [answering, blind], tmp_path)
 
 
 def test_the_shipped_script_runs_on_the_standard_library_alone(tmp_path: Path) -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from alicerce.emit.kube.monitoring import budget_shares, rule_groups
 from alicerce.plan.platform import HOURS_PER_MONTH, plan_platform
 from alicerce.rules.validate import validated
@@ -14,7 +16,7 @@ from alicerce.spec.loader import load_text
 from tests.conftest import ROOT
 from tests.emit.kube.scrape import dcgm_series, series
 from tests.emit.kube.test_kpi import rounded
-from tests.emit.kube.test_monitoring import dcgm_scraped, expected, needs_promtool, platform, rules_of, run_promtool
+from tests.emit.kube.test_monitoring import dcgm_scraped, expected, needs_promtool, platform, promtool, rules_of, run_promtool
 
 P5 = 'label_alicerce_dev_pool="train-p5",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
 L40S = 'label_alicerce_dev_pool="infer-l40s",label_alicerce_dev_accelerator="L40S-48GB"'
@@ -75,13 +77,35 @@ def test_showback_per_team_cost_center_used_gpu_hour_and_million_tokens(tmp_path
     inputs.append({"series": f"vllm:prompt_tokens_total{{{vllm}}}", "values": "0+900000x30"})
     tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
         {**rounded("team:gpu_cost_usd:rate1h", 'site="aws",team="research"', 96 * 6.88, "20m"),
-         "exp_samples": [{"labels": '{site="aws",team="research"}', "value": round(96 * 6.88, 6)},
+         # applied-ml runs nothing: 0, recorded (an absent spend means its sources are gone, not a spend of 0)
+         "exp_samples": [{"labels": '{site="aws",team="applied-ml"}', "value": 0},
+                         {"labels": '{site="aws",team="research"}', "value": round(96 * 6.88, 6)},
                          {"labels": '{site="aws",team="serving"}', "value": round(4 * l40s, 6)}]},
         {**rounded("cost_center:gpu_cost_usd:rate1h", 'cost_center="CC-4411",site="aws"', 96 * 6.88, "20m"),
          "exp_samples": [{"labels": '{cost_center="CC-4411",site="aws"}', "value": round(96 * 6.88, 6)},
                          {"labels": '{cost_center="CC-4413",site="aws"}', "value": round(4 * l40s, 6)}]},
         rounded("team:usd_per_used_gpu_hour:ratio", 'site="aws",team="research"', 13.76, "20m"),
         rounded("workload:usd_per_million_tokens:ratio", 'namespace="serving",site="aws",workload="chat-70b"', 4 * l40s / 64.8, "20m"),
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_work_between_hour_marks_is_billed_minute_by_minute(tmp_path: Path) -> None:
+    """Review obsreview2 DEFECT 1: research holds 8 p5 GPUs ($6.88) from :05 to :55 of hours 0, 1 and 2. Reading the
+    cost rate at the hour marks billed nothing; each hour's integral bills 50 minutes: 3 x 50/60 h x 8 x $6.88."""
+    rp = platform()
+    node = "ip-10-20-1-1.ec2.internal"
+    hour = "_x5 GPUSx49 _x5 "  # minutes 0-4 absent, 5-54 held, 55-59 absent (`1x49` is 50 samples, `_x5` five)
+    values = (hour * 3).strip() + " _x25"
+    pod = held("research", "job-0", node, 8, values)
+    pod[0]["values"] = ("0x4 1x49 0x4 " * 3).strip() + " 0x25"  # the phase series stays, 0 while not running
+    inputs = [{"series": f'kube_node_labels{{node="{node}",{P5}}}', "values": "1x200"}, *pod]
+    research = '{site="aws",team="research"}'
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded('team:gpu_cost_usd:sum1h{team="research"}', research[1:-1], 50 / 60 * 8 * 6.88, "1h"),
+        rounded('team:gpu_hours_allocated:sum1h{team="research"}', research[1:-1], 50 / 60 * 8, "2h"),
+        rounded('team:gpu_cost_usd:sum30d{team="research"}', research[1:-1], 3 * 50 / 60 * 8 * 6.88, "3h10m"),
     ]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
 
@@ -115,12 +139,12 @@ def test_budget_alerts_fire_at_the_thresholds_and_not_below(tmp_path: Path) -> N
         text = repr(value)  # as Go prints a float64 ({{ $value }})
         return [expected(rules_of(rp, "aws")[name], {"team": "research"}, text.removesuffix(".0"))]
 
-    # 128 GPUs (quota and borrowing) at $6.88: $880.64 an hour, read at 0 h, 1 h ... 6 h: past all of the share
-    spend = sum([128 * 6.88] * 7)
+    # 128 GPUs (quota and borrowing) at $6.88: $880.64 an hour, the six hours that end at 1 h ... 6 h: past the share
+    spend = 128 * 6.88 * 6
     assert spend > share
     hours(128, small, {name: fire(small, name, spend) for name in ("BudgetResearch50", "BudgetResearch100")}, tmp_path / "over", "6h")
-    # 10 GPUs: $481.60 in those seven hours, under half the share
-    assert share / 2 > 7 * 10 * 6.88
+    # 10 GPUs: $412.80 in those hours, under half the share
+    assert share / 2 > 10 * 6.88 * 6
     hours(10, small, {"BudgetResearch50": [], "BudgetResearch100": []}, tmp_path / "under", "6h")
     # the projection, against the real budget: 128 GPUs for a month overrun research's aws share, 80 do not
     rp = platform()
@@ -128,6 +152,35 @@ def test_budget_alerts_fire_at_the_thresholds_and_not_below(tmp_path: Path) -> N
     assert 80 * 6.88 * 720 < real < 128 * 6.88 * 720
     hours(128, rp, {"BudgetResearchProjected": fire(rp, "BudgetResearchProjected", 128 * 6.88 * 720)}, tmp_path / "course", "7h")
     hours(80, rp, {"BudgetResearchProjected": []}, tmp_path / "steady", "7h")
+
+
+@needs_promtool
+def test_budget_alerts_count_the_calendar_month_as_the_guard_and_finance_do(tmp_path: Path) -> None:
+    """Review obsreview2 DEFECT 5: the alerts read a trailing 30 days while the guard and `alicerce costs` count the
+    calendar month, so on the 1st the guard released a queue the 100% alert still called spent. Promtool's clock starts
+    on 1 January 1970: research's hours cost $1,000 each from 30 January; by 31 January 23:00 48 marks are January's,
+    past its share; at 1 February 02:00 only the two that ended at 01:00 and 02:00 count."""
+    text = (
+        (ROOT / "platform.yaml")
+        .read_text()
+        .replace("budget: {monthlyUsd: 900000, onExhausted: stopAdmitting}", "budget: {monthlyUsd: 5000, alertAtPercent: [100]}")
+    )
+    small = validated(load_text(text, "platform.yaml"), "prod")
+    rule = rules_of(small, "aws")["BudgetResearch100"]
+    share = float(rule["expr"].rsplit("> ", 1)[1])
+    assert 2 * 1000 < share < 48 * 1000
+    hours = {"series": 'team:gpu_cost_usd:sum1h{site="aws",team="research"}', "values": "_x696 1000x74"}  # from 696 h: 30 Jan
+    research = 'site="aws",team="research"'
+    tests = [{"interval": "1h", "input_series": [hours],
+              "promql_expr_test": [rounded(f"team:gpu_cost_usd:sum_month{{{research[11:]}}}", research, 48 * 1000, "743h"),
+                                   rounded(f"team:gpu_cost_usd:sum_month{{{research[11:]}}}", research, 2 * 1000, "746h")],
+              "alert_rule_test": [{"eval_time": "743h", "alertname": "BudgetResearch100",
+                                   "exp_alerts": [expected(rule, {"team": "research"}, "")]},
+                                  {"eval_time": "746h", "alertname": "BudgetResearch100", "exp_alerts": []}]}]  # fmt: skip
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": rule_groups(small, "aws")}))
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1h", "tests": tests}))
+    result = promtool("test", "rules", "tests.yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def prices(rp: Any) -> dict[str, float]:

@@ -16,8 +16,9 @@ from alicerce.emit.kube.monitoring import DASHBOARD_NAME, monitoring_objects, ru
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_file
 from tests.conftest import ROOT
+from tests.emit.kube.scrape import dcgm_series, series
 from tests.emit.kube.series import recorded, unproduced
-from tests.emit.kube.test_monitoring import needs_promtool, platform, run_promtool
+from tests.emit.kube.test_monitoring import dcgm_scraped, needs_promtool, platform, run_promtool
 
 
 def queries(board: dict[str, Any]) -> list[str]:
@@ -44,7 +45,7 @@ def test_one_dashboard_per_audience_with_what_that_audience_asks() -> None:
     boards = dashboards(rp, rule_groups(rp, "aws"))
     assert set(boards) == {"gpu-platform.json", "team.json", "inference.json"}
     team = " ".join(queries(boards["team.json"]))
-    assert "team:gpu_cost_usd:sum30d" in team and "alicerce:team_budget_usd:monthly" in team and "kueue_admission_wait" in team
+    assert "team:gpu_cost_usd:sum_month" in team and "alicerce:team_budget_usd:monthly" in team and "kueue_admission_wait" in team
     inference = " ".join(queries(boards["inference.json"]))
     assert all(f"vllm_time_to_first_token_seconds:p{q}" in inference for q in (50, 95, 99)) and "usd_per_million_tokens" in inference
     assert "pool:gpu_effective_utilization:ratio" in " ".join(queries(boards["gpu-platform.json"]))
@@ -106,3 +107,24 @@ def test_a_time_sliced_gpu_counts_once_in_the_power_panel_and_the_gpus_in_use(tm
         {"expr": "namespace:dcgm_gpus_in_use:count", "eval_time": "5m", "exp_samples": [
             {"labels": 'namespace:dcgm_gpus_in_use:count{namespace="serving"}', "value": 1}]},
     ]}], tmp_path)  # fmt: skip
+
+
+def test_a_time_sliced_gpu_counts_once_in_the_node_panels(tmp_path: Path) -> None:
+    """Review obsreview2 DEFECT 4: with KUBERNETES_VIRTUAL_GPUS the exporter repeats a shared GPU's device counters
+    once per pod holding it (vendored labels.json virtual_gpus): one L4 at 60 W shared by four pods is 60 W, not 240."""
+    rp = platform()
+    board = dashboards(rp, rule_groups(rp, "aws"))["gpu-platform.json"]
+    panels = {p["title"]: p["targets"][0]["expr"] for p in board["panels"]}
+    node = "ip-10-20-7-1.ec2.internal"
+    inputs = []
+    for i in range(4):
+        exposed = dcgm_series(node, 0, (f"chat-{i}", "serving", "main"))
+        labels = dcgm_scraped(rp, "aws", exposed)
+        inputs.append({"series": series("DCGM_FI_DEV_POWER_USAGE", labels), "values": "60x10"})
+        inputs.append({"series": series("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", labels), "values": "0.3x10"})
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        {"expr": panels["GPU power"], "eval_time": "5m", "exp_samples": [{"labels": f'{{Hostname="{node}"}}', "value": 60}]},
+        {"expr": panels["Tensor core activity by node"], "eval_time": "5m",
+         "exp_samples": [{"labels": f'{{Hostname="{node}"}}', "value": 30}]},
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)

@@ -249,3 +249,38 @@ def test_job_run_time_and_failures_per_team_and_kind(tmp_path: Path) -> None:
         rounded('job:kube_job_running_seconds:last{job_name="prep"}', f'namespace="research",job_name="prep",{site}', 600),
     ]}]  # fmt: skip
     run_promtool(rp, "dc1", tests, tmp_path)
+
+
+@needs_promtool
+def test_mig_instances_report_activity_and_kueue_counts_them_in_gpus(tmp_path: Path) -> None:
+    """Review obsreview2 DEFECT 6: a MIG instance reports no DCGM_FI_DEV_GPU_UTIL (0 or absent; dcgm-exporter issues
+    105, 216, 430), so a busy MIG pod read as idle (GPUIdleWhileAllocated after an hour) and Kueue's MIG quota and
+    usage (nvidia.com/mig-<profile>) were left out. Its graphics engine activity stands for its utilisation, and a
+    3g.40gb instance of quota is 3/7 of a GPU."""
+    from alicerce.rules.validate import validated
+    from alicerce.spec.loader import load_text
+
+    declared = '    accelerator: "H100-SXM5-80GB:8"\n    onprem:'
+    mig = declared.replace("\n    onprem:", '\n    sharing: {mode: mig, profiles: {"3g.40gb": 1, "4g.40gb": 1}}\n    onprem:')
+    rp = validated(load_text((ROOT / "platform.yaml").read_text().replace(declared, mig), "platform.yaml"), "prod")
+    rules = {r["alert"]: r for g in rule_groups(rp, "dc1") for r in g["rules"] if "alert" in r}
+    host = "gpu-001.dc1.acme.example"
+    exposed = {**dcgm_series(host, 0, ("train-0", "research", "trainer")), "GPU_I_PROFILE": "3g.40gb", "GPU_I_ID": "2"}
+    labels = dcgm_scraped(rp, "dc1", exposed)
+    queue = 'cohort="acme",cluster_queue="research",flavor="onprem-h100",replica_role="standalone"'
+    inputs = [
+        {"series": f'kube_node_labels{{node="{host}",{H100}}}', "values": "1x90"},
+        {"series": series("DCGM_FI_DEV_GPU_UTIL", labels), "values": "0x90"},  # what dcgm-exporter says of an instance
+        {"series": series("DCGM_FI_PROF_GR_ENGINE_ACTIVE", labels), "values": "0.95x90"},
+        {"series": f'kueue_cluster_queue_nominal_quota{{{queue},resource="nvidia.com/mig-3g.40gb"}}', "values": "7x90"},
+        {"series": f'kueue_cluster_queue_resource_usage{{{queue},resource="nvidia.com/mig-3g.40gb"}}', "values": "7x90"},
+    ]
+    held = 'GPU_I_ID="2",UUID="GPU-gpu-001.dc1.acme.example-0",gpu="0",namespace="research",node="gpu-001.dc1.acme.example"'
+    tests = [{"interval": "1m", "input_series": inputs,
+              "promql_expr_test": [
+                  rounded("gpu:dcgm_utilization:ratio", f'{held},pod="train-0",pool="onprem-h100",site="dc1"', 0.95),
+                  rounded("team_pool:kueue_gpu_quota:sum", 'cluster_queue="research",flavor="onprem-h100",pool="onprem-h100",'
+                          'site="dc1",team="research"', 7 * float(f"{3 / 7:.6g}"))],  # the share as recorded
+              "alert_rule_test": [{"eval_time": "90m", "alertname": "GPUIdleWhileAllocated", "exp_alerts": []}]}]  # fmt: skip
+    assert "GPUIdleWhileAllocated" in rules
+    run_promtool(rp, "dc1", tests, tmp_path)

@@ -1,0 +1,101 @@
+"""KPI sources that went missing: an alert per exporter the KPIs and diagnoses read, where the site should have it.
+
+A recording rule over series that are gone records nothing, and a diagnosis over nothing never fires: without these
+alerts a dead or unscraped exporter reads on every dashboard as an idle, healthy platform. Each alert compares what
+the cluster says should report (kube-state-metrics' nodes and pods, the spec's teams and workloads) with what does,
+so a pool scaled to zero or a workload not yet deployed raises nothing. kube-state-metrics itself is the reference of
+the others: its own absence is the first alert. DCGM's exporter has DCGMExporterDown (alicerce.catalog.alerts).
+
+Series and labels, at the pinned versions (vendored under tests/data/upstream):
+- kube-state-metrics 2.20.0: ``kube_node_labels`` (one per node, ``node``), ``kube_pod_status_phase``;
+- node exporter v1.12.1: ``node_pressure_io_waiting_seconds_total`` (pressure collector, every node with PSI: the
+  storage KPIs count from it), ``node_infiniband_port_data_transmitted_bytes_total`` (infiniband collector);
+- dcgm-exporter 4.5.3-4.8.2: ``DCGM_FI_DEV_GPU_UTIL`` and the profiling ``DCGM_FI_PROF_PIPE_TENSOR_ACTIVE``;
+- Kueue 0.19.2: ``kueue_pending_workloads`` is set for every ClusterQueue as soon as Kueue knows it, zeros included
+  (pkg/cache/queue/manager.go AddClusterQueue -> reportPendingWorkloads);
+- serving pods: ``up`` of the PodMonitor's targets, labelled ``alicerce_dev_workload``.
+"""
+
+from __future__ import annotations
+
+from alicerce.catalog.alerts import (
+    DCGM_PROFILING_ABSENT,
+    FABRIC_COUNTERS_ABSENT,
+    KUBE_STATE_METRICS_ABSENT,
+    KUEUE_METRICS_ABSENT,
+    NODE_EXPORTER_ABSENT,
+    SERVING_METRICS_ABSENT,
+    Alert,
+)
+from alicerce.emit.kube.kpi import POD_WORKLOAD, POOL_NODE_LABEL, SERVING_WORKLOAD_LABEL
+from alicerce.emit.kube.kueue import cluster_queue
+from alicerce.resolve.model import ResolvedPlatform
+
+FOR = "15m"  # longer than a node exporter's or an exporter pod's restart; a KPI blind for 15 minutes is worth a ticket
+
+
+def _nodes(pools: list[str]) -> str:
+    """The nodes of some pools, one series each with its ``node`` label (kube-state-metrics)."""
+    return f'max by (node) (kube_node_labels{{{POOL_NODE_LABEL}=~"{"|".join(sorted(pools))}"}})'
+
+
+def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
+    site = rp.site(site_name)
+    pools = [p.name for p in site.pools]
+    alerts = [
+        Alert(KUBE_STATE_METRICS_ABSENT, "absent(kube_node_labels)", "10m", "critical",
+              "kube-state-metrics reports no node",
+              "Every pool, team and workload KPI joins on kube-state-metrics: it is down or not scraped (check the "
+              "kube-prometheus-stack kube-state-metrics pod and its ServiceMonitor); until it is back the KPIs, "
+              "budgets and the missing-GPU alerts read nothing."),
+    ]  # fmt: skip
+    if pools:
+        # a node without PSI reports no pressure either: its storage KPIs and input-bound diagnosis are as blind
+        expr = f"{_nodes(pools)} unless on (node) max by (node) (node_pressure_io_waiting_seconds_total)"
+        alerts.append(Alert(NODE_EXPORTER_ABSENT, expr, FOR, "warning", "Node {{ $labels.node }} reports no node exporter IO pressure",
+                            "The node exporter of this node is down or not scraped, or its kernel has no pressure stall "
+                            "information (boot with psi=1): its storage and fabric KPIs and the input-bound and checkpoint "
+                            "diagnoses are blind there."))  # fmt: skip
+    counted = [p.name for p in site.pools if p.rdma is not None and p.rdma.port_counters]
+    if counted:
+        # only where the exporter answers (else NodeExporterAbsent says it): the collector sees no HCA port counters
+        expr = (f"{_nodes(counted)} unless on (node) max by (node) (node_infiniband_port_data_transmitted_bytes_total) "
+                "and on (node) max by (node) (node_pressure_io_waiting_seconds_total)")  # fmt: skip
+        alerts.append(Alert(FABRIC_COUNTERS_ABSENT, expr, FOR, "warning",
+                            "Node {{ $labels.node }} reports no InfiniBand/RoCE port counters",
+                            "The node exporter answers but its infiniband collector sees no adapter port (collector "
+                            "disabled, /sys not mounted into its pod, or the HCA driver not loaded): fabric KPIs and the "
+                            "communication-bound diagnosis are blind on this node."))  # fmt: skip
+    if any(p.gpu is not None for p in site.pools) and rp.spec.operators.gpu_operator.enabled:
+        expr = "max by (Hostname) (DCGM_FI_DEV_GPU_UTIL) unless on (Hostname) max by (Hostname) (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE)"
+        alerts.append(Alert(DCGM_PROFILING_ABSENT, expr, FOR, "warning",
+                            "GPUs on {{ $labels.Hostname }} report no DCGM profiling metrics",
+                            "dcgm-exporter answers without DCGM_FI_PROF_* (its counters file lacks them, or another "
+                            "profiler such as Nsight holds the GPU's counters): tensor, DRAM and engine activity, and the "
+                            "memory- and communication-bound diagnoses, are blind on this node."))  # fmt: skip
+    queues = sorted(t.name for t in site.teams if cluster_queue(rp, site, t) is not None) if rp.spec.operators.kueue.enabled else []
+    if queues:
+        # one series per missing queue: absent() of an equality matcher carries its label
+        expr = " or ".join(f'absent(kueue_pending_workloads{{cluster_queue="{q}"}})' for q in queues)
+        alerts.append(Alert(KUEUE_METRICS_ABSENT, expr, FOR, "warning",
+                            "Kueue reports no metrics of ClusterQueue {{ $labels.cluster_queue }}",
+                            "Kueue's controller is down or not scraped (enablePrometheus, its ServiceMonitor), or the "
+                            "ClusterQueue does not exist: the team's queue wait, quota, budget and borrowing KPIs are "
+                            "blind."))  # fmt: skip
+    teams = {t.name for t in site.teams}
+    serving = sorted(w.name for w in rp.spec.workloads if w.kind == "inference" and w.team in teams)
+    if serving:
+        names = "|".join(serving)
+        running = 'max by (namespace, pod) (kube_pod_status_phase{phase="Running"}) == 1'
+        pods = f'count by (namespace, workload) ({POD_WORKLOAD}{{workload=~"{names}"}} * on (namespace, pod) group_left () ({running}))'
+        up = f'label_replace(up{{{SERVING_WORKLOAD_LABEL}=~"{names}"}} == 1, "workload", "$1", "{SERVING_WORKLOAD_LABEL}", "(.+)")'
+        scraped = f"count by (namespace, workload) ({up})"
+        # running pods of a serving workload that its PodMonitor does not scrape (no container port named metrics, the
+        # engine not answering): its latency, throughput and SLO series miss them, and the SLO reads what is left
+        expr = f"{pods} > on (namespace, workload) ({scraped} or 0 * {pods})"
+        alerts.append(Alert(SERVING_METRICS_ABSENT, expr, "20m", "warning",
+                            "{{ $labels.namespace }}/{{ $labels.workload }}: {{ $value }} running serving pods, fewer scraped",
+                            "Serving pods run that Prometheus does not scrape: name the engine's metrics port `metrics` "
+                            "and label the pods alicerce.dev/workload (README, Run the platform); until then latency, "
+                            "throughput and SLO burn rates count only the pods it does scrape."))  # fmt: skip
+    return alerts

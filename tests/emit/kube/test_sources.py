@@ -1,0 +1,103 @@
+"""A KPI source that went missing raises an alert (issue 24, review: a KPI must never read as "fine" because its
+series vanished). For each source, promtool fed with what a site looks like without it (it fires, naming what is
+blind) and with it (quiet); the series carry the label shapes of the exporters at their pinned versions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from alicerce.catalog.alerts import SOURCE_ALERTS, STATIC_ALERTS
+from tests.emit.kube.test_diagnoses import NODE, OTHER, STEPS, gpus, io, node_counter, node_labels
+from tests.emit.kube.test_monitoring import expected, needs_promtool, platform, rules_of, run_promtool
+from tests.emit.kube.upstream import load
+
+
+def check(site: str, name: str, inputs: list[dict[str, str]], fired: list[dict[str, Any]], tmp_path: Path) -> None:
+    tmp_path.mkdir()
+    run_promtool(platform(), site, [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "30m", "alertname": name, "exp_alerts": fired}]}], tmp_path)  # fmt: skip
+
+
+def test_every_source_alert_is_generated_where_its_source_belongs_and_can_be_overridden() -> None:
+    assert set(SOURCE_ALERTS) <= set(STATIC_ALERTS)  # monitoring.alerts may retune or drop them
+    aws, dc1 = rules_of(platform(), "aws"), rules_of(platform(), "dc1")
+    assert {"KubeStateMetricsAbsent", "NodeExporterAbsent", "DCGMProfilingAbsent", "KueueMetricsAbsent", "ServingMetricsAbsent"} <= set(aws)
+    # EFA ports report no traffic counters to the node exporter: nothing to miss on AWS; InfiniBand on dc1 has them
+    assert "FabricCountersAbsent" not in aws
+    assert "onprem-h100" in dc1["FabricCountersAbsent"]["expr"]
+    assert "ServingMetricsAbsent" not in dc1  # no serving team at dc1
+
+
+@needs_promtool
+def test_kube_state_metrics_absent_fires_without_any_node_series(tmp_path: Path) -> None:
+    rule = rules_of(platform(), "dc1")["KubeStateMetricsAbsent"]
+    alive = [{"series": 'up{job="node-exporter",instance="gpu-001:9100"}', "values": f"1{STEPS}"}]
+    check("dc1", "KubeStateMetricsAbsent", alive, [expected(rule, {}, "1")], tmp_path / "a")
+    check("dc1", "KubeStateMetricsAbsent", alive + node_labels(NODE), [], tmp_path / "b")
+
+
+@needs_promtool
+def test_node_exporter_absent_names_the_node_that_reports_no_pressure(tmp_path: Path) -> None:
+    rule = rules_of(platform(), "dc1")["NodeExporterAbsent"]
+    one = node_labels(NODE, OTHER) + io(NODE, 0.1, 1e6, 1e6)
+    check("dc1", "NodeExporterAbsent", one, [expected(rule, {"node": OTHER}, "1")], tmp_path / "a")
+    both = node_labels(NODE, OTHER) + io(NODE, 0.1, 1e6, 1e6) + io(OTHER, 0.1, 1e6, 1e6)
+    check("dc1", "NodeExporterAbsent", both, [], tmp_path / "b")
+
+
+@needs_promtool
+def test_fabric_counters_absent_fires_on_an_infiniband_node_whose_exporter_sees_no_port(tmp_path: Path) -> None:
+    rule = rules_of(platform(), "dc1")["FabricCountersAbsent"]
+    port = ',device="mlx5_0",port="1"'
+    counted = node_labels(NODE, OTHER) + io(NODE, 0.1, 1e6, 1e6) + io(OTHER, 0.1, 1e6, 1e6)
+    counted.append(node_counter(NODE, "node_infiniband_port_data_transmitted_bytes_total", 1e9, port))
+    check("dc1", "FabricCountersAbsent", counted, [expected(rule, {"node": OTHER}, "1")], tmp_path / "a")
+    counted.append(node_counter(OTHER, "node_infiniband_port_data_transmitted_bytes_total", 1e9, port))
+    check("dc1", "FabricCountersAbsent", counted, [], tmp_path / "b")
+    # a node whose exporter is gone altogether is NodeExporterAbsent's, not this one's
+    check("dc1", "FabricCountersAbsent", node_labels(NODE), [], tmp_path / "c")
+
+
+@needs_promtool
+def test_dcgm_profiling_absent_fires_on_a_node_with_device_but_no_profiling_metrics(tmp_path: Path) -> None:
+    rule = rules_of(platform(), "dc1")["DCGMProfilingAbsent"]
+    profiled = gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", 50) + gpus(NODE, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 0.4)
+    check("dc1", "DCGMProfilingAbsent", profiled + gpus(OTHER, "DCGM_FI_DEV_GPU_UTIL", 50), [expected(rule, {"Hostname": OTHER}, "50")],
+          tmp_path / "a")  # fmt: skip
+    check("dc1", "DCGMProfilingAbsent", profiled, [], tmp_path / "b")
+
+
+@needs_promtool
+def test_kueue_metrics_absent_names_each_team_queue_kueue_does_not_report(tmp_path: Path) -> None:
+    rule = rules_of(platform(), "dc1")["KueueMetricsAbsent"]
+    assert set(load("kueue", "0.19.2", "metrics.json")["kueue_pending_workloads"]["labels"]) == {"cluster_queue", "status", "replica_role"}
+
+    def pending(queue: str) -> list[dict[str, str]]:
+        labels = f'cluster_queue="{queue}",replica_role="standalone"'
+        return [{"series": f'kueue_pending_workloads{{{labels},status="{s}"}}', "values": f"0{STEPS}"} for s in ("active", "inadmissible")]
+
+    check("dc1", "KueueMetricsAbsent", pending("research"), [expected(rule, {"cluster_queue": "applied-ml"}, "1")], tmp_path / "a")
+    check("dc1", "KueueMetricsAbsent", pending("research") + pending("applied-ml"), [], tmp_path / "b")
+
+
+@needs_promtool
+def test_serving_metrics_absent_fires_while_running_serving_pods_are_not_scraped(tmp_path: Path) -> None:
+    rule = rules_of(platform(), "aws")["ServingMetricsAbsent"]
+
+    def pod(name: str, scraped: bool) -> list[dict[str, str]]:
+        at = f'namespace="serving",pod="{name}"'
+        out = [
+            {"series": f'kube_pod_labels{{{at},label_alicerce_dev_workload="chat-70b"}}', "values": f"1{STEPS}"},
+            {"series": f'kube_pod_status_phase{{{at},phase="Running"}}', "values": f"1{STEPS}"},
+        ]
+        if scraped:
+            out.append({"series": f'up{{job="serving",{at},alicerce_dev_workload="chat-70b"}}', "values": f"1{STEPS}"})
+        return out
+
+    fired = expected(rule, {"namespace": "serving", "workload": "chat-70b"}, "2")
+    check("aws", "ServingMetricsAbsent", pod("chat-70b-0", True) + pod("chat-70b-1", False), [fired], tmp_path / "a")
+    check("aws", "ServingMetricsAbsent", pod("chat-70b-0", False) + pod("chat-70b-1", False), [fired], tmp_path / "b")
+    check("aws", "ServingMetricsAbsent", pod("chat-70b-0", True) + pod("chat-70b-1", True), [], tmp_path / "c")
+    # a workload not deployed yet (no pods) is not a missing source
+    check("aws", "ServingMetricsAbsent", [{"series": 'up{job="x"}', "values": f"1{STEPS}"}], [], tmp_path / "d")
