@@ -145,10 +145,13 @@ def _latency_alert(slo: ServingSlo, teams: dict[str, ResolvedTeam], workloads: d
     budget = slo.error_budget
     expr = f"({latency_bad_ratio(slo, team.namespaces, '5m')}) > {budget:.6g}"
     what = "time to first token" if slo.metric == TTFT else "time per output token"
-    return Alert(slo_alert_name(slo.name), expr, "10m", "critical",
+    # a warning, not a page: ten minutes above the threshold spends a few hundredths of the month's error budget; the
+    # burn-rate pair (alicerce.emit.kube.diagnoses) decides when it is worth waking someone (review DEFECT 8)
+    return Alert(slo_alert_name(slo.name), expr, "10m", "warning",
                  f"{slo.workload}: p{slo.percentile:g} {what} above {slo.threshold * 1000:g} ms",
                  f"SLO {slo.name}: more than {budget:.3g} of requests slower than {slo.threshold * 1000:g} ms for 10 minutes; "
-                 f"it must hold {slo.objective:g}% of the time.", (("team", team.name),))  # fmt: skip
+                 f"it must hold {slo.objective:g}% of the time. The burn-rate alerts page when the month's budget is at "
+                 "risk.", (("team", team.name),))  # fmt: skip
 
 
 def _slo_alert(slo: Slo, teams: dict[str, ResolvedTeam], workloads: dict[str, Any]) -> Alert | None:

@@ -467,6 +467,19 @@ def test_every_alert_reaches_a_receiver_and_no_credential_is_inlined() -> None:
         assert {r["name"] for r in am["config"]["receivers"]} == {"null", "oncall", "ml-platform", "heartbeat"}
 
 
+def test_a_latency_blip_warns_and_only_the_burn_rate_pages() -> None:
+    """Review DEFECT 8: ten minutes of p99 above its threshold paged oncall (critical) at a burn rate of 1, a few
+    hundredths of the month's error budget; the multi-window burn-rate alerts are what decides a page."""
+    rp = platform("prod")
+    rules = rules_of(rp, "aws")
+    routes = monitoring_values(rp, rp.site("aws"))["alertmanager"]["config"]["route"]["routes"]
+    blip = rules["SLOChatLatency"]
+    assert blip["labels"]["severity"] == "warning"
+    assert "oncall" not in _routed(routes, {"alertname": blip["alert"], **blip["labels"]})
+    fast = rules["SLOChatLatencyBurnFast"]
+    assert "oncall" in _routed(routes, {"alertname": fast["alert"], **fast["labels"]})
+
+
 def test_unrelated_alerts_without_a_namespace_are_separate_notifications() -> None:
     """Review DEFECT 11: the chart groups by namespace only; an XID on one node, one on another, an SLO burn and a budget
     (none with a namespace) were one group, so one PagerDuty incident. Alertmanager's group key is the route plus the
