@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
 from types import ModuleType
 
-import pytest
-
 from tests.conftest import ROOT
+from tests.emit.kube.test_monitoring import PROMTOOL, needs_promtool
 
 SCRIPT = ROOT / "alicerce" / "ansible" / "roles" / "node_monitoring" / "files" / "alicerce_storage_stats.py"
 FIXTURES = Path(__file__).parent / "fixtures" / "storage"
@@ -104,23 +102,31 @@ def test_a_node_without_lctl_reports_its_lustre_tier_down_and_still_counts_nfs(t
     assert out['alicerce_storage_client_up{tier="home",mountpoint="/home/shared",fstype="nfs"}'] == 1
 
 
-def test_the_file_is_replaced_whole_and_promtool_accepts_it(tmp_path: Path) -> None:
+def write(tmp_path: Path) -> Path:
+    """The collector's file, written by its command line over the fake node (a stale file there before it)."""
     proc, lctl = fake_node(tmp_path / "node")
     config, textfile = tmp_path / "tiers.json", tmp_path / "textfile"
     config.write_text(json.dumps(TIERS))
     textfile.mkdir()
     (textfile / "alicerce_storage.prom").write_text("stale\n")
+    assert collector().main(["--config", str(config), "--output", str(textfile), "--proc-root", str(proc), "--lctl", lctl]) == 0
+    return textfile
+
+
+def test_the_file_is_replaced_whole(tmp_path: Path) -> None:
+    textfile = write(tmp_path)
     module = collector()
-    assert module.main(["--config", str(config), "--output", str(textfile), "--proc-root", str(proc), "--lctl", lctl]) == 0
     assert [p.name for p in textfile.iterdir()] == [module.FILE_NAME]  # no temporary file left beside it
     written = textfile / module.FILE_NAME
     assert written.stat().st_mode & 0o777 == 0o644
     assert set(samples(written.read_text())) and "stale" not in written.read_text()
-    promtool = shutil.which("promtool")
-    if promtool is None:
-        assert os.environ.get("CI") != "true", "promtool is required under CI"
-        pytest.skip("promtool missing (apt-get install prometheus; make test installs it)")
-    lint = subprocess.run([promtool, "check", "metrics"], input=written.read_text(), capture_output=True, text=True, check=False)
+
+
+@needs_promtool
+def test_promtool_accepts_the_file(tmp_path: Path) -> None:
+    assert PROMTOOL is not None, "promtool is required under CI"
+    text = (write(tmp_path) / collector().FILE_NAME).read_text()
+    lint = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True, check=False)
     assert lint.returncode == 0, lint.stdout + lint.stderr
 
 

@@ -254,6 +254,7 @@ def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPoo
     nvswitch = bool(gpu and gpu.interconnect.nvswitch and gpus >= 8)
     scratch = next((t.spec for t in site.storage if isinstance(t.spec, LocalNvmeTier) and pool.name in t.spec.pools), None)
     mounts = _mounts(site)
+    counted = set(counted_tiers(site))
     kubelet = kubelet_managers(pool.spec.purpose)
     driver_version = versions.driverVersion
     rate = onprem_fabric.rate_gbps if onprem_fabric else 0
@@ -333,7 +334,7 @@ def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPoo
             + (["mdadm"] if scratch else []),
             node_monitoring_dcgm_exporter=bool(gpu) and not platform.spec.operators.gpu_operator.enabled,
             node_monitoring_storage_tiers=[
-                {"tier": m["name"], "path": m["path"], "type": m["type"]} for m in mounts if m["name"] in counted_tiers(site)
+                {"tier": m["name"], "path": m["path"], "type": m["type"]} for m in mounts if m["name"] in counted
             ],
         ),
         NodeValidationVars(
