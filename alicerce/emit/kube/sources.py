@@ -24,8 +24,10 @@ from alicerce.catalog.alerts import (
     KUBE_STATE_METRICS_ABSENT,
     KUEUE_METRICS_ABSENT,
     NODE_EXPORTER_ABSENT,
+    NODE_EXPORTER_ANSWERS,
     SERVING_METRICS_ABSENT,
     Alert,
+    in_service,
 )
 from alicerce.emit.kube.kpi import POD_WORKLOAD, POOL_NODE_LABEL, SERVING_WORKLOAD_LABEL
 from alicerce.emit.kube.kueue import cluster_queue
@@ -51,7 +53,7 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     ]  # fmt: skip
     if pools:
         # a node without PSI reports no pressure either: its storage KPIs and input-bound diagnosis are as blind
-        expr = f"{_nodes(pools)} unless on (node) max by (node) (node_pressure_io_waiting_seconds_total)"
+        expr = in_service(f"{_nodes(pools)} unless on (node) {NODE_EXPORTER_ANSWERS}")
         alerts.append(Alert(NODE_EXPORTER_ABSENT, expr, FOR, "warning", "Node {{ $labels.node }} reports no node exporter IO pressure",
                             "The node exporter of this node is down or not scraped, or its kernel has no pressure stall "
                             "information (boot with psi=1): its storage and fabric KPIs and the input-bound and checkpoint "
@@ -59,8 +61,8 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     counted = [p.name for p in site.pools if p.rdma is not None and p.rdma.port_counters]
     if counted:
         # only where the exporter answers (else NodeExporterAbsent says it): the collector sees no HCA port counters
-        expr = (f"{_nodes(counted)} unless on (node) max by (node) (node_infiniband_port_data_transmitted_bytes_total) "
-                "and on (node) max by (node) (node_pressure_io_waiting_seconds_total)")  # fmt: skip
+        expr = in_service(f"{_nodes(counted)} unless on (node) max by (node) (node_infiniband_port_data_transmitted_bytes_total) "
+                          f"and on (node) {NODE_EXPORTER_ANSWERS}")  # fmt: skip
         alerts.append(Alert(FABRIC_COUNTERS_ABSENT, expr, FOR, "warning",
                             "Node {{ $labels.node }} reports no InfiniBand/RoCE port counters",
                             "The node exporter answers but its infiniband collector sees no adapter port (collector "

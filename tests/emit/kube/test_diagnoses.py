@@ -24,6 +24,12 @@ def node_labels(*nodes: str) -> list[dict[str, str]]:
     return [{"series": f'kube_node_labels{{node="{n}",{H100}}}', "values": f"1{STEPS}"} for n in nodes]
 
 
+def cordoned(*nodes: str, value: int = 1) -> list[dict[str, str]]:
+    """kube-state-metrics' cordon flag of some nodes (1: out of service, 0: schedulable)."""
+    assert "kube_node_spec_unschedulable" in load("kube-state-metrics", "2.20.0", "metrics.json")
+    return [{"series": f'kube_node_spec_unschedulable{{node="{n}"}}', "values": f"{value}{STEPS}"} for n in nodes]
+
+
 def gpus(node: str, metric: str, value: float, held: bool = True, count: int = 2) -> list[dict[str, str]]:
     """``count`` GPUs of a node, held by a research pod (or by nobody), reporting a constant value."""
     rp = platform()

@@ -219,6 +219,12 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
                 *({"series": f'kube_node_created{{node="gpu-00{n}.dc1.acme.example"}}', "values": "0x60"} for n in (1, 2)),
                 {"series": f'kube_node_labels{{node="gpu-003.dc1.acme.example",{labels}}}', "values": "_x30 1x30"},
                 {"series": 'kube_node_created{node="gpu-003.dc1.acme.example"}', "values": "_x30 1800x30"},
+                # gpu-004 is cordoned for repair, its exporter gone with its drained pods: expected, pages nobody
+                # (review obsreview3 DEFECT A); gpu-002 is schedulable and pages
+                {"series": f'kube_node_labels{{node="gpu-004.dc1.acme.example",{labels}}}', "values": "1x60"},
+                {"series": 'kube_node_created{node="gpu-004.dc1.acme.example"}', "values": "0x60"},
+                {"series": 'kube_node_spec_unschedulable{node="gpu-004.dc1.acme.example"}', "values": "1x60"},
+                {"series": 'kube_node_spec_unschedulable{node="gpu-002.dc1.acme.example"}', "values": "0x60"},
                 {"series": series("DCGM_FI_DEV_GPU_TEMP", dcgm_scraped(rp, "dc1", dcgm_series("gpu-001.dc1.acme.example", 0))),
                  "values": "40x60"},
                 {"series": series("DCGM_FI_DEV_GPU_TEMP", dcgm_scraped(rp, "dc1", dcgm_series("gpu-003.dc1.acme.example", 0))),
@@ -234,7 +240,8 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
         },
     ]  # fmt: skip
     # the series names fed to promtool are the exporters' own (kube-state-metrics 2.20.0 metrics facts)
-    assert {"kube_node_labels", "kube_node_status_allocatable"} <= set(load("kube-state-metrics", "2.20.0", "metrics.json"))
+    ksm = {"kube_node_labels", "kube_node_status_allocatable", "kube_node_created", "kube_node_spec_unschedulable"}
+    assert ksm <= set(load("kube-state-metrics", "2.20.0", "metrics.json"))
     run_promtool(rp, "dc1", tests, tmp_path)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from alicerce.catalog.alerts import SOURCE_ALERTS, STATIC_ALERTS
-from tests.emit.kube.test_diagnoses import NODE, OTHER, STEPS, gpus, io, node_counter, node_labels
+from tests.emit.kube.test_diagnoses import NODE, OTHER, STEPS, cordoned, gpus, io, node_counter, node_labels
 from tests.emit.kube.test_monitoring import expected, needs_promtool, platform, rules_of, run_promtool
 from tests.emit.kube.upstream import load
 
@@ -44,6 +44,9 @@ def test_node_exporter_absent_names_the_node_that_reports_no_pressure(tmp_path: 
     check("dc1", "NodeExporterAbsent", one, [expected(rule, {"node": OTHER}, "1")], tmp_path / "a")
     both = node_labels(NODE, OTHER) + io(NODE, 0.1, 1e6, 1e6) + io(OTHER, 0.1, 1e6, 1e6)
     check("dc1", "NodeExporterAbsent", both, [], tmp_path / "b")
+    # a node cordoned for repair is expected to be quiet (obsreview3 DEFECT A); an uncordoned one still alerts
+    check("dc1", "NodeExporterAbsent", one + cordoned(OTHER), [], tmp_path / "c")
+    check("dc1", "NodeExporterAbsent", one + cordoned(OTHER, value=0), [expected(rule, {"node": OTHER}, "1")], tmp_path / "d")
 
 
 @needs_promtool
@@ -57,6 +60,8 @@ def test_fabric_counters_absent_fires_on_an_infiniband_node_whose_exporter_sees_
     check("dc1", "FabricCountersAbsent", counted, [], tmp_path / "b")
     # a node whose exporter is gone altogether is NodeExporterAbsent's, not this one's
     check("dc1", "FabricCountersAbsent", node_labels(NODE), [], tmp_path / "c")
+    # nor does a node cordoned for repair raise it (obsreview3 DEFECT A)
+    check("dc1", "FabricCountersAbsent", counted[:-1] + cordoned(OTHER), [], tmp_path / "d")
 
 
 @needs_promtool

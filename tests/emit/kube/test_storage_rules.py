@@ -11,7 +11,7 @@ from alicerce.emit.storage_counters import TEXTFILE_DIRECTORY
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_text
 from tests.conftest import ROOT
-from tests.emit.kube.test_diagnoses import NODE, OTHER, STEPS, node_labels
+from tests.emit.kube.test_diagnoses import NODE, OTHER, STEPS, cordoned, io, node_labels
 from tests.emit.kube.test_kpi import rounded
 from tests.emit.kube.test_monitoring import expected, needs_promtool, platform, rules_of, run_promtool
 
@@ -124,7 +124,12 @@ def test_a_node_that_never_wrote_its_counters_alerts_and_one_that_did_stays_quie
     """storreview: a collector failing from its first run leaves no series for StorageTierUnreadable or
     StorageCountersStale to fire on."""
     rule = rules_of(platform(), "dc1")["StorageCountersMissing"]
-    inputs = [*node_labels(NODE, OTHER), scraped(OTHER, "alicerce_storage_client_up", LUSTRE, f"1{STEPS}")]
+    # NODE's exporter answers without the counters: it alerts. DOWN's exporter is down altogether, which is
+    # NodeExporterAbsent's (obsreview3 DEFECT B: this one sent the operator to the timer); REPAIR is cordoned for repair
+    # (DEFECT A): both stay quiet here
+    down, repair = "gpu-003.dc1.acme.example", "gpu-004.dc1.acme.example"
+    inputs = [*node_labels(NODE, OTHER, down, repair), *io(NODE, 0.1, 1e6, 1e6), *io(repair, 0.1, 1e6, 1e6),
+              *cordoned(repair), scraped(OTHER, "alicerce_storage_client_up", LUSTRE, f"1{STEPS}")]  # fmt: skip
     run_promtool(platform(), "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
         {"eval_time": "20m", "alertname": "StorageCountersMissing", "exp_alerts": []},  # a node still joining
         {"eval_time": "45m", "alertname": "StorageCountersMissing", "exp_alerts": [
