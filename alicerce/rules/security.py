@@ -297,6 +297,34 @@ def every_severity_routed(ctx: RuleContext) -> Iterable[Finding]:
             )
 
 
+@rules.rule(
+    "AL340",
+    "pager-takes-pages",
+    "A PagerDuty receiver takes critical alerts only; warnings and info go to a channel that does not wake anyone.",
+    waivable=True,
+)
+def pager_takes_pages(ctx: RuleContext) -> Iterable[Finding]:
+    """Only the critical alerts alicerce emits page: an SLO's burn-rate pair, GPU health, an exporter gone on a GPU
+    node. Warnings (an SLO's threshold, a budget's projection, a KPI source missing) and info (an idle GPU every quiet
+    night) are tickets: a PagerDuty receiver without severities pages on all of them (review obsreview3 DEFECT D)."""
+    if not ctx.spec.operators.monitoring.enabled:
+        return
+    for i, receiver in enumerate(ctx.spec.monitoring.receivers):
+        if receiver.kind != "pagerduty" or receiver.heartbeat:
+            continue
+        quiet = [s for s in ("warning", "info") if not receiver.severities or s in receiver.severities]
+        if quiet:
+            path = S.monitoring.receivers[i]
+            yield Finding(
+                path.severities if receiver.severities else path,
+                f"PagerDuty receiver {receiver.name} pages on {' and '.join(quiet)} alerts"
+                + ("" if receiver.severities else " (it takes every severity)"),
+                "give it severities: [critical] and send warning and info to a slack, email or webhook receiver",
+                receiver.severities or None,
+                resource=receiver.name,
+            )
+
+
 # each operator by field, its name and what its chart runs, for the message of AL322 (kube-prometheus-stack's node
 # exporter mounts the host's / with hostPID and hostNetwork; the GPU and Network Operators' DaemonSets run
 # privileged; the others are controllers with cluster-wide permissions)
