@@ -152,7 +152,8 @@ def serving_slos(spec: Any) -> list[ServingSlo]:
             continue
         if slo.kind == "inference-latency" and slo.percentile is None:
             continue
-        out.append(ServingSlo(slo.name, slo.kind, slo.workload, slo.objective, float(slo.threshold), slo.percentile, TTFT,
+        threshold = float(slo.threshold) if slo.threshold is not None else 0.0  # none for availability (AL261)
+        out.append(ServingSlo(slo.name, slo.kind, slo.workload, slo.objective, threshold, slo.percentile, TTFT,
                               ("monitoring", "slos", i)))  # fmt: skip
     for target in latency_targets(spec):
         if target.stated or bucket_bound(target.threshold, LATENCY_HISTOGRAMS[target.metric]) is None:

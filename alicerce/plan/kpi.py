@@ -54,7 +54,6 @@ def kpi_targets(
     serving workload -> USD per million tokens at the plan's prices."""
     out: list[KpiTarget] = []
     for slo in platform.spec.monitoring.slos:
-        threshold = float(slo.threshold)
         source = f"monitoring.slos {slo.name}"
         if slo.kind == "inference-latency":
             continue  # with the workloads' latency targets below
@@ -62,10 +61,10 @@ def kpi_targets(
             out.append(KpiTarget("workload:vllm_request_errors:ratio_rate5m", slo.workload, "<=", 1 - slo.objective / 100, "ratio", source))
         elif slo.kind == "queue-wait" and slo.team:
             out.append(
-                KpiTarget(f"team:kueue_admission_wait_seconds:p{95 if slo.objective <= 95 else 99}", slo.team, "<=", threshold, "s", source)
+                KpiTarget(f"team:kueue_admission_wait_seconds:p{95 if slo.objective <= 95 else 99}", slo.team, "<=", slo.limit, "s", source)
             )
         elif slo.kind == "gpu-utilization":
-            out.append(KpiTarget("site:gpu_effective_utilization:ratio", "platform", ">=", threshold, "ratio", source))
+            out.append(KpiTarget("site:gpu_effective_utilization:ratio", "platform", ">=", slo.limit, "ratio", source))
     for slo_ in serving_slos(platform.spec):
         if slo_.kind != "inference-latency" or slo_.percentile is None:
             continue

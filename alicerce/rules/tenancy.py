@@ -84,7 +84,25 @@ def slo_fields(ctx: RuleContext) -> Iterable[Finding]:
                 )
         if slo.kind == "queue-wait" and slo.team is None:
             yield Finding(path, "a queue-wait SLO needs the team whose queue it watches", "add team:")
-        if slo.kind == "gpu-utilization" and not 0 < float(slo.threshold) <= 1:
+        if slo.kind == "availability":
+            if slo.workload is None:
+                yield Finding(path, "an availability SLO needs the inference workload whose requests it counts", "add workload:")
+            elif slo.workload in workloads and workloads[slo.workload].kind != "inference":
+                yield Finding(
+                    path.workload, f'workload "{slo.workload}" is {workloads[slo.workload].kind}, not inference', None, slo.workload
+                )
+            if slo.threshold is not None:
+                # it used to be required and did nothing: the SLI is the share of API requests answered 5xx
+                yield Finding(
+                    path.threshold,
+                    "an availability SLO counts requests answered with a server error: a threshold does nothing there",
+                    "delete threshold",
+                    slo.threshold,
+                )
+            continue
+        if slo.threshold is None:
+            yield Finding(path, f"a {slo.kind} SLO needs a threshold", "add threshold: (a duration, or a fraction for gpu-utilization)")
+        elif slo.kind == "gpu-utilization" and not 0 < float(slo.threshold) <= 1:
             yield Finding(path.threshold, "a gpu-utilization threshold is a fraction between 0 and 1", "e.g. 0.6", slo.threshold)
 
 
@@ -132,8 +150,10 @@ def slo_measurable(ctx: RuleContext) -> Iterable[Finding]:
                 declared,
             )
     for i, declared_slo in enumerate(ctx.spec.monitoring.slos):
+        if declared_slo.kind != "queue-wait" or declared_slo.threshold is None:
+            continue  # a missing threshold is AL261's
         threshold = float(declared_slo.threshold)
-        if declared_slo.kind == "queue-wait" and bucket_bound(threshold, KUEUE_WAIT_BUCKETS) is None:
+        if bucket_bound(threshold, KUEUE_WAIT_BUCKETS) is None:
             yield Finding(
                 S.monitoring.slos[i].threshold,
                 f"Kueue's admission-wait histogram has no bucket at {threshold:g} s: the share of jobs that waited longer "

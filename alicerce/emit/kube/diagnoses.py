@@ -33,14 +33,17 @@ from alicerce.catalog.alerts import (
     slo_burn_slow_alert_name,
 )
 from alicerce.emit.kube.kpi import (
+    API_REQUESTS,
     GPU_DRAM,
     GPU_FB,
     GPU_TENSOR,
     GPU_UTIL,
+    HTTP_REQUESTS,
     NODE_IB_UTIL,
     NODE_IO_PRESSURE,
     NODE_READ,
     NODE_WRITE,
+    SERVER_ERRORS,
     SERVING_WORKLOAD_LABEL,
 )
 from alicerce.plan.kpi import checkpoint_stall_seconds
@@ -135,10 +138,11 @@ def latency_bad_ratio(slo: ServingSlo, team_namespaces: tuple[str, ...], window:
     return share_above(slo.metric, _selector(slo, team_namespaces), bound, window)
 
 
-def _abort_ratio(slo: ServingSlo, team_namespaces: tuple[str, ...], window: str) -> str:
+def _server_error_ratio(slo: ServingSlo, team_namespaces: tuple[str, ...], window: str) -> str:
+    """API requests the serving pods answered with a server error (alicerce.emit.kube.kpi.SERVER_ERRORS)."""
     sel = _selector(slo, team_namespaces)
-    bad = f'sum(rate(vllm:request_success_total{{{sel},finished_reason="abort"}}[{window}]))'
-    return f"{bad} / sum(rate(vllm:request_success_total{{{sel}}}[{window}]))"
+    bad = f"sum(rate({HTTP_REQUESTS}{{{sel},{SERVER_ERRORS}}}[{window}]))"
+    return f"{bad} / sum(rate({HTTP_REQUESTS}{{{sel},{API_REQUESTS}}}[{window}]))"
 
 
 WINDOWS = ("5m", "30m", "1h", "6h", "3d")
@@ -157,7 +161,7 @@ def slo_burn(rp: ResolvedPlatform) -> tuple[list[dict[str, Any]], list[Alert]]:
         team = teams.get(workload.team) if workload is not None else None
         if team is None:
             continue
-        ratio = latency_bad_ratio if slo.kind == "inference-latency" else _abort_ratio
+        ratio = latency_bad_ratio if slo.kind == "inference-latency" else _server_error_ratio
         labels = {"slo": slo.name, "workload": slo.workload}
         records += [{"record": SLI.format(w), "expr": ratio(slo, team.namespaces, w), "labels": labels} for w in WINDOWS]
         budget = slo.error_budget

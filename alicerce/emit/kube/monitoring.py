@@ -113,7 +113,7 @@ def _starved_alert(slo: Slo) -> Alert:
     """A queue whose workloads are never admitted: kueue_admission_wait_time_seconds observes only admissions
     (kueue v0.19.2 pkg/metrics/metrics.go 1043-1047) and Kueue has no metric of the oldest pending workload, so
     the alert fires when, for the whole SLO threshold, the queue always held pending workloads and admitted none."""
-    seconds = int(float(slo.threshold))
+    seconds = int(slo.limit)
     window, steps = f"{seconds}s", seconds // 60 - 1  # 1m steps: the queue held them at (nearly) every one of the window
 
     def always(query: str) -> str:
@@ -130,7 +130,7 @@ def _starved_alert(slo: Slo) -> Alert:
     stopped = f'max(kueue_cluster_queue_status{{{queue},status="active"}}) == 0'
     expr = f"({always(inadmissible)} or {always(pending)}) and on () {admitted} == 0 unless on () ({stopped})"
     return Alert(slo_starved_alert_name(slo.name), expr, "0m", "warning",
-                 f"Team {slo.team}: workloads have waited {float(slo.threshold) / 3600:g} h without being admitted",
+                 f"Team {slo.team}: workloads have waited {slo.limit / 3600:g} h without being admitted",
                  f"SLO {slo.name}: the queue is starved (inadmissible workloads, or nothing admitted); check the workloads' "
                  "QuotaReserved condition, then quota, borrowing limits and capacity.", (("team", slo.team or ""),))  # fmt: skip
 
@@ -156,8 +156,8 @@ def _latency_alert(slo: ServingSlo, teams: dict[str, ResolvedTeam], workloads: d
 
 def _slo_alert(slo: Slo, teams: dict[str, ResolvedTeam], workloads: dict[str, Any]) -> Alert | None:
     name = slo_alert_name(slo.name)
-    threshold = float(slo.threshold)
     if slo.kind == "queue-wait" and slo.team in teams:
+        threshold = slo.limit
         # the share of admissions in 30 minutes that waited longer than the threshold (a bound of Kueue's histogram,
         # AL360) above what the objective allows
         allowed = 1 - slo.objective / 100
@@ -168,6 +168,7 @@ def _slo_alert(slo: Slo, teams: dict[str, ResolvedTeam], workloads: dict[str, An
                      f"Team {slo.team}: over {100 - slo.objective:g}% of jobs waited longer than {threshold / 3600:.3g} h for admission",
                      f"SLO {slo.name}: raise the team's quota or borrowing limit, or add capacity.", (("team", slo.team),))  # fmt: skip
     if slo.kind == "gpu-utilization":
+        threshold = slo.limit
         expr = f"avg(DCGM_FI_DEV_GPU_UTIL) < {threshold * 100:g}"
         return Alert(name, expr, "6h", "info", f"Platform GPU utilisation under {threshold:.0%}",
                      f"SLO {slo.name}: the platform is bigger than its workloads need; see `alicerce plan`.")  # fmt: skip

@@ -27,13 +27,22 @@ class Slo(SpecModel):
 
     name: Name = Field(description="SLO name.")
     kind: Literal["inference-latency", "queue-wait", "gpu-utilization", "availability"] = Field(description="What is measured.")
-    workload: Name | None = Field(default=None, description="Workload the SLO applies to (inference-latency).")
+    workload: Name | None = Field(default=None, description="Workload the SLO applies to (inference-latency, availability).")
     team: Name | None = Field(default=None, description="Team the SLO applies to (queue-wait).")
     percentile: float | None = Field(default=None, gt=0, lt=100, description="Percentile for latency SLOs.", examples=[99])
-    threshold: Annotated[Duration | float, BeforeValidator(_threshold)] = Field(
-        description="Latency or wait threshold (duration) or utilisation fraction: finite and greater than 0."
+    threshold: Annotated[Duration | float, BeforeValidator(_threshold)] | None = Field(
+        default=None,
+        description="Latency or wait threshold (duration) or utilisation fraction: finite and greater than 0. An "
+        "availability SLO takes none: it counts the requests the serving pods answer with a server error.",
     )
     objective: float = Field(gt=0, lt=100, description="Percent of time or requests that must meet the threshold.", examples=[99.5])
+
+    @property
+    def limit(self) -> float:
+        """The threshold as a number (seconds, or a fraction): every kind but availability states one (AL261)."""
+        if self.threshold is None:
+            raise ValueError(f"SLO {self.name} ({self.kind}) has no threshold")
+        return float(self.threshold)
 
 
 class AlertOverride(SpecModel):

@@ -41,6 +41,9 @@ def exporter_series() -> dict[str, str]:
             out |= dict.fromkeys(_histogram(name, fact["type"]), f"{component} {version}")
     for name, fact in load("vllm", "005a810bc40f", "metrics.json")["metrics"].items():
         out |= dict.fromkeys(_histogram(name, fact["type"]), "vllm 005a810bc40f")
+    # vLLM's API server counts its HTTP requests with prometheus-fastapi-instrumentator's default metrics
+    for name, fact in load("prometheus-fastapi-instrumentator", "8.1.0", "metrics.json").items():
+        out |= dict.fromkeys(_histogram(name, fact["type"]), "vllm's API server (prometheus-fastapi-instrumentator 8.1.0)")
     for name, (kind, _) in storage_collector().METRICS.items():
         out |= dict.fromkeys(_histogram(name, kind), "alicerce's storage counters (node_monitoring, textfile collector)")
     out["up"] = "prometheus (every scrape target)"

@@ -290,3 +290,37 @@ def test_a_latency_target_between_buckets_makes_no_slo() -> None:
     waived = text.replace("waivers:\n", "waivers:\n" + waiver, 1)
     rules = rules_of(validated(load_text(waived, "p.yaml"), "prod"), "aws")
     assert not [name for name in rules if "Tpot" in name]
+
+
+@needs_promtool
+def test_an_availability_slo_burns_on_server_errors_not_on_client_ones(tmp_path: Path) -> None:
+    """review obsreview3 DEFECT F: the availability SLI read vLLM's aborted-request count, which its V1 engine never
+    increments, so the SLO could not burn. It reads the API server's 5xx answers now (prometheus-fastapi-instrumentator
+    defaults, vendored); aborts, 4xx and probes are no server errors."""
+    from alicerce.rules.validate import validated
+    from alicerce.spec.loader import load_text
+    from tests.conftest import ROOT
+
+    slo = "    - {name: chat-availability, kind: availability, workload: chat-70b, objective: 99.9}\n"
+    rp = validated(load_text((ROOT / "platform.yaml").read_text().replace("  slos:\n", "  slos:\n" + slo, 1), "p.yaml"), "prod")
+    name = slo_alert_name("chat-availability")
+    rules = rules_of(rp, "aws")
+    assert set(load("prometheus-fastapi-instrumentator", "8.1.0", "metrics.json")["http_requests_total"]["labels"]) == {
+        "handler", "method", "status"}  # fmt: skip
+    pod = 'namespace="serving",pod="chat-70b-0",alicerce_dev_workload="chat-70b",model_name="chat",engine="0"'
+
+    def answers(per_minute: dict[str, int]) -> list[dict[str, str]]:
+        route = 'handler="/v1/chat/completions",method="POST"'
+        return [{"series": f'http_requests_total{{{pod},{route},status="{s}"}}', "values": f"0+{n}x90"} for s, n in per_minute.items()] + [
+            {"series": f'vllm:request_success_total{{{pod},finished_reason="abort"}}', "values": "0x90"}]  # fmt: skip
+
+    def run(inputs: list[dict[str, str]], fired: list[dict[str, Any]], path: Path) -> None:
+        path.mkdir()
+        run_promtool(rp, "aws", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+            {"eval_time": "70m", "alertname": f"{name}BurnFast", "exp_alerts": fired}]}], path)  # fmt: skip
+
+    labels = {"slo": "chat-availability", "workload": "chat-70b"}
+    # 2% of the API requests fail on the server against a 0.1% budget: a burn rate of 20 pages
+    run(answers({"2xx": 5880, "5xx": 120}), [expected(rules[f"{name}BurnFast"], labels, "")], tmp_path / "a")
+    # clients sending bad requests (4xx) spend no budget
+    run(answers({"2xx": 5400, "4xx": 600}), [], tmp_path / "b")
