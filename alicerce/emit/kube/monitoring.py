@@ -35,6 +35,7 @@ from alicerce.catalog.alerts import (
     Alert,
     ServingSlo,
     bucket_bound,
+    in_service,
     pool_alert_name,
     serving_slos,
     slo_alert_name,
@@ -82,8 +83,9 @@ def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
             continue
         expected = units["nvidia.com/gpu"]
         nodes = f'max by (node) (kube_node_labels{{{POOL_LABEL}="{pool.name}"}})'
-        expr = (
-            # a node that reports no GPU resource at all has no allocatable series: it counts as 0, not as absent
+        # a node that reports no GPU resource at all has no allocatable series: it counts as 0, not as absent; a
+        # node cordoned for repair (or drained by alicerce's driver upgrade) is where the runbook already sent it
+        expr = in_service(
             f'(max by (node) (kube_node_status_allocatable{{resource="nvidia_com_gpu"}}) or on (node) (0 * {nodes})) '
             f"* on (node) group_left () ({nodes} > 0) < {expected}"
         )

@@ -202,6 +202,12 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
                     "values": "8x20",
                 },
                 {"series": f'kube_node_labels{{node="gpu-002.dc1.acme.example",{labels}}}', "values": "1x20"},
+                # gpu-003 is cordoned for its driver upgrade and offers none while it reboots: no page (review
+                # obsreview3 DEFECT A)
+                {"series": 'kube_node_status_allocatable{node="gpu-003.dc1.acme.example",resource="nvidia_com_gpu",unit="integer"}',
+                 "values": "0x20"},
+                {"series": f'kube_node_labels{{node="gpu-003.dc1.acme.example",{labels}}}', "values": "1x20"},
+                {"series": 'kube_node_spec_unschedulable{node="gpu-003.dc1.acme.example"}', "values": "1x20"},
             ],
             "alert_rule_test": [
                 {
