@@ -222,39 +222,41 @@ CRITICAL_XIDS = (48, 63, 64, 74, 79, 94, 95, 119, 120)
 
 # the series of every GPU DCGM exporter reports carry these labels (dcgm-exporter render_metrics.go 47)
 GPU_KEY = "Hostname, gpu, UUID"
-# One series per GPU: the exporter's series of a GPU changes its labels when a pod takes or releases the GPU (pod and
-# namespace come and go), so a per-series changes() or increase() misses what happens as a job dies: the XID that
-# kills the job arrives on a new, unattributed series whose first sample is already the XID (review T6).
-XID = f"max by ({GPU_KEY}) (DCGM_FI_DEV_XID_ERRORS)"
+# XIDs per GPU and code in dcgm-exporter's window (alicerce.emit.kube.dcgm_counters: the counters list alicerce
+# mounts enables it). The last-XID gauge DCGM_FI_DEV_XID_ERRORS it replaces stayed the same through a second XID of
+# the same code, so a second XID 94 on a GPU raised nothing (dcgm-exporter#190, review obsreview3 DEFECT C); a count
+# per code is above 0 for the window after each XID, so each one fires, and the alert clears when the window passes.
+# One series per GPU and code: the exporter's series of a GPU changes its labels when a pod takes or releases the
+# GPU (pod and namespace come and go), and the XID that kills a job arrives as its pod goes (review T6). A GPU with
+# no XID in the window reports one series without the xid label.
+XID_COUNT_METRIC = "DCGM_EXP_XID_ERRORS_COUNT"
+XID_COUNT_WINDOW_MINUTES = 5  # dcgm-exporter's default --xid-count-window-size (4.5.3-4.8.2 pkg/cmd/app.go)
 
 
-def _xid_match() -> str:
-    return " or ".join(f"{XID} == {x}" for x in CRITICAL_XIDS)
+def xid_count(codes: str = ".+") -> str:
+    """XIDs reported per GPU and code in the exporter's window, for the codes matching ``codes``."""
+    return f'max by ({GPU_KEY}, xid) ({XID_COUNT_METRIC}{{xid=~"{codes}"}}) > 0'
 
 
-# DCGM_FI_DEV_XID_ERRORS is a gauge holding the last XID a GPU reported (dcgm-exporter default-counters.csv),
-# never reset: an alert on its value would fire forever. The alerts fire while the GPU's value has changed within
-# the window and clear after it; a first sample (an exporter restart, a new GPU) is no change and raises nothing.
-XID_WINDOW = "10m"
-XID_CHANGED = f"changes({XID}[{XID_WINDOW}:30s]) > 0"
 REMAPPED = f"max by ({GPU_KEY}) (DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS)"
 
 GPU_HEALTH: tuple[Alert, ...] = (
     Alert(
         "GPUCriticalXid",
-        f"({_xid_match()}) and {XID_CHANGED}",
+        xid_count("|".join(str(x) for x in CRITICAL_XIDS)),
         "0m",
         "critical",
         "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported a critical XID",
-        "XID {{ $value }}: drain the node and run the node validation role before returning it to service.",
+        f"XID {{{{ $labels.xid }}}} ({{{{ $value }}}} in the last {XID_COUNT_WINDOW_MINUTES} minutes): drain the node and "
+        "run the node validation role before returning it to service.",
     ),
     Alert(
         "GPUXidError",
-        f"{XID} != 0 and {XID_CHANGED}",
+        xid_count(),
         "0m",
         "warning",
-        "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $value }}",
-        "A GPU reported an XID in the last 10 minutes; check the driver log (nvidia-smi -q, dmesg) for the cause.",
+        "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $labels.xid }}",
+        f"A GPU reported an XID in the last {XID_COUNT_WINDOW_MINUTES} minutes; check the driver log (nvidia-smi -q, dmesg) for the cause.",
     ),
     Alert(
         "GPURowRemapFailure",
@@ -390,8 +392,9 @@ KUBE_STATE_METRICS_ABSENT = "KubeStateMetricsAbsent"
 NODE_EXPORTER_ABSENT = "NodeExporterAbsent"
 FABRIC_COUNTERS_ABSENT = "FabricCountersAbsent"
 DCGM_PROFILING_ABSENT = "DCGMProfilingAbsent"
+DCGM_XID_COUNTS_ABSENT = "DCGMXidCountsAbsent"
 KUEUE_METRICS_ABSENT = "KueueMetricsAbsent"
 SERVING_METRICS_ABSENT = "ServingMetricsAbsent"
 SOURCE_ALERTS = (KUBE_STATE_METRICS_ABSENT, NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_ABSENT, DCGM_PROFILING_ABSENT,
-                 KUEUE_METRICS_ABSENT, SERVING_METRICS_ABSENT)  # fmt: skip
+                 DCGM_XID_COUNTS_ABSENT, KUEUE_METRICS_ABSENT, SERVING_METRICS_ABSENT)  # fmt: skip
 STATIC_ALERTS = (*(a.name for a in (*GPU_HEALTH, DCGM_EXPORTER_DOWN, *GPU_EFFICIENCY)), *DIAGNOSES, *SOURCE_ALERTS)

@@ -31,6 +31,7 @@ from alicerce.emit.kube.common import (
     system_placement,
     tolerate,
 )
+from alicerce.emit.kube.dcgm_counters import DCGM_METRICS_CONFIGMAP, counters_csv
 from alicerce.emit.kube.kueue import kueue_configuration
 from alicerce.emit.storage_counters import TEXTFILE_DIRECTORY, counted_tiers
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
@@ -225,7 +226,9 @@ def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
                 "honorLabels": True,
                 # the exporter's own pod/namespace/container leave the target, so only a GPU's workload ever names them
                 "relabelings": [{"action": "labeldrop", "regex": DCGM_TARGET_LABELS_DROPPED}],
-            }
+            },
+            # alicerce's counters list: the image's own plus the XID count per code (alicerce.emit.kube.dcgm_counters)
+            "config": {"name": DCGM_METRICS_CONFIGMAP, "create": True, "data": counters_csv()},
         },
     }
     if site.capabilities.nodes_by_ansible:

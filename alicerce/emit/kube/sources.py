@@ -20,12 +20,14 @@ from __future__ import annotations
 
 from alicerce.catalog.alerts import (
     DCGM_PROFILING_ABSENT,
+    DCGM_XID_COUNTS_ABSENT,
     FABRIC_COUNTERS_ABSENT,
     KUBE_STATE_METRICS_ABSENT,
     KUEUE_METRICS_ABSENT,
     NODE_EXPORTER_ABSENT,
     NODE_EXPORTER_ANSWERS,
     SERVING_METRICS_ABSENT,
+    XID_COUNT_METRIC,
     Alert,
     in_service,
 )
@@ -75,6 +77,12 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
                             "dcgm-exporter answers without DCGM_FI_PROF_* (its counters file lacks them, or another "
                             "profiler such as Nsight holds the GPU's counters): tensor, DRAM and engine activity, and the "
                             "memory- and communication-bound diagnoses, are blind on this node."))  # fmt: skip
+        # the XID alerts read the per-code count alicerce's counters list enables (alicerce.emit.kube.dcgm_counters)
+        expr = f"max by (Hostname) (DCGM_FI_DEV_GPU_UTIL) unless on (Hostname) max by (Hostname) ({XID_COUNT_METRIC})"
+        alerts.append(Alert(DCGM_XID_COUNTS_ABSENT, expr, FOR, "warning",
+                            "GPUs on {{ $labels.Hostname }} report no XID counts",
+                            "dcgm-exporter runs without alicerce's counters list (gpu-operator dcgmExporter.config, "
+                            "ConfigMap alicerce-dcgm-metrics): the XID alerts cannot see an XID on this node's GPUs."))  # fmt: skip
     queues = sorted(t.name for t in site.teams if cluster_queue(rp, site, t) is not None) if rp.spec.operators.kueue.enabled else []
     if queues:
         # one series per missing queue: absent() of an equality matcher carries its label

@@ -72,5 +72,6 @@ def stored(exposed: dict[str, str], target: dict[str, str], relabelings: list[di
 
 def series(metric: str, labels: dict[str, str]) -> str:
     """A promtool input series name."""
-    assert metric in load(*DCGM, "counters.json")["counters"] or not metric.startswith("DCGM_"), metric
+    collected = load(*DCGM, "counters.json")
+    assert metric in collected["counters"] or metric in collected["optional"] or not metric.startswith("DCGM_"), metric
     return metric + "{" + ",".join(f"{k}={json.dumps(v)}" for k, v in sorted(labels.items())) + "}"

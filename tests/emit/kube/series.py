@@ -34,8 +34,11 @@ def _histogram(name: str, kind: str) -> set[str]:
 def exporter_series() -> dict[str, str]:
     """Every series name an exporter the platform installs produces -> the exporter (vendored facts)."""
     out: dict[str, str] = {}
-    for name in load("dcgm-exporter", "4.5.3-4.8.2", "counters.json")["counters"]:
+    dcgm = load("dcgm-exporter", "4.5.3-4.8.2", "counters.json")
+    for name in dcgm["counters"]:
         out[name] = "dcgm-exporter 4.5.3-4.8.2"
+    for name in dcgm["optional"]:  # collected because alicerce's counters list names them (emit.kube.dcgm_counters)
+        out[name] = "dcgm-exporter 4.5.3-4.8.2 (alicerce's counters list)"
     for component, version in (("kube-state-metrics", "2.20.0"), ("kueue", "0.19.2"), ("node-exporter", "v1.12.1")):
         for name, fact in load(component, version, "metrics.json").items():
             out |= dict.fromkeys(_histogram(name, fact["type"]), f"{component} {version}")

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from alicerce.catalog.alerts import STATIC_ALERTS
+from alicerce.catalog.alerts import STATIC_ALERTS, XID_COUNT_METRIC, XID_COUNT_WINDOW_MINUTES
 from alicerce.emit.kube.monitoring import monitoring_objects, rule_groups
 from alicerce.emit.kube.objects import cluster_objects, crd_owner
 from alicerce.emit.kube.operators import gpu_operator_values, monitoring_values
@@ -131,6 +131,14 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
     held = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 0, ("train-0", "research", "trainer")))
     freed = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 0))  # the same GPU, held by nobody
     key = {k: held[k] for k in ("Hostname", "gpu", "UUID")}
+    idle_key = {k: idle[k] for k in ("Hostname", "gpu", "UUID")}
+    xid94, xid48 = key | {"xid": "94"}, key | {"xid": "48"}
+
+    def xids(gpu: dict[str, str], code: int | None = None) -> dict[str, str]:
+        """dcgm-exporter's XID count of a GPU: one series per code seen in its window, or one without xid."""
+        window = {"window_size_in_ms": str(XID_COUNT_WINDOW_MINUTES * 60_000)}
+        return gpu | window | ({"xid": str(code)} if code is not None else {})
+
     node = {"node": "gpu-001.dc1.acme.example"}
     labels = 'label_alicerce_dev_pool="onprem-h100",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
     tests = [
@@ -157,31 +165,36 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
                 }
             ],
         },
-        {  # XID 79 pages at once and clears once the value stops changing; a restarted exporter's old XID raises nothing
+        {  # review obsreview3 DEFECT C: XID 94 on the held GPU at 2 min pages, clears once dcgm-exporter's 5-minute
+            # window passes, and a second XID 94 an hour later pages again (the last-XID gauge never changed, so it
+            # stayed silent); XID 13 on the idle GPU (an application fault) is a warning only
             "interval": "1m",
             "input_series": [
-                {"series": series("DCGM_FI_DEV_XID_ERRORS", held), "values": "0 0 79x30"},
-                {"series": series("DCGM_FI_DEV_XID_ERRORS", idle), "values": "79x30"},
+                {"series": series(XID_COUNT_METRIC, xids(held, 94)), "values": "_x2 1x4 stale _x55 1x4 stale"},
+                {"series": series(XID_COUNT_METRIC, xids(idle, 13)), "values": "_x2 1x4 stale"},
             ],
             "alert_rule_test": [
                 {"eval_time": "1m", "alertname": "GPUCriticalXid", "exp_alerts": []},
-                {"eval_time": "3m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rules["GPUCriticalXid"], key, "79")]},
-                {"eval_time": "3m", "alertname": "GPUXidError", "exp_alerts": [expected(rules["GPUXidError"], key, "79")]},
+                {"eval_time": "3m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rules["GPUCriticalXid"], xid94, "1")]},
+                {"eval_time": "3m", "alertname": "GPUXidError", "exp_alerts": [
+                    expected(rules["GPUXidError"], xid94, "1"),
+                    expected(rules["GPUXidError"], idle_key | {"xid": "13"}, "1")]},
                 {"eval_time": "20m", "alertname": "GPUCriticalXid", "exp_alerts": []},
                 {"eval_time": "20m", "alertname": "GPUXidError", "exp_alerts": []},
+                {"eval_time": "64m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rules["GPUCriticalXid"], xid94, "1")]},
             ],
         },
         {  # review T6: XID 48 kills the job holding GPU 0; the pod is gone by the next scrape, so the XID comes on the
-            # GPU's unattributed series, new, its first sample already 48; the remapped-row count rises the same way
+            # GPU's unattributed series; the remapped-row count rises the same way
             "interval": "30s",
             "input_series": [
-                {"series": series("DCGM_FI_DEV_XID_ERRORS", held), "values": "0x20 stale"},
-                {"series": series("DCGM_FI_DEV_XID_ERRORS", freed), "values": "_x21 48x20"},
+                {"series": series(XID_COUNT_METRIC, xids(held)), "values": "0x20 stale"},
+                {"series": series(XID_COUNT_METRIC, xids(freed, 48)), "values": "_x21 1x10 stale"},
                 {"series": series("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", held), "values": "2x20 stale"},
                 {"series": series("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", freed), "values": "_x21 3x20"},
             ],
             "alert_rule_test": [
-                {"eval_time": "12m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rules["GPUCriticalXid"], key, "48")]},
+                {"eval_time": "12m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rules["GPUCriticalXid"], xid48, "1")]},
                 {
                     "eval_time": "12m",
                     "alertname": "GPUUncorrectableRemappedRows",
@@ -330,11 +343,11 @@ def test_slo_alerts_see_serving_pods_and_starved_queues(tmp_path: Path) -> None:
 def test_every_gpu_pool_gets_a_missing_gpu_alert_with_its_count() -> None:
     rp = platform("prod")
     rules = rules_of(rp, "dc1")
-    assert rules["GPUsMissingOnpremH100"]["expr"].endswith("< 8")
+    assert ") < 8 unless on (node) (max by (node) (kube_node_spec_unschedulable) == 1)" in rules["GPUsMissingOnpremH100"]["expr"]
     assert "kube_node_status_allocatable" in rules["GPUsMissingOnpremH100"]["expr"]
     # every built-in alert somewhere; those of a fabric's counters only where the site's pools have them
     assert set(STATIC_ALERTS) <= set(rules_of(rp, "aws")) | set(rules)
-    assert rules_of(rp, "aws")["GPUsMissingInferL4"]["expr"].endswith("< 4")  # 1 GPU time-sliced 4 ways
+    assert ") < 4 unless on (node) " in rules_of(rp, "aws")["GPUsMissingInferL4"]["expr"]  # 1 GPU time-sliced 4 ways
     assert "GPUsMissingOnpremH100" not in rules_of(rp, "aws")
 
 

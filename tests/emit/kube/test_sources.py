@@ -74,6 +74,16 @@ def test_dcgm_profiling_absent_fires_on_a_node_with_device_but_no_profiling_metr
 
 
 @needs_promtool
+def test_dcgm_xid_counts_absent_fires_where_the_exporter_runs_without_alicerce_s_counters(tmp_path: Path) -> None:
+    """obsreview3 DEFECT C: the XID alerts read the per-code count only alicerce's counters list enables."""
+    rule = rules_of(platform(), "dc1")["DCGMXidCountsAbsent"]
+    counted = gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", 50) + gpus(NODE, "DCGM_EXP_XID_ERRORS_COUNT", 0)
+    check("dc1", "DCGMXidCountsAbsent", counted + gpus(OTHER, "DCGM_FI_DEV_GPU_UTIL", 50), [expected(rule, {"Hostname": OTHER}, "50")],
+          tmp_path / "a")  # fmt: skip
+    check("dc1", "DCGMXidCountsAbsent", counted, [], tmp_path / "b")
+
+
+@needs_promtool
 def test_kueue_metrics_absent_names_each_team_queue_kueue_does_not_report(tmp_path: Path) -> None:
     rule = rules_of(platform(), "dc1")["KueueMetricsAbsent"]
     assert set(load("kueue", "0.19.2", "metrics.json")["kueue_pending_workloads"]["labels"]) == {"cluster_queue", "status", "replica_role"}

@@ -1,0 +1,41 @@
+"""The counters list alicerce mounts into dcgm-exporter (review obsreview3 DEFECT C): the image's own list, field for
+field, plus the XID count per code that lets a second XID of the same code raise an alert."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from alicerce.catalog.alerts import XID_COUNT_METRIC
+from alicerce.emit.kube.dcgm_counters import COUNTERS, DCGM_METRICS_CONFIGMAP, counters_csv
+from alicerce.emit.kube.operators import operator_releases
+from tests.emit.kube.test_monitoring import platform
+from tests.emit.kube.upstream import load
+
+VENDORED = load("dcgm-exporter", "4.5.3-4.8.2", "counters.json")
+
+
+def test_the_list_is_the_image_s_own_plus_the_xid_count() -> None:
+    listed = {name: kind for name, kind, _ in COUNTERS}
+    # nothing the image collects is lost (the KPIs, dashboards and health alerts read them), with the same types
+    assert {name: listed.get(name) for name in VENDORED["counters"]} == VENDORED["counters"]
+    assert set(listed) - set(VENDORED["counters"]) == {XID_COUNT_METRIC}
+    assert listed[XID_COUNT_METRIC] == VENDORED["optional"][XID_COUNT_METRIC]["type"]
+
+
+def test_every_line_parses_as_dcgm_exporter_reads_it() -> None:
+    """dcgm-exporter reads the list with Go's csv reader and refuses a record that is not exactly three fields
+    (4.5.3-4.8.2 internal/pkg/counters/counter_config.go 85-104): a comma in a help text would stop the exporter."""
+    records = list(csv.reader(io.StringIO(counters_csv())))
+    assert len(records) == len(COUNTERS)
+    assert all(len(r) == 3 and r[1].strip() in ("gauge", "counter", "label") for r in records), records
+
+
+@pytest.mark.parametrize("site", ["aws", "dc1"])
+def test_the_gpu_operator_creates_and_mounts_the_list(site: str) -> None:
+    values = next(r for r in operator_releases(platform("prod"), site) if r.key == "gpu-operator").values
+    # gpu-operator v26.3.3 templates/dcgm_exporter_config.yaml writes data under dcgm-metrics.csv when create is set;
+    # clusterpolicy.yaml 570-573 passes the name to the operator, which mounts it and points the exporter at it
+    assert values["dcgmExporter"]["config"] == {"name": DCGM_METRICS_CONFIGMAP, "create": True, "data": counters_csv()}
