@@ -35,6 +35,10 @@ SERVING_WORKLOAD_LABEL = "alicerce_dev_workload"  # target label of the serving 
 # engine's own vllm:request_success_total{finished_reason="abort"} is no error source: the V1 engine never counts an
 # aborted request there (vllm issues 31503, 55634), so an error ratio over it stayed 0 whatever failed (review
 # obsreview3 DEFECT F). A client that gives up is no server error; a 4xx is the client's.
+# a pod passing its readiness probe (kube-state-metrics 2.20.0 kube_pod_status_ready), and the ready pods per serving
+# workload: what the serving-down alerts compare (alicerce.emit.kube.sources)
+READY_PODS = 'max by (namespace, pod) (kube_pod_status_ready{condition="true"}) == 1'
+SERVING_READY = "workload:serving_ready_pods:count"
 HTTP_REQUESTS = "http_requests_total"
 API_REQUESTS = 'handler=~"/v1/.+"'
 SERVER_ERRORS = f'{API_REQUESTS},status="5xx"'
@@ -260,6 +264,7 @@ def serving_rules() -> list[dict[str, Any]]:
         ),
         _rule("workload:vllm_requests_waiting:sum", workload(f"sum by ({by}) (vllm:num_requests_waiting)")),
         _rule("workload:serving_up:ratio", workload(f'avg by ({by}) (up{{{SERVING_WORKLOAD_LABEL}!=""}})')),
+        _rule(SERVING_READY, f"count by (namespace, workload) ({POD_WORKLOAD} * on (namespace, pod) group_left () ({READY_PODS}))"),
     ]
     return rules
 

@@ -47,7 +47,7 @@ from alicerce.emit.kube.common import MANAGED, meta
 from alicerce.emit.kube.costs import BUDGET, MONTH_INTERVAL, budget_alerts, cost_rules, month_rules
 from alicerce.emit.kube.dashboards import dashboards
 from alicerce.emit.kube.diagnoses import diagnoses, latency_bad_ratio, share_above, slo_burn
-from alicerce.emit.kube.kpi import kpi_groups
+from alicerce.emit.kube.kpi import kpi_groups, ksm_resource
 from alicerce.emit.kube.promql import fed
 from alicerce.emit.kube.sources import source_alerts
 from alicerce.emit.storage_counters import counted_tiers
@@ -67,30 +67,34 @@ NODE_EXPORTER_PORT = 9100
 
 
 def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
-    """A node must offer as many GPUs as its pool's accelerator count (lost GPUs are silent otherwise).
+    """A node must offer as many GPU units as its pool's layout (lost GPUs are silent otherwise).
 
     Allocatable, not capacity: the kubelet's device manager keeps an unhealthy device in the node's
     capacity and removes it from allocatable (kubelet devicemanager GetCapacity), so a GPU the device
     plugin marks unhealthy after an XID shows only here. Time-sliced pools advertise their replicas
-    (the device plugin multiplies each healthy GPU); MIG pools advertise other resources and are left out.
-    A node that reports no GPU resource at all (its device plugin never registered since the kubelet started:
-    the driver did not load after a reboot) has no allocatable series and counts as 0.
+    (the device plugin multiplies each healthy GPU); MIG pools under the mixed strategy advertise one resource per
+    profile, each checked against its count (a MIG GPU off the bus was silent: review obsreview3 G20, and XID 79 may
+    not reach DCGM). A node that reports none of a resource (its device plugin never registered since the kubelet
+    started: the driver did not load after a reboot) has no allocatable series and counts as 0.
     """
     alerts = []
     for pool in rp.site(site_name).pools:
-        units = pool.gpu_units.resources if pool.gpu_units is not None else {}
-        if pool.gpu is None or set(units) != {"nvidia.com/gpu"}:
+        if pool.gpu is None or pool.gpu_units is None:
             continue
-        expected = units["nvidia.com/gpu"]
+        units = pool.gpu_units.resources
         nodes = f'max by (node) (kube_node_labels{{{POOL_LABEL}="{pool.name}"}})'
-        # a node that reports no GPU resource at all has no allocatable series: it counts as 0, not as absent; a
-        # node cordoned for repair (or drained by alicerce's driver upgrade) is where the runbook already sent it
-        expr = in_service(
-            f'(max by (node) (kube_node_status_allocatable{{resource="nvidia_com_gpu"}}) or on (node) (0 * {nodes})) '
-            f"* on (node) group_left () ({nodes} > 0) < {expected}"
+        # a node cordoned for repair (or drained by alicerce's driver upgrade) is where the runbook already sent it
+        expr = " or ".join(
+            in_service(
+                f'(max by (node, resource) (kube_node_status_allocatable{{resource="{ksm_resource(name)}"}}) '
+                f'or on (node) label_replace(0 * {nodes}, "resource", "{ksm_resource(name)}", "", "")) '
+                f"* on (node) group_left () ({nodes} > 0) < {count}"
+            )
+            for name, count in sorted(units.items())
         )
+        layout = ", ".join(f"{count} {name}" for name, count in sorted(units.items()))
         alerts.append(Alert(pool_alert_name(pool.name), expr, "15m", "critical",
-                            f"A node of pool {pool.name} offers {{{{ $value }}}} of its {expected} GPUs",
+                            f"A node of pool {pool.name} offers {{{{ $value }}}} {{{{ $labels.resource }}}}, short of its {layout}",
                             "A GPU fell off the bus, failed, or the device plugin is unhealthy: drain the node."))  # fmt: skip
     return alerts
 

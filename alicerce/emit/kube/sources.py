@@ -27,11 +27,13 @@ from alicerce.catalog.alerts import (
     NODE_EXPORTER_ABSENT,
     NODE_EXPORTER_ANSWERS,
     SERVING_METRICS_ABSENT,
+    SERVING_NEVER_READY,
+    SERVING_WORKLOAD_DOWN,
     XID_COUNT_METRIC,
     Alert,
     in_service,
 )
-from alicerce.emit.kube.kpi import POD_WORKLOAD, POOL_NODE_LABEL, SERVING_WORKLOAD_LABEL
+from alicerce.emit.kube.kpi import POD_WORKLOAD, POOL_NODE_LABEL, READY_PODS, SERVING_READY, SERVING_WORKLOAD_LABEL
 from alicerce.emit.kube.kueue import cluster_queue
 from alicerce.resolve.model import ResolvedPlatform
 
@@ -96,16 +98,33 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     serving = sorted(w.name for w in rp.spec.workloads if w.kind == "inference" and w.team in teams)
     if serving:
         names = "|".join(serving)
-        running = 'max by (namespace, pod) (kube_pod_status_phase{phase="Running"}) == 1'
-        pods = f'count by (namespace, workload) ({POD_WORKLOAD}{{workload=~"{names}"}} * on (namespace, pod) group_left () ({running}))'
+        # ready, not Running: vLLM binds /metrics only once its engine has loaded the weights (often 10-20 minutes for
+        # a 70B model), so a rollout's new pods read as unscraped for as long as they load (review obsreview3 G14);
+        # its readiness probe on /health passes at the same moment (README, Run the platform)
+        pods = f'count by (namespace, workload) ({POD_WORKLOAD}{{workload=~"{names}"}} * on (namespace, pod) group_left () ({READY_PODS}))'
         up = f'label_replace(up{{{SERVING_WORKLOAD_LABEL}=~"{names}"}} == 1, "workload", "$1", "{SERVING_WORKLOAD_LABEL}", "(.+)")'
         scraped = f"count by (namespace, workload) ({up})"
         # running pods of a serving workload that its PodMonitor does not scrape (no container port named metrics, the
         # engine not answering): its latency, throughput and SLO series miss them, and the SLO reads what is left
         expr = f"{pods} > on (namespace, workload) ({scraped} or 0 * {pods})"
         alerts.append(Alert(SERVING_METRICS_ABSENT, expr, "20m", "warning",
-                            "{{ $labels.namespace }}/{{ $labels.workload }}: {{ $value }} running serving pods, fewer scraped",
-                            "Serving pods run that Prometheus does not scrape: name the engine's metrics port `metrics` "
+                            "{{ $labels.namespace }}/{{ $labels.workload }}: {{ $value }} ready serving pods, fewer scraped",
+                            "Ready serving pods that Prometheus does not scrape: name the engine's metrics port `metrics` "
                             "and label the pods alicerce.dev/workload (README, Run the platform); until then latency, "
                             "throughput and SLO burn rates count only the pods it does scrape."))  # fmt: skip
+        # a workload whose pods exist and none is ready serves nobody, and its latency SLIs have no traffic to
+        # count: the SLO pages never fire (review obsreview3 G13). It pages when a workload that served in the last
+        # 6 hours stops; one that never became ready (a first rollout, a bad image) is a ticket after 45 minutes
+        exists = f'count by (namespace, workload) ({POD_WORKLOAD}{{workload=~"{names}"}})'
+        served = f"max_over_time({SERVING_READY}[6h])"
+        down = f"{exists} unless on (namespace, workload) {SERVING_READY} and on (namespace, workload) {served}"
+        alerts.append(Alert(SERVING_WORKLOAD_DOWN, down, "5m", "critical",
+                            "{{ $labels.namespace }}/{{ $labels.workload }} has no ready replica",
+                            "The serving workload answers no request: every pod is pending, crashing or failing its "
+                            "readiness probe (kubectl -n {{ $labels.namespace }} get pods -l alicerce.dev/workload="
+                            "{{ $labels.workload }}; check events, GPU capacity in its pool and the engine log)."))  # fmt: skip
+        alerts.append(Alert(SERVING_NEVER_READY, f"{exists} unless on (namespace, workload) {served}", "45m", "warning",
+                            "{{ $labels.namespace }}/{{ $labels.workload }} has pods, none ever ready",
+                            "Its pods have not become ready in 45 minutes: the image, the model download, GPU memory "
+                            "or the readiness probe (vLLM answers /health once the engine has loaded)."))  # fmt: skip
     return alerts

@@ -226,7 +226,7 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
                 {
                     "eval_time": "20m",
                     "alertname": "GPUsMissingOnpremH100",
-                    "exp_alerts": [expected(rules["GPUsMissingOnpremH100"], node, "7")],
+                    "exp_alerts": [expected(rules["GPUsMissingOnpremH100"], node | {"resource": "nvidia_com_gpu"}, "7")],
                 },
             ],
         },
@@ -438,7 +438,9 @@ def test_a_gpu_node_that_advertises_no_gpu_at_all_raises_the_missing_gpu_alert(t
                 {
                     "eval_time": "20m",
                     "alertname": "GPUsMissingOnpremH100",
-                    "exp_alerts": [expected(rules["GPUsMissingOnpremH100"], {"node": "gpu-003.dc1.acme.example"}, "0")],
+                    "exp_alerts": [
+                        expected(rules["GPUsMissingOnpremH100"], {"node": "gpu-003.dc1.acme.example", "resource": "nvidia_com_gpu"}, "0")
+                    ],
                 },
             ],
         }
@@ -587,3 +589,29 @@ def test_the_unit_tests_keep_every_rule_their_alerts_read() -> None:
     ]
     whole = [{"name": "n", "rules": [{"record": "r", "expr": '{__name__=~"x.*"}'}, {"alert": "A", "expr": "up"}]}]
     assert needed_rules(whole, tests) == whole
+
+
+@needs_promtool
+def test_a_mig_node_short_of_one_profile_raises_the_missing_gpu_alert(tmp_path: Path) -> None:
+    """review obsreview3 G20: a MIG pool (mixed strategy: one resource per profile) had no missing-GPU alert, so a
+    GPU off the bus was silent there. Each profile is checked against its count on the node (8 GPUs x 1 each)."""
+    from alicerce.spec.loader import load_text
+
+    declared = '    accelerator: "H100-SXM5-80GB:8"\n    onprem:'
+    mig = declared.replace("\n    onprem:", '\n    sharing: {mode: mig, profiles: {"3g.40gb": 1, "4g.40gb": 1}}\n    onprem:')
+    rp = validated(load_text((ROOT / "platform.yaml").read_text().replace(declared, mig), "platform.yaml"), "prod")
+    rule = rules_of(rp, "dc1")["GPUsMissingOnpremH100"]
+    labels = 'label_alicerce_dev_pool="onprem-h100",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
+
+    def offers(node: str, three: int, four: int) -> list[dict[str, str]]:
+        allocatable = 'kube_node_status_allocatable{{node="{}",resource="nvidia_com_mig_{}",unit="integer"}}'
+        return [
+            {"series": f'kube_node_labels{{node="{node}",{labels}}}', "values": "1x20"},
+            {"series": allocatable.format(node, "3g_40gb"), "values": f"{three}x20"},
+            {"series": allocatable.format(node, "4g_40gb"), "values": f"{four}x20"},
+        ]
+
+    inputs = offers("gpu-001", 7, 8) + offers("gpu-002", 8, 8)  # gpu-001 lost one GPU's 3g.40gb instance
+    run_promtool(rp, "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "20m", "alertname": "GPUsMissingOnpremH100",
+         "exp_alerts": [expected(rule, {"node": "gpu-001", "resource": "nvidia_com_mig_3g_40gb"}, "7")]}]}], tmp_path)  # fmt: skip

@@ -100,11 +100,12 @@ def test_kueue_metrics_absent_names_each_team_queue_kueue_does_not_report(tmp_pa
 def test_serving_metrics_absent_fires_while_running_serving_pods_are_not_scraped(tmp_path: Path) -> None:
     rule = rules_of(platform(), "aws")["ServingMetricsAbsent"]
 
-    def pod(name: str, scraped: bool) -> list[dict[str, str]]:
+    def pod(name: str, scraped: bool, ready: bool = True) -> list[dict[str, str]]:
         at = f'namespace="serving",pod="{name}"'
         out = [
             {"series": f'kube_pod_labels{{{at},label_alicerce_dev_workload="chat-70b"}}', "values": f"1{STEPS}"},
             {"series": f'kube_pod_status_phase{{{at},phase="Running"}}', "values": f"1{STEPS}"},
+            {"series": f'kube_pod_status_ready{{{at},uid="u-{name}",condition="true"}}', "values": f"{int(ready)}{STEPS}"},
         ]
         if scraped:
             out.append({"series": f'up{{job="serving",{at},alicerce_dev_workload="chat-70b"}}', "values": f"1{STEPS}"})
@@ -116,3 +117,33 @@ def test_serving_metrics_absent_fires_while_running_serving_pods_are_not_scraped
     check("aws", "ServingMetricsAbsent", pod("chat-70b-0", True) + pod("chat-70b-1", True), [], tmp_path / "c")
     # a workload not deployed yet (no pods) is not a missing source
     check("aws", "ServingMetricsAbsent", [{"series": 'up{job="x"}', "values": f"1{STEPS}"}], [], tmp_path / "d")
+    # obsreview3 G14: a new pod still loading its model runs unready and unscraped (vLLM binds /metrics after load)
+    check("aws", "ServingMetricsAbsent", pod("chat-70b-0", True) + pod("chat-70b-1", False, ready=False), [], tmp_path / "e")
+
+
+@needs_promtool
+def test_a_serving_workload_with_no_ready_pod_pages_once_it_has_served(tmp_path: Path) -> None:
+    """obsreview3 G13: a workload whose every pod is pending or crashing answers nobody and its SLOs, without traffic,
+    never burn. It pages when a workload that served stops; one that never became ready is a ticket."""
+    rules = rules_of(platform(), "aws")
+
+    def pod(name: str, ready: str) -> list[dict[str, str]]:
+        at = f'namespace="serving",pod="{name}"'
+        return [
+            {"series": f'kube_pod_labels{{{at},label_alicerce_dev_workload="chat-70b"}}', "values": "1x90"},
+            {"series": f'kube_pod_status_ready{{{at},uid="u-{name}",condition="true"}}', "values": ready},
+        ]
+
+    def run(inputs: list[dict[str, str]], name: str, fired: bool, path: Path) -> None:
+        alerts = [expected(rules[name], {"namespace": "serving", "workload": "chat-70b"}, "2")] if fired else []
+        path.mkdir()
+        run_promtool(platform(), "aws", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+            {"eval_time": "80m", "alertname": name, "exp_alerts": alerts}]}], path)  # fmt: skip
+
+    crashed = pod("chat-70b-0", "1x60 0x30") + pod("chat-70b-1", "1x60 0x30")  # both served an hour, then failed
+    run(crashed, "ServingWorkloadDown", True, tmp_path / "a")
+    run(pod("chat-70b-0", "1x90") + pod("chat-70b-1", "1x60 0x30"), "ServingWorkloadDown", False, tmp_path / "b")  # one left
+    loading = pod("chat-70b-0", "0x90") + pod("chat-70b-1", "0x90")  # a first rollout that never got ready
+    run(loading, "ServingWorkloadDown", False, tmp_path / "c")
+    run(loading, "ServingWorkloadNeverReady", True, tmp_path / "d")
+    run(crashed, "ServingWorkloadNeverReady", False, tmp_path / "e")
