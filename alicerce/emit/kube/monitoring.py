@@ -47,6 +47,7 @@ from alicerce.emit.kube.common import MANAGED, meta
 from alicerce.emit.kube.costs import BUDGET, MONTH_INTERVAL, budget_alerts, cost_rules, month_rules
 from alicerce.emit.kube.dashboards import dashboards
 from alicerce.emit.kube.diagnoses import diagnoses, latency_bad_ratio, share_above, slo_burn
+from alicerce.emit.kube.fabric_alerts import fabric_alerts
 from alicerce.emit.kube.kpi import kpi_groups, ksm_resource
 from alicerce.emit.kube.promql import fed
 from alicerce.emit.kube.sources import source_alerts
@@ -269,6 +270,7 @@ def rule_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
         group("alicerce.gpu.health", [*GPU_HEALTH, *exporter, *_pool_alerts(rp, site_name)]),
         # a KPI source that went missing: without these, its KPIs and diagnoses read as an idle, healthy platform
         group("alicerce.sources", source_alerts(rp, site_name)),
+        group("alicerce.fabric", fabric_alerts(rp, site_name)),
         group("alicerce.gpu.efficiency", list(GPU_EFFICIENCY)),
         group("alicerce.slo", _slo_alerts(rp)),
         group("alicerce.storage", list(STORAGE_ALERTS) if counted_tiers(rp.site(site_name)) else []),

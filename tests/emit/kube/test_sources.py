@@ -147,3 +147,31 @@ def test_a_serving_workload_with_no_ready_pod_pages_once_it_has_served(tmp_path:
     run(loading, "ServingWorkloadDown", False, tmp_path / "c")
     run(loading, "ServingWorkloadNeverReady", True, tmp_path / "d")
     run(crashed, "ServingWorkloadNeverReady", False, tmp_path / "e")
+
+
+@needs_promtool
+def test_a_fabric_rail_that_went_down_or_keeps_flapping_alerts(tmp_path: Path) -> None:
+    """obsreview3 G22: a rail down halves a node's NCCL bandwidth and nothing said so. A port that was active in the
+    last day and is not now warns; a port that never came up (an unused second port) does not; a link that went down
+    three times in an hour warns."""
+    rules = rules_of(platform(), "dc1")
+    assert "FabricPortDown" not in rules_of(platform(), "aws")  # EFA reports no port state to the node exporter
+
+    def port(node: str, name: str, states: str) -> dict[str, str]:
+        labels = f'job="node-exporter",instance="{node}:9100",node="{node}",device="{name}",port="1"'
+        assert "node_infiniband_state_id" in load("node-exporter", "v1.12.1", "metrics.json")
+        return {"series": f"node_infiniband_state_id{{{labels}}}", "values": states}
+
+    rails = [*node_labels(NODE), port(NODE, "mlx5_0", "4x30 1x30"), port(NODE, "mlx5_1", f"4{STEPS}"), port(NODE, "mlx5_9", f"1{STEPS}")]
+    fired = expected(rules["FabricPortDown"], {"node": NODE, "device": "mlx5_0", "port": "1"}, "1")
+    check("dc1", "FabricPortDown", rails[:2], [], tmp_path / "a")  # still active at 30 min: quiet (the check runs at 30m)
+    tmp = tmp_path / "b"
+    tmp.mkdir()
+    run_promtool(platform(), "dc1", [{"interval": "1m", "input_series": rails, "alert_rule_test": [
+        {"eval_time": "50m", "alertname": "FabricPortDown", "exp_alerts": [fired]}]}], tmp)  # fmt: skip
+    flaps = [*node_labels(NODE), node_counter(NODE, "node_infiniband_link_downed_total", 3 / 3600, ',device="mlx5_0",port="1"')]
+    flapping = expected(rules["FabricLinkFlapping"], {"node": NODE, "device": "mlx5_0", "port": "1"}, "")
+    tmp = tmp_path / "c"
+    tmp.mkdir()
+    run_promtool(platform(), "dc1", [{"interval": "1m", "input_series": flaps, "alert_rule_test": [
+        {"eval_time": "60m", "alertname": "FabricLinkFlapping", "exp_alerts": [flapping]}]}], tmp)  # fmt: skip

@@ -1,0 +1,38 @@
+"""A fabric rail that stopped: an InfiniBand/RoCE port that was active and is not, or one that keeps going down.
+
+Each GPU of a rail-optimised node sends its collectives through its own port: one port down halves or stops NCCL's
+bandwidth for every job on the node, and the communication-bound diagnosis only sees it once the job slows. Port
+state per device and port comes from the node exporter's infiniband collector (node_exporter v1.12.1
+collector/infiniband_linux.go 187-188: ``node_infiniband_state_id``, 4 = active; ``link_downed_total``, the times a
+link failed to recover from an error and went down). A port that never came up (an unused second port, a storage
+HCA's spare) is not a rail: only a port active within the last day that is not now alerts (review obsreview3 G22).
+"""
+
+from __future__ import annotations
+
+from alicerce.catalog.alerts import FABRIC_LINK_FLAPPING, FABRIC_PORT_DOWN, Alert, in_service
+from alicerce.resolve.model import ResolvedPlatform
+
+ACTIVE = 4  # IB port state ACTIVE (the collector's state_id help text: 1 down, 2 init, 3 armed, 4 active, 5 act defer)
+PORT = "node, device, port"
+
+
+def fabric_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
+    pools = sorted(p.name for p in rp.site(site_name).pools if p.rdma is not None and p.rdma.port_counters)
+    if not pools:
+        return []  # EFA and fabrics without port counters report no port state to the node exporter
+    nodes = f'max by (node) (kube_node_labels{{label_alicerce_dev_pool=~"{"|".join(pools)}"}})'
+    on_pools = f"* on (node) group_left () ({nodes} > 0)"
+    was_active = f"max_over_time((max by ({PORT}) (node_infiniband_state_id) == bool {ACTIVE})[1d:5m]) == 1"
+    down = in_service(f"(max by ({PORT}) (node_infiniband_state_id) != {ACTIVE}) {on_pools} and on ({PORT}) {was_active}")
+    flapping = in_service(f"sum by ({PORT}) (increase(node_infiniband_link_downed_total[1h])) {on_pools} > 2")
+    return [
+        Alert(FABRIC_PORT_DOWN, down, "5m", "warning",
+              "Fabric port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.node }} is no longer active",
+              "A rail that was up in the last day is down: every job on this node runs its collectives on fewer rails. "
+              "Check the cable and switch port (ibstat, mlxlink), then drain the node if it does not come back."),
+        Alert(FABRIC_LINK_FLAPPING, flapping, "0m", "warning",
+              "Fabric port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.node }} went down more than twice in an hour",
+              "A link that keeps failing and retraining points at a bad cable or transceiver: NCCL stalls each time. "
+              "Check symbol errors and the cable (mlxlink), and replace it."),
+    ]  # fmt: skip
