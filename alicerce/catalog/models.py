@@ -316,6 +316,7 @@ class TrainingSizing(CatalogModel):
     expertsPerTokenDefault: Assumption
     fullRecompute: Assumption
     goodput: Assumption
+    tpLinkEfficiency: Assumption  # of per-direction NVLink/PCIe bandwidth a large-message all-reduce reaches (bus bandwidth)
 
 
 class PcieBandwidth(CatalogModel):
@@ -436,6 +437,7 @@ class TrainingRun(CatalogModel):
     precision: Literal["bf16", "fp16", "fp8", "fp4", "unknown"]
     fp8Recipe: Literal["transformer-engine", "generic"] | None = None
     recompute: Literal["full"] | None = None
+    tensorParallelOverlap: bool = False  # the run's stack overlaps tensor-parallel all-reduces (the workload field)
     reporting: Literal["gpuHours", "throughput", "timeToTrain"]
     measured: TrainingMeasurement
     basis: str

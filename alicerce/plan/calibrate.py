@@ -26,7 +26,15 @@ from alicerce.plan.roofline import (
     replica_performance,
     token_interval_seconds,
 )
-from alicerce.plan.sizing import Placement, kv_bytes, plan_workload
+from alicerce.plan.sizing import (
+    Placement,
+    kv_bytes,
+    plan_workload,
+    tp_link_bytes_per_second,
+    training_layout,
+    training_memory,
+    usable_memory,
+)
 from alicerce.plan.throughput import TrainingJob, training_factors
 from alicerce.spec.models import Workload
 
@@ -46,9 +54,12 @@ def run_architecture(run: TrainingRun, catalog: Catalog) -> tuple[Architecture, 
     return extra.architecture, extra.bf16Tflops
 
 
-def run_job(run: TrainingRun, catalog: Catalog) -> TrainingJob:
+def run_job(run: TrainingRun, catalog: Catalog, sizing: Sizing) -> TrainingJob:
+    """The run as the throughput model sees it. Its tensor-parallel degree and recomputed share are the ones the planner
+    picks from what the run's spec declares (sizing.training_layout), so the fit sees the layouts `plan` sizes; a row
+    that states its recomputation (BLOOM's full recomputation) keeps it, at tensor parallel 1."""
     architecture, _ = run_architecture(run, catalog)
-    return TrainingJob(
+    job = TrainingJob(
         architecture=architecture,
         active_parameters=run.activeParameters or run.parameters,
         layers=run.layers,
@@ -64,6 +75,14 @@ def run_job(run: TrainingRun, catalog: Catalog) -> TrainingJob:
         full_recompute=run.recompute == "full",
         production_run=run.reporting == "gpuHours",
     )
+    gpu = run_gpu(run, catalog)
+    if run.recompute is not None or gpu is None:
+        return job
+    w = run_workload(run)
+    node = 4 if gpu.id == "GB200" else 8  # GB200 NVL72 trays hold 4 GPUs
+    job = replace(job, tp_link_bytes_per_second=tp_link_bytes_per_second(gpu, sizing), peak_flops=gpu.tflops.bf16 * 1e12,
+                  tp_overlapped=run.tensorParallelOverlap)  # fmt: skip
+    return training_layout(job, training_memory(w, sizing), node, usable_memory(gpu, sizing), sizing)
 
 
 def measured_mfu(run: TrainingRun, catalog: Catalog) -> float:
@@ -79,7 +98,7 @@ def measured_mfu(run: TrainingRun, catalog: Catalog) -> float:
 
 
 def predicted_mfu(run: TrainingRun, catalog: Catalog, sizing: Sizing, moe_routing: float | None = None) -> float:
-    return math.prod(f.value for f in training_factors(run_job(run, catalog), sizing, moe_routing=moe_routing))
+    return math.prod(f.value for f in training_factors(run_job(run, catalog, sizing), sizing, moe_routing=moe_routing))
 
 
 @dataclass(frozen=True)
@@ -137,12 +156,12 @@ def fit_training(runs: Sequence[TrainingRun], catalog: Catalog, sizing: Sizing) 
     fit = [r for r in runs if r.role == "fit"]
     reference = sizing.training.perGpuBatch.referenceTokens.value
     names = [*(f"base {a}" for a in FITTED_ARCHITECTURES), "exponent", "fp8 transformer-engine", "fp8 generic"]
-    fixed = {"attention", "mixture of experts", "recomputation", "goodput"}
+    fixed = {"attention", "mixture of experts", "recomputation", "tensor parallel", "goodput"}
 
     def solve(moe: float) -> tuple[float, list[float], tuple[str, ...]]:
         rows, targets = [], []
         for run in fit:
-            job = run_job(run, catalog)
+            job = run_job(run, catalog, sizing)
             known = math.prod(f.value for f in training_factors(job, sizing, moe_routing=moe) if f.name in fixed)
             per_gpu = job.global_batch_tokens / job.gpus
             rows.append(
@@ -373,6 +392,8 @@ def run_workload(run: TrainingRun) -> Workload:
     }  # fmt: skip
     if run.fp8Recipe is not None:
         spec["fp8Recipe"] = run.fp8Recipe
+    if run.tensorParallelOverlap:
+        spec["tensorParallelOverlap"] = True
     return Workload.model_validate(spec)
 
 

@@ -9,7 +9,7 @@ throughput and roofline models, each factor with its source (``Figure``), so `al
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from alicerce.catalog.models import Gpu, Sizing
@@ -284,22 +284,6 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
     moe = w.model.architecture == "moe"
     # a MoE's layers and width are those of a dense model of its active size (Mixtral 8x7B: 32 x 4096)
     layers, hidden = shape(active if moe else float(w.model.parameters), w.model.layers, w.model.hidden_size, sizing)
-    # the smallest tensor-parallel group that holds activations without recomputation, if any does
-    usable = usable_memory(gpu, sizing)
-    fitting = [
-        d
-        for d in TP_DEGREES
-        if d <= place.gpus_per_node and gpus % d == 0 and mem.state / gpus + mem.activations_no_recompute / d <= usable
-    ]
-    recompute = not fitting
-    fraction = 1.0 if recompute else 0.0
-    if fitting:
-        tp = fitting[0]
-    else:  # recompute only the layers memory needs (the fewest over the TP degrees), not all of them
-        partial = [(f, d) for d in TP_DEGREES if d <= place.gpus_per_node and gpus % d == 0
-                   and (f := recompute_share(mem, layers, gpus, d, usable)) is not None]  # fmt: skip
-        if partial:
-            fraction, tp = min(partial)
     experts = w.model.experts
     attention_dim, attention_sequence = attention_width(w, layers, hidden, sizing)
     job = TrainingJob(
@@ -316,11 +300,18 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
         fp4_supported=gpu.tflops.fp4 is not None,
         experts_per_token=(experts.per_token if experts else int(sizing.training.expertsPerTokenDefault.value)) if moe else None,
         moe_layers=experts.layers if experts else None,
-        full_recompute=fraction >= 1,
-        recompute_fraction=fraction,
+        full_recompute=True,
+        recompute_fraction=1.0,
         attention_dim=attention_dim,
         attention_sequence=attention_sequence,
+        tensor_parallel=tp,
+        tp_link_bytes_per_second=tp_link_bytes_per_second(gpu, sizing),
+        tp_overlapped=bool(w.tensor_parallel_overlap),
+        peak_flops=gpu.tflops.bf16 * 1e12,
     )
+    job = training_layout(job, mem, place.gpus_per_node, usable_memory(gpu, sizing), sizing)
+    tp, fraction = job.tensor_parallel, job.recompute_fraction
+    recompute = fraction >= 1
     if w.mfu is not None:
         mfu_factor = (Factor("mfu", w.mfu, "spec", "workloads[].mfu replaces the throughput model"),)
         return _Run(gpus, tp, w.mfu, mfu_factor, recompute, 0.0, fraction)
@@ -341,6 +332,32 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
         job = TrainingJob(**{**job.__dict__, "network_share": share})
     mfu, factors = training_mfu(job, sizing)
     return _Run(gpus, tp, mfu, factors, recompute, need, fraction)
+
+
+def tp_link_bytes_per_second(gpu: Gpu, sizing: Sizing) -> float:
+    """What one GPU's tensor-parallel all-reduces move per second: the per-direction NVLink (SXM) or PCIe bandwidth of
+    the catalog GPU times the bus-bandwidth share NCCL reaches on large messages (training.tpLinkEfficiency)."""
+    return gpu_hardware(gpu, "bf16", sizing).link_bytes_per_second * sizing.training.tpLinkEfficiency.value
+
+
+def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usable: float, sizing: Sizing) -> TrainingJob:
+    """The tensor-parallel degree and recomputed share a run would pick: of the degrees that divide the GPUs inside a
+    node, each with the fewest recomputed layers that make it fit, the one with the shortest step (highest MFU: tensor
+    parallelism pays its all-reduces, recomputation its extra forward pass); ties go to the smaller degree. ``job``
+    brings the degree to fall back on when nothing fits (full recomputation there)."""
+    best: tuple[float, int, TrainingJob] | None = None
+    for d in TP_DEGREES:
+        if d > node_gpus or job.gpus % d:
+            continue
+        fits_without = mem.state / job.gpus + mem.activations_no_recompute / d <= usable
+        fraction = 0.0 if fits_without else recompute_share(mem, job.layers, job.gpus, d, usable)
+        if fraction is None:
+            continue
+        candidate = replace(job, tensor_parallel=d, recompute_fraction=fraction, full_recompute=fraction >= 1)
+        mfu, _ = training_mfu(candidate, sizing)
+        if best is None or mfu > best[0] * (1 + 1e-12):
+            best = (mfu, d, candidate)
+    return best[2] if best is not None else job
 
 
 def recompute_share(mem: TrainingMemory, layers: int, gpus: int, tp: int, usable: float) -> float | None:

@@ -120,6 +120,9 @@ def workload_fields_apply(ctx: RuleContext) -> Iterable[Finding]:
         if w.kind not in SCHEDULED and w.runs_per_quarter is not None:
             yield Finding(path.runs_per_quarter, f"{w.kind} workloads have no runs to schedule: sizing ignores it",
                           f"remove it; it applies to {' and '.join(SCHEDULED)} workloads", key=True, resource=w.name)  # fmt: skip
+        if w.kind not in SCHEDULED and w.tensor_parallel_overlap is not None:
+            yield Finding(path.tensor_parallel_overlap, f"{w.kind} workloads have no training step to overlap: sizing ignores it",
+                          f"remove it; it applies to {' and '.join(SCHEDULED)} workloads", key=True, resource=w.name)  # fmt: skip
 
 
 @rules.rule("AL371", "attention-layout", "A sliding-window model's global layers are layers of the model.")

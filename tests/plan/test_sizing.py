@@ -249,8 +249,9 @@ def test_more_gpus_never_lower_gpu_hours_at_fixed_work(  # noqa: PLR0917 - hypot
 
     One thing changes the job itself: with too few GPUs the activations only fit with recomputation
     (8N instead of 6N FLOPs for every layer recomputed; since selective recomputation, for the share of
-    layers memory needs), so the property is stated for layouts that hold the job the same way at both
-    counts: the same recomputation factor."""
+    layers memory needs) or a wider tensor-parallel group (whose all-reduces cost step time since issue 23's
+    sizing4), so the property is stated for layouts that hold the job the same way at both counts: the same
+    recomputation factor and tensor-parallel degree."""
     small, large = (
         plan_training(workload(model={"parameters": params}, tokens="1T", gpus=n * 8, globalBatchTokens=batch, precision=precision),
                       on(gpu), SIZING, [])
@@ -258,7 +259,7 @@ def test_more_gpus_never_lower_gpu_hours_at_fixed_work(  # noqa: PLR0917 - hypot
     )  # fmt: skip
     if small.gpu_hours is None or large.gpu_hours is None or any(i.check == "PL303" for i in small.issues):
         return
-    if _recomputation(small) != _recomputation(large):
+    if _recomputation(small) != _recomputation(large) or small.tensor_parallel != large.tensor_parallel:
         return
     assert large.gpu_hours >= small.gpu_hours * (1 - 1e-9)
 
@@ -283,8 +284,10 @@ def test_fp8_gain_follows_the_declared_stack() -> None:
     generic = plan_training(workload(**w, fp8Recipe="generic"), on("H100"), SIZING, [])
     bf16 = plan_training(workload(**{**w, "precision": "bf16"}), on("H100"), SIZING, [])
     assert te.mfu is not None and generic.mfu is not None and bf16.mfu is not None
-    assert te.mfu / bf16.mfu == pytest.approx(SIZING.training.fp8Gain.transformer_engine.value)
-    assert generic.mfu / bf16.mfu == pytest.approx(SIZING.training.fp8Gain.generic.value)
+    # each stack's measured gain, on the GEMMs only (test_fp8_speeds_up_the_gemms_not_attention): gain x (1 + r) / (1 + gain x r)
+    r = 1 / _factors(bf16)["attention"] - 1
+    for plan, gain in ((te, SIZING.training.fp8Gain.transformer_engine.value), (generic, SIZING.training.fp8Gain.generic.value)):
+        assert plan.mfu is not None and plan.mfu / bf16.mfu == pytest.approx(gain * (1 + r) / (1 + gain * r))
     a100 = plan_training(workload(**w), on("A100-SXM4-80GB"), SIZING, [])  # no fp8 tensor cores: no gain
     a100_bf16 = plan_training(workload(**{**w, "precision": "bf16"}), on("A100-SXM4-80GB"), SIZING, [])
     assert a100.mfu == a100_bf16.mfu
@@ -562,3 +565,61 @@ def test_kv_memory_charges_what_the_engine_admits() -> None:
     assert on_demand["KV cache per sequence"].value == pytest.approx(per_token * 6000 / GIB, rel=1e-9)
     assert reserve["batch per replica"].inputs["KV memory limit"] == pytest.approx(free / (per_token * 8000), rel=1e-9)
     assert reserve["KV cache per sequence"].value == pytest.approx(per_token * 8000 / GIB, rel=1e-9)
+
+
+def _factors(plan: Any) -> dict[str, float]:
+    return {f.name: f.value for fig in plan.figures if fig.name == "MFU" for f in fig.factors}
+
+
+def test_tensor_parallel_all_reduces_cost_step_time() -> None:
+    """Issue 23 (sizing4): tensor parallelism cost nothing, so the planner escaped recomputation by widening the TP group
+    for free. Megatron TP all-reduces the activations twice per layer forward and twice backward (Narayanan et al. 2021,
+    Sec. 3.3), 2 (t - 1) / t of b x s x h x 2 bytes per GPU each, on the critical path. 7B (32 x 4096) at 16,384-token
+    sequences on 8 H100: state 7e9 x 16 / 8, activations 32 x 16,384 x 4096 x 34 B do not fit at TP 1 and do at TP 2;
+    NVLink 900 / 2 GB/s per direction x NCCL's 0.82 bus-bandwidth share; compute time 6N / (TP x peak x the other
+    factors)."""
+    model = {"parameters": "7B", "layers": 32, "hiddenSize": 4096}
+    w = workload(model=model, tokens="1T", sequenceLength=16384, gpus=8, globalBatchTokens="4M")
+    plan = plan_training(w, on("H100-SXM5-80GB"), SIZING, [])
+    factors = _factors(plan)
+    assert plan.tensor_parallel == 2 and "recomputation" not in factors
+    gpu = CATALOG.gpu("H100-SXM5-80GB")
+    assert gpu is not None and gpu.interconnect.nvlinkBandwidthGBps == 900
+    others = math.prod(v for k, v in factors.items() if k not in ("tensor parallel", "goodput"))
+    link_seconds = 4 * 32 * 2 * (2 - 1) / 2 * 4096 * 2 / (450e9 * SIZING.training.tpLinkEfficiency.value)
+    compute_seconds = 6 * 7e9 / (2 * gpu.tflops.bf16 * 1e12 * others)
+    assert factors["tensor parallel"] == pytest.approx(1 / (1 + link_seconds / compute_seconds), rel=1e-9)
+    assert factors["tensor parallel"] < 1
+    # a stack that overlaps them (Transformer Engine userbuffers) declares it, and pays nothing
+    hidden = plan_training(workload(model=model, tokens="1T", sequenceLength=16384, gpus=8, globalBatchTokens="4M",
+                                    tensorParallelOverlap=True), on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
+    assert _factors(hidden)["tensor parallel"] == 1.0 and hidden.mfu is not None and plan.mfu is not None
+    assert hidden.mfu > plan.mfu
+
+
+def test_the_planner_recomputes_where_tensor_parallelism_costs_more() -> None:
+    """Issue 23 (sizing4): a run picks between a wider TP group and recomputing layers by step time. Over PCIe (L40S:
+    Gen4, 32 GB/s a direction) TP 4 all-reduces cost more than recomputing the layers memory needs at TP 1, so the
+    plan recomputes; before, the smallest TP group that avoided recomputation won whatever its link."""
+    w = workload(model={"parameters": "7B", "layers": 32, "hiddenSize": 4096}, tokens="1T", sequenceLength=16384, gpus=8,
+                 globalBatchTokens="4M")  # fmt: skip
+    plan = plan_training(w, on("L40S-48GB"), SIZING, [])
+    assert plan.tensor_parallel == 1 and 0 < _factors(plan)["recomputation"] < 1
+    overlapped = plan_training(w.model_copy(update={"tensor_parallel_overlap": True}), on("L40S-48GB"), SIZING, [])
+    assert overlapped.tensor_parallel == 4 and "recomputation" not in _factors(overlapped)
+    assert overlapped.mfu is not None and plan.mfu is not None and overlapped.mfu > plan.mfu
+
+
+def test_fp8_speeds_up_the_gemms_not_attention() -> None:
+    """Issue 23 (sizing4): the fp8 gain multiplied the attention FLOPs too, but Transformer Engine's fp8 recipes leave
+    dot-product attention in 16 bits (fp8_dpa off) and torchao's float8 converts nn.Linear only. Time per token is
+    6N / gain + attention at bf16, so on the 6N yardstick the attention term becomes 1 / (1 + gain x L x s x d / N):
+    7B (32 x 4096) at 8,192 tokens, Transformer Engine fp8."""
+    w = workload(model={"parameters": "7B", "layers": 32, "hiddenSize": 4096}, tokens="1T", sequenceLength=8192, gpus=64,
+                 globalBatchTokens="4M", precision="fp8", fp8Recipe="transformer-engine")  # fmt: skip
+    factors = _factors(plan_training(w, on("H100-SXM5-80GB"), SIZING, []))
+    gain, ratio = SIZING.training.fp8Gain.transformer_engine.value, 32 * 8192 * 4096 / 7e9
+    assert factors["precision"] == gain
+    assert factors["attention"] == pytest.approx(1 / (1 + gain * ratio), rel=1e-12)
+    bf16 = _factors(plan_training(w.model_copy(update={"precision": "bf16"}), on("H100-SXM5-80GB"), SIZING, []))
+    assert bf16["attention"] == pytest.approx(1 / (1 + ratio), rel=1e-12)

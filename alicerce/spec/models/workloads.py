@@ -138,6 +138,12 @@ class Workload(SpecModel):
         description="fp8 training stack: Transformer Engine/NeMo class (measured 1.7x bf16) or generic PyTorch float8 (1.1x); "
         "default: between the two.",
     )
+    tensor_parallel_overlap: bool | None = Field(
+        default=None,
+        description="Training: the framework overlaps tensor-parallel all-reduces with the GEMMs around them (Transformer "
+        "Engine userbuffers: Megatron-Core/NeMo `tp_comm_overlap`), so a tensor-parallel layout pays no link time. "
+        "Default: false, the all-reduces are exposed (Megatron-LM without it, DeepSpeed, PyTorch FSDP + DTensor).",
+    )
     checkpoint_interval: Duration | None = Field(default=None, gt=0, description="Time between checkpoints.")
     dataset: Dataset | None = Field(default=None, description="Input data.")
     traffic: Traffic | None = Field(default=None, description="Inference traffic.")
