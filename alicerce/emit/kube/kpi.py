@@ -55,6 +55,7 @@ GPU_FB = "gpu:dcgm_memory_used:ratio"
 GPU_ACTIVE = "gpu:dcgm_graphics_engine_active:ratio"
 GPU_TENSOR = "gpu:dcgm_tensor_active:ratio"
 GPU_DRAM = "gpu:dcgm_dram_active:ratio"  # share of cycles the memory interface is busy
+GPU_HELD = "gpu:held_share:ratio"  # per pod holding a GPU (or a MIG instance), the share of a GPU it holds
 POD_GPUS = "pod:gpus_allocated:sum"
 # per node (node exporter)
 NODE_IB_RX = "node:infiniband_receive_bytes:rate5m"
@@ -104,10 +105,38 @@ def join_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]
     return rules
 
 
+# one physical GPU, or one MIG instance of it (GPU_I_PROFILE rides along: it is the same for every series of an instance)
+DEVICE_KEY = "node, gpu, UUID, GPU_I_ID, GPU_I_PROFILE"
+
+
 def _per_gpu(metric_expr: str) -> str:
     """A DCGM expression per GPU, keyed by node/gpu/UUID (and namespace/pod where held), with the node's pool."""
-    keyed = f"max by (node, gpu, UUID, GPU_I_ID, namespace, pod) ({_as('node', 'Hostname', metric_expr)})"
+    keyed = f"max by ({DEVICE_KEY}, namespace, pod) ({_as('node', 'Hostname', metric_expr)})"
     return f"{keyed} * on (node) group_left (pool) {NODE_POOL}"
+
+
+def _selected(record: str, *matchers: str) -> str:
+    return f"{record}{{{', '.join(matchers)}}}" if matchers else record
+
+
+def _gpus(record: str, *matchers: str) -> str:
+    """``record``'s activity ratios in GPUs: a whole GPU's (or a time-sliced pod's own) activity is already a share of
+    the whole GPU."""
+    return f"({_selected(record, *matchers)})"
+
+
+def _share(record: str, *matchers: str) -> str:
+    """The share of a GPU each series of ``record`` stands for, with the same labels: a pod on a time-sliced GPU holds
+    one replica (its pool's share of nvidia.com/gpu, alicerce.resolve.gpu decides it once), a whole GPU 1."""
+    whole = _selected(record, *matchers)
+    shared = f'0 * {whole} + on (pool) group_left () {POOL_RESOURCE_GPU_SHARE}{{resource="{GPU_RESOURCE}"}}'
+    return f"({shared} or 0 * {whole} + 1)"
+
+
+def _share_used(record: str, *matchers: str) -> str:
+    """Per series, the GPUs busy up to the share held (GPU_HELD): time-slicing does not cap a pod, so one alone on a
+    shared GPU can keep all of it busy; it is using its own share fully, not 4 times over."""
+    return f"(({_gpus(record, *matchers)} <= {GPU_HELD}) or {GPU_HELD})"
 
 
 def _memory_used() -> str:
@@ -141,6 +170,7 @@ def gpu_rules() -> list[dict[str, Any]]:
         _rule(GPU_ACTIVE, _per_gpu("DCGM_FI_PROF_GR_ENGINE_ACTIVE")),
         _rule(GPU_TENSOR, _per_gpu("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")),
         _rule(GPU_DRAM, _per_gpu("DCGM_FI_PROF_DRAM_ACTIVE")),
+        _rule(GPU_HELD, _share(GPU_UTIL, 'pod!=""')),
         _rule(POD_GPUS, allocated),
     ]
 
@@ -156,22 +186,29 @@ def _by_workload(expr: str, how: str = "sum") -> str:
 def utilisation_rules() -> list[dict[str, Any]]:
     """Utilisation, memory and effective utilisation (busy GPU-equivalents of allocated GPUs / installed GPUs) per
     pool, team and workload."""
-    held = f'{GPU_UTIL}{{pod!=""}}'
+    held = 'pod!=""'
     installed = f"count by (pool) ({NODE_POOL}) * on (pool) {POOL_GPUS_PER_NODE}"
+    # Each physical GPU once: with KUBERNETES_VIRTUAL_GPUS (time-sliced pools) dcgm-exporter sends GPU_UTIL for the
+    # device (no pod) and again per pod with that pod's own use (4.5.3-4.8.2 internal/pkg/transformation/kubernetes.go
+    # Process, createPerProcessMetrics; review DEFECT 10); without per-pod data, one copy of the device's value per pod.
+    # The largest series of a device is its own value in every case.
+    device = f"max by ({DEVICE_KEY}, pool) ({GPU_UTIL})"
+    devices = f"count by (pool) (count by (node, gpu, UUID, pool) ({GPU_UTIL}))"
     return [
-        _rule("pool:gpu_utilization:avg", f"avg by (pool) ({GPU_UTIL})"),
-        _rule("team:gpu_utilization:avg", _by_team(held, "avg")),
-        _rule("workload:gpu_utilization:avg", _by_workload(held, "avg")),
+        _rule("pool:gpu_utilization:avg", f"sum by (pool) ({_gpus(device)}) / {devices}"),
+        # a team's (workload's) GPUs busy over the GPUs it holds, each pod counted by the share of a GPU it holds
+        _rule("team:gpu_utilization:avg", f"{_by_team(_share_used(GPU_UTIL, held))} / {_by_team(GPU_HELD)}"),
+        _rule("workload:gpu_utilization:avg", f"{_by_workload(_share_used(GPU_UTIL, held))} / {_by_workload(GPU_HELD)}"),
         _rule("pool:gpu_memory_used:avg", f"avg by (pool) ({GPU_FB})"),
-        _rule("team:gpu_memory_used:avg", _by_team(f'{GPU_FB}{{pod!=""}}', "avg")),
-        _rule("workload:gpu_memory_used:avg", _by_workload(f'{GPU_FB}{{pod!=""}}', "avg")),
+        _rule("team:gpu_memory_used:avg", _by_team(_selected(GPU_FB, held), "avg")),
+        _rule("workload:gpu_memory_used:avg", _by_workload(_selected(GPU_FB, held), "avg")),
         _rule("pool:gpus_installed:sum", installed),
         _rule("pool:gpus_allocated:sum", f"sum by (pool) ({POD_GPUS})"),
-        _rule("pool:gpus_busy:sum", f"sum by (pool) ({held})"),
+        _rule("pool:gpus_busy:sum", f"sum by (pool) ({_gpus(GPU_UTIL, held)})"),
         _rule("pool:gpu_allocation:ratio", "pool:gpus_allocated:sum / pool:gpus_installed:sum"),
         _rule("pool:gpu_effective_utilization:ratio", "pool:gpus_busy:sum / pool:gpus_installed:sum"),
         _rule("team:gpus_allocated:sum", _by_team(POD_GPUS)),
-        _rule("team:gpus_busy:sum", _by_team(held)),
+        _rule("team:gpus_busy:sum", _by_team(_gpus(GPU_UTIL, held))),
         _rule("team:gpu_effective_utilization:ratio", "team:gpus_busy:sum / team:gpus_allocated:sum"),
         _rule("workload:gpus_allocated:sum", _by_workload(POD_GPUS)),
         _rule("site:gpus_installed:sum", "sum(pool:gpus_installed:sum)"),

@@ -275,7 +275,10 @@ def test_mig_instances_report_activity_and_kueue_counts_them_in_gpus(tmp_path: P
         {"series": f'kueue_cluster_queue_nominal_quota{{{queue},resource="nvidia.com/mig-3g.40gb"}}', "values": "7x90"},
         {"series": f'kueue_cluster_queue_resource_usage{{{queue},resource="nvidia.com/mig-3g.40gb"}}', "values": "7x90"},
     ]
-    held = 'GPU_I_ID="2",UUID="GPU-gpu-001.dc1.acme.example-0",gpu="0",namespace="research",node="gpu-001.dc1.acme.example"'
+    held = (
+        'GPU_I_ID="2",GPU_I_PROFILE="3g.40gb",UUID="GPU-gpu-001.dc1.acme.example-0",gpu="0",namespace="research",'
+        'node="gpu-001.dc1.acme.example"'
+    )
     tests = [{"interval": "1m", "input_series": inputs,
               "promql_expr_test": [
                   rounded("gpu:dcgm_utilization:ratio", f'{held},pod="train-0",pool="onprem-h100",site="dc1"', 0.95),
@@ -284,3 +287,32 @@ def test_mig_instances_report_activity_and_kueue_counts_them_in_gpus(tmp_path: P
               "alert_rule_test": [{"eval_time": "90m", "alertname": "GPUIdleWhileAllocated", "exp_alerts": []}]}]  # fmt: skip
     assert "GPUIdleWhileAllocated" in rules
     run_promtool(rp, "dc1", tests, tmp_path)
+
+
+@needs_promtool
+def test_a_time_sliced_gpu_counts_once_in_pool_and_team_utilisation(tmp_path: Path) -> None:
+    """Review obsreview2 DEFECT 10: with KUBERNETES_VIRTUAL_GPUS dcgm-exporter 4.5.3-4.8.2 sends a time-sliced GPU's
+    GPU_UTIL once for the device (no pod) and once per pod with that pod's own use (pod_uid; internal/pkg/transformation
+    kubernetes.go Process, createPerProcessMetrics). An L4 80% busy through 4 serving pods at 20% read
+    (0.8 + 4 x 0.2) / 5 = 0.32 for the pool and 0.2 for the team. Each physical GPU counts once for the pool; a team
+    is measured on the shares it holds (a pod counted busy up to its own share), so serving keeps its GPU 0.8 busy and
+    research, alone at 90% on a second L4 through one 0.25 slice, uses its slice fully (1, not 3.6)."""
+    rp = platform()
+    assert rp.pool("infer-l4").gpu_units.gpu_share == {"nvidia.com/gpu": 0.25}
+    l4 = 'label_alicerce_dev_pool="infer-l4",label_alicerce_dev_accelerator="L4-24GB"'
+    inputs: list[dict[str, str]] = []
+    for host, value, pods in (("ip-10-0-1-1", 80, [("serving", p, 20) for p in "abcd"]), ("ip-10-0-1-2", 90, [("research", "e", 90)])):
+        inputs.append({"series": f'kube_node_labels{{node="{host}",{l4}}}', "values": "1x10"})
+        inputs.append({"series": series("DCGM_FI_DEV_GPU_UTIL", dcgm_scraped(rp, "aws", dcgm_series(host, 0))), "values": f"{value}x10"})
+        for ns, pod, use in pods:
+            labels = {**dcgm_scraped(rp, "aws", dcgm_series(host, 0, (pod, ns, "c"))), "pod_uid": f"uid-{pod}"}
+            inputs.append({"series": series("DCGM_FI_DEV_GPU_UTIL", labels), "values": f"{use}x10"})
+    pool, site = 'pool="infer-l4"', 'site="aws"'
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded("pool:gpu_utilization:avg", f"{pool},{site}", 0.85, "5m"),
+        rounded("pool:gpus_busy:sum", f"{pool},{site}", 1.7, "5m"),
+        rounded('team:gpu_utilization:avg{team="serving"}', f'team="serving",{site}', 0.8, "5m"),
+        rounded('team:gpu_utilization:avg{team="research"}', f'team="research",{site}', 1, "5m"),
+        rounded('team:gpus_busy:sum{team="serving"}', f'team="serving",{site}', 0.8, "5m"),
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
