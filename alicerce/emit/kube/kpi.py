@@ -119,18 +119,28 @@ def _selected(record: str, *matchers: str) -> str:
     return f"{record}{{{', '.join(matchers)}}}" if matchers else record
 
 
+def _mig(record: str, *matchers: str) -> str:
+    """``record``'s MIG instance series, with the resource their pods ask Kueue and the device plugin for
+    (nvidia.com/mig-<GPU_I_PROFILE>): the key of the share of a GPU an instance is."""
+    instances = _selected(record, *matchers, 'GPU_I_PROFILE!=""')
+    return f'label_replace({instances}, "resource", "nvidia.com/mig-$1", "GPU_I_PROFILE", "(.+)")'
+
+
 def _gpus(record: str, *matchers: str) -> str:
     """``record``'s activity ratios in GPUs: a whole GPU's (or a time-sliced pod's own) activity is already a share of
-    the whole GPU."""
-    return f"({_selected(record, *matchers)})"
+    the whole GPU; a MIG instance's is a share of the instance, weighed by the share of a GPU the instance is (the
+    share pod:gpus_allocated:sum bills it by, decided once by alicerce.resolve.gpu; review DEFECT 6b)."""
+    whole = _selected(record, *matchers, 'GPU_I_PROFILE=""')
+    return f"({whole} or {_mig(record, *matchers)} * on (pool, resource) group_left () {KUEUE_RESOURCE_GPU_SHARE})"
 
 
 def _share(record: str, *matchers: str) -> str:
-    """The share of a GPU each series of ``record`` stands for, with the same labels: a pod on a time-sliced GPU holds
-    one replica (its pool's share of nvidia.com/gpu, alicerce.resolve.gpu decides it once), a whole GPU 1."""
-    whole = _selected(record, *matchers)
+    """The share of a GPU each series of ``record`` stands for, with the labels _gpus gives it: a pod on a
+    time-sliced GPU holds one replica (its pool's share of nvidia.com/gpu), a whole GPU 1, a MIG instance its share."""
+    whole = _selected(record, *matchers, 'GPU_I_PROFILE=""')
     shared = f'0 * {whole} + on (pool) group_left () {POOL_RESOURCE_GPU_SHARE}{{resource="{GPU_RESOURCE}"}}'
-    return f"({shared} or 0 * {whole} + 1)"
+    instance = f"0 * {_mig(record, *matchers)} + on (pool, resource) group_left () {KUEUE_RESOURCE_GPU_SHARE}"
+    return f"({shared} or 0 * {whole} + 1 or {instance})"
 
 
 def _share_used(record: str, *matchers: str) -> str:
@@ -192,10 +202,10 @@ def utilisation_rules() -> list[dict[str, Any]]:
     # device (no pod) and again per pod with that pod's own use (4.5.3-4.8.2 internal/pkg/transformation/kubernetes.go
     # Process, createPerProcessMetrics; review DEFECT 10); without per-pod data, one copy of the device's value per pod.
     # The largest series of a device is its own value in every case.
-    device = f"max by ({DEVICE_KEY}, pool) ({GPU_UTIL})"
+    device = f"max by ({DEVICE_KEY}, pool) ({_gpus(GPU_UTIL)})"
     devices = f"count by (pool) (count by (node, gpu, UUID, pool) ({GPU_UTIL}))"
     return [
-        _rule("pool:gpu_utilization:avg", f"sum by (pool) ({_gpus(device)}) / {devices}"),
+        _rule("pool:gpu_utilization:avg", f"sum by (pool) ({device}) / {devices}"),
         # a team's (workload's) GPUs busy over the GPUs it holds, each pod counted by the share of a GPU it holds
         _rule("team:gpu_utilization:avg", f"{_by_team(_share_used(GPU_UTIL, held))} / {_by_team(GPU_HELD)}"),
         _rule("workload:gpu_utilization:avg", f"{_by_workload(_share_used(GPU_UTIL, held))} / {_by_workload(GPU_HELD)}"),

@@ -316,3 +316,38 @@ def test_a_time_sliced_gpu_counts_once_in_pool_and_team_utilisation(tmp_path: Pa
         rounded('team:gpus_busy:sum{team="serving"}', f'team="serving",{site}', 0.8, "5m"),
     ]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_a_mig_instance_is_busy_by_its_share_of_the_gpu(tmp_path: Path) -> None:
+    """Review obsreview2 DEFECT 6b: pool:gpus_busy:sum summed each MIG instance's activity as a whole GPU while
+    pod:gpus_allocated:sum weighs it by its share: an H100 cut 3g.40gb + 4g.40gb, both instances busy, read as 2 busy
+    GPUs of 1 allocated. Busy weighs an instance by the share alicerce.resolve.gpu decides (recorded to 6 digits)."""
+    from alicerce.rules.validate import validated
+    from alicerce.spec.loader import load_text
+
+    declared = '    accelerator: "H100-SXM5-80GB:8"\n    onprem:'
+    mig = declared.replace("\n    onprem:", '\n    sharing: {mode: mig, profiles: {"3g.40gb": 1, "4g.40gb": 1}}\n    onprem:')
+    rp = validated(load_text((ROOT / "platform.yaml").read_text().replace(declared, mig), "platform.yaml"), "prod")
+    host = "gpu-001.dc1.acme.example"
+    inputs = [{"series": f'kube_node_labels{{node="{host}",{H100}}}', "values": "1x10"}]
+    for pod, profile, instance, activity in (("train-0", "3g.40gb", "1", 0.7), ("train-1", "4g.40gb", "2", 0.35)):
+        exposed = {**dcgm_series(host, 0, (pod, "research", "t")), "GPU_I_PROFILE": profile, "GPU_I_ID": instance}
+        inputs.append({"series": series("DCGM_FI_PROF_GR_ENGINE_ACTIVE", dcgm_scraped(rp, "dc1", exposed)), "values": f"{activity}x10"})
+        labels = f'namespace="research",pod="{pod}",uid="{pod}"'
+        inputs += [
+            {"series": f'kube_pod_status_phase{{{labels},phase="Running"}}', "values": "1x10"},
+            {"series": f'kube_pod_container_resource_requests{{{labels},container="t",node="{host}",'
+             f'resource="nvidia_com_mig_{profile.replace(".", "_")}",unit="integer"}}', "values": "1x10"},
+        ]  # fmt: skip
+    share3, share4 = float(f"{3 / 7:.6g}"), float(f"{4 / 7:.6g}")
+    busy = 0.7 * share3 + 0.35 * share4
+    pool, site = 'pool="onprem-h100"', 'site="dc1"'
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded("pool:gpus_busy:sum", f"{pool},{site}", busy, "5m"),
+        rounded("pool:gpus_allocated:sum", f"{pool},{site}", share3 + share4, "5m"),
+        rounded("pool:gpu_utilization:avg", f"{pool},{site}", busy, "5m"),  # one GPU
+        rounded("team:gpus_busy:sum", f'team="research",{site}', busy, "5m"),
+        rounded("team:gpu_utilization:avg", f'team="research",{site}', busy / (share3 + share4), "5m"),
+    ]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path)
