@@ -155,7 +155,8 @@ def _memory_used() -> str:
     the GPU's own total, and FB_FREE once per pod without one (dcgm-exporter 4.5.3-4.8.2
     internal/pkg/transformation/process_metrics.go isPerProcessMetric): a division series by series matched nothing
     (review T3). So: the GPU's total (the largest FB_USED of the GPU) over total and free, for each holder FB_FREE names."""
-    gpu = "Hostname, gpu, UUID"
+    # a MIG instance has its own memory: instances share gpu and UUID and differ by GPU_I_ID (review obsreview3 DEFECT G)
+    gpu = "Hostname, gpu, UUID, GPU_I_ID, GPU_I_PROFILE"
     used = f"max by ({gpu}) (DCGM_FI_DEV_FB_USED)"
     ratio = f"{used} / ({used} + max by ({gpu}) (DCGM_FI_DEV_FB_FREE))"
     holders = f"(0 * max by ({gpu}, namespace, pod) (DCGM_FI_DEV_FB_FREE) + 1)"
@@ -203,13 +204,17 @@ def utilisation_rules() -> list[dict[str, Any]]:
     # Process, createPerProcessMetrics; review DEFECT 10); without per-pod data, one copy of the device's value per pod.
     # The largest series of a device is its own value in every case.
     device = f"max by ({DEVICE_KEY}, pool) ({_gpus(GPU_UTIL)})"
-    devices = f"count by (pool) (count by (node, gpu, UUID, pool) ({GPU_UTIL}))"
+
+    def devices(record: str) -> str:
+        return f"count by (pool) (count by (node, gpu, UUID, pool) ({record}))"
+
     return [
-        _rule("pool:gpu_utilization:avg", f"sum by (pool) ({device}) / {devices}"),
+        _rule("pool:gpu_utilization:avg", f"sum by (pool) ({device}) / {devices(GPU_UTIL)}"),
         # a team's (workload's) GPUs busy over the GPUs it holds, each pod counted by the share of a GPU it holds
         _rule("team:gpu_utilization:avg", f"{_by_team(_share_used(GPU_UTIL, held))} / {_by_team(GPU_HELD)}"),
         _rule("workload:gpu_utilization:avg", f"{_by_workload(_share_used(GPU_UTIL, held))} / {_by_workload(GPU_HELD)}"),
-        _rule("pool:gpu_memory_used:avg", f"avg by (pool) ({GPU_FB})"),
+        # the memory ratio comes once per pod holding the GPU, each the whole GPU's: the GPU once (review obsreview3 J)
+        _rule("pool:gpu_memory_used:avg", f"sum by (pool) (max by ({DEVICE_KEY}, pool) ({_gpus(GPU_FB)})) / {devices(GPU_FB)}"),
         _rule("team:gpu_memory_used:avg", _by_team(_selected(GPU_FB, held), "avg")),
         _rule("workload:gpu_memory_used:avg", _by_workload(_selected(GPU_FB, held), "avg")),
         _rule("pool:gpus_installed:sum", installed),

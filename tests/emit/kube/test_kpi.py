@@ -13,7 +13,7 @@ from alicerce.emit.kube.operators import monitoring_values
 from tests.conftest import ROOT
 from tests.emit.kube.scrape import dcgm_series, series
 from tests.emit.kube.series import exporter_series, recorded, series_read, unproduced
-from tests.emit.kube.test_monitoring import dcgm_scraped, needs_promtool, platform, run_promtool
+from tests.emit.kube.test_monitoring import dcgm_scraped, expected, needs_promtool, platform, rules_of, run_promtool
 
 H100 = 'label_alicerce_dev_pool="onprem-h100",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
 
@@ -351,3 +351,58 @@ def test_a_mig_instance_is_busy_by_its_share_of_the_gpu(tmp_path: Path) -> None:
         rounded("team:gpu_utilization:avg", f'team="research",{site}', busy / (share3 + share4), "5m"),
     ]}]  # fmt: skip
     run_promtool(rp, "dc1", tests, tmp_path)
+
+
+def _mig_platform(profiles: str) -> Any:
+    from alicerce.rules.validate import validated
+    from alicerce.spec.loader import load_text
+
+    declared = '    accelerator: "H100-SXM5-80GB:8"\n    onprem:'
+    mig = declared.replace("\n    onprem:", f"\n    sharing: {{mode: mig, profiles: {profiles}}}\n    onprem:")
+    return validated(load_text((ROOT / "platform.yaml").read_text().replace(declared, mig), "platform.yaml"), "prod")
+
+
+@needs_promtool
+def test_mig_instances_have_their_own_memory_and_can_be_memory_bound(tmp_path: Path) -> None:
+    """Review obsreview3 DEFECT G: MIG instances share gpu/UUID and differ by GPU_I_ID, and the memory ratio took the
+    largest FB_USED of the GPU over its FB_FREE: two 1g.10gb instances at 9/10 and 1/10 GB both read 0.5, and the
+    record lost GPU_I_ID, so GPUMemoryBound (memory and GPU_DRAM/GPU_TENSOR, which keep it) never matched on MIG."""
+    rp = _mig_platform('{"1g.10gb": 7}')
+    host = "gpu-001.dc1.acme.example"
+    inputs = [{"series": f'kube_node_labels{{node="{host}",{H100}}}', "values": "1x50"}]
+    for pod, instance, used in (("a", "7", 9700), ("b", "8", 1000)):
+        exposed = {**dcgm_series(host, 0, (pod, "research", "t")), "GPU_I_PROFILE": "1g.10gb", "GPU_I_ID": instance}
+        labels = dcgm_scraped(rp, "dc1", exposed)
+        for metric, value in (("DCGM_FI_DEV_FB_USED", used), ("DCGM_FI_DEV_FB_FREE", 10000 - used), ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 0.95),
+                              ("DCGM_FI_PROF_DRAM_ACTIVE", 0.8), ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 0.05)):  # fmt: skip
+            inputs.append({"series": series(metric, labels), "values": f"{value}x50"})
+    gpu = f'GPU_I_PROFILE="1g.10gb",UUID="GPU-{host}-0",gpu="0",namespace="research",node="{host}",pool="onprem-h100",site="dc1"'
+    rule = rules_of(rp, "dc1")["GPUMemoryBound"]
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded('gpu:dcgm_memory_used:ratio{pod="a"}', f'GPU_I_ID="7",{gpu},pod="a"', 0.97),
+        rounded('gpu:dcgm_memory_used:ratio{pod="b"}', f'GPU_I_ID="8",{gpu},pod="b"', 0.1),
+    ], "alert_rule_test": [{"eval_time": "45m", "alertname": "GPUMemoryBound",
+                            "exp_alerts": [expected(rule, {"namespace": "research", "pod": "a", "node": host}, "1")]}]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path)
+
+
+@needs_promtool
+def test_pool_gpu_memory_counts_a_time_sliced_gpu_once(tmp_path: Path) -> None:
+    """Review obsreview3 DEFECT J: gpu:dcgm_memory_used:ratio has one series per pod holding a GPU, each the whole
+    GPU's ratio, and the pool averaged them: an L4 shared by 4 pods at 20000/22000 MiB and one held by a single pod at
+    2200/22000 read 0.747, not 0.5."""
+    rp = platform()
+    l4 = 'label_alicerce_dev_pool="infer-l4",label_alicerce_dev_accelerator="L4-24GB"'
+    inputs: list[dict[str, str]] = []
+    for host, used, pods in (("ip-10-0-1-1", 20000, "abcd"), ("ip-10-0-1-2", 2200, "e")):
+        inputs.append({"series": f'kube_node_labels{{node="{host}",{l4}}}', "values": "1x10"})
+        inputs.append({"series": series("DCGM_FI_DEV_FB_USED", dcgm_scraped(rp, "aws", dcgm_series(host, 0))), "values": f"{used}x10"})
+        for pod in pods:
+            labels = dcgm_scraped(rp, "aws", dcgm_series(host, 0, (pod, "serving", "c")))
+            inputs.append({"series": series("DCGM_FI_DEV_FB_FREE", labels), "values": f"{22000 - used}x10"})
+            share = {**labels, "pod_uid": f"uid-{pod}"}
+            inputs.append({"series": series("DCGM_FI_DEV_FB_USED", share), "values": f"{used // len(pods)}x10"})
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded("pool:gpu_memory_used:avg", 'pool="infer-l4",site="aws"', (20000 / 22000 + 0.1) / 2, "5m"),
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)

@@ -561,3 +561,32 @@ def test_the_unit_tests_keep_every_rule_their_alerts_read() -> None:
     ]
     whole = [{"name": "n", "rules": [{"record": "r", "expr": '{__name__=~"x.*"}'}, {"alert": "A", "expr": "up"}]}]
     assert needed_rules(whole, tests) == whole
+
+
+@needs_promtool
+def test_the_queue_wait_slo_is_quiet_on_the_backlog_a_budget_hold_leaves(tmp_path: Path) -> None:
+    """Review obsreview3 DEFECT H: Kueue observes a workload's wait at its admission (v0.19.2 pkg/metrics/metrics.go
+    AdmissionWaitTime), so once the budget guard's hold on research's queue ends, the backlog is admitted after days of
+    waiting and SLOResearchQueue told the platform team to raise the quota for a wait the budget imposed. The same
+    admissions with no hold in the SLO's threshold (5.7 h) still fire it."""
+    rules = rules_of(platform("prod"), "aws")
+    queue = 'cluster_queue="research",priority_class="",replica_role="standalone"'
+    status = 'cluster_queue="research",replica_role="standalone"'
+
+    def case(active: str) -> dict[str, Any]:
+        admitted = "0x120 0+0.2x120"  # from 2 h on, one admission every 5 minutes, each after more than 20480 s
+        return {
+            "interval": "1m",
+            "input_series": [
+                {"series": f'kueue_admission_wait_time_seconds_bucket{{{queue},le="20480"}}', "values": "0x240"},
+                {"series": f'kueue_admission_wait_time_seconds_bucket{{{queue},le="+Inf"}}', "values": admitted},
+                {"series": f"kueue_admission_wait_time_seconds_count{{{queue}}}", "values": admitted},
+                {"series": f'kueue_cluster_queue_status{{{status},status="active"}}', "values": active},
+            ],
+            "alert_rule_test": [
+                {"eval_time": "4h", "alertname": "SLOResearchQueue",
+                 "exp_alerts": [] if active.startswith("0") else [expected(rules["SLOResearchQueue"], {}, "")]},
+            ],
+        }  # fmt: skip
+
+    run_promtool(platform("prod"), "aws", [case("0x120 1x120"), case("1x240")], tmp_path)
