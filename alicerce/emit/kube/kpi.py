@@ -169,7 +169,12 @@ def gpu_rules() -> list[dict[str, Any]]:
     """GPU utilisation, memory and engine activity per GPU, and the allocation of GPUs to pods, in physical GPUs."""
     running = 'max by (namespace, pod) (kube_pod_status_phase{phase="Running"}) == 1'
     # whole GPUs, time-sliced replicas and MIG instances (mixed strategy), each weighted by the share of a GPU it is
-    requests = f'kube_pod_container_resource_requests{{resource=~"{GPU_RESOURCE}|{MIG_RESOURCES}"}}'
+    # once per container: during a kube-state-metrics rollout two of its pods (different instance) export the same
+    # request, and summing both billed the pod twice (review obsreview2 GAP 4)
+    requests = (
+        f"max by (namespace, pod, container, node, resource) "
+        f'(kube_pod_container_resource_requests{{resource=~"{GPU_RESOURCE}|{MIG_RESOURCES}"}})'
+    )
     allocated = (
         f"sum by (namespace, pod, node, pool) ({requests} * on (namespace, pod) group_left () ({running}) "
         f"* on (node) group_left (pool) {NODE_POOL} * on (pool, resource) group_left () {POOL_RESOURCE_GPU_SHARE})"

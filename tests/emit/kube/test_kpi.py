@@ -406,3 +406,25 @@ def test_pool_gpu_memory_counts_a_time_sliced_gpu_once(tmp_path: Path) -> None:
         rounded("pool:gpu_memory_used:avg", 'pool="infer-l4",site="aws"', (20000 / 22000 + 0.1) / 2, "5m"),
     ]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_a_kube_state_metrics_rollout_does_not_bill_a_pod_twice(tmp_path: Path) -> None:
+    """Review obsreview2 GAP 4: while kube-state-metrics rolls out, two of its pods (different instance) export the same
+    container's resource requests for a while; pod:gpus_allocated:sum summed both, so the team paid that hour twice."""
+    rp = platform()
+    node = 'node="gpu-001.dc1.acme.example"'
+    pod = 'namespace="research",pod="train-0",uid="u1"'
+    inputs = [{"series": f"kube_node_labels{{{node},{H100}}}", "values": "1x10"}]
+    for instance in ("10.0.0.9:8080", "10.0.0.10:8080"):
+        scrape = f'job="kube-state-metrics",instance="{instance}"'
+        inputs += [
+            {"series": f'kube_pod_status_phase{{{scrape},{pod},phase="Running"}}', "values": "1x10"},
+            {"series": f'kube_pod_container_resource_requests{{{scrape},{pod},container="trainer",{node},resource="nvidia_com_gpu",'
+             'unit="integer"}', "values": "2x10"},
+        ]  # fmt: skip
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded("pool:gpus_allocated:sum", 'pool="onprem-h100",site="dc1"', 2, "5m"),
+        rounded("team:gpus_allocated:sum", 'team="research",site="dc1"', 2, "5m"),
+    ]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path)
