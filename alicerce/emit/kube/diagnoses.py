@@ -90,6 +90,14 @@ def diagnoses(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     others_idle = f"sum by (team) (clamp_min({idle} * 0 + on (pool) group_left () {cohort} - {idle}, 0))"
     pending = f"max by (team) (team:kueue_gpus_pending:sum) and on (team) ({QUEUE_ACTIVE} == 1)"
     borrowing = f"({pending} > 0) and on (team) ({others_idle} >= on (team) {pending})"
+    # per namespace holding GPUs on the node: a team's receiver gets its pods' alerts by namespace, and a node-level
+    # diagnosis without one reached only the platform team (review obsreview2 GAP 10)
+    holders = f"0 * max by (node, namespace) ({HELD})"
+
+    def held_by(expr: str) -> str:
+        return f"{holders} + on (node) group_left (pool) ({expr})"
+
+    input_bound, stall, comms = held_by(input_bound), held_by(stall), held_by(comms)
     alerts = [
         Alert(INPUT_BOUND, input_bound, "15m", "warning",
               "GPUs on {{ $labels.node }} ({{ $labels.pool }}) wait for input data",

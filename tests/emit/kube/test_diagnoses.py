@@ -14,7 +14,7 @@ from tests.emit.kube.upstream import load
 
 NODE = "gpu-001.dc1.acme.example"
 OTHER = "gpu-002.dc1.acme.example"
-POOL = {"node": NODE, "pool": "onprem-h100"}
+POOL = {"node": NODE, "pool": "onprem-h100", "namespace": "research"}  # the namespace of the pods holding its GPUs
 H100 = 'label_alicerce_dev_pool="onprem-h100",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
 STEPS = "x60"
 PENDING = 'cluster_queue="applied-ml",resource="nvidia.com/gpu",replica_role="standalone"'  # an hour of 1-minute samples
