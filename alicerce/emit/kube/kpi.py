@@ -153,7 +153,7 @@ def _share_used(record: str, *matchers: str) -> str:
 
 def _memory_used() -> str:
     """Used / (used + free) per GPU, for each pod holding it. With time-sliced pools the GPU Operator's exporter runs with
-    KUBERNETES_VIRTUAL_GPUS (alicerce.emit.kube.operators): FB_USED then comes per process, with a ``uid`` label, beside
+    KUBERNETES_VIRTUAL_GPUS (alicerce.emit.kube.operators): FB_USED then comes per pod, with a ``pod_uid`` label, beside
     the GPU's own total, and FB_FREE once per pod without one (dcgm-exporter 4.5.3-4.8.2
     internal/pkg/transformation/process_metrics.go isPerProcessMetric): a division series by series matched nothing
     (review T3). So: the GPU's total (the largest FB_USED of the GPU) over total and free, for each holder FB_FREE names."""
