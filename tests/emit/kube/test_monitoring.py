@@ -130,6 +130,7 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
     idle = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 3))
     held = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 0, ("train-0", "research", "trainer")))
     freed = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 0))  # the same GPU, held by nobody
+    server = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 1, ("chat-0", "serving", "vllm")))
     key = {k: held[k] for k in ("Hostname", "gpu", "UUID")}
     node = {"node": "gpu-001.dc1.acme.example"}
     labels = 'label_alicerce_dev_pool="onprem-h100",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
@@ -141,6 +142,9 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
                 {"series": series("DCGM_FI_DEV_GPU_UTIL", held), "values": "1x90"},
                 # the idle alert reads the utilisation KPI, which places each GPU in its node's pool
                 {"series": 'kube_node_labels{node="gpu-001",label_alicerce_dev_pool="onprem-h100"}', "values": "1x90"},
+                # an inference server idle at night holds its GPU by design (obsreview2 GAP 8): quiet
+                {"series": series("DCGM_FI_DEV_GPU_UTIL", server), "values": "0x90"},
+                {"series": 'up{job="serving",namespace="serving",pod="chat-0",alicerce_dev_workload="chat"}', "values": "1x90"},
             ],
             "alert_rule_test": [
                 {
@@ -153,7 +157,9 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
                 {
                     "expr": "namespace:dcgm_gpus_in_use:count",
                     "eval_time": "5m",
-                    "exp_samples": [{"labels": 'namespace:dcgm_gpus_in_use:count{namespace="research"}', "value": 1}],
+                    "exp_samples": [
+                        {"labels": f'namespace:dcgm_gpus_in_use:count{{namespace="{ns}"}}', "value": 1} for ns in ("research", "serving")
+                    ],
                 }
             ],
         },
