@@ -114,10 +114,14 @@ def _starved_alert(slo: Slo) -> Alert:
     (kueue v0.19.2 pkg/metrics/metrics.go 1043-1047) and Kueue has no metric of the oldest pending workload, so
     the alert fires when, for the whole SLO threshold, the queue always held pending workloads and admitted none."""
     seconds = int(float(slo.threshold))
-    window, steps = f"{seconds}s", seconds // 60 - 1  # 1m steps: the queue held them at (nearly) every one of the window
+    # 1m steps: the queue held them at 90% of those of the window at least; all but one reset the alert for the whole
+    # window at any scrape gap (a Kueue leader failover, a Prometheus restart; review obsreview2 GAP 7)
+    window, steps = f"{seconds}s", int((seconds // 60 - 1) * 0.9)
 
     def always(query: str) -> str:
-        return f"(min_over_time({query}[{window}:1m]) > 0 and on () count_over_time({query}[{window}:1m]) >= {steps})"
+        # ... and at its start: held since the whole threshold ago, not since 90% of it
+        since = f"count_over_time({query}[10m:1m] offset {seconds - 600}s) > 0"
+        return f"(min_over_time({query}[{window}:1m]) > 0 and on () count_over_time({query}[{window}:1m]) >= {steps} and on () {since})"
 
     queue = f'cluster_queue="{slo.team}"'
     pending = f"sum(kueue_pending_workloads{{{queue}}})"

@@ -270,6 +270,18 @@ def test_slo_alerts_see_serving_pods_and_starved_queues(tmp_path: Path) -> None:
             "input_series": [{"series": f"kueue_pending_workloads{{{starved}}}", "values": "1x90"}],
             "alert_rule_test": [
                 {"eval_time": "5h", "alertname": "SLOResearchQueueStarved", "exp_alerts": []},
+                {"eval_time": "5h30m", "alertname": "SLOResearchQueueStarved", "exp_alerts": []},  # under the 5.7 h threshold
+                {
+                    "eval_time": "6h30m",
+                    "alertname": "SLOResearchQueueStarved",
+                    "exp_alerts": [expected(rules["SLOResearchQueueStarved"], {}, "1")],
+                },
+            ],
+        },
+        {  # obsreview2 GAP 7: a 15-minute scrape gap (Kueue's leader fails over) in those 7 hours does not reset it
+            "interval": "5m",
+            "input_series": [{"series": f"kueue_pending_workloads{{{starved}}}", "values": "1x36 _x2 1x51"}],
+            "alert_rule_test": [
                 {
                     "eval_time": "6h30m",
                     "alertname": "SLOResearchQueueStarved",
