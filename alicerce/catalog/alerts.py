@@ -335,7 +335,11 @@ GPU_EFFICIENCY: tuple[Alert, ...] = (
         "GPUIdleWhileAllocated",
         # the utilisation KPI (alicerce.emit.kube.kpi), not DCGM_FI_DEV_GPU_UTIL: a MIG instance reports none (or 0), so
         # every busy MIG pod read as idle; the KPI takes its graphics engine activity instead (review obsreview2 DEFECT 6)
-        'avg by (namespace, pod) (gpu:dcgm_utilization:ratio{pod!=""}) < 0.05',
+        # Not an inference server (a pod the serving PodMonitor scrapes, its target label alicerce_dev_workload): the
+        # replicas kept at the minimum idle every quiet night by design; those above it scale away (review obsreview2
+        # GAP 8: every serving replica's Slack message each night)
+        'avg by (namespace, pod) (gpu:dcgm_utilization:ratio{pod!=""}) < 0.05 '
+        'unless on (namespace, pod) max by (namespace, pod) (up{alicerce_dev_workload!=""})',
         "1h",
         "info",
         "Pod {{ $labels.namespace }}/{{ $labels.pod }} holds GPUs it does not use",

@@ -21,3 +21,10 @@ def counted_tiers(site: ResolvedSite) -> list[str]:
     if not site.capabilities.nodes_by_ansible:
         return []
     return [t.name for t in site.storage if (m := t.mounts.get(site.name)) is not None and m.kind in COUNTED_KINDS]
+
+
+def every_mount_counted(site: ResolvedSite) -> bool:
+    """Whether the client counters see every shared file system ``site``'s nodes read and write: then they, not the
+    NICs and fabric ports (which carry NCCL and pod traffic too), measure a node's storage I/O."""
+    mounts = [m for t in site.storage if (m := t.mounts.get(site.name)) is not None]
+    return bool(counted_tiers(site)) and all(m.kind in COUNTED_KINDS for m in mounts)

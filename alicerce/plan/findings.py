@@ -76,6 +76,9 @@ CHECKS: dict[str, PlanCheck] = {
             "PL324", "dense-fabric-short", _W, "An RDMA fabric carries a dense run's data-parallel weight and gradient traffic.", True
         ),
         PlanCheck("PL325", "no-cost-of-capital", _I, "An owned site declares the cost of the capital its hardware ties up.", True),
+        PlanCheck(
+            "PL326", "budget-unpriced", _E, "A team's budget covers only GPU pools the plan prices (spend elsewhere reads $0).", True
+        ),
         PlanCheck("PL340", "over-team-quota", _E, "A run fits its team's quota and borrowing limit on its pool.", False),
         PlanCheck("PL341", "runs-on-borrowed-quota", _W, "A run fits its team's nominal quota on its pool, not only borrowed GPUs.", True),
     )

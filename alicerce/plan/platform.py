@@ -370,6 +370,7 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
     for team, usd in showback.items():
         if team in budgets and usd > budgets[team]:
             findings.append(PlanFinding("PL318", team, f"monthly showback ${usd:,.0f} is over the ${budgets[team]:,.0f} budget"))
+    findings += _unpriced_budgets(platform, pool_plans)
     growth = forecast(platform, {k: c for k, c in choices.items() if k not in cannot}, pool_plans, catalog, prices)
     for pool_name, quarter, need, capacity in growth.runs_out:
         findings.append(PlanFinding("PL313", pool_name, f"runs out in quarter {quarter} of the forecast: its workloads need {need} GPUs "
@@ -385,6 +386,34 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
         {name: c.reason for name, c in choices.items()}, unpriced, breakdown, showback, budgets, own_vs_rent, tuple(units),
         tuple(sites), growth, kpi_targets=tuple(targets),
     )  # fmt: skip
+
+
+def _unpriced_budgets(platform: ResolvedPlatform, pool_plans: list[PoolPlan]) -> list[PlanFinding]:
+    """PL326: a team's spend is its allocated GPUs times its pools' billed GPU-hour prices (alicerce.emit.kube.costs
+    reads them from here): a pool without one has no price series, so its GPUs drop out of the spend. A budget only
+    on such pools never alerts nor stops its queue; one partly on them undercounts (review obsreview2 DEFECT 9:
+    nothing said so)."""
+    prices = {p.name: p.billed_usd_per_gpu_hour for p in pool_plans}
+    gpu_pools = {pool.name for pool in platform.pools if pool.gpu is not None}
+    out = []
+    for team in platform.teams:
+        budget = team.spec.budget
+        if budget is None:
+            continue
+        pools = sorted({q.pool for q in team.quotas if q.pool in gpu_pools})
+        unpriced = [name for name in pools if prices.get(name) is None]
+        if not unpriced:
+            continue
+        named = ", ".join(f"'{name}'" for name in unpriced)
+        at = f"tenancy.teams[{team.index}].budget"
+        if len(unpriced) == len(pools):
+            what = f"its GPU quota is only on {named}, which has no price (PL311): its spend reads $0, so the budget never alerts"
+            what += " nor stops its queue" if budget.on_exhausted == "stopAdmitting" else ""
+        else:
+            what = f"its GPUs on {named}, which has no price (PL311), count $0 against the budget"
+        fix = f"give {named} a price (costs.cloud[] usdPerHour for a cloud pool, costs.onprem for an owned one) or drop the budget"
+        out.append(PlanFinding("PL326", team.name, f"{at}: {what}; {fix}"))
+    return out
 
 
 def _today() -> datetime.date:

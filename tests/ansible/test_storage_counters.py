@@ -7,6 +7,8 @@ import importlib.util
 import json
 import shutil
 import subprocess
+import sys
+import time
 from pathlib import Path
 from types import ModuleType
 
@@ -20,6 +22,12 @@ TIERS = [
     {"tier": "home", "path": "/home/shared", "type": "nfs"},
     {"tier": "archive", "path": "/archive", "type": "nfs"},  # in the spec, not mounted on this node
 ]
+
+
+# a node whose mounts all answer: the probe resolves the path, as the collector's own does, without a statfs of a path
+# this machine does not have
+ANSWERING = [sys.executable, "-c", "import os, sys; print(os.path.realpath(sys.argv[1]))"]
+NO_LFS = "/nonexistent/lfs"  # lustre-client without lfs: the only instance of the file system is the tier's
 
 
 def collector() -> ModuleType:
@@ -63,7 +71,7 @@ def samples(text: str) -> dict[str, float]:
 
 def test_counters_of_a_lustre_and_an_nfs_tier_and_a_tier_the_node_does_not_mount(tmp_path: Path) -> None:
     proc, lctl = fake_node(tmp_path)
-    out = samples(collector().exposition(TIERS, proc, lctl))
+    out = samples(collector().exposition(TIERS, proc, lctl, NO_LFS, probe=ANSWERING))
     lustre = 'tier="dc1-lustre",mountpoint="/lustre",fstype="lustre"'
     home = 'tier="home",mountpoint="/home/shared",fstype="nfs"'
     assert out[f"alicerce_storage_client_read_bytes_total{{{lustre}}}"] == 1277752524800  # the read_bytes SUM
@@ -89,7 +97,7 @@ def test_a_tier_is_counted_by_its_own_file_system_and_found_through_a_symbolic_l
     proc, lctl = fake_node(tmp_path / "node")
     (tmp_path / "data").symlink_to("/lustre")
     tier = {"tier": "dc1-lustre", "path": str(tmp_path / "data"), "type": "lustre"}
-    out = samples(collector().exposition([tier], proc, lctl))
+    out = samples(collector().exposition([tier], proc, lctl, NO_LFS, probe=ANSWERING))
     assert (
         out[f'alicerce_storage_client_read_bytes_total{{tier="dc1-lustre",mountpoint="{tmp_path}/data",fstype="lustre"}}'] == 1277752524800
     )
@@ -97,7 +105,7 @@ def test_a_tier_is_counted_by_its_own_file_system_and_found_through_a_symbolic_l
 
 def test_a_node_without_lctl_reports_its_lustre_tier_down_and_still_counts_nfs(tmp_path: Path) -> None:
     proc, lctl = fake_node(tmp_path, lctl=False)
-    out = samples(collector().exposition(TIERS[:2], proc, lctl))
+    out = samples(collector().exposition(TIERS[:2], proc, lctl, NO_LFS, probe=ANSWERING))
     assert out['alicerce_storage_client_up{tier="dc1-lustre",mountpoint="/lustre",fstype="lustre"}'] == 0
     assert out['alicerce_storage_client_up{tier="home",mountpoint="/home/shared",fstype="nfs"}'] == 1
 
@@ -134,9 +142,63 @@ def test_every_series_it_writes_is_declared_with_its_type(tmp_path: Path) -> Non
     """METRICS is what the rules and dashboards may read (tests/emit/kube/series.py): the output never strays from it."""
     proc, lctl = fake_node(tmp_path)
     module = collector()
-    text = module.exposition(TIERS, proc, lctl)
+    text = module.exposition(TIERS, proc, lctl, NO_LFS, probe=ANSWERING)
     written = {key.split("{")[0] for key in samples(text)}
     assert written == set(module.METRICS)
     for name, (kind, _) in module.METRICS.items():
         assert f"# TYPE {name} {kind}" in text
         assert name.endswith("_total") == (kind == "counter")
+
+
+def test_two_tiers_on_one_lustre_file_system_each_count_their_own_mount(tmp_path: Path) -> None:
+    """Review obsreview3 DEFECT K: a datasets tier at /lustre and a checkpoints tier at /ckpt on the same file system
+    ``ai`` both reported the sum of both mounts' llite instances. ``lfs getname`` names each mount point's instance."""
+    proc, lctl = fake_node(tmp_path)
+    with (proc / "self" / "mounts").open("a") as table:
+        table.write("10.40.31.250@o2ib:/ai /ckpt lustre rw,flock,lazystatfs,noatime 0 0\n")
+    lctl_path = Path(lctl)
+    lctl_path.write_text(
+        lctl_path.read_text()
+        .replace(
+            "  *) exit 2;;",
+            "  \"get_param -n llite.ai-ffff9a0b1c2d5000.stats\") echo 'write_bytes 3 samples [bytes] 1 1 9000000000 1';;\n  *) exit 2;;",
+        )
+        .replace("llite.ai-ffff9a0b1c2d3000\\n", "llite.ai-ffff9a0b1c2d3000\\nllite.ai-ffff9a0b1c2d5000\\n")
+    )
+    lfs = tmp_path / "lfs"
+    lfs.write_text("#!/bin/sh\ncase \"$2\" in\n  /lustre) echo 'ai-ffff9a0b1c2d3000 /lustre';;\n"
+                   "  /ckpt) echo 'ai-ffff9a0b1c2d5000 /ckpt';;\n  *) exit 1;;\nesac\n")  # fmt: skip
+    lfs.chmod(0o755)
+    tiers = [TIERS[0], {"tier": "dc1-ckpt", "path": "/ckpt", "type": "lustre"}]
+    out = samples(collector().exposition(tiers, proc, lctl, str(lfs), probe=ANSWERING))
+    data, ckpt = 'tier="dc1-lustre",mountpoint="/lustre",fstype="lustre"', 'tier="dc1-ckpt",mountpoint="/ckpt",fstype="lustre"'
+    assert out[f"alicerce_storage_client_read_bytes_total{{{data}}}"] == 1277752524800
+    assert out[f"alicerce_storage_client_written_bytes_total{{{data}}}"] == 9269411840
+    assert out[f"alicerce_storage_client_written_bytes_total{{{ckpt}}}"] == 9000000000
+    assert out[f"alicerce_storage_client_read_bytes_total{{{ckpt}}}"] == 0
+    # without lfs a file system mounted twice cannot say which instance is whose: both read as down, not as each other
+    both = samples(collector().exposition(tiers, proc, lctl, NO_LFS, probe=ANSWERING))
+    assert both[f"alicerce_storage_client_up{{{data}}}"] == 0 and both[f"alicerce_storage_client_up{{{ckpt}}}"] == 0
+
+
+def test_a_hung_mount_reads_as_down_and_does_not_hang_the_collector(tmp_path: Path) -> None:
+    """A hard NFS mount whose server is gone (or an evicted Lustre client) blocks every stat under it: the collector ran
+    its lookups in its own process and hung with it, so no tier was written. The stat runs in a child it gives up on."""
+    proc, lctl = fake_node(tmp_path)
+    hung = tmp_path / "probe"
+    hung.write_text(f"#!{sys.executable}\nimport os, sys, time\n"
+                    "if sys.argv[1] == '/home/shared':\n    time.sleep(60)\nprint(os.path.realpath(sys.argv[1]))\n")  # fmt: skip
+    hung.chmod(0o755)
+    started = time.monotonic()
+    out = samples(collector().exposition(TIERS[:2], proc, lctl, NO_LFS, probe=[str(hung)], timeout=2))
+    assert time.monotonic() - started < 20
+    assert out['alicerce_storage_client_up{tier="home",mountpoint="/home/shared",fstype="nfs"}'] == 0
+    assert out['alicerce_storage_client_up{tier="dc1-lustre",mountpoint="/lustre",fstype="lustre"}'] == 1
+    assert not [k for k in out if 'tier="home"' in k and "_up" not in k]
+    # the collector's own probe resolves and statfs-es a path that answers, and refuses one that is not there
+    module = collector()
+    own = [sys.executable, "-c", "; ".join(module.PROBE)]
+    (tmp_path / "mnt").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "mnt")
+    assert module.answering(str(tmp_path / "link"), own, 10) == str((tmp_path / "mnt").resolve())
+    assert module.answering(str(tmp_path / "absent"), own, 10) is None

@@ -8,6 +8,7 @@ import datetime
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from alicerce.cli import build_app
@@ -33,6 +34,7 @@ def tsdb() -> dict[str, list[tuple[datetime.datetime, float]]]:
     serve = ("2025-03-20T00:00", "2025-03-20T02:00")
     outside = (("2025-03-01T00:00", "2025-03-01T00:00"), ("2025-04-01T01:00", "2025-04-01T01:00"))
     info = "alicerce:namespace_team:info"
+    month = ("2025-03-01T00:00", "2025-04-01T00:00")  # the rules ran all month (they record the info series always)
     return {
         **hours(f"team:gpu_cost_usd:sum1h{research}", 24, march, *outside),
         **hours(f"team:gpu_hours_allocated:sum1h{research}", 8, march),
@@ -40,8 +42,8 @@ def tsdb() -> dict[str, list[tuple[datetime.datetime, float]]]:
         **hours(f"team:gpu_cost_usd:sum1h{serving}", 8, serve),
         **hours(f"team:gpu_hours_allocated:sum1h{serving}", 4, serve),
         **hours(f"team:gpu_hours_used:sum1h{serving}", 4, serve),
-        **hours(f'{info}{{cost_center="CC-4411",namespace="research",site="aws",team="research"}}', 1, march),
-        **hours(f'{info}{{cost_center="CC-4410",namespace="serving",site="aws",team="serving"}}', 1, serve),
+        **hours(f'{info}{{cost_center="CC-4411",namespace="research",site="aws",team="research"}}', 1, month),
+        **hours(f'{info}{{cost_center="CC-4410",namespace="serving",site="aws",team="serving"}}', 1, month),
         **hours(f"workload:gpu_cost_usd:sum1h{chat}", 8, serve),
         **hours(f"workload:vllm_tokens:sum1h{chat}", 3_600_000, serve),
     }
@@ -89,6 +91,43 @@ def test_a_prometheus_without_the_cost_series_is_an_error_not_an_empty_table(tmp
     assert done.exit_code == 2, done.output
     assert "holds none of alicerce's cost series for 2025-03" in done.output and "alicerce-gpu-platform" in done.output
     assert not out.exists()
+
+
+@needs_prometheus
+def test_a_month_prometheus_holds_in_part_names_the_missing_days_and_needs_partial(tmp_path: Path) -> None:
+    """Review obsreview2 DEFECT 12: a retention shorter than the month (records from the 10th on) and an outage (no
+    record on the 20th) gave smaller totals and exit 0. Without --partial: exit 2, the missing days named, nothing
+    written; with it: the figures Prometheus holds, a warning, and a JSON document that says it is partial."""
+    series = tsdb()
+    info = 'alicerce:namespace_team:info{cost_center="CC-4411",namespace="research",site="aws",team="research"}'
+    outage = (at("2025-03-20T00:01"), at("2025-03-21T00:00"))  # the hours that end 01:00 of the 20th to midnight
+    series[info] = [(t, v) for t, v in series[info] if t >= at("2025-03-10T00:00") and not outage[0] <= t <= outage[1]]
+    del series['alicerce:namespace_team:info{cost_center="CC-4410",namespace="serving",site="aws",team="serving"}']
+    runner = CliRunner()
+    out = tmp_path / "march.json"
+    with prometheus_server(series, tmp_path) as url:
+        refused = runner.invoke(build_app(), ["costs", "--prometheus", url, "--month", "2025-03", "-o", str(out)])
+        accepted = runner.invoke(
+            build_app(), ["costs", "--prometheus", url, "--month", "2025-03", "--partial", "-f", "json", "-o", str(out)]
+        )
+    assert refused.exit_code == 2, refused.output
+    # midnight of the 10th ends the 9th's last hour: the 9th lacks 23 of its marks; the 20th's hours end 01:00-24:00,
+    # and midnight of the 21st (the 20th's last mark) is missing with them
+    assert "holds only part of 2025-03: no records of 2025-03-01 to 2025-03-09, 2025-03-20 (UTC)" in refused.stderr
+    assert "--partial" in refused.stderr and "Traceback" not in refused.output
+    assert accepted.exit_code == 0, accepted.output
+    assert "warning: 2025-03 is partial: no records of 2025-03-01 to 2025-03-09, 2025-03-20 (UTC)" in accepted.stderr
+    document = json.loads(out.read_text())
+    assert document["partial"] is True and document["openUntil"] is None
+    assert document["missingDays"] == [f"2025-03-0{d}" for d in range(1, 10)] + ["2025-03-20"]
+
+
+def test_a_month_not_over_is_partial() -> None:
+    """The current month has no records of the hours to come: it is not a whole month's chargeback."""
+    from alicerce.run.chargeback import ChargebackError, export
+
+    with pytest.raises(ChargebackError, match=r"the month is not over \(records up to 2025-03-01T00:00:00Z\)"):
+        export("http://127.0.0.1:9", "2025-03", now=at("2025-03-01T00:30"))
 
 
 def test_mistakes_are_one_line_errors_with_exit_code_2(tmp_path: Path) -> None:

@@ -21,7 +21,6 @@ TEAM_COST = "team:gpu_cost_usd:rate1h"  # USD per hour the team's running pods c
 TEAM_30D = "team:gpu_cost_usd:sum30d"
 TEAM_HOUR = "team:gpu_cost_usd:sum1h"  # USD the team's pods cost over the last hour, minute by minute
 TEAM_MONTH = "team:gpu_cost_usd:sum_month"  # USD since the calendar month (UTC) began: what budgets compare
-HOURS_30D = 30 * 24
 BUDGET = "alicerce:team_budget_usd:monthly"  # the share of a team's monthly budget the site watches
 
 
@@ -35,6 +34,9 @@ def month_to_date(hourly: str) -> str:
     terms = [f"(sum_over_time(({hourly} and on () {month} == {m})[31d:1h]) and on () {month} == {m})" for m in range(1, 13)]
     return " or ".join(terms)
 
+
+# the hours to the end of the calendar month (UTC), now included
+HOURS_LEFT = "((days_in_month() - day_of_month() + 1) * 24 - hour() - minute() / 60)"
 
 # The month so far changes only at the hour marks, and one evaluation reads 12 x 744 hourly steps: its own group, once
 # an hour (an hour's cost counts at most an hour late); its readers take its last value of the last 75 minutes
@@ -98,8 +100,9 @@ def cost_rules(prices: dict[str, float]) -> list[dict[str, Any]]:
 
 
 def budget_alerts(rp: ResolvedPlatform, site_name: str, shares: dict[str, float]) -> list[Alert]:
-    """An alert at each of a team's budget thresholds on its trailing 30-day GPU spend, and one when the current rate
-    would overrun the budget within a month; ``shares``: team -> the part of its budget spent at this site."""
+    """An alert at each of a team's budget thresholds on its GPU spend this calendar month, and one when the month so far
+    and the current rate would overrun the budget by its end; ``shares``: team -> the part of its budget spent at this
+    site."""
     out = []
     by_name = {t.name: t for t in rp.teams}
     for name, share in sorted(shares.items()):
@@ -116,10 +119,16 @@ def budget_alerts(rp: ResolvedPlatform, site_name: str, shares: dict[str, float]
                              f"Team {name} has spent {percent}% of its ${usd:,.0f} monthly GPU budget{where}",
                              "This month's GPU spend at the plan's prices (team:gpu_cost_usd:sum_month) is past it. Ask the "
                              "team to stop idle work (GPUIdleWhileAllocated) or raise the budget; see `alicerce plan`."))  # fmt: skip
-        out.append(Alert(budget_alert_name(name, None), f'{TEAM_COST}{{team="{name}"}} * {HOURS_30D} > {usd:.6g}', "6h", "warning",
+        # the month so far plus the current rate over the hours the calendar month has left (UTC, as the budgets count):
+        # "the rate for 720 hours" was quiet on the 20th with 95% spent and fired on the 31st with nothing spent
+        # (review obsreview3 DEFECT I)
+        so_far = f'(last_over_time({TEAM_MONTH}{{team="{name}"}}[75m]) or 0 * {TEAM_COST}{{team="{name}"}})'
+        projected = f'{so_far} + {TEAM_COST}{{team="{name}"}} * on () group_left () {HOURS_LEFT}'
+        out.append(Alert(budget_alert_name(name, None), f"{projected} > {usd:.6g}", "6h", "warning",
                          f"Team {name} is on course to overrun its ${usd:,.0f} monthly GPU budget{where}",
-                         "At the spend rate of the last six hours the month costs more than the budget: check what the "
-                         "team's running pods hold (team:gpus_allocated:sum) against what they use (team:gpus_busy:sum)."))  # fmt: skip
+                         "This month's spend so far and the current rate over the hours it has left cost more than the "
+                         "budget: check what the team's running pods hold (team:gpus_allocated:sum) against what they use "
+                         "(team:gpus_busy:sum)."))  # fmt: skip
         if budget.on_exhausted == "stopAdmitting":
             # the guard reads this series; without it it holds nothing and releases nothing (budget_guard.run)
             out.append(Alert(budget_blind_alert_name(name), f'absent({TEAM_COST}{{team="{name}"}})', "30m", "warning",

@@ -66,7 +66,13 @@ def diagnoses(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     # memory-bound: the memory interface busy most cycles while the tensor cores wait, memory near full (a decode-like
     # job). GPU_UTIL and the graphics engine stay near 100% on such a job (a kernel is always running): they cannot
     # tell it from a compute-bound one (review T2), the DRAM and tensor pipes can.
-    memory = f'count by (namespace, pod, node) (({GPU_FB} > 0.9) and ({GPU_DRAM}{{pod!=""}} > 0.6) and ({GPU_TENSOR} < 0.2)) > 0'
+    # Not on an inference server (a pod the serving PodMonitor scrapes): vLLM preallocates most of the memory for its KV
+    # cache and decode is memory-bound by nature, so a busy one matched every night (review obsreview2 GAP 3)
+    serving = f'max by (namespace, pod) (up{{{SERVING_WORKLOAD_LABEL}!=""}})'
+    memory = (
+        f'count by (namespace, pod, node) (({GPU_FB} > 0.9) and ({GPU_DRAM}{{pod!=""}} > 0.6) and ({GPU_TENSOR} < 0.2)) > 0 '
+        f"unless on (namespace, pod) {serving}"
+    )
     # communication-bound reads the fabric's port counters: only pools whose adapters report them to the node exporter
     # (InfiniBand, RoCE; an EFA port reports none, alicerce.resolve.model.RdmaAttachment.port_counters), or it is a
     # diagnosis that can never fire
@@ -87,6 +93,14 @@ def diagnoses(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     others_idle = f"sum by (team) (clamp_min({idle} * 0 + on (pool) group_left () {cohort} - {idle}, 0))"
     pending = f"max by (team) (team:kueue_gpus_pending:sum) and on (team) ({QUEUE_ACTIVE} == 1)"
     borrowing = f"({pending} > 0) and on (team) ({others_idle} >= on (team) {pending})"
+    # per namespace holding GPUs on the node: a team's receiver gets its pods' alerts by namespace, and a node-level
+    # diagnosis without one reached only the platform team (review obsreview2 GAP 10)
+    holders = f"0 * max by (node, namespace) ({HELD})"
+
+    def held_by(expr: str) -> str:
+        return f"{holders} + on (node) group_left (pool) ({expr})"
+
+    input_bound, stall, comms = held_by(input_bound), held_by(stall), held_by(comms)
     alerts = [
         Alert(INPUT_BOUND, input_bound, "15m", "warning",
               "GPUs on {{ $labels.node }} ({{ $labels.pool }}) wait for input data",

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from alicerce.emit.storage_counters import counted_tiers
+from alicerce.emit.storage_counters import counted_tiers, every_mount_counted
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
 
 POOL_NODE_LABEL = "label_alicerce_dev_pool"  # kube_node_labels name of the node label alicerce.dev/pool
@@ -68,6 +68,7 @@ GPU_FB = "gpu:dcgm_memory_used:ratio"
 GPU_ACTIVE = "gpu:dcgm_graphics_engine_active:ratio"
 GPU_TENSOR = "gpu:dcgm_tensor_active:ratio"
 GPU_DRAM = "gpu:dcgm_dram_active:ratio"  # share of cycles the memory interface is busy
+GPU_HELD = "gpu:held_share:ratio"  # per pod holding a GPU (or a MIG instance), the share of a GPU it holds
 POD_GPUS = "pod:gpus_allocated:sum"
 # per node (node exporter)
 NODE_IB_RX = "node:infiniband_receive_bytes:rate5m"
@@ -82,6 +83,8 @@ NODE_NET_RX = "node:network_receive_bytes:rate5m"
 NODE_NET_TX = "node:network_transmit_bytes:rate5m"
 NODE_READ = "node:storage_read_bytes:rate5m"
 NODE_WRITE = "node:storage_write_bytes:rate5m"
+NODE_CLIENT_READ = "node:storage_client_read_bytes:rate5m"  # shared file systems, by their clients' own counters
+NODE_CLIENT_WRITE = "node:storage_client_written_bytes:rate5m"
 
 
 def _rule(record: str, expr: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
@@ -117,19 +120,58 @@ def join_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]
     return rules
 
 
+# one physical GPU, or one MIG instance of it (GPU_I_PROFILE rides along: it is the same for every series of an instance)
+DEVICE_KEY = "node, gpu, UUID, GPU_I_ID, GPU_I_PROFILE"
+
+
 def _per_gpu(metric_expr: str) -> str:
     """A DCGM expression per GPU, keyed by node/gpu/UUID (and namespace/pod where held), with the node's pool."""
-    keyed = f"max by (node, gpu, UUID, GPU_I_ID, namespace, pod) ({_as('node', 'Hostname', metric_expr)})"
+    keyed = f"max by ({DEVICE_KEY}, namespace, pod) ({_as('node', 'Hostname', metric_expr)})"
     return f"{keyed} * on (node) group_left (pool) {NODE_POOL}"
+
+
+def _selected(record: str, *matchers: str) -> str:
+    return f"{record}{{{', '.join(matchers)}}}" if matchers else record
+
+
+def _mig(record: str, *matchers: str) -> str:
+    """``record``'s MIG instance series, with the resource their pods ask Kueue and the device plugin for
+    (nvidia.com/mig-<GPU_I_PROFILE>): the key of the share of a GPU an instance is."""
+    instances = _selected(record, *matchers, 'GPU_I_PROFILE!=""')
+    return f'label_replace({instances}, "resource", "nvidia.com/mig-$1", "GPU_I_PROFILE", "(.+)")'
+
+
+def _gpus(record: str, *matchers: str) -> str:
+    """``record``'s activity ratios in GPUs: a whole GPU's (or a time-sliced pod's own) activity is already a share of
+    the whole GPU; a MIG instance's is a share of the instance, weighed by the share of a GPU the instance is (the
+    share pod:gpus_allocated:sum bills it by, decided once by alicerce.resolve.gpu; review DEFECT 6b)."""
+    whole = _selected(record, *matchers, 'GPU_I_PROFILE=""')
+    return f"({whole} or {_mig(record, *matchers)} * on (pool, resource) group_left () {KUEUE_RESOURCE_GPU_SHARE})"
+
+
+def _share(record: str, *matchers: str) -> str:
+    """The share of a GPU each series of ``record`` stands for, with the labels _gpus gives it: a pod on a
+    time-sliced GPU holds one replica (its pool's share of nvidia.com/gpu), a whole GPU 1, a MIG instance its share."""
+    whole = _selected(record, *matchers, 'GPU_I_PROFILE=""')
+    shared = f'0 * {whole} + on (pool) group_left () {POOL_RESOURCE_GPU_SHARE}{{resource="{GPU_RESOURCE}"}}'
+    instance = f"0 * {_mig(record, *matchers)} + on (pool, resource) group_left () {KUEUE_RESOURCE_GPU_SHARE}"
+    return f"({shared} or 0 * {whole} + 1 or {instance})"
+
+
+def _share_used(record: str, *matchers: str) -> str:
+    """Per series, the GPUs busy up to the share held (GPU_HELD): time-slicing does not cap a pod, so one alone on a
+    shared GPU can keep all of it busy; it is using its own share fully, not 4 times over."""
+    return f"(({_gpus(record, *matchers)} <= {GPU_HELD}) or {GPU_HELD})"
 
 
 def _memory_used() -> str:
     """Used / (used + free) per GPU, for each pod holding it. With time-sliced pools the GPU Operator's exporter runs with
-    KUBERNETES_VIRTUAL_GPUS (alicerce.emit.kube.operators): FB_USED then comes per process, with a ``uid`` label, beside
+    KUBERNETES_VIRTUAL_GPUS (alicerce.emit.kube.operators): FB_USED then comes per pod, with a ``pod_uid`` label, beside
     the GPU's own total, and FB_FREE once per pod without one (dcgm-exporter 4.5.3-4.8.2
     internal/pkg/transformation/process_metrics.go isPerProcessMetric): a division series by series matched nothing
     (review T3). So: the GPU's total (the largest FB_USED of the GPU) over total and free, for each holder FB_FREE names."""
-    gpu = "Hostname, gpu, UUID"
+    # a MIG instance has its own memory: instances share gpu and UUID and differ by GPU_I_ID (review obsreview3 DEFECT G)
+    gpu = "Hostname, gpu, UUID, GPU_I_ID, GPU_I_PROFILE"
     used = f"max by ({gpu}) (DCGM_FI_DEV_FB_USED)"
     ratio = f"{used} / ({used} + max by ({gpu}) (DCGM_FI_DEV_FB_FREE))"
     holders = f"(0 * max by ({gpu}, namespace, pod) (DCGM_FI_DEV_FB_FREE) + 1)"
@@ -140,7 +182,12 @@ def gpu_rules() -> list[dict[str, Any]]:
     """GPU utilisation, memory and engine activity per GPU, and the allocation of GPUs to pods, in physical GPUs."""
     running = 'max by (namespace, pod) (kube_pod_status_phase{phase="Running"}) == 1'
     # whole GPUs, time-sliced replicas and MIG instances (mixed strategy), each weighted by the share of a GPU it is
-    requests = f'kube_pod_container_resource_requests{{resource=~"{GPU_RESOURCE}|{MIG_RESOURCES}"}}'
+    # once per container: during a kube-state-metrics rollout two of its pods (different instance) export the same
+    # request, and summing both billed the pod twice (review obsreview2 GAP 4)
+    requests = (
+        f"max by (namespace, pod, container, node, resource) "
+        f'(kube_pod_container_resource_requests{{resource=~"{GPU_RESOURCE}|{MIG_RESOURCES}"}})'
+    )
     allocated = (
         f"sum by (namespace, pod, node, pool) ({requests} * on (namespace, pod) group_left () ({running}) "
         f"* on (node) group_left (pool) {NODE_POOL} * on (pool, resource) group_left () {POOL_RESOURCE_GPU_SHARE})"
@@ -154,6 +201,7 @@ def gpu_rules() -> list[dict[str, Any]]:
         _rule(GPU_ACTIVE, _per_gpu("DCGM_FI_PROF_GR_ENGINE_ACTIVE")),
         _rule(GPU_TENSOR, _per_gpu("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")),
         _rule(GPU_DRAM, _per_gpu("DCGM_FI_PROF_DRAM_ACTIVE")),
+        _rule(GPU_HELD, _share(GPU_UTIL, 'pod!=""')),
         _rule(POD_GPUS, allocated),
     ]
 
@@ -169,22 +217,33 @@ def _by_workload(expr: str, how: str = "sum") -> str:
 def utilisation_rules() -> list[dict[str, Any]]:
     """Utilisation, memory and effective utilisation (busy GPU-equivalents of allocated GPUs / installed GPUs) per
     pool, team and workload."""
-    held = f'{GPU_UTIL}{{pod!=""}}'
+    held = 'pod!=""'
     installed = f"count by (pool) ({NODE_POOL}) * on (pool) {POOL_GPUS_PER_NODE}"
+    # Each physical GPU once: with KUBERNETES_VIRTUAL_GPUS (time-sliced pools) dcgm-exporter sends GPU_UTIL for the
+    # device (no pod) and again per pod with that pod's own use (4.5.3-4.8.2 internal/pkg/transformation/kubernetes.go
+    # Process, createPerProcessMetrics; review DEFECT 10); without per-pod data, one copy of the device's value per pod.
+    # The largest series of a device is its own value in every case.
+    device = f"max by ({DEVICE_KEY}, pool) ({_gpus(GPU_UTIL)})"
+
+    def devices(record: str) -> str:
+        return f"count by (pool) (count by (node, gpu, UUID, pool) ({record}))"
+
     return [
-        _rule("pool:gpu_utilization:avg", f"avg by (pool) ({GPU_UTIL})"),
-        _rule("team:gpu_utilization:avg", _by_team(held, "avg")),
-        _rule("workload:gpu_utilization:avg", _by_workload(held, "avg")),
-        _rule("pool:gpu_memory_used:avg", f"avg by (pool) ({GPU_FB})"),
-        _rule("team:gpu_memory_used:avg", _by_team(f'{GPU_FB}{{pod!=""}}', "avg")),
-        _rule("workload:gpu_memory_used:avg", _by_workload(f'{GPU_FB}{{pod!=""}}', "avg")),
+        _rule("pool:gpu_utilization:avg", f"sum by (pool) ({device}) / {devices(GPU_UTIL)}"),
+        # a team's (workload's) GPUs busy over the GPUs it holds, each pod counted by the share of a GPU it holds
+        _rule("team:gpu_utilization:avg", f"{_by_team(_share_used(GPU_UTIL, held))} / {_by_team(GPU_HELD)}"),
+        _rule("workload:gpu_utilization:avg", f"{_by_workload(_share_used(GPU_UTIL, held))} / {_by_workload(GPU_HELD)}"),
+        # the memory ratio comes once per pod holding the GPU, each the whole GPU's: the GPU once (review obsreview3 J)
+        _rule("pool:gpu_memory_used:avg", f"sum by (pool) (max by ({DEVICE_KEY}, pool) ({_gpus(GPU_FB)})) / {devices(GPU_FB)}"),
+        _rule("team:gpu_memory_used:avg", _by_team(_selected(GPU_FB, held), "avg")),
+        _rule("workload:gpu_memory_used:avg", _by_workload(_selected(GPU_FB, held), "avg")),
         _rule("pool:gpus_installed:sum", installed),
         _rule("pool:gpus_allocated:sum", f"sum by (pool) ({POD_GPUS})"),
-        _rule("pool:gpus_busy:sum", f"sum by (pool) ({held})"),
+        _rule("pool:gpus_busy:sum", f"sum by (pool) ({_gpus(GPU_UTIL, held)})"),
         _rule("pool:gpu_allocation:ratio", "pool:gpus_allocated:sum / pool:gpus_installed:sum"),
         _rule("pool:gpu_effective_utilization:ratio", "pool:gpus_busy:sum / pool:gpus_installed:sum"),
         _rule("team:gpus_allocated:sum", _by_team(POD_GPUS)),
-        _rule("team:gpus_busy:sum", _by_team(held)),
+        _rule("team:gpus_busy:sum", _by_team(_gpus(GPU_UTIL, held))),
         _rule("team:gpu_effective_utilization:ratio", "team:gpus_busy:sum / team:gpus_allocated:sum"),
         _rule("workload:gpus_allocated:sum", _by_workload(POD_GPUS)),
         _rule("site:gpus_installed:sum", "sum(pool:gpus_installed:sum)"),
@@ -283,7 +342,7 @@ def _present_sum(records: tuple[str, ...]) -> str:
     return " + ".join(f"(sum by (node) ({r}) or {zero})" for r in records)
 
 
-def node_rules() -> list[dict[str, Any]]:
+def node_rules(site: ResolvedSite) -> list[dict[str, Any]]:
     """Fabric (InfiniBand/RoCE port counters; EFA exposes none to the node exporter) and storage (local disks, and IO
     pressure, which also counts tasks blocked on Lustre and NFS) per node and pool."""
     ib = "node_infiniband_port_data_{}_bytes_total"
@@ -306,11 +365,26 @@ def node_rules() -> list[dict[str, Any]]:
         _rule(NODE_IO_PRESSURE, "max by (node) (rate(node_pressure_io_waiting_seconds_total[5m]))"),
         _rule(NODE_NET_RX, f"sum by (node) (rate(node_network_receive_bytes_total{{{NIC}}}[5m]))"),
         _rule(NODE_NET_TX, f"sum by (node) (rate(node_network_transmit_bytes_total{{{NIC}}}[5m]))"),
-        # what a node reads and writes: local disks, a parallel file system over the fabric, FSx/EFS/NFS over its
-        # NICs; a source a node lacks (no HCA) counts 0 instead of hiding the node (every node reports IO pressure)
-        _rule(NODE_READ, _present_sum((NODE_DISK_READ, NODE_IB_RX, NODE_NET_RX))),
-        _rule(NODE_WRITE, _present_sum((NODE_DISK_WRITE, NODE_IB_TX, NODE_NET_TX))),
     ]
+    if every_mount_counted(site):
+        # what a node reads and writes: local disks and its shared file systems' client counters. The fabric's ports
+        # carry NCCL's collectives and the NICs pod traffic: a training pool all-reducing read as hundreds of GB/s of
+        # storage (review obsreview3 DEFECT E)
+        read, written = "rate(alicerce_storage_client_read_bytes_total[5m])", "rate(alicerce_storage_client_written_bytes_total[5m])"
+        rules += [
+            _rule(NODE_CLIENT_READ, f"sum by (node) ({read})"),
+            _rule(NODE_CLIENT_WRITE, f"sum by (node) ({written})"),
+            _rule(NODE_READ, _present_sum((NODE_DISK_READ, NODE_CLIENT_READ))),
+            _rule(NODE_WRITE, _present_sum((NODE_DISK_WRITE, NODE_CLIENT_WRITE))),
+        ]
+    else:
+        # an approximation where no client counts its mounts (FSx and EFS through CSI drivers, BeeGFS): local disks,
+        # a parallel file system over the fabric, FSx/EFS/NFS over the NICs; a source a node lacks (no HCA) counts 0
+        # instead of hiding the node (every node reports IO pressure)
+        rules += [
+            _rule(NODE_READ, _present_sum((NODE_DISK_READ, NODE_IB_RX, NODE_NET_RX))),
+            _rule(NODE_WRITE, _present_sum((NODE_DISK_WRITE, NODE_IB_TX, NODE_NET_TX))),
+        ]
     for record in (NODE_IB_RX, NODE_IB_TX, NODE_IB_ERRORS, NODE_DISK_READ, NODE_DISK_WRITE, NODE_DISK_IOPS, NODE_READ, NODE_WRITE):
         _, metric, op = record.split(":")
         rules.append(_rule(f"pool:{metric}:{op}", f"sum by (pool) ({record} * on (node) group_left (pool) {NODE_POOL})"))
@@ -394,6 +468,6 @@ def kpi_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
         group("alicerce.kpi.queue", queue_rules()),
         group("alicerce.kpi.jobs", job_rules()),
         group("alicerce.kpi.serving", serving_rules()),
-        group("alicerce.kpi.node", node_rules()),
+        group("alicerce.kpi.node", node_rules(site)),
         group("alicerce.kpi.storage", storage_tier_rules() if counted_tiers(site) else []),
     ]

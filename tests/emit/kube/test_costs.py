@@ -207,3 +207,34 @@ def test_an_owned_pool_busy_all_month_bills_what_the_plan_says_it_costs() -> Non
     assert h100.usd_per_gpu_hour is not None and price < h100.usd_per_gpu_hour  # not the cost per used GPU-hour
     # what plan's showback bills every team together on that pool, at most the month (the idle rest is the platform's)
     assert sum(plan.showback.values()) >= h100.monthly_cost_usd
+
+
+@needs_promtool
+def test_the_projection_adds_the_month_so_far_to_the_hours_it_has_left(tmp_path: Path) -> None:
+    """Review obsreview3 DEFECT I: BudgetResearchProjected read "the current rate for 720 hours", blind to what the
+    calendar month has spent and has left. Promtool's clock starts on 1 January 1970 (UTC). On 20 January at 06:00,
+    $530,000 spent and 64 p5 GPUs running ($440.32/h) end the month at 530,000 + 282 h x 440.32 = $654,170, over the
+    aws share (it was quiet: 440.32 x 720 = $317,030). On 31 January at 12:00, nothing spent and 128 GPUs ($880.64/h)
+    can cost $10,568 in the 12 hours left (it fired: 880.64 x 720 = $634,061)."""
+    rp = platform()
+    from alicerce.emit.kube.costs import month_rules
+
+    rule = rules_of(rp, "aws")["BudgetResearchProjected"]
+    share = float(rule["expr"].rsplit("> ", 1)[1])
+    assert 440.32 * 720 < share < 530_000 + 282 * 440.32 and 10_568 < share < 880.64 * 720
+    research = 'site="aws",team="research"'
+
+    def case(spent: str, rate: str, at: str, fires: bool) -> dict[str, Any]:
+        inputs = [{"series": f"team:gpu_cost_usd:sum_month{{{research}}}", "values": spent},
+                  {"series": f"team:gpu_cost_usd:rate1h{{{research}}}", "values": rate}]  # fmt: skip
+        alerts = [expected(rule, {"site": "aws", "team": "research"}, "")] if fires else []
+        checks = [{"eval_time": at, "alertname": rule["alert"], "exp_alerts": alerts}]
+        return {"interval": "1h", "input_series": inputs, "alert_rule_test": checks}
+
+    tests = [case("_x440 530000x30", "_x440 440.32x30", "462h", True), case("_x720 0x20", "_x720 880.64x20", "732h", False)]
+    groups = [{**g, "rules": [r for r in g["rules"] if r.get("alert") == rule["alert"]]} for g in rule_groups(rp, "aws")]
+    assert month_rules()  # the month's record is fed above, as a Prometheus that has run all month holds it
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": [g for g in groups if g["rules"]]}))
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1h", "tests": tests}))
+    result = promtool("test", "rules", "tests.yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr

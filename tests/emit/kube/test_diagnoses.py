@@ -14,7 +14,7 @@ from tests.emit.kube.upstream import load
 
 NODE = "gpu-001.dc1.acme.example"
 OTHER = "gpu-002.dc1.acme.example"
-POOL = {"node": NODE, "pool": "onprem-h100"}
+POOL = {"node": NODE, "pool": "onprem-h100", "namespace": "research"}  # the namespace of the pods holding its GPUs
 H100 = 'label_alicerce_dev_pool="onprem-h100",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
 STEPS = "x60"
 PENDING = 'cluster_queue="applied-ml",resource="nvidia.com/gpu",replica_role="standalone"'  # an hour of 1-minute samples
@@ -129,6 +129,10 @@ def test_memory_bound_fires_on_a_busy_memory_interface_with_idle_tensor_cores(tm
     check("GPUMemoryBound", gpu_state(0, 78000, 3000, 0.0, 0.0), "45m", [], tmp_path / "b")
     # a compute-bound job with full memory: tensor cores busy
     check("GPUMemoryBound", gpu_state(100, 79000, 2000, 0.5, 0.7), "45m", [], tmp_path / "c")
+    # review obsreview2 GAP 3: a busy vLLM decode server (its KV cache fills the memory, decode is DRAM-bound) is not
+    # a job to fix: the pod the serving PodMonitor scrapes stays quiet
+    server = {"series": 'up{job="serving",namespace="research",pod="train-gpu-001",alicerce_dev_workload="chat"}', "values": f"1{STEPS}"}
+    check("GPUMemoryBound", [*gpu_state(100, 79000, 2000, 0.9, 0.1), server], "45m", [], tmp_path / "d")
 
 
 @needs_promtool

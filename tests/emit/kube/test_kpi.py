@@ -13,7 +13,7 @@ from alicerce.emit.kube.operators import monitoring_values
 from tests.conftest import ROOT
 from tests.emit.kube.scrape import dcgm_series, series
 from tests.emit.kube.series import exporter_series, recorded, series_read, unproduced
-from tests.emit.kube.test_monitoring import dcgm_scraped, needs_promtool, platform, run_promtool
+from tests.emit.kube.test_monitoring import dcgm_scraped, expected, needs_promtool, platform, rules_of, run_promtool
 
 H100 = 'label_alicerce_dev_pool="onprem-h100",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
 
@@ -285,7 +285,10 @@ def test_mig_instances_report_activity_and_kueue_counts_them_in_gpus(tmp_path: P
         {"series": f'kueue_cluster_queue_nominal_quota{{{queue},resource="nvidia.com/mig-3g.40gb"}}', "values": "7x90"},
         {"series": f'kueue_cluster_queue_resource_usage{{{queue},resource="nvidia.com/mig-3g.40gb"}}', "values": "7x90"},
     ]
-    held = 'GPU_I_ID="2",UUID="GPU-gpu-001.dc1.acme.example-0",gpu="0",namespace="research",node="gpu-001.dc1.acme.example"'
+    held = (
+        'GPU_I_ID="2",GPU_I_PROFILE="3g.40gb",UUID="GPU-gpu-001.dc1.acme.example-0",gpu="0",namespace="research",'
+        'node="gpu-001.dc1.acme.example"'
+    )
     tests = [{"interval": "1m", "input_series": inputs,
               "promql_expr_test": [
                   rounded("gpu:dcgm_utilization:ratio", f'{held},pod="train-0",pool="onprem-h100",site="dc1"', 0.95),
@@ -293,4 +296,145 @@ def test_mig_instances_report_activity_and_kueue_counts_them_in_gpus(tmp_path: P
                           'site="dc1",team="research"', 7 * float(f"{3 / 7:.6g}"))],  # the share as recorded
               "alert_rule_test": [{"eval_time": "90m", "alertname": "GPUIdleWhileAllocated", "exp_alerts": []}]}]  # fmt: skip
     assert "GPUIdleWhileAllocated" in rules
+    run_promtool(rp, "dc1", tests, tmp_path)
+
+
+@needs_promtool
+def test_a_time_sliced_gpu_counts_once_in_pool_and_team_utilisation(tmp_path: Path) -> None:
+    """Review obsreview2 DEFECT 10: with KUBERNETES_VIRTUAL_GPUS dcgm-exporter 4.5.3-4.8.2 sends a time-sliced GPU's
+    GPU_UTIL once for the device (no pod) and once per pod with that pod's own use (pod_uid; internal/pkg/transformation
+    kubernetes.go Process, createPerProcessMetrics). An L4 80% busy through 4 serving pods at 20% read
+    (0.8 + 4 x 0.2) / 5 = 0.32 for the pool and 0.2 for the team. Each physical GPU counts once for the pool; a team
+    is measured on the shares it holds (a pod counted busy up to its own share), so serving keeps its GPU 0.8 busy and
+    research, alone at 90% on a second L4 through one 0.25 slice, uses its slice fully (1, not 3.6)."""
+    rp = platform()
+    assert rp.pool("infer-l4").gpu_units.gpu_share == {"nvidia.com/gpu": 0.25}
+    l4 = 'label_alicerce_dev_pool="infer-l4",label_alicerce_dev_accelerator="L4-24GB"'
+    inputs: list[dict[str, str]] = []
+    for host, value, pods in (("ip-10-0-1-1", 80, [("serving", p, 20) for p in "abcd"]), ("ip-10-0-1-2", 90, [("research", "e", 90)])):
+        inputs.append({"series": f'kube_node_labels{{node="{host}",{l4}}}', "values": "1x10"})
+        inputs.append({"series": series("DCGM_FI_DEV_GPU_UTIL", dcgm_scraped(rp, "aws", dcgm_series(host, 0))), "values": f"{value}x10"})
+        for ns, pod, use in pods:
+            labels = {**dcgm_scraped(rp, "aws", dcgm_series(host, 0, (pod, ns, "c"))), "pod_uid": f"uid-{pod}"}
+            inputs.append({"series": series("DCGM_FI_DEV_GPU_UTIL", labels), "values": f"{use}x10"})
+    pool, site = 'pool="infer-l4"', 'site="aws"'
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded("pool:gpu_utilization:avg", f"{pool},{site}", 0.85, "5m"),
+        rounded("pool:gpus_busy:sum", f"{pool},{site}", 1.7, "5m"),
+        rounded('team:gpu_utilization:avg{team="serving"}', f'team="serving",{site}', 0.8, "5m"),
+        rounded('team:gpu_utilization:avg{team="research"}', f'team="research",{site}', 1, "5m"),
+        rounded('team:gpus_busy:sum{team="serving"}', f'team="serving",{site}', 0.8, "5m"),
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_a_mig_instance_is_busy_by_its_share_of_the_gpu(tmp_path: Path) -> None:
+    """Review obsreview2 DEFECT 6b: pool:gpus_busy:sum summed each MIG instance's activity as a whole GPU while
+    pod:gpus_allocated:sum weighs it by its share: an H100 cut 3g.40gb + 4g.40gb, both instances busy, read as 2 busy
+    GPUs of 1 allocated. Busy weighs an instance by the share alicerce.resolve.gpu decides (recorded to 6 digits)."""
+    from alicerce.rules.validate import validated
+    from alicerce.spec.loader import load_text
+
+    declared = '    accelerator: "H100-SXM5-80GB:8"\n    onprem:'
+    mig = declared.replace("\n    onprem:", '\n    sharing: {mode: mig, profiles: {"3g.40gb": 1, "4g.40gb": 1}}\n    onprem:')
+    rp = validated(load_text((ROOT / "platform.yaml").read_text().replace(declared, mig), "platform.yaml"), "prod")
+    host = "gpu-001.dc1.acme.example"
+    inputs = [{"series": f'kube_node_labels{{node="{host}",{H100}}}', "values": "1x10"}]
+    for pod, profile, instance, activity in (("train-0", "3g.40gb", "1", 0.7), ("train-1", "4g.40gb", "2", 0.35)):
+        exposed = {**dcgm_series(host, 0, (pod, "research", "t")), "GPU_I_PROFILE": profile, "GPU_I_ID": instance}
+        inputs.append({"series": series("DCGM_FI_PROF_GR_ENGINE_ACTIVE", dcgm_scraped(rp, "dc1", exposed)), "values": f"{activity}x10"})
+        labels = f'namespace="research",pod="{pod}",uid="{pod}"'
+        inputs += [
+            {"series": f'kube_pod_status_phase{{{labels},phase="Running"}}', "values": "1x10"},
+            {"series": f'kube_pod_container_resource_requests{{{labels},container="t",node="{host}",'
+             f'resource="nvidia_com_mig_{profile.replace(".", "_")}",unit="integer"}}', "values": "1x10"},
+        ]  # fmt: skip
+    share3, share4 = float(f"{3 / 7:.6g}"), float(f"{4 / 7:.6g}")
+    busy = 0.7 * share3 + 0.35 * share4
+    pool, site = 'pool="onprem-h100"', 'site="dc1"'
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded("pool:gpus_busy:sum", f"{pool},{site}", busy, "5m"),
+        rounded("pool:gpus_allocated:sum", f"{pool},{site}", share3 + share4, "5m"),
+        rounded("pool:gpu_utilization:avg", f"{pool},{site}", busy, "5m"),  # one GPU
+        rounded("team:gpus_busy:sum", f'team="research",{site}', busy, "5m"),
+        rounded("team:gpu_utilization:avg", f'team="research",{site}', busy / (share3 + share4), "5m"),
+    ]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path)
+
+
+def _mig_platform(profiles: str) -> Any:
+    from alicerce.rules.validate import validated
+    from alicerce.spec.loader import load_text
+
+    declared = '    accelerator: "H100-SXM5-80GB:8"\n    onprem:'
+    mig = declared.replace("\n    onprem:", f"\n    sharing: {{mode: mig, profiles: {profiles}}}\n    onprem:")
+    return validated(load_text((ROOT / "platform.yaml").read_text().replace(declared, mig), "platform.yaml"), "prod")
+
+
+@needs_promtool
+def test_mig_instances_have_their_own_memory_and_can_be_memory_bound(tmp_path: Path) -> None:
+    """Review obsreview3 DEFECT G: MIG instances share gpu/UUID and differ by GPU_I_ID, and the memory ratio took the
+    largest FB_USED of the GPU over its FB_FREE: two 1g.10gb instances at 9/10 and 1/10 GB both read 0.5, and the
+    record lost GPU_I_ID, so GPUMemoryBound (memory and GPU_DRAM/GPU_TENSOR, which keep it) never matched on MIG."""
+    rp = _mig_platform('{"1g.10gb": 7}')
+    host = "gpu-001.dc1.acme.example"
+    inputs = [{"series": f'kube_node_labels{{node="{host}",{H100}}}', "values": "1x50"}]
+    for pod, instance, used in (("a", "7", 9700), ("b", "8", 1000)):
+        exposed = {**dcgm_series(host, 0, (pod, "research", "t")), "GPU_I_PROFILE": "1g.10gb", "GPU_I_ID": instance}
+        labels = dcgm_scraped(rp, "dc1", exposed)
+        for metric, value in (("DCGM_FI_DEV_FB_USED", used), ("DCGM_FI_DEV_FB_FREE", 10000 - used), ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 0.95),
+                              ("DCGM_FI_PROF_DRAM_ACTIVE", 0.8), ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 0.05)):  # fmt: skip
+            inputs.append({"series": series(metric, labels), "values": f"{value}x50"})
+    gpu = f'GPU_I_PROFILE="1g.10gb",UUID="GPU-{host}-0",gpu="0",namespace="research",node="{host}",pool="onprem-h100",site="dc1"'
+    rule = rules_of(rp, "dc1")["GPUMemoryBound"]
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded('gpu:dcgm_memory_used:ratio{pod="a"}', f'GPU_I_ID="7",{gpu},pod="a"', 0.97),
+        rounded('gpu:dcgm_memory_used:ratio{pod="b"}', f'GPU_I_ID="8",{gpu},pod="b"', 0.1),
+    ], "alert_rule_test": [{"eval_time": "45m", "alertname": "GPUMemoryBound",
+                            "exp_alerts": [expected(rule, {"namespace": "research", "pod": "a", "node": host}, "1")]}]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path)
+
+
+@needs_promtool
+def test_pool_gpu_memory_counts_a_time_sliced_gpu_once(tmp_path: Path) -> None:
+    """Review obsreview3 DEFECT J: gpu:dcgm_memory_used:ratio has one series per pod holding a GPU, each the whole
+    GPU's ratio, and the pool averaged them: an L4 shared by 4 pods at 20000/22000 MiB and one held by a single pod at
+    2200/22000 read 0.747, not 0.5."""
+    rp = platform()
+    l4 = 'label_alicerce_dev_pool="infer-l4",label_alicerce_dev_accelerator="L4-24GB"'
+    inputs: list[dict[str, str]] = []
+    for host, used, pods in (("ip-10-0-1-1", 20000, "abcd"), ("ip-10-0-1-2", 2200, "e")):
+        inputs.append({"series": f'kube_node_labels{{node="{host}",{l4}}}', "values": "1x10"})
+        inputs.append({"series": series("DCGM_FI_DEV_FB_USED", dcgm_scraped(rp, "aws", dcgm_series(host, 0))), "values": f"{used}x10"})
+        for pod in pods:
+            labels = dcgm_scraped(rp, "aws", dcgm_series(host, 0, (pod, "serving", "c")))
+            inputs.append({"series": series("DCGM_FI_DEV_FB_FREE", labels), "values": f"{22000 - used}x10"})
+            share = {**labels, "pod_uid": f"uid-{pod}"}
+            inputs.append({"series": series("DCGM_FI_DEV_FB_USED", share), "values": f"{used // len(pods)}x10"})
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded("pool:gpu_memory_used:avg", 'pool="infer-l4",site="aws"', (20000 / 22000 + 0.1) / 2, "5m"),
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_a_kube_state_metrics_rollout_does_not_bill_a_pod_twice(tmp_path: Path) -> None:
+    """Review obsreview2 GAP 4: while kube-state-metrics rolls out, two of its pods (different instance) export the same
+    container's resource requests for a while; pod:gpus_allocated:sum summed both, so the team paid that hour twice."""
+    rp = platform()
+    node = 'node="gpu-001.dc1.acme.example"'
+    pod = 'namespace="research",pod="train-0",uid="u1"'
+    inputs = [{"series": f"kube_node_labels{{{node},{H100}}}", "values": "1x10"}]
+    for instance in ("10.0.0.9:8080", "10.0.0.10:8080"):
+        scrape = f'job="kube-state-metrics",instance="{instance}"'
+        inputs += [
+            {"series": f'kube_pod_status_phase{{{scrape},{pod},phase="Running"}}', "values": "1x10"},
+            {"series": f'kube_pod_container_resource_requests{{{scrape},{pod},container="trainer",{node},resource="nvidia_com_gpu",'
+             'unit="integer"}', "values": "2x10"},
+        ]  # fmt: skip
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded("pool:gpus_allocated:sum", 'pool="onprem-h100",site="dc1"', 2, "5m"),
+        rounded("team:gpus_allocated:sum", 'team="research",site="dc1"', 2, "5m"),
+    ]}]  # fmt: skip
     run_promtool(rp, "dc1", tests, tmp_path)

@@ -130,6 +130,7 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
     idle = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 3))
     held = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 0, ("train-0", "research", "trainer")))
     freed = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 0))  # the same GPU, held by nobody
+    server = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 1, ("chat-0", "serving", "vllm")))
     key = {k: held[k] for k in ("Hostname", "gpu", "UUID")}
     idle_key = {k: idle[k] for k in ("Hostname", "gpu", "UUID")}
     xid94, xid48 = key | {"xid": "94"}, key | {"xid": "48"}
@@ -149,6 +150,9 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
                 {"series": series("DCGM_FI_DEV_GPU_UTIL", held), "values": "1x90"},
                 # the idle alert reads the utilisation KPI, which places each GPU in its node's pool
                 {"series": 'kube_node_labels{node="gpu-001",label_alicerce_dev_pool="onprem-h100"}', "values": "1x90"},
+                # an inference server idle at night holds its GPU by design (obsreview2 GAP 8): quiet
+                {"series": series("DCGM_FI_DEV_GPU_UTIL", server), "values": "0x90"},
+                {"series": 'up{job="serving",namespace="serving",pod="chat-0",alicerce_dev_workload="chat"}', "values": "1x90"},
             ],
             "alert_rule_test": [
                 {
@@ -161,7 +165,9 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
                 {
                     "expr": "namespace:dcgm_gpus_in_use:count",
                     "eval_time": "5m",
-                    "exp_samples": [{"labels": 'namespace:dcgm_gpus_in_use:count{namespace="research"}', "value": 1}],
+                    "exp_samples": [
+                        {"labels": f'namespace:dcgm_gpus_in_use:count{{namespace="{ns}"}}', "value": 1} for ns in ("research", "serving")
+                    ],
                 }
             ],
         },
@@ -290,6 +296,18 @@ def test_slo_alerts_see_serving_pods_and_starved_queues(tmp_path: Path) -> None:
             "input_series": [{"series": f"kueue_pending_workloads{{{starved}}}", "values": "1x90"}],
             "alert_rule_test": [
                 {"eval_time": "5h", "alertname": "SLOResearchQueueStarved", "exp_alerts": []},
+                {"eval_time": "5h30m", "alertname": "SLOResearchQueueStarved", "exp_alerts": []},  # under the 5.7 h threshold
+                {
+                    "eval_time": "6h30m",
+                    "alertname": "SLOResearchQueueStarved",
+                    "exp_alerts": [expected(rules["SLOResearchQueueStarved"], {}, "1")],
+                },
+            ],
+        },
+        {  # obsreview2 GAP 7: a 15-minute scrape gap (Kueue's leader fails over) in those 7 hours does not reset it
+            "interval": "5m",
+            "input_series": [{"series": f"kueue_pending_workloads{{{starved}}}", "values": "1x36 _x2 1x51"}],
+            "alert_rule_test": [
                 {
                     "eval_time": "6h30m",
                     "alertname": "SLOResearchQueueStarved",
@@ -615,3 +633,32 @@ def test_a_mig_node_short_of_one_profile_raises_the_missing_gpu_alert(tmp_path: 
     run_promtool(rp, "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
         {"eval_time": "20m", "alertname": "GPUsMissingOnpremH100",
          "exp_alerts": [expected(rule, {"node": "gpu-001", "resource": "nvidia_com_mig_3g_40gb"}, "7")]}]}], tmp_path)  # fmt: skip
+
+
+@needs_promtool
+def test_the_queue_wait_slo_is_quiet_on_the_backlog_a_budget_hold_leaves(tmp_path: Path) -> None:
+    """Review obsreview3 DEFECT H: Kueue observes a workload's wait at its admission (v0.19.2 pkg/metrics/metrics.go
+    AdmissionWaitTime), so once the budget guard's hold on research's queue ends, the backlog is admitted after days of
+    waiting and SLOResearchQueue told the platform team to raise the quota for a wait the budget imposed. The same
+    admissions with no hold in the SLO's threshold (5.7 h) still fire it."""
+    rules = rules_of(platform("prod"), "aws")
+    queue = 'cluster_queue="research",priority_class="",replica_role="standalone"'
+    status = 'cluster_queue="research",replica_role="standalone"'
+
+    def case(active: str) -> dict[str, Any]:
+        admitted = "0x120 0+0.2x120"  # from 2 h on, one admission every 5 minutes, each after more than 20480 s
+        return {
+            "interval": "1m",
+            "input_series": [
+                {"series": f'kueue_admission_wait_time_seconds_bucket{{{queue},le="20480"}}', "values": "0x240"},
+                {"series": f'kueue_admission_wait_time_seconds_bucket{{{queue},le="+Inf"}}', "values": admitted},
+                {"series": f"kueue_admission_wait_time_seconds_count{{{queue}}}", "values": admitted},
+                {"series": f'kueue_cluster_queue_status{{{status},status="active"}}', "values": active},
+            ],
+            "alert_rule_test": [
+                {"eval_time": "4h", "alertname": "SLOResearchQueue",
+                 "exp_alerts": [] if active.startswith("0") else [expected(rules["SLOResearchQueue"], {}, "")]},
+            ],
+        }  # fmt: skip
+
+    run_promtool(platform("prod"), "aws", [case("0x120 1x120"), case("1x240")], tmp_path)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from alicerce.emit.kube.monitoring import rule_groups
 from alicerce.emit.kube.operators import monitoring_values
 from alicerce.emit.storage_counters import TEXTFILE_DIRECTORY
 from alicerce.rules.validate import validated
@@ -135,3 +136,30 @@ def test_a_node_that_never_wrote_its_counters_alerts_and_one_that_did_stays_quie
         {"eval_time": "45m", "alertname": "StorageCountersMissing", "exp_alerts": [
             expected(rule, {"node": NODE, "pool": "onprem-h100"}, "")]},
     ]}], tmp_path)  # fmt: skip
+
+
+@needs_promtool
+def test_nccl_traffic_on_the_fabric_is_not_storage_where_the_clients_count_their_mounts(tmp_path: Path) -> None:
+    """Review obsreview3 DEFECT E: node:storage_read_bytes summed the InfiniBand ports and NICs, which carry NCCL's
+    collectives: 8 rails at 5 GB/s each way read as 40 GB/s of storage on a node that reads nothing, on the pool panel
+    and in GPUInputBound's read-versus-write test. At dc1 every shared file system's client counts its mounts (Lustre,
+    NFS): storage is the local disks plus those counters, and the AWS site (FSx and EFS through CSI drivers, uncounted)
+    keeps the approximation."""
+    from tests.emit.kube.test_diagnoses import node_counter
+
+    inputs: list[dict[str, Any]] = node_labels(NODE)
+    for rail in range(8):
+        port = f',device="mlx5_{rail}",port="1"'
+        inputs += [node_counter(NODE, f"node_infiniband_port_data_{d}_bytes_total", 5e9, port) for d in ("received", "transmitted")]
+    inputs += [node_counter(NODE, "node_pressure_io_waiting_seconds_total", 0.01)]
+    inputs += [scraped(NODE, f"alicerce_storage_client_{c}_bytes_total", LUSTRE, f"0{STEPS}") for c in ("read", "written")]
+    inputs += [
+        scraped(NODE, "alicerce_storage_client_read_bytes_total", 'tier="home",mountpoint="/home",fstype="nfs4"', f"0+{2e8 * 60:g}{STEPS}")
+    ]
+    pool = 'pool="onprem-h100",site="dc1"'
+    run_promtool(platform(), "dc1", [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded("pool:storage_read_bytes:rate5m", pool, 2e8),
+        rounded("pool:storage_write_bytes:rate5m", pool, 0),
+        rounded("pool:infiniband_receive_bytes:rate5m", pool, 4e10),
+    ]}], tmp_path)  # fmt: skip
+    assert "node:storage_client_read_bytes:rate5m" not in {r.get("record") for g in rule_groups(platform(), "aws") for r in g["rules"]}

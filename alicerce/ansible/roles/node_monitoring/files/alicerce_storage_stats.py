@@ -17,6 +17,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -34,6 +35,12 @@ METRICS = {
 
 Counters = dict[str, float]
 
+TIMEOUT = 10.0
+"""Seconds a mount, lctl or lfs may take to answer before the tier reads as down."""
+
+PROBE = ("import os, sys", "path = os.path.realpath(sys.argv[1])", "os.statvfs(path)", "print(path)")
+"""What a child runs to see that a tier's mount answers: resolve its path (a link into it is followed) and statfs it."""
+
 
 def mounts(proc_root: Path) -> dict[str, tuple[str, str]]:
     """Mount point -> (source, file system type), from the node's mount table."""
@@ -46,7 +53,7 @@ def mounts(proc_root: Path) -> dict[str, tuple[str, str]]:
 
 
 def lustre_counters(text: str) -> Counters:
-    """`lctl get_param -n llite.FS-*.stats`: 'read_bytes COUNT samples [bytes] MIN MAX SUM' (every instance summed)."""
+    """`lctl get_param -n llite.FS-INSTANCE.stats`: 'read_bytes COUNT samples [bytes] MIN MAX SUM'."""
     out = {"read_bytes": 0.0, "written_bytes": 0.0, "reads": 0.0, "writes": 0.0}
     for line in text.splitlines():
         fields = line.split()
@@ -83,19 +90,62 @@ def nfs_counters(mountstats: str, path: str) -> Counters | None:
     return out
 
 
-def lustre_instances(lctl: str, fsname: str) -> list[str]:
+def answering(path: str, probe: list[str], timeout: float) -> str | None:
+    """``path`` resolved, when its mount answers a statfs within ``timeout``; else None. A hard NFS mount whose server
+    is gone, or a Lustre client the servers evicted, blocks every stat under it: in a child, which the collector kills
+    and never waits for, so one hung mount reads as down and the other tiers are still written."""
+    try:
+        child = subprocess.Popen([*probe, path], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    except OSError:
+        return None
+    try:
+        out, _ = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        child.kill()  # a task blocked on NFS or Lustre is killable; if it is not, it is left behind, not waited for
+        return None
+    return out.strip() if child.returncode == 0 and out.strip() else None
+
+
+def _run(command: list[str], timeout: float) -> subprocess.CompletedProcess[str] | None:
+    try:
+        return subprocess.run(command, capture_output=True, text=True, check=False, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def lustre_instance(lfs: str, lctl: str, fsname: str, path: str, timeout: float) -> str | None:
+    """The llite instance mounted at ``path``: ``lfs getname PATH`` prints 'FSNAME-INSTANCE PATH' (Lustre's
+    test-framework.sh get_client_uuid reads the llite instance of a mount point this way). Two tiers on one file system
+    (or the same file system also mounted elsewhere) have two instances: each tier counts its own mount's. Without lfs,
+    the only instance of the file system, or none when it is mounted more than once (it cannot tell which)."""
+    done = _run([lfs, "getname", path], timeout)
+    if done is not None and done.returncode == 0 and done.stdout.split():
+        return done.stdout.split()[0]
+    instances = lustre_instances(lctl, fsname, timeout)
+    return instances[0] if len(instances) == 1 else None
+
+
+def lustre_instances(lctl: str, fsname: str, timeout: float = TIMEOUT) -> list[str]:
     """The llite instances of file system ``fsname`` on this node: ``lctl list_param llite.*`` names each
     'llite.FSNAME-INSTANCE', the instance a hexadecimal address. Matched whole, never by a ``FSNAME-*`` pattern, which
     also takes a file system named ``FSNAME-b``; a file system mounted twice has two instances, summed."""
-    done = subprocess.run([lctl, "list_param", "llite.*"], capture_output=True, text=True, check=False)
+    done = _run([lctl, "list_param", "llite.*"], timeout)
+    if done is None or done.returncode != 0:
+        return []
     whole = re.compile(rf"llite\.({re.escape(fsname)}-[0-9a-f]+)")
-    return [m.group(1) for line in done.stdout.splitlines() if done.returncode == 0 and (m := whole.fullmatch(line.strip()))]
+    return [m.group(1) for line in done.stdout.splitlines() if (m := whole.fullmatch(line.strip()))]
 
 
-def read_tier(tier: dict[str, str], table: dict[str, tuple[str, str]], proc_root: Path, lctl: str) -> Counters | None:
-    """The counters of one tier, or None when it is not mounted as the spec says or its counters cannot be read."""
+def read_tier(
+    tier: dict[str, str], table: dict[str, tuple[str, str]], proc_root: Path, tools: dict[str, str], *, probe: list[str], timeout: float
+) -> Counters | None:
+    """The counters of one tier, or None when it is not mounted as the spec says, does not answer, or its counters
+    cannot be read. ``tools``: the lctl and lfs commands."""
+    resolved = answering(tier["path"], probe, timeout)
+    if resolved is None:  # not there, or hung: nothing under it is touched in this process
+        return None
     # the mount table holds resolved paths: a tier under a symbolic link is found where the link leads
-    path = tier["path"] if tier["path"] in table else os.path.realpath(tier["path"])
+    path = tier["path"] if tier["path"] in table else resolved
     mounted = table.get(path)
     if mounted is None:
         return None
@@ -103,17 +153,14 @@ def read_tier(tier: dict[str, str], table: dict[str, tuple[str, str]], proc_root
     try:
         if tier["type"] == "lustre" and fstype == "lustre":
             fsname = source.rpartition(":/")[2].split("/")[0]  # MGS NIDs:/FSNAME[/subdirectory]
-            instances = lustre_instances(lctl, fsname)
-            stats = [
-                subprocess.run([lctl, "get_param", "-n", f"llite.{i}.stats"], capture_output=True, text=True, check=False)
-                for i in instances
-            ]
-            if not stats or any(done.returncode != 0 or not done.stdout.strip() for done in stats):
+            instance = lustre_instance(tools["lfs"], tools["lctl"], fsname, path, timeout)
+            done = _run([tools["lctl"], "get_param", "-n", f"llite.{instance}.stats"], timeout) if instance else None
+            if done is None or done.returncode != 0 or not done.stdout.strip():
                 return None
-            return lustre_counters("\n".join(done.stdout for done in stats))
+            return lustre_counters(done.stdout)
         if tier["type"] == "nfs" and fstype.startswith("nfs"):
             return nfs_counters((proc_root / "self" / "mountstats").read_text(), path)
-    except OSError:  # no lctl, no mountstats: the tier reads as down, the other tiers are still written
+    except OSError:  # no mountstats: the tier reads as down, the other tiers are still written
         return None
     return None
 
@@ -122,13 +169,17 @@ def _label(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def exposition(tiers: list[dict[str, str]], proc_root: Path, lctl: str) -> str:
+def exposition(
+    tiers: list[dict[str, str]], proc_root: Path, lctl: str, lfs: str = "lfs", *, probe: list[str] | None = None, timeout: float = TIMEOUT
+) -> str:
     """The Prometheus text exposition of every tier's counters."""
     table = mounts(proc_root)
+    tools = {"lctl": lctl, "lfs": lfs}
+    probe = probe if probe is not None else [sys.executable, "-c", "; ".join(PROBE)]
     samples: dict[str, list[str]] = {name: [] for name in METRICS}
     for tier in tiers:
         labels = f'tier="{_label(tier["tier"])}",mountpoint="{_label(tier["path"])}",fstype="{_label(tier["type"])}"'
-        counters = read_tier(tier, table, proc_root, lctl)
+        counters = read_tier(tier, table, proc_root, tools, probe=probe, timeout=timeout)
         samples["alicerce_storage_client_up"].append(f"alicerce_storage_client_up{{{labels}}} {0 if counters is None else 1}")
         for key, value in (counters or {}).items():
             samples[f"alicerce_storage_client_{key}_total"].append(f"alicerce_storage_client_{key}_total{{{labels}}} {value:.0f}")
@@ -158,9 +209,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, required=True, help="the textfile collector's directory")
     parser.add_argument("--proc-root", type=Path, default=Path("/proc"))
     parser.add_argument("--lctl", default="lctl")
+    parser.add_argument("--lfs", default="lfs")
+    parser.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds a mount may take to answer")
     args = parser.parse_args(argv)
     tiers = json.loads(args.config.read_text())
-    write_atomically(args.output, exposition(tiers, args.proc_root, args.lctl))
+    write_atomically(args.output, exposition(tiers, args.proc_root, args.lctl, args.lfs, timeout=args.timeout))
     return 0
 
 
