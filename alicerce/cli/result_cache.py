@@ -15,6 +15,7 @@ This module imports nothing heavy: it runs before the CLI framework loads.
 from __future__ import annotations
 
 import datetime
+import functools
 import hashlib
 import json
 import os
@@ -47,6 +48,7 @@ def today() -> str:
     return os.environ.get("ALICERCE_TODAY") or datetime.date.today().isoformat()
 
 
+@functools.cache  # once a process: lookup and store both need it, and it stats every file of the package
 def _fingerprint() -> str:
     digest = hashlib.sha256(import_path_key().encode())  # installing or removing a dependency changes it
     for root, dirs, files in os.walk(PACKAGE):

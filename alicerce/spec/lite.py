@@ -226,6 +226,7 @@ class _Model:
 
 
 _EVALUATED: dict[tuple[str, str], Any] = {}
+_COMPILED: dict[str, Any] = {}
 
 
 def _hints(cls: type) -> dict[str, Any]:
@@ -241,7 +242,9 @@ def _hints(cls: type) -> dict[str, Any]:
                 continue
             key = (klass.__module__, annotation)
             if key not in _EVALUATED:
-                _EVALUATED[key] = eval(annotation, namespace)  # the models' own annotations
+                if annotation not in _COMPILED:  # the same text recurs across modules ("Name | None")
+                    _COMPILED[annotation] = compile(annotation, "<annotation>", "eval")
+                _EVALUATED[key] = eval(_COMPILED[annotation], namespace)  # the models' own annotations
             hints[name] = _EVALUATED[key]
     return hints
 
@@ -411,6 +414,10 @@ _NONE = type(None)
 
 
 def _check(tp: Any, value: Any, shape: _Model) -> Any:
+    if type(tp) is _Meta:  # the common cases first: a model, a plain class (str, int, ...)
+        return tp.model_validate(value)
+    if type(tp) is type and tp is not _NONE:
+        return _scalar(tp, value, shape)
     origin = get_origin(tp)
     if origin is typing.Annotated:
         base, *metadata = get_args(tp)
@@ -532,6 +539,8 @@ def _constrain(value: Any, constraints: dict[str, Any]) -> None:
                 raise GiveUp("length of a value without one")
             ok = len(value) >= bound if name == "min_length" else len(value) <= bound
         elif name == "pattern":
+            if not str(bound).startswith("^"):  # pydantic searches with Rust's regex, or matches with Python's: the same when anchored
+                raise GiveUp("unanchored pattern")
             ok = isinstance(value, str) and re.search(bound, value) is not None
         else:
             if type(value) not in (int, float):
@@ -647,6 +656,8 @@ class _Dump:
         if origin is dict or isinstance(value, dict):
             args = get_args(tp)
             item = args[1] if len(args) == 2 else Any
+            if self.json and not all(type(k) is str for k in value):
+                raise GiveUp("a key that JSON writes as text")  # pydantic turns it into a string
             return {k: self.value(item, v) for k, v in value.items()}
         if isinstance(value, (bool, int, float, str)):
             if self.json and isinstance(value, float) and not math.isfinite(value):
