@@ -415,7 +415,7 @@ _NONE = type(None)
 
 def _check(tp: Any, value: Any, shape: _Model) -> Any:
     if type(tp) is _Meta:  # the common cases first: a model, a plain class (str, int, ...)
-        return tp.model_validate(value)
+        return typing.cast("type[BaseModel]", tp).model_validate(value)
     if type(tp) is type and tp is not _NONE:
         return _scalar(tp, value, shape)
     origin = get_origin(tp)
