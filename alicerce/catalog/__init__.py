@@ -9,13 +9,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import os
 import pickle
 import sys
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from importlib import resources
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import pydantic
@@ -34,10 +32,13 @@ from alicerce.catalog.models import (
     UnseenEvaluation,
     Versions,
 )
-from alicerce.spec.cachedir import cache_dir
+from alicerce.spec.cachedir import cache_dir, write_entry
 
 _T = TypeVar("_T")
 _Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+PACKAGE = Path(__file__).parent
+"""This package's folder: its data files are read from it directly (``importlib.resources`` loads zipfile and
+threading for its readers, a tenth of a cold `validate`; alicerce is installed as files)."""
 
 
 class _GpuFile(BaseModel):
@@ -85,7 +86,7 @@ class _TcoFile(Tco):
 
 
 def _read(name: str) -> Any:
-    text = resources.files("alicerce.catalog").joinpath("data", name).read_text("utf-8")
+    text = (PACKAGE / "data" / name).read_text("utf-8")
     return yaml.load(text, Loader=_Loader)
 
 
@@ -136,8 +137,8 @@ class Catalog:
 
     @functools.cached_property
     def sizing(self) -> Sizing:
-        """Sizer assumptions, loaded on first use (validation never needs them)."""
-        return _SizingFile.model_validate(_read("sizing.yaml"))
+        """Sizer assumptions, loaded on first use and kept checked in the cache folder (a rule of validate reads them)."""
+        return cached("sizing", ("data/sizing.yaml", "models.py", "__init__.py"), _parse_sizing)
 
     @functools.cached_property
     def prices(self) -> Prices:
@@ -191,6 +192,10 @@ class Catalog:
         return sorted(self._instance_index)
 
 
+def _parse_sizing() -> Sizing:
+    return _SizingFile.model_validate(_read("sizing.yaml"))
+
+
 def _parse_catalog() -> Catalog:
     gpus = _GpuFile.model_validate(_read("gpus.yaml")).gpus
     instances = _InstanceFile.model_validate(_read("instances.yaml")).instances
@@ -212,24 +217,20 @@ def cached(name: str, inputs: tuple[str, ...], build: Callable[[], _T]) -> _T:
     if folder is None:
         return build()
     digest = hashlib.sha256(f"{name}\0{sys.version}\0{pydantic.VERSION}\0".encode())
-    package = resources.files("alicerce.catalog")
     for item in inputs:
-        digest.update(item.encode() + b"\0" + package.joinpath(item).read_bytes() + b"\0")
+        digest.update(item.encode() + b"\0" + (PACKAGE / item).read_bytes() + b"\0")
     path = folder / "catalog" / f"{name}-{digest.hexdigest()}.pickle"
     try:
         with path.open("rb") as handle:
             return cast(_T, pickle.load(handle))  # written by this function, in the user's own cache folder
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
         pass
+    if getattr(pydantic, "LITE", False):  # under alicerce.spec.lite: the real path builds and writes the entry
+        from alicerce.spec.lite import GiveUp
+
+        raise GiveUp(f"no cached {name}")
     value = build()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as handle:
-            pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)  # atomic: a concurrent run reads no entry or a whole one
-    except OSError:
-        pass
+    write_entry(path, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
     return value
 
 

@@ -60,10 +60,29 @@ def run_validate(request: Request) -> Result:
         cached = lookup(request, spec_bytes)
         if cached is not None:
             return cached
-    result = _check(request)
+    result = _check_lite(request) or _check(request)
     if spec_bytes is not None:
         store(request, spec_bytes, result)
     return result
+
+
+def _check_lite(request: Request) -> Result | None:
+    """The outcome of a valid spec, checked without pydantic (alicerce.spec.lite); None when the lite check
+    cannot vouch for it (an error, or input it does not interpret): the real check then runs and reports."""
+    import os
+
+    if os.environ.get("ALICERCE_LITE") == "0":
+        return None
+    from alicerce.spec.lite import GiveUp, installed
+
+    try:
+        with installed():
+            result = _check(request)
+    except GiveUp:
+        return None
+    except Exception:  # whatever went wrong, the real check runs and says it
+        return None
+    return result if result.code == 0 else None
 
 
 def _check(request: Request) -> Result:

@@ -15,15 +15,14 @@ This module imports nothing heavy: it runs before the CLI framework loads.
 from __future__ import annotations
 
 import datetime
+import functools
 import hashlib
 import json
 import os
-import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from alicerce.spec.cachedir import cache_dir
+from alicerce.spec.cachedir import cache_dir, import_path_key, write_entry
 
 PACKAGE = Path(__file__).resolve().parent.parent
 FORMAT_VERSION = "1"
@@ -49,19 +48,15 @@ def today() -> str:
     return os.environ.get("ALICERCE_TODAY") or datetime.date.today().isoformat()
 
 
+@functools.cache  # once a process: lookup and store both need it, and it stats every file of the package
 def _fingerprint() -> str:
-    digest = hashlib.sha256(sys.version.encode())
+    digest = hashlib.sha256(import_path_key().encode())  # installing or removing a dependency changes it
     for root, dirs, files in os.walk(PACKAGE):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         for name in sorted(files):
             if name.endswith((".py", ".yaml")):
                 stat = os.stat(os.path.join(root, name))
                 digest.update(f"{root}/{name}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
-    for entry in sys.path:  # installing or removing a dependency changes its directory
-        try:
-            digest.update(f"{entry}:{os.stat(entry or '.').st_mtime_ns}\n".encode())
-        except OSError:
-            continue
     return digest.hexdigest()
 
 
@@ -93,12 +88,5 @@ def store(request: Request, spec_bytes: bytes, result: Result) -> None:
     cache = cache_dir()
     if cache is None:
         return
-    path = _entry(cache, key(request, spec_bytes))
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump({"stdout": result.stdout, "stderr": result.stderr, "code": result.code}, handle)
-        os.replace(tmp, path)
-    except OSError:
-        return
+    document = {"stdout": result.stdout, "stderr": result.stderr, "code": result.code}
+    write_entry(_entry(cache, key(request, spec_bytes)), json.dumps(document).encode())

@@ -6,7 +6,11 @@ fast path reads it before pydantic loads.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -19,3 +23,46 @@ def cache_dir() -> Path | None:
         return Path(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "alicerce"
+
+
+def import_path_key() -> str:
+    """A key that changes when a distribution is installed or removed: the interpreter, and each folder of the
+    import path with its modification time (adding or removing a distribution's files changes its folder's)."""
+    digest = hashlib.sha256(sys.version.encode())
+    for entry in sys.path:
+        try:
+            digest.update(f"{entry}:{os.stat(entry or '.').st_mtime_ns}\n".encode())
+        except OSError:
+            continue
+    return digest.hexdigest()
+
+
+def cached_json(kind: str, key: str, build: Callable[[], object]) -> object:
+    """``build()``'s JSON value, kept in the cache folder under ``kind`` and ``key``; rebuilt when absent or
+    unreadable, not kept when the folder cannot be written or caching is off."""
+    folder = cache_dir()
+    path = folder / kind / f"{key}.json" if folder is not None else None
+    if path is not None:
+        try:
+            return json.loads(path.read_text("utf-8"))
+        except (OSError, ValueError):
+            pass
+    value = build()
+    if path is not None:
+        write_entry(path, json.dumps(value).encode())
+    return value
+
+
+def write_entry(path: Path, data: bytes) -> None:
+    """Write a cache entry atomically (a concurrent run reads no entry or a whole one); a cache folder that
+    cannot be written is skipped."""
+    import tempfile  # only when writing: it loads random, shutil and the compression modules
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        return

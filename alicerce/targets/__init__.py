@@ -13,14 +13,13 @@ stages load theirs by module name (:func:`stage_module`).
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import entry_points
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pydantic import Field
 
 from alicerce.targets.aws.target import TARGET as AWS
-from alicerce.targets.base import SectionPlace, Target
+from alicerce.targets.base import SectionPlace, Target, entry_points, load_entry_point
 from alicerce.targets.onprem.target import TARGET as ONPREM
 
 SHIPPED: tuple[Target, ...] = (AWS, ONPREM)
@@ -29,10 +28,10 @@ ENTRY_POINTS = "alicerce.targets"
 
 def _plugins() -> tuple[Target, ...]:
     found = []
-    for entry in sorted(entry_points(group=ENTRY_POINTS), key=lambda e: e.name):
-        target = entry.load()
+    for name, value in entry_points(ENTRY_POINTS):
+        target = load_entry_point(value)
         if not isinstance(target, Target):
-            raise TypeError(f"entry point {entry.name} ({entry.value}) of {ENTRY_POINTS} is not an alicerce Target")
+            raise TypeError(f"entry point {name} ({value}) of {ENTRY_POINTS} is not an alicerce Target")
         found.append(target)
     return tuple(found)
 

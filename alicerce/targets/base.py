@@ -11,12 +11,15 @@ code in between reads :class:`Capabilities` and resolved facts, never the provid
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
 from pydantic import BaseModel
+
+from alicerce.spec.cachedir import cached_json, import_path_key
 
 RdmaTechnology = Literal["efa", "infiniband", "roce"]
 Capacity = Literal["rented", "owned"]
@@ -138,3 +141,31 @@ class Capabilities:
     rdma_device_plugin: str | None = None
     # CSI driver name -> how its volumes name a subdirectory (teams' volumes on a shared file system it mounts)
     csi_subdirectories: Mapping[str, CsiSubdirectory] = field(default_factory=dict)
+
+
+def entry_points(group: str) -> list[tuple[str, str]]:
+    """The (name, value) of each entry point of ``group`` in the installed distributions, by name.
+
+    Reading every installed distribution's metadata costs as much as the rest of a cold `validate`: the list is
+    kept in the cache folder, keyed by the import path's folders and their modification times (installing or
+    removing a distribution changes its folder's).
+    """
+
+    def scan() -> list[list[str]]:
+        from importlib.metadata import entry_points as installed
+
+        return [[entry.name, entry.value] for entry in sorted(installed(group=group), key=lambda e: e.name)]
+
+    found = cached_json("entry-points", f"{group}-{import_path_key()}", scan)
+    if not isinstance(found, list):
+        return [(name, value) for name, value in scan()]
+    return [(str(name), str(value)) for name, value in found]
+
+
+def load_entry_point(value: str) -> object:
+    """What an entry point's ``module:attr.path [extras]`` names, as ``EntryPoint.load`` finds it."""
+    module, _, attrs = value.split("[", 1)[0].partition(":")
+    found: object = importlib.import_module(module.strip())
+    for name in filter(None, attrs.strip().split(".")):
+        found = getattr(found, name)
+    return found

@@ -1,9 +1,10 @@
 """What a cold `alicerce validate` loads: a structural guard on its start-up cost, not a timed test.
 
-A cold check pays for importing pydantic and building the spec's validators; everything else it
-used to load (the other commands, the later stages, the validators of the catalog's data files and
-of the resolved objects) is left out, and these tests fail when a change brings it back.
-Timings are measured by bench/validate_speed.py.
+A cold check of a valid spec runs the models against alicerce.spec.lite and imports no pydantic at
+all once the checked catalog is cached; a spec with errors (or the first run) pays for pydantic and
+the spec's validators. Everything else it used to load (the other commands, the later stages, the
+validators of the catalog's data files and of the resolved objects) is left out on both paths, and
+these tests fail when a change brings it back. Timings are measured by bench/validate_speed.py.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import ROOT
 
@@ -26,6 +29,9 @@ with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.St
         main()
     except SystemExit as exc:
         code = exc.code
+from alicerce.spec import lite
+lite_loaded = list(lite.LOADED)
+pydantic_loaded = "pydantic" in sys.modules or "pydantic_core" in sys.modules
 from pydantic import BaseModel
 from pydantic.plugin import _loader
 from pydantic._internal._mock_val_ser import MockValSer
@@ -35,19 +41,20 @@ def subclasses(cls):
         yield from subclasses(sub)
 built = sorted({f"{c.__module__}.{c.__qualname__}" for c in subclasses(BaseModel)
                 if c.__module__.startswith("alicerce") and not isinstance(c.__dict__.get("__pydantic_validator__"), MockValSer)})
-print(json.dumps({"code": code, "modules": sorted(sys.modules), "built": built, "plugins_scanned": _loader._plugins is not None}))
+print(json.dumps({"code": code, "modules": sorted(set(sys.modules) | set(lite_loaded)), "built": built,
+                  "plugins_scanned": _loader._plugins is not None, "pydantic_loaded": pydantic_loaded}))
 """
 
 # the heavy toolchains are checked by tests/cli/test_cli.py::test_validate_imports_no_pulumi_ansible_or_cli_framework
 NEVER_LOADED_STAGES = ("alicerce.plan", "alicerce.emit", "alicerce.run")
 
 
-def probe(cache: Path) -> dict[str, object]:
-    env = {**os.environ, "ALICERCE_CACHE_DIR": str(cache)}
+def probe(cache: Path, spec: Path = ROOT / "platform.yaml", **extra: str) -> dict[str, object]:
+    env = {**os.environ, "ALICERCE_CACHE_DIR": str(cache), **extra}
     for name in ("ALICERCE_NO_CACHE", "PYDANTIC_DISABLE_PLUGINS"):
         env.pop(name, None)
     out = subprocess.run(
-        [sys.executable, "-c", PROBE, str(ROOT / "platform.yaml")],
+        [sys.executable, "-c", PROBE, str(spec)],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -56,29 +63,55 @@ def probe(cache: Path) -> dict[str, object]:
         timeout=120,
     )
     result: dict[str, object] = json.loads(out.stdout)
-    assert result["code"] == 0
     return result
 
 
-def test_a_cold_validate_loads_no_later_stage_and_no_other_command(tmp_path: Path) -> None:
-    modules = probe(tmp_path / "cache")["modules"]
-    assert isinstance(modules, list)
-    assert [m for m in modules if m.startswith(NEVER_LOADED_STAGES)] == []
-    assert [m for m in modules if m.startswith("alicerce.cli.")] == ["alicerce.cli.fastpath", "alicerce.cli.result_cache"]
+def edited(tmp_path: Path, source: Path, mark: str) -> Path:
+    """A copy of ``source`` with a comment added: the result cache has never seen it (a cold run)."""
+    copy = tmp_path / f"{source.stem}-{mark}.yaml"
+    copy.write_text(f"{source.read_text('utf-8')}# {mark}\n", encoding="utf-8")
+    return copy
+
+
+@pytest.mark.parametrize("lite", ["1", "0"])
+def test_a_cold_validate_loads_no_later_stage_and_no_other_command(tmp_path: Path, lite: str) -> None:
+    probe(tmp_path / "cache")  # the first run writes the checked catalog's cache entries
+    for spec in (edited(tmp_path, ROOT / "platform.yaml", "a"), edited(tmp_path, ROOT / "examples" / "mistakes.yaml", "a")):
+        modules = probe(tmp_path / "cache", spec, ALICERCE_LITE=lite)["modules"]
+        assert isinstance(modules, list)
+        assert [m for m in modules if m.startswith(NEVER_LOADED_STAGES)] == []
+        assert [m for m in modules if m.startswith("alicerce.cli.")] == ["alicerce.cli.fastpath", "alicerce.cli.result_cache"]
+
+
+def test_a_cold_validate_of_a_valid_spec_imports_no_pydantic(tmp_path: Path) -> None:
+    """Once the checked catalog is cached, a valid spec is checked by the lite models (issue 25: importing pydantic
+    alone costs more than the whole budget of a cold validate); a spec with errors takes the real path."""
+    cache = tmp_path / "cache"
+    first = probe(cache, edited(tmp_path, ROOT / "platform.yaml", "first"))
+    assert first["code"] == 0 and first["pydantic_loaded"] is True  # the first run checks and caches the catalog
+    valid = probe(cache, edited(tmp_path, ROOT / "platform.yaml", "edited"))
+    assert valid["code"] == 0 and valid["pydantic_loaded"] is False and valid["built"] == []
+    assert "alicerce.rules.validate" in valid["modules"]  # it did check: the rules ran, on the lite models
+    invalid = probe(cache, edited(tmp_path, ROOT / "examples" / "mistakes.yaml", "edited"))
+    assert invalid["code"] == 2 and invalid["pydantic_loaded"] is True
+    assert probe(cache, edited(tmp_path, ROOT / "platform.yaml", "off"), ALICERCE_LITE="0")["pydantic_loaded"] is True
 
 
 def test_a_cold_validate_builds_only_the_spec_validators(tmp_path: Path) -> None:
-    """The catalog is checked on the first run and read back afterwards; resolved objects are never validated."""
+    """On the real path (ALICERCE_LITE=0, or a spec with errors) the catalog is checked on the first run and read
+    back afterwards; resolved objects are never validated."""
     cache = tmp_path / "cache"
-    first = probe(cache)["built"]
+    first = probe(cache, edited(tmp_path, ROOT / "platform.yaml", "first"), ALICERCE_LITE="0")["built"]
     assert isinstance(first, list)
     assert "alicerce.catalog._GpuFile" in first  # the first run checks the packaged catalog
     assert list((cache / "catalog").glob("catalog-*.pickle"))
-    after = probe(cache)["built"]  # an edited spec is cold for the result cache, not for the catalog
-    assert isinstance(after, list)
-    assert [name for name in after if not name.startswith("alicerce.spec.")] == []
+    # an edited spec is cold for the result cache, not for the catalog
+    after = probe(cache, edited(tmp_path, ROOT / "platform.yaml", "after"), ALICERCE_LITE="0")["built"]
+    assert isinstance(after, list) and after
+    # the spec's own models, and its target sections' (catalog.sizing, which a rule reads, is read back too)
+    assert [name for name in after if not name.startswith("alicerce.spec.") and ".spec." not in name] == []
 
 
 def test_a_cold_validate_does_not_scan_the_installed_distributions_for_pydantic_plugins(tmp_path: Path) -> None:
     """pydantic's plugin lookup reads the entry points of every installed distribution; alicerce's models use no plugin."""
-    assert probe(tmp_path / "cache")["plugins_scanned"] is False
+    assert probe(tmp_path / "cache", ALICERCE_LITE="0")["plugins_scanned"] is False

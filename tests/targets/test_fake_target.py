@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -240,3 +241,30 @@ def test_the_fake_targets_rule_runs(plugin: Path, tmp_path: Path) -> None:
     (tmp_path / "platform.yaml").write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
     result = alicerce(plugin, tmp_path, "validate", "platform.yaml")
     assert result.returncode == 2 and "AL353" in result.stdout + result.stderr, result.stdout + result.stderr
+
+
+def test_a_target_installed_after_a_run_is_found_by_the_next(tmp_path: Path) -> None:
+    """The entry points are read once and kept in the cache folder (reading every distribution's metadata cost as
+    much as a whole cold `validate`), keyed by the import path's folders and their times: a distribution installed
+    into a folder already on the path is found by the next run, and one removed is gone."""
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    cache = tmp_path / "cache"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(site)]), "ALICERCE_CACHE_DIR": str(cache)}
+    env.pop("ALICERCE_NO_CACHE", None)
+    names = "from alicerce.targets import TARGETS; print(','.join(t.name for t in TARGETS))"
+
+    def targets() -> str:
+        return subprocess.run(
+            [sys.executable, "-c", names], env=env, cwd=tmp_path, capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    assert targets() == "aws,onprem"
+    assert len(list((cache / "entry-points").glob("*.json"))) == 1  # the scan is kept
+    for name, text in PACKAGE.items():
+        (site / name).parent.mkdir(parents=True, exist_ok=True)
+        (site / name).write_text(text.lstrip(), encoding="utf-8")
+    assert targets() == "aws,onprem,fake"
+    for name in ("fake_target", "fake_target-0.1.dist-info"):
+        shutil.rmtree(site / name)
+    assert targets() == "aws,onprem"
