@@ -8,7 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import ROOT, SHARED_FIXTURES, SHARED_GROUPS, SLOW_FIXTURES, SLOW_TESTS
+import pytest
+
+from tests.conftest import ROOT, SHARED_FIXTURES, SHARED_GROUPS, SLOW_FIXTURES, SLOW_TESTS, alicerce
 
 
 def defined(path: str) -> set[str]:
@@ -77,3 +79,27 @@ def test_the_package_runs_from_current_bytecode_in_subprocesses() -> None:
         or Path(importlib.util.cache_from_source(str(p))).stat().st_mtime < p.stat().st_mtime
     ]
     assert len(sources) > 100 and stale == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("validate", "examples/mistakes.yaml"),  # located errors on stderr, exit code 2
+        ("show", "--env", "prod", "--format", "json"),
+        ("plan", "platform.yaml", "--env", "prod"),  # a table sized by COLUMNS
+        ("validate", "--env", "prod", "--all-envs"),  # a command-line mistake, reported by the CLI framework
+        ("generate", "--env", "prod", "platform.yaml", "--out", "."),  # a refusal
+    ],
+    ids=["errors", "json", "table", "usage", "refusal"],
+)
+def test_alicerce_in_the_test_process_answers_as_the_installed_script(args: tuple[str, ...]) -> None:
+    """The suite runs most `alicerce` commands in its own process: same exit code, stdout and stderr as the script."""
+    inside, script = alicerce(*args), alicerce(*args, process=True)
+    assert (inside.returncode, inside.stdout, inside.stderr) == (script.returncode, script.stdout, script.stderr)
+
+
+def test_alicerce_in_the_test_process_leaves_its_state_as_it_found_it(tmp_path: Path) -> None:
+    before = (os.getcwd(), dict(os.environ), sys.stdout, sys.stderr, sys.argv)
+    assert alicerce("validate", "platform.yaml", cwd=ROOT, env={"ALICERCE_NO_CACHE": "1"}).returncode == 0
+    assert alicerce("validate", str(tmp_path / "missing.yaml"), cwd=tmp_path).returncode == 2
+    assert (os.getcwd(), dict(os.environ), sys.stdout, sys.stderr, sys.argv) == before
