@@ -133,11 +133,15 @@ SHARED_GROUPS = {
     "tests/targets/aws/": "aws-previews",
     "tests/test_wheel.py": "wheel",
 }
-SHARED_FIXTURES = {"aptrepo": "converge", "converged": "converge", "converged_copy": "converge"}
+# The first fixture a test uses, in this order, names its group. The converges are two groups, each on one
+# worker: the converged image and the runs on copies of it, and the runs from a fresh copy of the rootfs
+# (the operator-owned driver's two runs, check mode, the apt key). Every run works on its own copy of the
+# cached rootfs, so the two workers never share one; each builds the signed apt repository (~5 CPU-s).
+SHARED_FIXTURES = {"converged": "converge", "converged_copy": "converge", "aptrepo": "converge-fresh"}
 # What `make check` leaves out (`-m "not slow"`): every test of these groups, those using these fixtures,
 # and these modules and tests (several seconds each: real Ansible runs, many `alicerce generate`
 # processes, Pulumi previews of variants, ansible-lint). tests/test_conftest.py keeps the names current.
-SLOW_GROUPS = {"pulumi-previews", "aws-previews", "wheel", "converge"}
+SLOW_GROUPS = {"pulumi-previews", "aws-previews", "wheel", "converge", "converge-fresh"}
 SLOW_FIXTURES = {"rootfs", "node_root"}
 SLOW_TESTS = (
     "tests/ansible/test_rolling.py",
@@ -190,9 +194,9 @@ def _group(item: pytest.Item) -> str | None:
     for prefix, group in SHARED_GROUPS.items():
         if path.startswith(prefix):
             return group
-    for name in item.fixturenames:
-        if name in SHARED_FIXTURES:
-            return SHARED_FIXTURES[name]
+    for name, group in SHARED_FIXTURES.items():
+        if name in item.fixturenames:
+            return group
     definitions = getattr(item, "_fixtureinfo", None)
     for defs in definitions.name2fixturedefs.values() if definitions is not None else ():
         if defs and defs[-1].scope == "module":  # built once per module: keep the module on one worker

@@ -7,10 +7,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
-from tests.conftest import ROOT, SHARED_FIXTURES, SHARED_GROUPS, SLOW_FIXTURES, SLOW_TESTS, alicerce
+from tests.conftest import ROOT, SHARED_FIXTURES, SHARED_GROUPS, SLOW_FIXTURES, SLOW_GROUPS, SLOW_TESTS, _group, alicerce
 
 
 def defined(path: str) -> set[str]:
@@ -103,3 +105,15 @@ def test_alicerce_in_the_test_process_leaves_its_state_as_it_found_it(tmp_path: 
     assert alicerce("validate", "platform.yaml", cwd=ROOT, env={"ALICERCE_NO_CACHE": "1"}).returncode == 0
     assert alicerce("validate", str(tmp_path / "missing.yaml"), cwd=tmp_path).returncode == 2
     assert (os.getcwd(), dict(os.environ), sys.stdout, sys.stderr, sys.argv) == before
+
+
+def test_the_converges_split_into_two_groups_by_the_image_they_start_from() -> None:
+    """The runs on the converged image stay with the module fixture that builds it; the runs from a fresh
+    rootfs copy go to a second worker (whatever the order a test names its fixtures in)."""
+
+    def group(*fixtures: str) -> str | None:
+        return _group(cast(pytest.Item, SimpleNamespace(path=ROOT / "tests/ansible/test_converge.py", fixturenames=list(fixtures))))
+
+    assert group("converged") == group("aptrepo", "generated", "converged_copy") == "converge"
+    assert group("rootfs", "aptrepo", "tmp_path_factory") == group("generated", "node_root", "aptrepo") == "converge-fresh"
+    assert {"converge", "converge-fresh"} <= SLOW_GROUPS
