@@ -11,8 +11,13 @@ import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from alicerce.resolve.model import ResolvedPlatform
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
@@ -56,6 +61,24 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture
 def root() -> Path:
     return ROOT
+
+
+@pytest.fixture(scope="session")
+def prod() -> ResolvedPlatform:
+    """The reference platform's prod environment, validated once per worker."""
+    from alicerce.rules.validate import validated
+    from alicerce.spec.loader import load_file
+
+    return validated(load_file(ROOT / "platform.yaml", "platform.yaml"), "prod")
+
+
+@pytest.fixture(scope="session")
+def prod_files(prod: ResolvedPlatform) -> Mapping[str, str]:
+    """The prod tree as `alicerce generate` renders it (path -> text), once per worker for the tests that only
+    read it. Read-only: a test that wants to change a file copies it (item assignment raises TypeError)."""
+    from alicerce.emit.tree import render_tree
+
+    return MappingProxyType(render_tree(prod))
 
 
 ALICERCE = Path(sys.executable).with_name("alicerce")

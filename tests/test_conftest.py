@@ -6,6 +6,7 @@ import ast
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from types import SimpleNamespace
 from typing import cast
@@ -117,3 +118,10 @@ def test_the_converges_split_into_two_groups_by_the_image_they_start_from() -> N
     assert group("converged") == group("aptrepo", "generated", "converged_copy") == "converge"
     assert group("rootfs", "aptrepo", "tmp_path_factory") == group("generated", "node_root", "aptrepo") == "converge-fresh"
     assert {"converge", "converge-fresh"} <= SLOW_GROUPS
+
+
+def test_the_shared_prod_tree_is_read_only(prod_files: Mapping[str, str]) -> None:
+    """Tests share one rendered prod tree per worker: one that wrote into it would change what the others read."""
+    with pytest.raises(TypeError):
+        prod_files["ansible/site.yml"] = "changed"  # type: ignore[index]
+    assert prod_files["ansible/site.yml"].startswith("---")
