@@ -125,3 +125,17 @@ def test_the_shared_prod_tree_is_read_only(prod_files: Mapping[str, str]) -> Non
     with pytest.raises(TypeError):
         prod_files["ansible/site.yml"] = "changed"  # type: ignore[index]
     assert prod_files["ansible/site.yml"].startswith("---")
+
+
+def test_the_rootfs_cache_is_per_user_so_fresh_clones_share_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A fresh clone finds the rootfs an earlier clone built (mmdebstrap ~1 minute), as uv finds its cache."""
+    from tests.ansible.rootfs import default_target
+
+    monkeypatch.delenv("ALICERCE_ROOTFS", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert default_target() == tmp_path / "cache" / "alicerce" / "rootfs" / "bookworm"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert default_target() == Path.home() / ".cache" / "alicerce" / "rootfs" / "bookworm"
+    assert not default_target().is_relative_to(ROOT)
+    monkeypatch.setenv("ALICERCE_ROOTFS", str(tmp_path / "mine"))
+    assert default_target() == tmp_path / "mine"

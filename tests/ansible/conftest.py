@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from alicerce.emit.tree import write_tree
+from tests.ansible.rootfs import default_target
 from tests.conftest import ROOT
 
 BIN = ROOT / ".venv" / "bin"
-ROOTFS = Path(os.environ.get("ALICERCE_ROOTFS", ROOT / ".cache" / "rootfs" / "bookworm"))
+ROOTFS = default_target()
 CHROOT_HOST = "gpu-001.dc1.acme.example"
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
