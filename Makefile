@@ -90,9 +90,12 @@ tools: $(UV)
 
 # The Debian 12 rootfs the Ansible converges run into: mmdebstrap --variant=minbase (~1 minute here;
 # debootstrap, ~3.7 minutes for the same packages, where mmdebstrap is missing) from the mirror this
-# machine's apt uses, built once into a git-ignored cache. mmdebstrap (and openssh-server, for
-# bench-ansible) are installed when root; under CI=true a missing tool fails the run.
-ROOTFS := .cache/rootfs/bookworm
+# machine's apt uses, built once per user, as uv's cache is: under $$XDG_CACHE_HOME/alicerce (~/.cache), so
+# a fresh clone reuses it instead of building it again (its stamp names what it was built from; a build
+# from other inputs replaces it). ALICERCE_ROOTFS chooses another folder; the tests read the same variable.
+# mmdebstrap (and openssh-server, for bench-ansible) are installed when root; under CI=true a missing tool fails the run.
+ROOTFS := $(or $(ALICERCE_ROOTFS),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/alicerce/rootfs/bookworm)
+export ALICERCE_ROOTFS := $(ROOTFS)
 rootfs: setup
 	@command -v mmdebstrap >/dev/null 2>&1 || { \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \

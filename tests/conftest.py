@@ -9,9 +9,15 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from alicerce.resolve.model import ResolvedPlatform
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
@@ -57,13 +63,89 @@ def root() -> Path:
     return ROOT
 
 
+@pytest.fixture(scope="session")
+def prod() -> ResolvedPlatform:
+    """The reference platform's prod environment, validated once per worker."""
+    from alicerce.rules.validate import validated
+    from alicerce.spec.loader import load_file
+
+    return validated(load_file(ROOT / "platform.yaml", "platform.yaml"), "prod")
+
+
+@pytest.fixture(scope="session")
+def prod_files(prod: ResolvedPlatform) -> Mapping[str, str]:
+    """The prod tree as `alicerce generate` renders it (path -> text), once per worker for the tests that only
+    read it. Read-only: a test that wants to change a file copies it (item assignment raises TypeError)."""
+    from alicerce.emit.tree import render_tree
+
+    return MappingProxyType(render_tree(prod))
+
+
 ALICERCE = Path(sys.executable).with_name("alicerce")
 
 
-def alicerce(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """Run the installed `alicerce` script as a user would (a subprocess), with extra environment."""
-    merged = {**os.environ, "COLUMNS": "200", **(env or {})}
-    return subprocess.run([str(ALICERCE), *args], cwd=cwd, capture_output=True, text=True, env=merged, check=False, timeout=timeout)
+# The commands `alicerce()` runs inside the test process: each a pure function of its arguments, files and
+# environment. `apply`, `preview` and `diff` (Ansible's process groups and signal handlers, Pulumi's runtime state)
+# always run as a subprocess, as does any run with a fault injected (ALICERCE_FAULT kills its own process).
+IN_PROCESS = frozenset({"validate", "show", "plan", "generate", "schema", "docs", "rules", "versions", "catalog", "costs", "init"})
+
+
+def alicerce(
+    *args: str, cwd: Path = ROOT, env: Mapping[str, str | None] | None = None, timeout: float = 60, process: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """Run `alicerce` with stdout and stderr pipes: its exit code and output as a user's shell sees them.
+
+    ``env`` adds to the environment (COLUMNS=200 unless it says otherwise; None removes a variable). The
+    command runs in the test process (~1 CPU-s less per call than starting the script: no interpreter, no
+    imports) where it allows it; ``process=True`` starts the installed script, for the tests of the entry
+    point itself. Without COLUMNS a table's width comes from the terminal, so such a run is a subprocess too.
+    """
+    merged = {name: value for name, value in {**os.environ, "COLUMNS": "200", **(env or {})}.items() if value is not None}
+    if process or not args or args[0] not in IN_PROCESS or "ALICERCE_FAULT" in merged or "COLUMNS" not in merged:
+        return subprocess.run([str(ALICERCE), *args], cwd=cwd, capture_output=True, text=True, env=merged, check=False, timeout=timeout)
+    return _in_process(list(args), cwd, merged)
+
+
+def _in_process(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """What `alicerce.cli.main` does, with the process's state (cwd, environment, streams, argv) swapped for the call."""
+    import io
+    import traceback
+
+    from alicerce.cli import build_app, run
+    from alicerce.cli.fastpath import serve
+
+    saved = (os.getcwd(), dict(os.environ), sys.argv, sys.stdin, sys.stdout, sys.stderr)
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
+    err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace", write_through=True)
+    try:
+        os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update(env)
+        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")  # as main() sets it
+        sys.argv, sys.stdin, sys.stdout, sys.stderr = ["alicerce", *argv], io.StringIO(), out, err
+        try:
+            code = serve(argv)
+            if code is None:
+                code = run(build_app(), argv)
+        except SystemExit as exc:  # what the interpreter makes of sys.exit(...)
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            if exc.code is not None and not isinstance(exc.code, int):
+                print(exc.code, file=sys.stderr)
+        except Exception:  # an uncaught error: the traceback and exit code 1, as from the script
+            traceback.print_exc()
+            code = 1
+    finally:
+        cwd_before, env_before, sys.argv, sys.stdin, sys.stdout, sys.stderr = saved
+        os.environ.clear()
+        os.environ.update(env_before)
+        os.chdir(cwd_before)
+
+    def text(stream: io.TextIOWrapper) -> str:  # decoded with universal newlines, as subprocess.run(text=True)
+        stream.flush()
+        raw = stream.buffer.getvalue().decode("utf-8", errors="replace")  # type: ignore[attr-defined]
+        return raw.replace("\r\n", "\n").replace("\r", "\n")
+
+    return subprocess.CompletedProcess(["alicerce", *argv], code, text(out), text(err))
 
 
 # Tests that share an expensive fixture run on one xdist worker (`make test` runs `--dist loadgroup`),
@@ -74,11 +156,15 @@ SHARED_GROUPS = {
     "tests/targets/aws/": "aws-previews",
     "tests/test_wheel.py": "wheel",
 }
-SHARED_FIXTURES = {"aptrepo": "converge", "converged": "converge", "converged_copy": "converge"}
+# The first fixture a test uses, in this order, names its group. The converges are two groups, each on one
+# worker: the converged image and the runs on copies of it, and the runs from a fresh copy of the rootfs
+# (the operator-owned driver's two runs, check mode, the apt key). Every run works on its own copy of the
+# cached rootfs, so the two workers never share one; each builds the signed apt repository (~5 CPU-s).
+SHARED_FIXTURES = {"converged": "converge", "converged_copy": "converge", "aptrepo": "converge-fresh"}
 # What `make check` leaves out (`-m "not slow"`): every test of these groups, those using these fixtures,
 # and these modules and tests (several seconds each: real Ansible runs, many `alicerce generate`
 # processes, Pulumi previews of variants, ansible-lint). tests/test_conftest.py keeps the names current.
-SLOW_GROUPS = {"pulumi-previews", "aws-previews", "wheel", "converge"}
+SLOW_GROUPS = {"pulumi-previews", "aws-previews", "wheel", "converge", "converge-fresh"}
 SLOW_FIXTURES = {"rootfs", "node_root"}
 SLOW_TESTS = (
     "tests/ansible/test_rolling.py",
@@ -131,9 +217,9 @@ def _group(item: pytest.Item) -> str | None:
     for prefix, group in SHARED_GROUPS.items():
         if path.startswith(prefix):
             return group
-    for name in item.fixturenames:
-        if name in SHARED_FIXTURES:
-            return SHARED_FIXTURES[name]
+    for name, group in SHARED_FIXTURES.items():
+        if name in item.fixturenames:
+            return group
     definitions = getattr(item, "_fixtureinfo", None)
     for defs in definitions.name2fixturedefs.values() if definitions is not None else ():
         if defs and defs[-1].scope == "module":  # built once per module: keep the module on one worker

@@ -6,9 +6,14 @@ import ast
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
-from tests.conftest import ROOT, SHARED_FIXTURES, SHARED_GROUPS, SLOW_FIXTURES, SLOW_TESTS
+import pytest
+
+from tests.conftest import ROOT, SHARED_FIXTURES, SHARED_GROUPS, SLOW_FIXTURES, SLOW_GROUPS, SLOW_TESTS, _group, alicerce
 
 
 def defined(path: str) -> set[str]:
@@ -77,3 +82,60 @@ def test_the_package_runs_from_current_bytecode_in_subprocesses() -> None:
         or Path(importlib.util.cache_from_source(str(p))).stat().st_mtime < p.stat().st_mtime
     ]
     assert len(sources) > 100 and stale == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("validate", "examples/mistakes.yaml"),  # located errors on stderr, exit code 2
+        ("show", "--env", "prod", "--format", "json"),
+        ("plan", "platform.yaml", "--env", "prod"),  # a table sized by COLUMNS
+        ("validate", "--env", "prod", "--all-envs"),  # a command-line mistake, reported by the CLI framework
+        ("generate", "--env", "prod", "platform.yaml", "--out", "."),  # a refusal
+    ],
+    ids=["errors", "json", "table", "usage", "refusal"],
+)
+def test_alicerce_in_the_test_process_answers_as_the_installed_script(args: tuple[str, ...]) -> None:
+    """The suite runs most `alicerce` commands in its own process: same exit code, stdout and stderr as the script."""
+    inside, script = alicerce(*args), alicerce(*args, process=True)
+    assert (inside.returncode, inside.stdout, inside.stderr) == (script.returncode, script.stdout, script.stderr)
+
+
+def test_alicerce_in_the_test_process_leaves_its_state_as_it_found_it(tmp_path: Path) -> None:
+    before = (os.getcwd(), dict(os.environ), sys.stdout, sys.stderr, sys.argv)
+    assert alicerce("validate", "platform.yaml", cwd=ROOT, env={"ALICERCE_NO_CACHE": "1"}).returncode == 0
+    assert alicerce("validate", str(tmp_path / "missing.yaml"), cwd=tmp_path).returncode == 2
+    assert (os.getcwd(), dict(os.environ), sys.stdout, sys.stderr, sys.argv) == before
+
+
+def test_the_converges_split_into_two_groups_by_the_image_they_start_from() -> None:
+    """The runs on the converged image stay with the module fixture that builds it; the runs from a fresh
+    rootfs copy go to a second worker (whatever the order a test names its fixtures in)."""
+
+    def group(*fixtures: str) -> str | None:
+        return _group(cast(pytest.Item, SimpleNamespace(path=ROOT / "tests/ansible/test_converge.py", fixturenames=list(fixtures))))
+
+    assert group("converged") == group("aptrepo", "generated", "converged_copy") == "converge"
+    assert group("rootfs", "aptrepo", "tmp_path_factory") == group("generated", "node_root", "aptrepo") == "converge-fresh"
+    assert {"converge", "converge-fresh"} <= SLOW_GROUPS
+
+
+def test_the_shared_prod_tree_is_read_only(prod_files: Mapping[str, str]) -> None:
+    """Tests share one rendered prod tree per worker: one that wrote into it would change what the others read."""
+    with pytest.raises(TypeError):
+        prod_files["ansible/site.yml"] = "changed"  # type: ignore[index]
+    assert prod_files["ansible/site.yml"].startswith("---")
+
+
+def test_the_rootfs_cache_is_per_user_so_fresh_clones_share_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A fresh clone finds the rootfs an earlier clone built (mmdebstrap ~1 minute), as uv finds its cache."""
+    from tests.ansible.rootfs import default_target
+
+    monkeypatch.delenv("ALICERCE_ROOTFS", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert default_target() == tmp_path / "cache" / "alicerce" / "rootfs" / "bookworm"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert default_target() == Path.home() / ".cache" / "alicerce" / "rootfs" / "bookworm"
+    assert not default_target().is_relative_to(ROOT)
+    monkeypatch.setenv("ALICERCE_ROOTFS", str(tmp_path / "mine"))
+    assert default_target() == tmp_path / "mine"

@@ -5,19 +5,17 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
 
-from alicerce.emit.tree import render_tree, write_tree
-from alicerce.resolve.model import ResolvedPlatform
-from alicerce.rules.validate import validated
-from alicerce.spec.loader import load_file
+from alicerce.emit.tree import write_tree
+from tests.ansible.rootfs import default_target
 from tests.conftest import ROOT
 
 BIN = ROOT / ".venv" / "bin"
-ROOTFS = Path(os.environ.get("ALICERCE_ROOTFS", ROOT / ".cache" / "rootfs" / "bookworm"))
+ROOTFS = default_target()
 CHROOT_HOST = "gpu-001.dc1.acme.example"
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
@@ -31,15 +29,11 @@ def tool(name: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def prod() -> ResolvedPlatform:
-    return validated(load_file(ROOT / "platform.yaml", "platform.yaml"), "prod")
-
-
-@pytest.fixture(scope="session")
-def generated(prod: ResolvedPlatform, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The generated tree of the reference platform's prod environment; returns its ansible/ folder."""
+def generated(prod_files: Mapping[str, str], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The generated tree of the reference platform's prod environment; returns its ansible/ folder
+    (writable: the playbooks fetch their acceptance reports into it)."""
     out = tmp_path_factory.mktemp("generated") / "out"
-    write_tree(out, render_tree(prod))
+    write_tree(out, dict(prod_files))
     return out / "ansible"
 
 

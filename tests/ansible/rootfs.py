@@ -132,8 +132,16 @@ def build(target: Path) -> Path:
     return target
 
 
+def default_target() -> Path:
+    """Where the rootfs is cached: $ALICERCE_ROOTFS, else per user (like uv's cache), so every clone shares one."""
+    if os.environ.get("ALICERCE_ROOTFS"):
+        return Path(os.environ["ALICERCE_ROOTFS"])
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "alicerce" / "rootfs" / SUITE
+
+
 def main(argv: list[str]) -> int:
-    target = Path(argv[0] if argv else ".cache/rootfs/bookworm")
+    target = Path(argv[0]) if argv else default_target()
     try:
         print(f"rootfs ready: {build(target)}")
     except (FileNotFoundError, LookupError) as exc:

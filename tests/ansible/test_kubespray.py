@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,6 @@ from alicerce.catalog.onprem import load_onprem
 from alicerce.emit.ansible.kubespray import PLAYBOOKS, PURPOSE_KUBELET, topology_admits
 from alicerce.emit.kube.operators import gpu_operator_values
 from alicerce.emit.tree import render_tree
-from alicerce.resolve.model import ResolvedPlatform
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_file
 from tests.conftest import DATA, ROOT
@@ -35,13 +35,13 @@ def _facts(name: str) -> Any:
     return json.loads((UPSTREAM / name).read_text())
 
 
-def _yaml(files: dict[str, str], path: str) -> Any:
+def _yaml(files: Mapping[str, str], path: str) -> Any:
     return yaml.safe_load(files[path])
 
 
 @pytest.fixture(scope="module")
-def files(prod: ResolvedPlatform) -> dict[str, str]:
-    return render_tree(prod, subtrees=["ansible"])
+def files(prod_files: Mapping[str, str]) -> Mapping[str, str]:
+    return prod_files
 
 
 def _variables(files: dict[str, str]) -> dict[str, dict[str, Any]]:
@@ -149,7 +149,7 @@ def test_the_nvidia_runtime_renders_as_kubespray_reads_it(files: dict[str, str])
     assert pool["kubelet_systemd_wants_dependencies"] == ["nvidia-persistenced.service", "nvidia-fabricmanager.service"]
 
 
-def test_operator_owned_drivers_still_get_the_host_toolkit_and_kubespray_runtime(tmp_path: Path) -> None:
+def test_operator_owned_drivers_still_get_the_host_toolkit_and_kubespray_runtime(tmp_path: Path, prod_files: Mapping[str, str]) -> None:
     """gpuDriver: operator (the default) runs the GPU Operator with toolkit.enabled=false, so the host owns the toolkit.
 
     NVIDIA cloud-native-docs gpu-operator/getting-started.rst "Pre-Installed NVIDIA Container Toolkit (but no
@@ -171,7 +171,7 @@ def test_operator_owned_drivers_still_get_the_host_toolkit_and_kubespray_runtime
     values = gpu_operator_values(platform, platform.site("dc1"))
     assert values["toolkit"] == {"enabled": False} and values["driver"]["enabled"]
     host = _yaml(
-        render_tree(validated(load_file(ROOT / "platform.yaml", "platform.yaml"), "prod"), ["ansible"]),
+        prod_files,
         "ansible/group_vars/pool_onprem_h100.yml",
     )
     assert host["nvidia_container_toolkit_driver_root"] == "/"

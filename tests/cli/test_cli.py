@@ -1,4 +1,5 @@
-"""The real `alicerce` entry point, run as a user runs it (a subprocess of the installed script)."""
+"""The `alicerce` command line as a user runs it: the first tests start the installed script (its entry point,
+the validate fast path, exit codes through the interpreter); the rest run it in the test process (conftest.alicerce)."""
 
 from __future__ import annotations
 
@@ -11,18 +12,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import ROOT
-
-ALICERCE = Path(sys.executable).with_name("alicerce")
+from tests.conftest import ROOT, alicerce
 
 
-def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run([str(ALICERCE), *args], cwd=cwd, capture_output=True, text=True, env=env, check=False, timeout=60)
+def run(*args: str, cwd: Path = ROOT, process: bool = False) -> subprocess.CompletedProcess[str]:
+    return alicerce(*args, cwd=cwd, process=process)
 
 
 def test_validate_reference_defaults_to_platform_yaml_and_all_envs() -> None:
-    result = run("validate")
+    result = run("validate", process=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "valid (environments: dev, prod)" in result.stderr
 
@@ -34,7 +32,7 @@ def test_validate_json_valid() -> None:
 
 
 def test_validate_reports_every_error_located_with_exit_2() -> None:
-    result = run("validate", "examples/mistakes.yaml")
+    result = run("validate", "examples/mistakes.yaml", process=True)
     assert result.returncode == 2
     lines = result.stdout.splitlines()
     assert [line.split(": error")[0] for line in lines] == [
@@ -62,11 +60,11 @@ def test_unknown_environment_is_a_user_error() -> None:
 
 
 def test_env_and_all_envs_exclude_each_other() -> None:
-    assert run("validate", "--env", "prod", "--all-envs").returncode == 2
+    assert run("validate", "--env", "prod", "--all-envs", process=True).returncode == 2
 
 
 def test_missing_file_is_a_user_error(tmp_path: Path) -> None:
-    result = run("validate", str(tmp_path / "nope.yaml"))
+    result = run("validate", str(tmp_path / "nope.yaml"), process=True)
     assert result.returncode == 2 and "AL000" in result.stdout and "Traceback" not in result.stderr
 
 

@@ -19,7 +19,7 @@ import yaml
 
 from alicerce.catalog import load_catalog
 from alicerce.cli.documents import DOCUMENTS, document_schema_text
-from tests.conftest import ALICERCE, ROOT
+from tests.conftest import ALICERCE, ROOT, alicerce
 
 OUTPUT_SCHEMAS = ROOT / "schema" / "output"
 ONE_ENV = str(ROOT / "examples" / "minimal.yaml")  # a single environment: dev
@@ -27,10 +27,7 @@ ONE_ENV = str(ROOT / "examples" / "minimal.yaml")  # a single environment: dev
 
 def run(*args: str, columns: int | None = 200, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     """Run alicerce with stdout a pipe; ``columns=None`` leaves COLUMNS unset, as in a CI log."""
-    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    if columns is not None:
-        env["COLUMNS"] = str(columns)
-    return subprocess.run([str(ALICERCE), *args], cwd=cwd, capture_output=True, text=True, env=env, check=False, timeout=120)
+    return alicerce(*args, cwd=cwd, env={"COLUMNS": None if columns is None else str(columns)}, timeout=120)
 
 
 # -- item 3: tables that never cut what a user types, in any width

@@ -17,15 +17,13 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, alicerce
 
 BIN = Path(sys.executable).parent
-ALICERCE = BIN / "alicerce"
 
 
 def run(*args: str, cwd: Path = ROOT, timeout: int = 120) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200", "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-    return subprocess.run([str(ALICERCE), *args], cwd=cwd, capture_output=True, text=True, env=env, check=False, timeout=timeout)
+    return alicerce(*args, cwd=cwd, env={"PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}, timeout=timeout)
 
 
 def git(*args: str, cwd: Path) -> str:

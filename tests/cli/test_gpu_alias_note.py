@@ -8,23 +8,18 @@ output is what it was.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
 import yaml
 
 from alicerce.cli.documents import DOCUMENTS
-from tests.conftest import ROOT
-
-ALICERCE = Path(sys.executable).with_name("alicerce")
+from tests.conftest import ROOT, alicerce
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "ALICERCE_NO_CACHE": "1"}
-    return subprocess.run([str(ALICERCE), *args], cwd=cwd, capture_output=True, text=True, env=env, check=False, timeout=120)
+    return alicerce(*args, cwd=cwd, env={"ALICERCE_NO_CACHE": "1"}, timeout=120)
 
 
 def _spec(tmp_path: Path, accelerator: str) -> None:

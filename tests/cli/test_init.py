@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import re
 import subprocess
-import sys
 from importlib.metadata import version
 from pathlib import Path
 
@@ -21,16 +19,14 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, alicerce
 
-ALICERCE = Path(sys.executable).with_name("alicerce")
 # every key the Pulumi program reads from a stack (alicerce.emit.pulumi.program.main, StackSettings.from_config)
 PROGRAM_KEYS = {"spec", "environment", "layers", "adminPrincipals", "apiAccessCidrs", "cloudStack"}
 
 
 def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run([str(ALICERCE), *args], cwd=cwd, capture_output=True, text=True, env=env, check=False, timeout=120)
+    return alicerce(*args, cwd=cwd, timeout=120)
 
 
 @pytest.fixture(scope="module")

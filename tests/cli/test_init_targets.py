@@ -8,20 +8,17 @@ makes `alicerce apply onprem` the next step.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-ALICERCE = Path(sys.executable).with_name("alicerce")
+from tests.conftest import alicerce
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200", "ALICERCE_NO_CACHE": "1"}
-    return subprocess.run([str(ALICERCE), *args], cwd=cwd, capture_output=True, text=True, env=env, check=False, timeout=300)
+    return alicerce(*args, cwd=cwd, env={"ALICERCE_NO_CACHE": "1"}, timeout=300)
 
 
 @pytest.mark.parametrize("target", ["onprem", "hybrid"])

@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from alicerce.cli.fastpath import parse_validate
 from alicerce.cli.result_cache import Request
-from tests.conftest import ROOT
-
-ALICERCE = Path(sys.executable).with_name("alicerce")
+from tests.conftest import ROOT, alicerce
 
 
 def run(args: list[str], cwd: Path, cache: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    environ = {**os.environ, "ALICERCE_CACHE_DIR": str(cache), **env}
-    return subprocess.run([str(ALICERCE), *args], cwd=cwd, capture_output=True, text=True, env=environ, check=False)
+    return alicerce(*args, cwd=cwd, env={"ALICERCE_CACHE_DIR": str(cache), **env})
 
 
 def entries(cache: Path) -> int:

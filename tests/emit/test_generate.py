@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -57,8 +58,8 @@ def test_generate_is_byte_identical_and_atomic(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == [".a.alicerce-lock", ".b.alicerce-lock", "a", "b"]
 
 
-def test_inventory_groups_by_site_pool_purpose_and_rack() -> None:
-    files = render_tree(validated(load_file(ROOT / "platform.yaml", "platform.yaml"), "prod"))
+def test_inventory_groups_by_site_pool_purpose_and_rack(prod_files: Mapping[str, str]) -> None:
+    files = prod_files
     inventory = yaml.safe_load(files["ansible/inventory.yml"])["all"]["children"]
     pool = inventory["site_dc1"]["children"]["pool_onprem_h100"]
     assert sorted(pool["children"]) == ["rack_dc1_r01", "rack_dc1_r02"]
@@ -87,8 +88,8 @@ def test_inventory_groups_by_site_pool_purpose_and_rack() -> None:
     assert "pipelining = true" in config and "fact_caching = jsonfile" in config and "forks = 34" in config
 
 
-def test_group_vars_follow_the_spec() -> None:
-    files = render_tree(validated(load_file(ROOT / "platform.yaml", "platform.yaml"), "prod"))
+def test_group_vars_follow_the_spec(prod_files: Mapping[str, str]) -> None:
+    files = prod_files
     data = yaml.safe_load(files["ansible/group_vars/pool_onprem_h100.yml"])
     assert (data["nvidia_driver_branch"], data["nvidia_driver_version"]) == ("580", "580.173.02")
     assert data["nvidia_driver_kernel_module_type"] == "open"  # operators.gpuOperator.kernelModuleType

@@ -7,24 +7,20 @@ a spec that gives both is refused (AL350, located at the old key).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, alicerce
 
-ALICERCE = Path(sys.executable).with_name("alicerce")
 # a complete declaration (server price, cost of capital): no finding names the key the spec uses (PL311, PL319, PL325 do)
 SITE_COSTS = {"site": "dc2", "pue": 1.25, "costOfCapital": 0.07, "pools": [{"pool": "h200", "serverUsd": 420000}]}
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "ALICERCE_NO_CACHE": "1"}
-    return subprocess.run([str(ALICERCE), *args], cwd=cwd, capture_output=True, text=True, env=env, check=False, timeout=300)
+    return alicerce(*args, cwd=cwd, env={"ALICERCE_NO_CACHE": "1"}, timeout=300)
 
 
 def _plan(tmp_path: Path, costs: dict[str, object] | None) -> dict[str, object]:

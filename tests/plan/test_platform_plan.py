@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +21,7 @@ from alicerce.plan.findings import CHECKS, PLAN_CHECK_ID, Severity
 from alicerce.plan.platform import SizingPlan, plan_platform
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_file, load_text
-from tests.conftest import ROOT, TODAY
+from tests.conftest import ROOT, TODAY, alicerce
 
 REFERENCE = load_file(ROOT / "platform.yaml", "platform.yaml")
 ISSUE_KEYS = {
@@ -223,9 +221,7 @@ def test_json_has_the_documented_shape_and_is_deterministic() -> None:
 
 
 def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    alicerce = Path(sys.executable).with_name("alicerce")
-    env = {**os.environ, "COLUMNS": "100", "ALICERCE_TODAY": TODAY.isoformat()}
-    return subprocess.run([str(alicerce), "plan", *args], cwd=cwd, capture_output=True, text=True, env=env, check=False)
+    return alicerce("plan", *args, cwd=cwd, env={"COLUMNS": "100", "ALICERCE_TODAY": TODAY.isoformat()})
 
 
 def test_cli_fail_on_explain_json_and_checks(tmp_path: Path) -> None:
