@@ -32,7 +32,9 @@ Measured (issue 23, bench/sizing_accuracy.py's unseen set, each refit on calibra
   50% guard. BLOOM is over-predicted because the planner finds its activations fit without the recomputation the run
   used (tests/plan/test_calibration.py, PLANNER_DIFFERS); pricing tensor parallelism does not change that (ZeRO-3 over
   384 GPUs leaves its activations room at TP 1): the run's own memory (no sequence parallelism, no FlashAttention in
-  2022) forced its recomputation, and a spec cannot say either yet.
+  2022) forced its recomputation. sizing5: a spec says both now (flashAttention, sequenceParallel); declared so, BLOOM's
+  activations (5 x heads x s / h more a layer, 10 of 34 unsplit) fit only at TP 8 or with recomputation, and the planner
+  takes TP 8 (+42% through the planner, from +49.8%).
 
 The per-GPU-batch factor is the scaling loss: on a fixed global batch, more GPUs mean a smaller share
 each, so GPU-hours never fall as GPUs are added. Parameters live in catalog/data/sizing.yaml;
