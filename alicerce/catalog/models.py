@@ -315,6 +315,7 @@ class TrainingSizing(CatalogModel):
     moeRouting: Assumption
     expertsPerTokenDefault: Assumption
     fullRecompute: Assumption
+    attentionFlops: Assumption  # attention FLOPs a token per layer x sequence x attention width, forward and backward
     goodput: Assumption
     tpLinkEfficiency: Assumption  # of per-direction NVLink/PCIe bandwidth a large-message all-reduce reaches (bus bandwidth)
 

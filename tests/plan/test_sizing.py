@@ -664,3 +664,17 @@ def test_a_stack_without_flash_attention_recomputes_where_a_modern_one_does_not(
     assert eager.tensor_parallel > 1 or "recomputation" in _factors(eager)
     assert eager.memory_per_gpu_gib <= usable_memory(CATALOG.gpu("H100-SXM5-80GB"), SIZING) / 2**30  # type: ignore[arg-type]
     assert modern.mfu is not None and eager.mfu < modern.mfu
+
+
+def test_the_attention_term_counts_the_catalogs_attention_flops() -> None:
+    """Issue 23 (sizing5): the attention FLOPs a token are a catalog fact (training.attentionFlops x L x s x d against
+    6N): 6 counts the causal half (shipped), 12 the whole products (Narayanan et al. 2021 Sec. 5.1), measured and not
+    shipped. 7B (32 x 4096) at 8,192 tokens, bf16."""
+    w = workload(model={"parameters": "7B", "layers": 32, "hiddenSize": 4096}, tokens="1T", sequenceLength=8192, gpus=64,
+                 globalBatchTokens="4M")  # fmt: skip
+    ratio = 32 * 8192 * 4096 / 7e9
+    assert SIZING.training.attentionFlops.value == 6
+    assert _factors(plan_training(w, on("H100-SXM5-80GB"), SIZING, []))["attention"] == pytest.approx(1 / (1 + ratio), rel=1e-12)
+    whole = SIZING.training.attentionFlops.model_copy(update={"value": 12.0})
+    sizing = SIZING.model_copy(update={"training": SIZING.training.model_copy(update={"attentionFlops": whole})})
+    assert _factors(plan_training(w, on("H100-SXM5-80GB"), sizing, []))["attention"] == pytest.approx(1 / (1 + 2 * ratio), rel=1e-12)
