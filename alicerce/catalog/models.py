@@ -315,6 +315,7 @@ class TrainingSizing(CatalogModel):
     moeRouting: Assumption
     expertsPerTokenDefault: Assumption
     fullRecompute: Assumption
+    attentionFlops: Assumption  # attention FLOPs a token per layer x sequence x attention width, forward and backward
     goodput: Assumption
     tpLinkEfficiency: Assumption  # of per-direction NVLink/PCIe bandwidth a large-message all-reduce reaches (bus bandwidth)
 
@@ -362,6 +363,8 @@ class BytesPerParameter(CatalogModel):
 class ActivationBytes(CatalogModel):
     noRecompute: float
     fullRecompute: float
+    unsplitWithoutSequenceParallel: float  # of noRecompute, what tensor parallelism without sequence parallelism leaves whole
+    attentionScores: float  # x heads x sequence / hidden more per layer without FlashAttention
     source: str
 
 
@@ -438,6 +441,8 @@ class TrainingRun(CatalogModel):
     fp8Recipe: Literal["transformer-engine", "generic"] | None = None
     recompute: Literal["full"] | None = None
     tensorParallelOverlap: bool = False  # the run's stack overlaps tensor-parallel all-reduces (the workload field)
+    flashAttention: bool = True  # the run's stack stores no attention scores (the workload field flashAttention)
+    sequenceParallel: bool = True  # the run's stack splits every activation over tensor parallelism (sequenceParallel)
     reporting: Literal["gpuHours", "throughput", "timeToTrain"]
     measured: TrainingMeasurement
     basis: str

@@ -394,6 +394,10 @@ def run_workload(run: TrainingRun) -> Workload:
         spec["fp8Recipe"] = run.fp8Recipe
     if run.tensorParallelOverlap:
         spec["tensorParallelOverlap"] = True
+    if not run.flashAttention:
+        spec["flashAttention"] = False
+    if not run.sequenceParallel:
+        spec["sequenceParallel"] = False
     return Workload.model_validate(spec)
 
 

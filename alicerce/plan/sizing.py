@@ -159,6 +159,15 @@ class TrainingMemory:
     activations_no_recompute: float
     checkpoint: float
     trainable: float  # parameters with gradients
+    unsplit: float = 0.0  # of activations_no_recompute, the bytes tensor parallelism leaves whole (no sequence parallelism)
+    unsplit_recompute: float = 0.0  # of activations, the same under full recomputation
+
+    def activations_at(self, tp: int, recomputed: float = 0.0) -> float:
+        """Activation bytes per GPU at tensor parallel ``tp`` with a share ``recomputed`` of the layers recomputed: the
+        split part over ``tp``, the unsplit part whole on every GPU of the group (Korthikanti et al. 2022, Table 2)."""
+        kept = self.unsplit + (self.activations_no_recompute - self.unsplit) / tp
+        full = self.unsplit_recompute + (self.activations - self.unsplit_recompute) / tp
+        return (1 - recomputed) * kept + recomputed * full
 
 
 def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
@@ -168,8 +177,17 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
     seq = w.sequence_length or DEFAULT_SEQUENCE
     act = sizing.activationBytes
     per_layer_tokens = seq * hidden
-    with_recompute = layers * per_layer_tokens * act.fullRecompute + per_layer_tokens * act.noRecompute
-    without = layers * per_layer_tokens * act.noRecompute
+    per_layer = act.noRecompute
+    if w.flash_attention is False:
+        # the attention scores, softmax and dropout mask of every head: 5 x heads x s^2 bytes a sequence, i.e.
+        # 5 x heads x s / hidden per token x hidden (Korthikanti et al. 2022, Table 2)
+        per_layer += act.attentionScores * attention_heads(w, hidden, sizing) * seq / hidden
+    # without sequence parallelism the layer norms' and dropouts' share stays whole on each tensor-parallel GPU, and so
+    # does each layer's input kept under full recomputation
+    unsplit_layer = 0.0 if w.sequence_parallel is not False else act.unsplitWithoutSequenceParallel
+    unsplit_input = 0.0 if w.sequence_parallel is not False else layers * per_layer_tokens * act.fullRecompute
+    with_recompute = layers * per_layer_tokens * act.fullRecompute + per_layer_tokens * per_layer
+    without = layers * per_layer_tokens * per_layer
     if w.method in ("lora", "qlora"):
         trainable = n * sizing.loraTrainableFraction.value
         base = sizing.qloraBaseBytes.value if w.method == "qlora" else sizing.weightBytes.get(w.precision, 2)
@@ -179,10 +197,20 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
         trainable = n
         state = model_state_bytes(n, w.optimizer, sizing)
         checkpoint = n * getattr(sizing.bytesPerParameter.checkpoint, w.optimizer).value
-    return TrainingMemory(state, with_recompute, without, checkpoint, trainable)
+    return TrainingMemory(state, with_recompute, without, checkpoint, trainable, unsplit=layers * per_layer_tokens * unsplit_layer,
+                          unsplit_recompute=unsplit_input + per_layer_tokens * unsplit_layer)  # fmt: skip
 
 
-def smallest_fit(state: float, activations: float, gpu: Gpu, sizing: Sizing, node_gpus: int) -> tuple[int, int] | None:
+def attention_heads(w: Workload, hidden: int, sizing: Sizing) -> float:
+    """Query heads a layer stores scores for: MLA's declared heads, else hidden / head dimension."""
+    assert w.model is not None
+    attention = w.model.attention
+    if isinstance(attention, LatentAttention) and attention.heads is not None:
+        return attention.heads
+    return hidden / (w.model.head_dim or sizing.inference.headDimDefault.value)
+
+
+def smallest_fit(mem: TrainingMemory, gpu: Gpu, sizing: Sizing, node_gpus: int) -> tuple[int, int] | None:
     """(GPUs, tensor-parallel degree) of the smallest layout that holds the job, or None.
 
     Model state is sharded over every GPU (ZeRO-3/FSDP); activations split across the tensor-
@@ -191,10 +219,10 @@ def smallest_fit(state: float, activations: float, gpu: Gpu, sizing: Sizing, nod
     usable = usable_memory(gpu, sizing)
     best: tuple[int, int] | None = None
     for tp in (d for d in TP_DEGREES if d <= node_gpus):
-        free = usable - activations / tp
+        free = usable - mem.activations_at(tp, 1.0)
         if free <= 0:
             continue
-        gpus = _ceil_to(state / free, tp)
+        gpus = _ceil_to(mem.state / free, tp)
         if best is None or gpus < best[0]:
             best = (gpus, tp)
     return best
@@ -349,7 +377,7 @@ def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usabl
     for d in TP_DEGREES:
         if d > node_gpus or job.gpus % d:
             continue
-        fits_without = mem.state / job.gpus + mem.activations_no_recompute / d <= usable
+        fits_without = mem.state / job.gpus + mem.activations_at(d) <= usable
         fraction = 0.0 if fits_without else recompute_share(mem, job.layers, job.gpus, d, usable)
         if fraction is None:
             continue
@@ -365,12 +393,12 @@ def recompute_share(mem: TrainingMemory, layers: int, gpus: int, tp: int, usable
     ``gpus`` GPUs and tensor parallel ``tp``; None when even full recomputation does not fit. Activations of a
     share f: (1 - f) x without recomputation + f x with full recomputation, both over TP."""
     free = usable - mem.state / gpus
-    if free <= 0 or mem.activations / tp > free:
+    if free <= 0 or mem.activations_at(tp, 1.0) > free:
         return None
-    saved = (mem.activations_no_recompute - mem.activations) / tp
+    saved = mem.activations_at(tp) - mem.activations_at(tp, 1.0)
     if saved <= 0:
         return 1.0
-    share = (mem.activations_no_recompute / tp - free) / saved
+    share = (mem.activations_at(tp) - free) / saved
     return min(1.0, max(0.0, math.ceil(share * layers - 1e-9) / layers))
 
 
@@ -390,10 +418,12 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                           "parameters x bytes per parameter (weights + gradients + optimizer; every expert resident)",
                           {"parameters": w.model.parameters, "optimizer": w.optimizer, "method": w.method or "full"}))  # fmt: skip
     figures.append(Figure("activations per GPU (full recomputation)", mem.activations / GIB, "GiB",
-                          "layers x seq x hidden x 2 B + one layer x seq x hidden x 34 B",
-                          {"sequence": w.sequence_length or DEFAULT_SEQUENCE}))  # fmt: skip
-    fits = {c.id: (f[0] if (f := smallest_fit(mem.state, mem.activations, c, sizing, place.gpus_per_node)) else None) for c in candidates}
-    layout = smallest_fit(mem.state, mem.activations, gpu, sizing, place.gpus_per_node)
+                          "layers x seq x hidden x 2 B + one layer x seq x hidden x (34 B, + 5 x heads x seq / hidden B "
+                          "without FlashAttention)",
+                          {"sequence": w.sequence_length or DEFAULT_SEQUENCE, "flash attention": w.flash_attention is not False,
+                           "sequence parallel": w.sequence_parallel is not False}))  # fmt: skip
+    fits = {c.id: (f[0] if (f := smallest_fit(mem, c, sizing, place.gpus_per_node)) else None) for c in candidates}
+    layout = smallest_fit(mem, gpu, sizing, place.gpus_per_node)
     if layout is None:
         issues.append(Issue("PL303", f"one sequence's activations do not fit on a {gpu.id} even split over {place.gpus_per_node} GPUs"))
         return _empty(w, place, figures, notes, fits, issues)
@@ -505,14 +535,13 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                                 f"{run.network_need_gbps:.0f} Gbit/s per GPU at {gpus} GPUs; the pool's fabric gives {available:.0f}: "
                                 "throughput falls below the plan unless pipeline parallelism or a larger global batch cuts the "
                                 "traffic"))  # fmt: skip
-    share = run.recompute_fraction
-    activations = (1 - share) * mem.activations_no_recompute + share * mem.activations
+    activations = mem.activations_at(tp, run.recompute_fraction)
     multi_node = gpus > place.gpus_per_node
     rdma = multi_node and run.network_need_gbps > sizing.tcpGbpsPerGpu.value
     return WorkloadPlan(
         name=w.name, kind=w.kind, team=w.team, pool=place.pool, accelerator=gpu.id, gpus=gpus, min_gpus=min_gpus,
         model_state_gib=mem.state / GIB,
-        memory_per_gpu_gib=(sharded_bytes(mem.state, gpus) + activations / tp) / GIB,
+        memory_per_gpu_gib=(sharded_bytes(mem.state, gpus) + activations) / GIB,
         gpu_hours=gpu_hours, wall_clock_days=wall_days, checkpoint_gib=mem.checkpoint / GIB,
         checkpoint_write_gbps=write, dataset_read_gbps=read, network_gbps_per_gpu=run.network_need_gbps, rdma_required=rdma,
         replicas=None, tokens_per_second_per_replica=None, mfu=run.mfu, tensor_parallel=tp,

@@ -198,6 +198,8 @@ _READ_BY: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("latency", SERVING, "training is sized from tokens and deadline"),
     ("kv_cache_precision", SERVING, "training keeps no KV cache"),
     ("kv_admission", SERVING, "training keeps no KV cache"),
+    ("flash_attention", SCHEDULED, "serving engines size the KV cache, not training activations"),
+    ("sequence_parallel", SCHEDULED, "serving engines size the KV cache, not training activations"),
 )
 
 

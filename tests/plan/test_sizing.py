@@ -623,3 +623,58 @@ def test_fp8_speeds_up_the_gemms_not_attention() -> None:
     assert factors["attention"] == pytest.approx(1 / (1 + gain * ratio), rel=1e-12)
     bf16 = _factors(plan_training(w.model_copy(update={"precision": "bf16"}), on("H100-SXM5-80GB"), SIZING, []))
     assert bf16["attention"] == pytest.approx(1 / (1 + ratio), rel=1e-12)
+
+
+def test_attention_memory_follows_the_declared_stack() -> None:
+    """Issue 23 (sizing5): the activation model assumed FlashAttention and sequence parallelism, so a 2022 stack (BLOOM's
+    Megatron-DeepSpeed) could not be declared. Korthikanti et al. 2022 (arXiv 2205.05198), Table 2, per layer and
+    sequence: TP + SP sbh x 34 / t; TP without SP sbh(10 + 24 / t); without FlashAttention + 5as^2b split over the
+    heads; full recomputation keeps each layer's input, 2sbh, split by t only with SP. 7B (32 x 4096, head dim 128:
+    32 heads) at 4,096 tokens."""
+    model = {"parameters": "7B", "layers": 32, "hiddenSize": 4096}
+    base: dict[str, Any] = {"model": model, "tokens": "1T", "sequenceLength": 4096}
+    sbh, layers, heads = 4096 * 4096, 32, 4096 / 128
+    modern = training_memory(workload(**base), SIZING)
+    assert modern.activations_at(4) == pytest.approx(layers * sbh * 34 / 4, rel=1e-12)
+    eager = training_memory(workload(**base, flashAttention=False), SIZING)
+    scores = 5 * heads * 4096 / 4096  # 5as / h per token x hidden
+    assert eager.activations_at(1) == pytest.approx(layers * sbh * (34 + scores), rel=1e-12)
+    assert eager.activations_at(4) == pytest.approx(layers * sbh * (34 + scores) / 4, rel=1e-12)
+    no_sp = training_memory(workload(**base, sequenceParallel=False), SIZING)
+    assert no_sp.activations_at(4) == pytest.approx(layers * sbh * (10 + 24 / 4), rel=1e-12)
+    assert no_sp.activations_at(4, 1.0) == pytest.approx(layers * sbh * 2 + sbh * (10 + 24 / 4), rel=1e-12)
+    assert modern.activations_at(4, 1.0) == pytest.approx((layers * sbh * 2 + sbh * 34) / 4, rel=1e-12)
+    both = training_memory(workload(**base, flashAttention=False, sequenceParallel=False), SIZING)
+    assert both.activations_at(2, 0.5) == pytest.approx(
+        0.5 * layers * sbh * (10 + (24 + scores) / 2) + 0.5 * (layers * sbh * 2 + sbh * (10 + (24 + scores) / 2)), rel=1e-12
+    )
+
+
+def test_a_stack_without_flash_attention_recomputes_where_a_modern_one_does_not() -> None:
+    """Issue 23 (sizing5): 7B at 8,192 tokens on 8 H100 (state 7e9 x 16 / 8 = 14 GB): 32 x 8192 x 4096 x 34 B = 36.5 GB
+    of activations fit at TP 1; without FlashAttention the scores add 5 x 32 x 8192 / 4096 = 320 B per token x hidden
+    (380 GB at TP 1, 47.5 GB at TP 8): the plan must recompute layers or widen the TP group, and the memory it prints
+    holds what it keeps."""
+    w = workload(model={"parameters": "7B", "layers": 32, "hiddenSize": 4096}, tokens="1T", sequenceLength=8192, gpus=8,
+                 globalBatchTokens="4M")  # fmt: skip
+    modern = plan_training(w, on("H100-SXM5-80GB"), SIZING, [])
+    assert modern.tensor_parallel == 1 and "recomputation" not in _factors(modern)
+    eager = plan_training(w.model_copy(update={"flash_attention": False}), on("H100-SXM5-80GB"), SIZING, [])
+    assert eager.tensor_parallel is not None and eager.memory_per_gpu_gib is not None and eager.mfu is not None
+    assert eager.tensor_parallel > 1 or "recomputation" in _factors(eager)
+    assert eager.memory_per_gpu_gib <= usable_memory(CATALOG.gpu("H100-SXM5-80GB"), SIZING) / 2**30  # type: ignore[arg-type]
+    assert modern.mfu is not None and eager.mfu < modern.mfu
+
+
+def test_the_attention_term_counts_the_catalogs_attention_flops() -> None:
+    """Issue 23 (sizing5): the attention FLOPs a token are a catalog fact (training.attentionFlops x L x s x d against
+    6N): 6 counts the causal half (shipped), 12 the whole products (Narayanan et al. 2021 Sec. 5.1), measured and not
+    shipped. 7B (32 x 4096) at 8,192 tokens, bf16."""
+    w = workload(model={"parameters": "7B", "layers": 32, "hiddenSize": 4096}, tokens="1T", sequenceLength=8192, gpus=64,
+                 globalBatchTokens="4M")  # fmt: skip
+    ratio = 32 * 8192 * 4096 / 7e9
+    assert SIZING.training.attentionFlops.value == 6
+    assert _factors(plan_training(w, on("H100-SXM5-80GB"), SIZING, []))["attention"] == pytest.approx(1 / (1 + ratio), rel=1e-12)
+    whole = SIZING.training.attentionFlops.model_copy(update={"value": 12.0})
+    sizing = SIZING.model_copy(update={"training": SIZING.training.model_copy(update={"attentionFlops": whole})})
+    assert _factors(plan_training(w, on("H100-SXM5-80GB"), sizing, []))["attention"] == pytest.approx(1 / (1 + 2 * ratio), rel=1e-12)

@@ -144,6 +144,19 @@ class Workload(SpecModel):
         "Engine userbuffers: Megatron-Core/NeMo `tp_comm_overlap`), so a tensor-parallel layout pays no link time. "
         "Default: false, the all-reduces are exposed (Megatron-LM without it, DeepSpeed, PyTorch FSDP + DTensor).",
     )
+    flash_attention: bool | None = Field(
+        default=None,
+        description="Training: the stack computes attention without storing its score matrices (FlashAttention, cuDNN fused "
+        "attention). false: each layer keeps 5 x heads x sequence^2 bytes per sequence of scores, softmax and dropout mask "
+        "(Korthikanti et al. 2022, arXiv 2205.05198, Table 2), so long sequences need recomputation or wider tensor "
+        "parallelism. Default: true.",
+    )
+    sequence_parallel: bool | None = Field(
+        default=None,
+        description="Training: the stack splits the layer norms' and dropouts' activations across the tensor-parallel group "
+        "(Megatron sequence parallelism, Korthikanti et al. 2022). false: 10 of each layer's 34 bytes per token x hidden stay "
+        "whole on every tensor-parallel GPU (Megatron-LM and Megatron-DeepSpeed before 2022, DeepSpeed). Default: true.",
+    )
     checkpoint_interval: Duration | None = Field(default=None, gt=0, description="Time between checkpoints.")
     dataset: Dataset | None = Field(default=None, description="Input data.")
     traffic: Traffic | None = Field(default=None, description="Inference traffic.")
