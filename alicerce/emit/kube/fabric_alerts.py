@@ -10,7 +10,7 @@ HCA's spare) is not a rail: only a port active within the last day that is not n
 
 from __future__ import annotations
 
-from alicerce.catalog.alerts import FABRIC_LINK_FLAPPING, FABRIC_PORT_DOWN, Alert, in_service
+from alicerce.catalog.alerts import FABRIC_LINK_FLAPPING, FABRIC_PORT_DOWN, Alert, firing, in_service
 from alicerce.resolve.model import ResolvedPlatform
 
 ACTIVE = 4  # IB port state ACTIVE (the collector's state_id help text: 1 down, 2 init, 3 armed, 4 active, 5 act defer)
@@ -23,7 +23,9 @@ def fabric_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         return []  # EFA and fabrics without port counters report no port state to the node exporter
     nodes = f'max by (node) (kube_node_labels{{label_alicerce_dev_pool=~"{"|".join(pools)}"}})'
     on_pools = f"* on (node) group_left () ({nodes} > 0)"
-    was_active = f"max_over_time((max by ({PORT}) (node_infiniband_state_id) == bool {ACTIVE})[1d:5m]) == 1"
+    # once down, it stays down until the port is active again (not only for the day it remembers)
+    active = f"max_over_time((max by ({PORT}) (node_infiniband_state_id) == bool {ACTIVE})[1d:5m]) == 1"
+    was_active = f"({active} or on ({PORT}) {firing(FABRIC_PORT_DOWN)})"
     down = in_service(f"(max by ({PORT}) (node_infiniband_state_id) != {ACTIVE}) {on_pools} and on ({PORT}) {was_active}")
     flapping = in_service(f"sum by ({PORT}) (increase(node_infiniband_link_downed_total[1h])) {on_pools} > 2")
     return [

@@ -19,11 +19,14 @@ Series and labels, at the pinned versions (vendored under tests/data/upstream):
 from __future__ import annotations
 
 from alicerce.catalog.alerts import (
+    CORDONED_FOR,
+    CORDONED_NODES,
     DCGM_PROFILING_ABSENT,
     DCGM_XID_COUNTS_ABSENT,
     FABRIC_COUNTERS_ABSENT,
     KUBE_STATE_METRICS_ABSENT,
     KUEUE_METRICS_ABSENT,
+    NODE_CORDONED_FOR_DAYS,
     NODE_EXPORTER_ABSENT,
     NODE_EXPORTER_ANSWERS,
     SERVING_METRICS_ABSENT,
@@ -31,6 +34,7 @@ from alicerce.catalog.alerts import (
     SERVING_WORKLOAD_DOWN,
     XID_COUNT_METRIC,
     Alert,
+    firing,
     in_service,
 )
 from alicerce.emit.kube.kpi import POD_WORKLOAD, POOL_NODE_LABEL, READY_PODS, SERVING_READY, SERVING_WORKLOAD_LABEL
@@ -56,6 +60,10 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
               "budgets and the missing-GPU alerts read nothing."),
     ]  # fmt: skip
     if pools:
+        alerts.append(Alert(NODE_CORDONED_FOR_DAYS, f"{_nodes(pools)} and on (node) {CORDONED_NODES}", CORDONED_FOR, "warning",
+                            "Node {{ $labels.node }} has been cordoned for three days",
+                            "The missing-exporter and missing-GPU alerts leave cordoned nodes out: a node left cordoned "
+                            "after its repair is blind and idle. Uncordon it (kubectl uncordon) or take it out of the pool."))  # fmt: skip
         # a node without PSI reports no pressure either: its storage KPIs and input-bound diagnosis are as blind
         expr = in_service(f"{_nodes(pools)} unless on (node) {NODE_EXPORTER_ANSWERS}")
         alerts.append(Alert(NODE_EXPORTER_ABSENT, expr, FOR, "warning", "Node {{ $labels.node }} reports no node exporter IO pressure",
@@ -80,7 +88,8 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
                             "profiler such as Nsight holds the GPU's counters): tensor, DRAM and engine activity, and the "
                             "memory- and communication-bound diagnoses, are blind on this node."))  # fmt: skip
         # the XID alerts read the per-code count alicerce's counters list enables (alicerce.emit.kube.dcgm_counters)
-        expr = f"max by (Hostname) (DCGM_FI_DEV_GPU_UTIL) unless on (Hostname) max by (Hostname) ({XID_COUNT_METRIC})"
+        # keyed on the temperature every GPU reports (a MIG instance reports no DCGM_FI_DEV_GPU_UTIL; obsreview4 G2)
+        expr = f"max by (Hostname) (DCGM_FI_DEV_GPU_TEMP) unless on (Hostname) max by (Hostname) ({XID_COUNT_METRIC})"
         alerts.append(Alert(DCGM_XID_COUNTS_ABSENT, expr, FOR, "warning",
                             "GPUs on {{ $labels.Hostname }} report no XID counts",
                             "dcgm-exporter runs without alicerce's counters list (gpu-operator dcgmExporter.config, "
@@ -116,7 +125,8 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         # count: the SLO pages never fire (review obsreview3 G13). It pages when a workload that served in the last
         # 6 hours stops; one that never became ready (a first rollout, a bad image) is a ticket after 45 minutes
         exists = f'count by (namespace, workload) ({POD_WORKLOAD}{{workload=~"{names}"}})'
-        served = f"max_over_time({SERVING_READY}[6h])"
+        # once down, it stays down until a pod is ready, however long that takes (not only the 6 hours it remembers)
+        served = f"(max_over_time({SERVING_READY}[6h]) or on (namespace, workload) {firing(SERVING_WORKLOAD_DOWN)})"
         down = f"{exists} unless on (namespace, workload) {SERVING_READY} and on (namespace, workload) {served}"
         alerts.append(Alert(SERVING_WORKLOAD_DOWN, down, "5m", "critical",
                             "{{ $labels.namespace }}/{{ $labels.workload }} has no ready replica",

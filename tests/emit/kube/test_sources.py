@@ -77,8 +77,9 @@ def test_dcgm_profiling_absent_fires_on_a_node_with_device_but_no_profiling_metr
 def test_dcgm_xid_counts_absent_fires_where_the_exporter_runs_without_alicerce_s_counters(tmp_path: Path) -> None:
     """obsreview3 DEFECT C: the XID alerts read the per-code count only alicerce's counters list enables."""
     rule = rules_of(platform(), "dc1")["DCGMXidCountsAbsent"]
-    counted = gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", 50) + gpus(NODE, "DCGM_EXP_XID_ERRORS_COUNT", 0)
-    check("dc1", "DCGMXidCountsAbsent", counted + gpus(OTHER, "DCGM_FI_DEV_GPU_UTIL", 50), [expected(rule, {"Hostname": OTHER}, "50")],
+    # keyed on the temperature, which a MIG instance reports too (it reports no GPU_UTIL: obsreview4 G2)
+    counted = gpus(NODE, "DCGM_FI_DEV_GPU_TEMP", 40) + gpus(NODE, "DCGM_EXP_XID_ERRORS_COUNT", 0)
+    check("dc1", "DCGMXidCountsAbsent", counted + gpus(OTHER, "DCGM_FI_DEV_GPU_TEMP", 40), [expected(rule, {"Hostname": OTHER}, "40")],
           tmp_path / "a")  # fmt: skip
     check("dc1", "DCGMXidCountsAbsent", counted, [], tmp_path / "b")
 
@@ -127,10 +128,10 @@ def test_a_serving_workload_with_no_ready_pod_pages_once_it_has_served(tmp_path:
     never burn. It pages when a workload that served stops; one that never became ready is a ticket."""
     rules = rules_of(platform(), "aws")
 
-    def pod(name: str, ready: str) -> list[dict[str, str]]:
+    def pod(name: str, ready: str, minutes: int = 90) -> list[dict[str, str]]:
         at = f'namespace="serving",pod="{name}"'
         return [
-            {"series": f'kube_pod_labels{{{at},label_alicerce_dev_workload="chat-70b"}}', "values": "1x90"},
+            {"series": f'kube_pod_labels{{{at},label_alicerce_dev_workload="chat-70b"}}', "values": f"1x{minutes}"},
             {"series": f'kube_pod_status_ready{{{at},uid="u-{name}",condition="true"}}', "values": ready},
         ]
 
@@ -147,6 +148,27 @@ def test_a_serving_workload_with_no_ready_pod_pages_once_it_has_served(tmp_path:
     run(loading, "ServingWorkloadDown", False, tmp_path / "c")
     run(loading, "ServingWorkloadNeverReady", True, tmp_path / "d")
     run(crashed, "ServingWorkloadNeverReady", False, tmp_path / "e")
+    # obsreview4: an outage longer than the 6 hours the alert remembers keeps paging, and is not renamed "never ready"
+    long = pod("chat-70b-0", "1x60 0x480", 540) + pod("chat-70b-1", "1x60 0x480", 540)
+    fired = [expected(rules["ServingWorkloadDown"], {"namespace": "serving", "workload": "chat-70b"}, "2")]
+    (tmp_path / "f").mkdir()
+    run_promtool(platform(), "aws", [{"interval": "1m", "input_series": long, "alert_rule_test": [
+        {"eval_time": "7h30m", "alertname": "ServingWorkloadDown", "exp_alerts": fired},
+        {"eval_time": "7h30m", "alertname": "ServingWorkloadNeverReady", "exp_alerts": []}]}], tmp_path / "f")  # fmt: skip
+
+
+@needs_promtool
+def test_a_node_left_cordoned_for_days_is_reported(tmp_path: Path) -> None:
+    """obsreview4 G6: cordoned nodes raise no missing-exporter or missing-GPU alert, so one forgotten after a repair
+    would hide its faults for good. Three days cordoned warns; a night's repair does not."""
+    rule = rules_of(platform(), "dc1")["NodeCordonedForDays"]
+    # 5-minute samples (an hourly one would leave the series stale between samples, and reset the alert's 72 h)
+    labels = [{**s, "values": "1x920"} for s in node_labels(NODE, OTHER)]
+    forgotten = [*labels, *({**c, "values": "1x920"} for c in cordoned(NODE)), *({**c, "values": "1x120 0x800"} for c in cordoned(OTHER))]
+    tmp_path.mkdir(exist_ok=True)
+    run_promtool(platform(), "dc1", [{"interval": "5m", "input_series": forgotten, "alert_rule_test": [
+        {"eval_time": "76h", "alertname": "NodeCordonedForDays", "exp_alerts": [expected(rule, {"node": NODE}, "1")]},
+        {"eval_time": "70h", "alertname": "NodeCordonedForDays", "exp_alerts": []}]}], tmp_path)  # fmt: skip
 
 
 @needs_promtool
@@ -169,6 +191,13 @@ def test_a_fabric_rail_that_went_down_or_keeps_flapping_alerts(tmp_path: Path) -
     tmp.mkdir()
     run_promtool(platform(), "dc1", [{"interval": "1m", "input_series": rails, "alert_rule_test": [
         {"eval_time": "50m", "alertname": "FabricPortDown", "exp_alerts": [fired]}]}], tmp)  # fmt: skip
+    # obsreview4: a rail down longer than the day the alert remembers stays reported
+    (tmp_path / "d").mkdir()
+    long = [*node_labels(NODE), port(NODE, "mlx5_0", "4x12 1x320")]  # 5-minute samples: up 1 h, then down 26 h
+    for sample in long[:1]:
+        sample["values"] = "1x330"
+    run_promtool(platform(), "dc1", [{"interval": "5m", "input_series": long, "alert_rule_test": [
+        {"eval_time": "26h", "alertname": "FabricPortDown", "exp_alerts": [fired]}]}], tmp_path / "d")  # fmt: skip
     flaps = [*node_labels(NODE), node_counter(NODE, "node_infiniband_link_downed_total", 3 / 3600, ',device="mlx5_0",port="1"')]
     flapping = expected(rules["FabricLinkFlapping"], {"node": NODE, "device": "mlx5_0", "port": "1"}, "")
     tmp = tmp_path / "c"
