@@ -297,7 +297,7 @@ class SiteDelivery:
         return cls(releases, dict(sorted(groups.items())), waves, group_waves(sorted(groups), waves))
 
     def applications(self, rp: ResolvedPlatform, site_name: str, repo: Repository) -> list[dict[str, Any]]:
-        first = {}
+        first: dict[str, str] = {}
         for r in sorted(self.releases, key=lambda r: self.release_waves[r.key]):
             first.setdefault(r.namespace, r.key)
         apps = [
