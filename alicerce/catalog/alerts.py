@@ -406,8 +406,9 @@ DCGM_PROFILING_ABSENT = "DCGMProfilingAbsent"
 DCGM_XID_COUNTS_ABSENT = "DCGMXidCountsAbsent"
 KUEUE_METRICS_ABSENT = "KueueMetricsAbsent"
 SERVING_METRICS_ABSENT = "ServingMetricsAbsent"
+CLOUD_STORAGE_METRICS_ABSENT = "CloudWatchStorageMetricsAbsent"  # a cloud tier whose file system's I/O nobody exports
 SOURCE_ALERTS = (KUBE_STATE_METRICS_ABSENT, NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_ABSENT, DCGM_PROFILING_ABSENT,
-                 DCGM_XID_COUNTS_ABSENT, KUEUE_METRICS_ABSENT, SERVING_METRICS_ABSENT)  # fmt: skip
+                 DCGM_XID_COUNTS_ABSENT, KUEUE_METRICS_ABSENT, SERVING_METRICS_ABSENT, CLOUD_STORAGE_METRICS_ABSENT)  # fmt: skip
 # a serving workload with pods and no ready one (alicerce.emit.kube.sources): down after serving, or never ready
 SERVING_WORKLOAD_DOWN = "ServingWorkloadDown"
 SERVING_NEVER_READY = "ServingWorkloadNeverReady"

@@ -155,6 +155,9 @@ class BillOfMaterials(CatalogModel):
     fsxCsiDriver: str = Field(description="AWS FSx for Lustre CSI driver chart version.")
     clusterAutoscaler: str = Field(description="cluster-autoscaler chart version (EKS clusters).")
     awsLoadBalancerController: str = Field(description="AWS Load Balancer Controller chart version (EKS clusters).")
+    cloudwatchExporter: str = Field(
+        description="prometheus-yet-another-cloudwatch-exporter chart version (the storage KPIs of FSx and EFS tiers on EKS)."
+    )
 
 
 class Release(CatalogModel):

@@ -1,4 +1,4 @@
-"""Which storage tiers' client I/O a site's nodes count, and where the node exporter reads the counts.
+"""Which storage tiers' I/O a site counts, and how: its nodes' client counters, or the cloud's metrics of its file systems.
 
 The node_monitoring role writes the counters (its files/alicerce_storage_stats.py, from a systemd
 timer) into the textfile collector's directory; the node exporter that owns port 9100 reads them,
@@ -7,7 +7,8 @@ the host's own or the cluster's DaemonSet through its host root mount. Decided h
 
 from __future__ import annotations
 
-from alicerce.resolve.model import ResolvedSite
+from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
+from alicerce.targets.base import FileSystemMetrics
 
 TEXTFILE_DIRECTORY = "/var/lib/prometheus/node-exporter"
 """The textfile collector's directory on the host (Debian and Ubuntu's prometheus-node-exporter package use it too)."""
@@ -28,3 +29,13 @@ def every_mount_counted(site: ResolvedSite) -> bool:
     NICs and fabric ports (which carry NCCL and pod traffic too), measure a node's storage I/O."""
     mounts = [m for t in site.storage if (m := t.mounts.get(site.name)) is not None]
     return bool(counted_tiers(site)) and all(m.kind in COUNTED_KINDS for m in mounts)
+
+
+def cloud_metric_tiers(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, FileSystemMetrics]:
+    """Tier -> where the cloud publishes its file system's I/O, for the tiers of ``site`` whose implementation there the
+    target's storage metrics exporter reads (FSx for Lustre, EFS). Empty without the platform's monitoring: the exporter,
+    its cloud identity, its rules and its alert come together or not at all."""
+    exporter = site.capabilities.storage_metrics
+    if exporter is None or not rp.spec.operators.monitoring.enabled:
+        return {}
+    return {t.name: exporter.sources[i] for t in site.storage if (i := t.implementations.get(site.name, "")) in exporter.sources}

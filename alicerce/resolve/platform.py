@@ -37,6 +37,7 @@ CHART_VERSION_KEYS = {
     "aws-fsx-csi-driver": "fsxCsiDriver",
     "cluster-autoscaler": "clusterAutoscaler",
     "aws-load-balancer-controller": "awsLoadBalancerController",
+    "prometheus-yet-another-cloudwatch-exporter": "cloudwatchExporter",
 }
 # the extended resource pods request for each RDMA technology
 EFA_RESOURCE = "vpc.amazonaws.com/efa"

@@ -114,6 +114,36 @@ class CsiSubdirectory:
 
 
 @dataclass(frozen=True)
+class FileSystemMetrics:
+    """Where the cloud publishes one kind of file system's I/O, what alicerce reads of it, and the series the storage
+    metrics exporter serves for it. Each series holds one period's statistic (a sum over the period, not a counter):
+    per second is the value over the period's seconds."""
+
+    namespace: str  # the metrics namespace the cloud publishes the file system's metrics in
+    dimension: str  # the one dimension that names a file system (series with more dimensions are per part of one)
+    requested: Mapping[str, tuple[str, ...]]  # metric -> the statistics alicerce asks for
+    read_bytes: str  # bytes read in one period
+    written_bytes: str  # bytes written in one period
+    operations: tuple[str, ...]  # summed: data reads and writes in one period
+    metadata_operations: str  # metadata operations in one period
+    io_limit_percent: str | None = None  # how close the file system is to its I/O limit, in percent, where it has one
+
+
+@dataclass(frozen=True)
+class StorageMetricsExporter:
+    """The exporter that reads a target's file systems' I/O from the cloud's metrics service into Prometheus."""
+
+    chart: str  # catalog chart key
+    service_account: tuple[str, str]  # (namespace, name): the cloud identity the target's build binds to it
+    tier_tag: str  # the tag the target's build puts on each tier's file system, valued with the tier's name
+    site_tag: str  # the tag it puts on them valued with the site's name (two sites may share a region and a tier name)
+    tier_label: str  # the label the exporter turns that tag into on every series
+    period_seconds: int  # the statistics' period: the finest the cloud publishes these metrics at
+    delay_seconds: int  # how far behind now the newest period read ends (the cloud publishes a minute late)
+    sources: Mapping[str, FileSystemMetrics]  # storage implementation -> its metrics
+
+
+@dataclass(frozen=True)
 class Capabilities:
     """What a target's clusters bring and how alicerce provisions them."""
 
@@ -141,6 +171,9 @@ class Capabilities:
     rdma_device_plugin: str | None = None
     # CSI driver name -> how its volumes name a subdirectory (teams' volumes on a shared file system it mounts)
     csi_subdirectories: Mapping[str, CsiSubdirectory] = field(default_factory=dict)
+    # the exporter of the target's file systems' throughput and operations per tier; None: the hosts count them
+    # (alicerce.emit.storage_counters) or nothing does
+    storage_metrics: StorageMetricsExporter | None = None
 
 
 def entry_points(group: str) -> list[tuple[str, str]]:

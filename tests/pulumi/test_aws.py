@@ -805,3 +805,35 @@ def test_an_object_tiers_retention_is_a_minimum_before_it_is_an_expiry(prod: Any
     assert lock.name == "aws-storage-data-lake" and lock.inputs["objectLockEnabled"] == "Enabled"
     assert lock.inputs["rule"]["defaultRetention"] == {"mode": "GOVERNANCE", "days": 730}  # data-lake retention: 730d
     assert "aws-storage-data-lake" in lock.depends_on  # after versioning is on
+
+
+@covers("aws:fsx/lustreFileSystem:LustreFileSystem", "aws:efs/fileSystem:FileSystem")
+def test_the_cloudwatch_exporter_reads_its_region_s_metrics_only_and_finds_the_site_s_file_systems_by_tag(prod: Any) -> None:
+    """Issue 24: the storage metrics exporter's Pod Identity role may read CloudWatch metrics and find resources by tag,
+    in the site's region, and nothing else; the tags the file systems carry are those its discovery jobs match."""
+    from alicerce.emit.kube.cloud_metrics import exporter_values
+    from alicerce.targets.aws.resolve import STORAGE_METRICS
+    from tests.emit.kube.yace import found
+
+    rp, result = prod
+    assoc = {
+        (r.inputs["namespace"], r.inputs["serviceAccount"]) for r in result.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+    }
+    assert STORAGE_METRICS.service_account == ("monitoring", "cloudwatch-exporter") and STORAGE_METRICS.service_account in assoc
+    assert _policy(result, "aws-identity-cloudwatch-exporter")["Statement"] == [
+        {
+            "Sid": "ReadMetricsOfTaggedFileSystems",
+            "Effect": "Allow",
+            "Action": ["cloudwatch:GetMetricData", "cloudwatch:ListMetrics", "tag:GetResources"],
+            "Resource": "*",
+            "Condition": {"StringEquals": {"aws:RequestedRegion": "us-east-1"}},
+        }
+    ]
+    config = yaml.safe_load(exporter_values(rp, rp.site("aws"))["config"])
+    jobs = {j["type"]: j["searchTags"] for j in config["discovery"]["jobs"]}
+    tier = STORAGE_METRICS.tier_tag
+    lustre = [r.inputs["tags"] for r in result.of_type("aws:fsx/lustreFileSystem:LustreFileSystem")]
+    efs = [r.inputs["tags"] for r in result.of_type("aws:efs/fileSystem:FileSystem")]
+    assert sorted(t[tier] for t in lustre if found(jobs["AWS/FSx"], t)) == ["checkpoints", "datasets"]
+    assert [t[tier] for t in efs if found(jobs["AWS/EFS"], t)] == ["home"]
+    assert all(t[STORAGE_METRICS.site_tag] == "aws" for t in lustre + efs)

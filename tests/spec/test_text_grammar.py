@@ -55,6 +55,7 @@ AUDIT: dict[str, tuple[str, str]] = {
             "fsxCsiDriver",
             "clusterAutoscaler",
             "awsLoadBalancerController",
+            "cloudwatchExporter",
         )
     },
     "versions.eksAddons{}": ("Version", "EKS add-on versions (Pulumi)"),

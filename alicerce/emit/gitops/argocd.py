@@ -223,11 +223,15 @@ def application(
     }
 
 
-def release_application(rp: ResolvedPlatform, site_name: str, release: Release, wave: int) -> dict[str, Any]:
+def release_application(
+    rp: ResolvedPlatform, site_name: str, release: Release, wave: int, *, owns_namespace: bool = True
+) -> dict[str, Any]:
+    """``owns_namespace``: the release is the first of its namespace, whose Application creates it and keeps its labels
+    (one owner: a later release there, such as the CloudWatch exporter in monitoring, finds it made)."""
     name = release_name(site_name, release)
     options: list[str] = []
     labels: dict[str, str] | None = None
-    if release.namespace != "kube-system":  # never take over kube-system's metadata
+    if release.namespace != "kube-system" and owns_namespace:  # never take over kube-system's metadata
         options.append("CreateNamespace=true")
         labels = operator_namespace_labels(release.namespace, rp.versions.kubernetes)
     return application(
@@ -293,7 +297,13 @@ class SiteDelivery:
         return cls(releases, dict(sorted(groups.items())), waves, group_waves(sorted(groups), waves))
 
     def applications(self, rp: ResolvedPlatform, site_name: str, repo: Repository) -> list[dict[str, Any]]:
-        apps = [release_application(rp, site_name, r, self.release_waves[r.key]) for r in self.releases]
+        first: dict[str, str] = {}
+        for r in sorted(self.releases, key=lambda r: self.release_waves[r.key]):
+            first.setdefault(r.namespace, r.key)
+        apps = [
+            release_application(rp, site_name, r, self.release_waves[r.key], owns_namespace=first[r.namespace] == r.key)
+            for r in self.releases
+        ]
         apps += [objects_application(rp, site_name, repo, g, self.group_waves[g]) for g in self.objects]
         return apps
 

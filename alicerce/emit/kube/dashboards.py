@@ -90,6 +90,9 @@ def overview(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
             "Bps",
         ),
         ("Storage client operations by tier", ["tier:storage_client_ops:rate5m"], "ops"),
+        # only where CloudWatch reports them (FSx for Lustre, EFS): the panels drop out elsewhere
+        ("Storage metadata operations by tier", ["tier:storage_metadata_ops:rate5m"], "ops"),
+        ("Storage I/O limit used by tier (EFS General Purpose)", ["tier:storage_io_limit:ratio"], "percentunit"),
         ("GPU memory used by pool", ["pool:gpu_memory_used:avg"], "percentunit"),
         # one value per GPU first: a time-sliced GPU's device counters come once per pod holding it (dcgm-exporter with
         # KUBERNETES_VIRTUAL_GPUS, vendored labels.json virtual_gpus), so a plain sum counted it once per pod

@@ -23,8 +23,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from alicerce.emit.storage_counters import counted_tiers, every_mount_counted
+from alicerce.emit.storage_counters import cloud_metric_tiers, counted_tiers, every_mount_counted
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
+from alicerce.targets.base import FileSystemMetrics, StorageMetricsExporter
 
 POOL_NODE_LABEL = "label_alicerce_dev_pool"  # kube_node_labels name of the node label alicerce.dev/pool
 WORKLOAD_POD_LABEL = "label_alicerce_dev_workload"  # kube_pod_labels name of the pod label alicerce.dev/workload
@@ -412,6 +413,47 @@ def storage_tier_rules() -> list[dict[str, Any]]:
     ]
 
 
+TIER_METADATA_OPS = "tier:storage_metadata_ops:rate5m"
+TIER_IO_LIMIT = "tier:storage_io_limit:ratio"
+
+
+def cloud_tier_rules(exporter: StorageMetricsExporter, tiers: dict[str, FileSystemMetrics]) -> list[dict[str, Any]]:
+    """The same tier KPIs from the cloud's metrics of each tier's file system (FSx for Lustre, EFS on AWS), through the
+    storage metrics exporter (alicerce.emit.kube.cloud_metrics), plus what only the cloud reports.
+
+    Semantics against the on-prem counters: each exporter series holds one period's Sum (CloudWatch sums per period; the
+    exporter reads a minute every minute, ``delay_seconds`` late), not a counter. Bytes per second = Sum / period: the
+    average of the minutes seen in 5 minutes, over the period's seconds, is the same 5-minute mean rate that rate() gives
+    on-prem, lagging CloudWatch by two to three minutes. It is the file system's I/O as its servers count it, all its
+    clients together: the same names, because a tier's client I/O summed over its clients is what the tier served; there
+    is no per-pool split (pool_tier:*), which only the clients know. The tier is the file system's tier tag, which the
+    exporter copies onto every series (``tier_label``): the FileSystemId never has to be known offline.
+
+    Only where the cloud says more: metadata operations per second and how close a file system is to its I/O limit
+    (EFS General Purpose, 0..1)."""
+    label = exporter.tier_label
+    period = exporter.period_seconds
+
+    def per_tier(series: list[str]) -> str:
+        # avg_over_time drops the name: a file system's reads and writes would then be one series to `or`, which keeps
+        # the first; each keeps its name in a label of its own until the sum
+        picked = [_as("tier", label, f'label_replace(avg_over_time({s}{{{label}!=""}}[5m]), "series", "{s}", "", "")') for s in series]
+        return f"sum by (tier) ({' or '.join(picked)}) / {period}"
+
+    sources = list({s.namespace: s for s in tiers.values()}.values())  # one per kind of file system
+    rules = [
+        _rule(TIER_READ, per_tier([s.read_bytes for s in sources])),
+        _rule(TIER_WRITE, per_tier([s.written_bytes for s in sources])),
+        _rule(TIER_OPS, per_tier([o for s in sources for o in s.operations])),
+        _rule(TIER_METADATA_OPS, per_tier([s.metadata_operations for s in sources])),
+    ]
+    limits = [s.io_limit_percent for s in sources if s.io_limit_percent is not None]
+    if limits:
+        picked = " or ".join(_as("tier", label, f'max_over_time({m}{{{label}!=""}}[5m])') for m in limits)
+        rules.append(_rule(TIER_IO_LIMIT, f"max by (tier) ({picked}) / 100"))
+    return rules
+
+
 JOB_KIND = "alicerce:job_kind:info"
 JOB_KINDS = ("JobSet", "RayJob")  # the owners alicerce's training runtimes use; anything else counts as a Job
 
@@ -455,6 +497,14 @@ def job_rules() -> list[dict[str, Any]]:
     return rules
 
 
+def _tier_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]:
+    """A site's tier KPIs: from its nodes' client counters, or from the cloud's metrics of its file systems."""
+    cloud = cloud_metric_tiers(rp, site)
+    exporter = site.capabilities.storage_metrics
+    rules = storage_tier_rules() if counted_tiers(site) else []
+    return rules + (cloud_tier_rules(exporter, cloud) if cloud and exporter is not None else [])
+
+
 def kpi_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
     """The KPI rule groups of a site; every recorded series carries the site's name."""
     site = rp.site(site_name)
@@ -469,5 +519,5 @@ def kpi_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
         group("alicerce.kpi.jobs", job_rules()),
         group("alicerce.kpi.serving", serving_rules()),
         group("alicerce.kpi.node", node_rules(site)),
-        group("alicerce.kpi.storage", storage_tier_rules() if counted_tiers(site) else []),
+        group("alicerce.kpi.storage", _tier_rules(rp, site)),
     ]

@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from alicerce.emit.kube.cloud_metrics import exporter_values
 from alicerce.emit.kube.common import (
     GPU,
     POOL_LABEL,
@@ -134,6 +135,7 @@ CONTROLLER_PLACEMENT: dict[str, tuple[str, ...]] = {
     "gpu-operator": ("operator", "node-feature-discovery.master", "node-feature-discovery.gc"),
     "network-operator": ("operator", "node-feature-discovery.master", "node-feature-discovery.gc"),
     "aws-fsx-csi-driver": ("controller",),
+    "prometheus-yet-another-cloudwatch-exporter": ("",),
     "kueue": ("controllerManager",),
     "kuberay-operator": ("",),
     # the Trainer's JobSet controller comes with it as the jobset subchart (0.12.0)
@@ -475,6 +477,12 @@ def operator_releases(rp: ResolvedPlatform, site_name: str) -> list[Release]:
     csi = site.capabilities.csi_charts
     for chart in sorted({csi[i] for t in site.storage if (i := t.implementations.get(site_name, "")) in csi}):
         out.append(_release(rp, chart, "kube-system", copy.deepcopy(CSI_CHART_VALUES.get(chart, {}))))
+    # the exporter of the site's cloud file systems' I/O, in the monitoring namespace (its ServiceMonitor needs the CRD
+    # kube-prometheus-stack brings): only with monitoring, which cloud_metric_tiers requires
+    exporter = site.capabilities.storage_metrics
+    metrics_values = exporter_values(rp, site)
+    if exporter is not None and metrics_values:
+        out.append(_release(rp, exporter.chart, MONITORING_NAMESPACE, metrics_values, after_monitoring))
     if ops.kueue.enabled:
         # the whole Configuration document: the chart replaces its default with this string, no merge (values.yaml 115-208)
         config = yaml.safe_dump(kueue_configuration(rp, site), sort_keys=False)

@@ -13,12 +13,15 @@ Series and labels, at the pinned versions (vendored under tests/data/upstream):
 - dcgm-exporter 4.5.3-4.8.2: ``DCGM_FI_DEV_GPU_UTIL`` and the profiling ``DCGM_FI_PROF_PIPE_TENSOR_ACTIVE``;
 - Kueue 0.19.2: ``kueue_pending_workloads`` is set for every ClusterQueue as soon as Kueue knows it, zeros included
   (pkg/cache/queue/manager.go AddClusterQueue -> reportPendingWorkloads);
-- serving pods: ``up`` of the PodMonitor's targets, labelled ``alicerce_dev_workload``.
+- serving pods: ``up`` of the PodMonitor's targets, labelled ``alicerce_dev_workload``;
+- the cloud's file systems (FSx for Lustre, EFS): the tier KPIs the storage metrics exporter's series feed
+  (alicerce.emit.kube.kpi cloud_tier_rules).
 """
 
 from __future__ import annotations
 
 from alicerce.catalog.alerts import (
+    CLOUD_STORAGE_METRICS_ABSENT,
     CORDONED_FOR,
     CORDONED_NODES,
     DCGM_PROFILING_ABSENT,
@@ -37,8 +40,9 @@ from alicerce.catalog.alerts import (
     firing,
     in_service,
 )
-from alicerce.emit.kube.kpi import POD_WORKLOAD, POOL_NODE_LABEL, READY_PODS, SERVING_READY, SERVING_WORKLOAD_LABEL
+from alicerce.emit.kube.kpi import POD_WORKLOAD, POOL_NODE_LABEL, READY_PODS, SERVING_READY, SERVING_WORKLOAD_LABEL, TIER_READ
 from alicerce.emit.kube.kueue import cluster_queue
+from alicerce.emit.storage_counters import cloud_metric_tiers
 from alicerce.resolve.model import ResolvedPlatform
 
 FOR = "15m"  # longer than a node exporter's or an exporter pod's restart; a KPI blind for 15 minutes is worth a ticket
@@ -137,4 +141,15 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
                             "{{ $labels.namespace }}/{{ $labels.workload }} has pods, none ever ready",
                             "Its pods have not become ready in 45 minutes: the image, the model download, GPU memory "
                             "or the readiness probe (vLLM answers /health once the engine has loaded)."))  # fmt: skip
+    tiers = sorted(cloud_metric_tiers(rp, site))
+    if tiers:
+        # one series per tier: whatever breaks between CloudWatch and the rule (the exporter down or unscraped, its role
+        # denied, the file system untagged or gone) leaves the tier's throughput unrecorded, read as idle
+        expr = " or ".join(f'absent({TIER_READ}{{tier="{t}"}})' for t in tiers)
+        alerts.append(Alert(CLOUD_STORAGE_METRICS_ABSENT, expr, "20m", "warning",
+                            "No throughput of storage tier {{ $labels.tier }} from CloudWatch",
+                            "The tier's file system I/O reaches no KPI: check the cloudwatch-exporter pod in the monitoring "
+                            "namespace and its log (an AccessDenied names the IAM role's missing permission), its "
+                            "ServiceMonitor target, and that the file system carries the alicerce.dev/storage-tier and "
+                            "alicerce.dev/site tags. Until then the tier's throughput and operations read as nothing."))  # fmt: skip
     return alerts

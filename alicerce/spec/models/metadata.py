@@ -38,6 +38,10 @@ class Versions(SpecModel):
     aws_load_balancer_controller: Version | None = Field(
         default=None, description="AWS Load Balancer Controller chart version (EKS clusters that serve inference)."
     )
+    cloudwatch_exporter: Version | None = Field(
+        default=None,
+        description="prometheus-yet-another-cloudwatch-exporter chart version (EKS clusters with FSx for Lustre or EFS tiers).",
+    )
     eks_addons: dict[EksAddon, Version] = Field(
         default_factory=dict,
         description="EKS managed add-on versions by add-on name; each one left out comes from the catalog for the cluster's"

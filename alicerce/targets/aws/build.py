@@ -100,6 +100,7 @@ def build_site(rp: ResolvedPlatform, resolved: ResolvedSite, secrets: Secrets, s
         f"{n}-storage",
         StorageArgs(
             name=cluster_name,
+            site=site.name,
             layout=layout,
             tags=rp.tags,
             vpc_id=network.vpc_id,

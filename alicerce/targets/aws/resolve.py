@@ -18,10 +18,67 @@ from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTier
 from alicerce.spec.models import Fabric, Networks, NodePool, ObjectTier, ParallelFsTier, PlatformSpec, SharedNfsTier, Site, StorageTier
 from alicerce.targets.aws.spec import AwsSite, ExistingPlacementGroup
 from alicerce.targets.aws.target import TARGET
-from alicerce.targets.base import Capabilities, CsiSubdirectory, PlatformEndpoint
+from alicerce.targets.base import Capabilities, CsiSubdirectory, FileSystemMetrics, PlatformEndpoint, StorageMetricsExporter
 from alicerce.targets.resolver import MountFacts, NodeSoftwareOwners, PoolPlacement, TargetResolver
 
 RESERVED = ("capacity-reservation", "capacity-block")
+
+# The tag the storage component puts on every file system of a tier (components/storage.py), valued with the tier's name:
+# the exporter finds the site's file systems by it and labels their series with it.
+STORAGE_TIER_TAG = "alicerce.dev/storage-tier"
+SITE_TAG = "alicerce.dev/site"  # on the file systems too: two sites of an environment may share a region and a tier name
+STORAGE_METRICS_SA = ("monitoring", "cloudwatch-exporter")
+STORAGE_METRICS_ROLE = "cloudwatch-exporter"
+# Why YACE (prometheus-community/yet-another-cloudwatch-exporter) and not prometheus-community's cloudwatch_exporter (Java):
+# YACE discovers the file systems by their tags (the Resource Groups Tagging API), so the in-cluster layer needs no file
+# system id, which exists only after `pulumi up`; it puts the tier tag on every series; and it asks for many series in one
+# GetMetricData call (billed per metric, not per call). Its series names, at v0.67.0 (pkg/promutil/migrate.go
+# BuildMetricName, createPrometheusLabels; prometheus.go PromString, sanitize): aws_<namespace>_<metric>_<statistic> in
+# snake case, where a run of capitals stays one word (DataReadIOBytes -> data_read_iobytes); each dimension as
+# dimension_<Name>, each exported tag as tag_<key> with . / - turned into _ (labelsSnakeCase off, its default). Facts
+# vendored in tests/data/upstream/yet-another-cloudwatch-exporter/v0.67.0/.
+# FSx for Lustre (FSx Lustre user guide, "Amazon FSx for Lustre metrics") and EFS (EFS user guide, "CloudWatch metrics
+# for Amazon EFS") publish these every minute, with the one dimension FileSystemId; a Sum is what the minute moved. EFS has
+# no operation counts of their own: each *IOBytes metric's SampleCount is the number of its operations.
+FSX_METRICS = FileSystemMetrics(
+    namespace="AWS/FSx",
+    dimension="FileSystemId",
+    requested=dict.fromkeys(
+        ("DataReadBytes", "DataWriteBytes", "DataReadOperations", "DataWriteOperations", "MetadataOperations"), ("Sum",)
+    ),
+    read_bytes="aws_fsx_data_read_bytes_sum",
+    written_bytes="aws_fsx_data_write_bytes_sum",
+    operations=("aws_fsx_data_read_operations_sum", "aws_fsx_data_write_operations_sum"),
+    metadata_operations="aws_fsx_metadata_operations_sum",
+)
+EFS_METRICS = FileSystemMetrics(
+    namespace="AWS/EFS",
+    dimension="FileSystemId",
+    requested={
+        "DataReadIOBytes": ("Sum", "SampleCount"),
+        "DataWriteIOBytes": ("Sum", "SampleCount"),
+        "MetadataIOBytes": ("SampleCount",),
+        "TotalIOBytes": ("Sum",),
+        "PercentIOLimit": ("Average",),  # General Purpose performance mode only (alicerce creates those)
+    },
+    read_bytes="aws_efs_data_read_iobytes_sum",
+    written_bytes="aws_efs_data_write_iobytes_sum",
+    operations=("aws_efs_data_read_iobytes_sample_count", "aws_efs_data_write_iobytes_sample_count"),
+    metadata_operations="aws_efs_metadata_iobytes_sample_count",
+    io_limit_percent="aws_efs_percent_iolimit_average",
+)
+STORAGE_METRICS = StorageMetricsExporter(
+    chart="prometheus-yet-another-cloudwatch-exporter",
+    service_account=STORAGE_METRICS_SA,
+    tier_tag=STORAGE_TIER_TAG,
+    site_tag=SITE_TAG,
+    tier_label="tag_alicerce_dev_storage_tier",
+    # one minute: the finest period FSx and EFS publish at (a shorter one returns nothing, a longer one blurs a burst)
+    period_seconds=60,
+    # CloudWatch shows a minute's datapoint a minute or two after it ends: read the newest minute that ended 2 minutes ago
+    delay_seconds=120,
+    sources={"fsx-lustre": FSX_METRICS, "efs": EFS_METRICS},
+)
 
 CAPABILITIES = Capabilities(
     provider=TARGET.name,
@@ -51,6 +108,7 @@ CAPABILITIES = Capabilities(
         # EFS: the driver's `fs-id:/path` volume handle form
         "efs.csi.aws.com": CsiSubdirectory(handle_separator=":/"),
     },
+    storage_metrics=STORAGE_METRICS,
 )
 # the EKS Pod Identity agent listens on these link-local addresses on every node (EKS user guide, "Understand
 # how EKS Pod Identity works"; IPv6 clusters use the IPv6 one): a default-deny egress must let pods reach it

@@ -241,7 +241,12 @@ def test_every_object_syncs_in_a_wave_after_everything_it_depends_on(env: str, s
     rp = reference(env)
     delivery = SiteDelivery.of(rp, site)
     by_chart = {r.chart: r.key for r in delivery.releases}
-    namespaces = {r.namespace: r.key for r in delivery.releases if r.namespace not in ("kube-system",)}
+    # the release that creates a namespace is the first to sync into it (a later one there, such as the CloudWatch
+    # exporter after kube-prometheus-stack in monitoring, finds it)
+    namespaces: dict[str, str] = {}
+    for r in sorted(delivery.releases, key=lambda r: delivery.release_waves[r.key]):
+        if r.namespace != "kube-system":
+            namespaces.setdefault(r.namespace, r.key)
     everything = cluster_objects(rp, site, VOLUMES)  # the Pulumi-owned volumes too, with their drivers
     checked = 0
     for group, objs in delivery.objects.items():
@@ -256,3 +261,20 @@ def test_every_object_syncs_in_a_wave_after_everything_it_depends_on(env: str, s
     for release in delivery.releases:
         for dependency in release.depends_on:
             assert dependency not in delivery.release_waves or delivery.release_waves[release.key] > delivery.release_waves[dependency]
+
+
+@pytest.mark.parametrize("env", ["prod", "dev"])
+def test_each_namespace_has_one_application_that_creates_it_and_keeps_its_labels(env: str) -> None:
+    """Two releases in monitoring (kube-prometheus-stack, then the CloudWatch exporter on AWS): both Applications setting
+    managedNamespaceMetadata would both own the namespace's labels; the first to sync into it owns them, alone."""
+    owners: dict[str, list[str]] = {}
+    for app in applications(env).values():
+        spec = app["spec"]
+        if "CreateNamespace=true" in spec["syncPolicy"].get("syncOptions", []):
+            owners.setdefault(f"{app['metadata']['labels']['alicerce.dev/site']}/{spec['destination']['namespace']}", []).append(
+                app["metadata"]["name"]
+            )
+        else:
+            assert "managedNamespaceMetadata" not in spec["syncPolicy"]
+    assert all(len(names) == 1 for names in owners.values()), owners
+    assert owners["aws/monitoring"] == ["aws-operators-kube-prometheus-stack"]

@@ -9,6 +9,8 @@ from typing import Any
 
 from tests.ansible.test_storage_counters import collector as storage_collector
 from tests.emit.kube.upstream import load
+from tests.emit.kube.yace import series_name
+from tests.emit.kube.yace import version as yace_version
 
 KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "and", "or", "unless", "bool", "offset", "inf", "nan"}
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
@@ -49,6 +51,15 @@ def exporter_series() -> dict[str, str]:
         out |= dict.fromkeys(_histogram(name, fact["type"]), "vllm's API server (prometheus-fastapi-instrumentator 8.1.0)")
     for name, (kind, _) in storage_collector().METRICS.items():
         out |= dict.fromkeys(_histogram(name, kind), "alicerce's storage counters (node_monitoring, textfile collector)")
+    # yet-another-cloudwatch-exporter: what it serves for each metric and statistic a target's exporter asks for, named
+    # by its rules (tests/emit/kube/yace.py), not by the names the target declares
+    from alicerce.resolve.targets import RESOLVERS
+
+    for resolver in RESOLVERS.values():
+        exporter = resolver.capabilities.storage_metrics
+        for source in exporter.sources.values() if exporter else ():
+            for metric, statistics in source.requested.items():
+                out |= {series_name(source.namespace, metric, s): f"yet-another-cloudwatch-exporter {yace_version()}" for s in statistics}
     out["up"] = "prometheus (every scrape target)"
     out["ALERTS"] = "prometheus (the state of every alert)"
     return out

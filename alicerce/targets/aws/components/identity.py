@@ -2,6 +2,8 @@
 
 - cluster-autoscaler (kube-system/cluster-autoscaler): discover node groups, set their desired size;
 - the AWS Load Balancer Controller (kube-system/aws-load-balancer-controller), where the site serves inference;
+- the storage metrics exporter (monitoring/cloudwatch-exporter), where the site has FSx or EFS tiers and monitoring:
+  read CloudWatch metrics and find the file systems by tag, in the site's region only;
 - each team with storage grants: a role for the service account ``team-<name>`` in every team namespace,
   reading (or writing) exactly the object-tier prefixes the spec grants, and using the platform key only
   through S3 for those buckets.
@@ -19,12 +21,14 @@ import pulumi
 import pulumi_aws as aws
 
 from alicerce.emit.pulumi.component import Component, named
+from alicerce.emit.storage_counters import cloud_metric_tiers
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.targets.aws import resolve as names
 from alicerce.targets.aws.components.cluster import ClusterArgs, pod_identity_role
 from alicerce.targets.aws.components.policies import (
     BucketGrant,
     as_json,
+    cloudwatch_metrics_policy,
     cluster_autoscaler_policy,
     load_balancer_controller_policy,
     team_storage_policy,
@@ -71,6 +75,7 @@ class IdentityArgs:
     teams: tuple[TeamIdentity, ...]
     load_balancer_controller: bool
     kms_key_arn: pulumi.Input[str] | None
+    storage_metrics: bool = False  # the site runs the storage metrics exporter (alicerce.emit.kube.cloud_metrics)
     tags: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -82,7 +87,9 @@ class IdentityArgs:
         cluster_name: pulumi.Input[str],
         kms_key_arn: pulumi.Input[str] | None,
     ) -> IdentityArgs:
-        return cls(cluster, cluster_name, site.region, team_identities(rp, site), serves_inference(rp, site), kms_key_arn, rp.tags)
+        metrics = bool(cloud_metric_tiers(rp, rp.site(site.name)))
+        teams = team_identities(rp, site)
+        return cls(cluster, cluster_name, site.region, teams, serves_inference(rp, site), kms_key_arn, metrics, rp.tags)
 
 
 class WorkloadIdentity(Component):
@@ -94,6 +101,9 @@ class WorkloadIdentity(Component):
         if args.load_balancer_controller:
             policy = as_json(load_balancer_controller_policy(args.cluster.partition))
             self._controller(name, args, names.LOAD_BALANCER_CONTROLLER_ROLE, names.LOAD_BALANCER_CONTROLLER_SA, policy)
+        if args.storage_metrics:
+            policy = as_json(cloudwatch_metrics_policy(args.region))
+            self._controller(name, args, names.STORAGE_METRICS_ROLE, names.STORAGE_METRICS_SA, policy)
         for team in args.teams:
             role = pod_identity_role(
                 self,

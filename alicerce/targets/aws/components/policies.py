@@ -441,6 +441,28 @@ def session_manager_policy() -> Document:
     return document({"Effect": "Allow", "Action": actions, "Resource": "*"})
 
 
+# The storage metrics exporter's reads (YACE v0.67.0 README "Authentication", the bare minimum of discovery jobs, less
+# cloudwatch:GetMetricStatistics, which only its static jobs and a feature flag use; FSx and EFS need no service-specific
+# action: their file systems are found by tag). None of these actions has a resource type or a condition key of its own
+# (Service Authorization Reference: CloudWatch, Resource Groups Tagging API), so the Resource is "*"; the region is the
+# one thing left to narrow. iam:ListAccountAliases is left out: without it the exporter only omits its optional
+# account_alias label (pkg/job/scraper.go logs a warning).
+CLOUDWATCH_METRICS_ACTIONS = ("cloudwatch:GetMetricData", "cloudwatch:ListMetrics", "tag:GetResources")
+
+
+def cloudwatch_metrics_policy(region: str) -> Document:
+    """Read the site's region's CloudWatch metrics and find resources by tag: nothing else."""
+    return document(
+        {
+            "Sid": "ReadMetricsOfTaggedFileSystems",
+            "Effect": "Allow",
+            "Action": list(CLOUDWATCH_METRICS_ACTIONS),
+            "Resource": "*",
+            "Condition": {"StringEquals": {"aws:RequestedRegion": region}},
+        }
+    )
+
+
 # ---------------------------------------------------------------- team workload identity
 
 

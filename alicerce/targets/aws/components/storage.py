@@ -248,6 +248,7 @@ def encrypt_bucket(owner: Component, resource: str, bucket: aws.s3.Bucket, kms_k
 @dataclass(frozen=True)
 class StorageArgs:
     name: str
+    site: str  # the spec's site name: tagged on the file systems, which the storage metrics exporter finds by it
     layout: StorageLayout
     tags: Mapping[str, str]
     vpc_id: pulumi.Input[str]
@@ -362,7 +363,7 @@ class Storage(Component):
         logs: aws.cloudwatch.LogGroup,
     ) -> pulumi.Output[str]:
         persistent = tier.persistent
-        tags = named(args.tags, f"{args.name}-{tier.name}", **{"alicerce.dev/storage-tier": tier.name})
+        tags = named(args.tags, f"{args.name}-{tier.name}", **{names.STORAGE_TIER_TAG: tier.name, names.SITE_TAG: args.site})
         dra = tier.deployment_type == "PERSISTENT_2"
         source = f"s3://{tier.source_bucket}" if tier.source_bucket else None
         fs = aws.fsx.LustreFileSystem(
@@ -461,7 +462,7 @@ class Storage(Component):
         return bucket
 
     def _bucket(self, name: str, args: StorageArgs, tier: BucketTier, log_bucket: aws.s3.Bucket | None) -> None:
-        tags = named(args.tags, tier.bucket, **{"alicerce.dev/storage-tier": tier.name})
+        tags = named(args.tags, tier.bucket, **{names.STORAGE_TIER_TAG: tier.name})
         bucket = aws.s3.Bucket(f"{name}-{tier.name}", bucket=tier.bucket, force_destroy=False, tags=tags, opts=self.child(protect=True))
         if log_bucket is not None:
             # S3 server access logs: every request on the tier's objects, kept in the site's log bucket
@@ -537,7 +538,7 @@ class Storage(Component):
             throughput_mode=tier.throughput_mode,
             provisioned_throughput_in_mibps=tier.provisioned_mibps,  # required in provisioned mode (EFS CreateFileSystem)
             lifecycle_policies=[aws.efs.FileSystemLifecyclePolicyArgs(transition_to_ia="AFTER_30_DAYS")],
-            tags=named(args.tags, f"{args.name}-{tier.name}", **{"alicerce.dev/storage-tier": tier.name}),
+            tags=named(args.tags, f"{args.name}-{tier.name}", **{names.STORAGE_TIER_TAG: tier.name, names.SITE_TAG: args.site}),
             opts=self.child(protect=True),  # Pulumi refuses to delete or replace it
         )
         aws.efs.FileSystemPolicy(
@@ -576,7 +577,7 @@ class Storage(Component):
                     ),
                 ),
                 posix_user=aws.efs.AccessPointPosixUserArgs(uid=ids[team], gid=ids[team]),
-                tags=named(args.tags, f"{args.name}-{tier.name}-{team}", **{"alicerce.dev/storage-tier": tier.name}),
+                tags=named(args.tags, f"{args.name}-{tier.name}-{team}", **{names.STORAGE_TIER_TAG: tier.name}),
                 opts=self.child(),
             )
             per_team[team] = {"csi": {"driver": "efs.csi.aws.com", "volumeHandle": pulumi.Output.format("{0}::{1}", fs.id, point.id)}}
