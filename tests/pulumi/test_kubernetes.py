@@ -33,6 +33,7 @@ def test_charts_are_pinned_to_the_catalog(prod: Any) -> None:
         "training-operator",
         "cluster-autoscaler",  # the AWS controllers (alicerce.targets.aws.components.controllers)
         "aws-load-balancer-controller",
+        "prometheus-yet-another-cloudwatch-exporter",  # FSx/EFS throughput from CloudWatch (alicerce.emit.kube.cloud_metrics)
     }
     assert set(dc1) == {"kube-prometheus-stack", "gpu-operator", "network-operator", "kueue", "kuberay-operator", "training-operator"}
     for key, chart in {**aws, **dc1}.items():
