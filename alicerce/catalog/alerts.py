@@ -303,13 +303,6 @@ CORDONED_NODES = "(max by (node) (kube_node_spec_unschedulable) == 1)"
 NODE_EXPORTER_ANSWERS = "max by (node) (node_pressure_io_waiting_seconds_total)"
 
 
-def firing(alert: str) -> str:
-    """The alert's own firing series (Prometheus's ALERTS): an alert whose condition remembers a past state over a
-    window ("it served in the last 6 hours", "the port was active in the last day") keeps itself firing with it, so
-    it does not resolve when the fault outlasts the window (review obsreview4)."""
-    return f'ALERTS{{alertname="{alert}",alertstate="firing"}}'
-
-
 def in_service(expr: str) -> str:
     """An expression over ``node`` series, without the nodes taken out of service (cordoned)."""
     return f"{expr} unless on (node) {CORDONED_NODES}"

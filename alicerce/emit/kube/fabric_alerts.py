@@ -5,15 +5,15 @@ bandwidth for every job on the node, and the communication-bound diagnosis only 
 state per device and port comes from the node exporter's infiniband collector (node_exporter v1.12.1
 collector/infiniband_linux.go 187-188: ``node_infiniband_state_id``, 4 = active; ``link_downed_total``, the times a
 link failed to recover from an error and went down). A port that never came up (an unused second port, a storage
-HCA's spare) is not a rail: only a port active within the last day that is not now alerts (review obsreview3 G22).
+HCA's spare) is not a rail: only a port active within the last 30 days that is not now alerts (review obsreview3 G22).
 """
 
 from __future__ import annotations
 
-from alicerce.catalog.alerts import FABRIC_LINK_FLAPPING, FABRIC_PORT_DOWN, Alert, firing, in_service
+from alicerce.catalog.alerts import FABRIC_LINK_FLAPPING, FABRIC_PORT_DOWN, Alert, in_service
+from alicerce.emit.kube.kpi import IB_PORT_ACTIVE, PORT_LAST_ACTIVE
 from alicerce.resolve.model import ResolvedPlatform
 
-ACTIVE = 4  # IB port state ACTIVE (the collector's state_id help text: 1 down, 2 init, 3 armed, 4 active, 5 act defer)
 PORT = "node, device, port"
 
 
@@ -23,15 +23,14 @@ def fabric_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         return []  # EFA and fabrics without port counters report no port state to the node exporter
     nodes = f'max by (node) (kube_node_labels{{label_alicerce_dev_pool=~"{"|".join(pools)}"}})'
     on_pools = f"* on (node) group_left () ({nodes} > 0)"
-    # once down, it stays down until the port is active again (not only for the day it remembers)
-    active = f"max_over_time((max by ({PORT}) (node_infiniband_state_id) == bool {ACTIVE})[1d:5m]) == 1"
-    was_active = f"({active} or on ({PORT}) {firing(FABRIC_PORT_DOWN)})"
-    down = in_service(f"(max by ({PORT}) (node_infiniband_state_id) != {ACTIVE}) {on_pools} and on ({PORT}) {was_active}")
+    # a port active in the last 30 days (kpi.PORT_LAST_ACTIVE): a rail down for days stays reported, also after the
+    # node was cordoned and uncordoned in between
+    down = in_service(f"(max by ({PORT}) (node_infiniband_state_id) != {IB_PORT_ACTIVE}) {on_pools} and on ({PORT}) {PORT_LAST_ACTIVE}")
     flapping = in_service(f"sum by ({PORT}) (increase(node_infiniband_link_downed_total[1h])) {on_pools} > 2")
     return [
         Alert(FABRIC_PORT_DOWN, down, "5m", "warning",
               "Fabric port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.node }} is no longer active",
-              "A rail that was up in the last day is down: every job on this node runs its collectives on fewer rails. "
+              "A rail that was up in the last 30 days is down: every job on this node runs its collectives on fewer rails. "
               "Check the cable and switch port (ibstat, mlxlink), then drain the node if it does not come back."),
         Alert(FABRIC_LINK_FLAPPING, flapping, "0m", "warning",
               "Fabric port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.node }} went down more than twice in an hour",

@@ -39,7 +39,17 @@ SERVING_WORKLOAD_LABEL = "alicerce_dev_workload"  # target label of the serving 
 # a pod passing its readiness probe (kube-state-metrics 2.20.0 kube_pod_status_ready), and the ready pods per serving
 # workload: what the serving-down alerts compare (alicerce.emit.kube.sources)
 READY_PODS = 'max by (namespace, pod) (kube_pod_status_ready{condition="true"}) == 1'
+# pods that are or may become ready: a Failed (evicted) or Succeeded pod object stays until someone deletes it
+# (the ReplicaSet controller replaces it and, scaling down, deletes only active pods), and counts as no replica
+LIVE_PODS = 'max by (namespace, pod) (kube_pod_status_phase{phase=~"Pending|Running|Unknown"}) == 1'
 SERVING_READY = "workload:serving_ready_pods:count"
+# when a serving workload last had a ready pod, and a fabric port was last active (alicerce.emit.kube.sources and
+# fabric_alerts: "down after serving" and "a rail that was up" are told from "never up" by these)
+SERVING_LAST_READY = "workload:serving_ready:last_timestamp"
+PORT_LAST_ACTIVE = "node_port:infiniband_active:last_timestamp"
+# how long they remember: an outage or a rail down for longer is still reported, and a cordon (a drain, a driver
+# upgrade), a Prometheus restart or the alert's own resolution in between does not erase it (review obsreview5 DEFECT 2)
+REMEMBERED_SECONDS = 30 * 86400
 HTTP_REQUESTS = "http_requests_total"
 API_REQUESTS = 'handler=~"/v1/.+"'
 SERVER_ERRORS = f'{API_REQUESTS},status="5xx"'
@@ -93,6 +103,15 @@ def _rule(record: str, expr: str, labels: dict[str, str] | None = None) -> dict[
     if labels:
         out["labels"] = dict(labels)
     return out
+
+
+def _last_seen(record: str, present: str, by: str) -> dict[str, Any]:
+    """A rule recording, per ``by``, the last time ``present`` had a series, for ``REMEMBERED_SECONDS``: its own
+    previous value carries it between samples (up to a day without an evaluation), where a ``max_over_time`` over a
+    window would read every sample of it at each evaluation and forget at the window's end."""
+    now = f"max by ({by}) (0 * ({present}) + time())"
+    kept = f"max by ({by}) (last_over_time({record}[1d]) > time() - {REMEMBERED_SECONDS})"
+    return _rule(record, f"{now} or {kept}")
 
 
 def _as(label: str, source: str, expr: str) -> str:
@@ -325,6 +344,7 @@ def serving_rules() -> list[dict[str, Any]]:
         _rule("workload:vllm_requests_waiting:sum", workload(f"sum by ({by}) (vllm:num_requests_waiting)")),
         _rule("workload:serving_up:ratio", workload(f'avg by ({by}) (up{{{SERVING_WORKLOAD_LABEL}!=""}})')),
         _rule(SERVING_READY, f"count by (namespace, workload) ({POD_WORKLOAD} * on (namespace, pod) group_left () ({READY_PODS}))"),
+        _last_seen(SERVING_LAST_READY, SERVING_READY, "namespace, workload"),
     ]
     return rules
 
@@ -343,6 +363,10 @@ def _present_sum(records: tuple[str, ...]) -> str:
     return " + ".join(f"(sum by (node) ({r}) or {zero})" for r in records)
 
 
+# IB port state ACTIVE (node_exporter's infiniband collector, state_id help text: 1 down, 2 init, 3 armed, 4 active)
+IB_PORT_ACTIVE = 4
+
+
 def node_rules(site: ResolvedSite) -> list[dict[str, Any]]:
     """Fabric (InfiniBand/RoCE port counters; EFA exposes none to the node exporter) and storage (local disks, and IO
     pressure, which also counts tasks blocked on Lustre and NFS) per node and pool."""
@@ -357,6 +381,7 @@ def node_rules(site: ResolvedSite) -> list[dict[str, Any]]:
         _rule(NODE_IB_TX, f"sum by (node) (rate({ib.format('transmitted')}[5m]))"),
         _rule(NODE_IB_ERRORS, f"sum by (node) ({errors})"),
         _rule(NODE_IB_UTIL, link),
+        _last_seen(PORT_LAST_ACTIVE, f"max by (node, device, port) (node_infiniband_state_id) == {IB_PORT_ACTIVE}", "node, device, port"),
         _rule(NODE_DISK_READ, f"sum by (node) (rate(node_disk_read_bytes_total{{{DISK}}}[5m]))"),
         _rule(NODE_DISK_WRITE, f"sum by (node) (rate(node_disk_written_bytes_total{{{DISK}}}[5m]))"),
         _rule(
@@ -438,7 +463,10 @@ def cloud_tier_rules(exporter: StorageMetricsExporter, tiers: dict[str, FileSyst
         # avg_over_time drops the name: a file system's reads and writes would then be one series to `or`, which keeps
         # the first; each keeps its name in a label of its own until the sum
         picked = [_as("tier", label, f'label_replace(avg_over_time({s}{{{label}!=""}}[5m]), "series", "{s}", "", "")') for s in series]
-        return f"sum by (tier) ({' or '.join(picked)}) / {period}"
+        # an exporter pod replaced (a config change rolls it; a drain moves it) leaves the old pod's series in the 5-minute
+        # window beside the new one's: both read the same minutes, so one per file system before the sum (review
+        # obsreview5 DEFECT 1)
+        return f"sum by (tier) (max without (instance, pod) ({' or '.join(picked)})) / {period}"
 
     sources = list({s.namespace: s for s in tiers.values()}.values())  # one per kind of file system
     rules = [

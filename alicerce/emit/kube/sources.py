@@ -37,10 +37,18 @@ from alicerce.catalog.alerts import (
     SERVING_WORKLOAD_DOWN,
     XID_COUNT_METRIC,
     Alert,
-    firing,
     in_service,
 )
-from alicerce.emit.kube.kpi import POD_WORKLOAD, POOL_NODE_LABEL, READY_PODS, SERVING_READY, SERVING_WORKLOAD_LABEL, TIER_READ
+from alicerce.emit.kube.kpi import (
+    LIVE_PODS,
+    POD_WORKLOAD,
+    POOL_NODE_LABEL,
+    READY_PODS,
+    SERVING_LAST_READY,
+    SERVING_READY,
+    SERVING_WORKLOAD_LABEL,
+    TIER_READ,
+)
 from alicerce.emit.kube.kueue import cluster_queue
 from alicerce.emit.storage_counters import cloud_metric_tiers
 from alicerce.resolve.model import ResolvedPlatform
@@ -127,17 +135,18 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
                             "throughput and SLO burn rates count only the pods it does scrape."))  # fmt: skip
         # a workload whose pods exist and none is ready serves nobody, and its latency SLIs have no traffic to
         # count: the SLO pages never fire (review obsreview3 G13). It pages when a workload that served in the last
-        # 6 hours stops; one that never became ready (a first rollout, a bad image) is a ticket after 45 minutes
-        exists = f'count by (namespace, workload) ({POD_WORKLOAD}{{workload=~"{names}"}})'
-        # once down, it stays down until a pod is ready, however long that takes (not only the 6 hours it remembers)
-        served = f"(max_over_time({SERVING_READY}[6h]) or on (namespace, workload) {firing(SERVING_WORKLOAD_DOWN)})"
-        down = f"{exists} unless on (namespace, workload) {SERVING_READY} and on (namespace, workload) {served}"
+        # 30 days (kpi.SERVING_LAST_READY) stops; one that never became ready (a first rollout, a bad image) is a
+        # ticket after 45 minutes. Only live pods count: a workload scaled to zero beside an evicted pod's object is
+        # not down (review obsreview5 DEFECT 4)
+        live = f'{POD_WORKLOAD}{{workload=~"{names}"}} * on (namespace, pod) group_left () ({LIVE_PODS})'
+        exists = f"count by (namespace, workload) ({live})"
+        down = f"{exists} unless on (namespace, workload) {SERVING_READY} and on (namespace, workload) {SERVING_LAST_READY}"
         alerts.append(Alert(SERVING_WORKLOAD_DOWN, down, "5m", "critical",
                             "{{ $labels.namespace }}/{{ $labels.workload }} has no ready replica",
                             "The serving workload answers no request: every pod is pending, crashing or failing its "
                             "readiness probe (kubectl -n {{ $labels.namespace }} get pods -l alicerce.dev/workload="
                             "{{ $labels.workload }}; check events, GPU capacity in its pool and the engine log)."))  # fmt: skip
-        alerts.append(Alert(SERVING_NEVER_READY, f"{exists} unless on (namespace, workload) {served}", "45m", "warning",
+        alerts.append(Alert(SERVING_NEVER_READY, f"{exists} unless on (namespace, workload) {SERVING_LAST_READY}", "45m", "warning",
                             "{{ $labels.namespace }}/{{ $labels.workload }} has pods, none ever ready",
                             "Its pods have not become ready in 45 minutes: the image, the model download, GPU memory "
                             "or the readiness probe (vLLM answers /health once the engine has loaded)."))  # fmt: skip

@@ -179,6 +179,22 @@ def test_tier_throughput_operations_and_io_limit_from_cloudwatch(tmp_path: Path)
 
 
 @needs_promtool
+def test_a_replaced_exporter_pod_counts_each_file_system_once(tmp_path: Path) -> None:
+    """obsreview5 DEFECT 1: a config change rolls the exporter; for five minutes the old pod's series sits in the
+    window beside the new pod's, both reading the same minutes. The tier reads 1e8 B/s throughout, not twice that."""
+    fsx = STORAGE_METRICS.sources["fsx-lustre"]
+    old = scraped(fsx.read_bytes, "fs-0a", "datasets", f"{1e8 * 60:g}x30")
+    new = scraped(fsx.read_bytes, "fs-0a", "datasets", f"_x30 {1e8 * 60:g}x30")
+    new["series"] = new["series"].replace('instance="10.0.3.7:5000"', 'instance="10.0.4.9:5000"')
+    at = 'site="aws",tier="datasets"'
+    query = 'tier:storage_client_read_bytes:rate5m{tier="datasets"}'
+    run_promtool(platform(), "aws", [{"interval": "1m", "input_series": [old, new], "promql_expr_test": [
+        rounded(query, at, 1e8, at="20m"),
+        rounded(query, at, 1e8, at="33m"),
+    ]}], tmp_path)  # fmt: skip
+
+
+@needs_promtool
 def test_a_tier_cloudwatch_does_not_report_alerts_and_reported_ones_stay_quiet(tmp_path: Path) -> None:
     """The checkpoints file system is never exported (its tags lost, say): only its tier alerts, after 20 minutes."""
     rp = platform()

@@ -128,10 +128,11 @@ def test_a_serving_workload_with_no_ready_pod_pages_once_it_has_served(tmp_path:
     never burn. It pages when a workload that served stops; one that never became ready is a ticket."""
     rules = rules_of(platform(), "aws")
 
-    def pod(name: str, ready: str, minutes: int = 90) -> list[dict[str, str]]:
+    def pod(name: str, ready: str, minutes: int = 90, running: str = "") -> list[dict[str, str]]:
         at = f'namespace="serving",pod="{name}"'
         return [
             {"series": f'kube_pod_labels{{{at},label_alicerce_dev_workload="chat-70b"}}', "values": f"1x{minutes}"},
+            {"series": f'kube_pod_status_phase{{{at},phase="Running"}}', "values": running or f"1x{minutes}"},
             {"series": f'kube_pod_status_ready{{{at},uid="u-{name}",condition="true"}}', "values": ready},
         ]
 
@@ -148,13 +149,24 @@ def test_a_serving_workload_with_no_ready_pod_pages_once_it_has_served(tmp_path:
     run(loading, "ServingWorkloadDown", False, tmp_path / "c")
     run(loading, "ServingWorkloadNeverReady", True, tmp_path / "d")
     run(crashed, "ServingWorkloadNeverReady", False, tmp_path / "e")
-    # obsreview4: an outage longer than the 6 hours the alert remembers keeps paging, and is not renamed "never ready"
-    long = pod("chat-70b-0", "1x60 0x480", 540) + pod("chat-70b-1", "1x60 0x480", 540)
+    # obsreview4: an outage longer than the 6 hours the alert remembers keeps paging, and is not renamed "never ready";
+    # obsreview5 DEFECT 2: nor after Prometheus was down 20 minutes in the middle of it (5-minute samples, one gap)
+    long = pod("chat-70b-0", "1x12 0x72 _x4 0x30") + pod("chat-70b-1", "1x12 0x72 _x4 0x30")  # the gap at 7h10m-7h30m
+    for series in long:
+        if "ready" not in series["series"]:
+            series["values"] = "1x85 _x4 1x30"
     fired = [expected(rules["ServingWorkloadDown"], {"namespace": "serving", "workload": "chat-70b"}, "2")]
     (tmp_path / "f").mkdir()
-    run_promtool(platform(), "aws", [{"interval": "1m", "input_series": long, "alert_rule_test": [
-        {"eval_time": "7h30m", "alertname": "ServingWorkloadDown", "exp_alerts": fired},
-        {"eval_time": "7h30m", "alertname": "ServingWorkloadNeverReady", "exp_alerts": []}]}], tmp_path / "f")  # fmt: skip
+    run_promtool(platform(), "aws", [{"interval": "5m", "input_series": long, "alert_rule_test": [
+        {"eval_time": "9h", "alertname": "ServingWorkloadDown", "exp_alerts": fired},
+        {"eval_time": "9h", "alertname": "ServingWorkloadNeverReady", "exp_alerts": []}]}], tmp_path / "f")  # fmt: skip
+    # obsreview5 DEFECT 4: scaled to zero on purpose beside an evicted pod's object (Failed, kept) is not an outage;
+    # a crash-looping pod (Running, never ready again) still is
+    evicted = pod("chat-70b-0", "1x40 0x50", running="1x40 0x50") + pod("chat-70b-1", "1x60 0x30", 60)
+    evicted.append({"series": 'kube_pod_status_phase{namespace="serving",pod="chat-70b-0",phase="Failed"}', "values": "0x40 1x50"})
+    run(evicted, "ServingWorkloadDown", False, tmp_path / "g")
+    run(evicted, "ServingWorkloadNeverReady", False, tmp_path / "h")
+    run(pod("chat-70b-0", "1x60 0x30") + pod("chat-70b-1", "1x40 0x50", 40), "ServingWorkloadDown", True, tmp_path / "i")
 
 
 @needs_promtool
@@ -174,7 +186,7 @@ def test_a_node_left_cordoned_for_days_is_reported(tmp_path: Path) -> None:
 @needs_promtool
 def test_a_fabric_rail_that_went_down_or_keeps_flapping_alerts(tmp_path: Path) -> None:
     """obsreview3 G22: a rail down halves a node's NCCL bandwidth and nothing said so. A port that was active in the
-    last day and is not now warns; a port that never came up (an unused second port) does not; a link that went down
+    last 30 days and is not now warns; a port that never came up (an unused second port) does not; a link that went down
     three times in an hour warns."""
     rules = rules_of(platform(), "dc1")
     assert "FabricPortDown" not in rules_of(platform(), "aws")  # EFA reports no port state to the node exporter
@@ -198,6 +210,15 @@ def test_a_fabric_rail_that_went_down_or_keeps_flapping_alerts(tmp_path: Path) -
         sample["values"] = "1x330"
     run_promtool(platform(), "dc1", [{"interval": "5m", "input_series": long, "alert_rule_test": [
         {"eval_time": "26h", "alertname": "FabricPortDown", "exp_alerts": [fired]}]}], tmp_path / "d")  # fmt: skip
+    # obsreview5 DEFECT 2: cordoned in between (a drain to reseat the cable, a driver upgrade), quiet while out of
+    # service, reported again once back in with the rail still down
+    (tmp_path / "e").mkdir()
+    labels = [{**n, "values": "1x440"} for n in node_labels(NODE)]
+    drained = [{**c, "values": "0x360 1x12 0x67"} for c in cordoned(NODE)]  # cordoned 30h05m-31h05m
+    rail = port(NODE, "mlx5_0", "4x12 1x427")  # up 1 h, then down
+    run_promtool(platform(), "dc1", [{"interval": "5m", "input_series": [*labels, rail, *drained], "alert_rule_test": [
+        {"eval_time": "30h30m", "alertname": "FabricPortDown", "exp_alerts": []},
+        {"eval_time": "33h", "alertname": "FabricPortDown", "exp_alerts": [fired]}]}], tmp_path / "e")  # fmt: skip
     flaps = [*node_labels(NODE), node_counter(NODE, "node_infiniband_link_downed_total", 3 / 3600, ',device="mlx5_0",port="1"')]
     flapping = expected(rules["FabricLinkFlapping"], {"node": NODE, "device": "mlx5_0", "port": "1"}, "")
     tmp = tmp_path / "c"
