@@ -315,13 +315,23 @@ def in_service(expr: str) -> str:
 # driver stack, so it paged on an ordinary scale-up, and it could not name the blind node (review obsreview2 DEFECT 3).
 # With no GPU node (pools scaled to zero) nothing fires.
 DCGM_JOB = "nvidia-dcgm-exporter"
-DCGM_GRACE_SECONDS = 900  # a new GPU node's operator stack (driver, toolkit, validator, then the exporter) takes minutes
+# a new GPU node's operator stack (driver, toolkit, validator, device plugin, MIG manager, then the exporter) takes
+# minutes before its GPUs are advertised and reported
+NEW_NODE_GRACE_SECONDS = 900
+
+
+def settled(expr: str) -> str:
+    """An expression over ``node`` series, without the nodes created within the grace (still installing)."""
+    return f"{expr} and on (node) (time() - max by (node) (kube_node_created) > {NEW_NODE_GRACE_SECONDS})"
+
+
 DCGM_EXPORTER_DOWN = Alert(
     "DCGMExporterDown",
     in_service(
-        'max by (node) (kube_node_labels{label_alicerce_dev_accelerator!=""}) '
-        'unless on (node) max by (node) (label_replace(DCGM_FI_DEV_GPU_TEMP, "node", "$1", "Hostname", "(.+)")) '
-        f"and on (node) (time() - max by (node) (kube_node_created) > {DCGM_GRACE_SECONDS})"
+        settled(
+            'max by (node) (kube_node_labels{label_alicerce_dev_accelerator!=""}) '
+            'unless on (node) max by (node) (label_replace(DCGM_FI_DEV_GPU_TEMP, "node", "$1", "Hostname", "(.+)"))'
+        )
     ),
     "10m",
     "critical",
@@ -413,6 +423,19 @@ FABRIC_ALERTS = (FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING)
 # a node left cordoned for days: the exporter and GPU alerts leave cordoned nodes out (in_service), so one forgotten
 # after a repair would hide its faults for good (review obsreview4 G6)
 NODE_CORDONED_FOR_DAYS = "NodeCordonedForDays"
-CORDONED_FOR = "72h"
+CORDONED_FOR_HOURS = 72
+
+
+def cordoned_for_days() -> str:
+    """The nodes cordoned at nearly every 10-minute step of the last ``CORDONED_FOR_HOURS``, whatever gaps the scrape or
+    Prometheus had: a `for` of 72 hours starts again after any gap longer than the 5-minute lookback (a kube-state-metrics
+    pod rescheduled, Prometheus restarted), so the alert never fired on a node forgotten for weeks (review obsreview5 G6)."""
+    flag = "(max by (node) (kube_node_spec_unschedulable) == bool 1)"
+    steps = CORDONED_FOR_HOURS * 6
+    window = f"[{CORDONED_FOR_HOURS}h:10m]"
+    return (f"{CORDONED_NODES} and on (node) min_over_time({flag}{window}) == 1 "
+            f"and on (node) count_over_time({flag}{window}) > {int(steps * 0.9)}")  # fmt: skip
+
+
 STATIC_ALERTS = (*(a.name for a in (*GPU_HEALTH, DCGM_EXPORTER_DOWN, *GPU_EFFICIENCY)), *DIAGNOSES, *SOURCE_ALERTS, *SERVING_ALERTS,
                  *FABRIC_ALERTS, NODE_CORDONED_FOR_DAYS)  # fmt: skip

@@ -38,6 +38,7 @@ from alicerce.catalog.alerts import (
     in_service,
     pool_alert_name,
     serving_slos,
+    settled,
     slo_alert_name,
     slo_bucket,
     slo_starved_alert_name,
@@ -84,12 +85,15 @@ def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
             continue
         units = pool.gpu_units.resources
         nodes = f'max by (node) (kube_node_labels{{{POOL_LABEL}="{pool.name}"}})'
-        # a node cordoned for repair (or drained by alicerce's driver upgrade) is where the runbook already sent it
+        # a node cordoned for repair (or drained by alicerce's driver upgrade) is where the runbook already sent it; a
+        # node a scale-up just added advertises nothing until its operator stack is up (review obsreview5 G4)
         expr = " or ".join(
             in_service(
-                f'(max by (node, resource) (kube_node_status_allocatable{{resource="{ksm_resource(name)}"}}) '
-                f'or on (node) label_replace(0 * {nodes}, "resource", "{ksm_resource(name)}", "", "")) '
-                f"* on (node) group_left () ({nodes} > 0) < {count}"
+                settled(
+                    f'(max by (node, resource) (kube_node_status_allocatable{{resource="{ksm_resource(name)}"}}) '
+                    f'or on (node) label_replace(0 * {nodes}, "resource", "{ksm_resource(name)}", "", "")) '
+                    f"* on (node) group_left () ({nodes} > 0) < {count}"
+                )
             )
             for name, count in sorted(units.items())
         )

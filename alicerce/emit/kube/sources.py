@@ -22,8 +22,6 @@ from __future__ import annotations
 
 from alicerce.catalog.alerts import (
     CLOUD_STORAGE_METRICS_ABSENT,
-    CORDONED_FOR,
-    CORDONED_NODES,
     DCGM_PROFILING_ABSENT,
     DCGM_XID_COUNTS_ABSENT,
     FABRIC_COUNTERS_ABSENT,
@@ -37,6 +35,7 @@ from alicerce.catalog.alerts import (
     SERVING_WORKLOAD_DOWN,
     XID_COUNT_METRIC,
     Alert,
+    cordoned_for_days,
     in_service,
 )
 from alicerce.emit.kube.kpi import (
@@ -72,7 +71,7 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
               "budgets and the missing-GPU alerts read nothing."),
     ]  # fmt: skip
     if pools:
-        alerts.append(Alert(NODE_CORDONED_FOR_DAYS, f"{_nodes(pools)} and on (node) {CORDONED_NODES}", CORDONED_FOR, "warning",
+        alerts.append(Alert(NODE_CORDONED_FOR_DAYS, f"{_nodes(pools)} and on (node) ({cordoned_for_days()})", "10m", "warning",
                             "Node {{ $labels.node }} has been cordoned for three days",
                             "The missing-exporter and missing-GPU alerts leave cordoned nodes out: a node left cordoned "
                             "after its repair is blind and idle. Uncordon it (kubectl uncordon) or take it out of the pool."))  # fmt: skip
