@@ -82,11 +82,31 @@ class TrainingJob:
     tp_link_bytes_per_second: float | None = None  # what one GPU's all-reduces move per second over NVLink/PCIe
     tp_overlapped: bool = False  # the stack hides the all-reduces behind the GEMMs (workloads[].tensorParallelOverlap)
     peak_flops: float | None = None  # dense BF16 peak of one GPU (FLOP/s): the TP term compares link time to compute time
+    pipeline_parallel: int = 1  # pipeline stages (workloads[].pipelineParallel)
+    zero_stage: int = 3  # what the data-parallel ranks shard (workloads[].zeroStage): memory and traffic, not the MFU
     production_run: bool = True  # apply goodput (a planned run, or a published GPU-hours total)
 
 
 def tokens_per_gpu_step(job: TrainingJob) -> float:
     return job.global_batch_tokens / max(1, job.gpus)
+
+
+def microbatches(job: TrainingJob) -> float:
+    """Microbatches of one sequence each that a pipeline runs per step: the data-parallel rank's share of the global
+    batch (data-parallel ranks: GPUs / (tensor x pipeline))."""
+    ranks = max(1, job.gpus // max(1, job.tensor_parallel * job.pipeline_parallel))
+    return job.global_batch_tokens / job.sequence / ranks
+
+
+def pipeline_factor(job: TrainingJob) -> Factor | None:
+    """The 1F1B pipeline bubble: of a step's m + p - 1 microbatch slots, the p - 1 of the fill and drain idle, so a
+    share m / (m + p - 1) computes (Narayanan et al. 2021, arXiv 2104.04473, Sec. 2.2.1: bubble (p - 1) / m of the
+    ideal time). Point-to-point activation sends between stages are a few megabytes a microbatch and overlap."""
+    p = job.pipeline_parallel
+    if p <= 1:
+        return None
+    m = microbatches(job)
+    return Factor("pipeline bubble", m / (m + p - 1), "megatron", f"{p} stages, {m:,.1f} microbatches of one sequence: m / (m + p - 1)")
 
 
 def moe_routing_ratio(job: TrainingJob) -> float:
@@ -168,6 +188,9 @@ def training_factors(job: TrainingJob, sizing: Sizing, *, moe_routing: float | N
     tp = tensor_parallel_factor(job, fraction, math.prod(f.value for f in factors), sizing)
     if tp is not None:
         factors.append(tp)
+    bubble = pipeline_factor(job)  # after tensor parallelism: the all-reduces add to busy time, the bubble idles it all
+    if bubble is not None:
+        factors.append(bubble)
     if job.production_run:
         factors.append(Factor("goodput", t.goodput.value, t.goodput.source, "restarts, failures, evaluations of a real run"))
     return tuple(factors)

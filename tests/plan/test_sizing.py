@@ -678,3 +678,71 @@ def test_the_attention_term_counts_the_catalogs_attention_flops() -> None:
     whole = SIZING.training.attentionFlops.model_copy(update={"value": 12.0})
     sizing = SIZING.model_copy(update={"training": SIZING.training.model_copy(update={"attentionFlops": whole})})
     assert _factors(plan_training(w, on("H100-SXM5-80GB"), sizing, []))["attention"] == pytest.approx(1 / (1 + 2 * ratio), rel=1e-12)
+
+
+def test_zero_stage_and_pipeline_set_model_state_per_gpu() -> None:
+    """Issue 23 (sizing6): only ZeRO-3 could be declared, so BLOOM-176B's ZeRO-1 + PP 12 (arXiv 2211.05100 Sec. 3.4) was
+    sized with its state over all 384 GPUs. ZeRO paper Sec. 5.1: stage 1 shards the 12 optimizer bytes a parameter over
+    every GPU and keeps 2 + 2 bytes of weights and gradients whole on each replica of the tensor x pipeline group;
+    stage 2 keeps the 2 weight bytes; stage 0 keeps all 16. 176B over 384 GPUs, TP 4 x PP 12 = 48."""
+    model = {"parameters": "176B", "layers": 70, "hiddenSize": 14336}
+    mem = {z: training_memory(workload(model=model, tokens="366B", zeroStage=z), SIZING) for z in (0, 1, 2, 3)}
+    n = 176e9
+    assert mem[1].state_per_gpu(384, 48, 1) == pytest.approx(n * 4 / 48 + n * 12 / 384, rel=1e-12)
+    assert mem[2].state_per_gpu(384, 48, 2) == pytest.approx(n * 2 / 48 + n * 14 / 384, rel=1e-12)
+    assert mem[0].state_per_gpu(384, 48, 0) == pytest.approx(n * 16 / 48, rel=1e-12)
+    assert mem[3].state_per_gpu(384, 48, 3) == pytest.approx(n * 16 / 384, rel=1e-12)
+    # LoRA: the frozen base is weights a stage below 3 keeps whole
+    lora = training_memory(workload(model=model, tokens="1B", method="lora", zeroStage=1), SIZING)
+    assert lora.unsharded(1) == pytest.approx(n * 2 + n * 0.01 * 4, rel=1e-12)
+
+
+def test_a_declared_layout_shapes_memory_and_the_plan() -> None:
+    """The plan's memory per GPU is the declared layout's: 70B on 64 H100 at ZeRO-1 + PP 4 holds 70e9 x 4 / (TP x 4)
+    + 70e9 x 12 / 64 of state, ZeRO-3 70e9 x 16 / 64, and its smallest GPU count is whole pipelines."""
+    model = {"parameters": "70B", "layers": 80, "hiddenSize": 8192}
+    base: dict[str, Any] = {"model": model, "tokens": "1T", "gpus": 64, "globalBatchTokens": "4M"}
+    fsdp = plan_training(workload(**base), on("H100-SXM5-80GB"), SIZING, [])
+    zero1 = plan_training(workload(**base, zeroStage=1, pipelineParallel=4), on("H100-SXM5-80GB"), SIZING, [])
+    assert zero1.tensor_parallel is not None and zero1.memory_per_gpu_gib is not None and fsdp.memory_per_gpu_gib is not None
+    mem = training_memory(workload(**base), SIZING)
+    assert "recomputation" not in _factors(zero1)
+    tp = zero1.tensor_parallel
+    expected = 70e9 * 4 / (tp * 4) + 70e9 * 12 / 64 + mem.activations_at(tp)
+    assert zero1.memory_per_gpu_gib == pytest.approx(expected / GIB, rel=1e-9)
+    assert fsdp.tensor_parallel is not None and "recomputation" not in _factors(fsdp)
+    fsdp_expected = 70e9 * 16 / 64 + mem.activations_at(fsdp.tensor_parallel)
+    assert fsdp.memory_per_gpu_gib == pytest.approx(fsdp_expected / GIB, rel=1e-9)
+    assert zero1.min_gpus is not None and zero1.min_gpus % (4 * tp) == 0
+
+
+def test_a_pipeline_pays_its_bubble() -> None:
+    """Narayanan et al. 2021 Sec. 2.2.1: a 1F1B step of m microbatches over p stages idles p - 1 slots of m + p - 1. 7B
+    on 64 H100, 4M tokens of 4,096-token sequences (1,024 sequences), PP 4: TP x PP = 4 x tp, dp = 64 / (4 tp), m =
+    1,024 / dp; the other factors as without a pipeline."""
+    model = {"parameters": "7B", "layers": 32, "hiddenSize": 4096}
+    base: dict[str, Any] = {"model": model, "tokens": "1T", "gpus": 64, "globalBatchTokens": 4096 * 1024, "sequenceLength": 4096}
+    flat = plan_training(workload(**base), on("H100-SXM5-80GB"), SIZING, [])
+    piped = plan_training(workload(**base, pipelineParallel=4), on("H100-SXM5-80GB"), SIZING, [])
+    assert piped.tensor_parallel is not None
+    m = 1024 / (64 // (4 * piped.tensor_parallel))
+    factors = _factors(piped)
+    assert factors["pipeline bubble"] == pytest.approx(m / (m + 3), rel=1e-12)
+    assert "pipeline bubble" not in _factors(flat)
+    assert piped.tensor_parallel == flat.tensor_parallel and piped.mfu is not None and flat.mfu is not None
+    assert piped.mfu == pytest.approx(flat.mfu * m / (m + 3), rel=1e-12)
+    assert not [i for i in piped.issues if i.check == "PL330"]
+    # too few microbatches for the stages: the plan says so (PL330): 4 sequences over GPUs / (TP x 8) ranks
+    small = plan_training(workload(**{**base, "globalBatchTokens": 4096 * 4}, pipelineParallel=8), on("H100-SXM5-80GB"), SIZING, [])
+    assert [i.check for i in small.issues if i.check == "PL330"] == ["PL330"]
+
+
+def test_zero_below_three_moves_one_all_reduce_of_a_pipeline_stage() -> None:
+    """ZeRO-3 gathers the weights twice and reduce-scatters the gradients (3 passes of parameters / TP); stages 0-2
+    all-reduce the gradients (2 passes) of parameters / (TP x PP) over dp = GPUs / (TP x PP)."""
+    w = workload(model={"parameters": "70B"}, tokens="1T")
+    job = TrainingJob("hopper", 70e9, 80, 8192, 4096, 256, 4e6, "bf16", pipeline_parallel=4, zero_stage=1)
+    dp = 256 // (2 * 4)
+    assert network_bytes_per_step(w, job, tp=2, node_gpus=8, weight_bytes=2, passes=2) == pytest.approx(
+        2 * 70e9 * 2 / (2 * 4) * (dp - 1) / dp, rel=1e-12
+    )
