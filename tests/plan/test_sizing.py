@@ -365,7 +365,7 @@ def test_kv_cache_of_sliding_window_attention() -> None:
 
 
 def test_sliding_window_and_mla_in_the_training_attention_term() -> None:
-    """The attention factor 1 / (1 + layers x sequence x width / N) with the declared layout:
+    """The attention factor 1 / (1 + attentionFlops / 6 x layers x sequence x width / N) with the declared layout:
     sliding window W = 4,096 over S = 16,384: a causal window costs 2W - W^2/S = 7,168 tokens' worth, not S;
     MLA: width = heads x (head dim + RoPE / 2) = 128 x (128 + 32) = 20,480 instead of the hidden 7,168."""
 
@@ -374,11 +374,12 @@ def test_sliding_window_and_mla_in_the_training_attention_term() -> None:
         mfu = next(f for f in plan_training(w, on("H100-SXM5-80GB"), SIZING, []).figures if f.name == "MFU")
         return next(f.value for f in mfu.factors if f.name == "attention")
 
+    k = SIZING.training.attentionFlops.value / 6
     window = {**MISTRAL_7B, "attention": {"kind": "sliding-window", "window": 4096}}
-    assert attention(window, 16_384) == pytest.approx(1 / (1 + 32 * 7_168 * 4096 / 7.3e9), rel=1e-12)
-    assert attention(MISTRAL_7B, 16_384) == pytest.approx(1 / (1 + 32 * 16_384 * 4096 / 7.3e9), rel=1e-12)
+    assert attention(window, 16_384) == pytest.approx(1 / (1 + k * 32 * 7_168 * 4096 / 7.3e9), rel=1e-12)
+    assert attention(MISTRAL_7B, 16_384) == pytest.approx(1 / (1 + k * 32 * 16_384 * 4096 / 7.3e9), rel=1e-12)
     mla = {**DEEPSEEK_V3, "attention": {"kind": "mla", "kvLoraRank": 512, "ropeHeadDim": 64, "heads": 128}, "headDim": 128}
-    assert attention(mla, 4096) == pytest.approx(1 / (1 + 61 * 4096 * 20_480 / 37e9), rel=1e-12)
+    assert attention(mla, 4096) == pytest.approx(1 / (1 + k * 61 * 4096 * 20_480 / 37e9), rel=1e-12)
 
 
 def test_moe_network_is_expert_parallel_not_a_gather_of_every_parameter() -> None:
@@ -599,12 +600,14 @@ def test_tensor_parallel_all_reduces_cost_step_time() -> None:
 
 def test_the_planner_recomputes_where_tensor_parallelism_costs_more() -> None:
     """Issue 23 (sizing4): a run picks between a wider TP group and recomputing layers by step time. Over PCIe (L40S:
-    Gen4, 32 GB/s a direction) TP 4 all-reduces cost more than recomputing the layers memory needs at TP 1, so the
-    plan recomputes; before, the smallest TP group that avoided recomputation won whatever its link."""
+    Gen4, 32 GB/s a direction) the TP 4 all-reduces that avoid recomputation cost more than recomputing some layers at a
+    narrower degree, so the plan recomputes; before, the smallest TP group that avoided recomputation won whatever its
+    link. (With attention counted whole, sizing6, a token's compute doubles its attention share, so TP 2 with 12% of the
+    layers recomputed now beats TP 1 with more.)"""
     w = workload(model={"parameters": "7B", "layers": 32, "hiddenSize": 4096}, tokens="1T", sequenceLength=16384, gpus=8,
                  globalBatchTokens="4M")  # fmt: skip
     plan = plan_training(w, on("L40S-48GB"), SIZING, [])
-    assert plan.tensor_parallel == 1 and 0 < _factors(plan)["recomputation"] < 1
+    assert plan.tensor_parallel is not None and plan.tensor_parallel < 4 and 0 < _factors(plan)["recomputation"] < 1
     overlapped = plan_training(w.model_copy(update={"tensor_parallel_overlap": True}), on("L40S-48GB"), SIZING, [])
     assert overlapped.tensor_parallel == 4 and "recomputation" not in _factors(overlapped)
     assert overlapped.mfu is not None and plan.mfu is not None and overlapped.mfu > plan.mfu
@@ -618,7 +621,7 @@ def test_fp8_speeds_up_the_gemms_not_attention() -> None:
     w = workload(model={"parameters": "7B", "layers": 32, "hiddenSize": 4096}, tokens="1T", sequenceLength=8192, gpus=64,
                  globalBatchTokens="4M", precision="fp8", fp8Recipe="transformer-engine")  # fmt: skip
     factors = _factors(plan_training(w, on("H100-SXM5-80GB"), SIZING, []))
-    gain, ratio = SIZING.training.fp8Gain.transformer_engine.value, 32 * 8192 * 4096 / 7e9
+    gain, ratio = SIZING.training.fp8Gain.transformer_engine.value, SIZING.training.attentionFlops.value / 6 * 32 * 8192 * 4096 / 7e9
     assert factors["precision"] == gain
     assert factors["attention"] == pytest.approx(1 / (1 + gain * ratio), rel=1e-12)
     bf16 = _factors(plan_training(w.model_copy(update={"precision": "bf16"}), on("H100-SXM5-80GB"), SIZING, []))
@@ -667,17 +670,17 @@ def test_a_stack_without_flash_attention_recomputes_where_a_modern_one_does_not(
 
 
 def test_the_attention_term_counts_the_catalogs_attention_flops() -> None:
-    """Issue 23 (sizing5): the attention FLOPs a token are a catalog fact (training.attentionFlops x L x s x d against
-    6N): 6 counts the causal half (shipped), 12 the whole products (Narayanan et al. 2021 Sec. 5.1), measured and not
-    shipped. 7B (32 x 4096) at 8,192 tokens, bf16."""
+    """Issue 23 (sizing5, sizing6): the attention FLOPs a token are a catalog fact (training.attentionFlops x L x s x d
+    against 6N): 12 counts the score and value products whole (Narayanan et al. 2021 Sec. 5.1; shipped since sizing6),
+    6 the causal half. 7B (32 x 4096) at 8,192 tokens, bf16."""
     w = workload(model={"parameters": "7B", "layers": 32, "hiddenSize": 4096}, tokens="1T", sequenceLength=8192, gpus=64,
                  globalBatchTokens="4M")  # fmt: skip
     ratio = 32 * 8192 * 4096 / 7e9
-    assert SIZING.training.attentionFlops.value == 6
-    assert _factors(plan_training(w, on("H100-SXM5-80GB"), SIZING, []))["attention"] == pytest.approx(1 / (1 + ratio), rel=1e-12)
-    whole = SIZING.training.attentionFlops.model_copy(update={"value": 12.0})
-    sizing = SIZING.model_copy(update={"training": SIZING.training.model_copy(update={"attentionFlops": whole})})
-    assert _factors(plan_training(w, on("H100-SXM5-80GB"), sizing, []))["attention"] == pytest.approx(1 / (1 + 2 * ratio), rel=1e-12)
+    assert SIZING.training.attentionFlops.value == 12
+    assert _factors(plan_training(w, on("H100-SXM5-80GB"), SIZING, []))["attention"] == pytest.approx(1 / (1 + 2 * ratio), rel=1e-12)
+    half = SIZING.training.attentionFlops.model_copy(update={"value": 6.0})
+    sizing = SIZING.model_copy(update={"training": SIZING.training.model_copy(update={"attentionFlops": half})})
+    assert _factors(plan_training(w, on("H100-SXM5-80GB"), sizing, []))["attention"] == pytest.approx(1 / (1 + ratio), rel=1e-12)
 
 
 def test_zero_stage_and_pipeline_set_model_state_per_gpu() -> None:
