@@ -39,6 +39,19 @@ Measured (issue 23, bench/sizing_accuracy.py's unseen set, each refit on calibra
 - Pipeline bubble (sizing6): a declared pipelineParallel p idles (p - 1) of each step's m + p - 1 microbatch slots
   (1F1B), m the data-parallel rank's sequences; microbatches of more than one sequence (BLOOM ran 2) are not declarable.
 
+- Not adopted (sizing6, item 2 measured): an explicit expert-parallel all-to-all term in place of part of the fitted
+  MoE constant: per token 4 x top-k x hidden x 2 B x MoE layers (dispatch + combine, forward + backward) x the share of
+  the expert-parallel group off the node, over 50 GB/s a GPU (DGX H100: 8 x 400 Gb/s ConnectX-7; the H800 cluster's IB,
+  DeepSeek-V3 paper Sec. 3.2.2), against the token's compute time; hidden where the source says the stack overlaps it
+  (DeepSeek-V3's DualPipe); DeepSeek-V2's 8-way expert parallelism (its paper, Sec. 3.1.3) taken as one node of 8 GPUs,
+  so no fabric traffic. Residual constant refitted on the fit rows: 19500 -> 9000. Calibration path (predicted_mfu),
+  shipped -> prototype: DeepSeek-V2 (unseen) -23% -> +17%, DeepSeek-V3 (held out) -41% -> -9%, but Qwen3-235B (held out)
+  -9% -> -28% and the fit rows Megatron-Bridge DeepSeek-V3 -5% -> -26%, Qwen3-30B-A3B +5% -> +16% (2 MoE fit rows for
+  2 unknowns; whether those NeMo runs overlapped their all-to-all is not in their table). Through the planner (which
+  also counts DeepSeek-V2's MLA attention width, 20,480, that its row leaves out) DeepSeek-V2 goes from -42% to -12%,
+  inside its 30% target. Not shipped: it fits its own fit rows worse, and shipping it needs an expert-parallel degree and
+  overlap a spec can declare and the fabric of every MoE row's source (the bench's placements carry no fabric).
+
 The per-GPU-batch factor is the scaling loss: on a fixed global batch, more GPUs mean a smaller share
 each, so GPU-hours never fall as GPUs are added. Parameters live in catalog/data/sizing.yaml;
 calibration runs in catalog/data/calibration-training.yaml (see alicerce/plan/calibrate.py).
