@@ -466,8 +466,9 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         return _empty(w, place, figures, notes, fits, issues)
     min_gpus, tp = layout
     figures.append(Figure("smallest GPU count that fits", min_gpus, "GPUs",
-                          "model state / (usable memory - activations / TP), rounded to the TP group",
-                          {"usable GiB per GPU": usable_memory(gpu, sizing) / GIB, "tensor parallel": tp}))  # fmt: skip
+                          "state ZeRO shards / (usable memory - activations / TP - state it keeps / (TP x PP)), rounded to "
+                          "TP x PP", {"usable GiB per GPU": usable_memory(gpu, sizing) / GIB, "tensor parallel": tp,
+                                      "pipeline parallel": pipeline, "ZeRO stage": zero}))  # fmt: skip
     peak = gpu.tflops.bf16 * 1e12
     granule = math.lcm(place.gpus_per_node, pipeline)  # whole nodes, and whole pipelines
     availability = w.hours_per_day / 24
@@ -553,8 +554,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                           {"tokens/s": tokens_per_second, "bytes per token": bytes_per_token,
                            "headroom": sizing.dataReadHeadroom.value}))  # fmt: skip
     figures.append(Figure("network per GPU", run.network_need_gbps, "Gbit/s",
-                          "(ZeRO-3 traffic of weights / TP; MoE: shared weights over dp, own experts over dp / EP, "
-                          "and the off-node all-to-all) per step x 8 / (step time x overlap)",
+                          "(data-parallel traffic of weights / (TP x PP): 3 passes at ZeRO-3, 2 below; MoE: shared weights "
+                          "over dp, own experts over dp / EP, and the off-node all-to-all) per step x 8 / (step time x overlap)",
                           {"available Gbit/s": place.network_gbps_per_gpu, "global batch tokens": batch_tokens}))  # fmt: skip
     quarter_days = 3 * sizing.hoursPerMonth.value / 24
     if w.runs_per_quarter is not None:
@@ -574,7 +575,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     elif w.model.architecture != "moe" and gpus > place.gpus_per_node and rdma_pool and run.network_need_gbps > (available or 0.0):
         # the throughput model is not capped here (published runs on RDMA overlap more than this ZeRO-3 estimate assumes,
         # through pipeline parallelism and larger batches), so the plan says the fabric is short instead of staying silent
-        issues.append(Issue("PL324", f"data-parallel weight gathers and gradient reduction (ZeRO-3, weights / TP {tp}) need "
+        issues.append(Issue("PL324", f"data-parallel weight gathers and gradient reduction (ZeRO-{zero}, weights / (TP {tp} x PP "
+                                f"{pipeline})) need "
                                 f"{run.network_need_gbps:.0f} Gbit/s per GPU at {gpus} GPUs; the pool's fabric gives {available:.0f}: "
                                 "throughput falls below the plan unless pipeline parallelism or a larger global batch cuts the "
                                 "traffic"))  # fmt: skip

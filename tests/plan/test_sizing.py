@@ -749,3 +749,20 @@ def test_zero_below_three_moves_one_all_reduce_of_a_pipeline_stage() -> None:
     assert network_bytes_per_step(w, job, tp=2, node_gpus=8, weight_bytes=2, passes=2) == pytest.approx(
         2 * 70e9 * 2 / (2 * 4) * (dp - 1) / dp, rel=1e-12
     )
+
+
+def test_a_declared_layout_cuts_the_data_parallel_traffic_it_moves() -> None:
+    """The same Phi-3-medium run as above: ZeRO-3 gathers 14B / TP weights twice and reduce-scatters the gradients each
+    step; at ZeRO-1 with 4 pipeline stages a GPU all-reduces (2 passes) the gradients of its stage, 14B / (TP x 4): the
+    fabric it needs falls several-fold, and where the fabric is still short the finding names the layout."""
+    base: dict[str, Any] = {"model": {"parameters": "14B", "layers": 40, "hiddenSize": 5120}, "tokens": "4.8T",
+                            "sequenceLength": 4096, "gpus": 512, "accelerator": "H100"}  # fmt: skip
+    fsdp = plan_training(workload(**base), on("H100-SXM5-80GB", network=400.0), SIZING, [])
+    layout = plan_training(workload(**base, zeroStage=1, pipelineParallel=4), on("H100-SXM5-80GB", network=400.0), SIZING, [])
+    assert fsdp.network_gbps_per_gpu is not None and layout.network_gbps_per_gpu is not None and layout.tensor_parallel
+    assert layout.network_gbps_per_gpu < fsdp.network_gbps_per_gpu / 4
+    assert "PL324" not in {i.check for i in layout.issues}
+    short = plan_training(workload(**base, zeroStage=1, pipelineParallel=4),
+                          on("H100-SXM5-80GB", network=layout.network_gbps_per_gpu * 0.9), SIZING, [])  # fmt: skip
+    (finding,) = [i for i in short.issues if i.check == "PL324"]
+    assert f"ZeRO-1, weights / (TP {layout.tensor_parallel} x PP 4)" in finding.message
