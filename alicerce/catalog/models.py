@@ -360,6 +360,8 @@ class BytesPerParameter(CatalogModel):
     adamw: Assumption
     sgd: Assumption
     adafactor: Assumption
+    weights: Assumption  # of each optimizer's bytes, the 16-bit weights (ZeRO stage 2 leaves them unsharded)
+    gradients: Assumption  # and the 16-bit gradients (stage 1 leaves both unsharded)
     checkpoint: CheckpointBytes
 
 
@@ -446,6 +448,9 @@ class TrainingRun(CatalogModel):
     tensorParallelOverlap: bool = False  # the run's stack overlaps tensor-parallel all-reduces (the workload field)
     flashAttention: bool = True  # the run's stack stores no attention scores (the workload field flashAttention)
     sequenceParallel: bool = True  # the run's stack splits every activation over tensor parallelism (sequenceParallel)
+    zeroStage: int | None = None  # what its data-parallel ranks shard, as its source states (the workload field zeroStage)
+    pipelineParallel: int | None = None  # its pipeline stages, as its source states (pipelineParallel)
+    tensorParallel: int | None = None  # with `recompute`: the degree it recomputed at (training TP is the planner's choice)
     reporting: Literal["gpuHours", "throughput", "timeToTrain"]
     measured: TrainingMeasurement
     basis: str

@@ -57,7 +57,7 @@ def run_architecture(run: TrainingRun, catalog: Catalog) -> tuple[Architecture, 
 def run_job(run: TrainingRun, catalog: Catalog, sizing: Sizing) -> TrainingJob:
     """The run as the throughput model sees it. Its tensor-parallel degree and recomputed share are the ones the planner
     picks from what the run's spec declares (sizing.training_layout), so the fit sees the layouts `plan` sizes; a row
-    that states its recomputation (BLOOM's full recomputation) keeps it, at tensor parallel 1."""
+    that states its recomputation (BLOOM's full recomputation) keeps it, at the tensor-parallel degree it states (else 1)."""
     architecture, _ = run_architecture(run, catalog)
     job = TrainingJob(
         architecture=architecture,
@@ -74,14 +74,18 @@ def run_job(run: TrainingRun, catalog: Catalog, sizing: Sizing) -> TrainingJob:
         moe_layers=run.experts.moeLayers if run.experts else None,
         full_recompute=run.recompute == "full",
         production_run=run.reporting == "gpuHours",
+        pipeline_parallel=run.pipelineParallel or 1,
+        zero_stage=3 if run.zeroStage is None else run.zeroStage,
     )
     gpu = run_gpu(run, catalog)
-    if run.recompute is not None or gpu is None:
+    if gpu is None:
         return job
-    w = run_workload(run)
-    node = 4 if gpu.id == "GB200" else 8  # GB200 NVL72 trays hold 4 GPUs
     job = replace(job, tp_link_bytes_per_second=tp_link_bytes_per_second(gpu, sizing), peak_flops=gpu.tflops.bf16 * 1e12,
                   tp_overlapped=run.tensorParallelOverlap)  # fmt: skip
+    if run.recompute is not None:
+        return replace(job, tensor_parallel=run.tensorParallel or 1, recompute_fraction=1.0)
+    w = run_workload(run)
+    node = 4 if gpu.id == "GB200" else 8  # GB200 NVL72 trays hold 4 GPUs
     return training_layout(job, training_memory(w, sizing), node, usable_memory(gpu, sizing), sizing)
 
 
@@ -156,7 +160,7 @@ def fit_training(runs: Sequence[TrainingRun], catalog: Catalog, sizing: Sizing) 
     fit = [r for r in runs if r.role == "fit"]
     reference = sizing.training.perGpuBatch.referenceTokens.value
     names = [*(f"base {a}" for a in FITTED_ARCHITECTURES), "exponent", "fp8 transformer-engine", "fp8 generic"]
-    fixed = {"attention", "mixture of experts", "recomputation", "tensor parallel", "goodput"}
+    fixed = {"attention", "mixture of experts", "recomputation", "tensor parallel", "pipeline bubble", "goodput"}
 
     def solve(moe: float) -> tuple[float, list[float], tuple[str, ...]]:
         rows, targets = [], []
@@ -398,6 +402,10 @@ def run_workload(run: TrainingRun) -> Workload:
         spec["flashAttention"] = False
     if not run.sequenceParallel:
         spec["sequenceParallel"] = False
+    if run.zeroStage is not None:
+        spec["zeroStage"] = run.zeroStage
+    if run.pipelineParallel is not None:
+        spec["pipelineParallel"] = run.pipelineParallel
     return Workload.model_validate(spec)
 
 

@@ -161,6 +161,19 @@ class TrainingMemory:
     trainable: float  # parameters with gradients
     unsplit: float = 0.0  # of activations_no_recompute, the bytes tensor parallelism leaves whole (no sequence parallelism)
     unsplit_recompute: float = 0.0  # of activations, the same under full recomputation
+    weights: float = 0.0  # of state, the 16-bit weights (frozen base included): ZeRO stages 0-2 keep them whole per replica
+    gradients: float = 0.0  # of state, the 16-bit gradients: ZeRO stages 0-1 keep them whole per replica
+
+    def state_per_gpu(self, gpus: int, model_parallel: int = 1, zero_stage: int = 3) -> float:
+        """Model-state bytes on one GPU: what ZeRO ``zero_stage`` shards over all ``gpus`` (the data-parallel ranks of
+        each model-parallel shard), the rest split over the ``model_parallel`` (tensor x pipeline) GPUs of one replica
+        only (Rajbhandari et al. 2020, Sec. 5.1: P_os keeps 2 + 2 bytes a parameter, P_os+g 2, P_os+g+p none)."""
+        kept = self.unsharded(zero_stage)
+        return kept / max(1, model_parallel) + (self.state - kept) / max(1, gpus)
+
+    def unsharded(self, zero_stage: int) -> float:
+        """Bytes of model state ZeRO ``zero_stage`` leaves whole on each data-parallel replica."""
+        return {0: self.state, 1: self.weights + self.gradients, 2: self.weights}.get(zero_stage, 0.0)
 
     def activations_at(self, tp: int, recomputed: float = 0.0) -> float:
         """Activation bytes per GPU at tensor parallel ``tp`` with a share ``recomputed`` of the layers recomputed: the
@@ -193,12 +206,21 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
         base = sizing.qloraBaseBytes.value if w.method == "qlora" else sizing.weightBytes.get(w.precision, 2)
         state = n * base + model_state_bytes(trainable, w.optimizer, sizing)
         checkpoint = trainable * getattr(sizing.bytesPerParameter.checkpoint, w.optimizer).value
+        frozen = n * base
     else:
         trainable = n
         state = model_state_bytes(n, w.optimizer, sizing)
         checkpoint = n * getattr(sizing.bytesPerParameter.checkpoint, w.optimizer).value
+        frozen = 0.0
+    per = sizing.bytesPerParameter
     return TrainingMemory(state, with_recompute, without, checkpoint, trainable, unsplit=layers * per_layer_tokens * unsplit_layer,
-                          unsplit_recompute=unsplit_input + per_layer_tokens * unsplit_layer)  # fmt: skip
+                          unsplit_recompute=unsplit_input + per_layer_tokens * unsplit_layer,
+                          weights=frozen + trainable * per.weights.value, gradients=trainable * per.gradients.value)  # fmt: skip
+
+
+def zero_stage(w: Workload) -> int:
+    """The declared ZeRO stage; 3 (FSDP: every byte of model state sharded over every GPU) by default."""
+    return 3 if w.zero_stage is None else w.zero_stage
 
 
 def attention_heads(w: Workload, hidden: int, sizing: Sizing) -> float:
@@ -210,19 +232,24 @@ def attention_heads(w: Workload, hidden: int, sizing: Sizing) -> float:
     return hidden / (w.model.head_dim or sizing.inference.headDimDefault.value)
 
 
-def smallest_fit(mem: TrainingMemory, gpu: Gpu, sizing: Sizing, node_gpus: int) -> tuple[int, int] | None:
+def smallest_fit(
+    mem: TrainingMemory, gpu: Gpu, sizing: Sizing, node_gpus: int, *, pipeline: int = 1, zero_stage: int = 3
+) -> tuple[int, int] | None:
     """(GPUs, tensor-parallel degree) of the smallest layout that holds the job, or None.
 
-    Model state is sharded over every GPU (ZeRO-3/FSDP); activations split across the tensor-
-    parallel group inside a node.
+    What ZeRO ``zero_stage`` shards lives on one of every GPU; the rest splits over the tensor x ``pipeline`` GPUs of
+    a replica; activations split across the tensor-parallel group inside a node (a 1F1B pipeline's first stage holds
+    ``pipeline`` microbatches of its layers / ``pipeline`` layers: one sequence's activations of every layer, as without
+    a pipeline; Narayanan et al. 2021, Sec. 2.2.1). Counts are multiples of tensor x pipeline.
     """
     usable = usable_memory(gpu, sizing)
     best: tuple[int, int] | None = None
     for tp in (d for d in TP_DEGREES if d <= node_gpus):
-        free = usable - mem.activations_at(tp, 1.0)
+        group = tp * pipeline
+        free = usable - mem.activations_at(tp, 1.0) - mem.unsharded(zero_stage) / group
         if free <= 0:
             continue
-        gpus = _ceil_to(mem.state / free, tp)
+        gpus = _ceil_to((mem.state - mem.unsharded(zero_stage)) / free, group)
         if best is None or gpus < best[0]:
             best = (gpus, tp)
     return best
@@ -265,7 +292,9 @@ def attention_width(w: Workload, layers: int, hidden: int, sizing: Sizing) -> tu
 def network_bytes_per_step(w: Workload, job: TrainingJob, *, tp: int, node_gpus: int, weight_bytes: float, passes: int) -> float:
     """Bytes one GPU sends across nodes each step.
 
-    Dense: ZeRO-3 over the data-parallel ranks, ``passes`` x (parameters / TP) x (dp - 1) / dp. A mixture of
+    Dense: ``passes`` x (parameters / (TP x PP)) x (dp - 1) / dp over the dp = GPUs / (TP x PP) data-parallel ranks
+    (ZeRO-3: 3 passes, two weight gathers and a gradient reduce-scatter; stages 0-2: 2, the gradients' reduce-scatter and
+    the updated weights' all-gather that make one all-reduce). A mixture of
     experts runs expert parallelism (Megatron-Core, DeepSpeed-MoE, DeepSeek-V3's EP): the experts are spread
     over EP = min(experts, dp) ranks, so a GPU syncs the shared (attention, dense, shared-expert) parameters
     over dp and only its own experts over the dp / EP replicas of them, not a gather of every parameter;
@@ -273,10 +302,11 @@ def network_bytes_per_step(w: Workload, job: TrainingJob, *, tp: int, node_gpus:
     backward (4 x tokens per GPU x k x hidden x MoE layers x 2 bytes), for the share of experts off the node."""
     assert w.model is not None
     gpus = job.gpus
-    dp = max(1, gpus // tp)
+    group = tp * job.pipeline_parallel  # a pipeline stage holds layers / PP of the model
+    dp = max(1, gpus // group)
     total = float(w.model.parameters)
     if w.model.architecture != "moe" or not job.experts_per_token:
-        return passes * (total * weight_bytes / tp) * (dp - 1) / dp
+        return passes * (total * weight_bytes / group) * (dp - 1) / dp
     active, k = job.active_parameters, job.experts_per_token
     experts = w.model.experts.total if w.model.experts else None
     if experts is not None and experts > k:
@@ -286,7 +316,8 @@ def network_bytes_per_step(w: Workload, job: TrainingJob, *, tp: int, node_gpus:
         shared = active
     ep = max(1, min(experts or dp, dp))
     replicas = max(1, dp // ep)
-    sync = passes * weight_bytes * ((shared / tp) * (dp - 1) / dp + ((total - shared) / ep) * (replicas - 1) / replicas)
+    sync = passes * weight_bytes * ((shared / group) * (dp - 1) / dp + ((total - shared) / (ep * job.pipeline_parallel))
+                                    * (replicas - 1) / replicas)  # fmt: skip
     off_node = max(0.0, 1 - node_gpus / (ep * tp))  # experts on the GPU's own node are reached over NVLink
     all_to_all = 4 * moe_routing_ratio(job) * active * 2 * job.global_batch_tokens / gpus * off_node
     return sync + all_to_all
@@ -336,6 +367,8 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
         tp_link_bytes_per_second=tp_link_bytes_per_second(gpu, sizing),
         tp_overlapped=bool(w.tensor_parallel_overlap),
         peak_flops=gpu.tflops.bf16 * 1e12,
+        pipeline_parallel=w.pipeline_parallel or 1,
+        zero_stage=zero_stage(w),
     )
     job = training_layout(job, mem, place.gpus_per_node, usable_memory(gpu, sizing), sizing)
     tp, fraction = job.tensor_parallel, job.recompute_fraction
@@ -348,7 +381,8 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
     # parallel ranks, plus the MoE all-to-all (dispatch and combine, forward and backward)
     step = job.global_batch_tokens / (gpus * gpu.tflops.bf16 * 1e12 * mfu / (flops_per * active))
     weight_bytes = sizing.weightBytes.get(w.precision, 2)
-    passes = 3 if w.method not in ("lora", "qlora") else 2
+    # ZeRO-3 gathers the weights twice and reduce-scatters the gradients; stages 0-2 all-reduce the gradients (2 passes)
+    passes = 3 if w.method not in ("lora", "qlora") and job.zero_stage == 3 else 2
     exchanged = network_bytes_per_step(w, job, tp=tp, node_gpus=place.gpus_per_node, weight_bytes=weight_bytes, passes=passes)
     need = exchanged * 8 / (step * sizing.commOverlapFraction.value) / 1e9
     # Only a pool without an RDMA fabric caps throughput here: on RDMA, published runs overlap their traffic
@@ -375,10 +409,11 @@ def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usabl
     brings the degree to fall back on when nothing fits (full recomputation there)."""
     best: tuple[float, int, TrainingJob] | None = None
     for d in TP_DEGREES:
-        if d > node_gpus or job.gpus % d:
+        if d > node_gpus or job.gpus % (d * job.pipeline_parallel):
             continue
-        fits_without = mem.state / job.gpus + mem.activations_at(d) <= usable
-        fraction = 0.0 if fits_without else recompute_share(mem, job.layers, job.gpus, d, usable)
+        state = mem.state_per_gpu(job.gpus, d * job.pipeline_parallel, job.zero_stage)
+        fits_without = state + mem.activations_at(d) <= usable
+        fraction = 0.0 if fits_without else recompute_share(mem, job.layers, state, d, usable)
         if fraction is None:
             continue
         candidate = replace(job, tensor_parallel=d, recompute_fraction=fraction, full_recompute=fraction >= 1)
@@ -388,11 +423,11 @@ def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usabl
     return best[2] if best is not None else job
 
 
-def recompute_share(mem: TrainingMemory, layers: int, gpus: int, tp: int, usable: float) -> float | None:
-    """The smallest share of the layers (whole layers) whose activations must be recomputed for the job to fit at
-    ``gpus`` GPUs and tensor parallel ``tp``; None when even full recomputation does not fit. Activations of a
-    share f: (1 - f) x without recomputation + f x with full recomputation, both over TP."""
-    free = usable - mem.state / gpus
+def recompute_share(mem: TrainingMemory, layers: int, state: float, tp: int, usable: float) -> float | None:
+    """The smallest share of the layers (whole layers) whose activations must be recomputed for the job to fit next to
+    ``state`` bytes of model state a GPU at tensor parallel ``tp``; None when even full recomputation does not fit.
+    Activations of a share f: (1 - f) x without recomputation + f x with full recomputation, both over TP."""
+    free = usable - state
     if free <= 0 or mem.activations_at(tp, 1.0) > free:
         return None
     saved = mem.activations_at(tp) - mem.activations_at(tp, 1.0)
@@ -422,16 +457,20 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                           "without FlashAttention)",
                           {"sequence": w.sequence_length or DEFAULT_SEQUENCE, "flash attention": w.flash_attention is not False,
                            "sequence parallel": w.sequence_parallel is not False}))  # fmt: skip
-    fits = {c.id: (f[0] if (f := smallest_fit(mem, c, sizing, place.gpus_per_node)) else None) for c in candidates}
-    layout = smallest_fit(mem, gpu, sizing, place.gpus_per_node)
+    pipeline, zero = w.pipeline_parallel or 1, zero_stage(w)
+    fits = {c.id: (f[0] if (f := smallest_fit(mem, c, sizing, place.gpus_per_node, pipeline=pipeline, zero_stage=zero)) else None)
+            for c in candidates}  # fmt: skip
+    layout = smallest_fit(mem, gpu, sizing, place.gpus_per_node, pipeline=pipeline, zero_stage=zero)
     if layout is None:
         issues.append(Issue("PL303", f"one sequence's activations do not fit on a {gpu.id} even split over {place.gpus_per_node} GPUs"))
         return _empty(w, place, figures, notes, fits, issues)
     min_gpus, tp = layout
     figures.append(Figure("smallest GPU count that fits", min_gpus, "GPUs",
-                          "model state / (usable memory - activations / TP), rounded to the TP group",
-                          {"usable GiB per GPU": usable_memory(gpu, sizing) / GIB, "tensor parallel": tp}))  # fmt: skip
+                          "state ZeRO shards / (usable memory - activations / TP - state it keeps / (TP x PP)), rounded to "
+                          "TP x PP", {"usable GiB per GPU": usable_memory(gpu, sizing) / GIB, "tensor parallel": tp,
+                                      "pipeline parallel": pipeline, "ZeRO stage": zero}))  # fmt: skip
     peak = gpu.tflops.bf16 * 1e12
+    granule = math.lcm(place.gpus_per_node, pipeline)  # whole nodes, and whole pipelines
     availability = w.hours_per_day / 24
     deadline = w.deadline
 
@@ -443,7 +482,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         if w.gpus < min_gpus:
             issues.append(Issue("PL303", f"the pinned {w.gpus} GPUs cannot hold the job; at least {min_gpus} {gpu.id} are needed"))
     else:
-        gpus = _ceil_to(min_gpus, place.gpus_per_node)
+        gpus = _ceil_to(min_gpus, granule)
         run = _training_run(w, place, sizing, mem, gpus, tp, flops_per, active)
         if deadline is not None:
             # the MFU moves with the GPU count (smaller per-GPU batch, recomputation no longer needed), so
@@ -451,7 +490,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             budget = deadline * availability
             seen: set[int] = set()
             for _ in range(40):
-                target = _ceil_to(max(min_gpus, math.ceil(seconds(run) / budget)), place.gpus_per_node)
+                target = _ceil_to(max(min_gpus, math.ceil(seconds(run) / budget)), granule)
                 if target == run.gpus:
                     break
                 if target in seen:  # oscillating between two counts: take the larger
@@ -462,7 +501,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             for _ in range(60):  # never hand back a count that misses, while adding GPUs still helps
                 if seconds(run) / run.gpus <= budget * 1.000001:
                     break
-                step = _ceil_to(run.gpus / 16, place.gpus_per_node)
+                step = _ceil_to(run.gpus / 16, granule)
                 bigger = _training_run(w, place, sizing, mem, run.gpus + step, tp, flops_per, active)
                 if seconds(bigger) / bigger.gpus >= seconds(run) / run.gpus:
                     break  # communication-bound: more GPUs no longer shorten the run
@@ -483,10 +522,15 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     elif run.recompute_fraction > 0:
         notes.append(f"activations of {run.recompute_fraction:.0%} of the layers are recomputed at {gpus} GPUs to fit memory")
     batch_tokens = float(w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value)
-    sequences_per_rank = batch_tokens / (w.sequence_length or DEFAULT_SEQUENCE) / max(1, gpus // tp)
+    sequences_per_rank = batch_tokens / (w.sequence_length or DEFAULT_SEQUENCE) / max(1, gpus // (tp * pipeline))
     if sequences_per_rank < 1:
         issues.append(Issue("PL312", f"the global batch gives {sequences_per_rank:.2f} sequences per data-parallel rank at {gpus} GPUs: "
                             "below one, published runs fall well short of the model (strong-scaling floor)"))  # fmt: skip
+    if pipeline > 1 and sequences_per_rank < pipeline:
+        # 1F1B: (p - 1) of the m + p - 1 microbatch slots of a step fill and drain the pipeline (Narayanan et al. 2021)
+        idle = (pipeline - 1) / (max(sequences_per_rank, 1e-9) + pipeline - 1)
+        issues.append(Issue("PL330", f"the global batch gives each {pipeline}-stage pipeline {sequences_per_rank:,.1f} microbatches of one "
+                            f"sequence a step: fewer than its stages, so the pipeline bubble idles {idle:.0%} of each step"))  # fmt: skip
     if w.model.architecture == "moe" and active < 10e9:
         issues.append(Issue("PL316", f"a fine-grained MoE ({active / 1e9:.1f}B active) sits at the edge of the calibration data"))
     attention = w.model.attention
@@ -510,8 +554,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                           {"tokens/s": tokens_per_second, "bytes per token": bytes_per_token,
                            "headroom": sizing.dataReadHeadroom.value}))  # fmt: skip
     figures.append(Figure("network per GPU", run.network_need_gbps, "Gbit/s",
-                          "(ZeRO-3 traffic of weights / TP; MoE: shared weights over dp, own experts over dp / EP, "
-                          "and the off-node all-to-all) per step x 8 / (step time x overlap)",
+                          "(data-parallel traffic of weights / (TP x PP): 3 passes at ZeRO-3, 2 below; MoE: shared weights "
+                          "over dp, own experts over dp / EP, and the off-node all-to-all) per step x 8 / (step time x overlap)",
                           {"available Gbit/s": place.network_gbps_per_gpu, "global batch tokens": batch_tokens}))  # fmt: skip
     quarter_days = 3 * sizing.hoursPerMonth.value / 24
     if w.runs_per_quarter is not None:
@@ -531,7 +575,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     elif w.model.architecture != "moe" and gpus > place.gpus_per_node and rdma_pool and run.network_need_gbps > (available or 0.0):
         # the throughput model is not capped here (published runs on RDMA overlap more than this ZeRO-3 estimate assumes,
         # through pipeline parallelism and larger batches), so the plan says the fabric is short instead of staying silent
-        issues.append(Issue("PL324", f"data-parallel weight gathers and gradient reduction (ZeRO-3, weights / TP {tp}) need "
+        issues.append(Issue("PL324", f"data-parallel weight gathers and gradient reduction (ZeRO-{zero}, weights / (TP {tp} x PP "
+                                f"{pipeline})) need "
                                 f"{run.network_need_gbps:.0f} Gbit/s per GPU at {gpus} GPUs; the pool's fabric gives {available:.0f}: "
                                 "throughput falls below the plan unless pipeline parallelism or a larger global batch cuts the "
                                 "traffic"))  # fmt: skip
@@ -541,7 +586,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     return WorkloadPlan(
         name=w.name, kind=w.kind, team=w.team, pool=place.pool, accelerator=gpu.id, gpus=gpus, min_gpus=min_gpus,
         model_state_gib=mem.state / GIB,
-        memory_per_gpu_gib=(sharded_bytes(mem.state, gpus) + activations) / GIB,
+        memory_per_gpu_gib=(mem.state_per_gpu(gpus, tp * pipeline, zero) + activations) / GIB,
         gpu_hours=gpu_hours, wall_clock_days=wall_days, checkpoint_gib=mem.checkpoint / GIB,
         checkpoint_write_gbps=write, dataset_read_gbps=read, network_gbps_per_gpu=run.network_need_gbps, rdma_required=rdma,
         replicas=None, tokens_per_second_per_replica=None, mfu=run.mfu, tensor_parallel=tp,

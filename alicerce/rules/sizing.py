@@ -125,6 +125,26 @@ def workload_fields_apply(ctx: RuleContext) -> Iterable[Finding]:
                           f"remove it; it applies to {' and '.join(SCHEDULED)} workloads", key=True, resource=w.name)  # fmt: skip
 
 
+@rules.rule("AL375", "pipeline-layout", "A training pipeline's stages each hold a layer and fill the pinned GPUs.")
+def pipeline_layout(ctx: RuleContext) -> Iterable[Finding]:
+    """Megatron's pipeline splits the model's layers over ``pipelineParallel`` stages and every data-parallel replica
+    of the model spans tensor x pipeline GPUs: a stage without a layer does not exist, and pinned GPUs that are not whole
+    pipelines leave GPUs idle (Megatron-LM asserts the world size divides by tensor x pipeline; the planner finds no
+    layout and sizes a slower one)."""
+    for i, w in enumerate(ctx.spec.workloads):
+        stages = w.pipeline_parallel
+        if stages is None or stages == 1 or w.kind not in SCHEDULED:
+            continue  # on another kind AL380 reports it
+        path = S.workloads[i].pipeline_parallel
+        if w.model is not None and w.model.layers is not None and stages > w.model.layers:
+            yield Finding(path, f"pipelineParallel {stages} splits a {w.model.layers}-layer model: a stage would hold no layer",
+                          f"at most {w.model.layers} stages", stages, resource=w.name)  # fmt: skip
+        if w.gpus is not None and w.gpus % stages:
+            yield Finding(path, f"pipelineParallel {stages} does not divide the pinned {w.gpus} GPUs: each data-parallel "
+                          f"replica of the model spans whole pipelines", f"pin a multiple of {stages} GPUs, or use a stage "
+                          f"count that divides {w.gpus}: {_divisors(w.gpus)}", stages, resource=w.name)  # fmt: skip
+
+
 @rules.rule("AL371", "attention-layout", "A sliding-window model's global layers are layers of the model.")
 def attention_layout(ctx: RuleContext) -> Iterable[Finding]:
     for i, w in enumerate(ctx.spec.workloads):
@@ -200,6 +220,8 @@ _READ_BY: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("kv_admission", SERVING, "training keeps no KV cache"),
     ("flash_attention", SCHEDULED, "serving engines size the KV cache, not training activations"),
     ("sequence_parallel", SCHEDULED, "serving engines size the KV cache, not training activations"),
+    ("zero_stage", SCHEDULED, "a served model keeps no gradients or optimizer state to shard"),
+    ("pipeline_parallel", SCHEDULED, "a replica's GPUs are its tensorParallel degree"),
 )
 
 

@@ -164,8 +164,9 @@ def test_fp8_is_a_measured_gain_not_the_peak_ratio() -> None:
 # Issue 23, defect 1: the runs where the planner, given only what a user can declare, sizes a run differently
 # from the calibration's own inputs, and why. Any other difference means the two paths drifted apart.
 PLANNER_DIFFERS = {
-    # declared as its paper states (no FlashAttention, no sequence parallelism), its activations need TP 8 or recomputation;
-    # the planner picks TP 8's all-reduces, cheaper on NVLink than recomputing, where the run (ZeRO-1, TP 4, PP 12) recomputed
+    # declared as its paper and launch script state (no FlashAttention, no sequence parallelism, ZeRO-1, PP 12), its
+    # activations need TP 8 or recomputation; the planner picks TP 8's all-reduces, cheaper on NVLink than recomputing,
+    # where the run recomputed at TP 4 (a training tensor-parallel degree is the planner's choice, not a workload field)
     "bloom-176b": "the run recomputed activations at TP 4; the planner keeps them at TP 8",
 }
 

@@ -203,7 +203,7 @@ def test_growth_forecast_names_the_quarter_a_pool_runs_out() -> None:
     assert fc is not None and fc.horizon == 8 and set(fc.growing) == {"llm-pretrain", "chat-70b"}
     h100 = [r for r in fc.rows if r.pool == "onprem-h100"]
     assert [r.peak_gpus for r in h100] == sorted(r.peak_gpus for r in h100)  # growth never shrinks the need
-    assert ("onprem-h100", 2, 296, 256) in fc.runs_out
+    assert ("onprem-h100", 2, 288, 256) in fc.runs_out
     assert all(d >= m - 1e-6 for d, m in zip(fc.demand_usd, fc.monthly_usd, strict=True))
     assert fc.monthly_usd[0] <= plan.monthly_cost_usd
 

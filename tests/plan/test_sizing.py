@@ -365,7 +365,7 @@ def test_kv_cache_of_sliding_window_attention() -> None:
 
 
 def test_sliding_window_and_mla_in_the_training_attention_term() -> None:
-    """The attention factor 1 / (1 + layers x sequence x width / N) with the declared layout:
+    """The attention factor 1 / (1 + attentionFlops / 6 x layers x sequence x width / N) with the declared layout:
     sliding window W = 4,096 over S = 16,384: a causal window costs 2W - W^2/S = 7,168 tokens' worth, not S;
     MLA: width = heads x (head dim + RoPE / 2) = 128 x (128 + 32) = 20,480 instead of the hidden 7,168."""
 
@@ -374,11 +374,12 @@ def test_sliding_window_and_mla_in_the_training_attention_term() -> None:
         mfu = next(f for f in plan_training(w, on("H100-SXM5-80GB"), SIZING, []).figures if f.name == "MFU")
         return next(f.value for f in mfu.factors if f.name == "attention")
 
+    k = SIZING.training.attentionFlops.value / 6
     window = {**MISTRAL_7B, "attention": {"kind": "sliding-window", "window": 4096}}
-    assert attention(window, 16_384) == pytest.approx(1 / (1 + 32 * 7_168 * 4096 / 7.3e9), rel=1e-12)
-    assert attention(MISTRAL_7B, 16_384) == pytest.approx(1 / (1 + 32 * 16_384 * 4096 / 7.3e9), rel=1e-12)
+    assert attention(window, 16_384) == pytest.approx(1 / (1 + k * 32 * 7_168 * 4096 / 7.3e9), rel=1e-12)
+    assert attention(MISTRAL_7B, 16_384) == pytest.approx(1 / (1 + k * 32 * 16_384 * 4096 / 7.3e9), rel=1e-12)
     mla = {**DEEPSEEK_V3, "attention": {"kind": "mla", "kvLoraRank": 512, "ropeHeadDim": 64, "heads": 128}, "headDim": 128}
-    assert attention(mla, 4096) == pytest.approx(1 / (1 + 61 * 4096 * 20_480 / 37e9), rel=1e-12)
+    assert attention(mla, 4096) == pytest.approx(1 / (1 + k * 61 * 4096 * 20_480 / 37e9), rel=1e-12)
 
 
 def test_moe_network_is_expert_parallel_not_a_gather_of_every_parameter() -> None:
@@ -599,12 +600,14 @@ def test_tensor_parallel_all_reduces_cost_step_time() -> None:
 
 def test_the_planner_recomputes_where_tensor_parallelism_costs_more() -> None:
     """Issue 23 (sizing4): a run picks between a wider TP group and recomputing layers by step time. Over PCIe (L40S:
-    Gen4, 32 GB/s a direction) TP 4 all-reduces cost more than recomputing the layers memory needs at TP 1, so the
-    plan recomputes; before, the smallest TP group that avoided recomputation won whatever its link."""
+    Gen4, 32 GB/s a direction) the TP 4 all-reduces that avoid recomputation cost more than recomputing some layers at a
+    narrower degree, so the plan recomputes; before, the smallest TP group that avoided recomputation won whatever its
+    link. (With attention counted whole, sizing6, a token's compute doubles its attention share, so TP 2 with 12% of the
+    layers recomputed now beats TP 1 with more.)"""
     w = workload(model={"parameters": "7B", "layers": 32, "hiddenSize": 4096}, tokens="1T", sequenceLength=16384, gpus=8,
                  globalBatchTokens="4M")  # fmt: skip
     plan = plan_training(w, on("L40S-48GB"), SIZING, [])
-    assert plan.tensor_parallel == 1 and 0 < _factors(plan)["recomputation"] < 1
+    assert plan.tensor_parallel is not None and plan.tensor_parallel < 4 and 0 < _factors(plan)["recomputation"] < 1
     overlapped = plan_training(w.model_copy(update={"tensor_parallel_overlap": True}), on("L40S-48GB"), SIZING, [])
     assert overlapped.tensor_parallel == 4 and "recomputation" not in _factors(overlapped)
     assert overlapped.mfu is not None and plan.mfu is not None and overlapped.mfu > plan.mfu
@@ -618,7 +621,7 @@ def test_fp8_speeds_up_the_gemms_not_attention() -> None:
     w = workload(model={"parameters": "7B", "layers": 32, "hiddenSize": 4096}, tokens="1T", sequenceLength=8192, gpus=64,
                  globalBatchTokens="4M", precision="fp8", fp8Recipe="transformer-engine")  # fmt: skip
     factors = _factors(plan_training(w, on("H100-SXM5-80GB"), SIZING, []))
-    gain, ratio = SIZING.training.fp8Gain.transformer_engine.value, 32 * 8192 * 4096 / 7e9
+    gain, ratio = SIZING.training.fp8Gain.transformer_engine.value, SIZING.training.attentionFlops.value / 6 * 32 * 8192 * 4096 / 7e9
     assert factors["precision"] == gain
     assert factors["attention"] == pytest.approx(1 / (1 + gain * ratio), rel=1e-12)
     bf16 = _factors(plan_training(w.model_copy(update={"precision": "bf16"}), on("H100-SXM5-80GB"), SIZING, []))
@@ -667,14 +670,99 @@ def test_a_stack_without_flash_attention_recomputes_where_a_modern_one_does_not(
 
 
 def test_the_attention_term_counts_the_catalogs_attention_flops() -> None:
-    """Issue 23 (sizing5): the attention FLOPs a token are a catalog fact (training.attentionFlops x L x s x d against
-    6N): 6 counts the causal half (shipped), 12 the whole products (Narayanan et al. 2021 Sec. 5.1), measured and not
-    shipped. 7B (32 x 4096) at 8,192 tokens, bf16."""
+    """Issue 23 (sizing5, sizing6): the attention FLOPs a token are a catalog fact (training.attentionFlops x L x s x d
+    against 6N): 12 counts the score and value products whole (Narayanan et al. 2021 Sec. 5.1; shipped since sizing6),
+    6 the causal half. 7B (32 x 4096) at 8,192 tokens, bf16."""
     w = workload(model={"parameters": "7B", "layers": 32, "hiddenSize": 4096}, tokens="1T", sequenceLength=8192, gpus=64,
                  globalBatchTokens="4M")  # fmt: skip
     ratio = 32 * 8192 * 4096 / 7e9
-    assert SIZING.training.attentionFlops.value == 6
-    assert _factors(plan_training(w, on("H100-SXM5-80GB"), SIZING, []))["attention"] == pytest.approx(1 / (1 + ratio), rel=1e-12)
-    whole = SIZING.training.attentionFlops.model_copy(update={"value": 12.0})
-    sizing = SIZING.model_copy(update={"training": SIZING.training.model_copy(update={"attentionFlops": whole})})
-    assert _factors(plan_training(w, on("H100-SXM5-80GB"), sizing, []))["attention"] == pytest.approx(1 / (1 + 2 * ratio), rel=1e-12)
+    assert SIZING.training.attentionFlops.value == 12
+    assert _factors(plan_training(w, on("H100-SXM5-80GB"), SIZING, []))["attention"] == pytest.approx(1 / (1 + 2 * ratio), rel=1e-12)
+    half = SIZING.training.attentionFlops.model_copy(update={"value": 6.0})
+    sizing = SIZING.model_copy(update={"training": SIZING.training.model_copy(update={"attentionFlops": half})})
+    assert _factors(plan_training(w, on("H100-SXM5-80GB"), sizing, []))["attention"] == pytest.approx(1 / (1 + ratio), rel=1e-12)
+
+
+def test_zero_stage_and_pipeline_set_model_state_per_gpu() -> None:
+    """Issue 23 (sizing6): only ZeRO-3 could be declared, so BLOOM-176B's ZeRO-1 + PP 12 (arXiv 2211.05100 Sec. 3.4) was
+    sized with its state over all 384 GPUs. ZeRO paper Sec. 5.1: stage 1 shards the 12 optimizer bytes a parameter over
+    every GPU and keeps 2 + 2 bytes of weights and gradients whole on each replica of the tensor x pipeline group;
+    stage 2 keeps the 2 weight bytes; stage 0 keeps all 16. 176B over 384 GPUs, TP 4 x PP 12 = 48."""
+    model = {"parameters": "176B", "layers": 70, "hiddenSize": 14336}
+    mem = {z: training_memory(workload(model=model, tokens="366B", zeroStage=z), SIZING) for z in (0, 1, 2, 3)}
+    n = 176e9
+    assert mem[1].state_per_gpu(384, 48, 1) == pytest.approx(n * 4 / 48 + n * 12 / 384, rel=1e-12)
+    assert mem[2].state_per_gpu(384, 48, 2) == pytest.approx(n * 2 / 48 + n * 14 / 384, rel=1e-12)
+    assert mem[0].state_per_gpu(384, 48, 0) == pytest.approx(n * 16 / 48, rel=1e-12)
+    assert mem[3].state_per_gpu(384, 48, 3) == pytest.approx(n * 16 / 384, rel=1e-12)
+    # LoRA: the frozen base is weights a stage below 3 keeps whole
+    lora = training_memory(workload(model=model, tokens="1B", method="lora", zeroStage=1), SIZING)
+    assert lora.unsharded(1) == pytest.approx(n * 2 + n * 0.01 * 4, rel=1e-12)
+
+
+def test_a_declared_layout_shapes_memory_and_the_plan() -> None:
+    """The plan's memory per GPU is the declared layout's: 70B on 64 H100 at ZeRO-1 + PP 4 holds 70e9 x 4 / (TP x 4)
+    + 70e9 x 12 / 64 of state, ZeRO-3 70e9 x 16 / 64, and its smallest GPU count is whole pipelines."""
+    model = {"parameters": "70B", "layers": 80, "hiddenSize": 8192}
+    base: dict[str, Any] = {"model": model, "tokens": "1T", "gpus": 64, "globalBatchTokens": "4M"}
+    fsdp = plan_training(workload(**base), on("H100-SXM5-80GB"), SIZING, [])
+    zero1 = plan_training(workload(**base, zeroStage=1, pipelineParallel=4), on("H100-SXM5-80GB"), SIZING, [])
+    assert zero1.tensor_parallel is not None and zero1.memory_per_gpu_gib is not None and fsdp.memory_per_gpu_gib is not None
+    mem = training_memory(workload(**base), SIZING)
+    assert "recomputation" not in _factors(zero1)
+    tp = zero1.tensor_parallel
+    expected = 70e9 * 4 / (tp * 4) + 70e9 * 12 / 64 + mem.activations_at(tp)
+    assert zero1.memory_per_gpu_gib == pytest.approx(expected / GIB, rel=1e-9)
+    assert fsdp.tensor_parallel is not None and "recomputation" not in _factors(fsdp)
+    fsdp_expected = 70e9 * 16 / 64 + mem.activations_at(fsdp.tensor_parallel)
+    assert fsdp.memory_per_gpu_gib == pytest.approx(fsdp_expected / GIB, rel=1e-9)
+    assert zero1.min_gpus is not None and zero1.min_gpus % (4 * tp) == 0
+
+
+def test_a_pipeline_pays_its_bubble() -> None:
+    """Narayanan et al. 2021 Sec. 2.2.1: a 1F1B step of m microbatches over p stages idles p - 1 slots of m + p - 1. 7B
+    on 64 H100, 4M tokens of 4,096-token sequences (1,024 sequences), PP 4: TP x PP = 4 x tp, dp = 64 / (4 tp), m =
+    1,024 / dp; the other factors as without a pipeline."""
+    model = {"parameters": "7B", "layers": 32, "hiddenSize": 4096}
+    base: dict[str, Any] = {"model": model, "tokens": "1T", "gpus": 64, "globalBatchTokens": 4096 * 1024, "sequenceLength": 4096}
+    flat = plan_training(workload(**base), on("H100-SXM5-80GB"), SIZING, [])
+    piped = plan_training(workload(**base, pipelineParallel=4), on("H100-SXM5-80GB"), SIZING, [])
+    assert piped.tensor_parallel is not None
+    m = 1024 / (64 // (4 * piped.tensor_parallel))
+    factors = _factors(piped)
+    assert factors["pipeline bubble"] == pytest.approx(m / (m + 3), rel=1e-12)
+    assert "pipeline bubble" not in _factors(flat)
+    assert piped.tensor_parallel == flat.tensor_parallel and piped.mfu is not None and flat.mfu is not None
+    assert piped.mfu == pytest.approx(flat.mfu * m / (m + 3), rel=1e-12)
+    assert not [i for i in piped.issues if i.check == "PL330"]
+    # too few microbatches for the stages: the plan says so (PL330): 4 sequences over GPUs / (TP x 8) ranks
+    small = plan_training(workload(**{**base, "globalBatchTokens": 4096 * 4}, pipelineParallel=8), on("H100-SXM5-80GB"), SIZING, [])
+    assert [i.check for i in small.issues if i.check == "PL330"] == ["PL330"]
+
+
+def test_zero_below_three_moves_one_all_reduce_of_a_pipeline_stage() -> None:
+    """ZeRO-3 gathers the weights twice and reduce-scatters the gradients (3 passes of parameters / TP); stages 0-2
+    all-reduce the gradients (2 passes) of parameters / (TP x PP) over dp = GPUs / (TP x PP)."""
+    w = workload(model={"parameters": "70B"}, tokens="1T")
+    job = TrainingJob("hopper", 70e9, 80, 8192, 4096, 256, 4e6, "bf16", pipeline_parallel=4, zero_stage=1)
+    dp = 256 // (2 * 4)
+    assert network_bytes_per_step(w, job, tp=2, node_gpus=8, weight_bytes=2, passes=2) == pytest.approx(
+        2 * 70e9 * 2 / (2 * 4) * (dp - 1) / dp, rel=1e-12
+    )
+
+
+def test_a_declared_layout_cuts_the_data_parallel_traffic_it_moves() -> None:
+    """The same Phi-3-medium run as above: ZeRO-3 gathers 14B / TP weights twice and reduce-scatters the gradients each
+    step; at ZeRO-1 with 4 pipeline stages a GPU all-reduces (2 passes) the gradients of its stage, 14B / (TP x 4): the
+    fabric it needs falls several-fold, and where the fabric is still short the finding names the layout."""
+    base: dict[str, Any] = {"model": {"parameters": "14B", "layers": 40, "hiddenSize": 5120}, "tokens": "4.8T",
+                            "sequenceLength": 4096, "gpus": 512, "accelerator": "H100"}  # fmt: skip
+    fsdp = plan_training(workload(**base), on("H100-SXM5-80GB", network=400.0), SIZING, [])
+    layout = plan_training(workload(**base, zeroStage=1, pipelineParallel=4), on("H100-SXM5-80GB", network=400.0), SIZING, [])
+    assert fsdp.network_gbps_per_gpu is not None and layout.network_gbps_per_gpu is not None and layout.tensor_parallel
+    assert layout.network_gbps_per_gpu < fsdp.network_gbps_per_gpu / 4
+    assert "PL324" not in {i.check for i in layout.issues}
+    short = plan_training(workload(**base, zeroStage=1, pipelineParallel=4),
+                          on("H100-SXM5-80GB", network=layout.network_gbps_per_gpu * 0.9), SIZING, [])  # fmt: skip
+    (finding,) = [i for i in short.issues if i.check == "PL324"]
+    assert f"ZeRO-1, weights / (TP {layout.tensor_parallel} x PP 4)" in finding.message

@@ -44,24 +44,24 @@ def plan() -> SizingPlan:
 
 def test_golden_owned_pool_month() -> None:
     # onprem-h100: 32 DGX-class H100 nodes, 256 GPUs; llm-pretrain, one run a quarter (runsPerQuarter: 1), holds 224
-    # of them for its 59.1498-day wall-clock: 59.1498 x 24 / 3 = 473.198 h a month -> u = 224 x 473.198 / (256 x 730) = 0.56719
+    # of them for its 58.0111-day wall-clock: 58.0111 x 24 / 3 = 464.089 h a month -> u = 224 x 464.089 / (256 x 730) = 0.55627
     #   capex    = 32 x (300,000 server + 33,980 fabric) / (4 years x 12)        = 222,653.33
     #   support  = 32 x 300,000 x 10% a year / 12                                =  80,000.00
     #   space    = 32 nodes x 10.2 kW x 184.06 USD/kW-month                      =  60,077.18
     #   power    = 32 x 10.2 kW x 730 h x PUE 1.56 x 0.0806 USD/kWh = 29,959.37 at full draw,
-    #              x (idle 0.3 + (0.8 - 0.3) x 0.56719) = x 0.58360             =  17,484.14
+    #              x (idle 0.3 + (0.8 - 0.3) x 0.55627) = x 0.57814             =  17,320.57
     #   staff    = 32 nodes / 48 per engineer x 225,000 / 12                     =  12,500.00
     #   licences = 0 (none declared)
-    #   total (unrounded items)                                                  = 392,714.66 a month
-    #   per used GPU-hour = 392,714.66 / (256 x 730 x 0.56719)                   =       3.7050
+    #   total (unrounded items)                                                  = 392,551.09 a month
+    #   per used GPU-hour = 392,551.09 / (256 x 730 x 0.55627)                   =       3.7761
     #   racks: kwPerRack 41 in platform.yaml -> floor(41 / 10.2) = 4 nodes a rack -> 8 racks
     pool = next(p for p in plan().pools if p.name == "onprem-h100")
     cost = pool.owned_cost
-    assert cost is not None and cost.utilization == pytest.approx(0.56719, abs=1e-5)
-    expected = {"capex": 222_653.33, "support": 80_000.00, "space": 60_077.18, "power": 17_484.14, "staff": 12_500.00, "licences": 0.0}
+    assert cost is not None and cost.utilization == pytest.approx(0.55627, abs=1e-5)
+    expected = {"capex": 222_653.33, "support": 80_000.00, "space": 60_077.18, "power": 17_320.57, "staff": 12_500.00, "licences": 0.0}
     assert cost.items == pytest.approx(expected, abs=0.01)
-    assert cost.monthly_usd == pytest.approx(392_714.66, abs=0.01)
-    assert cost.usd_per_gpu_hour() == pytest.approx(3.7050, abs=1e-4)
+    assert cost.monthly_usd == pytest.approx(392_551.09, abs=0.01)
+    assert cost.usd_per_gpu_hour() == pytest.approx(3.7761, abs=1e-4)
     assert cost.racks == 8
 
 
@@ -73,7 +73,7 @@ def test_golden_break_even_against_p5() -> None:
     (option,) = plan().own_vs_rent
     assert option.rental == "p5.48xlarge" and option.rental_usd_per_gpu_hour == pytest.approx(6.88)
     assert option.break_even_utilization == pytest.approx(0.30235, abs=1e-4)
-    assert option.verdict().startswith("owning is cheaper at 57% utilisation")
+    assert option.verdict().startswith("owning is cheaper at 56% utilisation")
     # at the break-even utilisation owning and renting cost the same per used GPU-hour
     assert option.owned.usd_per_gpu_hour(option.break_even_utilization) == pytest.approx(6.88, rel=1e-9)
 
@@ -102,7 +102,7 @@ def test_own_vs_rent_uses_the_specs_savings_plan_discount() -> None:
     """Issue 23, defect 2: the plan applied a pool's Savings Plan discount to that pool's price but compared owning
     with the undiscounted on-demand price. With 65% off p5 (train-p5 holds H100 too): 6.88 x 0.35 = 2.408 per GPU-hour;
     R = 2.408 x 256 x 730 = 450,007.04; u* = 384,218.32 / (450,007.04 - 14,979.69) = 0.88320, above the pool's 87.5%:
-    renting on the Savings Plan is cheaper (at 87.5% and at the pool's 56.6%), where the on-demand comparison said owning was."""
+    renting on the Savings Plan is cheaper (at 87.5% and at the pool's 55.6%), where the on-demand comparison said owning was."""
     data = reference()
     data["costs"]["cloud"] = [{"pool": "train-p5", "reservedNodes": 4, "savingsPlanDiscount": 0.65}]
     (option,) = plan_platform(resolve(data), today=TODAY).own_vs_rent
@@ -110,20 +110,20 @@ def test_own_vs_rent_uses_the_specs_savings_plan_discount() -> None:
     assert plan_.usd_per_gpu_hour == pytest.approx(2.408)
     assert option.wins(plan_) == pytest.approx((0.88320, 1.0), abs=1e-5)
     assert option.cheapest_at(0.875) == "savings-plan"
-    assert option.verdict().startswith("renting (savings-plan) is cheaper at 57% utilisation")
+    assert option.verdict().startswith("renting (savings-plan) is cheaper at 56% utilisation")
     assert option.bands()[0][2] == "savings-plan" and option.bands()[-1] == pytest.approx((0.88320, 1.0, "owned"), abs=1e-5)
 
 
 def test_utilisation_follows_the_declared_schedule() -> None:
     """Issue 23, defect 3: a training run was counted as holding its GPUs every hour, back to back. The reference
-    declares llm-pretrain as one run a quarter: u = 0.56719 (test_golden_owned_pool_month), and its run costs
-    317,989 GPU-hours x 3.7050 per used GPU-hour = 1,178,144. Without the schedule the runs are taken back to back,
+    declares llm-pretrain as one run a quarter: u = 0.55627 (test_golden_owned_pool_month), and its run costs
+    311,868 GPU-hours x 3.7761 per used GPU-hour = 1,177,653. Without the schedule the runs are taken back to back,
     the old figure: 224 of 256 GPUs all month, u = 0.875, power 29,959.37 x 0.7375 = 22,095.03, 397,325.55 a month,
     2.4298 per used GPU-hour."""
     p = plan()
     pretrain = next(w for w in p.workloads if w.name == "llm-pretrain")
     busy = next(f for f in pretrain.figures if f.name == "busy share of its GPUs")
-    assert busy.value == pytest.approx(59.1498 / 91.25, abs=1e-5) and "PL320" not in {f.check for f in p.findings}
+    assert busy.value == pytest.approx(58.0111 / 91.25, abs=1e-5) and "PL320" not in {f.check for f in p.findings}
     data = reference()
     del next(w for w in data["workloads"] if w["name"] == "llm-pretrain")["runsPerQuarter"]
     back_to_back = plan_platform(resolve(data), today=TODAY)
@@ -137,17 +137,17 @@ def test_utilisation_follows_the_declared_schedule() -> None:
 
 
 def test_runs_that_cannot_follow_one_another_in_a_quarter_are_a_finding() -> None:
-    # two 59.1-day runs a quarter need 118 of its 91.25 days on the same 224 GPUs: they overlap (PL320), and the pool
-    # is busy all month (224 x 2 x 473.198 h = 211,993 GPU-hours > 186,880: capped at 100%)
+    # two 58.0-day runs a quarter need 116 of its 91.25 days on the same 224 GPUs: they overlap (PL320), and the pool
+    # is busy all month (224 x 2 x 464.089 h = 207,912 GPU-hours > 186,880: capped at 100%)
     data = reference()
     next(w for w in data["workloads"] if w["name"] == "llm-pretrain")["runsPerQuarter"] = 2
     scheduled = plan_platform(resolve(data), today=TODAY)
     (finding,) = [f for f in scheduled.findings if f.check == "PL320"]
-    assert finding.subject == "llm-pretrain" and "118 days of a 91-day quarter" in finding.message
+    assert finding.subject == "llm-pretrain" and "116 days of a 91-day quarter" in finding.message
     pool = next(x for x in scheduled.pools if x.name == "onprem-h100")
     assert pool.utilization == 1.0
     # review finding 5: the overlapping runs each hold their 224 GPUs, so the pool it recommends holds two at once:
-    # ceil(2 x 59.1498 / 91.25) = 2 runs in flight, 448 GPUs, 56 nodes of 8 (it said 28, one run's worth)
+    # ceil(2 x 58.0111 / 91.25) = 2 runs in flight, 448 GPUs, 56 nodes of 8 (it said 28, one run's worth)
     assert pool.peak_gpus == 448 and pool.recommended_max == 56
 
 
@@ -160,32 +160,32 @@ def test_golden_reference_prod_month() -> None:
     # infer-l40s   chat-70b: 2 req/s / 0.3782 req/s a replica -> 6 g6e.12xlarge: 6 x 730 x 10.49264 =  45,957.76
     #              embed-batch (applied-ml's quota is here only): 243.33 GPU-h x 10.49264 / 4 =     638.30
     # infer-l4     min 1 g6.xlarge always on, no declared workload: 730 x 0.8048              =     587.50
-    # onprem-h100  owned TCO above                                                             = 392,714.66
+    # onprem-h100  owned TCO above                                                             = 392,551.09
     # FSx          datasets 50,400 GiB + checkpoints 26,400 GiB PERSISTENT_2 (fsx.yaml)          =  21,002.39
     # dc1 storage  2 PiB Lustre = 2,251.80 TB x 160 USD/TB / 48 months                         =   7,506.00
-    # total                                                                                    = 630,337.84
+    # total                                                                                    = 630,174.27
     p = plan()
     pools = {x.name: x.monthly_cost_usd for x in p.pools}
     assert pools == pytest.approx(
         {"system": 1_177.34, "data-prep": 37.08, "train-p5": 160_716.80, "infer-l40s": 46_596.07, "infer-l4": 587.50,
-         "dc1-system": None, "onprem-h100": 392_714.66},
+         "dc1-system": None, "onprem-h100": 392_551.09},
         abs=0.02,
     )  # fmt: skip
     assert p.cost_breakdown["FSx"] == pytest.approx(21_002.39, abs=0.01)
     assert p.cost_breakdown["owned sites (storage, links)"] == pytest.approx(7_506.00, abs=0.01)
-    assert p.monthly_cost_usd == pytest.approx(630_337.84, abs=0.05)
+    assert p.monthly_cost_usd == pytest.approx(630_174.27, abs=0.05)
 
 
 def test_golden_unit_costs() -> None:
-    # llm-pretrain: 6 x 70e9 x 1e12 FLOP / (989.4 TFLOP/s x MFU) with MFU = 0.4722 base x 1/(1 + 80 x 8192 x 8192 / 70e9)
-    #   (= 0.92877) x 1 (74,898 tokens per GPU per step) x tensor parallel 4 (activations fit from TP 4; its all-reduces
-    #   4 x 80 x 2 x 3/4 x 8192 x 2 B / (450 GB/s x 0.82) = 2.1313e-5 s a token against 6 x 70e9 / (4 x 989.4e12 x 0.43856)
-    #   = 2.4198e-4 s: 1 / (1 + 0.088075) = 0.91905) x 0.92 goodput = 0.37082 -> 317,989 GPU-hours;
-    #   at the owned pool's 3.7050 USD per used GPU-hour: 1,178,144 a run
+    # llm-pretrain: 6 x 70e9 x 1e12 FLOP / (989.4 TFLOP/s x MFU) with MFU = 0.5047 base x 1/(1 + 12 / 6 x 80 x 8192 x
+    #   8192 / 70e9) (= 0.86701) x 1 (74,898 tokens per GPU per step) x tensor parallel 4 (activations fit from TP 4; its
+    #   all-reduces 4 x 80 x 2 x 3/4 x 8192 x 2 B / (450 GB/s x 0.82) = 2.1313e-5 s a token against 6 x 70e9 / (4 x
+    #   989.4e12 x 0.43758) = 2.4253e-4 s: 1 / (1 + 0.087877) = 0.91922) x 0.94 goodput = 0.37810 -> 311,868 GPU-hours;
+    #   at the owned pool's 3.7761 USD per used GPU-hour: 1,177,653 a run
     # chat-70b: 24 L40S x 730 h = 17,520 GPU-hours at 10.49264 / 4 = 2.62316 -> 45,957.76 a month to serve the peak;
     #   2 req/s x 1,800 tokens x 3,600 x 730 = 9.4608e9 tokens a month -> 4.858 USD per million tokens
     units = {u.workload: u for u in plan().unit_costs}
-    assert units["llm-pretrain"].cost_per_run_usd == pytest.approx(1_178_144, rel=0.001)
+    assert units["llm-pretrain"].cost_per_run_usd == pytest.approx(1_177_653, rel=0.001)
     assert units["chat-70b"].usd_per_million_tokens == pytest.approx(4.858, abs=0.001)
     assert units["chat-70b"].monthly_usd == pytest.approx(45_957.76, abs=0.02)
 
@@ -204,9 +204,9 @@ def test_unit_cost_of_an_undersized_pool_is_what_its_max_can_spend() -> None:
 def test_showback_adds_up_and_meets_budgets() -> None:
     p = plan()
     assert sum(p.showback.values()) == pytest.approx(p.monthly_cost_usd, rel=1e-9)
-    # research keeps 56.719% of the owned GPU-hours busy: that share of the owned month is theirs (the idle rest
-    # stays with the platform), plus tokenize-corpus's day of Spot data prep: 392,714.66 x 0.56719 + 37.08 = 222,780.97
-    assert p.showback["research"] == pytest.approx(222_780.97, abs=0.01)
+    # research keeps 55.627% of the owned GPU-hours busy: that share of the owned month is theirs (the idle rest
+    # stays with the platform), plus tokenize-corpus's day of Spot data prep: 392,551.09 x 0.55627 + 37.08 = 218,401.73
+    assert p.showback["research"] == pytest.approx(218_401.73, abs=0.01)
     assert p.budgets == {"research": 900_000.0} and "PL318" not in {f.check for f in p.findings}
 
 

@@ -157,6 +157,24 @@ class Workload(SpecModel):
         "(Megatron sequence parallelism, Korthikanti et al. 2022). false: 10 of each layer's 34 bytes per token x hidden stay "
         "whole on every tensor-parallel GPU (Megatron-LM and Megatron-DeepSpeed before 2022, DeepSpeed). Default: true.",
     )
+    zero_stage: StrictInt | None = Field(
+        default=None,
+        ge=0,
+        le=3,
+        description="Training: how far the data-parallel ranks shard model state (Rajbhandari et al. 2020, arXiv 1910.02054). "
+        "3 (FSDP): weights, gradients and optimizer state; 2: gradients and optimizer state; 1 (Megatron's distributed "
+        "optimizer): optimizer state only, bf16 weights and gradients kept whole on each data-parallel replica of the "
+        "tensor x pipeline group; 0: nothing sharded. Sets memory per GPU and the data-parallel traffic. Default: 3.",
+    )
+    pipeline_parallel: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_LAYERS,
+        description="Training: pipeline stages, each holding layers / stages of the model (Megatron 1F1B schedule). Model "
+        "state unsharded by ZeRO splits over tensor x pipeline GPUs; each step idles (stages - 1) / (microbatches + stages "
+        "- 1) in the pipeline bubble, microbatches being one sequence each of the data-parallel rank's share of the global "
+        "batch (Narayanan et al. 2021, arXiv 2104.04473, Sec. 2.2). Default: 1.",
+    )
     checkpoint_interval: Duration | None = Field(default=None, gt=0, description="Time between checkpoints.")
     dataset: Dataset | None = Field(default=None, description="Input data.")
     traffic: Traffic | None = Field(default=None, description="Inference traffic.")
