@@ -419,7 +419,8 @@ SERVING_ALERTS = (SERVING_WORKLOAD_DOWN, SERVING_NEVER_READY)
 # a fabric rail that stopped (alicerce.emit.kube.fabric_alerts): a port no longer active, a link that keeps going down
 FABRIC_PORT_DOWN = "FabricPortDown"
 FABRIC_LINK_FLAPPING = "FabricLinkFlapping"
-FABRIC_ALERTS = (FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING)
+FABRIC_RAILS_NEVER_UP = "FabricRailsNeverUp"
+FABRIC_ALERTS = (FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP)
 # a node left cordoned for days: the exporter and GPU alerts leave cordoned nodes out (in_service), so one forgotten
 # after a repair would hide its faults for good (review obsreview4 G6)
 NODE_CORDONED_FOR_DAYS = "NodeCordonedForDays"

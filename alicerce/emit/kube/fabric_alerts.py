@@ -10,24 +10,40 @@ HCA's spare) is not a rail: only a port active within the last 30 days that is n
 
 from __future__ import annotations
 
-from alicerce.catalog.alerts import FABRIC_LINK_FLAPPING, FABRIC_PORT_DOWN, Alert, in_service
-from alicerce.emit.kube.kpi import IB_PORT_ACTIVE, PORT_LAST_ACTIVE
+from alicerce.catalog.alerts import FABRIC_LINK_FLAPPING, FABRIC_PORT_DOWN, FABRIC_RAILS_NEVER_UP, Alert, in_service, settled
+from alicerce.emit.kube.kpi import IB_PORT_ACTIVE, POOL_NODE_LABEL, PORT_LAST_ACTIVE
 from alicerce.resolve.model import ResolvedPlatform
 
 PORT = "node, device, port"
 
 
 def fabric_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
-    pools = sorted(p.name for p in rp.site(site_name).pools if p.rdma is not None and p.rdma.port_counters)
+    rails = {p.name: p.rdma.interfaces for p in rp.site(site_name).pools if p.rdma is not None and p.rdma.port_counters}
+    pools = sorted(rails)
     if not pools:
         return []  # EFA and fabrics without port counters report no port state to the node exporter
-    nodes = f'max by (node) (kube_node_labels{{label_alicerce_dev_pool=~"{"|".join(pools)}"}})'
+    nodes = f'max by (node) (kube_node_labels{{{POOL_NODE_LABEL}=~"{"|".join(pools)}"}})'
     on_pools = f"* on (node) group_left () ({nodes} > 0)"
     # a port active in the last 30 days (kpi.PORT_LAST_ACTIVE): a rail down for days stays reported, also after the
     # node was cordoned and uncordoned in between
     down = in_service(f"(max by ({PORT}) (node_infiniband_state_id) != {IB_PORT_ACTIVE}) {on_pools} and on ({PORT}) {PORT_LAST_ACTIVE}")
     flapping = in_service(f"sum by ({PORT}) (increase(node_infiniband_link_downed_total[1h])) {on_pools} > 2")
+
+    # a rail that never came up (a dead HCA, an uncabled port on a new node) was never active, so FabricPortDown cannot
+    # see it: fewer ports active in the last 30 days than the pool's rails, once the node is past its install grace
+    # (review obsreview5 G5). A port that went down is still counted here: FabricPortDown reports it
+    def never_up(pool: str) -> str:
+        members = f'max by (node) (kube_node_labels{{{POOL_NODE_LABEL}="{pool}"}})'
+        ever = f"(count by (node) ({PORT_LAST_ACTIVE}) or 0 * {members})"
+        return f"{ever} * on (node) group_left () ({members} > 0) < {rails[pool]}"
+
+    missing = in_service(settled(" or ".join(never_up(p) for p in pools)))
     return [
+        Alert(FABRIC_RAILS_NEVER_UP, missing, "15m", "warning",
+              "Node {{ $labels.node }} has {{ $value }} fabric ports up, fewer than its pool's rails",
+              "A rail's adapter never reached ACTIVE on this node: a dead HCA, a missing cable or switch port, a "
+              "subnet manager that did not bring it up. Jobs placed here run their collectives on fewer rails: check "
+              "ibstat and the cabling before the node takes multi-node jobs."),
         Alert(FABRIC_PORT_DOWN, down, "5m", "warning",
               "Fabric port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.node }} is no longer active",
               "A rail that was up in the last 30 days is down: every job on this node runs its collectives on fewer rails. "

@@ -234,6 +234,15 @@ def test_a_fabric_rail_that_went_down_or_keeps_flapping_alerts(tmp_path: Path) -
     run_promtool(platform(), "dc1", [{"interval": "5m", "input_series": [*labels, rail, *drained], "alert_rule_test": [
         {"eval_time": "30h30m", "alertname": "FabricPortDown", "exp_alerts": []},
         {"eval_time": "33h", "alertname": "FabricPortDown", "exp_alerts": [fired]}]}], tmp_path / "e")  # fmt: skip
+    # obsreview5 G5: a rail that never came up on a node (8 rails declared, mlx5_7 never ACTIVE) warns once the node is
+    # past its install grace; a rail that was up and went down is FabricPortDown's, not this one's
+    (tmp_path / "f").mkdir()
+    created = [{"series": f'kube_node_created{{node="{n}"}}', "values": "-3600x60"} for n in (NODE, OTHER)]
+    dead = [port(NODE, f"mlx5_{i}", f"4{STEPS}") for i in range(7)] + [port(NODE, "mlx5_7", f"1{STEPS}")]
+    lost = [port(OTHER, f"mlx5_{i}", f"4{STEPS}") for i in range(7)] + [port(OTHER, "mlx5_7", "4x10 1x50")]
+    never = expected(rules["FabricRailsNeverUp"], {"node": NODE}, "7")
+    run_promtool(platform(), "dc1", [{"interval": "1m", "input_series": [*node_labels(NODE, OTHER), *created, *dead, *lost],
+        "alert_rule_test": [{"eval_time": "30m", "alertname": "FabricRailsNeverUp", "exp_alerts": [never]}]}], tmp_path / "f")  # fmt: skip
     flaps = [*node_labels(NODE), node_counter(NODE, "node_infiniband_link_downed_total", 3 / 3600, ',device="mlx5_0",port="1"')]
     flapping = expected(rules["FabricLinkFlapping"], {"node": NODE, "device": "mlx5_0", "port": "1"}, "")
     tmp = tmp_path / "c"
