@@ -58,7 +58,6 @@ EFS_METRICS = FileSystemMetrics(
         "DataReadIOBytes": ("Sum", "SampleCount"),
         "DataWriteIOBytes": ("Sum", "SampleCount"),
         "MetadataIOBytes": ("SampleCount",),
-        "TotalIOBytes": ("Sum",),
         "PercentIOLimit": ("Average",),  # General Purpose performance mode only (alicerce creates those)
     },
     read_bytes="aws_efs_data_read_iobytes_sum",
