@@ -78,6 +78,12 @@ def concurrent_runs(plan: WorkloadPlan, hours_month: float) -> int:
     return max(1, math.ceil(plan.runs_per_quarter * (plan.wall_clock_days or 0.0) / quarter_days - 1e-9))
 
 
+def peak_units(plan: WorkloadPlan, pool: ResolvedPool, hours_month: float) -> int:
+    """GPUs a workload holds on the pool at its peak: each overlapping run of its schedule (PL320) holds its own. The
+    pool table and the forecast both read it (the forecast once summed one run's GPUs: review sizreview2 D1)."""
+    return pool_units(plan, pool) * concurrent_runs(plan, hours_month)
+
+
 def busy_gpu_hours(plan: WorkloadPlan, gpus: int, hours_month: float) -> float:
     """GPU-hours a month a workload keeps ``gpus`` busy. Training: its declared schedule (runs per quarter x
     wall-clock, spread over the quarter's three months), else one run a month (its wall-clock, at most the month);
@@ -138,7 +144,7 @@ def forecast(
             rp = resolved[pool.name]
             mine = [p for p in plans if p.pool == pool.name and p.runnable]
             capacity = pool.declared_max * pool.gpus_per_node
-            peak = sum(pool_units(p, rp) for p in mine) if pool.gpus_per_node else 0
+            peak = sum(peak_units(p, rp, hours_month) for p in mine) if pool.gpus_per_node else 0
             hours = sum(busy_gpu_hours(p, pool_units(p, rp), hours_month) for p in mine) if pool.gpus_per_node else 0.0
             utilization = min(1.0, hours / (capacity * hours_month)) if capacity else None
             cost: float | None = None

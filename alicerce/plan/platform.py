@@ -20,7 +20,7 @@ from alicerce.catalog.fsx import GIB as FSX_GIB
 from alicerce.catalog.models import Gpu
 from alicerce.plan.figures import Factor, rounded
 from alicerce.plan.findings import PlanFinding, apply_waivers
-from alicerce.plan.growth import Forecast, busy_gpu_hours, concurrent_runs, forecast, pool_units
+from alicerce.plan.growth import Forecast, busy_gpu_hours, forecast, peak_units, pool_units
 from alicerce.plan.kpi import KpiTarget, kpi_targets
 from alicerce.plan.placement import Choice, choose
 from alicerce.plan.pools import PoolPlan
@@ -464,7 +464,7 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
         if w.gpus is None:
             continue
         gpus = pool_units(w, pool)
-        peak += gpus * concurrent_runs(w, hours_month)  # overlapping runs of a schedule (PL320) each hold their GPUs
+        peak += peak_units(w, pool, hours_month)
         hours += busy_gpu_hours(w, gpus, hours_month)
         if w.kind in ("training", "fine-tuning"):
             _deadline_finding(pool, w, findings)

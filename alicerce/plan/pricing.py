@@ -108,15 +108,18 @@ def node_price(pool: ResolvedPool, catalog: Catalog, costs: Costs) -> NodePrice 
                 factors = (Factor(f"Capacity Block {instance.type}", block.usdPerHour,
                                   f"{prices.capacityBlocks.source.url} ({prices.capacityBlocks.asOf})"),)  # fmt: skip
                 minimum = float(prices.capacityBlocks.minimumHours)
-        elif kind == "capacity-reservation":
-            if spec is not None and spec.reserved_nodes is not None:
-                reserved = spec.reserved_nodes
-            else:
-                reserved = pool.spec.scaling.max
-                issues.append(Issue("PL315", f"the reservation's size is not declared: priced as {reserved} reserved instances (max); "
-                                    f"set costs.cloud[{pool.name}].reservedNodes"))  # fmt: skip
-            factors += (Factor(f"{reserved} reserved instances billed at on-demand, used or not", reserved,
-                               f"{prices.capacityReservations.source.url} ({prices.capacityReservations.asOf})"),)  # fmt: skip
+    # a reservation bills its instances used or not, at the on-demand price or at a negotiated one alike (a negotiated
+    # price once skipped this and left the pool free: review sizreview2 D8)
+    if kind == "capacity-reservation" and price is not None:
+        if spec is not None and spec.reserved_nodes is not None:
+            reserved = spec.reserved_nodes
+        else:
+            reserved = pool.spec.scaling.max
+            issues.append(Issue("PL315", f"the reservation's size is not declared: priced as {reserved} reserved instances (max); "
+                                f"set costs.cloud[{pool.name}].reservedNodes"))  # fmt: skip
+        billed = "the negotiated price" if spec is not None and spec.usd_per_hour is not None else "on-demand"
+        factors += (Factor(f"{reserved} reserved instances billed at {billed}, used or not", reserved,
+                           f"{prices.capacityReservations.source.url} ({prices.capacityReservations.asOf})"),)  # fmt: skip
     if price is not None and spec is not None and spec.savings_plan_discount is not None and kind not in ("spot", "capacity-block"):
         price *= 1 - spec.savings_plan_discount
         factors += (Factor("Savings Plan / Reserved Instances discount", 1 - spec.savings_plan_discount, "spec"),)

@@ -373,10 +373,9 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
     job = training_layout(job, mem, place.gpus_per_node, usable_memory(gpu, sizing), sizing)
     tp, fraction = job.tensor_parallel, job.recompute_fraction
     recompute = fraction >= 1
-    if w.mfu is not None:
-        mfu_factor = (Factor("mfu", w.mfu, "spec", "workloads[].mfu replaces the throughput model"),)
-        return _Run(gpus, tp, w.mfu, mfu_factor, recompute, 0.0, fraction)
-    mfu, _ = training_mfu(job, sizing)
+    # a declared MFU replaces the throughput model, not the traffic: its step still moves the same bytes (it once
+    # returned here with no network need, so the fabric findings could never fire: review sizreview2 D9)
+    mfu = w.mfu if w.mfu is not None else training_mfu(job, sizing)[0]
     # the traffic each step must move per GPU: ZeRO-3 (all-gather twice, reduce-scatter) over data
     # parallel ranks, plus the MoE all-to-all (dispatch and combine, forward and backward)
     step = job.global_batch_tokens / (gpus * gpu.tflops.bf16 * 1e12 * mfu / (flops_per * active))
@@ -385,6 +384,9 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
     passes = 3 if w.method not in ("lora", "qlora") and job.zero_stage == 3 else 2
     exchanged = network_bytes_per_step(w, job, tp=tp, node_gpus=place.gpus_per_node, weight_bytes=weight_bytes, passes=passes)
     need = exchanged * 8 / (step * sizing.commOverlapFraction.value) / 1e9
+    if w.mfu is not None:
+        mfu_factor = (Factor("mfu", w.mfu, "spec", "workloads[].mfu replaces the throughput model"),)
+        return _Run(gpus, tp, w.mfu, mfu_factor, recompute, need, fraction)
     # Only a pool without an RDMA fabric caps throughput here: on RDMA, published runs overlap their traffic
     # with tensor and pipeline parallelism this ZeRO-3 estimate does not model (it would over-penalise them).
     available = place.network_gbps_per_gpu  # None: no pool yet, so no network to judge

@@ -162,16 +162,18 @@ def owned_pool_cost(
         complete = False
         issues.append(Issue("PL311", f"no server price for {gpu_id or 'these'} nodes: capex and support left out; "
                             f"set costs.{costs.owned_key}[{site.site}].pools[{pool.name}].serverUsd"))  # fmt: skip
-    fabric = spec_pool.network_usd if spec_pool.network_usd is not None else tco.fabricPerNode.usd
-    inputs.factors.append(
-        Factor(
-            "fabric per node (USD)",
-            fabric,
-            "spec"
-            if spec_pool.network_usd is not None
-            else f"{tco.fabricPerNode.source.url} ({tco.fabricPerNode.asOf}, {tco.fabricPerNode.trust} trust)",
-        )
-    )
+    # the catalog's fabric is a compute fabric's share per node (adapters, switches, cables): a pool with no RDMA fabric
+    # buys none (it was charged one: review sizreview2 D4); its Ethernet is the site's
+    if spec_pool.network_usd is not None:
+        fabric: float = spec_pool.network_usd
+        inputs.factors.append(Factor("fabric per node (USD)", fabric, "spec"))
+    elif pool.rdma is None:
+        fabric = 0.0
+        inputs.factors.append(Factor("fabric per node (USD): the pool declares no RDMA fabric", fabric, "spec"))
+    else:
+        fabric = tco.fabricPerNode.usd
+        source = f"{tco.fabricPerNode.source.url} ({tco.fabricPerNode.asOf}, {tco.fabricPerNode.trust} trust)"
+        inputs.factors.append(Factor("fabric per node (USD)", fabric, source))
     if spec_pool.node_power_kw is not None:
         node_kw = spec_pool.node_power_kw
         inputs.factors.append(Factor("node power (kW, max)", node_kw, "spec"))

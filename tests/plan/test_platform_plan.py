@@ -197,6 +197,20 @@ def test_waivers_silence_policy_checks_only() -> None:
     assert sorted(checks["PL300"]) == ["waivers[PL305]", "waivers[PL399]"]
 
 
+def test_the_forecast_counts_overlapping_runs_as_the_pool_table_does() -> None:
+    """Review sizreview2 D1: with three llm-pretrain runs a quarter (each ~59 days of a 91-day quarter: two overlap),
+    the pool table held 2 x 224 = 448 GPUs at peak while the forecast's quarter 0 held 224 and said the pool runs out in
+    quarter 2. Both count each overlapping run's GPUs."""
+    data = reference()
+    next(w for w in data["workloads"] if w["name"] == "llm-pretrain")["runsPerQuarter"] = 3
+    plan = plan_of(data)
+    pool = next(p for p in plan.pools if p.name == "onprem-h100")
+    now = next(r for r in plan.forecast.rows if r.pool == "onprem-h100" and r.quarter == 0)
+    assert pool.peak_gpus == now.peak_gpus == 2 * 224
+    # over its 256 GPUs already today (PL320 says so), not "running out in quarter 2"
+    assert "onprem-h100" not in {p for p, *_ in plan.forecast.runs_out} and "PL320" in by_check(plan)
+
+
 def test_growth_forecast_names_the_quarter_a_pool_runs_out() -> None:
     plan = plan_platform(validated(REFERENCE, "prod"), today=TODAY)
     fc = plan.forecast
@@ -222,6 +236,25 @@ def test_json_has_the_documented_shape_and_is_deterministic() -> None:
 
 def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return alicerce("plan", *args, cwd=cwd, env={"COLUMNS": "100", "ALICERCE_TODAY": TODAY.isoformat()})
+
+
+def test_a_declared_mfu_keeps_the_runs_network_need() -> None:
+    """Review sizreview2 D9: declaring a workload's measured MFU printed 0 Gbit/s of network per GPU, so the fabric
+    findings (PL321, PL324, rdmaRequired) could never fire for a calibrated run. The step moves the same bytes; only
+    its time changes: the need scales with the MFU (need = bytes x 8 / (step x overlap), step = tokens / (GPUs x peak x
+    MFU / FLOPs per token))."""
+
+    def network(plan: SizingPlan) -> tuple[float, float]:
+        pretrain = next(w for w in plan.workloads if w.name == "llm-pretrain")
+        figures = {f.name: f.value for f in pretrain.figures}
+        return figures["network per GPU"], figures["MFU"]
+
+    modelled, mfu = network(plan_of(reference()))
+    data = reference()
+    next(w for w in data["workloads"] if w["name"] == "llm-pretrain")["mfu"] = 0.37
+    declared, declared_mfu = network(plan_of(data))
+    assert modelled > 0 and declared_mfu == pytest.approx(0.37)
+    assert declared == pytest.approx(modelled * 0.37 / mfu, rel=1e-6)
 
 
 def test_cli_fail_on_explain_json_and_checks(tmp_path: Path) -> None:

@@ -114,6 +114,27 @@ def test_own_vs_rent_uses_the_specs_savings_plan_discount() -> None:
     assert option.bands()[0][2] == "savings-plan" and option.bands()[-1] == pytest.approx((0.88320, 1.0, "owned"), abs=1e-5)
 
 
+def test_a_pool_without_a_fabric_buys_none() -> None:
+    """Review sizreview2 D4: onprem-h100 without its fabric still paid the catalog's 400G fat tree per node. It now
+    pays none: the owned month drops by that capex share, and declaring networkUsd still prices one."""
+    with_fabric = next(p for p in plan().pools if p.name == "onprem-h100").owned_cost
+    data = reference()
+    del next(p for p in data["nodePools"] if p["name"] == "onprem-h100")["fabric"]
+    without = next(p for p in plan_platform(resolve(data), today=TODAY).pools if p.name == "onprem-h100").owned_cost
+    assert with_fabric is not None and without is not None
+    assert without.monthly_usd < with_fabric.monthly_usd
+    assert any(f.name.startswith("fabric per node") and f.value == 0 for f in without.factors)
+
+
+def test_a_negotiated_price_on_a_reservation_bills_the_reserved_nodes() -> None:
+    """Review sizreview2 D8: a negotiated price skipped the reservation's branch, so train-p5 (a capacity reservation)
+    with usdPerHour 40 and 4 reserved nodes cost nothing. It bills 4 x 40 x 730 = 116,800 a month at least, used or not."""
+    data = reference()
+    data["costs"]["cloud"] = [{"pool": "train-p5", "reservedNodes": 4, "usdPerHour": 40}]
+    pool = next(x for x in plan_platform(resolve(data), today=TODAY).pools if x.name == "train-p5")
+    assert pool.monthly_cost_usd is not None and pool.monthly_cost_usd >= 4 * 40 * 730 - 0.01
+
+
 def test_utilisation_follows_the_declared_schedule() -> None:
     """Issue 23, defect 3: a training run was counted as holding its GPUs every hour, back to back. The reference
     declares llm-pretrain as one run a quarter: u = 0.55627 (test_golden_owned_pool_month), and its run costs
