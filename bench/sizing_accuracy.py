@@ -210,7 +210,31 @@ def tables(catalog: Catalog) -> str:
         ("run", "kind", "sequence", "GPUs", "precision", "measured MFU", "planned", "error"),
         [(r, [r.run.id, r.kind, f"{r.run.sequenceLength:,}", f"{r.run.gpus:,} {r.run.gpu}", r.run.precision], []) for r in unseen_set],
     )
+    detail += _unseen_serving_details(catalog)
     return "\n".join(lines + detail)
+
+
+def _unseen_serving_details(catalog: Catalog) -> list[str]:
+    """A collapsed table of every unseen serving point: output tokens/s per GPU published and planned, with the engine
+    declared and with the planner's defaults."""
+    unseen = catalog.unseen_evaluation
+    out = [
+        "",
+        "<details><summary>Every serving point of the unseen set (evaluation-unseen.yaml; shipped efficiencies; "
+        "output tokens/s per GPU)</summary>",
+        "",
+        "| table | regime | GPUs | input | output | measured | planned, engine declared | error | planned, defaults | error |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for table in unseen.servingTables:
+        for row in table.rows:
+            measured = measured_serving(row)
+            cells = [table.id, table.regime, f"{row.tp} {row.gpu}", f"{row.isl:,}", f"{row.osl:,}", f"{measured:,.0f}"]
+            for engine in (True, False):
+                planned = planned_serving(row, table, catalog, catalog.sizing, engine=engine, models=unseen.servingModels)
+                cells += ["-", "-100%"] if planned is None else [f"{planned:,.0f}", f"{(planned - measured) / measured:+.0%}"]
+            out.append("| " + " | ".join(cells) + " |")
+    return [*out, "", "</details>"]
 
 
 def _details(summary: str, header: tuple[str, ...], rows: list[tuple[Row, list[str], list[str]]]) -> list[str]:
