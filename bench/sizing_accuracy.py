@@ -20,6 +20,9 @@ the published one. The roofline's efficiencies come from one
 table (role `fit`); every `test` table is another source. Fixed-request-rate points (Triton) are left
 out: at a fixed rate a replica's output is the offered load, which says nothing about sizing.
 
+Serving, unseen set: the serving tables of evaluation-unseen.yaml (sources no calibration table cites) are sized the
+same two ways with the shipped efficiencies, and their errors printed split as max-throughput vs latency-bound.
+
 Limits (said, not hidden): the goodput factor is set by hand from the Llama 3.1 405B card and is not
 refitted when that source is left out; rows marked `excluded` in the calibration file are reported
 apart.
@@ -150,6 +153,38 @@ def serving_lines(catalog: Catalog, *, engine: bool) -> list[str]:
     return lines
 
 
+def unseen_serving_errors(catalog: Catalog, *, engine: bool) -> dict[str, list[tuple[str, float]]]:
+    """Every serving point of evaluation-unseen.yaml sized by `plan_workload` with the shipped efficiencies, split by
+    regime (max-throughput, latency-bound): (source url, signed error of output tokens/s per GPU) each."""
+    unseen = catalog.unseen_evaluation
+    out: dict[str, list[tuple[str, float]]] = {"max-throughput": [], "latency-bound": []}
+    for table in unseen.servingTables:
+        for row in table.rows:
+            planned = planned_serving(row, table, catalog, catalog.sizing, engine=engine, models=unseen.servingModels)
+            measured = measured_serving(row)
+            out[table.regime].append((table.source.url, -1.0 if planned is None else (planned - measured) / measured))
+    return out
+
+
+def unseen_serving_lines(catalog: Catalog) -> list[str]:
+    lines = []
+    for engine in (True, False):
+        how = "engine config declared" if engine else "planner's defaults"
+        for regime, points in unseen_serving_errors(catalog, engine=engine).items():
+            label = f"serving, unseen set, {regime} ({how})"
+            if not points:  # said, not hidden: the set holds no point of this regime yet
+                lines.append(f"| {label} | 0 | 0 | - | - | - | - | - |")
+                continue
+            errors = [e for _, e in points]
+            absolute = [abs(e) for e in errors]
+            lines.append(
+                f"| {label} | {len(points)} | {len({u for u, _ in points})} | {statistics.median(absolute):.1%} "
+                f"| {statistics.median(errors):+.1%} | {statistics.fmean(absolute):.1%} | {max(absolute):.0%} "
+                f"| {sum(a <= 0.25 for a in absolute) / len(absolute):.0%} |"
+            )
+    return lines
+
+
 def tables(catalog: Catalog) -> str:
     unseen = unseen_source_rows(catalog)
     unseen_set = unseen_rows(catalog)
@@ -163,6 +198,7 @@ def tables(catalog: Catalog) -> str:
         *(_line(f"training, {label}", group) for label, group in unseen_groups(unseen_set) if group),
         *serving_lines(catalog, engine=True),
         *serving_lines(catalog, engine=False),
+        *unseen_serving_lines(catalog),
     ]
     detail = _details(
         "Every run, its source left out of the fit (MFU on the 6N / BF16-peak yardstick)",
@@ -174,7 +210,31 @@ def tables(catalog: Catalog) -> str:
         ("run", "kind", "sequence", "GPUs", "precision", "measured MFU", "planned", "error"),
         [(r, [r.run.id, r.kind, f"{r.run.sequenceLength:,}", f"{r.run.gpus:,} {r.run.gpu}", r.run.precision], []) for r in unseen_set],
     )
+    detail += _unseen_serving_details(catalog)
     return "\n".join(lines + detail)
+
+
+def _unseen_serving_details(catalog: Catalog) -> list[str]:
+    """A collapsed table of every unseen serving point: output tokens/s per GPU published and planned, with the engine
+    declared and with the planner's defaults."""
+    unseen = catalog.unseen_evaluation
+    out = [
+        "",
+        "<details><summary>Every serving point of the unseen set (evaluation-unseen.yaml; shipped efficiencies; "
+        "output tokens/s per GPU)</summary>",
+        "",
+        "| table | regime | GPUs | input | output | measured | planned, engine declared | error | planned, defaults | error |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for table in unseen.servingTables:
+        for row in table.rows:
+            measured = measured_serving(row)
+            cells = [table.id, table.regime, f"{row.tp} {row.gpu}", f"{row.isl:,}", f"{row.osl:,}", f"{measured:,.0f}"]
+            for engine in (True, False):
+                planned = planned_serving(row, table, catalog, catalog.sizing, engine=engine, models=unseen.servingModels)
+                cells += ["-", "-100%"] if planned is None else [f"{planned:,.0f}", f"{(planned - measured) / measured:+.0%}"]
+            out.append("| " + " | ".join(cells) + " |")
+    return [*out, "", "</details>"]
 
 
 def _details(summary: str, header: tuple[str, ...], rows: list[tuple[Row, list[str], list[str]]]) -> list[str]:

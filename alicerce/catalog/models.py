@@ -475,14 +475,6 @@ class TrainingCalibration(CatalogModel):
     runs: tuple[TrainingRun, ...]
 
 
-class UnseenEvaluation(CatalogModel):
-    """Public runs from sources no calibration row uses, for measuring the planner only (never fitted on)."""
-
-    read: datetime.date
-    sources: tuple[Source, ...]
-    runs: tuple[TrainingRun, ...]
-
-
 class ServedModel(CatalogModel):
     name: str
     parameters: float
@@ -513,7 +505,7 @@ class ServingTable(CatalogModel):
     id: str
     engine: str
     regime: Literal["max-throughput", "latency-bound"]
-    role: Literal["fit", "test"]
+    role: Literal["fit", "test", "unseen"]  # unseen: only in evaluation-unseen.yaml
     maxBatch: int
     # how the engine charged KV at admission (alicerce/plan/roofline.py, Admission): reserve for TensorRT-LLM's
     # default capacity scheduler, on-demand for vLLM
@@ -527,6 +519,17 @@ class InferenceCalibration(CatalogModel):
     read: datetime.date
     models: dict[str, ServedModel]
     tables: tuple[ServingTable, ...]
+
+
+class UnseenEvaluation(CatalogModel):
+    """Public runs from sources no calibration row uses, for measuring the planner only (never fitted on)."""
+
+    read: datetime.date
+    sources: tuple[Source, ...]
+    runs: tuple[TrainingRun, ...]
+    # serving points from sources no calibration table cites, sized with the shipped efficiencies (never fitted on)
+    servingModels: dict[str, ServedModel] = {}
+    servingTables: tuple[ServingTable, ...] = ()
 
 
 # --------------------------------------------------------------------------------------------

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from alicerce.catalog import Catalog
-from alicerce.catalog.models import Architecture, Gpu, ServingResult, ServingTable, Sizing, TrainingRun
+from alicerce.catalog.models import Architecture, Gpu, ServedModel, ServingResult, ServingTable, Sizing, TrainingRun
 from alicerce.plan.roofline import (
     Efficiencies,
     Replica,
@@ -439,13 +439,16 @@ def planned_mfu(run: TrainingRun, catalog: Catalog, sizing: Sizing) -> float | N
     return plan.mfu / sizing.training.goodput.value
 
 
-def serving_workload(row: ServingResult, table: ServingTable, catalog: Catalog, *, engine: bool = True) -> Workload:
+def serving_workload(
+    row: ServingResult, table: ServingTable, catalog: Catalog, *, engine: bool = True, models: Mapping[str, ServedModel] | None = None
+) -> Workload:
     """A published serving point as a user would declare it: the model's shape, the precision, the prompt and
     output lengths, the load (closed-loop clients as concurrency; a throughput run as more requests than any
     replica serves) and, with ``engine``, the engine's configuration a team knows (tensor-parallel degree, batch cap,
     how it admits KV; without it the planner picks the smallest degree that fits, caps the batch at 256 and admits
-    KV on demand, as vLLM does)."""
-    model = catalog.inference_calibration.models[row.model]
+    KV on demand, as vLLM does). ``models``: where the row's model shape is (the unseen set carries its own; default the
+    calibration file's)."""
+    model = (catalog.inference_calibration.models if models is None else models)[row.model]
     spec: dict[str, object] = {
         "parameters": model.parameters, "layers": model.layers, "hiddenSize": model.hidden, "kvHeads": model.kvHeads,
         "headDim": model.headDim,
@@ -463,12 +466,20 @@ def serving_workload(row: ServingResult, table: ServingTable, catalog: Catalog, 
     )  # fmt: skip
 
 
-def planned_serving(row: ServingResult, table: ServingTable, catalog: Catalog, sizing: Sizing, *, engine: bool = True) -> float | None:
+def planned_serving(
+    row: ServingResult,
+    table: ServingTable,
+    catalog: Catalog,
+    sizing: Sizing,
+    *,
+    engine: bool = True,
+    models: Mapping[str, ServedModel] | None = None,
+) -> float | None:
     """Output tokens/s per GPU that `alicerce plan` (plan_inference) expects for the point: at full load for a
     throughput run, at the declared clients for a closed-loop run. None: the planner sizes no replica."""
     gpu = catalog.gpu(row.gpu)
     assert gpu is not None, row.gpu
-    w = serving_workload(row, table, catalog, engine=engine)
+    w = serving_workload(row, table, catalog, engine=engine, models=models)
     plan = plan_workload(w, Placement(None, gpu, 8), sizing, [gpu])
     if plan.gpus is None or plan.tokens_per_second_per_replica is None or plan.tokens_per_month is None:
         return None

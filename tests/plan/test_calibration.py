@@ -14,6 +14,7 @@ import importlib.util
 import math
 import statistics
 import sys
+from typing import Any
 
 import pytest
 
@@ -197,12 +198,17 @@ def test_held_out_runs_through_the_planners_own_path() -> None:
     assert max(abs(e) for e in relative) <= 0.5, [(i, round((p - m) / m, 2)) for i, p, m in errors if p is not None]
 
 
-def test_the_readme_accuracy_table_is_the_bench_scripts() -> None:
+def _bench() -> Any:
     spec = importlib.util.spec_from_file_location("sizing_accuracy", ROOT / "bench" / "sizing_accuracy.py")
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = bench  # its dataclasses resolve their module by name
     spec.loader.exec_module(bench)
+    return bench
+
+
+def test_the_readme_accuracy_table_is_the_bench_scripts() -> None:
+    bench = _bench()
     readme = (ROOT / "README.md").read_text("utf-8")
     assert bench.tables(CATALOG) in readme, "regenerate with `python bench/sizing_accuracy.py --readme`"
 
@@ -242,6 +248,40 @@ def test_the_unseen_set_shares_no_source_with_calibration() -> None:
     assert not {r.id for r in unseen.runs} & {r.id for r in RUNS}
     assert not {r.model for r in unseen.runs} & {r.model for r in RUNS}
     assert len({r.id for r in unseen.runs}) == len(unseen.runs)
+
+
+def test_the_unseen_serving_points_share_no_source_with_calibration_and_cite_theirs() -> None:
+    """Issue 23 (sizing7): the unseen serving points load, each table names its source (title and address), and no
+    revision of that source is cited by a calibration row, serving table or calibration GPU."""
+    unseen = CATALOG.unseen_evaluation
+    calibration = {_base_url(r.source.url) for r in RUNS} | {_base_url(t.source.url) for t in TABLES}
+    calibration |= {_base_url(g.source.url) for g in CATALOG.training_calibration.gpus}
+    assert unseen.servingTables and all(t.rows for t in unseen.servingTables)
+    assert all(t.role == "unseen" for t in unseen.servingTables)
+    assert all(t.source.title.strip() and t.source.url.startswith("https://") for t in unseen.servingTables)
+    shared = [t.id for t in unseen.servingTables if _base_url(t.source.url) in calibration]
+    assert not shared, shared
+    assert not {t.id for t in unseen.servingTables} & {t.id for t in TABLES}
+    assert all(r.model in unseen.servingModels for t in unseen.servingTables for r in t.rows)
+
+
+def test_every_unseen_serving_point_is_sized_by_the_planners_own_path_and_reported() -> None:
+    """Each unseen serving point gets output tokens/s per GPU from plan_workload, with the engine declared and with the
+    planner's defaults (a point it cannot size would count as a -100% miss), and the bench reports every one of them
+    under its regime."""
+    unseen = CATALOG.unseen_evaluation
+    for engine in (True, False):
+        missing = [
+            (t.id, r.isl, r.osl)
+            for t in unseen.servingTables
+            for r in t.rows
+            if planned_serving(r, t, CATALOG, SIZING, engine=engine, models=unseen.servingModels) is None
+        ]
+        assert not missing, (engine, missing)
+        reported = _bench().unseen_serving_errors(CATALOG, engine=engine)
+        for regime in ("max-throughput", "latency-bound"):
+            expected = sum(len(t.rows) for t in unseen.servingTables if t.regime == regime)
+            assert len(reported[regime]) == expected, regime
 
 
 def test_every_unseen_run_is_sized_by_the_planners_own_path() -> None:
