@@ -12,7 +12,6 @@ import hashlib
 import pickle
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -33,6 +32,7 @@ from alicerce.catalog.models import (
     Versions,
 )
 from alicerce.spec.cachedir import cache_dir, write_entry
+from alicerce.spec.record import record
 
 _T = TypeVar("_T")
 _Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -90,7 +90,7 @@ def _read(name: str) -> Any:
     return yaml.load(text, Loader=_Loader)
 
 
-@dataclass(frozen=True)
+@record
 class Catalog:
     """All catalog facts, indexed for lookup by id or alias."""
 

@@ -19,23 +19,23 @@ import functools
 import hashlib
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from alicerce.spec.cachedir import cache_dir, import_path_key, write_entry
+from alicerce.spec.record import record
 
 PACKAGE = Path(__file__).resolve().parent.parent
 FORMAT_VERSION = "1"
 
 
-@dataclass(frozen=True)
+@record
 class Result:
     stdout: str
     stderr: str
     code: int
 
 
-@dataclass(frozen=True)
+@record
 class Request:
     """A `validate` invocation, normalised: what decides its output."""
 

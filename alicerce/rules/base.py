@@ -22,6 +22,7 @@ from alicerce.catalog.models import Gpu
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
 from alicerce.spec.models import Environment, NodePool, PlatformSpec, Site, StorageTier
 from alicerce.spec.paths import SpecPath
+from alicerce.spec.record import record
 
 S = SpecPath(PlatformSpec)
 """The root of every finding's path: ``S.node_pools[i].aws.zone`` (see :mod:`alicerce.spec.paths`)."""
@@ -39,7 +40,7 @@ class Finding:
     resource: str | None = None  # pool/tier/team name, for waivers scoped to resources
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     id: str
     name: str
@@ -66,7 +67,7 @@ class RuleSet:
         return register
 
 
-@dataclass
+@record(frozen=False)
 class RuleContext:
     """What a rule sees: one environment's merged spec, the catalog, and lookups."""
 

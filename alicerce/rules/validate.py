@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime
 import os
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -23,10 +22,11 @@ from alicerce.spec.errors import SpecError, SpecInvalid, did_you_mean, sorted_un
 from alicerce.spec.loader import Document, Pos, locate, node_at
 from alicerce.spec.models import PlatformSpec
 from alicerce.spec.overlay import AddedItem, apply_overrides
+from alicerce.spec.record import record
 from alicerce.spec.schema_errors import convert
 
 
-@dataclass(frozen=True)
+@record
 class EnvironmentSpec:
     """One environment's merged spec and the positions its values came from."""
 
@@ -37,7 +37,7 @@ class EnvironmentSpec:
     resolved: ResolvedPlatform
 
 
-@dataclass(frozen=True)
+@record
 class Checked:
     """The result of checking a document: the base spec, the merged environments, every error."""
 

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from alicerce.spec.record import record
 from alicerce.spec.text import escaped, redacted, secret_shape
 
 PathElement = str | int
@@ -95,7 +96,7 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-@dataclass
+@record(frozen=False)
 class SpecInvalid(Exception):
     """Raised with every error found; the CLI prints them and exits 2."""
 

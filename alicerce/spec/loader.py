@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from alicerce.spec.errors import Path, PathElement, Span, SpecError, SpecInvalid
+from alicerce.spec.record import record
 from alicerce.spec.source import MAX_BYTES, SourceTooLarge, UnreadableSource, read_regular_file
 
 try:
@@ -131,7 +132,7 @@ def _span(file: str, mark: Any) -> Span:
     return Span(file, mark.line + 1, mark.column + 1)
 
 
-@dataclass(frozen=True)
+@record
 class Tagged:
     """A scalar carrying one of the local tags a caller of :func:`load_text` allowed (``!vault`` in a
     secrets file): kept as its tag and text, never constructed into anything."""

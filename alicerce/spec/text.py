@@ -15,10 +15,11 @@ import posixpath
 import re
 import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Annotated
 
 from pydantic import AfterValidator, WithJsonSchema
+
+from alicerce.spec.record import record
 
 INVISIBLE = re.compile(
     r"[\x00-\x1f\x7f-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2028-\u202e"
@@ -152,7 +153,7 @@ def redacted(text: str) -> str:
 GrammarCheck = Callable[[str], str | None]
 
 
-@dataclass(frozen=True)
+@record
 class Grammar:
     """A text grammar: ``chars`` (a regex character class) says which characters may appear, ``pattern``
     how they are arranged; ``form`` describes it for the message; ``extra`` checks what a regex cannot.
