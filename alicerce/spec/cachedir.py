@@ -6,6 +6,7 @@ fast path reads it before pydantic loads.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -56,13 +57,16 @@ def cached_json(kind: str, key: str, build: Callable[[], object]) -> object:
 def write_entry(path: Path, data: bytes) -> None:
     """Write a cache entry atomically (a concurrent run reads no entry or a whole one); a cache folder that
     cannot be written is skipped."""
-    import tempfile  # only when writing: it loads random, shutil and the compression modules
-
+    # a private file next to the entry, as tempfile.mkstemp makes one (created exclusively, owner-only), without
+    # importing tempfile: it loads random, shutil and the compression modules, a tenth of a cold `validate`
+    tmp = path.parent / f".tmp-{os.getpid()}-{os.urandom(8).hex()}"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         os.replace(tmp, path)
     except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
         return

@@ -97,3 +97,30 @@ def test_no_cache_writes_nothing(workdir: Path, tmp_path: Path) -> None:
 )
 def test_only_plain_validate_command_lines_take_the_fast_path(argv: list[str], request_: Request | None) -> None:
     assert parse_validate(argv) == request_
+
+
+def test_a_cache_entry_is_written_whole_and_private_or_not_at_all(tmp_path: Path) -> None:
+    """Entries are written to a private file beside them and renamed into place (a concurrent reader sees no entry or a
+    whole one); a folder that cannot be written is skipped and leaves no stray file."""
+    import os
+    import stat
+
+    from alicerce.spec.cachedir import write_entry
+
+    entry = tmp_path / "cache" / "validate" / "ab" / "key.json"
+    write_entry(entry, b"{}")
+    write_entry(entry, b'{"second": 1}')
+    assert entry.read_bytes() == b'{"second": 1}'
+    assert stat.S_IMODE(entry.stat().st_mode) == 0o600
+    assert sorted(p.name for p in entry.parent.iterdir()) == ["key.json"]
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the folder would be")
+    write_entry(blocked / "key.json", b"{}")  # no error, nothing written
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        write_entry(locked / "key.json", b"{}")
+        assert os.geteuid() == 0 or list(locked.iterdir()) == []
+    finally:
+        locked.chmod(0o700)
