@@ -15,7 +15,7 @@ import datetime
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from alicerce.catalog import Catalog
 from alicerce.catalog.models import Gpu
@@ -23,6 +23,8 @@ from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
 from alicerce.spec.models import Environment, NodePool, PlatformSpec, Site, StorageTier
 from alicerce.spec.paths import SpecPath
 from alicerce.spec.record import record
+
+_T = TypeVar("_T")
 
 S = SpecPath(PlatformSpec)
 """The root of every finding's path: ``S.node_pools[i].aws.zone`` (see :mod:`alicerce.spec.paths`)."""
@@ -80,6 +82,15 @@ class RuleContext:
     # facts of the whole document, the same in every environment's spec (overrides cannot change the
     # environments section): one dict shared by the environments of a check, so each is computed once
     shared: dict[str, Any] = field(default_factory=dict)
+    # facts of this environment that several rules read, each computed by the first that needs it (see once)
+    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def once(self, key: str, compute: Callable[[], _T]) -> _T:
+        """``compute()``, computed once for this environment under ``key``."""
+        if key not in self.memo:
+            self.memo[key] = compute()
+        found: _T = self.memo[key]
+        return found
 
     @property
     def every_site(self) -> frozenset[str]:

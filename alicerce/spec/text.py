@@ -11,6 +11,7 @@ as well; this is the first line, not the only one.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 import unicodedata
@@ -178,12 +179,20 @@ class Grammar:
             return f"{self.what} is {len(value):,} characters, over the {self.max_length} allowed"
         if value.startswith("-"):  # on a command line (CI workflows, Ansible argv) it would be read as an option
             return f'{self.what} "{escaped(value)}" starts with "-", which a command line reads as an option'
-        problem = bad_character(value, re.compile(self.chars), self.what, self.allowed_words)
-        if problem is None and not re.fullmatch(self.pattern, value):
-            problem = f'{self.what} "{escaped(value)}" is not valid: expected {self.form}'
+        problem = None
+        if not self._accepts.fullmatch(value):  # one regex for a valid value; the two checks say what is wrong
+            problem = bad_character(value, re.compile(self.chars), self.what, self.allowed_words)
+            if problem is None and not re.fullmatch(self.pattern, value):
+                problem = f'{self.what} "{escaped(value)}" is not valid: expected {self.form}'
         if problem is None and self.extra is not None:
             problem = self.extra(value)
         return problem
+
+    @functools.cached_property
+    def _accepts(self) -> re.Pattern[str]:
+        """Text of only ``chars`` that ``pattern`` matches whole, compiled on first use (a cold `validate` meets
+        a third of the grammars)."""
+        return re.compile(rf"(?={self.chars}*\Z)(?:{self.pattern})")
 
     def check(self, value: str) -> str:
         problem = self.problem(value)
