@@ -211,8 +211,8 @@ def plain_text(ctx: RuleContext) -> Iterable[Finding]:
     letter (Cyrillic 'а' for 'a') makes a name that matches nothing while looking right."""
     names = {path.path for path, _ in all_names(ctx)}  # AL201 reports those, naming the character
     for parts, text, is_key in _spec_texts(ctx):
-        if parts in names:
-            continue
+        if parts in names or (text.isascii() and text.isprintable()):
+            continue  # printable ASCII holds no invisible or look-alike character (INVISIBLE lies outside it)
         prose = not is_key and len(parts) > 0 and parts[-1] in FREE_TEXT
         for index, char in enumerate(text):
             if prose and char in "\n\t":

@@ -242,9 +242,12 @@ def _hints(cls: type) -> dict[str, Any]:
                 continue
             key = (klass.__module__, annotation)
             if key not in _EVALUATED:
-                if annotation not in _COMPILED:  # the same text recurs across modules ("Name | None")
-                    _COMPILED[annotation] = compile(annotation, "<annotation>", "eval")
-                _EVALUATED[key] = eval(_COMPILED[annotation], namespace)  # the models' own annotations
+                if annotation.isidentifier() and annotation in namespace:  # a plain name: what eval would find
+                    _EVALUATED[key] = namespace[annotation]
+                else:
+                    if annotation not in _COMPILED:  # the same text recurs across modules ("Name | None")
+                        _COMPILED[annotation] = compile(annotation, "<annotation>", "eval")
+                    _EVALUATED[key] = eval(_COMPILED[annotation], namespace)  # the models' own annotations
             hints[name] = _EVALUATED[key]
     return hints
 

@@ -430,3 +430,13 @@ def test_mount_points_that_hand_over_root_are_refused(path: str) -> None:
 
     assert mount_point_problem(path) is not None, path
     assert mount_point_problem("/mnt/datasets") is None
+
+
+def test_printable_ascii_holds_no_invisible_character() -> None:
+    """AL277 skips text that is printable ASCII whole (str.isascii and str.isprintable): none of it is invisible."""
+    from alicerce.spec.text import INVISIBLE
+
+    printable = [chr(code) for code in range(0x80) if chr(code).isprintable()]
+    assert printable == [chr(code) for code in range(0x20, 0x7F)]
+    assert [char for char in printable if INVISIBLE.match(char)] == []
+    assert [chr(code) for code in (*range(0x20), 0x7F) if not INVISIBLE.match(chr(code))] == []
