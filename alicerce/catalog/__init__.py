@@ -6,7 +6,6 @@ available and checked against :mod:`alicerce.catalog.models` once per process.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
 import pickle
@@ -32,7 +31,7 @@ from alicerce.catalog.models import (
     Versions,
 )
 from alicerce.spec.cachedir import cache_dir, write_entry
-from alicerce.spec.record import record
+from alicerce.spec.record import record, replace
 
 _T = TypeVar("_T")
 _Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -121,7 +120,7 @@ class Catalog:
             if instance.type not in types:
                 added_instances.append(instance)
                 types.add(instance.type)
-        return dataclasses.replace(
+        return replace(
             self,
             gpus=(*self.gpus, *added_gpus),
             instances=(*self.instances, *added_instances),

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, TypeVar
 
@@ -22,7 +21,7 @@ from alicerce.catalog.models import Gpu
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
 from alicerce.spec.models import Environment, NodePool, PlatformSpec, Site, StorageTier
 from alicerce.spec.paths import SpecPath
-from alicerce.spec.record import record
+from alicerce.spec.record import field, record
 
 _T = TypeVar("_T")
 
@@ -30,7 +29,7 @@ S = SpecPath(PlatformSpec)
 """The root of every finding's path: ``S.node_pools[i].aws.zone`` (see :mod:`alicerce.spec.paths`)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Finding:
     """A rule violation at ``path`` (in the merged spec of the environment)."""
 

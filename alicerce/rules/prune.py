@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable
-from dataclasses import field
 from typing import Any
 
 from pydantic import ValidationError
 
 from alicerce.spec.errors import Path
 from alicerce.spec.models import PlatformSpec
-from alicerce.spec.record import record
+from alicerce.spec.record import field, record
 
 ROUNDS = 6
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from alicerce.spec.record import record
+from alicerce.spec.record import field, record
 from alicerce.spec.text import escaped, redacted, secret_shape
 
 PathElement = str | int
@@ -28,7 +27,7 @@ def format_path(path: Sequence[PathElement]) -> str:
     return out or "<root>"
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@record(order=True)
 class Span:
     """A 1-based position in a source file."""
 
@@ -37,7 +36,7 @@ class Span:
     column: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SpecError:
     """One located problem in a user's spec."""
 

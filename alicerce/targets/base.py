@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import field
 from types import MappingProxyType
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from alicerce.spec.cachedir import cached_json, import_path_key
-from alicerce.spec.record import record
+from alicerce.spec.record import field, record
 
 RdmaTechnology = Literal["efa", "infiniband", "roce"]
 Capacity = Literal["rented", "owned"]

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import field
 from typing import Literal
 
 from alicerce.catalog import Catalog
 from alicerce.catalog.fsx import FsxConfig
 from alicerce.catalog.models import InstanceType
 from alicerce.spec.models import Fabric, Networks, NodePool, PlatformSpec, Site, StorageTier
-from alicerce.spec.record import record
+from alicerce.spec.record import field, record
 from alicerce.targets.base import Capabilities, PlatformEndpoint, RdmaTechnology
 
 

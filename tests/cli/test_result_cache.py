@@ -124,3 +124,35 @@ def test_a_cache_entry_is_written_whole_and_private_or_not_at_all(tmp_path: Path
         assert os.geteuid() == 0 or list(locked.iterdir()) == []
     finally:
         locked.chmod(0o700)
+
+
+def test_the_key_follows_alicerces_code_and_data_but_not_its_ansible_content(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Editing a module or a catalog data file invalidates every stored result; the Ansible content (roles, modules
+    run on the nodes), which validate never reads, is not walked."""
+    import os
+
+    from alicerce.cli import result_cache
+
+    package = tmp_path / "alicerce"
+    for name in ("rules/base.py", "catalog/data/gpus.yaml", "ansible/library/module.py", "ansible/roles/r/tasks/main.yaml"):
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text("x = 1\n")
+    monkeypatch.setattr(result_cache, "PACKAGE", package)
+
+    def fingerprint() -> str:
+        result_cache._fingerprint.cache_clear()
+        return result_cache._fingerprint()
+
+    def touch(name: str, stamp: int) -> None:
+        os.utime(package / name, ns=(stamp, stamp))
+
+    first = fingerprint()
+    touch("ansible/library/module.py", 10**18)
+    touch("ansible/roles/r/tasks/main.yaml", 10**18)
+    assert fingerprint() == first
+    touch("rules/base.py", 10**18)
+    second = fingerprint()
+    assert second != first
+    touch("catalog/data/gpus.yaml", 10**18)
+    assert fingerprint() != second
+    result_cache._fingerprint.cache_clear()

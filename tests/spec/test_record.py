@@ -11,11 +11,20 @@ from typing import Any
 
 import pytest
 
-from alicerce.spec.record import record
+from alicerce.spec.record import field as record_field
+from alicerce.spec.record import record, replace
 
 
 @record
 class RecordPoint:
+    x: int
+    y: int = 0
+    tags: list[str] = record_field(default_factory=list)
+    note: str = record_field(default="", compare=False, repr=False)
+
+
+@record
+class DeclaredWithDataclassesField:  # dataclasses.field works on a record too
     x: int
     y: int = 0
     tags: list[str] = field(default_factory=list)
@@ -30,7 +39,9 @@ class DataPoint:  # the same declaration as a dataclass
     note: str = field(default="", compare=False, repr=False)
 
 
-BOTH = pytest.mark.parametrize("cls", [RecordPoint, DataPoint], ids=["record", "dataclass"])
+BOTH = pytest.mark.parametrize(
+    "cls", [RecordPoint, DeclaredWithDataclassesField, DataPoint], ids=["record", "record-dataclasses-field", "dataclass"]
+)
 
 
 @record
@@ -64,7 +75,7 @@ class Child(Named):
 
 
 def test_construction_defaults_and_factories_match_the_dataclass() -> None:
-    for cls in (RecordPoint, DataPoint):
+    for cls in (RecordPoint, DeclaredWithDataclassesField, DataPoint):
         a, b = cls(1), cls(1)
         assert (a.x, a.y, a.tags, a.note) == (1, 0, [], "")
         assert a.tags is not b.tags  # a fresh default per instance
@@ -106,6 +117,8 @@ def test_the_dataclass_functions(cls: Any) -> None:
     assert dataclasses.astuple(point) == (1, 2, ["t"], "n")
     moved = dataclasses.replace(point, y=5)
     assert (moved.x, moved.y, moved.note) == (1, 5, "n") and type(moved) is cls
+    if cls is not DataPoint:
+        assert replace(point, y=5) == moved and replace(point, y=5).note == "n"
     assert cls.__match_args__ == ("x", "y", "tags", "note")
 
 
@@ -187,3 +200,42 @@ def test_refusals_at_declaration() -> None:
         class Slotted:
             __slots__ = ("a",)
             a: int
+
+
+@record(order=True)
+class Version:
+    major: int
+    minor: int = 0
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class DataVersion:
+    major: int
+    minor: int = 0
+
+
+def test_ordering_matches_the_dataclass() -> None:
+    pairs = [((1, 2), (1, 3)), ((2, 0), (1, 9)), ((1, 1), (1, 1))]
+    for a, b in pairs:
+        for op in ("__lt__", "__le__", "__gt__", "__ge__"):
+            assert getattr(Version(*a), op)(Version(*b)) == getattr(DataVersion(*a), op)(DataVersion(*b)), (a, b, op)
+    assert sorted([Version(2), Version(1, 5), Version(1)]) == [Version(1), Version(1, 5), Version(2)]
+    with pytest.raises(TypeError):
+        assert Version(1) < DataVersion(2)  # type: ignore[operator]
+
+
+def test_a_record_loads_no_dataclasses_until_asked() -> None:
+    """The point of a record: declaring and using one imports neither dataclasses nor inspect."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from alicerce.spec.record import record, field\n"
+        "@record\nclass A:\n    x: int\n    y: tuple = field(default_factory=tuple)\n"
+        "a = A(1); assert a == A(1) and hash(a) == hash(A(1)) and repr(a) == 'A(x=1, y=())'\n"
+        "print(sorted({'dataclasses', 'inspect'} & set(sys.modules)))\n"
+        "import dataclasses; print(dataclasses.is_dataclass(a), [f.name for f in dataclasses.fields(a)])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["[]", "True ['x', 'y']"]
