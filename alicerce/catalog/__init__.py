@@ -7,7 +7,6 @@ available and checked against :mod:`alicerce.catalog.models` once per process.
 from __future__ import annotations
 
 import functools
-import hashlib
 import pickle
 import sys
 from collections.abc import Callable, Iterable
@@ -30,7 +29,7 @@ from alicerce.catalog.models import (
     UnseenEvaluation,
     Versions,
 )
-from alicerce.spec.cachedir import cache_dir, write_entry
+from alicerce.spec.cachedir import cache_dir, sha256, write_entry
 from alicerce.spec.record import record, replace
 
 _T = TypeVar("_T")
@@ -215,7 +214,7 @@ def cached(name: str, inputs: tuple[str, ...], build: Callable[[], _T]) -> _T:
     folder = cache_dir()
     if folder is None:
         return build()
-    digest = hashlib.sha256(f"{name}\0{sys.version}\0{pydantic.VERSION}\0".encode())
+    digest = sha256(f"{name}\0{sys.version}\0{pydantic.VERSION}\0".encode())
     for item in inputs:
         digest.update(item.encode() + b"\0" + (PACKAGE / item).read_bytes() + b"\0")
     path = folder / "catalog" / f"{name}-{digest.hexdigest()}.pickle"

@@ -110,10 +110,12 @@ def _misspelt_overrides(schema_errors: list[SpecError], added: list[AddedItem], 
     base name is a typo of that name: say so, instead of listing the fields a new item would need."""
     out = list(schema_errors)
     for item in added:
-        close = did_you_mean(item.name, item.known)
         inside = [e for e in out if e.path[: len(item.path)] == item.path]
         # only missing keys: an item meant to change a base item names just what it changes
-        if not close or not inside or any(e.rule != "AL101" for e in inside):
+        if not inside or any(e.rule != "AL101" for e in inside):
+            continue
+        close = did_you_mean(item.name, item.known)
+        if not close:
             continue
         kind = ITEM_KINDS.get(str(item.path[-2]), "item")
         missing = sorted({str(e.path[len(item.path)]) for e in inside if len(e.path) > len(item.path)})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -140,6 +139,8 @@ def did_you_mean(word: str, choices: Iterable[str], quote: bool = True) -> str |
     if word.lower() in by_case:
         match = by_case[word.lower()]
     else:
+        import difflib  # only for a word that is no choice: a valid spec's check never gets here
+
         matches = difflib.get_close_matches(word, pool, n=1, cutoff=0.6)
         if not matches:
             lowered = difflib.get_close_matches(word.lower(), list(by_case), n=1, cutoff=0.6)

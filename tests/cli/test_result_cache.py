@@ -156,3 +156,15 @@ def test_the_key_follows_alicerces_code_and_data_but_not_its_ansible_content(tmp
     touch("catalog/data/gpus.yaml", 10**18)
     assert fingerprint() != second
     result_cache._fingerprint.cache_clear()
+
+
+def test_the_cache_keys_hash_is_sha256() -> None:
+    """The keys are hashed without hashlib (alicerce.spec.cachedir.sha256): the digests are SHA-256's all the same."""
+    import hashlib
+
+    from alicerce.spec.cachedir import sha256
+
+    for data in (b"", b"abc", bytes(range(256)) * 300):
+        hasher = sha256(data[:7])
+        hasher.update(data[7:])
+        assert hasher.hexdigest() == hashlib.sha256(data).hexdigest()
