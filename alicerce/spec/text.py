@@ -115,6 +115,7 @@ def _mixed_key(word: str) -> bool:
     return bool(re.search(r"[0-9]", word[2:]) and re.search(r"[A-Za-z]", word[2:]))
 
 
+@functools.lru_cache(maxsize=8192)  # a text is asked about by its grammar and by AL276, in every environment
 def secret_shape(text: str) -> str | None:
     """What kind of secret ``text`` looks like, or None."""
     for kind, shape in SECRET_SHAPES:

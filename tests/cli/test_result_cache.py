@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from alicerce.cli.fastpath import parse_validate
-from alicerce.cli.result_cache import Request
+from alicerce.cli.result_cache import Request, Result
 from tests.conftest import ROOT, alicerce
 
 
@@ -168,3 +168,19 @@ def test_the_cache_keys_hash_is_sha256() -> None:
         hasher = sha256(data[:7])
         hasher.update(data[7:])
         assert hasher.hexdigest() == hashlib.sha256(data).hexdigest()
+
+
+def test_a_validate_served_in_process_leaves_the_garbage_collector_as_it_found_it(
+    workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fast path turns the cyclic collector off while it checks (a short-lived process), and back on after."""
+    import gc
+
+    from alicerce.cli.fastpath import serve
+
+    monkeypatch.setenv("ALICERCE_CACHE_DIR", str(tmp_path / "cache"))
+    seen: list[bool] = []
+    monkeypatch.setattr("alicerce.cli.fastpath.run_validate", lambda request: seen.append(gc.isenabled()) or Result("", "", 0))
+    assert gc.isenabled()
+    assert serve(["validate", str(workdir / "spec.yaml")]) == 0
+    assert seen == [False] and gc.isenabled()
