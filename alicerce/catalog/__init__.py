@@ -6,13 +6,10 @@ available and checked against :mod:`alicerce.catalog.models` once per process.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import hashlib
 import pickle
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -32,7 +29,8 @@ from alicerce.catalog.models import (
     UnseenEvaluation,
     Versions,
 )
-from alicerce.spec.cachedir import cache_dir, write_entry
+from alicerce.spec.cachedir import cache_dir, sha256, write_entry
+from alicerce.spec.record import record, replace
 
 _T = TypeVar("_T")
 _Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -90,7 +88,7 @@ def _read(name: str) -> Any:
     return yaml.load(text, Loader=_Loader)
 
 
-@dataclass(frozen=True)
+@record
 class Catalog:
     """All catalog facts, indexed for lookup by id or alias."""
 
@@ -121,7 +119,7 @@ class Catalog:
             if instance.type not in types:
                 added_instances.append(instance)
                 types.add(instance.type)
-        return dataclasses.replace(
+        return replace(
             self,
             gpus=(*self.gpus, *added_gpus),
             instances=(*self.instances, *added_instances),
@@ -216,7 +214,7 @@ def cached(name: str, inputs: tuple[str, ...], build: Callable[[], _T]) -> _T:
     folder = cache_dir()
     if folder is None:
         return build()
-    digest = hashlib.sha256(f"{name}\0{sys.version}\0{pydantic.VERSION}\0".encode())
+    digest = sha256(f"{name}\0{sys.version}\0{pydantic.VERSION}\0".encode())
     for item in inputs:
         digest.update(item.encode() + b"\0" + (PACKAGE / item).read_bytes() + b"\0")
     path = folder / "catalog" / f"{name}-{digest.hexdigest()}.pickle"

@@ -6,11 +6,12 @@ overrides against these names without resolving anything.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from alicerce.spec.record import record
 
-@dataclass(frozen=True)
+
+@record
 class Alert:
     name: str
     expr: str
@@ -108,7 +109,7 @@ TPOT = "vllm:time_per_output_token_seconds"
 LATENCY_HISTOGRAMS = {TTFT: VLLM_TTFT_BUCKETS, TPOT: VLLM_TPOT_BUCKETS}
 
 
-@dataclass(frozen=True)
+@record
 class ServingSlo:
     """An SLO of a serving workload, declared in ``monitoring.slos`` or implied by the workload's own ``latency:``
     targets (a p99 under 800 ms is the SLO "99% of requests under 800 ms" over the 30-day budget window).
@@ -164,7 +165,7 @@ def serving_slos(spec: Any) -> list[ServingSlo]:
     return out
 
 
-@dataclass(frozen=True)
+@record
 class LatencyTarget:
     """A latency target of an inference workload (``latency.timeToFirstToken.p99: 800ms``): it sizes the plan, and
     becomes an SLO unless a declared one already states it (same workload, histogram and percentile)."""

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from alicerce.catalog.models import Fsx, FsxOption
+from alicerce.spec.record import record
 
 GIB = 2**30
 
 
-@dataclass(frozen=True)
+@record
 class FsxConfig:
     deployment_type: str
     storage_type: str

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import functools
-from importlib import resources
 
 from pydantic import Field
 
-from alicerce.catalog import _read, cached
+from alicerce.catalog import PACKAGE, _read, cached
 from alicerce.catalog.models import CatalogModel, Source
 
 
@@ -61,4 +60,6 @@ def kubespray_lock(release: KubesprayRelease) -> str:
     """The hashed lock of ``release``'s environment (``data/kubespray/<tag>/requirements.lock``, see its SOURCE.yaml):
     its requirements.txt pins and everything they install, each with the sha256 of its file, for
     ``pip install --require-hashes``."""
-    return resources.files("alicerce.catalog").joinpath("data", "kubespray", release.tag, "requirements.lock").read_text("utf-8")
+    # read from the package's folder, as the other data files are: importlib.resources would load its readers on
+    # every cold `validate` that imports this module (zipfile, tempfile, shutil and the compression modules)
+    return (PACKAGE / "data" / "kubespray" / release.tag / "requirements.lock").read_text("utf-8")

@@ -10,13 +10,13 @@ resolves and every mistake is reported at once.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Literal, dataclass_transform
 
 from alicerce.catalog import Catalog
 from alicerce.catalog.fsx import FsxConfig
 from alicerce.catalog.models import BillOfMaterials, Chart, ContainerImage, Gpu, InstanceType, NetworkOperatorComponents, TrainerRuntimes
 from alicerce.spec.models import Fabric, NodePool, PlatformSpec, Site, StorageTier, Team
+from alicerce.spec.record import record
 from alicerce.spec.units import HUMAN
 from alicerce.targets.base import Capabilities, PlatformEndpoint, RdmaTechnology
 from alicerce.targets.resolver import NodeSoftwareOwners
@@ -28,7 +28,7 @@ GpuDirect = Literal["none", "dmabuf", "peermem"]
 MountKind = Literal["lustre", "beegfs", "weka", "nfs", "fsx-lustre", "efs"]  # MOUNT_KINDS' kinds, for the type checker
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class MountKindRecord:
     """One kind of shared file system mount as every stage sees it: a new kind is one record plus its own code."""
 
@@ -52,13 +52,14 @@ class Resolved:
     """Base of the resolved objects: frozen dataclasses built by keyword.
 
     Resolving builds them from values that are already checked (the validated spec, the catalog),
-    so they are plain dataclasses rather than pydantic models: nothing to validate again, and
-    `alicerce validate` does not pay for building their validators on every cold start.
+    so they are records (dataclasses with shared methods, :mod:`alicerce.spec.record`) rather than
+    pydantic models: nothing to validate again, and `alicerce validate` does not pay for building
+    their validators, nor their generated methods, on every cold start.
     """
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        dataclasses.dataclass(frozen=True, kw_only=True)(cls)
+        record(kw_only=True)(cls)
 
 
 class GpuUnits(Resolved):

@@ -10,8 +10,6 @@ here plus its own code (its values and its policies).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from alicerce.resolve.namespaces import (
     GPU_OPERATOR_NAMESPACE,
     KUBERAY_NAMESPACE,
@@ -20,9 +18,10 @@ from alicerce.resolve.namespaces import (
     NETWORK_OPERATOR_NAMESPACE,
     TRAINER_NAMESPACE,
 )
+from alicerce.spec.record import record
 
 
-@dataclass(frozen=True)
+@record
 class OperatorRecord:
     """One operator as every stage sees it."""
 

@@ -13,21 +13,23 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from alicerce.catalog import Catalog
 from alicerce.catalog.models import Gpu
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
 from alicerce.spec.models import Environment, NodePool, PlatformSpec, Site, StorageTier
 from alicerce.spec.paths import SpecPath
+from alicerce.spec.record import field, record
+
+_T = TypeVar("_T")
 
 S = SpecPath(PlatformSpec)
 """The root of every finding's path: ``S.node_pools[i].aws.zone`` (see :mod:`alicerce.spec.paths`)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Finding:
     """A rule violation at ``path`` (in the merged spec of the environment)."""
 
@@ -39,7 +41,7 @@ class Finding:
     resource: str | None = None  # pool/tier/team name, for waivers scoped to resources
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     id: str
     name: str
@@ -66,7 +68,7 @@ class RuleSet:
         return register
 
 
-@dataclass
+@record(frozen=False)
 class RuleContext:
     """What a rule sees: one environment's merged spec, the catalog, and lookups."""
 
@@ -79,6 +81,15 @@ class RuleContext:
     # facts of the whole document, the same in every environment's spec (overrides cannot change the
     # environments section): one dict shared by the environments of a check, so each is computed once
     shared: dict[str, Any] = field(default_factory=dict)
+    # facts of this environment that several rules read, each computed by the first that needs it (see once)
+    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def once(self, key: str, compute: Callable[[], _T]) -> _T:
+        """``compute()``, computed once for this environment under ``key``."""
+        if key not in self.memo:
+            self.memo[key] = compute()
+        found: _T = self.memo[key]
+        return found
 
     @property
     def every_site(self) -> frozenset[str]:

@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
 from alicerce.spec.errors import Path
 from alicerce.spec.models import PlatformSpec
+from alicerce.spec.record import field, record
 
 ROUNDS = 6
 
 
-@dataclass
+@record(frozen=False)
 class Pruned:
     """A schema-valid spec built from what parsed, and how to map its paths back."""
 

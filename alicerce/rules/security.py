@@ -154,16 +154,19 @@ def _texts(data: Any, parts: tuple[str | int, ...]) -> Iterable[tuple[tuple[str 
             yield from _texts(value, (*parts, index))
 
 
-def _spec_texts(ctx: RuleContext) -> Iterable[tuple[tuple[str | int, ...], str, bool]]:
+def _spec_texts(ctx: RuleContext) -> list[tuple[tuple[str | int, ...], str, bool]]:
     """Every string of this environment's spec. The spec of each environment holds every environment's
     section (CI spans them all), so each check reads its own section only: a document checked whole reads
     each section once (linear in the number of environments, not quadratic). Nothing of another
     environment's section but its name, tier and region (each with a grammar) reaches this
-    environment's files."""
-    spec = ctx.spec.model_dump(by_alias=True, mode="json", exclude_unset=True, exclude={"environments"})
-    own = ctx.env.model_dump(by_alias=True, mode="json", exclude_unset=True)
-    yield from _texts(spec, ())
-    yield from _texts(own, ("environments", ctx.env_name))
+    environment's files. Listed once per environment for the three rules that read them."""
+
+    def collect() -> list[tuple[tuple[str | int, ...], str, bool]]:
+        spec = ctx.spec.model_dump(by_alias=True, mode="json", exclude_unset=True, exclude={"environments"})
+        own = ctx.env.model_dump(by_alias=True, mode="json", exclude_unset=True)
+        return [*_texts(spec, ()), *_texts(own, ("environments", ctx.env_name))]
+
+    return ctx.once("spec-texts", collect)
 
 
 @rules.rule("AL275", "no-template-text", "No key or value holds template syntax ({{, {% or {#), which Ansible would run.")
@@ -208,8 +211,8 @@ def plain_text(ctx: RuleContext) -> Iterable[Finding]:
     letter (Cyrillic 'а' for 'a') makes a name that matches nothing while looking right."""
     names = {path.path for path, _ in all_names(ctx)}  # AL201 reports those, naming the character
     for parts, text, is_key in _spec_texts(ctx):
-        if parts in names:
-            continue
+        if parts in names or (text.isascii() and text.isprintable()):
+            continue  # printable ASCII holds no invisible or look-alike character (INVISIBLE lies outside it)
         prose = not is_key and len(parts) > 0 and parts[-1] in FREE_TEXT
         for index, char in enumerate(text):
             if prose and char in "\n\t":

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime
 import os
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -23,10 +22,11 @@ from alicerce.spec.errors import SpecError, SpecInvalid, did_you_mean, sorted_un
 from alicerce.spec.loader import Document, Pos, locate, node_at
 from alicerce.spec.models import PlatformSpec
 from alicerce.spec.overlay import AddedItem, apply_overrides
+from alicerce.spec.record import record
 from alicerce.spec.schema_errors import convert
 
 
-@dataclass(frozen=True)
+@record
 class EnvironmentSpec:
     """One environment's merged spec and the positions its values came from."""
 
@@ -37,7 +37,7 @@ class EnvironmentSpec:
     resolved: ResolvedPlatform
 
 
-@dataclass(frozen=True)
+@record
 class Checked:
     """The result of checking a document: the base spec, the merged environments, every error."""
 
@@ -110,10 +110,12 @@ def _misspelt_overrides(schema_errors: list[SpecError], added: list[AddedItem], 
     base name is a typo of that name: say so, instead of listing the fields a new item would need."""
     out = list(schema_errors)
     for item in added:
-        close = did_you_mean(item.name, item.known)
         inside = [e for e in out if e.path[: len(item.path)] == item.path]
         # only missing keys: an item meant to change a base item names just what it changes
-        if not close or not inside or any(e.rule != "AL101" for e in inside):
+        if not inside or any(e.rule != "AL101" for e in inside):
+            continue
+        close = did_you_mean(item.name, item.known)
+        if not close:
             continue
         kind = ITEM_KINDS.get(str(item.path[-2]), "item")
         missing = sorted({str(e.path[len(item.path)]) for e in inside if len(e.path) > len(item.path)})

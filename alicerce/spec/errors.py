@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
+from alicerce.spec.record import field, record
 from alicerce.spec.text import escaped, redacted, secret_shape
 
 PathElement = str | int
@@ -27,7 +26,7 @@ def format_path(path: Sequence[PathElement]) -> str:
     return out or "<root>"
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@record(order=True)
 class Span:
     """A 1-based position in a source file."""
 
@@ -36,7 +35,7 @@ class Span:
     column: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SpecError:
     """One located problem in a user's spec."""
 
@@ -95,7 +94,7 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-@dataclass
+@record(frozen=False)
 class SpecInvalid(Exception):
     """Raised with every error found; the CLI prints them and exits 2."""
 
@@ -140,6 +139,8 @@ def did_you_mean(word: str, choices: Iterable[str], quote: bool = True) -> str |
     if word.lower() in by_case:
         match = by_case[word.lower()]
     else:
+        import difflib  # only for a word that is no choice: a valid spec's check never gets here
+
         matches = difflib.get_close_matches(word, pool, n=1, cutoff=0.6)
         if not matches:
             lowered = difflib.get_close_matches(word.lower(), list(by_case), n=1, cutoff=0.6)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import datetime
 import enum
-import inspect
 import ipaddress
 import math
 import re
@@ -236,15 +235,20 @@ def _hints(cls: type) -> dict[str, Any]:
     for klass in reversed(cls.__mro__):
         module = sys.modules.get(klass.__module__)
         namespace = vars(module) if module is not None else {}
-        for name, annotation in inspect.get_annotations(klass).items():
+        # a class's own annotations, as inspect.get_annotations reads them (importing inspect costs a cold validate 5 ms)
+        own = klass.__dict__.get("__annotations__")  # noqa: RUF063
+        for name, annotation in (own if isinstance(own, dict) else {}).items():
             if not isinstance(annotation, str):
                 hints[name] = annotation
                 continue
             key = (klass.__module__, annotation)
             if key not in _EVALUATED:
-                if annotation not in _COMPILED:  # the same text recurs across modules ("Name | None")
-                    _COMPILED[annotation] = compile(annotation, "<annotation>", "eval")
-                _EVALUATED[key] = eval(_COMPILED[annotation], namespace)  # the models' own annotations
+                if annotation.isidentifier() and annotation in namespace:  # a plain name: what eval would find
+                    _EVALUATED[key] = namespace[annotation]
+                else:
+                    if annotation not in _COMPILED:  # the same text recurs across modules ("Name | None")
+                        _COMPILED[annotation] = compile(annotation, "<annotation>", "eval")
+                    _EVALUATED[key] = eval(_COMPILED[annotation], namespace)  # the models' own annotations
             hints[name] = _EVALUATED[key]
     return hints
 
@@ -290,6 +294,18 @@ def _shape(cls: type[BaseModel]) -> _Model:
     if shape is None:
         shape = _SHAPES[cls] = _Model(cls)
     return shape
+
+
+_PARTS: dict[int, tuple[Any, Any, tuple[Any, ...]]] = {}
+
+
+def _parts(tp: Any) -> tuple[Any, tuple[Any, ...]]:
+    """``get_origin(tp)`` and ``get_args(tp)``, remembered by identity (the interpreter asks for them at every value; the
+    entry holds ``tp``, so its id is not reused while it is kept)."""
+    entry = _PARTS.get(id(tp))
+    if entry is None or entry[0] is not tp:
+        entry = _PARTS[id(tp)] = (tp, get_origin(tp), get_args(tp))
+    return entry[1], entry[2]
 
 
 def _strip(tp: Any) -> Any:
@@ -418,10 +434,9 @@ def _check(tp: Any, value: Any, shape: _Model) -> Any:
         return typing.cast("type[BaseModel]", tp).model_validate(value)
     if type(tp) is type and tp is not _NONE:
         return _scalar(tp, value, shape)
-    origin = get_origin(tp)
+    origin, args = _parts(tp)
     if origin is typing.Annotated:
-        base, *metadata = get_args(tp)
-        return _annotated(base, tuple(metadata), value, shape)
+        return _annotated(args[0], args[1:], value, shape)
     if tp is Any:
         return value
     if tp is _NONE or tp is None:
@@ -429,26 +444,25 @@ def _check(tp: Any, value: Any, shape: _Model) -> Any:
             return None
         raise GiveUp("not null")
     if origin in (Union, types.UnionType):
-        return _union(get_args(tp), value, shape, None)
+        return _union(args, value, shape, None)
     if origin is Literal:
-        for choice in get_args(tp):
+        for choice in args:
             if type(choice) is type(value) and choice == value:
                 return choice
-        raise GiveUp(f"{value!r} is no choice of {get_args(tp)}")
+        raise GiveUp(f"{value!r} is no choice of {args}")
     if origin is list:
         if type(value) is not list:
             raise GiveUp("not a list")
-        (item,) = get_args(tp) or (Any,)
+        (item,) = args or (Any,)
         return [_check(item, v, shape) for v in value]
     if origin is tuple:
-        args = get_args(tp)
         if type(value) is not list or len(args) != 2 or args[1] is not Ellipsis:
             raise GiveUp("tuple not interpreted")
         return tuple(_check(args[0], v, shape) for v in value)
     if origin is dict:
         if type(value) is not dict:
             raise GiveUp("not a mapping")
-        key_type, value_type = get_args(tp) or (Any, Any)
+        key_type, value_type = args or (Any, Any)
         return {_check(key_type, k, shape): _check(value_type, v, shape) for k, v in value.items()}
     if origin is not None:
         raise GiveUp(f"{tp} not interpreted")
@@ -629,9 +643,9 @@ class _Dump:
         return out
 
     def value(self, tp: Any, value: Any) -> Any:
-        origin = get_origin(tp)
+        origin, args = _parts(tp)
         if origin is typing.Annotated:
-            base, *metadata = get_args(tp)
+            base, *metadata = args
             for item in reversed(metadata):
                 if isinstance(item, PlainSerializer):
                     if item.kwargs.get("when_used", "always") != "always":
@@ -646,15 +660,13 @@ class _Dump:
         if isinstance(value, BaseModel):
             return self.model(value, set())
         if origin in (Union, types.UnionType):
-            others = [m for m in get_args(tp) if m is not _NONE]
+            others = [m for m in args if m is not _NONE]
             return self.value(others[0] if len(others) == 1 else Any, value)
         if origin in (list, tuple) or isinstance(value, (list, tuple)):
-            args = get_args(tp)
             item = args[0] if args else Any
             items = [self.value(item, v) for v in value]
             return items if self.json or isinstance(value, list) else tuple(items)
         if origin is dict or isinstance(value, dict):
-            args = get_args(tp)
             item = args[1] if len(args) == 2 else Any
             if self.json and not all(type(k) is str for k in value):
                 raise GiveUp("a key that JSON writes as text")  # pydantic turns it into a string
@@ -711,11 +723,13 @@ def installed() -> Iterator[None]:
     sys.modules.update(_modules())
     _SHAPES.clear()
     _EVALUATED.clear()
+    _PARTS.clear()
     try:
         yield
     finally:
         _SHAPES.clear()
         _EVALUATED.clear()
+        _PARTS.clear()
         LOADED[:] = sorted(n for n in sys.modules if n not in before)
         for name in LOADED:
             if name.partition(".")[0] not in KEPT and not name.startswith("_cython"):

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 from typing import Any
 
 import yaml
 
 from alicerce.spec.errors import Path, PathElement, Span, SpecError, SpecInvalid
+from alicerce.spec.record import field, record
 from alicerce.spec.source import MAX_BYTES, SourceTooLarge, UnreadableSource, read_regular_file
 
 try:
@@ -61,7 +61,7 @@ _NAN = re.compile(r"^\.(?:nan|NaN|NAN)$")
 _UNPRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]")
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class Pos:
     """Where a value sits in the source, and where its children and their keys sit."""
 
@@ -71,7 +71,7 @@ class Pos:
     raw: str | None = None  # the source text of a plain scalar that did not resolve to str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Document:
     """A loaded YAML file: plain Python data and its position tree."""
 
@@ -131,7 +131,7 @@ def _span(file: str, mark: Any) -> Span:
     return Span(file, mark.line + 1, mark.column + 1)
 
 
-@dataclass(frozen=True)
+@record
 class Tagged:
     """A scalar carrying one of the local tags a caller of :func:`load_text` allowed (``!vault`` in a
     secrets file): kept as its tag and text, never constructed into anything."""

@@ -15,17 +15,17 @@ override's own line.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from alicerce.spec.errors import Path, Span, SpecError, did_you_mean
 from alicerce.spec.loader import Pos
+from alicerce.spec.record import record
 
 PATCH = "$patch"
 FORBIDDEN = ("apiVersion", "kind", "environments")
 
 
-@dataclass(frozen=True)
+@record
 class AddedItem:
     """An override item whose name matched no base item, so it was added as a new one."""
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from alicerce.spec.cachedir import cached_json, import_path_key
+from alicerce.spec.record import field, record
 
 RdmaTechnology = Literal["efa", "infiniband", "roce"]
 Capacity = Literal["rented", "owned"]
@@ -27,7 +27,7 @@ Deploy = Literal["pulumi", "apply"]
 SectionPlace = Literal["pool", "fabric", "parallel-fs", "shared-nfs", "object", "block"]
 
 
-@dataclass(frozen=True)
+@record
 class Section:
     """A target's own section of a provider-neutral model (a pool's `aws:`, a tier's `onprem:`): its model and hover text."""
 
@@ -35,7 +35,7 @@ class Section:
     description: str
 
 
-@dataclass(frozen=True)
+@record
 class CloudAccount:
     """How a target's sites are reached from outside the cloud: CI's credentials step, the stack settings the
     scaffold writes and the region the README names. A target without one needs no cloud credentials in CI."""
@@ -51,7 +51,7 @@ class CloudAccount:
     admin_principal_example: str = "<principal>"
 
 
-@dataclass(frozen=True)
+@record
 class ManagedAddons:
     """The add-ons a target's managed control plane installs by version, for the bill of materials."""
 
@@ -60,7 +60,7 @@ class ManagedAddons:
     by_storage: Mapping[str, str]  # storage implementation -> the add-on a tier of it needs
 
 
-@dataclass(frozen=True)
+@record
 class Target:
     """One target as every stage sees it: declared once, in ``alicerce/targets/<name>/target.py``.
 
@@ -94,7 +94,7 @@ class Target:
         return "apply" in self.deploy
 
 
-@dataclass(frozen=True)
+@record
 class PlatformEndpoint:
     """Something outside the pod network every team pod must reach (a NetworkPolicy egress allow)."""
 
@@ -104,7 +104,7 @@ class PlatformEndpoint:
     why: str  # one line for the policy's annotation
 
 
-@dataclass(frozen=True)
+@record
 class CsiSubdirectory:
     """How a PersistentVolume of one CSI driver mounts a directory below the file system's root (a team's volume)."""
 
@@ -113,7 +113,7 @@ class CsiSubdirectory:
     handle_separator: str | None = None  # else: the volume handle gets "<separator><dir>" appended
 
 
-@dataclass(frozen=True)
+@record
 class FileSystemMetrics:
     """Where the cloud publishes one kind of file system's I/O, what alicerce reads of it, and the series the storage
     metrics exporter serves for it. Each series holds one period's statistic (a sum over the period, not a counter):
@@ -129,7 +129,7 @@ class FileSystemMetrics:
     io_limit_percent: str | None = None  # how close the file system is to its I/O limit, in percent, where it has one
 
 
-@dataclass(frozen=True)
+@record
 class StorageMetricsExporter:
     """The exporter that reads a target's file systems' I/O from the cloud's metrics service into Prometheus."""
 
@@ -143,7 +143,7 @@ class StorageMetricsExporter:
     sources: Mapping[str, FileSystemMetrics]  # storage implementation -> its metrics
 
 
-@dataclass(frozen=True)
+@record
 class Capabilities:
     """What a target's clusters bring and how alicerce provisions them."""
 

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Literal
 
 from alicerce.catalog import Catalog
 from alicerce.catalog.fsx import FsxConfig
 from alicerce.catalog.models import InstanceType
 from alicerce.spec.models import Fabric, Networks, NodePool, PlatformSpec, Site, StorageTier
+from alicerce.spec.record import field, record
 from alicerce.targets.base import Capabilities, PlatformEndpoint, RdmaTechnology
 
 
-@dataclass(frozen=True)
+@record
 class PoolPlacement:
     """Where and on what a pool's nodes run, as its target decides it."""
 
@@ -31,7 +31,7 @@ class PoolPlacement:
     capacity_type: str = "on-demand"
 
 
-@dataclass(frozen=True)
+@record
 class NodeSoftwareOwners:
     """Who owns the node software of a site (one owner per component; both sides read this)."""
 
@@ -53,7 +53,7 @@ class NodeSoftwareOwners:
         return "node-image" if self.gpu_driver == "node-image" else "host"
 
 
-@dataclass(frozen=True)
+@record
 class MountFacts:
     """How a shared file system is mounted at a site of this target (see alicerce.resolve.model.Mount)."""
 
@@ -62,7 +62,7 @@ class MountFacts:
     options: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@record
 class TargetResolver:
     capabilities: Capabilities
     site: Callable[[Site, Networks], Site]  # the site with its defaults filled

@@ -247,43 +247,67 @@ def test_every_string_field_is_in_the_audit_with_the_check_it_has() -> None:
     assert not unchecked, f"fields that gained a check: move them out of the inert/rule list: {unchecked}"
 
 
+SAMPLES: dict[str, str] = {
+    "MountPath": "/mnt/datasets",
+    "ServerPath": "/export/home",
+    "Host": "nfs.dc1.example.com",
+    "NidList": "10.90.255.11@o2ib:10.90.255.12@o2ib",
+    "FsName": "scratch",
+    "MountOption": "rsize=1048576",
+    "LnetRoute": "o2ib1 10.40.0.250@o2ib",
+    "Url": "https://s3.dc1.example.com:9000/path",
+    "ApiEndpoint": "https://k8s.dc1.example.com:6443",
+    "GitUrl": "git@github.com:acme/ml-platform.git",
+    "GitRevision": "release/v1.2",
+    "RepoPath": "specs/platform.yaml",
+    "SecretName": "dc1Kubeconfig",
+    "Version": "580.95.05",
+    "Identifier": "oidc:",
+    "Interface": "eno1",
+    "Device": "/dev/disk/by-id/nvme-SAMSUNG_MZ1L23T8HBLA-00A07_S6EWNA0T100001",
+    "Word": "r01",
+    "CatalogId": "1g.10gb+me",
+    "AwsName": "arn:aws:kms:us-east-1:111111111111:key/abcd-1234",
+    "AwsAccount": "111111111111",
+    "Email": "ml-oncall@acme.example",
+    "HostPort": "smtp.acme.example:587",
+    "SlackChannel": "#ml-alerts",
+    "SecretKeyName": "routing-key",
+    "ObjectPrefix": "curated/year=2026/",
+    "KeyFingerprint": "EB693B3035CD5710E231E123A4B469963BF863CC",
+    "PciAddress": "0000:1a:00.0",
+}
+"""A value each grammar accepts."""
+
+
 def test_every_grammar_has_a_json_schema_pattern_that_accepts_what_it_accepts() -> None:
-    samples = {
-        "MountPath": "/mnt/datasets",
-        "ServerPath": "/export/home",
-        "Host": "nfs.dc1.example.com",
-        "NidList": "10.90.255.11@o2ib:10.90.255.12@o2ib",
-        "FsName": "scratch",
-        "MountOption": "rsize=1048576",
-        "LnetRoute": "o2ib1 10.40.0.250@o2ib",
-        "Url": "https://s3.dc1.example.com:9000/path",
-        "ApiEndpoint": "https://k8s.dc1.example.com:6443",
-        "GitUrl": "git@github.com:acme/ml-platform.git",
-        "GitRevision": "release/v1.2",
-        "RepoPath": "specs/platform.yaml",
-        "SecretName": "dc1Kubeconfig",
-        "Version": "580.95.05",
-        "Identifier": "oidc:",
-        "Interface": "eno1",
-        "Device": "/dev/disk/by-id/nvme-SAMSUNG_MZ1L23T8HBLA-00A07_S6EWNA0T100001",
-        "Word": "r01",
-        "CatalogId": "1g.10gb+me",
-        "AwsName": "arn:aws:kms:us-east-1:111111111111:key/abcd-1234",
-        "AwsAccount": "111111111111",
-        "Email": "ml-oncall@acme.example",
-        "HostPort": "smtp.acme.example:587",
-        "SlackChannel": "#ml-alerts",
-        "SecretKeyName": "routing-key",
-        "ObjectPrefix": "curated/year=2026/",
-        "KeyFingerprint": "EB693B3035CD5710E231E123A4B469963BF863CC",
-        "PciAddress": "0000:1a:00.0",
-    }
+    samples = SAMPLES
     assert set(samples) == set(GRAMMARS)
     import re
 
     for name, grammar in GRAMMARS.items():
         assert grammar.problem(samples[name]) is None, name
         assert re.fullmatch(grammar.pattern, samples[name]), name
+
+
+def test_the_one_regex_of_a_grammar_accepts_what_its_two_checks_accept() -> None:
+    """A grammar tries a valid value with one regex (its characters and pattern at once) and runs the two checks that
+    name the mistake only when it fails: the two must accept exactly what the one does, on every grammar's sample,
+    every other grammar's and each of their cuts, doublings and one-character changes."""
+    import re
+
+    from alicerce.spec.text import first_outside
+
+    values = set(SAMPLES.values()) | {"", "/", "-", ".", "a", "A1", "a\n", "a\nb", " a", "a ", "é", "a..b", "a//b", "x" * 70}
+    for value in list(values):
+        for i in range(len(value) + 1):
+            values |= {value[:i], value[i:], value[:i] + value[i:] * 2}
+            values |= {value[:i] + c + value[i + 1 :] for c in ("-", ".", "/", ":", "@", " ", "\n", "_", "0", "Z", "é", "\x1b")}
+    for name, grammar in GRAMMARS.items():
+        chars = re.compile(grammar.chars)
+        for value in values:
+            two = first_outside(value, chars) is None and re.fullmatch(grammar.pattern, value) is not None
+            assert (grammar._accepts.fullmatch(value) is not None) is two, (name, value)
 
 
 @pytest.mark.parametrize(
@@ -406,3 +430,13 @@ def test_mount_points_that_hand_over_root_are_refused(path: str) -> None:
 
     assert mount_point_problem(path) is not None, path
     assert mount_point_problem("/mnt/datasets") is None
+
+
+def test_printable_ascii_holds_no_invisible_character() -> None:
+    """AL277 skips text that is printable ASCII whole (str.isascii and str.isprintable): none of it is invisible."""
+    from alicerce.spec.text import INVISIBLE
+
+    printable = [chr(code) for code in range(0x80) if chr(code).isprintable()]
+    assert printable == [chr(code) for code in range(0x20, 0x7F)]
+    assert [char for char in printable if INVISIBLE.match(char)] == []
+    assert [chr(code) for code in (*range(0x20), 0x7F) if not INVISIBLE.match(chr(code))] == []

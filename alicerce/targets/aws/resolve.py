@@ -9,13 +9,13 @@ drift between a resource and the policy that grants access to it.
 
 from __future__ import annotations
 
-import dataclasses
 from urllib.parse import urlsplit
 
 from alicerce.catalog import Catalog
 from alicerce.catalog.fsx import GIB, FsxConfig, choose_fsx
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTier
 from alicerce.spec.models import Fabric, Networks, NodePool, ObjectTier, ParallelFsTier, PlatformSpec, SharedNfsTier, Site, StorageTier
+from alicerce.spec.record import replace
 from alicerce.targets.aws.spec import AwsSite, ExistingPlacementGroup
 from alicerce.targets.aws.target import TARGET
 from alicerce.targets.base import Capabilities, CsiSubdirectory, FileSystemMetrics, PlatformEndpoint, StorageMetricsExporter
@@ -133,7 +133,7 @@ def _site_capabilities(site: Site, spec: PlatformSpec, environment: str) -> Capa
         key = f"arn:{partition(site.region)}:kms:{site.region}:{site.account}:{key if key.startswith('alias/') else 'key/' + key}"
     storage_class = CAPABILITIES.default_storage_class
     parameters = {**storage_class["parameters"], "kmsKeyId": key}
-    return dataclasses.replace(CAPABILITIES, default_storage_class={**storage_class, "parameters": parameters})
+    return replace(CAPABILITIES, default_storage_class={**storage_class, "parameters": parameters})
 
 
 def _site(site: Site, networks: Networks) -> Site:
