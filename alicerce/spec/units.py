@@ -226,7 +226,8 @@ def host_pattern_problem(pattern: str) -> str | None:
     for match in reversed(ranges):
         digits = max(len(match.group(1)), len(match.group(2)))
         widest = widest[: match.start()] + "0" * digits + widest[match.end() :]
-    bad = sorted(set(re.sub(r"[a-z0-9.\-]", "", widest.lower())), key=widest.index)
+    # each character as written (a lowercased "À" is "à", which the pattern does not hold: it crashed the sort)
+    bad = sorted({c for c in widest if not re.fullmatch(r"[a-z0-9.\-]", c.lower())}, key=widest.index)
     if bad:
         shown = " ".join(f'"{c}"' for c in bad)
         return f'"{_short(pattern)}" is not a host name: {shown} {"is" if len(bad) == 1 else "are"} not allowed'

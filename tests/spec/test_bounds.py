@@ -93,6 +93,8 @@ def test_the_hosts_of_a_pool_are_capped_in_total() -> None:
         ("-gpu-[01:02].dc1", "starts or ends with"),
         ("gpu-" + "a" * 60 + "-[001:100].dc1", "over 63"),
         (".".join(["a" * 60] * 5) + ".x-[1:99]", "over 253"),
+        ("À", 'is not a host name: "À" is not allowed'),  # an uppercase letter outside ASCII (the fuzz's crash)
+        ("gpu-İ-[1:2]", '"İ" is not allowed'),
     ],
 )
 def test_host_patterns_must_be_rfc_1123_names(pattern: str, problem: str) -> None:
