@@ -547,6 +547,9 @@ class SpotFractions(CatalogModel):
     asOf: datetime.date
     source: Source
     families: dict[str, dict[str, float]]
+    # instance type -> its us-east-1 on-demand price in the same snapshot, where today's (instances.yaml) has moved
+    # since: a Spot fraction is of the snapshot's price, a market price that did not follow a later list-price cut
+    snapshotOnDemand: dict[str, float] = {}
 
 
 class CapacityBlockPrice(CatalogModel):

@@ -95,7 +95,15 @@ def node_price(pool: ResolvedPool, catalog: Catalog, costs: Costs) -> NodePrice 
                 price = None
                 issues.append(Issue("PL311", f"no Spot price for {instance.family} in {region}: left unpriced, not priced on-demand"))
             else:
-                price = od * share
+                snapshot = prices.spot.snapshotOnDemand.get(instance.type)
+                if snapshot is not None:  # a fraction of the snapshot's price, carried to the region as on-demand is
+                    ratio = od / instance.price.usdPerHour
+                    price = snapshot * ratio * share
+                    factors = (Factor(f"on-demand {instance.type} in the Spot snapshot (us-east-1)", snapshot,
+                                      f"{prices.spot.source.url} ({prices.spot.asOf})"),
+                               *(f for f in factors if "price ratio" in f.name))  # fmt: skip
+                else:
+                    price = od * share
                 factors += (Factor(f"Spot share of on-demand ({instance.family}, {region})", share,
                                    f"{prices.spot.source.url} ({prices.spot.asOf})"),)  # fmt: skip
         elif kind == "capacity-block":

@@ -287,8 +287,9 @@ def test_spot_is_priced_as_spot_and_regions_as_regions() -> None:
         tier["aws"]["zone"] = "us-east-2a"
     platform = resolve(data)
     p5 = node_price(next(p for p in platform.pools if p.name == "train-p5"), CATALOG, platform.spec.costs)
-    # us-east-2 on-demand = us-east-1's 55.04 x (1.0 / 1.0); Spot share there 0.141 -> 7.761 an hour
-    assert p5 is not None and p5.usd_per_hour == pytest.approx(55.04 * 0.141)
+    # Spot share there 0.141 of the snapshot's on-demand, 98.32 (us-east-2 = us-east-1): 13.86 an hour. Review sizreview2
+    # D5: the share was taken against the pre-cut 98.32 and applied to today's 55.04 (7.76, 44% low)
+    assert p5 is not None and p5.usd_per_hour == pytest.approx(98.32 * 0.141)
     system = node_price(next(p for p in platform.pools if p.name == "system"), CATALOG, platform.spec.costs)
     assert system is not None and system.usd_per_hour == pytest.approx(0.8064)  # m7i: us-east-2 = us-east-1
 
