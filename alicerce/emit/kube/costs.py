@@ -29,10 +29,17 @@ def month_to_date(hourly: str) -> str:
     `alicerce costs` count, so budget alerts, the guard and finance tell one story (review obsreview2 DEFECT 5: the
     alerts read a trailing 30 days). PromQL has no range that starts at the month: inside the subquery ``month()`` is
     the month of each mark, outside it the month of now, so one term per month keeps the marks of the current one. A
-    mark counts for the hour it ends (a second earlier): midnight of the first ends the previous month's last hour."""
-    month = "month(vector(time() - 1))"
-    terms = [f"(sum_over_time(({hourly} and on () {month} == {m})[31d:1h]) and on () {month} == {m})" for m in range(1, 13)]
-    return " or ".join(terms)
+    mark counts for the hour it ends (a second earlier): midnight of the first ends the previous month's last hour,
+    while the month kept outside is the month of now. So at 00:00 on the 1st the record is the new month's (nothing
+    yet), and until its first mark (01:00) every term is empty: the month so far then costs 0 for each series
+    ``hourly`` has now. The record was last month's total at midnight and absent after it, so its readers
+    (``last_over_time`` over 75 minutes) kept last month's total until ~01:15 while the guard had already released
+    the queue (review observe4 DEFECT L, obsreview5 DEFECT 3). The old month's last hour is in no record: no budget
+    alert of that month could read it before the month was over."""
+    mark = "month(vector(time() - 1))"
+    now = "month(vector(time()))"
+    terms = [f"(sum_over_time(({hourly} and on () {mark} == {m})[31d:1h]) and on () {now} == {m})" for m in range(1, 13)]
+    return " or ".join([*terms, f"0 * {hourly}"])
 
 
 # the hours to the end of the calendar month (UTC), now included
