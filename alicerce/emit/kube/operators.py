@@ -32,7 +32,7 @@ from alicerce.emit.kube.common import (
     system_placement,
     tolerate,
 )
-from alicerce.emit.kube.dcgm_counters import DCGM_METRICS_CONFIGMAP, counters_csv
+from alicerce.emit.kube.dcgm_counters import counters_configmap, counters_csv
 from alicerce.emit.kube.kueue import kueue_configuration
 from alicerce.emit.storage_counters import TEXTFILE_DIRECTORY, counted_tiers
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
@@ -230,7 +230,8 @@ def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
                 "relabelings": [{"action": "labeldrop", "regex": DCGM_TARGET_LABELS_DROPPED}],
             },
             # alicerce's counters list: the image's own plus the XID count per code (alicerce.emit.kube.dcgm_counters)
-            "config": {"name": DCGM_METRICS_CONFIGMAP, "create": True, "data": counters_csv()},
+            # named after its content: the exporter reads it at start only, so a new list must roll the DaemonSet
+            "config": {"name": counters_configmap(), "create": True, "data": counters_csv()},
         },
     }
     if site.capabilities.nodes_by_ansible:
