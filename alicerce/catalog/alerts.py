@@ -240,6 +240,17 @@ def xid_count(codes: str = ".+") -> str:
 
 REMAPPED = f"max by ({GPU_KEY}) (DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS)"
 
+# Who is woken at 3am for what (review observe4 G15), decided here for the monitoring blind spots and the RMA alert:
+# a page (critical) is for what loses work or users now and needs a person before morning; a ticket (warning) for
+# what can wait for working hours.
+# - DCGMExporterDown: one node's GPU health is blind. Its jobs keep running, and a GPU failing there still shows as
+#   failed jobs (job failure KPIs) and, if it falls off the bus, as GPUsMissing<Pool>: a ticket.
+# - KubeStateMetricsAbsent: the whole site's KPIs, budgets and pages that join on kube-state-metrics are blind,
+#   ServingWorkloadDown and GPUsMissing<Pool> (both critical) among them, for as long as it lasts: a page.
+# - GPURowRemapFailure: the GPU is out of spare rows and needs an RMA; the uncorrectable errors that hurt jobs page on
+#   their own (GPUCriticalXid 63/64/94/95): a ticket.
+SEVERITY_DECIDED = {"DCGMExporterDown": "warning", "KubeStateMetricsAbsent": "critical", "GPURowRemapFailure": "warning"}
+
 GPU_HEALTH: tuple[Alert, ...] = (
     Alert(
         "GPUCriticalXid",
@@ -262,7 +273,7 @@ GPU_HEALTH: tuple[Alert, ...] = (
         "GPURowRemapFailure",
         f"max by ({GPU_KEY}) (DCGM_FI_DEV_ROW_REMAP_FAILURE) > 0",
         "0m",
-        "critical",
+        SEVERITY_DECIDED["GPURowRemapFailure"],
         "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} could not remap a memory row",
         "The GPU has run out of spare rows: replace it (RMA).",
     ),
@@ -331,7 +342,7 @@ DCGM_EXPORTER_DOWN = Alert(
         f"and on (node) (time() - max by (node) (kube_node_created) > {DCGM_GRACE_SECONDS})"
     ),
     "10m",
-    "critical",
+    SEVERITY_DECIDED["DCGMExporterDown"],
     "GPU node {{ $labels.node }} reports no DCGM metrics",
     "GPU health is blind on this node: the GPU Operator's dcgm-exporter is down, not scheduled or not scraped there "
     "(kubectl -n gpu-operator get pods -o wide).",

@@ -35,6 +35,7 @@ from alicerce.catalog.alerts import (
     SERVING_METRICS_ABSENT,
     SERVING_NEVER_READY,
     SERVING_WORKLOAD_DOWN,
+    SEVERITY_DECIDED,
     XID_COUNT_METRIC,
     Alert,
     firing,
@@ -57,7 +58,7 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     site = rp.site(site_name)
     pools = [p.name for p in site.pools]
     alerts = [
-        Alert(KUBE_STATE_METRICS_ABSENT, "absent(kube_node_labels)", "10m", "critical",
+        Alert(KUBE_STATE_METRICS_ABSENT, "absent(kube_node_labels)", "10m", SEVERITY_DECIDED[KUBE_STATE_METRICS_ABSENT],
               "kube-state-metrics reports no node",
               "Every pool, team and workload KPI joins on kube-state-metrics: it is down or not scraped (check the "
               "kube-prometheus-stack kube-state-metrics pod and its ServiceMonitor); until it is back the KPIs, "

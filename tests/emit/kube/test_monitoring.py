@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from alicerce.catalog.alerts import STATIC_ALERTS, XID_COUNT_METRIC, XID_COUNT_WINDOW_MINUTES
+from alicerce.catalog.alerts import SEVERITY_DECIDED, STATIC_ALERTS, XID_COUNT_METRIC, XID_COUNT_WINDOW_MINUTES
 from alicerce.emit.kube.monitoring import monitoring_objects, rule_groups
 from alicerce.emit.kube.objects import cluster_objects, crd_owner
 from alicerce.emit.kube.operators import gpu_operator_values, monitoring_values
@@ -524,6 +524,22 @@ def test_a_latency_blip_warns_and_only_the_burn_rate_pages() -> None:
     assert "oncall" not in _routed(routes, {"alertname": blip["alert"], **blip["labels"]})
     fast = rules["SLOChatLatencyBurnFast"]
     assert "oncall" in _routed(routes, {"alertname": fast["alert"], **fast["labels"]})
+
+
+def test_blind_spots_and_rma_page_only_when_they_hide_a_page() -> None:
+    """Review observe4 G15: one node's DCGM exporter down and a GPU out of spare rows (an RMA) were critical, night pages
+    for what waits for the morning. They are tickets; kube-state-metrics absent blinds every page that joins on it
+    (ServingWorkloadDown, GPUsMissing) and stays a page. Each routes by its severity as generated."""
+    rp = platform("prod")
+    routes = monitoring_values(rp, rp.site("aws"))["alertmanager"]["config"]["route"]["routes"]
+    for site in ("aws", "dc1"):
+        rules = rules_of(rp, site)
+        assert {name: rules[name]["labels"]["severity"] for name in SEVERITY_DECIDED} == {
+            "DCGMExporterDown": "warning", "KubeStateMetricsAbsent": "critical", "GPURowRemapFailure": "warning"}  # fmt: skip
+    rules = rules_of(rp, "aws")
+    assert rules["ServingWorkloadDown"]["labels"]["severity"] == "critical"  # what a blind kube-state-metrics hides
+    for name, paged in (("DCGMExporterDown", False), ("GPURowRemapFailure", False), ("KubeStateMetricsAbsent", True)):
+        assert ("oncall" in _routed(routes, {"alertname": name, **rules[name]["labels"]})) is paged, name
 
 
 def test_unrelated_alerts_without_a_namespace_are_separate_notifications() -> None:
