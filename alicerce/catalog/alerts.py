@@ -430,6 +430,13 @@ SERVING_ALERTS = (SERVING_WORKLOAD_DOWN, SERVING_NEVER_READY)
 FABRIC_PORT_DOWN = "FabricPortDown"
 FABRIC_LINK_FLAPPING = "FabricLinkFlapping"
 FABRIC_ALERTS = (FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING)
+# What a rack or power outage, a switch or a file system server going down raises on every node it touches at once:
+# Alertmanager groups these per alert, pool and tier, not per node, so 16 nodes of a rack are one notification (one
+# PagerDuty incident) listing them, not 16 (review observe4 G16). Per-GPU health (XIDs) stays per node and GPU host.
+NODE_OUTAGE_ALERTS = ("DCGMExporterDown", NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_ABSENT, DCGM_PROFILING_ABSENT,
+                      DCGM_XID_COUNTS_ABSENT, "StorageTierUnreadable", "StorageCountersMissing", "StorageCountersStale",
+                      FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING)  # fmt: skip
+NODE_OUTAGE_GROUP_BY = ("alertname", "pool", "tier")
 # a node left cordoned for days: the exporter and GPU alerts leave cordoned nodes out (in_service), so one forgotten
 # after a repair would hide its faults for good (review obsreview4 G6)
 NODE_CORDONED_FOR_DAYS = "NodeCordonedForDays"
