@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from alicerce.catalog.alerts import Alert, budget_alert_name, budget_blind_alert_name
+from alicerce.catalog.alerts import COST_HISTORY_TRUNCATED, Alert, budget_alert_name, budget_blind_alert_name
 from alicerce.emit.kube.kpi import NAMESPACE_TEAM, POD_GPUS, POD_WORKLOAD
 from alicerce.resolve.model import ResolvedPlatform
 
@@ -143,4 +143,25 @@ def budget_alerts(rp: ResolvedPlatform, site_name: str, shares: dict[str, float]
                              "team:gpu_cost_usd:rate1h is absent (kube-state-metrics down or not scraped, or the cost rules "
                              "not loaded): the budget guard keeps the team's ClusterQueue as it is and its runs fail until "
                              "the spend is back (KubeStateMetricsAbsent; the guard's log in the monitoring namespace)."))  # fmt: skip
+    if out:
+        out.append(history_alert())
     return out
+
+
+# the month's first hour mark (01:00 UTC on the 1st), the oldest sample the month so far reads (team:gpu_cost_usd:sum1h)
+FIRST_MARK = "(time() - time() % 3600 - scalar((day_of_month() - 1) * 86400 + hour() * 3600) + 3600)"
+
+
+def history_alert() -> Alert:
+    """Size-based retention (``retentionSize``, 90% of the volume) deletes the oldest blocks whatever their age: once
+    the month's first hours are gone, the month so far, the budget alerts and the guard under-count with no error
+    (review observe4 G18). Prometheus says both what it deleted by size (prometheus_tsdb_size_retentions_total) and its
+    oldest sample (prometheus_tsdb_lowest_timestamp_seconds; tsdb/db.go): a Prometheus installed mid-month has no
+    such deletion and stays quiet."""
+    lost = (f"prometheus_tsdb_lowest_timestamp_seconds > {FIRST_MARK} "
+            "and on (namespace, pod) increase(prometheus_tsdb_size_retentions_total[31d]) > 0")  # fmt: skip
+    return Alert(COST_HISTORY_TRUNCATED, lost, "30m", "warning",
+                 "Prometheus {{ $labels.pod }} deleted the start of this month's samples to stay under its size limit",
+                 "This month's GPU spend, the budget alerts and the budget guard count only from the oldest sample "
+                 "kept: they under-count until the next month. Raise monitoring.storage, or lower monitoring.retention, so "
+                 "that a month of samples fits.")  # fmt: skip

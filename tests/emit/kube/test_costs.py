@@ -245,3 +245,26 @@ def test_the_projection_adds_the_month_so_far_to_the_hours_it_has_left(tmp_path:
     (tmp_path / "tests.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1h", "tests": tests}))
     result = promtool("test", "rules", "tests.yaml", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@needs_promtool
+def test_an_alert_says_when_size_retention_deleted_the_start_of_the_month(tmp_path: Path) -> None:
+    """Review observe4 G18: retentionSize deletes the oldest blocks whatever their age, and the month so far, the
+    budget alerts and the guard then under-count silently. Promtool's clock starts on 1 January 1970: by 5 January
+    04:00 Prometheus a deleted blocks by size at 50 h and keeps samples from 3 January only; b keeps the same (it was
+    installed on the 3rd, nothing deleted by size); c deleted by size but still keeps the month's first hour."""
+    rp = platform("prod")
+    rule = rules_of(rp, "aws")["CostHistoryTruncated"]
+
+    def prometheus(pod: str, lowest: float, deleted_at: int | None) -> list[dict[str, str]]:
+        labels = f'job="kube-prometheus-stack-prometheus",namespace="monitoring",pod="{pod}"'
+        retentions = "0x1200" if deleted_at is None else f"0x{deleted_at * 12} 1x{1200 - deleted_at * 12}"
+        return [{"series": f"prometheus_tsdb_lowest_timestamp_seconds{{{labels}}}", "values": f"{lowest:g}x1200"},
+                {"series": f"prometheus_tsdb_size_retentions_total{{{labels}}}", "values": retentions}]  # fmt: skip
+
+    inputs = [*prometheus("a", 2 * 86400, 50), *prometheus("b", 2 * 86400, None), *prometheus("c", 0, 50)]
+    labels = {"job": "kube-prometheus-stack-prometheus", "namespace": "monitoring", "pod": "a"}
+    run_promtool(rp, "aws", [{"interval": "5m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "40h", "alertname": "CostHistoryTruncated", "exp_alerts": []},  # nothing deleted by size yet
+        {"eval_time": "100h", "alertname": "CostHistoryTruncated", "exp_alerts": [expected(rule, labels, "")]},
+    ]}], tmp_path)  # fmt: skip
