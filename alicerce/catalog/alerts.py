@@ -241,6 +241,17 @@ def xid_count(codes: str = ".+") -> str:
 
 REMAPPED = f"max by ({GPU_KEY}) (DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS)"
 
+# Who is woken at 3am for what (review observe4 G15), decided here for the monitoring blind spots and the RMA alert:
+# a page (critical) is for what loses work or users now and needs a person before morning; a ticket (warning) for
+# what can wait for working hours.
+# - DCGMExporterDown: one node's GPU health is blind. Its jobs keep running, and a GPU failing there still shows as
+#   failed jobs (job failure KPIs) and, if it falls off the bus, as GPUsMissing<Pool>: a ticket.
+# - KubeStateMetricsAbsent: the whole site's KPIs, budgets and pages that join on kube-state-metrics are blind,
+#   ServingWorkloadDown and GPUsMissing<Pool> (both critical) among them, for as long as it lasts: a page.
+# - GPURowRemapFailure: the GPU is out of spare rows and needs an RMA; the uncorrectable errors that hurt jobs page on
+#   their own (GPUCriticalXid 63/64/94/95): a ticket.
+SEVERITY_DECIDED = {"DCGMExporterDown": "warning", "KubeStateMetricsAbsent": "critical", "GPURowRemapFailure": "warning"}
+
 GPU_HEALTH: tuple[Alert, ...] = (
     Alert(
         "GPUCriticalXid",
@@ -263,7 +274,7 @@ GPU_HEALTH: tuple[Alert, ...] = (
         "GPURowRemapFailure",
         f"max by ({GPU_KEY}) (DCGM_FI_DEV_ROW_REMAP_FAILURE) > 0",
         "0m",
-        "critical",
+        SEVERITY_DECIDED["GPURowRemapFailure"],
         "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} could not remap a memory row",
         "The GPU has run out of spare rows: replace it (RMA).",
     ),
@@ -335,7 +346,7 @@ DCGM_EXPORTER_DOWN = Alert(
         )
     ),
     "10m",
-    "critical",
+    SEVERITY_DECIDED["DCGMExporterDown"],
     "GPU node {{ $labels.node }} reports no DCGM metrics",
     "GPU health is blind on this node: the GPU Operator's dcgm-exporter is down, not scheduled or not scraped there "
     "(kubectl -n gpu-operator get pods -o wide).",
@@ -365,7 +376,9 @@ STORAGE_COUNTERS_FILE = "alicerce_storage.prom"
 STORAGE_ALERTS: tuple[Alert, ...] = (
     Alert(
         "StorageTierUnreadable",
-        "alicerce_storage_client_up == 0",
+        # not on a cordoned node: taken out for its client or HCA repair, it warned every repeat interval (the other
+        # per-node source alerts leave it out alike; review obsreview5 G7). NodeCordonedForDays covers one forgotten
+        in_service("alicerce_storage_client_up == 0"),
         "10m",
         "warning",
         "Tier {{ $labels.tier }} is not readable at {{ $labels.mountpoint }} on {{ $labels.node }}",
@@ -392,7 +405,7 @@ STORAGE_ALERTS: tuple[Alert, ...] = (
     ),
     Alert(
         "StorageCountersStale",
-        f'time() - node_textfile_mtime_seconds{{file=~".*/{STORAGE_COUNTERS_FILE.replace(".", "[.]")}"}} > 300',
+        in_service(f'time() - node_textfile_mtime_seconds{{file=~".*/{STORAGE_COUNTERS_FILE.replace(".", "[.]")}"}} > 300'),
         "10m",
         "warning",
         "Storage counters on {{ $labels.node }} stopped updating",
@@ -422,6 +435,15 @@ FABRIC_PORT_DOWN = "FabricPortDown"
 FABRIC_LINK_FLAPPING = "FabricLinkFlapping"
 FABRIC_RAILS_NEVER_UP = "FabricRailsNeverUp"
 FABRIC_ALERTS = (FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP)
+# What a rack or power outage, a switch or a file system server going down raises on every node it touches at once:
+# Alertmanager groups these per alert, pool and tier, not per node, so 16 nodes of a rack are one notification (one
+# PagerDuty incident) listing them, not 16 (review observe4 G16). Per-GPU health (XIDs) stays per node and GPU host.
+NODE_OUTAGE_ALERTS = ("DCGMExporterDown", NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_ABSENT, DCGM_PROFILING_ABSENT,
+                      DCGM_XID_COUNTS_ABSENT, "StorageTierUnreadable", "StorageCountersMissing", "StorageCountersStale",
+                      FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP)  # fmt: skip
+NODE_OUTAGE_GROUP_BY = ("alertname", "pool", "tier")
+# Prometheus deleted by size the samples the month's spend starts with (alicerce.emit.kube.costs)
+COST_HISTORY_TRUNCATED = "CostHistoryTruncated"
 # a node left cordoned for days: the exporter and GPU alerts leave cordoned nodes out (in_service), so one forgotten
 # after a repair would hide its faults for good (review obsreview4 G6)
 NODE_CORDONED_FOR_DAYS = "NodeCordonedForDays"
@@ -440,4 +462,4 @@ def cordoned_for_days() -> str:
 
 
 STATIC_ALERTS = (*(a.name for a in (*GPU_HEALTH, DCGM_EXPORTER_DOWN, *GPU_EFFICIENCY)), *DIAGNOSES, *SOURCE_ALERTS, *SERVING_ALERTS,
-                 *FABRIC_ALERTS, NODE_CORDONED_FOR_DAYS)  # fmt: skip
+                 *FABRIC_ALERTS, NODE_CORDONED_FOR_DAYS, COST_HISTORY_TRUNCATED)  # fmt: skip

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from alicerce.catalog.alerts import Alert, budget_alert_name, budget_blind_alert_name
+from alicerce.catalog.alerts import COST_HISTORY_TRUNCATED, Alert, budget_alert_name, budget_blind_alert_name
 from alicerce.emit.kube.kpi import NAMESPACE_TEAM, POD_GPUS, POD_WORKLOAD
 from alicerce.resolve.model import ResolvedPlatform
 
@@ -29,10 +29,17 @@ def month_to_date(hourly: str) -> str:
     `alicerce costs` count, so budget alerts, the guard and finance tell one story (review obsreview2 DEFECT 5: the
     alerts read a trailing 30 days). PromQL has no range that starts at the month: inside the subquery ``month()`` is
     the month of each mark, outside it the month of now, so one term per month keeps the marks of the current one. A
-    mark counts for the hour it ends (a second earlier): midnight of the first ends the previous month's last hour."""
-    month = "month(vector(time() - 1))"
-    terms = [f"(sum_over_time(({hourly} and on () {month} == {m})[31d:1h]) and on () {month} == {m})" for m in range(1, 13)]
-    return " or ".join(terms)
+    mark counts for the hour it ends (a second earlier): midnight of the first ends the previous month's last hour,
+    while the month kept outside is the month of now. So at 00:00 on the 1st the record is the new month's (nothing
+    yet), and until its first mark (01:00) every term is empty: the month so far then costs 0 for each series
+    ``hourly`` has now. The record was last month's total at midnight and absent after it, so its readers
+    (``last_over_time`` over 75 minutes) kept last month's total until ~01:15 while the guard had already released
+    the queue (review observe4 DEFECT L, obsreview5 DEFECT 3). The old month's last hour is in no record: no budget
+    alert of that month could read it before the month was over."""
+    mark = "month(vector(time() - 1))"
+    now = "month(vector(time()))"
+    terms = [f"(sum_over_time(({hourly} and on () {mark} == {m})[31d:1h]) and on () {now} == {m})" for m in range(1, 13)]
+    return " or ".join([*terms, f"0 * {hourly}"])
 
 
 # the hours to the end of the calendar month (UTC), now included
@@ -136,4 +143,25 @@ def budget_alerts(rp: ResolvedPlatform, site_name: str, shares: dict[str, float]
                              "team:gpu_cost_usd:rate1h is absent (kube-state-metrics down or not scraped, or the cost rules "
                              "not loaded): the budget guard keeps the team's ClusterQueue as it is and its runs fail until "
                              "the spend is back (KubeStateMetricsAbsent; the guard's log in the monitoring namespace)."))  # fmt: skip
+    if out:
+        out.append(history_alert())
     return out
+
+
+# the month's first hour mark (01:00 UTC on the 1st), the oldest sample the month so far reads (team:gpu_cost_usd:sum1h)
+FIRST_MARK = "(time() - time() % 3600 - scalar((day_of_month() - 1) * 86400 + hour() * 3600) + 3600)"
+
+
+def history_alert() -> Alert:
+    """Size-based retention (``retentionSize``, 90% of the volume) deletes the oldest blocks whatever their age: once
+    the month's first hours are gone, the month so far, the budget alerts and the guard under-count with no error
+    (review observe4 G18). Prometheus says both what it deleted by size (prometheus_tsdb_size_retentions_total) and its
+    oldest sample (prometheus_tsdb_lowest_timestamp_seconds; tsdb/db.go): a Prometheus installed mid-month has no
+    such deletion and stays quiet."""
+    lost = (f"prometheus_tsdb_lowest_timestamp_seconds > {FIRST_MARK} "
+            "and on (namespace, pod) increase(prometheus_tsdb_size_retentions_total[31d]) > 0")  # fmt: skip
+    return Alert(COST_HISTORY_TRUNCATED, lost, "30m", "warning",
+                 "Prometheus {{ $labels.pod }} deleted the start of this month's samples to stay under its size limit",
+                 "This month's GPU spend, the budget alerts and the budget guard count only from the oldest sample "
+                 "kept: they under-count until the next month. Raise monitoring.storage, or lower monitoring.retention, so "
+                 "that a month of samples fits.")  # fmt: skip

@@ -11,13 +11,22 @@ list alicerce mounts is the image's own, field for field and type for type (vend
 that counter. The chart creates the ConfigMap from ``dcgmExporter.config`` and the operator mounts it as
 ``/etc/dcgm-exporter/dcgm-metrics.csv`` (deployments/gpu-operator/templates/dcgm_exporter_config.yaml,
 controllers/object_controls.go 1882-1902).
+
+The exporter reads the list once, at start, and the operator mounts it with a subPath, which the kubelet never
+refreshes: a change to the ConfigMap's content reached no running exporter (review observe5 item 1). So the name
+carries a hash of the content: a new list is a new ConfigMap, the ClusterPolicy (clusterpolicy.yaml 570-573) names it,
+the operator rewrites the DaemonSet's pod template (the metrics-config volume's ConfigMap) and the DaemonSet rolls
+its pods; the old ConfigMap is no longer rendered by the chart, and the delivery prunes it (Argo CD's automated prune,
+Pulumi's helm.v4.Chart deleting what the chart no longer renders).
 """
 
 from __future__ import annotations
 
+import hashlib
+
 from alicerce.catalog.alerts import XID_COUNT_METRIC, XID_COUNT_WINDOW_MINUTES
 
-DCGM_METRICS_CONFIGMAP = "alicerce-dcgm-metrics"
+DCGM_METRICS_CONFIGMAP = "alicerce-dcgm-metrics"  # the name's stem; counters_configmap() adds the content's hash
 
 # (DCGM field, Prometheus type, what it measures): the image's list at 4.5.3-4.8.2, then the XID count
 COUNTERS: tuple[tuple[str, str, str], ...] = (
@@ -54,3 +63,10 @@ COUNTERS: tuple[tuple[str, str, str], ...] = (
 def counters_csv() -> str:
     """The list in dcgm-exporter's format: one ``FIELD, type, help`` line each."""
     return "".join(f"{name}, {kind}, {help_}\n" for name, kind, help_ in COUNTERS)
+
+
+def counters_configmap(csv: str | None = None) -> str:
+    """The ConfigMap's name for the list ``csv`` (the current one by default): the stem and 10 hex digits of the
+    content's SHA-256, so a change of the list changes what the ClusterPolicy references and rolls the exporter."""
+    digest = hashlib.sha256((counters_csv() if csv is None else csv).encode()).hexdigest()[:10]
+    return f"{DCGM_METRICS_CONFIGMAP}-{digest}"

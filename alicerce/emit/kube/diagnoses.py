@@ -61,14 +61,19 @@ def _checkpoint_for(rp: ResolvedPlatform) -> str:
 
 
 def diagnoses(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
-    input_bound = f"({NODE_HELD} < 0.4) and on (node) ({NODE_IO_PRESSURE} > {IO_SATURATED}) and on (node) ({NODE_READ} >= {NODE_WRITE})"
-    stall = f"({NODE_HELD} < 0.1) and on (node) ({NODE_IO_PRESSURE} > {IO_SATURATED}) and on (node) ({NODE_WRITE} > {NODE_READ})"
+    # Not on an inference server (a pod the serving PodMonitor scrapes, up or not yet: /metrics binds once the model is
+    # loaded): vLLM preallocates most of the memory for its KV cache and decode is memory-bound by nature, so a busy one
+    # matched the memory-bound diagnosis every night (review obsreview2 GAP 3); and an inference node pulling an image or
+    # a model (write-heavy, IO pressure) while its replicas idle at night matched the checkpoint stall (review obsreview3
+    # G21). The input-bound and checkpoint diagnoses read only the GPUs training (non-serving) pods hold
+    serving = f'max by (namespace, pod) (up{{{SERVING_WORKLOAD_LABEL}!=""}})'
+    trained = f"({HELD} unless on (namespace, pod) {serving})"
+    node_trained = f"avg by (node, pool) ({trained})"
+    input_bound = f"({node_trained} < 0.4) and on (node) ({NODE_IO_PRESSURE} > {IO_SATURATED}) and on (node) ({NODE_READ} >= {NODE_WRITE})"
+    stall = f"({node_trained} < 0.1) and on (node) ({NODE_IO_PRESSURE} > {IO_SATURATED}) and on (node) ({NODE_WRITE} > {NODE_READ})"
     # memory-bound: the memory interface busy most cycles while the tensor cores wait, memory near full (a decode-like
     # job). GPU_UTIL and the graphics engine stay near 100% on such a job (a kernel is always running): they cannot
     # tell it from a compute-bound one (review T2), the DRAM and tensor pipes can.
-    # Not on an inference server (a pod the serving PodMonitor scrapes): vLLM preallocates most of the memory for its KV
-    # cache and decode is memory-bound by nature, so a busy one matched every night (review obsreview2 GAP 3)
-    serving = f'max by (namespace, pod) (up{{{SERVING_WORKLOAD_LABEL}!=""}})'
     memory = (
         f'count by (namespace, pod, node) (({GPU_FB} > 0.9) and ({GPU_DRAM}{{pod!=""}} > 0.6) and ({GPU_TENSOR} < 0.2)) > 0 '
         f"unless on (namespace, pod) {serving}"
@@ -93,14 +98,13 @@ def diagnoses(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     others_idle = f"sum by (team) (clamp_min({idle} * 0 + on (pool) group_left () {cohort} - {idle}, 0))"
     pending = f"max by (team) (team:kueue_gpus_pending:sum) and on (team) ({QUEUE_ACTIVE} == 1)"
     borrowing = f"({pending} > 0) and on (team) ({others_idle} >= on (team) {pending})"
+
     # per namespace holding GPUs on the node: a team's receiver gets its pods' alerts by namespace, and a node-level
     # diagnosis without one reached only the platform team (review obsreview2 GAP 10)
-    holders = f"0 * max by (node, namespace) ({HELD})"
+    def held_by(expr: str, held: str = HELD) -> str:
+        return f"0 * max by (node, namespace) ({held}) + on (node) group_left (pool) ({expr})"
 
-    def held_by(expr: str) -> str:
-        return f"{holders} + on (node) group_left (pool) ({expr})"
-
-    input_bound, stall, comms = held_by(input_bound), held_by(stall), held_by(comms)
+    input_bound, stall, comms = held_by(input_bound, trained), held_by(stall, trained), held_by(comms)
     alerts = [
         Alert(INPUT_BOUND, input_bound, "15m", "warning",
               "GPUs on {{ $labels.node }} ({{ $labels.pool }}) wait for input data",

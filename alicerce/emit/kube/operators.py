@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from alicerce.catalog.alerts import NODE_OUTAGE_ALERTS, NODE_OUTAGE_GROUP_BY
 from alicerce.emit.kube.cloud_metrics import exporter_values
 from alicerce.emit.kube.common import (
     GPU,
@@ -32,7 +33,7 @@ from alicerce.emit.kube.common import (
     system_placement,
     tolerate,
 )
-from alicerce.emit.kube.dcgm_counters import DCGM_METRICS_CONFIGMAP, counters_csv
+from alicerce.emit.kube.dcgm_counters import counters_configmap, counters_csv
 from alicerce.emit.kube.kueue import kueue_configuration
 from alicerce.emit.storage_counters import TEXTFILE_DIRECTORY, counted_tiers
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
@@ -230,7 +231,8 @@ def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
                 "relabelings": [{"action": "labeldrop", "regex": DCGM_TARGET_LABELS_DROPPED}],
             },
             # alicerce's counters list: the image's own plus the XID count per code (alicerce.emit.kube.dcgm_counters)
-            "config": {"name": DCGM_METRICS_CONFIGMAP, "create": True, "data": counters_csv()},
+            # named after its content: the exporter reads it at start only, so a new list must roll the DaemonSet
+            "config": {"name": counters_configmap(), "create": True, "data": counters_csv()},
         },
     }
     if site.capabilities.nodes_by_ansible:
@@ -327,8 +329,9 @@ def alertmanager_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
     # absence is what pages; then, as the chart's own first route does (values.yaml alertmanager.config), nowhere else
     watchdog = ['alertname = "Watchdog"']
     heartbeat = {"group_wait": "0s", "group_interval": "1m", "repeat_interval": "1m", "continue": True}
-    routes: list[dict[str, Any]] = [{"receiver": r.name, "matchers": watchdog, **heartbeat} for r in receivers if r.heartbeat]
-    routes.append({"receiver": NULL_RECEIVER, "matchers": watchdog})
+    first: list[dict[str, Any]] = [{"receiver": r.name, "matchers": watchdog, **heartbeat} for r in receivers if r.heartbeat]
+    first.append({"receiver": NULL_RECEIVER, "matchers": watchdog})
+    routes: list[dict[str, Any]] = []
     for r in (r for r in receivers if not r.heartbeat):
         matchers = [f'severity =~ "{"|".join(r.severities)}"'] if r.severities else []
         if not r.teams:
@@ -341,11 +344,15 @@ def alertmanager_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
             routes.append({"receiver": r.name, "matchers": [*matchers, f'namespace =~ "{"|".join(own)}"'], "continue": True})
         teams = "|".join(sorted(r.teams))
         routes.append({"receiver": r.name, "matchers": [*matchers, f'team =~ "{teams}"', 'namespace = ""'], "continue": True})
+    # the alerts an outage raises on many nodes at once: grouped per alert, pool and tier (not node), then sent to the
+    # same receivers (the child routes inherit the group_by); no continue, so they are not sent again ungrouped below
+    names = "|".join(NODE_OUTAGE_ALERTS)
+    outages = {"matchers": [f'alertname =~ "{names}"'], "group_by": list(NODE_OUTAGE_GROUP_BY), "routes": routes}
     secrets = sorted({r.secret.name for r in receivers if r.secret is not None})
     return {
         "alertmanager": {
             "config": {
-                "route": {"group_by": list(ALERT_GROUP_BY), "routes": routes},
+                "route": {"group_by": list(ALERT_GROUP_BY), "routes": [*first, outages, *routes]},
                 "receivers": [{"name": NULL_RECEIVER}] + [_receiver(r) for r in receivers],
                 "inhibit_rules": _inhibit_rules(rp),
             },

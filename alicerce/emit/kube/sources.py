@@ -33,6 +33,7 @@ from alicerce.catalog.alerts import (
     SERVING_METRICS_ABSENT,
     SERVING_NEVER_READY,
     SERVING_WORKLOAD_DOWN,
+    SEVERITY_DECIDED,
     XID_COUNT_METRIC,
     Alert,
     cordoned_for_days,
@@ -64,7 +65,7 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     site = rp.site(site_name)
     pools = [p.name for p in site.pools]
     alerts = [
-        Alert(KUBE_STATE_METRICS_ABSENT, "absent(kube_node_labels)", "10m", "critical",
+        Alert(KUBE_STATE_METRICS_ABSENT, "absent(kube_node_labels)", "10m", SEVERITY_DECIDED[KUBE_STATE_METRICS_ABSENT],
               "kube-state-metrics reports no node",
               "Every pool, team and workload KPI joins on kube-state-metrics: it is down or not scraped (check the "
               "kube-prometheus-stack kube-state-metrics pod and its ServiceMonitor); until it is back the KPIs, "
@@ -104,7 +105,7 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         alerts.append(Alert(DCGM_XID_COUNTS_ABSENT, expr, FOR, "warning",
                             "GPUs on {{ $labels.Hostname }} report no XID counts",
                             "dcgm-exporter runs without alicerce's counters list (gpu-operator dcgmExporter.config, "
-                            "ConfigMap alicerce-dcgm-metrics): the XID alerts cannot see an XID on this node's GPUs."))  # fmt: skip
+                            "ConfigMap alicerce-dcgm-metrics-<hash>): the XID alerts cannot see an XID on this node's GPUs."))  # fmt: skip
     queues = sorted(t.name for t in site.teams if cluster_queue(rp, site, t) is not None) if rp.spec.operators.kueue.enabled else []
     if queues:
         # one series per missing queue: absent() of an equality matcher carries its label

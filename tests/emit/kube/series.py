@@ -41,7 +41,12 @@ def exporter_series() -> dict[str, str]:
         out[name] = "dcgm-exporter 4.5.3-4.8.2"
     for name in dcgm["optional"]:  # collected because alicerce's counters list names them (emit.kube.dcgm_counters)
         out[name] = "dcgm-exporter 4.5.3-4.8.2 (alicerce's counters list)"
-    for component, version in (("kube-state-metrics", "2.20.0"), ("kueue", "0.19.2"), ("node-exporter", "v1.12.1")):
+    for component, version in (
+        ("kube-state-metrics", "2.20.0"),
+        ("kueue", "0.19.2"),
+        ("node-exporter", "v1.12.1"),
+        ("prometheus", "v3.14.0"),
+    ):
         for name, fact in load(component, version, "metrics.json").items():
             out |= dict.fromkeys(_histogram(name, fact["type"]), f"{component} {version}")
     for name, fact in load("vllm", "005a810bc40f", "metrics.json")["metrics"].items():

@@ -9,7 +9,8 @@ import io
 import pytest
 
 from alicerce.catalog.alerts import XID_COUNT_METRIC
-from alicerce.emit.kube.dcgm_counters import COUNTERS, DCGM_METRICS_CONFIGMAP, counters_csv
+from alicerce.emit.kube import dcgm_counters
+from alicerce.emit.kube.dcgm_counters import COUNTERS, counters_configmap, counters_csv
 from alicerce.emit.kube.operators import operator_releases
 from tests.emit.kube.test_monitoring import platform
 from tests.emit.kube.upstream import load
@@ -38,4 +39,24 @@ def test_the_gpu_operator_creates_and_mounts_the_list(site: str) -> None:
     values = next(r for r in operator_releases(platform("prod"), site) if r.key == "gpu-operator").values
     # gpu-operator v26.3.3 templates/dcgm_exporter_config.yaml writes data under dcgm-metrics.csv when create is set;
     # clusterpolicy.yaml 570-573 passes the name to the operator, which mounts it and points the exporter at it
-    assert values["dcgmExporter"]["config"] == {"name": DCGM_METRICS_CONFIGMAP, "create": True, "data": counters_csv()}
+    assert values["dcgmExporter"]["config"] == {"name": counters_configmap(), "create": True, "data": counters_csv()}
+
+
+def test_a_new_counters_list_changes_the_configmap_the_cluster_policy_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review observe5 item 1: the exporter reads the list at start and the operator mounts it with a subPath
+    (gpu-operator v26.3.3 controllers/object_controls.go 1882-1902), so a change of content under the same name reached
+    no running exporter. The name the ClusterPolicy passes on (clusterpolicy.yaml 570-573) follows the content: the
+    operator rewrites the DaemonSet's metrics-config volume, and the DaemonSet rolls."""
+
+    def config() -> dict[str, object]:
+        values = next(r for r in operator_releases(platform("prod"), "dc1") if r.key == "gpu-operator").values
+        return dict(values["dcgmExporter"]["config"])
+
+    before = config()
+    monkeypatch.setattr(dcgm_counters, "COUNTERS", (*COUNTERS, ("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "counter", "CRC.")))
+    after = config()
+    assert after["data"] != before["data"] and "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL" in str(after["data"])
+    assert after["name"] != before["name"] and str(after["name"]).startswith("alicerce-dcgm-metrics-")
+    assert len(str(after["name"])) <= 63  # a volume's ConfigMap reference, a DNS label at most
+    monkeypatch.setattr(dcgm_counters, "COUNTERS", COUNTERS)
+    assert config() == before  # the same list, the same name: no roll on an unrelated regeneration

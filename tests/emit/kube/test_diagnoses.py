@@ -57,6 +57,10 @@ def io(node: str, pressure: float, read: float, write: float) -> list[dict[str, 
     ]
 
 
+# the pod gpus() names, scraped by the serving PodMonitor: an inference server (up 0: its /metrics not bound yet)
+SERVER = {"series": 'up{job="serving",namespace="research",pod="train-gpu-001",alicerce_dev_workload="chat"}', "values": f"0{STEPS}"}
+
+
 def check(name: str, inputs: list[dict[str, str]], at: str, fired: list[dict[str, Any]], tmp_path: Path, *, site: str = "dc1") -> None:
     tmp_path.mkdir()
     run_promtool(platform(), site, [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
@@ -94,6 +98,8 @@ def test_input_bound_fires_on_idle_gpus_waiting_for_reads(tmp_path: Path) -> Non
     busy = node_labels(NODE, OTHER) + gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", 85) + io(NODE, 0.6, 3e9, 1e7)
     quiet = gpus(OTHER, "DCGM_FI_DEV_GPU_UTIL", 20) + io(OTHER, 0.01, 1e6, 1e6)
     check("GPUInputBound", busy + quiet, "40m", [], tmp_path / "b")
+    # review obsreview3 G21: an inference server's GPUs idle while its node reads a model: not a training input stall
+    check("GPUInputBound", [*pattern, SERVER], "40m", [], tmp_path / "c")
 
 
 @needs_promtool
@@ -103,6 +109,8 @@ def test_checkpoint_stall_fires_when_writes_idle_the_gpus_past_the_stall_budget(
     pattern = node_labels(NODE) + gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", 2) + io(NODE, 0.8, 1e7, 4e9)
     check("TrainingCheckpointStall", pattern, "20m", [expected(rule, POOL, "")], tmp_path / "a")
     check("GPUInputBound", pattern, "40m", [], tmp_path / "b")  # writes, not reads: not the input diagnosis
+    # review obsreview3 G21: an inference node writing an image or a model to disk while its replicas idle at night
+    check("TrainingCheckpointStall", [*pattern, SERVER], "20m", [], tmp_path / "d")
     # an asynchronous checkpoint: the same writes while the GPUs keep computing
     check(
         "TrainingCheckpointStall",

@@ -189,6 +189,28 @@ def test_serving_and_queue_kpis(tmp_path: Path) -> None:
     run_promtool(rp, "aws", tests, tmp_path)
 
 
+@needs_promtool
+def test_pending_time_sliced_replicas_count_as_their_share_of_a_gpu(tmp_path: Path) -> None:
+    """Review obsreview3 G23: Kueue v0.19.2 reports pending units without a flavor, and each counted as the largest
+    share any pool gives nvidia.com/gpu (1): serving's 8 pending replicas on infer-l4 (time-sliced, 4 a GPU) read as
+    8 GPUs. They are 2, as the queue's flavors say; applied-ml, whose flavor is whole GPUs, waits for its 8."""
+    rp = platform()
+    shares = {p.name: p.gpu_units.gpu_share for p in rp.site("aws").pools if p.gpu_units is not None}
+    assert shares["infer-l4"] == {"nvidia.com/gpu": 0.25} and shares["infer-l40s"] == {"nvidia.com/gpu": 1.0}
+
+    def queue(team: str, flavor: str) -> list[dict[str, str]]:
+        labels = f'cohort="acme",cluster_queue="{team}",resource="nvidia.com/gpu",replica_role="standalone"'
+        return [{"series": f'kueue_cluster_queue_nominal_quota{{{labels},flavor="{flavor}"}}', "values": "8x30"},
+                {"series": f"kueue_cluster_queue_resource_pending{{{labels}}}", "values": "8x30"}]  # fmt: skip
+
+    inputs = [*queue("serving", "infer-l4"), *queue("applied-ml", "infer-l40s")]
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded('team:kueue_gpus_pending:sum{team="serving"}', 'cluster_queue="serving",site="aws",team="serving"', 2),
+        rounded('team:kueue_gpus_pending:sum{team="applied-ml"}', 'cluster_queue="applied-ml",site="aws",team="applied-ml"', 8),
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
 def test_host_node_exporters_carry_their_node_name() -> None:
     rp = platform()
     for obj in monitoring_objects(rp, "dc1"):

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from alicerce.catalog.alerts import STATIC_ALERTS, XID_COUNT_METRIC, XID_COUNT_WINDOW_MINUTES
+from alicerce.catalog.alerts import SEVERITY_DECIDED, STATIC_ALERTS, XID_COUNT_METRIC, XID_COUNT_WINDOW_MINUTES
 from alicerce.emit.kube.monitoring import monitoring_objects, rule_groups
 from alicerce.emit.kube.objects import cluster_objects, crd_owner
 from alicerce.emit.kube.operators import gpu_operator_values, monitoring_values
@@ -469,21 +469,34 @@ def test_a_gpu_node_that_advertises_no_gpu_at_all_raises_the_missing_gpu_alert(t
     run_promtool(rp, "dc1", tests, tmp_path)
 
 
-def _routed(routes: list[dict[str, Any]], labels: dict[str, str]) -> list[str]:
-    """Alertmanager's routing of one alert through the child routes (dispatch/route.go: the first match stops the
-    walk unless it has continue: true); each matcher is `name =~ "regex"` (anchored) or `name = "value"`."""
-    out = []
+def _matches(route: dict[str, Any], labels: dict[str, str]) -> bool:
+    """Each matcher is `name =~ "regex"` (anchored) or `name = "value"`."""
+    ok = True
+    for matcher in route.get("matchers", []):
+        name, op, value = re.match(r'^(\w+) (=~|=) "(.*)"$', matcher).groups()  # type: ignore[union-attr]
+        have = labels.get(name, "")
+        ok &= bool(re.fullmatch(value, have)) if op == "=~" else have == value
+    return ok
+
+
+def _delivered(routes: list[dict[str, Any]], labels: dict[str, str], parent: dict[str, Any]) -> list[dict[str, Any]]:
+    """Alertmanager's routing of one alert through the child routes (dispatch/route.go Match: a matching route
+    walks its own children, and is itself the result when none of them matches; the first match stops the walk unless
+    it has continue: true; receiver and group_by are inherited): the routes that notify, with what they inherit."""
+    out: list[dict[str, Any]] = []
     for route in routes:
-        ok = True
-        for matcher in route.get("matchers", []):
-            name, op, value = re.match(r'^(\w+) (=~|=) "(.*)"$', matcher).groups()  # type: ignore[union-attr]
-            have = labels.get(name, "")
-            ok &= bool(re.fullmatch(value, have)) if op == "=~" else have == value
-        if ok:
-            out.append(route["receiver"])
-            if not route.get("continue"):
-                break
+        if not _matches(route, labels):
+            continue
+        here = {**parent, **{k: route[k] for k in ("receiver", "group_by") if k in route}}
+        out += _delivered(route.get("routes", []), labels, here) or [here]
+        if not route.get("continue"):
+            break
     return out
+
+
+def _routed(routes: list[dict[str, Any]], labels: dict[str, str]) -> list[str]:
+    """The receivers one alert reaches through the child routes."""
+    return [r["receiver"] for r in _delivered(routes, labels, {"receiver": "null"})]
 
 
 def test_every_alert_reaches_a_receiver_and_no_credential_is_inlined() -> None:
@@ -529,13 +542,30 @@ def test_a_latency_blip_warns_and_only_the_burn_rate_pages() -> None:
     assert "oncall" in _routed(routes, {"alertname": fast["alert"], **fast["labels"]})
 
 
+def test_blind_spots_and_rma_page_only_when_they_hide_a_page() -> None:
+    """Review observe4 G15: one node's DCGM exporter down and a GPU out of spare rows (an RMA) were critical, night pages
+    for what waits for the morning. They are tickets; kube-state-metrics absent blinds every page that joins on it
+    (ServingWorkloadDown, GPUsMissing) and stays a page. Each routes by its severity as generated."""
+    rp = platform("prod")
+    routes = monitoring_values(rp, rp.site("aws"))["alertmanager"]["config"]["route"]["routes"]
+    for site in ("aws", "dc1"):
+        rules = rules_of(rp, site)
+        assert {name: rules[name]["labels"]["severity"] for name in SEVERITY_DECIDED} == {
+            "DCGMExporterDown": "warning", "KubeStateMetricsAbsent": "critical", "GPURowRemapFailure": "warning"}  # fmt: skip
+    rules = rules_of(rp, "aws")
+    assert rules["ServingWorkloadDown"]["labels"]["severity"] == "critical"  # what a blind kube-state-metrics hides
+    for name, paged in (("DCGMExporterDown", False), ("GPURowRemapFailure", False), ("KubeStateMetricsAbsent", True)):
+        assert ("oncall" in _routed(routes, {"alertname": name, **rules[name]["labels"]})) is paged, name
+
+
 def test_unrelated_alerts_without_a_namespace_are_separate_notifications() -> None:
     """Review DEFECT 11: the chart groups by namespace only; an XID on one node, one on another, an SLO burn and a budget
     (none with a namespace) were one group, so one PagerDuty incident. Alertmanager's group key is the route plus the
     values of its group_by labels (child routes inherit the root's)."""
     rp = platform("prod")
     route = monitoring_values(rp, rp.site("aws"))["alertmanager"]["config"]["route"]
-    assert all("group_by" not in r for r in route["routes"])  # inherited from the root
+    # inherited from the root, but for the alerts an outage raises on many nodes (the next test)
+    assert [r["group_by"] for r in route["routes"] if "group_by" in r] == [["alertname", "pool", "tier"]]
     alerts = [
         {"alertname": "GPUCriticalXid", "Hostname": "ip-10-0-1-1", "gpu": "0"},
         {"alertname": "GPUCriticalXid", "Hostname": "ip-10-0-1-2", "gpu": "3"},
@@ -545,8 +575,44 @@ def test_unrelated_alerts_without_a_namespace_are_separate_notifications() -> No
     ]
     keys = {tuple(a.get(label, "") for label in route["group_by"]) for a in alerts}
     assert len(keys) == len(alerts)
+    assert all(r["group_by"] == route["group_by"] for a in alerts for r in _delivered(route["routes"], a, route))
     # two GPUs of one node failing together are one incident
     assert tuple({"alertname": "GPUCriticalXid", "Hostname": "ip-10-0-1-1", "gpu": "5"}.get(x, "") for x in route["group_by"]) in keys
+
+
+def test_a_rack_outage_is_one_notification_per_alert_and_pool_not_one_per_node() -> None:
+    """Review observe4 G16: the root groups by node, so a rack losing power (16 nodes) opened 16 DCGMExporterDown
+    incidents, and 16 more of each other per-node source alert; a Lustre server down, one StorageTierUnreadable per
+    node. Those alerts group per alert, pool and tier, and still reach the receivers their severity names; an XID
+    on two nodes stays two notifications."""
+    rp = platform("prod")
+    am = monitoring_values(rp, rp.site("dc1"))["alertmanager"]["config"]
+    route, rules = am["route"], rules_of(rp, "dc1")
+
+    def groups(alerts: list[dict[str, str]]) -> set[tuple[str, tuple[str, ...]]]:
+        out = set()
+        for a in alerts:
+            for r in _delivered(route["routes"], a, route):
+                out.add((r["receiver"], tuple(a.get(label, "") for label in r["group_by"])))
+        return out
+
+    rack = [f"gpu-{n:03}.dc1.acme.example" for n in range(1, 17)]
+    for name in ("DCGMExporterDown", "NodeExporterAbsent", "StorageCountersStale"):
+        fired = [{"alertname": name, **rules[name]["labels"], "node": node, "pool": "onprem-h100"} for node in rack]
+        delivered = groups(fired)
+        assert delivered and len(delivered) == len({receiver for receiver, _ in delivered}), (name, delivered)
+        # the same receivers as without the grouping route
+        ungrouped = _routed([r for r in route["routes"] if "group_by" not in r], fired[0])
+        assert sorted(receiver for receiver, _ in delivered) == sorted(ungrouped), (name, delivered, ungrouped)
+    lustre = [{"alertname": "StorageTierUnreadable", **rules["StorageTierUnreadable"]["labels"], "node": node,
+               "tier": "dc1-lustre"} for node in rack]  # fmt: skip
+    assert len({key for _, key in groups(lustre)}) == 1
+    xids = [{"alertname": "GPUCriticalXid", **rules["GPUCriticalXid"]["labels"], "Hostname": node, "gpu": "0"} for node in rack[:2]]
+    assert len({key for _, key in groups(xids)}) == 2
+    # the alerts named there are the ones generated (a renamed alert would fall back to per-node groups unnoticed)
+    names = next(r for r in route["routes"] if "group_by" in r)["matchers"][0].split('"')[1].split("|")
+    generated = set(rules) | set(rules_of(rp, "aws"))
+    assert set(names) <= generated, set(names) - generated
 
 
 def test_grafana_admin_login_comes_from_a_user_secret_so_regenerates_keep_it() -> None:

@@ -16,6 +16,8 @@ from tests.emit.kube.test_diagnoses import NODE, OTHER, STEPS, cordoned, io, nod
 from tests.emit.kube.test_kpi import rounded
 from tests.emit.kube.test_monitoring import expected, needs_promtool, platform, rules_of, run_promtool
 
+REPAIRED = "gpu-003.dc1.acme.example"  # a third node of the pool, cordoned
+
 LUSTRE = 'tier="dc1-lustre",mountpoint="/lustre",fstype="lustre"'
 # where the cluster's node exporter finds the host's file (through the chart's /host/root mount)
 FILE = f"/host/root{TEXTFILE_DIRECTORY}/alicerce_storage.prom"
@@ -58,10 +60,14 @@ def test_tier_throughput_and_operations_per_tier_and_per_pool(tmp_path: Path) ->
 
 @needs_promtool
 def test_a_tier_a_node_cannot_read_alerts_and_a_readable_one_stays_quiet(tmp_path: Path) -> None:
+    """A node cordoned for its repair (REPAIRED) does not warn: it is out of service (review obsreview5 G7)."""
     rule = rules_of(platform(), "dc1")["StorageTierUnreadable"]
     inputs = [
         scraped(NODE, "alicerce_storage_client_up", LUSTRE, f"0{STEPS}"),
         scraped(OTHER, "alicerce_storage_client_up", LUSTRE, f"1{STEPS}"),
+        scraped(REPAIRED, "alicerce_storage_client_up", LUSTRE, f"0{STEPS}"),
+        *cordoned(REPAIRED),
+        *cordoned(NODE, value=0),
     ]
     labels = {
         "job": "node-exporter",
@@ -79,12 +85,15 @@ def test_a_tier_a_node_cannot_read_alerts_and_a_readable_one_stays_quiet(tmp_pat
 
 @needs_promtool
 def test_counters_that_stop_moving_alert_and_fresh_ones_do_not(tmp_path: Path) -> None:
+    """A node cordoned for its repair (REPAIRED) does not warn: it is out of service (review obsreview5 G7)."""
     rule = rules_of(platform(), "dc1")["StorageCountersStale"]
     stuck = scraped(NODE, "node_textfile_mtime_seconds", f'file="{FILE}"', f"60{STEPS}")  # written once, a minute in
+    repaired = scraped(REPAIRED, "node_textfile_mtime_seconds", f'file="{FILE}"', f"60{STEPS}")
     fresh = scraped(OTHER, "node_textfile_mtime_seconds", f'file="{FILE}"', f"0+60{STEPS}")  # rewritten every scrape
     other = scraped(NODE, "node_textfile_mtime_seconds", 'file="/host/root/var/lib/prometheus/node-exporter/smartmon.prom"', f"0{STEPS}")
     labels = {"job": "node-exporter", "instance": f"{NODE}:9100", "node": NODE, "file": FILE}
-    run_promtool(platform(), "dc1", [{"interval": "1m", "input_series": [stuck, fresh, other], "alert_rule_test": [
+    run_promtool(platform(), "dc1", [{"interval": "1m", "input_series": [stuck, fresh, other, repaired, *cordoned(REPAIRED)],
+                                      "alert_rule_test": [
         {"eval_time": "8m", "alertname": "StorageCountersStale", "exp_alerts": []},
         {"eval_time": "30m", "alertname": "StorageCountersStale", "exp_alerts": [expected(rule, labels, "")]},
     ]}], tmp_path)  # fmt: skip
