@@ -93,8 +93,11 @@ with installed():
             out.append({"errors": [e.render() for e in exc.errors]})
             continue
         envs = checked.environments
+        if checked.errors:  # a refused spec's objects are never compared (see digested)
+            out.append({"errors": [e.render() for e in checked.errors], "environments": list(envs)})
+            continue
         out.append({
-            "errors": [e.render() for e in checked.errors],
+            "errors": [],
             "notes": [n.render_note() for n in alias_notes(checked)] if not checked.errors else [],
             "environments": list(envs),
             "specs": {name: digest(env.spec) for name, env in envs.items()},
@@ -127,14 +130,21 @@ def lite(cases: list[dict[str, Any]], cache: Path) -> list[dict[str, Any]]:
 
 
 def real(document: Document) -> dict[str, Any]:
+    """What the real check finds; the digests of the objects it built only where it found no error.
+
+    digested: objects are compared only where both checks found no error (a lite answer with no error against a real
+    one with errors is a failure on the errors alone), so neither side digests a refused spec's objects: that was ~20
+    of the generated corpus's ~60 CPU-s (457 of its 606 checked specs have errors)."""
     try:
         checked = check(document, on=TODAY)
     except SpecInvalid as exc:
         return {"errors": [e.render() for e in exc.errors]}
     envs = checked.environments
+    if checked.errors:  # a refused spec's objects are never compared (see digested)
+        return {"errors": [e.render() for e in checked.errors], "environments": list(envs)}
     return {
-        "errors": [e.render() for e in checked.errors],
-        "notes": [n.render_note() for n in alias_notes(checked)] if not checked.errors else [],
+        "errors": [],
+        "notes": [n.render_note() for n in alias_notes(checked)],
         "environments": list(envs),
         "specs": {name: digest(env.spec) for name, env in envs.items()},
         "resolved": {name: digest(env.resolved) for name, env in envs.items()},
