@@ -168,6 +168,14 @@ SLOW_GROUPS = {"pulumi-previews", "aws-previews", "wheel", "converge", "converge
 SLOW_FIXTURES = {"rootfs", "node_root"}
 SLOW_TESTS = (
     "tests/ansible/test_rolling.py",
+    # promtool over simulated weeks or a month of series, the bench script, a pytest run of its own (15-55 s each)
+    "tests/emit/kube/test_costs.py::test_budget_alerts_fire_at_the_thresholds_and_not_below",
+    "tests/emit/kube/test_costs.py::test_budget_alerts_count_the_calendar_month_as_the_guard_and_finance_do",
+    "tests/run/test_chargeback.py::test_the_month_is_summed_hour_by_hour_per_team_cost_centre_and_workload",
+    "tests/run/test_chargeback.py::test_a_month_prometheus_holds_in_part_names_the_missing_days_and_needs_partial",
+    "tests/plan/test_calibration.py::test_the_readme_accuracy_table_is_the_bench_scripts",
+    "tests/emit/kube/test_diagnoses.py::test_slo_burn_rate_pages_on_a_fast_burn_and_not_on_a_slow_trickle",
+    "tests/test_conftest.py::test_loadgroup_keeps_each_group_on_one_worker",
     "tests/emit/test_output_safety.py",
     "tests/run/test_diff.py",
     "tests/ansible/test_apply_cli.py::test_an_apply_with_cloud_keys_in_the_environment_writes_none_of_them",
