@@ -407,13 +407,18 @@ def test_moe_network_is_expert_parallel_not_a_gather_of_every_parameter() -> Non
     assert "PL321" not in {i.check for i in plan.issues}
     slow = plan_training(w, on("H100-SXM5-80GB", network=100.0), SIZING, [])
     assert [i.check for i in slow.issues if i.check == "PL321"] == ["PL321"]
-    # a dense model keeps the ZeRO-3 figure: 3 x 70e9 x 2 B / TP x (dp - 1) / dp
+    # a dense model keeps the ZeRO-3 figure, 3 x 70e9 x 2 B / TP x (dp - 1) / dp, once per micro-batch: 4e6 tokens /
+    # (4,096 x dp) of them (review sizreview2 D7)
     dense = workload(model={"parameters": "70B", "layers": 80, "hiddenSize": 8192}, tokens="1T", gpus=64, accelerator="H100")
     job = plan_training(dense, on("H100-SXM5-80GB"), SIZING, [])
     tp = job.tensor_parallel or 1
     any_job = TrainingJob("hopper", 70e9, 80, 8192, 4096, 64, 4e6, "bf16")
-    expected = 3 * 70e9 * 2 / tp * (64 // tp - 1) / (64 // tp)
+    dp = 64 // tp
+    expected = 3 * 70e9 * 2 / tp * (dp - 1) / dp * (4e6 / (4096 * dp))
     assert network_bytes_per_step(dense, any_job, tp=tp, node_gpus=8, weight_bytes=2, passes=3) == pytest.approx(expected)
+    # stages 0-2 all-reduce the accumulated gradients once a step
+    once = 2 * 70e9 * 2 / tp * (dp - 1) / dp
+    assert network_bytes_per_step(dense, any_job, tp=tp, node_gpus=8, weight_bytes=2, passes=2) == pytest.approx(once)
 
 
 def test_closed_loop_clients_run_at_their_own_batch() -> None:
