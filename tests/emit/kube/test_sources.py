@@ -174,7 +174,8 @@ def test_a_node_left_cordoned_for_days_is_reported(tmp_path: Path) -> None:
     """obsreview4 G6: cordoned nodes raise no missing-exporter or missing-GPU alert, so one forgotten after a repair
     would hide its faults for good. Three days cordoned warns; a night's repair does not."""
     rule = rules_of(platform(), "dc1")["NodeCordonedForDays"]
-    # 5-minute samples (an hourly one would leave the series stale between samples, and reset the alert's 72 h)
+    # 5-minute samples (an hourly one would leave the series stale between samples, and reset the alert's 72 h),
+    # evaluated every 5 minutes: the two [72h:10m] subqueries at each of 4,560 one-minute steps were ~15 CPU-s a run
     labels = [{**s, "values": "1x920"} for s in node_labels(NODE, OTHER)]
     # NODE cordoned at 2 h and forgotten; OTHER cordoned for a 10-hour repair
     forgotten = [
@@ -186,7 +187,7 @@ def test_a_node_left_cordoned_for_days_is_reported(tmp_path: Path) -> None:
     (tmp_path / "b").mkdir()
     run_promtool(platform(), "dc1", [{"interval": "5m", "input_series": forgotten, "alert_rule_test": [
         {"eval_time": "76h", "alertname": "NodeCordonedForDays", "exp_alerts": [expected(rule, {"node": NODE}, "1")]},
-        {"eval_time": "73h", "alertname": "NodeCordonedForDays", "exp_alerts": []}]}], tmp_path / "a")  # fmt: skip
+        {"eval_time": "73h", "alertname": "NodeCordonedForDays", "exp_alerts": []}]}], tmp_path / "a", every="5m")  # fmt: skip
     # obsreview5 G6: 90 minutes without kube-state-metrics in the middle (its pod rescheduled) does not start the
     # three days again
     gap = [
@@ -195,7 +196,7 @@ def test_a_node_left_cordoned_for_days_is_reported(tmp_path: Path) -> None:
     ]
     run_promtool(platform(), "dc1", [{"interval": "5m", "input_series": gap, "alert_rule_test": [
         {"eval_time": "76h", "alertname": "NodeCordonedForDays", "exp_alerts": [expected(rule, {"node": NODE}, "1")]}]}],
-        tmp_path / "b")  # fmt: skip
+        tmp_path / "b", every="5m")  # fmt: skip
 
 
 @needs_promtool
