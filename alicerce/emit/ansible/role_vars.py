@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
 
 from alicerce.catalog.onprem import load_onprem
+from alicerce.emit.gitops.yamltext import IndentedDumper
 from alicerce.emit.storage_counters import TEXTFILE_DIRECTORY
 
 # the pinned node software repositories (catalog/data/onprem.yaml): the roles' defaults come from there, never a second copy
@@ -450,9 +451,8 @@ def defaults(model: type[RoleVars]) -> dict[str, Any]:
     return {name: info.get_default(call_default_factory=True) for name, info in model.model_fields.items()}
 
 
-class _Dumper(yaml.SafeDumper):
-    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
-        super().increase_indent(flow, False)
+class _Dumper(IndentedDumper):
+    pass
 
 
 TEMPLATE_MARKERS = ("{{", "{%", "{#")
