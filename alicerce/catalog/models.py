@@ -457,6 +457,10 @@ class TrainingRun(CatalogModel):
     role: Literal["fit", "holdout", "excluded", "unseen"]  # unseen: only in evaluation-unseen.yaml
     why: str | None = None
     caveat: str | None = None
+    # the published table or measurement the figure comes from, the same under every address that republishes it (a
+    # model card and its paper, two revisions of one benchmark page): leave-one-source-out and the unseen checks group by
+    # it, never by the url, so one table under two urls is one source
+    family: str
     source: Source
 
 
@@ -511,6 +515,7 @@ class ServingTable(CatalogModel):
     # default capacity scheduler, on-demand for vLLM
     kvAdmission: Literal["on-demand", "reserve"]
     note: str | None = None
+    family: str  # the published table family (see TrainingRun.family): every column and revision of one page is one
     source: Source
     rows: tuple[ServingResult, ...]
 
