@@ -17,9 +17,10 @@ precision, prompt and output tokens, the clients of a closed-loop run; and, in t
 engine's tensor-parallel degree and batch cap, `tensorParallel` and `maxBatch`) and sized by
 `plan_workload`; the second set leaves the engine configuration to the planner's defaults (smallest
 degree that fits, batch cap 256). The figure is output tokens/s per GPU, what `plan` prints, against
-the published one. The roofline's efficiencies come from one
-table (role `fit`); every `test` table is another source. Fixed-request-rate points (Triton) are left
-out: at a fixed rate a replica's output is the offered load, which says nothing about sizing.
+the published one. The roofline's efficiencies come from one table (role `fit`); a `test` table is labelled an
+unseen source only where its `family` (the published page, any revision or GPU column of it) is not the fit table's:
+TensorRT-LLM perf-overview's A100, L40S and 1.0 tables are not. Fixed-request-rate points (Triton) are left out: at a
+fixed rate a replica's output is the offered load, which says nothing about sizing.
 
 Serving, unseen set: the serving tables of evaluation-unseen.yaml (sources no calibration table cites) are sized the
 same two ways with the shipped efficiencies, and their errors printed split as max-throughput vs latency-bound.
@@ -42,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from alicerce.catalog import Catalog, load_catalog  # noqa: E402
-from alicerce.catalog.models import TrainingRun  # noqa: E402
+from alicerce.catalog.models import ServingTable, TrainingRun  # noqa: E402
 from alicerce.plan.calibrate import (  # noqa: E402
     fit_training,
     measured_mfu,
@@ -145,6 +146,16 @@ def _line(label: str, rows: list[Row]) -> str:
     )
 
 
+def serving_source(table: ServingTable, catalog: Catalog) -> str:
+    """How a calibration table stands to the fit: the fit table itself, another table of a fitted source (another GPU
+    column or a later revision of the same page, review sizreview2 D2: not unseen), or an unseen source, one whose
+    family no efficiency was fitted on."""
+    if table.role == "fit":
+        return "fit"
+    fitted = {t.family for t in catalog.inference_calibration.tables if t.role == "fit"}
+    return "the fit's source, another table" if table.family in fitted else "unseen source"
+
+
 def serving_lines(catalog: Catalog, *, engine: bool) -> list[str]:
     lines = []
     for table in catalog.inference_calibration.tables:
@@ -157,7 +168,7 @@ def serving_lines(catalog: Catalog, *, engine: bool) -> list[str]:
             errors.append(-1.0 if planned is None else (planned - measured_serving(row)) / measured_serving(row))
         absolute = [abs(e) for e in errors]
         how = "engine config declared" if engine else "planner's defaults"
-        label = f"serving, {table.regime}: {table.id} ({'fit' if table.role == 'fit' else 'unseen source'}; {how})"
+        label = f"serving, {table.regime}: {table.id} ({serving_source(table, catalog)}; {how})"
         lines.append(
             f"| {label} | {len(rows)} | 1 | {statistics.median(absolute):.1%} | {statistics.median(errors):+.1%} "
             f"| {statistics.fmean(absolute):.1%} | {max(absolute):.0%} | {sum(a <= 0.25 for a in absolute) / len(absolute):.0%} |"

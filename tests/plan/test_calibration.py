@@ -262,6 +262,24 @@ def test_one_table_under_two_urls_is_one_source_left_out_whole() -> None:
         assert all(len(f) == 1 for f in families.values()), {u: f for u, f in families.items() if len(f) > 1}
 
 
+def test_a_serving_table_is_unseen_only_when_no_efficiency_was_fitted_on_its_source() -> None:
+    """Review sizreview2 D2: TensorRT-LLM perf-overview's A100 and L40S columns and its 1.0 revision are the fit table's
+    own page (family), so the bench labels them the fit's source, never an unseen one; only a table whose family no
+    fit table shares is unseen, and moving a table into the fit's family takes the label away."""
+    bench = _bench()
+    fitted = {t.family for t in TABLES if t.role == "fit"}
+    labels = {t.id: bench.serving_source(t, CATALOG) for t in TABLES}
+    assert [t.id for t in TABLES if labels[t.id] == "unseen source" and t.family in fitted] == []
+    for same in ("trtllm-0.17-a100", "trtllm-0.17-l40s", "trtllm-1.0-hopper", "triton-0.14-online"):
+        assert labels[same] == "the fit's source, another table", same
+    assert labels["vllm-nightly-latency"] == labels["nim-1.8-llama-3.3-70b"] == "unseen source"
+    vllm = next(t for t in TABLES if t.id == "vllm-nightly-latency")
+    assert bench.serving_source(vllm.model_copy(update={"family": next(iter(fitted))}), CATALOG) != "unseen source"
+    for engine in (True, False):
+        unseen_lines = [line for line in bench.serving_lines(CATALOG, engine=engine) if "unseen source" in line]
+        assert unseen_lines and all("vllm-nightly-latency" in line or "nim-1.8" in line for line in unseen_lines)
+
+
 def test_the_unseen_set_shares_no_source_with_calibration() -> None:
     """Issue 23 item 2: the evaluation set is separate from the data the constants are fitted on. No unseen run cites a
     paper, card, repository or benchmark table (any revision of it) that a calibration row, serving table or calibration
