@@ -328,6 +328,7 @@ def test_every_unseen_serving_point_is_sized_by_the_planners_own_path_and_report
         ]
         assert not missing, (engine, missing)
         reported = _bench().unseen_serving_errors(CATALOG, engine=engine)
+        assert reported["latency-bound"], "the unseen set holds latency-bound points (sizing8: AccelMark's SGLang runs)"
         for regime in ("max-throughput", "latency-bound"):
             expected = sum(len(t.rows) for t in unseen.servingTables if t.regime == regime)
             assert len(reported[regime]) == expected, regime
