@@ -343,6 +343,10 @@ class InferenceSizing(CatalogModel):
     linkEfficiency: Assumption
     stepOverheadSeconds: Assumption
     allReduceLatencySeconds: Assumption
+    # NCCL's own latency model of a one-node LL all-reduce, base + 2 (tp - 1) hops: what runs it where vLLM's custom
+    # all-reduce is off (more than two GPUs without NVLink between every pair)
+    ncclAllReduceBaseSeconds: Assumption
+    ncclPcieHopSeconds: Assumption
     maxBatch: Assumption
     tpotHeadroom: Assumption
     kvHeadsDefault: Assumption

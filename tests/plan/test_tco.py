@@ -212,7 +212,7 @@ def test_golden_unit_costs() -> None:
 
 
 def test_unit_cost_of_an_undersized_pool_is_what_its_max_can_spend() -> None:
-    # chat-70b at 40 req/s wants 106 replicas (424 L40S); infer-l40s stops at 8 g6e.12xlarge:
+    # chat-70b at 40 req/s wants 112 replicas (448 L40S); infer-l40s stops at 8 g6e.12xlarge:
     #   8 x 730 x 10.49264 = 61,277.02 a month at most, however many replicas the peak wants
     data = reference()
     next(w for w in data["workloads"] if w["name"] == "chat-70b")["traffic"]["peakRps"] = 40
