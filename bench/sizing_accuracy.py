@@ -5,7 +5,8 @@ declared as a user would declare it (:func:`alicerce.plan.calibrate.run_workload
 width, experts, precision, fp8 stack, sequence, global batch, GPU and count; no attention width, no
 recomputation choice) and sized by `plan_workload`, the function `alicerce plan` runs. The constants
 it is sized with are refitted with the runs of its own source left out (leave one source out: a whole
-model card, paper or benchmark table at a time), so every figure below is the error on an unseen
+model card, paper or benchmark table at a time, grouped by the table's `family`, so a table republished under two
+addresses is left out whole), so every figure below is the error on an unseen
 source, not an interpolation between siblings of the same table. Nothing is tuned on these errors.
 
     .venv/bin/python bench/sizing_accuracy.py            # the tables
@@ -16,9 +17,10 @@ precision, prompt and output tokens, the clients of a closed-loop run; and, in t
 engine's tensor-parallel degree and batch cap, `tensorParallel` and `maxBatch`) and sized by
 `plan_workload`; the second set leaves the engine configuration to the planner's defaults (smallest
 degree that fits, batch cap 256). The figure is output tokens/s per GPU, what `plan` prints, against
-the published one. The roofline's efficiencies come from one
-table (role `fit`); every `test` table is another source. Fixed-request-rate points (Triton) are left
-out: at a fixed rate a replica's output is the offered load, which says nothing about sizing.
+the published one. The roofline's efficiencies come from one table (role `fit`); a `test` table is labelled an
+unseen source only where its `family` (the published page, any revision or GPU column of it) is not the fit table's:
+TensorRT-LLM perf-overview's A100, L40S and 1.0 tables are not. Fixed-request-rate points (Triton) are left out: at a
+fixed rate a replica's output is the offered load, which says nothing about sizing.
 
 Serving, unseen set: the serving tables of evaluation-unseen.yaml (sources no calibration table cites) are sized the
 same two ways with the shipped efficiencies, and their errors printed split as max-throughput vs latency-bound.
@@ -33,6 +35,7 @@ from __future__ import annotations
 import statistics
 import sys
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from alicerce.catalog import Catalog, load_catalog  # noqa: E402
-from alicerce.catalog.models import TrainingRun  # noqa: E402
+from alicerce.catalog.models import ServingTable, TrainingRun  # noqa: E402
 from alicerce.plan.calibrate import (  # noqa: E402
     fit_training,
     measured_mfu,
@@ -69,16 +72,26 @@ class Row:
         return "MoE" if self.run.experts is not None else "dense"
 
 
+def source_groups(runs: Sequence[TrainingRun]) -> dict[str, list[TrainingRun]]:
+    """The runs by source identity: the published table or measurement (``family``), not the address, so one table
+    republished under two urls (a model card and its paper) is left out whole (review sizreview2 D3)."""
+    groups: dict[str, list[TrainingRun]] = defaultdict(list)
+    for run in runs:
+        groups[run.family].append(run)
+    return dict(groups)
+
+
+def fitted_without(family: str, runs: Sequence[TrainingRun]) -> list[TrainingRun]:
+    """The runs the constants are refitted on while ``family``'s runs are measured: every other source's."""
+    return [r for r in runs if r.family != family]
+
+
 def unseen_source_rows(catalog: Catalog) -> list[Row]:
     """Each fit or held-out run sized by the planner with constants fitted on every other source."""
     runs = [r for r in catalog.training_calibration.runs if r.role != "excluded"]
-    by_source: dict[str, list[TrainingRun]] = defaultdict(list)
-    for run in runs:
-        by_source[run.source.url].append(run)
     rows: list[Row] = []
-    for url, own in sorted(by_source.items()):
-        others = [r for r in catalog.training_calibration.runs if r.source.url != url]
-        fit = fit_training(others, catalog, catalog.sizing)
+    for family, own in sorted(source_groups(runs).items()):
+        fit = fit_training(fitted_without(family, catalog.training_calibration.runs), catalog, catalog.sizing)
         sizing = fit.apply(catalog.sizing)
         for run in own:
             needs = {"moe routing"} if run.experts is not None else set()
@@ -128,9 +141,19 @@ def _line(label: str, rows: list[Row]) -> str:
     signed = statistics.median(r.error for r in rows)
     within = sum(e <= 0.25 for e in errors) / len(errors)
     return (
-        f"| {label} | {len(rows)} | {len({r.run.source.url for r in rows})} | {statistics.median(errors):.1%} | {signed:+.1%} "
+        f"| {label} | {len(rows)} | {len({r.run.family for r in rows})} | {statistics.median(errors):.1%} | {signed:+.1%} "
         f"| {statistics.fmean(errors):.1%} | {max(errors):.0%} | {within:.0%} |"
     )
+
+
+def serving_source(table: ServingTable, catalog: Catalog) -> str:
+    """How a calibration table stands to the fit: the fit table itself, another table of a fitted source (another GPU
+    column or a later revision of the same page, review sizreview2 D2: not unseen), or an unseen source, one whose
+    family no efficiency was fitted on."""
+    if table.role == "fit":
+        return "fit"
+    fitted = {t.family for t in catalog.inference_calibration.tables if t.role == "fit"}
+    return "the fit's source, another table" if table.family in fitted else "unseen source"
 
 
 def serving_lines(catalog: Catalog, *, engine: bool) -> list[str]:
@@ -145,7 +168,7 @@ def serving_lines(catalog: Catalog, *, engine: bool) -> list[str]:
             errors.append(-1.0 if planned is None else (planned - measured_serving(row)) / measured_serving(row))
         absolute = [abs(e) for e in errors]
         how = "engine config declared" if engine else "planner's defaults"
-        label = f"serving, {table.regime}: {table.id} ({'fit' if table.role == 'fit' else 'unseen source'}; {how})"
+        label = f"serving, {table.regime}: {table.id} ({serving_source(table, catalog)}; {how})"
         lines.append(
             f"| {label} | {len(rows)} | 1 | {statistics.median(absolute):.1%} | {statistics.median(errors):+.1%} "
             f"| {statistics.fmean(absolute):.1%} | {max(absolute):.0%} | {sum(a <= 0.25 for a in absolute) / len(absolute):.0%} |"
@@ -155,14 +178,14 @@ def serving_lines(catalog: Catalog, *, engine: bool) -> list[str]:
 
 def unseen_serving_errors(catalog: Catalog, *, engine: bool) -> dict[str, list[tuple[str, float]]]:
     """Every serving point of evaluation-unseen.yaml sized by `plan_workload` with the shipped efficiencies, split by
-    regime (max-throughput, latency-bound): (source url, signed error of output tokens/s per GPU) each."""
+    regime (max-throughput, latency-bound): (source family, signed error of output tokens/s per GPU) each."""
     unseen = catalog.unseen_evaluation
     out: dict[str, list[tuple[str, float]]] = {"max-throughput": [], "latency-bound": []}
     for table in unseen.servingTables:
         for row in table.rows:
             planned = planned_serving(row, table, catalog, catalog.sizing, engine=engine, models=unseen.servingModels)
             measured = measured_serving(row)
-            out[table.regime].append((table.source.url, -1.0 if planned is None else (planned - measured) / measured))
+            out[table.regime].append((table.family, -1.0 if planned is None else (planned - measured) / measured))
     return out
 
 

@@ -343,6 +343,10 @@ class InferenceSizing(CatalogModel):
     linkEfficiency: Assumption
     stepOverheadSeconds: Assumption
     allReduceLatencySeconds: Assumption
+    # NCCL's own latency model of a one-node LL all-reduce, base + 2 (tp - 1) hops: what runs it where vLLM's custom
+    # all-reduce is off (more than two GPUs without NVLink between every pair)
+    ncclAllReduceBaseSeconds: Assumption
+    ncclPcieHopSeconds: Assumption
     maxBatch: Assumption
     tpotHeadroom: Assumption
     kvHeadsDefault: Assumption
@@ -457,6 +461,10 @@ class TrainingRun(CatalogModel):
     role: Literal["fit", "holdout", "excluded", "unseen"]  # unseen: only in evaluation-unseen.yaml
     why: str | None = None
     caveat: str | None = None
+    # the published table or measurement the figure comes from, the same under every address that republishes it (a
+    # model card and its paper, two revisions of one benchmark page): leave-one-source-out and the unseen checks group by
+    # it, never by the url, so one table under two urls is one source
+    family: str
     source: Source
 
 
@@ -511,6 +519,7 @@ class ServingTable(CatalogModel):
     # default capacity scheduler, on-demand for vLLM
     kvAdmission: Literal["on-demand", "reserve"]
     note: str | None = None
+    family: str  # the published table family (see TrainingRun.family): every column and revision of one page is one
     source: Source
     rows: tuple[ServingResult, ...]
 

@@ -98,6 +98,8 @@ class ReplicaHardware:
     hbm_bytes_per_second: float
     peak_flops: float  # dense, at the serving precision
     link_bytes_per_second: float  # per direction, NVLink or PCIe
+    # every GPU pair on NVLink (an SXM board): vLLM's custom all-reduce runs at any TP; without it, only up to TP 2
+    fully_connected: bool = True
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,9 @@ class Efficiencies:
     memory_fraction: float
     link: float
     step_overhead: float
-    all_reduce_latency: float
+    all_reduce_latency: float  # vLLM's custom all-reduce of a decode step's few KB
+    nccl_base: float = 0.0  # NCCL's all-reduce where the custom one is off: base + 2 (tp - 1) x a PCIe hop
+    nccl_pcie_hop: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -190,8 +194,19 @@ def step_seconds(r: Replica, isl: int, osl: int, batch: float) -> float:
     compute = (2 * shape.active_parameters * batch + 4 * batch * shape.attended(context) * shape.hidden) / (
         r.tp * r.hw.peak_flops * eff.decode_compute
     )
-    latency = 2 * shape.layers * eff.all_reduce_latency if r.tp > 1 else 0.0
+    latency = 2 * shape.layers * all_reduce_latency(r)
     return memory + compute + batch * all_reduce_seconds_per_token(r) + latency + eff.step_overhead
+
+
+def all_reduce_latency(r: Replica) -> float:
+    """Seconds one decode-step all-reduce (a few KB) takes regardless of its size: vLLM's custom all-reduce where it
+    runs (every GPU pair on NVLink, or at most 2 GPUs), else NCCL's one-node LL ring over PCIe, whose latency grows with
+    the hops (vLLM custom_all_reduce.py: off on more than two PCIe-only GPUs)."""
+    if r.tp <= 1:
+        return 0.0
+    if r.tp <= 2 or r.hw.fully_connected:
+        return r.eff.all_reduce_latency
+    return r.eff.nccl_base + 2 * (r.tp - 1) * r.eff.nccl_pcie_hop
 
 
 def token_interval_seconds(r: Replica, isl: int, osl: int, batch: float) -> float:
@@ -249,12 +264,9 @@ def gpu_hardware(gpu: Gpu, precision: str, sizing: Sizing) -> ReplicaHardware:
     t = gpu.tflops
     peak = {"fp8": t.fp8, "fp4": t.fp4, "int8": t.int8, "int4": t.int8, "fp32": t.tf32}.get(precision) or t.bf16
     ic = gpu.interconnect
-    link = (
-        ic.nvlinkBandwidthGBps / 2
-        if ic.nvlinkBandwidthGBps and gpu.formFactor == "SXM"
-        else sizing.inference.pcieGBpsPerDirection.per_direction(ic.pcieGeneration)
-    )
-    return ReplicaHardware(gpu.memoryGB * GIB, gpu.memoryBandwidthGBps * 1e9, peak * 1e12, link * 1e9)
+    nvlink = ic.nvlinkBandwidthGBps if gpu.formFactor == "SXM" else None  # an SXM board: NVLink to every peer
+    link = nvlink / 2 if nvlink else sizing.inference.pcieGBpsPerDirection.per_direction(ic.pcieGeneration)
+    return ReplicaHardware(gpu.memoryGB * GIB, gpu.memoryBandwidthGBps * 1e9, peak * 1e12, link * 1e9, fully_connected=bool(nvlink))
 
 
 def efficiencies(sizing: Sizing) -> Efficiencies:
@@ -267,4 +279,6 @@ def efficiencies(sizing: Sizing) -> Efficiencies:
         link=i.linkEfficiency.value,
         step_overhead=i.stepOverheadSeconds.value,
         all_reduce_latency=i.allReduceLatencySeconds.value,
+        nccl_base=i.ncclAllReduceBaseSeconds.value,
+        nccl_pcie_hop=i.ncclPcieHopSeconds.value,
     )

@@ -235,6 +235,51 @@ def _base_url(url: str) -> str:
     return url.rstrip("/").removesuffix(".pdf")
 
 
+def test_one_table_under_two_urls_is_one_source_left_out_whole() -> None:
+    """Review sizreview2 D3: leave-one-source-out groups runs by the table they come from (`family`), not by address, so
+    a table republished under two urls is left out whole: the Llama 2 card's GPU-hours table is the Llama 2 paper's
+    Table 2 (34B only in the paper), the Llama 3.1 card and the Llama 3 herd paper report one 405B run, and
+    Megatron-Bridge's performance summary continues NeMo 24.07's (one stack, the same 8B and 70B recipes)."""
+    bench = _bench()
+    by_id = {r.id: r for r in RUNS}
+    pairs = [
+        ("llama2-70b", "llama2-34b"),
+        ("llama31-405b", "llama31-405b-8k-gpus-steady"),
+        ("nemo2407-llama3-8b-8", "mbridge2511-llama3-8b-8xh100"),
+    ]
+    groups = bench.source_groups(RUNS)
+    for measured, sibling in pairs:
+        a, b = by_id[measured], by_id[sibling]
+        assert a.source.url != b.source.url  # two addresses ...
+        assert b in groups[a.family]  # ... one source
+        fitted = {r.id for r in bench.fitted_without(a.family, RUNS)}
+        assert sibling not in fitted and measured not in fitted
+    # a family is never finer than an address: every url's runs (and serving tables) are one source
+    for rows in (RUNS, TABLES, CATALOG.unseen_evaluation.runs, CATALOG.unseen_evaluation.servingTables):
+        families: dict[str, set[str]] = {}
+        for row in rows:
+            families.setdefault(row.source.url, set()).add(row.family)
+        assert all(len(f) == 1 for f in families.values()), {u: f for u, f in families.items() if len(f) > 1}
+
+
+def test_a_serving_table_is_unseen_only_when_no_efficiency_was_fitted_on_its_source() -> None:
+    """Review sizreview2 D2: TensorRT-LLM perf-overview's A100 and L40S columns and its 1.0 revision are the fit table's
+    own page (family), so the bench labels them the fit's source, never an unseen one; only a table whose family no
+    fit table shares is unseen, and moving a table into the fit's family takes the label away."""
+    bench = _bench()
+    fitted = {t.family for t in TABLES if t.role == "fit"}
+    labels = {t.id: bench.serving_source(t, CATALOG) for t in TABLES}
+    assert [t.id for t in TABLES if labels[t.id] == "unseen source" and t.family in fitted] == []
+    for same in ("trtllm-0.17-a100", "trtllm-0.17-l40s", "trtllm-1.0-hopper", "triton-0.14-online"):
+        assert labels[same] == "the fit's source, another table", same
+    assert labels["vllm-nightly-latency"] == labels["nim-1.8-llama-3.3-70b"] == "unseen source"
+    vllm = next(t for t in TABLES if t.id == "vllm-nightly-latency")
+    assert bench.serving_source(vllm.model_copy(update={"family": next(iter(fitted))}), CATALOG) != "unseen source"
+    for engine in (True, False):
+        unseen_lines = [line for line in bench.serving_lines(CATALOG, engine=engine) if "unseen source" in line]
+        assert unseen_lines and all("vllm-nightly-latency" in line or "nim-1.8" in line for line in unseen_lines)
+
+
 def test_the_unseen_set_shares_no_source_with_calibration() -> None:
     """Issue 23 item 2: the evaluation set is separate from the data the constants are fitted on. No unseen run cites a
     paper, card, repository or benchmark table (any revision of it) that a calibration row, serving table or calibration
@@ -245,6 +290,8 @@ def test_the_unseen_set_shares_no_source_with_calibration() -> None:
     assert unseen.runs and all(r.role == "unseen" for r in unseen.runs)
     shared = sorted({r.id for r in unseen.runs if _base_url(r.source.url) in calibration})
     assert not shared, shared
+    families = {r.family for r in RUNS} | {t.family for t in TABLES}  # the same table under another address
+    assert not sorted({r.id for r in unseen.runs if r.family in families})
     assert not {r.id for r in unseen.runs} & {r.id for r in RUNS}
     assert not {r.model for r in unseen.runs} & {r.model for r in RUNS}
     assert len({r.id for r in unseen.runs}) == len(unseen.runs)
@@ -261,6 +308,8 @@ def test_the_unseen_serving_points_share_no_source_with_calibration_and_cite_the
     assert all(t.source.title.strip() and t.source.url.startswith("https://") for t in unseen.servingTables)
     shared = [t.id for t in unseen.servingTables if _base_url(t.source.url) in calibration]
     assert not shared, shared
+    families = {r.family for r in RUNS} | {t.family for t in TABLES}
+    assert not [t.id for t in unseen.servingTables if t.family in families]
     assert not {t.id for t in unseen.servingTables} & {t.id for t in TABLES}
     assert all(r.model in unseen.servingModels for t in unseen.servingTables for r in t.rows)
 
@@ -279,6 +328,7 @@ def test_every_unseen_serving_point_is_sized_by_the_planners_own_path_and_report
         ]
         assert not missing, (engine, missing)
         reported = _bench().unseen_serving_errors(CATALOG, engine=engine)
+        assert reported["latency-bound"], "the unseen set holds latency-bound points (sizing8: AccelMark's SGLang runs)"
         for regime in ("max-throughput", "latency-bound"):
             expected = sum(len(t.rows) for t in unseen.servingTables if t.regime == regime)
             assert len(reported[regime]) == expected, regime

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from alicerce.catalog import load_catalog
+from alicerce.plan.roofline import Replica, ServedShape, all_reduce_latency, efficiencies, gpu_hardware
 from alicerce.plan.sizing import (
     GIB,
     Placement,
@@ -148,7 +149,9 @@ def test_reference_chat_70b_on_l40s_by_hand() -> None:
     """The reference platform's chat-70b on g6e.12xlarge (4 x L40S, PCIe only), recomputed by hand from
     NVIDIA's L40S datasheet (733 dense FP8 TFLOP/s, 864 GB/s, 48 GB, PCIe Gen4 x16 = 32 GB/s a direction)
     and the fitted efficiencies in sizing.yaml (prefill 0.650, decode compute 0.603, HBM 0.773, link 0.427,
-    2 ms step overhead, 9 us a tensor-parallel all-reduce; plan each token's wait at 0.8 x the 50 ms p99 TPOT target)."""
+    2 ms step overhead; a decode all-reduce on four PCIe-only GPUs is NCCL's, not vLLM's 9 us custom one, which vLLM turns
+    off past two GPUs without NVLink: NCCL's model 6.6 us + 2 x 3 x 1.0 us = 12.6 us; plan each token's wait at 0.8 x the
+    50 ms p99 TPOT target)."""
     w = workload(
         kind="inference", model={"parameters": "70B", "layers": 80, "hiddenSize": 8192}, precision="fp8",
         traffic={"peakRps": 40, "inputTokens": 1500, "outputTokens": 300},
@@ -166,15 +169,15 @@ def test_reference_chat_70b_on_l40s_by_hand() -> None:
     assert fig["prefill per request"] == pytest.approx(0.54340, abs=2e-5)
     # step(B) = 70e9 / (4 x 864e9 x 0.773) = 26.203 ms  + B x 163,840 x 1650 / 2.6715e12 = B x 0.10119 ms
     #         + B x (2 x 70e9 + 4 x 80 x 1650 x 8192) / (4 x 733e12 x 0.603) = B x 0.08163 ms
-    #         + B x 0.28778 ms (all-reduce bandwidth) + 2 x 80 x 9 us = 1.440 ms (all-reduce latency) + 2 ms
-    #         = 29.643 ms + B x 0.47060 ms
+    #         + B x 0.28778 ms (all-reduce bandwidth) + 2 x 80 x 12.6 us = 2.016 ms (NCCL all-reduce latency) + 2 ms
+    #         = 30.219 ms + B x 0.47060 ms  (with vLLM's 9 us custom all-reduce, which does not run here: 29.643 ms)
     # each sequence also waits for the prefills that share the replica: B x 0.54340 s / 300 = B x 1.81133 ms
-    # latency bound: 29.643 + B x (0.47060 + 1.81133) <= 0.8 x 50 ms -> B = 4.539 (KV memory allows ~470)
-    assert fig["batch per replica"] == pytest.approx(4.539, abs=0.002)
-    assert fig["decode step"] == pytest.approx(0.031779, abs=2e-6)  # 29.643 + 4.539 x 0.47060 ms
-    # tokens/s = 300 / (0.54340 + 300 x 0.031779 / 4.539) = 113.47; 0.3782 req/s a replica -> 40 req/s needs 106
-    assert plan.tokens_per_second_per_replica == pytest.approx(113.47, abs=0.05)
-    assert plan.replicas == 106 and plan.gpus == 424
+    # latency bound: 30.219 + B x (0.47060 + 1.81133) <= 0.8 x 50 ms -> B = 4.286 (KV memory allows ~470; 4.539 at 9 us)
+    assert fig["batch per replica"] == pytest.approx(4.286, abs=0.002)
+    assert fig["decode step"] == pytest.approx(0.032236, abs=2e-6)  # 30.219 + 4.286 x 0.47060 ms
+    # tokens/s = 300 / (0.54340 + 300 x 0.032236 / 4.286) = 107.16; 0.3572 req/s a replica -> 40 req/s needs 112
+    assert plan.tokens_per_second_per_replica == pytest.approx(107.16, abs=0.05)
+    assert plan.replicas == 112 and plan.gpus == 448
     # the same model against TensorRT-LLM 0.17's L40S table (Llama 3.1 70B FP8, TP4, 2048 in / 128 out:
     # 177.72 output tok/s, offline): prefill 0.7526 s a request bounds it; our figure is within 25%
     offline = workload(
@@ -184,6 +187,26 @@ def test_reference_chat_70b_on_l40s_by_hand() -> None:
     trt = plan_inference(offline, Placement("infer-l40s", CATALOG.gpu("L40S"), 4, None), SIZING, [])  # type: ignore[arg-type]
     assert trt.tokens_per_second_per_replica is not None
     assert trt.tokens_per_second_per_replica == pytest.approx(177.72, rel=0.25)
+
+
+def test_a_decode_all_reduce_follows_the_interconnect() -> None:
+    """vLLM's custom all-reduce (9 us, sizing.yaml) runs only where every GPU pair is on NVLink or on at most 2 GPUs (vLLM
+    custom_all_reduce.py: disabled "on more than two PCIe-only GPUs"); past that NCCL runs it, at NCCL's own latency
+    model of a one-node LL ring, 6.6 us + 2 (tp - 1) x 1.0 us (nccl src/graph/tuning.cc). Review sizreview2 (gaps): the
+    planner charged 9 us for L40S at TP 4 too."""
+    eff = efficiencies(SIZING)
+    shape = ServedShape(70e9, 70e9, 80, 8192, 8, 128)
+
+    def latency(gpu: str, tp: int) -> float:
+        g = CATALOG.gpu(gpu)
+        assert g is not None
+        return all_reduce_latency(Replica(shape, tp, gpu_hardware(g, "fp8", SIZING), eff, 1.0, 1.0))
+
+    assert latency("L40S", 1) == 0.0
+    assert latency("L40S", 2) == pytest.approx(9e-6)  # two PCIe GPUs: the custom all-reduce still runs
+    assert latency("L40S", 4) == pytest.approx(6.6e-6 + 2 * 3 * 1.0e-6)  # 12.6 us
+    assert latency("L40S", 8) == pytest.approx(6.6e-6 + 2 * 7 * 1.0e-6)  # 20.6 us
+    assert latency("H100-SXM5-80GB", 8) == pytest.approx(9e-6)  # NVLink to every peer: the custom all-reduce
 
 
 def test_small_models_get_a_mig_slice_or_time_slicing() -> None:

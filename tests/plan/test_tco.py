@@ -212,7 +212,7 @@ def test_golden_unit_costs() -> None:
 
 
 def test_unit_cost_of_an_undersized_pool_is_what_its_max_can_spend() -> None:
-    # chat-70b at 40 req/s wants 106 replicas (424 L40S); infer-l40s stops at 8 g6e.12xlarge:
+    # chat-70b at 40 req/s wants 112 replicas (448 L40S); infer-l40s stops at 8 g6e.12xlarge:
     #   8 x 730 x 10.49264 = 61,277.02 a month at most, however many replicas the peak wants
     data = reference()
     next(w for w in data["workloads"] if w["name"] == "chat-70b")["traffic"]["peakRps"] = 40
@@ -292,6 +292,31 @@ def test_spot_is_priced_as_spot_and_regions_as_regions() -> None:
     assert p5 is not None and p5.usd_per_hour == pytest.approx(98.32 * 0.141)
     system = node_price(next(p for p in platform.pools if p.name == "system"), CATALOG, platform.spec.costs)
     assert system is not None and system.usd_per_hour == pytest.approx(0.8064)  # m7i: us-east-2 = us-east-1
+
+
+@pytest.mark.parametrize(
+    ("instance", "accelerator", "zones"),
+    # the snapshot's us-east-1 Spot prices by zone (skypilot-catalog vms.csv @27f67dd4; p4de: the zones with a price)
+    [("p4d.24xlarge", "A100-SXM4-40GB:8", (6.8179, 7.7864, 9.8722)), ("p4de.24xlarge", "A100-SXM4-80GB:8", (4.6629, 5.8171))],
+)
+def test_p4_spot_is_a_share_of_the_snapshot_price_inside_the_snapshots_zones(
+    instance: str, accelerator: str, zones: tuple[float, ...]
+) -> None:
+    """Review sizreview2 D5 (p4d/p4de): the Spot share was read against the snapshot's on-demand price (32.7726 / 40.96575,
+    before the 2025-06-05 cut) and applied to today's 21.96 / 27.45, so p4d Spot came out at 4.92 an hour, below every zone
+    of the snapshot (6.82-9.87). A share of the snapshot's price lands inside the zones' range."""
+    data = reference()
+    pool = next(p for p in data["nodePools"] if p["name"] == "train-p5")
+    pool["accelerator"] = accelerator
+    pool["aws"] = {"instanceType": instance, "capacityType": "spot", "zone": "us-east-1a"}
+    data["costs"]["cloud"] = []
+    data.setdefault("waivers", []).append(
+        {"rule": "AL290", "resources": ["train-p5"], "justification": "pricing test of a single Spot type", "expires": "2099-01-01"}
+    )
+    platform = resolve(data)
+    price = node_price(next(p for p in platform.pools if p.name == "train-p5"), CATALOG, platform.spec.costs)
+    assert price is not None and price.usd_per_hour is not None
+    assert min(zones) <= price.usd_per_hour <= max(zones), price.usd_per_hour
 
 
 def test_a_region_the_catalog_does_not_price_is_reported_not_guessed() -> None:
