@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from alicerce.rules.examples import examples, fixture_ids, patched
 from alicerce.rules.validate import alias_notes, check
@@ -303,3 +305,15 @@ def validate(*args: str, **env: str) -> tuple[str, str, int]:
 def test_validate_prints_the_same_with_and_without_the_lite_check(args: list[str]) -> None:
     """The command's whole output and exit code, valid or not, the same as on the real path alone."""
     assert validate(*args) == validate(*args, ALICERCE_LITE="0")
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet="ab_Z19x\u00e9", max_size=10))
+def test_the_lite_aliases_are_pydantics(name: str) -> None:
+    """to_camel spells pydantic's regular expressions out with string methods; any snake_case-ish name gets the
+    same alias (the generated corpus meets the models' own field names only)."""
+    from pydantic.alias_generators import to_camel as pydantic_to_camel
+
+    from alicerce.spec.lite import to_camel
+
+    assert to_camel(name) == pydantic_to_camel(name)
