@@ -14,15 +14,18 @@ USER_CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/alicerce
 # uv installs the locked dependencies (with their hashes, like pip --require-hashes): parallel downloads,
 # and a fresh clone links them from uv's own user cache (~/.cache/uv, or $$UV_CACHE_DIR) once it holds them:
 # seconds instead of the ~5 minutes pip took here. uv itself is pinned and hashed in tools/uv.lock and
-# bootstrapped by pip into the git-ignored .cache/uv, rebuilt when the pin changes.
-UV_HOME := .cache/uv
+# bootstrapped by pip once per user and pin (~10 s), in a folder named by the lock's hash, so a fresh clone finds
+# it ready; built beside its place and renamed into it, so two clones at once never see half of it (uv is one binary).
+UV_HOME := $(USER_CACHE)/uv/$(shell sha256sum tools/uv.lock | cut -c1-12)
 UV := $(UV_HOME)/bin/uv
-$(UV): tools/uv.lock
-	rm -rf $(UV_HOME) && $(PYTHON) -m venv $(UV_HOME)
-	$(UV_HOME)/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes -r tools/uv.lock
-	touch $@
+$(UV):
+	@mkdir -p $(dir $(UV_HOME))
+	building=$$(mktemp -d $(UV_HOME).building-XXXXXX) && $(PYTHON) -m venv $$building \
+	&& $$building/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes -r tools/uv.lock \
+	&& { mv -T $$building $(UV_HOME) 2>/dev/null || rm -rf $$building; } && test -x $@
 
-$(STAMP): requirements.lock pyproject.toml $(UV)
+# the lock decides what is installed, not which uv installs it: uv is only needed to exist (order-only)
+$(STAMP): requirements.lock pyproject.toml | $(UV)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(UV) pip install --quiet --python $(BIN)/python --require-hashes -r requirements.lock
 	$(UV) pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation \
@@ -74,7 +77,7 @@ typecheck: setup
 ACTIONLINT := .cache/actionlint
 # checkov (tests/targets/aws/test_checkov.py) in a venv of its own, installed by uv: its ~60 dependencies stay out of alicerce's.
 CHECKOV := .cache/checkov
-tools: $(UV)
+tools: | $(UV)
 	@command -v promtool >/dev/null 2>&1 || { \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
