@@ -307,7 +307,7 @@ def test_validate_prints_the_same_with_and_without_the_lite_check(args: list[str
     assert validate(*args) == validate(*args, ALICERCE_LITE="0")
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(st.text(alphabet="ab_Z19x\u00e9", max_size=10))
 def test_the_lite_aliases_are_pydantics(name: str) -> None:
     """to_camel spells pydantic's regular expressions out with string methods; any snake_case-ish name gets the

@@ -38,7 +38,7 @@ documents = st.recursive(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(documents)
 def test_dump_writes_what_pyyaml_writes(data: Any) -> None:
     for sort_keys in (True, False):
