@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | sha2
 
 setup: $(STAMP)
 
-# What a fresh clone reuses from the last one, per user (the Debian rootfs, mypy's cache), like uv's cache
+# What a fresh clone reuses from the last one, per user, as it reuses uv's cache: uv itself, the Debian rootfs, mypy's cache
 USER_CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/alicerce
 
 # uv installs the locked dependencies (with their hashes, like pip --require-hashes): parallel downloads,
