@@ -35,17 +35,20 @@ def month_to_date(hourly: str) -> str:
     ``hourly`` has now. The record was last month's total at midnight and absent after it, so its readers
     (``last_over_time`` over 75 minutes) kept last month's total until ~01:15 while the guard had already released
     the queue (review observe4 DEFECT L, obsreview5 DEFECT 3). The old month's last hour is in no record: no budget
-    alert of that month could read it before the month was over."""
+    alert of that month could read it before the month was over.
+
+    The month of now inside the subquery is read with the ``@ end()`` modifier (the evaluation's own time at every
+    step; Prometheus evaluates such a step-invariant term once): one subquery of 744 hourly steps where a term per month
+    made twelve."""
     mark = "month(vector(time() - 1))"
-    now = "month(vector(time()))"
-    terms = [f"(sum_over_time(({hourly} and on () {mark} == {m})[31d:1h]) and on () {now} == {m})" for m in range(1, 13)]
-    return " or ".join([*terms, f"0 * {hourly}"])
+    now = "month(last_over_time(vector(time())[1m:1m] @ end()))"
+    return f"sum_over_time(({hourly} and on () {mark} == on () {now})[31d:1h]) or 0 * {hourly}"
 
 
 # the hours to the end of the calendar month (UTC), now included
 HOURS_LEFT = "((days_in_month() - day_of_month() + 1) * 24 - hour() - minute() / 60)"
 
-# The month so far changes only at the hour marks, and one evaluation reads 12 x 744 hourly steps: its own group, once
+# The month so far changes only at the hour marks, and one evaluation reads 744 hourly steps: its own group, once
 # an hour (an hour's cost counts at most an hour late); its readers take its last value of the last 75 minutes
 MONTH_INTERVAL = "1h"
 
