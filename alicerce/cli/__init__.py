@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
     import typer
@@ -76,5 +76,18 @@ def main() -> None:
 
     code = serve(sys.argv[1:])
     if code is not None:
-        sys.exit(code)
+        _exit_now(code)
     sys.exit(run(build_app(), sys.argv[1:]))
+
+
+def _exit_now(code: int) -> NoReturn:
+    """End a plain `validate` without tearing the interpreter down. Everything it writes is written and closed by
+    now (its output is flushed here; the result cache's entries are closed before their rename), and nothing it
+    loads registers an exit handler, so what teardown would do is free the objects of ~180 modules one by one:
+    ~10 ms of a cold run's ~130. A reader that closed the pipe early ends it with code 1, as the other commands do."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:
+        code = code or 1
+    os._exit(code)

@@ -21,8 +21,11 @@ from tests.conftest import ROOT
 
 # Runs a plain `validate` the way the `alicerce` script does, then reports what the process loaded and built.
 PROBE = """
-import contextlib, io, json, sys
+import contextlib, io, json, os, sys
 from alicerce.cli import main
+def _exit(code):  # main() ends a plain validate with os._exit; the probe looks at the process after it
+    raise SystemExit(code)
+os._exit = _exit
 sys.argv = ["alicerce", "validate", sys.argv[1]]
 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
     try:
