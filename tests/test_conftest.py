@@ -139,3 +139,27 @@ def test_the_rootfs_cache_is_per_user_so_fresh_clones_share_it(monkeypatch: pyte
     assert not default_target().is_relative_to(ROOT)
     monkeypatch.setenv("ALICERCE_ROOTFS", str(tmp_path / "mine"))
     assert default_target() == tmp_path / "mine"
+
+
+@pytest.mark.skipif(subprocess.run(["which", "gpg"], capture_output=True, check=False).returncode != 0, reason="gpg missing")
+def test_the_signed_apt_repository_is_built_once_per_user_and_content(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Each converge worker found the repository another run built (a new key each build: the same key is a reuse);
+    other packages are another repository, and a stale or half-built folder is never trusted."""
+    from tests.ansible import aptrepo
+
+    monkeypatch.delenv("ALICERCE_APTREPO", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    one = {"cuda/debian12/x86_64": [aptrepo.Package("nvidia-open", aptrepo.DRIVER)]}
+    monkeypatch.setattr(aptrepo, "repositories", lambda: one)
+    first = aptrepo.build(aptrepo.default_target())
+    assert first.parent == tmp_path / "cache" / "alicerce" / "aptrepo" and (first / "cuda/debian12/x86_64/InRelease").is_file()
+    key = (first / "key.asc").read_bytes()
+    assert aptrepo.build(aptrepo.default_target()) == first and (first / "key.asc").read_bytes() == key  # reused
+    assert [p.name for p in first.parent.iterdir()] == [first.name]  # no staging folder left behind
+    (first / ".alicerce-aptrepo").write_text("other inputs")  # a folder of other inputs under this name: rebuilt
+    assert aptrepo.build(first) == first and (first / "key.asc").read_bytes() != key
+
+    other = {"cuda/debian12/x86_64": [aptrepo.Package("nvidia-open", "580.999.01")]}
+    monkeypatch.setattr(aptrepo, "repositories", lambda: other)
+    second = aptrepo.build(aptrepo.default_target())
+    assert second != first and "580.999.01-1" in (second / "cuda/debian12/x86_64/Packages").read_text()
