@@ -159,7 +159,7 @@ SHARED_GROUPS = {
 # The first fixture a test uses, in this order, names its group. The converges are two groups, each on one
 # worker: the converged image and the runs on copies of it, and the runs from a fresh copy of the rootfs
 # (the operator-owned driver's two runs, check mode, the apt key). Every run works on its own copy of the
-# cached rootfs, so the two workers never share one; each builds the signed apt repository (~5 CPU-s).
+# cached rootfs, so the two workers never share one; the signed apt repository is cached per user, as the rootfs.
 SHARED_FIXTURES = {"converged": "converge", "converged_copy": "converge", "aptrepo": "converge-fresh"}
 # What `make check` leaves out (`-m "not slow"`): every test of these groups, those using these fixtures,
 # and these modules and tests (several seconds each: real Ansible runs, many `alicerce generate`

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -38,6 +39,7 @@ def test_every_shared_path_and_fixture_exists() -> None:
 
 GROUPED = """
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -139,3 +141,61 @@ def test_the_rootfs_cache_is_per_user_so_fresh_clones_share_it(monkeypatch: pyte
     assert not default_target().is_relative_to(ROOT)
     monkeypatch.setenv("ALICERCE_ROOTFS", str(tmp_path / "mine"))
     assert default_target() == tmp_path / "mine"
+
+
+@pytest.mark.skipif(subprocess.run(["which", "gpg"], capture_output=True, check=False).returncode != 0, reason="gpg missing")
+def test_the_signed_apt_repository_is_built_once_per_user_and_content(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Each converge worker found the repository another run built (a new key each build: the same key is a reuse);
+    other packages are another repository, and a stale or half-built folder is never trusted."""
+    from tests.ansible import aptrepo
+
+    monkeypatch.delenv("ALICERCE_APTREPO", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    one = {"cuda/debian12/x86_64": [aptrepo.Package("nvidia-open", aptrepo.DRIVER)]}
+    monkeypatch.setattr(aptrepo, "repositories", lambda: one)
+    first = aptrepo.build(aptrepo.default_target())
+    assert first.parent == tmp_path / "cache" / "alicerce" / "aptrepo" and (first / "cuda/debian12/x86_64/InRelease").is_file()
+    key = (first / "key.asc").read_bytes()
+    assert aptrepo.build(aptrepo.default_target()) == first and (first / "key.asc").read_bytes() == key  # reused
+    assert [p.name for p in first.parent.iterdir()] == [first.name]  # no staging folder left behind
+    (first / ".alicerce-aptrepo").write_text("other inputs")  # a folder of other inputs under this name: rebuilt
+    assert aptrepo.build(first) == first and (first / "key.asc").read_bytes() != key
+
+    other = {"cuda/debian12/x86_64": [aptrepo.Package("nvidia-open", "580.999.01")]}
+    monkeypatch.setattr(aptrepo, "repositories", lambda: other)
+    second = aptrepo.build(aptrepo.default_target())
+    assert second != first and "580.999.01-1" in (second / "cuda/debian12/x86_64/Packages").read_text()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="overlay mounts need root, as the converges do")
+def test_private_copies_keep_their_writes_and_read_as_a_chroot(tmp_path: Path) -> None:
+    """The converges' copies (overlay mounts): a write stays in its copy, a copy of a copy sees the first copy's
+    changes, and every copy's root is never inode 2 (Ansible's is_chroot fallback would take it for a real host:
+    an overlay stacked on an overlay reads so); each is gone after its block. A source overlayfs refuses gets cp -a."""
+    from tests.ansible.conftest import private_copy
+
+    source = tmp_path / "source"
+    (source / "etc").mkdir(parents=True)
+    (source / "etc" / "kept").write_text("source\n")
+    (source / "etc" / "removed").write_text("source\n")
+    with private_copy(source, tmp_path / "first") as first:
+        (first / "etc" / "kept").write_text("first\n")
+        (first / "etc" / "removed").unlink()
+        (first / "new").write_text("first\n")
+        assert os.path.ismount(first) and first.stat().st_ino != 2
+        with private_copy(first, tmp_path / "second") as second:
+            assert os.path.ismount(second) and second.stat().st_ino != 2  # layered, not an overlay on an overlay
+            assert (second / "etc" / "kept").read_text() == "first\n" and not (second / "etc" / "removed").exists()
+            (second / "new").write_text("second\n")
+            assert (first / "new").read_text() == "first\n"
+        assert not second.exists() and (first / "new").read_text() == "first\n"
+    assert not first.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["source"]
+    assert (source / "etc" / "kept").read_text() == "source\n" and (source / "etc" / "removed").exists()
+    assert sorted(p.name for p in source.rglob("*")) == ["etc", "kept", "removed"]
+
+    odd = tmp_path / "a,b"  # a comma ends overlayfs's lowerdir option: no mount, a full copy instead
+    shutil.copytree(source, odd)
+    with private_copy(odd, tmp_path / "copied") as copied:
+        assert not os.path.ismount(copied) and (copied / "etc" / "kept").read_text() == "source\n"
+        (copied / "etc" / "kept").write_text("copied\n")
+    assert (odd / "etc" / "kept").read_text() == "source\n" and not copied.exists()

@@ -175,16 +175,55 @@ def _packages_index(debs: list[Path]) -> str:
     return "\n\n".join(stanzas) + "\n"
 
 
+def _digest() -> str:
+    """What a built repository depends on: the packages and this module's code (which builds them)."""
+    return hashlib.sha256(repr(repositories()).encode() + Path(__file__).read_bytes()).hexdigest()
+
+
 def build(target: Path) -> Path:
-    """Build the repositories under ``target`` (once per content): returns ``target``; the key is ``target/key.asc``."""
+    """Build the repositories under ``target`` (once per content): returns ``target``; the key is ``target/key.asc``.
+
+    Built in a temporary sibling that is renamed into place when complete, as the rootfs is: two test workers
+    that build the same repository at once keep whichever finished first, and an interrupted build leaves
+    nothing a later run would trust. A repository whose stamp names other inputs is replaced.
+    """
     stamp = target / ".alicerce-aptrepo"
-    digest = hashlib.sha256(repr(repositories()).encode()).hexdigest()
+    digest = _digest()
     if stamp.is_file() and stamp.read_text() == digest:
         return target
-    shutil.rmtree(target, ignore_errors=True)
-    target.mkdir(parents=True)
-    home = target / ".gnupg"
-    home.mkdir(mode=0o700)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        _build(staging)
+        (staging / stamp.name).write_text(digest)
+        if target.exists() and not (stamp.is_file() and stamp.read_text() == digest):
+            shutil.rmtree(target, ignore_errors=True)  # another content's repository
+        try:
+            os.replace(staging, target)
+        except OSError:  # another worker renamed its build into place first: the same inputs, kept
+            if not (stamp.is_file() and stamp.read_text() == digest):
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def default_target() -> Path:
+    """Where the repository is cached: per user, like the rootfs, one folder per content (~5 CPU-s a build saved
+    per test worker and run); $ALICERCE_APTREPO names another folder."""
+    if os.environ.get("ALICERCE_APTREPO"):
+        return Path(os.environ["ALICERCE_APTREPO"])
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "alicerce" / "aptrepo" / _digest()[:16]
+
+
+def _build(target: Path) -> None:
+    # gpg's agent socket lives in its home: a short temporary one (a unix socket path holds ~107 bytes)
+    with tempfile.TemporaryDirectory(prefix="alicerce-gpg-") as gpg_home:
+        _sign_and_fill(target, Path(gpg_home))
+
+
+def _sign_and_fill(target: Path, home: Path) -> None:
     _gpg(home, "--quick-gen-key", "alicerce test repository <tests@alicerce.invalid>", "ed25519", "sign", "never")
     (target / "key.asc").write_bytes(_gpg(home, "--armor", "--export"))
     for path, packages in repositories().items():
@@ -204,9 +243,6 @@ def build(target: Path) -> Path:
         (repo / "Release").write_text(release)
         (repo / "InRelease").write_bytes(_gpg(home, "--clearsign", "--digest-algo", "SHA256", stdin=release.encode()))
     subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "all"], check=False, capture_output=True)  # no agent outlives the build
-    shutil.rmtree(home)
-    stamp.write_text(digest)
-    return target
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -257,4 +293,4 @@ def role_vars(url: str, root: Path) -> dict[str, str]:
 
 
 if __name__ == "__main__":
-    print(build(Path(os.environ.get("ALICERCE_APTREPO", ".cache/aptrepo"))))
+    print(build(default_target()))

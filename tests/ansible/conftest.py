@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -49,25 +50,66 @@ def rootfs() -> Path:
 
 
 @pytest.fixture(scope="session")
-def aptrepo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """The local signed apt repositories on loopback HTTP; yields the role variables that point at them."""
+def aptrepo() -> Iterator[dict[str, str]]:
+    """The local signed apt repositories on loopback HTTP; yields the role variables that point at them.
+    Built once per user and content (aptrepo.default_target), served read-only."""
     from tests.ansible import aptrepo as repo
 
-    root = repo.build(tmp_path_factory.mktemp("aptrepo") / "repo")
+    root = repo.build(repo.default_target())
     with repo.serve(root) as url:
         yield repo.role_vars(url, root)
+
+
+# The layers under each overlay copy in use (its own upper layer first): a copy of a copy stacks its layer on these.
+_LAYERS: dict[Path, list[Path]] = {}
+
+
+@contextmanager
+def private_copy(source: Path, target: Path) -> Iterator[Path]:
+    """``target``: a writable copy of ``source`` whose writes stay its own; removed (and unmounted) after the block.
+
+    An overlay mount where the kernel allows one (the converges run as root): ``source``'s files are its read-only
+    lower layers and every write lands in a layer of the copy's own, so nothing is copied up front and only what a
+    run changed is removed afterwards; ``cp -a`` of the 265-500 MB images cost each copy and its removal seconds of
+    system time (no reflinks on ext4). ``source`` must not change while a copy of it is in use: the cached rootfs
+    never does, and the converged image is left alone once its tests start (they work on copies).
+
+    A copy of a copy lists the first copy's layers under its own rather than mounting an overlay on an overlay: the
+    root of a stacked overlay reads as inode 2, and Ansible's is_chroot fact (without /proc, "is / inode 2?") would
+    take the chroot for a real host and run the hardware path. For the same reason a copy whose root is inode 2
+    anyway falls back to ``cp -a``, as does a machine where overlayfs cannot be mounted.
+    """
+    upper, work = target.with_name(f".{target.name}.upper"), target.with_name(f".{target.name}.work")
+    for folder in (target, upper, work):
+        folder.mkdir(parents=True)
+    lowers = _LAYERS.get(source, [source])
+    layers = f"lowerdir={':'.join(map(str, lowers))},upperdir={upper},workdir={work}"
+    mounted = subprocess.run(["mount", "-t", "overlay", "overlay", "-o", layers, str(target)], check=False, capture_output=True)
+    overlay = mounted.returncode == 0 and target.stat().st_ino != 2
+    if mounted.returncode == 0 and not overlay:
+        subprocess.run(["umount", str(target)], check=True)
+    if not overlay:
+        target.rmdir()
+        subprocess.run(["cp", "-a", "--reflink=auto", str(source), str(target)], check=True)
+    else:
+        _LAYERS[target] = [upper, *lowers]
+    try:
+        yield target
+    finally:
+        _LAYERS.pop(target, None)
+        if os.path.ismount(target / "proc"):
+            subprocess.run(["umount", "--lazy", str(target / "proc")], check=False)
+        if overlay:
+            subprocess.run(["umount", "--lazy", str(target)], check=False)
+        for folder in (target, upper, work):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
 def node_root(rootfs: Path, tmp_path: Path) -> Iterator[Path]:
     """A private copy of the rootfs for one test (the cache itself is never changed)."""
-    target = tmp_path / "rootfs"
-    subprocess.run(["cp", "-a", "--reflink=auto", str(rootfs), str(target)], check=True)
-    yield target
-    proc = target / "proc"
-    if os.path.ismount(proc):
-        subprocess.run(["umount", "--lazy", str(proc)], check=False)
-    shutil.rmtree(target, ignore_errors=True)
+    with private_copy(rootfs, tmp_path / "rootfs") as target:
+        yield target
 
 
 def chroot_inventory(path: Path, root: Path, host: str = CHROOT_HOST) -> Path:

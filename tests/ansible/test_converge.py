@@ -11,7 +11,6 @@ node_validation) once healthy and once broken, where it must fail with a per-hos
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import time
@@ -24,7 +23,7 @@ import pytest
 import yaml
 
 from alicerce.run.ansible import RunResult, run_playbook
-from tests.ansible.conftest import CHROOT_HOST, chroot_inventory
+from tests.ansible.conftest import CHROOT_HOST, chroot_inventory, private_copy
 from tests.ansible.fakenode import make_fake_node, tools
 from tests.ansible.test_storage_counters import fake_lctl
 
@@ -77,15 +76,13 @@ class Converged:
 def converged(generated: Path, rootfs: Path, aptrepo: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Converged]:
     """The rootfs after two runs of the node stage (image mode), vendor packages from the local signed repositories."""
     tmp_path = tmp_path_factory.mktemp("converge")
-    node_root = tmp_path / "rootfs"
-    subprocess.run(["cp", "-a", "--reflink=auto", str(rootfs), str(node_root)], check=True)
-    started = time.monotonic()
-    first = _run(generated, tmp_path, node_root, repos=aptrepo)
-    first_s = time.monotonic() - started
-    started = time.monotonic()
-    second = _run(generated, tmp_path, node_root, repos=aptrepo) if first.ok else first
-    yield Converged(node_root, first, second, first_s, time.monotonic() - started)
-    shutil.rmtree(node_root, ignore_errors=True)
+    with private_copy(rootfs, tmp_path / "rootfs") as node_root:
+        started = time.monotonic()
+        first = _run(generated, tmp_path, node_root, repos=aptrepo)
+        first_s = time.monotonic() - started
+        started = time.monotonic()
+        second = _run(generated, tmp_path, node_root, repos=aptrepo) if first.ok else first
+        yield Converged(node_root, first, second, first_s, time.monotonic() - started)
 
 
 def test_site_converges_into_a_debian_rootfs_and_a_second_run_changes_nothing(converged: Converged) -> None:
@@ -188,9 +185,7 @@ def test_site_converges_with_an_operator_owned_driver(
     tmp_path = tmp_path_factory.mktemp("operator")
     write_tree(tmp_path / "out", render_tree(validated(load_text(text, "platform.yaml"), "prod")))
     generated = tmp_path / "out" / "ansible"
-    node_root = tmp_path / "rootfs"
-    subprocess.run(["cp", "-a", "--reflink=auto", str(rootfs), str(node_root)], check=True)
-    try:
+    with private_copy(rootfs, tmp_path / "rootfs") as node_root:
         first = _run(generated, tmp_path, node_root, repos=aptrepo)
         assert first.ok, [str(f) for f in first.failures]
         second = _run(generated, tmp_path, node_root, repos=aptrepo)
@@ -207,8 +202,6 @@ def test_site_converges_with_an_operator_owned_driver(
         assert "accept-nvidia-visible-devices-as-volume-mounts = true" in config
         modules = (node_root / "etc/modules-load.d/alicerce-rdma.conf").read_text()
         assert "ib_ipoib" in modules and "nvidia_peermem" not in modules
-    finally:
-        shutil.rmtree(node_root, ignore_errors=True)
 
 
 def _installed(status: str) -> dict[str, tuple[str, str]]:
@@ -236,12 +229,8 @@ def _mount_proc(root: Path) -> None:
 @pytest.fixture
 def converged_copy(converged: Converged, tmp_path: Path) -> Iterator[Path]:
     """A private copy of the converged image: a provisioned node the hardware path re-runs on."""
-    target = tmp_path / "node"
-    subprocess.run(["cp", "-a", "--reflink=auto", str(converged.root), str(target)], check=True)
-    yield target
-    if os.path.ismount(target / "proc"):
-        subprocess.run(["umount", "--lazy", str(target / "proc")], check=False)
-    shutil.rmtree(target, ignore_errors=True)
+    with private_copy(converged.root, tmp_path / "node") as target:
+        yield target
 
 
 def test_a_changed_driver_version_upgrades_the_installed_driver(
