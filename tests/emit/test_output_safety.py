@@ -1,8 +1,9 @@
 """`alicerce generate` never destroys a user's files: the output contract, atomic swaps, the lock.
 
-Every case runs the installed CLI in a subprocess inside a throwaway "platform repository" (the
-spec, a `.git`, notes), as a user would. Crashes are injected with ``ALICERCE_FAULT=<point>``: the
-writer kills itself with SIGKILL at that exact step, so every trial hits the step it names.
+Every case runs the CLI (`alicerce()`) inside a throwaway "platform repository" (the spec, a `.git`,
+notes), as a user would. Crashes are injected with ``ALICERCE_FAULT=<point>``: the writer kills itself
+with SIGKILL at that exact step, so every trial hits the step it names; those runs and the races are
+processes of their own (`Forked`: a forked child of the test process).
 """
 
 from __future__ import annotations
@@ -26,9 +27,13 @@ from typer.testing import CliRunner
 
 from alicerce.cli import build_app
 from alicerce.emit.tree import KEPT, MANIFEST
-from tests.conftest import ALICERCE, ROOT, alicerce
+from tests.conftest import ROOT, Forked, alicerce
 
 REFERENCE = (ROOT / "platform.yaml").read_text("utf-8")
+# The kill and race trials run the writer over a 43-file tree (the minimal example, its environment named prod):
+# the kill points and the lock do not depend on the tree's size, and its generate costs ~0.16 CPU-s against
+# the reference's ~0.8. One trial of each test still runs the reference's ~400-file tree.
+SMALL = (ROOT / "examples" / "minimal.yaml").read_text("utf-8").replace("\n  dev:\n", "\n  prod:\n", 1)
 
 
 # Each `generate` fsyncs every file and folder it writes (~500 for the reference prod tree): on this disk under
@@ -50,7 +55,7 @@ def _memory_folder(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Iterator[Path]:
-    """A platform repository: the spec, a second spec variant, a .git folder and a note."""
+    """A platform repository: the spec, a second spec variant (both also small), a .git folder and a note."""
     base = _memory_folder(tmp_path)
     yield _fill(base / "repo")
     if base != tmp_path:
@@ -62,6 +67,8 @@ def _fill(root: Path) -> Path:
     (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     (root / "platform.yaml").write_text(REFERENCE)
     (root / "other.yaml").write_text(REFERENCE.replace("CC-4410", "CC-9999"))
+    (root / "small.yaml").write_text(SMALL)
+    (root / "small-other.yaml").write_text(SMALL.replace("CC-0000", "CC-9999"))
     (root / "NOTES.md").write_text("my notes\n")
     return root
 
@@ -306,14 +313,14 @@ POINTS = ("locked", "file", "staged", "swapped", "done")
 FALLBACK_POINTS = (*POINTS, "between-renames")
 
 
-def _trial(repo: Path, point: str, *, fallback: bool, states: dict[str, str]) -> None:
+def _trial(repo: Path, point: str, *, fallback: bool, states: dict[str, str], specs: tuple[str, str]) -> None:
     out = repo / "out"
     before = complete_tree(out)
-    target_spec = "other.yaml" if before == states["platform.yaml"] else "platform.yaml"
+    target_spec = specs[1] if before == states[specs[0]] else specs[0]
     env = {"ALICERCE_FAULT": point}
     if fallback:
         env["ALICERCE_RENAME_EXCHANGE"] = "0"
-    killed = generate(repo, "--out", "out", spec=target_spec, env=env)
+    killed = Forked("generate", "--env", "prod", target_spec, "--out", "out", cwd=repo, env=env).wait()
     assert killed.returncode == -signal.SIGKILL, (point, killed.stderr)
     if out.exists():
         assert complete_tree(out) in (before, states[target_spec]), point
@@ -328,12 +335,19 @@ def _trial(repo: Path, point: str, *, fallback: bool, states: dict[str, str]) ->
     assert leftovers(repo, "out") == []
 
 
-@pytest.mark.parametrize("fallback", [False, True], ids=["rename-exchange", "two-renames"])
-def test_a_killed_generate_leaves_a_complete_tree_and_the_next_run_cleans_up(repo: Path, fallback: bool) -> None:
+def _states(repo: Path, *specs: str) -> dict[str, str]:
+    """The complete tree of each spec, generated in turn into repo/out (the last one stays there)."""
     states = {}
-    for spec in ("other.yaml", "platform.yaml"):
+    for spec in specs:
         assert generate(repo, "--out", "out", spec=spec).returncode == 0
         states[spec] = complete_tree(repo / "out")
+    return states
+
+
+@pytest.mark.parametrize("fallback", [False, True], ids=["rename-exchange", "two-renames"])
+def test_a_killed_generate_leaves_a_complete_tree_and_the_next_run_cleans_up(repo: Path, fallback: bool) -> None:
+    small = ("small-other.yaml", "small.yaml")
+    states = _states(repo, *small)
     files = len(json.loads((repo / "out" / MANIFEST).read_text())["files"])
     rng = random.Random(9)
     points = FALLBACK_POINTS if fallback else POINTS
@@ -342,7 +356,12 @@ def test_a_killed_generate_leaves_a_complete_tree_and_the_next_run_cleans_up(rep
     # random repeats this test made before cost ~1 CPU-minute and reached no other code)
     trials = [*points, "file"]
     for point in trials:
-        _trial(repo, f"file:{rng.randint(1, files)}" if point == "file" else point, fallback=fallback, states=states)
+        _trial(repo, f"file:{rng.randint(1, files)}" if point == "file" else point, fallback=fallback, states=states, specs=small)
+    # and one kill in the middle of staging the reference's tree, over the small tree and back
+    reference = ("other.yaml", "platform.yaml")
+    states.update(_states(repo, *reference))
+    big = len(json.loads((repo / "out" / MANIFEST).read_text())["files"])
+    _trial(repo, f"file:{rng.randint(files, big)}", fallback=fallback, states=states, specs=reference)
     assert (repo / "NOTES.md").read_text() == "my notes\n" and (repo / ".git" / "HEAD").is_file()
 
 
@@ -361,30 +380,23 @@ def test_leftovers_of_an_old_style_crash_are_recovered(repo: Path) -> None:
 
 
 def test_two_runs_at_once_never_crash_and_leave_a_complete_tree(repo: Path) -> None:
-    states = {}
-    for spec in ("other.yaml", "platform.yaml"):
-        assert generate(repo, "--out", "out", spec=spec).returncode == 0
-        states[spec] = complete_tree(repo / "out")
-    for trial in range(6):  # three races and three waits for the lock (ten before: the same two cases, repeated)
+    states = _states(repo, "small-other.yaml", "small.yaml", "other.yaml", "platform.yaml")
+    # three races and three waits for the lock (ten before: the same two cases, repeated); the first race is
+    # the reference's two trees, the others the small ones (the lock and the swap do not depend on the size)
+    for trial in range(6):
+        specs = ("platform.yaml", "other.yaml") if trial == 0 else ("small.yaml", "small-other.yaml")
         # in half the trials the first run holds the lock a while, so the second must wait for it
         pause = {"ALICERCE_FAULT": "locked=0.4"} if trial % 2 else {}
-        env = {**os.environ, "COLUMNS": "200"}
+        first, second = specs
         runs = [
-            subprocess.Popen(
-                [str(ALICERCE), "generate", "--env", "prod", spec, "--out", "out"],
-                cwd=repo,
-                env={**env, **(pause if i == 0 else {})},
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for i, spec in enumerate(("platform.yaml", "other.yaml"))
+            Forked("generate", "--env", "prod", first, "--out", "out", cwd=repo, env=pause),
+            Forked("generate", "--env", "prod", second, "--out", "out", cwd=repo),
         ]
         for run in runs:
-            _, stderr = run.communicate(timeout=60)
-            assert run.returncode == 0, stderr
-            assert "Traceback" not in stderr
-        assert complete_tree(repo / "out") in states.values()
+            result = run.wait()
+            assert result.returncode == 0, result.stderr
+            assert "Traceback" not in result.stderr
+        assert complete_tree(repo / "out") in {states[spec] for spec in specs}
         assert leftovers(repo, "out") == []
 
 
