@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import IO, TYPE_CHECKING
@@ -163,7 +163,29 @@ class Forked:
 
     def __init__(self, *args: str, cwd: Path = ROOT, env: Mapping[str, str | None] | None = None) -> None:
         merged = {name: value for name, value in {**os.environ, "COLUMNS": "200", **(env or {})}.items() if value is not None}
-        self.args = ["alicerce", *args]
+        self._start(["alicerce", *args], lambda: _in_process(list(args), cwd, merged))
+
+    @classmethod
+    def call(cls, function: Callable[[], object], env: Mapping[str, str] | None = None) -> Forked:
+        """``function()`` in a forked child, ``env`` added to its environment: exit code 0 when it returns, 1 and
+        its traceback on stderr when it raises (what `python -c` running it would give)."""
+        forked = cls.__new__(cls)
+
+        def run() -> subprocess.CompletedProcess[str]:
+            import traceback
+
+            os.environ.update(env or {})
+            try:
+                function()
+            except Exception:
+                return subprocess.CompletedProcess([], 1, "", traceback.format_exc())
+            return subprocess.CompletedProcess([], 0, "", "")
+
+        forked._start([getattr(function, "__name__", "function")], run)
+        return forked
+
+    def _start(self, args: list[str], run: Callable[[], subprocess.CompletedProcess[str]]) -> None:
+        self.args = args
         # files, not pipes: the child writes its output once, at its end, and nothing waits on a full pipe
         # (closed by wait(), which every caller makes)
         self._out, self._err = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # noqa: SIM115
@@ -171,7 +193,7 @@ class Forked:
         if self.pid == 0:  # the child: never return into pytest, never run the test process's atexit handlers
             code = 70
             try:
-                result = _in_process(list(args), cwd, merged)
+                result = run()
                 self._out.write(result.stdout.encode("utf-8"))
                 self._err.write(result.stderr.encode("utf-8"))
                 self._out.flush()

@@ -135,6 +135,16 @@ def test_a_forked_run_killed_at_a_fault_dies_alone_and_leaves_the_test_process_a
     assert cache.is_dir()
 
 
+def test_a_forked_call_exits_as_python_c_would_and_changes_the_environment_of_the_child_only() -> None:
+    def fails() -> None:
+        raise ValueError(os.environ["ALICERCE_FORKED_PROBE"])
+
+    failed = Forked.call(fails, env={"ALICERCE_FORKED_PROBE": "seen in the child"}).wait()
+    assert failed.returncode == 1 and "ValueError: seen in the child" in failed.stderr and "Traceback" in failed.stderr
+    assert Forked.call(lambda: None).wait().returncode == 0
+    assert "ALICERCE_FORKED_PROBE" not in os.environ
+
+
 def test_the_converges_split_into_two_groups_by_the_image_they_start_from() -> None:
     """The runs on the converged image stay with the module fixture that builds it; the runs from a fresh
     rootfs copy go to a second worker (whatever the order a test names its fixtures in)."""
