@@ -27,7 +27,7 @@ from alicerce.rules.examples import examples, fixture_ids, patched
 from alicerce.rules.validate import alias_notes, check
 from alicerce.spec.errors import SpecInvalid
 from alicerce.spec.loader import Document, load_file, load_text
-from tests.conftest import DATA, ROOT, TODAY
+from tests.conftest import DATA, ROOT, TODAY, alicerce
 
 # The canonical form of a built object: every model's class, fields (with their Python types) and the fields a
 # user set; dataclasses by their fields. The same text runs in both processes.
@@ -294,9 +294,16 @@ def test_the_catalog_parsed_by_the_lite_models_is_the_real_one(outcomes: list[An
 ALICERCE = Path(sys.executable).with_name("alicerce")
 
 
-def validate(*args: str, **env: str) -> tuple[str, str, int]:
-    environ = {**os.environ, "PYTHONPATH": str(ROOT), "ALICERCE_NO_CACHE": "1", **env}  # no replay: each run checks
-    done = subprocess.run([str(ALICERCE), "validate", *args], capture_output=True, text=True, env=environ, cwd=ROOT, check=False)
+def validate(*args: str, real: bool = False) -> tuple[str, str, int]:
+    """`alicerce validate` as a cold process (where the lite check answers), or with ``real`` on the real path alone:
+    in the test process (pydantic is loaded there, and ALICERCE_LITE=0 says so), as the installed script would."""
+    environ = {"PYTHONPATH": str(ROOT), "ALICERCE_NO_CACHE": "1", "COLUMNS": "200"}  # no replay: each run checks
+    if real:
+        done = alicerce("validate", *args, cwd=ROOT, env={**environ, "ALICERCE_LITE": "0"})
+    else:
+        done = subprocess.run(
+            [str(ALICERCE), "validate", *args], capture_output=True, text=True, env={**os.environ, **environ}, cwd=ROOT, check=False
+        )
     return done.stdout, done.stderr, done.returncode
 
 
@@ -314,4 +321,4 @@ def validate(*args: str, **env: str) -> tuple[str, str, int]:
 )
 def test_validate_prints_the_same_with_and_without_the_lite_check(args: list[str]) -> None:
     """The command's whole output and exit code, valid or not, the same as on the real path alone."""
-    assert validate(*args) == validate(*args, ALICERCE_LITE="0")
+    assert validate(*args) == validate(*args, real=True)
