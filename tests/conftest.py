@@ -6,13 +6,15 @@ import atexit
 import datetime
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 import pytest
 
@@ -146,6 +148,79 @@ def _in_process(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.C
         return raw.replace("\r\n", "\n").replace("\r", "\n")
 
     return subprocess.CompletedProcess(["alicerce", *argv], code, text(out), text(err))
+
+
+class Forked:
+    """`alicerce` run in a forked child of the test process: a process of its own, without an interpreter start.
+
+    For the tests whose subject is the process boundary itself (a run that SIGKILLs itself at a fault point,
+    two runs racing for the lock) but not the entry point: the child has its own pid, its own open file
+    descriptions (so its own flock) and dies alone, as the installed script would; it skips the ~0.6 CPU-s of
+    start-up and imports the test process already paid. Started at once; `wait()` gives what `alicerce()` gives
+    (a killed child: returncode -signal and no output, as nothing it buffered was flushed). Fault injection
+    (ALICERCE_FAULT) goes through, unlike `alicerce()`, which sends such runs to a subprocess.
+    """
+
+    def __init__(self, *args: str, cwd: Path = ROOT, env: Mapping[str, str | None] | None = None) -> None:
+        merged = {name: value for name, value in {**os.environ, "COLUMNS": "200", **(env or {})}.items() if value is not None}
+        self._start(["alicerce", *args], lambda: _in_process(list(args), cwd, merged))
+
+    @classmethod
+    def call(cls, function: Callable[[], object], env: Mapping[str, str] | None = None) -> Forked:
+        """``function()`` in a forked child, ``env`` added to its environment: exit code 0 when it returns, 1 and
+        its traceback on stderr when it raises (what `python -c` running it would give)."""
+        forked = cls.__new__(cls)
+
+        def run() -> subprocess.CompletedProcess[str]:
+            import traceback
+
+            os.environ.update(env or {})
+            try:
+                function()
+            except Exception:
+                return subprocess.CompletedProcess([], 1, "", traceback.format_exc())
+            return subprocess.CompletedProcess([], 0, "", "")
+
+        forked._start([getattr(function, "__name__", "function")], run)
+        return forked
+
+    def _start(self, args: list[str], run: Callable[[], subprocess.CompletedProcess[str]]) -> None:
+        self.args = args
+        # files, not pipes: the child writes its output once, at its end, and nothing waits on a full pipe
+        # (closed by wait(), which every caller makes)
+        self._out, self._err = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # noqa: SIM115
+        self.pid = os.fork()
+        if self.pid == 0:  # the child: never return into pytest, never run the test process's atexit handlers
+            code = 70
+            try:
+                result = run()
+                self._out.write(result.stdout.encode("utf-8"))
+                self._err.write(result.stderr.encode("utf-8"))
+                self._out.flush()
+                self._err.flush()
+                code = result.returncode
+            finally:
+                os._exit(code)
+
+    def wait(self, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        deadline = time.monotonic() + timeout
+        while True:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            time.sleep(0.01)
+        code = os.waitstatus_to_exitcode(status)  # -N for a child killed by signal N, as subprocess reports it
+
+        def text(file: IO[bytes]) -> str:
+            file.seek(0)
+            with file:
+                return file.read().decode("utf-8", errors="replace")
+
+        return subprocess.CompletedProcess(self.args, code, text(self._out), text(self._err))
 
 
 # Tests that share an expensive fixture run on one xdist worker (`make test` runs `--dist loadgroup`),

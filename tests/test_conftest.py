@@ -14,7 +14,7 @@ from typing import cast
 
 import pytest
 
-from tests.conftest import ROOT, SHARED_FIXTURES, SHARED_GROUPS, SLOW_FIXTURES, SLOW_GROUPS, SLOW_TESTS, _group, alicerce
+from tests.conftest import ROOT, SHARED_FIXTURES, SHARED_GROUPS, SLOW_FIXTURES, SLOW_GROUPS, SLOW_TESTS, Forked, _group, alicerce
 
 
 def defined(path: str) -> set[str]:
@@ -108,6 +108,43 @@ def test_alicerce_in_the_test_process_leaves_its_state_as_it_found_it(tmp_path: 
     assert alicerce("validate", "platform.yaml", cwd=ROOT, env={"ALICERCE_NO_CACHE": "1"}).returncode == 0
     assert alicerce("validate", str(tmp_path / "missing.yaml"), cwd=tmp_path).returncode == 2
     assert (os.getcwd(), dict(os.environ), sys.stdout, sys.stderr, sys.argv) == before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("validate", "examples/mistakes.yaml"), ("generate", "--env", "prod", "platform.yaml", "--out", ".")],
+    ids=["errors", "refusal"],
+)
+def test_a_forked_run_answers_as_the_installed_script(args: tuple[str, ...]) -> None:
+    forked, script = Forked(*args).wait(), alicerce(*args, process=True)
+    assert (forked.returncode, forked.stdout, forked.stderr) == (script.returncode, script.stdout, script.stderr)
+
+
+def test_a_forked_run_killed_at_a_fault_dies_alone_and_leaves_the_test_process_as_it_was(tmp_path: Path) -> None:
+    """The child is killed by the signal it sends itself (SIGKILL, as the script would be); it neither returns
+    into pytest nor runs the test process's exit handlers (which remove this run's result cache folder)."""
+    import signal
+
+    cache = Path(os.environ["ALICERCE_CACHE_DIR"])
+    before = (os.getcwd(), dict(os.environ), sys.stdout, sys.stderr, sys.argv)
+    killed = Forked(
+        "generate", "--env", "prod", str(ROOT / "platform.yaml"), "--out", "out", cwd=tmp_path, env={"ALICERCE_FAULT": "locked"}
+    )
+    assert killed.wait().returncode == -signal.SIGKILL
+    done = Forked("validate", str(tmp_path / "missing.yaml"), cwd=tmp_path).wait()
+    assert done.returncode == 2 and "missing.yaml" in done.stdout
+    assert (os.getcwd(), dict(os.environ), sys.stdout, sys.stderr, sys.argv) == before
+    assert cache.is_dir()
+
+
+def test_a_forked_call_exits_as_python_c_would_and_changes_the_environment_of_the_child_only() -> None:
+    def fails() -> None:
+        raise ValueError(os.environ["ALICERCE_FORKED_PROBE"])
+
+    failed = Forked.call(fails, env={"ALICERCE_FORKED_PROBE": "seen in the child"}).wait()
+    assert failed.returncode == 1 and "ValueError: seen in the child" in failed.stderr and "Traceback" in failed.stderr
+    assert Forked.call(lambda: None).wait().returncode == 0
+    assert "ALICERCE_FORKED_PROBE" not in os.environ
 
 
 def test_the_converges_split_into_two_groups_by_the_image_they_start_from() -> None:

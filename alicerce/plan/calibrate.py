@@ -162,10 +162,13 @@ def fit_training(runs: Sequence[TrainingRun], catalog: Catalog, sizing: Sizing) 
     names = [*(f"base {a}" for a in FITTED_ARCHITECTURES), "exponent", "fp8 transformer-engine", "fp8 generic"]
     fixed = {"attention", "mixture of experts", "recomputation", "tensor parallel", "pipeline bubble", "goodput"}
 
+    # each run's job (its layout search) and measured MFU do not depend on the MoE constant the grid below tries:
+    # worked out once, not once per grid point (121 points x every fit run)
+    jobs = [(run_job(run, catalog, sizing), measured_mfu(run, catalog)) for run in fit]
+
     def solve(moe: float) -> tuple[float, list[float], tuple[str, ...]]:
         rows, targets = [], []
-        for run in fit:
-            job = run_job(run, catalog, sizing)
+        for job, measured in jobs:
             known = math.prod(f.value for f in training_factors(job, sizing, moe_routing=moe) if f.name in fixed)
             per_gpu = job.global_batch_tokens / job.gpus
             rows.append(
@@ -176,7 +179,7 @@ def fit_training(runs: Sequence[TrainingRun], catalog: Catalog, sizing: Sizing) 
                     1.0 if job.precision == "fp8" and job.fp8_recipe == "generic" else 0.0,
                 ]
             )
-            targets.append(math.log(measured_mfu(run, catalog) / known))
+            targets.append(math.log(measured / known))
         # an unknown no fit run touches (generic fp8 once its only source is left out) keeps the catalog's
         # value, and the fit says so: runs that need it are then not measured on an unseen source
         skipped = [i for i in range(len(names)) if not any(r[i] for r in rows)]
@@ -240,13 +243,17 @@ def row_batch(row: ServingResult, table: ServingTable) -> float:
 
 def predict_row(row: ServingResult, table: ServingTable, catalog: Catalog, sizing: Sizing, eff: Efficiencies) -> float | None:
     """The row's compared figure as the roofline predicts it (see :func:`measured_row`)."""
+    return _predict(row, table, _replica(row, table, catalog, sizing, eff))
+
+
+def _replica(row: ServingResult, table: ServingTable, catalog: Catalog, sizing: Sizing, eff: Efficiencies) -> Replica:
     model = catalog.inference_calibration.models[row.model]
     gpu = catalog.gpu(row.gpu)
     assert gpu is not None, row.gpu
     shape = ServedShape(
         model.parameters, model.activeParameters or model.parameters, model.layers, model.hidden, model.kvHeads, model.headDim
     )
-    replica = Replica(
+    return Replica(
         shape,
         row.tp,
         gpu_hardware(gpu, row.precision, sizing),
@@ -255,6 +262,9 @@ def predict_row(row: ServingResult, table: ServingTable, catalog: Catalog, sizin
         kv_bytes(row.precision),
         table.kvAdmission,
     )
+
+
+def _predict(row: ServingResult, table: ServingTable, replica: Replica) -> float | None:
     perf = replica_performance(replica, row.isl, row.osl, batch_cap=row_batch(row, table))
     if perf is None:
         return None
@@ -345,11 +355,16 @@ def fit_inference(tables: Sequence[ServingTable], catalog: Catalog, sizing: Sizi
             values[name] = lo + (hi - lo) / (1 + math.exp(-v))
         return replace(start, **values)
 
+    # what a row's replica is apart from the efficiencies (the model's shape, the GPU, the byte sizes) is worked out
+    # once, not at each of the ~2,700 points the search tries; each point only puts its efficiencies in
+    rows = [(row, table, _replica(row, table, catalog, sizing, start), measured_row(row)) for table in fit for row in table.rows]
+
     def loss(z: list[float]) -> float:
         eff = unpack(z)
         total = 0.0
-        for e in inference_errors(fit, catalog, sizing, eff):
-            total += math.log(e.predicted / e.measured) ** 2 if e.predicted else 1.0
+        for row, table, r, measured in rows:
+            predicted = _predict(row, table, Replica(r.shape, r.tp, r.hw, eff, r.bytes_per_weight, r.kv_bytes, r.admission))
+            total += math.log(predicted / measured) ** 2 if predicted else 1.0
         return total
 
     def logit(name: str, value: float) -> float:

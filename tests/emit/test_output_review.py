@@ -6,12 +6,10 @@ are in test_output_safety.py.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,6 +20,7 @@ import pytest
 from alicerce.emit.errors import OutputError
 from alicerce.emit.files import remove
 from alicerce.emit.tree import MANIFEST, check_output, tree_changes, with_manifest, write_tree
+from tests.conftest import Forked
 
 
 def tree(**files: str) -> dict[str, str]:
@@ -56,22 +55,10 @@ def test_an_obsolete_generated_path_the_user_replaced_is_kept_and_reported(tmp_p
     assert (out / MANIFEST).read_text() == NEW[MANIFEST]
 
 
-WRITER = (
-    "import json, sys; from pathlib import Path; from alicerce.emit.tree import write_tree;"
-    " write_tree(Path(sys.argv[1]), json.loads(sys.argv[2]), force=sys.argv[3:] == ['--force'])"
-)
-
-
-def writer(out: Path, files: dict[str, str], **env: str) -> subprocess.CompletedProcess[str]:
-    """``write_tree(out, files)`` in a child process, so that ``ALICERCE_FAULT`` can kill it at a step."""
-    return subprocess.run(
-        [sys.executable, "-c", WRITER, str(out), json.dumps(files)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **env},
-        check=False,
-        timeout=60,
-    )
+def writer(out: Path, files: dict[str, str], *, force: bool = False, **env: str) -> Forked:
+    """``write_tree(out, files)`` in a forked child (a process of its own without an interpreter start), so that
+    ``ALICERCE_FAULT`` can kill or pause it at a step; ``wait()`` gives its exit code and stderr."""
+    return Forked.call(lambda: write_tree(out, files, force=force), env=env)
 
 
 def test_folders_shaped_like_leftovers_that_the_user_made_are_never_removed(tmp_path: Path) -> None:
@@ -91,7 +78,7 @@ def test_folders_shaped_like_leftovers_that_the_user_made_are_never_removed(tmp_
 def test_a_crashed_runs_recorded_leftovers_are_removed(tmp_path: Path) -> None:
     out = tmp_path / "out"
     write_tree(out, OLD)
-    killed = writer(out, NEW, ALICERCE_FAULT="file:1")
+    killed = writer(out, NEW, ALICERCE_FAULT="file:1").wait()
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     assert [p.name for p in tmp_path.glob(".out.alicerce-stage-*")]
     write_tree(out, NEW)
@@ -104,7 +91,7 @@ def test_a_folder_made_after_a_crash_between_the_renames_never_costs_the_old_tre
     write_tree(out, OLD)
     (out / "ansible" / "host_vars").mkdir(parents=True)
     (out / "ansible" / "host_vars" / "gpu-001.yml").write_text("ansible_host: 10.0.0.1\n")
-    killed = writer(out, NEW, ALICERCE_FAULT="between-renames", ALICERCE_RENAME_EXCHANGE="0")
+    killed = writer(out, NEW, ALICERCE_FAULT="between-renames", ALICERCE_RENAME_EXCHANGE="0").wait()
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     assert not out.exists()
     out.mkdir()  # the user finds the folder gone and makes it again
@@ -129,13 +116,7 @@ def test_an_edit_made_while_the_new_tree_is_staged_stops_the_swap(tmp_path: Path
     (out / "ansible" / "host_vars").mkdir(parents=True)
     if edit == "edited-again":  # a forced run displaces the edited file; an editor then saves it again (a new inode)
         (out / "keep").write_text("first edit\n")
-    run = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(out), json.dumps(NEW), *(["--force"] if edit == "edited-again" else [])],
-        env={**os.environ, "ALICERCE_FAULT": "file:1=3"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    run = writer(out, NEW, force=edit == "edited-again", ALICERCE_FAULT="file:1=3")
     deadline = time.monotonic() + 30
     while not list(tmp_path.glob(".out.alicerce-stage-*/*")) and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -148,8 +129,8 @@ def test_an_edit_made_while_the_new_tree_is_staged_stops_the_swap(tmp_path: Path
     else:
         (out / "keep.tmp").write_text("second edit\n")
         (out / "keep.tmp").rename(out / "keep")
-    _, stderr = run.communicate(timeout=60)
-    assert run.returncode == 1 and "changed while alicerce wrote the new tree" in stderr, stderr
+    done = run.wait()
+    assert done.returncode == 1 and "changed while alicerce wrote the new tree" in done.stderr, done.stderr
     assert (out / MANIFEST).read_text() == OLD[MANIFEST]
     written = {
         "generated": out / "keep",
@@ -267,13 +248,7 @@ def test_a_host_vars_file_saved_between_the_last_check_and_the_swap_is_carried_i
     host_vars.mkdir(parents=True)
     (host_vars / "gpu-001.yml").write_text("ansible_host: 10.0.0.1\n")
     (host_vars / "gpu-003.yml").write_text("ansible_host: 10.0.0.3\n")
-    run = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(out), json.dumps(NEW)],
-        env={**os.environ, "ALICERCE_FAULT": "staged=4"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    run = writer(out, NEW, ALICERCE_FAULT="staged=4")
     deadline = time.monotonic() + 30
     while not list(tmp_path.glob(".out.alicerce-stage-*/ansible/host_vars/gpu-003.yml")) and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -282,8 +257,8 @@ def test_a_host_vars_file_saved_between_the_last_check_and_the_swap_is_carried_i
     (host_vars / "gpu-001.yml.tmp").write_text("ansible_host: 10.9.9.1\n")
     (host_vars / "gpu-001.yml.tmp").rename(host_vars / "gpu-001.yml")
     (host_vars / "gpu-003.yml").unlink()
-    _, stderr = run.communicate(timeout=60)
-    assert run.returncode == 0, stderr
+    done = run.wait()
+    assert done.returncode == 0, done.stderr
     assert (out / MANIFEST).read_text() == NEW[MANIFEST]  # the new tree went in
     assert (host_vars / "gpu-002.yml").read_text() == "ansible_host: 10.0.0.2\n"
     assert (host_vars / "gpu-001.yml").read_text() == "ansible_host: 10.9.9.1\n"

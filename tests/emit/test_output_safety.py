@@ -1,8 +1,9 @@
 """`alicerce generate` never destroys a user's files: the output contract, atomic swaps, the lock.
 
-Every case runs the installed CLI in a subprocess inside a throwaway "platform repository" (the
-spec, a `.git`, notes), as a user would. Crashes are injected with ``ALICERCE_FAULT=<point>``: the
-writer kills itself with SIGKILL at that exact step, so every trial hits the step it names.
+Every case runs the CLI (`alicerce()`) inside a throwaway "platform repository" (the spec, a `.git`,
+notes), as a user would. Crashes are injected with ``ALICERCE_FAULT=<point>``: the writer kills itself
+with SIGKILL at that exact step, so every trial hits the step it names; those runs and the races are
+processes of their own (`Forked`: a forked child of the test process).
 """
 
 from __future__ import annotations
@@ -26,9 +27,14 @@ from typer.testing import CliRunner
 
 from alicerce.cli import build_app
 from alicerce.emit.tree import KEPT, MANIFEST
-from tests.conftest import ALICERCE, ROOT, alicerce
+from tests.conftest import ROOT, Forked, alicerce
 
 REFERENCE = (ROOT / "platform.yaml").read_text("utf-8")
+# The kill and race trials run the writer over a 43-file tree (the minimal example, its environment named prod):
+# the kill points and the lock do not depend on the tree's size, and its generate costs ~0.16 CPU-s against
+# the reference's ~0.8. One trial of each test still runs the reference's ~400-file tree. The tests of a folder,
+# a lock, a manifest or the workflows use it too; those of hand edits and kept paths (ansible/) the reference.
+SMALL = (ROOT / "examples" / "minimal.yaml").read_text("utf-8").replace("\n  dev:\n", "\n  prod:\n", 1)
 
 
 # Each `generate` fsyncs every file and folder it writes (~500 for the reference prod tree): on this disk under
@@ -50,7 +56,7 @@ def _memory_folder(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Iterator[Path]:
-    """A platform repository: the spec, a second spec variant, a .git folder and a note."""
+    """A platform repository: the spec, a second spec variant (both also small), a .git folder and a note."""
     base = _memory_folder(tmp_path)
     yield _fill(base / "repo")
     if base != tmp_path:
@@ -62,6 +68,8 @@ def _fill(root: Path) -> Path:
     (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     (root / "platform.yaml").write_text(REFERENCE)
     (root / "other.yaml").write_text(REFERENCE.replace("CC-4410", "CC-9999"))
+    (root / "small.yaml").write_text(SMALL)
+    (root / "small-other.yaml").write_text(SMALL.replace("CC-0000", "CC-9999"))
     (root / "NOTES.md").write_text("my notes\n")
     return root
 
@@ -143,10 +151,10 @@ def test_a_folder_that_holds_the_spec_is_refused(repo: Path) -> None:
 
 
 def test_a_folder_with_a_git_repository_is_refused_even_with_force(repo: Path) -> None:
-    assert generate(repo, "--out", "out").returncode == 0
+    assert generate(repo, "--out", "out", spec="small.yaml").returncode == 0
     (repo / "out" / ".git").mkdir()
     before = snapshot(repo)
-    assert_refused(generate(repo, "--out", "out", "--force"), ".git")
+    assert_refused(generate(repo, "--out", "out", "--force", spec="small.yaml"), ".git")
     assert snapshot(repo) == before
 
 
@@ -161,9 +169,9 @@ def test_a_foreign_non_empty_folder_is_refused(repo: Path) -> None:
 
 def test_an_empty_folder_and_a_missing_one_are_written(repo: Path) -> None:
     (repo / "empty").mkdir()
-    assert generate(repo, "--out", "empty").returncode == 0
+    assert generate(repo, "--out", "empty", spec="small.yaml").returncode == 0
     complete_tree(repo / "empty")
-    assert generate(repo, "--out", "new/deeper/out").returncode == 0
+    assert generate(repo, "--out", "new/deeper/out", spec="small.yaml").returncode == 0
     complete_tree(repo / "new" / "deeper" / "out")
     assert (repo / "NOTES.md").read_text() == "my notes\n"
 
@@ -177,7 +185,7 @@ def test_a_path_that_is_not_a_folder_is_refused_and_untouched(repo: Path, kind: 
     if kind == "file":
         target.write_text("data\n")
     elif kind == "spec":
-        target = repo / "platform.yaml"
+        target = repo / "small.yaml"
     elif kind == "link-to-folder":
         (repo / "elsewhere").mkdir()
         target.symlink_to("elsewhere")
@@ -186,12 +194,12 @@ def test_a_path_that_is_not_a_folder_is_refused_and_untouched(repo: Path, kind: 
     elif kind == "dangling-link":
         target.symlink_to("nowhere")
     elif kind == "link-to-owned-tree":
-        assert generate(repo, "--out", "owned").returncode == 0
+        assert generate(repo, "--out", "owned", spec="small.yaml").returncode == 0
         target.symlink_to("owned")
     else:
         os.mkfifo(target)
     before = snapshot(repo)
-    assert_refused(generate(repo, "--out", target.name), target.name)
+    assert_refused(generate(repo, "--out", target.name, spec="small.yaml"), target.name)
     assert snapshot(repo) == before
 
 
@@ -254,10 +262,10 @@ def test_a_file_edited_to_what_generate_writes_is_not_a_change(repo: Path) -> No
 
 
 def test_an_unreadable_manifest_makes_every_file_a_change(repo: Path) -> None:
-    assert generate(repo, "--out", "out").returncode == 0
+    assert generate(repo, "--out", "out", spec="small.yaml").returncode == 0
     (repo / "out" / MANIFEST).write_text("{not json")
-    assert_refused(generate(repo, "--out", "out"), "manifest")
-    assert generate(repo, "--out", "out", "--force").returncode == 0
+    assert_refused(generate(repo, "--out", "out", spec="small.yaml"), "manifest")
+    assert generate(repo, "--out", "out", "--force", spec="small.yaml").returncode == 0
     complete_tree(repo / "out")
 
 
@@ -277,7 +285,7 @@ def test_an_unreadable_manifest_makes_every_file_a_change(repo: Path) -> None:
 def test_impossible_output_paths_are_user_errors(repo: Path, out: str, words: list[str]) -> None:
     (repo / "a" / "b").mkdir(parents=True)
     before = snapshot(repo)
-    assert_refused(generate(repo, "--out", out), *words)
+    assert_refused(generate(repo, "--out", out, spec="small.yaml"), *words)
     assert snapshot(repo) == before
 
 
@@ -294,7 +302,7 @@ def test_a_read_only_file_system_is_a_user_error(repo: Path, monkeypatch: pytest
 
     monkeypatch.setattr(files.os, "mkdir", read_only)
     monkeypatch.chdir(repo)
-    result = CliRunner().invoke(build_app(), ["generate", "--env", "prod", "platform.yaml", "--out", "out"])
+    result = CliRunner().invoke(build_app(), ["generate", "--env", "prod", "small.yaml", "--out", "out"])
     assert result.exit_code == 2, result.output
     assert "Read-only file system" in result.output
     assert not (repo / "out").exists() and leftovers(repo, "out") == []
@@ -306,14 +314,14 @@ POINTS = ("locked", "file", "staged", "swapped", "done")
 FALLBACK_POINTS = (*POINTS, "between-renames")
 
 
-def _trial(repo: Path, point: str, *, fallback: bool, states: dict[str, str]) -> None:
+def _trial(repo: Path, point: str, *, fallback: bool, states: dict[str, str], specs: tuple[str, str]) -> None:
     out = repo / "out"
     before = complete_tree(out)
-    target_spec = "other.yaml" if before == states["platform.yaml"] else "platform.yaml"
+    target_spec = specs[1] if before == states[specs[0]] else specs[0]
     env = {"ALICERCE_FAULT": point}
     if fallback:
         env["ALICERCE_RENAME_EXCHANGE"] = "0"
-    killed = generate(repo, "--out", "out", spec=target_spec, env=env)
+    killed = Forked("generate", "--env", "prod", target_spec, "--out", "out", cwd=repo, env=env).wait()
     assert killed.returncode == -signal.SIGKILL, (point, killed.stderr)
     if out.exists():
         assert complete_tree(out) in (before, states[target_spec]), point
@@ -328,12 +336,19 @@ def _trial(repo: Path, point: str, *, fallback: bool, states: dict[str, str]) ->
     assert leftovers(repo, "out") == []
 
 
-@pytest.mark.parametrize("fallback", [False, True], ids=["rename-exchange", "two-renames"])
-def test_a_killed_generate_leaves_a_complete_tree_and_the_next_run_cleans_up(repo: Path, fallback: bool) -> None:
+def _states(repo: Path, *specs: str) -> dict[str, str]:
+    """The complete tree of each spec, generated in turn into repo/out (the last one stays there)."""
     states = {}
-    for spec in ("other.yaml", "platform.yaml"):
+    for spec in specs:
         assert generate(repo, "--out", "out", spec=spec).returncode == 0
         states[spec] = complete_tree(repo / "out")
+    return states
+
+
+@pytest.mark.parametrize("fallback", [False, True], ids=["rename-exchange", "two-renames"])
+def test_a_killed_generate_leaves_a_complete_tree_and_the_next_run_cleans_up(repo: Path, fallback: bool) -> None:
+    small = ("small-other.yaml", "small.yaml")
+    states = _states(repo, *small)
     files = len(json.loads((repo / "out" / MANIFEST).read_text())["files"])
     rng = random.Random(9)
     points = FALLBACK_POINTS if fallback else POINTS
@@ -342,17 +357,24 @@ def test_a_killed_generate_leaves_a_complete_tree_and_the_next_run_cleans_up(rep
     # random repeats this test made before cost ~1 CPU-minute and reached no other code)
     trials = [*points, "file"]
     for point in trials:
-        _trial(repo, f"file:{rng.randint(1, files)}" if point == "file" else point, fallback=fallback, states=states)
+        _trial(repo, f"file:{rng.randint(1, files)}" if point == "file" else point, fallback=fallback, states=states, specs=small)
+    if not fallback:
+        # and one kill in the middle of staging the reference's tree (staging is the same code in both params; the
+        # second would only repeat it at ~3 CPU-s)
+        reference = ("other.yaml", "platform.yaml")
+        states.update(_states(repo, *reference))
+        big = len(json.loads((repo / "out" / MANIFEST).read_text())["files"])
+        _trial(repo, f"file:{rng.randint(files, big)}", fallback=fallback, states=states, specs=reference)
     assert (repo / "NOTES.md").read_text() == "my notes\n" and (repo / ".git" / "HEAD").is_file()
 
 
 def test_leftovers_of_an_old_style_crash_are_recovered(repo: Path) -> None:
     """The writer before this contract crashed between its renames leaving `.out.old` and no out/."""
-    assert generate(repo, "--out", "out").returncode == 0
+    assert generate(repo, "--out", "out", spec="small.yaml").returncode == 0
     state = complete_tree(repo / "out")
     (repo / "out").rename(repo / ".out.old")
     (repo / ".out.abcd1234").mkdir()  # its staging folder is not recognisably alicerce's: kept
-    assert generate(repo, "--out", "out").returncode == 0
+    assert generate(repo, "--out", "out", spec="small.yaml").returncode == 0
     assert complete_tree(repo / "out") == state
     assert leftovers(repo, "out") == [".out.abcd1234"]
 
@@ -361,41 +383,34 @@ def test_leftovers_of_an_old_style_crash_are_recovered(repo: Path) -> None:
 
 
 def test_two_runs_at_once_never_crash_and_leave_a_complete_tree(repo: Path) -> None:
-    states = {}
-    for spec in ("other.yaml", "platform.yaml"):
-        assert generate(repo, "--out", "out", spec=spec).returncode == 0
-        states[spec] = complete_tree(repo / "out")
-    for trial in range(6):  # three races and three waits for the lock (ten before: the same two cases, repeated)
+    states = _states(repo, "small-other.yaml", "small.yaml", "other.yaml", "platform.yaml")
+    # three races and three waits for the lock (ten before: the same two cases, repeated); the first race is
+    # the reference's two trees, the others the small ones (the lock and the swap do not depend on the size)
+    for trial in range(6):
+        specs = ("platform.yaml", "other.yaml") if trial == 0 else ("small.yaml", "small-other.yaml")
         # in half the trials the first run holds the lock a while, so the second must wait for it
         pause = {"ALICERCE_FAULT": "locked=0.4"} if trial % 2 else {}
-        env = {**os.environ, "COLUMNS": "200"}
+        first, second = specs
         runs = [
-            subprocess.Popen(
-                [str(ALICERCE), "generate", "--env", "prod", spec, "--out", "out"],
-                cwd=repo,
-                env={**env, **(pause if i == 0 else {})},
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for i, spec in enumerate(("platform.yaml", "other.yaml"))
+            Forked("generate", "--env", "prod", first, "--out", "out", cwd=repo, env=pause),
+            Forked("generate", "--env", "prod", second, "--out", "out", cwd=repo),
         ]
         for run in runs:
-            _, stderr = run.communicate(timeout=60)
-            assert run.returncode == 0, stderr
-            assert "Traceback" not in stderr
-        assert complete_tree(repo / "out") in states.values()
+            result = run.wait()
+            assert result.returncode == 0, result.stderr
+            assert "Traceback" not in result.stderr
+        assert complete_tree(repo / "out") in {states[spec] for spec in specs}
         assert leftovers(repo, "out") == []
 
 
 def test_a_held_lock_is_waited_for_then_refused_naming_its_holder(repo: Path) -> None:
-    assert generate(repo, "--out", "out").returncode == 0
+    assert generate(repo, "--out", "out", spec="small.yaml").returncode == 0
     before = snapshot(repo / "out")
     fd = os.open(repo / ".out.alicerce-lock", os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         os.write(fd, b"4242\n")
-        result = generate(repo, "--out", "out", env={"ALICERCE_LOCK_WAIT": "0.3"})
+        result = generate(repo, "--out", "out", env={"ALICERCE_LOCK_WAIT": "0.3"}, spec="small.yaml")
     finally:
         os.close(fd)
     assert_refused(result, "pid 4242")
@@ -421,12 +436,12 @@ def test_a_workflow_linked_outside_the_repository_is_never_written_through(repo:
     (workflows / "mine.yml").write_text("name: mine\n")
     before = snapshot(repo)
 
-    refused = generate(repo, "--out", "out", "--ci-dir", ".github/workflows")
+    refused = generate(repo, "--out", "out", "--ci-dir", ".github/workflows", spec="small.yaml")
     assert_refused(refused, "alicerce-pr.yml", "--force")
     assert snapshot(repo) == before  # refused before the tree was written, too
     assert outside.read_text() == "not yours to write\n"
 
-    forced = generate(repo, "--out", "out", "--ci-dir", ".github/workflows", "--force")
+    forced = generate(repo, "--out", "out", "--ci-dir", ".github/workflows", "--force", spec="small.yaml")
     assert forced.returncode == 0, forced.stderr
     assert outside.read_text() == "not yours to write\n"
     assert not (workflows / "alicerce-pr.yml").is_symlink() and "alicerce" in (workflows / "alicerce-pr.yml").read_text()
@@ -439,48 +454,48 @@ def test_a_linked_ci_dir_is_refused(repo: Path, tmp_path: Path) -> None:
     (tmp_path / "elsewhere").mkdir()
     (repo / ".github").mkdir()
     (repo / ".github" / "workflows").symlink_to(tmp_path / "elsewhere")
-    assert_refused(generate(repo, "--out", "out", "--ci-dir", ".github/workflows"), "symbolic link")
+    assert_refused(generate(repo, "--out", "out", "--ci-dir", ".github/workflows", spec="small.yaml"), "symbolic link")
     assert list((tmp_path / "elsewhere").iterdir()) == [] and not (repo / "out").exists()
 
 
 def test_a_hand_edited_workflow_stops_the_run_until_force_which_keeps_it(repo: Path) -> None:
-    assert generate(repo, "--out", "out", "--ci-dir", ".github/workflows").returncode == 0
+    assert generate(repo, "--out", "out", "--ci-dir", ".github/workflows", spec="small.yaml").returncode == 0
     workflows = repo / ".github" / "workflows"
     pr = workflows / "alicerce-pr.yml"
     generated = pr.read_text()
     pr.write_text(generated + "# my change\n")
     before = snapshot(repo)
 
-    refused = generate(repo, "--out", "out", "--ci-dir", ".github/workflows")
+    refused = generate(repo, "--out", "out", "--ci-dir", ".github/workflows", spec="small.yaml")
     assert_refused(refused, "edited", "alicerce-pr.yml", "--force")
     assert snapshot(repo) == before
 
-    forced = generate(repo, "--out", "out", "--ci-dir", ".github/workflows", "--force")
+    forced = generate(repo, "--out", "out", "--ci-dir", ".github/workflows", "--force", spec="small.yaml")
     assert forced.returncode == 0, forced.stderr
     assert pr.read_text() == generated and "replaced 1 changed workflows" in forced.stdout
     [displaced] = (workflows / ".alicerce-displaced").iterdir()
     assert (displaced / "alicerce-pr.yml").read_text() == generated + "# my change\n"
-    assert generate(repo, "--out", "out", "--ci-dir", ".github/workflows").returncode == 0  # nothing changed since
+    assert generate(repo, "--out", "out", "--ci-dir", ".github/workflows", spec="small.yaml").returncode == 0  # nothing changed since
 
 
 @pytest.mark.parametrize("ci", [False, True], ids=["out", "ci-dir"])
 def test_force_never_moves_your_files_through_a_linked_displaced_folder(repo: Path, tmp_path: Path, ci: bool) -> None:
     """Security review of issue 22: with the displaced folder a link, --force moved the user's files to where it pointed."""
     args = ("--out", "out", "--ci-dir", ".github/workflows") if ci else ("--out", "out")
-    assert generate(repo, *args).returncode == 0
+    assert generate(repo, *args, spec="small.yaml").returncode == 0
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     if ci:
         edited, displaced = repo / ".github" / "workflows" / "alicerce-pr.yml", repo / ".github" / "workflows" / ".alicerce-displaced"
     else:
-        edited, displaced = repo / "out" / "ansible" / "inventory.yml", repo / "out" / ".alicerce" / "displaced"
+        edited, displaced = repo / "out" / "reports" / "PLATFORM.md", repo / "out" / ".alicerce" / "displaced"
     edited.write_text("edited by hand\n")
     if displaced.exists():
         shutil.rmtree(displaced)
     displaced.symlink_to(elsewhere)
     before = snapshot(repo)
 
-    refused = generate(repo, *args, "--force")
+    refused = generate(repo, *args, "--force", spec="small.yaml")
     assert_refused(refused, "is a link", "remove the link")
     assert snapshot(repo) == before and list(elsewhere.iterdir()) == []
     assert edited.read_text() == "edited by hand\n"

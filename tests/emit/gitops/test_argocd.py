@@ -3,6 +3,9 @@ carrying the very releases and objects the Pulumi layer applies (issue 13, items
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import jsonschema
@@ -28,9 +31,16 @@ from tests.emit.gitops.helpers import UPSTREAM, application_schema, argocd_app_v
 CASES = [("prod", "aws"), ("prod", "dc1"), ("dev", "aws")]
 
 
+@functools.cache
+def reference_files(env: str) -> Mapping[str, str]:
+    """The kubernetes/ tree of the reference's ``env``, rendered once per worker (~0.3 CPU-s; a dozen tests read it).
+    Read-only: a test that wants to change a file copies it."""
+    return MappingProxyType(emit_kubernetes(reference(env)))
+
+
 def applications(env: str) -> dict[str, dict[str, Any]]:
     """Every Application file of the environment's tree, parsed back from its text."""
-    files = emit_kubernetes(reference(env))
+    files = reference_files(env)
     return {path: yaml.safe_load(text) for path, text in files.items() if path.endswith(".yaml") and "/objects/" not in path}
 
 
@@ -110,21 +120,20 @@ def test_the_nic_cluster_policy_follows_the_network_operator() -> None:
     policy_app = apps["dc1/apps/dc1-objects-network-operator.yaml"]
     operator_app = apps["dc1/apps/dc1-operators-network-operator.yaml"]
     assert wave(policy_app) > wave(operator_app)
-    files = emit_kubernetes(reference("prod"))
+    files = reference_files("prod")
     assert any(p.startswith("dc1/objects/network-operator/nicclusterpolicy.") for p in files)
     assert "SkipDryRunOnMissingResource=true" in policy_app["spec"]["syncPolicy"]["syncOptions"]
 
 
 def test_root_application_points_at_the_site_apps_in_the_spec_repository() -> None:
-    rp = reference("prod")
-    root = yaml.safe_load(emit_kubernetes(rp)["dc1/root.yaml"])
+    root = yaml.safe_load(reference_files("prod")["dc1/root.yaml"])
     assert root["spec"]["source"] == {
         "repoURL": "https://github.com/acme/ml-platform.git",
         "targetRevision": "main",
         "path": "generated/prod/kubernetes/dc1/apps",
     }
     assert "finalizers" not in root["metadata"]  # deleting the root never uninstalls the platform
-    child = yaml.safe_load(emit_kubernetes(rp)["dc1/apps/dc1-objects-core.yaml"])
+    child = yaml.safe_load(reference_files("prod")["dc1/apps/dc1-objects-core.yaml"])
     assert child["spec"]["source"]["path"] == "generated/prod/kubernetes/dc1/objects/core"
 
 
@@ -136,7 +145,7 @@ def test_prune_and_self_heal_come_from_the_spec() -> None:
     for path, text in emit_kubernetes(rp).items():
         if "/apps/" in path or path.split("/", 1)[1] == "root.yaml":  # the Applications (objects may end in -root.yaml too)
             assert yaml.safe_load(text)["spec"]["syncPolicy"]["automated"] == {"prune": False, "selfHeal": False}, path
-    assert yaml.safe_load(emit_kubernetes(reference("prod"))["aws/root.yaml"])["spec"]["syncPolicy"]["automated"] == {
+    assert yaml.safe_load(reference_files("prod")["aws/root.yaml"])["spec"]["syncPolicy"]["automated"] == {
         "prune": True,
         "selfHeal": True,
     }
@@ -155,7 +164,7 @@ def test_the_tree_holds_every_object_of_the_one_pure_function(env: str, site: st
     assert sorted(map(key, [*tree, *owned])) == sorted(map(key, full))
     assert all(o["kind"] == "PersistentVolume" for o in owned)
     assert UNKNOWN_DRIVER not in yaml.safe_dump(tree)
-    files = emit_kubernetes(rp)
+    files = reference_files(env)
     objects = [yaml.safe_load(t) for p, t in files.items() if p.startswith(f"{site}/objects/")]
     assert sorted(map(key, objects)) == sorted(map(key, tree))
     assert [o for o in objects if o in tree] == objects  # the files hold the objects unchanged
@@ -169,7 +178,7 @@ def test_aws_file_system_claims_are_in_the_tree_and_their_volumes_stay_with_pulu
     claims = [o for o in tree if o["kind"] == "PersistentVolumeClaim" and o["metadata"]["name"] == "datasets"]
     assert claims and all(c["spec"]["volumeName"].startswith("acme-ml-datasets-") for c in claims)
     assert not [o for o in tree if o["kind"] == "PersistentVolume"]
-    readme = emit_kubernetes(rp)["aws/README.md"]
+    readme = reference_files("prod")["aws/README.md"]
     assert "Left with Pulumi" in readme and "`datasets`" in readme
 
 
