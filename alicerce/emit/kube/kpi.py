@@ -474,9 +474,16 @@ def cloud_tier_rules(exporter: StorageMetricsExporter, tiers: dict[str, FileSyst
         # an exporter pod replaced (a config change rolls it; a drain moves it) leaves the old pod's series in the 5-minute
         # window beside the new one's: both read the same minutes, so one per file system before the sum (review
         # obsreview5 DEFECT 1)
-        return f"sum by (tier) (max without (instance, pod) ({' or '.join(picked)})) / {period}"
+        measured = f"sum by (tier) (max without (instance, pod) ({' or '.join(picked)})) / {period}"
+        return f"{measured} or ({idle})"
 
     sources = list({s.namespace: s for s in tiers.values()}.values())  # one per kind of file system
+    # a file system the exporter finds by its tags but CloudWatch lists no metric of (nothing moved in two weeks: a
+    # tier not used yet) is idle, not missing (review obsreview5 G2): 0 while the exporter's calls to CloudWatch
+    # succeed. A failing call (the role denied) drops every data series too: the tier is then unrecorded and
+    # CloudWatchStorageMetricsAbsent says why (alicerce.emit.kube.sources)
+    found = " or ".join(_as("tier", label, f'{s.discovered}{{{label}!=""}}') for s in sources)
+    idle = f"0 * count by (tier) ({found}) unless on () (sum(increase({exporter.request_errors}[5m])) > 0)"
     rules = [
         _rule(TIER_READ, per_tier([s.read_bytes for s in sources])),
         _rule(TIER_WRITE, per_tier([s.written_bytes for s in sources])),

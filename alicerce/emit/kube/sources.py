@@ -153,12 +153,15 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     tiers = sorted(cloud_metric_tiers(rp, site))
     if tiers:
         # one series per tier: whatever breaks between CloudWatch and the rule (the exporter down or unscraped, its role
-        # denied, the file system untagged or gone) leaves the tier's throughput unrecorded, read as idle
+        # denied, the file system untagged or gone) leaves the tier's throughput unrecorded, read as idle. A tier that
+        # moved nothing for two weeks is recorded as 0 (kpi.cloud_tier_rules: the exporter finds its file system, and
+        # its calls to CloudWatch succeed): no alert for a tier not used yet (review obsreview5 G2)
         expr = " or ".join(f'absent({TIER_READ}{{tier="{t}"}})' for t in tiers)
         alerts.append(Alert(CLOUD_STORAGE_METRICS_ABSENT, expr, "20m", "warning",
                             "No throughput of storage tier {{ $labels.tier }} from CloudWatch",
                             "The tier's file system I/O reaches no KPI: check the cloudwatch-exporter pod in the monitoring "
-                            "namespace and its log (an AccessDenied names the IAM role's missing permission), its "
-                            "ServiceMonitor target, and that the file system carries the alicerce.dev/storage-tier and "
-                            "alicerce.dev/site tags. Until then the tier's throughput and operations read as nothing."))  # fmt: skip
+                            "namespace and its log (an AccessDenied names the IAM role's missing permission; "
+                            "yace_cloudwatch_request_errors counts failed CloudWatch calls), its ServiceMonitor target, "
+                            "and that the file system carries the alicerce.dev/storage-tier and alicerce.dev/site tags. "
+                            "Until then the tier's throughput and operations read as nothing."))  # fmt: skip
     return alerts
