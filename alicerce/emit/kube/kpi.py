@@ -379,6 +379,8 @@ def node_rules(site: ResolvedSite) -> list[dict[str, Any]]:
     """Fabric (InfiniBand/RoCE port counters; EFA exposes none to the node exporter) and storage (local disks, and IO
     pressure, which also counts tasks blocked on Lustre and NFS) per node and pool."""
     ib = "node_infiniband_port_data_{}_bytes_total"
+    # these three stop at their maximum (8 and 16 bits: alicerce.emit.kube.fabric_alerts): a saturated port adds 0 here,
+    # which FabricCountersSaturated reports
     errors = " + ".join(f"rate(node_infiniband_{c}[5m])" for c in ("port_errors_received_total", "link_downed_total", "symbol_error_total"))
     link = (
         f"max by (node) (max by (node, device, port) (rate({ib.format('transmitted')}[5m])) "

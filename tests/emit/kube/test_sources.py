@@ -249,3 +249,33 @@ def test_a_fabric_rail_that_went_down_or_keeps_flapping_alerts(tmp_path: Path) -
     tmp.mkdir()
     run_promtool(platform(), "dc1", [{"interval": "1m", "input_series": flaps, "alert_rule_test": [
         {"eval_time": "60m", "alertname": "FabricLinkFlapping", "exp_alerts": [flapping]}]}], tmp)  # fmt: skip
+
+
+@needs_promtool
+def test_a_port_error_counter_stopped_at_its_maximum_is_reported(tmp_path: Path) -> None:
+    """link_downed is 8 bits and symbol/receive errors 16 in the IB PortCounters the kernel reads, and they stop at
+    all ones: mlx5_0 goes down 6 times in 6 minutes to 255 and keeps flapping unseen (FabricLinkFlapping quiet an
+    hour later); mlx5_1 has both link_downed and symbol_error at their maximum; mlx5_2 at 200 still counts."""
+    rules = rules_of(platform(), "dc1")
+
+    def counter(name: str, device: str, values: str) -> dict[str, str]:
+        assert name in load("node-exporter", "v1.12.1", "metrics.json"), name
+        labels = f'job="node-exporter",instance="{NODE}:9100",node="{NODE}",device="{device}",port="1"'
+        return {"series": f"{name}{{{labels}}}", "values": values}
+
+    inputs = [
+        *[{**n, "values": "1x130"} for n in node_labels(NODE)],
+        counter("node_infiniband_link_downed_total", "mlx5_0", "249+1x6 255x124"),
+        counter("node_infiniband_link_downed_total", "mlx5_1", "255x130"),
+        counter("node_infiniband_symbol_error_total", "mlx5_1", "65535x130"),
+        counter("node_infiniband_link_downed_total", "mlx5_2", "200x130"),
+    ]
+    saturated = rules["FabricCountersSaturated"]
+    run_promtool(platform(), "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "60m", "alertname": "FabricLinkFlapping", "exp_alerts": [
+            expected(rules["FabricLinkFlapping"], {"node": NODE, "device": "mlx5_0", "port": "1"}, "")]},
+        {"eval_time": "130m", "alertname": "FabricLinkFlapping", "exp_alerts": []},  # what the counter can tell
+        {"eval_time": "130m", "alertname": "FabricCountersSaturated", "exp_alerts": [
+            expected(saturated, {"node": NODE, "device": "mlx5_0", "port": "1"}, "1"),
+            expected(saturated, {"node": NODE, "device": "mlx5_1", "port": "1"}, "2")]},
+    ]}], tmp_path)  # fmt: skip
