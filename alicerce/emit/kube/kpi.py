@@ -36,6 +36,14 @@ SERVING_WORKLOAD_LABEL = "alicerce_dev_workload"  # target label of the serving 
 # engine's own vllm:request_success_total{finished_reason="abort"} is no error source: the V1 engine never counts an
 # aborted request there (vllm issues 31503, 55634), so an error ratio over it stayed 0 whatever failed (review
 # obsreview3 DEFECT F). A client that gives up is no server error; a 4xx is the client's.
+# The limit of this source (observe6 item 3): a streamed response that fails after it started counts as 2xx. The
+# instrumentator keeps the status of the response's http.response.start (middleware.py send_wrapper; 500 only when
+# the app raises before it), and vLLM's stream generators catch a failure mid-stream (an engine error, a scheduler
+# abort with its status_code) and send it as a `data: {"error": ...}` event before `[DONE]` on the 200 already sent
+# (vllm/entrypoints/openai serving_chat.py / serving_completion.py, create_streaming_error_response); the engine
+# counts no error reason either (request_success_total: stop, length, abort never counted). So the error ratio and
+# the availability SLO are a floor for streamed traffic. A dead engine still shows: the server exits, its pods fail
+# readiness (ServingWorkloadDown) and requests sent meanwhile fail before a response starts.
 # a pod passing its readiness probe (kube-state-metrics 2.20.0 kube_pod_status_ready), and the ready pods per serving
 # workload: what the serving-down alerts compare (alicerce.emit.kube.sources)
 READY_PODS = 'max by (namespace, pod) (kube_pod_status_ready{condition="true"}) == 1'
