@@ -71,6 +71,11 @@ def ksm_resource(name: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_]", "_", name)
 
 
+def ksm_label(name: str) -> str:
+    """A Kubernetes label as kube-state-metrics' *_labels series name it (alicerce.dev/workload -> label_alicerce_dev_workload)."""
+    return "label_" + ksm_resource(name)
+
+
 KUEUE_GPU = "nvidia.com/gpu|nvidia.com/mig-.+"  # Kueue reports resource names as they are: GPUs and MIG instances
 QUANTILES = (0.5, 0.95, 0.99)
 
@@ -78,6 +83,12 @@ QUANTILES = (0.5, 0.95, 0.99)
 NAMESPACE_TEAM = "alicerce:namespace_team:info"
 NODE_POOL = "alicerce:node_pool:info"
 POD_WORKLOAD = "alicerce:pod_workload:info"
+# the pods of a workload that serve it: all of them, but the workers of a LeaderWorkerSet group, which run the model's
+# shards under the leader's API server and answer neither requests nor /metrics (review obsreview5 G9: a ready worker
+# read as an unscraped replica, and ready workers beside a crash-looping leader hid ServingWorkloadDown). LWS labels
+# every pod of a group with its index in it, the leader's 0 (lws api/leaderworkerset/v1 WorkerIndexLabelKey)
+SERVING_POD = "alicerce:pod_serving:info"
+LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 POOL_GPUS_PER_NODE = "alicerce:pool_gpus_per_node:count"
 POOL_RESOURCE_GPU_SHARE = "alicerce:pool_resource_gpu_share:ratio"  # the share of a GPU one unit of a resource is
 KUEUE_RESOURCE_GPU_SHARE = "alicerce:pool_kueue_resource_gpu_share:ratio"  # the same, with Kueue's resource names
@@ -145,6 +156,8 @@ def join_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]
     nodes = _as("pool", POOL_NODE_LABEL, f'kube_node_labels{{{POOL_NODE_LABEL}!=""}}')
     pods = _as("workload", WORKLOAD_POD_LABEL, f'kube_pod_labels{{{WORKLOAD_POD_LABEL}!=""}}')
     rules += [_rule(NODE_POOL, f"max by (node, pool) ({nodes})"), _rule(POD_WORKLOAD, f"max by (namespace, pod, workload) ({pods})")]
+    workers = f'kube_pod_labels{{{ksm_label(LWS_WORKER_INDEX_LABEL)}!~"|0"}}'  # a pod outside LWS has no such label
+    rules.append(_rule(SERVING_POD, f"{POD_WORKLOAD} unless on (namespace, pod) {workers}"))
     return rules
 
 
@@ -359,7 +372,7 @@ def serving_rules() -> list[dict[str, Any]]:
         ),
         _rule("workload:vllm_requests_waiting:sum", workload(f"sum by ({by}) (vllm:num_requests_waiting)")),
         _rule("workload:serving_up:ratio", workload(f'avg by ({by}) (up{{{SERVING_WORKLOAD_LABEL}!=""}})')),
-        _rule(SERVING_READY, f"count by (namespace, workload) ({POD_WORKLOAD} * on (namespace, pod) group_left () ({READY_PODS}))"),
+        _rule(SERVING_READY, f"count by (namespace, workload) ({SERVING_POD} * on (namespace, pod) group_left () ({READY_PODS}))"),
         _last_seen(SERVING_LAST_READY, SERVING_READY, "namespace, workload"),
     ]
     return rules

@@ -41,10 +41,10 @@ from alicerce.catalog.alerts import (
 )
 from alicerce.emit.kube.kpi import (
     LIVE_PODS,
-    POD_WORKLOAD,
     POOL_NODE_LABEL,
     READY_PODS,
     SERVING_LAST_READY,
+    SERVING_POD,
     SERVING_READY,
     SERVING_WORKLOAD_LABEL,
     TIER_READ,
@@ -122,7 +122,7 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         # ready, not Running: vLLM binds /metrics only once its engine has loaded the weights (often 10-20 minutes for
         # a 70B model), so a rollout's new pods read as unscraped for as long as they load (review obsreview3 G14);
         # its readiness probe on /health passes at the same moment (README, Run the platform)
-        pods = f'count by (namespace, workload) ({POD_WORKLOAD}{{workload=~"{names}"}} * on (namespace, pod) group_left () ({READY_PODS}))'
+        pods = f'count by (namespace, workload) ({SERVING_POD}{{workload=~"{names}"}} * on (namespace, pod) group_left () ({READY_PODS}))'
         up = f'label_replace(up{{{SERVING_WORKLOAD_LABEL}=~"{names}"}} == 1, "workload", "$1", "{SERVING_WORKLOAD_LABEL}", "(.+)")'
         scraped = f"count by (namespace, workload) ({up})"
         # running pods of a serving workload that its PodMonitor does not scrape (no container port named metrics, the
@@ -138,7 +138,7 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         # 30 days (kpi.SERVING_LAST_READY) stops; one that never became ready (a first rollout, a bad image) is a
         # ticket after 45 minutes. Only live pods count: a workload scaled to zero beside an evicted pod's object is
         # not down (review obsreview5 DEFECT 4)
-        live = f'{POD_WORKLOAD}{{workload=~"{names}"}} * on (namespace, pod) group_left () ({LIVE_PODS})'
+        live = f'{SERVING_POD}{{workload=~"{names}"}} * on (namespace, pod) group_left () ({LIVE_PODS})'
         exists = f"count by (namespace, workload) ({live})"
         down = f"{exists} unless on (namespace, workload) {SERVING_READY} and on (namespace, workload) {SERVING_LAST_READY}"
         alerts.append(Alert(SERVING_WORKLOAD_DOWN, down, "5m", "critical",

@@ -170,6 +170,39 @@ def test_a_serving_workload_with_no_ready_pod_pages_once_it_has_served(tmp_path:
 
 
 @needs_promtool
+def test_a_leaderworkerset_group_is_served_by_its_leader(tmp_path: Path) -> None:
+    """obsreview5 G9: a multi-node model in a LeaderWorkerSet labelled as a whole; its workers (worker index 1) are
+    ready and serve no /metrics. They are no unscraped replica, and a crash-looping leader beside them is an outage."""
+    rules = rules_of(platform(), "aws")
+
+    def pod(name: str, index: str, ready: str, scraped: bool) -> list[dict[str, str]]:
+        assert "kube_pod_labels" in load("kube-state-metrics", "2.20.0", "metrics.json")
+        at = f'namespace="serving",pod="{name}"'
+        lws = f'label_leaderworkerset_sigs_k8s_io_worker_index="{index}"'
+        out = [
+            {"series": f'kube_pod_labels{{{at},label_alicerce_dev_workload="chat-70b",{lws}}}', "values": "1x90"},
+            {"series": f'kube_pod_status_phase{{{at},phase="Running"}}', "values": "1x90"},
+            {"series": f'kube_pod_status_ready{{{at},uid="u-{name}",condition="true"}}', "values": ready},
+        ]
+        if scraped:
+            out.append({"series": f'up{{job="serving",{at},alicerce_dev_workload="chat-70b"}}', "values": "1x90"})
+        return out
+
+    key = {"namespace": "serving", "workload": "chat-70b"}
+    serving = pod("chat-70b-0", "0", "1x90", True) + pod("chat-70b-0-1", "1", "1x90", False)
+    crashed = pod("chat-70b-0", "0", "1x60 0x30", True) + pod("chat-70b-0-1", "1", "1x90", False)
+    for name, inputs, fired in (
+        ("ServingMetricsAbsent", serving, []),
+        ("ServingWorkloadDown", serving, []),
+        ("ServingWorkloadDown", crashed, [expected(rules["ServingWorkloadDown"], key, "1")]),
+    ):
+        path = tmp_path / f"{name}-{len(fired)}"
+        path.mkdir()
+        run_promtool(platform(), "aws", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+            {"eval_time": "80m", "alertname": name, "exp_alerts": fired}]}], path)  # fmt: skip
+
+
+@needs_promtool
 def test_a_node_left_cordoned_for_days_is_reported(tmp_path: Path) -> None:
     """obsreview4 G6: cordoned nodes raise no missing-exporter or missing-GPU alert, so one forgotten after a repair
     would hide its faults for good. Three days cordoned warns; a night's repair does not."""
