@@ -217,8 +217,15 @@ def slo_starved_alert_name(slo: str) -> str:
 
 # XIDs that mean the GPU or its memory must be taken out of service (NVIDIA XID catalog):
 # 48 double-bit ECC, 63/64 row remapping events, 74 NVLink error, 79 fell off the bus,
-# 94/95 contained/uncontained ECC, 119/120 GSP errors.
-CRITICAL_XIDS = (48, 63, 64, 74, 79, 94, 95, 119, 120)
+# 94/95 contained/uncontained ECC, 119/120 GSP errors,
+# 154 GPU recovery action changed (review obsreview5 G10): the driver's summary that a GPU now needs a reset, a node
+# reboot or a P2P drain, whichever XID caused it (140 and the NVLink ones among those listed nowhere else); the
+# catalog's resolution for it is "follow its suggestion", above restarting the application. The pinned 580 branch
+# emits it: open-gpu-kernel-modules 580.142 (and since 570.124.06) src/nvidia/src/kernel/gpu/gpu.c
+# _gpuRefreshRecoveryActionInLock logs it on every change of the action once one was known (not on the first one at
+# start-up), so a change back to none comes only after one that paged; the count per code carries no action, which
+# the driver log and `nvidia-smi -q` (GPU Recovery Action) give.
+CRITICAL_XIDS = (48, 63, 64, 74, 79, 94, 95, 119, 120, 154)
 
 
 # the series of every GPU DCGM exporter reports carry these labels (dcgm-exporter render_metrics.go 47)
@@ -434,13 +441,14 @@ SERVING_ALERTS = (SERVING_WORKLOAD_DOWN, SERVING_NEVER_READY)
 FABRIC_PORT_DOWN = "FabricPortDown"
 FABRIC_LINK_FLAPPING = "FabricLinkFlapping"
 FABRIC_RAILS_NEVER_UP = "FabricRailsNeverUp"
-FABRIC_ALERTS = (FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP)
+FABRIC_COUNTERS_SATURATED = "FabricCountersSaturated"  # a port's error counter stopped at its maximum: flaps go unseen
+FABRIC_ALERTS = (FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, FABRIC_COUNTERS_SATURATED)
 # What a rack or power outage, a switch or a file system server going down raises on every node it touches at once:
 # Alertmanager groups these per alert, pool and tier, not per node, so 16 nodes of a rack are one notification (one
 # PagerDuty incident) listing them, not 16 (review observe4 G16). Per-GPU health (XIDs) stays per node and GPU host.
 NODE_OUTAGE_ALERTS = ("DCGMExporterDown", NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_ABSENT, DCGM_PROFILING_ABSENT,
                       DCGM_XID_COUNTS_ABSENT, "StorageTierUnreadable", "StorageCountersMissing", "StorageCountersStale",
-                      FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP)  # fmt: skip
+                      FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, FABRIC_COUNTERS_SATURATED)  # fmt: skip
 NODE_OUTAGE_GROUP_BY = ("alertname", "pool", "tier")
 # Prometheus deleted by size the samples the month's spend starts with (alicerce.emit.kube.costs)
 COST_HISTORY_TRUNCATED = "CostHistoryTruncated"

@@ -126,6 +126,10 @@ class FileSystemMetrics:
     written_bytes: str  # bytes written in one period
     operations: tuple[str, ...]  # summed: data reads and writes in one period
     metadata_operations: str  # metadata operations in one period
+    discovered: str  # served (value 0) for every file system the exporter's tag search finds, whatever the cloud has on it
+    # how many periods back one read reaches (its newest datapoint is served): more than one bridges a minute the cloud
+    # publishes late, but repeats a busy minute where the cloud publishes nothing for the idle ones after it
+    window_periods: int = 1
     io_limit_percent: str | None = None  # how close the file system is to its I/O limit, in percent, where it has one
 
 
@@ -140,6 +144,7 @@ class StorageMetricsExporter:
     tier_label: str  # the label the exporter turns that tag into on every series
     period_seconds: int  # the statistics' period: the finest the cloud publishes these metrics at
     delay_seconds: int  # how far behind now the newest period read ends (the cloud publishes a minute late)
+    request_errors: str  # a selector of the exporter's counter of failed calls to the cloud's metrics API
     sources: Mapping[str, FileSystemMetrics]  # storage implementation -> its metrics
 
 

@@ -25,10 +25,6 @@ from alicerce.targets import target
 from alicerce.targets.base import StorageMetricsExporter
 
 FULLNAME = "cloudwatch-exporter"  # the chart's objects (Deployment, Service, ServiceMonitor) and so the scrape job
-# How many periods back one request reaches: the newest of them is exported (GetMetricData scans newest first, and
-# the exporter keeps one datapoint per series unless exportAllDataPoints). A minute the service publishes late is read
-# from the one before instead of reading as nothing.
-LENGTH_PERIODS = 5
 
 
 def _exact(*values: str) -> str:
@@ -59,7 +55,10 @@ def exporter_config(rp: ResolvedPlatform, site: ResolvedSite, exporter: StorageM
                 # the file-system-wide series only: a series with more dimensions is a part of one (a server, a target)
                 "dimensionNameRequirements": [source.dimension],
                 "period": exporter.period_seconds,
-                "length": exporter.period_seconds * LENGTH_PERIODS,
+                # how many periods back one request reaches: the newest datapoint in it is exported (GetMetricData
+                # scans newest first, one datapoint per series unless exportAllDataPoints); why per kind of file system:
+                # FileSystemMetrics.window_periods in the target
+                "length": exporter.period_seconds * source.window_periods,
                 "delay": exporter.delay_seconds,
                 # a file system that moved nothing in the window is idle (0), not unknown (the exporter's NaN)
                 "nilToZero": True,

@@ -157,7 +157,8 @@ def latency_bad_ratio(slo: ServingSlo, team_namespaces: tuple[str, ...], window:
 
 
 def _server_error_ratio(slo: ServingSlo, team_namespaces: tuple[str, ...], window: str) -> str:
-    """API requests the serving pods answered with a server error (alicerce.emit.kube.kpi.SERVER_ERRORS)."""
+    """API requests the serving pods answered with a server error (alicerce.emit.kube.kpi.SERVER_ERRORS; a streamed
+    response that fails after it started went out as 200 and is not one: the limit is said there)."""
     sel = _selector(slo, team_namespaces)
     bad = f"sum(rate({HTTP_REQUESTS}{{{sel},{SERVER_ERRORS}}}[{window}]))"
     return f"{bad} / sum(rate({HTTP_REQUESTS}{{{sel},{API_REQUESTS}}}[{window}]))"

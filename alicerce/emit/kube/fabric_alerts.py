@@ -6,15 +6,38 @@ state per device and port comes from the node exporter's infiniband collector (n
 collector/infiniband_linux.go 187-188: ``node_infiniband_state_id``, 4 = active; ``link_downed_total``, the times a
 link failed to recover from an error and went down). A port that never came up (an unused second port, a storage
 HCA's spare) is not a rail: only a port active within the last 30 days that is not now alerts (review obsreview3 G22).
+
+The error counters are the port's PortCounters attribute, which the kernel reads at its InfiniBand widths (Linux
+drivers/infiniband/core/sysfs.c PORT_PMA_ATTR: link_downed 8 bits, symbol_error and port_rcv_errors 16) and which the
+InfiniBand architecture has stop at all ones, not wrap (the data counters come from the 64-bit PortCountersExtended
+where the adapter has it, as every ConnectX does). node_exporter passes them on as counters (procfs class_infiniband.go
+reads counters/<name> as a number). A wrap would read to Prometheus as a reset (no false flap: increase() counts
+from 0 again); a counter stopped at its maximum reads as a link that never goes down again, so FabricLinkFlapping and
+the fabric error KPI go silent on exactly the port that failed most. FabricCountersSaturated says so; clearing the
+port's counters (perfquery -R) makes them count again, which Prometheus also reads as a reset.
 """
 
 from __future__ import annotations
 
-from alicerce.catalog.alerts import FABRIC_LINK_FLAPPING, FABRIC_PORT_DOWN, FABRIC_RAILS_NEVER_UP, Alert, in_service, settled
+from alicerce.catalog.alerts import (
+    FABRIC_COUNTERS_SATURATED,
+    FABRIC_LINK_FLAPPING,
+    FABRIC_PORT_DOWN,
+    FABRIC_RAILS_NEVER_UP,
+    Alert,
+    in_service,
+    settled,
+)
 from alicerce.emit.kube.kpi import IB_PORT_ACTIVE, POOL_NODE_LABEL, PORT_LAST_ACTIVE
 from alicerce.resolve.model import ResolvedPlatform
 
 PORT = "node, device, port"
+# the largest value of each PortCounters error counter the node exporter serves (the widths above: 2^8 - 1, 2^16 - 1)
+SATURATED = {
+    "node_infiniband_link_downed_total": 255,
+    "node_infiniband_symbol_error_total": 65535,
+    "node_infiniband_port_errors_received_total": 65535,
+}
 
 
 def fabric_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
@@ -38,6 +61,9 @@ def fabric_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         return f"{ever} * on (node) group_left () ({members} > 0) < {rails[pool]}"
 
     missing = in_service(settled(" or ".join(never_up(p) for p in pools)))
+    # a comparison drops the name: each keeps it in a label of its own, or `or` would keep one counter of a port
+    stopped = " or ".join(f'label_replace({name} >= {top}, "counter", "{name}", "", "")' for name, top in SATURATED.items())
+    saturated = in_service(f"count by ({PORT}) ({stopped}) {on_pools}")
     return [
         Alert(FABRIC_RAILS_NEVER_UP, missing, "15m", "warning",
               "Node {{ $labels.node }} has {{ $value }} fabric ports up, fewer than its pool's rails",
@@ -52,4 +78,10 @@ def fabric_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
               "Fabric port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.node }} went down more than twice in an hour",
               "A link that keeps failing and retraining points at a bad cable or transceiver: NCCL stalls each time. "
               "Check symbol errors and the cable (mlxlink), and replace it."),
+        Alert(FABRIC_COUNTERS_SATURATED, saturated, "15m", "warning",
+              "Error counters of fabric port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.node }} stopped at their maximum",
+              "{{ $value }} of the port's error counters (link downed 255, symbol and receive errors 65535) no longer "
+              "count: FabricLinkFlapping and the fabric error KPI read this port as clean whatever it does. Look at "
+              "the cable (mlxlink), then clear the counters on the node (perfquery -C {{ $labels.device }} -P "
+              "{{ $labels.port }} -R) so they count again."),
     ]  # fmt: skip

@@ -36,6 +36,14 @@ SERVING_WORKLOAD_LABEL = "alicerce_dev_workload"  # target label of the serving 
 # engine's own vllm:request_success_total{finished_reason="abort"} is no error source: the V1 engine never counts an
 # aborted request there (vllm issues 31503, 55634), so an error ratio over it stayed 0 whatever failed (review
 # obsreview3 DEFECT F). A client that gives up is no server error; a 4xx is the client's.
+# The limit of this source (observe6 item 3): a streamed response that fails after it started counts as 2xx. The
+# instrumentator keeps the status of the response's http.response.start (middleware.py send_wrapper; 500 only when
+# the app raises before it), and vLLM's stream generators catch a failure mid-stream (an engine error, a scheduler
+# abort with its status_code) and send it as a `data: {"error": ...}` event before `[DONE]` on the 200 already sent
+# (vllm/entrypoints/openai serving_chat.py / serving_completion.py, create_streaming_error_response); the engine
+# counts no error reason either (request_success_total: stop, length, abort never counted). So the error ratio and
+# the availability SLO are a floor for streamed traffic. A dead engine still shows: the server exits, its pods fail
+# readiness (ServingWorkloadDown) and requests sent meanwhile fail before a response starts.
 # a pod passing its readiness probe (kube-state-metrics 2.20.0 kube_pod_status_ready), and the ready pods per serving
 # workload: what the serving-down alerts compare (alicerce.emit.kube.sources)
 READY_PODS = 'max by (namespace, pod) (kube_pod_status_ready{condition="true"}) == 1'
@@ -63,6 +71,11 @@ def ksm_resource(name: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_]", "_", name)
 
 
+def ksm_label(name: str) -> str:
+    """A Kubernetes label as kube-state-metrics' *_labels series name it (alicerce.dev/workload -> label_alicerce_dev_workload)."""
+    return "label_" + ksm_resource(name)
+
+
 KUEUE_GPU = "nvidia.com/gpu|nvidia.com/mig-.+"  # Kueue reports resource names as they are: GPUs and MIG instances
 QUANTILES = (0.5, 0.95, 0.99)
 
@@ -70,6 +83,12 @@ QUANTILES = (0.5, 0.95, 0.99)
 NAMESPACE_TEAM = "alicerce:namespace_team:info"
 NODE_POOL = "alicerce:node_pool:info"
 POD_WORKLOAD = "alicerce:pod_workload:info"
+# the pods of a workload that serve it: all of them, but the workers of a LeaderWorkerSet group, which run the model's
+# shards under the leader's API server and answer neither requests nor /metrics (review obsreview5 G9: a ready worker
+# read as an unscraped replica, and ready workers beside a crash-looping leader hid ServingWorkloadDown). LWS labels
+# every pod of a group with its index in it, the leader's 0 (lws api/leaderworkerset/v1 WorkerIndexLabelKey)
+SERVING_POD = "alicerce:pod_serving:info"
+LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 POOL_GPUS_PER_NODE = "alicerce:pool_gpus_per_node:count"
 POOL_RESOURCE_GPU_SHARE = "alicerce:pool_resource_gpu_share:ratio"  # the share of a GPU one unit of a resource is
 KUEUE_RESOURCE_GPU_SHARE = "alicerce:pool_kueue_resource_gpu_share:ratio"  # the same, with Kueue's resource names
@@ -137,6 +156,8 @@ def join_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]
     nodes = _as("pool", POOL_NODE_LABEL, f'kube_node_labels{{{POOL_NODE_LABEL}!=""}}')
     pods = _as("workload", WORKLOAD_POD_LABEL, f'kube_pod_labels{{{WORKLOAD_POD_LABEL}!=""}}')
     rules += [_rule(NODE_POOL, f"max by (node, pool) ({nodes})"), _rule(POD_WORKLOAD, f"max by (namespace, pod, workload) ({pods})")]
+    workers = f'kube_pod_labels{{{ksm_label(LWS_WORKER_INDEX_LABEL)}!~"|0"}}'  # a pod outside LWS has no such label
+    rules.append(_rule(SERVING_POD, f"{POD_WORKLOAD} unless on (namespace, pod) {workers}"))
     return rules
 
 
@@ -351,7 +372,7 @@ def serving_rules() -> list[dict[str, Any]]:
         ),
         _rule("workload:vllm_requests_waiting:sum", workload(f"sum by ({by}) (vllm:num_requests_waiting)")),
         _rule("workload:serving_up:ratio", workload(f'avg by ({by}) (up{{{SERVING_WORKLOAD_LABEL}!=""}})')),
-        _rule(SERVING_READY, f"count by (namespace, workload) ({POD_WORKLOAD} * on (namespace, pod) group_left () ({READY_PODS}))"),
+        _rule(SERVING_READY, f"count by (namespace, workload) ({SERVING_POD} * on (namespace, pod) group_left () ({READY_PODS}))"),
         _last_seen(SERVING_LAST_READY, SERVING_READY, "namespace, workload"),
     ]
     return rules
@@ -379,6 +400,8 @@ def node_rules(site: ResolvedSite) -> list[dict[str, Any]]:
     """Fabric (InfiniBand/RoCE port counters; EFA exposes none to the node exporter) and storage (local disks, and IO
     pressure, which also counts tasks blocked on Lustre and NFS) per node and pool."""
     ib = "node_infiniband_port_data_{}_bytes_total"
+    # these three stop at their maximum (8 and 16 bits: alicerce.emit.kube.fabric_alerts): a saturated port adds 0 here,
+    # which FabricCountersSaturated reports
     errors = " + ".join(f"rate(node_infiniband_{c}[5m])" for c in ("port_errors_received_total", "link_downed_total", "symbol_error_total"))
     link = (
         f"max by (node) (max by (node, device, port) (rate({ib.format('transmitted')}[5m])) "
@@ -474,9 +497,16 @@ def cloud_tier_rules(exporter: StorageMetricsExporter, tiers: dict[str, FileSyst
         # an exporter pod replaced (a config change rolls it; a drain moves it) leaves the old pod's series in the 5-minute
         # window beside the new one's: both read the same minutes, so one per file system before the sum (review
         # obsreview5 DEFECT 1)
-        return f"sum by (tier) (max without (instance, pod) ({' or '.join(picked)})) / {period}"
+        measured = f"sum by (tier) (max without (instance, pod) ({' or '.join(picked)})) / {period}"
+        return f"{measured} or ({idle})"
 
     sources = list({s.namespace: s for s in tiers.values()}.values())  # one per kind of file system
+    # a file system the exporter finds by its tags but CloudWatch lists no metric of (nothing moved in two weeks: a
+    # tier not used yet) is idle, not missing (review obsreview5 G2): 0 while the exporter's calls to CloudWatch
+    # succeed. A failing call (the role denied) drops every data series too: the tier is then unrecorded and
+    # CloudWatchStorageMetricsAbsent says why (alicerce.emit.kube.sources)
+    found = " or ".join(_as("tier", label, f'{s.discovered}{{{label}!=""}}') for s in sources)
+    idle = f"0 * count by (tier) ({found}) unless on () (sum(increase({exporter.request_errors}[5m])) > 0)"
     rules = [
         _rule(TIER_READ, per_tier([s.read_bytes for s in sources])),
         _rule(TIER_WRITE, per_tier([s.written_bytes for s in sources])),

@@ -41,10 +41,10 @@ from alicerce.catalog.alerts import (
 )
 from alicerce.emit.kube.kpi import (
     LIVE_PODS,
-    POD_WORKLOAD,
     POOL_NODE_LABEL,
     READY_PODS,
     SERVING_LAST_READY,
+    SERVING_POD,
     SERVING_READY,
     SERVING_WORKLOAD_LABEL,
     TIER_READ,
@@ -122,7 +122,7 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         # ready, not Running: vLLM binds /metrics only once its engine has loaded the weights (often 10-20 minutes for
         # a 70B model), so a rollout's new pods read as unscraped for as long as they load (review obsreview3 G14);
         # its readiness probe on /health passes at the same moment (README, Run the platform)
-        pods = f'count by (namespace, workload) ({POD_WORKLOAD}{{workload=~"{names}"}} * on (namespace, pod) group_left () ({READY_PODS}))'
+        pods = f'count by (namespace, workload) ({SERVING_POD}{{workload=~"{names}"}} * on (namespace, pod) group_left () ({READY_PODS}))'
         up = f'label_replace(up{{{SERVING_WORKLOAD_LABEL}=~"{names}"}} == 1, "workload", "$1", "{SERVING_WORKLOAD_LABEL}", "(.+)")'
         scraped = f"count by (namespace, workload) ({up})"
         # running pods of a serving workload that its PodMonitor does not scrape (no container port named metrics, the
@@ -138,7 +138,7 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         # 30 days (kpi.SERVING_LAST_READY) stops; one that never became ready (a first rollout, a bad image) is a
         # ticket after 45 minutes. Only live pods count: a workload scaled to zero beside an evicted pod's object is
         # not down (review obsreview5 DEFECT 4)
-        live = f'{POD_WORKLOAD}{{workload=~"{names}"}} * on (namespace, pod) group_left () ({LIVE_PODS})'
+        live = f'{SERVING_POD}{{workload=~"{names}"}} * on (namespace, pod) group_left () ({LIVE_PODS})'
         exists = f"count by (namespace, workload) ({live})"
         down = f"{exists} unless on (namespace, workload) {SERVING_READY} and on (namespace, workload) {SERVING_LAST_READY}"
         alerts.append(Alert(SERVING_WORKLOAD_DOWN, down, "5m", "critical",
@@ -153,12 +153,15 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     tiers = sorted(cloud_metric_tiers(rp, site))
     if tiers:
         # one series per tier: whatever breaks between CloudWatch and the rule (the exporter down or unscraped, its role
-        # denied, the file system untagged or gone) leaves the tier's throughput unrecorded, read as idle
+        # denied, the file system untagged or gone) leaves the tier's throughput unrecorded, read as idle. A tier that
+        # moved nothing for two weeks is recorded as 0 (kpi.cloud_tier_rules: the exporter finds its file system, and
+        # its calls to CloudWatch succeed): no alert for a tier not used yet (review obsreview5 G2)
         expr = " or ".join(f'absent({TIER_READ}{{tier="{t}"}})' for t in tiers)
         alerts.append(Alert(CLOUD_STORAGE_METRICS_ABSENT, expr, "20m", "warning",
                             "No throughput of storage tier {{ $labels.tier }} from CloudWatch",
                             "The tier's file system I/O reaches no KPI: check the cloudwatch-exporter pod in the monitoring "
-                            "namespace and its log (an AccessDenied names the IAM role's missing permission), its "
-                            "ServiceMonitor target, and that the file system carries the alicerce.dev/storage-tier and "
-                            "alicerce.dev/site tags. Until then the tier's throughput and operations read as nothing."))  # fmt: skip
+                            "namespace and its log (an AccessDenied names the IAM role's missing permission; "
+                            "yace_cloudwatch_request_errors counts failed CloudWatch calls), its ServiceMonitor target, "
+                            "and that the file system carries the alicerce.dev/storage-tier and alicerce.dev/site tags. "
+                            "Until then the tier's throughput and operations read as nothing."))  # fmt: skip
     return alerts

@@ -40,6 +40,18 @@ STORAGE_METRICS_ROLE = "cloudwatch-exporter"
 # FSx for Lustre (FSx Lustre user guide, "Amazon FSx for Lustre metrics") and EFS (EFS user guide, "CloudWatch metrics
 # for Amazon EFS") publish these every minute, with the one dimension FileSystemId; a Sum is what the minute moved. EFS has
 # no operation counts of their own: each *IOBytes metric's SampleCount is the number of its operations.
+# Idle minutes (review obsreview5 G1): FSx for Lustre publishes a datapoint per disk every minute (FSx Lustre user guide,
+# "Monitoring with Amazon CloudWatch"), so FSx reads 5 minutes back and a minute published late is bridged. Neither EFS page ("CloudWatch
+# metrics for Amazon EFS", "Using metric math with Amazon EFS") says whether an idle minute gets a 0 or no datapoint, and
+# CloudWatch reports some AWS metrics only when they are not zero (prometheus/cloudwatch_exporter README, PR 153): so EFS
+# reads one minute, the one that ended `delay_seconds` ago. A minute with no datapoint then reads 0 (nilToZero, YACE
+# v0.67.0 pkg/promutil/migrate.go BuildMetrics), a burst counts for its own minute only, not for each of the 5 minutes a
+# wider window keeps serving it (pkg/job/getmetricdata/windowcalculator.go Calculate: [end - length, end), the newest
+# datapoint served). The cost: an EFS minute CloudWatch publishes later than `delay_seconds` reads 0.
+# A file system with no datapoint in two weeks (never used, long idle) has no metric at all (ListMetrics lists only
+# those; nilToZero fills only what it lists), but it still has the aws_<service>_info series of every resource the tag
+# search finds (migrate.go BuildNamespaceInfoMetrics, tag_ labels included): the tier KPIs read it as idle (review
+# obsreview5 G2).
 FSX_METRICS = FileSystemMetrics(
     namespace="AWS/FSx",
     dimension="FileSystemId",
@@ -50,6 +62,8 @@ FSX_METRICS = FileSystemMetrics(
     written_bytes="aws_fsx_data_write_bytes_sum",
     operations=("aws_fsx_data_read_operations_sum", "aws_fsx_data_write_operations_sum"),
     metadata_operations="aws_fsx_metadata_operations_sum",
+    discovered="aws_fsx_info",
+    window_periods=5,
 )
 EFS_METRICS = FileSystemMetrics(
     namespace="AWS/EFS",
@@ -64,6 +78,8 @@ EFS_METRICS = FileSystemMetrics(
     written_bytes="aws_efs_data_write_iobytes_sum",
     operations=("aws_efs_data_read_iobytes_sample_count", "aws_efs_data_write_iobytes_sample_count"),
     metadata_operations="aws_efs_metadata_iobytes_sample_count",
+    discovered="aws_efs_info",
+    window_periods=1,
     io_limit_percent="aws_efs_percent_iolimit_average",
 )
 STORAGE_METRICS = StorageMetricsExporter(
@@ -76,6 +92,10 @@ STORAGE_METRICS = StorageMetricsExporter(
     period_seconds=60,
     # CloudWatch shows a minute's datapoint a minute or two after it ends: read the newest minute that ended 2 minutes ago
     delay_seconds=120,
+    # yace_cloudwatch_request_errors{api_name} (v0.67.0 pkg/promutil/prometheus.go NewScrapeMetrics; counted on a failed
+    # ListMetrics or GetMetricData, pkg/clients/cloudwatch/client.go): a counter registered without _total, which an
+    # OpenMetrics scrape serves with the suffix
+    request_errors='{__name__=~"yace_cloudwatch_request_errors(_total)?"}',
     sources={"fsx-lustre": FSX_METRICS, "efs": EFS_METRICS},
 )
 

@@ -65,6 +65,8 @@ def exporter_series() -> dict[str, str]:
         for source in exporter.sources.values() if exporter else ():
             for metric, statistics in source.requested.items():
                 out |= {series_name(source.namespace, metric, s): f"yet-another-cloudwatch-exporter {yace_version()}" for s in statistics}
+            # one per file system its tag search finds (naming.json info_series)
+            out[series_name(source.namespace, "info", "")] = f"yet-another-cloudwatch-exporter {yace_version()} (info)"
     out["up"] = "prometheus (every scrape target)"
     out["ALERTS"] = "prometheus (the state of every alert)"
     return out

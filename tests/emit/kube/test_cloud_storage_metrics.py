@@ -23,7 +23,7 @@ from tests.conftest import ROOT
 from tests.emit.kube.test_kpi import rounded
 from tests.emit.kube.test_monitoring import expected, needs_promtool, platform, rules_of, run_promtool
 from tests.emit.kube.upstream import load
-from tests.emit.kube.yace import CHART, found, label_name, naming, prom_string, series_name, version
+from tests.emit.kube.yace import CHART, found, label_name, naming, prom_string, series_name, served, version
 
 STEPS = "x60"
 TIER = STORAGE_METRICS.tier_label
@@ -53,6 +53,8 @@ def test_every_series_the_rules_read_is_one_the_exporter_serves_for_what_is_requ
     # the tier tag as the exporter labels it (labelsSnakeCase off), and the file system's dimension
     assert TIER == "tag_" + label_name(STORAGE_METRICS.tier_tag) == "tag_alicerce_dev_storage_tier"
     assert source.dimension in naming()["discovery"]["services"][source.namespace]["dimension_regexp"]
+    # the series of every file system the tag search finds, data or none (BuildNamespaceInfoMetrics)
+    assert source.discovered == series_name(source.namespace, "info", "")
 
 
 def _config(env: str = "prod", site: str = "aws") -> dict[str, Any]:
@@ -221,3 +223,86 @@ def test_the_cloudwatch_alert_takes_overrides_like_any_built_in_one() -> None:
     )
     rules = rules_of(validated(load_text(text, "p.yaml"), "prod"), "aws")
     assert rules["CloudWatchStorageMetricsAbsent"]["labels"]["severity"] == "critical"
+
+
+def info(metric: str, fs: str, tier: str, values: str) -> dict[str, str]:
+    """The exporter's info series of a file system its tag search found (value 0), with every tag as a tag_ label."""
+    series = scraped(metric, fs, tier, values)
+    site = label_name("tag_" + STORAGE_METRICS.site_tag)
+    series["series"] = series["series"].replace(f'dimension_FileSystemId="{fs}",', f'{site}="aws",')
+    return series
+
+
+def _job(namespace: str) -> dict[str, Any]:
+    [job] = [j for j in _config()["discovery"]["jobs"] if j["type"] == namespace]
+    return job
+
+
+def _served(published: dict[int, float], job: dict[str, Any], minutes: int = 60) -> str:
+    """The values the exporter serves, read once a minute from minute 0, as promtool input."""
+    return " ".join(f"{served(published, m, job):g}" for m in range(minutes + 1))
+
+
+@needs_promtool
+@pytest.mark.parametrize("idle", ["published as 0", "not published"])
+def test_an_efs_burst_counts_once_whether_idle_minutes_read_0_or_nothing(idle: str, tmp_path: Path) -> None:
+    """obsreview5 G1: EFS home moves 6 GB in minute 20 and nothing else. Whether CloudWatch publishes 0 for the idle
+    minutes or no datapoint (the EFS docs do not say), the tier reads the burst once in the mean of the minutes its
+    5-minute range holds (6e9 B / 6 minutes / 60 s: promtool 2.42's range holds both its ends, Prometheus 3's only 5
+    minutes), and 0 once they have passed. The exporter's window of 5 minutes served the burst for each of 5 minutes
+    where nothing followed it: 8.3e7 B/s at 27m, five times the truth."""
+    efs = STORAGE_METRICS.sources["efs"]
+    job = _job(efs.namespace)
+    published = dict.fromkeys(range(60), 0.0) if idle == "published as 0" else {}
+    published[20] = 6e9
+    at = 'site="aws",tier="home"'
+    query = 'tier:storage_client_read_bytes:rate5m{tier="home"}'
+    inputs = [scraped(efs.read_bytes, "fs-0d", "home", _served(published, job))]
+    run_promtool(platform(), "aws", [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded(query, at, 6e9 / 6 / 60, at="27m"),
+        rounded(query, at, 0, at="30m"),
+    ]}], tmp_path)  # fmt: skip
+
+
+def test_fsx_publishes_every_minute_so_its_window_bridges_a_late_one() -> None:
+    """FSx for Lustre publishes a datapoint every minute: its window reaches 5 minutes back, so one published after the
+    read serves the minute before instead of a 0; EFS, which may publish nothing for idle minutes, reads one minute."""
+    fsx, efs = _job("AWS/FSx"), _job("AWS/EFS")
+    assert fsx["length"] == 5 * fsx["period"] and efs["length"] == efs["period"]
+    late = dict.fromkeys(range(20), 1e9)  # minute 20 not yet published at the read of minute 23
+    assert served(late, 23, fsx) == 1e9 and served(late, 23, efs) == 0
+
+
+@needs_promtool
+def test_a_tier_cloudwatch_lists_no_metric_of_is_idle_unless_the_exporter_s_calls_fail(tmp_path: Path) -> None:
+    """obsreview5 G2: home's EFS has moved nothing in two weeks (a tier not used yet), so ListMetrics lists no metric of
+    it and the exporter serves only its info series. The tier reads 0 and CloudWatchStorageMetricsAbsent, which tells
+    the operator to debug the exporter's role and the tags, stays quiet. Once GetMetricData fails (the role denied), the
+    same tier is unrecorded and the alert fires."""
+    rp = platform()
+    rule = rules_of(rp, "aws")["CloudWatchStorageMetricsAbsent"]
+    fsx, efs = STORAGE_METRICS.sources["fsx-lustre"], STORAGE_METRICS.sources["efs"]
+    inputs = [
+        scraped(fsx.read_bytes, "fs-0a", "datasets", _minute(1e9)),
+        scraped(fsx.read_bytes, "fs-0b", "checkpoints", _minute(0)),
+        info(fsx.discovered, "fs-0a", "datasets", f"0{STEPS}"),
+        info(fsx.discovered, "fs-0b", "checkpoints", f"0{STEPS}"),
+        info(efs.discovered, "fs-0d", "home", f"0{STEPS}"),
+    ]
+    at = 'site="aws",tier="home"'
+    run_promtool(rp, "aws", [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded('tier:storage_client_read_bytes:rate5m{tier="home"}', at, 0, at="30m"),
+        rounded('tier:storage_client_ops:rate5m{tier="home"}', at, 0, at="30m"),
+        rounded('tier:storage_client_read_bytes:rate5m{tier="datasets"}', 'site="aws",tier="datasets"', 1e9, at="30m"),
+    ], "alert_rule_test": [
+        {"eval_time": "40m", "alertname": "CloudWatchStorageMetricsAbsent", "exp_alerts": []},
+    ]}], tmp_path)  # fmt: skip
+    # GetMetricData denied from minute 10: no data series of any file system, the request errors counting
+    denied = [info(fsx.discovered, "fs-0a", "datasets", f"0{STEPS}"), info(efs.discovered, "fs-0d", "home", f"0{STEPS}"),
+              info(fsx.discovered, "fs-0b", "checkpoints", f"0{STEPS}"),
+              {"series": f'yace_cloudwatch_request_errors_total{{job="{FULLNAME}",instance="10.0.3.7:5000",api_name="GetMetricData"}}',
+               "values": "0x10 1+1x50"}]  # fmt: skip
+    run_promtool(rp, "aws", [{"interval": "1m", "input_series": denied, "alert_rule_test": [
+        {"eval_time": "40m", "alertname": "CloudWatchStorageMetricsAbsent", "exp_alerts": [
+            expected(rule, {"tier": t}, "1") for t in ("checkpoints", "datasets", "home")]},
+    ]}], tmp_path)  # fmt: skip

@@ -54,7 +54,8 @@ def test_kpis_have_stable_names_per_team_pool_and_workload() -> None:
 def test_the_scrape_configuration_gives_what_the_kpis_join_on() -> None:
     rp = platform()
     values = monitoring_values(rp, rp.site("aws"))
-    assert "pods=[alicerce.dev/workload]" in values["kube-state-metrics"]["metricLabelsAllowlist"]
+    # the workload label, and LeaderWorkerSet's worker index that tells a serving group's leader (obsreview5 G9)
+    assert "pods=[alicerce.dev/workload,leaderworkerset.sigs.k8s.io/worker-index]" in values["kube-state-metrics"]["metricLabelsAllowlist"]
     relabel = values["prometheus-node-exporter"]["prometheus"]["monitor"]["relabelings"]
     assert relabel == [{"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node"}]
 

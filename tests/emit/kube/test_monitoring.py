@@ -136,7 +136,7 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
     server = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 1, ("chat-0", "serving", "vllm")))
     key = {k: held[k] for k in ("Hostname", "gpu", "UUID")}
     idle_key = {k: idle[k] for k in ("Hostname", "gpu", "UUID")}
-    xid94, xid48 = key | {"xid": "94"}, key | {"xid": "48"}
+    xid94, xid48, xid154 = key | {"xid": "94"}, key | {"xid": "48"}, key | {"xid": "154"}
 
     def xids(gpu: dict[str, str], code: int | None = None) -> dict[str, str]:
         """dcgm-exporter's XID count of a GPU: one series per code seen in its window, or one without xid."""
@@ -191,6 +191,14 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
                 {"eval_time": "20m", "alertname": "GPUCriticalXid", "exp_alerts": []},
                 {"eval_time": "20m", "alertname": "GPUXidError", "exp_alerts": []},
                 {"eval_time": "64m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rules["GPUCriticalXid"], xid94, "1")]},
+            ],
+        },
+        {  # review obsreview5 G10: XID 154 (the driver's recovery action became a reset, a reboot or a drain, after
+            # an XID no list names, e.g. 140) pages like the XIDs it summarises
+            "interval": "1m",
+            "input_series": [{"series": series(XID_COUNT_METRIC, xids(held, 154)), "values": "_x2 1x4 stale"}],
+            "alert_rule_test": [
+                {"eval_time": "3m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rules["GPUCriticalXid"], xid154, "1")]},
             ],
         },
         {  # review T6: XID 48 kills the job holding GPU 0; the pod is gone by the next scrape, so the XID comes on the

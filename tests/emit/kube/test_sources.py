@@ -170,6 +170,39 @@ def test_a_serving_workload_with_no_ready_pod_pages_once_it_has_served(tmp_path:
 
 
 @needs_promtool
+def test_a_leaderworkerset_group_is_served_by_its_leader(tmp_path: Path) -> None:
+    """obsreview5 G9: a multi-node model in a LeaderWorkerSet labelled as a whole; its workers (worker index 1) are
+    ready and serve no /metrics. They are no unscraped replica, and a crash-looping leader beside them is an outage."""
+    rules = rules_of(platform(), "aws")
+
+    def pod(name: str, index: str, ready: str, scraped: bool) -> list[dict[str, str]]:
+        assert "kube_pod_labels" in load("kube-state-metrics", "2.20.0", "metrics.json")
+        at = f'namespace="serving",pod="{name}"'
+        lws = f'label_leaderworkerset_sigs_k8s_io_worker_index="{index}"'
+        out = [
+            {"series": f'kube_pod_labels{{{at},label_alicerce_dev_workload="chat-70b",{lws}}}', "values": "1x90"},
+            {"series": f'kube_pod_status_phase{{{at},phase="Running"}}', "values": "1x90"},
+            {"series": f'kube_pod_status_ready{{{at},uid="u-{name}",condition="true"}}', "values": ready},
+        ]
+        if scraped:
+            out.append({"series": f'up{{job="serving",{at},alicerce_dev_workload="chat-70b"}}', "values": "1x90"})
+        return out
+
+    key = {"namespace": "serving", "workload": "chat-70b"}
+    serving = pod("chat-70b-0", "0", "1x90", True) + pod("chat-70b-0-1", "1", "1x90", False)
+    crashed = pod("chat-70b-0", "0", "1x60 0x30", True) + pod("chat-70b-0-1", "1", "1x90", False)
+    for name, inputs, fired in (
+        ("ServingMetricsAbsent", serving, []),
+        ("ServingWorkloadDown", serving, []),
+        ("ServingWorkloadDown", crashed, [expected(rules["ServingWorkloadDown"], key, "1")]),
+    ):
+        path = tmp_path / f"{name}-{len(fired)}"
+        path.mkdir()
+        run_promtool(platform(), "aws", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+            {"eval_time": "80m", "alertname": name, "exp_alerts": fired}]}], path)  # fmt: skip
+
+
+@needs_promtool
 def test_a_node_left_cordoned_for_days_is_reported(tmp_path: Path) -> None:
     """obsreview4 G6: cordoned nodes raise no missing-exporter or missing-GPU alert, so one forgotten after a repair
     would hide its faults for good. Three days cordoned warns; a night's repair does not."""
@@ -250,3 +283,33 @@ def test_a_fabric_rail_that_went_down_or_keeps_flapping_alerts(tmp_path: Path) -
     tmp.mkdir()
     run_promtool(platform(), "dc1", [{"interval": "1m", "input_series": flaps, "alert_rule_test": [
         {"eval_time": "60m", "alertname": "FabricLinkFlapping", "exp_alerts": [flapping]}]}], tmp)  # fmt: skip
+
+
+@needs_promtool
+def test_a_port_error_counter_stopped_at_its_maximum_is_reported(tmp_path: Path) -> None:
+    """link_downed is 8 bits and symbol/receive errors 16 in the IB PortCounters the kernel reads, and they stop at
+    all ones: mlx5_0 goes down 6 times in 6 minutes to 255 and keeps flapping unseen (FabricLinkFlapping quiet an
+    hour later); mlx5_1 has both link_downed and symbol_error at their maximum; mlx5_2 at 200 still counts."""
+    rules = rules_of(platform(), "dc1")
+
+    def counter(name: str, device: str, values: str) -> dict[str, str]:
+        assert name in load("node-exporter", "v1.12.1", "metrics.json"), name
+        labels = f'job="node-exporter",instance="{NODE}:9100",node="{NODE}",device="{device}",port="1"'
+        return {"series": f"{name}{{{labels}}}", "values": values}
+
+    inputs = [
+        *[{**n, "values": "1x130"} for n in node_labels(NODE)],
+        counter("node_infiniband_link_downed_total", "mlx5_0", "249+1x6 255x124"),
+        counter("node_infiniband_link_downed_total", "mlx5_1", "255x130"),
+        counter("node_infiniband_symbol_error_total", "mlx5_1", "65535x130"),
+        counter("node_infiniband_link_downed_total", "mlx5_2", "200x130"),
+    ]
+    saturated = rules["FabricCountersSaturated"]
+    run_promtool(platform(), "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "60m", "alertname": "FabricLinkFlapping", "exp_alerts": [
+            expected(rules["FabricLinkFlapping"], {"node": NODE, "device": "mlx5_0", "port": "1"}, "")]},
+        {"eval_time": "130m", "alertname": "FabricLinkFlapping", "exp_alerts": []},  # what the counter can tell
+        {"eval_time": "130m", "alertname": "FabricCountersSaturated", "exp_alerts": [
+            expected(saturated, {"node": NODE, "device": "mlx5_0", "port": "1"}, "1"),
+            expected(saturated, {"node": NODE, "device": "mlx5_1", "port": "1"}, "2")]},
+    ]}], tmp_path)  # fmt: skip

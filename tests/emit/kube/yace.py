@@ -67,3 +67,17 @@ def label_name(text: str) -> str:
 def found(search_tags: list[Mapping[str, str]], tags: Mapping[str, str]) -> bool:
     """FilterThroughTags: the resource carries every searched key, each value matching its (unanchored) expression."""
     return all(t["key"] in tags and re.search(t["value"], tags[t["key"]]) is not None for t in search_tags)
+
+
+def served(published: Mapping[int, float], minute: int, job: Mapping[str, Any]) -> float:
+    """The value one read at the whole ``minute`` serves for a series CloudWatch has the datapoints ``published`` of
+    (the minute a period starts -> its statistic), under a discovery ``job``'s period, length and delay (seconds):
+    pkg/job/getmetricdata/windowcalculator.go Calculate (now - period/2 rounded to the period: the minute itself, since
+    Go rounds halves up; the window [now - delay - length, now - delay), GetMetricData's end being exclusive), the
+    newest datapoint in it (one per series without exportAllDataPoints), none: 0 with nilToZero, else NaN
+    (pkg/promutil/migrate.go BuildMetrics)."""
+    end = minute * 60 - job["delay"]
+    inside = [m for m in published if end - job["length"] <= m * 60 < end]
+    if inside:
+        return published[max(inside)]
+    return 0.0 if job["nilToZero"] else float("nan")
