@@ -37,7 +37,9 @@ def fabric_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         ever = f"(count by (node) ({PORT_LAST_ACTIVE}) or 0 * {members})"
         return f"{ever} * on (node) group_left () ({members} > 0) < {rails[pool]}"
 
-    missing = in_service(settled(" or ".join(never_up(p) for p in pools)))
+    # each pool's term in parentheses, and their union too: `and`/`unless` bind tighter than `or`, so unwrapped the grace
+    # and the cordon filtered only the last pool's term (review obsreview6 DEFECT 4)
+    missing = in_service(settled("(" + " or ".join(f"({never_up(p)})" for p in pools) + ")"))
     return [
         Alert(FABRIC_RAILS_NEVER_UP, missing, "15m", "warning",
               "Node {{ $labels.node }} has {{ $value }} fabric ports up, fewer than its pool's rails",
