@@ -15,6 +15,8 @@ from alicerce.emit.kube.kpi import IB_PORT_ACTIVE, POOL_NODE_LABEL, PORT_LAST_AC
 from alicerce.resolve.model import ResolvedPlatform
 
 PORT = "node, device, port"
+# the node exporter answers on a node and its infiniband collector reports at least one port there
+PORTS_REPORTED = "max by (node) (node_infiniband_state_id)"
 
 
 def fabric_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
@@ -39,7 +41,10 @@ def fabric_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
 
     # each pool's term in parentheses, and their union too: `and`/`unless` bind tighter than `or`, so unwrapped the grace
     # and the cordon filtered only the last pool's term (review obsreview6 DEFECT 4)
-    missing = in_service(settled("(" + " or ".join(f"({never_up(p)})" for p in pools) + ")"))
+    # only where the node exporter reports ports: a node whose exporter is down (NodeExporterAbsent) or whose collector
+    # sees no port at all (FabricCountersAbsent) is not a cabling fault (review obsreview6 DEFECT 3)
+    pools_short = "(" + " or ".join(f"({never_up(p)})" for p in pools) + ")"
+    missing = in_service(settled(f"{pools_short} and on (node) {PORTS_REPORTED}"))
     return [
         Alert(FABRIC_RAILS_NEVER_UP, missing, "15m", "warning",
               "Node {{ $labels.node }} has {{ $value }} fabric ports up, fewer than its pool's rails",

@@ -313,3 +313,19 @@ def test_rails_never_up_keeps_the_cordon_and_the_grace_for_every_pool_of_a_site(
     (tmp_path / "a").mkdir()
     run_promtool(rp, "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
         {"eval_time": "60m", "alertname": "FabricRailsNeverUp", "exp_alerts": fired}]}], tmp_path / "a")  # fmt: skip
+
+
+@needs_promtool
+def test_rails_never_up_stays_quiet_where_the_node_exporter_reports_no_port(tmp_path: Path) -> None:
+    """obsreview6 DEFECT 3: a node whose node exporter is down (not scheduled yet, broken) read as "0 fabric ports up"
+    and sent the operator to the cabling; NodeExporterAbsent or FabricCountersAbsent is the alert there. A node of the
+    same pool with 7 of 8 rails up still warns."""
+    rp = platform()
+    rule = rules_of(rp, "dc1")["FabricRailsNeverUp"]
+    silent, broken = "gpu-002", "gpu-003"
+    inputs = pool_node(silent, "onprem-h100", -3600) + pool_node(broken, "onprem-h100", -3600)
+    inputs += [ib_port(broken, f"mlx5_{i}", "4x120" if i < 7 else "1x120") for i in range(8)]
+    (tmp_path / "a").mkdir()
+    run_promtool(rp, "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "60m", "alertname": "FabricRailsNeverUp", "exp_alerts": [expected(rule, {"node": broken}, "7")]}]}],
+        tmp_path / "a")  # fmt: skip
