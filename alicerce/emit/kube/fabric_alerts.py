@@ -26,9 +26,12 @@ def fabric_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         return []  # EFA and fabrics without port counters report no port state to the node exporter
     nodes = f'max by (node) (kube_node_labels{{{POOL_NODE_LABEL}=~"{"|".join(pools)}"}})'
     on_pools = f"* on (node) group_left () ({nodes} > 0)"
-    # a port active in the last 30 days (kpi.PORT_LAST_ACTIVE): a rail down for days stays reported, also after the
-    # node was cordoned and uncordoned in between
-    down = in_service(f"(max by ({PORT}) (node_infiniband_state_id) != {IB_PORT_ACTIVE}) {on_pools} and on ({PORT}) {PORT_LAST_ACTIVE}")
+    # a port active in the last 30 days (kpi.PORT_LAST_ACTIVE) that is not ACTIVE now: a rail down for days stays
+    # reported, also after the node was cordoned and uncordoned in between. Present or not: an HCA that left
+    # /sys/class/infiniband (a PCIe surprise removal, a card not enumerated after a reboot) has no state series at all
+    # and is down as well, on a node whose exporter still reports ports (review obsreview6 DEFECT 5)
+    active = f"(max by ({PORT}) (node_infiniband_state_id) == {IB_PORT_ACTIVE})"
+    down = in_service(f"({PORT_LAST_ACTIVE} unless on ({PORT}) {active}) {on_pools} and on (node) {PORTS_REPORTED}")
     flapping = in_service(f"sum by ({PORT}) (increase(node_infiniband_link_downed_total[1h])) {on_pools} > 2")
 
     # a rail that never came up (a dead HCA, an uncabled port on a new node) was never active, so FabricPortDown cannot

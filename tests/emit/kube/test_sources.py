@@ -285,12 +285,12 @@ def ib_port(node: str, device: str, states: str) -> dict[str, str]:
     return {"series": f"node_infiniband_state_id{{{labels}}}", "values": states}
 
 
-def pool_node(node: str, pool: str, created: int, unschedulable: int = 0) -> list[dict[str, str]]:
-    """kube-state-metrics' label, creation time and cordon flag of one node of ``pool``."""
+def pool_node(node: str, pool: str, created: int, unschedulable: int = 0, minutes: int = 120) -> list[dict[str, str]]:
+    """kube-state-metrics' label, creation time and cordon flag of one node of ``pool``, a sample a minute."""
     return [
-        {"series": f'kube_node_labels{{node="{node}",label_alicerce_dev_pool="{pool}"}}', "values": "1x120"},
-        {"series": f'kube_node_created{{node="{node}"}}', "values": f"{created}x120"},
-        {"series": f'kube_node_spec_unschedulable{{node="{node}"}}', "values": f"{unschedulable}x120"},
+        {"series": f'kube_node_labels{{node="{node}",label_alicerce_dev_pool="{pool}"}}', "values": f"1x{minutes}"},
+        {"series": f'kube_node_created{{node="{node}"}}', "values": f"{created}x{minutes}"},
+        {"series": f'kube_node_spec_unschedulable{{node="{node}"}}', "values": f"{unschedulable}x{minutes}"},
     ]
 
 
@@ -329,3 +329,24 @@ def test_rails_never_up_stays_quiet_where_the_node_exporter_reports_no_port(tmp_
     run_promtool(rp, "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
         {"eval_time": "60m", "alertname": "FabricRailsNeverUp", "exp_alerts": [expected(rule, {"node": broken}, "7")]}]}],
         tmp_path / "a")  # fmt: skip
+
+
+@needs_promtool
+def test_a_rail_whose_adapter_vanished_is_down(tmp_path: Path) -> None:
+    """obsreview6 DEFECT 5: an HCA that left /sys/class/infiniband (fell off the PCIe bus) has no state series, so
+    FabricPortDown never saw it and the 30-day memory kept FabricRailsNeverUp quiet. A remembered port with no series is
+    down now; the same loss on a cordoned node, a port that never existed and a node whose exporter stopped stay quiet."""
+    rp = platform()
+    rule = rules_of(rp, "dc1")["FabricPortDown"]
+    lost, drained, other, gone = "gpu-003", "gpu-004", "gpu-005", "gpu-006"
+    inputs = pool_node(lost, "onprem-h100", -3600, minutes=240) + pool_node(drained, "onprem-h100", -3600, 1, minutes=240)
+    inputs += pool_node(other, "onprem-h100", -3600, minutes=240) + pool_node(gone, "onprem-h100", -3600, minutes=240)
+    for node in (lost, drained):  # mlx5_7's series end at 60 min, the other rails stay ACTIVE
+        inputs += [ib_port(node, f"mlx5_{i}", "4x240" if i < 7 else "4x60") for i in range(8)]
+    inputs += [ib_port(other, f"mlx5_{i}", "4x240") for i in range(8)]  # never had an mlx5_8: nothing to miss
+    inputs += [ib_port(gone, f"mlx5_{i}", "4x60") for i in range(8)]  # the exporter stopped: NodeExporterAbsent's
+    fired = expected(rule, {"node": lost, "device": "mlx5_7", "port": "1"}, "1")
+    (tmp_path / "a").mkdir()
+    run_promtool(rp, "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "150m", "alertname": "FabricPortDown", "exp_alerts": [fired]},
+        {"eval_time": "150m", "alertname": "FabricRailsNeverUp", "exp_alerts": []}]}], tmp_path / "a")  # fmt: skip
