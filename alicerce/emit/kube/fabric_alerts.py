@@ -38,6 +38,8 @@ SATURATED = {
     "node_infiniband_symbol_error_total": 65535,
     "node_infiniband_port_errors_received_total": 65535,
 }
+# the node exporter answers on a node and its infiniband collector reports at least one port there
+PORTS_REPORTED = "max by (node) (node_infiniband_state_id)"
 
 
 def fabric_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
@@ -47,9 +49,12 @@ def fabric_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         return []  # EFA and fabrics without port counters report no port state to the node exporter
     nodes = f'max by (node) (kube_node_labels{{{POOL_NODE_LABEL}=~"{"|".join(pools)}"}})'
     on_pools = f"* on (node) group_left () ({nodes} > 0)"
-    # a port active in the last 30 days (kpi.PORT_LAST_ACTIVE): a rail down for days stays reported, also after the
-    # node was cordoned and uncordoned in between
-    down = in_service(f"(max by ({PORT}) (node_infiniband_state_id) != {IB_PORT_ACTIVE}) {on_pools} and on ({PORT}) {PORT_LAST_ACTIVE}")
+    # a port active in the last 30 days (kpi.PORT_LAST_ACTIVE) that is not ACTIVE now: a rail down for days stays
+    # reported, also after the node was cordoned and uncordoned in between. Present or not: an HCA that left
+    # /sys/class/infiniband (a PCIe surprise removal, a card not enumerated after a reboot) has no state series at all
+    # and is down as well, on a node whose exporter still reports ports (review obsreview6 DEFECT 5)
+    active = f"(max by ({PORT}) (node_infiniband_state_id) == {IB_PORT_ACTIVE})"
+    down = in_service(f"({PORT_LAST_ACTIVE} unless on ({PORT}) {active}) {on_pools} and on (node) {PORTS_REPORTED}")
     flapping = in_service(f"sum by ({PORT}) (increase(node_infiniband_link_downed_total[1h])) {on_pools} > 2")
 
     # a rail that never came up (a dead HCA, an uncabled port on a new node) was never active, so FabricPortDown cannot
@@ -60,7 +65,12 @@ def fabric_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         ever = f"(count by (node) ({PORT_LAST_ACTIVE}) or 0 * {members})"
         return f"{ever} * on (node) group_left () ({members} > 0) < {rails[pool]}"
 
-    missing = in_service(settled(" or ".join(never_up(p) for p in pools)))
+    # each pool's term in parentheses, and their union too: `and`/`unless` bind tighter than `or`, so unwrapped the grace
+    # and the cordon filtered only the last pool's term (review obsreview6 DEFECT 4)
+    # only where the node exporter reports ports: a node whose exporter is down (NodeExporterAbsent) or whose collector
+    # sees no port at all (FabricCountersAbsent) is not a cabling fault (review obsreview6 DEFECT 3)
+    pools_short = "(" + " or ".join(f"({never_up(p)})" for p in pools) + ")"
+    missing = in_service(settled(f"{pools_short} and on (node) {PORTS_REPORTED}"))
     # a comparison drops the name: each keeps it in a label of its own, or `or` would keep one counter of a port
     stopped = " or ".join(f'label_replace({name} >= {top}, "counter", "{name}", "", "")' for name, top in SATURATED.items())
     saturated = in_service(f"count by ({PORT}) ({stopped}) {on_pools}")

@@ -8,6 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from alicerce.catalog.alerts import SOURCE_ALERTS, STATIC_ALERTS
+from alicerce.resolve.model import ResolvedPlatform
+from alicerce.rules.validate import validated
+from alicerce.spec.loader import load_text
+from tests.conftest import ROOT
 from tests.emit.kube.test_diagnoses import NODE, OTHER, STEPS, cordoned, gpus, io, node_counter, node_labels
 from tests.emit.kube.test_monitoring import expected, needs_promtool, platform, rules_of, run_promtool
 from tests.emit.kube.upstream import load
@@ -313,3 +317,99 @@ def test_a_port_error_counter_stopped_at_its_maximum_is_reported(tmp_path: Path)
             expected(saturated, {"node": NODE, "device": "mlx5_0", "port": "1"}, "1"),
             expected(saturated, {"node": NODE, "device": "mlx5_1", "port": "1"}, "2")]},
     ]}], tmp_path)  # fmt: skip
+
+
+H200_POOL = """
+  - name: onprem-h200
+    site: dc1
+    purpose: training
+    accelerator: "H200-SXM5-141GB:8"
+    onprem:
+      hosts:
+        - {hosts: "gpu-[101:104].dc1.acme.example", rack: r03}
+      hcas: 8
+    scaling: {min: 4, max: 4}
+    fabric: ib-dc1
+    taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
+"""
+
+
+def two_fabric_pools() -> ResolvedPlatform:
+    """The reference platform with a second InfiniBand pool (H200) on dc1's fabric beside the H100 one."""
+    text = (ROOT / "platform.yaml").read_text()
+    assert text.count("\nstorage:\n") == 1
+    return validated(load_text(text.replace("\nstorage:\n", H200_POOL + "\nstorage:\n"), "platform.yaml"), "prod")
+
+
+def ib_port(node: str, device: str, states: str) -> dict[str, str]:
+    """node-exporter v1.12.1's port state of one device's port 1 on a node (4: ACTIVE)."""
+    assert "node_infiniband_state_id" in load("node-exporter", "v1.12.1", "metrics.json")
+    labels = f'job="node-exporter",instance="{node}:9100",node="{node}",device="{device}",port="1"'
+    return {"series": f"node_infiniband_state_id{{{labels}}}", "values": states}
+
+
+def pool_node(node: str, pool: str, created: int, unschedulable: int = 0, minutes: int = 120) -> list[dict[str, str]]:
+    """kube-state-metrics' label, creation time and cordon flag of one node of ``pool``, a sample a minute."""
+    return [
+        {"series": f'kube_node_labels{{node="{node}",label_alicerce_dev_pool="{pool}"}}', "values": f"1x{minutes}"},
+        {"series": f'kube_node_created{{node="{node}"}}', "values": f"{created}x{minutes}"},
+        {"series": f'kube_node_spec_unschedulable{{node="{node}"}}', "values": f"{unschedulable}x{minutes}"},
+    ]
+
+
+@needs_promtool
+def test_rails_never_up_keeps_the_cordon_and_the_grace_for_every_pool_of_a_site(tmp_path: Path) -> None:
+    """obsreview6 DEFECT 4: with two fabric pools, ``A or B and on (grace) unless on (cordoned)`` filtered only the last
+    pool's term, so a cordoned H100 node and one still installing warned. Each pool: a cordoned node and a node created
+    at 40 min stay quiet at 60 min; an uncordoned node long in service with 7 of 8 rails warns."""
+    rp = two_fabric_pools()
+    rule = rules_of(rp, "dc1")["FabricRailsNeverUp"]
+    inputs: list[dict[str, str]] = []
+    fired = []
+    for pool, first in (("onprem-h100", 1), ("onprem-h200", 101)):
+        cordoned_node, new, broken = (f"gpu-{first + i:03d}" for i in range(3))
+        inputs += pool_node(cordoned_node, pool, -3600, unschedulable=1) + pool_node(new, pool, 2400) + pool_node(broken, pool, -3600)
+        inputs += [ib_port(cordoned_node, f"mlx5_{i}", "4x120" if i < 7 else "1x120") for i in range(8)]
+        inputs += [ib_port(new, f"mlx5_{i}", "1x120") for i in range(8)]
+        inputs += [ib_port(broken, f"mlx5_{i}", "4x120" if i < 7 else "1x120") for i in range(8)]
+        fired.append(expected(rule, {"node": broken}, "7"))
+    (tmp_path / "a").mkdir()
+    run_promtool(rp, "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "60m", "alertname": "FabricRailsNeverUp", "exp_alerts": fired}]}], tmp_path / "a")  # fmt: skip
+
+
+@needs_promtool
+def test_rails_never_up_stays_quiet_where_the_node_exporter_reports_no_port(tmp_path: Path) -> None:
+    """obsreview6 DEFECT 3: a node whose node exporter is down (not scheduled yet, broken) read as "0 fabric ports up"
+    and sent the operator to the cabling; NodeExporterAbsent or FabricCountersAbsent is the alert there. A node of the
+    same pool with 7 of 8 rails up still warns."""
+    rp = platform()
+    rule = rules_of(rp, "dc1")["FabricRailsNeverUp"]
+    silent, broken = "gpu-002", "gpu-003"
+    inputs = pool_node(silent, "onprem-h100", -3600) + pool_node(broken, "onprem-h100", -3600)
+    inputs += [ib_port(broken, f"mlx5_{i}", "4x120" if i < 7 else "1x120") for i in range(8)]
+    (tmp_path / "a").mkdir()
+    run_promtool(rp, "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "60m", "alertname": "FabricRailsNeverUp", "exp_alerts": [expected(rule, {"node": broken}, "7")]}]}],
+        tmp_path / "a")  # fmt: skip
+
+
+@needs_promtool
+def test_a_rail_whose_adapter_vanished_is_down(tmp_path: Path) -> None:
+    """obsreview6 DEFECT 5: an HCA that left /sys/class/infiniband (fell off the PCIe bus) has no state series, so
+    FabricPortDown never saw it and the 30-day memory kept FabricRailsNeverUp quiet. A remembered port with no series is
+    down now; the same loss on a cordoned node, a port that never existed and a node whose exporter stopped stay quiet."""
+    rp = platform()
+    rule = rules_of(rp, "dc1")["FabricPortDown"]
+    lost, drained, other, gone = "gpu-003", "gpu-004", "gpu-005", "gpu-006"
+    inputs = pool_node(lost, "onprem-h100", -3600, minutes=240) + pool_node(drained, "onprem-h100", -3600, 1, minutes=240)
+    inputs += pool_node(other, "onprem-h100", -3600, minutes=240) + pool_node(gone, "onprem-h100", -3600, minutes=240)
+    for node in (lost, drained):  # mlx5_7's series end at 60 min, the other rails stay ACTIVE
+        inputs += [ib_port(node, f"mlx5_{i}", "4x240" if i < 7 else "4x60") for i in range(8)]
+    inputs += [ib_port(other, f"mlx5_{i}", "4x240") for i in range(8)]  # never had an mlx5_8: nothing to miss
+    inputs += [ib_port(gone, f"mlx5_{i}", "4x60") for i in range(8)]  # the exporter stopped: NodeExporterAbsent's
+    fired = expected(rule, {"node": lost, "device": "mlx5_7", "port": "1"}, "1")
+    (tmp_path / "a").mkdir()
+    run_promtool(rp, "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "150m", "alertname": "FabricPortDown", "exp_alerts": [fired]},
+        {"eval_time": "150m", "alertname": "FabricRailsNeverUp", "exp_alerts": []}]}], tmp_path / "a")  # fmt: skip
