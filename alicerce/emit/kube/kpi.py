@@ -54,6 +54,10 @@ SERVING_READY = "workload:serving_ready_pods:count"
 # when a serving workload last had a ready pod, and a fabric port was last active (alicerce.emit.kube.sources and
 # fabric_alerts: "down after serving" and "a rail that was up" are told from "never up" by these)
 SERVING_LAST_READY = "workload:serving_ready:last_timestamp"
+# the live pods of a serving workload, and when it last had none after having served (scaled to zero): a start from
+# zero that is not ready yet is no outage (review obsreview6 DEFECT 1)
+SERVING_LIVE = "workload:serving_live_pods:count"
+SERVING_LAST_EMPTY = "workload:serving_no_live_pod:last_timestamp"
 PORT_LAST_ACTIVE = "node_port:infiniband_active:last_timestamp"
 # how long they remember: an outage or a rail down for longer is still reported, and a cordon (a drain, a driver
 # upgrade), a Prometheus restart or the alert's own resolution in between does not erase it (review obsreview5 DEFECT 2)
@@ -374,6 +378,13 @@ def serving_rules() -> list[dict[str, Any]]:
         _rule("workload:serving_up:ratio", workload(f'avg by ({by}) (up{{{SERVING_WORKLOAD_LABEL}!=""}})')),
         _rule(SERVING_READY, f"count by (namespace, workload) ({SERVING_POD} * on (namespace, pod) group_left () ({READY_PODS}))"),
         _last_seen(SERVING_LAST_READY, SERVING_READY, "namespace, workload"),
+        _rule(SERVING_LIVE, f"count by (namespace, workload) ({SERVING_POD} * on (namespace, pod) group_left () ({LIVE_PODS}))"),
+        # only while kube-state-metrics reports pods at all: its own outage is no scale-to-zero
+        _last_seen(
+            SERVING_LAST_EMPTY,
+            f"({SERVING_LAST_READY} unless on (namespace, workload) {SERVING_LIVE}) and on () (count(kube_pod_status_phase) > 0)",
+            "namespace, workload",
+        ),
     ]
     return rules
 

@@ -43,6 +43,7 @@ from alicerce.emit.kube.kpi import (
     LIVE_PODS,
     POOL_NODE_LABEL,
     READY_PODS,
+    SERVING_LAST_EMPTY,
     SERVING_LAST_READY,
     SERVING_POD,
     SERVING_READY,
@@ -140,7 +141,10 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         # not down (review obsreview5 DEFECT 4)
         live = f'{SERVING_POD}{{workload=~"{names}"}} * on (namespace, pod) group_left () ({LIVE_PODS})'
         exists = f"count by (namespace, workload) ({live})"
-        down = f"{exists} unless on (namespace, workload) {SERVING_READY} and on (namespace, workload) {SERVING_LAST_READY}"
+        # ready since it last had no live pod: a workload scaled up from zero (a night's scale-down, KEDA) loads for
+        # 10-20 minutes and is ServingWorkloadNeverReady's if it never gets there (review obsreview6 DEFECT 1)
+        served = f"{SERVING_LAST_READY} > on (namespace, workload) ({SERVING_LAST_EMPTY} or 0 * {SERVING_LAST_READY})"
+        down = f"{exists} unless on (namespace, workload) {SERVING_READY} and on (namespace, workload) ({served})"
         alerts.append(Alert(SERVING_WORKLOAD_DOWN, down, "5m", "critical",
                             "{{ $labels.namespace }}/{{ $labels.workload }} has no ready replica",
                             "The serving workload answers no request: every pod is pending, crashing or failing its "

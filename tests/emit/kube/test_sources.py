@@ -171,6 +171,24 @@ def test_a_serving_workload_with_no_ready_pod_pages_once_it_has_served(tmp_path:
     run(evicted, "ServingWorkloadDown", False, tmp_path / "g")
     run(evicted, "ServingWorkloadNeverReady", False, tmp_path / "h")
     run(pod("chat-70b-0", "1x60 0x30") + pod("chat-70b-1", "1x40 0x50", 40), "ServingWorkloadDown", True, tmp_path / "i")
+    # obsreview6 DEFECT 1: scaled to zero after serving, scaled up again at 10 h: Pending 3 minutes, then loading the
+    # model until 10h20m. Not an outage (never ready since it had no pod): quiet while it loads
+    at = 'namespace="serving",pod="chat-70b-{}"'
+    morning = [
+        {"series": f'kube_pod_labels{{{at.format(0)},label_alicerce_dev_workload="chat-70b"}}', "values": "1x60"},
+        {"series": f'kube_pod_status_phase{{{at.format(0)},phase="Running"}}', "values": "1x60"},
+        {"series": f'kube_pod_status_ready{{{at.format(0)},uid="u-0",condition="true"}}', "values": "1x60"},
+        {"series": f'kube_pod_labels{{{at.format(1)},label_alicerce_dev_workload="chat-70b"}}', "values": "_x599 1x30"},
+        {"series": f'kube_pod_status_phase{{{at.format(1)},phase="Pending"}}', "values": "_x599 1x3 0x27"},
+        {"series": f'kube_pod_status_phase{{{at.format(1)},phase="Running"}}', "values": "_x599 0x3 1x27"},
+        {"series": f'kube_pod_status_ready{{{at.format(1)},uid="u-1",condition="true"}}', "values": "_x599 0x21 1x9"},
+        # the rest of the cluster: kube-state-metrics reports pods throughout
+        {"series": 'kube_pod_status_phase{namespace="kube-system",pod="coredns-0",phase="Running"}', "values": "1x630"},
+    ]
+    (tmp_path / "j").mkdir()
+    run_promtool(platform(), "aws", [{"interval": "1m", "input_series": morning, "alert_rule_test": [
+        {"eval_time": "612m", "alertname": "ServingWorkloadDown", "exp_alerts": []},
+        {"eval_time": "619m", "alertname": "ServingWorkloadDown", "exp_alerts": []}]}], tmp_path / "j")  # fmt: skip
 
 
 @needs_promtool
