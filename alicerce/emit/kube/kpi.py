@@ -345,6 +345,12 @@ def queue_rules() -> list[dict[str, Any]]:
 E2E = "vllm:e2e_request_latency_seconds"
 
 
+def _live_from_source() -> str:
+    """The live pods of each serving workload, from kube-state-metrics' series alone (no recorded join)."""
+    pods = _as("workload", WORKLOAD_POD_LABEL, f'kube_pod_labels{{{WORKLOAD_POD_LABEL}!=""}}')
+    return f"count by (namespace, workload) (max by (namespace, pod, workload) ({pods}) * on (namespace, pod) group_left () ({LIVE_PODS}))"
+
+
 def serving_rules() -> list[dict[str, Any]]:
     """Inference latency percentiles, throughput, error rate and availability per workload, from vLLM's own metrics."""
 
@@ -379,10 +385,13 @@ def serving_rules() -> list[dict[str, Any]]:
         _rule(SERVING_READY, f"count by (namespace, workload) ({SERVING_POD} * on (namespace, pod) group_left () ({READY_PODS}))"),
         _last_seen(SERVING_LAST_READY, SERVING_READY, "namespace, workload"),
         _rule(SERVING_LIVE, f"count by (namespace, workload) ({SERVING_POD} * on (namespace, pod) group_left () ({LIVE_PODS}))"),
-        # only while kube-state-metrics reports pods at all: its own outage is no scale-to-zero
+        # only while kube-state-metrics reports pods at all: its own outage is no scale-to-zero. The live pods are read
+        # from kube-state-metrics itself here, not through the joins group's record: after a gap (a Prometheus restart,
+        # a kube-state-metrics outage) this group may run before that one, whose record is then stale, and a workload
+        # that never left read as scaled to zero, silencing its outage (found by promtool's random group order)
         _last_seen(
             SERVING_LAST_EMPTY,
-            f"({SERVING_LAST_READY} unless on (namespace, workload) {SERVING_LIVE}) and on () (count(kube_pod_status_phase) > 0)",
+            f"({SERVING_LAST_READY} unless on (namespace, workload) {_live_from_source()}) and on () (count(kube_pod_status_phase) > 0)",
             "namespace, workload",
         ),
     ]

@@ -98,12 +98,19 @@ def needed_rules(groups: list[dict[str, Any]], tests: list[dict[str, Any]]) -> l
     return [group for group in pruned if group["rules"]]
 
 
-def run_promtool(rp: ResolvedPlatform, site: str, tests: list[dict[str, Any]], tmp_path: Path, *, every: str = "1m") -> None:
+def run_promtool(
+    rp: ResolvedPlatform, site: str, tests: list[dict[str, Any]], tmp_path: Path, *, every: str = "1m", order: list[str] | None = None
+) -> None:
     """``every``: how often promtool evaluates every group. promtool 2.42 ignores a group's own ``interval`` (the
     hourly month record runs at this pace too), so a test over many hours whose inputs hold each value for at least
     ``every`` may take a coarser pace: a record is read back within its 5-minute lookback either way."""
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": needed_rules(rule_groups(rp, site), tests)}))
-    (tmp_path / "tests.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": every, "tests": tests}))
+    # ``order``: groups promtool evaluates first at each step, in that order (else its order is random, as a real
+    # Prometheus's groups run independently): a test pins the order a defect needs
+    document: dict[str, Any] = {"rule_files": ["rules.yaml"], "evaluation_interval": every, "tests": tests}
+    if order:
+        document["group_eval_order"] = order
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump(document))
     result = promtool("test", "rules", "tests.yaml", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
 
