@@ -656,6 +656,7 @@ GRAMMARS: dict[str, Grammar] = {
     "ObjectPrefix": _OBJECTPREFIX,
     "KeyFingerprint": _FINGERPRINT,
     "PciAddress": _PCIADDRESS,
+    "RdmaDevice": _RDMADEVICE,
 }
 """Every grammar by the name of its type (tests and docs list them)."""
 
