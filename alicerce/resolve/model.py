@@ -103,6 +103,7 @@ class RdmaAttachment(Resolved):
     gpudirect: GpuDirect = "none"  # on-prem GPU pools: the GPUDirect RDMA path (resolve.gpu.gpudirect_path)
     rate_gbps: float | None = None  # link rate per interface where the target decides it (None: the instance's bandwidth)
     host_stack: str | None = None  # the RDMA software the hosts run (rdma-core, doca-ofed), where alicerce installs it
+    rail_devices: tuple[str, ...] = ()  # the rails' RDMA device names where the spec names them (empty: every device)
 
     @property
     def port_counters(self) -> bool:

@@ -60,6 +60,7 @@ def _pool(spec: PlatformSpec, index: int, pool: NodePool, site: Site, *, catalog
             gpudirect=gpudirect_path(gpu, modules, fabric, placement.rdma_host_stack),
             rate_gbps=placement.rdma_rate_gbps,
             host_stack=placement.rdma_host_stack,
+            rail_devices=placement.rdma_rail_devices,
         )
     labels = {**tags, **pool.labels, "alicerce.dev/pool": pool.name, "alicerce.dev/purpose": pool.purpose}
     if gpu is not None:

@@ -575,6 +575,16 @@ _FINGERPRINT = Grammar(
 )
 """The full fingerprint of a repository signing key: the roles install the key only when it has it."""
 
+_RDMADEVICE = Grammar(
+    "RDMA device",
+    r"[A-Za-z0-9_.-]",
+    "letters, digits and '_', '.', '-'",
+    r"^[A-Za-z][A-Za-z0-9_.-]{0,62}$",
+    "an RDMA device name as /sys/class/infiniband lists it, such as mlx5_0",
+    63,
+)
+"""An RDMA device's name (the kernel's IB_DEVICE_NAME_MAX, 64 with the NUL): the node exporter's ``device`` label."""
+
 _PCIADDRESS = Grammar(
     "PCI address",
     r"[0-9A-Fa-f:.]",
@@ -597,6 +607,7 @@ LnetRoute = Annotated[str, LNET_ROUTE.validator, LNET_ROUTE.json]
 Url = Annotated[str, _URL.validator, _URL.json]
 KeyFingerprint = Annotated[str, _FINGERPRINT.validator, _FINGERPRINT.json]
 PciAddress = Annotated[str, _PCIADDRESS.validator, _PCIADDRESS.json]
+RdmaDevice = Annotated[str, _RDMADEVICE.validator, _RDMADEVICE.json]
 ApiEndpoint = Annotated[str, _APIENDPOINT.validator, _APIENDPOINT.json]
 GitUrl = Annotated[str, _GITURL.validator, _GITURL.json]
 GitRevision = Annotated[str, _GITREVISION.validator, _GITREVISION.json]
@@ -645,6 +656,7 @@ GRAMMARS: dict[str, Grammar] = {
     "ObjectPrefix": _OBJECTPREFIX,
     "KeyFingerprint": _FINGERPRINT,
     "PciAddress": _PCIADDRESS,
+    "RdmaDevice": _RDMADEVICE,
 }
 """Every grammar by the name of its type (tests and docs list them)."""
 

@@ -27,6 +27,8 @@ class PoolPlacement:
     # and the RDMA software its hosts run (rdma-core, doca-ofed; None: not alicerce's to install)
     rdma_rate_gbps: float | None = None
     rdma_host_stack: str | None = None
+    # the RDMA device names of the rails where the spec names them (empty: every device the node reports)
+    rdma_rail_devices: tuple[str, ...] = ()
     # how its rented capacity is bought (plan prices it, rules check reservations); owned capacity is never priced
     capacity_type: str = "on-demand"
 

@@ -85,6 +85,7 @@ AUDIT: dict[str, tuple[str, str]] = {
     "nodePools[].onprem.hosts[].rack": ("Word", "inventory group names"),
     "nodePools[].onprem.scratchDevices[]": ("Device", "mdadm command line (nvme_scratch role)"),
     "nodePools[].onprem.railAdapters[]": ("PciAddress", "rail selection (rdma and node_validation roles)"),
+    "nodePools[].onprem.railDevices[]": ("RdmaDevice", "PromQL device matcher (fabric alerts)"),
     "nodePools[].labels{key}": ("check_label_key", "kubelet --node-labels"),
     "nodePools[].labels{}": ("check_label_value", "kubelet --node-labels"),
     "nodePools[].taints[].key": ("check_label_key", "kubelet --register-with-taints"),
@@ -276,6 +277,7 @@ SAMPLES: dict[str, str] = {
     "ObjectPrefix": "curated/year=2026/",
     "KeyFingerprint": "EB693B3035CD5710E231E123A4B469963BF863CC",
     "PciAddress": "0000:1a:00.0",
+    "RdmaDevice": "mlx5_0",
 }
 """A value each grammar accepts."""
 

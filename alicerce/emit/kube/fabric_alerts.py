@@ -43,7 +43,11 @@ PORTS_REPORTED = "max by (node) (node_infiniband_state_id)"
 
 
 def fabric_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
-    rails = {p.name: p.rdma.interfaces for p in rp.site(site_name).pools if p.rdma is not None and p.rdma.port_counters}
+    fabric_pools = [p for p in rp.site(site_name).pools if p.rdma is not None and p.rdma.port_counters]
+    rails = {p.name: p.rdma.interfaces for p in fabric_pools if p.rdma is not None}
+    # the rails' devices where the spec names them (pool.onprem.railDevices): a storage or in-band port beside the rails
+    # neither counts as a rail nor pages as one (review obsreview6 DEFECT 2); empty, every device the exporter reports
+    devices = {p.name: _matcher(p.rdma.rail_devices) for p in fabric_pools if p.rdma is not None}
     pools = sorted(rails)
     if not pools:
         return []  # EFA and fabrics without port counters report no port state to the node exporter
@@ -54,16 +58,22 @@ def fabric_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     # /sys/class/infiniband (a PCIe surprise removal, a card not enumerated after a reboot) has no state series at all
     # and is down as well, on a node whose exporter still reports ports (review obsreview6 DEFECT 5)
     active = f"(max by ({PORT}) (node_infiniband_state_id) == {IB_PORT_ACTIVE})"
-    down = in_service(f"({PORT_LAST_ACTIVE} unless on ({PORT}) {active}) {on_pools} and on (node) {PORTS_REPORTED}")
+
+    def members(pool: str) -> str:
+        return f'max by (node) (kube_node_labels{{{POOL_NODE_LABEL}="{pool}"}})'
+
+    def lost(pool: str) -> str:
+        return f"({PORT_LAST_ACTIVE}{devices[pool]} unless on ({PORT}) {active}) * on (node) group_left () ({members(pool)} > 0)"
+
+    down = in_service("(" + " or ".join(f"({lost(p)})" for p in pools) + f") and on (node) {PORTS_REPORTED}")
     flapping = in_service(f"sum by ({PORT}) (increase(node_infiniband_link_downed_total[1h])) {on_pools} > 2")
 
     # a rail that never came up (a dead HCA, an uncabled port on a new node) was never active, so FabricPortDown cannot
     # see it: fewer ports active in the last 30 days than the pool's rails, once the node is past its install grace
     # (review obsreview5 G5). A port that went down is still counted here: FabricPortDown reports it
     def never_up(pool: str) -> str:
-        members = f'max by (node) (kube_node_labels{{{POOL_NODE_LABEL}="{pool}"}})'
-        ever = f"(count by (node) ({PORT_LAST_ACTIVE}) or 0 * {members})"
-        return f"{ever} * on (node) group_left () ({members} > 0) < {rails[pool]}"
+        ever = f"(count by (node) ({PORT_LAST_ACTIVE}{devices[pool]}) or 0 * {members(pool)})"
+        return f"{ever} * on (node) group_left () ({members(pool)} > 0) < {rails[pool]}"
 
     # each pool's term in parentheses, and their union too: `and`/`unless` bind tighter than `or`, so unwrapped the grace
     # and the cordon filtered only the last pool's term (review obsreview6 DEFECT 4)
@@ -95,3 +105,11 @@ def fabric_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
               "the cable (mlxlink), then clear the counters on the node (perfquery -C {{ $labels.device }} -P "
               "{{ $labels.port }} -R) so they count again."),
     ]  # fmt: skip
+
+
+def _matcher(rail_devices: tuple[str, ...]) -> str:
+    """A PromQL matcher on the node exporter's ``device`` label for these device names ('' for every device)."""
+    if not rail_devices:
+        return ""
+    escaped = "|".join(d.replace(".", "\\\\.") for d in rail_devices)  # a literal dot: \\. in a PromQL string
+    return f'{{device=~"{escaped}"}}'

@@ -76,6 +76,7 @@ def _pool(pool: NodePool, site: Site, fabric: Fabric | None, catalog: Catalog) -
         rdma_interfaces=adapters if transport is not None else 0,
         rdma_rate_gbps=transport.rate_gbps if transport is not None else None,
         rdma_host_stack=transport.stack if transport is not None else None,
+        rdma_rail_devices=tuple(pool.onprem.rail_devices) if transport is not None else (),
         racks=_racks(pool),
     )
 

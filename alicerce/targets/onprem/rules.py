@@ -40,6 +40,33 @@ def fabric_target(ctx: RuleContext) -> Iterable[Finding]:
             )
 
 
+@rules.rule("AL384", "rail-devices", "A pool that names its rail devices names each once and one per rail of its fabric.")
+def rail_devices(ctx: RuleContext) -> Iterable[Finding]:
+    # the fabric alerts count these devices against the rails: fewer would warn on every node forever, more would hide
+    # a rail that never came up behind the extra name (review obsreview6 DEFECT 2)
+    rails = {f.name: f.rails for f in ctx.spec.networks.fabrics}
+    for i, pool in ctx.indexed_pools():
+        if pool.onprem is None or not pool.onprem.rail_devices:
+            continue
+        names = pool.onprem.rail_devices
+        twice = sorted({d for d in names if names.count(d) > 1})
+        if twice:
+            yield Finding(
+                S.node_pools[i].onprem.rail_devices,
+                f"rail devices {', '.join(twice)} are named more than once",
+                "name each RDMA device of a rail once (ibdev2netdev lists them)",
+                twice[0],
+            )
+        wanted = rails.get(pool.fabric) if pool.fabric is not None else None
+        if wanted is not None and len(set(names)) != wanted:
+            yield Finding(
+                S.node_pools[i].onprem.rail_devices,
+                f"{len(set(names))} rail devices named for fabric {pool.fabric}'s {wanted} rails",
+                f"name the {wanted} RDMA devices of the rails, one per rail, or leave railDevices empty",
+                len(set(names)),
+            )
+
+
 def _host_count(pattern: str) -> int:
     try:
         return count_hosts(pattern)

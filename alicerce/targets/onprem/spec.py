@@ -23,6 +23,7 @@ from alicerce.spec.text import (
     MountOption,
     NidList,
     PciAddress,
+    RdmaDevice,
     SecretName,
     ServerPath,
     Url,
@@ -207,6 +208,15 @@ class OnpremPool(SpecModel):
         "adapters of the fabric's link layer and rate than rails (a storage network on the same adapters): alicerce never "
         "guesses which are rails. Empty: the adapters of the fabric's link layer and rate.",
         examples=[["0000:1a:00.0", "0000:2a:00.0"]],
+    )
+    rail_devices: list[RdmaDevice] = Field(
+        default_factory=list,
+        max_length=64,
+        description="RDMA device names of the fabric's rail ports, as /sys/class/infiniband and the node exporter name them "
+        "(ibdev2netdev, ibstat). The fabric alerts count and watch only these: a node with storage or in-band RDMA ports "
+        "beside its rails otherwise counts those as rails, and a dead rail hides behind an active storage port. "
+        "Empty: every RDMA device the node exporter reports.",
+        examples=[["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"]],
     )
     scratch_devices: list[Device] = Field(
         default_factory=list,

@@ -435,3 +435,36 @@ def test_a_rail_whose_adapter_vanished_is_down(tmp_path: Path) -> None:
     run_promtool(rp, "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
         {"eval_time": "150m", "alertname": "FabricPortDown", "exp_alerts": [fired]},
         {"eval_time": "150m", "alertname": "FabricRailsNeverUp", "exp_alerts": []}]}], tmp_path / "a")  # fmt: skip
+
+
+RAILS = [f"mlx5_{i}" for i in range(8)]
+
+
+def rail_devices_named(devices: list[str]) -> ResolvedPlatform:
+    """The reference platform with the H100 pool's rail devices named (pool.onprem.railDevices)."""
+    text = (ROOT / "platform.yaml").read_text()
+    assert text.count("      hcas: 8\n") == 1
+    return validated(load_text(text.replace("      hcas: 8\n", f"      hcas: 8\n      railDevices: {devices}\n"), "platform.yaml"), "prod")
+
+
+@needs_promtool
+def test_only_the_named_rail_devices_count_as_rails(tmp_path: Path) -> None:
+    """obsreview6 DEFECT 2: the node exporter reports every RDMA device, storage and in-band ports included; with one
+    rail never up and two storage ports ACTIVE the node still had 9 ports up, >= 8 rails, and nothing warned. With the
+    rails named in the spec, the 7 rails up warn, and a storage port that goes down is not a rail down."""
+    rp = rail_devices_named(RAILS)
+    rules = rules_of(rp, "dc1")
+    assert rules_of(platform(), "dc1")["FabricRailsNeverUp"]["expr"].count("device=~") == 0  # unnamed: every device
+    node = "gpu-001"
+    inputs = pool_node(node, "onprem-h100", -3600)
+    inputs += [ib_port(node, f"mlx5_{i}", "4x120") for i in range(7)] + [ib_port(node, "mlx5_7", "1x120")]
+    inputs += [ib_port(node, "mlx5_8", "4x120"), ib_port(node, "mlx5_9", "4x30 1x90")]  # storage ports; mlx5_9 goes down
+    (tmp_path / "a").mkdir()
+    run_promtool(rp, "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "60m", "alertname": "FabricRailsNeverUp", "exp_alerts": [expected(rules["FabricRailsNeverUp"], {"node": node}, "7")]},
+        {"eval_time": "60m", "alertname": "FabricPortDown", "exp_alerts": []}]}], tmp_path / "a")  # fmt: skip
+    # the same node without the rails named: mlx5_9, active earlier and down now, is reported as a port down
+    fired = expected(rules["FabricPortDown"], {"node": node, "device": "mlx5_9", "port": "1"}, "1")
+    (tmp_path / "b").mkdir()
+    run_promtool(platform(), "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "60m", "alertname": "FabricPortDown", "exp_alerts": [fired]}]}], tmp_path / "b")  # fmt: skip
