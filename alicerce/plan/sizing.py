@@ -386,7 +386,9 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
     recompute = fraction >= 1
     # a declared MFU replaces the throughput model, not the traffic: its step still moves the same bytes (it once
     # returned here with no network need, so the fabric findings could never fire: review sizreview2 D9)
-    mfu = w.mfu if w.mfu is not None else training_mfu(job, sizing)[0]
+    # a declared MFU stands for the whole run like the modelled one (GPU-hours divide by it), so its steps run at
+    # MFU / goodput too
+    mfu = w.mfu / sizing.training.goodput.value if w.mfu is not None else productive_mfu(job, sizing)
     # the traffic each step must move per GPU: ZeRO-3 (all-gather twice, reduce-scatter) over data
     # parallel ranks, plus the MoE all-to-all (dispatch and combine, forward and backward)
     step = job.global_batch_tokens / (gpus * gpu.tflops.bf16 * 1e12 * mfu / (flops_per * active))
@@ -407,6 +409,14 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
         job = TrainingJob(**{**job.__dict__, "network_share": share})
     mfu, factors = training_mfu(job, sizing)
     return _Run(gpus, tp, mfu, factors, recompute, need, fraction)
+
+
+def productive_mfu(job: TrainingJob, sizing: Sizing) -> float:
+    """The MFU of the steps themselves: the modelled MFU before goodput. Goodput stretches the run's wall time with
+    restarts, failures and evaluations, which are not steps and move no gradient traffic, so a step's traffic must be
+    spread over the productive step (dividing by the goodput-stretched step took it 6% low: review sizreview3 D3)."""
+    mfu, factors = training_mfu(job, sizing)
+    return mfu / math.prod(f.value for f in factors if f.name == "goodput")
 
 
 def tp_link_bytes_per_second(gpu: Gpu, sizing: Sizing) -> float:
