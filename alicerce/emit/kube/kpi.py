@@ -54,9 +54,8 @@ SERVING_READY = "workload:serving_ready_pods:count"
 # when a serving workload last had a ready pod, and a fabric port was last active (alicerce.emit.kube.sources and
 # fabric_alerts: "down after serving" and "a rail that was up" are told from "never up" by these)
 SERVING_LAST_READY = "workload:serving_ready:last_timestamp"
-# the live pods of a serving workload, and when it last had none after having served (scaled to zero): a start from
-# zero that is not ready yet is no outage (review obsreview6 DEFECT 1)
-SERVING_LIVE = "workload:serving_live_pods:count"
+# when a serving workload last had no live pod after having served (scaled to zero): a start from zero that is not
+# ready yet is no outage (review obsreview6 DEFECT 1)
 SERVING_LAST_EMPTY = "workload:serving_no_live_pod:last_timestamp"
 PORT_LAST_ACTIVE = "node_port:infiniband_active:last_timestamp"
 # how long they remember: an outage or a rail down for longer is still reported, and a cordon (a drain, a driver
@@ -158,8 +157,7 @@ def join_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]
             rules.append(_rule(POOL_RESOURCE_GPU_SHARE, f"vector({share:.6g})", {"pool": pool.name, "resource": ksm_resource(resource)}))
             rules.append(_rule(KUEUE_RESOURCE_GPU_SHARE, f"vector({share:.6g})", {"pool": pool.name, "resource": resource}))
     nodes = _as("pool", POOL_NODE_LABEL, f'kube_node_labels{{{POOL_NODE_LABEL}!=""}}')
-    pods = _as("workload", WORKLOAD_POD_LABEL, f'kube_pod_labels{{{WORKLOAD_POD_LABEL}!=""}}')
-    rules += [_rule(NODE_POOL, f"max by (node, pool) ({nodes})"), _rule(POD_WORKLOAD, f"max by (namespace, pod, workload) ({pods})")]
+    rules += [_rule(NODE_POOL, f"max by (node, pool) ({nodes})"), _rule(POD_WORKLOAD, _workload_pods())]
     workers = f'kube_pod_labels{{{ksm_label(LWS_WORKER_INDEX_LABEL)}!~"|0"}}'  # a pod outside LWS has no such label
     rules.append(_rule(SERVING_POD, f"{POD_WORKLOAD} unless on (namespace, pod) {workers}"))
     return rules
@@ -345,10 +343,15 @@ def queue_rules() -> list[dict[str, Any]]:
 E2E = "vllm:e2e_request_latency_seconds"
 
 
+def _workload_pods() -> str:
+    """Each pod labelled with its workload, from kube-state-metrics' series: what POD_WORKLOAD records."""
+    labelled = f'kube_pod_labels{{{WORKLOAD_POD_LABEL}!=""}}'
+    return f"max by (namespace, pod, workload) ({_as('workload', WORKLOAD_POD_LABEL, labelled)})"
+
+
 def _live_from_source() -> str:
     """The live pods of each serving workload, from kube-state-metrics' series alone (no recorded join)."""
-    pods = _as("workload", WORKLOAD_POD_LABEL, f'kube_pod_labels{{{WORKLOAD_POD_LABEL}!=""}}')
-    return f"count by (namespace, workload) (max by (namespace, pod, workload) ({pods}) * on (namespace, pod) group_left () ({LIVE_PODS}))"
+    return f"count by (namespace, workload) ({_workload_pods()} * on (namespace, pod) group_left () ({LIVE_PODS}))"
 
 
 def serving_rules() -> list[dict[str, Any]]:
@@ -384,7 +387,6 @@ def serving_rules() -> list[dict[str, Any]]:
         _rule("workload:serving_up:ratio", workload(f'avg by ({by}) (up{{{SERVING_WORKLOAD_LABEL}!=""}})')),
         _rule(SERVING_READY, f"count by (namespace, workload) ({SERVING_POD} * on (namespace, pod) group_left () ({READY_PODS}))"),
         _last_seen(SERVING_LAST_READY, SERVING_READY, "namespace, workload"),
-        _rule(SERVING_LIVE, f"count by (namespace, workload) ({SERVING_POD} * on (namespace, pod) group_left () ({LIVE_PODS}))"),
         # only while kube-state-metrics reports pods at all: its own outage is no scale-to-zero. The live pods are read
         # from kube-state-metrics itself here, not through the joins group's record: after a gap (a Prometheus restart,
         # a kube-state-metrics outage) this group may run before that one, whose record is then stale, and a workload
