@@ -64,16 +64,28 @@ def dcgm_scraped(rp: ResolvedPlatform, site: str, exposed: dict[str, str]) -> di
     return stored(exposed, dcgm_target(), monitor["relabelings"], monitor["honorLabels"])
 
 
+# a matcher on the metric name, {__name__=~"a|b"}: it reads every series whose whole name it matches
+NAME_MATCHER = re.compile(r'__name__\s*(?P<op>=~|!~|!=|=)\s*"(?P<value>(?:[^"\\]|\\.)*)"')
+
+
+def matched_by_name(expr: str, name: str) -> bool:
+    return any(
+        m["value"] == name if m["op"] == "=" else m["op"] == "=~" and re.fullmatch(m["value"], name) is not None
+        for m in NAME_MATCHER.finditer(expr)
+    )
+
+
 def needed_rules(groups: list[dict[str, Any]], tests: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The groups with only the rules a unit test can observe: the alerts it names, the rules its PromQL
     tests read, and every recording rule those read, transitively (a series name is a whole word of an expr).
 
     promtool evaluates every rule at every step up to the last eval_time: the whole file over a 74-hour
-    window was ~1 CPU-minute a test, almost all of it recording rules no assertion reads. A rule that
-    reads another one through ``__name__`` keeps the file whole.
+    window was ~1 CPU-minute a test, almost all of it recording rules no assertion reads. A ``__name__``
+    matcher reads the rules whose names it matches (Prometheus anchors the regex at both ends); a negative
+    one, which could read any rule, keeps the file whole.
     """
     rules = [rule for group in groups for rule in group["rules"]]
-    if any("__name__" in rule["expr"] for rule in rules):
+    if any(m["op"] in ("!=", "!~") for rule in rules for m in NAME_MATCHER.finditer(rule["expr"])):
         return groups
     cases = [case for test in tests for case in test.get("alert_rule_test", [])]
     alerts = {case["alertname"] for case in cases}
@@ -82,7 +94,7 @@ def needed_rules(groups: list[dict[str, Any]], tests: list[dict[str, Any]]) -> l
 
     def read(name: str) -> bool:
         word = re.compile(rf"(?<![A-Za-z0-9_:]){re.escape(name)}(?![A-Za-z0-9_:])")
-        return any(word.search(expr) for expr in exprs)
+        return any(word.search(expr) or matched_by_name(expr, name) for expr in exprs)
 
     kept = {id(rule) for rule in rules if rule.get("alert") in alerts}
     grown = True
@@ -688,11 +700,17 @@ def test_the_unit_tests_keep_every_rule_their_alerts_read() -> None:
         groups[2],
         groups[3],
     ]
-    # what a PromQL test reads is kept too; a rule read through __name__ keeps the whole file
+    # what a PromQL test reads is kept too
     assert needed_rules(groups, [{"promql_expr_test": [{"expr": "unread:sum", "eval_time": "1m"}]}]) == [
         {"name": "a", "rules": [{"record": "unread:sum", "expr": "sum(y)"}]}
     ]
-    whole = [{"name": "n", "rules": [{"record": "r", "expr": '{__name__=~"x.*"}'}, {"alert": "A", "expr": "up"}]}]
+    # a __name__ matcher reads the rules its whole-name regex (or value) matches, not those it only starts
+    named = [{"name": "n", "rules": [
+        {"record": "x:sum", "expr": "sum(x)"}, {"record": "x:sum_month", "expr": "sum(x)"}, {"record": "y:sum", "expr": "sum(y)"},
+        {"alert": "High", "expr": '{__name__=~"x:sum|z"} > 1 or {__name__ = "y:sum"}'}]}]  # fmt: skip
+    assert [r.get("record") or r.get("alert") for r in needed_rules(named, tests)[0]["rules"]] == ["x:sum", "y:sum", "High"]
+    # a negative one could read any rule: the file stays whole
+    whole = [{"name": "n", "rules": [{"record": "r", "expr": '{__name__!~"x.*"}'}, {"alert": "A", "expr": "up"}]}]
     assert needed_rules(whole, tests) == whole
 
 
