@@ -474,6 +474,9 @@ class CalibrationGpu(CatalogModel):
     id: str
     architecture: Architecture
     bf16Tflops: float
+    nvlinkBandwidthGBps: float | None = Field(
+        default=None, description="Its NVLink bandwidth where it differs from the catalog GPU with the same die (H800: 400 GB/s)."
+    )
     source: Source
 
 

@@ -426,7 +426,8 @@ def run_workload(run: TrainingRun) -> Workload:
 
 def run_gpu(run: TrainingRun, catalog: Catalog) -> Gpu | None:
     """The run's GPU as a user would declare it: from gpus.yaml, or for a calibration-only GPU (H800, GB200)
-    a user-catalog entry of the catalog GPU with the same die at the calibration file's BF16 peak."""
+    a user-catalog entry of the catalog GPU with the same die at the calibration file's BF16 peak (and NVLink
+    bandwidth, where the file gives one)."""
     gpu = catalog.gpu(run.gpu)
     if gpu is not None:
         return gpu
@@ -435,7 +436,10 @@ def run_gpu(run: TrainingRun, catalog: Catalog) -> Gpu | None:
     base = catalog.gpu(sibling) if sibling else None
     if extra is None or base is None:
         return None
-    return base.model_copy(update={"id": extra.id, "tflops": base.tflops.model_copy(update={"bf16": extra.bf16Tflops})})
+    update: dict[str, object] = {"id": extra.id, "tflops": base.tflops.model_copy(update={"bf16": extra.bf16Tflops})}
+    if extra.nvlinkBandwidthGBps is not None:  # the H800: the H100's die with NVLink cut to 400 GB/s
+        update["interconnect"] = base.interconnect.model_copy(update={"nvlinkBandwidthGBps": extra.nvlinkBandwidthGBps})
+    return base.model_copy(update=update)
 
 
 def planned_mfu(run: TrainingRun, catalog: Catalog, sizing: Sizing) -> float | None:

@@ -29,6 +29,7 @@ from alicerce.plan.calibrate import (
     planned_serving,
     predict_row,
     predicted_mfu,
+    run_gpu,
     summary,
     training_errors,
 )
@@ -339,3 +340,17 @@ def test_every_unseen_run_is_sized_by_the_planners_own_path() -> None:
     layout that fits): a run the planner cannot size would silently drop out of the bench's medians."""
     missing = [r.id for r in CATALOG.unseen_evaluation.runs if planned_mfu(r, CATALOG, SIZING) is None]
     assert not missing, missing
+
+
+def test_a_calibration_gpu_keeps_its_own_nvlink_bandwidth() -> None:
+    """Review sizreview3 G15: the H800 was sized as an H100 with only its BF16 peak changed, so its tensor-parallel
+    all-reduces ran over the H100's 900 GB/s NVLink instead of the 400 GB/s the DeepSeek-V3 report gives."""
+    [run] = [r for r in CATALOG.unseen_evaluation.runs if r.id == "deepseek-67b"]
+    h800 = run_gpu(run, CATALOG)
+    assert h800 is not None and (h800.id, h800.interconnect.nvlinkBandwidthGBps) == ("H800-SXM5-80GB", 400)
+    h100 = CATALOG.gpu("H100-SXM5-80GB")
+    assert h100 is not None and h800.tflops.bf16 == h100.tflops.bf16 and h100.interconnect.nvlinkBandwidthGBps == 900
+    # the run plans slower over the narrower NVLink than over the H100's
+    as_h100 = run.model_copy(update={"gpu": "H100-SXM5-80GB"})
+    slower, faster = planned_mfu(run, CATALOG, SIZING), planned_mfu(as_h100, CATALOG, SIZING)
+    assert slower is not None and faster is not None and slower < faster
