@@ -45,34 +45,34 @@ def plan() -> SizingPlan:
 def test_golden_owned_pool_month() -> None:
     # onprem-h100: 32 DGX-class H100 nodes, 256 GPUs; llm-pretrain, one run a quarter (runsPerQuarter: 1), holds 224
     # of them for its 58.0111-day wall-clock: 58.0111 x 24 / 3 = 464.089 h a month -> u = 224 x 464.089 / (256 x 730) = 0.55627
-    #   capex    = 32 x (300,000 server + 33,980 fabric) / (4 years x 12)        = 222,653.33
-    #   support  = 32 x 300,000 x 10% a year / 12                                =  80,000.00
+    #   capex    = 32 x (300,000 server + 33,980 fabric) / (5 years x 12)        = 178,122.67
+    #   support  = 32 x 300,000 x 20% a year / 12                                = 160,000.00
     #   space    = 32 nodes x 10.2 kW x 184.06 USD/kW-month                      =  60,077.18
     #   power    = 32 x 10.2 kW x 730 h x PUE 1.56 x 0.0806 USD/kWh = 29,959.37 at full draw,
     #              x (idle 0.3 + (0.8 - 0.3) x 0.55627) = x 0.57814             =  17,320.57
     #   staff    = 32 nodes / 48 per engineer x 225,000 / 12                     =  12,500.00
     #   licences = 0 (none declared)
-    #   total (unrounded items)                                                  = 392,551.09 a month
-    #   per used GPU-hour = 392,551.09 / (256 x 730 x 0.55627)                   =       3.7761
+    #   total (unrounded items)                                                  = 428,020.42 a month
+    #   per used GPU-hour = 428,020.42 / (256 x 730 x 0.55627)                   =       4.1173
     #   racks: kwPerRack 41 in platform.yaml -> floor(41 / 10.2) = 4 nodes a rack -> 8 racks
     pool = next(p for p in plan().pools if p.name == "onprem-h100")
     cost = pool.owned_cost
     assert cost is not None and cost.utilization == pytest.approx(0.55627, abs=1e-5)
-    expected = {"capex": 222_653.33, "support": 80_000.00, "space": 60_077.18, "power": 17_320.57, "staff": 12_500.00, "licences": 0.0}
+    expected = {"capex": 178_122.67, "support": 160_000.00, "space": 60_077.18, "power": 17_320.57, "staff": 12_500.00, "licences": 0.0}
     assert cost.items == pytest.approx(expected, abs=0.01)
-    assert cost.monthly_usd == pytest.approx(392_551.09, abs=0.01)
-    assert cost.usd_per_gpu_hour() == pytest.approx(3.7761, abs=1e-4)
+    assert cost.monthly_usd == pytest.approx(428_020.42, abs=0.01)
+    assert cost.usd_per_gpu_hour() == pytest.approx(4.1173, abs=1e-4)
     assert cost.racks == 8
 
 
 def test_golden_break_even_against_p5() -> None:
     # Renting the same GPUs: p5.48xlarge on-demand in us-east-1 is 55.04 USD an hour for 8 H100 = 6.88 per GPU-hour.
-    # Fixed part F = 222,653.33 + 80,000 + 60,077.18 + 12,500 + idle power 0.3 x 29,959.37 (8,987.81) = 384,218.32
+    # Fixed part F = 178,122.67 + 160,000 + 60,077.18 + 12,500 + idle power 0.3 x 29,959.37 (8,987.81) = 419,687.66
     # Variable part V = (0.8 - 0.3) x 29,959.37 = 14,979.69 (power that follows utilisation)
-    # Break-even u* = F / (6.88 x 256 x 730 - V) = 384,218.32 / (1,285,734.40 - 14,979.69) = 0.30235
+    # Break-even u* = F / (6.88 x 256 x 730 - V) = 419,687.66 / (1,285,734.40 - 14,979.69) = 0.33027
     (option,) = plan().own_vs_rent
     assert option.rental == "p5.48xlarge" and option.rental_usd_per_gpu_hour == pytest.approx(6.88)
-    assert option.break_even_utilization == pytest.approx(0.30235, abs=1e-4)
+    assert option.break_even_utilization == pytest.approx(0.33027, abs=1e-4)
     assert option.verdict().startswith("owning is cheaper at 56% utilisation")
     # at the break-even utilisation owning and renting cost the same per used GPU-hour
     assert option.owned.usd_per_gpu_hour(option.break_even_utilization) == pytest.approx(6.88, rel=1e-9)
@@ -81,37 +81,37 @@ def test_golden_break_even_against_p5() -> None:
 def test_own_vs_rent_prices_every_purchase_option() -> None:
     """Issue 23, defect 2: own-vs-rent compared owning only with on-demand. Every option the catalog prices for
     H100 in us-east-1 is compared, each with the utilisations at which owning wins (F and V as above):
-      on-demand            p5.48xlarge 55.04 / 8 = 6.88 per used GPU-hour: owning wins above 30.2% (above)
-      Capacity Block       p5.48xlarge 39.33 / 8 = 4.91625: R = 4.91625 x 256 x 730 = 918,743.04;
-                           u* = 384,218.32 / (918,743.04 - 14,979.69) = 0.42513
-      capacity reservation 6.88 billed every hour: R = 1,285,734.40 > F + V = 399,198.01: owning always wins
-    The cheapest month by utilisation: Capacity Blocks up to 42.5%, owning above."""
+      on-demand            p5.48xlarge 55.04 / 8 = 6.88 per used GPU-hour: owning wins above 33.0% (above)
+      Capacity Block       p5.48xlarge 39.33 / 8 = 4.91625: R = 4.91625 x 256 x 730 = 918,748.80;
+                           u* = 419,687.66 / (918,748.80 - 14,979.69) = 0.46437
+      capacity reservation 6.88 billed every hour: R = 1,285,734.40 > F + V = 434,667.35: owning always wins
+    The cheapest month by utilisation: Capacity Blocks up to 46.4%, owning above."""
     (option,) = plan().own_vs_rent
     by = {o.purchase: o for o in option.options}
     assert set(by) == {"on-demand", "capacity-block", "capacity-reservation"}
     assert by["capacity-block"].usd_per_gpu_hour == pytest.approx(4.91625)
-    assert option.wins(by["capacity-block"]) == pytest.approx((0.42513, 1.0), abs=1e-5)
-    assert option.wins(by["on-demand"]) == pytest.approx((0.30235, 1.0), abs=1e-5)
+    assert option.wins(by["capacity-block"]) == pytest.approx((0.46437, 1.0), abs=1e-5)
+    assert option.wins(by["on-demand"]) == pytest.approx((0.33027, 1.0), abs=1e-5)
     assert by["capacity-reservation"].held and option.wins(by["capacity-reservation"]) == (0.0, 1.0)
     (low, cut, first), (cut2, high, second) = option.bands()
-    assert (first, second) == ("capacity-block", "owned") and cut == cut2 == pytest.approx(0.42513, abs=1e-5)
+    assert (first, second) == ("capacity-block", "owned") and cut == cut2 == pytest.approx(0.46437, abs=1e-5)
     assert (low, high) == (0.0, 1.0)
 
 
 def test_own_vs_rent_uses_the_specs_savings_plan_discount() -> None:
     """Issue 23, defect 2: the plan applied a pool's Savings Plan discount to that pool's price but compared owning
     with the undiscounted on-demand price. With 65% off p5 (train-p5 holds H100 too): 6.88 x 0.35 = 2.408 per GPU-hour;
-    R = 2.408 x 256 x 730 = 450,007.04; u* = 384,218.32 / (450,007.04 - 14,979.69) = 0.88320, above the pool's 87.5%:
+    R = 2.408 x 256 x 730 = 450,007.04; u* = 419,687.66 / (450,007.04 - 14,979.69) = 0.96474, above the pool's 87.5%:
     renting on the Savings Plan is cheaper (at 87.5% and at the pool's 55.6%), where the on-demand comparison said owning was."""
     data = reference()
     data["costs"]["cloud"] = [{"pool": "train-p5", "reservedNodes": 4, "savingsPlanDiscount": 0.65}]
     (option,) = plan_platform(resolve(data), today=TODAY).own_vs_rent
     plan_ = next(o for o in option.options if o.purchase == "savings-plan")
     assert plan_.usd_per_gpu_hour == pytest.approx(2.408)
-    assert option.wins(plan_) == pytest.approx((0.88320, 1.0), abs=1e-5)
+    assert option.wins(plan_) == pytest.approx((0.96474, 1.0), abs=1e-5)
     assert option.cheapest_at(0.875) == "savings-plan"
     assert option.verdict().startswith("renting (savings-plan) is cheaper at 56% utilisation")
-    assert option.bands()[0][2] == "savings-plan" and option.bands()[-1] == pytest.approx((0.88320, 1.0, "owned"), abs=1e-5)
+    assert option.bands()[0][2] == "savings-plan" and option.bands()[-1] == pytest.approx((0.96474, 1.0, "owned"), abs=1e-5)
 
 
 def test_a_pool_without_a_fabric_buys_none() -> None:
@@ -138,9 +138,9 @@ def test_a_negotiated_price_on_a_reservation_bills_the_reserved_nodes() -> None:
 def test_utilisation_follows_the_declared_schedule() -> None:
     """Issue 23, defect 3: a training run was counted as holding its GPUs every hour, back to back. The reference
     declares llm-pretrain as one run a quarter: u = 0.55627 (test_golden_owned_pool_month), and its run costs
-    311,868 GPU-hours x 3.7761 per used GPU-hour = 1,177,653. Without the schedule the runs are taken back to back,
-    the old figure: 224 of 256 GPUs all month, u = 0.875, power 29,959.37 x 0.7375 = 22,095.03, 397,325.55 a month,
-    2.4298 per used GPU-hour."""
+    311,868 GPU-hours x 4.1173 per used GPU-hour = 1,284,061. Without the schedule the runs are taken back to back,
+    the old figure: 224 of 256 GPUs all month, u = 0.875, power 29,959.37 x 0.7375 = 22,095.03, 432,794.88 a month,
+    2.6467 per used GPU-hour."""
     p = plan()
     pretrain = next(w for w in p.workloads if w.name == "llm-pretrain")
     busy = next(f for f in pretrain.figures if f.name == "busy share of its GPUs")
@@ -151,8 +151,8 @@ def test_utilisation_follows_the_declared_schedule() -> None:
     pool = next(x for x in back_to_back.pools if x.name == "onprem-h100")
     assert pool.utilization == pytest.approx(0.875)
     assert pool.owned_cost is not None and pool.owned_cost.items["power"] == pytest.approx(22_095.03, abs=0.01)
-    assert pool.owned_cost.monthly_usd == pytest.approx(397_325.55, abs=0.01)
-    assert pool.owned_cost.usd_per_gpu_hour() == pytest.approx(2.4298, abs=1e-4)
+    assert pool.owned_cost.monthly_usd == pytest.approx(432_794.88, abs=0.01)
+    assert pool.owned_cost.usd_per_gpu_hour() == pytest.approx(2.6467, abs=1e-4)
     (option,) = back_to_back.own_vs_rent
     assert option.verdict().startswith("owning is cheaper at 88% utilisation")
 
@@ -181,20 +181,20 @@ def test_golden_reference_prod_month() -> None:
     # infer-l40s   chat-70b: 2 req/s / 0.3782 req/s a replica -> 6 g6e.12xlarge: 6 x 730 x 10.49264 =  45,957.76
     #              embed-batch (applied-ml's quota is here only): 243.33 GPU-h x 10.49264 / 4 =     638.30
     # infer-l4     min 1 g6.xlarge always on, no declared workload: 730 x 0.8048              =     587.50
-    # onprem-h100  owned TCO above                                                             = 392,551.09
+    # onprem-h100  owned TCO above                                                             = 428,020.42
     # FSx          datasets 50,400 GiB + checkpoints 26,400 GiB PERSISTENT_2 (fsx.yaml)          =  21,002.39
-    # dc1 storage  2 PiB Lustre = 2,251.80 TB x 160 USD/TB / 48 months                         =   7,506.00
-    # total                                                                                    = 630,174.27
+    # dc1 storage  2 PiB Lustre = 2,251.80 TB x 160 USD/TB / 60 months                         =   6,004.80
+    # total                                                                                    = 664,142.40
     p = plan()
     pools = {x.name: x.monthly_cost_usd for x in p.pools}
     assert pools == pytest.approx(
         {"system": 1_177.34, "data-prep": 37.08, "train-p5": 160_716.80, "infer-l40s": 46_596.07, "infer-l4": 587.50,
-         "dc1-system": None, "onprem-h100": 392_551.09},
+         "dc1-system": None, "onprem-h100": 428_020.42},
         abs=0.02,
     )  # fmt: skip
     assert p.cost_breakdown["FSx"] == pytest.approx(21_002.39, abs=0.01)
-    assert p.cost_breakdown["owned sites (storage, links)"] == pytest.approx(7_506.00, abs=0.01)
-    assert p.monthly_cost_usd == pytest.approx(630_174.27, abs=0.05)
+    assert p.cost_breakdown["owned sites (storage, links)"] == pytest.approx(6_004.80, abs=0.01)
+    assert p.monthly_cost_usd == pytest.approx(664_142.40, abs=0.05)
 
 
 def test_golden_unit_costs() -> None:
@@ -202,11 +202,11 @@ def test_golden_unit_costs() -> None:
     #   8192 / 70e9) (= 0.86701) x 1 (74,898 tokens per GPU per step) x tensor parallel 4 (activations fit from TP 4; its
     #   all-reduces 4 x 80 x 2 x 3/4 x 8192 x 2 B / (450 GB/s x 0.82) = 2.1313e-5 s a token against 6 x 70e9 / (4 x
     #   989.4e12 x 0.43758) = 2.4253e-4 s: 1 / (1 + 0.087877) = 0.91922) x 0.94 goodput = 0.37810 -> 311,868 GPU-hours;
-    #   at the owned pool's 3.7761 USD per used GPU-hour: 1,177,653 a run
+    #   at the owned pool's 4.1173 USD per used GPU-hour: 1,284,061 a run
     # chat-70b: 24 L40S x 730 h = 17,520 GPU-hours at 10.49264 / 4 = 2.62316 -> 45,957.76 a month to serve the peak;
     #   2 req/s x 1,800 tokens x 3,600 x 730 = 9.4608e9 tokens a month -> 4.858 USD per million tokens
     units = {u.workload: u for u in plan().unit_costs}
-    assert units["llm-pretrain"].cost_per_run_usd == pytest.approx(1_177_653, rel=0.001)
+    assert units["llm-pretrain"].cost_per_run_usd == pytest.approx(1_284_061, rel=0.001)
     assert units["chat-70b"].usd_per_million_tokens == pytest.approx(4.858, abs=0.001)
     assert units["chat-70b"].monthly_usd == pytest.approx(45_957.76, abs=0.02)
 
@@ -226,8 +226,8 @@ def test_showback_adds_up_and_meets_budgets() -> None:
     p = plan()
     assert sum(p.showback.values()) == pytest.approx(p.monthly_cost_usd, rel=1e-9)
     # research keeps 55.627% of the owned GPU-hours busy: that share of the owned month is theirs (the idle rest
-    # stays with the platform), plus tokenize-corpus's day of Spot data prep: 392,551.09 x 0.55627 + 37.08 = 218,401.73
-    assert p.showback["research"] == pytest.approx(218_401.73, abs=0.01)
+    # stays with the platform), plus tokenize-corpus's day of Spot data prep: 428,020.42 x 0.55627 + 37.08 = 238,132.28
+    assert p.showback["research"] == pytest.approx(238_132.28, abs=0.01)
     assert p.budgets == {"research": 900_000.0} and "PL318" not in {f.check for f in p.findings}
 
 
@@ -415,9 +415,9 @@ def test_no_own_or_rent_verdict_without_a_server_price() -> None:
 
 def test_a_declared_cost_of_capital_makes_capex_a_loan_payment() -> None:
     """Issue 23 gap: TCO had no cost of capital. With costOfCapital 0.08 the onprem-h100 capex (32 x 333,980 =
-    10,687,360 over 4 years) is the payment of a 48-month loan at 0.08 / 12 a month:
-      10,687,360 x 0.0066667 / (1 - 1.0066667^-48) = 10,687,360 x 0.02441281 = 260,909.69 a month
-    (222,653.33 straight-line, test_golden_owned_pool_month); without a rate the plan says so (PL325)."""
+    10,687,360 over 5 years) is the payment of a 60-month loan at 0.08 / 12 a month:
+      10,687,360 x 0.0066667 / (1 - 1.0066667^-60) = 10,687,360 x 0.02027639 = 216,701.13 a month
+    (178,122.67 straight-line, test_golden_owned_pool_month); without a rate the plan says so (PL325)."""
     assert "PL325" in {f.check for f in plan().findings}
     data = reference()
     data["costs"]["onprem"][0]["costOfCapital"] = 0.08
@@ -425,8 +425,8 @@ def test_a_declared_cost_of_capital_makes_capex_a_loan_payment() -> None:
     pool = next(p for p in result.pools if p.name == "onprem-h100")
     assert pool.owned_cost is not None
     i = 0.08 / 12
-    assert pool.owned_cost.items["capex"] == pytest.approx(10_687_360 * i / (1 - (1 + i) ** -48), rel=1e-9)
-    assert pool.owned_cost.items["capex"] == pytest.approx(260_909.69, abs=0.01)
+    assert pool.owned_cost.items["capex"] == pytest.approx(10_687_360 * i / (1 - (1 + i) ** -60), rel=1e-9)
+    assert pool.owned_cost.items["capex"] == pytest.approx(216_701.13, abs=0.01)
     assert "PL325" not in {f.check for f in result.findings}
     assert any(f.name == "cost of capital (per year)" and f.value == 0.08 for f in pool.owned_cost.factors)
 
