@@ -82,3 +82,29 @@ def test_docs_output_replaces_a_link_in_a_page_s_place_and_never_writes_through_
     assert outside.read_text() == "mine\n"
     page = folder / "operators.md"
     assert not page.is_symlink() and page.read_text("utf-8") == PAGES["operators.md"]
+
+
+def test_the_readme_cost_figures_are_what_plan_prints() -> None:
+    """The README's paragraph on the reference platform's month quotes plan's figures: a default or price change
+    that moves them fails here instead of leaving the README behind (it said $392,715 while plan said $392,551)."""
+    from alicerce.plan.platform import plan_platform
+    from alicerce.rules.validate import validated
+    from alicerce.spec.loader import load_file
+    from tests.conftest import TODAY
+
+    plan = plan_platform(validated(load_file(ROOT / "platform.yaml", "platform.yaml"), "prod"), today=TODAY)
+    pool = next(p for p in plan.pools if p.name == "onprem-h100")
+    cost, (option,) = pool.owned_cost, plan.own_vs_rent
+    assert cost is not None
+    by = {o.purchase: o for o in option.options}
+    text = " ".join((ROOT / "README.md").read_text("utf-8").split())
+    quoted = (
+        f"the 32 owned H100 nodes cost ${cost.monthly_usd:,.0f} a month at {cost.utilization:.0%} utilisation",
+        f"${cost.usd_per_gpu_hour():.2f} per used GPU-hour",
+        f"capex ${cost.items['capex']:,.0f}", f"support ${cost.items['support']:,.0f}",
+        f"space ${cost.items['space']:,.0f}", f"power ${cost.items['power']:,.0f}", f"staff ${cost.items['staff']:,.0f}",
+        f"owning wins above {option.wins(by['on-demand'])[0]:.0%} utilisation",
+        f"cheaper below {option.wins(by['capacity-block'])[0]:.0%}",
+        f"Prod costs ${plan.monthly_cost_usd:,.0f} a month in all",
+    )  # fmt: skip
+    assert [q for q in quoted if q not in text] == []
