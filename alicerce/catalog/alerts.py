@@ -444,8 +444,11 @@ FABRIC_RAILS_NEVER_UP = "FabricRailsNeverUp"
 FABRIC_COUNTERS_SATURATED = "FabricCountersSaturated"  # a port's error counter stopped at its maximum: flaps go unseen
 FABRIC_ALERTS = (FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, FABRIC_COUNTERS_SATURATED)
 # What a rack or power outage, a switch or a file system server going down raises on every node it touches at once:
-# Alertmanager groups these per alert, pool and tier, not per node, so 16 nodes of a rack are one notification (one
-# PagerDuty incident) listing them, not 16 (review observe4 G16). Per-GPU health (XIDs) stays per node and GPU host.
+# Alertmanager groups these per alert (and per pool and tier where an alert carries those labels: Alertmanager
+# v0.34.0 dispatch.go groups by the listed labels an alert has; most of these carry neither, so they group per alert
+# and site, each site having its own Alertmanager), never per node: 16 nodes of a rack are one notification (one
+# PagerDuty incident) listing them, not 16 (review observe4 G16, obsreview6 G2). Per-GPU health (XIDs) stays per node
+# and GPU host.
 NODE_OUTAGE_ALERTS = ("DCGMExporterDown", NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_ABSENT, DCGM_PROFILING_ABSENT,
                       DCGM_XID_COUNTS_ABSENT, "StorageTierUnreadable", "StorageCountersMissing", "StorageCountersStale",
                       FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, FABRIC_COUNTERS_SATURATED)  # fmt: skip
