@@ -6,6 +6,7 @@ generated tokens::
     W       = parameters x bytes per weight             every expert resident
     kv      = 2 x layers x KV heads x head dim x KV bytes   per token
               (MLA: layers x (KV latent + RoPE key) x KV bytes; sliding layers hold at most their window)
+              held by the replica kv x copies: tp / KV heads where fewer heads than GPUs, tp for MLA's latent
     B       = min(batch cap, (tp x memory x f - W) / (kv x admitted), latency limit)
               admitted: the tokens a sequence holds in the engine's KV accounting (see ``kv_tokens_admitted``):
               isl + osl where the engine reserves a request's whole length when it admits it (TensorRT-LLM's
@@ -124,7 +125,7 @@ class ReplicaPerformance:
     prefill_seconds: float
     tokens_per_second: float
     weights_bytes: float
-    kv_bytes_per_sequence: float  # as the engine charges a sequence in flight (``kv_tokens_admitted``)
+    kv_bytes_per_sequence: float  # as the engine charges a sequence in flight (``kv_tokens_admitted``), over all its GPUs
 
     output_tokens: int
 
@@ -156,6 +157,22 @@ class Replica:
     def kv_sequence(self, tokens: float) -> float:
         """KV-cache bytes of one sequence of ``tokens`` (sliding layers hold at most their window)."""
         return self.kv_per_token_layer * self.shape.attended(tokens)
+
+    @property
+    def kv_copies(self) -> float:
+        """How many times the replica's GPUs together hold one sequence's KV cache. Tensor parallelism splits the cache
+        by KV head, so a layout with fewer KV heads than GPUs repeats them: vLLM gives each rank max(1, heads / tp) heads
+        (vllm/model_executor/models/llama.py: "the number of KV heads is less than TP size, so we replicate"), tp / heads
+        copies; MLA's latent has no head dimension and every rank holds and reads all of it (DeepSeek-V2, arXiv
+        2405.04434, Sec. 2.1; vLLM recommends data-parallel attention for MLA for this reason), tp copies. Review
+        sizreview3 D4."""
+        if self.shape.kv_latent is not None:
+            return float(self.tp)
+        return max(1.0, self.tp / max(1, self.shape.kv_heads))
+
+    def kv_held(self, tokens: float) -> float:
+        """KV-cache bytes the replica's GPUs hold together for one sequence of ``tokens``."""
+        return self.kv_sequence(tokens) * self.kv_copies
 
     @property
     def kv_per_token(self) -> float:
@@ -190,7 +207,7 @@ def step_seconds(r: Replica, isl: int, osl: int, batch: float) -> float:
     """One decode step of ``batch`` sequences: memory reads, the compute ceiling, all-reduces, overhead."""
     shape, eff = r.shape, r.eff
     context = kv_tokens_read(isl, osl)
-    memory = (weights_read(r, batch) + batch * r.kv_sequence(context)) / (r.tp * r.hw.hbm_bytes_per_second * eff.bandwidth)
+    memory = (weights_read(r, batch) + batch * r.kv_held(context)) / (r.tp * r.hw.hbm_bytes_per_second * eff.bandwidth)
     compute = (2 * shape.active_parameters * batch + 4 * batch * shape.attended(context) * shape.hidden) / (
         r.tp * r.hw.peak_flops * eff.decode_compute
     )
@@ -223,7 +240,7 @@ def kv_batch_limit(r: Replica, isl: int, osl: int) -> float:
     """Sequences whose KV cache, as the engine charges it at admission, fits next to the weights (0 when the weights
     alone do not fit)."""
     free = r.tp * r.hw.memory_bytes * r.eff.memory_fraction - r.weights
-    return max(0.0, free / r.kv_sequence(kv_tokens_admitted(isl, osl, r.admission)))
+    return max(0.0, free / r.kv_held(kv_tokens_admitted(isl, osl, r.admission)))
 
 
 def latency_batch_limit(r: Replica, isl: int, osl: int, tpot: float) -> float:
@@ -255,7 +272,7 @@ def replica_performance(r: Replica, isl: int, osl: int, *, batch_cap: float, tpo
     step = step_seconds(r, isl, osl, batch)
     prefill = prefill_seconds(r, isl)
     tokens = osl / (prefill + osl * step / batch)
-    kv_sequence = r.kv_sequence(kv_tokens_admitted(isl, osl, r.admission))  # sliding layers hold at most their window
+    kv_sequence = r.kv_held(kv_tokens_admitted(isl, osl, r.admission))  # sliding layers hold at most their window
     return ReplicaPerformance(r.tp, batch, by_memory, step, prefill, tokens, r.weights, kv_sequence, osl)
 
 

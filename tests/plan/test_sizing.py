@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from alicerce.catalog import load_catalog
-from alicerce.plan.roofline import Replica, ServedShape, all_reduce_latency, efficiencies, gpu_hardware
+from alicerce.plan.roofline import Replica, ServedShape, all_reduce_latency, efficiencies, gpu_hardware, kv_batch_limit, step_seconds
 from alicerce.plan.sizing import (
     GIB,
     Placement,
@@ -795,3 +795,27 @@ def test_a_declared_layout_cuts_the_data_parallel_traffic_it_moves() -> None:
                           on("H100-SXM5-80GB", network=layout.network_gbps_per_gpu * 0.9), SIZING, [])  # fmt: skip
     (finding,) = [i for i in short.issues if i.check == "PL324"]
     assert f"ZeRO-1, weights / (TP {layout.tensor_parallel} x PP 4)" in finding.message
+
+
+def test_a_cache_with_fewer_kv_heads_than_gpus_is_held_on_every_rank() -> None:
+    """Review sizreview3 D4: tensor parallelism splits the KV cache by head. MLA's latent has no head, so each of the
+    TP 8 ranks holds (and each decode step reads) the whole latent of its sequences; a GQA model with 1 KV head at TP 4
+    holds 4 copies. DeepSeek-V3 (61 layers, latent 512 + RoPE 64, fp8 cache) on 8 H200 at 32,768 in / 1,024 out,
+    reserved: one sequence 576 B x 61 x 33,792 = 1.187e9 B on every GPU; free (8 x 141 GiB x f - 671e9 B) over 8 copies,
+    where the split cache counted 8x as many sequences."""
+    h200 = CATALOG.gpu("H200-SXM-141GB")
+    assert h200 is not None
+    sizing = CATALOG.sizing
+    eff, hw = efficiencies(sizing), gpu_hardware(h200, "fp8", sizing)
+    mla = ServedShape(671e9, 37e9, 61, 7168, 128, 128, kv_latent=576)
+    r = Replica(mla, 8, hw, eff, 1.0, 1.0, "reserve")
+    free = 8 * h200.memoryGB * 2**30 * eff.memory_fraction - 671e9
+    assert kv_batch_limit(r, 32_768, 1_024) == pytest.approx(free / (576 * 61 * 33_792 * 8), rel=1e-12)
+    # each decode step reads the batch's whole latent on every GPU: 8 copies over 8 GPUs' bandwidth
+    one, two = step_seconds(r, 32_768, 1_024, 1.0), step_seconds(r, 32_768, 1_024, 2.0)
+    kv_read = 576 * 61 * (32_768 + 512) * 8 / (8 * hw.hbm_bytes_per_second * eff.bandwidth)
+    assert two - one > kv_read
+    # GQA with one KV head at TP 4: four copies; with 8 heads at TP 8, one head a rank: no copy
+    single = Replica(ServedShape(70e9, 70e9, 80, 8192, 1, 128), 4, hw, eff, 1.0, 1.0, "reserve")
+    assert single.kv_copies == 4
+    assert Replica(ServedShape(70e9, 70e9, 80, 8192, 8, 128), 8, hw, eff, 1.0, 1.0).kv_copies == 1
