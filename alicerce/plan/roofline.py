@@ -74,6 +74,13 @@ class ServedShape:
     kv_latent: int | None = None  # multi-head latent attention: elements cached per token and layer (rank + RoPE key)
     window: int | None = None  # sliding-window attention: tokens a sliding layer attends to and caches
     global_layers: int = 0  # layers that still attend to the whole context
+    # attention's FLOPs width where it is not the hidden size: MLA's heads x (head dim + RoPE dim / 2), the training
+    # path's figure (sizing.attention_width; review sizreview3 D4: serving used the hidden size for the same model)
+    attention_width: int | None = None
+
+    @property
+    def attention_hidden(self) -> int:
+        return self.attention_width or self.hidden
 
     def kv_per_token_layer(self, kv_bytes: float) -> float:
         """KV-cache bytes of one token in one layer: keys and values per KV head, or MLA's shared latent
@@ -190,7 +197,9 @@ def all_reduce_seconds_per_token(r: Replica) -> float:
 def prefill_seconds(r: Replica, isl: int) -> float:
     shape = r.shape
     # attention over the prompt: isl x the tokens each attends to, per layer (a sliding layer: at most its window)
-    compute = (2 * shape.active_parameters * isl + 2 * isl * shape.attended(isl) * shape.hidden) / (r.tp * r.hw.peak_flops * r.eff.prefill)
+    compute = (2 * shape.active_parameters * isl + 2 * isl * shape.attended(isl) * shape.attention_hidden) / (
+        r.tp * r.hw.peak_flops * r.eff.prefill
+    )
     return compute + isl * all_reduce_seconds_per_token(r)
 
 
@@ -208,7 +217,7 @@ def step_seconds(r: Replica, isl: int, osl: int, batch: float) -> float:
     shape, eff = r.shape, r.eff
     context = kv_tokens_read(isl, osl)
     memory = (weights_read(r, batch) + batch * r.kv_held(context)) / (r.tp * r.hw.hbm_bytes_per_second * eff.bandwidth)
-    compute = (2 * shape.active_parameters * batch + 4 * batch * shape.attended(context) * shape.hidden) / (
+    compute = (2 * shape.active_parameters * batch + 4 * batch * shape.attended(context) * shape.attention_hidden) / (
         r.tp * r.hw.peak_flops * eff.decode_compute
     )
     latency = 2 * shape.layers * all_reduce_latency(r)

@@ -14,7 +14,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from alicerce.catalog import load_catalog
-from alicerce.plan.roofline import Replica, ServedShape, all_reduce_latency, efficiencies, gpu_hardware, kv_batch_limit, step_seconds
+from alicerce.plan.roofline import (
+    Replica,
+    ServedShape,
+    all_reduce_latency,
+    efficiencies,
+    gpu_hardware,
+    kv_batch_limit,
+    prefill_seconds,
+    step_seconds,
+)
 from alicerce.plan.sizing import (
     GIB,
     Placement,
@@ -22,6 +31,7 @@ from alicerce.plan.sizing import (
     network_bytes_per_step,
     plan_inference,
     plan_training,
+    served_shape,
     sharded_bytes,
     training_memory,
     usable_memory,
@@ -819,3 +829,24 @@ def test_a_cache_with_fewer_kv_heads_than_gpus_is_held_on_every_rank() -> None:
     single = Replica(ServedShape(70e9, 70e9, 80, 8192, 1, 128), 4, hw, eff, 1.0, 1.0, "reserve")
     assert single.kv_copies == 4
     assert Replica(ServedShape(70e9, 70e9, 80, 8192, 8, 128), 8, hw, eff, 1.0, 1.0).kv_copies == 1
+
+
+def test_serving_attention_flops_use_mla_heads_as_training_does() -> None:
+    """Review sizreview3 D4: served_shape ignored MLA's heads, so heads 128 and 16 served byte-identically and prefill
+    attention used the hidden size 7,168 where training's attention_width uses heads x (head dim + RoPE / 2) = 128 x
+    (128 + 32) = 20,480 for the same model. One fact: the serving shape carries that width."""
+    mla = {"parameters": "671B", "activeParameters": "37B", "architecture": "moe", "experts": {"total": 256, "perToken": 8},
+           "layers": 61, "hiddenSize": 7168, "headDim": 128,
+           "attention": {"kind": "mla", "kvLoraRank": 512, "ropeHeadDim": 64, "heads": 128}}  # fmt: skip
+    w = workload(kind="inference", model=mla, precision="fp8", traffic={"peakRps": 1, "inputTokens": 32_768, "outputTokens": 1_024})
+    assert served_shape(w, SIZING).attention_hidden == 20_480
+    fewer = workload(kind="inference", model={**mla, "attention": {**mla["attention"], "heads": 16}}, precision="fp8",
+                     traffic={"peakRps": 1, "inputTokens": 32_768, "outputTokens": 1_024})  # fmt: skip
+    assert served_shape(fewer, SIZING).attention_hidden == 16 * 160
+    # and prefill pays it: the attention term 2 x isl x 61 x isl x width moves with the heads
+    h200 = CATALOG.gpu("H200-SXM-141GB")
+    assert h200 is not None
+    eff, hw = efficiencies(SIZING), gpu_hardware(h200, "fp8", SIZING)
+    wide, narrow = (prefill_seconds(Replica(served_shape(x, SIZING), 8, hw, eff, 1.0, 1.0), 32_768) for x in (w, fewer))
+    attention = 2 * 32_768 * 61 * 32_768 * (20_480 - 2_560) / (8 * hw.peak_flops * eff.prefill)
+    assert wide - narrow == pytest.approx(attention, rel=1e-9)
