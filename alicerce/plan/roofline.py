@@ -108,6 +108,15 @@ class ReplicaHardware:
     link_bytes_per_second: float  # per direction, NVLink or PCIe
     # every GPU pair on NVLink (an SXM board): vLLM's custom all-reduce runs at any TP; without it, only up to TP 2
     fully_connected: bool = True
+    # a PCIe card's NVLink bridge: its per-direction bandwidth, taken by a group the bridge spans (review sizreview3 D6)
+    bridge_bytes_per_second: float | None = None
+    bridge_gpus: int = 0
+
+    def tp_link(self, tp: int) -> float:
+        """Per-direction bytes/s of a ``tp``-GPU group's all-reduces: the NVLink bridge where it spans the group."""
+        if self.bridge_bytes_per_second is not None and tp <= self.bridge_gpus:
+            return self.bridge_bytes_per_second
+        return self.link_bytes_per_second
 
 
 @dataclass(frozen=True)
@@ -191,7 +200,7 @@ def all_reduce_seconds_per_token(r: Replica) -> float:
     """Tensor-parallel all-reduce time per token: two per layer of the hidden state in 16-bit."""
     if r.tp <= 1:
         return 0.0
-    return 2 * r.shape.layers * r.shape.hidden * 2 * 2 * (r.tp - 1) / r.tp / (r.hw.link_bytes_per_second * r.eff.link)
+    return 2 * r.shape.layers * r.shape.hidden * 2 * 2 * (r.tp - 1) / r.tp / (r.hw.tp_link(r.tp) * r.eff.link)
 
 
 def prefill_seconds(r: Replica, isl: int) -> float:
@@ -292,7 +301,13 @@ def gpu_hardware(gpu: Gpu, precision: str, sizing: Sizing) -> ReplicaHardware:
     ic = gpu.interconnect
     nvlink = ic.nvlinkBandwidthGBps if gpu.formFactor == "SXM" else None  # an SXM board: NVLink to every peer
     link = nvlink / 2 if nvlink else sizing.inference.pcieGBpsPerDirection.per_direction(ic.pcieGeneration)
-    return ReplicaHardware(gpu.memoryGB * GIB, gpu.memoryBandwidthGBps * 1e9, peak * 1e12, link * 1e9, fully_connected=bool(nvlink))
+    # a PCIe card with NVLink (H100 PCIe/NVL, H200 NVL) takes a bridge that joins at least a pair (2-way; H200 NVL also
+    # 4-way, which a server need not have): a TP 2 group all-reduces over it, a wider one crosses PCIe
+    bridged = ic.nvlinkBandwidthGBps if gpu.formFactor != "SXM" and ic.nvlinkBandwidthGBps else None
+    return ReplicaHardware(
+        gpu.memoryGB * GIB, gpu.memoryBandwidthGBps * 1e9, peak * 1e12, link * 1e9, fully_connected=bool(nvlink),
+        bridge_bytes_per_second=bridged / 2 * 1e9 if bridged else None, bridge_gpus=2 if bridged else 0,
+    )  # fmt: skip
 
 
 def efficiencies(sizing: Sizing) -> Efficiencies:

@@ -850,3 +850,20 @@ def test_serving_attention_flops_use_mla_heads_as_training_does() -> None:
     wide, narrow = (prefill_seconds(Replica(served_shape(x, SIZING), 8, hw, eff, 1.0, 1.0), 32_768) for x in (w, fewer))
     attention = 2 * 32_768 * 61 * 32_768 * (20_480 - 2_560) / (8 * hw.peak_flops * eff.prefill)
     assert wide - narrow == pytest.approx(attention, rel=1e-9)
+
+
+def test_a_bridged_pcie_pair_all_reduces_over_its_nvlink_bridge() -> None:
+    """Review sizreview3 D6: H100 NVL takes a 2-way NVLink bridge (600 GB/s a GPU, 300 a direction); TP 2 all-reduced
+    at PCIe Gen5's 64 GB/s. By hand, 70B (80 x 8,192) fp8 at 1,500 prompt tokens: the all-reduce share of prefill is
+    1,500 x 2 x 80 x 8,192 x 2 B x 2 x 1/2 / (300e9 x e_link); TP 4 leaves the bridge and crosses PCIe."""
+    nvl = CATALOG.gpu("H100-NVL-94GB")
+    assert nvl is not None
+    eff, hw = efficiencies(SIZING), gpu_hardware(nvl, "fp8", SIZING)
+    shape = ServedShape(70e9, 70e9, 80, 8192, 8, 128)
+    pair = Replica(shape, 2, hw, eff, 1.0, 1.0)
+    compute = 2 * 70e9 * 1_500 + 2 * 1_500 * 80 * 1_500 * 8192
+    all_reduce = 1_500 * 2 * 80 * 8192 * 2 * 2 * (1 / 2) / (300e9 * eff.link)
+    assert prefill_seconds(pair, 1_500) == pytest.approx(compute / (2 * hw.peak_flops * eff.prefill) + all_reduce, rel=1e-9)
+    four = Replica(shape, 4, hw, eff, 1.0, 1.0)
+    pcie = SIZING.inference.pcieGBpsPerDirection.per_direction(nvl.interconnect.pcieGeneration) * 1e9
+    assert hw.tp_link(4) == pcie and all_reduce_latency(four) > eff.all_reduce_latency  # NCCL over PCIe, not the bridge
