@@ -97,6 +97,16 @@ class ServedShape:
         full = min(self.global_layers, self.layers)
         return full * tokens + (self.layers - full) * min(tokens, self.window)
 
+    def prompt_attended(self, tokens: float) -> float:
+        """Token-layers a prompt's tokens attend to on average, scaled so full causal attention counts ``layers x
+        tokens`` (the prefill term 2 x tokens x this x width): a causal token i of a sliding layer attends min(i, W),
+        so the layer costs 2W - W^2 / tokens, not W (the training path's figure, sizing.attention_width; review
+        sizreview3 D9)."""
+        if self.window is None or tokens <= self.window:
+            return self.layers * tokens
+        full = min(self.global_layers, self.layers)
+        return full * tokens + (self.layers - full) * (2 * self.window - self.window**2 / tokens)
+
 
 @dataclass(frozen=True)
 class ReplicaHardware:
@@ -205,8 +215,8 @@ def all_reduce_seconds_per_token(r: Replica) -> float:
 
 def prefill_seconds(r: Replica, isl: int) -> float:
     shape = r.shape
-    # attention over the prompt: isl x the tokens each attends to, per layer (a sliding layer: at most its window)
-    compute = (2 * shape.active_parameters * isl + 2 * isl * shape.attended(isl) * shape.attention_hidden) / (
+    # attention over the prompt: isl x the tokens each attends to, per layer (a sliding layer: 2W - W^2 / isl)
+    compute = (2 * shape.active_parameters * isl + 2 * isl * shape.prompt_attended(isl) * shape.attention_hidden) / (
         r.tp * r.hw.peak_flops * r.eff.prefill
     )
     return compute + isl * all_reduce_seconds_per_token(r)

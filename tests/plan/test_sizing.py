@@ -867,3 +867,19 @@ def test_a_bridged_pcie_pair_all_reduces_over_its_nvlink_bridge() -> None:
     four = Replica(shape, 4, hw, eff, 1.0, 1.0)
     pcie = SIZING.inference.pcieGBpsPerDirection.per_direction(nvl.interconnect.pcieGeneration) * 1e9
     assert hw.tp_link(4) == pcie and all_reduce_latency(four) > eff.all_reduce_latency  # NCCL over PCIe, not the bridge
+
+
+def test_sliding_window_prefill_counts_causal_attention_within_the_window() -> None:
+    """Review sizreview3 D9: a causal token i of a sliding layer attends min(i, W) tokens, so over a prompt of S the
+    layer costs 2W - W^2 / S of full causal's S, as training counts it; prefill counted W (half). Mistral 7B (32 x
+    4,096, window 4,096) at 32,768 in: attention 2 x 32,768 x 32 x (8,192 - 512) x 4,096 FLOP, 1.875x what W gave."""
+    h100 = CATALOG.gpu("H100-SXM5-80GB")
+    assert h100 is not None
+    eff, hw = efficiencies(SIZING), gpu_hardware(h100, "bf16", SIZING)
+    window = Replica(ServedShape(7.3e9, 7.3e9, 32, 4096, 8, 128, window=4096), 1, hw, eff, 2.0, 2.0)
+    dense = 2 * 7.3e9 * 32_768
+    attention = 2 * 32_768 * 32 * (2 * 4096 - 4096**2 / 32_768) * 4096
+    assert prefill_seconds(window, 32_768) == pytest.approx((dense + attention) / (hw.peak_flops * eff.prefill), rel=1e-12)
+    # a prompt inside the window is plain causal attention
+    full = Replica(ServedShape(7.3e9, 7.3e9, 32, 4096, 8, 128), 1, hw, eff, 2.0, 2.0)
+    assert prefill_seconds(window, 4_000) == pytest.approx(prefill_seconds(full, 4_000), rel=1e-12)
