@@ -307,7 +307,10 @@ def replica_performance(r: Replica, isl: int, osl: int, *, batch_cap: float, tpo
 def gpu_hardware(gpu: Gpu, precision: str, sizing: Sizing) -> ReplicaHardware:
     """The roofline's view of a catalog GPU at a serving precision."""
     t = gpu.tflops
-    peak = {"fp8": t.fp8, "fp4": t.fp4, "int8": t.int8, "int4": t.int8, "fp32": t.tf32}.get(precision) or t.bf16
+    # int8/int4 serve as weight-only quantisation (AWQ, GPTQ; kv_bytes keeps their activations and cache 16-bit): the
+    # kernels dequantise to 16 bits and run the 16-bit tensor cores, so their peak is bf16's, not the int8 rate (review
+    # sizreview3 D11; vLLM's Marlin/AWQ kernels compute in fp16/bf16)
+    peak = {"fp8": t.fp8, "fp4": t.fp4, "fp32": t.tf32}.get(precision) or t.bf16
     ic = gpu.interconnect
     nvlink = ic.nvlinkBandwidthGBps if gpu.formFactor == "SXM" else None  # an SXM board: NVLink to every peer
     link = nvlink / 2 if nvlink else sizing.inference.pcieGBpsPerDirection.per_direction(ic.pcieGeneration)
