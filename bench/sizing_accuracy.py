@@ -50,7 +50,10 @@ from alicerce.plan.calibrate import (  # noqa: E402
     measured_serving,
     planned_mfu,
     planned_serving,
+    serving_workload,
 )
+from alicerce.plan.roofline import Replica, efficiencies, gpu_hardware, kv_batch_limit  # noqa: E402
+from alicerce.plan.sizing import kv_bytes, served_shape  # noqa: E402
 
 BEGIN = "<!-- bench/sizing_accuracy.py: begin -->"
 END = "<!-- bench/sizing_accuracy.py: end -->"
@@ -208,6 +211,75 @@ def unseen_serving_lines(catalog: Catalog) -> list[str]:
     return lines
 
 
+@dataclass(frozen=True)
+class PoolPoint:
+    """One unseen max-throughput point beside what its source prints about the engine: the planner's KV-limited batch,
+    the batch the engine's printed KV pool holds (whole 64-token blocks, GUARANTEED_NO_EVICT reserving prompt + output),
+    and how many waves of that batch its finite run of ``requests`` takes."""
+
+    isl: int
+    osl: int
+    error: float
+    planned_batch: float
+    engine_batch: int
+    waves: int
+
+
+TRTLLM_BLOCK_TOKENS = 64  # "Number of tokens per block: 64." in every result file of the sweep (TensorRT-LLM's default)
+
+
+def unseen_pool_points(catalog: Catalog) -> list[PoolPoint]:
+    """The unseen max-throughput points whose source prints the engine's KV pool and request count, sized by the
+    roofline `plan` runs with the engine declared. A diagnostic of the residual's cause, never an input to a constant."""
+    unseen, sizing = catalog.unseen_evaluation, catalog.sizing
+    points = []
+    for table in unseen.servingTables:
+        if table.regime != "max-throughput" or table.kvPoolTokens is None:
+            continue
+        for row in table.rows:
+            if row.requests is None:
+                continue
+            gpu = catalog.gpu(row.gpu)
+            assert gpu is not None, row.gpu
+            w = serving_workload(row, table, catalog, models=unseen.servingModels)
+            replica = Replica(
+                served_shape(w, sizing), row.tp, gpu_hardware(gpu, w.precision, sizing), efficiencies(sizing),
+                sizing.weightBytes.get(w.precision, 2), kv_bytes(w.precision, w.kv_cache_precision), w.kv_admission,
+            )  # fmt: skip
+            blocks = -(-(row.isl + row.osl) // TRTLLM_BLOCK_TOKENS)
+            engine = min(table.maxBatch, table.kvPoolTokens // (blocks * TRTLLM_BLOCK_TOKENS))
+            planned = planned_serving(row, table, catalog, sizing, models=unseen.servingModels)
+            error = -1.0 if planned is None else (planned - measured_serving(row)) / measured_serving(row)
+            batch = min(float(table.maxBatch), kv_batch_limit(replica, row.isl, row.osl))
+            points.append(PoolPoint(row.isl, row.osl, error, batch, engine, -(-row.requests // engine)))
+    return points
+
+
+def pool_lines(points: list[PoolPoint]) -> list[str]:
+    """The unseen max-throughput residual by output length, beside the planner's KV batch over the engine's and the
+    waves each finite run takes (README: why the residual follows the output length)."""
+    if not points:
+        return []
+    out = [
+        "",
+        "<details><summary>Unseen max-throughput serving by output length (engine declared): the planner's KV-limited "
+        "batch against the batch the engine's printed KV pool holds, and the waves of that batch each finite run "
+        "takes</summary>",
+        "",
+        "| output tokens | points | median error | planned / engine KV batch | waves (median, range) |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for osl in sorted({p.osl for p in points}):
+        group = [p for p in points if p.osl == osl]
+        waves = [p.waves for p in group]
+        ratio = statistics.median(p.planned_batch / p.engine_batch for p in group)
+        out.append(
+            f"| {osl:,} | {len(group)} | {statistics.median(p.error for p in group):+.0%} | {ratio:.2f} "
+            f"| {statistics.median(waves):g} ({min(waves)}-{max(waves)}) |"
+        )
+    return [*out, "", "</details>"]
+
+
 def tables(catalog: Catalog) -> str:
     unseen = unseen_source_rows(catalog)
     unseen_set = unseen_rows(catalog)
@@ -234,6 +306,7 @@ def tables(catalog: Catalog) -> str:
         [(r, [r.run.id, r.kind, f"{r.run.sequenceLength:,}", f"{r.run.gpus:,} {r.run.gpu}", r.run.precision], []) for r in unseen_set],
     )
     detail += _unseen_serving_details(catalog)
+    detail += pool_lines(unseen_pool_points(catalog))
     return "\n".join(lines + detail)
 
 

@@ -510,6 +510,7 @@ class ServingResult(CatalogModel):
     latencyMs: float | None = None
     ttftMs: float | None = None
     itlMs: float | None = None
+    requests: int | None = None  # a finite throughput run's request count (its ramp-up and drain are in the figure)
 
 
 class ServingTable(CatalogModel):
@@ -521,6 +522,9 @@ class ServingTable(CatalogModel):
     # how the engine charged KV at admission (alicerce/plan/roofline.py, Admission): reserve for TensorRT-LLM's
     # default capacity scheduler, on-demand for vLLM
     kvAdmission: Literal["on-demand", "reserve"]
+    # the engine's KV-cache pool in tokens a replica holds, where the source prints it (TensorRT-LLM: "Allocated ... for
+    # max tokens in paged KV cache (N)"): what the planner's memory fraction is compared against, never fitted on
+    kvPoolTokens: int | None = None
     note: str | None = None
     family: str  # the published table family (see TrainingRun.family): every column and revision of one page is one
     source: Source

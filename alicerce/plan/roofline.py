@@ -6,6 +6,7 @@ generated tokens::
     W       = parameters x bytes per weight             every expert resident
     kv      = 2 x layers x KV heads x head dim x KV bytes   per token
               (MLA: layers x (KV latent + RoPE key) x KV bytes; sliding layers hold at most their window)
+              held by the replica kv x copies: tp / KV heads where fewer heads than GPUs, tp for MLA's latent
     B       = min(batch cap, (tp x memory x f - W) / (kv x admitted), latency limit)
               admitted: the tokens a sequence holds in the engine's KV accounting (see ``kv_tokens_admitted``):
               isl + osl where the engine reserves a request's whole length when it admits it (TensorRT-LLM's
@@ -73,6 +74,13 @@ class ServedShape:
     kv_latent: int | None = None  # multi-head latent attention: elements cached per token and layer (rank + RoPE key)
     window: int | None = None  # sliding-window attention: tokens a sliding layer attends to and caches
     global_layers: int = 0  # layers that still attend to the whole context
+    # attention's FLOPs width where it is not the hidden size: MLA's heads x (head dim + RoPE dim / 2), the training
+    # path's figure (sizing.attention_width; review sizreview3 D4: serving used the hidden size for the same model)
+    attention_width: int | None = None
+
+    @property
+    def attention_hidden(self) -> int:
+        return self.attention_width or self.hidden
 
     def kv_per_token_layer(self, kv_bytes: float) -> float:
         """KV-cache bytes of one token in one layer: keys and values per KV head, or MLA's shared latent
@@ -89,6 +97,16 @@ class ServedShape:
         full = min(self.global_layers, self.layers)
         return full * tokens + (self.layers - full) * min(tokens, self.window)
 
+    def prompt_attended(self, tokens: float) -> float:
+        """Token-layers a prompt's tokens attend to on average, scaled so full causal attention counts ``layers x
+        tokens`` (the prefill term 2 x tokens x this x width): a causal token i of a sliding layer attends min(i, W),
+        so the layer costs 2W - W^2 / tokens, not W (the training path's figure, sizing.attention_width; review
+        sizreview3 D9)."""
+        if self.window is None or tokens <= self.window:
+            return self.layers * tokens
+        full = min(self.global_layers, self.layers)
+        return full * tokens + (self.layers - full) * (2 * self.window - self.window**2 / tokens)
+
 
 @dataclass(frozen=True)
 class ReplicaHardware:
@@ -100,6 +118,15 @@ class ReplicaHardware:
     link_bytes_per_second: float  # per direction, NVLink or PCIe
     # every GPU pair on NVLink (an SXM board): vLLM's custom all-reduce runs at any TP; without it, only up to TP 2
     fully_connected: bool = True
+    # a PCIe card's NVLink bridge: its per-direction bandwidth, taken by a group the bridge spans (review sizreview3 D6)
+    bridge_bytes_per_second: float | None = None
+    bridge_gpus: int = 0
+
+    def tp_link(self, tp: int) -> float:
+        """Per-direction bytes/s of a ``tp``-GPU group's all-reduces: the NVLink bridge where it spans the group."""
+        if self.bridge_bytes_per_second is not None and tp <= self.bridge_gpus:
+            return self.bridge_bytes_per_second
+        return self.link_bytes_per_second
 
 
 @dataclass(frozen=True)
@@ -124,7 +151,7 @@ class ReplicaPerformance:
     prefill_seconds: float
     tokens_per_second: float
     weights_bytes: float
-    kv_bytes_per_sequence: float  # as the engine charges a sequence in flight (``kv_tokens_admitted``)
+    kv_bytes_per_sequence: float  # as the engine charges a sequence in flight (``kv_tokens_admitted``), over all its GPUs
 
     output_tokens: int
 
@@ -158,6 +185,22 @@ class Replica:
         return self.kv_per_token_layer * self.shape.attended(tokens)
 
     @property
+    def kv_copies(self) -> float:
+        """How many times the replica's GPUs together hold one sequence's KV cache. Tensor parallelism splits the cache
+        by KV head, so a layout with fewer KV heads than GPUs repeats them: vLLM gives each rank max(1, heads / tp) heads
+        (vllm/model_executor/models/llama.py: "the number of KV heads is less than TP size, so we replicate"), tp / heads
+        copies; MLA's latent has no head dimension and every rank holds and reads all of it (DeepSeek-V2, arXiv
+        2405.04434, Sec. 2.1; vLLM recommends data-parallel attention for MLA for this reason), tp copies. Review
+        sizreview3 D4."""
+        if self.shape.kv_latent is not None:
+            return float(self.tp)
+        return max(1.0, self.tp / max(1, self.shape.kv_heads))
+
+    def kv_held(self, tokens: float) -> float:
+        """KV-cache bytes the replica's GPUs hold together for one sequence of ``tokens``."""
+        return self.kv_sequence(tokens) * self.kv_copies
+
+    @property
     def kv_per_token(self) -> float:
         """KV-cache bytes per token of a sequence with every layer holding it (the dense figure)."""
         return self.shape.layers * self.kv_per_token_layer
@@ -167,13 +210,15 @@ def all_reduce_seconds_per_token(r: Replica) -> float:
     """Tensor-parallel all-reduce time per token: two per layer of the hidden state in 16-bit."""
     if r.tp <= 1:
         return 0.0
-    return 2 * r.shape.layers * r.shape.hidden * 2 * 2 * (r.tp - 1) / r.tp / (r.hw.link_bytes_per_second * r.eff.link)
+    return 2 * r.shape.layers * r.shape.hidden * 2 * 2 * (r.tp - 1) / r.tp / (r.hw.tp_link(r.tp) * r.eff.link)
 
 
 def prefill_seconds(r: Replica, isl: int) -> float:
     shape = r.shape
-    # attention over the prompt: isl x the tokens each attends to, per layer (a sliding layer: at most its window)
-    compute = (2 * shape.active_parameters * isl + 2 * isl * shape.attended(isl) * shape.hidden) / (r.tp * r.hw.peak_flops * r.eff.prefill)
+    # attention over the prompt: isl x the tokens each attends to, per layer (a sliding layer: 2W - W^2 / isl)
+    compute = (2 * shape.active_parameters * isl + 2 * isl * shape.prompt_attended(isl) * shape.attention_hidden) / (
+        r.tp * r.hw.peak_flops * r.eff.prefill
+    )
     return compute + isl * all_reduce_seconds_per_token(r)
 
 
@@ -190,8 +235,8 @@ def step_seconds(r: Replica, isl: int, osl: int, batch: float) -> float:
     """One decode step of ``batch`` sequences: memory reads, the compute ceiling, all-reduces, overhead."""
     shape, eff = r.shape, r.eff
     context = kv_tokens_read(isl, osl)
-    memory = (weights_read(r, batch) + batch * r.kv_sequence(context)) / (r.tp * r.hw.hbm_bytes_per_second * eff.bandwidth)
-    compute = (2 * shape.active_parameters * batch + 4 * batch * shape.attended(context) * shape.hidden) / (
+    memory = (weights_read(r, batch) + batch * r.kv_held(context)) / (r.tp * r.hw.hbm_bytes_per_second * eff.bandwidth)
+    compute = (2 * shape.active_parameters * batch + 4 * batch * shape.attended(context) * shape.attention_hidden) / (
         r.tp * r.hw.peak_flops * eff.decode_compute
     )
     latency = 2 * shape.layers * all_reduce_latency(r)
@@ -223,7 +268,7 @@ def kv_batch_limit(r: Replica, isl: int, osl: int) -> float:
     """Sequences whose KV cache, as the engine charges it at admission, fits next to the weights (0 when the weights
     alone do not fit)."""
     free = r.tp * r.hw.memory_bytes * r.eff.memory_fraction - r.weights
-    return max(0.0, free / r.kv_sequence(kv_tokens_admitted(isl, osl, r.admission)))
+    return max(0.0, free / r.kv_held(kv_tokens_admitted(isl, osl, r.admission)))
 
 
 def latency_batch_limit(r: Replica, isl: int, osl: int, tpot: float) -> float:
@@ -255,18 +300,27 @@ def replica_performance(r: Replica, isl: int, osl: int, *, batch_cap: float, tpo
     step = step_seconds(r, isl, osl, batch)
     prefill = prefill_seconds(r, isl)
     tokens = osl / (prefill + osl * step / batch)
-    kv_sequence = r.kv_sequence(kv_tokens_admitted(isl, osl, r.admission))  # sliding layers hold at most their window
+    kv_sequence = r.kv_held(kv_tokens_admitted(isl, osl, r.admission))  # sliding layers hold at most their window
     return ReplicaPerformance(r.tp, batch, by_memory, step, prefill, tokens, r.weights, kv_sequence, osl)
 
 
 def gpu_hardware(gpu: Gpu, precision: str, sizing: Sizing) -> ReplicaHardware:
     """The roofline's view of a catalog GPU at a serving precision."""
     t = gpu.tflops
-    peak = {"fp8": t.fp8, "fp4": t.fp4, "int8": t.int8, "int4": t.int8, "fp32": t.tf32}.get(precision) or t.bf16
+    # int8/int4 serve as weight-only quantisation (AWQ, GPTQ; kv_bytes keeps their activations and cache 16-bit): the
+    # kernels dequantise to 16 bits and run the 16-bit tensor cores, so their peak is bf16's, not the int8 rate (review
+    # sizreview3 D11; vLLM's Marlin/AWQ kernels compute in fp16/bf16)
+    peak = {"fp8": t.fp8, "fp4": t.fp4, "fp32": t.tf32}.get(precision) or t.bf16
     ic = gpu.interconnect
     nvlink = ic.nvlinkBandwidthGBps if gpu.formFactor == "SXM" else None  # an SXM board: NVLink to every peer
     link = nvlink / 2 if nvlink else sizing.inference.pcieGBpsPerDirection.per_direction(ic.pcieGeneration)
-    return ReplicaHardware(gpu.memoryGB * GIB, gpu.memoryBandwidthGBps * 1e9, peak * 1e12, link * 1e9, fully_connected=bool(nvlink))
+    # a PCIe card with NVLink (H100 PCIe/NVL, H200 NVL) takes a bridge that joins at least a pair (2-way; H200 NVL also
+    # 4-way, which a server need not have): a TP 2 group all-reduces over it, a wider one crosses PCIe
+    bridged = ic.nvlinkBandwidthGBps if gpu.formFactor != "SXM" and ic.nvlinkBandwidthGBps else None
+    return ReplicaHardware(
+        gpu.memoryGB * GIB, gpu.memoryBandwidthGBps * 1e9, peak * 1e12, link * 1e9, fully_connected=bool(nvlink),
+        bridge_bytes_per_second=bridged / 2 * 1e9 if bridged else None, bridge_gpus=2 if bridged else 0,
+    )  # fmt: skip
 
 
 def efficiencies(sizing: Sizing) -> Efficiencies:

@@ -659,6 +659,7 @@ def served_shape(w: Workload, sizing: Sizing) -> ServedShape:
         kv_latent=attention.kv_lora_rank + attention.rope_head_dim if isinstance(attention, LatentAttention) else None,
         window=attention.window if isinstance(attention, SlidingWindowAttention) else None,
         global_layers=attention.global_layers if isinstance(attention, SlidingWindowAttention) else 0,
+        attention_width=attention_width(w, layers, hidden, sizing)[0],
     )
 
 

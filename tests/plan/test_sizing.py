@@ -14,7 +14,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from alicerce.catalog import load_catalog
-from alicerce.plan.roofline import Replica, ServedShape, all_reduce_latency, efficiencies, gpu_hardware
+from alicerce.plan.roofline import (
+    Replica,
+    ServedShape,
+    all_reduce_latency,
+    efficiencies,
+    gpu_hardware,
+    kv_batch_limit,
+    prefill_seconds,
+    step_seconds,
+)
 from alicerce.plan.sizing import (
     GIB,
     Placement,
@@ -22,6 +31,7 @@ from alicerce.plan.sizing import (
     network_bytes_per_step,
     plan_inference,
     plan_training,
+    served_shape,
     sharded_bytes,
     training_memory,
     usable_memory,
@@ -795,3 +805,91 @@ def test_a_declared_layout_cuts_the_data_parallel_traffic_it_moves() -> None:
                           on("H100-SXM5-80GB", network=layout.network_gbps_per_gpu * 0.9), SIZING, [])  # fmt: skip
     (finding,) = [i for i in short.issues if i.check == "PL324"]
     assert f"ZeRO-1, weights / (TP {layout.tensor_parallel} x PP 4)" in finding.message
+
+
+def test_a_cache_with_fewer_kv_heads_than_gpus_is_held_on_every_rank() -> None:
+    """Review sizreview3 D4: tensor parallelism splits the KV cache by head. MLA's latent has no head, so each of the
+    TP 8 ranks holds (and each decode step reads) the whole latent of its sequences; a GQA model with 1 KV head at TP 4
+    holds 4 copies. DeepSeek-V3 (61 layers, latent 512 + RoPE 64, fp8 cache) on 8 H200 at 32,768 in / 1,024 out,
+    reserved: one sequence 576 B x 61 x 33,792 = 1.187e9 B on every GPU; free (8 x 141 GiB x f - 671e9 B) over 8 copies,
+    where the split cache counted 8x as many sequences."""
+    h200 = CATALOG.gpu("H200-SXM-141GB")
+    assert h200 is not None
+    sizing = CATALOG.sizing
+    eff, hw = efficiencies(sizing), gpu_hardware(h200, "fp8", sizing)
+    mla = ServedShape(671e9, 37e9, 61, 7168, 128, 128, kv_latent=576)
+    r = Replica(mla, 8, hw, eff, 1.0, 1.0, "reserve")
+    free = 8 * h200.memoryGB * 2**30 * eff.memory_fraction - 671e9
+    assert kv_batch_limit(r, 32_768, 1_024) == pytest.approx(free / (576 * 61 * 33_792 * 8), rel=1e-12)
+    # each decode step reads the batch's whole latent on every GPU: 8 copies over 8 GPUs' bandwidth
+    one, two = step_seconds(r, 32_768, 1_024, 1.0), step_seconds(r, 32_768, 1_024, 2.0)
+    kv_read = 576 * 61 * (32_768 + 512) * 8 / (8 * hw.hbm_bytes_per_second * eff.bandwidth)
+    assert two - one > kv_read
+    # GQA with one KV head at TP 4: four copies; with 8 heads at TP 8, one head a rank: no copy
+    single = Replica(ServedShape(70e9, 70e9, 80, 8192, 1, 128), 4, hw, eff, 1.0, 1.0, "reserve")
+    assert single.kv_copies == 4
+    assert Replica(ServedShape(70e9, 70e9, 80, 8192, 8, 128), 8, hw, eff, 1.0, 1.0).kv_copies == 1
+
+
+def test_serving_attention_flops_use_mla_heads_as_training_does() -> None:
+    """Review sizreview3 D4: served_shape ignored MLA's heads, so heads 128 and 16 served byte-identically and prefill
+    attention used the hidden size 7,168 where training's attention_width uses heads x (head dim + RoPE / 2) = 128 x
+    (128 + 32) = 20,480 for the same model. One fact: the serving shape carries that width."""
+    mla = {"parameters": "671B", "activeParameters": "37B", "architecture": "moe", "experts": {"total": 256, "perToken": 8},
+           "layers": 61, "hiddenSize": 7168, "headDim": 128,
+           "attention": {"kind": "mla", "kvLoraRank": 512, "ropeHeadDim": 64, "heads": 128}}  # fmt: skip
+    w = workload(kind="inference", model=mla, precision="fp8", traffic={"peakRps": 1, "inputTokens": 32_768, "outputTokens": 1_024})
+    assert served_shape(w, SIZING).attention_hidden == 20_480
+    fewer = workload(kind="inference", model={**mla, "attention": {**mla["attention"], "heads": 16}}, precision="fp8",
+                     traffic={"peakRps": 1, "inputTokens": 32_768, "outputTokens": 1_024})  # fmt: skip
+    assert served_shape(fewer, SIZING).attention_hidden == 16 * 160
+    # and prefill pays it: the attention term 2 x isl x 61 x isl x width moves with the heads
+    h200 = CATALOG.gpu("H200-SXM-141GB")
+    assert h200 is not None
+    eff, hw = efficiencies(SIZING), gpu_hardware(h200, "fp8", SIZING)
+    wide, narrow = (prefill_seconds(Replica(served_shape(x, SIZING), 8, hw, eff, 1.0, 1.0), 32_768) for x in (w, fewer))
+    attention = 2 * 32_768 * 61 * 32_768 * (20_480 - 2_560) / (8 * hw.peak_flops * eff.prefill)
+    assert wide - narrow == pytest.approx(attention, rel=1e-9)
+
+
+def test_a_bridged_pcie_pair_all_reduces_over_its_nvlink_bridge() -> None:
+    """Review sizreview3 D6: H100 NVL takes a 2-way NVLink bridge (600 GB/s a GPU, 300 a direction); TP 2 all-reduced
+    at PCIe Gen5's 64 GB/s. By hand, 70B (80 x 8,192) fp8 at 1,500 prompt tokens: the all-reduce share of prefill is
+    1,500 x 2 x 80 x 8,192 x 2 B x 2 x 1/2 / (300e9 x e_link); TP 4 leaves the bridge and crosses PCIe."""
+    nvl = CATALOG.gpu("H100-NVL-94GB")
+    assert nvl is not None
+    eff, hw = efficiencies(SIZING), gpu_hardware(nvl, "fp8", SIZING)
+    shape = ServedShape(70e9, 70e9, 80, 8192, 8, 128)
+    pair = Replica(shape, 2, hw, eff, 1.0, 1.0)
+    compute = 2 * 70e9 * 1_500 + 2 * 1_500 * 80 * 1_500 * 8192
+    all_reduce = 1_500 * 2 * 80 * 8192 * 2 * 2 * (1 / 2) / (300e9 * eff.link)
+    assert prefill_seconds(pair, 1_500) == pytest.approx(compute / (2 * hw.peak_flops * eff.prefill) + all_reduce, rel=1e-9)
+    four = Replica(shape, 4, hw, eff, 1.0, 1.0)
+    pcie = SIZING.inference.pcieGBpsPerDirection.per_direction(nvl.interconnect.pcieGeneration) * 1e9
+    assert hw.tp_link(4) == pcie and all_reduce_latency(four) > eff.all_reduce_latency  # NCCL over PCIe, not the bridge
+
+
+def test_sliding_window_prefill_counts_causal_attention_within_the_window() -> None:
+    """Review sizreview3 D9: a causal token i of a sliding layer attends min(i, W) tokens, so over a prompt of S the
+    layer costs 2W - W^2 / S of full causal's S, as training counts it; prefill counted W (half). Mistral 7B (32 x
+    4,096, window 4,096) at 32,768 in: attention 2 x 32,768 x 32 x (8,192 - 512) x 4,096 FLOP, 1.875x what W gave."""
+    h100 = CATALOG.gpu("H100-SXM5-80GB")
+    assert h100 is not None
+    eff, hw = efficiencies(SIZING), gpu_hardware(h100, "bf16", SIZING)
+    window = Replica(ServedShape(7.3e9, 7.3e9, 32, 4096, 8, 128, window=4096), 1, hw, eff, 2.0, 2.0)
+    dense = 2 * 7.3e9 * 32_768
+    attention = 2 * 32_768 * 32 * (2 * 4096 - 4096**2 / 32_768) * 4096
+    assert prefill_seconds(window, 32_768) == pytest.approx((dense + attention) / (hw.peak_flops * eff.prefill), rel=1e-12)
+    # a prompt inside the window is plain causal attention
+    full = Replica(ServedShape(7.3e9, 7.3e9, 32, 4096, 8, 128), 1, hw, eff, 2.0, 2.0)
+    assert prefill_seconds(window, 4_000) == pytest.approx(prefill_seconds(full, 4_000), rel=1e-12)
+
+
+@pytest.mark.parametrize("precision", ["int8", "int4"])
+def test_weight_only_int_serving_computes_at_the_16_bit_peak(precision: str) -> None:
+    """Review sizreview3 D11: int8/int4 serve as weight-only (16-bit activations and cache, kv_bytes), whose kernels
+    dequantise and run 16-bit tensor cores; the roofline took the int8 tensor rate (1,979 TFLOP/s on H100 against 989.4),
+    halving prefill compute: 70B at 8,000 in came out 37% fast. The peak is bf16's; only the weights read shrink."""
+    h100 = CATALOG.gpu("H100-SXM5-80GB")
+    assert h100 is not None
+    assert gpu_hardware(h100, precision, SIZING).peak_flops == gpu_hardware(h100, "bf16", SIZING).peak_flops == 989.4e12
