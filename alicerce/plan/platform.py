@@ -667,7 +667,11 @@ def _storage(platform: ResolvedPlatform, plans: list[WorkloadPlan], catalog: Cat
     out: list[TierPlan] = []
     for tier in platform.storage:
         if tier.name not in reads and tier.name not in writes:
-            continue
+            if tier.fsx is None:  # nothing billed by the month for it here (object store, on-prem capex counted per site)
+                continue
+            # a managed file system is provisioned, and billed, whether or not a workload reads it: price it at
+            # what it declares, and say it sits idle (review sizreview3 D1)
+            findings.append(PlanFinding("PL342", tier.name, "no workload reads or writes this tier; it is still provisioned and billed"))
         need = max(reads[tier.name], writes[tier.name])
         declared = getattr(tier.spec, "throughput", None)
         declared_gbps = declared / 1e9 if declared else None

@@ -441,3 +441,21 @@ def test_site_storage_capex_carries_the_cost_of_capital_too() -> None:
     assert plain.storage_usd == pytest.approx(principal / (tco.lifeYears.value * 12))
     assert loan.storage_usd == pytest.approx(monthly_capex(principal, tco.lifeYears.value, 0.1)) and loan.storage_usd > plain.storage_usd
     assert monthly_capex(principal, 4, 0.0) == monthly_capex(principal, 4, None) == principal / 48
+
+
+def test_a_declared_fsx_tier_no_workload_uses_is_still_billed() -> None:
+    """Review sizreview3 D1: a tier no workload reads or writes was dropped from the storage table and its cost."""
+    data = reference()
+    checkpoints = next(t for t in data["storage"] if t["name"] == "checkpoints")
+    # a second checkpoint tier: every writer picks the first (``checkpoints``), so nothing touches this one
+    data["storage"].append({**checkpoints, "name": "checkpoints-old", "mountPath": "/mnt/checkpoints-old"})
+    base, idle = plan(), plan_platform(resolve(data), today=TODAY)
+    tier = next(t for t in idle.storage if t.name == "checkpoints-old")
+    assert tier.read_gbps == tier.write_gbps == 0
+    # sized as declared, like ``checkpoints``: 24 TiB = 24,576 GiB for 10 GB/s at PERSISTENT_2 500 MB/s/TiB (20 TiB),
+    # rounded up to 1,200 + n x 2,400 -> 26,400 GiB; 26,400 x 2^30 / 1e9 GB x $0.34/GB-month = $9,637.91
+    assert tier.fsx is not None and tier.fsx["storageCapacityGiB"] == 26_400
+    assert tier.fsx["usdPerMonth"] == pytest.approx(26_400 * 2**30 / 1e9 * 0.34, abs=0.01)
+    assert idle.cost_breakdown["FSx"] - base.cost_breakdown["FSx"] == pytest.approx(9_637.91, abs=0.01)
+    assert [f.subject for f in idle.findings if f.check == "PL342"] == ["checkpoints-old"]
+    assert not [f for f in base.findings if f.check == "PL342"]
