@@ -573,11 +573,18 @@ class CapacityBlockPrice(CatalogModel):
     regions: tuple[str, ...]
 
 
+class BlockDurationStep(CatalogModel):
+    upToHours: int  # durations up to this many hours are sold in steps of stepHours
+    stepHours: int
+
+
 class CapacityBlocks(CatalogModel):
     asOf: datetime.date
     source: Source
     types: dict[str, CapacityBlockPrice]
     minimumHours: int
+    durationSource: Source
+    durationSteps: tuple[BlockDurationStep, ...]  # ascending upToHours; the last is the longest block sold
 
 
 class DatedSource(CatalogModel):

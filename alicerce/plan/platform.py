@@ -24,7 +24,7 @@ from alicerce.plan.growth import Forecast, busy_gpu_hours, forecast, peak_units,
 from alicerce.plan.kpi import KpiTarget, kpi_targets
 from alicerce.plan.placement import Choice, choose
 from alicerce.plan.pools import PoolPlan
-from alicerce.plan.pricing import HOURS_PER_MONTH, NodePrice, RentalOption, monthly_node_cost, node_price, rental_options
+from alicerce.plan.pricing import HOURS_PER_MONTH, NodePrice, RentalOption, monthly_node_cost, node_price, rental_options, run_block_cost
 from alicerce.plan.sizing import WorkloadPlan
 from alicerce.plan.tco import OwnedPoolCost, SiteExtras, owned_pool_cost, site_extras
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
@@ -291,7 +291,8 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
         if pool.gpu is None:  # CPU pool: the nodes that hold the cores, for as long as the job runs
             vcpus = pool.instance.vcpus if pool.instance else 1
             return math.ceil((plan.cpu_cores or 0) / vcpus) * (plan.wall_clock_days or 0.0) * 24 * price.usd_per_hour
-        return gpu_hours * (price.usd_per_gpu_hour or 0.0)
+        blocks = _run_blocks(price, pool, plan)
+        return blocks if blocks is not None else gpu_hours * (price.usd_per_gpu_hour or 0.0)
 
     committed: dict[str, int] = defaultdict(int)
     cannot: set[str] = set()  # workloads the plan found cannot run (PL303): reported, never priced
@@ -344,6 +345,10 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
             pool = pools_by_name[pp.name]
             share = pool_units(plan, pool) / plan.gpus if plan.gpus else 1.0
             cost = sized = plan.gpu_hours * share * rate
+            price = prices.get(pp.name)
+            blocks = _run_blocks(price, pool, plan) if price is not None else None
+            if blocks is not None:  # a run on Capacity Blocks buys whole blocks, not the GPU-hours it uses
+                cost = sized = blocks
             if not pp.owned and pp.monthly_cost_usd is not None and plan.kind not in ("training", "fine-tuning"):
                 cost = min(cost, pp.monthly_cost_usd)  # a month of a capped pool cannot cost more than the pool
         priced.append(replace(plan, cost_usd=cost))
@@ -643,6 +648,14 @@ def _own_vs_rent(platform: ResolvedPlatform, pools: list[PoolPlan], catalog: Cat
     return tuple(out)
 
 
+def _run_blocks(price: NodePrice, pool: ResolvedPool, plan: WorkloadPlan) -> float | None:
+    """A run's Capacity Blocks (every node it holds, for the whole block its wall clock needs); None for other prices
+    and for work without a wall clock (serving is priced by the pool's month)."""
+    if plan.wall_clock_days is None:
+        return None
+    return run_block_cost(price, pool_units(plan, pool), plan.wall_clock_days * 24)
+
+
 def _storage(platform: ResolvedPlatform, plans: list[WorkloadPlan], catalog: Catalog, findings: list[PlanFinding]) -> tuple[TierPlan, ...]:
     by_name = {w.name: w for w in platform.spec.workloads}
     pool_site = {p.name: p.site.name for p in platform.pools}
@@ -667,7 +680,11 @@ def _storage(platform: ResolvedPlatform, plans: list[WorkloadPlan], catalog: Cat
     out: list[TierPlan] = []
     for tier in platform.storage:
         if tier.name not in reads and tier.name not in writes:
-            continue
+            if tier.fsx is None:  # nothing billed by the month for it here (object store, on-prem capex counted per site)
+                continue
+            # a managed file system is provisioned, and billed, whether or not a workload reads it: price it at
+            # what it declares, and say it sits idle (review sizreview3 D1)
+            findings.append(PlanFinding("PL342", tier.name, "no workload reads or writes this tier; it is still provisioned and billed"))
         need = max(reads[tier.name], writes[tier.name])
         declared = getattr(tier.spec, "throughput", None)
         declared_gbps = declared / 1e9 if declared else None

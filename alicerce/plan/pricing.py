@@ -37,6 +37,7 @@ class NodePrice:
     minimum_hours: float = 0.0  # a Capacity Block is bought in whole days
     issues: tuple[Issue, ...] = ()
     gpus_per_node: int = 1
+    block_steps: tuple[tuple[int, int], ...] = ()  # Capacity Blocks: (up to hours, step hours) of the durations sold
 
     @property
     def usd_per_gpu_hour(self) -> float | None:
@@ -131,7 +132,35 @@ def node_price(pool: ResolvedPool, catalog: Catalog, costs: Costs) -> NodePrice 
     if price is not None and spec is not None and spec.savings_plan_discount is not None and kind not in ("spot", "capacity-block"):
         price *= 1 - spec.savings_plan_discount
         factors += (Factor("Savings Plan / Reserved Instances discount", 1 - spec.savings_plan_discount, "spec"),)
-    return NodePrice(pool.name, instance.type, region, kind, price, factors, reserved, minimum, tuple(issues), instance.gpus or 1)
+    # the durations AWS sells hold whatever the price (catalog or negotiated)
+    steps = tuple((s.upToHours, s.stepHours) for s in prices.capacityBlocks.durationSteps) if kind == "capacity-block" else ()
+    return NodePrice(pool.name, instance.type, region, kind, price, factors, reserved, minimum, tuple(issues), instance.gpus or 1, steps)
+
+
+def block_hours(steps: tuple[tuple[int, int], ...], run_hours: float) -> float:
+    """Hours of Capacity Block a run of ``run_hours`` must buy: the shortest duration sold that covers it (1-day steps up
+    to 14 days, 7-day steps up to 182 days: 10 h buy 24, 15 days buy 21); a longer run buys whole longest blocks
+    back to back and the shortest block that covers the rest."""
+    if not steps or run_hours <= 0:
+        return max(0.0, run_hours)
+    longest = steps[-1][0]
+    whole, rest = divmod(run_hours, longest)
+    bought = whole * longest
+    if rest > 1e-9:
+        for up_to, step in steps:
+            if rest <= up_to:
+                bought += math.ceil(rest / step - 1e-9) * step
+                break
+    return float(bought)
+
+
+def run_block_cost(price: NodePrice, gpus: int, run_hours: float) -> float | None:
+    """What one run on ``gpus`` GPUs for ``run_hours`` of wall clock pays for its Capacity Blocks: every node it holds,
+    for the whole block it must buy (review sizreview3 D12); None for a price that is not a Capacity Block's."""
+    if not price.block_steps or price.usd_per_hour is None:
+        return None
+    nodes = math.ceil(gpus / max(1, price.gpus_per_node))
+    return nodes * block_hours(price.block_steps, run_hours) * price.usd_per_hour
 
 
 def monthly_node_cost(price: NodePrice, busy_node_hours: float, min_nodes: int, max_nodes: int) -> float | None:

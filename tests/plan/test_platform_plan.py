@@ -381,3 +381,21 @@ def test_tensor_parallel_past_a_node_is_pl322_not_a_pool_total() -> None:
         # PL314: infer-l40s's 4-GPU nodes would hold TP 4
         assert [(f.check, f.severity) for f in findings if f.check != "PL314"] == [("PL322", Severity.ERROR)], findings
         assert "assistant" not in {w.name for w in plan.workloads if w.runnable}
+
+
+def test_chat_70b_comment_in_the_reference_says_what_plan_prints() -> None:
+    """platform.yaml's chat-70b comment quoted 0.42 req/s and 5 replicas after plan had moved to 0.357 and 6 (review
+    sizreview3 G11): it now gives no figure plan computes, only claims this test holds plan to."""
+    text = (ROOT / "platform.yaml").read_text()
+    start = text.index("  - name: chat-70b\n")
+    comment = text[start : text.index("traffic:", start)]
+    assert "well under 1 req/s" in comment and "most of the pool's 8 nodes" in comment and "runs out within" in comment
+    assert not any(figure in comment for figure in ("0.42", "5 replicas", "0.55 s", "quarter 2"))
+    platform = validated(REFERENCE, "prod")
+    plan = plan_platform(platform, today=TODAY)
+    chat = next(w for w in plan.workloads if w.name == "chat-70b")
+    assert chat.pool == "infer-l40s" and chat.gpus_per_replica == 4 and chat.tokens_per_second_per_replica is not None
+    assert chat.tokens_per_second_per_replica / 300 < 1  # req/s a replica: output tok/s / 300 output tokens
+    nodes = next(p for p in platform.pools if p.name == "infer-l40s").max_gpus // 4  # g6e.12xlarge: 4 L40S a node
+    assert nodes == 8 and chat.replicas is not None and nodes / 2 < chat.replicas <= nodes  # most of the pool's 8 nodes
+    assert "infer-l40s" in [f.subject for f in plan.findings if f.check == "PL313"]

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from alicerce.catalog import load_catalog
 from alicerce.plan.platform import SizingPlan, plan_platform
-from alicerce.plan.pricing import HOURS_PER_MONTH, monthly_node_cost, node_price
+from alicerce.plan.pricing import HOURS_PER_MONTH, block_hours, monthly_node_cost, node_price
 from alicerce.plan.tco import monthly_capex, owned_pool_cost, site_extras
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.rules.validate import validated
@@ -36,6 +36,14 @@ def reference() -> dict[str, Any]:
 
 def resolve(data: dict[str, Any], env: str = "prod") -> ResolvedPlatform:
     return validated(load_text(yaml.safe_dump(data, sort_keys=False), "p.yaml"), env)
+
+
+def on_capacity_blocks(data: dict[str, Any]) -> None:
+    """train-p5 on a Capacity Block at the catalog's price (the spec's negotiated prices emptied)."""
+    pool = next(p for p in data["nodePools"] if p["name"] == "train-p5")
+    pool["aws"] = {"instanceType": "p5.48xlarge", "capacityType": "capacity-block", "capacityReservationId": "cr-0a1b2c3d4e5f60718",
+                   "zone": "us-east-1a"}  # fmt: skip
+    data["costs"]["cloud"] = []
 
 
 def plan() -> SizingPlan:
@@ -333,10 +341,7 @@ def test_a_region_the_catalog_does_not_price_is_reported_not_guessed() -> None:
 
 def test_capacity_blocks_and_reservations() -> None:
     data = reference()
-    pool = next(p for p in data["nodePools"] if p["name"] == "train-p5")
-    pool["aws"] = {"instanceType": "p5.48xlarge", "capacityType": "capacity-block", "capacityReservationId": "cr-0a1b2c3d4e5f60718",
-                   "zone": "us-east-1a"}  # fmt: skip
-    data["costs"]["cloud"] = []
+    on_capacity_blocks(data)
     platform = resolve(data)
     price = node_price(next(p for p in platform.pools if p.name == "train-p5"), CATALOG, platform.spec.costs)
     assert price is not None and price.usd_per_hour == pytest.approx(39.33) and price.minimum_hours == 24
@@ -441,3 +446,46 @@ def test_site_storage_capex_carries_the_cost_of_capital_too() -> None:
     assert plain.storage_usd == pytest.approx(principal / (tco.lifeYears.value * 12))
     assert loan.storage_usd == pytest.approx(monthly_capex(principal, tco.lifeYears.value, 0.1)) and loan.storage_usd > plain.storage_usd
     assert monthly_capex(principal, 4, 0.0) == monthly_capex(principal, 4, None) == principal / 48
+
+
+def test_a_declared_fsx_tier_no_workload_uses_is_still_billed() -> None:
+    """Review sizreview3 D1: a tier no workload reads or writes was dropped from the storage table and its cost."""
+    data = reference()
+    checkpoints = next(t for t in data["storage"] if t["name"] == "checkpoints")
+    # a second checkpoint tier: every writer picks the first (``checkpoints``), so nothing touches this one
+    data["storage"].append({**checkpoints, "name": "checkpoints-old", "mountPath": "/mnt/checkpoints-old"})
+    base, idle = plan(), plan_platform(resolve(data), today=TODAY)
+    tier = next(t for t in idle.storage if t.name == "checkpoints-old")
+    assert tier.read_gbps == tier.write_gbps == 0
+    # sized as declared, like ``checkpoints``: 24 TiB = 24,576 GiB for 10 GB/s at PERSISTENT_2 500 MB/s/TiB (20 TiB),
+    # rounded up to 1,200 + n x 2,400 -> 26,400 GiB; 26,400 x 2^30 / 1e9 GB x $0.34/GB-month = $9,637.91
+    assert tier.fsx is not None and tier.fsx["storageCapacityGiB"] == 26_400
+    assert tier.fsx["usdPerMonth"] == pytest.approx(26_400 * 2**30 / 1e9 * 0.34, abs=0.01)
+    assert idle.cost_breakdown["FSx"] - base.cost_breakdown["FSx"] == pytest.approx(9_637.91, abs=0.01)
+    assert [f.subject for f in idle.findings if f.check == "PL342"] == ["checkpoints-old"]
+    assert not [f for f in base.findings if f.check == "PL342"]
+
+
+def test_a_capacity_block_is_bought_in_the_durations_aws_sells() -> None:
+    """EC2 User Guide, "Find and purchase Capacity Blocks": 1-day steps up to 14 days, 7-day steps up to 182 days."""
+    steps = ((336, 24), (4368, 168))
+    assert block_hours(steps, 0.5) == 24 and block_hours(steps, 24) == 24 and block_hours(steps, 25) == 48
+    assert block_hours(steps, 14 * 24) == 336
+    assert block_hours(steps, 15 * 24) == 21 * 24  # past 14 days: the next 7-day step, not day 15
+    assert block_hours(steps, 182 * 24) == 4368
+    assert block_hours(steps, 183 * 24) == 4368 + 24  # one longest block, then a day
+
+
+def test_a_run_on_capacity_blocks_costs_the_whole_blocks_it_buys() -> None:
+    """Review sizreview3 D12: a run on Capacity Blocks was costed per GPU-hour used, not per block bought."""
+    data = reference()
+    on_capacity_blocks(data)
+    next(w for w in data["workloads"] if w["name"] == "code-assistant-ft")["pool"] = "train-p5"
+    p = plan_platform(resolve(data), today=TODAY)
+    run = next(w for w in p.workloads if w.name == "code-assistant-ft")
+    assert run.gpus == 8 and run.wall_clock_days is not None and run.wall_clock_days * 24 < 24
+    # 8 GPUs = one p5 node for 5.45 h of wall clock buy a one-day block: 1 x 24 x 39.33 = $943.92 (was 43.6 GPU-h x
+    # 39.33 / 8 = $214)
+    assert run.cost_usd == pytest.approx(24 * 39.33)
+    [unit] = [u for u in p.unit_costs if u.workload == "code-assistant-ft"]
+    assert unit.cost_per_run_usd == pytest.approx(24 * 39.33)
