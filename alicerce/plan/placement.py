@@ -1,12 +1,13 @@
 """Where each workload runs: every eligible pool is sized and compared, and the choice says why.
 
-A pool is eligible when its purpose runs the workload's kind (training pools also take fine-tuning,
-inference pools batch inference), it has the pinned accelerator if there is one, and it is at a site
-of the environment. The planner sizes the workload on each, then prefers, in order: one where it can
-run at all; one that meets its deadline with the GPUs still free there (pools fill in spec order);
-one whose free capacity holds it; the lowest marginal cost (owned capacity: only the power the job
-adds, since the pool is paid for either way; rented capacity: its price); the purpose listed first;
-the pool declared first. A workload that names its pool keeps it, but a better eligible pool is
+A pool is eligible when its purpose runs the workload's kind (training pools also take fine-tuning, inference
+pools batch inference), it has the pinned accelerator if there is one, and it is at a site of the environment.
+The planner sizes the workload on each, then prefers, in order: one where it can run at all; one at a site
+that holds the storage tier its dataset is read from (a pod elsewhere cannot mount that file system, or reads
+every epoch across sites: PL327 where none is); one that meets its deadline with the GPUs still free there
+(pools fill in spec order); one whose free capacity holds it; the lowest marginal cost (owned capacity: only
+the power the job adds, since the pool is paid for either way; rented capacity: its price); the purpose listed
+first; the pool declared first. A workload that names its pool keeps it, but a better eligible pool is
 reported (PL314).
 """
 
@@ -57,6 +58,15 @@ def quota_pools(w: Workload, platform: ResolvedPlatform) -> set[str] | None:
     return {q.pool for q in team.quotas}
 
 
+def dataset_sites(w: Workload, platform: ResolvedPlatform) -> tuple[str, ...] | None:
+    """The sites of this environment that hold the tier ``w`` reads its dataset from; None where it names no tier
+    (it reads from wherever it runs) or an unknown one (AL206 reports that)."""
+    if w.dataset is None or w.dataset.tier is None:
+        return None
+    tier = next((t for t in platform.storage if t.name == w.dataset.tier), None)
+    return None if tier is None else tier.sites
+
+
 def eligible(w: Workload, platform: ResolvedPlatform, pinned: Gpu | None) -> list[tuple[int, ResolvedPool]]:
     """(purpose rank, pool) of every pool that may run ``w``: CPU pools for data preparation, else the GPU pools
     of the right purpose (and accelerator, when pinned) its team holds quota on."""
@@ -87,19 +97,20 @@ class Option:
     plan: WorkloadPlan
     free_gpus: int
     runs: bool
+    data_local: bool  # its site holds the dataset's tier (or the workload names none)
     fits_free: bool
     meets_deadline: bool
     days_on_free: float | None  # training: wall-clock with the GPUs still free
     marginal_usd: float | None  # what running it here adds to the bill (None: unpriced)
 
-    def key(self, order: int) -> tuple[bool, bool, bool, float, int, int]:
+    def key(self, order: int) -> tuple[bool, bool, bool, bool, float, int, int]:
         cost = self.marginal_usd if self.marginal_usd is not None else math.inf
-        return (not self.runs, not self.meets_deadline, not self.fits_free, cost, self.rank, order)
+        return (not self.runs, not self.data_local, not self.meets_deadline, not self.fits_free, cost, self.rank, order)
 
     def describe(self) -> str:
         if not self.runs:
             return f"{self.pool.name}: cannot run it"
-        parts = []
+        parts = [] if self.data_local else [f"its dataset's tier is not at {self.pool.site.name}"]
         if self.days_on_free is not None and self.plan.deadline_days is not None:
             verdict = "meets" if self.meets_deadline else "misses"
             on = f"{self.days_on_free:.0f} days on {self.free_gpus} free GPUs" if self.free_gpus else "no GPU free"
@@ -136,11 +147,12 @@ def choose(  # noqa: PLR0917 - the workload, where it may go, and how to judge i
     tcp = sizing.tcpGbpsPerGpu.value
     pinned = catalog.gpu(w.accelerator) if w.accelerator else None
     pools = {p.name: p for p in platform.pools}
+    data = dataset_sites(w, platform)
     options: list[tuple[int, Option]] = []
     for order, (rank, pool) in enumerate(eligible(w, platform, pinned)):
         gpu = pinned or pool.gpu
         plan = plan_workload(w, placement_for(pool, gpu, tcp), sizing, [])
-        options.append((order, _option(pool, rank, plan, committed, marginal)))
+        options.append((order, _option(pool, rank, plan, committed, marginal, data)))
     options.sort(key=lambda o: o[1].key(o[0]))
     if w.pool:
         named = pools.get(w.pool)
@@ -153,7 +165,7 @@ def choose(  # noqa: PLR0917 - the workload, where it may go, and how to judge i
         gpu = pinned or pool.gpu
         placement = placement_for(pool, gpu, tcp)
         plan = plan_workload(w, placement, sizing, candidates(gpu))
-        mine = _option(pool, 0, plan, committed, marginal)
+        mine = _option(pool, 0, plan, committed, marginal, data)
         better = next((o for _, o in options if o.pool.name != pool.name and o.runs and o.meets_deadline and o.fits_free), None)
         if better is not None and (mine.meets_deadline and mine.fits_free and mine.runs):
             better = None
@@ -168,12 +180,13 @@ def choose(  # noqa: PLR0917 - the workload, where it may go, and how to judge i
     return Choice(placement, plan_workload(w, placement, sizing, candidates(placement.gpu)), reason, None)
 
 
-def _option(
+def _option(  # noqa: PLR0917 - one option's inputs, called from choose only
     pool: ResolvedPool,
     rank: int,
     plan: WorkloadPlan,
     committed: dict[str, int],
     marginal: Callable[[ResolvedPool, WorkloadPlan], float | None],
+    data_sites: tuple[str, ...] | None,
 ) -> Option:
     capacity = pool.max_gpus if pool.gpu is not None else pool.spec.scaling.max
     free = max(0, capacity - committed.get(pool.name, 0))
@@ -188,4 +201,5 @@ def _option(
         meets = plan.deadline_days is None or days <= plan.deadline_days * 1.000001
     elif runs and plan.gpus is not None:
         meets = fits
-    return Option(pool, rank, plan, free, runs, fits, meets, days, marginal(pool, plan) if runs else None)
+    local = data_sites is None or pool.site.name in data_sites
+    return Option(pool, rank, plan, free, runs, local, fits, meets, days, marginal(pool, plan) if runs else None)

@@ -22,13 +22,14 @@ from alicerce.plan.figures import Factor, rounded
 from alicerce.plan.findings import PlanFinding, apply_waivers
 from alicerce.plan.growth import Forecast, busy_gpu_hours, forecast, peak_units, pool_units
 from alicerce.plan.kpi import KpiTarget, kpi_targets
-from alicerce.plan.placement import Choice, choose
+from alicerce.plan.placement import Choice, choose, dataset_sites
 from alicerce.plan.pools import PoolPlan
 from alicerce.plan.pricing import HOURS_PER_MONTH, NodePrice, RentalOption, monthly_node_cost, node_price, rental_options, run_block_cost
 from alicerce.plan.sizing import WorkloadPlan
 from alicerce.plan.tco import OwnedPoolCost, SiteExtras, owned_pool_cost, site_extras
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
 from alicerce.resolve.platform import file_system
+from alicerce.spec.models import Workload
 
 
 @dataclass(frozen=True)
@@ -314,6 +315,7 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
             findings.append(
                 PlanFinding("PL314", w.name, f"pool {pool.name if pool else w.pool} misses its needs; {choice.better.describe()}")
             )
+        findings.extend(_dataset_findings(w, pool, platform))
         findings.extend(PlanFinding(i.check, w.name, i.message) for i in plan.issues)
         if pool is not None and pool.gpu is not None and plan.min_gpus is not None and plan.min_gpus > pool.max_gpus:
             findings.append(PlanFinding("PL303", w.name, f"does not fit on pool {pool.name}: needs at least {plan.min_gpus} "
@@ -530,6 +532,21 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
         capacity_type=None if owned or price is None else price.capacity_type, region=price.region if price else None,
         price=price, owned_cost=owned_cost,
     )  # fmt: skip
+
+
+def _dataset_findings(w: Workload, pool: ResolvedPool | None, platform: ResolvedPlatform) -> list[PlanFinding]:
+    """PL327: the pool a workload runs on is at a site without the tier its dataset is read from. A parallel file
+    system is mounted only at its own sites (a pod elsewhere cannot read it at all), and an object store elsewhere is
+    read across sites every epoch, at the WAN's rate and its egress price. Placement avoids it where another
+    eligible pool is at the data; this says so where none is, or the workload is pinned (review sizreview4 D10)."""
+    sites = dataset_sites(w, platform)
+    if pool is None or sites is None or pool.site.name in sites or w.dataset is None:
+        return []
+    held = f"held at {', '.join(sites)}" if sites else "held at no site of this environment"
+    local = [p.name for p in platform.pools if p.site.name in sites and p.spec.purpose == pool.spec.purpose]
+    hint = f"; pool {local[0]} is at the data" if local else "; declare the tier at this site, or a pool at the data"
+    return [PlanFinding("PL327", w.name, f"runs on pool {pool.name} at site {pool.site.name} but reads its dataset from tier "
+                        f"{w.dataset.tier}, {held}{hint}")]  # fmt: skip
 
 
 def _quota_findings(platform: ResolvedPlatform, name: str, team_name: str, pool: ResolvedPool, plan: WorkloadPlan) -> list[PlanFinding]:

@@ -170,6 +170,36 @@ def test_placement_takes_the_idle_owned_pool_and_says_why() -> None:
     assert "PL304" not in by_check(plan)
 
 
+def _fine_tune_reading(tier: str, **fields: Any) -> dict[str, Any]:
+    data = reference()
+    ft = next(w for w in data["workloads"] if w["name"] == "code-assistant-ft")
+    ft["dataset"]["tier"] = tier
+    ft.update(fields)
+    return data
+
+
+def test_placement_runs_a_workload_where_its_dataset_is() -> None:
+    """Review sizreview4 D10: code-assistant-ft went to train-p5 (AWS, reserved: $0 more) whatever tier it read. Its
+    dataset on dc1-lustre, a file system only dc1 mounts, now takes it to onprem-h100 at dc1, the reason says why the
+    cheaper pool lost, and nothing is reported: the data and the run are at one site."""
+    at_aws = plan_of(_fine_tune_reading("datasets"))
+    assert next(w for w in at_aws.workloads if w.name == "code-assistant-ft").pool == "train-p5"
+    plan = plan_of(_fine_tune_reading("dc1-lustre"))
+    assert next(w for w in plan.workloads if w.name == "code-assistant-ft").pool == "onprem-h100"
+    reason = plan.placements["code-assistant-ft"]
+    assert reason.startswith("onprem-h100: ") and "train-p5: its dataset's tier is not at aws" in reason
+    assert "PL327" not in by_check(plan) and "PL327" not in by_check(at_aws)
+
+
+def test_a_run_pinned_away_from_its_dataset_is_told_where_the_data_is() -> None:
+    plan = plan_of(_fine_tune_reading("dc1-lustre", pool="train-p5"))
+    (remote,) = [f for f in plan.findings if f.check == "PL327"]
+    assert remote.subject == "code-assistant-ft"
+    assert remote.message == (
+        "runs on pool train-p5 at site aws but reads its dataset from tier dc1-lustre, held at dc1; pool onprem-h100 is at the data"
+    )
+
+
 def test_pinned_pool_that_misses_is_told_about_a_better_one() -> None:
     data = reference()
     pretrain = next(w for w in data["workloads"] if w["name"] == "llm-pretrain")
