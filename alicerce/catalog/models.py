@@ -592,11 +592,28 @@ class DatedSource(CatalogModel):
     source: Source
 
 
+class StoragePrice(CatalogModel):
+    """What one storage implementation bills per GB stored a month (its storage class's list price)."""
+
+    usdPerGBMonth: float
+    regions: tuple[str, ...]  # where that price holds; elsewhere the plan says the tier is unpriced
+    what: str  # the storage class and tier the price is for, and what it leaves out (requests, transfer)
+
+
+class StoragePrices(CatalogModel):
+    """Storage billed by the bytes it holds (an object store, an elastic file system), by implementation name."""
+
+    asOf: datetime.date
+    sources: tuple[Source, ...]
+    implementations: dict[str, StoragePrice]
+
+
 class Prices(CatalogModel):
     regionFactors: RegionFactors
     spot: SpotFractions
     capacityBlocks: CapacityBlocks
     capacityReservations: DatedSource
+    storage: StoragePrices
 
 
 Trust = Literal["high", "medium", "low"]

@@ -171,12 +171,22 @@ class FsxSizing(Document):
     capacityTiB: float
 
 
+class StoredSizing(Document):
+    implementation: str
+    site: str
+    capacityGB: float | None = Field(description="The tier's declared capacity in decimal GB; null: none declared (PL328).")
+    usdPerGBMonth: float
+    usdPerMonth: float | None = Field(description="Null where the plan cannot price it (PL328 says why).")
+    basis: str = Field(description="The storage class the price is for, what it leaves out, and its date.")
+
+
 class TierSizing(Document):
     name: str
     declaredGbps: float | None
     readGbps: float
     writeGbps: float
     fsx: FsxSizing | None
+    stored: StoredSizing | None = Field(description="Billed by the GB it holds (an object store, an elastic file system); null otherwise.")
 
 
 class PlanFinding(Document):
@@ -297,7 +307,9 @@ class PlanDocument(Versioned):
     findings: list[PlanFinding]
     waived: list[PlanFinding] = Field(description="Findings a waiver in the spec silences.")
     monthlyCostUsd: float
-    costBreakdown: dict[str, float] = Field(description="Monthly USD by item (rented pools, owned pools, FSx, owned sites).")
+    costBreakdown: dict[str, float] = Field(
+        description="Monthly USD by item (rented pools, owned pools, FSx, storage by the GB, owned sites)."
+    )
     unpricedWorkloads: list[str]
     kpiTargets: list[KpiTarget] = Field(description="What the KPI recording rules should read, derived from the spec and the plan.")
     tco: Tco | None = Field(default=None, description="Total cost of ownership (--tco).")

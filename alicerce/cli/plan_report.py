@@ -106,10 +106,13 @@ def print_plan(console: Console, result: SizingPlan, *, explain: bool = False, t
     )
     if result.storage:
         tiers = _table("Storage tiers", [("tier", "left"), ("declared GB/s", "right"), ("read GB/s", "right"),
-                                         ("write GB/s", "right"), ("FSx to meet it", "left")])  # fmt: skip
+                                         ("write GB/s", "right"), ("FSx to meet it", "left"), ("USD/month", "right")])  # fmt: skip
         for t in result.storage:
             fsx = "-" if t.fsx is None else f"{t.fsx['storageCapacityGiB']:,} GiB at {t.fsx['perUnitStorageThroughput'] or 'base'} MB/s/TiB"
-            tiers.add(t.name, _num(t.declared_gbps, 1), _num(t.read_gbps, 2), _num(t.write_gbps, 2), fsx)
+            # billed by the GB held but no capacity declared (PL328): unpriced; on-prem tiers: the site's capex
+            month = t.usd_per_month
+            shown = _usd(month) if month is not None else ("unpriced" if t.stored is not None else "-")
+            tiers.add(t.name, _num(t.declared_gbps, 1), _num(t.read_gbps, 2), _num(t.write_gbps, 2), fsx, shown)
         print_table(tiers, console)
     parts = ", ".join(f"{name} {_usd(v)}" for name, v in result.cost_breakdown.items() if v)
     console.print(f"Monthly cost ({result.environment}): [bold]{_usd(result.monthly_cost_usd)}[/bold] = {parts}", highlight=False)

@@ -80,6 +80,9 @@ CHECKS: dict[str, PlanCheck] = {
             "PL326", "budget-unpriced", _E, "A team's budget covers only GPU pools the plan prices (spend elsewhere reads $0).", True
         ),
         PlanCheck("PL327", "dataset-remote", _W, "A workload runs at a site that holds the storage tier its dataset is read from.", True),
+        PlanCheck(
+            "PL328", "storage-unpriced", _I, "A tier billed by the GB it holds declares its capacity, in a region the catalog prices.", True
+        ),
         PlanCheck("PL330", "pipeline-bubble", _W, "A training pipeline runs at least as many microbatches a step as it has stages.", True),
         PlanCheck("PL340", "over-team-quota", _E, "A run fits its team's quota and borrowing limit on its pool.", False),
         PlanCheck("PL341", "runs-on-borrowed-quota", _W, "A run fits its team's nominal quota on its pool, not only borrowed GPUs.", True),

@@ -27,7 +27,7 @@ from alicerce.plan.pools import PoolPlan
 from alicerce.plan.pricing import HOURS_PER_MONTH, NodePrice, RentalOption, monthly_node_cost, node_price, rental_options, run_block_cost
 from alicerce.plan.sizing import WorkloadPlan
 from alicerce.plan.tco import OwnedPoolCost, SiteExtras, owned_pool_cost, site_extras
-from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
+from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTier
 from alicerce.resolve.platform import file_system
 from alicerce.spec.models import Workload
 
@@ -39,6 +39,15 @@ class TierPlan:
     read_gbps: float
     write_gbps: float
     fsx: dict[str, Any] | None  # the FSx configuration that meets the need, on AWS
+    stored: dict[str, Any] | None = None  # billed by the GB it holds (an object store, an elastic file system)
+
+    @property
+    def usd_per_month(self) -> float | None:
+        """What the tier bills a month, where the plan can say."""
+        for priced in (self.fsx, self.stored):
+            if priced is not None and priced.get("usdPerMonth") is not None:
+                return float(priced["usdPerMonth"])
+        return None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -47,6 +56,7 @@ class TierPlan:
             "read_gbps": round(self.read_gbps, 3),
             "write_gbps": round(self.write_gbps, 3),
             "fsx": self.fsx,
+            "stored": self.stored,
         }
 
 
@@ -361,6 +371,7 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
             units.append(UnitCost(plan.name, plan.team, plan.pool, cost if training else None, None if training else cost, per_million))
     # environment totals
     fsx = sum((t.fsx or {}).get("usdPerMonth", 0) for t in storage)
+    stored = sum((t.stored or {}).get("usdPerMonth") or 0 for t in storage)
     sites: list[SiteExtras] = []
     for site in platform.sites:
         if site.pools and all(p.owned for p in site.pools) and any(p.gpu is not None for p in site.pools):
@@ -370,6 +381,7 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
         "rented pools": sum(p.monthly_cost_usd or 0 for p in pool_plans if not p.owned),
         "owned pools": sum(p.monthly_cost_usd or 0 for p in pool_plans if p.owned),
         "FSx": fsx,
+        "storage by the GB": stored,
         "owned sites (storage, links)": sum(s.monthly_usd for s in sites),
     }
     total = sum(breakdown.values())
@@ -696,8 +708,11 @@ def _storage(platform: ResolvedPlatform, plans: list[WorkloadPlan], catalog: Cat
             writes[checkpoints] += plan.checkpoint_write_gbps
     out: list[TierPlan] = []
     for tier in platform.storage:
+        stored = _stored_month(tier, platform, catalog, findings)
         if tier.name not in reads and tier.name not in writes:
-            if tier.fsx is None:  # nothing billed by the month for it here (object store, on-prem capex counted per site)
+            if stored is not None:
+                out.append(TierPlan(tier.name, None, 0.0, 0.0, None, stored))
+            if tier.fsx is None:  # nothing else billed by the month for it here (on-prem capex is counted per site)
                 continue
             # a managed file system is provisioned, and billed, whether or not a workload reads it: price it at
             # what it declares, and say it sits idle (review sizreview3 D1)
@@ -717,8 +732,35 @@ def _storage(platform: ResolvedPlatform, plans: list[WorkloadPlan], catalog: Cat
         if declared_gbps is not None and need > declared_gbps:
             what = "checkpoint writes" if writes[tier.name] >= reads[tier.name] else "dataset reads"
             findings.append(PlanFinding("PL310", tier.name, f"{what} need {need:.1f} GB/s; the tier declares {declared_gbps:.1f} GB/s"))
-        out.append(TierPlan(tier.name, declared_gbps, reads[tier.name], writes[tier.name], fsx))
+        out.append(TierPlan(tier.name, declared_gbps, reads[tier.name], writes[tier.name], fsx, stored))
     return tuple(out)
+
+
+def _stored_month(tier: ResolvedTier, platform: ResolvedPlatform, catalog: Catalog, findings: list[PlanFinding]) -> dict[str, Any] | None:
+    """A month of a tier its implementation bills by the GB held (review sizreview4: S3 and EFS were in no total):
+    its declared capacity at the catalog's price, at the first site of this environment where the catalog prices
+    that implementation in the site's region. None where no site bills it so; PL328 where one does but the tier
+    declares no capacity, or the catalog has no price for the region: the month then leaves it out, and says so."""
+    prices = catalog.prices.storage
+    for site in platform.sites:
+        implementation = tier.implementations.get(site.name)
+        price = prices.implementations.get(implementation or "")
+        if site.name not in tier.sites or price is None:
+            continue
+        region = str(getattr(site.spec, "region", ""))
+        capacity = getattr(tier.spec, "capacity", None)
+        if region not in price.regions:
+            why = f"the catalog prices {implementation} storage in {', '.join(price.regions)}, not {region}"
+        elif capacity is None:
+            why = f"{implementation} bills the GB it holds (${price.usdPerGBMonth:.3f}/GB-month) and the tier declares no capacity"
+        else:
+            gb = float(capacity) / 1e9  # AWS bills storage in decimal GB
+            return {"implementation": implementation, "site": site.name, "capacityGB": round(gb, 1), "usdPerGBMonth": price.usdPerGBMonth,
+                    "usdPerMonth": round(gb * price.usdPerGBMonth, 2), "basis": f"{price.what} ({prices.asOf})"}  # fmt: skip
+        findings.append(PlanFinding("PL328", tier.name, f"not in the month's cost: {why}"))
+        return {"implementation": implementation, "site": site.name, "capacityGB": None, "usdPerGBMonth": price.usdPerGBMonth,
+                "usdPerMonth": None, "basis": f"{price.what} ({prices.asOf})"}  # fmt: skip
+    return None
 
 
 __all__ = ["HOURS_PER_MONTH", "OwnVsRent", "PoolPlan", "SizingPlan", "TierPlan", "UnitCost", "plan_platform"]

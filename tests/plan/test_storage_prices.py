@@ -1,0 +1,49 @@
+"""Storage billed by the GB it holds (S3, EFS) is in the month when the tier declares its capacity, and the plan
+says which tiers it leaves out and why (PL328). Before, only FSx had a price: a 500 TB data lake cost $0."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from alicerce.plan.platform import SizingPlan
+from tests.plan.test_platform_plan import by_check, plan_of, reference
+
+
+def _with(tier: str, **fields: Any) -> dict[str, Any]:
+    data = reference()
+    next(t for t in data["storage"] if t["name"] == tier).update(fields)
+    return data
+
+
+def _tier(plan: SizingPlan, name: str) -> Any:
+    return next(t for t in plan.storage if t.name == name)
+
+
+def test_a_data_lake_with_a_capacity_is_in_the_month_at_s3s_price() -> None:
+    base = plan_of(reference())
+    priced = plan_of(_with("data-lake", capacity="500TB"))
+    lake = _tier(priced, "data-lake")
+    # 500 TB = 500,000 GB (AWS bills decimal GB) x $0.023 (S3 Standard, us-east-1) = $11,500
+    assert lake.stored["usdPerMonth"] == pytest.approx(11_500) and lake.usd_per_month == pytest.approx(11_500)
+    assert priced.cost_breakdown["storage by the GB"] == pytest.approx(11_500)
+    assert priced.monthly_cost_usd - base.monthly_cost_usd == pytest.approx(11_500, abs=0.01)
+    assert "data-lake" in by_check(base)["PL328"] and "data-lake" not in by_check(priced)["PL328"]
+
+
+def test_efs_is_priced_at_the_aws_site_only() -> None:
+    # home is EFS at aws and an NFS export at dc1: only the EFS side bills by the GB (dc1's is the site's capex)
+    home = _tier(plan_of(_with("home", capacity="2TiB")), "home")
+    assert home.stored["site"] == "aws" and home.stored["implementation"] == "efs"
+    assert home.usd_per_month == pytest.approx(2 * 2**40 / 1e9 * 0.30, abs=0.01)
+
+
+def test_an_unpriced_tier_says_why_and_stays_out_of_the_month() -> None:
+    plan = plan_of(reference())
+    messages = {f.subject: f.message for f in plan.findings if f.check == "PL328"}
+    assert messages["model-registry"] == (
+        "not in the month's cost: s3 bills the GB it holds ($0.023/GB-month) and the tier declares no capacity"
+    )
+    assert _tier(plan, "model-registry").usd_per_month is None and not plan.cost_breakdown["storage by the GB"]
+    assert "dc1-lustre" not in messages  # an on-prem file system is the site's capital cost, not billed by the GB
