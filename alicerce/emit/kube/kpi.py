@@ -48,8 +48,15 @@ SERVING_WORKLOAD_LABEL = "alicerce_dev_workload"  # target label of the serving 
 # workload: what the serving-down alerts compare (alicerce.emit.kube.sources)
 READY_PODS = 'max by (namespace, pod) (kube_pod_status_ready{condition="true"}) == 1'
 # pods that are or may become ready: a Failed (evicted) or Succeeded pod object stays until someone deletes it
-# (the ReplicaSet controller replaces it and, scaling down, deletes only active pods), and counts as no replica
-LIVE_PODS = 'max by (namespace, pod) (kube_pod_status_phase{phase=~"Pending|Running|Unknown"}) == 1'
+# (the ReplicaSet controller replaces it and, scaling down, deletes only active pods), and counts as no replica; nor
+# does a pod being deleted, which stays Running through its grace period (a serving engine draining its requests) or,
+# on a lost node, for good: a workload scaled to zero read as live and down until its last pod exited (review
+# obsreview6 G7). kube-state-metrics 2.20.0 kube_pod_deletion_timestamp is set from the deletion on
+# (docs/metrics/workload/pod-metrics.md, internal/store/pod.go).
+LIVE_PODS = (
+    'max by (namespace, pod) (kube_pod_status_phase{phase=~"Pending|Running|Unknown"}) == 1 '
+    "unless on (namespace, pod) kube_pod_deletion_timestamp"
+)
 SERVING_READY = "workload:serving_ready_pods:count"
 # when a serving workload last had a ready pod, and a fabric port was last active (alicerce.emit.kube.sources and
 # fabric_alerts: "down after serving" and "a rail that was up" are told from "never up" by these)
