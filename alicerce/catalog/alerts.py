@@ -370,16 +370,22 @@ DCGM_EXPORTER_DOWN = Alert(
     "(kubectl -n gpu-operator get pods -o wide).",
 )
 
+# The pods that hold GPUs to serve (alicerce.emit.kube.kpi.join_rules records it): those the serving PodMonitor
+# scrapes, and every pod labelled with an inference workload in its team's namespaces, the workers of a
+# LeaderWorkerSet group among them. The workers answer no /metrics (the leader's API server does), so "scraped" alone
+# read a multi-node model's workers as training: idle at night they raised GPUIdleWhileAllocated, decoding they matched
+# the memory-bound diagnosis, and the input and checkpoint diagnoses read them as training (review obsreview6 G8)
+INFERENCE_POD = "alicerce:pod_inference:info"
+
 GPU_EFFICIENCY: tuple[Alert, ...] = (
     Alert(
         "GPUIdleWhileAllocated",
         # the utilisation KPI (alicerce.emit.kube.kpi), not DCGM_FI_DEV_GPU_UTIL: a MIG instance reports none (or 0), so
         # every busy MIG pod read as idle; the KPI takes its graphics engine activity instead (review obsreview2 DEFECT 6)
-        # Not an inference server (a pod the serving PodMonitor scrapes, its target label alicerce_dev_workload): the
-        # replicas kept at the minimum idle every quiet night by design; those above it scale away (review obsreview2
-        # GAP 8: every serving replica's Slack message each night)
-        'avg by (namespace, pod) (gpu:dcgm_utilization:ratio{pod!=""}) < 0.05 '
-        'unless on (namespace, pod) max by (namespace, pod) (up{alicerce_dev_workload!=""})',
+        # Not an inference server (INFERENCE_POD: its leader and its workers): the replicas kept at the minimum idle
+        # every quiet night by design; those above it scale away (review obsreview2 GAP 8: every serving replica's
+        # Slack message each night)
+        f'avg by (namespace, pod) (gpu:dcgm_utilization:ratio{{pod!=""}}) < 0.05 unless on (namespace, pod) {INFERENCE_POD}',
         "1h",
         "info",
         "Pod {{ $labels.namespace }}/{{ $labels.pod }} holds GPUs it does not use",

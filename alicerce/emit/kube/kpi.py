@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from alicerce.catalog.alerts import INFERENCE_POD
 from alicerce.emit.storage_counters import cloud_metric_tiers, counted_tiers, every_mount_counted
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
 from alicerce.targets.base import FileSystemMetrics, StorageMetricsExporter
@@ -167,7 +168,23 @@ def join_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]
     rules += [_rule(NODE_POOL, f"max by (node, pool) ({nodes})"), _rule(POD_WORKLOAD, _workload_pods())]
     workers = f'kube_pod_labels{{{ksm_label(LWS_WORKER_INDEX_LABEL)}!~"|0"}}'  # a pod outside LWS has no such label
     rules.append(_rule(SERVING_POD, f"{POD_WORKLOAD} unless on (namespace, pod) {workers}"))
+    rules.append(_rule(INFERENCE_POD, _inference_pods(rp, site)))
     return rules
+
+
+def _inference_pods(rp: ResolvedPlatform, site: ResolvedSite) -> str:
+    """The pods of the site's inference workloads, each once (INFERENCE_POD): those the serving PodMonitor scrapes, and
+    those labelled with an inference workload in its team's namespaces (the pods the PodMonitor selects, read from
+    kube-state-metrics' labels, where a LeaderWorkerSet's workers show though they serve no metrics). Read from the
+    sources, not POD_WORKLOAD: a record of the same group may be a step old."""
+    scraped = f'max by (namespace, pod) (up{{{SERVING_WORKLOAD_LABEL}!=""}})'
+    terms = [scraped]
+    for team in site.teams:
+        names = sorted(w.name for w in rp.spec.workloads if w.kind == "inference" and w.team == team.name)
+        if names and team.namespaces:
+            where = f'{WORKLOAD_POD_LABEL}=~"{"|".join(names)}",namespace=~"{"|".join(team.namespaces)}"'
+            terms.append(f"max by (namespace, pod) (kube_pod_labels{{{where}}})")
+    return " or ".join(terms)
 
 
 # one physical GPU, or one MIG instance of it (GPU_I_PROFILE rides along: it is the same for every series of an instance)

@@ -100,6 +100,33 @@ def test_showback_per_team_cost_center_used_gpu_hour_and_million_tokens(tmp_path
 
 
 @needs_promtool
+def test_a_multi_node_model_costs_its_workers_gpus_too(tmp_path: Path) -> None:
+    """Review obsreview6 G8: chat-70b as a LeaderWorkerSet group of two L40S nodes, 4 GPUs each: the leader (worker
+    index 0) runs the API server vLLM's token counters come from, the worker (index 1) holds its 4 GPUs and serves
+    no metrics. Both are the workload's: 8 GPUs allocated, and a million tokens costs 8 x the price / 64.8."""
+    rp = platform()
+    l40s = next(p.usd_per_gpu_hour for p in plan_platform(rp).pools if p.name == "infer-l40s")
+    assert l40s is not None
+    inputs = []
+    for index, pod in enumerate(("chat-70b-0", "chat-70b-0-1")):
+        node = f"ip-10-20-9{index}-1.ec2.internal"
+        inputs.append({"series": f'kube_node_labels{{node="{node}",{L40S}}}', "values": "1x30"})
+        inputs += held("serving", pod, node, 4, "GPUSx30")
+        lws = f'label_alicerce_dev_workload="chat-70b",label_leaderworkerset_sigs_k8s_io_worker_index="{index}"'
+        inputs.append({"series": f'kube_pod_labels{{namespace="serving",pod="{pod}",uid="{pod}-uid",{lws}}}', "values": "1x30"})
+    vllm = 'namespace="serving",pod="chat-70b-0",alicerce_dev_workload="chat-70b",model_name="chat",engine="0"'
+    inputs.append({"series": f"vllm:generation_tokens_total{{{vllm}}}", "values": "0+180000x30"})
+    inputs.append({"series": f"vllm:prompt_tokens_total{{{vllm}}}", "values": "0+900000x30"})
+    workload = 'namespace="serving",site="aws",workload="chat-70b"'
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded("workload:gpus_allocated:sum", workload, 8, "20m"),
+        rounded("workload:gpu_cost_usd:rate1h", workload, 8 * l40s, "20m"),
+        rounded("workload:usd_per_million_tokens:ratio", workload, 8 * l40s / 64.8, "20m"),
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
 def test_work_between_hour_marks_is_billed_minute_by_minute(tmp_path: Path) -> None:
     """Review obsreview2 DEFECT 1: research holds 8 p5 GPUs ($6.88) from :05 to :55 of hours 0, 1 and 2. Reading the
     cost rate at the hour marks billed nothing; each hour's integral bills 50 minutes: 3 x 50/60 h x 8 x $6.88."""
