@@ -216,8 +216,15 @@ def slo_starved_alert_name(slo: str) -> str:
 
 
 # XIDs that mean the GPU or its memory must be taken out of service (NVIDIA XID catalog):
-# 48 double-bit ECC, 63/64 row remapping events, 74 NVLink error, 79 fell off the bus,
+# 48 double-bit ECC, 64 a row remap or page retirement that failed to be recorded, 74 NVLink error, 79 fell off the bus,
 # 94/95 contained/uncontained ECC, 119/120 GSP errors,
+# not 63 (review obsreview6 G5): the row remapper RECORDED a remap (page retirement on older GPUs) that takes effect at
+# the next GPU reset; the GPU keeps serving its jobs meanwhile (NVIDIA GPU memory error management, docs.nvidia.com
+# deploy/a100-gpu-mem-error-mgmt error-recovery-and-response-flags: with the row-remapping pending flag set "unaffected
+# applications can continue running", new work can start; NVML nvmlDeviceGetRemappedRows: a pending remap does not
+# affect future work; deploy/dynamic-page-retirement visibility: 63 a page retired, 64 a retirement failed).
+# A ticket: GPUXidError, and GPUUncorrectableRemappedRows for the reset it needs; the
+# uncorrectable error behind it pages as its own XID (48/94/95), a remap that fails as 64 and GPURowRemapFailure.
 # 154 GPU recovery action changed (review obsreview5 G10): the driver's summary that a GPU now needs a reset, a node
 # reboot or a P2P drain, whichever XID caused it (140 and the NVLink ones among those listed nowhere else); the
 # catalog's resolution for it is "follow its suggestion", above restarting the application. The pinned 580 branch
@@ -225,7 +232,8 @@ def slo_starved_alert_name(slo: str) -> str:
 # _gpuRefreshRecoveryActionInLock logs it on every change of the action once one was known (not on the first one at
 # start-up), so a change back to none comes only after one that paged; the count per code carries no action, which
 # the driver log and `nvidia-smi -q` (GPU Recovery Action) give.
-CRITICAL_XIDS = (48, 63, 64, 74, 79, 94, 95, 119, 120, 154)
+CRITICAL_XIDS = (48, 64, 74, 79, 94, 95, 119, 120, 154)
+CRITICAL_XID_CODES = "|".join(str(x) for x in CRITICAL_XIDS)  # a regex of the codes GPUCriticalXid pages on
 
 
 # the series of every GPU DCGM exporter reports carry these labels (dcgm-exporter render_metrics.go 47)
@@ -241,9 +249,10 @@ XID_COUNT_METRIC = "DCGM_EXP_XID_ERRORS_COUNT"
 XID_COUNT_WINDOW_MINUTES = 5  # dcgm-exporter's default --xid-count-window-size (4.5.3-4.8.2 pkg/cmd/app.go)
 
 
-def xid_count(codes: str = ".+") -> str:
-    """XIDs reported per GPU and code in the exporter's window, for the codes matching ``codes``."""
-    return f'max by ({GPU_KEY}, xid) ({XID_COUNT_METRIC}{{xid=~"{codes}"}}) > 0'
+def xid_count(codes: str = ".+", *, but: str | None = None) -> str:
+    """XIDs reported per GPU and code in the exporter's window, for the codes matching ``codes`` and not ``but``."""
+    unless = f',xid!~"{but}"' if but else ""
+    return f'max by ({GPU_KEY}, xid) ({XID_COUNT_METRIC}{{xid=~"{codes}"{unless}}}) > 0'
 
 
 REMAPPED = f"max by ({GPU_KEY}) (DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS)"
@@ -256,13 +265,14 @@ REMAPPED = f"max by ({GPU_KEY}) (DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS)"
 # - KubeStateMetricsAbsent: the whole site's KPIs, budgets and pages that join on kube-state-metrics are blind,
 #   ServingWorkloadDown and GPUsMissing<Pool> (both critical) among them, for as long as it lasts: a page.
 # - GPURowRemapFailure: the GPU is out of spare rows and needs an RMA; the uncorrectable errors that hurt jobs page on
-#   their own (GPUCriticalXid 63/64/94/95): a ticket.
+#   their own (GPUCriticalXid 48/94/95, and 64 when a remap fails to be recorded): a ticket. XID 63, a remap recorded
+#   for the next reset, hurts no job and is a ticket too (GPUXidError; review obsreview6 G5).
 SEVERITY_DECIDED = {"DCGMExporterDown": "warning", "KubeStateMetricsAbsent": "critical", "GPURowRemapFailure": "warning"}
 
 GPU_HEALTH: tuple[Alert, ...] = (
     Alert(
         "GPUCriticalXid",
-        xid_count("|".join(str(x) for x in CRITICAL_XIDS)),
+        xid_count(CRITICAL_XID_CODES),
         "0m",
         "critical",
         "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported a critical XID",
@@ -271,7 +281,8 @@ GPU_HEALTH: tuple[Alert, ...] = (
     ),
     Alert(
         "GPUXidError",
-        xid_count(),
+        # one XID, one alert: a code GPUCriticalXid pages on is not a ticket as well (review obsreview6 G5)
+        xid_count(but=CRITICAL_XID_CODES),
         "0m",
         "warning",
         "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $labels.xid }}",
@@ -359,16 +370,22 @@ DCGM_EXPORTER_DOWN = Alert(
     "(kubectl -n gpu-operator get pods -o wide).",
 )
 
+# The pods that hold GPUs to serve (alicerce.emit.kube.kpi.join_rules records it): those the serving PodMonitor
+# scrapes, and every pod labelled with an inference workload in its team's namespaces, the workers of a
+# LeaderWorkerSet group among them. The workers answer no /metrics (the leader's API server does), so "scraped" alone
+# read a multi-node model's workers as training: idle at night they raised GPUIdleWhileAllocated, decoding they matched
+# the memory-bound diagnosis, and the input and checkpoint diagnoses read them as training (review obsreview6 G8)
+INFERENCE_POD = "alicerce:pod_inference:info"
+
 GPU_EFFICIENCY: tuple[Alert, ...] = (
     Alert(
         "GPUIdleWhileAllocated",
         # the utilisation KPI (alicerce.emit.kube.kpi), not DCGM_FI_DEV_GPU_UTIL: a MIG instance reports none (or 0), so
         # every busy MIG pod read as idle; the KPI takes its graphics engine activity instead (review obsreview2 DEFECT 6)
-        # Not an inference server (a pod the serving PodMonitor scrapes, its target label alicerce_dev_workload): the
-        # replicas kept at the minimum idle every quiet night by design; those above it scale away (review obsreview2
-        # GAP 8: every serving replica's Slack message each night)
-        'avg by (namespace, pod) (gpu:dcgm_utilization:ratio{pod!=""}) < 0.05 '
-        'unless on (namespace, pod) max by (namespace, pod) (up{alicerce_dev_workload!=""})',
+        # Not an inference server (INFERENCE_POD: its leader and its workers): the replicas kept at the minimum idle
+        # every quiet night by design; those above it scale away (review obsreview2 GAP 8: every serving replica's
+        # Slack message each night)
+        f'avg by (namespace, pod) (gpu:dcgm_utilization:ratio{{pod!=""}}) < 0.05 unless on (namespace, pod) {INFERENCE_POD}',
         "1h",
         "info",
         "Pod {{ $labels.namespace }}/{{ $labels.pod }} holds GPUs it does not use",

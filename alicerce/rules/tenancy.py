@@ -365,31 +365,35 @@ def budget_stop_has_queue(ctx: RuleContext) -> Iterable[Finding]:
                           "give the team a quota, or set onExhausted: alert", budget.on_exhausted)  # fmt: skip
 
 
-MONTH_SECONDS = 31 * 86400  # the longest month the guard sums
+MONTH_SECONDS = 31 * 86400  # the longest month the budget alerts, the guard and showback sum
 
 
-@rules.rule("AL363", "budget-stop-measured", "A budget that stops admitting is measured: the monitoring stack records its spend.")
-def budget_stop_measured(ctx: RuleContext) -> Iterable[Finding]:
-    """The guard sums the month's spend from Prometheus's own samples: without Prometheus there is nothing to sum, and
-    with a retention shorter than the longest month the first days are gone by its end, so spend is undercounted and a
-    held queue released before the month is over."""
+@rules.rule("AL363", "budget-measured", "A budget is measured: the monitoring stack records its spend and keeps a whole month of it.")
+def budget_measured(ctx: RuleContext) -> Iterable[Finding]:
+    """The budget alerts and the guard sum the month's spend from Prometheus's own samples: without Prometheus the guard
+    has nothing to sum, and with a retention shorter than the longest month the first days are gone by its end, so
+    spend is undercounted, a budget alert stays quiet past its threshold and a held queue is released before the month
+    is over (review obsreview6 DEFECT 6: only budgets that stop admitting were checked, yet an alert budget goes silent
+    the same way). A budget that only alerts without monitoring is left to plan, which compares it with the plan's cost (PL318)."""
     retention = ctx.spec.monitoring.retention
     for team in ctx.resolved.teams:
         budget = team.spec.budget
-        if budget is None or budget.on_exhausted != "stopAdmitting":
+        if budget is None:
             continue
-        if not ctx.spec.operators.monitoring.enabled:
+        stops = budget.on_exhausted == "stopAdmitting"
+        if stops and not ctx.spec.operators.monitoring.enabled:
             yield Finding(
                 S.tenancy.teams[team.index].budget.on_exhausted,
                 f"team {team.name}'s budget guard reads its spend from Prometheus, which operators.monitoring disables",
                 "enable operators.monitoring, or set onExhausted: alert",
                 budget.on_exhausted,
             )
-        elif retention < MONTH_SECONDS:
+        elif ctx.spec.operators.monitoring.enabled and retention < MONTH_SECONDS:
+            reader = "budget guard sums" if stops else "budget alerts sum"
             yield Finding(
                 S.monitoring.retention,
-                f"team {team.name}'s budget guard sums the month's spend from Prometheus, which keeps {int(retention // 86400)} days: "
+                f"team {team.name}'s {reader} the month's spend from Prometheus, which keeps {int(retention // 86400)} days: "
                 "by a month's end its first days are gone and the spend undercounted",
-                "set monitoring.retention to 31d or more, or set onExhausted: alert",
+                "set monitoring.retention to 31d or more (the default)",
                 retention,
             )

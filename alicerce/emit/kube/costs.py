@@ -156,15 +156,18 @@ FIRST_MARK = "(time() - time() % 3600 - scalar((day_of_month() - 1) * 86400 + ho
 
 
 def history_alert() -> Alert:
-    """Size-based retention (``retentionSize``, 90% of the volume) deletes the oldest blocks whatever their age: once
-    the month's first hours are gone, the month so far, the budget alerts and the guard under-count with no error
-    (review observe4 G18). Prometheus says both what it deleted by size (prometheus_tsdb_size_retentions_total) and its
-    oldest sample (prometheus_tsdb_lowest_timestamp_seconds; tsdb/db.go): a Prometheus installed mid-month has no
-    such deletion and stays quiet."""
-    lost = (f"prometheus_tsdb_lowest_timestamp_seconds > {FIRST_MARK} "
-            "and on (namespace, pod) increase(prometheus_tsdb_size_retentions_total[31d]) > 0")  # fmt: skip
+    """Retention deletes the oldest blocks: by size (``retentionSize``, 90% of the volume) whatever their age, and by
+    time once a block ends more than ``monitoring.retention`` before the newest (shorter than the month's 31 days, as
+    30d was by default). Once the month's first hours are gone, the month so far, the budget alerts and the guard
+    under-count with no error (review observe4 G18; obsreview6 DEFECT 6: the alert watched size retention only).
+    Prometheus counts both deletions (prometheus_tsdb_size_retentions_total, prometheus_tsdb_time_retentions_total)
+    and says its oldest sample (prometheus_tsdb_lowest_timestamp_seconds; tsdb/db.go and cmd/prometheus/main.go at
+    v3.14.0, the image kube-prometheus-stack 88.5.3 runs): a Prometheus installed mid-month has deleted nothing and
+    stays quiet."""
+    deleted = "(increase(prometheus_tsdb_size_retentions_total[31d]) > 0 or increase(prometheus_tsdb_time_retentions_total[31d]) > 0)"
+    lost = f"prometheus_tsdb_lowest_timestamp_seconds > {FIRST_MARK} and on (namespace, pod) {deleted}"
     return Alert(COST_HISTORY_TRUNCATED, lost, "30m", "warning",
-                 "Prometheus {{ $labels.pod }} deleted the start of this month's samples to stay under its size limit",
+                 "Prometheus {{ $labels.pod }} deleted the start of this month's samples (retention by size or by time)",
                  "This month's GPU spend, the budget alerts and the budget guard count only from the oldest sample "
-                 "kept: they under-count until the next month. Raise monitoring.storage, or lower monitoring.retention, so "
-                 "that a month of samples fits.")  # fmt: skip
+                 "kept: they under-count until the next month. Keep a month: monitoring.retention of 31d or more, and a "
+                 "monitoring.storage that holds that many days of samples.")  # fmt: skip

@@ -20,6 +20,7 @@ from alicerce.catalog.alerts import (
     BORROWING_MISCONFIGURED,
     CHECKPOINT_STALL,
     COMMUNICATION_BOUND,
+    INFERENCE_POD,
     INPUT_BOUND,
     MEMORY_BOUND,
     TPOT,
@@ -61,12 +62,13 @@ def _checkpoint_for(rp: ResolvedPlatform) -> str:
 
 
 def diagnoses(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
-    # Not on an inference server (a pod the serving PodMonitor scrapes, up or not yet: /metrics binds once the model is
-    # loaded): vLLM preallocates most of the memory for its KV cache and decode is memory-bound by nature, so a busy one
+    # Not on an inference server (INFERENCE_POD: a pod the serving PodMonitor scrapes, up or not yet, as /metrics binds
+    # once the model is loaded; and the workers of a LeaderWorkerSet group, which serve no metrics, review obsreview6
+    # G8): vLLM preallocates most of the memory for its KV cache and decode is memory-bound by nature, so a busy one
     # matched the memory-bound diagnosis every night (review obsreview2 GAP 3); and an inference node pulling an image or
     # a model (write-heavy, IO pressure) while its replicas idle at night matched the checkpoint stall (review obsreview3
     # G21). The input-bound and checkpoint diagnoses read only the GPUs training (non-serving) pods hold
-    serving = f'max by (namespace, pod) (up{{{SERVING_WORKLOAD_LABEL}!=""}})'
+    serving = INFERENCE_POD
     trained = f"({HELD} unless on (namespace, pod) {serving})"
     node_trained = f"avg by (node, pool) ({trained})"
     input_bound = f"({node_trained} < 0.4) and on (node) ({NODE_IO_PRESSURE} > {IO_SATURATED}) and on (node) ({NODE_READ} >= {NODE_WRITE})"

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from alicerce.catalog.alerts import INFERENCE_POD
 from alicerce.emit.storage_counters import cloud_metric_tiers, counted_tiers, every_mount_counted
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
 from alicerce.targets.base import FileSystemMetrics, StorageMetricsExporter
@@ -48,8 +49,15 @@ SERVING_WORKLOAD_LABEL = "alicerce_dev_workload"  # target label of the serving 
 # workload: what the serving-down alerts compare (alicerce.emit.kube.sources)
 READY_PODS = 'max by (namespace, pod) (kube_pod_status_ready{condition="true"}) == 1'
 # pods that are or may become ready: a Failed (evicted) or Succeeded pod object stays until someone deletes it
-# (the ReplicaSet controller replaces it and, scaling down, deletes only active pods), and counts as no replica
-LIVE_PODS = 'max by (namespace, pod) (kube_pod_status_phase{phase=~"Pending|Running|Unknown"}) == 1'
+# (the ReplicaSet controller replaces it and, scaling down, deletes only active pods), and counts as no replica; nor
+# does a pod being deleted, which stays Running through its grace period (a serving engine draining its requests) or,
+# on a lost node, for good: a workload scaled to zero read as live and down until its last pod exited (review
+# obsreview6 G7). kube-state-metrics 2.20.0 kube_pod_deletion_timestamp is set from the deletion on
+# (docs/metrics/workload/pod-metrics.md, internal/store/pod.go).
+LIVE_PODS = (
+    'max by (namespace, pod) (kube_pod_status_phase{phase=~"Pending|Running|Unknown"}) == 1 '
+    "unless on (namespace, pod) kube_pod_deletion_timestamp"
+)
 SERVING_READY = "workload:serving_ready_pods:count"
 # when a serving workload last had a ready pod, and a fabric port was last active (alicerce.emit.kube.sources and
 # fabric_alerts: "down after serving" and "a rail that was up" are told from "never up" by these)
@@ -160,7 +168,23 @@ def join_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]
     rules += [_rule(NODE_POOL, f"max by (node, pool) ({nodes})"), _rule(POD_WORKLOAD, _workload_pods())]
     workers = f'kube_pod_labels{{{ksm_label(LWS_WORKER_INDEX_LABEL)}!~"|0"}}'  # a pod outside LWS has no such label
     rules.append(_rule(SERVING_POD, f"{POD_WORKLOAD} unless on (namespace, pod) {workers}"))
+    rules.append(_rule(INFERENCE_POD, _inference_pods(rp, site)))
     return rules
+
+
+def _inference_pods(rp: ResolvedPlatform, site: ResolvedSite) -> str:
+    """The pods of the site's inference workloads, each once (INFERENCE_POD): those the serving PodMonitor scrapes, and
+    those labelled with an inference workload in its team's namespaces (the pods the PodMonitor selects, read from
+    kube-state-metrics' labels, where a LeaderWorkerSet's workers show though they serve no metrics). Read from the
+    sources, not POD_WORKLOAD: a record of the same group may be a step old."""
+    scraped = f'max by (namespace, pod) (up{{{SERVING_WORKLOAD_LABEL}!=""}})'
+    terms = [scraped]
+    for team in site.teams:
+        names = sorted(w.name for w in rp.spec.workloads if w.kind == "inference" and w.team == team.name)
+        if names and team.namespaces:
+            where = f'{WORKLOAD_POD_LABEL}=~"{"|".join(names)}",namespace=~"{"|".join(team.namespaces)}"'
+            terms.append(f"max by (namespace, pod) (kube_pod_labels{{{where}}})")
+    return " or ".join(terms)
 
 
 # one physical GPU, or one MIG instance of it (GPU_I_PROFILE rides along: it is the same for every series of an instance)

@@ -138,7 +138,7 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         # count: the SLO pages never fire (review obsreview3 G13). It pages when a workload that served in the last
         # 30 days (kpi.SERVING_LAST_READY) stops; one that never became ready (a first rollout, a bad image) is a
         # ticket after 45 minutes. Only live pods count: a workload scaled to zero beside an evicted pod's object is
-        # not down (review obsreview5 DEFECT 4)
+        # not down (review obsreview5 DEFECT 4), nor while its pods terminate (review obsreview6 G7)
         live = f'{SERVING_POD}{{workload=~"{names}"}} * on (namespace, pod) group_left () ({LIVE_PODS})'
         exists = f"count by (namespace, workload) ({live})"
         # ready since it last had no live pod: a workload scaled up from zero (a night's scale-down, KEDA) loads for

@@ -88,7 +88,15 @@ class AlertReceiver(SpecModel):
 
 
 class Monitoring(SpecModel):
-    retention: Duration = Field(default=30 * 86400, gt=0, description="Prometheus retention.", examples=["30d"])
+    # 31 days, the longest month: budgets (their alerts and guard) and showback sum the calendar month from Prometheus's
+    # own samples, and time retention deletes what is older (review obsreview6 DEFECT 6: 30d lost a 31-day month's first day)
+    retention: Duration = Field(
+        default=31 * 86400,
+        gt=0,
+        description="Prometheus retention. The default keeps the longest month (31 days), which budgets and showback sum; "
+        "a team budget needs at least that much (rule AL363).",
+        examples=["31d"],
+    )
     storage: ByteSize = Field(
         default=100 * 2**30,
         ge=2**30,

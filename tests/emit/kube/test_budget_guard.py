@@ -295,3 +295,28 @@ def test_a_stop_the_platform_cannot_carry_out_is_a_located_error(operator: str, 
     assert len(found) == 1, raised.value.errors
     line = text[: text.index("onExhausted")].count("\n") + 1
     assert found[0].path == ("tenancy", "teams", 0, "budget", "onExhausted") and found[0].span.line == line
+
+
+@pytest.mark.parametrize("on_exhausted", ["alert", "stopAdmitting"])
+def test_a_budget_of_any_kind_needs_a_month_of_retention(on_exhausted: str) -> None:
+    """Review obsreview6 DEFECT 6: the budget alerts sum the month's spend as the guard does, so a retention shorter
+    than the longest month silences them by its end too; AL363 checked only budgets that stop admitting. The error
+    points at monitoring.retention and the default keeps a whole month."""
+    from alicerce.spec.errors import SpecInvalid
+    from alicerce.spec.models.monitoring import Monitoring
+
+    assert Monitoring().retention == 31 * 86400
+    text = spec_with(on_exhausted)
+    assert text.count("  retention: 31d ") == 1
+    short = text.replace("  retention: 31d ", "  retention: 30d ", 1)
+    with pytest.raises(SpecInvalid) as raised:
+        validated(load_text(short, "p.yaml"), "prod")
+    found = [e for e in raised.value.errors if e.rule == "AL363"]
+    assert len(found) == 1, raised.value.errors
+    line = short[: short.index("  retention: 30d ")].count("\n") + 1
+    assert found[0].path == ("monitoring", "retention") and found[0].span.line == line
+    assert found[0].hint == "set monitoring.retention to 31d or more (the default)"
+    reader = "budget alerts sum" if on_exhausted == "alert" else "budget guard sums"
+    assert f"team research's {reader} the month's spend from Prometheus, which keeps 30 days" in found[0].message
+    # without the line the default holds a month: no finding
+    validated(load_text(text.replace("  retention: 31d ", "  # retention: 31d ", 1), "p.yaml"), "prod")

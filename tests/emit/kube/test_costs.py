@@ -100,6 +100,33 @@ def test_showback_per_team_cost_center_used_gpu_hour_and_million_tokens(tmp_path
 
 
 @needs_promtool
+def test_a_multi_node_model_costs_its_workers_gpus_too(tmp_path: Path) -> None:
+    """Review obsreview6 G8: chat-70b as a LeaderWorkerSet group of two L40S nodes, 4 GPUs each: the leader (worker
+    index 0) runs the API server vLLM's token counters come from, the worker (index 1) holds its 4 GPUs and serves
+    no metrics. Both are the workload's: 8 GPUs allocated, and a million tokens costs 8 x the price / 64.8."""
+    rp = platform()
+    l40s = next(p.usd_per_gpu_hour for p in plan_platform(rp).pools if p.name == "infer-l40s")
+    assert l40s is not None
+    inputs = []
+    for index, pod in enumerate(("chat-70b-0", "chat-70b-0-1")):
+        node = f"ip-10-20-9{index}-1.ec2.internal"
+        inputs.append({"series": f'kube_node_labels{{node="{node}",{L40S}}}', "values": "1x30"})
+        inputs += held("serving", pod, node, 4, "GPUSx30")
+        lws = f'label_alicerce_dev_workload="chat-70b",label_leaderworkerset_sigs_k8s_io_worker_index="{index}"'
+        inputs.append({"series": f'kube_pod_labels{{namespace="serving",pod="{pod}",uid="{pod}-uid",{lws}}}', "values": "1x30"})
+    vllm = 'namespace="serving",pod="chat-70b-0",alicerce_dev_workload="chat-70b",model_name="chat",engine="0"'
+    inputs.append({"series": f"vllm:generation_tokens_total{{{vllm}}}", "values": "0+180000x30"})
+    inputs.append({"series": f"vllm:prompt_tokens_total{{{vllm}}}", "values": "0+900000x30"})
+    workload = 'namespace="serving",site="aws",workload="chat-70b"'
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded("workload:gpus_allocated:sum", workload, 8, "20m"),
+        rounded("workload:gpu_cost_usd:rate1h", workload, 8 * l40s, "20m"),
+        rounded("workload:usd_per_million_tokens:ratio", workload, 8 * l40s / 64.8, "20m"),
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
 def test_work_between_hour_marks_is_billed_minute_by_minute(tmp_path: Path) -> None:
     """Review obsreview2 DEFECT 1: research holds 8 p5 GPUs ($6.88) from :05 to :55 of hours 0, 1 and 2. Reading the
     cost rate at the hour marks billed nothing; each hour's integral bills 50 minutes: 3 x 50/60 h x 8 x $6.88."""
@@ -258,23 +285,34 @@ def test_the_projection_adds_the_month_so_far_to_the_hours_it_has_left(tmp_path:
 
 
 @needs_promtool
-def test_an_alert_says_when_size_retention_deleted_the_start_of_the_month(tmp_path: Path) -> None:
+def test_an_alert_says_when_retention_deleted_the_start_of_the_month(tmp_path: Path) -> None:
     """Review observe4 G18: retentionSize deletes the oldest blocks whatever their age, and the month so far, the
-    budget alerts and the guard then under-count silently. Promtool's clock starts on 1 January 1970: by 5 January
-    04:00 Prometheus a deleted blocks by size at 50 h and keeps samples from 3 January only; b keeps the same (it was
-    installed on the 3rd, nothing deleted by size); c deleted by size but still keeps the month's first hour."""
+    budget alerts and the guard then under-count silently; review obsreview6 DEFECT 6: so does time retention shorter
+    than the month (30d was the default), which the alert did not watch. Promtool's clock starts on 1 January 1970:
+    by 5 January 04:00 Prometheus a deleted blocks by size at 50 h and keeps samples from 3 January only; d deleted
+    blocks by time at 50 h and keeps the same; b keeps the same (it was installed on the 3rd, nothing deleted); c (by
+    size) and e (by time) deleted blocks but still keep the month's first hour. Every Prometheus exports both counters
+    (tsdb/db.go at v3.14.0)."""
     rp = platform("prod")
     rule = rules_of(rp, "aws")["CostHistoryTruncated"]
 
-    def prometheus(pod: str, lowest: float, deleted_at: int | None) -> list[dict[str, str]]:
+    def prometheus(pod: str, lowest: float, by_size: int | None, by_time: int | None) -> list[dict[str, str]]:
         labels = f'job="kube-prometheus-stack-prometheus",namespace="monitoring",pod="{pod}"'
-        retentions = "0x1200" if deleted_at is None else f"0x{deleted_at * 12} 1x{1200 - deleted_at * 12}"
-        return [{"series": f"prometheus_tsdb_lowest_timestamp_seconds{{{labels}}}", "values": f"{lowest:g}x1200"},
-                {"series": f"prometheus_tsdb_size_retentions_total{{{labels}}}", "values": retentions}]  # fmt: skip
 
-    inputs = [*prometheus("a", 2 * 86400, 50), *prometheus("b", 2 * 86400, None), *prometheus("c", 0, 50)]
-    labels = {"job": "kube-prometheus-stack-prometheus", "namespace": "monitoring", "pod": "a"}
+        def deletions(at: int | None) -> str:
+            return "0x1200" if at is None else f"0x{at * 12} 1x{1200 - at * 12}"
+
+        return [{"series": f"prometheus_tsdb_lowest_timestamp_seconds{{{labels}}}", "values": f"{lowest:g}x1200"},
+                {"series": f"prometheus_tsdb_size_retentions_total{{{labels}}}", "values": deletions(by_size)},
+                {"series": f"prometheus_tsdb_time_retentions_total{{{labels}}}", "values": deletions(by_time)}]  # fmt: skip
+
+    inputs = [*prometheus("a", 2 * 86400, 50, None), *prometheus("b", 2 * 86400, None, None), *prometheus("c", 0, 50, None),
+              *prometheus("d", 2 * 86400, None, 50), *prometheus("e", 0, None, 50)]  # fmt: skip
+
+    def fired(pod: str) -> dict[str, Any]:
+        return expected(rule, {"job": "kube-prometheus-stack-prometheus", "namespace": "monitoring", "pod": pod}, "")
+
     run_promtool(rp, "aws", [{"interval": "5m", "input_series": inputs, "alert_rule_test": [
-        {"eval_time": "40h", "alertname": "CostHistoryTruncated", "exp_alerts": []},  # nothing deleted by size yet
-        {"eval_time": "100h", "alertname": "CostHistoryTruncated", "exp_alerts": [expected(rule, labels, "")]},
+        {"eval_time": "40h", "alertname": "CostHistoryTruncated", "exp_alerts": []},  # nothing deleted yet
+        {"eval_time": "100h", "alertname": "CostHistoryTruncated", "exp_alerts": [fired("a"), fired("d")]},
     ]}], tmp_path)  # fmt: skip

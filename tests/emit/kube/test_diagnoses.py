@@ -338,3 +338,41 @@ def test_an_availability_slo_burns_on_server_errors_not_on_client_ones(tmp_path:
     run(answers({"2xx": 5880, "5xx": 120}), [expected(rules[f"{name}BurnFast"], labels, "")], tmp_path / "a")
     # clients sending bad requests (4xx) spend no budget
     run(answers({"2xx": 5400, "4xx": 600}), [], tmp_path / "b")
+
+
+@needs_promtool
+def test_the_workers_of_a_leaderworkerset_serve_and_are_not_read_as_training(tmp_path: Path) -> None:
+    """obsreview6 G8: a multi-node chat-70b in a LeaderWorkerSet; its worker (worker index 1) holds GPUs, runs the
+    model's shards and answers no /metrics, so the serving PodMonitor has no target for it. Decoding (memory full and
+    busy, tensor cores idle) it is no memory-bound job, and idle at night no GPU held for nothing: both quiet. The
+    same GPUs held by a pod of no inference workload (a batch job in the namespace) still raise both."""
+    rp = platform()
+    rules = rules_of(rp, "aws")
+    node = "ip-10-20-99-1.ec2.internal"
+    l40s = 'label_alicerce_dev_pool="infer-l40s",label_alicerce_dev_accelerator="L40S-48GB"'
+    assert {"kube_pod_labels", "kube_node_labels"} <= set(load("kube-state-metrics", "2.20.0", "metrics.json"))
+
+    def worker(pod: str, labelled: bool, util: float, dram: float, tensor: float) -> list[dict[str, str]]:
+        at = f'namespace="serving",pod="{pod}",uid="u-{pod}"'
+        out = [{"series": f'kube_node_labels{{node="{node}",{l40s}}}', "values": "1x90"}]
+        if labelled:  # the LWS pod template's labels, as kube-state-metrics' allowlist keeps them
+            lws = 'label_alicerce_dev_workload="chat-70b",label_leaderworkerset_sigs_k8s_io_worker_index="1"'
+            out.append({"series": f"kube_pod_labels{{{at},{lws}}}", "values": "1x90"})
+        for gpu in range(2):
+            labels = dcgm_scraped(rp, "aws", dcgm_series(node, gpu, (pod, "serving", "vllm")))
+            for metric, value in (("DCGM_FI_DEV_GPU_UTIL", util), ("DCGM_FI_DEV_FB_USED", 45000), ("DCGM_FI_DEV_FB_FREE", 1000),
+                                  ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", util / 100), ("DCGM_FI_PROF_DRAM_ACTIVE", dram),
+                                  ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", tensor)):  # fmt: skip
+                out.append({"series": series(metric, labels), "values": f"{value:g}x90"})
+        return out
+
+    decoding, night = (100.0, 0.9, 0.1), (0.0, 0.0, 0.0)
+    batch = {"namespace": "serving", "pod": "embed-0"}
+    for name, at, state, pod, fired in (
+        ("GPUMemoryBound", "45m", decoding, "chat-70b-0-1", []),
+        ("GPUMemoryBound", "45m", decoding, "embed-0",
+         [expected(rules["GPUMemoryBound"], batch | {"node": node}, "2")]),
+        ("GPUIdleWhileAllocated", "70m", night, "chat-70b-0-1", []),
+        ("GPUIdleWhileAllocated", "70m", night, "embed-0", [expected(rules["GPUIdleWhileAllocated"], batch, "0")]),
+    ):  # fmt: skip
+        check(name, worker(pod, pod.startswith("chat"), *state), at, fired, tmp_path / f"{name}-{pod}", site="aws")

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from alicerce.catalog.alerts import SEVERITY_DECIDED, STATIC_ALERTS, XID_COUNT_METRIC, XID_COUNT_WINDOW_MINUTES
+from alicerce.catalog.alerts import CRITICAL_XIDS, SEVERITY_DECIDED, STATIC_ALERTS, XID_COUNT_METRIC, XID_COUNT_WINDOW_MINUTES
 from alicerce.emit.kube.monitoring import monitoring_objects, rule_groups
 from alicerce.emit.kube.objects import cluster_objects, crd_owner
 from alicerce.emit.kube.operators import gpu_operator_values, monitoring_values
@@ -195,7 +195,8 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
         },
         {  # review obsreview3 DEFECT C: XID 94 on the held GPU at 2 min pages, clears once dcgm-exporter's 5-minute
             # window passes, and a second XID 94 an hour later pages again (the last-XID gauge never changed, so it
-            # stayed silent); XID 13 on the idle GPU (an application fault) is a warning only
+            # stayed silent); XID 13 on the idle GPU (an application fault) is a warning only, and the page is not a
+            # warning as well (review obsreview6 G5: one XID, one alert)
             "interval": "1m",
             "input_series": [
                 {"series": series(XID_COUNT_METRIC, xids(held, 94)), "values": "_x2 1x4 stale _x55 1x4 stale"},
@@ -205,11 +206,23 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
                 {"eval_time": "1m", "alertname": "GPUCriticalXid", "exp_alerts": []},
                 {"eval_time": "3m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rules["GPUCriticalXid"], xid94, "1")]},
                 {"eval_time": "3m", "alertname": "GPUXidError", "exp_alerts": [
-                    expected(rules["GPUXidError"], xid94, "1"),
                     expected(rules["GPUXidError"], idle_key | {"xid": "13"}, "1")]},
                 {"eval_time": "20m", "alertname": "GPUCriticalXid", "exp_alerts": []},
                 {"eval_time": "20m", "alertname": "GPUXidError", "exp_alerts": []},
                 {"eval_time": "64m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rules["GPUCriticalXid"], xid94, "1")]},
+            ],
+        },
+        {  # review obsreview6 G5: XID 63, a row remap recorded for the next GPU reset (jobs keep running), is a ticket,
+            # not a page; XID 64, a remap that failed to be recorded, pages and only pages
+            "interval": "1m",
+            "input_series": [
+                {"series": series(XID_COUNT_METRIC, xids(held, 63)), "values": "_x2 1x4 stale"},
+                {"series": series(XID_COUNT_METRIC, xids(idle, 64)), "values": "_x2 1x4 stale"},
+            ],
+            "alert_rule_test": [
+                {"eval_time": "3m", "alertname": "GPUCriticalXid",
+                 "exp_alerts": [expected(rules["GPUCriticalXid"], idle_key | {"xid": "64"}, "1")]},
+                {"eval_time": "3m", "alertname": "GPUXidError", "exp_alerts": [expected(rules["GPUXidError"], key | {"xid": "63"}, "1")]},
             ],
         },
         {  # review obsreview5 G10: XID 154 (the driver's recovery action became a reset, a reboot or a drain, after
@@ -299,6 +312,15 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
     ksm = {"kube_node_labels", "kube_node_status_allocatable", "kube_node_created", "kube_node_spec_unschedulable"}
     assert ksm <= set(load("kube-state-metrics", "2.20.0", "metrics.json"))
     run_promtool(rp, "dc1", tests, tmp_path)
+
+
+def test_the_readme_lists_the_xids_that_page() -> None:
+    """The README names the codes GPUCriticalXid pages on; XID 63 is not one (review obsreview6 G5)."""
+    text = " ".join((ROOT / "README.md").read_text().split())
+    listed = re.search(r"`GPUCriticalXid` pages on \(([0-9, ]+)\)", text)
+    assert listed is not None
+    assert tuple(int(x) for x in listed.group(1).split(", ")) == CRITICAL_XIDS
+    assert 63 not in CRITICAL_XIDS and 64 in CRITICAL_XIDS
 
 
 @needs_promtool

@@ -196,6 +196,46 @@ def test_a_serving_workload_with_no_ready_pod_pages_once_it_has_served(tmp_path:
 
 
 @needs_promtool
+def test_a_workload_scaled_to_zero_is_not_down_while_its_pods_terminate(tmp_path: Path) -> None:
+    """obsreview6 G7: scaled to zero at 60 min, the two pods of a workload that served drain for 15 minutes (a long
+    grace period): they stay Running, fail readiness, and carry their deletion timestamp (kube-state-metrics 2.20.0).
+    They are no live replica: no page, and the scale to zero is recorded at the deletion, so a scale-up at 80 min that
+    loads for 15 minutes is quiet too. The near miss: the same pods failing readiness with no deletion page."""
+    assert "kube_pod_deletion_timestamp" in load("kube-state-metrics", "2.20.0", "metrics.json")
+    rules = rules_of(platform(), "aws")
+
+    def pod(name: str, deleted: bool, ready: str, running: str = "1x75") -> list[dict[str, str]]:
+        at = f'namespace="serving",pod="{name}"'
+        out = [
+            {"series": f'kube_pod_labels{{{at},uid="u-{name}",label_alicerce_dev_workload="chat-70b"}}', "values": running},
+            {"series": f'kube_pod_status_phase{{{at},uid="u-{name}",phase="Running"}}', "values": running},
+            {"series": f'kube_pod_status_ready{{{at},uid="u-{name}",condition="true"}}', "values": ready},
+        ]
+        if deleted:  # the deletion at 60 min, the timestamp its value
+            out.append({"series": f'kube_pod_deletion_timestamp{{{at},uid="u-{name}"}}', "values": "_x59 3600x16"})
+        return out
+
+    cluster = [{"series": 'kube_pod_status_phase{namespace="kube-system",pod="coredns-0",uid="u-dns",phase="Running"}',
+                "values": "1x120"}]  # fmt: skip
+    draining = [*pod("chat-70b-0", True, "1x60 0x15"), *pod("chat-70b-1", True, "1x60 0x15")]
+    # scaled up again at 80 min, loading its model until 95 min
+    morning = pod("chat-70b-2", False, "_x80 0x15 1x25", "_x80 1x40")
+    crashed = [*pod("chat-70b-0", False, "1x60 0x15"), *pod("chat-70b-1", False, "1x60 0x15")]
+    key = {"namespace": "serving", "workload": "chat-70b"}
+    down = [expected(rules["ServingWorkloadDown"], key, "2")]
+    for name, inputs, at, fired in (
+        ("draining", draining + cluster, "74m", []),
+        ("up-again", draining + morning + cluster, "94m", []),
+        ("crashed", crashed + cluster, "74m", down),
+    ):
+        path = tmp_path / name
+        path.mkdir()
+        run_promtool(platform(), "aws", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+            {"eval_time": at, "alertname": "ServingWorkloadDown", "exp_alerts": fired},
+            {"eval_time": at, "alertname": "ServingWorkloadNeverReady", "exp_alerts": []}]}], path)  # fmt: skip
+
+
+@needs_promtool
 def test_a_leaderworkerset_group_is_served_by_its_leader(tmp_path: Path) -> None:
     """obsreview5 G9: a multi-node model in a LeaderWorkerSet labelled as a whole; its workers (worker index 1) are
     ready and serve no /metrics. They are no unscraped replica, and a crash-looping leader beside them is an outage."""
