@@ -150,10 +150,13 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
                             "The serving workload answers no request: every pod is pending, crashing or failing its "
                             "readiness probe (kubectl -n {{ $labels.namespace }} get pods -l alicerce.dev/workload="
                             "{{ $labels.workload }}; check events, GPU capacity in its pool and the engine log)."))  # fmt: skip
-        alerts.append(Alert(SERVING_NEVER_READY, f"{exists} unless on (namespace, workload) {SERVING_LAST_READY}", "45m", "warning",
-                            "{{ $labels.namespace }}/{{ $labels.workload }} has pods, none ever ready",
-                            "Its pods have not become ready in 45 minutes: the image, the model download, GPU memory "
-                            "or the readiness probe (vLLM answers /health once the engine has loaded)."))  # fmt: skip
+        # never ready since it last had no live pod, not "never ready in 30 days": a scale-up from zero that never gets
+        # there is ServingWorkloadDown's no more (served is false) and read as served before, it raised nothing
+        alerts.append(Alert(SERVING_NEVER_READY, f"{exists} unless on (namespace, workload) ({served})", "45m", "warning",
+                            "{{ $labels.namespace }}/{{ $labels.workload }} has pods, none ready since it started",
+                            "Its pods have not become ready in 45 minutes since its first rollout or its last scale-up "
+                            "from zero: the image, the model download, GPU memory or the readiness probe (vLLM answers "
+                            "/health once the engine has loaded)."))  # fmt: skip
     tiers = sorted(cloud_metric_tiers(rp, site))
     if tiers:
         # one series per tier: whatever breaks between CloudWatch and the rule (the exporter down or unscraped, its role

@@ -193,6 +193,20 @@ def test_a_serving_workload_with_no_ready_pod_pages_once_it_has_served(tmp_path:
     run_promtool(platform(), "aws", [{"interval": "1m", "input_series": morning, "alert_rule_test": [
         {"eval_time": "612m", "alertname": "ServingWorkloadDown", "exp_alerts": []},
         {"eval_time": "619m", "alertname": "ServingWorkloadDown", "exp_alerts": []}]}], tmp_path / "j")  # fmt: skip
+    # the same scale-up, but the pod never gets ready (a bad image, the model too big for the GPU): not Down (it did
+    # not serve since it started), and it was quiet as "never ready" too since it served once before; now a ticket
+    # 45 minutes after the pod appeared (review obs24fix note)
+    stuck = [dict(series, values=series["values"].replace("_x599 0x21 1x9", "_x599 0x70")) for series in morning]
+    for series in stuck:
+        if 'pod="chat-70b-1"' in series["series"] and "ready" not in series["series"]:
+            series["values"] = series["values"].replace("1x30", "1x70").replace("1x3 0x27", "1x3 0x67").replace("0x3 1x27", "0x3 1x67")
+    stuck[-1]["values"] = "1x680"
+    never = [expected(rules["ServingWorkloadNeverReady"], {"namespace": "serving", "workload": "chat-70b"}, "1")]
+    (tmp_path / "k").mkdir()
+    run_promtool(platform(), "aws", [{"interval": "1m", "input_series": stuck, "alert_rule_test": [
+        {"eval_time": "640m", "alertname": "ServingWorkloadNeverReady", "exp_alerts": []},
+        {"eval_time": "660m", "alertname": "ServingWorkloadNeverReady", "exp_alerts": never},
+        {"eval_time": "660m", "alertname": "ServingWorkloadDown", "exp_alerts": []}]}], tmp_path / "k")  # fmt: skip
 
 
 @needs_promtool
