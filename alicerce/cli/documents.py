@@ -209,10 +209,13 @@ class OwningWins(Document):
 
 
 class RentalOption(Document):
-    purchase: Literal["on-demand", "savings-plan", "capacity-reservation", "capacity-block"]
+    purchase: Literal["on-demand", "savings-plan", "capacity-reservation", "capacity-block", "spot"]
     instance: str
     usdPerGpuHour: float | None
     billed: Literal["used", "held"] = Field(description="`held`: billed every hour whether used or not.")
+    interruptible: bool = Field(
+        description="Reclaimable by the provider (Spot): listed, but not among the options cheapestByUtilization and the verdict weigh."
+    )
     owningWins: OwningWins | None = Field(description="Utilisations at which owning costs less than this option; null: never.")
     factors: list[Factor]
 

@@ -175,7 +175,8 @@ def print_tco(console: Console, result: SizingPlan) -> None:
                     if wins is None
                     else ("always" if wins[0] <= 0 and wins[1] >= 1 else f"above {wins[0]:.0%}" if wins[0] > 0 else f"below {wins[1]:.0%}")
                 )
-                vs.add("", r.purchase + (" (billed used or not)" if r.held else ""), r.instance, _num(per_used, 2), span)
+                note = " (billed used or not)" if r.held else " (interruptible: not weighed)" if r.interruptible else ""
+                vs.add("", r.purchase + note, r.instance, _num(per_used, 2), span)
         print_table(vs, console)
         for o in owned:
             console.print(f"{o.pool}: {o.verdict()}", markup=False)

@@ -83,7 +83,7 @@ def cheapest_by_utilization(owned: OwnedPoolCost, options: tuple[RentalOption, .
     (from, to, "owned" or the option's purchase). Every cost is a line in u, so the bands break only
     where two lines cross."""
     lines = [("owned", owned.fixed_usd, owned.variable_usd_at_full)]
-    for o in options:
+    for o in (o for o in options if not o.interruptible):
         full = o.usd_per_gpu_hour * owned.gpus * HOURS_PER_MONTH
         lines.append((o.purchase, full, 0.0) if o.held else (o.purchase, 0.0, full))
     cuts = {0.0, 1.0}
@@ -132,7 +132,8 @@ class OwnVsRent:
     def cheapest_at(self, utilization: float) -> str:
         """Owned, or the purchase option that costs least at ``utilization``."""
         owned = self.owned.at(utilization)
-        best = min(self.options, key=lambda o: o.monthly_usd(self.owned.gpus, utilization), default=None)
+        held = [o for o in self.options if not o.interruptible]
+        best = min(held, key=lambda o: o.monthly_usd(self.owned.gpus, utilization), default=None)
         if best is None or owned <= best.monthly_usd(self.owned.gpus, utilization):
             return "owned"
         return best.purchase
@@ -164,7 +165,12 @@ class OwnVsRent:
                 if self.cheaper_from_quarter is not None
                 else "; the forecast never reaches it"
             )
-        return f"{head} (cheapest by utilisation: {bands}){when}"
+        spot = ""
+        for o in (o for o in self.options if o.interruptible and o.monthly_usd(self.owned.gpus, u) < self.owned.at(u)):
+            wins = self.wins(o)
+            upto = f" below {wins[0]:.0%}" if wins is not None and wins[0] > 0 else ""
+            spot = f"; {o.purchase} costs less{upto} where runs survive interruption (not weighed: it can be reclaimed)"
+        return f"{head} (cheapest by utilisation: {bands}){when}{spot}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -173,7 +179,7 @@ class OwnVsRent:
                        "factors": [f.to_json() for f in self.rental_factors]},
             "options": [
                 {"purchase": o.purchase, "instance": o.instance, "usd_per_gpu_hour": rounded(o.usd_per_gpu_hour),
-                 "billed": "held" if o.held else "used",
+                 "billed": "held" if o.held else "used", "interruptible": o.interruptible,
                  "owning_wins": None if (w := self.wins(o)) is None else {"from": rounded(w[0]), "to": rounded(w[1])},
                  "factors": [f.to_json() for f in o.factors]}
                 for o in self.options

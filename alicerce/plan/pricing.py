@@ -67,6 +67,25 @@ def on_demand(instance: InstanceType, region: str, catalog: Catalog) -> tuple[fl
     return base.usdPerHour * ratio, (listed, factor), ""
 
 
+def spot_price(
+    instance: InstanceType, region: str, od: float, od_factors: tuple[Factor, ...], catalog: Catalog
+) -> tuple[float, tuple[Factor, ...]] | None:
+    """Spot USD per hour in ``region`` from its on-demand price there (None where the catalog has no Spot share)."""
+    spot = catalog.prices.spot
+    share = spot.families.get(instance.family, {}).get(region)
+    if share is None:
+        return None
+    source = f"{spot.source.url} ({spot.asOf})"
+    snapshot = spot.snapshotOnDemand.get(instance.type)
+    if snapshot is not None:  # a fraction of the snapshot's price, carried to the region as on-demand is
+        price = snapshot * od / instance.price.usdPerHour * share
+        factors = (Factor(f"on-demand {instance.type} in the Spot snapshot (us-east-1)", snapshot, source),
+                   *(f for f in od_factors if "price ratio" in f.name))  # fmt: skip
+    else:
+        price, factors = od * share, od_factors
+    return price, (*factors, Factor(f"Spot share of on-demand ({instance.family}, {region})", share, source))
+
+
 def _override(costs: Costs, pool: str) -> CloudPoolCosts | None:
     return next((c for c in costs.cloud if c.pool == pool), None)
 
@@ -91,22 +110,12 @@ def node_price(pool: ResolvedPool, catalog: Catalog, costs: Costs) -> NodePrice 
         if od is None:
             issues.append(Issue("PL311", gap))
         elif kind == "spot":
-            share = prices.spot.families.get(instance.family, {}).get(region)
-            if share is None:
+            spot = spot_price(instance, region, od, factors, catalog)
+            if spot is None:
                 price = None
                 issues.append(Issue("PL311", f"no Spot price for {instance.family} in {region}: left unpriced, not priced on-demand"))
             else:
-                snapshot = prices.spot.snapshotOnDemand.get(instance.type)
-                if snapshot is not None:  # a fraction of the snapshot's price, carried to the region as on-demand is
-                    ratio = od / instance.price.usdPerHour
-                    price = snapshot * ratio * share
-                    factors = (Factor(f"on-demand {instance.type} in the Spot snapshot (us-east-1)", snapshot,
-                                      f"{prices.spot.source.url} ({prices.spot.asOf})"),
-                               *(f for f in factors if "price ratio" in f.name))  # fmt: skip
-                else:
-                    price = od * share
-                factors += (Factor(f"Spot share of on-demand ({instance.family}, {region})", share,
-                                   f"{prices.spot.source.url} ({prices.spot.asOf})"),)  # fmt: skip
+                price, factors = spot
         elif kind == "capacity-block":
             block = prices.capacityBlocks.types.get(instance.type)
             if block is None or region not in block.regions:
@@ -198,11 +207,14 @@ class RentalOption:
     billed per used hour (on-demand, with the spec's Savings Plan discount, Capacity Blocks in days).
     """
 
-    purchase: str  # on-demand | savings-plan | capacity-block | capacity-reservation
+    purchase: str  # on-demand | savings-plan | capacity-block | capacity-reservation | spot
     instance: str
     usd_per_gpu_hour: float
     held: bool
     factors: tuple[Factor, ...]
+    # reclaimable at two minutes' notice, and P-family Spot capacity is scarce: shown beside the others, but no
+    # substitute for GPUs a run must hold for weeks, so it does not decide which way of buying them wins
+    interruptible: bool = False
 
     def monthly_usd(self, gpus: int, utilization: float) -> float:
         """A month of ``gpus`` rented this way when ``utilization`` of their hours are used."""
@@ -228,6 +240,10 @@ def rental_options(gpu_id: str, region: str, catalog: Catalog, discounts: list[t
         reservations = catalog.prices.capacityReservations
         factor = Factor("reserved instances billed at on-demand, used or not", 1.0, f"{reservations.source.url} ({reservations.asOf})")
         out.append(RentalOption("capacity-reservation", instance, usd, True, (*factors, factor)))
+        itype = next(i for i in catalog.instances if i.type == instance)
+        spot = spot_price(itype, region, usd * (itype.gpus or 1), factors, catalog)
+        if spot is not None:
+            out.append(RentalOption("spot", instance, spot[0] / (itype.gpus or 1), False, spot[1], interruptible=True))
     blocks = catalog.prices.capacityBlocks
     best: RentalOption | None = None
     for instance_type in catalog.instances:

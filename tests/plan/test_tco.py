@@ -93,10 +93,16 @@ def test_own_vs_rent_prices_every_purchase_option() -> None:
       Capacity Block       p5.48xlarge 39.33 / 8 = 4.91625: R = 4.91625 x 256 x 730 = 918,748.80;
                            u* = 419,687.66 / (918,748.80 - 14,979.69) = 0.46437
       capacity reservation 6.88 billed every hour: R = 1,285,734.40 > F + V = 434,667.35: owning always wins
-    The cheapest month by utilisation: Capacity Blocks up to 46.4%, owning above."""
+      Spot                 the snapshot's p5 on-demand 98.32 x the us-east-1 Spot share 0.276 / 8 = 3.39204:
+                           R = 633,904.44; u* = 419,687.66 / (633,904.44 - 14,979.69) = 0.67809
+    The cheapest month by utilisation: Capacity Blocks up to 46.4%, owning above. Spot is cheaper than owning at the
+    pool's 56% but can be reclaimed: listed, said in the verdict, and not weighed in the bands."""
     (option,) = plan().own_vs_rent
     by = {o.purchase: o for o in option.options}
-    assert set(by) == {"on-demand", "capacity-block", "capacity-reservation"}
+    assert set(by) == {"on-demand", "capacity-block", "capacity-reservation", "spot"}
+    assert by["spot"].usd_per_gpu_hour == pytest.approx(3.39204) and by["spot"].interruptible
+    assert option.wins(by["spot"]) == pytest.approx((0.67809, 1.0), abs=1e-5)
+    assert option.verdict().endswith("; spot costs less below 68% where runs survive interruption (not weighed: it can be reclaimed)")
     assert by["capacity-block"].usd_per_gpu_hour == pytest.approx(4.91625)
     assert option.wins(by["capacity-block"]) == pytest.approx((0.46437, 1.0), abs=1e-5)
     assert option.wins(by["on-demand"]) == pytest.approx((0.33027, 1.0), abs=1e-5)
