@@ -83,6 +83,9 @@ CHECKS: dict[str, PlanCheck] = {
         PlanCheck(
             "PL328", "storage-unpriced", _I, "A tier billed by the GB it holds declares its capacity, in a region the catalog prices.", True
         ),
+        PlanCheck(
+            "PL329", "low-trust-defaults", _I, "An owned pool's month rests on the buyer's figures, not low-trust catalog defaults.", True
+        ),
         PlanCheck("PL330", "pipeline-bubble", _W, "A training pipeline runs at least as many microbatches a step as it has stages.", True),
         PlanCheck("PL340", "over-team-quota", _E, "A run fits its team's quota and borrowing limit on its pool.", False),
         PlanCheck("PL341", "runs-on-borrowed-quota", _W, "A run fits its team's nominal quota on its pool, not only borrowed GPUs.", True),

@@ -101,14 +101,18 @@ class _Inputs:
     site: OnpremSiteCosts
     catalog: Catalog
     factors: list[Factor] = field(default_factory=list)
+    assumed: list[str] = field(default_factory=list)  # spec keys whose low-trust catalog default the month used
 
-    def get(self, name: str, spec_value: float | None, default: TcoFactor, label: str) -> float:
+    def get(self, key: str, spec_value: float | None, default: TcoFactor, label: str) -> float:
+        """``key``: the spec's name for the figure (costs.onprem[].<key>), named when a low-trust default stands in."""
         if spec_value is not None:
             self.factors.append(Factor(label, spec_value, "spec"))
             return spec_value
         self.factors.append(
             Factor(label, default.value, f"{default.source.url or default.source.title} ({default.asOf}, {default.trust} trust)")
         )
+        if default.trust == "low":
+            self.assumed.append(key)
         return default.value
 
 
@@ -185,11 +189,13 @@ def owned_pool_cost(
         tdp = pool.gpu.tdpWatts if pool.gpu else 0
         node_kw = tco.hostPowerKw.kw + pool.gpus_per_node * tdp / 1000
         inputs.factors.append(Factor("node power (kW, max): host + GPUs x TDP", node_kw, f"{tco.hostPowerKw.source.url} and gpus.yaml"))
-    life = inputs.get("life", site.life_years, tco.lifeYears, "amortisation (years)")
+    life = inputs.get("lifeYears", site.life_years, tco.lifeYears, "amortisation (years)")
     capital = _capital(site, inputs, issues, costs.owned_key)
-    support = inputs.get("support", site.support_fraction_per_year, tco.supportFractionPerYear, "support per year (share of server)")
+    support = inputs.get(
+        "supportFractionPerYear", site.support_fraction_per_year, tco.supportFractionPerYear, "support per year (share of server)"
+    )
     pue = inputs.get("pue", site.pue, tco.pue, "PUE")
-    tariff = inputs.get("tariff", site.electricity_usd_per_kwh, tco.electricityUsdPerKwh, "electricity (USD/kWh)")
+    tariff = inputs.get("electricityUsdPerKwh", site.electricity_usd_per_kwh, tco.electricityUsdPerKwh, "electricity (USD/kWh)")
     load = tco.loadFraction.value
     idle = tco.idleFraction.value
     inputs.factors.append(
@@ -198,17 +204,19 @@ def owned_pool_cost(
     inputs.factors.append(
         Factor("draw when idle (share of max)", idle, f"{tco.idleFraction.source.title} ({tco.idleFraction.trust} trust)")
     )
-    kw_per_rack = inputs.get("rack", site.kw_per_rack, tco.kwPerRack, "kW per rack")
+    kw_per_rack = inputs.get("kwPerRack", site.kw_per_rack, tco.kwPerRack, "kW per rack")
     per_rack = max(1, math.floor(kw_per_rack / node_kw))
     racks = math.ceil(nodes / per_rack) if nodes else 0
     if site.rack_usd_per_month is not None:
         space = racks * site.rack_usd_per_month
         inputs.factors.append(Factor("rack (USD/month)", site.rack_usd_per_month, "spec"))
     else:
-        rate = inputs.get("colo", site.colocation_usd_per_kw_month, tco.colocationUsdPerKwMonth, "space and cooling (USD per kW-month)")
+        rate = inputs.get(
+            "colocationUsdPerKwMonth", site.colocation_usd_per_kw_month, tco.colocationUsdPerKwMonth, "space and cooling (USD per kW-month)"
+        )
         space = nodes * node_kw * rate
-    licence = inputs.get("licence", site.licence_usd_per_gpu_year, tco.licenceUsdPerGpuYear, "licences (USD per GPU-year)")
-    fte_cost = inputs.get("fte", site.usd_per_fte_year, tco.usdPerFteYear, "engineer (USD/year)")
+    licence = inputs.get("licenceUsdPerGpuYear", site.licence_usd_per_gpu_year, tco.licenceUsdPerGpuYear, "licences (USD per GPU-year)")
+    fte_cost = inputs.get("usdPerFteYear", site.usd_per_fte_year, tco.usdPerFteYear, "engineer (USD/year)")
     if staff_share is not None and site.staff_fte is not None:
         fte = site.staff_fte * staff_share
         inputs.factors.append(Factor("engineers (share of the site's declared FTE)", fte, "spec"))
@@ -216,6 +224,13 @@ def owned_pool_cost(
         per_fte = tco.nodesPerFte
         fte = nodes / per_fte.value
         inputs.factors.append(Factor("engineers (nodes / nodes per FTE)", fte, f"{per_fte.source.title} ({per_fte.trust} trust)"))
+        if per_fte.trust == "low":
+            inputs.assumed.append("staffFte")
+    # issue 23: the defaults no public source pins down (a 2010 mailing-list salary, a staffing ratio alicerce chose) are
+    # the buyer's own figures to give: the plan names the ones this month rests on, as PL319 does the server quote
+    if inputs.assumed:
+        issues.append(Issue("PL329", f"the month rests on low-trust catalog defaults for {', '.join(sorted(set(inputs.assumed)))}: "
+                            f"put your own figures in costs.{costs.owned_key}[{site.site}]"))  # fmt: skip
     power_full = nodes * node_kw * HOURS_PER_MONTH * pue * tariff
     items = {
         "capex": monthly_capex(nodes * ((server or 0.0) + fabric), life, capital),
@@ -252,8 +267,8 @@ def site_extras(site: str, storage_bytes: float, costs: Costs, catalog: Catalog)
     tco = catalog.tco
     spec = site_costs(costs, site)
     inputs = _Inputs(spec, catalog)
-    per_tb = inputs.get("storage", spec.storage_usd_per_tb, tco.storageUsdPerTb, "shared storage (USD per TB, one-time)")
-    life = inputs.get("life", spec.life_years, tco.lifeYears, "amortisation (years)")
+    per_tb = inputs.get("storageUsdPerTb", spec.storage_usd_per_tb, tco.storageUsdPerTb, "shared storage (USD per TB, one-time)")
+    life = inputs.get("lifeYears", spec.life_years, tco.lifeYears, "amortisation (years)")
     tb = storage_bytes / 1e12
     connectivity = spec.connectivity_usd_per_month or 0.0
     if spec.connectivity_usd_per_month is not None:

@@ -495,3 +495,21 @@ def test_a_run_on_capacity_blocks_costs_the_whole_blocks_it_buys() -> None:
     assert run.cost_usd == pytest.approx(24 * 39.33)
     [unit] = [u for u in p.unit_costs if u.workload == "code-assistant-ft"]
     assert unit.cost_per_run_usd == pytest.approx(24 * 39.33)
+
+
+def test_low_trust_defaults_are_named_until_the_site_declares_its_own() -> None:
+    """Issue 23 gap: the engineer's cost came from a 2010 mailing-list post scaled by hand, the staffing ratio and the
+    support share from alicerce's own choice or one list quote (tco.yaml: trust low). The month still uses them (a
+    plan needs a figure), but PL329 names each one it rests on and where the buyer's own goes; declaring them ends it,
+    and the month follows what was declared."""
+    (finding,) = [f for f in plan().findings if f.check == "PL329"]
+    assert finding.subject == "onprem-h100" and finding.message == (
+        "the month rests on low-trust catalog defaults for staffFte, supportFractionPerYear, usdPerFteYear: "
+        "put your own figures in costs.onprem[dc1]"
+    )
+    data = reference()
+    data["costs"]["onprem"][0].update(staffFte=4, usdPerFteYear=180_000, supportFractionPerYear=0.1)
+    result = plan_platform(resolve(data), today=TODAY)
+    assert "PL329" not in {f.check for f in result.findings}
+    pool = next(p for p in result.pools if p.name == "onprem-h100")
+    assert pool.owned_cost is not None and pool.owned_cost.items["staff"] == pytest.approx(4 * 180_000 / 12)
