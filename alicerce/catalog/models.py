@@ -582,7 +582,6 @@ class CapacityBlocks(CatalogModel):
     asOf: datetime.date
     source: Source
     types: dict[str, CapacityBlockPrice]
-    minimumHours: int
     durationSource: Source
     durationSteps: tuple[BlockDurationStep, ...]  # ascending upToHours; the last is the longest block sold
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from alicerce.catalog import Catalog
 from alicerce.plan.figures import rounded
 from alicerce.plan.pools import PoolPlan
-from alicerce.plan.pricing import NodePrice, monthly_node_cost
+from alicerce.plan.pricing import NodePrice, block_hours, monthly_node_cost
 from alicerce.plan.sizing import WorkloadPlan, plan_workload
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
 from alicerce.spec.models import Workload
@@ -96,6 +96,25 @@ def busy_gpu_hours(plan: WorkloadPlan, gpus: int, hours_month: float) -> float:
     return (plan.gpu_hours or 0.0) * (gpus / plan.gpus if plan.gpus else 1.0)
 
 
+def billed_node_hours(plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePrice, min_nodes: int, hours_month: float) -> float:
+    """Node-hours a month a rented GPU pool bills above its ``min_nodes`` always-on nodes: what its workloads keep busy,
+    except on Capacity Blocks, which are bought run by run, each for the shortest duration sold that covers its wall
+    clock, for every node the run holds: two 10-hour runs a month buy two 1-day blocks, 48 node-hours a node, where
+    rounding the month's 20 busy hours up to a day bought one (review sizreview4). Serving has no runs: its hours."""
+    per_node = pool.gpus_per_node or 1
+    gpu_hours = 0.0
+    for plan in plans:
+        units = pool_units(plan, pool)
+        if not price.block_steps or plan.kind not in ("training", "fine-tuning") or plan.wall_clock_days is None:
+            gpu_hours += busy_gpu_hours(plan, units, hours_month)
+            continue
+        bought = block_hours(price.block_steps, plan.wall_clock_days * 24)
+        # runs a month: the declared schedule spread over the quarter, else one run a month (a longer one bills the month)
+        hours = bought * plan.runs_per_quarter / 3 if plan.runs_per_quarter is not None else min(bought, hours_month)
+        gpu_hours += math.ceil(units / per_node) * per_node * hours
+    return max(0.0, gpu_hours - min_nodes * per_node * hours_month) / per_node
+
+
 def grown(w: Workload, quarters: int) -> Workload:
     """``w`` with its demand grown for ``quarters`` quarters."""
     if w.growth is None or quarters == 0:
@@ -156,10 +175,9 @@ def forecast(
             elif prices.get(pool.name) is not None and pool.gpus_per_node:
                 price = prices[pool.name]
                 assert price is not None
-                busy = max(0.0, hours - pool.declared_min * pool.gpus_per_node * hours_month) / pool.gpus_per_node
+                busy = billed_node_hours(mine, rp, price, pool.declared_min, hours_month)
                 cost = monthly_node_cost(price, busy, pool.declared_min, pool.declared_max)
-                wanted = hours + max(0, peak - capacity) * hours_month
-                busy_wanted = max(0.0, wanted - pool.declared_min * pool.gpus_per_node * hours_month) / pool.gpus_per_node
+                busy_wanted = busy + max(0, peak - capacity) * hours_month / pool.gpus_per_node
                 needed_nodes = max(pool.declared_max, math.ceil(peak / pool.gpus_per_node))
                 demand = monthly_node_cost(price, busy_wanted, pool.declared_min, needed_nodes)
             elif pool.monthly_cost_usd is not None:

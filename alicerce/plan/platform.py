@@ -20,7 +20,7 @@ from alicerce.catalog.fsx import GIB as FSX_GIB
 from alicerce.catalog.models import Gpu
 from alicerce.plan.figures import Factor, rounded
 from alicerce.plan.findings import PlanFinding, apply_waivers
-from alicerce.plan.growth import Forecast, busy_gpu_hours, forecast, peak_units, pool_units
+from alicerce.plan.growth import Forecast, billed_node_hours, busy_gpu_hours, forecast, peak_units, pool_units
 from alicerce.plan.kpi import KpiTarget, kpi_targets
 from alicerce.plan.placement import Choice, choose, dataset_sites
 from alicerce.plan.pools import PoolPlan
@@ -534,7 +534,7 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
         cost = owned_cost.monthly_usd
     elif price is not None:
         if per_node:
-            busy_node_hours = max(0.0, hours - spec.scaling.min * per_node * hours_month) / per_node
+            busy_node_hours = billed_node_hours(plans, pool, price, spec.scaling.min, hours_month)
         else:  # CPU pool: nodes that hold the workloads' cores, for as long as they run
             vcpus = pool.instance.vcpus if pool.instance else 1
             busy_node_hours = sum(

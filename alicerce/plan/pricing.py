@@ -34,7 +34,6 @@ class NodePrice:
     usd_per_hour: float | None
     factors: tuple[Factor, ...]
     reserved_nodes: int = 0  # billed every hour whether used or not (capacity reservations)
-    minimum_hours: float = 0.0  # a Capacity Block is bought in whole days
     issues: tuple[Issue, ...] = ()
     gpus_per_node: int = 1
     block_steps: tuple[tuple[int, int], ...] = ()  # Capacity Blocks: (up to hours, step hours) of the durations sold
@@ -100,7 +99,6 @@ def node_price(pool: ResolvedPool, catalog: Catalog, costs: Costs) -> NodePrice 
     prices = catalog.prices
     issues: list[Issue] = []
     reserved = 0
-    minimum = 0.0
     if spec is not None and spec.usd_per_hour is not None:
         price: float | None = spec.usd_per_hour
         factors: tuple[Factor, ...] = (Factor("negotiated price per node-hour", spec.usd_per_hour, "spec"),)
@@ -125,7 +123,6 @@ def node_price(pool: ResolvedPool, catalog: Catalog, costs: Costs) -> NodePrice 
                 price = block.usdPerHour
                 factors = (Factor(f"Capacity Block {instance.type}", block.usdPerHour,
                                   f"{prices.capacityBlocks.source.url} ({prices.capacityBlocks.asOf})"),)  # fmt: skip
-                minimum = float(prices.capacityBlocks.minimumHours)
     # a reservation bills its instances used or not, at the on-demand price or at a negotiated one alike (a negotiated
     # price once skipped this and left the pool free: review sizreview2 D8)
     if kind == "capacity-reservation" and price is not None:
@@ -143,7 +140,7 @@ def node_price(pool: ResolvedPool, catalog: Catalog, costs: Costs) -> NodePrice 
         factors += (Factor("Savings Plan / Reserved Instances discount", 1 - spec.savings_plan_discount, "spec"),)
     # the durations AWS sells hold whatever the price (catalog or negotiated)
     steps = tuple((s.upToHours, s.stepHours) for s in prices.capacityBlocks.durationSteps) if kind == "capacity-block" else ()
-    return NodePrice(pool.name, instance.type, region, kind, price, factors, reserved, minimum, tuple(issues), instance.gpus or 1, steps)
+    return NodePrice(pool.name, instance.type, region, kind, price, factors, reserved, tuple(issues), instance.gpus or 1, steps)
 
 
 def block_hours(steps: tuple[tuple[int, int], ...], run_hours: float) -> float:
@@ -182,8 +179,6 @@ def monthly_node_cost(price: NodePrice, busy_node_hours: float, min_nodes: int, 
     hours = min(cap, max(floor, min_nodes * HOURS_PER_MONTH + busy_node_hours))
     if price.reserved_nodes:  # billed whether used or not; overflow above the reservation at the same rate
         hours = max(hours, min(cap, price.reserved_nodes * HOURS_PER_MONTH))
-    if price.minimum_hours and hours:  # Capacity Blocks are bought in whole days
-        hours = min(cap, math.ceil(hours / price.minimum_hours) * price.minimum_hours)
     return hours * price.usd_per_hour
 
 

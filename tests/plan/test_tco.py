@@ -7,6 +7,7 @@ change to either shows up here as a number someone has to re-derive.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from alicerce.catalog import load_catalog
+from alicerce.plan.growth import billed_node_hours
 from alicerce.plan.platform import SizingPlan, plan_platform
 from alicerce.plan.pricing import HOURS_PER_MONTH, block_hours, monthly_node_cost, node_price
 from alicerce.plan.tco import monthly_capex, owned_pool_cost, site_extras
@@ -350,9 +352,31 @@ def test_capacity_blocks_and_reservations() -> None:
     on_capacity_blocks(data)
     platform = resolve(data)
     price = node_price(next(p for p in platform.pools if p.name == "train-p5"), CATALOG, platform.spec.costs)
-    assert price is not None and price.usd_per_hour == pytest.approx(39.33) and price.minimum_hours == 24
-    # 10 node-hours of work buy a whole day of block: 24 x 39.33
-    assert monthly_node_cost(price, 10.0, 0, 16) == pytest.approx(24 * 39.33)
+    assert price is not None and price.usd_per_hour == pytest.approx(39.33) and price.block_steps[0] == (336, 24)
+
+
+def test_a_capacity_block_pool_bills_each_runs_blocks() -> None:
+    """Review sizreview4: the pool's month rounded its total busy hours up to whole days, so two 5.45-hour fine-tunes a
+    month (code-assistant-ft, one p5 node, runsPerQuarter: 6) bought one day between them. Each run buys its own
+    block, the shortest sold that covers it: 2 runs x 1 node x 24 h = 48 node-hours x 39.33 = 1,887.84 a month (was
+    944). A 15-day run buys 21 days (1-day steps end at 14 days, then 7-day steps): 504 node-hours a node."""
+    data = reference()
+    on_capacity_blocks(data)
+    next(w for w in data["workloads"] if w["name"] == "code-assistant-ft").update(pool="train-p5", runsPerQuarter=6)
+    platform = resolve(data)
+    result = plan_platform(platform, today=TODAY)
+    run = next(w for w in result.workloads if w.name == "code-assistant-ft")
+    assert run.gpus == 8 and run.wall_clock_days is not None and 5 < run.wall_clock_days * 24 < 6
+    pool = next(p for p in result.pools if p.name == "train-p5")
+    assert pool.workloads == ("code-assistant-ft",) and pool.monthly_cost_usd == pytest.approx(2 * 24 * 39.33)
+    rp = next(p for p in platform.pools if p.name == "train-p5")
+    price = pool.price
+    assert price is not None
+    long = replace(run, wall_clock_days=15.0, runs_per_quarter=None)
+    assert billed_node_hours([long], rp, price, 0, HOURS_PER_MONTH) == pytest.approx(21 * 24)
+    # on-demand, the same runs bill their hours: 2 x 5.45 node-hours
+    od = replace(price, block_steps=())
+    assert billed_node_hours([run], rp, od, 0, HOURS_PER_MONTH) == pytest.approx(2 * run.wall_clock_days * 24)
 
 
 @settings(max_examples=50, deadline=None)
