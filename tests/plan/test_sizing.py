@@ -420,11 +420,13 @@ def test_moe_network_is_expert_parallel_not_a_gather_of_every_parameter() -> Non
     gather of all 671B parameters. With expert parallelism (2,048 GPUs, TP 1, dp 2,048, EP = min(256, dp) = 256,
     8 replicas of each expert; fp8 weights, 1 byte; DeepSeek-V3 report arXiv 2412.19437 Sec. 3 and 4.2):
       per expert (671e9 - 37e9) / (256 - 8) = 2.556452e9; shared 37e9 - 8 x 2.556452e9 = 16.548387e9
-      sync   = 3 x (16.548387e9 x 2047/2048 + 654.451613e9 / 256 x 7/8)          = 56.3316e9 B
+      sync   = 3 x (16.548387e9 x 2047/2048 + 654.451613e9 / 256 x 7/8)          = 56.3316e9 B a micro-batch,
+               at ZeRO-3 (the default) every micro-batch: 62,900,224 / (4,096 x 2,048) = 7.4983 of them (review
+               sizreview4 D2: the plan counted one a step, as stages 0-2 do)     = 422.39e9 B
       a2a    = 4 x 8 x 7168 x 58 x 2 B x 62,900,224 / 2048 tokens x (1 - 8/256)   = 791.665e9 B
-    847.997e9 B a step; at the planned MFU before goodput (restarts are not steps: review sizreview3 D3) a step takes
+    1,214.05e9 B a step; at the planned MFU before goodput (restarts are not steps: review sizreview3 D3) a step takes
     30,713 tokens / (989.4e12 x MFU / 0.94 / 222e9) s, and the need is bytes x 8 / (step x 0.8 overlap): about
-    271 Gbit/s, under the 400 Gbit/s a GPU had (no finding);
+    385 Gbit/s, under the 400 Gbit/s a GPU had (no finding);
     on a 100 Gbit/s RDMA fabric the plan says it cannot carry it (PL321)."""
     model = {**DEEPSEEK_V3, "attention": {"kind": "mla", "kvLoraRank": 512, "ropeHeadDim": 64, "heads": 128}, "headDim": 128}
     w = workload(model=model, tokens="14.8T", sequenceLength=4096, globalBatchTokens=62_900_224, gpus=2048, accelerator="H100",
@@ -434,8 +436,9 @@ def test_moe_network_is_expert_parallel_not_a_gather_of_every_parameter() -> Non
     sync = 3 * (16.548387e9 * 2047 / 2048 + 654.451613e9 / 256 * 7 / 8)
     a2a = 4 * 8 * 7168 * 58 * 2 * 62_900_224 / 2048 * (1 - 8 / 256)
     assert sync == pytest.approx(56.3316e9, rel=1e-5) and a2a == pytest.approx(791.665e9, rel=1e-5)
+    rounds = 62_900_224 / (4096 * 2048)
     step = (62_900_224 / 2048) / (989.4e12 * plan.mfu / 0.94 / (6 * 37e9))  # the productive step: MFU before goodput (D3)
-    need = (sync + a2a) * 8 / (step * 0.8) / 1e9
+    need = (sync * rounds + a2a) * 8 / (step * 0.8) / 1e9
     figure = next(f.value for f in plan.figures if f.name == "network per GPU")
     assert figure == pytest.approx(need, rel=1e-5) and 200 < need < 400
     assert "PL321" not in {i.check for i in plan.issues}
@@ -453,6 +456,26 @@ def test_moe_network_is_expert_parallel_not_a_gather_of_every_parameter() -> Non
     # stages 0-2 all-reduce the accumulated gradients once a step
     once = 2 * 70e9 * 2 / tp * (dp - 1) / dp
     assert network_bytes_per_step(dense, any_job, tp=tp, node_gpus=8, weight_bytes=2, passes=2) == pytest.approx(once)
+
+
+def test_lora_moves_its_adapters_and_under_zero3_gathers_the_frozen_base() -> None:
+    """Review sizreview4 D5: a LoRA run was charged the whole model's gradient all-reduce once a step (2 passes of 70e9
+    x 2 B) whatever its ZeRO stage. Only the adapters have gradients (trainable = 70e9 x the catalog's LoRA fraction);
+    at stages 0-2 they are all-reduced once a step and the frozen base stays put; ZeRO-3 shards the base too and gathers
+    it for the forward and the backward of each micro-batch (4e6 / (4,096 x dp) of them), beside the adapters'
+    reduce-scatter."""
+    lora = workload(model={"parameters": "70B", "layers": 80, "hiddenSize": 8192}, kind="fine-tuning", method="lora", tokens="1B",
+                    gpus=64, accelerator="H100")  # fmt: skip
+    job = TrainingJob("hopper", 70e9, 80, 8192, 4096, 64, 4e6, "bf16")
+    tp, trainable = 8, 70e9 * SIZING.loraTrainableFraction.value
+    dp = 64 // tp
+    rounds = 4e6 / (4096 * dp)
+    zero3 = (2 * 70e9 * 2 + trainable * 2) / tp * (dp - 1) / dp * rounds
+    assert network_bytes_per_step(lora, job, tp=tp, node_gpus=8, weight_bytes=2, passes=3, adapter=(trainable, 2)) == pytest.approx(zero3)
+    zero1 = 2 * trainable * 2 / tp * (dp - 1) / dp
+    assert network_bytes_per_step(lora, job, tp=tp, node_gpus=8, weight_bytes=2, passes=2, adapter=(trainable, 2)) == pytest.approx(zero1)
+    # the base gathered every micro-batch is most of it: ZeRO-3 moves hundreds of times what ZeRO-1 does
+    assert zero3 / zero1 > 100
 
 
 def test_closed_loop_clients_run_at_their_own_batch() -> None:
