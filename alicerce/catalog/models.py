@@ -82,13 +82,27 @@ class Gpu(CatalogModel):
     architecture: Architecture = Field(description="GPU architecture.")
     computeCapability: str = Field(description="CUDA compute capability, e.g. '9.0'.")
     formFactor: Literal["SXM", "PCIe"] = Field(description="Module form factor.")
-    memoryGB: float = Field(description="HBM/GDDR capacity in GB (10^9 bytes), as marketed.")
+    memoryGB: float = Field(
+        description="Memory as marketed ('80GB'); NVIDIA's figure is binary (an H100's 80 GB is 81,920 MiB of HBM), and the "
+        "planner reads it as GiB."
+    )
+    inlineEcc: bool = Field(
+        default=False,
+        description="ECC kept in the memory itself (GDDR6 data-centre cards, on by default): CUDA sees 15/16 of it, an L40S's "
+        "48 GiB as 46,068 MiB in nvidia-smi. HBM keeps its ECC beside the data and loses none.",
+    )
     memoryBandwidthGBps: float = Field(description="Peak memory bandwidth in GB/s.")
     tflops: Tflops = Field(description="Dense peak throughput per precision.")
     tdpWatts: int = Field(description="Maximum board power in watts.")
     interconnect: Interconnect = Field(description="GPU interconnect.")
     mig: Mig | None = Field(default=None, description="MIG capability; null when not supported.")
     sources: tuple[Source, ...] = Field(min_length=1, description="Where these figures come from.")
+
+    @property
+    def memory_bytes(self) -> float:
+        """Device memory CUDA can allocate: the marketed GiB, less the 1/16 inline ECC takes on GDDR6 cards (review
+        sizreview4 gap: an L40S planned with 48 GiB where vLLM and TensorRT-LLM see 44.99)."""
+        return self.memoryGB * 2**30 * (15 / 16 if self.inlineEcc else 1.0)
 
 
 class LocalNvme(CatalogModel):

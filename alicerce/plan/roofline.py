@@ -318,7 +318,7 @@ def gpu_hardware(gpu: Gpu, precision: str, sizing: Sizing) -> ReplicaHardware:
     # 4-way, which a server need not have): a TP 2 group all-reduces over it, a wider one crosses PCIe
     bridged = ic.nvlinkBandwidthGBps if gpu.formFactor != "SXM" and ic.nvlinkBandwidthGBps else None
     return ReplicaHardware(
-        gpu.memoryGB * GIB, gpu.memoryBandwidthGBps * 1e9, peak * 1e12, link * 1e9, fully_connected=bool(nvlink),
+        gpu.memory_bytes, gpu.memoryBandwidthGBps * 1e9, peak * 1e12, link * 1e9, fully_connected=bool(nvlink),
         bridge_bytes_per_second=bridged / 2 * 1e9 if bridged else None, bridge_gpus=2 if bridged else 0,
     )  # fmt: skip
 

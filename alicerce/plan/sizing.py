@@ -128,7 +128,7 @@ def usable_memory(gpu: Gpu, sizing: Sizing) -> float:
 
     Datacenter GPUs marketed as "80GB" carry 80 GiB, so the marketed figure is read as GiB.
     """
-    return gpu.memoryGB * GIB * (1 - sizing.memoryReserveFraction.value)
+    return gpu.memory_bytes * (1 - sizing.memoryReserveFraction.value)
 
 
 def shape(parameters: float, layers: int | None, hidden: int | None, sizing: Sizing) -> tuple[int, int]:
