@@ -98,8 +98,12 @@ POD_WORKLOAD = "alicerce:pod_workload:info"
 # shards under the leader's API server and answer neither requests nor /metrics (review obsreview5 G9: a ready worker
 # read as an unscraped replica, and ready workers beside a crash-looping leader hid ServingWorkloadDown). LWS labels
 # every pod of a group with its index in it, the leader's 0 (lws api/leaderworkerset/v1 WorkerIndexLabelKey)
+# KubeRay labels the same way every pod of a RayCluster (a RayService's too) with its node type, head or worker
+# (KubeRay v1.7.0 ray-operator/controllers/ray/utils/constant.go RayNodeTypeLabelKey; rayv1 HeadNode "head", WorkerNode
+# "worker"): the head runs the Serve controller and proxy that answers, its workers the replicas that hold the GPUs
 SERVING_POD = "alicerce:pod_serving:info"
 LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
+RAY_NODE_TYPE_LABEL = "ray.io/node-type"
 POOL_GPUS_PER_NODE = "alicerce:pool_gpus_per_node:count"
 POOL_RESOURCE_GPU_SHARE = "alicerce:pool_resource_gpu_share:ratio"  # the share of a GPU one unit of a resource is
 KUEUE_RESOURCE_GPU_SHARE = "alicerce:pool_kueue_resource_gpu_share:ratio"  # the same, with Kueue's resource names
@@ -166,8 +170,10 @@ def join_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]
             rules.append(_rule(KUEUE_RESOURCE_GPU_SHARE, f"vector({share:.6g})", {"pool": pool.name, "resource": resource}))
     nodes = _as("pool", POOL_NODE_LABEL, f'kube_node_labels{{{POOL_NODE_LABEL}!=""}}')
     rules += [_rule(NODE_POOL, f"max by (node, pool) ({nodes})"), _rule(POD_WORKLOAD, _workload_pods())]
-    workers = f'kube_pod_labels{{{ksm_label(LWS_WORKER_INDEX_LABEL)}!~"|0"}}'  # a pod outside LWS has no such label
-    rules.append(_rule(SERVING_POD, f"{POD_WORKLOAD} unless on (namespace, pod) {workers}"))
+    # a pod outside LWS or KubeRay has neither label
+    workers = (f'kube_pod_labels{{{ksm_label(LWS_WORKER_INDEX_LABEL)}!~"|0"}} '
+               f'or kube_pod_labels{{{ksm_label(RAY_NODE_TYPE_LABEL)}="worker"}}')  # fmt: skip
+    rules.append(_rule(SERVING_POD, f"{POD_WORKLOAD} unless on (namespace, pod) ({workers})"))
     rules.append(_rule(INFERENCE_POD, _inference_pods(rp, site)))
     return rules
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from alicerce.catalog.alerts import SOURCE_ALERTS, STATIC_ALERTS
+from alicerce.emit.kube.kpi import RAY_NODE_TYPE_LABEL
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_text
@@ -271,6 +272,42 @@ def test_a_leaderworkerset_group_is_served_by_its_leader(tmp_path: Path) -> None
     key = {"namespace": "serving", "workload": "chat-70b"}
     serving = pod("chat-70b-0", "0", "1x90", True) + pod("chat-70b-0-1", "1", "1x90", False)
     crashed = pod("chat-70b-0", "0", "1x60 0x30", True) + pod("chat-70b-0-1", "1", "1x90", False)
+    for name, inputs, fired in (
+        ("ServingMetricsAbsent", serving, []),
+        ("ServingWorkloadDown", serving, []),
+        ("ServingWorkloadDown", crashed, [expected(rules["ServingWorkloadDown"], key, "1")]),
+    ):
+        path = tmp_path / f"{name}-{len(fired)}"
+        path.mkdir()
+        run_promtool(platform(), "aws", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+            {"eval_time": "80m", "alertname": name, "exp_alerts": fired}]}], path)  # fmt: skip
+
+
+@needs_promtool
+def test_a_rayservice_is_served_by_its_head(tmp_path: Path) -> None:
+    """obs24fix's note: README said to label only a RayService's head, so its workers, which hold the GPUs and run the
+    Serve replicas, were in no workload's cost and read as training by the idle-GPU alert. Labelled as a whole, KubeRay's
+    node type (ray.io/node-type, head or worker: KubeRay v1.7.0 utils/constant.go) keeps the workers out of the serving
+    alerts: a ready worker beside a crash-looping head is an outage, and two ready workers are no missing replicas."""
+    rules = rules_of(platform(), "aws")
+    assert load("kuberay-operator", "1.7.0", "labels.json")["pod_labels"][RAY_NODE_TYPE_LABEL] == ["head", "worker"]
+
+    def pod(name: str, kind: str, ready: str) -> list[dict[str, str]]:
+        at = f'namespace="serving",pod="{name}"'
+        ray = f'label_ray_io_node_type="{kind}"'
+        out = [
+            {"series": f'kube_pod_labels{{{at},label_alicerce_dev_workload="chat-70b",{ray}}}', "values": "1x90"},
+            {"series": f'kube_pod_status_phase{{{at},phase="Running"}}', "values": "1x90"},
+            {"series": f'kube_pod_status_ready{{{at},uid="u-{name}",condition="true"}}', "values": ready},
+        ]
+        if kind == "head":
+            out.append({"series": f'up{{job="serving",{at},alicerce_dev_workload="chat-70b"}}', "values": "1x90"})
+        return out
+
+    key = {"namespace": "serving", "workload": "chat-70b"}
+    workers = pod("chat-raycluster-gpu-worker-a", "worker", "1x90") + pod("chat-raycluster-gpu-worker-b", "worker", "1x90")
+    serving = pod("chat-raycluster-head", "head", "1x90") + workers
+    crashed = pod("chat-raycluster-head", "head", "1x60 0x30") + workers
     for name, inputs, fired in (
         ("ServingMetricsAbsent", serving, []),
         ("ServingWorkloadDown", serving, []),
