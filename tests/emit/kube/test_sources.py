@@ -250,11 +250,26 @@ def test_a_workload_scaled_to_zero_is_not_down_while_its_pods_terminate(tmp_path
             {"eval_time": at, "alertname": "ServingWorkloadNeverReady", "exp_alerts": []}]}], path)  # fmt: skip
 
 
+def _served_by_one_pod(serving: list[dict[str, str]], crashed: list[dict[str, str]], tmp_path: Path) -> None:
+    """A multi-node model whose one serving pod is scraped and its workers are not: ready workers are no unscraped
+    replicas, and workers ready beside a serving pod that stopped being ready are an outage."""
+    rules = rules_of(platform(), "aws")
+    key = {"namespace": "serving", "workload": "chat-70b"}
+    for name, inputs, fired in (
+        ("ServingMetricsAbsent", serving, []),
+        ("ServingWorkloadDown", serving, []),
+        ("ServingWorkloadDown", crashed, [expected(rules["ServingWorkloadDown"], key, "1")]),
+    ):
+        path = tmp_path / f"{name}-{len(fired)}"
+        path.mkdir()
+        run_promtool(platform(), "aws", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+            {"eval_time": "80m", "alertname": name, "exp_alerts": fired}]}], path)  # fmt: skip
+
+
 @needs_promtool
 def test_a_leaderworkerset_group_is_served_by_its_leader(tmp_path: Path) -> None:
     """obsreview5 G9: a multi-node model in a LeaderWorkerSet labelled as a whole; its workers (worker index 1) are
     ready and serve no /metrics. They are no unscraped replica, and a crash-looping leader beside them is an outage."""
-    rules = rules_of(platform(), "aws")
 
     def pod(name: str, index: str, ready: str, scraped: bool) -> list[dict[str, str]]:
         assert "kube_pod_labels" in load("kube-state-metrics", "2.20.0", "metrics.json")
@@ -269,18 +284,9 @@ def test_a_leaderworkerset_group_is_served_by_its_leader(tmp_path: Path) -> None
             out.append({"series": f'up{{job="serving",{at},alicerce_dev_workload="chat-70b"}}', "values": "1x90"})
         return out
 
-    key = {"namespace": "serving", "workload": "chat-70b"}
     serving = pod("chat-70b-0", "0", "1x90", True) + pod("chat-70b-0-1", "1", "1x90", False)
     crashed = pod("chat-70b-0", "0", "1x60 0x30", True) + pod("chat-70b-0-1", "1", "1x90", False)
-    for name, inputs, fired in (
-        ("ServingMetricsAbsent", serving, []),
-        ("ServingWorkloadDown", serving, []),
-        ("ServingWorkloadDown", crashed, [expected(rules["ServingWorkloadDown"], key, "1")]),
-    ):
-        path = tmp_path / f"{name}-{len(fired)}"
-        path.mkdir()
-        run_promtool(platform(), "aws", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
-            {"eval_time": "80m", "alertname": name, "exp_alerts": fired}]}], path)  # fmt: skip
+    _served_by_one_pod(serving, crashed, tmp_path)
 
 
 @needs_promtool
@@ -289,7 +295,6 @@ def test_a_rayservice_is_served_by_its_head(tmp_path: Path) -> None:
     Serve replicas, were in no workload's cost and read as training by the idle-GPU alert. Labelled as a whole, KubeRay's
     node type (ray.io/node-type, head or worker: KubeRay v1.7.0 utils/constant.go) keeps the workers out of the serving
     alerts: a ready worker beside a crash-looping head is an outage, and two ready workers are no missing replicas."""
-    rules = rules_of(platform(), "aws")
     assert load("kuberay-operator", "1.7.0", "labels.json")["pod_labels"][RAY_NODE_TYPE_LABEL] == ["head", "worker"]
 
     def pod(name: str, kind: str, ready: str) -> list[dict[str, str]]:
@@ -304,19 +309,10 @@ def test_a_rayservice_is_served_by_its_head(tmp_path: Path) -> None:
             out.append({"series": f'up{{job="serving",{at},alicerce_dev_workload="chat-70b"}}', "values": "1x90"})
         return out
 
-    key = {"namespace": "serving", "workload": "chat-70b"}
     workers = pod("chat-raycluster-gpu-worker-a", "worker", "1x90") + pod("chat-raycluster-gpu-worker-b", "worker", "1x90")
     serving = pod("chat-raycluster-head", "head", "1x90") + workers
     crashed = pod("chat-raycluster-head", "head", "1x60 0x30") + workers
-    for name, inputs, fired in (
-        ("ServingMetricsAbsent", serving, []),
-        ("ServingWorkloadDown", serving, []),
-        ("ServingWorkloadDown", crashed, [expected(rules["ServingWorkloadDown"], key, "1")]),
-    ):
-        path = tmp_path / f"{name}-{len(fired)}"
-        path.mkdir()
-        run_promtool(platform(), "aws", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
-            {"eval_time": "80m", "alertname": name, "exp_alerts": fired}]}], path)  # fmt: skip
+    _served_by_one_pod(serving, crashed, tmp_path)
 
 
 @needs_promtool
