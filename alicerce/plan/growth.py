@@ -97,21 +97,26 @@ def busy_gpu_hours(plan: WorkloadPlan, gpus: int, hours_month: float) -> float:
 
 
 def billed_node_hours(plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePrice, min_nodes: int, hours_month: float) -> float:
-    """Node-hours a month a rented GPU pool bills above its ``min_nodes`` always-on nodes: what its workloads keep busy,
-    except on Capacity Blocks, which are bought run by run, each for the shortest duration sold that covers its wall
-    clock, for every node the run holds: two 10-hour runs a month buy two 1-day blocks, 48 node-hours a node, where
+    """Node-hours a month a rented GPU pool bills above its ``min_nodes`` always-on nodes: what its workloads keep busy.
+    A training run holds whole nodes for its wall clock (a 12-GPU run on 8-GPU nodes is billed two instances, not one
+    and a half: review sizreview4 gap). On Capacity Blocks each run buys the shortest duration sold that covers its
+    wall clock, for every node it holds: two 10-hour runs a month buy two 1-day blocks, 48 node-hours a node, where
     rounding the month's 20 busy hours up to a day bought one (review sizreview4). Serving has no runs: its hours."""
     per_node = pool.gpus_per_node or 1
     gpu_hours = 0.0
     for plan in plans:
         units = pool_units(plan, pool)
-        if not price.block_steps or plan.kind not in ("training", "fine-tuning") or plan.wall_clock_days is None:
+        if plan.kind not in ("training", "fine-tuning") or plan.wall_clock_days is None:
             gpu_hours += busy_gpu_hours(plan, units, hours_month)
+            continue
+        whole = math.ceil(units / per_node) * per_node
+        if not price.block_steps:
+            gpu_hours += busy_gpu_hours(plan, whole, hours_month)
             continue
         bought = block_hours(price.block_steps, plan.wall_clock_days * 24)
         # runs a month: the declared schedule spread over the quarter, else one run a month (a longer one bills the month)
         hours = bought * plan.runs_per_quarter / 3 if plan.runs_per_quarter is not None else min(bought, hours_month)
-        gpu_hours += math.ceil(units / per_node) * per_node * hours
+        gpu_hours += whole * hours
     return max(0.0, gpu_hours - min_nodes * per_node * hours_month) / per_node
 
 

@@ -377,6 +377,9 @@ def test_a_capacity_block_pool_bills_each_runs_blocks() -> None:
     # on-demand, the same runs bill their hours: 2 x 5.45 node-hours
     od = replace(price, block_steps=())
     assert billed_node_hours([run], rp, od, 0, HOURS_PER_MONTH) == pytest.approx(2 * run.wall_clock_days * 24)
+    # on-demand, a run holds whole instances for its wall clock: 12 GPUs of 8-GPU nodes bill two nodes, not 1.5
+    twelve = replace(run, gpus=12)
+    assert billed_node_hours([twelve], rp, od, 0, HOURS_PER_MONTH) == pytest.approx(2 * 2 * run.wall_clock_days * 24)
 
 
 @settings(max_examples=50, deadline=None)
