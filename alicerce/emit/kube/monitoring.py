@@ -315,6 +315,11 @@ def serving_monitors(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str,
                 "metadata": meta(f"serving-{workload.name}", MONITORING_NAMESPACE, {**MANAGED, "alicerce.dev/team": team.name}),
                 "spec": {
                     "namespaceSelector": {"matchNames": list(team.namespaces)},
+                    # every pod of the workload, a RayService's workers too (issue 24): KubeRay gives every Ray
+                    # container, head and worker, a "metrics" port (ray-operator/controllers/ray/common/pod.go
+                    # DefaultHeadPodTemplate and DefaultWorkerPodTemplate, utils DefaultMetricsPort 8080) where each
+                    # node's Ray metrics agent exports the metrics of what runs on it, the Serve replicas on the
+                    # workers; the serving alerts still count the head only (kpi.SERVING_POD)
                     "selector": {"matchLabels": {WORKLOAD_LABEL: workload.name}},
                     "podTargetLabels": [WORKLOAD_LABEL],
                     "podMetricsEndpoints": [{"port": METRICS_PORT, "path": "/metrics"}],

@@ -124,8 +124,10 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         # a 70B model), so a rollout's new pods read as unscraped for as long as they load (review obsreview3 G14);
         # its readiness probe on /health passes at the same moment (README, Run the platform)
         pods = f'count by (namespace, workload) ({SERVING_POD}{{workload=~"{names}"}} * on (namespace, pod) group_left () ({READY_PODS}))'
-        up = f'label_replace(up{{{SERVING_WORKLOAD_LABEL}=~"{names}"}} == 1, "workload", "$1", "{SERVING_WORKLOAD_LABEL}", "(.+)")'
-        scraped = f"count by (namespace, workload) ({up})"
+        # the serving pods scraped, not every target: the PodMonitor scrapes a RayService's workers too (their Ray
+        # metrics agents, emit.kube.monitoring), and their targets up would hide a head that serves no metrics (issue 24)
+        up = f'max by (namespace, pod) (up{{{SERVING_WORKLOAD_LABEL}=~"{names}"}} == 1)'
+        scraped = f'count by (namespace, workload) ({SERVING_POD}{{workload=~"{names}"}} * on (namespace, pod) group_left () {up})'
         # running pods of a serving workload that its PodMonitor does not scrape (no container port named metrics, the
         # engine not answering): its latency, throughput and SLO series miss them, and the SLO reads what is left
         expr = f"{pods} > on (namespace, workload) ({scraped} or 0 * {pods})"

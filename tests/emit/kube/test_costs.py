@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from alicerce.emit.kube.monitoring import budget_shares, rule_groups
@@ -99,8 +100,20 @@ def test_showback_per_team_cost_center_used_gpu_hour_and_million_tokens(tmp_path
     run_promtool(rp, "aws", tests, tmp_path)
 
 
+# a multi-node model's two pods, the one vLLM's token counters come from first, with their template's labels as
+# kube-state-metrics' allowlist keeps them: a LeaderWorkerSet group, and a RayService labelled as a whole (issue 24:
+# README had the label on its head only, so its GPU worker was in no workload's cost; KubeRay v1.7.0 ray.io/node-type)
+MULTI_NODE_PODS = [
+    (("chat-70b-0", "leaderworkerset_sigs_k8s_io_worker_index", "0"),
+     ("chat-70b-0-1", "leaderworkerset_sigs_k8s_io_worker_index", "1")),
+    (("chat-raycluster-head", "ray_io_node_type", "head"),
+     ("chat-raycluster-gpu-worker-a", "ray_io_node_type", "worker")),
+]  # fmt: skip
+
+
 @needs_promtool
-def test_a_multi_node_model_costs_its_workers_gpus_too(tmp_path: Path) -> None:
+@pytest.mark.parametrize("pods", MULTI_NODE_PODS)
+def test_a_multi_node_model_costs_its_workers_gpus_too(tmp_path: Path, pods: tuple[tuple[str, str, str], ...]) -> None:
     """Review obsreview6 G8: chat-70b as a LeaderWorkerSet group of two L40S nodes, 4 GPUs each: the leader (worker
     index 0) runs the API server vLLM's token counters come from, the worker (index 1) holds its 4 GPUs and serves
     no metrics. Both are the workload's: 8 GPUs allocated, and a million tokens costs 8 x the price / 64.8."""
@@ -108,13 +121,13 @@ def test_a_multi_node_model_costs_its_workers_gpus_too(tmp_path: Path) -> None:
     l40s = next(p.usd_per_gpu_hour for p in plan_platform(rp).pools if p.name == "infer-l40s")
     assert l40s is not None
     inputs = []
-    for index, pod in enumerate(("chat-70b-0", "chat-70b-0-1")):
+    for index, (pod, key, value) in enumerate(pods):
         node = f"ip-10-20-9{index}-1.ec2.internal"
         inputs.append({"series": f'kube_node_labels{{node="{node}",{L40S}}}', "values": "1x30"})
         inputs += held("serving", pod, node, 4, "GPUSx30")
-        lws = f'label_alicerce_dev_workload="chat-70b",label_leaderworkerset_sigs_k8s_io_worker_index="{index}"'
-        inputs.append({"series": f'kube_pod_labels{{namespace="serving",pod="{pod}",uid="{pod}-uid",{lws}}}', "values": "1x30"})
-    vllm = 'namespace="serving",pod="chat-70b-0",alicerce_dev_workload="chat-70b",model_name="chat",engine="0"'
+        group = f'label_alicerce_dev_workload="chat-70b",label_{key}="{value}"'
+        inputs.append({"series": f'kube_pod_labels{{namespace="serving",pod="{pod}",uid="{pod}-uid",{group}}}', "values": "1x30"})
+    vllm = f'namespace="serving",pod="{pods[0][0]}",alicerce_dev_workload="chat-70b",model_name="chat",engine="0"'
     inputs.append({"series": f"vllm:generation_tokens_total{{{vllm}}}", "values": "0+180000x30"})
     inputs.append({"series": f"vllm:prompt_tokens_total{{{vllm}}}", "values": "0+900000x30"})
     workload = 'namespace="serving",site="aws",workload="chat-70b"'

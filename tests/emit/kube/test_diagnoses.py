@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from alicerce.catalog.alerts import DIAGNOSES, slo_alert_name, slo_bucket
 from tests.emit.kube.scrape import dcgm_series, series
 from tests.emit.kube.test_monitoring import dcgm_scraped, expected, needs_promtool, platform, rules_of, run_promtool
@@ -340,8 +342,17 @@ def test_an_availability_slo_burns_on_server_errors_not_on_client_ones(tmp_path:
     run(answers({"2xx": 5400, "4xx": 600}), [], tmp_path / "b")
 
 
+# a multi-node model's worker pod and its pod template's labels as kube-state-metrics' allowlist keeps them: a
+# LeaderWorkerSet's (worker index 1) and a RayService's, labelled as a whole (KubeRay v1.7.0 ray.io/node-type, issue 24)
+MULTI_NODE_WORKERS = [
+    ("chat-70b-0-1", 'label_alicerce_dev_workload="chat-70b",label_leaderworkerset_sigs_k8s_io_worker_index="1"'),
+    ("chat-raycluster-gpu-worker-a", 'label_alicerce_dev_workload="chat-70b",label_ray_io_node_type="worker"'),
+]
+
+
 @needs_promtool
-def test_the_workers_of_a_leaderworkerset_serve_and_are_not_read_as_training(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("worker_pod", "worker_labels"), MULTI_NODE_WORKERS)
+def test_the_workers_of_a_leaderworkerset_serve_and_are_not_read_as_training(tmp_path: Path, worker_pod: str, worker_labels: str) -> None:
     """obsreview6 G8: a multi-node chat-70b in a LeaderWorkerSet; its worker (worker index 1) holds GPUs, runs the
     model's shards and answers no /metrics, so the serving PodMonitor has no target for it. Decoding (memory full and
     busy, tensor cores idle) it is no memory-bound job, and idle at night no GPU held for nothing: both quiet. The
@@ -355,9 +366,8 @@ def test_the_workers_of_a_leaderworkerset_serve_and_are_not_read_as_training(tmp
     def worker(pod: str, labelled: bool, util: float, dram: float, tensor: float) -> list[dict[str, str]]:
         at = f'namespace="serving",pod="{pod}",uid="u-{pod}"'
         out = [{"series": f'kube_node_labels{{node="{node}",{l40s}}}', "values": "1x90"}]
-        if labelled:  # the LWS pod template's labels, as kube-state-metrics' allowlist keeps them
-            lws = 'label_alicerce_dev_workload="chat-70b",label_leaderworkerset_sigs_k8s_io_worker_index="1"'
-            out.append({"series": f"kube_pod_labels{{{at},{lws}}}", "values": "1x90"})
+        if labelled:
+            out.append({"series": f"kube_pod_labels{{{at},{worker_labels}}}", "values": "1x90"})
         for gpu in range(2):
             labels = dcgm_scraped(rp, "aws", dcgm_series(node, gpu, (pod, "serving", "vllm")))
             for metric, value in (("DCGM_FI_DEV_GPU_UTIL", util), ("DCGM_FI_DEV_FB_USED", 45000), ("DCGM_FI_DEV_FB_FREE", 1000),
@@ -369,10 +379,10 @@ def test_the_workers_of_a_leaderworkerset_serve_and_are_not_read_as_training(tmp
     decoding, night = (100.0, 0.9, 0.1), (0.0, 0.0, 0.0)
     batch = {"namespace": "serving", "pod": "embed-0"}
     for name, at, state, pod, fired in (
-        ("GPUMemoryBound", "45m", decoding, "chat-70b-0-1", []),
+        ("GPUMemoryBound", "45m", decoding, worker_pod, []),
         ("GPUMemoryBound", "45m", decoding, "embed-0",
          [expected(rules["GPUMemoryBound"], batch | {"node": node}, "2")]),
-        ("GPUIdleWhileAllocated", "70m", night, "chat-70b-0-1", []),
+        ("GPUIdleWhileAllocated", "70m", night, worker_pod, []),
         ("GPUIdleWhileAllocated", "70m", night, "embed-0", [expected(rules["GPUIdleWhileAllocated"], batch, "0")]),
     ):  # fmt: skip
-        check(name, worker(pod, pod.startswith("chat"), *state), at, fired, tmp_path / f"{name}-{pod}", site="aws")
+        check(name, worker(pod, pod == worker_pod, *state), at, fired, tmp_path / f"{name}-{pod}", site="aws")

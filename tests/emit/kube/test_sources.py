@@ -294,10 +294,11 @@ def test_a_rayservice_is_served_by_its_head(tmp_path: Path) -> None:
     """obs24fix's note: README said to label only a RayService's head, so its workers, which hold the GPUs and run the
     Serve replicas, were in no workload's cost and read as training by the idle-GPU alert. Labelled as a whole, KubeRay's
     node type (ray.io/node-type, head or worker: KubeRay v1.7.0 utils/constant.go) keeps the workers out of the serving
-    alerts: a ready worker beside a crash-looping head is an outage, and two ready workers are no missing replicas."""
+    alerts: a ready worker beside a crash-looping head is an outage, and two ready workers are no missing replicas.
+    The PodMonitor scrapes the workers' Ray metrics agents too; their targets up do not hide a head left unscraped."""
     assert load("kuberay-operator", "1.7.0", "labels.json")["pod_labels"][RAY_NODE_TYPE_LABEL] == ["head", "worker"]
 
-    def pod(name: str, kind: str, ready: str) -> list[dict[str, str]]:
+    def pod(name: str, kind: str, ready: str, up: str = "1x90") -> list[dict[str, str]]:
         at = f'namespace="serving",pod="{name}"'
         ray = f'label_ray_io_node_type="{kind}"'
         out = [
@@ -305,14 +306,19 @@ def test_a_rayservice_is_served_by_its_head(tmp_path: Path) -> None:
             {"series": f'kube_pod_status_phase{{{at},phase="Running"}}', "values": "1x90"},
             {"series": f'kube_pod_status_ready{{{at},uid="u-{name}",condition="true"}}', "values": ready},
         ]
-        if kind == "head":
-            out.append({"series": f'up{{job="serving",{at},alicerce_dev_workload="chat-70b"}}', "values": "1x90"})
+        out.append({"series": f'up{{job="serving",{at},alicerce_dev_workload="chat-70b"}}', "values": up})
         return out
 
     workers = pod("chat-raycluster-gpu-worker-a", "worker", "1x90") + pod("chat-raycluster-gpu-worker-b", "worker", "1x90")
     serving = pod("chat-raycluster-head", "head", "1x90") + workers
     crashed = pod("chat-raycluster-head", "head", "1x60 0x30") + workers
     _served_by_one_pod(serving, crashed, tmp_path)
+    unscraped = pod("chat-raycluster-head", "head", "1x90", up="0x90") + workers
+    rules = rules_of(platform(), "aws")
+    fired = [expected(rules["ServingMetricsAbsent"], {"namespace": "serving", "workload": "chat-70b"}, "1")]
+    (tmp_path / "unscraped").mkdir()
+    run_promtool(platform(), "aws", [{"interval": "1m", "input_series": unscraped, "alert_rule_test": [
+        {"eval_time": "80m", "alertname": "ServingMetricsAbsent", "exp_alerts": fired}]}], tmp_path / "unscraped")  # fmt: skip
 
 
 @needs_promtool
