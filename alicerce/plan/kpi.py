@@ -48,9 +48,13 @@ class KpiTarget:
 
 
 def kpi_targets(
-    platform: ResolvedPlatform, pools: list[tuple[str, float | None]], budgets: dict[str, float], per_million: dict[str, float | None]
+    platform: ResolvedPlatform,
+    pools: list[tuple[str, float | None]],
+    budgets: dict[str, dict[str, float]],
+    per_million: dict[str, float | None],
 ) -> list[KpiTarget]:
-    """``pools``: (pool, forecast utilisation) of GPU pools; ``budgets``: team -> monthly USD; ``per_million``:
+    """``pools``: (pool, forecast utilisation) of GPU pools; ``budgets``: team -> site -> the monthly USD that site
+    watches (alicerce.plan.platform.site_budgets); ``per_million``:
     serving workload -> USD per million tokens at the plan's prices."""
     out: list[KpiTarget] = []
     for slo in platform.spec.monitoring.slos:
@@ -78,8 +82,12 @@ def kpi_targets(
     for pool, utilization in pools:
         if utilization is not None and utilization >= MEANINGFUL_UTILIZATION:  # below, the plan reports the idle pool (PL307/PL308)
             out.append(KpiTarget("pool:gpu_effective_utilization:ratio", pool, ">=", utilization, "ratio", "plan: forecast utilisation"))
-    for team, usd in sorted(budgets.items()):
-        out.append(KpiTarget("team:gpu_cost_usd:sum30d", team, "<=", usd, "USD", "tenancy.teams budget"))
+    # per site: each site's Prometheus records only its own pods' spend (review obsreview7 G2: one site's sum was held
+    # against the whole budget, which it could never reach while the site's budget alert fired)
+    for team, sites in sorted(budgets.items()):
+        for site, usd in sorted(sites.items()):
+            source = "tenancy.teams budget" + ("" if len(sites) == 1 else ", less the plan's spend at its other sites")
+            out.append(KpiTarget("team:gpu_cost_usd:sum30d", f"{team} at {site}", "<=", usd, "USD", source))
     serving = {w.name for w in platform.spec.workloads if w.kind == "inference"}  # what the serving PodMonitors scrape
     for workload, per in sorted(per_million.items()):
         if per is not None and workload in serving:

@@ -223,6 +223,8 @@ class SizingPlan:
     forecast: Forecast | None = None
     assumptions: dict[str, Any] = field(default_factory=dict)
     kpi_targets: tuple[KpiTarget, ...] = ()  # what the KPI recording rules should read (alicerce.plan.kpi)
+    # team -> site -> the part of its budget that site's Prometheus watches (site_budgets; the budget alerts and guard)
+    site_budgets: dict[str, dict[str, float]] = field(default_factory=dict)
 
     UNITS: ClassVar[dict[str, str]] = {
         "model_state_gib": "GiB", "memory_per_gpu_gib": "GiB", "gpu_hours": "GPU-hours (training: whole run; serving: per month)",
@@ -391,7 +393,10 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
         "owned sites (storage, links)": sum(s.monthly_usd for s in sites),
     }
     total = sum(breakdown.values())
-    showback, budgets = _showback(platform, priced, pool_plans, pools_by_name, hours_month, fsx + breakdown["owned sites (storage, links)"])
+    showback, budgets, spend = _showback(
+        platform, priced, pool_plans, pools_by_name, hours_month, fsx + breakdown["owned sites (storage, links)"]
+    )
+    watched = site_budgets(platform, pool_plans, spend)
     for team, usd in showback.items():
         if team in budgets and usd > budgets[team]:
             findings.append(PlanFinding("PL318", team, f"monthly showback ${usd:,.0f} is over the ${budgets[team]:,.0f} budget"))
@@ -403,13 +408,13 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
     own_vs_rent = _own_vs_rent(platform, pool_plans, catalog, growth)
     kept, waived = apply_waivers(findings, platform.spec, platform.environment, today or _today())
     targets = kpi_targets(
-        platform, [(p.name, p.utilization) for p in pool_plans if p.gpus_per_node], budgets,
+        platform, [(p.name, p.utilization) for p in pool_plans if p.gpus_per_node], watched,
         {u.workload: u.usd_per_million_tokens for u in units if u.usd_per_million_tokens is not None},
     )  # fmt: skip
     return SizingPlan(
         platform.environment, tuple(priced), tuple(pool_plans), storage, tuple(kept), total, tuple(waived),
         {name: c.reason for name, c in choices.items()}, unpriced, breakdown, showback, budgets, own_vs_rent, tuple(units),
-        tuple(sites), growth, kpi_targets=tuple(targets),
+        tuple(sites), growth, kpi_targets=tuple(targets), site_budgets=watched,
     )  # fmt: skip
 
 
@@ -628,10 +633,12 @@ def _showback(  # noqa: PLR0917 - the plan's parts, called once
     resolved: dict[str, ResolvedPool],
     hours_month: float,
     shared_usd: float,
-) -> tuple[dict[str, float], dict[str, float]]:
+) -> tuple[dict[str, float], dict[str, float], dict[str, dict[str, float]]]:
     """Each pool's month split over teams by the GPU-hours their workloads use there; what no workload
-    uses (idle owned capacity, always-on floors) and shared storage stay with the platform."""
+    uses (idle owned capacity, always-on floors) and shared storage stay with the platform. Also each team's part by
+    site (site_budgets splits budgets with it)."""
     out: dict[str, float] = defaultdict(float)
+    at_site: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for pool in pools:
         if not pool.monthly_cost_usd:
             continue
@@ -652,10 +659,47 @@ def _showback(  # noqa: PLR0917 - the plan's parts, called once
         billable = pool.monthly_cost_usd * min(1.0, used / held) if held else pool.monthly_cost_usd
         for team, hours in usage.items():
             out[team] += billable * hours / used
+            at_site[team][pool.site] += billable * hours / used
         out["(platform: unused capacity)"] += pool.monthly_cost_usd - billable
     out["(platform: shared storage)"] += shared_usd
     budgets = {t.name: t.spec.budget.monthly_usd for t in platform.teams if t.spec.budget is not None}
-    return {k: v for k, v in sorted(out.items()) if v}, budgets
+    return {k: v for k, v in sorted(out.items()) if v}, budgets, {t: dict(sites) for t, sites in at_site.items()}
+
+
+def site_budgets(platform: ResolvedPlatform, pools: list[PoolPlan], spend: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """Team -> site -> the part of its monthly budget that site's Prometheus watches (each sees only its own pods).
+
+    A site watches the budget less what the plan expects the team to spend at its other sites: research's month at
+    dc1 (its 224-GPU pretraining run, $369k) is held against $900k less its ~$300 planned at aws, not against the
+    40% its quota at dc1 is worth, which fired at 41% of the budget and stopped its queue (review obsreview7 DEFECT 1).
+    Where the plan has no spend for the team, or the others' planned spend leaves nothing, the budget is split by what
+    its quota at each site is worth at the plan's prices (all of it at its one site, or the first, when none is)."""
+    prices = {p.name: p.billed_usd_per_gpu_hour or 0.0 for p in pools}
+    per_gpu = {p.name: (p.gpu_units.per_gpu if p.gpu_units else 1) for p in platform.pools}
+    site_of = {p.name: p.site.name for p in platform.pools}
+    out: dict[str, dict[str, float]] = {}
+    for team in platform.teams:
+        if team.spec.budget is None:
+            continue
+        usd = team.spec.budget.monthly_usd
+        sites = [s.name for s in platform.sites if team.name in {t.name for t in s.teams}] or [platform.sites[0].name]
+        value: dict[str, float] = defaultdict(float)
+        for quota in team.quotas:
+            value[site_of.get(quota.pool, "")] += quota.units / per_gpu.get(quota.pool, 1) * prices.get(quota.pool, 0.0)
+        total = sum(value.values())
+        planned = spend.get(team.name, {})
+        watched: dict[str, float] = {}
+        for site in sites:
+            rest = usd - sum(v for s, v in planned.items() if s != site)
+            if sum(planned.values()) > 0 and rest > 0:
+                watched[site] = rest
+            elif total:
+                watched[site] = usd * value.get(site, 0.0) / total
+            else:
+                first = next((site_of[q.pool] for q in team.quotas if q.pool in site_of), sites[0])
+                watched[site] = usd if site == first else 0.0
+        out[team.name] = {s: v for s, v in watched.items() if v > 0}
+    return out
 
 
 def _own_vs_rent(platform: ResolvedPlatform, pools: list[PoolPlan], catalog: Catalog, growth: Forecast) -> tuple[OwnVsRent, ...]:

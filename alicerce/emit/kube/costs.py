@@ -120,7 +120,8 @@ def budget_alerts(rp: ResolvedPlatform, site_name: str, shares: dict[str, float]
         if budget is None:
             continue
         usd = budget.monthly_usd * share
-        where = f" (the {share:.0%} of ${budget.monthly_usd:,.0f} its quota at {site_name} is worth)" if share < 1 else ""
+        # the part this site watches: the budget less the plan's spend at the team's other sites (plan.site_budgets)
+        where = f" (of ${budget.monthly_usd:,.0f}, less the plan's spend at its other sites)" if share < 1 else ""
         for percent in sorted(set(budget.alert_at_percent)):
             limit = usd * percent / 100
             spent = f'last_over_time({TEAM_MONTH}{{team="{name}"}}[75m])'

@@ -227,11 +227,12 @@ def _cost_groups(rp: ResolvedPlatform, site_name: str, group: Callable[[str, lis
     """Showback at the plan's GPU-hour prices of the site's pools, and the budget alerts of the site's teams."""
     from alicerce.plan.platform import plan_platform  # the plan prices pools once; emit reads it, never re-derives it
 
-    all_prices = {p.name: p.billed_usd_per_gpu_hour for p in plan_platform(rp).pools if p.billed_usd_per_gpu_hour is not None}
+    plan = plan_platform(rp)
+    all_prices = {p.name: p.billed_usd_per_gpu_hour for p in plan.pools if p.billed_usd_per_gpu_hour is not None}
     site = rp.site(site_name)
     prices = {p.name: all_prices[p.name] for p in site.pools if p.gpu is not None and p.name in all_prices}
-    shares = budget_shares(rp, site_name, all_prices)
-    budgets = {t.name: t.spec.budget.monthly_usd * shares[t.name] for t in rp.teams if t.spec.budget is not None and t.name in shares}
+    budgets = {team: sites[site_name] for team, sites in plan.site_budgets.items() if site_name in sites}
+    shares = {t.name: budgets[t.name] / t.spec.budget.monthly_usd for t in rp.teams if t.spec.budget is not None and t.name in budgets}
     rules = cost_rules(prices) + [
         {"record": BUDGET, "expr": f"vector({usd:.6g})", "labels": {"team": n}} for n, usd in sorted(budgets.items())
     ]
@@ -242,31 +243,6 @@ def _cost_groups(rp: ResolvedPlatform, site_name: str, group: Callable[[str, lis
         {"name": "alicerce.cost.month", "interval": MONTH_INTERVAL, "rules": month},
         group("alicerce.budget", budget_alerts(rp, site_name, shares)),
     ]
-
-
-def budget_shares(rp: ResolvedPlatform, site_name: str, prices: dict[str, float]) -> dict[str, float]:
-    """Team -> the share of its monthly budget this site's Prometheus watches. Each site sees only its own pods, so a
-    team's budget is split over its sites by what its quota there costs at the plan's prices (all of it where it has
-    quota at one site only, or no priced quota)."""
-    per_gpu = {p.name: (p.gpu_units.per_gpu if p.gpu_units else 1) for p in rp.pools}
-    site_of = {p.name: p.site.name for p in rp.pools}
-    out: dict[str, float] = {}
-    for team in rp.teams:
-        if team.spec.budget is None:
-            continue
-        value: dict[str, float] = {}
-        for quota in team.quotas:
-            usd = quota.units / per_gpu.get(quota.pool, 1) * prices.get(quota.pool, 0.0)
-            value[site_of.get(quota.pool, "")] = value.get(site_of.get(quota.pool, ""), 0.0) + usd
-        total = sum(value.values())
-        if total:
-            share = value.get(site_name, 0.0) / total
-        else:  # nothing priced: the whole budget at the first site where the team has a quota, or the first site
-            first = next((site_of[q.pool] for q in team.quotas if q.pool in site_of), rp.sites[0].name)
-            share = 1.0 if first == site_name else 0.0
-        if share > 0:
-            out[team.name] = share
-    return out
 
 
 def rule_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:

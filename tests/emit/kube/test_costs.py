@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from alicerce.emit.kube.monitoring import budget_shares, rule_groups
+from alicerce.emit.kube.costs import BUDGET
+from alicerce.emit.kube.monitoring import rule_groups
 from alicerce.plan.platform import HOURS_PER_MONTH, plan_platform
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_text
@@ -45,9 +46,10 @@ def held(namespace: str, pod: str, node: str, gpus: int, values: str, *, workloa
     return out
 
 
-def test_prices_are_the_plans_and_budgets_split_by_what_the_quota_is_worth() -> None:
+def test_prices_are_the_plans_and_each_site_watches_the_budget_less_the_others_planned_spend() -> None:
     rp = platform()
-    prices = {p.name: p.billed_usd_per_gpu_hour for p in plan_platform(rp).pools}
+    plan = plan_platform(rp)
+    prices = {p.name: p.billed_usd_per_gpu_hour for p in plan.pools}
     records = {
         r["labels"]["pool"]: r["expr"]
         for g in rule_groups(rp, "aws")
@@ -59,11 +61,18 @@ def test_prices_are_the_plans_and_budgets_split_by_what_the_quota_is_worth() -> 
         "infer-l40s": f"vector({prices['infer-l40s']:.6g})",
         "infer-l4": f"vector({prices['infer-l4']:.6g})",
     }
-    # research: 96 p5 GPUs at $6.88 on aws, 192 owned H100s at dc1's TCO per installed GPU-hour
-    aws, dc1 = 96 * 6.88, 192 * prices["onprem-h100"]  # type: ignore[operator]
-    assert abs(budget_shares(rp, "aws", prices)["research"] - aws / (aws + dc1)) < 1e-9  # type: ignore[arg-type]
-    assert abs(budget_shares(rp, "aws", prices)["research"] + budget_shares(rp, "dc1", prices)["research"] - 1) < 1e-9  # type: ignore[arg-type]
-    assert "applied-ml" not in budget_shares(rp, "aws", prices)  # teams without a budget have no budget alert
+    # review obsreview7 DEFECT 1: the budget was split by what research's quota is worth at each site (40% at dc1,
+    # $359,719), and a month of its planned pretraining run at dc1 (224 GPUs at dc1's billed price, $369k+) crossed that
+    # share at 41% of the $900,000: the dc1 guard stopped the run it was planned for. Each site now watches the budget
+    # less what the plan expects research to spend at its other site, so the two together hold every planned dollar
+    watched = plan.site_budgets["research"]
+    assert watched["aws"] + watched["dc1"] == pytest.approx(2 * 900_000 - plan.showback["research"])
+    month_at_dc1 = 224 * prices["onprem-h100"] * 744  # type: ignore[operator]
+    assert month_at_dc1 > 0.4 * 900_000 and month_at_dc1 < watched["dc1"]
+    records = [r for g in rule_groups(rp, "dc1") for r in g["rules"] if r.get("record") == BUDGET]
+    budgets = {r["labels"]["team"]: float(r["expr"][len("vector(") : -1]) for r in records}
+    assert budgets == {"research": pytest.approx(watched["dc1"], rel=1e-5)}
+    assert "applied-ml" not in plan.site_budgets  # teams without a budget have no budget alert
 
 
 @needs_promtool
@@ -171,7 +180,9 @@ def test_budget_alerts_fire_at_the_thresholds_and_not_below(tmp_path: Path) -> N
     small = validated(load_text(text, "platform.yaml"), "prod")
     rules = rules_of(small, "aws")
     share = float(rules["BudgetResearch100"]["expr"].rsplit("> ", 1)[1])
-    assert abs(share - 5000 * budget_shares(small, "aws", prices(small))["research"]) < 1
+    # $5,000 is less than research's planned month at dc1: each site watches what its quota is worth instead
+    aws, dc1 = 96 * 6.88, 192 * prices(small)["onprem-h100"]
+    assert abs(share - 5000 * aws / (aws + dc1)) < 1 and abs(share - plan_platform(small).site_budgets["research"]["aws"]) < 0.01
     node = "ip-10-20-1-1.ec2.internal"
 
     def hours(gpus: int, rp: Any, fired: dict[str, list[dict[str, Any]]], folder: Path, at: str) -> None:
@@ -195,8 +206,10 @@ def test_budget_alerts_fire_at_the_thresholds_and_not_below(tmp_path: Path) -> N
     # 10 GPUs: $412.80 in those hours, under half the share
     assert share / 2 > 10 * 6.88 * 6
     hours(10, small, {"BudgetResearch50": [], "BudgetResearch100": []}, tmp_path / "under", "6h")
-    # the projection, against the real budget: 128 GPUs for a month overrun research's aws share, 80 do not
-    rp = platform()
+    # the projection, against a $800,000 budget (its aws part ~$562,000, what the plan's ~$238,000 month at dc1 leaves):
+    # 128 GPUs for a month overrun it, 80 do not
+    text = (ROOT / "platform.yaml").read_text().replace("budget: {monthlyUsd: 900000,", "budget: {monthlyUsd: 800000,")
+    rp = validated(load_text(text, "platform.yaml"), "prod")
     real = float(rules_of(rp, "aws")["BudgetResearchProjected"]["expr"].rsplit("> ", 1)[1])
     assert 80 * 6.88 * 720 < real < 128 * 6.88 * 720
     hours(128, rp, {"BudgetResearchProjected": fire(rp, "BudgetResearchProjected", 128 * 6.88 * 720)}, tmp_path / "course", "7h")
@@ -272,8 +285,10 @@ def test_the_projection_adds_the_month_so_far_to_the_hours_it_has_left(tmp_path:
     calendar month has spent and has left. Promtool's clock starts on 1 January 1970 (UTC). On 20 January at 06:00,
     $530,000 spent and 64 p5 GPUs running ($440.32/h) end the month at 530,000 + 282 h x 440.32 = $654,170, over the
     aws share (it was quiet: 440.32 x 720 = $317,030). On 31 January at 12:00, nothing spent and 128 GPUs ($880.64/h)
-    can cost $10,568 in the 12 hours left (it fired: 880.64 x 720 = $634,061)."""
-    rp = platform()
+    can cost $10,568 in the 12 hours left (it fired: 880.64 x 720 = $634,061). A budget of $800,000: the aws part is
+    what the plan's month at dc1 (~$238,000) leaves, ~$562,000."""
+    text = (ROOT / "platform.yaml").read_text().replace("budget: {monthlyUsd: 900000,", "budget: {monthlyUsd: 800000,")
+    rp = validated(load_text(text, "platform.yaml"), "prod")
     from alicerce.emit.kube.costs import month_rules
 
     rule = rules_of(rp, "aws")["BudgetResearchProjected"]
