@@ -103,7 +103,10 @@ def cost_rules(prices: dict[str, float]) -> list[dict[str, Any]]:
         # serving: USD per million tokens (prompt and generated, as the plan counts them) at the current rate
         {
             "record": "workload:usd_per_million_tokens:ratio",
-            "expr": "workload:gpu_cost_usd:rate1h / on (namespace, workload) group_left () (workload:vllm_tokens:rate5m * 3600) * 1e6",
+            # an idle replica (no tokens) has no cost per token: without the guard it recorded +Inf, which every panel
+            # and average over it then showed (review obsreview7 N3); its cost is workload:gpu_cost_usd:rate1h
+            "expr": "workload:gpu_cost_usd:rate1h / on (namespace, workload) group_left () "
+            "((workload:vllm_tokens:rate5m > 0) * 3600) * 1e6",
         },
     ]
     return rules

@@ -109,6 +109,28 @@ def test_showback_per_team_cost_center_used_gpu_hour_and_million_tokens(tmp_path
     run_promtool(rp, "aws", tests, tmp_path)
 
 
+@needs_promtool
+def test_an_idle_replica_has_no_cost_per_million_tokens(tmp_path: Path) -> None:
+    """Review obsreview7 N3: a replica up and idle (vLLM's token counters flat) recorded +Inf USD per million tokens,
+    which the inference dashboard and any average over it then showed. It records nothing; its cost stays in
+    workload:gpu_cost_usd:rate1h."""
+    rp = platform()
+    node = "ip-10-20-99-1.ec2.internal"
+    inputs = [{"series": f'kube_node_labels{{node="{node}",{L40S}}}', "values": "1x30"},
+              *held("serving", "chat-70b-0", node, 4, "GPUSx30", workload="chat-70b")]  # fmt: skip
+    vllm = 'namespace="serving",pod="chat-70b-0",alicerce_dev_workload="chat-70b",model_name="chat",engine="0"'
+    inputs += [{"series": f"vllm:generation_tokens_total{{{vllm}}}", "values": "5000x30"},
+               {"series": f"vllm:prompt_tokens_total{{{vllm}}}", "values": "90000x30"}]  # fmt: skip
+    key = 'namespace="serving",site="aws",workload="chat-70b"'
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        {"expr": f"workload:usd_per_million_tokens:ratio{{{key}}}", "eval_time": "20m", "exp_samples": []},
+        {"expr": f"workload:gpu_cost_usd:rate1h{{{key}}} > 0", "eval_time": "20m",
+         "exp_samples": [{"labels": f"workload:gpu_cost_usd:rate1h{{{key}}}", "value": next(
+             p.usd_per_gpu_hour for p in plan_platform(rp).pools if p.name == "infer-l40s") * 4}]},
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
 # a multi-node model's two pods, the one vLLM's token counters come from first, with their template's labels as
 # kube-state-metrics' allowlist keeps them: a LeaderWorkerSet group, and a RayService labelled as a whole (issue 24:
 # README had the label on its head only, so its GPU worker was in no workload's cost; KubeRay v1.7.0 ray.io/node-type)
