@@ -95,7 +95,8 @@ def cost_rules(prices: dict[str, float]) -> list[dict[str, Any]]:
         # trailing 30 days: the hours' costs summed at the hour marks (whatever the evaluation interval, each hour once)
         {"record": TEAM_30D, "expr": f"sum_over_time({TEAM_HOUR}[30d:1h])"},
         # cost of a used GPU-hour: what the team pays for allocated GPUs over the GPU-hours they were busy
-        {"record": "team:usd_per_used_gpu_hour:ratio", "expr": f"{TEAM_COST} / team:gpus_busy:sum"},
+        # none busy: no figure (not +Inf: review obsreview8 F8); what the idle GPUs cost stays in team:gpu_cost_usd:rate1h
+        {"record": "team:usd_per_used_gpu_hour:ratio", "expr": f"{TEAM_COST} / (team:gpus_busy:sum > 0)"},
         {
             "record": "workload:gpu_cost_usd:rate1h",
             "expr": f"sum by (namespace, workload) (pod:gpu_cost_usd:rate1h * on (namespace, pod) group_left (workload) {POD_WORKLOAD})",

@@ -111,9 +111,9 @@ def test_showback_per_team_cost_center_used_gpu_hour_and_million_tokens(tmp_path
 
 @needs_promtool
 def test_an_idle_replica_has_no_cost_per_million_tokens(tmp_path: Path) -> None:
-    """Review obsreview7 N3: a replica up and idle (vLLM's token counters flat) recorded +Inf USD per million tokens,
-    which the inference dashboard and any average over it then showed. It records nothing; its cost stays in
-    workload:gpu_cost_usd:rate1h."""
+    """Review obsreview7 N3 / obsreview8 F8: a replica up and idle (vLLM's token counters flat) recorded +Inf USD per
+    million tokens, and its team +Inf per used GPU-hour, which the dashboards and any average over them then showed.
+    They record nothing; the cost stays in workload:gpu_cost_usd:rate1h."""
     rp = platform()
     node = "ip-10-20-99-1.ec2.internal"
     inputs = [{"series": f'kube_node_labels{{node="{node}",{L40S}}}', "values": "1x30"},
@@ -121,9 +121,16 @@ def test_an_idle_replica_has_no_cost_per_million_tokens(tmp_path: Path) -> None:
     vllm = 'namespace="serving",pod="chat-70b-0",alicerce_dev_workload="chat-70b",model_name="chat",engine="0"'
     inputs += [{"series": f"vllm:generation_tokens_total{{{vllm}}}", "values": "5000x30"},
                {"series": f"vllm:prompt_tokens_total{{{vllm}}}", "values": "90000x30"}]  # fmt: skip
+    for g in range(4):  # its GPUs report, idle
+        gpu = dcgm_scraped(rp, "aws", dcgm_series(node, g, ("chat-70b-0", "serving", "main")))
+        inputs.append({"series": series("DCGM_FI_DEV_GPU_UTIL", gpu), "values": "0x30"})
     key = 'namespace="serving",site="aws",workload="chat-70b"'
     tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
         {"expr": f"workload:usd_per_million_tokens:ratio{{{key}}}", "eval_time": "20m", "exp_samples": []},
+        # and its team, paying for GPUs none of which is busy (no DCGM activity), has no cost per used GPU-hour
+        {"expr": 'team:gpus_busy:sum{team="serving"}', "eval_time": "20m",
+         "exp_samples": [{"labels": 'team:gpus_busy:sum{site="aws",team="serving"}', "value": 0}]},
+        {"expr": 'team:usd_per_used_gpu_hour:ratio{team="serving"}', "eval_time": "20m", "exp_samples": []},
         {"expr": f"workload:gpu_cost_usd:rate1h{{{key}}} > 0", "eval_time": "20m",
          "exp_samples": [{"labels": f"workload:gpu_cost_usd:rate1h{{{key}}}", "value": next(
              p.usd_per_gpu_hour for p in plan_platform(rp).pools if p.name == "infer-l40s") * 4}]},
