@@ -250,6 +250,20 @@ def test_a_workload_scaled_to_zero_is_not_down_while_its_pods_terminate(tmp_path
             {"eval_time": at, "alertname": "ServingWorkloadNeverReady", "exp_alerts": []}]}], path)  # fmt: skip
 
 
+def _multi_node_pod(name: str, role: str, ready: str, up: str | None) -> list[dict[str, str]]:
+    """One Running pod of chat-70b's multi-node group: its labels as kube-state-metrics exports them (``role``: the
+    label that tells the serving pod from a worker), its readiness, and its scrape target's ``up`` (None: unscraped)."""
+    at = f'namespace="serving",pod="{name}"'
+    out = [
+        {"series": f'kube_pod_labels{{{at},label_alicerce_dev_workload="chat-70b",{role}}}', "values": "1x90"},
+        {"series": f'kube_pod_status_phase{{{at},phase="Running"}}', "values": "1x90"},
+        {"series": f'kube_pod_status_ready{{{at},uid="u-{name}",condition="true"}}', "values": ready},
+    ]
+    if up is not None:
+        out.append({"series": f'up{{job="serving",{at},alicerce_dev_workload="chat-70b"}}', "values": up})
+    return out
+
+
 def _served_by_one_pod(serving: list[dict[str, str]], crashed: list[dict[str, str]], tmp_path: Path) -> None:
     """A multi-node model whose one serving pod is scraped and its workers are not: ready workers are no unscraped
     replicas, and workers ready beside a serving pod that stopped being ready are an outage."""
@@ -271,18 +285,10 @@ def test_a_leaderworkerset_group_is_served_by_its_leader(tmp_path: Path) -> None
     """obsreview5 G9: a multi-node model in a LeaderWorkerSet labelled as a whole; its workers (worker index 1) are
     ready and serve no /metrics. They are no unscraped replica, and a crash-looping leader beside them is an outage."""
 
+    assert "kube_pod_labels" in load("kube-state-metrics", "2.20.0", "metrics.json")
+
     def pod(name: str, index: str, ready: str, scraped: bool) -> list[dict[str, str]]:
-        assert "kube_pod_labels" in load("kube-state-metrics", "2.20.0", "metrics.json")
-        at = f'namespace="serving",pod="{name}"'
-        lws = f'label_leaderworkerset_sigs_k8s_io_worker_index="{index}"'
-        out = [
-            {"series": f'kube_pod_labels{{{at},label_alicerce_dev_workload="chat-70b",{lws}}}', "values": "1x90"},
-            {"series": f'kube_pod_status_phase{{{at},phase="Running"}}', "values": "1x90"},
-            {"series": f'kube_pod_status_ready{{{at},uid="u-{name}",condition="true"}}', "values": ready},
-        ]
-        if scraped:
-            out.append({"series": f'up{{job="serving",{at},alicerce_dev_workload="chat-70b"}}', "values": "1x90"})
-        return out
+        return _multi_node_pod(name, f'label_leaderworkerset_sigs_k8s_io_worker_index="{index}"', ready, "1x90" if scraped else None)
 
     serving = pod("chat-70b-0", "0", "1x90", True) + pod("chat-70b-0-1", "1", "1x90", False)
     crashed = pod("chat-70b-0", "0", "1x60 0x30", True) + pod("chat-70b-0-1", "1", "1x90", False)
@@ -299,15 +305,7 @@ def test_a_rayservice_is_served_by_its_head(tmp_path: Path) -> None:
     assert load("kuberay-operator", "1.7.0", "labels.json")["pod_labels"][RAY_NODE_TYPE_LABEL] == ["head", "worker"]
 
     def pod(name: str, kind: str, ready: str, up: str = "1x90") -> list[dict[str, str]]:
-        at = f'namespace="serving",pod="{name}"'
-        ray = f'label_ray_io_node_type="{kind}"'
-        out = [
-            {"series": f'kube_pod_labels{{{at},label_alicerce_dev_workload="chat-70b",{ray}}}', "values": "1x90"},
-            {"series": f'kube_pod_status_phase{{{at},phase="Running"}}', "values": "1x90"},
-            {"series": f'kube_pod_status_ready{{{at},uid="u-{name}",condition="true"}}', "values": ready},
-        ]
-        out.append({"series": f'up{{job="serving",{at},alicerce_dev_workload="chat-70b"}}', "values": up})
-        return out
+        return _multi_node_pod(name, f'label_ray_io_node_type="{kind}"', ready, up)
 
     workers = pod("chat-raycluster-gpu-worker-a", "worker", "1x90") + pod("chat-raycluster-gpu-worker-b", "worker", "1x90")
     serving = pod("chat-raycluster-head", "head", "1x90") + workers
