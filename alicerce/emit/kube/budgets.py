@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from alicerce.emit.kube.common import MANAGED, meta, system_placement
+from alicerce.emit.kube.costs import BUDGET
 from alicerce.emit.kube.kueue import cluster_queue
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
 from alicerce.resolve.namespaces import MONITORING_NAMESPACE
@@ -30,14 +31,13 @@ CONFIG = "config.json"
 MOUNT = "/etc/alicerce-budget-guard"
 # prometheus-operator's governing Service of every Prometheus in a namespace (its StatefulSet's serviceName)
 PROMETHEUS_URL = f"http://prometheus-operated.{MONITORING_NAMESPACE}.svc:9090"
-BUDGET_RECORD = "alicerce:team_budget_usd:monthly"
 NOBODY = 65534
 
 
 def guarded_teams(rp: ResolvedPlatform, site: ResolvedSite, groups: list[dict[str, Any]]) -> list[str]:
     """The teams whose queue the site's guard holds: budget ``stopAdmitting``, a ClusterQueue here, a budget share
     recorded here (the rule ``groups`` of the site)."""
-    recorded = {r["labels"]["team"] for g in groups for r in g["rules"] if r.get("record") == BUDGET_RECORD}
+    recorded = {r["labels"]["team"] for g in groups for r in g["rules"] if r.get("record") == BUDGET}
     if not rp.spec.operators.kueue.enabled:
         return []
     out = []
