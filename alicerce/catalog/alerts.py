@@ -102,11 +102,18 @@ def slo_bucket(threshold: float, buckets: tuple[float, ...] = VLLM_TTFT_BUCKETS)
     return below[-1] if below else buckets[0]
 
 
-# The buckets of vLLM's time-per-output-token histogram (same source): one observation per generated token interval.
+# The buckets of vLLM's inter-token latency histogram, one observation per engine step that streams output
+# (vllm.v1.metrics.buckets INTER_TOKEN_LATENCY_BUCKETS; the same under its former name, vendored in
+# tests/data/upstream/vllm): what a time-per-output-token target is measured on.
 VLLM_TPOT_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0)
 TTFT = "vllm:time_to_first_token_seconds"
-TPOT = "vllm:time_per_output_token_seconds"
+TPOT = "vllm:inter_token_latency_seconds"
 LATENCY_HISTOGRAMS = {TTFT: VLLM_TTFT_BUCKETS, TPOT: VLLM_TPOT_BUCKETS}
+# Names a histogram had in engine versions teams still run (alicerce pins no vLLM: teams deploy their own). vLLM
+# renamed its time-per-output-token histogram to inter_token_latency (same observations and buckets): deprecated in
+# 0.11 (vllm-project/vllm pull 24110), hidden in 0.12 (pull 29330), removed (pull 32661). An SLI reads both names,
+# so pods on 0.10 and on today's vLLM are measured alike, in one fleet during an upgrade too.
+FORMER_NAMES = {TPOT: ("vllm:time_per_output_token_seconds",)}
 
 
 @record
@@ -122,7 +129,7 @@ class ServingSlo:
     objective: float  # percent of time (latency: the percentile must hold) or of requests (availability)
     threshold: float  # seconds (latency); unused for availability
     percentile: float | None
-    metric: str  # the vLLM histogram a latency SLI reads
+    metric: str  # the vLLM histogram a latency SLI reads (and its FORMER_NAMES)
     where: tuple[str | int, ...]
 
     @property
@@ -447,9 +454,11 @@ DCGM_PROFILING_ABSENT = "DCGMProfilingAbsent"
 DCGM_XID_COUNTS_ABSENT = "DCGMXidCountsAbsent"
 KUEUE_METRICS_ABSENT = "KueueMetricsAbsent"
 SERVING_METRICS_ABSENT = "ServingMetricsAbsent"
+SERVING_LATENCY_UNMEASURED = "ServingLatencyUnmeasured"  # scraped, but no latency histogram an SLO of it reads
 CLOUD_STORAGE_METRICS_ABSENT = "CloudWatchStorageMetricsAbsent"  # a cloud tier whose file system's I/O nobody exports
 SOURCE_ALERTS = (KUBE_STATE_METRICS_ABSENT, NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_ABSENT, DCGM_PROFILING_ABSENT,
-                 DCGM_XID_COUNTS_ABSENT, KUEUE_METRICS_ABSENT, SERVING_METRICS_ABSENT, CLOUD_STORAGE_METRICS_ABSENT)  # fmt: skip
+                 DCGM_XID_COUNTS_ABSENT, KUEUE_METRICS_ABSENT, SERVING_METRICS_ABSENT, SERVING_LATENCY_UNMEASURED,
+                 CLOUD_STORAGE_METRICS_ABSENT)  # fmt: skip
 # a serving workload with pods and no ready one (alicerce.emit.kube.sources): down after serving, or never ready
 SERVING_WORKLOAD_DOWN = "ServingWorkloadDown"
 SERVING_NEVER_READY = "ServingWorkloadNeverReady"

@@ -20,6 +20,7 @@ from alicerce.catalog.alerts import (
     BORROWING_MISCONFIGURED,
     CHECKPOINT_STALL,
     COMMUNICATION_BOUND,
+    FORMER_NAMES,
     INFERENCE_POD,
     INPUT_BOUND,
     MEMORY_BOUND,
@@ -145,10 +146,19 @@ def le_matcher(bound: float) -> str:
     return "|".join(s.replace(".", "\\\\.") for s in spellings)
 
 
+def histogram_rate(histogram: str, part: str, matchers: str, window: str) -> str:
+    """The per-second rate of one series of a histogram (``bucket``, ``count``), under its current name or a former
+    one (FORMER_NAMES). rate() drops the metric name, so a pod that serves both names (vLLM 0.11) is one series to
+    ``or`` and is counted once; a pod on either version alone is counted too."""
+    names = (histogram, *FORMER_NAMES.get(histogram, ()))
+    return " or ".join(f"rate({name}_{part}{{{matchers}}}[{window}])" for name in names)
+
+
 def share_above(histogram: str, selector: str, bound: float, window: str) -> str:
     """The share of a histogram's observations above one of its bucket bounds over ``window``: exact at a bound."""
-    good = f'sum(rate({histogram}_bucket{{{selector},le=~"{le_matcher(bound)}"}}[{window}]))'
-    total = f"sum(rate({histogram}_count{{{selector}}}[{window}]))"
+    at_bound = f'{selector},le=~"{le_matcher(bound)}"'
+    good = f"sum({histogram_rate(histogram, 'bucket', at_bound, window)})"
+    total = f"sum({histogram_rate(histogram, 'count', selector, window)})"
     return f"1 - {good} / {total}"
 
 

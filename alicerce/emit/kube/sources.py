@@ -25,11 +25,13 @@ from alicerce.catalog.alerts import (
     DCGM_PROFILING_ABSENT,
     DCGM_XID_COUNTS_ABSENT,
     FABRIC_COUNTERS_ABSENT,
+    FORMER_NAMES,
     KUBE_STATE_METRICS_ABSENT,
     KUEUE_METRICS_ABSENT,
     NODE_CORDONED_FOR_DAYS,
     NODE_EXPORTER_ABSENT,
     NODE_EXPORTER_ANSWERS,
+    SERVING_LATENCY_UNMEASURED,
     SERVING_METRICS_ABSENT,
     SERVING_NEVER_READY,
     SERVING_WORKLOAD_DOWN,
@@ -38,6 +40,7 @@ from alicerce.catalog.alerts import (
     Alert,
     cordoned_for_days,
     in_service,
+    serving_slos,
 )
 from alicerce.emit.kube.kpi import (
     LIVE_PODS,
@@ -136,6 +139,7 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
                             "Ready serving pods that Prometheus does not scrape: name the engine's metrics port `metrics` "
                             "and label the pods alicerce.dev/workload (README, Run the platform); until then latency, "
                             "throughput and SLO burn rates count only the pods it does scrape."))  # fmt: skip
+        alerts += _latency_unmeasured(rp, set(serving), up)
         # a workload whose pods exist and none is ready serves nobody, and its latency SLIs have no traffic to
         # count: the SLO pages never fire (review obsreview3 G13). It pages when a workload that served in the last
         # 30 days (kpi.SERVING_LAST_READY) stops; one that never became ready (a first rollout, a bad image) is a
@@ -174,3 +178,29 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
                             "and that the file system carries the alicerce.dev/storage-tier and alicerce.dev/site tags. "
                             "Until then the tier's throughput and operations read as nothing."))  # fmt: skip
     return alerts
+
+
+def _latency_unmeasured(rp: ResolvedPlatform, serving: set[str], up: str) -> list[Alert]:
+    """A serving workload whose scraped pods serve none of the latency histograms its SLOs read, under any name: its
+    SLO and burn-rate alerts read nothing and never fire (an engine that renamed the histogram, as vLLM did for time
+    per output token, review obsreview8 F1; or an engine that is not vLLM). One series per workload and histogram.
+    Per workload, not per pod: a RayService's workers are scraped for Ray's own metrics and serve no histogram."""
+    read: dict[str, set[str]] = {}
+    for slo in serving_slos(rp.spec):
+        if slo.kind == "inference-latency" and slo.workload in serving:
+            read.setdefault(slo.workload, set()).add(slo.metric)
+    parts = []
+    for workload, histograms in sorted(read.items()):
+        scraped = f'count by (namespace, workload) ({SERVING_POD}{{workload="{workload}"}} * on (namespace, pod) group_left () {up})'
+        for histogram in sorted(histograms):
+            names = "|".join(f"{n}_count" for n in (histogram, *FORMER_NAMES.get(histogram, ())))
+            served = f'{{__name__=~"{names}",{SERVING_WORKLOAD_LABEL}="{workload}"}}'
+            measured = f'count by (namespace, workload) (label_replace({served}, "workload", "$1", "{SERVING_WORKLOAD_LABEL}", "(.+)"))'
+            parts.append(f'label_replace({scraped} unless on (namespace, workload) {measured}, "histogram", "{histogram}", "", "")')
+    if not parts:
+        return []
+    return [Alert(SERVING_LATENCY_UNMEASURED, " or ".join(parts), "30m", "warning",
+                  "{{ $labels.namespace }}/{{ $labels.workload }} serves no {{ $labels.histogram }}",
+                  "Prometheus scrapes the workload's pods, and none serves the latency histogram its SLOs read (nor its "
+                  "former names): its SLO and burn-rate alerts cannot fire. Check the engine and its version (vLLM's "
+                  "OpenAI server serves it on /metrics), or declare the SLO on what the engine measures.")]  # fmt: skip

@@ -49,8 +49,10 @@ def exporter_series() -> dict[str, str]:
     ):
         for name, fact in load(component, version, "metrics.json").items():
             out |= dict.fromkeys(_histogram(name, fact["type"]), f"{component} {version}")
-    for name, fact in load("vllm", "005a810bc40f", "metrics.json")["metrics"].items():
-        out |= dict.fromkeys(_histogram(name, fact["type"]), "vllm 005a810bc40f")
+    # vLLM before and after it renamed its time-per-output-token histogram (alicerce.catalog.alerts FORMER_NAMES)
+    for version in ("005a810bc40f", "latest-2026-12"):
+        for name, fact in load("vllm", version, "metrics.json")["metrics"].items():
+            out |= dict.fromkeys(_histogram(name, fact["type"]), f"vllm {version}")
     # vLLM's API server counts its HTTP requests with prometheus-fastapi-instrumentator's default metrics
     for name, fact in load("prometheus-fastapi-instrumentator", "8.1.0", "metrics.json").items():
         out |= dict.fromkeys(_histogram(name, fact["type"]), "vllm's API server (prometheus-fastapi-instrumentator 8.1.0)")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from alicerce.catalog.alerts import DIAGNOSES, slo_alert_name, slo_bucket
+from alicerce.catalog.alerts import DIAGNOSES, FORMER_NAMES, TPOT, slo_alert_name, slo_bucket
 from tests.emit.kube.scrape import dcgm_series, series
 from tests.emit.kube.test_monitoring import dcgm_scraped, expected, needs_promtool, platform, rules_of, run_promtool
 from tests.emit.kube.upstream import load
@@ -265,30 +265,72 @@ def test_diagnoses_and_burn_alerts_can_be_overridden_by_name() -> None:
 @needs_promtool
 def test_a_workload_latency_target_is_an_slo_with_burn_rate_alerts(tmp_path: Path) -> None:
     """chat-70b declares p99 50 ms per output token on the workload itself (no monitoring.slos entry): the SLI reads
-    vLLM's time-per-output-token histogram at its 50 ms bucket, and its page fires on a fast burn, not on a trickle."""
+    vLLM's inter-token latency histogram at its 50 ms bucket, and its page fires on a fast burn, not on a trickle."""
     rp = platform()
     rules = rules_of(rp, "aws")
     name = slo_alert_name("chat-70b-tpot-p99")
     assert {name, f"{name}BurnFast", f"{name}BurnSlow"} <= set(rules)
     # the time to first token target is the declared chat-latency SLO's (same percentile): stated once
     assert "SLOChat70bTtftP99BurnFast" not in rules
-    buckets = load("vllm", "005a810bc40f", "metrics.json")["metrics"]["vllm:time_per_output_token_seconds"]["buckets"]
+    buckets = load("vllm", "latest-2026-12", "metrics.json")["metrics"][TPOT]["buckets"]
     assert slo_bucket(0.05, tuple(buckets)) == 0.05
-    pod = 'namespace="serving",pod="chat-70b-0",alicerce_dev_workload="chat-70b",model_name="chat",engine="0"'
-
-    def tokens(slow_per_minute: int) -> list[dict[str, str]]:
-        metric = "vllm:time_per_output_token_seconds"
-        return [
-            {"series": f'{metric}_bucket{{{pod},le="0.05"}}', "values": f"0+{6000 - slow_per_minute}x90"},
-            {"series": f'{metric}_bucket{{{pod},le="+Inf"}}', "values": "0+6000x90"},
-            {"series": f"{metric}_count{{{pod}}}", "values": "0+6000x90"},
-        ]
-
     labels = {"slo": "chat-70b-tpot-p99", "workload": "chat-70b"}
-    check(f"{name}BurnFast", tokens(1200), "70m", [expected(rules[f"{name}BurnFast"], labels, "")], tmp_path / "a", site="aws")
+    check(f"{name}BurnFast", _token_intervals(1200), "70m", [expected(rules[f"{name}BurnFast"], labels, "")], tmp_path / "a", site="aws")
     # 0.5% of token intervals slower than 50 ms against a 1% budget: no page, no ticket
-    check(f"{name}BurnFast", tokens(30), "70m", [], tmp_path / "b", site="aws")
-    check(f"{name}BurnSlow", tokens(30), "70m", [], tmp_path / "c", site="aws")
+    check(f"{name}BurnFast", _token_intervals(30), "70m", [], tmp_path / "b", site="aws")
+    check(f"{name}BurnSlow", _token_intervals(30), "70m", [], tmp_path / "c", site="aws")
+
+
+def _token_intervals(slow_per_minute: int, names: tuple[str, ...] = (TPOT,), pod: str = "chat-70b-0") -> list[dict[str, str]]:
+    """One vLLM pod's inter-token latency histogram at the 50 ms bound, 6,000 intervals a minute, under each name a
+    vLLM version serves it (0.11 serves both, with the same observations)."""
+    at = f'namespace="serving",pod="{pod}",alicerce_dev_workload="chat-70b",model_name="chat",engine="0"'
+    return [
+        series
+        for metric in names
+        for series in (
+            {"series": f'{metric}_bucket{{{at},le="0.05"}}', "values": f"0+{6000 - slow_per_minute}x90"},
+            {"series": f'{metric}_bucket{{{at},le="+Inf"}}', "values": "0+6000x90"},
+            {"series": f"{metric}_count{{{at}}}", "values": "0+6000x90"},
+        )
+    ]
+
+
+@needs_promtool
+def test_the_tpot_slo_reads_the_histogram_under_the_name_each_vllm_version_serves(tmp_path: Path) -> None:
+    """Review obsreview8 F1: vLLM renamed time_per_output_token to inter_token_latency (deprecated 0.11, removed since);
+    an SLI that read the former name saw nothing on today's vLLM. It reads both: a pod on 0.10 (former name), on
+    today's vLLM (new name) and on 0.11 (both, counted once: a quarter slow reads as a quarter)."""
+    former = load("vllm", "005a810bc40f", "metrics.json")["metrics"]
+    assert FORMER_NAMES[TPOT] == ("vllm:time_per_output_token_seconds",)
+    assert former[FORMER_NAMES[TPOT][0]]["buckets"] == load("vllm", "latest-2026-12", "metrics.json")["metrics"][TPOT]["buckets"]
+    assert FORMER_NAMES[TPOT][0] in load("vllm", "latest-2026-12", "metrics.json")["removed"]
+    rules = rules_of(platform(), "aws")
+    alert = f"{slo_alert_name('chat-70b-tpot-p99')}BurnFast"
+    fired = [expected(rules[alert], {"slo": "chat-70b-tpot-p99", "workload": "chat-70b"}, "")]
+
+    def case(inputs: list[dict[str, str]], alerts: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "interval": "1m",
+            "input_series": inputs,
+            "alert_rule_test": [{"eval_time": "70m", "alertname": alert, "exp_alerts": alerts}],
+        }
+
+    both = (TPOT, *FORMER_NAMES[TPOT])
+    cases = [
+        case(_token_intervals(slow, names), fired if slow > 60 else [])
+        for names in ((TPOT,), FORMER_NAMES[TPOT], both)
+        for slow in (1200, 30)
+    ]
+    # during an upgrade: a slow pod still on the former name beside a fast one on the new (30% slow in all) pages;
+    # reading whichever name has series (``sum(new) or sum(old)``) would see the fast pod alone
+    cases.append(case(_token_intervals(3600, FORMER_NAMES[TPOT]) + _token_intervals(0, (TPOT,), pod="chat-70b-1"), fired))
+    # the ratio itself, exact on a pod that serves both names: 1,500 of 6,000 slow
+    ratio = 'slo:sli_error:ratio_rate5m{site="aws",slo="chat-70b-tpot-p99",workload="chat-70b"}'
+    sample = {"labels": ratio, "value": 0.25}
+    cases.append({"interval": "1m", "input_series": _token_intervals(1500, both), "promql_expr_test": [
+        {"expr": 'slo:sli_error:ratio_rate5m{slo="chat-70b-tpot-p99"}', "eval_time": "30m", "exp_samples": [sample]}]})  # fmt: skip
+    run_promtool(platform(), "aws", cases, tmp_path)
 
 
 def test_a_latency_target_between_buckets_makes_no_slo() -> None:

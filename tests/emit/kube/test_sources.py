@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from alicerce.catalog.alerts import SOURCE_ALERTS, STATIC_ALERTS
+from alicerce.catalog.alerts import FORMER_NAMES, SOURCE_ALERTS, STATIC_ALERTS, TPOT
 from alicerce.emit.kube.kpi import RAY_NODE_TYPE_LABEL
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.rules.validate import validated
@@ -559,3 +559,39 @@ def test_only_the_named_rail_devices_count_as_rails(tmp_path: Path) -> None:
     (tmp_path / "b").mkdir()
     run_promtool(platform(), "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
         {"eval_time": "60m", "alertname": "FabricPortDown", "exp_alerts": [fired]}]}], tmp_path / "b")  # fmt: skip
+
+
+@needs_promtool
+def test_a_serving_workload_whose_pods_serve_no_slo_histogram_is_unmeasured(tmp_path: Path) -> None:
+    """Review obsreview8 F1: pods scraped that serve none of the latency histograms chat-70b's SLOs read (time to
+    first token, inter-token latency or its former name) leave its SLO alerts reading nothing: a vLLM that renamed
+    one, or an engine that is not vLLM. A pod that serves them under either name, a workload scaled to zero and a
+    RayService's worker (scraped for Ray's metrics, no histogram) beside a measured head raise nothing."""
+    rule = rules_of(platform(), "aws")["ServingLatencyUnmeasured"]
+    ttft, itl, former = "vllm:time_to_first_token_seconds", TPOT, FORMER_NAMES[TPOT][0]
+
+    def pod(name: str, *histograms: str) -> list[dict[str, str]]:
+        at = f'namespace="serving",pod="{name}"'
+        target = f'{at},alicerce_dev_workload="chat-70b"'
+        return [
+            {"series": f'kube_pod_labels{{{at},label_alicerce_dev_workload="chat-70b"}}', "values": "1x60"},
+            {"series": f'kube_pod_status_phase{{{at},phase="Running"}}', "values": "1x60"},
+            {"series": f'kube_pod_status_ready{{{at},uid="u-{name}",condition="true"}}', "values": "1x60"},
+            {"series": f'up{{job="serving",{target}}}', "values": "1x60"},
+            *({"series": f'{h}_count{{{target},model_name="chat",engine="0"}}', "values": "0+100x60"} for h in histograms),
+        ]
+
+    def case(inputs: list[dict[str, str]], unmeasured: tuple[str, ...]) -> dict[str, Any]:
+        fired = [expected(rule, {"namespace": "serving", "workload": "chat-70b", "histogram": h}, "1") for h in unmeasured]
+        return {"interval": "1m", "input_series": inputs, "alert_rule_test": [
+            {"eval_time": "45m", "alertname": "ServingLatencyUnmeasured", "exp_alerts": fired}]}  # fmt: skip
+
+    run_promtool(platform(), "aws", [
+        case(pod("chat-70b-0", ttft, itl), ()),
+        case(pod("chat-70b-0", ttft, former), ()),
+        case(pod("chat-70b-0", ttft, itl, former), ()),  # vLLM 0.11 serves both
+        case(pod("chat-70b-0", ttft), (itl,)),
+        case(pod("chat-70b-0"), (itl, ttft)),  # not vLLM at all
+        case(pod("chat-70b-0", ttft, itl) + pod("chat-70b-worker"), ()),
+        case([{"series": 'up{job="x"}', "values": "1x60"}], ()),  # nothing deployed
+    ], tmp_path)  # fmt: skip
