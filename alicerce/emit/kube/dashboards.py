@@ -153,6 +153,7 @@ def inference(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
     w = 'workload="$workload"'
     rows: list[Panel] = [
         ("Time to first token p50 / p95 / p99", [f"workload:vllm_time_to_first_token_seconds:p{q}{{{w}}}" for q in (50, 95, 99)], "s"),
+        ("Inter-token latency p50 / p95 / p99", [f"workload:vllm_inter_token_latency_seconds:p{q}{{{w}}}" for q in (50, 95, 99)], "s"),
         ("End-to-end latency p50 / p95 / p99", [f"workload:vllm_e2e_latency_seconds:p{q}{{{w}}}" for q in (50, 95, 99)], "s"),
         ("Requests per second", [f"workload:vllm_requests:rate5m{{{w}}}"], "reqps"),
         (

@@ -20,7 +20,6 @@ from alicerce.catalog.alerts import (
     BORROWING_MISCONFIGURED,
     CHECKPOINT_STALL,
     COMMUNICATION_BOUND,
-    FORMER_NAMES,
     INFERENCE_POD,
     INPUT_BOUND,
     MEMORY_BOUND,
@@ -47,6 +46,7 @@ from alicerce.emit.kube.kpi import (
     NODE_WRITE,
     SERVER_ERRORS,
     SERVING_WORKLOAD_LABEL,
+    histogram_rate,
 )
 from alicerce.plan.kpi import checkpoint_stall_seconds
 from alicerce.resolve.model import ResolvedPlatform
@@ -144,14 +144,6 @@ def le_matcher(bound: float) -> str:
     Prometheus 3 may store either)."""
     spellings = sorted({repr(bound), f"{bound:g}"})
     return "|".join(s.replace(".", "\\\\.") for s in spellings)
-
-
-def histogram_rate(histogram: str, part: str, matchers: str, window: str) -> str:
-    """The per-second rate of one series of a histogram (``bucket``, ``count``), under its current name or a former
-    one (FORMER_NAMES). rate() drops the metric name, so a pod that serves both names (vLLM 0.11) is one series to
-    ``or`` and is counted once; a pod on either version alone is counted too."""
-    names = (histogram, *FORMER_NAMES.get(histogram, ()))
-    return " or ".join(f"rate({name}_{part}{{{matchers}}}[{window}])" for name in names)
 
 
 def share_above(histogram: str, selector: str, bound: float, window: str) -> str:

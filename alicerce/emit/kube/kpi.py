@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from alicerce.catalog.alerts import INFERENCE_POD
+from alicerce.catalog.alerts import FORMER_NAMES, INFERENCE_POD, TPOT, TTFT
 from alicerce.emit.storage_counters import cloud_metric_tiers, counted_tiers, every_mount_counted
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
 from alicerce.targets.base import FileSystemMetrics, StorageMetricsExporter
@@ -146,6 +146,15 @@ def _last_seen(record: str, present: str, by: str) -> dict[str, Any]:
     now = f"max by ({by}) (0 * ({present}) + time())"
     kept = f"max by ({by}) (last_over_time({record}[1d]) > time() - {REMEMBERED_SECONDS})"
     return _rule(record, f"{now} or {kept}")
+
+
+def histogram_rate(histogram: str, part: str, matchers: str, window: str) -> str:
+    """The per-second rate of one series of a histogram (``bucket``, ``count``), under its current name or a former
+    one (FORMER_NAMES). rate() drops the metric name, so a pod that serves both names (vLLM 0.11) is one series to
+    ``or`` and is counted once; a pod on either version alone is counted too."""
+    names = (histogram, *FORMER_NAMES.get(histogram, ()))
+    selector = f"{{{matchers}}}" if matchers else ""
+    return " or ".join(f"rate({name}_{part}{selector}[{window}])" for name in names)
 
 
 def _as(label: str, source: str, expr: str) -> str:
@@ -394,8 +403,8 @@ def serving_rules() -> list[dict[str, Any]]:
     rules = []
     for q in QUANTILES:
         name = f"p{q * 100:g}"
-        for metric, short in (("vllm:time_to_first_token_seconds", "time_to_first_token"), (E2E, "e2e_latency")):
-            expr = f"histogram_quantile({q:g}, sum by ({by}, le) (rate({metric}_bucket[5m])))"
+        for metric, short in ((TTFT, "time_to_first_token"), (TPOT, "inter_token_latency"), (E2E, "e2e_latency")):
+            expr = f"histogram_quantile({q:g}, sum by ({by}, le) ({histogram_rate(metric, 'bucket', '', '5m')}))"
             rules.append(_rule(f"workload:vllm_{short}_seconds:{name}", workload(expr)))
     rules += [
         _rule("workload:vllm_requests:rate5m", workload(f"sum by ({by}) (rate(vllm:request_success_total[5m]))")),

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from alicerce.catalog.alerts import FORMER_NAMES, TPOT
 from alicerce.emit.kube.monitoring import monitoring_objects, rule_groups
 from alicerce.emit.kube.operators import monitoring_values
 from tests.conftest import ROOT
@@ -44,7 +45,8 @@ def test_kpis_have_stable_names_per_team_pool_and_workload() -> None:
         "pool:gpu_memory_used:avg", "team:gpu_memory_used:avg", "pool:gpu_effective_utilization:ratio",
         "team:gpu_effective_utilization:ratio", "site:gpu_effective_utilization:ratio",
         "team:kueue_admission_wait_seconds:p95", "team:kueue_admitted_until_ready_seconds:p95",
-        "workload:vllm_time_to_first_token_seconds:p99", "workload:vllm_e2e_latency_seconds:p50",
+        "workload:vllm_time_to_first_token_seconds:p99", "workload:vllm_inter_token_latency_seconds:p99",
+        "workload:vllm_e2e_latency_seconds:p50",
         "workload:vllm_generation_tokens:rate5m", "workload:vllm_request_errors:ratio_rate5m", "workload:serving_up:ratio",
         "node:infiniband_receive_bytes:rate5m", "pool:infiniband_errors:rate5m", "pool:disk_iops:rate5m",
     ):  # fmt: skip
@@ -174,6 +176,16 @@ def test_serving_and_queue_kpis(tmp_path: Path) -> None:
                 {"series": f'vllm:time_to_first_token_seconds_bucket{{{pod},le="0.75"}}', "values": "0+600x30"},
                 {"series": f'vllm:time_to_first_token_seconds_bucket{{{pod},le="+Inf"}}', "values": "0+600x30"},
                 {"series": f'up{{job="serving",{pod}}}', "values": "1x30"},
+                # inter-token latency: this pod on today's vLLM, 594 of 600 steps within 50 ms; a second pod still on
+                # vLLM 0.10, which names the histogram time_per_output_token, every step between 50 and 75 ms
+                *(
+                    {"series": f'{name}_bucket{{{at},le="{le}"}}', "values": f"0+{count}x30"}
+                    for name, at, counts in (
+                        (TPOT, pod, (594, 600)),
+                        (FORMER_NAMES[TPOT][0], pod.replace("chat-70b-0", "chat-70b-1"), (0, 600)),
+                    )
+                    for le, count in zip(("0.05", "0.075", "+Inf"), (*counts, 600), strict=True)
+                ),
                 {"series": f'kueue_admission_wait_time_seconds_bucket{{{queue},le="1024"}}', "values": "0x90"},
                 {"series": f'kueue_admission_wait_time_seconds_bucket{{{queue},le="2048"}}', "values": "0+1x90"},
                 {"series": f'kueue_admission_wait_time_seconds_bucket{{{queue},le="+Inf"}}', "values": "0+1x90"},
@@ -183,6 +195,8 @@ def test_serving_and_queue_kpis(tmp_path: Path) -> None:
                 rounded("workload:vllm_request_errors:ratio_rate5m", CHAT, 6 / 660, "20m"),
                 rounded("workload:vllm_generation_tokens:rate5m", CHAT, 3000, "20m"),
                 rounded("workload:vllm_time_to_first_token_seconds:p99", CHAT, 0.5, "20m"),  # 594 of 600 within 0.5 s
+                # rank 0.99 x 1,200 = 1,188 of both pods' steps: 594 within 50 ms, the rest interpolated in (50, 75] ms
+                rounded("workload:vllm_inter_token_latency_seconds:p99", CHAT, 0.05 + (1188 - 594) / 606 * 0.025, "20m"),
                 rounded("workload:serving_up:ratio", CHAT, 1, "20m"),
                 rounded("team:kueue_admission_wait_seconds:p50", 'cluster_queue="research",site="aws",team="research"', 1536, "80m"),
             ],
