@@ -137,6 +137,11 @@ class ServingSlo:
         return LATENCY_HISTOGRAMS[self.metric]
 
     @property
+    def bound(self) -> float:
+        """The bucket bound the SLI counts slow requests at: the threshold itself (AL360, AL323), or the bound below."""
+        return bucket_bound(self.threshold, self.buckets) or slo_bucket(self.threshold, self.buckets)
+
+    @property
     def error_budget(self) -> float:
         """The share of requests (token intervals) allowed to miss: a p99 under 800 ms allows 1% slower than 800 ms
         (the percentile says it, whatever share of the time it must hold); availability: 1 - objective."""

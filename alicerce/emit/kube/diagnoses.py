@@ -27,9 +27,7 @@ from alicerce.catalog.alerts import (
     TTFT,
     Alert,
     ServingSlo,
-    bucket_bound,
     serving_slos,
-    slo_bucket,
     slo_burn_fast_alert_name,
     slo_burn_slow_alert_name,
 )
@@ -156,8 +154,7 @@ def share_above(histogram: str, selector: str, bound: float, window: str) -> str
 
 def latency_bad_ratio(slo: ServingSlo, team_namespaces: tuple[str, ...], window: str) -> str:
     """Requests (token intervals) slower than the SLO's threshold, a bound of the histogram (AL360)."""
-    bound = bucket_bound(slo.threshold, slo.buckets) or slo_bucket(slo.threshold, slo.buckets)
-    return share_above(slo.metric, _selector(slo, team_namespaces), bound, window)
+    return share_above(slo.metric, _selector(slo, team_namespaces), slo.bound, window)
 
 
 def _server_error_ratio(slo: ServingSlo, team_namespaces: tuple[str, ...], window: str) -> str:

@@ -42,6 +42,7 @@ from alicerce.catalog.alerts import (
     in_service,
     serving_slos,
 )
+from alicerce.emit.kube.diagnoses import le_matcher
 from alicerce.emit.kube.kpi import (
     LIVE_PODS,
     POOL_NODE_LABEL,
@@ -181,26 +182,29 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
 
 
 def _latency_unmeasured(rp: ResolvedPlatform, serving: set[str], up: str) -> list[Alert]:
-    """A serving workload whose scraped pods serve none of the latency histograms its SLOs read, under any name: its
-    SLO and burn-rate alerts read nothing and never fire (an engine that renamed the histogram, as vLLM did for time
-    per output token, review obsreview8 F1; or an engine that is not vLLM). One series per workload and histogram.
-    Per workload, not per pod: a RayService's workers are scraped for Ray's own metrics and serve no histogram."""
-    read: dict[str, set[str]] = {}
+    """A serving workload whose scraped pods serve no bucket at the bound one of its latency SLOs counts at, under any
+    name of the histogram: the SLO and its burn-rate alerts read nothing and never fire. An engine that renamed the
+    histogram (as vLLM did for time per output token, review obsreview8 F1), one configured with other buckets, or
+    one that is not vLLM. One series per workload, histogram and bound. Per workload, not per pod: a RayService's
+    workers are scraped for Ray's own metrics and serve no histogram."""
+    read: dict[str, set[tuple[str, float]]] = {}
     for slo in serving_slos(rp.spec):
         if slo.kind == "inference-latency" and slo.workload in serving:
-            read.setdefault(slo.workload, set()).add(slo.metric)
+            read.setdefault(slo.workload, set()).add((slo.metric, slo.bound))
     parts = []
-    for workload, histograms in sorted(read.items()):
+    for workload, bounds in sorted(read.items()):
         scraped = f'count by (namespace, workload) ({SERVING_POD}{{workload="{workload}"}} * on (namespace, pod) group_left () {up})'
-        for histogram in sorted(histograms):
-            names = "|".join(f"{n}_count" for n in (histogram, *FORMER_NAMES.get(histogram, ())))
-            served = f'{{__name__=~"{names}",{SERVING_WORKLOAD_LABEL}="{workload}"}}'
+        for histogram, bound in sorted(bounds):
+            names = "|".join(f"{n}_bucket" for n in (histogram, *FORMER_NAMES.get(histogram, ())))
+            served = f'{{__name__=~"{names}",{SERVING_WORKLOAD_LABEL}="{workload}",le=~"{le_matcher(bound)}"}}'
             measured = f'count by (namespace, workload) (label_replace({served}, "workload", "$1", "{SERVING_WORKLOAD_LABEL}", "(.+)"))'
-            parts.append(f'label_replace({scraped} unless on (namespace, workload) {measured}, "histogram", "{histogram}", "", "")')
+            missing = f'label_replace({scraped} unless on (namespace, workload) {measured}, "histogram", "{histogram}", "", "")'
+            parts.append(f'label_replace({missing}, "le", "{bound:g}", "", "")')
     if not parts:
         return []
     return [Alert(SERVING_LATENCY_UNMEASURED, " or ".join(parts), "30m", "warning",
-                  "{{ $labels.namespace }}/{{ $labels.workload }} serves no {{ $labels.histogram }}",
-                  "Prometheus scrapes the workload's pods, and none serves the latency histogram its SLOs read (nor its "
-                  "former names): its SLO and burn-rate alerts cannot fire. Check the engine and its version (vLLM's "
-                  "OpenAI server serves it on /metrics), or declare the SLO on what the engine measures.")]  # fmt: skip
+                  "{{ $labels.namespace }}/{{ $labels.workload }} serves no {{ $labels.histogram }} bucket at {{ $labels.le }} s",
+                  "Prometheus scrapes the workload's pods, and none serves the latency histogram bucket its SLO counts "
+                  "slow requests at (under the histogram's current or former names): the SLO and its burn-rate alerts "
+                  "cannot fire. Check the engine, its version and its histogram buckets (vLLM's OpenAI server serves "
+                  "them on /metrics), or declare the SLO on what the engine measures.")]  # fmt: skip
