@@ -103,6 +103,7 @@ class WorkloadSizing(Document):
     gpuHours: float | None
     wallClockDays: float | None
     costUsd: float | None
+    showbackUsd: float | None = Field(description="The same GPU-hours at the pool's billed rate: what showback charges the team.")
     checkpointGib: float | None
     checkpointWriteGbps: float | None
     datasetReadGbps: float | None

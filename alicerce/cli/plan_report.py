@@ -74,16 +74,20 @@ def print_plan(console: Console, result: SizingPlan, *, explain: bool = False, t
     workloads = _table(
         f"Workloads ({result.environment})",
         [("workload", "left"), ("kind", "left"), ("pool", "left"), ("GPUs", "right"), ("days", "right"), ("GPU-h", "right"),
-         ("MFU", "right"), ("cost USD", "right"), ("repl", "right"), ("tok/s", "right")],
+         ("MFU", "right"), ("cost USD", "right"), ("showback", "right"), ("repl", "right"), ("tok/s", "right")],
     )  # fmt: skip
     for w in result.workloads:
         gpus = _num(w.gpus) if w.cpu_cores is None else f"{w.cpu_cores} cpu"
         workloads.add(
             w.name, KIND.get(w.kind, w.kind), w.pool or "-", gpus, _num(w.wall_clock_days, 1), _num(w.gpu_hours),
-            _pct(w.mfu), _num(w.cost_usd), _num(w.replicas), _num(w.tokens_per_second_per_replica),
+            _pct(w.mfu), _num(w.cost_usd), _num(w.showback_usd), _num(w.replicas), _num(w.tokens_per_second_per_replica),
         )  # fmt: skip
     print_table(workloads, console)
-    console.print("[dim]GPU-h and cost: training per run, serving per month; tok/s: output tokens per replica[/dim]")
+    console.print(
+        "[dim]GPU-h and cost: training per run, serving per month; showback: the same GPU-hours at the pool's "
+        "billed/GPU-h, what the cost rules and `alicerce costs` charge the team (on an owned pool the rest of "
+        "cost USD is the pool's idle time); tok/s: output tokens per replica[/dim]"
+    )
     pools = _table(
         "Node pools: declared vs recommended, and what a month costs",
         [("pool", "left"), ("GPU", "left"), ("bought as", "left"), ("declared", "right"), ("recomm.", "right"), ("peak", "right"),

@@ -229,6 +229,7 @@ class SizingPlan:
     UNITS: ClassVar[dict[str, str]] = {
         "model_state_gib": "GiB", "memory_per_gpu_gib": "GiB", "gpu_hours": "GPU-hours (training: whole run; serving: per month)",
         "wall_clock_days": "days", "cost_usd": "USD (training: whole run; serving: per month), at the pool's price or owned TCO",
+        "showback_usd": "USD (same period), the GPU-hours at the pool's billed rate: what showback charges the team",
         "checkpoint_gib": "GiB", "checkpoint_write_gbps": "GB/s", "dataset_read_gbps": "GB/s",
         "network_gbps_per_gpu": "Gbit/s", "tokens_per_second_per_replica": "output tokens/s", "mfu": "of dense BF16 peak",
     }  # fmt: skip
@@ -360,18 +361,19 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
     for plan in plans:
         pp = by_pool.get(plan.pool or "")
         rate = pp.usd_per_gpu_hour if pp is not None and plan.runnable and plan.name not in cannot else None
-        cost = sized = None
+        cost = sized = billed = None
         if rate is not None and plan.gpu_hours is not None and pp is not None:
             pool = pools_by_name[pp.name]
             share = pool_units(plan, pool) / plan.gpus if plan.gpus else 1.0
             cost = sized = plan.gpu_hours * share * rate
+            billed = plan.gpu_hours * share * pp.billed_usd_per_gpu_hour if pp.billed_usd_per_gpu_hour is not None else None
             price = prices.get(pp.name)
             blocks = _run_blocks(price, pool, plan) if price is not None else None
             if blocks is not None:  # a run on Capacity Blocks buys whole blocks, not the GPU-hours it uses
                 cost = sized = blocks
             if not pp.owned and pp.monthly_cost_usd is not None and plan.kind not in ("training", "fine-tuning"):
                 cost = min(cost, pp.monthly_cost_usd)  # a month of a capped pool cannot cost more than the pool
-        priced.append(replace(plan, cost_usd=cost))
+        priced.append(replace(plan, cost_usd=cost, showback_usd=billed))
         if plan.runnable and plan.name not in cannot and plan.kind != "data-prep":
             training = plan.kind in ("training", "fine-tuning")
             # per token at the size the traffic needs, even where the pool is too small to serve it all

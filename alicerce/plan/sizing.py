@@ -73,6 +73,9 @@ class WorkloadPlan:
     replicas: int | None
     tokens_per_second_per_replica: float | None
     cost_usd: float | None = None  # filled by the platform plan from the pool's price (training: whole run; serving: a month)
+    # what showback (the cost rules, `alicerce costs`) will charge the same GPU-hours at the pool's billed rate: on an
+    # owned pool the month over installed GPU-hours, so less than cost_usd, which also carries the pool's idle time
+    showback_usd: float | None = None
     mfu: float | None = None
     gpus_per_replica: int | None = None
     tensor_parallel: int | None = None
@@ -88,7 +91,7 @@ class WorkloadPlan:
 
     JSON_FIELDS = (
         "name", "kind", "accelerator", "gpus", "min_gpus", "model_state_gib", "memory_per_gpu_gib", "gpu_hours",
-        "wall_clock_days", "cost_usd", "checkpoint_gib", "checkpoint_write_gbps", "dataset_read_gbps",
+        "wall_clock_days", "cost_usd", "showback_usd", "checkpoint_gib", "checkpoint_write_gbps", "dataset_read_gbps",
         "network_gbps_per_gpu", "rdma_required", "replicas", "tokens_per_second_per_replica", "mfu",
     )  # fmt: skip
 

@@ -19,6 +19,7 @@ from alicerce.cli.documents import PlanDocument
 from alicerce.cli.output import camel_keys
 from alicerce.plan.findings import CHECKS, PLAN_CHECK_ID, Severity
 from alicerce.plan.platform import SizingPlan, plan_platform
+from alicerce.plan.pools import HOURS_PER_MONTH
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_file, load_text
 from tests.conftest import ROOT, TODAY, alicerce
@@ -235,6 +236,27 @@ def test_prod_costs_more_than_dev_once_owned_capacity_counts() -> None:
     dev = plan_platform(validated(REFERENCE, "dev"), today=TODAY)
     assert prod.cost_breakdown["owned pools"] > 300_000
     assert prod.monthly_cost_usd > 10 * dev.monthly_cost_usd
+
+
+def test_a_run_shows_what_showback_will_charge_beside_its_cost() -> None:
+    """Review obsreview8 F6: the plan priced llm-pretrain on the owned pool at the used-GPU-hour rate (the month over
+    the forecast busy hours, idle time included) while the cost rules bill each allocated GPU-hour at the month over
+    the installed hours: a team lead saw $1.28M in the plan and $714k on the dashboard. Both are printed now; on a
+    rented pool they agree."""
+    plan = plan_platform(validated(REFERENCE, "prod"), today=TODAY)
+    pools = {p.name: p for p in plan.pools}
+    pretrain = next(w for w in plan.workloads if w.name == "llm-pretrain")
+    owned = pools["onprem-h100"]
+    assert owned.owned and owned.billed_usd_per_gpu_hour is not None and owned.usd_per_gpu_hour is not None
+    # 32 nodes x 8 GPUs x 730 h installed carry the month; the run holds 224 of them for its wall clock
+    assert owned.monthly_cost_usd is not None
+    assert owned.billed_usd_per_gpu_hour == pytest.approx(owned.monthly_cost_usd / (256 * HOURS_PER_MONTH))
+    assert pretrain.gpu_hours is not None and pretrain.cost_usd is not None and pretrain.showback_usd is not None
+    assert pretrain.showback_usd == pytest.approx(pretrain.gpu_hours * owned.billed_usd_per_gpu_hour)
+    assert pretrain.showback_usd < 0.6 * pretrain.cost_usd  # 56% forecast utilisation: the rest is the pool's idle time
+    chat = next(w for w in plan.workloads if w.name == "chat-70b")
+    assert chat.showback_usd == pytest.approx(chat.cost_usd)
+    assert plan.to_json()["workloads"][0]["showback_usd"] == pytest.approx(pretrain.showback_usd)
 
 
 def test_waivers_silence_policy_checks_only() -> None:
