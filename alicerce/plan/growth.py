@@ -10,6 +10,7 @@ quarter a pool cannot hold its workloads: so a platform can be bought a step at 
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -96,18 +97,64 @@ def busy_gpu_hours(plan: WorkloadPlan, gpus: int, hours_month: float) -> float:
     return (plan.gpu_hours or 0.0) * (gpus / plan.gpus if plan.gpus else 1.0)
 
 
+def serving_nodes(replicas: dict[int, int], per_node: int) -> int:
+    """Nodes that hold serving replicas (GPUs a replica -> replicas), each whole on one node: its tensor-parallel
+    group shares NVLink or PCIe, and a pod never spans nodes; one larger than a node holds whole nodes of its own.
+    Largest replicas first, each into the fullest node it fits (counted by free GPUs, so a billion replicas cost no
+    more than ten). Five 1-GPU replicas on 8-GPU nodes hold one node; three 4-GPU replicas hold two."""
+    nodes = 0
+    free: dict[int, int] = defaultdict(int)  # free GPUs -> nodes with that many
+    for size, wanted in sorted(replicas.items(), reverse=True):
+        count = wanted
+        if size > per_node:
+            nodes += count * math.ceil(size / per_node)
+            continue
+        for left in sorted((f for f in free if f >= size and free[f]), reverse=True):
+            if not count:
+                break
+            fit = left // size  # replicas one such node takes
+            full, rest = divmod(min(count, free[left] * fit), fit)
+            free[left] -= full + (1 if rest else 0)
+            free[left - fit * size] += full
+            if rest:
+                free[left - rest * size] += 1
+            count -= full * fit + rest
+        fit = per_node // size
+        full, rest = divmod(count, fit)
+        free[per_node - fit * size] += full
+        if rest:
+            free[per_node - rest * size] += 1
+    return nodes + sum(free.values())
+
+
+def _always_on(plan: WorkloadPlan) -> bool:
+    """An always-on serving workload on whole GPUs: its replicas hold nodes all month (not shared GPUs, not batch)."""
+    return plan.kind == "inference" and not plan.sharing and bool(plan.replicas) and bool(plan.gpus_per_replica)
+
+
 def billed_node_hours(plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePrice, min_nodes: int, hours_month: float) -> float:
     """Node-hours a month a rented GPU pool bills above its ``min_nodes`` always-on nodes: what its workloads keep busy.
     A training run holds whole nodes for its wall clock (a 12-GPU run on 8-GPU nodes is billed two instances, not one
     and a half: review sizreview4 gap). On Capacity Blocks each run buys the shortest duration sold that covers its
     wall clock, for every node it holds: two 10-hour runs a month buy two 1-day blocks, 48 node-hours a node, where
-    rounding the month's 20 busy hours up to a day bought one (review sizreview4). Serving has no runs: its hours."""
+    rounding the month's 20 busy hours up to a day bought one (review sizreview4). Serving replicas hold whole nodes
+    all month, packed (:func:`serving_nodes`); batch work runs in what they leave free before it adds node-hours."""
     per_node = pool.gpus_per_node or 1
-    gpu_hours = 0.0
+    replicas: dict[int, int] = defaultdict(int)
+    for plan in filter(_always_on, plans):
+        replicas[plan.gpus_per_replica or 0] += plan.replicas or 0
+    held = serving_nodes(replicas, per_node) * per_node * hours_month
+    spare = held - sum(size * n for size, n in replicas.items()) * hours_month  # GPU-hours the serving nodes leave free
+    gpu_hours = held
     for plan in plans:
+        if _always_on(plan):
+            continue
         units = pool_units(plan, pool)
         if plan.kind not in ("training", "fine-tuning") or plan.wall_clock_days is None:
-            gpu_hours += busy_gpu_hours(plan, units, hours_month)
+            used = busy_gpu_hours(plan, units, hours_month)
+            absorbed = min(spare, used)
+            spare -= absorbed
+            gpu_hours += used - absorbed
             continue
         whole = math.ceil(units / per_node) * per_node
         if not price.block_steps:

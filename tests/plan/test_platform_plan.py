@@ -18,6 +18,7 @@ import yaml
 from alicerce.cli.documents import PlanDocument
 from alicerce.cli.output import camel_keys
 from alicerce.plan.findings import CHECKS, PLAN_CHECK_ID, Severity
+from alicerce.plan.growth import serving_nodes
 from alicerce.plan.platform import SizingPlan, plan_platform
 from alicerce.plan.pools import HOURS_PER_MONTH
 from alicerce.rules.validate import validated
@@ -257,6 +258,27 @@ def test_a_run_shows_what_showback_will_charge_beside_its_cost() -> None:
     chat = next(w for w in plan.workloads if w.name == "chat-70b")
     assert chat.showback_usd == pytest.approx(chat.cost_usd)
     assert plan.to_json()["workloads"][0]["showback_usd"] == pytest.approx(pretrain.showback_usd)
+
+
+def test_serving_replicas_hold_whole_nodes_of_a_rented_pool() -> None:
+    """Review sizreview4 gap: a rented pool bills whole instances. Five 4-GPU chat replicas on 8-GPU g6e.48xlarge
+    nodes hold three nodes all month (a replica never spans two), not two and a half; embed-batch's GPU-hours run on
+    the four GPUs the replicas leave free and add nothing."""
+    assert serving_nodes({1: 5}, 8) == 1 and serving_nodes({4: 3}, 8) == 2 and serving_nodes({4: 2, 2: 3}, 8) == 2
+    assert serving_nodes({3: 3}, 4) == 3 and serving_nodes({}, 8) == 0 and serving_nodes({16: 2, 2: 1}, 8) == 5
+    # 3-GPU replicas leave 2 GPUs free on each of three 8-GPU nodes: six 1-GPU replicas fill them, a seventh needs a node
+    assert serving_nodes({3: 6, 1: 6}, 8) == 3 and serving_nodes({3: 6, 1: 7}, 8) == 4
+    assert serving_nodes({4: 10**9}, 8) == 5 * 10**8
+    data = reference()
+    pool = next(p for p in data["nodePools"] if p["name"] == "infer-l40s")
+    pool.update(accelerator="L40S-48GB:8", aws={"instanceType": "g6e.48xlarge"})
+    next(w for w in data["workloads"] if w["name"] == "chat-70b")["traffic"]["peakRps"] = 1.6
+    plan = plan_of(data)
+    chat = next(w for w in plan.workloads if w.name == "chat-70b")
+    assert (chat.replicas, chat.gpus_per_replica) == (5, 4)
+    infer = next(p for p in plan.pools if p.name == "infer-l40s")
+    assert infer.price is not None and infer.gpus_per_node == 8
+    assert infer.monthly_cost_usd == pytest.approx(3 * infer.price.usd_per_hour * HOURS_PER_MONTH)
 
 
 def test_waivers_silence_policy_checks_only() -> None:
