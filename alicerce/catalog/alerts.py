@@ -116,6 +116,19 @@ LATENCY_HISTOGRAMS = {TTFT: VLLM_TTFT_BUCKETS, TPOT: VLLM_TPOT_BUCKETS}
 FORMER_NAMES = {TPOT: ("vllm:time_per_output_token_seconds",)}
 
 
+def series_names(metric: str) -> tuple[str, ...]:
+    """Every name a vLLM series is served under: its own, its former names, and the same through Ray Serve LLM (a
+    RayService). There vLLM's RayPrometheusStatLogger reports through Ray's metrics agent, which prefixes ``ray_``;
+    recent vLLM first replaces ':' with '_' for OpenTelemetry (vllm/v1/metrics/ray_wrappers.py
+    _get_sanitized_opentelemetry_name: ``ray_vllm_time_to_first_token_seconds``), older ones did not (Ray's Serve LLM
+    dashboard read ``ray_vllm:time_to_first_token_seconds``). A pod serves one of them; an expression reads them all."""
+    if not metric.startswith("vllm:"):
+        return (metric,)
+    names = (metric, *FORMER_NAMES.get(metric, ()))
+    ray = tuple(f"ray_{n}" for n in names) + tuple(f"ray_{n.replace(':', '_')}" for n in names)
+    return names + ray
+
+
 @record
 class ServingSlo:
     """An SLO of a serving workload, declared in ``monitoring.slos`` or implied by the workload's own ``latency:``

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from alicerce.catalog.alerts import FORMER_NAMES, INFERENCE_POD, TPOT, TTFT
+from alicerce.catalog.alerts import INFERENCE_POD, TPOT, TTFT, series_names
 from alicerce.emit.storage_counters import cloud_metric_tiers, counted_tiers, every_mount_counted
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
 from alicerce.targets.base import FileSystemMetrics, StorageMetricsExporter
@@ -148,11 +148,17 @@ def _last_seen(record: str, present: str, by: str) -> dict[str, Any]:
     return _rule(record, f"{now} or {kept}")
 
 
+def any_rate(series: str, matchers: str, window: str) -> str:
+    """The per-second rate of a vLLM series under whichever of its names a pod serves (alicerce.catalog.alerts
+    series_names: a former name, Ray Serve LLM's). rate() drops the metric name, so a pod that serves two names with
+    the same labels (vLLM 0.11: the renamed histogram beside its replacement) is one series to ``or``, counted once."""
+    selector = f"{{{matchers}}}" if matchers else ""
+    return " or ".join(f"rate({name}{selector}[{window}])" for name in series_names(series))
+
+
 def histogram_rate(histogram: str, part: str, matchers: str, window: str) -> str:
-    """The per-second rate of one series of a histogram (``bucket``, ``count``), under its current name or a former
-    one (FORMER_NAMES). rate() drops the metric name, so a pod that serves both names (vLLM 0.11) is one series to
-    ``or`` and is counted once; a pod on either version alone is counted too."""
-    names = (histogram, *FORMER_NAMES.get(histogram, ()))
+    """The per-second rate of one series of a histogram (``bucket``, ``count``) under any of its names."""
+    names = series_names(histogram)
     selector = f"{{{matchers}}}" if matchers else ""
     return " or ".join(f"rate({name}_{part}{selector}[{window}])" for name in names)
 
@@ -380,6 +386,8 @@ def queue_rules() -> list[dict[str, Any]]:
 
 
 E2E = "vllm:e2e_request_latency_seconds"
+PROMPT = "vllm:prompt_tokens_total"
+GENERATED = "vllm:generation_tokens_total"
 
 
 def _workload_pods() -> str:
@@ -407,13 +415,13 @@ def serving_rules() -> list[dict[str, Any]]:
             expr = f"histogram_quantile({q:g}, sum by ({by}, le) ({histogram_rate(metric, 'bucket', '', '5m')}))"
             rules.append(_rule(f"workload:vllm_{short}_seconds:{name}", workload(expr)))
     rules += [
-        _rule("workload:vllm_requests:rate5m", workload(f"sum by ({by}) (rate(vllm:request_success_total[5m]))")),
-        _rule("workload:vllm_generation_tokens:rate5m", workload(f"sum by ({by}) (rate(vllm:generation_tokens_total[5m]))")),
-        _rule("workload:vllm_prompt_tokens:rate5m", workload(f"sum by ({by}) (rate(vllm:prompt_tokens_total[5m]))")),
+        _rule("workload:vllm_requests:rate5m", workload(f"sum by ({by}) ({any_rate('vllm:request_success_total', '', '5m')})")),
+        _rule("workload:vllm_generation_tokens:rate5m", workload(f"sum by ({by}) ({any_rate(GENERATED, '', '5m')})")),
+        _rule("workload:vllm_prompt_tokens:rate5m", workload(f"sum by ({by}) ({any_rate(PROMPT, '', '5m')})")),
         # prompt and generated: what the plan's cost per million tokens counts (alicerce.plan.platform UnitCost)
         _rule(
             "workload:vllm_tokens:rate5m",
-            workload(f"sum by ({by}) (rate(vllm:prompt_tokens_total[5m]) + rate(vllm:generation_tokens_total[5m]))"),
+            workload(f"sum by ({by}) ({any_rate(PROMPT, '', '5m')}) + sum by ({by}) ({any_rate(GENERATED, '', '5m')})"),
         ),
         _rule(
             "workload:vllm_request_errors:ratio_rate5m",
@@ -422,7 +430,7 @@ def serving_rules() -> list[dict[str, Any]]:
                 f"/ sum by ({by}) (rate({HTTP_REQUESTS}{{{API_REQUESTS}}}[5m]))"
             ),
         ),
-        _rule("workload:vllm_requests_waiting:sum", workload(f"sum by ({by}) (vllm:num_requests_waiting)")),
+        _rule("workload:vllm_requests_waiting:sum", workload(f"sum by ({by}) ({' or '.join(series_names('vllm:num_requests_waiting'))})")),
         _rule("workload:serving_up:ratio", workload(f'avg by ({by}) (up{{{SERVING_WORKLOAD_LABEL}!=""}})')),
         _rule(SERVING_READY, f"count by (namespace, workload) ({SERVING_POD} * on (namespace, pod) group_left () ({READY_PODS}))"),
         _last_seen(SERVING_LAST_READY, SERVING_READY, "namespace, workload"),

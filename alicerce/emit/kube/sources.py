@@ -25,7 +25,6 @@ from alicerce.catalog.alerts import (
     DCGM_PROFILING_ABSENT,
     DCGM_XID_COUNTS_ABSENT,
     FABRIC_COUNTERS_ABSENT,
-    FORMER_NAMES,
     KUBE_STATE_METRICS_ABSENT,
     KUEUE_METRICS_ABSENT,
     NODE_CORDONED_FOR_DAYS,
@@ -40,6 +39,7 @@ from alicerce.catalog.alerts import (
     Alert,
     cordoned_for_days,
     in_service,
+    series_names,
     serving_slos,
 )
 from alicerce.emit.kube.diagnoses import le_matcher
@@ -195,7 +195,7 @@ def _latency_unmeasured(rp: ResolvedPlatform, serving: set[str], up: str) -> lis
     for workload, bounds in sorted(read.items()):
         scraped = f'count by (namespace, workload) ({SERVING_POD}{{workload="{workload}"}} * on (namespace, pod) group_left () {up})'
         for histogram, bound in sorted(bounds):
-            names = "|".join(f"{n}_bucket" for n in (histogram, *FORMER_NAMES.get(histogram, ())))
+            names = "|".join(f"{n}_bucket" for n in series_names(histogram))
             served = f'{{__name__=~"{names}",{SERVING_WORKLOAD_LABEL}="{workload}",le=~"{le_matcher(bound)}"}}'
             measured = f'count by (namespace, workload) (label_replace({served}, "workload", "$1", "{SERVING_WORKLOAD_LABEL}", "(.+)"))'
             missing = f'label_replace({scraped} unless on (namespace, workload) {measured}, "histogram", "{histogram}", "", "")'

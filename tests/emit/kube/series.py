@@ -49,10 +49,14 @@ def exporter_series() -> dict[str, str]:
     ):
         for name, fact in load(component, version, "metrics.json").items():
             out |= dict.fromkeys(_histogram(name, fact["type"]), f"{component} {version}")
-    # vLLM before and after it renamed its time-per-output-token histogram (alicerce.catalog.alerts FORMER_NAMES)
+    # vLLM before and after it renamed its time-per-output-token histogram (alicerce.catalog.alerts FORMER_NAMES), and
+    # the same series through Ray Serve LLM: Ray's metrics agent prefixes ray_, recent vLLM sanitises ':' first
+    ray = load("vllm", "latest-2026-12", "metrics.json")["ray"]
+    assert ray["example"] == "ray_vllm_time_to_first_token_seconds_bucket"
     for version in ("005a810bc40f", "latest-2026-12"):
         for name, fact in load("vllm", version, "metrics.json")["metrics"].items():
-            out |= dict.fromkeys(_histogram(name, fact["type"]), f"vllm {version}")
+            for served in (name, f"ray_{name}", f"ray_{name.replace(':', '_')}"):
+                out |= dict.fromkeys(_histogram(served, fact["type"]), f"vllm {version}")
     # vLLM's API server counts its HTTP requests with prometheus-fastapi-instrumentator's default metrics
     for name, fact in load("prometheus-fastapi-instrumentator", "8.1.0", "metrics.json").items():
         out |= dict.fromkeys(_histogram(name, fact["type"]), "vllm's API server (prometheus-fastapi-instrumentator 8.1.0)")

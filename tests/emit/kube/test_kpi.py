@@ -15,6 +15,7 @@ from tests.conftest import ROOT
 from tests.emit.kube.scrape import dcgm_series, series
 from tests.emit.kube.series import exporter_series, recorded, series_read, unproduced
 from tests.emit.kube.test_monitoring import dcgm_scraped, expected, needs_promtool, platform, rules_of, run_promtool
+from tests.emit.kube.upstream import load as load_upstream
 
 H100 = 'label_alicerce_dev_pool="onprem-h100",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
 
@@ -476,3 +477,41 @@ def test_a_kube_state_metrics_rollout_does_not_bill_a_pod_twice(tmp_path: Path) 
         rounded("team:gpus_allocated:sum", 'team="research",site="dc1"', 2, "5m"),
     ]}]  # fmt: skip
     run_promtool(rp, "dc1", tests, tmp_path)
+
+
+@needs_promtool
+def test_ray_serve_llm_series_feed_the_same_kpis_and_slos(tmp_path: Path) -> None:
+    """A RayService serving chat-70b through Ray Serve LLM: vLLM reports through Ray's metrics agent on the worker,
+    renamed ray_vllm_* (':' sanitised, vendored facts) with Ray's ReplicaId label. Its tokens, requests and time to
+    first token reach the same KPIs, and a slow first token burns the declared chat-latency SLO; read as vllm:* alone,
+    every one of them was empty."""
+    ray = load_upstream("vllm", "latest-2026-12", "metrics.json")["ray"]
+    assert ray["added_labels"] == ["ReplicaId"]
+    rp = platform()
+    rules = rules_of(rp, "aws")
+    worker = 'namespace="serving",pod="chat-70b-worker-0",alicerce_dev_workload="chat-70b",model_name="chat",ReplicaId="r1"'
+
+    def ttft(slow: int) -> list[dict[str, str]]:
+        name = "ray_vllm_time_to_first_token_seconds_bucket"
+        return [{"series": f'{name}{{{worker},le="1.0"}}', "values": f"0+{600 - slow}x90"},
+                {"series": f'{name}{{{worker},le="+Inf"}}', "values": "0+600x90"},
+                {"series": f"ray_vllm_time_to_first_token_seconds_count{{{worker}}}", "values": "0+600x90"}]  # fmt: skip
+
+    counters = [
+        {"series": f'ray_vllm_request_success_total{{{worker},finished_reason="stop"}}', "values": "0+600x90"},
+        {"series": f"ray_vllm_generation_tokens_total{{{worker}}}", "values": "0+180000x90"},
+        {"series": f"ray_vllm_prompt_tokens_total{{{worker}}}", "values": "0+60000x90"},
+    ]
+    page = "SLOChatLatencyBurnFast"
+    fired = [expected(rules[page], {"slo": "chat-latency", "workload": "chat-70b"}, "")]
+    tests = [
+        {"interval": "1m", "input_series": counters + ttft(0), "promql_expr_test": [
+            rounded("workload:vllm_requests:rate5m", CHAT, 10, "20m"),
+            rounded("workload:vllm_generation_tokens:rate5m", CHAT, 3000, "20m"),
+            rounded("workload:vllm_tokens:rate5m", CHAT, 4000, "20m"),
+            rounded("workload:vllm_time_to_first_token_seconds:p50", CHAT, 0.5, "20m"),
+        ]},
+        {"interval": "1m", "input_series": ttft(120), "alert_rule_test": [{"eval_time": "70m", "alertname": page, "exp_alerts": fired}]},
+        {"interval": "1m", "input_series": ttft(3), "alert_rule_test": [{"eval_time": "70m", "alertname": page, "exp_alerts": []}]},
+    ]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
