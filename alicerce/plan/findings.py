@@ -87,6 +87,13 @@ CHECKS: dict[str, PlanCheck] = {
             "PL329", "low-trust-defaults", _I, "An owned pool's month rests on the buyer's figures, not low-trust catalog defaults.", True
         ),
         PlanCheck("PL330", "pipeline-bubble", _W, "A training pipeline runs at least as many microbatches a step as it has stages.", True),
+        PlanCheck(
+            "PL331",
+            "ttft-queueing",
+            _W,
+            "A serving workload's time-to-first-token target holds under random arrivals, not only for a lone request.",
+            True,
+        ),
         PlanCheck("PL340", "over-team-quota", _E, "A run fits its team's quota and borrowing limit on its pool.", False),
         PlanCheck("PL341", "runs-on-borrowed-quota", _W, "A run fits its team's nominal quota on its pool, not only borrowed GPUs.", True),
         PlanCheck("PL342", "idle-storage-tier", _I, "Each declared storage tier is read or written by a workload it is billed for.", True),

@@ -14,6 +14,7 @@ from typing import Any
 
 from alicerce.catalog.models import Gpu, Sizing
 from alicerce.plan.figures import Factor, Figure, rounded
+from alicerce.plan.queueing import replicas_within, share_waiting_longer
 from alicerce.plan.roofline import (
     Replica,
     ReplicaPerformance,
@@ -799,6 +800,7 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
         load = clients / (replicas * layout.batch)
         rps = load * replicas * layout.requests_per_second
     figures.append(Figure("replicas", replicas, "replicas", "ceil(peak requests/s / requests/s per replica)", {"load": load}))
+    issues = _prefill_queueing(w, layout, replicas, figures)
     gpus = replicas * layout.tp
     hours = gpus * w.hours_per_day * sizing.hoursPerMonth.value / 24
     tokens_month = rps * (w.traffic.input_tokens + w.traffic.output_tokens) * 3600 * w.hours_per_day * sizing.hoursPerMonth.value / 24
@@ -811,8 +813,38 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
         gpu_hours=hours, wall_clock_days=None, checkpoint_gib=None, checkpoint_write_gbps=None, dataset_read_gbps=None,
         network_gbps_per_gpu=None, rdma_required=False, replicas=replicas, tokens_per_second_per_replica=layout.tokens_per_second,
         gpus_per_replica=layout.tp, tensor_parallel=layout.tp, sharing=sharing, tokens_per_month=tokens_month, fits=fits,
-        figures=tuple(figures), notes=tuple(notes),
+        figures=tuple(figures), notes=tuple(notes), issues=tuple(issues),
     )  # fmt: skip
+
+
+def _prefill_queueing(w: Workload, layout: ReplicaPerformance, replicas: int, figures: list[Figure]) -> list[Issue]:
+    """PL331: a time-to-first-token target the replicas meet for a lone request, not under random arrivals. The
+    replica count comes from throughput; a prompt that arrives while another prefills waits for it, and its time to
+    first token is that wait plus its own prefill (alicerce.plan.queueing). Said, not sized for: meeting a p99 by
+    replicas alone often takes many times the GPUs, where a looser target, shorter prompts or a faster prefill is
+    the better answer, and that is the user's call."""
+    target = w.latency.time_to_first_token if w.latency else None
+    if target is None or w.traffic is None or w.traffic.peak_rps is None:
+        return []
+    ttft = _slo(target)
+    if ttft is None:
+        return []
+    percentile = 99 if target.p99 is not None else 95
+    budget = ttft - layout.prefill_seconds
+    arrival = w.traffic.peak_rps / replicas
+    late = share_waiting_longer(arrival, layout.prefill_seconds, budget)
+    figures.append(Figure("requests past the TTFT target", late, "share",
+                          "prefill utilisation x exp(-2 x (1 - utilisation) x (target - prefill) / prefill), M/D/1",
+                          {"prefill utilisation": arrival * layout.prefill_seconds, "target s": ttft}))  # fmt: skip
+    allowed = 1 - percentile / 100
+    if late <= allowed:
+        return []
+    needed = replicas_within(w.traffic.peak_rps, layout.prefill_seconds, budget, allowed, replicas)
+    return [Issue("PL331", f"p{percentile} time to first token {ttft * 1000:g} ms leaves {budget * 1000:.0f} ms after its "
+                  f"{layout.prefill_seconds * 1000:.0f} ms prefill: at {replicas} replicas about {late:.0%} of requests "
+                  f"arrive while another prompt prefills and wait past it; the target holds at about {needed} replicas "
+                  f"({needed * layout.tp} GPUs), or with a looser target, shorter prompts or a faster prefill (more "
+                  "tensor parallelism, GPUs joined by NVLink)")]  # fmt: skip
 
 
 def _sharing(w: Workload, gpu: Gpu, layout: ReplicaPerformance, *, replicas: int, load: float, sizing: Sizing) -> str | None:

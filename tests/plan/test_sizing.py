@@ -10,10 +10,12 @@ import math
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from alicerce.catalog import load_catalog
+from alicerce.plan.platform import plan_platform
 from alicerce.plan.roofline import (
     Replica,
     ServedShape,
@@ -37,7 +39,10 @@ from alicerce.plan.sizing import (
     usable_memory,
 )
 from alicerce.plan.throughput import TrainingJob
+from alicerce.rules.validate import validated
+from alicerce.spec.loader import load_file, load_text
 from alicerce.spec.models import Workload
+from tests.conftest import ROOT, TODAY
 
 CATALOG = load_catalog()
 SIZING = CATALOG.sizing
@@ -916,3 +921,29 @@ def test_weight_only_int_serving_computes_at_the_16_bit_peak(precision: str) -> 
     h100 = CATALOG.gpu("H100-SXM5-80GB")
     assert h100 is not None
     assert gpu_hardware(h100, precision, SIZING).peak_flops == gpu_hardware(h100, "bf16", SIZING).peak_flops == 989.4e12
+
+
+def test_a_ttft_target_is_checked_against_random_arrivals() -> None:
+    """Review sizreview4 D7: the replicas that meet chat-70b's throughput meet its 800 ms p99 time to first token for a
+    lone request only. Hand check: 2 req/s over 6 replicas, 0.5434 s a prefill: each replica prefills 18.1% of the
+    time (M/D/1); a request waits past the 257 ms left with probability 0.181 x exp(-2 x 0.819 x 0.257 / 0.543) =
+    8.4% > 1%: PL331, and ~44 replicas would hold the p99. A loose target raises nothing."""
+    from alicerce.plan.queueing import replicas_within, share_waiting_longer
+
+    rho, prefill, budget = 2 / 6 * 0.5434, 0.5434, 0.8 - 0.5434
+    assert share_waiting_longer(2 / 6, prefill, budget) == pytest.approx(rho * math.exp(-2 * (1 - rho) * budget / prefill))
+    assert share_waiting_longer(2, 0.6, 1.0) == 1.0  # saturated: every request waits
+    needed = replicas_within(2, prefill, budget, 0.01, 6)
+    assert share_waiting_longer(2 / needed, prefill, budget) <= 0.01 < share_waiting_longer(2 / (needed - 1), prefill, budget)
+    reference = load_file(ROOT / "platform.yaml", "platform.yaml")
+    plan = next(w for w in plan_platform(validated(reference, "prod"), today=TODAY).workloads if w.name == "chat-70b")
+    assert plan.replicas == 6
+    late = next(f for f in plan.figures if f.name == "requests past the TTFT target")
+    assert late.value == pytest.approx(0.084, abs=0.002)
+    (issue,) = [i for i in plan.issues if i.check == "PL331"]
+    assert f"about {needed} replicas ({needed * 4} GPUs)" in issue.message and 40 <= needed <= 48
+    data = yaml.safe_load((ROOT / "platform.yaml").read_text())
+    chat = next(w for w in data["workloads"] if w["name"] == "chat-70b")
+    chat["latency"]["timeToFirstToken"] = {"p99": "5s"}
+    loose = plan_platform(validated(load_text(yaml.safe_dump(data, sort_keys=False), "p.yaml"), "prod"), today=TODAY)
+    assert not [i for i in next(w for w in loose.workloads if w.name == "chat-70b").issues if i.check == "PL331"]
