@@ -47,7 +47,7 @@ from alicerce.emit.kube.kpi import (
     histogram_rate,
 )
 from alicerce.plan.kpi import checkpoint_stall_seconds
-from alicerce.resolve.model import ResolvedPlatform
+from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
 
 HELD = f'{GPU_UTIL}{{pod!=""}}'
 # 1 while a team's ClusterQueue admits (Kueue's status gauge, one per queue and status), 0 while stopped or pending
@@ -169,10 +169,11 @@ WINDOWS = ("5m", "30m", "1h", "6h", "3d")
 SLI = "slo:sli_error:ratio_rate{}"
 
 
-def slo_burn(rp: ResolvedPlatform) -> tuple[list[dict[str, Any]], list[Alert]]:
+def slo_burn(rp: ResolvedPlatform, site: ResolvedSite) -> tuple[list[dict[str, Any]], list[Alert]]:
     """Recording rules of each serving SLO's error ratio over the burn-rate windows, and its two alerts: the declared
-    ones and those a workload's ``latency:`` targets imply (alicerce.catalog.alerts.serving_slos)."""
-    teams = {t.name: t for t in rp.teams}
+    ones and those a workload's ``latency:`` targets imply (alicerce.catalog.alerts.serving_slos). Only where the
+    workload's team is: another site's Prometheus never scrapes its pods."""
+    teams = {t.name: t for t in site.teams}
     workloads = {w.name: w for w in rp.spec.workloads}
     records: list[dict[str, Any]] = []
     alerts: list[Alert] = []

@@ -104,8 +104,10 @@ def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     return alerts
 
 
-def _slo_alerts(rp: ResolvedPlatform) -> list[Alert]:
-    teams = {t.name: t for t in rp.teams}
+def _slo_alerts(rp: ResolvedPlatform, site: ResolvedSite) -> list[Alert]:
+    """The SLOs of the teams at the site: a serving workload's pods and a team's ClusterQueue are scraped where its
+    team is (review obsreview8: dc1 carried chat-70b's SLO alerts, which read nothing there)."""
+    teams = {t.name: t for t in site.teams}
     workloads = {w.name: w for w in rp.spec.workloads}
     latency = {s.name: s for s in serving_slos(rp.spec) if s.kind == "inference-latency"}
     # declared SLOs in the spec's order, then those the workloads' latency targets imply
@@ -261,14 +263,14 @@ def rule_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
 
     gpu_site = any(p.gpu is not None for p in rp.site(site_name).pools)
     exporter = [DCGM_EXPORTER_DOWN] if gpu_site and rp.spec.operators.gpu_operator.enabled else []
-    burn_records, burn_alerts = slo_burn(rp)
+    burn_records, burn_alerts = slo_burn(rp, rp.site(site_name))
     groups = [
         group("alicerce.gpu.health", [*GPU_HEALTH, *exporter, *_pool_alerts(rp, site_name)]),
         # a KPI source that went missing: without these, its KPIs and diagnoses read as an idle, healthy platform
         group("alicerce.sources", source_alerts(rp, site_name)),
         group("alicerce.fabric", fabric_alerts(rp, site_name)),
         group("alicerce.gpu.efficiency", list(GPU_EFFICIENCY)),
-        group("alicerce.slo", _slo_alerts(rp)),
+        group("alicerce.slo", _slo_alerts(rp, rp.site(site_name))),
         group("alicerce.storage", list(STORAGE_ALERTS) if counted_tiers(rp.site(site_name)) else []),
         {"name": "alicerce.gpu.recording", "rules": [dict(r) for r in RECORDING_RULES]},
         *kpi_groups(rp, site_name),

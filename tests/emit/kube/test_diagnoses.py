@@ -428,3 +428,12 @@ def test_the_workers_of_a_leaderworkerset_serve_and_are_not_read_as_training(tmp
         ("GPUIdleWhileAllocated", "70m", night, "embed-0", [expected(rules["GPUIdleWhileAllocated"], batch, "0")]),
     ):  # fmt: skip
         check(name, worker(pod, pod == worker_pod, *state), at, fired, tmp_path / f"{name}-{pod}", site="aws")
+
+
+def test_serving_slos_live_where_their_team_is() -> None:
+    """Review obsreview8 (nit): dc1 carried chat-70b's SLO alerts and burn-rate records though no serving team is at
+    dc1 and its Prometheus never scrapes those pods; a queue-wait SLO stays wherever its team's ClusterQueue is."""
+    aws, dc1 = rules_of(platform(), "aws"), rules_of(platform(), "dc1")
+    serving = {"SLOChatLatency", "SLOChatLatencyBurnFast", "SLOChat70bTpotP99BurnSlow"}
+    assert serving <= set(aws) and not serving & set(dc1)
+    assert "SLOResearchQueue" in dc1
