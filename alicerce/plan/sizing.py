@@ -841,7 +841,8 @@ def _prefill_queueing(w: Workload, layout: ReplicaPerformance, replicas: int, fi
         return []
     needed = replicas_within(w.traffic.peak_rps, layout.prefill_seconds, budget, allowed, replicas)
     return [Issue("PL331", f"p{percentile} time to first token {ttft * 1000:g} ms leaves {budget * 1000:.0f} ms after its "
-                  f"{layout.prefill_seconds * 1000:.0f} ms prefill: at {replicas} replicas about {late:.0%} of requests "
+                  f"{layout.prefill_seconds * 1000:.0f} ms prefill: at {replicas} replica{'s' * (replicas > 1)} about {late:.0%} "
+                  "of requests "
                   f"arrive while another prompt prefills and wait past it; the target holds at about {needed} replicas "
                   f"({needed * layout.tp} GPUs), or with a looser target, shorter prompts or a faster prefill (more "
                   "tensor parallelism, GPUs joined by NVLink)")]  # fmt: skip
