@@ -182,29 +182,37 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
 
 
 def _latency_unmeasured(rp: ResolvedPlatform, serving: set[str], up: str) -> list[Alert]:
-    """A serving workload whose scraped pods serve no bucket at the bound one of its latency SLOs counts at, under any
-    name of the histogram: the SLO and its burn-rate alerts read nothing and never fire. An engine that renamed the
-    histogram (as vLLM did for time per output token, review obsreview8 F1), one configured with other buckets, or
-    one that is not vLLM. One series per workload, histogram and bound. Per workload, not per pod: a RayService's
-    workers are scraped for Ray's own metrics and serve no histogram."""
+    """A serving workload that finished requests in the last 30 minutes and whose scraped pods serve no bucket at the
+    bound one of its latency SLOs counts at, under any name of the histogram: the SLO and its burn-rate alerts read
+    nothing and never fire. A vLLM that renamed the histogram (as it did for time per output token, review obsreview8
+    F1), or one configured with other buckets. Per workload and histogram bound, not per pod: a RayService's workers
+    are scraped for Ray's own metrics and serve no histogram. Only with traffic: Ray exports a histogram from its first
+    observation, so an idle RayService has none (vLLM's own server creates its series at start)."""
     read: dict[str, set[tuple[str, float]]] = {}
     for slo in serving_slos(rp.spec):
         if slo.kind == "inference-latency" and slo.workload in serving:
             read.setdefault(slo.workload, set()).add((slo.metric, slo.bound))
+    finished = "|".join(series_names("vllm:request_success_total"))
+
+    def per_workload(selector: str) -> str:
+        return f'label_replace({selector}, "workload", "$1", "{SERVING_WORKLOAD_LABEL}", "(.+)")'
+
     parts = []
     for workload, bounds in sorted(read.items()):
         scraped = f'count by (namespace, workload) ({SERVING_POD}{{workload="{workload}"}} * on (namespace, pod) group_left () {up})'
+        requests = f'increase({{__name__=~"{finished}",{SERVING_WORKLOAD_LABEL}="{workload}"}}[30m])'
+        busy = f"sum by (namespace, workload) ({per_workload(requests)}) > 0"
         for histogram, bound in sorted(bounds):
             names = "|".join(f"{n}_bucket" for n in series_names(histogram))
             served = f'{{__name__=~"{names}",{SERVING_WORKLOAD_LABEL}="{workload}",le=~"{le_matcher(bound)}"}}'
-            measured = f'count by (namespace, workload) (label_replace({served}, "workload", "$1", "{SERVING_WORKLOAD_LABEL}", "(.+)"))'
-            missing = f'label_replace({scraped} unless on (namespace, workload) {measured}, "histogram", "{histogram}", "", "")'
-            parts.append(f'label_replace({missing}, "le", "{bound:g}", "", "")')
+            measured = f"count by (namespace, workload) ({per_workload(served)})"
+            missing = f"({scraped} and on (namespace, workload) ({busy})) unless on (namespace, workload) {measured}"
+            parts.append(f'label_replace(label_replace({missing}, "histogram", "{histogram}", "", ""), "le", "{bound:g}", "", "")')
     if not parts:
         return []
     return [Alert(SERVING_LATENCY_UNMEASURED, " or ".join(parts), "30m", "warning",
                   "{{ $labels.namespace }}/{{ $labels.workload }} serves no {{ $labels.histogram }} bucket at {{ $labels.le }} s",
-                  "Prometheus scrapes the workload's pods, and none serves the latency histogram bucket its SLO counts "
-                  "slow requests at (under the histogram's current or former names): the SLO and its burn-rate alerts "
-                  "cannot fire. Check the engine, its version and its histogram buckets (vLLM's OpenAI server serves "
-                  "them on /metrics), or declare the SLO on what the engine measures.")]  # fmt: skip
+                  "The workload answers requests and none of its scraped pods serves the latency histogram bucket its SLO "
+                  "counts slow requests at (under the histogram's current or former names, or Ray Serve's): the SLO and "
+                  "its burn-rate alerts cannot fire. Check the engine, its version and its histogram buckets (vLLM's "
+                  "OpenAI server serves them on /metrics), or declare the SLO on what the engine measures.")]  # fmt: skip

@@ -563,23 +563,27 @@ def test_only_the_named_rail_devices_count_as_rails(tmp_path: Path) -> None:
 
 @needs_promtool
 def test_a_serving_workload_whose_pods_serve_no_slo_bucket_is_unmeasured(tmp_path: Path) -> None:
-    """Review obsreview8 F1: pods scraped that serve no bucket at the bound chat-70b's SLOs count at (time to first
-    token at 1 s, inter-token latency or its former name at 50 ms) leave its SLO alerts reading nothing: a vLLM that
-    renamed the histogram, one with other buckets, or an engine that is not vLLM. A pod that serves them under either
-    name, a workload scaled to zero and a RayService's worker (scraped for Ray's metrics, no histogram) beside a
-    measured head raise nothing."""
+    """Review obsreview8 F1: a workload answering requests whose scraped pods serve no bucket at the bound chat-70b's
+    SLOs count at (time to first token at 1 s, inter-token latency or its former name at 50 ms) leaves its SLO alerts
+    reading nothing: a vLLM that renamed the histogram, or one with other buckets. A pod that serves them under any
+    name (Ray Serve's too), a workload scaled to zero, an idle RayService (Ray exports a histogram from its first
+    observation) and a RayService's worker (scraped for Ray's metrics, no histogram) beside a measured head raise
+    nothing."""
     rule = rules_of(platform(), "aws")["ServingLatencyUnmeasured"]
     ttft, itl, former = ("vllm:time_to_first_token_seconds", "1.0"), (TPOT, "0.05"), (FORMER_NAMES[TPOT][0], "0.05")
+    ray_ttft, ray_itl = ("ray_vllm_time_to_first_token_seconds", "1.0"), ("ray_vllm_inter_token_latency_seconds", "0.05")
 
-    def pod(name: str, *buckets: tuple[str, str]) -> list[dict[str, str]]:
+    def pod(name: str, *buckets: tuple[str, str], finished: str | None = "vllm:request_success_total") -> list[dict[str, str]]:
         at = f'namespace="serving",pod="{name}"'
         target = f'{at},alicerce_dev_workload="chat-70b"'
+        engine = f'{target},model_name="chat",engine="0"'
         return [
             {"series": f'kube_pod_labels{{{at},label_alicerce_dev_workload="chat-70b"}}', "values": "1x60"},
             {"series": f'kube_pod_status_phase{{{at},phase="Running"}}', "values": "1x60"},
             {"series": f'kube_pod_status_ready{{{at},uid="u-{name}",condition="true"}}', "values": "1x60"},
             {"series": f'up{{job="serving",{target}}}', "values": "1x60"},
-            *({"series": f'{h}_bucket{{{target},model_name="chat",engine="0",le="{le}"}}', "values": "0+100x60"} for h, le in buckets),
+            *({"series": f'{h}_bucket{{{engine},le="{le}"}}', "values": "0+100x60"} for h, le in buckets),
+            *([{"series": f'{finished}{{{engine},finished_reason="stop"}}', "values": "0+100x60"}] if finished else []),
         ]
 
     def case(inputs: list[dict[str, str]], unmeasured: tuple[tuple[str, str], ...]) -> dict[str, Any]:
@@ -588,13 +592,16 @@ def test_a_serving_workload_whose_pods_serve_no_slo_bucket_is_unmeasured(tmp_pat
         return {"interval": "1m", "input_series": inputs, "alert_rule_test": [
             {"eval_time": "45m", "alertname": "ServingLatencyUnmeasured", "exp_alerts": fired}]}  # fmt: skip
 
+    ray = "ray_vllm_request_success_total"
     run_promtool(platform(), "aws", [
         case(pod("chat-70b-0", ttft, itl), ()),
         case(pod("chat-70b-0", ttft, former), ()),
         case(pod("chat-70b-0", ttft, itl, former), ()),  # vLLM 0.11 serves both
+        case(pod("chat-70b-0", ray_ttft, ray_itl, finished=ray), ()),  # Ray Serve LLM
         case(pod("chat-70b-0", ttft), (itl,)),  # a vLLM renamed since the rules were written
         case(pod("chat-70b-0", ttft, (TPOT, "0.04")), (itl,)),  # configured with buckets that have no 50 ms bound
-        case(pod("chat-70b-0"), (itl, ttft)),  # not vLLM at all
-        case(pod("chat-70b-0", ttft, itl) + pod("chat-70b-worker"), ()),
+        case(pod("chat-70b-0", ray_ttft, finished=ray), (itl,)),
+        case(pod("chat-70b-0", finished=None), ()),  # a RayService that has answered nothing yet
+        case(pod("chat-70b-0", ttft, itl) + pod("chat-70b-worker", finished=None), ()),
         case([{"series": 'up{job="x"}', "values": "1x60"}], ()),  # nothing deployed
     ], tmp_path)  # fmt: skip
