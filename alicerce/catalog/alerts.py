@@ -515,7 +515,7 @@ NODE_OUTAGE_ALERTS = ("DCGMExporterDown", NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_
                       DCGM_XID_COUNTS_ABSENT, "StorageTierUnreadable", "StorageCountersMissing", "StorageCountersStale",
                       FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, FABRIC_COUNTERS_SATURATED)  # fmt: skip
 NODE_OUTAGE_GROUP_BY = ("alertname", "pool", "tier")
-# Prometheus deleted by size the samples the month's spend starts with (alicerce.emit.kube.costs)
+# Prometheus lacks the samples the month's spend starts with: retention deleted them, or its TSDB began again (alicerce.emit.kube.costs)
 COST_HISTORY_TRUNCATED = "CostHistoryTruncated"
 # a node left cordoned for days: the exporter and GPU alerts leave cordoned nodes out (in_service), so one forgotten
 # after a repair would hide its faults for good (review obsreview4 G6)

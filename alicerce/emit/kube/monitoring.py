@@ -45,7 +45,7 @@ from alicerce.catalog.alerts import (
 )
 from alicerce.emit.kube.budgets import budget_guard
 from alicerce.emit.kube.common import MANAGED, meta
-from alicerce.emit.kube.costs import BUDGET, MONTH_INTERVAL, budget_alerts, cost_rules, month_rules
+from alicerce.emit.kube.costs import BUDGET, MONTH_INTERVAL, budget_alerts, cost_rules, history_rules, month_rules
 from alicerce.emit.kube.dashboards import dashboards
 from alicerce.emit.kube.diagnoses import diagnoses, latency_bad_ratio, share_above, slo_burn
 from alicerce.emit.kube.fabric_alerts import fabric_alerts
@@ -242,6 +242,8 @@ def _cost_groups(rp: ResolvedPlatform, site_name: str, group: Callable[[str, lis
     rules = cost_rules(prices) + [
         {"record": BUDGET, "expr": f"vector({usd:.6g})", "labels": {"team": n}} for n, usd in sorted(budgets.items())
     ]
+    if shares:  # what CostHistoryTruncated and the budget guard read
+        rules += history_rules()
     records = [{**r, "labels": {**r.get("labels", {}), "site": site_name}} for r in rules]
     month = [{**r, "labels": {"site": site_name}} for r in month_rules()]
     return [

@@ -373,3 +373,33 @@ def test_an_alert_says_when_retention_deleted_the_start_of_the_month(tmp_path: P
         {"eval_time": "40h", "alertname": "CostHistoryTruncated", "exp_alerts": []},  # nothing deleted yet
         {"eval_time": "100h", "alertname": "CostHistoryTruncated", "exp_alerts": [fired("a"), fired("d")]},
     ]}], tmp_path)  # fmt: skip
+
+
+@needs_promtool
+def test_an_alert_says_when_prometheus_lost_the_start_of_the_month_with_its_volume(tmp_path: Path) -> None:
+    """Review obsreview8 F3: a lost or re-created volume (or a new replica) starts an empty TSDB mid-month, and no
+    retention ran: the month so far restarted silently. Told apart from a platform installed mid-month by its
+    monitoring namespace, created with the first Prometheus (kube-state-metrics v2.20.0 kube_namespace_created).
+    Promtool's clock starts on 1 January 1970 (the 1st); samples every 10 minutes."""
+    rp = platform("prod")
+    rule = rules_of(rp, "aws")["CostHistoryTruncated"]
+    labels = 'job="kube-prometheus-stack-prometheus",namespace="monitoring",pod="prometheus-0"'
+
+    def prometheus(namespace_created: int, lowest: str) -> list[dict[str, str]]:
+        retentions = [{"series": f"prometheus_tsdb_{kind}_retentions_total{{{labels}}}", "values": "0x800"} for kind in ("size", "time")]
+        return [{"series": 'kube_namespace_created{namespace="monitoring"}', "values": f"{namespace_created}x800"},
+                {"series": f"prometheus_tsdb_lowest_timestamp_seconds{{{labels}}}", "values": lowest}, *retentions]  # fmt: skip
+
+    def fired(at: str, fires: bool) -> dict[str, Any]:
+        alerts = [expected(rule, {"job": "kube-prometheus-stack-prometheus", "namespace": "monitoring", "pod": "prometheus-0"}, "")]
+        return {"eval_time": at, "alertname": "CostHistoryTruncated", "exp_alerts": alerts if fires else []}
+
+    day = 144  # samples
+    run_promtool(rp, "aws", [
+        # the platform runs since December; its volume is lost on the 3rd at 00:00 and the new TSDB starts then
+        {"interval": "10m", "input_series": prometheus(-86400 * 20, f"-1728000x{2 * day - 1} 172800x{800 - 2 * day}"),
+         "alert_rule_test": [fired("47h", False), fired("48h50m", True)]},
+        # installed on the 3rd at 00:00, its first sample 10 minutes later: quiet; its volume lost on the 5th: not
+        {"interval": "10m", "input_series": prometheus(2 * 86400, f"_x{2 * day} 173400x{3 * day} 432000x{800 - 5 * day - 1}"),
+         "alert_rule_test": [fired("50h", False), fired("119h", False), fired("120h50m", True)]},
+    ], tmp_path, every="10m")  # fmt: skip
