@@ -157,16 +157,16 @@ def _latency_alert(slo: ServingSlo, teams: dict[str, ResolvedTeam], workloads: d
         return None
     # the share of the workload's requests slower than the threshold (a bucket bound, AL360) over 5 minutes above what
     # the percentile allows: exactly "the p99 is above the threshold", where histogram_quantile would interpolate
-    budget = slo.error_budget
+    budget = slo.window_budget
     expr = f"({latency_bad_ratio(slo, team.namespaces, '5m')}) > {budget:.6g}"
     what = "time to first token" if slo.metric == TTFT else "time per output token"
     # a warning, not a page: ten minutes above the threshold spends a few hundredths of the month's error budget; the
     # burn-rate pair (alicerce.emit.kube.diagnoses) decides when it is worth waking someone (review DEFECT 8)
     return Alert(slo_alert_name(slo.name), expr, "10m", "warning",
                  f"{slo.workload}: p{slo.percentile:g} {what} above {slo.threshold * 1000:g} ms",
-                 f"SLO {slo.name}: more than {budget:.3g} of requests slower than {slo.threshold * 1000:g} ms for 10 minutes; "
-                 f"it must hold {slo.objective:g}% of the time. The burn-rate alerts page when the month's budget is at "
-                 "risk.", (("team", team.name),))  # fmt: skip
+                 f"SLO {slo.name}: more than {budget:.3g} of requests slower than {slo.threshold * 1000:g} ms for 10 minutes. "
+                 f"The objective is {slo.objective:g}% of the month's requests under it (an error budget of "
+                 f"{slo.error_budget:.3g}): the burn-rate alerts page when that budget is at risk.", (("team", team.name),))  # fmt: skip
 
 
 QUEUE_SLO_WINDOW_SECONDS = 6 * 3600
