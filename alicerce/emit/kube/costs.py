@@ -60,6 +60,18 @@ def month_rules() -> list[dict[str, Any]]:
     return [{"record": TEAM_MONTH, "expr": month_to_date(TEAM_HOUR)}]
 
 
+def month_spent(selector: str) -> str:
+    """The month so far as its readers take it: the last sample of the hourly record within 75 minutes, unless it was
+    recorded in a previous month. Prometheus runs an hourly group at an offset within the hour (rules/group.go
+    EvalTimestamp: hash of the group modulo its interval), e.g. at hh:37: from 00:00 on the 1st to that evaluation the
+    newest sample was last month's total, and the budget alerts and the team dashboard read it into the new month
+    (review obsreview8 F5). The sample's own time comes from timestamp() of the series, read each minute of the
+    window."""
+    series = f"{TEAM_MONTH}{{{selector}}}"
+    recorded_this_month = f"month(last_over_time(timestamp({series})[75m:1m])) == on () group_left () month()"
+    return f"(last_over_time({series}[75m]) and {recorded_this_month})"
+
+
 def _hourly(record: str, rate: str) -> list[dict[str, Any]]:
     """``record``: the integral over the last hour of ``rate`` (per hour), sampled each minute."""
     return [{"record": record, "expr": f"sum_over_time({rate}[1h:1m]) / 60"}]
@@ -127,11 +139,12 @@ def budget_alerts(rp: ResolvedPlatform, site_name: str, shares: dict[str, float]
         if budget is None:
             continue
         usd = budget.monthly_usd * share
+        team = f'team="{name}"'
         # the part this site watches: the budget less the plan's spend at the team's other sites (plan.site_budgets)
         where = f" (of ${budget.monthly_usd:,.0f}, less the plan's spend at its other sites)" if share < 1 else ""
         for percent in sorted(set(budget.alert_at_percent)):
             limit = usd * percent / 100
-            spent = f'last_over_time({TEAM_MONTH}{{team="{name}"}}[75m])'
+            spent = month_spent(team)
             out.append(Alert(budget_alert_name(name, percent), f"{spent} > {limit:.6g}", "1h",
                              "warning",  # a budget is a conversation, not a page
                              f"Team {name} has spent {percent}% of its ${usd:,.0f} monthly GPU budget{where}",
@@ -140,7 +153,7 @@ def budget_alerts(rp: ResolvedPlatform, site_name: str, shares: dict[str, float]
         # the month so far plus the current rate over the hours the calendar month has left (UTC, as the budgets count):
         # "the rate for 720 hours" was quiet on the 20th with 95% spent and fired on the 31st with nothing spent
         # (review obsreview3 DEFECT I)
-        so_far = f'(last_over_time({TEAM_MONTH}{{team="{name}"}}[75m]) or 0 * {TEAM_COST}{{team="{name}"}})'
+        so_far = f"({month_spent(team)} or 0 * {TEAM_COST}{{{team}}})"
         projected = f'{so_far} + {TEAM_COST}{{team="{name}"}} * on () group_left () {HOURS_LEFT}'
         out.append(Alert(budget_alert_name(name, None), f"{projected} > {usd:.6g}", "6h", "warning",
                          f"Team {name} is on course to overrun its ${usd:,.0f} monthly GPU budget{where}",
