@@ -139,7 +139,7 @@ class ServingSlo:
     name: str
     kind: str  # inference-latency | availability
     workload: str
-    objective: float  # percent of time (latency: the percentile must hold) or of requests (availability)
+    objective: float  # percent of the 30-day window's requests (token intervals) that must meet it
     threshold: float  # seconds (latency); unused for availability
     percentile: float | None
     metric: str  # the vLLM histogram a latency SLI reads (and its FORMER_NAMES)
@@ -156,11 +156,18 @@ class ServingSlo:
 
     @property
     def error_budget(self) -> float:
-        """The share of requests (token intervals) allowed to miss: a p99 under 800 ms allows 1% slower than 800 ms
-        (the percentile says it, whatever share of the time it must hold); availability: 1 - objective."""
-        if self.kind == "inference-latency" and self.percentile is not None:
-            return 1 - self.percentile / 100
+        """The share of the 30-day window's requests (token intervals) allowed to miss, which the burn-rate alerts
+        spend: 1 - objective (review obsreview8 F4: a latency SLO's budget was its percentile's, and its objective
+        changed no rule). A latency SLI counts each request slower than the threshold as an error, so "objective 99.5"
+        is "99.5% of the month's requests under the threshold"; the percentile is what the short-window alert holds
+        any five minutes to (window_budget). A latency target of a workload states one percentile: its objective."""
         return 1 - self.objective / 100
+
+    @property
+    def window_budget(self) -> float:
+        """The share of requests slower than the threshold that a latency SLO's percentile allows in any five minutes:
+        a p99 under 800 ms allows 1% slower than 800 ms (SLO<Name>, alicerce.emit.kube.monitoring)."""
+        return 1 - (self.percentile if self.percentile is not None else self.objective) / 100
 
     @property
     def implied(self) -> bool:
@@ -274,10 +281,42 @@ XID_COUNT_METRIC = "DCGM_EXP_XID_ERRORS_COUNT"
 XID_COUNT_WINDOW_MINUTES = 5  # dcgm-exporter's default --xid-count-window-size (4.5.3-4.8.2 pkg/cmd/app.go)
 
 
-def xid_count(codes: str = ".+", *, but: str | None = None) -> str:
-    """XIDs reported per GPU and code in the exporter's window, for the codes matching ``codes`` and not ``but``."""
+def xid_count(codes: str = ".+", *, but: str | None = None, offset: str = "") -> str:
+    """XIDs reported per GPU and code in the exporter's window, for the codes matching ``codes`` and not ``but``
+    (``offset``: as they were that long ago)."""
     unless = f',xid!~"{but}"' if but else ""
-    return f'max by ({GPU_KEY}, xid) ({XID_COUNT_METRIC}{{xid=~"{codes}"{unless}}}) > 0'
+    at = f" offset {offset}" if offset else ""
+    return f'max by ({GPU_KEY}, xid) ({XID_COUNT_METRIC}{{xid=~"{codes}"{unless}}}{at}) > 0'
+
+
+# XIDs a CUDA process causes itself, by being killed or by faulting, on a healthy GPU (review obsreview8 F7): every
+# Kueue preemption, OOM kill, pod deleted past its grace period or buggy kernel raises them, per GPU it held. NVIDIA's
+# Xid catalog (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, catalog of driver R610; resolution
+# bucket as immediate / investigatory action):
+#   13 ROBUST_CHANNEL_GR_EXCEPTION, graphics engine exception: RESTART_APP / WORKFLOW_XID_13 (the app's kernel)
+#   31 ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT, MMU fault: RESTART_APP / WORKFLOW_XID_31 (a bad address in the app)
+#   43 ROBUST_CHANNEL_RESETCHANNEL_VERIF_ERROR, the app's channel reset after its fault: IGNORE / CONTACT_SUPPORT
+#   45 ROBUST_CHANNEL_PREEMPTIVE_REMOVAL, channels torn down as a process is killed: WORKFLOW_XID_45, i.e. IGNORE
+#      beside another XID (follow that one) and RESTART_FM when alone (a Fabric Manager fault on NVSwitch systems)
+# None of them is a ticket per event. A GPU that raises one for every job it runs is the hardware (or a workload
+# that restarts on it into the same fault, a crash loop): GPUApplicationXidRecurring tickets a code that starts
+# XID_APP_RECURRENCE_EVENTS distinct times on ONE GPU within XID_APP_RECURRENCE_WINDOW. An event is the start of
+# the code's count (it was not there a minute before); the exporter's 5-minute window merges the XIDs of one kill
+# (one preempted 8-GPU pod: one 43 and one 45 event per GPU). Five in 24 hours: a healthy GPU of a training pool runs
+# jobs of hours, so even a platform that preempts borrowed quota several times a day kills a job on one GPU a few
+# times at most; five jobs dying on the same GPU the same way is past what preemption explains. A lone 45 on
+# every job is caught the same way (the Fabric Manager restart the catalog asks for shows as a recurrence).
+APPLICATION_XIDS = (13, 31, 43, 45)
+APPLICATION_XID_CODES = "|".join(str(x) for x in APPLICATION_XIDS)
+XID_APP_RECURRENCE_EVENTS = 5
+XID_APP_RECURRENCE_WINDOW = "24h"
+XID_EVENT_STEP = "1m"  # the subquery step: an XID count lasts the exporter's 5-minute window, so none is missed
+
+
+def xid_events(codes: str) -> str:
+    """Distinct XID events per GPU and code over the recurrence window: minutes where the code's count started."""
+    started = f"({xid_count(codes)} unless {xid_count(codes, offset=XID_EVENT_STEP)})"
+    return f"count_over_time({started}[{XID_APP_RECURRENCE_WINDOW}:{XID_EVENT_STEP}])"
 
 
 REMAPPED = f"max by ({GPU_KEY}) (DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS)"
@@ -306,12 +345,25 @@ GPU_HEALTH: tuple[Alert, ...] = (
     ),
     Alert(
         "GPUXidError",
-        # one XID, one alert: a code GPUCriticalXid pages on is not a ticket as well (review obsreview6 G5)
-        xid_count(but=CRITICAL_XID_CODES),
+        # one XID, one alert: a code GPUCriticalXid pages on is not a ticket as well (review obsreview6 G5), and one
+        # a killed or crashing process raises is a ticket only when it recurs (GPUApplicationXidRecurring)
+        xid_count(but=f"{CRITICAL_XID_CODES}|{APPLICATION_XID_CODES}"),
         "0m",
         "warning",
         "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $labels.xid }}",
         f"A GPU reported an XID in the last {XID_COUNT_WINDOW_MINUTES} minutes; check the driver log (nvidia-smi -q, dmesg) for the cause.",
+    ),
+    Alert(
+        "GPUApplicationXidRecurring",
+        f"{xid_events(APPLICATION_XID_CODES)} >= {XID_APP_RECURRENCE_EVENTS}",
+        "0m",
+        "warning",
+        f"GPU {{{{ $labels.gpu }}}} on {{{{ $labels.Hostname }}}} reported XID {{{{ $labels.xid }}}} {{{{ $value }}}} times in "
+        f"{XID_APP_RECURRENCE_WINDOW}",
+        f"XID {{{{ $labels.xid }}}} is one a killed or faulting CUDA process raises (preemption, OOM kill, a bad kernel), "
+        f"but it started {{{{ $value }}}} separate times on this GPU in the last {XID_APP_RECURRENCE_WINDOW}: check whether "
+        "the jobs that failed on it run elsewhere (then drain the node and run the node validation role) or crash the "
+        "same way everywhere (the workload); a lone XID 45 each time asks for a Fabric Manager restart.",
     ),
     Alert(
         "GPURowRemapFailure",
@@ -497,7 +549,7 @@ NODE_OUTAGE_ALERTS = ("DCGMExporterDown", NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_
                       DCGM_XID_COUNTS_ABSENT, "StorageTierUnreadable", "StorageCountersMissing", "StorageCountersStale",
                       FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, FABRIC_COUNTERS_SATURATED)  # fmt: skip
 NODE_OUTAGE_GROUP_BY = ("alertname", "pool", "tier")
-# Prometheus deleted by size the samples the month's spend starts with (alicerce.emit.kube.costs)
+# Prometheus lacks the samples the month's spend starts with: retention deleted them, or its TSDB began again (alicerce.emit.kube.costs)
 COST_HISTORY_TRUNCATED = "CostHistoryTruncated"
 # a node left cordoned for days: the exporter and GPU alerts leave cordoned nodes out (in_service), so one forgotten
 # after a repair would hide its faults for good (review obsreview4 G6)

@@ -130,15 +130,13 @@ def slo_measurable(ctx: RuleContext) -> Iterable[Finding]:
             continue
         path = serving_slo_path(slo.where)
         budget = slo.error_budget
-        if FAST_BURN * budget >= 1:
-            what = f"a p{slo.percentile:g}" if slo.kind == "inference-latency" else f"an objective of {slo.objective:g}%"
-            field = path.percentile if slo.kind == "inference-latency" else path.objective
+        if FAST_BURN * budget >= 1:  # the objective sets every serving SLO's budget (ServingSlo.error_budget)
             yield Finding(
-                field,
-                f"{what} leaves an error budget so large that its fast burn-rate alert ({FAST_BURN:g}x the budget) waits "
-                "for more than 100% errors: it can never fire",
+                path.objective,
+                f"an objective of {slo.objective:g}% leaves an error budget so large that its fast burn-rate alert "
+                f"({FAST_BURN:g}x the budget) waits for more than 100% errors: it can never fire",
                 f"above {100 * (1 - 1 / FAST_BURN):.2f}, e.g. 99",
-                slo.percentile if slo.kind == "inference-latency" else slo.objective,
+                slo.objective,
             )
         if slo.kind == "inference-latency" and bucket_bound(slo.threshold, LATENCY_HISTOGRAMS[TTFT]) is None:
             declared = ctx.spec.monitoring.slos[int(slo.where[2])].threshold

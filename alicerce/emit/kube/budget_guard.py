@@ -9,7 +9,9 @@ ConfigMap in a stock Python image, so it uses the standard library only. Each ru
 2. reads the ClusterQueue, and when the spend has reached the budget sets ``spec.stopPolicy: Hold`` (Kueue admits no
    new workload of the queue; admitted ones keep running), recording the month in an annotation; when the spend is
    under the budget again (a new month, or a larger budget) it releases a queue it held itself, and only such a queue:
-   a Hold an operator set by hand is theirs to lift.
+   a Hold an operator set by hand is theirs to lift. While Prometheus lacks the start of the month (retention deleted
+   it, or its volume was lost: ``alicerce:cost_history_start:seconds``, the record CostHistoryTruncated fires on)
+   the spend under-counts, so a hold the guard set this month stays (review obsreview8 F3).
 
 A team that ran nothing has a spend series of zeros (the cost rules record 0 for a team of the site while
 kube-state-metrics answers): no spend series at all means its sources are gone, not that it spent nothing. Then, as
@@ -34,6 +36,7 @@ HOLD_ANNOTATION = "alicerce.dev/budget-hold"  # the month (YYYY-MM) the guard he
 SPEND = "team:gpu_cost_usd:rate1h"
 HOURLY = "team:gpu_cost_usd:sum1h"  # what each hour cost, recorded by alicerce's cost rules
 BUDGET = "alicerce:team_budget_usd:monthly"
+HISTORY_START = "alicerce:cost_history_start:seconds"  # present while the TSDB lacks the start of the month
 KUEUE_PATH = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/"
 IN_CLUSTER = {
     "url": "https://kubernetes.default.svc",
@@ -68,8 +71,15 @@ def budget_query(team: str, site: str) -> str:
     return f"max({BUDGET}{_labels(team, site)})"
 
 
-def decide(spent: float | None, budget: float | None, queue: dict[str, Any], month: str) -> dict[str, Any] | None:
-    """The merge patch the ClusterQueue needs, or None. ``month``: the current one, YYYY-MM."""
+def history_query(site: str) -> str:
+    return f"max({HISTORY_START}{{site={json.dumps(site)}}})"
+
+
+def decide(
+    spent: float | None, budget: float | None, queue: dict[str, Any], month: str, *, whole_month: bool = True
+) -> dict[str, Any] | None:
+    """The merge patch the ClusterQueue needs, or None. ``month``: the current one, YYYY-MM; ``whole_month``: the
+    spend counts the month from its start (else a hold of this month stays: the spend under-counts)."""
     if spent is None or budget is None:
         return None
     policy = queue.get("spec", {}).get("stopPolicy", "None")
@@ -78,7 +88,7 @@ def decide(spent: float | None, budget: float | None, queue: dict[str, Any], mon
         if policy != "None":
             return None  # held already (by the guard, or harder by an operator: HoldAndDrain stays)
         return {"metadata": {"annotations": {HOLD_ANNOTATION: month}}, "spec": {"stopPolicy": "Hold"}}
-    if policy == "Hold" and held is not None:
+    if policy == "Hold" and held is not None and (whole_month or held != month):
         return {"metadata": {"annotations": {HOLD_ANNOTATION: None}}, "spec": {"stopPolicy": "None"}}
     return None
 
@@ -138,8 +148,13 @@ def run(config: dict[str, Any], now: datetime.datetime) -> int:
                 print(f"team {team}: {what} recorded at site {config['site']}; queue {queue_name} left as it is", file=sys.stderr)
                 failed += 1
                 continue
+            whole_month = prometheus_value(config["prometheus"], history_query(config["site"]), now) is None
+            if not whole_month:
+                print(
+                    f"team {team}: Prometheus lacks the start of the month (CostHistoryTruncated); a hold of {month} stays", file=sys.stderr
+                )
             queue = kube.get(queue_name)
-            patch = decide(spent, budget, queue, month)
+            patch = decide(spent, budget, queue, month, whole_month=whole_month)
             if patch is not None:
                 kube.patch(queue_name, patch)
         except Exception as e:  # one team's failure must not keep the others' queues from being guarded

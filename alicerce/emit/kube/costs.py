@@ -15,6 +15,7 @@ from typing import Any
 from alicerce.catalog.alerts import COST_HISTORY_TRUNCATED, Alert, budget_alert_name, budget_blind_alert_name
 from alicerce.emit.kube.kpi import NAMESPACE_TEAM, POD_GPUS, POD_WORKLOAD
 from alicerce.resolve.model import ResolvedPlatform
+from alicerce.resolve.namespaces import MONITORING_NAMESPACE
 
 PRICE = "alicerce:pool_usd_per_gpu_hour:price"
 TEAM_COST = "team:gpu_cost_usd:rate1h"  # USD per hour the team's running pods cost now
@@ -22,6 +23,8 @@ TEAM_30D = "team:gpu_cost_usd:sum30d"
 TEAM_HOUR = "team:gpu_cost_usd:sum1h"  # USD the team's pods cost over the last hour, minute by minute
 TEAM_MONTH = "team:gpu_cost_usd:sum_month"  # USD since the calendar month (UTC) began: what budgets compare
 BUDGET = "alicerce:team_budget_usd:monthly"  # the share of a team's monthly budget the site watches
+# a Prometheus's oldest sample, recorded only while it is past the start of the month the spend counts (history_rules)
+HISTORY_START = "alicerce:cost_history_start:seconds"
 
 
 def month_to_date(hourly: str) -> str:
@@ -55,6 +58,18 @@ MONTH_INTERVAL = "1h"
 
 def month_rules() -> list[dict[str, Any]]:
     return [{"record": TEAM_MONTH, "expr": month_to_date(TEAM_HOUR)}]
+
+
+def month_spent(selector: str) -> str:
+    """The month so far as its readers take it: the last sample of the hourly record within 75 minutes, unless it was
+    recorded in a previous month. Prometheus runs an hourly group at an offset within the hour (rules/group.go
+    EvalTimestamp: hash of the group modulo its interval), e.g. at hh:37: from 00:00 on the 1st to that evaluation the
+    newest sample was last month's total, and the budget alerts and the team dashboard read it into the new month
+    (review obsreview8 F5). The sample's own time comes from timestamp() of the series, read each minute of the
+    window."""
+    series = f"{TEAM_MONTH}{{{selector}}}"
+    recorded_this_month = f"month(last_over_time(timestamp({series})[75m:1m])) == on () group_left () month()"
+    return f"(last_over_time({series}[75m]) and {recorded_this_month})"
 
 
 def _hourly(record: str, rate: str) -> list[dict[str, Any]]:
@@ -124,11 +139,12 @@ def budget_alerts(rp: ResolvedPlatform, site_name: str, shares: dict[str, float]
         if budget is None:
             continue
         usd = budget.monthly_usd * share
+        team = f'team="{name}"'
         # the part this site watches: the budget less the plan's spend at the team's other sites (plan.site_budgets)
         where = f" (of ${budget.monthly_usd:,.0f}, less the plan's spend at its other sites)" if share < 1 else ""
         for percent in sorted(set(budget.alert_at_percent)):
             limit = usd * percent / 100
-            spent = f'last_over_time({TEAM_MONTH}{{team="{name}"}}[75m])'
+            spent = month_spent(team)
             out.append(Alert(budget_alert_name(name, percent), f"{spent} > {limit:.6g}", "1h",
                              "warning",  # a budget is a conversation, not a page
                              f"Team {name} has spent {percent}% of its ${usd:,.0f} monthly GPU budget{where}",
@@ -137,7 +153,7 @@ def budget_alerts(rp: ResolvedPlatform, site_name: str, shares: dict[str, float]
         # the month so far plus the current rate over the hours the calendar month has left (UTC, as the budgets count):
         # "the rate for 720 hours" was quiet on the 20th with 95% spent and fired on the 31st with nothing spent
         # (review obsreview3 DEFECT I)
-        so_far = f'(last_over_time({TEAM_MONTH}{{team="{name}"}}[75m]) or 0 * {TEAM_COST}{{team="{name}"}})'
+        so_far = f"({month_spent(team)} or 0 * {TEAM_COST}{{{team}}})"
         projected = f'{so_far} + {TEAM_COST}{{team="{name}"}} * on () group_left () {HOURS_LEFT}'
         out.append(Alert(budget_alert_name(name, None), f"{projected} > {usd:.6g}", "6h", "warning",
                          f"Team {name} is on course to overrun its ${usd:,.0f} monthly GPU budget{where}",
@@ -158,21 +174,37 @@ def budget_alerts(rp: ResolvedPlatform, site_name: str, shares: dict[str, float]
 
 # the month's first hour mark (01:00 UTC on the 1st), the oldest sample the month so far reads (team:gpu_cost_usd:sum1h)
 FIRST_MARK = "(time() - time() % 3600 - scalar((day_of_month() - 1) * 86400 + hour() * 3600) + 3600)"
+# how long after its namespace a Prometheus of a new platform may take to write its first sample (the chart's install,
+# the volume's provisioning, the image pull): a TSDB that starts later than that is one that lost its history
+FIRST_SAMPLE_GRACE_SECONDS = 3600
+
+
+def history_rules() -> list[dict[str, Any]]:
+    """The oldest sample of each Prometheus (prometheus_tsdb_lowest_timestamp_seconds, whatever made it so: tsdb/db.go
+    at v3.14.0, the image kube-prometheus-stack 88.5.3 runs), recorded while it is past the month's first hour mark
+    and the TSDB lost samples it had. Two ways to lose them (review observe4 G18, obsreview6 DEFECT 6, obsreview8 F3):
+    retention deleted the oldest blocks, by size (``retentionSize``, 90% of the volume) whatever their age or by time
+    (prometheus_tsdb_size_retentions_total, prometheus_tsdb_time_retentions_total); or the TSDB began again after
+    the platform did: its volume lost or its claim re-created, a new replica, a StatefulSet re-created by a sync. No
+    counter says the second; the platform's age does. A Prometheus installed mid-month also starts mid-month, but
+    its namespace is as new as its TSDB, while one whose history was lost starts long after its namespace
+    (kube_namespace_created, kube-state-metrics v2.20.0 internal/store/namespace.go: the namespace's creation time).
+    Nodes tell no such age: a managed node group's upgrade replaces every node. Re-creating the monitoring namespace
+    itself reads as a new platform (nothing in the cluster remembers the old one)."""
+    lowest = "prometheus_tsdb_lowest_timestamp_seconds"
+    deleted = "(increase(prometheus_tsdb_size_retentions_total[31d]) > 0 or increase(prometheus_tsdb_time_retentions_total[31d]) > 0)"
+    installed = f'max(kube_namespace_created{{namespace="{MONITORING_NAMESPACE}"}}) + {FIRST_SAMPLE_GRACE_SECONDS}'
+    restarted = f"{lowest} > on () group_left () ({installed})"
+    return [{"record": HISTORY_START, "expr": f"{lowest} > {FIRST_MARK} and on (namespace, pod) ({deleted} or {restarted})"}]
 
 
 def history_alert() -> Alert:
-    """Retention deletes the oldest blocks: by size (``retentionSize``, 90% of the volume) whatever their age, and by
-    time once a block ends more than ``monitoring.retention`` before the newest (shorter than the month's 31 days, as
-    30d was by default). Once the month's first hours are gone, the month so far, the budget alerts and the guard
-    under-count with no error (review observe4 G18; obsreview6 DEFECT 6: the alert watched size retention only).
-    Prometheus counts both deletions (prometheus_tsdb_size_retentions_total, prometheus_tsdb_time_retentions_total)
-    and says its oldest sample (prometheus_tsdb_lowest_timestamp_seconds; tsdb/db.go and cmd/prometheus/main.go at
-    v3.14.0, the image kube-prometheus-stack 88.5.3 runs): a Prometheus installed mid-month has deleted nothing and
-    stays quiet."""
-    deleted = "(increase(prometheus_tsdb_size_retentions_total[31d]) > 0 or increase(prometheus_tsdb_time_retentions_total[31d]) > 0)"
-    lost = f"prometheus_tsdb_lowest_timestamp_seconds > {FIRST_MARK} and on (namespace, pod) {deleted}"
-    return Alert(COST_HISTORY_TRUNCATED, lost, "30m", "warning",
-                 "Prometheus {{ $labels.pod }} deleted the start of this month's samples (retention by size or by time)",
-                 "This month's GPU spend, the budget alerts and the budget guard count only from the oldest sample "
-                 "kept: they under-count until the next month. Keep a month: monitoring.retention of 31d or more, and a "
-                 "monitoring.storage that holds that many days of samples.")  # fmt: skip
+    """Once the month's first hours are gone, the month so far, the budget alerts and the guard under-count with no
+    error (history_rules); the guard keeps a hold it set this month meanwhile (budget_guard.decide)."""
+    return Alert(COST_HISTORY_TRUNCATED, HISTORY_START, "30m", "warning",
+                 "Prometheus {{ $labels.pod }} lacks the start of this month's samples",
+                 "Retention deleted them (by size or by time), or the TSDB started again after the platform did (its "
+                 "volume lost or re-created, a new replica). This month's GPU spend and the budget alerts count only "
+                 "from the oldest sample kept: they under-count until the next month, and the budget guard keeps the "
+                 "holds it set this month. Keep a month: monitoring.retention of 31d or more, a monitoring.storage that "
+                 "holds that many days of samples, and a volume that outlives the pod.")  # fmt: skip

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from alicerce.catalog.alerts import DIAGNOSES, GPU_KEY
+from alicerce.emit.kube.costs import month_spent
 from alicerce.emit.kube.promql import recorded_read
 from alicerce.resolve.model import ResolvedPlatform
 
@@ -137,7 +138,7 @@ def team(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
         ("Job run time p50 / p95 by kind", [f"team_kind:job_run_seconds:p50{{{t}}}", f"team_kind:job_run_seconds:p95{{{t}}}"], "s"),
         (
             "Spend this month against budget (USD)",
-            [f"last_over_time(team:gpu_cost_usd:sum_month{{{t}}}[75m])", f"alicerce:team_budget_usd:monthly{{{t}}}"],
+            [month_spent(t), f"alicerce:team_budget_usd:monthly{{{t}}}"],
             "currencyUSD",
         ),
         (

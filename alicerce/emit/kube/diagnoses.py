@@ -187,8 +187,8 @@ def slo_burn(rp: ResolvedPlatform, site: ResolvedSite) -> tuple[list[dict[str, A
         records += [{"record": SLI.format(w), "expr": ratio(slo, team.namespaces, w), "labels": labels} for w in WINDOWS]
         budget = slo.error_budget
         stated = f"{budget:.3g} of requests may miss it" if slo.kind == "availability" else f"{budget:.3g} of them may be slower"
-        if slo.kind == "inference-latency":
-            stated = f"p{slo.percentile:g} under {slo.threshold * 1000:g} ms: {stated}"
+        if slo.kind == "inference-latency":  # the objective sets the budget, the percentile the 5-minute alert
+            stated = f"{slo.objective:g}% of requests under {slo.threshold * 1000:g} ms over 30 days: {stated}"
 
         def burn(long: str, short: str, factor: float, name: str = slo.name, budget: float = budget) -> str:
             limit = f"{factor * budget:.6g}"

@@ -45,7 +45,7 @@ from alicerce.catalog.alerts import (
 )
 from alicerce.emit.kube.budgets import budget_guard
 from alicerce.emit.kube.common import MANAGED, meta
-from alicerce.emit.kube.costs import BUDGET, MONTH_INTERVAL, budget_alerts, cost_rules, month_rules
+from alicerce.emit.kube.costs import BUDGET, MONTH_INTERVAL, budget_alerts, cost_rules, history_rules, month_rules
 from alicerce.emit.kube.dashboards import dashboards
 from alicerce.emit.kube.diagnoses import diagnoses, latency_bad_ratio, share_above, slo_burn
 from alicerce.emit.kube.fabric_alerts import fabric_alerts
@@ -159,16 +159,16 @@ def _latency_alert(slo: ServingSlo, teams: dict[str, ResolvedTeam], workloads: d
         return None
     # the share of the workload's requests slower than the threshold (a bucket bound, AL360) over 5 minutes above what
     # the percentile allows: exactly "the p99 is above the threshold", where histogram_quantile would interpolate
-    budget = slo.error_budget
+    budget = slo.window_budget
     expr = f"({latency_bad_ratio(slo, team.namespaces, '5m')}) > {budget:.6g}"
     what = "time to first token" if slo.metric == TTFT else "time per output token"
     # a warning, not a page: ten minutes above the threshold spends a few hundredths of the month's error budget; the
     # burn-rate pair (alicerce.emit.kube.diagnoses) decides when it is worth waking someone (review DEFECT 8)
     return Alert(slo_alert_name(slo.name), expr, "10m", "warning",
                  f"{slo.workload}: p{slo.percentile:g} {what} above {slo.threshold * 1000:g} ms",
-                 f"SLO {slo.name}: more than {budget:.3g} of requests slower than {slo.threshold * 1000:g} ms for 10 minutes; "
-                 f"it must hold {slo.objective:g}% of the time. The burn-rate alerts page when the month's budget is at "
-                 "risk.", (("team", team.name),))  # fmt: skip
+                 f"SLO {slo.name}: more than {budget:.3g} of requests slower than {slo.threshold * 1000:g} ms for 10 minutes. "
+                 f"The objective is {slo.objective:g}% of the month's requests under it (an error budget of "
+                 f"{slo.error_budget:.3g}): the burn-rate alerts page when that budget is at risk.", (("team", team.name),))  # fmt: skip
 
 
 QUEUE_SLO_WINDOW_SECONDS = 6 * 3600
@@ -244,6 +244,8 @@ def _cost_groups(rp: ResolvedPlatform, site_name: str, group: Callable[[str, lis
     rules = cost_rules(prices) + [
         {"record": BUDGET, "expr": f"vector({usd:.6g})", "labels": {"team": n}} for n, usd in sorted(budgets.items())
     ]
+    if shares:  # what CostHistoryTruncated and the budget guard read
+        rules += history_rules()
     records = [{**r, "labels": {**r.get("labels", {}), "site": site_name}} for r in rules]
     month = [{**r, "labels": {"site": site_name}} for r in month_rules()]
     return [

@@ -29,13 +29,28 @@ class Slo(SpecModel):
     kind: Literal["inference-latency", "queue-wait", "gpu-utilization", "availability"] = Field(description="What is measured.")
     workload: Name | None = Field(default=None, description="Workload the SLO applies to (inference-latency, availability).")
     team: Name | None = Field(default=None, description="Team the SLO applies to (queue-wait).")
-    percentile: float | None = Field(default=None, gt=0, lt=100, description="Percentile for latency SLOs.", examples=[99])
+    percentile: float | None = Field(
+        default=None,
+        gt=0,
+        lt=100,
+        description="Percentile for latency SLOs: the share of requests any five minutes must hold under the threshold "
+        "(p99: at most 1% slower), which the SLO's own alert watches. The month's error budget is the objective's.",
+        examples=[99],
+    )
     threshold: Annotated[Duration | float, BeforeValidator(_threshold)] | None = Field(
         default=None,
         description="Latency or wait threshold (duration) or utilisation fraction: finite and greater than 0. An "
         "availability SLO takes none: it counts the requests the serving pods answer with a server error.",
     )
-    objective: float = Field(gt=0, lt=100, description="Percent of time or requests that must meet the threshold.", examples=[99.5])
+    objective: float = Field(
+        gt=0,
+        lt=100,
+        description="Percent that must meet the threshold: of the 30-day window's requests (inference-latency: a request "
+        "slower than the threshold is an error; availability), or of the jobs admitted (queue-wait). 100 - objective is "
+        "the error budget the burn-rate alerts spend: percentile 99 with objective 99.5 allows 0.5% of the month's "
+        "requests slower, and 1% in any five minutes. A gpu-utilization SLO alerts on its threshold alone.",
+        examples=[99.5],
+    )
 
     @property
     def limit(self) -> float:

@@ -21,6 +21,7 @@ import pytest
 
 from alicerce.emit.kube import budget_guard
 from alicerce.emit.kube.budgets import NAME, guard_script
+from alicerce.emit.kube.costs import HISTORY_START
 from alicerce.emit.kube.monitoring import monitoring_objects, rule_groups
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_text
@@ -161,6 +162,32 @@ def test_the_decision_holds_once_and_releases_only_its_own_hold() -> None:
     released = budget_guard.decide(1.0, 5.0, queue("a", "Hold", {budget_guard.HOLD_ANNOTATION: "2025-02"}), month)
     assert released == {"metadata": {"annotations": {budget_guard.HOLD_ANNOTATION: None}}, "spec": {"stopPolicy": "None"}}
     assert budget_guard.decide(None, 5.0, queue("a"), month) is None and budget_guard.decide(9.0, None, queue("a"), month) is None
+    # review obsreview8 F3: while the month's start is missing, this month's hold stays; last month's is released
+    held_now = queue("a", "Hold", {budget_guard.HOLD_ANNOTATION: month})
+    assert budget_guard.decide(1.0, 5.0, held_now, month, whole_month=False) is None
+    assert budget_guard.decide(1.0, 5.0, held_now, month) == released
+    held_before = queue("a", "Hold", {budget_guard.HOLD_ANNOTATION: "2025-02"})
+    assert budget_guard.decide(1.0, 5.0, held_before, month, whole_month=False) == released
+
+
+@needs_prometheus
+def test_the_guard_keeps_its_hold_while_prometheus_lacks_the_start_of_the_month(tmp_path: Path) -> None:
+    """Review obsreview8 F3: research was held on 10 March; Prometheus's volume is lost on the 20th, and the spend it
+    counts from then is under the budget: the hold stays while the rules record the history as cut short (a run
+    that reads no such record releases it, as a larger budget would)."""
+    run = "2025-03-21T12:00"
+    state = FakeApiServer({"research": queue("research", "Hold", {budget_guard.HOLD_ANNOTATION: "2025-03"})})
+    lost = {'alicerce:cost_history_start:seconds{namespace="monitoring",pod="prometheus-0",site="aws"}':
+            every("2025-03-21T11:00", run, QUARTER, at("2025-03-20T00:00").timestamp())}  # fmt: skip
+    series = {**spend("research", 100, ("2025-03-20T00:00", run)), **budget("research", 5000, run)}
+    for tsdb in ("lost", "whole"):
+        (tmp_path / tsdb).mkdir()
+    with prometheus_server({**series, **lost}, tmp_path / "lost") as prometheus, api_server(state) as kube:
+        assert budget_guard.run(config(prometheus, kube, tmp_path, ["research"]), at(run)) == 0
+    assert state.patches == []
+    with prometheus_server(series, tmp_path / "whole") as prometheus, api_server(state) as kube:
+        assert budget_guard.run(config(prometheus, kube, tmp_path, ["research"]), at(run)) == 0
+    assert state.queues["research"]["spec"]["stopPolicy"] == "None"
 
 
 @needs_prometheus
@@ -278,6 +305,7 @@ def test_only_a_budget_that_says_so_gets_a_guard_and_it_may_patch_only_that_queu
         recorded = {r["labels"]["team"] for g in rule_groups(rp, site) for r in g["rules"] if r.get("record") == budget_guard.BUDGET}
         assert "research" in recorded
         assert budget_guard.SPEND in {r.get("record") for g in rule_groups(rp, site) for r in g["rules"]}
+        assert budget_guard.HISTORY_START == HISTORY_START in {r.get("record") for g in rule_groups(rp, site) for r in g["rules"]}
 
 
 OFF = [("kueue: {enabled: false}", "AL362"), ("kueue: {}\n  monitoring: {enabled: false}", "AL363")]

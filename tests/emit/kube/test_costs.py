@@ -309,6 +309,39 @@ def test_an_owned_pool_busy_all_month_bills_what_the_plan_says_it_costs() -> Non
 
 
 @needs_promtool
+def test_budget_alerts_and_the_dashboard_drop_a_month_total_recorded_last_month(tmp_path: Path) -> None:
+    """Review obsreview8 F5: Prometheus runs the hourly month group at an offset within the hour (rules/group.go
+    EvalTimestamp), so from 00:00 on the 1st to its next run the newest team:gpu_cost_usd:sum_month is last month's
+    total, which the budget alerts and the team dashboard read for up to 75 minutes. The record is fed here as that
+    group writes it, every 37 minutes (promtool evaluates a group on the hour, where the offset never shows): January's
+    $950,000 at 23:42 on the 31st, February's first $1,200 at 00:19 on 1 February (promtool's clock starts on
+    1 January 1970)."""
+    from alicerce.emit.kube.dashboards import dashboards
+
+    rp = platform("prod")
+    rules = rules_of(rp, "aws")
+    research = {"site": "aws", "team": "research"}
+    month = "team:gpu_cost_usd:sum_month{" + ",".join(f'{k}="{v}"' for k, v in research.items()) + "}"
+    inputs = [{"series": month, "values": "_x1206 950000 1200"}]  # samples 1206 and 1207: 44622 and 44659 minutes
+    panel = next(p for p in dashboards(rp, rule_groups(rp, "aws"))["team.json"]["panels"] if p["title"].startswith("Spend this month"))
+    spent = panel["targets"][0]["expr"].replace("$team", "research")
+    checks = []
+    for expr in (rules["BudgetResearch80"]["expr"], rules["BudgetResearch100"]["expr"], spent):
+        checks += [
+            {"expr": expr, "eval_time": "44630m", "exp_samples": [{"labels": month, "value": 950000}]},
+            {"expr": expr, "eval_time": "44650m", "exp_samples": []},  # 00:10 on 1 February: January's total is gone
+        ]
+    checks.append({"expr": spent, "eval_time": "44670m", "exp_samples": [{"labels": month, "value": 1200}]})
+    groups = [{"name": "none", "rules": [{"record": "unused", "expr": "vector(1)"}]}]
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": groups}))
+    document = {"rule_files": ["rules.yaml"], "evaluation_interval": "37m",
+                "tests": [{"interval": "37m", "input_series": inputs, "promql_expr_test": checks}]}  # fmt: skip
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump(document))
+    result = promtool("test", "rules", "tests.yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@needs_promtool
 def test_the_projection_adds_the_month_so_far_to_the_hours_it_has_left(tmp_path: Path) -> None:
     """Review obsreview3 DEFECT I: BudgetResearchProjected read "the current rate for 720 hours", blind to what the
     calendar month has spent and has left. Promtool's clock starts on 1 January 1970 (UTC). On 20 January at 06:00,
@@ -373,3 +406,33 @@ def test_an_alert_says_when_retention_deleted_the_start_of_the_month(tmp_path: P
         {"eval_time": "40h", "alertname": "CostHistoryTruncated", "exp_alerts": []},  # nothing deleted yet
         {"eval_time": "100h", "alertname": "CostHistoryTruncated", "exp_alerts": [fired("a"), fired("d")]},
     ]}], tmp_path)  # fmt: skip
+
+
+@needs_promtool
+def test_an_alert_says_when_prometheus_lost_the_start_of_the_month_with_its_volume(tmp_path: Path) -> None:
+    """Review obsreview8 F3: a lost or re-created volume (or a new replica) starts an empty TSDB mid-month, and no
+    retention ran: the month so far restarted silently. Told apart from a platform installed mid-month by its
+    monitoring namespace, created with the first Prometheus (kube-state-metrics v2.20.0 kube_namespace_created).
+    Promtool's clock starts on 1 January 1970 (the 1st); samples every 10 minutes."""
+    rp = platform("prod")
+    rule = rules_of(rp, "aws")["CostHistoryTruncated"]
+    labels = 'job="kube-prometheus-stack-prometheus",namespace="monitoring",pod="prometheus-0"'
+
+    def prometheus(namespace_created: int, lowest: str) -> list[dict[str, str]]:
+        retentions = [{"series": f"prometheus_tsdb_{kind}_retentions_total{{{labels}}}", "values": "0x800"} for kind in ("size", "time")]
+        return [{"series": 'kube_namespace_created{namespace="monitoring"}', "values": f"{namespace_created}x800"},
+                {"series": f"prometheus_tsdb_lowest_timestamp_seconds{{{labels}}}", "values": lowest}, *retentions]  # fmt: skip
+
+    def fired(at: str, fires: bool) -> dict[str, Any]:
+        alerts = [expected(rule, {"job": "kube-prometheus-stack-prometheus", "namespace": "monitoring", "pod": "prometheus-0"}, "")]
+        return {"eval_time": at, "alertname": "CostHistoryTruncated", "exp_alerts": alerts if fires else []}
+
+    day = 144  # samples
+    run_promtool(rp, "aws", [
+        # the platform runs since December; its volume is lost on the 3rd at 00:00 and the new TSDB starts then
+        {"interval": "10m", "input_series": prometheus(-86400 * 20, f"-1728000x{2 * day - 1} 172800x{800 - 2 * day}"),
+         "alert_rule_test": [fired("47h", False), fired("48h50m", True)]},
+        # installed on the 3rd at 00:00, its first sample 10 minutes later: quiet; its volume lost on the 5th: not
+        {"interval": "10m", "input_series": prometheus(2 * 86400, f"_x{2 * day} 173400x{3 * day} 432000x{800 - 5 * day - 1}"),
+         "alert_rule_test": [fired("50h", False), fired("119h", False), fired("120h50m", True)]},
+    ], tmp_path, every="10m")  # fmt: skip

@@ -195,18 +195,18 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
         },
         {  # review obsreview3 DEFECT C: XID 94 on the held GPU at 2 min pages, clears once dcgm-exporter's 5-minute
             # window passes, and a second XID 94 an hour later pages again (the last-XID gauge never changed, so it
-            # stayed silent); XID 13 on the idle GPU (an application fault) is a warning only, and the page is not a
-            # warning as well (review obsreview6 G5: one XID, one alert)
+            # stayed silent); XID 92 on the idle GPU (excessive corrected-error interrupts) is a warning only, and the
+            # page is not a warning as well (review obsreview6 G5: one XID, one alert)
             "interval": "1m",
             "input_series": [
                 {"series": series(XID_COUNT_METRIC, xids(held, 94)), "values": "_x2 1x4 stale _x55 1x4 stale"},
-                {"series": series(XID_COUNT_METRIC, xids(idle, 13)), "values": "_x2 1x4 stale"},
+                {"series": series(XID_COUNT_METRIC, xids(idle, 92)), "values": "_x2 1x4 stale"},
             ],
             "alert_rule_test": [
                 {"eval_time": "1m", "alertname": "GPUCriticalXid", "exp_alerts": []},
                 {"eval_time": "3m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rules["GPUCriticalXid"], xid94, "1")]},
                 {"eval_time": "3m", "alertname": "GPUXidError", "exp_alerts": [
-                    expected(rules["GPUXidError"], idle_key | {"xid": "13"}, "1")]},
+                    expected(rules["GPUXidError"], idle_key | {"xid": "92"}, "1")]},
                 {"eval_time": "20m", "alertname": "GPUCriticalXid", "exp_alerts": []},
                 {"eval_time": "20m", "alertname": "GPUXidError", "exp_alerts": []},
                 {"eval_time": "64m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rules["GPUCriticalXid"], xid94, "1")]},
@@ -311,6 +311,59 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
     # the series names fed to promtool are the exporters' own (kube-state-metrics 2.20.0 metrics facts)
     ksm = {"kube_node_labels", "kube_node_status_allocatable", "kube_node_created", "kube_node_spec_unschedulable"}
     assert ksm <= set(load("kube-state-metrics", "2.20.0", "metrics.json"))
+    run_promtool(rp, "dc1", tests, tmp_path)
+
+
+def xid_events_at(minutes: list[int], last: int, lasting: int = XID_COUNT_WINDOW_MINUTES) -> str:
+    """promtool values of an XID count series: present (1) for ``lasting`` minutes from each of ``minutes``,
+    stale between (dcgm-exporter drops the code's series once its window holds none), up to minute ``last``."""
+    values = []
+    for minute in range(last + 1):
+        if any(start <= minute < start + lasting for start in minutes):
+            values.append("1")
+        else:
+            values.append("stale" if values and values[-1] != "_" and values[-1] != "stale" else "_")
+    return " ".join(values)
+
+
+@needs_promtool
+def test_application_xids_are_a_ticket_only_when_they_recur_on_one_gpu(tmp_path: Path) -> None:
+    """Review obsreview8 F7: a preempted or OOM-killed job raises XID 43 and 45 on each GPU it held, a faulting kernel
+    13 or 31 (NVIDIA's Xid catalog: IGNORE / RESTART_APP): no ticket each time; a GPU where the same code starts
+    five separate times in a day is one."""
+    rp = platform("prod")
+    rules = rules_of(rp, "dc1")
+    window = {"window_size_in_ms": str(XID_COUNT_WINDOW_MINUTES * 60_000)}
+    killed = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 0))
+    faulty = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 1))
+    healthy = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 2))
+    faulty_key = {k: faulty[k] for k in ("Hostname", "gpu", "UUID")}
+    five = [10, 40, 70, 100, 130]  # a job dies on the GPU every half hour
+    tests = [
+        {
+            "interval": "1m",
+            "input_series": [
+                # a Kueue preemption kills the job on gpu 0: XID 45 and 43 once, in the same five minutes
+                *({"series": series(XID_COUNT_METRIC, killed | window | {"xid": code}), "values": xid_events_at([2], 140)}
+                  for code in ("43", "45")),
+                # gpu 1 raises XID 13 for every job it runs: five separate events
+                {"series": series(XID_COUNT_METRIC, faulty | window | {"xid": "13"}), "values": xid_events_at(five, 140)},
+                # gpu 2 four separate XID 31s, and one long burst (a count held for 20 minutes is one event)
+                {"series": series(XID_COUNT_METRIC, healthy | window | {"xid": "31"}),
+                 "values": xid_events_at([10, 40, 70], 140) + " " + " ".join(["1"] * 20)},
+            ],
+            "alert_rule_test": [
+                {"eval_time": "4m", "alertname": "GPUXidError", "exp_alerts": []},
+                {"eval_time": "4m", "alertname": "GPUApplicationXidRecurring", "exp_alerts": []},
+                {"eval_time": "100m", "alertname": "GPUApplicationXidRecurring", "exp_alerts": []},  # four events so far
+                {"eval_time": "131m", "alertname": "GPUXidError", "exp_alerts": []},
+                {"eval_time": "131m", "alertname": "GPUApplicationXidRecurring", "exp_alerts": [
+                    expected(rules["GPUApplicationXidRecurring"], faulty_key | {"xid": "13"}, "5")]},
+                {"eval_time": "160m", "alertname": "GPUApplicationXidRecurring", "exp_alerts": [
+                    expected(rules["GPUApplicationXidRecurring"], faulty_key | {"xid": "13"}, "5")]},
+            ],
+        },
+    ]  # fmt: skip
     run_promtool(rp, "dc1", tests, tmp_path)
 
 
