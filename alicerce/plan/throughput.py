@@ -62,9 +62,10 @@ Measured (issue 23, bench/sizing_accuracy.py's unseen set, each refit on calibra
   Granite pays about 2.2 times its overhead (1 / factor - 1), and at the same volume and shape DeepSeek-V3's own stack
   pays 0.4 of Megatron-Bridge's.
   Why DeepSeek-V2 is slow, by hand: its all-to-all is 4 x 6 experts x 5,120 x 2 B x 59 layers = 14.5 MB a token; with
-  its 8-way expert parallelism inside a node, 7/8 of it crosses the H800's NVLink (400 GB/s both ways, 200 each way; the
-  NVLink the planner gives the H800) in 63 us, against 0.37 ms of the token's compute at the non-MoE efficiency: a factor
-  of 0.85 unoverlapped and about 1 with the shared-expert overlap its paper describes, where the constant charges 0.37.
+  its 8-way expert parallelism (its paper, Sec. 3.1.3) taken as one node of 8 GPUs, 7/8 of it crosses the H800's
+  NVLink (400 GB/s both ways, 200 each way; the NVLink the planner gives the H800) in 63 us, against 0.37 ms of the
+  token's compute at the non-MoE efficiency: a factor of 0.85 unoverlapped and about 1 with the shared-expert overlap
+  its paper describes, where the constant charges 0.37.
   The H800's NVLink is not the cause (the MoE factor reads no link). The constant is what Megatron-Bridge's runs pay:
   19,500 x routed volume is, at 0.5-0.75 of an H100's bf16 peak, the time of 8-12 bytes a routed element over 50 GB/s
   a GPU (DGX H100's 8 x 400 Gb/s), the fabric all-to-all of its expert-parallel groups of 32-64 (its table's EP column;

@@ -555,7 +555,7 @@ def test_bytes_per_sample_sets_the_dataset_read_rate() -> None:
 
 def test_a_declared_expert_parallel_group_sets_the_moe_traffic() -> None:
     """Issue 23 (sizmoe2): the expert-parallel degree is the team's (DeepSeek-V2 ran 8 inside a node, arXiv 2405.04434
-    Sec. 3.2.1; DeepSeek-V3 64 across nodes, 2412.19437 Sec. 3.2), not always min(experts, dp). DeepSeek-V3's shape on
+    Sec. 3.1.3; DeepSeek-V3 64 across nodes, 2412.19437 Sec. 3.2), not always min(experts, dp). DeepSeek-V3's shape on
     2,048 H100 with expertParallel 8: each GPU's node holds the whole group, so no all-to-all crosses the fabric, and
     the experts' sync runs over dp / 8 = 256 replicas of each expert's share (654.451613e9 / 8 B of routed experts a GPU)
       sync = 3 x (16.548387e9 x 2047/2048 + 654.451613e9 / 8 x 255/256) B a micro-batch, 7.4983 micro-batches a step;

@@ -180,7 +180,7 @@ class Workload(SpecModel):
         ge=1,
         le=MAX_WIDTH,
         description="Training a mixture of experts: GPUs each MoE layer's experts are spread over (Megatron-Core "
-        "--expert-model-parallel-size; DeepSeek-V2 ran 8, DeepSeek-V3 64, arXiv 2405.04434 Sec. 3.2.1 and 2412.19437 Sec. "
+        "--expert-model-parallel-size; DeepSeek-V2 ran 8, DeepSeek-V3 64, arXiv 2405.04434 Sec. 3.1.3 and 2412.19437 Sec. "
         "3.2). Each GPU syncs its own experts over the data-parallel replicas of them, and the all-to-all that takes each "
         "token to its experts and back crosses the fabric only for the part of the group off the GPU's node: a group "
         "inside one node moves it over NVLink. Default: every expert on its own GPU, min(experts, data-parallel ranks).",
