@@ -468,6 +468,7 @@ class TrainingRun(CatalogModel):
     sequenceParallel: bool = True  # the run's stack splits every activation over tensor parallelism (sequenceParallel)
     zeroStage: int | None = None  # what its data-parallel ranks shard, as its source states (the workload field zeroStage)
     pipelineParallel: int | None = None  # its pipeline stages, as its source states (pipelineParallel)
+    expertParallel: int | None = None  # its expert-parallel group, as its source states (expertParallel)
     tensorParallel: int | None = None  # with `recompute`: the degree it recomputed at (training TP is the planner's choice)
     reporting: Literal["gpuHours", "throughput", "timeToTrain"]
     measured: TrainingMeasurement

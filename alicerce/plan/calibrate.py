@@ -421,6 +421,8 @@ def run_workload(run: TrainingRun) -> Workload:
         spec["zeroStage"] = run.zeroStage
     if run.pipelineParallel is not None:
         spec["pipelineParallel"] = run.pipelineParallel
+    if run.expertParallel is not None:
+        spec["expertParallel"] = run.expertParallel
     return Workload.model_validate(spec)
 
 

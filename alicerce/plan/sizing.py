@@ -316,8 +316,8 @@ def network_bytes_per_step(
     (FSDP) shards the frozen base too and gathers it for the forward and the backward of every micro-batch, beside the
     adapters' reduce-scatter (review sizreview4 D5: the plan charged the whole model's all-reduce once a step). A mixture of
     experts runs expert parallelism (Megatron-Core, DeepSpeed-MoE, DeepSeek-V3's EP): the experts are spread
-    over EP = min(experts, dp) ranks, so a GPU syncs the shared (attention, dense, shared-expert) parameters
-    over dp and only its own experts over the dp / EP replicas of them, not a gather of every parameter;
+    over EP ranks (declared as ``expertParallel``, else min(experts, dp)), so a GPU syncs the shared (attention,
+    dense, shared-expert) parameters over dp and only its own experts over the dp / EP replicas of them, not a gather of every parameter;
     on top, the all-to-all moves each token's hidden state to its top-k experts and back, forward and
     backward (4 x tokens per GPU x k x hidden x MoE layers x 2 bytes), for the share of experts off the node."""
     assert w.model is not None
@@ -340,7 +340,8 @@ def network_bytes_per_step(
         shared = max(0.0, active - k * per_expert)
     else:  # routed experts unknown: every parameter beyond the active ones is an expert's
         shared = active
-    ep = max(1, min(experts or dp, dp))
+    # the declared expert-parallel group (workloads[].expertParallel), else every expert on its own data-parallel rank
+    ep = w.expert_parallel or max(1, min(experts or dp, dp))
     replicas = max(1, dp // ep)
     # ZeRO-3 gathers the shared weights and its experts' every micro-batch as a dense run does (review sizreview4 D2: once
     # a step understated a DeepSeek-like run ~15x and PL321 never fired)

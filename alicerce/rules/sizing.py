@@ -145,6 +145,26 @@ def pipeline_layout(ctx: RuleContext) -> Iterable[Finding]:
                           f"count that divides {w.gpus}: {_divisors(w.gpus)}", stages, resource=w.name)  # fmt: skip
 
 
+@rules.rule("AL376", "expert-layout", "A declared expert-parallel group spreads a mixture of experts' experts over whole GPUs.")
+def expert_layout(ctx: RuleContext) -> Iterable[Finding]:
+    """Megatron-Core spreads each MoE layer's experts over ``expertParallel`` GPUs and asserts the experts divide by it
+    (num_moe_experts % expert_model_parallel_size == 0): a dense model has no experts to spread, and a group wider than
+    the experts, or one that does not divide them, leaves a GPU without a whole share."""
+    for i, w in enumerate(ctx.spec.workloads):
+        ep = w.expert_parallel
+        if ep is None or w.kind not in SCHEDULED or w.model is None:
+            continue  # on another kind AL380 reports it
+        path = S.workloads[i].expert_parallel
+        experts = w.model.experts
+        if w.model.architecture != "moe" or experts is None:
+            yield Finding(path, f"expertParallel {ep} on a model with no experts declared: sizing ignores it",
+                          "declare model.architecture: moe and model.experts, or remove it", ep, resource=w.name)  # fmt: skip
+        elif ep > 1 and experts.total % ep:
+            yield Finding(path, f"expertParallel {ep} does not divide the model's {experts.total} experts: each GPU of the "
+                          "group holds a whole share of them", f"a divisor of {experts.total}: {_divisors(experts.total)}",
+                          ep, resource=w.name)  # fmt: skip
+
+
 @rules.rule("AL371", "attention-layout", "A sliding-window model's global layers are layers of the model.")
 def attention_layout(ctx: RuleContext) -> Iterable[Finding]:
     for i, w in enumerate(ctx.spec.workloads):
@@ -222,6 +242,7 @@ _READ_BY: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("sequence_parallel", SCHEDULED, "serving engines size the KV cache, not training activations"),
     ("zero_stage", SCHEDULED, "a served model keeps no gradients or optimizer state to shard"),
     ("pipeline_parallel", SCHEDULED, "a replica's GPUs are its tensorParallel degree"),
+    ("expert_parallel", SCHEDULED, "a replica's GPUs are its tensorParallel degree"),
 )
 
 

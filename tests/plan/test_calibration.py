@@ -30,6 +30,7 @@ from alicerce.plan.calibrate import (
     predict_row,
     predicted_mfu,
     run_gpu,
+    run_workload,
     summary,
     training_errors,
 )
@@ -340,6 +341,18 @@ def test_every_unseen_run_is_sized_by_the_planners_own_path() -> None:
     layout that fits): a run the planner cannot size would silently drop out of the bench's medians."""
     missing = [r.id for r in CATALOG.unseen_evaluation.runs if planned_mfu(r, CATALOG, SIZING) is None]
     assert not missing, missing
+
+
+def test_a_runs_published_expert_parallel_group_is_declared_as_a_user_would() -> None:
+    """Issue 23 (sizmoe2): a MoE run whose source states its expert-parallel group (Megatron-Bridge's EP column,
+    DeepSeek-V2 Sec. 3.1.3, DeepSeek-V3 Sec. 3.2, GRIN-MoE's none) reaches `plan` as `expertParallel`, so the planner's
+    network figure for it is that layout's, not the min(experts, dp) default."""
+    declared = {r.id: r.expertParallel for r in (*RUNS, *CATALOG.unseen_evaluation.runs) if r.expertParallel is not None}
+    assert declared == {"deepseek-v3": 64, "mbridge2509-dsv3-1024xh100": 64, "mbridge2511-qwen3-235b-256xh100": 32,
+                        "mbridge2511-qwen3-30b-16xh100": 8, "deepseek-v2": 8, "grin-moe": 1}  # fmt: skip
+    for run in (*RUNS, *CATALOG.unseen_evaluation.runs):
+        assert run_workload(run).expert_parallel == run.expertParallel, run.id
+        assert run.expertParallel is None or run.experts is not None, run.id
 
 
 def test_a_calibration_gpu_keeps_its_own_nvlink_bandwidth() -> None:

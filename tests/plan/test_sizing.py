@@ -558,6 +558,35 @@ def test_bytes_per_sample_sets_the_dataset_read_rate() -> None:
     assert images.dataset_read_gbps == pytest.approx(text.dataset_read_gbps * per_token / SIZING.defaultBytesPerToken.value)
 
 
+def test_a_declared_expert_parallel_group_sets_the_moe_traffic() -> None:
+    """Issue 23 (sizmoe2): the expert-parallel degree is the team's (DeepSeek-V2 ran 8 inside a node, arXiv 2405.04434
+    Sec. 3.1.3; DeepSeek-V3 64 across nodes, 2412.19437 Sec. 3.2), not always min(experts, dp). DeepSeek-V3's shape on
+    2,048 H100 with expertParallel 8: each GPU's node holds the whole group, so no all-to-all crosses the fabric, and
+    the experts' sync runs over dp / 8 = 256 replicas of each expert's share (654.451613e9 / 8 B of routed experts a GPU)
+      sync = 3 x (16.548387e9 x 2047/2048 + 654.451613e9 / 8 x 255/256) B a micro-batch, 7.4983 micro-batches a step;
+    with 64 (DeepSeek-V3's own) 1 - 8/64 of the all-to-all crosses it: 4 x 8 x 7168 x 58 x 2 B x 30,713 tokens x 7/8."""
+    model = {**DEEPSEEK_V3, "attention": {"kind": "mla", "kvLoraRank": 512, "ropeHeadDim": 64, "heads": 128}, "headDim": 128}
+    base = {"model": model, "tokens": "14.8T", "sequenceLength": 4096, "globalBatchTokens": 62_900_224, "gpus": 2048,
+            "accelerator": "H100", "precision": "fp8", "fp8Recipe": "transformer-engine"}  # fmt: skip
+    plans = {ep: plan_training(workload(**base, expertParallel=ep), on("H100-SXM5-80GB", network=400.0), SIZING, []) for ep in (8, 64)}
+    rounds = 62_900_224 / (4096 * 2048)
+    for ep, a2a_share in ((8, 0.0), (64, 1 - 8 / 64)):
+        plan = plans[ep]
+        assert plan.tensor_parallel == 1 and plan.mfu is not None
+        replicas = 2048 // ep
+        sync = 3 * (16.548387e9 * 2047 / 2048 + 654.451613e9 / ep * (replicas - 1) / replicas)
+        a2a = 4 * 8 * 7168 * 58 * 2 * 62_900_224 / 2048 * a2a_share
+        step = (62_900_224 / 2048) / (989.4e12 * plan.mfu / 0.94 / (6 * 37e9))
+        need = (sync * rounds + a2a) * 8 / (step * 0.8) / 1e9
+        assert plan.network_gbps_per_gpu == pytest.approx(need, rel=1e-5), ep
+    # the trade a team makes: 8 keeps the all-to-all in the node but each GPU holds and syncs 1/8 of the experts (82 GB
+    # of them at ZeRO-3, gathered every micro-batch); a wider group sends more all-to-all off the node and syncs far less
+    # expert state; undeclared, min(256, dp) = 256
+    default = plan_training(workload(**base), on("H100-SXM5-80GB", network=400.0), SIZING, [])
+    needs = {ep: plans[ep].network_gbps_per_gpu for ep in (8, 64)} | {256: default.network_gbps_per_gpu}
+    assert needs[256] < needs[64] < needs[8], needs  # type: ignore[operator]
+
+
 def test_a_dense_run_whose_fabric_is_short_says_so() -> None:
     """Review finding 2: a dense run needing more per-GPU network than its RDMA fabric gives (Phi-3-medium, 14B, 40 x 5120,
     on 512 H100 at 400 Gbit/s: about 476 Gbit/s of ZeRO-3 traffic at the planned step) got no finding; MoE runs had PL321.

@@ -175,6 +175,17 @@ class Workload(SpecModel):
         "- 1) in the pipeline bubble, microbatches being one sequence each of the data-parallel rank's share of the global "
         "batch (Narayanan et al. 2021, arXiv 2104.04473, Sec. 2.2). Default: 1.",
     )
+    expert_parallel: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_WIDTH,
+        description="Training a mixture of experts: GPUs each MoE layer's experts are spread over (Megatron-Core "
+        "--expert-model-parallel-size; DeepSeek-V2 ran 8, DeepSeek-V3 64, arXiv 2405.04434 Sec. 3.1.3 and 2412.19437 Sec. "
+        "3.2). Each GPU syncs its own experts over the data-parallel replicas of them, and the all-to-all that takes each "
+        "token to its experts and back crosses the fabric only for the part of the group off the GPU's node: a group "
+        "inside one node moves it over NVLink. Default: every expert on its own GPU, min(experts, data-parallel ranks).",
+        examples=[8],
+    )
     checkpoint_interval: Duration | None = Field(default=None, gt=0, description="Time between checkpoints.")
     dataset: Dataset | None = Field(default=None, description="Input data.")
     traffic: Traffic | None = Field(default=None, description="Inference traffic.")
