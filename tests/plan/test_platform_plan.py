@@ -110,7 +110,7 @@ def test_training_network_divides_by_the_productive_step() -> None:
 
 
 def undersized_chat() -> dict[str, Any]:
-    """The reference with chat-70b at 40 req/s: 112 replicas on a pool of 8 nodes (PL305)."""
+    """The reference with chat-70b at 40 req/s: 108 replicas on a pool of 8 nodes (PL305)."""
     data = reference()
     next(w for w in data["workloads"] if w["name"] == "chat-70b")["traffic"]["peakRps"] = 40
     return data
@@ -121,8 +121,8 @@ def test_a_serving_shortfall_says_what_bounds_a_replica() -> None:
     shorter prompts) can be chosen from the message."""
     (finding,) = [f for f in plan_of(undersized_chat()).findings if f.check == "PL305"]
     assert finding.message == (
-        "needs 112 replicas (448 GPUs) at peak: one replica of 4 GPUs serves 0.36 req/s (prefill 0.54 s a request, "
-        "decode steps of 32 ms at a batch of 4); pool infer-l40s has 32 at max 8 nodes; 112 nodes are needed"
+        "needs 108 replicas (432 GPUs) at peak: one replica of 4 GPUs serves 0.37 req/s (prefill 0.54 s a request, "
+        "decode steps of 32 ms at a batch of 4); pool infer-l40s has 32 at max 8 nodes; 108 nodes are needed"
     )
 
 
