@@ -17,7 +17,8 @@ generated tokens::
               when full (vLLM): then the batch holds, on average, what the decode step reads
               latency limit: step(B) + B x prefill / osl <= TPOT target (prefills share the replica)
     c_tok   = 2 all-reduces x layers x hidden x 2 bytes x 2(tp-1)/tp / (link bandwidth x e_link)
-    prefill = (2 x N_active x isl + 2 x layers x isl^2 x hidden) / (tp x peak x e_prefill) + isl x c_tok
+    prefill = (2 x N_active x isl + 2 x layers x isl^2 x hidden) / (tp x peak x e_prefill) + isl x c_tok x e_link / e_bus
+              a prompt's all-reduces carry megabytes: NCCL's bus bandwidth e_bus (training.tpLinkEfficiency), not e_link
     step(B) = (W_read + B x kv x (isl + osl/2)) / (tp x HBM bandwidth x e_hbm)          weights and KV read
             + (2 x N_active x B + 4 x layers x B x (isl + osl/2) x hidden) / (tp x peak x e_decode)
                                                                                    the compute ceiling
@@ -145,6 +146,7 @@ class Efficiencies:
     all_reduce_latency: float  # vLLM's custom all-reduce of a decode step's few KB
     nccl_base: float = 0.0  # NCCL's all-reduce where the custom one is off: base + 2 (tp - 1) x a PCIe hop
     nccl_pcie_hop: float = 0.0
+    prefill_link: float = 0.0  # of the link bandwidth a prompt's megabyte all-reduces reach (NCCL's bus bandwidth)
 
 
 @dataclass(frozen=True)
@@ -225,7 +227,10 @@ def prefill_seconds(r: Replica, isl: int) -> float:
     compute = (2 * shape.active_parameters * isl + 2 * isl * shape.prompt_attended(isl) * shape.attention_hidden) / (
         r.tp * r.hw.peak_flops * r.eff.prefill
     )
-    return compute + isl * all_reduce_seconds_per_token(r)
+    # a prompt's all-reduces carry isl x hidden x 2 bytes each, megabytes, which NCCL moves at its bus bandwidth, not at
+    # the small-message efficiency of a decode step's few KB (``prefill_link``; the decode figure where none is set)
+    link = r.eff.prefill_link or r.eff.link
+    return compute + isl * all_reduce_seconds_per_token(r) * r.eff.link / link
 
 
 def weights_read(r: Replica, batch: float) -> float:
@@ -355,4 +360,5 @@ def efficiencies(sizing: Sizing) -> Efficiencies:
         all_reduce_latency=i.allReduceLatencySeconds.value,
         nccl_base=i.ncclAllReduceBaseSeconds.value,
         nccl_pcie_hop=i.ncclPcieHopSeconds.value,
+        prefill_link=sizing.training.tpLinkEfficiency.value,
     )

@@ -158,8 +158,9 @@ def test_inference_is_bandwidth_bound_and_meets_its_latency_targets() -> None:
 def test_reference_chat_70b_on_l40s_by_hand() -> None:
     """The reference platform's chat-70b on g6e.12xlarge (4 x L40S, PCIe only), recomputed by hand from
     NVIDIA's L40S datasheet (733 dense FP8 TFLOP/s, 864 GB/s, 48 GB, PCIe Gen4 x16 = 32 GB/s a direction)
-    and the fitted efficiencies in sizing.yaml (prefill 0.649, decode compute 0.601, HBM 0.784, link 0.427,
-    2 ms step overhead; a decode all-reduce on four PCIe-only GPUs is NCCL's, not vLLM's 9 us custom one, which vLLM turns
+    and the fitted efficiencies in sizing.yaml (prefill 0.533, decode compute 0.796, HBM 0.774, link 0.289 for a decode
+    step's all-reduces and NCCL's bus bandwidth 0.82 for a prompt's (training.tpLinkEfficiency), 2 ms step overhead; a
+    decode all-reduce on four PCIe-only GPUs is NCCL's, not vLLM's 9 us custom one, which vLLM turns
     off past two GPUs without NVLink: NCCL's model 6.6 us + 2 x 3 x 1.0 us = 12.6 us; plan each token's wait at 0.8 x the
     50 ms p99 TPOT target)."""
     w = workload(
@@ -173,21 +174,22 @@ def test_reference_chat_70b_on_l40s_by_hand() -> None:
     assert fig["weights"] == pytest.approx(70e9 / GIB, rel=1e-9)
     # vLLM-like admission (the default) charges a sequence what it holds on average: 1500 + 300 / 2 = 1650 tokens
     assert fig["KV cache per sequence"] == pytest.approx(163_840 * 1650 / GIB, rel=1e-9)
-    # all-reduce per token (TP4): 2 x 80 x 8192 x 2 B x 2 x 3/4 = 3,932,160 B / (32e9 x 0.427) = 0.28778 ms
-    # prefill: (2 x 70e9 x 1500 + 2 x 80 x 1500^2 x 8192) / (4 x 733e12 x 0.649) = 0.11191 s of compute
-    #          + 1500 x 0.28778 ms = 0.43166 s of all-reduce over PCIe                  = 0.54357 s
-    assert fig["prefill per request"] == pytest.approx(0.54357, abs=2e-5)
-    # step(B) = 70e9 / (4 x 864e9 x 0.784) = 25.835 ms  + B x 163,840 x 1650 / 2.7095e12 = B x 0.09977 ms
-    #         + B x (2 x 70e9 + 4 x 80 x 1650 x 8192) / (4 x 733e12 x 0.601) = B x 0.08190 ms
-    #         + B x 0.28778 ms (all-reduce bandwidth) + 2 x 80 x 12.6 us = 2.016 ms (NCCL all-reduce latency) + 2 ms
-    #         = 29.851 ms + B x 0.46945 ms  (with vLLM's 9 us custom all-reduce, which does not run here: 29.275 ms)
-    # each sequence also waits for the prefills that share the replica: B x 0.54357 s / 300 = B x 1.81191 ms
-    # latency bound: 29.851 + B x (0.46945 + 1.81191) <= 0.8 x 50 ms -> B = 4.449 (KV memory allows ~336; 4.701 at 9 us)
-    assert fig["batch per replica"] == pytest.approx(4.449, abs=0.002)
-    assert fig["decode step"] == pytest.approx(0.031939, abs=2e-6)  # 29.851 + 4.449 x 0.46945 ms
-    # tokens/s = 300 / (0.54357 + 300 x 0.031939 / 4.449) = 111.22; 0.3707 req/s a replica -> 40 req/s needs 108
-    assert plan.tokens_per_second_per_replica == pytest.approx(111.22, abs=0.05)
-    assert plan.replicas == 108 and plan.gpus == 432
+    # all-reduce per token (TP4): 2 x 80 x 8192 x 2 B x 2 x 3/4 = 3,932,160 B / (32e9 x 0.289) = 0.42519 ms in a decode
+    # step; a prompt's all-reduces (1500 tokens, megabytes) at NCCL's bus bandwidth: / (32e9 x 0.82) = 0.14985 ms a token
+    # prefill: (2 x 70e9 x 1500 + 2 x 80 x 1500^2 x 8192) / (4 x 733e12 x 0.533) = 0.13627 s of compute
+    #          + 1500 x 0.14985 ms = 0.22478 s of all-reduce over PCIe                  = 0.36105 s
+    assert fig["prefill per request"] == pytest.approx(0.36105, abs=2e-5)
+    # step(B) = 70e9 / (4 x 864e9 x 0.774) = 26.169 ms  + B x 163,840 x 1650 / 2.6749e12 = B x 0.10106 ms
+    #         + B x (2 x 70e9 + 4 x 80 x 1650 x 8192) / (4 x 733e12 x 0.796) = B x 0.06184 ms
+    #         + B x 0.42519 ms (all-reduce bandwidth) + 2 x 80 x 12.6 us = 2.016 ms (NCCL all-reduce latency) + 2 ms
+    #         = 30.185 ms + B x 0.58809 ms  (with vLLM's 9 us custom all-reduce, which does not run here: 29.609 ms)
+    # each sequence also waits for the prefills that share the replica: B x 0.36105 s / 300 = B x 1.20349 ms
+    # latency bound: 30.185 + B x (0.58809 + 1.20349) <= 0.8 x 50 ms -> B = 5.479 (KV memory allows ~338; 5.800 at 9 us)
+    assert fig["batch per replica"] == pytest.approx(5.479, abs=0.002)
+    assert fig["decode step"] == pytest.approx(0.033407, abs=2e-6)  # 30.185 + 5.479 x 0.58809 ms
+    # tokens/s = 300 / (0.36105 + 300 x 0.033407 / 5.479) = 136.96; 0.4565 req/s a replica -> 40 req/s needs 88
+    assert plan.tokens_per_second_per_replica == pytest.approx(136.96, abs=0.05)
+    assert plan.replicas == 88 and plan.gpus == 352
     # the same model against TensorRT-LLM 0.17's L40S table (Llama 3.1 70B FP8, TP4, 2048 in / 128 out:
     # 177.72 output tok/s, offline): prefill 0.7526 s a request bounds it; our figure is within 25%. Declared as that
     # engine ran: GUARANTEED_NO_EVICT and 0.95 of free memory for KV (perf-overview.md @258c7540), where vLLM's defaults
@@ -888,14 +890,15 @@ def test_serving_attention_flops_use_mla_heads_as_training_does() -> None:
 def test_a_bridged_pcie_pair_all_reduces_over_its_nvlink_bridge() -> None:
     """Review sizreview3 D6: H100 NVL takes a 2-way NVLink bridge (600 GB/s a GPU, 300 a direction); TP 2 all-reduced
     at PCIe Gen5's 64 GB/s. By hand, 70B (80 x 8,192) fp8 at 1,500 prompt tokens: the all-reduce share of prefill is
-    1,500 x 2 x 80 x 8,192 x 2 B x 2 x 1/2 / (300e9 x e_link); TP 4 leaves the bridge and crosses PCIe."""
+    1,500 x 2 x 80 x 8,192 x 2 B x 2 x 1/2 / (300e9 x e_bus), a prompt's megabyte all-reduces at NCCL's bus bandwidth
+    (training.tpLinkEfficiency, issue 23); TP 4 leaves the bridge and crosses PCIe."""
     nvl = CATALOG.gpu("H100-NVL-94GB")
     assert nvl is not None
     eff, hw = efficiencies(SIZING), gpu_hardware(nvl, "fp8", SIZING)
     shape = ServedShape(70e9, 70e9, 80, 8192, 8, 128)
     pair = Replica(shape, 2, hw, eff, 1.0, 1.0)
     compute = 2 * 70e9 * 1_500 + 2 * 1_500 * 80 * 1_500 * 8192
-    all_reduce = 1_500 * 2 * 80 * 8192 * 2 * 2 * (1 / 2) / (300e9 * eff.link)
+    all_reduce = 1_500 * 2 * 80 * 8192 * 2 * 2 * (1 / 2) / (300e9 * SIZING.training.tpLinkEfficiency.value)
     assert prefill_seconds(pair, 1_500) == pytest.approx(compute / (2 * hw.peak_flops * eff.prefill) + all_reduce, rel=1e-9)
     four = Replica(shape, 4, hw, eff, 1.0, 1.0)
     pcie = SIZING.inference.pcieGBpsPerDirection.per_direction(nvl.interconnect.pcieGeneration) * 1e9
