@@ -245,6 +245,7 @@ def unseen_pool_points(catalog: Catalog) -> list[PoolPoint]:
             replica = Replica(
                 served_shape(w, sizing), row.tp, gpu_hardware(gpu, w.precision, sizing), efficiencies(sizing),
                 sizing.weightBytes.get(w.precision, 2), kv_bytes(w.precision, w.kv_cache_precision), w.kv_admission,
+                w.kv_memory_fraction or sizing.inference.kvMemoryFraction.value,
             )  # fmt: skip
             blocks = -(-(row.isl + row.osl) // TRTLLM_BLOCK_TOKENS)
             engine = min(table.maxBatch, table.kvPoolTokens // (blocks * TRTLLM_BLOCK_TOKENS))

@@ -353,7 +353,11 @@ class InferenceSizing(CatalogModel):
     prefillEfficiency: Assumption
     decodeComputeEfficiency: Assumption
     decodeBandwidthEfficiency: Assumption
-    memoryFraction: Assumption
+    # per GPU: memory neither weights nor KV cache (activations, workspace, context), fitted (roofline.kv_pool_bytes)
+    reservedGiB: Assumption
+    # the engine's KV-cache memory fraction where the workload declares none (TensorRT-LLM free_gpu_memory_fraction,
+    # vLLM gpu_memory_utilization: both default 0.9)
+    kvMemoryFraction: Assumption
     linkEfficiency: Assumption
     stepOverheadSeconds: Assumption
     allReduceLatencySeconds: Assumption
@@ -540,6 +544,8 @@ class ServingTable(CatalogModel):
     # the engine's KV-cache pool in tokens a replica holds, where the source prints it (TensorRT-LLM: "Allocated ... for
     # max tokens in paged KV cache (N)"): what the planner's memory fraction is compared against, never fitted on
     kvPoolTokens: int | None = None
+    # the engine's KV-cache memory fraction the source ran with (roofline.kv_pool_bytes), where it is not the default
+    kvMemoryFraction: float | None = None
     note: str | None = None
     family: str  # the published table family (see TrainingRun.family): every column and revision of one page is one
     source: Source

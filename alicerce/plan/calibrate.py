@@ -261,6 +261,7 @@ def _replica(row: ServingResult, table: ServingTable, catalog: Catalog, sizing: 
         sizing.weightBytes[row.precision],
         kv_bytes(row.precision),
         table.kvAdmission,
+        table.kvMemoryFraction or sizing.inference.kvMemoryFraction.value,
     )
 
 
@@ -303,12 +304,12 @@ def inference_errors(tables: Sequence[ServingTable], catalog: Catalog, sizing: S
     return [RowError(t, r, predict_row(r, t, catalog, sizing, eff)) for t in tables for r in t.rows]
 
 
-FITTED_EFFICIENCIES = ("prefill", "decode_compute", "bandwidth", "memory_fraction", "link")
+FITTED_EFFICIENCIES = ("prefill", "decode_compute", "bandwidth", "reserved_bytes", "link")
 _BOUNDS = {
     "prefill": (0.1, 1.0),
     "decode_compute": (0.1, 1.0),
     "bandwidth": (0.3, 0.95),
-    "memory_fraction": (0.8, 0.98),
+    "reserved_bytes": (0.0, 24.0 * GIB),  # per GPU: activations, workspace, context
     "link": (0.1, 1.0),
 }
 
@@ -363,7 +364,7 @@ def fit_inference(tables: Sequence[ServingTable], catalog: Catalog, sizing: Sizi
         eff = unpack(z)
         total = 0.0
         for row, table, r, measured in rows:
-            predicted = _predict(row, table, Replica(r.shape, r.tp, r.hw, eff, r.bytes_per_weight, r.kv_bytes, r.admission))
+            predicted = _predict(row, table, Replica(r.shape, r.tp, r.hw, eff, r.bytes_per_weight, r.kv_bytes, r.admission, r.kv_fraction))
             total += math.log(predicted / measured) ** 2 if predicted else 1.0
         return total
 
@@ -481,6 +482,8 @@ def serving_workload(
     traffic = {**load, "inputTokens": row.isl, "outputTokens": row.osl}
     precision = "bf16" if row.precision == "fp16" else row.precision
     declared: dict[str, object] = {"maxBatch": table.maxBatch, "tensorParallel": row.tp, "kvAdmission": table.kvAdmission} if engine else {}
+    if engine and table.kvMemoryFraction is not None:  # the KV-cache memory fraction the source ran with
+        declared["kvMemoryFraction"] = table.kvMemoryFraction
     return Workload.model_validate(
         {"name": "serve", "kind": "inference", "team": "calibration", "model": spec, "precision": precision, "traffic": traffic,
          **declared}

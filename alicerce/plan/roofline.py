@@ -7,14 +7,18 @@ generated tokens::
     kv      = 2 x layers x KV heads x head dim x KV bytes   per token
               (MLA: layers x (KV latent + RoPE key) x KV bytes; sliding layers hold at most their window)
               held by the replica kv x copies: tp / KV heads where fewer heads than GPUs, tp for MLA's latent
-    B       = min(batch cap, (tp x memory x f - W) / (kv x admitted), latency limit)
+    B       = min(batch cap, pool / (kv x admitted), latency limit)
+              pool: the engine's KV-cache pool (``kv_pool_bytes``): TensorRT-LLM takes a fraction f of the memory
+              free after weights and its reserved memory R (activations, workspace, context), f x (tp x (memory - R)
+              - W); vLLM and SGLang a fraction f of each GPU's whole memory, less weights and R: tp x (f x memory - R) - W
               admitted: the tokens a sequence holds in the engine's KV accounting (see ``kv_tokens_admitted``):
               isl + osl where the engine reserves a request's whole length when it admits it (TensorRT-LLM's
               default GUARANTEED_NO_EVICT), isl + osl/2 where it allocates blocks as tokens arrive and preempts
               when full (vLLM): then the batch holds, on average, what the decode step reads
               latency limit: step(B) + B x prefill / osl <= TPOT target (prefills share the replica)
     c_tok   = 2 all-reduces x layers x hidden x 2 bytes x 2(tp-1)/tp / (link bandwidth x e_link)
-    prefill = (2 x N_active x isl + 2 x layers x isl^2 x hidden) / (tp x peak x e_prefill) + isl x c_tok
+    prefill = (2 x N_active x isl + 2 x layers x isl^2 x hidden) / (tp x peak x e_prefill) + isl x c_tok x e_link / e_bus
+              a prompt's all-reduces carry megabytes: NCCL's bus bandwidth e_bus (training.tpLinkEfficiency), not e_link
     step(B) = (W_read + B x kv x (isl + osl/2)) / (tp x HBM bandwidth x e_hbm)          weights and KV read
             + (2 x N_active x B + 4 x layers x B x (isl + osl/2) x hidden) / (tp x peak x e_decode)
                                                                                    the compute ceiling
@@ -134,12 +138,15 @@ class Efficiencies:
     prefill: float
     decode_compute: float
     bandwidth: float
-    memory_fraction: float
+    # per GPU: memory that is neither weights nor KV cache (the engine's activations and workspace, the CUDA context);
+    # fitted, since the engines size it from build settings (max tokens a step, batch) a spec does not carry
+    reserved_bytes: float
     link: float
     step_overhead: float
     all_reduce_latency: float  # vLLM's custom all-reduce of a decode step's few KB
     nccl_base: float = 0.0  # NCCL's all-reduce where the custom one is off: base + 2 (tp - 1) x a PCIe hop
     nccl_pcie_hop: float = 0.0
+    prefill_link: float = 0.0  # of the link bandwidth a prompt's megabyte all-reduces reach (NCCL's bus bandwidth)
 
 
 @dataclass(frozen=True)
@@ -171,6 +178,7 @@ class Replica:
     bytes_per_weight: float
     kv_bytes: float
     admission: Admission = "on-demand"  # how the engine charges KV at admission (``kv_tokens_admitted``)
+    kv_fraction: float = 0.9  # the engine's KV-cache memory fraction (``kv_pool_bytes``)
 
     @property
     def weights(self) -> float:
@@ -219,7 +227,10 @@ def prefill_seconds(r: Replica, isl: int) -> float:
     compute = (2 * shape.active_parameters * isl + 2 * isl * shape.prompt_attended(isl) * shape.attention_hidden) / (
         r.tp * r.hw.peak_flops * r.eff.prefill
     )
-    return compute + isl * all_reduce_seconds_per_token(r)
+    # a prompt's all-reduces carry isl x hidden x 2 bytes each, megabytes, which NCCL moves at its bus bandwidth, not at
+    # the small-message efficiency of a decode step's few KB (``prefill_link``; the decode figure where none is set)
+    link = r.eff.prefill_link or r.eff.link
+    return compute + isl * all_reduce_seconds_per_token(r) * r.eff.link / link
 
 
 def weights_read(r: Replica, batch: float) -> float:
@@ -264,11 +275,25 @@ def token_interval_seconds(r: Replica, isl: int, osl: int, batch: float) -> floa
     return step_seconds(r, isl, osl, batch) + batch * prefill_seconds(r, isl) / osl
 
 
+def kv_pool_bytes(r: Replica) -> float:
+    """The replica's KV-cache pool, as its engine sizes it (0 when the weights and reserved memory alone do not fit).
+
+    - TensorRT-LLM (``reserve``, its GUARANTEED_NO_EVICT default): KvCacheConfig.free_gpu_memory_fraction of the memory
+      free once the weights and the engine's activations are in place, default 0.90 (TensorRT-LLM
+      docs/source/performance/perf-overview.md at v0.17 and v1.0: "the default setting of 0.90"; the unseen 0.16 sweep
+      prints "KV Memory Percentage: 90.00%").
+    - vLLM (``on-demand``): gpu_memory_utilization of each GPU's whole memory, default 0.9, less the weights and the
+      activation peak of its profiling run (vllm/worker/worker.py, determine_num_available_blocks: total x utilization
+      - peak memory); SGLang's mem_fraction_static likewise of the whole memory."""
+    memory, reserved, f = r.hw.memory_bytes, r.eff.reserved_bytes, r.kv_fraction
+    if r.admission == "reserve":  # a share of what is free
+        return max(0.0, f * (r.tp * (memory - reserved) - r.weights))
+    return max(0.0, r.tp * (f * memory - reserved) - r.weights)  # a share of the whole memory
+
+
 def kv_batch_limit(r: Replica, isl: int, osl: int) -> float:
-    """Sequences whose KV cache, as the engine charges it at admission, fits next to the weights (0 when the weights
-    alone do not fit)."""
-    free = r.tp * r.hw.memory_bytes * r.eff.memory_fraction - r.weights
-    return max(0.0, free / r.kv_held(kv_tokens_admitted(isl, osl, r.admission)))
+    """Sequences whose KV cache, as the engine charges it at admission, fits in the engine's pool."""
+    return kv_pool_bytes(r) / r.kv_held(kv_tokens_admitted(isl, osl, r.admission))
 
 
 def latency_batch_limit(r: Replica, isl: int, osl: int, tpot: float) -> float:
@@ -329,10 +354,11 @@ def efficiencies(sizing: Sizing) -> Efficiencies:
         prefill=i.prefillEfficiency.value,
         decode_compute=i.decodeComputeEfficiency.value,
         bandwidth=i.decodeBandwidthEfficiency.value,
-        memory_fraction=i.memoryFraction.value,
+        reserved_bytes=i.reservedGiB.value * GIB,
         link=i.linkEfficiency.value,
         step_overhead=i.stepOverheadSeconds.value,
         all_reduce_latency=i.allReduceLatencySeconds.value,
         nccl_base=i.ncclAllReduceBaseSeconds.value,
         nccl_pcie_hop=i.ncclPcieHopSeconds.value,
+        prefill_link=sizing.training.tpLinkEfficiency.value,
     )

@@ -712,6 +712,7 @@ def replica_layout(
     # the tokens the engine charges a sequence against its KV pool: its whole length where admission reserves it,
     # else the prompt plus half the output it holds on average (roofline.kv_tokens_admitted)
     admitted = kv_tokens_admitted(isl, osl, w.kv_admission)
+    kv_fraction = w.kv_memory_fraction or inf.kvMemoryFraction.value
     per_layer = shape_.kv_per_token_layer(kv_bytes(w.precision, w.kv_cache_precision))
     kv_inputs: dict[str, float]
     if shape_.kv_latent is not None:
@@ -731,7 +732,8 @@ def replica_layout(
         Factor("prefill compute efficiency", eff.prefill, inf.prefillEfficiency.source),
         Factor("decode compute efficiency", eff.decode_compute, inf.decodeComputeEfficiency.source),
         Factor("HBM bandwidth efficiency", eff.bandwidth, inf.decodeBandwidthEfficiency.source),
-        Factor("memory for weights and KV", eff.memory_fraction, inf.memoryFraction.source),
+        Factor("engine's KV-cache memory fraction", kv_fraction, "spec" if w.kv_memory_fraction else inf.kvMemoryFraction.source),
+        Factor("reserved memory per GPU (GiB)", eff.reserved_bytes / GIB, inf.reservedGiB.source),
         Factor("tensor-parallel link efficiency", eff.link, inf.linkEfficiency.source),
         Factor("decode step overhead (s)", eff.step_overhead, inf.stepOverheadSeconds.source),
     )
@@ -742,7 +744,8 @@ def replica_layout(
     # a declared degree obeys the same bound as the ones tried (PL322 reports a declared degree past it)
     degrees = [d for d in ([w.tensor_parallel] if w.tensor_parallel is not None else TP_DEGREES) if d <= node_gpus]
     for tp in degrees:
-        replica = Replica(shape_, tp, hardware, eff, bytes_per_weight, kv_bytes(w.precision, w.kv_cache_precision), w.kv_admission)
+        replica = Replica(shape_, tp, hardware, eff, bytes_per_weight, kv_bytes(w.precision, w.kv_cache_precision), w.kv_admission,
+                          kv_fraction)  # fmt: skip
         cap = engine_cap if clients is None else min(engine_cap, clients)
         perf = replica_performance(replica, isl, osl, batch_cap=cap, tpot=tpot * headroom if tpot is not None else None)
         if perf is None or (ttft is not None and perf.prefill_seconds > ttft):

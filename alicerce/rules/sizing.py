@@ -238,6 +238,7 @@ _READ_BY: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("latency", SERVING, "training is sized from tokens and deadline"),
     ("kv_cache_precision", SERVING, "training keeps no KV cache"),
     ("kv_admission", SERVING, "training keeps no KV cache"),
+    ("kv_memory_fraction", SERVING, "training keeps no KV cache"),
     ("flash_attention", SCHEDULED, "serving engines size the KV cache, not training activations"),
     ("sequence_parallel", SCHEDULED, "serving engines size the KV cache, not training activations"),
     ("zero_stage", SCHEDULED, "a served model keeps no gradients or optimizer state to shard"),

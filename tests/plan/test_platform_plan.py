@@ -90,12 +90,12 @@ def test_reference_prod_plan() -> None:
 def test_reference_plans_have_no_errors(env: str) -> None:
     """The reference platform is what users copy: its plan reports what will happen, not an undersized pool.
     (It asked 40 req/s of 1,500-token prompts of a 70B model from 8 g6e.12xlarge: one TP4 L40S replica
-    serves ~0.36 req/s within its 50 ms time per token, prefill-bound on PCIe all-reduces, so 112 nodes
+    serves ~0.46 req/s within its 50 ms time per token, prefill-bound on PCIe all-reduces, so 88 nodes
     were needed; see test_sizing.)"""
     plan = plan_platform(validated(REFERENCE, env), today=TODAY)
     assert [f for f in plan.findings if f.severity is Severity.ERROR] == []
     chat = next(w for w in plan.workloads if w.name == "chat-70b")
-    assert chat.pool == "infer-l40s" and chat.replicas == {"dev": 1, "prod": 6}[env]
+    assert chat.pool == "infer-l40s" and chat.replicas == {"dev": 1, "prod": 5}[env]
 
 
 def test_training_network_divides_by_the_productive_step() -> None:
@@ -115,7 +115,7 @@ def test_training_network_divides_by_the_productive_step() -> None:
 
 
 def undersized_chat() -> dict[str, Any]:
-    """The reference with chat-70b at 40 req/s: 112 replicas on a pool of 8 nodes (PL305)."""
+    """The reference with chat-70b at 40 req/s: 88 replicas on a pool of 8 nodes (PL305)."""
     data = reference()
     next(w for w in data["workloads"] if w["name"] == "chat-70b")["traffic"]["peakRps"] = 40
     return data
@@ -126,8 +126,8 @@ def test_a_serving_shortfall_says_what_bounds_a_replica() -> None:
     shorter prompts) can be chosen from the message."""
     (finding,) = [f for f in plan_of(undersized_chat()).findings if f.check == "PL305"]
     assert finding.message == (
-        "needs 112 replicas (448 GPUs) at peak: one replica of 4 GPUs serves 0.36 req/s (prefill 0.54 s a request, "
-        "decode steps of 32 ms at a batch of 4); pool infer-l40s has 32 at max 8 nodes; 112 nodes are needed"
+        "needs 88 replicas (352 GPUs) at peak: one replica of 4 GPUs serves 0.46 req/s (prefill 0.36 s a request, "
+        "decode steps of 33 ms at a batch of 5); pool infer-l40s has 32 at max 8 nodes; 88 nodes are needed"
     )
 
 

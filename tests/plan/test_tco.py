@@ -194,23 +194,23 @@ def test_golden_reference_prod_month() -> None:
     #              tokenize-corpus needs 21 cores -> 1 node for 1 day: 24 x 1.5451            =      37.08
     # train-p5     capacity reservation of 4 p5.48xlarge (costs.cloud), billed used or not:
     #              4 x 730 x 55.04                                                             = 160,716.80
-    # infer-l40s   chat-70b: 2 req/s / 0.3782 req/s a replica -> 6 g6e.12xlarge: 6 x 730 x 10.49264 =  45,957.76
+    # infer-l40s   chat-70b: 2 req/s / 0.4565 req/s a replica -> 5 g6e.12xlarge: 5 x 730 x 10.49264 =  38,298.14
     #              embed-batch (applied-ml's quota is here only): 243.33 GPU-h x 10.49264 / 4 =     638.30
     # infer-l4     min 1 g6.xlarge always on, no declared workload: 730 x 0.8048              =     587.50
     # onprem-h100  owned TCO above                                                             = 428,020.42
     # FSx          datasets 50,400 GiB + checkpoints 26,400 GiB PERSISTENT_2 (fsx.yaml)          =  21,002.39
     # dc1 storage  2 PiB Lustre = 2,251.80 TB x 160 USD/TB / 60 months                         =   6,004.80
-    # total                                                                                    = 664,142.40
+    # total                                                                                    = 656,482.77
     p = plan()
     pools = {x.name: x.monthly_cost_usd for x in p.pools}
     assert pools == pytest.approx(
-        {"system": 1_177.34, "data-prep": 37.08, "train-p5": 160_716.80, "infer-l40s": 46_596.07, "infer-l4": 587.50,
+        {"system": 1_177.34, "data-prep": 37.08, "train-p5": 160_716.80, "infer-l40s": 38_936.44, "infer-l4": 587.50,
          "dc1-system": None, "onprem-h100": 428_020.42},
         abs=0.02,
     )  # fmt: skip
     assert p.cost_breakdown["FSx"] == pytest.approx(21_002.39, abs=0.01)
     assert p.cost_breakdown["owned sites (storage, links)"] == pytest.approx(6_004.80, abs=0.01)
-    assert p.monthly_cost_usd == pytest.approx(664_142.40, abs=0.05)
+    assert p.monthly_cost_usd == pytest.approx(656_482.77, abs=0.05)
 
 
 def test_golden_unit_costs() -> None:
@@ -219,16 +219,16 @@ def test_golden_unit_costs() -> None:
     #   all-reduces 4 x 80 x 2 x 3/4 x 8192 x 2 B / (450 GB/s x 0.82) = 2.1313e-5 s a token against 6 x 70e9 / (4 x
     #   989.4e12 x 0.43758) = 2.4253e-4 s: 1 / (1 + 0.087877) = 0.91922) x 0.94 goodput = 0.37810 -> 311,868 GPU-hours;
     #   at the owned pool's 4.1173 USD per used GPU-hour: 1,284,061 a run
-    # chat-70b: 24 L40S x 730 h = 17,520 GPU-hours at 10.49264 / 4 = 2.62316 -> 45,957.76 a month to serve the peak;
-    #   2 req/s x 1,800 tokens x 3,600 x 730 = 9.4608e9 tokens a month -> 4.858 USD per million tokens
+    # chat-70b: 20 L40S x 730 h = 14,600 GPU-hours at 10.49264 / 4 = 2.62316 -> 38,298.14 a month to serve the peak;
+    #   2 req/s x 1,800 tokens x 3,600 x 730 = 9.4608e9 tokens a month -> 4.048 USD per million tokens
     units = {u.workload: u for u in plan().unit_costs}
     assert units["llm-pretrain"].cost_per_run_usd == pytest.approx(1_284_061, rel=0.001)
-    assert units["chat-70b"].usd_per_million_tokens == pytest.approx(4.858, abs=0.001)
-    assert units["chat-70b"].monthly_usd == pytest.approx(45_957.76, abs=0.02)
+    assert units["chat-70b"].usd_per_million_tokens == pytest.approx(4.048, abs=0.001)
+    assert units["chat-70b"].monthly_usd == pytest.approx(38_298.14, abs=0.02)
 
 
 def test_unit_cost_of_an_undersized_pool_is_what_its_max_can_spend() -> None:
-    # chat-70b at 40 req/s wants 112 replicas (448 L40S); infer-l40s stops at 8 g6e.12xlarge:
+    # chat-70b at 40 req/s wants 88 replicas (352 L40S); infer-l40s stops at 8 g6e.12xlarge:
     #   8 x 730 x 10.49264 = 61,277.02 a month at most, however many replicas the peak wants
     data = reference()
     next(w for w in data["workloads"] if w["name"] == "chat-70b")["traffic"]["peakRps"] = 40

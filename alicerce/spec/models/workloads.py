@@ -221,5 +221,14 @@ class Workload(SpecModel):
         "output per sequence on average; reserve: prompt + output reserved when a request is admitted, never evicted "
         "(TensorRT-LLM's default GUARANTEED_NO_EVICT). Default: on-demand (the planner's defaults are vLLM's).",
     )
+    kv_memory_fraction: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="Serving: the engine's KV-cache memory fraction. With kvAdmission reserve, TensorRT-LLM's "
+        "kv_cache_free_gpu_mem_fraction: the share of memory free after weights and activations; with on-demand, vLLM's "
+        "--gpu-memory-utilization (SGLang's --mem-fraction-static): the share of each GPU's whole memory for weights, "
+        "activations and KV cache. Default: 0.9, both engines' default.",
+    )
     hours_per_day: float = Field(default=24, ge=0.1, le=24, description="Hours a day the workload runs.")
     growth: Growth | None = Field(default=None, description="Demand growth; `alicerce plan` forecasts capacity and cost with it.")
