@@ -435,4 +435,4 @@ def test_an_alert_says_when_prometheus_lost_the_start_of_the_month_with_its_volu
         # installed on the 3rd at 00:00, its first sample 10 minutes later: quiet; its volume lost on the 5th: not
         {"interval": "10m", "input_series": prometheus(2 * 86400, f"_x{2 * day} 173400x{3 * day} 432000x{800 - 5 * day - 1}"),
          "alert_rule_test": [fired("50h", False), fired("119h", False), fired("120h50m", True)]},
-    ], tmp_path, every="10m")  # fmt: skip
+    ], tmp_path, every="10m", order=["alicerce.cost", "alicerce.budget"])  # fmt: skip
