@@ -97,6 +97,23 @@ def busy_gpu_hours(plan: WorkloadPlan, gpus: int, hours_month: float) -> float:
     return (plan.gpu_hours or 0.0) * (gpus / plan.gpus if plan.gpus else 1.0)
 
 
+# the longest calendar month: the budget rules sum spend per calendar month (team:gpu_cost_usd:sum_month)
+LONGEST_MONTH_HOURS = 31 * 24
+
+
+def peak_month_gpu_hours(plan: WorkloadPlan, gpus: int, hours_month: float) -> float:
+    """GPU-hours the busiest calendar month holds ``gpus`` for a workload: a training run fills the month it spans (or
+    as many of its runs as a quarter's schedule puts in one month on average, if more), where busy_gpu_hours spreads
+    one run a quarter over three months; the rest scale to a 31-day month. What each site's budget share must hold
+    (alicerce.plan.platform.site_budgets; review obsreview9 G2: a quarter's average at dc1, $238k, against a run's
+    month there, $381.7k)."""
+    if plan.kind in ("training", "fine-tuning"):
+        run_hours = (plan.wall_clock_days or 0.0) * 24
+        runs = plan.runs_per_quarter if plan.runs_per_quarter is not None else 3
+        return gpus * min(LONGEST_MONTH_HOURS, max(run_hours, runs * run_hours / 3))
+    return busy_gpu_hours(plan, gpus, hours_month) * LONGEST_MONTH_HOURS / hours_month
+
+
 def serving_nodes(replicas: dict[int, int], per_node: int) -> int:
     """Nodes that hold serving replicas (GPUs a replica -> replicas), each whole on one node: its tensor-parallel
     group shares NVLink or PCIe, and a pod never spans nodes; one larger than a node holds whole nodes of its own.

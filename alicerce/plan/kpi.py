@@ -53,8 +53,8 @@ def kpi_targets(
     budgets: dict[str, dict[str, float]],
     per_million: dict[str, float | None],
 ) -> list[KpiTarget]:
-    """``pools``: (pool, forecast utilisation) of GPU pools; ``budgets``: team -> site -> the monthly USD that site
-    watches (alicerce.plan.platform.site_budgets); ``per_million``:
+    """``pools``: (pool, forecast utilisation) of GPU pools; ``budgets``: team -> site -> the share of the monthly
+    budget that site watches (alicerce.plan.platform.site_budgets); ``per_million``:
     serving workload -> USD per million tokens at the plan's prices."""
     out: list[KpiTarget] = []
     for slo in platform.spec.monitoring.slos:
@@ -86,7 +86,7 @@ def kpi_targets(
     # against the whole budget, which it could never reach while the site's budget alert fired)
     for team, sites in sorted(budgets.items()):
         for site, usd in sorted(sites.items()):
-            source = "tenancy.teams budget" + ("" if len(sites) == 1 else ", less the plan's spend at its other sites")
+            source = "tenancy.teams budget" + ("" if len(sites) == 1 else ": this site's share (its sites' shares add up to it)")
             out.append(KpiTarget("team:gpu_cost_usd:sum30d", f"{team} at {site}", "<=", usd, "USD", source))
     serving = {w.name for w in platform.spec.workloads if w.kind == "inference"}  # what the serving PodMonitors scrape
     for workload, per in sorted(per_million.items()):

@@ -20,7 +20,7 @@ from alicerce.catalog.fsx import GIB as FSX_GIB
 from alicerce.catalog.models import Gpu
 from alicerce.plan.figures import Factor, rounded
 from alicerce.plan.findings import PlanFinding, apply_waivers
-from alicerce.plan.growth import Forecast, billed_node_hours, busy_gpu_hours, forecast, peak_units, pool_units
+from alicerce.plan.growth import Forecast, billed_node_hours, busy_gpu_hours, forecast, peak_month_gpu_hours, peak_units, pool_units
 from alicerce.plan.kpi import KpiTarget, kpi_targets
 from alicerce.plan.placement import Choice, choose, dataset_sites
 from alicerce.plan.pools import PoolPlan
@@ -395,10 +395,8 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
         "owned sites (storage, links)": sum(s.monthly_usd for s in sites),
     }
     total = sum(breakdown.values())
-    showback, budgets, spend = _showback(
-        platform, priced, pool_plans, pools_by_name, hours_month, fsx + breakdown["owned sites (storage, links)"]
-    )
-    watched = site_budgets(platform, pool_plans, spend)
+    showback, budgets = _showback(platform, priced, pool_plans, pools_by_name, hours_month, fsx + breakdown["owned sites (storage, links)"])
+    watched = site_budgets(platform, pool_plans, peak_site_spend(priced, pool_plans, pools_by_name, hours_month))
     for team, usd in showback.items():
         if team in budgets and usd > budgets[team]:
             findings.append(PlanFinding("PL318", team, f"monthly showback ${usd:,.0f} is over the ${budgets[team]:,.0f} budget"))
@@ -635,12 +633,10 @@ def _showback(  # noqa: PLR0917 - the plan's parts, called once
     resolved: dict[str, ResolvedPool],
     hours_month: float,
     shared_usd: float,
-) -> tuple[dict[str, float], dict[str, float], dict[str, dict[str, float]]]:
+) -> tuple[dict[str, float], dict[str, float]]:
     """Each pool's month split over teams by the GPU-hours their workloads use there; what no workload
-    uses (idle owned capacity, always-on floors) and shared storage stay with the platform. Also each team's part by
-    site (site_budgets splits budgets with it)."""
+    uses (idle owned capacity, always-on floors) and shared storage stay with the platform."""
     out: dict[str, float] = defaultdict(float)
-    at_site: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for pool in pools:
         if not pool.monthly_cost_usd:
             continue
@@ -661,21 +657,36 @@ def _showback(  # noqa: PLR0917 - the plan's parts, called once
         billable = pool.monthly_cost_usd * min(1.0, used / held) if held else pool.monthly_cost_usd
         for team, hours in usage.items():
             out[team] += billable * hours / used
-            at_site[team][pool.site] += billable * hours / used
         out["(platform: unused capacity)"] += pool.monthly_cost_usd - billable
     out["(platform: shared storage)"] += shared_usd
     budgets = {t.name: t.spec.budget.monthly_usd for t in platform.teams if t.spec.budget is not None}
-    return {k: v for k, v in sorted(out.items()) if v}, budgets, {t: dict(sites) for t, sites in at_site.items()}
+    return {k: v for k, v in sorted(out.items()) if v}, budgets
 
 
-def site_budgets(platform: ResolvedPlatform, pools: list[PoolPlan], spend: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
-    """Team -> site -> the part of its monthly budget that site's Prometheus watches (each sees only its own pods).
+def peak_site_spend(
+    plans: list[WorkloadPlan], pools: list[PoolPlan], resolved: dict[str, ResolvedPool], hours_month: float
+) -> dict[str, dict[str, float]]:
+    """Team -> site -> its GPU spend in the busiest calendar month, as the cost rules record it: the GPUs its pods hold
+    times the pool's billed price per GPU-hour (alicerce.emit.kube.costs); pools without a GPU price record nothing."""
+    prices = {p.name: (p.billed_usd_per_gpu_hour or 0.0, p.site) for p in pools if p.gpus_per_node}
+    out: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for plan in plans:
+        if plan.runnable and plan.pool in prices:
+            price, site = prices[plan.pool]
+            gpus = pool_units(plan, resolved[plan.pool])
+            out[plan.team][site] += peak_month_gpu_hours(plan, gpus, hours_month) * price
+    return {team: dict(sites) for team, sites in out.items()}
 
-    A site watches the budget less what the plan expects the team to spend at its other sites: research's month at
-    dc1 (its 224-GPU pretraining run, $369k) is held against $900k less its ~$300 planned at aws, not against the
-    40% its quota at dc1 is worth, which fired at 41% of the budget and stopped its queue (review obsreview7 DEFECT 1).
-    Where the plan has no spend for the team, or the others' planned spend leaves nothing, the budget is split by what
-    its quota at each site is worth at the plan's prices (all of it at its one site, or the first, when none is)."""
+
+def site_budgets(platform: ResolvedPlatform, pools: list[PoolPlan], peak: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """Team -> site -> the share of its monthly budget that site's Prometheus watches (each sees only its own pods).
+
+    The shares add up to the budget, so a team over it is over its share at one site at least and the alert fires
+    there: each site watching the budget less the others' planned spend let research spend 115% of it unseen (review
+    obsreview9 G2, F12). A site's share is the plan's busiest month there (the month research's 224-GPU pretraining run
+    fills dc1, $381.7k, so its own guard does not stop it: review obsreview7 DEFECT 1) plus the budget the plan leaves
+    unspent, split by what the team's quota at each site is worth at the plan's prices. A plan already over the budget
+    (PL318) splits it by quota worth alone; a team with no priced quota watches all of it at its first site."""
     prices = {p.name: p.billed_usd_per_gpu_hour or 0.0 for p in pools}
     per_gpu = {p.name: (p.gpu_units.per_gpu if p.gpu_units else 1) for p in platform.pools}
     site_of = {p.name: p.site.name for p in platform.pools}
@@ -685,21 +696,18 @@ def site_budgets(platform: ResolvedPlatform, pools: list[PoolPlan], spend: dict[
             continue
         usd = team.spec.budget.monthly_usd
         sites = [s.name for s in platform.sites if team.name in {t.name for t in s.teams}] or [platform.sites[0].name]
-        value: dict[str, float] = defaultdict(float)
+        worth = dict.fromkeys(sites, 0.0)
         for quota in team.quotas:
-            value[site_of.get(quota.pool, "")] += quota.units / per_gpu.get(quota.pool, 1) * prices.get(quota.pool, 0.0)
-        total = sum(value.values())
-        planned = spend.get(team.name, {})
-        watched: dict[str, float] = {}
-        for site in sites:
-            rest = usd - sum(v for s, v in planned.items() if s != site)
-            if sum(planned.values()) > 0 and rest > 0:
-                watched[site] = rest
-            elif total:
-                watched[site] = usd * value.get(site, 0.0) / total
-            else:
-                first = next((site_of[q.pool] for q in team.quotas if q.pool in site_of), sites[0])
-                watched[site] = usd if site == first else 0.0
+            if site_of.get(quota.pool) in worth:
+                worth[site_of[quota.pool]] += quota.units / per_gpu.get(quota.pool, 1) * prices.get(quota.pool, 0.0)
+        if not sum(worth.values()):
+            first = next((site_of[q.pool] for q in team.quotas if site_of.get(q.pool) in worth), sites[0])
+            worth[first] = 1.0
+        planned = {s: peak.get(team.name, {}).get(s, 0.0) for s in sites}
+        headroom = usd - sum(planned.values())
+        if headroom < 0:
+            planned, headroom = dict.fromkeys(sites, 0.0), usd
+        watched = {s: planned[s] + headroom * worth[s] / sum(worth.values()) for s in sites}
         out[team.name] = {s: v for s, v in watched.items() if v > 0}
     return out
 

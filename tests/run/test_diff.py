@@ -70,7 +70,7 @@ def test_a_larger_maximum_alone_warns_of_nothing() -> None:
     assert result.warnings == [] and "[!WARNING]" not in render_markdown([result], "main → branch")
 
 
-def test_a_quota_move_changes_quotas_only() -> None:
+def test_a_quota_move_changes_quotas_and_the_budget_split_only() -> None:
     def move(data: dict[str, Any]) -> None:
         teams = {t["name"]: t for t in data["tenancy"]["teams"]}
         teams["research"]["quotas"][0]["gpus"] = 64
@@ -80,10 +80,11 @@ def test_a_quota_move_changes_quotas_only() -> None:
     moved = {(q.team, q.pool): (q.units_before, q.units_after) for q in result.quotas}
     assert moved == {("research", "train-p5"): (96, 64), ("applied-ml", "train-p5"): (32, 64)}
     assert result.pools == [] and result.gpu_units_delta == 0 and result.destructive == []
-    # a team's monthly budget is watched per site as the budget less the plan's spend at its other sites (review
-    # obsreview7 DEFECT 1): moving quota without moving the planned work leaves the budget alerts as they are
+    # a team's budget is split over its sites as the plan's busiest month at each plus the rest by what its quota there
+    # is worth (review obsreview9 G2): research's aws quota is worth less, so the budget rules of
+    # its sites' PrometheusRules move with it
     changed = {(o.kind, o.name) for o in result.objects}
-    assert {kind for kind, _ in changed} == {"ClusterQueue", "ResourceQuota"}, changed
+    assert {kind for kind, _ in changed} == {"ClusterQueue", "ResourceQuota", "PrometheusRule"}, changed
     assert {r.type for r in result.resources} == {"kubernetes:yaml/v2:ConfigGroup"}  # nothing on AWS changes
 
 

@@ -140,8 +140,8 @@ def budget_alerts(rp: ResolvedPlatform, site_name: str, shares: dict[str, float]
             continue
         usd = budget.monthly_usd * share
         team = f'team="{name}"'
-        # the part this site watches: the budget less the plan's spend at the team's other sites (plan.site_budgets)
-        where = f" (of ${budget.monthly_usd:,.0f}, less the plan's spend at its other sites)" if share < 1 else ""
+        # the share this site watches: the team's sites' shares add up to its budget (plan.site_budgets)
+        where = f" (this site's share of its ${budget.monthly_usd:,.0f} budget)" if share < 1 else ""
         for percent in sorted(set(budget.alert_at_percent)):
             limit = usd * percent / 100
             spent = month_spent(team)

@@ -62,13 +62,18 @@ def test_prices_are_the_plans_and_each_site_watches_the_budget_less_the_others_p
         "infer-l4": f"vector({prices['infer-l4']:.6g})",
     }
     # review obsreview7 DEFECT 1: the budget was split by what research's quota is worth at each site (40% at dc1,
-    # $359,719), and a month of its planned pretraining run at dc1 (224 GPUs at dc1's billed price, $369k+) crossed that
-    # share at 41% of the $900,000: the dc1 guard stopped the run it was planned for. Each site now watches the budget
-    # less what the plan expects research to spend at its other site, so the two together hold every planned dollar
+    # $359,719), and a month of its planned pretraining run at dc1 (224 GPUs at dc1's billed price, $381.7k in 31 days)
+    # crossed that share at 41% of the $900,000: the dc1 guard stopped the run it was planned for. Review obsreview9
+    # G2: each site then watched the budget less the others' quarter-averaged spend ($661,905 + $899,963), and research
+    # could spend 115% of it in the run's month with neither site's alert firing. The shares now add up to the budget
+    # (over it at both sites means over one share at least) and dc1's holds the run's whole month
     watched = plan.site_budgets["research"]
-    assert watched["aws"] + watched["dc1"] == pytest.approx(2 * 900_000 - plan.showback["research"])
+    assert watched["aws"] + watched["dc1"] == pytest.approx(900_000)
     month_at_dc1 = 224 * prices["onprem-h100"] * 744  # type: ignore[operator]
     assert month_at_dc1 > 0.4 * 900_000 and month_at_dc1 < watched["dc1"]
+    # the run's month at dc1 and research's whole aws quota (96 + 32 borrowed p5 GPUs) for the month: $1.04M, past the
+    # aws share where the old split watched $661,905 and saw $655,196
+    assert month_at_dc1 + 128 * 6.88 * 744 > 900_000 and watched["aws"] < 128 * 6.88 * 744
     records = [r for g in rule_groups(rp, "dc1") for r in g["rules"] if r.get("record") == BUDGET]
     budgets = {r["labels"]["team"]: float(r["expr"][len("vector(") : -1]) for r in records}
     assert budgets == {"research": pytest.approx(watched["dc1"], rel=1e-5)}
@@ -235,14 +240,14 @@ def test_budget_alerts_fire_at_the_thresholds_and_not_below(tmp_path: Path) -> N
     # 10 GPUs: $412.80 in those hours, under half the share
     assert share / 2 > 10 * 6.88 * 6
     hours(10, small, {"BudgetResearch50": [], "BudgetResearch100": []}, tmp_path / "under", "6h")
-    # the projection, against a $800,000 budget (its aws part ~$562,000, what the plan's ~$238,000 month at dc1 leaves):
-    # 128 GPUs for a month overrun it, 80 do not
+    # the projection, against a $800,000 budget: its aws share is ~$251,000 (the $418,000 the plan's $381.7k month at
+    # dc1 leaves, split by quota worth): 64 GPUs for a month overrun it, 40 do not
     text = (ROOT / "platform.yaml").read_text().replace("budget: {monthlyUsd: 900000,", "budget: {monthlyUsd: 800000,")
     rp = validated(load_text(text, "platform.yaml"), "prod")
     real = float(rules_of(rp, "aws")["BudgetResearchProjected"]["expr"].rsplit("> ", 1)[1])
-    assert 80 * 6.88 * 720 < real < 128 * 6.88 * 720
-    hours(128, rp, {"BudgetResearchProjected": fire(rp, "BudgetResearchProjected", 128 * 6.88 * 720)}, tmp_path / "course", "7h")
-    hours(80, rp, {"BudgetResearchProjected": []}, tmp_path / "steady", "7h")
+    assert 40 * 6.88 * 720 < real < 64 * 6.88 * 720
+    hours(64, rp, {"BudgetResearchProjected": fire(rp, "BudgetResearchProjected", 64 * 6.88 * 720)}, tmp_path / "course", "7h")
+    hours(40, rp, {"BudgetResearchProjected": []}, tmp_path / "steady", "7h")
 
 
 @needs_promtool
@@ -345,17 +350,17 @@ def test_budget_alerts_and_the_dashboard_drop_a_month_total_recorded_last_month(
 def test_the_projection_adds_the_month_so_far_to_the_hours_it_has_left(tmp_path: Path) -> None:
     """Review obsreview3 DEFECT I: BudgetResearchProjected read "the current rate for 720 hours", blind to what the
     calendar month has spent and has left. Promtool's clock starts on 1 January 1970 (UTC). On 20 January at 06:00,
-    $530,000 spent and 64 p5 GPUs running ($440.32/h) end the month at 530,000 + 282 h x 440.32 = $654,170, over the
-    aws share (it was quiet: 440.32 x 720 = $317,030). On 31 January at 12:00, nothing spent and 128 GPUs ($880.64/h)
-    can cost $10,568 in the 12 hours left (it fired: 880.64 x 720 = $634,061). A budget of $800,000: the aws part is
-    what the plan's month at dc1 (~$238,000) leaves, ~$562,000."""
+    $200,000 spent and 32 p5 GPUs running ($220.16/h) end the month at 200,000 + 282 h x 220.16 = $262,085, over the
+    aws share (it was quiet: 220.16 x 720 = $158,515). On 31 January at 12:00, nothing spent and 128 GPUs ($880.64/h)
+    can cost $10,568 in the 12 hours left (it fired: 880.64 x 720 = $634,061). A budget of $800,000: the aws share is
+    ~$251,000 (alicerce.plan.platform.site_budgets)."""
     text = (ROOT / "platform.yaml").read_text().replace("budget: {monthlyUsd: 900000,", "budget: {monthlyUsd: 800000,")
     rp = validated(load_text(text, "platform.yaml"), "prod")
     from alicerce.emit.kube.costs import month_rules
 
     rule = rules_of(rp, "aws")["BudgetResearchProjected"]
     share = float(rule["expr"].rsplit("> ", 1)[1])
-    assert 440.32 * 720 < share < 530_000 + 282 * 440.32 and 10_568 < share < 880.64 * 720
+    assert 220.16 * 720 < share < 200_000 + 282 * 220.16 and 10_568 < share < 880.64 * 720
     research = 'site="aws",team="research"'
 
     def case(spent: str, rate: str, at: str, fires: bool) -> dict[str, Any]:
@@ -365,7 +370,7 @@ def test_the_projection_adds_the_month_so_far_to_the_hours_it_has_left(tmp_path:
         checks = [{"eval_time": at, "alertname": rule["alert"], "exp_alerts": alerts}]
         return {"interval": "1h", "input_series": inputs, "alert_rule_test": checks}
 
-    tests = [case("_x440 530000x30", "_x440 440.32x30", "462h", True), case("_x720 0x20", "_x720 880.64x20", "732h", False)]
+    tests = [case("_x440 200000x30", "_x440 220.16x30", "462h", True), case("_x720 0x20", "_x720 880.64x20", "732h", False)]
     groups = [{**g, "rules": [r for r in g["rules"] if r.get("alert") == rule["alert"]]} for g in rule_groups(rp, "aws")]
     assert month_rules()  # the month's record is fed above, as a Prometheus that has run all month holds it
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": [g for g in groups if g["rules"]]}))
