@@ -218,7 +218,7 @@ DATA_PREP = ("data-prep",)
 GPU_KINDS = (*SCHEDULED, *SERVING)
 # Each workload field that only some kinds read (alicerce/plan/sizing.py: plan_training, plan_inference and
 # plan_data_prep; alicerce/plan/platform.py for the dataset's tier), the kinds that read it, and what to do instead
-# on another kind. hoursPerDay, pool, growth, name, team and kind are read for every kind; method, tensorParallel,
+# on another kind. pool, growth, name, team and kind are read for every kind; method, tensorParallel,
 # maxBatch and runsPerQuarter have their own rules (AL280, AL370).
 _READ_BY: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("model", GPU_KINDS, "data preparation is sized in CPU cores from dataset.size"),
@@ -244,6 +244,13 @@ _READ_BY: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("zero_stage", SCHEDULED, "a served model keeps no gradients or optimizer state to shard"),
     ("pipeline_parallel", SCHEDULED, "a replica's GPUs are its tensorParallel degree"),
     ("expert_parallel", SCHEDULED, "a replica's GPUs are its tensorParallel degree"),
+    # an online service's replicas run around the clock and hold their nodes all month (alicerce.plan.growth
+    # _always_on): hoursPerDay halved its plan cost and showback only (review sizreview5 F7)
+    (
+        "hours_per_day",
+        (*SCHEDULED, "batch-inference", *DATA_PREP),
+        "an online service's replicas run around the clock; work that runs part of the day is batch-inference",
+    ),
 )
 
 

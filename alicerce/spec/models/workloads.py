@@ -230,5 +230,9 @@ class Workload(SpecModel):
         "--gpu-memory-utilization (SGLang's --mem-fraction-static): the share of each GPU's whole memory for weights, "
         "activations and KV cache. Default: 0.9, both engines' default.",
     )
-    hours_per_day: float = Field(default=24, ge=0.1, le=24, description="Hours a day the workload runs.")
+    hours_per_day: float = Field(
+        default=24, ge=0.1, le=24,
+        description="Hours a day the workload runs (training, fine-tuning, batch inference, data preparation; an online "
+        "inference service runs around the clock).",
+    )  # fmt: skip
     growth: Growth | None = Field(default=None, description="Demand growth; `alicerce plan` forecasts capacity and cost with it.")
