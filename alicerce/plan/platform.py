@@ -401,6 +401,7 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
         if team in budgets and usd > budgets[team]:
             findings.append(PlanFinding("PL318", team, f"monthly showback ${usd:,.0f} is over the ${budgets[team]:,.0f} budget"))
     findings += _unpriced_budgets(platform, pool_plans)
+    findings += _assumed_schedules(priced, pool_plans, hours_month)
     growth = forecast(platform, {k: c for k, c in choices.items() if k not in cannot}, pool_plans, catalog, prices)
     for pool_name, quarter, need, capacity in growth.runs_out:
         findings.append(PlanFinding("PL313", pool_name, f"runs out in quarter {quarter} of the forecast: its workloads need {need} GPUs "
@@ -416,6 +417,25 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
         {name: c.reason for name, c in choices.items()}, unpriced, breakdown, showback, budgets, own_vs_rent, tuple(units),
         tuple(sites), growth, kpi_targets=tuple(targets), site_budgets=watched,
     )  # fmt: skip
+
+
+def _assumed_schedules(plans: list[WorkloadPlan], pools: list[PoolPlan], hours_month: float) -> list[PlanFinding]:
+    """PL332: without runsPerQuarter a run is counted once a month (alicerce.plan.growth.busy_gpu_hours), so a run of a
+    month or more is busy back to back. On capacity paid whether used or not, that share is the pool's utilisation, its
+    USD per GPU-hour and the own-vs-rent verdict: a 58-day run once a quarter is 64% busy, the default said 100% and
+    priced its GPU-hour 36% lower (review sizreview5 F3)."""
+    paid = {p.name for p in pools if p.owned or (p.price is not None and p.price.reserved_nodes)}
+    out = []
+    for plan in plans:
+        if plan.kind in ("training", "fine-tuning") and plan.runs_per_quarter is None and plan.pool in paid and plan.runnable:
+            days = plan.wall_clock_days or 0.0
+            if days * 24 >= hours_month:
+                guess = f"counted as busy every month (its {days:.0f}-day runs back to back)"
+            else:
+                guess = f"counted as one {days:.1f}-day run a month ({days * 24 / hours_month:.0%} of its GPUs' month)"
+            out.append(PlanFinding("PL332", plan.name, f"declares no runsPerQuarter: {guess} on {plan.pool}, whose idle hours "
+                                   "are paid; its utilisation and GPU-hour price follow that guess: declare the schedule"))  # fmt: skip
+    return out
 
 
 def _unpriced_budgets(platform: ResolvedPlatform, pool_plans: list[PoolPlan]) -> list[PlanFinding]:

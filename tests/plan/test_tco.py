@@ -171,6 +171,13 @@ def test_utilisation_follows_the_declared_schedule() -> None:
     assert pool.owned_cost.usd_per_gpu_hour() == pytest.approx(2.6467, abs=1e-4)
     (option,) = back_to_back.own_vs_rent
     assert option.verdict().startswith("owning is cheaper at 88% utilisation")
+    # and the plan says it guessed (review sizreview5 F3: the 36% cheaper GPU-hour came without a word)
+    guessed = [f.message for f in back_to_back.findings if f.check == "PL332" and f.subject == "llm-pretrain"]
+    assert guessed == [
+        "declares no runsPerQuarter: counted as busy every month (its 58-day runs back to back) on onprem-h100, whose idle "
+        "hours are paid; its utilisation and GPU-hour price follow that guess: declare the schedule"
+    ]
+    assert "llm-pretrain" not in {f.subject for f in p.findings if f.check == "PL332"}
 
 
 def test_runs_that_cannot_follow_one_another_in_a_quarter_are_a_finding() -> None:
