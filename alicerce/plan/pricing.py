@@ -54,7 +54,9 @@ def pool_region(pool: ResolvedPool) -> str:
 def on_demand(instance: InstanceType, region: str, catalog: Catalog) -> tuple[float | None, tuple[Factor, ...], str]:
     """On-demand USD per hour in ``region`` (None and the reason when the catalog cannot say)."""
     base = instance.price
-    listed = Factor(f"on-demand {instance.type} in {base.region}", base.usdPerHour, f"{base.source.url} ({base.asOf})")
+    # a price the catalog notes as an estimate (p5e: no public on-demand price, p5en's used) says so wherever it is quoted
+    estimate = f" (estimate: {base.note})" if base.note else ""
+    listed = Factor(f"on-demand {instance.type} in {base.region}{estimate}", base.usdPerHour, f"{base.source.url} ({base.asOf})")
     if region == base.region:
         return base.usdPerHour, (listed,), ""
     ratios = catalog.prices.regionFactors
@@ -183,15 +185,20 @@ def monthly_node_cost(price: NodePrice, busy_node_hours: float, min_nodes: int, 
 
 
 def cheapest_rental(gpu_id: str, region: str, catalog: Catalog) -> tuple[str, float, tuple[Factor, ...]] | None:
-    """(instance type, on-demand USD per GPU-hour, factors) of the cheapest catalog type with this GPU in ``region``."""
-    best: tuple[str, float, tuple[Factor, ...]] | None = None
+    """(instance type, on-demand USD per GPU-hour, factors) of the cheapest catalog type with this GPU in ``region``:
+    a type AWS lists a price for before one whose price is an estimate (p5e quoted p5en's, a type that cannot be rented
+    on demand: review sizreview5 F10), then the cheaper."""
+    ranked: list[tuple[bool, float, str, tuple[Factor, ...]]] = []
     for instance in catalog.instances:
         if instance.gpu != gpu_id or not instance.gpus:
             continue
         price, factors, _ = on_demand(instance, region, catalog)
-        if price is not None and (best is None or price / instance.gpus < best[1]):
-            best = (instance.type, price / instance.gpus, factors)
-    return best
+        if price is not None:
+            ranked.append((bool(instance.price.note), price / instance.gpus, instance.type, factors))
+    if not ranked:
+        return None
+    _, usd, instance_type, factors = min(ranked, key=lambda r: r[:3])
+    return instance_type, usd, factors
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from alicerce.catalog import load_catalog
 from alicerce.plan.growth import billed_node_hours
 from alicerce.plan.platform import SizingPlan, plan_platform
-from alicerce.plan.pricing import HOURS_PER_MONTH, block_hours, monthly_node_cost, node_price
+from alicerce.plan.pricing import HOURS_PER_MONTH, block_hours, monthly_node_cost, node_price, on_demand
 from alicerce.plan.tco import monthly_capex, owned_pool_cost, site_extras
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.rules.validate import validated
@@ -547,3 +547,18 @@ def test_low_trust_defaults_are_named_until_the_site_declares_its_own() -> None:
     assert "PL329" not in {f.check for f in result.findings}
     pool = next(p for p in result.pools if p.name == "onprem-h100")
     assert pool.owned_cost is not None and pool.owned_cost.items["staff"] == pytest.approx(4 * 180_000 / 12)
+
+
+def test_a_price_the_catalog_estimates_is_not_quoted_as_something_to_rent() -> None:
+    """Review sizreview5 F10: the superpod's H200s were compared with "on-demand p5e.48xlarge", a type AWS sells no
+    on-demand (the catalog carries p5en's $63.296 as an estimate for sizing): the tie at $7.912 per GPU-hour now goes
+    to p5en.48xlarge, whose price is its own, and a noted price says it is an estimate wherever it is quoted."""
+    spec = load_file(ROOT / "examples" / "onprem-superpod.yaml", "onprem-superpod.yaml")
+    (option,) = plan_platform(validated(spec, "prod"), today=TODAY).own_vs_rent
+    by = {o.purchase: o for o in option.options}
+    assert by["on-demand"].instance == by["capacity-reservation"].instance == "p5en.48xlarge"
+    assert by["on-demand"].usd_per_gpu_hour == pytest.approx(63.296 / 8)
+    catalog = load_catalog()
+    p5e = next(i for i in catalog.instances if i.type == "p5e.48xlarge")
+    _, factors, _ = on_demand(p5e, "us-east-1", catalog)
+    assert "(estimate: AWS lists no on-demand price for p5e" in factors[0].name
