@@ -103,9 +103,9 @@ def print_plan(console: Console, result: SizingPlan, *, explain: bool = False, t
     print_table(pools, console)
     # one story for finance: the plan's price of a GPU-hour and what showback (dashboards, `alicerce costs`) bills
     console.print(
-        "[dim]USD/GPU-h: what a used GPU-hour costs (rented: the node price; owned: the month over the forecast "
-        "busy GPU-hours). billed/GPU-h: what showback and `alicerce costs` charge each allocated GPU-hour "
-        "(rented: the same; owned: the month over the installed GPU-hours, idle capacity stays with the "
+        "[dim]USD/GPU-h: what a used GPU-hour costs (rented: the node price; owned or reserved: the month over the "
+        "forecast busy GPU-hours). billed/GPU-h: what showback and `alicerce costs` charge each allocated GPU-hour "
+        "(rented: the node price; owned: the month over the installed GPU-hours, idle capacity stays with the "
         "platform).[/dim]"
     )
     if result.storage:

@@ -35,12 +35,17 @@ class PoolPlan:
 
     @property
     def usd_per_gpu_hour(self) -> float | None:
-        """What one GPU-hour of this pool costs its users: the node price, or the owned TCO at forecast utilisation."""
+        """What one used GPU-hour of this pool costs: the owned TCO at forecast utilisation; a pool with reserved nodes,
+        billed every hour used or not, its month over the busy GPU-hours, as owned capacity (its four reserved p5 nodes,
+        $160,717 a month for 43.6 busy GPU-hours, quoted the node's $6.88: review sizreview5 F6); else the node price."""
         if self.owned_cost is not None:
             return self.owned_cost.usd_per_gpu_hour()
-        if self.price is not None:
-            return self.price.usd_per_gpu_hour
-        return None
+        if self.price is None:
+            return None
+        node = self.price.usd_per_gpu_hour
+        if self.price.reserved_nodes and self.monthly_cost_usd and self.gpu_hours_per_month > 0 and node is not None:
+            return max(node, self.monthly_cost_usd / self.gpu_hours_per_month)
+        return node
 
     @property
     def billed_usd_per_gpu_hour(self) -> float | None:
@@ -53,7 +58,7 @@ class PoolPlan:
         if self.owned and self.monthly_cost_usd is not None:
             installed = self.declared_max * self.gpus_per_node * HOURS_PER_MONTH
             return self.monthly_cost_usd / installed if installed else None
-        return self.usd_per_gpu_hour
+        return self.price.usd_per_gpu_hour if self.price is not None else None
 
     def to_json(self, explain: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {

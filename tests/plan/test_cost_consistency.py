@@ -103,9 +103,14 @@ def test_plan_shows_the_used_and_the_billed_gpu_hour_and_showback_bills_the_bill
     pools = {p["name"]: p for p in document["pools"]}
     owned = pools["onprem-h100"]
     assert owned["billedUsdPerGpuHour"] < owned["usdPerGpuHour"]  # idle installed hours stay with the platform
-    assert pools["train-p5"]["billedUsdPerGpuHour"] == pools["train-p5"]["usdPerGpuHour"]  # rented: one price
+    assert pools["infer-l40s"]["billedUsdPerGpuHour"] == pools["infer-l40s"]["usdPerGpuHour"]  # rented: one price
+    # reserved nodes bill every hour used or not (review sizreview5 F6): a used GPU-hour of train-p5's four reserved p5
+    # costs the month over its 43.6 busy GPU-hours; showback bills each allocated one at the node's $6.88
+    reserved = pools["train-p5"]
+    assert reserved["billedUsdPerGpuHour"] == 6.88
+    assert reserved["usdPerGpuHour"] == pytest.approx(reserved["monthlyCostUsd"] / reserved["gpuHoursPerMonth"], rel=1e-3)
     rules = [r for g in rule_groups(validated(load_file(ROOT / "platform.yaml"), "prod"), "dc1") for r in g["rules"]]
     (billed,) = [r["expr"] for r in rules if r.get("record") == PRICE and r["labels"]["pool"] == "onprem-h100"]
     assert float(billed.removeprefix("vector(").removesuffix(")")) == pytest.approx(owned["billedUsdPerGpuHour"], abs=0.001)
-    text = invoke("plan", spec, "--env", "prod")
+    text = " ".join(invoke("plan", spec, "--env", "prod").split())  # as read, whatever the terminal's width wraps
     assert "billed/GPU-h" in text and "what showback and `alicerce costs` charge each allocated GPU-hour" in text
