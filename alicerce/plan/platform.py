@@ -402,6 +402,7 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
             findings.append(PlanFinding("PL318", team, f"monthly showback ${usd:,.0f} is over the ${budgets[team]:,.0f} budget"))
     findings += _unpriced_budgets(platform, pool_plans)
     findings += _assumed_schedules(priced, pool_plans, hours_month)
+    findings += _services_on_spot(platform, priced, pools_by_name)
     growth = forecast(platform, {k: c for k, c in choices.items() if k not in cannot}, pool_plans, catalog, prices)
     for pool_name, quarter, need, capacity in growth.runs_out:
         findings.append(PlanFinding("PL313", pool_name, f"runs out in quarter {quarter} of the forecast: its workloads need {need} GPUs "
@@ -435,6 +436,30 @@ def _assumed_schedules(plans: list[WorkloadPlan], pools: list[PoolPlan], hours_m
                 guess = f"counted as one {days:.1f}-day run a month ({days * 24 / hours_month:.0%} of its GPUs' month)"
             out.append(PlanFinding("PL332", plan.name, f"declares no runsPerQuarter: {guess} on {plan.pool}, whose idle hours "
                                    "are paid; its utilisation and GPU-hour price follow that guess: declare the schedule"))  # fmt: skip
+    return out
+
+
+def _services_on_spot(platform: ResolvedPlatform, plans: list[WorkloadPlan], pools: dict[str, ResolvedPool]) -> list[PlanFinding]:
+    """PL333: placement picks the cheapest pool that serves the peak, and Spot often is; but EC2 reclaims a Spot node at
+    two minutes' notice, and the replicas left carry the peak at more than the load the latency targets were sized for
+    (examples/aws-only.yaml's assistant: 7 replicas at load 0.94, 6 left: review sizreview5 F11). A service with latency
+    targets on Spot is told how many replicas one node holds and what would ride a reclaim out."""
+    bound = {w.name for w in platform.spec.workloads if w.kind == "inference" and w.latency is not None}
+    bound |= {s.workload for s in platform.spec.monitoring.slos if s.kind == "inference-latency" and s.workload}
+    out = []
+    for plan in plans:
+        pool = pools.get(plan.pool or "")
+        if plan.name not in bound or pool is None or pool.capacity_type != "spot" or not plan.replicas or not plan.gpus_per_replica:
+            continue
+        per_gpu = pool.gpu_units.per_gpu if pool.gpu_units and plan.sharing else 1
+        on_node = min(plan.replicas, max(1, pool.gpus_per_node * per_gpu // plan.gpus_per_replica))
+        left = plan.replicas - on_node
+        after = "none is left" if not left else f"the {left} left carry its peak at {plan.replicas / left:.2f}x the load it was sized for"
+        spare = f"{on_node} more replica{'s' if on_node > 1 else ''}"
+        out.append(PlanFinding("PL333", plan.name, f"serves latency targets from Spot pool {pool.name}: a reclaim (two minutes' "
+                               f"notice) takes a node's {on_node} of its {plan.replicas} replicas and {after}; keep {spare} "
+                               "than the peak needs (the pool's max and the team's quota), or serve it from on-demand or "
+                               "reserved capacity"))  # fmt: skip
     return out
 
 

@@ -484,3 +484,20 @@ def test_chat_70b_comment_in_the_reference_says_what_plan_prints() -> None:
     nodes = next(p for p in platform.pools if p.name == "infer-l40s").max_gpus // 4  # g6e.12xlarge: 4 L40S a node
     assert nodes == 8 and chat.replicas is not None and nodes / 2 < chat.replicas <= nodes  # most of the pool's 8 nodes
     assert "infer-l40s" in [f.subject for f in plan.findings if f.check == "PL313"]
+
+
+def test_a_latency_bound_service_on_spot_is_told_what_a_reclaim_costs_it() -> None:
+    """Review sizreview5 F11: examples/aws-only.yaml's assistant (a p95 time-to-first-token target) is placed on the
+    L4 Spot pool by price, and a reclaim of one of its one-GPU nodes leaves 7 of 8 replicas to carry the peak at 8/7 of
+    the load the targets were sized for. On on-demand nodes nothing is said."""
+    data = yaml.safe_load((ROOT / "examples" / "aws-only.yaml").read_text())
+
+    def findings(data: dict[str, Any]) -> list[str]:
+        rp = validated(load_text(yaml.safe_dump(data), "aws-only.yaml"), "prod")
+        return [f.message for f in plan_platform(rp, today=TODAY).findings if f.check == "PL333"]
+
+    (message,) = findings(data)
+    assert message.startswith("serves latency targets from Spot pool small-models: a reclaim (two minutes' notice) takes a "
+                              "node's 1 of its 8 replicas and the 7 left carry its peak at 1.14x the load")  # fmt: skip
+    next(p for p in data["nodePools"] if p["name"] == "small-models")["aws"]["capacityType"] = "on-demand"
+    assert findings(data) == []
