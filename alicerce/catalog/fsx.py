@@ -61,7 +61,11 @@ def choose_fsx(
     for option in options(fsx, deployment_type, storage_type, per_unit):
         rate = option.baselineMBpsPerTiB
         gib = capacity_gib or next_capacity(option, max(want_gib, need_mbps / rate * 1024))
-        cost = gib * GIB / 1e9 * option.usdPerGBMonth
+        # FSx bills the capacity it is provisioned in (GiB) as "GB-months": a 1.2 TiB (1,200 GiB) file system at
+        # 125 MB/s/TiB is 1,200 x $0.145 = $174 a month, not 1,288 decimal GB (aws.amazon.com/fsx/lustre/pricing/:
+        # "storage capacity measured in gigabyte-months"; c3x.dev aws_fsx_lustre_file_system reproduces the bill as
+        # 1,200 x 0.145: review sizreview5 F9)
+        cost = gib * option.usdPerGBMonth
         plans.append(FsxConfig(deployment_type, storage_type, gib, option.perUnit, gib / 1024 * rate, round(cost, 2)))
     if not plans:
         return None

@@ -205,9 +205,9 @@ def test_golden_reference_prod_month() -> None:
     #              embed-batch (applied-ml's quota is here only): 243.33 GPU-h x 10.49264 / 4 =     638.30
     # infer-l4     min 1 g6.xlarge always on, no declared workload: 730 x 0.8048              =     587.50
     # onprem-h100  owned TCO above                                                             = 428,020.42
-    # FSx          datasets 50,400 GiB + checkpoints 26,400 GiB PERSISTENT_2 (fsx.yaml)          =  21,002.39
+    # FSx          datasets 50,400 GiB x 0.21 + checkpoints 26,400 GiB x 0.34 PERSISTENT_2, billed per GiB  =  19,560.00
     # dc1 storage  2 PiB Lustre = 2,251.80 TB x 160 USD/TB / 60 months                         =   6,004.80
-    # total                                                                                    = 656,482.77
+    # total                                                                                    = 655,040.38
     p = plan()
     pools = {x.name: x.monthly_cost_usd for x in p.pools}
     assert pools == pytest.approx(
@@ -215,9 +215,9 @@ def test_golden_reference_prod_month() -> None:
          "dc1-system": None, "onprem-h100": 428_020.42},
         abs=0.02,
     )  # fmt: skip
-    assert p.cost_breakdown["FSx"] == pytest.approx(21_002.39, abs=0.01)
+    assert p.cost_breakdown["FSx"] == pytest.approx(19_560.00, abs=0.01)
     assert p.cost_breakdown["owned sites (storage, links)"] == pytest.approx(6_004.80, abs=0.01)
-    assert p.monthly_cost_usd == pytest.approx(656_482.77, abs=0.05)
+    assert p.monthly_cost_usd == pytest.approx(655_040.38, abs=0.05)
 
 
 def test_golden_unit_costs() -> None:
@@ -498,10 +498,10 @@ def test_a_declared_fsx_tier_no_workload_uses_is_still_billed() -> None:
     tier = next(t for t in idle.storage if t.name == "checkpoints-old")
     assert tier.read_gbps == tier.write_gbps == 0
     # sized as declared, like ``checkpoints``: 24 TiB = 24,576 GiB for 10 GB/s at PERSISTENT_2 500 MB/s/TiB (20 TiB),
-    # rounded up to 1,200 + n x 2,400 -> 26,400 GiB; 26,400 x 2^30 / 1e9 GB x $0.34/GB-month = $9,637.91
+    # rounded up to 1,200 + n x 2,400 -> 26,400 GiB, billed as GB-months of the GiB provisioned: x $0.34 = $8,976
     assert tier.fsx is not None and tier.fsx["storageCapacityGiB"] == 26_400
-    assert tier.fsx["usdPerMonth"] == pytest.approx(26_400 * 2**30 / 1e9 * 0.34, abs=0.01)
-    assert idle.cost_breakdown["FSx"] - base.cost_breakdown["FSx"] == pytest.approx(9_637.91, abs=0.01)
+    assert tier.fsx["usdPerMonth"] == pytest.approx(26_400 * 0.34, abs=0.01)
+    assert idle.cost_breakdown["FSx"] - base.cost_breakdown["FSx"] == pytest.approx(8_976.00, abs=0.01)
     assert [f.subject for f in idle.findings if f.check == "PL342"] == ["checkpoints-old"]
     assert not [f for f in base.findings if f.check == "PL342"]
 
