@@ -91,7 +91,8 @@ def kpi_targets(
     serving = {w.name for w in platform.spec.workloads if w.kind == "inference"}  # what the serving PodMonitors scrape
     for workload, per in sorted(per_million.items()):
         if per is not None and workload in serving:
-            out.append(KpiTarget("workload:usd_per_million_tokens:ratio", workload, "<=", per, "USD", "plan: pool price / tokens at peak"))
+            out.append(KpiTarget("workload:usd_per_million_tokens:ratio30d", workload, "<=", per, "USD",
+                                 "plan: pool price / tokens at the mean rate"))  # fmt: skip
     if any(w.kind == "training" for w in platform.spec.workloads):
         stall = checkpoint_stall_seconds(platform)
         out.append(KpiTarget("TrainingCheckpointStall", "training", "<=", stall, "s", "sizing checkpointStallBudget x interval"))

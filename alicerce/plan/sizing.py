@@ -83,7 +83,7 @@ class WorkloadPlan:
     sharing: str | None = None
     cpu_cores: int | None = None
     deadline_days: float | None = None
-    tokens_per_month: float | None = None  # serving at peak load: input + output tokens
+    tokens_per_month: float | None = None  # serving at its mean rate (the peak where none is declared): input + output tokens
     runs_per_quarter: float | None = None  # training: the declared schedule (None: one run a month)
     fits: dict[str, int | None] = field(default_factory=dict)  # candidate GPU -> smallest count that fits
     figures: tuple[Figure, ...] = ()
@@ -807,7 +807,11 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
     issues = _prefill_queueing(w, layout, replicas, figures)
     gpus = replicas * layout.tp
     hours = gpus * w.hours_per_day * sizing.hoursPerMonth.value / 24
-    tokens_month = rps * (w.traffic.input_tokens + w.traffic.output_tokens) * 3600 * w.hours_per_day * sizing.hoursPerMonth.value / 24
+    # the tokens a month are served at the mean rate where one is declared: the replicas for the peak cost the same
+    # all month, and a per-token cost at the peak, around the clock, was a floor off-peak hours never reach (review
+    # sizreview5 F4)
+    mean = w.traffic.mean_rps or rps
+    tokens_month = mean * (w.traffic.input_tokens + w.traffic.output_tokens) * 3600 * w.hours_per_day * sizing.hoursPerMonth.value / 24
     sharing = _sharing(w, gpu, layout, replicas=replicas, load=load, sizing=sizing)
     layout_memory = layout.weights_bytes + layout.batch * layout.kv_bytes_per_sequence
     return WorkloadPlan(

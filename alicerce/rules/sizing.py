@@ -349,6 +349,18 @@ def dataset_fits_cache(ctx: RuleContext) -> Iterable[Finding]:
                           "dataset streams from the object store", size, resource=cache.name)  # fmt: skip
 
 
+@rules.rule("AL377", "mean-rate-under-peak", "A service's mean request rate is at most its peak.")
+def mean_rate_under_peak(ctx: RuleContext) -> Iterable[Finding]:
+    """The replicas are sized for the peak and the tokens a month counted at the mean: a mean above the peak would
+    count tokens the replicas cannot serve, and price each below what it costs."""
+    for i, w in enumerate(ctx.spec.workloads):
+        traffic = w.traffic
+        if traffic is not None and traffic.mean_rps is not None and traffic.peak_rps is not None and traffic.mean_rps > traffic.peak_rps:
+            yield Finding(S.workloads[i].traffic.mean_rps, f"mean {traffic.mean_rps:g} requests/s is above the {traffic.peak_rps:g} "
+                          "peak the replicas are sized for", "raise peakRps to the busiest minute's rate, or lower meanRps to "
+                          "the month's average", traffic.mean_rps, resource=w.name)  # fmt: skip
+
+
 @rules.rule("AL383", "field-shadowed", "No declared field is one that another declared field, or the workload's kind, leaves unread.")
 def field_shadowed(ctx: RuleContext) -> Iterable[Finding]:
     """Fields sizing never reads in their place: closed-loop clients beside a request rate (the rate sizes the replicas),

@@ -67,7 +67,7 @@ def _unpriced_region(d: dict[str, Any]) -> None:
 
 
 VALID: dict[str, Mutation] = {
-    "tiny serving peak": lambda d: workload(d, "chat-70b")["traffic"].update(peakRps=1e-9),
+    "tiny serving peak": lambda d: workload(d, "chat-70b")["traffic"].update(peakRps=1e-9, meanRps=1e-10),
     "huge serving peak": lambda d: workload(d, "chat-70b")["traffic"].update(peakRps=1e9),
     "prompt longer than any KV cache": lambda d: workload(d, "chat-70b")["traffic"].update(inputTokens=10_000_000),
     "one training token": lambda d: workload(d, "llm-pretrain").update(tokens=1),

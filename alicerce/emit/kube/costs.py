@@ -124,6 +124,14 @@ def cost_rules(prices: dict[str, float]) -> list[dict[str, Any]]:
             "expr": "workload:gpu_cost_usd:rate1h / on (namespace, workload) group_left () "
             "((workload:vllm_tokens:rate5m > 0) * 3600) * 1e6",
         },
+        # over the trailing 30 days, the hours' costs over the hours' tokens: what the plan's cost per million tokens
+        # at the mean rate (traffic.meanRps) is held against; the hourly ratio above is higher every off-peak hour by
+        # construction (review sizreview5 F4)
+        {
+            "record": "workload:usd_per_million_tokens:ratio30d",
+            "expr": "sum_over_time(workload:gpu_cost_usd:sum1h[30d:1h]) / on (namespace, workload) group_left () "
+            "(sum_over_time(workload:vllm_tokens:sum1h[30d:1h]) > 0) * 1e6",
+        },
     ]
     return rules
 

@@ -166,7 +166,11 @@ def inference(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
         ("Availability (serving pods up)", [f"workload:serving_up:ratio{{{w}}}"], "percentunit"),
         ("SLO error ratio, 1 h and 6 h", [f"slo:sli_error:ratio_rate1h{{{w}}}", f"slo:sli_error:ratio_rate6h{{{w}}}"], "percentunit"),
         ("Requests waiting", [f"workload:vllm_requests_waiting:sum{{{w}}}"], "short"),
-        ("Cost per million tokens (prompt and generated)", [f"workload:usd_per_million_tokens:ratio{{{w}}}"], "currencyUSD"),
+        (
+            "Cost per million tokens (prompt and generated; this hour and the last 30 days)",
+            [f"workload:usd_per_million_tokens:ratio{{{w}}}", f"workload:usd_per_million_tokens:ratio30d{{{w}}}"],
+            "currencyUSD",
+        ),
         ("GPU utilisation and memory", [f"workload:gpu_utilization:avg{{{w}}}", f"workload:gpu_memory_used:avg{{{w}}}"], "percentunit"),
     ]
     return _board(rp, "-inference", "inference", rows, [_variable("workload", "workload:vllm_requests:rate5m", "workload")], have=have)

@@ -90,6 +90,11 @@ class Dataset(SpecModel):
 
 class Traffic(SpecModel):
     peak_rps: float | None = Field(default=None, gt=0, le=MAX_RATE, description="Peak requests per second.")
+    mean_rps: float | None = Field(
+        default=None, gt=0, le=MAX_RATE,
+        description="Mean requests per second over the month, at most the peak (default: the peak, around the clock). "
+        "Replicas are sized for the peak; the tokens a month and the cost per million tokens are at this rate.",
+    )  # fmt: skip
     concurrency: StrictInt | None = Field(default=None, ge=1, le=MAX_RATE, description="Peak concurrent requests.")
     input_tokens: StrictInt = Field(ge=1, le=MAX_SEQUENCE, description="Mean prompt tokens.")
     output_tokens: StrictInt = Field(ge=1, le=MAX_SEQUENCE, description="Mean generated tokens.")

@@ -441,3 +441,31 @@ def test_an_alert_says_when_prometheus_lost_the_start_of_the_month_with_its_volu
         {"interval": "10m", "input_series": prometheus(2 * 86400, f"_x{2 * day} 173400x{3 * day} 432000x{800 - 5 * day - 1}"),
          "alert_rule_test": [fired("50h", False), fired("119h", False), fired("120h50m", True)]},
     ], tmp_path, every="10m", order=["alicerce.cost", "alicerce.budget"])  # fmt: skip
+
+
+@needs_promtool
+def test_the_month_cost_per_million_tokens_spreads_the_replicas_over_every_hours_tokens(tmp_path: Path) -> None:
+    """Review sizreview5 F4: the plan priced chat-70b's tokens at its peak around the clock, a figure the hourly ratio
+    reaches only at the peak. The trailing 30 days' ratio is what the plan's figure at the mean rate is held against:
+    three hours of replicas at $100 each, one busy hour of 50 M tokens and two quiet ones of 10 M: $300 / 70 M tokens =
+    $4.2857 per million, where the busy hour alone read $2 and a quiet one $10."""
+    rp = platform("prod")
+    rule = next(r for g in rule_groups(rp, "aws") for r in g["rules"] if r.get("record") == "workload:usd_per_million_tokens:ratio30d")
+    chat = 'namespace="serving",workload="chat-70b"'
+    inputs = [{"series": f"workload:gpu_cost_usd:sum1h{{{chat}}}", "values": "100x2"},
+              {"series": f"workload:vllm_tokens:sum1h{{{chat}}}", "values": "50e6 10e6 10e6"}]  # fmt: skip
+    tests = [
+        {"interval": "1h", "input_series": inputs, "promql_expr_test": [rounded(rule["record"], f'{chat},site="aws"', 300 / 70, "2h")]}
+    ]
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": [{"name": "month", "rules": [rule]}]}))
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1h", "tests": tests}))
+    result = promtool("test", "rules", "tests.yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    # the plan's target for it is at the mean rate the spec declares
+    mean = (ROOT / "platform.yaml").read_text().replace("meanRps: 1,", "meanRps: 0.8,")
+    assert mean != (ROOT / "platform.yaml").read_text()
+    at_peak, at_mean = (
+        next(k.target for k in plan_platform(p).kpi_targets if k.kpi == rule["record"] and k.subject == "chat-70b")
+        for p in (rp, validated(load_text(mean, "platform.yaml"), "prod"))
+    )
+    assert at_mean == pytest.approx(at_peak * 1 / 0.8)
