@@ -96,7 +96,14 @@ def diagnoses(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     quota = f"(team_pool:kueue_gpu_quota:sum and on (team) ({QUEUE_ACTIVE} == 1))"
     idle = f"clamp_min({quota} - team_pool:kueue_gpu_usage:sum, 0)"
     cohort = f"clamp_min(sum by (pool) ({quota}) - sum by (pool) (team_pool:kueue_gpu_usage:sum), 0)"
-    others_idle = f"sum by (team) (clamp_min({idle} * 0 + on (pool) group_left () {cohort} - {idle}, 0))"
+    # per pool (Kueue's flavor), never summed over pools: the pending GPUs carry no flavor (kueue_cluster_queue_resource_
+    # pending, v0.19.2 pkg/metrics/metrics.go), and a p5 training job waiting beside idle L40S quota is no borrowing
+    # problem (its node affinity and EFA keep it off them), nor do 8 idle p5 and 8 idle L40S hold a 16-GPU job (review
+    # obsreview9 G1). A pool counts where the team has used up its own quota: that is where it needs to borrow, and a
+    # pool with its own quota idle is not the one its pending job asks for (the job would be admitted there)
+    others = f"clamp_min({idle} * 0 + on (pool) group_left () {cohort} - {idle}, 0)"
+    wanted = "(team_pool:kueue_gpu_usage:sum >= on (team, pool) team_pool:kueue_gpu_quota:sum)"
+    others_idle = f"max by (team) ({others} and on (team, pool) {wanted})"
     pending = f"max by (team) (team:kueue_gpus_pending:sum) and on (team) ({QUEUE_ACTIVE} == 1)"
     borrowing = f"({pending} > 0) and on (team) ({others_idle} >= on (team) {pending})"
 

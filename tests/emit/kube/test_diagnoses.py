@@ -211,6 +211,34 @@ def test_borrowing_misconfigured_fires_when_a_team_queues_beside_idle_quota(tmp_
 
 
 @needs_promtool
+def test_borrowing_is_judged_per_flavor_where_the_team_has_used_its_own_quota(tmp_path: Path) -> None:
+    """Review obsreview9 G1: applied-ml holds p5 and L40S quota. Its 16-GPU p5 training job waits while research fills
+    train-p5 and serving leaves 16 of its 24 L40S idle at night: the L40S cannot take the job (and applied-ml's own 8 L40S
+    sit idle: the job does not ask for them), so nothing is misconfigured; summed over flavors, 16 idle "fit" the 16
+    pending and it fired. Where applied-ml has used its L40S quota too, serving's idle L40S are what it could borrow."""
+    rule = rules_of(platform(), "aws")["KueueBorrowingMisconfigured"]
+
+    def state(applied_l40s: int) -> list[dict[str, str]]:
+        def cq(metric: str, queue: str, flavor: str, value: float) -> dict[str, str]:
+            labels = f'cohort="acme",cluster_queue="{queue}",flavor="{flavor}",resource="nvidia.com/gpu",replica_role="standalone"'
+            return {"series": f"{metric}{{{labels}}}", "values": f"{value:g}{STEPS}"}
+
+        quota, usage = "kueue_cluster_queue_nominal_quota", "kueue_cluster_queue_resource_usage"
+        return [
+            cq(quota, "research", "train-p5", 96), cq(usage, "research", "train-p5", 96),
+            cq(quota, "applied-ml", "train-p5", 32), cq(usage, "applied-ml", "train-p5", 32),
+            cq(quota, "applied-ml", "infer-l40s", 8), cq(usage, "applied-ml", "infer-l40s", applied_l40s),
+            cq(quota, "serving", "infer-l40s", 24), cq(usage, "serving", "infer-l40s", 8),
+            {"series": f"kueue_cluster_queue_resource_pending{{{PENDING}}}", "values": f"16{STEPS}"},
+            *({"series": f'kueue_cluster_queue_status{{cluster_queue="{q}",status="active",replica_role="standalone"}}',
+               "values": f"1{STEPS}"} for q in ("research", "applied-ml", "serving")),
+        ]  # fmt: skip
+
+    check("KueueBorrowingMisconfigured", state(0), "45m", [], tmp_path / "p5", site="aws")
+    check("KueueBorrowingMisconfigured", state(8), "45m", [expected(rule, {"team": "applied-ml"}, "")], tmp_path / "l40s", site="aws")
+
+
+@needs_promtool
 def test_slo_burn_rate_pages_on_a_fast_burn_and_not_on_a_slow_trickle(tmp_path: Path) -> None:
     rp = platform()
     rules = rules_of(rp, "aws")
