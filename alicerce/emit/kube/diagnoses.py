@@ -8,12 +8,14 @@ running, communication-bound a busy fabric.
 
 SLO burn rates follow the multi-window, multi-burn-rate alerts of Google's SRE workbook ("Alerting on SLOs"):
 over a 30-day budget, page when 2% of it burns in an hour (14.4x over 1h and 5m) or 5% in six hours (6x over
-6h and 30m), ticket when 10% burns in three days (1x over 3d and 6h). A latency SLI counts requests slower
-than the SLO's threshold, read at the largest bucket of the engine's histogram not above it.
+6h and 30m), ticket when 10% burns in three days (1x over 3d and 6h), each once the long window holds ten slow or
+failed requests (the workbook's low-traffic advice: one slow request at night is no burn). A latency SLI counts
+requests slower than the SLO's threshold, read at the largest bucket of the engine's histogram not above it.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from alicerce.catalog.alerts import (
@@ -48,6 +50,7 @@ from alicerce.emit.kube.kpi import (
 )
 from alicerce.plan.kpi import checkpoint_stall_seconds
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
+from alicerce.spec.models import Workload
 
 HELD = f'{GPU_UTIL}{{pod!=""}}'
 # 1 while a team's ClusterQueue admits (Kueue's status gauge, one per queue and status), 0 while stopped or pending
@@ -174,6 +177,37 @@ def _server_error_ratio(slo: ServingSlo, team_namespaces: tuple[str, ...], windo
 
 WINDOWS = ("5m", "30m", "1h", "6h", "3d")
 SLI = "slo:sli_error:ratio_rate{}"
+EVENTS = "slo:sli_events:rate{}"  # what the SLI counts (requests, or token intervals), per second over the window
+SECONDS = {"1h": 3600, "6h": 6 * 3600, "3d": 72 * 3600}
+# the fewest slow or failed requests a burn window must hold before it pages or tickets: at night one slow long-prompt
+# request in six reads as a 17% error ratio and paged oncall (review obsreview9 G3; the SRE workbook's "Alerting on
+# SLOs", low-traffic services: a minimum count of bad events). Ten is no statistical noise, and any real trouble at
+# night reaches it within the window (0.1 requests/s for an hour is 360 requests)
+MIN_BAD_REQUESTS = 10
+
+
+def _events(slo: ServingSlo, team_namespaces: tuple[str, ...], window: str) -> str:
+    """Per second over ``window``: the requests (or token intervals) the SLI's ratio is a share of."""
+    sel = _selector(slo, team_namespaces)
+    if slo.kind == "inference-latency":
+        return f"sum({histogram_rate(slo.metric, 'count', sel, window)})"
+    return f"sum(rate({HTTP_REQUESTS}{{{sel},{API_REQUESTS}}}[{window}]))"
+
+
+def _min_bad_events(slo: ServingSlo, workload: Workload) -> int:
+    """MIN_BAD_REQUESTS in the SLI's events: a time per output token counts token intervals, and one slow request
+    brings up to all its generated tokens' intervals."""
+    per_request = max(1, workload.traffic.output_tokens - 1) if slo.metric == TPOT and workload.traffic is not None else 1
+    return MIN_BAD_REQUESTS * per_request
+
+
+def _burn(name: str, budget: float, floor: int, windows: tuple[str, str], factor: float) -> str:
+    """SLO ``name``'s ratio over both ``windows`` (long, short) past ``factor`` x budget, and at least ``floor`` bad
+    events in the long window (_min_bad_events)."""
+    long, short = windows
+    limit = f"{factor * budget:.6g}"
+    bad = f'{SLI.format(long)}{{slo="{name}"}} * {EVENTS.format(long)}{{slo="{name}"}} * {SECONDS[long]}'
+    return f'({SLI.format(long)}{{slo="{name}"}} > {limit} and {SLI.format(short)}{{slo="{name}"}} > {limit} and ({bad}) >= {floor})'
 
 
 def slo_burn(rp: ResolvedPlatform, site: ResolvedSite) -> tuple[list[dict[str, Any]], list[Alert]]:
@@ -187,27 +221,26 @@ def slo_burn(rp: ResolvedPlatform, site: ResolvedSite) -> tuple[list[dict[str, A
     for slo in serving_slos(rp.spec):
         workload = workloads.get(slo.workload)
         team = teams.get(workload.team) if workload is not None else None
-        if team is None:
+        if workload is None or team is None:
             continue
         ratio = latency_bad_ratio if slo.kind == "inference-latency" else _server_error_ratio
         labels = {"slo": slo.name, "workload": slo.workload}
         records += [{"record": SLI.format(w), "expr": ratio(slo, team.namespaces, w), "labels": labels} for w in WINDOWS]
+        records += [{"record": EVENTS.format(w), "expr": _events(slo, team.namespaces, w), "labels": labels} for w in SECONDS]
         budget = slo.error_budget
+        burn = functools.partial(_burn, slo.name, budget, _min_bad_events(slo, workload))
+
         stated = f"{budget:.3g} of requests may miss it" if slo.kind == "availability" else f"{budget:.3g} of them may be slower"
         if slo.kind == "inference-latency":  # the objective sets the budget, the percentile the 5-minute alert
             stated = f"{slo.objective:g}% of requests under {slo.threshold * 1000:g} ms over 30 days: {stated}"
 
-        def burn(long: str, short: str, factor: float, name: str = slo.name, budget: float = budget) -> str:
-            limit = f"{factor * budget:.6g}"
-            return f'({SLI.format(long)}{{slo="{name}"}} > {limit} and {SLI.format(short)}{{slo="{name}"}} > {limit})'
-
         what = "availability" if slo.kind == "availability" else {TTFT: "time to first token", TPOT: "time per output token"}[slo.metric]
-        alerts.append(Alert(slo_burn_fast_alert_name(slo.name), f"{burn('1h', '5m', 14.4)} or {burn('6h', '30m', 6)}", "2m", "critical",
+        alerts.append(Alert(slo_burn_fast_alert_name(slo.name), f"{burn(('1h', '5m'), 14.4)} or {burn(('6h', '30m'), 6)}", "2m", "critical",
                             f"{slo.workload}: {what} SLO {slo.name} burns its 30-day error budget fast",
                             f"SLO {slo.name} ({stated}): at this rate the month's budget is gone within days; "
                             "check the serving pods' queue (vllm:num_requests_waiting), replicas and recent rollouts.",
                             (("team", team.name),)))  # fmt: skip
-        alerts.append(Alert(slo_burn_slow_alert_name(slo.name), burn("3d", "6h", 1), "1h", "warning",
+        alerts.append(Alert(slo_burn_slow_alert_name(slo.name), burn(("3d", "6h"), 1), "1h", "warning",
                             f"{slo.workload}: {what} SLO {slo.name} spends its error budget faster than it earns it",
                             f"SLO {slo.name} ({stated}): over three days errors exceed the budget; plan capacity "
                             "(`alicerce plan`) or relax the SLO.", (("team", team.name),)))  # fmt: skip

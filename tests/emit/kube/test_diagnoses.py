@@ -278,6 +278,31 @@ def test_slo_burn_rate_pages_on_a_fast_burn_and_not_on_a_slow_trickle(tmp_path: 
 
 
 @needs_promtool
+def test_one_slow_request_at_night_traffic_pages_nobody(tmp_path: Path) -> None:
+    """Review obsreview9 G3: chat-70b at night gets a request every 10 minutes, and one 32k-token prompt takes 1.4 s to
+    its first token: 1 of 6 in the hour (17%) and 1 of 1 in five minutes are past the 7.2% fast-burn ratio, and oncall
+    was paged for ~0.01% of the month's budget. A burn window must hold ten slow requests; at the same night rate
+    every request slow for two hours (12 of 12) still pages."""
+    rp = platform()
+    rule = rules_of(rp, "aws")["SLOChatLatencyBurnFast"]
+    pod = 'namespace="serving",pod="chat-70b-0",alicerce_dev_workload="chat-70b",model_name="chat",engine="0"'
+
+    def night(slow: set[int]) -> list[dict[str, str]]:
+        """Cumulative counts a minute for 150 minutes: a request at each tenth minute, slow at the minutes in ``slow``."""
+        total = [m // 10 for m in range(150)]
+        fast = [sum(1 for r in range(10, m + 1, 10) if r not in slow) for m in range(150)]
+        return [
+            {"series": f'vllm:time_to_first_token_seconds_bucket{{{pod},le="1.0"}}', "values": " ".join(map(str, fast))},
+            {"series": f'vllm:time_to_first_token_seconds_bucket{{{pod},le="+Inf"}}', "values": " ".join(map(str, total))},
+            {"series": f"vllm:time_to_first_token_seconds_count{{{pod}}}", "values": " ".join(map(str, total))},
+        ]
+
+    check("SLOChatLatencyBurnFast", night({100}), "104m", [], tmp_path / "one", site="aws")
+    fired = [expected(rule, {"slo": "chat-latency", "workload": "chat-70b"}, "")]
+    check("SLOChatLatencyBurnFast", night(set(range(10, 150, 10))), "140m", fired, tmp_path / "all", site="aws")
+
+
+@needs_promtool
 def test_a_latency_slo_s_objective_sets_its_burn_rate_thresholds(tmp_path: Path) -> None:
     """Review obsreview8 F4: objective 99.5 and 98 generated the same rules. The objective is the share of the month's
     requests under the threshold: budget 0.5% or 2%, the fast burn at 14.4x and 6x it, the slow one at 1x; the 5-minute
