@@ -74,7 +74,14 @@ def diagnoses(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     trained = f"({HELD} unless on (namespace, pod) {serving})"
     node_trained = f"avg by (node, pool) ({trained})"
     input_bound = f"({node_trained} < 0.4) and on (node) ({NODE_IO_PRESSURE} > {IO_SATURATED}) and on (node) ({NODE_READ} >= {NODE_WRITE})"
-    stall = f"({node_trained} < 0.1) and on (node) ({NODE_IO_PRESSURE} > {IO_SATURATED}) and on (node) ({NODE_WRITE} > {NODE_READ})"
+    # a stall is a drop: the node's training GPUs were busy within the last two hours. A pod starting on a fresh node
+    # holds its GPUs at 0% from admission (the device plugin allocates them before the image pull) while containerd
+    # writes the unpacked image under IO pressure: write-heavy, idle, and no checkpoint (review obsreview9 N1)
+    was_busy = f"(max_over_time(({node_trained})[2h:1m]) > 0.3)"
+    stall = (
+        f"({node_trained} < 0.1) and on (node) ({NODE_IO_PRESSURE} > {IO_SATURATED}) and on (node) ({NODE_WRITE} > {NODE_READ}) "
+        f"and on (node) {was_busy}"
+    )
     # memory-bound: the memory interface busy most cycles while the tensor cores wait, memory near full (a decode-like
     # job). GPU_UTIL and the graphics engine stay near 100% on such a job (a kernel is always running): they cannot
     # tell it from a compute-bound one (review T2), the DRAM and tensor pipes can.

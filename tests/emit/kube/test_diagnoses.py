@@ -32,14 +32,14 @@ def cordoned(*nodes: str, value: int = 1) -> list[dict[str, str]]:
     return [{"series": f'kube_node_spec_unschedulable{{node="{n}"}}', "values": f"{value}{STEPS}"} for n in nodes]
 
 
-def gpus(node: str, metric: str, value: float, held: bool = True, count: int = 2) -> list[dict[str, str]]:
-    """``count`` GPUs of a node, held by a research pod (or by nobody), reporting a constant value."""
+def gpus(node: str, metric: str, value: float, held: bool = True, count: int = 2, *, values: str | None = None) -> list[dict[str, str]]:
+    """``count`` GPUs of a node, held by a research pod (or by nobody), reporting a constant value (or ``values``)."""
     rp = platform()
     out = []
     for gpu in range(count):
         holder = (f"train-{node[:7]}", "research", "trainer") if held else None
         labels = dcgm_scraped(rp, "dc1", dcgm_series(node, gpu, holder))
-        out.append({"series": series(metric, labels), "values": f"{value:g}{STEPS}"})
+        out.append({"series": series(metric, labels), "values": values or f"{value:g}{STEPS}"})
     return out
 
 
@@ -108,11 +108,17 @@ def test_input_bound_fires_on_idle_gpus_waiting_for_reads(tmp_path: Path) -> Non
 def test_checkpoint_stall_fires_when_writes_idle_the_gpus_past_the_stall_budget(tmp_path: Path) -> None:
     rule = rules_of(platform(), "dc1")["TrainingCheckpointStall"]
     assert rule["for"] == "360s"  # 5% of llm-pretrain's 2 h checkpoint interval
-    pattern = node_labels(NODE) + gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", 2) + io(NODE, 0.8, 1e7, 4e9)
-    check("TrainingCheckpointStall", pattern, "20m", [expected(rule, POOL, "")], tmp_path / "a")
+    # GPUs training at 90% for 20 minutes, then idle at 2% while the node writes 4 GB/s under IO pressure
+    dropped = "90x19 2x40"
+    pattern = node_labels(NODE) + gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", 2, values=dropped) + io(NODE, 0.8, 1e7, 4e9)
+    check("TrainingCheckpointStall", pattern, "35m", [expected(rule, POOL, "")], tmp_path / "a")
     check("GPUInputBound", pattern, "40m", [], tmp_path / "b")  # writes, not reads: not the input diagnosis
     # review obsreview3 G21: an inference node writing an image or a model to disk while its replicas idle at night
-    check("TrainingCheckpointStall", [*pattern, SERVER], "20m", [], tmp_path / "d")
+    check("TrainingCheckpointStall", [*pattern, SERVER], "35m", [], tmp_path / "d")
+    # review obsreview9 N1: a training pod on a fresh node holds its GPUs at 0% from admission while containerd
+    # unpacks its image, write-heavy under IO pressure: never busy, so no checkpoint
+    cold = node_labels(NODE) + gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", 2) + io(NODE, 0.8, 1e7, 4e9)
+    check("TrainingCheckpointStall", cold, "35m", [], tmp_path / "e")
     # an asynchronous checkpoint: the same writes while the GPUs keep computing
     check(
         "TrainingCheckpointStall",
