@@ -348,8 +348,9 @@ def test_decode_has_a_compute_ceiling_and_prefill_counts() -> None:
     """The issue's inference error: decode modelled as bandwidth-bound only and prefill left out of tokens/s.
     An 8B fp8 model on one H100 with 2,048-token prompts and 128-token answers: TensorRT-LLM 0.17 measured
     3,557 output tokens/s (calibration-inference.yaml); a decode-only, bandwidth-only model said ~13,800."""
+    # the measured engine ran one GPU a replica: pinned, as the planner would otherwise spread 2,048 clients over TP 4
     w = workload(kind="inference", model={"parameters": "8.03B", "layers": 32, "hiddenSize": 4096}, precision="fp8",
-                 traffic={"concurrency": 2048, "inputTokens": 2048, "outputTokens": 128})  # fmt: skip
+                 tensorParallel=1, traffic={"concurrency": 2048, "inputTokens": 2048, "outputTokens": 128})  # fmt: skip
     plan = plan_inference(w, on("H100"), SIZING.model_copy(update={"inference": SIZING.inference.model_copy(
         update={"maxBatch": SIZING.inference.maxBatch.model_copy(update={"value": 2048})})}), [])  # fmt: skip
     assert plan.tokens_per_second_per_replica is not None
