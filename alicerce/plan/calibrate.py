@@ -246,6 +246,13 @@ def predict_row(row: ServingResult, table: ServingTable, catalog: Catalog, sizin
     return _predict(row, table, _replica(row, table, catalog, sizing, eff))
 
 
+def engine_kv_cache(precision: str) -> str | None:
+    """The KV cache the published engines ran with, as a spec declares it: 8-bit for fp8 and fp4 models (the fit's
+    assumption since the first calibration: NVIDIA's FP8 checkpoints carry an FP8 KV-cache quantisation; not stated
+    per table), else the 16-bit default. Declared, as the planner's own default is 16-bit (vLLM's `auto`)."""
+    return "fp8" if precision in ("fp8", "fp4") else None
+
+
 def _replica(row: ServingResult, table: ServingTable, catalog: Catalog, sizing: Sizing, eff: Efficiencies) -> Replica:
     model = catalog.inference_calibration.models[row.model]
     gpu = catalog.gpu(row.gpu)
@@ -259,7 +266,7 @@ def _replica(row: ServingResult, table: ServingTable, catalog: Catalog, sizing: 
         gpu_hardware(gpu, row.precision, sizing),
         eff,
         sizing.weightBytes[row.precision],
-        kv_bytes(row.precision),
+        kv_bytes(row.precision, engine_kv_cache(row.precision)),
         table.kvAdmission,
         table.kvMemoryFraction or sizing.inference.kvMemoryFraction.value,
     )
@@ -484,6 +491,8 @@ def serving_workload(
     declared: dict[str, object] = {"maxBatch": table.maxBatch, "tensorParallel": row.tp, "kvAdmission": table.kvAdmission} if engine else {}
     if engine and table.kvMemoryFraction is not None:  # the KV-cache memory fraction the source ran with
         declared["kvMemoryFraction"] = table.kvMemoryFraction
+    if engine and (cache := engine_kv_cache(precision)) is not None:
+        declared["kvCachePrecision"] = cache
     return Workload.model_validate(
         {"name": "serve", "kind": "inference", "team": "calibration", "model": spec, "precision": precision, "traffic": traffic,
          **declared}

@@ -121,7 +121,7 @@ class Option:
         if self.pool.instance is None:
             cost += " (owned: power only)"
         elif self.marginal_usd == 0:
-            cost += " (reserved: paid already)"
+            cost += " (paid already: reserved or always-on nodes)"
         parts.append(cost)
         return f"{self.pool.name}: " + ", ".join(parts)
 

@@ -312,7 +312,15 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
             vcpus = pool.instance.vcpus if pool.instance else 1
             return math.ceil((plan.cpu_cores or 0) / vcpus) * (plan.wall_clock_days or 0.0) * 24 * price.usd_per_hour
         blocks = _run_blocks(price, pool, plan)
-        return blocks if blocks is not None else gpu_hours * (price.usd_per_gpu_hour or 0.0)
+        if blocks is not None:
+            return blocks
+        # the pool's always-on minimum is billed whether used or not: GPUs a workload takes there add nothing (the
+        # aws-only example's assistant fits infer's one always-on node, which placement priced at $7,660 and passed
+        # over for $4,089 of Spot L4s that the month then paid on top)
+        need = pool_units(plan, pool)
+        free = max(0, pool.spec.scaling.min * pool.gpus_per_node - committed.get(pool.name, 0))
+        paid_for = min(need, free) / need if need else 0.0
+        return gpu_hours * (1 - paid_for) * (price.usd_per_gpu_hour or 0.0)
 
     committed: dict[str, int] = defaultdict(int)
     cannot: set[str] = set()  # workloads the plan found cannot run (PL303): reported, never priced

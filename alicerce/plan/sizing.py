@@ -688,12 +688,16 @@ def served_shape(w: Workload, sizing: Sizing) -> ServedShape:
 
 
 def kv_bytes(precision: str, declared: str | None = None) -> float:
-    """KV-cache bytes per element: the declared cache type, else 8-bit where the model computes in 8 or 4 bits (fp8,
-    fp4) and 16-bit otherwise: weight-only int8/int4 quantisation (AWQ, GPTQ) keeps 16-bit activations, so K and V
-    are 16-bit, as vLLM's default kv-cache-dtype `auto` (the model's dtype) keeps them."""
+    """KV-cache bytes per element: the declared cache type, else 16-bit whatever the weights: vLLM's default
+    kv-cache-dtype `auto` is the model's activation type (bf16 for an fp8 checkpoint) and an 8-bit cache is its
+    `--kv-cache-dtype fp8` (docs/features/quantization/quantized_kvcache.md); TensorRT-LLM's PyTorch flow likewise
+    takes `--kv_cache_dtype fp8` beside an FP8 checkpoint (examples/pytorch/README.md). An 8-bit default for fp8
+    models planned 44% fewer replicas than a default vLLM deployment sustains (review sizreview5 F2). ``precision``
+    is kept for the callers' symmetry; the weights' type does not set the cache's."""
+    del precision
     if declared is not None:
         return 1.0 if declared in ("fp8", "int8") else 2.0
-    return 1.0 if precision in ("fp8", "fp4") else 2.0
+    return 2.0
 
 
 def _gpus_for_load(w: Workload, tp: int, perf: ReplicaPerformance) -> int:

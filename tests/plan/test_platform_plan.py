@@ -493,9 +493,12 @@ def test_chat_70b_comment_in_the_reference_says_what_plan_prints() -> None:
 
 def test_a_latency_bound_service_on_spot_is_told_what_a_reclaim_costs_it() -> None:
     """Review sizreview5 F11: examples/aws-only.yaml's assistant (a p95 time-to-first-token target) is placed on the
-    L4 Spot pool by price, and a reclaim of one of its one-GPU nodes leaves 7 of 8 replicas to carry the peak at 8/7 of
-    the load the targets were sized for. On on-demand nodes nothing is said."""
+    L4 Spot pool by price, and a reclaim of one of its one-GPU nodes leaves 11 of 12 replicas to carry the peak at 12/11
+    of the load the targets were sized for. On on-demand nodes nothing is said."""
     data = yaml.safe_load((ROOT / "examples" / "aws-only.yaml").read_text())
+    # unpinned, it now fits the always-on L40S node at no cost: put it on twelve Spot L4s as a team pinning it would
+    next(w for w in data["workloads"] if w["name"] == "assistant")["pool"] = "small-models"
+    next(p for p in data["nodePools"] if p["name"] == "small-models")["scaling"]["max"] = 12
 
     def findings(data: dict[str, Any]) -> list[str]:
         rp = validated(load_text(yaml.safe_dump(data), "aws-only.yaml"), "prod")
@@ -503,6 +506,14 @@ def test_a_latency_bound_service_on_spot_is_told_what_a_reclaim_costs_it() -> No
 
     (message,) = findings(data)
     assert message.startswith("serves latency targets from Spot pool small-models: a reclaim (two minutes' notice) takes a "
-                              "node's 1 of its 8 replicas and the 7 left carry its peak at 1.14x the load")  # fmt: skip
+                              "node's 1 of its 12 replicas and the 11 left carry its peak at 1.09x the load")  # fmt: skip
     next(p for p in data["nodePools"] if p["name"] == "small-models")["aws"]["capacityType"] = "on-demand"
     assert findings(data) == []
+
+
+def test_a_rented_pools_always_on_minimum_is_free_to_place_on() -> None:
+    """examples/aws-only.yaml: the assistant's four L40S replicas fit infer's one always-on g6e.12xlarge, billed whether
+    used or not; placement priced them at the node's $7,660 a month and would take $4,089 of Spot L4s on top."""
+    rp = validated(load_file(ROOT / "examples" / "aws-only.yaml", "aws-only.yaml"), "prod")
+    plan = plan_platform(rp, today=TODAY)
+    assert plan.placements["assistant"].startswith("infer: adds $0 (paid already: reserved or always-on nodes)")

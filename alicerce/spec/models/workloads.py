@@ -212,12 +212,16 @@ class Workload(SpecModel):
         "max_batch_size). Default: the catalog's (256, vLLM's default).",
     )
     tensor_parallel: StrictInt | None = Field(
-        default=None, ge=1, le=MAX_WIDTH, description="Serving: the replica's tensor-parallel degree. Default: the smallest that fits."
+        default=None,
+        ge=1,
+        le=MAX_WIDTH,
+        description="Serving: the replica's tensor-parallel degree. Default: the one that serves the load on the fewest GPUs.",
     )
     kv_cache_precision: Literal["bf16", "fp16", "fp8", "int8"] | None = Field(
         default=None,
         description="Serving: the KV cache's element type (vLLM --kv-cache-dtype, TensorRT-LLM's KV cache quantisation). "
-        "Default: 8-bit for fp8 and fp4 models, else 16-bit (weight-only int8/int4 keeps 16-bit activations).",
+        "Default: 16-bit, the engines' default for every model (vLLM's `auto` is the model's activation type, bf16 for an "
+        "fp8 checkpoint; an 8-bit cache is an engine flag): declare fp8 where the serving engine sets it.",
     )
     kv_admission: Literal["on-demand", "reserve"] = Field(
         default="on-demand",
