@@ -366,6 +366,8 @@ class InferenceSizing(CatalogModel):
     ncclAllReduceBaseSeconds: Assumption
     ncclPcieHopSeconds: Assumption
     maxBatch: Assumption
+    maxBatchLargeGpu: Assumption  # vLLM's default cap on a GPU of largeGpuGiB or more that is not an A100
+    largeGpuGiB: Assumption
     tpotHeadroom: Assumption
     kvHeadsDefault: Assumption
     headDimDefault: Assumption

@@ -708,6 +708,14 @@ def _gpus_for_load(w: Workload, tp: int, perf: ReplicaPerformance) -> int:
     return math.ceil((w.traffic.concurrency or 1) / perf.batch) * tp
 
 
+def default_batch_cap(gpu: Gpu, sizing: Sizing) -> float:
+    """vLLM's default max-num-seqs on this GPU: 1,024 on one of 70 GiB or more that is not an A100, else 256 (its
+    get_batch_defaults; the planner's 256 everywhere undersold an H100 replica of short requests: review sizreview5 F5)."""
+    inf = sizing.inference
+    large = gpu.memoryGB * 1e9 / GIB >= inf.largeGpuGiB.value and "A100" not in gpu.id
+    return inf.maxBatchLargeGpu.value if large else inf.maxBatch.value
+
+
 def replica_layout(
     w: Workload, gpu: Gpu, sizing: Sizing, node_gpus: int, *, clients: float | None = None, tp: int | None = None
 ) -> tuple[ReplicaPerformance | None, list[Figure]]:
@@ -753,7 +761,7 @@ def replica_layout(
     )
     hardware = gpu_hardware(gpu, w.precision, sizing)
     headroom = inf.tpotHeadroom.value
-    engine_cap = float(w.max_batch) if w.max_batch is not None else inf.maxBatch.value
+    engine_cap = float(w.max_batch) if w.max_batch is not None else default_batch_cap(gpu, sizing)
     # tensor parallelism all-reduces every layer over NVLink/PCIe inside one node, and a pod's GPUs come from one node:
     # a declared degree obeys the same bound as the ones tried (PL322 reports a declared degree past it)
     pinned = tp if tp is not None else w.tensor_parallel

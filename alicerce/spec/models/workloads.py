@@ -209,7 +209,7 @@ class Workload(SpecModel):
         ge=1,
         le=MAX_RATE,
         description="Serving: the engine's cap on sequences in flight per replica (vLLM --max-num-seqs, TensorRT-LLM "
-        "max_batch_size). Default: the catalog's (256, vLLM's default).",
+        "max_batch_size). Default: vLLM's, 1,024 on a GPU of 70 GiB or more that is not an A100, else 256.",
     )
     tensor_parallel: StrictInt | None = Field(
         default=None,
