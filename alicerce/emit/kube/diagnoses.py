@@ -34,18 +34,16 @@ from alicerce.catalog.alerts import (
     slo_burn_slow_alert_name,
 )
 from alicerce.emit.kube.kpi import (
-    API_REQUESTS,
     GPU_DRAM,
     GPU_FB,
     GPU_TENSOR,
     GPU_UTIL,
-    HTTP_REQUESTS,
     NODE_IB_UTIL,
     NODE_IO_PRESSURE,
     NODE_READ,
     NODE_WRITE,
-    SERVER_ERRORS,
     SERVING_WORKLOAD_LABEL,
+    api_request_rate,
     histogram_rate,
 )
 from alicerce.plan.kpi import checkpoint_stall_seconds
@@ -178,8 +176,7 @@ def _server_error_ratio(slo: ServingSlo, team_namespaces: tuple[str, ...], windo
     """API requests the serving pods answered with a server error (alicerce.emit.kube.kpi.SERVER_ERRORS; a streamed
     response that fails after it started went out as 200 and is not one: the limit is said there)."""
     sel = _selector(slo, team_namespaces)
-    bad = f"sum(rate({HTTP_REQUESTS}{{{sel},{SERVER_ERRORS}}}[{window}]))"
-    return f"{bad} / sum(rate({HTTP_REQUESTS}{{{sel},{API_REQUESTS}}}[{window}]))"
+    return f"sum({api_request_rate(sel, window, errors=True)}) / sum({api_request_rate(sel, window)})"
 
 
 WINDOWS = ("5m", "30m", "1h", "6h", "3d")
@@ -198,7 +195,7 @@ def _events(slo: ServingSlo, team_namespaces: tuple[str, ...], window: str) -> s
     sel = _selector(slo, team_namespaces)
     if slo.kind == "inference-latency":
         return f"sum({histogram_rate(slo.metric, 'count', sel, window)})"
-    return f"sum(rate({HTTP_REQUESTS}{{{sel},{API_REQUESTS}}}[{window}]))"
+    return f"sum({api_request_rate(sel, window)})"
 
 
 def _min_bad_events(slo: ServingSlo, workload: Workload) -> int:

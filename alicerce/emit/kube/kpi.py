@@ -72,6 +72,23 @@ REMEMBERED_SECONDS = 30 * 86400
 HTTP_REQUESTS = "http_requests_total"
 API_REQUESTS = 'handler=~"/v1/.+"'
 SERVER_ERRORS = f'{API_REQUESTS},status="5xx"'
+# Ray Serve LLM runs no vLLM API server: its HTTP proxy counts the requests (ray_serve_num_http_requests_total, labels
+# route, method, application, status_code: Ray's doc/source/serve/monitoring.rst and serve/_private/proxy.py), route
+# being the application's route prefix; the proxy's own /-/ routes (health, routes) are no API requests. Without it
+# a RayService's availability SLO and error ratio read nothing (review obsreview9)
+RAY_HTTP_REQUESTS = "ray_serve_num_http_requests_total"
+RAY_API_REQUESTS = 'route!~"/-/.*"'
+RAY_SERVER_ERRORS = f'{RAY_API_REQUESTS},status_code=~"5.."'
+
+
+def api_request_rate(selector: str, window: str, *, errors: bool = False) -> str:
+    """Per-second API requests (or those answered with a server error) of a serving workload, counted by whichever
+    server fronts it: vLLM's own API server or Ray Serve's proxy (one or the other per pod, so never both)."""
+    vllm, ray = (SERVER_ERRORS, RAY_SERVER_ERRORS) if errors else (API_REQUESTS, RAY_API_REQUESTS)
+    join = f"{selector}," if selector else ""
+    return f"rate({HTTP_REQUESTS}{{{join}{vllm}}}[{window}]) or rate({RAY_HTTP_REQUESTS}{{{join}{ray}}}[{window}])"
+
+
 GPU_RESOURCE = "nvidia_com_gpu"  # kube-state-metrics sanitizes nvidia.com/gpu
 MIG_RESOURCES = "nvidia_com_mig_.+"  # and nvidia.com/mig-<profile>, the mixed strategy's MIG instances
 
@@ -425,10 +442,7 @@ def serving_rules() -> list[dict[str, Any]]:
         ),
         _rule(
             "workload:vllm_request_errors:ratio_rate5m",
-            workload(
-                f"sum by ({by}) (rate({HTTP_REQUESTS}{{{SERVER_ERRORS}}}[5m])) "
-                f"/ sum by ({by}) (rate({HTTP_REQUESTS}{{{API_REQUESTS}}}[5m]))"
-            ),
+            workload(f"sum by ({by}) ({api_request_rate('', '5m', errors=True)}) / sum by ({by}) ({api_request_rate('', '5m')})"),
         ),
         _rule("workload:vllm_requests_waiting:sum", workload(f"sum by ({by}) ({' or '.join(series_names('vllm:num_requests_waiting'))})")),
         _rule("workload:serving_up:ratio", workload(f'avg by ({by}) (up{{{SERVING_WORKLOAD_LABEL}!=""}})')),

@@ -57,6 +57,9 @@ def exporter_series() -> dict[str, str]:
         for name, fact in load("vllm", version, "metrics.json")["metrics"].items():
             for served in (name, f"ray_{name}", f"ray_{name.replace(':', '_')}"):
                 out |= dict.fromkeys(_histogram(served, fact["type"]), f"vllm {version}")
+    # Ray Serve's HTTP proxy counts the requests of a workload behind Ray Serve LLM (no vLLM API server runs there)
+    for name, fact in load("ray-serve", "latest-2026-12", "metrics.json").items():
+        out |= dict.fromkeys(_histogram(name, fact["type"]), "ray serve's HTTP proxy (latest-2026-12)")
     # vLLM's API server counts its HTTP requests with prometheus-fastapi-instrumentator's default metrics
     for name, fact in load("prometheus-fastapi-instrumentator", "8.1.0", "metrics.json").items():
         out |= dict.fromkeys(_histogram(name, fact["type"]), "vllm's API server (prometheus-fastapi-instrumentator 8.1.0)")

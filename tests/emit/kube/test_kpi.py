@@ -515,3 +515,25 @@ def test_ray_serve_llm_series_feed_the_same_kpis_and_slos(tmp_path: Path) -> Non
         {"interval": "1m", "input_series": ttft(3), "alert_rule_test": [{"eval_time": "70m", "alertname": page, "exp_alerts": []}]},
     ]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_ray_serve_proxy_requests_feed_the_error_ratio(tmp_path: Path) -> None:
+    """Ray Serve LLM runs no vLLM API server: its HTTP proxy on the head counts the requests
+    (ray_serve_num_http_requests_total, labels route, method, application, status_code: Ray's serve monitoring docs), and
+    the error ratio read vLLM's http_requests_total alone, so a RayService's was empty. 600 requests a minute, 30 of them
+    answered 500 and 60 answered 404: a server-error ratio of 5%; the proxy's health checks are no API requests."""
+    facts = load_upstream("ray-serve", "latest-2026-12", "metrics.json")["ray_serve_num_http_requests_total"]
+    assert facts["labels"] == ["route", "method", "application", "status_code"]
+    rp = platform()
+    head = 'namespace="serving",pod="chat-70b-head-0",alicerce_dev_workload="chat-70b",application="chat",method="POST"'
+    name = "ray_serve_num_http_requests_total"
+    inputs = [
+        {"series": f'{name}{{{head},route="/",status_code="200"}}', "values": "0+510x30"},
+        {"series": f'{name}{{{head},route="/",status_code="500"}}', "values": "0+30x30"},
+        {"series": f'{name}{{{head},route="/",status_code="404"}}', "values": "0+60x30"},
+        {"series": f'{name}{{{head},route="/-/healthz",status_code="200"}}', "values": "0+600x30"},
+    ]
+    tests = [{"interval": "1m", "input_series": inputs,
+              "promql_expr_test": [rounded("workload:vllm_request_errors:ratio_rate5m", CHAT, 0.05, "20m")]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
