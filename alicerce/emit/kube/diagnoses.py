@@ -9,13 +9,14 @@ running, communication-bound a busy fabric.
 SLO burn rates follow the multi-window, multi-burn-rate alerts of Google's SRE workbook ("Alerting on SLOs"):
 over a 30-day budget, page when 2% of it burns in an hour (14.4x over 1h and 5m) or 5% in six hours (6x over
 6h and 30m), ticket when 10% burns in three days (1x over 3d and 6h), each once the long window holds ten slow or
-failed requests (the workbook's low-traffic advice: one slow request at night is no burn). A latency SLI counts
+failed requests' worth of bad events (the workbook's low-traffic advice: one slow request at night is no burn). A latency SLI counts
 requests slower than the SLO's threshold, read at the largest bucket of the engine's histogram not above it.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 from alicerce.catalog.alerts import (
@@ -72,10 +73,13 @@ def diagnoses(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     trained = f"({HELD} unless on (namespace, pod) {serving})"
     node_trained = f"avg by (node, pool) ({trained})"
     input_bound = f"({node_trained} < 0.4) and on (node) ({NODE_IO_PRESSURE} > {IO_SATURATED}) and on (node) ({NODE_READ} >= {NODE_WRITE})"
-    # a stall is a drop: the node's training GPUs were busy within the last two hours. A pod starting on a fresh node
-    # holds its GPUs at 0% from admission (the device plugin allocates them before the image pull) while containerd
-    # writes the unpacked image under IO pressure: write-heavy, idle, and no checkpoint (review obsreview9 N1)
-    was_busy = f"(max_over_time(({node_trained})[2h:1m]) > 0.3)"
+    # a stall is a drop: a training pod on the node NOW was busy within the last two hours. A pod starting on a fresh
+    # node holds its GPUs at 0% from admission (the device plugin allocates them before the image pull) while
+    # containerd writes the unpacked image under IO pressure: write-heavy, idle, and no checkpoint (review obsreview9
+    # N1). Per pod, not per node: the job that left the node an hour ago is no history of the one unpacking now
+    # (review obsreview10 F1; dcgm-exporter labels each pod's GPUs, a new pod a new series)
+    pod_trained = f"avg by (node, namespace, pod) ({trained})"
+    was_busy = f"(max_over_time(({pod_trained})[2h:1m]) > 0.3 and on (node, namespace, pod) {pod_trained})"
     stall = (
         f"({node_trained} < 0.1) and on (node) ({NODE_IO_PRESSURE} > {IO_SATURATED}) and on (node) ({NODE_WRITE} > {NODE_READ}) "
         f"and on (node) {was_busy}"
@@ -111,7 +115,10 @@ def diagnoses(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     # pool with its own quota idle is not the one its pending job asks for (the job would be admitted there)
     others = f"clamp_min({idle} * 0 + on (pool) group_left () {cohort} - {idle}, 0)"
     wanted = "(team_pool:kueue_gpu_usage:sum >= on (team, pool) team_pool:kueue_gpu_quota:sum)"
-    others_idle = f"max by (team) ({others} and on (team, pool) {wanted})"
+    # with two pools used up, the proxy cannot tell which one the pending job asks for (a p5 job pinned to a full
+    # train-p5 beside the team's full L40S and serving's idle ones: review obsreview10 F4): it says nothing then
+    single = f"({wanted} unless on (team) (count by (team) ({wanted}) > 1))"
+    others_idle = f"max by (team) ({others} and on (team, pool) {single})"
     pending = f"max by (team) (team:kueue_gpus_pending:sum) and on (team) ({QUEUE_ACTIVE} == 1)"
     borrowing = f"({pending} > 0) and on (team) ({others_idle} >= on (team) {pending})"
 
@@ -188,6 +195,7 @@ SECONDS = {"1h": 3600, "6h": 6 * 3600, "3d": 72 * 3600}
 # SLOs", low-traffic services: a minimum count of bad events). Ten is no statistical noise, and any real trouble at
 # night reaches it within the window (0.1 requests/s for an hour is 360 requests)
 MIN_BAD_REQUESTS = 10
+FAST_BURN = 14.4  # the page's burn rate over 1 h: 2% of a 30-day budget
 
 
 def _events(slo: ServingSlo, team_namespaces: tuple[str, ...], window: str) -> str:
@@ -198,18 +206,22 @@ def _events(slo: ServingSlo, team_namespaces: tuple[str, ...], window: str) -> s
     return f"sum({api_request_rate(sel, window)})"
 
 
-def _min_bad_events(slo: ServingSlo, workload: Workload) -> int:
-    """MIN_BAD_REQUESTS in the SLI's events: a time per output token counts token intervals, and one slow request
-    brings up to all its generated tokens' intervals."""
-    per_request = max(1, workload.traffic.output_tokens - 1) if slo.metric == TPOT and workload.traffic is not None else 1
-    return MIN_BAD_REQUESTS * per_request
+def _intervals_per_request(slo: ServingSlo, workload: Workload) -> int:
+    """The SLI's events a request brings: a time per output token counts token intervals, one per generated token after
+    the first; the rest count requests."""
+    return max(1, workload.traffic.output_tokens - 1) if slo.metric == TPOT and workload.traffic is not None else 1
 
 
-def _burn(name: str, budget: float, floor: int, windows: tuple[str, str], factor: float) -> str:
-    """SLO ``name``'s ratio over both ``windows`` (long, short) past ``factor`` x budget, and at least ``floor`` bad
-    events in the long window (_min_bad_events)."""
+def _burn(name: str, budget: float, per_request: int, windows: tuple[str, str], factor: float) -> str:
+    """SLO ``name``'s ratio over both ``windows`` (long, short) past ``factor`` x budget, and in the long window at
+    least MIN_BAD_REQUESTS requests' worth of bad events: for a time per output token ten requests with the page's share
+    of slow intervals each (10 x 299 x 14.4 x 0.01 = 431 for chat-70b), in every window, so one request slow
+    throughout (299) never pages or tickets; ten all-slow requests (2,990) let forty users with a fifth of their tokens
+    slow for an hour page nobody (review obsreview10 F2)."""
     long, short = windows
     limit = f"{factor * budget:.6g}"
+    share = min(1.0, FAST_BURN * budget)
+    floor = MIN_BAD_REQUESTS if per_request == 1 else math.ceil(MIN_BAD_REQUESTS * max(1.0, per_request * share))
     bad = f'{SLI.format(long)}{{slo="{name}"}} * {EVENTS.format(long)}{{slo="{name}"}} * {SECONDS[long]}'
     return f'({SLI.format(long)}{{slo="{name}"}} > {limit} and {SLI.format(short)}{{slo="{name}"}} > {limit} and ({bad}) >= {floor})'
 
@@ -232,14 +244,15 @@ def slo_burn(rp: ResolvedPlatform, site: ResolvedSite) -> tuple[list[dict[str, A
         records += [{"record": SLI.format(w), "expr": ratio(slo, team.namespaces, w), "labels": labels} for w in WINDOWS]
         records += [{"record": EVENTS.format(w), "expr": _events(slo, team.namespaces, w), "labels": labels} for w in SECONDS]
         budget = slo.error_budget
-        burn = functools.partial(_burn, slo.name, budget, _min_bad_events(slo, workload))
+        burn = functools.partial(_burn, slo.name, budget, _intervals_per_request(slo, workload))
 
         stated = f"{budget:.3g} of requests may miss it" if slo.kind == "availability" else f"{budget:.3g} of them may be slower"
         if slo.kind == "inference-latency":  # the objective sets the budget, the percentile the 5-minute alert
             stated = f"{slo.objective:g}% of requests under {slo.threshold * 1000:g} ms over 30 days: {stated}"
 
         what = "availability" if slo.kind == "availability" else {TTFT: "time to first token", TPOT: "time per output token"}[slo.metric]
-        alerts.append(Alert(slo_burn_fast_alert_name(slo.name), f"{burn(('1h', '5m'), 14.4)} or {burn(('6h', '30m'), 6)}", "2m", "critical",
+        fast = f"{burn(('1h', '5m'), FAST_BURN)} or {burn(('6h', '30m'), 6)}"
+        alerts.append(Alert(slo_burn_fast_alert_name(slo.name), fast, "2m", "critical",
                             f"{slo.workload}: {what} SLO {slo.name} burns its 30-day error budget fast",
                             f"SLO {slo.name} ({stated}): at this rate the month's budget is gone within days; "
                             "check the serving pods' queue (vllm:num_requests_waiting), replicas and recent rollouts.",

@@ -119,6 +119,16 @@ def test_checkpoint_stall_fires_when_writes_idle_the_gpus_past_the_stall_budget(
     # unpacks its image, write-heavy under IO pressure: never busy, so no checkpoint
     cold = node_labels(NODE) + gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", 2) + io(NODE, 0.8, 1e7, 4e9)
     check("TrainingCheckpointStall", cold, "35m", [], tmp_path / "e")
+    # review obsreview10 F1: job A trained on the node until minute 20 and left; job B, admitted at once, unpacks its
+    # image at 0%: the node was busy, job B never was
+    rp = platform()
+
+    def pod(name: str, values: str) -> list[dict[str, str]]:
+        return [{"series": series("DCGM_FI_DEV_GPU_UTIL", dcgm_scraped(rp, "dc1", dcgm_series(NODE, g, (name, "research", "trainer")))),
+                 "values": values} for g in range(2)]  # fmt: skip
+
+    after = node_labels(NODE) + pod("job-a", "90x19 _x40") + pod("job-b", "_x20 2x39") + io(NODE, 0.8, 1e7, 4e9)
+    check("TrainingCheckpointStall", after, "50m", [], tmp_path / "f")
     # an asynchronous checkpoint: the same writes while the GPUs keep computing
     check(
         "TrainingCheckpointStall",
@@ -221,10 +231,12 @@ def test_borrowing_is_judged_per_flavor_where_the_team_has_used_its_own_quota(tm
     """Review obsreview9 G1: applied-ml holds p5 and L40S quota. Its 16-GPU p5 training job waits while research fills
     train-p5 and serving leaves 16 of its 24 L40S idle at night: the L40S cannot take the job (and applied-ml's own 8 L40S
     sit idle: the job does not ask for them), so nothing is misconfigured; summed over flavors, 16 idle "fit" the 16
-    pending and it fired. Where applied-ml has used its L40S quota too, serving's idle L40S are what it could borrow."""
+    pending and it fired. Where applied-ml has used its L40S quota and still has p5 of its own, serving's idle L40S are
+    what its pending job could borrow. With both its pools used up the pending GPUs (no flavor) could be either's:
+    a p5 job pinned to a full train-p5 is no borrowing problem, so it says nothing (review obsreview10 F4)."""
     rule = rules_of(platform(), "aws")["KueueBorrowingMisconfigured"]
 
-    def state(applied_l40s: int) -> list[dict[str, str]]:
+    def state(applied_l40s: int, applied_p5: int = 32) -> list[dict[str, str]]:
         def cq(metric: str, queue: str, flavor: str, value: float) -> dict[str, str]:
             labels = f'cohort="acme",cluster_queue="{queue}",flavor="{flavor}",resource="nvidia.com/gpu",replica_role="standalone"'
             return {"series": f"{metric}{{{labels}}}", "values": f"{value:g}{STEPS}"}
@@ -232,7 +244,7 @@ def test_borrowing_is_judged_per_flavor_where_the_team_has_used_its_own_quota(tm
         quota, usage = "kueue_cluster_queue_nominal_quota", "kueue_cluster_queue_resource_usage"
         return [
             cq(quota, "research", "train-p5", 96), cq(usage, "research", "train-p5", 96),
-            cq(quota, "applied-ml", "train-p5", 32), cq(usage, "applied-ml", "train-p5", 32),
+            cq(quota, "applied-ml", "train-p5", 32), cq(usage, "applied-ml", "train-p5", applied_p5),
             cq(quota, "applied-ml", "infer-l40s", 8), cq(usage, "applied-ml", "infer-l40s", applied_l40s),
             cq(quota, "serving", "infer-l40s", 24), cq(usage, "serving", "infer-l40s", 8),
             {"series": f"kueue_cluster_queue_resource_pending{{{PENDING}}}", "values": f"16{STEPS}"},
@@ -241,7 +253,9 @@ def test_borrowing_is_judged_per_flavor_where_the_team_has_used_its_own_quota(tm
         ]  # fmt: skip
 
     check("KueueBorrowingMisconfigured", state(0), "45m", [], tmp_path / "p5", site="aws")
-    check("KueueBorrowingMisconfigured", state(8), "45m", [expected(rule, {"team": "applied-ml"}, "")], tmp_path / "l40s", site="aws")
+    fired = [expected(rule, {"team": "applied-ml"}, "")]
+    check("KueueBorrowingMisconfigured", state(8, applied_p5=24), "45m", fired, tmp_path / "l40s", site="aws")
+    check("KueueBorrowingMisconfigured", state(8), "45m", [], tmp_path / "both", site="aws")
 
 
 @needs_promtool
@@ -306,6 +320,24 @@ def test_one_slow_request_at_night_traffic_pages_nobody(tmp_path: Path) -> None:
     check("SLOChatLatencyBurnFast", night({100}), "104m", [], tmp_path / "one", site="aws")
     fired = [expected(rule, {"slo": "chat-latency", "workload": "chat-70b"}, "")]
     check("SLOChatLatencyBurnFast", night(set(range(10, 150, 10))), "140m", fired, tmp_path / "all", site="aws")
+
+
+@needs_promtool
+def test_a_tpot_burn_pages_when_every_request_has_a_share_of_slow_tokens(tmp_path: Path) -> None:
+    """Review obsreview10 F2: the time-per-output-token floor was ten requests all of whose 299 token intervals are slow
+    (2,990); 40 requests an hour, each with a fifth of its intervals slow, burn 2,392 and paged nobody. Ten requests at
+    the burn's share each (10 x 299 x 0.144 = 431) pages them; one request slow throughout (299) still does not."""
+    rule = rules_of(platform(), "aws")["SLOChat70bTpotP99BurnFast"]
+    labels = 'site="aws",slo="chat-70b-tpot-p99",workload="chat-70b"'
+
+    def recorded(ratio: float, events_per_second: float) -> list[dict[str, str]]:
+        sli = [{"series": f"slo:sli_error:ratio_rate{w}{{{labels}}}", "values": f"{ratio}x70"} for w in ("5m", "30m", "1h")]
+        events = [{"series": f"slo:sli_events:rate{w}{{{labels}}}", "values": f"{events_per_second}x70"} for w in ("1h", "6h")]
+        return [*sli, {"series": f"slo:sli_error:ratio_rate6h{{{labels}}}", "values": f"{ratio / 6}x70"}, *events]
+
+    fired = [expected(rule, {"slo": "chat-70b-tpot-p99", "workload": "chat-70b"}, "")]
+    check("SLOChat70bTpotP99BurnFast", recorded(0.2, 40 * 299 / 3600), "65m", fired, tmp_path / "spread", site="aws")
+    check("SLOChat70bTpotP99BurnFast", recorded(1.0, 299 / 3600), "65m", [], tmp_path / "one", site="aws")
 
 
 @needs_promtool
