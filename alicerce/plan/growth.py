@@ -102,15 +102,16 @@ LONGEST_MONTH_HOURS = 31 * 24
 
 
 def peak_month_gpu_hours(plan: WorkloadPlan, gpus: int, hours_month: float) -> float:
-    """GPU-hours the busiest calendar month holds ``gpus`` for a workload: a training run fills the month it spans (or
-    as many of its runs as a quarter's schedule puts in one month on average, if more), where busy_gpu_hours spreads
-    one run a quarter over three months; the rest scale to a 31-day month. What each site's budget share must hold
+    """GPU-hours the busiest calendar month can hold ``gpus`` for a workload: what each site's budget share must hold
     (alicerce.plan.platform.site_budgets; review obsreview9 G2: a quarter's average at dc1, $238k, against a run's
-    month there, $381.7k)."""
+    month there, $381.7k). A schedule declares runs per quarter, not dates, and Kueue admits the next run as soon as
+    the last ends, so a quarter's runs can fall back to back in one month: three 20-day runs fill a 31-day month, not
+    the 20 days one run would (review obsreview10 F4). Undeclared, one run a month (busy_gpu_hours). The rest scale
+    to a 31-day month."""
     if plan.kind in ("training", "fine-tuning"):
-        run_hours = (plan.wall_clock_days or 0.0) * 24
-        runs = plan.runs_per_quarter if plan.runs_per_quarter is not None else 3
-        return gpus * min(LONGEST_MONTH_HOURS, max(run_hours, runs * run_hours / 3))
+        # a fraction of a run a quarter (one every two quarters) still fills its month whole
+        runs = max(1, math.ceil(plan.runs_per_quarter - 1e-9)) if plan.runs_per_quarter is not None else 1
+        return gpus * min(LONGEST_MONTH_HOURS, runs * (plan.wall_clock_days or 0.0) * 24)
     return busy_gpu_hours(plan, gpus, hours_month) * LONGEST_MONTH_HOURS / hours_month
 
 

@@ -404,11 +404,13 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
     }
     total = sum(breakdown.values())
     showback, budgets = _showback(platform, priced, pool_plans, pools_by_name, hours_month, fsx + breakdown["owned sites (storage, links)"])
-    watched = site_budgets(platform, pool_plans, peak_site_spend(priced, pool_plans, pools_by_name, hours_month))
+    peak = peak_site_spend(priced, pool_plans, pools_by_name, hours_month)
+    watched = site_budgets(platform, pool_plans, peak)
     for team, usd in showback.items():
         if team in budgets and usd > budgets[team]:
             findings.append(PlanFinding("PL318", team, f"monthly showback ${usd:,.0f} is over the ${budgets[team]:,.0f} budget"))
     findings += _unpriced_budgets(platform, pool_plans)
+    findings += _peak_months_over_budget(platform, peak, watched)
     findings += _assumed_schedules(priced, pool_plans, hours_month)
     findings += _services_on_spot(platform, priced, pools_by_name)
     growth = forecast(platform, {k: c for k, c in choices.items() if k not in cannot}, pool_plans, catalog, prices)
@@ -738,8 +740,11 @@ def site_budgets(platform: ResolvedPlatform, pools: list[PoolPlan], peak: dict[s
     there: each site watching the budget less the others' planned spend let research spend 115% of it unseen (review
     obsreview9 G2, F12). A site's share is the plan's busiest month there (the month research's 224-GPU pretraining run
     fills dc1, $381.7k, so its own guard does not stop it: review obsreview7 DEFECT 1) plus the budget the plan leaves
-    unspent, split by what the team's quota at each site is worth at the plan's prices. A plan already over the budget
-    (PL318) splits it by quota worth alone; a team with no priced quota watches all of it at its first site."""
+    unspent, split by what the team's quota at each site is worth at the plan's prices. When the sites' busiest months
+    add up to more than the budget no split holds them all (PL334 says so): each site keeps its part of the budget pro
+    rata to its busiest month, so the site that plans the larger run keeps the larger share (quota worth gave a site
+    less than its own run: review obsreview10 F3), and one it plans nothing at watches $0. A team with no priced quota
+    watches all of it at its first site."""
     prices = {p.name: p.billed_usd_per_gpu_hour or 0.0 for p in pools}
     per_gpu = {p.name: (p.gpu_units.per_gpu if p.gpu_units else 1) for p in platform.pools}
     site_of = {p.name: p.site.name for p in platform.pools}
@@ -749,19 +754,53 @@ def site_budgets(platform: ResolvedPlatform, pools: list[PoolPlan], peak: dict[s
             continue
         usd = team.spec.budget.monthly_usd
         sites = [s.name for s in platform.sites if team.name in {t.name for t in s.teams}] or [platform.sites[0].name]
-        worth = dict.fromkeys(sites, 0.0)
-        for quota in team.quotas:
-            if site_of.get(quota.pool) in worth:
-                worth[site_of[quota.pool]] += quota.units / per_gpu.get(quota.pool, 1) * prices.get(quota.pool, 0.0)
-        if not sum(worth.values()):
-            first = next((site_of[q.pool] for q in team.quotas if site_of.get(q.pool) in worth), sites[0])
-            worth[first] = 1.0
         planned = {s: peak.get(team.name, {}).get(s, 0.0) for s in sites}
-        headroom = usd - sum(planned.values())
-        if headroom < 0:
-            planned, headroom = dict.fromkeys(sites, 0.0), usd
-        watched = {s: planned[s] + headroom * worth[s] / sum(worth.values()) for s in sites}
-        out[team.name] = {s: v for s, v in watched.items() if v > 0}
+        if sum(planned.values()) > usd:
+            # a site it plans nothing at watches $0: the budget is spoken for, any spend there is over it
+            out[team.name] = {s: planned[s] * usd / sum(planned.values()) for s in sites}
+        else:
+            worth = dict.fromkeys(sites, 0.0)
+            for quota in team.quotas:
+                if site_of.get(quota.pool) in worth:
+                    worth[site_of[quota.pool]] += quota.units / per_gpu.get(quota.pool, 1) * prices.get(quota.pool, 0.0)
+            if not sum(worth.values()):
+                first = next((site_of[q.pool] for q in team.quotas if site_of.get(q.pool) in worth), sites[0])
+                worth[first] = 1.0
+            headroom = usd - sum(planned.values())
+            watched = {s: planned[s] + headroom * worth[s] / sum(worth.values()) for s in sites}
+            out[team.name] = {s: v for s, v in watched.items() if v > 0}
+    return out
+
+
+def _peak_months_over_budget(
+    platform: ResolvedPlatform, peak: dict[str, dict[str, float]], watched: dict[str, dict[str, float]]
+) -> list[PlanFinding]:
+    """PL334: the plan's busiest month at each of a team's sites, added up, is over its budget. The schedule gives runs
+    per quarter, not dates, so those months may be one: then the team overspends, or its guard holds a run the plan
+    scheduled. PL318 compares the average month and stays silent (review obsreview10 F3)."""
+    out = []
+    for team in platform.teams:
+        budget = team.spec.budget
+        months = {site: usd for site, usd in sorted(peak.get(team.name, {}).items()) if usd > 0}
+        busiest = sum(months.values())
+        if budget is None or busiest <= budget.monthly_usd:
+            continue
+        usd = budget.monthly_usd
+        at = f"tenancy.teams[{team.index}].budget.monthlyUsd"
+        held = "alerts and its budget guard holds the queue" if budget.on_exhausted == "stopAdmitting" else "alerts"
+        parts = ", ".join(f"${m:,.0f} at {s}" for s, m in months.items())
+        what = f"its busiest month ({parts}) is over its ${usd:,.0f} budget"
+        if len(months) > 1:
+            what = f"its busiest months ({parts}) add up to ${busiest:,.0f}, over its ${usd:,.0f} budget: no split over its sites"
+            what += " holds them all"
+        shares = watched.get(team.name, {})
+        if len(shares) > 1:
+            listed = ", ".join(f"${m:,.0f} at {s}" for s, m in sorted(shares.items()))
+            unspent = "; at $0 any spend alerts" if min(shares.values()) == 0 else ""
+            what += f"; each site watches a share pro rata to its busiest month ({listed}{unspent})"
+        what += f", so a month that runs the schedule {held} at {usd / busiest:.0%} of it"
+        fix = f"raise {at} to {busiest:,.0f}, or declare fewer runsPerQuarter or GPUs"
+        out.append(PlanFinding("PL334", team.name, f"{what} ({fix})"))
     return out
 
 

@@ -202,21 +202,27 @@ def test_work_between_hour_marks_is_billed_minute_by_minute(tmp_path: Path) -> N
     run_promtool(rp, "aws", tests, tmp_path)
 
 
+def with_aws_share(usd: float, alerts: str) -> Any:
+    """The reference platform with a budget for research that leaves about ``usd`` to its aws share: research's
+    planned month at dc1 (224 GPUs for 31 days, its share there) plus what leaves ``usd`` to aws when the rest is
+    split by quota worth (96 p5 GPUs at $6.88 against 192 at dc1's price)."""
+    reference = validated(load_text((ROOT / "platform.yaml").read_text(), "platform.yaml"), "prod")
+    dc1_price = prices(reference)["onprem-h100"]
+    aws, dc1 = 96 * 6.88, 192 * dc1_price
+    total = 224 * dc1_price * 744 + usd * (aws + dc1) / aws
+    text = (ROOT / "platform.yaml").read_text()
+    text = text.replace("budget: {monthlyUsd: 900000, onExhausted: stopAdmitting}", f"budget: {{monthlyUsd: {total:.2f}, {alerts}}}")
+    return validated(load_text(text, "platform.yaml"), "prod")
+
+
 @needs_promtool
 def test_budget_alerts_fire_at_the_thresholds_and_not_below(tmp_path: Path) -> None:
-    """research's aws share of its budget. Spend is summed hour by hour, so a budget of $5,000 lets a few hours of
+    """research's aws share of its budget. Spend is summed hour by hour, so a share of $3,000 lets a few hours of
     samples cross it (promtool evaluates every minute; a month of that would take too long)."""
-    text = (
-        (ROOT / "platform.yaml")
-        .read_text()
-        .replace("budget: {monthlyUsd: 900000, onExhausted: stopAdmitting}", "budget: {monthlyUsd: 5000, alertAtPercent: [50, 100]}")
-    )
-    small = validated(load_text(text, "platform.yaml"), "prod")
+    small = with_aws_share(3000, "alertAtPercent: [50, 100]")
     rules = rules_of(small, "aws")
     share = float(rules["BudgetResearch100"]["expr"].rsplit("> ", 1)[1])
-    # $5,000 is less than research's planned month at dc1: each site watches what its quota is worth instead
-    aws, dc1 = 96 * 6.88, 192 * prices(small)["onprem-h100"]
-    assert abs(share - 5000 * aws / (aws + dc1)) < 1 and abs(share - plan_platform(small).site_budgets["research"]["aws"]) < 0.01
+    assert abs(share - 3000) < 1 and abs(share - plan_platform(small).site_budgets["research"]["aws"]) < 0.01
     node = "ip-10-20-1-1.ec2.internal"
 
     def hours(gpus: int, rp: Any, fired: dict[str, list[dict[str, Any]]], folder: Path, at: str) -> None:
@@ -258,12 +264,7 @@ def test_budget_alerts_count_the_calendar_month_as_the_guard_and_finance_do(tmp_
     past its share; at 1 February 02:00 only the two that ended at 01:00 and 02:00 count. Between 00:00 and 01:00 on
     the 1st no mark is February's yet: the month so far is 0 and the alert quiet, not January's total read back over
     the readers' 75 minutes (review obsreview5 DEFECT 3)."""
-    text = (
-        (ROOT / "platform.yaml")
-        .read_text()
-        .replace("budget: {monthlyUsd: 900000, onExhausted: stopAdmitting}", "budget: {monthlyUsd: 5000, alertAtPercent: [100]}")
-    )
-    small = validated(load_text(text, "platform.yaml"), "prod")
+    small = with_aws_share(5000, "alertAtPercent: [100]")
     rule = rules_of(small, "aws")["BudgetResearch100"]
     share = float(rule["expr"].rsplit("> ", 1)[1])
     assert 2 * 1000 < share < 48 * 1000

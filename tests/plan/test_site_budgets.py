@@ -1,0 +1,88 @@
+"""How a team's budget is split over the sites whose Prometheus each watch a part of it (review obsreview10 F3, F4)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from alicerce.plan.growth import LONGEST_MONTH_HOURS, peak_month_gpu_hours
+from alicerce.plan.platform import SizingPlan, peak_site_spend, plan_platform
+from alicerce.resolve.model import ResolvedPlatform
+from alicerce.rules.validate import validated
+from alicerce.spec.loader import load_text
+from tests.conftest import ROOT, TODAY
+
+BUDGET = "budget: {monthlyUsd: 900000, onExhausted: stopAdmitting}"
+FT = "  - name: code-assistant-ft\n    kind: fine-tuning\n    team: applied-ml\n"
+
+
+def research_at_both_sites(budget: int | None = None) -> tuple[ResolvedPlatform, SizingPlan]:
+    """The reference platform with its fine-tuning run research's, on train-p5 at aws, three runs a quarter: research
+    then plans a month at dc1 (its pretraining run) and one at aws."""
+    text = (ROOT / "platform.yaml").read_text()
+    assert FT in text and BUDGET in text
+    text = text.replace(FT, FT.replace("applied-ml", "research") + "    pool: train-p5\n    runsPerQuarter: 3\n")
+    text = text.replace("    tokens: 2B\n    deadline: 2d\n", "    tokens: 100B\n    deadline: 30d\n")
+    if budget is not None:
+        text = text.replace(BUDGET, f"budget: {{monthlyUsd: {budget}, onExhausted: stopAdmitting}}")
+    rp = validated(load_text(text, "platform.yaml"), "prod")
+    return rp, plan_platform(rp, today=TODAY)
+
+
+def peaks(rp: ResolvedPlatform, plan: SizingPlan) -> dict[str, float]:
+    resolved = {p.name: p for p in rp.pools}
+    return peak_site_spend(list(plan.workloads), list(plan.pools), resolved, 730)["research"]
+
+
+def test_busiest_months_that_add_up_past_the_budget_split_it_pro_rata_and_say_so() -> None:
+    """Review obsreview10 F3: dc1's and aws's busiest months, added up, passed the budget while each alone was under
+    it; the split then fell back to what the quota is worth at each site and dc1 watched less than its own run's month,
+    so its guard held the run the plan scheduled, and nothing said so. Now each site keeps a share pro rata to its
+    busiest month, and PL334 names the month total and the budget that holds it."""
+    rp, plan = research_at_both_sites()
+    month = peaks(rp, plan)
+    assert month["aws"] > 0 and month["dc1"] > 0
+    total = month["aws"] + month["dc1"]
+    budget = round((max(month.values()) + total) / 2)  # over each site's month, under both together
+    rp, plan = research_at_both_sites(budget)
+    watched = plan.site_budgets["research"]
+    assert sum(watched.values()) == pytest.approx(budget)
+    for site in ("aws", "dc1"):
+        assert watched[site] == pytest.approx(month[site] * budget / total)
+    # the quota-worth split gave dc1 less than this (its quota is worth less an hour than aws's p5 GPUs)
+    worth = {"aws": 96 * 6.88, "dc1": 192 * next(p.billed_usd_per_gpu_hour for p in plan.pools if p.name == "onprem-h100")}
+    assert watched["dc1"] > budget * worth["dc1"] / sum(worth.values())  # type: ignore[operator]
+    [finding] = [f for f in plan.findings if f.check == "PL334"]
+    assert finding.subject == "research" and f"add up to ${total:,.0f}, over its ${budget:,.0f} budget" in finding.message
+    assert f"raise tenancy.teams[0].budget.monthlyUsd to {total:,.0f}" in finding.message
+    assert "budget guard holds the queue" in finding.message
+    # a budget that holds both months: each site watches at least its own, and nothing is said
+    rp, plan = research_at_both_sites(round(total) + 1000)
+    watched = plan.site_budgets["research"]
+    assert watched["aws"] >= month["aws"] and watched["dc1"] >= month["dc1"]
+    assert sum(watched.values()) == pytest.approx(round(total) + 1000)
+    assert not [f for f in plan.findings if f.check == "PL334"]
+
+
+def test_a_site_the_team_plans_nothing_at_watches_nothing_once_the_budget_is_spoken_for() -> None:
+    """The reference research team plans only its dc1 run; a budget under that run's month leaves aws none of it: any
+    spend there alerts (and PL334 says so) rather than a share taken from the run."""
+    text = (ROOT / "platform.yaml").read_text().replace(BUDGET, "budget: {monthlyUsd: 300000, onExhausted: stopAdmitting}")
+    plan = plan_platform(validated(load_text(text, "platform.yaml"), "prod"), today=TODAY)
+    assert plan.site_budgets["research"] == {"aws": 0.0, "dc1": pytest.approx(300_000)}
+    [finding] = [f.message for f in plan.findings if f.check == "PL334"]
+    assert finding.startswith("its busiest month ($381,") and "$0 at aws" in finding and "at 79% of it" in finding
+
+
+def test_a_quarters_runs_back_to_back_fill_the_month() -> None:
+    """Review obsreview10 F4: three 20-day runs a quarter, admitted one after another, cover a 31-day month (the end
+    of one, the next, the start of the third); the busiest month held 480 GPU-hours a GPU, not 744. One run a quarter
+    still fills only its own days, and half a run a quarter (one every two quarters) a whole run's."""
+    plan = research_at_both_sites()[1]
+    run = next(w for w in plan.workloads if w.name == "llm-pretrain")
+    twenty = replace(run, wall_clock_days=20.0, runs_per_quarter=3)
+    assert peak_month_gpu_hours(twenty, 8, 730) == 8 * LONGEST_MONTH_HOURS
+    assert peak_month_gpu_hours(replace(twenty, runs_per_quarter=1), 8, 730) == 8 * 480
+    assert peak_month_gpu_hours(replace(twenty, runs_per_quarter=0.5), 8, 730) == 8 * 480
+    assert peak_month_gpu_hours(replace(twenty, wall_clock_days=5.0, runs_per_quarter=6), 8, 730) == 8 * 720
