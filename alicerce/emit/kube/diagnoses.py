@@ -46,6 +46,7 @@ from alicerce.emit.kube.kpi import (
     SERVING_WORKLOAD_LABEL,
     api_request_rate,
     histogram_rate,
+    kueue_series,
 )
 from alicerce.plan.kpi import checkpoint_stall_seconds
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
@@ -53,7 +54,8 @@ from alicerce.spec.models import Workload
 
 HELD = f'{GPU_UTIL}{{pod!=""}}'
 # 1 while a team's ClusterQueue admits (Kueue's status gauge, one per queue and status), 0 while stopped or pending
-QUEUE_ACTIVE = 'label_replace(max by (cluster_queue) (kueue_cluster_queue_status{status="active"}), "team", "$1", "cluster_queue", "(.+)")'
+_ACTIVE = kueue_series("kueue_cluster_queue_status", 'status="active"')
+QUEUE_ACTIVE = f'label_replace(max by (cluster_queue) ({_ACTIVE}), "team", "$1", "cluster_queue", "(.+)")'
 NODE_HELD = f"avg by (node, pool) ({HELD})"  # mean utilisation of the GPUs pods hold on a node
 IO_SATURATED = 0.25  # PSI: some task of the node waited on IO a quarter of the time
 

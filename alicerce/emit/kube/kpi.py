@@ -105,6 +105,17 @@ def ksm_label(name: str) -> str:
 
 
 KUEUE_GPU = "nvidia.com/gpu|nvidia.com/mig-.+"  # Kueue reports resource names as they are: GPUs and MIG instances
+# every Kueue replica exports its queues' gauges, a follower under replica_role="follower" (v0.19.2 pkg/metrics/metrics.go,
+# pkg/util/roletracker): with replicas > 1, or a rolling update's surge pod, a sum over them counts each queue twice
+# (review obsreview10 G). The leader reads "leader", a single replica "standalone"; a series without the label is kept
+KUEUE_NOT_FOLLOWER = 'replica_role!="follower"'
+
+
+def kueue_series(metric: str, *matchers: str) -> str:
+    """A Kueue metric as its leader (or single replica) exports it, with the given label matchers."""
+    return f"{metric}{{{','.join((*matchers, KUEUE_NOT_FOLLOWER))}}}"
+
+
 QUANTILES = (0.5, 0.95, 0.99)
 
 # joins: info series whose value is 1 (or a count), to attach team/pool/workload to exporter series
@@ -365,16 +376,18 @@ def queue_rules() -> list[dict[str, Any]]:
     """Queue wait (creation or requeue to admission), admission to pods ready, pending and admitted workloads,
     evictions, and GPU quota against use, per team (and pool where Kueue reports the flavor)."""
     rules = []
+    waits = kueue_series("kueue_admission_wait_time_seconds_bucket")
+    until_ready = kueue_series("kueue_admitted_until_ready_wait_time_seconds_bucket")
     for q in QUANTILES[:2]:
         name = f"p{q * 100:g}"
-        wait = f"histogram_quantile({q:g}, sum by (cluster_queue, le) (rate(kueue_admission_wait_time_seconds_bucket[1h])))"
-        ready = f"histogram_quantile({q:g}, sum by (cluster_queue, le) (rate(kueue_admitted_until_ready_wait_time_seconds_bucket[1h])))"
+        wait = f"histogram_quantile({q:g}, sum by (cluster_queue, le) (rate({waits}[1h])))"
+        ready = f"histogram_quantile({q:g}, sum by (cluster_queue, le) (rate({until_ready}[1h])))"
         rules.append(_rule(f"team:kueue_admission_wait_seconds:{name}", _team(wait)))
         rules.append(_rule(f"team:kueue_admitted_until_ready_seconds:{name}", _team(ready)))
 
     # in GPUs: a MIG instance or a time-sliced replica counts as its share of a GPU (per flavor, a pool)
     def flavored(metric: str) -> str:
-        return _as("pool", "flavor", f'{metric}{{resource=~"{KUEUE_GPU}"}}')
+        return _as("pool", "flavor", kueue_series(metric, f'resource=~"{KUEUE_GPU}"'))
 
     def gpus(metric: str) -> str:
         return f"{flavored(metric)} * on (pool, resource) group_left () {KUEUE_RESOURCE_GPU_SHARE}"
@@ -386,15 +399,17 @@ def queue_rules() -> list[dict[str, Any]]:
     # obsreview3 G23). A queue whose flavors differ keeps the largest; a queue with no quota series, the largest of all
     queue_share = (f"max by (cluster_queue, resource) (0 * {flavored('kueue_cluster_queue_nominal_quota')} "
                    f"+ on (pool, resource) group_left () {KUEUE_RESOURCE_GPU_SHARE})")  # fmt: skip
-    units = f'kueue_cluster_queue_resource_pending{{resource=~"{KUEUE_GPU}"}}'
+    units = kueue_series("kueue_cluster_queue_resource_pending", f'resource=~"{KUEUE_GPU}"')
     pending = (f"({units} * on (cluster_queue, resource) group_left () {queue_share} "
                f"or {units} * on (resource) group_left () max by (resource) ({KUEUE_RESOURCE_GPU_SHARE}))")  # fmt: skip
-    evicted = "increase(kueue_evicted_workloads_total[1h])"
+    evicted = f"increase({kueue_series('kueue_evicted_workloads_total')}[1h])"
+    pending_workloads = kueue_series("kueue_pending_workloads")
+    admitted, finished = kueue_series("kueue_admitted_workloads_total"), kueue_series("kueue_finished_workloads_total")
     rules += [
-        _rule("team:kueue_pending_workloads:sum", _team("sum by (cluster_queue, status) (kueue_pending_workloads)")),
-        _rule("team:kueue_admitted_workloads:increase1h", _team("sum by (cluster_queue) (increase(kueue_admitted_workloads_total[1h]))")),
+        _rule("team:kueue_pending_workloads:sum", _team(f"sum by (cluster_queue, status) ({pending_workloads})")),
+        _rule("team:kueue_admitted_workloads:increase1h", _team(f"sum by (cluster_queue) (increase({admitted}[1h]))")),
         _rule("team:kueue_evicted_workloads:increase1h", _team(f"sum by (cluster_queue, reason) ({evicted})")),
-        _rule("team:kueue_finished_workloads:increase1h", _team("sum by (cluster_queue) (increase(kueue_finished_workloads_total[1h]))")),
+        _rule("team:kueue_finished_workloads:increase1h", _team(f"sum by (cluster_queue) (increase({finished}[1h]))")),
         _rule("team_pool:kueue_gpu_usage:sum", _as("pool", "flavor", _team(f"sum by (cluster_queue, flavor) ({usage})"))),
         _rule("team_pool:kueue_gpu_quota:sum", _as("pool", "flavor", _team(f"sum by (cluster_queue, flavor) ({quota})"))),
         _rule("team:kueue_gpus_pending:sum", _team(f"sum by (cluster_queue) ({pending})")),

@@ -49,7 +49,7 @@ from alicerce.emit.kube.costs import BUDGET, MONTH_INTERVAL, budget_alerts, cost
 from alicerce.emit.kube.dashboards import dashboards
 from alicerce.emit.kube.diagnoses import diagnoses, latency_bad_ratio, share_above, slo_burn
 from alicerce.emit.kube.fabric_alerts import fabric_alerts
-from alicerce.emit.kube.kpi import kpi_groups, ksm_resource
+from alicerce.emit.kube.kpi import KUEUE_NOT_FOLLOWER, kpi_groups, ksm_resource
 from alicerce.emit.kube.promql import fed
 from alicerce.emit.kube.sources import source_alerts
 from alicerce.emit.storage_counters import counted_tiers
@@ -136,7 +136,7 @@ def _starved_alert(slo: Slo) -> Alert:
         since = f"count_over_time({query}[10m:1m] offset {seconds - 600}s) > 0"
         return f"(min_over_time({query}[{window}:1m]) > 0 and on () count_over_time({query}[{window}:1m]) >= {steps} and on () {since})"
 
-    queue = f'cluster_queue="{slo.team}"'
+    queue = f'cluster_queue="{slo.team}",{KUEUE_NOT_FOLLOWER}'
     pending = f"sum(kueue_pending_workloads{{{queue}}})"
     inadmissible = f'sum(kueue_pending_workloads{{{queue},status="inadmissible"}})'
     admitted = f"(sum(increase(kueue_admitted_workloads_total{{{queue}}}[{window}])) or on () vector(0))"
@@ -185,11 +185,11 @@ def _slo_alert(slo: Slo, teams: dict[str, ResolvedTeam], workloads: dict[str, An
         # held; 16 jobs in a row each 6 h late raised nothing (review obsreview8 F9)
         allowed = 1 - slo.objective / 100
         bound = bucket_bound(threshold, KUEUE_WAIT_BUCKETS) or slo_bucket(threshold, KUEUE_WAIT_BUCKETS)
-        late = share_above("kueue_admission_wait_time_seconds", f'cluster_queue="{slo.team}"', bound, QUEUE_SLO_WINDOW)
+        late = share_above("kueue_admission_wait_time_seconds", f'cluster_queue="{slo.team}",{KUEUE_NOT_FOLLOWER}', bound, QUEUE_SLO_WINDOW)
         # Kueue observes a wait at admission (v0.19.2 pkg/metrics/metrics.go AdmissionWaitTime): the backlog a budget
         # guard's hold leaves is admitted after the hold, having waited through it. Not while the queue was stopped
         # within the threshold and the 6 hours of admissions read: those waits are the budget's (obsreview3 H)
-        active = f'max(kueue_cluster_queue_status{{cluster_queue="{slo.team}",status="active"}})'
+        active = f'max(kueue_cluster_queue_status{{cluster_queue="{slo.team}",status="active",{KUEUE_NOT_FOLLOWER}}})'
         held = f"min_over_time(({active})[{int(threshold) + QUEUE_SLO_WINDOW_SECONDS}s:1m]) == 0"
         expr = f"({late}) > {allowed:.6g} unless on () ({held})"
         return Alert(name, expr, "30m", "warning",

@@ -53,6 +53,7 @@ from alicerce.emit.kube.kpi import (
     SERVING_READY,
     SERVING_WORKLOAD_LABEL,
     TIER_READ,
+    kueue_series,
 )
 from alicerce.emit.kube.kueue import cluster_queue
 from alicerce.emit.storage_counters import cloud_metric_tiers
@@ -114,7 +115,8 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     queues = sorted(t.name for t in site.teams if cluster_queue(rp, site, t) is not None) if rp.spec.operators.kueue.enabled else []
     if queues:
         # one series per missing queue: absent() of an equality matcher carries its label
-        expr = " or ".join(f'absent(kueue_pending_workloads{{cluster_queue="{q}"}})' for q in queues)
+        selectors = [kueue_series("kueue_pending_workloads", f'cluster_queue="{q}"') for q in queues]
+        expr = " or ".join(f"absent({selector})" for selector in selectors)
         alerts.append(Alert(KUEUE_METRICS_ABSENT, expr, FOR, "warning",
                             "Kueue reports no metrics of ClusterQueue {{ $labels.cluster_queue }}",
                             "Kueue's controller is down or not scraped (enablePrometheus, its ServiceMonitor), or the "

@@ -301,6 +301,36 @@ def test_job_run_time_and_failures_per_team_and_kind(tmp_path: Path) -> None:
 
 
 @needs_promtool
+@needs_promtool
+def test_a_kueue_follower_replica_is_not_counted_with_the_leader(tmp_path: Path) -> None:
+    """Review obsreview10 (Kueue HA): every Kueue replica sets its queues' gauges, a follower under
+    replica_role="follower" (kueue v0.19.2 pkg/metrics/metrics.go ReportPendingWorkloads, pkg/util/roletracker), so
+    with two replicas (or a rolling update's surge pod) research's 3 pending workloads and 64 GPUs in use read 6 and
+    128. Only the leader's (or a lone replica's "standalone") count."""
+    rp = platform()
+
+    def replica(role: str) -> list[dict[str, str]]:
+        queue = f'cohort="acme",cluster_queue="research",replica_role="{role}"'
+        gpu = f'{queue},flavor="train-p5",resource="nvidia.com/gpu"'
+        return [
+            {"series": f'kueue_pending_workloads{{{queue},status="active"}}', "values": "3x30"},
+            {"series": f"kueue_cluster_queue_resource_usage{{{gpu}}}", "values": "64x30"},
+            {"series": f"kueue_cluster_queue_nominal_quota{{{gpu}}}", "values": "96x30"},
+            {"series": f'kueue_cluster_queue_status{{{queue},status="active"}}', "values": "1x30"},
+            {"series": f"kueue_admitted_workloads_total{{{queue}}}", "values": "0+1x30"},
+        ]
+
+    at = 'cluster_queue="research",site="aws",team="research"'
+    pool = 'cluster_queue="research",flavor="train-p5",pool="train-p5",site="aws",team="research"'
+    tests = [{"interval": "1m", "input_series": [*replica("leader"), *replica("follower")], "promql_expr_test": [
+        rounded("team:kueue_pending_workloads:sum", f'{at},status="active"', 3, "20m"),
+        rounded("team_pool:kueue_gpu_usage:sum", pool, 64, "20m"),
+        rounded("team_pool:kueue_gpu_quota:sum", pool, 96, "20m"),
+        rounded("team:kueue_admitted_workloads:increase1h", at, 20, "20m"),
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
 def test_mig_instances_report_activity_and_kueue_counts_them_in_gpus(tmp_path: Path) -> None:
     """Review obsreview2 DEFECT 6: a MIG instance reports no DCGM_FI_DEV_GPU_UTIL (0 or absent; dcgm-exporter issues
     105, 216, 430), so a busy MIG pod read as idle (GPUIdleWhileAllocated after an hour) and Kueue's MIG quota and
