@@ -1,10 +1,11 @@
 """Chargeback for finance: one month of the cost recording rules, read from a site's Prometheus, by team, cost centre
 and serving workload (`alicerce costs`).
 
-Every figure is the hourly one alicerce's rules record (alicerce.emit.kube.costs: each hour's integral, minute by
-minute), read at each hour mark of the month (UTC) and summed, as the budget rules and guard count: spend in USD,
-GPU-hours allocated to and used by the team's pods, the cost of a used GPU-hour, and per serving workload its spend,
-tokens (prompt and generated) and cost per million tokens. Rows are sorted and figures rounded, so the same TSDB gives the same bytes.
+Every figure is the hourly one alicerce's rules record (alicerce.emit.kube.costs: each clock hour's integral, minute
+by minute), read at the hour mark that ends it for each hour of the month (UTC) and summed, as the budget rules and
+guard count: spend in USD, GPU-hours allocated to and used by the team's pods, the cost of a used GPU-hour, and per
+serving workload its spend, tokens (prompt and generated) and cost per million tokens. Rows are sorted and figures
+rounded, so the same TSDB gives the same bytes.
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ def _over_month(record: str, by: str, seconds: int) -> str:
     # evaluated at the month's end: the hour marks from 01:00 of the first to midnight of the next month, each with
     # the hour it ends. The range starts a second after midnight of the first, which ends the previous month's last
     # hour (Prometheus 2 closes ranges on the left, 3 opens them: neither takes it in)
-    return f"sum by ({by}) (sum_over_time({record}[{seconds - 1}s:1h]))"
+    # each mark reads the last sample of the hour-to-date record in the hour it ends (alicerce.emit.kube.costs.hour_total)
+    return f"sum by ({by}) (sum_over_time(last_over_time({record}[1h] offset 1ms)[{seconds - 1}s:1h]))"
 
 
 def queries(start: datetime.datetime, end: datetime.datetime) -> dict[str, str]:
@@ -59,12 +61,12 @@ def queries(start: datetime.datetime, end: datetime.datetime) -> dict[str, str]:
     return {
         # each hour's figure as the cost rules integrate it minute by minute (alicerce.emit.kube.costs): a job that
         # ran between two hour marks counts, which reading the rates at the marks missed
-        "spend": _over_month("team:gpu_cost_usd:sum1h", team, seconds),
-        "allocated": _over_month("team:gpu_hours_allocated:sum1h", team, seconds),
-        "used": _over_month("team:gpu_hours_used:sum1h", team, seconds),
+        "spend": _over_month("team:gpu_cost_usd:sum_hour", team, seconds),
+        "allocated": _over_month("team:gpu_hours_allocated:sum_hour", team, seconds),
+        "used": _over_month("team:gpu_hours_used:sum_hour", team, seconds),
         "cost_center": f"max by (team, cost_center) (last_over_time(alicerce:namespace_team:info[{seconds}s]))",
-        "workload_spend": _over_month("workload:gpu_cost_usd:sum1h", workload, seconds),
-        "tokens": _over_month("workload:vllm_tokens:sum1h", workload, seconds),
+        "workload_spend": _over_month("workload:gpu_cost_usd:sum_hour", workload, seconds),
+        "tokens": _over_month("workload:vllm_tokens:sum_hour", workload, seconds),
     }
 
 
@@ -89,14 +91,14 @@ def _get(base: str, url: str) -> list[dict[str, Any]]:
 
 
 # recorded at every evaluation while alicerce's rules are loaded (alicerce.emit.kube.kpi.join_rules), whoever runs:
-# an hour mark without it is one the hourly cost records are missing from too
-COVERAGE = "max(alicerce:namespace_team:info)"
+# an hour without a sample of it is one the hourly cost records are missing from too (read at the mark that ends it)
+COVERAGE = "max(max_over_time(alicerce:namespace_team:info[1h] offset 1ms))"
 HOUR = datetime.timedelta(hours=1)
 
 
 def _marks_held(base: str, start: datetime.datetime, last: datetime.datetime) -> set[datetime.datetime]:
-    """The hour marks from ``start`` + 1h to ``last`` at which Prometheus holds alicerce's records (each instant with
-    the lookback the month's sums read the hourly records with)."""
+    """The hour marks from ``start`` + 1h to ``last`` whose hour Prometheus holds alicerce's records in (as the month's
+    sums read the hourly records: the hour that ends at the mark)."""
     params = {"query": COVERAGE, "start": f"{(start + HOUR).timestamp():.3f}", "end": f"{last.timestamp():.3f}", "step": "3600"}
     url = f"{base.rstrip('/')}/api/v1/query_range?" + urllib.parse.urlencode(params)
     result = _get(base, url)
@@ -203,8 +205,8 @@ def export(base: str, month: str, partial: bool = False, now: datetime.datetime 
     if not teams and not workloads:
         # a header alone reads as "nobody spent anything": say what was looked for instead
         raise ChargebackError(
-            f"Prometheus at {base} holds none of alicerce's cost series for {month} (team:gpu_cost_usd:sum1h, "
-            "team:gpu_hours_allocated:sum1h, team:gpu_hours_used:sum1h, workload:vllm_tokens:sum1h)",
+            f"Prometheus at {base} holds none of alicerce's cost series for {month} (team:gpu_cost_usd:sum_hour, "
+            "team:gpu_hours_allocated:sum_hour, team:gpu_hours_used:sum_hour, workload:vllm_tokens:sum_hour)",
             "point --prometheus at a site's Prometheus that loads alicerce's rules (PrometheusRule alicerce-gpu-platform "
             "in the monitoring namespace) and still keeps that month (monitoring.retention)",
         )

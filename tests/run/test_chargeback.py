@@ -19,33 +19,34 @@ Q = datetime.timedelta(minutes=15)
 
 
 def hours(series: str, value: float, *spans: tuple[str, str]) -> dict[str, list[tuple[datetime.datetime, float]]]:
-    return {series: [s for a, b in spans for s in every(a, b, Q, value)]}
+    """``value`` every quarter of an hour in the hours from ``a`` up to ``b`` (not its own: the next hour's)."""
+    return {series: [s for a, b in spans for s in every(a, (at(b) - Q).isoformat()[:16], Q, value)]}
 
 
 def tsdb() -> dict[str, list[tuple[datetime.datetime, float]]]:
-    """March 2025 at site aws, as the cost rules record each hour at the mark that ends it: research holds 8 GPUs for
-    the 10 hours that end at 00:00-09:00 of the 10th at $3/GPU-hour, 6 of them busy; serving's chat-70b holds 4 GPUs
-    for 3 hours (the 20th) at $2 and serves 1,000 tokens a second. The hour that ends at midnight of 1 March is
-    February's and the one that ends at 01:00 of 1 April is April's: March must not count them."""
+    """March 2025 at site aws, as the cost rules record each clock hour so far (each sample here its hour's total):
+    research holds 8 GPUs for the 10 hours from 00:00 to 10:00 of the 10th at $3/GPU-hour, 6 of them busy; serving's
+    chat-70b holds 4 GPUs for 3 hours (the 20th) at $2 and serves 1,000 tokens a second. The hour before midnight of 1
+    March is February's and the one after midnight of 1 April is April's: March must not count them."""
     research = '{site="aws",team="research"}'
     serving = '{site="aws",team="serving"}'
     chat = '{namespace="serving",site="aws",workload="chat-70b"}'
-    march = ("2025-03-10T00:00", "2025-03-10T09:00")
-    serve = ("2025-03-20T00:00", "2025-03-20T02:00")
-    outside = (("2025-03-01T00:00", "2025-03-01T00:00"), ("2025-04-01T01:00", "2025-04-01T01:00"))
+    march = ("2025-03-10T00:00", "2025-03-10T10:00")
+    serve = ("2025-03-20T00:00", "2025-03-20T03:00")
+    outside = (("2025-02-28T23:00", "2025-03-01T00:00"), ("2025-04-01T00:00", "2025-04-01T01:00"))
     info = "alicerce:namespace_team:info"
     month = ("2025-03-01T00:00", "2025-04-01T00:00")  # the rules ran all month (they record the info series always)
     return {
-        **hours(f"team:gpu_cost_usd:sum1h{research}", 24, march, *outside),
-        **hours(f"team:gpu_hours_allocated:sum1h{research}", 8, march),
-        **hours(f"team:gpu_hours_used:sum1h{research}", 6, march),
-        **hours(f"team:gpu_cost_usd:sum1h{serving}", 8, serve),
-        **hours(f"team:gpu_hours_allocated:sum1h{serving}", 4, serve),
-        **hours(f"team:gpu_hours_used:sum1h{serving}", 4, serve),
+        **hours(f"team:gpu_cost_usd:sum_hour{research}", 24, march, *outside),
+        **hours(f"team:gpu_hours_allocated:sum_hour{research}", 8, march),
+        **hours(f"team:gpu_hours_used:sum_hour{research}", 6, march),
+        **hours(f"team:gpu_cost_usd:sum_hour{serving}", 8, serve),
+        **hours(f"team:gpu_hours_allocated:sum_hour{serving}", 4, serve),
+        **hours(f"team:gpu_hours_used:sum_hour{serving}", 4, serve),
         **hours(f'{info}{{cost_center="CC-4411",namespace="research",site="aws",team="research"}}', 1, month),
         **hours(f'{info}{{cost_center="CC-4410",namespace="serving",site="aws",team="serving"}}', 1, month),
-        **hours(f"workload:gpu_cost_usd:sum1h{chat}", 8, serve),
-        **hours(f"workload:vllm_tokens:sum1h{chat}", 3_600_000, serve),
+        **hours(f"workload:gpu_cost_usd:sum_hour{chat}", 8, serve),
+        **hours(f"workload:vllm_tokens:sum_hour{chat}", 3_600_000, serve),
     }
 
 
@@ -100,7 +101,7 @@ def test_a_month_prometheus_holds_in_part_names_the_missing_days_and_needs_parti
     written; with it: the figures Prometheus holds, a warning, and a JSON document that says it is partial."""
     series = tsdb()
     info = 'alicerce:namespace_team:info{cost_center="CC-4411",namespace="research",site="aws",team="research"}'
-    outage = (at("2025-03-20T00:01"), at("2025-03-21T00:00"))  # the hours that end 01:00 of the 20th to midnight
+    outage = (at("2025-03-20T00:00"), at("2025-03-20T23:59"))  # every hour of the 20th
     series[info] = [(t, v) for t, v in series[info] if t >= at("2025-03-10T00:00") and not outage[0] <= t <= outage[1]]
     del series['alicerce:namespace_team:info{cost_center="CC-4410",namespace="serving",site="aws",team="serving"}']
     runner = CliRunner()
@@ -111,8 +112,8 @@ def test_a_month_prometheus_holds_in_part_names_the_missing_days_and_needs_parti
             build_app(), ["costs", "--prometheus", url, "--month", "2025-03", "--partial", "-f", "json", "-o", str(out)]
         )
     assert refused.exit_code == 2, refused.output
-    # midnight of the 10th ends the 9th's last hour: the 9th lacks 23 of its marks; the 20th's hours end 01:00-24:00,
-    # and midnight of the 21st (the 20th's last mark) is missing with them
+    # no hour of the 1st to the 9th holds a record, nor any of the 20th (the marks that end them: 01:00 of the 1st to
+    # midnight of the 10th, 01:00 of the 20th to midnight of the 21st)
     assert "holds only part of 2025-03: no records of 2025-03-01 to 2025-03-09, 2025-03-20 (UTC)" in refused.stderr
     assert "--partial" in refused.stderr and "Traceback" not in refused.output
     assert accepted.exit_code == 0, accepted.output

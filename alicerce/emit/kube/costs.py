@@ -20,25 +20,37 @@ from alicerce.resolve.namespaces import MONITORING_NAMESPACE
 PRICE = "alicerce:pool_usd_per_gpu_hour:price"
 TEAM_COST = "team:gpu_cost_usd:rate1h"  # USD per hour the team's running pods cost now
 TEAM_30D = "team:gpu_cost_usd:sum30d"
-TEAM_HOUR = "team:gpu_cost_usd:sum1h"  # USD the team's pods cost over the last hour, minute by minute
+TEAM_HOUR = "team:gpu_cost_usd:sum_hour"  # USD the team's pods cost in this clock hour (UTC) so far, minute by minute
+WORKLOAD_HOUR = "workload:gpu_cost_usd:sum_hour"
+TOKENS_HOUR = "workload:vllm_tokens:sum_hour"  # tokens (prompt and generated) served in this clock hour so far
 TEAM_MONTH = "team:gpu_cost_usd:sum_month"  # USD since the calendar month (UTC) began: what budgets compare
 BUDGET = "alicerce:team_budget_usd:monthly"  # the share of a team's monthly budget the site watches
 # a Prometheus's oldest sample, recorded only while it is past the start of the month the spend counts (history_rules)
 HISTORY_START = "alicerce:cost_history_start:seconds"
 
 
+def hour_total(hourly: str) -> str:
+    """What the clock hour that ends at the evaluation time cost: the last sample of the hour-to-date record ``hourly``
+    (_hourly) in that hour. The range ends a millisecond before the mark, whose own sample is the next hour's first
+    minute (Prometheus timestamps are whole milliseconds; 3 opens ranges on the left, so exactly the hour's samples).
+    Summed at the hour marks, each hour counts once with all it recorded: a Prometheus down over a mark (a restart,
+    an upgrade) loses the minutes it was down, where reading a trailing hour's record at the mark lost the whole hour
+    whose mark fell in the gap (review obsreview10 F5)."""
+    return f"last_over_time({hourly}[1h] offset 1ms)"
+
+
 def month_to_date(hourly: str) -> str:
-    """The sum of ``hourly`` at the hour marks of the current calendar month (UTC), the window the budget guard and
-    `alicerce costs` count, so budget alerts, the guard and finance tell one story (review obsreview2 DEFECT 5: the
-    alerts read a trailing 30 days). PromQL has no range that starts at the month: inside the subquery ``month()`` is
-    the month of each mark, outside it the month of now, so one term per month keeps the marks of the current one. A
-    mark counts for the hour it ends (a second earlier): midnight of the first ends the previous month's last hour,
-    while the month kept outside is the month of now. So at 00:00 on the 1st the record is the new month's (nothing
-    yet), and until its first mark (01:00) every term is empty: the month so far then costs 0 for each series
-    ``hourly`` has now. The record was last month's total at midnight and absent after it, so its readers
-    (``last_over_time`` over 75 minutes) kept last month's total until ~01:15 while the guard had already released
-    the queue (review observe4 DEFECT L, obsreview5 DEFECT 3). The old month's last hour is in no record: no budget
-    alert of that month could read it before the month was over.
+    """The sum of ``hourly`` (an hour's total at each mark: hour_total) at the hour marks of the current calendar month
+    (UTC), the window the budget guard and `alicerce costs` count, so budget alerts, the guard and finance tell one
+    story (review obsreview2 DEFECT 5: the alerts read a trailing 30 days). PromQL has no range that starts at the
+    month: inside the subquery ``month()`` is the month of each mark, outside it the month of now, so one term per month
+    keeps the marks of the current one. A mark counts for the hour it ends (a second earlier): midnight of the first
+    ends the previous month's last hour, while the month kept outside is the month of now. So at 00:00 on the 1st the
+    record is the new month's (nothing yet), and until its first mark (01:00) every term is empty: the month so far then
+    costs 0 for each series ``hourly`` has now. The record was last month's total at midnight and absent after it, so
+    its readers (``last_over_time`` over 75 minutes) kept last month's total until ~01:15 while the guard had already
+    released the queue (review observe4 DEFECT L, obsreview5 DEFECT 3). The old month's last hour is in no record: no
+    budget alert of that month could read it before the month was over.
 
     The month of now inside the subquery is read with the ``@ end()`` modifier (the evaluation's own time at every
     step; Prometheus evaluates such a step-invariant term once): one subquery of 744 hourly steps where a term per month
@@ -57,7 +69,7 @@ MONTH_INTERVAL = "1h"
 
 
 def month_rules() -> list[dict[str, Any]]:
-    return [{"record": TEAM_MONTH, "expr": month_to_date(TEAM_HOUR)}]
+    return [{"record": TEAM_MONTH, "expr": month_to_date(hour_total(TEAM_HOUR))}]
 
 
 def month_spent(selector: str) -> str:
@@ -72,9 +84,17 @@ def month_spent(selector: str) -> str:
     return f"(last_over_time({series}[75m]) and {recorded_this_month})"
 
 
+# the clock hour (UTC) of a subquery's step, and of the evaluation the subquery runs in (as month_to_date reads months)
+STEP_HOUR = "hour(vector(time()))"
+EVALUATION_HOUR = "hour(last_over_time(vector(time())[1m:1m] @ end()))"
+
+
 def _hourly(record: str, rate: str) -> list[dict[str, Any]]:
-    """``record``: the integral over the last hour of ``rate`` (per hour), sampled each minute."""
-    return [{"record": record, "expr": f"sum_over_time({rate}[1h:1m]) / 60"}]
+    """``record``: the integral of ``rate`` (per hour) over the clock hour so far, read each minute (a minute without
+    the series costs 0); its last sample in an hour is what the hour cost (hour_total). Each minute's step counts in
+    the hour it falls in, so every minute is in exactly one hour."""
+    this_hour = f"({rate} and on () {STEP_HOUR} == on () {EVALUATION_HOUR})"
+    return [{"record": record, "expr": f"sum_over_time({this_hour}[1h:1m]) / 60"}]
 
 
 def cost_rules(prices: dict[str, float]) -> list[dict[str, Any]]:
@@ -98,17 +118,17 @@ def cost_rules(prices: dict[str, float]) -> list[dict[str, Any]]:
             "expr": f"sum by (cost_center) (pod:gpu_cost_usd:rate1h * on (namespace) group_left (cost_center) {NAMESPACE_TEAM})",
         },
         {"record": "pool:gpu_cost_usd:rate1h", "expr": "sum by (pool) (pod:gpu_cost_usd:rate1h)"},
-        # what an hour cost: the rate read every minute of it (a minute without the series costs 0), over the 60
-        # minutes. A total reads these at the hour marks, each hour once: reading the rate itself there billed only
-        # what ran at the mark (a job from :05 to :55 cost nothing; review obsreview2 DEFECT 1)
+        # what the clock hour has cost so far: the rate read every minute of it (a minute without the series costs 0).
+        # A total reads each hour's last sample at the mark that ends it (hour_total), each hour once: reading the rate
+        # itself there billed only what ran at the mark (a job from :05 to :55 cost nothing; review obsreview2 DEFECT 1)
         *_hourly(TEAM_HOUR, TEAM_COST),
-        *_hourly("workload:gpu_cost_usd:sum1h", "workload:gpu_cost_usd:rate1h"),
-        *_hourly("team:gpu_hours_allocated:sum1h", "team:gpus_allocated:sum"),
-        *_hourly("team:gpu_hours_used:sum1h", "team:gpus_busy:sum"),
-        # tokens per second, read every minute: x 60 s
-        {"record": "workload:vllm_tokens:sum1h", "expr": "sum_over_time(workload:vllm_tokens:rate5m[1h:1m]) * 60"},
+        *_hourly(WORKLOAD_HOUR, "workload:gpu_cost_usd:rate1h"),
+        *_hourly("team:gpu_hours_allocated:sum_hour", "team:gpus_allocated:sum"),
+        *_hourly("team:gpu_hours_used:sum_hour", "team:gpus_busy:sum"),
+        # tokens per second, read every minute: x 60 s x 60 (the per-hour rate _hourly divides by 60)
+        *_hourly(TOKENS_HOUR, "workload:vllm_tokens:rate5m * 3600"),
         # trailing 30 days: the hours' costs summed at the hour marks (whatever the evaluation interval, each hour once)
-        {"record": TEAM_30D, "expr": f"sum_over_time({TEAM_HOUR}[30d:1h])"},
+        {"record": TEAM_30D, "expr": f"sum_over_time({hour_total(TEAM_HOUR)}[30d:1h])"},
         # cost of a used GPU-hour: what the team pays for allocated GPUs over the GPU-hours they were busy
         # none busy: no figure (not +Inf: review obsreview8 F8); what the idle GPUs cost stays in team:gpu_cost_usd:rate1h
         {"record": "team:usd_per_used_gpu_hour:ratio", "expr": f"{TEAM_COST} / (team:gpus_busy:sum > 0)"},
@@ -129,8 +149,8 @@ def cost_rules(prices: dict[str, float]) -> list[dict[str, Any]]:
         # construction (review sizreview5 F4)
         {
             "record": "workload:usd_per_million_tokens:ratio30d",
-            "expr": "sum_over_time(workload:gpu_cost_usd:sum1h[30d:1h]) / on (namespace, workload) group_left () "
-            "(sum_over_time(workload:vllm_tokens:sum1h[30d:1h]) > 0) * 1e6",
+            "expr": f"sum_over_time({hour_total(WORKLOAD_HOUR)}[30d:1h]) / on (namespace, workload) group_left () "
+            f"(sum_over_time({hour_total(TOKENS_HOUR)}[30d:1h]) > 0) * 1e6",
         },
     ]
     return rules
@@ -180,7 +200,7 @@ def budget_alerts(rp: ResolvedPlatform, site_name: str, shares: dict[str, float]
     return out
 
 
-# the month's first hour mark (01:00 UTC on the 1st), the oldest sample the month so far reads (team:gpu_cost_usd:sum1h)
+# the month's first hour mark (01:00 UTC on the 1st): the month so far reads the records of the hour before it
 FIRST_MARK = "(time() - time() % 3600 - scalar((day_of_month() - 1) * 86400 + hour() * 3600) + 3600)"
 # how long after its namespace a Prometheus of a new platform may take to write its first sample (the chart's install,
 # the volume's provisioning, the image pull): a TSDB that starts later than that is one that lost its history

@@ -120,18 +120,18 @@ Series = dict[str, list[tuple[datetime.datetime, float]]]
 
 
 def spend(team: str, usd_per_hour: float, *spans: tuple[str, str], idle: tuple[str, ...] = ()) -> Series:
-    """What the cost rules record for a team that runs over ``spans``: its spend rate, and each hour's cost at the
-    hour mark that ends it (from an hour after a span starts); both 0 around the ``idle`` moments (the rules record 0
-    for a team that runs nothing while kube-state-metrics answers)."""
+    """What the cost rules record for a team that runs over ``spans``: its spend rate, and within each hour of them that
+    hour's cost so far (the hour's total at each sample: the totals read only each hour's last); both 0 around the
+    ``idle`` moments (the rules record 0 for a team that runs nothing while kube-state-metrics answers)."""
 
-    def shifted(a: str) -> str:
-        return (at(a) + HOUR).isoformat()[:16]
+    def before(b: str) -> str:  # the span's last quarter-hour: the sample at ``b`` is the next hour's
+        return (at(b) - QUARTER).isoformat()[:16]
 
     quiet = [s for m in idle for s in every((at(m) - HOUR).isoformat()[:16], m, QUARTER, 0.0)]
     rate = [s for a, b in spans for s in every(a, b, QUARTER, usd_per_hour)]
-    hours = [s for a, b in spans for s in every(shifted(a), b, QUARTER, usd_per_hour)]
+    hours = [s for a, b in spans for s in every(a, before(b), QUARTER, usd_per_hour)]
     labels = f'{{site="aws",team="{team}"}}'
-    return {f"team:gpu_cost_usd:rate1h{labels}": rate + quiet, f"team:gpu_cost_usd:sum1h{labels}": hours + quiet}
+    return {f"team:gpu_cost_usd:rate1h{labels}": rate + quiet, f"team:gpu_cost_usd:sum_hour{labels}": hours + quiet}
 
 
 def budget(team: str, usd: float, *moments: str) -> Series:

@@ -195,8 +195,10 @@ def test_work_between_hour_marks_is_billed_minute_by_minute(tmp_path: Path) -> N
     inputs = [{"series": f'kube_node_labels{{node="{node}",{P5}}}', "values": "1x200"}, *pod]
     research = '{site="aws",team="research"}'
     tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
-        rounded('team:gpu_cost_usd:sum1h{team="research"}', research[1:-1], 50 / 60 * 8 * 6.88, "1h"),
-        rounded('team:gpu_hours_allocated:sum1h{team="research"}', research[1:-1], 50 / 60 * 8, "2h"),
+        # the hour so far, at each clock hour's last minute: its 50 minutes
+        rounded('team:gpu_cost_usd:sum_hour{team="research"}', research[1:-1], 50 / 60 * 8 * 6.88, "59m"),
+        rounded('team:gpu_hours_allocated:sum_hour{team="research"}', research[1:-1], 50 / 60 * 8, "1h59m"),
+        rounded('team:gpu_hours_allocated:sum_hour{team="research"}', research[1:-1], 25 / 60 * 8, "2h29m"),
         rounded('team:gpu_cost_usd:sum30d{team="research"}', research[1:-1], 3 * 50 / 60 * 8 * 6.88, "3h10m"),
     ]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
@@ -260,18 +262,19 @@ def test_budget_alerts_fire_at_the_thresholds_and_not_below(tmp_path: Path) -> N
 def test_budget_alerts_count_the_calendar_month_as_the_guard_and_finance_do(tmp_path: Path) -> None:
     """Review obsreview2 DEFECT 5: the alerts read a trailing 30 days while the guard and `alicerce costs` count the
     calendar month, so on the 1st the guard released a queue the 100% alert still called spent. Promtool's clock starts
-    on 1 January 1970: research's hours cost $1,000 each from 30 January; by 31 January 23:00 48 marks are January's,
-    past its share; at 1 February 02:00 only the two that ended at 01:00 and 02:00 count. Between 00:00 and 01:00 on
+    on 1 January 1970: research's hours cost $1,000 each from 30 January (one sample an hour of the hour-to-date record,
+    each its hour's total); at 31 January 23:00 the 47 hours that have ended are January's, past its share; at 1
+    February 02:00 only the two that ended at 01:00 and 02:00 count. Between 00:00 and 01:00 on
     the 1st no mark is February's yet: the month so far is 0 and the alert quiet, not January's total read back over
     the readers' 75 minutes (review obsreview5 DEFECT 3)."""
     small = with_aws_share(5000, "alertAtPercent: [100]")
     rule = rules_of(small, "aws")["BudgetResearch100"]
     share = float(rule["expr"].rsplit("> ", 1)[1])
-    assert 2 * 1000 < share < 48 * 1000
-    hours = {"series": 'team:gpu_cost_usd:sum1h{site="aws",team="research"}', "values": "_x696 1000x74"}  # from 696 h: 30 Jan
+    assert 2 * 1000 < share < 47 * 1000
+    hours = {"series": 'team:gpu_cost_usd:sum_hour{site="aws",team="research"}', "values": "_x696 1000x74"}  # from 696 h: 30 Jan
     research = 'site="aws",team="research"'
     tests = [{"interval": "1h", "input_series": [hours],
-              "promql_expr_test": [rounded(f"team:gpu_cost_usd:sum_month{{{research[11:]}}}", research, 48 * 1000, "743h"),
+              "promql_expr_test": [rounded(f"team:gpu_cost_usd:sum_month{{{research[11:]}}}", research, 47 * 1000, "743h"),
                                    rounded(f"last_over_time(team:gpu_cost_usd:sum_month{{{research[11:]}}}[75m])",
                                            research, 0, "744h30m"),
                                    rounded(f"team:gpu_cost_usd:sum_month{{{research[11:]}}}", research, 2 * 1000, "746h")],
@@ -453,10 +456,11 @@ def test_the_month_cost_per_million_tokens_spreads_the_replicas_over_every_hours
     rp = platform("prod")
     rule = next(r for g in rule_groups(rp, "aws") for r in g["rules"] if r.get("record") == "workload:usd_per_million_tokens:ratio30d")
     chat = 'namespace="serving",workload="chat-70b"'
-    inputs = [{"series": f"workload:gpu_cost_usd:sum1h{{{chat}}}", "values": "100x2"},
-              {"series": f"workload:vllm_tokens:sum1h{{{chat}}}", "values": "50e6 10e6 10e6"}]  # fmt: skip
+    inputs = [{"series": f"workload:gpu_cost_usd:sum_hour{{{chat}}}", "values": "100x2"},
+              {"series": f"workload:vllm_tokens:sum_hour{{{chat}}}", "values": "50e6 10e6 10e6"}]  # fmt: skip
+    # hours 0, 1 and 2 (one sample each, its total) have ended at 3h
     tests = [
-        {"interval": "1h", "input_series": inputs, "promql_expr_test": [rounded(rule["record"], f'{chat},site="aws"', 300 / 70, "2h")]}
+        {"interval": "1h", "input_series": inputs, "promql_expr_test": [rounded(rule["record"], f'{chat},site="aws"', 300 / 70, "3h")]}
     ]
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": [{"name": "month", "rules": [rule]}]}))
     (tmp_path / "tests.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1h", "tests": tests}))
@@ -470,3 +474,28 @@ def test_the_month_cost_per_million_tokens_spreads_the_replicas_over_every_hours
         for p in (rp, validated(load_text(mean, "platform.yaml"), "prod"))
     )
     assert at_mean == pytest.approx(at_peak * 1 / 0.8)
+
+
+@needs_promtool
+def test_a_prometheus_down_over_an_hour_mark_loses_only_the_minutes_it_was_down(tmp_path: Path) -> None:
+    """Review obsreview10 F5: the totals read each hour at the mark that ends it, from a record of the trailing hour; a
+    Prometheus down from 01:50 to 02:10 (a restart, an upgrade) recorded nothing within the 5-minute lookback of
+    02:00, so the 50 minutes of 01:00-02:00 it had recorded were lost with the whole hour: $300 for four hours at $100
+    an hour. The hour-to-date record's last sample in each hour is that hour's total: only the 20 minutes the
+    Prometheus was down are missing, $366.67 (what the TSDB of such a restart holds is fed as it is)."""
+    rp = platform()
+    minute = 100 / 60  # $100 an hour
+    ramp = f"{minute}+{minute}x"
+    values = f"{ramp}59 {ramp}49 _x20 {ramp}49 {ramp}59"  # hours 0 and 3 whole; 1 to :50, 2 from :10
+    inputs = [{"series": 'team:gpu_cost_usd:sum_hour{site="aws",team="research"}', "values": values}]
+    research = 'site="aws",team="research"'
+    spent = 100 + 50 * minute + 50 * minute + 100
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded(f"team:gpu_cost_usd:sum30d{{{research}}}", research, spent, "4h"),
+        rounded(f"team:gpu_cost_usd:sum_month{{{research}}}", research, spent, "4h"),
+    ]}]  # fmt: skip
+    groups = needed_rules(rule_groups(rp, "aws"), tests)
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": groups}))
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": tests}))
+    result = promtool("test", "rules", "tests.yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
