@@ -796,7 +796,10 @@ def _peak_months_over_budget(
         shares = watched.get(team.name, {})
         if len(shares) > 1:
             listed = ", ".join(f"${m:,.0f} at {s}" for s, m in sorted(shares.items()))
-            unspent = "; at $0 any spend alerts" if min(shares.values()) == 0 else ""
+            unspent = ""
+            if min(shares.values()) == 0:
+                unspent = "; at $0 any spend alerts"
+                unspent += " and the guard holds the queue from the start" if budget.on_exhausted == "stopAdmitting" else ""
             what += f"; each site watches a share pro rata to its busiest month ({listed}{unspent})"
         what += f", so a month that runs the schedule {held} at {usd / busiest:.0%} of it"
         fix = f"raise {at} to {busiest:,.0f}, or declare fewer runsPerQuarter or GPUs"

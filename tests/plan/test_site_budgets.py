@@ -73,6 +73,7 @@ def test_a_site_the_team_plans_nothing_at_watches_nothing_once_the_budget_is_spo
     assert plan.site_budgets["research"] == {"aws": 0.0, "dc1": pytest.approx(300_000)}
     [finding] = [f.message for f in plan.findings if f.check == "PL334"]
     assert finding.startswith("its busiest month ($381,") and "$0 at aws" in finding and "at 79% of it" in finding
+    assert "the guard holds the queue from the start" in finding
 
 
 def test_a_quarters_runs_back_to_back_fill_the_month() -> None:
