@@ -599,11 +599,13 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     figures.append(Figure("dataset read throughput", read, "GB/s", "tokens/s x bytes per token x headroom",
                           {"tokens/s": tokens_per_second, "bytes per token": bytes_per_token,
                            "headroom": sizing.dataReadHeadroom.value}))  # fmt: skip
+    # a run inside one node moves all of it over NVLink or PCIe: the pool's fabric figure does not apply
+    carried = {"available Gbit/s": place.network_gbps_per_gpu} if gpus > place.gpus_per_node else {"one node": "NVLink/PCIe, no fabric"}
     figures.append(Figure("network per GPU", run.network_need_gbps, "Gbit/s",
                           "(data-parallel traffic of weights / (TP x PP): 3 passes at ZeRO-3, each micro-batch, 2 below, once a step; "
                           "LoRA: the adapters' gradients, and at ZeRO-3 the frozen base's two gathers; MoE: shared weights "
                           "over dp, own experts over dp / EP, and the off-node all-to-all) per step x 8 / (step time x overlap)",
-                          {"available Gbit/s": place.network_gbps_per_gpu, "global batch tokens": batch_tokens}))  # fmt: skip
+                          {**carried, "global batch tokens": batch_tokens}))  # fmt: skip
     quarter_days = 3 * sizing.hoursPerMonth.value / 24
     if w.runs_per_quarter is not None:
         runs = w.runs_per_quarter

@@ -115,6 +115,11 @@ def test_training_network_divides_by_the_productive_step() -> None:
     assert step == pytest.approx(75.4, abs=0.1)
     assert run.network_gbps_per_gpu == pytest.approx(exchanged * 8 / (step * 0.8) / 1e9, rel=2e-3)
     assert run.network_gbps_per_gpu == pytest.approx(477, abs=1)
+    network = {f.name: f for f in run.figures}["network per GPU"]
+    assert network.inputs["available Gbit/s"] == 400
+    # a run inside one node (code-assistant-ft, 8 GPUs of a p5) moves it over NVLink: the fabric's 400 is not its limit
+    lora = {f.name: f for f in next(w for w in plan.workloads if w.name == "code-assistant-ft").figures}["network per GPU"]
+    assert "available Gbit/s" not in lora.inputs and lora.inputs["one node"] == "NVLink/PCIe, no fabric"
 
 
 def undersized_chat() -> dict[str, Any]:
