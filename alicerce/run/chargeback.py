@@ -61,12 +61,12 @@ def queries(start: datetime.datetime, end: datetime.datetime) -> dict[str, str]:
     return {
         # each hour's figure as the cost rules integrate it minute by minute (alicerce.emit.kube.costs): a job that
         # ran between two hour marks counts, which reading the rates at the marks missed
-        "spend": _over_month("team:gpu_cost_usd:sum_hour", team, seconds),
-        "allocated": _over_month("team:gpu_hours_allocated:sum_hour", team, seconds),
-        "used": _over_month("team:gpu_hours_used:sum_hour", team, seconds),
+        "spend": _over_month("team:gpu_cost_usd:sum1h", team, seconds),
+        "allocated": _over_month("team:gpu_hours_allocated:sum1h", team, seconds),
+        "used": _over_month("team:gpu_hours_used:sum1h", team, seconds),
         "cost_center": f"max by (team, cost_center) (last_over_time(alicerce:namespace_team:info[{seconds}s]))",
-        "workload_spend": _over_month("workload:gpu_cost_usd:sum_hour", workload, seconds),
-        "tokens": _over_month("workload:vllm_tokens:sum_hour", workload, seconds),
+        "workload_spend": _over_month("workload:gpu_cost_usd:sum1h", workload, seconds),
+        "tokens": _over_month("workload:vllm_tokens:sum1h", workload, seconds),
     }
 
 
@@ -205,8 +205,8 @@ def export(base: str, month: str, partial: bool = False, now: datetime.datetime 
     if not teams and not workloads:
         # a header alone reads as "nobody spent anything": say what was looked for instead
         raise ChargebackError(
-            f"Prometheus at {base} holds none of alicerce's cost series for {month} (team:gpu_cost_usd:sum_hour, "
-            "team:gpu_hours_allocated:sum_hour, team:gpu_hours_used:sum_hour, workload:vllm_tokens:sum_hour)",
+            f"Prometheus at {base} holds none of alicerce's cost series for {month} (team:gpu_cost_usd:sum1h, "
+            "team:gpu_hours_allocated:sum1h, team:gpu_hours_used:sum1h, workload:vllm_tokens:sum1h)",
             "point --prometheus at a site's Prometheus that loads alicerce's rules (PrometheusRule alicerce-gpu-platform "
             "in the monitoring namespace) and still keeps that month (monitoring.retention)",
         )

@@ -37,16 +37,16 @@ def tsdb() -> dict[str, list[tuple[datetime.datetime, float]]]:
     info = "alicerce:namespace_team:info"
     month = ("2025-03-01T00:00", "2025-04-01T00:00")  # the rules ran all month (they record the info series always)
     return {
-        **hours(f"team:gpu_cost_usd:sum_hour{research}", 24, march, *outside),
-        **hours(f"team:gpu_hours_allocated:sum_hour{research}", 8, march),
-        **hours(f"team:gpu_hours_used:sum_hour{research}", 6, march),
-        **hours(f"team:gpu_cost_usd:sum_hour{serving}", 8, serve),
-        **hours(f"team:gpu_hours_allocated:sum_hour{serving}", 4, serve),
-        **hours(f"team:gpu_hours_used:sum_hour{serving}", 4, serve),
+        **hours(f"team:gpu_cost_usd:sum1h{research}", 24, march, *outside),
+        **hours(f"team:gpu_hours_allocated:sum1h{research}", 8, march),
+        **hours(f"team:gpu_hours_used:sum1h{research}", 6, march),
+        **hours(f"team:gpu_cost_usd:sum1h{serving}", 8, serve),
+        **hours(f"team:gpu_hours_allocated:sum1h{serving}", 4, serve),
+        **hours(f"team:gpu_hours_used:sum1h{serving}", 4, serve),
         **hours(f'{info}{{cost_center="CC-4411",namespace="research",site="aws",team="research"}}', 1, month),
         **hours(f'{info}{{cost_center="CC-4410",namespace="serving",site="aws",team="serving"}}', 1, month),
-        **hours(f"workload:gpu_cost_usd:sum_hour{chat}", 8, serve),
-        **hours(f"workload:vllm_tokens:sum_hour{chat}", 3_600_000, serve),
+        **hours(f"workload:gpu_cost_usd:sum1h{chat}", 8, serve),
+        **hours(f"workload:vllm_tokens:sum1h{chat}", 3_600_000, serve),
     }
 
 

@@ -4,7 +4,7 @@ This file is a program, not a module of the pipeline: the CronJob of :mod:`alice
 ConfigMap in a stock Python image, so it uses the standard library only. Each run, for every team in its config:
 
 1. reads from Prometheus the team's spend since the first of the month (UTC), the cost of each hour recorded by
-   alicerce's cost rules (``team:gpu_cost_usd:sum_hour``, its last sample in each hour) summed at the hour marks, and
+   alicerce's cost rules (``team:gpu_cost_usd:sum1h``, its last sample in each hour) summed at the hour marks, and
    the share of its monthly budget the site watches (``alicerce:team_budget_usd:monthly``);
 2. reads the ClusterQueue, and when the spend has reached the budget sets ``spec.stopPolicy: Hold`` (Kueue admits no
    new workload of the queue; admitted ones keep running), recording the month in an annotation; when the spend is
@@ -34,7 +34,7 @@ from typing import Any
 
 HOLD_ANNOTATION = "alicerce.dev/budget-hold"  # the month (YYYY-MM) the guard held the queue in
 SPEND = "team:gpu_cost_usd:rate1h"
-HOURLY = "team:gpu_cost_usd:sum_hour"  # what the clock hour cost so far, recorded by alicerce's cost rules
+HOURLY = "team:gpu_cost_usd:sum1h"  # what the clock hour cost so far, recorded by alicerce's cost rules
 BUDGET = "alicerce:team_budget_usd:monthly"
 HISTORY_START = "alicerce:cost_history_start:seconds"  # present while the TSDB lacks the start of the month
 KUEUE_PATH = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/"
@@ -56,7 +56,7 @@ def _labels(team: str, site: str) -> str:
 
 def spend_query(team: str, site: str, now: datetime.datetime) -> str:
     """USD the team spent at the site since the month began: each hour's cost (the last sample of
-    ``team:gpu_cost_usd:sum_hour`` in it, read at the hour mark that ends it: alicerce.emit.kube.costs.hour_total) from
+    ``team:gpu_cost_usd:sum1h`` in it, read at the hour mark that ends it: alicerce.emit.kube.costs.hour_total) from
     01:00 of the first on. The range starts a second after midnight of the first, which
     ends the previous month's last hour (Prometheus 2 closes ranges on the left, 3 opens them: neither takes it in).
     The hour running now counts at its end; before 01:00 of the first the month has cost 0. Nothing when the spend is

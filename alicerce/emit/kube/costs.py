@@ -20,9 +20,12 @@ from alicerce.resolve.namespaces import MONITORING_NAMESPACE
 PRICE = "alicerce:pool_usd_per_gpu_hour:price"
 TEAM_COST = "team:gpu_cost_usd:rate1h"  # USD per hour the team's running pods cost now
 TEAM_30D = "team:gpu_cost_usd:sum30d"
-TEAM_HOUR = "team:gpu_cost_usd:sum_hour"  # USD the team's pods cost in this clock hour (UTC) so far, minute by minute
-WORKLOAD_HOUR = "workload:gpu_cost_usd:sum_hour"
-TOKENS_HOUR = "workload:vllm_tokens:sum_hour"  # tokens (prompt and generated) served in this clock hour so far
+# USD the team's pods cost in this clock hour (UTC) so far, minute by minute. The name is that of the trailing-hour
+# record it replaced, kept so the month of an upgrade still reads its earlier hours: an old sample at hh:59 is the
+# trailing hour that ends then, that clock hour to within a minute
+TEAM_HOUR = "team:gpu_cost_usd:sum1h"
+WORKLOAD_HOUR = "workload:gpu_cost_usd:sum1h"
+TOKENS_HOUR = "workload:vllm_tokens:sum1h"  # tokens (prompt and generated) served in this clock hour so far
 TEAM_MONTH = "team:gpu_cost_usd:sum_month"  # USD since the calendar month (UTC) began: what budgets compare
 BUDGET = "alicerce:team_budget_usd:monthly"  # the share of a team's monthly budget the site watches
 # a Prometheus's oldest sample, recorded only while it is past the start of the month the spend counts (history_rules)
@@ -123,8 +126,8 @@ def cost_rules(prices: dict[str, float]) -> list[dict[str, Any]]:
         # itself there billed only what ran at the mark (a job from :05 to :55 cost nothing; review obsreview2 DEFECT 1)
         *_hourly(TEAM_HOUR, TEAM_COST),
         *_hourly(WORKLOAD_HOUR, "workload:gpu_cost_usd:rate1h"),
-        *_hourly("team:gpu_hours_allocated:sum_hour", "team:gpus_allocated:sum"),
-        *_hourly("team:gpu_hours_used:sum_hour", "team:gpus_busy:sum"),
+        *_hourly("team:gpu_hours_allocated:sum1h", "team:gpus_allocated:sum"),
+        *_hourly("team:gpu_hours_used:sum1h", "team:gpus_busy:sum"),
         # tokens per second, read every minute: x 60 s x 60 (the per-hour rate _hourly divides by 60)
         *_hourly(TOKENS_HOUR, "workload:vllm_tokens:rate5m * 3600"),
         # trailing 30 days: the hours' costs summed at the hour marks (whatever the evaluation interval, each hour once)

@@ -131,7 +131,7 @@ def spend(team: str, usd_per_hour: float, *spans: tuple[str, str], idle: tuple[s
     rate = [s for a, b in spans for s in every(a, b, QUARTER, usd_per_hour)]
     hours = [s for a, b in spans for s in every(a, before(b), QUARTER, usd_per_hour)]
     labels = f'{{site="aws",team="{team}"}}'
-    return {f"team:gpu_cost_usd:rate1h{labels}": rate + quiet, f"team:gpu_cost_usd:sum_hour{labels}": hours + quiet}
+    return {f"team:gpu_cost_usd:rate1h{labels}": rate + quiet, f"team:gpu_cost_usd:sum1h{labels}": hours + quiet}
 
 
 def budget(team: str, usd: float, *moments: str) -> Series:

@@ -196,9 +196,9 @@ def test_work_between_hour_marks_is_billed_minute_by_minute(tmp_path: Path) -> N
     research = '{site="aws",team="research"}'
     tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
         # the hour so far, at each clock hour's last minute: its 50 minutes
-        rounded('team:gpu_cost_usd:sum_hour{team="research"}', research[1:-1], 50 / 60 * 8 * 6.88, "59m"),
-        rounded('team:gpu_hours_allocated:sum_hour{team="research"}', research[1:-1], 50 / 60 * 8, "1h59m"),
-        rounded('team:gpu_hours_allocated:sum_hour{team="research"}', research[1:-1], 25 / 60 * 8, "2h29m"),
+        rounded('team:gpu_cost_usd:sum1h{team="research"}', research[1:-1], 50 / 60 * 8 * 6.88, "59m"),
+        rounded('team:gpu_hours_allocated:sum1h{team="research"}', research[1:-1], 50 / 60 * 8, "1h59m"),
+        rounded('team:gpu_hours_allocated:sum1h{team="research"}', research[1:-1], 25 / 60 * 8, "2h29m"),
         rounded('team:gpu_cost_usd:sum30d{team="research"}', research[1:-1], 3 * 50 / 60 * 8 * 6.88, "3h10m"),
     ]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
@@ -271,7 +271,7 @@ def test_budget_alerts_count_the_calendar_month_as_the_guard_and_finance_do(tmp_
     rule = rules_of(small, "aws")["BudgetResearch100"]
     share = float(rule["expr"].rsplit("> ", 1)[1])
     assert 2 * 1000 < share < 47 * 1000
-    hours = {"series": 'team:gpu_cost_usd:sum_hour{site="aws",team="research"}', "values": "_x696 1000x74"}  # from 696 h: 30 Jan
+    hours = {"series": 'team:gpu_cost_usd:sum1h{site="aws",team="research"}', "values": "_x696 1000x74"}  # from 696 h: 30 Jan
     research = 'site="aws",team="research"'
     tests = [{"interval": "1h", "input_series": [hours],
               "promql_expr_test": [rounded(f"team:gpu_cost_usd:sum_month{{{research[11:]}}}", research, 47 * 1000, "743h"),
@@ -456,8 +456,8 @@ def test_the_month_cost_per_million_tokens_spreads_the_replicas_over_every_hours
     rp = platform("prod")
     rule = next(r for g in rule_groups(rp, "aws") for r in g["rules"] if r.get("record") == "workload:usd_per_million_tokens:ratio30d")
     chat = 'namespace="serving",workload="chat-70b"'
-    inputs = [{"series": f"workload:gpu_cost_usd:sum_hour{{{chat}}}", "values": "100x2"},
-              {"series": f"workload:vllm_tokens:sum_hour{{{chat}}}", "values": "50e6 10e6 10e6"}]  # fmt: skip
+    inputs = [{"series": f"workload:gpu_cost_usd:sum1h{{{chat}}}", "values": "100x2"},
+              {"series": f"workload:vllm_tokens:sum1h{{{chat}}}", "values": "50e6 10e6 10e6"}]  # fmt: skip
     # hours 0, 1 and 2 (one sample each, its total) have ended at 3h
     tests = [
         {"interval": "1h", "input_series": inputs, "promql_expr_test": [rounded(rule["record"], f'{chat},site="aws"', 300 / 70, "3h")]}
@@ -487,12 +487,34 @@ def test_a_prometheus_down_over_an_hour_mark_loses_only_the_minutes_it_was_down(
     minute = 100 / 60  # $100 an hour
     ramp = f"{minute}+{minute}x"
     values = f"{ramp}59 {ramp}49 _x20 {ramp}49 {ramp}59"  # hours 0 and 3 whole; 1 to :50, 2 from :10
-    inputs = [{"series": 'team:gpu_cost_usd:sum_hour{site="aws",team="research"}', "values": values}]
+    inputs = [{"series": 'team:gpu_cost_usd:sum1h{site="aws",team="research"}', "values": values}]
     research = 'site="aws",team="research"'
     spent = 100 + 50 * minute + 50 * minute + 100
     tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
         rounded(f"team:gpu_cost_usd:sum30d{{{research}}}", research, spent, "4h"),
         rounded(f"team:gpu_cost_usd:sum_month{{{research}}}", research, spent, "4h"),
+    ]}]  # fmt: skip
+    groups = needed_rules(rule_groups(rp, "aws"), tests)
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": groups}))
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": tests}))
+    result = promtool("test", "rules", "tests.yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@needs_promtool
+def test_the_month_of_an_upgrade_reads_the_trailing_hour_records_before_it(tmp_path: Path) -> None:
+    """The hourly records kept their names when they became the clock hour so far: in the month of the upgrade the
+    totals read the old records' last sample in each hour (the trailing hour that ends at hh:59, the clock hour to
+    within a minute). $100 an hour: two hours recorded the old way (each minute the last 60 minutes' $100, after a
+    first hour's ramp), two the new way: $400 at 4h."""
+    rp = platform()
+    minute = 100 / 60
+    old = f"{minute}+{minute}x59 100x59"  # hour 0 ramps up (nothing before it), hour 1 the trailing hour's $100
+    new = f"{minute}+{minute}x59 {minute}+{minute}x59"
+    inputs = [{"series": 'team:gpu_cost_usd:sum1h{site="aws",team="research"}', "values": f"{old} {new}"}]
+    research = 'site="aws",team="research"'
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded(f"team:gpu_cost_usd:sum_month{{{research}}}", research, 400, "4h"),
     ]}]  # fmt: skip
     groups = needed_rules(rule_groups(rp, "aws"), tests)
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": groups}))
