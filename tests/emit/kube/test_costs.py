@@ -476,6 +476,23 @@ def test_the_month_cost_per_million_tokens_spreads_the_replicas_over_every_hours
     assert at_mean == pytest.approx(at_peak * 1 / 0.8)
 
 
+def hours_of_research(values: str, *checks: tuple[str, float]) -> list[dict[str, Any]]:
+    """A promtool test that feeds research's hourly cost record at aws minute by minute and checks totals at 4h."""
+    inputs = [{"series": 'team:gpu_cost_usd:sum1h{site="aws",team="research"}', "values": values}]
+    research = 'site="aws",team="research"'
+    return [{"interval": "1m", "input_series": inputs,
+             "promql_expr_test": [rounded(f"{record}{{{research}}}", research, usd, "4h") for record, usd in checks]}]  # fmt: skip
+
+
+def run_totals(rp: Any, tests: list[dict[str, Any]], tmp_path: Path) -> None:
+    """The rules the tests read (needed_rules), evaluated every minute."""
+    groups = needed_rules(rule_groups(rp, "aws"), tests)
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": groups}))
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": tests}))
+    result = promtool("test", "rules", "tests.yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 @needs_promtool
 def test_a_prometheus_down_over_an_hour_mark_loses_only_the_minutes_it_was_down(tmp_path: Path) -> None:
     """Review obsreview10 F5: the totals read each hour at the mark that ends it, from a record of the trailing hour; a
@@ -487,18 +504,9 @@ def test_a_prometheus_down_over_an_hour_mark_loses_only_the_minutes_it_was_down(
     minute = 100 / 60  # $100 an hour
     ramp = f"{minute}+{minute}x"
     values = f"{ramp}59 {ramp}49 _x20 {ramp}49 {ramp}59"  # hours 0 and 3 whole; 1 to :50, 2 from :10
-    inputs = [{"series": 'team:gpu_cost_usd:sum1h{site="aws",team="research"}', "values": values}]
-    research = 'site="aws",team="research"'
     spent = 100 + 50 * minute + 50 * minute + 100
-    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
-        rounded(f"team:gpu_cost_usd:sum30d{{{research}}}", research, spent, "4h"),
-        rounded(f"team:gpu_cost_usd:sum_month{{{research}}}", research, spent, "4h"),
-    ]}]  # fmt: skip
-    groups = needed_rules(rule_groups(rp, "aws"), tests)
-    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": groups}))
-    (tmp_path / "tests.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": tests}))
-    result = promtool("test", "rules", "tests.yaml", cwd=tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
+    tests = hours_of_research(values, ("team:gpu_cost_usd:sum30d", spent), ("team:gpu_cost_usd:sum_month", spent))
+    run_totals(rp, tests, tmp_path)
 
 
 @needs_promtool
@@ -511,13 +519,5 @@ def test_the_month_of_an_upgrade_reads_the_trailing_hour_records_before_it(tmp_p
     minute = 100 / 60
     old = f"{minute}+{minute}x59 100x59"  # hour 0 ramps up (nothing before it), hour 1 the trailing hour's $100
     new = f"{minute}+{minute}x59 {minute}+{minute}x59"
-    inputs = [{"series": 'team:gpu_cost_usd:sum1h{site="aws",team="research"}', "values": f"{old} {new}"}]
-    research = 'site="aws",team="research"'
-    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
-        rounded(f"team:gpu_cost_usd:sum_month{{{research}}}", research, 400, "4h"),
-    ]}]  # fmt: skip
-    groups = needed_rules(rule_groups(rp, "aws"), tests)
-    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": groups}))
-    (tmp_path / "tests.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": tests}))
-    result = promtool("test", "rules", "tests.yaml", cwd=tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
+    tests = hours_of_research(f"{old} {new}", ("team:gpu_cost_usd:sum_month", 400))
+    run_totals(rp, tests, tmp_path)
