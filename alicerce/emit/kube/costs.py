@@ -159,6 +159,41 @@ def cost_rules(prices: dict[str, float]) -> list[dict[str, Any]]:
     return rules
 
 
+def _spend_alerts(name: str, budget_usd: float, usd: float, percents: list[int], team: str) -> list[Alert]:
+    """The thresholds of the ``usd`` this site watches of the team's ``budget_usd``, and the month's projection."""
+    out = []
+    # the share this site watches: the team's sites' shares add up to its budget (plan.site_budgets)
+    where = f" (this site's share of its ${budget_usd:,.0f} budget)" if usd < budget_usd else ""
+    for percent in percents:
+        limit = usd * percent / 100
+        out.append(Alert(budget_alert_name(name, percent), f"{month_spent(team)} > {limit:.6g}", "1h",
+                         "warning",  # a budget is a conversation, not a page
+                         f"Team {name} has spent {percent}% of its ${usd:,.0f} monthly GPU budget{where}",
+                         "This month's GPU spend at the plan's prices (team:gpu_cost_usd:sum_month) is past it. Ask the "
+                         "team to stop idle work (GPUIdleWhileAllocated) or raise the budget; see `alicerce plan`."))  # fmt: skip
+    # the month so far plus the current rate over the hours the calendar month has left (UTC, as the budgets count):
+    # "the rate for 720 hours" was quiet on the 20th with 95% spent and fired on the 31st with nothing spent
+    # (review obsreview3 DEFECT I)
+    so_far = f"({month_spent(team)} or 0 * {TEAM_COST}{{{team}}})"
+    projected = f'{so_far} + {TEAM_COST}{{team="{name}"}} * on () group_left () {HOURS_LEFT}'
+    out.append(Alert(budget_alert_name(name, None), f"{projected} > {usd:.6g}", "6h", "warning",
+                     f"Team {name} is on course to overrun its ${usd:,.0f} monthly GPU budget{where}",
+                     "This month's spend so far and the current rate over the hours it has left cost more than the "
+                     "budget: check what the team's running pods hold (team:gpus_allocated:sum) against what they use "
+                     "(team:gpus_busy:sum)."))  # fmt: skip
+    return out
+
+
+def _nothing_left(name: str, budget_usd: float, percent: int, team: str) -> Alert:
+    """A site whose share is $0 (the plan's months at the team's other sites take the whole budget: PL334): any spend
+    here is over it, said once (under the highest threshold's name), where thresholds of $0 said "100% of its $0
+    budget" as often as they were declared."""
+    return Alert(budget_alert_name(name, percent), f"{month_spent(team)} > 0", "1h", "warning",
+                 f"Team {name} spends GPU money at this site, where its ${budget_usd:,.0f} budget leaves none",
+                 "The plan's busiest months at the team's other sites take its whole budget (`alicerce plan`, PL334), so this "
+                 "site watches $0 of it: move the work to those sites, or raise the budget.")  # fmt: skip
+
+
 def budget_alerts(rp: ResolvedPlatform, site_name: str, shares: dict[str, float]) -> list[Alert]:
     """An alert at each of a team's budget thresholds on its GPU spend this calendar month, and one when the month so far
     and the current rate would overrun the budget by its end; ``shares``: team -> the part of its budget spent at this
@@ -171,26 +206,11 @@ def budget_alerts(rp: ResolvedPlatform, site_name: str, shares: dict[str, float]
             continue
         usd = budget.monthly_usd * share
         team = f'team="{name}"'
-        # the share this site watches: the team's sites' shares add up to its budget (plan.site_budgets)
-        where = f" (this site's share of its ${budget.monthly_usd:,.0f} budget)" if share < 1 else ""
-        for percent in sorted(set(budget.alert_at_percent)):
-            limit = usd * percent / 100
-            spent = month_spent(team)
-            out.append(Alert(budget_alert_name(name, percent), f"{spent} > {limit:.6g}", "1h",
-                             "warning",  # a budget is a conversation, not a page
-                             f"Team {name} has spent {percent}% of its ${usd:,.0f} monthly GPU budget{where}",
-                             "This month's GPU spend at the plan's prices (team:gpu_cost_usd:sum_month) is past it. Ask the "
-                             "team to stop idle work (GPUIdleWhileAllocated) or raise the budget; see `alicerce plan`."))  # fmt: skip
-        # the month so far plus the current rate over the hours the calendar month has left (UTC, as the budgets count):
-        # "the rate for 720 hours" was quiet on the 20th with 95% spent and fired on the 31st with nothing spent
-        # (review obsreview3 DEFECT I)
-        so_far = f"({month_spent(team)} or 0 * {TEAM_COST}{{{team}}})"
-        projected = f'{so_far} + {TEAM_COST}{{team="{name}"}} * on () group_left () {HOURS_LEFT}'
-        out.append(Alert(budget_alert_name(name, None), f"{projected} > {usd:.6g}", "6h", "warning",
-                         f"Team {name} is on course to overrun its ${usd:,.0f} monthly GPU budget{where}",
-                         "This month's spend so far and the current rate over the hours it has left cost more than the "
-                         "budget: check what the team's running pods hold (team:gpus_allocated:sum) against what they use "
-                         "(team:gpus_busy:sum)."))  # fmt: skip
+        out += (
+            _spend_alerts(name, budget.monthly_usd, usd, sorted(set(budget.alert_at_percent)), team)
+            if usd
+            else [_nothing_left(name, budget.monthly_usd, max(budget.alert_at_percent), team)]
+        )
         if budget.on_exhausted == "stopAdmitting":
             # the guard reads this series; without it it holds nothing and releases nothing (budget_guard.run)
             out.append(Alert(budget_blind_alert_name(name), f'absent({TEAM_COST}{{team="{name}"}})', "30m", "warning",

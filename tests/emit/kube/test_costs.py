@@ -521,3 +521,37 @@ def test_the_month_of_an_upgrade_reads_the_trailing_hour_records_before_it(tmp_p
     new = f"{minute}+{minute}x59 {minute}+{minute}x59"
     tests = hours_of_research(f"{old} {new}", ("team:gpu_cost_usd:sum_month", 400))
     run_totals(rp, tests, tmp_path)
+
+
+@needs_promtool
+def test_a_site_left_no_share_of_the_budget_says_so_once_when_the_team_spends_there(tmp_path: Path) -> None:
+    """A $300,000 budget is under research's planned month at dc1 ($381.7k): dc1 watches all of it and aws none
+    (PL334). aws had "Team research has spent 50% of its $0 monthly GPU budget", and again at 100%, and a projection
+    of $0; now one alert under the highest threshold's name, on any spend there, and the guard's missing-spend alert."""
+    text = (
+        (ROOT / "platform.yaml")
+        .read_text()
+        .replace(
+            "budget: {monthlyUsd: 900000, onExhausted: stopAdmitting}",
+            "budget: {monthlyUsd: 300000, alertAtPercent: [50, 100], onExhausted: stopAdmitting}",
+        )
+    )
+    rp = validated(load_text(text, "platform.yaml"), "prod")
+    assert plan_platform(rp).site_budgets["research"]["aws"] == 0
+    alerts = {name: rule for name, rule in rules_of(rp, "aws").items() if name.startswith("BudgetResearch")}
+    assert sorted(alerts) == ["BudgetResearch100", "BudgetResearchSpendMissing"]
+    rule = alerts["BudgetResearch100"]
+    assert rule["expr"].endswith(" > 0") and "leaves none" in rule["annotations"]["summary"]
+    month = 'team:gpu_cost_usd:sum_month{site="aws",team="research"}'
+
+    def case(values: str, fires: bool) -> dict[str, Any]:
+        exp = [expected(rule, {"site": "aws", "team": "research"}, "")] if fires else []
+        return {"interval": "1m", "input_series": [{"series": month, "values": values}],
+                "alert_rule_test": [{"eval_time": "80m", "alertname": "BudgetResearch100", "exp_alerts": exp}]}  # fmt: skip
+
+    tests = [case("0x90", False), case("12.5x90", True)]
+    groups = [{**g, "rules": [r for r in g["rules"] if r.get("alert") == "BudgetResearch100"]} for g in rule_groups(rp, "aws")]
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": [g for g in groups if g["rules"]]}))
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": tests}))
+    result = promtool("test", "rules", "tests.yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
