@@ -189,7 +189,7 @@ def print_tco(console: Console, result: SizingPlan) -> None:
     for u in result.unit_costs:
         units.add(u.workload, u.pool or "-", _usd(u.cost_per_run_usd), _usd(u.monthly_usd), _num(u.usd_per_million_tokens, 2))
     print_table(units, console)
-    console.print("[dim]per 1M tokens: input + output tokens at peak load[/dim]")
+    console.print("[dim]per 1M tokens: the month's cost over its input + output tokens at traffic.meanRps (else the peak)[/dim]")
     show = _table("Showback: a month by team", [("team", "left"), ("USD/month", "right"), ("budget", "right")])
     for team, usd in result.showback.items():
         show.add(team, _num(usd), _num(result.budgets.get(team)))

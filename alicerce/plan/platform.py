@@ -197,7 +197,7 @@ class UnitCost:
     pool: str | None
     cost_per_run_usd: float | None  # training and fine-tuning
     monthly_usd: float | None  # serving
-    usd_per_million_tokens: float | None  # serving, at peak load, input + output tokens
+    usd_per_million_tokens: float | None  # serving: the month over its input + output tokens at the mean rate
 
     def to_json(self) -> dict[str, Any]:
         return {k: rounded(v) for k, v in self.__dict__.items()}

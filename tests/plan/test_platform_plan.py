@@ -408,6 +408,8 @@ def test_cli_text_fits_100_columns_and_charts_are_deterministic(tmp_path: Path) 
     text = _cli("--tco")
     assert text.returncode == 0 and "Findings" in text.stdout and "Own or rent" in text.stdout
     assert max(len(line.rstrip()) for line in text.stdout.splitlines()) <= 100
+    # the cost per million tokens is at the mean rate since traffic.meanRps (review sizreview5 F4): the footnote said peak
+    assert "at traffic.meanRps" in " ".join(text.stdout.split()) and "at peak load" not in text.stdout
     explained = _cli("--explain")
     assert "6 x active parameters x tokens" in explained.stdout and "per-GPU batch" in explained.stdout
     result = _cli("--format", "json", "--env", "dev")
