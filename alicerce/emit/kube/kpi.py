@@ -107,7 +107,9 @@ def ksm_label(name: str) -> str:
 KUEUE_GPU = "nvidia.com/gpu|nvidia.com/mig-.+"  # Kueue reports resource names as they are: GPUs and MIG instances
 # every Kueue replica exports its queues' gauges, a follower under replica_role="follower" (v0.19.2 pkg/metrics/metrics.go,
 # pkg/util/roletracker): with replicas > 1, or a rolling update's surge pod, a sum over them counts each queue twice
-# (review obsreview10 G). The leader reads "leader", a single replica "standalone"; a series without the label is kept
+# (review obsreview10 G). The leader reads "leader"; on election it clears its follower gauges and reports them again
+# as leader (cmd/kueue/main.go OnElected, ClearGaugeMetricsForRole), so after a failover every queue reads the new
+# leader's gauges. Without leader election the label reads "standalone"; a series without it is kept
 KUEUE_NOT_FOLLOWER = 'replica_role!="follower"'
 
 
