@@ -77,6 +77,7 @@ def overview(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
         ),
         ("Queue wait p95 by team", ["team:kueue_admission_wait_seconds:p95"], "s"),
         ("Pending workloads by team", ["team:kueue_pending_workloads:sum"], "short"),
+        ("Workloads finished in the last 7 days by team", ["team:kueue_finished_workloads:increase7d"], "short"),
         ("GPU spend by team (USD/h)", ["team:gpu_cost_usd:rate1h"], "currencyUSD"),
         ("Cost per used GPU-hour by team", ["team:usd_per_used_gpu_hour:ratio"], "currencyUSD"),
         ("Inference p99 time to first token", ["workload:vllm_time_to_first_token_seconds:p99"], "s"),

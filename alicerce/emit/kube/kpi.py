@@ -412,6 +412,9 @@ def queue_rules() -> list[dict[str, Any]]:
         _rule("team:kueue_admitted_workloads:increase1h", _team(f"sum by (cluster_queue) (increase({admitted}[1h]))")),
         _rule("team:kueue_evicted_workloads:increase1h", _team(f"sum by (cluster_queue, reason) ({evicted})")),
         _rule("team:kueue_finished_workloads:increase1h", _team(f"sum by (cluster_queue) (increase({finished}[1h]))")),
+        # experiments completed per period, the throughput a platform team reports: workloads that ran to their end in
+        # the last 7 days (Kueue counts succeeded and failed alike; team_kind:job_failure:ratio tells them apart)
+        _rule("team:kueue_finished_workloads:increase7d", _team(f"sum by (cluster_queue) (increase({finished}[7d]))")),
         _rule("team_pool:kueue_gpu_usage:sum", _as("pool", "flavor", _team(f"sum by (cluster_queue, flavor) ({usage})"))),
         _rule("team_pool:kueue_gpu_quota:sum", _as("pool", "flavor", _team(f"sum by (cluster_queue, flavor) ({quota})"))),
         _rule("team:kueue_gpus_pending:sum", _team(f"sum by (cluster_queue) ({pending})")),

@@ -331,6 +331,20 @@ def test_a_kueue_follower_replica_is_not_counted_with_the_leader(tmp_path: Path)
     run_promtool(rp, "aws", tests, tmp_path)
 
 
+@needs_promtool
+def test_experiments_finished_per_week_per_team(tmp_path: Path) -> None:
+    """The throughput a platform team reports: research's workloads that ran to their end in the last 7 days. One
+    finishes every 6 hours; Kueue restarts at 120 h and its counter starts again at 0. At 192 h the 7 days from 24 h
+    hold 4 -> 19 before the restart and 0 -> 12 after it: 27 (increase counts across the reset)."""
+    rp = platform()
+    queue = 'cohort="acme",cluster_queue="research",priority_class="",replica_role="leader"'
+    finished = "0+1x19 0+1x12"  # 6-hourly samples: 0..19 (days 0-5), reset, 0..12 (days 5-8)
+    tests = [{"interval": "6h", "input_series": [{"series": f"kueue_finished_workloads_total{{{queue}}}", "values": finished}],
+              "promql_expr_test": [rounded("team:kueue_finished_workloads:increase7d",
+                                           'cluster_queue="research",site="aws",team="research"', 27, "192h")]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
 def test_mig_instances_report_activity_and_kueue_counts_them_in_gpus(tmp_path: Path) -> None:
     """Review obsreview2 DEFECT 6: a MIG instance reports no DCGM_FI_DEV_GPU_UTIL (0 or absent; dcgm-exporter issues
     105, 216, 430), so a busy MIG pod read as idle (GPUIdleWhileAllocated after an hour) and Kueue's MIG quota and
