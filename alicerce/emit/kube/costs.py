@@ -35,7 +35,8 @@ HISTORY_START = "alicerce:cost_history_start:seconds"
 def hour_total(hourly: str) -> str:
     """What the clock hour that ends at the evaluation time cost: the last sample of the hour-to-date record ``hourly``
     (_hourly) in that hour. The range ends a millisecond before the mark, whose own sample is the next hour's first
-    minute (Prometheus timestamps are whole milliseconds; 3 opens ranges on the left, so exactly the hour's samples).
+    minute (Prometheus timestamps are whole milliseconds; 3 opens ranges on the left, so exactly the hour's samples;
+    2 also takes a sample at the very millisecond before the hour, read only for an hour with no sample of its own).
     Summed at the hour marks, each hour counts once with all it recorded: a Prometheus down over a mark (a restart,
     an upgrade) loses the minutes it was down, where reading a trailing hour's record at the mark lost the whole hour
     whose mark fell in the gap (review obsreview10 F5)."""
