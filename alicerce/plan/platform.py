@@ -380,7 +380,10 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
             if blocks is not None:  # a run on Capacity Blocks buys whole blocks, not the GPU-hours it uses
                 cost = sized = blocks
             if not pp.owned and pp.monthly_cost_usd is not None and plan.kind not in ("training", "fine-tuning"):
-                cost = min(cost, pp.monthly_cost_usd)  # a month of a capped pool cannot cost more than the pool
+                # a month of a capped pool cannot cost more than the pool, nor bill more: replicas it cannot hold stay
+                # Pending and hold no GPU the cost rules would charge
+                cost = min(cost, pp.monthly_cost_usd)
+                billed = min(billed, pp.monthly_cost_usd) if billed is not None else None
         priced.append(replace(plan, cost_usd=cost, showback_usd=billed))
         if plan.runnable and plan.name not in cannot and plan.kind != "data-prep":
             training = plan.kind in ("training", "fine-tuning")

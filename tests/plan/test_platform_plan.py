@@ -242,6 +242,21 @@ def test_costs_only_for_what_can_run() -> None:
     assert plan.monthly_cost_usd == sum(plan.cost_breakdown.values())
 
 
+def test_a_service_its_pool_cannot_hold_bills_no_more_than_the_pool() -> None:
+    """aws-only's assistant pinned to small-models (8 L4 at most) needs 12 replicas (PL305): its cost was capped at
+    the pool's month but its showback, what the cost rules charge, was not ($4,089 against $2,726); the 4 replicas
+    the pool cannot hold stay Pending and hold no GPU."""
+    text = (ROOT / "examples" / "aws-only.yaml").read_text()
+    served = "    traffic: {peakRps: 30, inputTokens: 800, outputTokens: 250}\n"
+    assert served in text
+    pinned = text.replace(served, "    pool: small-models\n" + served)
+    plan = plan_platform(validated(load_text(pinned, "aws-only.yaml"), "prod"), today=TODAY)
+    assistant = next(w for w in plan.workloads if w.name == "assistant")
+    pool = next(p for p in plan.pools if p.name == "small-models")
+    assert "assistant" in by_check(plan)["PL305"] and assistant.gpus == 12
+    assert assistant.cost_usd == assistant.showback_usd == pool.monthly_cost_usd
+
+
 def test_prod_costs_more_than_dev_once_owned_capacity_counts() -> None:
     """The issue's chart showed dev at five times prod (prod's 32 owned H100 nodes counted as zero)."""
     prod = plan_platform(validated(REFERENCE, "prod"), today=TODAY)
