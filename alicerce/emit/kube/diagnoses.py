@@ -185,7 +185,9 @@ def _server_error_ratio(slo: ServingSlo, team_namespaces: tuple[str, ...], windo
     """API requests the serving pods answered with a server error (alicerce.emit.kube.kpi.SERVER_ERRORS; a streamed
     response that fails after it started went out as 200 and is not one: the limit is said there)."""
     sel = _selector(slo, team_namespaces)
-    return f"sum({api_request_rate(sel, window, errors=True)}) / sum({api_request_rate(sel, window)})"
+    requests = f"sum({api_request_rate(sel, window)})"
+    # no 5xx series before the first server error: the ratio is 0 then, not absent (the SLO's panel read "No data")
+    return f"(sum({api_request_rate(sel, window, errors=True)}) or 0 * {requests}) / {requests}"
 
 
 WINDOWS = ("5m", "30m", "1h", "6h", "3d")

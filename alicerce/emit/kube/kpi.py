@@ -445,6 +445,7 @@ def serving_rules() -> list[dict[str, Any]]:
         return _as("workload", SERVING_WORKLOAD_LABEL, expr)
 
     by = f"namespace, {SERVING_WORKLOAD_LABEL}"
+    requests = f"sum by ({by}) ({api_request_rate('', '5m')})"
     rules = []
     for q in QUANTILES:
         name = f"p{q * 100:g}"
@@ -462,7 +463,8 @@ def serving_rules() -> list[dict[str, Any]]:
         ),
         _rule(
             "workload:vllm_request_errors:ratio_rate5m",
-            workload(f"sum by ({by}) ({api_request_rate('', '5m', errors=True)}) / sum by ({by}) ({api_request_rate('', '5m')})"),
+            # the engine's server writes a 5xx series only at the first server error: until then 0, not "no data"
+            workload(f"(sum by ({by}) ({api_request_rate('', '5m', errors=True)}) or 0 * {requests}) / {requests}"),
         ),
         _rule("workload:vllm_requests_waiting:sum", workload(f"sum by ({by}) ({' or '.join(series_names('vllm:num_requests_waiting'))})")),
         _rule("workload:serving_up:ratio", workload(f'avg by ({by}) (up{{{SERVING_WORKLOAD_LABEL}!=""}})')),

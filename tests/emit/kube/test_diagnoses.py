@@ -11,6 +11,7 @@ import pytest
 
 from alicerce.catalog.alerts import DIAGNOSES, FORMER_NAMES, TPOT, slo_alert_name, slo_bucket
 from tests.emit.kube.scrape import dcgm_series, series
+from tests.emit.kube.test_kpi import rounded
 from tests.emit.kube.test_monitoring import dcgm_scraped, expected, needs_promtool, platform, rules_of, run_promtool
 from tests.emit.kube.upstream import load
 
@@ -519,6 +520,13 @@ def test_an_availability_slo_burns_on_server_errors_not_on_client_ones(tmp_path:
     run(answers({"2xx": 5880, "5xx": 120}), [expected(rules[f"{name}BurnFast"], labels, "")], tmp_path / "a")
     # clients sending bad requests (4xx) spend no budget
     run(answers({"2xx": 5400, "4xx": 600}), [], tmp_path / "b")
+    # before the first server error the API server has no 5xx series: the error ratios read 0, not "no data"
+    (tmp_path / "c").mkdir()
+    chat = 'alicerce_dev_workload="chat-70b",namespace="serving",site="aws",workload="chat-70b"'
+    run_promtool(rp, "aws", [{"interval": "1m", "input_series": answers({"2xx": 6000}), "promql_expr_test": [
+        rounded('slo:sli_error:ratio_rate1h{slo="chat-availability"}', 'site="aws",slo="chat-availability",workload="chat-70b"', 0, "70m"),
+        rounded("workload:vllm_request_errors:ratio_rate5m", chat, 0, "70m"),
+    ]}], tmp_path / "c")  # fmt: skip
 
 
 # a multi-node model's worker pod and its pod template's labels as kube-state-metrics' allowlist keeps them: a
