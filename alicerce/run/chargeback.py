@@ -22,6 +22,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
+from alicerce.emit.kube.costs import ALLOCATED_HOUR, TEAM_HOUR, TOKENS_HOUR, USED_HOUR, WORKLOAD_HOUR, hour_total
+
 TIMEOUT = 60
 MONTH = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
 
@@ -51,8 +53,7 @@ def _over_month(record: str, by: str, seconds: int) -> str:
     # evaluated at the month's end: the hour marks from 01:00 of the first to midnight of the next month, each with
     # the hour it ends. The range starts a second after midnight of the first, which ends the previous month's last
     # hour (Prometheus 2 closes ranges on the left, 3 opens them: neither takes it in)
-    # each mark reads the last sample of the hour-to-date record in the hour it ends (alicerce.emit.kube.costs.hour_total)
-    return f"sum by ({by}) (sum_over_time(last_over_time({record}[1h] offset 1ms)[{seconds - 1}s:1h]))"
+    return f"sum by ({by}) (sum_over_time({hour_total(record)}[{seconds - 1}s:1h]))"
 
 
 def queries(start: datetime.datetime, end: datetime.datetime) -> dict[str, str]:
@@ -61,12 +62,12 @@ def queries(start: datetime.datetime, end: datetime.datetime) -> dict[str, str]:
     return {
         # each hour's figure as the cost rules integrate it minute by minute (alicerce.emit.kube.costs): a job that
         # ran between two hour marks counts, which reading the rates at the marks missed
-        "spend": _over_month("team:gpu_cost_usd:sum1h", team, seconds),
-        "allocated": _over_month("team:gpu_hours_allocated:sum1h", team, seconds),
-        "used": _over_month("team:gpu_hours_used:sum1h", team, seconds),
+        "spend": _over_month(TEAM_HOUR, team, seconds),
+        "allocated": _over_month(ALLOCATED_HOUR, team, seconds),
+        "used": _over_month(USED_HOUR, team, seconds),
         "cost_center": f"max by (team, cost_center) (last_over_time(alicerce:namespace_team:info[{seconds}s]))",
-        "workload_spend": _over_month("workload:gpu_cost_usd:sum1h", workload, seconds),
-        "tokens": _over_month("workload:vllm_tokens:sum1h", workload, seconds),
+        "workload_spend": _over_month(WORKLOAD_HOUR, workload, seconds),
+        "tokens": _over_month(TOKENS_HOUR, workload, seconds),
     }
 
 

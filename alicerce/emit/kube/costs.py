@@ -25,6 +25,8 @@ TEAM_30D = "team:gpu_cost_usd:sum30d"
 # trailing hour that ends then, that clock hour to within a minute
 TEAM_HOUR = "team:gpu_cost_usd:sum1h"
 WORKLOAD_HOUR = "workload:gpu_cost_usd:sum1h"
+ALLOCATED_HOUR = "team:gpu_hours_allocated:sum1h"  # GPU-hours the team's pods held in this clock hour so far
+USED_HOUR = "team:gpu_hours_used:sum1h"  # and kept busy
 TOKENS_HOUR = "workload:vllm_tokens:sum1h"  # tokens (prompt and generated) served in this clock hour so far
 TEAM_MONTH = "team:gpu_cost_usd:sum_month"  # USD since the calendar month (UTC) began: what budgets compare
 BUDGET = "alicerce:team_budget_usd:monthly"  # the share of a team's monthly budget the site watches
@@ -127,8 +129,8 @@ def cost_rules(prices: dict[str, float]) -> list[dict[str, Any]]:
         # itself there billed only what ran at the mark (a job from :05 to :55 cost nothing; review obsreview2 DEFECT 1)
         *_hourly(TEAM_HOUR, TEAM_COST),
         *_hourly(WORKLOAD_HOUR, "workload:gpu_cost_usd:rate1h"),
-        *_hourly("team:gpu_hours_allocated:sum1h", "team:gpus_allocated:sum"),
-        *_hourly("team:gpu_hours_used:sum1h", "team:gpus_busy:sum"),
+        *_hourly(ALLOCATED_HOUR, "team:gpus_allocated:sum"),
+        *_hourly(USED_HOUR, "team:gpus_busy:sum"),
         # tokens per second, read every minute: x 60 s x 60 (the per-hour rate _hourly divides by 60)
         *_hourly(TOKENS_HOUR, "workload:vllm_tokens:rate5m * 3600"),
         # trailing 30 days: the hours' costs summed at the hour marks (whatever the evaluation interval, each hour once)
