@@ -109,9 +109,12 @@ def peak_month_gpu_hours(plan: WorkloadPlan, gpus: int, hours_month: float) -> f
     the 20 days one run would (review obsreview10 F4). Undeclared, one run a month (busy_gpu_hours). The rest scale
     to a 31-day month."""
     if plan.kind in ("training", "fine-tuning"):
-        # a fraction of a run a quarter (one every two quarters) still fills its month whole
+        # a fraction of a run a quarter (one every two quarters) still fills its month whole; runs that overlap (PL320)
+        # each hold their GPUs, so a month holds as many runs at once as the schedule has in flight (review obsreview11
+        # F3: four 30-day runs a quarter held one run's 31 days, below the average month)
         runs = max(1, math.ceil(plan.runs_per_quarter - 1e-9)) if plan.runs_per_quarter is not None else 1
-        return gpus * min(LONGEST_MONTH_HOURS, runs * (plan.wall_clock_days or 0.0) * 24)
+        run_hours = (plan.wall_clock_days or 0.0) * 24
+        return gpus * min(runs * run_hours, concurrent_runs(plan, hours_month) * LONGEST_MONTH_HOURS)
     return busy_gpu_hours(plan, gpus, hours_month) * LONGEST_MONTH_HOURS / hours_month
 
 

@@ -770,8 +770,9 @@ def site_budgets(platform: ResolvedPlatform, pools: list[PoolPlan], peak: dict[s
                 first = next((site_of[q.pool] for q in team.quotas if site_of.get(q.pool) in worth), sites[0])
                 worth[first] = 1.0
             headroom = usd - sum(planned.values())
-            watched = {s: planned[s] + headroom * worth[s] / sum(worth.values()) for s in sites}
-            out[team.name] = {s: v for s, v in watched.items() if v > 0}
+            # a site with no share keeps its $0, as above: its budget alert and guard say when the team spends there
+            # (dropped, the team could borrow GPUs there through its cohort unseen: review obsreview11 F1)
+            out[team.name] = {s: planned[s] + headroom * worth[s] / sum(worth.values()) for s in sites}
     return out
 
 
@@ -802,7 +803,7 @@ def _peak_months_over_budget(
             unspent = ""
             if min(shares.values()) == 0:
                 unspent = "; at $0 any spend alerts"
-                unspent += " and the guard holds the queue from the start" if budget.on_exhausted == "stopAdmitting" else ""
+                unspent += " and the guard holds the queue at the first dollar" if budget.on_exhausted == "stopAdmitting" else ""
             what += f"; each site watches a share pro rata to its busiest month ({listed}{unspent})"
         what += f", so a month that runs the schedule {held} at {usd / busiest:.0%} of it"
         fix = f"raise {at} to {busiest:,.0f}, or declare fewer runsPerQuarter or GPUs"

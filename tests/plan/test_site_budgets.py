@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from alicerce.plan.growth import LONGEST_MONTH_HOURS, peak_month_gpu_hours
+from alicerce.plan.growth import LONGEST_MONTH_HOURS, busy_gpu_hours, peak_month_gpu_hours
 from alicerce.plan.platform import SizingPlan, peak_site_spend, plan_platform
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.rules.validate import validated
@@ -73,7 +73,7 @@ def test_a_site_the_team_plans_nothing_at_watches_nothing_once_the_budget_is_spo
     assert plan.site_budgets["research"] == {"aws": 0.0, "dc1": pytest.approx(300_000)}
     [finding] = [f.message for f in plan.findings if f.check == "PL334"]
     assert finding.startswith("its busiest month ($381,") and "$0 at aws" in finding and "at 79% of it" in finding
-    assert "the guard holds the queue from the start" in finding
+    assert "the guard holds the queue at the first dollar" in finding
 
 
 def test_a_quarters_runs_back_to_back_fill_the_month() -> None:
@@ -87,3 +87,22 @@ def test_a_quarters_runs_back_to_back_fill_the_month() -> None:
     assert peak_month_gpu_hours(replace(twenty, runs_per_quarter=1), 8, 730) == 8 * 480
     assert peak_month_gpu_hours(replace(twenty, runs_per_quarter=0.5), 8, 730) == 8 * 480
     assert peak_month_gpu_hours(replace(twenty, wall_clock_days=5.0, runs_per_quarter=6), 8, 730) == 8 * 720
+    # review obsreview11 F3: four 30-day runs a quarter overlap (120 days in 91.25): two in flight hold their GPUs at
+    # once, up to two 31-day months of them, never less than the average month (4 x 720 / 3 = 960 h a GPU)
+    overlapping = replace(twenty, wall_clock_days=30.0, runs_per_quarter=4)
+    assert peak_month_gpu_hours(overlapping, 64, 730) == 64 * 2 * LONGEST_MONTH_HOURS
+    assert peak_month_gpu_hours(overlapping, 64, 730) > busy_gpu_hours(overlapping, 64, 730)
+
+
+def test_a_site_with_no_share_keeps_its_zero_and_is_watched() -> None:
+    """Review obsreview11 F1: with the budget under the plan's months nothing changed, but a site the split gave no
+    share (no planned month, no priced quota) was dropped: no budget record, alert nor guard there, so GPUs the team
+    borrows at that site through its cohort were spent past the budget unseen. research with no nominal p5 quota, only
+    a borrowing limit: aws keeps $0 (one alert and the guard at the first dollar), dc1 all $900,000, PL334 silent."""
+    text = (ROOT / "platform.yaml").read_text()
+    quota = "        - {pool: train-p5, gpus: 96, borrowingLimit: 32}\n"
+    assert quota in text
+    borrow_only = text.replace(quota, quota.replace("gpus: 96", "gpus: 0"))
+    plan = plan_platform(validated(load_text(borrow_only, "platform.yaml"), "prod"), today=TODAY)
+    assert plan.site_budgets["research"] == {"aws": 0.0, "dc1": pytest.approx(900_000)}
+    assert not [f for f in plan.findings if f.check == "PL334"]

@@ -86,7 +86,9 @@ def decide(
         return None
     policy = queue.get("spec", {}).get("stopPolicy", "None")
     held = queue.get("metadata", {}).get("annotations", {}).get(HOLD_ANNOTATION)
-    if spent >= budget:
+    # a $0 share (the team's budget is planned at its other sites: alicerce plan's PL334) holds once anything is spent
+    # here, not at midnight on the 1st with nothing spent: a team whose queue here runs only CPU work never spends GPUs
+    if spent > budget or spent >= budget > 0:
         if policy != "None":
             return None  # held already (by the guard, or harder by an operator: HoldAndDrain stays)
         return {"metadata": {"annotations": {HOLD_ANNOTATION: month}}, "spec": {"stopPolicy": "Hold"}}

@@ -188,13 +188,14 @@ def _spend_alerts(name: str, budget_usd: float, usd: float, percents: list[int],
 
 
 def _nothing_left(name: str, budget_usd: float, percent: int, team: str) -> Alert:
-    """A site whose share is $0 (the plan's months at the team's other sites take the whole budget: PL334): any spend
-    here is over it, said once (under the highest threshold's name), where thresholds of $0 said "100% of its $0
-    budget" as often as they were declared."""
+    """A site whose share is $0 (the plan puts the team's months and priced quota at its other sites, or they take the
+    whole budget: PL334): any spend here is over it, said once (under the highest threshold's name), where thresholds
+    of $0 said "100% of its $0 budget" as often as they were declared."""
     return Alert(budget_alert_name(name, percent), f"{month_spent(team)} > 0", "1h", "warning",
                  f"Team {name} spends GPU money at this site, where its ${budget_usd:,.0f} budget leaves none",
-                 "The plan's busiest months at the team's other sites take its whole budget (`alicerce plan`, PL334), so this "
-                 "site watches $0 of it: move the work to those sites, or raise the budget.")  # fmt: skip
+                 "The plan gives this site $0 of the team's budget (`alicerce plan`: its planned months and priced quota are "
+                 "at its other sites, or take all of it: PL334), so GPUs it borrows here are spent past the budget: move the "
+                 "work to those sites, or give it quota here or a larger budget.")  # fmt: skip
 
 
 def budget_alerts(rp: ResolvedPlatform, site_name: str, shares: dict[str, float]) -> list[Alert]:

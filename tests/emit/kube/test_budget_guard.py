@@ -162,6 +162,10 @@ def test_the_decision_holds_once_and_releases_only_its_own_hold() -> None:
     released = budget_guard.decide(1.0, 5.0, queue("a", "Hold", {budget_guard.HOLD_ANNOTATION: "2025-02"}), month)
     assert released == {"metadata": {"annotations": {budget_guard.HOLD_ANNOTATION: None}}, "spec": {"stopPolicy": "None"}}
     assert budget_guard.decide(None, 5.0, queue("a"), month) is None and budget_guard.decide(9.0, None, queue("a"), month) is None
+    # review obsreview11 F2: a $0 share holds at the first dollar spent, not at midnight with nothing spent
+    assert budget_guard.decide(0.0, 0.0, queue("a"), month) is None
+    assert budget_guard.decide(0.01, 0.0, queue("a"), month) == {"metadata": {"annotations": {budget_guard.HOLD_ANNOTATION: month}},
+                                                                  "spec": {"stopPolicy": "Hold"}}  # fmt: skip
     # review obsreview8 F3: while the month's start is missing, this month's hold stays; last month's is released
     held_now = queue("a", "Hold", {budget_guard.HOLD_ANNOTATION: month})
     assert budget_guard.decide(1.0, 5.0, held_now, month, whole_month=False) is None
