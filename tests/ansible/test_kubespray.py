@@ -289,3 +289,34 @@ def test_the_api_server_keeps_an_audit_log_for_the_audit_retention(files: dict[s
     assert cluster["kubernetes_audit"] is True
     assert cluster["audit_log_maxage"] == 365  # security.audit.retention: 365d
     assert cluster["audit_log_maxsize"] * cluster["audit_log_maxbackups"] == 10_000  # MB on each control-plane host
+    assert "kubernetes_audit_webhook" not in cluster  # kubespray's default (false) unless the spec names a collector
+
+
+def test_audit_events_leave_the_control_plane_hosts_when_the_spec_names_a_collector() -> None:
+    """Review obsreview11 F4: the on-prem audit log stayed on each control-plane host, 10 GB at most. With
+    security.audit.webhook, kubespray's audit webhook sends the same policy's events, batched, to that collector
+    (variables vendored from kubespray v2.31.0 roles/kubernetes/control-plane: off and "https://audit.app" by
+    default); the local log stays. An http:// endpoint is refused: audit events name users and resources."""
+    from alicerce.emit.tree import render_tree
+    from alicerce.rules.validate import validated
+    from alicerce.spec.errors import SpecInvalid
+    from alicerce.spec.loader import load_text
+    from tests.conftest import ROOT
+
+    known = _facts("variables.json")["variables"]
+    assert known["kubernetes_audit_webhook"]["default"] == "false" and known["audit_webhook_server_url"]["type"] == "str"
+    declared = "  audit: {enabled: true, retention: 365d}\n"
+    text = (ROOT / "platform.yaml").read_text()
+    assert declared in text
+    url = "https://audit.dc1.example.com/k8s"
+    with_collector = text.replace(declared, f"  audit: {{enabled: true, retention: 365d, webhook: {url}}}\n")
+    tree = render_tree(validated(load_text(with_collector, "p.yaml"), "prod"))
+    cluster = _variables(dict(tree))["ansible/kubespray/dc1/group_vars/all.yml"]
+    assert cluster["kubernetes_audit_webhook"] is True and cluster["audit_webhook_server_url"] == url
+    assert cluster["kubernetes_audit"] is True
+    assert set(cluster) <= set(known)  # every variable the tree sets is one the pinned kubespray reads
+    plain = text.replace(declared, "  audit: {enabled: true, retention: 365d, webhook: http://audit.dc1.example.com}\n")
+    with pytest.raises(SpecInvalid) as refused:
+        validated(load_text(plain, "p.yaml"), "prod")
+    [error] = refused.value.errors
+    assert tuple(error.path)[-2:] == ("audit", "webhook") and "https://" in error.message

@@ -127,6 +127,7 @@ AUDIT: dict[str, tuple[str, str]] = {
     "tenancy.ingress.namespaces[]": ("Name", "NetworkPolicies"),
     "security.encryption.kmsKey": ("AwsName", "Pulumi key references"),
     "security.identityProvider.issuerUrl": ("Url", "kube-apiserver --oidc-issuer-url, EKS identity provider"),
+    "security.audit.webhook": ("Url", "kubespray audit_webhook_server_url: the server of the API server's audit webhook kubeconfig"),
     "security.identityProvider.clientId": ("Identifier", "kube-apiserver --oidc-client-id"),
     "security.identityProvider.groupsClaim": ("Identifier", "kube-apiserver --oidc-groups-claim"),
     "security.identityProvider.usernameClaim": ("Identifier", "kube-apiserver --oidc-username-claim"),

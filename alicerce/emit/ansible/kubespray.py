@@ -202,6 +202,10 @@ def cluster_vars(platform: ResolvedPlatform, site: ResolvedSite) -> dict[str, An
             "audit_log_maxsize": AUDIT_LOG_MB,
             "audit_log_maxbackups": AUDIT_LOG_FILES,
         }
+        if audit.webhook is not None:
+            # the same policy's events also go, batched, to the spec's collector (kubespray v2.31.0
+            # kubernetes_audit_webhook, audit_webhook_server_url: the webhook kubeconfig's server, the hosts' CAs)
+            data |= {"kubernetes_audit_webhook": True, "audit_webhook_server_url": audit.webhook}
     balancer = spec.control_plane.load_balancer
     if balancer is not None:
         data["loadbalancer_apiserver"] = {"address": str(balancer.address), "port": port}

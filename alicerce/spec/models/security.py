@@ -41,6 +41,14 @@ class IdentityProvider(SpecModel):
 class Audit(SpecModel):
     enabled: StrictBool = Field(default=True, description="Kubernetes audit logging.")
     retention: Duration = Field(default=365 * 86400, gt=0, description="How long audit logs are kept.")
+    webhook: Url | None = Field(
+        default=None,
+        pattern=r"^https://",
+        description="HTTPS endpoint the on-prem API servers also send their audit events to (kubespray's audit webhook, "
+        "batched), so the record leaves the control-plane hosts, whose own log holds at most 10 GB: a log collector's "
+        "audit input. AWS sites send theirs to CloudWatch Logs and CloudTrail already.",
+        examples=["https://audit.dc1.example.com/k8s-audit"],
+    )
 
 
 class Security(SpecModel):
