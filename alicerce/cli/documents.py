@@ -107,7 +107,10 @@ class WorkloadSizing(Document):
     checkpointGib: float | None
     checkpointWriteGbps: float | None
     datasetReadGbps: float | None
-    networkGbpsPerGpu: float | None
+    networkGbpsPerGpu: float | None = Field(
+        description="Gbit/s each GPU of a training run sends to other nodes (data-parallel and expert traffic); 0 for a run "
+        "inside one node, whose traffic NVLink or PCIe carries (--explain shows it)."
+    )
     rdmaRequired: bool | None
     replicas: int | None
     tokensPerSecondPerReplica: float | None

@@ -806,7 +806,8 @@ def _peak_months_over_budget(
                 unspent += " and the guard holds the queue at the first dollar" if budget.on_exhausted == "stopAdmitting" else ""
             what += f"; each site watches a share pro rata to its busiest month ({listed}{unspent})"
         what += f", so a month that runs the schedule {held} at {usd / busiest:.0%} of it"
-        fix = f"raise {at} to {busiest:,.0f}, or declare fewer runsPerQuarter or GPUs"
+        # rounded up: the budget it names holds the months (rounded down it still fell a dollar short: review sizreview7 F2)
+        fix = f"raise {at} to {math.ceil(busiest):,}, or declare fewer runsPerQuarter or GPUs"
         out.append(PlanFinding("PL334", team.name, f"{what} ({fix})"))
     return out
 

@@ -632,13 +632,14 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                                 "them once a step or over fewer ranks"))  # fmt: skip
     activations = mem.activations_at(tp, run.recompute_fraction)
     multi_node = gpus > place.gpus_per_node
+    fabric = run.network_need_gbps if multi_node else 0.0  # inside one node NVLink or PCIe carries it (review sizreview7 F1)
     rdma = multi_node and run.network_need_gbps > sizing.tcpGbpsPerGpu.value
     return WorkloadPlan(
         name=w.name, kind=w.kind, team=w.team, pool=place.pool, accelerator=gpu.id, gpus=gpus, min_gpus=min_gpus,
         model_state_gib=mem.state / GIB,
         memory_per_gpu_gib=(mem.state_per_gpu(gpus, tp * pipeline, zero) + activations) / GIB,
         gpu_hours=gpu_hours, wall_clock_days=wall_days, checkpoint_gib=mem.checkpoint / GIB,
-        checkpoint_write_gbps=write, dataset_read_gbps=read, network_gbps_per_gpu=run.network_need_gbps, rdma_required=rdma,
+        checkpoint_write_gbps=write, dataset_read_gbps=read, network_gbps_per_gpu=fabric, rdma_required=rdma,
         replicas=None, tokens_per_second_per_replica=None, mfu=run.mfu, tensor_parallel=tp,
         deadline_days=deadline / DAY if deadline else None, fits=fits, figures=tuple(figures), notes=tuple(notes),
         issues=tuple(issues), runs_per_quarter=w.runs_per_quarter,
@@ -848,7 +849,9 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
     # the tokens a month are served at the mean rate where one is declared: the replicas for the peak cost the same
     # all month, and a per-token cost at the peak, around the clock, was a floor off-peak hours never reach (review
     # sizreview5 F4)
-    mean = w.traffic.mean_rps or rps
+    # A service sized by its clients (concurrency) has no peak rate AL377 holds the mean under: the mean is at most
+    # what its replicas serve (review sizreview7 F4: meanRps 50 on replicas serving 0.71 req/s priced tokens at $0.06/M)
+    mean = min(w.traffic.mean_rps, rps) if w.traffic.mean_rps is not None else rps
     tokens_month = mean * (w.traffic.input_tokens + w.traffic.output_tokens) * 3600 * w.hours_per_day * sizing.hoursPerMonth.value / 24
     sharing = _sharing(w, gpu, layout, replicas=replicas, load=load, sizing=sizing)
     layout_memory = layout.weights_bytes + layout.batch * layout.kv_bytes_per_sequence

@@ -120,6 +120,8 @@ def test_training_network_divides_by_the_productive_step() -> None:
     # a run inside one node (code-assistant-ft, 8 GPUs of a p5) moves it over NVLink: the fabric's 400 is not its limit
     lora = {f.name: f for f in next(w for w in plan.workloads if w.name == "code-assistant-ft").figures}["network per GPU"]
     assert "available Gbit/s" not in lora.inputs and lora.inputs["one node"] == "NVLink/PCIe, no fabric"
+    # and the plan's (and JSON's) network need of the run is the fabric's: none (review sizreview7 F1)
+    assert next(w for w in plan.workloads if w.name == "code-assistant-ft").network_gbps_per_gpu == 0
 
 
 def undersized_chat() -> dict[str, Any]:
@@ -539,3 +541,19 @@ def test_a_rented_pools_always_on_minimum_is_free_to_place_on() -> None:
     rp = validated(load_file(ROOT / "examples" / "aws-only.yaml", "aws-only.yaml"), "prod")
     plan = plan_platform(rp, today=TODAY)
     assert plan.placements["assistant"].startswith("infer: adds $0 (paid already: reserved or always-on nodes)")
+
+
+def test_a_service_sized_by_its_clients_counts_no_more_tokens_than_its_replicas_serve() -> None:
+    """Review sizreview7 F4: chat-70b sized by 8 closed-loop clients (no peak rate for AL377 to hold the mean under)
+    declared meanRps 50: its tokens a month were counted at 50 requests/s while its replicas serve well under one, and
+    the cost per million tokens read $0.06, not the ~$4.5 the replicas can earn it at best."""
+    data = reference()
+    chat = next(w for w in data["workloads"] if w["name"] == "chat-70b")
+    chat["traffic"] = {"concurrency": 8, "meanRps": 50, "inputTokens": 1500, "outputTokens": 300}
+    plan = plan_of(data)
+    served = next(w for w in plan.workloads if w.name == "chat-70b")
+    assert served.replicas is not None and served.tokens_per_second_per_replica is not None and served.tokens_per_month
+    most = served.replicas * served.tokens_per_second_per_replica / 300 * 1800 * 3600 * HOURS_PER_MONTH
+    assert served.tokens_per_month <= most * 1.0001
+    per_million = next(u for u in plan.unit_costs if u.workload == "chat-70b").usd_per_million_tokens
+    assert per_million is not None and per_million > 1
