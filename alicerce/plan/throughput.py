@@ -185,18 +185,19 @@ def training_factors(job: TrainingJob, sizing: Sizing, *, moe_routing: float | N
     # attention's FLOPs against the 6N the yardstick counts: attentionFlops x L x s x d / 6N
     ratio = t.attentionFlops.value / 6 * job.layers * sequence * (job.attention_dim or job.hidden) / job.active_parameters
     weight = f"{t.attentionFlops.value:g}"
+    # the shape it reads, derived from the parameter count where the spec gives none, so a hand check can redo it
+    # (review sizreview7 F5)
+    shape = f"{job.layers} layers x {sequence:,} x {job.attention_dim or job.hidden:,} / (6 x {job.active_parameters:.4g})"
     gain = precision_gain(job, sizing)
     if job.precision in ("fp8", "fp4") and gain.value > 1:
         # the low-precision gain speeds up the GEMMs only: attention stays 16-bit (Transformer Engine's recipes leave
         # fp8_dpa off, torchao's float8 converts nn.Linear only), so its time weighs gain x more against the GEMMs'
-        label = f"1 / (1 + fp8 gain x {weight} x layers x sequence x dim / 6N) = 1 / (1 + {gain.value:.3f} x {ratio:.3f})"
+        label = f"1 / (1 + fp8 gain x {weight} x {shape}) = 1 / (1 + {gain.value:.3f} x {ratio:.3f})"
         factors.append(Factor("attention", 1 / (1 + gain.value * ratio), "computed", label))
     else:
         # the label states the attention FLOPs' weight (12: the full, non-causal count) so a hand check of --explain
         # reproduces the ratio (it said layers x sequence x dim / N, half the figure it printed: review sizreview5 F8)
-        factors.append(
-            Factor("attention", 1 / (1 + ratio), "computed", f"1 / (1 + {weight} x layers x sequence x dim / 6N) = 1 / (1 + {ratio:.3f})")
-        )
+        factors.append(Factor("attention", 1 / (1 + ratio), "computed", f"1 / (1 + {weight} x {shape}) = 1 / (1 + {ratio:.3f})"))
     per_gpu = tokens_per_gpu_step(job)
     reference, exponent = t.perGpuBatch.referenceTokens.value, t.perGpuBatch.exponent.value
     factors.append(

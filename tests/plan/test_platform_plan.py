@@ -429,6 +429,8 @@ def test_cli_text_fits_100_columns_and_charts_are_deterministic(tmp_path: Path) 
     assert "at traffic.meanRps" in " ".join(text.stdout.split()) and "at peak load" not in text.stdout
     explained = _cli("--explain")
     assert "6 x active parameters x tokens" in explained.stdout and "per-GPU batch" in explained.stdout
+    # the attention factor names the shape it read, derived ones too (review sizreview7 F5): 12 x 80 x 8,192^2 / 6N
+    assert "12 x 80 layers x 8,192 x 8,192 / (6 x 7e+10)) = 1 / (1 + 0.153)" in " ".join(explained.stdout.split())
     result = _cli("--format", "json", "--env", "dev")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["environment"] == "dev"
