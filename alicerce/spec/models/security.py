@@ -46,7 +46,9 @@ class Audit(SpecModel):
         pattern=r"^https://",
         description="HTTPS endpoint the on-prem API servers also send their audit events to (kubespray's audit webhook, "
         "batched), so the record leaves the control-plane hosts, whose own log holds at most 10 GB: a log collector's "
-        "audit input. AWS sites send theirs to CloudWatch Logs and CloudTrail already.",
+        "audit input. AWS sites send theirs to CloudWatch Logs and CloudTrail already. On a running cluster it takes "
+        "`alicerce apply onprem --kubespray upgrade-cluster` (kubeadm upgrade apply rewrites the API server's flags; "
+        "cluster.yml leaves an existing control plane's as they are).",
         examples=["https://audit.dc1.example.com/k8s-audit"],
     )
 
