@@ -228,3 +228,20 @@ def lnet_reachable(ctx: RuleContext) -> Iterable[Finding]:
                 nid,
                 resource=tier.name,
             )
+
+
+@rules.rule("AL385", "audit-webhook-read", "An audit webhook is declared only where on-prem API servers send to it (audit on).")
+def audit_webhook_read(ctx: RuleContext) -> Iterable[Finding]:
+    # kubespray is the only engine that reads it (AWS sites audit to CloudWatch Logs and CloudTrail); the field is the
+    # document's, so a hybrid spec whose development environment is AWS-only still uses it in production
+    audit = ctx.spec.security.audit
+    if audit.webhook is None:
+        return
+    path = S.security.audit.webhook
+    if not audit.enabled:
+        yield Finding(path, "audit logging is off (audit.enabled: false): no API server sends events to this webhook",
+                      "remove webhook, or turn audit logging on", audit.webhook)  # fmt: skip
+    elif not any(isinstance(site, OnpremSite) for env in ctx.spec.environments.values() for site in env.sites):
+        yield Finding(path, "no environment has an on-prem site: only kubespray's API servers send to this webhook (AWS sites "
+                      "audit to CloudWatch Logs and CloudTrail)", "remove webhook, or add the on-prem site it is for",
+                      audit.webhook)  # fmt: skip
