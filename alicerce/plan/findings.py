@@ -101,6 +101,13 @@ CHECKS: dict[str, PlanCheck] = {
             "PL333", "serving-slo-on-spot", _W, "A service with latency targets keeps them when Spot reclaims one of its nodes.", True
         ),
         PlanCheck("PL334", "peak-month-over-budget", _W, "A team's busiest month at each of its sites, added up, fits its budget.", True),
+        PlanCheck(
+            "PL335",
+            "quota-unfunded",
+            _W,
+            "A team's budget leaves each site at least an hour of its quota there beyond the plan's months.",
+            True,
+        ),
         PlanCheck("PL340", "over-team-quota", _E, "A run fits its team's quota and borrowing limit on its pool.", False),
         PlanCheck("PL341", "runs-on-borrowed-quota", _W, "A run fits its team's nominal quota on its pool, not only borrowed GPUs.", True),
         PlanCheck("PL342", "idle-storage-tier", _I, "Each declared storage tier is read or written by a workload it is billed for.", True),

@@ -27,7 +27,7 @@ from alicerce.plan.pools import PoolPlan
 from alicerce.plan.pricing import HOURS_PER_MONTH, NodePrice, RentalOption, monthly_node_cost, node_price, rental_options, run_block_cost
 from alicerce.plan.sizing import WorkloadPlan
 from alicerce.plan.tco import OwnedPoolCost, SiteExtras, owned_pool_cost, site_extras
-from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTier
+from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTeam, ResolvedTier
 from alicerce.resolve.platform import file_system
 from alicerce.spec.models import Workload
 
@@ -414,6 +414,7 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
             findings.append(PlanFinding("PL318", team, f"monthly showback ${usd:,.0f} is over the ${budgets[team]:,.0f} budget"))
     findings += _unpriced_budgets(platform, pool_plans)
     findings += _peak_months_over_budget(platform, peak, watched)
+    findings += _unfunded_quotas(platform, pool_plans, peak, watched)
     findings += _assumed_schedules(priced, pool_plans, hours_month)
     findings += _services_on_spot(platform, priced, pools_by_name)
     growth = forecast(platform, {k: c for k, c in choices.items() if k not in cannot}, pool_plans, catalog, prices)
@@ -748,24 +749,19 @@ def site_budgets(platform: ResolvedPlatform, pools: list[PoolPlan], peak: dict[s
     rata to its busiest month, so the site that plans the larger run keeps the larger share (quota worth gave a site
     less than its own run: review obsreview10 F3), and one it plans nothing at watches $0. A team with no priced quota
     watches all of it at its first site."""
-    prices = {p.name: p.billed_usd_per_gpu_hour or 0.0 for p in pools}
-    per_gpu = {p.name: (p.gpu_units.per_gpu if p.gpu_units else 1) for p in platform.pools}
-    site_of = {p.name: p.site.name for p in platform.pools}
     out: dict[str, dict[str, float]] = {}
     for team in platform.teams:
         if team.spec.budget is None:
             continue
         usd = team.spec.budget.monthly_usd
-        sites = [s.name for s in platform.sites if team.name in {t.name for t in s.teams}] or [platform.sites[0].name]
+        sites = budget_sites(platform, team)
         planned = {s: peak.get(team.name, {}).get(s, 0.0) for s in sites}
         if sum(planned.values()) > usd:
             # a site it plans nothing at watches $0: the budget is spoken for, any spend there is over it
             out[team.name] = {s: planned[s] * usd / sum(planned.values()) for s in sites}
         else:
-            worth = dict.fromkeys(sites, 0.0)
-            for quota in team.quotas:
-                if site_of.get(quota.pool) in worth:
-                    worth[site_of[quota.pool]] += quota.units / per_gpu.get(quota.pool, 1) * prices.get(quota.pool, 0.0)
+            worth = quota_worth(platform, pools, team)
+            site_of = {p.name: p.site.name for p in platform.pools}
             if not sum(worth.values()):
                 first = next((site_of[q.pool] for q in team.quotas if site_of.get(q.pool) in worth), sites[0])
                 worth[first] = 1.0
@@ -773,6 +769,56 @@ def site_budgets(platform: ResolvedPlatform, pools: list[PoolPlan], peak: dict[s
             # a site with no share keeps its $0, as above: its budget alert and guard say when the team spends there
             # (dropped, the team could borrow GPUs there through its cohort unseen: review obsreview11 F1)
             out[team.name] = {s: planned[s] + headroom * worth[s] / sum(worth.values()) for s in sites}
+    return out
+
+
+def budget_sites(platform: ResolvedPlatform, team: ResolvedTeam) -> list[str]:
+    """The sites whose Prometheus each watch a share of the team's budget: those that run its namespace."""
+    return [s.name for s in platform.sites if team.name in {t.name for t in s.teams}] or [platform.sites[0].name]
+
+
+def quota_worth(platform: ResolvedPlatform, pools: list[PoolPlan], team: ResolvedTeam) -> dict[str, float]:
+    """Site -> what the team's nominal quota there costs an hour at full use, at the plan's prices."""
+    prices = {p.name: p.billed_usd_per_gpu_hour or 0.0 for p in pools}
+    per_gpu = {p.name: (p.gpu_units.per_gpu if p.gpu_units else 1) for p in platform.pools}
+    site_of = {p.name: p.site.name for p in platform.pools}
+    worth = dict.fromkeys(budget_sites(platform, team), 0.0)
+    for quota in team.quotas:
+        if site_of.get(quota.pool) in worth:
+            worth[site_of[quota.pool]] += quota.units / per_gpu.get(quota.pool, 1) * prices.get(quota.pool, 0.0)
+    return worth
+
+
+def _unfunded_quotas(
+    platform: ResolvedPlatform, pools: list[PoolPlan], peak: dict[str, dict[str, float]], watched: dict[str, dict[str, float]]
+) -> list[PlanFinding]:
+    """PL335: the budget holds the plan's months, but what it leaves a site for work the plan does not schedule (the
+    team's quota there, its notebooks and ad hoc runs) is under one hour of that quota at full use: the site's budget
+    alert, and its guard where the budget stops admitting, act within the hour the team uses it (review sizreview7 F3:
+    a budget a few dollars over the busiest months left a site cents, and nothing said so). PL334 speaks for a budget
+    under the months."""
+    out = []
+    for team in platform.teams:
+        budget = team.spec.budget
+        shares = watched.get(team.name, {})
+        if budget is None or sum(peak.get(team.name, {}).values()) > budget.monthly_usd:
+            continue
+        worth = quota_worth(platform, pools, team)
+        for site, share in sorted(shares.items()):
+            spare = share - peak.get(team.name, {}).get(site, 0.0)
+            if worth.get(site, 0.0) <= 0 or spare >= worth[site]:
+                continue
+            held = " and its budget guard holds the queue" if budget.on_exhausted == "stopAdmitting" else ""
+            out.append(
+                PlanFinding(
+                    "PL335",
+                    team.name,
+                    f"its budget leaves ${spare:,.2f} at {site} beyond the plan's busiest month there, under one hour of its "
+                    f"quota at {site} at full use (${worth[site]:,.2f}): work the plan does not schedule there alerts{held} "
+                    f"within the hour (raise tenancy.teams[{team.index}].budget.monthlyUsd by what that work spends a month, "
+                    f"or lower the quota at {site})",
+                )
+            )
     return out
 
 

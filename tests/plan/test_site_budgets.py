@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from alicerce.plan.growth import LONGEST_MONTH_HOURS, busy_gpu_hours, peak_month_gpu_hours
-from alicerce.plan.platform import SizingPlan, peak_site_spend, plan_platform
+from alicerce.plan.platform import SizingPlan, peak_site_spend, plan_platform, quota_worth
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_text
@@ -107,3 +107,25 @@ def test_a_site_with_no_share_keeps_its_zero_and_is_watched() -> None:
     plan = plan_platform(validated(load_text(borrow_only, "platform.yaml"), "prod"), today=TODAY)
     assert plan.site_budgets["research"] == {"aws": 0.0, "dc1": pytest.approx(900_000)}
     assert not [f for f in plan.findings if f.check == "PL334"]
+
+
+def test_a_budget_that_barely_holds_the_months_says_what_it_leaves_each_site() -> None:
+    """Review sizreview7 F3: a budget a few dollars over the sites' busiest months left each site cents beyond its
+    month, so a notebook on research's aws quota alerted (and the guard held the queue) within minutes, and nothing
+    said so. PL335 names the dollars left and the hour of quota they fall short of; a budget that leaves each site a
+    day of its quota says nothing."""
+    rp, plan = research_at_both_sites()
+    month = peaks(rp, plan)
+    total = month["aws"] + month["dc1"]
+    rp, plan = research_at_both_sites(math.ceil(total) + 5)
+    found = [f for f in plan.findings if f.check == "PL335"]
+    assert {f.subject for f in found} == {"research"} and len(found) == 2
+    aws = next(f.message for f in found if " at aws " in f.message)
+    spare = plan.site_budgets["research"]["aws"] - month["aws"]
+    assert 0 < spare < 5 and f"leaves ${spare:,.2f} at aws" in aws
+    assert f"quota at aws at full use (${96 * 6.88:,.2f})" in aws and "guard holds the queue" in aws
+    assert not [f for f in plan.findings if f.check == "PL334"]
+    research = next(t for t in rp.teams if t.name == "research")
+    hour = sum(quota_worth(rp, list(plan.pools), research).values())
+    rp, plan = research_at_both_sites(math.ceil(total + 24 * hour))
+    assert not [f for f in plan.findings if f.check == "PL335"]
