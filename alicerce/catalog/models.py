@@ -394,6 +394,7 @@ class ActivationBytes(CatalogModel):
     fullRecompute: float
     unsplitWithoutSequenceParallel: float  # of noRecompute, what tensor parallelism without sequence parallelism leaves whole
     attentionScores: float  # x heads x sequence / hidden more per layer without FlashAttention
+    logits: float  # x vocabulary per token of a sequence: the output layer's logits the loss keeps (fp32)
     source: str
 
 
@@ -410,6 +411,7 @@ class Sizing(CatalogModel):
     trainingFlopsPerParameterToken: Assumption
     activationBytes: ActivationBytes
     hiddenPerLayer: Assumption
+    vocabularyDefault: Assumption
     memoryReserveFraction: Assumption
     tcpGbpsPerGpu: Assumption
     commOverlapFraction: Assumption
@@ -474,6 +476,7 @@ class TrainingRun(CatalogModel):
     sequenceParallel: bool = True  # the run's stack splits every activation over tensor parallelism (sequenceParallel)
     zeroStage: int | None = None  # what its data-parallel ranks shard, as its source states (the workload field zeroStage)
     pipelineParallel: int | None = None  # its pipeline stages, as its source states (pipelineParallel)
+    contextParallel: int | None = None  # GPUs each sequence is split over, as its source states (contextParallel)
     expertParallel: int | None = None  # its expert-parallel group, as its source states (expertParallel)
     tensorParallel: int | None = None  # with `recompute`: the degree it recomputed at (training TP is the planner's choice)
     reporting: Literal["gpuHours", "throughput", "timeToTrain"]

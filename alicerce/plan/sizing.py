@@ -193,7 +193,9 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
     layers, hidden = shape(n, w.model.layers, w.model.hidden_size, sizing)
     seq = w.sequence_length or DEFAULT_SEQUENCE
     act = sizing.activationBytes
-    per_layer_tokens = seq * hidden
+    # context parallelism gives each GPU of the group a slice of the sequence, and of every activation with it
+    shard = seq / (w.context_parallel or 1)
+    per_layer_tokens = shard * hidden
     per_layer = act.noRecompute
     if w.flash_attention is False:
         # the attention scores, softmax and dropout mask of every head: 5 x heads x s^2 bytes a sequence, i.e.
@@ -203,8 +205,10 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
     # does each layer's input kept under full recomputation
     unsplit_layer = 0.0 if w.sequence_parallel is not False else act.unsplitWithoutSequenceParallel
     unsplit_input = 0.0 if w.sequence_parallel is not False else layers * per_layer_tokens * act.fullRecompute
-    with_recompute = layers * per_layer_tokens * act.fullRecompute + per_layer_tokens * per_layer
-    without = layers * per_layer_tokens * per_layer
+    # the loss's fp32 logits of the sequence: split with the vocabulary over tensor parallelism, never recomputed
+    logits = shard * (w.model.vocabulary or sizing.vocabularyDefault.value) * act.logits
+    with_recompute = layers * per_layer_tokens * act.fullRecompute + per_layer_tokens * per_layer + logits
+    without = layers * per_layer_tokens * per_layer + logits
     if w.method in ("lora", "qlora"):
         trainable = n * sizing.loraTrainableFraction.value
         base = sizing.qloraBaseBytes.value if w.method == "qlora" else sizing.weightBytes.get(w.precision, 2)
@@ -237,14 +241,15 @@ def attention_heads(w: Workload, hidden: int, sizing: Sizing) -> float:
 
 
 def smallest_fit(
-    mem: TrainingMemory, gpu: Gpu, sizing: Sizing, node_gpus: int, *, pipeline: int = 1, zero_stage: int = 3
+    mem: TrainingMemory, gpu: Gpu, sizing: Sizing, node_gpus: int, *, pipeline: int = 1, zero_stage: int = 3, context: int = 1
 ) -> tuple[int, int] | None:
     """(GPUs, tensor-parallel degree) of the smallest layout that holds the job, or None.
 
     What ZeRO ``zero_stage`` shards lives on one of every GPU; the rest splits over the tensor x ``pipeline`` GPUs of
     a replica; activations split across the tensor-parallel group inside a node (a 1F1B pipeline's first stage holds
     ``pipeline`` microbatches of its layers / ``pipeline`` layers: one sequence's activations of every layer, as without
-    a pipeline; Narayanan et al. 2021, Sec. 2.2.1). Counts are multiples of tensor x pipeline.
+    a pipeline; Narayanan et al. 2021, Sec. 2.2.1). Counts are multiples of tensor x ``context`` x pipeline (the context
+    group holds whole copies of the unsharded state, like data-parallel ranks).
     """
     usable = usable_memory(gpu, sizing)
     best: tuple[int, int] | None = None
@@ -253,7 +258,7 @@ def smallest_fit(
         free = usable - mem.activations_at(tp, 1.0) - mem.unsharded(zero_stage) / group
         if free <= 0:
             continue
-        gpus = _ceil_to((mem.state - mem.unsharded(zero_stage)) / free, group)
+        gpus = _ceil_to((mem.state - mem.unsharded(zero_stage)) / free, group * context)
         if best is None or gpus < best[0]:
             best = (gpus, tp)
     return best
@@ -397,6 +402,7 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
         tp_overlapped=bool(w.tensor_parallel_overlap),
         peak_flops=gpu.tflops.bf16 * 1e12,
         pipeline_parallel=w.pipeline_parallel or 1,
+        context_parallel=w.context_parallel or 1,
         zero_stage=zero_stage(w),
     )
     job = training_layout(job, mem, place.gpus_per_node, usable_memory(gpu, sizing), sizing)
@@ -455,7 +461,7 @@ def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usabl
     brings the degree to fall back on when nothing fits (full recomputation there)."""
     best: tuple[float, int, TrainingJob] | None = None
     for d in TP_DEGREES:
-        if d > node_gpus or job.gpus % (d * job.pipeline_parallel):
+        if d > node_gpus or job.gpus % (d * job.context_parallel * job.pipeline_parallel):
             continue
         state = mem.state_per_gpu(job.gpus, d * job.pipeline_parallel, job.zero_stage)
         fits_without = state + mem.activations_at(d) <= usable
@@ -500,23 +506,25 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                           {"parameters": w.model.parameters, "optimizer": w.optimizer, "method": w.method or "full"}))  # fmt: skip
     figures.append(Figure("activations per GPU (full recomputation)", mem.activations / GIB, "GiB",
                           "layers x seq x hidden x 2 B + one layer x seq x hidden x (34 B, + 5 x heads x seq / hidden B "
-                          "without FlashAttention)",
+                          "without FlashAttention) + seq x vocabulary x 4 B of fp32 logits",
                           {"sequence": w.sequence_length or DEFAULT_SEQUENCE, "flash attention": w.flash_attention is not False,
-                           "sequence parallel": w.sequence_parallel is not False}))  # fmt: skip
-    pipeline, zero = w.pipeline_parallel or 1, zero_stage(w)
-    fits = {c.id: (f[0] if (f := smallest_fit(mem, c, sizing, place.gpus_per_node, pipeline=pipeline, zero_stage=zero)) else None)
+                           "sequence parallel": w.sequence_parallel is not False,
+                           "vocabulary": w.model.vocabulary or int(sizing.vocabularyDefault.value)}))  # fmt: skip
+    pipeline, zero, context = w.pipeline_parallel or 1, zero_stage(w), w.context_parallel or 1
+    fits = {c.id: (f[0] if (f := smallest_fit(mem, c, sizing, place.gpus_per_node, pipeline=pipeline, zero_stage=zero,
+                                              context=context)) else None)
             for c in candidates}  # fmt: skip
-    layout = smallest_fit(mem, gpu, sizing, place.gpus_per_node, pipeline=pipeline, zero_stage=zero)
+    layout = smallest_fit(mem, gpu, sizing, place.gpus_per_node, pipeline=pipeline, zero_stage=zero, context=context)
     if layout is None:
         issues.append(Issue("PL303", f"one sequence's activations do not fit on a {gpu.id} even split over {place.gpus_per_node} GPUs"))
         return _empty(w, place, figures, notes, fits, issues)
     min_gpus, tp = layout
     figures.append(Figure("smallest GPU count that fits", min_gpus, "GPUs",
                           "state ZeRO shards / (usable memory - activations / TP - state it keeps / (TP x PP)), rounded to "
-                          "TP x PP", {"usable GiB per GPU": usable_memory(gpu, sizing) / GIB, "tensor parallel": tp,
-                                      "pipeline parallel": pipeline, "ZeRO stage": zero}))  # fmt: skip
+                          "TP x CP x PP", {"usable GiB per GPU": usable_memory(gpu, sizing) / GIB, "tensor parallel": tp,
+                                           "context parallel": context, "pipeline parallel": pipeline, "ZeRO stage": zero}))  # fmt: skip
     peak = gpu.tflops.bf16 * 1e12
-    granule = math.lcm(place.gpus_per_node, pipeline)  # whole nodes, and whole pipelines
+    granule = math.lcm(place.gpus_per_node, pipeline * context)  # whole nodes, and whole pipelines of whole context groups
     availability = w.hours_per_day / 24
     deadline = w.deadline
 
@@ -568,7 +576,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     elif run.recompute_fraction > 0:
         notes.append(f"activations of {run.recompute_fraction:.0%} of the layers are recomputed at {gpus} GPUs to fit memory")
     batch_tokens = float(w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value)
-    sequences_per_rank = batch_tokens / (w.sequence_length or DEFAULT_SEQUENCE) / max(1, gpus // (tp * pipeline))
+    sequences_per_rank = batch_tokens / (w.sequence_length or DEFAULT_SEQUENCE) / max(1, gpus // (tp * context * pipeline))
     if sequences_per_rank < 1:
         issues.append(Issue("PL312", f"the global batch gives {sequences_per_rank:.2f} sequences per data-parallel rank at {gpus} GPUs: "
                             "below one, published runs fall well short of the model (strong-scaling floor)"))  # fmt: skip

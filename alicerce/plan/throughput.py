@@ -119,6 +119,7 @@ class TrainingJob:
     tp_overlapped: bool = False  # the stack hides the all-reduces behind the GEMMs (workloads[].tensorParallelOverlap)
     peak_flops: float | None = None  # dense BF16 peak of one GPU (FLOP/s): the TP term compares link time to compute time
     pipeline_parallel: int = 1  # pipeline stages (workloads[].pipelineParallel)
+    context_parallel: int = 1  # GPUs each sequence is split over (workloads[].contextParallel)
     zero_stage: int = 3  # what the data-parallel ranks shard (workloads[].zeroStage): memory and traffic, not the MFU
     production_run: bool = True  # apply goodput (a planned run, or a published GPU-hours total)
 
@@ -129,8 +130,8 @@ def tokens_per_gpu_step(job: TrainingJob) -> float:
 
 def microbatches(job: TrainingJob) -> float:
     """Microbatches of one sequence each that a pipeline runs per step: the data-parallel rank's share of the global
-    batch (data-parallel ranks: GPUs / (tensor x pipeline))."""
-    ranks = max(1, job.gpus // max(1, job.tensor_parallel * job.pipeline_parallel))
+    batch (data-parallel ranks: GPUs / (tensor x context x pipeline))."""
+    ranks = max(1, job.gpus // max(1, job.tensor_parallel * job.context_parallel * job.pipeline_parallel))
     return job.global_batch_tokens / job.sequence / ranks
 
 

@@ -145,6 +145,28 @@ def pipeline_layout(ctx: RuleContext) -> Iterable[Finding]:
                           f"count that divides {w.gpus}: {_divisors(w.gpus)}", stages, resource=w.name)  # fmt: skip
 
 
+@rules.rule("AL386", "context-layout", "A context-parallel group splits each sequence evenly and fills the pinned GPUs.")
+def context_layout(ctx: RuleContext) -> Iterable[Finding]:
+    """Megatron-Core splits each sequence into 2 x CP chunks and gives each GPU of the group two (the causal mask's
+    load balance: get_batch_on_this_cp_rank), so the sequence divides by 2 x CP; every data-parallel replica spans
+    tensor x context x pipeline GPUs, so pinned GPUs are whole context groups of whole pipelines."""
+    for i, w in enumerate(ctx.spec.workloads):
+        cp = w.context_parallel
+        if cp is None or cp == 1 or w.kind not in SCHEDULED:
+            continue  # on another kind AL380 reports it
+        path = S.workloads[i].context_parallel
+        sequence = w.sequence_length
+        if sequence is not None and sequence % (2 * cp):
+            yield Finding(path, f"contextParallel {cp} splits each sequence into {2 * cp} chunks: {sequence:,} tokens do not "
+                          "divide evenly", f"a sequenceLength that is a multiple of {2 * cp}, or a group that divides "
+                          f"{sequence // 2:,}", cp, resource=w.name)  # fmt: skip
+        whole = cp * (w.pipeline_parallel or 1)
+        if w.gpus is not None and w.gpus % whole:
+            yield Finding(path, f"contextParallel {cp} x pipelineParallel {w.pipeline_parallel or 1} does not divide the pinned "
+                          f"{w.gpus} GPUs: each data-parallel replica spans whole context groups", f"pin a multiple of {whole} "
+                          f"GPUs", cp, resource=w.name)  # fmt: skip
+
+
 @rules.rule("AL376", "expert-layout", "A declared expert-parallel group spreads a mixture of experts' experts over whole GPUs.")
 def expert_layout(ctx: RuleContext) -> Iterable[Finding]:
     """Megatron-Core spreads each MoE layer's experts over ``expertParallel`` GPUs and asserts the experts divide by it
@@ -244,6 +266,7 @@ _READ_BY: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("zero_stage", SCHEDULED, "a served model keeps no gradients or optimizer state to shard"),
     ("pipeline_parallel", SCHEDULED, "a replica's GPUs are its tensorParallel degree"),
     ("expert_parallel", SCHEDULED, "a replica's GPUs are its tensorParallel degree"),
+    ("context_parallel", SCHEDULED, "a served prompt's KV cache is sized whole per replica"),
     # an online service's replicas run around the clock and hold their nodes all month (alicerce.plan.growth
     # _always_on): hoursPerDay halved its plan cost and showback only (review sizreview5 F7)
     (

@@ -611,14 +611,16 @@ def test_only_the_layers_memory_needs_are_recomputed() -> None:
     whole. Megatron-LM recomputes a chosen number of layers (--recompute-method block --recompute-num-layers); the plan
     now recomputes the fewest whole layers that fit. 70B (80 x 8192) at 32,768-token sequences on 64 H100, TP 8:
       state 70e9 x 16 B / 64 GPUs; activations without recomputation 80 x 32,768 x 8192 x 34 B / 8, with it
-      (80 x 2 + 34) x 32,768 x 8192 B / 8; the share f solves state + (1 - f) x without + f x with = usable memory,
-    rounded up to whole layers, and the throughput factor is 1 / (1 + f x (1 / 0.75 - 1))."""
+      (80 x 2 + 34) x 32,768 x 8192 B / 8, each with the loss's fp32 logits, 32,768 x 128,256 (the default vocabulary)
+      x 4 B / 8; the share f solves state + (1 - f) x without + f x with = usable memory, rounded up to whole layers,
+      and the throughput factor is 1 / (1 + f x (1 / 0.75 - 1))."""
     w = workload(model={"parameters": "70B", "layers": 80, "hiddenSize": 8192}, tokens="1T", sequenceLength=32768, gpus=64,
                  globalBatchTokens="16M", accelerator="H100")  # fmt: skip
     plan = plan_training(w, on("H100-SXM5-80GB"), SIZING, [])
     usable = usable_memory(CATALOG.gpu("H100-SXM5-80GB"), SIZING)  # type: ignore[arg-type]
     state, tokens = 70e9 * 16 / 64, 32768 * 8192
-    without, with_ = 80 * tokens * 34 / 8, (80 * 2 + 34) * tokens / 8
+    logits = 32768 * 128256 * 4 / 8
+    without, with_ = 80 * tokens * 34 / 8 + logits, (80 * 2 + 34) * tokens / 8 + logits
     share = math.ceil((state + without - usable) / (without - with_) * 80) / 80
     assert 0 < share < 1 and plan.tensor_parallel == 8
     factor = next(f for fig in plan.figures for f in fig.factors if f.name == "recomputation")
@@ -746,23 +748,24 @@ def test_attention_memory_follows_the_declared_stack() -> None:
     Megatron-DeepSpeed) could not be declared. Korthikanti et al. 2022 (arXiv 2205.05198), Table 2, per layer and
     sequence: TP + SP sbh x 34 / t; TP without SP sbh(10 + 24 / t); without FlashAttention + 5as^2b split over the
     heads; full recomputation keeps each layer's input, 2sbh, split by t only with SP. 7B (32 x 4096, head dim 128:
-    32 heads) at 4,096 tokens."""
-    model = {"parameters": "7B", "layers": 32, "hiddenSize": 4096}
+    32 heads) at 4,096 tokens, its vocabulary declared as Llama 2's 32,000: the loss's fp32 logits, 4sv bytes, split
+    over t like the rest (Sec. 4.1)."""
+    model = {"parameters": "7B", "layers": 32, "hiddenSize": 4096, "vocabulary": 32000}
     base: dict[str, Any] = {"model": model, "tokens": "1T", "sequenceLength": 4096}
-    sbh, layers, heads = 4096 * 4096, 32, 4096 / 128
+    sbh, layers, heads, lg = 4096 * 4096, 32, 4096 / 128, 4096 * 32000 * 4
     modern = training_memory(workload(**base), SIZING)
-    assert modern.activations_at(4) == pytest.approx(layers * sbh * 34 / 4, rel=1e-12)
+    assert modern.activations_at(4) == pytest.approx((layers * sbh * 34 + lg) / 4, rel=1e-12)
     eager = training_memory(workload(**base, flashAttention=False), SIZING)
     scores = 5 * heads * 4096 / 4096  # 5as / h per token x hidden
-    assert eager.activations_at(1) == pytest.approx(layers * sbh * (34 + scores), rel=1e-12)
-    assert eager.activations_at(4) == pytest.approx(layers * sbh * (34 + scores) / 4, rel=1e-12)
+    assert eager.activations_at(1) == pytest.approx(layers * sbh * (34 + scores) + lg, rel=1e-12)
+    assert eager.activations_at(4) == pytest.approx((layers * sbh * (34 + scores) + lg) / 4, rel=1e-12)
     no_sp = training_memory(workload(**base, sequenceParallel=False), SIZING)
-    assert no_sp.activations_at(4) == pytest.approx(layers * sbh * (10 + 24 / 4), rel=1e-12)
-    assert no_sp.activations_at(4, 1.0) == pytest.approx(layers * sbh * 2 + sbh * (10 + 24 / 4), rel=1e-12)
-    assert modern.activations_at(4, 1.0) == pytest.approx((layers * sbh * 2 + sbh * 34) / 4, rel=1e-12)
+    assert no_sp.activations_at(4) == pytest.approx(layers * sbh * (10 + 24 / 4) + lg / 4, rel=1e-12)
+    assert no_sp.activations_at(4, 1.0) == pytest.approx(layers * sbh * 2 + sbh * (10 + 24 / 4) + lg / 4, rel=1e-12)
+    assert modern.activations_at(4, 1.0) == pytest.approx((layers * sbh * 2 + sbh * 34 + lg) / 4, rel=1e-12)
     both = training_memory(workload(**base, flashAttention=False, sequenceParallel=False), SIZING)
     assert both.activations_at(2, 0.5) == pytest.approx(
-        0.5 * layers * sbh * (10 + (24 + scores) / 2) + 0.5 * (layers * sbh * 2 + sbh * (10 + (24 + scores) / 2)), rel=1e-12
+        0.5 * layers * sbh * (10 + (24 + scores) / 2) + 0.5 * (layers * sbh * 2 + sbh * (10 + (24 + scores) / 2)) + lg / 2, rel=1e-12
     )
 
 
@@ -997,3 +1000,29 @@ def test_a_ttft_target_is_checked_against_random_arrivals() -> None:
     chat["latency"]["timeToFirstToken"] = {"p99": "5s"}
     loose = plan_platform(validated(load_text(yaml.safe_dump(data, sort_keys=False), "p.yaml"), "prod"), today=TODAY)
     assert not [i for i in next(w for w in loose.workloads if w.name == "chat-70b").issues if i.check == "PL331"]
+
+
+def test_the_losss_logits_and_context_parallelism_size_long_sequences() -> None:
+    """Issue 23 gap (no logits buffer): the loss keeps a sequence's logits in fp32, 4 x s x vocabulary bytes (Korthikanti
+    et al. 2022, Sec. 4.1: 4sbv/t), more than half of a Llama 3 8B's activations at 8,192 tokens under full
+    recomputation, and the plan left
+    them out. Llama 3 405B's 131,072-token stage ran context parallelism 16 (arXiv 2407.21783 Table 4): without it one
+    sequence's activations and logits do not fit 8 H100s; split 16 ways they do, and the GPU count is whole context
+    groups."""
+    eight = {"parameters": "8B", "layers": 32, "hiddenSize": 4096}
+    declared = training_memory(workload(model={**eight, "vocabulary": 128256}, tokens="1B", sequenceLength=8192), SIZING)
+    default = training_memory(workload(model=eight, tokens="1B", sequenceLength=8192), SIZING)
+    small = training_memory(workload(model={**eight, "vocabulary": 32000}, tokens="1B", sequenceLength=8192), SIZING)
+    assert declared.activations == default.activations
+    assert declared.activations_at(1, 1.0) - small.activations_at(1, 1.0) == pytest.approx(8192 * (128256 - 32000) * 4)
+    assert declared.activations_at(2) - small.activations_at(2) == pytest.approx(8192 * (128256 - 32000) * 4 / 2)
+    long = {"model": {"parameters": "405B", "layers": 126, "hiddenSize": 16384}, "tokens": "1T", "sequenceLength": 131072,
+            "accelerator": "H100"}  # fmt: skip
+    whole = plan_training(workload(**long), on("H100-SXM5-80GB"), SIZING, [])
+    assert whole.gpus is None and [i.check for i in whole.issues] == ["PL303"]
+    split = plan_training(workload(**long, contextParallel=16, deadline="30d"), on("H100-SXM5-80GB"), SIZING, [])
+    assert split.gpus is not None and split.gpus % 16 == 0
+    one = training_memory(workload(**long), SIZING)
+    sixteenth = training_memory(workload(**long, contextParallel=16), SIZING)
+    assert sixteenth.activations == pytest.approx(one.activations / 16)
+    assert split.memory_per_gpu_gib is not None and split.memory_per_gpu_gib * GIB <= usable_memory(CATALOG.gpu("H100"), SIZING)  # type: ignore[arg-type]

@@ -19,6 +19,7 @@ MAX_SEQUENCE = 10**8
 MAX_LAYERS = 10**4  # the deepest published transformers have a few hundred layers
 MAX_WIDTH = 10**6  # hidden sizes, heads and experts: tens of thousands at most today
 MAX_GPUS = 10**6  # the largest clusters built hold a few hundred thousand GPUs
+MAX_VOCABULARY = 10**7  # tokenizers hold 32,000 to 262,144 tokens today
 
 
 class Experts(SpecModel):
@@ -68,6 +69,14 @@ class Model(SpecModel):
         default=None, ge=1, le=MAX_WIDTH, description="Key/value heads per layer (KV-cache size); default 8."
     )
     head_dim: StrictInt | None = Field(default=None, ge=1, le=MAX_WIDTH, description="Dimension of one attention head; default 128.")
+    vocabulary: StrictInt | None = Field(
+        default=None,
+        ge=2,
+        le=MAX_VOCABULARY,
+        description="Tokens in the tokenizer's vocabulary: a training step keeps the logits of every token of a sequence "
+        "(vocabulary x 4 bytes a token, fp32 for the loss); default 128,256 (Llama 3).",
+        examples=[128256],
+    )
     attention: LatentAttention | SlidingWindowAttention | None = Field(
         default=None,
         discriminator="kind",
@@ -179,6 +188,16 @@ class Workload(SpecModel):
         "state unsharded by ZeRO splits over tensor x pipeline GPUs; each step idles (stages - 1) / (microbatches + stages "
         "- 1) in the pipeline bubble, microbatches being one sequence each of the data-parallel rank's share of the global "
         "batch (Narayanan et al. 2021, arXiv 2104.04473, Sec. 2.2). Default: 1.",
+    )
+    context_parallel: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_GPUS,
+        description="Training long sequences: GPUs each sequence is split over (Megatron-Core --context-parallel-size, ring "
+        "attention passing keys and values between them; Llama 3 405B trained its 131,072-token stage on 16, arXiv "
+        "2407.21783 Table 4). Every activation, the logits too, splits over them; a data-parallel replica of the model spans "
+        "tensor x context x pipeline GPUs. The ring's traffic overlaps the attention it feeds and is not charged. Default: 1.",
+        examples=[16],
     )
     expert_parallel: StrictInt | None = Field(
         default=None,
