@@ -205,8 +205,8 @@ def cheapest_rental(gpu_id: str, region: str, catalog: Catalog) -> tuple[str, fl
 class RentalOption:
     """One way a buyer can rent the GPUs of an owned pool, per GPU-hour, and how it is billed.
 
-    ``held``: billed every hour of the month whether used or not (a capacity reservation); otherwise
-    billed per used hour (on-demand, with the spec's Savings Plan discount, Capacity Blocks in days).
+    ``held``: billed every hour of the month whether used or not (a capacity reservation, a Savings Plan's
+    commitment); otherwise billed per used hour (on-demand, Capacity Blocks in days, Spot).
     """
 
     purchase: str  # on-demand | savings-plan | capacity-block | capacity-reservation | spot
@@ -226,9 +226,11 @@ class RentalOption:
 def rental_options(gpu_id: str, region: str, catalog: Catalog, discounts: list[tuple[str, float]]) -> tuple[RentalOption, ...]:
     """Every purchase option the catalog and the spec price for ``gpu_id`` in ``region``, cheapest type each.
 
-    ``discounts`` are the spec's Savings Plan / Reserved Instances discounts as (pool, discount): the plan
-    applies them to those pools' on-demand price per used hour, so the comparison does too (the case most
-    favourable to renting: a commitment sized to what is used).
+    ``discounts`` are the spec's Savings Plan / Reserved Instances discounts as (pool, discount). Against an owned
+    pool the commitment buys its GPUs for every hour of a one- or three-year term: AWS bills the part no usage
+    consumes (Cost Explorer's SavingsPlansUtilization: UnusedCommitment), so it is held, like a reservation at the
+    discounted rate. Billing it per used hour let a bursty schedule rent "cheaper" than owning with a commitment that
+    cost 45% more (review sizreview8 F4); a fleet whose other usage soaks up the idle hours is not this pool's.
     """
     out: list[RentalOption] = []
     od = cheapest_rental(gpu_id, region, catalog)
@@ -238,7 +240,7 @@ def rental_options(gpu_id: str, region: str, catalog: Catalog, discounts: list[t
         if discounts:
             pool, discount = max(discounts, key=lambda d: (d[1], d[0]))
             factor = Factor(f"Savings Plan / Reserved Instances discount (costs.cloud[{pool}])", 1 - discount, "spec")
-            out.append(RentalOption("savings-plan", instance, usd * (1 - discount), False, (*factors, factor)))
+            out.append(RentalOption("savings-plan", instance, usd * (1 - discount), True, (*factors, factor)))
         reservations = catalog.prices.capacityReservations
         factor = Factor("reserved instances billed at on-demand, used or not", 1.0, f"{reservations.source.url} ({reservations.asOf})")
         out.append(RentalOption("capacity-reservation", instance, usd, True, (*factors, factor)))

@@ -116,18 +116,26 @@ def test_own_vs_rent_prices_every_purchase_option() -> None:
 
 def test_own_vs_rent_uses_the_specs_savings_plan_discount() -> None:
     """Issue 23, defect 2: the plan applied a pool's Savings Plan discount to that pool's price but compared owning
-    with the undiscounted on-demand price. With 65% off p5 (train-p5 holds H100 too): 6.88 x 0.35 = 2.408 per GPU-hour;
-    R = 2.408 x 256 x 730 = 450,007.04; u* = 419,687.66 / (450,007.04 - 14,979.69) = 0.96474, above the pool's 87.5%:
-    renting on the Savings Plan is cheaper (at 87.5% and at the pool's 55.6%), where the on-demand comparison said owning was."""
+    with the undiscounted on-demand price. Review sizreview8 F4: the commitment was then billed per used hour, so a
+    bursty schedule "rented cheaper" on a commitment that cost 45% more than owning; AWS bills the unused commitment
+    (SavingsPlansUtilization: UnusedCommitment), so it is held for the pool's 256 GPUs every hour.
+    65% off p5 (train-p5 holds H100 too): 6.88 x 0.35 = 2.408 per GPU-hour; R = 2.408 x 256 x 730 = 450,007.04 a month
+    used or not, over owning's F + V = 419,687.66 + 14,979.69 = 434,667.35 at 100%: owning always wins.
+    70% off: 2.064; R = 385,720.32, under F: the commitment wins wherever it beats the cheapest per-used-hour option,
+    Capacity Blocks' 4.91625 x 256 x 730 x u = R at u = 0.41983, and owning never does."""
     data = reference()
     data["costs"]["cloud"] = [{"pool": "train-p5", "reservedNodes": 4, "savingsPlanDiscount": 0.65}]
     (option,) = plan_platform(resolve(data), today=TODAY).own_vs_rent
     plan_ = next(o for o in option.options if o.purchase == "savings-plan")
-    assert plan_.usd_per_gpu_hour == pytest.approx(2.408)
-    assert option.wins(plan_) == pytest.approx((0.96474, 1.0), abs=1e-5)
-    assert option.cheapest_at(0.875) == "savings-plan"
-    assert option.verdict().startswith("renting (savings-plan) is cheaper at 56% utilisation")
-    assert option.bands()[0][2] == "savings-plan" and option.bands()[-1] == pytest.approx((0.96474, 1.0, "owned"), abs=1e-5)
+    assert plan_.usd_per_gpu_hour == pytest.approx(2.408) and plan_.held
+    assert plan_.monthly_usd(256, 0.1) == plan_.monthly_usd(256, 1.0) == pytest.approx(450_007.04)
+    assert option.wins(plan_) == (0.0, 1.0)
+    assert option.verdict().startswith("owning is cheaper at 56% utilisation")
+    data["costs"]["cloud"] = [{"pool": "train-p5", "reservedNodes": 4, "savingsPlanDiscount": 0.7}]
+    (option,) = plan_platform(resolve(data), today=TODAY).own_vs_rent
+    assert option.cheapest_at(0.875) == "savings-plan" and option.cheapest_at(0.2) == "capacity-block"
+    assert [b[2] for b in option.bands()] == ["capacity-block", "savings-plan"]
+    assert option.bands()[0][1] == pytest.approx(385_720.32 / 918_748.80, abs=1e-6)
 
 
 def test_a_pool_without_a_fabric_buys_none() -> None:
