@@ -386,6 +386,7 @@ class BytesPerParameter(CatalogModel):
     adafactor: Assumption
     weights: Assumption  # of each optimizer's bytes, the 16-bit weights (ZeRO stage 2 leaves them unsharded)
     gradients: Assumption  # and the 16-bit gradients (stage 1 leaves both unsharded)
+    fp32Gradients: Assumption  # the gradients stages 0-1 keep whole when they accumulate them in fp32 (bf16, fp8 training)
     checkpoint: CheckpointBytes
 
 

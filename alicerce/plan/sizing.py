@@ -167,17 +167,25 @@ class TrainingMemory:
     unsplit_recompute: float = 0.0  # of activations, the same under full recomputation
     weights: float = 0.0  # of state, the 16-bit weights (frozen base included): ZeRO stages 0-2 keep them whole per replica
     gradients: float = 0.0  # of state, the 16-bit gradients: ZeRO stages 0-1 keep them whole per replica
+    fp32_gradients: float = 0.0  # what stages 0-1 keep beyond them: the gradients accumulated in fp32
+
+    def state_at(self, zero_stage: int) -> float:
+        """Bytes of model state in all at ``zero_stage``: stages 0-1 keep the gradients they all-reduce in fp32 (Megatron's
+        bf16 default, accumulate_allreduce_grads_in_fp32; its distributed optimizer: 6 + 12 / d bytes a parameter, not
+        4 + 12 / d: Megatron-LM docs/source/api-guide/dist_optimizer.md; review sizreview8 F1)."""
+        return self.state + (self.fp32_gradients if zero_stage <= 1 else 0.0)
 
     def state_per_gpu(self, gpus: int, model_parallel: int = 1, zero_stage: int = 3) -> float:
         """Model-state bytes on one GPU: what ZeRO ``zero_stage`` shards over all ``gpus`` (the data-parallel ranks of
         each model-parallel shard), the rest split over the ``model_parallel`` (tensor x pipeline) GPUs of one replica
         only (Rajbhandari et al. 2020, Sec. 5.1: P_os keeps 2 + 2 bytes a parameter, P_os+g 2, P_os+g+p none)."""
         kept = self.unsharded(zero_stage)
-        return kept / max(1, model_parallel) + (self.state - kept) / max(1, gpus)
+        return kept / max(1, model_parallel) + (self.state_at(zero_stage) - kept) / max(1, gpus)
 
     def unsharded(self, zero_stage: int) -> float:
         """Bytes of model state ZeRO ``zero_stage`` leaves whole on each data-parallel replica."""
-        return {0: self.state, 1: self.weights + self.gradients, 2: self.weights}.get(zero_stage, 0.0)
+        whole = {0: self.state, 1: self.weights + self.gradients, 2: self.weights}.get(zero_stage, 0.0)
+        return whole + (self.fp32_gradients if zero_stage <= 1 else 0.0)
 
     def activations_at(self, tp: int, recomputed: float = 0.0) -> float:
         """Activation bytes per GPU at tensor parallel ``tp`` with a share ``recomputed`` of the layers recomputed: the
@@ -221,9 +229,11 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
         checkpoint = n * getattr(sizing.bytesPerParameter.checkpoint, w.optimizer).value
         frozen = 0.0
     per = sizing.bytesPerParameter
+    fp32_gradients = 0.0 if w.precision == "fp16" else trainable * (per.fp32Gradients.value - per.gradients.value)
     return TrainingMemory(state, with_recompute, without, checkpoint, trainable, unsplit=layers * per_layer_tokens * unsplit_layer,
                           unsplit_recompute=unsplit_input + per_layer_tokens * unsplit_layer,
-                          weights=frozen + trainable * per.weights.value, gradients=trainable * per.gradients.value)  # fmt: skip
+                          weights=frozen + trainable * per.weights.value, gradients=trainable * per.gradients.value,
+                          fp32_gradients=fp32_gradients)  # fmt: skip
 
 
 def zero_stage(w: Workload) -> int:
@@ -258,7 +268,7 @@ def smallest_fit(
         free = usable - mem.activations_at(tp, 1.0) - mem.unsharded(zero_stage) / group
         if free <= 0:
             continue
-        gpus = _ceil_to((mem.state - mem.unsharded(zero_stage)) / free, group * context)
+        gpus = _ceil_to((mem.state_at(zero_stage) - mem.unsharded(zero_stage)) / free, group * context)
         if best is None or gpus < best[0]:
             best = (gpus, tp)
     return best

@@ -803,22 +803,27 @@ def test_zero_stage_and_pipeline_set_model_state_per_gpu() -> None:
     """Issue 23 (sizing6): only ZeRO-3 could be declared, so BLOOM-176B's ZeRO-1 + PP 12 (arXiv 2211.05100 Sec. 3.4) was
     sized with its state over all 384 GPUs. ZeRO paper Sec. 5.1: stage 1 shards the 12 optimizer bytes a parameter over
     every GPU and keeps 2 + 2 bytes of weights and gradients whole on each replica of the tensor x pipeline group;
-    stage 2 keeps the 2 weight bytes; stage 0 keeps all 16. 176B over 384 GPUs, TP 4 x PP 12 = 48."""
+    stage 2 keeps the 2 weight bytes; stage 0 keeps all 16. Review sizreview8 F1: stages 0-1 of a bf16 run keep the
+    gradients in fp32 (Megatron-LM dist_optimizer.md: bf16 param, fp32 grads 18 bytes, 6 + 12 / d distributed), 2 more
+    bytes whole; an fp16 run keeps fp16 gradients. 176B over 384 GPUs, TP 4 x PP 12 = 48."""
     model = {"parameters": "176B", "layers": 70, "hiddenSize": 14336}
     mem = {z: training_memory(workload(model=model, tokens="366B", zeroStage=z), SIZING) for z in (0, 1, 2, 3)}
     n = 176e9
-    assert mem[1].state_per_gpu(384, 48, 1) == pytest.approx(n * 4 / 48 + n * 12 / 384, rel=1e-12)
+    assert mem[1].state_per_gpu(384, 48, 1) == pytest.approx(n * 6 / 48 + n * 12 / 384, rel=1e-12)
     assert mem[2].state_per_gpu(384, 48, 2) == pytest.approx(n * 2 / 48 + n * 14 / 384, rel=1e-12)
-    assert mem[0].state_per_gpu(384, 48, 0) == pytest.approx(n * 16 / 48, rel=1e-12)
+    assert mem[0].state_per_gpu(384, 48, 0) == pytest.approx(n * 18 / 48, rel=1e-12)
     assert mem[3].state_per_gpu(384, 48, 3) == pytest.approx(n * 16 / 384, rel=1e-12)
-    # LoRA: the frozen base is weights a stage below 3 keeps whole
+    fp16 = training_memory(workload(model=model, tokens="366B", zeroStage=1, precision="fp16"), SIZING)
+    assert fp16.state_per_gpu(384, 48, 1) == pytest.approx(n * 4 / 48 + n * 12 / 384, rel=1e-12)
+    # LoRA: the frozen base is weights a stage below 3 keeps whole, beside the adapters' 2 + 4 bytes
     lora = training_memory(workload(model=model, tokens="1B", method="lora", zeroStage=1), SIZING)
-    assert lora.unsharded(1) == pytest.approx(n * 2 + n * 0.01 * 4, rel=1e-12)
+    assert lora.unsharded(1) == pytest.approx(n * 2 + n * 0.01 * 6, rel=1e-12)
 
 
 def test_a_declared_layout_shapes_memory_and_the_plan() -> None:
-    """The plan's memory per GPU is the declared layout's: 70B on 64 H100 at ZeRO-1 + PP 4 holds 70e9 x 4 / (TP x 4)
-    + 70e9 x 12 / 64 of state, ZeRO-3 70e9 x 16 / 64, and its smallest GPU count is whole pipelines."""
+    """The plan's memory per GPU is the declared layout's: 70B on 64 H100 at ZeRO-1 + PP 4 holds 70e9 x 6 / (TP x 4)
+    (bf16 weights, fp32 gradients) + 70e9 x 12 / 64 of state, ZeRO-3 70e9 x 16 / 64, and its smallest GPU count is
+    whole pipelines."""
     model = {"parameters": "70B", "layers": 80, "hiddenSize": 8192}
     base: dict[str, Any] = {"model": model, "tokens": "1T", "gpus": 64, "globalBatchTokens": "4M"}
     fsdp = plan_training(workload(**base), on("H100-SXM5-80GB"), SIZING, [])
@@ -827,7 +832,7 @@ def test_a_declared_layout_shapes_memory_and_the_plan() -> None:
     mem = training_memory(workload(**base), SIZING)
     assert "recomputation" not in _factors(zero1)
     tp = zero1.tensor_parallel
-    expected = 70e9 * 4 / (tp * 4) + 70e9 * 12 / 64 + mem.activations_at(tp)
+    expected = 70e9 * 6 / (tp * 4) + 70e9 * 12 / 64 + mem.activations_at(tp)
     assert zero1.memory_per_gpu_gib == pytest.approx(expected / GIB, rel=1e-9)
     assert fsdp.tensor_parallel is not None and "recomputation" not in _factors(fsdp)
     fsdp_expected = 70e9 * 16 / 64 + mem.activations_at(fsdp.tensor_parallel)

@@ -177,8 +177,9 @@ class Workload(SpecModel):
         le=3,
         description="Training: how far the data-parallel ranks shard model state (Rajbhandari et al. 2020, arXiv 1910.02054). "
         "3 (FSDP): weights, gradients and optimizer state; 2: gradients and optimizer state; 1 (Megatron's distributed "
-        "optimizer): optimizer state only, bf16 weights and gradients kept whole on each data-parallel replica of the "
-        "tensor x pipeline group; 0: nothing sharded. Sets memory per GPU and the data-parallel traffic. Default: 3.",
+        "optimizer): optimizer state only, bf16 weights and the gradients, accumulated in fp32 (fp16 in an fp16 run), kept "
+        "whole on each data-parallel replica of the tensor x pipeline group; 0: nothing sharded. Sets memory per GPU and "
+        "the data-parallel traffic. Default: 3.",
     )
     pipeline_parallel: StrictInt | None = Field(
         default=None,
