@@ -49,7 +49,7 @@ from alicerce.emit.kube.costs import BUDGET, MONTH_INTERVAL, budget_alerts, cost
 from alicerce.emit.kube.dashboards import dashboards
 from alicerce.emit.kube.diagnoses import diagnoses, latency_bad_ratio, share_above, slo_burn
 from alicerce.emit.kube.fabric_alerts import fabric_alerts
-from alicerce.emit.kube.kpi import KUEUE_NOT_FOLLOWER, kpi_groups, ksm_resource
+from alicerce.emit.kube.kpi import KUEUE_NOT_FOLLOWER, kpi_groups, ksm_resource, kueue_increase
 from alicerce.emit.kube.promql import fed
 from alicerce.emit.kube.sources import source_alerts
 from alicerce.emit.storage_counters import counted_tiers
@@ -139,7 +139,8 @@ def _starved_alert(slo: Slo) -> Alert:
     queue = f'cluster_queue="{slo.team}",{KUEUE_NOT_FOLLOWER}'
     pending = f"sum(kueue_pending_workloads{{{queue}}})"
     inadmissible = f'sum(kueue_pending_workloads{{{queue},status="inadmissible"}})'
-    admitted = f"(sum(increase(kueue_admitted_workloads_total{{{queue}}}[{window}])) or on () vector(0))"
+    # a queue's first admission since Kueue started creates its counter at 1: counted (a plain increase read 0 there)
+    admitted = f"(sum({kueue_increase(f'kueue_admitted_workloads_total{{{queue}}}', window)}) or on () vector(0))"
     # a healthy backlog holds inadmissible workloads too (Kueue parks what does not fit now as inadmissible): starved
     # means nothing was admitted all along, whichever kind of pending it held; not while the queue is stopped (a
     # budget guard's Hold: Kueue reports it pending, kueue v0.19.2 pkg/metrics/metrics.go CQStatusPending), whose wait

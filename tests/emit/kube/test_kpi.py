@@ -345,6 +345,34 @@ def test_experiments_finished_per_week_per_team(tmp_path: Path) -> None:
     run_promtool(rp, "aws", tests, tmp_path)
 
 
+@needs_promtool
+def test_a_kueue_counter_born_at_one_counts_its_first_workload(tmp_path: Path) -> None:
+    """Review obsreview12 F1: Kueue creates a queue's counter at its first Inc(), so its first sample is 1 and increase()
+    took it as the baseline: one workload finished in the week read 0, three read 2. A series that did not exist 7 days
+    ago adds its first value while Prometheus watched Kueue then (a queue gauge existed); a Prometheus that starts beside
+    a running Kueue cannot date the count it finds and adds nothing (as before)."""
+    rp = platform()
+    queue = 'cohort="acme",cluster_queue="research",priority_class="",replica_role="leader"'
+    gauge = {"series": f'kueue_pending_workloads{{{queue},status="active"}}', "values": "0x40"}
+    at = 'cluster_queue="research",site="aws",team="research"'
+    born = {"series": f"kueue_finished_workloads_total{{{queue}}}", "values": "_x30 1 2 3 3 3 3 3 3"}  # 6-hourly: from 180 h
+    once = {"series": f"kueue_finished_workloads_total{{{queue}}}", "values": "_x30 1 1 1 1 1 1 1 1"}
+    late = {"series": f'kueue_pending_workloads{{{queue},status="active"}}', "values": "_x29 0x10"}  # Prometheus from 174 h
+    found = {"series": f"kueue_finished_workloads_total{{{queue}}}", "values": "_x29 1x9"}  # ... finds a count of 1
+    tests = [
+        {"interval": "6h", "input_series": [gauge, born], "promql_expr_test": [
+            {"expr": f"round(team:kueue_finished_workloads:increase7d{{{at}}})", "eval_time": "216h",
+             "exp_samples": [{"labels": f"{{{at}}}", "value": 3}]}]},
+        {"interval": "6h", "input_series": [gauge, once], "promql_expr_test": [
+            {"expr": f"round(team:kueue_finished_workloads:increase7d{{{at}}})", "eval_time": "216h",
+             "exp_samples": [{"labels": f"{{{at}}}", "value": 1}]}]},
+        {"interval": "6h", "input_series": [late, found], "promql_expr_test": [
+            {"expr": f"round(team:kueue_finished_workloads:increase7d{{{at}}})", "eval_time": "216h",
+             "exp_samples": [{"labels": f"{{{at}}}", "value": 0}]}]},
+    ]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
 def test_mig_instances_report_activity_and_kueue_counts_them_in_gpus(tmp_path: Path) -> None:
     """Review obsreview2 DEFECT 6: a MIG instance reports no DCGM_FI_DEV_GPU_UTIL (0 or absent; dcgm-exporter issues
     105, 216, 430), so a busy MIG pod read as idle (GPUIdleWhileAllocated after an hour) and Kueue's MIG quota and
