@@ -900,3 +900,33 @@ def test_the_queue_wait_slo_fires_on_a_training_queues_pace(tmp_path: Path) -> N
         }  # fmt: skip
 
     run_promtool(platform("prod"), "aws", [case(True), case(False)], tmp_path)
+
+
+@needs_promtool
+def test_the_queue_wait_slo_counts_the_admission_that_creates_kueues_series(tmp_path: Path) -> None:
+    """Review obsreview12 F7: Kueue creates a queue's wait histogram at its first observation, so the first admission
+    after a Kueue restart or failover (the likeliest to have waited long) arrives already counted and rate() took it as
+    the baseline: one 7-hour wait alone in the 6-hour window read 0 / 0 and raised nothing. Counted now, while
+    Prometheus watched Kueue 6 hours before (its queue gauge); one admission in time stays quiet."""
+    rules = rules_of(platform("prod"), "aws")
+    queue = 'cluster_queue="research",priority_class="",replica_role="leader"'
+    status = 'cluster_queue="research",replica_role="leader"'
+
+    def case(late: bool) -> dict[str, Any]:
+        born = "_x420 1x119"  # the new leader's first admission at 7 h
+        return {
+            "interval": "1m",
+            "input_series": [
+                {"series": f'kueue_admission_wait_time_seconds_bucket{{{queue},le="20480"}}', "values": "_x420 0x119" if late else born},
+                {"series": f'kueue_admission_wait_time_seconds_bucket{{{queue},le="+Inf"}}', "values": born},
+                {"series": f"kueue_admission_wait_time_seconds_count{{{queue}}}", "values": born},
+                {"series": f'kueue_cluster_queue_status{{{status},status="active"}}', "values": "1x539"},
+                {"series": f'kueue_pending_workloads{{{status},status="active"}}', "values": "0x539"},
+            ],
+            "alert_rule_test": [
+                {"eval_time": "8h", "alertname": "SLOResearchQueue",
+                 "exp_alerts": [expected(rules["SLOResearchQueue"], {}, "")] if late else []},
+            ],
+        }  # fmt: skip
+
+    run_promtool(platform("prod"), "aws", [case(True), case(False)], tmp_path)
