@@ -225,6 +225,23 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
                 {"eval_time": "3m", "alertname": "GPUXidError", "exp_alerts": [expected(rules["GPUXidError"], key | {"xid": "63"}, "1")]},
             ],
         },
+        {  # review obsreview12 F2: a riser replaying 10 PCIe transfers a second on GPU 0 while four pods share it in turn,
+            # each for 15 minutes (dcgm-exporter labels the device's counter with its holder): one alert for the GPU, held
+            # across the changes of holder; a GPU whose counter stays flat raises nothing
+            "interval": "1m",
+            "input_series": [
+                *({"series": series("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", dcgm_scraped(rp, "dc1", dcgm_series(
+                    "gpu-001", 0, (f"eval-{i}", "research", "trainer")))),
+                   "values": " ".join(["_"] * (15 * i) + [f"{9000 * i}+600x14", "stale"])} for i in range(4)),
+                {"series": series("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", idle), "values": "7x60"},
+            ],
+            "alert_rule_test": [
+                {"eval_time": "10m", "alertname": "GPUPCIeReplays", "exp_alerts": []},  # its 15 minutes not yet held
+                {"eval_time": "20m", "alertname": "GPUPCIeReplays", "exp_alerts": [expected(rules["GPUPCIeReplays"], key, "10")]},
+                {"eval_time": "44m", "alertname": "GPUPCIeReplays", "exp_alerts": [expected(rules["GPUPCIeReplays"], key, "10")]},
+                {"eval_time": "58m", "alertname": "GPUPCIeReplays", "exp_alerts": [expected(rules["GPUPCIeReplays"], key, "10")]},
+            ],
+        },
         {  # review obsreview5 G10: XID 154 (the driver's recovery action became a reset, a reboot or a drain, after
             # an XID no list names, e.g. 140) pages like the XIDs it summarises
             "interval": "1m",
