@@ -85,15 +85,21 @@ def peak_units(plan: WorkloadPlan, pool: ResolvedPool, hours_month: float) -> in
     return pool_units(plan, pool) * concurrent_runs(plan, hours_month)
 
 
+def run_hours(plan: WorkloadPlan) -> float:
+    """Hours one run holds its GPUs: its wall-clock days at its hours a day (a run of 12 hours a day holds them half of
+    each day; counted as 24 the pool read twice as busy and owning won against renting: review sizreview8 F12)."""
+    return (plan.wall_clock_days or 0.0) * plan.hours_per_day
+
+
 def busy_gpu_hours(plan: WorkloadPlan, gpus: int, hours_month: float) -> float:
     """GPU-hours a month a workload keeps ``gpus`` busy. Training: its declared schedule (runs per quarter x
     wall-clock, spread over the quarter's three months), else one run a month (its wall-clock, at most the month);
     overlapping runs hold more GPUs than ``gpus``: what they add is counted too (PL320 says so)."""
     if plan.kind in ("training", "fine-tuning"):
-        run_hours = (plan.wall_clock_days or 0.0) * 24
+        hours = run_hours(plan)
         if plan.runs_per_quarter is not None:
-            return gpus * plan.runs_per_quarter * run_hours / 3
-        return gpus * min(run_hours, hours_month)
+            return gpus * plan.runs_per_quarter * hours / 3
+        return gpus * min(hours, hours_month)
     return (plan.gpu_hours or 0.0) * (gpus / plan.gpus if plan.gpus else 1.0)
 
 
@@ -113,8 +119,7 @@ def peak_month_gpu_hours(plan: WorkloadPlan, gpus: int, hours_month: float) -> f
         # each hold their GPUs, so a month holds as many runs at once as the schedule has in flight (review obsreview11
         # F3: four 30-day runs a quarter held one run's 31 days, below the average month)
         runs = max(1, math.ceil(plan.runs_per_quarter - 1e-9)) if plan.runs_per_quarter is not None else 1
-        run_hours = (plan.wall_clock_days or 0.0) * 24
-        return gpus * min(runs * run_hours, concurrent_runs(plan, hours_month) * LONGEST_MONTH_HOURS)
+        return gpus * min(runs * run_hours(plan), concurrent_runs(plan, hours_month) * LONGEST_MONTH_HOURS)
     return busy_gpu_hours(plan, gpus, hours_month) * LONGEST_MONTH_HOURS / hours_month
 
 

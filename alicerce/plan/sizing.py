@@ -85,6 +85,7 @@ class WorkloadPlan:
     deadline_days: float | None = None
     tokens_per_month: float | None = None  # serving at its mean rate (the peak where none is declared): input + output tokens
     runs_per_quarter: float | None = None  # training: the declared schedule (None: one run a month)
+    hours_per_day: float = 24.0  # training, data preparation: hours of each wall-clock day the run holds its GPUs
     fits: dict[str, int | None] = field(default_factory=dict)  # candidate GPU -> smallest count that fits
     figures: tuple[Figure, ...] = ()
     notes: tuple[str, ...] = ()
@@ -628,9 +629,10 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     if w.runs_per_quarter is not None:
         runs = w.runs_per_quarter
         share = runs * wall_days / quarter_days
-        figures.append(Figure("busy share of its GPUs", min(1.0, share), "of each quarter",
-                              "runs per quarter x wall-clock days / days per quarter (3 x hours per month / 24)",
-                              {"runs per quarter": runs, "wall-clock days": wall_days, "days per quarter": quarter_days}))  # fmt: skip
+        figures.append(Figure("busy share of its GPUs", min(1.0, share) * availability, "of each quarter",
+                              "runs per quarter x wall-clock days / days per quarter (3 x hours per month / 24) x hours per "
+                              "day / 24", {"runs per quarter": runs, "wall-clock days": wall_days, "days per quarter": quarter_days,
+                                           "hours per day": w.hours_per_day}))  # fmt: skip
         if share > 1:
             issues.append(Issue("PL320", f"{runs:g} runs a quarter of {wall_days:.0f} days each take {share * quarter_days:.0f} days "
                                 f"of a {quarter_days:.0f}-day quarter: they overlap, holding {share:.1f}x the {gpus} GPUs"))  # fmt: skip
@@ -656,7 +658,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         name=w.name, kind=w.kind, team=w.team, pool=place.pool, accelerator=gpu.id, gpus=gpus, min_gpus=min_gpus,
         model_state_gib=mem.state / GIB,
         memory_per_gpu_gib=(mem.state_per_gpu(gpus, tp * pipeline, zero) + activations) / GIB,
-        gpu_hours=gpu_hours, wall_clock_days=wall_days, checkpoint_gib=mem.checkpoint / GIB,
+        gpu_hours=gpu_hours, wall_clock_days=wall_days, hours_per_day=w.hours_per_day, checkpoint_gib=mem.checkpoint / GIB,
         checkpoint_write_gbps=write, dataset_read_gbps=read, network_gbps_per_gpu=fabric, rdma_required=rdma,
         replicas=None, tokens_per_second_per_replica=None, mfu=run.mfu, tensor_parallel=tp,
         deadline_days=deadline / DAY if deadline else None, fits=fits, figures=tuple(figures), notes=tuple(notes),

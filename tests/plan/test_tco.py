@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from alicerce.catalog import load_catalog
-from alicerce.plan.growth import billed_node_hours
+from alicerce.plan.growth import billed_node_hours, busy_gpu_hours
 from alicerce.plan.platform import SizingPlan, plan_platform
 from alicerce.plan.pricing import HOURS_PER_MONTH, block_hours, monthly_node_cost, node_price, on_demand
 from alicerce.plan.tco import monthly_capex, owned_pool_cost, site_extras
@@ -571,3 +571,26 @@ def test_a_price_the_catalog_estimates_is_not_quoted_as_something_to_rent() -> N
     p5e = next(i for i in catalog.instances if i.type == "p5e.48xlarge")
     _, factors, _ = on_demand(p5e, "us-east-1", catalog)
     assert "(estimate: AWS lists no on-demand price for p5e" in factors[0].name
+
+
+def test_a_run_of_some_hours_a_day_holds_its_gpus_those_hours_only() -> None:
+    """Review sizreview8 F12: llm-pretrain at 12 hours a day was counted busy 24 hours of each of its wall-clock days:
+    onprem-h100 read 56% used where its GPUs idle half of every day, its used GPU-hour cost half what it does, and
+    owning won against renting on demand. Its busy GPU-hours are the run's own, whatever its hours a day: runs per
+    quarter x GPU-hours / 3 a month."""
+    data = reference()
+    run = next(w for w in data["workloads"] if w["name"] == "llm-pretrain")
+    run["hoursPerDay"] = 12
+    run.pop("deadline", None)  # the deadline would buy twice the GPUs: the same 224, twice the days
+    run["gpus"] = 224
+    half = plan_platform(resolve(data), today=TODAY)
+    whole = plan()
+    slow, fast = (next(w for w in p.workloads if w.name == "llm-pretrain") for p in (half, whole))
+    assert slow.gpus == fast.gpus and slow.gpu_hours == pytest.approx(fast.gpu_hours)
+    assert slow.wall_clock_days == pytest.approx(2 * (fast.wall_clock_days or 0))
+    assert slow.gpus is not None and slow.gpu_hours is not None
+    assert busy_gpu_hours(slow, slow.gpus, 730) == pytest.approx(slow.gpu_hours * (slow.runs_per_quarter or 0) / 3)
+    pool = {p.name: p for p in half.pools}["onprem-h100"]
+    busy = slow.gpu_hours / 3 / (256 * 730)
+    assert pool.utilization == pytest.approx(busy, rel=1e-6)
+    assert {p.name: p for p in whole.pools}["onprem-h100"].utilization == pytest.approx(busy, rel=1e-6)
