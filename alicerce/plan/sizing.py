@@ -309,28 +309,34 @@ def attention_width(w: Workload, layers: int, hidden: int, sizing: Sizing) -> tu
     return None, None
 
 
-def sharded_rounds(job: TrainingJob, dp: int, passes: int) -> float:
-    """How many times a step moves the weights and gradients: ZeRO-3 (3 passes) gathers the sharded weights for the
-    forward and the backward of every micro-batch and reduce-scatters its gradients (DeepSpeed stage 3, FSDP), and the
-    memory model holds one sequence's activations per data-parallel rank, so a step is tokens / (sequence x dp)
-    micro-batches; stages 0-2 all-reduce the accumulated gradients once a step. Counting one round a step understated
-    llm-pretrain's need ~35x (review sizreview2 D7)."""
-    if passes < 3:
-        return 1.0
+def micro_batches(job: TrainingJob, dp: int) -> float:
+    """Micro-batches a data-parallel rank runs a step: the memory model holds one sequence's activations per rank, so
+    tokens / (sequence x dp)."""
     return max(1.0, job.global_batch_tokens / (job.sequence * dp))
 
 
+def data_parallel_passes(zero_stage: int, rounds: float) -> tuple[float, float]:
+    """(weight gathers, gradient reductions) a step makes over the data-parallel ranks, each a pass of the parameters:
+    ZeRO-3 (DeepSpeed stage 3, FSDP) gathers the sharded weights for the forward and the backward of every micro-batch
+    and reduce-scatters its gradients (counting one round a step understated llm-pretrain's need ~35x: review
+    sizreview2 D7); stage 2 keeps only its shard of the gradients, so it reduce-scatters after every backward too
+    (DeepSpeed issue 2252) and gathers the updated weights once; stage 1 (Megatron's distributed optimizer) reduce-
+    scatters the accumulated gradients and gathers the weights once a step; stage 0 all-reduces the gradients (two
+    passes) once (review sizreview8 F7: stage 2 was counted once a step, 17x low)."""
+    return {3: (2 * rounds, rounds), 2: (1.0, rounds), 1: (1.0, 1.0)}.get(zero_stage, (0.0, 2.0))
+
+
 def network_bytes_per_step(
-    w: Workload, job: TrainingJob, *, tp: int, node_gpus: int, weight_bytes: float, passes: int, adapter: tuple[float, float] | None = None
-) -> float:
+    w: Workload, job: TrainingJob, *, tp: int, node_gpus: int, gather_bytes: float, grad_bytes: float,
+    adapter: tuple[float, float] | None = None,
+) -> float:  # fmt: skip
     """Bytes one GPU sends across nodes each step.
 
-    Dense: ``passes`` x (parameters / (TP x PP)) x (dp - 1) / dp over the dp = GPUs / (TP x PP) data-parallel ranks
-    (ZeRO-3: 3 passes, two weight gathers and a gradient reduce-scatter; stages 0-2: 2, the gradients' reduce-scatter and
-    the updated weights' all-gather that make one all-reduce). LoRA / QLoRA (``adapter``: trainable parameters and the
-    frozen base's bytes per parameter): only the adapters have gradients, all-reduced once a step at stages 0-2; ZeRO-3
-    (FSDP) shards the frozen base too and gathers it for the forward and the backward of every micro-batch, beside the
-    adapters' reduce-scatter (review sizreview4 D5: the plan charged the whole model's all-reduce once a step). A mixture of
+    Dense: (gathers x ``gather_bytes`` + reductions x ``grad_bytes``) (:func:`data_parallel_passes`) x parameters /
+    (TP x PP) x (dp - 1) / dp over the dp = GPUs / (TP x PP) data-parallel ranks. LoRA / QLoRA (``adapter``: trainable
+    parameters and the frozen base's bytes per parameter): only the adapters have gradients; ZeRO-3 (FSDP) shards the
+    frozen base too and gathers it for the forward and the backward of every micro-batch, beside the adapters' passes
+    (review sizreview4 D5: the plan charged the whole model's all-reduce once a step). A mixture of
     experts runs expert parallelism (Megatron-Core, DeepSpeed-MoE, DeepSeek-V3's EP): the experts are spread
     over EP ranks (declared as ``expertParallel``, else min(experts, dp)), so a GPU syncs the shared (attention,
     dense, shared-expert) parameters over dp and only its own experts over the dp / EP replicas of them, not a gather of every parameter;
@@ -341,14 +347,15 @@ def network_bytes_per_step(
     group = tp * job.pipeline_parallel  # a pipeline stage holds layers / PP of the model
     dp = max(1, gpus // group)
     total = float(w.model.parameters)
-    rounds = sharded_rounds(job, dp, passes)
+    rounds = micro_batches(job, dp)
+    gathers, reductions = data_parallel_passes(job.zero_stage, rounds)
+    per_parameter = gathers * gather_bytes + reductions * grad_bytes  # bytes a parameter crosses a step
     if adapter is not None:
         trainable, base_bytes = adapter
-        gathered = 2 * total * base_bytes if passes == 3 else 0.0
-        reduced = (1 if passes == 3 else 2) * trainable * weight_bytes
-        return (gathered + reduced) / group * (dp - 1) / dp * rounds
+        gathered = 2 * rounds * total * base_bytes if job.zero_stage == 3 else 0.0
+        return (gathered + per_parameter * trainable) / group * (dp - 1) / dp
     if w.model.architecture != "moe" or not job.experts_per_token:
-        return passes * (total * weight_bytes / group) * (dp - 1) / dp * rounds
+        return per_parameter * total / group * (dp - 1) / dp
     active, k = job.active_parameters, job.experts_per_token
     experts = w.model.experts.total if w.model.experts else None
     if experts is not None and experts > k:
@@ -361,8 +368,8 @@ def network_bytes_per_step(
     replicas = max(1, dp // ep)
     # ZeRO-3 gathers the shared weights and its experts' every micro-batch as a dense run does (review sizreview4 D2: once
     # a step understated a DeepSeek-like run ~15x and PL321 never fired)
-    sync = passes * weight_bytes * ((shared / group) * (dp - 1) / dp + ((total - shared) / (ep * job.pipeline_parallel))
-                                    * (replicas - 1) / replicas) * rounds  # fmt: skip
+    sync = per_parameter * ((shared / group) * (dp - 1) / dp + ((total - shared) / (ep * job.pipeline_parallel))
+                            * (replicas - 1) / replicas)  # fmt: skip
     off_node = max(0.0, 1 - node_gpus / (ep * tp))  # experts on the GPU's own node are reached over NVLink
     all_to_all = 4 * moe_routing_ratio(job) * active * 2 * job.global_batch_tokens / gpus * off_node
     return sync + all_to_all
@@ -428,13 +435,19 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
     # parallel ranks, plus the MoE all-to-all (dispatch and combine, forward and backward)
     step = job.global_batch_tokens / (gpus * gpu.tflops.bf16 * 1e12 * mfu / (flops_per * active))
     weight_bytes = sizing.weightBytes.get(w.precision, 2)
-    # ZeRO-3 gathers the weights twice and reduce-scatters the gradients; stages 0-2 all-reduce the gradients (2 passes)
-    passes = 3 if job.zero_stage == 3 else 2
+    # an fp8 (fp4) run keeps 16-bit weights and casts them per GEMM: its data-parallel gathers move 16-bit weights
+    # (torchao Float8LinearConfig enable_fsdp_float8_all_gather False, Megatron-Core without --fp8-param-gather) and
+    # its gradients are 16-bit, or fp32 where stages 0-1 accumulate them (review sizreview8 F8b: 1 byte a parameter
+    # halved an fp8 run's need and kept PL324 quiet)
+    gather_bytes = max(sizing.bytesPerParameter.weights.value, weight_bytes)
+    grad_bytes = gather_bytes
+    if job.zero_stage <= 1 and w.precision != "fp16":
+        grad_bytes = max(grad_bytes, sizing.bytesPerParameter.fp32Gradients.value)
     adapter = None
     if w.method in ("lora", "qlora"):
         adapter = (mem.trainable, sizing.qloraBaseBytes.value if w.method == "qlora" else weight_bytes)
     exchanged = network_bytes_per_step(
-        w, job, tp=tp, node_gpus=place.gpus_per_node, weight_bytes=weight_bytes, passes=passes, adapter=adapter
+        w, job, tp=tp, node_gpus=place.gpus_per_node, gather_bytes=gather_bytes, grad_bytes=grad_bytes, adapter=adapter
     )
     need = exchanged * 8 / (step * sizing.commOverlapFraction.value) / 1e9
     if w.mfu is not None:
@@ -621,7 +634,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     # a run inside one node moves all of it over NVLink or PCIe: the pool's fabric figure does not apply
     carried = {"available Gbit/s": place.network_gbps_per_gpu} if gpus > place.gpus_per_node else {"one node": "NVLink/PCIe, no fabric"}
     figures.append(Figure("network per GPU", run.network_need_gbps, "Gbit/s",
-                          "(data-parallel traffic of weights / (TP x PP): 3 passes at ZeRO-3, each micro-batch, 2 below, once a step; "
+                          "(data-parallel traffic of weights / (TP x PP): at ZeRO-3 2 gathers and a reduction each micro-batch, at 2 "
+                          "a reduction each micro-batch and a gather, at 1 a reduction and a gather, at 0 an all-reduce, once a step; "
                           "LoRA: the adapters' gradients, and at ZeRO-3 the frozen base's two gathers; MoE: shared weights "
                           "over dp, own experts over dp / EP, and the off-node all-to-all) per step x 8 / (step time x overlap)",
                           {**carried, "global batch tokens": batch_tokens}))  # fmt: skip
@@ -647,9 +661,9 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         issues.append(Issue("PL324", f"data-parallel weight gathers and gradient reduction (ZeRO-{zero}, weights / (TP {tp} x PP "
                                 f"{pipeline})) need "
                                 f"{run.network_need_gbps:.0f} Gbit/s per GPU at {gpus} GPUs; the pool's fabric gives {available:.0f}: "
-                                "throughput falls below the plan unless the traffic is cut: ZeRO-3 gathers the weights every "
-                                "micro-batch, a lower stage (zeroStage: 1) or pipeline parallelism (pipelineParallel) moves "
-                                "them once a step or over fewer ranks"))  # fmt: skip
+                                "throughput falls below the plan unless the traffic is cut: ZeRO-3 and 2 move the weights or "
+                                "gradients every micro-batch, zeroStage 1 once a step, and pipelineParallel beside it splits "
+                                "them over its stages (at ZeRO-3 a stage's micro-batches grow as its share shrinks)"))  # fmt: skip
     activations = mem.activations_at(tp, run.recompute_fraction)
     multi_node = gpus > place.gpus_per_node
     fabric = run.network_need_gbps if multi_node else 0.0  # inside one node NVLink or PCIe carries it (review sizreview7 F1)

@@ -7,6 +7,7 @@ checks the sizing arithmetic around it and the properties the issue asks for (is
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -429,32 +430,33 @@ def test_sliding_window_and_mla_in_the_training_attention_term() -> None:
 def test_moe_network_is_expert_parallel_not_a_gather_of_every_parameter() -> None:
     """Issue 23, defect 6: DeepSeek-V3 "needed" 742-1,230 Gbit/s per GPU because every GPU was charged a ZeRO-3
     gather of all 671B parameters. With expert parallelism (2,048 GPUs, TP 1, dp 2,048, EP = min(256, dp) = 256,
-    8 replicas of each expert; fp8 weights, 1 byte; DeepSeek-V3 report arXiv 2412.19437 Sec. 3 and 4.2):
+    8 replicas of each expert; an fp8 run gathers 16-bit weights and reduces 16-bit gradients, 2 bytes: review
+    sizreview8 F8b; DeepSeek-V3 report arXiv 2412.19437 Sec. 3 and 4.2):
       per expert (671e9 - 37e9) / (256 - 8) = 2.556452e9; shared 37e9 - 8 x 2.556452e9 = 16.548387e9
-      sync   = 3 x (16.548387e9 x 2047/2048 + 654.451613e9 / 256 x 7/8)          = 56.3316e9 B a micro-batch,
+      sync   = 3 x 2 B x (16.548387e9 x 2047/2048 + 654.451613e9 / 256 x 7/8)    = 112.6632e9 B a micro-batch,
                at ZeRO-3 (the default) every micro-batch: 62,900,224 / (4,096 x 2,048) = 7.4983 of them (review
-               sizreview4 D2: the plan counted one a step, as stages 0-2 do)     = 422.39e9 B
+               sizreview4 D2: the plan counted one a step, as stages 0-2 do)     = 844.78e9 B
       a2a    = 4 x 8 x 7168 x 58 x 2 B x 62,900,224 / 2048 tokens x (1 - 8/256)   = 791.665e9 B
-    1,214.05e9 B a step; at the planned MFU before goodput (restarts are not steps: review sizreview3 D3) a step takes
+    1,636.44e9 B a step; at the planned MFU before goodput (restarts are not steps: review sizreview3 D3) a step takes
     30,713 tokens / (989.4e12 x MFU / 0.94 / 222e9) s, and the need is bytes x 8 / (step x 0.8 overlap): about
-    385 Gbit/s, under the 400 Gbit/s a GPU had (no finding);
-    on a 100 Gbit/s RDMA fabric the plan says it cannot carry it (PL321)."""
+    520 Gbit/s, over the 400 Gbit/s a GPU had (PL321: the default ZeRO-3 layout gathers every micro-batch); an
+    800 Gbit/s fabric carries it (no finding)."""
     model = {**DEEPSEEK_V3, "attention": {"kind": "mla", "kvLoraRank": 512, "ropeHeadDim": 64, "heads": 128}, "headDim": 128}
     w = workload(model=model, tokens="14.8T", sequenceLength=4096, globalBatchTokens=62_900_224, gpus=2048, accelerator="H100",
                  precision="fp8", fp8Recipe="transformer-engine")  # fmt: skip
     plan = plan_training(w, on("H100-SXM5-80GB", network=400.0), SIZING, [])
     assert plan.tensor_parallel == 1 and plan.mfu is not None
-    sync = 3 * (16.548387e9 * 2047 / 2048 + 654.451613e9 / 256 * 7 / 8)
+    sync = 3 * 2 * (16.548387e9 * 2047 / 2048 + 654.451613e9 / 256 * 7 / 8)
     a2a = 4 * 8 * 7168 * 58 * 2 * 62_900_224 / 2048 * (1 - 8 / 256)
-    assert sync == pytest.approx(56.3316e9, rel=1e-5) and a2a == pytest.approx(791.665e9, rel=1e-5)
+    assert sync == pytest.approx(112.6632e9, rel=1e-5) and a2a == pytest.approx(791.665e9, rel=1e-5)
     rounds = 62_900_224 / (4096 * 2048)
     step = (62_900_224 / 2048) / (989.4e12 * plan.mfu / 0.94 / (6 * 37e9))  # the productive step: MFU before goodput (D3)
     need = (sync * rounds + a2a) * 8 / (step * 0.8) / 1e9
     figure = next(f.value for f in plan.figures if f.name == "network per GPU")
-    assert figure == pytest.approx(need, rel=1e-5) and 200 < need < 400
-    assert "PL321" not in {i.check for i in plan.issues}
-    slow = plan_training(w, on("H100-SXM5-80GB", network=100.0), SIZING, [])
-    assert [i.check for i in slow.issues if i.check == "PL321"] == ["PL321"]
+    assert figure == pytest.approx(need, rel=1e-5) and 400 < need < 800
+    assert [i.check for i in plan.issues if i.check == "PL321"] == ["PL321"]
+    ample = plan_training(w, on("H100-SXM5-80GB", network=800.0), SIZING, [])
+    assert "PL321" not in {i.check for i in ample.issues}
     # a dense model keeps the ZeRO-3 figure, 3 x 70e9 x 2 B / TP x (dp - 1) / dp, once per micro-batch: 4e6 tokens /
     # (4,096 x dp) of them (review sizreview2 D7)
     dense = workload(model={"parameters": "70B", "layers": 80, "hiddenSize": 8192}, tokens="1T", gpus=64, accelerator="H100")
@@ -463,10 +465,11 @@ def test_moe_network_is_expert_parallel_not_a_gather_of_every_parameter() -> Non
     any_job = TrainingJob("hopper", 70e9, 80, 8192, 4096, 64, 4e6, "bf16")
     dp = 64 // tp
     expected = 3 * 70e9 * 2 / tp * (dp - 1) / dp * (4e6 / (4096 * dp))
-    assert network_bytes_per_step(dense, any_job, tp=tp, node_gpus=8, weight_bytes=2, passes=3) == pytest.approx(expected)
-    # stages 0-2 all-reduce the accumulated gradients once a step
-    once = 2 * 70e9 * 2 / tp * (dp - 1) / dp
-    assert network_bytes_per_step(dense, any_job, tp=tp, node_gpus=8, weight_bytes=2, passes=2) == pytest.approx(once)
+    assert network_bytes_per_step(dense, any_job, tp=tp, node_gpus=8, gather_bytes=2, grad_bytes=2) == pytest.approx(expected)
+    # stage 1 reduce-scatters the accumulated (fp32) gradients and gathers the weights once a step
+    once = (4 + 2) * 70e9 / tp * (dp - 1) / dp
+    zero1 = replace(any_job, zero_stage=1)
+    assert network_bytes_per_step(dense, zero1, tp=tp, node_gpus=8, gather_bytes=2, grad_bytes=4) == pytest.approx(once)
 
 
 def test_lora_moves_its_adapters_and_under_zero3_gathers_the_frozen_base() -> None:
@@ -481,10 +484,14 @@ def test_lora_moves_its_adapters_and_under_zero3_gathers_the_frozen_base() -> No
     tp, trainable = 8, 70e9 * SIZING.loraTrainableFraction.value
     dp = 64 // tp
     rounds = 4e6 / (4096 * dp)
-    zero3 = (2 * 70e9 * 2 + trainable * 2) / tp * (dp - 1) / dp * rounds
-    assert network_bytes_per_step(lora, job, tp=tp, node_gpus=8, weight_bytes=2, passes=3, adapter=(trainable, 2)) == pytest.approx(zero3)
-    zero1 = 2 * trainable * 2 / tp * (dp - 1) / dp
-    assert network_bytes_per_step(lora, job, tp=tp, node_gpus=8, weight_bytes=2, passes=2, adapter=(trainable, 2)) == pytest.approx(zero1)
+    zero3 = (2 * 70e9 * 2 + trainable * (2 * 2 + 2)) / tp * (dp - 1) / dp * rounds
+    assert network_bytes_per_step(lora, job, tp=tp, node_gpus=8, gather_bytes=2, grad_bytes=2, adapter=(trainable, 2)) == pytest.approx(
+        zero3
+    )
+    zero1 = trainable * (2 + 4) / tp * (dp - 1) / dp
+    assert network_bytes_per_step(
+        lora, replace(job, zero_stage=1), tp=tp, node_gpus=8, gather_bytes=2, grad_bytes=4, adapter=(trainable, 2)
+    ) == pytest.approx(zero1)
     # the base gathered every micro-batch is most of it: ZeRO-3 moves hundreds of times what ZeRO-1 does
     assert zero3 / zero1 > 100
 
@@ -569,7 +576,7 @@ def test_a_declared_expert_parallel_group_sets_the_moe_traffic() -> None:
     Sec. 3.1.3; DeepSeek-V3 64 across nodes, 2412.19437 Sec. 3.2), not always min(experts, dp). DeepSeek-V3's shape on
     2,048 H100 with expertParallel 8: each GPU's node holds the whole group, so no all-to-all crosses the fabric, and
     the experts' sync runs over dp / 8 = 256 replicas of each expert's share (654.451613e9 / 8 B of routed experts a GPU)
-      sync = 3 x (16.548387e9 x 2047/2048 + 654.451613e9 / 8 x 255/256) B a micro-batch, 7.4983 micro-batches a step;
+      sync = 3 x 2 B x (16.548387e9 x 2047/2048 + 654.451613e9 / 8 x 255/256) a micro-batch, 7.4983 micro-batches a step;
     with 64 (DeepSeek-V3's own) 1 - 8/64 of the all-to-all crosses it: 4 x 8 x 7168 x 58 x 2 B x 30,713 tokens x 7/8."""
     model = {**DEEPSEEK_V3, "attention": {"kind": "mla", "kvLoraRank": 512, "ropeHeadDim": 64, "heads": 128}, "headDim": 128}
     base = {"model": model, "tokens": "14.8T", "sequenceLength": 4096, "globalBatchTokens": 62_900_224, "gpus": 2048,
@@ -580,7 +587,7 @@ def test_a_declared_expert_parallel_group_sets_the_moe_traffic() -> None:
         plan = plans[ep]
         assert plan.tensor_parallel == 1 and plan.mfu is not None
         replicas = 2048 // ep
-        sync = 3 * (16.548387e9 * 2047 / 2048 + 654.451613e9 / ep * (replicas - 1) / replicas)
+        sync = 3 * 2 * (16.548387e9 * 2047 / 2048 + 654.451613e9 / ep * (replicas - 1) / replicas)
         a2a = 4 * 8 * 7168 * 58 * 2 * 62_900_224 / 2048 * a2a_share
         step = (62_900_224 / 2048) / (989.4e12 * plan.mfu / 0.94 / (6 * 37e9))
         need = (sync * rounds + a2a) * 8 / (step * 0.8) / 1e9
@@ -861,15 +868,40 @@ def test_a_pipeline_pays_its_bubble() -> None:
     assert [i.check for i in small.issues if i.check == "PL330"] == ["PL330"]
 
 
-def test_zero_below_three_moves_one_all_reduce_of_a_pipeline_stage() -> None:
-    """ZeRO-3 gathers the weights twice and reduce-scatters the gradients (3 passes of parameters / TP); stages 0-2
-    all-reduce the gradients (2 passes) of parameters / (TP x PP) over dp = GPUs / (TP x PP)."""
+def test_zero_below_three_moves_a_pipeline_stages_gradients() -> None:
+    """ZeRO-3 gathers the weights twice and reduce-scatters the gradients every micro-batch (parameters / TP); below it
+    a GPU moves parameters / (TP x PP) over dp = GPUs / (TP x PP): stage 1 reduce-scatters the accumulated fp32
+    gradients and gathers the 16-bit weights once a step, stage 0 all-reduces the gradients (two passes) once, and
+    stage 2, which keeps only its shard of the gradients, reduce-scatters them every micro-batch (DeepSpeed issue
+    2252; review sizreview8 F7: counted once a step, 17x low): 4e6 / (4,096 x dp) of them, and gathers once."""
     w = workload(model={"parameters": "70B"}, tokens="1T")
     job = TrainingJob("hopper", 70e9, 80, 8192, 4096, 256, 4e6, "bf16", pipeline_parallel=4, zero_stage=1)
     dp = 256 // (2 * 4)
-    assert network_bytes_per_step(w, job, tp=2, node_gpus=8, weight_bytes=2, passes=2) == pytest.approx(
-        2 * 70e9 * 2 / (2 * 4) * (dp - 1) / dp, rel=1e-12
+    shard = 70e9 / (2 * 4) * (dp - 1) / dp
+    assert network_bytes_per_step(w, job, tp=2, node_gpus=8, gather_bytes=2, grad_bytes=4) == pytest.approx(shard * (2 + 4), rel=1e-12)
+    zero0 = replace(job, zero_stage=0)
+    assert network_bytes_per_step(w, zero0, tp=2, node_gpus=8, gather_bytes=2, grad_bytes=4) == pytest.approx(shard * 2 * 4, rel=1e-12)
+    zero2 = replace(job, zero_stage=2)
+    rounds = 4e6 / (4096 * dp)
+    assert network_bytes_per_step(w, zero2, tp=2, node_gpus=8, gather_bytes=2, grad_bytes=2) == pytest.approx(
+        shard * (2 + rounds * 2), rel=1e-12
     )
+
+
+def test_an_fp8_run_moves_16_bit_weights_and_gradients() -> None:
+    """Review sizreview8 F8b: an fp8 run's data-parallel traffic was counted at 1 byte a parameter. fp8 training keeps
+    16-bit weights and casts them per GEMM (torchao's fp8 all-gather and Megatron's --fp8-param-gather are off by
+    default) and reduces 16-bit gradients: the same bytes a step as bf16, so the same run at fp8's faster steps needs
+    more bandwidth, not half."""
+    base: dict[str, Any] = {"model": {"parameters": "70B", "layers": 80, "hiddenSize": 8192}, "tokens": "1T", "gpus": 256,
+                            "accelerator": "H100", "globalBatchTokens": "16M", "sequenceLength": 8192}  # fmt: skip
+    bf16 = plan_training(workload(**base), on("H100-SXM5-80GB"), SIZING, [])
+    fp8 = plan_training(workload(**base, precision="fp8", fp8Recipe="transformer-engine"), on("H100-SXM5-80GB"), SIZING, [])
+    assert bf16.network_gbps_per_gpu is not None and fp8.network_gbps_per_gpu is not None
+    assert bf16.mfu is not None and fp8.mfu is not None and fp8.mfu > bf16.mfu
+    if fp8.tensor_parallel == bf16.tensor_parallel:
+        assert fp8.network_gbps_per_gpu == pytest.approx(bf16.network_gbps_per_gpu * fp8.mfu / bf16.mfu, rel=1e-9)
+    assert fp8.network_gbps_per_gpu > bf16.network_gbps_per_gpu
 
 
 def test_a_declared_layout_cuts_the_data_parallel_traffic_it_moves() -> None:
