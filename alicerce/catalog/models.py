@@ -624,6 +624,14 @@ class StoragePrice(CatalogModel):
     usdPerGBMonth: float
     regions: tuple[str, ...]  # where that price holds; elsewhere the plan says the tier is unpriced
     what: str  # the storage class and tier the price is for, and what it leaves out (requests, transfer)
+    # the volume tiers after the first: (GB from which a price holds, USD per GB-month), S3's "next 450 TB" and "over 500 TB"
+    volumeTiers: tuple[tuple[float, float], ...] = ()
+
+    def monthly_usd(self, gb: float) -> float:
+        """A month of ``gb`` GB held: each GB at the price of the volume tier it falls in."""
+        starts = [(0.0, self.usdPerGBMonth), *self.volumeTiers]
+        ends = [start for start, _ in starts[1:]] + [float("inf")]
+        return sum(max(0.0, min(gb, end) - start) * usd for (start, usd), end in zip(starts, ends, strict=True))
 
 
 class StoragePrices(CatalogModel):

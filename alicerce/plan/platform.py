@@ -960,9 +960,11 @@ def _stored_month(tier: ResolvedTier, platform: ResolvedPlatform, catalog: Catal
         elif capacity is None:
             why = f"{implementation} bills the GB it holds (${price.usdPerGBMonth:.3f}/GB-month) and the tier declares no capacity"
         else:
-            gb = float(capacity) / 1e9  # AWS bills storage in decimal GB
+            # AWS's GB-month is 2^30 bytes (the S3 FAQ's billing examples; FSx bills GiB too): decimal GB billed 7% more
+            # (review sizreview8 F9)
+            gb = float(capacity) / 2**30
             return {"implementation": implementation, "site": site.name, "capacityGB": round(gb, 1), "usdPerGBMonth": price.usdPerGBMonth,
-                    "usdPerMonth": round(gb * price.usdPerGBMonth, 2), "basis": f"{price.what} ({prices.asOf})"}  # fmt: skip
+                    "usdPerMonth": round(price.monthly_usd(gb), 2), "basis": f"{price.what} ({prices.asOf})"}  # fmt: skip
         findings.append(PlanFinding("PL328", tier.name, f"not in the month's cost: {why}"))
         return {"implementation": implementation, "site": site.name, "capacityGB": None, "usdPerGBMonth": price.usdPerGBMonth,
                 "usdPerMonth": None, "basis": f"{price.what} ({prices.asOf})"}  # fmt: skip

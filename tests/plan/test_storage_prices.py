@@ -23,12 +23,18 @@ def _tier(plan: SizingPlan, name: str) -> Any:
 
 def test_a_data_lake_with_a_capacity_is_in_the_month_at_s3s_price() -> None:
     base = plan_of(reference())
-    priced = plan_of(_with("data-lake", capacity="500TB"))
+    priced = plan_of(_with("data-lake", capacity="500TiB"))
     lake = _tier(priced, "data-lake")
-    # 500 TB = 500,000 GB (AWS bills decimal GB) x $0.023 (S3 Standard, us-east-1) = $11,500
-    assert lake.stored["usdPerMonth"] == pytest.approx(11_500) and lake.usd_per_month == pytest.approx(11_500)
-    assert priced.cost_breakdown["storage by the GB"] == pytest.approx(11_500)
-    assert priced.monthly_cost_usd - base.monthly_cost_usd == pytest.approx(11_500, abs=0.01)
+    # 500 TiB = 512,000 GB-months of 2^30 bytes (the S3 FAQ's billing examples; review sizreview8 F9: decimal GB billed
+    # 7% more), the first 51,200 at $0.023 and the next 460,800 at $0.022 (S3 Standard, us-east-1) = $11,315.20
+    month = 51_200 * 0.023 + 460_800 * 0.022
+    assert month == pytest.approx(11_315.20)
+    assert lake.stored["usdPerMonth"] == pytest.approx(month) and lake.usd_per_month == pytest.approx(month)
+    assert priced.cost_breakdown["storage by the GB"] == pytest.approx(month)
+    assert priced.monthly_cost_usd - base.monthly_cost_usd == pytest.approx(month, abs=0.01)
+    # past 500 TB the rest pays $0.021
+    big = _tier(plan_of(_with("data-lake", capacity="600TiB")), "data-lake")
+    assert big.usd_per_month == pytest.approx(month + 102_400 * 0.021)
     assert "data-lake" in by_check(base)["PL328"] and "data-lake" not in by_check(priced)["PL328"]
 
 
@@ -36,7 +42,7 @@ def test_efs_is_priced_at_the_aws_site_only() -> None:
     # home is EFS at aws and an NFS export at dc1: only the EFS side bills by the GB (dc1's is the site's capex)
     home = _tier(plan_of(_with("home", capacity="2TiB")), "home")
     assert home.stored["site"] == "aws" and home.stored["implementation"] == "efs"
-    assert home.usd_per_month == pytest.approx(2 * 2**40 / 1e9 * 0.30, abs=0.01)
+    assert home.usd_per_month == pytest.approx(2048 * 0.30, abs=0.01)
 
 
 def test_an_unpriced_tier_says_why_and_stays_out_of_the_month() -> None:
