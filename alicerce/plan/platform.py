@@ -25,7 +25,7 @@ from alicerce.plan.kpi import KpiTarget, kpi_targets
 from alicerce.plan.placement import Choice, choose, dataset_sites
 from alicerce.plan.pools import PoolPlan
 from alicerce.plan.pricing import HOURS_PER_MONTH, NodePrice, RentalOption, monthly_node_cost, node_price, rental_options, run_block_cost
-from alicerce.plan.sizing import WorkloadPlan
+from alicerce.plan.sizing import GIB, WorkloadPlan
 from alicerce.plan.tco import OwnedPoolCost, SiteExtras, owned_pool_cost, site_extras
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTeam, ResolvedTier
 from alicerce.resolve.platform import file_system
@@ -896,6 +896,8 @@ def _storage(platform: ResolvedPlatform, plans: list[WorkloadPlan], catalog: Cat
     pool_site = {p.name: p.site.name for p in platform.pools}
     reads: dict[str, float] = defaultdict(float)
     writes: dict[str, float] = defaultdict(float)
+    kept: dict[str, float] = defaultdict(float)  # bytes of checkpoints a tier holds at once
+    datasets: dict[str, float] = defaultdict(float)  # the largest dataset read from a tier, which it holds beside them
 
     def parallel_fs(site: str | None, purpose: str) -> str | None:
         """The parallel-fs tier at ``site`` for ``purpose``, else any parallel-fs tier there."""
@@ -909,9 +911,13 @@ def _storage(platform: ResolvedPlatform, plans: list[WorkloadPlan], catalog: Cat
         source = spec.dataset.tier if spec.dataset and spec.dataset.tier else parallel_fs(site, "datasets")
         if source and plan.dataset_read_gbps:
             reads[source] += plan.dataset_read_gbps
+        if source and spec.dataset is not None:
+            datasets[source] = max(datasets[source], float(spec.dataset.size))
         checkpoints = parallel_fs(site, "checkpoints")
         if checkpoints and plan.checkpoint_write_gbps:
             writes[checkpoints] += plan.checkpoint_write_gbps
+            # a run keeps its last checkpoint until the next is written whole: two of them at once
+            kept[checkpoints] += 2 * (plan.checkpoint_gib or 0.0) * GIB
     out: list[TierPlan] = []
     for tier in platform.storage:
         stored = _stored_month(tier, platform, catalog, findings)
@@ -938,8 +944,24 @@ def _storage(platform: ResolvedPlatform, plans: list[WorkloadPlan], catalog: Cat
         if declared_gbps is not None and need > declared_gbps:
             what = "checkpoint writes" if writes[tier.name] >= reads[tier.name] else "dataset reads"
             findings.append(PlanFinding("PL310", tier.name, f"{what} need {need:.1f} GB/s; the tier declares {declared_gbps:.1f} GB/s"))
+        findings += _checkpoints_fit(tier, kept[tier.name], datasets[tier.name], fsx)
         out.append(TierPlan(tier.name, declared_gbps, reads[tier.name], writes[tier.name], fsx, stored))
     return tuple(out)
+
+
+def _checkpoints_fit(tier: ResolvedTier, kept: float, dataset: float, fsx: dict[str, Any] | None) -> list[PlanFinding]:
+    """PL343: the checkpoints the runs writing to a tier keep at once (each its last and the one being written), beside
+    the largest dataset read from it, fit what it holds: the file system sized for it, else its declared capacity
+    (review sizreview8 F6: a 913 GiB checkpoint on a 1,200 GiB tier passed, and the second save would fail with the disk
+    full). Throughput sizing never raises the capacity; AL373 checks the dataset alone."""
+    capacity = fsx["storageCapacityGiB"] * FSX_GIB if fsx else getattr(tier.spec, "capacity", None)
+    if not kept or capacity is None or kept + dataset <= float(capacity):
+        return []
+    beside = f" beside its {dataset / 2**40:,.1f} TiB dataset" if dataset else ""
+    return [PlanFinding("PL343", tier.name, f"the runs writing checkpoints here keep {kept / GIB:,.0f} GiB at once (each its last "
+                        f"checkpoint and the one being written){beside}; it holds {float(capacity) / GIB:,.0f} GiB: the next "
+                        f"save fails when it is full (raise its capacity to at least "
+                        f"{math.ceil((kept + dataset) / 2**40 * 10) / 10:g}TiB)")]  # fmt: skip
 
 
 def _stored_month(tier: ResolvedTier, platform: ResolvedPlatform, catalog: Catalog, findings: list[PlanFinding]) -> dict[str, Any] | None:

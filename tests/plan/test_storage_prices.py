@@ -53,3 +53,19 @@ def test_an_unpriced_tier_says_why_and_stays_out_of_the_month() -> None:
     )
     assert _tier(plan, "model-registry").usd_per_month is None and not plan.cost_breakdown["storage by the GB"]
     assert "dc1-lustre" not in messages  # an on-prem file system is the site's capital cost, not billed by the GB
+
+
+def test_a_checkpoints_tier_holds_two_checkpoints_of_each_run_writing_it() -> None:
+    """Review sizreview8 F6: nothing compared a tier's capacity with the checkpoints written to it, and throughput
+    sizing never raises it: a 70B checkpoint (70e9 x 14 B = 912.7 GiB) on a 1,200 GiB tier passed, and its second
+    save fills it (a run keeps its last checkpoint until the next is whole). llm-pretrain writes its checkpoints to
+    dc1-lustre, which also holds its 40 TiB dataset: 41 TiB holds the dataset (AL373) but not 2 x 912.7 GiB beside it;
+    PL343 names what they keep and the capacity that holds both, 41.8 TiB; 42 TiB holds it."""
+    small = plan_of(_with("dc1-lustre", capacity="41TiB"))
+    run = next(w for w in small.workloads if w.name == "llm-pretrain")
+    assert run.checkpoint_gib == pytest.approx(70e9 * 14 / 2**30)
+    (message,) = [f.message for f in small.findings if f.check == "PL343" and f.subject == "dc1-lustre"]
+    assert message.startswith(f"the runs writing checkpoints here keep {2 * run.checkpoint_gib:,.0f} GiB at once")
+    assert "beside its 40.0 TiB dataset; it holds 41,984 GiB" in message and "at least 41.8TiB" in message
+    roomy = plan_of(_with("dc1-lustre", capacity="42TiB"))
+    assert not [f for f in roomy.findings if f.check == "PL343"]
