@@ -319,7 +319,9 @@ def xid_events(codes: str) -> str:
     return f"count_over_time({started}[{XID_APP_RECURRENCE_WINDOW}:{XID_EVENT_STEP}])"
 
 
-REMAPPED = f"max by ({GPU_KEY}) (DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS)"
+# A row remap recorded and waiting for the GPU's reset to take effect (DCGM field 396; alicerce's counters list adds
+# it): the bad row stays in use until then, and the next access raises the uncorrectable error again
+REMAP_PENDING = "DCGM_FI_DEV_ROW_REMAP_PENDING"
 
 # Who is woken at 3am for what (review observe4 G15), decided here for the monitoring blind spots and the RMA alert:
 # a page (critical) is for what loses work or users now and needs a person before morning; a ticket (warning) for
@@ -375,8 +377,9 @@ GPU_HEALTH: tuple[Alert, ...] = (
     ),
     Alert(
         "GPUUncorrectableRemappedRows",
-        # the GPU's count now above its lowest of the hour: it rose (the count is the GPU's, kept across exporter restarts)
-        f"{REMAPPED} - min_over_time({REMAPPED}[1h:1m]) > 0",
+        # while the remap waits for the reset, whichever pod holds the GPU: it read the remapped-row count rising, and
+        # resolved an hour later whether or not the GPU was reset (review obsreview12 F9)
+        f"max by ({GPU_KEY}) ({REMAP_PENDING}) > 0",
         "0m",
         "warning",
         "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} remapped rows after uncorrectable errors",

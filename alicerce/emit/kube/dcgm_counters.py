@@ -8,9 +8,10 @@ error, XID 94, kills a second job; two in a day mean RMA) leaves the series unch
 when its list names ``DCGM_EXP_XID_ERRORS_COUNT`` (4.5.3-4.8.2 internal/pkg/collector/xid_collector.go: one series
 per GPU and code, label ``xid``, over ``--xid-count-window-size``, 5 minutes by default, pkg/cmd/app.go). So the
 list alicerce mounts is the image's own, field for field and type for type (vendored and compared by a test), plus
-that counter. The chart creates the ConfigMap from ``dcgmExporter.config`` and the operator mounts it as
-``/etc/dcgm-exporter/dcgm-metrics.csv`` (deployments/gpu-operator/templates/dcgm_exporter_config.yaml,
-controllers/object_controls.go 1882-1902).
+that counter and ``DCGM_FI_DEV_ROW_REMAP_PENDING`` (DCGM field 396, whether a row remap waits for the GPU's reset,
+which the image's list leaves out; dcgm-exporter resolves any DCGM field a list names). The chart creates the
+ConfigMap from ``dcgmExporter.config`` and the operator mounts it as ``/etc/dcgm-exporter/dcgm-metrics.csv``
+(deployments/gpu-operator/templates/dcgm_exporter_config.yaml, controllers/object_controls.go 1882-1902).
 
 The exporter reads the list once, at start, and the operator mounts it with a subPath, which the kubelet never
 refreshes: a change to the ConfigMap's content reached no running exporter (review observe5 item 1). So the name
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 
-from alicerce.catalog.alerts import XID_COUNT_METRIC, XID_COUNT_WINDOW_MINUTES
+from alicerce.catalog.alerts import REMAP_PENDING, XID_COUNT_METRIC, XID_COUNT_WINDOW_MINUTES
 
 DCGM_METRICS_CONFIGMAP = "alicerce-dcgm-metrics"  # the name's stem; counters_configmap() adds the content's hash
 
@@ -57,6 +58,7 @@ COUNTERS: tuple[tuple[str, str, str], ...] = (
     ("DCGM_FI_PROF_PCIE_TX_BYTES", "gauge", "PCIe bytes sent per second."),
     ("DCGM_FI_PROF_PCIE_RX_BYTES", "gauge", "PCIe bytes received per second."),
     (XID_COUNT_METRIC, "counter", f"XIDs per code reported in the last {XID_COUNT_WINDOW_MINUTES} minutes."),
+    (REMAP_PENDING, "gauge", "Whether a row remap waits for a GPU reset."),
 )
 
 

@@ -8,7 +8,7 @@ import io
 
 import pytest
 
-from alicerce.catalog.alerts import XID_COUNT_METRIC
+from alicerce.catalog.alerts import REMAP_PENDING, XID_COUNT_METRIC
 from alicerce.emit.kube import dcgm_counters
 from alicerce.emit.kube.dcgm_counters import COUNTERS, counters_configmap, counters_csv
 from alicerce.emit.kube.operators import operator_releases
@@ -18,12 +18,12 @@ from tests.emit.kube.upstream import load
 VENDORED = load("dcgm-exporter", "4.5.3-4.8.2", "counters.json")
 
 
-def test_the_list_is_the_image_s_own_plus_the_xid_count() -> None:
+def test_the_list_is_the_image_s_own_plus_the_xid_count_and_remap_pending() -> None:
     listed = {name: kind for name, kind, _ in COUNTERS}
     # nothing the image collects is lost (the KPIs, dashboards and health alerts read them), with the same types
     assert {name: listed.get(name) for name in VENDORED["counters"]} == VENDORED["counters"]
-    assert set(listed) - set(VENDORED["counters"]) == {XID_COUNT_METRIC}
-    assert listed[XID_COUNT_METRIC] == VENDORED["optional"][XID_COUNT_METRIC]["type"]
+    assert set(listed) - set(VENDORED["counters"]) == set(VENDORED["optional"]) == {XID_COUNT_METRIC, REMAP_PENDING}
+    assert all(listed[name] == VENDORED["optional"][name]["type"] for name in VENDORED["optional"])
 
 
 def test_every_line_parses_as_dcgm_exporter_reads_it() -> None:

@@ -14,7 +14,14 @@ from typing import Any
 import pytest
 import yaml
 
-from alicerce.catalog.alerts import CRITICAL_XIDS, SEVERITY_DECIDED, STATIC_ALERTS, XID_COUNT_METRIC, XID_COUNT_WINDOW_MINUTES
+from alicerce.catalog.alerts import (
+    CRITICAL_XIDS,
+    REMAP_PENDING,
+    SEVERITY_DECIDED,
+    STATIC_ALERTS,
+    XID_COUNT_METRIC,
+    XID_COUNT_WINDOW_MINUTES,
+)
 from alicerce.emit.kube.monitoring import monitoring_objects, rule_groups
 from alicerce.emit.kube.objects import cluster_objects, crd_owner
 from alicerce.emit.kube.operators import gpu_operator_values, monitoring_values
@@ -251,13 +258,13 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
             ],
         },
         {  # review T6: XID 48 kills the job holding GPU 0; the pod is gone by the next scrape, so the XID comes on the
-            # GPU's unattributed series; the remapped-row count rises the same way
+            # GPU's unattributed series; the remap it records waits for the GPU's reset the same way
             "interval": "30s",
             "input_series": [
                 {"series": series(XID_COUNT_METRIC, xids(held)), "values": "0x20 stale"},
                 {"series": series(XID_COUNT_METRIC, xids(freed, 48)), "values": "_x21 1x10 stale"},
-                {"series": series("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", held), "values": "2x20 stale"},
-                {"series": series("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", freed), "values": "_x21 3x20"},
+                {"series": series(REMAP_PENDING, held), "values": "0x20 stale"},
+                {"series": series(REMAP_PENDING, freed), "values": "_x21 1x20"},
             ],
             "alert_rule_test": [
                 {"eval_time": "12m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rules["GPUCriticalXid"], xid48, "1")]},
@@ -266,6 +273,16 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
                     "alertname": "GPUUncorrectableRemappedRows",
                     "exp_alerts": [expected(rules["GPUUncorrectableRemappedRows"], key, "1")],
                 },
+            ],
+        },
+        {  # review obsreview12 F9: the remap waits for the reset: still said after hours (it resolved itself after one),
+            # and cleared by the reset that applies it
+            "interval": "10m",
+            "input_series": [{"series": series(REMAP_PENDING, freed), "values": "0 1x30 0x5"}],
+            "alert_rule_test": [
+                {"eval_time": "4h", "alertname": "GPUUncorrectableRemappedRows",
+                 "exp_alerts": [expected(rules["GPUUncorrectableRemappedRows"], key, "1")]},
+                {"eval_time": "5h20m", "alertname": "GPUUncorrectableRemappedRows", "exp_alerts": []},
             ],
         },
         {  # an H100 node of onprem-h100 that offers 7 of its 8 GPUs (one unhealthy); a healthy node raises nothing
