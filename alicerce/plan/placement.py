@@ -113,7 +113,10 @@ class Option:
         parts = [] if self.data_local else [f"its dataset's tier is not at {self.pool.site.name}"]
         if self.days_on_free is not None and self.plan.deadline_days is not None:
             verdict = "meets" if self.meets_deadline else "misses"
-            on = f"{self.days_on_free:.0f} days on {self.free_gpus} free GPUs" if self.free_gpus else "no GPU free"
+            # under a day in hours: "0 days" read as no time at all (review sizreview8 F14)
+            days = self.days_on_free
+            took = f"{days:.0f} days" if days >= 1.5 else (f"{days:.1f} days" if days >= 1 else f"{days * 24:.1f} hours")
+            on = f"{took} on {self.free_gpus} free GPUs" if self.free_gpus else "no GPU free"
             parts.append(f"{verdict} the {self.plan.deadline_days:.0f}-day deadline ({on})")
         elif not self.fits_free:
             parts.append(f"needs {self.plan.gpus} GPUs, {self.free_gpus} free")

@@ -438,10 +438,16 @@ def _assumed_schedules(plans: list[WorkloadPlan], pools: list[PoolPlan], hours_m
     """PL332: without runsPerQuarter a run is counted once a month (alicerce.plan.growth.busy_gpu_hours), so a run of a
     month or more is busy back to back. On capacity paid whether used or not, that share is the pool's utilisation, its
     USD per GPU-hour and the own-vs-rent verdict: a 58-day run once a quarter is 64% busy, the default said 100% and
-    priced its GPU-hour 36% lower (review sizreview5 F3)."""
+    priced its GPU-hour 36% lower (review sizreview5 F3). On rented capacity it is the pool's month itself: a run once
+    a quarter on Capacity Blocks read 45% too high, and nothing said so (review sizreview8 F13)."""
     paid = {p.name for p in pools if p.owned or (p.price is not None and p.price.reserved_nodes)}
+    rented = {p.name for p in pools if p.name not in paid and p.price is not None}
     out = []
     for plan in plans:
+        if plan.kind in ("training", "fine-tuning") and plan.runs_per_quarter is None and plan.pool in rented and plan.runnable:
+            days = plan.wall_clock_days or 0.0
+            out.append(PlanFinding("PL332", plan.name, f"declares no runsPerQuarter: counted as one {days:.1f}-day run a month "
+                                   f"on {plan.pool}, whose month of rented GPUs follows that guess: declare the schedule"))  # fmt: skip
         if plan.kind in ("training", "fine-tuning") and plan.runs_per_quarter is None and plan.pool in paid and plan.runnable:
             days = plan.wall_clock_days or 0.0
             if days * 24 >= hours_month:

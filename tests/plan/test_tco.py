@@ -594,3 +594,19 @@ def test_a_run_of_some_hours_a_day_holds_its_gpus_those_hours_only() -> None:
     busy = slow.gpu_hours / 3 / (256 * 730)
     assert pool.utilization == pytest.approx(busy, rel=1e-6)
     assert {p.name: p for p in whole.pools}["onprem-h100"].utilization == pytest.approx(busy, rel=1e-6)
+
+
+def test_a_rented_pools_month_says_when_it_rests_on_a_guessed_schedule() -> None:
+    """Review sizreview8 F13: PL332 named the guess only on capacity paid whether used or not; on Capacity Blocks (or
+    on demand) the pool's month itself is the guess, a run once a quarter read 45% too high, and nothing said so."""
+    data = reference()
+    on_capacity_blocks(data)
+    run = next(w for w in data["workloads"] if w["name"] == "llm-pretrain")
+    run["pool"] = "train-p5"
+    del run["runsPerQuarter"]
+    guessed = plan_platform(resolve(data), today=TODAY)
+    (message,) = [f.message for f in guessed.findings if f.check == "PL332" and f.subject == "llm-pretrain"]
+    assert message.startswith("declares no runsPerQuarter: counted as one ") and "on train-p5, whose month of rented GPUs" in message
+    run["runsPerQuarter"] = 1
+    declared = plan_platform(resolve(data), today=TODAY)
+    assert "llm-pretrain" not in {f.subject for f in declared.findings if f.check == "PL332"}
