@@ -204,7 +204,10 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
     act = sizing.activationBytes
     # context parallelism gives each GPU of the group a slice of the sequence, and of every activation with it
     shard = seq / (w.context_parallel or 1)
-    per_layer_tokens = shard * hidden
+    # Korthikanti's bytes count 16-bit tensors (and 1-byte dropout masks): an fp32 run keeps twice them (review
+    # sizreview8 F15: its memory came out half, and the plan skipped the recomputation or TP it needs)
+    element = sizing.weightBytes["fp32"] / sizing.weightBytes["bf16"] if w.precision == "fp32" else 1.0
+    per_layer_tokens = shard * hidden * element
     per_layer = act.noRecompute
     if w.flash_attention is False:
         # the attention scores, softmax and dropout mask of every head: 5 x heads x s^2 bytes a sequence, i.e.

@@ -1070,3 +1070,14 @@ def test_the_losss_logits_and_context_parallelism_size_long_sequences() -> None:
     sixteenth = training_memory(workload(**long, contextParallel=16), SIZING)
     assert sixteenth.activations == pytest.approx(one.activations / 16)
     assert split.memory_per_gpu_gib is not None and split.memory_per_gpu_gib * GIB <= usable_memory(CATALOG.gpu("H100"), SIZING)  # type: ignore[arg-type]
+
+
+def test_an_fp32_run_keeps_twice_the_16_bit_activations() -> None:
+    """Review sizreview8 F15: Korthikanti's 34 and 2 bytes a token x hidden count 16-bit tensors; an fp32 run kept them
+    at that size, half what it holds. The loss's logits are fp32 either way."""
+    model = {"parameters": "7B", "layers": 32, "hiddenSize": 4096, "vocabulary": 32000}
+    bf16 = training_memory(workload(model=model, tokens="1T", sequenceLength=4096), SIZING)
+    fp32 = training_memory(workload(model=model, tokens="1T", sequenceLength=4096, precision="fp32"), SIZING)
+    logits = 4096 * 32000 * 4
+    assert fp32.activations_at(1) - logits == pytest.approx(2 * (bf16.activations_at(1) - logits), rel=1e-12)
+    assert fp32.activations_at(1, 1.0) - logits == pytest.approx(2 * (bf16.activations_at(1, 1.0) - logits), rel=1e-12)
