@@ -136,6 +136,11 @@ def team(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
             "short",
         ),
         ("Job failure ratio by kind", [f"team_kind:job_failure:ratio{{{t}}}"], "percentunit"),
+        (
+            "GPU cost of the team's 10 costliest runs, last 30 days (TrainJob or Job)",
+            [f"topk(10, run:gpu_cost_usd:sum30d{{{t}}})"],
+            "currencyUSD",
+        ),
         ("Job run time p50 / p95 by kind", [f"team_kind:job_run_seconds:p50{{{t}}}", f"team_kind:job_run_seconds:p95{{{t}}}"], "s"),
         (
             "Spend this month against budget (USD)",

@@ -555,3 +555,35 @@ def test_a_site_left_no_share_of_the_budget_says_so_once_when_the_team_spends_th
     (tmp_path / "tests.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": tests}))
     result = promtool("test", "rules", "tests.yaml", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@needs_promtool
+def test_each_training_run_costs_its_pods_hours(tmp_path: Path) -> None:
+    """Review obsreview12 F5: only the plan said what a training run cost. A Kubeflow TrainJob runs as a JobSet of
+    Jobs (kube_job_owner owner_kind JobSet, its name the TrainJob's) whose pods a Job owns (kube_pod_owner): research's
+    pretrain-7 holds two nodes of 8 p5 GPUs ($6.88) for two hours, and a plain Job eval-3 one GPU for one hour. Each
+    run's cost is its pods' hours, by team: 2 x 8 x 2 x $6.88 and 1 x 1 x $6.88."""
+    rp = platform()
+    node = "ip-10-20-1-1.ec2.internal"
+    # from minute 5 (the join records of the other groups exist by then: promtool orders groups at random), and a
+    # pod's series end when it does
+    two_hours, one_hour = "_x5 GPUSx119 stale _x74", "_x5 GPUSx59 stale _x134"
+    pods = [("pretrain-7-node-0-0", "pretrain-7-node-0", 8, two_hours), ("pretrain-7-node-1-0", "pretrain-7-node-1", 8, two_hours),
+            ("eval-3-abcde", "eval-3", 1, one_hour)]  # fmt: skip
+    inputs = [{"series": f'kube_node_labels{{node="{node}",{P5}}}', "values": "1x200"}]
+    for pod, job, gpus, values in pods:
+        inputs += held("research", pod, node, gpus, values)
+        owner = f'namespace="research",pod="{pod}",uid="{pod}-uid",owner_kind="Job",owner_name="{job}",owner_is_controller="true"'
+        # a finished pod stays (and its owner series with it) until its Job is deleted
+        inputs.append({"series": f"kube_pod_owner{{{owner}}}", "values": "_x5 1x195"})
+    for job in ("pretrain-7-node-0", "pretrain-7-node-1"):
+        owner = f'namespace="research",job_name="{job}",owner_kind="JobSet",owner_name="pretrain-7",owner_is_controller="true"'
+        inputs.append({"series": f"kube_job_owner{{{owner}}}", "values": "1x200"})
+    inputs.append({"series": 'kube_job_owner{namespace="research",job_name="eval-3"}', "values": "1x200"})  # nobody owns it
+    at = 'cost_center="CC-4411",namespace="research",run_kind="{}",run="{}",site="aws",team="research"'
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded('run:gpu_cost_usd:sum30d{run="pretrain-7"}', at.format("JobSet", "pretrain-7"), 2 * 8 * 2 * 6.88, "3h10m"),
+        rounded('run:gpu_cost_usd:sum30d{run="eval-3"}', at.format("Job", "eval-3"), 1 * 6.88, "3h10m"),
+        rounded('team:gpu_cost_usd:sum30d{team="research"}', 'site="aws",team="research"', 33 * 6.88, "3h10m"),
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
