@@ -20,11 +20,29 @@ from alicerce.catalog.fsx import GIB as FSX_GIB
 from alicerce.catalog.models import Gpu
 from alicerce.plan.figures import Factor, rounded
 from alicerce.plan.findings import PlanFinding, apply_waivers
-from alicerce.plan.growth import Forecast, billed_node_hours, busy_gpu_hours, forecast, peak_month_gpu_hours, peak_units, pool_units
+from alicerce.plan.growth import (
+    Forecast,
+    billed_node_hours,
+    busy_gpu_hours,
+    forecast,
+    peak_month_gpu_hours,
+    peak_units,
+    pool_units,
+    run_hours,
+)
 from alicerce.plan.kpi import KpiTarget, kpi_targets
 from alicerce.plan.placement import Choice, choose, dataset_sites
 from alicerce.plan.pools import PoolPlan
-from alicerce.plan.pricing import HOURS_PER_MONTH, NodePrice, RentalOption, monthly_node_cost, node_price, rental_options, run_block_cost
+from alicerce.plan.pricing import (
+    HOURS_PER_MONTH,
+    NodePrice,
+    RentalOption,
+    block_hours,
+    monthly_node_cost,
+    node_price,
+    rental_options,
+    run_block_cost,
+)
 from alicerce.plan.sizing import GIB, WorkloadPlan
 from alicerce.plan.tco import OwnedPoolCost, SiteExtras, owned_pool_cost, site_extras
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTeam, ResolvedTier
@@ -421,7 +439,7 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
     for pool_name, quarter, need, capacity in growth.runs_out:
         findings.append(PlanFinding("PL313", pool_name, f"runs out in quarter {quarter} of the forecast: its workloads need {need} GPUs "
                                     f"at once, it has {capacity}"))  # fmt: skip
-    own_vs_rent = _own_vs_rent(platform, pool_plans, catalog, growth)
+    own_vs_rent = _own_vs_rent(platform, pool_plans, priced, catalog, growth)
     kept, waived = apply_waivers(findings, platform.spec, platform.environment, today or _today())
     targets = kpi_targets(
         platform, [(p.name, p.utilization) for p in pool_plans if p.gpus_per_node], watched,
@@ -864,7 +882,25 @@ def _peak_months_over_budget(
     return out
 
 
-def _own_vs_rent(platform: ResolvedPlatform, pools: list[PoolPlan], catalog: Catalog, growth: Forecast) -> tuple[OwnVsRent, ...]:
+def _whole_blocks(option: RentalOption, plans: list[WorkloadPlan], catalog: Catalog) -> RentalOption:
+    """A Capacity Block option priced per used GPU-hour as the pool's runs would buy it: each run the shortest block
+    that covers its wall clock (1-day steps to 14 days, then 7-day steps), for its busy hours only (review sizreview8
+    F5: the list rate per used hour, $4.92, where the same plan's Capacity Block pool paid $5.34 for the run)."""
+    steps = tuple((s.upToHours, s.stepHours) for s in catalog.prices.capacityBlocks.durationSteps)
+    runs = [(p, (p.runs_per_quarter if p.runs_per_quarter is not None else 3.0) * (p.gpus or 0)) for p in plans
+            if p.kind in ("training", "fine-tuning") and p.wall_clock_days]  # fmt: skip
+    used = sum(weight * run_hours(p) for p, weight in runs)
+    if not used:
+        return option
+    bought = sum(weight * block_hours(steps, (p.wall_clock_days or 0.0) * 24) for p, weight in runs) / used
+    source = catalog.prices.capacityBlocks.durationSource.url
+    factor = Factor("whole blocks of the pool's runs (block hours bought / hours used)", bought, source)
+    return replace(option, usd_per_gpu_hour=option.usd_per_gpu_hour * bought, factors=(*option.factors, factor))
+
+
+def _own_vs_rent(
+    platform: ResolvedPlatform, pools: list[PoolPlan], plans: list[WorkloadPlan], catalog: Catalog, growth: Forecast
+) -> tuple[OwnVsRent, ...]:
     region = next((str(s.spec.region) for s in platform.sites if hasattr(s.spec, "region")), "us-east-1")
     gpu_of = {p.name: p.gpu.id for p in platform.pools if p.gpu is not None}
     declared = [(c.pool, c.savings_plan_discount) for c in platform.spec.costs.cloud if c.savings_plan_discount is not None]
@@ -874,7 +910,9 @@ def _own_vs_rent(platform: ResolvedPlatform, pools: list[PoolPlan], catalog: Cat
             continue
         # a discount bought for the same GPU applies to renting it; else any declared (Compute Savings Plans span families)
         same = [d for d in declared if gpu_of.get(d[0]) == pool.accelerator]
-        options = rental_options(pool.accelerator, region, catalog, same or declared)
+        on_pool = [p for p in plans if p.pool == pool.name]
+        options = tuple(_whole_blocks(o, on_pool, catalog) if o.purchase == "capacity-block" else o
+                        for o in rental_options(pool.accelerator, region, catalog, same or declared))  # fmt: skip
         on_demand = next((o for o in options if o.purchase == "on-demand"), None)
         price = on_demand.usd_per_gpu_hour if on_demand else None
         u_star = pool.owned_cost.break_even(price) if price is not None else None

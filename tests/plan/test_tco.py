@@ -92,12 +92,14 @@ def test_own_vs_rent_prices_every_purchase_option() -> None:
     """Issue 23, defect 2: own-vs-rent compared owning only with on-demand. Every option the catalog prices for
     H100 in us-east-1 is compared, each with the utilisations at which owning wins (F and V as above):
       on-demand            p5.48xlarge 55.04 / 8 = 6.88 per used GPU-hour: owning wins above 33.0% (above)
-      Capacity Block       p5.48xlarge 39.33 / 8 = 4.91625: R = 4.91625 x 256 x 730 = 918,748.80;
-                           u* = 419,687.66 / (918,748.80 - 14,979.69) = 0.46437
+      Capacity Block       p5.48xlarge 39.33 / 8 = 4.91625 an hour of block; llm-pretrain's 58.0111-day run buys
+                           the 63-day block that covers it (9 weeks: 7-day steps past 14 days), 1,512 h for
+                           1,392.266 h used (review sizreview8 F5): 5.33904 per used GPU-hour;
+                           R = 5.33904 x 256 x 730 = 997,760.63; u* = 419,687.66 / (997,760.63 - 14,979.69) = 0.42704
       capacity reservation 6.88 billed every hour: R = 1,285,734.40 > F + V = 434,667.35: owning always wins
       Spot                 the snapshot's p5 on-demand 98.32 x the us-east-1 Spot share 0.276 / 8 = 3.39204:
                            R = 633,904.44; u* = 419,687.66 / (633,904.44 - 14,979.69) = 0.67809
-    The cheapest month by utilisation: Capacity Blocks up to 46.4%, owning above. Spot is cheaper than owning at the
+    The cheapest month by utilisation: Capacity Blocks up to 42.7%, owning above. Spot is cheaper than owning at the
     pool's 56% but can be reclaimed: listed, said in the verdict, and not weighed in the bands."""
     (option,) = plan().own_vs_rent
     by = {o.purchase: o for o in option.options}
@@ -105,12 +107,12 @@ def test_own_vs_rent_prices_every_purchase_option() -> None:
     assert by["spot"].usd_per_gpu_hour == pytest.approx(3.39204) and by["spot"].interruptible
     assert option.wins(by["spot"]) == pytest.approx((0.67809, 1.0), abs=1e-5)
     assert option.verdict().endswith("; spot costs less below 68% where runs survive interruption (not weighed: it can be reclaimed)")
-    assert by["capacity-block"].usd_per_gpu_hour == pytest.approx(4.91625)
-    assert option.wins(by["capacity-block"]) == pytest.approx((0.46437, 1.0), abs=1e-5)
+    assert by["capacity-block"].usd_per_gpu_hour == pytest.approx(4.91625 * 1512 / (58.0111 * 24), rel=1e-5)
+    assert option.wins(by["capacity-block"]) == pytest.approx((0.42704, 1.0), abs=1e-5)
     assert option.wins(by["on-demand"]) == pytest.approx((0.33027, 1.0), abs=1e-5)
     assert by["capacity-reservation"].held and option.wins(by["capacity-reservation"]) == (0.0, 1.0)
     (low, cut, first), (cut2, high, second) = option.bands()
-    assert (first, second) == ("capacity-block", "owned") and cut == cut2 == pytest.approx(0.46437, abs=1e-5)
+    assert (first, second) == ("capacity-block", "owned") and cut == cut2 == pytest.approx(0.42704, abs=1e-5)
     assert (low, high) == (0.0, 1.0)
 
 
@@ -122,7 +124,7 @@ def test_own_vs_rent_uses_the_specs_savings_plan_discount() -> None:
     65% off p5 (train-p5 holds H100 too): 6.88 x 0.35 = 2.408 per GPU-hour; R = 2.408 x 256 x 730 = 450,007.04 a month
     used or not, over owning's F + V = 419,687.66 + 14,979.69 = 434,667.35 at 100%: owning always wins.
     70% off: 2.064; R = 385,720.32, under F: the commitment wins wherever it beats the cheapest per-used-hour option,
-    Capacity Blocks' 4.91625 x 256 x 730 x u = R at u = 0.41983, and owning never does."""
+    Capacity Blocks' 997,760.63 x u (its whole blocks, above) = R at u = 0.38658, and owning never does."""
     data = reference()
     data["costs"]["cloud"] = [{"pool": "train-p5", "reservedNodes": 4, "savingsPlanDiscount": 0.65}]
     (option,) = plan_platform(resolve(data), today=TODAY).own_vs_rent
@@ -135,7 +137,7 @@ def test_own_vs_rent_uses_the_specs_savings_plan_discount() -> None:
     (option,) = plan_platform(resolve(data), today=TODAY).own_vs_rent
     assert option.cheapest_at(0.875) == "savings-plan" and option.cheapest_at(0.2) == "capacity-block"
     assert [b[2] for b in option.bands()] == ["capacity-block", "savings-plan"]
-    assert option.bands()[0][1] == pytest.approx(385_720.32 / 918_748.80, abs=1e-6)
+    assert option.bands()[0][1] == pytest.approx(385_720.32 / 997_760.63, abs=1e-6)
 
 
 def test_a_pool_without_a_fabric_buys_none() -> None:
