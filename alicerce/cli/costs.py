@@ -40,7 +40,8 @@ def costs(
     ] = False,
 ) -> None:
     """GPU spend, GPU-hours allocated and used, cost per used GPU-hour by team and cost centre, and spend and cost per
-    million tokens by serving workload, for one month, from the cost recording rules alicerce generates."""
+    million tokens by serving workload, and spend by training run, for one month, from the cost recording rules
+    alicerce generates."""
     from alicerce.cli.errors import warn
     from alicerce.emit.files import write_text_atomic
     from alicerce.run.chargeback import ChargebackError, day_spans, export, render_csv, render_json

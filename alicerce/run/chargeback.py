@@ -22,7 +22,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
-from alicerce.emit.kube.costs import ALLOCATED_HOUR, TEAM_HOUR, TOKENS_HOUR, USED_HOUR, WORKLOAD_HOUR, hour_total
+from alicerce.emit.kube.costs import ALLOCATED_HOUR, RUN_HOUR, TEAM_HOUR, TOKENS_HOUR, USED_HOUR, WORKLOAD_HOUR, hour_total
 
 TIMEOUT = 60
 MONTH = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
@@ -58,7 +58,7 @@ def _over_month(record: str, by: str, seconds: int) -> str:
 
 def queries(start: datetime.datetime, end: datetime.datetime) -> dict[str, str]:
     seconds = int((end - start).total_seconds())
-    team, workload = "site, team", "site, namespace, workload"
+    team, workload, run = "site, team", "site, namespace, workload", "site, namespace, team, cost_center, run_kind, run"
     return {
         # each hour's figure as the cost rules integrate it minute by minute (alicerce.emit.kube.costs): a job that
         # ran between two hour marks counts, which reading the rates at the marks missed
@@ -68,6 +68,8 @@ def queries(start: datetime.datetime, end: datetime.datetime) -> dict[str, str]:
         "cost_center": f"max by (team, cost_center) (last_over_time(alicerce:namespace_team:info[{seconds}s]))",
         "workload_spend": _over_month(WORKLOAD_HOUR, workload, seconds),
         "tokens": _over_month(TOKENS_HOUR, workload, seconds),
+        # each training run's hours in the month (a run that spans two months is in both, each with its own hours)
+        "run_spend": _over_month(RUN_HOUR, run, seconds),
     }
 
 
@@ -136,6 +138,7 @@ class Report:
     month: str
     teams: list[dict[str, Any]]
     workloads: list[dict[str, Any]]
+    runs: list[dict[str, Any]] = field(default_factory=list)  # training runs: a TrainJob (its JobSet) or a plain Job
     missing_days: list[str] = field(default_factory=list)  # days (UTC) of the month Prometheus holds no record of
     open_until: str | None = None  # the month is not over: figures up to this hour mark (UTC)
 
@@ -203,6 +206,12 @@ def export(base: str, month: str, partial: bool = False, now: datetime.datetime 
             "month": month, "site": site, "namespace": namespace, "workload": workload, "spendUsd": _money(usd),
             "tokens": round(count), "usdPerMillionTokens": _ratio(usd, count, 1e6),
         })  # fmt: skip
+    run_keys = ("site", "namespace", "team", "cost_center", "run_kind", "run")
+    runs = [
+        {"month": month, "site": site, "namespace": namespace, "team": owner, "costCenter": center, "runKind": kind, "run": name,
+         "spendUsd": _money(usd)}
+        for (site, namespace, owner, center, kind, name), usd in sorted(_values(_query(base, q["run_spend"], at), *run_keys).items())
+    ]  # fmt: skip
     if not teams and not workloads:
         # a header alone reads as "nobody spent anything": say what was looked for instead
         raise ChargebackError(
@@ -212,7 +221,7 @@ def export(base: str, month: str, partial: bool = False, now: datetime.datetime 
             "in the monitoring namespace) and still keeps that month (monitoring.retention)",
         )
     _refuse_partial(base, month, missing, open_until, partial)
-    return Report(month, teams, workloads, missing, open_until)
+    return Report(month, teams, workloads, runs, missing, open_until)
 
 
 def _refuse_partial(base: str, month: str, missing: list[str], open_until: str | None, partial: bool) -> None:
@@ -228,23 +237,25 @@ def _refuse_partial(base: str, month: str, missing: list[str], open_until: str |
 
 TEAM_COLUMNS = ("month", "site", "team", "costCenter", "gpuHoursAllocated", "gpuHoursUsed", "spendUsd", "usdPerUsedGpuHour")
 WORKLOAD_COLUMNS = ("month", "site", "namespace", "workload", "spendUsd", "tokens", "usdPerMillionTokens")
+RUN_COLUMNS = ("month", "site", "namespace", "team", "costCenter", "runKind", "run", "spendUsd")
 
 
 def render_json(report: Report) -> str:
-    document: dict[str, Any] = {"schemaVersion": 1, "month": report.month, "teams": report.teams, "workloads": report.workloads}
+    document: dict[str, Any] = {"schemaVersion": 1, "month": report.month, "teams": report.teams, "workloads": report.workloads,
+                                "runs": report.runs}  # fmt: skip
     if report.partial:  # only a month accepted as partial says so: a whole month's document is as it was
         document |= {"partial": True, "missingDays": report.missing_days, "openUntil": report.open_until}
     return json.dumps(document, indent=2, sort_keys=True) + "\n"
 
 
 def render_csv(report: Report) -> str:
-    """One table: a ``kind`` column (team or workload), then both kinds' columns; a figure that has no meaning for a row
-    (a cost per used GPU-hour with no GPU-hour used) is empty."""
-    columns = ["kind", *dict.fromkeys([*TEAM_COLUMNS, *WORKLOAD_COLUMNS])]
+    """One table: a ``kind`` column (team, workload or run), then every kind's columns; a figure that has no meaning for
+    a row (a cost per used GPU-hour with no GPU-hour used) is empty."""
+    columns = ["kind", *dict.fromkeys([*TEAM_COLUMNS, *WORKLOAD_COLUMNS, *RUN_COLUMNS])]
     out = io.StringIO()
     writer = csv.DictWriter(out, columns, lineterminator="\n", extrasaction="raise")
     writer.writeheader()
-    for kind, rows in (("team", report.teams), ("workload", report.workloads)):
+    for kind, rows in (("team", report.teams), ("workload", report.workloads), ("run", report.runs)):
         for row in rows:
             writer.writerow({"kind": kind, **{k: ("" if v is None else v) for k, v in row.items()}})
     return out.getvalue()
