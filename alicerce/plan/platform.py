@@ -628,7 +628,8 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
             busy_node_hours = sum(
                 math.ceil((w.cpu_cores or 0) / vcpus) * min(w.wall_clock_days or 0.0, hours_month / 24) * 24 for w in plans
             )
-        cost = monthly_node_cost(price, busy_node_hours, spec.scaling.min, spec.scaling.max)
+        overflow = _beyond_reservation(plans, pool, price, hours_month) if per_node and price.reserved_nodes else 0.0
+        cost = monthly_node_cost(price, busy_node_hours, spec.scaling.min, spec.scaling.max, overflow)
     return PoolPlan(
         name=pool.name, site=pool.site.name, accelerator=pool.gpu.id if pool.gpu else None, gpus_per_node=per_node,
         gpu_units=pool.max_gpu_units,
@@ -925,6 +926,19 @@ def _own_vs_rent(
             from_quarter = next((q for q, u in growth.utilization(pool.name) if option.cheapest_at(u) == "owned"), None)
         out.append(replace(option, cheaper_from_quarter=from_quarter))
     return tuple(out)
+
+
+def _beyond_reservation(plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePrice, hours_month: float) -> float:
+    """Node-hours a month the pool's runs hold beyond its reserved nodes, while each runs: its nodes over the
+    reservation for its hours, at its schedule (one run a month where none is declared)."""
+    out = 0.0
+    for plan in plans:
+        if plan.kind not in ("training", "fine-tuning") or not plan.wall_clock_days:
+            continue
+        beyond = max(0, math.ceil(pool_units(plan, pool) / max(1, pool.gpus_per_node)) - price.reserved_nodes)
+        runs = plan.runs_per_quarter / 3 if plan.runs_per_quarter is not None else 1.0
+        out += beyond * min(runs * run_hours(plan), hours_month)
+    return out
 
 
 def _run_blocks(price: NodePrice, pool: ResolvedPool, plan: WorkloadPlan) -> float | None:

@@ -612,3 +612,19 @@ def test_a_rented_pools_month_says_when_it_rests_on_a_guessed_schedule() -> None
     run["runsPerQuarter"] = 1
     declared = plan_platform(resolve(data), today=TODAY)
     assert "llm-pretrain" not in {f.subject for f in declared.findings if f.check == "PL332"}
+
+
+def test_a_run_wider_than_the_reservation_rents_the_rest_while_it_runs() -> None:
+    """Review sizreview8 F11: a run wider than a pool's reservation was inside it as long as its node-hours a month
+    were fewer than the reservation's: code-assistant-ft as a full 70B fine-tune holds 5 p5 nodes for its 1.6 days,
+    twice a month, on train-p5's 4 reserved: the fifth node is rented on demand those hours, $55.04 each."""
+    data = reference()
+    ft = next(w for w in data["workloads"] if w["name"] == "code-assistant-ft")
+    ft.update(model={"parameters": "70B", "layers": 80, "hiddenSize": 8192}, method="full", tokens="5B", sequenceLength=8192,
+              globalBatchTokens="2M", runsPerQuarter=6)  # fmt: skip
+    p = plan_platform(resolve(data), today=TODAY)
+    run = next(w for w in p.workloads if w.name == "code-assistant-ft")
+    assert run.gpus == 40 and run.wall_clock_days is not None
+    pool = next(x for x in p.pools if x.name == "train-p5")
+    beyond = 1 * 6 / 3 * run.wall_clock_days * 24  # one node past the 4 reserved, two runs a month
+    assert pool.monthly_cost_usd == pytest.approx((4 * HOURS_PER_MONTH + beyond) * 55.04, rel=1e-9)
