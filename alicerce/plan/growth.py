@@ -99,7 +99,7 @@ def busy_gpu_hours(plan: WorkloadPlan, gpus: int, hours_month: float) -> float:
         hours = run_hours(plan)
         if plan.runs_per_quarter is not None:
             return gpus * plan.runs_per_quarter * hours / 3
-        return gpus * min(hours, hours_month)
+        return gpus * min(hours, hours_month * plan.hours_per_day / 24)
     return (plan.gpu_hours or 0.0) * (gpus / plan.gpus if plan.gpus else 1.0)
 
 
@@ -119,7 +119,9 @@ def peak_month_gpu_hours(plan: WorkloadPlan, gpus: int, hours_month: float) -> f
         # each hold their GPUs, so a month holds as many runs at once as the schedule has in flight (review obsreview11
         # F3: four 30-day runs a quarter held one run's 31 days, below the average month)
         runs = max(1, math.ceil(plan.runs_per_quarter - 1e-9)) if plan.runs_per_quarter is not None else 1
-        return gpus * min(runs * run_hours(plan), concurrent_runs(plan, hours_month) * LONGEST_MONTH_HOURS)
+        # a run of some hours a day holds its GPUs those hours of each day of the month (review sizreview9 F5)
+        month = concurrent_runs(plan, hours_month) * LONGEST_MONTH_HOURS * plan.hours_per_day / 24
+        return gpus * min(runs * run_hours(plan), month)
     return busy_gpu_hours(plan, gpus, hours_month) * LONGEST_MONTH_HOURS / hours_month
 
 

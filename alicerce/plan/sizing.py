@@ -239,11 +239,18 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
         checkpoint = n * getattr(sizing.bytesPerParameter.checkpoint, w.optimizer).value
         frozen = 0.0
     per = sizing.bytesPerParameter
-    fp32_gradients = 0.0 if w.precision == "fp16" else trainable * (per.fp32Gradients.value - per.gradients.value)
+    # of the state, what each replica keeps whole below ZeRO-3: mixed precision's 16-bit weights and gradients, with
+    # the gradients accumulated in fp32 at stages 0-1 (fp16 runs keep fp16 ones); an fp32 run has no 16-bit copy: its
+    # fp32 weights and gradients, the same total (Megatron-LM dist_optimizer.md: fp32 param, fp32 grads 8 + 8/d;
+    # review sizreview9 F2: the 16-bit split kept an fp32 run's state 24-47% low per GPU at stages 1-2)
+    kept_weight, kept_gradient = per.weights.value, per.gradients.value
+    if w.precision == "fp32":
+        kept_weight = kept_gradient = sizing.weightBytes["fp32"]
+    extra = 0.0 if w.precision in ("fp16", "fp32") else per.fp32Gradients.value - per.gradients.value
     return TrainingMemory(state, with_recompute, without, checkpoint, trainable, unsplit=layers * per_layer_tokens * unsplit_layer,
                           unsplit_recompute=unsplit_input + per_layer_tokens * unsplit_layer,
-                          weights=frozen + trainable * per.weights.value, gradients=trainable * per.gradients.value,
-                          fp32_gradients=fp32_gradients)  # fmt: skip
+                          weights=frozen + trainable * kept_weight, gradients=trainable * kept_gradient,
+                          fp32_gradients=trainable * extra)  # fmt: skip
 
 
 def zero_stage(w: Workload) -> int:
@@ -356,7 +363,9 @@ def network_bytes_per_step(
     group = tp * job.pipeline_parallel  # a pipeline stage holds layers / PP of the model
     dp = max(1, gpus // group)
     total = float(w.model.parameters)
-    rounds = micro_batches(job, dp)
+    # the ranks of a context group run the same micro-batch, each its slice of the sequence: a rank runs tokens /
+    # (sequence x dp / CP) of them (review sizreview9 F1); the shards and their (dp - 1) / dp span dp x CP
+    rounds = micro_batches(job, max(1, dp // job.context_parallel))
     gathers, reductions = data_parallel_passes(job.zero_stage, rounds)
     per_parameter = gathers * gather_bytes + reductions * grad_bytes  # bytes a parameter crosses a step
     if adapter is not None:
@@ -454,7 +463,9 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
         grad_bytes = max(grad_bytes, sizing.bytesPerParameter.fp32Gradients.value)
     adapter = None
     if w.method in ("lora", "qlora"):
-        adapter = (mem.trainable, sizing.qloraBaseBytes.value if w.method == "qlora" else weight_bytes)
+        # the frozen base's bytes a parameter as memory holds them (QLoRA's 16-bit embedding and head among them: review
+        # sizreview9 F4); the weights whole per replica are the frozen base plus the adapters' (as many as their gradients)
+        adapter = (mem.trainable, (mem.weights - mem.gradients) / float(w.model.parameters))
     exchanged = network_bytes_per_step(
         w, job, tp=tp, node_gpus=place.gpus_per_node, gather_bytes=gather_bytes, grad_bytes=grad_bytes, adapter=adapter
     )

@@ -129,3 +129,14 @@ def test_a_budget_that_barely_holds_the_months_says_what_it_leaves_each_site() -
     hour = sum(quota_worth(rp, list(plan.pools), research).values())
     rp, plan = research_at_both_sites(math.ceil(total + 24 * hour))
     assert not [f for f in plan.findings if f.check == "PL335"]
+
+
+def test_a_run_of_some_hours_a_day_fills_those_hours_of_its_busiest_month() -> None:
+    """Review sizreview9 F5: a 58-day run at 12 hours a day holds its GPUs at most 31 x 12 hours of a 31-day month;
+    the busiest month capped it at 744 hours, which took research's month at dc1 1.9x high and PL334 asked for a budget
+    the run never spends. Without a schedule, a month holds its hours a day of each day too."""
+    plan = research_at_both_sites()[1]
+    run = replace(next(w for w in plan.workloads if w.name == "llm-pretrain"), wall_clock_days=58.0, runs_per_quarter=1,
+                  hours_per_day=12.0)  # fmt: skip
+    assert peak_month_gpu_hours(run, 8, 730) == 8 * 31 * 12
+    assert busy_gpu_hours(replace(run, runs_per_quarter=None), 8, 730) == 8 * 730 / 2

@@ -1081,3 +1081,30 @@ def test_an_fp32_run_keeps_twice_the_16_bit_activations() -> None:
     logits = 4096 * 32000 * 4
     assert fp32.activations_at(1) - logits == pytest.approx(2 * (bf16.activations_at(1) - logits), rel=1e-12)
     assert fp32.activations_at(1, 1.0) - logits == pytest.approx(2 * (bf16.activations_at(1, 1.0) - logits), rel=1e-12)
+
+
+def test_a_context_group_runs_one_micro_batch_between_its_ranks() -> None:
+    """Review sizreview9 F1: with context parallelism the ranks of a context group run the same micro-batch (each its
+    slice of the sequence): a data-parallel rank runs tokens / (sequence x GPUs / (TP x CP x PP)) micro-batches, CP
+    times what GPUs / (TP x PP) ranks gave. 70B at 131,072 tokens, 16M a step, on 736 GPUs, TP 2, CP 16: 128 sequences
+    over 23 replicas, 5.57 micro-batches, each ZeRO-3's two gathers and a reduce-scatter of 70e9 / 2 x 2 B over the
+    368 ranks of the shard."""
+    w = workload(model={"parameters": "70B", "layers": 80, "hiddenSize": 8192}, tokens="1T")
+    job = TrainingJob("hopper", 70e9, 80, 8192, 131072, 736, 16 * 2**20, "bf16", context_parallel=16)
+    rounds = 16 * 2**20 / (131072 * (736 // (2 * 16)))
+    assert rounds == pytest.approx(128 / 23)
+    expected = 3 * rounds * 2 * 70e9 / 2 * 367 / 368
+    assert network_bytes_per_step(w, job, tp=2, node_gpus=8, gather_bytes=2, grad_bytes=2) == pytest.approx(expected, rel=1e-12)
+
+
+def test_an_fp32_run_keeps_its_fp32_weights_and_gradients_whole_below_zero_3() -> None:
+    """Review sizreview9 F2: an fp32 run has no 16-bit copy: below ZeRO-3 each replica keeps its fp32 weights and
+    gradients whole, 8 bytes a parameter at stage 1 (Megatron-LM dist_optimizer.md: fp32 param, fp32 grads 8 + 8/d), 4
+    at stage 2, all 16 at stage 0; the 16-bit split kept 6, 2 and 18."""
+    model = {"parameters": "7B", "layers": 32, "hiddenSize": 4096}
+    n = 7e9
+    mem = {z: training_memory(workload(model=model, tokens="1T", precision="fp32", zeroStage=z), SIZING) for z in (0, 1, 2, 3)}
+    assert mem[0].state_per_gpu(64, 1, 0) == pytest.approx(n * 16, rel=1e-12)
+    assert mem[1].state_per_gpu(64, 1, 1) == pytest.approx(n * 8 + n * 8 / 64, rel=1e-12)
+    assert mem[2].state_per_gpu(64, 1, 2) == pytest.approx(n * 4 + n * 12 / 64, rel=1e-12)
+    assert mem[3].state_per_gpu(64, 1, 3) == pytest.approx(n * 16 / 64, rel=1e-12)
