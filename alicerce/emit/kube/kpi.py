@@ -124,7 +124,9 @@ def kueue_increase(counter: str, window: str) -> str:
     and each restart, upgrade or new leader starts it again, so its first sample is already 1 and increase() took it
     as the baseline: one finished workload a week read 0 (review obsreview12 F1). A series absent ``window`` ago adds its
     first value, while Prometheus was watching Kueue then (a queue gauge existed): a Prometheus that starts beside a
-    running Kueue sees counts it cannot date, and counts none of them."""
+    running Kueue sees counts it cannot date, and counts none of them. Not seen: a restart of Kueue's container in the
+    same pod keeps every label, so a counter born again at 1 after a count of 1 reads as no change (review obsreview13
+    F1; a new pod, an upgrade or a new leader is a new series and counts)."""
     born = (f"(min_over_time({counter}[{window}]) unless {counter} offset {window}) "
             f"and on () count({kueue_series('kueue_pending_workloads')} offset {window})")  # fmt: skip
     return f"(increase({counter}[{window}]) + ({born} or 0 * increase({counter}[{window}])))"
@@ -239,8 +241,10 @@ def pod_runs() -> str:
     """The run each pod belongs to (labels namespace, pod, run_kind, run), for its cost: a Kubeflow TrainJob's JobSet
     (same name as the TrainJob), else the plain Job itself. kube-state-metrics 2.20.0 kube_pod_owner (internal/store/
     pod.go createPodOwnerFamilyGenerator) and kube_job_owner; a RayJob's GPUs are its RayCluster's pods, which no Job
-    owns, so a RayJob is no run here. An expression, not a record: read in the cost group, a join record of another
-    group lags a step and billed each run a minute more."""
+    owns, so a RayJob is no run here. A run is known by its name: a TrainJob or Job deleted and submitted again under
+    the same name within the window adds to the same series (review obsreview13 F2; kube-state-metrics gives Jobs no
+    uid label to tell them apart). An expression, not a record: read in the cost group, a join record of another group
+    lags a step and billed each run a minute more."""
     jobs = ('label_replace(label_replace(kube_job_owner{owner_kind="JobSet"}, "run", "$1", "owner_name", "(.+)"), '
             '"run_kind", "$1", "owner_kind", "(.+)") '
             'or label_replace(label_replace(kube_job_owner{owner_kind!~"JobSet|RayJob"}, "run", "$1", "job_name", "(.+)"), '
