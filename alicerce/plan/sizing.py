@@ -169,12 +169,14 @@ class TrainingMemory:
     weights: float = 0.0  # of state, the 16-bit weights (frozen base included): ZeRO stages 0-2 keep them whole per replica
     gradients: float = 0.0  # of state, the 16-bit gradients: ZeRO stages 0-1 keep them whole per replica
     fp32_gradients: float = 0.0  # what stages 0-1 keep beyond them: the gradients accumulated in fp32
+    fp32_main_gradients: float = 0.0  # fp16 at stages 0-1: the optimizer's fp32 copy of them, sharded at stage 1
 
     def state_at(self, zero_stage: int) -> float:
         """Bytes of model state in all at ``zero_stage``: stages 0-1 keep the gradients they all-reduce in fp32 (Megatron's
         bf16 default, accumulate_allreduce_grads_in_fp32; its distributed optimizer: 6 + 12 / d bytes a parameter, not
-        4 + 12 / d: Megatron-LM docs/source/api-guide/dist_optimizer.md; review sizreview8 F1)."""
-        return self.state + (self.fp32_gradients if zero_stage <= 1 else 0.0)
+        4 + 12 / d: Megatron-LM docs/source/api-guide/dist_optimizer.md; review sizreview8 F1), and an fp16 run's
+        optimizer an fp32 copy of its fp16 ones (the same table: 20 bytes, 4 + 16 / d distributed; review sizreview9 F3)."""
+        return self.state + (self.fp32_gradients + self.fp32_main_gradients if zero_stage <= 1 else 0.0)
 
     def state_per_gpu(self, gpus: int, model_parallel: int = 1, zero_stage: int = 3) -> float:
         """Model-state bytes on one GPU: what ZeRO ``zero_stage`` shards over all ``gpus`` (the data-parallel ranks of
@@ -185,8 +187,10 @@ class TrainingMemory:
 
     def unsharded(self, zero_stage: int) -> float:
         """Bytes of model state ZeRO ``zero_stage`` leaves whole on each data-parallel replica."""
-        whole = {0: self.state, 1: self.weights + self.gradients, 2: self.weights}.get(zero_stage, 0.0)
-        return whole + (self.fp32_gradients if zero_stage <= 1 else 0.0)
+        if zero_stage == 0:
+            return self.state_at(0)
+        whole = {1: self.weights + self.gradients, 2: self.weights}.get(zero_stage, 0.0)
+        return whole + (self.fp32_gradients if zero_stage == 1 else 0.0)
 
     def activations_at(self, tp: int, recomputed: float = 0.0) -> float:
         """Activation bytes per GPU at tensor parallel ``tp`` with a share ``recomputed`` of the layers recomputed: the
@@ -247,10 +251,11 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
     if w.precision == "fp32":
         kept_weight = kept_gradient = sizing.weightBytes["fp32"]
     extra = 0.0 if w.precision in ("fp16", "fp32") else per.fp32Gradients.value - per.gradients.value
+    main = per.fp32Gradients.value if w.precision == "fp16" else 0.0
     return TrainingMemory(state, with_recompute, without, checkpoint, trainable, unsplit=layers * per_layer_tokens * unsplit_layer,
                           unsplit_recompute=unsplit_input + per_layer_tokens * unsplit_layer,
                           weights=frozen + trainable * kept_weight, gradients=trainable * kept_gradient,
-                          fp32_gradients=trainable * extra)  # fmt: skip
+                          fp32_gradients=trainable * extra, fp32_main_gradients=trainable * main)  # fmt: skip
 
 
 def zero_stage(w: Workload) -> int:
