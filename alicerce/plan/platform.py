@@ -1002,17 +1002,18 @@ def _storage(platform: ResolvedPlatform, plans: list[WorkloadPlan], catalog: Cat
         if declared_gbps is not None and need > declared_gbps:
             what = "checkpoint writes" if writes[tier.name] >= reads[tier.name] else "dataset reads"
             findings.append(PlanFinding("PL310", tier.name, f"{what} need {need:.1f} GB/s; the tier declares {declared_gbps:.1f} GB/s"))
-        findings += _checkpoints_fit(tier, kept[tier.name], datasets[tier.name], fsx)
+        findings += _checkpoints_fit(tier, kept[tier.name], datasets[tier.name])
         out.append(TierPlan(tier.name, declared_gbps, reads[tier.name], writes[tier.name], fsx, stored))
     return tuple(out)
 
 
-def _checkpoints_fit(tier: ResolvedTier, kept: float, dataset: float, fsx: dict[str, Any] | None) -> list[PlanFinding]:
+def _checkpoints_fit(tier: ResolvedTier, kept: float, dataset: float) -> list[PlanFinding]:
     """PL343: the checkpoints the runs writing to a tier keep at once (each its last and the one being written), beside
-    the largest dataset read from it, fit what it holds: the file system sized for it, else its declared capacity
-    (review sizreview8 F6: a 913 GiB checkpoint on a 1,200 GiB tier passed, and the second save would fail with the disk
-    full). Throughput sizing never raises the capacity; AL373 checks the dataset alone."""
-    capacity = fsx["storageCapacityGiB"] * FSX_GIB if fsx else getattr(tier.spec, "capacity", None)
+    the largest dataset read from it, fit what it holds: the file system generate deploys for it, else its declared
+    capacity (review sizreview8 F6: a 913 GiB checkpoint on a 1,200 GiB tier passed, and the second save would fail with
+    the disk full; sizreview9 F16: not the one the plan would size for the write rate, which is not the one deployed).
+    Throughput sizing never raises the capacity; AL373 checks the dataset alone."""
+    capacity = tier.fsx.capacity_gib * FSX_GIB if tier.fsx is not None else getattr(tier.spec, "capacity", None)
     if not kept or capacity is None or kept + dataset <= float(capacity):
         return []
     beside = f" beside its {dataset / 2**40:,.1f} TiB dataset" if dataset else ""

@@ -521,7 +521,15 @@ def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usabl
         mfu, _ = training_mfu(candidate, sizing)
         if best is None or mfu > best[0] * (1 + 1e-12):
             best = (mfu, d, candidate)
-    return best[2] if best is not None else job
+    if best is not None:
+        return best[2]
+    # nothing fits: keep the degree it came with where it divides the GPUs, else the largest that does (a layout the
+    # stack can start: Megatron refuses a world size TP x CP x PP does not divide; review sizreview9 F9)
+    whole = job.context_parallel * job.pipeline_parallel
+    if job.gpus % (job.tensor_parallel * whole):
+        fallback = max((d for d in TP_DEGREES if d <= node_gpus and job.gpus % (d * whole) == 0), default=1)
+        return replace(job, tensor_parallel=fallback)
+    return job
 
 
 def recompute_share(mem: TrainingMemory, layers: int, state: float, tp: int, usable: float) -> float | None:
@@ -573,7 +581,11 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                           "TP x CP x PP", {"usable GiB per GPU": usable_memory(gpu, sizing) / GIB, "tensor parallel": tp,
                                            "context parallel": context, "pipeline parallel": pipeline, "ZeRO stage": zero}))  # fmt: skip
     peak = gpu.tflops.bf16 * 1e12
-    granule = math.lcm(place.gpus_per_node, pipeline * context)  # whole nodes, and whole pipelines of whole context groups
+    # whole nodes, and whole pipelines of whole context groups; with context parallelism of whole tensor groups too, at
+    # any degree the layout may pick (TP x CP x PP GPUs a replica: 864 GPUs at CP 16 held 6.75 replicas of TP 8;
+    # review sizreview9 F9)
+    widest = max(d for d in TP_DEGREES if d <= place.gpus_per_node) if context > 1 else 1
+    granule = math.lcm(place.gpus_per_node, pipeline * context * widest)
     availability = w.hours_per_day / 24
     deadline = w.deadline
 

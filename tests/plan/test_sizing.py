@@ -1069,7 +1069,10 @@ def test_the_losss_logits_and_context_parallelism_size_long_sequences() -> None:
     whole = plan_training(workload(**long), on("H100-SXM5-80GB"), SIZING, [])
     assert whole.gpus is None and [i.check for i in whole.issues] == ["PL303"]
     split = plan_training(workload(**long, contextParallel=16, deadline="30d"), on("H100-SXM5-80GB"), SIZING, [])
-    assert split.gpus is not None and split.gpus % 16 == 0
+    # whole replicas of TP x CP GPUs at the degree the layout picks (review sizreview9 F9: 864 GPUs held 6.75 of TP 8)
+    assert split.gpus is not None and split.tensor_parallel is not None and split.gpus % (split.tensor_parallel * 16) == 0
+    pinned = plan_training(workload(**long, contextParallel=16, gpus=144), on("H100-SXM5-80GB"), SIZING, [])
+    assert pinned.tensor_parallel is not None and 144 % (pinned.tensor_parallel * 16) == 0
     one = training_memory(workload(**long), SIZING)
     sixteenth = training_memory(workload(**long, contextParallel=16), SIZING)
     assert sixteenth.activations == pytest.approx(one.activations / 16)

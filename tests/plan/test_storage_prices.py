@@ -69,3 +69,16 @@ def test_a_checkpoints_tier_holds_two_checkpoints_of_each_run_writing_it() -> No
     assert "beside its 40.0 TiB dataset; it holds 41,984 GiB" in message and "at least 41.8TiB" in message
     roomy = plan_of(_with("dc1-lustre", capacity="42TiB"))
     assert not [f for f in roomy.findings if f.check == "PL343"]
+
+
+def test_the_checkpoints_fit_the_file_system_generate_deploys() -> None:
+    """Review sizreview9 F16: PL343 compared the checkpoints with the file system the plan would size for their write
+    rate (7,200 GiB), not the one generate deploys (dev's datasets FSx, 4,800 GiB): dev's run keeps 2 x 912.7 GiB of
+    checkpoints there beside its dataset, and a 4 TiB sample no longer leaves room for them."""
+    data = reference()
+    run = next(o for o in data["environments"]["dev"]["overrides"]["workloads"] if o["name"] == "llm-pretrain")
+    assert run["dataset"]["size"] == "2TiB"
+    assert not [f for f in plan_of(data, "dev").findings if f.check == "PL343"]
+    run["dataset"]["size"] = "4TiB"
+    (message,) = [f.message for f in plan_of(data, "dev").findings if f.check == "PL343"]
+    assert "beside its 4.0 TiB dataset; it holds 4,800 GiB" in message
