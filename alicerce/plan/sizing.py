@@ -26,10 +26,10 @@ from alicerce.plan.roofline import (
 )
 from alicerce.plan.throughput import TrainingJob, moe_routing_ratio, training_mfu
 from alicerce.spec.models import LatentAttention, SlidingWindowAttention, Traffic, Workload
+from alicerce.spec.models.workloads import DEFAULT_SEQUENCE
 
 GIB = 2**30
 DAY = 86400.0
-DEFAULT_SEQUENCE = 4096
 NODE_GPUS = 8
 TP_DEGREES = (1, 2, 4, 8)
 
@@ -228,7 +228,8 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
     without = layers * per_layer_tokens * per_layer + logits
     if w.method in ("lora", "qlora"):
         trainable = n * sizing.loraTrainableFraction.value
-        frozen = n * sizing.weightBytes.get(w.precision, 2)
+        # an fp8 (fp4) run keeps its frozen base 16-bit and casts per GEMM, as it gathers it (review sizreview9 F13)
+        frozen = n * max(sizing.bytesPerParameter.weights.value, sizing.weightBytes.get(w.precision, 2))
         if w.method == "qlora":
             # bitsandbytes quantises the linear layers only: the input embedding and the output head (untied: vocabulary x
             # hidden each) stay 16-bit (transformers' replace_with_bnb_linear, get_keys_to_not_convert; review sizreview8

@@ -8,7 +8,7 @@ from typing import Any
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean, one_of
 from alicerce.spec.models.storage import ParallelFsTier
-from alicerce.spec.models.workloads import LatentAttention, Model, SlidingWindowAttention
+from alicerce.spec.models.workloads import DEFAULT_SEQUENCE, LatentAttention, Model, SlidingWindowAttention
 from alicerce.spec.units import format_bytes
 
 rules = RuleSet()
@@ -155,8 +155,8 @@ def context_layout(ctx: RuleContext) -> Iterable[Finding]:
         if cp is None or cp == 1 or w.kind not in SCHEDULED:
             continue  # on another kind AL380 reports it
         path = S.workloads[i].context_parallel
-        sequence = w.sequence_length
-        if sequence is not None and sequence % (2 * cp):
+        sequence = w.sequence_length or DEFAULT_SEQUENCE  # what sizing splits when none is declared (review sizreview9 F7)
+        if sequence % (2 * cp):
             yield Finding(path, f"contextParallel {cp} splits each sequence into {2 * cp} chunks: {sequence:,} tokens do not "
                           "divide evenly", f"a sequenceLength that is a multiple of {2 * cp}, or a group that divides "
                           f"{sequence // 2:,}", cp, resource=w.name)  # fmt: skip

@@ -1115,3 +1115,12 @@ def test_an_fp32_run_keeps_its_fp32_weights_and_gradients_whole_below_zero_3() -
     assert mem[1].state_per_gpu(64, 1, 1) == pytest.approx(n * 8 + n * 8 / 64, rel=1e-12)
     assert mem[2].state_per_gpu(64, 1, 2) == pytest.approx(n * 4 + n * 12 / 64, rel=1e-12)
     assert mem[3].state_per_gpu(64, 1, 3) == pytest.approx(n * 16 / 64, rel=1e-12)
+
+
+def test_an_fp8_lora_run_keeps_its_frozen_base_16_bit() -> None:
+    """Review sizreview9 F13: an fp8 run keeps 16-bit weights and casts them per GEMM (as it gathers them): its LoRA
+    base was counted at 1 byte a parameter, half what it holds."""
+    model = {"parameters": "70B", "layers": 80, "hiddenSize": 8192}
+    bf16 = training_memory(workload(kind="fine-tuning", method="lora", model=model, tokens="1B"), SIZING)
+    fp8 = training_memory(workload(kind="fine-tuning", method="lora", model=model, tokens="1B", precision="fp8"), SIZING)
+    assert fp8.state == bf16.state and fp8.weights == bf16.weights

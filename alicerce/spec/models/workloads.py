@@ -20,6 +20,7 @@ MAX_LAYERS = 10**4  # the deepest published transformers have a few hundred laye
 MAX_WIDTH = 10**6  # hidden sizes, heads and experts: tens of thousands at most today
 MAX_GPUS = 10**6  # the largest clusters built hold a few hundred thousand GPUs
 MAX_VOCABULARY = 10**7  # tokenizers hold 32,000 to 262,144 tokens today
+DEFAULT_SEQUENCE = 4096  # tokens per sequence of a training run that declares none
 
 
 class Experts(SpecModel):
@@ -139,7 +140,9 @@ class Workload(SpecModel):
     optimizer: Literal["adamw", "sgd", "adafactor"] = Field(default="adamw", description="Optimizer (training).")
     method: Literal["full", "lora", "qlora"] | None = Field(default=None, description="Fine-tuning method.")
     tokens: Count | None = Field(default=None, ge=1, le=MAX_TOKENS, description="Training tokens, e.g. 2T.")
-    sequence_length: StrictInt | None = Field(default=None, ge=1, le=MAX_SEQUENCE, description="Tokens per sequence.")
+    sequence_length: StrictInt | None = Field(
+        default=None, ge=1, le=MAX_SEQUENCE, description=f"Tokens per sequence; training default {DEFAULT_SEQUENCE:,}."
+    )
     global_batch_tokens: Count | None = Field(default=None, ge=1, le=MAX_TOKENS, description="Tokens per optimizer step.")
     deadline: Duration | None = Field(default=None, ge=1, description="Target wall-clock time, e.g. 30d.")
     accelerator: CatalogId | None = Field(default=None, description="Pinned accelerator (catalog id or alias).")
