@@ -320,7 +320,8 @@ def xid_events(codes: str) -> str:
 
 
 # A row remap recorded and waiting for the GPU's reset to take effect (DCGM field 396; alicerce's counters list adds
-# it): the bad row stays in use until then, and the next access raises the uncorrectable error again
+# it): after an uncorrectable error, or enough correctable ones on a row; the GPU keeps its full memory only once a
+# reset applies it. NVML reports no remapped rows on a GPU with MIG instances active, so a MIG GPU stays silent here
 REMAP_PENDING = "DCGM_FI_DEV_ROW_REMAP_PENDING"
 
 # Who is woken at 3am for what (review observe4 G15), decided here for the monitoring blind spots and the RMA alert:
@@ -382,7 +383,7 @@ GPU_HEALTH: tuple[Alert, ...] = (
         f"max by ({GPU_KEY}) ({REMAP_PENDING}) > 0",
         "0m",
         "warning",
-        "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} remapped rows after uncorrectable errors",
+        "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} has a memory row remap pending a GPU reset",
         "A GPU reset is pending to apply the remap; schedule a drain and reset.",
     ),
     Alert(

@@ -413,9 +413,9 @@ def queue_rules() -> list[dict[str, Any]]:
     until_ready = kueue_series("kueue_admitted_until_ready_wait_time_seconds_bucket")
     for q in QUANTILES[:2]:
         name = f"p{q * 100:g}"
-        # the admission that creates a queue's bucket series counts too (kueue_increase)
+        # the admission that creates a queue's bucket series counts too (kueue_increase; review obsreview13 F5)
         wait = f"histogram_quantile({q:g}, sum by (cluster_queue, le) ({kueue_increase(waits, '1h')}))"
-        ready = f"histogram_quantile({q:g}, sum by (cluster_queue, le) (rate({until_ready}[1h])))"
+        ready = f"histogram_quantile({q:g}, sum by (cluster_queue, le) ({kueue_increase(until_ready, '1h')}))"
         rules.append(_rule(f"team:kueue_admission_wait_seconds:{name}", _team(wait)))
         rules.append(_rule(f"team:kueue_admitted_until_ready_seconds:{name}", _team(ready)))
 
