@@ -52,10 +52,12 @@ def kpi_targets(
     pools: list[tuple[str, float | None]],
     budgets: dict[str, dict[str, float]],
     per_million: dict[str, float | None],
+    per_run: dict[str, float | None] | None = None,
 ) -> list[KpiTarget]:
     """``pools``: (pool, forecast utilisation) of GPU pools; ``budgets``: team -> site -> the share of the monthly
     budget that site watches (alicerce.plan.platform.site_budgets); ``per_million``:
-    serving workload -> USD per million tokens at the plan's prices."""
+    serving workload -> USD per million tokens at the plan's prices; ``per_run``: training workload -> what one run's
+    GPU-hours cost at the pool's billed rate (its showback), what the live run cost records charge."""
     out: list[KpiTarget] = []
     for slo in platform.spec.monitoring.slos:
         source = f"monitoring.slos {slo.name}"
@@ -93,6 +95,11 @@ def kpi_targets(
         if per is not None and workload in serving:
             out.append(KpiTarget("workload:usd_per_million_tokens:ratio30d", workload, "<=", per, "USD",
                                  "plan: pool price / tokens at the mean rate"))  # fmt: skip
+    # a run is recorded by its TrainJob's or Job's name, not the workload's: the target holds for each run of it
+    for workload, run_usd in sorted((per_run or {}).items()):
+        if run_usd is not None:
+            out.append(KpiTarget("run:gpu_cost_usd:sum30d", f"a run of {workload}", "<=", run_usd, "USD",
+                                 "plan: one run's GPU-hours at the pool's billed rate"))  # fmt: skip
     if any(w.kind == "training" for w in platform.spec.workloads):
         stall = checkpoint_stall_seconds(platform)
         out.append(KpiTarget("TrainingCheckpointStall", "training", "<=", stall, "s", "sizing checkpointStallBudget x interval"))

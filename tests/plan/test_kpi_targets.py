@@ -35,6 +35,9 @@ def test_the_plan_derives_kpi_targets_from_slos_budgets_and_its_forecast() -> No
     assert targets[("pool:gpu_effective_utilization:ratio", "onprem-h100")].target == onprem.utilization
     assert ("workload:usd_per_million_tokens:ratio", "embed-batch") not in targets  # batch jobs are not scraped as servers
     assert targets[("TrainingCheckpointStall", "training")].target == 0.05 * 7200
+    # what one run costs at the pool's billed rate, which the live run cost records charge (obsreview12 F5)
+    pretrain = next(w for w in plan.workloads if w.name == "llm-pretrain")
+    assert targets[("run:gpu_cost_usd:sum30d", "a run of llm-pretrain")].target == pretrain.showback_usd
     # every KPI is a series (or alert) the generated rules at some site produce
     produced = {r.get("record") or r.get("alert") for site in ("aws", "dc1") for g in rule_groups(rp, site) for r in g["rules"]}
     assert {k.kpi for k in plan.kpi_targets} <= produced
