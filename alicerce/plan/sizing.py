@@ -559,9 +559,12 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     total_flops = flops_per * active * w.tokens
     figures.append(Figure("training compute", total_flops, "FLOP", f"{flops_per:g} x active parameters x tokens",
                           {"active parameters": active, "tokens": w.tokens}))  # fmt: skip
-    figures.append(Figure("model state", mem.state / GIB, "GiB",
-                          "parameters x bytes per parameter (weights + gradients + optimizer; every expert resident)",
-                          {"parameters": w.model.parameters, "optimizer": w.optimizer, "method": w.method or "full"}))  # fmt: skip
+    # at the declared stage: stages 0-1 keep the gradients in fp32 beside it (review sizreview9 F6: the figure left them out)
+    figures.append(Figure("model state", mem.state_at(zero_stage(w)) / GIB, "GiB",
+                          "parameters x bytes per parameter (weights + gradients + optimizer; every expert resident; "
+                          "ZeRO stages 0-1: the gradients in fp32)",
+                          {"parameters": w.model.parameters, "optimizer": w.optimizer, "method": w.method or "full",
+                           "ZeRO stage": zero_stage(w)}))  # fmt: skip
     figures.append(Figure("activations per GPU (full recomputation)", mem.activations / GIB, "GiB",
                           "layers x seq x hidden x 2 B + one layer x seq x hidden x (34 B, + 5 x heads x seq / hidden B "
                           "without FlashAttention) + seq x vocabulary x 4 B of fp32 logits",
@@ -708,7 +711,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     rdma = multi_node and run.network_need_gbps > sizing.tcpGbpsPerGpu.value
     return WorkloadPlan(
         name=w.name, kind=w.kind, team=w.team, pool=place.pool, accelerator=gpu.id, gpus=gpus, min_gpus=min_gpus,
-        model_state_gib=mem.state / GIB,
+        model_state_gib=mem.state_at(zero) / GIB,
         memory_per_gpu_gib=(mem.state_per_gpu(gpus, tp * pipeline, zero) + activations) / GIB,
         gpu_hours=gpu_hours, wall_clock_days=wall_days, hours_per_day=w.hours_per_day, checkpoint_gib=mem.checkpoint / GIB,
         checkpoint_write_gbps=write, dataset_read_gbps=read, network_gbps_per_gpu=fabric, rdma_required=rdma,

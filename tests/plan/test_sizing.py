@@ -1124,3 +1124,13 @@ def test_an_fp8_lora_run_keeps_its_frozen_base_16_bit() -> None:
     bf16 = training_memory(workload(kind="fine-tuning", method="lora", model=model, tokens="1B"), SIZING)
     fp8 = training_memory(workload(kind="fine-tuning", method="lora", model=model, tokens="1B", precision="fp8"), SIZING)
     assert fp8.state == bf16.state and fp8.weights == bf16.weights
+
+
+def test_the_model_state_figure_is_the_declared_stages() -> None:
+    """Review sizreview9 F6: at ZeRO stages 0-1 the plan keeps a bf16 run's gradients in fp32 (18 bytes a parameter),
+    but the model state it printed was 16: the figure and the JSON now say what memory holds."""
+    base: dict[str, Any] = {"model": {"parameters": "7B", "layers": 32, "hiddenSize": 4096}, "tokens": "1T", "gpus": 64}
+    zero1 = plan_training(workload(**base, zeroStage=1), on("H100-SXM5-80GB"), SIZING, [])
+    fsdp = plan_training(workload(**base), on("H100-SXM5-80GB"), SIZING, [])
+    assert zero1.model_state_gib == pytest.approx(7e9 * 18 / GIB) and fsdp.model_state_gib == pytest.approx(7e9 * 16 / GIB)
+    assert next(f.value for f in zero1.figures if f.name == "model state") == zero1.model_state_gib
