@@ -26,6 +26,7 @@ from typing import Any
 from alicerce.catalog.alerts import INFERENCE_POD, TPOT, TTFT, series_names
 from alicerce.emit.storage_counters import cloud_metric_tiers, counted_tiers, every_mount_counted
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
+from alicerce.spec.units import parse_duration
 from alicerce.targets.base import FileSystemMetrics, StorageMetricsExporter
 
 POOL_NODE_LABEL = "label_alicerce_dev_pool"  # kube_node_labels name of the node label alicerce.dev/pool
@@ -119,17 +120,27 @@ def kueue_series(metric: str, *matchers: str) -> str:
 
 
 def kueue_increase(counter: str, window: str) -> str:
-    """What a Kueue counter counted over ``window``, its birth included. Kueue 0.19.2 creates a queue's counter at its
-    first Inc() (pkg/metrics/metrics.go IncrementFinishedWorkloadTotal and its siblings; nothing pre-creates it at 0),
-    and each restart, upgrade or new leader starts it again, so its first sample is already 1 and increase() took it
-    as the baseline: one finished workload a week read 0 (review obsreview12 F1). A series absent ``window`` ago adds its
-    first value, while Prometheus was watching Kueue then (a queue gauge existed): a Prometheus that starts beside a
-    running Kueue sees counts it cannot date, and counts none of them. Not seen: a restart of Kueue's container in the
-    same pod keeps every label, so a counter born again at 1 after a count of 1 reads as no change (review obsreview13
-    F1; a new pod, an upgrade or a new leader is a new series and counts)."""
-    born = (f"(min_over_time({counter}[{window}]) unless {counter} offset {window}) "
-            f"and on () count({kueue_series('kueue_pending_workloads')} offset {window})")  # fmt: skip
-    return f"(increase({counter}[{window}]) + ({born} or 0 * increase({counter}[{window}])))"
+    """What a Kueue counter counted over ``window``, the counts that create it included. Kueue 0.19.2 creates a queue's
+    counter at its first Inc() (pkg/metrics/metrics.go IncrementFinishedWorkloadTotal and its siblings; nothing
+    pre-creates it at 0), and each restart, upgrade or new leader starts it again, so its first sample is already 1 and
+    increase() takes it as the baseline: one finished workload a week read 0 (review obsreview12 F1). A restart of the
+    container in the same pod keeps every label, so a counter born again at 1 after a count of 1 is no change at all to
+    increase() (review obsreview13 F1).
+
+    Which counts a process made is known from the process itself: Kueue's metrics registry is controller-runtime's,
+    which exports process_start_time_seconds (controller-runtime v0.24.1, Kueue's go.mod pin,
+    pkg/internal/controller/metrics/metrics.go registers client_golang's process collector). For a target whose
+    process started within ``window``, everything its counter now reads was counted in the window: it counts at least
+    that, and increase() where that is more (counts before the restart, a reset it saw). Any other target's counters
+    count their increase() only: a series that appears under new target labels (a ServiceMonitor relabelled, a Kueue
+    first scraped late) or a Prometheus that starts beside a running Kueue adds nothing of the lifetime it cannot date
+    (review obsreview13 F4). Two restarts in one window count the last process's counts and what increase() saw."""
+    seconds = int(parse_duration(window))
+    fresh = f"(time() - process_start_time_seconds < {seconds})"  # a target whose process started in the window
+    grown = f"increase({counter}[{window}])"
+    counted = f"({counter} + 0)"  # what the new process counted: the series as scraped now, gone until it counts again
+    restarted = f"((({grown} > {counted}) or {counted} or {grown}) and on (job, instance) {fresh})"
+    return f"(({grown} unless on (job, instance) {fresh}) or {restarted})"
 
 
 QUANTILES = (0.5, 0.95, 0.99)

@@ -49,6 +49,9 @@ def exporter_series() -> dict[str, str]:
     ):
         for name, fact in load(component, version, "metrics.json").items():
             out |= dict.fromkeys(_histogram(name, fact["type"]), f"{component} {version}")
+    # Kueue's registry is controller-runtime's: its process collector's series are served beside Kueue's own
+    for name, fact in load("kueue", "0.19.2", "registry.json")["metrics"].items():
+        out |= dict.fromkeys(_histogram(name, fact["type"]), "kueue 0.19.2 (controller-runtime's registry)")
     # vLLM before and after it renamed its time-per-output-token histogram (alicerce.catalog.alerts FORMER_NAMES), and
     # the same series through Ray Serve LLM: Ray's metrics agent prefixes ray_, recent vLLM sanitises ':' first
     ray = load("vllm", "latest-2026-12", "metrics.json")["ray"]

@@ -410,6 +410,13 @@ def test_the_readme_lists_the_xids_that_page() -> None:
     assert 63 not in CRITICAL_XIDS and 64 in CRITICAL_XIDS
 
 
+def kueue_target(pod: str, started: str, job: str = "kueue-controller-manager-metrics-service") -> tuple[str, dict[str, str]]:
+    """A Kueue replica's scrape-target labels, and its process_start_time_seconds input series (values in promtool's
+    seconds, its test time starting at 0)."""
+    target = f'job="{job}",instance="{pod}:8443",pod="{pod}"'
+    return target, {"series": f"process_start_time_seconds{{{target}}}", "values": started}
+
+
 @needs_promtool
 def test_slo_alerts_see_serving_pods_and_starved_queues(tmp_path: Path) -> None:
     rp = platform("prod")
@@ -466,13 +473,16 @@ def test_slo_alerts_see_serving_pods_and_starved_queues(tmp_path: Path) -> None:
             ],
             "alert_rule_test": [{"eval_time": "6h30m", "alertname": "SLOResearchQueueStarved", "exp_alerts": []}],
         },
-        {  # review obsreview12 F1: the queue's first admission since Kueue started creates its counter at 1, and one
-            # admission in the window is no starvation (a plain increase() read it as none)
+        {  # review obsreview12 F1: the queue's first admission since Kueue started (at 5 h) creates its counter at 1,
+            # and one admission in the window is no starvation (a plain increase() read it as none)
             "interval": "5m",
             "input_series": [
                 {"series": f"kueue_pending_workloads{{{starved}}}", "values": "1x90"},
+                kueue_target("kueue-b", "_x59 18000x31")[1],
                 {
-                    "series": 'kueue_admitted_workloads_total{cluster_queue="research",priority_class="",replica_role="standalone"}',
+                    "series": 'kueue_admitted_workloads_total{cluster_queue="research",priority_class="",replica_role="standalone",'
+                    + kueue_target("kueue-b", "")[0]
+                    + "}",
                     "values": "_x60 1x30",
                 },
             ],
@@ -940,17 +950,19 @@ def test_the_queue_wait_slo_fires_on_a_training_queues_pace(tmp_path: Path) -> N
 def test_the_queue_wait_slo_counts_the_admission_that_creates_kueues_series(tmp_path: Path) -> None:
     """Review obsreview12 F7: Kueue creates a queue's wait histogram at its first observation, so the first admission
     after a Kueue restart or failover (the likeliest to have waited long) arrives already counted and rate() took it as
-    the baseline: one 7-hour wait alone in the 6-hour window read 0 / 0 and raised nothing. Counted now, while
-    Prometheus watched Kueue 6 hours before (its queue gauge); one admission in time stays quiet."""
+    the baseline: one 7-hour wait alone in the 6-hour window read 0 / 0 and raised nothing. Counted now, as the new
+    leader's process started in the window (its process_start_time_seconds); one admission in time stays quiet."""
     rules = rules_of(platform("prod"), "aws")
-    queue = 'cluster_queue="research",priority_class="",replica_role="leader"'
-    status = 'cluster_queue="research",replica_role="leader"'
+    target, started = kueue_target("kueue-b", "_x419 25140x120")
+    queue = f'cluster_queue="research",priority_class="",replica_role="leader",{target}'
+    status = f'cluster_queue="research",replica_role="leader",{target}'
 
     def case(late: bool) -> dict[str, Any]:
-        born = "_x420 1x119"  # the new leader's first admission at 7 h
+        born = "_x420 1x119"  # the new leader's first admission at 7 h, a minute after it started
         return {
             "interval": "1m",
             "input_series": [
+                started,
                 {"series": f'kueue_admission_wait_time_seconds_bucket{{{queue},le="20480"}}', "values": "_x420 0x119" if late else born},
                 {"series": f'kueue_admission_wait_time_seconds_bucket{{{queue},le="+Inf"}}', "values": born},
                 {"series": f"kueue_admission_wait_time_seconds_count{{{queue}}}", "values": born},
@@ -964,3 +976,39 @@ def test_the_queue_wait_slo_counts_the_admission_that_creates_kueues_series(tmp_
         }  # fmt: skip
 
     run_promtool(platform("prod"), "aws", [case(True), case(False)], tmp_path)
+
+
+@needs_promtool
+def test_queue_alerts_after_a_kueue_restart_in_place_or_a_relabel(tmp_path: Path) -> None:
+    """Review obsreview13 F1: Kueue's container restarts in its pod at 3 h (same labels) and admits one workload at once,
+    its counter born at 1 again after a count of 1: an admission in the window, not starved. F4: the same Kueue's series
+    relabelled at 400 m (a ServiceMonitor change) with a lifetime of 100 admissions, 20 of them late, and none since:
+    no admission in the window, so the queue-wait SLO holds."""
+    rules = rules_of(platform("prod"), "aws")
+    assert "SLOResearchQueueStarved" in rules and "SLOResearchQueue" in rules
+    target, started = kueue_target("kueue-a", "0x35 _x1 10800x54")
+    pending = f'cluster_queue="research",status="inadmissible",replica_role="leader",{target}'
+    admitted = f'kueue_admitted_workloads_total{{cluster_queue="research",priority_class="",replica_role="leader",{target}}}'
+    restarted = {
+        "interval": "5m",
+        "input_series": [
+            started,
+            {"series": f"kueue_pending_workloads{{{pending}}}", "values": "1x36 _x1 1x53"},
+            {"series": admitted, "values": "1x36 _x1 1x53"},
+        ],
+        "alert_rule_test": [{"eval_time": "7h", "alertname": "SLOResearchQueueStarved", "exp_alerts": []}],
+    }
+    inputs: list[dict[str, str]] = []
+    for job, values in (("kueue-old", "{}x399 stale"), ("kueue-metrics", "_x400 {}x200")):
+        target, started = kueue_target("kueue-a", values.format(0), job=job)
+        queue = f'cluster_queue="research",priority_class="",replica_role="leader",{target}'
+        status = f'cluster_queue="research",replica_role="leader",{target}'
+        inputs += [started,
+                   {"series": f'kueue_admission_wait_time_seconds_bucket{{{queue},le="20480"}}', "values": values.format(80)},
+                   {"series": f'kueue_admission_wait_time_seconds_bucket{{{queue},le="+Inf"}}', "values": values.format(100)},
+                   {"series": f"kueue_admission_wait_time_seconds_count{{{queue}}}", "values": values.format(100)},
+                   {"series": f'kueue_cluster_queue_status{{{status},status="active"}}', "values": values.format(1)},
+                   {"series": f'kueue_pending_workloads{{{status},status="active"}}', "values": values.format(0)}]  # fmt: skip
+    quiet = [{"eval_time": t, "alertname": "SLOResearchQueue", "exp_alerts": []} for t in ("440m", "500m", "560m")]
+    relabelled = {"interval": "1m", "input_series": inputs, "alert_rule_test": quiet}
+    run_promtool(platform("prod"), "aws", [restarted, relabelled], tmp_path)
