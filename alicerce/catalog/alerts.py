@@ -255,7 +255,7 @@ def slo_starved_alert_name(slo: str) -> str:
 # deploy/a100-gpu-mem-error-mgmt error-recovery-and-response-flags: with the row-remapping pending flag set "unaffected
 # applications can continue running", new work can start; NVML nvmlDeviceGetRemappedRows: a pending remap does not
 # affect future work; deploy/dynamic-page-retirement visibility: 63 a page retired, 64 a retirement failed).
-# A ticket: GPUXidError, and GPUUncorrectableRemappedRows for the reset it needs; the
+# A ticket: GPUXidError, and GPURowRemapPending for the reset it needs; the
 # uncorrectable error behind it pages as its own XID (48/94/95), a remap that fails as 64 and GPURowRemapFailure.
 # 154 GPU recovery action changed (review obsreview5 G10): the driver's summary that a GPU now needs a reset, a node
 # reboot or a P2P drain, whichever XID caused it (140 and the NVLink ones among those listed nowhere else); the
@@ -377,7 +377,7 @@ GPU_HEALTH: tuple[Alert, ...] = (
         "The GPU has run out of spare rows: replace it (RMA).",
     ),
     Alert(
-        "GPUUncorrectableRemappedRows",
+        "GPURowRemapPending",
         # while the remap waits for the reset, whichever pod holds the GPU: it read the remapped-row count rising, and
         # resolved an hour later whether or not the GPU was reset (review obsreview12 F9)
         f"max by ({GPU_KEY}) ({REMAP_PENDING}) > 0",

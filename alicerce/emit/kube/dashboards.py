@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from alicerce.catalog.alerts import DIAGNOSES, GPU_KEY
-from alicerce.emit.kube.costs import month_spent
+from alicerce.emit.kube.costs import month_spent, settled
 from alicerce.emit.kube.promql import recorded_read
 from alicerce.resolve.model import ResolvedPlatform
 
@@ -28,15 +28,21 @@ def _panels(rows: list[Panel], have: set[str]) -> list[dict[str, Any]]:
     out = []
     for i, (title, exprs, unit) in enumerate(rows, start=1):
         x, y = (0 if i % 2 else 12), (i - 1) // 2 * 8  # two panels a row
-        out.append(
-            {
-                "id": i, "type": "timeseries", "title": title, "gridPos": {"h": 8, "w": 12, "x": x, "y": y},
-                "datasource": {"type": "prometheus", "uid": "${datasource}"},
-                "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
-                "targets": [{"expr": e, "refId": chr(ord("A") + j), "legendFormat": "__auto"} for j, e in enumerate(exprs)],
-            }
-        )  # fmt: skip
+        panel = {
+            "id": i, "type": "timeseries", "title": title, "gridPos": {"h": 8, "w": 12, "x": x, "y": y},
+            "datasource": {"type": "prometheus", "uid": "${datasource}"},
+            "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+            "targets": [{"expr": e, "refId": chr(ord("A") + j), "legendFormat": "__auto"} for j, e in enumerate(exprs)],
+        }  # fmt: skip
+        out.append(_ranking(panel) if all(e.startswith("topk(") for e in exprs) else panel)
     return out
+
+
+def _ranking(panel: dict[str, Any]) -> dict[str, Any]:
+    """A top-k as a table at the dashboard's end time, highest first: a time series of it ran topk at every step, so a
+    week's range drew every series that was ever in the top, unranked (review obsreview13 F8)."""
+    targets = [{**t, "instant": True, "range": False, "format": "table"} for t in panel["targets"]]
+    return {**panel, "type": "table", "targets": targets, "options": {"sortBy": [{"displayName": "Value", "desc": True}]}}
 
 
 def _board(
@@ -138,7 +144,7 @@ def team(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
         ("Job failure ratio by kind", [f"team_kind:job_failure:ratio{{{t}}}"], "percentunit"),
         (
             "GPU cost of the team's 10 costliest runs by name, last 30 days (TrainJob or Job; a name reused adds up)",
-            [f"topk(10, run:gpu_cost_usd:sum30d{{{t}}})"],
+            [f"topk(10, {settled(f'run:gpu_cost_usd:sum30d{{{t}}}')})"],
             "currencyUSD",
         ),
         ("Job run time p50 / p95 by kind", [f"team_kind:job_run_seconds:p50{{{t}}}", f"team_kind:job_run_seconds:p95{{{t}}}"], "s"),
@@ -174,7 +180,7 @@ def inference(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
         ("Requests waiting", [f"workload:vllm_requests_waiting:sum{{{w}}}"], "short"),
         (
             "Cost per million tokens (prompt and generated; this hour and the last 30 days)",
-            [f"workload:usd_per_million_tokens:ratio{{{w}}}", f"workload:usd_per_million_tokens:ratio30d{{{w}}}"],
+            [f"workload:usd_per_million_tokens:ratio{{{w}}}", settled(f"workload:usd_per_million_tokens:ratio30d{{{w}}}")],
             "currencyUSD",
         ),
         ("GPU utilisation and memory", [f"workload:gpu_utilization:avg{{{w}}}", f"workload:gpu_memory_used:avg{{{w}}}"], "percentunit"),

@@ -45,7 +45,7 @@ from alicerce.catalog.alerts import (
 )
 from alicerce.emit.kube.budgets import budget_guard
 from alicerce.emit.kube.common import MANAGED, meta
-from alicerce.emit.kube.costs import BUDGET, MONTH_INTERVAL, budget_alerts, cost_rules, history_rules, month_rules
+from alicerce.emit.kube.costs import BUDGET, HOUR_MARK_INTERVAL, budget_alerts, cost_rules, history_rules, hour_mark_rules
 from alicerce.emit.kube.dashboards import dashboards
 from alicerce.emit.kube.diagnoses import diagnoses, latency_bad_ratio, le_matcher, slo_burn
 from alicerce.emit.kube.fabric_alerts import fabric_alerts
@@ -260,10 +260,10 @@ def _cost_groups(rp: ResolvedPlatform, site_name: str, group: Callable[[str, lis
     if shares:  # what CostHistoryTruncated and the budget guard read
         rules += history_rules()
     records = [{**r, "labels": {**r.get("labels", {}), "site": site_name}} for r in rules]
-    month = [{**r, "labels": {"site": site_name}} for r in month_rules()]
+    marks = [{**r, "labels": {"site": site_name}} for r in hour_mark_rules()]
     return [
         {"name": "alicerce.cost", "rules": records},
-        {"name": "alicerce.cost.month", "interval": MONTH_INTERVAL, "rules": month},
+        {"name": "alicerce.cost.hourly", "interval": HOUR_MARK_INTERVAL, "rules": marks},
         group("alicerce.budget", budget_alerts(rp, site_name, shares)),
     ]
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from alicerce.emit.kube.costs import BUDGET
+from alicerce.emit.kube.costs import BUDGET, settled
 from alicerce.emit.kube.monitoring import rule_groups
 from alicerce.plan.platform import HOURS_PER_MONTH, plan_platform
 from alicerce.rules.validate import validated
@@ -199,7 +199,7 @@ def test_work_between_hour_marks_is_billed_minute_by_minute(tmp_path: Path) -> N
         rounded('team:gpu_cost_usd:sum1h{team="research"}', research[1:-1], 50 / 60 * 8 * 6.88, "59m"),
         rounded('team:gpu_hours_allocated:sum1h{team="research"}', research[1:-1], 50 / 60 * 8, "1h59m"),
         rounded('team:gpu_hours_allocated:sum1h{team="research"}', research[1:-1], 25 / 60 * 8, "2h29m"),
-        rounded('team:gpu_cost_usd:sum30d{team="research"}', research[1:-1], 3 * 50 / 60 * 8 * 6.88, "3h10m"),
+        rounded(settled('team:gpu_cost_usd:sum30d{team="research"}'), research[1:-1], 3 * 50 / 60 * 8 * 6.88, "3h10m"),
     ]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
 
@@ -360,7 +360,7 @@ def test_the_projection_adds_the_month_so_far_to_the_hours_it_has_left(tmp_path:
     ~$251,000 (alicerce.plan.platform.site_budgets)."""
     text = (ROOT / "platform.yaml").read_text().replace("budget: {monthlyUsd: 900000,", "budget: {monthlyUsd: 800000,")
     rp = validated(load_text(text, "platform.yaml"), "prod")
-    from alicerce.emit.kube.costs import month_rules
+    from alicerce.emit.kube.costs import hour_mark_rules
 
     rule = rules_of(rp, "aws")["BudgetResearchProjected"]
     share = float(rule["expr"].rsplit("> ", 1)[1])
@@ -376,7 +376,7 @@ def test_the_projection_adds_the_month_so_far_to_the_hours_it_has_left(tmp_path:
 
     tests = [case("_x440 200000x30", "_x440 220.16x30", "462h", True), case("_x720 0x20", "_x720 880.64x20", "732h", False)]
     groups = [{**g, "rules": [r for r in g["rules"] if r.get("alert") == rule["alert"]]} for g in rule_groups(rp, "aws")]
-    assert month_rules()  # the month's record is fed above, as a Prometheus that has run all month holds it
+    assert hour_mark_rules()  # the month's record is fed above, as a Prometheus that has run all month holds it
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": [g for g in groups if g["rules"]]}))
     (tmp_path / "tests.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1h", "tests": tests}))
     result = promtool("test", "rules", "tests.yaml", cwd=tmp_path)
@@ -582,8 +582,8 @@ def test_each_training_run_costs_its_pods_hours(tmp_path: Path) -> None:
     inputs.append({"series": 'kube_job_owner{namespace="research",job_name="eval-3"}', "values": "1x200"})  # nobody owns it
     at = 'cost_center="CC-4411",namespace="research",run_kind="{}",run="{}",site="aws",team="research"'
     tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
-        rounded('run:gpu_cost_usd:sum30d{run="pretrain-7"}', at.format("JobSet", "pretrain-7"), 2 * 8 * 2 * 6.88, "3h10m"),
-        rounded('run:gpu_cost_usd:sum30d{run="eval-3"}', at.format("Job", "eval-3"), 1 * 6.88, "3h10m"),
-        rounded('team:gpu_cost_usd:sum30d{team="research"}', 'site="aws",team="research"', 33 * 6.88, "3h10m"),
+        rounded(settled('run:gpu_cost_usd:sum30d{run="pretrain-7"}'), at.format("JobSet", "pretrain-7"), 2 * 8 * 2 * 6.88, "3h10m"),
+        rounded(settled('run:gpu_cost_usd:sum30d{run="eval-3"}'), at.format("Job", "eval-3"), 1 * 6.88, "3h10m"),
+        rounded(settled('team:gpu_cost_usd:sum30d{team="research"}'), 'site="aws",team="research"', 33 * 6.88, "3h10m"),
     ]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)

@@ -55,6 +55,17 @@ def test_one_dashboard_per_audience_with_what_that_audience_asks() -> None:
     assert len({b["uid"] for b in boards.values()}) == 3
 
 
+def test_the_costliest_runs_are_ranked_at_one_instant() -> None:
+    """Review obsreview13 F8: a top 10 drawn as a time series ran topk at each step, a line for every run that was ever
+    in it. A table of one instant query, highest first; the other panels stay time series."""
+    rp = platform()
+    board = dashboards(rp, rule_groups(rp, "aws"))["team.json"]
+    runs = next(p for p in board["panels"] if "costliest runs" in p["title"])
+    assert runs["type"] == "table" and runs["options"]["sortBy"] == [{"displayName": "Value", "desc": True}]
+    assert [(t["instant"], t["range"], t["format"]) for t in runs["targets"]] == [(True, False, "table")]
+    assert {p["type"] for p in board["panels"] if p is not runs} == {"timeseries"}
+
+
 def test_a_panel_on_a_series_nobody_produces_is_caught() -> None:
     rp = platform()
     board = dashboards(rp, rule_groups(rp, "aws"))["team.json"]

@@ -270,8 +270,8 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
                 {"eval_time": "12m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rules["GPUCriticalXid"], xid48, "1")]},
                 {
                     "eval_time": "12m",
-                    "alertname": "GPUUncorrectableRemappedRows",
-                    "exp_alerts": [expected(rules["GPUUncorrectableRemappedRows"], key, "1")],
+                    "alertname": "GPURowRemapPending",
+                    "exp_alerts": [expected(rules["GPURowRemapPending"], key, "1")],
                 },
             ],
         },
@@ -280,9 +280,9 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
             "interval": "10m",
             "input_series": [{"series": series(REMAP_PENDING, freed), "values": "0 1x30 0x5"}],
             "alert_rule_test": [
-                {"eval_time": "4h", "alertname": "GPUUncorrectableRemappedRows",
-                 "exp_alerts": [expected(rules["GPUUncorrectableRemappedRows"], key, "1")]},
-                {"eval_time": "5h20m", "alertname": "GPUUncorrectableRemappedRows", "exp_alerts": []},
+                {"eval_time": "4h", "alertname": "GPURowRemapPending",
+                 "exp_alerts": [expected(rules["GPURowRemapPending"], key, "1")]},
+                {"eval_time": "5h20m", "alertname": "GPURowRemapPending", "exp_alerts": []},
             ],
         },
         {  # an H100 node of onprem-h100 that offers 7 of its 8 GPUs (one unhealthy); a healthy node raises nothing
