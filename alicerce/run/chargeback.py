@@ -138,7 +138,7 @@ class Report:
     month: str
     teams: list[dict[str, Any]]
     workloads: list[dict[str, Any]]
-    runs: list[dict[str, Any]] = field(default_factory=list)  # training runs: a TrainJob (its JobSet) or a plain Job
+    runs: list[dict[str, Any]] = field(default_factory=list)  # training runs: a TrainJob (its JobSet), a plain Job or a RayJob
     missing_days: list[str] = field(default_factory=list)  # days (UTC) of the month Prometheus holds no record of
     open_until: str | None = None  # the month is not over: figures up to this hour mark (UTC)
 

@@ -159,6 +159,12 @@ POD_WORKLOAD = "alicerce:pod_workload:info"
 SERVING_POD = "alicerce:pod_serving:info"
 LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 RAY_NODE_TYPE_LABEL = "ray.io/node-type"
+# ... and with its RayCluster's name (utils/constant.go RayClusterLabelKey). A RayJob's own RayCluster is named after it,
+# "<RayJob>-" and five random characters (v1.7.0 rayjob_controller.go:908 utils.GenerateRayClusterName, k8s.io/
+# apimachinery rand.String: lowercase consonants and digits), unless its spec.clusterSelector runs it on a cluster it
+# does not own. In K8sJobMode, the default, the RayJob's submitter is a Job of the RayJob's own name that the RayJob
+# controls (rayjob_controller.go createNewK8sJob): the kube_job_owner series that says the RayJob runs
+RAY_CLUSTER_LABEL = "ray.io/cluster"
 POOL_GPUS_PER_NODE = "alicerce:pool_gpus_per_node:count"
 POOL_RESOURCE_GPU_SHARE = "alicerce:pool_resource_gpu_share:ratio"  # the share of a GPU one unit of a resource is
 KUEUE_RESOURCE_GPU_SHARE = "alicerce:pool_kueue_resource_gpu_share:ratio"  # the same, with Kueue's resource names
@@ -250,19 +256,27 @@ def join_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]
 
 def pod_runs() -> str:
     """The run each pod belongs to (labels namespace, pod, run_kind, run), for its cost: a Kubeflow TrainJob's JobSet
-    (same name as the TrainJob), else the plain Job itself. kube-state-metrics 2.20.0 kube_pod_owner (internal/store/
-    pod.go createPodOwnerFamilyGenerator) and kube_job_owner; a RayJob's GPUs are its RayCluster's pods, which no Job
-    owns, so a RayJob is no run here. A run is known by its name: a TrainJob or Job deleted and submitted again under
-    the same name within the window adds to the same series (review obsreview13 F2; kube-state-metrics gives Jobs no
-    uid label to tell them apart). An expression, not a record: read in the cost group, a join record of another group
-    lags a step and billed each run a minute more."""
+    (same name as the TrainJob), else the plain Job itself (kube-state-metrics 2.20.0 kube_pod_owner, internal/store/
+    pod.go createPodOwnerFamilyGenerator, and kube_job_owner), or a RayJob: the pods of the RayCluster named after it
+    (RAY_CLUSTER_LABEL), while its submitter Job says it runs. Not a run: a RayJob submitted in HTTPMode or
+    SidecarMode (no submitter Job) or on a cluster it selects; its GPUs count under its team only (review obsreview13
+    F7). A run is known by its name: one deleted and submitted again under the same name within the window adds to
+    the same series (review obsreview13 F2; kube-state-metrics gives Jobs no uid label to tell them apart). An
+    expression, not a record: read in the cost group, a join record of another group lags a step and billed each run
+    a minute more."""
     jobs = ('label_replace(label_replace(kube_job_owner{owner_kind="JobSet"}, "run", "$1", "owner_name", "(.+)"), '
             '"run_kind", "$1", "owner_kind", "(.+)") '
             'or label_replace(label_replace(kube_job_owner{owner_kind!~"JobSet|RayJob"}, "run", "$1", "job_name", "(.+)"), '
             '"run_kind", "Job", "owner_kind", ".*")')  # fmt: skip
     owned = 'label_replace(kube_pod_owner{owner_kind="Job"}, "job_name", "$1", "owner_name", "(.+)")'
-    return (f"max by (namespace, pod, run_kind, run) ({owned} * on (namespace, job_name) group_left (run_kind, run) "
-            f"max by (namespace, job_name, run_kind, run) ({jobs}))")  # fmt: skip
+    cluster = ksm_label(RAY_CLUSTER_LABEL)
+    ray_pods = f'label_replace(kube_pod_labels{{{cluster}!=""}}, "run", "$1", "{cluster}", "(.+)-[a-z0-9]{{5}}")'
+    ray_jobs = ('label_replace(label_replace(kube_job_owner{owner_kind="RayJob"}, "run", "$1", "owner_name", "(.+)"), '
+                '"run_kind", "$1", "owner_kind", "(.+)")')  # fmt: skip
+    return (f"(max by (namespace, pod, run_kind, run) ({owned} * on (namespace, job_name) group_left (run_kind, run) "
+            f"max by (namespace, job_name, run_kind, run) ({jobs})) "
+            f"or max by (namespace, pod, run_kind, run) ({ray_pods} * on (namespace, run) group_left (run_kind) "
+            f"max by (namespace, run, run_kind) ({ray_jobs})))")  # fmt: skip
 
 
 def _inference_pods(rp: ResolvedPlatform, site: ResolvedSite) -> str:

@@ -34,7 +34,7 @@ from alicerce.emit.kube.common import (
     tolerate,
 )
 from alicerce.emit.kube.dcgm_counters import counters_configmap, counters_csv
-from alicerce.emit.kube.kpi import LWS_WORKER_INDEX_LABEL, RAY_NODE_TYPE_LABEL
+from alicerce.emit.kube.kpi import LWS_WORKER_INDEX_LABEL, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL
 from alicerce.emit.kube.kueue import kueue_configuration
 from alicerce.emit.storage_counters import TEXTFILE_DIRECTORY, counted_tiers
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
@@ -410,8 +410,9 @@ def monitoring_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any
             "metricLabelsAllowlist": [
                 "nodes=[alicerce.dev/pool,alicerce.dev/purpose,alicerce.dev/accelerator]",
                 # and LeaderWorkerSet's worker index and KubeRay's node type, which tell the pod that serves a
-                # multi-node model (a group's leader, a RayService's head) from its workers
-                f"pods=[alicerce.dev/workload,{LWS_WORKER_INDEX_LABEL},{RAY_NODE_TYPE_LABEL}]",
+                # multi-node model (a group's leader, a RayService's head) from its workers; KubeRay's cluster name,
+                # which tells a RayJob's pods (the cost per run)
+                f"pods=[alicerce.dev/workload,{LWS_WORKER_INDEX_LABEL},{RAY_NODE_TYPE_LABEL},{RAY_CLUSTER_LABEL}]",
             ]
         },
         # one owner of port 9100 per node: the chart's DaemonSet, or the host role (scraped through a ScrapeConfig)

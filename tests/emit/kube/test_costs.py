@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from alicerce.emit.kube.costs import BUDGET, settled
+from alicerce.emit.kube.kpi import RAY_CLUSTER_LABEL, pod_runs
 from alicerce.emit.kube.monitoring import rule_groups
 from alicerce.plan.platform import HOURS_PER_MONTH, plan_platform
 from alicerce.rules.validate import validated
@@ -28,6 +29,7 @@ from tests.emit.kube.test_monitoring import (
     rules_of,
     run_promtool,
 )
+from tests.emit.kube.upstream import load
 
 P5 = 'label_alicerce_dev_pool="train-p5",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
 L40S = 'label_alicerce_dev_pool="infer-l40s",label_alicerce_dev_accelerator="L40S-48GB"'
@@ -585,5 +587,39 @@ def test_each_training_run_costs_its_pods_hours(tmp_path: Path) -> None:
         rounded(settled('run:gpu_cost_usd:sum30d{run="pretrain-7"}'), at.format("JobSet", "pretrain-7"), 2 * 8 * 2 * 6.88, "3h10m"),
         rounded(settled('run:gpu_cost_usd:sum30d{run="eval-3"}'), at.format("Job", "eval-3"), 1 * 6.88, "3h10m"),
         rounded(settled('team:gpu_cost_usd:sum30d{team="research"}'), 'site="aws",team="research"', 33 * 6.88, "3h10m"),
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_a_rayjob_run_costs_its_rayclusters_pods_hours(tmp_path: Path) -> None:
+    """Review obsreview13 F7: a team that trains with RayJob saw no run at all. KubeRay v1.7.0 names a RayJob's
+    RayCluster after it (sweep-2-x7k2p) and labels its pods with that name (ray.io/cluster); its submitter Job (named
+    sweep-2, controlled by the RayJob) says the run is a RayJob's. sweep-2's head (no GPU) and one 4-GPU worker for an
+    hour: 4 x $6.88. A RayCluster no RayJob owns (a notebook's, notebook-q8x4z) is no run; the submitter's own pod is
+    not a Job run either."""
+    facts = load("kuberay-operator", "1.7.0", "labels.json")
+    assert RAY_CLUSTER_LABEL in facts["pod_labels"] and facts["rayjob_cluster_name"].startswith("<RayJob name>-<5 random")
+    assert "-[a-z0-9]{5}" in pod_runs()  # the suffix the run's name is read without
+    rp = platform()
+    node = "ip-10-20-1-1.ec2.internal"
+    hour = "_x5 GPUSx59 stale _x134"
+    inputs = [{"series": f'kube_node_labels{{node="{node}",{P5}}}', "values": "1x200"}]
+    for pod, cluster, gpus in (("sweep-2-x7k2p-head", "sweep-2-x7k2p", 0), ("sweep-2-x7k2p-gpu-worker-m2v5d", "sweep-2-x7k2p", 4),
+                               ("notebook-q8x4z-gpu-worker-b7d2k", "notebook-q8x4z", 2)):  # fmt: skip
+        inputs += held("research", pod, node, gpus, hour)
+        kind = "head" if pod.endswith("head") else "worker"
+        labels = f'namespace="research",pod="{pod}",uid="{pod}-uid",label_ray_io_cluster="{cluster}",label_ray_io_node_type="{kind}"'
+        inputs.append({"series": f"kube_pod_labels{{{labels}}}", "values": hour.replace("GPUS", "1")})
+        owner = f'namespace="research",pod="{pod}",uid="{pod}-uid",owner_kind="RayCluster",owner_name="{cluster}"'
+        inputs.append({"series": f"kube_pod_owner{{{owner}}}", "values": "_x5 1x195"})
+    submitter = 'namespace="research",pod="sweep-2-8fj3q",uid="s-uid",owner_kind="Job",owner_name="sweep-2",owner_is_controller="true"'
+    inputs += [{"series": f"kube_pod_owner{{{submitter}}}", "values": "_x5 1x195"},
+               {"series": 'kube_job_owner{namespace="research",job_name="sweep-2",owner_kind="RayJob",owner_name="sweep-2",'
+                          'owner_is_controller="true"}', "values": "1x200"}]  # fmt: skip
+    at = 'cost_center="CC-4411",namespace="research",run_kind="RayJob",run="sweep-2",site="aws",team="research"'
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded(settled("run:gpu_cost_usd:sum30d"), at, 4 * 6.88, "3h10m"),  # the only run
+        rounded(settled('team:gpu_cost_usd:sum30d{team="research"}'), 'site="aws",team="research"', 6 * 6.88, "3h10m"),
     ]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
