@@ -460,12 +460,16 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
     step = job.global_batch_tokens / (gpus * gpu.tflops.bf16 * 1e12 * mfu / (flops_per * active))
     weight_bytes = sizing.weightBytes.get(w.precision, 2)
     # an fp8 (fp4) run keeps 16-bit weights and casts them per GEMM: its data-parallel gathers move 16-bit weights
-    # (torchao Float8LinearConfig enable_fsdp_float8_all_gather False, Megatron-Core without --fp8-param-gather) and
-    # its gradients are 16-bit, or fp32 where stages 0-1 accumulate them (review sizreview8 F8b: 1 byte a parameter
-    # halved an fp8 run's need and kept PL324 quiet)
+    # (torchao Float8LinearConfig enable_fsdp_float8_all_gather False, Megatron-Core without --fp8-param-gather;
+    # review sizreview8 F8b: 1 byte a parameter halved an fp8 run's need and kept PL324 quiet). Its gradients, and a
+    # bf16 run's, are reduced in fp32 at every ZeRO stage: Megatron-LM forces accumulate_allreduce_grads_in_fp32 for
+    # bf16 unless --grad-reduce-in-bf16 (megatron/training/arguments.py), torchtitan's FSDP2 reduces in
+    # training.mixed_precision_reduce, "float32" by default (review sizreview9 F11: stages 2-3 reduced 16 bits, a
+    # quarter of their traffic missing). DeepSpeed reduces bf16 in bf16: 3/4 of this, the figure errs high. fp16 runs
+    # reduce in fp16 (Megatron's default without the flag)
     gather_bytes = max(sizing.bytesPerParameter.weights.value, weight_bytes)
     grad_bytes = gather_bytes
-    if job.zero_stage <= 1 and w.precision != "fp16":
+    if w.precision != "fp16":
         grad_bytes = max(grad_bytes, sizing.bytesPerParameter.fp32Gradients.value)
     adapter = None
     if w.method in ("lora", "qlora"):

@@ -437,25 +437,25 @@ def test_sliding_window_and_mla_in_the_training_attention_term() -> None:
 def test_moe_network_is_expert_parallel_not_a_gather_of_every_parameter() -> None:
     """Issue 23, defect 6: DeepSeek-V3 "needed" 742-1,230 Gbit/s per GPU because every GPU was charged a ZeRO-3
     gather of all 671B parameters. With expert parallelism (2,048 GPUs, TP 1, dp 2,048, EP = min(256, dp) = 256,
-    8 replicas of each expert; an fp8 run gathers 16-bit weights and reduces 16-bit gradients, 2 bytes: review
-    sizreview8 F8b; DeepSeek-V3 report arXiv 2412.19437 Sec. 3 and 4.2):
+    8 replicas of each expert; an fp8 run gathers 16-bit weights twice (review sizreview8 F8b) and reduces fp32
+    gradients once (review sizreview9 F11), 8 bytes; DeepSeek-V3 report arXiv 2412.19437 Sec. 3 and 4.2):
       per expert (671e9 - 37e9) / (256 - 8) = 2.556452e9; shared 37e9 - 8 x 2.556452e9 = 16.548387e9
-      sync   = 3 x 2 B x (16.548387e9 x 2047/2048 + 654.451613e9 / 256 x 7/8)    = 112.6632e9 B a micro-batch,
+      sync   = 8 B x (16.548387e9 x 2047/2048 + 654.451613e9 / 256 x 7/8)        = 150.2176e9 B a micro-batch,
                at ZeRO-3 (the default) every micro-batch: 62,900,224 / (4,096 x 2,048) = 7.4983 of them (review
-               sizreview4 D2: the plan counted one a step, as stages 0-2 do)     = 844.78e9 B
+               sizreview4 D2: the plan counted one a step, as stages 0-2 do)     = 1,126.37e9 B
       a2a    = 4 x 8 x 7168 x 58 x 2 B x 62,900,224 / 2048 tokens x (1 - 8/256)   = 791.665e9 B
-    1,636.44e9 B a step; at the planned MFU before goodput (restarts are not steps: review sizreview3 D3) a step takes
+    1,918.04e9 B a step; at the planned MFU before goodput (restarts are not steps: review sizreview3 D3) a step takes
     30,713 tokens / (989.4e12 x MFU / 0.94 / 222e9) s, and the need is bytes x 8 / (step x 0.8 overlap): about
-    520 Gbit/s, over the 400 Gbit/s a GPU had (PL321: the default ZeRO-3 layout gathers every micro-batch); an
+    610 Gbit/s, over the 400 Gbit/s a GPU had (PL321: the default ZeRO-3 layout gathers every micro-batch); an
     800 Gbit/s fabric carries it (no finding)."""
     model = {**DEEPSEEK_V3, "attention": {"kind": "mla", "kvLoraRank": 512, "ropeHeadDim": 64, "heads": 128}, "headDim": 128}
     w = workload(model=model, tokens="14.8T", sequenceLength=4096, globalBatchTokens=62_900_224, gpus=2048, accelerator="H100",
                  precision="fp8", fp8Recipe="transformer-engine")  # fmt: skip
     plan = plan_training(w, on("H100-SXM5-80GB", network=400.0), SIZING, [])
     assert plan.tensor_parallel == 1 and plan.mfu is not None
-    sync = 3 * 2 * (16.548387e9 * 2047 / 2048 + 654.451613e9 / 256 * 7 / 8)
+    sync = (2 * 2 + 4) * (16.548387e9 * 2047 / 2048 + 654.451613e9 / 256 * 7 / 8)
     a2a = 4 * 8 * 7168 * 58 * 2 * 62_900_224 / 2048 * (1 - 8 / 256)
-    assert sync == pytest.approx(112.6632e9, rel=1e-5) and a2a == pytest.approx(791.665e9, rel=1e-5)
+    assert sync == pytest.approx(150.2176e9, rel=1e-5) and a2a == pytest.approx(791.665e9, rel=1e-5)
     rounds = 62_900_224 / (4096 * 2048)
     step = (62_900_224 / 2048) / (989.4e12 * plan.mfu / 0.94 / (6 * 37e9))  # the productive step: MFU before goodput (D3)
     need = (sync * rounds + a2a) * 8 / (step * 0.8) / 1e9
@@ -583,7 +583,7 @@ def test_a_declared_expert_parallel_group_sets_the_moe_traffic() -> None:
     Sec. 3.1.3; DeepSeek-V3 64 across nodes, 2412.19437 Sec. 3.2), not always min(experts, dp). DeepSeek-V3's shape on
     2,048 H100 with expertParallel 8: each GPU's node holds the whole group, so no all-to-all crosses the fabric, and
     the experts' sync runs over dp / 8 = 256 replicas of each expert's share (654.451613e9 / 8 B of routed experts a GPU)
-      sync = 3 x 2 B x (16.548387e9 x 2047/2048 + 654.451613e9 / 8 x 255/256) a micro-batch, 7.4983 micro-batches a step;
+      sync = 8 B x (16.548387e9 x 2047/2048 + 654.451613e9 / 8 x 255/256) a micro-batch, 7.4983 micro-batches a step;
     with 64 (DeepSeek-V3's own) 1 - 8/64 of the all-to-all crosses it: 4 x 8 x 7168 x 58 x 2 B x 30,713 tokens x 7/8."""
     model = {**DEEPSEEK_V3, "attention": {"kind": "mla", "kvLoraRank": 512, "ropeHeadDim": 64, "heads": 128}, "headDim": 128}
     base = {"model": model, "tokens": "14.8T", "sequenceLength": 4096, "globalBatchTokens": 62_900_224, "gpus": 2048,
@@ -594,7 +594,7 @@ def test_a_declared_expert_parallel_group_sets_the_moe_traffic() -> None:
         plan = plans[ep]
         assert plan.tensor_parallel == 1 and plan.mfu is not None
         replicas = 2048 // ep
-        sync = 3 * 2 * (16.548387e9 * 2047 / 2048 + 654.451613e9 / ep * (replicas - 1) / replicas)
+        sync = (2 * 2 + 4) * (16.548387e9 * 2047 / 2048 + 654.451613e9 / ep * (replicas - 1) / replicas)
         a2a = 4 * 8 * 7168 * 58 * 2 * 62_900_224 / 2048 * a2a_share
         step = (62_900_224 / 2048) / (989.4e12 * plan.mfu / 0.94 / (6 * 37e9))
         need = (sync * rounds + a2a) * 8 / (step * 0.8) / 1e9
