@@ -119,28 +119,46 @@ def kueue_series(metric: str, *matchers: str) -> str:
     return f"{metric}{{{','.join((*matchers, KUEUE_NOT_FOLLOWER))}}}"
 
 
-def kueue_increase(counter: str, window: str) -> str:
+# The labels Prometheus gives a scrape target (kube-prometheus-stack's ServiceMonitor targets: Kueue chart 0.19.2
+# templates/prometheus/monitor.yaml has no relabelings): what ties a Kueue counter to its process's start time. All of
+# them, so a relabel that changes any of them is a new target (review obsreview14)
+KUEUE_TARGET = "job, instance, namespace, pod, service, endpoint, container"
+PROCESS_START = "process_start_time_seconds"
+
+
+def kueue_increase(counter: str, window: str, *, ratio: bool = False) -> str:
     """What a Kueue counter counted over ``window``, the counts that create it included. Kueue 0.19.2 creates a queue's
     counter at its first Inc() (pkg/metrics/metrics.go IncrementFinishedWorkloadTotal and its siblings; nothing
-    pre-creates it at 0), and each restart, upgrade or new leader starts it again, so its first sample is already 1 and
-    increase() takes it as the baseline: one finished workload a week read 0 (review obsreview12 F1). A restart of the
-    container in the same pod keeps every label, so a counter born again at 1 after a count of 1 is no change at all to
-    increase() (review obsreview13 F1).
+    pre-creates it at 0), and each restart or new leader starts it again, so its first sample is already 1 and
+    increase() takes it as the baseline: one finished workload a week read 0 (review obsreview12 F1).
 
-    Which counts a process made is known from the process itself: Kueue's metrics registry is controller-runtime's,
-    which exports process_start_time_seconds (controller-runtime v0.24.1, Kueue's go.mod pin,
-    pkg/internal/controller/metrics/metrics.go registers client_golang's process collector). For a target whose
-    process started within ``window``, everything its counter now reads was counted in the window: it counts at least
-    that, and increase() where that is more (counts before the restart, a reset it saw). Any other target's counters
-    count their increase() only: a series that appears under new target labels (a ServiceMonitor relabelled, a Kueue
-    first scraped late) or a Prometheus that starts beside a running Kueue adds nothing of the lifetime it cannot date
-    (review obsreview13 F4). Two restarts in one window count the last process's counts and what increase() saw."""
+    Kueue's metrics registry is controller-runtime's, which exports process_start_time_seconds (controller-runtime
+    v0.24.1, Kueue's go.mod pin, pkg/internal/controller/metrics/metrics.go registers client_golang's process
+    collector). So, per scrape target:
+    - its process started before the window: increase(), plus the first value of a series absent ``window`` ago while
+      Prometheus watched that same target then (a queue's first count; a long-running follower elected leader counts
+      under replica_role="leader"). A series under new target labels (a ServiceMonitor relabelled, review obsreview13
+      F4) or a Prometheus that starts beside a running Kueue adds nothing of the lifetime it cannot date;
+    - its process started in the window (the latest start seen in it, so a pod replaced since still counts: review
+      obsreview14 F2): all the new process counted, its series as scraped now, or a gone pod's last value; at least
+      that, and increase() where that is more (counts before the restart, a reset it saw). A restart in the same pod
+      keeps every label, so a counter born again at 1 after a count of 1 was no change to increase() (review
+      obsreview13 F1). With ``ratio``, the new process's counts alone where it has any: a histogram's bucket and count
+      series then come from the same process (each series' own maximum mixed both and read fast admissions as late:
+      review obsreview14 F3).
+    Not seen: two restarts in one window (the last process's counts and what increase() saw), and a ClusterQueue
+    deleted and created again, which clears its counters in the same process (kueue 0.19.2 ClearClusterQueueMetrics):
+    increase() alone, as for any counter reset."""
     seconds = int(parse_duration(window))
-    fresh = f"(time() - process_start_time_seconds < {seconds})"  # a target whose process started in the window
+    target = f"on ({KUEUE_TARGET})"
+    fresh = f"(time() - last_over_time({PROCESS_START}[{window}]) < {seconds})"  # a process started in the window
     grown = f"increase({counter}[{window}])"
-    counted = f"({counter} + 0)"  # what the new process counted: the series as scraped now, gone until it counts again
-    restarted = f"((({grown} > {counted}) or {counted} or {grown}) and on (job, instance) {fresh})"
-    return f"(({grown} unless on (job, instance) {fresh}) or {restarted})"
+    born = f"((min_over_time({counter}[{window}]) unless {counter} offset {window}) and {target} {PROCESS_START} offset {window})"
+    # what the new process counted: its series as scraped now (gone until it counts again), or a gone target's last
+    counted = f"(({counter} + 0) or (last_over_time({counter}[{window}]) unless {target} {PROCESS_START}))"
+    latest = f"({counted} or {grown})" if ratio else f"(({grown} > {counted}) or {counted} or {grown})"
+    older = f"((({grown} + {born}) or {born} or {grown}) unless {target} {fresh})"
+    return f"({older} or ({latest} and {target} {fresh}))"
 
 
 QUANTILES = (0.5, 0.95, 0.99)
@@ -439,8 +457,8 @@ def queue_rules() -> list[dict[str, Any]]:
     for q in QUANTILES[:2]:
         name = f"p{q * 100:g}"
         # the admission that creates a queue's bucket series counts too (kueue_increase; review obsreview13 F5)
-        wait = f"histogram_quantile({q:g}, sum by (cluster_queue, le) ({kueue_increase(waits, '1h')}))"
-        ready = f"histogram_quantile({q:g}, sum by (cluster_queue, le) ({kueue_increase(until_ready, '1h')}))"
+        wait = f"histogram_quantile({q:g}, sum by (cluster_queue, le) ({kueue_increase(waits, '1h', ratio=True)}))"
+        ready = f"histogram_quantile({q:g}, sum by (cluster_queue, le) ({kueue_increase(until_ready, '1h', ratio=True)}))"
         rules.append(_rule(f"team:kueue_admission_wait_seconds:{name}", _team(wait)))
         rules.append(_rule(f"team:kueue_admitted_until_ready_seconds:{name}", _team(ready)))
 

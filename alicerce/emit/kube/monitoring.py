@@ -129,8 +129,8 @@ def _late_admissions(selector: str, bound: float) -> str:
     wait alone in the window read 0 / 0)."""
     wait = "kueue_admission_wait_time_seconds"
     at_bound = f'{selector},le=~"{le_matcher(bound)}"'
-    good = f"sum({kueue_increase(f'{wait}_bucket{{{at_bound}}}', QUEUE_SLO_WINDOW)})"
-    total = f"sum({kueue_increase(f'{wait}_count{{{selector}}}', QUEUE_SLO_WINDOW)})"
+    good = f"sum({kueue_increase(f'{wait}_bucket{{{at_bound}}}', QUEUE_SLO_WINDOW, ratio=True)})"
+    total = f"sum({kueue_increase(f'{wait}_count{{{selector}}}', QUEUE_SLO_WINDOW, ratio=True)})"
     return f"1 - {good} / {total}"
 
 

@@ -355,7 +355,7 @@ def test_a_kueue_counter_born_at_one_counts_its_first_workload(tmp_path: Path) -
     at = 'cluster_queue="research",site="aws",team="research"'
     queue = 'cohort="acme",cluster_queue="research",priority_class="",replica_role="leader"'
     new, started = kueue_target("kueue-b", "_x29 619200x10")  # 6-hourly: a new leader from 172 h ...
-    old, long_ago = kueue_target("kueue-a", "0x40")  # ... or the same Kueue since 0 h
+    old, long_ago = kueue_target("kueue-a", "_x29 0x11")  # ... or a Kueue up since 0 h that Prometheus first sees at 174 h
     born = {"series": f"kueue_finished_workloads_total{{{queue},{new}}}", "values": "_x30 1 2 3 3 3 3 3 3"}  # from 180 h
     once = {"series": f"kueue_finished_workloads_total{{{queue},{new}}}", "values": "_x30 1 1 1 1 1 1 1 1"}
     found = {"series": f"kueue_finished_workloads_total{{{queue},{old}}}", "values": "_x29 1x9"}  # Prometheus from 174 h

@@ -1,0 +1,190 @@
+"""What Kueue's counters counted in a window (alicerce.emit.kube.kpi.kueue_increase) through the ways its processes
+come and go: a long-running follower elected leader, a queue's first count in a long-running Kueue, a pod that
+started and went away within the window, an in-place restart's histogram, a scrape outage after a restart (review
+obsreview14, whose repros these are). Label shapes as Kueue 0.19.2 serves them through the chart's ServiceMonitor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.emit.kube.test_kpi import rounded
+from tests.emit.kube.test_monitoring import expected, kueue_target, needs_promtool, platform, rules_of, run_promtool
+
+AT = 'cluster_queue="research",site="aws",team="research"'
+
+
+@needs_promtool
+def test_failover_to_a_long_running_follower_counts_its_first_admission(tmp_path: Path) -> None:
+    """2 replicas, both running since 0 (days before the window). Leader kueue-a is killed at 200m; follower kueue-b
+    (its process started at 0) is elected at 202m and admits one workload at 203m: its leader-role counter is born
+    at 1. One admission in the hour."""
+    rp = platform()
+    a, a_started = kueue_target("kueue-a", "0x199 stale")
+    b, b_started = kueue_target("kueue-b", "0x300")
+    q = 'cluster_queue="research",priority_class="",replica_role="leader"'
+    tests = [{"interval": "1m", "input_series": [
+        a_started, b_started,
+        {"series": f"kueue_admitted_workloads_total{{{q},{a}}}", "values": "5x199 stale"},
+        {"series": f"kueue_admitted_workloads_total{{{q},{b}}}", "values": "_x203 1x97"},
+        {"series": f'kueue_pending_workloads{{{q},{a},status="active"}}', "values": "0x199 stale"},
+        {"series": f'kueue_pending_workloads{{{q},{b},status="active"}}', "values": "_x202 0x98"}],
+        "promql_expr_test": [rounded("team:kueue_admitted_workloads:increase1h", AT, 1, "230m")]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_starved_quiet_after_failover_admission_by_long_running_follower(tmp_path: Path) -> None:
+    """A backlog held for 7 h; leader kueue-a dies at 3 h, follower kueue-b (running since 0) takes over and admits one
+    workload at 3h05 (counter born at 1). An admission in the window: not starved."""
+    rp = platform("prod")
+    assert "SLOResearchQueueStarved" in rules_of(rp, "aws")
+    a, a_started = kueue_target("kueue-a", "0x35 stale")
+    b, b_started = kueue_target("kueue-b", "0x90")
+    inadm = 'cluster_queue="research",status="inadmissible",replica_role="leader"'
+    q = 'cluster_queue="research",priority_class="",replica_role="leader"'
+    tests = [{"interval": "5m", "input_series": [
+        a_started, b_started,
+        {"series": f"kueue_pending_workloads{{{inadm},{a}}}", "values": "1x35 stale"},
+        {"series": f"kueue_pending_workloads{{{inadm},{b}}}", "values": "_x36 1x54"},
+        {"series": f"kueue_admitted_workloads_total{{{q},{a}}}", "values": "1x35 stale"},
+        {"series": f"kueue_admitted_workloads_total{{{q},{b}}}", "values": "_x37 1x53"}],
+        "alert_rule_test": [{"eval_time": "7h", "alertname": "SLOResearchQueueStarved", "exp_alerts": []}]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_starved_quiet_after_a_queues_first_admission_in_a_long_running_kueue(tmp_path: Path) -> None:
+    """One replica, up since 0 (a day before). Team research's queue never admitted anything since then (a new team, or
+    its quota was 0): a backlog for 7 h, then one admission at 6h (its counter born at 1). Not starved at 7 h."""
+    rp = platform("prod")
+    a, a_started = kueue_target("kueue-a", "0x90")
+    inadm = f'cluster_queue="research",status="inadmissible",replica_role="leader",{a}'
+    q = f'cluster_queue="research",priority_class="",replica_role="leader",{a}'
+    tests = [{"interval": "5m", "input_series": [
+        a_started,
+        {"series": f"kueue_pending_workloads{{{inadm}}}", "values": "1x90"},
+        {"series": f"kueue_admitted_workloads_total{{{q}}}", "values": "_x72 1x18"}],
+        "alert_rule_test": [{"eval_time": "7h", "alertname": "SLOResearchQueueStarved", "exp_alerts": []}]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_queue_wait_slo_fires_on_first_admission_of_a_long_running_kueue(tmp_path: Path) -> None:
+    """One replica up since 0. The queue's first admission since then, at 8 h, waited > 5.69 h (bucket le=20480 born at
+    0, +Inf and _count born at 1): 1 of 1 admissions late, over the 5% allowed. Expected SLOResearchQueue to fire;
+    with increase() alone it reads 0 / 0 (obsreview12 F7's silence)."""
+    rp = platform("prod")
+    rules = rules_of(rp, "aws")
+    assert "SLOResearchQueue" in rules
+    late = expected(rules["SLOResearchQueue"], {}, "")
+    a, a_started = kueue_target("kueue-a", "0x600")
+    q = f'cluster_queue="research",priority_class="",replica_role="leader",{a}'
+    status = f'cluster_queue="research",replica_role="leader",{a}'
+    tests = [{"interval": "1m", "input_series": [
+        a_started,
+        {"series": f'kueue_admission_wait_time_seconds_bucket{{{q},le="20480"}}', "values": "_x480 0x120"},
+        {"series": f'kueue_admission_wait_time_seconds_bucket{{{q},le="+Inf"}}', "values": "_x480 1x120"},
+        {"series": f"kueue_admission_wait_time_seconds_count{{{q}}}", "values": "_x480 1x120"},
+        {"series": f'kueue_cluster_queue_status{{{status},status="active"}}', "values": "1x600"},
+        {"series": f'kueue_pending_workloads{{{status},status="active"}}', "values": "1x480 0x120"}],
+        "alert_rule_test": [{"eval_time": "9h", "alertname": "SLOResearchQueue", "exp_alerts": [late]}]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_finished_per_week_counts_a_queues_first_finish_in_a_kueue_up_for_ten_days(tmp_path: Path) -> None:
+    """Kueue up since 0 (10 days); the team's first finished workload since then at 200 h (counter born at 1):
+    experiments completed this week = 1."""
+    rp = platform()
+    a, a_started = kueue_target("kueue-a", "0x40")
+    q = f'cohort="acme",cluster_queue="research",priority_class="",replica_role="leader",{a}'
+    tests = [{"interval": "6h", "input_series": [
+        a_started,
+        {"series": f"kueue_finished_workloads_total{{{q}}}", "values": "_x33 1x7"},
+        {"series": f'kueue_pending_workloads{{{q},status="active"}}', "values": "0x40"}],
+        "promql_expr_test": [rounded("team:kueue_finished_workloads:increase7d", AT, 1, "216h")]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path, every="6h")
+
+
+@needs_promtool
+def test_week_counts_a_finish_of_a_pod_that_came_and_went_in_the_week(tmp_path: Path) -> None:
+    """6-hourly samples. kueue-a up since 0 until 96 h; kueue-b starts at 96 h (a rolling update), finishes one workload
+    (counter born at 1) and is replaced at 144 h by kueue-c (a node drain), which finishes none. Week ending 216 h: 1."""
+    rp = platform()
+    q = 'cohort="acme",cluster_queue="research",priority_class="",replica_role="leader"'
+    a, a_started = kueue_target("kueue-a", "0x15 stale")
+    b, b_started = kueue_target("kueue-b", "_x16 345600x7 stale")
+    c, c_started = kueue_target("kueue-c", "_x24 518400x16")
+    series = [a_started, b_started, c_started,
+              {"series": f'kueue_pending_workloads{{{q},{a},status="active"}}', "values": "0x15 stale"},
+              {"series": f'kueue_pending_workloads{{{q},{b},status="active"}}', "values": "_x16 0x7 stale"},
+              {"series": f'kueue_pending_workloads{{{q},{c},status="active"}}', "values": "_x24 0x16"},
+              {"series": f"kueue_finished_workloads_total{{{q},{b}}}", "values": "_x17 1x6 stale"}]  # fmt: skip
+    tests = [{"interval": "6h", "input_series": series,
+              "promql_expr_test": [rounded("team:kueue_finished_workloads:increase7d", AT, 1, "216h")]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path, every="6h")
+
+
+@needs_promtool
+def test_starved_quiet_when_the_pod_that_admitted_is_gone(tmp_path: Path) -> None:
+    """Backlog for 7 h. kueue-a (up since 0) replaced at 2 h by kueue-b, which admits one workload at 2h05 (born at 1);
+    kueue-b is drained at 4 h, kueue-c takes over and admits none. An admission in the window: not starved at 7 h."""
+    rp = platform("prod")
+    assert "SLOResearchQueueStarved" in rules_of(rp, "aws")
+    inadm = 'cluster_queue="research",status="inadmissible",replica_role="leader"'
+    q = 'cluster_queue="research",priority_class="",replica_role="leader"'
+    a, a_started = kueue_target("kueue-a", "0x23 stale")
+    b, b_started = kueue_target("kueue-b", "_x24 7200x23 stale")
+    c, c_started = kueue_target("kueue-c", "_x48 14400x42")
+    series = [a_started, b_started, c_started,
+              {"series": f"kueue_pending_workloads{{{inadm},{a}}}", "values": "1x23 stale"},
+              {"series": f"kueue_pending_workloads{{{inadm},{b}}}", "values": "_x24 1x23 stale"},
+              {"series": f"kueue_pending_workloads{{{inadm},{c}}}", "values": "_x48 1x42"},
+              {"series": f"kueue_admitted_workloads_total{{{q},{b}}}", "values": "_x25 1x22 stale"}]  # fmt: skip
+    tests = [
+        {
+            "interval": "5m",
+            "input_series": series,
+            "alert_rule_test": [{"eval_time": "7h", "alertname": "SLOResearchQueueStarved", "exp_alerts": []}],
+        }
+    ]
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_queue_wait_slo_quiet_when_every_admission_in_the_window_was_fast(tmp_path: Path) -> None:
+    """kueue-a up since 0; its research histogram holds 4 late admissions from before the window (bucket le=20480 0,
+    count 4). At 120 m one fast admission (bucket 1, count 5). The container restarts in place at 300 m; the new
+    process admits one fast workload at once (bucket 1, count 1). Two admissions in the 6 h window, both fast:
+    SLOResearchQueue must stay quiet. bucket: 0->1, 1->1 (no reset seen) = 1; count: 4->5, 5->1 (reset) = 2: 50% late."""
+    rp = platform("prod")
+    assert "SLOResearchQueue" in rules_of(rp, "aws")
+    a, started = kueue_target("kueue-a", "0x299 _x2 18120x200")
+    q = f'cluster_queue="research",priority_class="",replica_role="leader",{a}'
+    status = f'cluster_queue="research",replica_role="leader",{a}'
+    series = [started,
+              {"series": f'kueue_admission_wait_time_seconds_bucket{{{q},le="20480"}}', "values": "0x119 1x179 _x2 1x200"},
+              {"series": f'kueue_admission_wait_time_seconds_bucket{{{q},le="+Inf"}}', "values": "4x119 5x179 _x2 1x200"},
+              {"series": f"kueue_admission_wait_time_seconds_count{{{q}}}", "values": "4x119 5x179 _x2 1x200"},
+              {"series": f'kueue_cluster_queue_status{{{status},status="active"}}', "values": "1x299 _x2 1x200"},
+              {"series": f'kueue_pending_workloads{{{status},status="active"}}', "values": "0x299 _x2 0x200"}]  # fmt: skip
+    quiet = [{"eval_time": t, "alertname": "SLOResearchQueue", "exp_alerts": []} for t in ("350m", "440m")]
+    run_promtool(rp, "aws", [{"interval": "1m", "input_series": series, "alert_rule_test": quiet}], tmp_path)
+
+
+@needs_promtool
+def test_starved_quiet_during_a_kueue_scrape_outage_after_an_in_place_restart(tmp_path: Path) -> None:
+    """The commit's own restart-in-place case (backlog 7 h, restart at 3 h, one admission at once, counter 1 -> 1),
+    plus Kueue's scrape failing from 6h30 to 6h45 (three 5m samples missing). Not starved at 6h40."""
+    rp = platform("prod")
+    assert "SLOResearchQueueStarved" in rules_of(rp, "aws")
+    target, started = kueue_target("kueue-a", "0x35 _x1 10800x41 _x3 10800x9")
+    pending = f'cluster_queue="research",status="inadmissible",replica_role="leader",{target}'
+    admitted = f'kueue_admitted_workloads_total{{cluster_queue="research",priority_class="",replica_role="leader",{target}}}'
+    tests = [{"interval": "5m", "input_series": [
+        started,
+        {"series": f"kueue_pending_workloads{{{pending}}}", "values": "1x36 _x1 1x40 _x3 1x9"},
+        {"series": admitted, "values": "1x36 _x1 1x40 _x3 1x9"}],
+        "alert_rule_test": [{"eval_time": t, "alertname": "SLOResearchQueueStarved", "exp_alerts": []}
+                            for t in ("6h25m", "6h40m", "7h")]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
