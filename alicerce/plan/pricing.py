@@ -137,9 +137,14 @@ def node_price(pool: ResolvedPool, catalog: Catalog, costs: Costs) -> NodePrice 
         billed = "the negotiated price" if spec is not None and spec.usd_per_hour is not None else "on-demand"
         factors += (Factor(f"{reserved} reserved instances billed at {billed}, used or not", reserved,
                            f"{prices.capacityReservations.source.url} ({prices.capacityReservations.asOf})"),)  # fmt: skip
+    # the pool's own month takes the discount on the hours it bills: a commitment that the account's use consumes
+    # whole (AWS applies a Savings Plan to any eligible usage); own-vs-rent (rental_options) holds it every hour of the
+    # term against an owned pool. The factor says which, so the two tables do not read as two prices for one purchase
+    # (review sizreview9 F10)
     if price is not None and spec is not None and spec.savings_plan_discount is not None and kind not in ("spot", "capacity-block"):
         price *= 1 - spec.savings_plan_discount
-        factors += (Factor("Savings Plan / Reserved Instances discount", 1 - spec.savings_plan_discount, "spec"),)
+        label = "Savings Plan / Reserved Instances discount on the hours billed (a commitment the account's use consumes)"
+        factors += (Factor(label, 1 - spec.savings_plan_discount, "spec"),)
     # the durations AWS sells hold whatever the price (catalog or negotiated)
     steps = tuple((s.upToHours, s.stepHours) for s in prices.capacityBlocks.durationSteps) if kind == "capacity-block" else ()
     return NodePrice(pool.name, instance.type, region, kind, price, factors, reserved, tuple(issues), instance.gpus or 1, steps)
