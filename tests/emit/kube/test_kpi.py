@@ -14,7 +14,7 @@ from alicerce.emit.kube.operators import monitoring_values
 from tests.conftest import ROOT
 from tests.emit.kube.scrape import dcgm_series, series
 from tests.emit.kube.series import exporter_series, recorded, series_read, unproduced
-from tests.emit.kube.test_monitoring import dcgm_scraped, expected, kueue_target, needs_promtool, platform, rules_of, run_promtool
+from tests.emit.kube.test_monitoring import dcgm_scraped, expected, needs_promtool, platform, rules_of, run_promtool
 from tests.emit.kube.upstream import load as load_upstream
 
 H100 = 'label_alicerce_dev_pool="onprem-h100",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
@@ -342,80 +342,6 @@ def test_experiments_finished_per_week_per_team(tmp_path: Path) -> None:
     tests = [{"interval": "6h", "input_series": [{"series": f"kueue_finished_workloads_total{{{queue}}}", "values": finished}],
               "promql_expr_test": [rounded("team:kueue_finished_workloads:increase7d",
                                            'cluster_queue="research",site="aws",team="research"', 27, "192h")]}]  # fmt: skip
-    run_promtool(rp, "aws", tests, tmp_path)
-
-
-@needs_promtool
-def test_a_kueue_counter_born_at_one_counts_its_first_workload(tmp_path: Path) -> None:
-    """Review obsreview12 F1: Kueue creates a queue's counter at its first Inc(), so its first sample is 1 and increase()
-    took it as the baseline: one workload finished in the week read 0, three read 2. What a Kueue process that started
-    in the window counts was all counted in it; a Prometheus that starts beside a Kueue running for longer than the
-    window cannot date the count it finds and adds nothing."""
-    rp = platform()
-    at = 'cluster_queue="research",site="aws",team="research"'
-    queue = 'cohort="acme",cluster_queue="research",priority_class="",replica_role="leader"'
-    new, started = kueue_target("kueue-b", "_x29 619200x10")  # 6-hourly: a new leader from 172 h ...
-    old, long_ago = kueue_target("kueue-a", "_x29 0x11")  # ... or a Kueue up since 0 h that Prometheus first sees at 174 h
-    born = {"series": f"kueue_finished_workloads_total{{{queue},{new}}}", "values": "_x30 1 2 3 3 3 3 3 3"}  # from 180 h
-    once = {"series": f"kueue_finished_workloads_total{{{queue},{new}}}", "values": "_x30 1 1 1 1 1 1 1 1"}
-    found = {"series": f"kueue_finished_workloads_total{{{queue},{old}}}", "values": "_x29 1x9"}  # Prometheus from 174 h
-    tests = [
-        {
-            "interval": "6h",
-            "input_series": [started, counter],
-            "promql_expr_test": [rounded("team:kueue_finished_workloads:increase7d", at, value, "216h")],
-        }
-        for counter, value in ((born, 3), (once, 1))
-    ]
-    tests.append(
-        {
-            "interval": "6h",
-            "input_series": [long_ago, found],
-            "promql_expr_test": [rounded("team:kueue_finished_workloads:increase7d", at, 0, "216h")],
-        }
-    )
-    run_promtool(rp, "aws", tests, tmp_path, every="6h")  # the samples' own pace: the windows are days
-
-
-@needs_promtool
-def test_a_kueue_container_restarted_in_place_counts_its_new_counts(tmp_path: Path) -> None:
-    """Review obsreview13 F1: Kueue's container restarts in its pod (OOMKill, a lost leader lease): every label stays,
-    so the counter born again at 1 after a count of 1 was no change to increase(). The process's start time dates it;
-    a restart that has counted nothing yet counts nothing (its counter is not served until its first Inc())."""
-    rp = platform()
-    at = 'cluster_queue="research",site="aws",team="research"'
-    target, started = kueue_target("kueue-a", "0x199 _x3 12120x100")  # restarted at 202 m
-    admitted = f'kueue_admitted_workloads_total{{cluster_queue="research",priority_class="",replica_role="leader",{target}}}'
-    again = {"series": admitted, "values": "1x199 _x3 1x100"}  # one admission long ago, one at 203 m
-    quiet = {"series": admitted, "values": "1x199 stale"}  # none since the restart
-    tests = [
-        {
-            "interval": "1m",
-            "input_series": [started, counter],
-            "promql_expr_test": [rounded("team:kueue_admitted_workloads:increase1h", at, value, "230m")],
-        }
-        for counter, value in ((again, 1), (quiet, 0))
-    ]
-    run_promtool(rp, "aws", tests, tmp_path)
-
-
-@needs_promtool
-def test_a_kueue_series_under_new_target_labels_counts_no_lifetime(tmp_path: Path) -> None:
-    """Review obsreview13 F4: the same Kueue process, its series relabelled at 100 m (a ServiceMonitor change, a renamed
-    metrics Service): the finished counter (500 in its lifetime) reappears under new labels. Nothing finished; it read
-    500 for an hour, and for a week in the 7-day record."""
-    rp = platform()
-    at = 'cluster_queue="research",site="aws",team="research"'
-    queue = 'cluster_queue="research",priority_class="",replica_role="leader"'
-    before, started_before = kueue_target("kueue-a", "0x99 stale")
-    after, started_after = kueue_target("kueue-a", "_x100 0x100", job="kueue-metrics")
-    tests = [{"interval": "1m", "input_series": [
-        started_before, started_after,
-        {"series": f"kueue_finished_workloads_total{{{queue},{before}}}", "values": "500x99 stale"},
-        {"series": f"kueue_finished_workloads_total{{{queue},{after}}}", "values": "_x100 500x100"},
-        {"series": f'kueue_pending_workloads{{{queue},{before},status="active"}}', "values": "1x99 stale"},
-        {"series": f'kueue_pending_workloads{{{queue},{after},status="active"}}', "values": "_x100 1x100"}],
-        "promql_expr_test": [rounded("team:kueue_finished_workloads:increase1h", at, 0, "130m")]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
 
 

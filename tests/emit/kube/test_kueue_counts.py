@@ -188,3 +188,113 @@ def test_starved_quiet_during_a_kueue_scrape_outage_after_an_in_place_restart(tm
         "alert_rule_test": [{"eval_time": t, "alertname": "SLOResearchQueueStarved", "exp_alerts": []}
                             for t in ("6h25m", "6h40m", "7h")]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_a_kueue_counter_born_at_one_counts_its_first_workload(tmp_path: Path) -> None:
+    """Review obsreview12 F1: Kueue creates a queue's counter at its first Inc(), so its first sample is 1 and increase()
+    took it as the baseline: one workload finished in the week read 0, three read 2. What a Kueue process that started
+    in the window counts was all counted in it; a Prometheus that starts beside a Kueue running for longer than the
+    window cannot date the count it finds and adds nothing."""
+    rp = platform()
+    at = 'cluster_queue="research",site="aws",team="research"'
+    queue = 'cohort="acme",cluster_queue="research",priority_class="",replica_role="leader"'
+    new, started = kueue_target("kueue-b", "_x29 619200x10")  # 6-hourly: a new leader from 172 h ...
+    old, long_ago = kueue_target("kueue-a", "_x29 0x11")  # ... or a Kueue up since 0 h that Prometheus first sees at 174 h
+    born = {"series": f"kueue_finished_workloads_total{{{queue},{new}}}", "values": "_x30 1 2 3 3 3 3 3 3"}  # from 180 h
+    once = {"series": f"kueue_finished_workloads_total{{{queue},{new}}}", "values": "_x30 1 1 1 1 1 1 1 1"}
+    found = {"series": f"kueue_finished_workloads_total{{{queue},{old}}}", "values": "_x29 1x9"}  # Prometheus from 174 h
+    tests = [
+        {
+            "interval": "6h",
+            "input_series": [started, counter],
+            "promql_expr_test": [rounded("team:kueue_finished_workloads:increase7d", at, value, "216h")],
+        }
+        for counter, value in ((born, 3), (once, 1))
+    ]
+    tests.append(
+        {
+            "interval": "6h",
+            "input_series": [long_ago, found],
+            "promql_expr_test": [rounded("team:kueue_finished_workloads:increase7d", at, 0, "216h")],
+        }
+    )
+    run_promtool(rp, "aws", tests, tmp_path, every="6h")  # the samples' own pace: the windows are days
+
+
+@needs_promtool
+def test_a_kueue_container_restarted_in_place_counts_its_new_counts(tmp_path: Path) -> None:
+    """Review obsreview13 F1: Kueue's container restarts in its pod (OOMKill, a lost leader lease): every label stays,
+    so the counter born again at 1 after a count of 1 was no change to increase(). The process's start time dates it;
+    a restart that has counted nothing yet counts nothing (its counter is not served until its first Inc())."""
+    rp = platform()
+    at = 'cluster_queue="research",site="aws",team="research"'
+    target, started = kueue_target("kueue-a", "0x199 _x3 12120x100")  # restarted at 202 m
+    admitted = f'kueue_admitted_workloads_total{{cluster_queue="research",priority_class="",replica_role="leader",{target}}}'
+    again = {"series": admitted, "values": "1x199 _x3 1x100"}  # one admission long ago, one at 203 m
+    quiet = {"series": admitted, "values": "1x199 stale"}  # none since the restart
+    tests = [
+        {
+            "interval": "1m",
+            "input_series": [started, counter],
+            "promql_expr_test": [rounded("team:kueue_admitted_workloads:increase1h", at, value, "230m")],
+        }
+        for counter, value in ((again, 1), (quiet, 0))
+    ]
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_a_kueue_series_under_new_target_labels_counts_no_lifetime(tmp_path: Path) -> None:
+    """Review obsreview13 F4: the same Kueue process, its series relabelled at 100 m (a ServiceMonitor change, a renamed
+    metrics Service): the finished counter (500 in its lifetime) reappears under new labels. Nothing finished; it read
+    500 for an hour, and for a week in the 7-day record."""
+    rp = platform()
+    at = 'cluster_queue="research",site="aws",team="research"'
+    queue = 'cluster_queue="research",priority_class="",replica_role="leader"'
+    before, started_before = kueue_target("kueue-a", "0x99 stale")
+    after, started_after = kueue_target("kueue-a", "_x100 0x100", job="kueue-metrics")
+    tests = [{"interval": "1m", "input_series": [
+        started_before, started_after,
+        {"series": f"kueue_finished_workloads_total{{{queue},{before}}}", "values": "500x99 stale"},
+        {"series": f"kueue_finished_workloads_total{{{queue},{after}}}", "values": "_x100 500x100"},
+        {"series": f'kueue_pending_workloads{{{queue},{before},status="active"}}', "values": "1x99 stale"},
+        {"series": f'kueue_pending_workloads{{{queue},{after},status="active"}}', "values": "_x100 1x100"}],
+        "promql_expr_test": [rounded("team:kueue_finished_workloads:increase1h", at, 0, "130m")]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_queue_alerts_after_a_kueue_restart_in_place_or_a_relabel(tmp_path: Path) -> None:
+    """Review obsreview13 F1: Kueue's container restarts in its pod at 3 h (same labels) and admits one workload at once,
+    its counter born at 1 again after a count of 1: an admission in the window, not starved. F4: the same Kueue's series
+    relabelled at 400 m (a ServiceMonitor change) with a lifetime of 100 admissions, 20 of them late, and none since:
+    no admission in the window, so the queue-wait SLO holds."""
+    rules = rules_of(platform("prod"), "aws")
+    assert "SLOResearchQueueStarved" in rules and "SLOResearchQueue" in rules
+    target, started = kueue_target("kueue-a", "0x35 _x1 10800x54")
+    pending = f'cluster_queue="research",status="inadmissible",replica_role="leader",{target}'
+    admitted = f'kueue_admitted_workloads_total{{cluster_queue="research",priority_class="",replica_role="leader",{target}}}'
+    restarted = {
+        "interval": "5m",
+        "input_series": [
+            started,
+            {"series": f"kueue_pending_workloads{{{pending}}}", "values": "1x36 _x1 1x53"},
+            {"series": admitted, "values": "1x36 _x1 1x53"},
+        ],
+        "alert_rule_test": [{"eval_time": "7h", "alertname": "SLOResearchQueueStarved", "exp_alerts": []}],
+    }
+    inputs: list[dict[str, str]] = []
+    for job, values in (("kueue-old", "{}x399 stale"), ("kueue-metrics", "_x400 {}x200")):
+        target, started = kueue_target("kueue-a", values.format(0), job=job)
+        queue = f'cluster_queue="research",priority_class="",replica_role="leader",{target}'
+        status = f'cluster_queue="research",replica_role="leader",{target}'
+        inputs += [started,
+                   {"series": f'kueue_admission_wait_time_seconds_bucket{{{queue},le="20480"}}', "values": values.format(80)},
+                   {"series": f'kueue_admission_wait_time_seconds_bucket{{{queue},le="+Inf"}}', "values": values.format(100)},
+                   {"series": f"kueue_admission_wait_time_seconds_count{{{queue}}}", "values": values.format(100)},
+                   {"series": f'kueue_cluster_queue_status{{{status},status="active"}}', "values": values.format(1)},
+                   {"series": f'kueue_pending_workloads{{{status},status="active"}}', "values": values.format(0)}]  # fmt: skip
+    quiet = [{"eval_time": t, "alertname": "SLOResearchQueue", "exp_alerts": []} for t in ("440m", "500m", "560m")]
+    relabelled = {"interval": "1m", "input_series": inputs, "alert_rule_test": quiet}
+    run_promtool(platform("prod"), "aws", [restarted, relabelled], tmp_path)

@@ -976,39 +976,3 @@ def test_the_queue_wait_slo_counts_the_admission_that_creates_kueues_series(tmp_
         }  # fmt: skip
 
     run_promtool(platform("prod"), "aws", [case(True), case(False)], tmp_path)
-
-
-@needs_promtool
-def test_queue_alerts_after_a_kueue_restart_in_place_or_a_relabel(tmp_path: Path) -> None:
-    """Review obsreview13 F1: Kueue's container restarts in its pod at 3 h (same labels) and admits one workload at once,
-    its counter born at 1 again after a count of 1: an admission in the window, not starved. F4: the same Kueue's series
-    relabelled at 400 m (a ServiceMonitor change) with a lifetime of 100 admissions, 20 of them late, and none since:
-    no admission in the window, so the queue-wait SLO holds."""
-    rules = rules_of(platform("prod"), "aws")
-    assert "SLOResearchQueueStarved" in rules and "SLOResearchQueue" in rules
-    target, started = kueue_target("kueue-a", "0x35 _x1 10800x54")
-    pending = f'cluster_queue="research",status="inadmissible",replica_role="leader",{target}'
-    admitted = f'kueue_admitted_workloads_total{{cluster_queue="research",priority_class="",replica_role="leader",{target}}}'
-    restarted = {
-        "interval": "5m",
-        "input_series": [
-            started,
-            {"series": f"kueue_pending_workloads{{{pending}}}", "values": "1x36 _x1 1x53"},
-            {"series": admitted, "values": "1x36 _x1 1x53"},
-        ],
-        "alert_rule_test": [{"eval_time": "7h", "alertname": "SLOResearchQueueStarved", "exp_alerts": []}],
-    }
-    inputs: list[dict[str, str]] = []
-    for job, values in (("kueue-old", "{}x399 stale"), ("kueue-metrics", "_x400 {}x200")):
-        target, started = kueue_target("kueue-a", values.format(0), job=job)
-        queue = f'cluster_queue="research",priority_class="",replica_role="leader",{target}'
-        status = f'cluster_queue="research",replica_role="leader",{target}'
-        inputs += [started,
-                   {"series": f'kueue_admission_wait_time_seconds_bucket{{{queue},le="20480"}}', "values": values.format(80)},
-                   {"series": f'kueue_admission_wait_time_seconds_bucket{{{queue},le="+Inf"}}', "values": values.format(100)},
-                   {"series": f"kueue_admission_wait_time_seconds_count{{{queue}}}", "values": values.format(100)},
-                   {"series": f'kueue_cluster_queue_status{{{status},status="active"}}', "values": values.format(1)},
-                   {"series": f'kueue_pending_workloads{{{status},status="active"}}', "values": values.format(0)}]  # fmt: skip
-    quiet = [{"eval_time": t, "alertname": "SLOResearchQueue", "exp_alerts": []} for t in ("440m", "500m", "560m")]
-    relabelled = {"interval": "1m", "input_series": inputs, "alert_rule_test": quiet}
-    run_promtool(platform("prod"), "aws", [restarted, relabelled], tmp_path)
