@@ -27,6 +27,7 @@ from alicerce.catalog.alerts import (
     FABRIC_COUNTERS_ABSENT,
     KUBE_STATE_METRICS_ABSENT,
     KUEUE_METRICS_ABSENT,
+    KUEUE_PROCESS_START_ABSENT,
     NODE_CORDONED_FOR_DAYS,
     NODE_EXPORTER_ABSENT,
     NODE_EXPORTER_ANSWERS,
@@ -44,8 +45,10 @@ from alicerce.catalog.alerts import (
 )
 from alicerce.emit.kube.diagnoses import le_matcher
 from alicerce.emit.kube.kpi import (
+    KUEUE_TARGET,
     LIVE_PODS,
     POOL_NODE_LABEL,
+    PROCESS_START,
     READY_PODS,
     SERVING_LAST_EMPTY,
     SERVING_LAST_READY,
@@ -122,6 +125,15 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
                             "Kueue's controller is down or not scraped (enablePrometheus, its ServiceMonitor), or the "
                             "ClusterQueue does not exist: the team's queue wait, quota, budget and borrowing KPIs are "
                             "blind."))  # fmt: skip
+        # Kueue's counts are dated by its process's start (kpi.kueue_increase): a scrape that drops process_* series (a
+        # metricRelabelings or scrape class cutting cardinality) turns them back into increase(), silently (review
+        # obsreview14 F4)
+        expr = f"max by ({KUEUE_TARGET}) ({kueue_series('kueue_pending_workloads')}) unless on ({KUEUE_TARGET}) {PROCESS_START}"
+        alerts.append(Alert(KUEUE_PROCESS_START_ABSENT, expr, FOR, "warning",
+                            "Kueue's metrics at {{ $labels.instance }} come without process_start_time_seconds",
+                            "Something in the scrape drops Kueue's process_* series: a queue's first admission or finish, "
+                            "and what Kueue counts after a restart or failover, read as none (the queue KPIs, "
+                            "SLO<team>QueueStarved, the queue-wait SLO); keep process_start_time_seconds for its target."))  # fmt: skip
     teams = {t.name for t in site.teams}
     serving = sorted(w.name for w in rp.spec.workloads if w.kind == "inference" and w.team in teams)
     if serving:

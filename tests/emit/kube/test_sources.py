@@ -103,6 +103,21 @@ def test_kueue_metrics_absent_names_each_team_queue_kueue_does_not_report(tmp_pa
 
 
 @needs_promtool
+def test_kueue_process_start_absent_fires_where_the_scrape_drops_it(tmp_path: Path) -> None:
+    """Review obsreview14 F4: Kueue's counts are dated by its process's start; a scrape that drops process_* series
+    turned them back into increase() with nothing said. One alert per Kueue target without it; quiet with it."""
+    rule = rules_of(platform(), "dc1")["KueueProcessStartAbsent"]
+    assert "process_start_time_seconds" in load("kueue", "0.19.2", "registry.json")["metrics"]
+    target = 'job="kueue-controller-manager-metrics-service",instance="10.0.0.7:8443",namespace="kueue-system",pod="kueue-a"'
+    pending = [{"series": f'kueue_pending_workloads{{cluster_queue="research",replica_role="leader",status="active",{target}}}',
+                "values": f"0{STEPS}"}]  # fmt: skip
+    started = [{"series": f"process_start_time_seconds{{{target}}}", "values": f"0{STEPS}"}]
+    labels = {"job": "kueue-controller-manager-metrics-service", "instance": "10.0.0.7:8443", "namespace": "kueue-system", "pod": "kueue-a"}
+    check("dc1", "KueueProcessStartAbsent", pending, [expected(rule, labels, "0")], tmp_path / "a")
+    check("dc1", "KueueProcessStartAbsent", pending + started, [], tmp_path / "b")
+
+
+@needs_promtool
 def test_serving_metrics_absent_fires_while_running_serving_pods_are_not_scraped(tmp_path: Path) -> None:
     rule = rules_of(platform(), "aws")["ServingMetricsAbsent"]
 
