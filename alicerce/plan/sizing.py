@@ -437,6 +437,7 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
         moe_layers=experts.layers if experts else None,
         full_recompute=True,
         recompute_fraction=1.0,
+        flops_per_token=flops_per,
         attention_dim=attention_dim,
         attention_sequence=attention_sequence,
         tensor_parallel=tp,

@@ -122,6 +122,9 @@ class TrainingJob:
     context_parallel: int = 1  # GPUs each sequence is split over (workloads[].contextParallel)
     zero_stage: int = 3  # what the data-parallel ranks shard (workloads[].zeroStage): memory and traffic, not the MFU
     production_run: bool = True  # apply goodput (a planned run, or a published GPU-hours total)
+    # FLOPs a token costs per active parameter: 6 for full training, 4 for LoRA (no weight gradients of the frozen base):
+    # what attention, an extra forward pass and the tensor-parallel all-reduces weigh against (review sizreview8 F3)
+    flops_per_token: float = 6.0
 
 
 def tokens_per_gpu_step(job: TrainingJob) -> float:
@@ -183,12 +186,14 @@ def training_factors(job: TrainingJob, sizing: Sizing, *, moe_routing: float | N
     base = getattr(t.base, job.architecture)
     factors = [Factor("base", base.value, base.source, f"large dense bf16 job on {job.architecture}")]
     sequence = job.sequence if job.attention_sequence is None else job.attention_sequence
-    # attention's FLOPs against the 6N the yardstick counts: attentionFlops x L x s x d / 6N
-    ratio = t.attentionFlops.value / 6 * job.layers * sequence * (job.attention_dim or job.hidden) / job.active_parameters
+    # attention's FLOPs against the 6N the yardstick counts (4N for LoRA: attention has no weights, its backward runs
+    # whole to reach the adapters below it): attentionFlops x L x s x d / 6N
+    f = job.flops_per_token
+    ratio = t.attentionFlops.value / f * job.layers * sequence * (job.attention_dim or job.hidden) / job.active_parameters
     weight = f"{t.attentionFlops.value:g}"
     # the shape it reads, derived from the parameter count where the spec gives none, so a hand check can redo it
     # (review sizreview7 F5)
-    shape = f"{job.layers} layers x {sequence:,} x {job.attention_dim or job.hidden:,} / (6 x {job.active_parameters:.4g})"
+    shape = f"{job.layers} layers x {sequence:,} x {job.attention_dim or job.hidden:,} / ({f:g} x {job.active_parameters:.4g})"
     gain = precision_gain(job, sizing)
     if job.precision in ("fp8", "fp4") and gain.value > 1:
         # the low-precision gain speeds up the GEMMs only: attention stays 16-bit (Transformer Engine's recipes leave
@@ -217,15 +222,19 @@ def training_factors(job: TrainingJob, sizing: Sizing, *, moe_routing: float | N
             Factor("mixture of experts", 1 / (1 + k * routing), t.moeRouting.source, f"1 / (1 + {k:,.0f} x routed volume {routing:.2e})")
         )
     fraction = 1.0 if job.full_recompute else job.recompute_fraction
+    # full recomputation's extra forward pass (2N a token: 6N / 8N, the catalog's factor) against the job's own FLOPs a
+    # token: 4N / 6N for LoRA
+    extra = 6 * (1 / t.fullRecompute.value - 1) / f
     if fraction >= 1:
-        factors.append(Factor("recomputation", t.fullRecompute.value, t.fullRecompute.source, "full activation recomputation"))
+        full = "full activation recomputation" if f == 6 else f"full activation recomputation: {f:g}N / ({f:g}N + forward)"
+        factors.append(Factor("recomputation", 1 / (1 + extra), t.fullRecompute.source, full))
     elif fraction > 0:
         # recomputing a share f of the layers (Megatron-LM --recompute-method block --recompute-num-layers) adds f of full
-        # recomputation's extra forward pass: 1 / (1 + f x (1 / full - 1)), 1 at f = 0 and the full factor at f = 1
-        value = 1 / (1 + fraction * (1 / t.fullRecompute.value - 1))
+        # recomputation's extra forward pass: 1 / (1 + f x extra), 1 at f = 0 and the full factor at f = 1
+        value = 1 / (1 + fraction * extra)
         factors.append(Factor("recomputation", value, t.fullRecompute.source,
-                              f"activations of {fraction:.0%} of the layers recomputed: 1 / (1 + {fraction:.3f} x (1 / "
-                              f"{t.fullRecompute.value:g} - 1))"))  # fmt: skip
+                              f"activations of {fraction:.0%} of the layers recomputed: 1 / (1 + {fraction:.3f} x "
+                              f"{extra:.4g})"))  # fmt: skip
     if job.network_share < 1:
         factors.append(Factor("network", job.network_share, "computed", "communication needs more than the link gives"))
     tp = tensor_parallel_factor(job, fraction, math.prod(f.value for f in factors), sizing)
@@ -254,14 +263,15 @@ def tensor_parallel_factor(job: TrainingJob, recompute_fraction: float, mfu: flo
         return Factor("tensor parallel", 1.0, "spec", f"TP {t}: all-reduces overlapped with the GEMMs (tensorParallelOverlap)")
     all_reduces = 4 + 2 * recompute_fraction
     link_seconds = all_reduces * job.layers * 2 * (t - 1) / t * job.hidden * 2 / job.tp_link_bytes_per_second
-    compute_seconds = 6 * job.active_parameters / (t * job.peak_flops * mfu)
+    compute_seconds = job.flops_per_token * job.active_parameters / (t * job.peak_flops * mfu)
     ratio = link_seconds / compute_seconds
     return Factor(
         "tensor parallel",
         1 / (1 + ratio),
         sizing.training.tpLinkEfficiency.source,
         f"TP {t}: {all_reduces:g} all-reduces x layers x 2(t-1)/t x hidden x 2 B per token over "
-        f"{job.tp_link_bytes_per_second / 1e9:,.0f} GB/s, against 6N / (TP x peak x efficiency): 1 / (1 + {ratio:.3f})",
+        f"{job.tp_link_bytes_per_second / 1e9:,.0f} GB/s, against {job.flops_per_token:g}N / (TP x peak x efficiency): "
+        f"1 / (1 + {ratio:.3f})",
     )
 
 

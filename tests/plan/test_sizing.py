@@ -39,7 +39,7 @@ from alicerce.plan.sizing import (
     training_memory,
     usable_memory,
 )
-from alicerce.plan.throughput import TrainingJob
+from alicerce.plan.throughput import TrainingJob, training_factors
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_file, load_text
 from alicerce.spec.models import Workload
@@ -1134,3 +1134,22 @@ def test_the_model_state_figure_is_the_declared_stages() -> None:
     fsdp = plan_training(workload(**base), on("H100-SXM5-80GB"), SIZING, [])
     assert zero1.model_state_gib == pytest.approx(7e9 * 18 / GIB) and fsdp.model_state_gib == pytest.approx(7e9 * 16 / GIB)
     assert next(f.value for f in zero1.figures if f.name == "model state") == zero1.model_state_gib
+
+
+def test_lora_weighs_recomputation_attention_and_tensor_parallel_against_its_4n() -> None:
+    """Review sizreview8 F3: a LoRA token costs 4N (no weight gradients of the frozen base), but a recomputed forward
+    pass (2N), attention (no weights: its backward runs whole) and the tensor-parallel all-reduces were weighed against
+    full training's 6N: full recomputation read 6/8 where LoRA's is 4/6, and the TP and attention terms 2/3 of theirs."""
+    base = TrainingJob("hopper", 70e9, 80, 8192, 4096, 64, 4e6, "bf16", full_recompute=True, tensor_parallel=4,
+                       tp_link_bytes_per_second=300e9, peak_flops=989.4e12)  # fmt: skip
+    full, lora = ({f.name: f for f in training_factors(replace(base, flops_per_token=f), SIZING)} for f in (6.0, 4.0))
+    assert full["recomputation"].value == pytest.approx(0.75) and lora["recomputation"].value == pytest.approx(4 / 6)
+
+    def ratio(factor: float) -> float:
+        return 1 / factor - 1
+
+    assert ratio(lora["attention"].value) == pytest.approx(ratio(full["attention"].value) * 6 / 4)
+    # the TP term's compute time is 4N at the efficiency of the factors before it (which differ), so compare by hand
+    before = math.prod(f.value for n, f in lora.items() if n not in ("tensor parallel", "goodput"))
+    link = (4 + 2) * 80 * 2 * 3 / 4 * 8192 * 2 / 300e9
+    assert ratio(lora["tensor parallel"].value) == pytest.approx(link / (4 * 70e9 / (4 * 989.4e12 * before)))
