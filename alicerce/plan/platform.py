@@ -1045,8 +1045,11 @@ def _stored_month(tier: ResolvedTier, platform: ResolvedPlatform, catalog: Catal
             # AWS's GB-month is 2^30 bytes (the S3 FAQ's billing examples; FSx bills GiB too): decimal GB billed 7% more
             # (review sizreview8 F9)
             gb = float(capacity) / 2**30
+            # AWS applies the volume tiers to the account's whole S3 Standard storage in the region: priced per tier,
+            # the figure errs high by at most the next tier's cent (review sizreview9 F12)
+            tiers = ", volume tiers applied to this tier alone" if price.volumeTiers else ""
             return {"implementation": implementation, "site": site.name, "capacityGB": round(gb, 1), "usdPerGBMonth": price.usdPerGBMonth,
-                    "usdPerMonth": round(price.monthly_usd(gb), 2), "basis": f"{price.what} ({prices.asOf})"}  # fmt: skip
+                    "usdPerMonth": round(price.monthly_usd(gb), 2), "basis": f"{price.what}{tiers} ({prices.asOf})"}  # fmt: skip
         findings.append(PlanFinding("PL328", tier.name, f"not in the month's cost: {why}"))
         return {"implementation": implementation, "site": site.name, "capacityGB": None, "usdPerGBMonth": price.usdPerGBMonth,
                 "usdPerMonth": None, "basis": f"{price.what} ({prices.asOf})"}  # fmt: skip

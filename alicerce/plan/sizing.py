@@ -200,6 +200,12 @@ class TrainingMemory:
         return (1 - recomputed) * kept + recomputed * full
 
 
+def vocabulary_of(w: Workload, sizing: Sizing) -> float:
+    """The logits' width: the declared vocabulary (0: no language-model head), else Llama 3's (review sizreview9 F17)."""
+    assert w.model is not None
+    return sizing.vocabularyDefault.value if w.model.vocabulary is None else float(w.model.vocabulary)
+
+
 def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
     assert w.model is not None
     n = float(w.model.parameters)
@@ -222,7 +228,7 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
     unsplit_layer = 0.0 if w.sequence_parallel is not False else act.unsplitWithoutSequenceParallel
     unsplit_input = 0.0 if w.sequence_parallel is not False else layers * per_layer_tokens * act.fullRecompute
     # the loss's fp32 logits of the sequence: split with the vocabulary over tensor parallelism, never recomputed
-    vocabulary = w.model.vocabulary or sizing.vocabularyDefault.value
+    vocabulary = vocabulary_of(w, sizing)
     logits = shard * vocabulary * act.logits
     with_recompute = layers * per_layer_tokens * act.fullRecompute + per_layer_tokens * per_layer + logits
     without = layers * per_layer_tokens * per_layer + logits
@@ -570,12 +576,14 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                           "ZeRO stages 0-1: the gradients in fp32)",
                           {"parameters": w.model.parameters, "optimizer": w.optimizer, "method": w.method or "full",
                            "ZeRO stage": zero_stage(w)}))  # fmt: skip
+    # every term over the context-parallel group, which splits each sequence (review sizreview9 F15: the value was
+    # divided, the formula and inputs did not say so)
     figures.append(Figure("activations per GPU (full recomputation)", mem.activations / GIB, "GiB",
-                          "layers x seq x hidden x 2 B + one layer x seq x hidden x (34 B, + 5 x heads x seq / hidden B "
-                          "without FlashAttention) + seq x vocabulary x 4 B of fp32 logits",
+                          "(layers x seq x hidden x 2 B + one layer x seq x hidden x (34 B, + 5 x heads x seq / hidden B "
+                          "without FlashAttention) + seq x vocabulary x 4 B of fp32 logits) / context parallel",
                           {"sequence": w.sequence_length or DEFAULT_SEQUENCE, "flash attention": w.flash_attention is not False,
-                           "sequence parallel": w.sequence_parallel is not False,
-                           "vocabulary": w.model.vocabulary or int(sizing.vocabularyDefault.value)}))  # fmt: skip
+                           "sequence parallel": w.sequence_parallel is not False, "context parallel": w.context_parallel or 1,
+                           "vocabulary": int(vocabulary_of(w, sizing))}))  # fmt: skip
     pipeline, zero, context = w.pipeline_parallel or 1, zero_stage(w), w.context_parallel or 1
     fits = {c.id: (f[0] if (f := smallest_fit(mem, c, sizing, place.gpus_per_node, pipeline=pipeline, zero_stage=zero,
                                               context=context)) else None)

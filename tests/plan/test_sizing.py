@@ -1064,6 +1064,9 @@ def test_the_losss_logits_and_context_parallelism_size_long_sequences() -> None:
     assert declared.activations == default.activations
     assert declared.activations_at(1, 1.0) - small.activations_at(1, 1.0) == pytest.approx(8192 * (128256 - 32000) * 4)
     assert declared.activations_at(2) - small.activations_at(2) == pytest.approx(8192 * (128256 - 32000) * 4 / 2)
+    # a model without a language-model head (vision, diffusion) declares vocabulary 0: no logits (review sizreview9 F17)
+    headless = training_memory(workload(model={**eight, "vocabulary": 0}, tokens="1B", sequenceLength=8192), SIZING)
+    assert small.activations_at(1, 1.0) - headless.activations_at(1, 1.0) == pytest.approx(8192 * 32000 * 4)
     long = {"model": {"parameters": "405B", "layers": 126, "hiddenSize": 16384}, "tokens": "1T", "sequenceLength": 131072,
             "accelerator": "H100"}  # fmt: skip
     whole = plan_training(workload(**long), on("H100-SXM5-80GB"), SIZING, [])

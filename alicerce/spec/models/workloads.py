@@ -72,10 +72,11 @@ class Model(SpecModel):
     head_dim: StrictInt | None = Field(default=None, ge=1, le=MAX_WIDTH, description="Dimension of one attention head; default 128.")
     vocabulary: StrictInt | None = Field(
         default=None,
-        ge=2,
+        ge=0,
         le=MAX_VOCABULARY,
         description="Tokens in the tokenizer's vocabulary: a training step keeps the logits of every token of a sequence "
-        "(vocabulary x 4 bytes a token, fp32 for the loss); default 128,256 (Llama 3).",
+        "(vocabulary x 4 bytes a token, fp32 for the loss); default 128,256 (Llama 3); 0 for a model without a "
+        "language-model head (vision, diffusion, regression).",
         examples=[128256],
     )
     attention: LatentAttention | SlidingWindowAttention | None = Field(
