@@ -463,19 +463,28 @@ def _assumed_schedules(plans: list[WorkloadPlan], pools: list[PoolPlan], hours_m
     rented = {p.name for p in pools if p.name not in paid and p.price is not None}
     out = []
     for plan in plans:
-        if plan.kind in ("training", "fine-tuning") and plan.runs_per_quarter is None and plan.pool in rented and plan.runnable:
-            days = plan.wall_clock_days or 0.0
-            out.append(PlanFinding("PL332", plan.name, f"declares no runsPerQuarter: counted as one {days:.1f}-day run a month "
-                                   f"on {plan.pool}, whose month of rented GPUs follows that guess: declare the schedule"))  # fmt: skip
-        if plan.kind in ("training", "fine-tuning") and plan.runs_per_quarter is None and plan.pool in paid and plan.runnable:
-            days = plan.wall_clock_days or 0.0
-            if days * 24 >= hours_month:
-                guess = f"counted as busy every month (its {days:.0f}-day runs back to back)"
-            else:
-                guess = f"counted as one {days:.1f}-day run a month ({days * 24 / hours_month:.0%} of its GPUs' month)"
+        if plan.kind not in ("training", "fine-tuning") or plan.runs_per_quarter is not None or not plan.runnable:
+            continue
+        guess = _one_run_a_month(plan, hours_month)
+        if plan.pool in rented:
+            out.append(PlanFinding("PL332", plan.name, f"declares no runsPerQuarter: {guess} on {plan.pool}, whose month of "
+                                   "rented GPUs follows that guess: declare the schedule"))  # fmt: skip
+        if plan.pool in paid:
             out.append(PlanFinding("PL332", plan.name, f"declares no runsPerQuarter: {guess} on {plan.pool}, whose idle hours "
                                    "are paid; its utilisation and GPU-hour price follow that guess: declare the schedule"))  # fmt: skip
     return out
+
+
+def _one_run_a_month(plan: WorkloadPlan, hours_month: float) -> str:
+    """The undeclared schedule in words, as busy_gpu_hours counts it: one run a month, its hours a day, at most the
+    month's (a 40-day run at 12 hours a day is 66% of the month, not "busy every month"; a run longer than the month
+    is capped at it: review sizreview9 F8)."""
+    days, per_day = plan.wall_clock_days or 0.0, plan.hours_per_day
+    daily = f", {per_day:g} hours a day" if per_day < 24 else ""
+    counted = min(run_hours(plan), hours_month * per_day / 24)
+    if days * 24 >= hours_month:
+        return f"counted as busy every month (its {days:.0f}-day runs back to back{daily}: {counted / hours_month:.0%} of its GPUs' month)"
+    return f"counted as one {days:.1f}-day run a month{daily} ({counted / hours_month:.0%} of its GPUs' month)"
 
 
 def _services_on_spot(platform: ResolvedPlatform, plans: list[WorkloadPlan], pools: dict[str, ResolvedPool]) -> list[PlanFinding]:

@@ -184,8 +184,8 @@ def test_utilisation_follows_the_declared_schedule() -> None:
     # and the plan says it guessed (review sizreview5 F3: the 36% cheaper GPU-hour came without a word)
     guessed = [f.message for f in back_to_back.findings if f.check == "PL332" and f.subject == "llm-pretrain"]
     assert guessed == [
-        "declares no runsPerQuarter: counted as busy every month (its 58-day runs back to back) on onprem-h100, whose idle "
-        "hours are paid; its utilisation and GPU-hour price follow that guess: declare the schedule"
+        "declares no runsPerQuarter: counted as busy every month (its 58-day runs back to back: 100% of its GPUs' month) "
+        "on onprem-h100, whose idle hours are paid; its utilisation and GPU-hour price follow that guess: declare the schedule"
     ]
     assert "llm-pretrain" not in {f.subject for f in p.findings if f.check == "PL332"}
 
@@ -608,7 +608,14 @@ def test_a_rented_pools_month_says_when_it_rests_on_a_guessed_schedule() -> None
     del run["runsPerQuarter"]
     guessed = plan_platform(resolve(data), today=TODAY)
     (message,) = [f.message for f in guessed.findings if f.check == "PL332" and f.subject == "llm-pretrain"]
-    assert message.startswith("declares no runsPerQuarter: counted as one ") and "on train-p5, whose month of rented GPUs" in message
+    # a run longer than the month is counted as the month (review sizreview9 F8: "one 58.0-day run a month")
+    assert message.startswith("declares no runsPerQuarter: counted as busy every month (its 58-day runs back to back")
+    assert "on train-p5, whose month of rented GPUs" in message
+    run["hoursPerDay"] = 12  # and at 12 hours a day, half of it
+    halved = plan_platform(resolve(data), today=TODAY)
+    (message,) = [f.message for f in halved.findings if f.check == "PL332" and f.subject == "llm-pretrain"]
+    assert "back to back, 12 hours a day: 50% of its GPUs' month)" in message
+    del run["hoursPerDay"]
     run["runsPerQuarter"] = 1
     declared = plan_platform(resolve(data), today=TODAY)
     assert "llm-pretrain" not in {f.subject for f in declared.findings if f.check == "PL332"}
