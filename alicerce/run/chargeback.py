@@ -58,7 +58,7 @@ def _over_month(record: str, by: str, seconds: int) -> str:
 
 def queries(start: datetime.datetime, end: datetime.datetime) -> dict[str, str]:
     seconds = int((end - start).total_seconds())
-    team, workload, run = "site, team", "site, namespace, workload", "site, namespace, team, cost_center, run_kind, run"
+    team, workload, run = "site, team", "site, namespace, workload", "site, namespace, team, cost_center, run_kind, run, run_uid"
     return {
         # each hour's figure as the cost rules integrate it minute by minute (alicerce.emit.kube.costs): a job that
         # ran between two hour marks counts, which reading the rates at the marks missed
@@ -206,11 +206,13 @@ def export(base: str, month: str, partial: bool = False, now: datetime.datetime 
             "month": month, "site": site, "namespace": namespace, "workload": workload, "spendUsd": _money(usd),
             "tokens": round(count), "usdPerMillionTokens": _ratio(usd, count, 1e6),
         })  # fmt: skip
-    run_keys = ("site", "namespace", "team", "cost_center", "run_kind", "run")
+    # a run is its name and its incarnation (the Job's or JobSet's uid, the RayCluster's name): a name submitted again
+    # is another row
+    run_keys = ("site", "namespace", "team", "cost_center", "run_kind", "run", "run_uid")
     runs = [
         {"month": month, "site": site, "namespace": namespace, "team": owner, "costCenter": center, "runKind": kind, "run": name,
-         "spendUsd": _money(usd)}
-        for (site, namespace, owner, center, kind, name), usd in sorted(_values(_query(base, q["run_spend"], at), *run_keys).items())
+         "runUid": uid, "spendUsd": _money(usd)}
+        for (site, namespace, owner, center, kind, name, uid), usd in sorted(_values(_query(base, q["run_spend"], at), *run_keys).items())
     ]  # fmt: skip
     if not teams and not workloads:
         # a header alone reads as "nobody spent anything": say what was looked for instead
@@ -237,7 +239,7 @@ def _refuse_partial(base: str, month: str, missing: list[str], open_until: str |
 
 TEAM_COLUMNS = ("month", "site", "team", "costCenter", "gpuHoursAllocated", "gpuHoursUsed", "spendUsd", "usdPerUsedGpuHour")
 WORKLOAD_COLUMNS = ("month", "site", "namespace", "workload", "spendUsd", "tokens", "usdPerMillionTokens")
-RUN_COLUMNS = ("month", "site", "namespace", "team", "costCenter", "runKind", "run", "spendUsd")
+RUN_COLUMNS = ("month", "site", "namespace", "team", "costCenter", "runKind", "run", "runUid", "spendUsd")
 
 
 def render_json(report: Report) -> str:

@@ -47,28 +47,37 @@ def tsdb() -> dict[str, list[tuple[datetime.datetime, float]]]:
         **hours(f'{info}{{cost_center="CC-4410",namespace="serving",site="aws",team="serving"}}', 1, month),
         **hours(f"workload:gpu_cost_usd:sum1h{chat}", 8, serve),
         **hours(f"workload:vllm_tokens:sum1h{chat}", 3_600_000, serve),
-        # research's 10 hours are one TrainJob's run (its JobSet), the first of them also a plain Job's
+        # research's 10 hours are one TrainJob's run (its JobSet), the first of them also a plain Job's, eval-3, which
+        # ran again under the same name for an hour on the 20th (another Job: another uid, another row)
         **hours(
             'run:gpu_cost_usd:sum1h{cost_center="CC-4411",namespace="research",run="pretrain-7",run_kind="JobSet",'
-            'site="aws",team="research"}',
+            'run_uid="5f0c",site="aws",team="research"}',
             21,
             march,
         ),
         **hours(
-            'run:gpu_cost_usd:sum1h{cost_center="CC-4411",namespace="research",run="eval-3",run_kind="Job",site="aws",team="research"}',
+            'run:gpu_cost_usd:sum1h{cost_center="CC-4411",namespace="research",run="eval-3",run_kind="Job",run_uid="a1b2",'
+            'site="aws",team="research"}',
             3,
             ("2025-03-10T00:00", "2025-03-10T01:00"),
+        ),
+        **hours(
+            'run:gpu_cost_usd:sum1h{cost_center="CC-4411",namespace="research",run="eval-3",run_kind="Job",run_uid="c3d4",'
+            'site="aws",team="research"}',
+            2,
+            ("2025-03-20T00:00", "2025-03-20T01:00"),
         ),
     }
 
 
 EXPECTED_CSV = """\
-kind,month,site,team,costCenter,gpuHoursAllocated,gpuHoursUsed,spendUsd,usdPerUsedGpuHour,namespace,workload,tokens,usdPerMillionTokens,runKind,run
-team,2025-03,aws,research,CC-4411,80.0,60.0,240.0,4.0,,,,,,
-team,2025-03,aws,serving,CC-4410,12.0,12.0,24.0,2.0,,,,,,
-workload,2025-03,aws,,,,,24.0,,serving,chat-70b,10800000,2.2222,,
-run,2025-03,aws,research,CC-4411,,,3.0,,research,,,,Job,eval-3
-run,2025-03,aws,research,CC-4411,,,210.0,,research,,,,JobSet,pretrain-7
+kind,month,site,team,costCenter,gpuHoursAllocated,gpuHoursUsed,spendUsd,usdPerUsedGpuHour,namespace,workload,tokens,usdPerMillionTokens,runKind,run,runUid
+team,2025-03,aws,research,CC-4411,80.0,60.0,240.0,4.0,,,,,,,
+team,2025-03,aws,serving,CC-4410,12.0,12.0,24.0,2.0,,,,,,,
+workload,2025-03,aws,,,,,24.0,,serving,chat-70b,10800000,2.2222,,,
+run,2025-03,aws,research,CC-4411,,,3.0,,research,,,,Job,eval-3,a1b2
+run,2025-03,aws,research,CC-4411,,,2.0,,research,,,,Job,eval-3,c3d4
+run,2025-03,aws,research,CC-4411,,,210.0,,research,,,,JobSet,pretrain-7,5f0c
 """
 
 
@@ -89,7 +98,8 @@ def test_the_month_is_summed_hour_by_hour_per_team_cost_centre_and_workload(tmp_
         # 3 hours x $8 = $24 for 3 x 3,600 x 1,000 tokens: $2.22 per million
         assert document["workloads"][0]["usdPerMillionTokens"] == 2.2222
         # each training run's hours: pretrain-7's 10 x $21
-        assert {r["run"]: r["spendUsd"] for r in document["runs"]} == {"pretrain-7": 210.0, "eval-3": 3.0}
+        assert {(r["run"], r["runUid"]): r["spendUsd"] for r in document["runs"]} == {
+            ("pretrain-7", "5f0c"): 210.0, ("eval-3", "a1b2"): 3.0, ("eval-3", "c3d4"): 2.0}  # fmt: skip
         assert (
             runner.invoke(build_app(), ["costs", "--prometheus", url, "--month", "2025-03", "--format", "json", "-o", str(out)]).exit_code
             == 0

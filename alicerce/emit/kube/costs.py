@@ -153,10 +153,11 @@ def cost_rules(prices: dict[str, float]) -> list[dict[str, Any]]:
         # the records the hour integrals below read come first: a group's rules run in order, so an integral above
         # its rate read the previous minute's and lost each hour's last minute (the run cost test found it)
         {
-            # a run's pods, by team and cost centre: what a TrainJob (its JobSet) or a plain Job costs while it runs
+            # a run's pods, by team and cost centre: what a TrainJob (its JobSet), a plain Job or a RayJob costs while
+            # it runs, each incarnation of a name apart (run_uid)
             "record": "run:gpu_cost_usd:rate1h",
-            "expr": f"sum by (namespace, run_kind, run) (pod:gpu_cost_usd:rate1h * on (namespace, pod) group_left (run_kind, run) "
-            f"{pod_runs()}) * on (namespace) group_left (team, cost_center) {NAMESPACE_TEAM}",
+            "expr": f"sum by (namespace, run_kind, run, run_uid) (pod:gpu_cost_usd:rate1h * on (namespace, pod) "
+            f"group_left (run_kind, run, run_uid) {pod_runs()}) * on (namespace) group_left (team, cost_center) {NAMESPACE_TEAM}",
         },
         {
             "record": "workload:gpu_cost_usd:rate1h",

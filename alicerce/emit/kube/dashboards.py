@@ -143,7 +143,7 @@ def team(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
         ),
         ("Job failure ratio by kind", [f"team_kind:job_failure:ratio{{{t}}}"], "percentunit"),
         (
-            "GPU cost of the team's 10 costliest runs by name, last 30 days (TrainJob, Job or RayJob; a name reused adds up)",
+            "GPU cost of the team's 10 costliest runs, last 30 days (TrainJob, Job or RayJob; run_uid tells a name reused)",
             [f"topk(10, {settled(f'run:gpu_cost_usd:sum30d{{{t}}}')})"],
             "currencyUSD",
         ),

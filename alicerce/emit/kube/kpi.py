@@ -183,6 +183,12 @@ RAY_NODE_TYPE_LABEL = "ray.io/node-type"
 # does not own. In K8sJobMode, the default, the RayJob's submitter is a Job of the RayJob's own name that the RayJob
 # controls (rayjob_controller.go createNewK8sJob): the kube_job_owner series that says the RayJob runs
 RAY_CLUSTER_LABEL = "ray.io/cluster"
+# Which incarnation of a run a pod belongs to, for a name submitted again (review obsreview13 F2): the Job controller
+# labels every pod of a Job with the Job's uid (batch.kubernetes.io/controller-uid, Kubernetes 1.27 and later), and
+# JobSet every pod of its Jobs with the JobSet's (jobset.sigs.k8s.io/jobset-uid, JobSet docs "JobSet labels": kept
+# across the JobSet's own restarts, which recreate its Jobs); a RayJob's RayCluster name carries its own random suffix
+JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"
+JOBSET_UID_LABEL = "jobset.sigs.k8s.io/jobset-uid"
 POOL_GPUS_PER_NODE = "alicerce:pool_gpus_per_node:count"
 POOL_RESOURCE_GPU_SHARE = "alicerce:pool_resource_gpu_share:ratio"  # the share of a GPU one unit of a resource is
 KUEUE_RESOURCE_GPU_SHARE = "alicerce:pool_kueue_resource_gpu_share:ratio"  # the same, with Kueue's resource names
@@ -278,10 +284,9 @@ def pod_runs() -> str:
     pod.go createPodOwnerFamilyGenerator, and kube_job_owner), or a RayJob: the pods of the RayCluster named after it
     (RAY_CLUSTER_LABEL), while its submitter Job says it runs. Not a run: a RayJob submitted in HTTPMode or
     SidecarMode (no submitter Job) or on a cluster it selects; its GPUs count under its team only (review obsreview13
-    F7). A run is known by its name: one deleted and submitted again under the same name within the window adds to
-    the same series (review obsreview13 F2; kube-state-metrics gives Jobs no uid label to tell them apart). An
-    expression, not a record: read in the cost group, a join record of another group lags a step and billed each run
-    a minute more."""
+    F7). A run is its name and its incarnation (run_uid): one deleted and submitted again under the same name is
+    another run (review obsreview13 F2). An expression, not a record: read in the cost group, a join record of another
+    group lags a step and billed each run a minute more."""
     jobs = ('label_replace(label_replace(kube_job_owner{owner_kind="JobSet"}, "run", "$1", "owner_name", "(.+)"), '
             '"run_kind", "$1", "owner_kind", "(.+)") '
             'or label_replace(label_replace(kube_job_owner{owner_kind!~"JobSet|RayJob"}, "run", "$1", "job_name", "(.+)"), '
@@ -291,10 +296,16 @@ def pod_runs() -> str:
     ray_pods = f'label_replace(kube_pod_labels{{{cluster}!=""}}, "run", "$1", "{cluster}", "(.+)-[a-z0-9]{{5}}")'
     ray_jobs = ('label_replace(label_replace(kube_job_owner{owner_kind="RayJob"}, "run", "$1", "owner_name", "(.+)"), '
                 '"run_kind", "$1", "owner_kind", "(.+)")')  # fmt: skip
-    return (f"(max by (namespace, pod, run_kind, run) ({owned} * on (namespace, job_name) group_left (run_kind, run) "
+    runs = (f"(max by (namespace, pod, run_kind, run) ({owned} * on (namespace, job_name) group_left (run_kind, run) "
             f"max by (namespace, job_name, run_kind, run) ({jobs})) "
             f"or max by (namespace, pod, run_kind, run) ({ray_pods} * on (namespace, run) group_left (run_kind) "
             f"max by (namespace, run, run_kind) ({ray_jobs})))")  # fmt: skip
+    # the incarnation: a JobSet's uid over its Jobs' own, a RayCluster's name; a pod kube-state-metrics has not labelled
+    # yet keeps its run without one
+    uid = "kube_pod_labels"
+    for label in (JOB_UID_LABEL, JOBSET_UID_LABEL, RAY_CLUSTER_LABEL):
+        uid = f'label_replace({uid}, "run_uid", "$1", "{ksm_label(label)}", "(.+)")'
+    return f"(({runs} * on (namespace, pod) group_left (run_uid) max by (namespace, pod, run_uid) ({uid})) or on (namespace, pod) {runs})"
 
 
 def _inference_pods(rp: ResolvedPlatform, site: ResolvedSite) -> str:

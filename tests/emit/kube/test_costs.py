@@ -578,14 +578,19 @@ def test_each_training_run_costs_its_pods_hours(tmp_path: Path) -> None:
         owner = f'namespace="research",pod="{pod}",uid="{pod}-uid",owner_kind="Job",owner_name="{job}",owner_is_controller="true"'
         # a finished pod stays (and its owner series with it) until its Job is deleted
         inputs.append({"series": f"kube_pod_owner{{{owner}}}", "values": "_x5 1x195"})
+        # the Job controller's uid label on each pod, JobSet's beside it on a JobSet's
+        uids = f'label_batch_kubernetes_io_controller_uid="{job}-uid"' + (
+            ',label_jobset_sigs_k8s_io_jobset_uid="js-7"' * job.startswith("pretrain")
+        )
+        inputs.append({"series": f'kube_pod_labels{{namespace="research",pod="{pod}",uid="{pod}-uid",{uids}}}', "values": "_x5 1x195"})
     for job in ("pretrain-7-node-0", "pretrain-7-node-1"):
         owner = f'namespace="research",job_name="{job}",owner_kind="JobSet",owner_name="pretrain-7",owner_is_controller="true"'
         inputs.append({"series": f"kube_job_owner{{{owner}}}", "values": "1x200"})
     inputs.append({"series": 'kube_job_owner{namespace="research",job_name="eval-3"}', "values": "1x200"})  # nobody owns it
-    at = 'cost_center="CC-4411",namespace="research",run_kind="{}",run="{}",site="aws",team="research"'
+    at = 'cost_center="CC-4411",namespace="research",run_kind="{}",run="{}",run_uid="{}",site="aws",team="research"'
     tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
-        rounded(settled('run:gpu_cost_usd:sum30d{run="pretrain-7"}'), at.format("JobSet", "pretrain-7"), 2 * 8 * 2 * 6.88, "3h10m"),
-        rounded(settled('run:gpu_cost_usd:sum30d{run="eval-3"}'), at.format("Job", "eval-3"), 1 * 6.88, "3h10m"),
+        rounded(settled('run:gpu_cost_usd:sum30d{run="pretrain-7"}'), at.format("JobSet", "pretrain-7", "js-7"), 2 * 8 * 2 * 6.88, "3h10m"),
+        rounded(settled('run:gpu_cost_usd:sum30d{run="eval-3"}'), at.format("Job", "eval-3", "eval-3-uid"), 1 * 6.88, "3h10m"),
         rounded(settled('team:gpu_cost_usd:sum30d{team="research"}'), 'site="aws",team="research"', 33 * 6.88, "3h10m"),
     ]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
@@ -617,9 +622,30 @@ def test_a_rayjob_run_costs_its_rayclusters_pods_hours(tmp_path: Path) -> None:
     inputs += [{"series": f"kube_pod_owner{{{submitter}}}", "values": "_x5 1x195"},
                {"series": 'kube_job_owner{namespace="research",job_name="sweep-2",owner_kind="RayJob",owner_name="sweep-2",'
                           'owner_is_controller="true"}', "values": "1x200"}]  # fmt: skip
-    at = 'cost_center="CC-4411",namespace="research",run_kind="RayJob",run="sweep-2",site="aws",team="research"'
+    at = 'cost_center="CC-4411",namespace="research",run_kind="RayJob",run="sweep-2",run_uid="sweep-2-x7k2p",site="aws",team="research"'
     tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
         rounded(settled("run:gpu_cost_usd:sum30d"), at, 4 * 6.88, "3h10m"),  # the only run
         rounded(settled('team:gpu_cost_usd:sum30d{team="research"}'), 'site="aws",team="research"', 6 * 6.88, "3h10m"),
     ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_a_name_submitted_again_is_another_run(tmp_path: Path) -> None:
+    """Review obsreview13 F2: a Job deleted and submitted again under its name (a nightly eval recreated by a pipeline)
+    was one run of both costs. The Job controller labels each pod with its Job's uid: two runs of one GPU-hour each."""
+    rp = platform()
+    node = "ip-10-20-1-1.ec2.internal"
+    inputs = [{"series": f'kube_node_labels{{node="{node}",{P5}}}', "values": "1x300"}]
+    for pod, uid, values in (("eval-3-aaaaa", "u-1", "_x5 GPUSx59 stale _x235"), ("eval-3-bbbbb", "u-2", "_x130 GPUSx59 stale _x110")):
+        inputs += held("research", pod, node, 1, values)
+        key = f'namespace="research",pod="{pod}",uid="{pod}-uid"'
+        alive = values.replace("GPUS", "1")
+        inputs += [{"series": f'kube_pod_owner{{{key},owner_kind="Job",owner_name="eval-3",owner_is_controller="true"}}', "values": alive},
+                   {"series": f'kube_pod_labels{{{key},label_batch_kubernetes_io_controller_uid="{uid}"}}', "values": alive}]  # fmt: skip
+    inputs.append({"series": 'kube_job_owner{namespace="research",job_name="eval-3"}', "values": "1x65 stale _x60 1x170"})
+    at = 'cost_center="CC-4411",namespace="research",run_kind="Job",run="eval-3",run_uid="{}",site="aws",team="research"'
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        {"expr": f"round({settled('run:gpu_cost_usd:sum30d')}, 0.000001)", "eval_time": "4h10m",
+         "exp_samples": [{"labels": "{" + at.format(uid) + "}", "value": 6.88} for uid in ("u-1", "u-2")]}]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
