@@ -74,7 +74,7 @@ HOURS_LEFT = "((days_in_month() - day_of_month() + 1) * 24 - hour() - minute() /
 # The month so far and the trailing 30 days change only at the hour marks, and one evaluation reads 720 to 744 hourly
 # steps of each series: their own group, once an hour (an hour's cost counts at most an hour late). A platform that
 # runs thousands of Jobs a month read that many subqueries every minute in the group whose hour integrals the budget
-# reads (review obsreview13 F6). Their readers take the last value of the last 75 minutes (settled)
+# reads (review obsreview13 F6). Their readers take the last value within SETTLED (settled)
 HOUR_MARK_INTERVAL = "1h"
 TOKENS_30D = "workload:usd_per_million_tokens:ratio30d"
 
@@ -98,22 +98,29 @@ def hour_mark_rules() -> list[dict[str, Any]]:
     ]
 
 
+# How far back the hour-mark group's readers look for its last sample: an hour and the longest the group's first
+# evaluation can come late. Prometheus runs it at an offset within the hour from a hash of the group (rules/group.go
+# EvalTimestamp), so renaming the group, an upgrade or a restart that misses its slot moves that offset by up to an
+# hour: with 75 minutes the month read empty for up to 45 minutes, and the budget alerts resolved and fired again
+# (review obsreview15 F6)
+SETTLED = "135m"
+
+
 def settled(series: str) -> str:
-    """A record of the hour-mark group as its readers take it: its last sample within 75 minutes (the group runs at an
-    offset within the hour)."""
-    return f"last_over_time({series}[75m])"
+    """A record of the hour-mark group as its readers take it: its last sample within SETTLED."""
+    return f"last_over_time({series}[{SETTLED}])"
 
 
 def month_spent(selector: str) -> str:
-    """The month so far as its readers take it: the last sample of the hourly record within 75 minutes, unless it was
+    """The month so far as its readers take it: the last sample of the hourly record within SETTLED, unless it was
     recorded in a previous month. Prometheus runs an hourly group at an offset within the hour (rules/group.go
     EvalTimestamp: hash of the group modulo its interval), e.g. at hh:37: from 00:00 on the 1st to that evaluation the
     newest sample was last month's total, and the budget alerts and the team dashboard read it into the new month
     (review obsreview8 F5). The sample's own time comes from timestamp() of the series, read each minute of the
     window."""
     series = f"{TEAM_MONTH}{{{selector}}}"
-    recorded_this_month = f"month(last_over_time(timestamp({series})[75m:1m])) == on () group_left () month()"
-    return f"(last_over_time({series}[75m]) and {recorded_this_month})"
+    recorded_this_month = f"month(last_over_time(timestamp({series})[{SETTLED}:1m])) == on () group_left () month()"
+    return f"({settled(series)} and {recorded_this_month})"
 
 
 # the clock hour (UTC) of a subquery's step, and of the evaluation the subquery runs in (as month_to_date reads months)

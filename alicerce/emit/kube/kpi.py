@@ -26,6 +26,7 @@ from typing import Any
 from alicerce.catalog.alerts import INFERENCE_POD, TPOT, TTFT, series_names
 from alicerce.emit.storage_counters import cloud_metric_tiers, counted_tiers, every_mount_counted
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
+from alicerce.resolve.namespaces import KUEUE_NAMESPACE
 from alicerce.spec.units import parse_duration
 from alicerce.targets.base import FileSystemMetrics, StorageMetricsExporter
 
@@ -123,7 +124,13 @@ def kueue_series(metric: str, *matchers: str) -> str:
 # templates/prometheus/monitor.yaml has no relabelings): what ties a Kueue counter to its process's start time. All of
 # them, so a relabel that changes any of them is a new target (review obsreview14)
 KUEUE_TARGET = "job, instance, namespace, pod, service, endpoint, container"
-PROCESS_START = "process_start_time_seconds"
+# Kueue's targets' start times only: every target of the Prometheus serves one, and a 7-day window read them all twice
+# a minute (review obsreview15 F5). The target's namespace is the Service's, where alicerce installs Kueue
+PROCESS_START = f'process_start_time_seconds{{namespace="{KUEUE_NAMESPACE}"}}'
+# "present a window ago" is read over this much before it: one failed scrape there writes stale markers for the whole
+# target, and a series present a minute before read as born in the window, or a watched target as unwatched (review
+# obsreview15 F2)
+PRESENCE = "10m"
 
 
 def kueue_increase(counter: str, window: str, *, ratio: bool = False) -> str:
@@ -146,16 +153,26 @@ def kueue_increase(counter: str, window: str, *, ratio: bool = False) -> str:
       obsreview13 F1). With ``ratio``, the new process's counts alone where it has any: a histogram's bucket and count
       series then come from the same process (each series' own maximum mixed both and read fast admissions as late:
       review obsreview14 F3).
-    Not seen: two restarts in one window (the last process's counts and what increase() saw), and a ClusterQueue
-    deleted and created again, which clears its counters in the same process (kueue 0.19.2 ClearClusterQueueMetrics):
-    increase() alone, as for any counter reset."""
+    Not seen: two restarts in one window (the last process's counts and what increase() saw), a ClusterQueue deleted
+    and created again, which clears its counters in the same process (kueue 0.19.2 ClearClusterQueueMetrics):
+    increase() alone, as for any counter reset; and with ``ratio``, the admissions before a restart in the window
+    (a queue-wait SLO firing on late admissions resolves on the new process's first fast one, and fires again on
+    its next late one: review obsreview15 F8)."""
     seconds = int(parse_duration(window))
     target = f"on ({KUEUE_TARGET})"
-    fresh = f"(time() - last_over_time({PROCESS_START}[{window}]) < {seconds})"  # a process started in the window
+    started = f"last_over_time({PROCESS_START}[{window}])"  # the target's latest process start seen in the window
+    fresh = f"(time() - {started} < {seconds})"
     grown = f"increase({counter}[{window}])"
-    born = f"((min_over_time({counter}[{window}]) unless {counter} offset {window}) and {target} {PROCESS_START} offset {window})"
-    # what the new process counted: its series as scraped now (gone until it counts again), or a gone target's last
-    counted = f"(({counter} + 0) or (last_over_time({counter}[{window}]) unless {target} {PROCESS_START}))"
+    then = f"last_over_time({counter}[{PRESENCE}] offset {window})"
+    watched = f"last_over_time({PROCESS_START}[{PRESENCE}] offset {window})"
+    born = f"((min_over_time({counter}[{window}]) unless {then}) and {target} {watched})"
+    # what the new process counted: its series as scraped now (gone until it counts again), or, of a target gone or
+    # unscraped now, its last value if that was served after the target's latest start: the old process's last value
+    # read as the new one's count (its whole lifetime: review obsreview15 F1). Sample times at a step of the window's
+    # 360th (1 minute up to 6 hours): a series that lived between two steps' 5-minute lookbacks is missed
+    step = f"{max(60, seconds // 360)}s"
+    served = f"(last_over_time(timestamp({counter})[{window}:{step}]) > {target} group_left () {started})"
+    counted = f"(({counter} + 0) or ((last_over_time({counter}[{window}]) unless {target} {PROCESS_START}) and {served}))"
     latest = f"({counted} or {grown})" if ratio else f"(({grown} > {counted}) or {counted} or {grown})"
     older = f"((({grown} + {born}) or {born} or {grown}) unless {target} {fresh})"
     return f"({older} or ({latest} and {target} {fresh}))"
@@ -179,10 +196,14 @@ LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 RAY_NODE_TYPE_LABEL = "ray.io/node-type"
 # ... and with its RayCluster's name (utils/constant.go RayClusterLabelKey). A RayJob's own RayCluster is named after it,
 # "<RayJob>-" and five random characters (v1.7.0 rayjob_controller.go:908 utils.GenerateRayClusterName, k8s.io/
-# apimachinery rand.String: lowercase consonants and digits), unless its spec.clusterSelector runs it on a cluster it
-# does not own. In K8sJobMode, the default, the RayJob's submitter is a Job of the RayJob's own name that the RayJob
-# controls (rayjob_controller.go createNewK8sJob): the kube_job_owner series that says the RayJob runs
+# apimachinery pkg/util/rand String: its alphabet has no vowels, so a cluster named "llama-debug" is no RayJob's:
+# review obsreview15 F4), unless its spec.clusterSelector runs it on a cluster it does not own. In K8sJobMode, the
+# default, the RayJob's submitter is a Job of the RayJob's own name that the RayJob controls (rayjob_controller.go
+# createNewK8sJob): the kube_job_owner series that says the RayJob runs. A RayService's cluster is named the same way
+# and labels its pods ray.io/serve (common/pod.go BuildPod for RayServiceCRD): never a run
 RAY_CLUSTER_LABEL = "ray.io/cluster"
+RAY_CLUSTER_SUFFIX = "-[bcdfghjklmnpqrstvwxz2456789]{5}"
+RAY_SERVE_LABEL = "ray.io/serve"
 # Which incarnation of a run a pod belongs to, for a name submitted again (review obsreview13 F2): the Job controller
 # labels every pod of a Job with the Job's uid (batch.kubernetes.io/controller-uid, Kubernetes 1.27 and later), and
 # JobSet every pod of its Jobs with the JobSet's (jobset.sigs.k8s.io/jobset-uid, JobSet docs "JobSet labels": kept
@@ -293,7 +314,8 @@ def pod_runs() -> str:
             '"run_kind", "Job", "owner_kind", ".*")')  # fmt: skip
     owned = 'label_replace(kube_pod_owner{owner_kind="Job"}, "job_name", "$1", "owner_name", "(.+)")'
     cluster = ksm_label(RAY_CLUSTER_LABEL)
-    ray_pods = f'label_replace(kube_pod_labels{{{cluster}!=""}}, "run", "$1", "{cluster}", "(.+)-[a-z0-9]{{5}}")'
+    ray_pods = (f'label_replace(kube_pod_labels{{{cluster}!="",{ksm_label(RAY_SERVE_LABEL)}=""}}, "run", "$1", "{cluster}", '
+                f'"(.+){RAY_CLUSTER_SUFFIX}")')  # fmt: skip
     ray_jobs = ('label_replace(label_replace(kube_job_owner{owner_kind="RayJob"}, "run", "$1", "owner_name", "(.+)"), '
                 '"run_kind", "$1", "owner_kind", "(.+)")')  # fmt: skip
     runs = (f"(max by (namespace, pod, run_kind, run) ({owned} * on (namespace, job_name) group_left (run_kind, run) "

@@ -34,7 +34,14 @@ from alicerce.emit.kube.common import (
     tolerate,
 )
 from alicerce.emit.kube.dcgm_counters import counters_configmap, counters_csv
-from alicerce.emit.kube.kpi import JOB_UID_LABEL, JOBSET_UID_LABEL, LWS_WORKER_INDEX_LABEL, RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL
+from alicerce.emit.kube.kpi import (
+    JOB_UID_LABEL,
+    JOBSET_UID_LABEL,
+    LWS_WORKER_INDEX_LABEL,
+    RAY_CLUSTER_LABEL,
+    RAY_NODE_TYPE_LABEL,
+    RAY_SERVE_LABEL,
+)
 from alicerce.emit.kube.kueue import kueue_configuration
 from alicerce.emit.storage_counters import TEXTFILE_DIRECTORY, counted_tiers
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
@@ -414,7 +421,7 @@ def monitoring_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any
                 # which tells a RayJob's pods, and the Job's and JobSet's uids, which tell a run's incarnation (the
                 # cost per run)
                 f"pods=[alicerce.dev/workload,{LWS_WORKER_INDEX_LABEL},{RAY_NODE_TYPE_LABEL},{RAY_CLUSTER_LABEL},"
-                f"{JOB_UID_LABEL},{JOBSET_UID_LABEL}]",
+                f"{RAY_SERVE_LABEL},{JOB_UID_LABEL},{JOBSET_UID_LABEL}]",
             ]
         },
         # one owner of port 9100 per node: the chart's DaemonSet, or the host role (scraped through a ScrapeConfig)

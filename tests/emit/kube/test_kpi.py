@@ -60,7 +60,7 @@ def test_the_scrape_configuration_gives_what_the_kpis_join_on() -> None:
     # the workload label, and LeaderWorkerSet's worker index that tells a serving group's leader (obsreview5 G9)
     pods = (
         "pods=[alicerce.dev/workload,leaderworkerset.sigs.k8s.io/worker-index,ray.io/node-type,ray.io/cluster,"
-        "batch.kubernetes.io/controller-uid,jobset.sigs.k8s.io/jobset-uid]"
+        "ray.io/serve,batch.kubernetes.io/controller-uid,jobset.sigs.k8s.io/jobset-uid]"
     )
     assert pods in values["kube-state-metrics"]["metricLabelsAllowlist"]
     relabel = values["prometheus-node-exporter"]["prometheus"]["monitor"]["relabelings"]

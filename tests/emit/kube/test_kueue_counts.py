@@ -11,6 +11,7 @@ from tests.emit.kube.test_kpi import rounded
 from tests.emit.kube.test_monitoring import expected, kueue_target, needs_promtool, platform, rules_of, run_promtool
 
 AT = 'cluster_queue="research",site="aws",team="research"'
+Q = 'cluster_queue="research",priority_class="",replica_role="leader"'
 
 
 @needs_promtool
@@ -298,3 +299,118 @@ def test_queue_alerts_after_a_kueue_restart_in_place_or_a_relabel(tmp_path: Path
     quiet = [{"eval_time": t, "alertname": "SLOResearchQueue", "exp_alerts": []} for t in ("440m", "500m", "560m")]
     relabelled = {"interval": "1m", "input_series": inputs, "alert_rule_test": quiet}
     run_promtool(platform("prod"), "aws", [restarted, relabelled], tmp_path)
+
+
+@needs_promtool
+def test_admitted_after_in_place_restart_then_pod_replaced_is_not_the_lifetime(tmp_path: Path) -> None:
+    """kueue-a up since 0, research admitted 500 in its lifetime, none since 150 m. Its container restarts in place at
+    202 m (OOMKill); the new process admits nothing for research (the series is not served again). At 230 m the pod
+    is replaced (memory limit raised: a rolling update), kueue-b from 231 m admits nothing. Admitted in the hour to
+    240 m: 0."""
+    rp = platform()
+    a, a_started = kueue_target("kueue-a", "0x199 _x2 12120x28 stale")
+    b, b_started = kueue_target("kueue-b", "_x231 13860x60")
+    tests = [{"interval": "1m", "input_series": [
+        a_started, b_started,
+        {"series": f"kueue_admitted_workloads_total{{{Q},{a}}}", "values": "500x199 stale"},
+        {"series": f'kueue_pending_workloads{{{Q},{a},status="active"}}', "values": "0x199 _x2 0x28 stale"},
+        {"series": f'kueue_pending_workloads{{{Q},{b},status="active"}}', "values": "_x231 0x60"}],
+        "promql_expr_test": [rounded("team:kueue_admitted_workloads:increase1h", AT, 0, "240m")]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_admitted_after_in_place_restart_during_a_scrape_outage_is_not_the_lifetime(tmp_path: Path) -> None:
+    """Same restart in place at 202 m, pod kept; Kueue's scrapes fail from 225 m (an API-server brown-out: the same one
+    that cost it its lease). Admitted in the hour to 235 m: 0."""
+    rp = platform()
+    a, a_started = kueue_target("kueue-a", "0x199 _x2 12120x22 stale")
+    tests = [{"interval": "1m", "input_series": [
+        a_started,
+        {"series": f"kueue_admitted_workloads_total{{{Q},{a}}}", "values": "500x199 stale"},
+        {"series": f'kueue_pending_workloads{{{Q},{a},status="active"}}', "values": "0x199 _x2 0x22 stale"}],
+        "promql_expr_test": [rounded("team:kueue_admitted_workloads:increase1h", AT, 0, "235m")]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_finished_week_after_in_place_restart_then_drain_is_not_the_lifetime(tmp_path: Path) -> None:
+    """6-hourly. kueue-a up since 0 (30 days before), 2000 finished in its lifetime, the last at 0 h. Restart in place
+    at 96 h, no finish since; pod drained at 120 h, kueue-c from 126 h finishes nothing. Week to 216 h: 0 (read 2000
+    for ~4 days)."""
+    rp = platform()
+    q = 'cohort="acme",cluster_queue="research",priority_class="",replica_role="leader"'
+    a, a_started = kueue_target("kueue-a", "-2592000x15 345600x4 stale")
+    c, c_started = kueue_target("kueue-c", "_x21 453600x16")
+    series = [a_started, c_started,
+              {"series": f"kueue_finished_workloads_total{{{q},{a}}}", "values": "2000x15 stale"},
+              {"series": f'kueue_pending_workloads{{{q},{a},status="active"}}', "values": "0x20 stale"},
+              {"series": f'kueue_pending_workloads{{{q},{c},status="active"}}', "values": "_x21 0x16"}]  # fmt: skip
+    tests = [{"interval": "6h", "input_series": series,
+              "promql_expr_test": [rounded("team:kueue_finished_workloads:increase7d", AT, 0, "216h")]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path, every="6h")
+
+
+@needs_promtool
+def test_queue_wait_slo_quiet_after_in_place_restart_then_pod_replaced(tmp_path: Path) -> None:
+    """kueue-a up since 0; its research histogram holds a lifetime of 100 admissions, 20 late (le=20480: 80), none in
+    the last 6 h before the restart. Restart in place at 400 m; the new process admits nothing for research. Pod
+    replaced at 420 m (kueue-b). No admission in the 6 h window: SLOResearchQueue must stay quiet; it reads the
+    lifetime's 20% late share."""
+    rp = platform("prod")
+    assert "SLOResearchQueue" in rules_of(rp, "aws")
+    a, a_started = kueue_target("kueue-a", "0x399 _x2 24120x18 stale")
+    b, b_started = kueue_target("kueue-b", "_x421 25260x200")
+    inputs = [a_started, b_started]
+    for t, life in ((a, "{}x399 stale"), (b, None)):
+        status = f'cluster_queue="research",replica_role="leader",{t}'
+        if life:
+            q = f"{Q},{t}"
+            inputs += [
+                {"series": f'kueue_admission_wait_time_seconds_bucket{{{q},le="20480"}}', "values": life.format(80)},
+                {"series": f'kueue_admission_wait_time_seconds_bucket{{{q},le="+Inf"}}', "values": life.format(100)},
+                {"series": f"kueue_admission_wait_time_seconds_count{{{q}}}", "values": life.format(100)},
+                {"series": f'kueue_cluster_queue_status{{{status},status="active"}}', "values": "1x399 _x2 1x18 stale"},
+                {"series": f'kueue_pending_workloads{{{status},status="active"}}', "values": "0x399 _x2 0x18 stale"},
+            ]
+        else:
+            inputs += [
+                {"series": f'kueue_cluster_queue_status{{{status},status="active"}}', "values": "_x421 1x200"},
+                {"series": f'kueue_pending_workloads{{{status},status="active"}}', "values": "_x421 0x200"},
+            ]
+    quiet = [{"eval_time": t, "alertname": "SLOResearchQueue", "exp_alerts": []} for t in ("470m", "560m")]
+    run_promtool(rp, "aws", [{"interval": "1m", "input_series": inputs, "alert_rule_test": quiet}], tmp_path)
+
+
+@needs_promtool
+def test_starved_quiet_when_a_scrape_failed_a_window_before(tmp_path: Path) -> None:
+    """The commit's own case (one replica up since 0, backlog for 7 h, the queue's first admission at 6 h, counter born
+    at 1), plus ONE failed Kueue scrape at 1h20m (stale markers for all its series). The starved window is 20480 s:
+    at 7h02m its start (1h20m40s) reads the stale marker. An admission in the window: not starved at 7h, 7h02m, 7h10m."""
+    rp = platform("prod")
+    assert "SLOResearchQueueStarved" in rules_of(rp, "aws")
+    a, a_started = kueue_target("kueue-a", "0x15 stale 0x80")
+    inadm = f'cluster_queue="research",status="inadmissible",replica_role="leader",{a}'
+    q = f'cluster_queue="research",priority_class="",replica_role="leader",{a}'
+    tests = [{"interval": "5m", "input_series": [
+        a_started,
+        {"series": f"kueue_pending_workloads{{{inadm}}}", "values": "1x15 stale 1x80"},
+        {"series": f"kueue_admitted_workloads_total{{{q}}}", "values": "_x72 1x24"}],
+        "alert_rule_test": [{"eval_time": t, "alertname": "SLOResearchQueueStarved", "exp_alerts": []}
+                            for t in ("7h", "7h2m", "7h10m")]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_first_admission_counts_when_a_scrape_failed_an_hour_before(tmp_path: Path) -> None:
+    """1m samples. kueue-a up since 0; its research queue's first admission at 150 m (born at 1). One failed scrape
+    at 110 m. Admitted in the hour to 170 m (window start 110 m, on the stale marker): 1."""
+    rp = platform()
+    a, a_started = kueue_target("kueue-a", "0x109 stale 0x100")
+    q = f'cluster_queue="research",priority_class="",replica_role="leader",{a}'
+    tests = [{"interval": "1m", "input_series": [
+        a_started,
+        {"series": f'kueue_pending_workloads{{{q},status="active"}}', "values": "0x109 stale 0x100"},
+        {"series": f"kueue_admitted_workloads_total{{{q}}}", "values": "_x150 1x60"}],
+        "promql_expr_test": [rounded("team:kueue_admitted_workloads:increase1h", AT, 1, "170m")]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)

@@ -413,7 +413,7 @@ def test_the_readme_lists_the_xids_that_page() -> None:
 def kueue_target(pod: str, started: str, job: str = "kueue-controller-manager-metrics-service") -> tuple[str, dict[str, str]]:
     """A Kueue replica's scrape-target labels, and its process_start_time_seconds input series (values in promtool's
     seconds, its test time starting at 0)."""
-    target = f'job="{job}",instance="{pod}:8443",pod="{pod}"'
+    target = f'job="{job}",instance="{pod}:8443",namespace="kueue-system",pod="{pod}"'
     return target, {"series": f"process_start_time_seconds{{{target}}}", "values": started}
 
 
