@@ -30,6 +30,7 @@ from alicerce.plan.sizing import (
     Placement,
     kv_bytes,
     plan_workload,
+    tp_bridge,
     tp_link_bytes_per_second,
     training_layout,
     training_memory,
@@ -82,7 +83,7 @@ def run_job(run: TrainingRun, catalog: Catalog, sizing: Sizing) -> TrainingJob:
     if gpu is None:
         return job
     job = replace(job, tp_link_bytes_per_second=tp_link_bytes_per_second(gpu, sizing), peak_flops=gpu.tflops.bf16 * 1e12,
-                  tp_overlapped=run.tensorParallelOverlap)  # fmt: skip
+                  tp_overlapped=run.tensorParallelOverlap, **tp_bridge(gpu, sizing))  # fmt: skip
     if run.recompute is not None:
         return replace(job, tensor_parallel=run.tensorParallel or 1, recompute_fraction=1.0)
     w = run_workload(run)

@@ -974,8 +974,12 @@ def _storage(platform: ResolvedPlatform, plans: list[WorkloadPlan], catalog: Cat
         return chosen.name if chosen else None
 
     for plan in plans:
+        if plan.pool is None:
+            # a workload the environment places on no pool does not run there: it reads and writes nothing (dev's FSx
+            # was sized, and PL310 fired, for the checkpoints of a pretraining run dev never runs: review sizreview10 F9)
+            continue
         spec = by_name[plan.name]
-        site = pool_site.get(plan.pool or "")
+        site = pool_site.get(plan.pool)
         source = spec.dataset.tier if spec.dataset and spec.dataset.tier else parallel_fs(site, "datasets")
         if source and plan.dataset_read_gbps:
             reads[source] += plan.dataset_read_gbps

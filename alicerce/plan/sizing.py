@@ -303,6 +303,23 @@ def smallest_fit(
     return best
 
 
+def _overflow(mem: TrainingMemory, gpu: Gpu, sizing: Sizing, *, node_gpus: int, pipeline: int, zero_stage: int) -> str:
+    """PL303's words when no layout holds the job, at the widest tensor-parallel degree: which part overflows, and what
+    shrinks it (it always blamed one sequence's activations, where the state ZeRO keeps whole overflowed: a 405B at
+    ZeRO-1 was told to shorten its sequences; review sizreview10 F2)."""
+    tp = max(d for d in TP_DEGREES if d <= node_gpus)
+    usable, activations = usable_memory(gpu, sizing), mem.activations_at(tp, 1.0)
+    whole = mem.unsharded(zero_stage) / (tp * pipeline)
+    parts = (
+        f"at TP {tp} x PP {pipeline}, one sequence's activations ({activations / GIB:.1f} GiB with full recomputation) "
+        f"and the state ZeRO-{zero_stage} keeps whole on each GPU ({whole / GIB:.1f} GiB) exceed the {usable / GIB:.0f} GiB "
+        f"a {gpu.id} gives"
+    )
+    if whole >= activations:
+        return f"{parts}: a higher zeroStage or a wider pipelineParallel shards that state"
+    return f"{parts}: shorter sequences or contextParallel split the activations"
+
+
 @dataclass(frozen=True)
 class _Run:
     """One candidate GPU count and what the throughput model makes of it."""
@@ -448,6 +465,7 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
         attention_sequence=attention_sequence,
         tensor_parallel=tp,
         tp_link_bytes_per_second=tp_link_bytes_per_second(gpu, sizing),
+        **tp_bridge(gpu, sizing),
         tp_overlapped=bool(w.tensor_parallel_overlap),
         peak_flops=gpu.tflops.bf16 * 1e12,
         pipeline_parallel=w.pipeline_parallel or 1,
@@ -513,6 +531,16 @@ def tp_link_bytes_per_second(gpu: Gpu, sizing: Sizing) -> float:
     """What one GPU's tensor-parallel all-reduces move per second: the per-direction NVLink (SXM) or PCIe bandwidth of
     the catalog GPU times the bus-bandwidth share NCCL reaches on large messages (training.tpLinkEfficiency)."""
     return gpu_hardware(gpu, "bf16", sizing).link_bytes_per_second * sizing.training.tpLinkEfficiency.value
+
+
+def tp_bridge(gpu: Gpu, sizing: Sizing) -> dict[str, Any]:
+    """The TrainingJob fields of a GPU whose pairs share an NVLink bridge (H100 NVL), at the same NCCL share; none
+    else."""
+    hardware = gpu_hardware(gpu, "bf16", sizing)
+    if hardware.bridge_bytes_per_second is None:
+        return {}
+    return {"tp_bridge_bytes_per_second": hardware.bridge_bytes_per_second * sizing.training.tpLinkEfficiency.value,
+            "tp_bridge_gpus": hardware.bridge_gpus}  # fmt: skip
 
 
 def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usable: float, sizing: Sizing) -> TrainingJob:
@@ -590,7 +618,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             for c in candidates}  # fmt: skip
     layout = smallest_fit(mem, gpu, sizing, place.gpus_per_node, pipeline=pipeline, zero_stage=zero, context=context)
     if layout is None:
-        issues.append(Issue("PL303", f"one sequence's activations do not fit on a {gpu.id} even split over {place.gpus_per_node} GPUs"))
+        issues.append(Issue("PL303", _overflow(mem, gpu, sizing, node_gpus=place.gpus_per_node, pipeline=pipeline, zero_stage=zero)))
         return _empty(w, place, figures, notes, fits, issues)
     min_gpus, tp = layout
     figures.append(Figure("smallest GPU count that fits", min_gpus, "GPUs",
@@ -598,11 +626,10 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                           "TP x CP x PP", {"usable GiB per GPU": usable_memory(gpu, sizing) / GIB, "tensor parallel": tp,
                                            "context parallel": context, "pipeline parallel": pipeline, "ZeRO stage": zero}))  # fmt: skip
     peak = gpu.tflops.bf16 * 1e12
-    # whole nodes, and whole pipelines of whole context groups; with context parallelism of whole tensor groups too, at
-    # any degree the layout may pick (TP x CP x PP GPUs a replica: 864 GPUs at CP 16 held 6.75 replicas of TP 8;
-    # review sizreview9 F9)
-    widest = max(d for d in TP_DEGREES if d <= place.gpus_per_node) if context > 1 else 1
-    granule = math.lcm(place.gpus_per_node, pipeline * context * widest)
+    # whole nodes, and whole replicas of the smallest layout that fits (TP x CP x PP GPUs: 864 GPUs at CP 16 held 6.75
+    # replicas of TP 8, review sizreview9 F9; a PP 16 run stepped in 16s at TP 8, review sizreview10 F5), at the degree
+    # that fits, not the widest (an 8B run at TP 2 x CP 2 fits one node; it was sized on two: review sizreview10 F3)
+    granule = math.lcm(place.gpus_per_node, pipeline * context * tp)
     availability = w.hours_per_day / 24
     deadline = w.deadline
 
@@ -610,9 +637,11 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         return total_flops / (peak * run.mfu)
 
     if w.gpus is not None:
-        run = _training_run(w, place, sizing, mem, w.gpus, tp, flops_per, active)
         if w.gpus < min_gpus:
+            # too few to start: no plan of it, as for a count no layout divides below
             issues.append(Issue("PL303", f"the pinned {w.gpus} GPUs cannot hold the job; at least {min_gpus} {gpu.id} are needed"))
+            return _empty(w, place, figures, notes, fits, issues)
+        run = _training_run(w, place, sizing, mem, w.gpus, tp, flops_per, active)
     else:
         gpus = _ceil_to(min_gpus, granule)
         run = _training_run(w, place, sizing, mem, gpus, tp, flops_per, active)
@@ -642,6 +671,14 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                                   "smallest node multiple with GPU-seconds(GPUs) / GPUs <= deadline x hours per day / 24",
                                   {"deadline days": deadline / DAY}))  # fmt: skip
     gpus, tp = run.gpus, run.tp
+    held = mem.state_per_gpu(gpus, tp * pipeline, zero) + mem.activations_at(tp, run.recompute_fraction)
+    if held > usable_memory(gpu, sizing) * (1 + 1e-9):
+        # no degree that divides the count holds the job (a pinned count no fitting layout divides): a run that cannot
+        # start is no plan (it was priced at up to 413 GiB a GPU: review sizreview10 F5)
+        issues.append(Issue("PL303", f"no tensor-parallel degree that divides {gpus} GPUs (x CP {context} x PP {pipeline}) holds the "
+                            f"job: TP {tp} keeps {held / GIB:.1f} GiB a GPU of the {usable_memory(gpu, sizing) / GIB:.0f} a "
+                            f"{gpu.id} gives; use a multiple of {granule} GPUs, at least {_ceil_to(min_gpus, granule)}"))  # fmt: skip
+        return _empty(w, place, figures, notes, fits, issues)
     gpu_seconds = seconds(run)
     gpu_hours = gpu_seconds / 3600
     figures.append(Figure("MFU", run.mfu, "of dense BF16 peak", "product of the factors below", {"gpu": gpu.id, "gpus": gpus},

@@ -116,6 +116,10 @@ class TrainingJob:
     network_share: float = 1.0  # usable share of step time when communication is the bottleneck
     tensor_parallel: int = 1  # Megatron tensor parallelism inside a node
     tp_link_bytes_per_second: float | None = None  # what one GPU's all-reduces move per second over NVLink/PCIe
+    # an NVLink bridge over pairs (H100 NVL, H200 NVL): what a group of at most tp_bridge_gpus moves per second instead
+    # (the serving path's roofline.ReplicaHardware.tp_link; it was PCIe here: review sizreview10 F15)
+    tp_bridge_bytes_per_second: float | None = None
+    tp_bridge_gpus: int = 0
     tp_overlapped: bool = False  # the stack hides the all-reduces behind the GEMMs (workloads[].tensorParallelOverlap)
     peak_flops: float | None = None  # dense BF16 peak of one GPU (FLOP/s): the TP term compares link time to compute time
     pipeline_parallel: int = 1  # pipeline stages (workloads[].pipelineParallel)
@@ -262,7 +266,9 @@ def tensor_parallel_factor(job: TrainingJob, recompute_fraction: float, mfu: flo
     if job.tp_overlapped:
         return Factor("tensor parallel", 1.0, "spec", f"TP {t}: all-reduces overlapped with the GEMMs (tensorParallelOverlap)")
     all_reduces = 4 + 2 * recompute_fraction
-    link_seconds = all_reduces * job.layers * 2 * (t - 1) / t * job.hidden * 2 / job.tp_link_bytes_per_second
+    bridged = job.tp_bridge_bytes_per_second is not None and t <= job.tp_bridge_gpus
+    link = job.tp_bridge_bytes_per_second if bridged and job.tp_bridge_bytes_per_second else job.tp_link_bytes_per_second
+    link_seconds = all_reduces * job.layers * 2 * (t - 1) / t * job.hidden * 2 / link
     compute_seconds = job.flops_per_token * job.active_parameters / (t * job.peak_flops * mfu)
     ratio = link_seconds / compute_seconds
     return Factor(
@@ -270,7 +276,7 @@ def tensor_parallel_factor(job: TrainingJob, recompute_fraction: float, mfu: flo
         1 / (1 + ratio),
         sizing.training.tpLinkEfficiency.source,
         f"TP {t}: {all_reduces:g} all-reduces x layers x 2(t-1)/t x hidden x 2 B per token over "
-        f"{job.tp_link_bytes_per_second / 1e9:,.0f} GB/s, against {job.flops_per_token:g}N / (TP x peak x efficiency): "
+        f"{link / 1e9:,.0f} GB/s{' (NVLink bridge)' if bridged else ''}, against {job.flops_per_token:g}N / (TP x peak x efficiency): "
         f"1 / (1 + {ratio:.3f})",
     )
 

@@ -421,8 +421,8 @@ def test_sliding_window_and_mla_in_the_training_attention_term() -> None:
     sliding window W = 4,096 over S = 16,384: a causal window costs 2W - W^2/S = 7,168 tokens' worth, not S;
     MLA: width = heads x (head dim + RoPE / 2) = 128 x (128 + 32) = 20,480 instead of the hidden 7,168."""
 
-    def attention(model: dict[str, Any], sequence: int) -> float:
-        w = workload(model=model, tokens="1T", sequenceLength=sequence, globalBatchTokens="16M", gpus=64, accelerator="H100")
+    def attention(model: dict[str, Any], sequence: int, gpus: int = 64) -> float:
+        w = workload(model=model, tokens="1T", sequenceLength=sequence, globalBatchTokens="16M", gpus=gpus, accelerator="H100")
         mfu = next(f for f in plan_training(w, on("H100-SXM5-80GB"), SIZING, []).figures if f.name == "MFU")
         return next(f.value for f in mfu.factors if f.name == "attention")
 
@@ -431,7 +431,7 @@ def test_sliding_window_and_mla_in_the_training_attention_term() -> None:
     assert attention(window, 16_384) == pytest.approx(1 / (1 + k * 32 * 7_168 * 4096 / 7.3e9), rel=1e-12)
     assert attention(MISTRAL_7B, 16_384) == pytest.approx(1 / (1 + k * 32 * 16_384 * 4096 / 7.3e9), rel=1e-12)
     mla = {**DEEPSEEK_V3, "attention": {"kind": "mla", "kvLoraRank": 512, "ropeHeadDim": 64, "heads": 128}, "headDim": 128}
-    assert attention(mla, 4096) == pytest.approx(1 / (1 + k * 61 * 4096 * 20_480 / 37e9), rel=1e-12)
+    assert attention(mla, 4096, gpus=256) == pytest.approx(1 / (1 + k * 61 * 4096 * 20_480 / 37e9), rel=1e-12)
 
 
 def test_moe_network_is_expert_parallel_not_a_gather_of_every_parameter() -> None:
@@ -1074,8 +1074,13 @@ def test_the_losss_logits_and_context_parallelism_size_long_sequences() -> None:
     split = plan_training(workload(**long, contextParallel=16, deadline="30d"), on("H100-SXM5-80GB"), SIZING, [])
     # whole replicas of TP x CP GPUs at the degree the layout picks (review sizreview9 F9: 864 GPUs held 6.75 of TP 8)
     assert split.gpus is not None and split.tensor_parallel is not None and split.gpus % (split.tensor_parallel * 16) == 0
+    # 144 GPUs at CP 16 divide into TP 1 groups only, which cannot hold it: no plan, and the count that would (review
+    # sizreview10 F5: it was priced at 412.6 GiB a GPU)
     pinned = plan_training(workload(**long, contextParallel=16, gpus=144), on("H100-SXM5-80GB"), SIZING, [])
-    assert pinned.tensor_parallel is not None and 144 % (pinned.tensor_parallel * 16) == 0
+    (overflow,) = [i.message for i in pinned.issues if i.check == "PL303"]
+    assert pinned.gpus is None and "divides 144 GPUs" in overflow and "use a multiple of 32 GPUs, at least 128" in overflow
+    whole = plan_training(workload(**long, contextParallel=16, gpus=128), on("H100-SXM5-80GB"), SIZING, [])
+    assert whole.tensor_parallel is not None and 128 % (whole.tensor_parallel * 16) == 0 and not whole.issues
     one = training_memory(workload(**long), SIZING)
     sixteenth = training_memory(workload(**long, contextParallel=16), SIZING)
     assert sixteenth.activations == pytest.approx(one.activations / 16)
@@ -1156,3 +1161,42 @@ def test_lora_weighs_recomputation_attention_and_tensor_parallel_against_its_4n(
     before = math.prod(f.value for n, f in lora.items() if n not in ("tensor parallel", "goodput"))
     link = (4 + 2) * 80 * 2 * 3 / 4 * 8192 * 2 / 300e9
     assert ratio(lora["tensor parallel"].value) == pytest.approx(link / (4 * 70e9 / (4 * 989.4e12 * before)))
+
+
+def test_a_count_no_fitting_layout_divides_is_no_plan_and_pl303_names_what_overflows() -> None:
+    """Review sizreview10 F5: a pinned count (or a deadline's count with pipeline parallelism) that no tensor-parallel
+    degree holding the job divides was priced at 77-413 GiB a GPU, a run that cannot start. F3: with context
+    parallelism the count stepped in 8 x CP whatever degree fitted, so an 8B fine-tune at TP 2 x CP 2 took two nodes.
+    F2: PL303 blamed one sequence's activations when the state the ZeRO stage keeps whole overflowed."""
+    seventy = {"parameters": "70B", "layers": 80, "hiddenSize": 8192}
+    pinned = plan_training(
+        workload(model=seventy, tokens="1T", zeroStage=1, gpus=100, accelerator="H100"), on("H100-SXM5-80GB"), SIZING, []
+    )
+    (overflow,) = [i.message for i in pinned.issues if i.check == "PL303"]
+    assert pinned.gpus is None and "divides 100 GPUs" in overflow and "use a multiple of 8 GPUs" in overflow
+    usable = usable_memory(CATALOG.gpu("H100-SXM5-80GB"), SIZING) / GIB  # type: ignore[arg-type]
+    big = {"parameters": "405B", "layers": 126, "hiddenSize": 16384}
+    staged = plan_training(workload(model=big, tokens="2T", pipelineParallel=16, deadline="60d", accelerator="H100"),
+                           on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
+    assert staged.gpus is not None and staged.tensor_parallel is not None and staged.memory_per_gpu_gib is not None
+    assert staged.gpus % (staged.tensor_parallel * 16) == 0 and staged.memory_per_gpu_gib <= usable
+    eight = {"parameters": "8B", "layers": 32, "hiddenSize": 4096}
+    short = plan_training(workload(model=eight, tokens="2B", sequenceLength=32768, globalBatchTokens="1M", contextParallel=2,
+                                   deadline="7d", accelerator="H100"), on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
+    assert short.gpus == 8 and short.tensor_parallel is not None and 8 % (short.tensor_parallel * 2) == 0
+    whole = plan_training(workload(model=big, tokens="2T", zeroStage=1, accelerator="H100"), on("H100-SXM5-80GB"), SIZING, [])
+    (state,) = [i.message for i in whole.issues if i.check == "PL303"]
+    assert "the state ZeRO-1 keeps whole" in state and state.endswith("a higher zeroStage or a wider pipelineParallel shards that state")
+
+
+def test_a_bridged_pair_all_reduces_over_its_nvlink_bridge_in_training_too() -> None:
+    """Review sizreview10 F15: serving all-reduced a TP 2 group of H100 NVL over the pair's NVLink bridge, training over
+    PCIe (52 GB/s): a TP 2 fine-tune read 0.781 for tensor parallelism, ~20% more GPU-hours than the bridge gives."""
+    eight = {"parameters": "8B", "layers": 32, "hiddenSize": 4096}
+    spec = workload(model=eight, tokens="1B", sequenceLength=8192, zeroStage=1, gpus=2, accelerator="H100-NVL-94GB")
+    plan = plan_training(spec, on("H100-NVL-94GB"), SIZING, [])
+    assert plan.tensor_parallel == 2
+    mfu = next(f for f in plan.figures if f.name == "MFU")
+    (tp,) = [f for f in mfu.factors if f.name == "tensor parallel"]
+    bridge = gpu_hardware(CATALOG.gpu("H100-NVL-94GB"), "bf16", SIZING).tp_link(2)  # type: ignore[arg-type]
+    assert f"over {bridge * SIZING.training.tpLinkEfficiency.value / 1e9:,.0f} GB/s (NVLink bridge)" in tp.why and tp.value > 0.9

@@ -73,12 +73,17 @@ def test_a_checkpoints_tier_holds_two_checkpoints_of_each_run_writing_it() -> No
 
 def test_the_checkpoints_fit_the_file_system_generate_deploys() -> None:
     """Review sizreview9 F16: PL343 compared the checkpoints with the file system the plan would size for their write
-    rate (7,200 GiB), not the one generate deploys (dev's datasets FSx, 4,800 GiB): dev's run keeps 2 x 912.7 GiB of
-    checkpoints there beside its dataset, and a 4 TiB sample no longer leaves room for them."""
+    rate, not the one generate deploys (dev's datasets FSx, 4,800 GiB). Dev's fine-tune keeps 2 x 1.04 GiB of
+    checkpoints there beside its dataset: a 4,799 GiB dataset leaves no room for them, 4,797 GiB does. Dev's
+    pretraining run, on no pool there, writes none (review sizreview10 F9: its 2 x 912.7 GiB sized dev's FSx)."""
     data = reference()
-    run = next(o for o in data["environments"]["dev"]["overrides"]["workloads"] if o["name"] == "llm-pretrain")
-    assert run["dataset"]["size"] == "2TiB"
-    assert not [f for f in plan_of(data, "dev").findings if f.check == "PL343"]
-    run["dataset"]["size"] = "4TiB"
+    tune = next(w for w in data["workloads"] if w["name"] == "code-assistant-ft")
+    assert tune["dataset"]["tier"] == "datasets"
+    tune["dataset"]["size"] = "4797GiB"
+    quiet = plan_of(data, "dev")
+    assert not [f for f in quiet.findings if f.check == "PL343"]
+    assert not [f for f in quiet.findings if f.check == "PL310" and f.subject == "datasets"]  # nothing of llm-pretrain's
+    assert next(w for w in quiet.workloads if w.name == "llm-pretrain").pool is None
+    tune["dataset"]["size"] = "4799GiB"
     (message,) = [f.message for f in plan_of(data, "dev").findings if f.check == "PL343"]
-    assert "beside its 4.0 TiB dataset; it holds 4,800 GiB" in message
+    assert "beside its 4.7 TiB dataset; it holds 4,800 GiB" in message
