@@ -166,7 +166,7 @@ def billed_node_hours(plans: list[WorkloadPlan], pool: ResolvedPool, price: Node
     and a half: review sizreview4 gap). On Capacity Blocks each run buys the shortest duration sold that covers its
     wall clock, for every node it holds: two 10-hour runs a month buy two 1-day blocks, 48 node-hours a node, where
     rounding the month's 20 busy hours up to a day bought one (review sizreview4). Serving replicas hold whole nodes
-    all month, packed (:func:`serving_nodes`); batch work runs in what they leave free before it adds node-hours."""
+    all month, packed (:func:`serving_nodes`); batch work runs in what they leave free before it adds whole nodes."""
     per_node = pool.gpus_per_node or 1
     replicas: dict[int, int] = defaultdict(int)
     for plan in filter(_always_on, plans):
@@ -182,7 +182,9 @@ def billed_node_hours(plans: list[WorkloadPlan], pool: ResolvedPool, price: Node
             used = busy_gpu_hours(plan, units, hours_month)
             absorbed = min(spare, used)
             spare -= absorbed
-            gpu_hours += used - absorbed
+            # what the serving nodes cannot hold starts nodes of its own, whole: a 1-GPU batch job on 4-GPU nodes bills
+            # the node it starts, not a quarter of it (review sizreview10 F11: $638 where the g6e.12xlarge bills $2,553)
+            gpu_hours += (used - absorbed) * (math.ceil(units / per_node) * per_node / units if units else 1.0)
             continue
         whole = math.ceil(units / per_node) * per_node
         if not price.block_steps:

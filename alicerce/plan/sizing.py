@@ -241,7 +241,10 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
             # hidden each) stay 16-bit (transformers' replace_with_bnb_linear, get_keys_to_not_convert; review sizreview8
             # F2: Llama 3 8B's 1.05B of them at 4 bits took its state 29% low)
             embeddings = min(n, 2 * vocabulary * hidden)
-            frozen = (n - embeddings) * sizing.qloraBaseBytes.value + embeddings * sizing.weightBytes.get(w.precision, 2)
+            # ... at 16 bits (32 for an fp32 run) whatever the declared precision: bitsandbytes computes in 16 bits
+            # (review sizreview10 F10: 1 B at fp8)
+            kept = max(sizing.bytesPerParameter.weights.value, sizing.weightBytes.get(w.precision, 2))
+            frozen = (n - embeddings) * sizing.qloraBaseBytes.value + embeddings * kept
         state = frozen + model_state_bytes(trainable, w.optimizer, sizing)
         checkpoint = trainable * getattr(sizing.bytesPerParameter.checkpoint, w.optimizer).value
     else:
@@ -452,7 +455,9 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
         sequence=w.sequence_length or DEFAULT_SEQUENCE,
         gpus=gpus,
         global_batch_tokens=float(w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value),
-        precision=w.precision,
+        # a QLoRA base is dequantised to 16 bits for every GEMM (bitsandbytes Linear4bit): no fp8 or fp4 gain to have
+        # (review sizreview10 F10: fp8 read 1.39x faster)
+        precision="bf16" if w.method == "qlora" and w.precision in ("fp8", "fp4") else w.precision,
         fp8_recipe=w.fp8_recipe,
         fp8_supported=gpu.tflops.fp8 is not None,
         fp4_supported=gpu.tflops.fp4 is not None,
@@ -709,7 +714,9 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         given = "sequenceLength" if w.sequence_length else "the default sequence length"
         issues.append(Issue("PL323", f"the {attention.window:,}-token sliding window covers {given} ({sequence:,} tokens): every layer "
                             "attends to the whole sequence and the window changes nothing in this plan"))  # fmt: skip
-    if w.precision == "fp4":
+    if w.precision in ("fp8", "fp4") and w.method == "qlora":
+        notes.append(f"QLoRA dequantises its 4-bit base to 16 bits for every GEMM: {w.precision} gains nothing here")
+    elif w.precision == "fp4":
         issues.append(Issue("PL317", "fp4 training speed-up is one published ratio, not validated on held-out runs"))
     interval = w.checkpoint_interval or sizing.defaultCheckpointIntervalSeconds.value
     budget = sizing.checkpointStallBudget.value

@@ -212,22 +212,23 @@ def test_golden_reference_prod_month() -> None:
     # train-p5     capacity reservation of 4 p5.48xlarge (costs.cloud), billed used or not:
     #              4 x 730 x 55.04                                                             = 160,716.80
     # infer-l40s   chat-70b: 2 req/s / 0.4565 req/s a replica -> 5 g6e.12xlarge: 5 x 730 x 10.49264 =  38,298.14
-    #              embed-batch (applied-ml's quota is here only): 243.33 GPU-h x 10.49264 / 4 =     638.30
+    #              embed-batch (applied-ml's quota is here only): 243.33 GPU-h on the spare-less nodes: the
+    #              g6e.12xlarge it starts, whole (review sizreview10 F11): 243.33 h x 10.49264           =   2,553.21
     # infer-l4     min 1 g6.xlarge always on, no declared workload: 730 x 0.8048              =     587.50
     # onprem-h100  owned TCO above                                                             = 428,020.42
     # FSx          datasets 50,400 GiB x 0.21 + checkpoints 26,400 GiB x 0.34 PERSISTENT_2, billed per GiB  =  19,560.00
     # dc1 storage  2 PiB Lustre = 2,251.80 TB x 160 USD/TB / 60 months                         =   6,004.80
-    # total                                                                                    = 655,040.38
+    # total                                                                                    = 656,955.29
     p = plan()
     pools = {x.name: x.monthly_cost_usd for x in p.pools}
     assert pools == pytest.approx(
-        {"system": 1_177.34, "data-prep": 37.08, "train-p5": 160_716.80, "infer-l40s": 38_936.44, "infer-l4": 587.50,
+        {"system": 1_177.34, "data-prep": 37.08, "train-p5": 160_716.80, "infer-l40s": 40_851.35, "infer-l4": 587.50,
          "dc1-system": None, "onprem-h100": 428_020.42},
         abs=0.02,
     )  # fmt: skip
     assert p.cost_breakdown["FSx"] == pytest.approx(19_560.00, abs=0.01)
     assert p.cost_breakdown["owned sites (storage, links)"] == pytest.approx(6_004.80, abs=0.01)
-    assert p.monthly_cost_usd == pytest.approx(655_040.38, abs=0.05)
+    assert p.monthly_cost_usd == pytest.approx(656_955.29, abs=0.05)
 
 
 def test_golden_unit_costs() -> None:
