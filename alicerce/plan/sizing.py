@@ -170,6 +170,12 @@ class TrainingMemory:
     gradients: float = 0.0  # of state, the 16-bit gradients: ZeRO stages 0-1 keep them whole per replica
     fp32_gradients: float = 0.0  # what stages 0-1 keep beyond them: the gradients accumulated in fp32
     fp32_main_gradients: float = 0.0  # fp16 at stages 0-1: the optimizer's fp32 copy of them, sharded at stage 1
+    # a MoE's routed experts' share of the parameters, and the declared expert-parallel group that spreads them: what
+    # a replica keeps whole of them (below ZeRO-3) is 1 / EP of them a GPU (Megatron-Core expert_model_parallel_size;
+    # DeepSeek-V3 ran EP 64, ZeRO-1, no TP: arXiv 2412.19437 Sec. 3.2; every expert counted whole on each GPU forced
+    # TP 8 on such layouts: review sizreview10 F12)
+    routed_share: float = 0.0
+    expert_parallel: int = 1
 
     def state_at(self, zero_stage: int) -> float:
         """Bytes of model state in all at ``zero_stage``: stages 0-1 keep the gradients they all-reduce in fp32 (Megatron's
@@ -181,9 +187,15 @@ class TrainingMemory:
     def state_per_gpu(self, gpus: int, model_parallel: int = 1, zero_stage: int = 3) -> float:
         """Model-state bytes on one GPU: what ZeRO ``zero_stage`` shards over all ``gpus`` (the data-parallel ranks of
         each model-parallel shard), the rest split over the ``model_parallel`` (tensor x pipeline) GPUs of one replica
-        only (Rajbhandari et al. 2020, Sec. 5.1: P_os keeps 2 + 2 bytes a parameter, P_os+g 2, P_os+g+p none)."""
+        only (Rajbhandari et al. 2020, Sec. 5.1: P_os keeps 2 + 2 bytes a parameter, P_os+g 2, P_os+g+p none), its
+        routed experts also over the expert-parallel group."""
         kept = self.unsharded(zero_stage)
-        return kept / max(1, model_parallel) + (self.state_at(zero_stage) - kept) / max(1, gpus)
+        return self.held_whole(zero_stage) / max(1, model_parallel) + (self.state_at(zero_stage) - kept) / max(1, gpus)
+
+    def held_whole(self, zero_stage: int) -> float:
+        """Of what ZeRO ``zero_stage`` leaves whole on a replica, what one model-parallel shard of it holds before the
+        tensor and pipeline split: the routed experts 1 / EP of theirs."""
+        return self.unsharded(zero_stage) * (1 - self.routed_share + self.routed_share / self.expert_parallel)
 
     def unsharded(self, zero_stage: int) -> float:
         """Bytes of model state ZeRO ``zero_stage`` leaves whole on each data-parallel replica."""
@@ -262,10 +274,28 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
         kept_weight = kept_gradient = sizing.weightBytes["fp32"]
     extra = 0.0 if w.precision in ("fp16", "fp32") else per.fp32Gradients.value - per.gradients.value
     main = per.fp32Gradients.value if w.precision == "fp16" else 0.0
+    routed = 0.0
+    if w.expert_parallel and w.expert_parallel > 1 and w.model.architecture == "moe":
+        routed = (n - shared_parameters(w)) / n
     return TrainingMemory(state, with_recompute, without, checkpoint, trainable, unsplit=layers * per_layer_tokens * unsplit_layer,
                           unsplit_recompute=unsplit_input + per_layer_tokens * unsplit_layer,
                           weights=frozen + trainable * kept_weight, gradients=trainable * kept_gradient,
-                          fp32_gradients=trainable * extra, fp32_main_gradients=trainable * main)  # fmt: skip
+                          fp32_gradients=trainable * extra, fp32_main_gradients=trainable * main,
+                          routed_share=routed, expert_parallel=w.expert_parallel or 1)  # fmt: skip
+
+
+def shared_parameters(w: Workload) -> float:
+    """A MoE's parameters outside its routed experts (attention, embeddings, shared experts): the active ones less k
+    routed experts' worth, an expert being (total - active) / (experts - k); every active one where the experts are not
+    declared."""
+    assert w.model is not None
+    total = float(w.model.parameters)
+    active = float(w.model.active_parameters or total)
+    experts = w.model.experts
+    if experts is None or experts.total <= experts.per_token:
+        return active
+    per_expert = max(0.0, total - active) / (experts.total - experts.per_token)
+    return max(0.0, active - experts.per_token * per_expert)
 
 
 def zero_stage(w: Workload) -> int:
@@ -297,7 +327,7 @@ def smallest_fit(
     best: tuple[int, int] | None = None
     for tp in (d for d in TP_DEGREES if d <= node_gpus):
         group = tp * pipeline
-        free = usable - mem.activations_at(tp, 1.0) - mem.unsharded(zero_stage) / group
+        free = usable - mem.activations_at(tp, 1.0) - mem.held_whole(zero_stage) / group
         if free <= 0:
             continue
         gpus = _ceil_to((mem.state_at(zero_stage) - mem.unsharded(zero_stage)) / free, group * context)
@@ -312,7 +342,7 @@ def _overflow(mem: TrainingMemory, gpu: Gpu, sizing: Sizing, *, node_gpus: int, 
     ZeRO-1 was told to shorten its sequences; review sizreview10 F2)."""
     tp = max(d for d in TP_DEGREES if d <= node_gpus)
     usable, activations = usable_memory(gpu, sizing), mem.activations_at(tp, 1.0)
-    whole = mem.unsharded(zero_stage) / (tp * pipeline)
+    whole = mem.held_whole(zero_stage) / (tp * pipeline)
     parts = (
         f"at TP {tp} x PP {pipeline}, one sequence's activations ({activations / GIB:.1f} GiB with full recomputation) "
         f"and the state ZeRO-{zero_stage} keeps whole on each GPU ({whole / GIB:.1f} GiB) exceed the {usable / GIB:.0f} GiB "
@@ -406,13 +436,10 @@ def network_bytes_per_step(
         return (gathered + per_parameter * trainable) / group * (dp - 1) / dp
     if w.model.architecture != "moe" or not job.experts_per_token:
         return per_parameter * total / group * (dp - 1) / dp
-    active, k = job.active_parameters, job.experts_per_token
+    active = job.active_parameters
     experts = w.model.experts.total if w.model.experts else None
-    if experts is not None and experts > k:
-        per_expert = max(0.0, total - active) / (experts - k)
-        shared = max(0.0, active - k * per_expert)
-    else:  # routed experts unknown: every parameter beyond the active ones is an expert's
-        shared = active
+    # routed experts unknown: every parameter beyond the active ones is an expert's
+    shared = shared_parameters(w) if experts is not None and experts > job.experts_per_token else active
     # the declared expert-parallel group (workloads[].expertParallel), else every expert on its own data-parallel rank
     ep = w.expert_parallel or max(1, min(experts or dp, dp))
     replicas = max(1, dp // ep)

@@ -1214,3 +1214,22 @@ def test_a_qlora_run_gains_nothing_from_fp8() -> None:
     bf16, fp8 = plan("bf16"), plan("fp8")
     assert fp8.gpu_hours == pytest.approx(bf16.gpu_hours) and fp8.model_state_gib == pytest.approx(bf16.model_state_gib)
     assert any("gains nothing" in n for n in fp8.notes)
+
+
+def test_a_declared_expert_parallel_group_spreads_the_experts_state_below_zero3() -> None:
+    """Review sizreview10 F12: below ZeRO-3 every expert was kept whole on each tensor x pipeline group, so a MoE's
+    published layout (experts spread over EP, no tensor parallelism: DeepSeek-V3, arXiv 2412.19437 Sec. 3.2) did not
+    fit and the plan forced TP 8. Mixtral 8x7B (46.7B, 12.9B active, top-2 of 8) on 64 H100 at ZeRO-1, EP 8: each GPU
+    keeps the shared parameters and 1/8 of the routed experts whole (6 B each: 16-bit weights, fp32 gradients) and
+    1/64 of the 12 B optimizer state; it fits at TP 1."""
+    mixtral = {"parameters": 46.7e9, "activeParameters": 12.9e9, "architecture": "moe", "layers": 32, "hiddenSize": 4096,
+               "experts": {"total": 8, "perToken": 2}}  # fmt: skip
+    spec = workload(model=mixtral, tokens="1T", zeroStage=1, expertParallel=8, gpus=64, accelerator="H100")
+    mem = training_memory(spec, SIZING)
+    per_expert = (46.7e9 - 12.9e9) / 6
+    shared = 12.9e9 - 2 * per_expert
+    assert mem.state_per_gpu(64, 1, 1) == pytest.approx(6 * (shared + (46.7e9 - shared) / 8) + 12 * 46.7e9 / 64)
+    assert plan_training(spec, on("H100-SXM5-80GB"), SIZING, []).tensor_parallel == 1
+    # undeclared, the experts stay whole on every GPU of the group, as before
+    whole = training_memory(workload(model=mixtral, tokens="1T", zeroStage=1, gpus=64, accelerator="H100"), SIZING)
+    assert whole.state_per_gpu(64, 1, 1) == pytest.approx(6 * 46.7e9 + 12 * 46.7e9 / 64)
