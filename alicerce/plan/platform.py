@@ -435,6 +435,7 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
     findings += _unfunded_quotas(platform, pool_plans, peak, watched)
     findings += _assumed_schedules(priced, pool_plans, hours_month)
     findings += _services_on_spot(platform, priced, pools_by_name)
+    findings += _training_on_spot(platform, priced, pools_by_name, sizing.defaultCheckpointIntervalSeconds.value)
     growth = forecast(platform, {k: c for k, c in choices.items() if k not in cannot}, pool_plans, catalog, prices)
     for pool_name, quarter, need, capacity in growth.runs_out:
         findings.append(PlanFinding("PL313", pool_name, f"runs out in quarter {quarter} of the forecast: its workloads need {need} GPUs "
@@ -508,6 +509,30 @@ def _services_on_spot(platform: ResolvedPlatform, plans: list[WorkloadPlan], poo
                                f"notice) takes a node's {on_node} of its {plan.replicas} replicas and {after}; keep {spare} "
                                "than the peak needs (the pool's max and the team's quota), or serve it from on-demand or "
                                "reserved capacity"))  # fmt: skip
+    return out
+
+
+def _training_on_spot(
+    platform: ResolvedPlatform, plans: list[WorkloadPlan], pools: dict[str, ResolvedPool], default_interval: float
+) -> list[PlanFinding]:
+    """PL336: a synchronous run across nodes stops whole when EC2 reclaims any one of them (two minutes' notice) and
+    resumes from its last checkpoint once the node is replaced; the plan's wall clock, GPU-hours and cost count none of
+    it. Placement picks Spot for its price: a 28-node, 58-day run went there without a word (review sizreview10 F13)."""
+    intervals = {w.name: w.checkpoint_interval or default_interval for w in platform.spec.workloads}
+    out = []
+    for plan in plans:
+        pool = pools.get(plan.pool or "")
+        if plan.kind not in ("training", "fine-tuning") or pool is None or pool.capacity_type != "spot" or not plan.gpus:
+            continue
+        nodes = math.ceil(plan.gpus / (pool.gpus_per_node or 1))
+        if nodes < 2:
+            continue
+        hours = intervals.get(plan.name, default_interval) / 3600
+        out.append(PlanFinding("PL336", plan.name, f"trains on {nodes} nodes of Spot pool {pool.name} for "
+                               f"{plan.wall_clock_days or 0:.1f} days: a reclaim of any one stops the whole run, which resumes "
+                               f"from its last checkpoint (every {hours:g} h) once the node is replaced, losing about half an "
+                               f"interval on all {plan.gpus} GPUs each time; the plan counts none of it: train on on-demand, "
+                               "reserved or Capacity Block nodes, or checkpoint more often"))  # fmt: skip
     return out
 
 

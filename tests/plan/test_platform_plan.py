@@ -562,3 +562,24 @@ def test_a_service_sized_by_its_clients_counts_no_more_tokens_than_its_replicas_
     assert served.tokens_per_month <= most * 1.0001
     per_million = next(u for u in plan.unit_costs if u.workload == "chat-70b").usd_per_million_tokens
     assert per_million is not None and per_million > 1
+
+
+def test_a_multi_node_run_placed_on_spot_is_told_a_reclaim_stops_it() -> None:
+    """Review sizreview10 F13: placement put the 28-node, 58-day llm-pretrain on a Spot pool by price, priced and
+    scheduled as if never reclaimed, with no finding; a reclaim of any node stops the whole synchronous run."""
+    data = yaml.safe_load((ROOT / "platform.yaml").read_text())
+    pool = {"name": "train-spot", "site": "aws", "purpose": "training", "accelerator": "H100-SXM5-80GB:8", "fabric": "efa",
+            "aws": {"instanceType": "p5.48xlarge", "capacityType": "spot", "zone": "us-east-1a"}, "scaling": {"min": 0, "max": 32},
+            "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]}  # fmt: skip
+    data["nodePools"].append(pool)
+    next(t for t in data["tenancy"]["teams"] if t["name"] == "research")["quotas"].append({"pool": "train-spot", "gpus": 256})
+    run = next(w for w in data["workloads"] if w["name"] == "llm-pretrain")
+    run.pop("pool", None)
+    run["dataset"]["tier"] = "datasets"
+    data.setdefault("waivers", []).append({"rule": "AL290", "resources": ["train-spot"], "environments": ["prod"],
+                                           "justification": "test: p5 is the only 8 x H100 type", "expires": "2027-06-30"})  # fmt: skip
+    plan = plan_platform(validated(load_text(yaml.safe_dump(data), "platform.yaml"), "prod"), today=TODAY)
+    assert next(w for w in plan.workloads if w.name == "llm-pretrain").pool == "train-spot"
+    (message,) = [f.message for f in plan.findings if f.check == "PL336"]
+    assert message.startswith("trains on 28 nodes of Spot pool train-spot for 58.0 days: a reclaim of any one stops the whole run")
+    assert "every 2 h" in message and "all 224 GPUs" in message
