@@ -846,6 +846,8 @@ def served_shape(w: Workload, sizing: Sizing) -> ServedShape:
         window=attention.window if isinstance(attention, SlidingWindowAttention) else None,
         global_layers=attention.global_layers if isinstance(attention, SlidingWindowAttention) else 0,
         attention_width=attention_width(w, layers, hidden, sizing)[0],
+        experts=(experts.total, experts.per_token) if (experts := w.model.experts) is not None else None,
+        shared_parameters=shared_parameters(w) if w.model.experts is not None else None,
     )
 
 

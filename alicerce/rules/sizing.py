@@ -92,7 +92,7 @@ def moe_experts(ctx: RuleContext) -> Iterable[Finding]:
             continue
         path = S.workloads[i].model.experts
         experts = model.experts
-        if model.architecture != "moe" and w.kind not in SERVING:  # on a served model experts are unread: AL383 says remove
+        if model.architecture != "moe":
             yield Finding(path, "experts apply to a mixture-of-experts model", "set architecture: moe", key=True, resource=w.name)
         if experts.per_token > experts.total:
             yield Finding(path.per_token, f"each token is routed to {experts.per_token} of only {experts.total} experts",
@@ -386,9 +386,9 @@ def mean_rate_under_peak(ctx: RuleContext) -> Iterable[Finding]:
 
 @rules.rule("AL383", "field-shadowed", "No declared field is one that another declared field, or the workload's kind, leaves unread.")
 def field_shadowed(ctx: RuleContext) -> Iterable[Finding]:
-    """Fields sizing never reads in their place: closed-loop clients beside a request rate (the rate sizes the replicas),
-    the expert layout of a served MoE (the roofline reads parameters and activeParameters), and the attention heads of a
-    trained model (the throughput model reads layers, width and the attention layout; headDim only for MLA)."""
+    """Fields sizing never reads in their place: closed-loop clients beside a request rate (the rate sizes the replicas)
+    and the attention heads of a trained model (the throughput model reads layers, width and the attention layout;
+    headDim only for MLA). A served MoE's expert layout is read: the experts a decode step's tokens touch."""
     for i, w in enumerate(ctx.spec.workloads):
         path = S.workloads[i]
         if w.traffic is not None and w.traffic.peak_rps is not None and w.traffic.concurrency is not None:
@@ -398,9 +398,6 @@ def field_shadowed(ctx: RuleContext) -> Iterable[Finding]:
         model = w.model
         if model is None:
             continue
-        if w.kind in SERVING and model.experts is not None:
-            yield Finding(path.model.experts, "serving sizes a mixture of experts from parameters (all resident) and activeParameters "
-                          "(read per token): experts changes nothing", "remove it", key=True, resource=w.name)  # fmt: skip
         if w.kind in SCHEDULED:
             if model.kv_heads is not None:
                 yield Finding(path.model.kv_heads, "training throughput and memory do not depend on the KV heads: kvHeads changes "

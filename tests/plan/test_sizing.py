@@ -26,6 +26,7 @@ from alicerce.plan.roofline import (
     kv_batch_limit,
     prefill_seconds,
     step_seconds,
+    weights_read,
 )
 from alicerce.plan.sizing import (
     GIB,
@@ -1233,3 +1234,23 @@ def test_a_declared_expert_parallel_group_spreads_the_experts_state_below_zero3(
     # undeclared, the experts stay whole on every GPU of the group, as before
     whole = training_memory(workload(model=mixtral, tokens="1T", zeroStage=1, gpus=64, accelerator="H100"), SIZING)
     assert whole.state_per_gpu(64, 1, 1) == pytest.approx(6 * 46.7e9 + 12 * 46.7e9 / 64)
+
+
+def test_a_moe_decode_step_reads_what_its_tokens_touch() -> None:
+    """Review sizreview10 F8: one token of DeepSeek-V3 reads its 37B active parameters, not 37 + 634 x 37 / 671 = 72B,
+    and its batch touches routed experts only, each token k = 8 of E = 256: shared + routed x (1 - (1 - k / E) ^ B)
+    (config.json: 256 routed, 8 a token; 654B routed, 16.6B shared). B = 4: 94.6B, where the plan read 165.7B."""
+    eff, hw = efficiencies(SIZING), gpu_hardware(CATALOG.gpu("H200-SXM-141GB"), "fp8", SIZING)  # type: ignore[arg-type]
+    served = served_shape(workload(kind="inference", model=DEEPSEEK_V3, accelerator="H200"), SIZING)
+    assert served.experts == (256, 8) and served.shared_parameters is not None
+    shared = served.shared_parameters
+    assert shared == pytest.approx(37e9 - 8 * (671e9 - 37e9) / 248)
+
+    def read(shape: ServedShape, batch: float) -> float:
+        return weights_read(Replica(shape, 8, hw, eff, 1.0, 1.0), batch)
+
+    assert read(served, 1) == pytest.approx(shared + (671e9 - shared) * 8 / 256)
+    assert read(served, 4) == pytest.approx(shared + (671e9 - shared) * (1 - (248 / 256) ** 4)) and read(served, 4) < 95e9
+    # without the layout: one token reads its active parameters, more tokens a share of the rest
+    bare = replace(served, experts=None, shared_parameters=None)
+    assert read(bare, 1) == pytest.approx(37e9) and 37e9 < read(bare, 4) < 37e9 + 634e9 * (1 - (1 - 37 / 671) ** 4)

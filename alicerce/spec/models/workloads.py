@@ -60,7 +60,9 @@ class Model(SpecModel):
     architecture: Literal["dense", "moe"] = Field(default="dense", description="Dense or mixture-of-experts.")
     active_parameters: Count | None = Field(default=None, ge=1, le=MAX_PARAMETERS, description="Parameters active per token (MoE).")
     experts: Experts | None = Field(
-        default=None, description="MoE routing; the all-to-all volume per active parameter sets the MoE efficiency (default top-8)."
+        default=None,
+        description="MoE routing; in training the all-to-all volume per active parameter sets the MoE efficiency (default "
+        "top-8); in serving, the experts a decode step's tokens touch set the weights it reads.",
     )
     layers: StrictInt | None = Field(
         default=None, ge=1, le=MAX_LAYERS, description="Transformer layers (for KV-cache and activation sizing)."
