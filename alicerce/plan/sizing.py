@@ -1066,8 +1066,11 @@ def _sharing(w: Workload, gpu: Gpu, layout: ReplicaPerformance, *, replicas: int
     kv = max(1, math.ceil(load * layout.batch)) * layout.kv_bytes_per_sequence
     need = (layout.weights_bytes + kv) / (1 - sizing.memoryReserveFraction.value)
     if gpu.mig is not None:
+        # the slice must carry the replica's load too: its compute slices of the GPU's (a replica at 30% of a GPU's load
+        # on a 1/7 slice queued from the start: review sizreview10 F7); time-slicing shares the whole GPU
+        computing = gpu.mig.computeSlices
         for profile in sorted(gpu.mig.profiles, key=lambda p: (p.memoryGiB, p.slices)):
-            if profile.slices < gpu.mig.computeSlices and profile.memoryGiB * GIB >= need:
+            if profile.slices < computing and profile.memoryGiB * GIB >= need and profile.slices / computing >= load:
                 return f"mig {profile.name}"
         return None
     slices = max(2, min(8, int(1 / max(load, 0.125))))

@@ -243,6 +243,16 @@ def test_small_models_get_a_mig_slice_or_time_slicing() -> None:
     assert mig.sharing is not None and mig.sharing.startswith("mig ")
     sliced = plan_inference(small, on("L4"), SIZING, [])
     assert sliced.sharing is not None and sliced.sharing.startswith("time-slicing")
+    # a slice carries the replica's load in its compute slices (review sizreview10 F7: 30% of the GPU on a 1/7 slice)
+    a100 = CATALOG.gpu("A100-SXM4-80GB")
+    assert a100 is not None and a100.mig is not None
+    for rps in (0.2, 40.0, 80.0, 100.0):  # loads 0.004 to 0.4 of the GPU
+        busy = workload(kind="inference", model={"parameters": "1B"}, traffic={"peakRps": rps, "inputTokens": 200, "outputTokens": 50})
+        plan = plan_inference(busy, on("A100-SXM4-80GB"), SIZING, [])
+        load = next(f for f in plan.figures if f.name == "replicas").inputs["load"]
+        if plan.sharing is not None and plan.sharing.startswith("mig "):
+            profile = next(p for p in a100.mig.profiles if p.name == plan.sharing.removeprefix("mig "))
+            assert profile.slices / a100.mig.computeSlices >= load, (rps, load, profile.name)
 
 
 @settings(max_examples=60, deadline=None)
