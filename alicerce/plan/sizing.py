@@ -298,6 +298,22 @@ def shared_parameters(w: Workload) -> float:
     return max(0.0, active - experts.per_token * per_expert)
 
 
+def reduces_in_fp32(w: Workload) -> bool:
+    """Whether the run's data-parallel gradients cross the network in fp32. Stages 0-1 accumulate them in fp32 and
+    reduce them so (Megatron-LM forces accumulate_allreduce_grads_in_fp32 for bf16 unless --grad-reduce-in-bf16,
+    megatron/training/arguments.py; fp16 runs reduce fp16). At stages 2-3 the stack decides (workloads[].
+    gradientReduction): torchtitan's FSDP2 reduces in training.mixed_precision_reduce, float32 by default (review
+    sizreview9 F11: a quarter of the traffic was missing), the fine-tuning stacks most teams run in their 16-bit type
+    (Hugging Face Trainer and accelerate FSDP MixedPrecision(reduce_dtype=dtype), DeepSpeed: review sizreview10 F6).
+    Default: fp32 for training, 16-bit for fine-tuning."""
+    if w.precision == "fp32":
+        return True
+    if zero_stage(w) <= 1 and w.gradient_reduction is None:
+        return w.precision != "fp16"
+    declared = w.gradient_reduction or ("fp32" if w.kind == "training" else "16-bit")
+    return declared == "fp32"
+
+
 def zero_stage(w: Workload) -> int:
     """The declared ZeRO stage; 3 (FSDP: every byte of model state sharded over every GPU) by default."""
     return 3 if w.zero_stage is None else w.zero_stage
@@ -518,15 +534,10 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
     weight_bytes = sizing.weightBytes.get(w.precision, 2)
     # an fp8 (fp4) run keeps 16-bit weights and casts them per GEMM: its data-parallel gathers move 16-bit weights
     # (torchao Float8LinearConfig enable_fsdp_float8_all_gather False, Megatron-Core without --fp8-param-gather;
-    # review sizreview8 F8b: 1 byte a parameter halved an fp8 run's need and kept PL324 quiet). Its gradients, and a
-    # bf16 run's, are reduced in fp32 at every ZeRO stage: Megatron-LM forces accumulate_allreduce_grads_in_fp32 for
-    # bf16 unless --grad-reduce-in-bf16 (megatron/training/arguments.py), torchtitan's FSDP2 reduces in
-    # training.mixed_precision_reduce, "float32" by default (review sizreview9 F11: stages 2-3 reduced 16 bits, a
-    # quarter of their traffic missing). DeepSpeed reduces bf16 in bf16: 3/4 of this, the figure errs high. fp16 runs
-    # reduce in fp16 (Megatron's default without the flag)
+    # review sizreview8 F8b: 1 byte a parameter halved an fp8 run's need and kept PL324 quiet)
     gather_bytes = max(sizing.bytesPerParameter.weights.value, weight_bytes)
     grad_bytes = gather_bytes
-    if w.precision != "fp16":
+    if reduces_in_fp32(w):
         grad_bytes = max(grad_bytes, sizing.bytesPerParameter.fp32Gradients.value)
     adapter = None
     if w.method in ("lora", "qlora"):

@@ -264,6 +264,7 @@ _READ_BY: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("flash_attention", SCHEDULED, "serving engines size the KV cache, not training activations"),
     ("sequence_parallel", SCHEDULED, "serving engines size the KV cache, not training activations"),
     ("zero_stage", SCHEDULED, "a served model keeps no gradients or optimizer state to shard"),
+    ("gradient_reduction", SCHEDULED, "a served model reduces no gradients"),
     ("pipeline_parallel", SCHEDULED, "a replica's GPUs are its tensorParallel degree"),
     ("expert_parallel", SCHEDULED, "a replica's GPUs are its tensorParallel degree"),
     ("context_parallel", SCHEDULED, "a served prompt's KV cache is sized whole per replica"),

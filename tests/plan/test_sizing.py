@@ -1264,3 +1264,21 @@ def test_a_moe_decode_step_reads_what_its_tokens_touch() -> None:
     # without the layout: one token reads its active parameters, more tokens a share of the rest
     bare = replace(served, experts=None, shared_parameters=None)
     assert read(bare, 1) == pytest.approx(37e9) and 37e9 < read(bare, 4) < 37e9 + 634e9 * (1 - (1 - 37 / 671) ** 4)
+
+
+def test_the_stack_decides_the_type_stages_2_and_3_reduce_gradients_in() -> None:
+    """Review sizreview10 F6: every bf16 run at ZeRO-2/3 was charged fp32 reductions (torchtitan's default), where the
+    fine-tuning stacks most teams run (Hugging Face Trainer and accelerate FSDP, DeepSpeed) reduce in bf16: their
+    network figure read 4/3 high. Default fp32 for training, 16-bit for fine-tuning, and gradientReduction says which."""
+    seventy = {"parameters": "70B", "layers": 80, "hiddenSize": 8192}
+
+    def need(**extra: Any) -> float:
+        spec = workload(model=seventy, tokens="100B", gpus=64, accelerator="H100", **extra)
+        figure = next(f for f in plan_training(spec, on("H100-SXM5-80GB"), SIZING, []).figures if f.name == "network per GPU")
+        return figure.value
+
+    trained, tuned = need(), need(kind="fine-tuning", method="full")
+    assert tuned == pytest.approx(trained * (2 * 2 + 2) / (2 * 2 + 4), rel=0.02)  # the same step, 6 bytes not 8
+    assert need(kind="fine-tuning", method="full", gradientReduction="fp32") == pytest.approx(trained, rel=0.02)
+    assert need(gradientReduction="16-bit") == pytest.approx(tuned, rel=0.02)
+    assert need(zeroStage=1) == need(zeroStage=1, kind="fine-tuning", method="full")  # stages 0-1: fp32 on either stack

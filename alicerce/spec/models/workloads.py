@@ -187,6 +187,13 @@ class Workload(SpecModel):
         "whole on each data-parallel replica of the tensor x pipeline group; 0: nothing sharded. Sets memory per GPU and "
         "the data-parallel traffic. Default: 3.",
     )
+    gradient_reduction: Literal["fp32", "16-bit"] | None = Field(
+        default=None,
+        description="Training at ZeRO-2 or 3: the type the data-parallel gradients are reduced in, a share of the traffic. "
+        "fp32: torchtitan's FSDP2 (training.mixed_precision_reduce, float32 by default) and Megatron; 16-bit: Hugging Face "
+        "Trainer and accelerate FSDP, DeepSpeed (reduce_dtype the run's 16-bit type). ZeRO 0-1 accumulate and reduce in "
+        "fp32 (Megatron-LM for bf16). Default: fp32 for training, 16-bit for fine-tuning.",
+    )
     pipeline_parallel: StrictInt | None = Field(
         default=None,
         ge=1,
