@@ -14,6 +14,10 @@ from typing import Any
 from alicerce.catalog.alerts import TTFT, serving_slos
 from alicerce.resolve.model import ResolvedPlatform
 
+# the 30-day records are evaluated once an hour (alicerce.emit.kube.costs hour_mark_rules): an instant query finds
+# their sample only in the minutes after it; a reader takes its last value (review obsreview15 F7)
+HOURLY = "; recorded hourly: read its last value"
+
 
 def checkpoint_stall_seconds(platform: ResolvedPlatform) -> float:
     """How long GPUs may wait on a checkpoint write: the stall budget of the shortest checkpoint interval declared
@@ -89,17 +93,18 @@ def kpi_targets(
     for team, sites in sorted(budgets.items()):
         for site, usd in sorted(sites.items()):
             source = "tenancy.teams budget" + ("" if len(sites) == 1 else ": this site's share (its sites' shares add up to it)")
+            source += HOURLY
             out.append(KpiTarget("team:gpu_cost_usd:sum30d", f"{team} at {site}", "<=", usd, "USD", source))
     serving = {w.name for w in platform.spec.workloads if w.kind == "inference"}  # what the serving PodMonitors scrape
     for workload, per in sorted(per_million.items()):
         if per is not None and workload in serving:
             out.append(KpiTarget("workload:usd_per_million_tokens:ratio30d", workload, "<=", per, "USD",
-                                 "plan: pool price / tokens at the mean rate"))  # fmt: skip
-    # a run is recorded by its TrainJob's or Job's name, not the workload's: the target holds for each run of it
+                                 "plan: pool price / tokens at the mean rate" + HOURLY))  # fmt: skip
+    # a run is recorded by its TrainJob's, Job's or RayJob's name, not the workload's: the target holds for each run of it
     for workload, run_usd in sorted((per_run or {}).items()):
         if run_usd is not None:
             out.append(KpiTarget("run:gpu_cost_usd:sum30d", f"a run of {workload}", "<=", run_usd, "USD",
-                                 "plan: one run's GPU-hours at the pool's billed rate"))  # fmt: skip
+                                 "plan: one run's GPU-hours at the pool's billed rate" + HOURLY))  # fmt: skip
     if any(w.kind == "training" for w in platform.spec.workloads):
         stall = checkpoint_stall_seconds(platform)
         out.append(KpiTarget("TrainingCheckpointStall", "training", "<=", stall, "s", "sizing checkpointStallBudget x interval"))

@@ -52,4 +52,6 @@ def test_plan_prints_them_and_its_json_carries_them() -> None:
     assert done.exit_code == 0, done.output
     kpis = json.loads(done.output)["kpiTargets"]
     budget = next(k for k in kpis if k["kpi"] == "team:gpu_cost_usd:sum30d" and k["subject"] == "research at dc1")
-    assert budget["unit"] == "USD" and budget["source"] == "tenancy.teams budget: this site's share (its sites' shares add up to it)"
+    assert budget["unit"] == "USD" and budget["source"] == (
+        "tenancy.teams budget: this site's share (its sites' shares add up to it); recorded hourly: read its last value"
+    )  # review obsreview15 F7: an instant query finds the hourly record only in the minutes after it
