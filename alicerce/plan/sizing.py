@@ -9,6 +9,7 @@ throughput and roofline models, each factor with its source (``Figure``), so `al
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -570,6 +571,47 @@ def productive_mfu(job: TrainingJob, sizing: Sizing) -> float:
     return mfu / math.prod(f.value for f in factors if f.name == "goodput")
 
 
+# The least share of its GPUs a bigger count must turn into speed for the deadline search to take it: adding GPUs
+# that shorten the run by less than half their share spends more than it saves (the strong-scaling floor)
+MIN_SCALING = 0.5
+
+
+def _deadline_run(at: Callable[[int], _Run], seconds: Callable[[_Run], float], *, start: int, step: int, budget: float | None) -> _Run:
+    """The run at the smallest multiple of ``step`` from ``start`` whose GPU-seconds over its GPUs fit ``budget`` at its
+    own MFU (it moves with the count: smaller per-GPU batches, recomputation no longer needed), or, where more GPUs no
+    longer pay (each added GPU shortens the run by less than half its share), the count where they stop: the deadline
+    then cannot be met (PL304 says so). Without that guard a run whose MFU falls as it grows (per-rank batch below one,
+    the pipeline bubble) grew its count each round, to 1.2e27 GPUs (review sizreview11 F9)."""
+
+    def pays(small: _Run, big: _Run) -> bool:
+        wall_small, wall_big = seconds(small) / small.gpus, seconds(big) / big.gpus
+        return big.gpus > small.gpus and wall_small / wall_big >= 1 + MIN_SCALING * (big.gpus / small.gpus - 1)
+
+    run = at(start)
+    if budget is None:
+        return run
+    seen: set[int] = set()
+    for _ in range(40):
+        target = max(start, _ceil_to(math.ceil(seconds(run) / budget), step))
+        if target == run.gpus:
+            break
+        if target in seen:  # oscillating between two counts: take the larger
+            return at(max(target, run.gpus))
+        seen.add(run.gpus)
+        candidate = at(target)
+        if target > run.gpus and not pays(run, candidate):
+            break  # the jump does not pay: step up below while it does
+        run = candidate
+    for _ in range(60):  # never hand back a count that misses, while adding GPUs still pays
+        if seconds(run) / run.gpus <= budget * 1.000001:
+            break
+        bigger = at(run.gpus + _ceil_to(run.gpus / 16, step))
+        if not pays(run, bigger):
+            break  # communication- or batch-bound: more GPUs no longer shorten the run
+        run = bigger
+    return run
+
+
 def tp_link_bytes_per_second(gpu: Gpu, sizing: Sizing) -> float:
     """What one GPU's tensor-parallel all-reduces move per second: the per-direction NVLink (SXM) or PCIe bandwidth of
     the catalog GPU times the bus-bandwidth share NCCL reaches on large messages (training.tpLinkEfficiency)."""
@@ -686,32 +728,27 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             return _empty(w, place, figures, notes, fits, issues)
         run = _training_run(w, place, sizing, mem, w.gpus, tp, flops_per, active)
     else:
-        gpus = _ceil_to(min_gpus, granule)
-        run = _training_run(w, place, sizing, mem, gpus, tp, flops_per, active)
-        if deadline is not None:
-            # the MFU moves with the GPU count (smaller per-GPU batch, recomputation no longer needed), so
-            # iterate to the smallest node multiple that makes the deadline at its own MFU
+        # each tensor-parallel degree's granule: a count only a slow degree divides can meet a deadline in fewer GPUs
+        # and more GPU-hours than the next count a fast one divides (405B at CP 16: 928 GPUs at TP 2, 431k GPU-hours,
+        # where 1,024 at TP 8 take 357k; review sizreview11 F6)
+        node = place.gpus_per_node
+        granules = sorted({math.lcm(node, pipeline * context * d) for d in TP_DEGREES if tp <= d <= node})
+        limit = deadline * availability if deadline else None
+
+        def sized(step: int) -> _Run:
+            return _deadline_run(lambda n: _training_run(w, place, sizing, mem, n, tp, flops_per, active), seconds,
+                                 start=_ceil_to(min_gpus, step), step=step, budget=limit)  # fmt: skip
+
+        options = [sized(step) for step in granules]
+        if deadline is None:
+            run = min(options, key=lambda r: (r.gpus, seconds(r)))
+        else:
             budget = deadline * availability
-            seen: set[int] = set()
-            for _ in range(40):
-                target = _ceil_to(max(min_gpus, math.ceil(seconds(run) / budget)), granule)
-                if target == run.gpus:
-                    break
-                if target in seen:  # oscillating between two counts: take the larger
-                    run = _training_run(w, place, sizing, mem, max(target, run.gpus), tp, flops_per, active)
-                    break
-                seen.add(run.gpus)
-                run = _training_run(w, place, sizing, mem, target, tp, flops_per, active)
-            for _ in range(60):  # never hand back a count that misses, while adding GPUs still helps
-                if seconds(run) / run.gpus <= budget * 1.000001:
-                    break
-                step = _ceil_to(run.gpus / 16, granule)
-                bigger = _training_run(w, place, sizing, mem, run.gpus + step, tp, flops_per, active)
-                if seconds(bigger) / bigger.gpus >= seconds(run) / run.gpus:
-                    break  # communication-bound: more GPUs no longer shorten the run
-                run = bigger
+            met = [r for r in options if seconds(r) / r.gpus <= budget * 1.000001]
+            run = min(met, key=lambda r: (seconds(r), r.gpus)) if met else min(options, key=lambda r: seconds(r) / r.gpus)
             figures.append(Figure("GPUs to meet the deadline", run.gpus, "GPUs",
-                                  "smallest node multiple with GPU-seconds(GPUs) / GPUs <= deadline x hours per day / 24",
+                                  "smallest count of whole replicas with GPU-seconds(GPUs) / GPUs <= deadline x hours per day "
+                                  "/ 24, the fewest GPU-hours over the tensor-parallel degrees' counts",
                                   {"deadline days": deadline / DAY}))  # fmt: skip
     gpus, tp = run.gpus, run.tp
     held = mem.state_per_gpu(gpus, tp * pipeline, zero) + mem.activations_at(tp, run.recompute_fraction)
@@ -728,6 +765,12 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                           run.factors))  # fmt: skip
     figures.append(Figure("GPU-hours", gpu_hours, "GPU-h", "compute / (BF16 peak x MFU) / 3600", {"BF16 peak TFLOP/s": gpu.tflops.bf16}))
     wall_days = gpu_seconds / gpus / availability / DAY
+    if w.gpus is None and deadline is not None and wall_days * DAY > deadline * 1.000001:
+        # the search stopped where more GPUs stop paying: no count meets the deadline (a 405B at 131k tokens and a
+        # 10-day deadline was sized at 1.2e27 GPUs: review sizreview11 F9)
+        issues.append(Issue("PL304", f"no GPU count meets the {deadline / DAY:g}-day deadline: beyond {gpus} GPUs ({wall_days:.1f} "
+                            "days) more GPUs shorten the run by less than half their share (the global batch leaves too "
+                            "little to each rank); extend the deadline, or raise globalBatchTokens"))  # fmt: skip
     figures.append(Figure("wall-clock", wall_days, "days", "GPU-seconds / GPUs / availability / 86400", {"gpus": gpus}))
     if run.recompute_fraction >= 1:
         notes.append(f"activations need full recomputation at {gpus} GPUs (x{sizing.training.fullRecompute.value:g} throughput)")

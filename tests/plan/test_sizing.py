@@ -1282,3 +1282,22 @@ def test_the_stack_decides_the_type_stages_2_and_3_reduce_gradients_in() -> None
     assert need(kind="fine-tuning", method="full", gradientReduction="fp32") == pytest.approx(trained, rel=0.02)
     assert need(gradientReduction="16-bit") == pytest.approx(tuned, rel=0.02)
     assert need(zeroStage=1) == need(zeroStage=1, kind="fine-tuning", method="full")  # stages 0-1: fp32 on either stack
+
+
+def test_the_deadline_search_keeps_the_cheapest_degree_and_stops_where_gpus_stop_paying() -> None:
+    """Review sizreview11 F6: with context parallelism the deadline count stepped at the smallest layout's degree, so a
+    405B at CP 16 landed on 480 GPUs at TP 2 (435k GPU-hours) where 512 at TP 8 take 369k. F9: a deadline no count
+    meets sent the search to 1.2e27 GPUs; it stops where more GPUs stop paying, and PL304 says the deadline is out of
+    reach."""
+    big = {"parameters": "405B", "layers": 126, "hiddenSize": 16384}
+    long = {"model": big, "tokens": "100B", "sequenceLength": 131072, "globalBatchTokens": "16M", "contextParallel": 16,
+            "accelerator": "H100"}  # fmt: skip
+    planned = plan_training(workload(**long, deadline="40d"), on("H100-SXM5-80GB"), SIZING, [])
+    pinned = plan_training(workload(**long, gpus=512), on("H100-SXM5-80GB"), SIZING, [])
+    assert planned.gpu_hours is not None and pinned.gpu_hours is not None and planned.wall_clock_days is not None
+    assert planned.wall_clock_days <= 40 and planned.gpu_hours <= pinned.gpu_hours * 1.000001
+    hopeless = plan_training(workload(**{**long, "tokens": "800B"}, pipelineParallel=16, zeroStage=1, deadline="10d"),
+                             on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
+    assert hopeless.gpus is not None and hopeless.gpus <= 65536
+    (late,) = [i.message for i in hopeless.issues if i.check == "PL304"]
+    assert late.startswith("no GPU count meets the 10-day deadline: beyond")
