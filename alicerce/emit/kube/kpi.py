@@ -160,12 +160,23 @@ def kueue_increase(counter: str, window: str, *, ratio: bool = False) -> str:
     its next late one: review obsreview15 F8)."""
     seconds = int(parse_duration(window))
     target = f"on ({KUEUE_TARGET})"
-    started = f"last_over_time({PROCESS_START}[{window}])"  # the target's latest process start seen in the window
+    # the target's latest process start seen in the window, one a target: a label the target list does not name
+    # (a scrape config adding cluster=) gave it two series and every join refused many-to-many (review obsreview16 F3)
+    started = f"max by ({KUEUE_TARGET}) (last_over_time({PROCESS_START}[{window}]))"
     fresh = f"(time() - {started} < {seconds})"
     grown = f"increase({counter}[{window}])"
-    then = f"last_over_time({counter}[{PRESENCE}] offset {window})"
+    # present a window ago: as scraped then, or, where the target itself was not scraped then (a failed scrape), its
+    # last sample in the PRESENCE before; a series an in-place restart had left stale was absent (reading past its
+    # stale marker dropped the new process's first counts: review obsreview16 F1)
+    then = (f"(({counter} offset {window}) or (last_over_time({counter}[{PRESENCE}] offset {window}) "
+            f"unless {target} {PROCESS_START} offset {window}))")  # fmt: skip
     watched = f"last_over_time({PROCESS_START}[{PRESENCE}] offset {window})"
-    born = f"((min_over_time({counter}[{window}]) unless {then}) and {target} {watched})"
+    # a start-time series new in the window that dates from before it: the target's labels changed under the same
+    # process (a scrape config adding a label the target list does not name), or a Prometheus first scraping it; its
+    # series are not born, they carry the process's lifetime (review obsreview16 F3's second case)
+    relabelled = (f"((time() - {PROCESS_START} > {seconds}) "
+                  f"unless last_over_time({PROCESS_START}[{PRESENCE}] offset {window}))")  # fmt: skip
+    born = f"(((min_over_time({counter}[{window}]) unless {then}) and {target} {watched}) unless {target} {relabelled})"
     # what the new process counted: its series as scraped now (gone until it counts again), or, of a target gone or
     # unscraped now, its last value if that was served after the target's latest start: the old process's last value
     # read as the new one's count (its whole lifetime: review obsreview15 F1). Sample times at a step of the window's

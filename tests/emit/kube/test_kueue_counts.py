@@ -414,3 +414,80 @@ def test_first_admission_counts_when_a_scrape_failed_an_hour_before(tmp_path: Pa
         {"series": f"kueue_admitted_workloads_total{{{q}}}", "values": "_x150 1x60"}],
         "promql_expr_test": [rounded("team:kueue_admitted_workloads:increase1h", AT, 1, "170m")]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_first_admission_after_an_in_place_restart_counts_as_the_restart_leaves_the_window(tmp_path: Path) -> None:
+    """kueue-a up since 0, research admitted 5 in its lifetime; its container restarts in place at 100 m (the 99 m
+    scrape fails; stale markers for the counter). The new process admits one at 114 m (counter born at 1). Admitted
+    in the hour to 165 m (window from 105 m): 1 (reads 0 from 160 m to 170 m). At 170 m it reads 1 again."""
+    rp = platform()
+    a, a_started = kueue_target("kueue-a", "0x98 _ 6000x100")
+    series = [a_started,
+              {"series": f"kueue_admitted_workloads_total{{{Q},{a}}}", "values": "5x98 stale _x14 1x86"},
+              {"series": f'kueue_pending_workloads{{{Q},{a},status="active"}}', "values": "0x98 _ 0x100"}]  # fmt: skip
+    tests = [{"interval": "1m", "input_series": series,
+              "promql_expr_test": [rounded("team:kueue_admitted_workloads:increase1h", AT, 1, t) for t in ("165m", "170m")]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_starved_quiet_when_the_admission_followed_an_in_place_restart(tmp_path: Path) -> None:
+    """Backlog for 9 h. kueue-a up since 0; restart in place at 180 m (the new process's first scrape at 180 m writes
+    stale markers for the old counter); the new process admits one workload at 200 m (counter born at 1), none after.
+    At 8h45 (window from ~3h04) that admission is in the window: not starved. (At 9h20 it left the window: starved is
+    right then.)"""
+    rp = platform("prod")
+    assert "SLOResearchQueueStarved" in rules_of(rp, "aws")
+    a, a_started = kueue_target("kueue-a", "0x35 10800x81")
+    inadm = f'cluster_queue="research",status="inadmissible",replica_role="leader",{a}'
+    series = [a_started,
+              {"series": f"kueue_pending_workloads{{{inadm}}}", "values": "1x116"},
+              {"series": f"kueue_admitted_workloads_total{{{Q},{a}}}", "values": "1x35 stale _x3 1x77"}]  # fmt: skip
+    tests = [{"interval": "5m", "input_series": series,
+              "alert_rule_test": [{"eval_time": t, "alertname": "SLOResearchQueueStarved", "exp_alerts": []}
+                                  for t in ("8h45m", "8h55m")]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_admitted_survives_a_target_label_added_by_the_scrape_config(tmp_path: Path) -> None:
+    """kueue-a up since 0, admitting one workload every 10 minutes. At 100 m the scrape config gains a target label
+    (a scrapeClass or ServiceMonitor relabeling adding cluster="aws" to every target; same pod, same process). Admitted
+    in the hour to 130 m: 6 (one per 10 minutes; the series under new labels start at 100 m). Any value but an error."""
+    rp = platform()
+    a, _ = kueue_target("kueue-a", "0")
+    series = [
+        {"series": f"process_start_time_seconds{{{a}}}", "values": "0x99 stale"},
+        {"series": f'process_start_time_seconds{{{a},cluster="aws"}}', "values": "_x100 0x60"},
+        {"series": f"kueue_admitted_workloads_total{{{Q},{a}}}", "values": "1+0.1x99 stale"},
+        {"series": f'kueue_admitted_workloads_total{{{Q},{a},cluster="aws"}}', "values": "_x100 11+0.1x60"},
+        {"series": f'kueue_pending_workloads{{{Q},{a},status="active"}}', "values": "0x99 stale"},
+        {"series": f'kueue_pending_workloads{{{Q},{a},cluster="aws",status="active"}}', "values": "_x100 0x60"},
+    ]
+    expr = "count(team:kueue_admitted_workloads:increase1h)"
+    tests = [{"interval": "1m", "input_series": series,
+              "promql_expr_test": [{"expr": expr, "eval_time": "130m", "exp_samples": [{"labels": "{}", "value": 1}]}]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_starved_can_still_fire_after_a_target_label_is_added(tmp_path: Path) -> None:
+    """A backlog for 7 h and nothing admitted since 0; a target label added at 3 h. Starved at 7 h (window from
+    ~1h19: both label sets' start times in it)."""
+    rp = platform("prod")
+    assert "SLOResearchQueueStarved" in rules_of(rp, "aws")
+    a, _ = kueue_target("kueue-a", "0")
+    inadm = 'cluster_queue="research",status="inadmissible",replica_role="leader"'
+    series = [
+        {"series": f"process_start_time_seconds{{{a}}}", "values": "0x35 stale"},
+        {"series": f'process_start_time_seconds{{{a},cluster="aws"}}', "values": "_x36 0x60"},
+        {"series": f"kueue_pending_workloads{{{inadm},{a}}}", "values": "1x35 stale"},
+        {"series": f'kueue_pending_workloads{{{inadm},{a},cluster="aws"}}', "values": "_x36 1x60"},
+        {"series": f"kueue_admitted_workloads_total{{{Q},{a}}}", "values": "3x35 stale"},
+        {"series": f'kueue_admitted_workloads_total{{{Q},{a},cluster="aws"}}', "values": "_x36 3x60"},
+    ]
+    fired = [expected(rules_of(rp, "aws")["SLOResearchQueueStarved"], {}, "")]
+    tests = [{"interval": "5m", "input_series": series,
+              "alert_rule_test": [{"eval_time": "7h", "alertname": "SLOResearchQueueStarved", "exp_alerts": fired}]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
