@@ -317,7 +317,9 @@ def pod_runs() -> str:
     (RAY_CLUSTER_LABEL), while its submitter Job says it runs. Not a run: a RayJob submitted in HTTPMode or
     SidecarMode (no submitter Job) or on a cluster it selects; its GPUs count under its team only (review obsreview13
     F7). A run is its name and its incarnation (run_uid): one deleted and submitted again under the same name is
-    another run (review obsreview13 F2). An expression, not a record: read in the cost group, a join record of another
+    another run (review obsreview13 F2); a RayJob retried (backoffLimit) or preempted gets a new RayCluster each
+    attempt (rayjob_controller.go), so each attempt is a run of its own: its uid is on none of its pods (review
+    obsreview16 F2). An expression, not a record: read in the cost group, a join record of another
     group lags a step and billed each run a minute more."""
     jobs = ('label_replace(label_replace(kube_job_owner{owner_kind="JobSet"}, "run", "$1", "owner_name", "(.+)"), '
             '"run_kind", "$1", "owner_kind", "(.+)") '

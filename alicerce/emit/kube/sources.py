@@ -131,9 +131,10 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         expr = f"max by ({KUEUE_TARGET}) ({kueue_series('kueue_pending_workloads')}) unless on ({KUEUE_TARGET}) {PROCESS_START}"
         alerts.append(Alert(KUEUE_PROCESS_START_ABSENT, expr, FOR, "warning",
                             "Kueue's metrics at {{ $labels.instance }} come without process_start_time_seconds",
-                            "Something in the scrape drops Kueue's process_* series: a queue's first admission or finish, "
-                            "and what Kueue counts after a restart or failover, read as none (the queue KPIs, "
-                            "SLO<team>QueueStarved, the queue-wait SLO); keep process_start_time_seconds for its target."))  # fmt: skip
+                            "Kueue runs outside the kueue-system namespace alicerce installs it in, or something in the "
+                            "scrape drops its process_* series: a queue's first admission or finish, and what Kueue counts "
+                            "after a restart or failover, read as none (the queue KPIs, SLO<team>QueueStarved, the "
+                            "queue-wait SLO); keep process_start_time_seconds for its target."))  # fmt: skip
     teams = {t.name for t in site.teams}
     serving = sorted(w.name for w in rp.spec.workloads if w.kind == "inference" and w.team in teams)
     if serving:
