@@ -273,7 +273,10 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
     kept_weight, kept_gradient = per.weights.value, per.gradients.value
     if w.precision == "fp32":
         kept_weight = kept_gradient = sizing.weightBytes["fp32"]
-    extra = 0.0 if w.precision in ("fp16", "fp32") else per.fp32Gradients.value - per.gradients.value
+    # ... unless the run reduces them in 16 bits (Megatron --grad-reduce-in-bf16: its gradient buffer is the
+    # parameters' type, megatron/core/distributed/distributed_data_parallel.py; review sizreview11 F4)
+    fp32_buffer = w.precision not in ("fp16", "fp32") and w.gradient_reduction != "16-bit"
+    extra = per.fp32Gradients.value - per.gradients.value if fp32_buffer else 0.0
     main = per.fp32Gradients.value if w.precision == "fp16" else 0.0
     routed = 0.0
     if w.expert_parallel and w.expert_parallel > 1 and w.model.architecture == "moe":

@@ -1301,3 +1301,14 @@ def test_the_deadline_search_keeps_the_cheapest_degree_and_stops_where_gpus_stop
     assert hopeless.gpus is not None and hopeless.gpus <= 65536
     (late,) = [i.message for i in hopeless.issues if i.check == "PL304"]
     assert late.startswith("no GPU count meets the 10-day deadline: beyond")
+
+
+def test_a_16_bit_gradient_reduction_keeps_a_16_bit_gradient_buffer() -> None:
+    """Review sizreview11 F4: gradientReduction 16-bit at ZeRO 0-1 halved the gradient traffic but kept the fp32
+    accumulation buffer in memory; Megatron's --grad-reduce-in-bf16 makes that buffer the parameters' type: 2 bytes a
+    parameter less kept whole (70B at ZeRO-1: 6 + 12/d bytes become 4 + 12/d)."""
+    seventy = {"parameters": "70B", "layers": 80, "hiddenSize": 8192}
+    fp32 = training_memory(workload(model=seventy, tokens="1T", zeroStage=1), SIZING)
+    half = training_memory(workload(model=seventy, tokens="1T", zeroStage=1, gradientReduction="16-bit"), SIZING)
+    assert fp32.unsharded(1) - half.unsharded(1) == pytest.approx(2 * 70e9)
+    assert fp32.state_at(1) - half.state_at(1) == pytest.approx(2 * 70e9)

@@ -189,10 +189,11 @@ class Workload(SpecModel):
     )
     gradient_reduction: Literal["fp32", "16-bit"] | None = Field(
         default=None,
-        description="Training at ZeRO-2 or 3: the type the data-parallel gradients are reduced in, a share of the traffic. "
+        description="Training: the type the data-parallel gradients are reduced in, a share of the traffic. At ZeRO-2 or 3, "
         "fp32: torchtitan's FSDP2 (training.mixed_precision_reduce, float32 by default) and Megatron; 16-bit: Hugging Face "
-        "Trainer and accelerate FSDP, DeepSpeed (reduce_dtype the run's 16-bit type). ZeRO 0-1 accumulate and reduce in "
-        "fp32 (Megatron-LM for bf16). Default: fp32 for training, 16-bit for fine-tuning.",
+        "Trainer and accelerate FSDP, DeepSpeed (reduce_dtype the run's 16-bit type); default fp32 for training, 16-bit "
+        "for fine-tuning. At ZeRO 0-1 the gradients accumulate and reduce in fp32 (Megatron-LM for bf16) unless 16-bit "
+        "says --grad-reduce-in-bf16, whose gradient buffer is 16-bit too.",
     )
     pipeline_parallel: StrictInt | None = Field(
         default=None,
