@@ -190,13 +190,18 @@ class TrainingMemory:
         each model-parallel shard), the rest split over the ``model_parallel`` (tensor x pipeline) GPUs of one replica
         only (Rajbhandari et al. 2020, Sec. 5.1: P_os keeps 2 + 2 bytes a parameter, P_os+g 2, P_os+g+p none), its
         routed experts also over the expert-parallel group."""
-        kept = self.unsharded(zero_stage)
-        return self.held_whole(zero_stage) / max(1, model_parallel) + (self.state_at(zero_stage) - kept) / max(1, gpus)
+        kept, group = self.unsharded(zero_stage), max(1, model_parallel)
+        # the expert grid, EP x TP x PP, must divide the GPUs (Megatron-Core initialize_model_parallel); a count it does
+        # not divide spreads no experts (a Mixtral at EP 8 "fit" 8 GPUs at 72 GiB where its state alone needs 98:
+        # review sizreview11 F1)
+        spread = self.expert_parallel if gpus % (self.expert_parallel * group) == 0 else 1
+        return self.held_whole(zero_stage, spread) / group + (self.state_at(zero_stage) - kept) / max(1, gpus)
 
-    def held_whole(self, zero_stage: int) -> float:
+    def held_whole(self, zero_stage: int, spread: int | None = None) -> float:
         """Of what ZeRO ``zero_stage`` leaves whole on a replica, what one model-parallel shard of it holds before the
-        tensor and pipeline split: the routed experts 1 / EP of theirs."""
-        return self.unsharded(zero_stage) * (1 - self.routed_share + self.routed_share / self.expert_parallel)
+        tensor and pipeline split: the routed experts 1 / EP of theirs (``spread``, the declared group by default)."""
+        ep = self.expert_parallel if spread is None else spread
+        return self.unsharded(zero_stage) * (1 - self.routed_share + self.routed_share / ep)
 
     def unsharded(self, zero_stage: int) -> float:
         """Bytes of model state ZeRO ``zero_stage`` leaves whole on each data-parallel replica."""
@@ -350,7 +355,8 @@ def smallest_fit(
         free = usable - mem.activations_at(tp, 1.0) - mem.held_whole(zero_stage) / group
         if free <= 0:
             continue
-        gpus = _ceil_to((mem.state_at(zero_stage) - mem.unsharded(zero_stage)) / free, group * context)
+        whole = math.lcm(group * context, mem.expert_parallel * group)  # whole replicas and whole expert grids
+        gpus = _ceil_to((mem.state_at(zero_stage) - mem.unsharded(zero_stage)) / free, whole)
         if best is None or gpus < best[0]:
             best = (gpus, tp)
     return best
@@ -717,7 +723,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     # whole nodes, and whole replicas of the smallest layout that fits (TP x CP x PP GPUs: 864 GPUs at CP 16 held 6.75
     # replicas of TP 8, review sizreview9 F9; a PP 16 run stepped in 16s at TP 8, review sizreview10 F5), at the degree
     # that fits, not the widest (an 8B run at TP 2 x CP 2 fits one node; it was sized on two: review sizreview10 F3)
-    granule = math.lcm(place.gpus_per_node, pipeline * context * tp)
+    granule = math.lcm(place.gpus_per_node, pipeline * context * tp, mem.expert_parallel * pipeline * tp)
     availability = w.hours_per_day / 24
     deadline = w.deadline
 
@@ -735,7 +741,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # and more GPU-hours than the next count a fast one divides (405B at CP 16: 928 GPUs at TP 2, 431k GPU-hours,
         # where 1,024 at TP 8 take 357k; review sizreview11 F6)
         node = place.gpus_per_node
-        granules = sorted({math.lcm(node, pipeline * context * d) for d in TP_DEGREES if tp <= d <= node})
+        experts = mem.expert_parallel * pipeline  # whole expert grids too (EP x TP x PP)
+        granules = sorted({math.lcm(node, pipeline * context * d, experts * d) for d in TP_DEGREES if tp <= d <= node})
         limit = deadline * availability if deadline else None
 
         def sized(step: int) -> _Run:

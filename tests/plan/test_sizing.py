@@ -1241,6 +1241,12 @@ def test_a_declared_expert_parallel_group_spreads_the_experts_state_below_zero3(
     shared = 12.9e9 - 2 * per_expert
     assert mem.state_per_gpu(64, 1, 1) == pytest.approx(6 * (shared + (46.7e9 - shared) / 8) + 12 * 46.7e9 / 64)
     assert plan_training(spec, on("H100-SXM5-80GB"), SIZING, []).tensor_parallel == 1
+    # the expert grid (EP x TP x PP) must divide the count: on 8 GPUs at TP 8 no expert spreads, and nothing fits
+    # (review sizreview11 F1: 8 GPUs "fit" at 72 GiB where the state alone needs 98)
+    assert mem.state_per_gpu(8, 8, 1) == pytest.approx(6 * 46.7e9 / 8 + 12 * 46.7e9 / 8)
+    few = plan_training(workload(model=mixtral, tokens="1T", zeroStage=1, expertParallel=8, gpus=8, accelerator="H100"),
+                        on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
+    assert few.gpus is None and [i.check for i in few.issues] == ["PL303"]
     # undeclared, the experts stay whole on every GPU of the group, as before
     whole = training_memory(workload(model=mixtral, tokens="1T", zeroStage=1, gpus=64, accelerator="H100"), SIZING)
     assert whole.state_per_gpu(64, 1, 1) == pytest.approx(6 * 46.7e9 + 12 * 46.7e9 / 64)
