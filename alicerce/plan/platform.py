@@ -691,6 +691,21 @@ def _dataset_findings(w: Workload, pool: ResolvedPool | None, platform: Resolved
                         f"{w.dataset.tier}, {held}{hint}")]  # fmt: skip
 
 
+def _within_quota(platform: ResolvedPlatform, name: str, pool: ResolvedPool, plan: WorkloadPlan, quota: int) -> str:
+    """The pin PL341 suggests: the largest count within the quota of whole replicas at the widest tensor-parallel degree
+    (whole context, pipeline and expert groups), the layout that holds the most; the quota itself was a count no
+    layout divided, which PL303 then refused (review sizreview11 F5)."""
+    w = next(x for x in platform.spec.workloads if x.name == name)
+    node = pool.gpus_per_node or 1
+    tp = max(d for d in (1, 2, 4, 8) if d <= node)
+    pp, cp, ep = w.pipeline_parallel or 1, w.context_parallel or 1, w.expert_parallel or 1
+    step = math.lcm(node, tp * pp * cp, tp * pp * ep)
+    fit = quota // step * step
+    if fit and fit >= (plan.min_gpus or 0):
+        return f", or pin the workload's gpus to {fit}, whole replicas of TP {tp} within the quota, and accept a longer run"
+    return f"; no count within the quota holds the run, which needs at least {plan.min_gpus or step} GPUs"
+
+
 def _quota_findings(platform: ResolvedPlatform, name: str, team_name: str, pool: ResolvedPool, plan: WorkloadPlan) -> list[PlanFinding]:
     """A run sized above its team's quota on its pool: Kueue admits a workload whole, within the team's nominal quota
     plus what it may borrow from the cohort (borrowingLimit; none: what the cohort has idle). Above both it is never
@@ -721,7 +736,7 @@ def _quota_findings(platform: ResolvedPlatform, name: str, team_name: str, pool:
             name,
             f"is sized at {units} GPUs on pool {pool.name}, above team {team_name}'s quota of {quota.units}: it runs only on "
             f"{units - quota.units} GPUs borrowed from the cohort, and is evicted whole when their owners reclaim them (raise "
-            f"{where}.gpus to {units}, or pin the workload's gpus to {quota.units} and accept a longer run)",
+            f"{where}.gpus to {units}{_within_quota(platform, name, pool, plan, quota.units)})",
         )
     ]
 

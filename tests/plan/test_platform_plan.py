@@ -463,6 +463,17 @@ def test_a_run_sized_above_its_teams_quota_is_reported_with_the_fix() -> None:
     [(check, subject, message)] = findings(text)
     assert (check, subject) == ("PL341", "llm-pretrain")
     assert "224 GPUs on pool onprem-h100" in message and "quota of 192" in message and "gpus to 224" in message
+    # the pin it suggests is a count the run's layout holds (review sizreview11 F5: "pin to 192" where PL303 then
+    # refused 192 at CP 16): here whole TP 8 replicas, 192 itself
+    assert "pin the workload's gpus to 192, whole replicas of TP 8 within the quota" in message
+    long = text.replace("sequenceLength: 8192", "sequenceLength: 131072\n    contextParallel: 16\n    zeroStage: 1", 1)
+    assert long != text
+    [(_, _, message)] = findings(long)
+    assert "pin the workload's gpus to 128, whole replicas of TP 8 within the quota" in message
+    pinned = long.replace("contextParallel: 16", "contextParallel: 16\n    gpus: 128", 1)
+    planned = plan_platform(validated(load_text(pinned, "platform.yaml"), "prod"), today=TODAY)
+    run = next(w for w in planned.workloads if w.name == "llm-pretrain")
+    assert run.gpus == 128 and not [i for i in run.issues if i.check == "PL303"]
     assert CHECKS["PL341"].severity == Severity.WARNING and CHECKS["PL341"].waivable
     [(check, _, message)] = findings(text.replace(quota, "        - {pool: onprem-h100, gpus: 192, borrowingLimit: 16}\n"))
     assert check == "PL340" and "never admits" in message and CHECKS["PL340"].severity == Severity.ERROR
