@@ -173,6 +173,7 @@ def billed_node_hours(plans: list[WorkloadPlan], pool: ResolvedPool, price: Node
         replicas[plan.gpus_per_replica or 0] += plan.replicas or 0
     held = serving_nodes(replicas, per_node) * per_node * hours_month
     spare = held - sum(size * n for size, n in replicas.items()) * hours_month  # GPU-hours the serving nodes leave free
+    free = spare / hours_month  # ... and the GPUs: a job needing more at once cannot run in them (review sizreview11 F3)
     gpu_hours = held
     for plan in plans:
         if _always_on(plan):
@@ -180,7 +181,7 @@ def billed_node_hours(plans: list[WorkloadPlan], pool: ResolvedPool, price: Node
         units = pool_units(plan, pool)
         if plan.kind not in ("training", "fine-tuning") or plan.wall_clock_days is None:
             used = busy_gpu_hours(plan, units, hours_month)
-            absorbed = min(spare, used)
+            absorbed = min(spare, used) if units <= free + 1e-9 else 0.0
             spare -= absorbed
             # what the serving nodes cannot hold starts nodes of its own, whole: a 1-GPU batch job on 4-GPU nodes bills
             # the node it starts, not a quarter of it (review sizreview10 F11: $638 where the g6e.12xlarge bills $2,553)

@@ -399,6 +399,11 @@ def field_shadowed(ctx: RuleContext) -> Iterable[Finding]:
         model = w.model
         if model is None:
             continue
+        if w.kind in SERVING and model.experts is not None and model.experts.layers is not None:
+            # serving reads the routed experts' count and top-k (the experts a decode step's tokens touch), not where
+            # they sit (review sizreview11 F10)
+            yield Finding(path.model.experts.layers, "serving reads experts.total and perToken: experts.layers changes nothing "
+                          "here (it sets training's all-to-all volume)", "remove it", key=True, resource=w.name)  # fmt: skip
         if w.kind in SCHEDULED:
             if model.kv_heads is not None:
                 yield Finding(path.model.kv_heads, "training throughput and memory do not depend on the KV heads: kvHeads changes "

@@ -636,3 +636,21 @@ def test_a_run_wider_than_the_reservation_rents_the_rest_while_it_runs() -> None
     pool = next(x for x in p.pools if x.name == "train-p5")
     beyond = 1 * 6 / 3 * run.wall_clock_days * 24  # one node past the 4 reserved, two runs a month
     assert pool.monthly_cost_usd == pytest.approx((4 * HOURS_PER_MONTH + beyond) * 55.04, rel=1e-9)
+
+
+def test_batch_work_runs_in_the_serving_nodes_only_where_its_gpus_are_free_at_once() -> None:
+    """Review sizreview11 F3: batch work was absorbed by the GPU-hours the serving nodes leave free, so a 2-GPU job
+    "fitted" in one free GPU and the node it starts went unbilled. prod's infer-l40s (4 L40S a node): one 3-GPU serving
+    replica leaves one GPU free; embed-batch on 1 GPU runs there for free, on 2 GPUs it starts a node of its own."""
+    platform = resolve(reference())
+    result = plan_platform(platform, today=TODAY)
+    pool = next(p for p in result.pools if p.name == "infer-l40s")
+    chat, batch = (next(w for w in result.workloads if w.name == n) for n in ("chat-70b", "embed-batch"))
+    rp = next(p for p in platform.pools if p.name == "infer-l40s")
+    assert pool.price is not None and rp.gpus_per_node == 4 and batch.gpus == 1
+    serving = replace(chat, replicas=1, gpus_per_replica=3, gpus=3)
+    alone = billed_node_hours([serving], rp, pool.price, 0, HOURS_PER_MONTH)
+    assert billed_node_hours([serving, batch], rp, pool.price, 0, HOURS_PER_MONTH) == pytest.approx(alone)
+    two = replace(batch, gpus=2)
+    busy = busy_gpu_hours(two, 2, HOURS_PER_MONTH)
+    assert billed_node_hours([serving, two], rp, pool.price, 0, HOURS_PER_MONTH) == pytest.approx(alone + busy / 2)
