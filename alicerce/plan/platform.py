@@ -755,7 +755,7 @@ def _deadline_finding(pool: ResolvedPool, w: WorkloadPlan, findings: list[PlanFi
         nodes = math.ceil(w.gpus / pool.gpus_per_node)
         message = (
             f"pool {pool.name} with max {_nodes(spec.scaling.max)} finishes {w.name} in {days:.0f} days, "
-            f"past its {w.deadline_days:.0f}-day deadline; {_nodes(nodes)} are needed"
+            f"past its {w.deadline_days:g}-day deadline; {_nodes(nodes)} are needed"
         )
         findings.append(PlanFinding("PL304", w.name, message))
 

@@ -580,21 +580,32 @@ def productive_mfu(job: TrainingJob, sizing: Sizing) -> float:
     return mfu / math.prod(f.value for f in factors if f.name == "goodput")
 
 
-# The least share of its GPUs a bigger count must turn into speed for the deadline search to take it: adding GPUs
-# that shorten the run by less than half their share spends more than it saves (the strong-scaling floor)
-MIN_SCALING = 0.5
+# The least share of its GPUs a bigger count must turn into speed for the deadline search to take it: past it, GPUs
+# cost four times what they save (a 405B at 131k tokens and a 10-day deadline went to 248k GPUs at 1% MFU). At half,
+# the search stopped short of counts that met reachable deadlines at 45% (review sizreview12 F1)
+MIN_SCALING = 0.25
 
 
-def _deadline_run(at: Callable[[int], _Run], seconds: Callable[[_Run], float], *, start: int, step: int, budget: float | None) -> _Run:
+def _deadline_run(
+    at: Callable[[int], _Run],
+    seconds: Callable[[_Run], float],
+    admissible: Callable[[_Run], bool],
+    *,
+    start: int,
+    step: int,
+    budget: float | None,
+) -> _Run:
     """The run at the smallest multiple of ``step`` from ``start`` whose GPU-seconds over its GPUs fit ``budget`` at its
     own MFU (it moves with the count: smaller per-GPU batches, recomputation no longer needed), or, where more GPUs no
-    longer pay (each added GPU shortens the run by less than half its share), the count where they stop: the deadline
-    then cannot be met (PL304 says so). Without that guard a run whose MFU falls as it grows (per-rank batch below one,
-    the pipeline bubble) grew its count each round, to 1.2e27 GPUs (review sizreview11 F9)."""
+    longer pay (each added GPU shortens the run by less than MIN_SCALING of its share) or the stack refuses the count
+    (``admissible``), the count where the search stops: PL337 says the deadline costs more than that. Without the
+    guards a run whose MFU falls as it grows (per-rank batch below one, the pipeline bubble) grew its count each round,
+    to 1.2e27 GPUs (review sizreview11 F9)."""
 
     def pays(small: _Run, big: _Run) -> bool:
         wall_small, wall_big = seconds(small) / small.gpus, seconds(big) / big.gpus
-        return big.gpus > small.gpus and wall_small / wall_big >= 1 + MIN_SCALING * (big.gpus / small.gpus - 1)
+        faster = wall_small / wall_big >= 1 + MIN_SCALING * (big.gpus / small.gpus - 1)
+        return big.gpus > small.gpus and faster and admissible(big)
 
     run = at(start)
     if budget is None:
@@ -646,6 +657,8 @@ def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usabl
     for d in TP_DEGREES:
         if d > node_gpus or job.gpus % (d * job.context_parallel * job.pipeline_parallel):
             continue
+        if job.gpus % (d * mem.expert_parallel * job.pipeline_parallel):
+            continue  # the expert grid, EP x TP x PP, must divide the count too (review sizreview12 F2)
         state = mem.state_per_gpu(job.gpus, d * job.pipeline_parallel, job.zero_stage)
         fits_without = state + mem.activations_at(d) <= usable
         fraction = 0.0 if fits_without else recompute_share(mem, job.layers, state, d, usable)
@@ -745,8 +758,16 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         granules = sorted({math.lcm(node, pipeline * context * d, experts * d) for d in TP_DEGREES if tp <= d <= node})
         limit = deadline * availability if deadline else None
 
+        sequences = float(w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value) / (w.sequence_length or DEFAULT_SEQUENCE)
+
+        def admissible(run: _Run) -> bool:
+            # each data-parallel rank takes at least one sequence of the global batch: Megatron's micro-batch calculator
+            # refuses a global batch that micro-batch x data-parallel ranks do not divide (a 70B at a 4M batch was sized
+            # at 16,024 GPUs, 0.12 sequences a rank: review sizreview12 F6)
+            return run.gpus // (run.tp * context * pipeline) <= sequences
+
         def sized(step: int) -> _Run:
-            return _deadline_run(lambda n: _training_run(w, place, sizing, mem, n, tp, flops_per, active), seconds,
+            return _deadline_run(lambda n: _training_run(w, place, sizing, mem, n, tp, flops_per, active), seconds, admissible,
                                  start=_ceil_to(min_gpus, step), step=step, budget=limit)  # fmt: skip
 
         options = [sized(step) for step in granules]
@@ -776,11 +797,13 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     figures.append(Figure("GPU-hours", gpu_hours, "GPU-h", "compute / (BF16 peak x MFU) / 3600", {"BF16 peak TFLOP/s": gpu.tflops.bf16}))
     wall_days = gpu_seconds / gpus / availability / DAY
     if w.gpus is None and deadline is not None and wall_days * DAY > deadline * 1.000001:
-        # the search stopped where more GPUs stop paying: no count meets the deadline (a 405B at 131k tokens and a
-        # 10-day deadline was sized at 1.2e27 GPUs: review sizreview11 F9)
-        issues.append(Issue("PL304", f"no GPU count meets the {deadline / DAY:g}-day deadline: beyond {gpus} GPUs ({wall_days:.1f} "
-                            "days) more GPUs shorten the run by less than half their share (the global batch leaves too "
-                            "little to each rank); extend the deadline, or raise globalBatchTokens"))  # fmt: skip
+        # the search stopped where more GPUs stop paying, or where a data-parallel rank would get less than a sequence:
+        # the deadline is bought dearly or not at all (it was sized at 1.2e27 GPUs: review sizreview11 F9; said as an
+        # error, though pinning more met it: review sizreview12 F1)
+        issues.append(Issue("PL337", f"misses the {deadline / DAY:g}-day deadline at {gpus} GPUs ({wall_days:.2f} days): beyond them each "
+                            f"added GPU shortens the run by less than {MIN_SCALING:.0%} of its share, or leaves a data-parallel "
+                            "rank less than one sequence of the global batch; pin more GPUs to buy time at that price, extend "
+                            "the deadline, or raise globalBatchTokens"))  # fmt: skip
     figures.append(Figure("wall-clock", wall_days, "days", "GPU-seconds / GPUs / availability / 86400", {"gpus": gpus}))
     if run.recompute_fraction >= 1:
         notes.append(f"activations need full recomputation at {gpus} GPUs (x{sizing.training.fullRecompute.value:g} throughput)")
