@@ -12,12 +12,13 @@ import datetime
 import itertools
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from alicerce.catalog import Catalog, load_catalog
 from alicerce.catalog.fsx import GIB as FSX_GIB
-from alicerce.catalog.models import Gpu
+from alicerce.catalog.models import Gpu, Sizing
 from alicerce.plan.figures import Factor, rounded
 from alicerce.plan.findings import PlanFinding, apply_waivers
 from alicerce.plan.growth import (
@@ -43,7 +44,7 @@ from alicerce.plan.pricing import (
     rental_options,
     run_block_cost,
 )
-from alicerce.plan.sizing import GIB, WorkloadPlan
+from alicerce.plan.sizing import GIB, Placement, WorkloadPlan, plan_workload
 from alicerce.plan.tco import OwnedPoolCost, SiteExtras, owned_pool_cost, site_extras
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTeam, ResolvedTier
 from alicerce.resolve.platform import file_system
@@ -366,7 +367,8 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
             findings.append(PlanFinding("PL303", w.name, f"does not fit on pool {pool.name}: needs at least {plan.min_gpus} "
                                         f"{plan.accelerator} GPUs, the pool has {pool.max_gpus} at max size"))  # fmt: skip
         if pool is not None and pool.gpu is not None and plan.runnable:
-            findings.extend(_quota_findings(platform, w.name, plan.team, pool, plan))
+            holds = _holds(w, choice.placement, sizing)
+            findings.extend(_quota_findings(platform, w.name, plan.team, pool, plan, holds))
         if any(f.check in ("PL303", "PL322") and f.subject == w.name for f in findings):
             cannot.add(w.name)
         elif pool is not None and plan.runnable:
@@ -691,22 +693,29 @@ def _dataset_findings(w: Workload, pool: ResolvedPool | None, platform: Resolved
                         f"{w.dataset.tier}, {held}{hint}")]  # fmt: skip
 
 
-def _within_quota(platform: ResolvedPlatform, name: str, pool: ResolvedPool, plan: WorkloadPlan, quota: int) -> str:
-    """The pin PL341 suggests: the largest count within the quota of whole replicas at the widest tensor-parallel degree
-    (whole context, pipeline and expert groups), the layout that holds the most; the quota itself was a count no
-    layout divided, which PL303 then refused (review sizreview11 F5)."""
+def _holds(w: Workload, placement: Placement, sizing: Sizing) -> Callable[[int], bool]:
+    """Whether ``w`` pinned at a count is a plan on its placement: a layout holds it there."""
+    return lambda gpus: plan_workload(w.model_copy(update={"gpus": gpus}), placement, sizing, []).gpus is not None
+
+
+def _within_quota(
+    platform: ResolvedPlatform, name: str, pool: ResolvedPool, plan: WorkloadPlan, *, quota: int, holds: Callable[[int], bool]
+) -> str:
+    """The pin PL341 suggests: the largest count within the quota the run's layout holds, sized as a pin would be (whole
+    nodes, whole context and pipeline groups); the quota itself was a count no layout divided, which PL303 then refused
+    (review sizreview11 F5), and one degree's step missed counts on 10-GPU nodes (review sizreview12 F3)."""
     w = next(x for x in platform.spec.workloads if x.name == name)
-    node = pool.gpus_per_node or 1
-    tp = max(d for d in (1, 2, 4, 8) if d <= node)
-    pp, cp, ep = w.pipeline_parallel or 1, w.context_parallel or 1, w.expert_parallel or 1
-    step = math.lcm(node, tp * pp * cp, tp * pp * ep)
-    fit = quota // step * step
-    if fit and fit >= (plan.min_gpus or 0):
-        return f", or pin the workload's gpus to {fit}, whole replicas of TP {tp} within the quota, and accept a longer run"
-    return f"; no count within the quota holds the run, which needs at least {plan.min_gpus or step} GPUs"
+    node, group = pool.gpus_per_node or 1, (w.pipeline_parallel or 1) * (w.context_parallel or 1)
+    counts = [n for n in range(quota, (plan.min_gpus or 1) - 1, -1) if n % group == 0 and (n % node == 0 or n < node)]
+    fit = next((n for n in counts[:64] if holds(n)), None)
+    if fit is not None:
+        return f", or pin the workload's gpus to {fit}, the most within the quota a layout holds, and accept a longer run"
+    return f"; no count within the quota holds the run, which needs at least {plan.min_gpus} GPUs"
 
 
-def _quota_findings(platform: ResolvedPlatform, name: str, team_name: str, pool: ResolvedPool, plan: WorkloadPlan) -> list[PlanFinding]:
+def _quota_findings(  # noqa: PLR0917 - the run, its team and pool, and how to size a pin of it
+    platform: ResolvedPlatform, name: str, team_name: str, pool: ResolvedPool, plan: WorkloadPlan, holds: Callable[[int], bool]
+) -> list[PlanFinding]:
     """A run sized above its team's quota on its pool: Kueue admits a workload whole, within the team's nominal quota
     plus what it may borrow from the cohort (borrowingLimit; none: what the cohort has idle). Above both it is never
     admitted; above the nominal quota it runs only on borrowed GPUs, which the lending teams reclaim by evicting the
@@ -736,7 +745,7 @@ def _quota_findings(platform: ResolvedPlatform, name: str, team_name: str, pool:
             name,
             f"is sized at {units} GPUs on pool {pool.name}, above team {team_name}'s quota of {quota.units}: it runs only on "
             f"{units - quota.units} GPUs borrowed from the cohort, and is evicted whole when their owners reclaim them (raise "
-            f"{where}.gpus to {units}{_within_quota(platform, name, pool, plan, quota.units)})",
+            f"{where}.gpus to {units}{_within_quota(platform, name, pool, plan, quota=quota.units, holds=holds)})",
         )
     ]
 

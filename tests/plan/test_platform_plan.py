@@ -464,12 +464,12 @@ def test_a_run_sized_above_its_teams_quota_is_reported_with_the_fix() -> None:
     assert (check, subject) == ("PL341", "llm-pretrain")
     assert "224 GPUs on pool onprem-h100" in message and "quota of 192" in message and "gpus to 224" in message
     # the pin it suggests is a count the run's layout holds (review sizreview11 F5: "pin to 192" where PL303 then
-    # refused 192 at CP 16): here whole TP 8 replicas, 192 itself
-    assert "pin the workload's gpus to 192, whole replicas of TP 8 within the quota" in message
+    # refused 192 at CP 16; sizreview12 F3: one degree's step missed counts on 10-GPU nodes): here 192 itself
+    assert "pin the workload's gpus to 192, the most within the quota a layout holds" in message
     long = text.replace("sequenceLength: 8192", "sequenceLength: 131072\n    contextParallel: 16\n    zeroStage: 1", 1)
     assert long != text
     [(_, _, message)] = findings(long)
-    assert "pin the workload's gpus to 128, whole replicas of TP 8 within the quota" in message
+    assert "pin the workload's gpus to 128, the most within the quota a layout holds" in message
     pinned = long.replace("contextParallel: 16", "contextParallel: 16\n    gpus: 128", 1)
     planned = plan_platform(validated(load_text(pinned, "platform.yaml"), "prod"), today=TODAY)
     run = next(w for w in planned.workloads if w.name == "llm-pretrain")
