@@ -127,8 +127,8 @@ KUEUE_TARGET = "job, instance, namespace, pod, service, endpoint, container"
 # Kueue's targets' start times only: every target of the Prometheus serves one, and a 7-day window read them all twice
 # a minute (review obsreview15 F5). The target's namespace is the Service's, where alicerce installs Kueue
 PROCESS_START = f'process_start_time_seconds{{namespace="{KUEUE_NAMESPACE}"}}'
-# "present a window ago" is read over this much before it: one failed scrape there writes stale markers for the whole
-# target, and a series present a minute before read as born in the window, or a watched target as unwatched (review
+# "present a window ago" is read over this much before it where the target was not scraped then: one failed scrape
+# writes stale markers for the whole target, and a series present a minute before read as born in the window (review
 # obsreview15 F2)
 PRESENCE = "10m"
 
@@ -142,10 +142,11 @@ def kueue_increase(counter: str, window: str, *, ratio: bool = False) -> str:
     Kueue's metrics registry is controller-runtime's, which exports process_start_time_seconds (controller-runtime
     v0.24.1, Kueue's go.mod pin, pkg/internal/controller/metrics/metrics.go registers client_golang's process
     collector). So, per scrape target:
-    - its process started before the window: increase(), plus the first value of a series absent ``window`` ago while
-      Prometheus watched that same target then (a queue's first count; a long-running follower elected leader counts
-      under replica_role="leader"). A series under new target labels (a ServiceMonitor relabelled, review obsreview13
-      F4) or a Prometheus that starts beside a running Kueue adds nothing of the lifetime it cannot date;
+    - its process started before the window: increase(), plus the first value of a series absent ``window`` ago that
+      first appears after its target was already scraped (a queue's first count; a long-running follower elected
+      leader counts under replica_role="leader"). A series that appears with its target (new target labels: a
+      ServiceMonitor relabelled, review obsreview13 F4; a Prometheus that starts beside a running Kueue) adds nothing
+      of the lifetime it cannot date;
     - its process started in the window (the latest start seen in it, so a pod replaced since still counts: review
       obsreview14 F2): all the new process counted, its series as scraped now, or a gone pod's last value; at least
       that, and increase() where that is more (counts before the restart, a reset it saw). A restart in the same pod
@@ -165,23 +166,27 @@ def kueue_increase(counter: str, window: str, *, ratio: bool = False) -> str:
     started = f"max by ({KUEUE_TARGET}) (last_over_time({PROCESS_START}[{window}]))"
     fresh = f"(time() - {started} < {seconds})"
     grown = f"increase({counter}[{window}])"
+    step = f"{max(60, seconds // 360)}s"  # sample times at a step of the window's 360th (1 minute up to 6 hours)
     # present a window ago: as scraped then, or, where the target itself was not scraped then (a failed scrape), its
-    # last sample in the PRESENCE before; a series an in-place restart had left stale was absent (reading past its
-    # stale marker dropped the new process's first counts: review obsreview16 F1)
-    then = (f"(({counter} offset {window}) or (last_over_time({counter}[{PRESENCE}] offset {window}) "
-            f"unless {target} {PROCESS_START} offset {window}))")  # fmt: skip
-    watched = f"last_over_time({PROCESS_START}[{PRESENCE}] offset {window})"
-    # a start-time series new in the window that dates from before it: the target's labels changed under the same
-    # process (a scrape config adding a label the target list does not name), or a Prometheus first scraping it; its
-    # series are not born, they carry the process's lifetime (review obsreview16 F3's second case)
-    relabelled = (f"((time() - {PROCESS_START} > {seconds}) "
-                  f"unless last_over_time({PROCESS_START}[{PRESENCE}] offset {window}))")  # fmt: skip
-    born = f"(((min_over_time({counter}[{window}]) unless {then}) and {target} {watched}) unless {target} {relabelled})"
+    # last sample in the PRESENCE before if served after the target's earliest start in the window: a series an
+    # in-place restart had left stale was absent (reading past its stale marker dropped the new process's first
+    # counts: reviews obsreview16 F1, obsreview17 F1)
+    ran = f"min by ({KUEUE_TARGET}) (min_over_time({PROCESS_START}[{window}]))"
+    before = f"last_over_time(timestamp({counter})[{PRESENCE}:1m] offset {window})"
+    then = (f"(({counter} offset {window}) or ((last_over_time({counter}[{PRESENCE}] offset {window}) "
+            f"unless {target} {PROCESS_START} offset {window}) and ({before} > {target} group_left () {ran})))")  # fmt: skip
+    # born in the window: a series that first appears after its target was already scraped (the target's newest
+    # start-time series, as labelled now): a queue's first count, a long-running follower elected leader. A series
+    # that appears with its target (a label the scrape adds, an upgrade that relabels and rolls at once, a Prometheus
+    # first scraping a running Kueue) carries the process's lifetime, not a count (reviews obsreview16 F3,
+    # obsreview17 F2-F4); a new pod scraped after the window starts still counts its first admissions
+    first = f"min_over_time(timestamp({counter})[{window}:{step}])"
+    scraped = f"max by ({KUEUE_TARGET}) (min_over_time(timestamp({PROCESS_START})[{window}:{step}]))"
+    born = f"((min_over_time({counter}[{window}]) unless {then}) and ({first} > {target} group_left () {scraped}))"
     # what the new process counted: its series as scraped now (gone until it counts again), or, of a target gone or
     # unscraped now, its last value if that was served after the target's latest start: the old process's last value
-    # read as the new one's count (its whole lifetime: review obsreview15 F1). Sample times at a step of the window's
-    # 360th (1 minute up to 6 hours): a series that lived between two steps' 5-minute lookbacks is missed
-    step = f"{max(60, seconds // 360)}s"
+    # read as the new one's count (its whole lifetime: review obsreview15 F1). A series that lived between two steps'
+    # 5-minute lookbacks is missed
     served = f"(last_over_time(timestamp({counter})[{window}:{step}]) > {target} group_left () {started})"
     counted = f"(({counter} + 0) or ((last_over_time({counter}[{window}]) unless {target} {PROCESS_START}) and {served}))"
     latest = f"({counted} or {grown})" if ratio else f"(({grown} > {counted}) or {counted} or {grown})"

@@ -12,6 +12,7 @@ from tests.emit.kube.test_monitoring import expected, kueue_target, needs_promto
 
 AT = 'cluster_queue="research",site="aws",team="research"'
 Q = 'cluster_queue="research",priority_class="",replica_role="leader"'
+ADMITTED = "team:kueue_admitted_workloads:increase1h"
 
 
 @needs_promtool
@@ -490,4 +491,192 @@ def test_starved_can_still_fire_after_a_target_label_is_added(tmp_path: Path) ->
     fired = [expected(rules_of(rp, "aws")["SLOResearchQueueStarved"], {}, "")]
     tests = [{"interval": "5m", "input_series": series,
               "alert_rule_test": [{"eval_time": "7h", "alertname": "SLOResearchQueueStarved", "exp_alerts": fired}]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_first_admission_after_in_place_restart_counts_when_the_window_start_scrape_failed(tmp_path: Path) -> None:
+    """1m samples. kueue-a up since 0, research admitted 5 in its lifetime; restart in place at 100 m (its first
+    scrape at 100 m has no counter: stale marker). The scrape at 105 m fails (stale markers for the whole target).
+    The new process admits one at 114 m (born at 1). Admitted in the hour to 165 m (window from 105 m): 1."""
+    rp = platform()
+    a, _ = kueue_target("kueue-a", "0")
+    series = [{"series": f"process_start_time_seconds{{{a}}}", "values": "0x99 6000x4 stale 6000x100"},
+              {"series": f"kueue_admitted_workloads_total{{{Q},{a}}}", "values": "5x99 stale _x12 1x86"},
+              {"series": f'kueue_pending_workloads{{{Q},{a},status="active"}}', "values": "0x104 stale 0x100"}]  # fmt: skip
+    tests = [{"interval": "1m", "input_series": series,
+              "promql_expr_test": [rounded(ADMITTED, AT, 1, t) for t in ("164m", "165m", "166m")]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_starved_quiet_when_the_admission_followed_in_place_restart_and_the_window_start_scrape_failed(tmp_path: Path) -> None:
+    """1m samples, a backlog all along. kueue-a up since 0 (its lifetime count 1); restart in place at 100 m; the scrape
+    at 105 m fails; the new process admits one at 110 m (born at 1). At 447 m the window (20480 s) starts at 105m40s,
+    after the failed scrape: that admission is in it. Not starved (for: 0m, so one evaluation notifies)."""
+    rp = platform("prod")
+    assert "SLOResearchQueueStarved" in rules_of(rp, "aws")
+    a, _ = kueue_target("kueue-a", "0")
+    inadm = f'cluster_queue="research",status="inadmissible",replica_role="leader",{a}'
+    series = [{"series": f"process_start_time_seconds{{{a}}}", "values": "0x99 6000x4 stale 6000x400"},
+              {"series": f"kueue_pending_workloads{{{inadm}}}", "values": "1x104 stale 1x400"},
+              {"series": f"kueue_admitted_workloads_total{{{Q},{a}}}", "values": "1x99 stale _x8 1x400"}]  # fmt: skip
+    tests = [{"interval": "1m", "input_series": series,
+              "alert_rule_test": [{"eval_time": t, "alertname": "SLOResearchQueueStarved", "exp_alerts": []}
+                                  for t in ("446m", "447m", "448m")]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_first_admission_counts_when_the_new_process_first_scrape_failed(tmp_path: Path) -> None:
+    """The plain crash shape, failed scrapes written as Prometheus writes them (stale markers for the whole target):
+    kueue-a up since 0, research admitted 5; the container crashes, the 99 m scrape fails; the new process starts at
+    99m30s but its metrics listener is not up yet, so the 100 m scrape fails too; 101 m is its first good scrape. It
+    admits one at 114 m (born at 1). Admitted in the hour to 160 m (window from 100 m): 1."""
+    rp = platform()
+    a, _ = kueue_target("kueue-a", "0")
+    series = [{"series": f"process_start_time_seconds{{{a}}}", "values": "0x98 stale stale 5970x100"},
+              {"series": f"kueue_admitted_workloads_total{{{Q},{a}}}", "values": "5x98 stale _x14 1x86"},
+              {"series": f'kueue_pending_workloads{{{Q},{a},status="active"}}', "values": "0x98 stale stale 0x100"}]  # fmt: skip
+    tests = [{"interval": "1m", "input_series": series,
+              "promql_expr_test": [rounded(ADMITTED, AT, 1, t) for t in ("159m", "160m", "161m")]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_admitted_counts_a_new_pods_first_admission_as_its_start_leaves_the_window(tmp_path: Path) -> None:
+    """1m samples. kueue-a up since 0, deleted at 120 m (its last scrape 119 m); kueue-b's process starts at 118m30s
+    (7110 s), its target first scraped at 121 m. b admits one at 125 m (born at 1). Admitted in the hour: 1 at 175 m
+    (b fresh) and still 1 at 179 m and 180 m (window from 119 m / 120 m: b's start just left it, b's target
+    first scraped after the window start)."""
+    rp = platform()
+    a, a_started = kueue_target("kueue-a", "0x119 stale")
+    b, b_started = kueue_target("kueue-b", "_x120 7110x100")
+    series = [a_started, b_started,
+              {"series": f"kueue_admitted_workloads_total{{{Q},{a}}}", "values": "3x119 stale"},
+              {"series": f'kueue_pending_workloads{{{Q},{a},status="active"}}', "values": "0x119 stale"},
+              {"series": f'kueue_pending_workloads{{{Q},{b},status="active"}}', "values": "_x120 0x100"},
+              {"series": f"kueue_admitted_workloads_total{{{Q},{b}}}", "values": "_x124 1x96"}]  # fmt: skip
+    tests = [{"interval": "1m", "input_series": series,
+              "promql_expr_test": [rounded("team:kueue_admitted_workloads:increase1h", AT, 1, t)
+                                   for t in ("175m", "179m", "180m", "182m")]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_starved_quiet_when_a_new_pods_start_leaves_the_window_before_its_first_scrape_does(tmp_path: Path) -> None:
+    """5m samples, a backlog all along. kueue-a replaced: kueue-b's process starts at 1h58 (7080 s), its target first
+    scraped at 2h05 (slow readiness); b admits one at 2h10 (born at 1). The starved window (20480 s) at 7h40: from
+    1h58m40s, after b's start, before b's first scrape: b's admission is in it; not starved."""
+    rp = platform("prod")
+    assert "SLOResearchQueueStarved" in rules_of(rp, "aws")
+    a, a_started = kueue_target("kueue-a", "0x23 stale")
+    b, b_started = kueue_target("kueue-b", "_x24 7080x80")
+    inadm = 'cluster_queue="research",status="inadmissible",replica_role="leader"'
+    series = [a_started, b_started,
+              {"series": f"kueue_pending_workloads{{{inadm},{a}}}", "values": "1x23 stale"},
+              {"series": f"kueue_pending_workloads{{{inadm},{b}}}", "values": "_x24 1x80"},
+              {"series": f"kueue_admitted_workloads_total{{{Q},{b}}}", "values": "_x25 1x79"}]  # fmt: skip
+    tests = [{"interval": "5m", "input_series": series,
+              "alert_rule_test": [{"eval_time": "7h40m", "alertname": "SLOResearchQueueStarved", "exp_alerts": []}]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_starved_quiet_near_a_window_after_an_empty_tsdb_when_a_follower_took_over(tmp_path: Path) -> None:
+    """1m samples from 0 (Prometheus's first scrape, empty TSDB); kueue-a (leader) and kueue-b (follower) up since a day
+    before. A backlog all along. kueue-a dies at 60 m; kueue-b, elected, admits one at 65 m (its leader counter born
+    at 1). At 5h35 / 5h40 (window 20480 s from -6m / -1m: Prometheus had data at its start, the alert's `since` holds)
+    that admission is in the window: not starved."""
+    rp = platform("prod")
+    assert "SLOResearchQueueStarved" in rules_of(rp, "aws")
+    a, a_started = kueue_target("kueue-a", "-86400x59 stale")
+    b, b_started = kueue_target("kueue-b", "-86400x400")
+    inadm = 'cluster_queue="research",status="inadmissible",replica_role="leader"'
+    series = [a_started, b_started,
+              {"series": f"kueue_pending_workloads{{{inadm},{a}}}", "values": "1x59 stale"},
+              {"series": f"kueue_pending_workloads{{{inadm},{b}}}", "values": "_x60 1x340"},
+              {"series": f"kueue_admitted_workloads_total{{{Q},{b}}}", "values": "_x64 1x336"}]  # fmt: skip
+    tests = [{"interval": "1m", "input_series": series,
+              "alert_rule_test": [{"eval_time": t, "alertname": "SLOResearchQueueStarved", "exp_alerts": []}
+                                  for t in ("5h35m", "5h40m", "5h45m")]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_starved_quiet_after_failover_to_a_follower_relabelled_earlier_in_the_window(tmp_path: Path) -> None:
+    """5m samples, a backlog all along. kueue-a (leader) and kueue-b (follower) up since 0. At 1 h the scrape config
+    adds cluster="aws" to every target (same pods, same processes). kueue-a dies at 3 h; kueue-b, elected, admits one
+    at 3h10 (its leader counter born at 1). At 6 h and 6h30 (window from 0h19 / 0h49) that admission is in it: not
+    starved."""
+    rp = platform("prod")
+    assert "SLOResearchQueueStarved" in rules_of(rp, "aws")
+    a, _ = kueue_target("kueue-a", "0")
+    b, _ = kueue_target("kueue-b", "0")
+    inadm = 'cluster_queue="research",status="inadmissible",replica_role="leader"'
+    c = 'cluster="aws"'
+    series = [
+        {"series": f"process_start_time_seconds{{{a}}}", "values": "0x11 stale"},
+        {"series": f"process_start_time_seconds{{{a},{c}}}", "values": "_x11 0x23 stale"},
+        {"series": f"process_start_time_seconds{{{b}}}", "values": "0x11 stale"},
+        {"series": f"process_start_time_seconds{{{b},{c}}}", "values": "_x11 0x80"},
+        {"series": f"kueue_pending_workloads{{{inadm},{a}}}", "values": "1x11 stale"},
+        {"series": f"kueue_pending_workloads{{{inadm},{a},{c}}}", "values": "_x11 1x23 stale"},
+        {"series": f"kueue_pending_workloads{{{inadm},{b},{c}}}", "values": "_x36 1x55"},
+        {"series": f"kueue_admitted_workloads_total{{{Q},{b},{c}}}", "values": "_x37 1x54"},
+    ]
+    tests = [{"interval": "5m", "input_series": series,
+              "alert_rule_test": [{"eval_time": t, "alertname": "SLOResearchQueueStarved", "exp_alerts": []}
+                                  for t in ("6h", "6h30m")]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_admitted_counts_failover_to_a_follower_relabelled_earlier_in_the_hour(tmp_path: Path) -> None:
+    """1m samples. kueue-a (leader), kueue-b (follower) up since 0; cluster="aws" added to every target at 100 m; a dies
+    at 120 m, b elected admits one at 125 m (born at 1). Admitted in the hour to 150 m: 1."""
+    rp = platform()
+    a, _ = kueue_target("kueue-a", "0")
+    b, _ = kueue_target("kueue-b", "0")
+    c = 'cluster="aws"'
+    series = [
+        {"series": f"process_start_time_seconds{{{a}}}", "values": "0x99 stale"},
+        {"series": f"process_start_time_seconds{{{a},{c}}}", "values": "_x99 0x19 stale"},
+        {"series": f"process_start_time_seconds{{{b}}}", "values": "0x99 stale"},
+        {"series": f"process_start_time_seconds{{{b},{c}}}", "values": "_x99 0x100"},
+        {"series": f'kueue_pending_workloads{{{Q},{a},status="active"}}', "values": "0x99 stale"},
+        {"series": f'kueue_pending_workloads{{{Q},{a},{c},status="active"}}', "values": "_x99 0x19 stale"},
+        {"series": f'kueue_pending_workloads{{{Q},{b},{c},status="active"}}', "values": "_x120 0x80"},
+        {"series": f"kueue_admitted_workloads_total{{{Q},{b},{c}}}", "values": "_x124 1x76"},
+    ]
+    tests = [{"interval": "1m", "input_series": series,
+              "promql_expr_test": [rounded("team:kueue_admitted_workloads:increase1h", AT, 1, "150m")]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_admitted_after_an_upgrade_that_relabels_and_rolls(tmp_path: Path) -> None:
+    """1m samples. kueue-a (leader) up since 0, research admitted 30 in its lifetime. At 100 m a chart upgrade adds
+    cluster="aws" to every target and rolls the Deployment: kueue-b starts at 100 m (follower); kueue-a, under the
+    new labels, admits one more at 101 m (31) and exits at 103 m; kueue-b, elected, admits one at 105 m (born at 1).
+    Admitted in the hour to 150 m: 2 (2.33 with
+    increase()'s extrapolation of kueue-a's 3-sample series: rounded)."""
+    rp = platform()
+    a, _ = kueue_target("kueue-a", "0")
+    b, _ = kueue_target("kueue-b", "0")
+    c = 'cluster="aws"'
+    series = [
+        {"series": f"process_start_time_seconds{{{a}}}", "values": "0x100 stale"},
+        {"series": f"process_start_time_seconds{{{a},{c}}}", "values": "_x100 0x3 stale"},
+        {"series": f"process_start_time_seconds{{{b},{c}}}", "values": "_x100 6000x100"},
+        {"series": f'kueue_pending_workloads{{{Q},{a},status="active"}}', "values": "0x100 stale"},
+        {"series": f'kueue_pending_workloads{{{Q},{a},{c},status="active"}}', "values": "_x100 0x3 stale"},
+        {"series": f'kueue_pending_workloads{{{Q},{b},{c},status="active"}}', "values": "_x104 0x96"},
+        {"series": f"kueue_admitted_workloads_total{{{Q},{a}}}", "values": "30x100 stale"},
+        {"series": f"kueue_admitted_workloads_total{{{Q},{a},{c}}}", "values": "_x100 30 31x2 stale"},
+        {"series": f"kueue_admitted_workloads_total{{{Q},{b},{c}}}", "values": "_x105 1x95"},
+    ]
+    tests = [{"interval": "1m", "input_series": series,
+              "promql_expr_test": [{"expr": "round(team:kueue_admitted_workloads:increase1h)", "eval_time": "150m",
+                                   "exp_samples": [{"labels": f"{{{AT}}}", "value": 2}]}]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
