@@ -53,3 +53,9 @@ class Figure:
         if self.factors:
             out["factors"] = [f.to_json() for f in self.factors]
         return out
+
+
+def days_text(days: float) -> str:
+    """Days as a message says them: to two decimals, trailing zeros dropped (5.5, 30, 0.29), neither rounded to whole
+    days ("the 6-day deadline" for 5.5) nor to six digits ("0.291667"; review sizreview13 F5)."""
+    return f"{days:.2f}".rstrip("0").rstrip(".")

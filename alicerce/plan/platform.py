@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from alicerce.catalog import Catalog, load_catalog
 from alicerce.catalog.fsx import GIB as FSX_GIB
 from alicerce.catalog.models import Gpu, Sizing
-from alicerce.plan.figures import Factor, rounded
+from alicerce.plan.figures import Factor, days_text, rounded
 from alicerce.plan.findings import PlanFinding, apply_waivers
 from alicerce.plan.growth import (
     Forecast,
@@ -693,28 +693,50 @@ def _dataset_findings(w: Workload, pool: ResolvedPool | None, platform: Resolved
                         f"{w.dataset.tier}, {held}{hint}")]  # fmt: skip
 
 
-def _holds(w: Workload, placement: Placement, sizing: Sizing) -> Callable[[int], bool]:
-    """Whether ``w`` pinned at a count is a plan on its placement: a layout holds it there."""
-    return lambda gpus: plan_workload(w.model_copy(update={"gpus": gpus}), placement, sizing, []).gpus is not None
+def _holds(w: Workload, placement: Placement, sizing: Sizing) -> Callable[[int], float | None]:
+    """The wall-clock days of ``w`` pinned at a count on its placement; None where no layout holds it there."""
+
+    def days(gpus: int) -> float | None:
+        plan = plan_workload(w.model_copy(update={"gpus": gpus}), placement, sizing, [])
+        return plan.wall_clock_days if plan.gpus is not None else None
+
+    return days
 
 
 def _within_quota(
-    platform: ResolvedPlatform, name: str, pool: ResolvedPool, plan: WorkloadPlan, *, quota: int, holds: Callable[[int], bool]
+    platform: ResolvedPlatform,
+    name: str,
+    pool: ResolvedPool,
+    plan: WorkloadPlan,
+    *,
+    quota: int,
+    holds: Callable[[int], float | None],
 ) -> str:
-    """The pin PL341 suggests: the largest count within the quota the run's layout holds, sized as a pin would be (whole
-    nodes, whole context and pipeline groups); the quota itself was a count no layout divided, which PL303 then refused
-    (review sizreview11 F5), and one degree's step missed counts on 10-GPU nodes (review sizreview12 F3)."""
+    """The pin PL341 suggests for a training run: of the counts within the quota a layout holds, sized as a pin would
+    be (whole nodes, whole context, pipeline and expert groups), the one that runs shortest; the quota itself was a
+    count no layout divided, which PL303 then refused (review sizreview11 F5), one degree's step missed counts on
+    10-GPU nodes (sizreview12 F3), and the largest count was 4x slower than a smaller one (sizreview13 F7). A service
+    is sized by its traffic, not pinned (sizreview13 F6)."""
     w = next(x for x in platform.spec.workloads if x.name == name)
-    node, group = pool.gpus_per_node or 1, (w.pipeline_parallel or 1) * (w.context_parallel or 1)
+    if w.kind not in ("training", "fine-tuning"):
+        return ""
+    pp = w.pipeline_parallel or 1
+    node, group = pool.gpus_per_node or 1, math.lcm(pp * (w.context_parallel or 1), pp * (w.expert_parallel or 1))
     counts = [n for n in range(quota, (plan.min_gpus or 1) - 1, -1) if n % group == 0 and (n % node == 0 or n < node)]
-    fit = next((n for n in counts[:64] if holds(n)), None)
-    if fit is not None:
-        return f", or pin the workload's gpus to {fit}, the most within the quota a layout holds, and accept a longer run"
+    timed = [(days, -n) for n in counts[:64] if (days := holds(n)) is not None]
+    if timed:
+        days, fit = min(timed)
+        return f", or pin the workload's gpus to {-fit}, the fastest count within the quota ({days:.1f} days), and accept a longer run"
     return f"; no count within the quota holds the run, which needs at least {plan.min_gpus} GPUs"
 
 
 def _quota_findings(  # noqa: PLR0917 - the run, its team and pool, and how to size a pin of it
-    platform: ResolvedPlatform, name: str, team_name: str, pool: ResolvedPool, plan: WorkloadPlan, holds: Callable[[int], bool]
+    platform: ResolvedPlatform,
+    name: str,
+    team_name: str,
+    pool: ResolvedPool,
+    plan: WorkloadPlan,
+    holds: Callable[[int], float | None],
 ) -> list[PlanFinding]:
     """A run sized above its team's quota on its pool: Kueue admits a workload whole, within the team's nominal quota
     plus what it may borrow from the cohort (borrowingLimit; none: what the cohort has idle). Above both it is never
@@ -763,8 +785,8 @@ def _deadline_finding(pool: ResolvedPool, w: WorkloadPlan, findings: list[PlanFi
         days = (w.wall_clock_days or 0.0) * w.gpus / capacity  # the same GPU-hours on fewer GPUs
         nodes = math.ceil(w.gpus / pool.gpus_per_node)
         message = (
-            f"pool {pool.name} with max {_nodes(spec.scaling.max)} finishes {w.name} in {days:.0f} days, "
-            f"past its {w.deadline_days:g}-day deadline; {_nodes(nodes)} are needed"
+            f"pool {pool.name} with max {_nodes(spec.scaling.max)} finishes {w.name} in {days_text(days)} days, "
+            f"past its {days_text(w.deadline_days)}-day deadline; {_nodes(nodes)} are needed"
         )
         findings.append(PlanFinding("PL304", w.name, message))
 

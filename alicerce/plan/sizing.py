@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from alicerce.catalog.models import Gpu, Sizing
-from alicerce.plan.figures import Factor, Figure, rounded
+from alicerce.plan.figures import Factor, Figure, days_text, rounded
 from alicerce.plan.queueing import replicas_within, share_waiting_longer
 from alicerce.plan.roofline import (
     Replica,
@@ -760,11 +760,13 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
 
         sequences = float(w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value) / (w.sequence_length or DEFAULT_SEQUENCE)
 
+        widest = max(d for d in TP_DEGREES if d <= node)
+
         def admissible(run: _Run) -> bool:
-            # each data-parallel rank takes at least one sequence of the global batch: Megatron's micro-batch calculator
-            # refuses a global batch that micro-batch x data-parallel ranks do not divide (a 70B at a 4M batch was sized
-            # at 16,024 GPUs, 0.12 sequences a rank: review sizreview12 F6)
-            return run.gpus // (run.tp * context * pipeline) <= sequences
+            # some layout gives each data-parallel rank at least one sequence of the global batch, the widest tensor
+            # groups the fewest ranks (a 70B at a 4M batch was sized at 16,024 GPUs, 0.12 sequences a rank: review
+            # sizreview12 F6; judged at the degree the run picked, the bound cut reachable deadlines: sizreview13 F2, F10)
+            return run.gpus // (widest * context * pipeline) <= sequences
 
         def sized(step: int) -> _Run:
             return _deadline_run(lambda n: _training_run(w, place, sizing, mem, n, tp, flops_per, active), seconds, admissible,
@@ -783,6 +785,12 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                                   {"deadline days": deadline / DAY}))  # fmt: skip
     gpus, tp = run.gpus, run.tp
     held = mem.state_per_gpu(gpus, tp * pipeline, zero) + mem.activations_at(tp, run.recompute_fraction)
+    if gpus % (tp * mem.expert_parallel * pipeline):
+        # Megatron-Core refuses a world size its expert grid does not divide (a 7B MoE at EP 8 pinned at 12 GPUs was
+        # planned at TP 1: review sizreview13 F9)
+        issues.append(Issue("PL303", f"the expert grid (EP {mem.expert_parallel} x TP {tp} x PP {pipeline}) does not divide "
+                            f"{gpus} GPUs; use a multiple of {granule} GPUs, at least {_ceil_to(min_gpus, granule)}"))  # fmt: skip
+        return _empty(w, place, figures, notes, fits, issues)
     if held > usable_memory(gpu, sizing) * (1 + 1e-9):
         # no degree that divides the count holds the job (a pinned count no fitting layout divides): a run that cannot
         # start is no plan (it was priced at up to 413 GiB a GPU: review sizreview10 F5)
@@ -800,10 +808,10 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # the search stopped where more GPUs stop paying, or where a data-parallel rank would get less than a sequence:
         # the deadline is bought dearly or not at all (it was sized at 1.2e27 GPUs: review sizreview11 F9; said as an
         # error, though pinning more met it: review sizreview12 F1)
-        issues.append(Issue("PL337", f"misses the {deadline / DAY:g}-day deadline at {gpus} GPUs ({wall_days:.2f} days): beyond them each "
-                            f"added GPU shortens the run by less than {MIN_SCALING:.0%} of its share, or leaves a data-parallel "
-                            "rank less than one sequence of the global batch; pin more GPUs to buy time at that price, extend "
-                            "the deadline, or raise globalBatchTokens"))  # fmt: skip
+        issues.append(Issue("PL337", f"misses the {days_text(deadline / DAY)}-day deadline at {gpus} GPUs ({wall_days:.2f} days): "
+                            f"beyond them each added GPU shortens the run by less than {MIN_SCALING:.0%} of its share, or "
+                            "leaves a data-parallel rank less than one sequence of the global batch; pin more GPUs to buy time "
+                            "at that price, extend the deadline, or raise globalBatchTokens"))  # fmt: skip
     figures.append(Figure("wall-clock", wall_days, "days", "GPU-seconds / GPUs / availability / 86400", {"gpus": gpus}))
     if run.recompute_fraction >= 1:
         notes.append(f"activations need full recomputation at {gpus} GPUs (x{sizing.training.fullRecompute.value:g} throughput)")

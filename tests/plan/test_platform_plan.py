@@ -465,11 +465,11 @@ def test_a_run_sized_above_its_teams_quota_is_reported_with_the_fix() -> None:
     assert "224 GPUs on pool onprem-h100" in message and "quota of 192" in message and "gpus to 224" in message
     # the pin it suggests is a count the run's layout holds (review sizreview11 F5: "pin to 192" where PL303 then
     # refused 192 at CP 16; sizreview12 F3: one degree's step missed counts on 10-GPU nodes): here 192 itself
-    assert "pin the workload's gpus to 192, the most within the quota a layout holds" in message
+    assert "pin the workload's gpus to 192, the fastest count within the quota" in message
     long = text.replace("sequenceLength: 8192", "sequenceLength: 131072\n    contextParallel: 16\n    zeroStage: 1", 1)
     assert long != text
     [(_, _, message)] = findings(long)
-    assert "pin the workload's gpus to 128, the most within the quota a layout holds" in message
+    assert "pin the workload's gpus to 128, the fastest count within the quota" in message
     pinned = long.replace("contextParallel: 16", "contextParallel: 16\n    gpus: 128", 1)
     planned = plan_platform(validated(load_text(pinned, "platform.yaml"), "prod"), today=TODAY)
     run = next(w for w in planned.workloads if w.name == "llm-pretrain")
@@ -594,3 +594,15 @@ def test_a_multi_node_run_placed_on_spot_is_told_a_reclaim_stops_it() -> None:
     (message,) = [f.message for f in plan.findings if f.check == "PL336"]
     assert message.startswith("trains on 28 nodes of Spot pool train-spot for 58.0 days: a reclaim of any one stops the whole run")
     assert "every 2 h" in message and "all 224 GPUs" in message
+
+
+def test_a_service_above_its_quota_is_not_told_to_pin_gpus() -> None:
+    """Review sizreview13 F6: PL341 told a serving workload to pin its gpus, a field serving refuses (AL380): a service
+    is sized by its traffic; only its quota is the fix."""
+    text = (ROOT / "platform.yaml").read_text()
+    quota = "        - {pool: infer-l40s, gpus: 24}\n"
+    assert quota in text
+    plan = plan_platform(validated(load_text(text.replace(quota, "        - {pool: infer-l40s, gpus: 6}\n"), "platform.yaml"), "prod"),
+                         today=TODAY)  # fmt: skip
+    messages = [f.message for f in plan.findings if f.check == "PL341" and f.subject == "chat-70b"]
+    assert messages and all("pin" not in m for m in messages)

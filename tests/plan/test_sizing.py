@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from alicerce.catalog import load_catalog
+from alicerce.plan.figures import days_text
 from alicerce.plan.platform import plan_platform
 from alicerce.plan.roofline import (
     Replica,
@@ -270,9 +271,12 @@ def test_training_plans_hold_the_model_and_meet_deadlines(params: float, tokens:
     assert plan.min_gpus is not None and plan.gpus >= plan.min_gpus
     assert plan.memory_per_gpu_gib is not None
     assert plan.memory_per_gpu_gib * GIB <= usable_memory(CATALOG.gpu(gpu), SIZING) * 1.000001  # type: ignore[arg-type]
-    # met, or PL337 says why not: past the count where each rank keeps a sequence of the batch, or GPUs stop paying
+    # met, or PL337 says where more GPUs stop paying (an unbounded search met every deadline at absurd counts: 1.2e27
+    # GPUs, review sizreview11 F9); such a count still gives each rank a sequence of the batch at the widest degree
     assert plan.wall_clock_days is not None
-    assert plan.wall_clock_days <= deadline_days * 1.000001 or [i for i in plan.issues if i.check == "PL337"]
+    if plan.wall_clock_days > deadline_days * 1.000001:
+        assert [i.check for i in plan.issues if i.check == "PL337"] == ["PL337"]
+        assert plan.gpus // 8 <= 4_000_000 / 4096  # the default batch: 976 sequences
     assert plan.gpus % 8 == 0
 
 
@@ -1325,7 +1329,8 @@ def test_the_layout_keeps_the_expert_grid_and_each_rank_a_sequence() -> None:
     """Review sizreview12 F2: the tensor-parallel degree was re-picked without the expert grid, so DeepSeek-V3 at EP 64
     and PP 16 ran TP 8 on 2,048 GPUs, which its 8,192-GPU grid does not divide (Megatron-Core refuses the world size).
     F6: a 70B at a 4M-token batch and a 1-day deadline was sized at 16,024 GPUs, 0.12 sequences a data-parallel rank,
-    which Megatron's micro-batch calculator refuses: the search stops where a rank keeps one, and PL337 says so."""
+    which Megatron's micro-batch calculator refuses: the search stops where a rank of the widest layout keeps one (at
+    the picked degree it cut reachable deadlines: sizreview13 F2, F10), and PL337 says so."""
     spec = workload(model=DEEPSEEK_V3, tokens="1T", zeroStage=1, expertParallel=64, pipelineParallel=16, gpus=2048, accelerator="H100")
     plan = plan_training(spec, on("H100-SXM5-80GB"), SIZING, [])
     assert plan.tensor_parallel is not None and 2048 % (plan.tensor_parallel * 64 * 16) == 0
@@ -1333,5 +1338,16 @@ def test_the_layout_keeps_the_expert_grid_and_each_rank_a_sequence() -> None:
     rushed = plan_training(workload(model=seventy, tokens="1T", globalBatchTokens="4M", deadline="1d", accelerator="H100"),
                            on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
     assert rushed.gpus is not None and rushed.tensor_parallel is not None
-    assert rushed.gpus // rushed.tensor_parallel <= 4_000_000 / 4096
+    assert rushed.gpus // 8 <= 4_000_000 / 4096  # at the widest degree, each rank keeps a sequence
     assert [i.check for i in rushed.issues if i.check == "PL337"] == ["PL337"]
+
+
+def test_a_pinned_count_the_expert_grid_does_not_divide_is_no_plan() -> None:
+    """Review sizreview13 F9: a 7B MoE at EP 8 pinned at 12 GPUs was planned at TP 1, though Megatron-Core refuses a
+    world size its expert grid (EP x TP x PP) does not divide. Deadlines print as declared (F5: "0.291667-day")."""
+    moe = {"parameters": "7B", "activeParameters": "2B", "architecture": "moe", "layers": 16, "hiddenSize": 2048,
+           "experts": {"total": 8, "perToken": 2}}  # fmt: skip
+    pinned = plan_training(workload(model=moe, tokens="10B", expertParallel=8, gpus=12, accelerator="H100"),
+                           on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
+    assert pinned.gpus is None and any("expert grid" in i.message for i in pinned.issues if i.check == "PL303")
+    assert days_text(7 / 24) == "0.29" and days_text(5.5) == "5.5" and days_text(30.0) == "30"
