@@ -131,6 +131,11 @@ PROCESS_START = f'process_start_time_seconds{{namespace="{KUEUE_NAMESPACE}"}}'
 # writes stale markers for the whole target, and a series present a minute before read as born in the window (review
 # obsreview15 F2)
 PRESENCE = "10m"
+# The labels Kueue puts on the counters kueue_increase reads (kueue 0.19.2 pkg/metrics/metrics.go; vendored
+# metrics.json, which a test holds this to) and a histogram's le: a counter's other labels are its scrape target's, so
+# it joins the start-time series with exactly its own target labels, whatever the scrape adds (a first count made
+# before a label change was lost when joined on the target list: review obsreview18 F1)
+KUEUE_OWN_LABELS = ("cluster_queue", "priority_class", "replica_role", "reason", "underlying_cause", "le")
 
 
 def kueue_increase(counter: str, window: str, *, ratio: bool = False) -> str:
@@ -175,14 +180,15 @@ def kueue_increase(counter: str, window: str, *, ratio: bool = False) -> str:
     before = f"last_over_time(timestamp({counter})[{PRESENCE}:1m] offset {window})"
     then = (f"(({counter} offset {window}) or ((last_over_time({counter}[{PRESENCE}] offset {window}) "
             f"unless {target} {PROCESS_START} offset {window}) and ({before} > {target} group_left () {ran})))")  # fmt: skip
-    # born in the window: a series that first appears after its target was already scraped (the target's newest
-    # start-time series, as labelled now): a queue's first count, a long-running follower elected leader. A series
+    # born in the window: a series that first appears after its target was already scraped (the start-time series
+    # with exactly its target's labels): a queue's first count, a long-running follower elected leader. A series
     # that appears with its target (a label the scrape adds, an upgrade that relabels and rolls at once, a Prometheus
     # first scraping a running Kueue) carries the process's lifetime, not a count (reviews obsreview16 F3,
     # obsreview17 F2-F4); a new pod scraped after the window starts still counts its first admissions
     first = f"min_over_time(timestamp({counter})[{window}:{step}])"
-    scraped = f"max by ({KUEUE_TARGET}) (min_over_time(timestamp({PROCESS_START})[{window}:{step}]))"
-    born = f"((min_over_time({counter}[{window}]) unless {then}) and ({first} > {target} group_left () {scraped}))"
+    scraped = f"min_over_time(timestamp({PROCESS_START})[{window}:{step}])"
+    own = f"ignoring ({', '.join(KUEUE_OWN_LABELS)})"
+    born = f"((min_over_time({counter}[{window}]) unless {then}) and ({first} > {own} group_left () {scraped}))"
     # what the new process counted: its series as scraped now (gone until it counts again), or, of a target gone or
     # unscraped now, its last value if that was served after the target's latest start: the old process's last value
     # read as the new one's count (its whole lifetime: review obsreview15 F1). A series that lived between two steps'

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from alicerce.emit.kube.kpi import KUEUE_OWN_LABELS
 from tests.emit.kube.test_kpi import rounded
 from tests.emit.kube.test_monitoring import expected, kueue_target, needs_promtool, platform, rules_of, run_promtool
+from tests.emit.kube.upstream import load
 
 AT = 'cluster_queue="research",site="aws",team="research"'
 Q = 'cluster_queue="research",priority_class="",replica_role="leader"'
 ADMITTED = "team:kueue_admitted_workloads:increase1h"
+C = 'cluster="aws"'  # a label a scrape config adds to every target
 
 
 @needs_promtool
@@ -99,7 +102,7 @@ def test_finished_per_week_counts_a_queues_first_finish_in_a_kueue_up_for_ten_da
     experiments completed this week = 1."""
     rp = platform()
     a, a_started = kueue_target("kueue-a", "0x40")
-    q = f'cohort="acme",cluster_queue="research",priority_class="",replica_role="leader",{a}'
+    q = f'cluster_queue="research",priority_class="",replica_role="leader",{a}'
     tests = [{"interval": "6h", "input_series": [
         a_started,
         {"series": f"kueue_finished_workloads_total{{{q}}}", "values": "_x33 1x7"},
@@ -113,7 +116,7 @@ def test_week_counts_a_finish_of_a_pod_that_came_and_went_in_the_week(tmp_path: 
     """6-hourly samples. kueue-a up since 0 until 96 h; kueue-b starts at 96 h (a rolling update), finishes one workload
     (counter born at 1) and is replaced at 144 h by kueue-c (a node drain), which finishes none. Week ending 216 h: 1."""
     rp = platform()
-    q = 'cohort="acme",cluster_queue="research",priority_class="",replica_role="leader"'
+    q = 'cluster_queue="research",priority_class="",replica_role="leader"'
     a, a_started = kueue_target("kueue-a", "0x15 stale")
     b, b_started = kueue_target("kueue-b", "_x16 345600x7 stale")
     c, c_started = kueue_target("kueue-c", "_x24 518400x16")
@@ -200,7 +203,7 @@ def test_a_kueue_counter_born_at_one_counts_its_first_workload(tmp_path: Path) -
     window cannot date the count it finds and adds nothing."""
     rp = platform()
     at = 'cluster_queue="research",site="aws",team="research"'
-    queue = 'cohort="acme",cluster_queue="research",priority_class="",replica_role="leader"'
+    queue = 'cluster_queue="research",priority_class="",replica_role="leader"'
     new, started = kueue_target("kueue-b", "_x29 619200x10")  # 6-hourly: a new leader from 172 h ...
     old, long_ago = kueue_target("kueue-a", "_x29 0x11")  # ... or a Kueue up since 0 h that Prometheus first sees at 174 h
     born = {"series": f"kueue_finished_workloads_total{{{queue},{new}}}", "values": "_x30 1 2 3 3 3 3 3 3"}  # from 180 h
@@ -340,7 +343,7 @@ def test_finished_week_after_in_place_restart_then_drain_is_not_the_lifetime(tmp
     at 96 h, no finish since; pod drained at 120 h, kueue-c from 126 h finishes nothing. Week to 216 h: 0 (read 2000
     for ~4 days)."""
     rp = platform()
-    q = 'cohort="acme",cluster_queue="research",priority_class="",replica_role="leader"'
+    q = 'cluster_queue="research",priority_class="",replica_role="leader"'
     a, a_started = kueue_target("kueue-a", "-2592000x15 345600x4 stale")
     c, c_started = kueue_target("kueue-c", "_x21 453600x16")
     series = [a_started, c_started,
@@ -680,3 +683,124 @@ def test_admitted_after_an_upgrade_that_relabels_and_rolls(tmp_path: Path) -> No
               "promql_expr_test": [{"expr": "round(team:kueue_admitted_workloads:increase1h)", "eval_time": "150m",
                                    "exp_samples": [{"labels": f"{{{AT}}}", "value": 2}]}]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_first_admission_then_label_added_hourly(tmp_path: Path) -> None:
+    """1m. kueue-a up since 0; research's first admission at 100 m (born 1); at 120 m the scrape adds cluster="aws".
+    Admitted in the hour to 150 m: 1."""
+    rp = platform()
+    a, _ = kueue_target("kueue-a", "0")
+    series = [
+        {"series": f"process_start_time_seconds{{{a}}}", "values": "0x119 stale"},
+        {"series": f"process_start_time_seconds{{{a},{C}}}", "values": "_x120 0x60"},
+        {"series": f"kueue_admitted_workloads_total{{{Q},{a}}}", "values": "_x100 1x19 stale"},
+        {"series": f"kueue_admitted_workloads_total{{{Q},{a},{C}}}", "values": "_x120 1x60"},
+        {"series": f'kueue_pending_workloads{{{Q},{a},status="active"}}', "values": "0x119 stale"},
+        {"series": f'kueue_pending_workloads{{{Q},{a},{C},status="active"}}', "values": "_x120 0x60"},
+    ]
+    tests = [{"interval": "1m", "input_series": series,
+              "promql_expr_test": [{"expr": "round(team:kueue_admitted_workloads:increase1h)", "eval_time": "150m",
+                                   "exp_samples": [{"labels": f"{{{AT}}}", "value": 1}]}]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_failover_admission_then_label_added_hourly(tmp_path: Path) -> None:
+    """1m. kueue-a leader (up since 0) dies at 100 m; follower kueue-b (up since 0) elected, admits 1 at 103 m (born 1);
+    at 120 m the scrape adds cluster="aws". Admitted in the hour to 150 m: 1."""
+    rp = platform()
+    a, _ = kueue_target("kueue-a", "0")
+    b, _ = kueue_target("kueue-b", "0")
+    series = [
+        {"series": f"process_start_time_seconds{{{a}}}", "values": "0x99 stale"},
+        {"series": f"process_start_time_seconds{{{b}}}", "values": "0x119 stale"},
+        {"series": f"process_start_time_seconds{{{b},{C}}}", "values": "_x120 0x60"},
+        {"series": f"kueue_admitted_workloads_total{{{Q},{a}}}", "values": "5x99 stale"},
+        {"series": f"kueue_admitted_workloads_total{{{Q},{b}}}", "values": "_x103 1x16 stale"},
+        {"series": f"kueue_admitted_workloads_total{{{Q},{b},{C}}}", "values": "_x120 1x60"},
+        {"series": f'kueue_pending_workloads{{{Q},{b},status="active"}}', "values": "_x102 0x17 stale"},
+        {"series": f'kueue_pending_workloads{{{Q},{b},{C},status="active"}}', "values": "_x120 0x60"},
+    ]
+    tests = [{"interval": "1m", "input_series": series,
+              "promql_expr_test": [{"expr": "round(team:kueue_admitted_workloads:increase1h)", "eval_time": "150m",
+                                   "exp_samples": [{"labels": f"{{{AT}}}", "value": 1}]}]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_starved_quiet_when_first_admission_preceded_a_label_added(tmp_path: Path) -> None:
+    """5m. Backlog 7 h; kueue-a up since 0; research's first admission at 3 h (born 1); the scrape adds cluster="aws"
+    at 5 h. An admission in the window (from ~1h19): not starved at 7 h."""
+    rp = platform("prod")
+    assert "SLOResearchQueueStarved" in rules_of(rp, "aws")
+    a, _ = kueue_target("kueue-a", "0")
+    inadm = 'cluster_queue="research",status="inadmissible",replica_role="leader"'
+    series = [
+        {"series": f"process_start_time_seconds{{{a}}}", "values": "0x59 stale"},
+        {"series": f"process_start_time_seconds{{{a},{C}}}", "values": "_x60 0x30"},
+        {"series": f"kueue_pending_workloads{{{inadm},{a}}}", "values": "1x59 stale"},
+        {"series": f"kueue_pending_workloads{{{inadm},{a},{C}}}", "values": "_x60 1x30"},
+        {"series": f"kueue_admitted_workloads_total{{{Q},{a}}}", "values": "_x36 1x23 stale"},
+        {"series": f"kueue_admitted_workloads_total{{{Q},{a},{C}}}", "values": "_x60 1x30"},
+    ]
+    tests = [{"interval": "5m", "input_series": series,
+              "alert_rule_test": [{"eval_time": "7h", "alertname": "SLOResearchQueueStarved", "exp_alerts": []}]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_queue_wait_fires_when_late_first_admission_preceded_a_label_added(tmp_path: Path) -> None:
+    """1m. kueue-a up since 0; research's first admission at 8 h waited > 5.69 h (le=20480 born 0, count 1); the scrape
+    adds cluster="aws" at 8h30. 1 of 1 late in the 6 h window at 9 h: SLOResearchQueue fires."""
+    rp = platform("prod")
+    rules = rules_of(rp, "aws")
+    late = expected(rules["SLOResearchQueue"], {}, "")
+    a, _ = kueue_target("kueue-a", "0")
+    inputs = [
+        {"series": f"process_start_time_seconds{{{a}}}", "values": "0x509 stale"},
+        {"series": f"process_start_time_seconds{{{a},{C}}}", "values": "_x510 0x90"},
+    ]
+    for lab, vals in ((a, "_x480 {}x29 stale"), (f"{a},{C}", "_x510 {}x90")):
+        q = f"{Q},{lab}"
+        st = f'cluster_queue="research",replica_role="leader",{lab}'
+        life = "1x509 stale" if lab == a else "_x510 1x90"
+        pend = "1x479 0x30 stale" if lab == a else "_x510 0x90"
+        inputs += [{"series": f'kueue_admission_wait_time_seconds_bucket{{{q},le="20480"}}', "values": vals.format(0)},
+                   {"series": f'kueue_admission_wait_time_seconds_bucket{{{q},le="+Inf"}}', "values": vals.format(1)},
+                   {"series": f"kueue_admission_wait_time_seconds_count{{{q}}}", "values": vals.format(1)},
+                   {"series": f'kueue_cluster_queue_status{{{st},status="active"}}', "values": life},
+                   {"series": f'kueue_pending_workloads{{{st},status="active"}}', "values": pend}]  # fmt: skip
+    tests = [{"interval": "1m", "input_series": inputs,
+              "alert_rule_test": [{"eval_time": "9h", "alertname": "SLOResearchQueue", "exp_alerts": [late]}]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_week_first_finish_then_label_added(tmp_path: Path) -> None:
+    """6h. kueue-a up since 0 (10 days); research's first finish at 102 h (born 1); cluster="aws" added at 150 h.
+    Finished in the week to 216 h: 1."""
+    rp = platform()
+    a, _ = kueue_target("kueue-a", "0")
+    q = Q  # Kueue 0.19.2's counters carry no cohort label (vendored metrics.json)
+    series = [
+        {"series": f"process_start_time_seconds{{{a}}}", "values": "0x24 stale"},
+        {"series": f"process_start_time_seconds{{{a},{C}}}", "values": "_x25 0x15"},
+        {"series": f"kueue_finished_workloads_total{{{q},{a}}}", "values": "_x17 1x7 stale"},
+        {"series": f"kueue_finished_workloads_total{{{q},{a},{C}}}", "values": "_x25 1x15"},
+        {"series": f'kueue_pending_workloads{{{q},{a},status="active"}}', "values": "0x24 stale"},
+        {"series": f'kueue_pending_workloads{{{q},{a},{C},status="active"}}', "values": "_x25 0x15"},
+    ]
+    tests = [{"interval": "6h", "input_series": series,
+              "promql_expr_test": [{"expr": "round(team:kueue_finished_workloads:increase7d)", "eval_time": "216h",
+                                   "exp_samples": [{"labels": f"{{{AT}}}", "value": 1}]}]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path, every="6h")
+
+
+def test_the_labels_kueue_increase_sets_aside_are_all_kueues_own() -> None:
+    """KUEUE_OWN_LABELS is every label Kueue 0.19.2 puts on the counters kueue_increase reads (a missing one would make
+    the birth join find no start-time series and drop first counts silently)."""
+    facts = load("kueue", "0.19.2", "metrics.json")
+    read = ("kueue_admitted_workloads_total", "kueue_finished_workloads_total", "kueue_evicted_workloads_total",
+            "kueue_admission_wait_time_seconds", "kueue_admitted_until_ready_wait_time_seconds")  # fmt: skip
+    assert {label for name in read for label in facts[name]["labels"]} <= set(KUEUE_OWN_LABELS)
