@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from alicerce.catalog.alerts import DIAGNOSES, GPU_KEY
-from alicerce.emit.kube.costs import month_spent, settled
+from alicerce.emit.kube.costs import RUN_30D, TOKENS_30D, month_spent, settled
 from alicerce.emit.kube.promql import recorded_read
 from alicerce.resolve.model import ResolvedPlatform
 
@@ -144,7 +144,7 @@ def team(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
         ("Job failure ratio by kind", [f"team_kind:job_failure:ratio{{{t}}}"], "percentunit"),
         (
             "GPU cost of the team's 10 costliest runs, last 30 days (TrainJob, Job or RayJob; run_uid tells a name reused)",
-            [f"topk(10, {settled(f'run:gpu_cost_usd:sum30d{{{t}}}')})"],
+            [f"topk(10, {settled(f'{RUN_30D}{{{t}}}')})"],
             "currencyUSD",
         ),
         ("Job run time p50 / p95 by kind", [f"team_kind:job_run_seconds:p50{{{t}}}", f"team_kind:job_run_seconds:p95{{{t}}}"], "s"),
@@ -180,7 +180,7 @@ def inference(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
         ("Requests waiting", [f"workload:vllm_requests_waiting:sum{{{w}}}"], "short"),
         (
             "Cost per million tokens (prompt and generated; this hour and the last 30 days)",
-            [f"workload:usd_per_million_tokens:ratio{{{w}}}", settled(f"workload:usd_per_million_tokens:ratio30d{{{w}}}")],
+            [f"workload:usd_per_million_tokens:ratio{{{w}}}", settled(f"{TOKENS_30D}{{{w}}}")],
             "currencyUSD",
         ),
         ("GPU utilisation and memory", [f"workload:gpu_utilization:avg{{{w}}}", f"workload:gpu_memory_used:avg{{{w}}}"], "percentunit"),
