@@ -163,7 +163,10 @@ def kueue_increase(counter: str, window: str, *, ratio: bool = False) -> str:
     and created again, which clears its counters in the same process (kueue 0.19.2 ClearClusterQueueMetrics):
     increase() alone, as for any counter reset; and with ``ratio``, the admissions before a restart in the window
     (a queue-wait SLO firing on late admissions resolves on the new process's first fast one, and fires again on
-    its next late one: review obsreview15 F8)."""
+    its next late one: review obsreview15 F8); a series created within one step of its target's first scrape reads
+    as created with it (a minute up to a 6-hour window; 28 minutes at 7 days, where a queue's first count just after
+    a relabel or a fresh Prometheus is left out of the week), and a born series' first value leaves the window up to
+    a step early (review obsreview18 F2, F4)."""
     seconds = int(parse_duration(window))
     target = f"on ({KUEUE_TARGET})"
     # the target's latest process start seen in the window, one a target: a label the target list does not name
@@ -188,7 +191,11 @@ def kueue_increase(counter: str, window: str, *, ratio: bool = False) -> str:
     first = f"min_over_time(timestamp({counter})[{window}:{step}])"
     scraped = f"min_over_time(timestamp({PROCESS_START})[{window}:{step}])"
     own = f"ignoring ({', '.join(KUEUE_OWN_LABELS)})"
-    born = f"((min_over_time({counter}[{window}]) unless {then}) and ({first} > {own} group_left () {scraped}))"
+    # and the first copy of its Kueue series: a relabel rolled back in the window shows a queue first counted in
+    # between under the restored labels too, after their start series, and counted it twice (review obsreview18 F3)
+    copy = f"instance, pod, {', '.join(KUEUE_OWN_LABELS)}"
+    earliest = f"({first} == on ({copy}) group_left () min by ({copy}) ({first}))"
+    born = f"((min_over_time({counter}[{window}]) unless {then}) and ({first} > {own} group_left () {scraped}) and {earliest})"
     # what the new process counted: its series as scraped now (gone until it counts again), or, of a target gone or
     # unscraped now, its last value if that was served after the target's latest start: the old process's last value
     # read as the new one's count (its whole lifetime: review obsreview15 F1). A series that lived between two steps'

@@ -804,3 +804,25 @@ def test_the_labels_kueue_increase_sets_aside_are_all_kueues_own() -> None:
     read = ("kueue_admitted_workloads_total", "kueue_finished_workloads_total", "kueue_evicted_workloads_total",
             "kueue_admission_wait_time_seconds", "kueue_admitted_until_ready_wait_time_seconds")  # fmt: skip
     assert {label for name in read for label in facts[name]["labels"]} <= set(KUEUE_OWN_LABELS)
+
+
+@needs_promtool
+def test_first_admission_during_a_relabel_rolled_back_counts_once(tmp_path: Path) -> None:
+    """1m. kueue-a up for 30 days. At 100 m its job label becomes kueue-metrics (an upgrade), at 120 m it is back (a
+    rollback, no pod roll); research's first admission at 110 m shows under both label sets: admitted in the hour to
+    150 m, 1 (it read 2: review obsreview18 F3). A second admission at 130 m, under the restored labels, counts."""
+    rp = platform()
+    a, a_start = kueue_target("kueue-a", "-2592000x99 stale _x19 -2592000x60")
+    b, b_start = kueue_target("kueue-a", "_x100 -2592000x19 stale", job="kueue-metrics")
+
+    def admitted(restored: str, value: int) -> dict[str, object]:
+        series = [a_start, b_start,
+                  {"series": f"kueue_admitted_workloads_total{{{Q},{b}}}", "values": "_x110 1x9 stale"},
+                  {"series": f"kueue_admitted_workloads_total{{{Q},{a}}}", "values": restored},
+                  {"series": f'kueue_pending_workloads{{{Q},{a},status="active"}}', "values": "0x99 stale _x19 0x60"},
+                  {"series": f'kueue_pending_workloads{{{Q},{b},status="active"}}', "values": "_x100 0x19 stale"}]  # fmt: skip
+        # round(): increase() extrapolates the second admission's hour to 2.02
+        read = {"expr": f"round({ADMITTED})", "eval_time": "150m", "exp_samples": [{"labels": f"{{{AT}}}", "value": value}]}
+        return {"interval": "1m", "input_series": series, "promql_expr_test": [read]}
+
+    run_promtool(rp, "aws", [admitted("_x120 1x60", 1), admitted("_x120 1x9 2x50", 2)], tmp_path)
