@@ -784,9 +784,12 @@ def _deadline_finding(pool: ResolvedPool, w: WorkloadPlan, findings: list[PlanFi
     if w.gpus > capacity and w.deadline_days is not None:
         days = (w.wall_clock_days or 0.0) * w.gpus / capacity  # the same GPU-hours on fewer GPUs
         nodes = math.ceil(w.gpus / pool.gpus_per_node)
+        # a size that misses the deadline too (PL337, PL338) is not what is needed: what it takes (review sizreview13 F8)
+        missed = (w.wall_clock_days or 0.0) > w.deadline_days * 1.000001
+        need = f"its planned {_nodes(nodes)} take {days_text(w.wall_clock_days or 0.0)} days" if missed else f"{_nodes(nodes)} are needed"
         message = (
             f"pool {pool.name} with max {_nodes(spec.scaling.max)} finishes {w.name} in {days_text(days)} days, "
-            f"past its {days_text(w.deadline_days)}-day deadline; {_nodes(nodes)} are needed"
+            f"past its {days_text(w.deadline_days)}-day deadline; {need}"
         )
         findings.append(PlanFinding("PL304", w.name, message))
 

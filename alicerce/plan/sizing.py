@@ -632,6 +632,26 @@ def _deadline_run(
     return run
 
 
+def _batch_ceiling(sequences: float, granule: int, model_parallel: int) -> int:
+    """The most GPUs, in whole ``granule``s, whose data-parallel ranks (``model_parallel`` GPUs each) each keep at least
+    one of the global batch's ``sequences``: Megatron's micro-batch calculator refuses fewer."""
+    return int(sequences) * model_parallel // granule * granule
+
+
+def _deadline_bought(  # noqa: PLR0917 - the search's parts
+    at: Callable[[int], _Run], seconds: Callable[[_Run], float], above: int, ceiling: int, step: int, budget: float
+) -> _Run | None:
+    """Past where the deadline search stopped (``above`` GPUs), the run at about the fewest GPUs, in whole ``step``s up
+    to ``ceiling``, that meets ``budget`` wall-clock seconds (counts a sixteenth apart), or None where none does."""
+    n = above
+    while n < ceiling:
+        n = min(ceiling, _ceil_to(max(n + 1, math.ceil(n * 17 / 16)), step))
+        run = at(n)
+        if seconds(run) / run.gpus <= budget * 1.000001:
+            return run
+    return None
+
+
 def tp_link_bytes_per_second(gpu: Gpu, sizing: Sizing) -> float:
     """What one GPU's tensor-parallel all-reduces move per second: the per-direction NVLink (SXM) or PCIe bandwidth of
     the catalog GPU times the bus-bandwidth share NCCL reaches on large messages (training.tpLinkEfficiency)."""
@@ -768,9 +788,11 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             # sizreview12 F6; judged at the degree the run picked, the bound cut reachable deadlines: sizreview13 F2, F10)
             return run.gpus // (widest * context * pipeline) <= sequences
 
+        def at(n: int) -> _Run:
+            return _training_run(w, place, sizing, mem, n, tp, flops_per, active)
+
         def sized(step: int) -> _Run:
-            return _deadline_run(lambda n: _training_run(w, place, sizing, mem, n, tp, flops_per, active), seconds, admissible,
-                                 start=_ceil_to(min_gpus, step), step=step, budget=limit)  # fmt: skip
+            return _deadline_run(at, seconds, admissible, start=_ceil_to(min_gpus, step), step=step, budget=limit)
 
         options = [sized(step) for step in granules]
         if deadline is None:
@@ -806,12 +828,26 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     wall_days = gpu_seconds / gpus / availability / DAY
     if w.gpus is None and deadline is not None and wall_days * DAY > deadline * 1.000001:
         # the search stopped where more GPUs stop paying, or where a data-parallel rank would get less than a sequence:
-        # the deadline is bought dearly or not at all (it was sized at 1.2e27 GPUs: review sizreview11 F9; said as an
-        # error, though pinning more met it: review sizreview12 F1)
-        issues.append(Issue("PL337", f"misses the {days_text(deadline / DAY)}-day deadline at {gpus} GPUs ({wall_days:.2f} days): "
-                            f"beyond them each added GPU shortens the run by less than {MIN_SCALING:.0%} of its share, or "
-                            "leaves a data-parallel rank less than one sequence of the global batch; pin more GPUs to buy time "
-                            "at that price, extend the deadline, or raise globalBatchTokens"))  # fmt: skip
+        # the deadline is bought dearly (PL337, naming the count that buys it) or not at all (PL338, an error: a warning
+        # let `--fail-on error` pass a deadline missed 30-fold; review sizreview13 F4). It was sized at 1.2e27 GPUs
+        # (review sizreview11 F9), and said as an error though pinning more met it (review sizreview12 F1)
+        step = math.lcm(node, pipeline * context * widest, experts * widest)
+        ceiling = _batch_ceiling(sequences, step, widest * context * pipeline)
+        bought = _deadline_bought(at, seconds, run.gpus, ceiling, step, deadline * availability)
+        late = f"misses the {days_text(deadline / DAY)}-day deadline at {gpus} GPUs ({wall_days:.2f} days)"
+        if bought is None:
+            widest_run = "more GPUs leave a data-parallel rank less than one sequence of the global batch"
+            if ceiling > gpus:
+                widest_run = (f"at {ceiling} GPUs, the most whose data-parallel ranks each keep one sequence of the global "
+                              f"batch at TP {widest}, it takes {seconds(at(ceiling)) / ceiling / availability / DAY:.2f} days")  # fmt: skip
+            issues.append(Issue("PL338", f"{late}, and no count meets it: {widest_run} (Megatron refuses a rank less than one "
+                                "sequence); extend the deadline or raise globalBatchTokens"))  # fmt: skip
+        else:
+            extra = seconds(bought) / seconds(run) - 1
+            issues.append(Issue("PL337", f"{late}: beyond them each added GPU shortens the run by less than {MIN_SCALING:.0%} "
+                                f"of its share; pinning {bought.gpus} GPUs meets it in "
+                                f"{seconds(bought) / bought.gpus / availability / DAY:.2f} days for {extra:.0%} more GPU-hours, or "
+                                "extend the deadline"))  # fmt: skip
     figures.append(Figure("wall-clock", wall_days, "days", "GPU-seconds / GPUs / availability / 86400", {"gpus": gpus}))
     if run.recompute_fraction >= 1:
         notes.append(f"activations need full recomputation at {gpus} GPUs (x{sizing.training.fullRecompute.value:g} throughput)")

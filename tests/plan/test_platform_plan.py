@@ -155,6 +155,17 @@ def test_too_small_pool_names_the_days_and_the_nodes_needed() -> None:
     assert "past its 60-day deadline;" in finding.message and finding.message.endswith("nodes are needed")
 
 
+def test_a_deadline_no_count_meets_is_an_error_and_no_size_is_needed() -> None:
+    """Review sizreview13 F4, F8: a deadline the batch cannot meet at any count was a warning (`--fail-on error` passed
+    it), and PL304 named the planned size, which misses it too, as the nodes needed."""
+    data = reference()
+    pretrain = next(w for w in data["workloads"] if w["name"] == "llm-pretrain")
+    pretrain.update(tokens="2T", deadline="1d")
+    found = {f.check: f for f in plan_of(data).findings if f.subject == "llm-pretrain"}
+    assert found["PL338"].severity is Severity.ERROR and "no count meets it" in found["PL338"].message
+    assert found["PL304"].message.endswith("past its 1-day deadline; its planned 379 nodes take 8.8 days")
+
+
 def test_placement_takes_the_idle_owned_pool_and_says_why() -> None:
     """Issue 15: with 128 idle on-prem A100s the planner put a pretraining job on a 4-node AWS pool and
     reported the missed deadline. Now every eligible pool is sized: the owned pool meets the deadline

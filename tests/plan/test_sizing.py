@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from alicerce.catalog import load_catalog
 from alicerce.plan.figures import days_text
+from alicerce.plan.findings import CHECKS, Severity
 from alicerce.plan.platform import plan_platform
 from alicerce.plan.roofline import (
     Replica,
@@ -271,11 +272,13 @@ def test_training_plans_hold_the_model_and_meet_deadlines(params: float, tokens:
     assert plan.min_gpus is not None and plan.gpus >= plan.min_gpus
     assert plan.memory_per_gpu_gib is not None
     assert plan.memory_per_gpu_gib * GIB <= usable_memory(CATALOG.gpu(gpu), SIZING) * 1.000001  # type: ignore[arg-type]
-    # met, or PL337 says where more GPUs stop paying (an unbounded search met every deadline at absurd counts: 1.2e27
-    # GPUs, review sizreview11 F9); such a count still gives each rank a sequence of the batch at the widest degree
+    # met, or PL337 says where more GPUs stop paying and the count that buys the deadline, or PL338 that none does (an
+    # unbounded search met every deadline at absurd counts: 1.2e27 GPUs, review sizreview11 F9); such a count still
+    # gives each rank a sequence of the batch at the widest degree
     assert plan.wall_clock_days is not None
     if plan.wall_clock_days > deadline_days * 1.000001:
-        assert [i.check for i in plan.issues if i.check == "PL337"] == ["PL337"]
+        (late,) = [i for i in plan.issues if i.check in ("PL337", "PL338")]
+        assert ("pinning" in late.message) == (late.check == "PL337")
         assert plan.gpus // 8 <= 4_000_000 / 4096  # the default batch: 976 sequences
     assert plan.gpus % 8 == 0
 
@@ -1310,8 +1313,17 @@ def test_the_deadline_search_keeps_the_cheapest_degree_and_stops_where_gpus_stop
     hopeless = plan_training(workload(**{**long, "tokens": "800B"}, pipelineParallel=16, zeroStage=1, deadline="10d"),
                              on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
     assert hopeless.gpus is not None and hopeless.gpus <= 65536
-    (late,) = [i.message for i in hopeless.issues if i.check == "PL337"]
-    assert late.startswith("misses the 10-day deadline at") and "pin more GPUs to buy time" in late
+    # review sizreview13 F4: no count the batch admits meets it (128 sequences x TP 8 x CP 16 x PP 16 = 262,144 GPUs at
+    # most, 249,856 in whole granules): an error, which `--fail-on error` stops on, not a warning
+    (late,) = [i.message for i in hopeless.issues if i.check == "PL338"]
+    assert late.startswith("misses the 10-day deadline at") and "no count meets it: at 249856 GPUs" in late
+    assert CHECKS["PL338"].severity is Severity.ERROR
+    # bought dearly: PL337 names a count that meets it, and pinning that count does
+    dear = workload(**{**long, "tokens": "400B"}, pipelineParallel=16, zeroStage=1, deadline="6d")
+    (costly,) = [i.message for i in plan_training(dear, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL337"]
+    pin = int(costly.split("pinning ")[1].split(" GPUs")[0])
+    bought = plan_training(dear.model_copy(update={"gpus": pin}), on("H100-SXM5-80GB"), SIZING, [])
+    assert bought.wall_clock_days is not None and bought.wall_clock_days <= 6
 
 
 def test_a_16_bit_gradient_reduction_keeps_a_16_bit_gradient_buffer() -> None:
@@ -1339,7 +1351,7 @@ def test_the_layout_keeps_the_expert_grid_and_each_rank_a_sequence() -> None:
                            on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
     assert rushed.gpus is not None and rushed.tensor_parallel is not None
     assert rushed.gpus // 8 <= 4_000_000 / 4096  # at the widest degree, each rank keeps a sequence
-    assert [i.check for i in rushed.issues if i.check == "PL337"] == ["PL337"]
+    assert [i.check for i in rushed.issues if i.check in ("PL337", "PL338")] == ["PL338"]  # 976 GPUs: the batch's ceiling
 
 
 def test_a_pinned_count_the_expert_grid_does_not_divide_is_no_plan() -> None:
