@@ -858,6 +858,15 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     if sequences_per_rank < 1:
         issues.append(Issue("PL312", f"the global batch gives {sequences_per_rank:.2f} sequences per data-parallel rank at {gpus} GPUs: "
                             "below one, published runs fall well short of the model (strong-scaling floor)"))  # fmt: skip
+    ranks = max(1, gpus // (tp * context * pipeline))
+    sequences = batch_tokens / (w.sequence_length or DEFAULT_SEQUENCE)
+    if sequences_per_rank >= 1 and (sequences % ranks or not sequences.is_integer()):
+        # Megatron's micro-batch calculator asserts the global batch (in sequences) divides by micro-batch x data-parallel
+        # ranks (megatron/core/num_microbatches_calculator.py ConstantNumMicroBatchesCalculator), and every stack runs
+        # ranks x local batch: the run takes the nearest multiple (review sizreview13 F3)
+        below, above = math.floor(sequences / ranks) * ranks, math.ceil(sequences / ranks) * ranks
+        notes.append(f"the global batch of {sequences:,.6g} sequences does not split evenly over {ranks} data-parallel ranks: "
+                     f"the stack runs a multiple of {ranks} ({below:,} or {above:,} sequences)")  # fmt: skip
     if pipeline > 1 and sequences_per_rank < pipeline:
         # 1F1B: (p - 1) of the m + p - 1 microbatch slots of a step fill and drain the pipeline (Narayanan et al. 2021)
         idle = (pipeline - 1) / (max(sequences_per_rank, 1e-9) + pipeline - 1)

@@ -1363,3 +1363,18 @@ def test_a_pinned_count_the_expert_grid_does_not_divide_is_no_plan() -> None:
                            on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
     assert pinned.gpus is None and any("expert grid" in i.message for i in pinned.issues if i.check == "PL303")
     assert days_text(7 / 24) == "0.29" and days_text(5.5) == "5.5" and days_text(30.0) == "30"
+
+
+def test_a_global_batch_the_ranks_do_not_divide_says_what_the_stack_runs() -> None:
+    """Review sizreview13 F3: Megatron's micro-batch calculator asserts the global batch divides by the data-parallel
+    ranks; a 70B at 2,048 sequences and a 20-day deadline is planned at 656 GPUs, TP 4: 164 ranks, which 2,048 is not
+    a multiple of. A pinned count whose ranks divide it says nothing."""
+    seventy = {"parameters": "70B", "layers": 80, "hiddenSize": 8192}
+    run = {"model": seventy, "tokens": "1T", "sequenceLength": 8192, "globalBatchTokens": 2048 * 8192, "accelerator": "H100"}
+    planned = plan_training(workload(**run, deadline="20d"), on("H100-SXM5-80GB"), SIZING, [])
+    assert (planned.gpus, planned.tensor_parallel) == (656, 4)
+    assert "does not split evenly over 164 data-parallel ranks: the stack runs a multiple of 164 (1,968 or 2,132 sequences)" in (
+        " ".join(planned.notes)
+    )
+    pinned = plan_training(workload(**run, gpus=1024), on("H100-SXM5-80GB"), SIZING, [])
+    assert not any("split evenly" in n for n in pinned.notes)
