@@ -279,8 +279,11 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
     if w.precision == "fp32":
         kept_weight = kept_gradient = sizing.weightBytes["fp32"]
     # ... unless the run reduces them in 16 bits (Megatron --grad-reduce-in-bf16: its gradient buffer is the
-    # parameters' type, megatron/core/distributed/distributed_data_parallel.py; review sizreview11 F4)
-    fp32_buffer = w.precision not in ("fp16", "fp32") and w.gradient_reduction != "16-bit"
+    # parameters' type, megatron/core/distributed/distributed_data_parallel.py; review sizreview11 F4) with the
+    # distributed optimizer: at ZeRO-0 Megatron's optimizer copies every 16-bit gradient to a fresh fp32 one each step
+    # (megatron/core/optimizer/optimizer.py Float16OptimizerWithFloat16Params _copy_model_grads_to_main_grads), the
+    # same bytes (review sizreview12 F4)
+    fp32_buffer = w.precision not in ("fp16", "fp32") and (w.gradient_reduction != "16-bit" or zero_stage(w) == 0)
     extra = per.fp32Gradients.value - per.gradients.value if fp32_buffer else 0.0
     main = per.fp32Gradients.value if w.precision == "fp16" else 0.0
     routed = 0.0
