@@ -35,6 +35,13 @@ NODE_GPUS = 8
 TP_DEGREES = (1, 2, 4, 8)
 
 
+def node_degrees(node_gpus: int) -> tuple[int, ...]:
+    """The tensor-parallel degrees a training run can use on nodes of ``node_gpus``: those a node holds whole groups of.
+    Ranks fill nodes in order, so on a 10-GPU server TP 8 put two groups of every five across two nodes, their
+    all-reduces over the fabric, costed at the node's link (review sizreview12 F7)."""
+    return tuple(d for d in TP_DEGREES if d <= node_gpus and node_gpus % d == 0)
+
+
 @dataclass(frozen=True)
 class Issue:
     """A problem the sizing found, under a plan check id (alicerce/plan/findings.py)."""
@@ -353,7 +360,7 @@ def smallest_fit(
     """
     usable = usable_memory(gpu, sizing)
     best: tuple[int, int] | None = None
-    for tp in (d for d in TP_DEGREES if d <= node_gpus):
+    for tp in node_degrees(node_gpus):
         group = tp * pipeline
         free = usable - mem.activations_at(tp, 1.0) - mem.held_whole(zero_stage) / group
         if free <= 0:
@@ -369,7 +376,7 @@ def _overflow(mem: TrainingMemory, gpu: Gpu, sizing: Sizing, *, node_gpus: int, 
     """PL303's words when no layout holds the job, at the widest tensor-parallel degree: which part overflows, and what
     shrinks it (it always blamed one sequence's activations, where the state ZeRO keeps whole overflowed: a 405B at
     ZeRO-1 was told to shorten its sequences; review sizreview10 F2)."""
-    tp = max(d for d in TP_DEGREES if d <= node_gpus)
+    tp = max(node_degrees(node_gpus))
     usable, activations = usable_memory(gpu, sizing), mem.activations_at(tp, 1.0)
     whole = mem.held_whole(zero_stage) / (tp * pipeline)
     parts = (
@@ -677,8 +684,8 @@ def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usabl
     parallelism pays its all-reduces, recomputation its extra forward pass); ties go to the smaller degree. ``job``
     brings the degree to fall back on when nothing fits (full recomputation there)."""
     best: tuple[float, int, TrainingJob] | None = None
-    for d in TP_DEGREES:
-        if d > node_gpus or job.gpus % (d * job.context_parallel * job.pipeline_parallel):
+    for d in node_degrees(node_gpus):
+        if job.gpus % (d * job.context_parallel * job.pipeline_parallel):
             continue
         if job.gpus % (d * mem.expert_parallel * job.pipeline_parallel):
             continue  # the expert grid, EP x TP x PP, must divide the count too (review sizreview12 F2)
@@ -697,7 +704,7 @@ def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usabl
     # stack can start: Megatron refuses a world size TP x CP x PP does not divide; review sizreview9 F9)
     whole = job.context_parallel * job.pipeline_parallel
     if job.gpus % (job.tensor_parallel * whole):
-        fallback = max((d for d in TP_DEGREES if d <= node_gpus and job.gpus % (d * whole) == 0), default=1)
+        fallback = max((d for d in node_degrees(node_gpus) if job.gpus % (d * whole) == 0), default=1)
         return replace(job, tensor_parallel=fallback)
     return job
 
@@ -778,12 +785,12 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # where 1,024 at TP 8 take 357k; review sizreview11 F6)
         node = place.gpus_per_node
         experts = mem.expert_parallel * pipeline  # whole expert grids too (EP x TP x PP)
-        granules = sorted({math.lcm(node, pipeline * context * d, experts * d) for d in TP_DEGREES if tp <= d <= node})
+        granules = sorted({math.lcm(node, pipeline * context * d, experts * d) for d in node_degrees(node) if d >= tp})
         limit = deadline * availability if deadline else None
 
         sequences = float(w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value) / (w.sequence_length or DEFAULT_SEQUENCE)
 
-        widest = max(d for d in TP_DEGREES if d <= node)
+        widest = max(node_degrees(node))
 
         def admissible(run: _Run) -> bool:
             # some layout gives each data-parallel rank at least one sequence of the global batch, the widest tensor

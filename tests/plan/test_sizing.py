@@ -35,6 +35,7 @@ from alicerce.plan.sizing import (
     Placement,
     model_state_bytes,
     network_bytes_per_step,
+    node_degrees,
     plan_inference,
     plan_training,
     served_shape,
@@ -1381,3 +1382,17 @@ def test_a_global_batch_the_ranks_do_not_divide_says_what_the_stack_runs() -> No
     )
     pinned = plan_training(workload(**run, gpus=1024), on("H100-SXM5-80GB"), SIZING, [])
     assert not any("split evenly" in n for n in pinned.notes)
+
+
+def test_tensor_parallel_groups_stay_inside_a_node() -> None:
+    """Review sizreview12 F7: on 10-GPU servers TP 8 put groups across two nodes, costed at the node's link. Only the
+    degrees a node holds whole groups of: a 70B at ZeRO-1 on 10-GPU PCIe nodes (it ran at TP 8) needs a pipeline beside
+    TP 2."""
+    assert node_degrees(10) == (1, 2) and node_degrees(8) == (1, 2, 4, 8) and node_degrees(4) == (1, 2, 4)
+    gpu = CATALOG.gpu("H100-PCIE-80GB")
+    assert gpu is not None
+    seventy = {"model": {"parameters": "70B", "layers": 80, "hiddenSize": 8192}, "tokens": "300B", "zeroStage": 1, "deadline": "20d"}
+    alone = plan_training(workload(**seventy), Placement(None, gpu, 10, 400.0), SIZING, [])
+    assert alone.gpus is None and [i.check for i in alone.issues] == ["PL303"]
+    piped = plan_training(workload(**seventy, pipelineParallel=5), Placement(None, gpu, 10, 400.0), SIZING, [])
+    assert piped.tensor_parallel == 2 and piped.gpus is not None and piped.gpus % 10 == 0
