@@ -136,6 +136,14 @@ PRESENCE = "10m"
 # it joins the start-time series with exactly its own target labels, whatever the scrape adds (a first count made
 # before a label change was lost when joined on the target list: review obsreview18 F1)
 KUEUE_OWN_LABELS = ("cluster_queue", "priority_class", "replica_role", "reason", "underlying_cause", "le")
+KUEUE_REPLICA = "alicerce_kueue_replica"  # a working label: which Kueue pod served a series, whatever its target labels
+
+
+def _kueue_replica(series: str) -> str:
+    """``series`` labelled with the Kueue pod that served it (KUEUE_REPLICA): its pod, or its instance where the scrape
+    gives no pod, so two copies of one series under relabelled target labels match."""
+    by_instance = f'label_replace({series}, "{KUEUE_REPLICA}", "$1", "instance", "(.*)")'
+    return f'label_replace({by_instance}, "{KUEUE_REPLICA}", "$1", "pod", "(.+)")'
 
 
 def kueue_increase(counter: str, window: str, *, ratio: bool = False) -> str:
@@ -166,7 +174,8 @@ def kueue_increase(counter: str, window: str, *, ratio: bool = False) -> str:
     its next late one: review obsreview15 F8); a series created within one step of its target's first scrape reads
     as created with it (a minute up to a 6-hour window; 28 minutes at 7 days, where a queue's first count just after
     a relabel or a fresh Prometheus is left out of the week), and a born series' first value leaves the window up to
-    a step early (review obsreview18 F2, F4)."""
+    a step early (review obsreview18 F2, F4); a relabel that drops the pod label, rolled back in the window: the copy
+    without it is keyed by its instance, and a first count made under either counts twice (review obsreview19 F1)."""
     seconds = int(parse_duration(window))
     target = f"on ({KUEUE_TARGET})"
     # the target's latest process start seen in the window, one a target: a label the target list does not name
@@ -191,17 +200,25 @@ def kueue_increase(counter: str, window: str, *, ratio: bool = False) -> str:
     first = f"min_over_time(timestamp({counter})[{window}:{step}])"
     scraped = f"min_over_time(timestamp({PROCESS_START})[{window}:{step}])"
     own = f"ignoring ({', '.join(KUEUE_OWN_LABELS)})"
-    # and the first copy of its Kueue series: a relabel rolled back in the window shows a queue first counted in
-    # between under the restored labels too, after their start series, and counted it twice (review obsreview18 F3)
-    copy = f"instance, pod, {', '.join(KUEUE_OWN_LABELS)}"
-    earliest = f"({first} == on ({copy}) group_left () min by ({copy}) ({first}))"
-    born = f"((min_over_time({counter}[{window}]) unless {then}) and ({first} > {own} group_left () {scraped}) and {earliest})"
+    may_be_born = f"((({first} unless {then}) and ({first} > {own} group_left () {scraped})) unless {target} {fresh})"
+    # and the first copy of its Kueue series that may be born: a relabel rolled back in the window shows a queue first
+    # counted in between under the restored labels too, after their start series, and counted it twice (review
+    # obsreview18 F3). A copy is the same pod (its instance where the scrape gives no pod: a relabel of the instance
+    # rolled back is one pod's too) and the same Kueue labels; a copy whose target restarted in the window, or that
+    # appeared with its target, carries no count of its own and suppresses none (review obsreview19 F1, F2)
+    replica = _kueue_replica(may_be_born)
+    copy = f"{KUEUE_REPLICA}, {', '.join(KUEUE_OWN_LABELS)}"
+    earliest = f"({replica} == on ({copy}) group_left () min by ({copy}) ({replica}))"
+    born = f"(min_over_time({counter}[{window}]) and ignoring ({KUEUE_REPLICA}) {earliest})"
     # what the new process counted: its series as scraped now (gone until it counts again), or, of a target gone or
     # unscraped now, its last value if that was served after the target's latest start: the old process's last value
     # read as the new one's count (its whole lifetime: review obsreview15 F1). A series that lived between two steps'
     # 5-minute lookbacks is missed
     served = f"(last_over_time(timestamp({counter})[{window}:{step}]) > {target} group_left () {started})"
-    counted = f"(({counter} + 0) or ((last_over_time({counter}[{window}]) unless {target} {PROCESS_START}) and {served}))"
+    # (a gone copy of a series scraped now, a relabel rolled back, is the same count: review obsreview19)
+    gone = f"((last_over_time({counter}[{window}]) unless {target} {PROCESS_START}) and {served})"
+    gone = f"max without ({KUEUE_REPLICA}) ({_kueue_replica(gone)} unless on ({copy}) {_kueue_replica(counter)})"
+    counted = f"(({counter} + 0) or {gone})"
     latest = f"({counted} or {grown})" if ratio else f"(({grown} > {counted}) or {counted} or {grown})"
     older = f"((({grown} + {born}) or {born} or {grown}) unless {target} {fresh})"
     return f"({older} or ({latest} and {target} {fresh}))"
