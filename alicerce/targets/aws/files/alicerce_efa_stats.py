@@ -6,8 +6,10 @@ port's counters/ directory, which the kernel creates only for adapters that answ
 a fixed set of mlx5 names in hw_counters/ (procfs v0.21.1 sysfs/class_infiniband.go, used by node_exporter v1.12.1).
 The efa driver keeps its port statistics in /sys/class/infiniband/<device>/ports/<port>/hw_counters/ (Linux
 drivers/infiniband/hw/efa/efa_verbs.c, EFA_DEFINE_PORT_STATS): this writes them under names of their own. One file,
-written whole and renamed, so a scrape never reads half of it. A counter the node's driver does not keep (the RDMA
-write and retransmit ones came in later driver versions) is left out, never written as 0.
+written whole and renamed, so a scrape never reads half of it. A counter the node's driver does not keep is left out,
+never written as 0: the RDMA write counters came with a later patch to EFA_DEFINE_PORT_STATS ("RDMA/efa: Add RDMA
+write HW statistics counters"), the retransmit and unresponsive-remote ones with the efa driver's network statistics
+(efa driver 2.17.0 changelog, "Add Network HW statistics counters"; listed in the CloudWatch agent's EFA metrics).
 
 Runs on the node from a systemd timer, with the node's own python3 and nothing else installed.
 """
@@ -23,7 +25,8 @@ FILE_NAME = "alicerce_efa.prom"
 """The file in the textfile directory (the alert on stale counters names it)."""
 
 DRIVER = "efa"
-"""The kernel driver of an EFA device (/sys/class/infiniband/<device>/device/driver links to it)."""
+"""The kernel driver of an EFA device (/sys/class/infiniband/<device>/device/driver links to it; efa_main.c registers
+efa_pci_driver under DRV_MODULE_NAME, "efa")."""
 
 METRICS = {
     "alicerce_efa_transmitted_bytes_total": ("tx_bytes", "Bytes the EFA port transmitted."),
