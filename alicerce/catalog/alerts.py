@@ -534,9 +534,15 @@ KUEUE_PROCESS_START_ABSENT = "KueueProcessStartAbsent"  # Kueue's counts of a re
 SERVING_METRICS_ABSENT = "ServingMetricsAbsent"
 SERVING_LATENCY_UNMEASURED = "ServingLatencyUnmeasured"  # scraped, but no latency histogram an SLO of it reads
 CLOUD_STORAGE_METRICS_ABSENT = "CloudWatchStorageMetricsAbsent"  # a cloud tier whose file system's I/O nobody exports
+# the EFA ports' counters (the EFA pools' writer, alicerce.targets.aws files/alicerce_efa_stats.py): a node of an EFA
+# pool that reports none, or whose file stopped being rewritten. node_textfile_mtime_seconds{file} is the full path of
+# each file the textfile collector read (node_exporter v1.12.1 collector/textfile.go)
+EFA_COUNTERS_MISSING = "EfaCountersMissing"
+EFA_COUNTERS_STALE = "EfaCountersStale"
+EFA_COUNTERS_FILE = "alicerce_efa.prom"
 SOURCE_ALERTS = (KUBE_STATE_METRICS_ABSENT, NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_ABSENT, DCGM_PROFILING_ABSENT,
                  DCGM_XID_COUNTS_ABSENT, KUEUE_METRICS_ABSENT, KUEUE_PROCESS_START_ABSENT, SERVING_METRICS_ABSENT,
-                 SERVING_LATENCY_UNMEASURED, CLOUD_STORAGE_METRICS_ABSENT)  # fmt: skip
+                 SERVING_LATENCY_UNMEASURED, CLOUD_STORAGE_METRICS_ABSENT, EFA_COUNTERS_MISSING, EFA_COUNTERS_STALE)  # fmt: skip
 # a serving workload with pods and no ready one (alicerce.emit.kube.sources): down after serving, or never ready
 SERVING_WORKLOAD_DOWN = "ServingWorkloadDown"
 SERVING_NEVER_READY = "ServingWorkloadNeverReady"
@@ -555,6 +561,7 @@ FABRIC_ALERTS = (FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, 
 # and GPU host.
 NODE_OUTAGE_ALERTS = ("DCGMExporterDown", NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_ABSENT, DCGM_PROFILING_ABSENT,
                       DCGM_XID_COUNTS_ABSENT, "StorageTierUnreadable", "StorageCountersMissing", "StorageCountersStale",
+                      EFA_COUNTERS_MISSING, EFA_COUNTERS_STALE,
                       FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, FABRIC_COUNTERS_SATURATED)  # fmt: skip
 NODE_OUTAGE_GROUP_BY = ("alertname", "pool", "tier")
 # Prometheus lacks the samples the month's spend starts with: retention deleted them, or its TSDB began again (alicerce.emit.kube.costs)

@@ -1,4 +1,5 @@
-"""Which storage tiers' I/O a site counts, and how: its nodes' client counters, or the cloud's metrics of its file systems.
+"""Which storage tiers' I/O a site counts, and how: its nodes' client counters, or the cloud's metrics of its file systems;
+and where the node exporter reads the textfiles of those counters and of the EFA ports' (issue 24).
 
 The node_monitoring role writes the counters (its files/alicerce_storage_stats.py, from a systemd
 timer) into the textfile collector's directory; the node exporter that owns port 9100 reads them,
@@ -22,6 +23,17 @@ def counted_tiers(site: ResolvedSite) -> list[str]:
     if not site.capabilities.nodes_by_ansible:
         return []
     return [t.name for t in site.storage if (m := t.mounts.get(site.name)) is not None and m.kind in COUNTED_KINDS]
+
+
+def efa_counted(site: ResolvedSite) -> bool:
+    """Whether nodes of ``site`` write EFA port counters into the textfile directory (its EFA pools' launch template
+    installs the writer: alicerce.targets.aws.components.gpu_node_pool.efa_stats_part)."""
+    return any(p.rdma is not None and p.rdma.technology == "efa" for p in site.pools)
+
+
+def reads_textfiles(site: ResolvedSite) -> bool:
+    """Whether the node exporter of ``site`` must read the textfile directory: storage tiers' or EFA ports' counters."""
+    return bool(counted_tiers(site)) or efa_counted(site)
 
 
 def every_mount_counted(site: ResolvedSite) -> bool:

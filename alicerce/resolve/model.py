@@ -114,6 +114,13 @@ class RdmaAttachment(Resolved):
         whose names the collector does not map, so an EFA port reports its rate and state, never its traffic."""
         return self.technology in ("infiniband", "roce")
 
+    @property
+    def traffic_counters(self) -> bool:
+        """Whether the fabric's traffic and errors per port reach Prometheus: the node exporter's port counters, or on
+        EFA the efa driver's hw_counters, which the pool's launch template installs a writer for (alicerce.targets.aws
+        files/alicerce_efa_stats.py, served by the node exporter's textfile collector)."""
+        return self.port_counters or self.technology == "efa"
+
 
 class ResolvedPool(Resolved):
     index: int  # position in the environment's merged nodePools, for error paths

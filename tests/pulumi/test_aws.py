@@ -6,6 +6,7 @@ import importlib
 import inspect
 import json
 import re
+import subprocess
 from typing import Any
 
 import pytest
@@ -664,6 +665,38 @@ def test_efa_nodes_run_containers_with_an_unlimited_memlock_limit(prod: Any) -> 
         assert rlimits["RLIMIT_MEMLOCK"]["soft"] == rlimits["RLIMIT_MEMLOCK"]["hard"] == 2**63
         assert float(2**63) == 2**63  # survives nodeadm's float64 round trip exactly
         assert rlimits["RLIMIT_NOFILE"] == {"type": "RLIMIT_NOFILE", "soft": 65536, "hard": 1048576}
+
+
+def test_efa_nodes_install_the_efa_counters_writer_and_other_nodes_do_not(prod: Any) -> None:
+    """Issue 24 item 1 on AWS: the node exporter sees no EFA traffic, so EFA pools' user data carries a shell part that
+    cloud-init runs, installing the counters writer (its one copy in the package) and the timer that runs it."""
+    import base64
+    import email
+
+    from alicerce.emit.storage_counters import TEXTFILE_DIRECTORY
+    from alicerce.targets.aws.components.gpu_node_pool import EFA_STATS_PATH, efa_stats_script
+
+    _, result = prod
+    seen = {"efa": 0, "other": 0}
+    for lt in result.of_type("aws:ec2/launchTemplate:LaunchTemplate"):
+        efa = any(n["interfaceType"] == "efa-only" for n in lt.inputs.get("networkInterfaces", []))
+        raw = base64.b64decode(lt.inputs["userData"]) if "userData" in lt.inputs else b""
+        assert len(raw) < 16 * 1024, lt.name  # EC2's limit on user data before base64
+        parts = {p.get_content_type(): p.get_payload() for p in email.message_from_bytes(raw).walk()} if raw else {}
+        seen["efa" if efa else "other"] += 1
+        if not efa:
+            assert "text/x-shellscript" not in parts and "alicerce_efa" not in raw.decode(), lt.name
+            continue
+        assert "application/node.eks.aws" in parts, lt.name  # nodeadm's part is still there beside it
+        shell = parts["text/x-shellscript"]
+        assert shell.startswith("#!/bin/bash\nset -euo pipefail\n")
+        assert efa_stats_script().rstrip() in shell  # byte for byte, inside a quoted heredoc that expands nothing
+        assert f"cat > {EFA_STATS_PATH} <<'" in shell
+        assert f"ExecStart=/usr/bin/python3 {EFA_STATS_PATH} --output {TEXTFILE_DIRECTORY}" in shell
+        assert "OnUnitActiveSec=15s" in shell and "systemctl enable --now alicerce-efa-stats.timer" in shell
+        syntax = subprocess.run(["bash", "-n"], input=shell, capture_output=True, text=True, check=False)
+        assert syntax.returncode == 0, syntax.stderr
+    assert seen["efa"] and seen["other"]
 
 
 # ---------------------------------------------------------------- data protection (issue 21)

@@ -93,10 +93,10 @@ def diagnoses(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         f'count by (namespace, pod, node) (({GPU_FB} > 0.9) and ({GPU_DRAM}{{pod!=""}} > 0.6) and ({GPU_TENSOR} < 0.2)) > 0 '
         f"unless on (namespace, pod) {serving}"
     )
-    # communication-bound reads the fabric's port counters: only pools whose adapters report them to the node exporter
-    # (InfiniBand, RoCE; an EFA port reports none, alicerce.resolve.model.RdmaAttachment.port_counters), or it is a
-    # diagnosis that can never fire
-    counted = sorted(p.name for p in rp.site(site_name).pools if p.gpu is not None and p.rdma is not None and p.rdma.port_counters)
+    # communication-bound reads the fabric's port counters: only pools whose ports' traffic reaches Prometheus
+    # (InfiniBand and RoCE through the node exporter, EFA through alicerce's writer of its hw_counters:
+    # alicerce.resolve.model.RdmaAttachment.traffic_counters), or it is a diagnosis that can never fire
+    counted = sorted(p.name for p in rp.site(site_name).pools if p.gpu is not None and p.rdma is not None and p.rdma.traffic_counters)
     pools = f'pool=~"{"|".join(counted)}"'
     comms = (
         f'(avg by (node, pool) ({GPU_TENSOR}{{pod!="",{pools}}}) < 0.15) and on (node) ({NODE_HELD} > 0.8) '

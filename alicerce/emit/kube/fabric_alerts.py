@@ -50,7 +50,10 @@ def fabric_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     devices = {p.name: _matcher(p.rdma.rail_devices) for p in fabric_pools if p.rdma is not None}
     pools = sorted(rails)
     if not pools:
-        return []  # EFA and fabrics without port counters report no port state to the node exporter
+        # EFA: the efa driver reports its port ACTIVE whenever the device is up and keeps no link-down or symbol error
+        # counters; its errors (drops, RDMA work request errors, retransmit timeouts) count in the fabric error KPI,
+        # and EfaCountersMissing says when a node's EFA ports report nothing (alicerce.emit.kube.sources)
+        return []
     nodes = f'max by (node) (kube_node_labels{{{POOL_NODE_LABEL}=~"{"|".join(pools)}"}})'
     on_pools = f"* on (node) group_left () ({nodes} > 0)"
     # a port active in the last 30 days (kpi.PORT_LAST_ACTIVE) that is not ACTIVE now: a rail down for days stays

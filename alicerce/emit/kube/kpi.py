@@ -24,7 +24,7 @@ import re
 from typing import Any
 
 from alicerce.catalog.alerts import INFERENCE_POD, TPOT, TTFT, series_names
-from alicerce.emit.storage_counters import cloud_metric_tiers, counted_tiers, every_mount_counted
+from alicerce.emit.storage_counters import cloud_metric_tiers, counted_tiers, efa_counted, every_mount_counted
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
 from alicerce.resolve.namespaces import KUEUE_NAMESPACE
 from alicerce.spec.units import parse_duration
@@ -657,21 +657,45 @@ def _present_sum(records: tuple[str, ...]) -> str:
 IB_PORT_ACTIVE = 4
 
 
+# The EFA ports' counters (alicerce.targets.aws files/alicerce_efa_stats.py, from the efa driver's hw_counters): bytes
+# through the port, and what counts as a fabric error there: packets dropped on receive, RDMA work requests completed
+# in error, retransmissions that timed out (SRD gave up on a path). Retransmitted packets are not errors: SRD recovers
+# them, and a busy fabric always has some.
+EFA_RX = "alicerce_efa_received_bytes_total"
+EFA_TX = "alicerce_efa_transmitted_bytes_total"
+EFA_ERRORS = (
+    "alicerce_efa_receive_drops_total",
+    "alicerce_efa_rdma_read_errors_total",
+    "alicerce_efa_rdma_write_errors_total",
+    "alicerce_efa_retransmit_timeouts_total",
+)
+
+
 def node_rules(site: ResolvedSite) -> list[dict[str, Any]]:
-    """Fabric (InfiniBand/RoCE port counters; EFA exposes none to the node exporter) and storage (local disks, and IO
-    pressure, which also counts tasks blocked on Lustre and NFS) per node and pool."""
+    """Fabric (InfiniBand/RoCE port counters from the node exporter, EFA port counters from alicerce's writer through its
+    textfile collector) and storage (local disks, and IO pressure, which also counts tasks blocked on Lustre and NFS)
+    per node and pool."""
     ib = "node_infiniband_port_data_{}_bytes_total"
     # these three stop at their maximum (8 and 16 bits: alicerce.emit.kube.fabric_alerts): a saturated port adds 0 here,
     # which FabricCountersSaturated reports
     errors = " + ".join(f"rate(node_infiniband_{c}[5m])" for c in ("port_errors_received_total", "link_downed_total", "symbol_error_total"))
-    link = (
-        f"max by (node) (max by (node, device, port) (rate({ib.format('transmitted')}[5m])) "
-        f"/ max by (node, device, port) (node_infiniband_rate_bytes_per_second))"
-    )
+    rx, tx = f"rate({ib.format('received')}[5m])", f"rate({ib.format('transmitted')}[5m])"
+    node_errors = f"sum by (node) ({errors})"
+    if efa_counted(site):
+        # an EFA device is no HCA with port counters, an HCA no EFA device: the union of the two per device and port.
+        # An error counter an older efa driver lacks counts 0 on the node instead of hiding its other errors
+        rx, tx = f"{rx} or rate({EFA_RX}[5m])", f"{tx} or rate({EFA_TX}[5m])"
+        zero = f"0 * sum by (node) (rate({EFA_TX}[5m]))"
+        node_errors += " or (" + " + ".join(f"(sum by (node) (rate({c}[5m])) or {zero})" for c in EFA_ERRORS) + ")"
+    # the node exporter reports each EFA port's rate as it does an HCA's (procfs v0.21.1 class_infiniband.go reads
+    # ports/N/rate of every /sys/class/infiniband device). Recent efa drivers derive it from the device's link speed
+    # (efa_verbs.c efa_link_gbps_to_speed_and_width); older ones report 100 Gb/s whatever the link (IB_SPEED_EDR,
+    # IB_WIDTH_4X), which overstates a faster port's utilisation
+    link = f"max by (node) (max by (node, device, port) ({tx}) / max by (node, device, port) (node_infiniband_rate_bytes_per_second))"
     rules = [
-        _rule(NODE_IB_RX, f"sum by (node) (rate({ib.format('received')}[5m]))"),
-        _rule(NODE_IB_TX, f"sum by (node) (rate({ib.format('transmitted')}[5m]))"),
-        _rule(NODE_IB_ERRORS, f"sum by (node) ({errors})"),
+        _rule(NODE_IB_RX, f"sum by (node) ({rx})"),
+        _rule(NODE_IB_TX, f"sum by (node) ({tx})"),
+        _rule(NODE_IB_ERRORS, node_errors),
         _rule(NODE_IB_UTIL, link),
         _last_seen(PORT_LAST_ACTIVE, f"max by (node, device, port) (node_infiniband_state_id) == {IB_PORT_ACTIVE}", "node, device, port"),
         _rule(NODE_DISK_READ, f"sum by (node) (rate(node_disk_read_bytes_total{{{DISK}}}[5m]))"),

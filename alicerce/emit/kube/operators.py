@@ -43,7 +43,7 @@ from alicerce.emit.kube.kpi import (
     RAY_SERVE_LABEL,
 )
 from alicerce.emit.kube.kueue import kueue_configuration
-from alicerce.emit.storage_counters import TEXTFILE_DIRECTORY, counted_tiers
+from alicerce.emit.storage_counters import TEXTFILE_DIRECTORY, reads_textfiles
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
 from alicerce.resolve.namespaces import (
     GPU_OPERATOR_NAMESPACE,
@@ -432,8 +432,9 @@ def monitoring_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any
             "prometheus": {"monitor": {"relabelings": [{"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node"}]}}
         },
     }
-    if site.software.node_exporter == "cluster" and counted_tiers(site):
-        # the storage tiers' client counters the host writes (node_monitoring), read through the chart's host root mount
+    if site.software.node_exporter == "cluster" and reads_textfiles(site):
+        # the storage tiers' client counters the host writes (node_monitoring) and the EFA ports' counters (the EFA
+        # pools' launch template installs their writer), read through the chart's host root mount
         # (prometheus-node-exporter 4.56.1 mounts / at /host/root); a list value replaces the chart's, so its own come first
         values["prometheus-node-exporter"] |= {
             "hostRootFsMount": {"enabled": True},

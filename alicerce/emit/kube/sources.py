@@ -9,7 +9,8 @@ the others: its own absence is the first alert. DCGM's exporter has DCGMExporter
 Series and labels, at the pinned versions (vendored under tests/data/upstream):
 - kube-state-metrics 2.20.0: ``kube_node_labels`` (one per node, ``node``), ``kube_pod_status_phase``;
 - node exporter v1.12.1: ``node_pressure_io_waiting_seconds_total`` (pressure collector, every node with PSI: the
-  storage KPIs count from it), ``node_infiniband_port_data_transmitted_bytes_total`` (infiniband collector);
+  storage KPIs count from it), ``node_infiniband_port_data_transmitted_bytes_total`` (infiniband collector), and through
+  its textfile collector the EFA ports' ``alicerce_efa_*`` counters (alicerce.targets.aws files/alicerce_efa_stats.py);
 - dcgm-exporter 4.5.3-4.8.2: ``DCGM_FI_DEV_GPU_UTIL`` and the profiling ``DCGM_FI_PROF_PIPE_TENSOR_ACTIVE``;
 - Kueue 0.19.2: ``kueue_pending_workloads`` is set for every ClusterQueue as soon as Kueue knows it, zeros included
   (pkg/cache/queue/manager.go AddClusterQueue -> reportPendingWorkloads);
@@ -24,6 +25,9 @@ from alicerce.catalog.alerts import (
     CLOUD_STORAGE_METRICS_ABSENT,
     DCGM_PROFILING_ABSENT,
     DCGM_XID_COUNTS_ABSENT,
+    EFA_COUNTERS_FILE,
+    EFA_COUNTERS_MISSING,
+    EFA_COUNTERS_STALE,
     FABRIC_COUNTERS_ABSENT,
     KUBE_STATE_METRICS_ABSENT,
     KUEUE_METRICS_ABSENT,
@@ -45,6 +49,7 @@ from alicerce.catalog.alerts import (
 )
 from alicerce.emit.kube.diagnoses import le_matcher
 from alicerce.emit.kube.kpi import (
+    EFA_RX,
     KUEUE_TARGET,
     LIVE_PODS,
     POOL_NODE_LABEL,
@@ -101,6 +106,9 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
                             "The node exporter answers but its infiniband collector sees no adapter port (collector "
                             "disabled, /sys not mounted into its pod, or the HCA driver not loaded): fabric KPIs and the "
                             "communication-bound diagnosis are blind on this node."))  # fmt: skip
+    efa = [p.name for p in site.pools if p.rdma is not None and p.rdma.technology == "efa"]
+    if efa:
+        alerts += efa_counters_alerts(efa)
     if any(p.gpu is not None for p in site.pools) and rp.spec.operators.gpu_operator.enabled:
         expr = "max by (Hostname) (DCGM_FI_DEV_GPU_UTIL) unless on (Hostname) max by (Hostname) (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE)"
         alerts.append(Alert(DCGM_PROFILING_ABSENT, expr, FOR, "warning",
@@ -231,3 +239,22 @@ def _latency_unmeasured(rp: ResolvedPlatform, serving: set[str], up: str) -> lis
                   "counts slow requests at (under the histogram's current or former names, or Ray Serve's): the SLO and "
                   "its burn-rate alerts cannot fire. Check the engine, its version and its histogram buckets (vLLM's "
                   "OpenAI server serves them on /metrics), or declare the SLO on what the engine measures.")]  # fmt: skip
+
+
+def efa_counters_alerts(pools: list[str]) -> list[Alert]:
+    """The EFA ports' counters of these pools' nodes: none at all, or a file no longer rewritten (the writer's timer runs
+    every 15 seconds). Only where the node exporter answers (else NodeExporterAbsent says it)."""
+    missing = in_service(f"{_nodes(pools)} unless on (node) max by (node) ({EFA_RX}) and on (node) {NODE_EXPORTER_ANSWERS}")
+    stale = in_service(f'time() - node_textfile_mtime_seconds{{file=~".*/{EFA_COUNTERS_FILE.replace(".", "[.]")}"}} > 300')
+    return [
+        Alert(EFA_COUNTERS_MISSING, missing, FOR, "warning",
+              "Node {{ $labels.node }} reports no EFA port counters",
+              "The node exporter answers but serves no EFA traffic from this node of an EFA pool: the counters writer "
+              "is not installed or fails (systemctl status alicerce-efa-stats.service), the node exporter does not read "
+              "the host's textfile directory, or the efa driver is not loaded (ls /sys/class/infiniband). Fabric KPIs "
+              "and the communication-bound diagnosis are blind on this node."),
+        Alert(EFA_COUNTERS_STALE, stale, "10m", "warning",
+              "EFA port counters on {{ $labels.node }} stopped updating",
+              "The node's EFA counters are over five minutes old: fabric KPIs read stale traffic. Check systemctl "
+              "status alicerce-efa-stats.timer on the node (the EFA pool's launch template installs it)."),
+    ]  # fmt: skip

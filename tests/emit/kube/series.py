@@ -11,6 +11,7 @@ from tests.ansible.test_storage_counters import collector as storage_collector
 from tests.emit.kube.upstream import load
 from tests.emit.kube.yace import series_name
 from tests.emit.kube.yace import version as yace_version
+from tests.targets.aws.test_efa_counters import writer as efa_writer
 
 KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "and", "or", "unless", "bool", "offset", "inf", "nan"}
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
@@ -68,6 +69,8 @@ def exporter_series() -> dict[str, str]:
         out |= dict.fromkeys(_histogram(name, fact["type"]), "vllm's API server (prometheus-fastapi-instrumentator 8.1.0)")
     for name, (kind, _) in storage_collector().METRICS.items():
         out |= dict.fromkeys(_histogram(name, kind), "alicerce's storage counters (node_monitoring, textfile collector)")
+    for name in efa_writer().METRICS:
+        out[name] = "alicerce's EFA port counters (the EFA pools' launch template, textfile collector)"
     # yet-another-cloudwatch-exporter: what it serves for each metric and statistic a target's exporter asks for, named
     # by its rules (tests/emit/kube/yace.py), not by the names the target declares
     from alicerce.resolve.targets import RESOLVERS

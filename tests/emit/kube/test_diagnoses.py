@@ -82,11 +82,12 @@ def test_every_diagnosis_is_generated_with_a_runbook_line() -> None:
 def test_communication_bound_only_where_the_fabric_reports_its_traffic() -> None:
     """An EFA port has hw_counters/ only, whose names node_exporter v1.12.1 does not map; the port_data counters the
     diagnosis reads come from counters/ (procfs v0.21.1 sysfs/class_infiniband.go), which InfiniBand and RoCE HCAs
-    have. The vendored facts hold only the series the collector really emits."""
+    have. The vendored facts hold only the series the collector really emits. EFA pools' traffic comes from alicerce's
+    writer of the efa driver's hw_counters instead (tests/emit/kube/test_efa_rules.py), so the diagnosis covers them."""
     rp = platform()
-    efa = {p.name: p.rdma.port_counters for p in rp.site("aws").pools if p.rdma is not None}
-    assert efa == {"train-p5": False}
-    assert "GPUCommunicationBound" not in rules_of(rp, "aws")  # it could never fire there
+    efa = {p.name: (p.rdma.port_counters, p.rdma.traffic_counters) for p in rp.site("aws").pools if p.rdma is not None}
+    assert efa == {"train-p5": (False, True)}
+    assert 'pool=~"train-p5"' in rules_of(rp, "aws")["GPUCommunicationBound"]["expr"]
     expr = rules_of(rp, "dc1")["GPUCommunicationBound"]["expr"]
     assert 'pool=~"onprem-h100"' in expr
     assert "node_infiniband_port_data_transmitted_bytes_total" in load("node-exporter", "v1.12.1", "metrics.json")

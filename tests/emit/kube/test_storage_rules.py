@@ -33,8 +33,10 @@ def test_the_cluster_node_exporter_reads_the_host_s_counters_and_keeps_the_chart
     assert exporter["hostRootFsMount"] == {"enabled": True}
     assert exporter["extraArgs"][-1] == f"--collector.textfile.directory=/host/root{TEXTFILE_DIRECTORY}"
     assert exporter["extraArgs"][0].startswith("--collector.filesystem.mount-points-exclude=")
-    # AWS nodes are not alicerce's to configure: no counters, no argument, no storage rules
-    assert "extraArgs" not in monitoring_values(rp, rp.site("aws"))["prometheus-node-exporter"]
+    # AWS nodes mount no tier themselves (FSx and EFS through CSI drivers): no storage rules there. Its EFA pools' nodes
+    # write their ports' counters into the same directory, so the exporter reads it there too (issue 24)
+    aws = monitoring_values(rp, rp.site("aws"))["prometheus-node-exporter"]
+    assert aws["extraArgs"][-1] == f"--collector.textfile.directory=/host/root{TEXTFILE_DIRECTORY}"
     assert "StorageTierUnreadable" not in rules_of(rp, "aws") and "StorageTierUnreadable" in rules_of(rp, "dc1")
 
 

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from importlib import resources
 
 import pulumi
 import pulumi_aws as aws
 
 from alicerce.catalog.models import InstanceType
 from alicerce.emit.pulumi.component import Component, named
+from alicerce.emit.storage_counters import TEXTFILE_DIRECTORY
 from alicerce.resolve.model import ResolvedPool
 from alicerce.targets.aws import resolve as names
 from alicerce.targets.aws.components.autoscaler import autoscaler_template_tags, node_labels, root_volume_gib
@@ -53,15 +56,74 @@ EFA_NODE_CONFIG = f"""  containerd:
 """
 
 
+# The EFA port counters writer (its text: files/alicerce_efa_stats.py, the one copy) and its systemd units, installed
+# by a shell part cloud-init runs on the node: AL2023's EKS user data is a MIME multi-part document whose
+# application/node.eks.aws parts nodeadm reads and whose other parts cloud-init runs as usual (amazon-eks-ami docs,
+# nodeadm "Configuration"; eksctl v0.177.0 pkg/nodebootstrap/al2023.go adds its EFA setup to AL2023 nodes as
+# text/x-shellscript parts alike). Every word of it is fixed here: no spec text reaches the shell.
+EFA_STATS_SCRIPT = "alicerce_efa_stats.py"
+EFA_STATS_PATH = f"/usr/local/libexec/alicerce/{EFA_STATS_SCRIPT}"
+EFA_STATS_UNIT = "alicerce-efa-stats"
+EFA_STATS_INTERVAL = "15s"  # the node exporter's scrape interval order: a rate over 5m sees ~20 samples
+HEREDOC_END = "ALICERCE_EFA_STATS_END"
+
+
+def efa_stats_script() -> str:
+    """The EFA counters writer's source, read from the package at generate time."""
+    return (resources.files("alicerce.targets.aws") / "files" / EFA_STATS_SCRIPT).read_text(encoding="utf-8")
+
+
+def efa_stats_part() -> str:
+    """The text/x-shellscript part that installs the EFA counters writer and starts its timer."""
+    script = efa_stats_script()
+    # a quoted heredoc expands nothing; its end marker (and the MIME boundary) must not occur in the script
+    assert HEREDOC_END not in script and "\n--//" not in script, "the EFA counters script would end its heredoc or MIME part"
+    return f"""Content-Type: text/x-shellscript; charset="us-ascii"
+
+#!/bin/bash
+set -euo pipefail
+install -d -m 0755 {os.path.dirname(EFA_STATS_PATH)} {TEXTFILE_DIRECTORY}
+cat > {EFA_STATS_PATH} <<'{HEREDOC_END}'
+{script.rstrip()}
+{HEREDOC_END}
+chmod 0755 {EFA_STATS_PATH}
+cat > /etc/systemd/system/{EFA_STATS_UNIT}.service <<'{HEREDOC_END}'
+[Unit]
+Description=alicerce: EFA port counters for the node exporter
+
+[Service]
+Type=oneshot
+ExecStart=/usr/bin/python3 {EFA_STATS_PATH} --output {TEXTFILE_DIRECTORY}
+Nice=10
+{HEREDOC_END}
+cat > /etc/systemd/system/{EFA_STATS_UNIT}.timer <<'{HEREDOC_END}'
+[Unit]
+Description=alicerce: refresh the EFA port counters every {EFA_STATS_INTERVAL}
+
+[Timer]
+OnBootSec={EFA_STATS_INTERVAL}
+OnUnitActiveSec={EFA_STATS_INTERVAL}
+AccuracySec=1s
+
+[Install]
+WantedBy=timers.target
+{HEREDOC_END}
+systemctl daemon-reload
+systemctl enable --now {EFA_STATS_UNIT}.timer
+"""
+
+
 def node_user_data(*, raid0: bool, efa: bool) -> str | None:
-    """The launch template's user data: one nodeadm NodeConfig part EKS merges with its own, or None."""
+    """The launch template's user data: one nodeadm NodeConfig part EKS merges with its own, and on EFA nodes the
+    counters writer's shell part before it; or None."""
     spec = (RAID0_NODE_CONFIG if raid0 else "") + (EFA_NODE_CONFIG if efa else "")
     if not spec:
         return None
+    shell = f"--//\n{efa_stats_part()}\n" if efa else ""
     return f"""MIME-Version: 1.0
 Content-Type: multipart/mixed; boundary="//"
 
---//
+{shell}--//
 Content-Type: application/node.eks.aws
 
 ---

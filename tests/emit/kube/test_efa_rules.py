@@ -1,0 +1,131 @@
+"""EFA fabric KPIs on AWS (issue 24 item 1): the EFA ports' counters the EFA pools' writer serves through the node
+exporter's textfile collector feed the same fabric records as InfiniBand's port counters, and so the pool KPIs, the
+fabric dashboard panels and the communication-bound diagnosis; run by promtool with series as they are scraped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from alicerce.catalog.alerts import EFA_COUNTERS_FILE
+from alicerce.emit.kube.kpi import EFA_ERRORS, EFA_RX, EFA_TX
+from alicerce.emit.storage_counters import TEXTFILE_DIRECTORY
+from tests.emit.kube.scrape import dcgm_series, series
+from tests.emit.kube.test_kpi import rounded
+from tests.emit.kube.test_monitoring import dcgm_scraped, expected, needs_promtool, platform, rules_of, run_promtool
+from tests.emit.kube.upstream import load
+from tests.targets.aws.test_efa_counters import writer
+
+NODE = "ip-10-20-1-1.ec2.internal"
+OTHER = "ip-10-20-1-2.ec2.internal"
+P5 = 'label_alicerce_dev_pool="train-p5",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
+STEPS = "x60"
+SITE = 'site="aws"'
+FILE = f"/host/root{TEXTFILE_DIRECTORY}/{EFA_COUNTERS_FILE}"
+
+
+def scraped(node: str, metric: str, labels: str, values: str) -> dict[str, str]:
+    """A series of the node's node exporter pod (textfile collector for the EFA counters), with the node label it adds."""
+    return {"series": f'{metric}{{job="node-exporter",instance="{node}:9100",node="{node}"{labels}}}', "values": values}
+
+
+def grows(node: str, metric: str, per_second: float, device: str = "rdmap0s31") -> dict[str, str]:
+    return scraped(node, metric, f',device="{device}",port="1"', f"0+{per_second * 60:g}{STEPS}")
+
+
+def nodes(*names: str) -> list[dict[str, str]]:
+    return [{"series": f'kube_node_labels{{node="{n}",{P5}}}', "values": f"1{STEPS}"} for n in names]
+
+
+def answers(node: str) -> dict[str, str]:
+    """The node exporter answers (its pressure collector, which every node has)."""
+    assert "node_pressure_io_waiting_seconds_total" in load("node-exporter", "v1.12.1", "metrics.json")
+    return scraped(node, "node_pressure_io_waiting_seconds_total", "", f"0{STEPS}")
+
+
+def test_the_records_read_what_the_writer_writes_and_the_site_reads_its_textfiles() -> None:
+    written = set(writer().METRICS)
+    assert {EFA_RX, EFA_TX, *EFA_ERRORS} <= written
+    assert EFA_COUNTERS_FILE == writer().FILE_NAME  # the staleness alert names the writer's file
+    rp = platform()
+    assert {p.name: p.rdma.traffic_counters for p in rp.site("aws").pools if p.rdma is not None} == {"train-p5": True}
+    # an on-prem site without EFA keeps its fabric records as they were: no EFA terms
+    assert EFA_RX not in str(rules_of(rp, "dc1")) and "EfaCountersMissing" not in rules_of(rp, "dc1")
+
+
+@needs_promtool
+def test_efa_traffic_and_errors_per_node_and_pool(tmp_path: Path) -> None:
+    """Two p5 nodes: node 1 sends 10 GB/s through each of two EFA ports and receives 5 GB/s on one, with 2 drops/s and
+    1 RDMA write error/s; node 2 runs an older efa driver that keeps no RDMA write or retransmit counters, sends 1 GB/s
+    and drops nothing. The older driver's node still has its error KPI (0), not none."""
+    inputs: list[dict[str, Any]] = [
+        *nodes(NODE, OTHER),
+        grows(NODE, EFA_TX, 10e9), grows(NODE, EFA_TX, 10e9, "rdmap1s31"), grows(NODE, EFA_RX, 5e9),
+        grows(NODE, "alicerce_efa_receive_drops_total", 2), grows(NODE, "alicerce_efa_rdma_read_errors_total", 0),
+        grows(NODE, "alicerce_efa_rdma_write_errors_total", 1), grows(NODE, "alicerce_efa_retransmit_timeouts_total", 0),
+        grows(OTHER, EFA_TX, 1e9), grows(OTHER, EFA_RX, 0), grows(OTHER, "alicerce_efa_receive_drops_total", 0),
+        grows(OTHER, "alicerce_efa_rdma_read_errors_total", 0),
+        # the node exporter's infiniband collector reports each EFA port's rate (100 Gb/s = 12.5 GB/s)
+        scraped(NODE, "node_infiniband_rate_bytes_per_second", ',device="rdmap0s31",port="1"', f"12500000000{STEPS}"),
+        scraped(NODE, "node_infiniband_rate_bytes_per_second", ',device="rdmap1s31",port="1"', f"12500000000{STEPS}"),
+    ]  # fmt: skip
+    pool = f'pool="train-p5",{SITE}'
+    run_promtool(platform(), "aws", [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded(f'node:infiniband_transmit_bytes:rate5m{{node="{NODE}"}} / 1e9', f'node="{NODE}",{SITE}', 20),
+        rounded(f'node:infiniband_receive_bytes:rate5m{{node="{NODE}"}} / 1e9', f'node="{NODE}",{SITE}', 5),
+        rounded(f'node:infiniband_errors:rate5m{{node="{NODE}"}}', f'node="{NODE}",{SITE}', 3),
+        rounded(f'node:infiniband_errors:rate5m{{node="{OTHER}"}}', f'node="{OTHER}",{SITE}', 0),
+        rounded("node:infiniband_link_utilization:ratio", f'node="{NODE}",{SITE}', 0.8),
+        rounded("pool:infiniband_transmit_bytes:rate5m / 1e9", pool, 21),
+        rounded("pool:infiniband_errors:rate5m", pool, 3),
+    ]}], tmp_path)  # fmt: skip
+
+
+@needs_promtool
+def test_communication_bound_fires_on_an_efa_pool(tmp_path: Path) -> None:
+    rp = platform()
+    rule = rules_of(rp, "aws")["GPUCommunicationBound"]
+    assert 'pool=~"train-p5"' in rule["expr"]
+
+    def state(tensor: float, link: float, at: Path) -> None:
+        inputs: list[dict[str, Any]] = [
+            *nodes(NODE),
+            scraped(NODE, "node_infiniband_rate_bytes_per_second", ',device="rdmap0s31",port="1"', f"12500000000{STEPS}"),
+            grows(NODE, EFA_TX, link * 12.5e9),
+        ]
+        for metric, value in (("DCGM_FI_DEV_GPU_UTIL", 95), ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", tensor)):
+            for gpu in range(2):
+                labels = dcgm_scraped(rp, "aws", dcgm_series(NODE, gpu, ("train-0", "research", "trainer")))
+                inputs.append({"series": series(metric, labels), "values": f"{value:g}{STEPS}"})
+        at.mkdir()
+        fired = [expected(rule, {"node": NODE, "pool": "train-p5", "namespace": "research"}, "")] if tensor < 0.15 and link > 0.6 else []
+        run_promtool(rp, "aws", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+            {"eval_time": "45m", "alertname": "GPUCommunicationBound", "exp_alerts": fired}]}], at)  # fmt: skip
+
+    state(0.05, 0.8, tmp_path / "a")  # idle tensor cores, a saturated EFA port: communication-bound
+    state(0.05, 0.1, tmp_path / "b")  # a quiet fabric: not communication
+
+
+@needs_promtool
+def test_a_node_of_an_efa_pool_without_efa_counters_alerts(tmp_path: Path) -> None:
+    """Node 1's exporter answers and serves no EFA counter (the writer failed, or the efa driver is not loaded); node 2
+    serves them. A node whose exporter is down is NodeExporterAbsent's, not this alert's."""
+    rule = rules_of(platform(), "aws")["EfaCountersMissing"]
+    down = "ip-10-20-1-3.ec2.internal"
+    inputs = [*nodes(NODE, OTHER, down), answers(NODE), answers(OTHER), grows(OTHER, EFA_RX, 1e9)]
+    run_promtool(platform(), "aws", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "10m", "alertname": "EfaCountersMissing", "exp_alerts": []},  # not before its 15 minutes
+        {"eval_time": "30m", "alertname": "EfaCountersMissing", "exp_alerts": [expected(rule, {"node": NODE}, "")]},
+    ]}], tmp_path)  # fmt: skip
+
+
+@needs_promtool
+def test_efa_counters_that_stop_moving_alert_and_fresh_ones_do_not(tmp_path: Path) -> None:
+    rule = rules_of(platform(), "aws")["EfaCountersStale"]
+    stuck = scraped(NODE, "node_textfile_mtime_seconds", f',file="{FILE}"', f"60{STEPS}")  # written once, a minute in
+    fresh = scraped(OTHER, "node_textfile_mtime_seconds", f',file="{FILE}"', f"0+60{STEPS}")  # rewritten every scrape
+    labels = {"job": "node-exporter", "instance": f"{NODE}:9100", "node": NODE, "file": FILE}
+    run_promtool(platform(), "aws", [{"interval": "1m", "input_series": [stuck, fresh], "alert_rule_test": [
+        {"eval_time": "8m", "alertname": "EfaCountersStale", "exp_alerts": []},
+        {"eval_time": "30m", "alertname": "EfaCountersStale", "exp_alerts": [expected(rule, labels, "")]},
+    ]}], tmp_path)  # fmt: skip
