@@ -238,6 +238,7 @@ RAY_CLUSTER_SUFFIX = "-[bcdfghjklmnpqrstvwxz2456789]{5}"
 RAY_SERVE_LABEL = "ray.io/serve"
 RAY_CLUSTER_INFO = "kuberay_cluster_info"
 RAY_JOB_INFO = "kuberay_job_info"
+RAY_INFO_KEPT = "10m"  # an operator restart's gap in its series (KubeRayMetricsAbsent fires after 15 minutes)
 # Which incarnation of a run a pod belongs to, for a name submitted again (review obsreview13 F2): the Job controller
 # labels every pod of a Job with the Job's uid (batch.kubernetes.io/controller-uid, Kubernetes 1.27 and later), and
 # JobSet every pod of its Jobs with the JobSet's (jobset.sigs.k8s.io/jobset-uid, JobSet docs "JobSet labels": kept
@@ -369,17 +370,21 @@ def _ray_job_runs() -> str:
     the operator's ServiceMonitor honours its labels over the target's (operators.kuberay_values), and ``max by``
     drops the target labels it adds (the operator's pod and instance: a new operator pod is the same cluster)."""
     cluster = ksm_label(RAY_CLUSTER_LABEL)
-    # a name without KubeRay's suffix (a clusterSelector's, labelled by hand) names no RayJob
+    # the suffix as KubeRay draws it; the last value within RAY_INFO_KEPT: a scrape of the operator that fails (its
+    # restart) ends its series at once, and the pods, not these series, say when the run holds GPUs
     info = f'{RAY_CLUSTER_INFO}{{owner_kind="RayJob",name=~".+{RAY_CLUSTER_SUFFIX}"}}'
-    owned = _as(cluster, "name", f"max by (namespace, name) ({info})")
+    owned = _as(cluster, "name", f"max by (namespace, name) (last_over_time({info}[{RAY_INFO_KEPT}]))")
     clusters = f'label_replace(label_replace({owned}, "run", "$1", "name", "(.+){RAY_CLUSTER_SUFFIX}"), "run_kind", "RayJob", "", "")'
     # a RayService's pods never: ray.io/serve says so whatever the operator's series
     pods = f'max by (namespace, pod, {cluster}) (kube_pod_labels{{{cluster}!="",{ksm_label(RAY_SERVE_LABEL)}=""}})'
     runs = (f"max by (namespace, pod, run_kind, run) ({pods} * on (namespace, {cluster}) group_left (run_kind, run) "
             f"max by (namespace, {cluster}, run_kind, run) ({clusters}))")  # fmt: skip
-    # one uid a name: two operator replicas reading a RayJob deleted and created again may briefly disagree
+    # the RayJob of that name now, else the last one within RAY_INFO_KEPT; one uid a name (a RayJob deleted and
+    # created again while the operator was not scraped leaves two)
     rayjobs = _as("run_uid", "uid", _as("run", "name", RAY_JOB_INFO))
-    uids = f"topk by (namespace, run) (1, max by (namespace, run, run_uid) ({rayjobs}))"
+    kept = _as("run_uid", "uid", _as("run", "name", f"last_over_time({RAY_JOB_INFO}[{RAY_INFO_KEPT}])"))
+    named = f"max by (namespace, run, run_uid) ({rayjobs}) or on (namespace, run) max by (namespace, run, run_uid) ({kept})"
+    uids = f"topk by (namespace, run) (1, {named})"
     return f"(({runs} * on (namespace, run) group_left (run_uid) {uids}) or on (namespace, pod) {runs})"
 
 

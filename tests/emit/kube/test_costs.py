@@ -740,6 +740,20 @@ def test_a_rayjob_run_costs_its_clusters_hours_before_the_submitter_starts(tmp_p
 
 
 @needs_promtool
+def test_an_operator_restart_loses_no_rayjob_hours(tmp_path: Path) -> None:
+    """The KubeRay operator restarts mid-run: its failed scrapes end its series (staleness markers) for 5 minutes.
+    The run's pods held their GPUs all along: still one run of 4 GPU-hours, under the RayJob's uid."""
+    rp = platform()
+    gap = "1x30 stale _x5 1x164"
+    inputs = [{"series": f'kube_node_labels{{node="{RAY_NODE}",{P5}}}', "values": "1x200"},
+              *ray_pod("sweep-2-x7k2p-gpu-worker-m2v5d", "sweep-2-x7k2p", 4, "_x5 GPUSx59 stale _x134"),
+              ray_cluster_info("sweep-2-x7k2p", "RayJob", gap), ray_job_info("sweep-2", "rj-2", gap)]  # fmt: skip
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded(settled("run:gpu_cost_usd:sum30d"), RAY_RUN.format("sweep-2", "rj-2"), 4 * 6.88, "3h10m")]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path, order=RAY_ORDER)
+
+
+@needs_promtool
 def test_a_name_submitted_again_is_another_run(tmp_path: Path) -> None:
     """Review obsreview13 F2: a Job deleted and submitted again under its name (a nightly eval recreated by a pipeline)
     was one run of both costs. The Job controller labels each pod with its Job's uid: two runs of one GPU-hour each."""
