@@ -531,6 +531,7 @@ DCGM_PROFILING_ABSENT = "DCGMProfilingAbsent"
 DCGM_XID_COUNTS_ABSENT = "DCGMXidCountsAbsent"
 KUEUE_METRICS_ABSENT = "KueueMetricsAbsent"
 KUEUE_PROCESS_START_ABSENT = "KueueProcessStartAbsent"  # Kueue's counts of a restart or a new queue cannot be dated
+KUBERAY_METRICS_ABSENT = "KubeRayMetricsAbsent"  # a RayCluster with pods the KubeRay operator does not report: no run
 SERVING_METRICS_ABSENT = "ServingMetricsAbsent"
 SERVING_LATENCY_UNMEASURED = "ServingLatencyUnmeasured"  # scraped, but no latency histogram an SLO of it reads
 CLOUD_STORAGE_METRICS_ABSENT = "CloudWatchStorageMetricsAbsent"  # a cloud tier whose file system's I/O nobody exports
@@ -541,8 +542,9 @@ EFA_COUNTERS_MISSING = "EfaCountersMissing"
 EFA_COUNTERS_STALE = "EfaCountersStale"
 EFA_COUNTERS_FILE = "alicerce_efa.prom"
 SOURCE_ALERTS = (KUBE_STATE_METRICS_ABSENT, NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_ABSENT, DCGM_PROFILING_ABSENT,
-                 DCGM_XID_COUNTS_ABSENT, KUEUE_METRICS_ABSENT, KUEUE_PROCESS_START_ABSENT, SERVING_METRICS_ABSENT,
-                 SERVING_LATENCY_UNMEASURED, CLOUD_STORAGE_METRICS_ABSENT, EFA_COUNTERS_MISSING, EFA_COUNTERS_STALE)  # fmt: skip
+                 DCGM_XID_COUNTS_ABSENT, KUEUE_METRICS_ABSENT, KUEUE_PROCESS_START_ABSENT, KUBERAY_METRICS_ABSENT,
+                 SERVING_METRICS_ABSENT, SERVING_LATENCY_UNMEASURED, CLOUD_STORAGE_METRICS_ABSENT, EFA_COUNTERS_MISSING,
+                 EFA_COUNTERS_STALE)  # fmt: skip
 # a serving workload with pods and no ready one (alicerce.emit.kube.sources): down after serving, or never ready
 SERVING_WORKLOAD_DOWN = "ServingWorkloadDown"
 SERVING_NEVER_READY = "ServingWorkloadNeverReady"

@@ -206,7 +206,7 @@ def export(base: str, month: str, partial: bool = False, now: datetime.datetime 
             "month": month, "site": site, "namespace": namespace, "workload": workload, "spendUsd": _money(usd),
             "tokens": round(count), "usdPerMillionTokens": _ratio(usd, count, 1e6),
         })  # fmt: skip
-    # a run is its name and its incarnation (the Job's or JobSet's uid, the RayCluster's name): a name submitted again
+    # a run is its name and its incarnation (the Job's, JobSet's or RayJob's uid): a name submitted again
     # is another row
     run_keys = ("site", "namespace", "team", "cost_center", "run_kind", "run", "run_uid")
     runs = [

@@ -240,20 +240,26 @@ POD_WORKLOAD = "alicerce:pod_workload:info"
 SERVING_POD = "alicerce:pod_serving:info"
 LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 RAY_NODE_TYPE_LABEL = "ray.io/node-type"
-# ... and with its RayCluster's name (utils/constant.go RayClusterLabelKey). A RayJob's own RayCluster is named after it,
-# "<RayJob>-" and five random characters (v1.7.0 rayjob_controller.go:908 utils.GenerateRayClusterName, k8s.io/
-# apimachinery pkg/util/rand String: its alphabet has no vowels, so a cluster named "llama-debug" is no RayJob's:
-# review obsreview15 F4), unless its spec.clusterSelector runs it on a cluster it does not own. In K8sJobMode, the
-# default, the RayJob's submitter is a Job of the RayJob's own name that the RayJob controls (rayjob_controller.go
-# createNewK8sJob): the kube_job_owner series that says the RayJob runs. A RayService's cluster is named the same way
-# and labels its pods ray.io/serve (common/pod.go BuildPod for RayServiceCRD): never a run
+# ... and with its RayCluster's name (utils/constant.go RayClusterLabelKey), and a RayService's with ray.io/serve
+# (common/pod.go BuildPod for RayServiceCRD). Which RayCluster a RayJob owns, KubeRay's operator says itself (v1.7.0
+# controllers/ray/metrics/ray_cluster_metrics.go collectRayClusterInfo): kuberay_cluster_info{name, namespace, uid,
+# owner_kind} for every RayCluster from its creation, owner_kind its ray.io/originated-from-crd label, "RayJob" on the
+# cluster a RayJob builds for itself (rayjob_controller.go constructRayClusterForRayJob), "None" on one created by hand
+# or that a RayJob's clusterSelector borrows; and kuberay_job_info{name, namespace, uid} for every RayJob (ray_job_
+# metrics.go collectRayJobInfo). A RayJob's own cluster is named "<RayJob>-" and five random characters (v1.7.0
+# rayjob_controller.go:908 utils.GenerateRayClusterName, k8s.io/apimachinery pkg/util/rand String: its alphabet has
+# no vowels), a new one at each retry (spec.backoffLimit) and each re-admission after a Kueue preemption (Retrying and
+# Suspending reset Status.RayClusterName): the RayJob's uid stays (reviews obsreview15 F3, F4, obsreview16 F2)
 RAY_CLUSTER_LABEL = "ray.io/cluster"
 RAY_CLUSTER_SUFFIX = "-[bcdfghjklmnpqrstvwxz2456789]{5}"
 RAY_SERVE_LABEL = "ray.io/serve"
+RAY_CLUSTER_INFO = "kuberay_cluster_info"
+RAY_JOB_INFO = "kuberay_job_info"
+RAY_INFO_KEPT = "10m"  # an operator restart's gap in its series (KubeRayMetricsAbsent fires after 15 minutes)
 # Which incarnation of a run a pod belongs to, for a name submitted again (review obsreview13 F2): the Job controller
 # labels every pod of a Job with the Job's uid (batch.kubernetes.io/controller-uid, Kubernetes 1.27 and later), and
 # JobSet every pod of its Jobs with the JobSet's (jobset.sigs.k8s.io/jobset-uid, JobSet docs "JobSet labels": kept
-# across the JobSet's own restarts, which recreate its Jobs); a RayJob's RayCluster name carries its own random suffix
+# across the JobSet's own restarts, which recreate its Jobs); a RayJob's is its uid in kuberay_job_info
 JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"
 JOBSET_UID_LABEL = "jobset.sigs.k8s.io/jobset-uid"
 POOL_GPUS_PER_NODE = "alicerce:pool_gpus_per_node:count"
@@ -346,36 +352,57 @@ def join_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]
 
 
 def pod_runs() -> str:
-    """The run each pod belongs to (labels namespace, pod, run_kind, run), for its cost: a Kubeflow TrainJob's JobSet
-    (same name as the TrainJob), else the plain Job itself (kube-state-metrics 2.20.0 kube_pod_owner, internal/store/
-    pod.go createPodOwnerFamilyGenerator, and kube_job_owner), or a RayJob: the pods of the RayCluster named after it
-    (RAY_CLUSTER_LABEL), while its submitter Job says it runs. Not a run: a RayJob submitted in HTTPMode or
-    SidecarMode (no submitter Job) or on a cluster it selects; its GPUs count under its team only (review obsreview13
-    F7). A run is its name and its incarnation (run_uid): one deleted and submitted again under the same name is
-    another run (review obsreview13 F2); a RayJob retried (backoffLimit) or preempted gets a new RayCluster each
-    attempt (rayjob_controller.go), so each attempt is a run of its own: its uid is on none of its pods (review
-    obsreview16 F2). An expression, not a record: read in the cost group, a join record of another
-    group lags a step and billed each run a minute more."""
+    """The run each pod belongs to (labels namespace, pod, run_kind, run, run_uid), for its cost: a Kubeflow TrainJob's
+    JobSet (same name as the TrainJob), else the plain Job itself (kube-state-metrics 2.20.0 kube_pod_owner, internal/
+    store/pod.go createPodOwnerFamilyGenerator, and kube_job_owner), or a RayJob: the pods of every RayCluster KubeRay
+    says the RayJob built (RAY_CLUSTER_INFO owner_kind "RayJob", the RayJob's name its own less the random suffix),
+    from each pod's start: the start-up hours before the submitter Job (created only once the whole cluster is Ready)
+    are the run's, in every submission mode (review obsreview15 F3). Not a run: a RayJob on a cluster its
+    clusterSelector borrows, a RayService's cluster (owner_kind RayService, pods labelled ray.io/serve), a RayCluster
+    of its own; their GPUs count under their team only (review obsreview13 F7).
+    A run is its name and its incarnation (run_uid: the Job's, the JobSet's, the RayJob's uid): one deleted and
+    submitted again under the same name is another run (review obsreview13 F2); a Job's retries, a JobSet's restarts
+    and a RayJob's retries and Kueue preemptions (a new RayCluster each attempt, the same RayJob) are one run (review
+    obsreview16 F2). A pod whose incarnation is unknown yet (kube-state-metrics has not labelled it, the RayJob is
+    gone from KubeRay's metrics) keeps its run without one. An expression, not a record: read in the cost group, a
+    join record of another group lags a step and billed each run a minute more."""
     jobs = ('label_replace(label_replace(kube_job_owner{owner_kind="JobSet"}, "run", "$1", "owner_name", "(.+)"), '
             '"run_kind", "$1", "owner_kind", "(.+)") '
             'or label_replace(label_replace(kube_job_owner{owner_kind!~"JobSet|RayJob"}, "run", "$1", "job_name", "(.+)"), '
             '"run_kind", "Job", "owner_kind", ".*")')  # fmt: skip
     owned = 'label_replace(kube_pod_owner{owner_kind="Job"}, "job_name", "$1", "owner_name", "(.+)")'
-    cluster = ksm_label(RAY_CLUSTER_LABEL)
-    ray_pods = (f'label_replace(kube_pod_labels{{{cluster}!="",{ksm_label(RAY_SERVE_LABEL)}=""}}, "run", "$1", "{cluster}", '
-                f'"(.+){RAY_CLUSTER_SUFFIX}")')  # fmt: skip
-    ray_jobs = ('label_replace(label_replace(kube_job_owner{owner_kind="RayJob"}, "run", "$1", "owner_name", "(.+)"), '
-                '"run_kind", "$1", "owner_kind", "(.+)")')  # fmt: skip
-    runs = (f"(max by (namespace, pod, run_kind, run) ({owned} * on (namespace, job_name) group_left (run_kind, run) "
-            f"max by (namespace, job_name, run_kind, run) ({jobs})) "
-            f"or max by (namespace, pod, run_kind, run) ({ray_pods} * on (namespace, run) group_left (run_kind) "
-            f"max by (namespace, run, run_kind) ({ray_jobs})))")  # fmt: skip
-    # the incarnation: a JobSet's uid over its Jobs' own, a RayCluster's name; a pod kube-state-metrics has not labelled
-    # yet keeps its run without one
+    job_runs = (f"max by (namespace, pod, run_kind, run) ({owned} * on (namespace, job_name) group_left (run_kind, run) "
+                f"max by (namespace, job_name, run_kind, run) ({jobs}))")  # fmt: skip
+    # the incarnation: a JobSet's uid over its Jobs' own
     uid = "kube_pod_labels"
-    for label in (JOB_UID_LABEL, JOBSET_UID_LABEL, RAY_CLUSTER_LABEL):
+    for label in (JOB_UID_LABEL, JOBSET_UID_LABEL):
         uid = f'label_replace({uid}, "run_uid", "$1", "{ksm_label(label)}", "(.+)")'
-    return f"(({runs} * on (namespace, pod) group_left (run_uid) max by (namespace, pod, run_uid) ({uid})) or on (namespace, pod) {runs})"
+    uids = f"max by (namespace, pod, run_uid) ({uid})"
+    job_runs = f"(({job_runs} * on (namespace, pod) group_left (run_uid) {uids}) or on (namespace, pod) {job_runs})"
+    return f"({job_runs} or {_ray_job_runs()})"
+
+
+def _ray_job_runs() -> str:
+    """pod_runs' RayJob runs. KubeRay's series are read by their own namespace label (the RayCluster's, the RayJob's):
+    the operator's ServiceMonitor honours its labels over the target's (operators.kuberay_values), and ``max by``
+    drops the target labels it adds (the operator's pod and instance: a new operator pod is the same cluster)."""
+    cluster = ksm_label(RAY_CLUSTER_LABEL)
+    # the suffix as KubeRay draws it; the last value within RAY_INFO_KEPT: a scrape of the operator that fails (its
+    # restart) ends its series at once, and the pods, not these series, say when the run holds GPUs
+    info = f'{RAY_CLUSTER_INFO}{{owner_kind="RayJob",name=~".+{RAY_CLUSTER_SUFFIX}"}}'
+    owned = _as(cluster, "name", f"max by (namespace, name) (last_over_time({info}[{RAY_INFO_KEPT}]))")
+    clusters = f'label_replace(label_replace({owned}, "run", "$1", "name", "(.+){RAY_CLUSTER_SUFFIX}"), "run_kind", "RayJob", "", "")'
+    # a RayService's pods never: ray.io/serve says so whatever the operator's series
+    pods = f'max by (namespace, pod, {cluster}) (kube_pod_labels{{{cluster}!="",{ksm_label(RAY_SERVE_LABEL)}=""}})'
+    runs = (f"max by (namespace, pod, run_kind, run) ({pods} * on (namespace, {cluster}) group_left (run_kind, run) "
+            f"max by (namespace, {cluster}, run_kind, run) ({clusters}))")  # fmt: skip
+    # the RayJob of that name now, else the last one within RAY_INFO_KEPT; one uid a name (a RayJob deleted and
+    # created again while the operator was not scraped leaves two)
+    rayjobs = _as("run_uid", "uid", _as("run", "name", RAY_JOB_INFO))
+    kept = _as("run_uid", "uid", _as("run", "name", f"last_over_time({RAY_JOB_INFO}[{RAY_INFO_KEPT}])"))
+    named = f"max by (namespace, run, run_uid) ({rayjobs}) or on (namespace, run) max by (namespace, run, run_uid) ({kept})"
+    uids = f"topk by (namespace, run) (1, {named})"
+    return f"(({runs} * on (namespace, run) group_left (run_uid) {uids}) or on (namespace, pod) {runs})"
 
 
 def _inference_pods(rp: ResolvedPlatform, site: ResolvedSite) -> str:

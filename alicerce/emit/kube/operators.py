@@ -447,6 +447,21 @@ def monitoring_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any
     return deep_merge(values, rp.spec.operators.monitoring.values)
 
 
+def kuberay_values(monitoring: bool) -> dict[str, Any]:
+    """The KubeRay operator's own metrics, scraped where monitoring is on: kuberay_cluster_info and kuberay_job_info say
+    which RayCluster a RayJob built and the RayJob's uid, a run's pods and incarnation (alicerce.emit.kube.kpi
+    pod_runs). kuberay-operator chart 1.7.0 (helm-chart/kuberay-operator values.yaml metrics.*, templates/
+    deployment.yaml, servicemonitor.yaml): metrics.enabled passes --enable-metrics, which the operator's own flag
+    leaves off (ray-operator/main.go), so it is set whatever the chart's default; its ServiceMonitor is off by default.
+    honorLabels stays true (the chart's default, said here): the operator labels each series with the namespace of
+    the RayCluster or RayJob it describes, which the target's own namespace (the operator's) would otherwise rename
+    exported_namespace, and every KPI joins on namespace."""
+    metrics: dict[str, Any] = {"enabled": True}
+    if monitoring:
+        metrics["serviceMonitor"] = {"enabled": True, "honorLabels": True}
+    return {"metrics": metrics}
+
+
 def efa_device_plugin_values(efa_pools: list[ResolvedPool]) -> dict[str, Any]:
     """The EFA device plugin on the EFA pools only: the chart has no `affinity` value; it builds its node affinity
     from supportedInstanceLabels (aws-efa-k8s-device-plugin v0.5.30 templates/daemonset.yaml 49-63)."""
@@ -510,7 +525,7 @@ def operator_releases(rp: ResolvedPlatform, site_name: str) -> list[Release]:
         values = {"enablePrometheus": monitoring, "enableCertManager": False, "managerConfig": {"controllerManagerConfigYaml": config}}
         out.append(_release(rp, "kueue", KUEUE_NAMESPACE, deep_merge(values, ops.kueue.values), after_monitoring))
     if ops.kuberay.enabled:
-        out.append(_release(rp, "kuberay-operator", KUBERAY_NAMESPACE, deep_merge({}, ops.kuberay.values)))
+        out.append(_release(rp, "kuberay-operator", KUBERAY_NAMESPACE, deep_merge(kuberay_values(monitoring), ops.kuberay.values)))
     if ops.training_operator.enabled:
         # every built-in runtime stays off: the chart creates them only from a post-install hook; alicerce emits its own
         # ClusterTrainingRuntimes (alicerce.emit.kube.training), applied once the Trainer's CRDs and webhook exist

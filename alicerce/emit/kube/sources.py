@@ -30,6 +30,7 @@ from alicerce.catalog.alerts import (
     EFA_COUNTERS_STALE,
     FABRIC_COUNTERS_ABSENT,
     KUBE_STATE_METRICS_ABSENT,
+    KUBERAY_METRICS_ABSENT,
     KUEUE_METRICS_ABSENT,
     KUEUE_PROCESS_START_ABSENT,
     NODE_CORDONED_FOR_DAYS,
@@ -54,6 +55,8 @@ from alicerce.emit.kube.kpi import (
     LIVE_PODS,
     POOL_NODE_LABEL,
     PROCESS_START,
+    RAY_CLUSTER_INFO,
+    RAY_CLUSTER_LABEL,
     READY_PODS,
     SERVING_LAST_EMPTY,
     SERVING_LAST_READY,
@@ -61,6 +64,7 @@ from alicerce.emit.kube.kpi import (
     SERVING_READY,
     SERVING_WORKLOAD_LABEL,
     TIER_READ,
+    ksm_label,
     kueue_series,
 )
 from alicerce.emit.kube.kueue import cluster_queue
@@ -143,6 +147,21 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
                             "scrape drops its process_* series: a queue's first admission or finish, and what Kueue counts "
                             "after a restart or failover, read as none (the queue KPIs, SLO<team>QueueStarved, the "
                             "queue-wait SLO); keep process_start_time_seconds for its target."))  # fmt: skip
+    if rp.spec.operators.kuberay.enabled:
+        # a RayJob's run is the pods of the RayClusters KubeRay's operator says it built (kpi.pod_runs): with the
+        # operator's metrics gone (its ServiceMonitor off, metrics.enabled false in the spec's values, the operator
+        # down) every RayJob's GPU-hours fall out of the runs, silently. Any RayCluster with pods the operator does
+        # not report says so; one being deleted leaves within the 15 minutes (review obsreview16 F2)
+        cluster = ksm_label(RAY_CLUSTER_LABEL)
+        reported = f'label_replace(max by (namespace, name) ({RAY_CLUSTER_INFO}), "{cluster}", "$1", "name", "(.+)")'
+        expr = f'count by (namespace, {cluster}) (kube_pod_labels{{{cluster}!=""}}) unless on (namespace, {cluster}) {reported}'
+        alerts.append(Alert(KUBERAY_METRICS_ABSENT, expr, FOR, "warning",
+                            "KubeRay reports no RayCluster {{ $labels.namespace }}/{{ $labels.label_ray_io_cluster }}, "
+                            "which has pods",
+                            "The KubeRay operator is down or not scraped (chart values metrics.enabled and "
+                            "metrics.serviceMonitor.enabled), or it runs outside what alicerce installed: a RayJob's "
+                            "GPU-hours reach no run (cost per run, the costliest runs, alicerce costs) until "
+                            "kuberay_cluster_info names its RayCluster; the team's cost still counts them."))  # fmt: skip
     teams = {t.name for t in site.teams}
     serving = sorted(w.name for w in rp.spec.workloads if w.kind == "inference" and w.team in teams)
     if serving:

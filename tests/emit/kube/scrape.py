@@ -17,6 +17,7 @@ import json
 import re
 from typing import Any
 
+from alicerce.emit.kube.operators import kuberay_values
 from tests.emit.kube.upstream import load
 
 DCGM = ("dcgm-exporter", "4.5.3-4.8.2")
@@ -75,3 +76,15 @@ def series(metric: str, labels: dict[str, str]) -> str:
     collected = load(*DCGM, "counters.json")
     assert metric in collected["counters"] or metric in collected["optional"] or not metric.startswith("DCGM_"), metric
     return metric + "{" + ",".join(f"{k}={json.dumps(v)}" for k, v in sorted(labels.items())) + "}"
+
+
+# the KubeRay operator's target, as prometheus-operator labels it; its series are stored under the ServiceMonitor
+# alicerce configures (honorLabels: the series' own namespace is the RayCluster's or RayJob's)
+KUBERAY_TARGET = {"namespace": "kuberay-system", "service": "kuberay-operator", "pod": "kuberay-operator-7d9f5",
+                  "container": "kuberay-operator", "endpoint": "http", "job": "kuberay-operator", "instance": "10.0.0.9:8080"}  # fmt: skip
+
+
+def kuberay_scraped(metric: str, exposed: dict[str, str]) -> str:
+    """A KubeRay operator series as Prometheus stores it under alicerce's ServiceMonitor of the operator."""
+    monitor = kuberay_values(monitoring=True)["metrics"]["serviceMonitor"]
+    return series(metric, stored(exposed, KUBERAY_TARGET, [], monitor["honorLabels"]))

@@ -67,6 +67,9 @@ def exporter_series() -> dict[str, str]:
     # vLLM's API server counts its HTTP requests with prometheus-fastapi-instrumentator's default metrics
     for name, fact in load("prometheus-fastapi-instrumentator", "8.1.0", "metrics.json").items():
         out |= dict.fromkeys(_histogram(name, fact["type"]), "vllm's API server (prometheus-fastapi-instrumentator 8.1.0)")
+    # the KubeRay operator's own info gauges (metrics.enabled, scraped through its chart's ServiceMonitor)
+    for name in load("kuberay-operator", "1.7.0", "labels.json")["operator_metrics"]:
+        out[name] = "kuberay-operator 1.7.0"
     for name, (kind, _) in storage_collector().METRICS.items():
         out |= dict.fromkeys(_histogram(name, kind), "alicerce's storage counters (node_monitoring, textfile collector)")
     for name in efa_writer().METRICS:

@@ -11,13 +11,14 @@ import pytest
 import yaml
 
 from alicerce.emit.kube.costs import BUDGET, settled
-from alicerce.emit.kube.kpi import RAY_CLUSTER_LABEL, RAY_SERVE_LABEL, pod_runs
+from alicerce.emit.kube.kpi import RAY_CLUSTER_INFO, RAY_CLUSTER_LABEL, RAY_JOB_INFO, RAY_SERVE_LABEL, pod_runs
 from alicerce.emit.kube.monitoring import rule_groups
+from alicerce.emit.kube.operators import kuberay_values, operator_releases
 from alicerce.plan.platform import HOURS_PER_MONTH, plan_platform
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_text
 from tests.conftest import ROOT
-from tests.emit.kube.scrape import dcgm_series, series
+from tests.emit.kube.scrape import dcgm_series, kuberay_scraped, series
 from tests.emit.kube.test_kpi import rounded
 from tests.emit.kube.test_monitoring import (
     dcgm_scraped,
@@ -596,46 +597,160 @@ def test_each_training_run_costs_its_pods_hours(tmp_path: Path) -> None:
     run_promtool(rp, "aws", tests, tmp_path)
 
 
-@needs_promtool
-def test_a_rayjob_run_costs_its_rayclusters_pods_hours(tmp_path: Path) -> None:
-    """Review obsreview13 F7: a team that trains with RayJob saw no run at all. KubeRay v1.7.0 names a RayJob's
-    RayCluster after it (sweep-2-x7k2p) and labels its pods with that name (ray.io/cluster); its submitter Job (named
-    sweep-2, controlled by the RayJob) says the run is a RayJob's. sweep-2's head (no GPU) and one 4-GPU worker for an
-    hour: 4 x $6.88. A RayCluster no RayJob owns (a notebook's, notebook-q8x4z) is no run, nor one whose name only
-    looks like the RayJob's (sweep-2-debug: KubeRay's suffixes have no vowels), nor a RayService's cluster of the same
-    name (its pods labelled ray.io/serve; review obsreview15 F4); the submitter's own pod is not a Job run either."""
+RAY_NODE = "ip-10-20-1-1.ec2.internal"
+RAY_RUN = 'cost_center="CC-4411",namespace="research",run_kind="RayJob",run="{}",run_uid="{}",site="aws",team="research"'
+# the pods' series all end in one scrape: the join records first, so the run's last minute is read in the step its
+# pods end, as the team's is (promtool orders groups at random, as Prometheus does; review obsreview15 F9)
+RAY_ORDER = ["alicerce.kpi.joins", "alicerce.kpi.gpu", "alicerce.cost"]
+
+
+def ray_pod(pod: str, cluster: str, gpus: int, values: str, *, serve: bool = False) -> list[dict[str, str]]:
+    """A pod of RayCluster ``cluster`` holding ``gpus`` GPUs (KubeRay's labels, as kube-state-metrics writes them)."""
+    kind = "head" if pod.endswith("head") else "worker"
+    labels = f'namespace="research",pod="{pod}",uid="{pod}-uid",label_ray_io_cluster="{cluster}",label_ray_io_node_type="{kind}"'
+    labels += ',label_ray_io_serve="true"' * serve
+    owner = f'namespace="research",pod="{pod}",uid="{pod}-uid",owner_kind="RayCluster",owner_name="{cluster}"'
+    alive = values.replace("GPUS", "1")
+    return [*held("research", pod, RAY_NODE, gpus, values),
+            {"series": f"kube_pod_labels{{{labels}}}", "values": alive},
+            {"series": f"kube_pod_owner{{{owner}}}", "values": alive}]  # fmt: skip
+
+
+def ray_cluster_info(cluster: str, owner_kind: str, values: str) -> dict[str, str]:
+    """KubeRay's own series of a RayCluster (kuberay_cluster_info, v1.7.0 ray_cluster_metrics.go)."""
+    exposed = {"name": cluster, "namespace": "research", "uid": f"{cluster}-uid", "owner_kind": owner_kind}
+    return {"series": kuberay_scraped(RAY_CLUSTER_INFO, exposed), "values": values}
+
+
+def ray_job_info(rayjob: str, uid: str, values: str) -> dict[str, str]:
+    """KubeRay's own series of a RayJob (kuberay_job_info, v1.7.0 ray_job_metrics.go)."""
+    return {"series": kuberay_scraped(RAY_JOB_INFO, {"name": rayjob, "namespace": "research", "uid": uid}), "values": values}
+
+
+def submitter(rayjob: str, values: str) -> dict[str, str]:
+    """The RayJob's submitter Job (K8sJobMode): KubeRay creates it once the whole RayCluster is Ready."""
+    owner = f'namespace="research",job_name="{rayjob}",owner_kind="RayJob",owner_name="{rayjob}",owner_is_controller="true"'
+    return {"series": f"kube_job_owner{{{owner}}}", "values": values}
+
+
+def test_rayjob_runs_read_kuberays_own_series_and_name() -> None:
+    """The series and labels pod_runs reads are KubeRay v1.7.0's, and a run's name is its cluster's less the suffix."""
     facts = load("kuberay-operator", "1.7.0", "labels.json")
     assert RAY_CLUSTER_LABEL in facts["pod_labels"] and facts["rayjob_cluster_name"].startswith("<RayJob name>-<5 random")
     alphabet = facts["rayjob_cluster_name"].split("from ")[1].split(">")[0]
     assert f"-[{alphabet}]{{5}}" in pod_runs()  # the suffix the run's name is read without
     assert RAY_SERVE_LABEL in facts["rayservice_pod_label"]
+    assert set(facts["operator_metrics"][RAY_CLUSTER_INFO]) == {"name", "namespace", "uid", "owner_kind"}
+    assert set(facts["operator_metrics"][RAY_JOB_INFO]) == {"name", "namespace", "uid"}
+    assert "RayJob" in facts["cluster_owner_kind"]
+    assert f'{RAY_CLUSTER_INFO}{{owner_kind="RayJob"' in pod_runs() and RAY_JOB_INFO in pod_runs()
+
+
+def test_the_kuberay_operator_is_scraped_with_its_own_namespace_label() -> None:
+    """pod_runs reads KubeRay's operator series: the chart (1.7.0) passes --enable-metrics from metrics.enabled (the
+    operator's flag defaults to off) and makes a ServiceMonitor only when asked; honorLabels keeps each series'
+    namespace, the RayCluster's, not the operator's (else stored as exported_namespace, joined with nothing)."""
+    facts = load("kuberay-operator", "1.7.0", "labels.json")["operator_chart_metrics"]
+    assert facts["metrics.serviceMonitor.enabled"] is False  # what alicerce has to turn on
+    chart = load("kuberay-operator", "1.7.0", "values.json")
+    assert {"metrics.enabled", "metrics.serviceMonitor.enabled", "metrics.serviceMonitor.honorLabels"} <= set(chart)
     rp = platform()
-    node = "ip-10-20-1-1.ec2.internal"
+    release = {r.key: r for r in operator_releases(rp, "aws")}["kuberay-operator"]
+    assert release.values["metrics"]["enabled"] is True
+    assert release.values["metrics"]["serviceMonitor"] == {"enabled": True, "honorLabels": True}
+    stored_as = kuberay_scraped(RAY_CLUSTER_INFO, {"name": "sweep-2-x7k2p", "namespace": "research", "uid": "u", "owner_kind": "RayJob"})
+    assert 'namespace="research"' in stored_as and "exported_namespace" not in stored_as
+    # no monitoring, no ServiceMonitor (its CRD would not exist); the operator's metrics stay on for whoever scrapes
+    assert kuberay_values(monitoring=False) == {"metrics": {"enabled": True}}
+
+
+@needs_promtool
+def test_a_rayjob_run_costs_its_rayclusters_pods_hours(tmp_path: Path) -> None:
+    """Review obsreview13 F7: a team that trains with RayJob saw no run at all. KubeRay v1.7.0 says which RayCluster
+    a RayJob built (kuberay_cluster_info owner_kind RayJob: sweep-2-x7k2p) and the RayJob's uid (kuberay_job_info);
+    its pods carry the cluster's name (ray.io/cluster). sweep-2's head (no GPU) and one 4-GPU worker for an hour:
+    4 x $6.88, run_uid the RayJob's. No run: a RayCluster made by hand (notebook-q8x4z), one whose name only looks
+    like the RayJob's (sweep-2-debug: KubeRay's suffixes have no vowels) and one named like a RayJob's cluster,
+    suffix and all, that KubeRay says no RayJob built (sweep-2-k7mzq, owner_kind None: review obsreview15 F4), a
+    RayService's cluster of the same name (owner_kind RayService, pods labelled ray.io/serve); the submitter's own
+    pod is not a Job run either. The team pays for all 12 GPUs."""
+    rp = platform()
     hour = "_x5 GPUSx59 stale _x134"
-    inputs = [{"series": f'kube_node_labels{{node="{node}",{P5}}}', "values": "1x200"}]
-    for pod, cluster, gpus in (("sweep-2-x7k2p-head", "sweep-2-x7k2p", 0), ("sweep-2-x7k2p-gpu-worker-m2v5d", "sweep-2-x7k2p", 4),
-                               ("notebook-q8x4z-gpu-worker-b7d2k", "notebook-q8x4z", 2),
-                               ("sweep-2-debug-gpu-worker-h4kqz", "sweep-2-debug", 2),
-                               ("sweep-2-w5zkt-gpu-worker-c8dnv", "sweep-2-w5zkt", 2)):  # fmt: skip
-        inputs += held("research", pod, node, gpus, hour)
-        kind = "head" if pod.endswith("head") else "worker"
-        serve = ',label_ray_io_serve="true"' if cluster == "sweep-2-w5zkt" else ""
-        labels = f'namespace="research",pod="{pod}",uid="{pod}-uid",label_ray_io_cluster="{cluster}",label_ray_io_node_type="{kind}"{serve}'
-        inputs.append({"series": f"kube_pod_labels{{{labels}}}", "values": hour.replace("GPUS", "1")})
-        owner = f'namespace="research",pod="{pod}",uid="{pod}-uid",owner_kind="RayCluster",owner_name="{cluster}"'
-        inputs.append({"series": f"kube_pod_owner{{{owner}}}", "values": "_x5 1x195"})
-    submitter = 'namespace="research",pod="sweep-2-8fj3q",uid="s-uid",owner_kind="Job",owner_name="sweep-2",owner_is_controller="true"'
-    inputs += [{"series": f"kube_pod_owner{{{submitter}}}", "values": "_x5 1x195"},
-               {"series": 'kube_job_owner{namespace="research",job_name="sweep-2",owner_kind="RayJob",owner_name="sweep-2",'
-                          'owner_is_controller="true"}', "values": "1x200"}]  # fmt: skip
-    at = 'cost_center="CC-4411",namespace="research",run_kind="RayJob",run="sweep-2",run_uid="sweep-2-x7k2p",site="aws",team="research"'
+    inputs = [{"series": f'kube_node_labels{{node="{RAY_NODE}",{P5}}}', "values": "1x200"}]
+    for pod, cluster, gpus, owner in (("sweep-2-x7k2p-head", "sweep-2-x7k2p", 0, "RayJob"),
+                                      ("sweep-2-x7k2p-gpu-worker-m2v5d", "sweep-2-x7k2p", 4, "RayJob"),
+                                      ("notebook-q8x4z-gpu-worker-b7d2k", "notebook-q8x4z", 2, "None"),
+                                      ("sweep-2-debug-gpu-worker-h4kqz", "sweep-2-debug", 2, "None"),
+                                      ("sweep-2-k7mzq-gpu-worker-p9dfl", "sweep-2-k7mzq", 2, "None"),
+                                      ("sweep-2-w5zkt-gpu-worker-c8dnv", "sweep-2-w5zkt", 2, "RayService")):  # fmt: skip
+        inputs += [*ray_pod(pod, cluster, gpus, hour, serve=owner == "RayService"), ray_cluster_info(cluster, owner, "1x200")]
+    job_pod = 'namespace="research",pod="sweep-2-8fj3q",uid="s-uid",owner_kind="Job",owner_name="sweep-2",owner_is_controller="true"'
+    inputs += [{"series": f"kube_pod_owner{{{job_pod}}}", "values": "_x5 1x195"}, submitter("sweep-2", "1x200"),
+               ray_job_info("sweep-2", "rj-2", "1x200")]  # fmt: skip
     tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
-        rounded(settled("run:gpu_cost_usd:sum30d"), at, 4 * 6.88, "3h10m"),  # the only run
-        rounded(settled('team:gpu_cost_usd:sum30d{team="research"}'), 'site="aws",team="research"', 10 * 6.88, "3h10m"),
+        rounded(settled("run:gpu_cost_usd:sum30d"), RAY_RUN.format("sweep-2", "rj-2"), 4 * 6.88, "3h10m"),  # the only run
+        rounded(settled('team:gpu_cost_usd:sum30d{team="research"}'), 'site="aws",team="research"', 12 * 6.88, "3h10m"),
     ]}]  # fmt: skip
-    # the pods' series all end in one scrape: the join records first, so the run's last minute is read in the step its
-    # pods end, as the team's is (promtool orders groups at random, as Prometheus does; review obsreview15 F9)
-    run_promtool(rp, "aws", tests, tmp_path, order=["alicerce.kpi.joins", "alicerce.kpi.gpu", "alicerce.cost"])
+    run_promtool(rp, "aws", tests, tmp_path, order=RAY_ORDER)
+
+
+@needs_promtool
+def test_a_retried_rayjob_is_one_run_of_both_attempts(tmp_path: Path) -> None:
+    """Review obsreview16 F2: KubeRay v1.7.0 retries a failed RayJob (spec.backoffLimit) and re-admits a preempted one
+    on a new RayCluster (rayjob_controller.go Retrying/Suspending reset Status.RayClusterName, a new random suffix):
+    each attempt was a run of its own. RayJob sweep-2 (uid rj-2) runs on sweep-2-x7k2p (a 4-GPU worker for an hour),
+    then on sweep-2-b9dzt (another hour): one run of 8 GPU-hours, whatever its submitter Job did in between."""
+    rp = platform()
+    inputs = [{"series": f'kube_node_labels{{node="{RAY_NODE}",{P5}}}', "values": "1x300"}]
+    # each attempt's cluster exists from a little before its worker runs until it ends
+    attempts = (("sweep-2-x7k2p", "m2v5d", "_x5 GPUSx59 stale _x235", "1x65 stale _x234"),
+                ("sweep-2-b9dzt", "q4wkn", "_x70 GPUSx59 stale _x170", "_x68 1x231"))  # fmt: skip
+    for cluster, worker, values, info in attempts:
+        inputs += [*ray_pod(f"{cluster}-gpu-worker-{worker}", cluster, 4, values), ray_cluster_info(cluster, "RayJob", info)]
+    inputs += [submitter("sweep-2", "_x40 1x25 stale _x40 1x193"), ray_job_info("sweep-2", "rj-2", "1x300")]
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded(settled("run:gpu_cost_usd:sum30d"), RAY_RUN.format("sweep-2", "rj-2"), 8 * 6.88, "4h10m"),
+        {"expr": f'count by (run) ({settled("run:gpu_cost_usd:sum30d")})', "eval_time": "4h10m",
+         "exp_samples": [{"labels": '{run="sweep-2"}', "value": 1}]}]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path, order=RAY_ORDER)
+
+
+@needs_promtool
+def test_a_rayjob_run_costs_its_clusters_hours_before_the_submitter_starts(tmp_path: Path) -> None:
+    """Review obsreview15 F3: KubeRay v1.7.0 creates the submitter Job only once the RayCluster is Ready, every pod
+    Running and ready (rayjob_controller.go JobDeploymentStatusInitializing, utils.CheckAllPodsRunning): the run was
+    billed from then. sweep-2's worker A (4 GPUs) runs from 5 m, worker B waits 30 min for its node, the submitter Job
+    exists from 35 m: 4 x 1 h + 4 x 0.5 h = 6 GPU-hours. sweep-3's cluster never gets Ready (its worker B never
+    starts; no submitter ever): its worker A's 2 GPUs for an hour are still its run's."""
+    rp = platform()
+    hour = "_x5 GPUSx59 stale _x134"
+    inputs = [{"series": f'kube_node_labels{{node="{RAY_NODE}",{P5}}}', "values": "1x200"},
+              *ray_pod("sweep-2-x7k2p-head", "sweep-2-x7k2p", 0, hour),
+              *ray_pod("sweep-2-x7k2p-gpu-worker-a", "sweep-2-x7k2p", 4, hour),
+              *ray_pod("sweep-2-x7k2p-gpu-worker-b", "sweep-2-x7k2p", 4, "_x35 GPUSx29 stale _x134"),
+              ray_cluster_info("sweep-2-x7k2p", "RayJob", "1x200"), submitter("sweep-2", "_x35 1x165"),
+              ray_job_info("sweep-2", "rj-2", "1x200"),
+              *ray_pod("sweep-3-q2wz5-gpu-worker-a", "sweep-3-q2wz5", 2, hour),
+              ray_cluster_info("sweep-3-q2wz5", "RayJob", "1x200"), ray_job_info("sweep-3", "rj-3", "1x200")]  # fmt: skip
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded(settled('run:gpu_cost_usd:sum30d{run="sweep-2"}'), RAY_RUN.format("sweep-2", "rj-2"), 6 * 6.88, "3h10m"),
+        rounded(settled('run:gpu_cost_usd:sum30d{run="sweep-3"}'), RAY_RUN.format("sweep-3", "rj-3"), 2 * 6.88, "3h10m"),
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path, order=RAY_ORDER)
+
+
+@needs_promtool
+def test_an_operator_restart_loses_no_rayjob_hours(tmp_path: Path) -> None:
+    """The KubeRay operator restarts mid-run: its failed scrapes end its series (staleness markers) for 5 minutes.
+    The run's pods held their GPUs all along: still one run of 4 GPU-hours, under the RayJob's uid."""
+    rp = platform()
+    gap = "1x30 stale _x5 1x164"
+    inputs = [{"series": f'kube_node_labels{{node="{RAY_NODE}",{P5}}}', "values": "1x200"},
+              *ray_pod("sweep-2-x7k2p-gpu-worker-m2v5d", "sweep-2-x7k2p", 4, "_x5 GPUSx59 stale _x134"),
+              ray_cluster_info("sweep-2-x7k2p", "RayJob", gap), ray_job_info("sweep-2", "rj-2", gap)]  # fmt: skip
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded(settled("run:gpu_cost_usd:sum30d"), RAY_RUN.format("sweep-2", "rj-2"), 4 * 6.88, "3h10m")]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path, order=RAY_ORDER)
 
 
 @needs_promtool

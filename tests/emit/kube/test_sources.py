@@ -13,6 +13,7 @@ from alicerce.resolve.model import ResolvedPlatform
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_text
 from tests.conftest import ROOT
+from tests.emit.kube.scrape import kuberay_scraped
 from tests.emit.kube.test_diagnoses import NODE, OTHER, STEPS, cordoned, gpus, io, node_counter, node_labels
 from tests.emit.kube.test_monitoring import expected, needs_promtool, platform, rules_of, run_promtool
 from tests.emit.kube.upstream import load
@@ -100,6 +101,23 @@ def test_kueue_metrics_absent_names_each_team_queue_kueue_does_not_report(tmp_pa
 
     check("dc1", "KueueMetricsAbsent", pending("research"), [expected(rule, {"cluster_queue": "applied-ml"}, "1")], tmp_path / "a")
     check("dc1", "KueueMetricsAbsent", pending("research") + pending("applied-ml"), [], tmp_path / "b")
+
+
+@needs_promtool
+def test_kuberay_metrics_absent_names_a_raycluster_with_pods_kuberay_does_not_report(tmp_path: Path) -> None:
+    """Review obsreview16 F2: a RayJob's run is the pods of the RayClusters KubeRay's operator reports
+    (kuberay_cluster_info); with its metrics gone a RayJob's GPU-hours leave the runs silently. Fires per RayCluster
+    with pods and no series of its own; quiet when the operator reports it; nothing without Ray pods."""
+    rule = rules_of(platform(), "aws")["KubeRayMetricsAbsent"]
+    assert "kuberay_cluster_info" in load("kuberay-operator", "1.7.0", "labels.json")["operator_metrics"]
+    pod = 'namespace="research",pod="sweep-2-x7k2p-head",uid="u1",label_ray_io_cluster="sweep-2-x7k2p",label_ray_io_node_type="head"'
+    pods = [{"series": f"kube_pod_labels{{{pod}}}", "values": f"1{STEPS}"}]
+    exposed = {"name": "sweep-2-x7k2p", "namespace": "research", "uid": "c1", "owner_kind": "RayJob"}
+    info = [{"series": kuberay_scraped("kuberay_cluster_info", exposed), "values": f"1{STEPS}"}]
+    labels = {"namespace": "research", "label_ray_io_cluster": "sweep-2-x7k2p"}
+    check("aws", "KubeRayMetricsAbsent", pods, [expected(rule, labels, "1")], tmp_path / "a")
+    check("aws", "KubeRayMetricsAbsent", pods + info, [], tmp_path / "b")
+    check("aws", "KubeRayMetricsAbsent", info, [], tmp_path / "c")
 
 
 @needs_promtool
