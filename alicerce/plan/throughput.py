@@ -19,7 +19,8 @@ than a doubled peak). The efficiency is a product of factors, each with its sour
         x 1 / (1 + link seconds / compute seconds) tensor parallelism: (4 + 2 x recomputed share) all-reduces x layers x
                                                    2 (t - 1) / t x hidden x 2 B a token over NVLink/PCIe (physics;
                                                    1 where the stack overlaps them, tensorParallelOverlap)
-        x m / (m + p - 1)                          pipeline bubble of p declared stages, m microbatches a step
+        x v m / (v m + p - 1)                      pipeline bubble of p declared stages, m microbatches a step, v virtual
+                                                   stages of the interleaved schedule (1: plain 1F1B)
         x goodput 0.94                             failures, restarts and evaluations of a production run
 
 Measured (issue 23, bench/sizing_accuracy.py's unseen set, each refit on calibration only):
@@ -123,6 +124,7 @@ class TrainingJob:
     tp_overlapped: bool = False  # the stack hides the all-reduces behind the GEMMs (workloads[].tensorParallelOverlap)
     peak_flops: float | None = None  # dense BF16 peak of one GPU (FLOP/s): the TP term compares link time to compute time
     pipeline_parallel: int = 1  # pipeline stages (workloads[].pipelineParallel)
+    virtual_stages: int = 1  # model chunks a stage holds in the interleaved schedule (workloads[].pipelineVirtualStages)
     context_parallel: int = 1  # GPUs each sequence is split over (workloads[].contextParallel)
     zero_stage: int = 3  # what the data-parallel ranks shard (workloads[].zeroStage): memory and traffic, not the MFU
     production_run: bool = True  # apply goodput (a planned run, or a published GPU-hours total)
@@ -143,14 +145,19 @@ def microbatches(job: TrainingJob) -> float:
 
 
 def pipeline_factor(job: TrainingJob) -> Factor | None:
-    """The 1F1B pipeline bubble: of a step's m + p - 1 microbatch slots, the p - 1 of the fill and drain idle, so a
-    share m / (m + p - 1) computes (Narayanan et al. 2021, arXiv 2104.04473, Sec. 2.2.1: bubble (p - 1) / m of the
-    ideal time). Point-to-point activation sends between stages are a few megabytes a microbatch and overlap."""
-    p = job.pipeline_parallel
+    """The pipeline bubble: of a step's m + p - 1 microbatch slots, the p - 1 of the fill and drain idle, so a share
+    m / (m + p - 1) computes (1F1B; Narayanan et al. 2021, arXiv 2104.04473, Sec. 2.2.1: bubble (p - 1) / m of the ideal
+    time). The interleaved schedule gives each stage v model chunks of layers / (p x v) layers, so the fill and drain
+    cost a v-th of a microbatch each: bubble (p - 1) / (v x m), factor v m / (v m + p - 1) (Sec. 2.2.2). Point-to-point
+    activation sends between stages are a few megabytes a microbatch and overlap."""
+    p, v = job.pipeline_parallel, job.virtual_stages
     if p <= 1:
         return None
     m = microbatches(job)
-    return Factor("pipeline bubble", m / (m + p - 1), "megatron", f"{p} stages, {m:,.1f} microbatches of one sequence: m / (m + p - 1)")
+    if v <= 1:
+        return Factor("pipeline bubble", m / (m + p - 1), "megatron", f"{p} stages, {m:,.1f} microbatches of one sequence: m / (m + p - 1)")
+    note = f"{p} stages x {v} virtual, {m:,.1f} microbatches of one sequence: v m / (v m + p - 1)"
+    return Factor("pipeline bubble", v * m / (v * m + p - 1), "megatron", note)
 
 
 def moe_routing_ratio(job: TrainingJob) -> float:

@@ -204,6 +204,17 @@ class Workload(SpecModel):
         "- 1) in the pipeline bubble, microbatches being one sequence each of the data-parallel rank's share of the global "
         "batch (Narayanan et al. 2021, arXiv 2104.04473, Sec. 2.2). Default: 1.",
     )
+    pipeline_virtual_stages: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_LAYERS,
+        description="Training with pipelineParallel: model chunks each pipeline stage holds in the interleaved 1F1B "
+        "schedule (Megatron-Core virtual_pipeline_model_parallel_size, NeMo and Megatron-Bridge's VP column; Megatron-LM "
+        "--num-layers-per-virtual-pipeline-stage is layers / (pipelineParallel x this)). The bubble shrinks to (stages - 1) "
+        "/ (virtual stages x microbatches) of the ideal step (Narayanan et al. 2021, arXiv 2104.04473, Sec. 2.2.2). "
+        "Default: 1, the plain 1F1B schedule.",
+        examples=[8],
+    )
     context_parallel: StrictInt | None = Field(
         default=None,
         ge=1,
