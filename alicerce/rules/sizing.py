@@ -163,8 +163,8 @@ def _virtual_stages(i: int, w: Workload) -> Iterable[Finding]:
     stages = w.pipeline_parallel or 1
     if stages == 1:
         yield Finding(path, f"pipelineVirtualStages {virtual} interleaves the stages of a pipeline, and the workload declares "
-                      "none: without pipelineParallel there is no bubble to shrink", "declare pipelineParallel (2 or more "
-                      "stages) beside it, or remove it", virtual, resource=w.name)  # fmt: skip
+                      "none: without pipelineParallel there is no bubble to shrink", "declare pipelineParallel of 2 or more "
+                      "stages beside it, or remove it", virtual, resource=w.name)  # fmt: skip
         return
     layers = w.model.layers if w.model is not None else None
     chunks = stages * virtual
