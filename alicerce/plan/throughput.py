@@ -7,9 +7,9 @@ than a doubled peak). The efficiency is a product of factors, each with its sour
     mfu = base[architecture]                       large dense bf16 job (fitted)
         x 1 / (1 + 12 / 6 x layers x sequence x attention dim / active parameters)
                                                    attention FLOPs that 6N leaves out (physics; training.attentionFlops 12)
-        x min(1, tokens per GPU per step / 8192) ^ 0.0647
+        x min(1, tokens per GPU per step / 8192) ^ 0.0592
                                                    small per-GPU batches: bubbles, exposed communication (fitted)
-        x precision gain                           fp8 measured per stack: 1.78 Transformer Engine, 1.09 generic; it speeds
+        x precision gain                           fp8 measured per stack: 1.80 Transformer Engine, 1.10 generic; it speeds
                                                    the GEMMs only, so an fp8 job's attention term is 1 / (1 + gain x ratio)
         x 1 / (1 + k x experts per token x hidden x MoE layers / active parameters)
                                                    MoE all-to-all volume and small expert GEMMs (fitted k)
