@@ -202,7 +202,8 @@ class Workload(SpecModel):
         description="Training: pipeline stages, each holding layers / stages of the model (Megatron 1F1B schedule). Model "
         "state unsharded by ZeRO splits over tensor x pipeline GPUs; each step idles (stages - 1) / (microbatches + stages "
         "- 1) in the pipeline bubble, microbatches being one sequence each of the data-parallel rank's share of the global "
-        "batch (Narayanan et al. 2021, arXiv 2104.04473, Sec. 2.2). Default: 1.",
+        "batch (Narayanan et al. 2021, arXiv 2104.04473, Sec. 2.2); the interleaved schedule (pipelineVirtualStages) "
+        "shrinks it. Default: 1.",
     )
     pipeline_virtual_stages: StrictInt | None = Field(
         default=None,
