@@ -477,6 +477,7 @@ class TrainingRun(CatalogModel):
     sequenceParallel: bool = True  # the run's stack splits every activation over tensor parallelism (sequenceParallel)
     zeroStage: int | None = None  # what its data-parallel ranks shard, as its source states (the workload field zeroStage)
     pipelineParallel: int | None = None  # its pipeline stages, as its source states (pipelineParallel)
+    pipelineVirtualStages: int | None = None  # its interleaved schedule's model chunks a stage (VP), as its source states
     contextParallel: int | None = None  # GPUs each sequence is split over, as its source states (contextParallel)
     expertParallel: int | None = None  # its expert-parallel group, as its source states (expertParallel)
     tensorParallel: int | None = None  # with `recompute`: the degree it recomputed at (training TP is the planner's choice)

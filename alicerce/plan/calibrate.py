@@ -76,6 +76,7 @@ def run_job(run: TrainingRun, catalog: Catalog, sizing: Sizing) -> TrainingJob:
         full_recompute=run.recompute == "full",
         production_run=run.reporting == "gpuHours",
         pipeline_parallel=run.pipelineParallel or 1,
+        virtual_stages=run.pipelineVirtualStages or 1,
         context_parallel=run.contextParallel or 1,
         zero_stage=3 if run.zeroStage is None else run.zeroStage,
     )
@@ -431,6 +432,8 @@ def run_workload(run: TrainingRun) -> Workload:
         spec["zeroStage"] = run.zeroStage
     if run.pipelineParallel is not None:
         spec["pipelineParallel"] = run.pipelineParallel
+    if run.pipelineVirtualStages is not None:
+        spec["pipelineVirtualStages"] = run.pipelineVirtualStages
     if run.expertParallel is not None:
         spec["expertParallel"] = run.expertParallel
     if run.contextParallel is not None:

@@ -537,6 +537,7 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
         tp_overlapped=bool(w.tensor_parallel_overlap),
         peak_flops=gpu.tflops.bf16 * 1e12,
         pipeline_parallel=w.pipeline_parallel or 1,
+        virtual_stages=w.pipeline_virtual_stages or 1,
         context_parallel=w.context_parallel or 1,
         zero_stage=zero_stage(w),
     )
@@ -878,10 +879,15 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         notes.append(f"the global batch of {sequences:,.6g} sequences does not split evenly over {ranks} data-parallel ranks: "
                      f"the stack runs a multiple of {ranks} ({below:,} or {above:,} sequences)")  # fmt: skip
     if pipeline > 1 and sequences_per_rank < pipeline:
-        # 1F1B: (p - 1) of the m + p - 1 microbatch slots of a step fill and drain the pipeline (Narayanan et al. 2021)
-        idle = (pipeline - 1) / (max(sequences_per_rank, 1e-9) + pipeline - 1)
-        issues.append(Issue("PL330", f"the global batch gives each {pipeline}-stage pipeline {sequences_per_rank:,.1f} microbatches of one "
-                            f"sequence a step: fewer than its stages, so the pipeline bubble idles {idle:.0%} of each step"))  # fmt: skip
+        # the bubble throughput.pipeline_factor charges: (p - 1) of the v m + p - 1 slots of a step (v m chunk slots, v
+        # the interleaved schedule's virtual stages) fill and drain the pipeline (Narayanan et al. 2021, Sec. 2.2)
+        virtual = w.pipeline_virtual_stages or 1
+        idle = (pipeline - 1) / (virtual * max(sequences_per_rank, 1e-9) + pipeline - 1)
+        # the schedule a Megatron or NeMo run would use against it, which a plain 1F1B layout may just not have declared
+        remedy = "" if virtual > 1 else "; the interleaved schedule's pipelineVirtualStages v shrinks it to (p - 1) / (v m + p - 1)"
+        issues.append(Issue("PL330", f"the global batch gives each {pipeline}-stage pipeline {sequences_per_rank:,.1f} microbatches of "
+                            f"one sequence a step: fewer than its stages, so the pipeline bubble idles {idle:.0%} of each step"
+                            f"{remedy}"))  # fmt: skip
     if w.model.architecture == "moe" and active < 10e9:
         issues.append(Issue("PL316", f"a fine-grained MoE ({active / 1e9:.1f}B active) sits at the edge of the calibration data"))
     attention = w.model.attention

@@ -8,7 +8,7 @@ from typing import Any
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean, one_of
 from alicerce.spec.models.storage import ParallelFsTier
-from alicerce.spec.models.workloads import DEFAULT_SEQUENCE, LatentAttention, Model, SlidingWindowAttention
+from alicerce.spec.models.workloads import DEFAULT_SEQUENCE, LatentAttention, Model, SlidingWindowAttention, Workload
 from alicerce.spec.units import format_bytes
 
 rules = RuleSet()
@@ -125,16 +125,20 @@ def workload_fields_apply(ctx: RuleContext) -> Iterable[Finding]:
                           f"remove it; it applies to {' and '.join(SCHEDULED)} workloads", key=True, resource=w.name)  # fmt: skip
 
 
-@rules.rule("AL375", "pipeline-layout", "A training pipeline's stages each hold a layer and fill the pinned GPUs.")
+@rules.rule("AL375", "pipeline-layout", "A training pipeline's stages and virtual stages each hold a layer and fill the pinned GPUs.")
 def pipeline_layout(ctx: RuleContext) -> Iterable[Finding]:
     """Megatron's pipeline splits the model's layers over ``pipelineParallel`` stages and every data-parallel replica
     of the model spans tensor x pipeline GPUs: a stage without a layer does not exist, and pinned GPUs that are not whole
     pipelines leave GPUs idle (Megatron-LM asserts the world size divides by tensor x pipeline; the planner finds no
-    layout and sizes a slower one)."""
+    layout and sizes a slower one). ``pipelineVirtualStages`` splits each stage into chunks of the interleaved schedule,
+    which needs a pipeline to interleave and layers that divide into pipeline x virtual chunks."""
     for i, w in enumerate(ctx.spec.workloads):
-        stages = w.pipeline_parallel
-        if stages is None or stages == 1 or w.kind not in SCHEDULED:
+        if w.kind not in SCHEDULED:
             continue  # on another kind AL380 reports it
+        yield from _virtual_stages(i, w)
+        stages = w.pipeline_parallel
+        if stages is None or stages == 1:
+            continue
         path = S.workloads[i].pipeline_parallel
         if w.model is not None and w.model.layers is not None and stages > w.model.layers:
             yield Finding(path, f"pipelineParallel {stages} splits a {w.model.layers}-layer model: a stage would hold no layer",
@@ -143,6 +147,34 @@ def pipeline_layout(ctx: RuleContext) -> Iterable[Finding]:
             yield Finding(path, f"pipelineParallel {stages} does not divide the pinned {w.gpus} GPUs: each data-parallel "
                           f"replica of the model spans whole pipelines", f"pin a multiple of {stages} GPUs, or use a stage "
                           f"count that divides {w.gpus}: {_divisors(w.gpus)}", stages, resource=w.name)  # fmt: skip
+
+
+def _virtual_stages(i: int, w: Workload) -> Iterable[Finding]:
+    """The interleaved schedule's model chunks: each of the pipeline x virtual chunks holds the same number of layers.
+    Megatron-LM's README (f2e5db402c, "The interleaved pipelining schedule") asks the layers to divide by
+    --num-layers-per-virtual-pipeline-stage; Megatron-Core's account_for_embedding_in_pipeline_split and
+    account_for_loss_in_pipeline_split count the embedding and the loss as a layer each
+    (megatron/core/transformer/transformer_block.py), how Llama 3.1 405B's 126 layers split 8 x 8 in Megatron-Bridge's
+    recipes: the layers, or one or two more, divide by pipeline x virtual."""
+    virtual = w.pipeline_virtual_stages
+    if virtual is None or virtual == 1:
+        return
+    path = S.workloads[i].pipeline_virtual_stages
+    stages = w.pipeline_parallel or 1
+    if stages == 1:
+        yield Finding(path, f"pipelineVirtualStages {virtual} interleaves the stages of a pipeline, and the workload declares "
+                      "none: without pipelineParallel there is no bubble to shrink", "declare pipelineParallel of 2 or more "
+                      "stages beside it, or remove it", virtual, resource=w.name)  # fmt: skip
+        return
+    layers = w.model.layers if w.model is not None else None
+    chunks = stages * virtual
+    if layers is not None and not any((layers + extra) % chunks == 0 for extra in (0, 1, 2)):
+        fits = [v for v in range(1, layers // stages + 1) if any((layers + e) % (stages * v) == 0 for e in (0, 1, 2))]
+        yield Finding(path, f"pipelineParallel {stages} x pipelineVirtualStages {virtual} = {chunks} model chunks do not "
+                      f"divide the {layers} layers (nor {layers + 1} or {layers + 2}, counting the embedding and the loss as "
+                      "layers): every chunk of the interleaved schedule holds the same number of layers",
+                      f"virtual stages that divide them at {stages} stages: {', '.join(map(str, fits)) or 'none'}", virtual,
+                      resource=w.name)  # fmt: skip
 
 
 @rules.rule("AL386", "context-layout", "A context-parallel group splits each sequence evenly and fills the pinned GPUs.")
@@ -266,6 +298,7 @@ _READ_BY: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("zero_stage", SCHEDULED, "a served model keeps no gradients or optimizer state to shard"),
     ("gradient_reduction", SCHEDULED, "a served model reduces no gradients"),
     ("pipeline_parallel", SCHEDULED, "a replica's GPUs are its tensorParallel degree"),
+    ("pipeline_virtual_stages", SCHEDULED, "a replica's GPUs are its tensorParallel degree"),
     ("expert_parallel", SCHEDULED, "a replica's GPUs are its tensorParallel degree"),
     ("context_parallel", SCHEDULED, "a served prompt's KV cache is sized whole per replica"),
     # an online service's replicas run around the clock and hold their nodes all month (alicerce.plan.growth

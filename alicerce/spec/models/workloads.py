@@ -202,7 +202,19 @@ class Workload(SpecModel):
         description="Training: pipeline stages, each holding layers / stages of the model (Megatron 1F1B schedule). Model "
         "state unsharded by ZeRO splits over tensor x pipeline GPUs; each step idles (stages - 1) / (microbatches + stages "
         "- 1) in the pipeline bubble, microbatches being one sequence each of the data-parallel rank's share of the global "
-        "batch (Narayanan et al. 2021, arXiv 2104.04473, Sec. 2.2). Default: 1.",
+        "batch (Narayanan et al. 2021, arXiv 2104.04473, Sec. 2.2); the interleaved schedule (pipelineVirtualStages) "
+        "shrinks it. Default: 1.",
+    )
+    pipeline_virtual_stages: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_LAYERS,
+        description="Training with pipelineParallel: model chunks each pipeline stage holds in the interleaved 1F1B "
+        "schedule (Megatron-Core virtual_pipeline_model_parallel_size, NeMo and Megatron-Bridge's VP column; Megatron-LM "
+        "--num-layers-per-virtual-pipeline-stage is layers / (pipelineParallel x this)). The bubble shrinks to (stages - 1) "
+        "/ (virtual stages x microbatches) of the ideal step (Narayanan et al. 2021, arXiv 2104.04473, Sec. 2.2.2). "
+        "Default: 1, the plain 1F1B schedule.",
+        examples=[8],
     )
     context_parallel: StrictInt | None = Field(
         default=None,
