@@ -184,13 +184,35 @@ class TrainingMemory:
     # TP 8 on such layouts: review sizreview10 F12)
     routed_share: float = 0.0
     expert_parallel: int = 1
+    # ZeRO-3 (FSDP) gathers each layer whole for its forward and backward: the layer it computes and the one it
+    # prefetches, 16-bit; in backward the layer's 16-bit gradients and, reducing in fp32, the fp32 copy its reduce-scatter
+    # takes in (torch.distributed.fsdp FSDP2 foreach_reduce: reduce_scatter_input in reduce_dtype, the unsharded
+    # gradients of the unit). Bytes at TP 1; the plan filled a GPU to 71.7 of 72 GiB without them (review sizreview10 F4)
+    working_set: float = 0.0
+    working_routed: float = 0.0  # of a layer's working set, its routed experts' at EP 1 (what the expert group spreads)
+    experts: int = 0  # a MoE's routed experts, where declared
+    expert_parallel_declared: bool = False
+    # Transformer Engine keeps an fp8 copy of every weight and its transpose across micro-batches (its weight caching,
+    # Megatron's is_first_microbatch), 2 B a parameter on each replica below ZeRO-3; Megatron's --fp8-param-gather drops
+    # the 16-bit copy instead, which a spec cannot declare (review sizreview10 F14)
+    fp8_weights: float = 0.0
+
+    def working_at(self, zero_stage: int, tp: int, dp: int | None = None) -> float:
+        """Bytes a GPU holds beyond its shard of the state while ZeRO ``zero_stage`` runs a layer, at tensor parallel ``tp``
+        over ``dp`` data-parallel ranks: a layer's routed experts spread over the expert-parallel group the network figure
+        reads too (expert_parallel_degree; none where ``dp`` is not known yet: the fewest GPUs that hold the run)."""
+        if zero_stage < 3:
+            return 0.0
+        spread = self.expert_parallel if self.expert_parallel_declared else expert_parallel_degree(None, self.experts, dp or 1)
+        return (self.working_set + self.working_routed / spread) / max(1, tp)
 
     def state_at(self, zero_stage: int) -> float:
         """Bytes of model state in all at ``zero_stage``: stages 0-1 keep the gradients they all-reduce in fp32 (Megatron's
         bf16 default, accumulate_allreduce_grads_in_fp32; its distributed optimizer: 6 + 12 / d bytes a parameter, not
         4 + 12 / d: Megatron-LM docs/source/api-guide/dist_optimizer.md; review sizreview8 F1), and an fp16 run's
         optimizer an fp32 copy of its fp16 ones (the same table: 20 bytes, 4 + 16 / d distributed; review sizreview9 F3)."""
-        return self.state + (self.fp32_gradients + self.fp32_main_gradients if zero_stage <= 1 else 0.0)
+        fp32 = self.fp32_gradients + self.fp32_main_gradients if zero_stage <= 1 else 0.0
+        return self.state + fp32 + (self.fp8_weights if zero_stage <= 2 else 0.0)
 
     def state_per_gpu(self, gpus: int, model_parallel: int = 1, zero_stage: int = 3) -> float:
         """Model-state bytes on one GPU: what ZeRO ``zero_stage`` shards over all ``gpus`` (the data-parallel ranks of
@@ -214,8 +236,8 @@ class TrainingMemory:
         """Bytes of model state ZeRO ``zero_stage`` leaves whole on each data-parallel replica."""
         if zero_stage == 0:
             return self.state_at(0)
-        whole = {1: self.weights + self.gradients, 2: self.weights}.get(zero_stage, 0.0)
-        return whole + (self.fp32_gradients if zero_stage == 1 else 0.0)
+        whole = {1: self.weights + self.gradients + self.fp32_gradients, 2: self.weights}.get(zero_stage, 0.0)
+        return whole + (self.fp8_weights if zero_stage <= 2 else 0.0)
 
     def activations_at(self, tp: int, recomputed: float = 0.0) -> float:
         """Activation bytes per GPU at tensor parallel ``tp`` with a share ``recomputed`` of the layers recomputed: the
@@ -229,6 +251,12 @@ def vocabulary_of(w: Workload, sizing: Sizing) -> float:
     """The logits' width: the declared vocabulary (0: no language-model head), else Llama 3's (review sizreview9 F17)."""
     assert w.model is not None
     return sizing.vocabularyDefault.value if w.model.vocabulary is None else float(w.model.vocabulary)
+
+
+# Transformer Engine's fp8 weight and its transpose (Hopper's fp8 GEMMs take one layout each): TransformerEngine PR 244
+# (persistent fp8 weights and transposes under weight caching); a Blackwell MXFP8 weight keeps its two scaling layouts
+# at the same 2 B (TransformerEngine issue 1880)
+FP8_WEIGHT_CACHE_BYTES = 2.0
 
 
 def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
@@ -293,14 +321,25 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
     fp32_buffer = w.precision not in ("fp16", "fp32") and (w.gradient_reduction != "16-bit" or zero_stage(w) == 0)
     extra = per.fp32Gradients.value - per.gradients.value if fp32_buffer else 0.0
     main = per.fp32Gradients.value if w.precision == "fp16" else 0.0
-    routed = 0.0
-    if w.expert_parallel and w.expert_parallel > 1 and w.model.architecture == "moe":
-        routed = (n - shared_parameters(w)) / n
+    experts = w.model.experts.total if w.model.architecture == "moe" and w.model.experts else 0
+    moe_routed = (n - shared_parameters(w)) / n if experts else 0.0
+    routed = moe_routed if w.expert_parallel and w.expert_parallel > 1 and w.model.architecture == "moe" else 0.0
+    weights, gradients = frozen + trainable * kept_weight, trainable * kept_gradient
+    reduced = trainable * sizing.weightBytes["fp32"] if reduces_in_fp32(w) and w.precision != "fp32" else 0.0
+    layer = (2 * weights + gradients + reduced) / layers  # a layer's share of them
+    fp8 = trainable * FP8_WEIGHT_CACHE_BYTES if w.precision == "fp8" and w.fp8_recipe == "transformer-engine" else 0.0
     return TrainingMemory(state, with_recompute, without, checkpoint, trainable, unsplit=layers * per_layer_tokens * unsplit_layer,
                           unsplit_recompute=unsplit_input + per_layer_tokens * unsplit_layer,
-                          weights=frozen + trainable * kept_weight, gradients=trainable * kept_gradient,
-                          fp32_gradients=trainable * extra, fp32_main_gradients=trainable * main,
-                          routed_share=routed, expert_parallel=w.expert_parallel or 1)  # fmt: skip
+                          weights=weights, gradients=gradients, fp32_gradients=trainable * extra, fp32_main_gradients=trainable * main,
+                          routed_share=routed, expert_parallel=w.expert_parallel or 1, working_set=layer * (1 - moe_routed),
+                          working_routed=layer * moe_routed, experts=experts,
+                          expert_parallel_declared=w.expert_parallel is not None, fp8_weights=fp8)  # fmt: skip
+
+
+def expert_parallel_degree(declared: int | None, experts: int, dp: int) -> int:
+    """The expert-parallel group: the declared one (workloads[].expertParallel), else every expert on its own
+    data-parallel rank, as far as the ranks go. Memory and the network read the same (review sizreview11 F8)."""
+    return declared or max(1, min(experts or dp, dp))
 
 
 def shared_parameters(w: Workload) -> float:
@@ -362,7 +401,7 @@ def smallest_fit(
     best: tuple[int, int] | None = None
     for tp in node_degrees(node_gpus):
         group = tp * pipeline
-        free = usable - mem.activations_at(tp, 1.0) - mem.held_whole(zero_stage) / group
+        free = usable - mem.activations_at(tp, 1.0) - mem.held_whole(zero_stage) / group - mem.working_at(zero_stage, tp)
         if free <= 0:
             continue
         whole = math.lcm(group * context, mem.expert_parallel * group)  # whole replicas and whole expert grids
@@ -378,11 +417,11 @@ def _overflow(mem: TrainingMemory, gpu: Gpu, sizing: Sizing, *, node_gpus: int, 
     ZeRO-1 was told to shorten its sequences; review sizreview10 F2)."""
     tp = max(node_degrees(node_gpus))
     usable, activations = usable_memory(gpu, sizing), mem.activations_at(tp, 1.0)
-    whole = mem.held_whole(zero_stage) / (tp * pipeline)
+    whole = mem.held_whole(zero_stage) / (tp * pipeline) + mem.working_at(zero_stage, tp)
+    kept = "the layers ZeRO-3 gathers" if zero_stage >= 3 else f"the state ZeRO-{zero_stage} keeps whole"
     parts = (
         f"at TP {tp} x PP {pipeline}, one sequence's activations ({activations / GIB:.1f} GiB with full recomputation) "
-        f"and the state ZeRO-{zero_stage} keeps whole on each GPU ({whole / GIB:.1f} GiB) exceed the {usable / GIB:.0f} GiB "
-        f"a {gpu.id} gives"
+        f"and {kept} on each GPU ({whole / GIB:.1f} GiB) exceed the {usable / GIB:.0f} GiB a {gpu.id} gives"
     )
     if whole >= activations:
         return f"{parts}: a higher zeroStage or a wider pipelineParallel shards that state"
@@ -476,8 +515,7 @@ def network_bytes_per_step(
     experts = w.model.experts.total if w.model.experts else None
     # routed experts unknown: every parameter beyond the active ones is an expert's
     shared = shared_parameters(w) if experts is not None and experts > job.experts_per_token else active
-    # the declared expert-parallel group (workloads[].expertParallel), else every expert on its own data-parallel rank
-    ep = w.expert_parallel or max(1, min(experts or dp, dp))
+    ep = expert_parallel_degree(w.expert_parallel, experts or dp, dp)
     replicas = max(1, dp // ep)
     # ZeRO-3 gathers the shared weights and its experts' every micro-batch as a dense run does (review sizreview4 D2: once
     # a step understated a DeepSeek-like run ~15x and PL321 never fired)
@@ -690,7 +728,8 @@ def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usabl
             continue
         if job.gpus % (d * mem.expert_parallel * job.pipeline_parallel):
             continue  # the expert grid, EP x TP x PP, must divide the count too (review sizreview12 F2)
-        state = mem.state_per_gpu(job.gpus, d * job.pipeline_parallel, job.zero_stage)
+        dp = job.gpus // (d * job.context_parallel * job.pipeline_parallel)
+        state = mem.state_per_gpu(job.gpus, d * job.pipeline_parallel, job.zero_stage) + mem.working_at(job.zero_stage, d, dp)
         fits_without = state + mem.activations_at(d) <= usable
         fraction = 0.0 if fits_without else recompute_share(mem, job.layers, state, d, usable)
         if fraction is None:
@@ -817,7 +856,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                                   "/ 24, the fewest GPU-hours over the tensor-parallel degrees' counts",
                                   {"deadline days": deadline / DAY}))  # fmt: skip
     gpus, tp = run.gpus, run.tp
-    held = mem.state_per_gpu(gpus, tp * pipeline, zero) + mem.activations_at(tp, run.recompute_fraction)
+    ranks = max(1, gpus // (tp * context * pipeline))
+    held = mem.state_per_gpu(gpus, tp * pipeline, zero) + mem.working_at(zero, tp, ranks) + mem.activations_at(tp, run.recompute_fraction)
     if gpus % (tp * mem.expert_parallel * pipeline):
         # Megatron-Core refuses a world size its expert grid does not divide (a 7B MoE at EP 8 pinned at 12 GPUs was
         # planned at TP 1: review sizreview13 F9)
@@ -865,12 +905,11 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     elif run.recompute_fraction > 0:
         notes.append(f"activations of {run.recompute_fraction:.0%} of the layers are recomputed at {gpus} GPUs to fit memory")
     batch_tokens = float(w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value)
-    sequences_per_rank = batch_tokens / (w.sequence_length or DEFAULT_SEQUENCE) / max(1, gpus // (tp * context * pipeline))
+    sequences = batch_tokens / (w.sequence_length or DEFAULT_SEQUENCE)
+    sequences_per_rank = sequences / ranks
     if sequences_per_rank < 1:
         issues.append(Issue("PL312", f"the global batch gives {sequences_per_rank:.2f} sequences per data-parallel rank at {gpus} GPUs: "
                             "below one, published runs fall well short of the model (strong-scaling floor)"))  # fmt: skip
-    ranks = max(1, gpus // (tp * context * pipeline))
-    sequences = batch_tokens / (w.sequence_length or DEFAULT_SEQUENCE)
     if sequences_per_rank >= 1 and (sequences % ranks or not sequences.is_integer()):
         # Megatron's micro-batch calculator asserts the global batch (in sequences) divides by micro-batch x data-parallel
         # ranks (megatron/core/num_microbatches_calculator.py ConstantNumMicroBatchesCalculator), and every stack runs
@@ -952,7 +991,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     return WorkloadPlan(
         name=w.name, kind=w.kind, team=w.team, pool=place.pool, accelerator=gpu.id, gpus=gpus, min_gpus=min_gpus,
         model_state_gib=mem.state_at(zero) / GIB,
-        memory_per_gpu_gib=(mem.state_per_gpu(gpus, tp * pipeline, zero) + activations) / GIB,
+        memory_per_gpu_gib=(mem.state_per_gpu(gpus, tp * pipeline, zero) + mem.working_at(zero, tp, ranks) + activations) / GIB,
         gpu_hours=gpu_hours, wall_clock_days=wall_days, hours_per_day=w.hours_per_day, checkpoint_gib=mem.checkpoint / GIB,
         checkpoint_write_gbps=write, dataset_read_gbps=read, network_gbps_per_gpu=fabric, rdma_required=rdma,
         replicas=None, tokens_per_second_per_replica=None, mfu=run.mfu, tensor_parallel=tp,

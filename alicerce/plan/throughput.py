@@ -21,7 +21,7 @@ than a doubled peak). The efficiency is a product of factors, each with its sour
                                                    1 where the stack overlaps them, tensorParallelOverlap)
         x v m / (v m + p - 1)                      pipeline bubble of p declared stages, m microbatches a step, v virtual
                                                    stages of the interleaved schedule (1: plain 1F1B)
-        x goodput 0.94                             failures, restarts and evaluations of a production run
+        x goodput 0.93                             failures, restarts and evaluations of a production run
 
 Measured (issue 23, bench/sizing_accuracy.py's unseen set, each refit on calibration only):
 - Adopted (sizing4): fp8 speeding up only the GEMMs (attention stays 16-bit: Transformer Engine's recipes leave fp8_dpa
@@ -39,6 +39,14 @@ Measured (issue 23, bench/sizing_accuracy.py's unseen set, each refit on calibra
   dense bf16 < 16K 15.3% -> 13.8%, >= 16K 67.3% -> 13.8%, fp8 83.3% -> 52.8%, MoE -38.2% -> -41.6%, all 19.8% -> 14.4%.
 - Pipeline bubble (sizing6): a declared pipelineParallel p idles (p - 1) of each step's m + p - 1 microbatch slots
   (1F1B), m the data-parallel rank's sequences; microbatches of more than one sequence (BLOOM ran 2) are not declarable.
+- Adopted (lead, 2026-12-05; review sizreview10 F4, F14): memory counts ZeRO-3's working set (the layer computed and
+  the one prefetched, 16-bit, and in backward the layer's 16-bit gradients and fp32 reduce-scatter input: FSDP2
+  foreach_reduce) and Transformer Engine's fp8 weight caches below ZeRO-3 (2 B a parameter). A few fit rows change
+  layout or recomputed share; refit with the 405B card's goodput re-derived at 0.930 (0.940 before): ampere 0.5494
+  -> 0.5519, hopper 0.5022 -> 0.5021, exponent 0.0592 -> 0.0556. Bench, median abs. error before -> after: dense
+  each source unseen 7.4% -> 7.6%; unseen set dense bf16 < 16K 13.5% -> 13.4%, >= 16K 13.0% -> 13.5%, fp8 52.9% ->
+  52.8%, MoE 42.8% -> 42.5%, all 14.3% -> 14.1%. The reference llm-pretrain (70B, ZeRO-3, 224 H100) now holds
+  1.1 GB a GPU of gathered layers at TP 4 and runs 58.9 days, not 58.3.
 - Adopted (sizpp, 2026-12-05; review sizreview10 F1): the interleaved schedule (pipelineVirtualStages v: bubble (p - 1)
   / (v m), Sec. 2.2.2) and fit rows that declare their pipeline. The base was fitted on rows that ran a pipeline without
   declaring it, so a user who declared one paid its bubble twice: Llama 3.1 405B at its Table 4 layout (16,384 H100, TP

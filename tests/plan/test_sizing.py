@@ -466,7 +466,7 @@ def test_moe_network_is_expert_parallel_not_a_gather_of_every_parameter() -> Non
                sizreview4 D2: the plan counted one a step, as stages 0-2 do)     = 1,126.37e9 B
       a2a    = 4 x 8 x 7168 x 58 x 2 B x 62,900,224 / 2048 tokens x (1 - 8/256)   = 791.665e9 B
     1,918.04e9 B a step; at the planned MFU before goodput (restarts are not steps: review sizreview3 D3) a step takes
-    30,713 tokens / (989.4e12 x MFU / 0.94 / 222e9) s, and the need is bytes x 8 / (step x 0.8 overlap): about
+    30,713 tokens / (989.4e12 x MFU / goodput / 222e9) s, and the need is bytes x 8 / (step x 0.8 overlap): about
     610 Gbit/s, over the 400 Gbit/s a GPU had (PL321: the default ZeRO-3 layout gathers every micro-batch); an
     800 Gbit/s fabric carries it (no finding)."""
     model = {**DEEPSEEK_V3, "attention": {"kind": "mla", "kvLoraRank": 512, "ropeHeadDim": 64, "heads": 128}, "headDim": 128}
@@ -478,7 +478,9 @@ def test_moe_network_is_expert_parallel_not_a_gather_of_every_parameter() -> Non
     a2a = 4 * 8 * 7168 * 58 * 2 * 62_900_224 / 2048 * (1 - 8 / 256)
     assert sync == pytest.approx(150.2176e9, rel=1e-5) and a2a == pytest.approx(791.665e9, rel=1e-5)
     rounds = 62_900_224 / (4096 * 2048)
-    step = (62_900_224 / 2048) / (989.4e12 * plan.mfu / 0.94 / (6 * 37e9))  # the productive step: MFU before goodput (D3)
+    step = (62_900_224 / 2048) / (
+        989.4e12 * plan.mfu / SIZING.training.goodput.value / (6 * 37e9)
+    )  # the productive step: MFU before goodput (D3)
     need = (sync * rounds + a2a) * 8 / (step * 0.8) / 1e9
     figure = next(f.value for f in plan.figures if f.name == "network per GPU")
     assert figure == pytest.approx(need, rel=1e-5) and 400 < need < 800
@@ -602,14 +604,15 @@ def test_bytes_per_sample_sets_the_dataset_read_rate() -> None:
 def test_a_declared_expert_parallel_group_sets_the_moe_traffic() -> None:
     """Issue 23 (sizmoe2): the expert-parallel degree is the team's (DeepSeek-V2 ran 8 inside a node, arXiv 2405.04434
     Sec. 3.1.3; DeepSeek-V3 64 across nodes, 2412.19437 Sec. 3.2), not always min(experts, dp). DeepSeek-V3's shape on
-    2,048 H100 with expertParallel 8: each GPU's node holds the whole group, so no all-to-all crosses the fabric, and
-    the experts' sync runs over dp / 8 = 256 replicas of each expert's share (654.451613e9 / 8 B of routed experts a GPU)
+    2,048 H200s (on H100s EP 8's gathered layers, 1.6e9 parameters each at ZeRO-3, ask TP 2: review sizreview10 F4) with
+    expertParallel 8: each GPU's node holds the whole group, so no all-to-all crosses the fabric, and the experts' sync
+    runs over dp / 8 = 256 replicas of each expert's share (654.451613e9 / 8 B of routed experts a GPU)
       sync = 8 B x (16.548387e9 x 2047/2048 + 654.451613e9 / 8 x 255/256) a micro-batch, 7.4983 micro-batches a step;
     with 64 (DeepSeek-V3's own) 1 - 8/64 of the all-to-all crosses it: 4 x 8 x 7168 x 58 x 2 B x 30,713 tokens x 7/8."""
     model = {**DEEPSEEK_V3, "attention": {"kind": "mla", "kvLoraRank": 512, "ropeHeadDim": 64, "heads": 128}, "headDim": 128}
     base = {"model": model, "tokens": "14.8T", "sequenceLength": 4096, "globalBatchTokens": 62_900_224, "gpus": 2048,
-            "accelerator": "H100", "precision": "fp8", "fp8Recipe": "transformer-engine"}  # fmt: skip
-    plans = {ep: plan_training(workload(**base, expertParallel=ep), on("H100-SXM5-80GB", network=400.0), SIZING, []) for ep in (8, 64)}
+            "accelerator": "H200", "precision": "fp8", "fp8Recipe": "transformer-engine"}  # fmt: skip
+    plans = {ep: plan_training(workload(**base, expertParallel=ep), on("H200-SXM-141GB", network=400.0), SIZING, []) for ep in (8, 64)}
     rounds = 62_900_224 / (4096 * 2048)
     for ep, a2a_share in ((8, 0.0), (64, 1 - 8 / 64)):
         plan = plans[ep]
@@ -617,13 +620,13 @@ def test_a_declared_expert_parallel_group_sets_the_moe_traffic() -> None:
         replicas = 2048 // ep
         sync = (2 * 2 + 4) * (16.548387e9 * 2047 / 2048 + 654.451613e9 / ep * (replicas - 1) / replicas)
         a2a = 4 * 8 * 7168 * 58 * 2 * 62_900_224 / 2048 * a2a_share
-        step = (62_900_224 / 2048) / (989.4e12 * plan.mfu / 0.94 / (6 * 37e9))
+        step = (62_900_224 / 2048) / (989.4e12 * plan.mfu / SIZING.training.goodput.value / (6 * 37e9))
         need = (sync * rounds + a2a) * 8 / (step * 0.8) / 1e9
         assert plan.network_gbps_per_gpu == pytest.approx(need, rel=1e-5), ep
     # the trade a team makes: 8 keeps the all-to-all in the node but each GPU holds and syncs 1/8 of the experts (82 GB
     # of them at ZeRO-3, gathered every micro-batch); a wider group sends more all-to-all off the node and syncs far less
     # expert state; undeclared, min(256, dp) = 256
-    default = plan_training(workload(**base), on("H100-SXM5-80GB", network=400.0), SIZING, [])
+    default = plan_training(workload(**base), on("H200-SXM-141GB", network=400.0), SIZING, [])
     needs = {ep: plans[ep].network_gbps_per_gpu for ep in (8, 64)} | {256: default.network_gbps_per_gpu}
     assert needs[256] < needs[64] < needs[8], needs  # type: ignore[operator]
 
@@ -647,8 +650,9 @@ def test_only_the_layers_memory_needs_are_recomputed() -> None:
     now recomputes the fewest whole layers that fit. 70B (80 x 8192) at 32,768-token sequences on 64 H100, TP 8:
       state 70e9 x 16 B / 64 GPUs; activations without recomputation 80 x 32,768 x 8192 x 34 B / 8, with it
       (80 x 2 + 34) x 32,768 x 8192 B / 8, each with the loss's fp32 logits, 32,768 x 128,256 (the default vocabulary)
-      x 4 B / 8; the share f solves state + (1 - f) x without + f x with = usable memory, rounded up to whole layers,
-      and the throughput factor is 1 / (1 + f x (1 / 0.75 - 1))."""
+      x 4 B / 8; ZeRO-3's gathered layers (2 x 2 + 2 + 4) B x 70e9 / 80 / 8; the share f solves state + gathered +
+      (1 - f) x without + f x with = usable memory, rounded up to whole layers, and the throughput factor is
+      1 / (1 + f x (1 / 0.75 - 1))."""
     w = workload(model={"parameters": "70B", "layers": 80, "hiddenSize": 8192}, tokens="1T", sequenceLength=32768, gpus=64,
                  globalBatchTokens="16M", accelerator="H100")  # fmt: skip
     plan = plan_training(w, on("H100-SXM5-80GB"), SIZING, [])
@@ -656,7 +660,8 @@ def test_only_the_layers_memory_needs_are_recomputed() -> None:
     state, tokens = 70e9 * 16 / 64, 32768 * 8192
     logits = 32768 * 128256 * 4 / 8
     without, with_ = 80 * tokens * 34 / 8 + logits, (80 * 2 + 34) * tokens / 8 + logits
-    share = math.ceil((state + without - usable) / (without - with_) * 80) / 80
+    gathered = (2 * 2 + 2 + 4) * 70e9 / 80 / 8
+    share = math.ceil((state + gathered + without - usable) / (without - with_) * 80) / 80
     assert 0 < share < 1 and plan.tensor_parallel == 8
     factor = next(f for fig in plan.figures for f in fig.factors if f.name == "recomputation")
     assert factor.value == pytest.approx(1 / (1 + share * (1 / 0.75 - 1)))
@@ -874,7 +879,11 @@ def test_a_declared_layout_shapes_memory_and_the_plan() -> None:
     expected = 70e9 * 6 / (tp * 4) + 70e9 * 12 / 64 + mem.activations_at(tp)
     assert zero1.memory_per_gpu_gib == pytest.approx(expected / GIB, rel=1e-9)
     assert fsdp.tensor_parallel is not None and "recomputation" not in _factors(fsdp)
-    fsdp_expected = 70e9 * 16 / 64 + mem.activations_at(fsdp.tensor_parallel)
+    # ZeRO-3 also holds a layer it computes and the one it prefetches, 16-bit, and in backward the layer's 16-bit and fp32
+    # gradients: (2 x 2 + 2 + 4) B x 70e9 / 80 a layer, over TP (review sizreview10 F4)
+    gathered = (2 * 2 + 2 + 4) * 70e9 / 80 / fsdp.tensor_parallel
+    assert mem.working_at(3, fsdp.tensor_parallel) == pytest.approx(gathered) and mem.working_at(1, fsdp.tensor_parallel) == 0
+    fsdp_expected = 70e9 * 16 / 64 + gathered + mem.activations_at(fsdp.tensor_parallel)
     assert fsdp.memory_per_gpu_gib == pytest.approx(fsdp_expected / GIB, rel=1e-9)
     assert zero1.min_gpus is not None and zero1.min_gpus % (4 * tp) == 0
 
@@ -1127,7 +1136,8 @@ def test_the_losss_logits_and_context_parallelism_size_long_sequences() -> None:
     # sizreview10 F5: it was priced at 412.6 GiB a GPU)
     pinned = plan_training(workload(**long, contextParallel=16, gpus=144), on("H100-SXM5-80GB"), SIZING, [])
     (overflow,) = [i.message for i in pinned.issues if i.check == "PL303"]
-    assert pinned.gpus is None and "divides 144 GPUs" in overflow and "use a multiple of 32 GPUs, at least 128" in overflow
+    # (multiples of 64: ZeRO-3's gathered layers, 3.2e9 parameters each, ask TP 4 at least: review sizreview10 F4)
+    assert pinned.gpus is None and "divides 144 GPUs" in overflow and "use a multiple of 64 GPUs, at least 128" in overflow
     whole = plan_training(workload(**long, contextParallel=16, gpus=128), on("H100-SXM5-80GB"), SIZING, [])
     assert whole.tensor_parallel is not None and 128 % (whole.tensor_parallel * 16) == 0 and not whole.issues
     one = training_memory(workload(**long), SIZING)
@@ -1399,13 +1409,13 @@ def test_a_pinned_count_the_expert_grid_does_not_divide_is_no_plan() -> None:
 
 def test_a_global_batch_the_ranks_do_not_divide_says_what_the_stack_runs() -> None:
     """Review sizreview13 F3: Megatron's micro-batch calculator asserts the global batch divides by the data-parallel
-    ranks; a 70B at 2,048 sequences and a 20-day deadline is planned at 656 GPUs, TP 4: 164 ranks, which 2,048 is not
+    ranks; a 70B at 2,048 sequences and a 20-day deadline is planned at 664 GPUs, TP 4: 166 ranks, which 2,048 is not
     a multiple of. A pinned count whose ranks divide it says nothing."""
     seventy = {"parameters": "70B", "layers": 80, "hiddenSize": 8192}
     run = {"model": seventy, "tokens": "1T", "sequenceLength": 8192, "globalBatchTokens": 2048 * 8192, "accelerator": "H100"}
     planned = plan_training(workload(**run, deadline="20d"), on("H100-SXM5-80GB"), SIZING, [])
-    assert (planned.gpus, planned.tensor_parallel) == (656, 4)
-    assert "does not split evenly over 164 data-parallel ranks: the stack runs a multiple of 164 (1,968 or 2,132 sequences)" in (
+    assert (planned.gpus, planned.tensor_parallel) == (664, 4)
+    assert "does not split evenly over 166 data-parallel ranks: the stack runs a multiple of 166 (1,992 or 2,158 sequences)" in (
         " ".join(planned.notes)
     )
     pinned = plan_training(workload(**run, gpus=1024), on("H100-SXM5-80GB"), SIZING, [])
@@ -1424,3 +1434,19 @@ def test_tensor_parallel_groups_stay_inside_a_node() -> None:
     assert alone.gpus is None and [i.check for i in alone.issues] == ["PL303"]
     piped = plan_training(workload(**seventy, pipelineParallel=5), Placement(None, gpu, 10, 400.0), SIZING, [])
     assert piped.tensor_parallel == 2 and piped.gpus is not None and piped.gpus % 10 == 0
+
+
+def test_transformer_engine_fp8_keeps_an_fp8_weight_and_its_transpose_below_zero_3() -> None:
+    """Review sizreview10 F14: an fp8 (Transformer Engine) run's memory was the bf16 run's to the byte; TE keeps an fp8
+    copy of every weight and its transpose across micro-batches (its weight caching), 2 B a parameter on each replica
+    below ZeRO-3. torchao's float8 (generic) casts per GEMM and keeps none; ZeRO-3 gathers a layer at a time."""
+    seventy = {"parameters": "70B", "layers": 80, "hiddenSize": 8192}
+
+    def mem(**fields: Any) -> Any:
+        return training_memory(workload(model=seventy, tokens="1T", **fields), SIZING)
+
+    bf16 = mem(zeroStage=1)
+    te, generic = (mem(zeroStage=1, precision="fp8", fp8Recipe=recipe) for recipe in ("transformer-engine", "generic"))
+    assert te.unsharded(1) - bf16.unsharded(1) == pytest.approx(2 * 70e9) and te.state_at(1) - bf16.state_at(1) == pytest.approx(2 * 70e9)
+    assert te.state_per_gpu(512, 8, 1) - bf16.state_per_gpu(512, 8, 1) == pytest.approx(2 * 70e9 / 8)
+    assert generic.state_at(1) == bf16.state_at(1) and te.state_at(3) == bf16.state_at(3)

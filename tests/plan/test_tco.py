@@ -54,24 +54,24 @@ def plan() -> SizingPlan:
 
 def test_golden_owned_pool_month() -> None:
     # onprem-h100: 32 DGX-class H100 nodes, 256 GPUs; llm-pretrain, one run a quarter (runsPerQuarter: 1), holds 224
-    # of them for its 58.2765-day wall-clock: 58.2765 x 24 / 3 = 466.212 h a month -> u = 224 x 466.212 / (256 x 730) = 0.55882
+    # of them for its 58.9140-day wall-clock: 58.9140 x 24 / 3 = 471.312 h a month -> u = 224 x 471.312 / (256 x 730) = 0.56493
     #   capex    = 32 x (300,000 server + 33,980 fabric) / (5 years x 12)        = 178,122.67
     #   support  = 32 x 300,000 x 20% a year / 12                                = 160,000.00
     #   space    = 32 nodes x 10.2 kW x 184.06 USD/kW-month                      =  60,077.18
     #   power    = 32 x 10.2 kW x 730 h x PUE 1.56 x 0.0806 USD/kWh = 29,959.37 at full draw,
-    #              x (idle 0.3 + (0.8 - 0.3) x 0.55882) = x 0.57941             =  17,358.70
+    #              x (idle 0.3 + (0.8 - 0.3) x 0.56493) = x 0.58246             =  17,450.26
     #   staff    = 32 nodes / 48 per engineer x 225,000 / 12                     =  12,500.00
     #   licences = 0 (none declared)
-    #   total (unrounded items)                                                  = 428,058.55 a month
-    #   per used GPU-hour = 428,058.55 / (256 x 730 x 0.55882)                   =       4.0989
+    #   total (unrounded items)                                                  = 428,150.11 a month
+    #   per used GPU-hour = 428,150.11 / (256 x 730 x 0.56493)                   =       4.0555
     #   racks: kwPerRack 41 in platform.yaml -> floor(41 / 10.2) = 4 nodes a rack -> 8 racks
     pool = next(p for p in plan().pools if p.name == "onprem-h100")
     cost = pool.owned_cost
-    assert cost is not None and cost.utilization == pytest.approx(0.55882, abs=1e-5)
-    expected = {"capex": 178_122.67, "support": 160_000.00, "space": 60_077.18, "power": 17_358.70, "staff": 12_500.00, "licences": 0.0}
+    assert cost is not None and cost.utilization == pytest.approx(0.56493, abs=1e-5)
+    expected = {"capex": 178_122.67, "support": 160_000.00, "space": 60_077.18, "power": 17_450.26, "staff": 12_500.00, "licences": 0.0}
     assert cost.items == pytest.approx(expected, abs=0.01)
-    assert cost.monthly_usd == pytest.approx(428_058.55, abs=0.01)
-    assert cost.usd_per_gpu_hour() == pytest.approx(4.0989, abs=1e-4)
+    assert cost.monthly_usd == pytest.approx(428_150.11, abs=0.01)
+    assert cost.usd_per_gpu_hour() == pytest.approx(4.0555, abs=1e-4)
     assert cost.racks == 8
 
 
@@ -92,14 +92,14 @@ def test_own_vs_rent_prices_every_purchase_option() -> None:
     """Issue 23, defect 2: own-vs-rent compared owning only with on-demand. Every option the catalog prices for
     H100 in us-east-1 is compared, each with the utilisations at which owning wins (F and V as above):
       on-demand            p5.48xlarge 55.04 / 8 = 6.88 per used GPU-hour: owning wins above 33.0% (above)
-      Capacity Block       p5.48xlarge 39.33 / 8 = 4.91625 an hour of block; llm-pretrain's 58.2765-day run buys
+      Capacity Block       p5.48xlarge 39.33 / 8 = 4.91625 an hour of block; llm-pretrain's 58.9140-day run buys
                            the 63-day block that covers it (9 weeks: 7-day steps past 14 days), 1,512 h for
-                           1,398.637 h used (review sizreview8 F5): 5.31472 per used GPU-hour;
-                           R = 5.31472 x 256 x 730 = 993,215.70; u* = 419,687.66 / (993,215.70 - 14,979.69) = 0.42902
+                           1,413.935 h used (review sizreview8 F5): 5.25722 per used GPU-hour;
+                           R = 5.25722 x 256 x 730 = 982,469.64; u* = 419,687.66 / (982,469.64 - 14,979.69) = 0.43379
       capacity reservation 6.88 billed every hour: R = 1,285,734.40 > F + V = 434,667.35: owning always wins
       Spot                 the snapshot's p5 on-demand 98.32 x the us-east-1 Spot share 0.276 / 8 = 3.39204:
                            R = 633,904.44; u* = 419,687.66 / (633,904.44 - 14,979.69) = 0.67809
-    The cheapest month by utilisation: Capacity Blocks up to 42.9%, owning above. Spot is cheaper than owning at the
+    The cheapest month by utilisation: Capacity Blocks up to 43.4%, owning above. Spot is cheaper than owning at the
     pool's 56% but can be reclaimed: listed, said in the verdict, and not weighed in the bands."""
     (option,) = plan().own_vs_rent
     by = {o.purchase: o for o in option.options}
@@ -107,12 +107,12 @@ def test_own_vs_rent_prices_every_purchase_option() -> None:
     assert by["spot"].usd_per_gpu_hour == pytest.approx(3.39204) and by["spot"].interruptible
     assert option.wins(by["spot"]) == pytest.approx((0.67809, 1.0), abs=1e-5)
     assert option.verdict().endswith("; spot costs less below 68% where runs survive interruption (not weighed: it can be reclaimed)")
-    assert by["capacity-block"].usd_per_gpu_hour == pytest.approx(4.91625 * 1512 / (58.2765 * 24), rel=1e-5)
-    assert option.wins(by["capacity-block"]) == pytest.approx((0.42902, 1.0), abs=1e-5)
+    assert by["capacity-block"].usd_per_gpu_hour == pytest.approx(4.91625 * 1512 / (58.9140 * 24), rel=1e-5)
+    assert option.wins(by["capacity-block"]) == pytest.approx((0.43379, 1.0), abs=1e-5)
     assert option.wins(by["on-demand"]) == pytest.approx((0.33027, 1.0), abs=1e-5)
     assert by["capacity-reservation"].held and option.wins(by["capacity-reservation"]) == (0.0, 1.0)
     (low, cut, first), (cut2, high, second) = option.bands()
-    assert (first, second) == ("capacity-block", "owned") and cut == cut2 == pytest.approx(0.42902, abs=1e-5)
+    assert (first, second) == ("capacity-block", "owned") and cut == cut2 == pytest.approx(0.43379, abs=1e-5)
     assert (low, high) == (0.0, 1.0)
 
 
@@ -124,7 +124,7 @@ def test_own_vs_rent_uses_the_specs_savings_plan_discount() -> None:
     65% off p5 (train-p5 holds H100 too): 6.88 x 0.35 = 2.408 per GPU-hour; R = 2.408 x 256 x 730 = 450,007.04 a month
     used or not, over owning's F + V = 419,687.66 + 14,979.69 = 434,667.35 at 100%: owning always wins.
     70% off: 2.064; R = 385,720.32, under F: the commitment wins wherever it beats the cheapest per-used-hour option,
-    Capacity Blocks' 993,215.70 x u (its whole blocks, above) = R at u = 0.38836, and owning never does."""
+    Capacity Blocks' 982,469.64 x u (its whole blocks, above) = R at u = 0.39260, and owning never does."""
     data = reference()
     data["costs"]["cloud"] = [{"pool": "train-p5", "reservedNodes": 4, "savingsPlanDiscount": 0.65}]
     (option,) = plan_platform(resolve(data), today=TODAY).own_vs_rent
@@ -137,7 +137,7 @@ def test_own_vs_rent_uses_the_specs_savings_plan_discount() -> None:
     (option,) = plan_platform(resolve(data), today=TODAY).own_vs_rent
     assert option.cheapest_at(0.875) == "savings-plan" and option.cheapest_at(0.2) == "capacity-block"
     assert [b[2] for b in option.bands()] == ["capacity-block", "savings-plan"]
-    assert option.bands()[0][1] == pytest.approx(385_720.32 / 993_215.70, abs=1e-6)
+    assert option.bands()[0][1] == pytest.approx(385_720.32 / 982_469.64, abs=1e-6)
 
 
 def test_a_pool_without_a_fabric_buys_none() -> None:
@@ -163,14 +163,14 @@ def test_a_negotiated_price_on_a_reservation_bills_the_reserved_nodes() -> None:
 
 def test_utilisation_follows_the_declared_schedule() -> None:
     """Issue 23, defect 3: a training run was counted as holding its GPUs every hour, back to back. The reference
-    declares llm-pretrain as one run a quarter: u = 0.55882 (test_golden_owned_pool_month), and its run costs
-    313,295 GPU-hours x 4.0989 per used GPU-hour = 1,284,176. Without the schedule the runs are taken back to back,
+    declares llm-pretrain as one run a quarter: u = 0.56493 (test_golden_owned_pool_month), and its run costs
+    316,721 GPU-hours x 4.0555 per used GPU-hour = 1,284,450. Without the schedule the runs are taken back to back,
     the old figure: 224 of 256 GPUs all month, u = 0.875, power 29,959.37 x 0.7375 = 22,095.03, 432,794.88 a month,
     2.6467 per used GPU-hour."""
     p = plan()
     pretrain = next(w for w in p.workloads if w.name == "llm-pretrain")
     busy = next(f for f in pretrain.figures if f.name == "busy share of its GPUs")
-    assert busy.value == pytest.approx(58.2765 / 91.25, abs=1e-5) and "PL320" not in {f.check for f in p.findings}
+    assert busy.value == pytest.approx(58.9140 / 91.25, abs=1e-5) and "PL320" not in {f.check for f in p.findings}
     data = reference()
     del next(w for w in data["workloads"] if w["name"] == "llm-pretrain")["runsPerQuarter"]
     back_to_back = plan_platform(resolve(data), today=TODAY)
@@ -184,24 +184,24 @@ def test_utilisation_follows_the_declared_schedule() -> None:
     # and the plan says it guessed (review sizreview5 F3: the 36% cheaper GPU-hour came without a word)
     guessed = [f.message for f in back_to_back.findings if f.check == "PL332" and f.subject == "llm-pretrain"]
     assert guessed == [
-        "declares no runsPerQuarter: counted as busy every month (its 58-day runs back to back: 100% of its GPUs' month) "
+        "declares no runsPerQuarter: counted as busy every month (its 59-day runs back to back: 100% of its GPUs' month) "
         "on onprem-h100, whose idle hours are paid; its utilisation and GPU-hour price follow that guess: declare the schedule"
     ]
     assert "llm-pretrain" not in {f.subject for f in p.findings if f.check == "PL332"}
 
 
 def test_runs_that_cannot_follow_one_another_in_a_quarter_are_a_finding() -> None:
-    # two 58.3-day runs a quarter need 117 of its 91.25 days on the same 224 GPUs: they overlap (PL320), and the pool
-    # is busy all month (224 x 2 x 466.212 h = 208,863 GPU-hours > 186,880: capped at 100%)
+    # two 58.9-day runs a quarter need 118 of its 91.25 days on the same 224 GPUs: they overlap (PL320), and the pool
+    # is busy all month (224 x 2 x 471.312 h = 211,148 GPU-hours > 186,880: capped at 100%)
     data = reference()
     next(w for w in data["workloads"] if w["name"] == "llm-pretrain")["runsPerQuarter"] = 2
     scheduled = plan_platform(resolve(data), today=TODAY)
     (finding,) = [f for f in scheduled.findings if f.check == "PL320"]
-    assert finding.subject == "llm-pretrain" and "117 days of a 91-day quarter" in finding.message
+    assert finding.subject == "llm-pretrain" and "118 days of a 91-day quarter" in finding.message
     pool = next(x for x in scheduled.pools if x.name == "onprem-h100")
     assert pool.utilization == 1.0
     # review finding 5: the overlapping runs each hold their 224 GPUs, so the pool it recommends holds two at once:
-    # ceil(2 x 58.2765 / 91.25) = 2 runs in flight, 448 GPUs, 56 nodes of 8 (it said 28, one run's worth)
+    # ceil(2 x 58.9140 / 91.25) = 2 runs in flight, 448 GPUs, 56 nodes of 8 (it said 28, one run's worth)
     assert pool.peak_gpus == 448 and pool.recommended_max == 56
 
 
@@ -215,33 +215,33 @@ def test_golden_reference_prod_month() -> None:
     #              embed-batch (applied-ml's quota is here only): 243.33 GPU-h on the spare-less nodes: the
     #              g6e.12xlarge it starts, whole (review sizreview10 F11): 243.33 h x 10.49264           =   2,553.21
     # infer-l4     min 1 g6.xlarge always on, no declared workload: 730 x 0.8048              =     587.50
-    # onprem-h100  owned TCO above                                                             = 428,058.55
+    # onprem-h100  owned TCO above                                                             = 428,150.11
     # FSx          datasets 50,400 GiB x 0.21 + checkpoints 26,400 GiB x 0.34 PERSISTENT_2, billed per GiB  =  19,560.00
     # dc1 storage  2 PiB Lustre = 2,251.80 TB x 160 USD/TB / 60 months                         =   6,004.80
-    # total                                                                                    = 656,993.42
+    # total                                                                                    = 657,084.98
     p = plan()
     pools = {x.name: x.monthly_cost_usd for x in p.pools}
     assert pools == pytest.approx(
         {"system": 1_177.34, "data-prep": 37.08, "train-p5": 160_716.80, "infer-l40s": 40_851.35, "infer-l4": 587.50,
-         "dc1-system": None, "onprem-h100": 428_058.55},
+         "dc1-system": None, "onprem-h100": 428_150.11},
         abs=0.02,
     )  # fmt: skip
     assert p.cost_breakdown["FSx"] == pytest.approx(19_560.00, abs=0.01)
     assert p.cost_breakdown["owned sites (storage, links)"] == pytest.approx(6_004.80, abs=0.01)
-    assert p.monthly_cost_usd == pytest.approx(656_993.42, abs=0.05)
+    assert p.monthly_cost_usd == pytest.approx(657_084.98, abs=0.05)
 
 
 def test_golden_unit_costs() -> None:
-    # llm-pretrain: 6 x 70e9 x 1e12 FLOP / (989.4 TFLOP/s x MFU) with MFU = 0.5022 base x 1/(1 + 12 / 6 x 80 x 8192 x
+    # llm-pretrain: 6 x 70e9 x 1e12 FLOP / (989.4 TFLOP/s x MFU) with MFU = 0.5021 base x 1/(1 + 12 / 6 x 80 x 8192 x
     #   8192 / 70e9) (= 0.86701) x 1 (74,898 tokens per GPU per step) x tensor parallel 4 (activations fit from TP 4; its
     #   all-reduces 4 x 80 x 2 x 3/4 x 8192 x 2 B / (450 GB/s x 0.82) = 2.1313e-5 s a token against 6 x 70e9 / (4 x
-    #   989.4e12 x 0.43541) = 2.4373e-4 s: 1 / (1 + 0.087444) = 0.91959) x 0.94 goodput = 0.37638 -> 313,295 GPU-hours;
-    #   at the owned pool's 4.0989 USD per used GPU-hour: 1,284,176 a run
+    #   989.4e12 x 0.43541) = 2.4373e-4 s: 1 / (1 + 0.087444) = 0.91959) x 0.93 goodput = 0.37230 -> 316,721 GPU-hours;
+    #   at the owned pool's 4.0555 USD per used GPU-hour: 1,284,450 a run
     # chat-70b: 20 L40S x 730 h = 14,600 GPU-hours at 10.49264 / 4 = 2.62316 -> 38,298.14 a month to serve the peak;
     #   its mean 1 req/s (traffic.meanRps; the peak is 2) x 1,800 tokens x 3,600 x 730 = 4.7304e9 tokens a month ->
     #   8.096 USD per million tokens (at the peak around the clock it read 4.048, a floor no off-peak hour reaches)
     units = {u.workload: u for u in plan().unit_costs}
-    assert units["llm-pretrain"].cost_per_run_usd == pytest.approx(1_284_176, rel=0.001)
+    assert units["llm-pretrain"].cost_per_run_usd == pytest.approx(1_284_450, rel=0.001)
     assert units["chat-70b"].usd_per_million_tokens == pytest.approx(8.096, abs=0.001)
     assert units["chat-70b"].monthly_usd == pytest.approx(38_298.14, abs=0.02)
 
@@ -260,9 +260,9 @@ def test_unit_cost_of_an_undersized_pool_is_what_its_max_can_spend() -> None:
 def test_showback_adds_up_and_meets_budgets() -> None:
     p = plan()
     assert sum(p.showback.values()) == pytest.approx(p.monthly_cost_usd, rel=1e-9)
-    # research keeps 55.882% of the owned GPU-hours busy: that share of the owned month is theirs (the idle rest
-    # stays with the platform), plus tokenize-corpus's day of Spot data prep: 428,058.55 x 0.55882 + 37.08 = 239,243.11
-    assert p.showback["research"] == pytest.approx(239_243.11, abs=0.01)
+    # research keeps 56.493% of the owned GPU-hours busy: that share of the owned month is theirs (the idle rest
+    # stays with the platform), plus tokenize-corpus's day of Spot data prep: 428,150.11 x 0.56493 + 37.08 = 241,911.22
+    assert p.showback["research"] == pytest.approx(241_911.22, abs=0.01)
     assert p.budgets == {"research": 900_000.0} and "PL318" not in {f.check for f in p.findings}
 
 
@@ -610,7 +610,7 @@ def test_a_rented_pools_month_says_when_it_rests_on_a_guessed_schedule() -> None
     guessed = plan_platform(resolve(data), today=TODAY)
     (message,) = [f.message for f in guessed.findings if f.check == "PL332" and f.subject == "llm-pretrain"]
     # a run longer than the month is counted as the month (review sizreview9 F8: "one 58.0-day run a month")
-    assert message.startswith("declares no runsPerQuarter: counted as busy every month (its 58-day runs back to back")
+    assert message.startswith("declares no runsPerQuarter: counted as busy every month (its 59-day runs back to back")
     assert "on train-p5, whose month of rented GPUs" in message
     run["hoursPerDay"] = 12  # and at 12 hours a day, half of it
     halved = plan_platform(resolve(data), today=TODAY)
