@@ -137,13 +137,18 @@ PRESENCE = "10m"
 # before a label change was lost when joined on the target list: review obsreview18 F1)
 KUEUE_OWN_LABELS = ("cluster_queue", "priority_class", "replica_role", "reason", "underlying_cause", "le")
 KUEUE_REPLICA = "alicerce_kueue_replica"  # a working label: which Kueue pod served a series, whatever its target labels
+# ... and the bucket's bound as a number: Prometheus 3 ingests the le="20480" Kueue serves as le="20480.0" (Prometheus
+# 3.0 migration guide, "le and quantile label values"), a new series of the same bucket (review obsreview19 F4)
+KUEUE_BOUND = "alicerce_kueue_le"
 
 
 def _kueue_replica(series: str) -> str:
     """``series`` labelled with the Kueue pod that served it (KUEUE_REPLICA): its pod, or its instance where the scrape
     gives no pod, so two copies of one series under relabelled target labels match."""
     by_instance = f'label_replace({series}, "{KUEUE_REPLICA}", "$1", "instance", "(.*)")'
-    return f'label_replace({by_instance}, "{KUEUE_REPLICA}", "$1", "pod", "(.+)")'
+    by_pod = f'label_replace({by_instance}, "{KUEUE_REPLICA}", "$1", "pod", "(.+)")'
+    bound = f'label_replace({by_pod}, "{KUEUE_BOUND}", "$1", "le", "(.*)")'
+    return f'label_replace({bound}, "{KUEUE_BOUND}", "${{1}}.0", "le", "([0-9]+)")'
 
 
 def kueue_increase(counter: str, window: str, *, ratio: bool = False) -> str:
@@ -200,26 +205,31 @@ def kueue_increase(counter: str, window: str, *, ratio: bool = False) -> str:
     first = f"min_over_time(timestamp({counter})[{window}:{step}])"
     scraped = f"min_over_time(timestamp({PROCESS_START})[{window}:{step}])"
     own = f"ignoring ({', '.join(KUEUE_OWN_LABELS)})"
-    may_be_born = f"((({first} unless {then}) and ({first} > {own} group_left () {scraped})) unless {target} {fresh})"
+    may_be_born = f"(({first} unless {then}) and ({first} > {own} group_left () {scraped}))"
+    # a copy present a window ago carries the series on (a bucket Prometheus 3 renamed: review obsreview19 F4)
+    contenders = f"(({may_be_born} or ({first} and {then})) unless {target} {fresh})"
     # and the first copy of its Kueue series that may be born: a relabel rolled back in the window shows a queue first
     # counted in between under the restored labels too, after their start series, and counted it twice (review
     # obsreview18 F3). A copy is the same pod (its instance where the scrape gives no pod: a relabel of the instance
     # rolled back is one pod's too) and the same Kueue labels; a copy whose target restarted in the window, or that
     # appeared with its target, carries no count of its own and suppresses none (review obsreview19 F1, F2)
-    replica = _kueue_replica(may_be_born)
-    copy = f"{KUEUE_REPLICA}, {', '.join(KUEUE_OWN_LABELS)}"
+    replica = _kueue_replica(contenders)
+    copy = ", ".join((KUEUE_REPLICA, KUEUE_BOUND, *(label for label in KUEUE_OWN_LABELS if label != "le")))
+    working = f"{KUEUE_REPLICA}, {KUEUE_BOUND}"
     earliest = f"({replica} == on ({copy}) group_left () min by ({copy}) ({replica}))"
-    born = f"(min_over_time({counter}[{window}]) and ignoring ({KUEUE_REPLICA}) {earliest})"
+    born = f"((min_over_time({counter}[{window}]) unless {then}) and {may_be_born} and ignoring ({working}) {earliest})"
     # what the new process counted: its series as scraped now (gone until it counts again), or, of a target gone or
     # unscraped now, its last value if that was served after the target's latest start: the old process's last value
     # read as the new one's count (its whole lifetime: review obsreview15 F1). A series that lived between two steps'
     # 5-minute lookbacks is missed
     served = f"(last_over_time(timestamp({counter})[{window}:{step}]) > {target} group_left () {started})"
-    # (a gone copy of a series scraped now, a relabel rolled back, is the same count: review obsreview19)
+    # (a gone copy of a series scraped now, a relabel kept or rolled back, is the same count: review obsreview19 F5)
     gone = f"((last_over_time({counter}[{window}]) unless {target} {PROCESS_START}) and {served})"
-    gone = f"max without ({KUEUE_REPLICA}) ({_kueue_replica(gone)} unless on ({copy}) {_kueue_replica(counter)})"
+    now = _kueue_replica(counter)
+    gone = f"max without ({working}) ({_kueue_replica(gone)} unless on ({copy}) {now})"
     counted = f"(({counter} + 0) or {gone})"
-    latest = f"({counted} or {grown})" if ratio else f"(({grown} > {counted}) or {counted} or {grown})"
+    increased = f"(({grown} and {counter}) or max without ({working}) ({_kueue_replica(grown)} unless on ({copy}) {now}))"
+    latest = f"({counted} or {increased})" if ratio else f"(({grown} > {counted}) or {counted} or {increased})"
     older = f"((({grown} + {born}) or {born} or {grown}) unless {target} {fresh})"
     return f"({older} or ({latest} and {target} {fresh}))"
 

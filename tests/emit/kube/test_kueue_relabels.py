@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.emit.kube.test_monitoring import kueue_target, needs_promtool, platform, run_promtool
+from tests.emit.kube.test_monitoring import expected, kueue_target, needs_promtool, platform, rules_of, run_promtool
 
 AT = 'cluster_queue="research",site="aws",team="research"'
 Q = 'cluster_queue="research",priority_class="",replica_role="leader"'
@@ -128,4 +128,44 @@ def test_queue_wait_quiet_when_instance_relabel_rolled_back(tmp_path: Path) -> N
     temp = f'job="{JOB}",instance="kueue-a",namespace="kueue-system",pod="kueue-a"'
     tests = [{"interval": "1m", "input_series": queue_wait_rollback(temp),
               "alert_rule_test": [{"eval_time": "9h", "alertname": "SLOResearchQueue", "exp_alerts": []}]}]  # fmt: skip
+    run_promtool(platform("prod"), "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_restart_then_relabel_kept_counts_once(tmp_path: Path) -> None:
+    """Review obsreview19 F5: kueue-a restarts in place at 100 m (start 6000 s), research's
+    first admission at 110 m, the job label is renamed at 120 m for good (no pod roll). Admitted in the hour to 150 m: 1
+    (both label sets' targets are fresh; each reads the new process's count)."""
+    temp = 'job="kueue-metrics",instance="kueue-a:8443",namespace="kueue-system",pod="kueue-a"'
+    series = [
+        {"series": f"process_start_time_seconds{{{ORIG}}}", "values": "-2592000x99 6000x19 stale"},
+        {"series": f"process_start_time_seconds{{{temp}}}", "values": "_x120 6000x60"},
+        {"series": f"kueue_admitted_workloads_total{{{Q},{ORIG}}}", "values": "3x99 stale _x9 1x9 stale"},
+        {"series": f"kueue_admitted_workloads_total{{{Q},{temp}}}", "values": "_x120 1x60"},
+        {"series": f'kueue_pending_workloads{{{Q},{ORIG},status="active"}}', "values": "0x119 stale"},
+        {"series": f'kueue_pending_workloads{{{Q},{temp},status="active"}}', "values": "_x120 0x60"},
+    ]
+    run_promtool(platform(), "aws", hourly(series, 1), tmp_path)
+
+
+@needs_promtool
+def test_queue_wait_fires_on_a_late_admission_after_le_normalised(tmp_path: Path) -> None:
+    """Review obsreview19 F4: 1m. kueue-a up 30 days, 100 fast admissions before the window. At 8 h
+    Prometheus is upgraded to 3.x, which writes le="20480.0" for the bucket Kueue serves as le="20480" (a new series;
+    _count keeps its labels). At 8h20 one admission waited > 5.69 h: 1 of 1 late in the 6 h window: fires at 9 h."""
+    rules = rules_of(platform("prod"), "aws")
+    late = expected(rules["SLOResearchQueue"], {}, "")
+    q = f"{Q},{ORIG}"
+    st = f'cluster_queue="research",replica_role="leader",{ORIG}'
+    series = [
+        {"series": f"process_start_time_seconds{{{ORIG}}}", "values": "-2592000x600"},
+        {"series": f'kueue_admission_wait_time_seconds_bucket{{{q},le="20480"}}', "values": "100x479 stale"},
+        {"series": f'kueue_admission_wait_time_seconds_bucket{{{q},le="20480.0"}}', "values": "_x480 100x120"},
+        {"series": f'kueue_admission_wait_time_seconds_bucket{{{q},le="+Inf"}}', "values": "100x499 101x100"},
+        {"series": f"kueue_admission_wait_time_seconds_count{{{q}}}", "values": "100x499 101x100"},
+        {"series": f'kueue_cluster_queue_status{{{st},status="active"}}', "values": "1x600"},
+        {"series": f'kueue_pending_workloads{{{st},status="active"}}', "values": "1x499 0x100"},
+    ]
+    tests = [{"interval": "1m", "input_series": series,
+              "alert_rule_test": [{"eval_time": "9h", "alertname": "SLOResearchQueue", "exp_alerts": [late]}]}]  # fmt: skip
     run_promtool(platform("prod"), "aws", tests, tmp_path)
