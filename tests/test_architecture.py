@@ -25,8 +25,14 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def host_script(path: Path) -> bool:
+    """A script the package ships to run on hosts, not a module it imports: Ansible's roles, and a target's files/
+    (the EFA pools' counter writer, delivered in their user data)."""
+    return "alicerce/ansible" in path.as_posix() or "files" in path.relative_to(PACKAGE).parts[:-1]
+
+
 def modules() -> dict[str, Path]:
-    return {module_name(p): p for p in PACKAGE.rglob("*.py") if "alicerce/ansible" not in p.as_posix()}
+    return {module_name(p): p for p in PACKAGE.rglob("*.py") if not host_script(p)}
 
 
 def stage(module: str) -> int | None:
