@@ -192,10 +192,6 @@ class TrainingMemory:
     working_routed: float = 0.0  # of a layer's working set, its routed experts' at EP 1 (what the expert group spreads)
     experts: int = 0  # a MoE's routed experts, where declared
     expert_parallel_declared: bool = False
-    # Transformer Engine keeps an fp8 copy of every weight and its transpose across micro-batches (its weight caching,
-    # Megatron's is_first_microbatch), 2 B a parameter on each replica below ZeRO-3; Megatron's --fp8-param-gather drops
-    # the 16-bit copy instead, which a spec cannot declare (review sizreview10 F14)
-    fp8_weights: float = 0.0
 
     def working_at(self, zero_stage: int, tp: int, dp: int | None = None) -> float:
         """Bytes a GPU holds beyond its shard of the state while ZeRO ``zero_stage`` runs a layer, at tensor parallel ``tp``
@@ -203,7 +199,9 @@ class TrainingMemory:
         reads too (expert_parallel_degree; none where ``dp`` is not known yet: the fewest GPUs that hold the run)."""
         if zero_stage < 3:
             return 0.0
-        spread = self.expert_parallel if self.expert_parallel_declared else expert_parallel_degree(None, self.experts, dp or 1)
+        # where the ranks are not known yet (the fewest GPUs that hold the run), as many as its experts
+        ranks = dp or self.experts or 1
+        spread = self.expert_parallel if self.expert_parallel_declared else expert_parallel_degree(None, self.experts, ranks)
         return (self.working_set + self.working_routed / spread) / max(1, tp)
 
     def state_at(self, zero_stage: int) -> float:
@@ -212,7 +210,7 @@ class TrainingMemory:
         4 + 12 / d: Megatron-LM docs/source/api-guide/dist_optimizer.md; review sizreview8 F1), and an fp16 run's
         optimizer an fp32 copy of its fp16 ones (the same table: 20 bytes, 4 + 16 / d distributed; review sizreview9 F3)."""
         fp32 = self.fp32_gradients + self.fp32_main_gradients if zero_stage <= 1 else 0.0
-        return self.state + fp32 + (self.fp8_weights if zero_stage <= 2 else 0.0)
+        return self.state + fp32
 
     def state_per_gpu(self, gpus: int, model_parallel: int = 1, zero_stage: int = 3) -> float:
         """Model-state bytes on one GPU: what ZeRO ``zero_stage`` shards over all ``gpus`` (the data-parallel ranks of
@@ -237,7 +235,7 @@ class TrainingMemory:
         if zero_stage == 0:
             return self.state_at(0)
         whole = {1: self.weights + self.gradients + self.fp32_gradients, 2: self.weights}.get(zero_stage, 0.0)
-        return whole + (self.fp8_weights if zero_stage <= 2 else 0.0)
+        return whole
 
     def activations_at(self, tp: int, recomputed: float = 0.0) -> float:
         """Activation bytes per GPU at tensor parallel ``tp`` with a share ``recomputed`` of the layers recomputed: the
@@ -251,12 +249,6 @@ def vocabulary_of(w: Workload, sizing: Sizing) -> float:
     """The logits' width: the declared vocabulary (0: no language-model head), else Llama 3's (review sizreview9 F17)."""
     assert w.model is not None
     return sizing.vocabularyDefault.value if w.model.vocabulary is None else float(w.model.vocabulary)
-
-
-# Transformer Engine's fp8 weight and its transpose (Hopper's fp8 GEMMs take one layout each): TransformerEngine PR 244
-# (persistent fp8 weights and transposes under weight caching); a Blackwell MXFP8 weight keeps its two scaling layouts
-# at the same 2 B (TransformerEngine issue 1880)
-FP8_WEIGHT_CACHE_BYTES = 2.0
 
 
 def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
@@ -327,13 +319,12 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
     weights, gradients = frozen + trainable * kept_weight, trainable * kept_gradient
     reduced = trainable * sizing.weightBytes["fp32"] if reduces_in_fp32(w) and w.precision != "fp32" else 0.0
     layer = (2 * weights + gradients + reduced) / layers  # a layer's share of them
-    fp8 = trainable * FP8_WEIGHT_CACHE_BYTES if w.precision == "fp8" and w.fp8_recipe == "transformer-engine" else 0.0
     return TrainingMemory(state, with_recompute, without, checkpoint, trainable, unsplit=layers * per_layer_tokens * unsplit_layer,
                           unsplit_recompute=unsplit_input + per_layer_tokens * unsplit_layer,
                           weights=weights, gradients=gradients, fp32_gradients=trainable * extra, fp32_main_gradients=trainable * main,
                           routed_share=routed, expert_parallel=w.expert_parallel or 1, working_set=layer * (1 - moe_routed),
                           working_routed=layer * moe_routed, experts=experts,
-                          expert_parallel_declared=w.expert_parallel is not None, fp8_weights=fp8)  # fmt: skip
+                          expert_parallel_declared=w.expert_parallel is not None)  # fmt: skip
 
 
 def expert_parallel_degree(declared: int | None, experts: int, dp: int) -> int:
@@ -671,14 +662,27 @@ def _deadline_run(
         if target > run.gpus and not pays(run, candidate):
             break  # the jump does not pay: step up below while it does
         run = candidate
-    for _ in range(60):  # never hand back a count that misses, while adding GPUs still pays
+    # never hand back a count that misses while adding GPUs still pays: `pays` ends the climb (the scaling guard, the
+    # batch's bound); a cap of 60 steps of a sixteenth stopped a 70B at 3,032 GPUs and 4.24 days where 7,168 met 1.9
+    # (review sizreview14 F1). 400 steps grow a count 3e10-fold
+    for _ in range(400):
         if seconds(run) / run.gpus <= budget * 1.000001:
             break
-        bigger = at(run.gpus + _ceil_to(run.gpus / 16, step))
-        if not pays(run, bigger):
+        # a few steps ahead, against this count: one count's dip (a layout its granule forces) stopped a 70B at 1,960
+        # GPUs and 6.4 days where 8,192 took 1.9 (review sizreview14 F1)
+        ahead, probe = None, run
+        for _ in range(LOOKAHEAD):
+            probe = at(probe.gpus + _ceil_to(probe.gpus / 16, step))
+            if pays(run, probe):
+                ahead = probe
+                break
+        if ahead is None:
             break  # communication- or batch-bound: more GPUs no longer shorten the run
-        run = bigger
+        run = ahead
     return run
+
+
+LOOKAHEAD = 4  # steps of a sixteenth the deadline search looks past a count that does not pay
 
 
 def _batch_ceiling(sequences: float, granule: int, model_parallel: int) -> int:
@@ -717,15 +721,25 @@ def tp_bridge(gpu: Gpu, sizing: Sizing) -> dict[str, Any]:
             "tp_bridge_gpus": hardware.bridge_gpus}  # fmt: skip
 
 
+# A batch published in decimal millions of tokens is often a binary count of sequences (LLaMA's "4M tokens", 2,048
+# sequences of 2,048 = 4,194,304): the layout's rank bound reads such a batch as up to 5% larger, so the runs the model
+# is fitted on keep the layouts they ran (their 2,048 ranks read 1,953 sequences of a decimal 4M)
+DECIMAL_BATCH = 1.05
+
+
 def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usable: float, sizing: Sizing) -> TrainingJob:
     """The tensor-parallel degree and recomputed share a run would pick: of the degrees that divide the GPUs inside a
     node, each with the fewest recomputed layers that make it fit, the one with the shortest step (highest MFU: tensor
     parallelism pays its all-reduces, recomputation its extra forward pass); ties go to the smaller degree. ``job``
-    brings the degree to fall back on when nothing fits (full recomputation there)."""
+    brings the degree to fall back on when nothing fits (full recomputation there). Only degrees whose data-parallel
+    ranks each keep a sequence of the global batch, where one does: Megatron's micro-batch calculator refuses the rest
+    (review sizreview14 F2: a 70B at 122 sequences was planned at TP 4, 244 ranks, and "met" a deadline only TP 8 runs)."""
     best: tuple[float, int, TrainingJob] | None = None
-    for d in node_degrees(node_gpus):
-        if job.gpus % (d * job.context_parallel * job.pipeline_parallel):
-            continue
+    sequences = job.global_batch_tokens / job.sequence
+    whole = job.context_parallel * job.pipeline_parallel
+    degrees = [d for d in node_degrees(node_gpus) if job.gpus % (d * whole) == 0]
+    degrees = [d for d in degrees if job.gpus // (d * whole) <= sequences * DECIMAL_BATCH] or degrees
+    for d in degrees:
         if job.gpus % (d * mem.expert_parallel * job.pipeline_parallel):
             continue  # the expert grid, EP x TP x PP, must divide the count too (review sizreview12 F2)
         dp = job.gpus // (d * job.context_parallel * job.pipeline_parallel)
@@ -742,7 +756,6 @@ def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usabl
         return best[2]
     # nothing fits: keep the degree it came with where it divides the GPUs, else the largest that does (a layout the
     # stack can start: Megatron refuses a world size TP x CP x PP does not divide; review sizreview9 F9)
-    whole = job.context_parallel * job.pipeline_parallel
     if job.gpus % (job.tensor_parallel * whole):
         fallback = max((d for d in node_degrees(node_gpus) if job.gpus % (d * whole) == 0), default=1)
         return replace(job, tensor_parallel=fallback)
@@ -920,13 +933,16 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     if pipeline > 1 and sequences_per_rank < pipeline:
         # the bubble throughput.pipeline_factor charges: (p - 1) of the v m + p - 1 slots of a step (v m chunk slots, v
         # the interleaved schedule's virtual stages) fill and drain the pipeline (Narayanan et al. 2021, Sec. 2.2)
-        virtual = w.pipeline_virtual_stages or 1
-        idle = (pipeline - 1) / (virtual * max(sequences_per_rank, 1e-9) + pipeline - 1)
-        # the schedule a Megatron or NeMo run would use against it, which a plain 1F1B layout may just not have declared
-        remedy = "" if virtual > 1 else "; the interleaved schedule's pipelineVirtualStages v shrinks it to (p - 1) / (v m + p - 1)"
+        # with fewer microbatches than stages the interleaved schedule does not start (throughput.pipeline_factor): the
+        # bubble is 1F1B's whatever the virtual stages, and the remedy is more microbatches a rank, not interleaving
+        # (review sizreview14 F3: PL330 recommended pipelineVirtualStages exactly where Megatron refuses them)
+        idle = (pipeline - 1) / (max(sequences_per_rank, 1e-9) + pipeline - 1)
+        refused = ""
+        if w.pipeline_virtual_stages:
+            refused = " (the interleaved schedule needs at least as many microbatches as stages: it runs 1F1B)"
         issues.append(Issue("PL330", f"the global batch gives each {pipeline}-stage pipeline {sequences_per_rank:,.1f} microbatches of "
                             f"one sequence a step: fewer than its stages, so the pipeline bubble idles {idle:.0%} of each step"
-                            f"{remedy}"))  # fmt: skip
+                            f"{refused}; fewer GPUs, fewer stages or a larger globalBatchTokens give each pipeline more"))  # fmt: skip
     if w.model.architecture == "moe" and active < 10e9:
         issues.append(Issue("PL316", f"a fine-grained MoE ({active / 1e9:.1f}B active) sits at the edge of the calibration data"))
     attention = w.model.attention

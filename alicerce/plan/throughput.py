@@ -39,14 +39,18 @@ Measured (issue 23, bench/sizing_accuracy.py's unseen set, each refit on calibra
   dense bf16 < 16K 15.3% -> 13.8%, >= 16K 67.3% -> 13.8%, fp8 83.3% -> 52.8%, MoE -38.2% -> -41.6%, all 19.8% -> 14.4%.
 - Pipeline bubble (sizing6): a declared pipelineParallel p idles (p - 1) of each step's m + p - 1 microbatch slots
   (1F1B), m the data-parallel rank's sequences; microbatches of more than one sequence (BLOOM ran 2) are not declarable.
-- Adopted (lead, 2026-12-05; review sizreview10 F4, F14): memory counts ZeRO-3's working set (the layer computed and
-  the one prefetched, 16-bit, and in backward the layer's 16-bit gradients and fp32 reduce-scatter input: FSDP2
-  foreach_reduce) and Transformer Engine's fp8 weight caches below ZeRO-3 (2 B a parameter). A few fit rows change
-  layout or recomputed share; refit with the 405B card's goodput re-derived at 0.930 (0.940 before): ampere 0.5494
-  -> 0.5519, hopper 0.5022 -> 0.5021, exponent 0.0592 -> 0.0556. Bench, median abs. error before -> after: dense
-  each source unseen 7.4% -> 7.6%; unseen set dense bf16 < 16K 13.5% -> 13.4%, >= 16K 13.0% -> 13.5%, fp8 52.9% ->
-  52.8%, MoE 42.8% -> 42.5%, all 14.3% -> 14.1%. The reference llm-pretrain (70B, ZeRO-3, 224 H100) now holds
-  1.1 GB a GPU of gathered layers at TP 4 and runs 58.9 days, not 58.3.
+- Adopted (lead, 2026-12-05; reviews sizreview10 F4, sizreview14 F1-F4): memory counts ZeRO-3's working set (the
+  layer computed and the one prefetched, 16-bit, and in backward the layer's 16-bit gradients and fp32 reduce-scatter
+  input: FSDP2 foreach_reduce); a layout's tensor-parallel degree keeps each data-parallel rank a sequence of the
+  batch (read up to 5% larger: DECIMAL_BATCH); the interleaved schedule needs at least p microbatches (else 1F1B).
+  Transformer Engine's fp8 weight caches (2 B a parameter below ZeRO-3, sizreview10 F14) were measured and not
+  shipped: the rows that ran them (MLPerf and Megatron-Bridge 405B, fp8 params gathered) plan 10-20% low when
+  declared as they ran (sizreview14 F13). Refit with the 405B card's goodput re-derived at 0.93 (0.923 measured):
+  ampere 0.5494 -> 0.5543, hopper 0.5022 -> 0.5015, exponent 0.0592 -> 0.0526. Bench, median abs. error before ->
+  after: dense each source unseen 7.4% -> 7.4%; unseen set dense bf16 < 16K 13.5% -> 13.6%, >= 16K 13.0% -> 14.0%,
+  fp8 52.9% -> 53.3%, MoE 42.8% -> 43.5%, all 14.3% -> 14.6% (without the 5% the A100 rows of LLaMA 1 and 2, whose
+  '4M tokens' are 2,048 sequences, were forced a degree wider and the refit took the unseen >= 16K set to 16.5%).
+  The reference llm-pretrain (70B, ZeRO-3, 224 H100, TP 4) holds 2.2 GB a GPU of gathered layers and runs 59.0 days.
 - Adopted (sizpp, 2026-12-05; review sizreview10 F1): the interleaved schedule (pipelineVirtualStages v: bubble (p - 1)
   / (v m), Sec. 2.2.2) and fit rows that declare their pipeline. The base was fitted on rows that ran a pipeline without
   declaring it, so a user who declared one paid its bubble twice: Llama 3.1 405B at its Table 4 layout (16,384 H100, TP
@@ -186,6 +190,12 @@ def pipeline_factor(job: TrainingJob) -> Factor | None:
     if p <= 1:
         return None
     m = microbatches(job)
+    if v > 1 and m < p:
+        # Megatron-Core raises on the interleaved schedule with fewer microbatches than stages (schedules.py
+        # forward_backward_pipelining_with_interleaving: its microbatch group, p by default, must lie in [p, m]): the
+        # run that starts is 1F1B (review sizreview14 F3: a 405B at PP 16 VP 8 was "met" at 9.3 microbatches)
+        note = f"{p} stages, {m:,.1f} microbatches of one sequence: fewer than the stages, so 1F1B, not interleaved: m / (m + p - 1)"
+        return Factor("pipeline bubble", m / (m + p - 1), "megatron", note)
     if v <= 1:
         return Factor("pipeline bubble", m / (m + p - 1), "megatron", f"{p} stages, {m:,.1f} microbatches of one sequence: m / (m + p - 1)")
     note = f"{p} stages x {v} virtual, {m:,.1f} microbatches of one sequence: v m / (v m + p - 1)"

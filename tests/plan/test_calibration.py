@@ -130,7 +130,7 @@ def test_held_out_training_runs_within_25_percent() -> None:
 # Factors set by hand from particular runs rather than by the least-squares fit: those runs shape
 # the model as much as the fit runs do, so they may never be held out.
 HAND_SET_FROM = {
-    # goodput 0.916: the Llama 3.1 405B card's GPU-hours against the model's steady state for that run
+    # goodput (sizing.yaml): the Llama 3.1 405B card's GPU-hours against the model's steady state for that run
     "goodput": ("llama31-405b", "llama31-405b-8k-gpus-steady", "llama31-405b-16k-gpus-steady"),
 }
 

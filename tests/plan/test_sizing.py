@@ -912,24 +912,27 @@ def test_a_pipeline_pays_its_bubble() -> None:
 def test_an_interleaved_pipeline_pays_a_v_th_of_the_bubble() -> None:
     """Narayanan et al. 2021 Sec. 2.2.2: with v model chunks a stage (pipelineVirtualStages) the fill and drain cost a
     v-th of a microbatch each, bubble (p - 1) / (v m), so a share v m / (v m + p - 1) of a step computes. Llama 3.1 405B
-    at its Table 4 layout (arXiv 2407.21783: 16,384 H100, TP 8, PP 16, 16M-token batch of 8,192-token sequences): m =
-    1,953 / 128 = 15.3, plain 1F1B 0.50, 8 virtual stages 0.89; PL330 names the schedule only while it is not declared
-    (review sizreview10 F1: the plan charged half of every step where Meta interleaved)."""
+    at its Table 4 layout (arXiv 2407.21783: 16,384 H100, TP 8, PP 16, DP 128, 16 sequences of 8,192 tokens a rank: a
+    2,048-sequence batch, 16Mi tokens): m = 16, plain 1F1B 16 / 31 = 0.52, 8 virtual stages 128 / 143 = 0.90 (review
+    sizreview10 F1: the plan charged half of every step where Meta interleaved). With fewer microbatches than stages
+    Megatron-Core refuses the interleaved schedule: the run is 1F1B, and PL330 says so (review sizreview14 F3)."""
     model = {"parameters": "405.9B", "layers": 126, "hiddenSize": 16384}
-    base: dict[str, Any] = {"model": model, "tokens": "15.6T", "gpus": 16384, "globalBatchTokens": "16M", "sequenceLength": 8192,
+    base: dict[str, Any] = {"model": model, "tokens": "15.6T", "gpus": 16384, "globalBatchTokens": 2048 * 8192, "sequenceLength": 8192,
                             "pipelineParallel": 16}  # fmt: skip
     plain = plan_training(workload(**base), on("H100-SXM5-80GB"), SIZING, [])
     interleaved = plan_training(workload(**base, pipelineVirtualStages=8), on("H100-SXM5-80GB"), SIZING, [])
     assert plain.tensor_parallel == interleaved.tensor_parallel == 8
-    m = 16e6 / 8192 / (16384 // (8 * 16))
+    m = 2048 / (16384 // (8 * 16))
     assert _factors(plain)["pipeline bubble"] == pytest.approx(m / (m + 15), rel=1e-12)
     assert _factors(interleaved)["pipeline bubble"] == pytest.approx(8 * m / (8 * m + 15), rel=1e-12)
     assert plain.mfu is not None and interleaved.mfu is not None
     assert interleaved.mfu == pytest.approx(plain.mfu * (8 * m / (8 * m + 15)) / (m / (m + 15)), rel=1e-12)
-    [told] = [i.message for i in plain.issues if i.check == "PL330"]
-    assert "idles 50% of each step" in told and "pipelineVirtualStages" in told
-    [told] = [i.message for i in interleaved.issues if i.check == "PL330"]
-    assert "idles 11% of each step" in told and "pipelineVirtualStages" not in told
+    short = plan_training(workload(**{**base, "globalBatchTokens": "16M"}, pipelineVirtualStages=8), on("H100-SXM5-80GB"), SIZING, [])
+    m = 16e6 / 8192 / 128  # 15.3 microbatches a rank: 1F1B
+    assert _factors(short)["pipeline bubble"] == pytest.approx(m / (m + 15), rel=1e-12)
+    [told] = [i.message for i in short.issues if i.check == "PL330"]
+    assert "idles 50% of each step (the interleaved schedule needs at least as many microbatches as stages" in told
+    assert not [i for i in interleaved.issues if i.check == "PL330"]  # 16 microbatches for 16 stages
 
 
 def test_zero_below_three_moves_a_pipeline_stages_gradients() -> None:
@@ -1436,17 +1439,26 @@ def test_tensor_parallel_groups_stay_inside_a_node() -> None:
     assert piped.tensor_parallel == 2 and piped.gpus is not None and piped.gpus % 10 == 0
 
 
-def test_transformer_engine_fp8_keeps_an_fp8_weight_and_its_transpose_below_zero_3() -> None:
-    """Review sizreview10 F14: an fp8 (Transformer Engine) run's memory was the bf16 run's to the byte; TE keeps an fp8
-    copy of every weight and its transpose across micro-batches (its weight caching), 2 B a parameter on each replica
-    below ZeRO-3. torchao's float8 (generic) casts per GEMM and keeps none; ZeRO-3 gathers a layer at a time."""
+def test_the_deadline_search_climbs_past_one_counts_dip_and_keeps_a_legal_layout() -> None:
+    """Review sizreview14 F1: the climb stopped after 60 steps of a sixteenth, or at one count's dip, where more GPUs
+    still paid: a 70B at 1,024 sequences and a 2-day deadline met on H200s (7,776 GPUs, TP 8), not 3,032 at 4.2 days.
+    F2: the layout took the degree with the best MFU though its data-parallel ranks outnumbered the batch's sequences
+    (TP 4 at 976 GPUs: 244 ranks for 122), a layout Megatron refuses: at 122 sequences a 16-day deadline is out of reach
+    (PL338), and 20 days are met at TP 8 with at most 122 ranks. F4: a 2T MoE with 256 experts and no declared
+    expertParallel is held (its gathered layers spread over as many ranks as experts), not refused."""
     seventy = {"parameters": "70B", "layers": 80, "hiddenSize": 8192}
 
-    def mem(**fields: Any) -> Any:
-        return training_memory(workload(model=seventy, tokens="1T", **fields), SIZING)
+    def size(**fields: Any) -> Any:
+        return plan_training(workload(model=seventy, tokens="1T", accelerator="H200", **fields), on("H200-SXM-141GB"), SIZING, [])
 
-    bf16 = mem(zeroStage=1)
-    te, generic = (mem(zeroStage=1, precision="fp8", fp8Recipe=recipe) for recipe in ("transformer-engine", "generic"))
-    assert te.unsharded(1) - bf16.unsharded(1) == pytest.approx(2 * 70e9) and te.state_at(1) - bf16.state_at(1) == pytest.approx(2 * 70e9)
-    assert te.state_per_gpu(512, 8, 1) - bf16.state_per_gpu(512, 8, 1) == pytest.approx(2 * 70e9 / 8)
-    assert generic.state_at(1) == bf16.state_at(1) and te.state_at(3) == bf16.state_at(3)
+    fast = size(sequenceLength=4096, globalBatchTokens=4 * 2**20, deadline="2d")
+    assert fast.wall_clock_days is not None and fast.wall_clock_days <= 2 and fast.gpus is not None and fast.gpus > 4096
+    for deadline, late in (("16d", True), ("20d", False)):
+        plan = size(sequenceLength=8192, globalBatchTokens="1M", deadline=deadline)
+        assert plan.gpus is not None and plan.tensor_parallel is not None
+        assert plan.gpus // plan.tensor_parallel <= 1e6 / 8192  # each rank keeps a sequence
+        assert ("PL338" in {i.check for i in plan.issues}) is late
+    moe = {"parameters": "2T", "layers": 32, "hiddenSize": 8192, "architecture": "moe", "activeParameters": "40B",
+           "experts": {"total": 256, "perToken": 8}}  # fmt: skip
+    held = plan_training(workload(model=moe, tokens="1T", gpus=2048, accelerator="H100"), on("H100-SXM5-80GB"), SIZING, [])
+    assert held.gpus == 2048 and "PL303" not in {i.check for i in held.issues}

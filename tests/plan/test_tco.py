@@ -54,24 +54,24 @@ def plan() -> SizingPlan:
 
 def test_golden_owned_pool_month() -> None:
     # onprem-h100: 32 DGX-class H100 nodes, 256 GPUs; llm-pretrain, one run a quarter (runsPerQuarter: 1), holds 224
-    # of them for its 58.9140-day wall-clock: 58.9140 x 24 / 3 = 471.312 h a month -> u = 224 x 471.312 / (256 x 730) = 0.56493
+    # of them for its 58.9788-day wall-clock: 58.9788 x 24 / 3 = 471.830 h a month -> u = 224 x 471.830 / (256 x 730) = 0.56555
     #   capex    = 32 x (300,000 server + 33,980 fabric) / (5 years x 12)        = 178,122.67
     #   support  = 32 x 300,000 x 20% a year / 12                                = 160,000.00
     #   space    = 32 nodes x 10.2 kW x 184.06 USD/kW-month                      =  60,077.18
     #   power    = 32 x 10.2 kW x 730 h x PUE 1.56 x 0.0806 USD/kWh = 29,959.37 at full draw,
-    #              x (idle 0.3 + (0.8 - 0.3) x 0.56493) = x 0.58246             =  17,450.26
+    #              x (idle 0.3 + (0.8 - 0.3) x 0.56555) = x 0.58277             =  17,459.57
     #   staff    = 32 nodes / 48 per engineer x 225,000 / 12                     =  12,500.00
     #   licences = 0 (none declared)
-    #   total (unrounded items)                                                  = 428,150.11 a month
-    #   per used GPU-hour = 428,150.11 / (256 x 730 x 0.56493)                   =       4.0555
+    #   total (unrounded items)                                                  = 428,159.42 a month
+    #   per used GPU-hour = 428,159.42 / (256 x 730 x 0.56555)                   =       4.0511
     #   racks: kwPerRack 41 in platform.yaml -> floor(41 / 10.2) = 4 nodes a rack -> 8 racks
     pool = next(p for p in plan().pools if p.name == "onprem-h100")
     cost = pool.owned_cost
-    assert cost is not None and cost.utilization == pytest.approx(0.56493, abs=1e-5)
-    expected = {"capex": 178_122.67, "support": 160_000.00, "space": 60_077.18, "power": 17_450.26, "staff": 12_500.00, "licences": 0.0}
+    assert cost is not None and cost.utilization == pytest.approx(0.56555, abs=1e-5)
+    expected = {"capex": 178_122.67, "support": 160_000.00, "space": 60_077.18, "power": 17_459.57, "staff": 12_500.00, "licences": 0.0}
     assert cost.items == pytest.approx(expected, abs=0.01)
-    assert cost.monthly_usd == pytest.approx(428_150.11, abs=0.01)
-    assert cost.usd_per_gpu_hour() == pytest.approx(4.0555, abs=1e-4)
+    assert cost.monthly_usd == pytest.approx(428_159.42, abs=0.01)
+    assert cost.usd_per_gpu_hour() == pytest.approx(4.0511, abs=1e-4)
     assert cost.racks == 8
 
 
@@ -83,7 +83,7 @@ def test_golden_break_even_against_p5() -> None:
     (option,) = plan().own_vs_rent
     assert option.rental == "p5.48xlarge" and option.rental_usd_per_gpu_hour == pytest.approx(6.88)
     assert option.break_even_utilization == pytest.approx(0.33027, abs=1e-4)
-    assert option.verdict().startswith("owning is cheaper at 56% utilisation")
+    assert option.verdict().startswith("owning is cheaper at 57% utilisation")
     # at the break-even utilisation owning and renting cost the same per used GPU-hour
     assert option.owned.usd_per_gpu_hour(option.break_even_utilization) == pytest.approx(6.88, rel=1e-9)
 
@@ -92,10 +92,10 @@ def test_own_vs_rent_prices_every_purchase_option() -> None:
     """Issue 23, defect 2: own-vs-rent compared owning only with on-demand. Every option the catalog prices for
     H100 in us-east-1 is compared, each with the utilisations at which owning wins (F and V as above):
       on-demand            p5.48xlarge 55.04 / 8 = 6.88 per used GPU-hour: owning wins above 33.0% (above)
-      Capacity Block       p5.48xlarge 39.33 / 8 = 4.91625 an hour of block; llm-pretrain's 58.9140-day run buys
+      Capacity Block       p5.48xlarge 39.33 / 8 = 4.91625 an hour of block; llm-pretrain's 58.9788-day run buys
                            the 63-day block that covers it (9 weeks: 7-day steps past 14 days), 1,512 h for
-                           1,413.935 h used (review sizreview8 F5): 5.25722 per used GPU-hour;
-                           R = 5.25722 x 256 x 730 = 982,469.64; u* = 419,687.66 / (982,469.64 - 14,979.69) = 0.43379
+                           1,415.491 h used (review sizreview8 F5): 5.25144 per used GPU-hour;
+                           R = 5.25144 x 256 x 730 = 981,389.89; u* = 419,687.66 / (981,389.89 - 14,979.69) = 0.43427
       capacity reservation 6.88 billed every hour: R = 1,285,734.40 > F + V = 434,667.35: owning always wins
       Spot                 the snapshot's p5 on-demand 98.32 x the us-east-1 Spot share 0.276 / 8 = 3.39204:
                            R = 633,904.44; u* = 419,687.66 / (633,904.44 - 14,979.69) = 0.67809
@@ -107,12 +107,12 @@ def test_own_vs_rent_prices_every_purchase_option() -> None:
     assert by["spot"].usd_per_gpu_hour == pytest.approx(3.39204) and by["spot"].interruptible
     assert option.wins(by["spot"]) == pytest.approx((0.67809, 1.0), abs=1e-5)
     assert option.verdict().endswith("; spot costs less below 68% where runs survive interruption (not weighed: it can be reclaimed)")
-    assert by["capacity-block"].usd_per_gpu_hour == pytest.approx(4.91625 * 1512 / (58.9140 * 24), rel=1e-5)
-    assert option.wins(by["capacity-block"]) == pytest.approx((0.43379, 1.0), abs=1e-5)
+    assert by["capacity-block"].usd_per_gpu_hour == pytest.approx(4.91625 * 1512 / (58.9788 * 24), rel=1e-5)
+    assert option.wins(by["capacity-block"]) == pytest.approx((0.43427, 1.0), abs=1e-5)
     assert option.wins(by["on-demand"]) == pytest.approx((0.33027, 1.0), abs=1e-5)
     assert by["capacity-reservation"].held and option.wins(by["capacity-reservation"]) == (0.0, 1.0)
     (low, cut, first), (cut2, high, second) = option.bands()
-    assert (first, second) == ("capacity-block", "owned") and cut == cut2 == pytest.approx(0.43379, abs=1e-5)
+    assert (first, second) == ("capacity-block", "owned") and cut == cut2 == pytest.approx(0.43427, abs=1e-5)
     assert (low, high) == (0.0, 1.0)
 
 
@@ -124,7 +124,7 @@ def test_own_vs_rent_uses_the_specs_savings_plan_discount() -> None:
     65% off p5 (train-p5 holds H100 too): 6.88 x 0.35 = 2.408 per GPU-hour; R = 2.408 x 256 x 730 = 450,007.04 a month
     used or not, over owning's F + V = 419,687.66 + 14,979.69 = 434,667.35 at 100%: owning always wins.
     70% off: 2.064; R = 385,720.32, under F: the commitment wins wherever it beats the cheapest per-used-hour option,
-    Capacity Blocks' 982,469.64 x u (its whole blocks, above) = R at u = 0.39260, and owning never does."""
+    Capacity Blocks' 981,389.89 x u (its whole blocks, above) = R at u = 0.39303, and owning never does."""
     data = reference()
     data["costs"]["cloud"] = [{"pool": "train-p5", "reservedNodes": 4, "savingsPlanDiscount": 0.65}]
     (option,) = plan_platform(resolve(data), today=TODAY).own_vs_rent
@@ -132,12 +132,12 @@ def test_own_vs_rent_uses_the_specs_savings_plan_discount() -> None:
     assert plan_.usd_per_gpu_hour == pytest.approx(2.408) and plan_.held
     assert plan_.monthly_usd(256, 0.1) == plan_.monthly_usd(256, 1.0) == pytest.approx(450_007.04)
     assert option.wins(plan_) == (0.0, 1.0)
-    assert option.verdict().startswith("owning is cheaper at 56% utilisation")
+    assert option.verdict().startswith("owning is cheaper at 57% utilisation")
     data["costs"]["cloud"] = [{"pool": "train-p5", "reservedNodes": 4, "savingsPlanDiscount": 0.7}]
     (option,) = plan_platform(resolve(data), today=TODAY).own_vs_rent
     assert option.cheapest_at(0.875) == "savings-plan" and option.cheapest_at(0.2) == "capacity-block"
     assert [b[2] for b in option.bands()] == ["capacity-block", "savings-plan"]
-    assert option.bands()[0][1] == pytest.approx(385_720.32 / 982_469.64, abs=1e-6)
+    assert option.bands()[0][1] == pytest.approx(385_720.32 / 981_389.89, abs=1e-6)
 
 
 def test_a_pool_without_a_fabric_buys_none() -> None:
@@ -163,14 +163,14 @@ def test_a_negotiated_price_on_a_reservation_bills_the_reserved_nodes() -> None:
 
 def test_utilisation_follows_the_declared_schedule() -> None:
     """Issue 23, defect 3: a training run was counted as holding its GPUs every hour, back to back. The reference
-    declares llm-pretrain as one run a quarter: u = 0.56493 (test_golden_owned_pool_month), and its run costs
-    316,721 GPU-hours x 4.0555 per used GPU-hour = 1,284,450. Without the schedule the runs are taken back to back,
+    declares llm-pretrain as one run a quarter: u = 0.56555 (test_golden_owned_pool_month), and its run costs
+    317,070 GPU-hours x 4.0511 per used GPU-hour = 1,284,478. Without the schedule the runs are taken back to back,
     the old figure: 224 of 256 GPUs all month, u = 0.875, power 29,959.37 x 0.7375 = 22,095.03, 432,794.88 a month,
     2.6467 per used GPU-hour."""
     p = plan()
     pretrain = next(w for w in p.workloads if w.name == "llm-pretrain")
     busy = next(f for f in pretrain.figures if f.name == "busy share of its GPUs")
-    assert busy.value == pytest.approx(58.9140 / 91.25, abs=1e-5) and "PL320" not in {f.check for f in p.findings}
+    assert busy.value == pytest.approx(58.9788 / 91.25, abs=1e-5) and "PL320" not in {f.check for f in p.findings}
     data = reference()
     del next(w for w in data["workloads"] if w["name"] == "llm-pretrain")["runsPerQuarter"]
     back_to_back = plan_platform(resolve(data), today=TODAY)
@@ -191,8 +191,8 @@ def test_utilisation_follows_the_declared_schedule() -> None:
 
 
 def test_runs_that_cannot_follow_one_another_in_a_quarter_are_a_finding() -> None:
-    # two 58.9-day runs a quarter need 118 of its 91.25 days on the same 224 GPUs: they overlap (PL320), and the pool
-    # is busy all month (224 x 2 x 471.312 h = 211,148 GPU-hours > 186,880: capped at 100%)
+    # two 59.0-day runs a quarter need 118 of its 91.25 days on the same 224 GPUs: they overlap (PL320), and the pool
+    # is busy all month (224 x 2 x 471.830 h = 211,380 GPU-hours > 186,880: capped at 100%)
     data = reference()
     next(w for w in data["workloads"] if w["name"] == "llm-pretrain")["runsPerQuarter"] = 2
     scheduled = plan_platform(resolve(data), today=TODAY)
@@ -201,7 +201,7 @@ def test_runs_that_cannot_follow_one_another_in_a_quarter_are_a_finding() -> Non
     pool = next(x for x in scheduled.pools if x.name == "onprem-h100")
     assert pool.utilization == 1.0
     # review finding 5: the overlapping runs each hold their 224 GPUs, so the pool it recommends holds two at once:
-    # ceil(2 x 58.9140 / 91.25) = 2 runs in flight, 448 GPUs, 56 nodes of 8 (it said 28, one run's worth)
+    # ceil(2 x 58.9788 / 91.25) = 2 runs in flight, 448 GPUs, 56 nodes of 8 (it said 28, one run's worth)
     assert pool.peak_gpus == 448 and pool.recommended_max == 56
 
 
@@ -215,33 +215,33 @@ def test_golden_reference_prod_month() -> None:
     #              embed-batch (applied-ml's quota is here only): 243.33 GPU-h on the spare-less nodes: the
     #              g6e.12xlarge it starts, whole (review sizreview10 F11): 243.33 h x 10.49264           =   2,553.21
     # infer-l4     min 1 g6.xlarge always on, no declared workload: 730 x 0.8048              =     587.50
-    # onprem-h100  owned TCO above                                                             = 428,150.11
+    # onprem-h100  owned TCO above                                                             = 428,159.42
     # FSx          datasets 50,400 GiB x 0.21 + checkpoints 26,400 GiB x 0.34 PERSISTENT_2, billed per GiB  =  19,560.00
     # dc1 storage  2 PiB Lustre = 2,251.80 TB x 160 USD/TB / 60 months                         =   6,004.80
-    # total                                                                                    = 657,084.98
+    # total                                                                                    = 657,094.29
     p = plan()
     pools = {x.name: x.monthly_cost_usd for x in p.pools}
     assert pools == pytest.approx(
         {"system": 1_177.34, "data-prep": 37.08, "train-p5": 160_716.80, "infer-l40s": 40_851.35, "infer-l4": 587.50,
-         "dc1-system": None, "onprem-h100": 428_150.11},
+         "dc1-system": None, "onprem-h100": 428_159.42},
         abs=0.02,
     )  # fmt: skip
     assert p.cost_breakdown["FSx"] == pytest.approx(19_560.00, abs=0.01)
     assert p.cost_breakdown["owned sites (storage, links)"] == pytest.approx(6_004.80, abs=0.01)
-    assert p.monthly_cost_usd == pytest.approx(657_084.98, abs=0.05)
+    assert p.monthly_cost_usd == pytest.approx(657_094.29, abs=0.05)
 
 
 def test_golden_unit_costs() -> None:
-    # llm-pretrain: 6 x 70e9 x 1e12 FLOP / (989.4 TFLOP/s x MFU) with MFU = 0.5021 base x 1/(1 + 12 / 6 x 80 x 8192 x
+    # llm-pretrain: 6 x 70e9 x 1e12 FLOP / (989.4 TFLOP/s x MFU) with MFU = 0.5015 base x 1/(1 + 12 / 6 x 80 x 8192 x
     #   8192 / 70e9) (= 0.86701) x 1 (74,898 tokens per GPU per step) x tensor parallel 4 (activations fit from TP 4; its
     #   all-reduces 4 x 80 x 2 x 3/4 x 8192 x 2 B / (450 GB/s x 0.82) = 2.1313e-5 s a token against 6 x 70e9 / (4 x
-    #   989.4e12 x 0.43541) = 2.4373e-4 s: 1 / (1 + 0.087444) = 0.91959) x 0.93 goodput = 0.37230 -> 316,721 GPU-hours;
-    #   at the owned pool's 4.0555 USD per used GPU-hour: 1,284,450 a run
+    #   989.4e12 x 0.43541) = 2.4373e-4 s: 1 / (1 + 0.087444) = 0.91959) x 0.93 goodput = 0.37189 -> 317,070 GPU-hours;
+    #   at the owned pool's 4.0511 USD per used GPU-hour: 1,284,478 a run
     # chat-70b: 20 L40S x 730 h = 14,600 GPU-hours at 10.49264 / 4 = 2.62316 -> 38,298.14 a month to serve the peak;
     #   its mean 1 req/s (traffic.meanRps; the peak is 2) x 1,800 tokens x 3,600 x 730 = 4.7304e9 tokens a month ->
     #   8.096 USD per million tokens (at the peak around the clock it read 4.048, a floor no off-peak hour reaches)
     units = {u.workload: u for u in plan().unit_costs}
-    assert units["llm-pretrain"].cost_per_run_usd == pytest.approx(1_284_450, rel=0.001)
+    assert units["llm-pretrain"].cost_per_run_usd == pytest.approx(1_284_478, rel=0.001)
     assert units["chat-70b"].usd_per_million_tokens == pytest.approx(8.096, abs=0.001)
     assert units["chat-70b"].monthly_usd == pytest.approx(38_298.14, abs=0.02)
 
@@ -260,9 +260,9 @@ def test_unit_cost_of_an_undersized_pool_is_what_its_max_can_spend() -> None:
 def test_showback_adds_up_and_meets_budgets() -> None:
     p = plan()
     assert sum(p.showback.values()) == pytest.approx(p.monthly_cost_usd, rel=1e-9)
-    # research keeps 56.493% of the owned GPU-hours busy: that share of the owned month is theirs (the idle rest
-    # stays with the platform), plus tokenize-corpus's day of Spot data prep: 428,150.11 x 0.56493 + 37.08 = 241,911.22
-    assert p.showback["research"] == pytest.approx(241_911.22, abs=0.01)
+    # research keeps 56.555% of the owned GPU-hours busy: that share of the owned month is theirs (the idle rest
+    # stays with the platform), plus tokenize-corpus's day of Spot data prep: 428,159.42 x 0.56555 + 37.08 = 242,182.60
+    assert p.showback["research"] == pytest.approx(242_182.60, abs=0.01)
     assert p.budgets == {"research": 900_000.0} and "PL318" not in {f.check for f in p.findings}
 
 
