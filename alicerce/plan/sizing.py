@@ -685,6 +685,14 @@ def _deadline_run(
 LOOKAHEAD = 4  # steps of a sixteenth the deadline search looks past a count that does not pay
 
 
+def late_days(days: float, deadline_days: float) -> str:
+    """Days past a deadline, with the decimals that show they are past it (1.9036 against 1.9 read "1.90")."""
+    for digits in (2, 3, 4):
+        if round(days, digits) > deadline_days:
+            return f"{days:.{digits}f}"
+    return f"{days:.4f}"
+
+
 def _batch_ceiling(sequences: float, granule: int, model_parallel: int) -> int:
     """The most GPUs, in whole ``granule``s, whose data-parallel ranks (``model_parallel`` GPUs each) each keep at least
     one of the global batch's ``sequences``: Megatron's micro-batch calculator refuses fewer."""
@@ -898,12 +906,13 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         step = math.lcm(node, pipeline * context * widest, experts * widest)
         ceiling = _batch_ceiling(sequences, step, widest * context * pipeline)
         bought = _deadline_bought(at, seconds, run.gpus, ceiling, step, deadline * availability)
-        late = f"misses the {days_text(deadline / DAY)}-day deadline at {gpus} GPUs ({wall_days:.2f} days)"
+        late = f"misses the {days_text(deadline / DAY)}-day deadline at {gpus} GPUs ({late_days(wall_days, deadline / DAY)} days)"
         if bought is None:
             widest_run = "more GPUs leave a data-parallel rank less than one sequence of the global batch"
             if ceiling > gpus:
+                at_most = late_days(seconds(at(ceiling)) / ceiling / availability / DAY, deadline / DAY)
                 widest_run = (f"at {ceiling} GPUs, the most whose data-parallel ranks each keep one sequence of the global "
-                              f"batch at TP {widest}, it takes {seconds(at(ceiling)) / ceiling / availability / DAY:.2f} days")  # fmt: skip
+                              f"batch at TP {widest}, it takes {at_most} days")  # fmt: skip
             issues.append(Issue("PL338", f"{late}, and no count meets it: {widest_run} (Megatron refuses a rank less than one "
                                 "sequence); extend the deadline or raise globalBatchTokens"))  # fmt: skip
         else:

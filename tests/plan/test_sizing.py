@@ -33,6 +33,7 @@ from alicerce.plan.roofline import (
 from alicerce.plan.sizing import (
     GIB,
     Placement,
+    late_days,
     model_state_bytes,
     network_bytes_per_step,
     node_degrees,
@@ -1462,3 +1463,8 @@ def test_the_deadline_search_climbs_past_one_counts_dip_and_keeps_a_legal_layout
            "experts": {"total": 256, "perToken": 8}}  # fmt: skip
     held = plan_training(workload(model=moe, tokens="1T", gpus=2048, accelerator="H100"), on("H100-SXM5-80GB"), SIZING, [])
     assert held.gpus == 2048 and "PL303" not in {i.check for i in held.issues}
+
+
+def test_days_past_a_deadline_show_they_are_past_it() -> None:
+    """PL338 said "misses the 1.9-day deadline ... at 8192 GPUs it takes 1.90 days" for 1.9036 (review sizreview14)."""
+    assert late_days(1.9036, 1.9) == "1.904" and late_days(6.389, 1.9) == "6.39" and late_days(2.00004, 2) == "2.0000"
