@@ -308,10 +308,14 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
     # ... unless the run reduces them in 16 bits (Megatron --grad-reduce-in-bf16: its gradient buffer is the
     # parameters' type, megatron/core/distributed/distributed_data_parallel.py; review sizreview11 F4) with the
     # distributed optimizer: at ZeRO-0 Megatron's optimizer copies every 16-bit gradient to a fresh fp32 one each step
-    # (megatron/core/optimizer/optimizer.py Float16OptimizerWithFloat16Params _copy_model_grads_to_main_grads), the
-    # same bytes (review sizreview12 F4)
-    fp32_buffer = w.precision not in ("fp16", "fp32") and (w.gradient_reduction != "16-bit" or zero_stage(w) == 0)
-    extra = per.fp32Gradients.value - per.gradients.value if fp32_buffer else 0.0
+    # (megatron/core/optimizer/optimizer.py Float16OptimizerWithFloat16Params _copy_model_grads_to_main_grads) beside
+    # the 16-bit buffer, which persists: 4 bytes a parameter beyond it, not 2 (reviews sizreview12 F4, sizreview14 F9)
+    mixed = w.precision not in ("fp16", "fp32")
+    extra = 0.0
+    if mixed and w.gradient_reduction != "16-bit":
+        extra = per.fp32Gradients.value - per.gradients.value
+    elif mixed and zero_stage(w) == 0:
+        extra = per.fp32Gradients.value
     main = per.fp32Gradients.value if w.precision == "fp16" else 0.0
     experts = w.model.experts.total if w.model.architecture == "moe" and w.model.experts else 0
     moe_routed = (n - shared_parameters(w)) / n if experts else 0.0
