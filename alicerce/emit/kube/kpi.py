@@ -369,7 +369,8 @@ def pod_runs() -> str:
     from each pod's start: the start-up hours before the submitter Job (created only once the whole cluster is Ready)
     are the run's, in every submission mode (review obsreview15 F3). Not a run: a RayJob on a cluster its
     clusterSelector borrows, a RayService's cluster (owner_kind RayService, pods labelled ray.io/serve), a RayCluster
-    of its own; their GPUs count under their team only (review obsreview13 F7).
+    of its own; their GPUs count under their team only (review obsreview13 F7). Each pod is in one run: a RayJob's
+    cluster's pod is the RayJob's even when a Job owns it too (review obsreview20 F5).
     A run is its name and its incarnation (run_uid: the Job's, the JobSet's, the RayJob's uid): one deleted and
     submitted again under the same name is another run (review obsreview13 F2); a Job's retries, a JobSet's restarts
     and a RayJob's retries and Kueue preemptions (a new RayCluster each attempt, the same RayJob) are one run (review
@@ -389,7 +390,10 @@ def pod_runs() -> str:
         uid = f'label_replace({uid}, "run_uid", "$1", "{ksm_label(label)}", "(.+)")'
     uids = f"max by (namespace, pod, run_uid) ({uid})"
     job_runs = f"(({job_runs} * on (namespace, pod) group_left (run_uid) {uids}) or on (namespace, pod) {job_runs})"
-    return f"({job_runs} or {_ray_job_runs()})"
+    # one run a pod, else the cost join is many-to-many and fails for every run of the site: a pod of a RayJob's cluster
+    # is the RayJob's even when a Job owns it too (KubeRay v1.7.0 raycluster_controller.go buildRedisCleanupJob: the
+    # GCS fault tolerance cleanup Job the RayCluster controls, its pod labelled ray.io/cluster; review obsreview20 F5)
+    return f"({_ray_job_runs()} or on (namespace, pod) {job_runs})"
 
 
 def _ray_job_runs() -> str:
