@@ -23,11 +23,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from alicerce.catalog.alerts import INFERENCE_POD, TPOT, TTFT, series_names
+from alicerce.catalog.alerts import INFERENCE_POD, SOURCE_ABSENT_FOR, TPOT, TTFT, series_names
 from alicerce.emit.storage_counters import cloud_metric_tiers, counted_tiers, efa_counted, every_mount_counted
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
 from alicerce.resolve.namespaces import KUEUE_NAMESPACE
-from alicerce.spec.units import parse_duration
+from alicerce.spec.units import format_duration, parse_duration
 from alicerce.targets.base import FileSystemMetrics, StorageMetricsExporter
 
 POOL_NODE_LABEL = "label_alicerce_dev_pool"  # kube_node_labels name of the node label alicerce.dev/pool
@@ -265,7 +265,11 @@ RAY_CLUSTER_SUFFIX = "-[bcdfghjklmnpqrstvwxz2456789]{5}"
 RAY_SERVE_LABEL = "ray.io/serve"
 RAY_CLUSTER_INFO = "kuberay_cluster_info"
 RAY_JOB_INFO = "kuberay_job_info"
-RAY_INFO_KEPT = "10m"  # an operator restart's gap in its series (KubeRayMetricsAbsent fires after 15 minutes)
+# how long a RayCluster's and a RayJob's last series bridge a gap in the operator's (its restart, a rescheduling, an
+# API server brown-out): past KubeRayMetricsAbsent's `for`, so a gap either loses no run hours or has fired the alert
+# (it was 10m: a 10-15 minute outage lost run hours silently, review obsreview20 F3). The 5 minutes cover the scrape
+# and evaluation intervals between the operator's last sample and the alert's firing
+RAY_INFO_KEPT = format_duration(parse_duration(SOURCE_ABSENT_FOR) + 5 * 60)
 # Which incarnation of a run a pod belongs to, for a name submitted again (review obsreview13 F2): the Job controller
 # labels every pod of a Job with the Job's uid (batch.kubernetes.io/controller-uid, Kubernetes 1.27 and later), and
 # JobSet every pod of its Jobs with the JobSet's (jobset.sigs.k8s.io/jobset-uid, JobSet docs "JobSet labels": kept

@@ -10,13 +10,15 @@ from typing import Any
 import pytest
 import yaml
 
+from alicerce.catalog.alerts import KUBERAY_METRICS_ABSENT
 from alicerce.emit.kube.costs import BUDGET, settled
-from alicerce.emit.kube.kpi import RAY_CLUSTER_INFO, RAY_CLUSTER_LABEL, RAY_JOB_INFO, RAY_SERVE_LABEL, pod_runs
+from alicerce.emit.kube.kpi import RAY_CLUSTER_INFO, RAY_CLUSTER_LABEL, RAY_INFO_KEPT, RAY_JOB_INFO, RAY_SERVE_LABEL, pod_runs
 from alicerce.emit.kube.monitoring import rule_groups
 from alicerce.emit.kube.operators import kuberay_values, operator_releases
 from alicerce.plan.platform import HOURS_PER_MONTH, plan_platform
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_text
+from alicerce.spec.units import parse_duration
 from tests.conftest import ROOT
 from tests.emit.kube.scrape import dcgm_series, kuberay_scraped, series
 from tests.emit.kube.test_kpi import rounded
@@ -815,3 +817,33 @@ def test_a_pod_of_a_job_and_a_rayjobs_cluster_is_in_one_run(tmp_path: Path) -> N
             {"labels": f'{{namespace="research",pod="{pod}",run_kind="Job",run="eval-3",run_uid="e3"}}', "value": 1}]},
     ]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path, order=RAY_ORDER)
+
+
+@needs_promtool
+def test_an_operator_gap_either_loses_no_rayjob_hours_or_alerts(tmp_path: Path) -> None:
+    """Review obsreview20 F3: KubeRay's series were kept 10 minutes, KubeRayMetricsAbsent waits 15: a 13-minute operator
+    outage (a rescheduling's image pull and leader-election wait) lost 3 worker-minutes of the run with no alert. Now
+    the 13-minute gap loses nothing (one 4-GPU worker for an hour: 4 x $6.88), and a 22-minute one fires the alert
+    while the run still holds its pods."""
+    rp = platform()
+    assert parse_duration(RAY_INFO_KEPT) > parse_duration(rules_of(rp, "aws")[KUBERAY_METRICS_ABSENT]["for"])
+    worker = ray_pod("sweep-2-x7k2p-gpu-worker-m2v5d", "sweep-2-x7k2p", 4, "_x5 GPUSx59 stale _x134")
+    node = {"series": f'kube_node_labels{{node="{RAY_NODE}",{P5}}}', "values": "1x200"}
+    gap = "1x30 stale _x12 1x157"  # stale 31-43 m
+    inputs = [node, *worker, ray_cluster_info("sweep-2-x7k2p", "RayJob", gap), ray_job_info("sweep-2", "rj-2", gap)]
+    tests = [{"interval": "1m", "input_series": inputs,
+              "promql_expr_test": [rounded(settled("run:gpu_cost_usd:sum30d"), RAY_RUN.format("sweep-2", "rj-2"), 4 * 6.88, "3h10m")],
+              "alert_rule_test": [{"eval_time": f"{m}m", "alertname": KUBERAY_METRICS_ABSENT, "exp_alerts": []}
+                                  for m in (40, 44, 46)]}]  # fmt: skip
+    (tmp_path / "a").mkdir()
+    run_promtool(rp, "aws", tests, tmp_path / "a", order=RAY_ORDER)
+    gap = "1x30 stale _x21 1x148"  # stale 31-52 m: the alert fires at 47 m, the kept series last until 50 m
+    inputs = [node, *worker, ray_cluster_info("sweep-2-x7k2p", "RayJob", gap), ray_job_info("sweep-2", "rj-2", gap)]
+    alert = rules_of(rp, "aws")[KUBERAY_METRICS_ABSENT]
+    tests = [{"interval": "1m", "input_series": inputs,
+              "promql_expr_test": [{"expr": f"count by (run, run_uid) ({pod_runs()})", "eval_time": "48m",
+                                    "exp_samples": [{"labels": '{run="sweep-2",run_uid="rj-2"}', "value": 1}]}],
+              "alert_rule_test": [{"eval_time": "48m", "alertname": KUBERAY_METRICS_ABSENT, "exp_alerts": [
+                  expected(alert, {"namespace": "research", "label_ray_io_cluster": "sweep-2-x7k2p"}, "1")]}]}]  # fmt: skip
+    (tmp_path / "b").mkdir()
+    run_promtool(rp, "aws", tests, tmp_path / "b", order=RAY_ORDER)
