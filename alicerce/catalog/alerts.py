@@ -531,6 +531,9 @@ DCGM_PROFILING_ABSENT = "DCGMProfilingAbsent"
 DCGM_XID_COUNTS_ABSENT = "DCGMXidCountsAbsent"
 KUEUE_METRICS_ABSENT = "KueueMetricsAbsent"
 KUEUE_PROCESS_START_ABSENT = "KueueProcessStartAbsent"  # Kueue's counts of a restart or a new queue cannot be dated
+# how long a source alert (alicerce.emit.kube.sources) waits: longer than a node exporter's or an exporter pod's
+# restart; a KPI blind for 15 minutes is worth a ticket
+SOURCE_ABSENT_FOR = "15m"
 KUBERAY_METRICS_ABSENT = "KubeRayMetricsAbsent"  # a RayCluster with pods the KubeRay operator does not report: no run
 SERVING_METRICS_ABSENT = "ServingMetricsAbsent"
 SERVING_LATENCY_UNMEASURED = "ServingLatencyUnmeasured"  # scraped, but no latency histogram an SLO of it reads

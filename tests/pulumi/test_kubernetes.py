@@ -106,6 +106,9 @@ def test_objects_are_applied_from_the_pure_function_and_crds_come_first(prod: An
     assert "dc1-operators-network-operator" in nics.depends_on
     # the gpu operator's ServiceMonitor needs the monitoring CRDs, the charts need the cluster's nodes
     assert "aws-operators-kube-prometheus-stack" in result.named("aws-operators-gpu-operator").depends_on
+    # and KubeRay's (review obsreview20 F1)
+    for site in ("aws", "dc1"):
+        assert f"{site}-operators-kube-prometheus-stack" in result.named(f"{site}-operators-kuberay-operator").depends_on
     assert "aws-addons-coredns" in result.named("aws-operators-kueue").depends_on
     # the Network Operator after the GPU Operator, whose Node Feature Discovery labels the adapters
     assert "dc1-operators-gpu-operator" in result.named("dc1-operators-network-operator").depends_on

@@ -23,11 +23,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from alicerce.catalog.alerts import INFERENCE_POD, TPOT, TTFT, series_names
+from alicerce.catalog.alerts import INFERENCE_POD, SOURCE_ABSENT_FOR, TPOT, TTFT, series_names
 from alicerce.emit.storage_counters import cloud_metric_tiers, counted_tiers, efa_counted, every_mount_counted
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
 from alicerce.resolve.namespaces import KUEUE_NAMESPACE
-from alicerce.spec.units import parse_duration
+from alicerce.spec.units import format_duration, parse_duration
 from alicerce.targets.base import FileSystemMetrics, StorageMetricsExporter
 
 POOL_NODE_LABEL = "label_alicerce_dev_pool"  # kube_node_labels name of the node label alicerce.dev/pool
@@ -265,7 +265,11 @@ RAY_CLUSTER_SUFFIX = "-[bcdfghjklmnpqrstvwxz2456789]{5}"
 RAY_SERVE_LABEL = "ray.io/serve"
 RAY_CLUSTER_INFO = "kuberay_cluster_info"
 RAY_JOB_INFO = "kuberay_job_info"
-RAY_INFO_KEPT = "10m"  # an operator restart's gap in its series (KubeRayMetricsAbsent fires after 15 minutes)
+# how long a RayCluster's and a RayJob's last series bridge a gap in the operator's (its restart, a rescheduling, an
+# API server brown-out): past KubeRayMetricsAbsent's `for`, so a gap either loses no run hours or has fired the alert
+# (it was 10m: a 10-15 minute outage lost run hours silently, review obsreview20 F3). The 5 minutes cover the scrape
+# and evaluation intervals between the operator's last sample and the alert's firing
+RAY_INFO_KEPT = format_duration(parse_duration(SOURCE_ABSENT_FOR) + 5 * 60)
 # Which incarnation of a run a pod belongs to, for a name submitted again (review obsreview13 F2): the Job controller
 # labels every pod of a Job with the Job's uid (batch.kubernetes.io/controller-uid, Kubernetes 1.27 and later), and
 # JobSet every pod of its Jobs with the JobSet's (jobset.sigs.k8s.io/jobset-uid, JobSet docs "JobSet labels": kept
@@ -369,7 +373,8 @@ def pod_runs() -> str:
     from each pod's start: the start-up hours before the submitter Job (created only once the whole cluster is Ready)
     are the run's, in every submission mode (review obsreview15 F3). Not a run: a RayJob on a cluster its
     clusterSelector borrows, a RayService's cluster (owner_kind RayService, pods labelled ray.io/serve), a RayCluster
-    of its own; their GPUs count under their team only (review obsreview13 F7).
+    of its own; their GPUs count under their team only (review obsreview13 F7). Each pod is in one run: a RayJob's
+    cluster's pod is the RayJob's even when a Job owns it too (review obsreview20 F5).
     A run is its name and its incarnation (run_uid: the Job's, the JobSet's, the RayJob's uid): one deleted and
     submitted again under the same name is another run (review obsreview13 F2); a Job's retries, a JobSet's restarts
     and a RayJob's retries and Kueue preemptions (a new RayCluster each attempt, the same RayJob) are one run (review
@@ -389,7 +394,10 @@ def pod_runs() -> str:
         uid = f'label_replace({uid}, "run_uid", "$1", "{ksm_label(label)}", "(.+)")'
     uids = f"max by (namespace, pod, run_uid) ({uid})"
     job_runs = f"(({job_runs} * on (namespace, pod) group_left (run_uid) {uids}) or on (namespace, pod) {job_runs})"
-    return f"({job_runs} or {_ray_job_runs()})"
+    # one run a pod, else the cost join is many-to-many and fails for every run of the site: a pod of a RayJob's cluster
+    # is the RayJob's even when a Job owns it too (KubeRay v1.7.0 raycluster_controller.go buildRedisCleanupJob: the
+    # GCS fault tolerance cleanup Job the RayCluster controls, its pod labelled ray.io/cluster; review obsreview20 F5)
+    return f"({_ray_job_runs()} or on (namespace, pod) {job_runs})"
 
 
 def _ray_job_runs() -> str:
@@ -718,6 +726,8 @@ def node_rules(site: ResolvedSite) -> list[dict[str, Any]]:
     errors = " + ".join(f"rate(node_infiniband_{c}[5m])" for c in ("port_errors_received_total", "link_downed_total", "symbol_error_total"))
     rx, tx = f"rate({ib.format('received')}[5m])", f"rate({ib.format('transmitted')}[5m])"
     node_errors = f"sum by (node) ({errors})"
+    # the InfiniBand ports alone: what a parallel file system over the fabric can move (storage's approximation below)
+    ib_rx, ib_tx = rx, tx
     if efa_counted(site):
         # an EFA device is no HCA with port counters, an HCA no EFA device: the union of the two per device and port.
         # An error counter an older efa driver lacks counts 0 on the node instead of hiding its other errors
@@ -758,11 +768,16 @@ def node_rules(site: ResolvedSite) -> list[dict[str, Any]]:
         ]
     else:
         # an approximation where no client counts its mounts (FSx and EFS through CSI drivers, BeeGFS): local disks,
-        # a parallel file system over the fabric, FSx/EFS/NFS over the NICs; a source a node lacks (no HCA) counts 0
-        # instead of hiding the node (every node reports IO pressure)
+        # a parallel file system over InfiniBand, FSx/EFS/NFS over the NICs; a source a node lacks (no HCA) counts 0
+        # instead of hiding the node (every node reports IO pressure). The fabric term takes the InfiniBand ports only:
+        # an EFA port carries NCCL's collectives, and FSx reaches a node over its ENA NICs, so counting EFA read a
+        # training node's all-reduce as storage (review obsreview20 DEFECT F9); an EFA-enabled FSx for Lustre's traffic
+        # cannot be told from NCCL's on the port and goes uncounted. Without EFA the fabric records are the InfiniBand
+        # ports' already
+        fabric_rx, fabric_tx = (ib_rx, ib_tx) if efa_counted(site) else (NODE_IB_RX, NODE_IB_TX)
         rules += [
-            _rule(NODE_READ, _present_sum((NODE_DISK_READ, NODE_IB_RX, NODE_NET_RX))),
-            _rule(NODE_WRITE, _present_sum((NODE_DISK_WRITE, NODE_IB_TX, NODE_NET_TX))),
+            _rule(NODE_READ, _present_sum((NODE_DISK_READ, fabric_rx, NODE_NET_RX))),
+            _rule(NODE_WRITE, _present_sum((NODE_DISK_WRITE, fabric_tx, NODE_NET_TX))),
         ]
     for record in (NODE_IB_RX, NODE_IB_TX, NODE_IB_ERRORS, NODE_DISK_READ, NODE_DISK_WRITE, NODE_DISK_IOPS, NODE_READ, NODE_WRITE):
         _, metric, op = record.split(":")

@@ -41,6 +41,7 @@ from alicerce.catalog.alerts import (
     SERVING_NEVER_READY,
     SERVING_WORKLOAD_DOWN,
     SEVERITY_DECIDED,
+    SOURCE_ABSENT_FOR,
     XID_COUNT_METRIC,
     Alert,
     cordoned_for_days,
@@ -71,7 +72,7 @@ from alicerce.emit.kube.kueue import cluster_queue
 from alicerce.emit.storage_counters import cloud_metric_tiers
 from alicerce.resolve.model import ResolvedPlatform
 
-FOR = "15m"  # longer than a node exporter's or an exporter pod's restart; a KPI blind for 15 minutes is worth a ticket
+FOR = SOURCE_ABSENT_FOR
 
 
 def _nodes(pools: list[str]) -> str:

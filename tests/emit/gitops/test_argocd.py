@@ -242,6 +242,34 @@ def _needed_charts(obj: dict[str, Any], objs: list[dict[str, Any]], namespaces: 
     return needs
 
 
+def renders_service_monitor(values: Mapping[str, Any]) -> bool:
+    """Whether a chart's values turn on a ServiceMonitor: a ``serviceMonitor.enabled`` at any depth (kuberay-operator
+    1.7.0 metrics.serviceMonitor, gpu-operator dcgmExporter.serviceMonitor, the CloudWatch exporter's), or Kueue's
+    enablePrometheus."""
+    if values.get("enablePrometheus") is True:
+        return True
+    monitor = values.get("serviceMonitor")
+    if isinstance(monitor, Mapping) and monitor.get("enabled") is True:
+        return True
+    return any(isinstance(v, Mapping) and renders_service_monitor(v) for v in values.values())
+
+
+@pytest.mark.parametrize(("env", "site"), CASES)
+def test_a_release_that_renders_a_service_monitor_syncs_after_its_crd(env: str, site: str) -> None:
+    """Review obsreview20 F1: kuberay-operator's ServiceMonitor synced in kube-prometheus-stack's wave, without its
+    CRD on a fresh cluster (Argo CD: no matches for kind ServiceMonitor; Pulumi: no depends_on). Every release whose
+    values render one comes after kube-prometheus-stack, in its Application's wave and its declared dependencies."""
+    rp = reference(env)
+    apps = applications(env)
+    releases = {r.key: r for r in operator_releases(rp, site)}
+    monitoring = wave(apps[f"{site}/apps/{release_name(site, releases['kube-prometheus-stack'])}.yaml"])
+    watched = [r for r in releases.values() if r.key != "kube-prometheus-stack" and renders_service_monitor(r.values)]
+    assert "kuberay-operator" in {r.key for r in watched}
+    for release in watched:
+        assert "kube-prometheus-stack" in release.depends_on, release.key
+        assert wave(apps[f"{site}/apps/{release_name(site, release)}.yaml"]) > monitoring, release.key
+
+
 @pytest.mark.parametrize(("env", "site"), CASES)
 def test_every_object_syncs_in_a_wave_after_everything_it_depends_on(env: str, site: str) -> None:
     """Issue 21: prepare-checkpoints (wave 0) mounted FSx while the FSx CSI driver came in wave 1: the Job never

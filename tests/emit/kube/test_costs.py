@@ -10,13 +10,15 @@ from typing import Any
 import pytest
 import yaml
 
+from alicerce.catalog.alerts import KUBERAY_METRICS_ABSENT
 from alicerce.emit.kube.costs import BUDGET, settled
-from alicerce.emit.kube.kpi import RAY_CLUSTER_INFO, RAY_CLUSTER_LABEL, RAY_JOB_INFO, RAY_SERVE_LABEL, pod_runs
+from alicerce.emit.kube.kpi import RAY_CLUSTER_INFO, RAY_CLUSTER_LABEL, RAY_INFO_KEPT, RAY_JOB_INFO, RAY_SERVE_LABEL, pod_runs
 from alicerce.emit.kube.monitoring import rule_groups
 from alicerce.emit.kube.operators import kuberay_values, operator_releases
 from alicerce.plan.platform import HOURS_PER_MONTH, plan_platform
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_text
+from alicerce.spec.units import parse_duration
 from tests.conftest import ROOT
 from tests.emit.kube.scrape import dcgm_series, kuberay_scraped, series
 from tests.emit.kube.test_kpi import rounded
@@ -772,3 +774,76 @@ def test_a_name_submitted_again_is_another_run(tmp_path: Path) -> None:
         {"expr": f"round({settled('run:gpu_cost_usd:sum30d')}, 0.000001)", "eval_time": "4h10m",
          "exp_samples": [{"labels": "{" + at.format(uid) + "}", "value": 6.88} for uid in ("u-1", "u-2")]}]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_a_pod_of_a_job_and_a_rayjobs_cluster_is_in_one_run(tmp_path: Path) -> None:
+    """Review obsreview20 F5: when a RayJob's RayCluster with GCS fault tolerance is deleted, KubeRay v1.7.0 runs a Redis
+    cleanup Job (raycluster_controller.go buildRedisCleanupJob: a Job the RayCluster controls, its pod labelled as the
+    head pod, ray.io/cluster included). Its pod was both a Job run (kube_job_owner owner_kind RayCluster) and the
+    RayJob's run: two series of one pod made the cost join many-to-many, and run:gpu_cost_usd:rate1h failed for every
+    run of the site while it lived (20-25 m here). It is the RayJob's; eval-3, a plain Job holding 1 GPU for an hour,
+    costs its $6.88."""
+    rp = platform()
+    pod, cleanup, cjob, cluster = "eval-3-abcde", "sweep-2-x7k2p-redis-cleanup-q7x2m", "sweep-2-x7k2p-redis-cleanup", "sweep-2-x7k2p"
+    inputs = [
+        {"series": f'kube_node_labels{{node="{RAY_NODE}",{P5}}}', "values": "1x200"},
+        *held("research", pod, RAY_NODE, 1, "_x5 GPUSx59 stale _x134"),
+    ]
+    key = f'namespace="research",pod="{pod}",uid="{pod}-uid"'
+    owner = 'owner_kind="Job",owner_name="eval-3",owner_is_controller="true"'
+    inputs += [
+        {"series": f"kube_pod_owner{{{key},{owner}}}", "values": "_x5 1x195"},
+        {"series": f'kube_pod_labels{{{key},label_batch_kubernetes_io_controller_uid="e3"}}', "values": "_x5 1x195"},
+        {"series": 'kube_job_owner{namespace="research",job_name="eval-3"}', "values": "1x200"},
+    ]
+    life = "_x20 1x5 stale _x170"
+    key = f'namespace="research",pod="{cleanup}",uid="{cleanup}-uid"'
+    controlled = f'owner_kind="RayCluster",owner_name="{cluster}",owner_is_controller="true"'
+    labels = f'label_ray_io_cluster="{cluster}",label_ray_io_node_type="redis-cleanup",label_batch_kubernetes_io_controller_uid="cj"'
+    inputs += [
+        {"series": f'kube_pod_owner{{{key},owner_kind="Job",owner_name="{cjob}",owner_is_controller="true"}}', "values": life},
+        {"series": f"kube_pod_labels{{{key},{labels}}}", "values": life},
+        {"series": f'kube_job_owner{{namespace="research",job_name="{cjob}",{controlled}}}', "values": life},
+        ray_cluster_info(cluster, "RayJob", "1x25 stale _x170"),
+        ray_job_info("sweep-2", "rj-2", "1x200"),
+    ]
+    eval3 = 'cost_center="CC-4411",namespace="research",run_kind="Job",run="eval-3",run_uid="e3",site="aws",team="research"'
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded(settled('run:gpu_cost_usd:sum30d{run="eval-3"}'), eval3, 6.88, "3h10m"),
+        {"expr": f"count by (namespace, pod) ({pod_runs()}) > 1", "eval_time": "22m", "exp_samples": []},
+        {"expr": f"count by (namespace, pod, run_kind, run, run_uid) ({pod_runs()})", "eval_time": "22m", "exp_samples": [
+            {"labels": f'{{namespace="research",pod="{cleanup}",run_kind="RayJob",run="sweep-2",run_uid="rj-2"}}', "value": 1},
+            {"labels": f'{{namespace="research",pod="{pod}",run_kind="Job",run="eval-3",run_uid="e3"}}', "value": 1}]},
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path, order=RAY_ORDER)
+
+
+@needs_promtool
+def test_an_operator_gap_either_loses_no_rayjob_hours_or_alerts(tmp_path: Path) -> None:
+    """Review obsreview20 F3: KubeRay's series were kept 10 minutes, KubeRayMetricsAbsent waits 15: a 13-minute operator
+    outage (a rescheduling's image pull and leader-election wait) lost 3 worker-minutes of the run with no alert. Now
+    the 13-minute gap loses nothing (one 4-GPU worker for an hour: 4 x $6.88), and a 22-minute one fires the alert
+    while the run still holds its pods."""
+    rp = platform()
+    assert parse_duration(RAY_INFO_KEPT) > parse_duration(rules_of(rp, "aws")[KUBERAY_METRICS_ABSENT]["for"])
+    worker = ray_pod("sweep-2-x7k2p-gpu-worker-m2v5d", "sweep-2-x7k2p", 4, "_x5 GPUSx59 stale _x134")
+    node = {"series": f'kube_node_labels{{node="{RAY_NODE}",{P5}}}', "values": "1x200"}
+    gap = "1x30 stale _x12 1x157"  # stale 31-43 m
+    inputs = [node, *worker, ray_cluster_info("sweep-2-x7k2p", "RayJob", gap), ray_job_info("sweep-2", "rj-2", gap)]
+    tests = [{"interval": "1m", "input_series": inputs,
+              "promql_expr_test": [rounded(settled("run:gpu_cost_usd:sum30d"), RAY_RUN.format("sweep-2", "rj-2"), 4 * 6.88, "3h10m")],
+              "alert_rule_test": [{"eval_time": f"{m}m", "alertname": KUBERAY_METRICS_ABSENT, "exp_alerts": []}
+                                  for m in (40, 44, 46)]}]  # fmt: skip
+    (tmp_path / "a").mkdir()
+    run_promtool(rp, "aws", tests, tmp_path / "a", order=RAY_ORDER)
+    gap = "1x30 stale _x21 1x148"  # stale 31-52 m: the alert fires at 47 m, the kept series last until 50 m
+    inputs = [node, *worker, ray_cluster_info("sweep-2-x7k2p", "RayJob", gap), ray_job_info("sweep-2", "rj-2", gap)]
+    alert = rules_of(rp, "aws")[KUBERAY_METRICS_ABSENT]
+    tests = [{"interval": "1m", "input_series": inputs,
+              "promql_expr_test": [{"expr": f"count by (run, run_uid) ({pod_runs()})", "eval_time": "48m",
+                                    "exp_samples": [{"labels": '{run="sweep-2",run_uid="rj-2"}', "value": 1}]}],
+              "alert_rule_test": [{"eval_time": "48m", "alertname": KUBERAY_METRICS_ABSENT, "exp_alerts": [
+                  expected(alert, {"namespace": "research", "label_ray_io_cluster": "sweep-2-x7k2p"}, "1")]}]}]  # fmt: skip
+    (tmp_path / "b").mkdir()
+    run_promtool(rp, "aws", tests, tmp_path / "b", order=RAY_ORDER)

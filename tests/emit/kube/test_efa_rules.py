@@ -129,3 +129,48 @@ def test_efa_counters_that_stop_moving_alert_and_fresh_ones_do_not(tmp_path: Pat
         {"eval_time": "8m", "alertname": "EfaCountersStale", "exp_alerts": []},
         {"eval_time": "30m", "alertname": "EfaCountersStale", "exp_alerts": [expected(rule, labels, "")]},
     ]}], tmp_path)  # fmt: skip
+
+
+def node_io(pressure: float, read: float, write: float, nic_rx: float = 0) -> list[dict[str, str]]:
+    """A node's IO pressure, local NVMe reads and writes and ENA NIC traffic, per second."""
+    disk, nic = ',device="nvme1n1"', ',device="ens32"'
+    return [scraped(NODE, "node_pressure_io_waiting_seconds_total", "", f"0+{pressure * 60:g}{STEPS}"),
+            scraped(NODE, "node_disk_read_bytes_total", disk, f"0+{read * 60:g}{STEPS}"),
+            scraped(NODE, "node_disk_written_bytes_total", disk, f"0+{write * 60:g}{STEPS}"),
+            scraped(NODE, "node_network_receive_bytes_total", nic, f"0+{nic_rx * 60:g}{STEPS}"),
+            scraped(NODE, "node_network_transmit_bytes_total", nic, f"0{STEPS}")]  # fmt: skip
+
+
+@needs_promtool
+def test_nccl_over_efa_is_no_storage_io(tmp_path: Path) -> None:
+    """Review obsreview20 DEFECT F9: a p5 node all-reducing 20 GB/s each way over EFA and reading its dataset at 1 GB/s
+    over the NIC (FSx through its CSI driver) reads 1 GB/s of storage, not 21; its fabric records keep the EFA bytes."""
+    inputs: list[dict[str, Any]] = [*nodes(NODE), *node_io(0.0, 0, 0, nic_rx=1e9), grows(NODE, EFA_RX, 20e9), grows(NODE, EFA_TX, 20e9)]
+    pool = f'pool="train-p5",{SITE}'
+    run_promtool(platform(), "aws", [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded("pool:storage_read_bytes:rate5m / 1e9", pool, 1.0),
+        rounded("pool:storage_write_bytes:rate5m / 1e9", pool, 0.0),
+        rounded("pool:infiniband_receive_bytes:rate5m / 1e9", pool, 20.0),
+    ]}], tmp_path)  # fmt: skip
+
+
+def gpus(values: str) -> list[dict[str, str]]:
+    rp = platform()
+    scrape = dcgm_scraped(rp, "aws", dcgm_series(NODE, 0, ("train-0", "research", "trainer")))
+    return [{"series": series("DCGM_FI_DEV_GPU_UTIL", scrape), "values": values}]
+
+
+@needs_promtool
+def test_a_checkpoint_gathered_over_efa_is_a_checkpoint_stall(tmp_path: Path) -> None:
+    """Review obsreview20 DEFECT F9: FSDP's full state dict checkpoint. Every rank sends its shards to rank 0 over EFA
+    (its node receives 10 GB/s, sends 1), whose GPUs then idle at 2% while it writes 4 GB/s to local NVMe under IO
+    pressure: TrainingCheckpointStall, as without the EFA traffic (tests/emit/kube/test_diagnoses.py), and not
+    GPUInputBound, which NCCL's receive side made fire."""
+    rp = platform()
+    stall = rules_of(rp, "aws")["TrainingCheckpointStall"]
+    pattern = [*nodes(NODE), *gpus("90x19 2x40"), *node_io(0.8, 1e7, 4e9), grows(NODE, EFA_RX, 10e9), grows(NODE, EFA_TX, 1e9)]
+    labels = {"node": NODE, "pool": "train-p5", "namespace": "research"}
+    for name, at, fired, sub in (("GPUInputBound", "40m", [], "a"), ("TrainingCheckpointStall", "35m", [expected(stall, labels, "")], "b")):
+        (tmp_path / sub).mkdir()
+        run_promtool(rp, "aws", [{"interval": "1m", "input_series": pattern, "alert_rule_test": [
+            {"eval_time": at, "alertname": name, "exp_alerts": fired}]}], tmp_path / sub)  # fmt: skip
