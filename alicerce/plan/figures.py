@@ -59,3 +59,9 @@ def days_text(days: float) -> str:
     """Days as a message says them: to two decimals, trailing zeros dropped (5.5, 30, 0.29), neither rounded to whole
     days ("the 6-day deadline" for 5.5) nor to six digits ("0.291667"; review sizreview13 F5)."""
     return f"{days:.2f}".rstrip("0").rstrip(".")
+
+
+def deadline_text(days: float) -> str:
+    """A deadline as declared: "the 7-hour deadline" under a day, "the 5.5-day deadline" from one (review sizreview14
+    F12: a 7h deadline read "the 0.29-day deadline")."""
+    return f"{days_text(days * 24)}-hour" if days < 1 else f"{days_text(days)}-day"

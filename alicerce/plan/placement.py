@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from alicerce.catalog import Catalog
 from alicerce.catalog.models import Gpu
-from alicerce.plan.figures import days_text
+from alicerce.plan.figures import deadline_text
 from alicerce.plan.sizing import NODE_GPUS, Placement, WorkloadPlan, plan_workload
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
 from alicerce.spec.models import Workload
@@ -118,7 +118,7 @@ class Option:
             days = self.days_on_free
             took = f"{days:.0f} days" if days >= 1.5 else (f"{days:.1f} days" if days >= 1 else f"{days * 24:.1f} hours")
             on = f"{took} on {self.free_gpus} free GPUs" if self.free_gpus else "no GPU free"
-            parts.append(f"{verdict} the {days_text(self.plan.deadline_days)}-day deadline ({on})")
+            parts.append(f"{verdict} the {deadline_text(self.plan.deadline_days)} deadline ({on})")
         elif not self.fits_free:
             parts.append(f"needs {self.plan.gpus} GPUs, {self.free_gpus} free")
         cost = "unpriced" if self.marginal_usd is None else f"adds ${self.marginal_usd:,.0f}"

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from alicerce.catalog import Catalog, load_catalog
 from alicerce.catalog.fsx import GIB as FSX_GIB
 from alicerce.catalog.models import Gpu, Sizing
-from alicerce.plan.figures import Factor, days_text, rounded
+from alicerce.plan.figures import Factor, days_text, deadline_text, rounded
 from alicerce.plan.findings import PlanFinding, apply_waivers
 from alicerce.plan.growth import (
     Forecast,
@@ -789,7 +789,7 @@ def _deadline_finding(pool: ResolvedPool, w: WorkloadPlan, findings: list[PlanFi
         need = f"its planned {_nodes(nodes)} take {days_text(w.wall_clock_days or 0.0)} days" if missed else f"{_nodes(nodes)} are needed"
         message = (
             f"pool {pool.name} with max {_nodes(spec.scaling.max)} finishes {w.name} in {days_text(days)} days, "
-            f"past its {days_text(w.deadline_days)}-day deadline; {need}"
+            f"past its {deadline_text(w.deadline_days)} deadline; {need}"
         )
         findings.append(PlanFinding("PL304", w.name, message))
 

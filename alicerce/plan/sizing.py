@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from alicerce.catalog.models import Gpu, Sizing
-from alicerce.plan.figures import Factor, Figure, days_text, rounded
+from alicerce.plan.figures import Factor, Figure, deadline_text, rounded
 from alicerce.plan.queueing import replicas_within, share_waiting_longer
 from alicerce.plan.roofline import (
     Replica,
@@ -910,7 +910,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         step = math.lcm(node, pipeline * context * widest, experts * widest)
         ceiling = _batch_ceiling(sequences, step, widest * context * pipeline)
         bought = _deadline_bought(at, seconds, run.gpus, ceiling, step, deadline * availability)
-        late = f"misses the {days_text(deadline / DAY)}-day deadline at {gpus} GPUs ({late_days(wall_days, deadline / DAY)} days)"
+        late = f"misses the {deadline_text(deadline / DAY)} deadline at {gpus} GPUs ({late_days(wall_days, deadline / DAY)} days)"
         if bought is None:
             widest_run = "more GPUs leave a data-parallel rank less than one sequence of the global batch"
             if ceiling > gpus:

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from alicerce.catalog import load_catalog
-from alicerce.plan.figures import days_text
+from alicerce.plan.figures import days_text, deadline_text
 from alicerce.plan.findings import CHECKS, Severity
 from alicerce.plan.platform import plan_platform
 from alicerce.plan.roofline import (
@@ -1410,6 +1410,7 @@ def test_a_pinned_count_the_expert_grid_does_not_divide_is_no_plan() -> None:
                            on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
     assert pinned.gpus is None and any("expert grid" in i.message for i in pinned.issues if i.check == "PL303")
     assert days_text(7 / 24) == "0.29" and days_text(5.5) == "5.5" and days_text(30.0) == "30"
+    assert deadline_text(7 / 24) == "7-hour" and deadline_text(5.5) == "5.5-day" and deadline_text(1.0) == "1-day"
 
 
 def test_a_global_batch_the_ranks_do_not_divide_says_what_the_stack_runs() -> None:
