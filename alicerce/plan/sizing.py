@@ -647,9 +647,7 @@ def _deadline_run(
     to 1.2e27 GPUs (review sizreview11 F9)."""
 
     def pays(small: _Run, big: _Run) -> bool:
-        wall_small, wall_big = seconds(small) / small.gpus, seconds(big) / big.gpus
-        faster = wall_small / wall_big >= 1 + MIN_SCALING * (big.gpus / small.gpus - 1)
-        return big.gpus > small.gpus and faster and admissible(big)
+        return _pays_off(seconds, small, big) and admissible(big)
 
     run = at(start)
     if budget is None:
@@ -687,6 +685,13 @@ def _deadline_run(
 
 
 LOOKAHEAD = 4  # steps of a sixteenth the deadline search looks past a count that does not pay
+
+
+def _pays_off(seconds: Callable[[_Run], float], small: _Run, big: _Run) -> bool:
+    """Whether ``big`` turns at least MIN_SCALING of its added GPUs' share into speed over ``small`` (the deadline
+    search's guard)."""
+    wall_small, wall_big = seconds(small) / small.gpus, seconds(big) / big.gpus
+    return big.gpus > small.gpus and wall_small / wall_big >= 1 + MIN_SCALING * (big.gpus / small.gpus - 1)
 
 
 def late_days(days: float, deadline_days: float) -> str:
@@ -854,6 +859,10 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         limit = deadline * availability if deadline else None
 
         sequences = float(w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value) / (w.sequence_length or DEFAULT_SEQUENCE)
+        # the sequences a data-parallel rank needs: one, or a microbatch a stage where the declared interleaved schedule
+        # runs (throughput.pipeline_factor; past it the search jumped to 1F1B counts slower than the last interleaved
+        # one: review sizreview15 F1)
+        per_rank = pipeline if (w.pipeline_virtual_stages or 1) > 1 else 1
 
         widest = max(node_degrees(node))
 
@@ -861,7 +870,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             # some layout gives each data-parallel rank at least one sequence of the global batch, the widest tensor
             # groups the fewest ranks (a 70B at a 4M batch was sized at 16,024 GPUs, 0.12 sequences a rank: review
             # sizreview12 F6; judged at the degree the run picked, the bound cut reachable deadlines: sizreview13 F2, F10)
-            return run.gpus // (widest * context * pipeline) <= sequences
+            return run.gpus // (widest * context * pipeline) * per_rank <= sequences
 
         def at(n: int) -> _Run:
             return _training_run(w, place, sizing, mem, n, tp, flops_per, active)
@@ -876,6 +885,16 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             budget = deadline * availability
             met = [r for r in options if seconds(r) / r.gpus <= budget * 1.000001]
             run = min(met, key=lambda r: (seconds(r), r.gpus)) if met else min(options, key=lambda r: seconds(r) / r.gpus)
+            if not met:
+                # the climb can stop on counts a schedule cannot use (interleaving needs whole groups of microbatches:
+                # a 405B at PP 16 VP 8 sat at 16,000 GPUs and 164 days where 16,384 take 93: review sizreview15 F1):
+                # a count past it that meets the deadline and pays by the same guard is the plan
+                # (where none meets it, the batch's ceiling when it pays: the fastest count that runs)
+                step = math.lcm(node, pipeline * context * widest, experts * widest)
+                top = _batch_ceiling(sequences / per_rank, step, widest * context * pipeline)
+                found = _deadline_bought(at, seconds, run.gpus, top, step, budget) or (at(top) if top > run.gpus else None)
+                if found is not None and _pays_off(seconds, run, found):
+                    run = found
             figures.append(Figure("GPUs to meet the deadline", run.gpus, "GPUs",
                                   "smallest count of whole replicas with GPU-seconds(GPUs) / GPUs <= deadline x hours per day "
                                   "/ 24, the fewest GPU-hours over the tensor-parallel degrees' counts",
@@ -908,14 +927,15 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # let `--fail-on error` pass a deadline missed 30-fold; review sizreview13 F4). It was sized at 1.2e27 GPUs
         # (review sizreview11 F9), and said as an error though pinning more met it (review sizreview12 F1)
         step = math.lcm(node, pipeline * context * widest, experts * widest)
-        ceiling = _batch_ceiling(sequences, step, widest * context * pipeline)
+        ceiling = _batch_ceiling(sequences / per_rank, step, widest * context * pipeline)
         bought = _deadline_bought(at, seconds, run.gpus, ceiling, step, deadline * availability)
         late = f"misses the {deadline_text(deadline / DAY)} deadline at {gpus} GPUs ({late_days(wall_days, deadline / DAY)} days)"
         if bought is None:
-            widest_run = "more GPUs leave a data-parallel rank less than one sequence of the global batch"
+            keep = "one sequence" if per_rank == 1 else f"{per_rank} sequences (the interleaved schedule's microbatch a stage)"
+            widest_run = f"more GPUs leave a data-parallel rank less than {keep} of the global batch"
             if ceiling > gpus:
                 at_most = late_days(seconds(at(ceiling)) / ceiling / availability / DAY, deadline / DAY)
-                widest_run = (f"at {ceiling} GPUs, the most whose data-parallel ranks each keep one sequence of the global "
+                widest_run = (f"at {ceiling} GPUs, the most whose data-parallel ranks each keep {keep} of the global "
                               f"batch at TP {widest}, it takes {at_most} days")  # fmt: skip
             issues.append(Issue("PL338", f"{late}, and no count meets it: {widest_run} (Megatron refuses a rank less than one "
                                 "sequence); extend the deadline or raise globalBatchTokens"))  # fmt: skip

@@ -190,11 +190,12 @@ def pipeline_factor(job: TrainingJob) -> Factor | None:
     if p <= 1:
         return None
     m = microbatches(job)
-    if v > 1 and m < p:
-        # Megatron-Core raises on the interleaved schedule with fewer microbatches than stages (schedules.py
-        # forward_backward_pipelining_with_interleaving: its microbatch group, p by default, must lie in [p, m]): the
-        # run that starts is 1F1B (review sizreview14 F3: a 405B at PP 16 VP 8 was "met" at 9.3 microbatches)
-        note = f"{p} stages, {m:,.1f} microbatches of one sequence: fewer than the stages, so 1F1B, not interleaved: m / (m + p - 1)"
+    if v > 1 and (m < p or abs(m / p - round(m / p)) > 1e-9):
+        # Megatron-Core raises on the interleaved schedule unless the microbatches fill whole groups of p (schedules.py
+        # forward_backward_pipelining_with_interleaving: the group, p by default, lies in [p, m], and a last group
+        # smaller than p raises): the run that starts is 1F1B (reviews sizreview14 F3: a 405B at PP 16 VP 8 was "met"
+        # at 9.3 microbatches; sizreview15 F2: at 19 of 16)
+        note = f"{p} stages, {m:,.1f} microbatches of one sequence: not whole groups of the stages, so 1F1B: m / (m + p - 1)"
         return Factor("pipeline bubble", m / (m + p - 1), "megatron", note)
     if v <= 1:
         return Factor("pipeline bubble", m / (m + p - 1), "megatron", f"{p} stages, {m:,.1f} microbatches of one sequence: m / (m + p - 1)")

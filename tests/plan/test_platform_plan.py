@@ -163,7 +163,7 @@ def test_a_deadline_no_count_meets_is_an_error_and_no_size_is_needed() -> None:
     pretrain.update(tokens="2T", deadline="1d")
     found = {f.check: f for f in plan_of(data).findings if f.subject == "llm-pretrain"}
     assert found["PL338"].severity is Severity.ERROR and "no count meets it" in found["PL338"].message
-    assert found["PL304"].message.endswith("past its 1-day deadline; its planned 1861 nodes take 2.15 days")
+    assert found["PL304"].message.endswith("past its 1-day deadline; its planned 1953 nodes take 2.05 days")
 
 
 def test_placement_takes_the_idle_owned_pool_and_says_why() -> None:

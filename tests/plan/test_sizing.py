@@ -1470,3 +1470,20 @@ def test_the_deadline_search_climbs_past_one_counts_dip_and_keeps_a_legal_layout
 def test_days_past_a_deadline_show_they_are_past_it() -> None:
     """PL338 said "misses the 1.9-day deadline ... at 8192 GPUs it takes 1.90 days" for 1.9036 (review sizreview14)."""
     assert late_days(1.9036, 1.9) == "1.904" and late_days(6.389, 1.9) == "6.39" and late_days(2.00004, 2) == "2.0000"
+
+
+def test_an_interleaved_run_is_sized_where_its_schedule_runs() -> None:
+    """Review sizreview15 F1, F2: Megatron-Core runs the interleaved schedule only on whole groups of p microbatches
+    (schedules.py forward_backward_pipelining_with_interleaving), so a 405B at PP 16 with 8 virtual stages and a
+    2,048-sequence batch interleaves at 16,384 GPUs (dp 128, 16 microbatches) and runs 1F1B at the counts between; the
+    search sat at 16,000 GPUs and 164 days where 16,384 take 93, and a 60-day deadline none meets planned 40,448 GPUs
+    slower than 16,384. Now both plan the count that runs it, and PL338 says the 60 days are out of reach."""
+    model = {"parameters": "405B", "layers": 126, "hiddenSize": 16384}
+    base: dict[str, Any] = {"model": model, "tokens": "15.6T", "sequenceLength": 8192, "globalBatchTokens": 2048 * 8192,
+                            "pipelineParallel": 16, "pipelineVirtualStages": 8, "zeroStage": 1, "accelerator": "H100"}  # fmt: skip
+    met = plan_training(workload(**base, deadline="105d"), on("H100-SXM5-80GB"), SIZING, [])
+    assert met.gpus == 16384 and met.wall_clock_days is not None and met.wall_clock_days <= 105
+    out = plan_training(workload(**base, deadline="60d"), on("H100-SXM5-80GB"), SIZING, [])
+    assert out.gpus == 16384 and [i.check for i in out.issues if i.check in ("PL337", "PL338")] == ["PL338"]
+    between = plan_training(workload(**base, gpus=16000 // 128 * 128), on("H100-SXM5-80GB"), SIZING, [])
+    assert "1F1B" in next(f for fig in between.figures for f in fig.factors if f.name == "pipeline bubble").why
