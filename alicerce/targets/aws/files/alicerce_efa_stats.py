@@ -11,7 +11,9 @@ never written as 0: the RDMA write counters came with a later patch to EFA_DEFIN
 write HW statistics counters"), the retransmit and unresponsive-remote ones with the efa driver's network statistics
 (efa driver 2.17.0 changelog, "Add Network HW statistics counters"; listed in the CloudWatch agent's EFA metrics).
 
-Runs on the node from a systemd timer, with the node's own python3 and nothing else installed.
+Runs on the node from a systemd timer, with the node's own python3 and nothing else installed. The node gets it without
+comments and docstrings (alicerce.targets.aws.script_code): editing them changes no launch template and rolls no node,
+so the code must never read its own docstrings.
 """
 
 from __future__ import annotations
@@ -107,7 +109,8 @@ def write_atomically(directory: Path, text: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    # not __doc__: the launch template embeds this script without its docstrings (gpu_node_pool.efa_stats_code)
+    parser = argparse.ArgumentParser(description="Write the EFA ports' counters for the node exporter's textfile collector.")
     parser.add_argument("--output", type=Path, required=True, help="the textfile collector's directory")
     parser.add_argument("--sys-class", type=Path, default=Path("/sys/class/infiniband"))
     args = parser.parse_args(argv)
