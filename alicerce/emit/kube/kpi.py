@@ -704,8 +704,10 @@ IB_PORT_ACTIVE = 4
 
 # The EFA ports' counters (alicerce.targets.aws files/alicerce_efa_stats.py, from the efa driver's hw_counters): bytes
 # through the port, and what counts as a fabric error there: packets dropped on receive, RDMA work requests completed
-# in error, retransmissions that timed out (SRD gave up on a path). Retransmitted packets are not errors: SRD recovers
-# them, and a busy fabric always has some.
+# in error, retransmissions that timed out (SRD gave up on a path), connections to a peer that became impaired (SRD
+# limited their rate: amzn-drivers kernel/linux/efa/src/efa_verbs.c EFA_DEFINE_PORT_STATS impaired_remote_conn_events,
+# beside retrans_timeout_events since efa driver 2.17.0; an older driver keeps neither and counts 0). Retransmitted
+# packets are not errors: SRD recovers them, and a busy fabric always has some. The writer writes these and no more.
 EFA_RX = "alicerce_efa_received_bytes_total"
 EFA_TX = "alicerce_efa_transmitted_bytes_total"
 EFA_ERRORS = (
@@ -713,6 +715,7 @@ EFA_ERRORS = (
     "alicerce_efa_rdma_read_errors_total",
     "alicerce_efa_rdma_write_errors_total",
     "alicerce_efa_retransmit_timeouts_total",
+    "alicerce_efa_impaired_remote_connections_total",
 )
 
 

@@ -37,13 +37,16 @@ PORT_COUNTERS = {
     "rdma_write_bytes": 5_000_000,
     "rdma_write_wr_err": 2,
     "rdma_write_recv_bytes": 4_000_000,
+    "retrans_bytes": 11_000,
     "retrans_pkts": 11,
     "retrans_timeout_events": 4,
     "unresponsive_remote_events": 0,
+    "impaired_remote_conn_events": 6,
     "lifespan": 10,
 }
-OLD_DRIVER = ("rdma_write_wrs", "rdma_write_bytes", "rdma_write_wr_err", "rdma_write_recv_bytes", "retrans_pkts",
-              "retrans_timeout_events", "unresponsive_remote_events")  # fmt: skip
+OLD_DRIVER = ("rdma_write_wrs", "rdma_write_bytes", "rdma_write_wr_err", "rdma_write_recv_bytes", "retrans_bytes",
+              "retrans_pkts", "retrans_timeout_events", "unresponsive_remote_events",
+              "impaired_remote_conn_events")  # fmt: skip
 
 
 def writer() -> ModuleType:
@@ -97,14 +100,14 @@ def test_every_efa_port_counter_is_written_with_its_device_and_port(tmp_path: Pa
     assert out[f"alicerce_efa_receive_drops_total{{{port}}}"] == 3
     assert out[f"alicerce_efa_rdma_write_errors_total{{{port}}}"] == 2
     assert out[f"alicerce_efa_rdma_read_errors_total{{{port}}}"] == 1
-    assert out[f"alicerce_efa_rdma_write_received_bytes_total{{{port}}}"] == 4_000_000
     assert out[f"alicerce_efa_retransmit_timeouts_total{{{port}}}"] == 4
+    assert out[f"alicerce_efa_impaired_remote_connections_total{{{port}}}"] == 6
     # one sample per declared counter and port, each from the file METRICS names
     for name, (counter, _) in module.METRICS.items():
         assert out[f"{name}{{{port}}}"] == PORT_COUNTERS[counter]
     # a counter the older driver does not keep is left out, not written as 0
     older = {k for k in out if 'device="rdmap1s0"' in k}
-    assert 'alicerce_efa_rdma_write_bytes_total{device="rdmap1s0",port="1"}' not in older
+    assert 'alicerce_efa_rdma_write_errors_total{device="rdmap1s0",port="1"}' not in older
     assert len(older) == len([m for m, (c, _) in module.METRICS.items() if c not in OLD_DRIVER])
     assert not [k for k in out if "mlx5" in k]  # the node exporter counts a ConnectX port itself
 
