@@ -122,6 +122,33 @@ def test_a_node_of_an_efa_pool_without_efa_counters_alerts(tmp_path: Path) -> No
 
 
 @needs_promtool
+def test_an_efa_node_serving_traffic_but_no_port_rate_alerts(tmp_path: Path) -> None:
+    """Review obsreview20 F7: one failing EFA device fails the node exporter's whole infiniband collector, so node 1
+    serves no port rate while the writer keeps serving its EFA traffic: its link utilisation (and GPUCommunicationBound)
+    is blind. Node 2, a healthy EFA node, serves both; node 3, of a pool without EFA, serves neither and is not this
+    alert's; node 4 serves no EFA counter either (EfaCountersMissing's)."""
+    rp = platform()
+    rule = rules_of(rp, "aws")["EfaLinkRateMissing"]
+    assert 'pool=~"train-p5"' in rule["expr"] and rule["for"] == "15m"
+    cpu, bare = "ip-10-20-2-1.ec2.internal", "ip-10-20-1-4.ec2.internal"
+    rate = f"12500000000{STEPS}"
+    inputs: list[dict[str, Any]] = [
+        *nodes(NODE, OTHER, bare), answers(NODE), answers(OTHER), answers(bare),
+        {"series": f'kube_node_labels{{node="{cpu}",label_alicerce_dev_pool="system"}}', "values": f"1{STEPS}"},
+        answers(cpu),
+        grows(NODE, EFA_RX, 1e9), grows(OTHER, EFA_RX, 1e9),
+        scraped(OTHER, "node_infiniband_rate_bytes_per_second", ',device="rdmap0s31",port="1"', rate),
+    ]  # fmt: skip
+    link = f'node:infiniband_link_utilization:ratio{{node="{NODE}"}}'
+    run_promtool(rp, "aws", [{"interval": "1m", "input_series": inputs,
+        "promql_expr_test": [{"expr": link, "eval_time": "30m", "exp_samples": []}],  # what the alert is about
+        "alert_rule_test": [
+            {"eval_time": "10m", "alertname": "EfaLinkRateMissing", "exp_alerts": []},  # not before its 15 minutes
+            {"eval_time": "30m", "alertname": "EfaLinkRateMissing", "exp_alerts": [expected(rule, {"node": NODE}, "")]},
+        ]}], tmp_path)  # fmt: skip
+
+
+@needs_promtool
 def test_efa_counters_that_stop_moving_alert_and_fresh_ones_do_not(tmp_path: Path) -> None:
     rule = rules_of(platform(), "aws")["EfaCountersStale"]
     stuck = scraped(NODE, "node_textfile_mtime_seconds", f',file="{FILE}"', f"60{STEPS}")  # written once, a minute in
