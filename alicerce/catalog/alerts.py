@@ -544,10 +544,14 @@ CLOUD_STORAGE_METRICS_ABSENT = "CloudWatchStorageMetricsAbsent"  # a cloud tier 
 EFA_COUNTERS_MISSING = "EfaCountersMissing"
 EFA_COUNTERS_STALE = "EfaCountersStale"
 EFA_COUNTERS_FILE = "alicerce_efa.prom"
+# an EFA node whose EFA counters are served and whose ports' rate is not: the link utilisation of EFA pools divides
+# the writer's bytes by the node exporter's infiniband collector's rate, which fails whole when one device's read does
+# (review obsreview20 F7)
+EFA_LINK_RATE_MISSING = "EfaLinkRateMissing"
 SOURCE_ALERTS = (KUBE_STATE_METRICS_ABSENT, NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_ABSENT, DCGM_PROFILING_ABSENT,
                  DCGM_XID_COUNTS_ABSENT, KUEUE_METRICS_ABSENT, KUEUE_PROCESS_START_ABSENT, KUBERAY_METRICS_ABSENT,
                  SERVING_METRICS_ABSENT, SERVING_LATENCY_UNMEASURED, CLOUD_STORAGE_METRICS_ABSENT, EFA_COUNTERS_MISSING,
-                 EFA_COUNTERS_STALE)  # fmt: skip
+                 EFA_COUNTERS_STALE, EFA_LINK_RATE_MISSING)  # fmt: skip
 # a serving workload with pods and no ready one (alicerce.emit.kube.sources): down after serving, or never ready
 SERVING_WORKLOAD_DOWN = "ServingWorkloadDown"
 SERVING_NEVER_READY = "ServingWorkloadNeverReady"
@@ -566,7 +570,7 @@ FABRIC_ALERTS = (FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, 
 # and GPU host.
 NODE_OUTAGE_ALERTS = ("DCGMExporterDown", NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_ABSENT, DCGM_PROFILING_ABSENT,
                       DCGM_XID_COUNTS_ABSENT, "StorageTierUnreadable", "StorageCountersMissing", "StorageCountersStale",
-                      EFA_COUNTERS_MISSING, EFA_COUNTERS_STALE,
+                      EFA_COUNTERS_MISSING, EFA_COUNTERS_STALE, EFA_LINK_RATE_MISSING,
                       FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, FABRIC_COUNTERS_SATURATED)  # fmt: skip
 NODE_OUTAGE_GROUP_BY = ("alertname", "pool", "tier")
 # Prometheus lacks the samples the month's spend starts with: retention deleted them, or its TSDB began again (alicerce.emit.kube.costs)

@@ -674,7 +674,7 @@ def test_efa_nodes_install_the_efa_counters_writer_and_other_nodes_do_not(prod: 
     import email
 
     from alicerce.emit.storage_counters import TEXTFILE_DIRECTORY
-    from alicerce.targets.aws.components.gpu_node_pool import EFA_STATS_PATH, efa_stats_script
+    from alicerce.targets.aws.components.gpu_node_pool import EFA_STATS_PATH, efa_stats_code
 
     _, result = prod
     seen = {"efa": 0, "other": 0}
@@ -690,7 +690,8 @@ def test_efa_nodes_install_the_efa_counters_writer_and_other_nodes_do_not(prod: 
         assert "application/node.eks.aws" in parts, lt.name  # nodeadm's part is still there beside it
         shell = parts["text/x-shellscript"]
         assert shell.startswith("#!/bin/bash\nset -euo pipefail\n")
-        assert efa_stats_script().rstrip() in shell  # byte for byte, inside a quoted heredoc that expands nothing
+        assert efa_stats_code().rstrip() in shell  # byte for byte, inside a quoted heredoc that expands nothing
+        assert '"""' not in shell and "# HELP" in shell  # its code only: no docstring rolls a node (obsreview20 F2)
         assert f"cat > {EFA_STATS_PATH} <<'" in shell
         assert f"ExecStart=/usr/bin/python3 {EFA_STATS_PATH} --output {TEXTFILE_DIRECTORY}" in shell
         assert "OnUnitActiveSec=15s" in shell and "systemctl enable --now alicerce-efa-stats.timer" in shell

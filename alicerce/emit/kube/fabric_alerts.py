@@ -51,8 +51,8 @@ def fabric_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     pools = sorted(rails)
     if not pools:
         # EFA: the efa driver reports its port ACTIVE whenever the device is up and keeps no link-down or symbol error
-        # counters; its errors (drops, RDMA work request errors, retransmit timeouts) count in the fabric error KPI,
-        # and EfaCountersMissing says when a node's EFA ports report nothing (alicerce.emit.kube.sources)
+        # counters; its errors (drops, RDMA work request errors, retransmit timeouts, impaired connections) count in the
+        # fabric error KPI, and EfaCountersMissing says when a node's EFA ports report nothing (alicerce.emit.kube.sources)
         return []
     nodes = f'max by (node) (kube_node_labels{{{POOL_NODE_LABEL}=~"{"|".join(pools)}"}})'
     on_pools = f"* on (node) group_left () ({nodes} > 0)"

@@ -371,16 +371,24 @@ def pod_runs() -> str:
     store/pod.go createPodOwnerFamilyGenerator, and kube_job_owner), or a RayJob: the pods of every RayCluster KubeRay
     says the RayJob built (RAY_CLUSTER_INFO owner_kind "RayJob", the RayJob's name its own less the random suffix),
     from each pod's start: the start-up hours before the submitter Job (created only once the whole cluster is Ready)
-    are the run's, in every submission mode (review obsreview15 F3). Not a run: a RayJob on a cluster its
-    clusterSelector borrows, a RayService's cluster (owner_kind RayService, pods labelled ray.io/serve), a RayCluster
-    of its own; their GPUs count under their team only (review obsreview13 F7). Each pod is in one run: a RayJob's
-    cluster's pod is the RayJob's even when a Job owns it too (review obsreview20 F5).
+    are the run's, in every submission mode (review obsreview15 F3). Not a run: a RayService's cluster (owner_kind
+    RayService, pods labelled ray.io/serve), a RayCluster of its own, and a RayJob on a cluster its clusterSelector
+    borrows from either; their GPUs count under their team only (review obsreview13 F7). Each pod is in one run: a
+    RayJob's cluster's pod is the RayJob's even when a Job owns it too (review obsreview20 F5).
     A run is its name and its incarnation (run_uid: the Job's, the JobSet's, the RayJob's uid): one deleted and
     submitted again under the same name is another run (review obsreview13 F2); a Job's retries, a JobSet's restarts
     and a RayJob's retries and Kueue preemptions (a new RayCluster each attempt, the same RayJob) are one run (review
     obsreview16 F2). A pod whose incarnation is unknown yet (kube-state-metrics has not labelled it, the RayJob is
     gone from KubeRay's metrics) keeps its run without one. An expression, not a record: read in the cost group, a
-    join record of another group lags a step and billed each run a minute more."""
+    join record of another group lags a step and billed each run a minute more.
+    Limits of the RayJob runs, as KubeRay v1.7.0's series allow (review obsreview20 F4, F6): a cluster's pods are
+    billed to the RayJob that built it, by name, and to the incarnation of that name KubeRay reports now
+    (kuberay_cluster_info carries the cluster's uid, not its owner's, and kuberay_job_info no cluster). So a RayJob
+    deleted and created again under its name bills its old cluster's pods, for as long as they terminate (a grace
+    period, a preStop checkpoint upload), or as long as the cluster lives if the RayJob was deleted with
+    --cascade=orphan, to the new incarnation's run_uid. And a RayJob whose clusterSelector borrows a cluster another
+    RayJob built (kept after its job: shutdownAfterJobFinishes false) is no run of its own: its GPU-hours go to the
+    builder's run."""
     jobs = ('label_replace(label_replace(kube_job_owner{owner_kind="JobSet"}, "run", "$1", "owner_name", "(.+)"), '
             '"run_kind", "$1", "owner_kind", "(.+)") '
             'or label_replace(label_replace(kube_job_owner{owner_kind!~"JobSet|RayJob"}, "run", "$1", "job_name", "(.+)"), '
@@ -704,8 +712,10 @@ IB_PORT_ACTIVE = 4
 
 # The EFA ports' counters (alicerce.targets.aws files/alicerce_efa_stats.py, from the efa driver's hw_counters): bytes
 # through the port, and what counts as a fabric error there: packets dropped on receive, RDMA work requests completed
-# in error, retransmissions that timed out (SRD gave up on a path). Retransmitted packets are not errors: SRD recovers
-# them, and a busy fabric always has some.
+# in error, retransmissions that timed out (SRD gave up on a path), connections to a peer that became impaired (SRD
+# limited their rate: amzn-drivers kernel/linux/efa/src/efa_verbs.c EFA_DEFINE_PORT_STATS impaired_remote_conn_events,
+# beside retrans_timeout_events since efa driver 2.17.0; an older driver keeps neither and counts 0). Retransmitted
+# packets are not errors: SRD recovers them, and a busy fabric always has some. The writer writes these and no more.
 EFA_RX = "alicerce_efa_received_bytes_total"
 EFA_TX = "alicerce_efa_transmitted_bytes_total"
 EFA_ERRORS = (
@@ -713,6 +723,7 @@ EFA_ERRORS = (
     "alicerce_efa_rdma_read_errors_total",
     "alicerce_efa_rdma_write_errors_total",
     "alicerce_efa_retransmit_timeouts_total",
+    "alicerce_efa_impaired_remote_connections_total",
 )
 
 

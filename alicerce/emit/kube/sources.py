@@ -28,6 +28,7 @@ from alicerce.catalog.alerts import (
     EFA_COUNTERS_FILE,
     EFA_COUNTERS_MISSING,
     EFA_COUNTERS_STALE,
+    EFA_LINK_RATE_MISSING,
     FABRIC_COUNTERS_ABSENT,
     KUBE_STATE_METRICS_ABSENT,
     KUBERAY_METRICS_ABSENT,
@@ -263,9 +264,19 @@ def _latency_unmeasured(rp: ResolvedPlatform, serving: set[str], up: str) -> lis
 
 def efa_counters_alerts(pools: list[str]) -> list[Alert]:
     """The EFA ports' counters of these pools' nodes: none at all, or a file no longer rewritten (the writer's timer runs
-    every 15 seconds). Only where the node exporter answers (else NodeExporterAbsent says it)."""
+    every 15 seconds); and the ports' rate the link utilisation divides by. Only where the node exporter answers (else
+    NodeExporterAbsent says it)."""
     missing = in_service(f"{_nodes(pools)} unless on (node) max by (node) ({EFA_RX}) and on (node) {NODE_EXPORTER_ANSWERS}")
     stale = in_service(f'time() - node_textfile_mtime_seconds{{file=~".*/{EFA_COUNTERS_FILE.replace(".", "[.]")}"}} > 300')
+    # the link utilisation (kpi NODE_IB_UTIL, and so GPUCommunicationBound) divides the writer's bytes by the rate the
+    # node exporter's infiniband collector reads from each port. That collector fails whole when one device's read
+    # does (node_exporter v1.12.1 collector/infiniband_linux.go Update returns procfs's error; procfs v0.21.1
+    # class_infiniband.go InfiniBandClass fails the class on any hw_counters read error but a few, and an EFA device's
+    # hw_counters read is an admin command a degraded device can fail): one bad EFA device blanks every port's rate
+    # while the writer, which skips a failed file, keeps serving the rest. Where the writer serves nothing,
+    # EfaCountersMissing already says the node is blind
+    served = f"max by (node) ({EFA_RX})"
+    no_rate = in_service(f"{_nodes(pools)} unless on (node) max by (node) (node_infiniband_rate_bytes_per_second) and on (node) {served}")
     return [
         Alert(EFA_COUNTERS_MISSING, missing, FOR, "warning",
               "Node {{ $labels.node }} reports no EFA port counters",
@@ -277,4 +288,12 @@ def efa_counters_alerts(pools: list[str]) -> list[Alert]:
               "EFA port counters on {{ $labels.node }} stopped updating",
               "The node's EFA counters are over five minutes old: fabric KPIs read stale traffic. Check systemctl "
               "status alicerce-efa-stats.timer on the node (the EFA pool's launch template installs it)."),
+        Alert(EFA_LINK_RATE_MISSING, no_rate, FOR, "warning",
+              "Node {{ $labels.node }} serves EFA traffic but no EFA port rate",
+              "The node exporter serves the EFA counters but its infiniband collector reports no port: the EFA link "
+              "utilisation and the communication-bound diagnosis are blind on this node. If the node's "
+              "node_scrape_collector_success of the infiniband collector is 0, the collector fails, most often because "
+              "one EFA device's hw_counters cannot be read (the node exporter's log names it; dmesg for efa errors; "
+              "drain the node if a device is degraded); with no such series the collector is disabled or /sys is not "
+              "mounted into its pod."),
     ]  # fmt: skip

@@ -10,6 +10,8 @@ import subprocess
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 from tests.conftest import ROOT
 from tests.emit.kube.test_monitoring import PROMTOOL, needs_promtool
 
@@ -35,13 +37,16 @@ PORT_COUNTERS = {
     "rdma_write_bytes": 5_000_000,
     "rdma_write_wr_err": 2,
     "rdma_write_recv_bytes": 4_000_000,
+    "retrans_bytes": 11_000,
     "retrans_pkts": 11,
     "retrans_timeout_events": 4,
     "unresponsive_remote_events": 0,
+    "impaired_remote_conn_events": 6,
     "lifespan": 10,
 }
-OLD_DRIVER = ("rdma_write_wrs", "rdma_write_bytes", "rdma_write_wr_err", "rdma_write_recv_bytes", "retrans_pkts",
-              "retrans_timeout_events", "unresponsive_remote_events")  # fmt: skip
+OLD_DRIVER = ("rdma_write_wrs", "rdma_write_bytes", "rdma_write_wr_err", "rdma_write_recv_bytes", "retrans_bytes",
+              "retrans_pkts", "retrans_timeout_events", "unresponsive_remote_events",
+              "impaired_remote_conn_events")  # fmt: skip
 
 
 def writer() -> ModuleType:
@@ -95,14 +100,14 @@ def test_every_efa_port_counter_is_written_with_its_device_and_port(tmp_path: Pa
     assert out[f"alicerce_efa_receive_drops_total{{{port}}}"] == 3
     assert out[f"alicerce_efa_rdma_write_errors_total{{{port}}}"] == 2
     assert out[f"alicerce_efa_rdma_read_errors_total{{{port}}}"] == 1
-    assert out[f"alicerce_efa_rdma_write_received_bytes_total{{{port}}}"] == 4_000_000
     assert out[f"alicerce_efa_retransmit_timeouts_total{{{port}}}"] == 4
+    assert out[f"alicerce_efa_impaired_remote_connections_total{{{port}}}"] == 6
     # one sample per declared counter and port, each from the file METRICS names
     for name, (counter, _) in module.METRICS.items():
         assert out[f"{name}{{{port}}}"] == PORT_COUNTERS[counter]
     # a counter the older driver does not keep is left out, not written as 0
     older = {k for k in out if 'device="rdmap1s0"' in k}
-    assert 'alicerce_efa_rdma_write_bytes_total{device="rdmap1s0",port="1"}' not in older
+    assert 'alicerce_efa_rdma_write_errors_total{device="rdmap1s0",port="1"}' not in older
     assert len(older) == len([m for m, (c, _) in module.METRICS.items() if c not in OLD_DRIVER])
     assert not [k for k in out if "mlx5" in k]  # the node exporter counts a ConnectX port itself
 
@@ -148,3 +153,79 @@ def test_promtool_accepts_the_file(tmp_path: Path) -> None:
     text = writer().exposition(fake_sys(tmp_path))
     lint = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True, check=False)
     assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+# ---------------------------------------------------------------- what the launch template embeds (review obsreview20 F2)
+
+
+def embedded(tmp_path: Path, source: str) -> str:
+    """The EFA pools' user data with ``source`` as the writer's file."""
+    from alicerce.targets.aws.components import gpu_node_pool
+
+    original = gpu_node_pool.efa_stats_script
+    gpu_node_pool.efa_stats_script = lambda: source  # type: ignore[assignment]
+    try:
+        user_data = gpu_node_pool.node_user_data(raid0=True, efa=True)
+    finally:
+        gpu_node_pool.efa_stats_script = original  # type: ignore[assignment]
+    assert user_data is not None
+    return user_data
+
+
+def test_the_node_runs_the_writers_code_without_its_comments_and_docstrings(tmp_path: Path) -> None:
+    """What the launch template installs is the code alone, runs under a bare python3 and writes the same file."""
+    from alicerce.targets.aws.components.gpu_node_pool import efa_stats_code
+
+    code = efa_stats_code()
+    assert '"""' not in code and "efa_verbs.c" not in code  # no docstring, no comment
+    assert code.startswith("#!/usr/bin/python3\n") and code.isascii()
+    stripped = tmp_path / "alicerce_efa_stats.py"
+    stripped.write_text(code)
+    sys_class = fake_sys(tmp_path / "sys")
+    files = {}
+    for name, script in (("source", SCRIPT), ("stripped", stripped)):
+        textfile = tmp_path / name
+        textfile.mkdir()
+        done = subprocess.run(["python3", "-I", "-S", str(script), "--output", str(textfile), "--sys-class", str(sys_class)],
+                              capture_output=True, text=True, check=False)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        files[name] = (textfile / writer().FILE_NAME).read_text()
+    assert files["stripped"] == files["source"] and "alicerce_efa_received_bytes_total" in files["source"]
+    helped = subprocess.run(["python3", "-I", "-S", str(stripped), "--help"], capture_output=True, text=True, check=False)
+    assert helped.returncode == 0 and "--sys-class" in helped.stdout, helped.stderr
+
+
+def test_a_comment_or_docstring_edit_leaves_the_user_data_and_a_code_edit_changes_it(tmp_path: Path) -> None:
+    """A new user data is a new launch template version: EKS replaces every node of the pool."""
+    source = SCRIPT.read_text()
+    before = embedded(tmp_path, source)
+    assert "def exposition(sys_class: Path) -> str:\n" in source and '"""The Prometheus text exposition' in source
+    docs_only = (
+        source.replace('"""Port counters of the node', '"""Port counters (a reworded docstring) of the node')
+        .replace('"""The Prometheus text exposition', '"""The Prometheus text\n    exposition, over two lines,')
+        .replace("# no driver link: not a PCI function we can tell", "#   a reworded comment")
+        .replace("\nimport argparse\n", "\n# a new comment line\n\nimport argparse  # and a trailing one\n")
+        .replace('FILE_NAME = "alicerce_efa.prom"\n', 'FILE_NAME = "alicerce_efa.prom"\n"""A new attribute docstring."""\n\n\n')
+    )
+    assert docs_only != source
+    assert embedded(tmp_path, docs_only) == before
+    code_edit = source.replace('prefix=".alicerce_efa."', 'prefix=".alicerce_efa_"')
+    assert code_edit != source and embedded(tmp_path, code_edit) != before
+    # a string's own blanks and hashes are code: kept as they are
+    help_edit = source.replace('"Bytes the EFA port received."', '"Bytes the EFA port received  # here."')
+    assert help_edit != source and embedded(tmp_path, help_edit) != before
+
+
+def test_stripping_keeps_string_literals_and_refuses_to_change_the_program() -> None:
+    from alicerce.targets.aws.script_code import code_only
+
+    source = 'def f():\n    """Only a docstring."""\n\n\nTEXT = """a\n\n  # not a comment  \n"""  # a comment\nX = f"{1}  # kept"\n'
+    code = code_only(source)
+    assert code == 'def f():\n    pass\nTEXT = """a\n\n  # not a comment  \n"""\nX = f"{1}  # kept"\n'
+    namespace: dict[str, object] = {}
+    exec(compile(code, "stripped", "exec"), namespace)  # the test's own literal
+    assert namespace["TEXT"] == "a\n\n  # not a comment  \n" and namespace["X"] == "1  # kept"
+    with pytest.raises(ValueError, match="changed the program"):
+        code_only('"""Doc."""; X = 1\n')
+    with pytest.raises(ValueError, match="ASCII"):
+        code_only('X = "\u00e9"\n')

@@ -22,6 +22,7 @@ from alicerce.emit.storage_counters import TEXTFILE_DIRECTORY
 from alicerce.resolve.model import ResolvedPool
 from alicerce.targets.aws import resolve as names
 from alicerce.targets.aws.components.autoscaler import autoscaler_template_tags, node_labels, root_volume_gib
+from alicerce.targets.aws.script_code import code_only
 from alicerce.targets.aws.spec import ExistingPlacementGroup
 
 CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "spot": "SPOT", "capacity-reservation": "ON_DEMAND", "capacity-block": "CAPACITY_BLOCK"}
@@ -56,7 +57,8 @@ EFA_NODE_CONFIG = f"""  containerd:
 """
 
 
-# The EFA port counters writer (its text: files/alicerce_efa_stats.py, the one copy) and its systemd units, installed
+# The EFA port counters writer (its text: files/alicerce_efa_stats.py, the one copy; the node gets its code without
+# comments and docstrings, efa_stats_code) and its systemd units, installed
 # by a shell part cloud-init runs on the node: AL2023's EKS user data is a MIME multi-part document whose
 # application/node.eks.aws parts nodeadm reads and whose other parts cloud-init runs as usual (amazon-eks-ami docs,
 # nodeadm "Configuration"; eksctl v0.177.0 pkg/nodebootstrap/al2023.go adds its EFA setup to AL2023 nodes as
@@ -73,9 +75,16 @@ def efa_stats_script() -> str:
     return (resources.files("alicerce.targets.aws") / "files" / EFA_STATS_SCRIPT).read_text(encoding="utf-8")
 
 
+def efa_stats_code() -> str:
+    """What the node gets of the writer: its code without comments and docstrings. The user data is the launch
+    template's, and a new template version rolls every node of the pool (reserved pools terminate first): a comment
+    or docstring edit must not replace a training fleet (review obsreview20 F2)."""
+    return code_only(efa_stats_script())
+
+
 def efa_stats_part() -> str:
     """The text/x-shellscript part that installs the EFA counters writer and starts its timer."""
-    script = efa_stats_script()
+    script = efa_stats_code()
     # a quoted heredoc expands nothing; its end marker (and the MIME boundary) must not occur in the script
     assert HEREDOC_END not in script and "\n--//" not in script, "the EFA counters script would end its heredoc or MIME part"
     return f"""Content-Type: text/x-shellscript; charset="us-ascii"
