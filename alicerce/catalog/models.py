@@ -330,7 +330,6 @@ class TrainingSizing(CatalogModel):
     fp8Gain: Fp8Gain
     fp4OverFp8: Assumption
     moeRouting: Assumption
-    moeRoutingOverlapped: Assumption  # moeRouting of a stack that hides the expert all-to-all (expertParallelOverlap)
     expertsPerTokenDefault: Assumption
     fullRecompute: Assumption
     attentionFlops: Assumption  # attention FLOPs a token per layer x sequence x attention width, forward and backward
@@ -481,7 +480,6 @@ class TrainingRun(CatalogModel):
     pipelineVirtualStages: int | None = None  # its interleaved schedule's model chunks a stage (VP), as its source states
     contextParallel: int | None = None  # GPUs each sequence is split over, as its source states (contextParallel)
     expertParallel: int | None = None  # its expert-parallel group, as its source states (expertParallel)
-    expertParallelOverlap: bool = False  # its source states the expert all-to-all overlapped (expertParallelOverlap)
     tensorParallel: int | None = None  # with `recompute`: the degree it recomputed at (training TP is the planner's choice)
     reporting: Literal["gpuHours", "throughput", "timeToTrain"]
     measured: TrainingMeasurement

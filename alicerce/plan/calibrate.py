@@ -79,7 +79,6 @@ def run_job(run: TrainingRun, catalog: Catalog, sizing: Sizing) -> TrainingJob:
         virtual_stages=run.pipelineVirtualStages or 1,
         context_parallel=run.contextParallel or 1,
         zero_stage=3 if run.zeroStage is None else run.zeroStage,
-        moe_overlapped=run.expertParallelOverlap,
     )
     gpu = run_gpu(run, catalog)
     if gpu is None:
@@ -116,7 +115,6 @@ class TrainingFit:
     fp8_transformer_engine: float
     fp8_generic: float
     moe_routing: float
-    moe_routing_overlapped: float
     runs: int
     undetermined: tuple[str, ...] = ()  # unknowns no fit run determines: left at the catalog's value
 
@@ -139,7 +137,6 @@ class TrainingFit:
                     }
                 ),
                 "moeRouting": a(t.moeRouting, self.moe_routing),
-                "moeRoutingOverlapped": a(t.moeRoutingOverlapped, self.moe_routing_overlapped),
             }
         )
         return sizing.model_copy(update={"training": training})
@@ -162,11 +159,8 @@ def _solve(rows: list[list[float]], targets: list[float]) -> list[float]:
 
 
 def fit_training(runs: Sequence[TrainingRun], catalog: Catalog, sizing: Sizing) -> TrainingFit:
-    """Fit base per architecture, the per-GPU-batch exponent, both fp8 gains and the MoE constant; then, with those
-    fixed, the MoE constant of stacks that overlap the expert all-to-all on the fit rows that declare it (their factor
-    is one unknown each row determines alone, so they do not pull the others)."""
-    fit = [r for r in runs if r.role == "fit" and not r.expertParallelOverlap]
-    overlapped = [r for r in runs if r.role == "fit" and r.expertParallelOverlap]
+    """Fit base per architecture, the per-GPU-batch exponent, both fp8 gains and the MoE constant."""
+    fit = [r for r in runs if r.role == "fit"]
     reference = sizing.training.perGpuBatch.referenceTokens.value
     names = [*(f"base {a}" for a in FITTED_ARCHITECTURES), "exponent", "fp8 transformer-engine", "fp8 generic"]
     fixed = {"attention", "mixture of experts", "recomputation", "tensor parallel", "pipeline bubble", "goodput"}
@@ -209,26 +203,15 @@ def fit_training(runs: Sequence[TrainingRun], catalog: Catalog, sizing: Sizing) 
         _, x, undetermined = solve(t.moeRouting.value)
         moe, undetermined = t.moeRouting.value, (*undetermined, "moe routing")
     values = dict(zip(names, x, strict=True))
-    fitted = TrainingFit(
+    return TrainingFit(
         base={a: math.exp(values[f"base {a}"]) for a in FITTED_ARCHITECTURES},
         per_gpu_batch_exponent=values["exponent"],
         fp8_transformer_engine=math.exp(values["fp8 transformer-engine"]),
         fp8_generic=math.exp(values["fp8 generic"]),
         moe_routing=moe,
-        moe_routing_overlapped=t.moeRoutingOverlapped.value,
-        runs=len(fit) + len(overlapped),
+        runs=len(fit),
         undetermined=undetermined,
     )
-    if not overlapped:
-        return replace(fitted, undetermined=(*undetermined, "moe routing overlapped"))
-    with_fit = fitted.apply(sizing)
-    # their measured MFU and their jobs under the fitted constants: a 1-D search over the overlapped constant
-    known = [(run_job(run, catalog, with_fit), measured_mfu(run, catalog)) for run in overlapped]
-
-    def sse(k: float) -> float:
-        return sum(math.log(math.prod(f.value for f in training_factors(job, with_fit, moe_routing=k)) / m) ** 2 for job, m in known)
-
-    return replace(fitted, moe_routing_overlapped=min((k * 100.0 for k in range(401)), key=sse))
 
 
 @dataclass(frozen=True)
@@ -453,8 +436,6 @@ def run_workload(run: TrainingRun) -> Workload:
         spec["pipelineVirtualStages"] = run.pipelineVirtualStages
     if run.expertParallel is not None:
         spec["expertParallel"] = run.expertParallel
-    if run.expertParallelOverlap:
-        spec["expertParallelOverlap"] = True
     if run.contextParallel is not None:
         spec["contextParallel"] = run.contextParallel
     return Workload.model_validate(spec)

@@ -568,7 +568,6 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
         tp_link_bytes_per_second=tp_link_bytes_per_second(gpu, sizing),
         **tp_bridge(gpu, sizing),
         tp_overlapped=bool(w.tensor_parallel_overlap),
-        moe_overlapped=bool(w.expert_parallel_overlap),
         peak_flops=gpu.tflops.bf16 * 1e12,
         pipeline_parallel=w.pipeline_parallel or 1,
         virtual_stages=w.pipeline_virtual_stages or 1,

@@ -12,9 +12,7 @@ than a doubled peak). The efficiency is a product of factors, each with its sour
         x precision gain                           fp8 measured per stack: 1.80 Transformer Engine, 1.10 generic; it speeds
                                                    the GEMMs only, so an fp8 job's attention term is 1 / (1 + gain x ratio)
         x 1 / (1 + k x experts per token x hidden x MoE layers / active parameters)
-                                                   MoE all-to-all volume and small expert GEMMs (fitted k; its
-                                                   own fitted k where the stack hides the all-to-all,
-                                                   expertParallelOverlap)
+                                                   MoE all-to-all volume and small expert GEMMs (fitted k)
         x 0.75 with full activation recomputation  8N instead of 6N FLOPs per token; recomputing a share f of
                                                    the layers only: 1 / (1 + f x (1 / 0.75 - 1))
         x network share                            when the gradient and all-to-all traffic exceed the link
@@ -117,17 +115,6 @@ Measured (issue 23, bench/sizing_accuracy.py's unseen set, each refit on calibra
   below linearly with expert granularity; modelling it needs an expert-parallel degree and overlap a spec can declare
   and fit rows from more than one stack, not another constant.
 
-- Adopted (lead, 2026-12-06; issue 23, the MoE median): a second routing constant for stacks that hide the expert
-  all-to-all behind computation, declared per workload (expertParallelOverlap) and set on the fit rows that declare it
-  with every other constant fixed (calibrate.fit_training). DeepSeek-V3's report (Sec. 3.2.1: DualPipe overlaps each
-  chunk's all-to-all with another's computation) moves from holdout to fit as its one row: moeRoutingOverlapped 6,900
-  (the factor 0.61 it needs at routed volume 9.0e-5), against 20,000 for Megatron-Bridge's runs, whose table does not
-  say whether they overlapped. The unseen DeepSeek-V2, declared with the shared-expert overlap its paper states (Sec.
-  3.1.3), goes from -44% to -3%; unseen MoE median 43.5% -> 26.9% over the same five runs (GRIN-MoE +11%, JetMoE-8B +27%,
-  Granite 3.0 -70% and -72% unchanged: their sources state no overlap). Thin: the constant rests on one row and is
-  checked on one run of the same lab's next paper; the leave-one-source-out table now has no MoE row, since each MoE
-  constant has one source. Every other constant is unchanged (the overlapped rows are outside the joint fit).
-
 The per-GPU-batch factor is the scaling loss: on a fixed global batch, more GPUs mean a smaller share
 each, so GPU-hours never fall as GPUs are added. Parameters live in catalog/data/sizing.yaml;
 calibration runs in catalog/data/calibration-training.yaml (see alicerce/plan/calibrate.py).
@@ -171,7 +158,6 @@ class TrainingJob:
     tp_bridge_bytes_per_second: float | None = None
     tp_bridge_gpus: int = 0
     tp_overlapped: bool = False  # the stack hides the all-reduces behind the GEMMs (workloads[].tensorParallelOverlap)
-    moe_overlapped: bool = False  # the stack hides the expert all-to-all (workloads[].expertParallelOverlap)
     peak_flops: float | None = None  # dense BF16 peak of one GPU (FLOP/s): the TP term compares link time to compute time
     pipeline_parallel: int = 1  # pipeline stages (workloads[].pipelineParallel)
     virtual_stages: int = 1  # model chunks a stage holds in the interleaved schedule (workloads[].pipelineVirtualStages)
@@ -285,11 +271,10 @@ def training_factors(job: TrainingJob, sizing: Sizing, *, moe_routing: float | N
     factors.append(precision_gain(job, sizing))
     routing = moe_routing_ratio(job)
     if routing:
-        constant = t.moeRoutingOverlapped if job.moe_overlapped else t.moeRouting
-        k = constant.value if moe_routing is None else moe_routing
-        hidden = ", all-to-all overlapped (expertParallelOverlap)" if job.moe_overlapped else ""
-        label = f"1 / (1 + {k:,.0f} x routed volume {routing:.2e}){hidden}"
-        factors.append(Factor("mixture of experts", 1 / (1 + k * routing), constant.source, label))
+        k = t.moeRouting.value if moe_routing is None else moe_routing
+        factors.append(
+            Factor("mixture of experts", 1 / (1 + k * routing), t.moeRouting.source, f"1 / (1 + {k:,.0f} x routed volume {routing:.2e})")
+        )
     fraction = 1.0 if job.full_recompute else job.recompute_fraction
     # full recomputation's extra forward pass (2N a token: 6N / 8N, the catalog's factor) against the job's own FLOPs a
     # token: 4N / 6N for LoRA

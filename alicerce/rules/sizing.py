@@ -203,22 +203,9 @@ def context_layout(ctx: RuleContext) -> Iterable[Finding]:
 def expert_layout(ctx: RuleContext) -> Iterable[Finding]:
     """Megatron-Core spreads each MoE layer's experts over ``expertParallel`` GPUs and asserts the experts divide by it
     (num_moe_experts % expert_model_parallel_size == 0): a dense model has no experts to spread, and a group wider than
-    the experts, or one that does not divide them, leaves a GPU without a whole share. ``expertParallelOverlap`` hides
-    the group's all-to-all: on a dense model or at expertParallel 1 there is none."""
+    the experts, or one that does not divide them, leaves a GPU without a whole share."""
     for i, w in enumerate(ctx.spec.workloads):
         ep = w.expert_parallel
-        if w.expert_parallel_overlap and w.kind in SCHEDULED and w.model is not None:
-            # the overlap hides the all-to-all an expert-parallel group sends (by default the planner spreads the
-            # experts, so there is one): a dense model, or experts kept whole on every GPU, send none
-            where = S.workloads[i].expert_parallel_overlap
-            if w.model.architecture != "moe" or w.model.experts is None:
-                yield Finding(where, "expertParallelOverlap on a model with no experts declared: no all-to-all to overlap, "
-                              "sizing ignores it", "declare model.architecture: moe and model.experts, or remove it", True,
-                              resource=w.name)  # fmt: skip
-            elif ep == 1:
-                yield Finding(where, "expertParallelOverlap with expertParallel 1: every GPU holds every expert, no "
-                              "all-to-all to overlap, sizing ignores it", "remove it, or spread the experts (expertParallel "
-                              "of 2 or more)", True, resource=w.name)  # fmt: skip
         if ep is None or w.kind not in SCHEDULED or w.model is None:
             continue  # on another kind AL380 reports it
         path = S.workloads[i].expert_parallel
@@ -313,7 +300,6 @@ _READ_BY: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("pipeline_parallel", SCHEDULED, "a replica's GPUs are its tensorParallel degree"),
     ("pipeline_virtual_stages", SCHEDULED, "a replica's GPUs are its tensorParallel degree"),
     ("expert_parallel", SCHEDULED, "a replica's GPUs are its tensorParallel degree"),
-    ("expert_parallel_overlap", SCHEDULED, "a replica's GPUs are its tensorParallel degree"),
     ("context_parallel", SCHEDULED, "a served prompt's KV cache is sized whole per replica"),
     # an online service's replicas run around the clock and hold their nodes all month (alicerce.plan.growth
     # _always_on): hoursPerDay halved its plan cost and showback only (review sizreview5 F7)

@@ -66,27 +66,6 @@ def test_refitting_the_fit_runs_gives_the_catalog_values() -> None:
     assert fit.fp8_transformer_engine == pytest.approx(t.fp8Gain.transformer_engine.value, rel=0.01)
     assert fit.fp8_generic == pytest.approx(t.fp8Gain.generic.value, rel=0.01)
     assert fit.moe_routing == pytest.approx(t.moeRouting.value, rel=0.05)
-    assert fit.moe_routing_overlapped == pytest.approx(t.moeRoutingOverlapped.value, rel=0.05)
-    assert fit.undetermined == ()
-
-
-def test_the_overlapped_moe_constant_is_fitted_on_the_rows_that_declare_the_overlap_alone() -> None:
-    """DeepSeek's stack hides the expert all-to-all (DualPipe, the shared-expert overlap): the routing constant fitted
-    on Megatron-Bridge runs charged DeepSeek-V3 -42% and the unseen DeepSeek-V2 -44%. The overlapped constant is set by
-    the fit rows that declare expertParallelOverlap with every other constant fixed, so those rows move no other
-    constant, and a fit without them reports it undetermined."""
-    overlapped = [r for r in RUNS if r.expertParallelOverlap]
-    assert overlapped and all(r.experts is not None and (r.expertParallel or 1) > 1 for r in overlapped)
-    assert SIZING.training.moeRoutingOverlapped.value < SIZING.training.moeRouting.value / 2
-    full = fit_training(RUNS, CATALOG, SIZING)
-    without = fit_training([r for r in RUNS if not r.expertParallelOverlap], CATALOG, SIZING)
-    assert without.base == full.base and without.moe_routing == full.moe_routing
-    assert "moe routing overlapped" in without.undetermined
-    unseen = next(r for r in CATALOG.unseen_evaluation.runs if r.id == "deepseek-v2")
-    assert unseen.expertParallelOverlap
-    assert planned_mfu(unseen, CATALOG, SIZING) == pytest.approx(measured_mfu(unseen, CATALOG), rel=0.15)
-    exposed = unseen.model_copy(update={"expertParallelOverlap": False})
-    assert planned_mfu(exposed, CATALOG, SIZING) < 0.7 * measured_mfu(unseen, CATALOG)
 
 
 def test_a_run_declaring_its_published_pipeline_is_planned_at_its_measured_mfu() -> None:

@@ -237,15 +237,6 @@ class Workload(SpecModel):
         "inside one node moves it over NVLink. Default: every expert on its own GPU, min(experts, data-parallel ranks).",
         examples=[8],
     )
-    expert_parallel_overlap: bool | None = Field(
-        default=None,
-        description="Training a mixture of experts whose experts are spread (expertParallel above 1, or the default): the "
-        "framework hides the expert all-to-all behind "
-        "computation (DeepSeek-V2 overlaps it with the shared experts, arXiv 2405.04434 Sec. 3.1.3; DeepSeek-V3's DualPipe "
-        "with another microbatch, 2412.19437 Sec. 3.2.1; Megatron-Core --overlap-moe-expert-parallel-comm), so the MoE "
-        "factor uses the routing constant fitted on runs that did (sizing.yaml moeRoutingOverlapped) instead of moeRouting. "
-        "Default: false, the all-to-all is exposed.",
-    )
     checkpoint_interval: Duration | None = Field(default=None, gt=0, description="Time between checkpoints.")
     dataset: Dataset | None = Field(default=None, description="Input data.")
     traffic: Traffic | None = Field(default=None, description="Inference traffic.")
