@@ -460,8 +460,10 @@ class TrainingRun(CatalogModel):
     activeParameters: float | None = None
     layers: int
     hidden: int
-    attentionDim: int | None = None
     mla: LatentAttentionLayout | None = None  # the same attention as the user-declarable layout
+    # query heads and their dimension where heads x headDim is not the hidden size (the model's heads and headDim)
+    heads: int | None = None
+    headDim: int | None = None
     experts: Experts | None = None
     sequenceLength: int
     gpu: str

@@ -28,6 +28,7 @@ from alicerce.plan.roofline import (
 )
 from alicerce.plan.sizing import (
     Placement,
+    attention_width,
     kv_bytes,
     plan_workload,
     tp_bridge,
@@ -60,6 +61,7 @@ def run_job(run: TrainingRun, catalog: Catalog, sizing: Sizing) -> TrainingJob:
     picks from what the run's spec declares (sizing.training_layout), so the fit sees the layouts `plan` sizes; a row
     that states its recomputation (BLOOM's full recomputation) keeps it, at the tensor-parallel degree it states (else 1)."""
     architecture, _ = run_architecture(run, catalog)
+    attention = attention_width(run_workload(run), run.layers, run.hidden, sizing)
     job = TrainingJob(
         architecture=architecture,
         active_parameters=run.activeParameters or run.parameters,
@@ -69,7 +71,9 @@ def run_job(run: TrainingRun, catalog: Catalog, sizing: Sizing) -> TrainingJob:
         gpus=run.gpus,
         global_batch_tokens=run.globalBatchTokens,
         precision="bf16" if run.precision in ("fp16", "unknown") else run.precision,
-        attention_dim=run.attentionDim,
+        # the attention term's width and span from the layout the run declares, by the function `plan` runs
+        attention_dim=attention[0],
+        attention_sequence=attention[1],
         fp8_recipe=run.fp8Recipe,
         experts_per_token=run.experts.perToken if run.experts else None,
         moe_layers=run.experts.moeLayers if run.experts else None,
@@ -410,6 +414,8 @@ def run_workload(run: TrainingRun) -> Workload:
         mla = run.mla
         attention = {"kind": "mla", "heads": mla.heads, "ropeHeadDim": mla.ropeHeadDim, "kvLoraRank": mla.kvLoraRank}
         model.update(headDim=mla.headDim, attention=attention)
+    if run.heads is not None:
+        model.update(heads=run.heads, headDim=run.headDim)
     if run.experts is not None:
         model.update(architecture="moe", activeParameters=run.activeParameters or run.parameters,
                      experts={"total": run.experts.total, "perToken": run.experts.perToken, "layers": run.experts.moeLayers})  # fmt: skip

@@ -373,11 +373,13 @@ def zero_stage(w: Workload) -> int:
 
 
 def attention_heads(w: Workload, hidden: int, sizing: Sizing) -> float:
-    """Query heads a layer stores scores for: MLA's declared heads, else hidden / head dimension."""
+    """Query heads a layer stores scores for: MLA's or the model's declared heads, else hidden / head dimension."""
     assert w.model is not None
     attention = w.model.attention
     if isinstance(attention, LatentAttention) and attention.heads is not None:
         return attention.heads
+    if w.model.heads is not None:
+        return w.model.heads
     return hidden / (w.model.head_dim or sizing.inference.headDimDefault.value)
 
 
@@ -446,15 +448,17 @@ def attention_width(w: Workload, layers: int, hidden: int, sizing: Sizing) -> tu
     assert w.model is not None
     attention = w.model.attention
     sequence = w.sequence_length or DEFAULT_SEQUENCE
+    head = w.model.head_dim or int(sizing.inference.headDimDefault.value)
     if isinstance(attention, LatentAttention) and attention.heads is not None:
-        head = w.model.head_dim or int(sizing.inference.headDimDefault.value)
         return round(attention.heads * (head + attention.rope_head_dim / 2)), None
+    # declared query heads whose width is not the hidden size (Qwen3's MoE models: twice it)
+    width = w.model.heads * head if w.model.heads is not None and w.model.heads * head != hidden else None
     if isinstance(attention, SlidingWindowAttention) and attention.window < sequence:
         window = attention.window
         full = min(attention.global_layers, layers)
         effective = (full * sequence + (layers - full) * (2 * window - window**2 / sequence)) / layers
-        return None, effective
-    return None, None
+        return width, effective
+    return width, None
 
 
 def micro_batches(job: TrainingJob, dp: int) -> float:

@@ -115,6 +115,17 @@ Measured (issue 23, bench/sizing_accuracy.py's unseen set, each refit on calibra
   below linearly with expert granularity; modelling it needs an expert-parallel degree and overlap a spec can declare
   and fit rows from more than one stack, not another constant.
 
+- Adopted (lead, 2026-12-06; review sizreview16 F10): Megatron-Bridge's MoE fit rows declare the attention they ran
+  (DeepSeek-V3's MLA, 20,480 wide; Qwen3-30B-A3B and 235B-A22B: 32 and 64 query heads of 128, twice their hidden size,
+  now declarable as model.heads), and the fit takes each row's width from its layout through the planner's own
+  attention_width. The routing constant had absorbed that attention: 20,000 -> 14,000 (other constants within their
+  test tolerances, unchanged). Held-out DeepSeek-V3 -42% -> -28%; unseen MoE GRIN-MoE +11% -> +28%, JetMoE-8B +27% ->
+  +48%, DeepSeek-V2 -44% -> -30%, Granite 3.0 -70% / -72% -> -58% / -61%: median 43.5% -> 47.8%, correct inputs and a
+  worse figure. Tried and reverted the same day (sizreview16 F1, F2): a second constant for a stack that overlaps the
+  expert all-to-all, fitted on DeepSeek-V3 (6,900; DeepSeek-V2 -3%, MoE median 26.9%): Megatron-Bridge's rows ran
+  --overlap-moe-expert-parallel-comm / moe_a2a_overlap too, so the split was by stack, and DeepSeek-V2 is the fit row's
+  sibling, not a blind test.
+
 The per-GPU-batch factor is the scaling loss: on a fixed global batch, more GPUs mean a smaller share
 each, so GPU-hours never fall as GPUs are added. Parameters live in catalog/data/sizing.yaml;
 calibration runs in catalog/data/calibration-training.yaml (see alicerce/plan/calibrate.py).

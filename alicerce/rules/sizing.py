@@ -219,10 +219,16 @@ def expert_layout(ctx: RuleContext) -> Iterable[Finding]:
                           ep, resource=w.name)  # fmt: skip
 
 
-@rules.rule("AL371", "attention-layout", "A sliding-window model's global layers are layers of the model.")
+@rules.rule(
+    "AL371", "attention-layout", "A sliding-window model's global layers are layers of the model; an mla layout declares its heads once."
+)
 def attention_layout(ctx: RuleContext) -> Iterable[Finding]:
     for i, w in enumerate(ctx.spec.workloads):
         model = w.model
+        if model is not None and model.heads is not None and isinstance(model.attention, LatentAttention):
+            # MLA's query heads are its own (attention.heads): two head counts would size one attention twice
+            yield Finding(S.workloads[i].model.heads, f"heads {model.heads} beside an mla attention layout, whose query heads "
+                          "are attention.heads", "declare the heads once, in attention.heads", model.heads, resource=w.name)  # fmt: skip
         if model is None or not isinstance(model.attention, SlidingWindowAttention) or model.layers is None:
             continue
         if model.attention.global_layers > model.layers:
@@ -255,6 +261,8 @@ def _query_heads(model: Model, head_dim_default: int) -> tuple[int | None, str]:
     """The model's query heads and where the figure comes from; None when the spec does not tell."""
     if isinstance(model.attention, LatentAttention) and model.attention.heads is not None:
         return model.attention.heads, "attention.heads"
+    if model.heads is not None:
+        return model.heads, "heads"
     if model.hidden_size is None:
         return None, ""
     head_dim = model.head_dim or head_dim_default

@@ -30,6 +30,7 @@ from alicerce.plan.calibrate import (
     predict_row,
     predicted_mfu,
     run_gpu,
+    run_job,
     run_workload,
     summary,
     training_errors,
@@ -202,11 +203,23 @@ def test_the_planner_sizes_each_run_as_calibrated_from_what_a_user_declares() ->
     assert sorted(differs) == sorted(PLANNER_DIFFERS)
 
 
-def test_a_declared_mla_layout_gives_the_runs_attention_width() -> None:
-    # DeepSeek-V3: 128 heads x (128 + 64 / 2) = 20,480, the width its calibration row carries
+def test_a_rows_declared_attention_is_the_width_the_fit_and_the_planner_both_use() -> None:
+    """DeepSeek-V3's MLA: 128 heads x (128 + 64 / 2) = 20,480; Qwen3-30B-A3B: 32 query heads of 128 = 4,096 on a
+    hidden size of 2,048. The fit read a width column of its own while `plan` derived it from the layout, and
+    Megatron-Bridge's MoE rows declared neither, so the MoE constant absorbed their attention (review sizreview16 F10):
+    the fit's job now takes the width from the layout through the planner's function."""
+    widths = {}
     for run in RUNS:
+        job = run_job(run, CATALOG, SIZING)
         if run.mla is not None:
-            assert run.attentionDim == run.mla.heads * (run.mla.headDim + run.mla.ropeHeadDim // 2), run.id
+            assert job.attention_dim == run.mla.heads * (run.mla.headDim + run.mla.ropeHeadDim // 2), run.id
+        elif run.heads is not None:
+            assert run.headDim is not None and job.attention_dim == run.heads * run.headDim != run.hidden, run.id
+        else:
+            assert job.attention_dim is None, run.id
+        widths[run.id] = job.attention_dim
+    assert widths["deepseek-v3"] == widths["mbridge2509-dsv3-1024xh100"] == 20_480
+    assert widths["mbridge2511-qwen3-30b-16xh100"] == 4_096 and widths["mbridge2511-qwen3-235b-256xh100"] == 8_192
 
 
 def test_held_out_runs_through_the_planners_own_path() -> None:

@@ -72,6 +72,16 @@ class Model(SpecModel):
         default=None, ge=1, le=MAX_WIDTH, description="Key/value heads per layer (KV-cache size); default 8."
     )
     head_dim: StrictInt | None = Field(default=None, ge=1, le=MAX_WIDTH, description="Dimension of one attention head; default 128.")
+    heads: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_WIDTH,
+        description="Query attention heads per layer, where heads x headDim is not the hidden size (Qwen3-30B-A3B: 32 "
+        "heads of 128 on a hidden size of 2,048; Gemma 2 9B: 16 of 256 on 3,584): attention's FLOPs a token run over "
+        "heads x headDim, and training stores scores per head. Default hiddenSize / headDim. An `mla` layout declares "
+        "its heads in attention.heads.",
+        examples=[32],
+    )
     vocabulary: StrictInt | None = Field(
         default=None,
         ge=0,
