@@ -755,11 +755,13 @@ def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usabl
     best: tuple[float, int, TrainingJob] | None = None
     sequences = job.global_batch_tokens / job.sequence
     whole = job.context_parallel * job.pipeline_parallel
-    degrees = [d for d in node_degrees(node_gpus) if job.gpus % (d * whole) == 0]
+    # the expert grid, EP x TP x PP, must divide the count too (review sizreview12 F2), and picks the degrees before
+    # the batch does: the other way round the batch dropped the one degree the grid allows and the layout fell into
+    # "nothing fits", full recomputation at a tenth of the GPU's memory (review sizreview15 F6)
+    grid = mem.expert_parallel * job.pipeline_parallel
+    degrees = [d for d in node_degrees(node_gpus) if job.gpus % (d * whole) == 0 and job.gpus % (d * grid) == 0]
     degrees = [d for d in degrees if job.gpus // (d * whole) <= sequences * DECIMAL_BATCH] or degrees
     for d in degrees:
-        if job.gpus % (d * mem.expert_parallel * job.pipeline_parallel):
-            continue  # the expert grid, EP x TP x PP, must divide the count too (review sizreview12 F2)
         dp = job.gpus // (d * job.context_parallel * job.pipeline_parallel)
         state = mem.state_per_gpu(job.gpus, d * job.pipeline_parallel, job.zero_stage) + mem.working_at(job.zero_stage, d, dp)
         fits_without = state + mem.activations_at(d) <= usable
@@ -772,8 +774,9 @@ def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usabl
             best = (mfu, d, candidate)
     if best is not None:
         return best[2]
-    # nothing fits: keep the degree it came with where it divides the GPUs, else the largest that does (a layout the
-    # stack can start: Megatron refuses a world size TP x CP x PP does not divide; review sizreview9 F9)
+    # nothing fits (memory: full recomputation; where no degree's expert grid divides the count, the plan's PL303 says
+    # so): keep the degree it came with where it divides the GPUs, else the largest that does (a layout the stack can
+    # start: Megatron refuses a world size TP x CP x PP does not divide; review sizreview9 F9)
     if job.gpus % (job.tensor_parallel * whole):
         fallback = max((d for d in node_degrees(node_gpus) if job.gpus % (d * whole) == 0), default=1)
         return replace(job, tensor_parallel=fallback)

@@ -1487,3 +1487,16 @@ def test_an_interleaved_run_is_sized_where_its_schedule_runs() -> None:
     assert out.gpus == 16384 and [i.check for i in out.issues if i.check in ("PL337", "PL338")] == ["PL338"]
     between = plan_training(workload(**base, gpus=16000 // 128 * 128), on("H100-SXM5-80GB"), SIZING, [])
     assert "1F1B" in next(f for fig in between.figures for f in fig.factors if f.name == "pipeline bubble").why
+
+
+def test_the_expert_grid_picks_the_degrees_before_the_batch_does() -> None:
+    """Review sizreview15 F6: the batch bound dropped TP 1 (576 ranks for 512 sequences), the expert grid (EP 64 x TP)
+    then every degree left, so the layout fell into "nothing fits" and came back at TP 1 with full recomputation while
+    it held a tenth of the GPU. The grid picks the degrees the stack can start first: here TP 1 alone, with the share of
+    its layers recomputed that its 108 GiB of activations need (memory is not what failed: not all of them)."""
+    moe = {"parameters": "100B", "architecture": "moe", "activeParameters": "10B", "experts": {"total": 64, "perToken": 4}}
+    plan = plan_training(workload(model=moe, tokens="1T", expertParallel=64, globalBatchTokens=2 * 2**20, sequenceLength=4096,
+                                  gpus=576, accelerator="H100"), on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
+    assert plan.tensor_parallel == 1 and "PL303" not in {i.check for i in plan.issues}
+    assert not [n for n in plan.notes if "full recomputation" in n]
+    assert [n for n in plan.notes if "of the layers are recomputed" in n]
