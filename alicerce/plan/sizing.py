@@ -332,9 +332,13 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
 
 
 def expert_parallel_degree(declared: int | None, experts: int, dp: int) -> int:
-    """The expert-parallel group: the declared one (workloads[].expertParallel), else every expert on its own
-    data-parallel rank, as far as the ranks go. Memory and the network read the same (review sizreview11 F8)."""
-    return declared or max(1, min(experts or dp, dp))
+    """The expert-parallel group: the declared one (workloads[].expertParallel), else the widest the stack starts over
+    ``dp`` ranks: a divisor of the experts (Megatron-Core megatron/core/transformer/moe/moe_layer.py BaseMoELayer:
+    num_moe_experts % ep_size == 0) and of the ranks (megatron/core/parallel_state.py initialize_model_parallel: the
+    world divides by expert-TP x EP x PP, expert TP being TP by default), every expert on its own rank as far as both
+    go: 256 experts over 53 ranks spread over none (min(256, 53) = 53 was a group Megatron refuses: review sizreview15
+    F3). Memory and the network read the same (review sizreview11 F8)."""
+    return declared or max(1, math.gcd(experts or dp, dp))
 
 
 def shared_parameters(w: Workload) -> float:
@@ -396,14 +400,29 @@ def smallest_fit(
     best: tuple[int, int] | None = None
     for tp in node_degrees(node_gpus):
         group = tp * pipeline
-        free = usable - mem.activations_at(tp, 1.0) - mem.held_whole(zero_stage) / group - mem.working_at(zero_stage, tp)
-        if free <= 0:
-            continue
+        room = usable - mem.activations_at(tp, 1.0) - mem.held_whole(zero_stage) / group
         whole = math.lcm(group * context, mem.expert_parallel * group)  # whole replicas and whole expert grids
-        gpus = _ceil_to((mem.state_at(zero_stage) - mem.unsharded(zero_stage)) / free, whole)
-        if best is None or gpus < best[0]:
+        gpus = _fewest_held(mem, room, zero_stage, tp, whole, group * context)
+        if gpus is not None and (best is None or gpus < best[0]):
             best = (gpus, tp)
     return best
+
+
+def _fewest_held(mem: TrainingMemory, room: float, zero_stage: int, tp: int, whole: int, replica: int) -> int | None:  # noqa: PLR0917
+    """The fewest GPUs, in ``whole``s, whose share of what ZeRO ``zero_stage`` shards and working set fit ``room`` bytes
+    a GPU at tensor parallel ``tp`` (``replica`` GPUs a data-parallel rank), or None where none does. An undeclared
+    expert group spreads a MoE's gathered experts over what the count's own ranks allow (expert_parallel_degree): from
+    the count every expert on its own rank would need, up to the first whose ranks' group holds it (at most as many
+    steps as experts: a multiple of them spreads them all). Sized with all 256 spread, 424 GPUs kept them over none at
+    53 ranks and the plan refused the count it had named (review sizreview15 F3)."""
+    sharded = mem.state_at(zero_stage) - mem.unsharded(zero_stage)
+    free = room - mem.working_at(zero_stage, tp)  # the widest spread: no count needs less
+    if free <= 0:
+        return None
+    gpus = _ceil_to(sharded / free, whole)
+    while (left := room - mem.working_at(zero_stage, tp, gpus // replica)) <= 0 or sharded / gpus > left * (1 + 1e-12):
+        gpus += whole
+    return gpus
 
 
 def _overflow(mem: TrainingMemory, gpu: Gpu, sizing: Sizing, *, node_gpus: int, pipeline: int, zero_stage: int) -> str:
@@ -710,15 +729,22 @@ def _batch_ceiling(sequences: float, granule: int, model_parallel: int) -> int:
 
 
 def _deadline_bought(  # noqa: PLR0917 - the search's parts
-    at: Callable[[int], _Run], seconds: Callable[[_Run], float], above: int, ceiling: int, step: int, budget: float
+    at: Callable[[int], _Run],
+    seconds: Callable[[_Run], float],
+    above: int,
+    ceiling: int,
+    step: int,
+    budget: float,
+    admissible: Callable[[_Run], bool] = lambda _: True,
 ) -> _Run | None:
     """Past where the deadline search stopped (``above`` GPUs), the run at about the fewest GPUs, in whole ``step``s up
-    to ``ceiling``, that meets ``budget`` wall-clock seconds (counts a sixteenth apart), or None where none does."""
+    to ``ceiling``, that meets ``budget`` wall-clock seconds (counts a sixteenth apart) and the stack starts
+    (``admissible``), or None where none does."""
     n = above
     while n < ceiling:
         n = min(ceiling, _ceil_to(max(n + 1, math.ceil(n * 17 / 16)), step))
         run = at(n)
-        if seconds(run) / run.gpus <= budget * 1.000001:
+        if seconds(run) / run.gpus <= budget * 1.000001 and admissible(run):
             return run
     return None
 
@@ -847,6 +873,15 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     def seconds(run: _Run) -> float:
         return total_flops / (peak * run.mfu)
 
+    def held(run: _Run) -> float:
+        """Bytes a GPU holds in ``run``'s layout (more than the GPU gives where no layout of its count fits)."""
+        ranks = max(1, run.gpus // (run.tp * context * pipeline))
+        return (mem.state_per_gpu(run.gpus, run.tp * pipeline, zero) + mem.working_at(zero, run.tp, ranks)
+                + mem.activations_at(run.tp, run.recompute_fraction))  # fmt: skip
+
+    def holds(run: _Run) -> bool:
+        return held(run) <= usable_memory(gpu, sizing) * (1 + 1e-9)
+
     if w.gpus is not None:
         if w.gpus < min_gpus:
             # too few to start: no plan of it, as for a count no layout divides below
@@ -874,7 +909,9 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             # some layout gives each data-parallel rank at least one sequence of the global batch, the widest tensor
             # groups the fewest ranks (a 70B at a 4M batch was sized at 16,024 GPUs, 0.12 sequences a rank: review
             # sizreview12 F6; judged at the degree the run picked, the bound cut reachable deadlines: sizreview13 F2, F10)
-            return run.gpus // (widest * context * pipeline) * per_rank <= sequences
+            # and it holds the job: an undeclared expert group spreads the experts over what the count's ranks allow
+            # (a 2T MoE at 1,864 GPUs spreads its 256 over 8: review sizreview15 F3)
+            return run.gpus // (widest * context * pipeline) * per_rank <= sequences and holds(run)
 
         def at(n: int) -> _Run:
             return _training_run(w, place, sizing, mem, n, tp, flops_per, active)
@@ -896,8 +933,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                 # (where none meets it, the batch's ceiling when it pays: the fastest count that runs)
                 step = math.lcm(node, pipeline * context * widest, experts * widest)
                 top = _batch_ceiling(sequences / per_rank, step, widest * context * pipeline)
-                found = _deadline_bought(at, seconds, run.gpus, top, step, budget) or (at(top) if top > run.gpus else None)
-                if found is not None and _pays_off(seconds, run, found):
+                found = _deadline_bought(at, seconds, run.gpus, top, step, budget, admissible) or (at(top) if top > run.gpus else None)
+                if found is not None and _pays_off(seconds, run, found) and admissible(found):
                     run = found
             figures.append(Figure("GPUs to meet the deadline", run.gpus, "GPUs",
                                   "smallest count of whole replicas with GPU-seconds(GPUs) / GPUs <= deadline x hours per day "
@@ -905,18 +942,17 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                                   {"deadline days": deadline / DAY}))  # fmt: skip
     gpus, tp = run.gpus, run.tp
     ranks = max(1, gpus // (tp * context * pipeline))
-    held = mem.state_per_gpu(gpus, tp * pipeline, zero) + mem.working_at(zero, tp, ranks) + mem.activations_at(tp, run.recompute_fraction)
     if gpus % (tp * mem.expert_parallel * pipeline):
         # Megatron-Core refuses a world size its expert grid does not divide (a 7B MoE at EP 8 pinned at 12 GPUs was
         # planned at TP 1: review sizreview13 F9)
         issues.append(Issue("PL303", f"the expert grid (EP {mem.expert_parallel} x TP {tp} x PP {pipeline}) does not divide "
                             f"{gpus} GPUs; use a multiple of {granule} GPUs, at least {_ceil_to(min_gpus, granule)}"))  # fmt: skip
         return _empty(w, place, figures, notes, fits, issues)
-    if held > usable_memory(gpu, sizing) * (1 + 1e-9):
+    if not holds(run):
         # no degree that divides the count holds the job (a pinned count no fitting layout divides): a run that cannot
         # start is no plan (it was priced at up to 413 GiB a GPU: review sizreview10 F5)
         issues.append(Issue("PL303", f"no tensor-parallel degree that divides {gpus} GPUs (x CP {context} x PP {pipeline}) holds the "
-                            f"job: TP {tp} keeps {held / GIB:.1f} GiB a GPU of the {usable_memory(gpu, sizing) / GIB:.0f} a "
+                            f"job: TP {tp} keeps {held(run) / GIB:.1f} GiB a GPU of the {usable_memory(gpu, sizing) / GIB:.0f} a "
                             f"{gpu.id} gives; use a multiple of {granule} GPUs, at least {_ceil_to(min_gpus, granule)}"))  # fmt: skip
         return _empty(w, place, figures, notes, fits, issues)
     gpu_seconds = seconds(run)
@@ -932,7 +968,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # (review sizreview11 F9), and said as an error though pinning more met it (review sizreview12 F1)
         step = math.lcm(node, pipeline * context * widest, experts * widest)
         ceiling = _batch_ceiling(sequences / per_rank, step, widest * context * pipeline)
-        bought = _deadline_bought(at, seconds, run.gpus, ceiling, step, deadline * availability)
+        bought = _deadline_bought(at, seconds, run.gpus, ceiling, step, deadline * availability, admissible)
         late = f"misses the {deadline_text(deadline / DAY)} deadline at {gpus} GPUs ({late_days(wall_days, deadline / DAY)} days)"
         if bought is None:
             keep = "one sequence" if per_rank == 1 else f"{per_rank} sequences (the interleaved schedule's microbatch a stage)"

@@ -1500,3 +1500,22 @@ def test_the_expert_grid_picks_the_degrees_before_the_batch_does() -> None:
     assert plan.tensor_parallel == 1 and "PL303" not in {i.check for i in plan.issues}
     assert not [n for n in plan.notes if "full recomputation" in n]
     assert [n for n in plan.notes if "of the layers are recomputed" in n]
+
+
+@pytest.mark.parametrize("pipeline", [1, 8])
+def test_an_undeclared_expert_group_is_sized_with_the_spread_its_count_gives(pipeline: int) -> None:
+    """Review sizreview15 F3: with no expertParallel the fewest GPUs were sized with the 256 experts spread over 256
+    ranks, but at that count (424 GPUs, TP 8: 53 ranks) the plan spread them over 53 and refused the count it named
+    ("use a multiple of 8 GPUs, at least 424"). Megatron-Core needs the group to divide the experts
+    (moe_layer.py BaseMoELayer: num_moe_experts % ep_size == 0) and the ranks (parallel_state.py
+    initialize_model_parallel: world_size % (ETP x EP x PP) == 0): the count named is one whose own group holds it."""
+    moe = {"parameters": "2T", "layers": 32, "hiddenSize": 8192, "architecture": "moe", "activeParameters": "40B",
+           "experts": {"total": 256, "perToken": 8}}  # fmt: skip
+    fields: dict[str, Any] = {"model": moe, "tokens": "1T", "accelerator": "H100"}
+    if pipeline > 1:
+        fields["pipelineParallel"] = pipeline
+    plan = plan_training(workload(**fields), on("H100-SXM5-80GB"), SIZING, [])
+    assert plan.gpus is not None and "PL303" not in {i.check for i in plan.issues}
+    fewest = next(f.value for f in plan.figures if f.name == "smallest GPU count that fits")
+    assert plan.gpus == fewest
+    assert plan.memory_per_gpu_gib is not None and plan.memory_per_gpu_gib <= usable_memory(CATALOG.gpu("H100-SXM5-80GB"), SIZING) / GIB
