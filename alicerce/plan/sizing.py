@@ -765,10 +765,18 @@ def tp_bridge(gpu: Gpu, sizing: Sizing) -> dict[str, Any]:
             "tp_bridge_gpus": hardware.bridge_gpus}  # fmt: skip
 
 
-# A batch published in decimal millions of tokens is often a binary count of sequences (LLaMA's "4M tokens", 2,048
-# sequences of 2,048 = 4,194,304): the layout's rank bound reads such a batch as up to 5% larger, so the runs the model
-# is fitted on keep the layouts they ran (their 2,048 ranks read 1,953 sequences of a decimal 4M)
-DECIMAL_BATCH = 1.05
+def batch_sequences(tokens: float, sequence: int) -> float:
+    """The sequences of a global batch of ``tokens`` the stack splits over its data-parallel ranks: the declared ones,
+    or where a decimal count of millions of tokens stands for a binary count of whole sequences (LLaMA's "4M tokens",
+    2,048 sequences of 2,048 = 4Mi: arXiv 2302.13971 Table 2 and Sec. 2.4, 2,048 GPUs), that count: the runs the model
+    is fitted on keep the layouts they ran (their 2,048 ranks read 1,953 sequences of a decimal 4M). Never more than
+    the declared where they are whole already (1,000 sequences, or 2Mi tokens = 512 of 4,096): a 5% allowance on every
+    batch let plans run up to 1.05x the ranks Megatron's batch calculator accepts (review sizreview15 F4)."""
+    sequences = tokens / sequence
+    binary = tokens * 2**20 / 1e6 / sequence  # the same count read in MiB-style millions (4M -> 4Mi)
+    if sequences.is_integer() or not (tokens / 1e6).is_integer() or not binary.is_integer():
+        return sequences
+    return binary
 
 
 def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usable: float, sizing: Sizing) -> TrainingJob:
@@ -779,14 +787,14 @@ def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usabl
     ranks each keep a sequence of the global batch, where one does: Megatron's micro-batch calculator refuses the rest
     (review sizreview14 F2: a 70B at 122 sequences was planned at TP 4, 244 ranks, and "met" a deadline only TP 8 runs)."""
     best: tuple[float, int, TrainingJob] | None = None
-    sequences = job.global_batch_tokens / job.sequence
+    sequences = batch_sequences(job.global_batch_tokens, job.sequence)
     whole = job.context_parallel * job.pipeline_parallel
     # the expert grid, EP x TP x PP, must divide the count too (review sizreview12 F2), and picks the degrees before
     # the batch does: the other way round the batch dropped the one degree the grid allows and the layout fell into
     # "nothing fits", full recomputation at a tenth of the GPU's memory (review sizreview15 F6)
     grid = mem.expert_parallel * job.pipeline_parallel
     degrees = [d for d in node_degrees(node_gpus) if job.gpus % (d * whole) == 0 and job.gpus % (d * grid) == 0]
-    degrees = [d for d in degrees if job.gpus // (d * whole) <= sequences * DECIMAL_BATCH] or degrees
+    degrees = [d for d in degrees if job.gpus // (d * whole) <= sequences] or degrees
     for d in degrees:
         dp = job.gpus // (d * job.context_parallel * job.pipeline_parallel)
         state = mem.state_per_gpu(job.gpus, d * job.pipeline_parallel, job.zero_stage) + mem.working_at(job.zero_stage, d, dp)
@@ -807,6 +815,22 @@ def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usabl
         fallback = max((d for d in node_degrees(node_gpus) if job.gpus % (d * whole) == 0), default=1)
         return replace(job, tensor_parallel=fallback)
     return job
+
+
+def _uneven_batch(tokens: float, declared: float, sequences: float, ranks: int) -> str:
+    """The note on a global batch of ``declared`` sequences that ``ranks`` data-parallel ranks do not split evenly, naming
+    the batch the run takes. Megatron's micro-batch calculator asserts the global batch (in sequences) divides by
+    micro-batch x data-parallel ranks (megatron/core/num_microbatches_calculator.py ConstantNumMicroBatchesCalculator),
+    and every stack runs ranks x local batch: the nearest multiple (review sizreview13 F3), or the binary count a decimal
+    batch stands for (batch_sequences) where the ranks split it (review sizreview15 F4: the note was silent where they
+    outnumbered the declared sequences)."""
+    head = f"the global batch of {declared:,.6g} sequences does not split evenly over {ranks} data-parallel ranks"
+    if sequences != declared and sequences % ranks == 0:
+        return (f"{head}: the stack runs the {sequences:,.0f} sequences ({tokens * 2**20 / 1e6:,.0f} tokens) its decimal "
+                f"{tokens / 1e6:g}M tokens stand for, {sequences / ranks:g} a rank")  # fmt: skip
+    below, above = math.floor(declared / ranks) * ranks, math.ceil(declared / ranks) * ranks
+    runs = f"{below:,} or {above:,}" if below else f"{above:,}"
+    return f"{head}: the stack runs a multiple of {ranks} ({runs} sequences)"
 
 
 def recompute_share(mem: TrainingMemory, layers: int, state: float, tp: int, usable: float) -> float | None:
@@ -991,18 +1015,16 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     elif run.recompute_fraction > 0:
         notes.append(f"activations of {run.recompute_fraction:.0%} of the layers are recomputed at {gpus} GPUs to fit memory")
     batch_tokens = float(w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value)
-    sequences = batch_tokens / (w.sequence_length or DEFAULT_SEQUENCE)
-    sequences_per_rank = sequences / ranks
-    if sequences_per_rank < 1:
+    declared = batch_tokens / (w.sequence_length or DEFAULT_SEQUENCE)
+    # what the stack splits (a decimal batch's binary count: batch_sequences); the throughput model's microbatches
+    # (PL330) stay the declared ones
+    sequences = batch_sequences(batch_tokens, w.sequence_length or DEFAULT_SEQUENCE)
+    sequences_per_rank = declared / ranks
+    if sequences < ranks:
         issues.append(Issue("PL312", f"the global batch gives {sequences_per_rank:.2f} sequences per data-parallel rank at {gpus} GPUs: "
                             "below one, published runs fall well short of the model (strong-scaling floor)"))  # fmt: skip
-    if sequences_per_rank >= 1 and (sequences % ranks or not sequences.is_integer()):
-        # Megatron's micro-batch calculator asserts the global batch (in sequences) divides by micro-batch x data-parallel
-        # ranks (megatron/core/num_microbatches_calculator.py ConstantNumMicroBatchesCalculator), and every stack runs
-        # ranks x local batch: the run takes the nearest multiple (review sizreview13 F3)
-        below, above = math.floor(sequences / ranks) * ranks, math.ceil(sequences / ranks) * ranks
-        notes.append(f"the global batch of {sequences:,.6g} sequences does not split evenly over {ranks} data-parallel ranks: "
-                     f"the stack runs a multiple of {ranks} ({below:,} or {above:,} sequences)")  # fmt: skip
+    if sequences >= ranks and (declared % ranks or not declared.is_integer()):
+        notes.append(_uneven_batch(batch_tokens, declared, sequences, ranks))
     if pipeline > 1 and sequences_per_rank < pipeline:
         # the bubble throughput.pipeline_factor charges: (p - 1) of the v m + p - 1 slots of a step (v m chunk slots, v
         # the interleaved schedule's virtual stages) fill and drain the pipeline (Narayanan et al. 2021, Sec. 2.2)

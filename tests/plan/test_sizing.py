@@ -33,6 +33,7 @@ from alicerce.plan.roofline import (
 from alicerce.plan.sizing import (
     GIB,
     Placement,
+    batch_sequences,
     late_days,
     model_state_bytes,
     network_bytes_per_step,
@@ -1519,3 +1520,25 @@ def test_an_undeclared_expert_group_is_sized_with_the_spread_its_count_gives(pip
     fewest = next(f.value for f in plan.figures if f.name == "smallest GPU count that fits")
     assert plan.gpus == fewest
     assert plan.memory_per_gpu_gib is not None and plan.memory_per_gpu_gib <= usable_memory(CATALOG.gpu("H100-SXM5-80GB"), SIZING) / GIB
+
+
+def test_only_a_decimal_batch_reads_as_the_binary_count_it_stands_for() -> None:
+    """Review sizreview15 F4: a 5% allowance on every batch let the layout run more data-parallel ranks than the batch
+    has sequences (an 8B at 4,096,000 tokens = 1,000 sequences of 4,096 "met" 1.41 days at 1,024 ranks, a 2B at 2Mi
+    tokens = 512 sequences 4.3 days at 530), where Megatron's batch calculator refuses them. Only a batch in decimal
+    millions that stands for a binary count of whole sequences (LLaMA's 4M = 1,024 sequences of 4,096) reads as it, and
+    the note says which batch the run takes."""
+    assert batch_sequences(4_000_000, 4096) == 1024 and batch_sequences(4_000_000, 2048) == 2048
+    assert batch_sequences(4_096_000, 4096) == 1000 and batch_sequences(2 * 2**20, 4096) == 512
+    assert batch_sequences(3_999_744, 2048) == 1953 and batch_sequences(4_000_000, 3000) == pytest.approx(1333.33, abs=0.01)
+    for params, tokens, batch, deadline, sequences in (("8B", "1T", 4_096_000, "1.41d", 1000), ("2B", 17.44e12, 2 * 2**20, "4.3d", 512)):
+        plan = plan_training(workload(model={"parameters": params}, tokens=tokens, sequenceLength=4096, globalBatchTokens=batch,
+                                      deadline=deadline, accelerator="H100"), on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
+        assert plan.gpus is not None and plan.tensor_parallel is not None
+        assert plan.gpus // plan.tensor_parallel <= sequences, (params, plan.gpus, plan.tensor_parallel)
+        assert "PL312" not in {i.check for i in plan.issues}
+    # LLaMA 2's 4M at 4,096 on 1,024 ranks: the 1,024 sequences it stands for, one a rank, said in the note
+    llama = plan_training(workload(model={"parameters": "7B"}, tokens="2T", sequenceLength=4096, globalBatchTokens="4M", gpus=1024,
+                                   accelerator="H100"), on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
+    assert llama.tensor_parallel == 1 and "PL312" not in {i.check for i in llama.issues}
+    assert [n for n in llama.notes if "1,024 sequences" in n and "4,194,304 tokens" in n], llama.notes
