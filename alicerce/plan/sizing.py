@@ -749,6 +749,34 @@ def _deadline_bought(  # noqa: PLR0917 - the search's parts
     return None
 
 
+def _fewest_meeting(
+    at: Callable[[int], _Run], meets: Callable[[_Run], bool], *, start: int, top: int, step: int, edges: list[int]
+) -> _Run | None:
+    """The run at the fewest GPUs, in whole ``step``s from ``start`` up to ``top``, that ``meets`` the deadline, or None.
+    The counts fall in bands at ``edges`` (where the batch takes a degree away: MFU drops as the count passes one); in a
+    band more GPUs run faster, so a band meets where its top count does, from the lowest, and bisection finds its fewest.
+    Where no edge lies below ``top``, one band: the search's fixed point from below is its fewest already (and the plan
+    speed keeps the 15 or so counts this costs; bench/plan_speed.py).
+    """
+    below_top = sorted(e for e in set(edges) if start <= e < top)
+    if not below_top:
+        return None
+    low = start - step  # the counts at or below it are out
+    for edge in [*below_top, top]:
+        if edge <= low:
+            continue
+        run = at(edge)
+        if meets(run):
+            below, above = low // step, edge // step  # in steps: ``below`` misses (or is out), ``above`` meets
+            while above - below > 1:
+                middle = (below + above) // 2
+                probe = at(middle * step)
+                below, above, run = (below, middle, probe) if meets(probe) else (middle, above, run)
+            return run
+        low = edge
+    return None
+
+
 def tp_link_bytes_per_second(gpu: Gpu, sizing: Sizing) -> float:
     """What one GPU's tensor-parallel all-reduces move per second: the per-direction NVLink (SXM) or PCIe bandwidth of
     the catalog GPU times the bus-bandwidth share NCCL reaches on large messages (training.tpLinkEfficiency)."""
@@ -921,7 +949,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         granules = sorted({math.lcm(node, pipeline * context * d, experts * d) for d in node_degrees(node) if d >= tp})
         limit = deadline * availability if deadline else None
 
-        sequences = float(w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value) / (w.sequence_length or DEFAULT_SEQUENCE)
+        batch = float(w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value)
+        sequences = batch / (w.sequence_length or DEFAULT_SEQUENCE)
         # the sequences a data-parallel rank needs: one, or a microbatch a stage where the declared interleaved schedule
         # runs (throughput.pipeline_factor; past it the search jumped to 1F1B counts slower than the last interleaved
         # one: review sizreview15 F1)
@@ -937,8 +966,12 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             # (a 2T MoE at 1,864 GPUs spreads its 256 over 8: review sizreview15 F3)
             return run.gpus // (widest * context * pipeline) * per_rank <= sequences and holds(run)
 
+        priced: dict[int, _Run] = {}  # the searches below visit many counts twice: each is priced once
+
         def at(n: int) -> _Run:
-            return _training_run(w, place, sizing, mem, n, tp, flops_per, active)
+            if n not in priced:
+                priced[n] = _training_run(w, place, sizing, mem, n, tp, flops_per, active)
+            return priced[n]
 
         def sized(step: int) -> _Run:
             return _deadline_run(at, seconds, admissible, start=_ceil_to(min_gpus, step), step=step, budget=limit)
@@ -949,6 +982,18 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         else:
             budget = deadline * availability
             met = [r for r in options if seconds(r) / r.gpus <= budget * 1.000001]
+            if met:
+                # once the batch takes a degree away as the count grows, MFU is not monotone in it and the fixed point
+                # from above can land past a band that meets: a 70B at 1,024 sequences got 4,528 GPUs at TP 8 where
+                # 4,096 at TP 4 meet in less (review sizreview15 F9). Below the plan, the fewest GPUs that meet, a
+                # band (the counts up to where a degree keeps a sequence a rank) at a time
+                fine = granules[0]
+                spread = batch_sequences(batch, w.sequence_length or DEFAULT_SEQUENCE) / per_rank
+                edges = [_batch_ceiling(spread, fine, d * context * pipeline) for d in node_degrees(node) if d >= tp]
+                best = min(met, key=lambda r: (seconds(r), r.gpus))
+                fewer = _fewest_meeting(at, lambda r: seconds(r) / r.gpus <= budget * 1.000001 and admissible(r),
+                                        start=_ceil_to(min_gpus, fine), top=best.gpus, step=fine, edges=edges)  # fmt: skip
+                met += [fewer] if fewer is not None else []
             run = min(met, key=lambda r: (seconds(r), r.gpus)) if met else min(options, key=lambda r: seconds(r) / r.gpus)
             if not met:
                 # the climb can stop on counts a schedule cannot use (interleaving needs whole groups of microbatches:

@@ -1542,3 +1542,17 @@ def test_only_a_decimal_batch_reads_as_the_binary_count_it_stands_for() -> None:
                                    accelerator="H100"), on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
     assert llama.tensor_parallel == 1 and "PL312" not in {i.check for i in llama.issues}
     assert [n for n in llama.notes if "1,024 sequences" in n and "4,194,304 tokens" in n], llama.notes
+
+
+def test_the_deadline_search_finds_the_fewest_gpus_below_a_degree_s_band() -> None:
+    """Review sizreview15 F9: where the batch bound takes a degree away as the count grows (a 70B at 1,024 sequences
+    runs TP 4 up to 4,096 GPUs, TP 8 past them, 10% slower), MFU is no longer monotone in the count and the search's
+    fixed point from above landed in TP 8's band: 4,528 GPUs and 3.344 days for a 3.35-day deadline, where 4,096 at
+    TP 4 take 3.341 (11% fewer GPU-hours). The plan is the fewest GPUs that meet it, a band at a time."""
+    seventy = {"model": {"parameters": 70e9}, "tokens": "1T", "globalBatchTokens": 4 * 2**20, "sequenceLength": 4096, "accelerator": "H100"}
+    plan = plan_training(workload(**seventy, deadline="3.35d"), on("H100-SXM5-80GB"), SIZING, [])
+    pinned = plan_training(workload(**seventy, gpus=4096), on("H100-SXM5-80GB"), SIZING, [])
+    assert pinned.wall_clock_days is not None and pinned.wall_clock_days <= 3.35 and pinned.tensor_parallel == 4
+    assert plan.gpus is not None and plan.gpus <= 4096 and plan.tensor_parallel == 4
+    assert plan.gpu_hours is not None and pinned.gpu_hours is not None and plan.gpu_hours <= pinned.gpu_hours
+    assert plan.wall_clock_days is not None and plan.wall_clock_days <= 3.35
