@@ -755,14 +755,9 @@ def _fewest_meeting(
     """The run at the fewest GPUs, in whole ``step``s from ``start`` up to ``top``, that ``meets`` the deadline, or None.
     The counts fall in bands at ``edges`` (where the batch takes a degree away: MFU drops as the count passes one); in a
     band more GPUs run faster, so a band meets where its top count does, from the lowest, and bisection finds its fewest.
-    Where no edge lies below ``top``, one band: the search's fixed point from below is its fewest already (and the plan
-    speed keeps the 15 or so counts this costs; bench/plan_speed.py).
     """
-    below_top = sorted(e for e in set(edges) if start <= e < top)
-    if not below_top:
-        return None
     low = start - step  # the counts at or below it are out
-    for edge in [*below_top, top]:
+    for edge in [*sorted(e for e in set(edges) if start <= e < top), top]:
         if edge <= low:
             continue
         run = at(edge)
@@ -982,29 +977,39 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         else:
             budget = deadline * availability
             met = [r for r in options if seconds(r) / r.gpus <= budget * 1.000001]
+
+            def meets(r: _Run) -> bool:
+                return seconds(r) / r.gpus <= budget * 1.000001 and admissible(r)
+
+            # once the batch takes a degree away as the count grows, MFU is not monotone in it: the counts fall in bands
+            # up to where a degree keeps a sequence a rank, and the fixed point from above landed past a band that meets
+            # (a 70B at 1,024 sequences got 4,528 GPUs at TP 8 where 4,096 at TP 4 meet in less: review sizreview15 F9)
+            fine = granules[0]
+            spread = batch_sequences(batch, w.sequence_length or DEFAULT_SEQUENCE) / per_rank
+            edges = [_batch_ceiling(spread, fine, d * context * pipeline) for d in node_degrees(node) if d >= tp]
             if met:
-                # once the batch takes a degree away as the count grows, MFU is not monotone in it and the fixed point
-                # from above can land past a band that meets: a 70B at 1,024 sequences got 4,528 GPUs at TP 8 where
-                # 4,096 at TP 4 meet in less (review sizreview15 F9). Below the plan, the fewest GPUs that meet, a
-                # band (the counts up to where a degree keeps a sequence a rank) at a time
-                fine = granules[0]
-                spread = batch_sequences(batch, w.sequence_length or DEFAULT_SEQUENCE) / per_rank
-                edges = [_batch_ceiling(spread, fine, d * context * pipeline) for d in node_degrees(node) if d >= tp]
                 best = min(met, key=lambda r: (seconds(r), r.gpus))
-                fewer = _fewest_meeting(at, lambda r: seconds(r) / r.gpus <= budget * 1.000001 and admissible(r),
-                                        start=_ceil_to(min_gpus, fine), top=best.gpus, step=fine, edges=edges)  # fmt: skip
-                met += [fewer] if fewer is not None else []
+                if any(_ceil_to(min_gpus, fine) <= e < best.gpus for e in edges):
+                    fewer = _fewest_meeting(at, meets, start=_ceil_to(min_gpus, fine), top=best.gpus, step=fine, edges=edges)
+                    met += [fewer] if fewer is not None else []
             run = min(met, key=lambda r: (seconds(r), r.gpus)) if met else min(options, key=lambda r: seconds(r) / r.gpus)
             if not met:
                 # the climb can stop on counts a schedule cannot use (interleaving needs whole groups of microbatches:
                 # a 405B at PP 16 VP 8 sat at 16,000 GPUs and 164 days where 16,384 take 93: review sizreview15 F1):
-                # a count past it that meets the deadline and pays by the same guard is the plan
-                # (where none meets it, the batch's ceiling when it pays: the fastest count that runs)
+                # a count past it that meets the deadline and pays by the same guard is the plan, the fewest such
+                # (where none meets it, the batch's ceiling when it pays: the fastest count that runs). Its lookahead
+                # also jumps past a band's top, the band's fastest count: one that misses and pays is where it stops
+                # (a 2B at 512 sequences stopped at 1,968 GPUs, 4.61 days, where 2,048 take 4.44: review sizreview15 F5)
                 step = math.lcm(node, pipeline * context * widest, experts * widest)
                 top = _batch_ceiling(sequences / per_rank, step, widest * context * pipeline)
+                for edge in sorted(e for e in set(edges) if run.gpus < e <= top):
+                    band = at(edge)
+                    if admissible(band) and not meets(band) and _pays_off(seconds, run, band):
+                        run = band
                 found = _deadline_bought(at, seconds, run.gpus, top, step, budget, admissible) or (at(top) if top > run.gpus else None)
                 if found is not None and _pays_off(seconds, run, found) and admissible(found):
-                    run = found
+                    fewer = _fewest_meeting(at, meets, start=run.gpus + fine, top=found.gpus, step=fine, edges=edges)
+                    run = fewer if fewer is not None and _pays_off(seconds, run, fewer) else found
             figures.append(Figure("GPUs to meet the deadline", run.gpus, "GPUs",
                                   "smallest count of whole replicas with GPU-seconds(GPUs) / GPUs <= deadline x hours per day "
                                   "/ 24, the fewest GPU-hours over the tensor-parallel degrees' counts",
@@ -1038,6 +1043,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         step = math.lcm(node, pipeline * context * widest, experts * widest)
         ceiling = _batch_ceiling(sequences / per_rank, step, widest * context * pipeline)
         bought = _deadline_bought(at, seconds, run.gpus, ceiling, step, deadline * availability, admissible)
+        if bought is not None:  # the fewest that meet, not the first of counts a sixteenth apart (review sizreview15 F5)
+            bought = _fewest_meeting(at, meets, start=run.gpus + fine, top=bought.gpus, step=fine, edges=edges) or bought
         late = f"misses the {deadline_text(deadline / DAY)} deadline at {gpus} GPUs ({late_days(wall_days, deadline / DAY)} days)"
         if bought is None:
             keep = "one sequence" if per_rank == 1 else f"{per_rank} sequences (the interleaved schedule's microbatch a stage)"
