@@ -420,9 +420,12 @@ def _fewest_held(mem: TrainingMemory, room: float, zero_stage: int, tp: int, who
     if free <= 0:
         return None
     gpus = _ceil_to(sharded / free, whole)
-    while (left := room - mem.working_at(zero_stage, tp, gpus // replica)) <= 0 or sharded / gpus > left * (1 + 1e-12):
+    for _ in range(max(1, mem.experts) * whole // replica + 1):  # the ranks step through a multiple of the experts
+        left = room - mem.working_at(zero_stage, tp, gpus // replica)
+        if left > 0 and sharded / gpus <= left * (1 + 1e-12):
+            return gpus
         gpus += whole
-    return gpus
+    return None
 
 
 def _overflow(mem: TrainingMemory, gpu: Gpu, sizing: Sizing, *, node_gpus: int, pipeline: int, zero_stage: int) -> str:
