@@ -332,9 +332,13 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
 
 
 def expert_parallel_degree(declared: int | None, experts: int, dp: int) -> int:
-    """The expert-parallel group: the declared one (workloads[].expertParallel), else every expert on its own
-    data-parallel rank, as far as the ranks go. Memory and the network read the same (review sizreview11 F8)."""
-    return declared or max(1, min(experts or dp, dp))
+    """The expert-parallel group: the declared one (workloads[].expertParallel), else the widest the stack starts over
+    ``dp`` ranks: a divisor of the experts (Megatron-Core megatron/core/transformer/moe/moe_layer.py BaseMoELayer:
+    num_moe_experts % ep_size == 0) and of the ranks (megatron/core/parallel_state.py initialize_model_parallel: the
+    world divides by expert-TP x EP x PP, expert TP being TP by default), every expert on its own rank as far as both
+    go: 256 experts over 53 ranks spread over none (min(256, 53) = 53 was a group Megatron refuses: review sizreview15
+    F3). Memory and the network read the same (review sizreview11 F8)."""
+    return declared or max(1, math.gcd(experts or dp, dp))
 
 
 def shared_parameters(w: Workload) -> float:
@@ -398,14 +402,32 @@ def smallest_fit(
     best: tuple[int, int] | None = None
     for tp in node_degrees(node_gpus):
         group = tp * pipeline
-        free = usable - mem.activations_at(tp, 1.0) - mem.held_whole(zero_stage) / group - mem.working_at(zero_stage, tp)
-        if free <= 0:
-            continue
+        room = usable - mem.activations_at(tp, 1.0) - mem.held_whole(zero_stage) / group
         whole = math.lcm(group * context, mem.expert_parallel * group)  # whole replicas and whole expert grids
-        gpus = _ceil_to((mem.state_at(zero_stage) - mem.unsharded(zero_stage)) / free, whole)
-        if best is None or gpus < best[0]:
+        gpus = _fewest_held(mem, room, zero_stage, tp, whole, group * context)
+        if gpus is not None and (best is None or gpus < best[0]):
             best = (gpus, tp)
     return best
+
+
+def _fewest_held(mem: TrainingMemory, room: float, zero_stage: int, tp: int, whole: int, replica: int) -> int | None:  # noqa: PLR0917
+    """The fewest GPUs, in ``whole``s, whose share of what ZeRO ``zero_stage`` shards and working set fit ``room`` bytes
+    a GPU at tensor parallel ``tp`` (``replica`` GPUs a data-parallel rank), or None where none does. An undeclared
+    expert group spreads a MoE's gathered experts over what the count's own ranks allow (expert_parallel_degree): from
+    the count every expert on its own rank would need, up to the first whose ranks' group holds it (at most as many
+    steps as experts: a multiple of them spreads them all). Sized with all 256 spread, 424 GPUs kept them over none at
+    53 ranks and the plan refused the count it had named (review sizreview15 F3)."""
+    sharded = mem.state_at(zero_stage) - mem.unsharded(zero_stage)
+    free = room - mem.working_at(zero_stage, tp)  # the widest spread: no count needs less
+    if free <= 0:
+        return None
+    gpus = _ceil_to(sharded / free, whole)
+    for _ in range(max(1, mem.experts) * whole // replica + 1):  # the ranks step through a multiple of the experts
+        left = room - mem.working_at(zero_stage, tp, gpus // replica)
+        if left > 0 and sharded / gpus <= left * (1 + 1e-12):
+            return gpus
+        gpus += whole
+    return None
 
 
 def _overflow(mem: TrainingMemory, gpu: Gpu, sizing: Sizing, *, node_gpus: int, pipeline: int, zero_stage: int) -> str:
@@ -713,16 +735,46 @@ def _batch_ceiling(sequences: float, granule: int, model_parallel: int) -> int:
 
 
 def _deadline_bought(  # noqa: PLR0917 - the search's parts
-    at: Callable[[int], _Run], seconds: Callable[[_Run], float], above: int, ceiling: int, step: int, budget: float
+    at: Callable[[int], _Run],
+    seconds: Callable[[_Run], float],
+    above: int,
+    ceiling: int,
+    step: int,
+    budget: float,
+    admissible: Callable[[_Run], bool] = lambda _: True,
 ) -> _Run | None:
     """Past where the deadline search stopped (``above`` GPUs), the run at about the fewest GPUs, in whole ``step``s up
-    to ``ceiling``, that meets ``budget`` wall-clock seconds (counts a sixteenth apart), or None where none does."""
+    to ``ceiling``, that meets ``budget`` wall-clock seconds (counts a sixteenth apart) and the stack starts
+    (``admissible``), or None where none does."""
     n = above
     while n < ceiling:
         n = min(ceiling, _ceil_to(max(n + 1, math.ceil(n * 17 / 16)), step))
         run = at(n)
-        if seconds(run) / run.gpus <= budget * 1.000001:
+        if seconds(run) / run.gpus <= budget * 1.000001 and admissible(run):
             return run
+    return None
+
+
+def _fewest_meeting(
+    at: Callable[[int], _Run], meets: Callable[[_Run], bool], *, start: int, top: int, step: int, edges: list[int]
+) -> _Run | None:
+    """The run at the fewest GPUs, in whole ``step``s from ``start`` up to ``top``, that ``meets`` the deadline, or None.
+    The counts fall in bands at ``edges`` (where the batch takes a degree away: MFU drops as the count passes one); in a
+    band more GPUs run faster, so a band meets where its top count does, from the lowest, and bisection finds its fewest.
+    """
+    low = start - step  # the counts at or below it are out
+    for edge in [*sorted(e for e in set(edges) if start <= e < top), top]:
+        if edge <= low:
+            continue
+        run = at(edge)
+        if meets(run):
+            below, above = low // step, edge // step  # in steps: ``below`` misses (or is out), ``above`` meets
+            while above - below > 1:
+                middle = (below + above) // 2
+                probe = at(middle * step)
+                below, above, run = (below, middle, probe) if meets(probe) else (middle, above, run)
+            return run
+        low = edge
     return None
 
 
@@ -742,10 +794,18 @@ def tp_bridge(gpu: Gpu, sizing: Sizing) -> dict[str, Any]:
             "tp_bridge_gpus": hardware.bridge_gpus}  # fmt: skip
 
 
-# A batch published in decimal millions of tokens is often a binary count of sequences (LLaMA's "4M tokens", 2,048
-# sequences of 2,048 = 4,194,304): the layout's rank bound reads such a batch as up to 5% larger, so the runs the model
-# is fitted on keep the layouts they ran (their 2,048 ranks read 1,953 sequences of a decimal 4M)
-DECIMAL_BATCH = 1.05
+def batch_sequences(tokens: float, sequence: int) -> float:
+    """The sequences of a global batch of ``tokens`` the stack splits over its data-parallel ranks: the declared ones,
+    or where a decimal count of millions of tokens stands for a binary count of whole sequences (LLaMA's "4M tokens",
+    2,048 sequences of 2,048 = 4Mi: arXiv 2302.13971 Table 2 and Sec. 2.4, 2,048 GPUs), that count: the runs the model
+    is fitted on keep the layouts they ran (their 2,048 ranks read 1,953 sequences of a decimal 4M). Never more than
+    the declared where they are whole already (1,000 sequences, or 2Mi tokens = 512 of 4,096): a 5% allowance on every
+    batch let plans run up to 1.05x the ranks Megatron's batch calculator accepts (review sizreview15 F4)."""
+    sequences = tokens / sequence
+    binary = tokens * 2**20 / 1e6 / sequence  # the same count read in MiB-style millions (4M -> 4Mi)
+    if sequences.is_integer() or not (tokens / 1e6).is_integer() or not binary.is_integer():
+        return sequences
+    return binary
 
 
 def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usable: float, sizing: Sizing) -> TrainingJob:
@@ -756,13 +816,15 @@ def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usabl
     ranks each keep a sequence of the global batch, where one does: Megatron's micro-batch calculator refuses the rest
     (review sizreview14 F2: a 70B at 122 sequences was planned at TP 4, 244 ranks, and "met" a deadline only TP 8 runs)."""
     best: tuple[float, int, TrainingJob] | None = None
-    sequences = job.global_batch_tokens / job.sequence
+    sequences = batch_sequences(job.global_batch_tokens, job.sequence)
     whole = job.context_parallel * job.pipeline_parallel
-    degrees = [d for d in node_degrees(node_gpus) if job.gpus % (d * whole) == 0]
-    degrees = [d for d in degrees if job.gpus // (d * whole) <= sequences * DECIMAL_BATCH] or degrees
+    # the expert grid, EP x TP x PP, must divide the count too (review sizreview12 F2), and picks the degrees before
+    # the batch does: the other way round the batch dropped the one degree the grid allows and the layout fell into
+    # "nothing fits", full recomputation at a tenth of the GPU's memory (review sizreview15 F6)
+    grid = mem.expert_parallel * job.pipeline_parallel
+    degrees = [d for d in node_degrees(node_gpus) if job.gpus % (d * whole) == 0 and job.gpus % (d * grid) == 0]
+    degrees = [d for d in degrees if job.gpus // (d * whole) <= sequences] or degrees
     for d in degrees:
-        if job.gpus % (d * mem.expert_parallel * job.pipeline_parallel):
-            continue  # the expert grid, EP x TP x PP, must divide the count too (review sizreview12 F2)
         dp = job.gpus // (d * job.context_parallel * job.pipeline_parallel)
         state = mem.state_per_gpu(job.gpus, d * job.pipeline_parallel, job.zero_stage) + mem.working_at(job.zero_stage, d, dp)
         fits_without = state + mem.activations_at(d) <= usable
@@ -775,12 +837,29 @@ def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usabl
             best = (mfu, d, candidate)
     if best is not None:
         return best[2]
-    # nothing fits: keep the degree it came with where it divides the GPUs, else the largest that does (a layout the
-    # stack can start: Megatron refuses a world size TP x CP x PP does not divide; review sizreview9 F9)
+    # nothing fits (memory: full recomputation; where no degree's expert grid divides the count, the plan's PL303 says
+    # so): keep the degree it came with where it divides the GPUs, else the largest that does (a layout the stack can
+    # start: Megatron refuses a world size TP x CP x PP does not divide; review sizreview9 F9)
     if job.gpus % (job.tensor_parallel * whole):
         fallback = max((d for d in node_degrees(node_gpus) if job.gpus % (d * whole) == 0), default=1)
         return replace(job, tensor_parallel=fallback)
     return job
+
+
+def _uneven_batch(tokens: float, declared: float, sequences: float, ranks: int) -> str:
+    """The note on a global batch of ``declared`` sequences that ``ranks`` data-parallel ranks do not split evenly, naming
+    the batch the run takes. Megatron's micro-batch calculator asserts the global batch (in sequences) divides by
+    micro-batch x data-parallel ranks (megatron/core/num_microbatches_calculator.py ConstantNumMicroBatchesCalculator),
+    and every stack runs ranks x local batch: the nearest multiple (review sizreview13 F3), or the binary count a decimal
+    batch stands for (batch_sequences) where the ranks split it (review sizreview15 F4: the note was silent where they
+    outnumbered the declared sequences)."""
+    head = f"the global batch of {declared:,.6g} sequences does not split evenly over {ranks} data-parallel ranks"
+    if sequences != declared and sequences % ranks == 0:
+        return (f"{head}: the stack runs the {sequences:,.0f} sequences ({tokens * 2**20 / 1e6:,.0f} tokens) its decimal "
+                f"{tokens / 1e6:g}M tokens stand for, {sequences / ranks:g} a rank")  # fmt: skip
+    below, above = math.floor(declared / ranks) * ranks, math.ceil(declared / ranks) * ranks
+    runs = f"{below:,} or {above:,}" if below else f"{above:,}"
+    return f"{head}: the stack runs a multiple of {ranks} ({runs} sequences)"
 
 
 def recompute_share(mem: TrainingMemory, layers: int, state: float, tp: int, usable: float) -> float | None:
@@ -847,6 +926,15 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     def seconds(run: _Run) -> float:
         return total_flops / (peak * run.mfu)
 
+    def held(run: _Run) -> float:
+        """Bytes a GPU holds in ``run``'s layout (more than the GPU gives where no layout of its count fits)."""
+        ranks = max(1, run.gpus // (run.tp * context * pipeline))
+        return (mem.state_per_gpu(run.gpus, run.tp * pipeline, zero) + mem.working_at(zero, run.tp, ranks)
+                + mem.activations_at(run.tp, run.recompute_fraction))  # fmt: skip
+
+    def holds(run: _Run) -> bool:
+        return held(run) <= usable_memory(gpu, sizing) * (1 + 1e-9)
+
     if w.gpus is not None:
         if w.gpus < min_gpus:
             # too few to start: no plan of it, as for a count no layout divides below
@@ -862,7 +950,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         granules = sorted({math.lcm(node, pipeline * context * d, experts * d) for d in node_degrees(node) if d >= tp})
         limit = deadline * availability if deadline else None
 
-        sequences = float(w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value) / (w.sequence_length or DEFAULT_SEQUENCE)
+        batch = float(w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value)
+        sequences = batch / (w.sequence_length or DEFAULT_SEQUENCE)
         # the sequences a data-parallel rank needs: one, or a microbatch a stage where the declared interleaved schedule
         # runs (throughput.pipeline_factor; past it the search jumped to 1F1B counts slower than the last interleaved
         # one: review sizreview15 F1)
@@ -874,10 +963,16 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             # some layout gives each data-parallel rank at least one sequence of the global batch, the widest tensor
             # groups the fewest ranks (a 70B at a 4M batch was sized at 16,024 GPUs, 0.12 sequences a rank: review
             # sizreview12 F6; judged at the degree the run picked, the bound cut reachable deadlines: sizreview13 F2, F10)
-            return run.gpus // (widest * context * pipeline) * per_rank <= sequences
+            # and it holds the job: an undeclared expert group spreads the experts over what the count's ranks allow
+            # (a 2T MoE at 1,864 GPUs spreads its 256 over 8: review sizreview15 F3)
+            return run.gpus // (widest * context * pipeline) * per_rank <= sequences and holds(run)
+
+        priced: dict[int, _Run] = {}  # the searches below visit many counts twice: each is priced once
 
         def at(n: int) -> _Run:
-            return _training_run(w, place, sizing, mem, n, tp, flops_per, active)
+            if n not in priced:
+                priced[n] = _training_run(w, place, sizing, mem, n, tp, flops_per, active)
+            return priced[n]
 
         def sized(step: int) -> _Run:
             return _deadline_run(at, seconds, admissible, start=_ceil_to(min_gpus, step), step=step, budget=limit)
@@ -888,35 +983,56 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         else:
             budget = deadline * availability
             met = [r for r in options if seconds(r) / r.gpus <= budget * 1.000001]
+
+            def meets(r: _Run) -> bool:
+                return seconds(r) / r.gpus <= budget * 1.000001 and admissible(r)
+
+            # once the batch takes a degree away as the count grows, MFU is not monotone in it: the counts fall in bands
+            # up to where a degree keeps a sequence a rank, and the fixed point from above landed past a band that meets
+            # (a 70B at 1,024 sequences got 4,528 GPUs at TP 8 where 4,096 at TP 4 meet in less: review sizreview15 F9)
+            fine = granules[0]
+            spread = batch_sequences(batch, w.sequence_length or DEFAULT_SEQUENCE) / per_rank
+            edges = [_batch_ceiling(spread, fine, d * context * pipeline) for d in node_degrees(node) if d >= tp]
+            if met:
+                best = min(met, key=lambda r: (seconds(r), r.gpus))
+                if any(_ceil_to(min_gpus, fine) <= e < best.gpus for e in edges):
+                    fewer = _fewest_meeting(at, meets, start=_ceil_to(min_gpus, fine), top=best.gpus, step=fine, edges=edges)
+                    met += [fewer] if fewer is not None else []
             run = min(met, key=lambda r: (seconds(r), r.gpus)) if met else min(options, key=lambda r: seconds(r) / r.gpus)
             if not met:
                 # the climb can stop on counts a schedule cannot use (interleaving needs whole groups of microbatches:
                 # a 405B at PP 16 VP 8 sat at 16,000 GPUs and 164 days where 16,384 take 93: review sizreview15 F1):
-                # a count past it that meets the deadline and pays by the same guard is the plan
-                # (where none meets it, the batch's ceiling when it pays: the fastest count that runs)
+                # a count past it that meets the deadline and pays by the same guard is the plan, the fewest such
+                # (where none meets it, the batch's ceiling when it pays: the fastest count that runs). Its lookahead
+                # also jumps past a band's top, the band's fastest count: one that misses and pays is where it stops
+                # (a 2B at 512 sequences stopped at 1,968 GPUs, 4.61 days, where 2,048 take 4.44: review sizreview15 F5)
                 step = math.lcm(node, pipeline * context * widest, experts * widest)
                 top = _batch_ceiling(sequences / per_rank, step, widest * context * pipeline)
-                found = _deadline_bought(at, seconds, run.gpus, top, step, budget) or (at(top) if top > run.gpus else None)
-                if found is not None and _pays_off(seconds, run, found):
-                    run = found
+                for edge in sorted(e for e in set(edges) if run.gpus < e <= top):
+                    band = at(edge)
+                    if admissible(band) and not meets(band) and _pays_off(seconds, run, band):
+                        run = band
+                found = _deadline_bought(at, seconds, run.gpus, top, step, budget, admissible) or (at(top) if top > run.gpus else None)
+                if found is not None and _pays_off(seconds, run, found) and admissible(found):
+                    fewer = _fewest_meeting(at, meets, start=run.gpus + fine, top=found.gpus, step=fine, edges=edges)
+                    run = fewer if fewer is not None and _pays_off(seconds, run, fewer) else found
             figures.append(Figure("GPUs to meet the deadline", run.gpus, "GPUs",
                                   "smallest count of whole replicas with GPU-seconds(GPUs) / GPUs <= deadline x hours per day "
                                   "/ 24, the fewest GPU-hours over the tensor-parallel degrees' counts",
                                   {"deadline days": deadline / DAY}))  # fmt: skip
     gpus, tp = run.gpus, run.tp
     ranks = max(1, gpus // (tp * context * pipeline))
-    held = mem.state_per_gpu(gpus, tp * pipeline, zero) + mem.working_at(zero, tp, ranks) + mem.activations_at(tp, run.recompute_fraction)
     if gpus % (tp * mem.expert_parallel * pipeline):
         # Megatron-Core refuses a world size its expert grid does not divide (a 7B MoE at EP 8 pinned at 12 GPUs was
         # planned at TP 1: review sizreview13 F9)
         issues.append(Issue("PL303", f"the expert grid (EP {mem.expert_parallel} x TP {tp} x PP {pipeline}) does not divide "
                             f"{gpus} GPUs; use a multiple of {granule} GPUs, at least {_ceil_to(min_gpus, granule)}"))  # fmt: skip
         return _empty(w, place, figures, notes, fits, issues)
-    if held > usable_memory(gpu, sizing) * (1 + 1e-9):
+    if not holds(run):
         # no degree that divides the count holds the job (a pinned count no fitting layout divides): a run that cannot
         # start is no plan (it was priced at up to 413 GiB a GPU: review sizreview10 F5)
         issues.append(Issue("PL303", f"no tensor-parallel degree that divides {gpus} GPUs (x CP {context} x PP {pipeline}) holds the "
-                            f"job: TP {tp} keeps {held / GIB:.1f} GiB a GPU of the {usable_memory(gpu, sizing) / GIB:.0f} a "
+                            f"job: TP {tp} keeps {held(run) / GIB:.1f} GiB a GPU of the {usable_memory(gpu, sizing) / GIB:.0f} a "
                             f"{gpu.id} gives; use a multiple of {granule} GPUs, at least {_ceil_to(min_gpus, granule)}"))  # fmt: skip
         return _empty(w, place, figures, notes, fits, issues)
     gpu_seconds = seconds(run)
@@ -932,7 +1048,9 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # (review sizreview11 F9), and said as an error though pinning more met it (review sizreview12 F1)
         step = math.lcm(node, pipeline * context * widest, experts * widest)
         ceiling = _batch_ceiling(sequences / per_rank, step, widest * context * pipeline)
-        bought = _deadline_bought(at, seconds, run.gpus, ceiling, step, deadline * availability)
+        bought = _deadline_bought(at, seconds, run.gpus, ceiling, step, deadline * availability, admissible)
+        if bought is not None:  # the fewest that meet, not the first of counts a sixteenth apart (review sizreview15 F5)
+            bought = _fewest_meeting(at, meets, start=run.gpus + fine, top=bought.gpus, step=fine, edges=edges) or bought
         late = f"misses the {deadline_text(deadline / DAY)} deadline at {gpus} GPUs ({late_days(wall_days, deadline / DAY)} days)"
         if bought is None:
             keep = "one sequence" if per_rank == 1 else f"{per_rank} sequences (the interleaved schedule's microbatch a stage)"
@@ -955,18 +1073,16 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     elif run.recompute_fraction > 0:
         notes.append(f"activations of {run.recompute_fraction:.0%} of the layers are recomputed at {gpus} GPUs to fit memory")
     batch_tokens = float(w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value)
-    sequences = batch_tokens / (w.sequence_length or DEFAULT_SEQUENCE)
-    sequences_per_rank = sequences / ranks
-    if sequences_per_rank < 1:
+    declared = batch_tokens / (w.sequence_length or DEFAULT_SEQUENCE)
+    # what the stack splits (a decimal batch's binary count: batch_sequences); the throughput model's microbatches
+    # (PL330) stay the declared ones
+    sequences = batch_sequences(batch_tokens, w.sequence_length or DEFAULT_SEQUENCE)
+    sequences_per_rank = declared / ranks
+    if sequences < ranks:
         issues.append(Issue("PL312", f"the global batch gives {sequences_per_rank:.2f} sequences per data-parallel rank at {gpus} GPUs: "
                             "below one, published runs fall well short of the model (strong-scaling floor)"))  # fmt: skip
-    if sequences_per_rank >= 1 and (sequences % ranks or not sequences.is_integer()):
-        # Megatron's micro-batch calculator asserts the global batch (in sequences) divides by micro-batch x data-parallel
-        # ranks (megatron/core/num_microbatches_calculator.py ConstantNumMicroBatchesCalculator), and every stack runs
-        # ranks x local batch: the run takes the nearest multiple (review sizreview13 F3)
-        below, above = math.floor(sequences / ranks) * ranks, math.ceil(sequences / ranks) * ranks
-        notes.append(f"the global batch of {sequences:,.6g} sequences does not split evenly over {ranks} data-parallel ranks: "
-                     f"the stack runs a multiple of {ranks} ({below:,} or {above:,} sequences)")  # fmt: skip
+    if sequences >= ranks and (declared % ranks or not declared.is_integer()):
+        notes.append(_uneven_batch(batch_tokens, declared, sequences, ranks))
     if pipeline > 1 and sequences_per_rank < pipeline:
         # the bubble throughput.pipeline_factor charges: (p - 1) of the v m + p - 1 slots of a step (v m chunk slots, v
         # the interleaved schedule's virtual stages) fill and drain the pipeline (Narayanan et al. 2021, Sec. 2.2)

@@ -42,7 +42,8 @@ Measured (issue 23, bench/sizing_accuracy.py's unseen set, each refit on calibra
 - Adopted (lead, 2026-12-05; reviews sizreview10 F4, sizreview14 F1-F4): memory counts ZeRO-3's working set (the
   layer computed and the one prefetched, 16-bit, and in backward the layer's 16-bit gradients and fp32 reduce-scatter
   input: FSDP2 foreach_reduce); a layout's tensor-parallel degree keeps each data-parallel rank a sequence of the
-  batch (read up to 5% larger: DECIMAL_BATCH); the interleaved schedule needs at least p microbatches (else 1F1B).
+  batch (a decimal one read as the binary count it stands for: sizing.batch_sequences); the interleaved schedule needs
+  at least p microbatches (else 1F1B).
   Transformer Engine's fp8 weight caches (2 B a parameter below ZeRO-3, sizreview10 F14) were measured and not
   shipped: the rows that ran them (MLPerf and Megatron-Bridge 405B, fp8 params gathered) plan 10-20% low when
   declared as they ran (sizreview14 F13). Refit with the 405B card's goodput re-derived at 0.93 (0.923 measured):

@@ -33,6 +33,7 @@ from alicerce.plan.roofline import (
 from alicerce.plan.sizing import (
     GIB,
     Placement,
+    batch_sequences,
     late_days,
     model_state_bytes,
     network_bytes_per_step,
@@ -1487,3 +1488,93 @@ def test_an_interleaved_run_is_sized_where_its_schedule_runs() -> None:
     assert out.gpus == 16384 and [i.check for i in out.issues if i.check in ("PL337", "PL338")] == ["PL338"]
     between = plan_training(workload(**base, gpus=16000 // 128 * 128), on("H100-SXM5-80GB"), SIZING, [])
     assert "1F1B" in next(f for fig in between.figures for f in fig.factors if f.name == "pipeline bubble").why
+
+
+def test_the_expert_grid_picks_the_degrees_before_the_batch_does() -> None:
+    """Review sizreview15 F6: the batch bound dropped TP 1 (576 ranks for 512 sequences), the expert grid (EP 64 x TP)
+    then every degree left, so the layout fell into "nothing fits" and came back at TP 1 with full recomputation while
+    it held a tenth of the GPU. The grid picks the degrees the stack can start first: here TP 1 alone, with the share of
+    its layers recomputed that its 108 GiB of activations need (memory is not what failed: not all of them)."""
+    moe = {"parameters": "100B", "architecture": "moe", "activeParameters": "10B", "experts": {"total": 64, "perToken": 4}}
+    plan = plan_training(workload(model=moe, tokens="1T", expertParallel=64, globalBatchTokens=2 * 2**20, sequenceLength=4096,
+                                  gpus=576, accelerator="H100"), on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
+    assert plan.tensor_parallel == 1 and "PL303" not in {i.check for i in plan.issues}
+    assert not [n for n in plan.notes if "full recomputation" in n]
+    assert [n for n in plan.notes if "of the layers are recomputed" in n]
+
+
+@pytest.mark.parametrize("pipeline", [1, 8])
+def test_an_undeclared_expert_group_is_sized_with_the_spread_its_count_gives(pipeline: int) -> None:
+    """Review sizreview15 F3: with no expertParallel the fewest GPUs were sized with the 256 experts spread over 256
+    ranks, but at that count (424 GPUs, TP 8: 53 ranks) the plan spread them over 53 and refused the count it named
+    ("use a multiple of 8 GPUs, at least 424"). Megatron-Core needs the group to divide the experts
+    (moe_layer.py BaseMoELayer: num_moe_experts % ep_size == 0) and the ranks (parallel_state.py
+    initialize_model_parallel: world_size % (ETP x EP x PP) == 0): the count named is one whose own group holds it."""
+    moe = {"parameters": "2T", "layers": 32, "hiddenSize": 8192, "architecture": "moe", "activeParameters": "40B",
+           "experts": {"total": 256, "perToken": 8}}  # fmt: skip
+    fields: dict[str, Any] = {"model": moe, "tokens": "1T", "accelerator": "H100"}
+    if pipeline > 1:
+        fields["pipelineParallel"] = pipeline
+    plan = plan_training(workload(**fields), on("H100-SXM5-80GB"), SIZING, [])
+    assert plan.gpus is not None and "PL303" not in {i.check for i in plan.issues}
+    fewest = next(f.value for f in plan.figures if f.name == "smallest GPU count that fits")
+    assert plan.gpus == fewest
+    assert plan.memory_per_gpu_gib is not None and plan.memory_per_gpu_gib <= usable_memory(CATALOG.gpu("H100-SXM5-80GB"), SIZING) / GIB
+
+
+def test_only_a_decimal_batch_reads_as_the_binary_count_it_stands_for() -> None:
+    """Review sizreview15 F4: a 5% allowance on every batch let the layout run more data-parallel ranks than the batch
+    has sequences (an 8B at 4,096,000 tokens = 1,000 sequences of 4,096 "met" 1.41 days at 1,024 ranks, a 2B at 2Mi
+    tokens = 512 sequences 4.3 days at 530), where Megatron's batch calculator refuses them. Only a batch in decimal
+    millions that stands for a binary count of whole sequences (LLaMA's 4M = 1,024 sequences of 4,096) reads as it, and
+    the note says which batch the run takes."""
+    assert batch_sequences(4_000_000, 4096) == 1024 and batch_sequences(4_000_000, 2048) == 2048
+    assert batch_sequences(4_096_000, 4096) == 1000 and batch_sequences(2 * 2**20, 4096) == 512
+    assert batch_sequences(3_999_744, 2048) == 1953 and batch_sequences(4_000_000, 3000) == pytest.approx(1333.33, abs=0.01)
+    for params, tokens, batch, deadline, sequences in (("8B", "1T", 4_096_000, "1.41d", 1000), ("2B", 17.44e12, 2 * 2**20, "4.3d", 512)):
+        plan = plan_training(workload(model={"parameters": params}, tokens=tokens, sequenceLength=4096, globalBatchTokens=batch,
+                                      deadline=deadline, accelerator="H100"), on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
+        assert plan.gpus is not None and plan.tensor_parallel is not None
+        assert plan.gpus // plan.tensor_parallel <= sequences, (params, plan.gpus, plan.tensor_parallel)
+        assert "PL312" not in {i.check for i in plan.issues}
+    # LLaMA 2's 4M at 4,096 on 1,024 ranks: the 1,024 sequences it stands for, one a rank, said in the note
+    llama = plan_training(workload(model={"parameters": "7B"}, tokens="2T", sequenceLength=4096, globalBatchTokens="4M", gpus=1024,
+                                   accelerator="H100"), on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
+    assert llama.tensor_parallel == 1 and "PL312" not in {i.check for i in llama.issues}
+    assert [n for n in llama.notes if "1,024 sequences" in n and "4,194,304 tokens" in n], llama.notes
+
+
+def test_the_deadline_search_finds_the_fewest_gpus_below_a_degree_s_band() -> None:
+    """Review sizreview15 F9: where the batch bound takes a degree away as the count grows (a 70B at 1,024 sequences
+    runs TP 4 up to 4,096 GPUs, TP 8 past them, 10% slower), MFU is no longer monotone in the count and the search's
+    fixed point from above landed in TP 8's band: 4,528 GPUs and 3.344 days for a 3.35-day deadline, where 4,096 at
+    TP 4 take 3.341 (11% fewer GPU-hours). The plan is the fewest GPUs that meet it, a band at a time."""
+    seventy = {"model": {"parameters": 70e9}, "tokens": "1T", "globalBatchTokens": 4 * 2**20, "sequenceLength": 4096, "accelerator": "H100"}
+    plan = plan_training(workload(**seventy, deadline="3.35d"), on("H100-SXM5-80GB"), SIZING, [])
+    pinned = plan_training(workload(**seventy, gpus=4096), on("H100-SXM5-80GB"), SIZING, [])
+    assert pinned.wall_clock_days is not None and pinned.wall_clock_days <= 3.35 and pinned.tensor_parallel == 4
+    assert plan.gpus is not None and plan.gpus <= 4096 and plan.tensor_parallel == 4
+    assert plan.gpu_hours is not None and pinned.gpu_hours is not None and plan.gpu_hours <= pinned.gpu_hours
+    assert plan.wall_clock_days is not None and plan.wall_clock_days <= 3.35
+
+
+def test_a_stalled_deadline_search_stops_at_a_band_s_top_and_names_the_fewest_gpus_that_meet() -> None:
+    """Review sizreview15 F5: a 2B at 2Mi tokens (512 sequences) runs TP 4 up to 2,048 GPUs and TP 8 past them, 20%
+    slower: the climb's lookahead jumped past 2,048 (4.44 days) and stopped at 1,968 (4.61), and the count PL337 named
+    or the plan took was the first of counts a sixteenth apart, not the fewest that meet. Now a 4-day deadline plans
+    the fewest GPUs that meet it, and 4.3 days stop at the band's top with PL337 naming the fewest that meet."""
+    two: dict[str, Any] = {"model": {"parameters": 2e9}, "tokens": 17.44e12, "globalBatchTokens": 2 * 2**20, "accelerator": "H100"}
+
+    def days(gpus: int) -> float:
+        pinned = plan_training(workload(**two, gpus=gpus), on("H100-SXM5-80GB"), SIZING, [])
+        assert pinned.wall_clock_days is not None
+        return pinned.wall_clock_days
+
+    four = plan_training(workload(**two, deadline="4d"), on("H100-SXM5-80GB"), SIZING, [])
+    assert four.gpus is not None and four.tensor_parallel is not None and four.wall_clock_days is not None
+    assert four.wall_clock_days <= 4 and four.gpus // four.tensor_parallel <= 512 and days(four.gpus - 8) > 4
+    late = plan_training(workload(**two, deadline="4.3d"), on("H100-SXM5-80GB"), SIZING, [])
+    assert late.gpus == 2048 and late.tensor_parallel == 4
+    (told,) = [i.message for i in late.issues if i.check == "PL337"]
+    named = int(told.split("pinning ")[1].split(" GPUs")[0])
+    assert days(named) <= 4.3 < days(named - 8)
