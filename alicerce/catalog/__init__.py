@@ -140,8 +140,9 @@ class Catalog:
 
     @functools.cached_property
     def prices(self) -> Prices:
-        """Regional, Spot, Capacity Block and reservation pricing (plan only)."""
-        return _PricesFile.model_validate(_read("prices.yaml"))
+        """Regional, Spot, Capacity Block and reservation pricing, loaded on first use and kept checked in the cache
+        folder (a rule of validate reads the Capacity Block sale limits)."""
+        return cached("prices", ("data/prices.yaml", "models.py", "__init__.py"), _parse_prices)
 
     @functools.cached_property
     def tco(self) -> Tco:
@@ -192,6 +193,10 @@ class Catalog:
 
 def _parse_sizing() -> Sizing:
     return _SizingFile.model_validate(_read("sizing.yaml"))
+
+
+def _parse_prices() -> Prices:
+    return _PricesFile.model_validate(_read("prices.yaml"))
 
 
 def _parse_catalog() -> Catalog:

@@ -614,6 +614,8 @@ class CapacityBlocks(CatalogModel):
     types: dict[str, CapacityBlockPrice]
     durationSource: Source
     durationSteps: tuple[BlockDurationStep, ...]  # ascending upToHours; the last is the longest block sold
+    instancesPerBlock: int  # the most instances one block holds (durationSource)
+    instancesAcrossBlocks: int  # the most instances an account holds across its blocks (durationSource)
 
 
 class DatedSource(CatalogModel):

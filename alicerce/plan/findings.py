@@ -115,6 +115,7 @@ CHECKS: dict[str, PlanCheck] = {
         PlanCheck("PL341", "runs-on-borrowed-quota", _W, "A run fits its team's nominal quota on its pool, not only borrowed GPUs.", True),
         PlanCheck("PL342", "idle-storage-tier", _I, "Each declared storage tier is read or written by a workload it is billed for.", True),
         PlanCheck("PL343", "checkpoints-fit", _W, "A checkpoints tier holds two checkpoints of every run that writes to it.", True),
+        PlanCheck("PL344", "capacity-blocks-unsold", _I, "Own-vs-rent weighs Capacity Blocks only for runs AWS sells them for.", True),
     )
 }
 

@@ -442,7 +442,8 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
     for pool_name, quarter, need, capacity in growth.runs_out:
         findings.append(PlanFinding("PL313", pool_name, f"runs out in quarter {quarter} of the forecast: its workloads need {need} GPUs "
                                     f"at once, it has {capacity}"))  # fmt: skip
-    own_vs_rent = _own_vs_rent(platform, pool_plans, priced, catalog, growth)
+    own_vs_rent, unsold = _own_vs_rent(platform, pool_plans, priced, catalog, growth)
+    findings += unsold
     kept, waived = apply_waivers(findings, platform.spec, platform.environment, today or _today())
     targets = kpi_targets(
         platform, [(p.name, p.utilization) for p in pool_plans if p.gpus_per_node], watched,
@@ -967,6 +968,15 @@ def _peak_months_over_budget(
     return out
 
 
+def _unsold_blocks(option: RentalOption, plans: list[WorkloadPlan], catalog: Catalog) -> list[tuple[WorkloadPlan, int]]:
+    """The pool's runs AWS sells no Capacity Blocks for, with the instances each holds: more than an account holds
+    across its blocks (review sizreview16 F5: a run on 384 p5.48xlarge was priced at the block rate)."""
+    blocks = catalog.prices.capacityBlocks
+    per = next((i.gpus for i in catalog.instances if i.type == option.instance), None) or 1
+    held = [(p, math.ceil((p.gpus or 0) / per)) for p in plans if p.kind in ("training", "fine-tuning") and p.wall_clock_days]
+    return [(p, n) for p, n in held if n > blocks.instancesAcrossBlocks]
+
+
 def _whole_blocks(option: RentalOption, plans: list[WorkloadPlan], catalog: Catalog) -> RentalOption:
     """A Capacity Block option priced per used GPU-hour as the pool's runs would buy it: each run the shortest block
     that covers its wall clock (1-day steps to 14 days, then 7-day steps), for its busy hours only (review sizreview8
@@ -985,19 +995,29 @@ def _whole_blocks(option: RentalOption, plans: list[WorkloadPlan], catalog: Cata
 
 def _own_vs_rent(
     platform: ResolvedPlatform, pools: list[PoolPlan], plans: list[WorkloadPlan], catalog: Catalog, growth: Forecast
-) -> tuple[OwnVsRent, ...]:
+) -> tuple[tuple[OwnVsRent, ...], list[PlanFinding]]:
+    """Each owned pool against every way of renting its GPUs, and PL344 for the Capacity Blocks AWS would not sell."""
     region = next((str(s.spec.region) for s in platform.sites if hasattr(s.spec, "region")), "us-east-1")
     gpu_of = {p.name: p.gpu.id for p in platform.pools if p.gpu is not None}
     declared = [(c.pool, c.savings_plan_discount) for c in platform.spec.costs.cloud if c.savings_plan_discount is not None]
-    out = []
+    out, findings = [], []
+    limit = catalog.prices.capacityBlocks.instancesAcrossBlocks
     for pool in pools:
         if pool.owned_cost is None or pool.accelerator is None:
             continue
         # a discount bought for the same GPU applies to renting it; else any declared (Compute Savings Plans span families)
         same = [d for d in declared if gpu_of.get(d[0]) == pool.accelerator]
         on_pool = [p for p in plans if p.pool == pool.name]
-        options = tuple(_whole_blocks(o, on_pool, catalog) if o.purchase == "capacity-block" else o
-                        for o in rental_options(pool.accelerator, region, catalog, same or declared))  # fmt: skip
+        options: tuple[RentalOption, ...] = ()
+        for offer in rental_options(pool.accelerator, region, catalog, same or declared):
+            if offer.purchase != "capacity-block":
+                options += (offer,)
+            elif unsold := _unsold_blocks(offer, on_pool, catalog):
+                runs = ", ".join(f"{p.name} holds {n} {offer.instance}" for p, n in unsold)
+                findings.append(PlanFinding("PL344", pool.name, f"Capacity Blocks left out of own-vs-rent: {runs}, past "
+                                            f"the {limit} instances AWS sells across an account's blocks"))  # fmt: skip
+            else:
+                options += (_whole_blocks(offer, on_pool, catalog),)
         on_demand = next((o for o in options if o.purchase == "on-demand"), None)
         price = on_demand.usd_per_gpu_hour if on_demand else None
         u_star = pool.owned_cost.break_even(price) if price is not None else None
@@ -1009,7 +1029,7 @@ def _own_vs_rent(
         if options:
             from_quarter = next((q for q, u in growth.utilization(pool.name) if option.cheapest_at(u) == "owned"), None)
         out.append(replace(option, cheaper_from_quarter=from_quarter))
-    return tuple(out)
+    return tuple(out), findings
 
 
 def _beyond_reservation(plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePrice, hours_month: float) -> float:

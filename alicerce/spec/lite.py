@@ -479,9 +479,13 @@ def _check(tp: Any, value: Any, shape: _Model) -> Any:
         (item,) = args or (Any,)
         return [_check(item, v, shape) for v in value]
     if origin is tuple:
-        if type(value) is not list or len(args) != 2 or args[1] is not Ellipsis:
+        if type(value) is not list or not args:
             raise GiveUp("tuple not interpreted")
-        return tuple(_check(args[0], v, shape) for v in value)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_check(args[0], v, shape) for v in value)
+        if Ellipsis in args or len(value) != len(args):  # a fixed tuple takes exactly its items (the storage price tiers)
+            raise GiveUp("tuple not interpreted")
+        return tuple(_check(a, v, shape) for a, v in zip(args, value, strict=True))
     if origin is dict:
         if type(value) is not dict:
             raise GiveUp("not a mapping")

@@ -22,6 +22,7 @@ from alicerce.plan.pricing import HOURS_PER_MONTH, block_hours, monthly_node_cos
 from alicerce.plan.tco import monthly_capex, owned_pool_cost, site_extras
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.rules.validate import validated
+from alicerce.spec.errors import SpecInvalid
 from alicerce.spec.loader import load_file, load_text
 from alicerce.spec.models import Costs
 from tests.conftest import ROOT, TODAY
@@ -654,3 +655,35 @@ def test_batch_work_runs_in_the_serving_nodes_only_where_its_gpus_are_free_at_on
     two = replace(batch, gpus=2)
     busy = busy_gpu_hours(two, 2, HOURS_PER_MONTH)
     assert billed_node_hours([serving, two], rp, pool.price, 0, HOURS_PER_MONTH) == pytest.approx(alone + busy / 2)
+
+
+def test_capacity_blocks_are_weighed_only_for_runs_aws_sells_them_for() -> None:
+    """Review sizreview16 F5: own-vs-rent named Capacity Blocks the cheapest rental for a run on 384 p5.48xlarge, where
+    AWS sells at most 256 instances across an account's blocks (64 a block). The pool grown to 400 nodes and the run
+    pinned at 3,072 GPUs: the option is left out, PL344 says why, and the verdict weighs what can be bought."""
+    data = reference()
+    pool = next(p for p in data["nodePools"] if p["name"] == "onprem-h100")
+    pool["scaling"] = {"min": 400, "max": 400}
+    pool["onprem"]["hosts"] = [{"hosts": "gpu-[001:200].dc1.acme.example", "rack": "r01"},
+                               {"hosts": "gpu-[201:400].dc1.acme.example", "rack": "r02"}]  # fmt: skip
+    run = next(w for w in data["workloads"] if w["name"] == "llm-pretrain")
+    run.update(gpus=3072, pool="onprem-h100")
+    run.pop("deadline", None)
+    plan = plan_platform(resolve(data), today=TODAY)
+    (option,) = plan.own_vs_rent
+    assert "capacity-block" not in {o.purchase for o in option.options}
+    (unsold,) = [f for f in plan.findings if f.check == "PL344"]
+    assert unsold.subject == "onprem-h100" and "llm-pretrain holds 384 p5.48xlarge, past the 256 instances" in unsold.message
+    # the reference's 224-GPU run (28 instances) keeps the option
+    assert "capacity-block" in {o.purchase for o in plan_platform(PROD, today=TODAY).own_vs_rent[0].options}
+
+
+def test_a_capacity_block_pool_holds_no_more_nodes_than_a_block_sells() -> None:
+    """A pool launches into the one block its capacityReservationId names, 64 instances at most (AL222)."""
+    data = reference()
+    on_capacity_blocks(data)
+    next(p for p in data["nodePools"] if p["name"] == "train-p5")["scaling"] = {"min": 0, "max": 65}
+    with pytest.raises(SpecInvalid) as raised:
+        resolve(data)
+    assert [e.rule for e in raised.value.errors] == ["AL222"]
+    assert "a Capacity Block holds at most 64 instances: scaling.max 65" in raised.value.errors[0].message

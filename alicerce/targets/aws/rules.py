@@ -154,6 +154,18 @@ def reservation_id(ctx: RuleContext) -> Iterable[Finding]:
             )
 
 
+@rules.rule("AL222", "capacity-block-size", "A Capacity Block pool holds no more nodes than one block sells.")
+def capacity_block_size(ctx: RuleContext) -> Iterable[Finding]:
+    """A pool launches into the one Capacity Block its capacityReservationId names, and a block holds at most
+    instancesPerBlock instances (Amazon EC2 User Guide, Find and purchase Capacity Blocks): nodes past it never launch."""
+    most = ctx.catalog.prices.capacityBlocks.instancesPerBlock
+    for i, pool in ctx.indexed_pools():
+        if pool.aws is not None and pool.aws.capacity_type == "capacity-block" and pool.scaling.max > most:
+            yield Finding(S.node_pools[i].scaling.max, f"a Capacity Block holds at most {most} instances: scaling.max "
+                          f"{pool.scaling.max} cannot launch past {most} into {pool.aws.capacity_reservation_id}",
+                          f"split the pool into pools of at most {most} nodes, one block each", pool.scaling.max)  # fmt: skip
+
+
 @rules.rule("AL231", "fsx-per-unit-throughput", "An FSx per-unit throughput is one its deployment type accepts.")
 def fsx_per_unit(ctx: RuleContext) -> Iterable[Finding]:
     for i, tier in enumerate(ctx.spec.storage):
