@@ -617,3 +617,22 @@ def test_a_service_above_its_quota_is_not_told_to_pin_gpus() -> None:
                          today=TODAY)  # fmt: skip
     messages = [f.message for f in plan.findings if f.check == "PL341" and f.subject == "chat-70b"]
     assert messages and all("pin" not in m for m in messages)
+
+
+def test_runs_that_overflow_the_pool_staggered_are_not_told_to_stagger() -> None:
+    """Review sizreview16 F9: two 70B runs a quarter at 192 GPUs each (about 69 days each) on the 256-GPU owned pool
+    need 384 GPUs at once, and one after another more than the quarter: PL306 said "stagger them". It says what does
+    fit: a bigger pool or fewer runs; two short runs still hear "stagger them"."""
+    data = reference()
+    run = next(w for w in data["workloads"] if w["name"] == "llm-pretrain")
+    run.pop("deadline")
+    run.pop("growth")
+    run.update(gpus=192)
+    data["workloads"].append({**run, "name": "llm-pretrain-b", "dataset": None})
+    (message,) = [f.message for f in plan_of(data).findings if f.check == "PL306"]
+    assert "need 384 GPUs when they run at once" in message and "even one after another they need" in message
+    assert message.endswith("grow the pool or run less")
+    for w in (run, data["workloads"][-1]):
+        w["tokens"] = "200B"
+    (message,) = [f.message for f in plan_of(data).findings if f.check == "PL306"]
+    assert message.endswith("stagger them or grow the pool")
