@@ -91,7 +91,7 @@ CHECKS: dict[str, PlanCheck] = {
             "PL331",
             "ttft-queueing",
             _W,
-            "A serving workload's time-to-first-token target holds under random arrivals, not only for a lone request.",
+            "A serving workload's replicas come from its throughput, not from queueing for its time-to-first-token target.",
             True,
         ),
         PlanCheck(

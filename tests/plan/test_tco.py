@@ -212,24 +212,25 @@ def test_golden_reference_prod_month() -> None:
     #              tokenize-corpus needs 21 cores -> 1 node for 1 day: 24 x 1.5451            =      37.08
     # train-p5     capacity reservation of 4 p5.48xlarge (costs.cloud), billed used or not:
     #              4 x 730 x 55.04                                                             = 160,716.80
-    # infer-l40s   chat-70b: 2 req/s / 0.4565 req/s a replica -> 5 g6e.12xlarge: 5 x 730 x 10.49264 =  38,298.14
+    # infer-l40s   chat-70b: 2 req/s / 0.4565 req/s a replica -> 5 for the rate, 8 for its p99 time to first token
+    #              (test_sizing): 8 g6e.12xlarge: 8 x 730 x 10.49264                         =  61,277.02
     #              embed-batch (applied-ml's quota is here only): 243.33 GPU-h on the spare-less nodes: the
     #              g6e.12xlarge it starts, whole (review sizreview10 F11): 243.33 h x 10.49264           =   2,553.21
     # infer-l4     min 1 g6.xlarge always on, no declared workload: 730 x 0.8048              =     587.50
     # onprem-h100  owned TCO above                                                             = 428,159.42
     # FSx          datasets 50,400 GiB x 0.21 + checkpoints 26,400 GiB x 0.34 PERSISTENT_2, billed per GiB  =  19,560.00
     # dc1 storage  2 PiB Lustre = 2,251.80 TB x 160 USD/TB / 60 months                         =   6,004.80
-    # total                                                                                    = 657,094.29
+    # total                                                                                    = 680,073.17
     p = plan()
     pools = {x.name: x.monthly_cost_usd for x in p.pools}
     assert pools == pytest.approx(
-        {"system": 1_177.34, "data-prep": 37.08, "train-p5": 160_716.80, "infer-l40s": 40_851.35, "infer-l4": 587.50,
+        {"system": 1_177.34, "data-prep": 37.08, "train-p5": 160_716.80, "infer-l40s": 63_830.23, "infer-l4": 587.50,
          "dc1-system": None, "onprem-h100": 428_159.42},
         abs=0.02,
     )  # fmt: skip
     assert p.cost_breakdown["FSx"] == pytest.approx(19_560.00, abs=0.01)
     assert p.cost_breakdown["owned sites (storage, links)"] == pytest.approx(6_004.80, abs=0.01)
-    assert p.monthly_cost_usd == pytest.approx(657_094.29, abs=0.05)
+    assert p.monthly_cost_usd == pytest.approx(680_073.17, abs=0.05)
 
 
 def test_golden_unit_costs() -> None:
@@ -238,24 +239,25 @@ def test_golden_unit_costs() -> None:
     #   all-reduces 4 x 80 x 2 x 3/4 x 8192 x 2 B / (450 GB/s x 0.82) = 2.1313e-5 s a token against 6 x 70e9 / (4 x
     #   989.4e12 x 0.43541) = 2.4373e-4 s: 1 / (1 + 0.087444) = 0.91959) x 0.93 goodput = 0.37189 -> 317,070 GPU-hours;
     #   at the owned pool's 4.0511 USD per used GPU-hour: 1,284,478 a run
-    # chat-70b: 20 L40S x 730 h = 14,600 GPU-hours at 10.49264 / 4 = 2.62316 -> 38,298.14 a month to serve the peak;
-    #   its mean 1 req/s (traffic.meanRps; the peak is 2) x 1,800 tokens x 3,600 x 730 = 4.7304e9 tokens a month ->
-    #   8.096 USD per million tokens (at the peak around the clock it read 4.048, a floor no off-peak hour reaches)
+    # chat-70b: 32 L40S x 730 h = 23,360 GPU-hours at 10.49264 / 4 = 2.62316 -> 61,277.02 a month to serve the peak
+    #   within its p99 time to first token; its mean 1 req/s (traffic.meanRps; the peak is 2) x 1,800 tokens x 3,600 x
+    #   730 = 4.7304e9 tokens a month -> 12.954 USD per million tokens (at the peak around the clock it would read 6.477,
+    #   a floor no off-peak hour reaches)
     units = {u.workload: u for u in plan().unit_costs}
     assert units["llm-pretrain"].cost_per_run_usd == pytest.approx(1_284_478, rel=0.001)
-    assert units["chat-70b"].usd_per_million_tokens == pytest.approx(8.096, abs=0.001)
-    assert units["chat-70b"].monthly_usd == pytest.approx(38_298.14, abs=0.02)
+    assert units["chat-70b"].usd_per_million_tokens == pytest.approx(12.954, abs=0.001)
+    assert units["chat-70b"].monthly_usd == pytest.approx(61_277.02, abs=0.02)
 
 
 def test_unit_cost_of_an_undersized_pool_is_what_its_max_can_spend() -> None:
-    # chat-70b at 40 req/s wants 88 replicas (352 L40S); infer-l40s stops at 8 g6e.12xlarge:
-    #   8 x 730 x 10.49264 = 61,277.02 a month at most, however many replicas the peak wants
+    # chat-70b at 40 req/s wants 159 replicas (636 L40S); infer-l40s stops at 12 g6e.12xlarge:
+    #   12 x 730 x 10.49264 = 91,915.53 a month at most, however many replicas the peak wants
     data = reference()
     next(w for w in data["workloads"] if w["name"] == "chat-70b")["traffic"]["peakRps"] = 40
     undersized = plan_platform(resolve(data), today=TODAY)
     units = {u.workload: u for u in undersized.unit_costs}
-    assert units["chat-70b"].monthly_usd == pytest.approx(61_277.02, abs=0.02)
-    assert next(x for x in undersized.pools if x.name == "infer-l40s").monthly_cost_usd == pytest.approx(61_277.02, abs=0.02)
+    assert units["chat-70b"].monthly_usd == pytest.approx(91_915.53, abs=0.02)
+    assert next(x for x in undersized.pools if x.name == "infer-l40s").monthly_cost_usd == pytest.approx(91_915.53, abs=0.02)
 
 
 def test_showback_adds_up_and_meets_budgets() -> None:

@@ -33,11 +33,11 @@ def find(objs: list[dict[str, Any]], kind: str, name: str | None = None, namespa
 
 CASES = [("prod", "aws"), ("prod", "dc1"), ("dev", "aws")]
 # GPU cap of each team namespace of prod at the aws site: nominal quota plus what it may borrow, by hand
-# from platform.yaml: train-p5 holds 16 x 8 = 128 GPUs, infer-l40s 8 x 4 = 32, infer-l4 16 x 1 x 4 replicas = 64
+# from platform.yaml: train-p5 holds 16 x 8 = 128 GPUs, infer-l40s 12 x 4 = 48, infer-l4 16 x 1 x 4 replicas = 64
 PROD_AWS_GPU_CAPS = {
     "research": 96 + 32,  # train-p5, borrowing limited to 32
-    "applied-ml": (32 + 96) + (8 + 24),  # train-p5 and infer-l40s, no borrowing limit: up to the pools' size
-    "serving": (24 + 8) + (48 + 16),  # infer-l40s and time-sliced infer-l4
+    "applied-ml": (32 + 96) + (8 + 40),  # train-p5 and infer-l40s, no borrowing limit: up to the pools' size
+    "serving": (32 + 16) + (48 + 16),  # infer-l40s and time-sliced infer-l4
 }
 
 
