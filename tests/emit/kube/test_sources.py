@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from alicerce.catalog.alerts import FORMER_NAMES, SOURCE_ALERTS, STATIC_ALERTS, TPOT
 from alicerce.emit.kube.kpi import RAY_NODE_TYPE_LABEL
 from alicerce.resolve.model import ResolvedPlatform
@@ -433,6 +435,22 @@ def test_a_fabric_rail_that_went_down_or_keeps_flapping_alerts(tmp_path: Path) -
     tmp.mkdir()
     run_promtool(platform(), "dc1", [{"interval": "1m", "input_series": flaps, "alert_rule_test": [
         {"eval_time": "60m", "alertname": "FabricLinkFlapping", "exp_alerts": [flapping]}]}], tmp)  # fmt: skip
+
+
+@needs_promtool
+@pytest.mark.parametrize(("downs", "fires"), [("5x80 6x10 7x60", False), ("5x80 6x5 7x5 8x60", True)])
+def test_link_flapping_counts_whole_downs(downs: str, fires: bool, tmp_path: Path) -> None:
+    """Review obsreview21 F2: "more than twice in an hour". Two downs (5 -> 6 at 80m, -> 7 at 90m) stay quiet, three
+    fire, with the rules evaluated 30 s off the scrapes as a real rule group is: increase() extrapolates the two to
+    2 x 3600/3540 = 2.034, which `> 2` read as more than two."""
+    labels = f'job="node-exporter",instance="{NODE}:9100",node="{NODE}",device="mlx5_0",port="1"'
+    inputs = [*[{**n, "values": "1x150"} for n in node_labels(NODE)],
+              {"series": f"node_infiniband_link_downed_total{{{labels}}}", "values": downs}]  # fmt: skip
+    alert = [expected(rules_of(platform(), "dc1")["FabricLinkFlapping"], {"node": NODE, "device": "mlx5_0", "port": "1"}, "")]
+    times = ("100m30s", "120m30s", "135m30s")
+    at_times = [{"eval_time": m, "alertname": "FabricLinkFlapping", "exp_alerts": alert if fires else []} for m in times]
+    tests = [{"interval": "1m", "input_series": inputs, "alert_rule_test": at_times}]
+    run_promtool(platform(), "dc1", tests, tmp_path, every="30s")
 
 
 @needs_promtool
