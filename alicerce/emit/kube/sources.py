@@ -153,10 +153,14 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         # a RayJob's run is the pods of the RayClusters KubeRay's operator says it built (kpi.pod_runs): with the
         # operator's metrics gone (its ServiceMonitor off, metrics.enabled false in the spec's values, the operator
         # down) every RayJob's GPU-hours fall out of the runs, silently. Any RayCluster with pods the operator does
-        # not report says so; one being deleted leaves within the 15 minutes (review obsreview16 F2)
+        # not report says so (review obsreview16 F2). Not a pod being deleted: KubeRay deletes a finished RayJob's
+        # RayCluster at once and its pods go with it, but one on a lost node keeps its deletion timestamp and its object
+        # (the dead kubelet never confirms) until the Node object goes or someone force-deletes it, for hours, and read
+        # as the operator down (review obsreview21 F9); kube-state-metrics 2.20.0 kube_pod_deletion_timestamp, as LIVE_PODS
         cluster = ksm_label(RAY_CLUSTER_LABEL)
         reported = f'label_replace(max by (namespace, name) ({RAY_CLUSTER_INFO}), "{cluster}", "$1", "name", "(.+)")'
-        expr = f'count by (namespace, {cluster}) (kube_pod_labels{{{cluster}!=""}}) unless on (namespace, {cluster}) {reported}'
+        pods = f'kube_pod_labels{{{cluster}!=""}} unless on (namespace, pod) kube_pod_deletion_timestamp'
+        expr = f"count by (namespace, {cluster}) ({pods}) unless on (namespace, {cluster}) {reported}"
         alerts.append(Alert(KUBERAY_METRICS_ABSENT, expr, FOR, "warning",
                             "KubeRay reports no RayCluster {{ $labels.namespace }}/{{ $labels.label_ray_io_cluster }}, "
                             "which has pods",

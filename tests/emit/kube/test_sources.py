@@ -123,6 +123,28 @@ def test_kuberay_metrics_absent_names_a_raycluster_with_pods_kuberay_does_not_re
 
 
 @needs_promtool
+def test_kuberay_metrics_absent_leaves_out_a_deleted_clusters_pod_stuck_terminating(tmp_path: Path) -> None:
+    """Review obsreview21 F9: RayJob sweep-2's cluster is reported until 30m, when the job ends and KubeRay deletes the
+    RayCluster; a GPU worker on a node that died keeps its deletion timestamp and its object for hours (the kubelet
+    never confirms). The operator keeps reporting another cluster: quiet at 1 h and 3 h. The same worker not being
+    deleted, the operator reporting nothing (down): it fires."""
+    rule = rules_of(platform(), "aws")["KubeRayMetricsAbsent"]
+    assert "kube_pod_deletion_timestamp" in load("kube-state-metrics", "2.20.0", "metrics.json")
+    at = 'namespace="research",pod="sweep-2-x7k2p-gpu-worker-m2v5d",uid="w1"'
+    worker = {"series": f'kube_pod_labels{{{at},label_ray_io_cluster="sweep-2-x7k2p",label_ray_io_node_type="worker"}}', "values": "1x240"}
+    exposed = {"name": "sweep-2-x7k2p", "namespace": "research", "uid": "c1", "owner_kind": "RayJob"}
+    other = {"name": "other-abcde", "namespace": "research", "uid": "c2", "owner_kind": "RayJob"}
+    stuck = [worker, {"series": f"kube_pod_deletion_timestamp{{{at}}}", "values": "_x30 1800x210"},
+             {"series": kuberay_scraped("kuberay_cluster_info", exposed), "values": "1x30 stale"},
+             {"series": kuberay_scraped("kuberay_cluster_info", other), "values": "1x240"}]  # fmt: skip
+    labels = {"namespace": "research", "label_ray_io_cluster": "sweep-2-x7k2p"}
+    for name, inputs, fired in (("stuck", stuck, []), ("outage", [worker], [expected(rule, labels, "1")])):
+        (tmp_path / name).mkdir()
+        at_times = [{"eval_time": f"{m}m", "alertname": "KubeRayMetricsAbsent", "exp_alerts": fired} for m in (60, 180)]
+        run_promtool(platform(), "aws", [{"interval": "1m", "input_series": inputs, "alert_rule_test": at_times}], tmp_path / name)
+
+
+@needs_promtool
 def test_kueue_process_start_absent_fires_where_the_scrape_drops_it(tmp_path: Path) -> None:
     """Review obsreview14 F4: Kueue's counts are dated by its process's start; a scrape that drops process_* series
     turned them back into increase() with nothing said. One alert per Kueue target without it; quiet with it."""
