@@ -461,6 +461,9 @@ DCGM_EXPORTER_DOWN = Alert(
 # the memory-bound diagnosis, and the input and checkpoint diagnoses read them as training (review obsreview6 G8)
 INFERENCE_POD = "alicerce:pod_inference:info"
 
+HELD_UTIL = 'gpu:dcgm_utilization:ratio{pod!=""}'  # the utilisation KPI of each GPU a pod holds (alicerce.emit.kube.kpi)
+IDLE_GPUS = f"count by (namespace, pod) ({HELD_UTIL} < 0.05)"
+
 GPU_EFFICIENCY: tuple[Alert, ...] = (
     Alert(
         "GPUIdleWhileAllocated",
@@ -469,11 +472,16 @@ GPU_EFFICIENCY: tuple[Alert, ...] = (
         # Not an inference server (INFERENCE_POD: its leader and its workers): the replicas kept at the minimum idle
         # every quiet night by design; those above it scale away (review obsreview2 GAP 8: every serving replica's
         # Slack message each night)
-        f'avg by (namespace, pod) (gpu:dcgm_utilization:ratio{{pod!=""}}) < 0.05 unless on (namespace, pod) {INFERENCE_POD}',
+        # Counted per GPU, not averaged over the pod's: a pod holding 8 GPUs whose code uses one (a single-process
+        # script in an 8-GPU request, a launcher that started one rank) averaged 12.5% at one GPU flat out, and one
+        # busy GPU over 40% hid seven idle ones (review obsreview21 F1). Half its GPUs or more idle: the value is their
+        # count; a job whose ranks take turns (a pipeline's bubble) keeps most of them above 5% over the hour's samples
+        f"{IDLE_GPUS} >= on (namespace, pod) (0.5 * count by (namespace, pod) ({HELD_UTIL})) unless on (namespace, pod) {INFERENCE_POD}",
         "1h",
         "info",
-        "Pod {{ $labels.namespace }}/{{ $labels.pod }} holds GPUs it does not use",
-        "GPU utilisation under 5% for an hour: idle notebooks and stuck jobs cost GPU-hours other teams are queueing for.",
+        "Pod {{ $labels.namespace }}/{{ $labels.pod }} leaves {{ $value }} of the GPUs it holds idle",
+        "GPU utilisation under 5% for an hour on at least half the GPUs the pod holds: idle notebooks, stuck jobs and "
+        "jobs that use fewer GPUs than they request cost GPU-hours other teams are queueing for.",
     ),
 )
 

@@ -52,7 +52,7 @@ def test_an_idle_training_pod_still_reads_idle(tmp_path: Path) -> None:
     rule = rules_of(rp, "aws")["GPUIdleWhileAllocated"]
     tests = [{"interval": "1m", "input_series": [*node(), *p5_gpus(0, 0)],
               "alert_rule_test": [{"eval_time": "80m", "alertname": "GPUIdleWhileAllocated",
-                                   "exp_alerts": [expected(rule, TRAIN, "0")]}]}]  # fmt: skip
+                                   "exp_alerts": [expected(rule, TRAIN, "8")]}]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
 
 
