@@ -545,6 +545,7 @@ SOURCE_ABSENT_FOR = "15m"
 KUBERAY_METRICS_ABSENT = "KubeRayMetricsAbsent"  # a RayCluster with pods the KubeRay operator does not report: no run
 SERVING_METRICS_ABSENT = "ServingMetricsAbsent"
 SERVING_LATENCY_UNMEASURED = "ServingLatencyUnmeasured"  # scraped, but no latency histogram an SLO of it reads
+SERVING_ENGINE_METRICS_ABSENT = "ServingEngineMetricsAbsent"  # scraped and ready, but no vLLM series at all
 CLOUD_STORAGE_METRICS_ABSENT = "CloudWatchStorageMetricsAbsent"  # a cloud tier whose file system's I/O nobody exports
 # the EFA ports' counters (the EFA pools' writer, alicerce.targets.aws files/alicerce_efa_stats.py): a node of an EFA
 # pool that reports none, or whose file stopped being rewritten. node_textfile_mtime_seconds{file} is the full path of
@@ -558,8 +559,8 @@ EFA_COUNTERS_FILE = "alicerce_efa.prom"
 EFA_LINK_RATE_MISSING = "EfaLinkRateMissing"
 SOURCE_ALERTS = (KUBE_STATE_METRICS_ABSENT, NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_ABSENT, DCGM_PROFILING_ABSENT,
                  DCGM_XID_COUNTS_ABSENT, KUEUE_METRICS_ABSENT, KUEUE_PROCESS_START_ABSENT, KUBERAY_METRICS_ABSENT,
-                 SERVING_METRICS_ABSENT, SERVING_LATENCY_UNMEASURED, CLOUD_STORAGE_METRICS_ABSENT, EFA_COUNTERS_MISSING,
-                 EFA_COUNTERS_STALE, EFA_LINK_RATE_MISSING)  # fmt: skip
+                 SERVING_METRICS_ABSENT, SERVING_LATENCY_UNMEASURED, SERVING_ENGINE_METRICS_ABSENT,
+                 CLOUD_STORAGE_METRICS_ABSENT, EFA_COUNTERS_MISSING, EFA_COUNTERS_STALE, EFA_LINK_RATE_MISSING)  # fmt: skip
 # a serving workload with pods and no ready one (alicerce.emit.kube.sources): down after serving, or never ready
 SERVING_WORKLOAD_DOWN = "ServingWorkloadDown"
 SERVING_NEVER_READY = "ServingWorkloadNeverReady"

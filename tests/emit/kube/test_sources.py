@@ -678,3 +678,32 @@ def test_a_serving_workload_whose_pods_serve_no_slo_bucket_is_unmeasured(tmp_pat
         case(pod("chat-70b-0", ttft, itl) + pod("chat-70b-worker", finished=None), ()),
         case([{"series": 'up{job="x"}', "values": "1x60"}], ()),  # nothing deployed
     ], tmp_path)  # fmt: skip
+
+
+@needs_promtool
+def test_a_scraped_serving_pod_without_vllm_series_is_unmeasured(tmp_path: Path) -> None:
+    """Review obsreview21 F7: chat-70b-0 ready and scraped for 2 h, its /metrics answering process series only (vLLM
+    started with --disable-log-stats creates no stat logger): every SLO reads nothing, and ServingLatencyUnmeasured
+    looks only where vLLM's request counter shows traffic. ServingEngineMetricsAbsent fires; quiet once the engine
+    serves its gauges (at start, traffic or not), and for a RayService head (Ray's agent exports from a first value)."""
+    rule = rules_of(platform(), "aws")["ServingEngineMetricsAbsent"]
+
+    def pod(name: str, labels: str = "", *, vllm: bool = False) -> list[dict[str, str]]:
+        at = f'namespace="serving",pod="{name}"'
+        target = f'job="monitoring/serving-chat-70b",{at},instance="10.1.2.3:8000",alicerce_dev_workload="chat-70b"'
+        return [
+            {"series": f'kube_pod_labels{{{at},uid="u1",label_alicerce_dev_workload="chat-70b"{labels}}}', "values": "1x130"},
+            {"series": f'kube_pod_status_ready{{{at},uid="u1",condition="true"}}', "values": "1x130"},
+            {"series": f'kube_pod_status_phase{{{at},uid="u1",phase="Running"}}', "values": "1x130"},
+            {"series": f"up{{{target}}}", "values": "1x130"},
+            {"series": f"process_start_time_seconds{{{target}}}", "values": "0x130"},
+            *([{"series": f'vllm:num_requests_running{{{target},model_name="chat",engine="0"}}', "values": "0x130"}] if vllm else []),
+        ]
+
+    fired = [expected(rule, {"namespace": "serving", "workload": "chat-70b"}, "1")]
+    head = ',label_ray_io_node_type="head"'
+    cases = ((pod("chat-70b-0"), fired), (pod("chat-70b-0", vllm=True), []), (pod("chat-70b-head", head), []))
+    run_promtool(platform(), "aws", [
+        {"interval": "1m", "input_series": inputs, "alert_rule_test": [
+            {"eval_time": "120m", "alertname": "ServingEngineMetricsAbsent", "exp_alerts": exp}]} for inputs, exp in cases
+    ], tmp_path)  # fmt: skip
