@@ -323,6 +323,7 @@ def xid_events(codes: str) -> str:
 # it): after an uncorrectable error, or enough correctable ones on a row; the GPU keeps its full memory only once a
 # reset applies it. NVML reports no remapped rows on a GPU with MIG instances active, so a MIG GPU stays silent here
 REMAP_PENDING = "DCGM_FI_DEV_ROW_REMAP_PENDING"
+XID_ROW_REMAP = 63  # a row remap recorded, applied at the GPU's next reset (NVIDIA's Xid catalog)
 
 # Who is woken at 3am for what (review observe4 G15), decided here for the monitoring blind spots and the RMA alert:
 # a page (critical) is for what loses work or users now and needs a person before morning; a ticket (warning) for
@@ -349,8 +350,11 @@ GPU_HEALTH: tuple[Alert, ...] = (
     Alert(
         "GPUXidError",
         # one XID, one alert: a code GPUCriticalXid pages on is not a ticket as well (review obsreview6 G5), and one
-        # a killed or crashing process raises is a ticket only when it recurs (GPUApplicationXidRecurring)
-        xid_count(but=f"{CRITICAL_XID_CODES}|{APPLICATION_XID_CODES}"),
+        # a killed or crashing process raises is a ticket only when it recurs (GPUApplicationXidRecurring). Nor XID 63
+        # (a row remap recorded) where the GPU reports the remap pending: GPURowRemapPending says it, with its runbook
+        # (review obsreview21 F5); a GPU with MIG active reports no remap state (NVML), so its 63 stays a ticket here
+        f"{xid_count(but=f'{CRITICAL_XID_CODES}|{APPLICATION_XID_CODES}')} unless on ({GPU_KEY}, xid) "
+        f"({xid_count(str(XID_ROW_REMAP))} and on ({GPU_KEY}) max by ({GPU_KEY}) ({REMAP_PENDING}) > 0)",
         "0m",
         "warning",
         "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $labels.xid }}",
