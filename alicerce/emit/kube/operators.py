@@ -280,8 +280,9 @@ def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
         # through /proc/<host pid>/cgroup (dcgm-exporter 4.5.3-4.8.2 internal/pkg/transformation/pidmapper.go): in the
         # pod's own PID namespace it maps none and sends every holder 0, exclusive GPUs too (process_metrics.go). One
         # exporter DaemonSet serves the whole cluster, so the host's PIDs go with the mode wherever it is on
-        # (gpu-operator v26.3.3 ClusterPolicy spec.dcgmExporter.hostPID, default false, values.yaml dcgmExporter.hostPID;
-        # review obsreview21 F3). A privilege: it runs in the GPU Operator's namespace, privileged already
+        # (gpu-operator v26.3.3: values.yaml:289 dcgmExporter.hostPID, default false, rendered into the ClusterPolicy by
+        # templates/clusterpolicy.yaml:580-581 and set on the exporter's DaemonSet by controllers/object_controls.go:
+        # 1831-1834; review obsreview21 F3). A privilege: it runs in the GPU Operator's namespace, privileged already
         # (alicerce.resolve.operators PRIVILEGED_OPERATOR_NAMESPACES), beside privileged driver and toolkit pods.
         values["dcgmExporter"]["hostPID"] = True
     return deep_merge(values, op.values)
