@@ -282,8 +282,10 @@ def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
         # exporter DaemonSet serves the whole cluster, so the host's PIDs go with the mode wherever it is on
         # (gpu-operator v26.3.3: values.yaml:289 dcgmExporter.hostPID, default false, rendered into the ClusterPolicy by
         # templates/clusterpolicy.yaml:580-581 and set on the exporter's DaemonSet by controllers/object_controls.go:
-        # 1831-1834; review obsreview21 F3). A privilege: it runs in the GPU Operator's namespace, privileged already
-        # (alicerce.resolve.operators PRIVILEGED_OPERATOR_NAMESPACES), beside privileged driver and toolkit pods.
+        # 1831-1834; review obsreview21 F3). A privilege: the exporter's container, privileged already
+        # (assets/state-dcgm-exporter/0800_daemonset.yaml:71-72), then sees and could signal every process of the node;
+        # it runs in the GPU Operator's namespace, Pod Security privileged already (alicerce.resolve.operators
+        # PRIVILEGED_OPERATOR_NAMESPACES), beside the privileged driver and toolkit pods.
         values["dcgmExporter"]["hostPID"] = True
     return deep_merge(values, op.values)
 
