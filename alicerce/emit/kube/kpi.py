@@ -509,8 +509,9 @@ def _utilisation() -> str:
     on a time-sliced one the holder's own use. With KUBERNETES_VIRTUAL_GPUS on (the cluster's one exporter, as soon as
     one pool time-slices: alicerce.emit.kube.operators) dcgm-exporter 4.5.3-4.8.2 sends every held GPU's GPU_UTIL as the
     device series (no pod) and a per-pod copy built from NVML's per-process samples, "0" for a pod none of whose
-    processes it maps (internal/pkg/transformation/process_metrics.go); without the host's PIDs it maps none, and
-    every busy training pod read idle (review obsreview21 F3). So a sole holder reads the larger of its copy and the
+    processes it maps (internal/pkg/transformation/kubernetes.go createPerProcessMetrics, buildIdlePodValues; pidmapper.go
+    reads /proc/<pid>/cgroup); without the host's PIDs it maps none, and every busy training pod read idle (review
+    obsreview21 F3). So a sole holder reads the larger of its copy and the
     device series; without the mode the exporter sends no device series for a held GPU, and the holder's one series
     is the device's value. Only the holder's own series and the device's: the pod that held the GPU a moment ago is
     another job (review obsreview10 F1)."""
