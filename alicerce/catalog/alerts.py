@@ -323,6 +323,7 @@ def xid_events(codes: str) -> str:
 # it): after an uncorrectable error, or enough correctable ones on a row; the GPU keeps its full memory only once a
 # reset applies it. NVML reports no remapped rows on a GPU with MIG instances active, so a MIG GPU stays silent here
 REMAP_PENDING = "DCGM_FI_DEV_ROW_REMAP_PENDING"
+XID_ROW_REMAP = 63  # a row remap recorded, applied at the GPU's next reset (NVIDIA's Xid catalog)
 
 # Who is woken at 3am for what (review observe4 G15), decided here for the monitoring blind spots and the RMA alert:
 # a page (critical) is for what loses work or users now and needs a person before morning; a ticket (warning) for
@@ -349,8 +350,11 @@ GPU_HEALTH: tuple[Alert, ...] = (
     Alert(
         "GPUXidError",
         # one XID, one alert: a code GPUCriticalXid pages on is not a ticket as well (review obsreview6 G5), and one
-        # a killed or crashing process raises is a ticket only when it recurs (GPUApplicationXidRecurring)
-        xid_count(but=f"{CRITICAL_XID_CODES}|{APPLICATION_XID_CODES}"),
+        # a killed or crashing process raises is a ticket only when it recurs (GPUApplicationXidRecurring). Nor XID 63
+        # (a row remap recorded) where the GPU reports the remap pending: GPURowRemapPending says it, with its runbook
+        # (review obsreview21 F5); a GPU with MIG active reports no remap state (NVML), so its 63 stays a ticket here
+        f"{xid_count(but=f'{CRITICAL_XID_CODES}|{APPLICATION_XID_CODES}')} unless on ({GPU_KEY}, xid) "
+        f"({xid_count(str(XID_ROW_REMAP))} and on ({GPU_KEY}) max by ({GPU_KEY}) ({REMAP_PENDING}) > 0)",
         "0m",
         "warning",
         "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $labels.xid }}",
@@ -461,6 +465,9 @@ DCGM_EXPORTER_DOWN = Alert(
 # the memory-bound diagnosis, and the input and checkpoint diagnoses read them as training (review obsreview6 G8)
 INFERENCE_POD = "alicerce:pod_inference:info"
 
+HELD_UTIL = 'gpu:dcgm_utilization:ratio{pod!=""}'  # the utilisation KPI of each GPU a pod holds (alicerce.emit.kube.kpi)
+IDLE_GPUS = f"count by (namespace, pod) ({HELD_UTIL} < 0.05)"
+
 GPU_EFFICIENCY: tuple[Alert, ...] = (
     Alert(
         "GPUIdleWhileAllocated",
@@ -469,11 +476,16 @@ GPU_EFFICIENCY: tuple[Alert, ...] = (
         # Not an inference server (INFERENCE_POD: its leader and its workers): the replicas kept at the minimum idle
         # every quiet night by design; those above it scale away (review obsreview2 GAP 8: every serving replica's
         # Slack message each night)
-        f'avg by (namespace, pod) (gpu:dcgm_utilization:ratio{{pod!=""}}) < 0.05 unless on (namespace, pod) {INFERENCE_POD}',
+        # Counted per GPU, not averaged over the pod's: a pod holding 8 GPUs whose code uses one (a single-process
+        # script in an 8-GPU request, a launcher that started one rank) averaged 12.5% at one GPU flat out, and one
+        # busy GPU over 40% hid seven idle ones (review obsreview21 F1). Half its GPUs or more idle: the value is their
+        # count; a job whose ranks take turns (a pipeline's bubble) keeps most of them above 5% over the hour's samples
+        f"{IDLE_GPUS} >= on (namespace, pod) (0.5 * count by (namespace, pod) ({HELD_UTIL})) unless on (namespace, pod) {INFERENCE_POD}",
         "1h",
         "info",
-        "Pod {{ $labels.namespace }}/{{ $labels.pod }} holds GPUs it does not use",
-        "GPU utilisation under 5% for an hour: idle notebooks and stuck jobs cost GPU-hours other teams are queueing for.",
+        "Pod {{ $labels.namespace }}/{{ $labels.pod }} leaves {{ $value }} of the GPUs it holds idle",
+        "GPU utilisation under 5% for an hour on at least half the GPUs the pod holds: idle notebooks, stuck jobs and "
+        "jobs that use fewer GPUs than they request cost GPU-hours other teams are queueing for.",
     ),
 )
 
@@ -537,6 +549,7 @@ SOURCE_ABSENT_FOR = "15m"
 KUBERAY_METRICS_ABSENT = "KubeRayMetricsAbsent"  # a RayCluster with pods the KubeRay operator does not report: no run
 SERVING_METRICS_ABSENT = "ServingMetricsAbsent"
 SERVING_LATENCY_UNMEASURED = "ServingLatencyUnmeasured"  # scraped, but no latency histogram an SLO of it reads
+SERVING_ENGINE_METRICS_ABSENT = "ServingEngineMetricsAbsent"  # scraped and ready, but no vLLM series at all
 CLOUD_STORAGE_METRICS_ABSENT = "CloudWatchStorageMetricsAbsent"  # a cloud tier whose file system's I/O nobody exports
 # the EFA ports' counters (the EFA pools' writer, alicerce.targets.aws files/alicerce_efa_stats.py): a node of an EFA
 # pool that reports none, or whose file stopped being rewritten. node_textfile_mtime_seconds{file} is the full path of
@@ -550,8 +563,8 @@ EFA_COUNTERS_FILE = "alicerce_efa.prom"
 EFA_LINK_RATE_MISSING = "EfaLinkRateMissing"
 SOURCE_ALERTS = (KUBE_STATE_METRICS_ABSENT, NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_ABSENT, DCGM_PROFILING_ABSENT,
                  DCGM_XID_COUNTS_ABSENT, KUEUE_METRICS_ABSENT, KUEUE_PROCESS_START_ABSENT, KUBERAY_METRICS_ABSENT,
-                 SERVING_METRICS_ABSENT, SERVING_LATENCY_UNMEASURED, CLOUD_STORAGE_METRICS_ABSENT, EFA_COUNTERS_MISSING,
-                 EFA_COUNTERS_STALE, EFA_LINK_RATE_MISSING)  # fmt: skip
+                 SERVING_METRICS_ABSENT, SERVING_LATENCY_UNMEASURED, SERVING_ENGINE_METRICS_ABSENT,
+                 CLOUD_STORAGE_METRICS_ABSENT, EFA_COUNTERS_MISSING, EFA_COUNTERS_STALE, EFA_LINK_RATE_MISSING)  # fmt: skip
 # a serving workload with pods and no ready one (alicerce.emit.kube.sources): down after serving, or never ready
 SERVING_WORKLOAD_DOWN = "ServingWorkloadDown"
 SERVING_NEVER_READY = "ServingWorkloadNeverReady"

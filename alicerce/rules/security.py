@@ -330,9 +330,15 @@ def pager_takes_pages(ctx: RuleContext) -> Iterable[Finding]:
 
 # each operator by field, its name and what its chart runs, for the message of AL322 (kube-prometheus-stack's node
 # exporter mounts the host's / with hostPID and hostNetwork; the GPU and Network Operators' DaemonSets run
-# privileged; the others are controllers with cluster-wide permissions)
+# privileged, and where a pool time-slices the GPU Operator's dcgm-exporter shares the host's PIDs, which its per-pod
+# attribution reads (alicerce.emit.kube.operators, review obsreview21 F3); the others are controllers with
+# cluster-wide permissions)
 OPERATOR_POWER = {
-    "gpu_operator": ("the GPU Operator", "runs privileged on every GPU node", "as root on every GPU node"),
+    "gpu_operator": (
+        "the GPU Operator",
+        "runs privileged on every GPU node (its exporter with the host's PIDs where a pool time-slices)",
+        "as root on every GPU node",
+    ),
     "network_operator": ("the Network Operator", "runs privileged on every RDMA node", "as root on every RDMA node"),
     "monitoring": ("kube-prometheus-stack", "runs its node exporter with the host's /, PIDs and network", "as root on every node"),
     "kueue": ("Kueue", "runs a controller with cluster-wide permissions", "with those permissions"),

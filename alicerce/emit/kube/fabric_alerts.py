@@ -69,7 +69,12 @@ def fabric_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         return f"({PORT_LAST_ACTIVE}{devices[pool]} unless on ({PORT}) {active}) * on (node) group_left () ({members(pool)} > 0)"
 
     down = in_service("(" + " or ".join(f"({lost(p)})" for p in pools) + f") and on (node) {PORTS_REPORTED}")
-    flapping = in_service(f"sum by ({PORT}) (increase(node_infiniband_link_downed_total[1h])) {on_pools} > 2")
+    # "more than twice": the counter steps by whole downs, but increase() extrapolates the range's first and last
+    # samples to the window's edges (Prometheus v3 promql/functions.go extrapolatedRate, by up to 1.1 x the mean scrape
+    # interval each side), so two downs read 2.03 on an evaluation off the scrapes and `> 2` fired on two. Half-way
+    # between 2 and 3: the extrapolation of an hour's window stays under 10 % with scrapes up to 5 minutes apart
+    # (review obsreview21 F2)
+    flapping = in_service(f"sum by ({PORT}) (increase(node_infiniband_link_downed_total[1h])) {on_pools} > 2.5")
 
     # a rail that never came up (a dead HCA, an uncabled port on a new node) was never active, so FabricPortDown cannot
     # see it: fewer ports active in the last 30 days than the pool's rails, once the node is past its install grace

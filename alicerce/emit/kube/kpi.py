@@ -504,6 +504,31 @@ def _memory_used() -> str:
     return _per_gpu(f"{holders} * on ({gpu}) group_left () ({ratio})")
 
 
+def _utilisation() -> str:
+    """GPU_UTIL per GPU, and per holder: on a GPU a pod holds alone (a whole GPU, a MIG instance) the device's own value,
+    on a time-sliced one the holder's own use. With KUBERNETES_VIRTUAL_GPUS on (the cluster's one exporter, as soon as
+    one pool time-slices: alicerce.emit.kube.operators) dcgm-exporter 4.5.3-4.8.2 sends every held GPU's GPU_UTIL as the
+    device series (no pod) and a per-pod copy built from NVML's per-process samples, "0" for a pod none of whose
+    processes it maps (internal/pkg/transformation/kubernetes.go createPerProcessMetrics, buildIdlePodValues; pidmapper.go
+    reads /proc/<pid>/cgroup); without the host's PIDs it maps none, and every busy training pod read idle (review
+    obsreview21 F3). So a sole holder reads the larger of its copy and the
+    device series; without the mode the exporter sends no device series for a held GPU, and the holder's one series
+    is the device's value. Only the holder's own series and the device's: the pod that held the GPU a moment ago is
+    another job (review obsreview10 F1)."""
+
+    def reported(held: str) -> str:
+        # a MIG instance reports no DCGM_FI_DEV_GPU_UTIL (absent, or 0: dcgm-exporter maintainers in NVIDIA/dcgm-exporter
+        # issues 105, 216, 430): its graphics engine activity stands for it; MIG series carry GPU_I_ID (render_metrics.go 47)
+        return _per_gpu(f'DCGM_FI_DEV_GPU_UTIL{{GPU_I_ID=""{held}}} / 100 or DCGM_FI_PROF_GR_ENGINE_ACTIVE{{GPU_I_ID!=""{held}}}')
+
+    held, device = reported(',pod!=""'), reported(',pod=""')
+    # a pool whose nvidia.com/gpu unit is under a whole GPU time-slices it (alicerce.resolve.gpu decides the share)
+    sliced = f'{POOL_RESOURCE_GPU_SHARE}{{resource="{GPU_RESOURCE}"}} < 1'
+    as_device = f"(0 * {held} + on ({DEVICE_KEY}, pool) group_left () {device})"
+    alone = f"(({as_device} > {held}) or {held}) unless on (pool) ({sliced})"
+    return f"{alone} or {reported('')}"
+
+
 def gpu_rules() -> list[dict[str, Any]]:
     """GPU utilisation, memory and engine activity per GPU, and the allocation of GPUs to pods, in physical GPUs."""
     running = 'max by (namespace, pod) (kube_pod_status_phase{phase="Running"}) == 1'
@@ -520,9 +545,8 @@ def gpu_rules() -> list[dict[str, Any]]:
     )
     # a MIG instance reports no DCGM_FI_DEV_GPU_UTIL (absent, or 0: dcgm-exporter maintainers in NVIDIA/dcgm-exporter
     # issues 105, 216, 430): its graphics engine activity stands for it; MIG series carry GPU_I_ID (render_metrics.go 47)
-    utilisation = 'DCGM_FI_DEV_GPU_UTIL{GPU_I_ID=""} / 100 or DCGM_FI_PROF_GR_ENGINE_ACTIVE{GPU_I_ID!=""}'
     return [
-        _rule(GPU_UTIL, _per_gpu(utilisation)),
+        _rule(GPU_UTIL, _utilisation()),
         _rule(GPU_FB, _memory_used()),
         _rule(GPU_ACTIVE, _per_gpu("DCGM_FI_PROF_GR_ENGINE_ACTIVE")),
         _rule(GPU_TENSOR, _per_gpu("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")),

@@ -276,6 +276,17 @@ def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
         # a time-sliced GPU is shared by several pods: without this the exporter attributes it to none of them
         # (dcgm-exporter pkg/cmd/app.go, flag kubernetes-virtual-gpus, env KUBERNETES_VIRTUAL_GPUS; chart default env: [])
         values["dcgmExporter"]["env"] = [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}]
+        # In that mode the exporter sends each holder's use per pod from NVML's per-process samples, mapped to pods
+        # through /proc/<host pid>/cgroup (dcgm-exporter 4.5.3-4.8.2 internal/pkg/transformation/pidmapper.go): in the
+        # pod's own PID namespace it maps none and sends every holder 0, exclusive GPUs too (process_metrics.go). One
+        # exporter DaemonSet serves the whole cluster, so the host's PIDs go with the mode wherever it is on
+        # (gpu-operator v26.3.3: values.yaml:289 dcgmExporter.hostPID, default false, rendered into the ClusterPolicy by
+        # templates/clusterpolicy.yaml:580-581 and set on the exporter's DaemonSet by controllers/object_controls.go:
+        # 1831-1834; review obsreview21 F3). A privilege: the exporter's container, privileged already
+        # (assets/state-dcgm-exporter/0800_daemonset.yaml:71-72), then sees and could signal every process of the node;
+        # it runs in the GPU Operator's namespace, Pod Security privileged already (alicerce.resolve.operators
+        # PRIVILEGED_OPERATOR_NAMESPACES), beside the privileged driver and toolkit pods.
+        values["dcgmExporter"]["hostPID"] = True
     return deep_merge(values, op.values)
 
 

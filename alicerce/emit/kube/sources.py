@@ -37,6 +37,7 @@ from alicerce.catalog.alerts import (
     NODE_CORDONED_FOR_DAYS,
     NODE_EXPORTER_ABSENT,
     NODE_EXPORTER_ANSWERS,
+    SERVING_ENGINE_METRICS_ABSENT,
     SERVING_LATENCY_UNMEASURED,
     SERVING_METRICS_ABSENT,
     SERVING_NEVER_READY,
@@ -59,6 +60,7 @@ from alicerce.emit.kube.kpi import (
     PROCESS_START,
     RAY_CLUSTER_INFO,
     RAY_CLUSTER_LABEL,
+    RAY_NODE_TYPE_LABEL,
     READY_PODS,
     SERVING_LAST_EMPTY,
     SERVING_LAST_READY,
@@ -153,10 +155,14 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         # a RayJob's run is the pods of the RayClusters KubeRay's operator says it built (kpi.pod_runs): with the
         # operator's metrics gone (its ServiceMonitor off, metrics.enabled false in the spec's values, the operator
         # down) every RayJob's GPU-hours fall out of the runs, silently. Any RayCluster with pods the operator does
-        # not report says so; one being deleted leaves within the 15 minutes (review obsreview16 F2)
+        # not report says so (review obsreview16 F2). Not a pod being deleted: KubeRay deletes a finished RayJob's
+        # RayCluster at once and its pods go with it, but one on a lost node keeps its deletion timestamp and its object
+        # (the dead kubelet never confirms) until the Node object goes or someone force-deletes it, for hours, and read
+        # as the operator down (review obsreview21 F9); kube-state-metrics 2.20.0 kube_pod_deletion_timestamp, as LIVE_PODS
         cluster = ksm_label(RAY_CLUSTER_LABEL)
         reported = f'label_replace(max by (namespace, name) ({RAY_CLUSTER_INFO}), "{cluster}", "$1", "name", "(.+)")'
-        expr = f'count by (namespace, {cluster}) (kube_pod_labels{{{cluster}!=""}}) unless on (namespace, {cluster}) {reported}'
+        pods = f'kube_pod_labels{{{cluster}!=""}} unless on (namespace, pod) kube_pod_deletion_timestamp'
+        expr = f"count by (namespace, {cluster}) ({pods}) unless on (namespace, {cluster}) {reported}"
         alerts.append(Alert(KUBERAY_METRICS_ABSENT, expr, FOR, "warning",
                             "KubeRay reports no RayCluster {{ $labels.namespace }}/{{ $labels.label_ray_io_cluster }}, "
                             "which has pods",
@@ -184,6 +190,7 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
                             "Ready serving pods that Prometheus does not scrape: name the engine's metrics port `metrics` "
                             "and label the pods alicerce.dev/workload (README, Run the platform); until then latency, "
                             "throughput and SLO burn rates count only the pods it does scrape."))  # fmt: skip
+        alerts.append(_engine_unmeasured(names, up))
         alerts += _latency_unmeasured(rp, set(serving), up)
         # a workload whose pods exist and none is ready serves nobody, and its latency SLIs have no traffic to
         # count: the SLO pages never fire (review obsreview3 G13). It pages when a workload that served in the last
@@ -223,6 +230,26 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
                             "and that the file system carries the alicerce.dev/storage-tier and alicerce.dev/site tags. "
                             "Until then the tier's throughput and operations read as nothing."))  # fmt: skip
     return alerts
+
+
+def _engine_unmeasured(names: str, up: str) -> Alert:
+    """Ready serving pods scraped and answering whose engine serves no vLLM series at all: every SLO, burn rate, token
+    and queue KPI of the workload reads nothing, and ServingLatencyUnmeasured, which looks only where vLLM's request
+    counter shows traffic, cannot see it either (review obsreview21 F7). vLLM creates its Prometheus stat logger only
+    with log stats on (vllm/v1/engine: ``if self.log_stats``), which --disable-log-stats turns off, and its OpenAI
+    server's gauges (vllm:num_requests_running, ...) are labelled at start, traffic or not: 30 minutes without one is
+    not an idle engine. Not a Ray pod: a RayService's head reports through Ray's metrics agent (ray_vllm_*), whose
+    series appear only once a value is recorded, so an idle RayService has none."""
+    ray = f'kube_pod_labels{{{ksm_label(RAY_NODE_TYPE_LABEL)}!=""}}'
+    ready = f'{SERVING_POD}{{workload=~"{names}"}} * on (namespace, pod) group_left () ({READY_PODS}) and on (namespace, pod) {up}'
+    engine = f'max by (namespace, pod) ({{__name__=~"vllm:.+",{SERVING_WORKLOAD_LABEL}=~"{names}"}})'
+    expr = f"count by (namespace, workload) (({ready}) unless on (namespace, pod) ({ray} or {engine}))"
+    return Alert(SERVING_ENGINE_METRICS_ABSENT, expr, "30m", "warning",
+                 "{{ $labels.namespace }}/{{ $labels.workload }}: {{ $value }} ready pods serve no vLLM metrics",
+                 "The pods are scraped and their /metrics has no vllm: series: the engine runs with --disable-log-stats "
+                 "(or with several API servers, which turn its stats off), or is not vLLM. Its latency SLOs, burn rates, "
+                 "token, request and queue KPIs read nothing until it does: remove --disable-log-stats from the "
+                 "engine's arguments and check `curl <pod>:<metrics port>/metrics | grep vllm:`.")  # fmt: skip
 
 
 def _latency_unmeasured(rp: ResolvedPlatform, serving: set[str], up: str) -> list[Alert]:

@@ -60,3 +60,21 @@ def test_a_new_counters_list_changes_the_configmap_the_cluster_policy_names(monk
     assert len(str(after["name"])) <= 63  # a volume's ConfigMap reference, a DNS label at most
     monkeypatch.setattr(dcgm_counters, "COUNTERS", COUNTERS)
     assert config() == before  # the same list, the same name: no roll on an unrelated regeneration
+
+
+# the dcgm-exporter image each gpu-operator pin runs by default (deployments/gpu-operator/values.yaml dcgmExporter.version;
+# v26.3.3:285 reads 4.5.3-4.8.2-distroless, read at the tag): the exporter whose labels tests/data/upstream vendors
+EXPORTER_OF_GPU_OPERATOR = {"v26.3.3": "4.5.3-4.8.2"}
+
+
+def test_the_vendored_exporter_labels_are_the_pinned_gpu_operator_s() -> None:
+    """Review obsreview21 F6: dcgm-exporter's main renames the ``Hostname`` label to ``hostname`` (d5e5f51, after
+    4.8.2), and every DCGM join, health alert and dashboard keys on ``Hostname``. Nothing pins the exporter but the
+    gpu-operator chart: a chart upgrade fails here until the exporter it brings is vendored and its labels checked."""
+    from alicerce.catalog import load_catalog
+    from alicerce.resolve.platform import CHART_VERSION_KEYS
+
+    pinned = getattr(load_catalog().versions.bom, CHART_VERSION_KEYS["gpu-operator"])
+    assert pinned in EXPORTER_OF_GPU_OPERATOR, f"gpu-operator {pinned}: vendor its dcgm-exporter and check its labels"
+    labels = load("dcgm-exporter", EXPORTER_OF_GPU_OPERATOR[pinned], "labels.json")
+    assert "Hostname" in labels["device_labels"]

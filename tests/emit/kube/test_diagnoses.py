@@ -571,7 +571,7 @@ def test_the_workers_of_a_leaderworkerset_serve_and_are_not_read_as_training(tmp
         ("GPUMemoryBound", "45m", decoding, "embed-0",
          [expected(rules["GPUMemoryBound"], batch | {"node": node}, "2")]),
         ("GPUIdleWhileAllocated", "70m", night, worker_pod, []),
-        ("GPUIdleWhileAllocated", "70m", night, "embed-0", [expected(rules["GPUIdleWhileAllocated"], batch, "0")]),
+        ("GPUIdleWhileAllocated", "70m", night, "embed-0", [expected(rules["GPUIdleWhileAllocated"], batch, "2")]),
     ):  # fmt: skip
         check(name, worker(pod, pod == worker_pod, *state), at, fired, tmp_path / f"{name}-{pod}", site="aws")
 

@@ -275,6 +275,18 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
                 },
             ],
         },
+        {  # review obsreview21 F5: XID 63 on a GPU that reports the remap pending is GPURowRemapPending's alone (one
+            # event, one notification); without the pending state (MIG active: NVML reports none) it stays a ticket above
+            "interval": "1m",
+            "input_series": [
+                {"series": series(XID_COUNT_METRIC, xids(held, 63)), "values": "_x2 1x4 stale"},
+                {"series": series(REMAP_PENDING, held), "values": "0x2 1x10"},
+            ],
+            "alert_rule_test": [
+                {"eval_time": "3m", "alertname": "GPUXidError", "exp_alerts": []},
+                {"eval_time": "3m", "alertname": "GPURowRemapPending", "exp_alerts": [expected(rules["GPURowRemapPending"], key, "1")]},
+            ],
+        },
         {  # review obsreview12 F9: the remap waits for the reset: still said after hours (it resolved itself after one),
             # and cleared by the reset that applies it
             "interval": "10m",

@@ -388,6 +388,18 @@ def test_time_sliced_gpus_are_attributed_to_the_pods_that_share_them() -> None:
     assert {"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"} in values["dcgmExporter"]["env"]
     dc1 = next(r for r in operator_releases(rp, "dc1") if r.key == "gpu-operator").values  # no time-sliced pool there
     assert "env" not in dc1["dcgmExporter"]
+    # review obsreview21 F3: the mode maps processes to pods through the host's /proc, so it needs the host's PIDs
+    assert values["dcgmExporter"]["hostPID"] is True
+    assert "hostPID" not in dc1["dcgmExporter"]
+
+
+def test_the_exporter_host_pid_value_is_the_pinned_charts() -> None:
+    """Review obsreview21 F3: hostPID is a value of the pinned gpu-operator chart and a ClusterPolicy field, so the
+    GPU Operator sets it on the exporter's DaemonSet (a misspelt key would be dropped without a word)."""
+    values = json.loads((ROOT / "tests/data/upstream/gpu-operator/v26.3.3/values.json").read_text())
+    assert values["dcgmExporter.hostPID"] == "bool"
+    crd = json.loads((ROOT / "tests/data/upstream/gpu-operator/v26.3.3/crds/nvidia.com_clusterpolicies_v1.schema.json").read_text())
+    assert crd["properties"]["spec"]["properties"]["dcgmExporter"]["properties"]["hostPID"] == {"type": "boolean"}
 
 
 @pytest.mark.parametrize(("env", "site"), [("prod", "aws"), ("dev", "aws")])

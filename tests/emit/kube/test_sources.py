@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from alicerce.catalog.alerts import FORMER_NAMES, SOURCE_ALERTS, STATIC_ALERTS, TPOT
 from alicerce.emit.kube.kpi import RAY_NODE_TYPE_LABEL
 from alicerce.resolve.model import ResolvedPlatform
@@ -118,6 +120,28 @@ def test_kuberay_metrics_absent_names_a_raycluster_with_pods_kuberay_does_not_re
     check("aws", "KubeRayMetricsAbsent", pods, [expected(rule, labels, "1")], tmp_path / "a")
     check("aws", "KubeRayMetricsAbsent", pods + info, [], tmp_path / "b")
     check("aws", "KubeRayMetricsAbsent", info, [], tmp_path / "c")
+
+
+@needs_promtool
+def test_kuberay_metrics_absent_leaves_out_a_deleted_clusters_pod_stuck_terminating(tmp_path: Path) -> None:
+    """Review obsreview21 F9: RayJob sweep-2's cluster is reported until 30m, when the job ends and KubeRay deletes the
+    RayCluster; a GPU worker on a node that died keeps its deletion timestamp and its object for hours (the kubelet
+    never confirms). The operator keeps reporting another cluster: quiet at 1 h and 3 h. The same worker not being
+    deleted, the operator reporting nothing (down): it fires."""
+    rule = rules_of(platform(), "aws")["KubeRayMetricsAbsent"]
+    assert "kube_pod_deletion_timestamp" in load("kube-state-metrics", "2.20.0", "metrics.json")
+    at = 'namespace="research",pod="sweep-2-x7k2p-gpu-worker-m2v5d",uid="w1"'
+    worker = {"series": f'kube_pod_labels{{{at},label_ray_io_cluster="sweep-2-x7k2p",label_ray_io_node_type="worker"}}', "values": "1x240"}
+    exposed = {"name": "sweep-2-x7k2p", "namespace": "research", "uid": "c1", "owner_kind": "RayJob"}
+    other = {"name": "other-abcde", "namespace": "research", "uid": "c2", "owner_kind": "RayJob"}
+    stuck = [worker, {"series": f"kube_pod_deletion_timestamp{{{at}}}", "values": "_x30 1800x210"},
+             {"series": kuberay_scraped("kuberay_cluster_info", exposed), "values": "1x30 stale"},
+             {"series": kuberay_scraped("kuberay_cluster_info", other), "values": "1x240"}]  # fmt: skip
+    labels = {"namespace": "research", "label_ray_io_cluster": "sweep-2-x7k2p"}
+    for name, inputs, fired in (("stuck", stuck, []), ("outage", [worker], [expected(rule, labels, "1")])):
+        (tmp_path / name).mkdir()
+        at_times = [{"eval_time": f"{m}m", "alertname": "KubeRayMetricsAbsent", "exp_alerts": fired} for m in (60, 180)]
+        run_promtool(platform(), "aws", [{"interval": "1m", "input_series": inputs, "alert_rule_test": at_times}], tmp_path / name)
 
 
 @needs_promtool
@@ -436,6 +460,22 @@ def test_a_fabric_rail_that_went_down_or_keeps_flapping_alerts(tmp_path: Path) -
 
 
 @needs_promtool
+@pytest.mark.parametrize(("downs", "fires"), [("5x80 6x10 7x60", False), ("5x80 6x5 7x5 8x60", True)])
+def test_link_flapping_counts_whole_downs(downs: str, fires: bool, tmp_path: Path) -> None:
+    """Review obsreview21 F2: "more than twice in an hour". Two downs (5 -> 6 at 80m, -> 7 at 90m) stay quiet, three
+    fire, with the rules evaluated 30 s off the scrapes as a real rule group is: increase() extrapolates the two to
+    2 x 3600/3540 = 2.034, which `> 2` read as more than two."""
+    labels = f'job="node-exporter",instance="{NODE}:9100",node="{NODE}",device="mlx5_0",port="1"'
+    inputs = [*[{**n, "values": "1x150"} for n in node_labels(NODE)],
+              {"series": f"node_infiniband_link_downed_total{{{labels}}}", "values": downs}]  # fmt: skip
+    alert = [expected(rules_of(platform(), "dc1")["FabricLinkFlapping"], {"node": NODE, "device": "mlx5_0", "port": "1"}, "")]
+    times = ("100m30s", "120m30s", "135m30s")
+    at_times = [{"eval_time": m, "alertname": "FabricLinkFlapping", "exp_alerts": alert if fires else []} for m in times]
+    tests = [{"interval": "1m", "input_series": inputs, "alert_rule_test": at_times}]
+    run_promtool(platform(), "dc1", tests, tmp_path, every="30s")
+
+
+@needs_promtool
 def test_a_port_error_counter_stopped_at_its_maximum_is_reported(tmp_path: Path) -> None:
     """link_downed is 8 bits and symbol/receive errors 16 in the IB PortCounters the kernel reads, and they stop at
     all ones: mlx5_0 goes down 6 times in 6 minutes to 255 and keeps flapping unseen (FabricLinkFlapping quiet an
@@ -637,4 +677,33 @@ def test_a_serving_workload_whose_pods_serve_no_slo_bucket_is_unmeasured(tmp_pat
         case(pod("chat-70b-0", finished=None), ()),  # a RayService that has answered nothing yet
         case(pod("chat-70b-0", ttft, itl) + pod("chat-70b-worker", finished=None), ()),
         case([{"series": 'up{job="x"}', "values": "1x60"}], ()),  # nothing deployed
+    ], tmp_path)  # fmt: skip
+
+
+@needs_promtool
+def test_a_scraped_serving_pod_without_vllm_series_is_unmeasured(tmp_path: Path) -> None:
+    """Review obsreview21 F7: chat-70b-0 ready and scraped for 2 h, its /metrics answering process series only (vLLM
+    started with --disable-log-stats creates no stat logger): every SLO reads nothing, and ServingLatencyUnmeasured
+    looks only where vLLM's request counter shows traffic. ServingEngineMetricsAbsent fires; quiet once the engine
+    serves its gauges (at start, traffic or not), and for a RayService head (Ray's agent exports from a first value)."""
+    rule = rules_of(platform(), "aws")["ServingEngineMetricsAbsent"]
+
+    def pod(name: str, labels: str = "", *, vllm: bool = False) -> list[dict[str, str]]:
+        at = f'namespace="serving",pod="{name}"'
+        target = f'job="monitoring/serving-chat-70b",{at},instance="10.1.2.3:8000",alicerce_dev_workload="chat-70b"'
+        return [
+            {"series": f'kube_pod_labels{{{at},uid="u1",label_alicerce_dev_workload="chat-70b"{labels}}}', "values": "1x130"},
+            {"series": f'kube_pod_status_ready{{{at},uid="u1",condition="true"}}', "values": "1x130"},
+            {"series": f'kube_pod_status_phase{{{at},uid="u1",phase="Running"}}', "values": "1x130"},
+            {"series": f"up{{{target}}}", "values": "1x130"},
+            {"series": f"process_start_time_seconds{{{target}}}", "values": "0x130"},
+            *([{"series": f'vllm:num_requests_running{{{target},model_name="chat",engine="0"}}', "values": "0x130"}] if vllm else []),
+        ]
+
+    fired = [expected(rule, {"namespace": "serving", "workload": "chat-70b"}, "1")]
+    head = ',label_ray_io_node_type="head"'
+    cases = ((pod("chat-70b-0"), fired), (pod("chat-70b-0", vllm=True), []), (pod("chat-70b-head", head), []))
+    run_promtool(platform(), "aws", [
+        {"interval": "1m", "input_series": inputs, "alert_rule_test": [
+            {"eval_time": "120m", "alertname": "ServingEngineMetricsAbsent", "exp_alerts": exp}]} for inputs, exp in cases
     ], tmp_path)  # fmt: skip
