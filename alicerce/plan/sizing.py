@@ -15,6 +15,7 @@ from typing import Any
 
 from alicerce.catalog.models import Gpu, Sizing
 from alicerce.plan.figures import Factor, Figure, deadline_text, rounded
+from alicerce.plan.heads import legal_degrees
 from alicerce.plan.queueing import replicas_within, share_waiting_longer
 from alicerce.plan.roofline import (
     Replica,
@@ -35,11 +36,12 @@ NODE_GPUS = 8
 TP_DEGREES = (1, 2, 4, 8)
 
 
-def node_degrees(node_gpus: int) -> tuple[int, ...]:
+def node_degrees(node_gpus: int, allowed: tuple[int, ...] = TP_DEGREES) -> tuple[int, ...]:
     """The tensor-parallel degrees a training run can use on nodes of ``node_gpus``: those a node holds whole groups of.
     Ranks fill nodes in order, so on a 10-GPU server TP 8 put two groups of every five across two nodes, their
-    all-reduces over the fabric, costed at the node's link (review sizreview12 F7)."""
-    return tuple(d for d in TP_DEGREES if d <= node_gpus and node_gpus % d == 0)
+    all-reduces over the fabric, costed at the node's link (review sizreview12 F7). ``allowed``: the degrees the model's
+    heads allow (heads.legal_degrees: a 28-head model at TP 8 does not start; review sizreview17 F7)."""
+    return tuple(d for d in allowed if d <= node_gpus and node_gpus % d == 0)
 
 
 @dataclass(frozen=True)
@@ -192,6 +194,7 @@ class TrainingMemory:
     working_routed: float = 0.0  # of a layer's working set, its routed experts' at EP 1 (what the expert group spreads)
     experts: int = 0  # a MoE's routed experts, where declared
     expert_parallel_declared: bool = False
+    tp_degrees: tuple[int, ...] = TP_DEGREES  # the degrees the model's heads allow (heads.legal_degrees)
 
     def working_at(self, zero_stage: int, tp: int, dp: int | None = None) -> float:
         """Bytes a GPU holds beyond its shard of the state while ZeRO ``zero_stage`` runs a layer, at tensor parallel ``tp``
@@ -328,7 +331,9 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
                           weights=weights, gradients=gradients, fp32_gradients=trainable * extra, fp32_main_gradients=trainable * main,
                           routed_share=routed, expert_parallel=w.expert_parallel or 1, working_set=layer * (1 - moe_routed),
                           working_routed=layer * moe_routed, experts=experts,
-                          expert_parallel_declared=w.expert_parallel is not None)  # fmt: skip
+                          expert_parallel_declared=w.expert_parallel is not None,
+                          tp_degrees=legal_degrees(w.model, TP_DEGREES, int(sizing.inference.headDimDefault.value),
+                                                   serving=False))  # fmt: skip
 
 
 def expert_parallel_degree(declared: int | None, experts: int, dp: int) -> int:
@@ -400,7 +405,7 @@ def smallest_fit(
     """
     usable = usable_memory(gpu, sizing)
     best: tuple[int, int] | None = None
-    for tp in node_degrees(node_gpus):
+    for tp in node_degrees(node_gpus, mem.tp_degrees):
         group = tp * pipeline
         room = usable - mem.activations_at(tp, 1.0) - mem.held_whole(zero_stage) / group
         whole = math.lcm(group * context, mem.expert_parallel * group)  # whole replicas and whole expert grids
@@ -434,7 +439,7 @@ def _overflow(mem: TrainingMemory, gpu: Gpu, sizing: Sizing, *, node_gpus: int, 
     """PL303's words when no layout holds the job, at the widest tensor-parallel degree: which part overflows, and what
     shrinks it (it always blamed one sequence's activations, where the state ZeRO keeps whole overflowed: a 405B at
     ZeRO-1 was told to shorten its sequences; review sizreview10 F2)."""
-    tp = max(node_degrees(node_gpus))
+    tp = max(node_degrees(node_gpus, mem.tp_degrees))
     usable, activations = usable_memory(gpu, sizing), mem.activations_at(tp, 1.0)
     whole = mem.held_whole(zero_stage) / (tp * pipeline) + mem.working_at(zero_stage, tp)
     kept = "the layers ZeRO-3 gathers" if zero_stage >= 3 else f"the state ZeRO-{zero_stage} keeps whole"
@@ -822,7 +827,7 @@ def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usabl
     # the batch does: the other way round the batch dropped the one degree the grid allows and the layout fell into
     # "nothing fits", full recomputation at a tenth of the GPU's memory (review sizreview15 F6)
     grid = mem.expert_parallel * job.pipeline_parallel
-    degrees = [d for d in node_degrees(node_gpus) if job.gpus % (d * whole) == 0 and job.gpus % (d * grid) == 0]
+    degrees = [d for d in node_degrees(node_gpus, mem.tp_degrees) if job.gpus % (d * whole) == 0 and job.gpus % (d * grid) == 0]
     degrees = [d for d in degrees if job.gpus // (d * whole) <= sequences] or degrees
     for d in degrees:
         dp = job.gpus // (d * job.context_parallel * job.pipeline_parallel)
@@ -841,7 +846,7 @@ def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usabl
     # so): keep the degree it came with where it divides the GPUs, else the largest that does (a layout the stack can
     # start: Megatron refuses a world size TP x CP x PP does not divide; review sizreview9 F9)
     if job.gpus % (job.tensor_parallel * whole):
-        fallback = max((d for d in node_degrees(node_gpus) if job.gpus % (d * whole) == 0), default=1)
+        fallback = max((d for d in node_degrees(node_gpus, mem.tp_degrees) if job.gpus % (d * whole) == 0), default=1)
         return replace(job, tensor_parallel=fallback)
     return job
 
@@ -947,7 +952,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # where 1,024 at TP 8 take 357k; review sizreview11 F6)
         node = place.gpus_per_node
         experts = mem.expert_parallel * pipeline  # whole expert grids too (EP x TP x PP)
-        granules = sorted({math.lcm(node, pipeline * context * d, experts * d) for d in node_degrees(node) if d >= tp})
+        granules = sorted({math.lcm(node, pipeline * context * d, experts * d) for d in node_degrees(node, mem.tp_degrees) if d >= tp})
         limit = deadline * availability if deadline else None
 
         batch = float(w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value)
@@ -957,7 +962,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # one: review sizreview15 F1)
         per_rank = pipeline if (w.pipeline_virtual_stages or 1) > 1 else 1
 
-        widest = max(node_degrees(node))
+        widest = max(node_degrees(node, mem.tp_degrees))
 
         def admissible(run: _Run) -> bool:
             # some layout gives each data-parallel rank at least one sequence of the global batch, the widest tensor
@@ -992,7 +997,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             # (a 70B at 1,024 sequences got 4,528 GPUs at TP 8 where 4,096 at TP 4 meet in less: review sizreview15 F9)
             fine = granules[0]
             spread = batch_sequences(batch, w.sequence_length or DEFAULT_SEQUENCE) / per_rank
-            edges = [_batch_ceiling(spread, fine, d * context * pipeline) for d in node_degrees(node) if d >= tp]
+            edges = [_batch_ceiling(spread, fine, d * context * pipeline) for d in node_degrees(node, mem.tp_degrees) if d >= tp]
             if met:
                 best = min(met, key=lambda r: (seconds(r), r.gpus))
                 if any(_ceil_to(min_gpus, fine) <= e < best.gpus for e in edges):
@@ -1293,7 +1298,10 @@ def replica_layout(
     # tensor parallelism all-reduces every layer over NVLink/PCIe inside one node, and a pod's GPUs come from one node:
     # a declared degree obeys the same bound as the ones tried (PL322 reports a declared degree past it)
     pinned = tp if tp is not None else w.tensor_parallel
-    degrees = [d for d in ([pinned] if pinned is not None else TP_DEGREES) if d <= node_gpus]
+    # only degrees the model's heads allow (vLLM refuses the rest: a 10-KV-head model was planned at TP 8, review
+    # sizreview17 F7); a declared one AL372 judges
+    allowed = legal_degrees(w.model, TP_DEGREES, int(inf.headDimDefault.value), serving=True)
+    degrees = [d for d in ([pinned] if pinned is not None else allowed) if d <= node_gpus]
     feasible: list[tuple[int, int, ReplicaPerformance]] = []  # (GPUs for the load, degree, performance)
     for degree in degrees:
         replica = Replica(shape_, degree, hardware, eff, bytes_per_weight, kv_bytes(w.precision, w.kv_cache_precision),
@@ -1326,7 +1334,9 @@ def replica_layout(
 
 def smallest_degree(w: Workload, gpu: Gpu, sizing: Sizing, node_gpus: int) -> int | None:
     """The fewest GPUs a replica of ``w`` needs on ``gpu`` (what fits, whatever serves the load cheapest)."""
-    for degree in [w.tensor_parallel] if w.tensor_parallel is not None else TP_DEGREES:
+    assert w.model is not None
+    allowed = legal_degrees(w.model, TP_DEGREES, int(sizing.inference.headDimDefault.value), serving=True)
+    for degree in [w.tensor_parallel] if w.tensor_parallel is not None else allowed:
         if degree <= node_gpus and replica_layout(w, gpu, sizing, node_gpus, tp=degree)[0] is not None:
             return degree
     return None

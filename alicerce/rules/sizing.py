@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from alicerce.plan.heads import tensor_parallel_refusals
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean, one_of
 from alicerce.spec.models.storage import ParallelFsTier
-from alicerce.spec.models.workloads import DEFAULT_SEQUENCE, LatentAttention, Model, SlidingWindowAttention, Workload
+from alicerce.spec.models.workloads import DEFAULT_SEQUENCE, LatentAttention, SlidingWindowAttention, Workload
 from alicerce.spec.units import format_bytes
 
 rules = RuleSet()
@@ -246,30 +247,8 @@ def tensor_parallel_heads(ctx: RuleContext) -> Iterable[Finding]:
         tp, model = w.tensor_parallel, w.model
         if tp is None or model is None or w.kind not in SERVING:
             continue
-        path = S.workloads[i].tensor_parallel
-        heads, source = _query_heads(model, head_dim_default)
-        if heads is not None and heads % tp:
-            yield Finding(path, f"tensorParallel {tp} does not divide the model's {heads} attention heads ({source})",
-                          f"use a degree that divides {heads}: {_divisors(heads)}", tp, resource=w.name)  # fmt: skip
-        kv = None if isinstance(model.attention, LatentAttention) else model.kv_heads  # MLA's latent is shared by all heads
-        if kv is not None and (kv % tp if tp < kv else tp % kv):
-            yield Finding(path, f"tensorParallel {tp} neither divides the model's {kv} KV heads nor is a multiple of them",
-                          f"use a divisor or a multiple of {kv}", tp, resource=w.name)  # fmt: skip
-
-
-def _query_heads(model: Model, head_dim_default: int) -> tuple[int | None, str]:
-    """The model's query heads and where the figure comes from; None when the spec does not tell."""
-    if isinstance(model.attention, LatentAttention) and model.attention.heads is not None:
-        return model.attention.heads, "attention.heads"
-    if model.heads is not None:
-        return model.heads, "heads"
-    if model.hidden_size is None:
-        return None, ""
-    head_dim = model.head_dim or head_dim_default
-    if model.hidden_size % head_dim:
-        return None, ""
-    where = "headDim" if model.head_dim else f"the default headDim {head_dim}: declare headDim if it differs"
-    return model.hidden_size // head_dim, f"hiddenSize {model.hidden_size} / {where}"
+        for why, hint in tensor_parallel_refusals(model, tp, head_dim_default, serving=True):
+            yield Finding(S.workloads[i].tensor_parallel, f"tensorParallel {tp} {why}", hint, tp, resource=w.name)
 
 
 def _divisors(n: int) -> str:

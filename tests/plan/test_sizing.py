@@ -1578,3 +1578,22 @@ def test_a_stalled_deadline_search_stops_at_a_band_s_top_and_names_the_fewest_gp
     (told,) = [i.message for i in late.issues if i.check == "PL337"]
     named = int(told.split("pinning ")[1].split(" GPUs")[0])
     assert days(named) <= 4.3 < days(named - 8)
+
+
+def test_the_planner_picks_only_tensor_parallel_degrees_the_heads_allow() -> None:
+    """Review sizreview17 F7: the serving planner put Phi-3-medium (40 query heads, 10 KV heads) at TP 8 for a 10 ms
+    TPOT, which vLLM refuses (10 KV heads neither divide by 8 nor 8 by 10), and a 28-head model trained at TP 8, which
+    Megatron-Core's Attention refuses (divide(28, 8)). AL372's rule (heads.tensor_parallel_refusal) now bounds the
+    planner's own choice: the latency is then met by no legal replica (PL303), the deadline at TP 4 at most."""
+    phi3 = {"parameters": "14B", "layers": 40, "hiddenSize": 5120, "heads": 40, "kvHeads": 10, "headDim": 128, "vocabulary": 32064}
+    serve = workload(kind="inference", model=phi3, precision="bf16", traffic={"peakRps": 20, "inputTokens": 2000, "outputTokens": 500},
+                     latency={"timePerOutputToken": {"p99": "10ms"}})  # fmt: skip
+    plan = plan_inference(serve, on("H100-SXM5-80GB"), SIZING, [])
+    assert plan.tensor_parallel in (None, 1, 2), plan.tensor_parallel
+    loose = plan_inference(serve.model_copy(update={"latency": None}), on("H100-SXM5-80GB"), SIZING, [])
+    assert loose.tensor_parallel in (1, 2)
+    qwen = {"parameters": "7.6B", "layers": 28, "hiddenSize": 3584, "heads": 28}
+    for fields in ({"deadline": "1.5d"}, {"gpus": 4096}):
+        trained = plan_training(workload(model=qwen, tokens="18T", precision="bf16", sequenceLength=4096, globalBatchTokens=16 * 2**20,
+                                         accelerator="H100", **fields), on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
+        assert trained.tensor_parallel is not None and 28 % trained.tensor_parallel == 0, (fields, trained.tensor_parallel)
