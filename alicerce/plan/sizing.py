@@ -969,7 +969,11 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             # groups the fewest ranks (a 70B at a 4M batch was sized at 16,024 GPUs, 0.12 sequences a rank: review
             # sizreview12 F6; judged at the degree the run picked, the bound cut reachable deadlines: sizreview13 F2, F10)
             # and it holds the job: an undeclared expert group spreads the experts over what the count's ranks allow
-            # (a 2T MoE at 1,864 GPUs spreads its 256 over 8: review sizreview15 F3)
+            # (a 2T MoE at 1,864 GPUs spreads its 256 over 8: review sizreview15 F3). The layout's own degree keeps a
+            # sequence a rank too, and its expert grid divides the count: the widest degree alone passed 1,600 GPUs of
+            # an EP 64 MoE whose grid only TP 1 divides, 1,600 ranks for 512 sequences (review sizreview17 F3)
+            if run.gpus // (run.tp * context * pipeline) > sequences or run.gpus % (run.tp * mem.expert_parallel * pipeline):
+                return False
             return run.gpus // (widest * context * pipeline) * per_rank <= sequences and holds(run)
 
         priced: dict[int, _Run] = {}  # the searches below visit many counts twice: each is priced once

@@ -1597,3 +1597,20 @@ def test_the_planner_picks_only_tensor_parallel_degrees_the_heads_allow() -> Non
         trained = plan_training(workload(model=qwen, tokens="18T", precision="bf16", sequenceLength=4096, globalBatchTokens=16 * 2**20,
                                          accelerator="H100", **fields), on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
         assert trained.tensor_parallel is not None and 28 % trained.tensor_parallel == 0, (fields, trained.tensor_parallel)
+
+
+def test_a_declared_expert_group_keeps_the_deadline_plan_within_the_batch() -> None:
+    """Review sizreview17 F3: with expertParallel 64 the search judged each count at TP 8 (1,600 GPUs: 200 ranks for 512
+    sequences, admissible) while the layout ran TP 1, the only degree whose expert grid (64 x TP) divides 1,600: 1,600
+    ranks, 0.32 sequences each, which Megatron's batch calculator refuses. A count is judged at the degree its layout
+    runs: every deadline plan keeps a sequence a rank."""
+    moe = {"parameters": "100B", "layers": 32, "hiddenSize": 4096, "architecture": "moe", "activeParameters": "10B",
+           "experts": {"total": 64, "perToken": 4}}  # fmt: skip
+    for deadline in ("2d", "3d", "4d", "5.5d"):
+        spec = workload(model=moe, tokens="1T", precision="bf16", sequenceLength=4096, globalBatchTokens=2 * 2**20,
+                        expertParallel=64, deadline=deadline, accelerator="H100")  # fmt: skip
+        plan = plan_training(spec, on("H100-SXM5-80GB"), SIZING, [])
+        assert plan.gpus is not None and plan.tensor_parallel is not None
+        assert plan.gpus // plan.tensor_parallel <= 512, (deadline, plan.gpus, plan.tensor_parallel)
+        assert plan.gpus % (64 * plan.tensor_parallel) == 0
+        assert "PL312" not in {i.check for i in plan.issues}
