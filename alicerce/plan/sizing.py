@@ -956,7 +956,10 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         limit = deadline * availability if deadline else None
 
         batch = float(w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value)
-        sequences = batch / (w.sequence_length or DEFAULT_SEQUENCE)
+        # what the stack splits, as the layout and the notes read it (a decimal 4M is the 1,024 sequences of 4,096 it
+        # stands for: the bound and PL338 read 976.56 and called 1.95 days out of reach where 8,192 GPUs take 1.91;
+        # review sizreview17 F1)
+        sequences = batch_sequences(batch, w.sequence_length or DEFAULT_SEQUENCE)
         # the sequences a data-parallel rank needs: one, or a microbatch a stage where the declared interleaved schedule
         # runs (throughput.pipeline_factor; past it the search jumped to 1F1B counts slower than the last interleaved
         # one: review sizreview15 F1)
@@ -1000,7 +1003,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             # up to where a degree keeps a sequence a rank, and the fixed point from above landed past a band that meets
             # (a 70B at 1,024 sequences got 4,528 GPUs at TP 8 where 4,096 at TP 4 meet in less: review sizreview15 F9)
             fine = granules[0]
-            spread = batch_sequences(batch, w.sequence_length or DEFAULT_SEQUENCE) / per_rank
+            spread = sequences / per_rank
             edges = [_batch_ceiling(spread, fine, d * context * pipeline) for d in node_degrees(node, mem.tp_degrees) if d >= tp]
             if met:
                 best = min(met, key=lambda r: (seconds(r), r.gpus))

@@ -282,7 +282,8 @@ def test_training_plans_hold_the_model_and_meet_deadlines(params: float, tokens:
     if plan.wall_clock_days > deadline_days * 1.000001:
         (late,) = [i for i in plan.issues if i.check in ("PL337", "PL338")]
         assert ("pinning" in late.message) == (late.check == "PL337")
-        assert plan.gpus // 8 <= 4_000_000 / 4096  # the default batch: 976 sequences
+        # the default batch: the 1,024 sequences its decimal 4M stands for (review sizreview17 F1: the bound read 976)
+        assert plan.gpus // 8 <= batch_sequences(4_000_000, 4096) == 1024
     assert plan.gpus % 8 == 0
 
 
@@ -1357,10 +1358,11 @@ def test_the_deadline_search_keeps_the_cheapest_degree_and_stops_where_gpus_stop
     hopeless = plan_training(workload(**{**long, "tokens": "800B"}, pipelineParallel=16, zeroStage=1, deadline="10d"),
                              on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
     assert hopeless.gpus is not None and hopeless.gpus <= 65536
-    # review sizreview13 F4: no count the batch admits meets it (128 sequences x TP 8 x CP 16 x PP 16 = 262,144 GPUs at
-    # most, 249,856 in whole granules): an error, which `--fail-on error` stops on, not a warning
+    # review sizreview13 F4: no count the batch admits meets it (the 128 sequences its decimal 16M stands for x TP 8 x
+    # CP 16 x PP 16 = 262,144 GPUs at most; sizreview17 F1: the bound read 122.07 and said 249,856): an error, which
+    # `--fail-on error` stops on, not a warning
     (late,) = [i.message for i in hopeless.issues if i.check == "PL338"]
-    assert late.startswith("misses the 10-day deadline at") and "no count meets it: at 249856 GPUs" in late
+    assert late.startswith("misses the 10-day deadline at") and "no count meets it: at 262144 GPUs" in late
     assert CHECKS["PL338"].severity is Severity.ERROR
     # bought dearly: PL337 names a count that meets it, and pinning that count does
     dear = workload(**{**long, "tokens": "400B"}, pipelineParallel=16, zeroStage=1, deadline="6d")
@@ -1398,8 +1400,9 @@ def test_the_layout_keeps_the_expert_grid_and_each_rank_a_sequence() -> None:
     rushed = plan_training(workload(model=seventy, tokens="1T", globalBatchTokens="4M", deadline="1d", accelerator="H100"),
                            on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
     assert rushed.gpus is not None and rushed.tensor_parallel is not None
-    assert rushed.gpus // 8 <= 4_000_000 / 4096  # at the widest degree, each rank keeps a sequence
-    assert [i.check for i in rushed.issues if i.check in ("PL337", "PL338")] == ["PL338"]  # 976 GPUs: the batch's ceiling
+    # at the widest degree, each rank keeps one of the 1,024 sequences the decimal 4M stands for (review sizreview17 F1)
+    assert rushed.gpus // 8 <= batch_sequences(4_000_000, 4096) == 1024
+    assert [i.check for i in rushed.issues if i.check in ("PL337", "PL338")] == ["PL338"]  # 8,192 GPUs: the batch's ceiling
 
 
 def test_a_pinned_count_the_expert_grid_does_not_divide_is_no_plan() -> None:
@@ -1457,10 +1460,12 @@ def test_the_deadline_search_climbs_past_one_counts_dip_and_keeps_a_legal_layout
 
     fast = size(sequenceLength=4096, globalBatchTokens=4 * 2**20, deadline="2d")
     assert fast.wall_clock_days is not None and fast.wall_clock_days <= 2 and fast.gpus is not None and fast.gpus > 4096
-    for deadline, late in (("16d", True), ("20d", False)):
+    # the decimal 1M is the 128 sequences of 8,192 it stands for (review sizreview17 F1: the bound read 122.07, and 16
+    # days, which 1,008 GPUs meet, were out of reach)
+    for deadline, late in (("14d", True), ("16d", False), ("20d", False)):
         plan = size(sequenceLength=8192, globalBatchTokens="1M", deadline=deadline)
         assert plan.gpus is not None and plan.tensor_parallel is not None
-        assert plan.gpus // plan.tensor_parallel <= 1e6 / 8192  # each rank keeps a sequence
+        assert plan.gpus // plan.tensor_parallel <= batch_sequences(1e6, 8192) == 128  # each rank keeps a sequence
         assert ("PL338" in {i.check for i in plan.issues}) is late
     moe = {"parameters": "2T", "layers": 32, "hiddenSize": 8192, "architecture": "moe", "activeParameters": "40B",
            "experts": {"total": 256, "perToken": 8}}  # fmt: skip
@@ -1614,3 +1619,14 @@ def test_a_declared_expert_group_keeps_the_deadline_plan_within_the_batch() -> N
         assert plan.gpus // plan.tensor_parallel <= 512, (deadline, plan.gpus, plan.tensor_parallel)
         assert plan.gpus % (64 * plan.tensor_parallel) == 0
         assert "PL312" not in {i.check for i in plan.issues}
+
+
+def test_the_deadline_search_reads_the_batch_as_the_layout_does() -> None:
+    """Review sizreview17 F1: the default 4,000,000-token batch is the 1,024 sequences of 4,096 it stands for to the
+    layout and its notes (batch_sequences), but the search's bound and PL338 read 976.56: a 70B at 1.95 days got PL338
+    "no count meets it" at 7,808 GPUs while 8,192 (1,024 ranks, one sequence each) take 1.91 days."""
+    seventy = {"model": {"parameters": "70B", "layers": 80, "hiddenSize": 8192}, "tokens": "1T", "precision": "bf16",
+               "sequenceLength": 4096, "accelerator": "H100"}  # fmt: skip
+    plan = plan_training(workload(**seventy, deadline="1.95d"), on("H100-SXM5-80GB"), SIZING, [])
+    assert not {"PL337", "PL338", "PL312"} & {i.check for i in plan.issues}, [i.message for i in plan.issues]
+    assert plan.gpus is not None and plan.gpus <= 8192 and plan.wall_clock_days is not None and plan.wall_clock_days <= 1.95
