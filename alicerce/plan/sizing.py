@@ -851,6 +851,21 @@ def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usabl
     return job
 
 
+def _fitting_counts(mem: TrainingMemory, min_gpus: int, tp: int, granule: int, *, node: int, replica: int) -> str:
+    """PL303's hint on the counts that hold the job. With the expert group undeclared it is gcd(experts, ranks)
+    (expert_parallel_degree), so whole granules are not enough: 520 GPUs of a 2T MoE (256 experts) are a multiple of 8
+    and at least 512, yet spread the experts over 8 and do not hold it (review sizreview17 F5). Counts whose ranks, at
+    the fewest GPUs' degree, are a multiple of that layout's group hold it: the group is no narrower, the shard no
+    larger."""
+    if mem.expert_parallel_declared or mem.experts <= 1:
+        return f"use a multiple of {granule} GPUs, at least {_ceil_to(min_gpus, granule)}"
+    group = expert_parallel_degree(None, mem.experts, max(1, min_gpus // (tp * replica)))
+    step = math.lcm(node, granule, tp * replica * group)
+    return (f"the undeclared expert group is the widest that divides both the {mem.experts} experts and the data-parallel "
+            f"ranks: declare expertParallel, or use a multiple of {step} GPUs (ranks at TP {tp} a multiple of {group}), at "
+            f"least {_ceil_to(min_gpus, step)}")  # fmt: skip
+
+
 def _uneven_batch(tokens: float, declared: float, sequences: float, ranks: int) -> str:
     """The note on a global batch of ``declared`` sequences that ``ranks`` data-parallel ranks do not split evenly, naming
     the batch the run takes. Megatron's micro-batch calculator asserts the global batch (in sequences) divides by
@@ -916,6 +931,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         issues.append(Issue("PL303", _overflow(mem, gpu, sizing, node_gpus=place.gpus_per_node, pipeline=pipeline, zero_stage=zero)))
         return _empty(w, place, figures, notes, fits, issues)
     min_gpus, tp = layout
+    min_tp = tp
     figures.append(Figure("smallest GPU count that fits", min_gpus, "GPUs",
                           "state ZeRO shards / (usable memory - activations / TP - state it keeps / (TP x PP)), rounded to "
                           "TP x CP x PP", {"usable GiB per GPU": usable_memory(gpu, sizing) / GIB, "tensor parallel": tp,
@@ -1043,9 +1059,10 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     if not holds(run):
         # no degree that divides the count holds the job (a pinned count no fitting layout divides): a run that cannot
         # start is no plan (it was priced at up to 413 GiB a GPU: review sizreview10 F5)
+        hint = _fitting_counts(mem, min_gpus, min_tp, granule, node=place.gpus_per_node, replica=context * pipeline)
         issues.append(Issue("PL303", f"no tensor-parallel degree that divides {gpus} GPUs (x CP {context} x PP {pipeline}) holds the "
                             f"job: TP {tp} keeps {held(run) / GIB:.1f} GiB a GPU of the {usable_memory(gpu, sizing) / GIB:.0f} a "
-                            f"{gpu.id} gives; use a multiple of {granule} GPUs, at least {_ceil_to(min_gpus, granule)}"))  # fmt: skip
+                            f"{gpu.id} gives; {hint}"))  # fmt: skip
         return _empty(w, place, figures, notes, fits, issues)
     gpu_seconds = seconds(run)
     gpu_hours = gpu_seconds / 3600

@@ -1630,3 +1630,22 @@ def test_the_deadline_search_reads_the_batch_as_the_layout_does() -> None:
     plan = plan_training(workload(**seventy, deadline="1.95d"), on("H100-SXM5-80GB"), SIZING, [])
     assert not {"PL337", "PL338", "PL312"} & {i.check for i in plan.issues}, [i.message for i in plan.issues]
     assert plan.gpus is not None and plan.gpus <= 8192 and plan.wall_clock_days is not None and plan.wall_clock_days <= 1.95
+
+
+def test_a_refused_pinned_count_is_told_counts_that_hold_the_job() -> None:
+    """Review sizreview17 F5: with the expert group undeclared (gcd(experts, ranks)) pinned counts of a 2T MoE were
+    refused with "use a multiple of 8 GPUs, at least 512", which each of them is (520 GPUs spread the 256 experts over
+    8). The hint names counts whose ranks give the group the fewest GPUs' layout holds the job with, and they do."""
+    moe = {"parameters": "2T", "layers": 32, "hiddenSize": 8192, "architecture": "moe", "activeParameters": "40B",
+           "experts": {"total": 256, "perToken": 8}}  # fmt: skip
+    fields: dict[str, Any] = {"model": moe, "tokens": "10T", "precision": "bf16", "sequenceLength": 4096, "globalBatchTokens": 16 * 2**20,
+                              "accelerator": "H100"}  # fmt: skip
+    for pinned in (520, 1000, 1864):
+        plan = plan_training(workload(**fields, gpus=pinned), on("H100-SXM5-80GB"), SIZING, [])
+        (refused,) = [i.message for i in plan.issues if i.check == "PL303"]
+        multiple = int(refused.split("use a multiple of ")[1].split(" GPUs")[0])
+        least = int(refused.split("at least ")[1].split()[0])
+        assert pinned % multiple, refused
+        for count in (least, least + multiple, 3 * multiple if 3 * multiple >= least else least):
+            held = plan_training(workload(**fields, gpus=count), on("H100-SXM5-80GB"), SIZING, [])
+            assert held.gpus == count and "PL303" not in {i.check for i in held.issues}, (count, held.issues)
