@@ -1044,6 +1044,12 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                 if found is not None and _pays_off(seconds, run, found) and admissible(found):
                     fewer = _fewest_meeting(at, meets, start=run.gpus + fine, top=found.gpus, step=fine, edges=edges)
                     run = fewer if fewer is not None and _pays_off(seconds, run, fewer) else found
+            if meets(run):
+                # an undeclared expert group (gcd(experts, ranks)) or an interleaved schedule makes MFU jump with the
+                # count's factors: the searches above, each assuming more GPUs run faster, can land above a count they
+                # priced that meets for less (a 2T MoE at 150 days took 944 GPUs and 3.00M GPU-hours where 768, priced
+                # on the way, meet with 2.67M: review sizreview17 F2). Every priced count that meets is a candidate
+                run = min([run, *(r for r in priced.values() if meets(r))], key=lambda r: (seconds(r), r.gpus))
             figures.append(Figure("GPUs to meet the deadline", run.gpus, "GPUs",
                                   "smallest count of whole replicas with GPU-seconds(GPUs) / GPUs <= deadline x hours per day "
                                   "/ 24, the fewest GPU-hours over the tensor-parallel degrees' counts",

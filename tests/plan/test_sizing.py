@@ -1649,3 +1649,18 @@ def test_a_refused_pinned_count_is_told_counts_that_hold_the_job() -> None:
         for count in (least, least + multiple, 3 * multiple if 3 * multiple >= least else least):
             held = plan_training(workload(**fields, gpus=count), on("H100-SXM5-80GB"), SIZING, [])
             assert held.gpus == count and "PL303" not in {i.check for i in held.issues}, (count, held.issues)
+
+
+def test_the_deadline_search_keeps_the_cheapest_count_it_priced_that_meets() -> None:
+    """Review sizreview17 F2: with the expert group undeclared (gcd(256 experts, ranks)) MFU jumps with the count's
+    factors, and the search, assuming more GPUs run faster, planned a 2T MoE's 150 days at 944 GPUs (TP 8, 118 ranks,
+    EP 2, 3.00M GPU-hours) after pricing 768 (384 ranks, EP 128), which meet in 145 days with 2.67M."""
+    moe = {"parameters": "2T", "layers": 32, "hiddenSize": 8192, "architecture": "moe", "activeParameters": "40B",
+           "experts": {"total": 256, "perToken": 8}}  # fmt: skip
+    fields: dict[str, Any] = {"model": moe, "tokens": "10T", "precision": "bf16", "sequenceLength": 4096, "globalBatchTokens": 16 * 2**20,
+                              "accelerator": "H100"}  # fmt: skip
+    pinned = plan_training(workload(**fields, gpus=768), on("H100-SXM5-80GB"), SIZING, [])
+    assert pinned.wall_clock_days is not None and pinned.wall_clock_days <= 150 and pinned.gpu_hours is not None
+    plan = plan_training(workload(**fields, deadline="150d"), on("H100-SXM5-80GB"), SIZING, [])
+    assert plan.wall_clock_days is not None and plan.wall_clock_days <= 150 and plan.gpus is not None and plan.gpus < 944
+    assert plan.gpu_hours is not None and plan.gpu_hours <= pinned.gpu_hours * 1.000001
