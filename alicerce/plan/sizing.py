@@ -866,6 +866,18 @@ def _fitting_counts(mem: TrainingMemory, min_gpus: int, tp: int, granule: int, *
             f"least {_ceil_to(min_gpus, step)}")  # fmt: skip
 
 
+def _interleaved_counts(sequences: float, pipeline: int, virtual: int | None, layouts: list[tuple[int, int]]) -> list[int]:
+    """The GPU counts whose data-parallel ranks give each pipeline a whole number of groups of ``pipeline`` microbatches
+    of the batch's ``sequences``: where a declared interleaved schedule runs (Megatron-Core schedules.py
+    forward_backward_pipelining_with_interleaving; throughput.pipeline_factor); none without one. ``layouts``: (GPUs a
+    data-parallel rank, the granule its counts come in) of each tensor-parallel degree."""
+    if (virtual or 1) <= 1 or pipeline <= 1 or not sequences.is_integer() or int(sequences) % pipeline:
+        return []
+    groups = int(sequences) // pipeline
+    ranks = [r for r in range(1, groups + 1) if groups % r == 0]
+    return sorted({r * replica for replica, granule in layouts for r in ranks if r * replica % granule == 0})
+
+
 def _uneven_batch(tokens: float, declared: float, sequences: float, ranks: int) -> str:
     """The note on a global batch of ``declared`` sequences that ``ranks`` data-parallel ranks do not split evenly, naming
     the batch the run takes. Megatron's micro-batch calculator asserts the global batch (in sequences) divides by
@@ -1055,12 +1067,23 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                     fewer = _fewest_meeting(at, lambda r: meets(r) and buys(r), start=run.gpus + fine, top=found.gpus, step=fine,
                                             edges=edges)  # fmt: skip
                     run = fewer or found
-            if meets(run):
-                # an undeclared expert group (gcd(experts, ranks)) or an interleaved schedule makes MFU jump with the
-                # count's factors: the searches above, each assuming more GPUs run faster, can land above a count they
-                # priced that meets for less (a 2T MoE at 150 days took 944 GPUs and 3.00M GPU-hours where 768, priced
-                # on the way, meet with 2.67M: review sizreview17 F2). Every priced count that meets is a candidate
-                run = min([run, *(r for r in priced.values() if meets(r))], key=lambda r: (seconds(r), r.gpus))
+            # a declared interleaved schedule runs only where the microbatches fill whole groups of the stages (else
+            # 1F1B): the counts that do are priced too (a 405B at PP 16 VP 8 took 11,008 GPUs, 1F1B, for 200 days where
+            # 8,192 run interleaved in 171 with 36% fewer GPU-hours: review sizreview17 F4)
+            layouts = [(d * context * pipeline, math.lcm(node, pipeline * context * d, experts * d))
+                       for d in node_degrees(node, mem.tp_degrees) if d >= tp]  # fmt: skip
+            declared = batch / (w.sequence_length or DEFAULT_SEQUENCE)
+            for count in _interleaved_counts(declared, pipeline, w.pipeline_virtual_stages, layouts):
+                if count >= min_gpus:
+                    at(count)
+            # an undeclared expert group (gcd(experts, ranks)) or an interleaved schedule makes MFU jump with the
+            # count's factors: the searches above, each assuming more GPUs run faster, can land above a count they
+            # priced that meets for less (a 2T MoE at 150 days took 944 GPUs and 3.00M GPU-hours where 768, priced on
+            # the way, meet with 2.67M: review sizreview17 F2). Every priced count that meets is a candidate; where the
+            # plan misses, one that meets with fewer GPUs or pays by the guard
+            meeting = [r for r in priced.values() if meets(r) and (meets(run) or r.gpus < run.gpus or _pays_off(seconds, run, r))]
+            if meeting:
+                run = min([run, *meeting] if meets(run) else meeting, key=lambda r: (seconds(r), r.gpus))
             figures.append(Figure("GPUs to meet the deadline", run.gpus, "GPUs",
                                   "smallest count of whole replicas with GPU-seconds(GPUs) / GPUs <= deadline x hours per day "
                                   "/ 24, the fewest GPU-hours over the tensor-parallel degrees' counts",
@@ -1142,6 +1165,14 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         issues.append(Issue("PL330", f"the global batch gives each {pipeline}-stage pipeline {sequences_per_rank:,.1f} microbatches of "
                             f"one sequence a step: fewer than its stages, so the pipeline bubble idles {idle:.0%} of each step"
                             f"{refused}; fewer GPUs, fewer stages or a larger globalBatchTokens give each pipeline more"))  # fmt: skip
+    virtual = w.pipeline_virtual_stages or 1
+    if virtual > 1 and pipeline <= sequences_per_rank and abs(sequences_per_rank / pipeline - round(sequences_per_rank / pipeline)) > 1e-9:
+        # the schedule the user declared does not start here (throughput.pipeline_factor prices 1F1B): said, not left to
+        # the MFU figure's factors (review sizreview17 F4)
+        notes.append(f"the declared interleaved schedule ({virtual} virtual stages) does not start at {gpus} GPUs: "
+                     f"{sequences_per_rank:,.1f} microbatches a pipeline are not whole groups of its {pipeline} stages "
+                     "(Megatron-Core raises), so the run is sized as 1F1B; counts whose data-parallel ranks give a "
+                     f"multiple of {pipeline} run it")  # fmt: skip
     if w.model.architecture == "moe" and active < 10e9:
         issues.append(Issue("PL316", f"a fine-grained MoE ({active / 1e9:.1f}B active) sits at the edge of the calibration data"))
     attention = w.model.attention

@@ -1669,3 +1669,21 @@ def test_the_deadline_search_keeps_the_cheapest_count_it_priced_that_meets() -> 
     plan = plan_training(workload(**fields, deadline="150d"), on("H100-SXM5-80GB"), SIZING, [])
     assert plan.wall_clock_days is not None and plan.wall_clock_days <= 150 and plan.gpus is not None and plan.gpus < 944
     assert plan.gpu_hours is not None and plan.gpu_hours <= pinned.gpu_hours * 1.000001
+
+
+def test_a_declared_interleaved_schedule_is_planned_where_it_runs_and_said_where_it_does_not() -> None:
+    """Review sizreview17 F4: interleaving runs only where a pipeline's microbatches fill whole groups of its stages, so
+    MFU saw-tooths with the count, and a 405B at PP 16 VP 8 was planned at 11,008 GPUs (86 ranks, 23.8 microbatches:
+    1F1B) for 200 days, 52.6M GPU-hours, where 8,192 (64 ranks, 32 microbatches) run interleaved in 171 days with
+    33.7M; nothing said the declared schedule would not start at 11,008."""
+    big = {"model": {"parameters": "405B", "layers": 126, "hiddenSize": 16384}, "precision": "bf16", "tokens": "15.6T",
+           "sequenceLength": 8192, "globalBatchTokens": 16 * 2**20, "pipelineParallel": 16, "zeroStage": 1,
+           "pipelineVirtualStages": 8, "accelerator": "H100"}  # fmt: skip
+    whole = plan_training(workload(**big, gpus=8192), on("H100-SXM5-80GB"), SIZING, [])
+    assert whole.gpu_hours is not None and whole.wall_clock_days is not None and whole.wall_clock_days <= 200
+    assert not [n for n in whole.notes if "interleaved schedule" in n]
+    plan = plan_training(workload(**big, deadline="200d"), on("H100-SXM5-80GB"), SIZING, [])
+    assert plan.gpus is not None and plan.gpus <= 8192 and plan.wall_clock_days is not None and plan.wall_clock_days <= 200
+    assert plan.gpu_hours is not None and plan.gpu_hours <= whole.gpu_hours * 1.000001
+    valley = plan_training(workload(**big, gpus=11008), on("H100-SXM5-80GB"), SIZING, [])
+    assert [n for n in valley.notes if "interleaved schedule" in n and "1F1B" in n and "23.8 microbatches" in n], valley.notes
