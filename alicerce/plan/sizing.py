@@ -517,9 +517,9 @@ def network_bytes_per_step(
     frozen base too and gathers it for the forward and the backward of every micro-batch, beside the adapters' passes
     (review sizreview4 D5: the plan charged the whole model's all-reduce once a step). A mixture of
     experts runs expert parallelism (Megatron-Core, DeepSpeed-MoE, DeepSeek-V3's EP): the experts are spread
-    over EP ranks (declared as ``expertParallel``, else min(experts, dp)), so a GPU syncs the shared (attention,
-    dense, shared-expert) parameters over dp and only its own experts over the dp / EP replicas of them, not a gather of every parameter;
-    on top, the all-to-all moves each token's hidden state to its top-k experts and back, forward and
+    over EP ranks (declared as ``expertParallel``, else gcd(experts, dp): expert_parallel_degree), so a GPU syncs the
+    shared (attention, dense, shared-expert) parameters over dp and only its own experts over the dp / EP replicas of
+    them, not a gather of every parameter; on top, the all-to-all moves each token's hidden state to its top-k experts and back, forward and
     backward (4 x tokens per GPU x k x hidden x MoE layers x 2 bytes), for the share of experts off the node."""
     assert w.model is not None
     gpus = job.gpus
