@@ -221,11 +221,25 @@ def expert_layout(ctx: RuleContext) -> Iterable[Finding]:
 
 
 @rules.rule(
-    "AL371", "attention-layout", "A sliding-window model's global layers are layers of the model; an mla layout declares its heads once."
+    "AL371",
+    "attention-layout",
+    "A sliding-window model's global layers are layers of the model; an mla layout declares its heads once; heads that "
+    "are not the hidden size's come with their headDim.",
 )
 def attention_layout(ctx: RuleContext) -> Iterable[Finding]:
+    head_dim_default = int(ctx.catalog.sizing.inference.headDimDefault.value)
     for i, w in enumerate(ctx.spec.workloads):
         model = w.model
+        declared_alone = model is not None and model.heads is not None and model.head_dim is None
+        if declared_alone and model is not None and model.heads is not None and not isinstance(model.attention, LatentAttention):
+            # heads are declared where heads x headDim is not the hidden size: with the default headDim the attention
+            # term silently ran over 16 x 128 = 2,048 of Gemma 2 9B's 4,096 (review sizreview17 F9)
+            width = model.heads * head_dim_default
+            if model.hidden_size is not None and width != model.hidden_size:
+                yield Finding(S.workloads[i].model.heads, f"heads {model.heads} x the default headDim {head_dim_default} = {width:,} is "
+                              f"not the hidden size {model.hidden_size:,}, and attention runs over heads x headDim",
+                              "declare headDim (Gemma 2 9B: 256), or leave heads out where heads x headDim is the hidden size",
+                              model.heads, resource=w.name)  # fmt: skip
         if model is not None and model.heads is not None and isinstance(model.attention, LatentAttention):
             # MLA's query heads are its own (attention.heads): two head counts would size one attention twice
             yield Finding(S.workloads[i].model.heads, f"heads {model.heads} beside an mla attention layout, whose query heads "
@@ -428,7 +442,9 @@ def field_shadowed(ctx: RuleContext) -> Iterable[Finding]:
             if model.kv_heads is not None:
                 yield Finding(path.model.kv_heads, "training throughput and memory do not depend on the KV heads: kvHeads changes "
                               "nothing here (it sizes a served model's KV cache)", "remove it", key=True, resource=w.name)  # fmt: skip
-            if model.head_dim is not None and not isinstance(model.attention, LatentAttention):
-                yield Finding(path.model.head_dim, "training reads headDim only for multi-head latent attention (its FLOPs width): "
-                              "it changes nothing here", "remove it, or declare attention: {kind: mla, ...}", key=True,
-                              resource=w.name)  # fmt: skip
+            # with declared query heads training reads headDim too: attention's width is heads x headDim (Gemma 2 9B: 16 x
+            # 256 on 3,584; plan.sizing.attention_width)
+            if model.head_dim is not None and model.heads is None and not isinstance(model.attention, LatentAttention):
+                yield Finding(path.model.head_dim, "training reads headDim only for multi-head latent attention or declared heads "
+                              "(its FLOPs width): it changes nothing here", "remove it, or declare heads or attention: {kind: mla, ...}",
+                              key=True, resource=w.name)  # fmt: skip
