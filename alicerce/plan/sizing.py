@@ -1093,8 +1093,21 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     if gpus % (tp * mem.expert_parallel * pipeline):
         # Megatron-Core refuses a world size its expert grid does not divide (a 7B MoE at EP 8 pinned at 12 GPUs was
         # planned at TP 1: review sizreview13 F9)
-        issues.append(Issue("PL303", f"the expert grid (EP {mem.expert_parallel} x TP {tp} x PP {pipeline}) does not divide "
-                            f"{gpus} GPUs; use a multiple of {granule} GPUs, at least {_ceil_to(min_gpus, granule)}"))  # fmt: skip
+        grid = mem.expert_parallel * pipeline
+        dividing = [d for d in node_degrees(place.gpus_per_node, mem.tp_degrees)
+                    if gpus % (d * grid) == 0 and gpus % (d * context * pipeline) == 0]  # fmt: skip
+        # a degree whose grid divides the count but not holding the job is what refused it: said, not a wider degree's
+        # grid (1T MoE at EP 16 on 272 GPUs was told EP 16 x TP 2 does not divide them, where TP 1's does and overflows:
+        # review sizreview17 F11)
+        why = f"the expert grid (EP {mem.expert_parallel} x TP {tp} x PP {pipeline}) does not divide {gpus} GPUs"
+        if dividing:
+            d = max(dividing)
+            ranks = max(1, gpus // (d * context * pipeline))
+            kept = mem.state_per_gpu(gpus, d * pipeline, zero) + mem.working_at(zero, d, ranks) + mem.activations_at(d, 1.0)
+            why = (f"the expert grid (EP {mem.expert_parallel} x TP {d} x PP {pipeline}) divides {gpus} GPUs but keeps "
+                   f"{kept / GIB:.1f} GiB a GPU of the {usable_memory(gpu, sizing) / GIB:.0f} a {gpu.id} gives, and no wider "
+                   "degree's grid divides them")  # fmt: skip
+        issues.append(Issue("PL303", f"{why}; use a multiple of {granule} GPUs, at least {_ceil_to(min_gpus, granule)}"))
         return _empty(w, place, figures, notes, fits, issues)
     if not holds(run):
         # no degree that divides the count holds the job (a pinned count no fitting layout divides): a run that cannot

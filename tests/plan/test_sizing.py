@@ -1687,3 +1687,14 @@ def test_a_declared_interleaved_schedule_is_planned_where_it_runs_and_said_where
     assert plan.gpu_hours is not None and plan.gpu_hours <= whole.gpu_hours * 1.000001
     valley = plan_training(workload(**big, gpus=11008), on("H100-SXM5-80GB"), SIZING, [])
     assert [n for n in valley.notes if "interleaved schedule" in n and "1F1B" in n and "23.8 microbatches" in n], valley.notes
+
+
+def test_an_expert_grid_refusal_names_the_degree_that_overflows() -> None:
+    """Review sizreview17 F11: a 1T MoE at EP 16 pinned on 272 GPUs was told "the expert grid (EP 16 x TP 2 x PP 1)
+    does not divide 272 GPUs", where EP 16 x TP 1 divides them (17 ranks) and TP 1 is what the memory refuses."""
+    moe = {"parameters": "1T", "layers": 32, "hiddenSize": 8192, "architecture": "moe", "activeParameters": "40B",
+           "experts": {"total": 64, "perToken": 4}}  # fmt: skip
+    plan = plan_training(workload(model=moe, tokens="1T", precision="bf16", sequenceLength=4096, globalBatchTokens=2 * 2**20,
+                                  expertParallel=16, gpus=272, accelerator="H100"), on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
+    (refused,) = [i.message for i in plan.issues if i.check == "PL303"]
+    assert "(EP 16 x TP 1 x PP 1) divides 272 GPUs but keeps" in refused and "use a multiple of 32 GPUs, at least 256" in refused
