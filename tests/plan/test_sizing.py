@@ -1698,3 +1698,13 @@ def test_an_expert_grid_refusal_names_the_degree_that_overflows() -> None:
                                   expertParallel=16, gpus=272, accelerator="H100"), on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
     (refused,) = [i.message for i in plan.issues if i.check == "PL303"]
     assert "(EP 16 x TP 1 x PP 1) divides 272 GPUs but keeps" in refused and "use a multiple of 32 GPUs, at least 256" in refused
+
+
+def test_the_deadline_plan_is_not_a_step_above_a_count_that_meets() -> None:
+    """Review sizreview17 F12: a 70B at 4Mi tokens and 4.35 days took 3,112 GPUs (4.339 days) where 3,104 meet
+    (4.3496): the fixed point stopped one step above the fewest count of its band."""
+    seventy = {"model": {"parameters": 70e9}, "tokens": 1e12, "precision": "bf16", "globalBatchTokens": 4 * 2**20, "accelerator": "H100"}
+    plan = plan_training(workload(**seventy, deadline="4.35d"), on("H100-SXM5-80GB"), SIZING, [])
+    assert plan.gpus is not None and plan.wall_clock_days is not None and plan.wall_clock_days <= 4.35
+    below = plan_training(workload(**seventy, gpus=plan.gpus - 8), on("H100-SXM5-80GB"), SIZING, [])
+    assert below.wall_clock_days is not None and below.wall_clock_days > 4.35, (plan.gpus, below.wall_clock_days)
