@@ -1022,10 +1022,13 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             run = min(options, key=lambda r: (r.gpus, seconds(r)))
         else:
             budget = deadline * availability
-            met = [r for r in options if seconds(r) / r.gpus <= budget * 1.000001]
 
             def meets(r: _Run) -> bool:
                 return seconds(r) / r.gpus <= budget * 1.000001 and admissible(r)
+
+            # only counts the stack starts: the fixed point's downward steps are unchecked (a 1,150B MoE at EP 64 "met"
+            # 50 days at 5,504 GPUs, TP 1, 5,504 ranks for 2,048 sequences: review sizreview17 F3)
+            met = [r for r in options if meets(r)]
 
             # once the batch takes a degree away as the count grows, MFU is not monotone in it: the counts fall in bands
             # up to where a degree keeps a sequence a rank, and the fixed point from above landed past a band that meets

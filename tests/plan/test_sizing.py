@@ -1708,3 +1708,15 @@ def test_the_deadline_plan_is_not_a_step_above_a_count_that_meets() -> None:
     assert plan.gpus is not None and plan.wall_clock_days is not None and plan.wall_clock_days <= 4.35
     below = plan_training(workload(**seventy, gpus=plan.gpus - 8), on("H100-SXM5-80GB"), SIZING, [])
     assert below.wall_clock_days is not None and below.wall_clock_days > 4.35, (plan.gpus, below.wall_clock_days)
+
+
+def test_a_met_deadline_is_one_the_stack_starts() -> None:
+    """Review sizreview17 F3 (its property sweep): the fixed point's downward steps are unchecked, and a 1,150B MoE at
+    EP 64 "met" 50 days at 5,504 GPUs, TP 1: 5,504 ranks for 2,048 sequences. Only counts the stack starts meet."""
+    moe = {"parameters": "1150277472795", "layers": 94, "hiddenSize": 4096, "architecture": "moe", "activeParameters": "218159777249",
+           "experts": {"total": 64, "perToken": 2}}  # fmt: skip
+    spec = workload(model=moe, precision="bf16", tokens="15458007013295", sequenceLength=4096, globalBatchTokens=8 * 2**20,
+                    expertParallel=64, deadline="50d", accelerator="B200")  # fmt: skip
+    plan = plan_training(spec, on("B200-SXM-180GB"), SIZING, [])
+    assert plan.gpus is not None and plan.tensor_parallel is not None
+    assert plan.gpus // plan.tensor_parallel <= 2048 and "PL312" not in {i.check for i in plan.issues}, (plan.gpus, plan.tensor_parallel)
