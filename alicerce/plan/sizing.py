@@ -1458,7 +1458,14 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
                       f"nodes have {place.gpus_per_node} x {gpu.id}: tensor parallelism stays within a node")  # fmt: skip
         return _empty(w, place, figures, notes, fits, [issue])
     if layout is None:
-        issue = Issue("PL303", f"no replica of up to {place.gpus_per_node} x {gpu.id} holds the model and meets the latency targets")
+        # the degrees the heads rule out are no replica either: said, so the user does not look for a bigger node
+        # (review sizreview17 F7)
+        allowed = legal_degrees(w.model, TP_DEGREES, int(sizing.inference.headDimDefault.value), serving=True) if w.model else TP_DEGREES
+        heads = ""
+        if w.tensor_parallel is None and allowed != TP_DEGREES:
+            heads = f" (the model's heads allow tensor parallel {', '.join(map(str, allowed))} only: vLLM splits heads whole)"
+        issue = Issue("PL303", f"no replica of up to {place.gpus_per_node} x {gpu.id} holds the model and meets the latency "
+                      f"targets{heads}")  # fmt: skip
         return _empty(w, place, figures, notes, fits, [issue])
     if w.traffic.peak_rps is not None:
         replicas = max(1, math.ceil(w.traffic.peak_rps / layout.requests_per_second))

@@ -1600,6 +1600,8 @@ def test_the_planner_picks_only_tensor_parallel_degrees_the_heads_allow() -> Non
                      latency={"timePerOutputToken": {"p99": "10ms"}})  # fmt: skip
     plan = plan_inference(serve, on("H100-SXM5-80GB"), SIZING, [])
     assert plan.tensor_parallel in (None, 1, 2), plan.tensor_parallel
+    if plan.tensor_parallel is None:
+        assert [i for i in plan.issues if i.check == "PL303" and "allow tensor parallel 1, 2 only" in i.message], plan.issues
     loose = plan_inference(serve.model_copy(update={"latency": None}), on("H100-SXM5-80GB"), SIZING, [])
     assert loose.tensor_parallel in (1, 2)
     qwen = {"parameters": "7.6B", "layers": 28, "hiddenSize": 3584, "heads": 28}
