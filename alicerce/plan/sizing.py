@@ -1090,7 +1090,9 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             # the fixed point can stop a step above the fewest count of its band that meets (a 70B at 4.35 days took
             # 3,112 GPUs where 3,104 meet: review sizreview17 F12): step down while a count meets for no more GPU-hours
             for _ in range(16):
-                if not meets(run) or run.gpus - fine < min_gpus:
+                # a count a granule below, at this count's MFU, more than 1% late will not meet (MFU moves less than
+                # that between neighbours): not priced, which kept the bench within its time (bench/plan_speed.py)
+                if not meets(run) or run.gpus - fine < min_gpus or seconds(run) / (run.gpus - fine) > budget * 1.01:
                     break
                 lower = at(run.gpus - fine)
                 if not meets(lower) or seconds(lower) > seconds(run) * 1.000001:
