@@ -1175,8 +1175,20 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     sequences = batch_sequences(batch_tokens, w.sequence_length or DEFAULT_SEQUENCE)
     sequences_per_rank = declared / ranks
     if sequences < ranks:
+        grid_hint = ""
+        node = place.gpus_per_node
+        dividing = [d for d in node_degrees(node, mem.tp_degrees) if gpus % (d * mem.expert_parallel * pipeline) == 0]
+        if mem.expert_parallel > 1 and dividing:
+            # the declared expert grid, not the batch, left this degree: said, with the counts that keep a sequence a
+            # rank (a 100B MoE at EP 64 pinned on 1,600 GPUs runs TP 1 only, 1,600 ranks for 512: review sizreview17 F3)
+            d = max(node_degrees(node, mem.tp_degrees))
+            whole = math.lcm(node, d * context * pipeline, d * mem.expert_parallel * pipeline)
+            most = _batch_ceiling(sequences, whole, d * context * pipeline)
+            grid_hint = (f"; the expert grid (EP {mem.expert_parallel} x TP x PP {pipeline}) divides {gpus} GPUs at TP "
+                    f"{', '.join(map(str, dividing))} only, and Megatron's batch calculator refuses a rank less than one "
+                    f"sequence: at TP {d} a multiple of {whole} GPUs, at most {most}, gives each rank one")  # fmt: skip
         issues.append(Issue("PL312", f"the global batch gives {sequences_per_rank:.2f} sequences per data-parallel rank at {gpus} GPUs: "
-                            "below one, published runs fall well short of the model (strong-scaling floor)"))  # fmt: skip
+                            f"below one, published runs fall well short of the model (strong-scaling floor){grid_hint}"))  # fmt: skip
     if sequences >= ranks and (declared % ranks or not declared.is_integer()):
         notes.append(_uneven_batch(batch_tokens, declared, sequences, ranks))
     if pipeline > 1 and sequences_per_rank < pipeline:

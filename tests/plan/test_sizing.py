@@ -1626,6 +1626,14 @@ def test_a_declared_expert_group_keeps_the_deadline_plan_within_the_batch() -> N
         assert plan.gpus // plan.tensor_parallel <= 512, (deadline, plan.gpus, plan.tensor_parallel)
         assert plan.gpus % (64 * plan.tensor_parallel) == 0
         assert "PL312" not in {i.check for i in plan.issues}
+    # pinned there, the warning says the grid left TP 1 and which counts keep a sequence a rank
+    fields: dict[str, Any] = {"model": moe, "tokens": "1T", "precision": "bf16", "sequenceLength": 4096, "globalBatchTokens": 2 * 2**20,
+                              "expertParallel": 64, "accelerator": "H100"}  # fmt: skip
+    pinned = plan_training(workload(**fields, gpus=1600), on("H100-SXM5-80GB"), SIZING, [])
+    (told,) = [i.message for i in pinned.issues if i.check == "PL312"]
+    assert "divides 1600 GPUs at TP 1 only" in told and "at TP 8 a multiple of 512 GPUs, at most 4096" in told
+    most = plan_training(workload(**fields, gpus=4096), on("H100-SXM5-80GB"), SIZING, [])
+    assert most.tensor_parallel == 8 and "PL312" not in {i.check for i in most.issues}
 
 
 def test_the_deadline_search_reads_the_batch_as_the_layout_does() -> None:
