@@ -15,7 +15,6 @@ from typing import Any
 
 from alicerce.catalog.models import Gpu, Sizing
 from alicerce.plan.figures import Factor, Figure, deadline_text, rounded
-from alicerce.plan.heads import legal_degrees
 from alicerce.plan.queueing import replicas_within, share_waiting_longer
 from alicerce.plan.roofline import (
     Replica,
@@ -27,6 +26,7 @@ from alicerce.plan.roofline import (
     replica_performance,
 )
 from alicerce.plan.throughput import TrainingJob, moe_routing_ratio, training_mfu
+from alicerce.spec.heads import legal_degrees
 from alicerce.spec.models import LatentAttention, SlidingWindowAttention, Traffic, Workload
 from alicerce.spec.models.workloads import DEFAULT_SEQUENCE
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from alicerce.plan.heads import tensor_parallel_refusals
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean, one_of
+from alicerce.spec.heads import tensor_parallel_refusals
 from alicerce.spec.models.storage import ParallelFsTier
 from alicerce.spec.models.workloads import DEFAULT_SEQUENCE, LatentAttention, SlidingWindowAttention, Workload
 from alicerce.spec.units import format_bytes

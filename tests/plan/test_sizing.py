@@ -1593,7 +1593,7 @@ def test_a_stalled_deadline_search_takes_the_fewest_gpus_that_meet_and_pay() -> 
 def test_the_planner_picks_only_tensor_parallel_degrees_the_heads_allow() -> None:
     """Review sizreview17 F7: the serving planner put Phi-3-medium (40 query heads, 10 KV heads) at TP 8 for a 10 ms
     TPOT, which vLLM refuses (10 KV heads neither divide by 8 nor 8 by 10), and a 28-head model trained at TP 8, which
-    Megatron-Core's Attention refuses (divide(28, 8)). AL372's rule (heads.tensor_parallel_refusal) now bounds the
+    Megatron-Core's Attention refuses (divide(28, 8)). AL372's rule (heads.tensor_parallel_refusals) now bounds the
     planner's own choice: the latency is then met by no legal replica (PL303), the deadline at TP 4 at most."""
     phi3 = {"parameters": "14B", "layers": 40, "hiddenSize": 5120, "heads": 40, "kvHeads": 10, "headDim": 128, "vocabulary": 32064}
     serve = workload(kind="inference", model=phi3, precision="bf16", traffic={"peakRps": 20, "inputTokens": 2000, "outputTokens": 500},
