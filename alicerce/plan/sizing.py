@@ -26,6 +26,7 @@ from alicerce.plan.roofline import (
     replica_performance,
 )
 from alicerce.plan.throughput import TrainingJob, moe_routing_ratio, training_mfu
+from alicerce.spec.heads import legal_degrees
 from alicerce.spec.models import LatentAttention, SlidingWindowAttention, Traffic, Workload
 from alicerce.spec.models.workloads import DEFAULT_SEQUENCE
 
@@ -35,11 +36,12 @@ NODE_GPUS = 8
 TP_DEGREES = (1, 2, 4, 8)
 
 
-def node_degrees(node_gpus: int) -> tuple[int, ...]:
+def node_degrees(node_gpus: int, allowed: tuple[int, ...] = TP_DEGREES) -> tuple[int, ...]:
     """The tensor-parallel degrees a training run can use on nodes of ``node_gpus``: those a node holds whole groups of.
     Ranks fill nodes in order, so on a 10-GPU server TP 8 put two groups of every five across two nodes, their
-    all-reduces over the fabric, costed at the node's link (review sizreview12 F7)."""
-    return tuple(d for d in TP_DEGREES if d <= node_gpus and node_gpus % d == 0)
+    all-reduces over the fabric, costed at the node's link (review sizreview12 F7). ``allowed``: the degrees the model's
+    heads allow (heads.legal_degrees: a 28-head model at TP 8 does not start; review sizreview17 F7)."""
+    return tuple(d for d in allowed if d <= node_gpus and node_gpus % d == 0)
 
 
 @dataclass(frozen=True)
@@ -192,6 +194,7 @@ class TrainingMemory:
     working_routed: float = 0.0  # of a layer's working set, its routed experts' at EP 1 (what the expert group spreads)
     experts: int = 0  # a MoE's routed experts, where declared
     expert_parallel_declared: bool = False
+    tp_degrees: tuple[int, ...] = TP_DEGREES  # the degrees the model's heads allow (heads.legal_degrees)
 
     def working_at(self, zero_stage: int, tp: int, dp: int | None = None) -> float:
         """Bytes a GPU holds beyond its shard of the state while ZeRO ``zero_stage`` runs a layer, at tensor parallel ``tp``
@@ -328,7 +331,9 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
                           weights=weights, gradients=gradients, fp32_gradients=trainable * extra, fp32_main_gradients=trainable * main,
                           routed_share=routed, expert_parallel=w.expert_parallel or 1, working_set=layer * (1 - moe_routed),
                           working_routed=layer * moe_routed, experts=experts,
-                          expert_parallel_declared=w.expert_parallel is not None)  # fmt: skip
+                          expert_parallel_declared=w.expert_parallel is not None,
+                          tp_degrees=legal_degrees(w.model, TP_DEGREES, int(sizing.inference.headDimDefault.value),
+                                                   serving=False))  # fmt: skip
 
 
 def expert_parallel_degree(declared: int | None, experts: int, dp: int) -> int:
@@ -400,7 +405,7 @@ def smallest_fit(
     """
     usable = usable_memory(gpu, sizing)
     best: tuple[int, int] | None = None
-    for tp in node_degrees(node_gpus):
+    for tp in node_degrees(node_gpus, mem.tp_degrees):
         group = tp * pipeline
         room = usable - mem.activations_at(tp, 1.0) - mem.held_whole(zero_stage) / group
         whole = math.lcm(group * context, mem.expert_parallel * group)  # whole replicas and whole expert grids
@@ -434,7 +439,7 @@ def _overflow(mem: TrainingMemory, gpu: Gpu, sizing: Sizing, *, node_gpus: int, 
     """PL303's words when no layout holds the job, at the widest tensor-parallel degree: which part overflows, and what
     shrinks it (it always blamed one sequence's activations, where the state ZeRO keeps whole overflowed: a 405B at
     ZeRO-1 was told to shorten its sequences; review sizreview10 F2)."""
-    tp = max(node_degrees(node_gpus))
+    tp = max(node_degrees(node_gpus, mem.tp_degrees))
     usable, activations = usable_memory(gpu, sizing), mem.activations_at(tp, 1.0)
     whole = mem.held_whole(zero_stage) / (tp * pipeline) + mem.working_at(zero_stage, tp)
     kept = "the layers ZeRO-3 gathers" if zero_stage >= 3 else f"the state ZeRO-{zero_stage} keeps whole"
@@ -512,9 +517,9 @@ def network_bytes_per_step(
     frozen base too and gathers it for the forward and the backward of every micro-batch, beside the adapters' passes
     (review sizreview4 D5: the plan charged the whole model's all-reduce once a step). A mixture of
     experts runs expert parallelism (Megatron-Core, DeepSpeed-MoE, DeepSeek-V3's EP): the experts are spread
-    over EP ranks (declared as ``expertParallel``, else min(experts, dp)), so a GPU syncs the shared (attention,
-    dense, shared-expert) parameters over dp and only its own experts over the dp / EP replicas of them, not a gather of every parameter;
-    on top, the all-to-all moves each token's hidden state to its top-k experts and back, forward and
+    over EP ranks (declared as ``expertParallel``, else gcd(experts, dp): expert_parallel_degree), so a GPU syncs the
+    shared (attention, dense, shared-expert) parameters over dp and only its own experts over the dp / EP replicas of
+    them, not a gather of every parameter; on top, the all-to-all moves each token's hidden state to its top-k experts and back, forward and
     backward (4 x tokens per GPU x k x hidden x MoE layers x 2 bytes), for the share of experts off the node."""
     assert w.model is not None
     gpus = job.gpus
@@ -822,7 +827,7 @@ def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usabl
     # the batch does: the other way round the batch dropped the one degree the grid allows and the layout fell into
     # "nothing fits", full recomputation at a tenth of the GPU's memory (review sizreview15 F6)
     grid = mem.expert_parallel * job.pipeline_parallel
-    degrees = [d for d in node_degrees(node_gpus) if job.gpus % (d * whole) == 0 and job.gpus % (d * grid) == 0]
+    degrees = [d for d in node_degrees(node_gpus, mem.tp_degrees) if job.gpus % (d * whole) == 0 and job.gpus % (d * grid) == 0]
     degrees = [d for d in degrees if job.gpus // (d * whole) <= sequences] or degrees
     for d in degrees:
         dp = job.gpus // (d * job.context_parallel * job.pipeline_parallel)
@@ -841,9 +846,36 @@ def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usabl
     # so): keep the degree it came with where it divides the GPUs, else the largest that does (a layout the stack can
     # start: Megatron refuses a world size TP x CP x PP does not divide; review sizreview9 F9)
     if job.gpus % (job.tensor_parallel * whole):
-        fallback = max((d for d in node_degrees(node_gpus) if job.gpus % (d * whole) == 0), default=1)
+        fallback = max((d for d in node_degrees(node_gpus, mem.tp_degrees) if job.gpus % (d * whole) == 0), default=1)
         return replace(job, tensor_parallel=fallback)
     return job
+
+
+def _fitting_counts(mem: TrainingMemory, min_gpus: int, tp: int, granule: int, *, node: int, replica: int) -> str:
+    """PL303's hint on the counts that hold the job. With the expert group undeclared it is gcd(experts, ranks)
+    (expert_parallel_degree), so whole granules are not enough: 520 GPUs of a 2T MoE (256 experts) are a multiple of 8
+    and at least 512, yet spread the experts over 8 and do not hold it (review sizreview17 F5). Counts whose ranks, at
+    the fewest GPUs' degree, are a multiple of that layout's group hold it: the group is no narrower, the shard no
+    larger."""
+    if mem.expert_parallel_declared or mem.experts <= 1:
+        return f"use a multiple of {granule} GPUs, at least {_ceil_to(min_gpus, granule)}"
+    group = expert_parallel_degree(None, mem.experts, max(1, min_gpus // (tp * replica)))
+    step = math.lcm(node, granule, tp * replica * group)
+    return (f"the undeclared expert group is the widest that divides both the {mem.experts} experts and the data-parallel "
+            f"ranks: declare expertParallel, or use a multiple of {step} GPUs (ranks at TP {tp} a multiple of {group}), at "
+            f"least {_ceil_to(min_gpus, step)}")  # fmt: skip
+
+
+def _interleaved_counts(sequences: float, pipeline: int, virtual: int | None, layouts: list[tuple[int, int]]) -> list[int]:
+    """The GPU counts whose data-parallel ranks give each pipeline a whole number of groups of ``pipeline`` microbatches
+    of the batch's ``sequences``: where a declared interleaved schedule runs (Megatron-Core schedules.py
+    forward_backward_pipelining_with_interleaving; throughput.pipeline_factor); none without one. ``layouts``: (GPUs a
+    data-parallel rank, the granule its counts come in) of each tensor-parallel degree."""
+    if (virtual or 1) <= 1 or pipeline <= 1 or not sequences.is_integer() or int(sequences) % pipeline:
+        return []
+    groups = int(sequences) // pipeline
+    ranks = [r for r in range(1, groups + 1) if groups % r == 0]
+    return sorted({r * replica for replica, granule in layouts for r in ranks if r * replica % granule == 0})
 
 
 def _uneven_batch(tokens: float, declared: float, sequences: float, ranks: int) -> str:
@@ -911,6 +943,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         issues.append(Issue("PL303", _overflow(mem, gpu, sizing, node_gpus=place.gpus_per_node, pipeline=pipeline, zero_stage=zero)))
         return _empty(w, place, figures, notes, fits, issues)
     min_gpus, tp = layout
+    min_tp = tp
     figures.append(Figure("smallest GPU count that fits", min_gpus, "GPUs",
                           "state ZeRO shards / (usable memory - activations / TP - state it keeps / (TP x PP)), rounded to "
                           "TP x CP x PP", {"usable GiB per GPU": usable_memory(gpu, sizing) / GIB, "tensor parallel": tp,
@@ -947,24 +980,31 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # where 1,024 at TP 8 take 357k; review sizreview11 F6)
         node = place.gpus_per_node
         experts = mem.expert_parallel * pipeline  # whole expert grids too (EP x TP x PP)
-        granules = sorted({math.lcm(node, pipeline * context * d, experts * d) for d in node_degrees(node) if d >= tp})
+        granules = sorted({math.lcm(node, pipeline * context * d, experts * d) for d in node_degrees(node, mem.tp_degrees) if d >= tp})
         limit = deadline * availability if deadline else None
 
         batch = float(w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value)
-        sequences = batch / (w.sequence_length or DEFAULT_SEQUENCE)
+        # what the stack splits, as the layout and the notes read it (a decimal 4M is the 1,024 sequences of 4,096 it
+        # stands for: the bound and PL338 read 976.56 and called 1.95 days out of reach where 8,192 GPUs take 1.91;
+        # review sizreview17 F1)
+        sequences = batch_sequences(batch, w.sequence_length or DEFAULT_SEQUENCE)
         # the sequences a data-parallel rank needs: one, or a microbatch a stage where the declared interleaved schedule
         # runs (throughput.pipeline_factor; past it the search jumped to 1F1B counts slower than the last interleaved
         # one: review sizreview15 F1)
         per_rank = pipeline if (w.pipeline_virtual_stages or 1) > 1 else 1
 
-        widest = max(node_degrees(node))
+        widest = max(node_degrees(node, mem.tp_degrees))
 
         def admissible(run: _Run) -> bool:
             # some layout gives each data-parallel rank at least one sequence of the global batch, the widest tensor
             # groups the fewest ranks (a 70B at a 4M batch was sized at 16,024 GPUs, 0.12 sequences a rank: review
             # sizreview12 F6; judged at the degree the run picked, the bound cut reachable deadlines: sizreview13 F2, F10)
             # and it holds the job: an undeclared expert group spreads the experts over what the count's ranks allow
-            # (a 2T MoE at 1,864 GPUs spreads its 256 over 8: review sizreview15 F3)
+            # (a 2T MoE at 1,864 GPUs spreads its 256 over 8: review sizreview15 F3). The layout's own degree keeps a
+            # sequence a rank too, and its expert grid divides the count: the widest degree alone passed 1,600 GPUs of
+            # an EP 64 MoE whose grid only TP 1 divides, 1,600 ranks for 512 sequences (review sizreview17 F3)
+            if run.gpus // (run.tp * context * pipeline) > sequences or run.gpus % (run.tp * mem.expert_parallel * pipeline):
+                return False
             return run.gpus // (widest * context * pipeline) * per_rank <= sequences and holds(run)
 
         priced: dict[int, _Run] = {}  # the searches below visit many counts twice: each is priced once
@@ -982,17 +1022,20 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             run = min(options, key=lambda r: (r.gpus, seconds(r)))
         else:
             budget = deadline * availability
-            met = [r for r in options if seconds(r) / r.gpus <= budget * 1.000001]
 
             def meets(r: _Run) -> bool:
                 return seconds(r) / r.gpus <= budget * 1.000001 and admissible(r)
+
+            # only counts the stack starts: the fixed point's downward steps are unchecked (a 1,150B MoE at EP 64 "met"
+            # 50 days at 5,504 GPUs, TP 1, 5,504 ranks for 2,048 sequences: review sizreview17 F3)
+            met = [r for r in options if meets(r)]
 
             # once the batch takes a degree away as the count grows, MFU is not monotone in it: the counts fall in bands
             # up to where a degree keeps a sequence a rank, and the fixed point from above landed past a band that meets
             # (a 70B at 1,024 sequences got 4,528 GPUs at TP 8 where 4,096 at TP 4 meet in less: review sizreview15 F9)
             fine = granules[0]
-            spread = batch_sequences(batch, w.sequence_length or DEFAULT_SEQUENCE) / per_rank
-            edges = [_batch_ceiling(spread, fine, d * context * pipeline) for d in node_degrees(node) if d >= tp]
+            spread = sequences / per_rank
+            edges = [_batch_ceiling(spread, fine, d * context * pipeline) for d in node_degrees(node, mem.tp_degrees) if d >= tp]
             if met:
                 best = min(met, key=lambda r: (seconds(r), r.gpus))
                 if any(_ceil_to(min_gpus, fine) <= e < best.gpus for e in edges):
@@ -1012,10 +1055,49 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                     band = at(edge)
                     if admissible(band) and not meets(band) and _pays_off(seconds, run, band):
                         run = band
-                found = _deadline_bought(at, seconds, run.gpus, top, step, budget, admissible) or (at(top) if top > run.gpus else None)
-                if found is not None and _pays_off(seconds, run, found) and admissible(found):
-                    fewer = _fewest_meeting(at, meets, start=run.gpus + fine, top=found.gpus, step=fine, edges=edges)
-                    run = fewer if fewer is not None and _pays_off(seconds, run, fewer) else found
+                # the fewest past the stop that meets AND pays: judged on the first count that meets alone, a 2B was
+                # planned to miss 4.3 days at 2,048 GPUs where 2,864 meet and pay, and 4.1 days took 2,968 where
+                # 2,864 do (review sizreview17 F6)
+                stop = run
+
+                def buys(r: _Run) -> bool:
+                    return admissible(r) and _pays_off(seconds, stop, r)
+
+                found = _deadline_bought(at, seconds, run.gpus, top, step, budget, buys)
+                if found is None and top > run.gpus and meets(at(top)) and buys(at(top)):
+                    found = at(top)
+                if found is not None:
+                    fewer = _fewest_meeting(at, lambda r: meets(r) and buys(r), start=run.gpus + fine, top=found.gpus, step=fine,
+                                            edges=edges)  # fmt: skip
+                    run = fewer or found
+            # a declared interleaved schedule runs only where the microbatches fill whole groups of the stages (else
+            # 1F1B): the counts that do are priced too (a 405B at PP 16 VP 8 took 11,008 GPUs, 1F1B, for 200 days where
+            # 8,192 run interleaved in 171 with 36% fewer GPU-hours: review sizreview17 F4)
+            layouts = [(d * context * pipeline, math.lcm(node, pipeline * context * d, experts * d))
+                       for d in node_degrees(node, mem.tp_degrees) if d >= tp]  # fmt: skip
+            declared = batch / (w.sequence_length or DEFAULT_SEQUENCE)
+            for count in _interleaved_counts(declared, pipeline, w.pipeline_virtual_stages, layouts):
+                if count >= min_gpus:
+                    at(count)
+            # an undeclared expert group (gcd(experts, ranks)) or an interleaved schedule makes MFU jump with the
+            # count's factors: the searches above, each assuming more GPUs run faster, can land above a count they
+            # priced that meets for less (a 2T MoE at 150 days took 944 GPUs and 3.00M GPU-hours where 768, priced on
+            # the way, meet with 2.67M: review sizreview17 F2). Every priced count that meets is a candidate; where the
+            # plan misses, one that meets with fewer GPUs or pays by the guard
+            meeting = [r for r in priced.values() if meets(r) and (meets(run) or r.gpus < run.gpus or _pays_off(seconds, run, r))]
+            if meeting:
+                run = min([run, *meeting] if meets(run) else meeting, key=lambda r: (seconds(r), r.gpus))
+            # the fixed point can stop a step above the fewest count of its band that meets (a 70B at 4.35 days took
+            # 3,112 GPUs where 3,104 meet: review sizreview17 F12): step down while a count meets for no more GPU-hours
+            for _ in range(16):
+                # a count a granule below, at this count's MFU, more than 1% late will not meet (MFU moves less than
+                # that between neighbours): not priced, which kept the bench within its time (bench/plan_speed.py)
+                if not meets(run) or run.gpus - fine < min_gpus or seconds(run) / (run.gpus - fine) > budget * 1.01:
+                    break
+                lower = at(run.gpus - fine)
+                if not meets(lower) or seconds(lower) > seconds(run) * 1.000001:
+                    break
+                run = lower
             figures.append(Figure("GPUs to meet the deadline", run.gpus, "GPUs",
                                   "smallest count of whole replicas with GPU-seconds(GPUs) / GPUs <= deadline x hours per day "
                                   "/ 24, the fewest GPU-hours over the tensor-parallel degrees' counts",
@@ -1025,15 +1107,29 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     if gpus % (tp * mem.expert_parallel * pipeline):
         # Megatron-Core refuses a world size its expert grid does not divide (a 7B MoE at EP 8 pinned at 12 GPUs was
         # planned at TP 1: review sizreview13 F9)
-        issues.append(Issue("PL303", f"the expert grid (EP {mem.expert_parallel} x TP {tp} x PP {pipeline}) does not divide "
-                            f"{gpus} GPUs; use a multiple of {granule} GPUs, at least {_ceil_to(min_gpus, granule)}"))  # fmt: skip
+        grid = mem.expert_parallel * pipeline
+        dividing = [d for d in node_degrees(place.gpus_per_node, mem.tp_degrees)
+                    if gpus % (d * grid) == 0 and gpus % (d * context * pipeline) == 0]  # fmt: skip
+        # a degree whose grid divides the count but not holding the job is what refused it: said, not a wider degree's
+        # grid (1T MoE at EP 16 on 272 GPUs was told EP 16 x TP 2 does not divide them, where TP 1's does and overflows:
+        # review sizreview17 F11)
+        why = f"the expert grid (EP {mem.expert_parallel} x TP {tp} x PP {pipeline}) does not divide {gpus} GPUs"
+        if dividing:
+            d = max(dividing)
+            ranks = max(1, gpus // (d * context * pipeline))
+            kept = mem.state_per_gpu(gpus, d * pipeline, zero) + mem.working_at(zero, d, ranks) + mem.activations_at(d, 1.0)
+            why = (f"the expert grid (EP {mem.expert_parallel} x TP {d} x PP {pipeline}) divides {gpus} GPUs but keeps "
+                   f"{kept / GIB:.1f} GiB a GPU of the {usable_memory(gpu, sizing) / GIB:.0f} a {gpu.id} gives, and no wider "
+                   "degree's grid divides them")  # fmt: skip
+        issues.append(Issue("PL303", f"{why}; use a multiple of {granule} GPUs, at least {_ceil_to(min_gpus, granule)}"))
         return _empty(w, place, figures, notes, fits, issues)
     if not holds(run):
         # no degree that divides the count holds the job (a pinned count no fitting layout divides): a run that cannot
         # start is no plan (it was priced at up to 413 GiB a GPU: review sizreview10 F5)
+        hint = _fitting_counts(mem, min_gpus, min_tp, granule, node=place.gpus_per_node, replica=context * pipeline)
         issues.append(Issue("PL303", f"no tensor-parallel degree that divides {gpus} GPUs (x CP {context} x PP {pipeline}) holds the "
                             f"job: TP {tp} keeps {held(run) / GIB:.1f} GiB a GPU of the {usable_memory(gpu, sizing) / GIB:.0f} a "
-                            f"{gpu.id} gives; use a multiple of {granule} GPUs, at least {_ceil_to(min_gpus, granule)}"))  # fmt: skip
+                            f"{gpu.id} gives; {hint}"))  # fmt: skip
         return _empty(w, place, figures, notes, fits, issues)
     gpu_seconds = seconds(run)
     gpu_hours = gpu_seconds / 3600
@@ -1079,8 +1175,20 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     sequences = batch_sequences(batch_tokens, w.sequence_length or DEFAULT_SEQUENCE)
     sequences_per_rank = declared / ranks
     if sequences < ranks:
+        grid_hint = ""
+        node = place.gpus_per_node
+        dividing = [d for d in node_degrees(node, mem.tp_degrees) if gpus % (d * mem.expert_parallel * pipeline) == 0]
+        if mem.expert_parallel > 1 and dividing:
+            # the declared expert grid, not the batch, left this degree: said, with the counts that keep a sequence a
+            # rank (a 100B MoE at EP 64 pinned on 1,600 GPUs runs TP 1 only, 1,600 ranks for 512: review sizreview17 F3)
+            d = max(node_degrees(node, mem.tp_degrees))
+            whole = math.lcm(node, d * context * pipeline, d * mem.expert_parallel * pipeline)
+            most = _batch_ceiling(sequences, whole, d * context * pipeline)
+            grid_hint = (f"; the expert grid (EP {mem.expert_parallel} x TP x PP {pipeline}) divides {gpus} GPUs at TP "
+                    f"{', '.join(map(str, dividing))} only, and Megatron's batch calculator refuses a rank less than one "
+                    f"sequence: at TP {d} a multiple of {whole} GPUs, at most {most}, gives each rank one")  # fmt: skip
         issues.append(Issue("PL312", f"the global batch gives {sequences_per_rank:.2f} sequences per data-parallel rank at {gpus} GPUs: "
-                            "below one, published runs fall well short of the model (strong-scaling floor)"))  # fmt: skip
+                            f"below one, published runs fall well short of the model (strong-scaling floor){grid_hint}"))  # fmt: skip
     if sequences >= ranks and (declared % ranks or not declared.is_integer()):
         notes.append(_uneven_batch(batch_tokens, declared, sequences, ranks))
     if pipeline > 1 and sequences_per_rank < pipeline:
@@ -1096,6 +1204,14 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         issues.append(Issue("PL330", f"the global batch gives each {pipeline}-stage pipeline {sequences_per_rank:,.1f} microbatches of "
                             f"one sequence a step: fewer than its stages, so the pipeline bubble idles {idle:.0%} of each step"
                             f"{refused}; fewer GPUs, fewer stages or a larger globalBatchTokens give each pipeline more"))  # fmt: skip
+    virtual = w.pipeline_virtual_stages or 1
+    if virtual > 1 and pipeline <= sequences_per_rank and abs(sequences_per_rank / pipeline - round(sequences_per_rank / pipeline)) > 1e-9:
+        # the schedule the user declared does not start here (throughput.pipeline_factor prices 1F1B): said, not left to
+        # the MFU figure's factors (review sizreview17 F4)
+        notes.append(f"the declared interleaved schedule ({virtual} virtual stages) does not start at {gpus} GPUs: "
+                     f"{sequences_per_rank:,.1f} microbatches a pipeline are not whole groups of its {pipeline} stages "
+                     "(Megatron-Core raises), so the run is sized as 1F1B; counts whose data-parallel ranks give a "
+                     f"multiple of {pipeline} run it")  # fmt: skip
     if w.model.architecture == "moe" and active < 10e9:
         issues.append(Issue("PL316", f"a fine-grained MoE ({active / 1e9:.1f}B active) sits at the edge of the calibration data"))
     attention = w.model.attention
@@ -1295,7 +1411,10 @@ def replica_layout(
     # tensor parallelism all-reduces every layer over NVLink/PCIe inside one node, and a pod's GPUs come from one node:
     # a declared degree obeys the same bound as the ones tried (PL322 reports a declared degree past it)
     pinned = tp if tp is not None else w.tensor_parallel
-    degrees = [d for d in ([pinned] if pinned is not None else TP_DEGREES) if d <= node_gpus]
+    # only degrees the model's heads allow (vLLM refuses the rest: a 10-KV-head model was planned at TP 8, review
+    # sizreview17 F7); a declared one AL372 judges
+    allowed = legal_degrees(w.model, TP_DEGREES, int(inf.headDimDefault.value), serving=True)
+    degrees = [d for d in ([pinned] if pinned is not None else allowed) if d <= node_gpus]
     feasible: list[tuple[int, int, ReplicaPerformance]] = []  # (GPUs for the load, degree, performance)
     for degree in degrees:
         replica = Replica(shape_, degree, hardware, eff, bytes_per_weight, kv_bytes(w.precision, w.kv_cache_precision),
@@ -1328,7 +1447,9 @@ def replica_layout(
 
 def smallest_degree(w: Workload, gpu: Gpu, sizing: Sizing, node_gpus: int) -> int | None:
     """The fewest GPUs a replica of ``w`` needs on ``gpu`` (what fits, whatever serves the load cheapest)."""
-    for degree in [w.tensor_parallel] if w.tensor_parallel is not None else TP_DEGREES:
+    assert w.model is not None
+    allowed = legal_degrees(w.model, TP_DEGREES, int(sizing.inference.headDimDefault.value), serving=True)
+    for degree in [w.tensor_parallel] if w.tensor_parallel is not None else allowed:
         if degree <= node_gpus and replica_layout(w, gpu, sizing, node_gpus, tp=degree)[0] is not None:
             return degree
     return None
@@ -1353,7 +1474,14 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
                       f"nodes have {place.gpus_per_node} x {gpu.id}: tensor parallelism stays within a node")  # fmt: skip
         return _empty(w, place, figures, notes, fits, [issue])
     if layout is None:
-        issue = Issue("PL303", f"no replica of up to {place.gpus_per_node} x {gpu.id} holds the model and meets the latency targets")
+        # the degrees the heads rule out are no replica either: said, so the user does not look for a bigger node
+        # (review sizreview17 F7)
+        allowed = legal_degrees(w.model, TP_DEGREES, int(sizing.inference.headDimDefault.value), serving=True) if w.model else TP_DEGREES
+        heads = ""
+        if w.tensor_parallel is None and allowed != TP_DEGREES:
+            heads = f" (the model's heads allow tensor parallel {', '.join(map(str, allowed))} only: vLLM splits heads whole)"
+        issue = Issue("PL303", f"no replica of up to {place.gpus_per_node} x {gpu.id} holds the model and meets the latency "
+                      f"targets{heads}")  # fmt: skip
         return _empty(w, place, figures, notes, fits, [issue])
     by_throughput = None
     if w.traffic.peak_rps is not None:

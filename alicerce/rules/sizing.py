@@ -7,8 +7,9 @@ from typing import Any
 
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean, one_of
+from alicerce.spec.heads import tensor_parallel_refusals
 from alicerce.spec.models.storage import ParallelFsTier
-from alicerce.spec.models.workloads import DEFAULT_SEQUENCE, LatentAttention, Model, SlidingWindowAttention, Workload
+from alicerce.spec.models.workloads import DEFAULT_SEQUENCE, LatentAttention, SlidingWindowAttention, Workload
 from alicerce.spec.units import format_bytes
 
 rules = RuleSet()
@@ -220,11 +221,25 @@ def expert_layout(ctx: RuleContext) -> Iterable[Finding]:
 
 
 @rules.rule(
-    "AL371", "attention-layout", "A sliding-window model's global layers are layers of the model; an mla layout declares its heads once."
+    "AL371",
+    "attention-layout",
+    "A sliding-window model's global layers are layers of the model; an mla layout declares its heads once; heads that "
+    "are not the hidden size's come with their headDim.",
 )
 def attention_layout(ctx: RuleContext) -> Iterable[Finding]:
+    head_dim_default = int(ctx.catalog.sizing.inference.headDimDefault.value)
     for i, w in enumerate(ctx.spec.workloads):
         model = w.model
+        declared_alone = model is not None and model.heads is not None and model.head_dim is None
+        if declared_alone and model is not None and model.heads is not None and not isinstance(model.attention, LatentAttention):
+            # heads are declared where heads x headDim is not the hidden size: with the default headDim the attention
+            # term silently ran over 16 x 128 = 2,048 of Gemma 2 9B's 4,096 (review sizreview17 F9)
+            width = model.heads * head_dim_default
+            if model.hidden_size is not None and width != model.hidden_size:
+                yield Finding(S.workloads[i].model.heads, f"heads {model.heads} x the default headDim {head_dim_default} = {width:,} is "
+                              f"not the hidden size {model.hidden_size:,}, and attention runs over heads x headDim",
+                              "declare headDim (Gemma 2 9B: 256), or leave heads out where heads x headDim is the hidden size",
+                              model.heads, resource=w.name)  # fmt: skip
         if model is not None and model.heads is not None and isinstance(model.attention, LatentAttention):
             # MLA's query heads are its own (attention.heads): two head counts would size one attention twice
             yield Finding(S.workloads[i].model.heads, f"heads {model.heads} beside an mla attention layout, whose query heads "
@@ -246,30 +261,8 @@ def tensor_parallel_heads(ctx: RuleContext) -> Iterable[Finding]:
         tp, model = w.tensor_parallel, w.model
         if tp is None or model is None or w.kind not in SERVING:
             continue
-        path = S.workloads[i].tensor_parallel
-        heads, source = _query_heads(model, head_dim_default)
-        if heads is not None and heads % tp:
-            yield Finding(path, f"tensorParallel {tp} does not divide the model's {heads} attention heads ({source})",
-                          f"use a degree that divides {heads}: {_divisors(heads)}", tp, resource=w.name)  # fmt: skip
-        kv = None if isinstance(model.attention, LatentAttention) else model.kv_heads  # MLA's latent is shared by all heads
-        if kv is not None and (kv % tp if tp < kv else tp % kv):
-            yield Finding(path, f"tensorParallel {tp} neither divides the model's {kv} KV heads nor is a multiple of them",
-                          f"use a divisor or a multiple of {kv}", tp, resource=w.name)  # fmt: skip
-
-
-def _query_heads(model: Model, head_dim_default: int) -> tuple[int | None, str]:
-    """The model's query heads and where the figure comes from; None when the spec does not tell."""
-    if isinstance(model.attention, LatentAttention) and model.attention.heads is not None:
-        return model.attention.heads, "attention.heads"
-    if model.heads is not None:
-        return model.heads, "heads"
-    if model.hidden_size is None:
-        return None, ""
-    head_dim = model.head_dim or head_dim_default
-    if model.hidden_size % head_dim:
-        return None, ""
-    where = "headDim" if model.head_dim else f"the default headDim {head_dim}: declare headDim if it differs"
-    return model.hidden_size // head_dim, f"hiddenSize {model.hidden_size} / {where}"
+        for why, hint in tensor_parallel_refusals(model, tp, head_dim_default, serving=True):
+            yield Finding(S.workloads[i].tensor_parallel, f"tensorParallel {tp} {why}", hint, tp, resource=w.name)
 
 
 def _divisors(n: int) -> str:
@@ -449,7 +442,9 @@ def field_shadowed(ctx: RuleContext) -> Iterable[Finding]:
             if model.kv_heads is not None:
                 yield Finding(path.model.kv_heads, "training throughput and memory do not depend on the KV heads: kvHeads changes "
                               "nothing here (it sizes a served model's KV cache)", "remove it", key=True, resource=w.name)  # fmt: skip
-            if model.head_dim is not None and not isinstance(model.attention, LatentAttention):
-                yield Finding(path.model.head_dim, "training reads headDim only for multi-head latent attention (its FLOPs width): "
-                              "it changes nothing here", "remove it, or declare attention: {kind: mla, ...}", key=True,
-                              resource=w.name)  # fmt: skip
+            # with declared query heads training reads headDim too: attention's width is heads x headDim (Gemma 2 9B: 16 x
+            # 256 on 3,584; plan.sizing.attention_width)
+            if model.head_dim is not None and model.heads is None and not isinstance(model.attention, LatentAttention):
+                yield Finding(path.model.head_dim, "training reads headDim only for multi-head latent attention or declared heads "
+                              "(its FLOPs width): it changes nothing here", "remove it, or declare heads or attention: {kind: mla, ...}",
+                              key=True, resource=w.name)  # fmt: skip

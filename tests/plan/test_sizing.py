@@ -287,7 +287,8 @@ def test_training_plans_hold_the_model_and_meet_deadlines(params: float, tokens:
     if plan.wall_clock_days > deadline_days * 1.000001:
         (late,) = [i for i in plan.issues if i.check in ("PL337", "PL338")]
         assert ("pinning" in late.message) == (late.check == "PL337")
-        assert plan.gpus // 8 <= 4_000_000 / 4096  # the default batch: 976 sequences
+        # the default batch: the 1,024 sequences its decimal 4M stands for (review sizreview17 F1: the bound read 976)
+        assert plan.gpus // 8 <= batch_sequences(4_000_000, 4096) == 1024
     assert plan.gpus % 8 == 0
 
 
@@ -1368,10 +1369,11 @@ def test_the_deadline_search_keeps_the_cheapest_degree_and_stops_where_gpus_stop
     hopeless = plan_training(workload(**{**long, "tokens": "800B"}, pipelineParallel=16, zeroStage=1, deadline="10d"),
                              on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
     assert hopeless.gpus is not None and hopeless.gpus <= 65536
-    # review sizreview13 F4: no count the batch admits meets it (128 sequences x TP 8 x CP 16 x PP 16 = 262,144 GPUs at
-    # most, 249,856 in whole granules): an error, which `--fail-on error` stops on, not a warning
+    # review sizreview13 F4: no count the batch admits meets it (the 128 sequences its decimal 16M stands for x TP 8 x
+    # CP 16 x PP 16 = 262,144 GPUs at most; sizreview17 F1: the bound read 122.07 and said 249,856): an error, which
+    # `--fail-on error` stops on, not a warning
     (late,) = [i.message for i in hopeless.issues if i.check == "PL338"]
-    assert late.startswith("misses the 10-day deadline at") and "no count meets it: at 249856 GPUs" in late
+    assert late.startswith("misses the 10-day deadline at") and "no count meets it: at 262144 GPUs" in late
     assert CHECKS["PL338"].severity is Severity.ERROR
     # bought dearly: PL337 names a count that meets it, and pinning that count does
     dear = workload(**{**long, "tokens": "400B"}, pipelineParallel=16, zeroStage=1, deadline="6d")
@@ -1409,8 +1411,9 @@ def test_the_layout_keeps_the_expert_grid_and_each_rank_a_sequence() -> None:
     rushed = plan_training(workload(model=seventy, tokens="1T", globalBatchTokens="4M", deadline="1d", accelerator="H100"),
                            on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
     assert rushed.gpus is not None and rushed.tensor_parallel is not None
-    assert rushed.gpus // 8 <= 4_000_000 / 4096  # at the widest degree, each rank keeps a sequence
-    assert [i.check for i in rushed.issues if i.check in ("PL337", "PL338")] == ["PL338"]  # 976 GPUs: the batch's ceiling
+    # at the widest degree, each rank keeps one of the 1,024 sequences the decimal 4M stands for (review sizreview17 F1)
+    assert rushed.gpus // 8 <= batch_sequences(4_000_000, 4096) == 1024
+    assert [i.check for i in rushed.issues if i.check in ("PL337", "PL338")] == ["PL338"]  # 8,192 GPUs: the batch's ceiling
 
 
 def test_a_pinned_count_the_expert_grid_does_not_divide_is_no_plan() -> None:
@@ -1468,10 +1471,12 @@ def test_the_deadline_search_climbs_past_one_counts_dip_and_keeps_a_legal_layout
 
     fast = size(sequenceLength=4096, globalBatchTokens=4 * 2**20, deadline="2d")
     assert fast.wall_clock_days is not None and fast.wall_clock_days <= 2 and fast.gpus is not None and fast.gpus > 4096
-    for deadline, late in (("16d", True), ("20d", False)):
+    # the decimal 1M is the 128 sequences of 8,192 it stands for (review sizreview17 F1: the bound read 122.07, and 16
+    # days, which 1,008 GPUs meet, were out of reach)
+    for deadline, late in (("14d", True), ("16d", False), ("20d", False)):
         plan = size(sequenceLength=8192, globalBatchTokens="1M", deadline=deadline)
         assert plan.gpus is not None and plan.tensor_parallel is not None
-        assert plan.gpus // plan.tensor_parallel <= 1e6 / 8192  # each rank keeps a sequence
+        assert plan.gpus // plan.tensor_parallel <= batch_sequences(1e6, 8192) == 128  # each rank keeps a sequence
         assert ("PL338" in {i.check for i in plan.issues}) is late
     moe = {"parameters": "2T", "layers": 32, "hiddenSize": 8192, "architecture": "moe", "activeParameters": "40B",
            "experts": {"total": 256, "perToken": 8}}  # fmt: skip
@@ -1569,11 +1574,11 @@ def test_the_deadline_search_finds_the_fewest_gpus_below_a_degree_s_band() -> No
     assert plan.wall_clock_days is not None and plan.wall_clock_days <= 3.35
 
 
-def test_a_stalled_deadline_search_stops_at_a_band_s_top_and_names_the_fewest_gpus_that_meet() -> None:
+def test_a_stalled_deadline_search_takes_the_fewest_gpus_that_meet_and_pay() -> None:
     """Review sizreview15 F5: a 2B at 2Mi tokens (512 sequences) runs TP 4 up to 2,048 GPUs and TP 8 past them, 20%
     slower: the climb's lookahead jumped past 2,048 (4.44 days) and stopped at 1,968 (4.61), and the count PL337 named
     or the plan took was the first of counts a sixteenth apart, not the fewest that meet. Now a 4-day deadline plans
-    the fewest GPUs that meet it, and 4.3 days stop at the band's top with PL337 naming the fewest that meet."""
+    the fewest GPUs that meet it."""
     two: dict[str, Any] = {"model": {"parameters": 2e9}, "tokens": 17.44e12, "globalBatchTokens": 2 * 2**20, "accelerator": "H100"}
 
     def days(gpus: int) -> float:
@@ -1584,8 +1589,155 @@ def test_a_stalled_deadline_search_stops_at_a_band_s_top_and_names_the_fewest_gp
     four = plan_training(workload(**two, deadline="4d"), on("H100-SXM5-80GB"), SIZING, [])
     assert four.gpus is not None and four.tensor_parallel is not None and four.wall_clock_days is not None
     assert four.wall_clock_days <= 4 and four.gpus // four.tensor_parallel <= 512 and days(four.gpus - 8) > 4
-    late = plan_training(workload(**two, deadline="4.3d"), on("H100-SXM5-80GB"), SIZING, [])
-    assert late.gpus == 2048 and late.tensor_parallel == 4
-    (told,) = [i.message for i in late.issues if i.check == "PL337"]
-    named = int(told.split("pinning ")[1].split(" GPUs")[0])
-    assert days(named) <= 4.3 < days(named - 8)
+    # review sizreview17 F6: 4.2-4.4 days stopped at the band's top (2,048 GPUs, 4.44 days) with PL337 "each added GPU
+    # shortens the run by less than 25% of its share", judged on the first count a sixteenth apart that met, while
+    # 2,864 meet and pay by that guard (4.0 and 4.1 days, tighter, were met). Looser deadlines now take no more GPUs
+    previous = four.gpus
+    for deadline in (4.1, 4.2, 4.3, 4.4):
+        plan = plan_training(workload(**two, deadline=f"{deadline}d"), on("H100-SXM5-80GB"), SIZING, [])
+        assert not {"PL337", "PL338"} & {i.check for i in plan.issues}, (deadline, [i.message for i in plan.issues])
+        assert plan.gpus is not None and plan.tensor_parallel is not None and plan.wall_clock_days is not None
+        assert plan.wall_clock_days <= deadline and plan.gpus // plan.tensor_parallel <= 512 and plan.gpus <= previous
+        previous = plan.gpus
+
+
+def test_the_planner_picks_only_tensor_parallel_degrees_the_heads_allow() -> None:
+    """Review sizreview17 F7: the serving planner put Phi-3-medium (40 query heads, 10 KV heads) at TP 8 for a 10 ms
+    TPOT, which vLLM refuses (10 KV heads neither divide by 8 nor 8 by 10), and a 28-head model trained at TP 8, which
+    Megatron-Core's Attention refuses (divide(28, 8)). AL372's rule (heads.tensor_parallel_refusals) now bounds the
+    planner's own choice: the latency is then met by no legal replica (PL303), the deadline at TP 4 at most."""
+    phi3 = {"parameters": "14B", "layers": 40, "hiddenSize": 5120, "heads": 40, "kvHeads": 10, "headDim": 128, "vocabulary": 32064}
+    serve = workload(kind="inference", model=phi3, precision="bf16", traffic={"peakRps": 20, "inputTokens": 2000, "outputTokens": 500},
+                     latency={"timePerOutputToken": {"p99": "10ms"}})  # fmt: skip
+    plan = plan_inference(serve, on("H100-SXM5-80GB"), SIZING, [])
+    assert plan.tensor_parallel in (None, 1, 2), plan.tensor_parallel
+    if plan.tensor_parallel is None:
+        assert [i for i in plan.issues if i.check == "PL303" and "allow tensor parallel 1, 2 only" in i.message], plan.issues
+    loose = plan_inference(serve.model_copy(update={"latency": None}), on("H100-SXM5-80GB"), SIZING, [])
+    assert loose.tensor_parallel in (1, 2)
+    qwen = {"parameters": "7.6B", "layers": 28, "hiddenSize": 3584, "heads": 28}
+    for fields in ({"deadline": "1.5d"}, {"gpus": 4096}):
+        trained = plan_training(workload(model=qwen, tokens="18T", precision="bf16", sequenceLength=4096, globalBatchTokens=16 * 2**20,
+                                         accelerator="H100", **fields), on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
+        assert trained.tensor_parallel is not None and 28 % trained.tensor_parallel == 0, (fields, trained.tensor_parallel)
+
+
+def test_a_declared_expert_group_keeps_the_deadline_plan_within_the_batch() -> None:
+    """Review sizreview17 F3: with expertParallel 64 the search judged each count at TP 8 (1,600 GPUs: 200 ranks for 512
+    sequences, admissible) while the layout ran TP 1, the only degree whose expert grid (64 x TP) divides 1,600: 1,600
+    ranks, 0.32 sequences each, which Megatron's batch calculator refuses. A count is judged at the degree its layout
+    runs: every deadline plan keeps a sequence a rank."""
+    moe = {"parameters": "100B", "layers": 32, "hiddenSize": 4096, "architecture": "moe", "activeParameters": "10B",
+           "experts": {"total": 64, "perToken": 4}}  # fmt: skip
+    for deadline in ("2d", "3d", "4d", "5.5d"):
+        spec = workload(model=moe, tokens="1T", precision="bf16", sequenceLength=4096, globalBatchTokens=2 * 2**20,
+                        expertParallel=64, deadline=deadline, accelerator="H100")  # fmt: skip
+        plan = plan_training(spec, on("H100-SXM5-80GB"), SIZING, [])
+        assert plan.gpus is not None and plan.tensor_parallel is not None
+        assert plan.gpus // plan.tensor_parallel <= 512, (deadline, plan.gpus, plan.tensor_parallel)
+        assert plan.gpus % (64 * plan.tensor_parallel) == 0
+        assert "PL312" not in {i.check for i in plan.issues}
+    # pinned there, the warning says the grid left TP 1 and which counts keep a sequence a rank
+    fields: dict[str, Any] = {"model": moe, "tokens": "1T", "precision": "bf16", "sequenceLength": 4096, "globalBatchTokens": 2 * 2**20,
+                              "expertParallel": 64, "accelerator": "H100"}  # fmt: skip
+    pinned = plan_training(workload(**fields, gpus=1600), on("H100-SXM5-80GB"), SIZING, [])
+    (told,) = [i.message for i in pinned.issues if i.check == "PL312"]
+    assert "divides 1600 GPUs at TP 1 only" in told and "at TP 8 a multiple of 512 GPUs, at most 4096" in told
+    most = plan_training(workload(**fields, gpus=4096), on("H100-SXM5-80GB"), SIZING, [])
+    assert most.tensor_parallel == 8 and "PL312" not in {i.check for i in most.issues}
+
+
+def test_the_deadline_search_reads_the_batch_as_the_layout_does() -> None:
+    """Review sizreview17 F1: the default 4,000,000-token batch is the 1,024 sequences of 4,096 it stands for to the
+    layout and its notes (batch_sequences), but the search's bound and PL338 read 976.56: a 70B at 1.95 days got PL338
+    "no count meets it" at 7,808 GPUs while 8,192 (1,024 ranks, one sequence each) take 1.91 days."""
+    seventy = {"model": {"parameters": "70B", "layers": 80, "hiddenSize": 8192}, "tokens": "1T", "precision": "bf16",
+               "sequenceLength": 4096, "accelerator": "H100"}  # fmt: skip
+    plan = plan_training(workload(**seventy, deadline="1.95d"), on("H100-SXM5-80GB"), SIZING, [])
+    assert not {"PL337", "PL338", "PL312"} & {i.check for i in plan.issues}, [i.message for i in plan.issues]
+    assert plan.gpus is not None and plan.gpus <= 8192 and plan.wall_clock_days is not None and plan.wall_clock_days <= 1.95
+
+
+def test_a_refused_pinned_count_is_told_counts_that_hold_the_job() -> None:
+    """Review sizreview17 F5: with the expert group undeclared (gcd(experts, ranks)) pinned counts of a 2T MoE were
+    refused with "use a multiple of 8 GPUs, at least 512", which each of them is (520 GPUs spread the 256 experts over
+    8). The hint names counts whose ranks give the group the fewest GPUs' layout holds the job with, and they do."""
+    moe = {"parameters": "2T", "layers": 32, "hiddenSize": 8192, "architecture": "moe", "activeParameters": "40B",
+           "experts": {"total": 256, "perToken": 8}}  # fmt: skip
+    fields: dict[str, Any] = {"model": moe, "tokens": "10T", "precision": "bf16", "sequenceLength": 4096, "globalBatchTokens": 16 * 2**20,
+                              "accelerator": "H100"}  # fmt: skip
+    for pinned in (520, 1000, 1864):
+        plan = plan_training(workload(**fields, gpus=pinned), on("H100-SXM5-80GB"), SIZING, [])
+        (refused,) = [i.message for i in plan.issues if i.check == "PL303"]
+        multiple = int(refused.split("use a multiple of ")[1].split(" GPUs")[0])
+        least = int(refused.split("at least ")[1].split()[0])
+        assert pinned % multiple, refused
+        for count in (least, least + multiple, 3 * multiple if 3 * multiple >= least else least):
+            held = plan_training(workload(**fields, gpus=count), on("H100-SXM5-80GB"), SIZING, [])
+            assert held.gpus == count and "PL303" not in {i.check for i in held.issues}, (count, held.issues)
+
+
+def test_the_deadline_search_keeps_the_cheapest_count_it_priced_that_meets() -> None:
+    """Review sizreview17 F2: with the expert group undeclared (gcd(256 experts, ranks)) MFU jumps with the count's
+    factors, and the search, assuming more GPUs run faster, planned a 2T MoE's 150 days at 944 GPUs (TP 8, 118 ranks,
+    EP 2, 3.00M GPU-hours) after pricing 768 (384 ranks, EP 128), which meet in 145 days with 2.67M."""
+    moe = {"parameters": "2T", "layers": 32, "hiddenSize": 8192, "architecture": "moe", "activeParameters": "40B",
+           "experts": {"total": 256, "perToken": 8}}  # fmt: skip
+    fields: dict[str, Any] = {"model": moe, "tokens": "10T", "precision": "bf16", "sequenceLength": 4096, "globalBatchTokens": 16 * 2**20,
+                              "accelerator": "H100"}  # fmt: skip
+    pinned = plan_training(workload(**fields, gpus=768), on("H100-SXM5-80GB"), SIZING, [])
+    assert pinned.wall_clock_days is not None and pinned.wall_clock_days <= 150 and pinned.gpu_hours is not None
+    plan = plan_training(workload(**fields, deadline="150d"), on("H100-SXM5-80GB"), SIZING, [])
+    assert plan.wall_clock_days is not None and plan.wall_clock_days <= 150 and plan.gpus is not None and plan.gpus < 944
+    assert plan.gpu_hours is not None and plan.gpu_hours <= pinned.gpu_hours * 1.000001
+
+
+def test_a_declared_interleaved_schedule_is_planned_where_it_runs_and_said_where_it_does_not() -> None:
+    """Review sizreview17 F4: interleaving runs only where a pipeline's microbatches fill whole groups of its stages, so
+    MFU saw-tooths with the count, and a 405B at PP 16 VP 8 was planned at 11,008 GPUs (86 ranks, 23.8 microbatches:
+    1F1B) for 200 days, 52.6M GPU-hours, where 8,192 (64 ranks, 32 microbatches) run interleaved in 171 days with
+    33.7M; nothing said the declared schedule would not start at 11,008."""
+    big = {"model": {"parameters": "405B", "layers": 126, "hiddenSize": 16384}, "precision": "bf16", "tokens": "15.6T",
+           "sequenceLength": 8192, "globalBatchTokens": 16 * 2**20, "pipelineParallel": 16, "zeroStage": 1,
+           "pipelineVirtualStages": 8, "accelerator": "H100"}  # fmt: skip
+    whole = plan_training(workload(**big, gpus=8192), on("H100-SXM5-80GB"), SIZING, [])
+    assert whole.gpu_hours is not None and whole.wall_clock_days is not None and whole.wall_clock_days <= 200
+    assert not [n for n in whole.notes if "interleaved schedule" in n]
+    plan = plan_training(workload(**big, deadline="200d"), on("H100-SXM5-80GB"), SIZING, [])
+    assert plan.gpus is not None and plan.gpus <= 8192 and plan.wall_clock_days is not None and plan.wall_clock_days <= 200
+    assert plan.gpu_hours is not None and plan.gpu_hours <= whole.gpu_hours * 1.000001
+    valley = plan_training(workload(**big, gpus=11008), on("H100-SXM5-80GB"), SIZING, [])
+    assert [n for n in valley.notes if "interleaved schedule" in n and "1F1B" in n and "23.8 microbatches" in n], valley.notes
+
+
+def test_an_expert_grid_refusal_names_the_degree_that_overflows() -> None:
+    """Review sizreview17 F11: a 1T MoE at EP 16 pinned on 272 GPUs was told "the expert grid (EP 16 x TP 2 x PP 1)
+    does not divide 272 GPUs", where EP 16 x TP 1 divides them (17 ranks) and TP 1 is what the memory refuses."""
+    moe = {"parameters": "1T", "layers": 32, "hiddenSize": 8192, "architecture": "moe", "activeParameters": "40B",
+           "experts": {"total": 64, "perToken": 4}}  # fmt: skip
+    plan = plan_training(workload(model=moe, tokens="1T", precision="bf16", sequenceLength=4096, globalBatchTokens=2 * 2**20,
+                                  expertParallel=16, gpus=272, accelerator="H100"), on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
+    (refused,) = [i.message for i in plan.issues if i.check == "PL303"]
+    assert "(EP 16 x TP 1 x PP 1) divides 272 GPUs but keeps" in refused and "use a multiple of 32 GPUs, at least 256" in refused
+
+
+def test_the_deadline_plan_is_not_a_step_above_a_count_that_meets() -> None:
+    """Review sizreview17 F12: a 70B at 4Mi tokens and 4.35 days took 3,112 GPUs (4.339 days) where 3,104 meet
+    (4.3496): the fixed point stopped one step above the fewest count of its band."""
+    seventy = {"model": {"parameters": 70e9}, "tokens": 1e12, "precision": "bf16", "globalBatchTokens": 4 * 2**20, "accelerator": "H100"}
+    plan = plan_training(workload(**seventy, deadline="4.35d"), on("H100-SXM5-80GB"), SIZING, [])
+    assert plan.gpus is not None and plan.wall_clock_days is not None and plan.wall_clock_days <= 4.35
+    below = plan_training(workload(**seventy, gpus=plan.gpus - 8), on("H100-SXM5-80GB"), SIZING, [])
+    assert below.wall_clock_days is not None and below.wall_clock_days > 4.35, (plan.gpus, below.wall_clock_days)
+
+
+def test_a_met_deadline_is_one_the_stack_starts() -> None:
+    """Review sizreview17 F3 (its property sweep): the fixed point's downward steps are unchecked, and a 1,150B MoE at
+    EP 64 "met" 50 days at 5,504 GPUs, TP 1: 5,504 ranks for 2,048 sequences. Only counts the stack starts meet."""
+    moe = {"parameters": "1150277472795", "layers": 94, "hiddenSize": 4096, "architecture": "moe", "activeParameters": "218159777249",
+           "experts": {"total": 64, "perToken": 2}}  # fmt: skip
+    spec = workload(model=moe, precision="bf16", tokens="15458007013295", sequenceLength=4096, globalBatchTokens=8 * 2**20,
+                    expertParallel=64, deadline="50d", accelerator="B200")  # fmt: skip
+    plan = plan_training(spec, on("B200-SXM-180GB"), SIZING, [])
+    assert plan.gpus is not None and plan.tensor_parallel is not None
+    assert plan.gpus // plan.tensor_parallel <= 2048 and "PL312" not in {i.check for i in plan.issues}, (plan.gpus, plan.tensor_parallel)

@@ -244,7 +244,8 @@ class Workload(SpecModel):
         "--expert-model-parallel-size; DeepSeek-V2 ran 8, DeepSeek-V3 64, arXiv 2405.04434 Sec. 3.1.3 and 2412.19437 Sec. "
         "3.2). Each GPU syncs its own experts over the data-parallel replicas of them, and the all-to-all that takes each "
         "token to its experts and back crosses the fabric only for the part of the group off the GPU's node: a group "
-        "inside one node moves it over NVLink. Default: every expert on its own GPU, min(experts, data-parallel ranks).",
+        "inside one node moves it over NVLink. Default: the widest group that divides both the experts and the "
+        "data-parallel ranks, gcd(experts, ranks).",
         examples=[8],
     )
     checkpoint_interval: Duration | None = Field(default=None, gt=0, description="Time between checkpoints.")
