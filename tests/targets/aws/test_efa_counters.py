@@ -217,7 +217,7 @@ def test_a_comment_or_docstring_edit_leaves_the_user_data_and_a_code_edit_change
 
 
 def test_stripping_keeps_string_literals_and_refuses_to_change_the_program() -> None:
-    from alicerce.targets.aws.script_code import code_only
+    from alicerce.targets.aws.components.script_code import code_only
 
     source = 'def f():\n    """Only a docstring."""\n\n\nTEXT = """a\n\n  # not a comment  \n"""  # a comment\nX = f"{1}  # kept"\n'
     code = code_only(source)

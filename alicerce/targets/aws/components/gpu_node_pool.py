@@ -22,7 +22,7 @@ from alicerce.emit.storage_counters import TEXTFILE_DIRECTORY
 from alicerce.resolve.model import ResolvedPool
 from alicerce.targets.aws import resolve as names
 from alicerce.targets.aws.components.autoscaler import autoscaler_template_tags, node_labels, root_volume_gib
-from alicerce.targets.aws.script_code import code_only
+from alicerce.targets.aws.components.script_code import code_only
 from alicerce.targets.aws.spec import ExistingPlacementGroup
 
 CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "spot": "SPOT", "capacity-reservation": "ON_DEMAND", "capacity-block": "CAPACITY_BLOCK"}

@@ -14,7 +14,7 @@ kernel/linux/efa/src/efa_verbs.c EFA_DEFINE_PORT_STATS "impaired_remote_conn_eve
 CloudWatch agent's EFA metrics as efa_impaired_remote_conn_events).
 
 Runs on the node from a systemd timer, with the node's own python3 and nothing else installed. The node gets it without
-comments and docstrings (alicerce.targets.aws.script_code): editing them changes no launch template and rolls no node,
+comments and docstrings (alicerce.targets.aws.components.script_code): editing them changes no launch template and rolls no node,
 so the code must never read its own docstrings.
 """
 
