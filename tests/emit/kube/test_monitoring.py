@@ -28,6 +28,7 @@ from alicerce.emit.kube.operators import gpu_operator_values, monitoring_values
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_file, load_text
+from alicerce.spec.units import parse_duration
 from alicerce.targets.onprem.resolve import KUBESPRAY_DEFAULTS
 from tests.conftest import ROOT
 from tests.emit.kube.scrape import dcgm_series, dcgm_target, series, stored
@@ -117,12 +118,20 @@ def needed_rules(groups: list[dict[str, Any]], tests: list[dict[str, Any]]) -> l
     return [group for group in pruned if group["rules"]]
 
 
+MAX_PROMTOOL_STEPS = 2500  # the longest test at one-minute steps today is 2,360 (about 40 simulated hours)
+
+
 def run_promtool(
     rp: ResolvedPlatform, site: str, tests: list[dict[str, Any]], tmp_path: Path, *, every: str = "1m", order: list[str] | None = None
 ) -> None:
     """``every``: how often promtool evaluates every group. promtool 2.42 ignores a group's own ``interval`` (the
     hourly month record runs at this pace too), so a test over many hours whose inputs hold each value for at least
     ``every`` may take a coarser pace: a record is read back within its 5-minute lookback either way."""
+    steps = max((parse_duration(t["eval_time"]) for test in tests for key in ("promql_expr_test", "alert_rule_test")
+                 for t in test.get(key, ())), default=0) / parse_duration(every)  # fmt: skip
+    # promtool evaluates every rule at every step up to the last eval_time: 7-day windows at 1m over 8 days ran
+    # 22 minutes on a loaded worker; a test over days takes its samples' pace instead (``every``)
+    assert steps <= MAX_PROMTOOL_STEPS, f"{steps:.0f} evaluation steps: pass every= at the input samples' pace"
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": needed_rules(rule_groups(rp, site), tests)}))
     # ``order``: groups promtool evaluates first at each step, in that order (else its order is random, as a real
     # Prometheus's groups run independently): a test pins the order a defect needs
