@@ -866,6 +866,30 @@ def _fitting_counts(mem: TrainingMemory, min_gpus: int, tp: int, granule: int, *
             f"least {_ceil_to(min_gpus, step)}")  # fmt: skip
 
 
+def _batch_legal_counts(
+    mem: TrainingMemory, gpus: int, sequences: float, min_gpus: int, *, node: int, context: int, pipeline: int,
+    runs: Callable[[int], int | None],
+) -> list[tuple[int, int]]:  # fmt: skip
+    """The nearest GPU counts below and above ``gpus``, with a tensor-parallel degree each, whose declared expert grid
+    (EP x TP x PP) and replicas (TP x CP x PP) divide them, whose data-parallel ranks each keep one of the batch's
+    ``sequences``, and that the stack runs (``runs``: the degree its layout takes, None where it does not hold the job or
+    keeps no sequence a rank): what PL303 names where a pinned count's grid leaves none."""
+    below: tuple[int, int] | None = None
+    above: tuple[int, int] | None = None
+    for d in node_degrees(node, mem.tp_degrees):
+        step = math.lcm(node, d * context * pipeline, d * mem.expert_parallel * pipeline)
+        ceiling = _batch_ceiling(sequences, step, d * context * pipeline)
+        low = min(gpus // step * step, ceiling)
+        if low >= max(step, min_gpus) and (below is None or low > below[0]):
+            below = (low, d)
+        high = (gpus // step + 1) * step
+        if high <= ceiling and (above is None or high < above[0]):
+            above = (high, d)
+    counts = [c[0] for c in (below, above) if c is not None]
+    taken = [(n, runs(n)) for n in counts]
+    return [(n, d) for n, d in taken if d is not None]
+
+
 def _interleaved_counts(sequences: float, pipeline: int, virtual: int | None, layouts: list[tuple[int, int]]) -> list[int]:
     """The GPU counts whose data-parallel ranks give each pipeline a whole number of groups of ``pipeline`` microbatches
     of the batch's ``sequences``: where a declared interleaved schedule runs (Megatron-Core schedules.py
@@ -1123,6 +1147,33 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                    "degree's grid divides them")  # fmt: skip
         issues.append(Issue("PL303", f"{why}; use a multiple of {granule} GPUs, at least {_ceil_to(min_gpus, granule)}"))
         return _empty(w, place, figures, notes, fits, issues)
+    stack_sequences = batch_sequences(float(w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value),
+                                      w.sequence_length or DEFAULT_SEQUENCE)  # fmt: skip
+    if w.gpus is not None and mem.expert_parallel > 1 and ranks > stack_sequences:
+        # the declared expert grid left only degrees whose data-parallel ranks outnumber the batch's sequences: Megatron's
+        # batch calculator asserts global batch % (micro-batch x data-parallel) == 0, one sequence a rank at least
+        # (megatron/core/num_microbatches_calculator.py ConstantNumMicroBatchesCalculator, built from megatron/training/
+        # arguments.py's global and micro batch sizes), so the run does not start: an error naming the nearest counts
+        # that do, not a warning (a 100B MoE at EP 64 pinned on 1,600 GPUs ran TP 1, 1,600 ranks for 512 sequences:
+        # review sizreview17 F3)
+        def runs_legally(n: int) -> int | None:
+            r = _training_run(w, place, sizing, mem, n, tp, flops_per, active)
+            legal = n // (r.tp * context * pipeline) <= stack_sequences and n % (r.tp * mem.expert_parallel * pipeline) == 0
+            return r.tp if legal and holds(r) else None
+
+        legal = _batch_legal_counts(mem, gpus, stack_sequences, min_gpus, node=place.gpus_per_node, context=context,
+                                    pipeline=pipeline, runs=runs_legally)  # fmt: skip
+        dividing = [d for d in node_degrees(place.gpus_per_node, mem.tp_degrees)
+                    if gpus % (d * mem.expert_parallel * pipeline) == 0 and gpus % (d * context * pipeline) == 0]  # fmt: skip
+        nearest = " or ".join(f"{n} GPUs (TP {d}, {n // (d * context * pipeline)} ranks)" for n, d in legal)
+        hint = f"the nearest counts that run: {nearest}" if legal else "no count runs it: raise globalBatchTokens"
+        widest_grid = max(dividing, default=tp)
+        fewest = gpus // (widest_grid * context * pipeline)
+        issues.append(Issue("PL303", f"{gpus} GPUs leave {fewest} data-parallel ranks at TP {widest_grid}, the widest degree whose "
+                            f"expert grid (EP {mem.expert_parallel} x TP x PP {pipeline}) divides them, for the global batch's "
+                            f"{stack_sequences:,.0f} sequences: Megatron's batch calculator refuses a rank less than one "
+                            f"sequence; {hint}"))  # fmt: skip
+        return _empty(w, place, figures, notes, fits, issues)
     if not holds(run):
         # no degree that divides the count holds the job (a pinned count no fitting layout divides): a run that cannot
         # start is no plan (it was priced at up to 413 GiB a GPU: review sizreview10 F5)
@@ -1175,20 +1226,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     sequences = batch_sequences(batch_tokens, w.sequence_length or DEFAULT_SEQUENCE)
     sequences_per_rank = declared / ranks
     if sequences < ranks:
-        grid_hint = ""
-        node = place.gpus_per_node
-        dividing = [d for d in node_degrees(node, mem.tp_degrees) if gpus % (d * mem.expert_parallel * pipeline) == 0]
-        if mem.expert_parallel > 1 and dividing:
-            # the declared expert grid, not the batch, left this degree: said, with the counts that keep a sequence a
-            # rank (a 100B MoE at EP 64 pinned on 1,600 GPUs runs TP 1 only, 1,600 ranks for 512: review sizreview17 F3)
-            d = max(node_degrees(node, mem.tp_degrees))
-            whole = math.lcm(node, d * context * pipeline, d * mem.expert_parallel * pipeline)
-            most = _batch_ceiling(sequences, whole, d * context * pipeline)
-            grid_hint = (f"; the expert grid (EP {mem.expert_parallel} x TP x PP {pipeline}) divides {gpus} GPUs at TP "
-                    f"{', '.join(map(str, dividing))} only, and Megatron's batch calculator refuses a rank less than one "
-                    f"sequence: at TP {d} a multiple of {whole} GPUs, at most {most}, gives each rank one")  # fmt: skip
         issues.append(Issue("PL312", f"the global batch gives {sequences_per_rank:.2f} sequences per data-parallel rank at {gpus} GPUs: "
-                            f"below one, published runs fall well short of the model (strong-scaling floor){grid_hint}"))  # fmt: skip
+                            "below one, published runs fall well short of the model (strong-scaling floor)"))  # fmt: skip
     if sequences >= ranks and (declared % ranks or not declared.is_integer()):
         notes.append(_uneven_batch(batch_tokens, declared, sequences, ranks))
     if pipeline > 1 and sequences_per_rank < pipeline:

@@ -1510,10 +1510,15 @@ def test_the_expert_grid_picks_the_degrees_before_the_batch_does() -> None:
     """Review sizreview15 F6: the batch bound dropped TP 1 (576 ranks for 512 sequences), the expert grid (EP 64 x TP)
     then every degree left, so the layout fell into "nothing fits" and came back at TP 1 with full recomputation while
     it held a tenth of the GPU. The grid picks the degrees the stack can start first: here TP 1 alone, with the share of
-    its layers recomputed that its 108 GiB of activations need (memory is not what failed: not all of them)."""
+    its layers recomputed that its 108 GiB of activations need (memory is not what failed: not all of them). With the
+    review's 512 sequences TP 1's 576 ranks are refused too (review sizreview17 F3: PL303, no plan); at 1,024 sequences
+    TP 1 keeps one a rank and is the layout."""
     moe = {"parameters": "100B", "architecture": "moe", "activeParameters": "10B", "experts": {"total": 64, "perToken": 4}}
-    plan = plan_training(workload(model=moe, tokens="1T", expertParallel=64, globalBatchTokens=2 * 2**20, sequenceLength=4096,
-                                  gpus=576, accelerator="H100"), on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
+    fields: dict[str, Any] = {"model": moe, "tokens": "1T", "expertParallel": 64, "sequenceLength": 4096, "gpus": 576,
+                              "accelerator": "H100"}  # fmt: skip
+    short = plan_training(workload(**fields, globalBatchTokens=2 * 2**20), on("H100-SXM5-80GB"), SIZING, [])
+    assert short.gpus is None and [i for i in short.issues if i.check == "PL303" and "576 data-parallel ranks at TP 1" in i.message]
+    plan = plan_training(workload(**fields, globalBatchTokens=4 * 2**20), on("H100-SXM5-80GB"), SIZING, [])
     assert plan.tensor_parallel == 1 and "PL303" not in {i.check for i in plan.issues}
     assert not [n for n in plan.notes if "full recomputation" in n]
     assert [n for n in plan.notes if "of the layers are recomputed" in n]
@@ -1637,12 +1642,20 @@ def test_a_declared_expert_group_keeps_the_deadline_plan_within_the_batch() -> N
         assert plan.gpus // plan.tensor_parallel <= 512, (deadline, plan.gpus, plan.tensor_parallel)
         assert plan.gpus % (64 * plan.tensor_parallel) == 0
         assert "PL312" not in {i.check for i in plan.issues}
-    # pinned there, the warning says the grid left TP 1 and which counts keep a sequence a rank
+    # pinned there, the run does not start (Megatron's batch calculator): an error, no plan, naming the nearest counts
+    # that run. By hand: EP 64 x TP d divides 1,600 only at d = 1 (1,600 ranks for 512 sequences); TP 4's counts come in
+    # 256s up to 512 x 4 = 2,048, so 1,536 (384 ranks) below and 1,792 (448 ranks) above; TP 8's in 512s (1,536, 2,048)
     fields: dict[str, Any] = {"model": moe, "tokens": "1T", "precision": "bf16", "sequenceLength": 4096, "globalBatchTokens": 2 * 2**20,
                               "expertParallel": 64, "accelerator": "H100"}  # fmt: skip
     pinned = plan_training(workload(**fields, gpus=1600), on("H100-SXM5-80GB"), SIZING, [])
-    (told,) = [i.message for i in pinned.issues if i.check == "PL312"]
-    assert "divides 1600 GPUs at TP 1 only" in told and "at TP 8 a multiple of 512 GPUs, at most 4096" in told
+    assert pinned.gpus is None and "PL312" not in {i.check for i in pinned.issues}
+    (told,) = [i.message for i in pinned.issues if i.check == "PL303"]
+    assert "1600 GPUs leave 1600 data-parallel ranks at TP 1" in told
+    assert "1536 GPUs (TP 4, 384 ranks) or 1792 GPUs (TP 4, 448 ranks)" in told
+    assert CHECKS["PL303"].severity is Severity.ERROR
+    # past the batch at every degree (8,192 GPUs: 1,024 ranks at TP 8), the nearest below is TP 8's ceiling, 4,096
+    beyond = plan_training(workload(**fields, gpus=8192), on("H100-SXM5-80GB"), SIZING, [])
+    assert beyond.gpus is None and [i for i in beyond.issues if i.check == "PL303" and "4096 GPUs (TP 8, 512 ranks)" in i.message]
     most = plan_training(workload(**fields, gpus=4096), on("H100-SXM5-80GB"), SIZING, [])
     assert most.tensor_parallel == 8 and "PL312" not in {i.check for i in most.issues}
 
