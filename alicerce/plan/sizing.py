@@ -196,16 +196,21 @@ class TrainingMemory:
     expert_parallel_declared: bool = False
     tp_degrees: tuple[int, ...] = TP_DEGREES  # the degrees the model's heads allow (heads.legal_degrees)
 
-    def working_at(self, zero_stage: int, tp: int, dp: int | None = None) -> float:
+    def expert_spread(self, ranks: int | None = None) -> int:
+        """The expert-parallel group that spreads the routed experts over ``ranks`` = GPUs / (TP x PP), the data-parallel
+        x context-parallel ranks: the declared group, else expert_parallel_degree over them (the network figure reads the
+        same); where the ranks are not known yet (the fewest GPUs that hold the run), the widest, every expert its own."""
+        if self.expert_parallel_declared:
+            return self.expert_parallel
+        return expert_parallel_degree(None, self.experts, ranks or self.experts or 1)
+
+    def working_at(self, zero_stage: int, tp: int, ranks: int | None = None) -> float:
         """Bytes a GPU holds beyond its shard of the state while ZeRO ``zero_stage`` runs a layer, at tensor parallel ``tp``
-        over ``dp`` data-parallel ranks: a layer's routed experts spread over the expert-parallel group the network figure
-        reads too (expert_parallel_degree; none where ``dp`` is not known yet: the fewest GPUs that hold the run)."""
+        over ``ranks`` = GPUs / (TP x PP): a layer's routed experts spread over the expert-parallel group the network figure
+        reads too (expert_spread)."""
         if zero_stage < 3:
             return 0.0
-        # where the ranks are not known yet (the fewest GPUs that hold the run), as many as its experts
-        ranks = dp or self.experts or 1
-        spread = self.expert_parallel if self.expert_parallel_declared else expert_parallel_degree(None, self.experts, ranks)
-        return (self.working_set + self.working_routed / spread) / max(1, tp)
+        return (self.working_set + self.working_routed / self.expert_spread(ranks)) / max(1, tp)
 
     def state_at(self, zero_stage: int) -> float:
         """Bytes of model state in all at ``zero_stage``: stages 0-1 keep the gradients they all-reduce in fp32 (Megatron's
@@ -223,13 +228,16 @@ class TrainingMemory:
         kept, group = self.unsharded(zero_stage), max(1, model_parallel)
         # the expert grid, EP x TP x PP, must divide the GPUs (Megatron-Core initialize_model_parallel); a count it does
         # not divide spreads no experts (a Mixtral at EP 8 "fit" 8 GPUs at 72 GiB where its state alone needs 98:
-        # review sizreview11 F1)
-        spread = self.expert_parallel if gpus % (self.expert_parallel * group) == 0 else 1
+        # review sizreview11 F1). An undeclared group spreads them too, as wide as the count's ranks allow: kept whole
+        # below ZeRO-3, a Qwen3-235B-like run at ZeRO-1 held 56.6 GiB a GPU where the network figure spread them over 32
+        # (review sizreview17 F8)
+        spread = self.expert_spread(gpus // group) if gpus % (self.expert_parallel * group) == 0 else 1
         return self.held_whole(zero_stage, spread) / group + (self.state_at(zero_stage) - kept) / max(1, gpus)
 
     def held_whole(self, zero_stage: int, spread: int | None = None) -> float:
         """Of what ZeRO ``zero_stage`` leaves whole on a replica, what one model-parallel shard of it holds before the
-        tensor and pipeline split: the routed experts 1 / EP of theirs (``spread``, the declared group by default)."""
+        tensor and pipeline split: the routed experts 1 / EP of theirs (``spread``, the declared group by default, none
+        where undeclared)."""
         ep = self.expert_parallel if spread is None else spread
         return self.unsharded(zero_stage) * (1 - self.routed_share + self.routed_share / ep)
 
@@ -322,7 +330,8 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
     main = per.fp32Gradients.value if w.precision == "fp16" else 0.0
     experts = w.model.experts.total if w.model.architecture == "moe" and w.model.experts else 0
     moe_routed = (n - shared_parameters(w)) / n if experts else 0.0
-    routed = moe_routed if w.expert_parallel and w.expert_parallel > 1 and w.model.architecture == "moe" else 0.0
+    # an undeclared group spreads them too, as the count's ranks allow (TrainingMemory.expert_spread)
+    routed = moe_routed if w.model.architecture == "moe" and (w.expert_parallel is None or w.expert_parallel > 1) else 0.0
     weights, gradients = frozen + trainable * kept_weight, trainable * kept_gradient
     reduced = trainable * sizing.weightBytes["fp32"] if reduces_in_fp32(w) and w.precision != "fp32" else 0.0
     layer = (2 * weights + gradients + reduced) / layers  # a layer's share of them
@@ -338,11 +347,13 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
 
 def expert_parallel_degree(declared: int | None, experts: int, dp: int) -> int:
     """The expert-parallel group: the declared one (workloads[].expertParallel), else the widest the stack starts over
-    ``dp`` ranks: a divisor of the experts (Megatron-Core megatron/core/transformer/moe/moe_layer.py BaseMoELayer:
-    num_moe_experts % ep_size == 0) and of the ranks (megatron/core/parallel_state.py initialize_model_parallel: the
-    world divides by expert-TP x EP x PP, expert TP being TP by default), every expert on its own rank as far as both
-    go: 256 experts over 53 ranks spread over none (min(256, 53) = 53 was a group Megatron refuses: review sizreview15
-    F3). Memory and the network read the same (review sizreview11 F8)."""
+    ``dp`` ranks, GPUs / (TP x PP): a divisor of the experts (Megatron-Core megatron/core/transformer/moe/moe_layer.py
+    BaseMoELayer: num_moe_experts % ep_size == 0) and of the ranks (megatron/core/parallel_state.py
+    initialize_model_parallel, "Build expert rank generator": the world divides by expert-TP x EP x PP, expert TP being
+    TP by default, and the expert grid has no context axis, so the group spans the data-parallel x context-parallel
+    ranks: with CP 2 and 33 data-parallel ranks, 256 experts spread over gcd(256, 66) = 2, not 1; review sizreview17 F8),
+    every expert on its own rank as far as both go: 256 experts over 53 ranks spread over none (min(256, 53) = 53 was a
+    group Megatron refuses: review sizreview15 F3). Memory and the network read the same (review sizreview11 F8)."""
     return declared or max(1, math.gcd(experts or dp, dp))
 
 
@@ -407,29 +418,34 @@ def smallest_fit(
     best: tuple[int, int] | None = None
     for tp in node_degrees(node_gpus, mem.tp_degrees):
         group = tp * pipeline
-        room = usable - mem.activations_at(tp, 1.0) - mem.held_whole(zero_stage) / group
         whole = math.lcm(group * context, mem.expert_parallel * group)  # whole replicas and whole expert grids
-        gpus = _fewest_held(mem, room, zero_stage, tp, whole, group * context)
+        gpus = _fewest_held(mem, usable - mem.activations_at(tp, 1.0), zero_stage, tp, whole, group)
         if gpus is not None and (best is None or gpus < best[0]):
             best = (gpus, tp)
     return best
 
 
-def _fewest_held(mem: TrainingMemory, room: float, zero_stage: int, tp: int, whole: int, replica: int) -> int | None:  # noqa: PLR0917
-    """The fewest GPUs, in ``whole``s, whose share of what ZeRO ``zero_stage`` shards and working set fit ``room`` bytes
-    a GPU at tensor parallel ``tp`` (``replica`` GPUs a data-parallel rank), or None where none does. An undeclared
-    expert group spreads a MoE's gathered experts over what the count's own ranks allow (expert_parallel_degree): from
-    the count every expert on its own rank would need, up to the first whose ranks' group holds it (at most as many
-    steps as experts: a multiple of them spreads them all). Sized with all 256 spread, 424 GPUs kept them over none at
-    53 ranks and the plan refused the count it had named (review sizreview15 F3)."""
+def _fewest_held(mem: TrainingMemory, room: float, zero_stage: int, tp: int, whole: int, group: int) -> int | None:  # noqa: PLR0917
+    """The fewest GPUs, in ``whole``s, whose share of the state ZeRO ``zero_stage`` keeps whole and of what it shards,
+    and working set, fit ``room`` bytes a GPU at tensor parallel ``tp`` (``group`` = TP x PP GPUs a model-parallel
+    shard), or None where none does. An undeclared expert group spreads a MoE's experts over what the count's own ranks
+    allow (TrainingMemory.expert_spread): from the count every expert on its own rank would need, up to the first whose
+    ranks' group holds it (at most as many steps as experts: a multiple of them spreads them all). Sized with all 256
+    spread, 424 GPUs kept them over none at 53 ranks and the plan refused the count it had named (review sizreview15
+    F3)."""
     sharded = mem.state_at(zero_stage) - mem.unsharded(zero_stage)
-    free = room - mem.working_at(zero_stage, tp)  # the widest spread: no count needs less
+
+    def left(ranks: int | None) -> float:
+        spread = mem.expert_spread(ranks)
+        return room - mem.held_whole(zero_stage, spread) / group - mem.working_at(zero_stage, tp, ranks)
+
+    free = left(None)  # the widest spread: no count needs less
     if free <= 0:
         return None
     gpus = _ceil_to(sharded / free, whole)
-    for _ in range(max(1, mem.experts) * whole // replica + 1):  # the ranks step through a multiple of the experts
-        left = room - mem.working_at(zero_stage, tp, gpus // replica)
-        if left > 0 and sharded / gpus <= left * (1 + 1e-12):
+    for _ in range(max(1, mem.experts) * whole // group + 1):  # the ranks step through a multiple of the experts
+        kept = left(gpus // group)
+        if kept > 0 and sharded / gpus <= kept * (1 + 1e-12):
             return gpus
         gpus += whole
     return None
@@ -441,7 +457,7 @@ def _overflow(mem: TrainingMemory, gpu: Gpu, sizing: Sizing, *, node_gpus: int, 
     ZeRO-1 was told to shorten its sequences; review sizreview10 F2)."""
     tp = max(node_degrees(node_gpus, mem.tp_degrees))
     usable, activations = usable_memory(gpu, sizing), mem.activations_at(tp, 1.0)
-    whole = mem.held_whole(zero_stage) / (tp * pipeline) + mem.working_at(zero_stage, tp)
+    whole = mem.held_whole(zero_stage, mem.expert_spread()) / (tp * pipeline) + mem.working_at(zero_stage, tp)
     kept = "the layers ZeRO-3 gathers" if zero_stage >= 3 else f"the state ZeRO-{zero_stage} keeps whole"
     parts = (
         f"at TP {tp} x PP {pipeline}, one sequence's activations ({activations / GIB:.1f} GiB with full recomputation) "
@@ -830,8 +846,10 @@ def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usabl
     degrees = [d for d in node_degrees(node_gpus, mem.tp_degrees) if job.gpus % (d * whole) == 0 and job.gpus % (d * grid) == 0]
     degrees = [d for d in degrees if job.gpus // (d * whole) <= sequences] or degrees
     for d in degrees:
-        dp = job.gpus // (d * job.context_parallel * job.pipeline_parallel)
-        state = mem.state_per_gpu(job.gpus, d * job.pipeline_parallel, job.zero_stage) + mem.working_at(job.zero_stage, d, dp)
+        # the experts spread over the data-parallel x context-parallel ranks: Megatron-Core's expert grid (ETP x EP x PP,
+        # ETP = TP by default) has no context axis (review sizreview17 F8)
+        spans = job.gpus // (d * job.pipeline_parallel)
+        state = mem.state_per_gpu(job.gpus, d * job.pipeline_parallel, job.zero_stage) + mem.working_at(job.zero_stage, d, spans)
         fits_without = state + mem.activations_at(d) <= usable
         fraction = 0.0 if fits_without else recompute_share(mem, job.layers, state, d, usable)
         if fraction is None:
@@ -851,19 +869,20 @@ def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usabl
     return job
 
 
-def _fitting_counts(mem: TrainingMemory, min_gpus: int, tp: int, granule: int, *, node: int, replica: int) -> str:
+def _fitting_counts(mem: TrainingMemory, min_gpus: int, tp: int, granule: int, *, node: int, pipeline: int) -> str:
     """PL303's hint on the counts that hold the job. With the expert group undeclared it is gcd(experts, ranks)
     (expert_parallel_degree), so whole granules are not enough: 520 GPUs of a 2T MoE (256 experts) are a multiple of 8
     and at least 512, yet spread the experts over 8 and do not hold it (review sizreview17 F5). Counts whose ranks, at
     the fewest GPUs' degree, are a multiple of that layout's group hold it: the group is no narrower, the shard no
-    larger."""
+    larger. The ranks are GPUs / (TP x ``pipeline``), data-parallel x context-parallel: the expert grid has no context
+    axis (TrainingMemory.expert_spread)."""
     if mem.expert_parallel_declared or mem.experts <= 1:
         return f"use a multiple of {granule} GPUs, at least {_ceil_to(min_gpus, granule)}"
-    group = expert_parallel_degree(None, mem.experts, max(1, min_gpus // (tp * replica)))
-    step = math.lcm(node, granule, tp * replica * group)
+    group = expert_parallel_degree(None, mem.experts, max(1, min_gpus // (tp * pipeline)))
+    step = math.lcm(node, granule, tp * pipeline * group)
     return (f"the undeclared expert group is the widest that divides both the {mem.experts} experts and the data-parallel "
-            f"ranks: declare expertParallel, or use a multiple of {step} GPUs (ranks at TP {tp} a multiple of {group}), at "
-            f"least {_ceil_to(min_gpus, step)}")  # fmt: skip
+            f"x context-parallel ranks: declare expertParallel, or use a multiple of {step} GPUs (those ranks at TP {tp} a "
+            f"multiple of {group}), at least {_ceil_to(min_gpus, step)}")  # fmt: skip
 
 
 def _batch_legal_counts(
@@ -985,8 +1004,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
 
     def held(run: _Run) -> float:
         """Bytes a GPU holds in ``run``'s layout (more than the GPU gives where no layout of its count fits)."""
-        ranks = max(1, run.gpus // (run.tp * context * pipeline))
-        return (mem.state_per_gpu(run.gpus, run.tp * pipeline, zero) + mem.working_at(zero, run.tp, ranks)
+        spans = max(1, run.gpus // (run.tp * pipeline))  # the ranks the experts spread over (DP x CP)
+        return (mem.state_per_gpu(run.gpus, run.tp * pipeline, zero) + mem.working_at(zero, run.tp, spans)
                 + mem.activations_at(run.tp, run.recompute_fraction))  # fmt: skip
 
     def holds(run: _Run) -> bool:
@@ -1140,8 +1159,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         why = f"the expert grid (EP {mem.expert_parallel} x TP {tp} x PP {pipeline}) does not divide {gpus} GPUs"
         if dividing:
             d = max(dividing)
-            ranks = max(1, gpus // (d * context * pipeline))
-            kept = mem.state_per_gpu(gpus, d * pipeline, zero) + mem.working_at(zero, d, ranks) + mem.activations_at(d, 1.0)
+            spans = max(1, gpus // (d * pipeline))
+            kept = mem.state_per_gpu(gpus, d * pipeline, zero) + mem.working_at(zero, d, spans) + mem.activations_at(d, 1.0)
             why = (f"the expert grid (EP {mem.expert_parallel} x TP {d} x PP {pipeline}) divides {gpus} GPUs but keeps "
                    f"{kept / GIB:.1f} GiB a GPU of the {usable_memory(gpu, sizing) / GIB:.0f} a {gpu.id} gives, and no wider "
                    "degree's grid divides them")  # fmt: skip
@@ -1177,7 +1196,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     if not holds(run):
         # no degree that divides the count holds the job (a pinned count no fitting layout divides): a run that cannot
         # start is no plan (it was priced at up to 413 GiB a GPU: review sizreview10 F5)
-        hint = _fitting_counts(mem, min_gpus, min_tp, granule, node=place.gpus_per_node, replica=context * pipeline)
+        hint = _fitting_counts(mem, min_gpus, min_tp, granule, node=place.gpus_per_node, pipeline=pipeline)
         issues.append(Issue("PL303", f"no tensor-parallel degree that divides {gpus} GPUs (x CP {context} x PP {pipeline}) holds the "
                             f"job: TP {tp} keeps {held(run) / GIB:.1f} GiB a GPU of the {usable_memory(gpu, sizing) / GIB:.0f} a "
                             f"{gpu.id} gives; {hint}"))  # fmt: skip
@@ -1315,7 +1334,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     return WorkloadPlan(
         name=w.name, kind=w.kind, team=w.team, pool=place.pool, accelerator=gpu.id, gpus=gpus, min_gpus=min_gpus,
         model_state_gib=mem.state_at(zero) / GIB,
-        memory_per_gpu_gib=(mem.state_per_gpu(gpus, tp * pipeline, zero) + mem.working_at(zero, tp, ranks) + activations) / GIB,
+        memory_per_gpu_gib=(mem.state_per_gpu(gpus, tp * pipeline, zero) + mem.working_at(zero, tp, gpus // (tp * pipeline))
+                            + activations) / GIB,
         gpu_hours=gpu_hours, wall_clock_days=wall_days, hours_per_day=w.hours_per_day, checkpoint_gib=mem.checkpoint / GIB,
         checkpoint_write_gbps=write, dataset_read_gbps=read, network_gbps_per_gpu=fabric, rdma_required=rdma,
         replicas=None, tokens_per_second_per_replica=None, mfu=run.mfu, tensor_parallel=tp,

@@ -1312,8 +1312,13 @@ def test_a_declared_expert_parallel_group_spreads_the_experts_state_below_zero3(
     few = plan_training(workload(model=mixtral, tokens="1T", zeroStage=1, expertParallel=8, gpus=8, accelerator="H100"),
                         on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
     assert few.gpus is None and [i.check for i in few.issues] == ["PL303"]
-    # undeclared, the experts stay whole on every GPU of the group, as before
-    whole = training_memory(workload(model=mixtral, tokens="1T", zeroStage=1, gpus=64, accelerator="H100"), SIZING)
+    # undeclared, the group is the count's own (review sizreview17 F8: memory kept every expert whole while the network
+    # spread them): 64 ranks at TP 1 spread the 8 experts over gcd(8, 64) = 8, as declared; at TP 8 on 8 GPUs, one rank
+    # spreads none; expertParallel 1 keeps them whole
+    undeclared = training_memory(workload(model=mixtral, tokens="1T", zeroStage=1, gpus=64, accelerator="H100"), SIZING)
+    assert undeclared.state_per_gpu(64, 1, 1) == pytest.approx(mem.state_per_gpu(64, 1, 1))
+    assert undeclared.state_per_gpu(8, 8, 1) == pytest.approx(6 * 46.7e9 / 8 + 12 * 46.7e9 / 8)
+    whole = training_memory(workload(model=mixtral, tokens="1T", zeroStage=1, expertParallel=1, gpus=64, accelerator="H100"), SIZING)
     assert whole.state_per_gpu(64, 1, 1) == pytest.approx(6 * 46.7e9 + 12 * 46.7e9 / 64)
 
 
@@ -1754,3 +1759,38 @@ def test_a_met_deadline_is_one_the_stack_starts() -> None:
     plan = plan_training(spec, on("B200-SXM-180GB"), SIZING, [])
     assert plan.gpus is not None and plan.tensor_parallel is not None
     assert plan.gpus // plan.tensor_parallel <= 2048 and "PL312" not in {i.check for i in plan.issues}, (plan.gpus, plan.tensor_parallel)
+
+
+def test_an_undeclared_expert_group_spans_the_context_ranks_and_spreads_the_state_below_zero3() -> None:
+    """Review sizreview17 F8: Megatron-Core's expert grid (expert TP x EP x PP, expert TP = TP by default) has no context
+    axis (parallel_state.py initialize_model_parallel, "Build expert rank generator"), so an undeclared group spans the
+    data-parallel x context-parallel ranks, GPUs / (TP x PP); memory read the data-parallel ones alone, and below ZeRO-3
+    kept every expert whole while the network figure spread them (56.6 GiB a GPU against 18.1 at EP 32)."""
+    qwen = {"parameters": "235B", "layers": 94, "hiddenSize": 4096, "heads": 64, "headDim": 128, "architecture": "moe",
+            "activeParameters": "22B", "experts": {"total": 128, "perToken": 8}}  # fmt: skip
+    base: dict[str, Any] = {"model": qwen, "precision": "bf16", "tokens": "10T", "sequenceLength": 8192,
+                            "globalBatchTokens": 8 * 2**20, "accelerator": "H100"}  # fmt: skip
+    # CP 2 on 528 GPUs at TP 1: 264 data-parallel ranks, 528 ranks the experts span: gcd(128, 528) = 16 (the data-parallel
+    # ranks alone gave gcd(128, 264) = 8); a ZeRO-3 layer's working set keeps its routed experts' share over 16
+    spec = workload(**base, contextParallel=2, gpus=528)
+    mem = training_memory(spec, SIZING)
+    assert mem.expert_spread(528) == 16 and mem.expert_spread(264) == 8
+    assert mem.working_at(3, 1, 528) == pytest.approx(mem.working_set + mem.working_routed / 16)
+    plan = plan_training(spec, on("H100-SXM5-80GB"), SIZING, [])
+    assert plan.tensor_parallel == 1 and not [n for n in plan.notes if "recompute" in n]
+    held = mem.state_per_gpu(528, 1, 3) + mem.working_set + mem.working_routed / 16 + mem.activations_at(1)
+    assert plan.memory_per_gpu_gib == pytest.approx(held / GIB)
+    # ZeRO-1, PP 8 on 1,024 GPUs: each replica keeps 6 B a parameter whole (16-bit weights, fp32 gradients), the routed
+    # experts' share over the group. By hand: an expert (235B - 22B) / (128 - 8) = 1.775B, shared 22B - 8 x 1.775B =
+    # 7.8B; at TP t the 1,024 / (8 t) ranks spread the experts over gcd(128, 128 / t) = 128 / t, so a GPU keeps
+    # 6 x (7.8B + 227.2B x t / 128) / (8 t) + 12 x 235B / 1,024 bytes: at TP 8, 6 x (7.8B + 14.2B) / 64 + 2.754B = 4.817 GB
+    one = workload(**{**base, "sequenceLength": 4096}, zeroStage=1, pipelineParallel=8, gpus=1024)
+    mem = training_memory(one, SIZING)
+    per_expert = (235e9 - 22e9) / 120
+    shared = 22e9 - 8 * per_expert
+    assert mem.state_per_gpu(1024, 8 * 8, 1) == pytest.approx(6 * (shared + (235e9 - shared) * 8 / 128) / 64 + 12 * 235e9 / 1024)
+    assert mem.state_per_gpu(1024, 8 * 8, 1) == pytest.approx(4.817e9, rel=1e-3)
+    declared = training_memory(one.model_copy(update={"expert_parallel": 16}), SIZING)
+    assert mem.state_per_gpu(1024, 8 * 8, 1) == pytest.approx(declared.state_per_gpu(1024, 8 * 8, 1))
+    planned = plan_training(one, on("H100-SXM5-80GB"), SIZING, [])
+    assert planned.memory_per_gpu_gib is not None and planned.memory_per_gpu_gib < 20
