@@ -536,7 +536,8 @@ def network_bytes_per_step(
     over EP ranks (declared as ``expertParallel``, else gcd(experts, dp): expert_parallel_degree), so a GPU syncs the
     shared (attention, dense, shared-expert) parameters over dp and only its own experts over the dp / EP replicas of
     them, not a gather of every parameter; on top, the all-to-all moves each token's hidden state to its top-k experts and back, forward and
-    backward (4 x tokens per GPU x k x hidden x MoE layers x 2 bytes), for the share of experts off the node."""
+    backward (4 x tokens per GPU x k x hidden x MoE layers x 2 bytes), for the share of experts off the node: one copy
+    an off-node expert (MOE_DISPATCH_ASSUMED)."""
     assert w.model is not None
     gpus = job.gpus
     group = tp * job.pipeline_parallel  # a pipeline stage holds layers / PP of the model
@@ -563,7 +564,13 @@ def network_bytes_per_step(
     # a step understated a DeepSeek-like run ~15x and PL321 never fired)
     sync = per_parameter * ((shared / group) * (dp - 1) / dp + ((total - shared) / (ep * job.pipeline_parallel))
                             * (replicas - 1) / replicas)  # fmt: skip
-    off_node = max(0.0, 1 - node_gpus / (ep * tp))  # experts on the GPU's own node are reached over NVLink
+    # experts on the GPU's own node are reached over NVLink; each off-node expert a token routes to is one fabric copy of
+    # it, as Megatron-Core's "alltoall" token dispatcher sends them (megatron/training/arguments.py
+    # --moe-token-dispatcher-type, the one its help recommends with expert parallelism). A DeepEP-class dispatcher (the
+    # "flex" one with the deepep backend; DeepSeek-V3's node-limited routing, arXiv 2412.19437 Sec. 3.2.2) sends a token
+    # once per destination node and forwards it over NVLink, often in fp8: no spec field says which dispatcher runs, so
+    # the figure (and PL321) is an upper bound for those (review sizreview16 F6: MOE_DISPATCH_ASSUMED says so)
+    off_node = max(0.0, 1 - node_gpus / (ep * tp))
     all_to_all = 4 * moe_routing_ratio(job) * active * 2 * job.global_batch_tokens / gpus * off_node
     return sync + all_to_all
 
@@ -732,6 +739,13 @@ def _deadline_run(
 
 
 LOOKAHEAD = 4  # steps of a sixteenth the deadline search looks past a count that does not pay
+
+# What the MoE all-to-all figure assumes of the token dispatcher, said wherever the figure is (network per GPU, PL321,
+# the README's sizing section): no spec field names the dispatcher (review sizreview16 F6)
+MOE_DISPATCH_ASSUMED = (
+    "the all-to-all counted at one fabric copy of a token per off-node expert it routes to (Megatron-Core's alltoall "
+    "dispatcher): an upper bound where a DeepEP-class dispatcher sends one per destination node, and fp8 dispatch half that"
+)
 
 
 def _pays_off(seconds: Callable[[_Run], float], small: _Run, big: _Run) -> bool:
@@ -1300,7 +1314,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                           "(data-parallel traffic of weights / (TP x PP): at ZeRO-3 2 gathers and a reduction each micro-batch, at 2 "
                           "a reduction each micro-batch and a gather, at 1 a reduction and a gather, at 0 an all-reduce, once a step; "
                           "LoRA: the adapters' gradients, and at ZeRO-3 the frozen base's two gathers; MoE: shared weights "
-                          "over dp, own experts over dp / EP, and the off-node all-to-all) per step x 8 / (step time x overlap)",
+                          "over dp, own experts over dp / EP, and the off-node all-to-all) per step x 8 / (step time x overlap)"
+                          + (f"; {MOE_DISPATCH_ASSUMED}" if w.model.architecture == "moe" else ""),
                           {**carried, "global batch tokens": batch_tokens}))  # fmt: skip
     quarter_days = 3 * sizing.hoursPerMonth.value / 24
     if w.runs_per_quarter is not None:
@@ -1317,7 +1332,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     rdma_pool = available is not None and available > sizing.tcpGbpsPerGpu.value  # without RDMA: PL309
     if w.model.architecture == "moe" and gpus > place.gpus_per_node and rdma_pool and run.network_need_gbps > (available or 0.0):
         issues.append(Issue("PL321", f"expert-parallel all-to-all and weight sync need {run.network_need_gbps:.0f} Gbit/s per GPU "
-                                f"at {gpus} GPUs; the pool's fabric gives {available:.0f}: throughput falls below the plan"))  # fmt: skip
+                                f"at {gpus} GPUs; the pool's fabric gives {available:.0f}: throughput falls below the plan "
+                                f"({MOE_DISPATCH_ASSUMED})"))  # fmt: skip
     elif w.model.architecture != "moe" and gpus > place.gpus_per_node and rdma_pool and run.network_need_gbps > (available or 0.0):
         # the throughput model is not capped here (published runs on RDMA overlap more than this ZeRO-3 estimate assumes,
         # through pipeline parallelism and larger batches), so the plan says the fabric is short instead of staying silent

@@ -493,6 +493,12 @@ def test_moe_network_is_expert_parallel_not_a_gather_of_every_parameter() -> Non
     figure = next(f.value for f in plan.figures if f.name == "network per GPU")
     assert figure == pytest.approx(need, rel=1e-5) and 400 < need < 800
     assert [i.check for i in plan.issues if i.check == "PL321"] == ["PL321"]
+    # no field says which token dispatcher runs: the figure and PL321 say they count one copy per off-node expert
+    # (Megatron-Core's alltoall), an upper bound for a DeepEP-class one that sends one per node (review sizreview16 F6)
+    (fabric,) = [i.message for i in plan.issues if i.check == "PL321"]
+    formula = next(f.formula for f in plan.figures if f.name == "network per GPU")
+    for text in (fabric, formula):
+        assert "one fabric copy of a token per off-node expert" in text and "an upper bound" in text and "DeepEP" in text
     ample = plan_training(w, on("H100-SXM5-80GB", network=800.0), SIZING, [])
     assert "PL321" not in {i.check for i in ample.issues}
     # a dense model keeps the ZeRO-3 figure, 3 x 70e9 x 2 B / TP x (dp - 1) / dp, once per micro-batch: 4e6 tokens /
