@@ -414,15 +414,26 @@ def smallest_fit(
     a pipeline; Narayanan et al. 2021, Sec. 2.2.1). Counts are multiples of tensor x ``context`` x pipeline (the context
     group holds whole copies of the unsharded state, like data-parallel ranks).
     """
-    usable = usable_memory(gpu, sizing)
     best: tuple[int, int] | None = None
+    for tp, gpus in fewest_by_degree(mem, gpu, sizing, node_gpus, pipeline=pipeline, zero_stage=zero_stage, context=context).items():
+        if best is None or gpus < best[0]:
+            best = (gpus, tp)
+    return best
+
+
+def fewest_by_degree(
+    mem: TrainingMemory, gpu: Gpu, sizing: Sizing, node_gpus: int, *, pipeline: int = 1, zero_stage: int = 3, context: int = 1
+) -> dict[int, int]:
+    """Each tensor-parallel degree's fewest GPUs that hold the job (smallest_fit), for the degrees that hold it at all."""
+    usable = usable_memory(gpu, sizing)
+    fewest: dict[int, int] = {}
     for tp in node_degrees(node_gpus, mem.tp_degrees):
         group = tp * pipeline
         whole = math.lcm(group * context, mem.expert_parallel * group)  # whole replicas and whole expert grids
         gpus = _fewest_held(mem, usable - mem.activations_at(tp, 1.0), zero_stage, tp, whole, group)
-        if gpus is not None and (best is None or gpus < best[0]):
-            best = (gpus, tp)
-    return best
+        if gpus is not None:
+            fewest[tp] = gpus
+    return fewest
 
 
 def _fewest_held(mem: TrainingMemory, room: float, zero_stage: int, tp: int, whole: int, group: int) -> int | None:  # noqa: PLR0917
@@ -992,10 +1003,13 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                            "sequence parallel": w.sequence_parallel is not False, "context parallel": w.context_parallel or 1,
                            "vocabulary": int(vocabulary_of(w, sizing))}))  # fmt: skip
     pipeline, zero, context = w.pipeline_parallel or 1, zero_stage(w), w.context_parallel or 1
-    fits = {c.id: (f[0] if (f := smallest_fit(mem, c, sizing, place.gpus_per_node, pipeline=pipeline, zero_stage=zero,
+    # each degree's fewest GPUs that hold the job: the smallest layout, and the expert grids the search steps in below
+    held_from = fewest_by_degree(mem, gpu, sizing, place.gpus_per_node, pipeline=pipeline, zero_stage=zero, context=context)
+    layout = min(((n, d) for d, n in held_from.items()), default=None)
+    fits = {c.id: (layout[0] if layout else None) if c.id == gpu.id else
+                  (f[0] if (f := smallest_fit(mem, c, sizing, place.gpus_per_node, pipeline=pipeline, zero_stage=zero,
                                               context=context)) else None)
             for c in candidates}  # fmt: skip
-    layout = smallest_fit(mem, gpu, sizing, place.gpus_per_node, pipeline=pipeline, zero_stage=zero, context=context)
     if layout is None:
         issues.append(Issue("PL303", _overflow(mem, gpu, sizing, node_gpus=place.gpus_per_node, pipeline=pipeline, zero_stage=zero)))
         return _empty(w, place, figures, notes, fits, issues)
@@ -1009,7 +1023,22 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     # whole nodes, and whole replicas of the smallest layout that fits (TP x CP x PP GPUs: 864 GPUs at CP 16 held 6.75
     # replicas of TP 8, review sizreview9 F9; a PP 16 run stepped in 16s at TP 8, review sizreview10 F5), at the degree
     # that fits, not the widest (an 8B run at TP 2 x CP 2 fits one node; it was sized on two: review sizreview10 F3)
-    granule = math.lcm(place.gpus_per_node, pipeline * context * tp, mem.expert_parallel * pipeline * tp)
+    # an undeclared expert group is gcd(experts, GPUs / (TP x PP)), so memory and MFU jump with the count's factors and
+    # the searches below, each assuming more GPUs run no slower, landed above counts that meet (a 1,354B MoE with 16
+    # experts planned 1,168 GPUs for 200 days where 848 meet; with the group spread below ZeRO-3 too, 10 of 195 sweep
+    # plans, up to 2.5x: review sizreview17 F2, F8). At each degree, counts whose ranks are a multiple of the group of
+    # its fewest GPUs that hold the job spread the experts no narrower (that group divides the experts and the ranks,
+    # so their gcd) and shard no more: the search steps in whole expert grids of it, as of a declared group, the way a
+    # team picks a count for its group
+    grids = dict.fromkeys(node_degrees(place.gpus_per_node, mem.tp_degrees), mem.expert_parallel)
+    if not mem.expert_parallel_declared and mem.experts > 1:
+        grids = {d: expert_parallel_degree(None, mem.experts, max(1, n // (d * pipeline))) for d, n in held_from.items()}
+
+    def grid_of(d: int) -> int:
+        """GPUs of degree ``d``'s whole expert grid (EP x TP x PP), the group its counts step in."""
+        return grids.get(d, mem.expert_parallel) * pipeline * d
+
+    granule = math.lcm(place.gpus_per_node, pipeline * context * tp, grid_of(tp))
     availability = w.hours_per_day / 24
     deadline = w.deadline
 
@@ -1036,8 +1065,11 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # and more GPU-hours than the next count a fast one divides (405B at CP 16: 928 GPUs at TP 2, 431k GPU-hours,
         # where 1,024 at TP 8 take 357k; review sizreview11 F6)
         node = place.gpus_per_node
-        experts = mem.expert_parallel * pipeline  # whole expert grids too (EP x TP x PP)
-        granules = sorted({math.lcm(node, pipeline * context * d, experts * d) for d in node_degrees(node, mem.tp_degrees) if d >= tp})
+        # whole expert grids too (EP x TP x PP); with the group undeclared, every degree that holds the job steps in its
+        # own (a 2T MoE holds at 512 GPUs at TP 4 only, and meets 150 days at 768 at TP 2, 384 ranks)
+        narrowest = tp if mem.expert_parallel_declared or mem.experts <= 1 else min(grids, default=tp)
+        granules = sorted({math.lcm(node, pipeline * context * d, grid_of(d))
+                           for d in node_degrees(node, mem.tp_degrees) if d >= narrowest})  # fmt: skip
         limit = deadline * availability if deadline else None
 
         batch = float(w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value)
@@ -1092,7 +1124,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             # (a 70B at 1,024 sequences got 4,528 GPUs at TP 8 where 4,096 at TP 4 meet in less: review sizreview15 F9)
             fine = granules[0]
             spread = sequences / per_rank
-            edges = [_batch_ceiling(spread, fine, d * context * pipeline) for d in node_degrees(node, mem.tp_degrees) if d >= tp]
+            edges = [_batch_ceiling(spread, fine, d * context * pipeline) for d in node_degrees(node, mem.tp_degrees) if d >= narrowest]
             if met:
                 best = min(met, key=lambda r: (seconds(r), r.gpus))
                 if any(_ceil_to(min_gpus, fine) <= e < best.gpus for e in edges):
@@ -1106,7 +1138,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                 # (where none meets it, the batch's ceiling when it pays: the fastest count that runs). Its lookahead
                 # also jumps past a band's top, the band's fastest count: one that misses and pays is where it stops
                 # (a 2B at 512 sequences stopped at 1,968 GPUs, 4.61 days, where 2,048 take 4.44: review sizreview15 F5)
-                step = math.lcm(node, pipeline * context * widest, experts * widest)
+                step = math.lcm(node, pipeline * context * widest, grid_of(widest))
                 top = _batch_ceiling(sequences / per_rank, step, widest * context * pipeline)
                 for edge in sorted(e for e in set(edges) if run.gpus < e <= top):
                     band = at(edge)
@@ -1130,8 +1162,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             # a declared interleaved schedule runs only where the microbatches fill whole groups of the stages (else
             # 1F1B): the counts that do are priced too (a 405B at PP 16 VP 8 took 11,008 GPUs, 1F1B, for 200 days where
             # 8,192 run interleaved in 171 with 36% fewer GPU-hours: review sizreview17 F4)
-            layouts = [(d * context * pipeline, math.lcm(node, pipeline * context * d, experts * d))
-                       for d in node_degrees(node, mem.tp_degrees) if d >= tp]  # fmt: skip
+            layouts = [(d * context * pipeline, math.lcm(node, pipeline * context * d, grid_of(d)))
+                       for d in node_degrees(node, mem.tp_degrees) if d >= narrowest]  # fmt: skip
             declared = batch / (w.sequence_length or DEFAULT_SEQUENCE)
             for count in _interleaved_counts(declared, pipeline, w.pipeline_virtual_stages, layouts):
                 if count >= min_gpus:
@@ -1145,16 +1177,29 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             if meeting:
                 run = min([run, *meeting] if meets(run) else meeting, key=lambda r: (seconds(r), r.gpus))
             # the fixed point can stop a step above the fewest count of its band that meets (a 70B at 4.35 days took
-            # 3,112 GPUs where 3,104 meet: review sizreview17 F12): step down while a count meets for no more GPU-hours
-            for _ in range(16):
-                # a count a granule below, at this count's MFU, more than 1% late will not meet (MFU moves less than
-                # that between neighbours): not priced, which kept the bench within its time (bench/plan_speed.py)
-                if not meets(run) or run.gpus - fine < min_gpus or seconds(run) / (run.gpus - fine) > budget * 1.01:
-                    break
-                lower = at(run.gpus - fine)
-                if not meets(lower) or seconds(lower) > seconds(run) * 1.000001:
-                    break
-                run = lower
+            # 3,112 GPUs where 3,104 meet: review sizreview17 F12): step down while a count meets for no more GPU-hours,
+            # in the granules of every degree that holds the job somewhere, and with the group undeclared in whole
+            # replicas (a narrower group than the search's grid holds where the shard has shrunk): a 908B MoE at EP 32
+            # took 512 GPUs for 100 days where 416 (TP 1's granule, 32) meet for the same GPU-hours, a 522B with 60
+            # experts 320 where 280 (TP 2, 140 ranks, EP 20) do (review sizreview17's sweep)
+            downs = sorted({math.lcm(node, pipeline * context * d, mem.expert_parallel * pipeline * d) for d in held_from})
+            if meets(run):
+                # from the fewest count that, at this count's GPU-seconds, is at most 1% late (MFU moves less than that
+                # between neighbours; fewer are not priced, which kept the bench within its time: bench/plan_speed.py)
+                # up, the first in each granule that meets for no more GPU-seconds. A scan, not a walk down that stops
+                # at the first count that fails: with the group undeclared the counts between fall in and out of
+                # holding the job (a 522B with 60 experts: 312 GPUs spread them over 12 and need TP 8, 280 over 20)
+                lowest = seconds(run) / (budget * 1.01)
+                for g in downs:
+                    n = max(_ceil_to(lowest, g), _ceil_to(min_gpus, g))
+                    for _ in range(40):
+                        if n >= run.gpus:
+                            break
+                        lower = at(n)
+                        if meets(lower) and seconds(lower) <= seconds(run) * 1.000001:
+                            run = lower
+                            break
+                        n += g
             figures.append(Figure("GPUs to meet the deadline", run.gpus, "GPUs",
                                   "smallest count of whole replicas with GPU-seconds(GPUs) / GPUs <= deadline x hours per day "
                                   "/ 24, the fewest GPU-hours over the tensor-parallel degrees' counts",
@@ -1226,7 +1271,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # the deadline is bought dearly (PL337, naming the count that buys it) or not at all (PL338, an error: a warning
         # let `--fail-on error` pass a deadline missed 30-fold; review sizreview13 F4). It was sized at 1.2e27 GPUs
         # (review sizreview11 F9), and said as an error though pinning more met it (review sizreview12 F1)
-        step = math.lcm(node, pipeline * context * widest, experts * widest)
+        step = math.lcm(node, pipeline * context * widest, grid_of(widest))
         ceiling = _batch_ceiling(sequences / per_rank, step, widest * context * pipeline)
         bought = _deadline_bought(at, seconds, run.gpus, ceiling, step, deadline * availability, admissible)
         if bought is not None:  # the fewest that meet, not the first of counts a sixteenth apart (review sizreview15 F5)

@@ -1712,8 +1712,15 @@ def test_the_deadline_search_keeps_the_cheapest_count_it_priced_that_meets() -> 
     pinned = plan_training(workload(**fields, gpus=768), on("H100-SXM5-80GB"), SIZING, [])
     assert pinned.wall_clock_days is not None and pinned.wall_clock_days <= 150 and pinned.gpu_hours is not None
     plan = plan_training(workload(**fields, deadline="150d"), on("H100-SXM5-80GB"), SIZING, [])
-    assert plan.wall_clock_days is not None and plan.wall_clock_days <= 150 and plan.gpus is not None and plan.gpus < 944
+    assert plan.wall_clock_days is not None and plan.wall_clock_days <= 150 and plan.gpus is not None
     assert plan.gpu_hours is not None and plan.gpu_hours <= pinned.gpu_hours * 1.000001
+    # the search now steps each degree in whole expert grids of the group its fewest GPUs hold the job with (review
+    # sizreview17 F2 residual): TP 4's 512 GPUs spread the experts over gcd(256, 128) = 128, so TP 1 steps in 128s
+    # and prices 1,024 GPUs: 1,024 ranks, EP 256, no tensor-parallel all-reduce, MFU 0.2553 against TP 2's 0.2520 at 768:
+    # 2,639,639 GPU-hours (107.4 days) against 768's 2,673,589 (145.05 days) and 944's 3,002,132. The plan is the
+    # fewest GPU-hours that meet, its figure says so; 944 (EP 2) is never the plan
+    assert plan.gpus == 1024 and plan.tensor_parallel == 1 and plan.gpu_hours == pytest.approx(2_639_639, rel=1e-5)
+    assert pinned.gpu_hours == pytest.approx(2_673_589, rel=1e-5)
 
 
 def test_a_declared_interleaved_schedule_is_planned_where_it_runs_and_said_where_it_does_not() -> None:
@@ -1800,3 +1807,25 @@ def test_an_undeclared_expert_group_spans_the_context_ranks_and_spreads_the_stat
     assert mem.state_per_gpu(1024, 8 * 8, 1) == pytest.approx(declared.state_per_gpu(1024, 8 * 8, 1))
     planned = plan_training(one, on("H100-SXM5-80GB"), SIZING, [])
     assert planned.memory_per_gpu_gib is not None and planned.memory_per_gpu_gib < 20
+
+
+def test_the_deadline_plan_steps_down_in_every_degree_s_granule() -> None:
+    """Review sizreview17's sweep (the residual of F2): the walk down from the search's count stepped in the finest
+    granule of the degrees the fewest GPUs allow and stopped at the first count that failed. A 908B MoE at EP 32 on H200
+    took 512 GPUs for 100 days where 416 (TP 1, whose granule is 32) meet for the same GPU-hours; a 522B with 60
+    experts, undeclared, at ZeRO-1 on B200 took 320 for 25 days where 280 do (TP 2, 140 ranks spread the experts over
+    gcd(60, 140) = 20; 312 spread them over 12 and need TP 8, 296 over 4). By hand, the GPU-hours are flat across
+    those counts (the MFU does not move with them): 983,528 / 24 / 416 = 98.5 days <= 100; 153,161 / 24 / 280 = 22.8
+    days <= 25, and 153,161 / 24 / 272 = 23.5 days, but 272 GPUs (136 ranks, gcd 4) do not hold the job at TP 2."""
+    big = {"parameters": "907785673450", "layers": 32, "hiddenSize": 8192, "architecture": "moe", "activeParameters": "151397600931",
+           "experts": {"total": 384, "perToken": 4}}  # fmt: skip
+    spec = workload(model=big, precision="bf16", tokens="1616723492691", sequenceLength=4096, globalBatchTokens=4 * 2**20,
+                    expertParallel=32, deadline="100d", accelerator="H200")  # fmt: skip
+    plan = plan_training(spec, on("H200-SXM-141GB"), SIZING, [])
+    assert (plan.gpus, plan.tensor_parallel) == (416, 1) and plan.gpu_hours == pytest.approx(983_528, rel=1e-5)
+    mid = {"parameters": "521861558819", "layers": 24, "hiddenSize": 7168, "architecture": "moe", "activeParameters": "34555097239",
+           "experts": {"total": 60, "perToken": 2}}  # fmt: skip
+    spec = workload(model=mid, precision="bf16", tokens="2241132622837", sequenceLength=4096, globalBatchTokens=4_000_000,
+                    zeroStage=1, deadline="25d", accelerator="B200")  # fmt: skip
+    plan = plan_training(spec, on("B200-SXM-180GB"), SIZING, [])
+    assert (plan.gpus, plan.tensor_parallel) == (280, 2) and plan.gpu_hours == pytest.approx(153_161, rel=1e-5)
