@@ -1175,6 +1175,9 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             # plan misses, one that meets with fewer GPUs or pays by the guard
             meeting = [r for r in priced.values() if meets(r) and (meets(run) or r.gpus < run.gpus or _pays_off(seconds, run, r))]
             if meeting:
+                # the fewest GPU-hours that meet, ties to fewer GPUs: the sweep's plans left above a count that meets
+                # (review sizreview17) all take fewer GPU-hours than it (a 256B MoE with 60 experts at ZeRO-1 on B200
+                # plans 240 GPUs for 200 days, 711,708 GPU-hours, where 160 meet with 722,778)
                 run = min([run, *meeting] if meets(run) else meeting, key=lambda r: (seconds(r), r.gpus))
             # the fixed point can stop a step above the fewest count of its band that meets (a 70B at 4.35 days took
             # 3,112 GPUs where 3,104 meet: review sizreview17 F12): step down while a count meets for no more GPU-hours,
