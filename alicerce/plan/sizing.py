@@ -196,16 +196,21 @@ class TrainingMemory:
     expert_parallel_declared: bool = False
     tp_degrees: tuple[int, ...] = TP_DEGREES  # the degrees the model's heads allow (heads.legal_degrees)
 
-    def working_at(self, zero_stage: int, tp: int, dp: int | None = None) -> float:
+    def expert_spread(self, ranks: int | None = None) -> int:
+        """The expert-parallel group that spreads the routed experts over ``ranks`` = GPUs / (TP x PP), the data-parallel
+        x context-parallel ranks: the declared group, else expert_parallel_degree over them (the network figure reads the
+        same); where the ranks are not known yet (the fewest GPUs that hold the run), the widest, every expert its own."""
+        if self.expert_parallel_declared:
+            return self.expert_parallel
+        return expert_parallel_degree(None, self.experts, ranks or self.experts or 1)
+
+    def working_at(self, zero_stage: int, tp: int, ranks: int | None = None) -> float:
         """Bytes a GPU holds beyond its shard of the state while ZeRO ``zero_stage`` runs a layer, at tensor parallel ``tp``
-        over ``dp`` data-parallel ranks: a layer's routed experts spread over the expert-parallel group the network figure
-        reads too (expert_parallel_degree; none where ``dp`` is not known yet: the fewest GPUs that hold the run)."""
+        over ``ranks`` = GPUs / (TP x PP): a layer's routed experts spread over the expert-parallel group the network figure
+        reads too (expert_spread)."""
         if zero_stage < 3:
             return 0.0
-        # where the ranks are not known yet (the fewest GPUs that hold the run), as many as its experts
-        ranks = dp or self.experts or 1
-        spread = self.expert_parallel if self.expert_parallel_declared else expert_parallel_degree(None, self.experts, ranks)
-        return (self.working_set + self.working_routed / spread) / max(1, tp)
+        return (self.working_set + self.working_routed / self.expert_spread(ranks)) / max(1, tp)
 
     def state_at(self, zero_stage: int) -> float:
         """Bytes of model state in all at ``zero_stage``: stages 0-1 keep the gradients they all-reduce in fp32 (Megatron's
@@ -223,13 +228,16 @@ class TrainingMemory:
         kept, group = self.unsharded(zero_stage), max(1, model_parallel)
         # the expert grid, EP x TP x PP, must divide the GPUs (Megatron-Core initialize_model_parallel); a count it does
         # not divide spreads no experts (a Mixtral at EP 8 "fit" 8 GPUs at 72 GiB where its state alone needs 98:
-        # review sizreview11 F1)
-        spread = self.expert_parallel if gpus % (self.expert_parallel * group) == 0 else 1
+        # review sizreview11 F1). An undeclared group spreads them too, as wide as the count's ranks allow: kept whole
+        # below ZeRO-3, a Qwen3-235B-like run at ZeRO-1 held 56.6 GiB a GPU where the network figure spread them over 32
+        # (review sizreview17 F8)
+        spread = self.expert_spread(gpus // group) if gpus % (self.expert_parallel * group) == 0 else 1
         return self.held_whole(zero_stage, spread) / group + (self.state_at(zero_stage) - kept) / max(1, gpus)
 
     def held_whole(self, zero_stage: int, spread: int | None = None) -> float:
         """Of what ZeRO ``zero_stage`` leaves whole on a replica, what one model-parallel shard of it holds before the
-        tensor and pipeline split: the routed experts 1 / EP of theirs (``spread``, the declared group by default)."""
+        tensor and pipeline split: the routed experts 1 / EP of theirs (``spread``, the declared group by default, none
+        where undeclared)."""
         ep = self.expert_parallel if spread is None else spread
         return self.unsharded(zero_stage) * (1 - self.routed_share + self.routed_share / ep)
 
@@ -322,7 +330,8 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
     main = per.fp32Gradients.value if w.precision == "fp16" else 0.0
     experts = w.model.experts.total if w.model.architecture == "moe" and w.model.experts else 0
     moe_routed = (n - shared_parameters(w)) / n if experts else 0.0
-    routed = moe_routed if w.expert_parallel and w.expert_parallel > 1 and w.model.architecture == "moe" else 0.0
+    # an undeclared group spreads them too, as the count's ranks allow (TrainingMemory.expert_spread)
+    routed = moe_routed if w.model.architecture == "moe" and (w.expert_parallel is None or w.expert_parallel > 1) else 0.0
     weights, gradients = frozen + trainable * kept_weight, trainable * kept_gradient
     reduced = trainable * sizing.weightBytes["fp32"] if reduces_in_fp32(w) and w.precision != "fp32" else 0.0
     layer = (2 * weights + gradients + reduced) / layers  # a layer's share of them
@@ -338,11 +347,13 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
 
 def expert_parallel_degree(declared: int | None, experts: int, dp: int) -> int:
     """The expert-parallel group: the declared one (workloads[].expertParallel), else the widest the stack starts over
-    ``dp`` ranks: a divisor of the experts (Megatron-Core megatron/core/transformer/moe/moe_layer.py BaseMoELayer:
-    num_moe_experts % ep_size == 0) and of the ranks (megatron/core/parallel_state.py initialize_model_parallel: the
-    world divides by expert-TP x EP x PP, expert TP being TP by default), every expert on its own rank as far as both
-    go: 256 experts over 53 ranks spread over none (min(256, 53) = 53 was a group Megatron refuses: review sizreview15
-    F3). Memory and the network read the same (review sizreview11 F8)."""
+    ``dp`` ranks, GPUs / (TP x PP): a divisor of the experts (Megatron-Core megatron/core/transformer/moe/moe_layer.py
+    BaseMoELayer: num_moe_experts % ep_size == 0) and of the ranks (megatron/core/parallel_state.py
+    initialize_model_parallel, "Build expert rank generator": the world divides by expert-TP x EP x PP, expert TP being
+    TP by default, and the expert grid has no context axis, so the group spans the data-parallel x context-parallel
+    ranks: with CP 2 and 33 data-parallel ranks, 256 experts spread over gcd(256, 66) = 2, not 1; review sizreview17 F8),
+    every expert on its own rank as far as both go: 256 experts over 53 ranks spread over none (min(256, 53) = 53 was a
+    group Megatron refuses: review sizreview15 F3). Memory and the network read the same (review sizreview11 F8)."""
     return declared or max(1, math.gcd(experts or dp, dp))
 
 
@@ -403,33 +414,49 @@ def smallest_fit(
     a pipeline; Narayanan et al. 2021, Sec. 2.2.1). Counts are multiples of tensor x ``context`` x pipeline (the context
     group holds whole copies of the unsharded state, like data-parallel ranks).
     """
-    usable = usable_memory(gpu, sizing)
     best: tuple[int, int] | None = None
-    for tp in node_degrees(node_gpus, mem.tp_degrees):
-        group = tp * pipeline
-        room = usable - mem.activations_at(tp, 1.0) - mem.held_whole(zero_stage) / group
-        whole = math.lcm(group * context, mem.expert_parallel * group)  # whole replicas and whole expert grids
-        gpus = _fewest_held(mem, room, zero_stage, tp, whole, group * context)
-        if gpus is not None and (best is None or gpus < best[0]):
+    for tp, gpus in fewest_by_degree(mem, gpu, sizing, node_gpus, pipeline=pipeline, zero_stage=zero_stage, context=context).items():
+        if best is None or gpus < best[0]:
             best = (gpus, tp)
     return best
 
 
-def _fewest_held(mem: TrainingMemory, room: float, zero_stage: int, tp: int, whole: int, replica: int) -> int | None:  # noqa: PLR0917
-    """The fewest GPUs, in ``whole``s, whose share of what ZeRO ``zero_stage`` shards and working set fit ``room`` bytes
-    a GPU at tensor parallel ``tp`` (``replica`` GPUs a data-parallel rank), or None where none does. An undeclared
-    expert group spreads a MoE's gathered experts over what the count's own ranks allow (expert_parallel_degree): from
-    the count every expert on its own rank would need, up to the first whose ranks' group holds it (at most as many
-    steps as experts: a multiple of them spreads them all). Sized with all 256 spread, 424 GPUs kept them over none at
-    53 ranks and the plan refused the count it had named (review sizreview15 F3)."""
+def fewest_by_degree(
+    mem: TrainingMemory, gpu: Gpu, sizing: Sizing, node_gpus: int, *, pipeline: int = 1, zero_stage: int = 3, context: int = 1
+) -> dict[int, int]:
+    """Each tensor-parallel degree's fewest GPUs that hold the job (smallest_fit), for the degrees that hold it at all."""
+    usable = usable_memory(gpu, sizing)
+    fewest: dict[int, int] = {}
+    for tp in node_degrees(node_gpus, mem.tp_degrees):
+        group = tp * pipeline
+        whole = math.lcm(group * context, mem.expert_parallel * group)  # whole replicas and whole expert grids
+        gpus = _fewest_held(mem, usable - mem.activations_at(tp, 1.0), zero_stage, tp, whole, group)
+        if gpus is not None:
+            fewest[tp] = gpus
+    return fewest
+
+
+def _fewest_held(mem: TrainingMemory, room: float, zero_stage: int, tp: int, whole: int, group: int) -> int | None:  # noqa: PLR0917
+    """The fewest GPUs, in ``whole``s, whose share of the state ZeRO ``zero_stage`` keeps whole and of what it shards,
+    and working set, fit ``room`` bytes a GPU at tensor parallel ``tp`` (``group`` = TP x PP GPUs a model-parallel
+    shard), or None where none does. An undeclared expert group spreads a MoE's experts over what the count's own ranks
+    allow (TrainingMemory.expert_spread): from the count every expert on its own rank would need, up to the first whose
+    ranks' group holds it (at most as many steps as experts: a multiple of them spreads them all). Sized with all 256
+    spread, 424 GPUs kept them over none at 53 ranks and the plan refused the count it had named (review sizreview15
+    F3)."""
     sharded = mem.state_at(zero_stage) - mem.unsharded(zero_stage)
-    free = room - mem.working_at(zero_stage, tp)  # the widest spread: no count needs less
+
+    def left(ranks: int | None) -> float:
+        spread = mem.expert_spread(ranks)
+        return room - mem.held_whole(zero_stage, spread) / group - mem.working_at(zero_stage, tp, ranks)
+
+    free = left(None)  # the widest spread: no count needs less
     if free <= 0:
         return None
     gpus = _ceil_to(sharded / free, whole)
-    for _ in range(max(1, mem.experts) * whole // replica + 1):  # the ranks step through a multiple of the experts
-        left = room - mem.working_at(zero_stage, tp, gpus // replica)
-        if left > 0 and sharded / gpus <= left * (1 + 1e-12):
+    for _ in range(max(1, mem.experts) * whole // group + 1):  # the ranks step through a multiple of the experts
+        kept = left(gpus // group)
+        if kept > 0 and sharded / gpus <= kept * (1 + 1e-12):
             return gpus
         gpus += whole
     return None
@@ -441,7 +468,7 @@ def _overflow(mem: TrainingMemory, gpu: Gpu, sizing: Sizing, *, node_gpus: int, 
     ZeRO-1 was told to shorten its sequences; review sizreview10 F2)."""
     tp = max(node_degrees(node_gpus, mem.tp_degrees))
     usable, activations = usable_memory(gpu, sizing), mem.activations_at(tp, 1.0)
-    whole = mem.held_whole(zero_stage) / (tp * pipeline) + mem.working_at(zero_stage, tp)
+    whole = mem.held_whole(zero_stage, mem.expert_spread()) / (tp * pipeline) + mem.working_at(zero_stage, tp)
     kept = "the layers ZeRO-3 gathers" if zero_stage >= 3 else f"the state ZeRO-{zero_stage} keeps whole"
     parts = (
         f"at TP {tp} x PP {pipeline}, one sequence's activations ({activations / GIB:.1f} GiB with full recomputation) "
@@ -520,7 +547,8 @@ def network_bytes_per_step(
     over EP ranks (declared as ``expertParallel``, else gcd(experts, dp): expert_parallel_degree), so a GPU syncs the
     shared (attention, dense, shared-expert) parameters over dp and only its own experts over the dp / EP replicas of
     them, not a gather of every parameter; on top, the all-to-all moves each token's hidden state to its top-k experts and back, forward and
-    backward (4 x tokens per GPU x k x hidden x MoE layers x 2 bytes), for the share of experts off the node."""
+    backward (4 x tokens per GPU x k x hidden x MoE layers x 2 bytes), for the share of experts off the node: one copy
+    an off-node expert (MOE_DISPATCH_ASSUMED)."""
     assert w.model is not None
     gpus = job.gpus
     group = tp * job.pipeline_parallel  # a pipeline stage holds layers / PP of the model
@@ -547,7 +575,13 @@ def network_bytes_per_step(
     # a step understated a DeepSeek-like run ~15x and PL321 never fired)
     sync = per_parameter * ((shared / group) * (dp - 1) / dp + ((total - shared) / (ep * job.pipeline_parallel))
                             * (replicas - 1) / replicas)  # fmt: skip
-    off_node = max(0.0, 1 - node_gpus / (ep * tp))  # experts on the GPU's own node are reached over NVLink
+    # experts on the GPU's own node are reached over NVLink; each off-node expert a token routes to is one fabric copy of
+    # it, as Megatron-Core's "alltoall" token dispatcher sends them (megatron/training/arguments.py
+    # --moe-token-dispatcher-type, the one its help recommends with expert parallelism). A DeepEP-class dispatcher (the
+    # "flex" one with the deepep backend; DeepSeek-V3's node-limited routing, arXiv 2412.19437 Sec. 3.2.2) sends a token
+    # once per destination node and forwards it over NVLink, often in fp8: no spec field says which dispatcher runs, so
+    # the figure (and PL321) is an upper bound for those (review sizreview16 F6: MOE_DISPATCH_ASSUMED says so)
+    off_node = max(0.0, 1 - node_gpus / (ep * tp))
     all_to_all = 4 * moe_routing_ratio(job) * active * 2 * job.global_batch_tokens / gpus * off_node
     return sync + all_to_all
 
@@ -717,6 +751,13 @@ def _deadline_run(
 
 LOOKAHEAD = 4  # steps of a sixteenth the deadline search looks past a count that does not pay
 
+# What the MoE all-to-all figure assumes of the token dispatcher, said wherever the figure is (network per GPU, PL321,
+# the README's sizing section): no spec field names the dispatcher (review sizreview16 F6)
+MOE_DISPATCH_ASSUMED = (
+    "the all-to-all counted at one fabric copy of a token per off-node expert it routes to (Megatron-Core's alltoall "
+    "dispatcher): an upper bound where a DeepEP-class dispatcher sends one per destination node, and fp8 dispatch half that"
+)
+
 
 def _pays_off(seconds: Callable[[_Run], float], small: _Run, big: _Run) -> bool:
     """Whether ``big`` turns at least MIN_SCALING of its added GPUs' share into speed over ``small`` (the deadline
@@ -830,8 +871,10 @@ def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usabl
     degrees = [d for d in node_degrees(node_gpus, mem.tp_degrees) if job.gpus % (d * whole) == 0 and job.gpus % (d * grid) == 0]
     degrees = [d for d in degrees if job.gpus // (d * whole) <= sequences] or degrees
     for d in degrees:
-        dp = job.gpus // (d * job.context_parallel * job.pipeline_parallel)
-        state = mem.state_per_gpu(job.gpus, d * job.pipeline_parallel, job.zero_stage) + mem.working_at(job.zero_stage, d, dp)
+        # the experts spread over the data-parallel x context-parallel ranks: Megatron-Core's expert grid (ETP x EP x PP,
+        # ETP = TP by default) has no context axis (review sizreview17 F8)
+        spans = job.gpus // (d * job.pipeline_parallel)
+        state = mem.state_per_gpu(job.gpus, d * job.pipeline_parallel, job.zero_stage) + mem.working_at(job.zero_stage, d, spans)
         fits_without = state + mem.activations_at(d) <= usable
         fraction = 0.0 if fits_without else recompute_share(mem, job.layers, state, d, usable)
         if fraction is None:
@@ -851,19 +894,44 @@ def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usabl
     return job
 
 
-def _fitting_counts(mem: TrainingMemory, min_gpus: int, tp: int, granule: int, *, node: int, replica: int) -> str:
+def _fitting_counts(mem: TrainingMemory, min_gpus: int, tp: int, granule: int, *, node: int, pipeline: int) -> str:
     """PL303's hint on the counts that hold the job. With the expert group undeclared it is gcd(experts, ranks)
     (expert_parallel_degree), so whole granules are not enough: 520 GPUs of a 2T MoE (256 experts) are a multiple of 8
     and at least 512, yet spread the experts over 8 and do not hold it (review sizreview17 F5). Counts whose ranks, at
     the fewest GPUs' degree, are a multiple of that layout's group hold it: the group is no narrower, the shard no
-    larger."""
+    larger. The ranks are GPUs / (TP x ``pipeline``), data-parallel x context-parallel: the expert grid has no context
+    axis (TrainingMemory.expert_spread)."""
     if mem.expert_parallel_declared or mem.experts <= 1:
         return f"use a multiple of {granule} GPUs, at least {_ceil_to(min_gpus, granule)}"
-    group = expert_parallel_degree(None, mem.experts, max(1, min_gpus // (tp * replica)))
-    step = math.lcm(node, granule, tp * replica * group)
+    group = expert_parallel_degree(None, mem.experts, max(1, min_gpus // (tp * pipeline)))
+    step = math.lcm(node, granule, tp * pipeline * group)
     return (f"the undeclared expert group is the widest that divides both the {mem.experts} experts and the data-parallel "
-            f"ranks: declare expertParallel, or use a multiple of {step} GPUs (ranks at TP {tp} a multiple of {group}), at "
-            f"least {_ceil_to(min_gpus, step)}")  # fmt: skip
+            f"x context-parallel ranks: declare expertParallel, or use a multiple of {step} GPUs (those ranks at TP {tp} a "
+            f"multiple of {group}), at least {_ceil_to(min_gpus, step)}")  # fmt: skip
+
+
+def _batch_legal_counts(
+    mem: TrainingMemory, gpus: int, sequences: float, min_gpus: int, *, node: int, context: int, pipeline: int,
+    runs: Callable[[int], int | None],
+) -> list[tuple[int, int]]:  # fmt: skip
+    """The nearest GPU counts below and above ``gpus``, with a tensor-parallel degree each, whose declared expert grid
+    (EP x TP x PP) and replicas (TP x CP x PP) divide them, whose data-parallel ranks each keep one of the batch's
+    ``sequences``, and that the stack runs (``runs``: the degree its layout takes, None where it does not hold the job or
+    keeps no sequence a rank): what PL303 names where a pinned count's grid leaves none."""
+    below: tuple[int, int] | None = None
+    above: tuple[int, int] | None = None
+    for d in node_degrees(node, mem.tp_degrees):
+        step = math.lcm(node, d * context * pipeline, d * mem.expert_parallel * pipeline)
+        ceiling = _batch_ceiling(sequences, step, d * context * pipeline)
+        low = min(gpus // step * step, ceiling)
+        if low >= max(step, min_gpus) and (below is None or low > below[0]):
+            below = (low, d)
+        high = (gpus // step + 1) * step
+        if high <= ceiling and (above is None or high < above[0]):
+            above = (high, d)
+    counts = [c[0] for c in (below, above) if c is not None]
+    taken = [(n, runs(n)) for n in counts]
+    return [(n, d) for n, d in taken if d is not None]
 
 
 def _interleaved_counts(sequences: float, pipeline: int, virtual: int | None, layouts: list[tuple[int, int]]) -> list[int]:
@@ -935,10 +1003,13 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                            "sequence parallel": w.sequence_parallel is not False, "context parallel": w.context_parallel or 1,
                            "vocabulary": int(vocabulary_of(w, sizing))}))  # fmt: skip
     pipeline, zero, context = w.pipeline_parallel or 1, zero_stage(w), w.context_parallel or 1
-    fits = {c.id: (f[0] if (f := smallest_fit(mem, c, sizing, place.gpus_per_node, pipeline=pipeline, zero_stage=zero,
+    # each degree's fewest GPUs that hold the job: the smallest layout, and the expert grids the search steps in below
+    held_from = fewest_by_degree(mem, gpu, sizing, place.gpus_per_node, pipeline=pipeline, zero_stage=zero, context=context)
+    layout = min(((n, d) for d, n in held_from.items()), default=None)
+    fits = {c.id: (layout[0] if layout else None) if c.id == gpu.id else
+                  (f[0] if (f := smallest_fit(mem, c, sizing, place.gpus_per_node, pipeline=pipeline, zero_stage=zero,
                                               context=context)) else None)
             for c in candidates}  # fmt: skip
-    layout = smallest_fit(mem, gpu, sizing, place.gpus_per_node, pipeline=pipeline, zero_stage=zero, context=context)
     if layout is None:
         issues.append(Issue("PL303", _overflow(mem, gpu, sizing, node_gpus=place.gpus_per_node, pipeline=pipeline, zero_stage=zero)))
         return _empty(w, place, figures, notes, fits, issues)
@@ -952,7 +1023,22 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     # whole nodes, and whole replicas of the smallest layout that fits (TP x CP x PP GPUs: 864 GPUs at CP 16 held 6.75
     # replicas of TP 8, review sizreview9 F9; a PP 16 run stepped in 16s at TP 8, review sizreview10 F5), at the degree
     # that fits, not the widest (an 8B run at TP 2 x CP 2 fits one node; it was sized on two: review sizreview10 F3)
-    granule = math.lcm(place.gpus_per_node, pipeline * context * tp, mem.expert_parallel * pipeline * tp)
+    # an undeclared expert group is gcd(experts, GPUs / (TP x PP)), so memory and MFU jump with the count's factors and
+    # the searches below, each assuming more GPUs run no slower, landed above counts that meet (a 1,354B MoE with 16
+    # experts planned 1,168 GPUs for 200 days where 848 meet; with the group spread below ZeRO-3 too, 10 of 195 sweep
+    # plans, up to 2.5x: review sizreview17 F2, F8). At each degree, counts whose ranks are a multiple of the group of
+    # its fewest GPUs that hold the job spread the experts no narrower (that group divides the experts and the ranks,
+    # so their gcd) and shard no more: the search steps in whole expert grids of it, as of a declared group, the way a
+    # team picks a count for its group
+    grids = dict.fromkeys(node_degrees(place.gpus_per_node, mem.tp_degrees), mem.expert_parallel)
+    if not mem.expert_parallel_declared and mem.experts > 1:
+        grids = {d: expert_parallel_degree(None, mem.experts, max(1, n // (d * pipeline))) for d, n in held_from.items()}
+
+    def grid_of(d: int) -> int:
+        """GPUs of degree ``d``'s whole expert grid (EP x TP x PP), the group its counts step in."""
+        return grids.get(d, mem.expert_parallel) * pipeline * d
+
+    granule = math.lcm(place.gpus_per_node, pipeline * context * tp, grid_of(tp))
     availability = w.hours_per_day / 24
     deadline = w.deadline
 
@@ -961,8 +1047,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
 
     def held(run: _Run) -> float:
         """Bytes a GPU holds in ``run``'s layout (more than the GPU gives where no layout of its count fits)."""
-        ranks = max(1, run.gpus // (run.tp * context * pipeline))
-        return (mem.state_per_gpu(run.gpus, run.tp * pipeline, zero) + mem.working_at(zero, run.tp, ranks)
+        spans = max(1, run.gpus // (run.tp * pipeline))  # the ranks the experts spread over (DP x CP)
+        return (mem.state_per_gpu(run.gpus, run.tp * pipeline, zero) + mem.working_at(zero, run.tp, spans)
                 + mem.activations_at(run.tp, run.recompute_fraction))  # fmt: skip
 
     def holds(run: _Run) -> bool:
@@ -979,8 +1065,11 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # and more GPU-hours than the next count a fast one divides (405B at CP 16: 928 GPUs at TP 2, 431k GPU-hours,
         # where 1,024 at TP 8 take 357k; review sizreview11 F6)
         node = place.gpus_per_node
-        experts = mem.expert_parallel * pipeline  # whole expert grids too (EP x TP x PP)
-        granules = sorted({math.lcm(node, pipeline * context * d, experts * d) for d in node_degrees(node, mem.tp_degrees) if d >= tp})
+        # whole expert grids too (EP x TP x PP); with the group undeclared, every degree that holds the job steps in its
+        # own (a 2T MoE holds at 512 GPUs at TP 4 only, and meets 150 days at 768 at TP 2, 384 ranks)
+        narrowest = tp if mem.expert_parallel_declared or mem.experts <= 1 else min(grids, default=tp)
+        granules = sorted({math.lcm(node, pipeline * context * d, grid_of(d))
+                           for d in node_degrees(node, mem.tp_degrees) if d >= narrowest})  # fmt: skip
         limit = deadline * availability if deadline else None
 
         batch = float(w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value)
@@ -1035,7 +1124,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             # (a 70B at 1,024 sequences got 4,528 GPUs at TP 8 where 4,096 at TP 4 meet in less: review sizreview15 F9)
             fine = granules[0]
             spread = sequences / per_rank
-            edges = [_batch_ceiling(spread, fine, d * context * pipeline) for d in node_degrees(node, mem.tp_degrees) if d >= tp]
+            edges = [_batch_ceiling(spread, fine, d * context * pipeline) for d in node_degrees(node, mem.tp_degrees) if d >= narrowest]
             if met:
                 best = min(met, key=lambda r: (seconds(r), r.gpus))
                 if any(_ceil_to(min_gpus, fine) <= e < best.gpus for e in edges):
@@ -1049,7 +1138,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                 # (where none meets it, the batch's ceiling when it pays: the fastest count that runs). Its lookahead
                 # also jumps past a band's top, the band's fastest count: one that misses and pays is where it stops
                 # (a 2B at 512 sequences stopped at 1,968 GPUs, 4.61 days, where 2,048 take 4.44: review sizreview15 F5)
-                step = math.lcm(node, pipeline * context * widest, experts * widest)
+                step = math.lcm(node, pipeline * context * widest, grid_of(widest))
                 top = _batch_ceiling(sequences / per_rank, step, widest * context * pipeline)
                 for edge in sorted(e for e in set(edges) if run.gpus < e <= top):
                     band = at(edge)
@@ -1073,8 +1162,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             # a declared interleaved schedule runs only where the microbatches fill whole groups of the stages (else
             # 1F1B): the counts that do are priced too (a 405B at PP 16 VP 8 took 11,008 GPUs, 1F1B, for 200 days where
             # 8,192 run interleaved in 171 with 36% fewer GPU-hours: review sizreview17 F4)
-            layouts = [(d * context * pipeline, math.lcm(node, pipeline * context * d, experts * d))
-                       for d in node_degrees(node, mem.tp_degrees) if d >= tp]  # fmt: skip
+            layouts = [(d * context * pipeline, math.lcm(node, pipeline * context * d, grid_of(d)))
+                       for d in node_degrees(node, mem.tp_degrees) if d >= narrowest]  # fmt: skip
             declared = batch / (w.sequence_length or DEFAULT_SEQUENCE)
             for count in _interleaved_counts(declared, pipeline, w.pipeline_virtual_stages, layouts):
                 if count >= min_gpus:
@@ -1086,18 +1175,34 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             # plan misses, one that meets with fewer GPUs or pays by the guard
             meeting = [r for r in priced.values() if meets(r) and (meets(run) or r.gpus < run.gpus or _pays_off(seconds, run, r))]
             if meeting:
+                # the fewest GPU-hours that meet, ties to fewer GPUs: the sweep's plans left above a count that meets
+                # (review sizreview17) all take fewer GPU-hours than it (a 256B MoE with 60 experts at ZeRO-1 on B200
+                # plans 240 GPUs for 200 days, 711,708 GPU-hours, where 160 meet with 722,778)
                 run = min([run, *meeting] if meets(run) else meeting, key=lambda r: (seconds(r), r.gpus))
             # the fixed point can stop a step above the fewest count of its band that meets (a 70B at 4.35 days took
-            # 3,112 GPUs where 3,104 meet: review sizreview17 F12): step down while a count meets for no more GPU-hours
-            for _ in range(16):
-                # a count a granule below, at this count's MFU, more than 1% late will not meet (MFU moves less than
-                # that between neighbours): not priced, which kept the bench within its time (bench/plan_speed.py)
-                if not meets(run) or run.gpus - fine < min_gpus or seconds(run) / (run.gpus - fine) > budget * 1.01:
-                    break
-                lower = at(run.gpus - fine)
-                if not meets(lower) or seconds(lower) > seconds(run) * 1.000001:
-                    break
-                run = lower
+            # 3,112 GPUs where 3,104 meet: review sizreview17 F12): step down while a count meets for no more GPU-hours,
+            # in the granules of every degree that holds the job somewhere, and with the group undeclared in whole
+            # replicas (a narrower group than the search's grid holds where the shard has shrunk): a 908B MoE at EP 32
+            # took 512 GPUs for 100 days where 416 (TP 1's granule, 32) meet for the same GPU-hours, a 522B with 60
+            # experts 320 where 280 (TP 2, 140 ranks, EP 20) do (review sizreview17's sweep)
+            downs = sorted({math.lcm(node, pipeline * context * d, mem.expert_parallel * pipeline * d) for d in held_from})
+            if meets(run):
+                # from the fewest count that, at this count's GPU-seconds, is at most 1% late (MFU moves less than that
+                # between neighbours; fewer are not priced, which kept the bench within its time: bench/plan_speed.py)
+                # up, the first in each granule that meets for no more GPU-seconds. A scan, not a walk down that stops
+                # at the first count that fails: with the group undeclared the counts between fall in and out of
+                # holding the job (a 522B with 60 experts: 312 GPUs spread them over 12 and need TP 8, 280 over 20)
+                lowest = seconds(run) / (budget * 1.01)
+                for g in downs:
+                    n = max(_ceil_to(lowest, g), _ceil_to(min_gpus, g))
+                    for _ in range(40):
+                        if n >= run.gpus:
+                            break
+                        lower = at(n)
+                        if meets(lower) and seconds(lower) <= seconds(run) * 1.000001:
+                            run = lower
+                            break
+                        n += g
             figures.append(Figure("GPUs to meet the deadline", run.gpus, "GPUs",
                                   "smallest count of whole replicas with GPU-seconds(GPUs) / GPUs <= deadline x hours per day "
                                   "/ 24, the fewest GPU-hours over the tensor-parallel degrees' counts",
@@ -1116,17 +1221,44 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         why = f"the expert grid (EP {mem.expert_parallel} x TP {tp} x PP {pipeline}) does not divide {gpus} GPUs"
         if dividing:
             d = max(dividing)
-            ranks = max(1, gpus // (d * context * pipeline))
-            kept = mem.state_per_gpu(gpus, d * pipeline, zero) + mem.working_at(zero, d, ranks) + mem.activations_at(d, 1.0)
+            spans = max(1, gpus // (d * pipeline))
+            kept = mem.state_per_gpu(gpus, d * pipeline, zero) + mem.working_at(zero, d, spans) + mem.activations_at(d, 1.0)
             why = (f"the expert grid (EP {mem.expert_parallel} x TP {d} x PP {pipeline}) divides {gpus} GPUs but keeps "
                    f"{kept / GIB:.1f} GiB a GPU of the {usable_memory(gpu, sizing) / GIB:.0f} a {gpu.id} gives, and no wider "
                    "degree's grid divides them")  # fmt: skip
         issues.append(Issue("PL303", f"{why}; use a multiple of {granule} GPUs, at least {_ceil_to(min_gpus, granule)}"))
         return _empty(w, place, figures, notes, fits, issues)
+    stack_sequences = batch_sequences(float(w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value),
+                                      w.sequence_length or DEFAULT_SEQUENCE)  # fmt: skip
+    if w.gpus is not None and mem.expert_parallel > 1 and ranks > stack_sequences:
+        # the declared expert grid left only degrees whose data-parallel ranks outnumber the batch's sequences: Megatron's
+        # batch calculator asserts global batch % (micro-batch x data-parallel) == 0, one sequence a rank at least
+        # (megatron/core/num_microbatches_calculator.py ConstantNumMicroBatchesCalculator, built from megatron/training/
+        # arguments.py's global and micro batch sizes), so the run does not start: an error naming the nearest counts
+        # that do, not a warning (a 100B MoE at EP 64 pinned on 1,600 GPUs ran TP 1, 1,600 ranks for 512 sequences:
+        # review sizreview17 F3)
+        def runs_legally(n: int) -> int | None:
+            r = _training_run(w, place, sizing, mem, n, tp, flops_per, active)
+            legal = n // (r.tp * context * pipeline) <= stack_sequences and n % (r.tp * mem.expert_parallel * pipeline) == 0
+            return r.tp if legal and holds(r) else None
+
+        legal = _batch_legal_counts(mem, gpus, stack_sequences, min_gpus, node=place.gpus_per_node, context=context,
+                                    pipeline=pipeline, runs=runs_legally)  # fmt: skip
+        dividing = [d for d in node_degrees(place.gpus_per_node, mem.tp_degrees)
+                    if gpus % (d * mem.expert_parallel * pipeline) == 0 and gpus % (d * context * pipeline) == 0]  # fmt: skip
+        nearest = " or ".join(f"{n} GPUs (TP {d}, {n // (d * context * pipeline)} ranks)" for n, d in legal)
+        hint = f"the nearest counts that run: {nearest}" if legal else "no count runs it: raise globalBatchTokens"
+        widest_grid = max(dividing, default=tp)
+        fewest = gpus // (widest_grid * context * pipeline)
+        issues.append(Issue("PL303", f"{gpus} GPUs leave {fewest} data-parallel ranks at TP {widest_grid}, the widest degree whose "
+                            f"expert grid (EP {mem.expert_parallel} x TP x PP {pipeline}) divides them, for the global batch's "
+                            f"{stack_sequences:,.0f} sequences: Megatron's batch calculator refuses a rank less than one "
+                            f"sequence; {hint}"))  # fmt: skip
+        return _empty(w, place, figures, notes, fits, issues)
     if not holds(run):
         # no degree that divides the count holds the job (a pinned count no fitting layout divides): a run that cannot
         # start is no plan (it was priced at up to 413 GiB a GPU: review sizreview10 F5)
-        hint = _fitting_counts(mem, min_gpus, min_tp, granule, node=place.gpus_per_node, replica=context * pipeline)
+        hint = _fitting_counts(mem, min_gpus, min_tp, granule, node=place.gpus_per_node, pipeline=pipeline)
         issues.append(Issue("PL303", f"no tensor-parallel degree that divides {gpus} GPUs (x CP {context} x PP {pipeline}) holds the "
                             f"job: TP {tp} keeps {held(run) / GIB:.1f} GiB a GPU of the {usable_memory(gpu, sizing) / GIB:.0f} a "
                             f"{gpu.id} gives; {hint}"))  # fmt: skip
@@ -1142,7 +1274,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # the deadline is bought dearly (PL337, naming the count that buys it) or not at all (PL338, an error: a warning
         # let `--fail-on error` pass a deadline missed 30-fold; review sizreview13 F4). It was sized at 1.2e27 GPUs
         # (review sizreview11 F9), and said as an error though pinning more met it (review sizreview12 F1)
-        step = math.lcm(node, pipeline * context * widest, experts * widest)
+        step = math.lcm(node, pipeline * context * widest, grid_of(widest))
         ceiling = _batch_ceiling(sequences / per_rank, step, widest * context * pipeline)
         bought = _deadline_bought(at, seconds, run.gpus, ceiling, step, deadline * availability, admissible)
         if bought is not None:  # the fewest that meet, not the first of counts a sixteenth apart (review sizreview15 F5)
@@ -1175,20 +1307,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     sequences = batch_sequences(batch_tokens, w.sequence_length or DEFAULT_SEQUENCE)
     sequences_per_rank = declared / ranks
     if sequences < ranks:
-        grid_hint = ""
-        node = place.gpus_per_node
-        dividing = [d for d in node_degrees(node, mem.tp_degrees) if gpus % (d * mem.expert_parallel * pipeline) == 0]
-        if mem.expert_parallel > 1 and dividing:
-            # the declared expert grid, not the batch, left this degree: said, with the counts that keep a sequence a
-            # rank (a 100B MoE at EP 64 pinned on 1,600 GPUs runs TP 1 only, 1,600 ranks for 512: review sizreview17 F3)
-            d = max(node_degrees(node, mem.tp_degrees))
-            whole = math.lcm(node, d * context * pipeline, d * mem.expert_parallel * pipeline)
-            most = _batch_ceiling(sequences, whole, d * context * pipeline)
-            grid_hint = (f"; the expert grid (EP {mem.expert_parallel} x TP x PP {pipeline}) divides {gpus} GPUs at TP "
-                    f"{', '.join(map(str, dividing))} only, and Megatron's batch calculator refuses a rank less than one "
-                    f"sequence: at TP {d} a multiple of {whole} GPUs, at most {most}, gives each rank one")  # fmt: skip
         issues.append(Issue("PL312", f"the global batch gives {sequences_per_rank:.2f} sequences per data-parallel rank at {gpus} GPUs: "
-                            f"below one, published runs fall well short of the model (strong-scaling floor){grid_hint}"))  # fmt: skip
+                            "below one, published runs fall well short of the model (strong-scaling floor)"))  # fmt: skip
     if sequences >= ranks and (declared % ranks or not declared.is_integer()):
         notes.append(_uneven_batch(batch_tokens, declared, sequences, ranks))
     if pipeline > 1 and sequences_per_rank < pipeline:
@@ -1242,7 +1362,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                           "(data-parallel traffic of weights / (TP x PP): at ZeRO-3 2 gathers and a reduction each micro-batch, at 2 "
                           "a reduction each micro-batch and a gather, at 1 a reduction and a gather, at 0 an all-reduce, once a step; "
                           "LoRA: the adapters' gradients, and at ZeRO-3 the frozen base's two gathers; MoE: shared weights "
-                          "over dp, own experts over dp / EP, and the off-node all-to-all) per step x 8 / (step time x overlap)",
+                          "over dp, own experts over dp / EP, and the off-node all-to-all) per step x 8 / (step time x overlap)"
+                          + (f"; {MOE_DISPATCH_ASSUMED}" if w.model.architecture == "moe" else ""),
                           {**carried, "global batch tokens": batch_tokens}))  # fmt: skip
     quarter_days = 3 * sizing.hoursPerMonth.value / 24
     if w.runs_per_quarter is not None:
@@ -1259,7 +1380,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     rdma_pool = available is not None and available > sizing.tcpGbpsPerGpu.value  # without RDMA: PL309
     if w.model.architecture == "moe" and gpus > place.gpus_per_node and rdma_pool and run.network_need_gbps > (available or 0.0):
         issues.append(Issue("PL321", f"expert-parallel all-to-all and weight sync need {run.network_need_gbps:.0f} Gbit/s per GPU "
-                                f"at {gpus} GPUs; the pool's fabric gives {available:.0f}: throughput falls below the plan"))  # fmt: skip
+                                f"at {gpus} GPUs; the pool's fabric gives {available:.0f}: throughput falls below the plan "
+                                f"({MOE_DISPATCH_ASSUMED})"))  # fmt: skip
     elif w.model.architecture != "moe" and gpus > place.gpus_per_node and rdma_pool and run.network_need_gbps > (available or 0.0):
         # the throughput model is not capped here (published runs on RDMA overlap more than this ZeRO-3 estimate assumes,
         # through pipeline parallelism and larger batches), so the plan says the fabric is short instead of staying silent
@@ -1276,7 +1398,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     return WorkloadPlan(
         name=w.name, kind=w.kind, team=w.team, pool=place.pool, accelerator=gpu.id, gpus=gpus, min_gpus=min_gpus,
         model_state_gib=mem.state_at(zero) / GIB,
-        memory_per_gpu_gib=(mem.state_per_gpu(gpus, tp * pipeline, zero) + mem.working_at(zero, tp, ranks) + activations) / GIB,
+        memory_per_gpu_gib=(mem.state_per_gpu(gpus, tp * pipeline, zero) + mem.working_at(zero, tp, gpus // (tp * pipeline))
+                            + activations) / GIB,
         gpu_hours=gpu_hours, wall_clock_days=wall_days, hours_per_day=w.hours_per_day, checkpoint_gib=mem.checkpoint / GIB,
         checkpoint_write_gbps=write, dataset_read_gbps=read, network_gbps_per_gpu=fabric, rdma_required=rdma,
         replicas=None, tokens_per_second_per_replica=None, mfu=run.mfu, tensor_parallel=tp,

@@ -493,6 +493,12 @@ def test_moe_network_is_expert_parallel_not_a_gather_of_every_parameter() -> Non
     figure = next(f.value for f in plan.figures if f.name == "network per GPU")
     assert figure == pytest.approx(need, rel=1e-5) and 400 < need < 800
     assert [i.check for i in plan.issues if i.check == "PL321"] == ["PL321"]
+    # no field says which token dispatcher runs: the figure and PL321 say they count one copy per off-node expert
+    # (Megatron-Core's alltoall), an upper bound for a DeepEP-class one that sends one per node (review sizreview16 F6)
+    (fabric,) = [i.message for i in plan.issues if i.check == "PL321"]
+    formula = next(f.formula for f in plan.figures if f.name == "network per GPU")
+    for text in (fabric, formula):
+        assert "one fabric copy of a token per off-node expert" in text and "an upper bound" in text and "DeepEP" in text
     ample = plan_training(w, on("H100-SXM5-80GB", network=800.0), SIZING, [])
     assert "PL321" not in {i.check for i in ample.issues}
     # a dense model keeps the ZeRO-3 figure, 3 x 70e9 x 2 B / TP x (dp - 1) / dp, once per micro-batch: 4e6 tokens /
@@ -1312,8 +1318,13 @@ def test_a_declared_expert_parallel_group_spreads_the_experts_state_below_zero3(
     few = plan_training(workload(model=mixtral, tokens="1T", zeroStage=1, expertParallel=8, gpus=8, accelerator="H100"),
                         on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
     assert few.gpus is None and [i.check for i in few.issues] == ["PL303"]
-    # undeclared, the experts stay whole on every GPU of the group, as before
-    whole = training_memory(workload(model=mixtral, tokens="1T", zeroStage=1, gpus=64, accelerator="H100"), SIZING)
+    # undeclared, the group is the count's own (review sizreview17 F8: memory kept every expert whole while the network
+    # spread them): 64 ranks at TP 1 spread the 8 experts over gcd(8, 64) = 8, as declared; at TP 8 on 8 GPUs, one rank
+    # spreads none; expertParallel 1 keeps them whole
+    undeclared = training_memory(workload(model=mixtral, tokens="1T", zeroStage=1, gpus=64, accelerator="H100"), SIZING)
+    assert undeclared.state_per_gpu(64, 1, 1) == pytest.approx(mem.state_per_gpu(64, 1, 1))
+    assert undeclared.state_per_gpu(8, 8, 1) == pytest.approx(6 * 46.7e9 / 8 + 12 * 46.7e9 / 8)
+    whole = training_memory(workload(model=mixtral, tokens="1T", zeroStage=1, expertParallel=1, gpus=64, accelerator="H100"), SIZING)
     assert whole.state_per_gpu(64, 1, 1) == pytest.approx(6 * 46.7e9 + 12 * 46.7e9 / 64)
 
 
@@ -1510,10 +1521,15 @@ def test_the_expert_grid_picks_the_degrees_before_the_batch_does() -> None:
     """Review sizreview15 F6: the batch bound dropped TP 1 (576 ranks for 512 sequences), the expert grid (EP 64 x TP)
     then every degree left, so the layout fell into "nothing fits" and came back at TP 1 with full recomputation while
     it held a tenth of the GPU. The grid picks the degrees the stack can start first: here TP 1 alone, with the share of
-    its layers recomputed that its 108 GiB of activations need (memory is not what failed: not all of them)."""
+    its layers recomputed that its 108 GiB of activations need (memory is not what failed: not all of them). With the
+    review's 512 sequences TP 1's 576 ranks are refused too (review sizreview17 F3: PL303, no plan); at 1,024 sequences
+    TP 1 keeps one a rank and is the layout."""
     moe = {"parameters": "100B", "architecture": "moe", "activeParameters": "10B", "experts": {"total": 64, "perToken": 4}}
-    plan = plan_training(workload(model=moe, tokens="1T", expertParallel=64, globalBatchTokens=2 * 2**20, sequenceLength=4096,
-                                  gpus=576, accelerator="H100"), on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
+    fields: dict[str, Any] = {"model": moe, "tokens": "1T", "expertParallel": 64, "sequenceLength": 4096, "gpus": 576,
+                              "accelerator": "H100"}  # fmt: skip
+    short = plan_training(workload(**fields, globalBatchTokens=2 * 2**20), on("H100-SXM5-80GB"), SIZING, [])
+    assert short.gpus is None and [i for i in short.issues if i.check == "PL303" and "576 data-parallel ranks at TP 1" in i.message]
+    plan = plan_training(workload(**fields, globalBatchTokens=4 * 2**20), on("H100-SXM5-80GB"), SIZING, [])
     assert plan.tensor_parallel == 1 and "PL303" not in {i.check for i in plan.issues}
     assert not [n for n in plan.notes if "full recomputation" in n]
     assert [n for n in plan.notes if "of the layers are recomputed" in n]
@@ -1637,12 +1653,20 @@ def test_a_declared_expert_group_keeps_the_deadline_plan_within_the_batch() -> N
         assert plan.gpus // plan.tensor_parallel <= 512, (deadline, plan.gpus, plan.tensor_parallel)
         assert plan.gpus % (64 * plan.tensor_parallel) == 0
         assert "PL312" not in {i.check for i in plan.issues}
-    # pinned there, the warning says the grid left TP 1 and which counts keep a sequence a rank
+    # pinned there, the run does not start (Megatron's batch calculator): an error, no plan, naming the nearest counts
+    # that run. By hand: EP 64 x TP d divides 1,600 only at d = 1 (1,600 ranks for 512 sequences); TP 4's counts come in
+    # 256s up to 512 x 4 = 2,048, so 1,536 (384 ranks) below and 1,792 (448 ranks) above; TP 8's in 512s (1,536, 2,048)
     fields: dict[str, Any] = {"model": moe, "tokens": "1T", "precision": "bf16", "sequenceLength": 4096, "globalBatchTokens": 2 * 2**20,
                               "expertParallel": 64, "accelerator": "H100"}  # fmt: skip
     pinned = plan_training(workload(**fields, gpus=1600), on("H100-SXM5-80GB"), SIZING, [])
-    (told,) = [i.message for i in pinned.issues if i.check == "PL312"]
-    assert "divides 1600 GPUs at TP 1 only" in told and "at TP 8 a multiple of 512 GPUs, at most 4096" in told
+    assert pinned.gpus is None and "PL312" not in {i.check for i in pinned.issues}
+    (told,) = [i.message for i in pinned.issues if i.check == "PL303"]
+    assert "1600 GPUs leave 1600 data-parallel ranks at TP 1" in told
+    assert "1536 GPUs (TP 4, 384 ranks) or 1792 GPUs (TP 4, 448 ranks)" in told
+    assert CHECKS["PL303"].severity is Severity.ERROR
+    # past the batch at every degree (8,192 GPUs: 1,024 ranks at TP 8), the nearest below is TP 8's ceiling, 4,096
+    beyond = plan_training(workload(**fields, gpus=8192), on("H100-SXM5-80GB"), SIZING, [])
+    assert beyond.gpus is None and [i for i in beyond.issues if i.check == "PL303" and "4096 GPUs (TP 8, 512 ranks)" in i.message]
     most = plan_training(workload(**fields, gpus=4096), on("H100-SXM5-80GB"), SIZING, [])
     assert most.tensor_parallel == 8 and "PL312" not in {i.check for i in most.issues}
 
@@ -1688,8 +1712,15 @@ def test_the_deadline_search_keeps_the_cheapest_count_it_priced_that_meets() -> 
     pinned = plan_training(workload(**fields, gpus=768), on("H100-SXM5-80GB"), SIZING, [])
     assert pinned.wall_clock_days is not None and pinned.wall_clock_days <= 150 and pinned.gpu_hours is not None
     plan = plan_training(workload(**fields, deadline="150d"), on("H100-SXM5-80GB"), SIZING, [])
-    assert plan.wall_clock_days is not None and plan.wall_clock_days <= 150 and plan.gpus is not None and plan.gpus < 944
+    assert plan.wall_clock_days is not None and plan.wall_clock_days <= 150 and plan.gpus is not None
     assert plan.gpu_hours is not None and plan.gpu_hours <= pinned.gpu_hours * 1.000001
+    # the search now steps each degree in whole expert grids of the group its fewest GPUs hold the job with (review
+    # sizreview17 F2 residual): TP 4's 512 GPUs spread the experts over gcd(256, 128) = 128, so TP 1 steps in 128s
+    # and prices 1,024 GPUs: 1,024 ranks, EP 256, no tensor-parallel all-reduce, MFU 0.2553 against TP 2's 0.2520 at 768:
+    # 2,639,639 GPU-hours (107.4 days) against 768's 2,673,589 (145.05 days) and 944's 3,002,132. The plan is the
+    # fewest GPU-hours that meet, its figure says so; 944 (EP 2) is never the plan
+    assert plan.gpus == 1024 and plan.tensor_parallel == 1 and plan.gpu_hours == pytest.approx(2_639_639, rel=1e-5)
+    assert pinned.gpu_hours == pytest.approx(2_673_589, rel=1e-5)
 
 
 def test_a_declared_interleaved_schedule_is_planned_where_it_runs_and_said_where_it_does_not() -> None:
@@ -1741,3 +1772,60 @@ def test_a_met_deadline_is_one_the_stack_starts() -> None:
     plan = plan_training(spec, on("B200-SXM-180GB"), SIZING, [])
     assert plan.gpus is not None and plan.tensor_parallel is not None
     assert plan.gpus // plan.tensor_parallel <= 2048 and "PL312" not in {i.check for i in plan.issues}, (plan.gpus, plan.tensor_parallel)
+
+
+def test_an_undeclared_expert_group_spans_the_context_ranks_and_spreads_the_state_below_zero3() -> None:
+    """Review sizreview17 F8: Megatron-Core's expert grid (expert TP x EP x PP, expert TP = TP by default) has no context
+    axis (parallel_state.py initialize_model_parallel, "Build expert rank generator"), so an undeclared group spans the
+    data-parallel x context-parallel ranks, GPUs / (TP x PP); memory read the data-parallel ones alone, and below ZeRO-3
+    kept every expert whole while the network figure spread them (56.6 GiB a GPU against 18.1 at EP 32)."""
+    qwen = {"parameters": "235B", "layers": 94, "hiddenSize": 4096, "heads": 64, "headDim": 128, "architecture": "moe",
+            "activeParameters": "22B", "experts": {"total": 128, "perToken": 8}}  # fmt: skip
+    base: dict[str, Any] = {"model": qwen, "precision": "bf16", "tokens": "10T", "sequenceLength": 8192,
+                            "globalBatchTokens": 8 * 2**20, "accelerator": "H100"}  # fmt: skip
+    # CP 2 on 528 GPUs at TP 1: 264 data-parallel ranks, 528 ranks the experts span: gcd(128, 528) = 16 (the data-parallel
+    # ranks alone gave gcd(128, 264) = 8); a ZeRO-3 layer's working set keeps its routed experts' share over 16
+    spec = workload(**base, contextParallel=2, gpus=528)
+    mem = training_memory(spec, SIZING)
+    assert mem.expert_spread(528) == 16 and mem.expert_spread(264) == 8
+    assert mem.working_at(3, 1, 528) == pytest.approx(mem.working_set + mem.working_routed / 16)
+    plan = plan_training(spec, on("H100-SXM5-80GB"), SIZING, [])
+    assert plan.tensor_parallel == 1 and not [n for n in plan.notes if "recompute" in n]
+    held = mem.state_per_gpu(528, 1, 3) + mem.working_set + mem.working_routed / 16 + mem.activations_at(1)
+    assert plan.memory_per_gpu_gib == pytest.approx(held / GIB)
+    # ZeRO-1, PP 8 on 1,024 GPUs: each replica keeps 6 B a parameter whole (16-bit weights, fp32 gradients), the routed
+    # experts' share over the group. By hand: an expert (235B - 22B) / (128 - 8) = 1.775B, shared 22B - 8 x 1.775B =
+    # 7.8B; at TP t the 1,024 / (8 t) ranks spread the experts over gcd(128, 128 / t) = 128 / t, so a GPU keeps
+    # 6 x (7.8B + 227.2B x t / 128) / (8 t) + 12 x 235B / 1,024 bytes: at TP 8, 6 x (7.8B + 14.2B) / 64 + 2.754B = 4.817 GB
+    one = workload(**{**base, "sequenceLength": 4096}, zeroStage=1, pipelineParallel=8, gpus=1024)
+    mem = training_memory(one, SIZING)
+    per_expert = (235e9 - 22e9) / 120
+    shared = 22e9 - 8 * per_expert
+    assert mem.state_per_gpu(1024, 8 * 8, 1) == pytest.approx(6 * (shared + (235e9 - shared) * 8 / 128) / 64 + 12 * 235e9 / 1024)
+    assert mem.state_per_gpu(1024, 8 * 8, 1) == pytest.approx(4.817e9, rel=1e-3)
+    declared = training_memory(one.model_copy(update={"expert_parallel": 16}), SIZING)
+    assert mem.state_per_gpu(1024, 8 * 8, 1) == pytest.approx(declared.state_per_gpu(1024, 8 * 8, 1))
+    planned = plan_training(one, on("H100-SXM5-80GB"), SIZING, [])
+    assert planned.memory_per_gpu_gib is not None and planned.memory_per_gpu_gib < 20
+
+
+def test_the_deadline_plan_steps_down_in_every_degree_s_granule() -> None:
+    """Review sizreview17's sweep (the residual of F2): the walk down from the search's count stepped in the finest
+    granule of the degrees the fewest GPUs allow and stopped at the first count that failed. A 908B MoE at EP 32 on H200
+    took 512 GPUs for 100 days where 416 (TP 1, whose granule is 32) meet for the same GPU-hours; a 522B with 60
+    experts, undeclared, at ZeRO-1 on B200 took 320 for 25 days where 280 do (TP 2, 140 ranks spread the experts over
+    gcd(60, 140) = 20; 312 spread them over 12 and need TP 8, 296 over 4). By hand, the GPU-hours are flat across
+    those counts (the MFU does not move with them): 983,528 / 24 / 416 = 98.5 days <= 100; 153,161 / 24 / 280 = 22.8
+    days <= 25, and 153,161 / 24 / 272 = 23.5 days, but 272 GPUs (136 ranks, gcd 4) do not hold the job at TP 2."""
+    big = {"parameters": "907785673450", "layers": 32, "hiddenSize": 8192, "architecture": "moe", "activeParameters": "151397600931",
+           "experts": {"total": 384, "perToken": 4}}  # fmt: skip
+    spec = workload(model=big, precision="bf16", tokens="1616723492691", sequenceLength=4096, globalBatchTokens=4 * 2**20,
+                    expertParallel=32, deadline="100d", accelerator="H200")  # fmt: skip
+    plan = plan_training(spec, on("H200-SXM-141GB"), SIZING, [])
+    assert (plan.gpus, plan.tensor_parallel) == (416, 1) and plan.gpu_hours == pytest.approx(983_528, rel=1e-5)
+    mid = {"parameters": "521861558819", "layers": 24, "hiddenSize": 7168, "architecture": "moe", "activeParameters": "34555097239",
+           "experts": {"total": 60, "perToken": 2}}  # fmt: skip
+    spec = workload(model=mid, precision="bf16", tokens="2241132622837", sequenceLength=4096, globalBatchTokens=4_000_000,
+                    zeroStage=1, deadline="25d", accelerator="B200")  # fmt: skip
+    plan = plan_training(spec, on("B200-SXM-180GB"), SIZING, [])
+    assert (plan.gpus, plan.tensor_parallel) == (280, 2) and plan.gpu_hours == pytest.approx(153_161, rel=1e-5)

@@ -245,7 +245,8 @@ class Workload(SpecModel):
         "3.2). Each GPU syncs its own experts over the data-parallel replicas of them, and the all-to-all that takes each "
         "token to its experts and back crosses the fabric only for the part of the group off the GPU's node: a group "
         "inside one node moves it over NVLink. Default: the widest group that divides both the experts and the "
-        "data-parallel ranks, gcd(experts, ranks).",
+        "data-parallel x context-parallel ranks (GPUs / (TP x PP): Megatron-Core's expert grid has no context axis), "
+        "gcd(experts, ranks).",
         examples=[8],
     )
     checkpoint_interval: Duration | None = Field(default=None, gt=0, description="Time between checkpoints.")
