@@ -1563,7 +1563,8 @@ def _prefill_queueing(
     arrival = w.traffic.peak_rps / replicas
     late = share_waiting_longer(arrival, layout.prefill_seconds, budget)
     figures.append(Figure("requests past the TTFT target", late, "share",
-                          "prefill utilisation x exp(-2 x (1 - utilisation) x (target - prefill) / prefill), M/D/1",
+                          "P(prefill wait > target - prefill), the exact M/D/1 waiting-time distribution (Erlang; "
+                          "Franx 2001), at the peak rate over the replicas",
                           {"prefill utilisation": arrival * layout.prefill_seconds, "target s": target}))  # fmt: skip
     if replicas <= by_throughput:
         return []

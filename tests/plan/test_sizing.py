@@ -1090,39 +1090,82 @@ def test_weight_only_int_serving_computes_at_the_16_bit_peak(precision: str) -> 
     assert gpu_hardware(h100, precision, SIZING).peak_flops == gpu_hardware(h100, "bf16", SIZING).peak_flops == 989.4e12
 
 
+def _erlang_md1_tail(rho: str, prefills: str) -> float:
+    """P(W > t) of an M/D/1 queue by Erlang's closed form, P(W <= t) = (1 - rho) sum_{k <= t/S} [lam (k S - t)]^k / k!
+    exp(-lam (k S - t)), in 60-digit decimals: its alternating terms grow like exp(lam t) and cancel, which double
+    precision cannot carry at high load (the planner sums an equivalent positive form instead). S = 1 here."""
+    from decimal import Decimal, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = 60
+        lam, t = Decimal(rho), Decimal(prefills)
+        terms = ((lam * (k - t)) ** k / math.factorial(k) * (-(lam * (k - t))).exp() for k in range(math.floor(float(t)) + 1))
+        return float(1 - (1 - lam) * sum(terms, Decimal(0)))
+
+
+def test_the_ttft_wait_is_the_exact_md1_distribution() -> None:
+    """Review sizreview18 F1: the tail was rho x exp(-2 (1 - rho) t / S), an exponential approximation 2-3.5x
+    pessimistic past one prefill (a lone request ahead delays a prompt by at most S) and low below it. The exact M/D/1
+    waiting time (Erlang 1909; Franx 2001 at c = 1) by hand at the reference chat-70b's figures (prefill S 0.361 s, p99
+    800 ms -> budget 0.439 s, 2 req/s): 5 replicas, lam 0.4, rho 0.1444: k=0 term e^(0.4 x 0.439) = 1.19197; k=1 term
+    0.4 x (0.361 - 0.439) = -0.0312, x e^0.0312 = -0.03219; P(W <= t) = 0.8556 x 1.15978 = 0.99231 -> 0.77% (the
+    reviewer's 2M-request Lindley simulation, sr18-repro/ttft_md1.py: the same to the digit); 6 replicas 0.52%,
+    7: 0.37%, 8: 0.28% (the approximation: 1.80%, 1.42%, 1.16%, 0.99%). Below one prefill, rho 0.10 at half a prefill:
+    P(W <= S/2) = 0.9 e^(0.05) = 0.94614 -> 5.39% (the approximation 4.07%). At rho 0.95 and 40.25 prefills Erlang's
+    terms reach 1e16 and cancel: the 60-digit closed form gives 1.611% (a 4M-request simulation 1.56%), and the
+    planner's sum must agree. Fewest replicas for 1 req/s of 1 s prefills at p99: TTFT 1.2 s -> 81 (the approximation
+    68), 1.5 s -> 51 (38), 2.0 s -> 8 (16) (ttft_md1.py's last table)."""
+    from alicerce.plan.queueing import replicas_within, share_waiting_longer
+
+    prefill, budget = 0.361, 0.8 - 0.361
+    for replicas, share in ((5, 0.0077), (6, 0.0052), (7, 0.0037), (8, 0.0028)):
+        assert share_waiting_longer(2 / replicas, prefill, budget) == pytest.approx(share, abs=5e-5)
+    assert share_waiting_longer(2 / 5, prefill, budget) == pytest.approx(1 - 0.8556 * (1.19197 - 0.03219), abs=1e-5)
+    assert share_waiting_longer(0.1 / prefill, prefill, prefill / 2) == pytest.approx(1 - 0.9 * math.exp(0.05), rel=1e-9)
+    for rho, prefills in (("0.1", "0.25"), ("0.5", "1.5"), ("0.8", "3.7"), ("0.95", "10.5"), ("0.95", "40.25"), ("0.95", "60")):
+        assert share_waiting_longer(float(rho), 1.0, float(prefills)) == pytest.approx(_erlang_md1_tail(rho, prefills), rel=1e-9)
+    assert share_waiting_longer(0.95, 1.0, 40.25) == pytest.approx(0.01611, abs=1e-5)
+    assert share_waiting_longer(0.1, 1.0, 0.0) == pytest.approx(0.1)  # a share rho waits at all
+    assert share_waiting_longer(2, 0.6, 1.0) == 1.0  # saturated: every request waits
+    assert [replicas_within(1.0, 1.0, target - 1.0, 0.01, 1) for target in (1.2, 1.5, 2.0)] == [81, 51, 8]
+
+
 def test_a_ttft_target_sizes_the_replicas_under_random_arrivals() -> None:
     """Review sizreview4 D7: the replicas that meet chat-70b's throughput meet its 800 ms p99 time to first token for a
-    lone request only; review sizreview16 F11: said, not sized for, so the pool, the month and the cost per token were
-    budgeted at 5 replicas where the p99 needs 8. Hand check at the plan's own figures: 2 req/s over R replicas, each
-    prefill S seconds: each replica prefills rho = 2 / R x S of the time (M/D/1); a request waits past the 800 ms - S
-    left with probability rho x exp(-2 (1 - rho) (0.8 - S) / S). The plan's replicas are the fewest at which that is
-    at most 1%, and PL331 says what they add over the rate's. A loose target adds nothing."""
+    lone request only; review sizreview16 F11: said, not sized for. Review sizreview18 F1: with the exact M/D/1 wait
+    (test above) the 5 replicas the rate takes already hold the p99 (0.77% of requests past it); a tight target adds
+    replicas, and PL331 says how many and what they cost. A loose target adds nothing."""
     from alicerce.plan.queueing import share_waiting_longer
 
-    assert share_waiting_longer(2, 0.6, 1.0) == 1.0  # saturated: every request waits
     reference = load_file(ROOT / "platform.yaml", "platform.yaml")
     plan = next(w for w in plan_platform(validated(reference, "prod"), today=TODAY).workloads if w.name == "chat-70b")
     assert plan.replicas is not None
     prefill = next(f for f in plan.figures if f.name == "prefill per request").value
-
-    def late(replicas: int) -> float:
-        rho = 2 / replicas * prefill
-        return rho * math.exp(-2 * (1 - rho) * (0.8 - prefill) / prefill)
-
-    assert share_waiting_longer(2 / plan.replicas, prefill, 0.8 - prefill) == pytest.approx(late(plan.replicas))
-    assert late(plan.replicas) <= 0.01 < late(plan.replicas - 1)
     figure = next(f for f in plan.figures if f.name == "requests past the TTFT target")
-    assert figure.value == pytest.approx(late(plan.replicas))
-    by_rate = next(f for f in plan.figures if f.name == "replicas").inputs["replicas for the rate"]
-    assert (by_rate, plan.replicas) == (5, 8) and late(5) > 0.01
-    (issue,) = [i for i in plan.issues if i.check == "PL331"]
-    assert "sized at 8 replicas, where throughput needs 5" in issue.message and "12 GPUs for the target" in issue.message
+    assert figure.value == pytest.approx(share_waiting_longer(2 / plan.replicas, prefill, 0.8 - prefill))
+    assert figure.value <= 0.01
     data = yaml.safe_load((ROOT / "platform.yaml").read_text())
     chat = next(w for w in data["workloads"] if w["name"] == "chat-70b")
     chat["latency"]["timeToFirstToken"] = {"p99": "5s"}
     loose = plan_platform(validated(load_text(yaml.safe_dump(data, sort_keys=False), "p.yaml"), "prod"), today=TODAY)
     chat_loose = next(w for w in loose.workloads if w.name == "chat-70b")
     assert chat_loose.replicas == 5 and not [i for i in chat_loose.issues if i.check == "PL331"]
+    # 420 ms: a budget of 59 ms, a sixth of a prefill, where Erlang's sum is its first term: P(W > b) = 1 - (1 - rho)
+    # e^(lam b); at 5 replicas 1 - 0.8556 x e^(0.4 x 0.059) = 12.4% wait past it
+    chat["latency"]["timeToFirstToken"] = {"p99": "420ms"}
+    tight = plan_platform(validated(load_text(yaml.safe_dump(data, sort_keys=False), "p.yaml"), "prod"), today=TODAY)
+    chat_tight = next(w for w in tight.workloads if w.name == "chat-70b")
+    assert chat_tight.replicas is not None
+    budget = 0.42 - prefill
+
+    def late(replicas: int) -> float:  # below one prefill Erlang's sum is its first term
+        lam = 2 / replicas
+        return 1 - (1 - lam * prefill) * math.exp(lam * budget)
+
+    assert late(chat_tight.replicas) <= 0.01 < late(chat_tight.replicas - 1)
+    (issue,) = [i for i in chat_tight.issues if i.check == "PL331"]
+    assert f"sized at {chat_tight.replicas} replicas, where throughput needs 5" in issue.message
+    assert f"{(chat_tight.replicas - 5) * 4} GPUs for the target" in issue.message
 
 
 def test_the_losss_logits_and_context_parallelism_size_long_sequences() -> None:
