@@ -23,6 +23,7 @@ sizreview18 F1). A latency target's percentile then bounds the share allowed pas
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 # Poisson terms below this add nothing a 1% or 5% allowance can see (and keep the sums a few dozen terms long)
 _NEGLIGIBLE = 1e-18
@@ -99,17 +100,41 @@ def _queue_cdf(rho: float, top: int) -> list[float]:
     return cdf
 
 
-def replicas_within(peak_rps: float, prefill_seconds: float, budget_seconds: float, allowed: float, start: int) -> int:
-    """The fewest replicas, from ``start``, at which no more than ``allowed`` of requests wait past the budget."""
-    if share_waiting_longer(peak_rps / start, prefill_seconds, budget_seconds) <= allowed:
+def share_in_prefill_steps(arrival: float, prefill_seconds: float, step_seconds: float, chunks: int) -> float:
+    """The share of a replica's inter-token intervals that fall in a step carrying a prompt's prefill chunk.
+
+    vLLM V1 schedules the running sequences' decodes and the waiting prompts' prefill chunks into one step (chunked
+    prefill, a token budget a step: vllm/v1/core/sched/scheduler.py), and records one inter-token interval per running
+    sequence per step (vllm/v1/metrics/stats.py IterationStats.update_from_output), so a step that prefills stalls every
+    running sequence by the chunk's work. Each of ``arrival`` prompts a second takes ``chunks`` such steps; the replica
+    spends arrival x (chunks x step + prefill) of each second in them and decodes the rest in ``step_seconds`` steps.
+    Every step records the same running batch, so the share of intervals is the share of steps:
+    arrival x chunks / (arrival x chunks + (1 - arrival x (chunks x step + prefill)) / step). Prompts that share a step
+    are counted as separate steps (a little pessimistic at high arrival rates; review sizreview18 F4's simulation)."""
+    slow = arrival * chunks
+    busy = arrival * (chunks * step_seconds + prefill_seconds)
+    if busy >= 1:
+        return 1.0
+    return slow / (slow + (1 - busy) / step_seconds)
+
+
+def fewest_replicas(peak_rps: float, share: Callable[[float], float], allowed: float, start: int) -> int:
+    """The fewest replicas, from ``start``, at which ``share`` (of each replica's arrival rate) is at most ``allowed``;
+    ``share`` falls as the arrival rate does."""
+    if share(peak_rps / start) <= allowed:
         return start
     low, high = start, start
-    while share_waiting_longer(peak_rps / high, prefill_seconds, budget_seconds) > allowed:
+    while share(peak_rps / high) > allowed:
         low, high = high, high * 2
     while high - low > 1:
         middle = (low + high) // 2
-        if share_waiting_longer(peak_rps / middle, prefill_seconds, budget_seconds) > allowed:
+        if share(peak_rps / middle) > allowed:
             low = middle
         else:
             high = middle
     return high
+
+
+def replicas_within(peak_rps: float, prefill_seconds: float, budget_seconds: float, allowed: float, start: int) -> int:
+    """The fewest replicas, from ``start``, at which no more than ``allowed`` of requests wait past the budget."""
+    return fewest_replicas(peak_rps, lambda arrival: share_waiting_longer(arrival, prefill_seconds, budget_seconds), allowed, start)

@@ -15,7 +15,7 @@ from typing import Any
 
 from alicerce.catalog.models import Gpu, Sizing
 from alicerce.plan.figures import Factor, Figure, deadline_text, rounded
-from alicerce.plan.queueing import replicas_within, share_waiting_longer
+from alicerce.plan.queueing import fewest_replicas, replicas_within, share_in_prefill_steps, share_waiting_longer
 from alicerce.plan.roofline import (
     Replica,
     ReplicaPerformance,
@@ -1344,13 +1344,13 @@ def kv_bytes(precision: str, declared: str | None = None) -> float:
     return 2.0
 
 
-def _gpus_for_load(w: Workload, tp: int, perf: ReplicaPerformance) -> int:
-    """GPUs the declared load takes at this degree: replicas for the peak rate and its time-to-first-token percentile
-    (or the clients at a full batch) x TP."""
+def _gpus_for_load(w: Workload, tp: int, perf: ReplicaPerformance, gpu: Gpu, sizing: Sizing) -> int:
+    """GPUs the declared load takes at this degree: replicas for the peak rate and its latency percentiles (or the
+    clients at a full batch) x TP."""
     assert w.traffic is not None
     if w.traffic.peak_rps is not None:
-        replicas = math.ceil(w.traffic.peak_rps / perf.requests_per_second)
-        return _replicas_for_ttft(w, perf, max(1, replicas)) * tp
+        replicas = max(1, math.ceil(w.traffic.peak_rps / perf.requests_per_second))
+        return max(_replicas_for_ttft(w, perf, replicas), _replicas_for_tpot(w, perf, gpu, sizing, replicas)) * tp
     return math.ceil((w.traffic.concurrency or 1) / perf.batch) * tp
 
 
@@ -1360,6 +1360,14 @@ def default_batch_cap(gpu: Gpu, sizing: Sizing) -> float:
     inf = sizing.inference
     large = gpu.memoryGB * 1e9 / GIB >= inf.largeGpuGiB.value and "A100" not in gpu.id
     return inf.maxBatchLargeGpu.value if large else inf.maxBatch.value
+
+
+def default_chunk_tokens(gpu: Gpu, sizing: Sizing) -> int:
+    """vLLM's default max-num-batched-tokens for its OpenAI server on this GPU (the same get_batch_defaults split as
+    the batch cap): the tokens one step may schedule, decodes first, the rest for prompts' prefill chunks."""
+    inf = sizing.inference
+    large = gpu.memoryGB * 1e9 / GIB >= inf.largeGpuGiB.value and "A100" not in gpu.id
+    return int(inf.maxBatchedTokensLargeGpu.value if large else inf.maxBatchedTokens.value)
 
 
 def replica_layout(
@@ -1422,7 +1430,7 @@ def replica_layout(
         cap = engine_cap if clients is None else min(engine_cap, clients)
         perf = replica_performance(replica, isl, osl, batch_cap=cap, tpot=tpot * headroom if tpot is not None else None)
         if perf is not None and (ttft is None or perf.prefill_seconds <= ttft):
-            feasible.append((_gpus_for_load(w, degree, perf), degree, perf))
+            feasible.append((_gpus_for_load(w, degree, perf, gpu, sizing), degree, perf))
     if feasible:
         _, tp, perf = min(feasible, key=lambda f: (f[0], f[1]))
         if len(feasible) > 1:
@@ -1488,7 +1496,12 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
         by_throughput = max(1, math.ceil(w.traffic.peak_rps / layout.requests_per_second))
         # a declared time-to-first-token percentile sizes the replicas too: a prompt that arrives while another
         # prefills waits for it (review sizreview16 F11: 5 replicas were budgeted where the p99 needs 8)
-        replicas = max(by_throughput, _replicas_for_ttft(w, layout, by_throughput))
+        # so does a time-per-output-token percentile: a step that prefills a prompt stalls every running sequence,
+        # and the SLI counts each step (review sizreview18 F4: at the rate's 5 replicas 1.6% of the reference's
+        # intervals ran past its p99)
+        replicas = max(
+            by_throughput, _replicas_for_ttft(w, layout, by_throughput), _replicas_for_tpot(w, layout, gpu, sizing, by_throughput)
+        )
         load = w.traffic.peak_rps / (replicas * layout.requests_per_second)
         rps = w.traffic.peak_rps
     else:
@@ -1503,8 +1516,8 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
         rps = load * replicas * layout.requests_per_second
     inputs = {"load": load} if by_throughput in (None, replicas) else {"load": load, "replicas for the rate": by_throughput}
     figures.append(Figure("replicas", replicas, "replicas", "ceil(peak requests/s / requests/s per replica), or more where the "
-                          "time-to-first-token percentile needs them", inputs))  # fmt: skip
-    issues = _prefill_queueing(w, layout, replicas, by_throughput, figures)
+                          "latency percentiles need them", inputs))  # fmt: skip
+    issues = _latency_replicas(w, layout, gpu, sizing, replicas=replicas, by_throughput=by_throughput, figures=figures)
     gpus = replicas * layout.tp
     hours = gpus * w.hours_per_day * sizing.hoursPerMonth.value / 24
     # the tokens a month are served at the mean rate where one is declared: the replicas for the peak cost the same
@@ -1550,31 +1563,107 @@ def _replicas_for_ttft(w: Workload, layout: ReplicaPerformance, start: int) -> i
     return replicas_within(w.traffic.peak_rps, layout.prefill_seconds, budget, 1 - percentile / 100, start)
 
 
-def _prefill_queueing(
-    w: Workload, layout: ReplicaPerformance, replicas: int, by_throughput: int | None, figures: list[Figure]
-) -> list[Issue]:
-    """PL331: the replicas a time-to-first-token percentile needs beyond the ones throughput needs, and what they
-    cost: meeting a p99 by replicas alone can take many times the GPUs, where a looser target, shorter prompts or a
-    faster prefill is the cheaper answer, and that is the user's call; the plan sizes what the spec declares."""
+@dataclass(frozen=True)
+class _PrefillStall:
+    """A time-per-output-token percentile that steps carrying a prompt's prefill chunk outlast."""
+
+    percentile: int
+    target: float  # s
+    budget_tokens: int  # the engine's max-num-batched-tokens
+    chunks: int  # steps a prompt's prefill takes
+    mixed_step: float  # s: a decode step plus one chunk of a prefill
+
+
+def _tpot_stall(w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizing) -> _PrefillStall | None:
+    """The prefill-carrying steps of a declared time-per-output-token percentile at a peak rate, where they outlast it.
+
+    The SLI (vLLM's inter-token latency histogram, alicerce.catalog.alerts) records one interval per running sequence
+    per step; vLLM V1 schedules the running decodes first and fills the rest of the step's token budget
+    (max-num-batched-tokens) with prompt chunks, so a prompt of I tokens takes ceil(I / (budget - batch)) steps, each a
+    decode step plus its share of the prefill. None where no target or peak rate is declared, or those steps stay
+    within the target."""
+    target = w.latency.time_per_output_token if w.latency else None
+    tpot = _slo(target)
+    if target is None or tpot is None or w.traffic is None or w.traffic.peak_rps is None:
+        return None
+    budget = default_chunk_tokens(gpu, sizing)
+    chunks = math.ceil(w.traffic.input_tokens / max(1, budget - math.ceil(layout.batch)))
+    mixed = layout.step_seconds + layout.prefill_seconds / chunks
+    if mixed <= tpot:
+        return None
+    return _PrefillStall(99 if target.p99 is not None else 95, tpot, budget, chunks, mixed)
+
+
+def _intervals_past(layout: ReplicaPerformance, stall: _PrefillStall, arrival: float) -> float:
+    return share_in_prefill_steps(arrival, layout.prefill_seconds, layout.step_seconds, stall.chunks)
+
+
+def _replicas_for_tpot(w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizing, start: int) -> int:
+    """The fewest replicas, from ``start``, at which no more than the percentile's allowance of inter-token intervals
+    fall in steps that carry a prefill chunk and outlast the target (alicerce.plan.queueing.share_in_prefill_steps)."""
+    stall = _tpot_stall(w, layout, gpu, sizing)
+    if stall is None or w.traffic is None or w.traffic.peak_rps is None:
+        return start
+    allowed = 1 - stall.percentile / 100
+    return fewest_replicas(w.traffic.peak_rps, lambda arrival: _intervals_past(layout, stall, arrival), allowed, start)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _latency_replicas(
+    w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizing, *, replicas: int, by_throughput: int | None,
+    figures: list[Figure],
+) -> list[Issue]:  # fmt: skip
+    """PL331: the replicas the latency percentiles need beyond the ones throughput needs, which target needs them and
+    what they cost: meeting a p99 by replicas alone can take many times the GPUs, where a looser target, shorter
+    prompts, a smaller prefill chunk or a faster prefill is the cheaper answer, and that is the user's call; the plan
+    sizes what the spec declares."""
+    if w.traffic is None or w.traffic.peak_rps is None or by_throughput is None:
+        return []
+    peak = w.traffic.peak_rps
+    reasons: list[str] = []
     ttft = _ttft_target(w, layout)
-    if ttft is None or w.traffic is None or w.traffic.peak_rps is None or by_throughput is None:
+    if ttft is not None:
+        percentile, target, budget = ttft
+        late = share_waiting_longer(peak / replicas, layout.prefill_seconds, budget)
+        figures.append(Figure("requests past the TTFT target", late, "share",
+                              "P(prefill wait > target - prefill), the exact M/D/1 waiting-time distribution (Erlang; "
+                              "Franx 2001), at the peak rate over the replicas",
+                              {"prefill utilisation": peak / replicas * layout.prefill_seconds, "target s": target}))  # fmt: skip
+        if _replicas_for_ttft(w, layout, by_throughput) > by_throughput:
+            before = share_waiting_longer(peak / by_throughput, layout.prefill_seconds, budget)
+            reasons.append(f"p{percentile} time to first token {target * 1000:g} ms leaves {budget * 1000:.0f} ms after "
+                           f"its {layout.prefill_seconds * 1000:.0f} ms prefill (at {_count(by_throughput, 'replica')} about "
+                           f"{before:.1%} of requests arrive while other prompts prefill and wait past it; "
+                           f"{_replicas_for_ttft(w, layout, by_throughput)} hold it): a looser target, shorter prompts or a "
+                           "faster prefill (more tensor parallelism, GPUs joined by NVLink) would save them")  # fmt: skip
+    stall = _tpot_stall(w, layout, gpu, sizing)
+    if stall is not None:
+        past = _intervals_past(layout, stall, peak / replicas)
+        figures.append(Figure("inter-token intervals past the TPOT target", past, "share",
+                              "arrival x chunks / (arrival x chunks + (1 - arrival x (chunks x step + prefill)) / step): "
+                              "the steps that carry a prompt's prefill chunk, every running sequence's interval in them",
+                              {"arrival per replica": peak / replicas, "chunks a prompt": stall.chunks,
+                               "max-num-batched-tokens": stall.budget_tokens, "step with a chunk s": stall.mixed_step,
+                               "target s": stall.target}))  # fmt: skip
+        needed = _replicas_for_tpot(w, layout, gpu, sizing, by_throughput)
+        if needed > by_throughput:
+            before = _intervals_past(layout, stall, peak / by_throughput)
+            chunks = "one step" if stall.chunks == 1 else f"{stall.chunks} steps"
+            reasons.append(f"p{stall.percentile} time per output token {stall.target * 1000:g} ms: a step that prefills a "
+                           f"{w.traffic.input_tokens:,}-token prompt ({chunks} at vLLM's default max-num-batched-tokens "
+                           f"{stall.budget_tokens} on {gpu.id}) lasts {stall.mixed_step * 1000:.0f} ms, and every running "
+                           f"sequence records it as an inter-token interval (at {_count(by_throughput, 'replica')} {before:.2%} of "
+                           f"intervals, {1 - stall.percentile / 100:.0%} allowed; {needed} hold it): a smaller "
+                           "max-num-batched-tokens (a step with a chunk within the target), a looser target or a faster "
+                           "prefill would save them")  # fmt: skip
+    if replicas <= by_throughput or not reasons:
         return []
-    percentile, target, budget = ttft
-    arrival = w.traffic.peak_rps / replicas
-    late = share_waiting_longer(arrival, layout.prefill_seconds, budget)
-    figures.append(Figure("requests past the TTFT target", late, "share",
-                          "P(prefill wait > target - prefill), the exact M/D/1 waiting-time distribution (Erlang; "
-                          "Franx 2001), at the peak rate over the replicas",
-                          {"prefill utilisation": arrival * layout.prefill_seconds, "target s": target}))  # fmt: skip
-    if replicas <= by_throughput:
-        return []
-    before = share_waiting_longer(w.traffic.peak_rps / by_throughput, layout.prefill_seconds, budget)
     extra = (replicas - by_throughput) * layout.tp
-    return [Issue("PL331", f"p{percentile} time to first token {target * 1000:g} ms leaves {budget * 1000:.0f} ms after its "
-                  f"{layout.prefill_seconds * 1000:.0f} ms prefill: sized at {replicas} replicas, where throughput needs "
-                  f"{by_throughput} (at which about {before:.0%} of requests arrive while another prompt prefills and wait "
-                  f"past it): {extra} GPUs for the target; a looser target, shorter prompts or a faster prefill (more "
-                  "tensor parallelism, GPUs joined by NVLink) would save them")]  # fmt: skip
+    return [Issue("PL331", f"sized at {replicas} replicas, where throughput needs {by_throughput}: {extra} GPUs for the "
+                  f"latency {'targets' if len(reasons) > 1 else 'target'}; " + "; ".join(reasons))]  # fmt: skip
 
 
 def _sharing(w: Workload, gpu: Gpu, layout: ReplicaPerformance, *, replicas: int, load: float, sizing: Sizing) -> str | None:
