@@ -22,8 +22,12 @@ from alicerce.plan.roofline import (
     ServedShape,
     efficiencies,
     gpu_hardware,
+    kv_batch_limit,
     kv_tokens_admitted,
+    prefill_seconds,
     replica_performance,
+    step_seconds,
+    token_interval_seconds,
 )
 from alicerce.plan.throughput import TrainingJob, moe_routing_ratio, training_mfu
 from alicerce.spec.heads import legal_degrees
@@ -1413,7 +1417,6 @@ def replica_layout(
         Factor("tensor-parallel link efficiency", eff.link, inf.linkEfficiency.source),
         Factor("decode step overhead (s)", eff.step_overhead, inf.stepOverheadSeconds.source),
     )
-    hardware = gpu_hardware(gpu, w.precision, sizing)
     headroom = inf.tpotHeadroom.value
     engine_cap = float(w.max_batch) if w.max_batch is not None else default_batch_cap(gpu, sizing)
     # tensor parallelism all-reduces every layer over NVLink/PCIe inside one node, and a pod's GPUs come from one node:
@@ -1425,8 +1428,7 @@ def replica_layout(
     degrees = [d for d in ([pinned] if pinned is not None else allowed) if d <= node_gpus]
     feasible: list[tuple[int, int, ReplicaPerformance]] = []  # (GPUs for the load, degree, performance)
     for degree in degrees:
-        replica = Replica(shape_, degree, hardware, eff, bytes_per_weight, kv_bytes(w.precision, w.kv_cache_precision),
-                          w.kv_admission, kv_fraction)  # fmt: skip
+        replica = _replica(w, gpu, sizing, degree)
         cap = engine_cap if clients is None else min(engine_cap, clients)
         perf = replica_performance(replica, isl, osl, batch_cap=cap, tpot=tpot * headroom if tpot is not None else None)
         if perf is not None and (ttft is None or perf.prefill_seconds <= ttft):
@@ -1451,6 +1453,57 @@ def replica_layout(
         figures.append(Figure("requests/s per replica", perf.requests_per_second, "req/s", "tokens/s per replica / output tokens", {}))
         return perf, figures
     return None, figures
+
+
+def _replica(w: Workload, gpu: Gpu, sizing: Sizing, degree: int) -> Replica:
+    """One replica of ``w`` at a tensor-parallel degree on ``gpu``, as the roofline sees it."""
+    kv_fraction = w.kv_memory_fraction or sizing.inference.kvMemoryFraction.value
+    return Replica(served_shape(w, sizing), degree, gpu_hardware(gpu, w.precision, sizing), efficiencies(sizing),
+                   sizing.weightBytes.get(w.precision, 2), kv_bytes(w.precision, w.kv_cache_precision), w.kv_admission,
+                   kv_fraction)  # fmt: skip
+
+
+def _latency_shortfall(w: Workload, gpu: Gpu, sizing: Sizing, node_gpus: int, fits: dict[str, int | None]) -> str:
+    """Which latency target the fastest replica that holds the model misses, by how much, and what would meet it
+    (review sizreview18 F6: PL303 named neither): its single stream's time a token against the allowed share of the
+    TPOT target, its lone prefill against the TTFT target; fp8 weights, another degree or another GPU where the plan
+    finds one that meets them."""
+    assert w.model is not None and w.traffic is not None
+    isl, osl = w.traffic.input_tokens, w.traffic.output_tokens
+    allowed = legal_degrees(w.model, TP_DEGREES, int(sizing.inference.headDimDefault.value), serving=True)
+    degrees = [d for d in ([w.tensor_parallel] if w.tensor_parallel is not None else allowed) if d <= node_gpus]
+    holding = [r for r in (_replica(w, gpu, sizing, d) for d in degrees) if kv_batch_limit(r, isl, osl) >= 1]
+    if not holding:
+        return ""
+    fastest = min(holding, key=lambda r: token_interval_seconds(r, isl, osl, 1.0))
+    headroom = sizing.inference.tpotHeadroom.value
+    misses: list[str] = []
+    tpot, ttft = (_slo(w.latency.time_per_output_token), _slo(w.latency.time_to_first_token)) if w.latency else (None, None)
+    one = token_interval_seconds(fastest, isl, osl, 1.0)
+    if tpot is not None and one > headroom * tpot:
+        misses.append(f"time per output token {tpot * 1000:g} ms: a single stream at TP {fastest.tp} takes {one * 1000:.1f} ms "
+                      f"a token (a {step_seconds(fastest, isl, osl, 1.0) * 1000:.1f} ms decode step and its prefill over "
+                      f"{osl} output tokens), where {headroom:.0%} of the target, {headroom * tpot * 1000:.0f} ms, is "
+                      "allowed (tpotHeadroom)")  # fmt: skip
+    prefill = prefill_seconds(fastest, isl)
+    if ttft is not None and prefill > ttft:
+        misses.append(f"time to first token {ttft * 1000:g} ms: a lone {isl:,}-token prompt's prefill takes "
+                      f"{prefill * 1000:.0f} ms at TP {fastest.tp}")  # fmt: skip
+    if not misses:
+        return ""
+    meets: list[str] = []
+    if w.precision in ("bf16", "fp16") and gpu.tflops.fp8:
+        fp8, _ = replica_layout(w.model_copy(update={"precision": "fp8"}), gpu, sizing, node_gpus)
+        if fp8 is not None:
+            meets.append(f"fp8 weights (at TP {fp8.tp})")
+    if w.tensor_parallel is not None:
+        free, _ = replica_layout(w.model_copy(update={"tensor_parallel": None}), gpu, sizing, node_gpus)
+        if free is not None:
+            meets.append(f"tensor parallel {free.tp}")
+    meets += [f"a replica on {other} at TP {degree}" for other, degree in fits.items() if degree is not None and other != gpu.id]
+    target = "them" if len(misses) > 1 else "it"
+    remedy = f"; {', '.join(meets)} would meet {target}" if meets else f"; a looser target would meet {target}"
+    return ": " + "; ".join(misses) + remedy
 
 
 def smallest_degree(w: Workload, gpu: Gpu, sizing: Sizing, node_gpus: int) -> int | None:
@@ -1489,7 +1542,7 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
         if w.tensor_parallel is None and allowed != TP_DEGREES:
             heads = f" (the model's heads allow tensor parallel {', '.join(map(str, allowed))} only: vLLM splits heads whole)"
         issue = Issue("PL303", f"no replica of up to {place.gpus_per_node} x {gpu.id} holds the model and meets the latency "
-                      f"targets{heads}")  # fmt: skip
+                      f"targets{heads}{_latency_shortfall(w, gpu, sizing, place.gpus_per_node, fits)}")  # fmt: skip
         return _empty(w, place, figures, notes, fits, [issue])
     by_throughput = None
     if w.traffic.peak_rps is not None:

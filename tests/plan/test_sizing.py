@@ -1193,6 +1193,34 @@ def test_a_tpot_target_counts_the_steps_that_prefill() -> None:
     assert stall["step with a chunk s"] == pytest.approx(long["decode step"].value + long["prefill per request"].value / 3)
 
 
+def test_a_latency_shortfall_says_which_target_and_what_meets_it() -> None:
+    """Review sizreview18 F6: PL303 said "no replica ... meets the latency targets" and neither which, by how much, nor
+    what would. Hand, Llama-3.1-8B bf16 on one L40S (864 GB/s, HBM efficiency 0.774, 2 ms step overhead): a single
+    stream's decode step reads 8.03e9 x 2 B / (864e9 x 0.774) = 24.02 ms of weights + ~0.27 ms of KV and compute + 2 ms
+    = 26.3 ms, plus its 84.6 ms prefill over 250 output tokens = 26.6 ms a token, where 0.8 x 25 ms = 20 ms is allowed.
+    fp8 weights halve the read (~14 ms) and meet it, as does one H100 (3.35 TB/s). A 20 ms TTFT against an 85 ms lone
+    prefill, with nothing in the plan that meets it, asks for a looser target."""
+    model = {"parameters": "8.03B", "layers": 32, "hiddenSize": 4096, "heads": 32, "kvHeads": 8}
+    traffic = {"peakRps": 10, "inputTokens": 1000, "outputTokens": 250}
+    l40s, h100 = CATALOG.gpu("L40S-48GB"), CATALOG.gpu("H100-SXM5-80GB")
+    assert l40s is not None and h100 is not None
+
+    def refused(latency: dict[str, Any], candidates: list[Any]) -> str:
+        w = workload(kind="inference", model=model, precision="bf16", traffic=traffic, latency=latency)
+        (issue,) = plan_inference(w, Placement("p", l40s, 1, None), SIZING, candidates).issues
+        assert issue.check == "PL303"
+        return issue.message
+
+    told = refused({"timeToFirstToken": {"p99": "500ms"}, "timePerOutputToken": {"p99": "25ms"}}, [l40s, h100])
+    assert told.startswith("no replica of up to 1 x L40S-48GB holds the model and meets the latency targets: time per "
+                           "output token 25 ms: a single stream at TP 1 takes 26.6 ms a token (a 26.3 ms decode step and "
+                           "its prefill over 250 output tokens), where 80% of the target, 20 ms, is allowed")  # fmt: skip
+    assert told.endswith("; fp8 weights (at TP 1), a replica on H100-SXM5-80GB at TP 1 would meet it")
+    told = refused({"timeToFirstToken": {"p99": "20ms"}}, [l40s])
+    assert told.endswith(": time to first token 20 ms: a lone 1,000-token prompt's prefill takes 85 ms at TP 1; a looser "
+                         "target would meet it")  # fmt: skip
+
+
 def test_a_ttft_target_sizes_the_replicas_under_random_arrivals() -> None:
     """Review sizreview4 D7: the replicas that meet chat-70b's throughput meet its 800 ms p99 time to first token for a
     lone request only; review sizreview16 F11: said, not sized for. Review sizreview18 F1: with the exact M/D/1 wait
