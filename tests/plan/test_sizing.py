@@ -1564,6 +1564,10 @@ def test_a_pinned_count_the_expert_grid_does_not_divide_is_no_plan() -> None:
     assert pinned.gpus is None and any("expert grid" in i.message for i in pinned.issues if i.check == "PL303")
     assert days_text(7 / 24) == "0.29" and days_text(5.5) == "5.5" and days_text(30.0) == "30"
     assert deadline_text(7 / 24) == "7-hour" and deadline_text(5.5) == "5.5-day" and deadline_text(1.0) == "1-day"
+    # review sizreview18 F9: a 1 s deadline read "the 0-hour deadline"; under an hour minutes, under a minute seconds
+    # (1 / 86,400 day = 1 s; 90 s = 1.5 minutes; half an hour = 30 minutes)
+    assert deadline_text(1 / 86_400) == "1-second" and deadline_text(90 / 86_400) == "1.5-minute"
+    assert deadline_text(0.5 / 24) == "30-minute" and deadline_text(1 / 24) == "1-hour"
 
 
 def test_a_global_batch_the_ranks_do_not_divide_says_what_the_stack_runs() -> None:
