@@ -1474,7 +1474,7 @@ def _latency_shortfall(w: Workload, gpu: Gpu, sizing: Sizing, node_gpus: int, fi
     degrees = [d for d in ([w.tensor_parallel] if w.tensor_parallel is not None else allowed) if d <= node_gpus]
     holding = [r for r in (_replica(w, gpu, sizing, d) for d in degrees) if kv_batch_limit(r, isl, osl) >= 1]
     if not holding:
-        return ""
+        return ": none holds its weights and one sequence's KV cache"
     fastest = min(holding, key=lambda r: token_interval_seconds(r, isl, osl, 1.0))
     headroom = sizing.inference.tpotHeadroom.value
     misses: list[str] = []

@@ -1219,6 +1219,11 @@ def test_a_latency_shortfall_says_which_target_and_what_meets_it() -> None:
     told = refused({"timeToFirstToken": {"p99": "20ms"}}, [l40s])
     assert told.endswith(": time to first token 20 ms: a lone 1,000-token prompt's prefill takes 85 ms at TP 1; a looser "
                          "target would meet it")  # fmt: skip
+    # a model the GPU cannot hold is told so, not a latency: 405e9 x 2 B = 754 GiB on one 48 GB L40S
+    model.update(parameters="405B", layers=126, hiddenSize=16384, heads=128)
+    assert refused({"timePerOutputToken": {"p99": "25ms"}}, [l40s]).endswith(
+        "meets the latency targets: none holds its weights and one sequence's KV cache"
+    )
 
 
 def test_a_ttft_target_sizes_the_replicas_under_random_arrivals() -> None:
