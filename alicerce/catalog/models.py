@@ -368,6 +368,8 @@ class InferenceSizing(CatalogModel):
     maxBatch: Assumption
     maxBatchLargeGpu: Assumption  # vLLM's default cap on a GPU of largeGpuGiB or more that is not an A100
     largeGpuGiB: Assumption
+    maxBatchedTokens: Assumption  # vLLM's default prompt tokens a step prefills beside its decodes (chunked prefill)
+    maxBatchedTokensLargeGpu: Assumption
     tpotHeadroom: Assumption
     kvHeadsDefault: Assumption
     headDimDefault: Assumption

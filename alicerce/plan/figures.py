@@ -62,6 +62,10 @@ def days_text(days: float) -> str:
 
 
 def deadline_text(days: float) -> str:
-    """A deadline as declared: "the 7-hour deadline" under a day, "the 5.5-day deadline" from one (review sizreview14
-    F12: a 7h deadline read "the 0.29-day deadline")."""
-    return f"{days_text(days * 24)}-hour" if days < 1 else f"{days_text(days)}-day"
+    """A deadline as declared: "the 5.5-day deadline" from a day, "the 7-hour deadline" from an hour, then minutes and
+    seconds (review sizreview14 F12: a 7h deadline read "the 0.29-day deadline"; review sizreview18 F9: a 1s one read
+    "the 0-hour deadline")."""
+    for unit, per_day in (("day", 1), ("hour", 24), ("minute", 24 * 60)):
+        if days * per_day >= 1:
+            return f"{days_text(days * per_day)}-{unit}"
+    return f"{days_text(days * 86_400)}-second"

@@ -91,7 +91,8 @@ CHECKS: dict[str, PlanCheck] = {
             "PL331",
             "ttft-queueing",
             _W,
-            "A serving workload's replicas come from its throughput, not from queueing for its time-to-first-token target.",
+            "A serving workload's replicas come from its throughput, not from its latency percentiles "
+            "(prompts queueing for a prefill, prefill steps stalling decodes).",
             True,
         ),
         PlanCheck(

@@ -583,7 +583,7 @@ def _replica_rate(w: WorkloadPlan) -> str:
         return ""
     replicas = next((f for f in w.figures if f.name == "replicas"), None)
     by_rate = replicas.inputs.get("replicas for the rate") if replicas is not None else None
-    target = "" if by_rate is None else f"; the rate takes {by_rate:.0f} replicas, the time-to-first-token target the rest (PL331)"
+    target = "" if by_rate is None else f"; the rate takes {by_rate:.0f} replicas, the latency targets the rest (PL331)"
     return (f": one replica of {w.gpus_per_replica or w.tensor_parallel or 1} GPUs serves {rate:.2f} req/s "
             f"(prefill {prefill:.2f} s a request, decode steps of {step * 1000:.0f} ms at a batch of {batch:.0f}){target}")  # fmt: skip
 

@@ -15,15 +15,19 @@ from typing import Any
 
 from alicerce.catalog.models import Gpu, Sizing
 from alicerce.plan.figures import Factor, Figure, deadline_text, rounded
-from alicerce.plan.queueing import replicas_within, share_waiting_longer
+from alicerce.plan.queueing import fewest_replicas, replicas_within, share_in_prefill_steps, share_waiting_longer
 from alicerce.plan.roofline import (
     Replica,
     ReplicaPerformance,
     ServedShape,
     efficiencies,
     gpu_hardware,
+    kv_batch_limit,
     kv_tokens_admitted,
+    prefill_seconds,
     replica_performance,
+    step_seconds,
+    token_interval_seconds,
 )
 from alicerce.plan.throughput import TrainingJob, moe_routing_ratio, training_mfu
 from alicerce.spec.heads import legal_degrees
@@ -1467,13 +1471,13 @@ def kv_bytes(precision: str, declared: str | None = None) -> float:
     return 2.0
 
 
-def _gpus_for_load(w: Workload, tp: int, perf: ReplicaPerformance) -> int:
-    """GPUs the declared load takes at this degree: replicas for the peak rate and its time-to-first-token percentile
-    (or the clients at a full batch) x TP."""
+def _gpus_for_load(w: Workload, tp: int, perf: ReplicaPerformance, gpu: Gpu, sizing: Sizing) -> int:
+    """GPUs the declared load takes at this degree: replicas for the peak rate and its latency percentiles (or the
+    clients at a full batch) x TP."""
     assert w.traffic is not None
     if w.traffic.peak_rps is not None:
-        replicas = math.ceil(w.traffic.peak_rps / perf.requests_per_second)
-        return _replicas_for_ttft(w, perf, max(1, replicas)) * tp
+        replicas = max(1, math.ceil(w.traffic.peak_rps / perf.requests_per_second))
+        return max(_replicas_for_ttft(w, perf, replicas), _replicas_for_tpot(w, perf, gpu, sizing, replicas)) * tp
     return math.ceil((w.traffic.concurrency or 1) / perf.batch) * tp
 
 
@@ -1483,6 +1487,14 @@ def default_batch_cap(gpu: Gpu, sizing: Sizing) -> float:
     inf = sizing.inference
     large = gpu.memoryGB * 1e9 / GIB >= inf.largeGpuGiB.value and "A100" not in gpu.id
     return inf.maxBatchLargeGpu.value if large else inf.maxBatch.value
+
+
+def default_chunk_tokens(gpu: Gpu, sizing: Sizing) -> int:
+    """vLLM's default max-num-batched-tokens for its OpenAI server on this GPU (the same get_batch_defaults split as
+    the batch cap): the tokens one step may schedule, decodes first, the rest for prompts' prefill chunks."""
+    inf = sizing.inference
+    large = gpu.memoryGB * 1e9 / GIB >= inf.largeGpuGiB.value and "A100" not in gpu.id
+    return int(inf.maxBatchedTokensLargeGpu.value if large else inf.maxBatchedTokens.value)
 
 
 def replica_layout(
@@ -1528,7 +1540,6 @@ def replica_layout(
         Factor("tensor-parallel link efficiency", eff.link, inf.linkEfficiency.source),
         Factor("decode step overhead (s)", eff.step_overhead, inf.stepOverheadSeconds.source),
     )
-    hardware = gpu_hardware(gpu, w.precision, sizing)
     headroom = inf.tpotHeadroom.value
     engine_cap = float(w.max_batch) if w.max_batch is not None else default_batch_cap(gpu, sizing)
     # tensor parallelism all-reduces every layer over NVLink/PCIe inside one node, and a pod's GPUs come from one node:
@@ -1540,12 +1551,11 @@ def replica_layout(
     degrees = [d for d in ([pinned] if pinned is not None else allowed) if d <= node_gpus]
     feasible: list[tuple[int, int, ReplicaPerformance]] = []  # (GPUs for the load, degree, performance)
     for degree in degrees:
-        replica = Replica(shape_, degree, hardware, eff, bytes_per_weight, kv_bytes(w.precision, w.kv_cache_precision),
-                          w.kv_admission, kv_fraction)  # fmt: skip
+        replica = _replica(w, gpu, sizing, degree)
         cap = engine_cap if clients is None else min(engine_cap, clients)
         perf = replica_performance(replica, isl, osl, batch_cap=cap, tpot=tpot * headroom if tpot is not None else None)
         if perf is not None and (ttft is None or perf.prefill_seconds <= ttft):
-            feasible.append((_gpus_for_load(w, degree, perf), degree, perf))
+            feasible.append((_gpus_for_load(w, degree, perf, gpu, sizing), degree, perf))
     if feasible:
         _, tp, perf = min(feasible, key=lambda f: (f[0], f[1]))
         if len(feasible) > 1:
@@ -1566,6 +1576,57 @@ def replica_layout(
         figures.append(Figure("requests/s per replica", perf.requests_per_second, "req/s", "tokens/s per replica / output tokens", {}))
         return perf, figures
     return None, figures
+
+
+def _replica(w: Workload, gpu: Gpu, sizing: Sizing, degree: int) -> Replica:
+    """One replica of ``w`` at a tensor-parallel degree on ``gpu``, as the roofline sees it."""
+    kv_fraction = w.kv_memory_fraction or sizing.inference.kvMemoryFraction.value
+    return Replica(served_shape(w, sizing), degree, gpu_hardware(gpu, w.precision, sizing), efficiencies(sizing),
+                   sizing.weightBytes.get(w.precision, 2), kv_bytes(w.precision, w.kv_cache_precision), w.kv_admission,
+                   kv_fraction)  # fmt: skip
+
+
+def _latency_shortfall(w: Workload, gpu: Gpu, sizing: Sizing, node_gpus: int, fits: dict[str, int | None]) -> str:
+    """Which latency target the fastest replica that holds the model misses, by how much, and what would meet it
+    (review sizreview18 F6: PL303 named neither): its single stream's time a token against the allowed share of the
+    TPOT target, its lone prefill against the TTFT target; fp8 weights, another degree or another GPU where the plan
+    finds one that meets them."""
+    assert w.model is not None and w.traffic is not None
+    isl, osl = w.traffic.input_tokens, w.traffic.output_tokens
+    allowed = legal_degrees(w.model, TP_DEGREES, int(sizing.inference.headDimDefault.value), serving=True)
+    degrees = [d for d in ([w.tensor_parallel] if w.tensor_parallel is not None else allowed) if d <= node_gpus]
+    holding = [r for r in (_replica(w, gpu, sizing, d) for d in degrees) if kv_batch_limit(r, isl, osl) >= 1]
+    if not holding:
+        return ": none holds its weights and one sequence's KV cache"
+    fastest = min(holding, key=lambda r: token_interval_seconds(r, isl, osl, 1.0))
+    headroom = sizing.inference.tpotHeadroom.value
+    misses: list[str] = []
+    tpot, ttft = (_slo(w.latency.time_per_output_token), _slo(w.latency.time_to_first_token)) if w.latency else (None, None)
+    one = token_interval_seconds(fastest, isl, osl, 1.0)
+    if tpot is not None and one > headroom * tpot:
+        misses.append(f"time per output token {tpot * 1000:g} ms: a single stream at TP {fastest.tp} takes {one * 1000:.1f} ms "
+                      f"a token (a {step_seconds(fastest, isl, osl, 1.0) * 1000:.1f} ms decode step and its prefill over "
+                      f"{osl} output tokens), where {headroom:.0%} of the target, {headroom * tpot * 1000:.0f} ms, is "
+                      "allowed (tpotHeadroom)")  # fmt: skip
+    prefill = prefill_seconds(fastest, isl)
+    if ttft is not None and prefill > ttft:
+        misses.append(f"time to first token {ttft * 1000:g} ms: a lone {isl:,}-token prompt's prefill takes "
+                      f"{prefill * 1000:.0f} ms at TP {fastest.tp}")  # fmt: skip
+    if not misses:
+        return ""
+    meets: list[str] = []
+    if w.precision in ("bf16", "fp16") and gpu.tflops.fp8:
+        fp8, _ = replica_layout(w.model_copy(update={"precision": "fp8"}), gpu, sizing, node_gpus)
+        if fp8 is not None:
+            meets.append(f"fp8 weights (at TP {fp8.tp})")
+    if w.tensor_parallel is not None:
+        free, _ = replica_layout(w.model_copy(update={"tensor_parallel": None}), gpu, sizing, node_gpus)
+        if free is not None:
+            meets.append(f"tensor parallel {free.tp}")
+    meets += [f"a replica on {other} at TP {degree}" for other, degree in fits.items() if degree is not None and other != gpu.id]
+    target = "them" if len(misses) > 1 else "it"
+    remedy = f"; {', '.join(meets)} would meet {target}" if meets else f"; a looser target would meet {target}"
+    return ": " + "; ".join(misses) + remedy
 
 
 def smallest_degree(w: Workload, gpu: Gpu, sizing: Sizing, node_gpus: int) -> int | None:
@@ -1604,14 +1665,19 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
         if w.tensor_parallel is None and allowed != TP_DEGREES:
             heads = f" (the model's heads allow tensor parallel {', '.join(map(str, allowed))} only: vLLM splits heads whole)"
         issue = Issue("PL303", f"no replica of up to {place.gpus_per_node} x {gpu.id} holds the model and meets the latency "
-                      f"targets{heads}")  # fmt: skip
+                      f"targets{heads}{_latency_shortfall(w, gpu, sizing, place.gpus_per_node, fits)}")  # fmt: skip
         return _empty(w, place, figures, notes, fits, [issue])
     by_throughput = None
     if w.traffic.peak_rps is not None:
         by_throughput = max(1, math.ceil(w.traffic.peak_rps / layout.requests_per_second))
         # a declared time-to-first-token percentile sizes the replicas too: a prompt that arrives while another
         # prefills waits for it (review sizreview16 F11: 5 replicas were budgeted where the p99 needs 8)
-        replicas = max(by_throughput, _replicas_for_ttft(w, layout, by_throughput))
+        # so does a time-per-output-token percentile: a step that prefills a prompt stalls every running sequence,
+        # and the SLI counts each step (review sizreview18 F4: at the rate's 5 replicas 1.6% of the reference's
+        # intervals ran past its p99)
+        replicas = max(
+            by_throughput, _replicas_for_ttft(w, layout, by_throughput), _replicas_for_tpot(w, layout, gpu, sizing, by_throughput)
+        )
         load = w.traffic.peak_rps / (replicas * layout.requests_per_second)
         rps = w.traffic.peak_rps
     else:
@@ -1626,8 +1692,8 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
         rps = load * replicas * layout.requests_per_second
     inputs = {"load": load} if by_throughput in (None, replicas) else {"load": load, "replicas for the rate": by_throughput}
     figures.append(Figure("replicas", replicas, "replicas", "ceil(peak requests/s / requests/s per replica), or more where the "
-                          "time-to-first-token percentile needs them", inputs))  # fmt: skip
-    issues = _prefill_queueing(w, layout, replicas, by_throughput, figures)
+                          "latency percentiles need them", inputs))  # fmt: skip
+    issues = _latency_replicas(w, layout, gpu, sizing, replicas=replicas, by_throughput=by_throughput, figures=figures)
     gpus = replicas * layout.tp
     hours = gpus * w.hours_per_day * sizing.hoursPerMonth.value / 24
     # the tokens a month are served at the mean rate where one is declared: the replicas for the peak cost the same
@@ -1673,30 +1739,107 @@ def _replicas_for_ttft(w: Workload, layout: ReplicaPerformance, start: int) -> i
     return replicas_within(w.traffic.peak_rps, layout.prefill_seconds, budget, 1 - percentile / 100, start)
 
 
-def _prefill_queueing(
-    w: Workload, layout: ReplicaPerformance, replicas: int, by_throughput: int | None, figures: list[Figure]
-) -> list[Issue]:
-    """PL331: the replicas a time-to-first-token percentile needs beyond the ones throughput needs, and what they
-    cost: meeting a p99 by replicas alone can take many times the GPUs, where a looser target, shorter prompts or a
-    faster prefill is the cheaper answer, and that is the user's call; the plan sizes what the spec declares."""
+@dataclass(frozen=True)
+class _PrefillStall:
+    """A time-per-output-token percentile that steps carrying a prompt's prefill chunk outlast."""
+
+    percentile: int
+    target: float  # s
+    budget_tokens: int  # the engine's max-num-batched-tokens
+    chunks: int  # steps a prompt's prefill takes
+    mixed_step: float  # s: a decode step plus one chunk of a prefill
+
+
+def _tpot_stall(w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizing) -> _PrefillStall | None:
+    """The prefill-carrying steps of a declared time-per-output-token percentile at a peak rate, where they outlast it.
+
+    The SLI (vLLM's inter-token latency histogram, alicerce.catalog.alerts) records one interval per running sequence
+    per step; vLLM V1 schedules the running decodes first and fills the rest of the step's token budget
+    (max-num-batched-tokens) with prompt chunks, so a prompt of I tokens takes ceil(I / (budget - batch)) steps, each a
+    decode step plus its share of the prefill. None where no target or peak rate is declared, or those steps stay
+    within the target."""
+    target = w.latency.time_per_output_token if w.latency else None
+    tpot = _slo(target)
+    if target is None or tpot is None or w.traffic is None or w.traffic.peak_rps is None:
+        return None
+    budget = default_chunk_tokens(gpu, sizing)
+    chunks = math.ceil(w.traffic.input_tokens / max(1, budget - math.ceil(layout.batch)))
+    mixed = layout.step_seconds + layout.prefill_seconds / chunks
+    if mixed <= tpot:
+        return None
+    return _PrefillStall(99 if target.p99 is not None else 95, tpot, budget, chunks, mixed)
+
+
+def _intervals_past(layout: ReplicaPerformance, stall: _PrefillStall, arrival: float) -> float:
+    return share_in_prefill_steps(arrival, layout.prefill_seconds, layout.step_seconds, stall.chunks)
+
+
+def _replicas_for_tpot(w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizing, start: int) -> int:
+    """The fewest replicas, from ``start``, at which no more than the percentile's allowance of inter-token intervals
+    fall in steps that carry a prefill chunk and outlast the target (alicerce.plan.queueing.share_in_prefill_steps)."""
+    stall = _tpot_stall(w, layout, gpu, sizing)
+    if stall is None or w.traffic is None or w.traffic.peak_rps is None:
+        return start
+    allowed = 1 - stall.percentile / 100
+    return fewest_replicas(w.traffic.peak_rps, lambda arrival: _intervals_past(layout, stall, arrival), allowed, start)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _latency_replicas(
+    w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizing, *, replicas: int, by_throughput: int | None,
+    figures: list[Figure],
+) -> list[Issue]:  # fmt: skip
+    """PL331: the replicas the latency percentiles need beyond the ones throughput needs, which target needs them and
+    what they cost: meeting a p99 by replicas alone can take many times the GPUs, where a looser target, shorter
+    prompts, a smaller prefill chunk or a faster prefill is the cheaper answer, and that is the user's call; the plan
+    sizes what the spec declares."""
+    if w.traffic is None or w.traffic.peak_rps is None or by_throughput is None:
+        return []
+    peak = w.traffic.peak_rps
+    reasons: list[str] = []
     ttft = _ttft_target(w, layout)
-    if ttft is None or w.traffic is None or w.traffic.peak_rps is None or by_throughput is None:
+    if ttft is not None:
+        percentile, target, budget = ttft
+        late = share_waiting_longer(peak / replicas, layout.prefill_seconds, budget)
+        figures.append(Figure("requests past the TTFT target", late, "share",
+                              "P(prefill wait > target - prefill), the exact M/D/1 waiting-time distribution (Erlang; "
+                              "Franx 2001), at the peak rate over the replicas",
+                              {"prefill utilisation": peak / replicas * layout.prefill_seconds, "target s": target}))  # fmt: skip
+        if _replicas_for_ttft(w, layout, by_throughput) > by_throughput:
+            before = share_waiting_longer(peak / by_throughput, layout.prefill_seconds, budget)
+            reasons.append(f"p{percentile} time to first token {target * 1000:g} ms leaves {budget * 1000:.0f} ms after "
+                           f"its {layout.prefill_seconds * 1000:.0f} ms prefill (at {_count(by_throughput, 'replica')} about "
+                           f"{before:.1%} of requests arrive while other prompts prefill and wait past it; "
+                           f"{_replicas_for_ttft(w, layout, by_throughput)} hold it): a looser target, shorter prompts or a "
+                           "faster prefill (more tensor parallelism, GPUs joined by NVLink) would save them")  # fmt: skip
+    stall = _tpot_stall(w, layout, gpu, sizing)
+    if stall is not None:
+        past = _intervals_past(layout, stall, peak / replicas)
+        figures.append(Figure("inter-token intervals past the TPOT target", past, "share",
+                              "arrival x chunks / (arrival x chunks + (1 - arrival x (chunks x step + prefill)) / step): "
+                              "the steps that carry a prompt's prefill chunk, every running sequence's interval in them",
+                              {"arrival per replica": peak / replicas, "chunks a prompt": stall.chunks,
+                               "max-num-batched-tokens": stall.budget_tokens, "step with a chunk s": stall.mixed_step,
+                               "target s": stall.target}))  # fmt: skip
+        needed = _replicas_for_tpot(w, layout, gpu, sizing, by_throughput)
+        if needed > by_throughput:
+            before = _intervals_past(layout, stall, peak / by_throughput)
+            chunks = "one step" if stall.chunks == 1 else f"{stall.chunks} steps"
+            reasons.append(f"p{stall.percentile} time per output token {stall.target * 1000:g} ms: a step that prefills a "
+                           f"{w.traffic.input_tokens:,}-token prompt ({chunks} at vLLM's default max-num-batched-tokens "
+                           f"{stall.budget_tokens} on {gpu.id}) lasts {stall.mixed_step * 1000:.0f} ms, and every running "
+                           f"sequence records it as an inter-token interval (at {_count(by_throughput, 'replica')} {before:.2%} of "
+                           f"intervals, {1 - stall.percentile / 100:.0%} allowed; {needed} hold it): a smaller "
+                           "max-num-batched-tokens (a step with a chunk within the target), a looser target or a faster "
+                           "prefill would save them")  # fmt: skip
+    if replicas <= by_throughput or not reasons:
         return []
-    percentile, target, budget = ttft
-    arrival = w.traffic.peak_rps / replicas
-    late = share_waiting_longer(arrival, layout.prefill_seconds, budget)
-    figures.append(Figure("requests past the TTFT target", late, "share",
-                          "prefill utilisation x exp(-2 x (1 - utilisation) x (target - prefill) / prefill), M/D/1",
-                          {"prefill utilisation": arrival * layout.prefill_seconds, "target s": target}))  # fmt: skip
-    if replicas <= by_throughput:
-        return []
-    before = share_waiting_longer(w.traffic.peak_rps / by_throughput, layout.prefill_seconds, budget)
     extra = (replicas - by_throughput) * layout.tp
-    return [Issue("PL331", f"p{percentile} time to first token {target * 1000:g} ms leaves {budget * 1000:.0f} ms after its "
-                  f"{layout.prefill_seconds * 1000:.0f} ms prefill: sized at {replicas} replicas, where throughput needs "
-                  f"{by_throughput} (at which about {before:.0%} of requests arrive while another prompt prefills and wait "
-                  f"past it): {extra} GPUs for the target; a looser target, shorter prompts or a faster prefill (more "
-                  "tensor parallelism, GPUs joined by NVLink) would save them")]  # fmt: skip
+    return [Issue("PL331", f"sized at {replicas} replicas, where throughput needs {by_throughput}: {extra} GPUs for the "
+                  f"latency {'targets' if len(reasons) > 1 else 'target'}; " + "; ".join(reasons))]  # fmt: skip
 
 
 def _sharing(w: Workload, gpu: Gpu, layout: ReplicaPerformance, *, replicas: int, load: float, sizing: Sizing) -> str | None:
