@@ -766,8 +766,8 @@ EFA_ERRORS = (
 
 def node_rules(site: ResolvedSite) -> list[dict[str, Any]]:
     """Fabric (InfiniBand/RoCE port counters from the node exporter, EFA port counters from alicerce's writer through its
-    textfile collector) and storage (local disks, and IO pressure, which also counts tasks blocked on Lustre and NFS)
-    per node and pool."""
+    textfile collector) and storage (local disks, and IO pressure: tasks waiting on data pages, of Lustre and NFS too,
+    not on their metadata RPCs, alicerce.emit.kube.diagnoses.IO_SATURATED) per node and pool."""
     ib = "node_infiniband_port_data_{}_bytes_total"
     # these three stop at their maximum (8 and 16 bits: alicerce.emit.kube.fabric_alerts): a saturated port adds 0 here,
     # which FabricCountersSaturated reports
