@@ -413,6 +413,40 @@ def test_application_xids_are_a_ticket_only_when_they_recur_on_one_gpu(tmp_path:
     run_promtool(rp, "dc1", tests, tmp_path)
 
 
+@needs_promtool
+def test_a_sweep_killing_trials_early_is_no_recurring_xid(tmp_path: Path) -> None:
+    """Review obsreview21 F4: a hyperparameter sweep with early stopping (Ray Tune ASHA, Katib) kills its unpromising
+    trials with their CUDA context live: one lone XID 45 per kill (channels torn down, NVIDIA's Xid catalog: IGNORE),
+    six in a day on the same healthy GPU. No ticket; a GPU where XID 43 (a channel reset after the app's own fault)
+    recurs still raises one."""
+    rp = platform("prod")
+    rules = rules_of(rp, "dc1")
+    window = {"window_size_in_ms": str(XID_COUNT_WINDOW_MINUTES * 60_000)}
+    sweep = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 0))
+    faulting = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 1))
+    key = {k: faulting[k] for k in ("Hostname", "gpu", "UUID")}
+    six = [10, 40, 70, 100, 130, 160]  # a trial stopped every half hour
+    tests = [
+        {
+            "interval": "1m",
+            "input_series": [
+                {"series": series(XID_COUNT_METRIC, sweep | window | {"xid": "45"}), "values": xid_events_at(six, 200)},
+                {"series": series(XID_COUNT_METRIC, faulting | window | {"xid": "43"}), "values": xid_events_at(six[:5], 200)},
+            ],
+            "alert_rule_test": [
+                {"eval_time": t, "alertname": name, "exp_alerts": []}
+                for t in ("100m", "162m", "190m") for name in ("GPUXidError", "GPUApplicationXidRecurring")
+                if name == "GPUXidError" or t == "100m"
+            ] + [
+                {"eval_time": t, "alertname": "GPUApplicationXidRecurring", "exp_alerts": [
+                    expected(rules["GPUApplicationXidRecurring"], key | {"xid": "43"}, "5")]}
+                for t in ("131m", "190m")
+            ],
+        },
+    ]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path)
+
+
 def test_the_readme_lists_the_xids_that_page() -> None:
     """The README names the codes GPUCriticalXid pages on; XID 63 is not one (review obsreview6 G5)."""
     text = " ".join((ROOT / "README.md").read_text().split())
