@@ -327,6 +327,16 @@ def xid_events(codes: str) -> str:
     return f"count_over_time({started}[{XID_APP_RECURRENCE_WINDOW}:{XID_EVENT_STEP}])"
 
 
+# dcgm-exporter's clock event count (4.5.3-4.8.2 internal/pkg/collector/clock_events_collector.go): per GPU and reason
+# (label clock_event, DCGM's DCGM_FI_DEV_CLOCKS_EVENT_REASONS bits: sw_thermal 0x20, hw_thermal 0x40, power_cap,
+# hw_slowdown, ...), the samples that carried it since now - --clock-events-count-window-size (5 minutes by default,
+# pkg/cmd/app.go:257-262), through the same windowed counter as the XID count (expcollector.go: a GPU with none gets one
+# series valued 0 without the label). Collected only when the counters list names it (collector_factory.go:94,167):
+# alicerce's list does (alicerce.emit.kube.dcgm_counters)
+CLOCK_EVENTS_METRIC = "DCGM_EXP_CLOCK_EVENTS_COUNT"
+CLOCK_EVENTS_WINDOW_MINUTES = 5  # dcgm-exporter's default --clock-events-count-window-size, which alicerce leaves
+THERMAL_CLOCK_EVENTS = "sw_thermal|hw_thermal"
+
 # A row remap recorded and waiting for the GPU's reset to take effect (DCGM field 396; alicerce's counters list adds
 # it): after an uncorrectable error, or enough correctable ones on a row; the GPU keeps its full memory only once a
 # reset applies it. NVML reports no remapped rows on a GPU with MIG instances active, so a MIG GPU stays silent here
@@ -400,11 +410,16 @@ GPU_HEALTH: tuple[Alert, ...] = (
     ),
     Alert(
         "GPUTemperatureHigh",
-        "max by (Hostname, gpu) (DCGM_FI_DEV_GPU_TEMP) > 85",
+        # the GPU's own report that heat slows it, not a temperature: where it slows down is the model's (a fixed 85 C
+        # ticketed a passively cooled L4 running warm and under its limit, and missed an H100 throttling below it,
+        # review obsreview21 F8). Present for 10 minutes: thermal slowdown in every 5-minute window of them
+        f'max by ({GPU_KEY}, clock_event) ({CLOCK_EVENTS_METRIC}{{clock_event=~"{THERMAL_CLOCK_EVENTS}"}}) > 0',
         "10m",
         "warning",
-        "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} runs at {{ $value }} C",
-        "Sustained temperatures above 85 C throttle clocks; check airflow and fan state.",
+        "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} slows its clocks for heat ({{ $labels.clock_event }})",
+        "The GPU has lowered its clocks to stay under its slowdown temperature for 10 minutes or more (sw_thermal: the "
+        "driver's limit; hw_thermal: the hardware's, clocks halved or worse): its jobs run slower. Check airflow, fans, "
+        "inlet temperature and the GPU temperature panel; a single GPU among cool neighbours points at its heatsink.",
     ),
     Alert(
         "GPUPCIeReplays",

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from alicerce.catalog.alerts import (
+    CLOCK_EVENTS_METRIC,
     CRITICAL_XIDS,
     REMAP_PENDING,
     SEVERITY_DECIDED,
@@ -410,6 +411,38 @@ def test_application_xids_are_a_ticket_only_when_they_recur_on_one_gpu(tmp_path:
             ],
         },
     ]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path)
+
+
+@needs_promtool
+def test_temperature_high_is_the_gpu_s_own_thermal_slowdown(tmp_path: Path) -> None:
+    """Review obsreview21 F8: where a GPU slows down for heat is its model's, so the alert reads the GPU's own report
+    (dcgm-exporter's DCGM_EXP_CLOCK_EVENTS_COUNT, clock_event sw_thermal / hw_thermal) instead of one 85 C: an H100
+    throttling at 82 C tickets, a passively cooled L4 at 88 C that does not throttle, or one capped by power, does not."""
+    rp = platform("prod")
+    rules = rules_of(rp, "dc1")
+    window = {"window_size_in_ms": str(5 * 60_000)}
+    hot, warm, capped = (dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", g)) for g in range(3))
+    key = {k: hot[k] for k in ("Hostname", "gpu", "UUID")}
+    tests = [
+        {
+            "interval": "1m",
+            "input_series": [
+                {"series": series("DCGM_FI_DEV_GPU_TEMP", hot), "values": "82x40"},
+                {"series": series(CLOCK_EVENTS_METRIC, hot | window | {"clock_event": "hw_thermal"}), "values": "_x5 3x35"},
+                {"series": series("DCGM_FI_DEV_GPU_TEMP", warm), "values": "88x40"},
+                {"series": series(CLOCK_EVENTS_METRIC, warm | window), "values": "0x40"},  # no event: one series, no reason
+                {"series": series("DCGM_FI_DEV_GPU_TEMP", capped), "values": "70x40"},
+                {"series": series(CLOCK_EVENTS_METRIC, capped | window | {"clock_event": "power_cap"}), "values": "10x40"},
+            ],
+            "alert_rule_test": [
+                {"eval_time": "12m", "alertname": "GPUTemperatureHigh", "exp_alerts": []},  # not yet 10 minutes
+                {"eval_time": "30m", "alertname": "GPUTemperatureHigh", "exp_alerts": [
+                    expected(rules["GPUTemperatureHigh"], key | {"clock_event": "hw_thermal"}, "3")]},
+            ],
+        },
+    ]  # fmt: skip
+    assert CLOCK_EVENTS_METRIC in load("dcgm-exporter", "4.5.3-4.8.2", "counters.json")["optional"]
     run_promtool(rp, "dc1", tests, tmp_path)
 
 
