@@ -304,10 +304,18 @@ def xid_count(codes: str = ".+", *, but: str | None = None, offset: str = "") ->
 # the code's count (it was not there a minute before); the exporter's 5-minute window merges the XIDs of one kill
 # (one preempted 8-GPU pod: one 43 and one 45 event per GPU). Five in 24 hours: a healthy GPU of a training pool runs
 # jobs of hours, so even a platform that preempts borrowed quota several times a day kills a job on one GPU a few
-# times at most; five jobs dying on the same GPU the same way is past what preemption explains. A lone 45 on
-# every job is caught the same way (the Fabric Manager restart the catalog asks for shows as a recurrence).
+# times at most; five jobs dying on the same GPU the same way is past what preemption explains.
+# XID 45 does not count toward the recurrence (review obsreview21 F4): beside another XID the catalog says to follow
+# that one (which counts itself), and alone it is a process killed with its CUDA context live, which is routine: a
+# sweep with early stopping (Ray Tune ASHA, Katib) kills each unpromising trial, a user interrupts a notebook's kernel,
+# Kueue preempts borrowed quota, several times a day on one healthy GPU; five lone 45s ticketed it as failing. The
+# catalog's other reading of a lone 45, a Fabric Manager fault on NVSwitch systems (RESTART_FM), cannot be told from a
+# kill by the XID alone, and a fault that stops the fabric fails every new job on the node rather than killing one
+# now and then: the recurrence was never that alert, and the runbook no longer says it is
 APPLICATION_XIDS = (13, 31, 43, 45)
 APPLICATION_XID_CODES = "|".join(str(x) for x in APPLICATION_XIDS)
+XID_KILLED = 45
+RECURRING_XID_CODES = "|".join(str(x) for x in APPLICATION_XIDS if x != XID_KILLED)
 XID_APP_RECURRENCE_EVENTS = 5
 XID_APP_RECURRENCE_WINDOW = "24h"
 XID_EVENT_STEP = "1m"  # the subquery step: an XID count lasts the exporter's 5-minute window, so none is missed
@@ -318,6 +326,16 @@ def xid_events(codes: str) -> str:
     started = f"({xid_count(codes)} unless {xid_count(codes, offset=XID_EVENT_STEP)})"
     return f"count_over_time({started}[{XID_APP_RECURRENCE_WINDOW}:{XID_EVENT_STEP}])"
 
+
+# dcgm-exporter's clock event count (4.5.3-4.8.2 internal/pkg/collector/clock_events_collector.go): per GPU and reason
+# (label clock_event, DCGM's DCGM_FI_DEV_CLOCKS_EVENT_REASONS bits: sw_thermal 0x20, hw_thermal 0x40, power_cap,
+# hw_slowdown, ...), the samples that carried it since now - --clock-events-count-window-size (5 minutes by default,
+# pkg/cmd/app.go:257-262), through the same windowed counter as the XID count (expcollector.go: a GPU with none gets one
+# series valued 0 without the label). Collected only when the counters list names it (collector_factory.go:94,167):
+# alicerce's list does (alicerce.emit.kube.dcgm_counters)
+CLOCK_EVENTS_METRIC = "DCGM_EXP_CLOCK_EVENTS_COUNT"
+CLOCK_EVENTS_WINDOW_MINUTES = 5  # dcgm-exporter's default --clock-events-count-window-size, which alicerce leaves
+THERMAL_CLOCK_EVENTS = "sw_thermal|hw_thermal"
 
 # A row remap recorded and waiting for the GPU's reset to take effect (DCGM field 396; alicerce's counters list adds
 # it): after an uncorrectable error, or enough correctable ones on a row; the GPU keeps its full memory only once a
@@ -362,7 +380,7 @@ GPU_HEALTH: tuple[Alert, ...] = (
     ),
     Alert(
         "GPUApplicationXidRecurring",
-        f"{xid_events(APPLICATION_XID_CODES)} >= {XID_APP_RECURRENCE_EVENTS}",
+        f"{xid_events(RECURRING_XID_CODES)} >= {XID_APP_RECURRENCE_EVENTS}",
         "0m",
         "warning",
         f"GPU {{{{ $labels.gpu }}}} on {{{{ $labels.Hostname }}}} reported XID {{{{ $labels.xid }}}} {{{{ $value }}}} times in "
@@ -370,7 +388,7 @@ GPU_HEALTH: tuple[Alert, ...] = (
         f"XID {{{{ $labels.xid }}}} is one a killed or faulting CUDA process raises (preemption, OOM kill, a bad kernel), "
         f"but it started {{{{ $value }}}} separate times on this GPU in the last {XID_APP_RECURRENCE_WINDOW}: check whether "
         "the jobs that failed on it run elsewhere (then drain the node and run the node validation role) or crash the "
-        "same way everywhere (the workload); a lone XID 45 each time asks for a Fabric Manager restart.",
+        "same way everywhere (the workload). XID 45 (a process killed: early-stopped trials, preemption) never counts.",
     ),
     Alert(
         "GPURowRemapFailure",
@@ -392,11 +410,16 @@ GPU_HEALTH: tuple[Alert, ...] = (
     ),
     Alert(
         "GPUTemperatureHigh",
-        "max by (Hostname, gpu) (DCGM_FI_DEV_GPU_TEMP) > 85",
+        # the GPU's own report that heat slows it, not a temperature: where it slows down is the model's (a fixed 85 C
+        # ticketed a passively cooled L4 running warm and under its limit, and missed an H100 throttling below it,
+        # review obsreview21 F8). Present for 10 minutes: thermal slowdown in every 5-minute window of them
+        f'max by ({GPU_KEY}, clock_event) ({CLOCK_EVENTS_METRIC}{{clock_event=~"{THERMAL_CLOCK_EVENTS}"}}) > 0',
         "10m",
         "warning",
-        "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} runs at {{ $value }} C",
-        "Sustained temperatures above 85 C throttle clocks; check airflow and fan state.",
+        "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} slows its clocks for heat ({{ $labels.clock_event }})",
+        "The GPU has lowered its clocks to stay under its slowdown temperature for 10 minutes or more (sw_thermal: the "
+        "driver's limit; hw_thermal: the hardware's, clocks halved or worse): its jobs run slower. Check airflow, fans, "
+        "inlet temperature and the GPU temperature panel; a single GPU among cool neighbours points at its heatsink.",
     ),
     Alert(
         "GPUPCIeReplays",

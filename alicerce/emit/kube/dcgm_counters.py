@@ -9,7 +9,9 @@ when its list names ``DCGM_EXP_XID_ERRORS_COUNT`` (4.5.3-4.8.2 internal/pkg/coll
 per GPU and code, label ``xid``, over ``--xid-count-window-size``, 5 minutes by default, pkg/cmd/app.go). So the
 list alicerce mounts is the image's own, field for field and type for type (vendored and compared by a test), plus
 that counter and ``DCGM_FI_DEV_ROW_REMAP_PENDING`` (DCGM field 396, whether a row remap waits for the GPU's reset,
-which the image's list leaves out; dcgm-exporter resolves any DCGM field a list names). The chart creates the
+which the image's list leaves out; dcgm-exporter resolves any DCGM field a list names) and ``DCGM_EXP_CLOCK_EVENTS_COUNT``
+(clock slowdowns per reason in the same 5-minute window, internal/pkg/collector/clock_events_collector.go: the thermal
+ones are GPUTemperatureHigh, review obsreview21 F8). The chart creates the
 ConfigMap from ``dcgmExporter.config`` and the operator mounts it as ``/etc/dcgm-exporter/dcgm-metrics.csv``
 (deployments/gpu-operator/templates/dcgm_exporter_config.yaml, controllers/object_controls.go 1882-1902).
 
@@ -25,7 +27,13 @@ from __future__ import annotations
 
 import hashlib
 
-from alicerce.catalog.alerts import REMAP_PENDING, XID_COUNT_METRIC, XID_COUNT_WINDOW_MINUTES
+from alicerce.catalog.alerts import (
+    CLOCK_EVENTS_METRIC,
+    CLOCK_EVENTS_WINDOW_MINUTES,
+    REMAP_PENDING,
+    XID_COUNT_METRIC,
+    XID_COUNT_WINDOW_MINUTES,
+)
 
 DCGM_METRICS_CONFIGMAP = "alicerce-dcgm-metrics"  # the name's stem; counters_configmap() adds the content's hash
 
@@ -59,6 +67,7 @@ COUNTERS: tuple[tuple[str, str, str], ...] = (
     ("DCGM_FI_PROF_PCIE_RX_BYTES", "gauge", "PCIe bytes received per second."),
     (XID_COUNT_METRIC, "counter", f"XIDs per code reported in the last {XID_COUNT_WINDOW_MINUTES} minutes."),
     (REMAP_PENDING, "gauge", "Whether a row remap waits for a GPU reset."),
+    (CLOCK_EVENTS_METRIC, "counter", f"Clock events per reason reported in the last {CLOCK_EVENTS_WINDOW_MINUTES} minutes."),
 )
 
 

@@ -130,7 +130,8 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         alerts.append(Alert(DCGM_XID_COUNTS_ABSENT, expr, FOR, "warning",
                             "GPUs on {{ $labels.Hostname }} report no XID counts",
                             "dcgm-exporter runs without alicerce's counters list (gpu-operator dcgmExporter.config, "
-                            "ConfigMap alicerce-dcgm-metrics-<hash>): the XID alerts cannot see an XID on this node's GPUs."))  # fmt: skip
+                            "ConfigMap alicerce-dcgm-metrics-<hash>): the XID alerts cannot see an XID on this node's GPUs, nor "
+                            "GPUTemperatureHigh a thermal slowdown."))  # fmt: skip
     queues = sorted(t.name for t in site.teams if cluster_queue(rp, site, t) is not None) if rp.spec.operators.kueue.enabled else []
     if queues:
         # one series per missing queue: absent() of an equality matcher carries its label

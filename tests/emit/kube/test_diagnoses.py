@@ -107,6 +107,21 @@ def test_input_bound_fires_on_idle_gpus_waiting_for_reads(tmp_path: Path) -> Non
 
 
 @needs_promtool
+def test_input_bound_says_which_input_stalls_io_pressure_cannot_see(tmp_path: Path) -> None:
+    """Review obsreview21 F11: PSI's io state counts tasks sleeping in io_schedule() (a reader waiting on a data page of
+    any file system), not one waiting on an NFS or Lustre metadata RPC (open, stat, lookup: plain schedule(),
+    net/sunrpc/sched.c rpc_wait_bit_killable). A loader opening millions of small files through a saturated metadata
+    server idles the GPUs with no IO pressure: the diagnosis cannot see it (no per-node metadata signal exists on-prem,
+    and CloudWatch's per file system count has no limit to compare with), so its runbook says so instead of implying
+    every input stall shows."""
+    description = rules_of(platform(), "dc1")["GPUInputBound"]["annotations"]["description"]
+    assert "metadata" in description and "small files" in description, description
+    # the blind spot as it is: GPUs at 20 %, a trickle of reads, no IO pressure (RPC waits are not iowait): quiet
+    metadata_bound = node_labels(NODE) + gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", 20) + io(NODE, 0.0, 5e7, 1e6)
+    check("GPUInputBound", metadata_bound, "40m", [], tmp_path / "a")
+
+
+@needs_promtool
 def test_checkpoint_stall_fires_when_writes_idle_the_gpus_past_the_stall_budget(tmp_path: Path) -> None:
     rule = rules_of(platform(), "dc1")["TrainingCheckpointStall"]
     assert rule["for"] == "360s"  # 5% of llm-pretrain's 2 h checkpoint interval
@@ -177,6 +192,29 @@ def test_communication_bound_fires_when_the_fabric_saturates_and_tensor_cores_id
     check("GPUCommunicationBound", state(0.05, 0.8), "45m", [expected(rule, POOL, "")], tmp_path / "a")
     check("GPUCommunicationBound", state(0.05, 0.1), "45m", [], tmp_path / "b")  # slow kernels, quiet fabric: not communication
     check("GPUCommunicationBound", state(0.6, 0.8), "45m", [], tmp_path / "c")  # a busy fabric and busy tensor cores: overlap works
+
+
+@needs_promtool
+def test_communication_bound_fires_when_the_ports_wait_on_a_congested_fabric(tmp_path: Path) -> None:
+    """Review obsreview21 F10: a job stuck in NCCL on a congested or degraded fabric moves little data per port (30 % of
+    line rate) while the port spends most ticks with data to send and no credit to send it (PortXmitWait). Its GPUs wait
+    on the fabric all the same; slow kernels on a quiet fabric (no transmit wait) stay quiet."""
+    rule = rules_of(platform(), "dc1")["GPUCommunicationBound"]
+    port = ',device="mlx5_0",port="1"'
+    line_rate = 50e9  # 400 Gb/s, node_infiniband_rate_bytes_per_second
+
+    def state(link: float, waiting: float) -> list[dict[str, str]]:
+        rate = {"series": f'node_infiniband_rate_bytes_per_second{{job="node-exporter",instance="{NODE}:9100",node="{NODE}"{port}}}',
+                "values": f"{line_rate:g}{STEPS}"}  # fmt: skip
+        # a tick stands for 8 bytes of line-rate time (alicerce.emit.kube.kpi.XMIT_WAIT_TICK_BYTES): ``waiting`` of the time
+        wait = node_counter(NODE, "node_infiniband_port_transmit_wait_total", waiting * line_rate / 8, port)
+        sent = node_counter(NODE, "node_infiniband_port_data_transmitted_bytes_total", link * line_rate, port)
+        return (node_labels(NODE) + gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", 95) + gpus(NODE, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 0.05)
+                + [rate, wait, sent])  # fmt: skip
+
+    check("GPUCommunicationBound", state(0.3, 0.6), "45m", [expected(rule, POOL, "")], tmp_path / "a")
+    check("GPUCommunicationBound", state(0.1, 0.0), "45m", [], tmp_path / "b")  # slow kernels, quiet fabric, no wait
+    check("GPUCommunicationBound", state(0.3, 0.05), "45m", [], tmp_path / "c")  # some wait is any fabric's normal
 
 
 @needs_promtool

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from alicerce.catalog.alerts import (
+    CLOCK_EVENTS_METRIC,
     CRITICAL_XIDS,
     REMAP_PENDING,
     SEVERITY_DECIDED,
@@ -416,6 +417,72 @@ def test_application_xids_are_a_ticket_only_when_they_recur_on_one_gpu(tmp_path:
                     expected(rules["GPUApplicationXidRecurring"], faulty_key | {"xid": "13"}, "5")]},
                 {"eval_time": "160m", "alertname": "GPUApplicationXidRecurring", "exp_alerts": [
                     expected(rules["GPUApplicationXidRecurring"], faulty_key | {"xid": "13"}, "5")]},
+            ],
+        },
+    ]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path)
+
+
+@needs_promtool
+def test_temperature_high_is_the_gpu_s_own_thermal_slowdown(tmp_path: Path) -> None:
+    """Review obsreview21 F8: where a GPU slows down for heat is its model's, so the alert reads the GPU's own report
+    (dcgm-exporter's DCGM_EXP_CLOCK_EVENTS_COUNT, clock_event sw_thermal / hw_thermal) instead of one 85 C: an H100
+    throttling at 82 C tickets, a passively cooled L4 at 88 C that does not throttle, or one capped by power, does not."""
+    rp = platform("prod")
+    rules = rules_of(rp, "dc1")
+    window = {"window_size_in_ms": str(5 * 60_000)}
+    hot, warm, capped = (dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", g)) for g in range(3))
+    key = {k: hot[k] for k in ("Hostname", "gpu", "UUID")}
+    tests = [
+        {
+            "interval": "1m",
+            "input_series": [
+                {"series": series("DCGM_FI_DEV_GPU_TEMP", hot), "values": "82x40"},
+                {"series": series(CLOCK_EVENTS_METRIC, hot | window | {"clock_event": "hw_thermal"}), "values": "_x5 3x35"},
+                {"series": series("DCGM_FI_DEV_GPU_TEMP", warm), "values": "88x40"},
+                {"series": series(CLOCK_EVENTS_METRIC, warm | window), "values": "0x40"},  # no event: one series, no reason
+                {"series": series("DCGM_FI_DEV_GPU_TEMP", capped), "values": "70x40"},
+                {"series": series(CLOCK_EVENTS_METRIC, capped | window | {"clock_event": "power_cap"}), "values": "10x40"},
+            ],
+            "alert_rule_test": [
+                {"eval_time": "12m", "alertname": "GPUTemperatureHigh", "exp_alerts": []},  # not yet 10 minutes
+                {"eval_time": "30m", "alertname": "GPUTemperatureHigh", "exp_alerts": [
+                    expected(rules["GPUTemperatureHigh"], key | {"clock_event": "hw_thermal"}, "3")]},
+            ],
+        },
+    ]  # fmt: skip
+    assert CLOCK_EVENTS_METRIC in load("dcgm-exporter", "4.5.3-4.8.2", "counters.json")["optional"]
+    run_promtool(rp, "dc1", tests, tmp_path)
+
+
+@needs_promtool
+def test_a_sweep_killing_trials_early_is_no_recurring_xid(tmp_path: Path) -> None:
+    """Review obsreview21 F4: a hyperparameter sweep with early stopping (Ray Tune ASHA, Katib) kills its unpromising
+    trials with their CUDA context live: one lone XID 45 per kill (channels torn down, NVIDIA's Xid catalog: IGNORE),
+    six in a day on the same healthy GPU. No ticket; a GPU where XID 43 (a channel reset after the app's own fault)
+    recurs still raises one."""
+    rp = platform("prod")
+    rules = rules_of(rp, "dc1")
+    window = {"window_size_in_ms": str(XID_COUNT_WINDOW_MINUTES * 60_000)}
+    sweep = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 0))
+    faulting = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 1))
+    key = {k: faulting[k] for k in ("Hostname", "gpu", "UUID")}
+    six = [10, 40, 70, 100, 130, 160]  # a trial stopped every half hour
+    tests = [
+        {
+            "interval": "1m",
+            "input_series": [
+                {"series": series(XID_COUNT_METRIC, sweep | window | {"xid": "45"}), "values": xid_events_at(six, 200)},
+                {"series": series(XID_COUNT_METRIC, faulting | window | {"xid": "43"}), "values": xid_events_at(six[:5], 200)},
+            ],
+            "alert_rule_test": [
+                {"eval_time": t, "alertname": name, "exp_alerts": []}
+                for t in ("100m", "162m", "190m") for name in ("GPUXidError", "GPUApplicationXidRecurring")
+                if name == "GPUXidError" or t == "100m"
+            ] + [
+                {"eval_time": t, "alertname": "GPUApplicationXidRecurring", "exp_alerts": [
+                    expected(rules["GPUApplicationXidRecurring"], key | {"xid": "43"}, "5")]}
+                for t in ("131m", "190m")
             ],
         },
     ]  # fmt: skip
