@@ -220,10 +220,12 @@ def _spend_alerts(name: str, budget_usd: float, usd: float, percents: list[int],
     return out
 
 
-def _nothing_left(name: str, budget_usd: float, percent: int, team: str) -> Alert:
+def _nothing_left(name: str, budget_usd: float, percent: int | None, team: str) -> Alert:
     """A site whose share is $0 (the plan puts the team's months and priced quota at its other sites, or they take the
     whole budget: PL334): any spend here is over it, said once (under the highest threshold's name), where thresholds
-    of $0 said "100% of its $0 budget" as often as they were declared."""
+    of $0 said "100% of its $0 budget" as often as they were declared. A budget with no thresholds (``alertAtPercent:
+    []``: the projection only) names it as its projection (``percent`` None): at a $0 share any spend is on course to
+    overrun it (generate crashed on max() of no thresholds; review obsreview22 F5)."""
     return Alert(budget_alert_name(name, percent), f"{month_spent(team)} > 0", "1h", "warning",
                  f"Team {name} spends GPU money at this site, where its ${budget_usd:,.0f} budget leaves none",
                  "The plan gives this site $0 of the team's budget (`alicerce plan`: its planned months and priced quota are "
@@ -246,7 +248,7 @@ def budget_alerts(rp: ResolvedPlatform, site_name: str, shares: dict[str, float]
         out += (
             _spend_alerts(name, budget.monthly_usd, usd, sorted(set(budget.alert_at_percent)), team)
             if usd
-            else [_nothing_left(name, budget.monthly_usd, max(budget.alert_at_percent), team)]
+            else [_nothing_left(name, budget.monthly_usd, max(budget.alert_at_percent, default=None), team)]
         )
         if budget.on_exhausted == "stopAdmitting":
             # the guard reads this series; without it it holds nothing and releases nothing (budget_guard.run)

@@ -19,7 +19,7 @@ from alicerce.plan.platform import HOURS_PER_MONTH, plan_platform
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_text
 from alicerce.spec.units import parse_duration
-from tests.conftest import ROOT
+from tests.conftest import ROOT, alicerce
 from tests.emit.kube.scrape import dcgm_series, kuberay_scraped, series
 from tests.emit.kube.test_kpi import rounded
 from tests.emit.kube.test_monitoring import (
@@ -560,6 +560,24 @@ def test_a_site_left_no_share_of_the_budget_says_so_once_when_the_team_spends_th
     (tmp_path / "tests.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": tests}))
     result = promtool("test", "rules", "tests.yaml", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_budget_with_no_thresholds_and_no_share_at_a_site_generates(tmp_path: Path) -> None:
+    """Review obsreview22 F5: ``alertAtPercent: []`` (the projection only) with a $0 share at aws (a $100,000 budget
+    under research's planned month at dc1: PL334) validated, and `generate` then crashed with a traceback (max() of no
+    thresholds). The site's one alert on any spend there is named as the projection, the only alert such a budget has."""
+    text = (ROOT / "platform.yaml").read_text()
+    old = "budget: {monthlyUsd: 900000, onExhausted: stopAdmitting}"
+    assert old in text
+    spec = tmp_path / "platform.yaml"
+    spec.write_text(text.replace(old, "budget: {monthlyUsd: 100000, alertAtPercent: [], onExhausted: stopAdmitting}"))
+    for args in (("validate", "--env", "prod"), ("generate", "--env", "prod", "--out", str(tmp_path / "out"))):
+        result = alicerce(*args, str(spec), cwd=tmp_path)
+        assert result.returncode == 0 and "Traceback" not in result.stdout + result.stderr, result.stdout + result.stderr
+    rules = yaml.safe_load((tmp_path / "out" / "monitoring" / "aws" / "rules.yaml").read_text())
+    budget = {r["alert"]: r for g in rules["groups"] for r in g["rules"] if r.get("alert", "").startswith("BudgetResearch")}
+    assert sorted(budget) == ["BudgetResearchProjected", "BudgetResearchSpendMissing"]
+    assert budget["BudgetResearchProjected"]["expr"].endswith(" > 0")
 
 
 @needs_promtool
