@@ -449,7 +449,7 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
     targets = kpi_targets(
         platform, [(p.name, p.utilization) for p in pool_plans if p.gpus_per_node], watched,
         {u.workload: u.usd_per_million_tokens for u in units if u.usd_per_million_tokens is not None},
-        {w.name: w.showback_usd for w in priced if w.kind in ("training", "fine-tuning")},
+        {w.name: (w.showback_usd, w.wall_clock_days) for w in priced if w.kind in ("training", "fine-tuning")},
     )  # fmt: skip
     return SizingPlan(
         platform.environment, tuple(priced), tuple(pool_plans), storage, tuple(kept), total, tuple(waived),
