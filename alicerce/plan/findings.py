@@ -117,6 +117,9 @@ CHECKS: dict[str, PlanCheck] = {
         PlanCheck("PL342", "idle-storage-tier", _I, "Each declared storage tier is read or written by a workload it is billed for.", True),
         PlanCheck("PL343", "checkpoints-fit", _W, "A checkpoints tier holds two checkpoints of every run that writes to it.", True),
         PlanCheck("PL344", "capacity-blocks-unsold", _I, "Own-vs-rent weighs Capacity Blocks only for runs AWS sells them for.", True),
+        PlanCheck(
+            "PL345", "budget-holds-serving", _W, "A budget that stops admitting belongs to a team that serves no inference workload.", True
+        ),
     )
 }
 

@@ -435,6 +435,7 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
     findings += _unpriced_budgets(platform, pool_plans)
     findings += _peak_months_over_budget(platform, peak, watched)
     findings += _unfunded_quotas(platform, pool_plans, peak, watched)
+    findings += _held_services(platform)
     findings += _assumed_schedules(priced, pool_plans, hours_month)
     findings += _services_on_spot(platform, priced, pools_by_name)
     findings += _training_on_spot(platform, priced, pools_by_name, sizing.defaultCheckpointIntervalSeconds.value)
@@ -448,7 +449,7 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
     targets = kpi_targets(
         platform, [(p.name, p.utilization) for p in pool_plans if p.gpus_per_node], watched,
         {u.workload: u.usd_per_million_tokens for u in units if u.usd_per_million_tokens is not None},
-        {w.name: w.showback_usd for w in priced if w.kind in ("training", "fine-tuning")},
+        {w.name: (w.showback_usd, w.wall_clock_days) for w in priced if w.kind in ("training", "fine-tuning")},
     )  # fmt: skip
     return SizingPlan(
         platform.environment, tuple(priced), tuple(pool_plans), storage, tuple(kept), total, tuple(waived),
@@ -936,6 +937,33 @@ def _unfunded_quotas(
                     f"or lower the quota at {site})",
                 )
             )
+    return out
+
+
+def _held_services(platform: ResolvedPlatform) -> list[PlanFinding]:
+    """PL345: the budget guard holds the team's ClusterQueue (spec.stopPolicy Hold: no new admission), and Kueue admits
+    each pod of a Deployment, StatefulSet or LeaderWorkerSet in a team namespace as a workload of its own (kueue v0.19.2
+    site/content/en/docs/tasks/run/deployment.md: "every Pod from a Deployment is represented as a single independent
+    Plain Pod"; the integrations alicerce.emit.kube.kueue.FRAMEWORKS enables). A held team that serves keeps its
+    running replicas but admits no new one: a rollout, a lost node or an autoscaler step takes replicas away until the
+    next month (review obsreview22 F13). The guard holds the whole queue: serving and training share it, and alicerce
+    does not write the serving manifests that could name another one."""
+    out = []
+    for team in platform.teams:
+        budget = team.spec.budget
+        served = sorted(w.name for w in platform.spec.workloads if w.team == team.name and w.kind == "inference")
+        if budget is None or budget.on_exhausted != "stopAdmitting" or not served:
+            continue
+        out.append(
+            PlanFinding(
+                "PL345",
+                team.name,
+                f"its budget stops admitting and it serves {', '.join(served)}: Kueue admits each serving pod on its own, so "
+                "once the guard holds the team's queue no replacement or added replica is admitted (a rollout, a lost node "
+                "or a scale-up loses replicas until the next month or a larger budget) "
+                f"(set tenancy.teams[{team.index}].budget.onExhausted: alert, or serve from a team whose budget only alerts)",
+            )
+        )
     return out
 
 

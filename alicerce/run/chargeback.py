@@ -56,16 +56,29 @@ def _over_month(record: str, by: str, seconds: int) -> str:
     return f"sum by ({by}) (sum_over_time({hour_total(record)}[{seconds - 1}s:1h]))"
 
 
+# the team's cost centre in each hour: the one of its namespaces' info series seen last in the hour (the namespace ->
+# team info, alicerce.emit.kube.kpi.join_rules), one per team (topk) whatever a change within the hour left
+HOUR_CENTER = "topk by (team) (1, max by (team, cost_center) (max_over_time(timestamp(alicerce:namespace_team:info)[1h:1m] offset 1ms)))"
+
+
+def _by_center(record: str, seconds: int) -> str:
+    """The month of a team's hourly ``record`` by the cost centre of each hour: a team whose costCenter changed within
+    the month is split at the hour it changed (review obsreview22 F7: the whole month went to whichever code
+    Prometheus returned last). An hour whose centre is not recorded keeps its figure, with no cost_center label."""
+    hour = hour_total(record)
+    booked = f"{hour} + on (team) group_left (cost_center) (0 * {HOUR_CENTER}) or on (site, team) {hour}"
+    return f"sum by (site, team, cost_center) (sum_over_time(({booked})[{seconds - 1}s:1h]))"
+
+
 def queries(start: datetime.datetime, end: datetime.datetime) -> dict[str, str]:
     seconds = int((end - start).total_seconds())
-    team, workload, run = "site, team", "site, namespace, workload", "site, namespace, team, cost_center, run_kind, run, run_uid"
+    workload, run = "site, namespace, workload", "site, namespace, team, cost_center, run_kind, run, run_uid"
     return {
         # each hour's figure as the cost rules integrate it minute by minute (alicerce.emit.kube.costs): a job that
-        # ran between two hour marks counts, which reading the rates at the marks missed
-        "spend": _over_month(TEAM_HOUR, team, seconds),
-        "allocated": _over_month(ALLOCATED_HOUR, team, seconds),
-        "used": _over_month(USED_HOUR, team, seconds),
-        "cost_center": f"max by (team, cost_center) (last_over_time(alicerce:namespace_team:info[{seconds}s]))",
+        # ran between two hour marks counts, which reading the rates at the marks missed; by the hour's cost centre
+        "spend": _by_center(TEAM_HOUR, seconds),
+        "allocated": _by_center(ALLOCATED_HOUR, seconds),
+        "used": _by_center(USED_HOUR, seconds),
         "workload_spend": _over_month(WORKLOAD_HOUR, workload, seconds),
         "tokens": _over_month(TOKENS_HOUR, workload, seconds),
         # each training run's hours in the month (a run that spans two months is in both, each with its own hours)
@@ -185,16 +198,17 @@ def export(base: str, month: str, partial: bool = False, now: datetime.datetime 
     open_until = last.isoformat().replace("+00:00", "Z") if last < end else None
     if held or not expected:  # nothing held at all: the cost series below say whether this is alicerce's Prometheus
         _refuse_partial(base, month, missing, open_until, partial)
-    spend = _values(_query(base, q["spend"], at), "site", "team")
-    allocated = _values(_query(base, q["allocated"], at), "site", "team")
-    used = _values(_query(base, q["used"], at), "site", "team")
-    centers = {key[0]: key[1] for key in _values(_query(base, q["cost_center"], at), "team", "cost_center")}
+    # a row per team and cost centre: a team whose costCenter changed within the month has one for each
+    spend = _values(_query(base, q["spend"], at), "site", "team", "cost_center")
+    allocated = _values(_query(base, q["allocated"], at), "site", "team", "cost_center")
+    used = _values(_query(base, q["used"], at), "site", "team", "cost_center")
     teams = []
-    for site, team in sorted(set(spend) | set(allocated) | set(used)):
-        usd, busy = spend.get((site, team), 0.0), used.get((site, team), 0.0)
+    for key in sorted(set(spend) | set(allocated) | set(used)):
+        usd, busy = spend.get(key, 0.0), used.get(key, 0.0)
+        site, team, center = key
         teams.append({
-            "month": month, "site": site, "team": team, "costCenter": centers.get(team, ""),
-            "gpuHoursAllocated": round(allocated.get((site, team), 0.0), 3), "gpuHoursUsed": round(busy, 3),
+            "month": month, "site": site, "team": team, "costCenter": center,
+            "gpuHoursAllocated": round(allocated.get(key, 0.0), 3), "gpuHoursUsed": round(busy, 3),
             "spendUsd": _money(usd), "usdPerUsedGpuHour": _ratio(usd, busy),
         })  # fmt: skip
     workload_spend = _values(_query(base, q["workload_spend"], at), "site", "namespace", "workload")

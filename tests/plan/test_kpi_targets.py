@@ -29,15 +29,23 @@ def test_the_plan_derives_kpi_targets_from_slos_budgets_and_its_forecast() -> No
     assert targets[("team:kueue_admission_wait_seconds:p95", "research")].target == 20480
     # per site, each against what that site's Prometheus watches (review obsreview7 G2): shares of the budget that add
     # up to it (review obsreview9 F12: each site watching the budget less the others' spend summed to $1.56M)
-    at = {site: targets[("team:gpu_cost_usd:sum30d", f"research at {site}")].target for site in ("aws", "dc1")}
+    # the calendar month, as the budget alerts and the guard count (review obsreview22 F2: a trailing 30 days)
+    at = {site: targets[("team:gpu_cost_usd:sum_month", f"research at {site}")].target for site in ("aws", "dc1")}
     assert abs(at["aws"] + at["dc1"] - 900_000) < 1
     onprem = next(p for p in plan.pools if p.name == "onprem-h100")
     assert targets[("pool:gpu_effective_utilization:ratio", "onprem-h100")].target == onprem.utilization
     assert ("workload:usd_per_million_tokens:ratio", "embed-batch") not in targets  # batch jobs are not scraped as servers
     assert targets[("TrainingCheckpointStall", "training")].target == 0.05 * 7200
-    # what one run costs at the pool's billed rate, which the live run cost records charge (obsreview12 F5)
+    # what one run costs at the pool's billed rate, which the live run cost records charge (obsreview12 F5); a run
+    # longer than the record's 30 days per 30 days of it: llm-pretrain's whole $726k (59 days) was held against a record
+    # that cannot pass $369k (review obsreview22 F2)
     pretrain = next(w for w in plan.workloads if w.name == "llm-pretrain")
-    assert targets[("run:gpu_cost_usd:sum30d", "a run of llm-pretrain")].target == pretrain.showback_usd
+    ft = next(w for w in plan.workloads if w.name == "code-assistant-ft")
+    assert pretrain.showback_usd and pretrain.wall_clock_days and pretrain.wall_clock_days > 30
+    run = targets[("run:gpu_cost_usd:sum30d", "a run of llm-pretrain")]
+    assert abs(run.target - pretrain.showback_usd * 30 / pretrain.wall_clock_days) < 0.01 and "per 30 days" in run.source
+    assert ft.wall_clock_days and ft.wall_clock_days < 30
+    assert targets[("run:gpu_cost_usd:sum30d", "a run of code-assistant-ft")].target == ft.showback_usd
     # every KPI is a series (or alert) the generated rules at some site produce
     produced = {r.get("record") or r.get("alert") for site in ("aws", "dc1") for g in rule_groups(rp, site) for r in g["rules"]}
     assert {k.kpi for k in plan.kpi_targets} <= produced
@@ -47,11 +55,11 @@ def test_plan_prints_them_and_its_json_carries_them() -> None:
     runner = CliRunner()
     text = runner.invoke(build_app(), ["plan", "--env", "prod", str(ROOT / "platform.yaml")])
     assert text.exit_code == 0, text.output
-    assert "KPI targets" in text.output and "team:gpu_cost_usd:sum30d" in text.output
+    assert "KPI targets" in text.output and "team:gpu_cost_usd:sum_month" in text.output
     done = runner.invoke(build_app(), ["plan", "--env", "prod", "--format", "json", str(ROOT / "platform.yaml")])
     assert done.exit_code == 0, done.output
     kpis = json.loads(done.output)["kpiTargets"]
-    budget = next(k for k in kpis if k["kpi"] == "team:gpu_cost_usd:sum30d" and k["subject"] == "research at dc1")
+    budget = next(k for k in kpis if k["kpi"] == "team:gpu_cost_usd:sum_month" and k["subject"] == "research at dc1")
     assert budget["unit"] == "USD" and budget["source"] == (
         "tenancy.teams budget: this site's share (its sites' shares add up to it); recorded hourly: read its last value"
     )  # review obsreview15 F7: an instant query finds the hourly record only in the minutes after it

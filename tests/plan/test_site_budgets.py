@@ -140,3 +140,22 @@ def test_a_run_of_some_hours_a_day_fills_those_hours_of_its_busiest_month() -> N
                   hours_per_day=12.0)  # fmt: skip
     assert peak_month_gpu_hours(run, 8, 730) == 8 * 31 * 12
     assert busy_gpu_hours(replace(run, runs_per_quarter=None), 8, 730) == 8 * 730 / 2
+
+
+def test_a_budget_that_stops_admitting_on_a_team_that_serves_warns() -> None:
+    """Review obsreview22 F13: the guard holds the team's whole ClusterQueue, and Kueue admits each pod of a
+    Deployment as a workload of its own: a held team that serves admits no replacement replica (a rollout, a lost
+    node, a scale-up) until the next month. The reference platform's serving team budgets with alerts only: quiet;
+    the same team with stopAdmitting: PL345, naming its service and the spec path to change."""
+    assert not [f for f in plan_platform(research_at_both_sites()[0], today=TODAY).findings if f.check == "PL345"]
+    text = (ROOT / "platform.yaml").read_text()
+    serving = "      costCenter: CC-4413\n"
+    assert serving in text
+    text = text.replace(serving, serving + "      budget: {monthlyUsd: 200000, onExhausted: stopAdmitting}\n")
+    rp = validated(load_text(text, "platform.yaml"), "prod")
+    found = [f for f in plan_platform(rp, today=TODAY).findings if f.check == "PL345"]
+    assert [f.subject for f in found] == ["serving"]
+    index = next(t.index for t in rp.teams if t.name == "serving")
+    assert "chat-70b" in found[0].message and f"tenancy.teams[{index}].budget.onExhausted: alert" in found[0].message
+    text = text.replace("budget: {monthlyUsd: 200000, onExhausted: stopAdmitting}", "budget: {monthlyUsd: 200000}")
+    assert not [f for f in plan_platform(validated(load_text(text, "platform.yaml"), "prod"), today=TODAY).findings if f.check == "PL345"]

@@ -57,6 +57,12 @@ def test_the_audit_bucket_is_encrypted_versioned_retained_and_written_only_by_th
         r for r in result.of_type("aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration") if r.name == "aws-audit-bucket"
     )
     assert lifecycle.inputs["rules"][0]["expiration"]["days"] == days
+    # kept for the retention before it expires: no log file or version deleted before then (review obsreview22 F9)
+    lock = next(
+        r for r in result.of_type("aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration") if r.name == "aws-audit-bucket"
+    )
+    assert lock.inputs["objectLockEnabled"] == "Enabled" and lock.inputs["rule"]["defaultRetention"] == {"mode": "GOVERNANCE", "days": days}
+    assert "aws-audit-bucket" in lock.depends_on  # after versioning is on
     policy = json.loads(
         next(r for r in result.of_type("aws:s3/bucketPolicy:BucketPolicy") if r.name == "aws-audit-bucket").inputs["policy"]
     )

@@ -835,7 +835,10 @@ def test_an_object_tiers_retention_is_a_minimum_before_it_is_an_expiry(prod: Any
     """S3 user guide, "Locking objects with Object Lock": a default retention keeps every new object version from
     deletion or overwrite for the period (governance mode); the lifecycle rule expires it afterwards."""
     _, result = prod
-    (lock,) = result.of_type("aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration")
+    # the tiers' (the audit bucket's: tests/pulumi/test_audit.py)
+    (lock,) = [
+        r for r in result.of_type("aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration") if r.name != "aws-audit-bucket"
+    ]
     assert lock.name == "aws-storage-data-lake" and lock.inputs["objectLockEnabled"] == "Enabled"
     assert lock.inputs["rule"]["defaultRetention"] == {"mode": "GOVERNANCE", "days": 730}  # data-lake retention: 730d
     assert "aws-storage-data-lake" in lock.depends_on  # after versioning is on

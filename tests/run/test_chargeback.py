@@ -179,3 +179,28 @@ def test_mistakes_are_one_line_errors_with_exit_code_2(tmp_path: Path) -> None:
         done = runner.invoke(build_app(), argv)
         assert done.exit_code == 2 and said in done.stderr and "Traceback" not in done.output, (args, done.output)
         assert "s3cret" not in done.output
+
+
+@needs_prometheus
+def test_a_team_whose_cost_centre_changed_within_the_month_is_split_at_the_hour(tmp_path: Path) -> None:
+    """Review obsreview22 F7: the team's row took the whole month under whichever of its two codes Prometheus returned
+    last. research moves from CC-4411 to CC-5000 at 05:00 on the 10th, halfway through its 10 hours: each code gets
+    its 5 hours ($120, 40 GPU-hours allocated, 30 used); serving, unchanged, keeps one row."""
+    series = tsdb()
+    info = "alicerce:namespace_team:info"
+    old = f'{info}{{cost_center="CC-4411",namespace="research",site="aws",team="research"}}'
+    new = f'{info}{{cost_center="CC-5000",namespace="research",site="aws",team="research"}}'
+    series[new] = [(t, v) for t, v in series[old] if t >= at("2025-03-10T05:00")]
+    series[old] = [(t, v) for t, v in series[old] if t < at("2025-03-10T05:00")]
+    runner = CliRunner()
+    with prometheus_server(series, tmp_path) as url:
+        done = runner.invoke(build_app(), ["costs", "--prometheus", url, "--month", "2025-03", "--format", "json"])
+    assert done.exit_code == 0, done.output
+    rows = {
+        (r["team"], r["costCenter"]): (r["spendUsd"], r["gpuHoursAllocated"], r["gpuHoursUsed"]) for r in json.loads(done.stdout)["teams"]
+    }
+    assert rows == {
+        ("research", "CC-4411"): (120.0, 40.0, 30.0),
+        ("research", "CC-5000"): (120.0, 40.0, 30.0),
+        ("serving", "CC-4410"): (24.0, 12.0, 12.0),
+    }

@@ -4,8 +4,8 @@ The price of a GPU-hour of each pool is the plan's (``alicerce plan``: the node 
 month over its installed GPU-hours on-prem, PoolPlan.billed_usd_per_gpu_hour), written into a static series; the live side is what
 pods hold (``pod:gpus_allocated:sum``, in physical GPUs). Allocated GPUs are what a team pays for, whether busy or
 not: the cost of a used GPU-hour is that spend over the busy GPU-hours. Budgets are monthly; spend is compared over
-the calendar month so far (UTC, as the budget guard and `alicerce costs` count it) and as the month the current rate
-would cost.
+the calendar month so far (UTC, as the budget guard and `alicerce costs` count it) and as the month the trailing
+week's pace would cost.
 """
 
 from __future__ import annotations
@@ -20,6 +20,9 @@ from alicerce.resolve.namespaces import MONITORING_NAMESPACE
 PRICE = "alicerce:pool_usd_per_gpu_hour:price"
 TEAM_COST = "team:gpu_cost_usd:rate1h"  # USD per hour the team's running pods cost now
 TEAM_30D = "team:gpu_cost_usd:sum30d"
+# what the team's pods cost over the trailing 7 days (hour marks): the pace the month's projection extrapolates
+TEAM_7D = "team:gpu_cost_usd:sum7d"
+PACE_HOURS = 7 * 24
 # USD the team's pods cost in this clock hour (UTC) so far, minute by minute. The name is that of the trailing-hour
 # record it replaced, kept so the month of an upgrade still reads its earlier hours: an old sample at hh:59 is the
 # trailing hour that ends then, that clock hour to within a minute
@@ -84,6 +87,7 @@ def hour_mark_rules() -> list[dict[str, Any]]:
         {"record": TEAM_MONTH, "expr": month_to_date(hour_total(TEAM_HOUR))},
         # trailing 30 days: the hours' costs summed at the hour marks (whatever the evaluation time, each hour once)
         {"record": TEAM_30D, "expr": f"sum_over_time({hour_total(TEAM_HOUR)}[30d:1h])"},
+        {"record": TEAM_7D, "expr": f"sum_over_time({hour_total(TEAM_HOUR)}[{PACE_HOURS}h:1h])"},
         # cost per training run from the live metrics, beside the plan's estimate: each run's hours (issue 24 item 3;
         # review obsreview12 F5: only the plan said what a run cost)
         {"record": RUN_30D, "expr": f"sum_over_time({hour_total(RUN_HOUR)}[30d:1h])"},
@@ -207,23 +211,30 @@ def _spend_alerts(name: str, budget_usd: float, usd: float, percents: list[int],
                          f"Team {name} has spent {percent}% of its ${usd:,.0f} monthly GPU budget{where}",
                          "This month's GPU spend at the plan's prices (team:gpu_cost_usd:sum_month) is past it. Ask the "
                          "team to stop idle work (GPUIdleWhileAllocated) or raise the budget; see `alicerce plan`."))  # fmt: skip
-    # the month so far plus the current rate over the hours the calendar month has left (UTC, as the budgets count):
-    # "the rate for 720 hours" was quiet on the 20th with 95% spent and fired on the 31st with nothing spent
-    # (review obsreview3 DEFECT I)
+    # the month so far plus the trailing week's average rate over the hours the calendar month has left (UTC, as the
+    # budgets count): "the rate for 720 hours" was quiet on the 20th with 95% spent and fired on the 31st with nothing
+    # spent (review obsreview3 DEFECT I). The pace is a week's, not the current rate: training is bursty (a run at full
+    # quota, then evaluation, then nothing), and the current rate x every hour left called one 8-hour job on the 2nd,
+    # 1.7% of the share, "on course to overrun" (review obsreview22 F4). A week spans the month's start (the 1st reads
+    # last month's pace, not one job's) and a steady overspend moves it within days; a Prometheus with under a week of
+    # samples reads a slower pace until it has one
     so_far = f"({month_spent(team)} or 0 * {TEAM_COST}{{{team}}})"
-    projected = f'{so_far} + {TEAM_COST}{{team="{name}"}} * on () group_left () {HOURS_LEFT}'
+    pace = f"({settled(f'{TEAM_7D}{{{team}}}')} or 0 * {TEAM_COST}{{{team}}}) / {PACE_HOURS}"
+    projected = f"{so_far} + {pace} * on () group_left () {HOURS_LEFT}"
     out.append(Alert(budget_alert_name(name, None), f"{projected} > {usd:.6g}", "6h", "warning",
                      f"Team {name} is on course to overrun its ${usd:,.0f} monthly GPU budget{where}",
-                     "This month's spend so far and the current rate over the hours it has left cost more than the "
-                     "budget: check what the team's running pods hold (team:gpus_allocated:sum) against what they use "
-                     "(team:gpus_busy:sum)."))  # fmt: skip
+                     "This month's spend so far and the trailing 7 days' average spend rate (team:gpu_cost_usd:sum7d / 168) "
+                     "over the hours the month has left cost more than the budget: check what the team's pods hold "
+                     "(team:gpus_allocated:sum) against what they use (team:gpus_busy:sum)."))  # fmt: skip
     return out
 
 
-def _nothing_left(name: str, budget_usd: float, percent: int, team: str) -> Alert:
+def _nothing_left(name: str, budget_usd: float, percent: int | None, team: str) -> Alert:
     """A site whose share is $0 (the plan puts the team's months and priced quota at its other sites, or they take the
     whole budget: PL334): any spend here is over it, said once (under the highest threshold's name), where thresholds
-    of $0 said "100% of its $0 budget" as often as they were declared."""
+    of $0 said "100% of its $0 budget" as often as they were declared. A budget with no thresholds (``alertAtPercent:
+    []``: the projection only) names it as its projection (``percent`` None): at a $0 share any spend is on course to
+    overrun it (generate crashed on max() of no thresholds; review obsreview22 F5)."""
     return Alert(budget_alert_name(name, percent), f"{month_spent(team)} > 0", "1h", "warning",
                  f"Team {name} spends GPU money at this site, where its ${budget_usd:,.0f} budget leaves none",
                  "The plan gives this site $0 of the team's budget (`alicerce plan`: its planned months and priced quota are "
@@ -233,7 +244,7 @@ def _nothing_left(name: str, budget_usd: float, percent: int, team: str) -> Aler
 
 def budget_alerts(rp: ResolvedPlatform, site_name: str, shares: dict[str, float]) -> list[Alert]:
     """An alert at each of a team's budget thresholds on its GPU spend this calendar month, and one when the month so far
-    and the current rate would overrun the budget by its end; ``shares``: team -> the part of its budget spent at this
+    and the trailing week's pace would overrun the budget by its end; ``shares``: team -> the part of its budget spent at this
     site."""
     out = []
     by_name = {t.name: t for t in rp.teams}
@@ -246,7 +257,7 @@ def budget_alerts(rp: ResolvedPlatform, site_name: str, shares: dict[str, float]
         out += (
             _spend_alerts(name, budget.monthly_usd, usd, sorted(set(budget.alert_at_percent)), team)
             if usd
-            else [_nothing_left(name, budget.monthly_usd, max(budget.alert_at_percent), team)]
+            else [_nothing_left(name, budget.monthly_usd, max(budget.alert_at_percent, default=None), team)]
         )
         if budget.on_exhausted == "stopAdmitting":
             # the guard reads this series; without it it holds nothing and releases nothing (budget_guard.run)

@@ -1,5 +1,6 @@
 """The audit trail of an AWS site: CloudTrail management events and S3 data events on the data and model buckets,
-delivered to an encrypted, versioned bucket kept for the audit retention.
+delivered to an encrypted, versioned bucket that keeps every log file for the audit retention (Object Lock) and then
+expires it.
 
 The bucket policy is CloudTrail's documented one (CloudTrail user guide, "Amazon S3 bucket policy for
 CloudTrail"): GetBucketAcl and PutObject under AWSLogs/<account>/ for cloudtrail.amazonaws.com, bound to this
@@ -113,8 +114,25 @@ class AuditTrail(Component):
         tags = named(args.tags, args.bucket, **{"alicerce.dev/purpose": "audit"})
         # the audit record outlives a stack removal: Pulumi refuses to delete it
         bucket = aws.s3.Bucket(f"{name}-bucket", bucket=args.bucket, force_destroy=False, tags=tags, opts=self.child(protect=True))
-        private_bucket(self, f"{name}-bucket", bucket, versioning=True)
+        versioning = private_bucket(self, f"{name}-bucket", bucket, versioning=True)
         encrypt_bucket(self, f"{name}-bucket", bucket, args.kms_key_arn)
+        # the retention is a minimum before it is an expiry, as for the object tiers (storage.py): without it anyone
+        # with s3:DeleteObjectVersion (an admin, the deployer, a stolen role) removed log files and their versions at
+        # once, and log-file validation only said afterwards that they were gone (review obsreview22 F9). Object Lock
+        # default retention (S3 user guide "Locking objects with Object Lock"; on an existing bucket once versioning
+        # is on: pulumi-aws 7.51.1 s3.BucketObjectLockConfiguration, "new and existing buckets"). GOVERNANCE as the
+        # tiers: the spec sets no audit lock mode, and COMPLIANCE lets no one, the account root included, delete a file
+        # or shorten a retention set too long; governance leaves that to s3:BypassGovernanceRetention. The bucket is
+        # not a server access log destination, which Object Lock would forbid (it sends its own to the log bucket)
+        aws.s3.BucketObjectLockConfiguration(
+            f"{name}-bucket",
+            bucket=bucket.id,
+            object_lock_enabled="Enabled",
+            rule=aws.s3.BucketObjectLockConfigurationRuleArgs(
+                default_retention=aws.s3.BucketObjectLockConfigurationRuleDefaultRetentionArgs(mode="GOVERNANCE", days=args.retention_days)
+            ),
+            opts=self.child(depends_on=[versioning]),
+        )
         aws.s3.BucketLifecycleConfiguration(
             f"{name}-bucket",
             bucket=bucket.id,
