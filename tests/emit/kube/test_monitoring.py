@@ -738,7 +738,7 @@ def test_unrelated_alerts_without_a_namespace_are_separate_notifications() -> No
     rp = platform("prod")
     route = monitoring_values(rp, rp.site("aws"))["alertmanager"]["config"]["route"]
     # inherited from the root, but for the alerts an outage raises on many nodes (the next test)
-    assert [r["group_by"] for r in route["routes"] if "group_by" in r] == [["alertname", "pool", "tier"]]
+    assert [r["group_by"] for r in route["routes"] if "group_by" in r] == [["environment", "site", "alertname", "pool", "tier"]]
     alerts = [
         {"alertname": "GPUCriticalXid", "Hostname": "ip-10-0-1-1", "gpu": "0"},
         {"alertname": "GPUCriticalXid", "Hostname": "ip-10-0-1-2", "gpu": "3"},
@@ -751,6 +751,43 @@ def test_unrelated_alerts_without_a_namespace_are_separate_notifications() -> No
     assert all(r["group_by"] == route["group_by"] for a in alerts for r in _delivered(route["routes"], a, route))
     # two GPUs of one node failing together are one incident
     assert tuple({"alertname": "GPUCriticalXid", "Hostname": "ip-10-0-1-1", "gpu": "5"}.get(x, "") for x in route["group_by"]) in keys
+
+
+def _group_keys(route: dict[str, Any], labels: dict[str, str]) -> set[tuple[str, tuple[tuple[str, str], ...]]]:
+    """Alertmanager's group keys of one alert (v0.34.0 dispatch/dispatch.go GroupKey: the route's path, then the values
+    of its group_by labels the alert carries); PagerDuty's dedup_key is its hash (notify/pagerduty/pagerduty.go)."""
+    return {
+        (r["receiver"], tuple((k, labels[k]) for k in sorted(r["group_by"]) if labels.get(k)))
+        for r in _delivered(route["routes"], labels, route)
+    }
+
+
+def test_one_alert_at_two_sites_is_two_pagerduty_alerts_not_one() -> None:
+    """Review obsreview22 F3: both sites' route trees are the same, so an alert of one name (the chart's KubeAPIDown,
+    alicerce's KubeStateMetricsAbsent, a serving team's burn at two sites, a rack outage) had one group key at both
+    Alertmanagers: one PagerDuty dedup_key, and one site's resolve closed the other's page. Each Prometheus now labels
+    its alerts with its site and environment (external labels, which it adds to every alert it sends), and every route
+    groups by them."""
+    prod, dev = platform("prod"), platform("dev")
+    facts = load("kube-prometheus-stack", "88.5.3", "values.json")
+    assert facts["prometheus.prometheusSpec.externalLabels"] == "map"
+    fired = [
+        {"alertname": "KubeAPIDown", "severity": "critical"},
+        {"alertname": "KubeStateMetricsAbsent", "severity": "critical"},
+        {"alertname": "SLOChatLatencyBurnFast", "severity": "critical", "team": "serving"},
+        {"alertname": "DCGMExporterDown", "severity": "warning", "pool": "gpu"},
+    ]
+    for alert in fired:
+        keys = []
+        for rp, site in ((prod, "aws"), (prod, "dc1"), (dev, "aws")):
+            values = monitoring_values(rp, rp.site(site))
+            stamped = {**values["prometheus"]["prometheusSpec"]["externalLabels"], **alert}
+            key = _group_keys(values["alertmanager"]["config"]["route"], stamped)
+            assert key and any(r == "oncall" for r, _ in key) == (alert["severity"] == "critical"), (site, key)
+            keys.append(key)
+        assert all(not (a & b) for i, a in enumerate(keys) for b in keys[i + 1 :]), (alert, keys)
+    # the platform label stays off the chart's alerts: the InfoInhibitor carve-out keys on it
+    assert set(monitoring_values(prod, prod.site("aws"))["prometheus"]["prometheusSpec"]["externalLabels"]) == {"site", "environment"}
 
 
 def test_a_rack_outage_is_one_notification_per_alert_and_pool_not_one_per_node() -> None:
