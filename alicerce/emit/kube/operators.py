@@ -296,9 +296,19 @@ ALERTMANAGER_SECRETS = "/etc/alertmanager/secrets"
 NULL_RECEIVER = "null"  # kube-prometheus-stack's default receiver, which drops what reaches it
 
 
-def _receiver(receiver: AlertReceiver) -> dict[str, Any]:
+def heartbeat_key(key: str, environment: str, site: str) -> str:
+    """The Secret key a heartbeat receiver reads at one site: its own dead man's switch. One URL for every site let the
+    live site's Watchdog keep the switch quiet while another site's Prometheus or Alertmanager was down, the very
+    failure the heartbeat is for (review obsreview22 F8). A key per environment and site (``url-prod-aws``) makes each
+    site read its own check; one Secret holding every site's keys may go to every cluster."""
+    return f"{key}-{environment}-{site}"
+
+
+def _receiver(receiver: AlertReceiver, rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any]:
     """One Alertmanager receiver; its credential is read from the mounted Secret (the *_file fields), never inlined."""
-    file = f"{ALERTMANAGER_SECRETS}/{receiver.secret.name}/{receiver.secret.key}" if receiver.secret else None
+    secret = receiver.secret
+    key = secret and (heartbeat_key(secret.key, rp.environment, site.name) if receiver.heartbeat else secret.key)
+    file = f"{ALERTMANAGER_SECRETS}/{secret.name}/{key}" if secret else None
     config: dict[str, Any] = {"send_resolved": True}
     if receiver.kind == "slack":
         config |= {"api_url_file": file} | ({"channel": receiver.channel} if receiver.channel else {})
@@ -381,7 +391,7 @@ def alertmanager_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
         "alertmanager": {
             "config": {
                 "route": {"group_by": list(ALERT_GROUP_BY), "routes": [*first, outages, *routes]},
-                "receivers": [{"name": NULL_RECEIVER}] + [_receiver(r) for r in receivers],
+                "receivers": [{"name": NULL_RECEIVER}] + [_receiver(r, rp, site) for r in receivers],
                 "inhibit_rules": _inhibit_rules(rp),
             },
             "alertmanagerSpec": {"secrets": secrets} if secrets else {},

@@ -702,6 +702,31 @@ def test_every_alert_reaches_a_receiver_and_no_credential_is_inlined() -> None:
         assert {r["name"] for r in am["config"]["receivers"]} == {"null", "oncall", "ml-platform", "heartbeat"}
 
 
+def test_each_site_pings_its_own_dead_mans_switch() -> None:
+    """Review obsreview22 F8: every site's heartbeat read the same key of the same Secret name, so with one URL there (what
+    one declared receiver invited) the live site's Watchdog kept the switch quiet while the other site's Prometheus or
+    Alertmanager was down. Each environment's site reads a key of its own: no two can share a check unless the operator
+    writes one URL under two keys."""
+    targets = {}
+    for env, site in (("prod", "aws"), ("prod", "dc1"), ("dev", "aws")):
+        rp = platform(env)
+        am = monitoring_values(rp, rp.site(site))["alertmanager"]
+        beat = next(r for r in am["config"]["receivers"] if r["name"] == "heartbeat")
+        targets[env, site] = beat["webhook_configs"][0]["url_file"]
+        assert "alertmanager-heartbeat" in am["alertmanagerSpec"]["secrets"]
+    assert targets == {
+        ("prod", "aws"): "/etc/alertmanager/secrets/alertmanager-heartbeat/url-prod-aws",
+        ("prod", "dc1"): "/etc/alertmanager/secrets/alertmanager-heartbeat/url-prod-dc1",
+        ("dev", "aws"): "/etc/alertmanager/secrets/alertmanager-heartbeat/url-dev-aws",
+    }
+    # the alerts' own receivers keep the declared key: one pager for every site is right
+    rp = platform("prod")
+    oncall = [next(r for r in monitoring_values(rp, rp.site(s))["alertmanager"]["config"]["receivers"] if r["name"] == "oncall")
+              for s in ("aws", "dc1")]  # fmt: skip
+    pager = "/etc/alertmanager/secrets/alertmanager-pagerduty/routing-key"
+    assert {o["pagerduty_configs"][0]["routing_key_file"] for o in oncall} == {pager}
+
+
 def test_a_latency_blip_warns_and_only_the_burn_rate_pages() -> None:
     """Review DEFECT 8: ten minutes of p99 above its threshold paged oncall (critical) at a burn rate of 1, a few
     hundredths of the month's error budget; the multi-window burn-rate alerts are what decides a page."""
