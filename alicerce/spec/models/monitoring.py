@@ -96,7 +96,8 @@ class AlertReceiver(SpecModel):
     teams: list[Name] = Field(default_factory=list, description="Only alerts from these teams' namespaces (default: every alert).")
     heartbeat: StrictBool = Field(
         default=False,
-        description="A dead man's switch (a heartbeat monitor's webhook, or PagerDuty's): it gets only Watchdog, the alert "
+        description="A dead man's switch (a webhook to a heartbeat check, which pages through your pager when the pings "
+        "stop; a PagerDuty routing key would open an incident for Watchdog at once, rule AL321): it gets only Watchdog, the alert "
         "that always fires, once a minute, and the service pages you when it stops coming (Prometheus, Alertmanager or "
         "their network down, which no alert can report). It gets no other alert. Each site reads its own check: the "
         "Secret's key is suffixed with the environment and site (key url: url-prod-aws, url-prod-dc1), so that a dead "
