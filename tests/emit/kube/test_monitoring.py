@@ -532,6 +532,29 @@ def test_slo_alerts_see_serving_pods_and_starved_queues(tmp_path: Path) -> None:
     run_promtool(rp, "aws", tests, tmp_path)
 
 
+@needs_promtool
+def test_the_gpu_utilization_slo_reads_the_platform_kpi_plan_targets(tmp_path: Path) -> None:
+    """Review obsreview22 F12: the SLO averaged raw DCGM_FI_DEV_GPU_UTIL, where a time-sliced GPU has a series per
+    holder pod besides its own and a MIG instance reads as a GPU: a node with one GPU held at 60% and one idle read
+    40%, not 30%. It reads the effective utilisation `alicerce plan` prints the SLO's target for."""
+    from alicerce.plan.kpi import kpi_targets
+
+    text = (ROOT / "platform.yaml").read_text()
+    slo = "    - {name: platform-use, kind: gpu-utilization, threshold: 0.35, objective: 90}\n"
+    rp = validated(load_text(text.replace("  slos:\n", "  slos:\n" + slo, 1), "platform.yaml"), "prod")
+    rule = rules_of(rp, "aws")["SLOPlatformUse"]
+    targets = [t for t in kpi_targets(rp, [], {}, {}) if t.source == "monitoring.slos platform-use"]
+    assert [(t.kpi, t.op, t.target) for t in targets] == [("site:gpu_effective_utilization:ratio", ">=", 0.35)]
+    assert rule["expr"] == f"{targets[0].kpi} < 0.35" and "DCGM" not in rule["expr"]
+    kpi = 'site:gpu_effective_utilization:ratio{site="aws"}'
+    fired = [expected(rule, {"site": "aws"}, "")]
+    for value, alerts in (("0.3", fired), ("0.4", [])):
+        (tmp_path / value).mkdir()
+        tests = [{"interval": "10m", "input_series": [{"series": kpi, "values": f"{value}x45"}],
+                  "alert_rule_test": [{"eval_time": "7h", "alertname": "SLOPlatformUse", "exp_alerts": alerts}]}]  # fmt: skip
+        run_promtool(rp, "aws", tests, tmp_path / value, every="10m")
+
+
 def test_every_gpu_pool_gets_a_missing_gpu_alert_with_its_count() -> None:
     rp = platform("prod")
     rules = rules_of(rp, "dc1")
