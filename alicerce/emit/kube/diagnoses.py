@@ -267,7 +267,9 @@ def slo_burn(rp: ResolvedPlatform, site: ResolvedSite) -> tuple[list[dict[str, A
         budget = slo.error_budget
         burn = functools.partial(_burn, slo.name, budget, _intervals_per_request(slo, workload))
 
-        stated = f"{budget:.3g} of requests may miss it" if slo.kind == "availability" else f"{budget:.3g} of them may be slower"
+        stated = f"{budget:.3g} of them may be slower"
+        if slo.kind == "availability":  # the engine's count: a failure in front of it reaches no engine (obsreview22 F11)
+            stated = f"{budget:.3g} of requests may fail, as the serving engine counts them: a gateway's errors are not in it"
         if slo.kind == "inference-latency":  # the objective sets the budget, the percentile the 5-minute alert
             stated = f"{slo.objective:g}% of requests under {slo.threshold * 1000:g} ms over 30 days: {stated}"
 

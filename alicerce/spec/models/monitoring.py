@@ -40,7 +40,9 @@ class Slo(SpecModel):
     threshold: Annotated[Duration | float, BeforeValidator(_threshold)] | None = Field(
         default=None,
         description="Latency or wait threshold (duration) or utilisation fraction: finite and greater than 0. An "
-        "availability SLO takes none: it counts the requests the serving pods answer with a server error.",
+        "availability SLO takes none: it counts the requests the serving pods answer with a server error, as the engine "
+        "counts them (vLLM's API server, Ray Serve's proxy): a failure in front of it (a gateway's timeout, a route to no "
+        "ready endpoint) reaches no engine and is not in it; the gateway's own SLO is its operator's.",
     )
     objective: float = Field(
         gt=0,

@@ -426,6 +426,25 @@ def test_a_latency_slo_s_objective_sets_its_burn_rate_thresholds(tmp_path: Path)
     assert any("AL360" in e and "monitoring.slos[0].objective" in e and "objective of 90%" in e for e in errors), errors
 
 
+def test_an_availability_slo_says_it_counts_at_the_engine() -> None:
+    """Review obsreview22 F11: an availability SLO counts what vLLM's API server (or Ray Serve's proxy) answers; a
+    gateway's timeout or a route to no ready endpoint reaches no engine. alicerce does not generate the gateway
+    (tenancy.ingress names the platform team's): the limit is stated in the alerts, the spec and the README."""
+    from alicerce.rules.validate import validated
+    from alicerce.spec.loader import load_text
+    from alicerce.spec.models.monitoring import Slo
+    from tests.conftest import ROOT
+
+    text = (ROOT / "platform.yaml").read_text()
+    slo = "    - {name: chat-up, kind: availability, workload: chat-70b, objective: 99.9}\n"
+    rules = rules_of(validated(load_text(text.replace("  slos:\n", "  slos:\n" + slo, 1), "p.yaml"), "prod"), "aws")
+    for name in ("SLOChatUpBurnFast", "SLOChatUpBurnSlow"):
+        assert "as the serving engine counts them: a gateway's errors are not in it" in rules[name]["annotations"]["description"]
+    assert "a gateway's" not in rules["SLOChatLatencyBurnFast"]["annotations"]["description"]
+    assert "reaches no engine" in str(Slo.model_fields["threshold"].description)
+    assert "reaches no engine and burns no budget" in (ROOT / "README.md").read_text()
+
+
 def test_diagnoses_and_burn_alerts_can_be_overridden_by_name() -> None:
     from alicerce.rules.validate import validated
     from alicerce.spec.loader import load_text
