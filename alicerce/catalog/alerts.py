@@ -608,7 +608,13 @@ NODE_OUTAGE_ALERTS = ("DCGMExporterDown", NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_
                       DCGM_XID_COUNTS_ABSENT, "StorageTierUnreadable", "StorageCountersMissing", "StorageCountersStale",
                       EFA_COUNTERS_MISSING, EFA_COUNTERS_STALE, EFA_LINK_RATE_MISSING,
                       FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, FABRIC_COUNTERS_SATURATED)  # fmt: skip
-NODE_OUTAGE_GROUP_BY = ("alertname", "pool", "tier")
+# Which Prometheus an alert came from: each site's Prometheus adds these to every alert it sends (its external labels,
+# alicerce.emit.kube.operators), and every route groups by them. Alertmanager's group key is the route's path plus the
+# group_by labels' values (v0.34.0 dispatch/dispatch.go GroupKey, dispatch/route.go Key), and PagerDuty's dedup_key that
+# key's hash (notify/pagerduty/pagerduty.go `DedupKey: key.Hash()`): two sites' identical route trees gave an alert
+# name at both one PagerDuty alert, and one site's resolve closed the other's open page (review obsreview22 F3).
+ALERT_SCOPE_LABELS = ("environment", "site")
+NODE_OUTAGE_GROUP_BY = (*ALERT_SCOPE_LABELS, "alertname", "pool", "tier")
 # Prometheus lacks the samples the month's spend starts with: retention deleted them, or its TSDB began again (alicerce.emit.kube.costs)
 COST_HISTORY_TRUNCATED = "CostHistoryTruncated"
 # a node left cordoned for days: the exporter and GPU alerts leave cordoned nodes out (in_service), so one forgotten

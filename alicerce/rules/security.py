@@ -273,8 +273,21 @@ def alert_receivers(ctx: RuleContext) -> Iterable[Finding]:
             yield Finding(
                 path.heartbeat,
                 f"heartbeat receiver {receiver.name} gets only Watchdog, every minute: it takes no severities or teams and is no mailbox",
-                "make it a webhook or pagerduty receiver without severities and teams, and keep a separate receiver for alerts",
+                "make it a webhook receiver without severities and teams, and keep a separate receiver for alerts",
                 True,
+            )
+        if receiver.heartbeat and receiver.kind == "pagerduty":
+            # Alertmanager sends PagerDuty a `trigger` for Watchdog and a `resolve` only when it resolves, which it never
+            # does (v0.34.0 notify/pagerduty/pagerduty.go): behind an Events API routing key that is one incident, open
+            # from install on. PagerDuty pages on a missing event only through Event Orchestration rules the operator
+            # builds (pagerduty.com prompt-library/heartbeat-event-monitoring), which nothing here can see (obsreview22 F10)
+            yield Finding(
+                path.kind,
+                f"heartbeat receiver {receiver.name} is a PagerDuty routing key: Watchdog always fires, so it opens an "
+                "incident at install that never resolves, and a missing heartbeat pages nobody",
+                "make it a webhook to a dead man's switch (a heartbeat check URL) that pages through PagerDuty when the "
+                "pings stop, or waive AL321 where the PagerDuty service's Event Orchestration turns missing events into alerts",
+                receiver.kind,
             )
 
 

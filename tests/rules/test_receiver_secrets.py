@@ -52,3 +52,17 @@ def test_sarif_redacts_secret_material_as_the_other_reports_do() -> None:
     document = render_sarif([error], "0.0.0")
     assert PAGERDUTY not in document and "T0AAAAAAA" not in document
     assert "<redacted>" in json.loads(document)["runs"][0]["results"][0]["message"]["text"]
+
+
+def test_a_pagerduty_heartbeat_is_refused_where_it_is_declared(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Review obsreview22 F10: Watchdog always fires and never resolves; a PagerDuty routing key opens an incident for it
+    at install, kept open, and nothing pages when it stops. A heartbeat is a webhook to a dead man's switch."""
+    text = (ROOT / "platform.yaml").read_text()
+    beat = "{name: heartbeat, kind: webhook, secret: {name: alertmanager-heartbeat, key: url}, heartbeat: true}"
+    assert beat in text
+    spec = tmp_path / "platform.yaml"
+    spec.write_text(text.replace(beat, beat.replace("kind: webhook", "kind: pagerduty")))
+    assert run(build_app(), ["validate", str(spec), "--format", "json"]) == 2
+    errors = json.loads(capsys.readouterr().out)["errors"]
+    assert [(e["rule"], e["path"]) for e in errors] == [("AL321", "monitoring.receivers[2].kind")], errors
+    assert errors[0]["line"] == text[: text.index(beat)].count("\n") + 1 and "never resolves" in errors[0]["message"]

@@ -211,7 +211,10 @@ def _slo_alert(slo: Slo, teams: dict[str, ResolvedTeam], workloads: dict[str, An
                      "in that time explains long waits, and keeps this quiet).", (("team", slo.team),))  # fmt: skip
     if slo.kind == "gpu-utilization":
         threshold = slo.limit
-        expr = f"avg(DCGM_FI_DEV_GPU_UTIL) < {threshold * 100:g}"
+        # the platform's effective utilisation (busy GPU-equivalents / installed GPUs, alicerce.emit.kube.kpi), the
+        # KPI `alicerce plan` prints this SLO's target for: a raw average of DCGM_FI_DEV_GPU_UTIL counted a time-sliced
+        # GPU again per holder pod and each MIG instance as a GPU (review obsreview22 F12)
+        expr = f"site:gpu_effective_utilization:ratio < {threshold:g}"
         return Alert(name, expr, "6h", "info", f"Platform GPU utilisation under {threshold:.0%}",
                      f"SLO {slo.name}: the platform is bigger than its workloads need; see `alicerce plan`.")  # fmt: skip
     return None

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from alicerce.catalog.alerts import NODE_OUTAGE_ALERTS, NODE_OUTAGE_GROUP_BY
+from alicerce.catalog.alerts import ALERT_SCOPE_LABELS, NODE_OUTAGE_ALERTS, NODE_OUTAGE_GROUP_BY
 from alicerce.emit.kube.cloud_metrics import exporter_values
 from alicerce.emit.kube.common import (
     GPU,
@@ -296,9 +296,19 @@ ALERTMANAGER_SECRETS = "/etc/alertmanager/secrets"
 NULL_RECEIVER = "null"  # kube-prometheus-stack's default receiver, which drops what reaches it
 
 
-def _receiver(receiver: AlertReceiver) -> dict[str, Any]:
+def heartbeat_key(key: str, environment: str, site: str) -> str:
+    """The Secret key a heartbeat receiver reads at one site: its own dead man's switch. One URL for every site let the
+    live site's Watchdog keep the switch quiet while another site's Prometheus or Alertmanager was down, the very
+    failure the heartbeat is for (review obsreview22 F8). A key per environment and site (``url-prod-aws``) makes each
+    site read its own check; one Secret holding every site's keys may go to every cluster."""
+    return f"{key}-{environment}-{site}"
+
+
+def _receiver(receiver: AlertReceiver, rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any]:
     """One Alertmanager receiver; its credential is read from the mounted Secret (the *_file fields), never inlined."""
-    file = f"{ALERTMANAGER_SECRETS}/{receiver.secret.name}/{receiver.secret.key}" if receiver.secret else None
+    secret = receiver.secret
+    key = secret and (heartbeat_key(secret.key, rp.environment, site.name) if receiver.heartbeat else secret.key)
+    file = f"{ALERTMANAGER_SECRETS}/{secret.name}/{key}" if secret else None
     config: dict[str, Any] = {"send_resolved": True}
     if receiver.kind == "slack":
         config |= {"api_url_file": file} | ({"channel": receiver.channel} if receiver.channel else {})
@@ -333,8 +343,17 @@ def _inhibit_rules(rp: ResolvedPlatform) -> list[dict[str, Any]]:
 # What makes two notifications separate incidents. The chart groups by namespace alone (values.yaml
 # alertmanager.config.route), and alicerce's GPU, SLO, budget and node alerts carry none: an XID on one node, a burn on
 # an SLO and a budget would share one group, one PagerDuty incident (its dedup key is the group key), resolved only
-# when all are (review DEFECT 11). Each alert name on each node, GPU host, pool, team or namespace is its own group.
-ALERT_GROUP_BY = ("alertname", "namespace", "team", "pool", "node", "Hostname")
+# when all are (review DEFECT 11). Each alert name on each node, GPU host, pool, team or namespace is its own group, and
+# each site's (ALERT_SCOPE_LABELS: one site's resolve no longer closes another's page).
+ALERT_GROUP_BY = (*ALERT_SCOPE_LABELS, "alertname", "namespace", "team", "pool", "node", "Hostname")
+
+
+def external_labels(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, str]:
+    """The labels the site's Prometheus adds to every alert it sends (prometheusSpec.externalLabels, kube-prometheus-
+    stack 88.5.3 values.yaml; the chart sets none): the chart's own alerts carry the site too. Not the platform label:
+    the InfoInhibitor carve-out (``platform != ...``) would then stop muting the chart's own info alerts."""
+    scope = {"environment": rp.environment, "site": site.name}
+    return {label: scope[label] for label in ALERT_SCOPE_LABELS}
 
 
 def alertmanager_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any]:
@@ -372,7 +391,7 @@ def alertmanager_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
         "alertmanager": {
             "config": {
                 "route": {"group_by": list(ALERT_GROUP_BY), "routes": [*first, outages, *routes]},
-                "receivers": [{"name": NULL_RECEIVER}] + [_receiver(r) for r in receivers],
+                "receivers": [{"name": NULL_RECEIVER}] + [_receiver(r, rp, site) for r in receivers],
                 "inhibit_rules": _inhibit_rules(rp),
             },
             "alertmanagerSpec": {"secrets": secrets} if secrets else {},
@@ -412,6 +431,8 @@ def monitoring_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any
         "podMonitorSelectorNilUsesHelmValues": False,
         "ruleSelectorNilUsesHelmValues": False,
         "scrapeConfigSelectorNilUsesHelmValues": False,
+        # which site and environment an alert comes from, in its Alertmanager group key (ALERT_GROUP_BY)
+        "externalLabels": external_labels(rp, site),
     }
     values: dict[str, Any] = {
         "prometheus": {"prometheusSpec": prometheus},

@@ -40,7 +40,9 @@ class Slo(SpecModel):
     threshold: Annotated[Duration | float, BeforeValidator(_threshold)] | None = Field(
         default=None,
         description="Latency or wait threshold (duration) or utilisation fraction: finite and greater than 0. An "
-        "availability SLO takes none: it counts the requests the serving pods answer with a server error.",
+        "availability SLO takes none: it counts the requests the serving pods answer with a server error, as the engine "
+        "counts them (vLLM's API server, Ray Serve's proxy): a failure in front of it (a gateway's timeout, a route to no "
+        "ready endpoint) reaches no engine and is not in it; the gateway's own SLO is its operator's.",
     )
     objective: float = Field(
         gt=0,
@@ -96,9 +98,12 @@ class AlertReceiver(SpecModel):
     teams: list[Name] = Field(default_factory=list, description="Only alerts from these teams' namespaces (default: every alert).")
     heartbeat: StrictBool = Field(
         default=False,
-        description="A dead man's switch (a heartbeat monitor's webhook, or PagerDuty's): it gets only Watchdog, the alert "
+        description="A dead man's switch (a webhook to a heartbeat check, which pages through your pager when the pings "
+        "stop; a PagerDuty routing key would open an incident for Watchdog at once, rule AL321): it gets only Watchdog, the alert "
         "that always fires, once a minute, and the service pages you when it stops coming (Prometheus, Alertmanager or "
-        "their network down, which no alert can report). It gets no other alert.",
+        "their network down, which no alert can report). It gets no other alert. Each site reads its own check: the "
+        "Secret's key is suffixed with the environment and site (key url: url-prod-aws, url-prod-dc1), so that a dead "
+        "site is noticed while another still pings; give each a URL of its own.",
     )
 
 

@@ -13,12 +13,15 @@ import yaml
 
 from alicerce.emit.kube.dashboards import dashboards
 from alicerce.emit.kube.monitoring import DASHBOARD_NAME, monitoring_objects, rule_groups
+from alicerce.resolve.model import ResolvedPlatform
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_file
 from tests.conftest import ROOT
+from tests.emit.kube.labels import record_labels, unlabelled
 from tests.emit.kube.scrape import dcgm_series, series
 from tests.emit.kube.series import recorded, unproduced
 from tests.emit.kube.test_monitoring import dcgm_scraped, needs_promtool, platform, run_promtool
+from tests.emit.kube.upstream import load
 
 
 def queries(board: dict[str, Any]) -> list[str]:
@@ -32,12 +35,26 @@ def queries(board: dict[str, Any]) -> list[str]:
     return [e.replace("$team", "research").replace("$workload", "chat-70b") for e in exprs]
 
 
+def series_labels(rp: ResolvedPlatform, site: str, groups: list[dict[str, Any]]) -> dict[str, frozenset[str] | None]:
+    """The labels each series may carry: dcgm-exporter's as stored under the site's ServiceMonitor (a holder pod's too,
+    and the labels its optional counters add), and each record's, from its rule. Other exporters' are not vendored:
+    any label passes on them."""
+    facts = load("dcgm-exporter", "4.5.3-4.8.2", "counters.json")
+    dcgm = frozenset(dcgm_scraped(rp, site, dcgm_series("gpu-host", 0, ("pod", "namespace", "container"))))
+    exporters: dict[str, frozenset[str] | None] = dict.fromkeys(facts["counters"], dcgm)
+    exporters |= {name: dcgm | set(fact.get("labels_added", ())) for name, fact in facts["optional"].items()}
+    return {**exporters, **record_labels(groups, exporters)}
+
+
 @pytest.mark.parametrize(("env", "site"), [("prod", "aws"), ("prod", "dc1"), ("dev", "aws")])
 def test_every_panel_reads_only_series_that_are_produced(env: str, site: str) -> None:
     rp = platform(env)
     groups = rule_groups(rp, site)
+    known = series_labels(rp, site, groups)
     for name, board in dashboards(rp, groups).items():
         assert unproduced(queries(board), groups) == {}, name
+        # and each matcher names a label its series carries (review obsreview22 F6)
+        assert unlabelled(queries(board), known) == {}, name
 
 
 def test_one_dashboard_per_audience_with_what_that_audience_asks() -> None:
@@ -71,6 +88,24 @@ def test_a_panel_on_a_series_nobody_produces_is_caught() -> None:
     board = dashboards(rp, rule_groups(rp, "aws"))["team.json"]
     board["panels"][0]["targets"][0]["expr"] = 'team:gpus_alocated:sum{team="$team"}'
     assert unproduced(queries(board), rule_groups(rp, "aws")) == {'team:gpus_alocated:sum{team="research"}': {"team:gpus_alocated:sum"}}
+
+
+def test_a_panel_filtered_on_a_label_its_series_never_has_is_caught() -> None:
+    """Review obsreview22 F6: the check read metric names only. team:gpus_allocated:sum is `sum by (team)` (and the
+    site the rule adds): a pool matcher never matches; dcgm-exporter names the host Hostname, not node."""
+    rp = platform()
+    groups = rule_groups(rp, "aws")
+    board = dashboards(rp, groups)["team.json"]
+    board["panels"][0]["targets"][0]["expr"] = 'team:gpus_allocated:sum{team="$team",pool="train-p5"}'
+    board["panels"][1]["targets"][0]["expr"] = 'max by (node) (DCGM_FI_DEV_GPU_TEMP{node=~".+"})'
+    known = series_labels(rp, "aws", groups)
+    assert known["team:gpus_allocated:sum"] == {"team", "site"}
+    assert unlabelled(queries(board), known) == {
+        'team:gpus_allocated:sum{team="research",pool="train-p5"}': {("team:gpus_allocated:sum", "pool")},
+        'max by (node) (DCGM_FI_DEV_GPU_TEMP{node=~".+"})': {("DCGM_FI_DEV_GPU_TEMP", "node")},
+    }
+    # what a record keeps through group_left and label_replace
+    assert {"team", "run", "cost_center"} <= known["run:gpu_cost_usd:sum1h"]  # type: ignore[operator]
 
 
 def test_the_dashboard_configmap_carries_every_dashboard() -> None:

@@ -363,6 +363,50 @@ def test_one_slow_request_at_night_traffic_pages_nobody(tmp_path: Path) -> None:
 
 
 @needs_promtool
+def test_a_low_traffic_slo_missed_for_the_month_is_alerted(tmp_path: Path) -> None:
+    """Review obsreview22 F1: chat-latency (99.5% under 1 s over 30 days) at 3 requests an hour: the month's budget is
+    10.8 slow requests, and every burn window had to hold ten slow ones. 1 in 25 slow (8x the budget, gone by day 4)
+    was never ticketed; every request slow for three hours (9 slow, 83% of the month's budget) paged nobody. A window
+    needs no more than it holds at its burn rate at the three-day traffic (two at least): both alert now; one slow
+    request at that rate still does not, and the same 4% at 12 requests an hour tickets as before."""
+    rules = rules_of(platform(), "aws")
+    pod = 'namespace="serving",pod="chat-70b-0",alicerce_dev_workload="chat-70b",model_name="chat",engine="0"'
+    steps = 900  # 5-minute steps: 75 hours
+
+    def traffic(every_steps: int, slow: Any) -> list[dict[str, str]]:
+        """A request each ``every_steps`` 5-minute steps; request ``n`` slower than 1 s where ``slow(n)``."""
+        total, fast, n, bad = [], [], 0, 0
+        for step in range(1, steps + 1):
+            if step % every_steps == 0:
+                n += 1
+                bad += bool(slow(n))
+            total.append(n)
+            fast.append(n - bad)
+        return [
+            {"series": f'vllm:time_to_first_token_seconds_bucket{{{pod},le="1.0"}}', "values": " ".join(map(str, [0, *fast]))},
+            {"series": f'vllm:time_to_first_token_seconds_bucket{{{pod},le="+Inf"}}', "values": " ".join(map(str, [0, *total]))},
+            {"series": f"vllm:time_to_first_token_seconds_count{{{pod}}}", "values": " ".join(map(str, [0, *total]))},
+        ]
+
+    def check_at(inputs: list[dict[str, str]], at: str, fired: dict[str, bool], folder: Path) -> None:
+        folder.mkdir()
+        labels = {"slo": "chat-latency", "workload": "chat-70b"}
+        tests = [{"eval_time": at, "alertname": name, "exp_alerts": [expected(rules[name], labels, "")] if on else []}
+                 for name, on in fired.items()]  # fmt: skip
+        run_promtool(platform(), "aws", [{"interval": "5m", "input_series": inputs, "alert_rule_test": tests}], folder, every="5m")
+
+    slow, fast = "SLOChatLatencyBurnSlow", "SLOChatLatencyBurnFast"
+    # 1 in 25 slow at 3 an hour: the 100th request (slow) comes at 33 h 20 m, the 200th at 66 h 40 m; a ticket an hour later
+    check_at(traffic(4, lambda n: n % 25 == 0), "68h", {slow: True, fast: False}, tmp_path / "trickle")
+    # every request slow from 70 h: 9 by 73 h, past the six-hour page's 6x
+    check_at(traffic(4, lambda n: n > 210), "73h", {fast: True}, tmp_path / "outage")
+    # one slow request (the 200th) at that rate: no ticket, no page
+    check_at(traffic(4, lambda n: n == 200), "68h", {slow: False, fast: False}, tmp_path / "one")
+    # control: 4% at 12 an hour (34.6 slow in three days) tickets, as it did
+    check_at(traffic(1, lambda n: n % 25 == 0), "74h", {slow: True}, tmp_path / "control")
+
+
+@needs_promtool
 def test_a_tpot_burn_pages_when_every_request_has_a_share_of_slow_tokens(tmp_path: Path) -> None:
     """Review obsreview10 F2: the time-per-output-token floor was ten requests all of whose 299 token intervals are slow
     (2,990); 40 requests an hour, each with a fifth of its intervals slow, burn 2,392 and paged nobody. Ten requests at
@@ -372,7 +416,7 @@ def test_a_tpot_burn_pages_when_every_request_has_a_share_of_slow_tokens(tmp_pat
 
     def recorded(ratio: float, events_per_second: float) -> list[dict[str, str]]:
         sli = [{"series": f"slo:sli_error:ratio_rate{w}{{{labels}}}", "values": f"{ratio}x70"} for w in ("5m", "30m", "1h")]
-        events = [{"series": f"slo:sli_events:rate{w}{{{labels}}}", "values": f"{events_per_second}x70"} for w in ("1h", "6h")]
+        events = [{"series": f"slo:sli_events:rate{w}{{{labels}}}", "values": f"{events_per_second}x70"} for w in ("1h", "6h", "3d")]
         return [*sli, {"series": f"slo:sli_error:ratio_rate6h{{{labels}}}", "values": f"{ratio / 6}x70"}, *events]
 
     fired = [expected(rule, {"slo": "chat-70b-tpot-p99", "workload": "chat-70b"}, "")]
@@ -418,6 +462,25 @@ def test_a_latency_slo_s_objective_sets_its_burn_rate_thresholds(tmp_path: Path)
             {"eval_time": "80m", "alertname": "SLOChatLatencyBurnFast", "exp_alerts": fired}]}], tmp_path / objective)  # fmt: skip
     errors = [e.render() for e in check_spec(spec_with("90")).errors]
     assert any("AL360" in e and "monitoring.slos[0].objective" in e and "objective of 90%" in e for e in errors), errors
+
+
+def test_an_availability_slo_says_it_counts_at_the_engine() -> None:
+    """Review obsreview22 F11: an availability SLO counts what vLLM's API server (or Ray Serve's proxy) answers; a
+    gateway's timeout or a route to no ready endpoint reaches no engine. alicerce does not generate the gateway
+    (tenancy.ingress names the platform team's): the limit is stated in the alerts, the spec and the README."""
+    from alicerce.rules.validate import validated
+    from alicerce.spec.loader import load_text
+    from alicerce.spec.models.monitoring import Slo
+    from tests.conftest import ROOT
+
+    text = (ROOT / "platform.yaml").read_text()
+    slo = "    - {name: chat-up, kind: availability, workload: chat-70b, objective: 99.9}\n"
+    rules = rules_of(validated(load_text(text.replace("  slos:\n", "  slos:\n" + slo, 1), "p.yaml"), "prod"), "aws")
+    for name in ("SLOChatUpBurnFast", "SLOChatUpBurnSlow"):
+        assert "as the serving engine counts them: a gateway's errors are not in it" in rules[name]["annotations"]["description"]
+    assert "a gateway's" not in rules["SLOChatLatencyBurnFast"]["annotations"]["description"]
+    assert "reaches no engine" in str(Slo.model_fields["threshold"].description)
+    assert "reaches no engine and burns no budget" in (ROOT / "README.md").read_text()
 
 
 def test_diagnoses_and_burn_alerts_can_be_overridden_by_name() -> None:

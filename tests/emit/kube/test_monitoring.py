@@ -608,6 +608,29 @@ def test_slo_alerts_see_serving_pods_and_starved_queues(tmp_path: Path) -> None:
     run_promtool(rp, "aws", tests, tmp_path)
 
 
+@needs_promtool
+def test_the_gpu_utilization_slo_reads_the_platform_kpi_plan_targets(tmp_path: Path) -> None:
+    """Review obsreview22 F12: the SLO averaged raw DCGM_FI_DEV_GPU_UTIL, where a time-sliced GPU has a series per
+    holder pod besides its own and a MIG instance reads as a GPU: a node with one GPU held at 60% and one idle read
+    40%, not 30%. It reads the effective utilisation `alicerce plan` prints the SLO's target for."""
+    from alicerce.plan.kpi import kpi_targets
+
+    text = (ROOT / "platform.yaml").read_text()
+    slo = "    - {name: platform-use, kind: gpu-utilization, threshold: 0.35, objective: 90}\n"
+    rp = validated(load_text(text.replace("  slos:\n", "  slos:\n" + slo, 1), "platform.yaml"), "prod")
+    rule = rules_of(rp, "aws")["SLOPlatformUse"]
+    targets = [t for t in kpi_targets(rp, [], {}, {}) if t.source == "monitoring.slos platform-use"]
+    assert [(t.kpi, t.op, t.target) for t in targets] == [("site:gpu_effective_utilization:ratio", ">=", 0.35)]
+    assert rule["expr"] == f"{targets[0].kpi} < 0.35" and "DCGM" not in rule["expr"]
+    kpi = 'site:gpu_effective_utilization:ratio{site="aws"}'
+    fired = [expected(rule, {"site": "aws"}, "")]
+    for value, alerts in (("0.3", fired), ("0.4", [])):
+        (tmp_path / value).mkdir()
+        tests = [{"interval": "10m", "input_series": [{"series": kpi, "values": f"{value}x45"}],
+                  "alert_rule_test": [{"eval_time": "7h", "alertname": "SLOPlatformUse", "exp_alerts": alerts}]}]  # fmt: skip
+        run_promtool(rp, "aws", tests, tmp_path / value, every="10m")
+
+
 def test_every_gpu_pool_gets_a_missing_gpu_alert_with_its_count() -> None:
     rp = platform("prod")
     rules = rules_of(rp, "dc1")
@@ -778,6 +801,31 @@ def test_every_alert_reaches_a_receiver_and_no_credential_is_inlined() -> None:
         assert {r["name"] for r in am["config"]["receivers"]} == {"null", "oncall", "ml-platform", "heartbeat"}
 
 
+def test_each_site_pings_its_own_dead_mans_switch() -> None:
+    """Review obsreview22 F8: every site's heartbeat read the same key of the same Secret name, so with one URL there (what
+    one declared receiver invited) the live site's Watchdog kept the switch quiet while the other site's Prometheus or
+    Alertmanager was down. Each environment's site reads a key of its own: no two can share a check unless the operator
+    writes one URL under two keys."""
+    targets = {}
+    for env, site in (("prod", "aws"), ("prod", "dc1"), ("dev", "aws")):
+        rp = platform(env)
+        am = monitoring_values(rp, rp.site(site))["alertmanager"]
+        beat = next(r for r in am["config"]["receivers"] if r["name"] == "heartbeat")
+        targets[env, site] = beat["webhook_configs"][0]["url_file"]
+        assert "alertmanager-heartbeat" in am["alertmanagerSpec"]["secrets"]
+    assert targets == {
+        ("prod", "aws"): "/etc/alertmanager/secrets/alertmanager-heartbeat/url-prod-aws",
+        ("prod", "dc1"): "/etc/alertmanager/secrets/alertmanager-heartbeat/url-prod-dc1",
+        ("dev", "aws"): "/etc/alertmanager/secrets/alertmanager-heartbeat/url-dev-aws",
+    }
+    # the alerts' own receivers keep the declared key: one pager for every site is right
+    rp = platform("prod")
+    oncall = [next(r for r in monitoring_values(rp, rp.site(s))["alertmanager"]["config"]["receivers"] if r["name"] == "oncall")
+              for s in ("aws", "dc1")]  # fmt: skip
+    pager = "/etc/alertmanager/secrets/alertmanager-pagerduty/routing-key"
+    assert {o["pagerduty_configs"][0]["routing_key_file"] for o in oncall} == {pager}
+
+
 def test_a_latency_blip_warns_and_only_the_burn_rate_pages() -> None:
     """Review DEFECT 8: ten minutes of p99 above its threshold paged oncall (critical) at a burn rate of 1, a few
     hundredths of the month's error budget; the multi-window burn-rate alerts are what decides a page."""
@@ -814,7 +862,7 @@ def test_unrelated_alerts_without_a_namespace_are_separate_notifications() -> No
     rp = platform("prod")
     route = monitoring_values(rp, rp.site("aws"))["alertmanager"]["config"]["route"]
     # inherited from the root, but for the alerts an outage raises on many nodes (the next test)
-    assert [r["group_by"] for r in route["routes"] if "group_by" in r] == [["alertname", "pool", "tier"]]
+    assert [r["group_by"] for r in route["routes"] if "group_by" in r] == [["environment", "site", "alertname", "pool", "tier"]]
     alerts = [
         {"alertname": "GPUCriticalXid", "Hostname": "ip-10-0-1-1", "gpu": "0"},
         {"alertname": "GPUCriticalXid", "Hostname": "ip-10-0-1-2", "gpu": "3"},
@@ -827,6 +875,43 @@ def test_unrelated_alerts_without_a_namespace_are_separate_notifications() -> No
     assert all(r["group_by"] == route["group_by"] for a in alerts for r in _delivered(route["routes"], a, route))
     # two GPUs of one node failing together are one incident
     assert tuple({"alertname": "GPUCriticalXid", "Hostname": "ip-10-0-1-1", "gpu": "5"}.get(x, "") for x in route["group_by"]) in keys
+
+
+def _group_keys(route: dict[str, Any], labels: dict[str, str]) -> set[tuple[str, tuple[tuple[str, str], ...]]]:
+    """Alertmanager's group keys of one alert (v0.34.0 dispatch/dispatch.go GroupKey: the route's path, then the values
+    of its group_by labels the alert carries); PagerDuty's dedup_key is its hash (notify/pagerduty/pagerduty.go)."""
+    return {
+        (r["receiver"], tuple((k, labels[k]) for k in sorted(r["group_by"]) if labels.get(k)))
+        for r in _delivered(route["routes"], labels, route)
+    }
+
+
+def test_one_alert_at_two_sites_is_two_pagerduty_alerts_not_one() -> None:
+    """Review obsreview22 F3: both sites' route trees are the same, so an alert of one name (the chart's KubeAPIDown,
+    alicerce's KubeStateMetricsAbsent, a serving team's burn at two sites, a rack outage) had one group key at both
+    Alertmanagers: one PagerDuty dedup_key, and one site's resolve closed the other's page. Each Prometheus now labels
+    its alerts with its site and environment (external labels, which it adds to every alert it sends), and every route
+    groups by them."""
+    prod, dev = platform("prod"), platform("dev")
+    facts = load("kube-prometheus-stack", "88.5.3", "values.json")
+    assert facts["prometheus.prometheusSpec.externalLabels"] == "map"
+    fired = [
+        {"alertname": "KubeAPIDown", "severity": "critical"},
+        {"alertname": "KubeStateMetricsAbsent", "severity": "critical"},
+        {"alertname": "SLOChatLatencyBurnFast", "severity": "critical", "team": "serving"},
+        {"alertname": "DCGMExporterDown", "severity": "warning", "pool": "gpu"},
+    ]
+    for alert in fired:
+        keys = []
+        for rp, site in ((prod, "aws"), (prod, "dc1"), (dev, "aws")):
+            values = monitoring_values(rp, rp.site(site))
+            stamped = {**values["prometheus"]["prometheusSpec"]["externalLabels"], **alert}
+            key = _group_keys(values["alertmanager"]["config"]["route"], stamped)
+            assert key and any(r == "oncall" for r, _ in key) == (alert["severity"] == "critical"), (site, key)
+            keys.append(key)
+        assert all(not (a & b) for i, a in enumerate(keys) for b in keys[i + 1 :]), (alert, keys)
+    # the platform label stays off the chart's alerts: the InfoInhibitor carve-out keys on it
+    assert set(monitoring_values(prod, prod.site("aws"))["prometheus"]["prometheusSpec"]["externalLabels"]) == {"site", "environment"}
 
 
 def test_a_rack_outage_is_one_notification_per_alert_and_pool_not_one_per_node() -> None:
