@@ -957,7 +957,7 @@ RUN_REMEMBERED_SECONDS = 400 * 86400
 
 
 def _remembered(record: str, current: str, by: str, seconds: int) -> str:
-    """``current``, else ``record``'s own last value within a day, for ``seconds`` after it was last current."""
+    """``current``, else ``record``'s own last value within a day, until that value (a timestamp) is ``seconds`` old."""
     return f"{current} or max by ({by}) (last_over_time({record}[1d]) > time() - {seconds})"
 
 
@@ -970,7 +970,8 @@ def lead_time_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, 
     run that fits has no lead time (no series, not 0). Several first stages (a chain that joins): the earliest start.
     Limits: a stage runs as Jobs whose pods carry the workload label (a Deployment, a RayJob whose submitter pod is
     unlabelled, a run on a laptop are not seen); a JobSet's Jobs are each a run (they start and end together); the
-    rollout is read each evaluation (a minute) and a pod whose readiness flaps within a day keeps its first time; and
+    rollout is read each evaluation (a minute) and a pod (by its uid) whose readiness flaps within a day keeps its
+    first time; a service scaled to zero has no rollout, so no lead time, until it serves again; and
     each site's Prometheus sees its own pods only, so a chain whose stages run at another site records nothing here
     (`alicerce plan` says so beside the target)."""
     teams = {t.name for t in site.teams}
@@ -987,10 +988,12 @@ def lead_time_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, 
     ended = f"max by ({key}) (kube_job_status_completion_time) * on ({key}) group_left (workload) {link}"
     started = f"(max by ({key}) (kube_job_status_start_time) * on ({key}) group_left (workload) {link}) and on ({key}) ({ended})"
     by = f"{key}, workload"
-    pods = "namespace, pod, workload"
+    # each pod by its uid: a LeaderWorkerSet's or StatefulSet's pod replaced by a rollout keeps its name
+    pods = "namespace, pod, uid, workload"
+    ready_uids = 'max by (namespace, pod, uid) (kube_pod_status_ready{condition="true"}) == 1'
     ready = (f'max by ({pods}) ({SERVING_POD}{{workload=~"{"|".join(sorted(served))}"}} '
-             f"* on (namespace, pod) group_left () ({READY_PODS}))")  # fmt: skip
-    since = f"(max by ({pods}) (last_over_time({SERVING_READY_SINCE}[1d])) and on (namespace, pod) {ready}) or (0 * {ready} + time())"
+             f"* on (namespace, pod) group_left (uid) ({ready_uids}))")  # fmt: skip
+    since = f"(max by ({pods}) (last_over_time({SERVING_READY_SINCE}[1d])) and on (namespace, pod, uid) {ready}) or (0 * {ready} + time())"
     rules = [
         _rule(STAGE_RUN_END, _remembered(STAGE_RUN_END, f"({ended})", by, RUN_REMEMBERED_SECONDS)),
         _rule(STAGE_RUN_START, _remembered(STAGE_RUN_START, f"({started})", by, RUN_REMEMBERED_SECONDS)),

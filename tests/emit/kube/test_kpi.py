@@ -650,3 +650,24 @@ def test_a_rollout_before_the_training_ended_is_no_lead_time(tmp_path: Path) -> 
         {"expr": 'workload_stage:model_chain_start:timestamp{stage="llm-pretrain"}', "eval_time": "410m", "exp_samples": []},
     ]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_a_pod_replaced_under_its_name_is_a_new_rollout(tmp_path: Path) -> None:
+    """chat-70b-0 (a LeaderWorkerSet's or StatefulSet's pod keeps its name) serves from minute 0; a rollout replaces it
+    with a new pod of the same name, ready from minute 130: the rollout is the new pod's, by its uid."""
+    rp = platform()
+    scrape = 'job="kube-state-metrics",instance="10.0.0.9:8080"'
+    old, new = (f'{scrape},namespace="serving",pod="chat-70b-0",uid="{uid}"' for uid in ("u-old", "u-new"))
+    inputs = [
+        {"series": f'kube_pod_labels{{{old},label_alicerce_dev_workload="chat-70b"}}', "values": "1x100"},
+        {"series": f'kube_pod_status_ready{{{old},condition="true"}}', "values": "1x100"},
+        {"series": f'kube_pod_labels{{{new},label_alicerce_dev_workload="chat-70b"}}', "values": "_x110 1x100"},
+        {"series": f'kube_pod_status_ready{{{new},condition="true"}}', "values": "_x110 0x19 1x80"},
+    ]
+    rollout = "workload:serving_rollout:timestamp"
+    labels = 'namespace="serving",workload="chat-70b",site="aws"'
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded(rollout, labels, 0, at="90m"), rounded(rollout, labels, 130 * 60, at="200m"),
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
