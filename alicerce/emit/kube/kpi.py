@@ -939,9 +939,10 @@ def job_rules() -> list[dict[str, Any]]:
 # The time from dataset to a deployed model (issue 24). A stage's run is a Job whose pods carry its workload's label
 # (alicerce.dev/workload): a Kubeflow TrainJob's Jobs (its JobSet's), a plain Job, a RayJob's submitter Job where its
 # pod is labelled. Its start and end are kube-state-metrics 2.20.0's kube_job_status_start_time and
-# kube_job_status_completion_time (docs/metrics/workload/job-metrics.md; batch/v1 JobStatus: startTime is set when
-# the Job controller starts it, again each time it is resumed from suspension, so after Kueue admits it;
-# completionTime only on success): a failed run fed nothing, and a run's queue wait before admission is not in it.
+# kube_job_status_completion_time (docs/metrics/workload/job-metrics.md; k8s.io/api batch/v1 types.go JobStatus:
+# startTime is set when the Job controller starts it and reset each time it is resumed from suspension, so at Kueue's
+# last admission of it, a preempted run's included; completionTime only on success): a failed run fed nothing, and a
+# run's queue wait before its last admission is not in the lead time.
 STAGE_RUN_START = "job:workload_run_start:timestamp"  # per completed Job of a chain stage: when it started
 STAGE_RUN_END = "job:workload_run_end:timestamp"  # ... and when it completed
 # when each ready pod of a served workload with a chain first passed its readiness probe (the first evaluation that
