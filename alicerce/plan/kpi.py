@@ -13,6 +13,7 @@ from typing import Any
 
 from alicerce.catalog.alerts import TTFT, serving_slos
 from alicerce.resolve.model import ResolvedPlatform
+from alicerce.spec.models.workloads import chain_days, model_chains
 
 # the 30-day records are evaluated once an hour (alicerce.emit.kube.costs hour_mark_rules): an instant query finds
 # their sample only in the minutes after it; a reader takes its last value (review obsreview15 F7)
@@ -60,12 +61,14 @@ def kpi_targets(
     budgets: dict[str, dict[str, float]],
     per_million: dict[str, float | None],
     per_run: dict[str, tuple[float | None, float | None]] | None = None,
+    *,
+    stages: dict[str, tuple[float | None, str | None]] | None = None,
 ) -> list[KpiTarget]:
     """``pools``: (pool, forecast utilisation) of GPU pools; ``budgets``: team -> site -> the share of the monthly
     budget that site watches (alicerce.plan.platform.site_budgets); ``per_million``:
     serving workload -> USD per million tokens at the plan's prices; ``per_run``: training workload -> what one run's
     GPU-hours cost at the pool's billed rate (its showback), what the live run cost records charge, and its wall-clock
-    days."""
+    days; ``stages``: workload -> (its planned wall-clock in days, the site of its pool), the lead-time target's terms."""
     out: list[KpiTarget] = []
     for slo in platform.spec.monitoring.slos:
         source = f"monitoring.slos {slo.name}"
@@ -118,7 +121,30 @@ def kpi_targets(
             run_usd = whole * RUN_RECORD_DAYS / days
             source += f", per {RUN_RECORD_DAYS} days of its {days:.0f}-day wall clock (its whole cost: `alicerce costs`, by month)"
         out.append(KpiTarget("run:gpu_cost_usd:sum30d", f"a run of {workload}", "<=", run_usd, "USD", source + HOURLY))
+    out += lead_time_targets(platform, stages or {})
     if any(w.kind == "training" for w in platform.spec.workloads):
         stall = checkpoint_stall_seconds(platform)
         out.append(KpiTarget("TrainingCheckpointStall", "training", "<=", stall, "s", "sizing checkpointStallBudget x interval"))
+    return out
+
+
+def lead_time_targets(platform: ResolvedPlatform, stages: dict[str, tuple[float | None, str | None]]) -> list[KpiTarget]:
+    """workload:model_lead_time:seconds per served model with a declared chain: the planned wall-clock of the longest
+    path of stages that feed it (WorkloadPlan.wall_clock_days: training's and fine-tuning's at the planned GPUs, data
+    preparation's deadline or its day), so a lead time above it is time between the stages (queueing, evaluation,
+    hand-offs). A chain whose stages run at another site than the service is measured by no Prometheus (each sees its
+    own site): the target says so. No target where a stage has no planned wall-clock (the plan could not size it)."""
+    out = []
+    workloads = platform.spec.workloads
+    days = {name: figure for name, (figure, _) in stages.items()}
+    for served, chain in sorted(model_chains(workloads).items()):
+        total = chain_days(served, workloads, days)
+        if total is None:
+            continue
+        terms = " + ".join(f"{name} {days[name]:.2f} d" for name in reversed(chain) if days.get(name) is not None)
+        source = f"plan: planned wall-clock along the chain ({terms})"
+        sites = sorted({site for name in (served, *chain) if (site := stages.get(name, (None, None))[1]) is not None})
+        if len(sites) > 1:
+            source += f"; its stages run at sites {', '.join(sites)}, and each site's Prometheus sees its own runs only: not recorded"
+        out.append(KpiTarget("workload:model_lead_time:seconds", served, "<=", total * 86400, "s", source))
     return out

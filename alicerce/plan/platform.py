@@ -450,6 +450,7 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
         platform, [(p.name, p.utilization) for p in pool_plans if p.gpus_per_node], watched,
         {u.workload: u.usd_per_million_tokens for u in units if u.usd_per_million_tokens is not None},
         {w.name: (w.showback_usd, w.wall_clock_days) for w in priced if w.kind in ("training", "fine-tuning")},
+        stages={w.name: (w.wall_clock_days, pools_by_name[w.pool].site.name if w.pool in pools_by_name else None) for w in priced},
     )  # fmt: skip
     return SizingPlan(
         platform.environment, tuple(priced), tuple(pool_plans), storage, tuple(kept), total, tuple(waived),

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean, one_of
 from alicerce.spec.models import DNS_LABEL, LocalNvmeTier, ObjectTier, ParallelFsTier
+from alicerce.spec.models.workloads import FEEDS
 from alicerce.spec.paths import SpecPath
 from alicerce.spec.text import INVISIBLE, char_name, confusable, escaped
 
@@ -177,3 +178,82 @@ def workload_references(ctx: RuleContext) -> Iterable[Finding]:
             yield _reference("workload", S.monitoring.slos[i].workload, slo.workload, workloads)
         if slo.team is not None and slo.team not in teams:
             yield _reference("team", S.monitoring.slos[i].team, slo.team, teams)
+
+
+@rules.rule("AL223", "input-reference", "A workload's inputs name other workloads of the spec, each once.")
+def input_reference(ctx: RuleContext) -> Iterable[Finding]:
+    workloads = [w.name for w in ctx.spec.workloads]
+    for i, workload in enumerate(ctx.spec.workloads):
+        seen: set[str] = set()
+        for j, name in enumerate(workload.inputs):
+            path = S.workloads[i].inputs[j]
+            if name not in workloads:
+                yield _reference("workload", path, name, [w for w in workloads if w != workload.name])
+            elif name in seen:
+                yield Finding(path, f'"{name}" is listed twice', "list each input once", name, resource=workload.name)
+            seen.add(name)
+
+
+@rules.rule("AL224", "input-cycle", "Workload inputs form no cycle: a chain runs from its data to its served model.")
+def input_cycle(ctx: RuleContext) -> Iterable[Finding]:
+    """Each cycle once, at the input that closes it as the workloads are listed: a stage that (through others) consumes
+    its own output has no first stage to measure a lead time from, and no planned wall-clock to sum."""
+    inputs = {w.name: [n for n in w.inputs if n != w.name] for w in ctx.spec.workloads}
+    index = {w.name: i for i, w in enumerate(ctx.spec.workloads)}
+    for i, workload in enumerate(ctx.spec.workloads):
+        for j, name in enumerate(workload.inputs):
+            if name == workload.name:
+                yield Finding(S.workloads[i].inputs[j], f"workload {name} lists itself as its input",
+                              "remove it; a workload that refines its own output is one stage", name, resource=name)  # fmt: skip
+    reported: set[frozenset[str]] = set()
+    for start in inputs:
+        for cycle in _cycles_from(start, inputs):
+            members = frozenset(cycle)
+            if members in reported or cycle[0] != min(cycle, key=index.__getitem__):
+                continue
+            reported.add(members)
+            first, consumed = cycle[0], cycle[1]
+            j = ctx.spec.workloads[index[first]].inputs.index(consumed)
+            flow = " -> ".join([first, *cycle[:0:-1], first])  # each workload's output feeding the next
+            yield Finding(S.workloads[index[first]].inputs[j], f"workload inputs form a cycle: {flow}",
+                          "remove the input that does not feed this workload's output", consumed, resource=first)  # fmt: skip
+
+
+def _cycles_from(start: str, inputs: dict[str, list[str]]) -> Iterator[list[str]]:
+    """The simple cycles through ``start`` along inputs: [start, its input, that one's input, ...] back to start."""
+    stack: list[tuple[str, list[str]]] = [(start, [start])]
+    while stack:
+        node, path = stack.pop()
+        for name in inputs.get(node, []):
+            if name == start:
+                yield path
+            elif name not in path and name in inputs:
+                stack.append((name, [*path, name]))
+
+
+@rules.rule("AL225", "input-kind", "A workload's inputs are of kinds whose output it reads (no service feeds training).")
+def input_kind(ctx: RuleContext) -> Iterable[Finding]:
+    kinds = {w.name: w.kind for w in ctx.spec.workloads}
+    for i, workload in enumerate(ctx.spec.workloads):
+        for j, name in enumerate(workload.inputs):
+            kind = kinds.get(name)
+            if kind is None or name == workload.name or workload.kind in FEEDS[kind]:
+                continue  # unknown names and self-references: AL223, AL224
+            feeds = FEEDS[kind]
+            what = f"feeds only {', '.join(feeds)} workloads" if feeds else "answers requests and writes nothing another workload reads"
+            yield Finding(S.workloads[i].inputs[j], f"{name} is {_article(kind)} {kind} workload, which {what}: not {workload.kind}",
+                          _input_hint(workload.kind), name, resource=workload.name)  # fmt: skip
+
+
+def _input_hint(kind: str) -> str:
+    """The kinds a ``kind`` workload may consume."""
+    sources = [k for k, feeds in FEEDS.items() if kind in feeds]
+    return (
+        f"{_article(kind)} {kind} workload's inputs are {', '.join(sources)} workloads"
+        if sources
+        else f"{_article(kind)} {kind} workload consumes no workload"
+    )
+
+
+def _article(word: str) -> str:
+    return "an" if word[0] in "aeiou" else "a"

@@ -8,9 +8,11 @@ from typer.testing import CliRunner
 
 from alicerce.cli import build_app
 from alicerce.emit.kube.monitoring import rule_groups
+from alicerce.plan.kpi import lead_time_targets
 from alicerce.plan.platform import plan_platform
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_file
+from alicerce.spec.models.workloads import chain_days, model_chains
 from tests.conftest import ROOT
 
 
@@ -63,3 +65,36 @@ def test_plan_prints_them_and_its_json_carries_them() -> None:
     assert budget["unit"] == "USD" and budget["source"] == (
         "tenancy.teams budget: this site's share (its sites' shares add up to it); recorded hourly: read its last value"
     )  # review obsreview15 F7: an instant query finds the hourly record only in the minutes after it
+
+
+def test_the_lead_time_target_sums_the_planned_wall_clock_along_the_chain() -> None:
+    """chat-70b serves llm-pretrain's model, trained on tokenize-corpus's output: tokenize-corpus declares no deadline
+    and is sized to process its dataset in one day; llm-pretrain runs its planned days. Its stages run on dc1 and aws,
+    which no one Prometheus sees, and the target says so."""
+    rp = validated(load_file(ROOT / "platform.yaml", "platform.yaml"), "prod")
+    plan = plan_platform(rp)
+    pretrain = next(w for w in plan.workloads if w.name == "llm-pretrain")
+    assert pretrain.wall_clock_days is not None and 50 < pretrain.wall_clock_days <= 60  # under its 60-day deadline
+    target = next(k for k in plan.kpi_targets if k.kpi == "workload:model_lead_time:seconds")
+    assert target.subject == "chat-70b" and target.op == "<=" and target.unit == "s"
+    assert abs(target.target - (1 + pretrain.wall_clock_days) * 86400) < 1e-6
+    assert "tokenize-corpus 1.00 d + llm-pretrain" in target.source and "sites aws, dc1" in target.source
+
+
+def test_a_chain_that_joins_is_as_long_as_its_longest_path() -> None:
+    """Two stages feed a fine-tuning run in parallel: the served model waits for the longer of them."""
+    rp = validated(load_file(ROOT / "platform.yaml", "platform.yaml"), "prod")
+    spec = rp.spec.model_copy(update={"workloads": [
+        w.model_copy(update={"inputs": ["code-assistant-ft"]}) if w.name == "chat-70b"
+        else w.model_copy(update={"inputs": ["tokenize-corpus", "embed-batch"]}) if w.name == "code-assistant-ft"
+        else w for w in rp.spec.workloads
+    ]})  # fmt: skip
+    assert model_chains(spec.workloads) == {"chat-70b": ("code-assistant-ft", "tokenize-corpus", "embed-batch")}
+    days = {"code-assistant-ft": 2.0, "tokenize-corpus": 1.0, "embed-batch": 3.0}
+    assert chain_days("chat-70b", spec.workloads, days) == 5.0
+    assert chain_days("chat-70b", spec.workloads, {**days, "embed-batch": None}) is None
+    # the reference chain with its stages at one site: recorded there, so no caveat; a stage without a figure: no target
+    one_site = {"tokenize-corpus": (1.0, "aws"), "llm-pretrain": (10.0, "aws"), "chat-70b": (None, "aws")}
+    (target,) = lead_time_targets(rp, one_site)
+    assert target.target == 11 * 86400 and "not recorded" not in target.source
+    assert lead_time_targets(rp, {**one_site, "llm-pretrain": (None, "aws")}) == []

@@ -141,6 +141,7 @@ AUDIT: dict[str, tuple[str, str]] = {
     "workloads[].pool": ("Name", "reference (AL206)"),
     "workloads[].accelerator": ("CatalogId", "catalog lookup"),
     "workloads[].dataset.tier": ("Name", "reference (AL206)"),
+    "workloads[].inputs[]": ("Name", "reference (AL223); PromQL label matcher (lead-time rules)"),
     "costs.onprem[].site": ("Name", "reference"),
     "costs.onprem[].pools[].pool": ("Name", "reference"),
     "costs.owned[].site": ("Name", "reference"),

@@ -1,7 +1,7 @@
 """Grafana dashboards, one per audience, over the KPI series (alicerce.emit.kube.kpi, costs, diagnoses).
 
-- ``gpu-platform.json``: the platform team's overview (effective utilisation, allocation, queues, spend, fabric,
-  storage, GPU health);
+- ``gpu-platform.json``: the platform team's overview (effective utilisation, allocation, queues, time from dataset
+  to deployed model, spend, fabric, storage, GPU health);
 - ``team.json``: one team at a time (``$team``): its GPUs, how busy they are, its queue, its spend against budget;
 - ``inference.json``: one serving workload at a time (``$workload``): latency percentiles, throughput, errors,
   availability, SLO error ratio and cost per million tokens.
@@ -15,6 +15,7 @@ from typing import Any
 
 from alicerce.catalog.alerts import DIAGNOSES, GPU_KEY
 from alicerce.emit.kube.costs import RUN_30D, TOKENS_30D, month_spent, settled
+from alicerce.emit.kube.kpi import LEAD_TIME
 from alicerce.emit.kube.promql import recorded_read
 from alicerce.resolve.model import ResolvedPlatform
 
@@ -84,6 +85,8 @@ def overview(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
         ("Queue wait p95 by team", ["team:kueue_admission_wait_seconds:p95"], "s"),
         ("Pending workloads by team", ["team:kueue_pending_workloads:sum"], "short"),
         ("Workloads finished in the last 7 days by team", ["team:kueue_finished_workloads:increase7d"], "short"),
+        # recorded only where a served model's whole chain runs at the site (alicerce.emit.kube.kpi lead_time_rules)
+        ("Time from dataset to deployed model by served model", [LEAD_TIME], "s"),
         ("GPU spend by team (USD/h)", ["team:gpu_cost_usd:rate1h"], "currencyUSD"),
         ("Cost per used GPU-hour by team", ["team:usd_per_used_gpu_hour:ratio"], "currencyUSD"),
         ("Inference p99 time to first token", ["workload:vllm_time_to_first_token_seconds:p99"], "s"),

@@ -27,6 +27,7 @@ from alicerce.catalog.alerts import INFERENCE_POD, SOURCE_ABSENT_FOR, TPOT, TTFT
 from alicerce.emit.storage_counters import cloud_metric_tiers, counted_tiers, efa_counted, every_mount_counted
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
 from alicerce.resolve.namespaces import KUEUE_NAMESPACE
+from alicerce.spec.models.workloads import model_chains
 from alicerce.spec.units import format_duration, parse_duration
 from alicerce.targets.base import FileSystemMetrics, StorageMetricsExporter
 
@@ -953,6 +954,89 @@ def job_rules() -> list[dict[str, Any]]:
     return rules
 
 
+# The time from dataset to a deployed model (issue 24). A stage's run is a Job whose pods carry its workload's label
+# (alicerce.dev/workload): a Kubeflow TrainJob's Jobs (its JobSet's), a plain Job, a RayJob's submitter Job where its
+# pod is labelled. Its start and end are kube-state-metrics 2.20.0's kube_job_status_start_time and
+# kube_job_status_completion_time (docs/metrics/workload/job-metrics.md; k8s.io/api batch/v1 types.go JobStatus:
+# startTime is set when the Job controller starts it and reset each time it is resumed from suspension, so at Kueue's
+# last admission of it, a preempted run's included; completionTime only on success): a failed run fed nothing, and a
+# run's queue wait before its last admission is not in the lead time.
+STAGE_RUN_START = "job:workload_run_start:timestamp"  # per completed Job of a chain stage: when it started
+STAGE_RUN_END = "job:workload_run_end:timestamp"  # ... and when it completed
+# when each ready pod of a served workload with a chain first passed its readiness probe (the first evaluation that
+# read it ready), and the workload's rollout: the oldest of the pods ready now, so a scale-out (a newer pod) does not
+# move it and a rolling update moves it once it has replaced every older pod
+SERVING_READY_SINCE = "pod:serving_ready_since:timestamp"
+SERVING_ROLLOUT = "workload:serving_rollout:timestamp"
+CHAIN_STAGE_START = "workload_stage:model_chain_start:timestamp"  # per served workload and stage of its chain
+LEAD_TIME = "workload:model_lead_time:seconds"
+# How long a completed run is remembered after its Job is gone (a TTL, a clean-up): the stages of a chain may run
+# months apart, and a stage run once a year (runsPerQuarter 0.25) still fed the rollout that follows its next consumer
+RUN_REMEMBERED_SECONDS = 400 * 86400
+
+
+def _remembered(record: str, current: str, by: str, seconds: int) -> str:
+    """``current``, else ``record``'s own last value within a day, until that value (a timestamp) is ``seconds`` old."""
+    return f"{current} or max by ({by}) (last_over_time({record}[1d]) > time() - {seconds})"
+
+
+def lead_time_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]:
+    """workload:model_lead_time:seconds per inference workload whose inputs declare where its model comes from: the time
+    from the start of the run of the chain's first stage that fed it to when the pods serving now began serving.
+    Walking the chain back from the rollout, each stage's run is its latest completed run that ended before the run of
+    the stage it feeds started (before the rollout, for the served model's own stage): a rollout before the training
+    ended served an older model, and a run still going fed nothing yet. A chain one of whose stages never completed a
+    run that fits has no lead time (no series, not 0). Several first stages (a chain that joins): the earliest start.
+    Limits: a stage runs as Jobs whose pods carry the workload label (a Deployment, a RayJob whose submitter pod is
+    unlabelled, a run on a laptop are not seen); a JobSet's Jobs are each a run (they start and end together); the
+    rollout is read each evaluation (a minute) and a pod (by its uid) whose readiness flaps within a day keeps its
+    first time; a service scaled to zero has no rollout, so no lead time, until it serves again; and
+    each site's Prometheus sees its own pods only, so a chain whose stages run at another site records nothing here
+    (`alicerce plan` says so beside the target)."""
+    teams = {t.name for t in site.teams}
+    team_of = {w.name: w.team for w in rp.spec.workloads}
+    served = {name: stages for name, stages in model_chains(rp.spec.workloads).items() if team_of[name] in teams}
+    if not served:
+        return []
+    stages = sorted({stage for chain in served.values() for stage in chain})
+    names = "|".join(stages)
+    labelled = _as("workload", WORKLOAD_POD_LABEL, f'kube_pod_labels{{{WORKLOAD_POD_LABEL}=~"{names}"}}')
+    owned = 'label_replace(kube_pod_owner{owner_kind="Job"}, "job_name", "$1", "owner_name", "(.+)")'
+    key = "namespace, job_name"
+    link = f"max by ({key}, workload) ({owned} * on (namespace, pod) group_left (workload) max by (namespace, pod, workload) ({labelled}))"
+    ended = f"max by ({key}) (kube_job_status_completion_time) * on ({key}) group_left (workload) {link}"
+    started = f"(max by ({key}) (kube_job_status_start_time) * on ({key}) group_left (workload) {link}) and on ({key}) ({ended})"
+    by = f"{key}, workload"
+    # each pod by its uid: a LeaderWorkerSet's or StatefulSet's pod replaced by a rollout keeps its name
+    pods = "namespace, pod, uid, workload"
+    ready_uids = 'max by (namespace, pod, uid) (kube_pod_status_ready{condition="true"}) == 1'
+    ready = (f'max by ({pods}) ({SERVING_POD}{{workload=~"{"|".join(sorted(served))}"}} '
+             f"* on (namespace, pod) group_left (uid) ({ready_uids}))")  # fmt: skip
+    since = f"(max by ({pods}) (last_over_time({SERVING_READY_SINCE}[1d])) and on (namespace, pod, uid) {ready}) or (0 * {ready} + time())"
+    rules = [
+        _rule(STAGE_RUN_END, _remembered(STAGE_RUN_END, f"({ended})", by, RUN_REMEMBERED_SECONDS)),
+        _rule(STAGE_RUN_START, _remembered(STAGE_RUN_START, f"({started})", by, RUN_REMEMBERED_SECONDS)),
+        _rule(SERVING_READY_SINCE, since),
+        _rule(SERVING_ROLLOUT, f"min by (namespace, workload) ({SERVING_READY_SINCE})"),
+    ]
+    inputs = {w.name: tuple(w.inputs) for w in rp.spec.workloads}
+    for workload, chain in sorted(served.items()):
+        mine = f'{CHAIN_STAGE_START}{{workload="{workload}"}}'
+        rules.append(
+            _rule(CHAIN_STAGE_START, f'max({SERVING_ROLLOUT}{{workload="{workload}"}})', {"workload": workload, "stage": workload})
+        )
+        for stage in chain:
+            consumers = "|".join(c for c in (workload, *chain) if stage in inputs.get(c, ()))
+            before = f'min({CHAIN_STAGE_START}{{workload="{workload}",stage=~"{consumers}"}})'
+            latest = f'topk(1, {STAGE_RUN_END}{{workload="{stage}"}} <= on () group_left () {before})'
+            start = f'max({STAGE_RUN_START}{{workload="{stage}"}} and on ({key}) {latest})'
+            rules.append(_rule(CHAIN_STAGE_START, start, {"workload": workload, "stage": stage}))
+        every = f"(count({mine}) == {len(chain) + 1})"
+        lead = f'max({CHAIN_STAGE_START}{{workload="{workload}",stage="{workload}"}}) - min({mine}) and on () {every}'
+        rules.append(_rule(LEAD_TIME, lead, {"workload": workload}))
+    return rules
+
+
 def _tier_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]:
     """A site's tier KPIs: from its nodes' client counters, or from the cloud's metrics of its file systems."""
     cloud = cloud_metric_tiers(rp, site)
@@ -974,6 +1058,7 @@ def kpi_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
         group("alicerce.kpi.queue", queue_rules()),
         group("alicerce.kpi.jobs", job_rules()),
         group("alicerce.kpi.serving", serving_rules()),
+        group("alicerce.kpi.lead_time", lead_time_rules(rp, site)),
         group("alicerce.kpi.node", node_rules(site)),
         group("alicerce.kpi.storage", _tier_rules(rp, site)),
     ]

@@ -21,6 +21,21 @@ MAX_WIDTH = 10**6  # hidden sizes, heads and experts: tens of thousands at most 
 MAX_GPUS = 10**6  # the largest clusters built hold a few hundred thousand GPUs
 MAX_VOCABULARY = 10**7  # tokenizers hold 32,000 to 262,144 tokens today
 DEFAULT_SEQUENCE = 4096  # tokens per sequence of a training run that declares none
+MAX_INPUTS = 64  # a stage consumes a few datasets or models; past this the list is a mistake
+
+# What each kind's output can feed, the chain dataset -> data-prep -> training -> fine-tuning -> serving that the
+# lead-time KPI measures (rule AL225): a data-prep job writes a dataset, which a data-prep, training, fine-tuning or
+# batch-inference job reads; training and fine-tuning write a model, which later training (continued pre-training),
+# fine-tuning or serving loads; batch inference writes data (synthetic data, distillation targets, embeddings), which
+# data-prep, training or fine-tuning reads; an online inference service answers requests and writes nothing another
+# workload consumes.
+FEEDS: dict[str, tuple[str, ...]] = {
+    "data-prep": ("data-prep", "training", "fine-tuning", "batch-inference"),
+    "training": ("training", "fine-tuning", "inference", "batch-inference"),
+    "fine-tuning": ("fine-tuning", "inference", "batch-inference"),
+    "batch-inference": ("data-prep", "training", "fine-tuning"),
+    "inference": (),
+}
 
 
 class Experts(SpecModel):
@@ -251,6 +266,16 @@ class Workload(SpecModel):
     )
     checkpoint_interval: Duration | None = Field(default=None, gt=0, description="Time between checkpoints.")
     dataset: Dataset | None = Field(default=None, description="Input data.")
+    inputs: list[Name] = Field(
+        default_factory=list,
+        max_length=MAX_INPUTS,
+        description="The workloads whose output this one consumes: the data-prep job that wrote its dataset, the training "
+        "run whose model it fine-tunes or serves. Declares the chain dataset -> data-prep -> training -> fine-tuning -> "
+        "serving, whose lead time an inference workload's KPI measures (workload:model_lead_time:seconds) and "
+        "`alicerce plan` targets. Each name is a workload of the spec; no cycles; a kind feeds only the kinds that read "
+        "its output (rules AL223-AL225).",
+        examples=[["tokenize-corpus"]],
+    )
     traffic: Traffic | None = Field(default=None, description="Inference traffic.")
     latency: Latency | None = Field(default=None, description="Inference latency SLOs.")
     runs_per_quarter: float | None = Field(
@@ -303,3 +328,49 @@ class Workload(SpecModel):
         "inference service runs around the clock).",
     )  # fmt: skip
     growth: Growth | None = Field(default=None, description="Demand growth; `alicerce plan` forecasts capacity and cost with it.")
+
+
+def model_chains(workloads: list[Workload]) -> dict[str, tuple[str, ...]]:
+    """Each inference workload that declares inputs -> every workload its model comes from (its inputs, theirs, ...),
+    each stage after every stage of the chain that consumes it: what the lead-time KPI walks back from the rollout and
+    `alicerce plan` sums. Names no workload defines and cycles are left out (rules AL223, AL224 report them)."""
+    inputs = {w.name: tuple(w.inputs) for w in workloads}
+    out: dict[str, tuple[str, ...]] = {}
+    for w in workloads:
+        if w.kind != "inference" or not w.inputs:
+            continue
+        stages: list[str] = []
+        frontier = [n for n in w.inputs if n in inputs]
+        while frontier:
+            name = frontier.pop(0)
+            if name not in stages and name != w.name:
+                stages.append(name)
+                frontier += [n for n in inputs[name] if n in inputs]
+        out[w.name] = tuple(_consumers_first(stages, inputs))
+    return out
+
+
+def _consumers_first(stages: list[str], inputs: dict[str, tuple[str, ...]]) -> list[str]:
+    """``stages`` ordered so that each comes after every stage of the chain that consumes it (a cycle: as listed)."""
+    done: list[str] = []
+    for _ in stages:
+        for stage in stages:
+            waiting = [c for c in stages if stage in inputs[c] and c not in done and c != stage]
+            if stage not in done and not waiting:
+                done.append(stage)
+    return done + [s for s in stages if s not in done]
+
+
+def chain_days(served: str, workloads: list[Workload], days: dict[str, float | None]) -> float | None:
+    """The planned wall-clock of the longest path of stages that feed ``served`` (stages on parallel paths run at the
+    same time), from each stage's ``days``; None where a stage has no figure."""
+    inputs = {w.name: tuple(w.inputs) for w in workloads}
+
+    def longest(name: str, seen: frozenset[str]) -> float | None:
+        paths = [longest(n, seen | {n}) for n in inputs.get(name, ()) if n in inputs and n not in seen]
+        if any(p is None for p in paths):
+            return None
+        own = 0.0 if name == served else days.get(name)
+        return None if own is None else own + max((p for p in paths if p is not None), default=0.0)
+
+    return longest(served, frozenset({served}))

@@ -66,6 +66,9 @@ def test_one_dashboard_per_audience_with_what_that_audience_asks() -> None:
     inference = " ".join(queries(boards["inference.json"]))
     assert all(f"vllm_time_to_first_token_seconds:p{q}" in inference for q in (50, 95, 99)) and "usd_per_million_tokens" in inference
     assert "pool:gpu_effective_utilization:ratio" in " ".join(queries(boards["gpu-platform.json"]))
+    # the time from dataset to a deployed model where a served model's chain is recorded (chat-70b's team is at aws)
+    assert "workload:model_lead_time:seconds" in queries(boards["gpu-platform.json"])
+    assert "workload:model_lead_time:seconds" not in queries(dashboards(rp, rule_groups(rp, "dc1"))["gpu-platform.json"])
     # the budget line of the team dashboard is a series of the site's share of the budget
     budget = [r for g in rule_groups(rp, "aws") for r in g["rules"] if r.get("record") == "alicerce:team_budget_usd:monthly"]
     assert [r["labels"]["team"] for r in budget] == ["research"]

@@ -584,3 +584,90 @@ def test_ray_serve_proxy_requests_feed_the_error_ratio(tmp_path: Path) -> None:
     tests = [{"interval": "1m", "input_series": inputs,
               "promql_expr_test": [rounded("workload:vllm_request_errors:ratio_rate5m", CHAT, 0.05, "20m")]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
+
+
+def _chain_series(*, pretrain_end: int, runs: bool = True, jobs_for: int = 200) -> list[dict[str, str]]:
+    """tokenize-corpus's Job ran 0-3600 s and llm-pretrain's from 7200 s to ``pretrain_end``, both in research, their
+    Job objects (and pods) deleted after ``jobs_for`` minutes; chat-70b's pod is ready from minute 360 on (kube-state-
+    metrics 2.20.0 series, as scraped: job and instance added)."""
+    scrape = 'job="kube-state-metrics",instance="10.0.0.9:8080"'
+    out: list[dict[str, str]] = []
+    stages = (("tok-1", "tokenize-corpus", 0, 3600), ("pre-1", "llm-pretrain", 7200, pretrain_end)) if runs else ()
+    for job, workload, start, end in stages:
+        labels = f'{scrape},namespace="research",job_name="{job}"'
+        pod = f'{scrape},namespace="research",pod="{job}-0",uid="u-{job}"'
+        held = f"x{jobs_for - 1}"
+        out += [
+            {"series": f"kube_job_status_start_time{{{labels}}}", "values": f"{start}{held}"},
+            {"series": f"kube_job_status_completion_time{{{labels}}}", "values": f"{end}{held}"},
+            {"series": f'kube_pod_owner{{{pod},owner_kind="Job",owner_name="{job}",owner_is_controller="true"}}', "values": f"1{held}"},
+            {"series": f'kube_pod_labels{{{pod},label_alicerce_dev_workload="{workload}"}}', "values": f"1{held}"},
+        ]
+    chat = f'{scrape},namespace="serving",pod="chat-70b-0",uid="u-chat"'
+    out += [
+        {"series": f'kube_pod_labels{{{chat},label_alicerce_dev_workload="chat-70b"}}', "values": "1x420"},
+        {"series": f'kube_pod_status_ready{{{chat},condition="true"}}', "values": "0x359 1x60"},
+    ]
+    return out
+
+
+LEAD = "workload:model_lead_time:seconds"
+
+
+@needs_promtool
+def test_model_lead_time_runs_from_the_first_stage_to_the_rollout_that_follows(tmp_path: Path) -> None:
+    """chat-70b serves llm-pretrain's model, trained on tokenize-corpus's output (platform.yaml inputs): the corpus run
+    started at 0 and the pod became ready at 6 h, so the lead time is 21,600 s, after both Jobs were deleted (their runs
+    are remembered); before the rollout there is none."""
+    rp = platform()
+    tests = [{"interval": "1m", "input_series": _chain_series(pretrain_end=18000), "promql_expr_test": [
+        rounded(LEAD, 'workload="chat-70b",site="aws"', 21600, at="400m"),
+        rounded('workload_stage:model_chain_start:timestamp{stage="llm-pretrain"}',
+                'workload="chat-70b",stage="llm-pretrain",site="aws"', 7200, at="400m"),
+        {"expr": LEAD, "eval_time": "300m", "exp_samples": []},
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_a_served_model_whose_chain_never_ran_has_no_lead_time(tmp_path: Path) -> None:
+    """chat-70b is ready, but no run of llm-pretrain or tokenize-corpus ever completed here: no series, not 0."""
+    rp = platform()
+    tests = [{"interval": "1m", "input_series": _chain_series(pretrain_end=0, runs=False), "promql_expr_test": [
+        {"expr": LEAD, "eval_time": "400m", "exp_samples": []},
+        rounded("workload:serving_rollout:timestamp", 'namespace="serving",workload="chat-70b",site="aws"', 21600, at="400m"),
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_a_rollout_before_the_training_ended_is_no_lead_time(tmp_path: Path) -> None:
+    """llm-pretrain's run ends at 30,000 s, after chat-70b's pods became ready (21,600 s): the rollout served another
+    model, not this run's, and no earlier run completed: no lead time, even once the run has ended."""
+    rp = platform()
+    tests = [{"interval": "1m", "input_series": _chain_series(pretrain_end=30000, jobs_for=420), "promql_expr_test": [
+        {"expr": LEAD, "eval_time": "410m", "exp_samples": []},
+        {"expr": 'workload_stage:model_chain_start:timestamp{stage="llm-pretrain"}', "eval_time": "410m", "exp_samples": []},
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_a_pod_replaced_under_its_name_is_a_new_rollout(tmp_path: Path) -> None:
+    """chat-70b-0 (a LeaderWorkerSet's or StatefulSet's pod keeps its name) serves from minute 0; a rollout replaces it
+    with a new pod of the same name, ready from minute 130: the rollout is the new pod's, by its uid."""
+    rp = platform()
+    scrape = 'job="kube-state-metrics",instance="10.0.0.9:8080"'
+    old, new = (f'{scrape},namespace="serving",pod="chat-70b-0",uid="{uid}"' for uid in ("u-old", "u-new"))
+    inputs = [
+        {"series": f'kube_pod_labels{{{old},label_alicerce_dev_workload="chat-70b"}}', "values": "1x100"},
+        {"series": f'kube_pod_status_ready{{{old},condition="true"}}', "values": "1x100"},
+        {"series": f'kube_pod_labels{{{new},label_alicerce_dev_workload="chat-70b"}}', "values": "_x110 1x100"},
+        {"series": f'kube_pod_status_ready{{{new},condition="true"}}', "values": "_x110 0x19 1x80"},
+    ]
+    rollout = "workload:serving_rollout:timestamp"
+    labels = 'namespace="serving",workload="chat-70b",site="aws"'
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded(rollout, labels, 0, at="90m"), rounded(rollout, labels, 130 * 60, at="200m"),
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
