@@ -1459,11 +1459,13 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
     assert w.model is not None and place.gpu is not None
     gpu = place.gpu
     notes: list[str] = []
+    undeclared = w.traffic is None
     if w.traffic is None:  # batch inference without a declared load: one replica at full batch
         w = w.model_copy(update={"traffic": Traffic.model_validate({"concurrency": 1, "inputTokens": 512, "outputTokens": 256})})
-        notes.append("no traffic declared: sized one replica for 512-token prompts and 256-token outputs")
+        notes.append("no traffic declared: sized one replica for 512-token prompts and 256-token outputs, busy at its full "
+                     "batch for the job's hours a day (its tokens a month and cost per token count that)")  # fmt: skip
     assert w.traffic is not None
-    declared_clients = w.traffic.peak_rps is None and not notes  # closed-loop clients the spec declares
+    declared_clients = w.traffic.peak_rps is None and not undeclared  # closed-loop clients the spec declares
     fits: dict[str, int | None] = {}
     for candidate in candidates:
         fits[candidate.id] = smallest_degree(w, candidate, sizing, place.gpus_per_node)
@@ -1499,7 +1501,10 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
             # not its full-batch rate scaled down (a decode step does not shrink in proportion to the batch)
             layout, figures = replica_layout(w, gpu, sizing, place.gpus_per_node, clients=clients / replicas, tp=layout.tp)
             assert layout is not None  # a smaller batch only eases memory and latency
-        load = clients / (replicas * layout.batch)
+        # a batch job with no declared load is one replica kept at the full batch it was sized at while it runs: its
+        # tokens are what that replica delivers, not one sequence's share of it (review sizreview18 F3: counted at
+        # load 1/256, its tokens cost $25.83 a million where the replica it buys serves them at $0.10)
+        load = 1.0 if undeclared else clients / (replicas * layout.batch)
         rps = load * replicas * layout.requests_per_second
     inputs = {"load": load} if by_throughput in (None, replicas) else {"load": load, "replicas for the rate": by_throughput}
     figures.append(Figure("replicas", replicas, "replicas", "ceil(peak requests/s / requests/s per replica), or more where the "

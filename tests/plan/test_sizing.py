@@ -550,6 +550,24 @@ def test_closed_loop_clients_run_at_their_own_batch() -> None:
     assert output_per_second == pytest.approx(1228.7, rel=0.25)
 
 
+def test_a_batch_job_without_traffic_counts_the_tokens_its_full_batch_serves() -> None:
+    """Review sizreview18 F3 (issue 23): the reference embed-batch (7B bf16 on one L40S, 8 hours a day, no traffic) is
+    sized one replica at full batch 256 (9.405 req/s, 2,408 output tok/s printed) but its tokens were counted at load
+    1/256: 0.0367 req/s -> 24.7M tokens a month, $638 / 24.7 = $25.83 a million. By hand at full batch: 9.405 req/s x
+    (512 + 256) tokens x 3,600 s x 8 h x 730 / 24 = 6.33e9 tokens in the job's 243.3 GPU-hours; x $2.62 = $638 ->
+    $0.10 a million, what the replica the plan buys delivers."""
+    w = workload(kind="batch-inference", model={"parameters": "7B"}, precision="bf16", hoursPerDay=8)
+    plan = plan_inference(w, on("L40S"), SIZING, [])
+    fig = {f.name: f for f in plan.figures}
+    assert plan.replicas == 1 and fig["batch per replica"].value == 256
+    assert fig["requests/s per replica"].value == pytest.approx(9.405, rel=1e-3)
+    assert fig["replicas"].inputs["load"] == 1.0
+    assert plan.tokens_per_month == pytest.approx(9.405 * 768 * 3600 * 8 * 730 / 24, rel=1e-3)  # 6.327e9
+    assert plan.gpu_hours == pytest.approx(243.33, rel=1e-3)
+    assert plan.gpu_hours * 2.62 / (plan.tokens_per_month / 1e6) == pytest.approx(0.1008, rel=1e-2)
+    assert any("full batch for the job's hours a day" in n for n in plan.notes)
+
+
 def test_streams_per_replica_near_batch_one_match_the_engine() -> None:
     """Issue 23, defect 4: with all-reduces free the single-stream step came out 16-29% fast, so a time-per-token
     target the engine meets with one stream allowed 4-22. NVIDIA NIM 1.8 (Llama 3.3 70B fp8, TP2 on H100, 5,000 in /
