@@ -574,6 +574,7 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
     layers, hidden = shape(active if moe else float(w.model.parameters), w.model.layers, w.model.hidden_size, sizing)
     experts = w.model.experts
     attention_dim, attention_sequence = attention_width(w, layers, hidden, sizing)
+    dequant = qlora_dequantisation(w, gpu, sizing)
     job = TrainingJob(
         architecture=gpu.architecture,
         active_parameters=active,
@@ -604,6 +605,8 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
         virtual_stages=w.pipeline_virtual_stages or 1,
         context_parallel=w.context_parallel or 1,
         zero_stage=zero_stage(w),
+        dequant_bytes_per_weight=dequant[0],
+        hbm_bytes_per_second=dequant[1],
     )
     job = training_layout(job, mem, place.gpus_per_node, usable_memory(gpu, sizing), sizing)
     tp, fraction = job.tensor_parallel, job.recompute_fraction
@@ -1443,6 +1446,16 @@ def replica_layout(
         figures.append(Figure("requests/s per replica", perf.requests_per_second, "req/s", "tokens/s per replica / output tokens", {}))
         return perf, figures
     return None, figures
+
+
+def qlora_dequantisation(w: Workload, gpu: Gpu, sizing: Sizing) -> tuple[float, float | None]:
+    """What a QLoRA job's dequantising passes move a frozen weight (the NF4 block read, qloraBaseBytes, and the 16-bit
+    copy written and read back by the GEMM, 2 + 2 B) and the HBM bandwidth they run at (the GPU's, at the serving
+    roofline's calibrated bandwidth efficiency); nothing for other methods (review sizreview18 F5)."""
+    if w.method != "qlora":
+        return 0.0, None
+    bandwidth = gpu.memoryBandwidthGBps * 1e9 * sizing.inference.decodeBandwidthEfficiency.value
+    return sizing.qloraBaseBytes.value + 4.0, bandwidth
 
 
 def smallest_degree(w: Workload, gpu: Gpu, sizing: Sizing, node_gpus: int) -> int | None:
