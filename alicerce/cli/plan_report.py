@@ -104,9 +104,10 @@ def print_plan(console: Console, result: SizingPlan, *, explain: bool = False, t
     # one story for finance: the plan's price of a GPU-hour and what showback (dashboards, `alicerce costs`) bills
     console.print(
         "[dim]USD/GPU-h: what a used GPU-hour costs (rented: the node price; owned or reserved: the month over the "
-        "forecast busy GPU-hours). billed/GPU-h: what showback and `alicerce costs` charge each allocated GPU-hour "
-        "(rented: the node price; owned: the month over the installed GPU-hours, idle capacity stays with the "
-        "platform).[/dim]"
+        "forecast busy GPU-hours; Capacity Blocks: the blocks the runs buy over the GPU-hours they use). billed/GPU-h: "
+        "what showback and `alicerce costs` charge each allocated GPU-hour (rented: the node price; Capacity Blocks: "
+        "the same as USD/GPU-h, a block's idle hours are its run's; owned: the month over the installed GPU-hours, "
+        "idle capacity stays with the platform).[/dim]"
     )
     if result.storage:
         tiers = _table("Storage tiers", [("tier", "left"), ("declared GB/s", "right"), ("read GB/s", "right"),

@@ -42,6 +42,8 @@ class PoolPlan:
             return self.owned_cost.usd_per_gpu_hour()
         if self.price is None:
             return None
+        if (blocks := self._block_gpu_hour) is not None:
+            return blocks
         node = self.price.usd_per_gpu_hour
         if self.price.reserved_nodes and self.monthly_cost_usd and self.gpu_hours_per_month > 0 and node is not None:
             return max(node, self.monthly_cost_usd / self.gpu_hours_per_month)
@@ -58,7 +60,20 @@ class PoolPlan:
         if self.owned and self.monthly_cost_usd is not None:
             installed = self.declared_max * self.gpus_per_node * HOURS_PER_MONTH
             return self.monthly_cost_usd / installed if installed else None
+        if (blocks := self._block_gpu_hour) is not None:
+            return blocks
         return self.price.usd_per_gpu_hour if self.price is not None else None
+
+    @property
+    def _block_gpu_hour(self) -> float | None:
+        """A Capacity Block pool's price of a used GPU-hour, for the plan and for showback alike: its month (whole
+        blocks, bought for the runs) over the GPU-hours the runs use. The block's idle hours are the run's, not the
+        platform's: each run buys its block, so no other work fills them. Review sizreview18 F11: the team's month
+        counted the whole block ($944 a run) while showback and the per-run KPI counted the used hours at the list
+        rate ($232, $4.92 a GPU-hour where a used one cost $19.97). None for other pools or a month with no runs."""
+        if self.price is None or not self.price.block_steps or not self.monthly_cost_usd or self.gpu_hours_per_month <= 0:
+            return None
+        return self.monthly_cost_usd / self.gpu_hours_per_month
 
     def to_json(self, explain: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -612,6 +612,7 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
     layers, hidden = shape(active if moe else float(w.model.parameters), w.model.layers, w.model.hidden_size, sizing)
     experts = w.model.experts
     attention_dim, attention_sequence = attention_width(w, layers, hidden, sizing)
+    dequant = qlora_dequantisation(w, gpu, sizing)
     job = TrainingJob(
         architecture=gpu.architecture,
         active_parameters=active,
@@ -642,6 +643,8 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
         virtual_stages=w.pipeline_virtual_stages or 1,
         context_parallel=w.context_parallel or 1,
         zero_stage=zero_stage(w),
+        dequant_bytes_per_weight=dequant[0],
+        hbm_bytes_per_second=dequant[1],
     )
     job = training_layout(job, mem, place.gpus_per_node, usable_memory(gpu, sizing), sizing)
     tp, fraction = job.tensor_parallel, job.recompute_fraction
@@ -1629,6 +1632,16 @@ def _latency_shortfall(w: Workload, gpu: Gpu, sizing: Sizing, node_gpus: int, fi
     return ": " + "; ".join(misses) + remedy
 
 
+def qlora_dequantisation(w: Workload, gpu: Gpu, sizing: Sizing) -> tuple[float, float | None]:
+    """What a QLoRA job's dequantising passes move a frozen weight (the NF4 block read, qloraBaseBytes, and the 16-bit
+    copy written and read back by the GEMM, 2 + 2 B) and the HBM bandwidth they run at (the GPU's, at the serving
+    roofline's calibrated bandwidth efficiency); nothing for other methods (review sizreview18 F5)."""
+    if w.method != "qlora":
+        return 0.0, None
+    bandwidth = gpu.memoryBandwidthGBps * 1e9 * sizing.inference.decodeBandwidthEfficiency.value
+    return sizing.qloraBaseBytes.value + 4.0, bandwidth
+
+
 def smallest_degree(w: Workload, gpu: Gpu, sizing: Sizing, node_gpus: int) -> int | None:
     """The fewest GPUs a replica of ``w`` needs on ``gpu`` (what fits, whatever serves the load cheapest)."""
     assert w.model is not None
@@ -1643,11 +1656,13 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
     assert w.model is not None and place.gpu is not None
     gpu = place.gpu
     notes: list[str] = []
+    undeclared = w.traffic is None
     if w.traffic is None:  # batch inference without a declared load: one replica at full batch
         w = w.model_copy(update={"traffic": Traffic.model_validate({"concurrency": 1, "inputTokens": 512, "outputTokens": 256})})
-        notes.append("no traffic declared: sized one replica for 512-token prompts and 256-token outputs")
+        notes.append("no traffic declared: sized one replica for 512-token prompts and 256-token outputs, busy at its full "
+                     "batch for the job's hours a day (its tokens a month and cost per token count that)")  # fmt: skip
     assert w.traffic is not None
-    declared_clients = w.traffic.peak_rps is None and not notes  # closed-loop clients the spec declares
+    declared_clients = w.traffic.peak_rps is None and not undeclared  # closed-loop clients the spec declares
     fits: dict[str, int | None] = {}
     for candidate in candidates:
         fits[candidate.id] = smallest_degree(w, candidate, sizing, place.gpus_per_node)
@@ -1688,7 +1703,10 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
             # not its full-batch rate scaled down (a decode step does not shrink in proportion to the batch)
             layout, figures = replica_layout(w, gpu, sizing, place.gpus_per_node, clients=clients / replicas, tp=layout.tp)
             assert layout is not None  # a smaller batch only eases memory and latency
-        load = clients / (replicas * layout.batch)
+        # a batch job with no declared load is one replica kept at the full batch it was sized at while it runs: its
+        # tokens are what that replica delivers, not one sequence's share of it (review sizreview18 F3: counted at
+        # load 1/256, its tokens cost $25.83 a million where the replica it buys serves them at $0.10)
+        load = 1.0 if undeclared else clients / (replicas * layout.batch)
         rps = load * replicas * layout.requests_per_second
     inputs = {"load": load} if by_throughput in (None, replicas) else {"load": load, "replicas for the rate": by_throughput}
     figures.append(Figure("replicas", replicas, "replicas", "ceil(peak requests/s / requests/s per replica), or more where the "

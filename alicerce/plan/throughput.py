@@ -179,6 +179,10 @@ class TrainingJob:
     # FLOPs a token costs per active parameter: 6 for full training, 4 for LoRA (no weight gradients of the frozen base):
     # what attention, an extra forward pass and the tensor-parallel all-reduces weigh against (review sizreview8 F3)
     flops_per_token: float = 6.0
+    # QLoRA: bytes a dequantising pass moves per frozen base weight (the 4-bit block read, the 16-bit copy written and
+    # read back by the GEMM) and the HBM bandwidth it runs at; 0 / None for every other method (review sizreview18 F5)
+    dequant_bytes_per_weight: float = 0.0
+    hbm_bytes_per_second: float | None = None
 
 
 def tokens_per_gpu_step(job: TrainingJob) -> float:
@@ -306,6 +310,9 @@ def training_factors(job: TrainingJob, sizing: Sizing, *, moe_routing: float | N
     tp = tensor_parallel_factor(job, fraction, math.prod(f.value for f in factors), sizing)
     if tp is not None:
         factors.append(tp)
+    dequant = dequantisation_factor(job, fraction, math.prod(f.value for f in factors))
+    if dequant is not None:
+        factors.append(dequant)
     bubble = pipeline_factor(job)  # after tensor parallelism: the all-reduces add to busy time, the bubble idles it all
     if bubble is not None:
         factors.append(bubble)
@@ -341,6 +348,28 @@ def tensor_parallel_factor(job: TrainingJob, recompute_fraction: float, mfu: flo
         f"{link / 1e9:,.0f} GB/s{' (NVLink bridge)' if bridged else ''}, against {job.flops_per_token:g}N / (TP x peak x efficiency): "
         f"1 / (1 + {ratio:.3f})",
     )
+
+
+def dequantisation_factor(job: TrainingJob, recompute_fraction: float, mfu: float) -> Factor | None:
+    """QLoRA's 4-bit base is dequantised to 16 bits before every GEMM that reads it (bitsandbytes Linear4bit's
+    MatMul4Bit: dequantize_4bit, then the 16-bit matmul; again in the backward pass for the input's gradient, and in
+    every recomputed forward): per micro-batch of one sequence, each pass moves ``dequant_bytes_per_weight`` per frozen
+    weight through HBM, a memory-bound kernel beside the GEMMs. The weights a GPU holds cancel out, so against the
+    sequence's compute time ``f N s / (peak x efficiency)``:
+    ``ratio = passes x bytes x peak x efficiency / (HBM x f x tokens a micro-batch)``, factor ``1 / (1 + ratio)``.
+    Published (Lightning-AI/litgpt tutorials/finetune_lora.md @137660b0, Alpaca, micro-batch 1, bf16-true): LoRA 2.36
+    min vs --quantize bnb.nf4 3.68 min on Llama 2 7B (x1.56), 1.24 vs 1.82 on StableLM 3B (x1.47); short Alpaca
+    sequences make that the expensive end, a long micro-batch amortises it (review sizreview18 F5: 12% or more at 4,096
+    tokens on an H100)."""
+    if not job.dequant_bytes_per_weight or not job.hbm_bytes_per_second or not job.peak_flops:
+        return None
+    passes = 2 + recompute_fraction  # forward, backward (the input's gradient), the recomputed forward
+    tokens = job.sequence / max(1, job.context_parallel)
+    ratio = passes * job.dequant_bytes_per_weight * job.peak_flops * mfu / (job.hbm_bytes_per_second * job.flops_per_token * tokens)
+    label = (f"{passes:g} passes x {job.dequant_bytes_per_weight:.3f} B a weight x peak x efficiency / (HBM "
+             f"{job.hbm_bytes_per_second / 1e9:,.0f} GB/s x {job.flops_per_token:g} x {tokens:,.0f} tokens a micro-batch): "
+             f"1 / (1 + {ratio:.3f})")  # fmt: skip
+    return Factor("QLoRA dequantisation", 1 / (1 + ratio), "computed", label)
 
 
 def training_mfu(job: TrainingJob, sizing: Sizing) -> tuple[float, tuple[Factor, ...]]:

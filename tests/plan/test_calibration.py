@@ -294,6 +294,22 @@ def test_one_table_under_two_urls_is_one_source_left_out_whole() -> None:
         assert all(len(f) == 1 for f in families.values()), {u: f for u, f in families.items() if len(f) > 1}
 
 
+def test_the_bench_weighs_each_unseen_source_once_beside_the_rows() -> None:
+    """Review sizreview18 F10: 213 of the 220 unseen dense rows are llm-foundry's one table, so the row-weighted median
+    was that table's figure while 3 of the 5 dense sources are 50-116% off. The bench prints the median of the sources'
+    medians beside it. By hand: source a |errors| 0.1, 0.2, 0.3 (median 0.2), b 0.5, c 1.0 and 1.2 (median 1.1): the
+    sources' median is 0.5; the six rows' is (0.3 + 0.5) / 2 = 0.4."""
+    bench = _bench()
+    base = RUNS[0]
+    errors = {"a": (0.1, -0.2, 0.3), "b": (0.5,), "c": (-1.0, 1.2)}
+    rows = [
+        bench.Row(base.model_copy(update={"family": family}), 1.0, 1.0 + error) for family, values in errors.items() for error in values
+    ]
+    assert bench.by_source_median([(r.run.family, r.error) for r in rows]) == pytest.approx(0.5)
+    line = bench._line("x", rows)
+    assert line.startswith("| x | 6 | 3 | 40.0% | 50.0% |"), line
+
+
 def test_a_serving_table_is_unseen_only_when_no_efficiency_was_fitted_on_its_source() -> None:
     """Review sizreview2 D2: TensorRT-LLM perf-overview's A100 and L40S columns and its 1.0 revision are the fit table's
     own page (family), so the bench labels them the fit's source, never an unseen one; only a table whose family no

@@ -45,7 +45,7 @@ from alicerce.plan.sizing import (
     training_memory,
     usable_memory,
 )
-from alicerce.plan.throughput import TrainingJob, training_factors
+from alicerce.plan.throughput import TrainingJob, dequantisation_factor, training_factors
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_file, load_text
 from alicerce.spec.models import Workload
@@ -558,6 +558,24 @@ def test_closed_loop_clients_run_at_their_own_batch() -> None:
     assert plan.tokens_per_month == pytest.approx(fig["requests/s per replica"] * 160 * 3600 * 730, rel=1e-9)
     output_per_second = fig["requests/s per replica"] * 128
     assert output_per_second == pytest.approx(1228.7, rel=0.25)
+
+
+def test_a_batch_job_without_traffic_counts_the_tokens_its_full_batch_serves() -> None:
+    """Review sizreview18 F3 (issue 23): the reference embed-batch (7B bf16 on one L40S, 8 hours a day, no traffic) is
+    sized one replica at full batch 256 (9.405 req/s, 2,408 output tok/s printed) but its tokens were counted at load
+    1/256: 0.0367 req/s -> 24.7M tokens a month, $638 / 24.7 = $25.83 a million. By hand at full batch: 9.405 req/s x
+    (512 + 256) tokens x 3,600 s x 8 h x 730 / 24 = 6.33e9 tokens in the job's 243.3 GPU-hours; x $2.62 = $638 ->
+    $0.10 a million, what the replica the plan buys delivers."""
+    w = workload(kind="batch-inference", model={"parameters": "7B"}, precision="bf16", hoursPerDay=8)
+    plan = plan_inference(w, on("L40S"), SIZING, [])
+    fig = {f.name: f for f in plan.figures}
+    assert plan.replicas == 1 and fig["batch per replica"].value == 256
+    assert fig["requests/s per replica"].value == pytest.approx(9.405, rel=1e-3)
+    assert fig["replicas"].inputs["load"] == 1.0
+    assert plan.tokens_per_month == pytest.approx(9.405 * 768 * 3600 * 8 * 730 / 24, rel=1e-3)  # 6.327e9
+    assert plan.gpu_hours == pytest.approx(243.33, rel=1e-3)
+    assert plan.gpu_hours * 2.62 / (plan.tokens_per_month / 1e6) == pytest.approx(0.1008, rel=1e-2)
+    assert any("full batch for the job's hours a day" in n for n in plan.notes)
 
 
 def test_streams_per_replica_near_batch_one_match_the_engine() -> None:
@@ -1439,6 +1457,34 @@ def test_a_qlora_run_gains_nothing_from_fp8() -> None:
     bf16, fp8 = plan("bf16"), plan("fp8")
     assert fp8.gpu_hours == pytest.approx(bf16.gpu_hours) and fp8.model_state_gib == pytest.approx(bf16.model_state_gib)
     assert any("gains nothing" in n for n in fp8.notes)
+
+
+def test_qlora_pays_for_dequantising_its_base() -> None:
+    """Review sizreview18 F5: QLoRA planned the MFU and GPU-hours of LoRA although bitsandbytes dequantises the NF4 base to
+    16 bits before every GEMM. Per micro-batch each pass moves 0.516 B a frozen weight read + 2 B written + 2 B read back
+    = 4.516 B; the weights a GPU holds cancel against its compute, so the ratio is passes x 4.516 x peak x efficiency /
+    (HBM x 4 x tokens a micro-batch). By hand, an H100 (989.4 TFLOP/s, 3,350 GB/s x 0.774 = 2,592.9 GB/s), 4,096-token
+    sequences, efficiency 0.42: without recomputation 2 x 4.516 x 989.4e12 x 0.42 / (2,592.9e9 x 4 x 4,096) = 0.08835
+    -> 0.9188; with full recomputation 3 passes -> 0.13252 -> 0.8830. Published (Lightning-AI/litgpt
+    tutorials/finetune_lora.md @137660b0): Llama 2 7B on Alpaca at micro-batch 1, LoRA 2.36 min vs bnb.nf4 3.68 min."""
+    job = TrainingJob("hopper", 8.03e9, 32, 4096, 4096, 8, 4e6, "bf16", flops_per_token=4.0, peak_flops=989.4e12,
+                      dequant_bytes_per_weight=4.516, hbm_bytes_per_second=3350e9 * 0.774)  # fmt: skip
+    plain = dequantisation_factor(job, 0.0, 0.42)
+    recomputed = dequantisation_factor(job, 1.0, 0.42)
+    assert plain is not None and recomputed is not None
+    assert plain.value == pytest.approx(1 / 1.08835, rel=1e-4) and recomputed.value == pytest.approx(1 / 1.13252, rel=1e-4)
+    assert dequantisation_factor(replace(job, dequant_bytes_per_weight=0.0), 0.0, 0.42) is None  # LoRA: no factor
+    # through the planner: the factor is QLoRA's only, and it costs GPU-hours
+    eight = {"parameters": "8.03B", "layers": 32, "hiddenSize": 4096}
+
+    def plan(method: str) -> Any:
+        spec = workload(kind="fine-tuning", model=eight, tokens="500M", method=method, sequenceLength=4096, gpus=8, accelerator="H100")
+        return plan_training(spec, on("H100-SXM5-80GB"), SIZING, [])
+
+    lora, qlora = plan("lora"), plan("qlora")
+    plain_lora, quantised = ({f.name: f.value for fig in p.figures for f in fig.factors} for p in (lora, qlora))
+    assert "QLoRA dequantisation" not in plain_lora and 0.85 < quantised["QLoRA dequantisation"] < 0.95
+    assert qlora.gpu_hours > lora.gpu_hours
 
 
 def test_a_declared_expert_parallel_group_spreads_the_experts_state_below_zero3() -> None:

@@ -546,6 +546,27 @@ def test_a_run_on_capacity_blocks_costs_the_whole_blocks_it_buys() -> None:
     assert unit.cost_per_run_usd == pytest.approx(24 * 39.33)
 
 
+def test_a_capacity_block_pool_prices_a_used_gpu_hour_at_the_blocks_its_runs_buy() -> None:
+    """Review sizreview18 F11: code-assistant-ft on train-p5 as a Capacity Block, 6 runs a quarter (2 a month, one p5
+    node for ~5.9 h each, 47.28 GPU-hours a run). The team's month counted the whole blocks (2 x 24 h x $39.33 =
+    $1,887.84) while the Workloads showback and the per-run KPI counted the used hours at the list rate (47.28 x
+    $39.33 / 8 = $232, "USD/GPU-h" $4.92). By hand one price decides all: $1,887.84 / (2 x 47.28 GPU-h) = $19.96 a
+    used GPU-hour, so a run's showback and its KPI are 47.28 x 19.96 = $943.92 = its block (1 x 24 h x $39.33)."""
+    data = reference()
+    on_capacity_blocks(data)
+    next(w for w in data["workloads"] if w["name"] == "code-assistant-ft").update(pool="train-p5", runsPerQuarter=6)
+    result = plan_platform(resolve(data), today=TODAY)
+    run = next(w for w in result.workloads if w.name == "code-assistant-ft")
+    pool = next(p for p in result.pools if p.name == "train-p5")
+    assert run.gpu_hours is not None and run.gpu_hours == pytest.approx(47.28, abs=0.01)
+    assert pool.gpu_hours_per_month == pytest.approx(2 * run.gpu_hours)
+    assert pool.usd_per_gpu_hour == pool.billed_usd_per_gpu_hour == pytest.approx(2 * 24 * 39.33 / (2 * run.gpu_hours))
+    assert pool.usd_per_gpu_hour == pytest.approx(19.96, abs=0.01)  # was the list rate, 39.33 / 8 = 4.92
+    assert run.cost_usd == pytest.approx(24 * 39.33) and run.showback_usd == pytest.approx(24 * 39.33)  # was 232
+    kpi = {(k.kpi, k.subject): k.target for k in result.kpi_targets}
+    assert kpi[("run:gpu_cost_usd:sum30d", "a run of code-assistant-ft")] == pytest.approx(24 * 39.33)
+
+
 def test_low_trust_defaults_are_named_until_the_site_declares_its_own() -> None:
     """Issue 23 gap: the engineer's cost came from a 2010 mailing-list post scaled by hand, the staffing ratio and the
     support share from alicerce's own choice or one list quote (tco.yaml: trust low). The month still uses them (a
