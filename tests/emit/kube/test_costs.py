@@ -459,7 +459,7 @@ def test_an_alert_says_when_retention_deleted_the_start_of_the_month(tmp_path: P
     run_promtool(rp, "aws", [{"interval": "5m", "input_series": inputs, "alert_rule_test": [
         {"eval_time": "40h", "alertname": "CostHistoryTruncated", "exp_alerts": []},  # nothing deleted yet
         {"eval_time": "100h", "alertname": "CostHistoryTruncated", "exp_alerts": [fired("a"), fired("d")]},
-    ]}], tmp_path)  # fmt: skip
+    ]}], tmp_path, every="5m")  # fmt: skip
 
 
 @needs_promtool
