@@ -593,7 +593,9 @@ def utilisation_rules() -> list[dict[str, Any]]:
         _rule("workload:gpu_memory_used:avg", _by_workload(_selected(GPU_FB, held), "avg")),
         _rule("pool:gpus_installed:sum", installed),
         _rule("pool:gpus_allocated:sum", f"sum by (pool) ({POD_GPUS})"),
-        _rule("pool:gpus_busy:sum", f"sum by (pool) ({_gpus(GPU_UTIL, held)})"),
+        # a pool nobody holds a GPU of is 0 busy, not absent: the utilisation SLO and the ratios read it (an idle
+        # platform, the SLO's very case, had no ratio and never fired: review obsreview23 F2)
+        _rule("pool:gpus_busy:sum", f"sum by (pool) ({_gpus(GPU_UTIL, held)}) or on (pool) 0 * pool:gpus_installed:sum"),
         _rule("pool:gpu_allocation:ratio", "pool:gpus_allocated:sum / pool:gpus_installed:sum"),
         _rule("pool:gpu_effective_utilization:ratio", "pool:gpus_busy:sum / pool:gpus_installed:sum"),
         _rule("team:gpus_allocated:sum", _by_team(POD_GPUS)),

@@ -631,6 +631,26 @@ def test_the_gpu_utilization_slo_reads_the_platform_kpi_plan_targets(tmp_path: P
         run_promtool(rp, "aws", tests, tmp_path / value, every="10m")
 
 
+@needs_promtool
+@pytest.mark.parametrize("held", [False, True], ids=["nobody-holds-a-gpu", "held-at-5-percent"])
+def test_the_gpu_utilization_slo_fires_on_an_idle_platform(held: bool, tmp_path: Path) -> None:
+    """Review obsreview23 F2: busy GPUs were summed over holder pods only, so a site where no pod holds a GPU (the
+    over-provisioned platform the SLO is for) had no effective utilisation and the SLO never fired. From raw series as
+    dcgm-exporter and kube-state-metrics serve them: 8 H100 of dc1 nobody holds, or held by a pod at 5%."""
+    from tests.emit.kube.test_diagnoses import H100, NODE, gpus
+
+    text = (ROOT / "platform.yaml").read_text()
+    slo = "    - {name: platform-use, kind: gpu-utilization, threshold: 0.35, objective: 90}\n"
+    rp = validated(load_text(text.replace("  slos:\n", "  slos:\n" + slo, 1), "platform.yaml"), "prod")
+    rule = rules_of(rp, "dc1")["SLOPlatformUse"]
+    inputs = [{"series": f'kube_node_labels{{node="{NODE}",{H100}}}', "values": "1x450"}]
+    inputs += gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", 5, held=held, count=8, values="5x450")
+    tests = [{"interval": "1m", "input_series": inputs,
+              "alert_rule_test": [{"eval_time": "7h", "alertname": "SLOPlatformUse",
+                                   "exp_alerts": [expected(rule, {"site": "dc1"}, "")]}]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path)
+
+
 def test_every_gpu_pool_gets_a_missing_gpu_alert_with_its_count() -> None:
     rp = platform("prod")
     rules = rules_of(rp, "dc1")
