@@ -41,7 +41,6 @@ from alicerce.emit.kube.kpi import (
     GPU_TENSOR,
     GPU_UTIL,
     NODE_IB_UTIL,
-    NODE_IB_WAIT,
     NODE_IO_PRESSURE,
     NODE_READ,
     NODE_WRITE,
@@ -68,7 +67,6 @@ NODE_HELD = f"avg by (node, pool) ({HELD})"  # mean utilisation of the GPUs pods
 # are per file system with no limit alicerce knows to compare them with (review obsreview21 F11): the runbook says so
 IO_SATURATED = 0.25
 LINK_BUSY = 0.6  # a port transmitting over 60 % of its line rate
-PORT_WAITING = 0.25  # a port with data to send and no credit a quarter of the time (alicerce.emit.kube.kpi.NODE_IB_WAIT)
 
 
 def _checkpoint_for(rp: ResolvedPlatform) -> str:
@@ -109,11 +107,10 @@ def diagnoses(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     # alicerce.resolve.model.RdmaAttachment.traffic_counters), or it is a diagnosis that can never fire
     counted = sorted(p.name for p in rp.site(site_name).pools if p.gpu is not None and p.rdma is not None and p.rdma.traffic_counters)
     pools = f'pool=~"{"|".join(counted)}"'
-    # the fabric is the bottleneck when a port runs near line rate, or when it moves little because it waits for credit
-    # most of the time: a congested or degraded fabric stalls the collectives at 30 % of line rate (review obsreview21
-    # F10). Ports without PortXmitWait (EFA) keep the first term alone
-    fabric_bound = f"(({NODE_IB_UTIL} > {LINK_BUSY}) or ({NODE_IB_WAIT} > {PORT_WAITING}))"
-    comms = f'(avg by (node, pool) ({GPU_TENSOR}{{pod!="",{pools}}}) < 0.15) and on (node) ({NODE_HELD} > 0.8) and on (node) {fabric_bound}'
+    comms = (
+        f'(avg by (node, pool) ({GPU_TENSOR}{{pod!="",{pools}}}) < 0.15) and on (node) ({NODE_HELD} > 0.8) '
+        f"and on (node) ({NODE_IB_UTIL} > {LINK_BUSY})"
+    )
     # what sits idle in the cohort on each pool: quotas minus all use, borrowed GPUs included (a borrower's usage above
     # its quota is a lender's quota in use); a lender's own quota minus its own usage would count lent GPUs as idle.
     # Only active queues: a stopped one (a budget guard's Hold) neither admits nor lends (Kueue v0.19.2 reports it
@@ -157,11 +154,9 @@ def diagnoses(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
               "fused kernels), quantise weights or the KV cache, or use GPUs with more memory bandwidth."),
         Alert(COMMUNICATION_BOUND, comms, "30m", "warning",
               "GPUs on {{ $labels.node }} ({{ $labels.pool }}) are busy communicating, not computing",
-              "Kernels run but tensor cores are under 15% active while the fabric runs above 60% of line rate or "
-              "its ports wait for credit over a quarter of the time (congestion, a degraded link or switch): the job "
-              "is communication-bound and will not scale further; check NCCL rails and GPUDirect RDMA, the fabric's "
-              "port counters and links (FabricPortDown, FabricLinkFlapping), overlap communication with compute, or use "
-              "fewer nodes."),
+              "Kernels run but tensor cores are under 15% active while the fabric runs above 60% of line rate: "
+              "the job is communication-bound and will not scale further; check NCCL rails and GPUDirect RDMA, "
+              "overlap communication with compute, or use fewer nodes."),
         Alert(CHECKPOINT_STALL, stall, _checkpoint_for(rp), "warning",
               "Training on {{ $labels.node }} ({{ $labels.pool }}) stalls on checkpoint writes",
               "GPUs idle while the node waits on writes for longer than the checkpoint stall budget: checkpoint "

@@ -293,9 +293,6 @@ NODE_IB_RX = "node:infiniband_receive_bytes:rate5m"
 NODE_IB_TX = "node:infiniband_transmit_bytes:rate5m"
 NODE_IB_ERRORS = "node:infiniband_errors:rate5m"
 NODE_IB_UTIL = "node:infiniband_link_utilization:ratio"
-# the share of time the node's busiest port had data to send and sent none (PortXmitWait: credit starvation, congestion
-# downstream, a slow link on the path)
-NODE_IB_WAIT = "node:infiniband_transmit_wait:ratio"
 NODE_DISK_READ = "node:disk_read_bytes:rate5m"
 NODE_DISK_WRITE = "node:disk_written_bytes:rate5m"
 NODE_DISK_IOPS = "node:disk_iops:rate5m"
@@ -738,16 +735,6 @@ def _present_sum(records: tuple[str, ...]) -> str:
 
 # IB port state ACTIVE (node_exporter's infiniband collector, state_id help text: 1 down, 2 init, 3 armed, 4 active)
 IB_PORT_ACTIVE = 4
-# PortXmitWait (node_infiniband_port_transmit_wait_total: "ticks during which the port had data to transmit but no data
-# was sent during the entire tick", node_exporter v1.12.1 collector/infiniband_linux.go:84; procfs v0.21.1
-# sysfs/class_infiniband.go:391 counters/port_xmit_wait) counts ticks of the port's clock, whose length the counter does
-# not carry. Assumption, from NVIDIA's ib-traffic-monitor (issue #3, "xmit_wait - lost BW gauge", 2025-07): current
-# ConnectX generations set the tick so that one tick is 8 bytes of transmit opportunity ((7 + 1) bytes, lost bandwidth =
-# ticks x 8 x 8 bits / seconds); legacy ones 32 bytes, which this reads as a quarter of their wait (a miss, never a false
-# alert). Waiting ticks x 8 bytes over the port's rate is then the share of time it waited. The kernel serves the file
-# from the 32-bit PortCounters attribute (drivers/infiniband/core/sysfs.c PORT_PMA_ATTR(port_xmit_wait, 0, 32, 320)):
-# a port that reached the top reads flat (the PMA's counters stop there) and this share 0, until the counters are reset
-XMIT_WAIT_TICK_BYTES = 8
 
 
 # The EFA ports' counters (alicerce.targets.aws files/alicerce_efa_stats.py, from the efa driver's hw_counters): bytes
@@ -790,16 +777,11 @@ def node_rules(site: ResolvedSite) -> list[dict[str, Any]]:
     # (efa_verbs.c efa_link_gbps_to_speed_and_width); older ones report 100 Gb/s whatever the link (IB_SPEED_EDR,
     # IB_WIDTH_4X), which overstates a faster port's utilisation
     link = f"max by (node) (max by (node, device, port) ({tx}) / max by (node, device, port) (node_infiniband_rate_bytes_per_second))"
-    wait = (
-        f"max by (node) (max by (node, device, port) (rate(node_infiniband_port_transmit_wait_total[5m])) * {XMIT_WAIT_TICK_BYTES} "
-        "/ max by (node, device, port) (node_infiniband_rate_bytes_per_second))"
-    )
     rules = [
         _rule(NODE_IB_RX, f"sum by (node) ({rx})"),
         _rule(NODE_IB_TX, f"sum by (node) ({tx})"),
         _rule(NODE_IB_ERRORS, node_errors),
         _rule(NODE_IB_UTIL, link),
-        _rule(NODE_IB_WAIT, wait),
         _last_seen(PORT_LAST_ACTIVE, f"max by (node, device, port) (node_infiniband_state_id) == {IB_PORT_ACTIVE}", "node, device, port"),
         _rule(NODE_DISK_READ, f"sum by (node) (rate(node_disk_read_bytes_total{{{DISK}}}[5m]))"),
         _rule(NODE_DISK_WRITE, f"sum by (node) (rate(node_disk_written_bytes_total{{{DISK}}}[5m]))"),

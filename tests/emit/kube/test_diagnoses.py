@@ -195,29 +195,6 @@ def test_communication_bound_fires_when_the_fabric_saturates_and_tensor_cores_id
 
 
 @needs_promtool
-def test_communication_bound_fires_when_the_ports_wait_on_a_congested_fabric(tmp_path: Path) -> None:
-    """Review obsreview21 F10: a job stuck in NCCL on a congested or degraded fabric moves little data per port (30 % of
-    line rate) while the port spends most ticks with data to send and no credit to send it (PortXmitWait). Its GPUs wait
-    on the fabric all the same; slow kernels on a quiet fabric (no transmit wait) stay quiet."""
-    rule = rules_of(platform(), "dc1")["GPUCommunicationBound"]
-    port = ',device="mlx5_0",port="1"'
-    line_rate = 50e9  # 400 Gb/s, node_infiniband_rate_bytes_per_second
-
-    def state(link: float, waiting: float) -> list[dict[str, str]]:
-        rate = {"series": f'node_infiniband_rate_bytes_per_second{{job="node-exporter",instance="{NODE}:9100",node="{NODE}"{port}}}',
-                "values": f"{line_rate:g}{STEPS}"}  # fmt: skip
-        # a tick stands for 8 bytes of line-rate time (alicerce.emit.kube.kpi.XMIT_WAIT_TICK_BYTES): ``waiting`` of the time
-        wait = node_counter(NODE, "node_infiniband_port_transmit_wait_total", waiting * line_rate / 8, port)
-        sent = node_counter(NODE, "node_infiniband_port_data_transmitted_bytes_total", link * line_rate, port)
-        return (node_labels(NODE) + gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", 95) + gpus(NODE, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 0.05)
-                + [rate, wait, sent])  # fmt: skip
-
-    check("GPUCommunicationBound", state(0.3, 0.6), "45m", [expected(rule, POOL, "")], tmp_path / "a")
-    check("GPUCommunicationBound", state(0.1, 0.0), "45m", [], tmp_path / "b")  # slow kernels, quiet fabric, no wait
-    check("GPUCommunicationBound", state(0.3, 0.05), "45m", [], tmp_path / "c")  # some wait is any fabric's normal
-
-
-@needs_promtool
 def test_borrowing_misconfigured_fires_when_a_team_queues_beside_idle_quota(tmp_path: Path) -> None:
     rule = rules_of(platform(), "aws")["KueueBorrowingMisconfigured"]
 
