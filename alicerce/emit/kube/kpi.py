@@ -984,13 +984,20 @@ def lead_time_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, 
         return []
     stages = sorted({stage for chain in served.values() for stage in chain})
     names = "|".join(stages)
-    labelled = _as("workload", WORKLOAD_POD_LABEL, f'kube_pod_labels{{{WORKLOAD_POD_LABEL}=~"{names}"}}')
+    # a run is its Job's uid (the controller-uid label the Job controller puts on its pods, which kube-state-metrics'
+    # allowlist keeps): kube-state-metrics' Job series carry only the name, and a Job re-created under its name (a
+    # fixed-name data-prep Job re-run, `kubectl replace --force`) overwrote the run that fed the served model (review
+    # obsreview23 F3). The pods' map is the many side: a new Job's pods beside the old one's terminating ones is two
+    # runs of one name for a moment, not a failed match
+    run = _as("run_uid", ksm_label(JOB_UID_LABEL), f'kube_pod_labels{{{WORKLOAD_POD_LABEL}=~"{names}"}}')
+    labelled = _as("workload", WORKLOAD_POD_LABEL, run)
     owned = 'label_replace(kube_pod_owner{owner_kind="Job"}, "job_name", "$1", "owner_name", "(.+)")'
     key = "namespace, job_name"
-    link = f"max by ({key}, workload) ({owned} * on (namespace, pod) group_left (workload) max by (namespace, pod, workload) ({labelled}))"
-    ended = f"max by ({key}) (kube_job_status_completion_time) * on ({key}) group_left (workload) {link}"
-    started = f"(max by ({key}) (kube_job_status_start_time) * on ({key}) group_left (workload) {link}) and on ({key}) ({ended})"
-    by = f"{key}, workload"
+    by = f"{key}, workload, run_uid"
+    job_pods = f"max by (namespace, pod, workload, run_uid) ({labelled})"
+    link = f"max by ({by}) ({owned} * on (namespace, pod) group_left (workload, run_uid) {job_pods})"
+    ended = f"{link} * on ({key}) group_left () max by ({key}) (kube_job_status_completion_time)"
+    started = f"({link} * on ({key}) group_left () max by ({key}) (kube_job_status_start_time)) and on ({by}) ({ended})"
     # each pod by its uid: a LeaderWorkerSet's or StatefulSet's pod replaced by a rollout keeps its name
     pods = "namespace, pod, uid, workload"
     ready_uids = 'max by (namespace, pod, uid) (kube_pod_status_ready{condition="true"}) == 1'
@@ -1013,7 +1020,7 @@ def lead_time_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, 
             consumers = "|".join(c for c in (workload, *chain) if stage in inputs.get(c, ()))
             before = f'min({CHAIN_STAGE_START}{{workload="{workload}",stage=~"{consumers}"}})'
             latest = f'topk(1, {STAGE_RUN_END}{{workload="{stage}"}} <= on () group_left () {before})'
-            start = f'max({STAGE_RUN_START}{{workload="{stage}"}} and on ({key}) {latest})'
+            start = f'max({STAGE_RUN_START}{{workload="{stage}"}} and on ({key}, run_uid) {latest})'
             rules.append(_rule(CHAIN_STAGE_START, start, {"workload": workload, "stage": stage}))
         every = f"(count({mine}) == {len(chain) + 1})"
         lead = f'max({CHAIN_STAGE_START}{{workload="{workload}",stage="{workload}"}}) - min({mine}) and on () {every}'

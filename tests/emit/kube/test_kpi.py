@@ -601,7 +601,7 @@ def _chain_series(*, pretrain_end: int, runs: bool = True, jobs_for: int = 200) 
             {"series": f"kube_job_status_start_time{{{labels}}}", "values": f"{start}{held}"},
             {"series": f"kube_job_status_completion_time{{{labels}}}", "values": f"{end}{held}"},
             {"series": f'kube_pod_owner{{{pod},owner_kind="Job",owner_name="{job}",owner_is_controller="true"}}', "values": f"1{held}"},
-            {"series": f'kube_pod_labels{{{pod},label_alicerce_dev_workload="{workload}"}}', "values": f"1{held}"},
+            {"series": f'kube_pod_labels{{{pod},label_alicerce_dev_workload="{workload}",{JOB_UID}="j-{job}"}}', "values": f"1{held}"},
         ]
     chat = f'{scrape},namespace="serving",pod="chat-70b-0",uid="u-chat"'
     out += [
@@ -612,6 +612,7 @@ def _chain_series(*, pretrain_end: int, runs: bool = True, jobs_for: int = 200) 
 
 
 LEAD = "workload:model_lead_time:seconds"
+JOB_UID = "label_batch_kubernetes_io_controller_uid"  # the Job controller's label on its pods, as kube-state-metrics keeps it
 # the pod joins before the lead-time records at each step: promtool, as Prometheus, runs groups in any order, and a
 # rollout read a step after its join stamped its first-ready time a minute late (a test that failed one run in 15)
 LEAD_ORDER = ["alicerce.kpi.joins", "alicerce.kpi.lead_time"]
@@ -674,3 +675,45 @@ def test_a_pod_replaced_under_its_name_is_a_new_rollout(tmp_path: Path) -> None:
         rounded(rollout, labels, 0, at="90m"), rounded(rollout, labels, 130 * 60, at="200m"),
     ]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path, order=LEAD_ORDER)
+
+
+@needs_promtool
+@pytest.mark.parametrize("rerun", [False, True], ids=["job-deleted", "job-re-created-under-its-name"])
+def test_a_stage_job_re_created_under_its_name_keeps_the_run_that_fed_the_model(rerun: bool, tmp_path: Path) -> None:
+    """Review obsreview23 F3: runs were remembered by Job name, and kube-state-metrics' Job series carry no uid: a
+    tokenize-corpus Job "tok" (0-3600 s) deleted at minute 449 and re-created under its name (it runs 26,940-30,600 s)
+    overwrote the run that fed llm-pretrain (7,200-18,000 s) and chat-70b (ready from minute 360): the lead time
+    vanished. Each run is its Job's uid, from its pods' controller-uid label: 21,600 s at minute 560 either way."""
+    scrape = 'job="kube-state-metrics",instance="10.0.0.9:8080"'
+    tok, pre = (f'{scrape},namespace="research",job_name="{job}"' for job in ("tok", "pre-1"))
+
+    def pod(name: str, job: str, workload: str, values: str) -> list[dict[str, str]]:
+        labels = f'{scrape},namespace="{"serving" if job == "" else "research"}",pod="{name}",uid="u-{name}"'
+        out = [{"series": f'kube_pod_labels{{{labels},label_alicerce_dev_workload="{workload}"'
+                          + (f',{JOB_UID}="j-{name}"}}' if job else "}"), "values": values}]  # fmt: skip
+        if job:
+            out.append({"series": f'kube_pod_owner{{{labels},owner_kind="Job",owner_name="{job}",owner_is_controller="true"}}',
+                        "values": values})  # fmt: skip
+        return out
+
+    inputs = [
+        {"series": f"kube_job_status_start_time{{{pre}}}", "values": "7200x560"},
+        {"series": f"kube_job_status_completion_time{{{pre}}}", "values": "18000x560"},
+        *pod("pre-1-0", "pre-1", "llm-pretrain", "1x560"),
+        *pod("chat-70b-0", "", "chat-70b", "1x560"),
+        {"series": f'kube_pod_status_ready{{{scrape},namespace="serving",pod="chat-70b-0",uid="u-chat-70b-0",condition="true"}}',
+         "values": "0x359 1x200"},
+        *pod("tok-old", "tok", "tokenize-corpus", "1x448 stale"),  # deleted: its series end in stale markers
+    ]  # fmt: skip
+    if rerun:  # the name's start time changes in place; its completion time is gone until the new run completes
+        inputs += [
+            {"series": f"kube_job_status_start_time{{{tok}}}", "values": "0x448 26940x111"},
+            {"series": f"kube_job_status_completion_time{{{tok}}}", "values": "3600x448 stale _x59 30600x50"},
+            *pod("tok-new", "tok", "tokenize-corpus", "_x448 1x111"),
+        ]
+    else:
+        inputs += [{"series": f"kube_job_status_start_time{{{tok}}}", "values": "0x448"},
+                   {"series": f"kube_job_status_completion_time{{{tok}}}", "values": "3600x448"}]  # fmt: skip
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded(LEAD, 'workload="chat-70b",site="aws"', 21600, at="560m")]}]  # fmt: skip
+    run_promtool(platform(), "aws", tests, tmp_path, order=LEAD_ORDER)
