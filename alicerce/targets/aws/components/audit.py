@@ -23,7 +23,7 @@ from alicerce.emit.pulumi.component import Component, named
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.spec.models import ObjectTier
 from alicerce.targets.aws import resolve as names
-from alicerce.targets.aws.components.storage import deny_insecure_transport, encrypt_bucket, private_bucket
+from alicerce.targets.aws.components.storage import deny_insecure_transport, encrypt_bucket, lock_objects, private_bucket
 from alicerce.targets.aws.spec import AwsSite
 
 # object tiers whose object-level reads and writes are audited (who read which training data, who wrote a model)
@@ -119,20 +119,10 @@ class AuditTrail(Component):
         # the retention is a minimum before it is an expiry, as for the object tiers (storage.py): without it anyone
         # with s3:DeleteObjectVersion (an admin, the deployer, a stolen role) removed log files and their versions at
         # once, and log-file validation only said afterwards that they were gone (review obsreview22 F9). Object Lock
-        # default retention (S3 user guide "Locking objects with Object Lock"; on an existing bucket once versioning
-        # is on: pulumi-aws 7.51.1 s3.BucketObjectLockConfiguration, "new and existing buckets"). GOVERNANCE as the
-        # tiers: the spec sets no audit lock mode, and COMPLIANCE lets no one, the account root included, delete a file
-        # or shorten a retention set too long; governance leaves that to s3:BypassGovernanceRetention. The bucket is
-        # not a server access log destination, which Object Lock would forbid (it sends its own to the log bucket)
-        aws.s3.BucketObjectLockConfiguration(
-            f"{name}-bucket",
-            bucket=bucket.id,
-            object_lock_enabled="Enabled",
-            rule=aws.s3.BucketObjectLockConfigurationRuleArgs(
-                default_retention=aws.s3.BucketObjectLockConfigurationRuleDefaultRetentionArgs(mode="GOVERNANCE", days=args.retention_days)
-            ),
-            opts=self.child(depends_on=[versioning]),
-        )
+        # applies to an existing bucket once versioning is on (pulumi-aws 7.51.1 s3.BucketObjectLockConfiguration, "new
+        # and existing buckets"); governance as the tiers, the spec setting no audit lock mode. The bucket is not a
+        # server access log destination, which Object Lock would forbid (it sends its own to the log bucket)
+        lock_objects(self, f"{name}-bucket", bucket, args.retention_days, versioning)
         aws.s3.BucketLifecycleConfiguration(
             f"{name}-bucket",
             bucket=bucket.id,

@@ -229,6 +229,22 @@ def private_bucket(owner: Component, resource: str, bucket: aws.s3.Bucket, *, ve
     )
 
 
+def lock_objects(owner: Component, resource: str, bucket: aws.s3.Bucket, days: int, versioning: aws.s3.BucketVersioning) -> None:
+    """Every object version kept at least ``days``: S3 Object Lock default retention (S3 user guide "Locking objects with
+    Object Lock"; it needs versioning, so it depends on it). GOVERNANCE, not COMPLIANCE: an administrator holding
+    s3:BypassGovernanceRetention can still remove data (a court order, a wrong upload, a retention set too long), which
+    COMPLIANCE forbids even to the account root."""
+    aws.s3.BucketObjectLockConfiguration(
+        resource,
+        bucket=bucket.id,
+        object_lock_enabled="Enabled",
+        rule=aws.s3.BucketObjectLockConfigurationRuleArgs(
+            default_retention=aws.s3.BucketObjectLockConfigurationRuleDefaultRetentionArgs(mode="GOVERNANCE", days=days)
+        ),
+        opts=owner.child(depends_on=[versioning]),
+    )
+
+
 def encrypt_bucket(owner: Component, resource: str, bucket: aws.s3.Bucket, kms_key_arn: pulumi.Input[str] | None) -> None:
     """Default encryption of a data bucket: the platform key where there is one (an S3 Bucket Key, so that S3 asks KMS
     once per bucket key rather than per object), else SSE-S3."""
@@ -499,20 +515,9 @@ class Storage(Component):
             )
         aws.s3.BucketLifecycleConfiguration(f"{name}-{tier.name}", bucket=bucket.id, rules=rules, opts=self.child())
         if tier.expire_days is not None and tier.versioning:
-            # retention is a minimum first: no object version can be deleted or overwritten before it ends (S3 Object
-            # Lock default retention, S3 user guide "Locking objects with Object Lock"; it needs versioning, rule
-            # AL318). GOVERNANCE, not COMPLIANCE: an administrator holding s3:BypassGovernanceRetention can still
-            # remove data (a court order, a wrong upload), which COMPLIANCE would forbid even to the account root.
-            # Then the lifecycle rule above expires it.
-            aws.s3.BucketObjectLockConfiguration(
-                f"{name}-{tier.name}",
-                bucket=bucket.id,
-                object_lock_enabled="Enabled",
-                rule=aws.s3.BucketObjectLockConfigurationRuleArgs(
-                    default_retention=aws.s3.BucketObjectLockConfigurationRuleDefaultRetentionArgs(mode="GOVERNANCE", days=tier.expire_days)
-                ),
-                opts=self.child(depends_on=[versioning]),
-            )
+            # retention is a minimum first: no object version can be deleted or overwritten before it ends (versioning
+            # is rule AL318's); then the lifecycle rule above expires it
+            lock_objects(self, f"{name}-{tier.name}", bucket, tier.expire_days, versioning)
         aws.s3.BucketPolicy(
             f"{name}-{tier.name}",
             bucket=bucket.id,
