@@ -781,6 +781,17 @@ def late_days(days: float, deadline_days: float) -> str:
     return f"{days:.4f}"
 
 
+def _splits_batch(sequences: float, ranks: int) -> bool:
+    """Whether ``ranks`` data-parallel ranks split the global batch's ``sequences``: Megatron's micro-batch calculator
+    asserts global batch % (micro-batch x data-parallel) == 0 (megatron/core/num_microbatches_calculator.py
+    ConstantNumMicroBatchesCalculator), so at a micro-batch of one the ranks divide a whole batch; a batch that is not a
+    whole number of sequences is cut to one by the stack anyway (_uneven_batch), so there only a sequence a rank counts
+    (review sizreview19 F5: 384 and 448 ranks were named for 512 sequences)."""
+    if ranks > sequences:
+        return False
+    return not sequences.is_integer() or int(sequences) % ranks == 0
+
+
 def _batch_ceiling(sequences: float, granule: int, model_parallel: int) -> int:
     """The most GPUs, in whole ``granule``s, whose data-parallel ranks (``model_parallel`` GPUs each) each keep at least
     one of the global batch's ``sequences``: Megatron's micro-batch calculator refuses fewer."""
@@ -922,19 +933,21 @@ def _batch_legal_counts(
     runs: Callable[[int], int | None],
 ) -> list[tuple[int, int]]:  # fmt: skip
     """The nearest GPU counts below and above ``gpus``, with a tensor-parallel degree each, whose declared expert grid
-    (EP x TP x PP) and replicas (TP x CP x PP) divide them, whose data-parallel ranks each keep one of the batch's
-    ``sequences``, and that the stack runs (``runs``: the degree its layout takes, None where it does not hold the job or
-    keeps no sequence a rank): what PL303 names where a pinned count's grid leaves none."""
+    (EP x TP x PP) and replicas (TP x CP x PP) divide them, whose data-parallel ranks split the batch's ``sequences``
+    (_splits_batch), and that the stack runs (``runs``: the degree its layout takes, None where it does not hold the job
+    or its ranks do not split the batch): what PL303 names where a pinned count's grid leaves none."""
     below: tuple[int, int] | None = None
     above: tuple[int, int] | None = None
     for d in node_degrees(node, mem.tp_degrees):
-        step = math.lcm(node, d * context * pipeline, d * mem.expert_parallel * pipeline)
-        ceiling = _batch_ceiling(sequences, step, d * context * pipeline)
-        low = min(gpus // step * step, ceiling)
-        if low >= max(step, min_gpus) and (below is None or low > below[0]):
+        replica = d * context * pipeline
+        step = math.lcm(node, replica, d * mem.expert_parallel * pipeline)
+        ceiling = _batch_ceiling(sequences, step, replica)
+        splitting = [n for n in range(step, ceiling + 1, step) if _splits_batch(sequences, n // replica)]
+        low = max((n for n in splitting if max(step, min_gpus) <= n <= gpus), default=None)
+        if low is not None and (below is None or low > below[0]):
             below = (low, d)
-        high = (gpus // step + 1) * step
-        if high <= ceiling and (above is None or high < above[0]):
+        high = min((n for n in splitting if n > gpus), default=None)
+        if high is not None and (above is None or high < above[0]):
             above = (high, d)
     counts = [c[0] for c in (below, above) if c is not None]
     taken = [(n, runs(n)) for n in counts]
@@ -1246,7 +1259,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # review sizreview17 F3)
         def runs_legally(n: int) -> int | None:
             r = _training_run(w, place, sizing, mem, n, tp, flops_per, active)
-            legal = n // (r.tp * context * pipeline) <= stack_sequences and n % (r.tp * mem.expert_parallel * pipeline) == 0
+            legal = _splits_batch(stack_sequences, n // (r.tp * context * pipeline)) and n % (r.tp * mem.expert_parallel * pipeline) == 0
             return r.tp if legal and holds(r) else None
 
         legal = _batch_legal_counts(mem, gpus, stack_sequences, min_gpus, node=place.gpus_per_node, context=context,

@@ -1848,14 +1848,16 @@ def test_a_declared_expert_group_keeps_the_deadline_plan_within_the_batch() -> N
         assert "PL312" not in {i.check for i in plan.issues}
     # pinned there, the run does not start (Megatron's batch calculator): an error, no plan, naming the nearest counts
     # that run. By hand: EP 64 x TP d divides 1,600 only at d = 1 (1,600 ranks for 512 sequences); TP 4's counts come in
-    # 256s up to 512 x 4 = 2,048, so 1,536 (384 ranks) below and 1,792 (448 ranks) above; TP 8's in 512s (1,536, 2,048)
+    # 256s up to 512 x 4 = 2,048, but 1,536 (384 ranks) and 1,792 (448 ranks) do not divide 512, which the same
+    # assertion refuses (review sizreview19 F5): the ranks must divide 512, so TP 2's 1,024 (512 ranks) below and TP 4's
+    # 2,048 (512 ranks) above
     fields: dict[str, Any] = {"model": moe, "tokens": "1T", "precision": "bf16", "sequenceLength": 4096, "globalBatchTokens": 2 * 2**20,
                               "expertParallel": 64, "accelerator": "H100"}  # fmt: skip
     pinned = plan_training(workload(**fields, gpus=1600), on("H100-SXM5-80GB"), SIZING, [])
     assert pinned.gpus is None and "PL312" not in {i.check for i in pinned.issues}
     (told,) = [i.message for i in pinned.issues if i.check == "PL303"]
     assert "1600 GPUs leave 1600 data-parallel ranks at TP 1" in told
-    assert "1536 GPUs (TP 4, 384 ranks) or 1792 GPUs (TP 4, 448 ranks)" in told
+    assert "the nearest counts that run: 1024 GPUs (TP 2, 512 ranks) or 2048 GPUs (TP 4, 512 ranks)" in told
     assert CHECKS["PL303"].severity is Severity.ERROR
     # past the batch at every degree (8,192 GPUs: 1,024 ranks at TP 8), the nearest below is TP 8's ceiling, 4,096
     beyond = plan_training(workload(**fields, gpus=8192), on("H100-SXM5-80GB"), SIZING, [])
