@@ -15,7 +15,7 @@ from typing import Any
 
 from alicerce.catalog.models import Gpu, Sizing
 from alicerce.plan.figures import Factor, Figure, deadline_text, rounded
-from alicerce.plan.queueing import fewest_replicas, replicas_within, share_in_prefill_steps, share_waiting_longer
+from alicerce.plan.queueing import fewest_replicas, share_in_prefill_steps, share_waiting_longer
 from alicerce.plan.roofline import (
     Replica,
     ReplicaPerformance,
@@ -1493,7 +1493,7 @@ def _gpus_for_load(w: Workload, tp: int, perf: ReplicaPerformance, gpu: Gpu, siz
     assert w.traffic is not None
     if w.traffic.peak_rps is not None:
         replicas = max(1, math.ceil(w.traffic.peak_rps / perf.requests_per_second))
-        return max(_replicas_for_ttft(w, perf, replicas), _replicas_for_tpot(w, perf, gpu, sizing, replicas)) * tp
+        return max(_replicas_for_ttft(w, perf, gpu, sizing, replicas), _replicas_for_tpot(w, perf, gpu, sizing, replicas)) * tp
     return math.ceil((w.traffic.concurrency or 1) / perf.batch) * tp
 
 
@@ -1704,7 +1704,9 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
         # and the SLI counts each step (review sizreview18 F4: at the rate's 5 replicas 1.6% of the reference's
         # intervals ran past its p99)
         replicas = max(
-            by_throughput, _replicas_for_ttft(w, layout, by_throughput), _replicas_for_tpot(w, layout, gpu, sizing, by_throughput)
+            by_throughput,
+            _replicas_for_ttft(w, layout, gpu, sizing, by_throughput),
+            _replicas_for_tpot(w, layout, gpu, sizing, by_throughput),
         )
         load = w.traffic.peak_rps / (replicas * layout.requests_per_second)
         rps = w.traffic.peak_rps
@@ -1747,27 +1749,52 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
     )  # fmt: skip
 
 
-def _ttft_target(w: Workload, layout: ReplicaPerformance) -> tuple[int, float, float] | None:
-    """(percentile, target s, wait budget s after the prefill) of a declared time-to-first-token percentile at a
-    peak rate, or None."""
+def _ttft_target(w: Workload, layout: ReplicaPerformance) -> tuple[int, float] | None:
+    """(percentile, target s) of a declared time-to-first-token percentile at a peak rate, or None."""
     target = w.latency.time_to_first_token if w.latency else None
     if target is None or w.traffic is None or w.traffic.peak_rps is None:
         return None
     ttft = _slo(target)
     if ttft is None or ttft <= layout.prefill_seconds:  # a lone prompt misses it: the layout search says so (PL303)
         return None
-    return (99 if target.p99 is not None else 95), ttft, ttft - layout.prefill_seconds
+    return (99 if target.p99 is not None else 95), ttft
 
 
-def _replicas_for_ttft(w: Workload, layout: ReplicaPerformance, start: int) -> int:
+def _prompt_step_seconds(w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizing, arrival: float) -> float:
+    """The time a prompt holds its replica, the service time of the time-to-first-token queue: its prefill plus the
+    decode step of the sequences running beside it. vLLM V1 schedules the running sequences' decodes first and fills
+    the rest of the step's token budget with prompt chunks (vllm/v1/core/sched/scheduler.py, schedule(): the running
+    loop before the waiting loop), so the step that finishes a prompt also decodes every running sequence; the prefill
+    alone left the reference chat-70b 5 replicas where an engine simulation needs 8 (review sizreview19 F2). The
+    running batch is the one ``arrival`` prompts a second keep (Little's law: arrival x output tokens x step, at most
+    the planned batch): replicas added for latency run smaller batches than the rate's, and their shorter steps."""
+    assert w.traffic is not None
+    replica = _replica(w, gpu, sizing, layout.tp)
+    isl, osl = w.traffic.input_tokens, w.traffic.output_tokens
+    batch = 1.0
+    for _ in range(32):  # the fixed point from below: the step grows with the batch, slower than the batch
+        batch = min(layout.batch, max(1.0, arrival * osl * step_seconds(replica, isl, osl, batch)))
+    return layout.prefill_seconds + step_seconds(replica, isl, osl, batch)
+
+
+def _ttft_share(w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizing, *, target: float, arrival: float) -> float:
+    """The share of prompts past ``target`` s at ``arrival`` a replica: they wait more than the target less the steps
+    carrying them (the exact M/D/1, alicerce.plan.queueing); a budget of zero or less leaves only those that wait for
+    none (share_waiting_longer: the utilisation)."""
+    service = _prompt_step_seconds(w, layout, gpu, sizing, arrival)
+    return share_waiting_longer(arrival, service, target - service)
+
+
+def _replicas_for_ttft(w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizing, start: int) -> int:
     """The fewest replicas, from ``start``, at which the declared time-to-first-token percentile holds under random
     arrivals: a prompt that arrives while another prefills waits for it, and its time to first token is that wait
-    plus its own prefill (alicerce.plan.queueing, M/D/1)."""
+    plus the step carrying its own prefill (_prompt_step_seconds; alicerce.plan.queueing, M/D/1)."""
     ttft = _ttft_target(w, layout)
     if ttft is None or w.traffic is None or w.traffic.peak_rps is None:
         return start
-    percentile, _, budget = ttft
-    return replicas_within(w.traffic.peak_rps, layout.prefill_seconds, budget, 1 - percentile / 100, start)
+    percentile, target = ttft
+    return fewest_replicas(w.traffic.peak_rps, lambda arrival: _ttft_share(w, layout, gpu, sizing, target=target, arrival=arrival),
+                           1 - percentile / 100, start)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -1833,18 +1860,24 @@ def _latency_replicas(
     reasons: list[str] = []
     ttft = _ttft_target(w, layout)
     if ttft is not None:
-        percentile, target, budget = ttft
-        late = share_waiting_longer(peak / replicas, layout.prefill_seconds, budget)
+        percentile, target = ttft
+        service = _prompt_step_seconds(w, layout, gpu, sizing, peak / replicas)
+        late = _ttft_share(w, layout, gpu, sizing, target=target, arrival=peak / replicas)
         figures.append(Figure("requests past the TTFT target", late, "share",
-                              "P(prefill wait > target - prefill), the exact M/D/1 waiting-time distribution (Erlang; "
-                              "Franx 2001), at the peak rate over the replicas",
-                              {"prefill utilisation": peak / replicas * layout.prefill_seconds, "target s": target}))  # fmt: skip
-        if _replicas_for_ttft(w, layout, by_throughput) > by_throughput:
-            before = share_waiting_longer(peak / by_throughput, layout.prefill_seconds, budget)
-            reasons.append(f"p{percentile} time to first token {target * 1000:g} ms leaves {budget * 1000:.0f} ms after "
-                           f"its {layout.prefill_seconds * 1000:.0f} ms prefill (at {_count(by_throughput, 'replica')} about "
+                              "P(wait > target - (prefill + decode step)), the exact M/D/1 waiting-time distribution "
+                              "(Erlang; Franx 2001) with the step carrying a prompt as service (the decode at the batch "
+                              "the rate keeps), at the peak rate over the replicas",
+                              {"prefill utilisation": peak / replicas * service, "prefill + decode step s": service,
+                               "target s": target}))  # fmt: skip
+        if _replicas_for_ttft(w, layout, gpu, sizing, by_throughput) > by_throughput:
+            before = _ttft_share(w, layout, gpu, sizing, target=target, arrival=peak / by_throughput)
+            step = _prompt_step_seconds(w, layout, gpu, sizing, peak / by_throughput) - layout.prefill_seconds
+            reasons.append(f"p{percentile} time to first token {target * 1000:g} ms leaves "
+                           f"{max(0.0, target - layout.prefill_seconds - step) * 1000:.0f} ms after its "
+                           f"{layout.prefill_seconds * 1000:.0f} ms prefill and the {step * 1000:.0f} ms decode step it "
+                           f"rides (at {_count(by_throughput, 'replica')} about "
                            f"{before:.1%} of requests arrive while other prompts prefill and wait past it; "
-                           f"{_replicas_for_ttft(w, layout, by_throughput)} hold it): a looser target, shorter prompts or a "
+                           f"{_replicas_for_ttft(w, layout, gpu, sizing, by_throughput)} hold it): a looser target, shorter prompts or a "
                            "faster prefill (more tensor parallelism, GPUs joined by NVLink) would save them")  # fmt: skip
     stall = _tpot_stall(w, layout, gpu, sizing)
     if stall is not None:
