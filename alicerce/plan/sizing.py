@@ -15,7 +15,7 @@ from typing import Any
 
 from alicerce.catalog.models import Gpu, Sizing
 from alicerce.plan.figures import Factor, Figure, deadline_text, rounded
-from alicerce.plan.queueing import fewest_replicas, replicas_within, share_in_prefill_steps, share_waiting_longer
+from alicerce.plan.queueing import fewest_replicas, share_in_prefill_steps, share_waiting_longer
 from alicerce.plan.roofline import (
     Replica,
     ReplicaPerformance,
@@ -781,6 +781,17 @@ def late_days(days: float, deadline_days: float) -> str:
     return f"{days:.4f}"
 
 
+def _splits_batch(sequences: float, ranks: int) -> bool:
+    """Whether ``ranks`` data-parallel ranks split the global batch's ``sequences``: Megatron's micro-batch calculator
+    asserts global batch % (micro-batch x data-parallel) == 0 (megatron/core/num_microbatches_calculator.py
+    ConstantNumMicroBatchesCalculator), so at a micro-batch of one the ranks divide a whole batch; a batch that is not a
+    whole number of sequences is cut to one by the stack anyway (_uneven_batch), so there only a sequence a rank counts
+    (review sizreview19 F5: 384 and 448 ranks were named for 512 sequences)."""
+    if ranks > sequences:
+        return False
+    return not sequences.is_integer() or int(sequences) % ranks == 0
+
+
 def _batch_ceiling(sequences: float, granule: int, model_parallel: int) -> int:
     """The most GPUs, in whole ``granule``s, whose data-parallel ranks (``model_parallel`` GPUs each) each keep at least
     one of the global batch's ``sequences``: Megatron's micro-batch calculator refuses fewer."""
@@ -922,19 +933,21 @@ def _batch_legal_counts(
     runs: Callable[[int], int | None],
 ) -> list[tuple[int, int]]:  # fmt: skip
     """The nearest GPU counts below and above ``gpus``, with a tensor-parallel degree each, whose declared expert grid
-    (EP x TP x PP) and replicas (TP x CP x PP) divide them, whose data-parallel ranks each keep one of the batch's
-    ``sequences``, and that the stack runs (``runs``: the degree its layout takes, None where it does not hold the job or
-    keeps no sequence a rank): what PL303 names where a pinned count's grid leaves none."""
+    (EP x TP x PP) and replicas (TP x CP x PP) divide them, whose data-parallel ranks split the batch's ``sequences``
+    (_splits_batch), and that the stack runs (``runs``: the degree its layout takes, None where it does not hold the job
+    or its ranks do not split the batch): what PL303 names where a pinned count's grid leaves none."""
     below: tuple[int, int] | None = None
     above: tuple[int, int] | None = None
     for d in node_degrees(node, mem.tp_degrees):
-        step = math.lcm(node, d * context * pipeline, d * mem.expert_parallel * pipeline)
-        ceiling = _batch_ceiling(sequences, step, d * context * pipeline)
-        low = min(gpus // step * step, ceiling)
-        if low >= max(step, min_gpus) and (below is None or low > below[0]):
+        replica = d * context * pipeline
+        step = math.lcm(node, replica, d * mem.expert_parallel * pipeline)
+        ceiling = _batch_ceiling(sequences, step, replica)
+        splitting = [n for n in range(step, ceiling + 1, step) if _splits_batch(sequences, n // replica)]
+        low = max((n for n in splitting if max(step, min_gpus) <= n <= gpus), default=None)
+        if low is not None and (below is None or low > below[0]):
             below = (low, d)
-        high = (gpus // step + 1) * step
-        if high <= ceiling and (above is None or high < above[0]):
+        high = min((n for n in splitting if n > gpus), default=None)
+        if high is not None and (above is None or high < above[0]):
             above = (high, d)
     counts = [c[0] for c in (below, above) if c is not None]
     taken = [(n, runs(n)) for n in counts]
@@ -1246,7 +1259,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # review sizreview17 F3)
         def runs_legally(n: int) -> int | None:
             r = _training_run(w, place, sizing, mem, n, tp, flops_per, active)
-            legal = n // (r.tp * context * pipeline) <= stack_sequences and n % (r.tp * mem.expert_parallel * pipeline) == 0
+            legal = _splits_batch(stack_sequences, n // (r.tp * context * pipeline)) and n % (r.tp * mem.expert_parallel * pipeline) == 0
             return r.tp if legal and holds(r) else None
 
         legal = _batch_legal_counts(mem, gpus, stack_sequences, min_gpus, node=place.gpus_per_node, context=context,
@@ -1480,7 +1493,7 @@ def _gpus_for_load(w: Workload, tp: int, perf: ReplicaPerformance, gpu: Gpu, siz
     assert w.traffic is not None
     if w.traffic.peak_rps is not None:
         replicas = max(1, math.ceil(w.traffic.peak_rps / perf.requests_per_second))
-        return max(_replicas_for_ttft(w, perf, replicas), _replicas_for_tpot(w, perf, gpu, sizing, replicas)) * tp
+        return max(_replicas_for_ttft(w, perf, gpu, sizing, replicas), _replicas_for_tpot(w, perf, gpu, sizing, replicas)) * tp
     return math.ceil((w.traffic.concurrency or 1) / perf.batch) * tp
 
 
@@ -1691,7 +1704,9 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
         # and the SLI counts each step (review sizreview18 F4: at the rate's 5 replicas 1.6% of the reference's
         # intervals ran past its p99)
         replicas = max(
-            by_throughput, _replicas_for_ttft(w, layout, by_throughput), _replicas_for_tpot(w, layout, gpu, sizing, by_throughput)
+            by_throughput,
+            _replicas_for_ttft(w, layout, gpu, sizing, by_throughput),
+            _replicas_for_tpot(w, layout, gpu, sizing, by_throughput),
         )
         load = w.traffic.peak_rps / (replicas * layout.requests_per_second)
         rps = w.traffic.peak_rps
@@ -1734,27 +1749,52 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
     )  # fmt: skip
 
 
-def _ttft_target(w: Workload, layout: ReplicaPerformance) -> tuple[int, float, float] | None:
-    """(percentile, target s, wait budget s after the prefill) of a declared time-to-first-token percentile at a
-    peak rate, or None."""
+def _ttft_target(w: Workload, layout: ReplicaPerformance) -> tuple[int, float] | None:
+    """(percentile, target s) of a declared time-to-first-token percentile at a peak rate, or None."""
     target = w.latency.time_to_first_token if w.latency else None
     if target is None or w.traffic is None or w.traffic.peak_rps is None:
         return None
     ttft = _slo(target)
     if ttft is None or ttft <= layout.prefill_seconds:  # a lone prompt misses it: the layout search says so (PL303)
         return None
-    return (99 if target.p99 is not None else 95), ttft, ttft - layout.prefill_seconds
+    return (99 if target.p99 is not None else 95), ttft
 
 
-def _replicas_for_ttft(w: Workload, layout: ReplicaPerformance, start: int) -> int:
+def _prompt_step_seconds(w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizing, arrival: float) -> float:
+    """The time a prompt holds its replica, the service time of the time-to-first-token queue: its prefill plus the
+    decode step of the sequences running beside it. vLLM V1 schedules the running sequences' decodes first and fills
+    the rest of the step's token budget with prompt chunks (vllm/v1/core/sched/scheduler.py, schedule(): the running
+    loop before the waiting loop), so the step that finishes a prompt also decodes every running sequence; the prefill
+    alone left the reference chat-70b 5 replicas where an engine simulation needs 8 (review sizreview19 F2). The
+    running batch is the one ``arrival`` prompts a second keep (Little's law: arrival x output tokens x step, at most
+    the planned batch): replicas added for latency run smaller batches than the rate's, and their shorter steps."""
+    assert w.traffic is not None
+    replica = _replica(w, gpu, sizing, layout.tp)
+    isl, osl = w.traffic.input_tokens, w.traffic.output_tokens
+    batch = 1.0
+    for _ in range(32):  # the fixed point from below: the step grows with the batch, slower than the batch
+        batch = min(layout.batch, max(1.0, arrival * osl * step_seconds(replica, isl, osl, batch)))
+    return layout.prefill_seconds + step_seconds(replica, isl, osl, batch)
+
+
+def _ttft_share(w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizing, *, target: float, arrival: float) -> float:
+    """The share of prompts past ``target`` s at ``arrival`` a replica: they wait more than the target less the steps
+    carrying them (the exact M/D/1, alicerce.plan.queueing); a budget of zero or less leaves only those that wait for
+    none (share_waiting_longer: the utilisation)."""
+    service = _prompt_step_seconds(w, layout, gpu, sizing, arrival)
+    return share_waiting_longer(arrival, service, target - service)
+
+
+def _replicas_for_ttft(w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizing, start: int) -> int:
     """The fewest replicas, from ``start``, at which the declared time-to-first-token percentile holds under random
     arrivals: a prompt that arrives while another prefills waits for it, and its time to first token is that wait
-    plus its own prefill (alicerce.plan.queueing, M/D/1)."""
+    plus the step carrying its own prefill (_prompt_step_seconds; alicerce.plan.queueing, M/D/1)."""
     ttft = _ttft_target(w, layout)
     if ttft is None or w.traffic is None or w.traffic.peak_rps is None:
         return start
-    percentile, _, budget = ttft
-    return replicas_within(w.traffic.peak_rps, layout.prefill_seconds, budget, 1 - percentile / 100, start)
+    percentile, target = ttft
+    return fewest_replicas(w.traffic.peak_rps, lambda arrival: _ttft_share(w, layout, gpu, sizing, target=target, arrival=arrival),
+                           1 - percentile / 100, start)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -1820,18 +1860,24 @@ def _latency_replicas(
     reasons: list[str] = []
     ttft = _ttft_target(w, layout)
     if ttft is not None:
-        percentile, target, budget = ttft
-        late = share_waiting_longer(peak / replicas, layout.prefill_seconds, budget)
+        percentile, target = ttft
+        service = _prompt_step_seconds(w, layout, gpu, sizing, peak / replicas)
+        late = _ttft_share(w, layout, gpu, sizing, target=target, arrival=peak / replicas)
         figures.append(Figure("requests past the TTFT target", late, "share",
-                              "P(prefill wait > target - prefill), the exact M/D/1 waiting-time distribution (Erlang; "
-                              "Franx 2001), at the peak rate over the replicas",
-                              {"prefill utilisation": peak / replicas * layout.prefill_seconds, "target s": target}))  # fmt: skip
-        if _replicas_for_ttft(w, layout, by_throughput) > by_throughput:
-            before = share_waiting_longer(peak / by_throughput, layout.prefill_seconds, budget)
-            reasons.append(f"p{percentile} time to first token {target * 1000:g} ms leaves {budget * 1000:.0f} ms after "
-                           f"its {layout.prefill_seconds * 1000:.0f} ms prefill (at {_count(by_throughput, 'replica')} about "
+                              "P(wait > target - (prefill + decode step)), the exact M/D/1 waiting-time distribution "
+                              "(Erlang; Franx 2001) with the step carrying a prompt as service (the decode at the batch "
+                              "the rate keeps), at the peak rate over the replicas",
+                              {"prefill utilisation": peak / replicas * service, "prefill + decode step s": service,
+                               "target s": target}))  # fmt: skip
+        if _replicas_for_ttft(w, layout, gpu, sizing, by_throughput) > by_throughput:
+            before = _ttft_share(w, layout, gpu, sizing, target=target, arrival=peak / by_throughput)
+            step = _prompt_step_seconds(w, layout, gpu, sizing, peak / by_throughput) - layout.prefill_seconds
+            reasons.append(f"p{percentile} time to first token {target * 1000:g} ms leaves "
+                           f"{max(0.0, target - layout.prefill_seconds - step) * 1000:.0f} ms after its "
+                           f"{layout.prefill_seconds * 1000:.0f} ms prefill and the {step * 1000:.0f} ms decode step it "
+                           f"rides (at {_count(by_throughput, 'replica')} about "
                            f"{before:.1%} of requests arrive while other prompts prefill and wait past it; "
-                           f"{_replicas_for_ttft(w, layout, by_throughput)} hold it): a looser target, shorter prompts or a "
+                           f"{_replicas_for_ttft(w, layout, gpu, sizing, by_throughput)} hold it): a looser target, shorter prompts or a "
                            "faster prefill (more tensor parallelism, GPUs joined by NVLink) would save them")  # fmt: skip
     stall = _tpot_stall(w, layout, gpu, sizing)
     if stall is not None:
