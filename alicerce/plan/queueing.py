@@ -133,8 +133,3 @@ def fewest_replicas(peak_rps: float, share: Callable[[float], float], allowed: f
         else:
             high = middle
     return high
-
-
-def replicas_within(peak_rps: float, prefill_seconds: float, budget_seconds: float, allowed: float, start: int) -> int:
-    """The fewest replicas, from ``start``, at which no more than ``allowed`` of requests wait past the budget."""
-    return fewest_replicas(peak_rps, lambda arrival: share_waiting_longer(arrival, prefill_seconds, budget_seconds), allowed, start)

@@ -1143,7 +1143,7 @@ def test_the_ttft_wait_is_the_exact_md1_distribution() -> None:
     terms reach 1e16 and cancel: the 60-digit closed form gives 1.611% (a 4M-request simulation 1.56%), and the
     planner's sum must agree. Fewest replicas for 1 req/s of 1 s prefills at p99: TTFT 1.2 s -> 81 (the approximation
     68), 1.5 s -> 51 (38), 2.0 s -> 8 (16) (ttft_md1.py's last table)."""
-    from alicerce.plan.queueing import replicas_within, share_waiting_longer
+    from alicerce.plan.queueing import fewest_replicas, share_waiting_longer
 
     prefill, budget = 0.361, 0.8 - 0.361
     for replicas, share in ((5, 0.0077), (6, 0.0052), (7, 0.0037), (8, 0.0028)):
@@ -1155,7 +1155,8 @@ def test_the_ttft_wait_is_the_exact_md1_distribution() -> None:
     assert share_waiting_longer(0.95, 1.0, 40.25) == pytest.approx(0.01611, abs=1e-5)
     assert share_waiting_longer(0.1, 1.0, 0.0) == pytest.approx(0.1)  # a share rho waits at all
     assert share_waiting_longer(2, 0.6, 1.0) == 1.0  # saturated: every request waits
-    assert [replicas_within(1.0, 1.0, target - 1.0, 0.01, 1) for target in (1.2, 1.5, 2.0)] == [81, 51, 8]
+    fewest = [fewest_replicas(1.0, lambda arrival, t=t: share_waiting_longer(arrival, 1.0, t - 1.0), 0.01, 1) for t in (1.2, 1.5, 2.0)]
+    assert fewest == [81, 51, 8]
 
 
 def test_a_tpot_target_counts_the_steps_that_prefill() -> None:
