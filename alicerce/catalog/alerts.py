@@ -21,6 +21,12 @@ class Alert:
     description: str
     # labels of the alert itself: ``team`` on what belongs to one team (its SLOs), so a team's receiver gets it
     labels: tuple[tuple[str, str], ...] = ()
+    # (record, expr) of the parts its expression reads more than once, which its group records just before it
+    records: tuple[tuple[str, str], ...] = ()
+
+    def rules(self, extra_labels: dict[str, str]) -> list[dict[str, Any]]:
+        """Its records, then the alert itself."""
+        return [*({"record": name, "expr": expr} for name, expr in self.records), self.rule(extra_labels)]
 
     def rule(self, extra_labels: dict[str, str]) -> dict[str, Any]:
         return {

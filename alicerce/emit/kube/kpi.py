@@ -21,7 +21,7 @@ renaming one is a breaking change (CHANGELOG).
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from alicerce.catalog.alerts import INFERENCE_POD, SOURCE_ABSENT_FOR, TPOT, TTFT, series_names
 from alicerce.emit.storage_counters import cloud_metric_tiers, counted_tiers, efa_counted, every_mount_counted
@@ -152,7 +152,20 @@ def _kueue_replica(series: str) -> str:
     return f'label_replace({bound}, "{KUEUE_BOUND}", "${{1}}.0", "le", "([0-9]+)")'
 
 
-def kueue_increase(counter: str, window: str, *, ratio: bool = False) -> str:
+# The records kueue_increase splits its expression into: parts of one count, not KPIs, so they keep the labels of the
+# Kueue series they are matched with (a site label on them alone matched nothing)
+COUNT_PART = "kueue_count:"
+
+
+class Counted(NamedTuple):
+    """A Kueue counter's count over a window (:func:`kueue_increase`): its expression, and the records it reads, which
+    its group evaluates just before it."""
+
+    records: list[dict[str, Any]]
+    expr: str
+
+
+def kueue_increase(counter: str, window: str, *, name: str, ratio: bool = False) -> Counted:
     """What a Kueue counter counted over ``window``, the counts that create it included. Kueue 0.19.2 creates a queue's
     counter at its first Inc() (pkg/metrics/metrics.go IncrementFinishedWorkloadTotal and its siblings; nothing
     pre-creates it at 0), and each restart or new leader starts it again, so its first sample is already 1 and
@@ -184,11 +197,19 @@ def kueue_increase(counter: str, window: str, *, ratio: bool = False) -> str:
     without it is keyed by its instance, and a first count made under either counts twice (review obsreview19 F1)."""
     seconds = int(parse_duration(window))
     target = f"on ({KUEUE_TARGET})"
+    # Each part read more than once is a record of its own (``name`` keeps them apart), evaluated once a step: written
+    # inline, the expression repeated its subqueries 23 times, 17,000 characters each count
+    records: list[dict[str, Any]] = []
+
+    def record(part: str, expr: str) -> str:
+        records.append({"record": f"{COUNT_PART}{name}:{part}", "expr": expr})
+        return str(records[-1]["record"])
+
     # the target's latest process start seen in the window, one a target: a label the target list does not name
     # (a scrape config adding cluster=) gave it two series and every join refused many-to-many (review obsreview16 F3)
-    started = f"max by ({KUEUE_TARGET}) (last_over_time({PROCESS_START}[{window}]))"
+    started = record("process_started", f"max by ({KUEUE_TARGET}) (last_over_time({PROCESS_START}[{window}]))")
     fresh = f"(time() - {started} < {seconds})"
-    grown = f"increase({counter}[{window}])"
+    grown = record("increase", f"increase({counter}[{window}])")
     step = f"{max(60, seconds // 360)}s"  # sample times at a step of the window's 360th (1 minute up to 6 hours)
     # present a window ago: as scraped then, or, where the target itself was not scraped then (a failed scrape), its
     # last sample in the PRESENCE before if served after the target's earliest start in the window: a series an
@@ -196,17 +217,17 @@ def kueue_increase(counter: str, window: str, *, ratio: bool = False) -> str:
     # counts: reviews obsreview16 F1, obsreview17 F1)
     ran = f"min by ({KUEUE_TARGET}) (min_over_time({PROCESS_START}[{window}]))"
     before = f"last_over_time(timestamp({counter})[{PRESENCE}:1m] offset {window})"
-    then = (f"(({counter} offset {window}) or ((last_over_time({counter}[{PRESENCE}] offset {window}) "
-            f"unless {target} {PROCESS_START} offset {window}) and ({before} > {target} group_left () {ran})))")  # fmt: skip
+    then = record("present_before", f"(({counter} offset {window}) or ((last_over_time({counter}[{PRESENCE}] offset {window}) "
+                  f"unless {target} {PROCESS_START} offset {window}) and ({before} > {target} group_left () {ran})))")  # fmt: skip
     # born in the window: a series that first appears after its target was already scraped (the start-time series
     # with exactly its target's labels): a queue's first count, a long-running follower elected leader. A series
     # that appears with its target (a label the scrape adds, an upgrade that relabels and rolls at once, a Prometheus
     # first scraping a running Kueue) carries the process's lifetime, not a count (reviews obsreview16 F3,
     # obsreview17 F2-F4); a new pod scraped after the window starts still counts its first admissions
-    first = f"min_over_time(timestamp({counter})[{window}:{step}])"
+    first = record("first_seen", f"min_over_time(timestamp({counter})[{window}:{step}])")
     scraped = f"min_over_time(timestamp({PROCESS_START})[{window}:{step}])"
     own = f"ignoring ({', '.join(KUEUE_OWN_LABELS)})"
-    may_be_born = f"(({first} unless {then}) and ({first} > {own} group_left () {scraped}))"
+    may_be_born = record("may_be_born", f"(({first} unless {then}) and ({first} > {own} group_left () {scraped}))")
     # a copy present a window ago carries the series on (a bucket Prometheus 3 renamed: review obsreview19 F4)
     contenders = f"(({may_be_born} or ({first} and {then})) unless {target} {fresh})"
     # and the first copy of its Kueue series that may be born: a relabel rolled back in the window shows a queue first
@@ -214,11 +235,11 @@ def kueue_increase(counter: str, window: str, *, ratio: bool = False) -> str:
     # obsreview18 F3). A copy is the same pod (its instance where the scrape gives no pod: a relabel of the instance
     # rolled back is one pod's too) and the same Kueue labels; a copy whose target restarted in the window, or that
     # appeared with its target, carries no count of its own and suppresses none (review obsreview19 F1, F2)
-    replica = _kueue_replica(contenders)
+    replica = record("contender", _kueue_replica(contenders))
     copy = ", ".join((KUEUE_REPLICA, KUEUE_BOUND, *(label for label in KUEUE_OWN_LABELS if label != "le")))
     working = f"{KUEUE_REPLICA}, {KUEUE_BOUND}"
     earliest = f"({replica} == on ({copy}) group_left () min by ({copy}) ({replica}))"
-    born = f"((min_over_time({counter}[{window}]) unless {then}) and {may_be_born} and ignoring ({working}) {earliest})"
+    born = record("born", f"((min_over_time({counter}[{window}]) unless {then}) and {may_be_born} and ignoring ({working}) {earliest})")
     # what the new process counted: its series as scraped now (gone until it counts again), or, of a target gone or
     # unscraped now, its last value if that was served after the target's latest start: the old process's last value
     # read as the new one's count (its whole lifetime: review obsreview15 F1). A series that lived between two steps'
@@ -228,11 +249,11 @@ def kueue_increase(counter: str, window: str, *, ratio: bool = False) -> str:
     gone = f"((last_over_time({counter}[{window}]) unless {target} {PROCESS_START}) and {served})"
     now = _kueue_replica(counter)
     gone = f"max without ({working}) ({_kueue_replica(gone)} unless on ({copy}) {now})"
-    counted = f"(({counter} + 0) or {gone})"
+    counted = record("counted", f"(({counter} + 0) or {gone})")
     increased = f"(({grown} and {counter}) or max without ({working}) ({_kueue_replica(grown)} unless on ({copy}) {now}))"
     latest = f"({counted} or {increased})" if ratio else f"(({grown} > {counted}) or {counted} or {increased})"
     older = f"((({grown} + {born}) or {born} or {grown}) unless {target} {fresh})"
-    return f"({older} or ({latest} and {target} {fresh}))"
+    return Counted(records, f"({older} or ({latest} and {target} {fresh}))")
 
 
 QUANTILES = (0.5, 0.95, 0.99)
@@ -612,14 +633,22 @@ def _team(expr: str) -> str:
 def queue_rules() -> list[dict[str, Any]]:
     """Queue wait (creation or requeue to admission), admission to pods ready, pending and admitted workloads,
     evictions, and GPU quota against use, per team (and pool where Kueue reports the flavor)."""
-    rules = []
-    waits = kueue_series("kueue_admission_wait_time_seconds_bucket")
-    until_ready = kueue_series("kueue_admitted_until_ready_wait_time_seconds_bucket")
+    rules: list[dict[str, Any]] = []
+
+    def counted(counter: str, window: str, name: str, *, ratio: bool = False) -> str:
+        """kueue_increase's expression, its records ahead of the rule that reads it."""
+        count = kueue_increase(counter, window, name=name, ratio=ratio)
+        rules.extend(count.records)
+        return count.expr
+
+    # the admission that creates a queue's bucket series counts too (kueue_increase; review obsreview13 F5)
+    waits = counted(kueue_series("kueue_admission_wait_time_seconds_bucket"), "1h", "admission_wait_bucket_1h", ratio=True)
+    until_ready = counted(kueue_series("kueue_admitted_until_ready_wait_time_seconds_bucket"), "1h",
+                          "admitted_until_ready_bucket_1h", ratio=True)  # fmt: skip
     for q in QUANTILES[:2]:
         name = f"p{q * 100:g}"
-        # the admission that creates a queue's bucket series counts too (kueue_increase; review obsreview13 F5)
-        wait = f"histogram_quantile({q:g}, sum by (cluster_queue, le) ({kueue_increase(waits, '1h', ratio=True)}))"
-        ready = f"histogram_quantile({q:g}, sum by (cluster_queue, le) ({kueue_increase(until_ready, '1h', ratio=True)}))"
+        wait = f"histogram_quantile({q:g}, sum by (cluster_queue, le) ({waits}))"
+        ready = f"histogram_quantile({q:g}, sum by (cluster_queue, le) ({until_ready}))"
         rules.append(_rule(f"team:kueue_admission_wait_seconds:{name}", _team(wait)))
         rules.append(_rule(f"team:kueue_admitted_until_ready_seconds:{name}", _team(ready)))
 
@@ -640,17 +669,19 @@ def queue_rules() -> list[dict[str, Any]]:
     units = kueue_series("kueue_cluster_queue_resource_pending", f'resource=~"{KUEUE_GPU}"')
     pending = (f"({units} * on (cluster_queue, resource) group_left () {queue_share} "
                f"or {units} * on (resource) group_left () max by (resource) ({KUEUE_RESOURCE_GPU_SHARE}))")  # fmt: skip
-    evicted = kueue_increase(kueue_series("kueue_evicted_workloads_total"), "1h")
+    evicted = counted(kueue_series("kueue_evicted_workloads_total"), "1h", "evicted_1h")
+    admitted = counted(kueue_series("kueue_admitted_workloads_total"), "1h", "admitted_1h")
+    finished = kueue_series("kueue_finished_workloads_total")
+    finished_hour, finished_week = counted(finished, "1h", "finished_1h"), counted(finished, "7d", "finished_7d")
     pending_workloads = kueue_series("kueue_pending_workloads")
-    admitted, finished = kueue_series("kueue_admitted_workloads_total"), kueue_series("kueue_finished_workloads_total")
     rules += [
         _rule("team:kueue_pending_workloads:sum", _team(f"sum by (cluster_queue, status) ({pending_workloads})")),
-        _rule("team:kueue_admitted_workloads:increase1h", _team(f"sum by (cluster_queue) ({kueue_increase(admitted, '1h')})")),
+        _rule("team:kueue_admitted_workloads:increase1h", _team(f"sum by (cluster_queue) ({admitted})")),
         _rule("team:kueue_evicted_workloads:increase1h", _team(f"sum by (cluster_queue, reason) ({evicted})")),
-        _rule("team:kueue_finished_workloads:increase1h", _team(f"sum by (cluster_queue) ({kueue_increase(finished, '1h')})")),
+        _rule("team:kueue_finished_workloads:increase1h", _team(f"sum by (cluster_queue) ({finished_hour})")),
         # experiments completed per period, the throughput a platform team reports: workloads that ran to their end in
         # the last 7 days (Kueue counts succeeded and failed alike; team_kind:job_failure:ratio tells them apart)
-        _rule("team:kueue_finished_workloads:increase7d", _team(f"sum by (cluster_queue) ({kueue_increase(finished, '7d')})")),
+        _rule("team:kueue_finished_workloads:increase7d", _team(f"sum by (cluster_queue) ({finished_week})")),
         _rule("team_pool:kueue_gpu_usage:sum", _as("pool", "flavor", _team(f"sum by (cluster_queue, flavor) ({usage})"))),
         _rule("team_pool:kueue_gpu_quota:sum", _as("pool", "flavor", _team(f"sum by (cluster_queue, flavor) ({quota})"))),
         _rule("team:kueue_gpus_pending:sum", _team(f"sum by (cluster_queue) ({pending})")),
@@ -1041,7 +1072,8 @@ def kpi_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
     site = rp.site(site_name)
 
     def group(name: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
-        return {"name": name, "rules": [{**r, "labels": {**r.get("labels", {}), "site": site_name}} for r in rules]}
+        sited = [r if r["record"].startswith(COUNT_PART) else {**r, "labels": {**r.get("labels", {}), "site": site_name}} for r in rules]
+        return {"name": name, "rules": sited}
 
     return [
         group("alicerce.kpi.joins", join_rules(rp, site)),

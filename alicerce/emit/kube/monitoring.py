@@ -22,6 +22,7 @@ ScrapeConfig.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -49,7 +50,7 @@ from alicerce.emit.kube.costs import BUDGET, HOUR_MARK_INTERVAL, budget_alerts, 
 from alicerce.emit.kube.dashboards import dashboards
 from alicerce.emit.kube.diagnoses import diagnoses, latency_bad_ratio, le_matcher, slo_burn
 from alicerce.emit.kube.fabric_alerts import fabric_alerts
-from alicerce.emit.kube.kpi import KUEUE_NOT_FOLLOWER, kpi_groups, ksm_resource, kueue_increase
+from alicerce.emit.kube.kpi import KUEUE_NOT_FOLLOWER, Counted, kpi_groups, ksm_resource, kueue_increase
 from alicerce.emit.kube.promql import fed
 from alicerce.emit.kube.sources import source_alerts
 from alicerce.emit.storage_counters import counted_tiers
@@ -122,16 +123,21 @@ def _slo_alerts(rp: ResolvedPlatform, site: ResolvedSite) -> list[Alert]:
     return [a for a in alerts if a is not None]
 
 
-def _late_admissions(selector: str, bound: float) -> str:
+def _late_admissions(selector: str, bound: float, name: str) -> Counted:
     """The share of a queue's admissions in QUEUE_SLO_WINDOW that waited longer than ``bound`` (a bucket bound). Kueue
     creates the histogram's series at their first observation, so the admission that creates them (the first after a
     Kueue restart or failover, the likeliest to have waited long) is counted too (review obsreview12 F7: one 7-hour
-    wait alone in the window read 0 / 0)."""
+    wait alone in the window read 0 / 0). ``name`` keeps its records apart from other SLOs'."""
     wait = "kueue_admission_wait_time_seconds"
     at_bound = f'{selector},le=~"{le_matcher(bound)}"'
-    good = f"sum({kueue_increase(f'{wait}_bucket{{{at_bound}}}', QUEUE_SLO_WINDOW, ratio=True)})"
-    total = f"sum({kueue_increase(f'{wait}_count{{{selector}}}', QUEUE_SLO_WINDOW, ratio=True)})"
-    return f"1 - {good} / {total}"
+    good = kueue_increase(f"{wait}_bucket{{{at_bound}}}", QUEUE_SLO_WINDOW, name=f"{name}_in_time", ratio=True)
+    total = kueue_increase(f"{wait}_count{{{selector}}}", QUEUE_SLO_WINDOW, name=f"{name}_admitted", ratio=True)
+    return Counted([*good.records, *total.records], f"1 - sum({good.expr}) / sum({total.expr})")
+
+
+def _record_name(slo: Slo) -> str:
+    """An SLO's name as a part of a record name."""
+    return re.sub(r"[^a-zA-Z0-9_]", "_", slo.name)
 
 
 def _starved_alert(slo: Slo) -> Alert:
@@ -152,7 +158,8 @@ def _starved_alert(slo: Slo) -> Alert:
     pending = f"sum(kueue_pending_workloads{{{queue}}})"
     inadmissible = f'sum(kueue_pending_workloads{{{queue},status="inadmissible"}})'
     # a queue's first admission since Kueue started creates its counter at 1: counted (a plain increase read 0 there)
-    admitted = f"(sum({kueue_increase(f'kueue_admitted_workloads_total{{{queue}}}', window)}) or on () vector(0))"
+    counted = kueue_increase(f"kueue_admitted_workloads_total{{{queue}}}", window, name=f"slo_{_record_name(slo)}_starved")
+    admitted = f"(sum({counted.expr}) or on () vector(0))"
     # a healthy backlog holds inadmissible workloads too (Kueue parks what does not fit now as inadmissible): starved
     # means nothing was admitted all along, whichever kind of pending it held; not while the queue is stopped (a
     # budget guard's Hold: Kueue reports it pending, kueue v0.19.2 pkg/metrics/metrics.go CQStatusPending), whose wait
@@ -162,7 +169,8 @@ def _starved_alert(slo: Slo) -> Alert:
     return Alert(slo_starved_alert_name(slo.name), expr, "0m", "warning",
                  f"Team {slo.team}: workloads have waited {slo.limit / 3600:g} h without being admitted",
                  f"SLO {slo.name}: the queue is starved (inadmissible workloads, or nothing admitted); check the workloads' "
-                 "QuotaReserved condition, then quota, borrowing limits and capacity.", (("team", slo.team or ""),))  # fmt: skip
+                 "QuotaReserved condition, then quota, borrowing limits and capacity.", (("team", slo.team or ""),),
+                 tuple((r["record"], r["expr"]) for r in counted.records))  # fmt: skip
 
 
 def _latency_alert(slo: ServingSlo, teams: dict[str, ResolvedTeam], workloads: dict[str, Any]) -> Alert | None:
@@ -198,17 +206,18 @@ def _slo_alert(slo: Slo, teams: dict[str, ResolvedTeam], workloads: dict[str, An
         # held; 16 jobs in a row each 6 h late raised nothing (review obsreview8 F9)
         allowed = 1 - slo.objective / 100
         bound = bucket_bound(threshold, KUEUE_WAIT_BUCKETS) or slo_bucket(threshold, KUEUE_WAIT_BUCKETS)
-        late = _late_admissions(f'cluster_queue="{slo.team}",{KUEUE_NOT_FOLLOWER}', bound)
+        late = _late_admissions(f'cluster_queue="{slo.team}",{KUEUE_NOT_FOLLOWER}', bound, f"slo_{_record_name(slo)}")
         # Kueue observes a wait at admission (v0.19.2 pkg/metrics/metrics.go AdmissionWaitTime): the backlog a budget
         # guard's hold leaves is admitted after the hold, having waited through it. Not while the queue was stopped
         # within the threshold and the 6 hours of admissions read: those waits are the budget's (obsreview3 H)
         active = f'max(kueue_cluster_queue_status{{cluster_queue="{slo.team}",status="active",{KUEUE_NOT_FOLLOWER}}})'
         held = f"min_over_time(({active})[{int(threshold) + QUEUE_SLO_WINDOW_SECONDS}s:1m]) == 0"
-        expr = f"({late}) > {allowed:.6g} unless on () ({held})"
+        expr = f"({late.expr}) > {allowed:.6g} unless on () ({held})"
         return Alert(name, expr, "30m", "warning",
                      f"Team {slo.team}: over {100 - slo.objective:g}% of jobs waited longer than {threshold / 3600:.3g} h for admission",
                      f"SLO {slo.name}: raise the team's quota or borrowing limit, or add capacity (a budget hold on the queue "
-                     "in that time explains long waits, and keeps this quiet).", (("team", slo.team),))  # fmt: skip
+                     "in that time explains long waits, and keeps this quiet).", (("team", slo.team),),
+                     tuple((r["record"], r["expr"]) for r in late.records))  # fmt: skip
     if slo.kind == "gpu-utilization":
         threshold = slo.limit
         # the platform's effective utilisation (busy GPU-equivalents / installed GPUs, alicerce.emit.kube.kpi), the
@@ -232,7 +241,7 @@ def _apply_overrides(alerts: list[Alert], overrides: list[AlertOverride]) -> lis
             continue
         severity = override.severity or alert.severity
         for_ = f"{int(override.for_)}s" if override.for_ is not None else alert.for_
-        out.append(Alert(alert.name, alert.expr, for_, severity, alert.summary, alert.description, alert.labels))
+        out.append(Alert(alert.name, alert.expr, for_, severity, alert.summary, alert.description, alert.labels, alert.records))
     return out
 
 
@@ -277,7 +286,7 @@ def rule_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
     overrides = list(rp.spec.monitoring.alerts)
 
     def group(name: str, alerts: list[Alert]) -> dict[str, Any]:
-        return {"name": name, "rules": [a.rule(labels) for a in _apply_overrides(alerts, overrides)]}
+        return {"name": name, "rules": [r for a in _apply_overrides(alerts, overrides) for r in a.rules(labels)]}
 
     gpu_site = any(p.gpu is not None for p in rp.site(site_name).pools)
     exporter = [DCGM_EXPORTER_DOWN] if gpu_site and rp.spec.operators.gpu_operator.enabled else []
