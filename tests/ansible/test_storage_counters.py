@@ -91,6 +91,30 @@ def test_counters_of_a_lustre_and_an_nfs_tier_and_a_tier_the_node_does_not_mount
     assert not [k for k in out if 'tier="archive"' in k and "_up" not in k]
 
 
+def test_metadata_and_data_waits_of_a_lustre_and_an_nfs_tier(tmp_path: Path) -> None:
+    """What a loader of many small files waits on, which IO pressure cannot see (an RPC for metadata sleeps outside
+    io_schedule): each tier's metadata operations and the time they took, beside the time its reads and writes took."""
+    proc, lctl = fake_node(tmp_path)
+    out = samples(collector().exposition(TIERS, proc, lctl, NO_LFS, probe=ANSWERING))
+    lustre = 'tier="dc1-lustre",mountpoint="/lustre",fstype="lustre"'
+    home = 'tier="home",mountpoint="/home/shared",fstype="nfs"'
+    # Lustre: open 4410 + close 4410 + getattr 12004 + readdir 220 + statfs 18 + inode_permission 30100; not ioctl, and
+    # not openclosetime (how long files stayed open, no wait at all)
+    assert out[f"alicerce_storage_client_metadata_operations_total{{{lustre}}}"] == 51162
+    # their SUM microseconds, [usecs] (the manual) and [usec] (2.15's source) alike: 88210 + 30101 + 41023 + 310400
+    # + 3600 + 30100 = 503434 us; the read calls' 94010231 us
+    assert out[f"alicerce_storage_client_metadata_wait_seconds_total{{{lustre}}}"] == 0.503434
+    assert out[f"alicerce_storage_client_data_wait_seconds_total{{{lustre}}}"] == 94.010231
+    # NFS: OPEN 2100 + CLOSE 2100 + GETATTR 8400 + LOOKUP 3150 + ACCESS 1050 RPCs (not NULL, COMMIT or the lease's
+    # RENEW); their execute milliseconds 4300 + 2000 + 6100 + 3500 + 750, and READ's 3500 + WRITE's 2200
+    assert out[f"alicerce_storage_client_metadata_operations_total{{{home}}}"] == 16800
+    assert out[f"alicerce_storage_client_metadata_wait_seconds_total{{{home}}}"] == 16.65
+    assert out[f"alicerce_storage_client_data_wait_seconds_total{{{home}}}"] == 5.7
+    # a Lustre client that counts its operations untimed ([reqs], before 2.14) says nothing of its waits
+    untimed = collector().lustre_counters("open 9 samples [reqs]\nread_bytes 2 samples [bytes] 1 1 2 2\n")
+    assert untimed["metadata_operations"] == 9 and "metadata_wait_seconds" not in untimed
+
+
 def test_a_tier_is_counted_by_its_own_file_system_and_found_through_a_symbolic_link(tmp_path: Path) -> None:
     """storreview: ``llite.ai-*`` also matched file system ``ai-b``; a tier whose path leads through a link was never
     found in the mount table (which holds resolved paths)."""

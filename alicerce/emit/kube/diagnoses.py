@@ -40,8 +40,10 @@ from alicerce.emit.kube.kpi import (
     GPU_FB,
     GPU_TENSOR,
     GPU_UTIL,
+    NODE_DATA_WAIT,
     NODE_IB_UTIL,
     NODE_IO_PRESSURE,
+    NODE_METADATA_WAIT,
     NODE_READ,
     NODE_WRITE,
     SERVING_WORKLOAD_LABEL,
@@ -49,6 +51,7 @@ from alicerce.emit.kube.kpi import (
     histogram_rate,
     kueue_series,
 )
+from alicerce.emit.storage_counters import counted_tiers
 from alicerce.plan.kpi import checkpoint_stall_seconds
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
 from alicerce.spec.models import Workload
@@ -62,10 +65,13 @@ NODE_HELD = f"avg by (node, pool) ({HELD})"  # mean utilisation of the GPUs pods
 # (kernel/sched/stats.h psi_dequeue/psi_enqueue, TSK_IOWAIT), i.e. in io_schedule(): a reader waiting on a data page of
 # any file system, NFS and Lustre included (mm/filemap.c waits on the folio lock through io_schedule). An NFS RPC for
 # metadata (GETATTR, LOOKUP, OPEN) sleeps in plain schedule() (net/sunrpc/sched.c rpc_wait_bit_killable, every stable
-# version read), so a metadata-bound loader shows no IO pressure; Lustre's client RPC waits were not read here (no tree
-# at hand). No signal stands in: the on-prem writer counts data operations only, and CloudWatch's metadata operations
-# are per file system with no limit alicerce knows to compare them with (review obsreview21 F11): the runbook says so
+# version read), so a metadata-bound loader shows no IO pressure (review obsreview21 F11). Where the tiers' clients
+# count their mounts (on-prem Lustre and NFS), they time each call: a node whose calls wait on metadata more than on
+# data, one call or more at every moment on average, is metadata-bound. FSx and EFS through CSI drivers and BeeGFS
+# report no such time per node (CloudWatch's metadata operations are per file system, with no limit alicerce knows to
+# compare them with): the runbook says so
 IO_SATURATED = 0.25
+METADATA_WAITING = 1.0  # seconds of metadata calls per second on the node: one waiting at every moment
 LINK_BUSY = 0.6  # a port transmitting over 60 % of its line rate
 
 
@@ -83,7 +89,10 @@ def diagnoses(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     serving = INFERENCE_POD
     trained = f"({HELD} unless on (namespace, pod) {serving})"
     node_trained = f"avg by (node, pool) ({trained})"
-    input_bound = f"({node_trained} < 0.4) and on (node) ({NODE_IO_PRESSURE} > {IO_SATURATED}) and on (node) ({NODE_READ} >= {NODE_WRITE})"
+    reads = f"({NODE_IO_PRESSURE} > {IO_SATURATED}) and on (node) ({NODE_READ} >= {NODE_WRITE})"
+    metadata = f"({NODE_METADATA_WAIT} >= {METADATA_WAITING}) unless on (node) ({NODE_DATA_WAIT} > {NODE_METADATA_WAIT})"
+    waits = f"({reads}) or ({metadata})" if counted_tiers(rp.site(site_name)) else reads
+    input_bound = f"({node_trained} < 0.4) and on (node) ({waits})"
     # a stall is a drop: a training pod on the node NOW was busy within the last two hours. A pod starting on a fresh
     # node holds its GPUs at 0% from admission (the device plugin allocates them before the image pull) while
     # containerd writes the unpacked image under IO pressure: write-heavy, idle, and no checkpoint (review obsreview9
@@ -142,11 +151,11 @@ def diagnoses(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     alerts = [
         Alert(INPUT_BOUND, input_bound, "15m", "warning",
               "GPUs on {{ $labels.node }} ({{ $labels.pool }}) wait for input data",
-              "GPUs held by pods run under 40% while the node waits on storage reads: raise the dataset tier's "
-              "throughput, add data-loader workers or prefetch, or stage the dataset on local NVMe. IO pressure counts "
-              "waits for data, not for metadata: a loader opening or stat-ing millions of small files on NFS or Lustre "
-              "waits on the metadata server unseen here; where GPUs idle with no IO pressure, check the tier's "
-              "metadata load and pack small files into shards (WebDataset, TFRecord)."),
+              "GPUs held by pods run under 40% while the node waits on storage: on reads (IO pressure) raise the "
+              "dataset tier's throughput, add data-loader workers or prefetch, or stage the dataset on local NVMe; on "
+              "metadata (open, stat, lookup of many small files: node:storage_client_metadata_wait_seconds:rate5m, "
+              "counted where the tier's client counts its mount, not through FSx or EFS CSI drivers or BeeGFS) pack "
+              "small files into shards (WebDataset, TFRecord) and cache the file list."),
         Alert(MEMORY_BOUND, memory, "30m", "warning",
               "Pod {{ $labels.namespace }}/{{ $labels.pod }} is memory-bound: GPU memory busy, tensor cores idle",
               "Over 90% of GPU memory in use, the memory interface busy over 60% of cycles and tensor cores under 20% "

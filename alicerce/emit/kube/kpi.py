@@ -323,6 +323,9 @@ NODE_NET_TX = "node:network_transmit_bytes:rate5m"
 NODE_READ = "node:storage_read_bytes:rate5m"
 NODE_WRITE = "node:storage_write_bytes:rate5m"
 NODE_CLIENT_READ = "node:storage_client_read_bytes:rate5m"  # shared file systems, by their clients' own counters
+# ... and the time their calls took, per second: how many waited at once on average, on metadata and on data
+NODE_METADATA_WAIT = "node:storage_client_metadata_wait_seconds:rate5m"
+NODE_DATA_WAIT = "node:storage_client_data_wait_seconds:rate5m"
 NODE_CLIENT_WRITE = "node:storage_client_written_bytes:rate5m"
 
 
@@ -848,6 +851,13 @@ def node_rules(site: ResolvedSite) -> list[dict[str, Any]]:
             _rule(NODE_READ, _present_sum((NODE_DISK_READ, fabric_rx, NODE_NET_RX))),
             _rule(NODE_WRITE, _present_sum((NODE_DISK_WRITE, fabric_tx, NODE_NET_TX))),
         ]
+    if counted_tiers(site):
+        # what IO pressure cannot see: a call waiting on a metadata RPC sleeps outside io_schedule()
+        # (alicerce.emit.kube.diagnoses); the clients time their calls (alicerce_storage_stats.py)
+        rules += [
+            _rule(NODE_METADATA_WAIT, "sum by (node) (rate(alicerce_storage_client_metadata_wait_seconds_total[5m]))"),
+            _rule(NODE_DATA_WAIT, "sum by (node) (rate(alicerce_storage_client_data_wait_seconds_total[5m]))"),
+        ]
     for record in (NODE_IB_RX, NODE_IB_TX, NODE_IB_ERRORS, NODE_DISK_READ, NODE_DISK_WRITE, NODE_DISK_IOPS, NODE_READ, NODE_WRITE):
         _, metric, op = record.split(":")
         rules.append(_rule(f"pool:{metric}:{op}", f"sum by (pool) ({record} * on (node) group_left (pool) {NODE_POOL})"))
@@ -857,6 +867,7 @@ def node_rules(site: ResolvedSite) -> list[dict[str, Any]]:
 TIER_READ = "tier:storage_client_read_bytes:rate5m"
 TIER_WRITE = "tier:storage_client_written_bytes:rate5m"
 TIER_OPS = "tier:storage_client_ops:rate5m"
+TIER_METADATA_OPS = "tier:storage_metadata_ops:rate5m"  # the clients' counts on-prem, the file systems' in the cloud
 
 
 def storage_tier_rules() -> list[dict[str, Any]]:
@@ -868,6 +879,7 @@ def storage_tier_rules() -> list[dict[str, Any]]:
         _rule(TIER_READ, f"sum by (tier) ({read})"),
         _rule(TIER_WRITE, f"sum by (tier) ({written})"),
         _rule(TIER_OPS, ops),
+        _rule(TIER_METADATA_OPS, "sum by (tier) (rate(alicerce_storage_client_metadata_operations_total[5m]))"),
         _rule("pool_tier:storage_client_read_bytes:rate5m", f"sum by (pool, tier) ({read} * on (node) group_left (pool) {NODE_POOL})"),
         _rule(
             "pool_tier:storage_client_written_bytes:rate5m", f"sum by (pool, tier) ({written} * on (node) group_left (pool) {NODE_POOL})"
@@ -875,7 +887,6 @@ def storage_tier_rules() -> list[dict[str, Any]]:
     ]
 
 
-TIER_METADATA_OPS = "tier:storage_metadata_ops:rate5m"
 TIER_IO_LIMIT = "tier:storage_io_limit:ratio"
 
 

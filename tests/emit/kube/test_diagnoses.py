@@ -110,13 +110,13 @@ def test_input_bound_fires_on_idle_gpus_waiting_for_reads(tmp_path: Path) -> Non
 def test_input_bound_says_which_input_stalls_io_pressure_cannot_see(tmp_path: Path) -> None:
     """Review obsreview21 F11: PSI's io state counts tasks sleeping in io_schedule() (a reader waiting on a data page of
     any file system), not one waiting on an NFS or Lustre metadata RPC (open, stat, lookup: plain schedule(),
-    net/sunrpc/sched.c rpc_wait_bit_killable). A loader opening millions of small files through a saturated metadata
-    server idles the GPUs with no IO pressure: the diagnosis cannot see it (no per-node metadata signal exists on-prem,
-    and CloudWatch's per file system count has no limit to compare with), so its runbook says so instead of implying
-    every input stall shows."""
+    net/sunrpc/sched.c rpc_wait_bit_killable). Where the tiers' clients count their mounts, their timings show it
+    (tests/emit/kube/test_storage_rules.py); where nothing times the calls (FSx and EFS through CSI drivers, BeeGFS),
+    IO pressure alone cannot, and the runbook says so instead of implying every input stall shows."""
     description = rules_of(platform(), "dc1")["GPUInputBound"]["annotations"]["description"]
-    assert "metadata" in description and "small files" in description, description
-    # the blind spot as it is: GPUs at 20 %, a trickle of reads, no IO pressure (RPC waits are not iowait): quiet
+    assert "metadata" in description and "small files" in description and "FSx" in description, description
+    assert "metadata_wait" not in rules_of(platform(), "aws")["GPUInputBound"]["expr"]
+    # no client timings: GPUs at 20 %, a trickle of reads, no IO pressure (RPC waits are not iowait): quiet
     metadata_bound = node_labels(NODE) + gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", 20) + io(NODE, 0.0, 5e7, 1e6)
     check("GPUInputBound", metadata_bound, "40m", [], tmp_path / "a")
 

@@ -12,7 +12,7 @@ from alicerce.emit.storage_counters import TEXTFILE_DIRECTORY
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_text
 from tests.conftest import ROOT
-from tests.emit.kube.test_diagnoses import NODE, OTHER, STEPS, cordoned, io, node_labels
+from tests.emit.kube.test_diagnoses import NODE, OTHER, POOL, STEPS, check, cordoned, gpus, io, node_labels
 from tests.emit.kube.test_kpi import rounded
 from tests.emit.kube.test_monitoring import expected, needs_promtool, platform, rules_of, run_promtool
 
@@ -174,3 +174,39 @@ def test_nccl_traffic_on_the_fabric_is_not_storage_where_the_clients_count_their
         rounded("pool:infiniband_receive_bytes:rate5m", pool, 4e10),
     ]}], tmp_path)  # fmt: skip
     assert "node:storage_client_read_bytes:rate5m" not in {r.get("record") for g in rule_groups(platform(), "aws") for r in g["rules"]}
+
+
+def waits(node: str, metadata: float, data: float, operations: float = 0) -> list[dict[str, str]]:
+    """The Lustre client's timings on a node: seconds its metadata and data calls took per second, and metadata calls
+    per second."""
+    return [
+        scraped(node, "alicerce_storage_client_metadata_wait_seconds_total", LUSTRE, f"0+{metadata * 60:g}{STEPS}"),
+        scraped(node, "alicerce_storage_client_data_wait_seconds_total", LUSTRE, f"0+{data * 60:g}{STEPS}"),
+        scraped(node, "alicerce_storage_client_metadata_operations_total", LUSTRE, f"0+{operations * 60:g}{STEPS}"),
+    ]
+
+
+@needs_promtool
+def test_input_bound_fires_on_idle_gpus_waiting_on_metadata(tmp_path: Path) -> None:
+    """Review obsreview21 F11: a loader opening and stat-ing millions of small files on Lustre idles the GPUs with no
+    IO pressure (a metadata RPC sleeps outside io_schedule()). The client times its calls: here they wait 6 s per
+    second on metadata (six in flight at every moment) and 0.5 s on reads."""
+    rule = rules_of(platform(), "dc1")["GPUInputBound"]
+    idle = node_labels(NODE) + gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", 20) + io(NODE, 0.0, 5e7, 1e6)
+    check("GPUInputBound", idle + waits(NODE, 6, 0.5), "40m", [expected(rule, POOL, "")], tmp_path / "a")
+    # near misses: busy GPUs with the same waits; calls waiting longer on data than on metadata (a data stall, which IO
+    # pressure reports); under one metadata call in flight on average
+    busy = node_labels(NODE) + gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", 85) + io(NODE, 0.0, 5e7, 1e6)
+    check("GPUInputBound", busy + waits(NODE, 6, 0.5), "40m", [], tmp_path / "b")
+    check("GPUInputBound", idle + waits(NODE, 6, 9), "40m", [], tmp_path / "c")
+    check("GPUInputBound", idle + waits(NODE, 0.5, 0.1), "40m", [], tmp_path / "d")
+
+
+@needs_promtool
+def test_metadata_waits_per_node_and_metadata_operations_per_tier(tmp_path: Path) -> None:
+    inputs = node_labels(NODE, OTHER) + waits(NODE, 6, 0.5, 2000) + waits(OTHER, 1, 3, 500)
+    run_promtool(platform(), "dc1", [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded(f'node:storage_client_metadata_wait_seconds:rate5m{{node="{NODE}"}}', f'node="{NODE}",site="dc1"', 6),
+        rounded(f'node:storage_client_data_wait_seconds:rate5m{{node="{OTHER}"}}', f'node="{OTHER}",site="dc1"', 3),
+        rounded("tier:storage_metadata_ops:rate5m", 'site="dc1",tier="dc1-lustre"', 2500),
+    ]}], tmp_path)  # fmt: skip

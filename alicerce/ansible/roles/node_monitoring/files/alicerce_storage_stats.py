@@ -29,11 +29,40 @@ METRICS = {
     "alicerce_storage_client_written_bytes_total": ("counter", "Bytes applications wrote to the tier on this node."),
     "alicerce_storage_client_reads_total": ("counter", "Read operations: read calls on Lustre (llite), READ RPCs on NFS."),
     "alicerce_storage_client_writes_total": ("counter", "Write operations: write calls on Lustre (llite), WRITE RPCs on NFS."),
+    "alicerce_storage_client_metadata_operations_total": (
+        "counter",
+        "Metadata operations: open, close, stat, lookup, readdir, create, unlink ... (llite on Lustre, RPCs on NFS).",
+    ),
+    "alicerce_storage_client_metadata_wait_seconds_total": (
+        "counter",
+        "Time the tier's metadata operations took, summed over the calls: how many waited on metadata at once, on average.",
+    ),
+    "alicerce_storage_client_data_wait_seconds_total": ("counter", "The same for read and write calls (RPCs on NFS)."),
     "alicerce_storage_client_up": ("gauge", "1 when the tier is mounted where the spec mounts it and its counters were read."),
 }
 """Every series this collector writes (tests check that dashboards and rules read only produced series)."""
 
 Counters = dict[str, float]
+
+# Lustre's llite stats time each file and inode operation in microseconds (lustre-release lustre/llite/lproc_llite.c
+# llite_opcode_table: LPROCFS_TYPE_LATENCY, unit "usec"; clients before 2.14 count them as [reqs], untimed). The
+# metadata ones: what a loader of many small files waits on at the metadata server. Not openclosetime (the time files
+# stay open), seek, mmap or page faults
+LUSTRE_METADATA = frozenset((
+    "open", "close", "getattr", "setattr", "readdir", "create", "link", "unlink", "symlink", "mkdir", "rmdir", "mknod",
+    "rename", "statfs", "getxattr", "setxattr", "listxattr", "removexattr", "inode_permission",
+))  # fmt: skip
+LUSTRE_DATA = frozenset(("read", "write"))
+# NFS's per-op RPC statistics (Linux net/sunrpc/stats.c _print_rpc_iostats: NAME: ops, transmissions, timeouts, bytes
+# sent, bytes received, queue, RTT and execute milliseconds[, errors]); execute is each call's whole time, queue and
+# retransmissions included: what the caller waited. Procedure names of NFSv3 and v4 (fs/nfs/nfs3xdr.c, nfs4xdr.c)
+NFS_METADATA = frozenset((
+    "GETATTR", "SETATTR", "LOOKUP", "LOOKUPP", "LOOKUP_ROOT", "ACCESS", "READLINK", "CREATE", "MKDIR", "SYMLINK",
+    "MKNOD", "REMOVE", "RMDIR", "RENAME", "LINK", "READDIR", "READDIRPLUS", "FSSTAT", "FSINFO", "PATHCONF", "STATFS",
+    "OPEN", "OPEN_NOATTR", "OPEN_CONFIRM", "OPEN_DOWNGRADE", "CLOSE", "GETACL", "SETACL", "GETXATTR", "SETXATTR",
+    "LISTXATTRS", "REMOVEXATTR",
+))  # fmt: skip
+NFS_DATA = frozenset(("READ", "WRITE"))
 
 TIMEOUT = 10.0
 """Seconds a mount, lctl or lfs may take to answer before the tier reads as down."""
@@ -53,15 +82,26 @@ def mounts(proc_root: Path) -> dict[str, tuple[str, str]]:
 
 
 def lustre_counters(text: str) -> Counters:
-    """`lctl get_param -n llite.FS-INSTANCE.stats`: 'read_bytes COUNT samples [bytes] MIN MAX SUM'."""
-    out = {"read_bytes": 0.0, "written_bytes": 0.0, "reads": 0.0, "writes": 0.0}
+    """`lctl get_param -n llite.FS-INSTANCE.stats`: 'NAME COUNT samples [UNIT] MIN MAX SUM [SUMSQ]'."""
+    out = {"read_bytes": 0.0, "written_bytes": 0.0, "reads": 0.0, "writes": 0.0, "metadata_operations": 0.0}
+    waits = {"metadata_wait_seconds": 0.0, "data_wait_seconds": 0.0}
+    timed = False
     for line in text.splitlines():
         fields = line.split()
-        if len(fields) >= 7 and fields[0] in ("read_bytes", "write_bytes") and fields[2] == "samples":
-            kind = "read" if fields[0] == "read_bytes" else "write"
-            out["reads" if kind == "read" else "writes"] += float(fields[1])
+        if len(fields) < 4 or fields[2] != "samples":
+            continue
+        name, count, unit = fields[0], float(fields[1]), fields[3]
+        if len(fields) >= 7 and name in ("read_bytes", "write_bytes"):
+            kind = "read" if name == "read_bytes" else "write"
+            out["reads" if kind == "read" else "writes"] += count
             out["read_bytes" if kind == "read" else "written_bytes"] += float(fields[6])
-    return out
+        if name in LUSTRE_METADATA:
+            out["metadata_operations"] += count
+        microseconds = len(fields) >= 7 and unit.startswith("[usec")  # the manual writes [usecs], 2.15's source [usec]
+        if microseconds and (name in LUSTRE_METADATA or name in LUSTRE_DATA):
+            waits["metadata_wait_seconds" if name in LUSTRE_METADATA else "data_wait_seconds"] += float(fields[6]) / 1e6
+            timed = True
+    return {**out, **waits} if timed else out  # an untimed client says nothing of its waits, not 0
 
 
 def nfs_counters(mountstats: str, path: str) -> Counters | None:
@@ -77,7 +117,8 @@ def nfs_counters(mountstats: str, path: str) -> Counters | None:
             block.append(line.strip())
     if block is None:
         return None
-    out = {"read_bytes": 0.0, "written_bytes": 0.0, "reads": 0.0, "writes": 0.0}
+    out = {"read_bytes": 0.0, "written_bytes": 0.0, "reads": 0.0, "writes": 0.0, "metadata_operations": 0.0}
+    out |= {"metadata_wait_seconds": 0.0, "data_wait_seconds": 0.0}
     for line in block:
         name, _, rest = line.partition(":")
         values = rest.split()
@@ -85,8 +126,12 @@ def nfs_counters(mountstats: str, path: str) -> Counters | None:
             # normal read, normal write, direct read, direct write, then what the server sent and received
             out["read_bytes"] = float(values[0]) + float(values[2])
             out["written_bytes"] = float(values[1]) + float(values[3])
-        elif name in ("READ", "WRITE") and values:
+        elif name in NFS_DATA and values:
             out["reads" if name == "READ" else "writes"] = float(values[0])
+        if (name in NFS_METADATA or name in NFS_DATA) and len(values) >= 8:
+            if name in NFS_METADATA:
+                out["metadata_operations"] += float(values[0])
+            out["metadata_wait_seconds" if name in NFS_METADATA else "data_wait_seconds"] += float(values[7]) / 1e3
     return out
 
 
@@ -182,7 +227,8 @@ def exposition(
         counters = read_tier(tier, table, proc_root, tools, probe=probe, timeout=timeout)
         samples["alicerce_storage_client_up"].append(f"alicerce_storage_client_up{{{labels}}} {0 if counters is None else 1}")
         for key, value in (counters or {}).items():
-            samples[f"alicerce_storage_client_{key}_total"].append(f"alicerce_storage_client_{key}_total{{{labels}}} {value:.0f}")
+            number = f"{value:.6f}" if key.endswith("_seconds") else f"{value:.0f}"  # microseconds of waits
+            samples[f"alicerce_storage_client_{key}_total"].append(f"alicerce_storage_client_{key}_total{{{labels}}} {number}")
     lines = []
     for name, (kind, text) in METRICS.items():
         if samples[name]:
