@@ -44,14 +44,14 @@ def costs(
     alicerce generates."""
     from alicerce.cli.errors import warn
     from alicerce.emit.files import write_text_atomic
-    from alicerce.run.chargeback import ChargebackError, day_spans, export, render_csv, render_json
+    from alicerce.run.chargeback import ChargebackError, export, lacking, render_csv, render_json
 
     try:
         report = export(prometheus, month, partial=partial)
     except ChargebackError as e:
         raise UsageError(str(e), e.hint) from None
     if report.partial:
-        lacks = f"no records of {day_spans(report.missing_days)} (UTC)" if report.missing_days else ""
+        lacks = lacking(report.missing_days) if report.missing_days else ""
         lacks += ("; " if lacks else "") + (f"the month is not over (records up to {report.open_until})" if report.open_until else "")
         warn(f"{month} is partial: {lacks}", "the totals leave those days out")
     text = render_json(report) if output_format == CostFormat.json else render_csv(report)

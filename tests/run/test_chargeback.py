@@ -140,13 +140,52 @@ def test_a_month_prometheus_holds_in_part_names_the_missing_days_and_needs_parti
     assert refused.exit_code == 2, refused.output
     # no hour of the 1st to the 9th holds a record, nor any of the 20th (the marks that end them: 01:00 of the 1st to
     # midnight of the 10th, 01:00 of the 20th to midnight of the 21st)
-    assert "holds only part of 2025-03: no records of 2025-03-01 to 2025-03-09, 2025-03-20 (UTC)" in refused.stderr
+    assert (
+        "holds only part of 2025-03: no whole records, or kube-state-metrics down, on 2025-03-01 to 2025-03-09, 2025-03-20 (UTC)"
+        in refused.stderr
+    )
     assert "--partial" in refused.stderr and "Traceback" not in refused.output
     assert accepted.exit_code == 0, accepted.output
-    assert "warning: 2025-03 is partial: no records of 2025-03-01 to 2025-03-09, 2025-03-20 (UTC)" in accepted.stderr
+    assert (
+        "warning: 2025-03 is partial: no whole records, or kube-state-metrics down, on 2025-03-01 to 2025-03-09, 2025-03-20 (UTC)"
+        in accepted.stderr
+    )
     document = json.loads(out.read_text())
     assert document["partial"] is True and document["openUntil"] is None
     assert document["missingDays"] == [f"2025-03-0{d}" for d in range(1, 10)] + ["2025-03-20"]
+
+
+@needs_prometheus
+def test_hours_the_cost_sources_were_down_make_the_month_partial(tmp_path: Path) -> None:
+    """Review obsreview24 F3: kube-state-metrics down for three hours of the 10th (an OOM, a bad upgrade) removed those
+    hours' spend while the rules kept recording, and the month read whole with exit 0. The rules record the part of each
+    hour the sources answered (MEASURED_HOUR): three hours at 0 and one at 0.97 (two minutes of a restart) on the 10th,
+    every other hour whole. The 10th is missing; a restart of minutes is not."""
+    from alicerce.emit.kube.costs import MEASURED_HOUR
+
+    series = tsdb()
+    answered = f'{MEASURED_HOUR}{{site="aws"}}'
+    series |= hours(answered, 1, ("2025-03-01T00:00", "2025-03-10T02:00"), ("2025-03-10T06:00", "2025-04-01T00:00"))
+    down, restart = (
+        hours(answered, 0, ("2025-03-10T02:00", "2025-03-10T05:00")),
+        hours(answered, 58 / 60, ("2025-03-10T05:00", "2025-03-10T06:00")),
+    )
+    series[answered] = sorted(series[answered] + down[answered] + restart[answered])
+    runner = CliRunner()
+    out = tmp_path / "march.json"
+    with prometheus_server(series, tmp_path) as url:
+        refused = runner.invoke(build_app(), ["costs", "--prometheus", url, "--month", "2025-03", "-o", str(out)])
+        accepted = runner.invoke(
+            build_app(), ["costs", "--prometheus", url, "--month", "2025-03", "--partial", "-f", "json", "-o", str(out)]
+        )
+        series[answered] = [(t, 1.0) for t, _ in series[answered]]  # the same month, the sources up throughout
+    assert refused.exit_code == 2 and "kube-state-metrics down, on 2025-03-10 (UTC)" in refused.stderr, refused.output
+    assert accepted.exit_code == 0, accepted.output
+    assert json.loads(out.read_text())["missingDays"] == ["2025-03-10"]
+    (tmp_path / "whole").mkdir()
+    with prometheus_server(series, tmp_path / "whole") as url:
+        whole = runner.invoke(build_app(), ["costs", "--prometheus", url, "--month", "2025-03"])
+    assert whole.exit_code == 0 and whole.stdout == EXPECTED_CSV, whole.output
 
 
 def test_a_month_not_over_is_partial() -> None:

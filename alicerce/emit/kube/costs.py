@@ -33,6 +33,10 @@ USED_HOUR = "team:gpu_hours_used:sum1h"  # and kept busy
 RUN_HOUR = "run:gpu_cost_usd:sum1h"  # USD a training run's pods cost in this clock hour so far
 RUN_30D = "run:gpu_cost_usd:sum30d"  # what each run cost over the trailing 30 days: a run's cost, once it ended
 TOKENS_HOUR = "workload:vllm_tokens:sum1h"  # tokens (prompt and generated) served in this clock hour so far
+# the part of this clock hour so far (0 to 1) in which the cost sources answered: kube-state-metrics, whose pods' GPU
+# requests every spend and GPU-hour record integrates. While it is down the spend series are absent and its minutes
+# cost 0, so an hour without it is an hour `alicerce costs` does not hold (review obsreview24 F3)
+MEASURED_HOUR = "site:cost_sources_answered_hours:sum1h"
 TEAM_MONTH = "team:gpu_cost_usd:sum_month"  # USD since the calendar month (UTC) began: what budgets compare
 BUDGET = "alicerce:team_budget_usd:monthly"  # the share of a team's monthly budget the site watches
 # a Prometheus's oldest sample, recorded only while it is past the start of the month the spend counts (history_rules)
@@ -136,7 +140,7 @@ def _hourly(record: str, rate: str) -> list[dict[str, Any]]:
     """``record``: the integral of ``rate`` (per hour) over the clock hour so far, read each minute (a minute without
     the series costs 0); its last sample in an hour is what the hour cost (hour_total). Each minute's step counts in
     the hour it falls in, so every minute is in exactly one hour."""
-    this_hour = f"({rate} and on () {STEP_HOUR} == on () {EVALUATION_HOUR})"
+    this_hour = f"(({rate}) and on () {STEP_HOUR} == on () {EVALUATION_HOUR})"
     return [{"record": record, "expr": f"sum_over_time({this_hour}[1h:1m]) / 60"}]
 
 
@@ -184,6 +188,9 @@ def cost_rules(prices: dict[str, float]) -> list[dict[str, Any]]:
         *_hourly(USED_HOUR, "team:gpus_busy:sum"),
         # tokens per second, read every minute: x 60 s x 60 (the per-hour rate _hourly divides by 60)
         *_hourly(TOKENS_HOUR, "workload:vllm_tokens:rate5m * 3600"),
+        # 1 a minute while kube-state-metrics answers (the spend series' own guard, TEAM_COST), 0 otherwise: recorded
+        # every hour the rules run, so an hour of 0 is one the sources were down for, not one nobody recorded
+        *_hourly(MEASURED_HOUR, "(count(kube_node_labels) > bool 0) or vector(0)"),
         # cost of a used GPU-hour: what the team pays for allocated GPUs over the GPU-hours they were busy
         # none busy: no figure (not +Inf: review obsreview8 F8); what the idle GPUs cost stays in team:gpu_cost_usd:rate1h
         {"record": "team:usd_per_used_gpu_hour:ratio", "expr": f"{TEAM_COST} / (team:gpus_busy:sum > 0)"},

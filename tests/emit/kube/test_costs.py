@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from alicerce.catalog.alerts import KUBERAY_METRICS_ABSENT
-from alicerce.emit.kube.costs import BUDGET, settled
+from alicerce.emit.kube.costs import BUDGET, MEASURED_HOUR, settled
 from alicerce.emit.kube.kpi import RAY_CLUSTER_INFO, RAY_CLUSTER_LABEL, RAY_INFO_KEPT, RAY_JOB_INFO, RAY_SERVE_LABEL, pod_runs
 from alicerce.emit.kube.monitoring import rule_groups
 from alicerce.emit.kube.operators import kuberay_values, operator_releases
@@ -907,3 +907,17 @@ def test_an_operator_gap_either_loses_no_rayjob_hours_or_alerts(tmp_path: Path) 
                   expected(alert, {"namespace": "research", "label_ray_io_cluster": "sweep-2-x7k2p"}, "1")]}]}]  # fmt: skip
     (tmp_path / "b").mkdir()
     run_promtool(rp, "aws", tests, tmp_path / "b", order=RAY_ORDER)
+
+
+@needs_promtool
+def test_the_hours_the_cost_sources_answered_are_recorded(tmp_path: Path) -> None:
+    """`alicerce costs` holds an hour only where kube-state-metrics answered (review obsreview24 F3): the record is the
+    part of the clock hour so far it did. Up the first hour; gone (its scrape's stale marker) from 01:00 to 01:30,
+    back for the second half: 1 at 00:59, 0.5 at 01:59; and 0, not absent, while it is down."""
+    assert "kube_node_labels" in load("kube-state-metrics", "2.20.0", "metrics.json")
+    inputs = [{"series": 'kube_node_labels{job="kube-state-metrics",node="gpu-001"}', "values": "1x59 stale _x29 1x29"}]
+    run_promtool(platform(), "aws", [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded(MEASURED_HOUR, 'site="aws"', 1, "59m"),
+        rounded(MEASURED_HOUR, 'site="aws"', 0, "70m"),
+        rounded(MEASURED_HOUR, 'site="aws"', 0.5, "119m"),
+    ]}], tmp_path)  # fmt: skip
