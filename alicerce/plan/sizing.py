@@ -1126,8 +1126,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                     met += [fewer] if fewer is not None else []
             run = min(met, key=lambda r: (seconds(r), r.gpus)) if met else min(options, key=lambda r: seconds(r) / r.gpus)
             if not met:
-                # the climb can stop on counts a schedule cannot use (interleaving needs whole groups of microbatches:
-                # a 405B at PP 16 VP 8 sat at 16,000 GPUs and 164 days where 16,384 take 93: review sizreview15 F1):
+                # the climb can stop where MFU falls with the count (the batch's bands; until issue 23 also an
+                # interleaved schedule priced 1F1B off whole groups of microbatches: review sizreview15 F1):
                 # a count past it that meets the deadline and pays by the same guard is the plan, the fewest such
                 # (where none meets it, the batch's ceiling when it pays: the fastest count that runs). Its lookahead
                 # also jumps past a band's top, the band's fastest count: one that misses and pays is where it stops
