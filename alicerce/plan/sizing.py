@@ -345,8 +345,17 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
                           routed_share=routed, expert_parallel=w.expert_parallel or 1, working_set=layer * (1 - moe_routed),
                           working_routed=layer * moe_routed, experts=experts,
                           expert_parallel_declared=w.expert_parallel is not None,
-                          tp_degrees=legal_degrees(w.model, TP_DEGREES, int(sizing.inference.headDimDefault.value),
-                                                   serving=False))  # fmt: skip
+                          tp_degrees=training_degrees(w, sizing))  # fmt: skip
+
+
+def training_degrees(w: Workload, sizing: Sizing) -> tuple[int, ...]:
+    """The tensor-parallel degrees a training run may take: the declared one (workloads[].tensorParallel: the layout a
+    team runs, Llama 3.1 405B's TP 8 of arXiv 2407.21783 Table 4), else those the model's heads allow (issue 23: the
+    calibration rows declare their published degree through the same field)."""
+    assert w.model is not None
+    if w.tensor_parallel is not None:
+        return (w.tensor_parallel,)
+    return legal_degrees(w.model, TP_DEGREES, int(sizing.inference.headDimDefault.value), serving=False)
 
 
 def expert_parallel_degree(declared: int | None, experts: int, dp: int) -> int:
@@ -997,6 +1006,18 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                            "sequence parallel": w.sequence_parallel is not False, "context parallel": w.context_parallel or 1,
                            "vocabulary": int(vocabulary_of(w, sizing))}))  # fmt: skip
     pipeline, zero, context = w.pipeline_parallel or 1, zero_stage(w), w.context_parallel or 1
+    declared_tp = w.tensor_parallel
+    if declared_tp is not None and not node_degrees(place.gpus_per_node, (declared_tp,)):
+        # a declared degree the node does not hold whole groups of: its all-reduces would cross the fabric (node_degrees)
+        issues.append(Issue("PL322", f"tensorParallel {declared_tp} puts a tensor-parallel group on {declared_tp} GPUs of one node, but "
+                            f"{place.pool or 'its'} nodes have {place.gpus_per_node} x {gpu.id}: use a degree that divides "
+                            f"{place.gpus_per_node}"))  # fmt: skip
+        return _empty(w, place, figures, notes, {}, issues)
+    if declared_tp is not None and w.gpus is not None and w.gpus % (declared_tp * context * pipeline):
+        issues.append(Issue("PL303", f"tensorParallel {declared_tp} x contextParallel {context} x pipelineParallel {pipeline} does "
+                            f"not divide the pinned {w.gpus} GPUs: each data-parallel replica spans whole groups of "
+                            f"{declared_tp * context * pipeline}"))  # fmt: skip
+        return _empty(w, place, figures, notes, {}, issues)
     # each degree's fewest GPUs that hold the job: the smallest layout, and the expert grids the search steps in below
     held_from = fewest_by_degree(mem, gpu, sizing, place.gpus_per_node, pipeline=pipeline, zero_stage=zero, context=context)
     layout = min(((n, d) for d, n in held_from.items()), default=None)

@@ -2091,11 +2091,31 @@ def test_llama_31_405b_declared_at_its_published_layout_plans_near_its_card() ->
     128 / 143 = 0.8951. Left: 22% of the layers recomputed to fit 80 GB (x0.931) and a base fitted on the 405B rows with
     their pipeline undeclared (their bubble sits in it): +19.6% (36.9M GPU-hours)."""
     spec = workload(model={"parameters": "405.9B", "layers": 126, "hiddenSize": 16384}, tokens="15.6T", sequenceLength=8192,
-                    globalBatchTokens="16M", accelerator="H100", gpus=16384, pipelineParallel=16, pipelineVirtualStages=8,
-                    zeroStage=1)  # fmt: skip
+                    globalBatchTokens="16M", accelerator="H100", gpus=16384, tensorParallel=8, pipelineParallel=16,
+                    pipelineVirtualStages=8, zeroStage=1)  # fmt: skip
     plan = plan_training(spec, on("H100-SXM5-80GB"), SIZING, [])
     assert plan.tensor_parallel == 8 and plan.gpu_hours is not None
     assert _factors(plan)["pipeline bubble"] == pytest.approx(128 / 143, rel=1e-12)
     assert not [i for i in plan.issues if i.check == "PL330"]
     error = plan.gpu_hours / 30.84e6 - 1
     assert abs(error) <= 0.25, f"{plan.gpu_hours:,.0f} GPU-hours, {error:+.1%} on the card's 30.84M"
+
+
+def test_a_declared_training_tensor_parallel_degree_is_the_layout_planned() -> None:
+    """Issue 23 (siz405): a team runs the tensor-parallel degree it chose (Llama 3.1 405B: TP 8, arXiv 2407.21783 Table
+    4), and the calibration rows carry their published degree through the same field, so `plan` sizes that layout,
+    not the one it would pick. A 70B on 64 H100 at TP 2 (32 ranks of 2), where the planner's own pick differs; a degree
+    past the node's 8 GPUs is refused (PL322: its all-reduces would cross the fabric), and 60 pinned GPUs are not whole
+    replicas of TP 8 (PL303)."""
+    base: dict[str, Any] = {"model": {"parameters": "70B", "layers": 80, "hiddenSize": 8192}, "tokens": "1T", "gpus": 64,
+                            "globalBatchTokens": "4M", "sequenceLength": 4096}  # fmt: skip
+    free = plan_training(workload(**base), on("H100-SXM5-80GB"), SIZING, [])
+    other = 2 if free.tensor_parallel != 2 else 4
+    pinned = plan_training(workload(**base, tensorParallel=other), on("H100-SXM5-80GB"), SIZING, [])
+    assert free.tensor_parallel != other and pinned.tensor_parallel == other
+    tp = next(f for fig in pinned.figures for f in fig.factors if f.name == "tensor parallel")
+    assert tp.why.startswith(f"TP {other}:")
+    wide = plan_training(workload(**base, tensorParallel=16), on("H100-SXM5-80GB"), SIZING, [])
+    assert [i.check for i in wide.issues] == ["PL322"] and wide.gpus is None
+    odd = plan_training(workload(**{**base, "gpus": 60}, tensorParallel=8), on("H100-SXM5-80GB"), SIZING, [])
+    assert [i.check for i in odd.issues] == ["PL303"] and "does not divide the pinned 60 GPUs" in odd.issues[0].message
