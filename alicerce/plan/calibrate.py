@@ -444,6 +444,8 @@ def run_workload(run: TrainingRun) -> Workload:
         spec["expertParallel"] = run.expertParallel
     if run.contextParallel is not None:
         spec["contextParallel"] = run.contextParallel
+    if run.tensorParallel is not None:  # the degree its source states, through the field a team declares (issue 23)
+        spec["tensorParallel"] = run.tensorParallel
     return Workload.model_validate(spec)
 
 

@@ -29,7 +29,7 @@ from alicerce.plan.roofline import (
     step_seconds,
     token_interval_seconds,
 )
-from alicerce.plan.throughput import TrainingJob, moe_routing_ratio, training_mfu
+from alicerce.plan.throughput import TrainingJob, batch_sequences, moe_routing_ratio, training_mfu
 from alicerce.spec.heads import legal_degrees
 from alicerce.spec.models import LatentAttention, SlidingWindowAttention, Traffic, Workload
 from alicerce.spec.models.workloads import DEFAULT_SEQUENCE
@@ -345,8 +345,17 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
                           routed_share=routed, expert_parallel=w.expert_parallel or 1, working_set=layer * (1 - moe_routed),
                           working_routed=layer * moe_routed, experts=experts,
                           expert_parallel_declared=w.expert_parallel is not None,
-                          tp_degrees=legal_degrees(w.model, TP_DEGREES, int(sizing.inference.headDimDefault.value),
-                                                   serving=False))  # fmt: skip
+                          tp_degrees=training_degrees(w, sizing))  # fmt: skip
+
+
+def training_degrees(w: Workload, sizing: Sizing) -> tuple[int, ...]:
+    """The tensor-parallel degrees a training run may take: the declared one (workloads[].tensorParallel: the layout a
+    team runs, Llama 3.1 405B's TP 8 of arXiv 2407.21783 Table 4), else those the model's heads allow (issue 23: the
+    calibration rows declare their published degree through the same field)."""
+    assert w.model is not None
+    if w.tensor_parallel is not None:
+        return (w.tensor_parallel,)
+    return legal_degrees(w.model, TP_DEGREES, int(sizing.inference.headDimDefault.value), serving=False)
 
 
 def expert_parallel_degree(declared: int | None, experts: int, dp: int) -> int:
@@ -858,20 +867,6 @@ def tp_bridge(gpu: Gpu, sizing: Sizing) -> dict[str, Any]:
             "tp_bridge_gpus": hardware.bridge_gpus}  # fmt: skip
 
 
-def batch_sequences(tokens: float, sequence: int) -> float:
-    """The sequences of a global batch of ``tokens`` the stack splits over its data-parallel ranks: the declared ones,
-    or where a decimal count of millions of tokens stands for a binary count of whole sequences (LLaMA's "4M tokens",
-    2,048 sequences of 2,048 = 4Mi: arXiv 2302.13971 Table 2 and Sec. 2.4, 2,048 GPUs), that count: the runs the model
-    is fitted on keep the layouts they ran (their 2,048 ranks read 1,953 sequences of a decimal 4M). Never more than
-    the declared where they are whole already (1,000 sequences, or 2Mi tokens = 512 of 4,096): a 5% allowance on every
-    batch let plans run up to 1.05x the ranks Megatron's batch calculator accepts (review sizreview15 F4)."""
-    sequences = tokens / sequence
-    binary = tokens * 2**20 / 1e6 / sequence  # the same count read in MiB-style millions (4M -> 4Mi)
-    if sequences.is_integer() or not (tokens / 1e6).is_integer() or not binary.is_integer():
-        return sequences
-    return binary
-
-
 def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usable: float, sizing: Sizing) -> TrainingJob:
     """The tensor-parallel degree and recomputed share a run would pick: of the degrees that divide the GPUs inside a
     node, each with the fewest recomputed layers that make it fit, the one with the shortest step (highest MFU: tensor
@@ -954,18 +949,6 @@ def _batch_legal_counts(
     return [(n, d) for n, d in taken if d is not None]
 
 
-def _interleaved_counts(sequences: float, pipeline: int, virtual: int | None, layouts: list[tuple[int, int]]) -> list[int]:
-    """The GPU counts whose data-parallel ranks give each pipeline a whole number of groups of ``pipeline`` microbatches
-    of the batch's ``sequences``: where a declared interleaved schedule runs (Megatron-Core schedules.py
-    forward_backward_pipelining_with_interleaving; throughput.pipeline_factor); none without one. ``layouts``: (GPUs a
-    data-parallel rank, the granule its counts come in) of each tensor-parallel degree."""
-    if (virtual or 1) <= 1 or pipeline <= 1 or not sequences.is_integer() or int(sequences) % pipeline:
-        return []
-    groups = int(sequences) // pipeline
-    ranks = [r for r in range(1, groups + 1) if groups % r == 0]
-    return sorted({r * replica for replica, granule in layouts for r in ranks if r * replica % granule == 0})
-
-
 def _uneven_batch(tokens: float, declared: float, sequences: float, ranks: int) -> str:
     """The note on a global batch of ``declared`` sequences that ``ranks`` data-parallel ranks do not split evenly, naming
     the batch the run takes. Megatron's micro-batch calculator asserts the global batch (in sequences) divides by
@@ -1023,6 +1006,18 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                            "sequence parallel": w.sequence_parallel is not False, "context parallel": w.context_parallel or 1,
                            "vocabulary": int(vocabulary_of(w, sizing))}))  # fmt: skip
     pipeline, zero, context = w.pipeline_parallel or 1, zero_stage(w), w.context_parallel or 1
+    declared_tp = w.tensor_parallel
+    if declared_tp is not None and not node_degrees(place.gpus_per_node, (declared_tp,)):
+        # a declared degree the node does not hold whole groups of: its all-reduces would cross the fabric (node_degrees)
+        issues.append(Issue("PL322", f"tensorParallel {declared_tp} puts a tensor-parallel group on {declared_tp} GPUs of one node, but "
+                            f"{place.pool or 'its'} nodes have {place.gpus_per_node} x {gpu.id}: use a degree that divides "
+                            f"{place.gpus_per_node}"))  # fmt: skip
+        return _empty(w, place, figures, notes, {}, issues)
+    if declared_tp is not None and w.gpus is not None and w.gpus % (declared_tp * context * pipeline):
+        issues.append(Issue("PL303", f"tensorParallel {declared_tp} x contextParallel {context} x pipelineParallel {pipeline} does "
+                            f"not divide the pinned {w.gpus} GPUs: each data-parallel replica spans whole groups of "
+                            f"{declared_tp * context * pipeline}"))  # fmt: skip
+        return _empty(w, place, figures, notes, {}, issues)
     # each degree's fewest GPUs that hold the job: the smallest layout, and the expert grids the search steps in below
     held_from = fewest_by_degree(mem, gpu, sizing, place.gpus_per_node, pipeline=pipeline, zero_stage=zero, context=context)
     layout = min(((n, d) for d, n in held_from.items()), default=None)
@@ -1097,10 +1092,10 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # stands for: the bound and PL338 read 976.56 and called 1.95 days out of reach where 8,192 GPUs take 1.91;
         # review sizreview17 F1)
         sequences = batch_sequences(batch, w.sequence_length or DEFAULT_SEQUENCE)
-        # the sequences a data-parallel rank needs: one, or a microbatch a stage where the declared interleaved schedule
-        # runs (throughput.pipeline_factor; past it the search jumped to 1F1B counts slower than the last interleaved
-        # one: review sizreview15 F1)
-        per_rank = pipeline if (w.pipeline_virtual_stages or 1) > 1 else 1
+        # the sequences a data-parallel rank needs: one. The interleaved schedule runs at any microbatch count
+        # (throughput.pipeline_factor: Megatron-Core's microbatch group in [p, m], Llama 3's schedule below p), so it no
+        # longer asks for a microbatch a stage (issue 23; it did since review sizreview15 F1)
+        per_rank = 1
 
         widest = max(node_degrees(node, mem.tp_degrees))
 
@@ -1152,8 +1147,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                     met += [fewer] if fewer is not None else []
             run = min(met, key=lambda r: (seconds(r), r.gpus)) if met else min(options, key=lambda r: seconds(r) / r.gpus)
             if not met:
-                # the climb can stop on counts a schedule cannot use (interleaving needs whole groups of microbatches:
-                # a 405B at PP 16 VP 8 sat at 16,000 GPUs and 164 days where 16,384 take 93: review sizreview15 F1):
+                # the climb can stop where MFU falls with the count (the batch's bands; until issue 23 also an
+                # interleaved schedule priced 1F1B off whole groups of microbatches: review sizreview15 F1):
                 # a count past it that meets the deadline and pays by the same guard is the plan, the fewest such
                 # (where none meets it, the batch's ceiling when it pays: the fastest count that runs). Its lookahead
                 # also jumps past a band's top, the band's fastest count: one that misses and pays is where it stops
@@ -1179,15 +1174,6 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                     fewer = _fewest_meeting(at, lambda r: meets(r) and buys(r), start=run.gpus + fine, top=found.gpus, step=fine,
                                             edges=edges)  # fmt: skip
                     run = fewer or found
-            # a declared interleaved schedule runs only where the microbatches fill whole groups of the stages (else
-            # 1F1B): the counts that do are priced too (a 405B at PP 16 VP 8 took 11,008 GPUs, 1F1B, for 200 days where
-            # 8,192 run interleaved in 171 with 36% fewer GPU-hours: review sizreview17 F4)
-            layouts = [(d * context * pipeline, math.lcm(node, pipeline * context * d, grid_of(d)))
-                       for d in node_degrees(node, mem.tp_degrees) if d >= narrowest]  # fmt: skip
-            declared = batch / (w.sequence_length or DEFAULT_SEQUENCE)
-            for count in _interleaved_counts(declared, pipeline, w.pipeline_virtual_stages, layouts):
-                if count >= min_gpus:
-                    at(count)
             # an undeclared expert group (gcd(experts, ranks)) or an interleaved schedule makes MFU jump with the
             # count's factors: the searches above, each assuming more GPUs run faster, can land above a count they
             # priced that meets for less (a 2T MoE at 150 days took 944 GPUs and 3.00M GPU-hours where 768, priced on
@@ -1322,36 +1308,29 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         notes.append(f"activations of {run.recompute_fraction:.0%} of the layers are recomputed at {gpus} GPUs to fit memory")
     batch_tokens = float(w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value)
     declared = batch_tokens / (w.sequence_length or DEFAULT_SEQUENCE)
-    # what the stack splits (a decimal batch's binary count: batch_sequences); the throughput model's microbatches
-    # (PL330) stay the declared ones
+    # what the stack splits (a decimal batch's binary count: batch_sequences), which the throughput model's microbatches
+    # (PL330) read too (throughput.microbatches: Llama 3.1 405B's "16M" is 16 sequences a rank at DP 128, not 15.3)
     sequences = batch_sequences(batch_tokens, w.sequence_length or DEFAULT_SEQUENCE)
-    sequences_per_rank = declared / ranks
+    sequences_per_rank = sequences / ranks
     if sequences < ranks:
         issues.append(Issue("PL312", f"the global batch gives {sequences_per_rank:.2f} sequences per data-parallel rank at {gpus} GPUs: "
                             "below one, published runs fall well short of the model (strong-scaling floor)"))  # fmt: skip
     if sequences >= ranks and (declared % ranks or not declared.is_integer()):
         notes.append(_uneven_batch(batch_tokens, declared, sequences, ranks))
     if pipeline > 1 and sequences_per_rank < pipeline:
-        # the bubble throughput.pipeline_factor charges: (p - 1) of the v m + p - 1 slots of a step (v m chunk slots, v
-        # the interleaved schedule's virtual stages) fill and drain the pipeline (Narayanan et al. 2021, Sec. 2.2)
-        # with fewer microbatches than stages the interleaved schedule does not start (throughput.pipeline_factor): the
-        # bubble is 1F1B's whatever the virtual stages, and the remedy is more microbatches a rank, not interleaving
-        # (review sizreview14 F3: PL330 recommended pipelineVirtualStages exactly where Megatron refuses them)
-        idle = (pipeline - 1) / (max(sequences_per_rank, 1e-9) + pipeline - 1)
+        # the bubble throughput.pipeline_factor charges (Narayanan et al. 2021, Sec. 2.2): with fewer microbatches than
+        # stages the interleaved schedule runs only on a stack that allows it (Llama 3's, arXiv 2407.21783 Sec. 3.3.2;
+        # Megatron-Core refuses it: review sizreview14 F3), and pays the rounds' dependency bubbles there
+        # (a declared MFU carries no factors: the plain 1F1B bubble)
+        bubble = next((f.value for f in run.factors if f.name == "pipeline bubble"), None)
+        idle = 1 - bubble if bubble is not None else (pipeline - 1) / (max(sequences_per_rank, 1e-9) + pipeline - 1)
         refused = ""
-        if w.pipeline_virtual_stages:
-            refused = " (the interleaved schedule needs at least as many microbatches as stages: it runs 1F1B)"
+        if (w.pipeline_virtual_stages or 1) > 1:
+            refused = (" (the interleaved schedule runs there on Llama 3's schedule, each chunk's round waiting for the "
+                       "microbatch to come round the stages; Megatron-Core refuses fewer microbatches than stages)")  # fmt: skip
         issues.append(Issue("PL330", f"the global batch gives each {pipeline}-stage pipeline {sequences_per_rank:,.1f} microbatches of "
                             f"one sequence a step: fewer than its stages, so the pipeline bubble idles {idle:.0%} of each step"
                             f"{refused}; fewer GPUs, fewer stages or a larger globalBatchTokens give each pipeline more"))  # fmt: skip
-    virtual = w.pipeline_virtual_stages or 1
-    if virtual > 1 and pipeline <= sequences_per_rank and abs(sequences_per_rank / pipeline - round(sequences_per_rank / pipeline)) > 1e-9:
-        # the schedule the user declared does not start here (throughput.pipeline_factor prices 1F1B): said, not left to
-        # the MFU figure's factors (review sizreview17 F4)
-        notes.append(f"the declared interleaved schedule ({virtual} virtual stages) does not start at {gpus} GPUs: "
-                     f"{sequences_per_rank:,.1f} microbatches a pipeline are not whole groups of its {pipeline} stages "
-                     "(Megatron-Core raises), so the run is sized as 1F1B; counts whose data-parallel ranks give a "
-                     f"multiple of {pipeline} run it")  # fmt: skip
     if w.model.architecture == "moe" and active < 10e9:
         issues.append(Issue("PL316", f"a fine-grained MoE ({active / 1e9:.1f}B active) sits at the edge of the calibration data"))
     attention = w.model.attention

@@ -77,6 +77,12 @@ Measured (issue 23, bench/sizing_accuracy.py's unseen set, each refit on calibra
   schedule); PP 16 with 8 virtual stages 37.1M (+20%; a 22% recomputation the planner adds at ZeRO-1 is most of the
   rest), 34.4M at ZeRO-3 (+12%); undeclared 30.7M. Megatron's 462B (PP 16, no schedule) declared at v = 1: 0.329
   against 0.451 measured (-27%), undeclared 0.428 (-5%).
+- Adopted (siz405, 2026-12-06; issue 23): the interleaved schedule at any microbatch count (Megatron-Core's
+  microbatch_group_size_per_vp_stage lies in [p, m]: N = m runs every whole m >= p; Llama 3's schedule, arXiv 2407.21783
+  Sec. 3.3.2, runs m < p, each of the first v - 1 rounds taking p slots), and m read from the sequences the stack splits
+  (batch_sequences: a decimal "16M" of 8,192-token sequences is 2,048, 16 a rank at DP 128). No fit row moves (the
+  refit is within 0.1% of the shipped constants) and the bench is unchanged; the 405B declared at Table 4's layout
+  with 8 virtual stages and a decimal 16M batch plans 36.9M GPU-hours (+20%), not 65.5M (+112%, 1F1B at 15.3).
 - Not adopted (sizing6, item 2 measured): an explicit expert-parallel all-to-all term in place of part of the fitted
   MoE constant: per token 4 x top-k x hidden x 2 B x MoE layers (dispatch + combine, forward + backward) x the share of
   the expert-parallel group off the node, over 50 GB/s a GPU (DGX H100: 8 x 400 Gb/s ConnectX-7; the H800 cluster's IB,
@@ -189,11 +195,26 @@ def tokens_per_gpu_step(job: TrainingJob) -> float:
     return job.global_batch_tokens / max(1, job.gpus)
 
 
+def batch_sequences(tokens: float, sequence: int) -> float:
+    """The sequences of a global batch of ``tokens`` the stack splits over its data-parallel ranks: the declared ones,
+    or where a decimal count of millions of tokens stands for a binary count of whole sequences (LLaMA's "4M tokens",
+    2,048 sequences of 2,048 = 4Mi: arXiv 2302.13971 Table 2 and Sec. 2.4, 2,048 GPUs), that count: the runs the model
+    is fitted on keep the layouts they ran (their 2,048 ranks read 1,953 sequences of a decimal 4M). Never more than
+    the declared where they are whole already (1,000 sequences, or 2Mi tokens = 512 of 4,096): a 5% allowance on every
+    batch let plans run up to 1.05x the ranks Megatron's batch calculator accepts (review sizreview15 F4)."""
+    sequences = tokens / sequence
+    binary = tokens * 2**20 / 1e6 / sequence  # the same count read in MiB-style millions (4M -> 4Mi)
+    if sequences.is_integer() or not (tokens / 1e6).is_integer() or not binary.is_integer():
+        return sequences
+    return binary
+
+
 def microbatches(job: TrainingJob) -> float:
-    """Microbatches of one sequence each that a pipeline runs per step: the data-parallel rank's share of the global
-    batch (data-parallel ranks: GPUs / (tensor x context x pipeline))."""
+    """Microbatches of one sequence each that a pipeline runs per step: the sequences the stack splits (a decimal batch's
+    binary count, :func:`batch_sequences`: Llama 3.1 405B's "16M" is 2,048 sequences, 16 a rank at DP 128, its Table 4's
+    batch size / DP) over the data-parallel ranks, GPUs / (tensor x context x pipeline)."""
     ranks = max(1, job.gpus // max(1, job.tensor_parallel * job.context_parallel * job.pipeline_parallel))
-    return job.global_batch_tokens / job.sequence / ranks
+    return batch_sequences(job.global_batch_tokens, job.sequence) / ranks
 
 
 def pipeline_factor(job: TrainingJob) -> Factor | None:
@@ -201,20 +222,26 @@ def pipeline_factor(job: TrainingJob) -> Factor | None:
     m / (m + p - 1) computes (1F1B; Narayanan et al. 2021, arXiv 2104.04473, Sec. 2.2.1: bubble (p - 1) / m of the ideal
     time). The interleaved schedule gives each stage v model chunks of layers / (p x v) layers, so the fill and drain
     cost a v-th of a microbatch each: bubble (p - 1) / (v x m), factor v m / (v m + p - 1) (Sec. 2.2.2). Point-to-point
-    activation sends between stages are a few megabytes a microbatch and overlap."""
+    activation sends between stages are a few megabytes a microbatch and overlap.
+
+    The interleaved schedule runs at any microbatch count (issue 23): Megatron-Core takes a group of N contiguous
+    microbatches a chunk anywhere in [p, m] with m mod N either 0 or at least p (schedules.py
+    forward_backward_pipelining_with_interleaving, config.microbatch_group_size_per_vp_stage), so N = m runs every whole
+    m >= p (the plan read "whole groups of p" and priced 19 microbatches at 16 stages as 1F1B); Llama 3's schedule
+    (arXiv 2407.21783 Sec. 3.3.2) also runs fewer microbatches than stages. There a microbatch comes back to the first
+    stage for its next chunk only p slots after it left, so each of the v - 1 first rounds takes max(m, p) slots (what
+    Megatron-Core's check calls dependency bubbles): busy v m of (v - 1) max(m, p) + m + p - 1 slots, which is
+    v m / (v m + p - 1) for m >= p and 1F1B's m / (m + p - 1) at v = 1."""
     p, v = job.pipeline_parallel, job.virtual_stages
     if p <= 1:
         return None
     m = microbatches(job)
-    if v > 1 and (m < p or abs(m / p - round(m / p)) > 1e-9):
-        # Megatron-Core raises on the interleaved schedule unless the microbatches fill whole groups of p (schedules.py
-        # forward_backward_pipelining_with_interleaving: the group, p by default, lies in [p, m], and a last group
-        # smaller than p raises): the run that starts is 1F1B (reviews sizreview14 F3: a 405B at PP 16 VP 8 was "met"
-        # at 9.3 microbatches; sizreview15 F2: at 19 of 16)
-        note = f"{p} stages, {m:,.1f} microbatches of one sequence: not whole groups of the stages, so 1F1B: m / (m + p - 1)"
-        return Factor("pipeline bubble", m / (m + p - 1), "megatron", note)
     if v <= 1:
         return Factor("pipeline bubble", m / (m + p - 1), "megatron", f"{p} stages, {m:,.1f} microbatches of one sequence: m / (m + p - 1)")
+    if m < p:
+        note = (f"{p} stages x {v} virtual, {m:,.1f} microbatches of one sequence, fewer than the stages (Llama 3's schedule; "
+                "Megatron-Core refuses it): v m / ((v - 1) p + m + p - 1)")  # fmt: skip
+        return Factor("pipeline bubble", v * m / ((v - 1) * p + m + p - 1), "megatron", note)
     note = f"{p} stages x {v} virtual, {m:,.1f} microbatches of one sequence: v m / (v m + p - 1)"
     return Factor("pipeline bubble", v * m / (v * m + p - 1), "megatron", note)
 

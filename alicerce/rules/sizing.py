@@ -114,7 +114,9 @@ def workload_fields_apply(ctx: RuleContext) -> Iterable[Finding]:
     for i, w in enumerate(ctx.spec.workloads):
         path = S.workloads[i]
         if w.kind not in SERVING:
-            for field, value in (("tensor_parallel", w.tensor_parallel), ("max_batch", w.max_batch)):
+            # a training run's tensor-parallel degree is its layout (issue 23); the batch cap is an engine's alone
+            serving_only = [("max_batch", w.max_batch)] + ([] if w.kind in SCHEDULED else [("tensor_parallel", w.tensor_parallel)])
+            for field, value in serving_only:
                 if value is not None:
                     yield Finding(getattr(path, field), f"{w.kind} workloads are not served by an engine: sizing ignores it",
                                   f"remove it; it applies to {' and '.join(SERVING)} workloads", key=True, resource=w.name)  # fmt: skip
@@ -259,9 +261,9 @@ def tensor_parallel_heads(ctx: RuleContext) -> Iterable[Finding]:
     head_dim_default = int(ctx.catalog.sizing.inference.headDimDefault.value)
     for i, w in enumerate(ctx.spec.workloads):
         tp, model = w.tensor_parallel, w.model
-        if tp is None or model is None or w.kind not in SERVING:
+        if tp is None or model is None or w.kind not in (*SERVING, *SCHEDULED):
             continue
-        for why, hint in tensor_parallel_refusals(model, tp, head_dim_default, serving=True):
+        for why, hint in tensor_parallel_refusals(model, tp, head_dim_default, serving=w.kind in SERVING):
             yield Finding(S.workloads[i].tensor_parallel, f"tensorParallel {tp} {why}", hint, tp, resource=w.name)
 
 

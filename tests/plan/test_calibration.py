@@ -433,3 +433,14 @@ def test_the_unseen_sweep_is_compared_with_the_kv_pool_and_request_count_its_sou
     assert points[(128, 128)].engine_batch == 2048  # 256 tokens a sequence: the batch cap binds, not the pool
     table = "\n".join(bench.pool_lines(list(points.values())))
     assert "| 16,384 | 7 | +51% | 1.19 | 2 (1-3) |" in table
+
+
+def test_a_rows_published_tensor_parallel_degree_is_declared_as_a_user_would() -> None:
+    """Issue 23 (siz405): a calibration row's tensor-parallel degree (Llama 3.1 405B's TP 8, arXiv 2407.21783 Table 4;
+    BLOOM's TP 4) reaches the planner through workloads[].tensorParallel, the field a team declares, and the fit sizes
+    the row at it."""
+    stated = [r for r in RUNS if r.tensorParallel is not None]
+    assert {r.id for r in stated} >= {"llama31-405b", "llama31-405b-16k-gpus-steady", "bloom-176b"}
+    for run in stated:
+        assert run_workload(run).tensor_parallel == run.tensorParallel
+        assert run_job(run, CATALOG, SIZING).tensor_parallel == run.tensorParallel, run.id

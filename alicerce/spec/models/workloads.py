@@ -298,7 +298,11 @@ class Workload(SpecModel):
         default=None,
         ge=1,
         le=MAX_WIDTH,
-        description="Serving: the replica's tensor-parallel degree. Default: the one that serves the load on the fewest GPUs.",
+        description="Serving: the replica's tensor-parallel degree. Training and fine-tuning: the tensor-parallel degree the "
+        "stack runs (Megatron-Core --tensor-model-parallel-size), inside one node; a data-parallel replica spans it x "
+        "contextParallel x pipelineParallel GPUs (Llama 3.1 405B: 8, arXiv 2407.21783 Table 4). Default: serving, the one "
+        "that serves the load on the fewest GPUs; training, of the degrees a node holds and the heads allow, the one with "
+        "the shortest step that fits.",
     )
     kv_cache_precision: Literal["bf16", "fp16", "fp8", "int8"] | None = Field(
         default=None,
