@@ -416,6 +416,8 @@ def run_workload(run: TrainingRun) -> Workload:
         model.update(headDim=mla.headDim, attention=attention)
     if run.heads is not None:
         model.update(heads=run.heads, headDim=run.headDim)
+    if run.vocabulary is not None:
+        model.update(vocabulary=run.vocabulary)
     if run.experts is not None:
         model.update(architecture="moe", activeParameters=run.activeParameters or run.parameters,
                      experts={"total": run.experts.total, "perToken": run.experts.perToken, "layers": run.experts.moeLayers})  # fmt: skip
