@@ -467,6 +467,8 @@ class TrainingRun(CatalogModel):
     heads: int | None = None
     headDim: int | None = None
     experts: Experts | None = None
+    # the tokenizer's vocabulary, where its source gives it (the workload field model.vocabulary; else the catalog default)
+    vocabulary: int | None = None
     sequenceLength: int
     gpu: str
     gpus: int

@@ -31,11 +31,13 @@ from alicerce.plan.sizing import (
     attention_width,
     kv_bytes,
     plan_workload,
+    streaming_bandwidth,
     tp_bridge,
     tp_link_bytes_per_second,
     training_layout,
     training_memory,
     usable_memory,
+    vocabulary_of,
 )
 from alicerce.plan.throughput import TrainingJob, training_factors
 from alicerce.spec.models import Workload
@@ -88,7 +90,8 @@ def run_job(run: TrainingRun, catalog: Catalog, sizing: Sizing) -> TrainingJob:
     if gpu is None:
         return job
     job = replace(job, tp_link_bytes_per_second=tp_link_bytes_per_second(gpu, sizing), peak_flops=gpu.tflops.bf16 * 1e12,
-                  tp_overlapped=run.tensorParallelOverlap, **tp_bridge(gpu, sizing))  # fmt: skip
+                  tp_overlapped=run.tensorParallelOverlap, **tp_bridge(gpu, sizing),
+                  hbm_bytes_per_second=streaming_bandwidth(gpu, sizing), vocabulary=vocabulary_of(run_workload(run), sizing))  # fmt: skip
     if run.recompute is not None:
         return replace(job, tensor_parallel=run.tensorParallel or 1, recompute_fraction=1.0)
     w = run_workload(run)
@@ -167,7 +170,7 @@ def fit_training(runs: Sequence[TrainingRun], catalog: Catalog, sizing: Sizing) 
     fit = [r for r in runs if r.role == "fit"]
     reference = sizing.training.perGpuBatch.referenceTokens.value
     names = [*(f"base {a}" for a in FITTED_ARCHITECTURES), "exponent", "fp8 transformer-engine", "fp8 generic"]
-    fixed = {"attention", "mixture of experts", "recomputation", "tensor parallel", "pipeline bubble", "goodput"}
+    fixed = {"attention", "fp8 outside the GEMMs", "mixture of experts", "recomputation", "tensor parallel", "pipeline bubble", "goodput"}
 
     # each run's job (its layout search) and measured MFU do not depend on the MoE constant the grid below tries:
     # worked out once, not once per grid point (121 points x every fit run)
@@ -416,6 +419,8 @@ def run_workload(run: TrainingRun) -> Workload:
         model.update(headDim=mla.headDim, attention=attention)
     if run.heads is not None:
         model.update(heads=run.heads, headDim=run.headDim)
+    if run.vocabulary is not None:
+        model.update(vocabulary=run.vocabulary)
     if run.experts is not None:
         model.update(architecture="moe", activeParameters=run.activeParameters or run.parameters,
                      experts={"total": run.experts.total, "perToken": run.experts.perToken, "layers": run.experts.moeLayers})  # fmt: skip

@@ -653,7 +653,8 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
         context_parallel=w.context_parallel or 1,
         zero_stage=zero_stage(w),
         dequant_bytes_per_weight=dequant[0],
-        hbm_bytes_per_second=dequant[1],
+        hbm_bytes_per_second=dequant[1] or streaming_bandwidth(gpu, sizing),
+        vocabulary=vocabulary_of(w, sizing),
     )
     job = training_layout(job, mem, place.gpus_per_node, usable_memory(gpu, sizing), sizing)
     tp, fraction = job.tensor_parallel, job.recompute_fraction
@@ -1630,8 +1631,13 @@ def qlora_dequantisation(w: Workload, gpu: Gpu, sizing: Sizing) -> tuple[float, 
     roofline's calibrated bandwidth efficiency); nothing for other methods (review sizreview18 F5)."""
     if w.method != "qlora":
         return 0.0, None
-    bandwidth = gpu.memoryBandwidthGBps * 1e9 * sizing.inference.decodeBandwidthEfficiency.value
-    return sizing.qloraBaseBytes.value + 4.0, bandwidth
+    return sizing.qloraBaseBytes.value + 4.0, streaming_bandwidth(gpu, sizing)
+
+
+def streaming_bandwidth(gpu: Gpu, sizing: Sizing) -> float:
+    """Bytes a second a memory-bound kernel streams through HBM: the GPU's bandwidth at the serving roofline's
+    calibrated bandwidth efficiency (QLoRA's dequantising passes, fp8's casts)."""
+    return gpu.memoryBandwidthGBps * 1e9 * sizing.inference.decodeBandwidthEfficiency.value
 
 
 def smallest_degree(w: Workload, gpu: Gpu, sizing: Sizing, node_gpus: int) -> int | None:
