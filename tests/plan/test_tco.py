@@ -19,7 +19,7 @@ from rich.console import Console
 from alicerce.catalog import load_catalog
 from alicerce.cli.plan_report import print_explain
 from alicerce.plan.growth import billed_node_hours, busy_gpu_hours
-from alicerce.plan.platform import SizingPlan, _whole_blocks, plan_platform
+from alicerce.plan.platform import SizingPlan, _showback, _whole_blocks, peak_site_spend, plan_platform
 from alicerce.plan.pricing import HOURS_PER_MONTH, block_hours, monthly_node_cost, node_price, on_demand
 from alicerce.plan.tco import monthly_capex, owned_pool_cost, site_extras
 from alicerce.resolve.model import ResolvedPlatform
@@ -571,12 +571,13 @@ def test_a_capacity_block_pool_prices_a_used_gpu_hour_at_the_blocks_its_runs_buy
 
 def two_runs_on_capacity_blocks() -> dict[str, Any]:
     """train-p5 on a Capacity Block with two fine-tunes of one shape and two lengths, a run a month each
-    (runsPerQuarter: 3): code-assistant-ft (2B tokens, 8 GPUs, 5.91 h a run) and the same on 10B tokens (29.55 h)."""
+    (runsPerQuarter: 3): applied-ml's code-assistant-ft (2B tokens, 8 GPUs, 5.91 h a run) and the same on 10B tokens
+    (29.55 h), research's."""
     data = reference()
     on_capacity_blocks(data)
     short = next(w for w in data["workloads"] if w["name"] == "code-assistant-ft")
     short.update(pool="train-p5", runsPerQuarter=3)
-    long = {**{k: v for k, v in short.items() if k != "deadline"}, "name": "code-assistant-ft-long", "tokens": "10B"}
+    long = {**{k: v for k, v in short.items() if k != "deadline"}, "name": "code-assistant-ft-long", "tokens": "10B", "team": "research"}
     data["workloads"].append(long)
     return data
 
@@ -589,7 +590,8 @@ def test_each_workload_on_a_capacity_block_pool_pays_its_own_blocks() -> None:
       pool month (a run of each) = $2,831.76 over 283.69 GPU-hours = $9.98 one average
     The average showed the short run back at 47.28 x 9.98 = $471.96 and the long at 236.41 x 9.98 = $2,359.80; each now
     pays its own block: $943.92 at 943.92 / 47.28 = $19.96 a GPU-hour, $1,887.84 at 1,887.84 / 236.41 = $7.99."""
-    result = plan_platform(resolve(two_runs_on_capacity_blocks()), today=TODAY)
+    platform = resolve(two_runs_on_capacity_blocks())
+    result = plan_platform(platform, today=TODAY)
     by = {w.name: w for w in result.workloads}
     short, long = by["code-assistant-ft"], by["code-assistant-ft-long"]
     assert short.gpus == long.gpus == 8 and short.wall_clock_days is not None and long.wall_clock_days is not None
@@ -603,6 +605,15 @@ def test_each_workload_on_a_capacity_block_pool_pays_its_own_blocks() -> None:
     assert long.billed_usd_per_gpu_hour == pytest.approx(7.99, abs=0.01)
     kpi = {(k.kpi, k.subject): k.target for k in result.kpi_targets}
     assert kpi[("run:gpu_cost_usd:sum30d", "a run of code-assistant-ft-long")] == pytest.approx(48 * 39.33)
+    # and each team's part of the pool's month: its own blocks, where the month split by GPU-hours gave applied-ml
+    # 471.96 and research 2,359.80
+    split, _ = _showback(platform, list(result.workloads), [pool], {p.name: p for p in platform.pools}, HOURS_PER_MONTH, 0.0)
+    assert split == pytest.approx({"applied-ml": 24 * 39.33, "research": 48 * 39.33})
+    # the busiest month the budget shares hold, as the cost rules will charge it: research's three runs a quarter back
+    # to back in one month, 3 x 236.41 GPU-hours at its own $7.99 = 3 x $1,887.84 (at the average: 3 x $2,359.80)
+    resolved = {p.name: p for p in platform.pools}
+    peak = peak_site_spend(list(result.workloads), list(result.pools), resolved, HOURS_PER_MONTH)
+    assert peak["research"]["aws"] == pytest.approx(3 * 48 * 39.33)
     # --explain shows used against paid: the long run uses 29.55 node-hours and pays 48
     paid = next(f for f in long.figures if f.name == "Capacity Block node-hours paid a run")
     assert paid.value == pytest.approx(48) and paid.inputs["hours used a run"] == pytest.approx(long.wall_clock_days * 24)

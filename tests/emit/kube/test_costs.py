@@ -123,8 +123,9 @@ def test_showback_per_team_cost_center_used_gpu_hour_and_million_tokens(tmp_path
 @needs_promtool
 def test_two_workloads_on_one_capacity_block_pool_are_each_charged_their_own_blocks(tmp_path: Path) -> None:
     """Review sizreview19 F3: the cost rules priced every pod of a Capacity Block pool at the pool's one average, so of two
-    fine-tunes there (tests/plan/test_tco.py two_runs_on_capacity_blocks: a 5.91-hour run buying a 1-day block, $943.92,
-    and a 29.55-hour run buying 2 days, $1,887.84) the first was charged $471.96 a run and the second $2,359.80. Each
+    fine-tunes there (tests/plan/test_tco.py two_runs_on_capacity_blocks: applied-ml's 5.91-hour run buying a 1-day
+    block, $943.92, and research's 29.55-hour run buying 2 days, $1,887.84) the first was charged $471.96 a run and the
+    second $2,359.80. Each
     workload's pods now pay its own price (the plan's, by hand there: $19.96 and $7.99 a GPU-hour held), and a pod with
     no planned workload pays the pool's average, $9.98: as does a pod of another team that carries the workload's
     label (research's "code-assistant-ft" pod), which must not buy at another team's price."""
@@ -142,20 +143,22 @@ def test_two_workloads_on_one_capacity_block_pool_are_each_charged_their_own_blo
     nodes = [f"ip-10-20-{i}-1.ec2.internal" for i in range(4)]
     inputs = [{"series": f'kube_node_labels{{node="{n}",{P5}}}', "values": "1x30"} for n in nodes]
     inputs += held("applied-ml", "ft-0", nodes[0], 8, "GPUSx30", workload="code-assistant-ft")
-    inputs += held("applied-ml", "ft-long-0", nodes[1], 8, "GPUSx30", workload="code-assistant-ft-long")
+    inputs += held("research", "ft-long-0", nodes[1], 8, "GPUSx30", workload="code-assistant-ft-long")
     inputs += held("applied-ml", "notebook-0", nodes[2], 8, "GPUSx30")
     inputs += held("research", "ft-0", nodes[3], 8, "GPUSx30", workload="code-assistant-ft")
-    expected_usd = {"code-assistant-ft": 8 * short, "code-assistant-ft-long": 8 * long}
+    expected_usd = {("applied-ml", "code-assistant-ft"): 8 * short, ("research", "code-assistant-ft-long"): 8 * long,
+                    ("research", "code-assistant-ft"): 8 * pool}  # fmt: skip
     tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
         {"expr": "round(workload:gpu_cost_usd:rate1h, 0.000001)", "eval_time": "20m", "exp_samples": [
-            {"labels": f'{{namespace="applied-ml",site="aws",workload="{w}"}}', "value": round(usd, 6)}
-            for w, usd in expected_usd.items()
-        ] + [{"labels": '{namespace="research",site="aws",workload="code-assistant-ft"}', "value": round(8 * pool, 6)}]},
+            {"labels": f'{{namespace="{ns}",site="aws",workload="{w}"}}', "value": round(usd, 6)}
+            for (ns, w), usd in expected_usd.items()
+        ]},
         {"expr": 'round(pod:gpu_cost_usd:rate1h{pod="notebook-0"}, 0.000001)', "eval_time": "20m", "exp_samples": [
             {"labels": f'{{namespace="applied-ml",node="{nodes[2]}",pod="notebook-0",pool="train-p5",site="aws"}}',
              "value": round(8 * pool, 6)}]},
-        {"expr": 'round(team:gpu_cost_usd:rate1h{team="applied-ml"}, 0.000001)', "eval_time": "20m",
-         "exp_samples": [{"labels": '{site="aws",team="applied-ml"}', "value": round(8 * (short + long + pool), 6)}]},
+        {"expr": 'round(team:gpu_cost_usd:rate1h{team!="serving"}, 0.000001)', "eval_time": "20m", "exp_samples": [
+            {"labels": '{site="aws",team="applied-ml"}', "value": round(8 * (short + pool), 6)},
+            {"labels": '{site="aws",team="research"}', "value": round(8 * (long + pool), 6)}]},
     ]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
 
