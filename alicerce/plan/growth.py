@@ -175,8 +175,8 @@ def block_runs(plan: WorkloadPlan, hours_month: float) -> tuple[float, float, fl
 
 def billed_gpu_hours(plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePrice, hours_month: float) -> tuple[float, dict[str, float]]:
     """GPU-hours a month a rented GPU pool bills for its workloads (whole nodes), and each workload's own part of them:
-    what it holds, with the rest of the nodes it alone starts. The serving nodes' GPUs no replica fills (and what batch
-    work does not take of them) are the pool's, no workload's.
+    what it holds, with the rest of the nodes it alone starts. The serving nodes' GPUs that neither a replica nor batch
+    work fills are the services' (by the GPUs each holds): they start those nodes.
 
     A training run holds whole nodes for its wall clock (a 12-GPU run on 8-GPU nodes is billed two instances, not one
     and a half: review sizreview4 gap). On Capacity Blocks each run buys the shortest duration sold that covers its
@@ -224,6 +224,11 @@ def billed_gpu_hours(plans: list[WorkloadPlan], pool: ResolvedPool, price: NodeP
             hours = whole * (bought * runs if plan.runs_per_quarter is not None else min(bought, hours_month))
         own[plan.name] = hours
         gpu_hours += hours
+    # what the serving nodes hold that neither a replica nor batch work fills is the services' that start those nodes
+    # (their replicas need fewer GPUs than the instances have): split over them by the GPUs they hold
+    serving = sum(n * size for size, n in replicas.items()) * hours_month
+    for plan in filter(_always_on, plans):
+        own[plan.name] += spare * own[plan.name] / serving if serving else 0.0
     return gpu_hours, own
 
 
@@ -270,7 +275,7 @@ class BlockBooking:
 def block_bookings(plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePrice, hours_month: float) -> dict[str, BlockBooking]:
     """Each workload's own Capacity Blocks on a Capacity Block pool (:class:`BlockBooking`); none for other prices.
     A run pays its instances for the whole block it buys; batch work and serving their part of the month's blocks
-    (:func:`billed_gpu_hours`): the serving nodes' GPUs nothing fills stay the pool's."""
+    (:func:`billed_gpu_hours`)."""
     if not price.block_steps or price.usd_per_hour is None:
         return {}
     per_node = pool.gpus_per_node or 1

@@ -858,20 +858,19 @@ def _own_blocks(
     pool: PoolPlan, plans: list[WorkloadPlan], resolved: dict[str, ResolvedPool], hours_month: float, out: dict[str, float]
 ) -> bool:
     """A Capacity Block pool's month split as its workloads buy it: each team pays its workloads' own blocks (the
-    GPU-hours each holds a month at its own price), and what none of them buys (serving nodes' idle GPUs, the always-on
-    floor) stays the platform's. Split by GPU-hours used, a team with a 5.91-hour run's 1-day block ($943.92) was
-    charged $471.96 and one with a 29.55-hour run's 2 days ($1,887.84) $2,359.80 (review sizreview19 F3). False where
-    no workload of the pool has a price of its own."""
+    GPU-hours each holds a month at its own price). Split by GPU-hours used, a team with a 5.91-hour run's 1-day block
+    ($943.92) was charged $471.96 and one with a 29.55-hour run's 2 days ($1,887.84) $2,359.80 (review sizreview19 F3).
+    What no workload buys (the always-on floor) is spread over them pro rata, as a rented pool's month goes to its
+    users. False where no workload of the pool has a price of its own."""
     own = [p for p in plans if p.pool == pool.name and p.runnable and p.billed_usd_per_gpu_hour is not None]
     if not own or not pool.monthly_cost_usd:
         return False
     usd = {p.name: busy_gpu_hours(p, pool_units(p, resolved[pool.name]), hours_month) * (p.billed_usd_per_gpu_hour or 0.0) for p in own}
     spent = sum(usd.values())
-    scale = min(1.0, pool.monthly_cost_usd / spent) if spent else 0.0  # never more than the pool's month
+    if not spent:
+        return False
     for plan in own:
-        out[plan.team] += usd[plan.name] * scale
-    if pool.monthly_cost_usd > spent * scale:
-        out["(platform: unused capacity)"] += pool.monthly_cost_usd - spent * scale
+        out[plan.team] += usd[plan.name] * pool.monthly_cost_usd / spent
     return True
 
 

@@ -652,6 +652,31 @@ def test_batch_work_on_capacity_blocks_buys_a_whole_day_for_each_day_it_runs() -
     assert _whole_blocks(listed, [batch], CATALOG).usd_per_gpu_hour == pytest.approx(39.33)
 
 
+def test_a_service_on_capacity_blocks_pays_the_node_it_starts_less_what_batch_work_takes_of_it() -> None:
+    """A service whose replicas hold 2 of a p5's 8 GPUs starts the node, and buys it a block every day: 730 node-hours,
+    $28,710.90 a month. embed-batch (1 GPU, 3 hours a day, 91.25 GPU-hours) runs in its free GPUs and buys no day of its
+    own: it pays its hours at the block's rate, 91.25 x 39.33 / 8 = $448.61; the service the rest, (8 x 730 - 91.25) /
+    8 x 39.33 = $28,262.29, $19.36 per GPU-hour its 1,460 hold. With code-assistant-ft's run (one 1-day block, $943.92)
+    the workloads' months add up to the pool's, $29,654.82, and so do the teams'."""
+    data = reference()
+    on_capacity_blocks(data)
+    next(w for w in data["workloads"] if w["name"] == "embed-batch").update(pool="train-p5", hoursPerDay=3)
+    data["workloads"].append({"name": "svc", "kind": "inference", "team": "research", "pool": "train-p5", "model": {"parameters": "70B"},
+                              "precision": "fp8", "traffic": {"peakRps": 5, "inputTokens": 500, "outputTokens": 200}})  # fmt: skip
+    platform = resolve(data)
+    result = plan_platform(platform, today=TODAY)
+    by = {w.name: w for w in result.workloads}
+    assert by["svc"].gpus == 2 and by["svc"].sharing is None and by["embed-batch"].gpus == 1
+    pool = next(p for p in result.pools if p.name == "train-p5")
+    assert pool.monthly_cost_usd == pytest.approx(730 * 39.33 + 24 * 39.33)
+    assert by["embed-batch"].showback_usd == pytest.approx(91.25 * 39.33 / 8)
+    assert by["svc"].showback_usd == pytest.approx((8 * 730 - 91.25) / 8 * 39.33)
+    assert by["svc"].billed_usd_per_gpu_hour == pytest.approx(19.36, abs=0.01)
+    assert sum(by[n].showback_usd or 0.0 for n in ("svc", "embed-batch", "code-assistant-ft")) == pytest.approx(pool.monthly_cost_usd)
+    split, _ = _showback(platform, list(result.workloads), [pool], {p.name: p for p in platform.pools}, HOURS_PER_MONTH, 0.0)
+    assert split == pytest.approx({"applied-ml": 943.92 + 91.25 * 39.33 / 8, "research": (8 * 730 - 91.25) / 8 * 39.33})
+
+
 def test_low_trust_defaults_are_named_until_the_site_declares_its_own() -> None:
     """Issue 23 gap: the engineer's cost came from a 2010 mailing-list post scaled by hand, the staffing ratio and the
     support share from alicerce's own choice or one list quote (tco.yaml: trust low). The month still uses them (a
