@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from alicerce.catalog import Catalog
-from alicerce.plan.figures import rounded
+from alicerce.plan.figures import Factor, Figure, rounded
 from alicerce.plan.pools import PoolPlan
 from alicerce.plan.pricing import NodePrice, block_hours, monthly_node_cost
 from alicerce.plan.sizing import WorkloadPlan, plan_workload
@@ -160,17 +160,37 @@ def _always_on(plan: WorkloadPlan) -> bool:
     return plan.kind == "inference" and not plan.sharing and bool(plan.replicas) and bool(plan.gpus_per_replica)
 
 
-def billed_node_hours(plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePrice, min_nodes: int, hours_month: float) -> float:
-    """Node-hours a month a rented GPU pool bills above its ``min_nodes`` always-on nodes: what its workloads keep busy.
+def block_runs(plan: WorkloadPlan, hours_month: float) -> tuple[float, float, float]:
+    """(runs a month, hours each run holds its GPUs, hours of wall clock a Capacity Block must cover for each run) of a
+    workload that is not an always-on service. A training or fine-tuning run: its declared schedule (one run a month
+    where none is), its run hours, its wall-clock days. Batch work (batch inference, a shared-GPU service) runs its
+    hours every day of the month: a run a day of ``hours_per_day``, each needing its own day of block, since blocks are
+    sold in whole days and all end at 11:30 UTC (EC2 User Guide, "Find and purchase Capacity Blocks",
+    https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-purchase.html): 3 hours a day buy 24."""
+    if plan.kind in ("training", "fine-tuning") and plan.wall_clock_days is not None:
+        runs = plan.runs_per_quarter / 3 if plan.runs_per_quarter is not None else 1.0
+        return runs, run_hours(plan), plan.wall_clock_days * 24
+    return hours_month / 24, plan.hours_per_day, plan.hours_per_day
+
+
+def billed_gpu_hours(plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePrice, hours_month: float) -> tuple[float, dict[str, float]]:
+    """GPU-hours a month a rented GPU pool bills for its workloads (whole nodes), and each workload's own part of them:
+    what it holds, with the rest of the nodes it alone starts. The serving nodes' GPUs that neither a replica nor batch
+    work fills are the services' (by the GPUs each holds): they start those nodes.
+
     A training run holds whole nodes for its wall clock (a 12-GPU run on 8-GPU nodes is billed two instances, not one
     and a half: review sizreview4 gap). On Capacity Blocks each run buys the shortest duration sold that covers its
     wall clock, for every node it holds: two 10-hour runs a month buy two 1-day blocks, 48 node-hours a node, where
     rounding the month's 20 busy hours up to a day bought one (review sizreview4). Serving replicas hold whole nodes
-    all month, packed (:func:`serving_nodes`); batch work runs in what they leave free before it adds whole nodes."""
+    all month, packed (:func:`serving_nodes`); batch work runs in what they leave free before it adds whole nodes,
+    which on Capacity Blocks it buys for whole days, every day it runs (:func:`block_runs`; review sizreview19 F6: 3
+    hours a day of one p5 were billed 91 node-hours, $3,589, where its blocks cost 730, $28,711)."""
     per_node = pool.gpus_per_node or 1
     replicas: dict[int, int] = defaultdict(int)
+    own: dict[str, float] = {}
     for plan in filter(_always_on, plans):
         replicas[plan.gpus_per_replica or 0] += plan.replicas or 0
+        own[plan.name] = (plan.gpus_per_replica or 0) * (plan.replicas or 0) * hours_month
     held = serving_nodes(replicas, per_node) * per_node * hours_month
     spare = held - sum(size * n for size, n in replicas.items()) * hours_month  # GPU-hours the serving nodes leave free
     free = spare / hours_month  # ... and the GPUs: a job needing more at once cannot run in them (review sizreview11 F3)
@@ -179,22 +199,114 @@ def billed_node_hours(plans: list[WorkloadPlan], pool: ResolvedPool, price: Node
         if _always_on(plan):
             continue
         units = pool_units(plan, pool)
+        whole = math.ceil(units / per_node) * per_node
+        runs, _, wall = block_runs(plan, hours_month)
         if plan.kind not in ("training", "fine-tuning") or plan.wall_clock_days is None:
             used = busy_gpu_hours(plan, units, hours_month)
             absorbed = min(spare, used) if units <= free + 1e-9 else 0.0
             spare -= absorbed
-            # what the serving nodes cannot hold starts nodes of its own, whole: a 1-GPU batch job on 4-GPU nodes bills
-            # the node it starts, not a quarter of it (review sizreview10 F11: $638 where the g6e.12xlarge bills $2,553)
-            gpu_hours += (used - absorbed) * (math.ceil(units / per_node) * per_node / units if units else 1.0)
+            rest = (used - absorbed) / used if used else 0.0
+            if price.block_steps:  # its own nodes, bought a whole day for each day it runs
+                started = rest * whole * block_hours(price.block_steps, wall) * runs
+            else:
+                # what the serving nodes cannot hold starts nodes of its own, whole: a 1-GPU batch job on 4-GPU nodes
+                # bills the node it starts, not a quarter of it (review sizreview10 F11: $638 where the g6e.12xlarge
+                # bills $2,553)
+                started = (used - absorbed) * (whole / units if units else 1.0)
+            own[plan.name] = absorbed + started
+            gpu_hours += started
             continue
-        whole = math.ceil(units / per_node) * per_node
         if not price.block_steps:
-            gpu_hours += busy_gpu_hours(plan, whole, hours_month)
+            hours = busy_gpu_hours(plan, whole, hours_month)
+        else:
+            bought = block_hours(price.block_steps, wall)
+            # the declared schedule spread over the quarter, else one run a month (a longer one bills the month)
+            hours = whole * (bought * runs if plan.runs_per_quarter is not None else min(bought, hours_month))
+        own[plan.name] = hours
+        gpu_hours += hours
+    # what the serving nodes hold that neither a replica nor batch work fills is the services' that start those nodes
+    # (their replicas need fewer GPUs than the instances have): split over them by the GPUs they hold
+    serving = sum(n * size for size, n in replicas.items()) * hours_month
+    for plan in filter(_always_on, plans):
+        own[plan.name] += spare * own[plan.name] / serving if serving else 0.0
+    return gpu_hours, own
+
+
+@dataclass(frozen=True)
+class BlockBooking:
+    """What one workload on a Capacity Block pool buys for itself, against what it uses: a training run's blocks (per
+    run), or a month of the days of block that batch work and serving hold (review sizreview19 F3: the pool's one
+    average showed a $1,888 run back at $3,001 and a $944 one at $387)."""
+
+    per_run: bool  # training and fine-tuning: the figures of one run; else of a month
+    instances: float  # instances it buys blocks for (batch beside serving: the share of instances its GPU-hours take)
+    runs: float  # runs a month (batch and serving: days)
+    used_hours: float  # hours each run holds its GPUs
+    block_hours: float  # hours of block each run buys: the shortest duration sold that covers its wall clock
+    usd: float  # what it pays: a run, or a month
+    gpu_hours: float  # the GPU-hours its pods hold for that: what the cost rules see
+    source: str  # where the durations sold come from (prices.yaml capacityBlocks.durationSource)
+
+    @property
+    def usd_per_gpu_hour(self) -> float | None:
+        return self.usd / self.gpu_hours if self.gpu_hours > 0 else None
+
+    def figures(self) -> tuple[Figure, ...]:
+        """Hours used against hours paid, and the price of a GPU-hour held that follows (`plan --explain`)."""
+        what, span = ("a run", "a run") if self.per_run else ("a day", "a month")
+        inputs: dict[str, Any] = {"instances": self.instances, f"hours used {what}": self.used_hours}
+        inputs[f"block hours {what}"] = self.block_hours
+        if not self.per_run:
+            inputs["days a month"] = self.runs
+        paid = self.instances * self.block_hours * (1.0 if self.per_run else self.runs)
+        used = self.instances * self.used_hours * (1.0 if self.per_run else self.runs)
+        inputs["node-hours used"] = used
+        factor = Factor("block hours bought: 1-day steps up to 14 days, then 7-day steps up to 182; every block ends at "
+                        "11:30 UTC", self.block_hours, self.source)  # fmt: skip
+        return (
+            Figure(f"Capacity Block node-hours paid {span}", paid, "node-hours", f"instances x block hours {what} (the "
+                   f"shortest duration sold that covers its wall clock){'' if self.per_run else ' x days a month'}",
+                   inputs, (factor,)),
+            Figure("USD per GPU-hour held", self.usd_per_gpu_hour, "USD/GPU-h", f"its own blocks' USD {span} / the GPU-hours "
+                   "its pods hold: the price its pods' cost rule charges", {"USD": self.usd, "GPU-hours held": self.gpu_hours}),
+        )  # fmt: skip
+
+
+def block_bookings(plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePrice, hours_month: float) -> dict[str, BlockBooking]:
+    """Each workload's own Capacity Blocks on a Capacity Block pool (:class:`BlockBooking`); none for other prices.
+    A run pays its instances for the whole block it buys; batch work and serving their part of the month's blocks
+    (:func:`billed_gpu_hours`)."""
+    if not price.block_steps or price.usd_per_hour is None:
+        return {}
+    per_node = pool.gpus_per_node or 1
+    _, own = billed_gpu_hours(plans, pool, price, hours_month)
+    out = {}
+    for plan in plans:
+        if plan.name not in own or plan.gpus is None:
             continue
-        bought = block_hours(price.block_steps, plan.wall_clock_days * 24)
-        # runs a month: the declared schedule spread over the quarter, else one run a month (a longer one bills the month)
-        hours = bought * plan.runs_per_quarter / 3 if plan.runs_per_quarter is not None else min(bought, hours_month)
-        gpu_hours += whole * hours
+        units = pool_units(plan, pool)
+        runs, used, wall = block_runs(plan, hours_month)
+        if plan.kind in ("training", "fine-tuning") and plan.wall_clock_days is not None:
+            whole = math.ceil(units / per_node)
+            bought = block_hours(price.block_steps, wall)
+            usd = whole * bought * price.usd_per_hour
+            out[plan.name] = BlockBooking(True, whole, runs, used, bought, usd, units * used, price.block_source)
+            continue
+        # a month: its part of the month's blocks (a whole day of block for each day it runs, where it starts nodes of
+        # its own) over the GPU-hours it holds in them
+        if _always_on(plan):
+            used = 24.0
+        bought = block_hours(price.block_steps, min(used, 24.0))
+        nodes = own[plan.name] / per_node / (bought * runs) if runs else 0.0
+        usd = own[plan.name] / per_node * price.usd_per_hour
+        out[plan.name] = BlockBooking(False, nodes, runs, used, bought, usd, busy_gpu_hours(plan, units, hours_month), price.block_source)
+    return out
+
+
+def billed_node_hours(plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePrice, min_nodes: int, hours_month: float) -> float:
+    """Node-hours a month a rented GPU pool bills above its ``min_nodes`` always-on nodes (:func:`billed_gpu_hours`)."""
+    per_node = pool.gpus_per_node or 1
+    gpu_hours, _ = billed_gpu_hours(plans, pool, price, hours_month)
     return max(0.0, gpu_hours - min_nodes * per_node * hours_month) / per_node
 
 

@@ -22,8 +22,11 @@ from alicerce.catalog.models import Gpu, Sizing
 from alicerce.plan.figures import Factor, days_text, deadline_text, rounded
 from alicerce.plan.findings import PlanFinding, apply_waivers
 from alicerce.plan.growth import (
+    BlockBooking,
     Forecast,
     billed_node_hours,
+    block_bookings,
+    block_runs,
     busy_gpu_hours,
     forecast,
     peak_month_gpu_hours,
@@ -339,6 +342,11 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
         need = pool_units(plan, pool)
         free = max(0, pool.spec.scaling.min * pool.gpus_per_node - committed.get(pool.name, 0))
         paid_for = min(need, free) / need if need else 0.0
+        if price.block_steps and (plan.kind != "inference" or plan.sharing):
+            # batch work on Capacity Blocks buys its instances a whole day of block for each day it runs, not the hours
+            # it uses (review sizreview19 F6)
+            runs, _, wall = block_runs(plan, hours_month)
+            gpu_hours = math.ceil(need / pool.gpus_per_node) * pool.gpus_per_node * block_hours(price.block_steps, wall) * runs
         return gpu_hours * (1 - paid_for) * (price.usd_per_gpu_hour or 0.0)
 
     committed: dict[str, int] = defaultdict(int)
@@ -384,27 +392,30 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
     storage = _storage(platform, runnable, catalog, findings)
     # workload cost at its pool's GPU-hour price (owned: TCO at forecast utilisation)
     by_pool = {p.name: p for p in pool_plans}
+    bookings = _block_bookings(runnable, pools_by_name, prices, hours_month)
     priced: list[WorkloadPlan] = []
     units: list[UnitCost] = []
     for plan in plans:
         pp = by_pool.get(plan.pool or "")
         rate = pp.usd_per_gpu_hour if pp is not None and plan.runnable and plan.name not in cannot else None
         cost = sized = billed = None
+        own: dict[str, Any] = {}  # its own price of a GPU-hour, and the figures that show it
         if rate is not None and plan.gpu_hours is not None and pp is not None:
             pool = pools_by_name[pp.name]
             share = pool_units(plan, pool) / plan.gpus if plan.gpus else 1.0
             cost = sized = plan.gpu_hours * share * rate
             billed = plan.gpu_hours * share * pp.billed_usd_per_gpu_hour if pp.billed_usd_per_gpu_hour is not None else None
-            price = prices.get(pp.name)
-            blocks = _run_blocks(price, pool, plan) if price is not None else None
-            if blocks is not None:  # a run on Capacity Blocks buys whole blocks, not the GPU-hours it uses
-                cost = sized = blocks
+            booking = bookings.get(plan.name)
+            if booking is not None:  # on Capacity Blocks it pays the whole blocks its own schedule buys (sizreview19 F3, F6)
+                cost = sized = booking.usd
+                billed = booking.usd
+                own = {"billed_usd_per_gpu_hour": booking.usd_per_gpu_hour, "figures": (*plan.figures, *booking.figures())}
             if not pp.owned and pp.monthly_cost_usd is not None and plan.kind not in ("training", "fine-tuning"):
                 # a month of a capped pool cannot cost more than the pool, nor bill more: replicas it cannot hold stay
                 # Pending and hold no GPU the cost rules would charge
                 cost = min(cost, pp.monthly_cost_usd)
                 billed = min(billed, pp.monthly_cost_usd) if billed is not None else None
-        priced.append(replace(plan, cost_usd=cost, showback_usd=billed))
+        priced.append(replace(plan, cost_usd=cost, showback_usd=billed, **own))
         if plan.runnable and plan.name not in cannot and plan.kind != "data-prep":
             training = plan.kind in ("training", "fine-tuning")
             # per token at the size the traffic needs, even where the pool is too small to serve it all
@@ -818,6 +829,8 @@ def _showback(  # noqa: PLR0917 - the plan's parts, called once
     for pool in pools:
         if not pool.monthly_cost_usd:
             continue
+        if _own_blocks(pool, plans, resolved, hours_month, out):
+            continue
         usage: dict[str, float] = defaultdict(float)
         for plan in plans:
             if plan.pool == pool.name and plan.runnable:
@@ -841,6 +854,26 @@ def _showback(  # noqa: PLR0917 - the plan's parts, called once
     return {k: v for k, v in sorted(out.items()) if v}, budgets
 
 
+def _own_blocks(
+    pool: PoolPlan, plans: list[WorkloadPlan], resolved: dict[str, ResolvedPool], hours_month: float, out: dict[str, float]
+) -> bool:
+    """A Capacity Block pool's month split as its workloads buy it: each team pays its workloads' own blocks (the
+    GPU-hours each holds a month at its own price). Split by GPU-hours used, a team with a 5.91-hour run's 1-day block
+    ($943.92) was charged $471.96 and one with a 29.55-hour run's 2 days ($1,887.84) $2,359.80 (review sizreview19 F3).
+    What no workload buys (the always-on floor) is spread over them pro rata, as a rented pool's month goes to its
+    users. False where no workload of the pool has a price of its own."""
+    own = [p for p in plans if p.pool == pool.name and p.runnable and p.billed_usd_per_gpu_hour is not None]
+    if not own or not pool.monthly_cost_usd:
+        return False
+    usd = {p.name: busy_gpu_hours(p, pool_units(p, resolved[pool.name]), hours_month) * (p.billed_usd_per_gpu_hour or 0.0) for p in own}
+    spent = sum(usd.values())
+    if not spent:
+        return False
+    for plan in own:
+        out[plan.team] += usd[plan.name] * pool.monthly_cost_usd / spent
+    return True
+
+
 def peak_site_spend(
     plans: list[WorkloadPlan], pools: list[PoolPlan], resolved: dict[str, ResolvedPool], hours_month: float
 ) -> dict[str, dict[str, float]]:
@@ -851,6 +884,8 @@ def peak_site_spend(
     for plan in plans:
         if plan.runnable and plan.pool in prices:
             price, site = prices[plan.pool]
+            # a workload priced apart (Capacity Blocks) is charged its own price, as the cost rules charge its pods
+            price = plan.billed_usd_per_gpu_hour if plan.billed_usd_per_gpu_hour is not None else price
             gpus = pool_units(plan, resolved[plan.pool])
             out[plan.team][site] += peak_month_gpu_hours(plan, gpus, hours_month) * price
     return {team: dict(sites) for team, sites in out.items()}
@@ -1018,12 +1053,14 @@ def _whole_blocks(option: RentalOption, plans: list[WorkloadPlan], catalog: Cata
     that covers its wall clock (1-day steps to 14 days, then 7-day steps), for its busy hours only (review sizreview8
     F5: the list rate per used hour, $4.92, where the same plan's Capacity Block pool paid $5.34 for the run)."""
     steps = tuple((s.upToHours, s.stepHours) for s in catalog.prices.capacityBlocks.durationSteps)
-    runs = [(p, (p.runs_per_quarter if p.runs_per_quarter is not None else 3.0) * (p.gpus or 0)) for p in plans
-            if p.kind in ("training", "fine-tuning") and p.wall_clock_days]  # fmt: skip
-    used = sum(weight * run_hours(p) for p, weight in runs)
+    hours_month = catalog.sizing.hoursPerMonth.value
+    # batch work too: a whole day of block for each day it runs (review sizreview19 F6); a service holds its GPUs
+    # every hour of the blocks it buys
+    runs = [(p, *block_runs(p, hours_month)) for p in plans if p.gpus and (p.kind != "inference" or p.sharing)]
+    used = sum(n * (p.gpus or 0) * hours for p, n, hours, _ in runs)
     if not used:
         return option
-    bought = sum(weight * block_hours(steps, (p.wall_clock_days or 0.0) * 24) for p, weight in runs) / used
+    bought = sum(n * (p.gpus or 0) * block_hours(steps, wall) for p, n, _, wall in runs) / used
     source = catalog.prices.capacityBlocks.durationSource.url
     factor = Factor("whole blocks of the pool's runs (block hours bought / hours used)", bought, source)
     return replace(option, usd_per_gpu_hour=option.usd_per_gpu_hour * bought, factors=(*option.factors, factor))
@@ -1078,6 +1115,18 @@ def _beyond_reservation(plans: list[WorkloadPlan], pool: ResolvedPool, price: No
         beyond = max(0, math.ceil(pool_units(plan, pool) / max(1, pool.gpus_per_node)) - price.reserved_nodes)
         runs = plan.runs_per_quarter / 3 if plan.runs_per_quarter is not None else 1.0
         out += beyond * min(runs * run_hours(plan), hours_month)
+    return out
+
+
+def _block_bookings(
+    plans: list[WorkloadPlan], pools: dict[str, ResolvedPool], prices: dict[str, NodePrice | None], hours_month: float
+) -> dict[str, BlockBooking]:
+    """Each workload's own Capacity Blocks, pool by pool (alicerce.plan.growth.block_bookings)."""
+    out: dict[str, BlockBooking] = {}
+    for name, pool in pools.items():
+        price = prices.get(name)
+        if price is not None and price.block_steps and pool.gpus_per_node:
+            out.update(block_bookings([p for p in plans if p.pool == name], pool, price, hours_month))
     return out
 
 

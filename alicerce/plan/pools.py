@@ -70,7 +70,12 @@ class PoolPlan:
         blocks, bought for the runs) over the GPU-hours the runs use. The block's idle hours are the run's, not the
         platform's: each run buys its block, so no other work fills them. Review sizreview18 F11: the team's month
         counted the whole block ($944 a run) while showback and the per-run KPI counted the used hours at the list
-        rate ($232, $4.92 a GPU-hour where a used one cost $19.97). None for other pools or a month with no runs."""
+        rate ($232, $4.92 a GPU-hour where a used one cost $19.97). None for other pools or a month with no runs.
+
+        The pool's average: its own figure, and the price of a pod no planned workload owns. Each planned workload pays
+        its own blocks (WorkloadPlan.billed_usd_per_gpu_hour, alicerce.plan.growth.block_bookings): with two run
+        lengths on one pool the average showed a $1,888 run back at $3,001 and a $944 one at $387 (review sizreview19
+        F3)."""
         if self.price is None or not self.price.block_steps or not self.monthly_cost_usd or self.gpu_hours_per_month <= 0:
             return None
         return self.monthly_cost_usd / self.gpu_hours_per_month

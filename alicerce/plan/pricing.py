@@ -37,6 +37,7 @@ class NodePrice:
     issues: tuple[Issue, ...] = ()
     gpus_per_node: int = 1
     block_steps: tuple[tuple[int, int], ...] = ()  # Capacity Blocks: (up to hours, step hours) of the durations sold
+    block_source: str = ""  # Capacity Blocks: where the durations sold come from
 
     @property
     def usd_per_gpu_hour(self) -> float | None:
@@ -147,7 +148,8 @@ def node_price(pool: ResolvedPool, catalog: Catalog, costs: Costs) -> NodePrice 
         factors += (Factor(label, 1 - spec.savings_plan_discount, "spec"),)
     # the durations AWS sells hold whatever the price (catalog or negotiated)
     steps = tuple((s.upToHours, s.stepHours) for s in prices.capacityBlocks.durationSteps) if kind == "capacity-block" else ()
-    return NodePrice(pool.name, instance.type, region, kind, price, factors, reserved, tuple(issues), instance.gpus or 1, steps)
+    source = prices.capacityBlocks.durationSource.url if steps else ""
+    return NodePrice(pool.name, instance.type, region, kind, price, factors, reserved, tuple(issues), instance.gpus or 1, steps, source)
 
 
 def block_hours(steps: tuple[tuple[int, int], ...], run_hours: float) -> float:

@@ -91,6 +91,9 @@ class WorkloadPlan:
     # what showback (the cost rules, `alicerce costs`) will charge the same GPU-hours at the pool's billed rate: on an
     # owned pool the month over installed GPU-hours, so less than cost_usd, which also carries the pool's idle time
     showback_usd: float | None = None
+    # what the cost rules charge one GPU-hour it holds where that is its own, not its pool's: on Capacity Blocks, the
+    # blocks its own schedule buys over the GPU-hours it holds (alicerce.plan.platform; review sizreview19 F3)
+    billed_usd_per_gpu_hour: float | None = None
     mfu: float | None = None
     gpus_per_replica: int | None = None
     tensor_parallel: int | None = None
@@ -99,7 +102,8 @@ class WorkloadPlan:
     deadline_days: float | None = None
     tokens_per_month: float | None = None  # serving at its mean rate (the peak where none is declared): input + output tokens
     runs_per_quarter: float | None = None  # training: the declared schedule (None: one run a month)
-    hours_per_day: float = 24.0  # training, data preparation: hours of each wall-clock day the run holds its GPUs
+    # training, data preparation: hours of each wall-clock day the run holds its GPUs; batch inference: hours it runs a day
+    hours_per_day: float = 24.0
     fits: dict[str, int | None] = field(default_factory=dict)  # candidate GPU -> smallest count that fits
     figures: tuple[Figure, ...] = ()
     notes: tuple[str, ...] = ()
@@ -1727,8 +1731,9 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
         name=w.name, kind=w.kind, team=w.team, pool=place.pool, accelerator=gpu.id, gpus=gpus, min_gpus=layout.tp,
         model_state_gib=layout.weights_bytes / GIB,
         memory_per_gpu_gib=layout_memory / layout.tp / GIB,
-        gpu_hours=hours, wall_clock_days=None, checkpoint_gib=None, checkpoint_write_gbps=None, dataset_read_gbps=None,
-        network_gbps_per_gpu=None, rdma_required=False, replicas=replicas, tokens_per_second_per_replica=layout.tokens_per_second,
+        gpu_hours=hours, wall_clock_days=None, hours_per_day=w.hours_per_day, checkpoint_gib=None, checkpoint_write_gbps=None,
+        dataset_read_gbps=None, network_gbps_per_gpu=None, rdma_required=False, replicas=replicas,
+        tokens_per_second_per_replica=layout.tokens_per_second,
         gpus_per_replica=layout.tp, tensor_parallel=layout.tp, sharing=sharing, tokens_per_month=tokens_month, fits=fits,
         figures=tuple(figures), notes=tuple(notes), issues=tuple(issues),
     )  # fmt: skip

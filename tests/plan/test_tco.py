@@ -14,10 +14,12 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rich.console import Console
 
 from alicerce.catalog import load_catalog
+from alicerce.cli.plan_report import print_explain
 from alicerce.plan.growth import billed_node_hours, busy_gpu_hours
-from alicerce.plan.platform import SizingPlan, plan_platform
+from alicerce.plan.platform import SizingPlan, _showback, _whole_blocks, peak_site_spend, plan_platform
 from alicerce.plan.pricing import HOURS_PER_MONTH, block_hours, monthly_node_cost, node_price, on_demand
 from alicerce.plan.tco import monthly_capex, owned_pool_cost, site_extras
 from alicerce.resolve.model import ResolvedPlatform
@@ -565,6 +567,114 @@ def test_a_capacity_block_pool_prices_a_used_gpu_hour_at_the_blocks_its_runs_buy
     assert run.cost_usd == pytest.approx(24 * 39.33) and run.showback_usd == pytest.approx(24 * 39.33)  # was 232
     kpi = {(k.kpi, k.subject): k.target for k in result.kpi_targets}
     assert kpi[("run:gpu_cost_usd:sum30d", "a run of code-assistant-ft")] == pytest.approx(24 * 39.33)
+
+
+def two_runs_on_capacity_blocks() -> dict[str, Any]:
+    """train-p5 on a Capacity Block with two fine-tunes of one shape and two lengths, a run a month each
+    (runsPerQuarter: 3): applied-ml's code-assistant-ft (2B tokens, 8 GPUs, 5.91 h a run) and the same on 10B tokens
+    (29.55 h), research's."""
+    data = reference()
+    on_capacity_blocks(data)
+    short = next(w for w in data["workloads"] if w["name"] == "code-assistant-ft")
+    short.update(pool="train-p5", runsPerQuarter=3)
+    long = {**{k: v for k, v in short.items() if k != "deadline"}, "name": "code-assistant-ft-long", "tokens": "10B", "team": "research"}
+    data["workloads"].append(long)
+    return data
+
+
+def test_each_workload_on_a_capacity_block_pool_pays_its_own_blocks() -> None:
+    """Review sizreview19 F3: the pool's used GPU-hour was one average, its month over its used GPU-hours, and every
+    workload on it was shown back at that average. By hand (p5.48xlarge block $39.33 a node-hour, one node each):
+      short run 5.91 h -> the 1-day block:  1 x 24 h x 39.33 = $943.92 a run, 47.28 GPU-hours held
+      long run 29.55 h -> a 30-hour job buys 2 days: 1 x 48 h x 39.33 = $1,887.84 a run, 236.41 GPU-hours held
+      pool month (a run of each) = $2,831.76 over 283.69 GPU-hours = $9.98 one average
+    The average showed the short run back at 47.28 x 9.98 = $471.96 and the long at 236.41 x 9.98 = $2,359.80; each now
+    pays its own block: $943.92 at 943.92 / 47.28 = $19.96 a GPU-hour, $1,887.84 at 1,887.84 / 236.41 = $7.99."""
+    platform = resolve(two_runs_on_capacity_blocks())
+    result = plan_platform(platform, today=TODAY)
+    by = {w.name: w for w in result.workloads}
+    short, long = by["code-assistant-ft"], by["code-assistant-ft-long"]
+    assert short.gpus == long.gpus == 8 and short.wall_clock_days is not None and long.wall_clock_days is not None
+    assert 5.9 < short.wall_clock_days * 24 < 6 and 29.5 < long.wall_clock_days * 24 < 30
+    pool = next(p for p in result.pools if p.name == "train-p5")
+    assert pool.monthly_cost_usd == pytest.approx((24 + 48) * 39.33)
+    assert pool.usd_per_gpu_hour == pytest.approx(9.98, abs=0.01)  # the pool's own figure stays its average
+    assert short.cost_usd == short.showback_usd == pytest.approx(24 * 39.33)  # was 471.96
+    assert long.cost_usd == long.showback_usd == pytest.approx(48 * 39.33)  # was 2,359.80
+    assert short.billed_usd_per_gpu_hour == pytest.approx(19.96, abs=0.01)
+    assert long.billed_usd_per_gpu_hour == pytest.approx(7.99, abs=0.01)
+    kpi = {(k.kpi, k.subject): k.target for k in result.kpi_targets}
+    assert kpi[("run:gpu_cost_usd:sum30d", "a run of code-assistant-ft-long")] == pytest.approx(48 * 39.33)
+    # and each team's part of the pool's month: its own blocks, where the month split by GPU-hours gave applied-ml
+    # 471.96 and research 2,359.80
+    split, _ = _showback(platform, list(result.workloads), [pool], {p.name: p for p in platform.pools}, HOURS_PER_MONTH, 0.0)
+    assert split == pytest.approx({"applied-ml": 24 * 39.33, "research": 48 * 39.33})
+    # the busiest month the budget shares hold, as the cost rules will charge it: research's three runs a quarter back
+    # to back in one month, 3 x 236.41 GPU-hours at its own $7.99 = 3 x $1,887.84 (at the average: 3 x $2,359.80)
+    resolved = {p.name: p for p in platform.pools}
+    peak = peak_site_spend(list(result.workloads), list(result.pools), resolved, HOURS_PER_MONTH)
+    assert peak["research"]["aws"] == pytest.approx(3 * 48 * 39.33)
+    # --explain shows used against paid: the long run uses 29.55 node-hours and pays 48
+    paid = next(f for f in long.figures if f.name == "Capacity Block node-hours paid a run")
+    assert paid.value == pytest.approx(48) and paid.inputs["hours used a run"] == pytest.approx(long.wall_clock_days * 24)
+    assert "capacity-blocks-purchase" in paid.factors[0].source
+
+
+def test_batch_work_on_capacity_blocks_buys_a_whole_day_for_each_day_it_runs() -> None:
+    """Review sizreview19 F6: a batch job on a Capacity Block pool was priced by the hours it runs, though blocks are sold
+    in whole days and every block ends at 11:30 UTC (EC2 User Guide, "Find and purchase Capacity Blocks"). embed-batch
+    (7B bf16, one H100) on train-p5 at 3 hours a day: its p5 instance holds a block every day it runs.
+      used: 1 GPU x 3 h x 730 / 24 = 91.25 GPU-hours a month; billed by the hour: a node for 91.25 h x 39.33 = $3,588.86
+      paid: 1 instance x 24 h x 730 / 24 days = 730 node-hours x 39.33 = $28,710.90 a month, 28,710.90 / 91.25 = $314.64 a
+      GPU-hour held (39.33 x 24 / 3); the pool's month adds code-assistant-ft's run, one 1-day block: $29,654.82."""
+    data = reference()
+    on_capacity_blocks(data)
+    next(w for w in data["workloads"] if w["name"] == "embed-batch").update(pool="train-p5", hoursPerDay=3)
+    next(w for w in data["workloads"] if w["name"] == "code-assistant-ft").update(pool="train-p5")
+    result = plan_platform(resolve(data), today=TODAY)
+    batch = next(w for w in result.workloads if w.name == "embed-batch")
+    assert batch.gpus == 1 and batch.gpu_hours == pytest.approx(91.25)
+    assert batch.cost_usd == batch.showback_usd == pytest.approx(730 * 39.33)  # was 2,985.71 (the pool's average)
+    assert batch.billed_usd_per_gpu_hour == pytest.approx(314.64)
+    pool = next(p for p in result.pools if p.name == "train-p5")
+    assert pool.monthly_cost_usd == pytest.approx(730 * 39.33 + 24 * 39.33)  # was 4,532.78
+    paid = next(f for f in batch.figures if f.name == "Capacity Block node-hours paid a month")
+    assert paid.value == pytest.approx(730) and paid.inputs["node-hours used"] == pytest.approx(91.25)
+    console = Console(record=True, width=400)
+    print_explain(console, result)
+    shown = console.export_text()
+    assert "Capacity Block node-hours paid a month = 730 node-hours" in shown and "node-hours used=91.25" in shown
+    assert "USD per GPU-hour held = 314.6 USD/GPU-h" in shown
+    # own-vs-rent's Capacity Block option weighs the same days: the job alone, at the list rate 39.33 / 8 = $4.92 per
+    # GPU-hour of block, pays 24 / 3 = 8 of them per GPU-hour it uses (was 1x, the training runs' factor only)
+    (option,) = [o for o in plan().own_vs_rent[0].options if o.purchase == "capacity-block"]
+    listed = replace(option, usd_per_gpu_hour=39.33 / 8, factors=option.factors[:1])
+    assert _whole_blocks(listed, [batch], CATALOG).usd_per_gpu_hour == pytest.approx(39.33)
+
+
+def test_a_service_on_capacity_blocks_pays_the_node_it_starts_less_what_batch_work_takes_of_it() -> None:
+    """A service whose replicas hold 2 of a p5's 8 GPUs starts the node, and buys it a block every day: 730 node-hours,
+    $28,710.90 a month. embed-batch (1 GPU, 3 hours a day, 91.25 GPU-hours) runs in its free GPUs and buys no day of its
+    own: it pays its hours at the block's rate, 91.25 x 39.33 / 8 = $448.61; the service the rest, (8 x 730 - 91.25) /
+    8 x 39.33 = $28,262.29, $19.36 per GPU-hour its 1,460 hold. With code-assistant-ft's run (one 1-day block, $943.92)
+    the workloads' months add up to the pool's, $29,654.82, and so do the teams'."""
+    data = reference()
+    on_capacity_blocks(data)
+    next(w for w in data["workloads"] if w["name"] == "embed-batch").update(pool="train-p5", hoursPerDay=3)
+    data["workloads"].append({"name": "svc", "kind": "inference", "team": "research", "pool": "train-p5", "model": {"parameters": "70B"},
+                              "precision": "fp8", "traffic": {"peakRps": 5, "inputTokens": 500, "outputTokens": 200}})  # fmt: skip
+    platform = resolve(data)
+    result = plan_platform(platform, today=TODAY)
+    by = {w.name: w for w in result.workloads}
+    assert by["svc"].gpus == 2 and by["svc"].sharing is None and by["embed-batch"].gpus == 1
+    pool = next(p for p in result.pools if p.name == "train-p5")
+    assert pool.monthly_cost_usd == pytest.approx(730 * 39.33 + 24 * 39.33)
+    assert by["embed-batch"].showback_usd == pytest.approx(91.25 * 39.33 / 8)
+    assert by["svc"].showback_usd == pytest.approx((8 * 730 - 91.25) / 8 * 39.33)
+    assert by["svc"].billed_usd_per_gpu_hour == pytest.approx(19.36, abs=0.01)
+    assert sum(by[n].showback_usd or 0.0 for n in ("svc", "embed-batch", "code-assistant-ft")) == pytest.approx(pool.monthly_cost_usd)
+    split, _ = _showback(platform, list(result.workloads), [pool], {p.name: p for p in platform.pools}, HOURS_PER_MONTH, 0.0)
+    assert split == pytest.approx({"applied-ml": 943.92 + 91.25 * 39.33 / 8, "research": (8 * 730 - 91.25) / 8 * 39.33})
 
 
 def test_low_trust_defaults_are_named_until_the_site_declares_its_own() -> None:

@@ -13,11 +13,14 @@ from __future__ import annotations
 from typing import Any
 
 from alicerce.catalog.alerts import COST_HISTORY_TRUNCATED, Alert, budget_alert_name, budget_blind_alert_name
-from alicerce.emit.kube.kpi import NAMESPACE_TEAM, POD_GPUS, POD_WORKLOAD, pod_runs
+from alicerce.emit.kube.kpi import NAMESPACE_TEAM, POD_GPUS, POD_WORKLOAD, pod_runs, workload_pods
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.resolve.namespaces import MONITORING_NAMESPACE
 
 PRICE = "alicerce:pool_usd_per_gpu_hour:price"
+# a workload's own price of a GPU-hour where the plan gives it one (Capacity Blocks: the blocks its own schedule buys
+# over the GPU-hours its pods hold), by pool, workload and team: its pods are charged it, every other pod its pool's
+WORKLOAD_PRICE = "alicerce:workload_usd_per_gpu_hour:price"
 TEAM_COST = "team:gpu_cost_usd:rate1h"  # USD per hour the team's running pods cost now
 TEAM_30D = "team:gpu_cost_usd:sum30d"
 # what the team's pods cost over the trailing 7 days (hour marks): the pace the month's projection extrapolates
@@ -144,13 +147,29 @@ def _hourly(record: str, rate: str) -> list[dict[str, Any]]:
     return [{"record": record, "expr": f"sum_over_time({this_hour}[1h:1m]) / 60"}]
 
 
-def cost_rules(prices: dict[str, float]) -> list[dict[str, Any]]:
-    """``prices``: pool -> USD per GPU-hour at the site, from the plan. Cost centers come with the namespace -> team
+def cost_rules(prices: dict[str, float], workload_prices: dict[tuple[str, str, str], float] | None = None) -> list[dict[str, Any]]:
+    """``prices``: pool -> USD per GPU-hour at the site, from the plan. ``workload_prices``: (pool, workload, team) ->
+    the workload's own USD per GPU-hour where the plan prices it apart from its pool (WorkloadPlan.billed_usd_per_gpu_hour:
+    on Capacity Blocks each workload pays the blocks its own schedule buys, and one average per pool showed a $1,888
+    run back at $3,001 and a $944 one at $387: review sizreview19 F3). Cost centers come with the namespace -> team
     info series (alicerce.emit.kube.kpi.join_rules)."""
     rules: list[dict[str, Any]] = [
         {"record": PRICE, "expr": f"vector({usd:.6g})", "labels": {"pool": pool}} for pool, usd in sorted(prices.items())
     ]
+    rules += [
+        {"record": WORKLOAD_PRICE, "expr": f"vector({usd:.6g})", "labels": {"pool": pool, "workload": workload, "team": team}}
+        for (pool, workload, team), usd in sorted((workload_prices or {}).items())
+    ]
     priced = f"{POD_GPUS} * on (pool) group_left () {PRICE}"
+    if workload_prices:
+        # a pod of a workload priced apart, on that workload's pool and in a namespace of its team (another team's pod
+        # labelled with its name keeps its pool's price), at the workload's price; every other pod at its pool's. The
+        # pod's workload is read from kube-state-metrics itself: the join record of another group lags a step, and a
+        # new pod's first minute would take its pool's price
+        pods = (f"{POD_GPUS} * on (namespace, pod) group_left (workload) {workload_pods()} "
+                f"* on (namespace) group_left (team) {NAMESPACE_TEAM}")  # fmt: skip
+        own = f"sum without (workload, team) (({pods}) * on (pool, workload, team) group_left () {WORKLOAD_PRICE})"
+        priced = f"{own} or {priced}"
     rules += [
         {"record": "pod:gpu_cost_usd:rate1h", "expr": priced},
         # a team of the site that runs nothing costs 0, recorded as such while kube-state-metrics answers: so the spend

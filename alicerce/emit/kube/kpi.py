@@ -381,7 +381,7 @@ def join_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]
             rules.append(_rule(POOL_RESOURCE_GPU_SHARE, f"vector({share:.6g})", {"pool": pool.name, "resource": ksm_resource(resource)}))
             rules.append(_rule(KUEUE_RESOURCE_GPU_SHARE, f"vector({share:.6g})", {"pool": pool.name, "resource": resource}))
     nodes = _as("pool", POOL_NODE_LABEL, f'kube_node_labels{{{POOL_NODE_LABEL}!=""}}')
-    rules += [_rule(NODE_POOL, f"max by (node, pool) ({nodes})"), _rule(POD_WORKLOAD, _workload_pods())]
+    rules += [_rule(NODE_POOL, f"max by (node, pool) ({nodes})"), _rule(POD_WORKLOAD, workload_pods())]
     # a pod outside LWS or KubeRay has neither label
     workers = (f'kube_pod_labels{{{ksm_label(LWS_WORKER_INDEX_LABEL)}!~"|0"}} '
                f'or kube_pod_labels{{{ksm_label(RAY_NODE_TYPE_LABEL)}="worker"}}')  # fmt: skip
@@ -697,7 +697,7 @@ PROMPT = "vllm:prompt_tokens_total"
 GENERATED = "vllm:generation_tokens_total"
 
 
-def _workload_pods() -> str:
+def workload_pods() -> str:
     """Each pod labelled with its workload, from kube-state-metrics' series: what POD_WORKLOAD records."""
     labelled = f'kube_pod_labels{{{WORKLOAD_POD_LABEL}!=""}}'
     return f"max by (namespace, pod, workload) ({_as('workload', WORKLOAD_POD_LABEL, labelled)})"
@@ -705,7 +705,7 @@ def _workload_pods() -> str:
 
 def _live_from_source() -> str:
     """The live pods of each serving workload, from kube-state-metrics' series alone (no recorded join)."""
-    return f"count by (namespace, workload) ({_workload_pods()} * on (namespace, pod) group_left () ({LIVE_PODS}))"
+    return f"count by (namespace, workload) ({workload_pods()} * on (namespace, pod) group_left () ({LIVE_PODS}))"
 
 
 def serving_rules() -> list[dict[str, Any]]:

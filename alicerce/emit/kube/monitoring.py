@@ -264,9 +264,12 @@ def _cost_groups(rp: ResolvedPlatform, site_name: str, group: Callable[[str, lis
     all_prices = {p.name: p.billed_usd_per_gpu_hour for p in plan.pools if p.billed_usd_per_gpu_hour is not None}
     site = rp.site(site_name)
     prices = {p.name: all_prices[p.name] for p in site.pools if p.gpu is not None and p.name in all_prices}
+    on_site = {p.name for p in site.pools if p.gpu is not None}
+    own = {(w.pool, w.name, w.team): w.billed_usd_per_gpu_hour for w in plan.workloads
+           if w.pool in on_site and w.billed_usd_per_gpu_hour is not None}  # fmt: skip
     budgets = {team: sites[site_name] for team, sites in plan.site_budgets.items() if site_name in sites}
     shares = {t.name: budgets[t.name] / t.spec.budget.monthly_usd for t in rp.teams if t.spec.budget is not None and t.name in budgets}
-    rules = cost_rules(prices) + [
+    rules = cost_rules(prices, own) + [
         {"record": BUDGET, "expr": f"vector({usd:.6g})", "labels": {"team": n}} for n, usd in sorted(budgets.items())
     ]
     if shares:  # what CostHistoryTruncated and the budget guard read

@@ -19,7 +19,7 @@ from alicerce.plan.platform import HOURS_PER_MONTH, plan_platform
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_text
 from alicerce.spec.units import parse_duration
-from tests.conftest import ROOT, alicerce
+from tests.conftest import ROOT, TODAY, alicerce
 from tests.emit.kube.scrape import dcgm_series, kuberay_scraped, series
 from tests.emit.kube.test_kpi import rounded
 from tests.emit.kube.test_monitoring import (
@@ -33,6 +33,7 @@ from tests.emit.kube.test_monitoring import (
     run_promtool,
 )
 from tests.emit.kube.upstream import load
+from tests.plan.test_tco import resolve, two_runs_on_capacity_blocks
 
 P5 = 'label_alicerce_dev_pool="train-p5",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
 L40S = 'label_alicerce_dev_pool="infer-l40s",label_alicerce_dev_accelerator="L40S-48GB"'
@@ -115,6 +116,49 @@ def test_showback_per_team_cost_center_used_gpu_hour_and_million_tokens(tmp_path
                          {"labels": '{cost_center="CC-4413",site="aws"}', "value": round(4 * l40s, 6)}]},
         rounded("team:usd_per_used_gpu_hour:ratio", 'site="aws",team="research"', 13.76, "20m"),
         rounded("workload:usd_per_million_tokens:ratio", 'namespace="serving",site="aws",workload="chat-70b"', 4 * l40s / 64.8, "20m"),
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_two_workloads_on_one_capacity_block_pool_are_each_charged_their_own_blocks(tmp_path: Path) -> None:
+    """Review sizreview19 F3: the cost rules priced every pod of a Capacity Block pool at the pool's one average, so of two
+    fine-tunes there (tests/plan/test_tco.py two_runs_on_capacity_blocks: applied-ml's 5.91-hour run buying a 1-day
+    block, $943.92, and research's 29.55-hour run buying 2 days, $1,887.84) the first was charged $471.96 a run and the
+    second $2,359.80. Each
+    workload's pods now pay its own price (the plan's, by hand there: $19.96 and $7.99 a GPU-hour held), and a pod with
+    no planned workload pays the pool's average, $9.98: as does a pod of another team that carries the workload's
+    label (research's "code-assistant-ft" pod), which must not buy at another team's price."""
+    rp = resolve(two_runs_on_capacity_blocks())
+    by = {w.name: w for w in plan_platform(rp, today=TODAY).workloads}
+    short, long = by["code-assistant-ft"].billed_usd_per_gpu_hour, by["code-assistant-ft-long"].billed_usd_per_gpu_hour
+    pool = next(p.billed_usd_per_gpu_hour for p in plan_platform(rp, today=TODAY).pools if p.name == "train-p5")
+    assert short is not None and long is not None and pool is not None
+    assert (round(short, 2), round(long, 2), round(pool, 2)) == (19.96, 7.99, 9.98)
+    records = {(r["labels"].get("workload"), r["labels"]["pool"]): r["expr"] for g in rule_groups(rp, "aws") for r in g["rules"]
+               if r.get("record") in ("alicerce:pool_usd_per_gpu_hour:price", "alicerce:workload_usd_per_gpu_hour:price")}  # fmt: skip
+    assert records[("code-assistant-ft", "train-p5")] == f"vector({short:.6g})"
+    assert records[("code-assistant-ft-long", "train-p5")] == f"vector({long:.6g})"
+    short, long, pool = (float(f"{usd:.6g}") for usd in (short, long, pool))  # as the rules write them
+    nodes = [f"ip-10-20-{i}-1.ec2.internal" for i in range(4)]
+    inputs = [{"series": f'kube_node_labels{{node="{n}",{P5}}}', "values": "1x30"} for n in nodes]
+    inputs += held("applied-ml", "ft-0", nodes[0], 8, "GPUSx30", workload="code-assistant-ft")
+    inputs += held("research", "ft-long-0", nodes[1], 8, "GPUSx30", workload="code-assistant-ft-long")
+    inputs += held("applied-ml", "notebook-0", nodes[2], 8, "GPUSx30")
+    inputs += held("research", "ft-0", nodes[3], 8, "GPUSx30", workload="code-assistant-ft")
+    expected_usd = {("applied-ml", "code-assistant-ft"): 8 * short, ("research", "code-assistant-ft-long"): 8 * long,
+                    ("research", "code-assistant-ft"): 8 * pool}  # fmt: skip
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        {"expr": "round(workload:gpu_cost_usd:rate1h, 0.000001)", "eval_time": "20m", "exp_samples": [
+            {"labels": f'{{namespace="{ns}",site="aws",workload="{w}"}}', "value": round(usd, 6)}
+            for (ns, w), usd in expected_usd.items()
+        ]},
+        {"expr": 'round(pod:gpu_cost_usd:rate1h{pod="notebook-0"}, 0.000001)', "eval_time": "20m", "exp_samples": [
+            {"labels": f'{{namespace="applied-ml",node="{nodes[2]}",pod="notebook-0",pool="train-p5",site="aws"}}',
+             "value": round(8 * pool, 6)}]},
+        {"expr": 'round(team:gpu_cost_usd:rate1h{team!="serving"}, 0.000001)', "eval_time": "20m", "exp_samples": [
+            {"labels": '{site="aws",team="applied-ml"}', "value": round(8 * (short + pool), 6)},
+            {"labels": '{site="aws",team="research"}', "value": round(8 * (long + pool), 6)}]},
     ]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
 
