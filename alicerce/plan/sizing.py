@@ -1921,10 +1921,12 @@ def _latency_replicas(
                                "target s": target}))  # fmt: skip
         floor = _ttft_floor(w, layout, gpu, sizing, target)
         if floor > 1 - percentile / 100:
-            issues.append(Issue("PL303", f"p{percentile} time to first token {target * 1000:g} ms: a prompt arriving at an "
-                                f"otherwise quiet replica waits for the decode step running and its own "
-                                f"{steps.chunks} step(s) of {steps.service * 1000:.0f} ms, and {floor:.1%} of them take longer "
-                                "whatever the replicas: a looser target, shorter prompts or a faster prefill would meet it"))  # fmt: skip
+            alone = _prompt_steps(w, layout, gpu, sizing, peak * 1e-9)  # one sequence decoding: its own
+            lone = "its step" if alone.chunks == 1 else f"its {alone.chunks} steps"
+            issues.append(Issue("PL303", f"p{percentile} time to first token {target * 1000:g} ms: a lone prompt's "
+                                f"{layout.prefill_seconds * 1000:.0f} ms prefill and the decode of {lone} take "
+                                f"{alone.service * 1000:.0f} ms on an idle replica, so {floor:.1%} of prompts miss it whatever "
+                                "the replicas: a looser target, shorter prompts or a faster prefill would meet it"))  # fmt: skip
         elif _replicas_for_ttft(w, layout, gpu, sizing, by_throughput) > by_throughput:
             before = _ttft_share(w, layout, gpu, sizing, target=target, arrival=peak / by_throughput)
             rides = _prompt_steps(w, layout, gpu, sizing, peak / by_throughput)

@@ -1405,6 +1405,23 @@ def test_the_ttft_service_is_the_step_that_carries_the_prompt() -> None:
     assert figure.value == pytest.approx(0.00864, abs=2e-5)
 
 
+def test_a_ttft_target_below_a_lone_prompts_steps_is_refused_not_sized() -> None:
+    """A p99 TTFT of 380 ms for the reference chat-70b: a lone prompt's prefill (361.05 ms) and the decode of the step
+    that carries it (30.185 + 0.58809 = 30.77 ms at one sequence) take 391.8 ms on an idle replica, so every prompt
+    misses it however many replicas share the load. The M/D/1 read a negative budget as "those that wait at all" and
+    added replicas until the prefill utilisation fell below 1%, meeting nothing; it is a PL303 now and the TPOT
+    target's 8 replicas stay."""
+    data = yaml.safe_load((ROOT / "platform.yaml").read_text())
+    chat = next(w for w in data["workloads"] if w["name"] == "chat-70b")
+    chat["latency"]["timeToFirstToken"] = {"p99": "380ms"}
+    plan = plan_platform(validated(load_text(yaml.safe_dump(data, sort_keys=False), "p.yaml"), "prod"), today=TODAY)
+    served = next(w for w in plan.workloads if w.name == "chat-70b")
+    assert served.replicas == 8
+    (refused,) = [i for i in served.issues if i.check == "PL303"]
+    assert refused.message.startswith("p99 time to first token 380 ms: a lone prompt's 361 ms prefill and the decode of its "
+                                      "step take 392 ms on an idle replica, so 100.0% of prompts miss it")  # fmt: skip
+
+
 def test_the_first_token_waits_for_the_steps_vllm_composes() -> None:
     """share_past_first_token at its limits, by hand. With next to no other prompt, a 1,500-token prompt landing in a
     33 ms decode step waits u of it (uniform), then its own step of 33 + 361.05 ms: a target of 361.05 + 33 + 16.5 ms
