@@ -218,7 +218,10 @@ def share_of_slow_steps(  # noqa: PLR0917 - the replica's step and its prompts, 
     Each step decodes the running sequences first and then spends the rest of its token budget, ``room_tokens``
     (max-num-batched-tokens less the decodes), on the waiting prompts' tokens, oldest first, several prompts' chunks in
     one step where they fit (vllm/v1/core/sched/scheduler.py, schedule(): the running loop, then the waiting loop, while
-    token_budget > 0). A step carrying c prompt tokens lasts ``step_seconds + c x token_seconds``, and every running
+    token_budget > 0; vLLM's "Optimization and Tuning" guide, chunked prefill: decodes are batched first, pending
+    prefills fill the rest of max_num_batched_tokens and the one that does not fit is chunked; SchedulerConfig:
+    max_num_batched_tokens is the tokens processed in a single iteration, docs.vllm.ai v0.10.2 vllm.config.scheduler).
+    A step carrying c prompt tokens lasts ``step_seconds + c x token_seconds``, and every running
     sequence records it as one inter-token interval (vllm/v1/metrics/stats.py), so the share of intervals past the
     target is the share of steps that carry more than (target - step) / token_seconds prompt tokens. Counting each
     prompt's chunk as a step of its own (share_in_prefill_steps) missed the steps where short prompts' chunks add up,
