@@ -15,7 +15,7 @@ from typing import Any
 
 from alicerce.catalog.models import Gpu, Sizing
 from alicerce.plan.figures import Factor, Figure, deadline_text, rounded
-from alicerce.plan.queueing import fewest_replicas, share_in_prefill_steps, share_waiting_longer
+from alicerce.plan.queueing import fewest_replicas, share_of_slow_steps, share_past_first_token
 from alicerce.plan.roofline import (
     Replica,
     ReplicaPerformance,
@@ -1750,86 +1750,132 @@ def _ttft_target(w: Workload, layout: ReplicaPerformance) -> tuple[int, float] |
     return (99 if target.p99 is not None else 95), ttft
 
 
-def _prompt_step_seconds(w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizing, arrival: float) -> float:
-    """The time a prompt holds its replica, the service time of the time-to-first-token queue: its prefill plus the
-    decode step of the sequences running beside it. vLLM V1 schedules the running sequences' decodes first and fills
-    the rest of the step's token budget with prompt chunks (vllm/v1/core/sched/scheduler.py, schedule(): the running
-    loop before the waiting loop), so the step that finishes a prompt also decodes every running sequence; the prefill
-    alone left the reference chat-70b 5 replicas where an engine simulation needs 8 (review sizreview19 F2). The
-    running batch is the one ``arrival`` prompts a second keep (Little's law: arrival x output tokens x step, at most
-    the planned batch): replicas added for latency run smaller batches than the rate's, and their shorter steps."""
+@dataclass(frozen=True)
+class _PromptSteps:
+    """The engine steps a prompt rides at one arrival rate a replica, as vLLM V1 composes them."""
+
+    step: float  # s: a decode step at the batch the rate keeps
+    chunks: int  # steps its prefill takes: ceil(prompt / room), room the step's token budget less the decodes
+    room: int  # prompt tokens a step carries beside the decodes
+    service: float  # s: its prefill and a decode step a chunk
+    next_chunk: float  # s: the next waiting prompt's chunk that fills the rest of the step finishing this one
+    running: float  # sequences decoding on average (Little's law)
+
+
+def _prompt_steps(w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizing, arrival: float) -> _PromptSteps:
+    """The steps that carry a prompt at ``arrival`` prompts a second a replica. vLLM V1 schedules the running sequences'
+    decodes first and fills the rest of the step's token budget (max-num-batched-tokens) with waiting prompts' chunks,
+    oldest first and as many as fit (vllm/v1/core/sched/scheduler.py, schedule(): the running loop before the waiting
+    loop, while token_budget > 0), so each of a prompt's steps also decodes every running sequence, and the step that
+    finishes it carries the next waiting prompt's first chunk: 2,048 - 3 decodes - 1,500 = 545 tokens, 131 ms, for the
+    reference chat-70b. The running batch is the one ``arrival`` prompts a second keep: Little's law over a sequence's
+    output tokens, each an interval of a decode step and its share of the prompts' prefill (token_interval_seconds), at
+    most the planned batch; replicas added for latency run smaller batches than the rate's, and their shorter steps."""
     assert w.traffic is not None
     replica = _replica(w, gpu, sizing, layout.tp)
     isl, osl = w.traffic.input_tokens, w.traffic.output_tokens
-    batch = 1.0
-    for _ in range(32):  # the fixed point from below: the step grows with the batch, slower than the batch
-        batch = min(layout.batch, max(1.0, arrival * osl * step_seconds(replica, isl, osl, batch)))
-    return layout.prefill_seconds + step_seconds(replica, isl, osl, batch)
+    running = 0.0
+    for _ in range(64):  # the fixed point from below: the interval grows with the batch, slower than the batch
+        running = min(layout.batch, arrival * osl * token_interval_seconds(replica, isl, osl, max(1.0, running)))
+    batch = max(1.0, running)
+    step = step_seconds(replica, isl, osl, batch)
+    room = max(1, default_chunk_tokens(gpu, sizing) - math.ceil(batch))
+    chunks = math.ceil(isl / room)
+    tail = isl - (chunks - 1) * room  # the final chunk's tokens
+    next_chunk = layout.prefill_seconds * min(isl, room - tail) / isl
+    return _PromptSteps(step, chunks, room, layout.prefill_seconds + chunks * step, next_chunk, running)
 
 
 def _ttft_share(w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizing, *, target: float, arrival: float) -> float:
-    """The share of prompts past ``target`` s at ``arrival`` a replica: they wait more than the target less the steps
-    carrying them (the exact M/D/1, alicerce.plan.queueing); a budget of zero or less leaves only those that wait for
-    none (share_waiting_longer: the utilisation)."""
-    service = _prompt_step_seconds(w, layout, gpu, sizing, arrival)
-    return share_waiting_longer(arrival, service, target - service)
+    """The share of prompts past ``target`` s at ``arrival`` a replica, the steps composed as vLLM composes them: the
+    rest of the step running when a prompt arrives, the full steps of the prompts ahead of it, and its final step with
+    the next prompts' chunks (alicerce.plan.queueing.share_past_first_token; review sizreview19 F2: an M/D/1 of whole
+    prompts with a prefill and one decode step as service planned 6 replicas for the reference chat-70b's TTFT, where
+    a simulation of the scheduler needs 8). The engine is idle, and a prompt starts at once, e^-running of the time
+    no prompt waits (the running sequences Poisson, as in any M/G/infinity)."""
+    assert w.traffic is not None
+    steps = _prompt_steps(w, layout, gpu, sizing, arrival)
+    isl = w.traffic.input_tokens
+    return share_past_first_token(arrival, isl, steps.room, steps.step, layout.prefill_seconds / isl, target,
+                                  -math.expm1(-steps.running))  # fmt: skip
+
+
+def _ttft_floor(w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizing, target: float) -> float:
+    """The share past ``target`` with next to no other prompt: what no number of replicas lowers."""
+    assert w.traffic is not None and w.traffic.peak_rps is not None
+    return _ttft_share(w, layout, gpu, sizing, target=target, arrival=w.traffic.peak_rps * 1e-9)
 
 
 def _replicas_for_ttft(w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizing, start: int) -> int:
     """The fewest replicas, from ``start``, at which the declared time-to-first-token percentile holds under random
     arrivals: a prompt that arrives while another prefills waits for it, and its time to first token is that wait
-    plus the step carrying its own prefill (_prompt_step_seconds; alicerce.plan.queueing, M/D/1)."""
+    plus the steps carrying its own prefill (_ttft_share; alicerce.plan.queueing, M/D/1)."""
     ttft = _ttft_target(w, layout)
     if ttft is None or w.traffic is None or w.traffic.peak_rps is None:
         return start
     percentile, target = ttft
+    if _ttft_floor(w, layout, gpu, sizing, target) > 1 - percentile / 100:
+        return start  # replicas cannot meet it (PL331 says so)
     return fewest_replicas(w.traffic.peak_rps, lambda arrival: _ttft_share(w, layout, gpu, sizing, target=target, arrival=arrival),
                            1 - percentile / 100, start)  # fmt: skip
 
 
 @dataclass(frozen=True)
 class _PrefillStall:
-    """A time-per-output-token percentile that steps carrying a prompt's prefill chunk outlast."""
+    """A time-per-output-token percentile that steps carrying prompts' prefill chunks outlast."""
 
     percentile: int
     target: float  # s
     budget_tokens: int  # the engine's max-num-batched-tokens
+    room_tokens: int  # what a step has for prompts' chunks beside the planned batch's decodes
     chunks: int  # steps a prompt's prefill takes
     mixed_step: float  # s: a decode step plus one chunk of a prefill
+    full_step: float  # s: a decode step whose budget is full of prompts' chunks
+    within: int  # prompt tokens a step may carry and stay within the target
 
 
 def _tpot_stall(w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizing) -> _PrefillStall | None:
-    """The prefill-carrying steps of a declared time-per-output-token percentile at a peak rate, where they outlast it.
+    """The prefill-carrying steps of a declared time-per-output-token percentile at a peak rate, where they can outlast it.
 
     The SLI (vLLM's inter-token latency histogram, alicerce.catalog.alerts) records one interval per running sequence
     per step; vLLM V1 schedules the running decodes first and fills the rest of the step's token budget
-    (max-num-batched-tokens) with prompt chunks, so a prompt of I tokens takes ceil(I / (budget - batch)) steps, each a
-    decode step plus its share of the prefill. None where no target or peak rate is declared, or those steps stay
-    within the target."""
+    (max-num-batched-tokens) with waiting prompts' chunks, several prompts' where they fit, so a step lasts the decode
+    step plus the prefill of up to budget - batch tokens. None where no target or peak rate is declared, or even a step
+    whose budget is full of prompt tokens stays within the target: one prompt's chunk within it is not enough, since
+    short prompts arriving together share a step (review sizreview19 F1)."""
     target = w.latency.time_per_output_token if w.latency else None
     tpot = _slo(target)
     if target is None or tpot is None or w.traffic is None or w.traffic.peak_rps is None:
         return None
+    isl = w.traffic.input_tokens
     budget = default_chunk_tokens(gpu, sizing)
-    chunks = math.ceil(w.traffic.input_tokens / max(1, budget - math.ceil(layout.batch)))
-    mixed = layout.step_seconds + layout.prefill_seconds / chunks
-    if mixed <= tpot:
+    room = max(1, budget - math.ceil(layout.batch))
+    chunks = math.ceil(isl / room)
+    per_token = layout.prefill_seconds / isl
+    full = layout.step_seconds + room * per_token
+    if full <= tpot:
         return None
-    return _PrefillStall(99 if target.p99 is not None else 95, tpot, budget, chunks, mixed)
+    within = max(0, math.floor((tpot - layout.step_seconds) / per_token))
+    mixed = layout.step_seconds + layout.prefill_seconds / chunks
+    return _PrefillStall(99 if target.p99 is not None else 95, tpot, budget, room, chunks, mixed, full, within)
 
 
-def _intervals_past(layout: ReplicaPerformance, stall: _PrefillStall, arrival: float) -> float:
-    return share_in_prefill_steps(arrival, layout.prefill_seconds, layout.step_seconds, stall.chunks)
+def _intervals_past(w: Workload, layout: ReplicaPerformance, stall: _PrefillStall, arrival: float) -> float:
+    """The share of inter-token intervals in steps past the target: the share of steps carrying more prompt tokens than
+    fit within it, the steps packed as vLLM packs them (alicerce.plan.queueing.share_of_slow_steps)."""
+    assert w.traffic is not None
+    isl = w.traffic.input_tokens
+    return share_of_slow_steps(arrival, isl, stall.room_tokens, layout.step_seconds, layout.prefill_seconds / isl, stall.target)
 
 
 def _replicas_for_tpot(w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizing, start: int) -> int:
     """The fewest replicas, from ``start``, at which no more than the percentile's allowance of inter-token intervals
-    fall in steps that carry a prefill chunk and outlast the target (alicerce.plan.queueing.share_in_prefill_steps)."""
+    fall in steps that carry more prompt tokens than the target allows (_intervals_past)."""
     stall = _tpot_stall(w, layout, gpu, sizing)
     if stall is None or w.traffic is None or w.traffic.peak_rps is None:
         return start
     allowed = 1 - stall.percentile / 100
-    return fewest_replicas(w.traffic.peak_rps, lambda arrival: _intervals_past(layout, stall, arrival), allowed, start)
+    return fewest_replicas(w.traffic.peak_rps, lambda arrival: _intervals_past(w, layout, stall, arrival), allowed, start)
 
 
 def _count(n: int, noun: str) -> str:
@@ -1848,51 +1894,71 @@ def _latency_replicas(
         return []
     peak = w.traffic.peak_rps
     reasons: list[str] = []
+    issues: list[Issue] = []
     ttft = _ttft_target(w, layout)
     if ttft is not None:
         percentile, target = ttft
-        service = _prompt_step_seconds(w, layout, gpu, sizing, peak / replicas)
+        steps = _prompt_steps(w, layout, gpu, sizing, peak / replicas)
         late = _ttft_share(w, layout, gpu, sizing, target=target, arrival=peak / replicas)
         figures.append(Figure("requests past the TTFT target", late, "share",
-                              "P(wait > target - (prefill + decode step)), the exact M/D/1 waiting-time distribution "
-                              "(Erlang; Franx 2001) with the step carrying a prompt as service (the decode at the batch "
-                              "the rate keeps), at the peak rate over the replicas",
-                              {"prefill utilisation": peak / replicas * service, "prefill + decode step s": service,
+                              "P(rest of the step running at arrival + the full steps of the prompt tokens ahead + its final "
+                              "step, with the chunks of prompts arrived behind it > target): the prompt tokens waiting at "
+                              "each step's start as a Markov chain, each step decoding the batch the rate keeps and "
+                              "carrying up to max-num-batched-tokens less the decodes of prompt tokens, oldest first, at "
+                              "the peak rate over the replicas",
+                              {"prefill utilisation": peak / replicas * steps.service, "prefill + decode step s": steps.service,
+                               "next prompt's chunk s": steps.next_chunk, "running batch": steps.running,
                                "target s": target}))  # fmt: skip
-        if _replicas_for_ttft(w, layout, gpu, sizing, by_throughput) > by_throughput:
+        floor = _ttft_floor(w, layout, gpu, sizing, target)
+        if floor > 1 - percentile / 100:
+            alone = _prompt_steps(w, layout, gpu, sizing, peak * 1e-9)  # one sequence decoding: its own
+            lone = "its step" if alone.chunks == 1 else f"its {alone.chunks} steps"
+            issues.append(Issue("PL303", f"p{percentile} time to first token {target * 1000:g} ms: a lone prompt's "
+                                f"{layout.prefill_seconds * 1000:.0f} ms prefill and the decode of {lone} take "
+                                f"{alone.service * 1000:.0f} ms on an idle replica, so {floor:.1%} of prompts miss it whatever "
+                                "the replicas: a looser target, shorter prompts or a faster prefill would meet it"))  # fmt: skip
+        elif _replicas_for_ttft(w, layout, gpu, sizing, by_throughput) > by_throughput:
             before = _ttft_share(w, layout, gpu, sizing, target=target, arrival=peak / by_throughput)
-            step = _prompt_step_seconds(w, layout, gpu, sizing, peak / by_throughput) - layout.prefill_seconds
+            rides = _prompt_steps(w, layout, gpu, sizing, peak / by_throughput)
+            step = rides.service - layout.prefill_seconds
+            decode = "decode step it rides" if rides.chunks == 1 else f"{rides.chunks} decode steps it rides"
             reasons.append(f"p{percentile} time to first token {target * 1000:g} ms leaves "
-                           f"{max(0.0, target - layout.prefill_seconds - step) * 1000:.0f} ms after its "
-                           f"{layout.prefill_seconds * 1000:.0f} ms prefill and the {step * 1000:.0f} ms decode step it "
-                           f"rides (at {_count(by_throughput, 'replica')} about "
+                           f"{max(0.0, target - rides.service) * 1000:.0f} ms after its "
+                           f"{layout.prefill_seconds * 1000:.0f} ms prefill and the {step * 1000:.0f} ms {decode}, less "
+                           f"the {rides.next_chunk * 1000:.0f} ms of the next prompt's chunk its last step carries where "
+                           f"one waits (at {_count(by_throughput, 'replica')} about "
                            f"{before:.1%} of requests arrive while other prompts prefill and wait past it; "
                            f"{_replicas_for_ttft(w, layout, gpu, sizing, by_throughput)} hold it): a looser target, shorter prompts or a "
                            "faster prefill (more tensor parallelism, GPUs joined by NVLink) would save them")  # fmt: skip
     stall = _tpot_stall(w, layout, gpu, sizing)
     if stall is not None:
-        past = _intervals_past(layout, stall, peak / replicas)
+        past = _intervals_past(w, layout, stall, peak / replicas)
         figures.append(Figure("inter-token intervals past the TPOT target", past, "share",
-                              "arrival x chunks / (arrival x chunks + (1 - arrival x (chunks x step + prefill)) / step): "
-                              "the steps that carry a prompt's prefill chunk, every running sequence's interval in them",
+                              "the share of steps carrying more prompt tokens than fit within the target beside the decode "
+                              "step, the waiting prompts' chunks packed into each step's token budget oldest first (a "
+                              "Markov chain over the prompt tokens waiting at each step), every running sequence's "
+                              "interval in them",
                               {"arrival per replica": peak / replicas, "chunks a prompt": stall.chunks,
                                "max-num-batched-tokens": stall.budget_tokens, "step with a chunk s": stall.mixed_step,
+                               "full step s": stall.full_step, "prompt tokens within the target": stall.within,
                                "target s": stall.target}))  # fmt: skip
         needed = _replicas_for_tpot(w, layout, gpu, sizing, by_throughput)
         if needed > by_throughput:
-            before = _intervals_past(layout, stall, peak / by_throughput)
+            before = _intervals_past(w, layout, stall, peak / by_throughput)
             chunks = "one step" if stall.chunks == 1 else f"{stall.chunks} steps"
             reasons.append(f"p{stall.percentile} time per output token {stall.target * 1000:g} ms: a step that prefills a "
                            f"{w.traffic.input_tokens:,}-token prompt ({chunks} at vLLM's default max-num-batched-tokens "
-                           f"{stall.budget_tokens} on {gpu.id}) lasts {stall.mixed_step * 1000:.0f} ms, and every running "
+                           f"{stall.budget_tokens} on {gpu.id}) lasts {stall.mixed_step * 1000:.0f} ms, one full of "
+                           f"prompts' chunks {stall.full_step * 1000:.0f} ms, and a step carrying more than "
+                           f"{stall.within:,} prompt tokens outlasts the target; every running "
                            f"sequence records it as an inter-token interval (at {_count(by_throughput, 'replica')} {before:.2%} of "
                            f"intervals, {1 - stall.percentile / 100:.0%} allowed; {needed} hold it): a smaller "
-                           "max-num-batched-tokens (a step with a chunk within the target), a looser target or a faster "
+                           "max-num-batched-tokens (a full step within the target), a looser target or a faster "
                            "prefill would save them")  # fmt: skip
     if replicas <= by_throughput or not reasons:
-        return []
+        return issues
     extra = (replicas - by_throughput) * layout.tp
-    return [Issue("PL331", f"sized at {replicas} replicas, where throughput needs {by_throughput}: {extra} GPUs for the "
+    return [*issues, Issue("PL331", f"sized at {replicas} replicas, where throughput needs {by_throughput}: {extra} GPUs for the "
                   f"latency {'targets' if len(reasons) > 1 else 'target'}; " + "; ".join(reasons))]  # fmt: skip
 
 
