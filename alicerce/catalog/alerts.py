@@ -245,7 +245,9 @@ MEMORY_BOUND = "GPUMemoryBound"
 COMMUNICATION_BOUND = "GPUCommunicationBound"
 CHECKPOINT_STALL = "TrainingCheckpointStall"
 BORROWING_MISCONFIGURED = "KueueBorrowingMisconfigured"
-DIAGNOSES = (INPUT_BOUND, MEMORY_BOUND, COMMUNICATION_BOUND, CHECKPOINT_STALL, BORROWING_MISCONFIGURED)
+# a team's ClusterQueue that admits nothing, for a reason other than its budget guard's hold (review obsreview24 F1)
+CLUSTER_QUEUE_INACTIVE = "KueueClusterQueueInactive"
+DIAGNOSES = (INPUT_BOUND, MEMORY_BOUND, COMMUNICATION_BOUND, CHECKPOINT_STALL, BORROWING_MISCONFIGURED, CLUSTER_QUEUE_INACTIVE)
 
 
 def slo_starved_alert_name(slo: str) -> str:

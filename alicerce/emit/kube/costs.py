@@ -134,6 +134,28 @@ def month_spent(selector: str) -> str:
     return f"({settled(series)} and {recorded_this_month})"
 
 
+# Present (1) while the team's month so far is at or past the share of its budget the site watches: what makes the
+# budget guard hold its ClusterQueue (budget_guard.decide: past the share, or at it when the share is above $0). The
+# only inactive queue that is no fault: the queue alerts mute on it, and on nothing else (review obsreview24 F1). The
+# month so far is recorded once an hour (hour_mark_rules), so this follows a guard's hold by up to an hour
+BUDGET_EXHAUSTED = "team:gpu_budget_exhausted:bool"
+# how long after the month's turn a guard's hold still counts as the budget's: the guard releases the queue at its first
+# run of the new month (every 15 minutes, alicerce.emit.kube.budgets.SCHEDULE), while the month so far starts at 0
+HOLD_RELEASE_GRACE = "30m"
+
+
+def exhausted_rule(team: str) -> dict[str, Any]:
+    """The record of BUDGET_EXHAUSTED for ``team`` (a team whose budget stops admitting, with a share here)."""
+    spent, budget = month_spent(f'team="{team}"'), f'{BUDGET}{{team="{team}"}}'
+    expr = f"({spent} > on (team) {budget} or {spent} >= on (team) ({budget} > 0)) * 0 + 1"
+    return {"record": BUDGET_EXHAUSTED, "expr": expr, "labels": {"team": team}}
+
+
+def budget_held(team: str) -> str:
+    """Present while ``team``'s budget is spent, or was within HOLD_RELEASE_GRACE: its guard's hold is legitimate."""
+    return f'max_over_time({BUDGET_EXHAUSTED}{{team="{team}"}}[{HOLD_RELEASE_GRACE}])'
+
+
 # the clock hour (UTC) of a subquery's step, and of the evaluation the subquery runs in (as month_to_date reads months)
 STEP_HOUR = "hour(vector(time()))"
 EVALUATION_HOUR = "hour(last_over_time(vector(time())[1m:1m] @ end()))"

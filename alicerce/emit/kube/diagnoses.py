@@ -23,6 +23,7 @@ from typing import Any
 from alicerce.catalog.alerts import (
     BORROWING_MISCONFIGURED,
     CHECKPOINT_STALL,
+    CLUSTER_QUEUE_INACTIVE,
     COMMUNICATION_BOUND,
     INFERENCE_POD,
     INPUT_BOUND,
@@ -35,6 +36,7 @@ from alicerce.catalog.alerts import (
     slo_burn_fast_alert_name,
     slo_burn_slow_alert_name,
 )
+from alicerce.emit.kube.costs import BUDGET_EXHAUSTED, HOLD_RELEASE_GRACE
 from alicerce.emit.kube.kpi import (
     GPU_DRAM,
     GPU_FB,
@@ -51,6 +53,7 @@ from alicerce.emit.kube.kpi import (
     histogram_rate,
     kueue_series,
 )
+from alicerce.emit.kube.kueue import cluster_queue
 from alicerce.emit.storage_counters import counted_tiers
 from alicerce.plan.kpi import checkpoint_stall_seconds
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
@@ -79,7 +82,45 @@ def _checkpoint_for(rp: ResolvedPlatform) -> str:
     return f"{int(checkpoint_stall_seconds(rp))}s"
 
 
-def diagnoses(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
+# How long a team's ClusterQueue stays inactive before KueueClusterQueueInactive: 30 minutes (a Kueue restart or a
+# flavor re-created in a sync is over by then) past the hour the month so far, BUDGET_EXHAUSTED, may lag the budget
+# guard's hold. The guard holds within 15 minutes of the hour mark that takes the spend past the share; the hour-mark
+# group records it up to an hour after that mark (Prometheus runs it at an offset within the hour, rules/group.go
+# EvalTimestamp), and its readers a minute or two later: a hold is 62 minutes old at most when its budget shows
+QUEUE_INACTIVE_FOR = "75m"
+# Kueue's reasons for a ClusterQueue's Active condition False (v0.19.2 apis/kueue/v1beta2/clusterqueue_types.go 37-47,
+# pkg/cache/scheduler/clusterqueue.go inactiveReason; vendored in tests/data/upstream/kueue/0.19.2/metrics.json)
+INACTIVE_REASONS = ("Stopped", "FlavorNotFound", "AdmissionCheckNotFound", "AdmissionCheckInactive", "TopologyNotFound", "Terminating")
+
+
+def cluster_queue_inactive(rp: ResolvedPlatform, site_name: str, guarded: frozenset[str]) -> list[Alert]:
+    """A team's ClusterQueue that admits nothing (Kueue reports it pending or terminating: kueue_cluster_queue_status
+    {status="active"} 0, v0.19.2 pkg/metrics/metrics.go 51-67) for QUEUE_INACTIVE_FOR, unless its budget guard holds it
+    with the team's budget spent (``guarded``: teams whose BUDGET_EXHAUSTED is recorded). Every other stop left the
+    team's jobs pending for days with no alert: a Hold set by hand and forgotten, a guard's hold left behind when the
+    budget was removed, a ResourceFlavor or AdmissionCheck the queue names gone (review obsreview24 F1)."""
+    site = rp.site(site_name)
+    queues = sorted(t.name for t in site.teams if cluster_queue(rp, site, t) is not None) if rp.spec.operators.kueue.enabled else []
+    if not queues:
+        return []
+    # a team's ClusterQueue carries its name (alicerce.emit.kube.kueue.cluster_queue); its last sample within 10
+    # minutes, so a failed scrape or a Kueue leader's failover does not restart the wait
+    active = kueue_series("kueue_cluster_queue_status", f'cluster_queue=~"{"|".join(queues)}"', 'status="active"')
+    inactive = f"max by (cluster_queue) (last_over_time({active}[10m])) == 0"
+    expr = f'label_replace({inactive}, "team", "$1", "cluster_queue", "(.+)")'
+    if guarded & set(queues):
+        expr += f" unless on (team) max_over_time({BUDGET_EXHAUSTED}[{HOLD_RELEASE_GRACE}])"
+    return [Alert(CLUSTER_QUEUE_INACTIVE, expr, QUEUE_INACTIVE_FOR, "warning",
+                  "ClusterQueue {{ $labels.cluster_queue }} admits no workload",
+                  "Kueue reports the team's queue inactive, and its budget is not spent: its jobs wait whatever the quota. "
+                  "`kubectl get clusterqueue {{ $labels.cluster_queue }} -o jsonpath='{.status.conditions}'`: the Active "
+                  f"condition's reason says why ({', '.join(INACTIVE_REASONS)}; Stopped is a stopPolicy Hold or "
+                  "HoldAndDrain). A Hold the budget guard set when a budget it no longer watches was spent carries the "
+                  "annotation alicerce.dev/budget-hold: set spec.stopPolicy None; re-create a missing ResourceFlavor or "
+                  "AdmissionCheck, or remove it from the queue.")]  # fmt: skip
+
+
+def diagnoses(rp: ResolvedPlatform, site_name: str, guarded: frozenset[str] = frozenset()) -> list[Alert]:
     # Not on an inference server (INFERENCE_POD: a pod the serving PodMonitor scrapes, up or not yet, as /metrics binds
     # once the model is loaded; and the workers of a LeaderWorkerSet group, which serve no metrics, review obsreview6
     # G8): vLLM preallocates most of the memory for its KV cache and decode is memory-bound by nature, so a busy one
@@ -124,7 +165,7 @@ def diagnoses(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     # its quota is a lender's quota in use); a lender's own quota minus its own usage would count lent GPUs as idle.
     # Only active queues: a stopped one (a budget guard's Hold) neither admits nor lends (Kueue v0.19.2 reports it
     # pending, pkg/metrics/metrics.go CQStatusPending), so its wait is the budget's and its idle quota nobody's
-    # (review obsreview2 DEFECT 2)
+    # (review obsreview2 DEFECT 2); a queue inactive for any other reason is KueueClusterQueueInactive's (obsreview24 F1)
     quota = f"(team_pool:kueue_gpu_quota:sum and on (team) ({QUEUE_ACTIVE} == 1))"
     idle = f"clamp_min({quota} - team_pool:kueue_gpu_usage:sum, 0)"
     cohort = f"clamp_min(sum by (pool) ({quota}) - sum by (pool) (team_pool:kueue_gpu_usage:sum), 0)"
@@ -175,7 +216,7 @@ def diagnoses(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
               "Its pending GPUs would fit in the idle quota of its cohort: check the team's borrowingLimit, the "
               "other teams' lendingLimit, and that fair sharing and preemption are on."),
     ]  # fmt: skip
-    return [a for a in alerts if a.name != COMMUNICATION_BOUND or counted]
+    return [a for a in alerts if a.name != COMMUNICATION_BOUND or counted] + cluster_queue_inactive(rp, site_name, guarded)
 
 
 def _selector(slo: ServingSlo, team_namespaces: tuple[str, ...]) -> str:

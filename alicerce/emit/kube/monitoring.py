@@ -46,7 +46,17 @@ from alicerce.catalog.alerts import (
 )
 from alicerce.emit.kube.budgets import budget_guard
 from alicerce.emit.kube.common import MANAGED, meta
-from alicerce.emit.kube.costs import BUDGET, HOUR_MARK_INTERVAL, budget_alerts, cost_rules, history_rules, hour_mark_rules
+from alicerce.emit.kube.costs import (
+    BUDGET,
+    BUDGET_EXHAUSTED,
+    HOUR_MARK_INTERVAL,
+    budget_alerts,
+    budget_held,
+    cost_rules,
+    exhausted_rule,
+    history_rules,
+    hour_mark_rules,
+)
 from alicerce.emit.kube.dashboards import dashboards
 from alicerce.emit.kube.diagnoses import diagnoses, latency_bad_ratio, le_matcher, slo_burn
 from alicerce.emit.kube.fabric_alerts import fabric_alerts
@@ -105,9 +115,10 @@ def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     return alerts
 
 
-def _slo_alerts(rp: ResolvedPlatform, site: ResolvedSite) -> list[Alert]:
+def _slo_alerts(rp: ResolvedPlatform, site: ResolvedSite, guarded: frozenset[str]) -> list[Alert]:
     """The SLOs of the teams at the site: a serving workload's pods and a team's ClusterQueue are scraped where its
-    team is (review obsreview8: dc1 carried chat-70b's SLO alerts, which read nothing there)."""
+    team is (review obsreview8: dc1 carried chat-70b's SLO alerts, which read nothing there). ``guarded``: the teams
+    whose queue a budget guard may hold (their BUDGET_EXHAUSTED is recorded)."""
     teams = {t.name: t for t in site.teams}
     workloads = {w.name: w for w in rp.spec.workloads}
     latency = {s.name: s for s in serving_slos(rp.spec) if s.kind == "inference-latency"}
@@ -115,11 +126,11 @@ def _slo_alerts(rp: ResolvedPlatform, site: ResolvedSite) -> list[Alert]:
     alerts = [
         _latency_alert(latency.pop(slo.name), teams, workloads)
         if slo.kind == "inference-latency" and slo.name in latency
-        else _slo_alert(slo, teams, workloads)
+        else _slo_alert(slo, teams, workloads, guarded)
         for slo in rp.spec.monitoring.slos
     ]
     alerts += [_latency_alert(slo, teams, workloads) for slo in latency.values()]
-    alerts += [_starved_alert(slo) for slo in rp.spec.monitoring.slos if slo.kind == "queue-wait" and slo.team in teams]
+    alerts += [_starved_alert(slo, guarded) for slo in rp.spec.monitoring.slos if slo.kind == "queue-wait" and slo.team in teams]
     return [a for a in alerts if a is not None]
 
 
@@ -140,7 +151,7 @@ def _record_name(slo: Slo) -> str:
     return re.sub(r"[^a-zA-Z0-9_]", "_", slo.name)
 
 
-def _starved_alert(slo: Slo) -> Alert:
+def _starved_alert(slo: Slo, guarded: frozenset[str]) -> Alert:
     """A queue whose workloads are never admitted: kueue_admission_wait_time_seconds observes only admissions
     (kueue v0.19.2 pkg/metrics/metrics.go 1043-1047) and Kueue has no metric of the oldest pending workload, so
     the alert fires when, for the whole SLO threshold, the queue always held pending workloads and admitted none."""
@@ -161,11 +172,15 @@ def _starved_alert(slo: Slo) -> Alert:
     counted = kueue_increase(f"kueue_admitted_workloads_total{{{queue}}}", window, name=f"slo_{_record_name(slo)}_starved")
     admitted = f"(sum({counted.expr}) or on () vector(0))"
     # a healthy backlog holds inadmissible workloads too (Kueue parks what does not fit now as inadmissible): starved
-    # means nothing was admitted all along, whichever kind of pending it held; not while the queue is stopped (a
-    # budget guard's Hold: Kueue reports it pending, kueue v0.19.2 pkg/metrics/metrics.go CQStatusPending), whose wait
-    # is the budget's (review obsreview2 DEFECT 2)
-    stopped = f'max(kueue_cluster_queue_status{{{queue},status="active"}}) == 0'
-    expr = f"({always(inadmissible)} or {always(pending)}) and on () {admitted} == 0 unless on () ({stopped})"
+    # means nothing was admitted all along, whichever kind of pending it held; not while the budget guard holds the
+    # queue (Kueue reports it pending, kueue v0.19.2 pkg/metrics/metrics.go CQStatusPending), whose wait is the
+    # budget's (review obsreview2 DEFECT 2). Only the guard's hold, while the team's budget is spent: a queue stopped
+    # by hand, left held after its budget went, or inactive for a missing ResourceFlavor or AdmissionCheck starves
+    # its team, and muted this alert for as long (review obsreview24 F1)
+    expr = f"({always(inadmissible)} or {always(pending)}) and on () {admitted} == 0"
+    if slo.team in guarded:
+        stopped = f'max(kueue_cluster_queue_status{{{queue},status="active"}}) == 0'
+        expr += f" unless on () ({stopped} and on () {budget_held(slo.team)})"
     return Alert(slo_starved_alert_name(slo.name), expr, "0m", "warning",
                  f"Team {slo.team}: workloads have waited {slo.limit / 3600:g} h without being admitted",
                  f"SLO {slo.name}: the queue is starved (inadmissible workloads, or nothing admitted); check the workloads' "
@@ -196,7 +211,7 @@ QUEUE_SLO_WINDOW_SECONDS = 6 * 3600
 QUEUE_SLO_WINDOW = "6h"
 
 
-def _slo_alert(slo: Slo, teams: dict[str, ResolvedTeam], workloads: dict[str, Any]) -> Alert | None:
+def _slo_alert(slo: Slo, teams: dict[str, ResolvedTeam], workloads: dict[str, Any], guarded: frozenset[str]) -> Alert | None:
     name = slo_alert_name(slo.name)
     if slo.kind == "queue-wait" and slo.team in teams:
         threshold = slo.limit
@@ -208,15 +223,20 @@ def _slo_alert(slo: Slo, teams: dict[str, ResolvedTeam], workloads: dict[str, An
         bound = bucket_bound(threshold, KUEUE_WAIT_BUCKETS) or slo_bucket(threshold, KUEUE_WAIT_BUCKETS)
         late = _late_admissions(f'cluster_queue="{slo.team}",{KUEUE_NOT_FOLLOWER}', bound, f"slo_{_record_name(slo)}")
         # Kueue observes a wait at admission (v0.19.2 pkg/metrics/metrics.go AdmissionWaitTime): the backlog a budget
-        # guard's hold leaves is admitted after the hold, having waited through it. Not while the queue was stopped
-        # within the threshold and the 6 hours of admissions read: those waits are the budget's (obsreview3 H)
-        active = f'max(kueue_cluster_queue_status{{cluster_queue="{slo.team}",status="active",{KUEUE_NOT_FOLLOWER}}})'
-        held = f"min_over_time(({active})[{int(threshold) + QUEUE_SLO_WINDOW_SECONDS}s:1m]) == 0"
-        expr = f"({late.expr}) > {allowed:.6g} unless on () ({held})"
+        # guard's hold leaves is admitted after the hold, having waited through it. Not while the guard held the queue
+        # (stopped with the team's budget spent) within the threshold and the 6 hours of admissions read: those waits
+        # are the budget's (obsreview3 H). Any other stop is the team's wait to report (review obsreview24 F1)
+        expr = f"({late.expr}) > {allowed:.6g}"
+        if slo.team in guarded:
+            active = f'max(kueue_cluster_queue_status{{cluster_queue="{slo.team}",status="active",{KUEUE_NOT_FOLLOWER}}})'
+            spent = f'{BUDGET_EXHAUSTED}{{team="{slo.team}"}}'
+            held = f"count_over_time(({active} == 0 and on () {spent})[{int(threshold) + QUEUE_SLO_WINDOW_SECONDS}s:1m]) > 0"
+            expr += f" unless on () ({held})"
         return Alert(name, expr, "30m", "warning",
                      f"Team {slo.team}: over {100 - slo.objective:g}% of jobs waited longer than {threshold / 3600:.3g} h for admission",
-                     f"SLO {slo.name}: raise the team's quota or borrowing limit, or add capacity (a budget hold on the queue "
-                     "in that time explains long waits, and keeps this quiet).", (("team", slo.team),),
+                     f"SLO {slo.name}: raise the team's quota or borrowing limit, or add capacity (the budget guard's hold on "
+                     "the queue in that time explains long waits, and keeps this quiet; a queue stopped for any other "
+                     "reason raises KueueClusterQueueInactive).", (("team", slo.team),),
                      tuple((r["record"], r["expr"]) for r in late.records))  # fmt: skip
     if slo.kind == "gpu-utilization":
         threshold = slo.limit
@@ -272,6 +292,9 @@ def _cost_groups(rp: ResolvedPlatform, site_name: str, group: Callable[[str, lis
     rules = cost_rules(prices, own) + [
         {"record": BUDGET, "expr": f"vector({usd:.6g})", "labels": {"team": n}} for n, usd in sorted(budgets.items())
     ]
+    # the teams whose guard may hold their queue: what lets the queue alerts tell its hold from any other stop
+    stopping = [t.name for t in rp.teams if t.spec.budget is not None and t.spec.budget.on_exhausted == "stopAdmitting"]
+    rules += [exhausted_rule(n) for n in sorted(stopping) if n in budgets]
     if shares:  # what CostHistoryTruncated and the budget guard read
         rules += history_rules()
     records = [{**r, "labels": {**r.get("labels", {}), "site": site_name}} for r in rules]
@@ -294,21 +317,24 @@ def rule_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
     gpu_site = any(p.gpu is not None for p in rp.site(site_name).pools)
     exporter = [DCGM_EXPORTER_DOWN] if gpu_site and rp.spec.operators.gpu_operator.enabled else []
     burn_records, burn_alerts = slo_burn(rp, rp.site(site_name))
+    costs = _cost_groups(rp, site_name, group)
+    # teams whose queue a budget guard may hold: an inactive queue mutes their queue alerts only while that budget is spent
+    guarded = frozenset(r["labels"]["team"] for g in costs for r in g["rules"] if r.get("record") == BUDGET_EXHAUSTED)
     groups = [
         group("alicerce.gpu.health", [*GPU_HEALTH, *exporter, *_pool_alerts(rp, site_name)]),
         # a KPI source that went missing: without these, its KPIs and diagnoses read as an idle, healthy platform
         group("alicerce.sources", source_alerts(rp, site_name)),
         group("alicerce.fabric", fabric_alerts(rp, site_name)),
         group("alicerce.gpu.efficiency", list(GPU_EFFICIENCY)),
-        group("alicerce.slo", _slo_alerts(rp, rp.site(site_name))),
+        group("alicerce.slo", _slo_alerts(rp, rp.site(site_name), guarded)),
         group("alicerce.storage", list(STORAGE_ALERTS) if counted_tiers(rp.site(site_name)) else []),
         {"name": "alicerce.gpu.recording", "rules": [dict(r) for r in RECORDING_RULES]},
         *kpi_groups(rp, site_name),
         # after the KPI groups they read; a diagnosis names its cause and what to do
-        group("alicerce.diagnoses", diagnoses(rp, site_name)),
+        group("alicerce.diagnoses", diagnoses(rp, site_name, guarded)),
         {"name": "alicerce.slo.burn-rate", "rules": [{**r, "labels": {**r["labels"], "site": site_name}} for r in burn_records]},
         group("alicerce.slo.burn", burn_alerts),
-        *_cost_groups(rp, site_name, group),
+        *costs,
     ]
     return fed(g for g in groups if g["rules"])
 

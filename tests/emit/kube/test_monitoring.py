@@ -23,6 +23,7 @@ from alicerce.catalog.alerts import (
     XID_COUNT_METRIC,
     XID_COUNT_WINDOW_MINUTES,
 )
+from alicerce.emit.kube.costs import BUDGET
 from alicerce.emit.kube.kpi import COUNT_PART
 from alicerce.emit.kube.monitoring import monitoring_objects, rule_groups
 from alicerce.emit.kube.objects import cluster_objects, crd_owner
@@ -518,6 +519,19 @@ def test_the_readme_lists_the_xids_that_page() -> None:
     assert 63 not in CRITICAL_XIDS and 64 in CRITICAL_XIDS
 
 
+def budget_share(rp: ResolvedPlatform, site: str, team: str) -> float:
+    """The share of ``team``'s monthly budget ``site`` watches, as its BUDGET record holds it."""
+    [usd] = [r["expr"] for g in rule_groups(rp, site) for r in g["rules"]
+             if r.get("record") == BUDGET and r["labels"]["team"] == team]  # fmt: skip
+    return float(usd.removeprefix("vector(").removesuffix(")"))
+
+
+def hourly_spend(site: str, team: str, usd: float, values: str) -> dict[str, str]:
+    """``team``'s hour-to-date cost at ``site`` as the cost rules record it, ``usd`` at every sample of ``values``
+    (promtool's repeat, e.g. "x90"): each hour mark adds one hour of ``usd`` to the month so far (the first at 1 h)."""
+    return {"series": f'team:gpu_cost_usd:sum1h{{site="{site}",team="{team}"}}', "values": f"{usd!r}{values}"}
+
+
 def kueue_target(pod: str, started: str, job: str = "kueue-controller-manager-metrics-service") -> tuple[str, dict[str, str]]:
     """A Kueue replica's scrape-target labels, and its process_start_time_seconds input series (values in promtool's
     seconds, its test time starting at 0)."""
@@ -608,10 +622,12 @@ def test_slo_alerts_see_serving_pods_and_starved_queues(tmp_path: Path) -> None:
             "alert_rule_test": [{"eval_time": "6h30m", "alertname": "SLOResearchQueueStarved", "exp_alerts": []}],
         },
         {  # review obsreview2 DEFECT 2: the budget guard holds the queue (stopPolicy Hold; Kueue reports it pending): its
-            # wait is the budget's, not starvation
+            # wait is the budget's, not starvation. The guard's hold: research's month is at its share from the 1 h mark
+            # (obsreview24 F1: any other stop fires it, tests/emit/kube/test_queue_inactive.py)
             "interval": "5m",
             "input_series": [
                 {"series": f"kueue_pending_workloads{{{starved}}}", "values": "1x90"},
+                hourly_spend("aws", "research", budget_share(rp, "aws", "research"), "x90"),
                 *(
                     {
                         "series": f'kueue_cluster_queue_status{{cluster_queue="research",status="{s}",replica_role="standalone"}}',
@@ -1104,12 +1120,17 @@ def test_the_queue_wait_slo_is_quiet_on_the_backlog_a_budget_hold_leaves(tmp_pat
     """Review obsreview3 DEFECT H: Kueue observes a workload's wait at its admission (v0.19.2 pkg/metrics/metrics.go
     AdmissionWaitTime), so once the budget guard's hold on research's queue ends, the backlog is admitted after days of
     waiting and SLOResearchQueue told the platform team to raise the quota for a wait the budget imposed. The same
-    admissions with no hold in the SLO's threshold (5.7 h) still fire it."""
-    rules = rules_of(platform("prod"), "aws")
+    admissions with no hold in the SLO's threshold (5.7 h) still fire it, and so do they after a stop that was not the
+    guard's: the queue held the same 2 hours with research's month under its share (review obsreview24 F1: a Hold set
+    by hand, a missing ResourceFlavor)."""
+    rp = platform("prod")
+    rules = rules_of(rp, "aws")
     queue = 'cluster_queue="research",priority_class="",replica_role="standalone"'
     status = 'cluster_queue="research",replica_role="standalone"'
+    share = budget_share(rp, "aws", "research")
 
-    def case(active: str) -> dict[str, Any]:
+    def case(active: str, spent: float) -> dict[str, Any]:
+        quiet = active.startswith("0") and spent >= share
         admitted = "0x120 0+0.2x120"  # from 2 h on, one admission every 5 minutes, each after more than 20480 s
         return {
             "interval": "1m",
@@ -1118,14 +1139,16 @@ def test_the_queue_wait_slo_is_quiet_on_the_backlog_a_budget_hold_leaves(tmp_pat
                 {"series": f'kueue_admission_wait_time_seconds_bucket{{{queue},le="+Inf"}}', "values": admitted},
                 {"series": f"kueue_admission_wait_time_seconds_count{{{queue}}}", "values": admitted},
                 {"series": f'kueue_cluster_queue_status{{{status},status="active"}}', "values": active},
+                hourly_spend("aws", "research", spent, "x240"),  # the month at `spent` from the 1 h mark
             ],
             "alert_rule_test": [
                 {"eval_time": "4h", "alertname": "SLOResearchQueue",
-                 "exp_alerts": [] if active.startswith("0") else [expected(rules["SLOResearchQueue"], {}, "")]},
+                 "exp_alerts": [] if quiet else [expected(rules["SLOResearchQueue"], {}, "")]},
             ],
         }  # fmt: skip
 
-    run_promtool(platform("prod"), "aws", [case("0x120 1x120"), case("1x240")], tmp_path)
+    held, spent, under = "0x120 1x120", share, share - 1  # the guard holds at the share exactly (budget_guard.decide)
+    run_promtool(rp, "aws", [case(held, spent), case(held, under), case("1x240", spent)], tmp_path)
 
 
 @needs_promtool
