@@ -382,7 +382,7 @@ class QuotaChange(Document):
 
 class TeamChange(Document):
     team: str
-    change: Literal["added", "removed", "priority"]
+    change: Literal["added", "removed", "priority", "budget"]
     details: str
 
 
@@ -410,6 +410,26 @@ class ResourceChange(Document):
     destructive: bool
 
 
+class PrometheusStorageChange(Document):
+    site: str
+    change: Literal["grown", "shrunk"]
+    claimBefore: str = Field(description="The volumeClaimTemplate's request before, e.g. 100Gi.")
+    claimAfter: str
+    retentionSizeBefore: str
+    retentionSizeAfter: str
+    claims: list[str] = Field(description="Prometheus's PersistentVolumeClaims by name; they keep their size when the template grows.")
+    steps: list[str] = Field(description="What to do, in order, before the change syncs.")
+    dataLoss: str | None = Field(description="A shrink: the history the smaller retention size deletes.")
+
+
+class BudgetShareChange(Document):
+    team: str
+    site: str
+    usdBefore: float | None = Field(description="The monthly budget share that site's alerts and guard watch; null: none.")
+    usdAfter: float | None
+    guarded: bool = Field(description="The team's budget guard stops admitting at that site past the share.")
+
+
 class CostDelta(Document):
     before: float | None
     after: float | None
@@ -421,13 +441,15 @@ class EnvironmentDiff(Document):
     status: Literal["changed", "added", "removed", "unchanged"]
     gpuUnitsDelta: int
     monthlyCostUsd: CostDelta
-    destructive: int = Field(description="Destructive changes: resources or objects whose data is lost.")
+    destructive: int = Field(description="Destructive changes: resources, objects or Prometheus history whose data is lost.")
     pools: list[PoolChange]
     quotas: list[QuotaChange]
     teams: list[TeamChange]
     storage: list[TierChange]
     objects: list[ObjectChange]
     resources: list[ResourceChange]
+    prometheusStorage: list[PrometheusStorageChange] = Field(description="monitoring.storage changes per site (claims keep their size).")
+    budgetShares: list[BudgetShareChange] = Field(description="Per-site budget shares that move (alerts and guard read them at once).")
     warnings: list[str] = Field(description="What may stop `pulumi up` though the plan is valid (e.g. a node group's minimum raised).")
 
 

@@ -5,6 +5,8 @@ Two layers are compared for each environment:
 - the resolved platform: pools added, removed or resized (GPU capacity in schedulable units),
   quota and priority changes, storage tiers, the in-cluster objects, and the monthly cost of the
   declared capacity from the planner;
+- day-2 facts no object diff shows: Prometheus's volume at each site (its claims keep their size when the spec's
+  grows) and each team's budget share per site (re-split by any change to the team's quotas or the plan);
 - the offline resource plan (the Pulumi program under the mock engine, :mod:`alicerce.run.preview`):
   every resource created, deleted, updated or replaced. A change is a replacement when it touches an
   input that forces a new resource (:mod:`alicerce.catalog.replacements`); replacements and
@@ -21,9 +23,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from alicerce.catalog.replacements import load_replacements, replacing_changes, rolling_changes
-from alicerce.emit.gitops.argocd import tree_objects
-from alicerce.plan.platform import plan_platform
-from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTeam, ResolvedTier
+from alicerce.emit.gitops.argocd import release_name, tree_objects
+from alicerce.emit.kube.operators import Release, operator_releases
+from alicerce.plan.platform import SizingPlan, plan_platform
+from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite, ResolvedTeam, ResolvedTier
 from alicerce.run.preview import PlannedResource, run_preview
 
 NAMESPACE_LOSS = "every object in the namespace (workloads, claims, secrets) is deleted with it"
@@ -80,6 +83,32 @@ class ObjectChange:
 
 
 @dataclass(frozen=True)
+class PrometheusStorageChange:
+    """monitoring.storage changed at a site: the claims that exist keep their size, the retention size follows the spec."""
+
+    site: str
+    change: str  # grown | shrunk
+    claim_before: str  # the volumeClaimTemplate's request, e.g. 100Gi
+    claim_after: str
+    retention_size_before: str
+    retention_size_after: str
+    claims: tuple[str, ...]  # the PersistentVolumeClaims prometheus-operator made, by name
+    steps: tuple[str, ...]  # what to do, in order, before the change syncs
+    data_loss: str | None = None  # a shrink: the samples past the smaller retention size
+
+
+@dataclass(frozen=True)
+class BudgetShareChange:
+    """The part of a team's monthly budget one site's Prometheus watches (alicerce:team_budget_usd:monthly there)."""
+
+    team: str
+    site: str
+    usd_before: float | None  # None: the site watched none of it
+    usd_after: float | None
+    guarded: bool  # the team's budget guard stops admitting at this site when its month passes the share
+
+
+@dataclass(frozen=True)
 class ResourceChange:
     type: str
     name: str
@@ -102,6 +131,8 @@ class EnvironmentDiff:
     storage: list[TierChange] = field(default_factory=list)
     objects: list[ObjectChange] = field(default_factory=list)
     resources: list[ResourceChange] = field(default_factory=list)
+    prometheus_storage: list[PrometheusStorageChange] = field(default_factory=list)
+    budget_shares: list[BudgetShareChange] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # what may stop `pulumi up` though the plan is valid
     cost_before: float | None = None
     cost_after: float | None = None
@@ -117,12 +148,17 @@ class EnvironmentDiff:
         return (self.cost_after or 0.0) - (self.cost_before or 0.0)
 
     @property
-    def destructive(self) -> list[ResourceChange | ObjectChange]:
-        return [r for r in self.resources if r.destructive] + [o for o in self.objects if o.data_loss]
+    def destructive(self) -> list[ResourceChange | ObjectChange | PrometheusStorageChange]:
+        return (
+            [r for r in self.resources if r.destructive]
+            + [o for o in self.objects if o.data_loss]
+            + [m for m in self.prometheus_storage if m.data_loss]
+        )
 
     @property
     def empty(self) -> bool:
-        return not (self.pools or self.quotas or self.teams or self.storage or self.objects or self.resources) and not self.cost_delta
+        resolved = (self.pools, self.quotas, self.teams, self.storage, self.objects, self.resources)
+        return not any((*resolved, self.prometheus_storage, self.budget_shares)) and not self.cost_delta
 
     def to_json(self) -> dict[str, Any]:
         def rows(items: Sequence[Any]) -> list[dict[str, Any]]:
@@ -142,6 +178,8 @@ class EnvironmentDiff:
             "storage": rows(self.storage),
             "objects": rows(self.objects),
             "resources": resources,
+            "prometheus_storage": rows(self.prometheus_storage),
+            "budget_shares": rows(self.budget_shares),
             "warnings": list(self.warnings),
         }
 
@@ -332,9 +370,176 @@ def claim_moves(old: ResolvedPlatform | None, new: ResolvedPlatform | None) -> l
 
 def monthly_cost(rp: ResolvedPlatform | None) -> float | None:
     """The planner's monthly cost of the declared capacity (read through its JSON view)."""
-    if rp is None:
+    return _plan_cost(plan_platform(rp) if rp is not None else None)
+
+
+def _plan_cost(plan: SizingPlan | None) -> float | None:
+    return None if plan is None else float(plan.to_json()["monthly_cost_usd"])
+
+
+# -- day 2: Prometheus's volume
+
+PROMETHEUS_CHART = "kube-prometheus-stack"
+# kube-prometheus-stack 88.5.3 templates/_helpers.tpl "kube-prometheus-stack.fullname": the release name (or
+# <release>-<chart> when it does not contain the chart's name, or fullnameOverride) cut to 26 characters, one trailing
+# "-" trimmed; "kube-prometheus-stack.prometheus.crname" adds "-prometheus" unless cleanPrometheusOperatorObjectNames
+FULLNAME_LIMIT = 26
+
+
+def _prometheus_release(rp: ResolvedPlatform | None, site: str) -> Release | None:
+    if rp is None or site not in {s.name for s in rp.sites}:
         return None
-    return float(plan_platform(rp).to_json()["monthly_cost_usd"])
+    return next((r for r in operator_releases(rp, site) if r.key == PROMETHEUS_CHART), None)
+
+
+def prometheus_name(release: Release, site: str) -> str:
+    """The Prometheus resource's name as the chart makes it from the release alicerce installs."""
+    values = release.values
+    name = release_name(site, release)
+    if values.get("fullnameOverride"):
+        full = str(values["fullnameOverride"])
+    else:
+        chart = str(values.get("nameOverride") or release.chart)
+        full = name if chart in name else f"{name}-{chart}"
+    full = full[:FULLNAME_LIMIT].removesuffix("-")
+    return full if values.get("cleanPrometheusOperatorObjectNames") else f"{full}-prometheus"
+
+
+def prometheus_claims(release: Release, site: str) -> list[str]:
+    """The PersistentVolumeClaims of Prometheus's volume, as the StatefulSet controller names them:
+    <volumeClaimTemplate name>-<StatefulSet>-<ordinal>. prometheus-operator names the template prometheus-<name>-db
+    unless storageSpec.volumeClaimTemplate.metadata.name says otherwise, and the StatefulSet prometheus-<name> (shard 0)
+    or prometheus-<name>-shard-<n> (prometheus-operator pkg/prometheus: volumeName, prefixedName, shard names)."""
+    spec = release.values.get("prometheus", {}).get("prometheusSpec", {})
+    name = prometheus_name(release, site)
+    template = spec.get("storageSpec", {}).get("volumeClaimTemplate", {})
+    volume = (template.get("metadata") or {}).get("name") or f"prometheus-{name}-db"
+    replicas, shards = int(spec.get("replicas") or 1), int(spec.get("shards") or 1)
+    sets = [f"prometheus-{name}" if shard == 0 else f"prometheus-{name}-shard-{shard}" for shard in range(shards)]
+    return [f"{volume}-{statefulset}-{ordinal}" for statefulset in sets for ordinal in range(replicas)]
+
+
+def _claim_facts(release: Release) -> tuple[str, str, str | None]:
+    """The volumeClaimTemplate's request, the retention size and the claim's StorageClass (None: the cluster's default)."""
+    spec = release.values["prometheus"]["prometheusSpec"]
+    claim = spec["storageSpec"]["volumeClaimTemplate"]["spec"]
+    return str(claim["resources"]["requests"]["storage"]), str(spec.get("retentionSize")), claim.get("storageClassName")
+
+
+def _gib(quantity: str) -> float:
+    for suffix, scale in (("Ti", 1024.0), ("Gi", 1.0), ("Mi", 1 / 1024)):
+        if quantity.endswith(suffix):
+            return float(quantity.removesuffix(suffix)) * scale
+    return float(quantity) / 2**30
+
+
+def _expansion(site: ResolvedSite, storage_class: str | None) -> bool | None:
+    """Whether the claim's StorageClass can grow a claim: True, False, or None when alicerce cannot know."""
+    default = site.capabilities.default_storage_class
+    if default is not None and storage_class == default["name"]:
+        return True  # the class alicerce writes for the site, with allowVolumeExpansion (alicerce.emit.kube.objects)
+    if storage_class is None and default is None and site.capabilities.nodes_by_ansible:
+        return False  # kubespray's local-path provisioner, the default class alicerce enables there (emit.ansible.kubespray)
+    return None
+
+
+def _grow_steps(site: ResolvedSite, release: Release) -> tuple[str, ...]:
+    """What to do at one site before a larger monitoring.storage syncs. A StatefulSet's volumeClaimTemplates never resize
+    the claims it made, and prometheus-operator, which recreates the StatefulSet when its template changes (the update
+    is refused), leaves them too: prometheus-operator's "Resizing volumes" guide patches each claim by hand."""
+    size, retention, storage_class = _claim_facts(release)
+    claims, namespace = prometheus_claims(release, site.name), release.namespace
+    expand = _expansion(site, storage_class)
+    listed = " ".join(claims)
+    if expand is False:
+        return (
+            f"{site.name}'s claims ({listed}) are local-path volumes (kubespray's local-path provisioner, the cluster's "
+            "default class): a claim there cannot grow (the API server refuses the patch: rancher/local-path-provisioner#18) "
+            "and its size is not enforced either (#107): the volume is a directory on its node's disk, so that disk is what "
+            f"fills. Before this merges check that each claim's node has {size} free where the provisioner keeps its "
+            f"volumes (kubectl get pv $(kubectl -n {namespace} get pvc {claims[0]} -o jsonpath='{{.spec.volumeName}}') "
+            f"-o jsonpath='{{.spec.nodeAffinity}}', then df on that node); if it has not, keep monitoring.storage, since "
+            f"retentionSize {retention} lets Prometheus fill it",
+        )
+    steps = []
+    if expand is None:
+        shown = storage_class or "the cluster's default class"
+        steps.append(
+            f"check that {shown} allows expansion (kubectl get storageclass {storage_class or ''} -o "
+            "jsonpath='{.allowVolumeExpansion}' prints true): if it does not, no claim can grow; keep monitoring.storage"
+        )
+    patch = f"""'{{"spec":{{"resources":{{"requests":{{"storage":"{size}"}}}}}}}}'"""
+    steps += [
+        *(f"before this merges: kubectl -n {namespace} patch pvc {claim} -p {patch}" for claim in claims),
+        f"wait until each claim's capacity reads {size} (kubectl -n {namespace} get pvc {listed} -o "
+        "custom-columns=NAME:.metadata.name,CAPACITY:.status.capacity.storage)",
+        f"then merge: retentionSize {retention} reaches Prometheus only once the disk holds it; prometheus-operator "
+        "recreates its StatefulSet for the new template and the claims stay",
+    ]
+    return tuple(steps)
+
+
+def diff_prometheus_storage(old: ResolvedPlatform | None, new: ResolvedPlatform | None) -> list[PrometheusStorageChange]:
+    """monitoring.storage changed at a site that runs Prometheus in both specs.
+
+    The generator keeps retentionSize at 90% of the declared claim (alicerce.emit.kube.operators): it is pure over the
+    spec and cannot see the claim that exists. The first sync is safe when the claims grow before the change merges,
+    which is the order the steps give; a shrink cannot shrink a claim and deletes history, so it is destructive."""
+    if old is None or new is None:
+        return []
+    out = []
+    for site in new.sites:
+        before, after = _prometheus_release(old, site.name), _prometheus_release(new, site.name)
+        if before is None or after is None:
+            continue
+        (was, kept_before, _), (now, kept_after, _) = _claim_facts(before), _claim_facts(after)
+        if was == now:
+            continue
+        claims = tuple(prometheus_claims(after, site.name))
+        if _gib(now) > _gib(was):
+            steps = _grow_steps(site, after)
+            out.append(PrometheusStorageChange(site.name, "grown", was, now, kept_before, kept_after, claims, steps))
+        else:
+            loss = (
+                f"the claims keep {was} (Kubernetes refuses a smaller request) while retentionSize drops {kept_before} → "
+                f"{kept_after}: Prometheus deletes its oldest blocks past {kept_after}, and the month's start with them "
+                "when the month is larger (budgets and showback sum it; CostHistoryTruncated)"
+            )
+            steps = (
+                "a claim cannot shrink: keep monitoring.storage, or move Prometheus to new, smaller claims (delete the "
+                "StatefulSet's claims and their history starts over)",
+            )
+            out.append(PrometheusStorageChange(site.name, "shrunk", was, now, kept_before, kept_after, claims, steps, loss))
+    return out
+
+
+# -- day 2: budget shares
+
+
+def _written(usd: float | None) -> float | None:
+    """A share as the budget record writes it (alicerce.emit.kube.monitoring: vector({usd:.6g}))."""
+    return None if usd is None else float(f"{usd:.6g}")
+
+
+def diff_budget_shares(
+    old: ResolvedPlatform | None, new: ResolvedPlatform | None, old_plan: SizingPlan | None, new_plan: SizingPlan | None
+) -> list[BudgetShareChange]:
+    """Each team's per-site budget share that moves. The plan splits a budget over the team's sites by each site's busiest
+    month and quota worth (alicerce.plan.platform.site_budgets), so a pool or quota added at one site moves the share
+    another site watches, mid-month, though nothing changed there: its alerts and guard read the new share at once."""
+    if old is None or new is None or old_plan is None or new_plan is None:
+        return []
+    guarded = {t.name for t in new.teams if t.spec.budget is not None and t.spec.budget.on_exhausted == "stopAdmitting"}
+    out = []
+    for team, after in new_plan.site_budgets.items():
+        before = old_plan.site_budgets.get(team)
+        if before is None:  # a new budget or team: the team rows say so
+            continue
+        for site in [*after, *(s for s in before if s not in after)]:
+            was, now = _written(before.get(site)), _written(after.get(site))
+            if was != now:
+                out.append(BudgetShareChange(team, site, was, now, team in guarded))
+    return out
 
 
 # -- the resource plan
@@ -439,6 +644,7 @@ def diff_environment(
     """
     status = "added" if old is None else "removed" if new is None else "changed"
     quotas, teams = diff_tenancy(old, new)
+    old_plan, new_plan = (plan_platform(rp) if rp is not None else None for rp in (old, new))
     result = EnvironmentDiff(
         env,
         status,
@@ -447,8 +653,10 @@ def diff_environment(
         teams=teams,
         storage=diff_storage(old, new),
         objects=diff_objects(old, new),
-        cost_before=monthly_cost(old),
-        cost_after=monthly_cost(new),
+        prometheus_storage=diff_prometheus_storage(old, new),
+        budget_shares=diff_budget_shares(old, new, old_plan, new_plan),
+        cost_before=_plan_cost(old_plan),
+        cost_after=_plan_cost(new_plan),
     )
     if plan is not None:
         before, after = plan(old) if old is not None else [], plan(new) if new is not None else []
@@ -477,6 +685,36 @@ def _quota(units: int | None, borrowing: int | None) -> str:
     return f"{units}" + (f" (+{borrowing} borrow)" if borrowing is not None else "")
 
 
+def _prometheus_storage_lines(changes: Sequence[PrometheusStorageChange]) -> list[str]:
+    """A grown volume, loudly: merged first, the new retention size syncs onto the disk that exists and fills it."""
+    grown = [c for c in changes if c.change == "grown"]
+    if not grown:
+        return []
+    lines = ["> [!IMPORTANT]", "> **Grow Prometheus's volume before this merges**", ">"]
+    for c in grown:
+        lines.append(
+            f"> - {c.site}: monitoring.storage {c.claim_before} → {c.claim_after} raises retentionSize {c.retention_size_before} → "
+            f"{c.retention_size_after}, but the claims that exist keep {c.claim_before} (a StatefulSet never resizes them):"
+        )
+        lines += [f">   {n}. {step}" for n, step in enumerate(c.steps, 1)]
+    return [*lines, ""]
+
+
+def _budget_share_lines(changes: Sequence[BudgetShareChange]) -> list[str]:
+    lines = []
+    for c in changes:
+        delta = (c.usd_after or 0.0) - (c.usd_before or 0.0)
+        moved = f"{'+' if delta >= 0 else '-'}{_money(abs(delta))}"
+        line = (
+            f"- team `{c.team}` budget share at {c.site}: {_money(c.usd_before)} → {_money(c.usd_after)} ({moved}) a month, "
+            "from the next sync: this month's spend there so far counts against the new share"
+        )
+        if c.guarded and delta < 0:
+            line += f"; if it is already past {_money(c.usd_after)}, {c.site}'s budget guard holds `{c.team}`'s queue at its next run"
+        lines.append(line)
+    return lines
+
+
 def render_markdown(diffs: Sequence[EnvironmentDiff], title: str) -> str:
     lines = [f"## alicerce diff: {title}", ""]
     if all(d.status == "unchanged" for d in diffs):
@@ -495,24 +733,29 @@ def render_markdown(diffs: Sequence[EnvironmentDiff], title: str) -> str:
                 if isinstance(item, ResourceChange):
                     why = f" ({'forced by ' if item.action == 'replace' else ''}{', '.join(item.properties)})" if item.properties else ""
                     lines.append(f"> - **{item.action}** `{item.type}` `{item.name}`{why}: {item.data_loss}")
+                elif isinstance(item, PrometheusStorageChange):
+                    sizes = f"{item.claim_before} → {item.claim_after}"
+                    lines.append(f"> - **shrink** Prometheus's volume at {item.site} ({sizes}): {item.data_loss}")
                 else:
                     where = f"{item.namespace}/" if item.namespace else ""
                     lines.append(f"> - **remove** {item.kind} `{where}{item.name}` at {item.site}: {item.data_loss}")
             lines.append("")
         if d.warnings:
             lines += ["> [!WARNING]", "> **May stop `pulumi up`**", ">", *(f"> - {w}" for w in d.warnings), ""]
+        lines += _prometheus_storage_lines(d.prometheus_storage)
         if d.pools:
             lines += ["**Pools**", "", "| pool | site | change | GPU units at max | details |", "|---|---|---|---:|---|"]
             for p in d.pools:
                 units = f"{p.gpu_units_before} → {p.gpu_units_after} ({_signed(p.gpu_units_delta)})"
                 lines.append(f"| {p.pool} | {p.site} | {p.change} | {units} | {'; '.join(p.details)} |")
             lines.append("")
-        if d.quotas or d.teams:
+        if d.quotas or d.teams or d.budget_shares:
             lines += ["**Teams and quotas**", ""]
             lines += [f"- team `{t.team}` {t.change}: {t.details}" for t in d.teams]
             for q in d.quotas:
                 before, after = _quota(q.units_before, q.borrowing_before), _quota(q.units_after, q.borrowing_after)
                 lines.append(f"- `{q.team}` on `{q.pool}`: {before} → {after} GPU units")
+            lines += _budget_share_lines(d.budget_shares)
             lines.append("")
         if d.storage:
             lines += ["**Storage**", ""]

@@ -248,3 +248,107 @@ def test_a_budget_change_is_named_and_a_guard_that_goes_away_says_how_to_release
     assert """kubectl patch clusterqueue research --type merge -p '{"spec":{"stopPolicy":"None"}}'""" in details
     _, same = diff_tenancy(reference("prod"), variant(lambda data: None))
     assert same == []
+
+
+def _monitoring_storage(size: str, values: dict[str, Any] | None = None) -> Callable[[dict[str, Any]], None]:
+    def change(data: dict[str, Any]) -> None:
+        data["monitoring"]["storage"] = size
+        if values is not None:
+            data.setdefault("operators", {})["monitoring"] = {"values": values}
+
+    return change
+
+
+def test_growing_prometheus_storage_lists_the_claims_to_grow_before_it_merges() -> None:
+    """Review obsreview24 F8: 100GiB -> 400GiB raised retentionSize to 360GiB on a 100Gi claim (a StatefulSet never
+    resizes the claims it made) and `alicerce diff` said "No change"; Prometheus then fills its disk."""
+    result = diff_environment("prod", reference("prod"), variant(_monitoring_storage("400GiB")), plan=None)
+    assert result.status == "changed" and not result.empty and result.destructive == []
+    changes = {c.site: c for c in result.prometheus_storage}
+    assert set(changes) == {"aws", "dc1"}
+    aws = changes["aws"]
+    assert (aws.change, aws.claim_before, aws.claim_after) == ("grown", "100Gi", "400Gi")
+    assert (aws.retention_size_before, aws.retention_size_after) == ("90GiB", "360GiB")
+    # by hand from kube-prometheus-stack 88.5.3's helpers: release aws-operators-kube-prometheus-stack holds the chart's
+    # name, so it is the full name cut to 26 characters, "aws-operators-kube-prometh", plus "-prometheus"; the claim is
+    # prometheus-<name>-db (the operator's template) - prometheus-<name> (its StatefulSet) - 0
+    name = "aws-operators-kube-prometh-prometheus"
+    claim = f"prometheus-{name}-db-prometheus-{name}-0"
+    assert aws.claims == (claim,)
+    patch = f"""kubectl -n monitoring patch pvc {claim} -p '{{"spec":{{"resources":{{"requests":{{"storage":"400Gi"}}}}}}}}'"""
+    assert aws.steps[0] == f"before this merges: {patch}"
+    assert "capacity reads 400Gi" in aws.steps[1] and "then merge" in aws.steps[-1]
+    # dc1's claim is on kubespray's local-path: it cannot grow, and its node's disk is what fills
+    [dc1] = changes["dc1"].steps
+    assert "cannot grow" in dc1 and "local-path" in dc1 and "kubectl -n monitoring patch" not in dc1
+    text = render_markdown([result], "main → branch")
+    assert "No change" not in text and "[!IMPORTANT]" in text and "CAUTION" not in text
+    assert "aws: monitoring.storage 100Gi → 400Gi raises retentionSize 90GiB → 360GiB" in text and patch in text
+    assert json.loads(json.dumps(result.to_json()))["prometheus_storage"][0]["claims"] == [claim]
+
+
+def test_every_prometheus_replica_claim_is_named() -> None:
+    grown = variant(_monitoring_storage("200GiB", {"prometheus": {"prometheusSpec": {"replicas": 2}}}))
+    before = variant(_monitoring_storage("100GiB", {"prometheus": {"prometheusSpec": {"replicas": 2}}}))
+    aws = next(c for c in diff_environment("prod", before, grown, plan=None).prometheus_storage if c.site == "aws")
+    name = "aws-operators-kube-prometh-prometheus"
+    assert aws.claims == tuple(f"prometheus-{name}-db-prometheus-{name}-{i}" for i in (0, 1))
+    assert sum("kubectl -n monitoring patch pvc" in step for step in aws.steps) == 2
+
+
+def test_shrinking_prometheus_storage_is_destructive() -> None:
+    result = diff_environment("prod", reference("prod"), variant(_monitoring_storage("50GiB")), plan=None)
+    assert {c.change for c in result.prometheus_storage} == {"shrunk"}
+    aws = next(c for c in result.prometheus_storage if c.site == "aws")
+    assert aws.retention_size_after == "45GiB" and "past 45GiB" in (aws.data_loss or "")
+    assert aws in result.destructive and len(result.destructive) == 2  # both sites
+    text = render_markdown([result], "main → branch")
+    assert "[!CAUTION]" in text and "**shrink** Prometheus's volume at aws (100Gi → 50Gi)" in text
+
+
+def test_the_same_storage_lists_no_prometheus_change() -> None:
+    assert diff_environment("prod", reference("prod"), variant(_monitoring_storage("100GiB")), plan=None).prometheus_storage == []
+
+
+def test_adding_a_pool_at_one_site_lists_the_budget_shares_it_moves_at_every_site() -> None:
+    """Review obsreview24 F9: a pool and a research quota added at aws re-split research's one budget between its sites;
+    dc1's share (its alerts and guard) moved mid-month though nothing changed at dc1, and diff said nothing of it."""
+
+    def add_pool(data: dict[str, Any]) -> None:
+        pools = data["nodePools"]
+        infer = next(i for i, p in enumerate(pools) if p["name"] == "infer-l4")
+        pools.insert(
+            infer,
+            {
+                "name": "train-h200",
+                "site": "aws",
+                "purpose": "training",
+                "accelerator": "H200-SXM-141GB:8",
+                "aws": {"instanceType": "p5e.48xlarge", "zone": "us-east-1a"},
+                "scaling": {"min": 0, "max": 4},
+                "fabric": "efa",
+                "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}],
+            },
+        )
+        teams = {t["name"]: t for t in data["tenancy"]["teams"]}
+        teams["research"]["quotas"].append({"pool": "train-h200", "gpus": 32})
+
+    result = diff_environment("prod", reference("prod"), variant(add_pool), plan=None)
+    shares = {(s.team, s.site): (s.usd_before, s.usd_after) for s in result.budget_shares}
+    assert set(shares) == {("research", "aws"), ("research", "dc1")}, shares
+    (aws_before, aws_after), (dc1_before, dc1_after) = shares["research", "aws"], shares["research", "dc1"]
+    assert (round(dc1_before or 0), round(dc1_after or 0)) == (588973, 550226)  # the review's figures
+    assert aws_before is not None and aws_after is not None and dc1_before is not None and dc1_after is not None
+    assert aws_before + dc1_before == pytest.approx(900000, abs=2) and aws_after + dc1_after == pytest.approx(900000, abs=2)
+    assert all(s.guarded for s in result.budget_shares)  # research stops admitting when spent
+    text = render_markdown([result], "main → branch")
+    assert "team `research` budget share at dc1: $588,973 → $550,226 (-$38,747) a month" in text
+    assert "if it is already past $550,226, dc1's budget guard holds `research`'s queue" in text
+    assert "team `research` budget share at aws: $311,027 → $349,774 (+$38,747) a month" in text
+
+
+def test_a_change_that_moves_no_budget_lists_no_share() -> None:
+    def taller(data: dict[str, Any]) -> None:
+        pool(data, "infer-l4")["scaling"] = {"min": 1, "max": 20}
+
+    assert diff_environment("prod", reference("prod"), variant(taller), plan=None).budget_shares == []

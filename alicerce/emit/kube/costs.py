@@ -354,4 +354,5 @@ def history_alert() -> Alert:
                  "volume lost or re-created, a new replica). This month's GPU spend and the budget alerts count only "
                  "from the oldest sample kept: they under-count until the next month, and the budget guard keeps the "
                  "holds it set this month. Keep a month: monitoring.retention of 31d or more, a monitoring.storage that "
-                 "holds that many days of samples, and a volume that outlives the pod.")  # fmt: skip
+                 "holds that many days of samples (its claims do not grow with it: grow them before that change "
+                 "syncs, as `alicerce diff` lists), and a volume that outlives the pod.")  # fmt: skip

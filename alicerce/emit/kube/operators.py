@@ -423,7 +423,11 @@ def monitoring_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any
         claim["storageClassName"] = storage_class
     prometheus = {
         "retention": duration_text(mon.retention),
-        # stop before the volume fills: Prometheus drops the oldest blocks past this size
+        # stop before the volume fills: Prometheus drops the oldest blocks past this size. It follows the declared claim,
+        # not the claim that exists: a StatefulSet never resizes the claims it made, so a larger monitoring.storage would
+        # set a retention size the disk cannot hold. This generator sees only the spec; `alicerce diff`, which sees both
+        # specs, lists the claims to grow before the change merges (alicerce.run.diff.diff_prometheus_storage), so the
+        # first sync finds the disk already grown (review obsreview24 F8)
         "retentionSize": f"{max(1, size_gib * 9 // 10)}GiB",
         "storageSpec": {"volumeClaimTemplate": {"spec": claim}},
         # pick up ServiceMonitors, PodMonitors, ScrapeConfigs and rules from every namespace, not only the chart's own

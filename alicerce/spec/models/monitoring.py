@@ -120,7 +120,8 @@ class Monitoring(SpecModel):
     storage: ByteSize = Field(
         default=100 * 2**30,
         ge=2**30,
-        description="Size of Prometheus's persistent volume; samples older than the retention, or beyond 90% of this size, are dropped.",
+        description="Size of Prometheus's persistent volume; samples older than the retention, or beyond 90% of this size, are dropped. "
+        "A larger size does not grow the volumes that exist: `alicerce diff` lists the claims to grow before it syncs.",
         examples=["100GiB"],
     )
     storage_class: Word | None = Field(
