@@ -6,6 +6,7 @@ Presentation only; every number comes from :class:`alicerce.plan.platform.Sizing
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
@@ -44,11 +45,23 @@ def _fmt(value: object) -> str:
     return str(value)
 
 
-def _target(value: float, unit: str) -> str:
+def _target(value: float, unit: str, op: str = "") -> str:
+    """A KPI target as the table prints it. Cents and percentages round away from the bound's side, an upper bound up and
+    a lower one down, so a live value at the plan's exact figure never reads past the printed one ($12.954 printed
+    "<= $12.95" read over it: review obsreview24 N5). Whole dollars stay the nearest: a budget's share is the threshold
+    the rules hold to six digits (alicerce.emit.kube.costs), and $1 either way of a run's cost is no reading. The JSON
+    carries the exact figure."""
+
+    def bound(scaled: float, digits: int) -> float:
+        unit_step = 10**digits
+        rounded = math.ceil(scaled * unit_step - 1e-9) if op == "<=" else math.floor(scaled * unit_step + 1e-9) if op == ">=" else None
+        return scaled if rounded is None else rounded / unit_step
+
     if unit == "ratio":
-        return f"{value:.2%}" if value < 0.01 else f"{value:.1%}"
+        digits = 2 if value < 0.01 else 1
+        return f"{bound(value * 100, digits):.{digits}f}%"
     if unit == "USD":
-        return _usd(value) if value >= 100 else f"${value:,.2f}"
+        return _usd(value) if value >= 100 else f"${bound(value, 2):,.2f}"
     if unit == "s" and value >= 3600:
         return f"{value / 3600:g} h"
     return f"{value:g}"
@@ -127,7 +140,7 @@ def print_plan(console: Console, result: SizingPlan, *, explain: bool = False, t
         kpis = _table("KPI targets (the generated recording rules measure them)", [("KPI", "left"), ("subject", "left"),
                       ("target", "right"), ("unit", "left"), ("from", "left")])  # fmt: skip
         for k in result.kpi_targets:
-            kpis.add(k.kpi, k.subject, f"{k.op} {_target(k.target, k.unit)}", k.unit, k.source)
+            kpis.add(k.kpi, k.subject, f"{k.op} {_target(k.target, k.unit, k.op)}", k.unit, k.source)
         print_table(kpis, console)
     placed = {name: reason for name, reason in result.placements.items() if not reason.startswith(("pinned", "no eligible", "pool "))}
     if placed:

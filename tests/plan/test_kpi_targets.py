@@ -98,3 +98,16 @@ def test_a_chain_that_joins_is_as_long_as_its_longest_path() -> None:
     (target,) = lead_time_targets(rp, one_site)
     assert target.target == 11 * 86400 and "not recorded" not in target.source
     assert lead_time_targets(rp, {**one_site, "llm-pretrain": (None, "aws")}) == []
+
+
+def test_printed_targets_round_away_from_their_bound() -> None:
+    """Review obsreview24 N5: chat-70b's $12.953877 per million tokens printed "<= $12.95", which the live ratio at
+    the plan's exact figure reads as over target. Cents and percentages round up for an upper bound and down for a
+    lower one; whole dollars stay the nearest (a budget share is the rules' own six-digit threshold)."""
+    from alicerce.cli.plan_report import _target
+
+    assert _target(12.953877, "USD", "<=") == "$12.96"
+    assert _target(12.95, "USD", "<=") == "$12.95"  # exact: no step up
+    assert _target(0.6739, "ratio", ">=") == "67.3%" and _target(0.6731, "ratio", "<=") == "67.4%"
+    assert _target(0.00501, "ratio", "<=") == "0.51%"
+    assert _target(588_973.4, "USD", "<=") == "$588,973"

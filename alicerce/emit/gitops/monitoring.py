@@ -25,6 +25,6 @@ def emit_monitoring(rp: ResolvedPlatform) -> dict[str, str]:
     for site in rp.sites:
         groups = rule_groups(rp, site.name)
         files[f"{site.name}/rules.yaml"] = HEADER + dump({"groups": groups})
-        for key, board in dashboards(rp, groups).items():
+        for key, board in dashboards(rp, site, groups).items():
             files[f"{site.name}/dashboards/{key}"] = json.dumps(board, indent=1, sort_keys=True) + "\n"
     return files

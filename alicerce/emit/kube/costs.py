@@ -22,6 +22,8 @@ PRICE = "alicerce:pool_usd_per_gpu_hour:price"
 # over the GPU-hours its pods hold), by pool, workload and team: its pods are charged it, every other pod its pool's
 WORKLOAD_PRICE = "alicerce:workload_usd_per_gpu_hour:price"
 TEAM_COST = "team:gpu_cost_usd:rate1h"  # USD per hour the team's running pods cost now
+IDLE_COST = "pool:gpu_idle_cost_usd:rate1h"  # USD per hour the pool's installed GPUs that no pod holds cost now
+IDLE_GPUS = "((pool:gpus_installed:sum - on (pool) pool:gpus_allocated:sum) or pool:gpus_installed:sum)"
 TEAM_30D = "team:gpu_cost_usd:sum30d"
 # what the team's pods cost over the trailing 7 days (hour marks): the pace the month's projection extrapolates
 TEAM_7D = "team:gpu_cost_usd:sum7d"
@@ -206,6 +208,13 @@ def cost_rules(prices: dict[str, float], workload_prices: dict[tuple[str, str, s
             "expr": f"sum by (cost_center) (pod:gpu_cost_usd:rate1h * on (namespace) group_left (cost_center) {NAMESPACE_TEAM})",
         },
         {"record": "pool:gpu_cost_usd:rate1h", "expr": "sum by (pool) (pod:gpu_cost_usd:rate1h)"},
+        # what the installed GPUs nobody holds cost: a reservation's or an owned pool's idle hours, autoscaled nodes
+        # that stay up empty. No team pays it (showback bills allocations), so it is the platform team's own lever
+        # (review obsreview24 N1)
+        {
+            "record": IDLE_COST,
+            "expr": f"clamp_min(pool:gpus_installed:sum - on (pool) pool:gpus_allocated:sum, 0) * on (pool) group_left () {PRICE}",
+        },
         # the records the hour integrals below read come first: a group's rules run in order, so an integral above
         # its rate read the previous minute's and lost each hour's last minute (the run cost test found it)
         {

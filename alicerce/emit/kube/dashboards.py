@@ -17,7 +17,10 @@ from alicerce.catalog.alerts import DIAGNOSES, GPU_KEY
 from alicerce.emit.kube.costs import RUN_30D, TOKENS_30D, month_spent, settled
 from alicerce.emit.kube.kpi import LEAD_TIME
 from alicerce.emit.kube.promql import recorded_read
-from alicerce.resolve.model import ResolvedPlatform
+from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
+
+# the records only inference workloads feed (their serving engines' metrics, their pods' readiness, their tokens)
+SERVING_RECORDS = ("workload:vllm_", "workload:serving_", "workload:usd_per_million_tokens")
 
 Panel = tuple[str, list[str], str]  # title, queries, unit
 
@@ -88,6 +91,7 @@ def overview(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
         # recorded only where a served model's whole chain runs at the site (alicerce.emit.kube.kpi lead_time_rules)
         ("Time from dataset to deployed model by served model", [LEAD_TIME], "s"),
         ("GPU spend by team (USD/h)", ["team:gpu_cost_usd:rate1h"], "currencyUSD"),
+        ("Idle GPU cost by pool (USD/h): installed, held by no pod", ["pool:gpu_idle_cost_usd:rate1h"], "currencyUSD"),
         ("Cost per used GPU-hour by team", ["team:usd_per_used_gpu_hour:ratio"], "currencyUSD"),
         ("Inference p99 time to first token", ["workload:vllm_time_to_first_token_seconds:p99"], "s"),
         ("Inference error ratio (API 5xx)", ["workload:vllm_request_errors:ratio_rate5m"], "percentunit"),
@@ -101,7 +105,7 @@ def overview(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
             "Bps",
         ),
         ("Storage client operations by tier", ["tier:storage_client_ops:rate5m"], "ops"),
-        # only where CloudWatch reports them (FSx for Lustre, EFS): the panels drop out elsewhere
+        # on-prem from the clients' counters, in the cloud where CloudWatch reports them (FSx for Lustre, EFS)
         ("Storage metadata operations by tier", ["tier:storage_metadata_ops:rate5m"], "ops"),
         ("Storage I/O limit used by tier (EFS General Purpose)", ["tier:storage_io_limit:ratio"], "percentunit"),
         ("GPU memory used by pool", ["pool:gpu_memory_used:avg"], "percentunit"),
@@ -191,10 +195,17 @@ def inference(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
     return _board(rp, "-inference", "inference", rows, [_variable("workload", "workload:vllm_requests:rate5m", "workload")], have=have)
 
 
-def dashboards(rp: ResolvedPlatform, groups: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """File name -> dashboard, over what the site's rule ``groups`` record."""
+def dashboards(rp: ResolvedPlatform, site: ResolvedSite, groups: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """File name -> dashboard, over what the site's rule ``groups`` record. The serving records are recorded at every
+    site; where no inference workload's team is, their panels and the inference board would stay empty (review
+    obsreview24 N3)."""
     have = {r["record"] for g in groups for r in g["rules"] if "record" in r}
+    teams = {t.name for t in site.teams}
+    if not any(w.kind == "inference" and w.team in teams for w in rp.spec.workloads):
+        have = {name for name in have if not name.startswith(SERVING_RECORDS)}
     boards = {"gpu-platform.json": overview(rp, have), "team.json": team(rp, have), "inference.json": inference(rp, have)}
     if "alicerce:namespace_team:info" not in have:  # no team at the site: nobody to pick
         del boards["team.json"]
+    if "workload:vllm_requests:rate5m" not in have:  # nothing served here: no workload to pick
+        del boards["inference.json"]
     return boards

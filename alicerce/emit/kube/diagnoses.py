@@ -178,9 +178,14 @@ def diagnoses(rp: ResolvedPlatform, site_name: str, guarded: frozenset[str] = fr
     wanted = "(team_pool:kueue_gpu_usage:sum >= on (team, pool) team_pool:kueue_gpu_quota:sum)"
     # with two pools used up, the proxy cannot tell which one the pending job asks for (a p5 job pinned to a full
     # train-p5 beside the team's full L40S and serving's idle ones: review obsreview10 F4): it says nothing then
-    single = f"({wanted} unless on (team) (count by (team) ({wanted}) > 1))"
-    others_idle = f"max by (team) ({others} and on (team, pool) {single})"
     pending = f"max by (team) (team:kueue_gpus_pending:sum) and on (team) ({QUEUE_ACTIVE} == 1)"
+    # ... and the pending GPUs are that pool's only where the team's own idle quota on each of its other pools could
+    # hold them (Kueue admits a workload whole on one flavor: one that fits its own quota there would run). A 16-GPU p5
+    # job beside 8 p5 of its own left and a full L40S quota could be either's: said nothing of, where serving's idle L40S
+    # were blamed for it (review obsreview24 F10)
+    elsewhere = f"count by (team) ((({idle}) unless on (team, pool) {wanted}) < on (team) group_left () {pending}) > 0"
+    single = f"({wanted} unless on (team) (count by (team) ({wanted}) > 1) unless on (team) ({elsewhere}))"
+    others_idle = f"max by (team) ({others} and on (team, pool) {single})"
     borrowing = f"({pending} > 0) and on (team) ({others_idle} >= on (team) {pending})"
 
     # per namespace holding GPUs on the node: a team's receiver gets its pods' alerts by namespace, and a node-level

@@ -407,6 +407,6 @@ def monitoring_objects(rp: ResolvedPlatform, site_name: str) -> list[dict[str, A
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": DASHBOARD_NAME, "namespace": MONITORING_NAMESPACE, "labels": {**labels, "grafana_dashboard": "1"}},
-        "data": {key: json.dumps(board, indent=1, sort_keys=True) for key, board in dashboards(rp, groups).items()},
+        "data": {key: json.dumps(board, indent=1, sort_keys=True) for key, board in dashboards(rp, site, groups).items()},
     }
     return [rule, dashboard, *serving_monitors(rp, site), *host_node_exporters(site), *budget_guard(rp, site, groups)]

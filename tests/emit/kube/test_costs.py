@@ -374,7 +374,11 @@ def test_budget_alerts_and_the_dashboard_drop_a_month_total_recorded_last_month(
     research = {"site": "aws", "team": "research"}
     month = "team:gpu_cost_usd:sum_month{" + ",".join(f'{k}="{v}"' for k, v in research.items()) + "}"
     inputs = [{"series": month, "values": "_x1206 950000 1200"}]  # samples 1206 and 1207: 44622 and 44659 minutes
-    panel = next(p for p in dashboards(rp, rule_groups(rp, "aws"))["team.json"]["panels"] if p["title"].startswith("Spend this month"))
+    panel = next(
+        p
+        for p in dashboards(rp, rp.site("aws"), rule_groups(rp, "aws"))["team.json"]["panels"]
+        if p["title"].startswith("Spend this month")
+    )
     spent = panel["targets"][0]["expr"].replace("$team", "research")
     checks = []
     for expr in (rules["BudgetResearch80"]["expr"], rules["BudgetResearch100"]["expr"], spent):

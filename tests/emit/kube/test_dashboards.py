@@ -51,7 +51,7 @@ def test_every_panel_reads_only_series_that_are_produced(env: str, site: str) ->
     rp = platform(env)
     groups = rule_groups(rp, site)
     known = series_labels(rp, site, groups)
-    for name, board in dashboards(rp, groups).items():
+    for name, board in dashboards(rp, rp.site(site), groups).items():
         assert unproduced(queries(board), groups) == {}, name
         # and each matcher names a label its series carries (review obsreview22 F6)
         assert unlabelled(queries(board), known) == {}, name
@@ -59,7 +59,7 @@ def test_every_panel_reads_only_series_that_are_produced(env: str, site: str) ->
 
 def test_one_dashboard_per_audience_with_what_that_audience_asks() -> None:
     rp = platform()
-    boards = dashboards(rp, rule_groups(rp, "aws"))
+    boards = dashboards(rp, rp.site("aws"), rule_groups(rp, "aws"))
     assert set(boards) == {"gpu-platform.json", "team.json", "inference.json"}
     team = " ".join(queries(boards["team.json"]))
     assert "team:gpu_cost_usd:sum_month" in team and "alicerce:team_budget_usd:monthly" in team and "kueue_admission_wait" in team
@@ -68,7 +68,7 @@ def test_one_dashboard_per_audience_with_what_that_audience_asks() -> None:
     assert "pool:gpu_effective_utilization:ratio" in " ".join(queries(boards["gpu-platform.json"]))
     # the time from dataset to a deployed model where a served model's chain is recorded (chat-70b's team is at aws)
     assert "workload:model_lead_time:seconds" in queries(boards["gpu-platform.json"])
-    assert "workload:model_lead_time:seconds" not in queries(dashboards(rp, rule_groups(rp, "dc1"))["gpu-platform.json"])
+    assert "workload:model_lead_time:seconds" not in queries(dashboards(rp, rp.site("dc1"), rule_groups(rp, "dc1"))["gpu-platform.json"])
     # the budget line of the team dashboard is a series of the site's share of the budget
     budget = [r for g in rule_groups(rp, "aws") for r in g["rules"] if r.get("record") == "alicerce:team_budget_usd:monthly"]
     assert [r["labels"]["team"] for r in budget] == ["research"]
@@ -79,7 +79,7 @@ def test_the_costliest_runs_are_ranked_at_one_instant() -> None:
     """Review obsreview13 F8: a top 10 drawn as a time series ran topk at each step, a line for every run that was ever
     in it. A table of one instant query, highest first; the other panels stay time series."""
     rp = platform()
-    board = dashboards(rp, rule_groups(rp, "aws"))["team.json"]
+    board = dashboards(rp, rp.site("aws"), rule_groups(rp, "aws"))["team.json"]
     runs = next(p for p in board["panels"] if "costliest runs" in p["title"])
     assert runs["type"] == "table" and runs["options"]["sortBy"] == [{"displayName": "Value", "desc": True}]
     assert [(t["instant"], t["range"], t["format"]) for t in runs["targets"]] == [(True, False, "table")]
@@ -88,7 +88,7 @@ def test_the_costliest_runs_are_ranked_at_one_instant() -> None:
 
 def test_a_panel_on_a_series_nobody_produces_is_caught() -> None:
     rp = platform()
-    board = dashboards(rp, rule_groups(rp, "aws"))["team.json"]
+    board = dashboards(rp, rp.site("aws"), rule_groups(rp, "aws"))["team.json"]
     board["panels"][0]["targets"][0]["expr"] = 'team:gpus_alocated:sum{team="$team"}'
     assert unproduced(queries(board), rule_groups(rp, "aws")) == {'team:gpus_alocated:sum{team="research"}': {"team:gpus_alocated:sum"}}
 
@@ -98,7 +98,7 @@ def test_a_panel_filtered_on_a_label_its_series_never_has_is_caught() -> None:
     site the rule adds): a pool matcher never matches; dcgm-exporter names the host Hostname, not node."""
     rp = platform()
     groups = rule_groups(rp, "aws")
-    board = dashboards(rp, groups)["team.json"]
+    board = dashboards(rp, rp.site("aws"), groups)["team.json"]
     board["panels"][0]["targets"][0]["expr"] = 'team:gpus_allocated:sum{team="$team",pool="train-p5"}'
     board["panels"][1]["targets"][0]["expr"] = 'max by (node) (DCGM_FI_DEV_GPU_TEMP{node=~".+"})'
     known = series_labels(rp, "aws", groups)
@@ -114,7 +114,7 @@ def test_a_panel_filtered_on_a_label_its_series_never_has_is_caught() -> None:
 def test_the_dashboard_configmap_carries_every_dashboard() -> None:
     rp = platform()
     [cm] = [o for o in monitoring_objects(rp, "aws") if o["kind"] == "ConfigMap" and o["metadata"]["name"] == DASHBOARD_NAME]
-    assert {k: json.loads(v) for k, v in cm["data"].items()} == dashboards(rp, rule_groups(rp, "aws"))
+    assert {k: json.loads(v) for k, v in cm["data"].items()} == dashboards(rp, rp.site("aws"), rule_groups(rp, "aws"))
     assert "ALERTS" not in recorded(rule_groups(rp, "aws"))
 
 
@@ -128,7 +128,7 @@ def test_every_example_site_reads_only_produced_series(example: str) -> None:
         for site in rp.sites:
             groups = rule_groups(rp, site.name)
             exprs = [r["expr"] for g in groups for r in g["rules"]]
-            for board in dashboards(rp, groups).values():
+            for board in dashboards(rp, site, groups).values():
                 exprs += queries(board)
             assert unproduced(exprs, groups) == {}, (example, env, site.name)
 
@@ -138,7 +138,7 @@ def test_a_time_sliced_gpu_counts_once_in_the_power_panel_and_the_gpus_in_use(tm
     """Review DEFECT 4: an L4 shared by four pods (KUBERNETES_VIRTUAL_GPUS): power once per pod, GPU_UTIL per process
     beside the device's own. The node draws 60 W (not 240) and the namespace uses one GPU (not four)."""
     rp = platform()
-    board = dashboards(rp, rule_groups(rp, "aws"))["gpu-platform.json"]
+    board = dashboards(rp, rp.site("aws"), rule_groups(rp, "aws"))["gpu-platform.json"]
     (power,) = next(p for p in board["panels"] if p["title"] == "GPU power")["targets"]
     (tensor,) = next(p for p in board["panels"] if p["title"] == "Tensor core activity by node")["targets"]
     gpu = 'Hostname="ip-10-0-1-1",gpu="0",UUID="GPU-l4"'
@@ -162,7 +162,7 @@ def test_a_time_sliced_gpu_counts_once_in_the_node_panels(tmp_path: Path) -> Non
     """Review obsreview2 DEFECT 4: with KUBERNETES_VIRTUAL_GPUS the exporter repeats a shared GPU's device counters
     once per pod holding it (vendored labels.json virtual_gpus): one L4 at 60 W shared by four pods is 60 W, not 240."""
     rp = platform()
-    board = dashboards(rp, rule_groups(rp, "aws"))["gpu-platform.json"]
+    board = dashboards(rp, rp.site("aws"), rule_groups(rp, "aws"))["gpu-platform.json"]
     panels = {p["title"]: p["targets"][0]["expr"] for p in board["panels"]}
     node = "ip-10-20-7-1.ec2.internal"
     inputs = []
@@ -177,3 +177,14 @@ def test_a_time_sliced_gpu_counts_once_in_the_node_panels(tmp_path: Path) -> Non
          "exp_samples": [{"labels": f'{{Hostname="{node}"}}', "value": 30}]},
     ]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
+
+
+def test_a_site_that_serves_nothing_gets_no_inference_board_or_panels() -> None:
+    """Review obsreview24 N3: the serving records are recorded at every site, so dc1 (training only) got an inference
+    board whose workload list stays empty and overview panels that never show a line."""
+    rp = platform()
+    dc1 = dashboards(rp, rp.site("dc1"), rule_groups(rp, "dc1"))
+    assert "inference.json" not in dc1
+    assert not [q for q in queries(dc1["gpu-platform.json"]) if "vllm" in q]
+    aws = dashboards(rp, rp.site("aws"), rule_groups(rp, "aws"))
+    assert "inference.json" in aws and [q for q in queries(aws["gpu-platform.json"]) if "vllm" in q]

@@ -249,8 +249,9 @@ def test_borrowing_is_judged_per_flavor_where_the_team_has_used_its_own_quota(tm
     train-p5 and serving leaves 16 of its 24 L40S idle at night: the L40S cannot take the job (and applied-ml's own 8 L40S
     sit idle: the job does not ask for them), so nothing is misconfigured; summed over flavors, 16 idle "fit" the 16
     pending and it fired. Where applied-ml has used its L40S quota and still has p5 of its own, serving's idle L40S are
-    what its pending job could borrow. With both its pools used up the pending GPUs (no flavor) could be either's:
-    a p5 job pinned to a full train-p5 is no borrowing problem, so it says nothing (review obsreview10 F4)."""
+    what its pending job could borrow, where its own p5 leftover could hold the pending GPUs (else they could be a p5
+    job's: review obsreview24 F10). With both its pools used up the pending GPUs (no flavor) could be either's: a p5 job
+    pinned to a full train-p5 is no borrowing problem, so it says nothing (review obsreview10 F4)."""
     rule = rules_of(platform(), "aws")["KueueBorrowingMisconfigured"]
 
     def state(applied_l40s: int, applied_p5: int = 32) -> list[dict[str, str]]:
@@ -271,7 +272,11 @@ def test_borrowing_is_judged_per_flavor_where_the_team_has_used_its_own_quota(tm
 
     check("KueueBorrowingMisconfigured", state(0), "45m", [], tmp_path / "p5", site="aws")
     fired = [expected(rule, {"team": "applied-ml"}, "")]
-    check("KueueBorrowingMisconfigured", state(8, applied_p5=24), "45m", fired, tmp_path / "l40s", site="aws")
+    # its L40S used up and 24 of its own p5 left: a 16-GPU p5 job would have run there, so the 16 pending are L40S
+    check("KueueBorrowingMisconfigured", state(8, applied_p5=8), "45m", fired, tmp_path / "l40s", site="aws")
+    # review obsreview24 F10: 8 of its own p5 left, 16 pending: a p5 job larger than its leftover waits for research's
+    # p5 as it should, or an L40S job could borrow serving's; the pending GPUs carry no flavor, so it says nothing
+    check("KueueBorrowingMisconfigured", state(8, applied_p5=24), "45m", [], tmp_path / "either", site="aws")
     check("KueueBorrowingMisconfigured", state(8), "45m", [], tmp_path / "both", site="aws")
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from alicerce.catalog.alerts import FORMER_NAMES, TPOT
+from alicerce.emit.kube.costs import PRICE
 from alicerce.emit.kube.monitoring import monitoring_objects, rule_groups
 from alicerce.emit.kube.operators import monitoring_values
 from tests.conftest import ROOT
@@ -80,6 +81,8 @@ def test_utilisation_kpis_per_pool_and_team(tmp_path: Path) -> None:
     """Two H100 nodes (16 GPUs) of onprem-h100; a research pod holds 2 GPUs of node 1 at 90%, a third GPU is idle and
     held by nobody: 2 allocated, 1.8 busy, effective utilisation 1.8/16."""
     rp = platform()
+    (price,) = [float(r["expr"][7:-1]) for g in rule_groups(rp, "dc1") for r in g["rules"]
+                if r.get("record") == PRICE and r["labels"]["pool"] == "onprem-h100"]  # fmt: skip
     held = [dcgm_scraped(rp, "dc1", dcgm_series("gpu-001.dc1.acme.example", g, ("train-0", "research", "trainer"))) for g in (0, 1)]
     idle = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001.dc1.acme.example", 2))
     pod = 'namespace="research",pod="train-0",uid="u1"'
@@ -110,6 +113,8 @@ def test_utilisation_kpis_per_pool_and_team(tmp_path: Path) -> None:
                 rounded("team:gpu_utilization:avg", f'team="research",{site}', 0.9),
                 rounded("team:gpus_allocated:sum", f'team="research",{site}', 2),
                 rounded("team:gpu_effective_utilization:ratio", f'team="research",{site}', 0.9),
+                # the 14 GPUs nobody holds, at the pool's price (review obsreview24 N1: no record said what idle costs)
+                rounded("pool:gpu_idle_cost_usd:rate1h", f'pool="onprem-h100",{site}', 14 * price),
             ],
         }
     ]
