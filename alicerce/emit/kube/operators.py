@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from alicerce.catalog.alerts import ALERT_SCOPE_LABELS, NODE_OUTAGE_ALERTS, NODE_OUTAGE_GROUP_BY
+from alicerce.catalog.alerts import ALERT_SCOPE_LABELS, GROUPED_ACROSS_NODES, NODE_OUTAGE_GROUP_BY
 from alicerce.emit.kube.cloud_metrics import exporter_values
 from alicerce.emit.kube.common import (
     GPU,
@@ -382,9 +382,10 @@ def alertmanager_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
             routes.append({"receiver": r.name, "matchers": [*matchers, f'namespace =~ "{"|".join(own)}"'], "continue": True})
         teams = "|".join(sorted(r.teams))
         routes.append({"receiver": r.name, "matchers": [*matchers, f'team =~ "{teams}"', 'namespace = ""'], "continue": True})
-    # the alerts an outage raises on many nodes at once: grouped per alert, pool and tier (not node), then sent to the
-    # same receivers (the child routes inherit the group_by); no continue, so they are not sent again ungrouped below
-    names = "|".join(NODE_OUTAGE_ALERTS)
+    # the alerts an outage raises on many nodes at once, and a job's diagnoses on each of its nodes: grouped per alert,
+    # pool, tier and namespace (not node), then sent to the same receivers (the child routes inherit the group_by); no
+    # continue, so they are not sent again ungrouped below
+    names = "|".join(GROUPED_ACROSS_NODES)
     outages = {"matchers": [f'alertname =~ "{names}"'], "group_by": list(NODE_OUTAGE_GROUP_BY), "routes": routes}
     secrets = sorted({r.secret.name for r in receivers if r.secret is not None})
     return {
