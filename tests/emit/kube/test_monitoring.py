@@ -1026,6 +1026,27 @@ def test_one_jobs_diagnosis_on_many_nodes_is_one_notification_per_team() -> None
     assert len({key for alert in memory for key in _group_keys(route, alert) if key[0] == "ml-platform"}) == 2
 
 
+def test_alertmanager_keeps_silences_and_its_notification_log_across_a_restart() -> None:
+    """Review obsreview24 F4: Alertmanager kept its silences and notification log in an emptyDir; a restart of its
+    system node (a managed node group upgrade, kubespray's upgrade-cluster) forgot a maintenance's silences and re-sent
+    every firing alert. It claims a small volume of Prometheus's storage class, through the chart's value that
+    becomes the Alertmanager's spec.storage."""
+    facts = load("kube-prometheus-stack", "88.5.3", "values.json")
+    assert facts["alertmanager.alertmanagerSpec.storage"] == "map"
+    rp = platform("prod")
+    for site in ("aws", "dc1"):
+        values = monitoring_values(rp, rp.site(site))
+        spec = values["alertmanager"]["alertmanagerSpec"]
+        claim = spec["storage"]["volumeClaimTemplate"]["spec"]
+        prometheus = values["prometheus"]["prometheusSpec"]["storageSpec"]["volumeClaimTemplate"]["spec"]
+        assert claim["resources"]["requests"]["storage"] == "2Gi" and claim["accessModes"] == ["ReadWriteOnce"]
+        assert claim.get("storageClassName") == prometheus.get("storageClassName"), site
+        # the receivers' Secrets are still mounted beside it
+        assert spec["secrets"] == ["alertmanager-heartbeat", "alertmanager-pagerduty", "alertmanager-slack"]
+    aws = monitoring_values(rp, rp.site("aws"))["alertmanager"]["alertmanagerSpec"]["storage"]
+    assert aws["volumeClaimTemplate"]["spec"]["storageClassName"] == "gp3-encrypted"
+
+
 def test_grafana_admin_login_comes_from_a_user_secret_so_regenerates_keep_it() -> None:
     # without admin.existingSecret the grafana subchart draws a random password on every render (each Argo CD sync)
     rp = platform("prod")
