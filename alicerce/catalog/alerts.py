@@ -623,8 +623,9 @@ ALERT_SCOPE_LABELS = ("environment", "site")
 # One training job's diagnosis raised on each of its nodes (alicerce.emit.kube.diagnoses labels them node, pool and the
 # namespace holding the GPUs): llm-pretrain on 28 nodes stalling on Lustre reads is one cause and 28 alerts, which the
 # root route's per-node groups sent as 28 notifications, again every repeat_interval (review obsreview24 F7). They
-# group with the outage alerts, per alert, pool and namespace; each alert keeps its node in its summary, so the one
-# notification lists the nodes. GPUMemoryBound is per pod (it carries no pool) and is left per node.
+# group with the outage alerts, per alert, pool and namespace; each alert keeps its node in its summary (Alertmanager
+# v0.34.0's default templates: PagerDuty's details, email and webhook list every alert of the group; Slack's gives the
+# count). GPUMemoryBound is per pod (it carries no pool) and is left per node.
 JOB_DIAGNOSES = (INPUT_BOUND, COMMUNICATION_BOUND, CHECKPOINT_STALL)
 GROUPED_ACROSS_NODES = (*NODE_OUTAGE_ALERTS, *JOB_DIAGNOSES)
 # namespace: two teams' jobs on one pool are two notifications (each team's receiver matches its own namespaces). The

@@ -28,11 +28,11 @@ from alicerce.emit.kube.monitoring import monitoring_objects, rule_groups
 from alicerce.emit.kube.objects import cluster_objects, crd_owner
 from alicerce.emit.kube.operators import gpu_operator_values, monitoring_values
 from alicerce.resolve.model import ResolvedPlatform
-from alicerce.rules.validate import validated
+from alicerce.rules.validate import check, validated
 from alicerce.spec.loader import load_file, load_text
 from alicerce.spec.units import parse_duration
 from alicerce.targets.onprem.resolve import KUBESPRAY_DEFAULTS
-from tests.conftest import ROOT
+from tests.conftest import ROOT, TODAY
 from tests.emit.kube.scrape import dcgm_series, dcgm_target, series, stored
 from tests.emit.kube.upstream import load
 
@@ -893,6 +893,22 @@ def test_blind_spots_and_rma_page_only_when_they_hide_a_page() -> None:
     assert rules["ServingWorkloadDown"]["labels"]["severity"] == "critical"  # what a blind kube-state-metrics hides
     for name, paged in (("DCGMExporterDown", False), ("GPURowRemapFailure", False), ("KubeStateMetricsAbsent", True)):
         assert ("oncall" in _routed(routes, {"alertname": name, **rules[name]["labels"]})) is paged, name
+
+
+def test_production_examples_have_a_dead_mans_switch_and_refuse_to_lose_it() -> None:
+    """Review obsreview24 F5: both shipped production examples validated with no heartbeat receiver, so Watchdog went to
+    null only and a Prometheus or Alertmanager that was down paged nobody. Each production site's Watchdog now reaches
+    a dead man's switch, and the same spec without it is refused (AL325)."""
+    for example in ("aws-only", "onprem-superpod"):
+        path = ROOT / "examples" / f"{example}.yaml"
+        rp = validated(load_file(path, path.name), "prod")
+        for site in rp.sites:
+            routes = monitoring_values(rp, site)["alertmanager"]["config"]["route"]["routes"]
+            assert _routed(routes, {"alertname": "Watchdog", "severity": "none"}) == ["heartbeat", "null"], (example, site.name)
+        text = path.read_text()
+        beat = next(line for line in text.splitlines() if "heartbeat: true" in line)
+        errors = check(load_text(text.replace(beat + "\n", ""), path.name), ["prod"], on=TODAY).errors
+        assert [e.rule for e in errors] == ["AL325"], (example, [e.render() for e in errors])
 
 
 def test_unrelated_alerts_without_a_namespace_are_separate_notifications() -> None:
