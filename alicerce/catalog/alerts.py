@@ -622,7 +622,18 @@ NODE_OUTAGE_ALERTS = ("DCGMExporterDown", NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_
 # key's hash (notify/pagerduty/pagerduty.go `DedupKey: key.Hash()`): two sites' identical route trees gave an alert
 # name at both one PagerDuty alert, and one site's resolve closed the other's open page (review obsreview22 F3).
 ALERT_SCOPE_LABELS = ("environment", "site")
-NODE_OUTAGE_GROUP_BY = (*ALERT_SCOPE_LABELS, "alertname", "pool", "tier")
+# One training job's diagnosis raised on each of its nodes (alicerce.emit.kube.diagnoses labels them node, pool and the
+# namespace holding the GPUs): llm-pretrain on 28 nodes stalling on Lustre reads is one cause and 28 alerts, which the
+# root route's per-node groups sent as 28 notifications, again every repeat_interval (review obsreview24 F7). They
+# group with the outage alerts, per alert, pool and namespace; each alert keeps its node in its summary (Alertmanager
+# v0.34.0's default templates: PagerDuty's details, email and webhook list every alert of the group; Slack's gives the
+# count). GPUMemoryBound is per pod (it carries no pool) and is left per node.
+JOB_DIAGNOSES = (INPUT_BOUND, COMMUNICATION_BOUND, CHECKPOINT_STALL)
+GROUPED_ACROSS_NODES = (*NODE_OUTAGE_ALERTS, *JOB_DIAGNOSES)
+# namespace: two teams' jobs on one pool are two notifications (each team's receiver matches its own namespaces). The
+# outage alerts carry either none (node- and Hostname-level aggregations) or their exporter's, the same on every node,
+# so the namespace splits none of their groups
+NODE_OUTAGE_GROUP_BY = (*ALERT_SCOPE_LABELS, "alertname", "namespace", "pool", "tier")
 # Prometheus lacks the samples the month's spend starts with: retention deleted them, or its TSDB began again (alicerce.emit.kube.costs)
 COST_HISTORY_TRUNCATED = "CostHistoryTruncated"
 # a node left cordoned for days: the exporter and GPU alerts leave cordoned nodes out (in_service), so one forgotten

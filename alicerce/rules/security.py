@@ -314,6 +314,32 @@ def every_severity_routed(ctx: RuleContext) -> Iterable[Finding]:
 
 
 @rules.rule(
+    "AL325",
+    "dead-mans-switch",
+    "In production, a heartbeat receiver gets Watchdog: a Prometheus or Alertmanager that is down pages someone.",
+    waivable=True,
+)
+def dead_mans_switch(ctx: RuleContext) -> Iterable[Finding]:
+    """Every alert, pages included, comes from the site's one Prometheus through its one Alertmanager: an OOM on a large
+    cluster, a full volume, a lost system node silence them all, and no alert can say so (the chart's own
+    PrometheusDown-style alerts need the Prometheus that is down). kube-prometheus-stack's Watchdog "is meant to ensure
+    that the entire alerting pipeline is functional" and always fires, for an outside dead man's switch to miss
+    (88.5.3 templates/prometheus/rules-1.14/general.rules.yaml, from kube-prometheus); without a `heartbeat` receiver
+    alicerce routes it to null only, and an outage pages nobody (review obsreview24 F5)."""
+    monitoring = ctx.spec.monitoring
+    if ctx.env.tier != "production" or not ctx.spec.operators.monitoring.enabled or all(r.heartbeat for r in monitoring.receivers):
+        return  # no receiver at all (or heartbeats only) is AL321's
+    if not any(r.heartbeat for r in monitoring.receivers):
+        yield Finding(
+            S.monitoring.receivers,
+            f"production environment {ctx.env_name} has no heartbeat receiver: a Prometheus or Alertmanager that is "
+            "down (OOM, its volume full, its node lost) silences every alert, pages included, and nothing notices",
+            "add a webhook receiver with heartbeat: true whose Secret holds a dead man's switch check URL per site "
+            "(key url reads url-<environment>-<site>), or a waiver for AL325 with a justification and expiry",
+        )
+
+
+@rules.rule(
     "AL340",
     "pager-takes-pages",
     "A PagerDuty receiver takes critical alerts only; warnings and info go to a channel that does not wake anyone.",

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from alicerce.catalog.alerts import ALERT_SCOPE_LABELS, NODE_OUTAGE_ALERTS, NODE_OUTAGE_GROUP_BY
+from alicerce.catalog.alerts import ALERT_SCOPE_LABELS, GROUPED_ACROSS_NODES, NODE_OUTAGE_GROUP_BY
 from alicerce.emit.kube.cloud_metrics import exporter_values
 from alicerce.emit.kube.common import (
     GPU,
@@ -382,9 +382,10 @@ def alertmanager_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
             routes.append({"receiver": r.name, "matchers": [*matchers, f'namespace =~ "{"|".join(own)}"'], "continue": True})
         teams = "|".join(sorted(r.teams))
         routes.append({"receiver": r.name, "matchers": [*matchers, f'team =~ "{teams}"', 'namespace = ""'], "continue": True})
-    # the alerts an outage raises on many nodes at once: grouped per alert, pool and tier (not node), then sent to the
-    # same receivers (the child routes inherit the group_by); no continue, so they are not sent again ungrouped below
-    names = "|".join(NODE_OUTAGE_ALERTS)
+    # the alerts an outage raises on many nodes at once, and a job's diagnoses on each of its nodes: grouped per alert,
+    # pool, tier and namespace (not node), then sent to the same receivers (the child routes inherit the group_by); no
+    # continue, so they are not sent again ungrouped below
+    names = "|".join(GROUPED_ACROSS_NODES)
     outages = {"matchers": [f'alertname =~ "{names}"'], "group_by": list(NODE_OUTAGE_GROUP_BY), "routes": routes}
     secrets = sorted({r.secret.name for r in receivers if r.secret is not None})
     return {
@@ -408,6 +409,21 @@ NODE_EXPORTER_CHART_ARGS = (
 )
 
 
+# Alertmanager's volume (GiB): its silences and notification log are snapshots of kilobytes to a few megabytes
+# (Alertmanager's --data.retention, 120h by default, bounds the log); 2 GiB leaves room and is above any provider's
+# smallest volume (EBS gp3: 1 GiB)
+ALERTMANAGER_STORAGE_GIB = 2
+
+
+def _claim(size_gib: int, storage_class: str | None) -> dict[str, Any]:
+    """A volume claim's spec: one writer, the size, and the storage class where the spec or the site names one (else
+    the cluster's default class)."""
+    claim: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": f"{size_gib}Gi"}}}
+    if storage_class:
+        claim["storageClassName"] = storage_class
+    return claim
+
+
 # grafana 12.11.1 (kube-prometheus-stack 88.5.3's subchart) `admin.*`: the Secret's name and its two keys
 GRAFANA_ADMIN_SECRET: Mapping[str, str] = {"existingSecret": "grafana-admin", "userKey": "admin-user", "passwordKey": "admin-password"}
 
@@ -416,11 +432,8 @@ def monitoring_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any
     """kube-prometheus-stack values: installable without hooks, persistent, scraping only what the cluster exposes."""
     mon = rp.spec.monitoring
     size_gib = max(1, mon.storage // 2**30)
-    claim: dict[str, Any] = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": f"{size_gib}Gi"}}}
     default_class = site.capabilities.default_storage_class
     storage_class = mon.storage_class or (default_class["name"] if default_class else None)
-    if storage_class:
-        claim["storageClassName"] = storage_class
     prometheus = {
         "retention": duration_text(mon.retention),
         # stop before the volume fills: Prometheus drops the oldest blocks past this size. It follows the declared claim,
@@ -429,7 +442,7 @@ def monitoring_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any
         # specs, lists the claims to grow before the change merges (alicerce.run.diff.diff_prometheus_storage), so the
         # first sync finds the disk already grown (review obsreview24 F8)
         "retentionSize": f"{max(1, size_gib * 9 // 10)}GiB",
-        "storageSpec": {"volumeClaimTemplate": {"spec": claim}},
+        "storageSpec": {"volumeClaimTemplate": {"spec": _claim(size_gib, storage_class)}},
         # pick up ServiceMonitors, PodMonitors, ScrapeConfigs and rules from every namespace, not only the chart's own
         "serviceMonitorSelectorNilUsesHelmValues": False,
         "podMonitorSelectorNilUsesHelmValues": False,
@@ -440,6 +453,16 @@ def monitoring_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any
     }
     values: dict[str, Any] = {
         "prometheus": {"prometheusSpec": prometheus},
+        # Alertmanager keeps its silences and notification log under /alertmanager, an emptyDir unless the spec has
+        # storage (kube-prometheus-stack 88.5.3 alertmanager.alertmanagerSpec.storage, passed as the Alertmanager's
+        # spec.storage, which prometheus-operator makes the StatefulSet's volumeClaimTemplate): a restart of its system
+        # node forgot every silence of a maintenance and re-sent every firing alert (review obsreview24 F4). Its state
+        # is a few snapshots; ALERTMANAGER_STORAGE_GIB on Prometheus's storage class. One replica still: a second
+        # needs a second system node apart from the first (anti-affinity) and its own volume, and each
+        # Prometheus then sends to both; the volume is what keeps the silences across a restart
+        "alertmanager": {
+            "alertmanagerSpec": {"storage": {"volumeClaimTemplate": {"spec": _claim(ALERTMANAGER_STORAGE_GIB, storage_class)}}}
+        },
         # Hook-free (research 1b, rendered): the admission webhooks' certificate Secret exists only through a hook
         # Job, and the operator mounts it whenever its TLS listener is on; grafana's test objects are hooks too.
         "prometheusOperator": {"admissionWebhooks": {"enabled": False}, "tls": {"enabled": False}},

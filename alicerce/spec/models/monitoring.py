@@ -103,7 +103,7 @@ class AlertReceiver(SpecModel):
         "that always fires, once a minute, and the service pages you when it stops coming (Prometheus, Alertmanager or "
         "their network down, which no alert can report). It gets no other alert. Each site reads its own check: the "
         "Secret's key is suffixed with the environment and site (key url: url-prod-aws, url-prod-dc1), so that a dead "
-        "site is noticed while another still pings; give each a URL of its own.",
+        "site is noticed while another still pings; give each a URL of its own. Production needs one (rule AL325).",
     )
 
 

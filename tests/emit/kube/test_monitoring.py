@@ -29,11 +29,11 @@ from alicerce.emit.kube.monitoring import monitoring_objects, rule_groups
 from alicerce.emit.kube.objects import cluster_objects, crd_owner
 from alicerce.emit.kube.operators import gpu_operator_values, monitoring_values
 from alicerce.resolve.model import ResolvedPlatform
-from alicerce.rules.validate import validated
+from alicerce.rules.validate import check, validated
 from alicerce.spec.loader import load_file, load_text
 from alicerce.spec.units import parse_duration
 from alicerce.targets.onprem.resolve import KUBESPRAY_DEFAULTS
-from tests.conftest import ROOT
+from tests.conftest import ROOT, TODAY
 from tests.emit.kube.scrape import dcgm_series, dcgm_target, series, stored
 from tests.emit.kube.upstream import load
 
@@ -911,6 +911,22 @@ def test_blind_spots_and_rma_page_only_when_they_hide_a_page() -> None:
         assert ("oncall" in _routed(routes, {"alertname": name, **rules[name]["labels"]})) is paged, name
 
 
+def test_production_examples_have_a_dead_mans_switch_and_refuse_to_lose_it() -> None:
+    """Review obsreview24 F5: both shipped production examples validated with no heartbeat receiver, so Watchdog went to
+    null only and a Prometheus or Alertmanager that was down paged nobody. Each production site's Watchdog now reaches
+    a dead man's switch, and the same spec without it is refused (AL325)."""
+    for example in ("aws-only", "onprem-superpod"):
+        path = ROOT / "examples" / f"{example}.yaml"
+        rp = validated(load_file(path, path.name), "prod")
+        for site in rp.sites:
+            routes = monitoring_values(rp, site)["alertmanager"]["config"]["route"]["routes"]
+            assert _routed(routes, {"alertname": "Watchdog", "severity": "none"}) == ["heartbeat", "null"], (example, site.name)
+        text = path.read_text()
+        beat = next(line for line in text.splitlines() if "heartbeat: true" in line)
+        errors = check(load_text(text.replace(beat + "\n", ""), path.name), ["prod"], on=TODAY).errors
+        assert [e.rule for e in errors] == ["AL325"], (example, [e.render() for e in errors])
+
+
 def test_unrelated_alerts_without_a_namespace_are_separate_notifications() -> None:
     """Review DEFECT 11: the chart groups by namespace only; an XID on one node, one on another, an SLO burn and a budget
     (none with a namespace) were one group, so one PagerDuty incident. Alertmanager's group key is the route plus the
@@ -918,13 +934,14 @@ def test_unrelated_alerts_without_a_namespace_are_separate_notifications() -> No
     rp = platform("prod")
     route = monitoring_values(rp, rp.site("aws"))["alertmanager"]["config"]["route"]
     # inherited from the root, but for the alerts an outage raises on many nodes (the next test)
-    assert [r["group_by"] for r in route["routes"] if "group_by" in r] == [["environment", "site", "alertname", "pool", "tier"]]
+    grouped = [r["group_by"] for r in route["routes"] if "group_by" in r]
+    assert grouped == [["environment", "site", "alertname", "namespace", "pool", "tier"]]
     alerts = [
         {"alertname": "GPUCriticalXid", "Hostname": "ip-10-0-1-1", "gpu": "0"},
         {"alertname": "GPUCriticalXid", "Hostname": "ip-10-0-1-2", "gpu": "3"},
         {"alertname": "SLOChatLatencyBurnFast", "team": "serving"},
         {"alertname": "BudgetResearch100", "team": "research"},
-        {"alertname": "GPUInputBound", "node": "ip-10-0-1-1", "pool": "train-p5"},
+        {"alertname": "GPUMemoryBound", "node": "ip-10-0-1-1", "namespace": "research", "pod": "trainer-0"},
     ]
     keys = {tuple(a.get(label, "") for label in route["group_by"]) for a in alerts}
     assert len(keys) == len(alerts)
@@ -1003,6 +1020,63 @@ def test_a_rack_outage_is_one_notification_per_alert_and_pool_not_one_per_node()
     names = next(r for r in route["routes"] if "group_by" in r)["matchers"][0].split('"')[1].split("|")
     generated = set(rules) | set(rules_of(rp, "aws"))
     assert set(names) <= generated, set(names) - generated
+
+
+def test_one_jobs_diagnosis_on_many_nodes_is_one_notification_per_team() -> None:
+    """Review obsreview24 F7: the input-bound, communication-bound and checkpoint-stall diagnoses carry node, pool and
+    namespace, and the root route groups by node: llm-pretrain on 28 dc1 nodes stalling on Lustre was 28 notifications
+    to ml-platform and 28 to research's receiver, re-sent every repeat_interval. One per diagnosis, pool and namespace
+    now, to the same receivers; another team's job on the pool is another notification."""
+    slack = '    - {name: ml-platform, kind: slack, secret: {name: alertmanager-slack, key: webhook-url}, channel: "#ml-platform-alerts"}'
+    mail = "kind: email, to: research@acme.example, sender: am@acme.example, smarthost: 'smtp.acme.example:25'"
+    team = f"\n    - {{name: research-mail, {mail}, teams: [research]}}"
+    text = (ROOT / "platform.yaml").read_text().replace(slack, slack + team, 1)
+    assert "research-mail" in text
+    rp = validated(load_text(text, "platform.yaml"), "prod")
+    values = monitoring_values(rp, rp.site("dc1"))
+    route, rules = values["alertmanager"]["config"]["route"], rules_of(rp, "dc1")
+    external = values["prometheus"]["prometheusSpec"]["externalLabels"]
+    nodes = [f"gpu-{n:03}.dc1.acme.example" for n in range(1, 29)]
+    for name in ("GPUInputBound", "GPUCommunicationBound", "TrainingCheckpointStall"):
+        assert rules[name]["annotations"]["summary"].count("$labels.node") == 1, name  # each alert still names its node
+
+        def fired(namespace: str, name: str = name) -> list[dict[str, str]]:
+            return [{"alertname": name, **rules[name]["labels"], **external, "node": n, "pool": "onprem-h100",
+                     "namespace": namespace} for n in nodes]  # fmt: skip
+
+        keys = {key for alert in fired("research") for key in _group_keys(route, alert)}
+        assert sorted(receiver for receiver, _ in keys) == ["ml-platform", "research-mail"], (name, keys)
+        # the same receivers as the per-node route sent them to
+        ungrouped = _routed([r for r in route["routes"] if "group_by" not in r], fired("research")[0])
+        assert sorted(receiver for receiver, _ in keys) == sorted(ungrouped), name
+        # another team's job on the same pool: a notification of its own, to ml-platform only
+        other = {key for alert in fired("applied-ml") for key in _group_keys(route, alert)}
+        assert len(other) == 1 and not other & keys, (name, other)
+    # GPUMemoryBound is per pod and stays per node
+    memory = [{"alertname": "GPUMemoryBound", **rules["GPUMemoryBound"]["labels"], **external, "node": n,
+               "namespace": "research", "pod": f"llm-pretrain-{i}"} for i, n in enumerate(nodes[:2])]  # fmt: skip
+    assert len({key for alert in memory for key in _group_keys(route, alert) if key[0] == "ml-platform"}) == 2
+
+
+def test_alertmanager_keeps_silences_and_its_notification_log_across_a_restart() -> None:
+    """Review obsreview24 F4: Alertmanager kept its silences and notification log in an emptyDir; a restart of its
+    system node (a managed node group upgrade, kubespray's upgrade-cluster) forgot a maintenance's silences and re-sent
+    every firing alert. It claims a small volume of Prometheus's storage class, through the chart's value that
+    becomes the Alertmanager's spec.storage."""
+    facts = load("kube-prometheus-stack", "88.5.3", "values.json")
+    assert facts["alertmanager.alertmanagerSpec.storage"] == "map"
+    rp = platform("prod")
+    for site in ("aws", "dc1"):
+        values = monitoring_values(rp, rp.site(site))
+        spec = values["alertmanager"]["alertmanagerSpec"]
+        claim = spec["storage"]["volumeClaimTemplate"]["spec"]
+        prometheus = values["prometheus"]["prometheusSpec"]["storageSpec"]["volumeClaimTemplate"]["spec"]
+        assert claim["resources"]["requests"]["storage"] == "2Gi" and claim["accessModes"] == ["ReadWriteOnce"]
+        assert claim.get("storageClassName") == prometheus.get("storageClassName"), site
+        # the receivers' Secrets are still mounted beside it
+        assert spec["secrets"] == ["alertmanager-heartbeat", "alertmanager-pagerduty", "alertmanager-slack"]
+    aws = monitoring_values(rp, rp.site("aws"))["alertmanager"]["alertmanagerSpec"]["storage"]
+    assert aws["volumeClaimTemplate"]["spec"]["storageClassName"] == "gp3-encrypted"
 
 
 def test_grafana_admin_login_comes_from_a_user_secret_so_regenerates_keep_it() -> None:
