@@ -245,6 +245,19 @@ def test_the_readme_accuracy_table_is_the_bench_scripts() -> None:
     assert bench.tables(CATALOG) in readme, "regenerate with `python bench/sizing_accuracy.py --readme`"
 
 
+def test_the_readme_formula_prints_the_shipped_constants() -> None:
+    """Review sizreview20 F2: the formula paragraph restated constants by hand and kept 0.0526, 1.81/1.10 and 14,000
+    after the refit shipped 0.0575, 1.896/1.175 and 13,000; it is now the bench's rendering of sizing.yaml."""
+    bench = _bench()
+    readme = (ROOT / "README.md").read_text("utf-8")
+    block = bench.formula(SIZING)
+    assert f"{bench.FORMULA_BEGIN}\n{block}\n{bench.FORMULA_END}" in readme, "regenerate with `python bench/sizing_accuracy.py --readme`"
+    t = SIZING.training
+    for constant in (t.perGpuBatch.exponent, t.fp8Gain.transformer_engine, t.fp8Gain.generic, t.tpLinkEfficiency):
+        assert f"{constant.value}" in block  # the rendering prints each constant it restates, not a rounded copy
+    assert f"{t.moeRouting.value:,.0f} x experts per token" in block
+
+
 def test_the_planner_serves_each_published_point_as_the_roofline_predicts_it() -> None:
     """Issue 23, defect 1 (serving): each published point, declared with user fields (model shape, precision, tokens,
     closed-loop clients, the engine's `tensorParallel` and `maxBatch`), goes through plan_workload; its output tokens
