@@ -494,8 +494,9 @@ def serving_workload(
     """A published serving point as a user would declare it: the model's shape, the precision, the prompt and
     output lengths, the load (closed-loop clients as concurrency; a throughput run as more requests than any
     replica serves) and, with ``engine``, the engine's configuration a team knows (tensor-parallel degree, batch cap,
-    how it admits KV; without it the planner picks the degree that serves the load on the fewest GPUs, caps the batch at 256 and admits
-    KV on demand, as vLLM does). ``models``: where the row's model shape is (the unseen set carries its own; default the
+    how it admits KV; without it the planner picks the degree that serves the load on the fewest GPUs, caps the batch at
+    vLLM's default for the GPU (sizing.default_batch_cap: 1,024 on a large non-A100 GPU, else 256) and admits KV on
+    demand, as vLLM does). ``models``: where the row's model shape is (the unseen set carries its own; default the
     calibration file's)."""
     model = (catalog.inference_calibration.models if models is None else models)[row.model]
     spec: dict[str, object] = {
