@@ -382,7 +382,7 @@ class QuotaChange(Document):
 
 class TeamChange(Document):
     team: str
-    change: Literal["added", "removed", "priority", "budget"]
+    change: Literal["added", "removed", "renamed", "priority", "budget"]
     details: str
 
 

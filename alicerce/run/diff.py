@@ -61,7 +61,7 @@ class QuotaChange:
 @dataclass(frozen=True)
 class TeamChange:
     team: str
-    change: str  # added | removed | priority | budget
+    change: str  # added | removed | renamed | priority | budget
     details: str
 
 
@@ -257,16 +257,67 @@ def _budget_change(old: ResolvedTeam, new: ResolvedTeam) -> str | None:
     return text
 
 
+def _renames(before: Mapping[str, ResolvedTeam], after: Mapping[str, ResolvedTeam]) -> dict[str, ResolvedTeam]:
+    """Teams added that take over a removed team's namespaces (or, failing that, its identity groups): a rename, keyed
+    by the new name. The diff sees only a team removed and one added; their namespaces are what the cost rules key
+    the team's spend by (alicerce:namespace_team:info)."""
+    removed = [t for name, t in before.items() if name not in after]
+    out: dict[str, ResolvedTeam] = {}
+    for name, b in after.items():
+        if name in before:
+            continue
+        shared = [a for a in removed if set(a.namespaces) & set(b.namespaces)]
+        same_groups = [a for a in removed if a.spec.groups and set(a.spec.groups) == set(b.spec.groups)]
+        if found := [a for a in [*shared, *same_groups] if a not in out.values()]:
+            out[name] = found[0]
+    return out
+
+
+def _rename_text(old: ResolvedTeam, new: ResolvedTeam) -> str:
+    """What a rename restarts: every cost record is keyed by the team's name (Prometheus series identity is the label
+    set, so the renamed team's series start empty), and its ClusterQueue carries the name (review obsreview24 F2)."""
+    shared = sorted(set(old.namespaces) & set(new.namespaces))
+    text = f"from `{old.name}`" + (f" (namespaces {', '.join(shared)})" if shared else "")
+    text += (
+        f"; the spend is recorded by team name, so {new.name}'s month-to-date spend starts at $0 at the rename, and "
+        f"the month's chargeback (`alicerce costs`) lists {old.name} up to the rename and {new.name} after it"
+    )
+    if old.spec.budget is None and new.spec.budget is None:
+        return text
+    text += f"; what {old.name} spent this month counts toward no budget and {new.name}'s budget alerts start over"
+    guarded = old.spec.budget is not None and old.spec.budget.on_exhausted == "stopAdmitting"
+    if guarded:
+        text += (
+            f", and the ClusterQueue {old.name} is deleted and {new.name} created unheld: a queue the budget guard "
+            "held this month is released"
+        )
+    text += (
+        f". Rename on the 1st of a month (UTC); mid-month, lower {new.name}'s monthly budget until the 1st by what "
+        f"{old.name} spent this month: the sum over its sites of "
+        f"""max(last_over_time(team:gpu_cost_usd:sum_month{{team="{old.name}"}}[1h])) once the rename is applied"""
+    )
+    if guarded:
+        text += (
+            f", and if {old.name}'s queue is held, hold the new one by hand and lift it on the 1st (the guard lifts "
+            f"""only its own holds): kubectl patch clusterqueue {new.name} --type merge -p '{{"spec":{{"stopPolicy":"Hold"}}}}'"""
+        )
+    return text
+
+
 def diff_tenancy(old: ResolvedPlatform | None, new: ResolvedPlatform | None) -> tuple[list[QuotaChange], list[TeamChange]]:
     before = {t.name: t for t in old.teams} if old else {}
     after = {t.name: t for t in new.teams} if new else {}
+    renamed = _renames(before, after)
+    former = {t.name for t in renamed.values()}
     quotas: list[QuotaChange] = []
     teams: list[TeamChange] = []
     for name in [*after, *(n for n in before if n not in after)]:
         a, b = before.get(name), after.get(name)
-        if a is None and b is not None:
+        if b is not None and name in renamed:
+            teams.append(TeamChange(name, "renamed", _rename_text(renamed[name], b)))
+        elif a is None and b is not None:
             teams.append(TeamChange(name, "added", f"priority {b.spec.priority}"))
-        elif b is None and a is not None:
+        elif b is None and a is not None and name not in former:
             teams.append(TeamChange(name, "removed", f"namespaces {', '.join(a.namespaces)}"))
         elif a is not None and b is not None and a.spec.priority != b.spec.priority:
             teams.append(TeamChange(name, "priority", f"{a.spec.priority} → {b.spec.priority}"))

@@ -352,3 +352,67 @@ def test_a_change_that_moves_no_budget_lists_no_share() -> None:
         pool(data, "infer-l4")["scaling"] = {"min": 1, "max": 20}
 
     assert diff_environment("prod", reference("prod"), variant(taller), plan=None).budget_shares == []
+
+
+def renamed_research(data: dict[str, Any]) -> None:
+    """research becomes research-ml: same namespace, groups and budget (the guard holds its queue once spent)."""
+    team = next(t for t in data["tenancy"]["teams"] if t["name"] == "research")
+    team |= {"name": "research-ml", "namespaces": ["research"]}
+    for owned in [*data["workloads"], *data["monitoring"]["slos"]]:
+        if owned.get("team") == "research":
+            owned["team"] = "research-ml"
+
+
+def test_a_renamed_team_is_told_its_month_of_spend_budget_alerts_and_hold_start_over() -> None:
+    """Review obsreview24 F2: a rename showed as one team removed and one added, and said nothing of what restarts.
+    Every cost record is keyed by the team's name, so the renamed team's month starts at $0 (research's hours count
+    toward no budget), its budget alerts start over, and its ClusterQueue (named after the team) is made anew, unheld.
+    The diff names the rename and what to do: rename on the 1st, or lower the budget and hold the queue by hand."""
+    from alicerce.run.diff import diff_tenancy
+
+    _, teams = diff_tenancy(reference("prod"), variant(renamed_research))
+    assert [(t.team, t.change) for t in teams] == [("research-ml", "renamed")]
+    details = teams[0].details
+    assert details.startswith("from `research` (namespaces research); ")
+    assert "research-ml's month-to-date spend starts at $0 at the rename" in details
+    assert "what research spent this month counts toward no budget" in details
+    assert "budget alerts start over" in details and "a queue the budget guard held this month is released" in details
+    assert "Rename on the 1st of a month (UTC)" in details
+    assert 'team:gpu_cost_usd:sum_month{team="research"}' in details
+    assert """kubectl patch clusterqueue research-ml --type merge -p '{"spec":{"stopPolicy":"Hold"}}'""" in details
+    text = render_markdown([diff_environment("prod", reference("prod"), variant(renamed_research), plan=None)], "main → branch")
+    assert "- team `research-ml` renamed: from `research`" in text
+    # the JSON document's schema (schema/output/diff.schema.json) knows the change
+    from dataclasses import asdict
+
+    from alicerce.cli.documents import TeamChange
+
+    assert TeamChange.model_validate(asdict(teams[0])).change == "renamed"
+
+
+def test_a_team_without_a_budget_renamed_is_told_only_of_its_spend_and_a_new_team_is_no_rename() -> None:
+    """applied-ml has no budget: its rename splits the month's spend and chargeback between the names, and nothing
+    is said of alerts or holds. A team added with namespaces and groups of its own, beside a team removed, is no rename."""
+    from alicerce.run.diff import diff_tenancy
+
+    def rename(data: dict[str, Any]) -> None:
+        team = next(t for t in data["tenancy"]["teams"] if t["name"] == "applied-ml")
+        team |= {"name": "ml-apps", "namespaces": ["applied-ml"]}
+        for owned in [*data["workloads"], *data["monitoring"]["slos"]]:
+            if owned.get("team") == "applied-ml":
+                owned["team"] = "ml-apps"
+
+    _, teams = diff_tenancy(reference("prod"), variant(rename))
+    assert [(t.team, t.change) for t in teams] == [("ml-apps", "renamed")]
+    assert "lists applied-ml up to the rename and ml-apps after it" in teams[0].details
+    assert "budget" not in teams[0].details and "clusterqueue" not in teams[0].details.lower()
+
+    def replace(data: dict[str, Any]) -> None:
+        team = next(t for t in data["tenancy"]["teams"] if t["name"] == "applied-ml")
+        team |= {"name": "vision", "groups": ["oidc:vision"]}  # its own namespace, vision, by default
+        for owned in [*data["workloads"], *data["monitoring"]["slos"]]:
+            if owned.get("team") == "applied-ml":
+                owned["team"] = "vision"
+
+    _, teams = diff_tenancy(reference("prod"), variant(replace))
+    assert sorted((t.team, t.change) for t in teams) == [("applied-ml", "removed"), ("vision", "added")]

@@ -309,6 +309,9 @@ GPU_TENSOR = "gpu:dcgm_tensor_active:ratio"
 GPU_DRAM = "gpu:dcgm_dram_active:ratio"  # share of cycles the memory interface is busy
 GPU_HELD = "gpu:held_share:ratio"  # per pod holding a GPU (or a MIG instance), the share of a GPU it holds
 POD_GPUS = "pod:gpus_allocated:sum"
+# a node whose Ready condition is not true (false: the kubelet reports it unhealthy; unknown: the kubelet stopped
+# posting, a dead or unreachable server)
+NODE_NOT_READY = 'kube_node_status_condition{condition="Ready",status="true"} == 0'
 # per node (node exporter)
 NODE_IB_RX = "node:infiniband_receive_bytes:rate5m"
 NODE_IB_TX = "node:infiniband_transmit_bytes:rate5m"
@@ -564,8 +567,20 @@ def gpu_rules() -> list[dict[str, Any]]:
         f"max by (namespace, pod, container, node, resource) "
         f'(kube_pod_container_resource_requests{{resource=~"{GPU_RESOURCE}|{MIG_RESOURCES}"}})'
     )
+    # a pod being deleted on a node that is not Ready holds nothing: since Kubernetes 1.5 the node controller no longer
+    # force-deletes the pods of an unreachable node (kubernetes/kubernetes PR 35235 "Node controller to not force delete
+    # pods"; kubernetes/website PR 1757, the nodes page: "scheduled for deletion"), so after
+    # taint-based eviction the pod stays Terminating with its last phase (Running) frozen until the Node is deleted or
+    # the pod force-deleted, while its Job's replacement runs elsewhere: both were billed, 16 GPUs for 8, for days on
+    # an owned node in repair (review obsreview24 F6). A pod terminating gracefully on a Ready node still holds its
+    # GPUs and stays billed. kube-state-metrics 2.20.0: kube_pod_deletion_timestamp (internal/store/pod.go:615-636),
+    # kube_node_status_condition{condition, status=true|false|unknown}, 1 on the node's current status
+    # (docs/metrics/cluster/node-metrics.md:15, internal/store/node.go:507-533); the requests' node label is the pod's
+    # spec.nodeName (internal/store/pod.go:258), so no kube_pod_info join is needed.
+    stranded = f"{requests} and on (namespace, pod) kube_pod_deletion_timestamp and on (node) ({NODE_NOT_READY})"
     allocated = (
-        f"sum by (namespace, pod, node, pool) ({requests} * on (namespace, pod) group_left () ({running}) "
+        f"sum by (namespace, pod, node, pool) (({requests} unless ({stranded})) "
+        f"* on (namespace, pod) group_left () ({running}) "
         f"* on (node) group_left (pool) {NODE_POOL} * on (pool, resource) group_left () {POOL_RESOURCE_GPU_SHARE})"
     )
     # a MIG instance reports no DCGM_FI_DEV_GPU_UTIL (absent, or 0: dcgm-exporter maintainers in NVIDIA/dcgm-exporter

@@ -21,7 +21,7 @@ from alicerce.spec.loader import load_text
 from alicerce.spec.units import parse_duration
 from tests.conftest import ROOT, TODAY, alicerce
 from tests.emit.kube.scrape import dcgm_series, kuberay_scraped, series
-from tests.emit.kube.test_kpi import rounded
+from tests.emit.kube.test_kpi import H100, rounded
 from tests.emit.kube.test_monitoring import (
     dcgm_scraped,
     expected,
@@ -251,6 +251,63 @@ def test_work_between_hour_marks_is_billed_minute_by_minute(tmp_path: Path) -> N
         rounded(settled('team:gpu_cost_usd:sum30d{team="research"}'), research[1:-1], 3 * 50 / 60 * 8 * 6.88, "3h10m"),
     ]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
+
+
+DEAD, ALIVE = "gpu-001.dc1.acme.example", "gpu-002.dc1.acme.example"
+ONPREM = 'pool="onprem-h100",site="dc1"'
+
+
+def node_lost(ready: str, deleted: str) -> list[dict[str, str]]:
+    """Research's 8-GPU pod train-0 on DEAD from minute 0, deleted (kube-state-metrics' deletion timestamp, Unix seconds)
+    at ``deleted``'s pace and DEAD's Ready condition ``ready``; the Job's replacement train-1 holds 8 GPUs of ALIVE from
+    minute 36. The pod's phase stays Running throughout: a pod's status is its kubelet's to change."""
+    return [
+        {"series": f'kube_node_labels{{node="{DEAD}",{H100}}}', "values": "1x180"},
+        {"series": f'kube_node_labels{{node="{ALIVE}",{H100}}}', "values": "1x180"},
+        {"series": f'kube_node_status_condition{{node="{DEAD}",condition="Ready",status="true"}}', "values": ready},
+        {"series": f'kube_node_status_condition{{node="{ALIVE}",condition="Ready",status="true"}}', "values": "1x180"},
+        *held("research", "train-0", DEAD, 8, "GPUSx180"),
+        {"series": 'kube_pod_deletion_timestamp{namespace="research",pod="train-0",uid="train-0-uid"}', "values": deleted},
+        *held("research", "train-1", ALIVE, 8, "_x36 GPUSx144"),
+    ]
+
+
+@needs_promtool
+def test_a_pod_stuck_terminating_on_a_dead_node_is_not_billed(tmp_path: Path) -> None:
+    """Review obsreview24 F6: dc1's gpu-001 loses power at minute 30 under research's 8-GPU pod; taint-based eviction
+    deletes the pod at minute 35 and it stays Terminating, phase Running, as no kubelet is left to end it and no cloud
+    controller deletes an owned Node; the Job replaces it on gpu-002. Research paid for 16 GPUs (8 dead, 8 running)
+    until someone deleted the Node; it pays for the 8 it runs on: by hand 8 x the pool's price an hour."""
+    rp = platform()
+    price = float(f"{prices(rp)['onprem-h100']:.6g}")  # as the rules record it (vector(%.6g))
+    inputs = node_lost(ready="1x30 0x150", deleted="_x35 2100x145")
+    research = 'site="dc1",team="research"'
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        # before the loss: the one pod, billed
+        rounded("team:gpus_allocated:sum", research, 8, "20m"),
+        # NotReady and not yet deleted (the 300 s toleration): still its pod, still billed
+        rounded("team:gpus_allocated:sum", research, 8, "33m"),
+        rounded("team:gpus_allocated:sum", research, 8, "2h"),
+        rounded('pod:gpus_allocated:sum{pod="train-1"}', f'namespace="research",pod="train-1",node="{ALIVE}",{ONPREM}', 8, "2h"),
+        {"expr": 'pod:gpus_allocated:sum{pod="train-0"}', "eval_time": "2h", "exp_samples": []},
+        rounded('team:gpu_cost_usd:rate1h{team="research"}', research, 8 * price, "2h"),
+    ]}]  # fmt: skip
+    assert "kube_node_status_condition" in load("kube-state-metrics", "2.20.0", "metrics.json")
+    run_promtool(rp, "dc1", tests, tmp_path)
+
+
+@needs_promtool
+def test_a_pod_terminating_gracefully_on_a_ready_node_is_billed(tmp_path: Path) -> None:
+    """The other side of F6: a pod being deleted on a Ready node still holds its GPUs through its grace period (a
+    checkpoint on SIGTERM), so they are nobody else's: research pays for both pods, 16 GPUs, while it drains."""
+    rp = platform()
+    inputs = node_lost(ready="1x180", deleted="_x35 2100x145")
+    research = 'site="dc1",team="research"'
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded("team:gpus_allocated:sum", research, 16, "40m"),
+        rounded('pod:gpus_allocated:sum{pod="train-0"}', f'namespace="research",pod="train-0",node="{DEAD}",{ONPREM}', 8, "40m"),
+    ]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path)
 
 
 def with_aws_share(usd: float, alerts: str) -> Any:
