@@ -35,9 +35,11 @@ from alicerce.emit.kube.common import (
 )
 from alicerce.emit.kube.dcgm_counters import counters_configmap, counters_csv
 from alicerce.emit.kube.kpi import (
+    CONTROLLER_REVISION_LABEL,
     JOB_UID_LABEL,
     JOBSET_UID_LABEL,
     LWS_WORKER_INDEX_LABEL,
+    POD_TEMPLATE_HASH_LABEL,
     RAY_CLUSTER_LABEL,
     RAY_NODE_TYPE_LABEL,
     RAY_SERVE_LABEL,
@@ -451,9 +453,9 @@ def monitoring_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any
                 # and LeaderWorkerSet's worker index and KubeRay's node type, which tell the pod that serves a
                 # multi-node model (a group's leader, a RayService's head) from its workers; KubeRay's cluster name,
                 # which tells a RayJob's pods, and the Job's and JobSet's uids, which tell a run's incarnation (the
-                # cost per run)
+                # cost per run); and the controllers' pod-template revisions, which tell a rollout from a drain
                 f"pods=[alicerce.dev/workload,{LWS_WORKER_INDEX_LABEL},{RAY_NODE_TYPE_LABEL},{RAY_CLUSTER_LABEL},"
-                f"{RAY_SERVE_LABEL},{JOB_UID_LABEL},{JOBSET_UID_LABEL}]",
+                f"{RAY_SERVE_LABEL},{JOB_UID_LABEL},{JOBSET_UID_LABEL},{POD_TEMPLATE_HASH_LABEL},{CONTROLLER_REVISION_LABEL}]",
             ]
         },
         # one owner of port 9100 per node: the chart's DaemonSet, or the host role (scraped through a ScrapeConfig)
