@@ -298,18 +298,10 @@ ALERTMANAGER_SECRETS = "/etc/alertmanager/secrets"
 NULL_RECEIVER = "null"  # kube-prometheus-stack's default receiver, which drops what reaches it
 
 
-def heartbeat_key(key: str, environment: str, site: str) -> str:
-    """The Secret key a heartbeat receiver reads at one site: its own dead man's switch. One URL for every site let the
-    live site's Watchdog keep the switch quiet while another site's Prometheus or Alertmanager was down, the very
-    failure the heartbeat is for (review obsreview22 F8). A key per environment and site (``url-prod-aws``) makes each
-    site read its own check; one Secret holding every site's keys may go to every cluster."""
-    return f"{key}-{environment}-{site}"
-
-
 def _receiver(receiver: AlertReceiver, rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any]:
     """One Alertmanager receiver; its credential is read from the mounted Secret (the *_file fields), never inlined."""
     secret = receiver.secret
-    key = secret and (heartbeat_key(secret.key, rp.environment, site.name) if receiver.heartbeat else secret.key)
+    key = receiver.secret_key_at(rp.environment, site.name)
     file = f"{ALERTMANAGER_SECRETS}/{secret.name}/{key}" if secret else None
     config: dict[str, Any] = {"send_resolved": True}
     if receiver.kind == "slack":
