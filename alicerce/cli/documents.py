@@ -443,6 +443,10 @@ class EnvironmentDiff(Document):
     objects: list[ObjectChange]
     resources: list[ResourceChange]
     warnings: list[str] = Field(description="What may stop `pulumi up` though the plan is valid (e.g. a node group's minimum raised).")
+    notes: list[str] = Field(
+        description="What else the change does: receivers whose alerts Alertmanager groups anew (a PagerDuty receiver opens "
+        "a second incident for each alert firing then)."
+    )
 
 
 class DiffDocument(Versioned):

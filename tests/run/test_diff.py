@@ -248,3 +248,60 @@ def test_a_budget_change_is_named_and_a_guard_that_goes_away_says_how_to_release
     assert """kubectl patch clusterqueue research --type merge -p '{"spec":{"stopPolicy":"None"}}'""" in details
     _, same = diff_tenancy(reference("prod"), variant(lambda data: None))
     assert same == []
+
+
+def _receiver(data: dict[str, Any], name: str) -> dict[str, Any]:
+    found: dict[str, Any] = next(r for r in data["monitoring"]["receivers"] if r["name"] == name)
+    return found
+
+
+def test_a_routing_change_says_open_alerts_page_again_and_old_incidents_stay_open() -> None:
+    """Review obsreview23 F6: the oncall PagerDuty receiver pages for research alone. Its routes' matchers change, so its
+    group keys do (Alertmanager v0.34.0 dispatch/route.go Route.Key: the route's and its parents' matchers), and the
+    PagerDuty dedup key is the group key's hash: every alert firing at the reload opens a second incident and the old
+    one is never resolved. The diff says so per site; the Slack receiver's routes did not change and it is not named."""
+    old = reference("prod")
+    new = variant(lambda data: _receiver(data, "oncall").update(teams=["research"]))
+    result = diff_environment("prod", old, new, plan=None)
+    assert [n.split(":")[0] for n in result.notes] == ["aws", "dc1"]
+    assert all("receiver oncall (pagerduty)" in n and "its routes' matchers changed" in n for n in result.notes)
+    assert all("second PagerDuty incident" in n and "resolve those by hand" in n for n in result.notes)
+    text = render_markdown([result], "main → branch")
+    assert "**Alert notifications regrouped**" in text and "second PagerDuty incident" in text
+    assert json.loads(json.dumps(result.to_json()))["notes"] == result.notes
+
+
+def test_a_group_by_change_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A release that changes the labels Alertmanager groups by (as obsfix4 added site and environment) regroups
+    every receiver's alerts: the diff of an environment built by it names each receiver and the group_by."""
+    from alicerce.run import diff as module
+
+    old, new = reference("prod"), variant(lambda data: None)
+    real = module.alertmanager_values
+
+    def regrouped(rp: Any, site: Any) -> dict[str, Any]:
+        values = real(rp, site)
+        if rp is new:
+            values["alertmanager"]["config"]["route"]["group_by"] = ["alertname"]
+        return values
+
+    monkeypatch.setattr(module, "alertmanager_values", regrouped)
+    notes = diff_environment("prod", old, new, plan=None).notes
+    assert {n.split(" is grouped")[0] for n in notes} == {
+        f"{site}: receiver {r}" for site in ("aws", "dc1") for r in ("oncall (pagerduty)", "ml-platform (slack)")
+    }
+    assert all("its group_by changed" in n for n in notes)
+    slack = next(n for n in notes if "ml-platform" in n)
+    assert "notified again as new groups" in slack and "PagerDuty" not in slack
+
+
+def test_a_change_that_keeps_the_routes_regroups_nothing() -> None:
+    """A Slack channel, a pool's size, a heartbeat's Secret: no route's matchers or group_by change, no note."""
+
+    def change(data: dict[str, Any]) -> None:
+        _receiver(data, "ml-platform")["channel"] = "#elsewhere"
+        _receiver(data, "heartbeat")["secret"] = {"name": "other-heartbeat", "key": "ping"}
+        pool(data, "infer-l4")["scaling"] = {"min": 2, "max": 20}
+
+    result = diff_environment("prod", reference("prod"), variant(change), plan=None)
+    assert result.notes == [] and result.objects  # the objects did change
