@@ -954,10 +954,14 @@ STAGE_RUN_END = "job:workload_run_end:timestamp"  # ... and when it completed
 # adds pod-template-hash (k8s.io/api apps/v1 DefaultDeploymentUniqueLabelKey), a StatefulSet (and the leader
 # StatefulSet of a LeaderWorkerSet) controller-revision-hash (apps/v1 ControllerRevisionHashLabelKey); a RayService's
 # head pods name their RayCluster (ray.io/cluster), a new one at each cluster upgrade; a pod none of them created is
-# its own revision (its uid). kube-state-metrics keeps the first two through its allowlist (alicerce.emit.kube.operators)
+# its own revision (its uid). A template revision also changes with a `kubectl rollout restart` or an engine image
+# bump that keeps the model: a team that labels its serving pods with the model's revision (alicerce.dev/model-revision,
+# any value that changes with the model only) has that label read first, and those are no rollout. kube-state-metrics
+# keeps the three through its allowlist (alicerce.emit.kube.operators)
+MODEL_REVISION_LABEL = "alicerce.dev/model-revision"
 POD_TEMPLATE_HASH_LABEL = "pod-template-hash"
 CONTROLLER_REVISION_LABEL = "controller-revision-hash"
-REVISION_LABELS = (POD_TEMPLATE_HASH_LABEL, CONTROLLER_REVISION_LABEL, RAY_CLUSTER_LABEL)
+REVISION_LABELS = (MODEL_REVISION_LABEL, POD_TEMPLATE_HASH_LABEL, CONTROLLER_REVISION_LABEL, RAY_CLUSTER_LABEL)
 # when each revision of a served workload with a chain first served (the earliest readiness of its ready pods), and
 # the workload's rollout: the oldest of the revisions ready now, so a rolling update moves it once no pod of the older
 # revision is ready
@@ -1021,13 +1025,13 @@ def lead_time_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, 
     run that fits has no lead time (no series, not 0). Several first stages (a chain that joins): the earliest start.
     Limits: a stage runs as Jobs whose pods carry the workload label (a Deployment, a RayJob whose submitter pod is
     unlabelled, a run on a laptop are not seen); a JobSet's Jobs are each a run (they start and end together); a
-    rollout is a new pod-template revision, so a `kubectl rollout restart` or an engine image bump without a new model
-    counts as one, and a model swapped in place (a RayService's serve config, a model path re-pointed under the same
-    pod template) does not; a revision with no ready pod for over a day (scaled to zero, or drained and back after a
-    Prometheus outage) starts again at its pods' readiness; a service scaled to zero has no rollout, so no lead time,
-    until it serves again; and
-    each site's Prometheus sees its own pods only, so a chain whose stages run at another site records nothing here
-    (`alicerce plan` says so beside the target)."""
+    rollout is a new model revision label or, without one, a new pod-template revision, so there a `kubectl rollout
+    restart` or an engine image bump without a new model counts as one, and a model swapped in place (a RayService's
+    serve config, a model path re-pointed under the same pod template) does not; a revision with no ready pod for over
+    a day (scaled to zero, or drained and back after a Prometheus outage) starts again at its pods' readiness; a
+    service scaled to zero has no rollout, so no lead time, until it serves again; and each site's Prometheus sees
+    its own pods only, so a chain whose stages run at another site records nothing here (`alicerce plan` says so
+    beside the target)."""
     teams = {t.name for t in site.teams}
     team_of = {w.name: w.team for w in rp.spec.workloads}
     served = {name: stages for name, stages in model_chains(rp.spec.workloads).items() if team_of[name] in teams}

@@ -39,6 +39,7 @@ from alicerce.emit.kube.kpi import (
     JOB_UID_LABEL,
     JOBSET_UID_LABEL,
     LWS_WORKER_INDEX_LABEL,
+    MODEL_REVISION_LABEL,
     POD_TEMPLATE_HASH_LABEL,
     RAY_CLUSTER_LABEL,
     RAY_NODE_TYPE_LABEL,
@@ -445,9 +446,11 @@ def monitoring_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any
                 # and LeaderWorkerSet's worker index and KubeRay's node type, which tell the pod that serves a
                 # multi-node model (a group's leader, a RayService's head) from its workers; KubeRay's cluster name,
                 # which tells a RayJob's pods, and the Job's and JobSet's uids, which tell a run's incarnation (the
-                # cost per run); and the controllers' pod-template revisions, which tell a rollout from a drain
+                # cost per run); and the model's and the controllers' pod-template revisions, which tell a rollout from
+                # a drain
                 f"pods=[alicerce.dev/workload,{LWS_WORKER_INDEX_LABEL},{RAY_NODE_TYPE_LABEL},{RAY_CLUSTER_LABEL},"
-                f"{RAY_SERVE_LABEL},{JOB_UID_LABEL},{JOBSET_UID_LABEL},{POD_TEMPLATE_HASH_LABEL},{CONTROLLER_REVISION_LABEL}]",
+                f"{RAY_SERVE_LABEL},{JOB_UID_LABEL},{JOBSET_UID_LABEL},{MODEL_REVISION_LABEL},{POD_TEMPLATE_HASH_LABEL},"
+                f"{CONTROLLER_REVISION_LABEL}]",
             ]
         },
         # one owner of port 9100 per node: the chart's DaemonSet, or the host role (scraped through a ScrapeConfig)

@@ -60,7 +60,8 @@ def test_the_scrape_configuration_gives_what_the_kpis_join_on() -> None:
     # the workload label, and LeaderWorkerSet's worker index that tells a serving group's leader (obsreview5 G9)
     pods = (
         "pods=[alicerce.dev/workload,leaderworkerset.sigs.k8s.io/worker-index,ray.io/node-type,ray.io/cluster,"
-        "ray.io/serve,batch.kubernetes.io/controller-uid,jobset.sigs.k8s.io/jobset-uid,pod-template-hash,controller-revision-hash]"
+        "ray.io/serve,batch.kubernetes.io/controller-uid,jobset.sigs.k8s.io/jobset-uid,alicerce.dev/model-revision,pod-template-hash,"
+        "controller-revision-hash]"
     )
     assert pods in values["kube-state-metrics"]["metricLabelsAllowlist"]
     relabel = values["prometheus-node-exporter"]["prometheus"]["monitor"]["relabelings"]
@@ -719,6 +720,23 @@ def test_a_drain_that_replaces_every_pod_is_no_rollout(label: str, tmp_path: Pat
     after = 0 if label else 115 * 60
     tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
         rounded(ROLLOUT, CHAT_ROLLOUT, 0, at="90m"), rounded(ROLLOUT, CHAT_ROLLOUT, after, at="180m"),
+    ]}]  # fmt: skip
+    run_promtool(platform(), "aws", tests, tmp_path, order=LEAD_ORDER)
+
+
+@needs_promtool
+@pytest.mark.parametrize("model", ["llama-3.1-70b@v7", "llama-3.1-70b@v8"], ids=["restart-same-model", "new-model"])
+def test_the_model_revision_label_tells_a_restart_from_a_new_model(model: str, tmp_path: Path) -> None:
+    """chat-70b's pods carry alicerce.dev/model-revision. A `kubectl rollout restart` at minute 60 makes a new
+    ReplicaSet (a new pod-template-hash) whose pod serves the same model: no rollout, the deploy time stays 0. The same
+    update serving the next model revision is one, at its first ready pod (minute 60)."""
+    old = _serving_pod("chat-70b-5d8c-a", "u-a", "chat-70b-5d8c", RS_HASH, "1x80", ready_time=0)
+    new = _serving_pod("chat-70b-9f2a-a", "u-b", "chat-70b-9f2a", RS_HASH, "_x50 0x9 1x100", ready_time=60 * 60)
+    for row, revision in ((old[0], "llama-3.1-70b@v7"), (new[0], model)):
+        row["series"] = row["series"].replace("}", f',label_alicerce_dev_model_revision="{revision}"}}')
+    after = 0 if model.endswith("v7") else 60 * 60
+    tests = [{"interval": "1m", "input_series": [*old, *new], "promql_expr_test": [
+        rounded(ROLLOUT, CHAT_ROLLOUT, 0, at="70m"), rounded(ROLLOUT, CHAT_ROLLOUT, after, at="120m"),
     ]}]  # fmt: skip
     run_promtool(platform(), "aws", tests, tmp_path, order=LEAD_ORDER)
 
