@@ -305,3 +305,23 @@ def test_a_change_that_keeps_the_routes_regroups_nothing() -> None:
 
     result = diff_environment("prod", reference("prod"), variant(change), plan=None)
     assert result.notes == [] and result.objects  # the objects did change
+
+
+def test_a_release_that_regroups_alerts_says_so_in_its_upgrade_notes() -> None:
+    """`alicerce diff` compares two specs under one release, so a group_by the release itself changes (obsfix4 added
+    site and environment) regroups every receiver's alerts unseen by it. The grouping is pinned here with the
+    CHANGELOG note of the release that set it: a change fails until its own note says what it does to open pages."""
+    from alicerce.catalog.alerts import NODE_OUTAGE_GROUP_BY
+    from alicerce.emit.kube.operators import ALERT_GROUP_BY
+    from tests.conftest import ROOT
+
+    pinned = (
+        ("environment", "site", "alertname", "namespace", "team", "pool", "node", "Hostname"),
+        ("environment", "site", "alertname", "pool", "tier"),
+    )
+    assert pinned == (ALERT_GROUP_BY, NODE_OUTAGE_GROUP_BY), (
+        "Alertmanager's group_by changed: add an upgrade note to CHANGELOG.md (every alert firing at the upgrade opens a "
+        "second PagerDuty incident, the old one is never resolved: resolve those by hand), then pin the new grouping here"
+    )
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    assert "Upgrading regroups open notifications once: every alert firing when the new" in changelog
