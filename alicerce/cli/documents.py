@@ -302,6 +302,17 @@ class KpiTarget(Document):
     source: str = Field(description="Where the target comes from: an SLO, a budget, the plan's forecast.")
 
 
+class AlertSecret(Document):
+    secret: str = Field(description="The Secret's name.")
+    key: str = Field(description="The key in it (a heartbeat receiver's is suffixed with the environment and site).")
+    namespace: str = Field(description="Where the Secret lives: Alertmanager's namespace.")
+    site: str = Field(description="The site whose Alertmanager reads it.")
+    receiver: str
+    kind: Literal["email", "slack", "pagerduty", "webhook"]
+    heartbeat: bool
+    location: str = Field(description="file:line:column of the receiver's secret key in the spec.")
+
+
 class PlanDocument(Versioned):
     """`alicerce plan --format json`: the platform sized from its workloads."""
 
@@ -321,6 +332,9 @@ class PlanDocument(Versioned):
     kpiTargets: list[KpiTarget] = Field(description="What the KPI recording rules should read, derived from the spec and the plan.")
     tco: Tco | None = Field(default=None, description="Total cost of ownership (--tco).")
     userCatalog: list[str] = Field(description="Entries of the spec's own catalog this plan relies on (GPU ids, instance types).")
+    alertSecrets: list[AlertSecret] = Field(
+        description="Every Secret key the generated Alertmanager configuration reads, per site: create them before the first sync."
+    )
 
 
 class PlanCheck(Document):
@@ -451,6 +465,10 @@ class EnvironmentDiff(Document):
     prometheusStorage: list[PrometheusStorageChange] = Field(description="monitoring.storage changes per site (claims keep their size).")
     budgetShares: list[BudgetShareChange] = Field(description="Per-site budget shares that move (alerts and guard read them at once).")
     warnings: list[str] = Field(description="What may stop `pulumi up` though the plan is valid (e.g. a node group's minimum raised).")
+    notes: list[str] = Field(
+        description="What else the change does: receivers whose alerts Alertmanager groups anew (a PagerDuty receiver opens "
+        "a second incident for each alert firing then)."
+    )
 
 
 class DiffDocument(Versioned):

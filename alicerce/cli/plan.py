@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
@@ -13,6 +13,7 @@ from alicerce.cli.output import Format, FormatOption, JsonAlias, camel_keys, con
 
 if TYPE_CHECKING:
     from alicerce.resolve.model import ResolvedPlatform
+    from alicerce.spec.loader import Document
 
 EPILOG = """\b
 Examples:
@@ -85,12 +86,17 @@ def plan(
             raise os_error(exc, plot) from None
         if not as_json:
             typer.echo(f"wrote {len(written)} charts to {plot}", err=True)
+    secrets = located_alert_secrets(document, platform)
     if as_json:
-        print_json({"schemaVersion": 1, **camel_keys(result.to_json(explain=explain, tco=tco)), "userCatalog": user_catalog(platform)})
+        print_json(
+            {"schemaVersion": 1, **camel_keys(result.to_json(explain=explain, tco=tco)), "userCatalog": user_catalog(platform),
+             "alertSecrets": secrets}
+        )  # fmt: skip
     else:
-        from alicerce.cli.plan_report import print_plan
+        from alicerce.cli.plan_report import print_alert_secrets, print_plan
 
         print_plan(console(), result, explain=explain, tco=tco, user=user_catalog(platform))
+        print_alert_secrets(console(), secrets)
     threshold = {"error": Severity.ERROR, "warning": Severity.WARNING}.get(fail_on)
     if threshold is not None and any(f.severity >= threshold for f in result.findings):
         raise typer.Exit(1)
@@ -103,4 +109,31 @@ def user_catalog(platform: ResolvedPlatform) -> list[str]:
     return sorted(n for n in names if platform.catalog.user_provided(n))
 
 
-__all__ = ["plan", "register", "user_catalog"]
+def _receiver_path(data: Any, env: str, receiver: str) -> tuple[str | int, ...]:
+    """Where the spec names a receiver's secret key: in the environment's overrides where they set it (their lists
+    merge by name), else in the top-level list; the list itself when neither names it."""
+    prefixes: list[tuple[str | int, ...]] = [("environments", env, "overrides", "monitoring", "receivers"), ("monitoring", "receivers")]
+    for prefix in prefixes:
+        node: Any = data
+        for element in prefix:
+            node = node.get(element) if isinstance(node, dict) else None
+        for i, item in enumerate(node if isinstance(node, list) else []):
+            if isinstance(item, dict) and item.get("name") == receiver and "secret" in item:
+                return (*prefix, i, "secret", "key")
+    return prefixes[-1]
+
+
+def located_alert_secrets(document: Document, platform: ResolvedPlatform) -> list[dict[str, Any]]:
+    """The Secret keys the environment's Alertmanagers read (alicerce.plan.alerting), each with where the spec names it."""
+    from alicerce.plan.alerting import alert_secrets
+    from alicerce.spec.loader import locate
+
+    out = []
+    for s in alert_secrets(platform):
+        span, _ = locate(document.pos, _receiver_path(document.data, platform.environment, s.receiver))
+        row = {"secret": s.secret, "key": s.key, "namespace": s.namespace, "site": s.site, "receiver": s.receiver}
+        out.append(row | {"kind": s.kind, "heartbeat": s.heartbeat, "location": f"{span.file}:{span.line}:{span.column}"})
+    return out
+
+
+__all__ = ["located_alert_secrets", "plan", "register", "user_catalog"]

@@ -160,6 +160,20 @@ def print_plan(console: Console, result: SizingPlan, *, explain: bool = False, t
         print_explain(console, result)
 
 
+def print_alert_secrets(console: Console, secrets: list[dict[str, Any]]) -> None:
+    """The Secret keys the generated Alertmanager configuration reads: each must exist before the first sync, or its
+    receiver sends nothing (a heartbeat's missing key is its own page: no pings reach the dead man's switch)."""
+    if not secrets:
+        return
+    table = _table("Secrets to create (Alertmanager reads them; never generated)",
+                   [("Secret", "left"), ("key", "left"), ("namespace", "left"), ("site", "left"), ("receiver", "left"),
+                    ("declared at", "left")])  # fmt: skip
+    for s in secrets:
+        receiver = f"{s['receiver']} ({s['kind']}{', heartbeat' if s['heartbeat'] else ''})"
+        table.add(s["secret"], s["key"], s["namespace"], s["site"], receiver, s["location"])
+    print_table(table, console)
+
+
 def _gpu(accelerator: str | None, user: list[str]) -> str:
     if accelerator is None:
         return "cpu"

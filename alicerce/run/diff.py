@@ -18,13 +18,13 @@ the authority for drift. Pure over its inputs but for running the mock engine.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from alicerce.catalog.replacements import load_replacements, replacing_changes, rolling_changes
 from alicerce.emit.gitops.argocd import release_name, tree_objects
-from alicerce.emit.kube.operators import Release, operator_releases
+from alicerce.emit.kube.operators import Release, alertmanager_values, operator_releases
 from alicerce.plan.platform import SizingPlan, plan_platform
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite, ResolvedTeam, ResolvedTier
 from alicerce.run.preview import PlannedResource, run_preview
@@ -134,6 +134,7 @@ class EnvironmentDiff:
     prometheus_storage: list[PrometheusStorageChange] = field(default_factory=list)
     budget_shares: list[BudgetShareChange] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # what may stop `pulumi up` though the plan is valid
+    notes: list[str] = field(default_factory=list)  # what the change does beyond its objects (alert notifications regrouped)
     cost_before: float | None = None
     cost_after: float | None = None
 
@@ -158,7 +159,7 @@ class EnvironmentDiff:
     @property
     def empty(self) -> bool:
         resolved = (self.pools, self.quotas, self.teams, self.storage, self.objects, self.resources)
-        return not any((*resolved, self.prometheus_storage, self.budget_shares)) and not self.cost_delta
+        return not any((*resolved, self.prometheus_storage, self.budget_shares, self.notes)) and not self.cost_delta
 
     def to_json(self) -> dict[str, Any]:
         def rows(items: Sequence[Any]) -> list[dict[str, Any]]:
@@ -181,6 +182,7 @@ class EnvironmentDiff:
             "prometheus_storage": rows(self.prometheus_storage),
             "budget_shares": rows(self.budget_shares),
             "warnings": list(self.warnings),
+            "notes": list(self.notes),
         }
 
 
@@ -416,6 +418,66 @@ def claim_moves(old: ResolvedPlatform | None, new: ResolvedPlatform | None) -> l
                 "the claim is deleted and created again, and its delete waits for every pod that mounts it, so stop "
                 f"them first; {was} is released, not deleted (reclaim policy Retain): its data stays on the file system"
             )
+    return out
+
+
+# Alertmanager's group key is the route's key (its matchers and its parents', dispatch/route.go Route.Key) and the
+# values of the route's group_by labels (dispatch/dispatch.go aggrGroup, GroupKey), at v0.34.0; PagerDuty's dedup_key
+# is that key's hash (notify/pagerduty/pagerduty.go `DedupKey: key.Hash()`). A reload that changes either regroups the
+# alerts firing then: new groups notify again (a PagerDuty receiver opens a second incident for each), and the old
+# groups are dropped with the old configuration, their resolve never sent (review obsreview23 F6)
+RoutingKey = tuple[str, tuple[str, ...]]
+
+
+def _route_keys(route: Mapping[str, Any], parent: str, receiver: str, group_by: tuple[str, ...]) -> Iterator[tuple[str, RoutingKey]]:
+    """(receiver, (route key, group_by)) of ``route`` and every route under it, children inheriting receiver and
+    group_by as Alertmanager's do."""
+    matchers = ",".join(sorted(route.get("matchers", [])))
+    key = f"{parent}/{{{matchers}}}" if parent else f"{{{matchers}}}"
+    receiver = route.get("receiver", receiver)
+    group_by = tuple(sorted(route.get("group_by", group_by)))
+    yield receiver, (key, group_by)
+    for child in route.get("routes", []):
+        yield from _route_keys(child, key, receiver, group_by)
+
+
+def _routing(rp: ResolvedPlatform | None, site: str) -> dict[str, set[RoutingKey]]:
+    """Per receiver the spec declares at the site (but heartbeats, whose Watchdog nobody pages on; the chart's null
+    receiver at the root notifies nobody), its group keys' shapes."""
+    if rp is None or site not in {s.name for s in rp.sites} or not rp.spec.operators.monitoring.enabled:
+        return {}
+    config = alertmanager_values(rp, rp.site(site)).get("alertmanager", {}).get("config")
+    if not config:
+        return {}
+    notified = {r.name for r in rp.spec.monitoring.receivers if not r.heartbeat}
+    out: dict[str, set[RoutingKey]] = {}
+    for receiver, key in _route_keys(config["route"], "", config["route"].get("receiver", ""), ()):
+        if receiver in notified:
+            out.setdefault(receiver, set()).add(key)
+    return out
+
+
+def regrouped_alerts(old: ResolvedPlatform | None, new: ResolvedPlatform | None) -> list[str]:
+    """The receivers whose alerts a change regroups (their route matchers or group_by change), with what that does."""
+    if old is None or new is None:
+        return []
+    kinds = {r.name: r.kind for r in new.spec.monitoring.receivers}
+    out = []
+    for site in sorted({s.name for s in old.sites} & {s.name for s in new.sites}):
+        before, after = _routing(old, site), _routing(new, site)
+        for receiver in sorted(set(before) & set(after)):
+            if before[receiver] == after[receiver]:
+                continue
+            grouping = {g for _, g in before[receiver]} != {g for _, g in after[receiver]}
+            what = "its group_by" if grouping else "its routes' matchers"
+            if kinds.get(receiver) == "pagerduty":
+                effect = (
+                    "each alert firing when the new configuration loads opens a second PagerDuty incident (the dedup key is "
+                    "the group key's hash), and Alertmanager never resolves the old one: resolve those by hand"
+                )
+            else:
+                effect = "the alerts firing then are notified again as new groups, and the old groups' resolved notices never come"
+            out.append(f"{site}: receiver {receiver} ({kinds[receiver]}) is grouped anew ({what} changed): {effect}")
     return out
 
 
@@ -714,6 +776,7 @@ def diff_environment(
         result.resources = diff_resources(before, after)
         result.warnings = minimum_above_desired(before, after)
     result.warnings += claim_moves(old, new)
+    result.notes = regrouped_alerts(old, new)
     if status == "changed" and result.empty:
         result.status = "unchanged"
     return result
@@ -794,6 +857,8 @@ def render_markdown(diffs: Sequence[EnvironmentDiff], title: str) -> str:
         if d.warnings:
             lines += ["> [!WARNING]", "> **May stop `pulumi up`**", ">", *(f"> - {w}" for w in d.warnings), ""]
         lines += _prometheus_storage_lines(d.prometheus_storage)
+        if d.notes:
+            lines += ["> [!IMPORTANT]", "> **Alert notifications regrouped**", ">", *(f"> - {n}" for n in d.notes), ""]
         if d.pools:
             lines += ["**Pools**", "", "| pool | site | change | GPU units at max | details |", "|---|---|---|---:|---|"]
             for p in d.pools:

@@ -17,6 +17,7 @@ import yaml
 
 from alicerce.cli.documents import PlanDocument
 from alicerce.cli.output import camel_keys
+from alicerce.cli.plan import located_alert_secrets
 from alicerce.plan.findings import CHECKS, PLAN_CHECK_ID, Severity
 from alicerce.plan.growth import serving_nodes
 from alicerce.plan.platform import SizingPlan, plan_platform
@@ -390,7 +391,10 @@ def test_json_has_the_documented_shape_and_is_deterministic() -> None:
         assert set(workload) >= ISSUE_KEYS
     assert {"pools", "findings", "storage", "units", "placements", "tco", "unpricedWorkloads"} <= set(first)
     assert {"ownVsRent", "unitCosts", "showback", "forecast"} <= set(first["tco"])
-    PlanDocument.model_validate({"schemaVersion": 1, **first, "userCatalog": []})
+    # and what the command adds beside it: the user's catalog entries, the Secrets its Alertmanagers read
+    document = load_file(ROOT / "platform.yaml")
+    secrets = located_alert_secrets(document, validated(document, "prod"))
+    PlanDocument.model_validate({"schemaVersion": 1, **first, "userCatalog": [], "alertSecrets": secrets})
 
 
 def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:

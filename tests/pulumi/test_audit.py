@@ -77,6 +77,47 @@ def test_the_audit_bucket_is_encrypted_versioned_retained_and_written_only_by_th
     assert logging.inputs["targetPrefix"] == f"acme-ml-prod-audit-{ACCOUNT}/"
 
 
+def test_no_one_bypasses_the_audit_log_retention(prod: Any) -> None:
+    """Review obsreview23: with Object Lock in GOVERNANCE mode, anyone holding s3:BypassGovernanceRetention (an
+    administrator's s3:*) deletes a locked log file version or shortens its retention (S3 user guide, "Managing Object
+    Lock", bypassing governance mode). The bucket policy denies that, and setting a version's retention, to every
+    principal on every log file; and the bucket's default retention (the next log files') to all but the stack's admin
+    principals, after which the lock configuration is set."""
+    _, result = prod
+    policy = next(r for r in result.of_type("aws:s3/bucketPolicy:BucketPolicy") if r.name == "aws-audit-bucket")
+    statements = {s["Sid"]: s for s in json.loads(policy.inputs["policy"])["Statement"]}
+    bucket = f"arn:aws:s3:::acme-ml-prod-audit-{ACCOUNT}"
+    bypass = statements["DenyRetentionBypass"]
+    assert bypass["Effect"] == "Deny" and bypass["Principal"] == "*" and "Condition" not in bypass
+    assert sorted(bypass["Action"]) == ["s3:BypassGovernanceRetention", "s3:PutObjectRetention"]
+    assert bypass["Resource"] == f"{bucket}/*"
+    configure = statements["DenyLockConfigurationChange"]
+    assert configure["Effect"] == "Deny" and configure["Principal"] == "*"
+    assert configure["Action"] == "s3:PutBucketObjectLockConfiguration" and configure["Resource"] == bucket
+    assert "Condition" not in configure  # this preview's stack settings name no admin principal: nobody sets it
+    assert "aws-audit-bucket" in policy.depends_on  # the lock configuration (and bucket) first
+
+
+def test_the_lock_guard_names_real_actions_and_denies_everyone_without_admins() -> None:
+    """parliament (IAM's action and condition-key database) knows every action and key of the guard; the stack's
+    admin principals (who apply the spec's retention at `pulumi up`) are the only exception to the lock configuration's
+    deny, and with none it is denied to everyone."""
+    from alicerce.targets.aws.components.audit import trail_bucket_policy
+    from tests.targets.aws.lint import findings
+
+    arn = "arn:aws:s3:::audit-bucket"
+    admins = ("arn:aws:iam::111111111111:role/platform-admins",)
+    guarded = {s["Sid"]: s for s in trail_bucket_policy(arn, ACCOUNT, TRAIL, admins)["Statement"]}
+    assert findings({"Version": "2012-10-17", "Statement": list(guarded.values())}) == []
+    assert guarded["DenyLockConfigurationChange"]["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": list(admins)}}
+    assert "Condition" not in guarded["DenyRetentionBypass"]
+    statements = {s["Sid"]: s for s in trail_bucket_policy(arn, ACCOUNT, TRAIL)["Statement"]}
+    assert "Condition" not in statements["DenyLockConfigurationChange"]
+    # parliament does flag a name it does not know: the check above is not vacuous
+    wrong = {"Version": "2012-10-17", "Statement": [{**statements["DenyRetentionBypass"], "Action": "s3:BypassGovernanceRetentions"}]}
+    assert [f.issue for f in findings(wrong)] == ["UNKNOWN_ACTION"]
+
+
 def test_the_platform_key_lets_only_this_trail_encrypt(prod: Any) -> None:
     _, result = prod
     key = json.loads(inputs(result, "aws-kms-key")["policy"])

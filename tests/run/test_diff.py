@@ -416,3 +416,80 @@ def test_a_team_without_a_budget_renamed_is_told_only_of_its_spend_and_a_new_tea
 
     _, teams = diff_tenancy(reference("prod"), variant(replace))
     assert sorted((t.team, t.change) for t in teams) == [("applied-ml", "removed"), ("vision", "added")]
+
+
+def _receiver(data: dict[str, Any], name: str) -> dict[str, Any]:
+    found: dict[str, Any] = next(r for r in data["monitoring"]["receivers"] if r["name"] == name)
+    return found
+
+
+def test_a_routing_change_says_open_alerts_page_again_and_old_incidents_stay_open() -> None:
+    """Review obsreview23 F6: the oncall PagerDuty receiver pages for research alone. Its routes' matchers change, so its
+    group keys do (Alertmanager v0.34.0 dispatch/route.go Route.Key: the route's and its parents' matchers), and the
+    PagerDuty dedup key is the group key's hash: every alert firing at the reload opens a second incident and the old
+    one is never resolved. The diff says so per site; the Slack receiver's routes did not change and it is not named."""
+    old = reference("prod")
+    new = variant(lambda data: _receiver(data, "oncall").update(teams=["research"]))
+    result = diff_environment("prod", old, new, plan=None)
+    assert [n.split(":")[0] for n in result.notes] == ["aws", "dc1"]
+    assert all("receiver oncall (pagerduty)" in n and "its routes' matchers changed" in n for n in result.notes)
+    assert all("second PagerDuty incident" in n and "resolve those by hand" in n for n in result.notes)
+    text = render_markdown([result], "main → branch")
+    assert "**Alert notifications regrouped**" in text and "second PagerDuty incident" in text
+    assert json.loads(json.dumps(result.to_json()))["notes"] == result.notes
+
+
+def test_a_group_by_change_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A release that changes the labels Alertmanager groups by (as obsfix4 added site and environment) regroups
+    every receiver's alerts: the diff of an environment built by it names each receiver and the group_by."""
+    from alicerce.run import diff as module
+
+    old, new = reference("prod"), variant(lambda data: None)
+    real = module.alertmanager_values
+
+    def regrouped(rp: Any, site: Any) -> dict[str, Any]:
+        values = real(rp, site)
+        if rp is new:
+            values["alertmanager"]["config"]["route"]["group_by"] = ["alertname"]
+        return values
+
+    monkeypatch.setattr(module, "alertmanager_values", regrouped)
+    notes = diff_environment("prod", old, new, plan=None).notes
+    assert {n.split(" is grouped")[0] for n in notes} == {
+        f"{site}: receiver {r}" for site in ("aws", "dc1") for r in ("oncall (pagerduty)", "ml-platform (slack)")
+    }
+    assert all("its group_by changed" in n for n in notes)
+    slack = next(n for n in notes if "ml-platform" in n)
+    assert "notified again as new groups" in slack and "PagerDuty" not in slack
+
+
+def test_a_change_that_keeps_the_routes_regroups_nothing() -> None:
+    """A Slack channel, a pool's size, a heartbeat's Secret: no route's matchers or group_by change, no note."""
+
+    def change(data: dict[str, Any]) -> None:
+        _receiver(data, "ml-platform")["channel"] = "#elsewhere"
+        _receiver(data, "heartbeat")["secret"] = {"name": "other-heartbeat", "key": "ping"}
+        pool(data, "infer-l4")["scaling"] = {"min": 2, "max": 20}
+
+    result = diff_environment("prod", reference("prod"), variant(change), plan=None)
+    assert result.notes == [] and result.objects  # the objects did change
+
+
+def test_a_release_that_regroups_alerts_says_so_in_its_upgrade_notes() -> None:
+    """`alicerce diff` compares two specs under one release, so a group_by the release itself changes (obsfix4 added
+    site and environment) regroups every receiver's alerts unseen by it. The grouping is pinned here with the
+    CHANGELOG note of the release that set it: a change fails until its own note says what it does to open pages."""
+    from alicerce.catalog.alerts import NODE_OUTAGE_GROUP_BY
+    from alicerce.emit.kube.operators import ALERT_GROUP_BY
+    from tests.conftest import ROOT
+
+    pinned = (
+        ("environment", "site", "alertname", "namespace", "team", "pool", "node", "Hostname"),
+        ("environment", "site", "alertname", "pool", "tier"),
+    )
+    assert pinned == (ALERT_GROUP_BY, NODE_OUTAGE_GROUP_BY), (
+        "Alertmanager's group_by changed: add an upgrade note to CHANGELOG.md (every alert firing at the upgrade opens a "
+        "second PagerDuty incident, the old one is never resolved: resolve those by hand), then pin the new grouping here"
+    )
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    assert "Upgrading regroups open notifications once: every alert firing when the new" in changelog

@@ -1004,10 +1004,26 @@ def job_rules() -> list[dict[str, Any]]:
 # run's queue wait before its last admission is not in the lead time.
 STAGE_RUN_START = "job:workload_run_start:timestamp"  # per completed Job of a chain stage: when it started
 STAGE_RUN_END = "job:workload_run_end:timestamp"  # ... and when it completed
-# when each ready pod of a served workload with a chain first passed its readiness probe (the first evaluation that
-# read it ready), and the workload's rollout: the oldest of the pods ready now, so a scale-out (a newer pod) does not
-# move it and a rolling update moves it once it has replaced every older pod
-SERVING_READY_SINCE = "pod:serving_ready_since:timestamp"
+# A rollout is a new revision of the served workload's pods, not new pods: a node drain, a rescheduling or a deleted
+# pod brings pods of the same revision back, and counting any full replacement of the pods as a rollout moved the
+# deploy time (and the lead time) at every drain (review obsreview23 F4). The revision is the one its controller
+# stamps on each pod it creates from a pod template, which changes only with the template: a Deployment's ReplicaSet
+# adds pod-template-hash (k8s.io/api apps/v1 DefaultDeploymentUniqueLabelKey), a StatefulSet (and the leader
+# StatefulSet of a LeaderWorkerSet) controller-revision-hash (apps/v1 ControllerRevisionHashLabelKey); a RayService's
+# head pods name their RayCluster (ray.io/cluster), a new one at each cluster upgrade; a pod none of them created is
+# its own revision (its uid). A template revision also changes with a `kubectl rollout restart` or an engine image
+# bump that keeps the model: a team that labels its serving pods with the model's revision (alicerce.dev/model-revision,
+# any value that changes with the model only) has that label read first, and those are no rollout. kube-state-metrics
+# keeps the three through its allowlist (alicerce.emit.kube.operators)
+MODEL_REVISION_LABEL = "alicerce.dev/model-revision"
+POD_TEMPLATE_HASH_LABEL = "pod-template-hash"
+CONTROLLER_REVISION_LABEL = "controller-revision-hash"
+REVISION_LABELS = (MODEL_REVISION_LABEL, POD_TEMPLATE_HASH_LABEL, CONTROLLER_REVISION_LABEL, RAY_CLUSTER_LABEL)
+# when each revision of a served workload with a chain first served (the earliest readiness of its ready pods), and
+# the workload's rollout: the oldest of the revisions ready now, so a rolling update moves it once no pod of the older
+# revision is ready
+SERVING_REVISION_PODS = "alicerce:pod_serving_revision:info"  # per ready serving pod: its workload and revision
+SERVING_READY_SINCE = "workload_revision:serving_ready_since:timestamp"
 SERVING_ROLLOUT = "workload:serving_rollout:timestamp"
 CHAIN_STAGE_START = "workload_stage:model_chain_start:timestamp"  # per served workload and stage of its chain
 LEAD_TIME = "workload:model_lead_time:seconds"
@@ -1021,6 +1037,42 @@ def _remembered(record: str, current: str, by: str, seconds: int) -> str:
     return f"{current} or max by ({by}) (last_over_time({record}[1d]) > time() - {seconds})"
 
 
+def _pod_revisions() -> str:
+    """Each pod's revision (labels namespace, pod, uid, revision): the first of REVISION_LABELS it carries, else its uid."""
+    labels = [ksm_label(name) for name in REVISION_LABELS]
+    parts = []
+    for i, label in enumerate(labels):
+        matchers = ",".join([*(f'{earlier}=""' for earlier in labels[:i]), f'{label}!=""'])
+        parts.append(_as("revision", label, f"kube_pod_labels{{{matchers}}}"))
+    unlabelled = ",".join(f'{label}=""' for label in labels)
+    parts.append(_as("revision", "uid", f"kube_pod_labels{{{unlabelled}}}"))
+    return f"max by (namespace, pod, uid, revision) ({' or '.join(parts)})"
+
+
+def _revision_pods(workloads: list[str]) -> str:
+    """SERVING_REVISION_PODS's expression: the ready serving pods of ``workloads`` with their revisions."""
+    ready_uids = 'max by (namespace, pod, uid) (kube_pod_status_ready{condition="true"}) == 1'
+    serving = f'max by (namespace, pod, workload) ({SERVING_POD}{{workload=~"{"|".join(workloads)}"}})'
+    return (f"max by (namespace, pod, uid, workload, revision) ({_pod_revisions()} * on (namespace, pod, uid) group_left () "
+            f"({ready_uids}) * on (namespace, pod) group_left (workload) {serving})")  # fmt: skip
+
+
+def _revision_since() -> str:
+    """SERVING_READY_SINCE's expression: per served workload and revision with a ready serving pod now, its own value
+    of the last day (a revision ready again within a day, after a drain that left none ready, keeps its time), else
+    the earliest readiness of its ready pods (kube-state-metrics 2.20.0 kube_pod_status_ready_time, the Ready
+    condition's lastTransitionTime: internal/store/pod.go createPodStatusReadyTimeFamilyGenerator), else now. The
+    ready time is the object's, not Prometheus's: after an outage of Prometheus (or of its rule evaluation) longer
+    than the day, the pods that served through it still say when they became ready, where the evaluation time
+    re-stamped the deploy at the first evaluation after the gap (review obsreview23 F4)."""
+    key = "namespace, workload, revision"
+    revisions = f"count by ({key}) ({SERVING_REVISION_PODS})"
+    kept = f"max by ({key}) (last_over_time({SERVING_READY_SINCE}[1d])) and on ({key}) {revisions}"
+    ready_time = (f"min by ({key}) (max by (namespace, pod, uid) (kube_pod_status_ready_time) "
+                  f"* on (namespace, pod, uid) group_left (workload, revision) {SERVING_REVISION_PODS})")  # fmt: skip
+    return f"{kept} or {ready_time} or (0 * {revisions} + time())"
+
+
 def lead_time_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]:
     """workload:model_lead_time:seconds per inference workload whose inputs declare where its model comes from: the time
     from the start of the run of the chain's first stage that fed it to when the pods serving now began serving.
@@ -1029,11 +1081,14 @@ def lead_time_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, 
     ended served an older model, and a run still going fed nothing yet. A chain one of whose stages never completed a
     run that fits has no lead time (no series, not 0). Several first stages (a chain that joins): the earliest start.
     Limits: a stage runs as Jobs whose pods carry the workload label (a Deployment, a RayJob whose submitter pod is
-    unlabelled, a run on a laptop are not seen); a JobSet's Jobs are each a run (they start and end together); the
-    rollout is read each evaluation (a minute) and a pod (by its uid) whose readiness flaps within a day keeps its
-    first time; a service scaled to zero has no rollout, so no lead time, until it serves again; and
-    each site's Prometheus sees its own pods only, so a chain whose stages run at another site records nothing here
-    (`alicerce plan` says so beside the target)."""
+    unlabelled, a run on a laptop are not seen); a JobSet's Jobs are each a run (they start and end together); a
+    rollout is a new model revision label or, without one, a new pod-template revision, so there a `kubectl rollout
+    restart` or an engine image bump without a new model counts as one, and a model swapped in place (a RayService's
+    serve config, a model path re-pointed under the same pod template) does not; a revision with no ready pod for over
+    a day (scaled to zero, or drained and back after a Prometheus outage) starts again at its pods' readiness; a
+    service scaled to zero has no rollout, so no lead time, until it serves again; and each site's Prometheus sees
+    its own pods only, so a chain whose stages run at another site records nothing here (`alicerce plan` says so
+    beside the target)."""
     teams = {t.name for t in site.teams}
     team_of = {w.name: w.team for w in rp.spec.workloads}
     served = {name: stages for name, stages in model_chains(rp.spec.workloads).items() if team_of[name] in teams}
@@ -1055,16 +1110,11 @@ def lead_time_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, 
     link = f"max by ({by}) ({owned} * on (namespace, pod) group_left (workload, run_uid) {job_pods})"
     ended = f"{link} * on ({key}) group_left () max by ({key}) (kube_job_status_completion_time)"
     started = f"({link} * on ({key}) group_left () max by ({key}) (kube_job_status_start_time)) and on ({by}) ({ended})"
-    # each pod by its uid: a LeaderWorkerSet's or StatefulSet's pod replaced by a rollout keeps its name
-    pods = "namespace, pod, uid, workload"
-    ready_uids = 'max by (namespace, pod, uid) (kube_pod_status_ready{condition="true"}) == 1'
-    ready = (f'max by ({pods}) ({SERVING_POD}{{workload=~"{"|".join(sorted(served))}"}} '
-             f"* on (namespace, pod) group_left (uid) ({ready_uids}))")  # fmt: skip
-    since = f"(max by ({pods}) (last_over_time({SERVING_READY_SINCE}[1d])) and on (namespace, pod, uid) {ready}) or (0 * {ready} + time())"
     rules = [
         _rule(STAGE_RUN_END, _remembered(STAGE_RUN_END, f"({ended})", by, RUN_REMEMBERED_SECONDS)),
         _rule(STAGE_RUN_START, _remembered(STAGE_RUN_START, f"({started})", by, RUN_REMEMBERED_SECONDS)),
-        _rule(SERVING_READY_SINCE, since),
+        _rule(SERVING_REVISION_PODS, _revision_pods(sorted(served))),
+        _rule(SERVING_READY_SINCE, _revision_since()),
         _rule(SERVING_ROLLOUT, f"min by (namespace, workload) ({SERVING_READY_SINCE})"),
     ]
     inputs = {w.name: tuple(w.inputs) for w in rp.spec.workloads}

@@ -35,9 +35,12 @@ from alicerce.emit.kube.common import (
 )
 from alicerce.emit.kube.dcgm_counters import counters_configmap, counters_csv
 from alicerce.emit.kube.kpi import (
+    CONTROLLER_REVISION_LABEL,
     JOB_UID_LABEL,
     JOBSET_UID_LABEL,
     LWS_WORKER_INDEX_LABEL,
+    MODEL_REVISION_LABEL,
+    POD_TEMPLATE_HASH_LABEL,
     RAY_CLUSTER_LABEL,
     RAY_NODE_TYPE_LABEL,
     RAY_SERVE_LABEL,
@@ -296,18 +299,10 @@ ALERTMANAGER_SECRETS = "/etc/alertmanager/secrets"
 NULL_RECEIVER = "null"  # kube-prometheus-stack's default receiver, which drops what reaches it
 
 
-def heartbeat_key(key: str, environment: str, site: str) -> str:
-    """The Secret key a heartbeat receiver reads at one site: its own dead man's switch. One URL for every site let the
-    live site's Watchdog keep the switch quiet while another site's Prometheus or Alertmanager was down, the very
-    failure the heartbeat is for (review obsreview22 F8). A key per environment and site (``url-prod-aws``) makes each
-    site read its own check; one Secret holding every site's keys may go to every cluster."""
-    return f"{key}-{environment}-{site}"
-
-
 def _receiver(receiver: AlertReceiver, rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any]:
     """One Alertmanager receiver; its credential is read from the mounted Secret (the *_file fields), never inlined."""
     secret = receiver.secret
-    key = secret and (heartbeat_key(secret.key, rp.environment, site.name) if receiver.heartbeat else secret.key)
+    key = receiver.secret_key_at(rp.environment, site.name)
     file = f"{ALERTMANAGER_SECRETS}/{secret.name}/{key}" if secret else None
     config: dict[str, Any] = {"send_resolved": True}
     if receiver.kind == "slack":
@@ -478,9 +473,11 @@ def monitoring_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any
                 # and LeaderWorkerSet's worker index and KubeRay's node type, which tell the pod that serves a
                 # multi-node model (a group's leader, a RayService's head) from its workers; KubeRay's cluster name,
                 # which tells a RayJob's pods, and the Job's and JobSet's uids, which tell a run's incarnation (the
-                # cost per run)
+                # cost per run); and the model's and the controllers' pod-template revisions, which tell a rollout from
+                # a drain
                 f"pods=[alicerce.dev/workload,{LWS_WORKER_INDEX_LABEL},{RAY_NODE_TYPE_LABEL},{RAY_CLUSTER_LABEL},"
-                f"{RAY_SERVE_LABEL},{JOB_UID_LABEL},{JOBSET_UID_LABEL}]",
+                f"{RAY_SERVE_LABEL},{JOB_UID_LABEL},{JOBSET_UID_LABEL},{MODEL_REVISION_LABEL},{POD_TEMPLATE_HASH_LABEL},"
+                f"{CONTROLLER_REVISION_LABEL}]",
             ]
         },
         # one owner of port 9100 per node: the chart's DaemonSet, or the host role (scraped through a ScrapeConfig)

@@ -76,6 +76,14 @@ class SecretKey(SpecModel):
     key: SecretKeyName = Field(description="Key in the Secret.", examples=["routing-key"])
 
 
+def heartbeat_key(key: str, environment: str, site: str) -> str:
+    """The Secret key a heartbeat receiver reads at one site: its own dead man's switch. One URL for every site let the
+    live site's Watchdog keep the switch quiet while another site's Prometheus or Alertmanager was down, the very
+    failure the heartbeat is for (review obsreview22 F8). A key per environment and site (``url-prod-aws``) makes each
+    site read its own check; one Secret holding every site's keys may go to every cluster."""
+    return f"{key}-{environment}-{site}"
+
+
 class AlertReceiver(SpecModel):
     """Where Alertmanager sends alerts: a channel, with the credential it needs referenced by Secret, never inlined."""
 
@@ -105,6 +113,12 @@ class AlertReceiver(SpecModel):
         "Secret's key is suffixed with the environment and site (key url: url-prod-aws, url-prod-dc1), so that a dead "
         "site is noticed while another still pings; give each a URL of its own. Production needs one (rule AL325).",
     )
+
+    def secret_key_at(self, environment: str, site: str) -> str | None:
+        """The key of its Secret the receiver reads at ``site`` of ``environment`` (None: it reads none)."""
+        if self.secret is None:
+            return None
+        return heartbeat_key(self.secret.key, environment, site) if self.heartbeat else self.secret.key
 
 
 class Monitoring(SpecModel):

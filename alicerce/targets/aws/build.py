@@ -116,7 +116,7 @@ def build_site(rp: ResolvedPlatform, resolved: ResolvedSite, secrets: Secrets, s
         # after the key (CloudTrail checks that it may encrypt with it when the trail is created) and the access-log bucket
         AuditTrail(
             f"{n}-audit",
-            AuditArgs.from_resolved(rp, site, kms, storage.log_bucket_id),
+            AuditArgs.from_resolved(rp, site, kms, storage.log_bucket_id, settings.admin_principals),
             pulumi.ResourceOptions(providers={"aws": provider}, depends_on=[key, storage]),
         )
     handoff: dict[str, Any] = {

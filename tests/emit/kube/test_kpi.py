@@ -61,7 +61,8 @@ def test_the_scrape_configuration_gives_what_the_kpis_join_on() -> None:
     # the workload label, and LeaderWorkerSet's worker index that tells a serving group's leader (obsreview5 G9)
     pods = (
         "pods=[alicerce.dev/workload,leaderworkerset.sigs.k8s.io/worker-index,ray.io/node-type,ray.io/cluster,"
-        "ray.io/serve,batch.kubernetes.io/controller-uid,jobset.sigs.k8s.io/jobset-uid]"
+        "ray.io/serve,batch.kubernetes.io/controller-uid,jobset.sigs.k8s.io/jobset-uid,alicerce.dev/model-revision,pod-template-hash,"
+        "controller-revision-hash]"
     )
     assert pods in values["kube-state-metrics"]["metricLabelsAllowlist"]
     relabel = values["prometheus-node-exporter"]["prometheus"]["monitor"]["relabelings"]
@@ -661,25 +662,117 @@ def test_a_rollout_before_the_training_ended_is_no_lead_time(tmp_path: Path) -> 
     run_promtool(rp, "aws", tests, tmp_path, order=LEAD_ORDER)
 
 
-@needs_promtool
-def test_a_pod_replaced_under_its_name_is_a_new_rollout(tmp_path: Path) -> None:
-    """chat-70b-0 (a LeaderWorkerSet's or StatefulSet's pod keeps its name) serves from minute 0; a rollout replaces it
-    with a new pod of the same name, ready from minute 130: the rollout is the new pod's, by its uid."""
-    rp = platform()
+ROLLOUT = "workload:serving_rollout:timestamp"
+CHAT_ROLLOUT = 'namespace="serving",workload="chat-70b",site="aws"'
+
+
+def _serving_pod(pod: str, uid: str, revision: str, label: str, ready: str, *, ready_time: int | None = None) -> list[dict[str, str]]:
+    """A chat-70b pod as kube-state-metrics 2.20.0 reports it: its labels (``revision`` the value of the revision label
+    ``label`` its controller stamps, none when empty), its Ready condition over ``ready`` and, when given, the Ready
+    condition's transition time (kube_pod_status_ready_time, present only while ready)."""
     scrape = 'job="kube-state-metrics",instance="10.0.0.9:8080"'
-    old, new = (f'{scrape},namespace="serving",pod="chat-70b-0",uid="{uid}"' for uid in ("u-old", "u-new"))
-    inputs = [
-        {"series": f'kube_pod_labels{{{old},label_alicerce_dev_workload="chat-70b"}}', "values": "1x100"},
-        {"series": f'kube_pod_status_ready{{{old},condition="true"}}', "values": "1x100"},
-        {"series": f'kube_pod_labels{{{new},label_alicerce_dev_workload="chat-70b"}}', "values": "_x110 1x100"},
-        {"series": f'kube_pod_status_ready{{{new},condition="true"}}', "values": "_x110 0x19 1x80"},
+    pod_labels = f'{scrape},namespace="serving",pod="{pod}",uid="{uid}"'
+    hashed = f',{label}="{revision}"' if revision else ""
+    out = [
+        {"series": f'kube_pod_labels{{{pod_labels},label_alicerce_dev_workload="chat-70b"{hashed}}}', "values": labels_values(ready)},
+        {"series": f'kube_pod_status_ready{{{pod_labels},condition="true"}}', "values": ready},
     ]
-    rollout = "workload:serving_rollout:timestamp"
-    labels = 'namespace="serving",workload="chat-70b",site="aws"'
+    if ready_time is not None:
+        values = ready.replace("0x", "_x").replace("1x", f"{ready_time}x")
+        out.append({"series": f"kube_pod_status_ready_time{{{pod_labels}}}", "values": values})
+    return out
+
+
+def labels_values(ready: str) -> str:
+    """kube_pod_labels is 1 while the pod object exists: wherever its Ready condition has a sample."""
+    return " ".join(part if part.startswith("_") else "1x" + part.split("x", 1)[1] for part in ready.split())
+
+
+STS_HASH = "label_controller_revision_hash"
+RS_HASH = "label_pod_template_hash"
+
+
+@needs_promtool
+def test_a_pod_replaced_under_its_name_by_a_new_revision_is_a_new_rollout(tmp_path: Path) -> None:
+    """chat-70b-0 (a LeaderWorkerSet's or StatefulSet's pod keeps its name) serves from minute 0; a rollout replaces it
+    with a pod of the same name from the next controller revision, ready from minute 130: the rollout is the new
+    revision's."""
+    inputs = [
+        *_serving_pod("chat-70b-0", "u-old", "chat-70b-6b9f", STS_HASH, "1x100"),
+        *_serving_pod("chat-70b-0", "u-new", "chat-70b-7c4d", STS_HASH, "_x110 0x19 1x80"),
+    ]
     tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
-        rounded(rollout, labels, 0, at="90m"), rounded(rollout, labels, 130 * 60, at="200m"),
+        rounded(ROLLOUT, CHAT_ROLLOUT, 0, at="90m"), rounded(ROLLOUT, CHAT_ROLLOUT, 130 * 60, at="200m"),
     ]}]  # fmt: skip
-    run_promtool(rp, "aws", tests, tmp_path, order=LEAD_ORDER)
+    run_promtool(platform(), "aws", tests, tmp_path, order=LEAD_ORDER)
+
+
+@needs_promtool
+@pytest.mark.parametrize("label", [RS_HASH, STS_HASH, ""], ids=["deployment", "statefulset", "bare-pods"])
+def test_a_drain_that_replaces_every_pod_is_no_rollout(label: str, tmp_path: Path) -> None:
+    """Review obsreview23 F4: a node drain evicts both of chat-70b's pods at minute 100 and their controller brings
+    back two pods of the same revision (a Deployment's pod-template-hash, a StatefulSet's controller-revision-hash),
+    ready from minute 115: no pod of the first pair is ready any more, and the rollout, read as the oldest ready pod,
+    moved to minute 115. Keyed on the revision it stays at 0. Pods no controller created (no revision label) are each
+    their own revision: there the replacement is a new rollout, at minute 115."""
+    revision = "chat-70b-5d8c" if label else ""
+    inputs = [
+        *_serving_pod("chat-70b-a", "u-a", revision, label, "1x100", ready_time=0),
+        *_serving_pod("chat-70b-b", "u-b", revision, label, "1x100", ready_time=0),
+        *_serving_pod("chat-70b-c", "u-c", revision, label, "_x105 0x9 1x80", ready_time=115 * 60),
+        *_serving_pod("chat-70b-d", "u-d", revision, label, "_x105 0x9 1x80", ready_time=115 * 60),
+    ]
+    after = 0 if label else 115 * 60
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded(ROLLOUT, CHAT_ROLLOUT, 0, at="90m"), rounded(ROLLOUT, CHAT_ROLLOUT, after, at="180m"),
+    ]}]  # fmt: skip
+    run_promtool(platform(), "aws", tests, tmp_path, order=LEAD_ORDER)
+
+
+@needs_promtool
+@pytest.mark.parametrize("model", ["llama-3.1-70b@v7", "llama-3.1-70b@v8"], ids=["restart-same-model", "new-model"])
+def test_the_model_revision_label_tells_a_restart_from_a_new_model(model: str, tmp_path: Path) -> None:
+    """chat-70b's pods carry alicerce.dev/model-revision. A `kubectl rollout restart` at minute 60 makes a new
+    ReplicaSet (a new pod-template-hash) whose pod serves the same model: no rollout, the deploy time stays 0. The same
+    update serving the next model revision is one, at its first ready pod (minute 60)."""
+    old = _serving_pod("chat-70b-5d8c-a", "u-a", "chat-70b-5d8c", RS_HASH, "1x80", ready_time=0)
+    new = _serving_pod("chat-70b-9f2a-a", "u-b", "chat-70b-9f2a", RS_HASH, "_x50 0x9 1x100", ready_time=60 * 60)
+    for row, revision in ((old[0], "llama-3.1-70b@v7"), (new[0], model)):
+        row["series"] = row["series"].replace("}", f',label_alicerce_dev_model_revision="{revision}"}}')
+    after = 0 if model.endswith("v7") else 60 * 60
+    tests = [{"interval": "1m", "input_series": [*old, *new], "promql_expr_test": [
+        rounded(ROLLOUT, CHAT_ROLLOUT, 0, at="70m"), rounded(ROLLOUT, CHAT_ROLLOUT, after, at="120m"),
+    ]}]  # fmt: skip
+    run_promtool(platform(), "aws", tests, tmp_path, order=LEAD_ORDER)
+
+
+@needs_promtool
+def test_a_rolling_update_is_a_rollout_once_the_old_revision_serves_no_more(tmp_path: Path) -> None:
+    """A Deployment rolls chat-70b from revision 5d8c to 9f2a: the new pod is ready at minute 60 beside the old one,
+    which leaves at minute 80. While the old revision still serves, the rollout is its; then the new one's, from its
+    first ready pod (minute 60)."""
+    inputs = [
+        *_serving_pod("chat-70b-5d8c-a", "u-a", "chat-70b-5d8c", RS_HASH, "1x80", ready_time=0),
+        *_serving_pod("chat-70b-9f2a-a", "u-b", "chat-70b-9f2a", RS_HASH, "_x50 0x9 1x100", ready_time=60 * 60),
+    ]
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded(ROLLOUT, CHAT_ROLLOUT, 0, at="70m"), rounded(ROLLOUT, CHAT_ROLLOUT, 60 * 60, at="120m"),
+    ]}]  # fmt: skip
+    run_promtool(platform(), "aws", tests, tmp_path, order=LEAD_ORDER)
+
+
+@needs_promtool
+def test_a_prometheus_gap_longer_than_a_day_does_not_re_stamp_the_rollout(tmp_path: Path) -> None:
+    """Review obsreview23 F4: Prometheus is down from hour 2 to hour 30 (no sample of anything, its rules not run),
+    while chat-70b's pod, ready since minute 0, serves on. The record carried itself a day at most, so the first
+    evaluation after the gap stamped the rollout at hour 30; the pod's own Ready transition time still says 0. At a
+    5-minute pace (the samples')."""
+    gap = "_x336"  # 28 hours of 5-minute steps
+    inputs = _serving_pod("chat-70b-a", "u-a", "chat-70b-5d8c", RS_HASH, f"1x24 {gap} 1x60", ready_time=0)
+    tests = [{"interval": "5m", "input_series": inputs, "promql_expr_test": [
+        rounded(ROLLOUT, CHAT_ROLLOUT, 0, at="1h"), rounded(ROLLOUT, CHAT_ROLLOUT, 0, at="33h"),
+    ]}]  # fmt: skip
+    run_promtool(platform(), "aws", tests, tmp_path, every="5m", order=LEAD_ORDER)
 
 
 @needs_promtool

@@ -30,7 +30,7 @@ from alicerce.emit.kube.objects import cluster_objects, crd_owner
 from alicerce.emit.kube.operators import gpu_operator_values, monitoring_values
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.rules.validate import check, validated
-from alicerce.spec.loader import load_file, load_text
+from alicerce.spec.loader import load_file, load_text, locate
 from alicerce.spec.units import parse_duration
 from alicerce.targets.onprem.resolve import KUBESPRAY_DEFAULTS
 from tests.conftest import ROOT, TODAY
@@ -473,6 +473,71 @@ def test_temperature_high_is_the_gpu_s_own_thermal_slowdown(tmp_path: Path) -> N
         },
     ]  # fmt: skip
     assert CLOCK_EVENTS_METRIC in load("dcgm-exporter", "4.5.3-4.8.2", "counters.json")["optional"]
+    run_promtool(rp, "dc1", tests, tmp_path)
+
+
+def test_gpu_nodes_without_the_gpu_operator_are_refused_where_they_are_declared() -> None:
+    """Review obsreview23 F5: GPUTemperatureHigh (and every GPU alert) was said to stay silent where dcgm-exporter runs
+    as the host role's service, reached by disabling the GPU Operator and waiving AL253. That service is not scraped by
+    anything alicerce generates and runs the package's default counters, where DCGM_EXP_CLOCK_EVENTS_COUNT is commented
+    out (vendored dcgm-exporter etc/default-counters.csv): no GPU alert could read it. The combination never validates:
+    AL253 refuses GPU pools without the GPU Operator at operators.gpuOperator.enabled, and AL274 refuses its waiver
+    (it guards correctness, not policy), each at its line; no shipped spec turns the host exporter on."""
+    from alicerce.emit.ansible.role_vars import NodeMonitoringVars
+    from alicerce.emit.ansible.site import pool_roles
+    from alicerce.spec.errors import SpecInvalid
+
+    data = yaml.safe_load((ROOT / "platform.yaml").read_text())
+    data["operators"]["gpuOperator"]["enabled"] = False
+    data["waivers"].append({"rule": "AL253", "justification": "GPU nodes run dcgm-exporter as a host service",
+                            "expires": "2027-06-30"})  # fmt: skip
+    text = yaml.safe_dump(data, sort_keys=False)
+    document = load_text(text, "p.yaml")
+    with pytest.raises(SpecInvalid) as refused:
+        validated(document, "prod")
+    enabled, _ = locate(document.pos, ("operators", "gpuOperator", "enabled"))
+    waived, _ = locate(document.pos, ("waivers", len(data["waivers"]) - 1, "rule"))
+    found = {(e.rule, e.span.line) for e in refused.value.errors}
+    enabled, waived = enabled.line, waived.line
+    assert ("AL253", enabled) in found and ("AL274", waived) in found
+    for spec in (ROOT / "platform.yaml", *sorted((ROOT / "examples").glob("*.yaml"))):
+        document = load_file(spec, spec.name)
+        for env in document.data["environments"]:
+            try:
+                rp = validated(document, env)
+            except SpecInvalid:
+                continue  # examples/mistakes.yaml
+            for site in (s for s in rp.sites if s.capabilities.nodes_by_ansible):
+                for pool in site.pools:
+                    monitoring = next(v for v in pool_roles(rp, site, pool) if isinstance(v, NodeMonitoringVars))
+                    assert not monitoring.node_monitoring_dcgm_exporter, (spec.name, env, pool.name)
+
+
+@needs_promtool
+def test_temperature_high_reads_the_gpu_key_whatever_scrapes_the_exporter(tmp_path: Path) -> None:
+    """Review obsreview23 F5: the alert groups by the GPU's own labels (Hostname, gpu, UUID, which dcgm-exporter puts
+    on every series: vendored labels.json), never by a scrape target's (job, instance, namespace, pod): the GPU
+    Operator's ServiceMonitor shape and a plain static scrape of a host's exporter (job dcgm-exporter, instance
+    host:9400, no pod attribution) both fire on thermal slowdown, and neither on a power cap."""
+    rp = platform("prod")
+    rules = rules_of(rp, "dc1")
+    window = {"window_size_in_ms": str(5 * 60_000)}
+    host = {"job": "dcgm-exporter", "instance": "gpu-002:9400"}
+    shapes = {
+        "operator": dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 0)),
+        "host": stored(dcgm_series("gpu-002", 0), host, [], honor_labels=False),
+    }
+    assert shapes["operator"]["job"] == "nvidia-dcgm-exporter" and shapes["host"]["job"] == "dcgm-exporter"
+    capped = {name: stored(dcgm_series(name, 1), target, [], honor_labels=False)
+              for name, target in (("gpu-003", host | {"instance": "gpu-003:9400"}),)}  # fmt: skip
+    inputs = [{"series": series(CLOCK_EVENTS_METRIC, labels | window | {"clock_event": "sw_thermal"}), "values": "2x30"}
+              for labels in shapes.values()]  # fmt: skip
+    inputs += [{"series": series(CLOCK_EVENTS_METRIC, labels | window | {"clock_event": "power_cap"}), "values": "9x30"}
+               for labels in capped.values()]  # fmt: skip
+    fired = [expected(rules["GPUTemperatureHigh"], {k: labels[k] for k in ("Hostname", "gpu", "UUID")} | {"clock_event": "sw_thermal"}, "2")
+             for labels in shapes.values()]  # fmt: skip
+    tests = [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "25m", "alertname": "GPUTemperatureHigh", "exp_alerts": fired}]}]  # fmt: skip
     run_promtool(rp, "dc1", tests, tmp_path)
 
 

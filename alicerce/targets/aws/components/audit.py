@@ -5,7 +5,10 @@ expires it.
 The bucket policy is CloudTrail's documented one (CloudTrail user guide, "Amazon S3 bucket policy for
 CloudTrail"): GetBucketAcl and PutObject under AWSLogs/<account>/ for cloudtrail.amazonaws.com, bound to this
 trail by aws:SourceArn, objects owned by the bucket owner. The platform key lets CloudTrail encrypt for this
-trail only (policies.platform_key_policy, CloudTrailLogs). EKS control-plane audit logs are the cluster's
+trail only (policies.platform_key_policy, CloudTrailLogs). The Object Lock retention (GOVERNANCE) holds against every
+principal: the policy denies s3:BypassGovernanceRetention and s3:PutObjectRetention to everyone on the log files, and
+s3:PutBucketObjectLockConfiguration (the default retention of the log files written next) to everyone but the stack's
+admin principals, who apply the spec's retention (trail_bucket_policy). EKS control-plane audit logs are the cluster's
 (cluster.LOG_TYPES); on-prem, kubespray's kube-apiserver audit policy (alicerce.emit.ansible.kubespray).
 """
 
@@ -41,10 +44,16 @@ class AuditArgs:
     tags: Mapping[str, str]
     kms_key_arn: pulumi.Input[str] | None
     access_log_bucket: pulumi.Input[str] | None  # the site's S3 access-log bucket, where there is one
+    admin_principals: tuple[str, ...] = ()  # IAM role ARNs that may set the bucket's default retention (the deployer)
 
     @classmethod
     def from_resolved(
-        cls, rp: ResolvedPlatform, site: AwsSite, kms_key_arn: pulumi.Input[str] | None, access_log_bucket: pulumi.Input[str] | None
+        cls,
+        rp: ResolvedPlatform,
+        site: AwsSite,
+        kms_key_arn: pulumi.Input[str] | None,
+        access_log_bucket: pulumi.Input[str] | None,
+        admin_principals: tuple[str, ...] = (),
     ) -> AuditArgs:
         buckets = []
         for tier in rp.storage:
@@ -53,11 +62,40 @@ class AuditArgs:
         days = max(1, -(-int(rp.spec.security.audit.retention) // 86400))
         return cls(
             names.audit_bucket(rp, site), names.trail_name(rp, site), names.trail_arn(rp, site), site.account,
-            tuple(sorted(buckets)), days, rp.tags, kms_key_arn, access_log_bucket,
+            tuple(sorted(buckets)), days, rp.tags, kms_key_arn, access_log_bucket, tuple(sorted(admin_principals)),
         )  # fmt: skip
 
 
-def trail_bucket_policy(arn: str, account: str, trail_arn: str) -> dict[str, Any]:
+# What would undo the Object Lock retention of the log files. GOVERNANCE mode lets any principal holding
+# s3:BypassGovernanceRetention delete a locked version or shorten its retention with the
+# x-amz-bypass-governance-retention header (S3 user guide, "Managing Object Lock": "Bypassing governance mode"), and an
+# administrator's s3:* holds it: the lock stopped nobody it was for (review obsreview23). s3:PutObjectRetention sets
+# a version's retention (shortening it needs the bypass too); CloudTrail never sends it, the bucket's default applies.
+LOCK_BYPASS_ACTIONS = ("s3:BypassGovernanceRetention", "s3:PutObjectRetention")
+# The bucket's default retention is what the log files written next get: lowered to a day, next week's files can be
+# deleted the day after. Only the stack's admin principals set it (the spec's retention, at `pulumi up`); a deny with no
+# exception would refuse the stack's own change of the retention
+LOCK_CONFIGURATION_ACTION = "s3:PutBucketObjectLockConfiguration"
+
+
+def lock_guard(arn: str, admin_principals: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The Deny statements that keep the retention of the log files. The break-glass path stays the account's root
+    user, whom S3 always lets delete a bucket policy that denies it (S3 API reference, DeleteBucketPolicy), itself a
+    management event the trail records."""
+    configure: dict[str, Any] = {
+        "Sid": "DenyLockConfigurationChange",
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": LOCK_CONFIGURATION_ACTION,
+        "Resource": arn,
+    }
+    if admin_principals:
+        configure["Condition"] = {"ArnNotEquals": {"aws:PrincipalArn": list(admin_principals)}}
+    bypass = {"Sid": "DenyRetentionBypass", "Effect": "Deny", "Principal": "*", "Action": list(LOCK_BYPASS_ACTIONS), "Resource": f"{arn}/*"}
+    return [bypass, configure]
+
+
+def trail_bucket_policy(arn: str, account: str, trail_arn: str, admin_principals: tuple[str, ...] = ()) -> dict[str, Any]:
     source = {"aws:SourceArn": trail_arn}
     return {
         "Version": "2012-10-17",
@@ -79,6 +117,7 @@ def trail_bucket_policy(arn: str, account: str, trail_arn: str) -> dict[str, Any
                 "Condition": {"StringEquals": {**source, "s3:x-amz-acl": "bucket-owner-full-control"}},
             },
             deny_insecure_transport("*", "s3:*", [arn, f"{arn}/*"]),
+            *lock_guard(arn, admin_principals),
         ],
     }
 
@@ -122,7 +161,7 @@ class AuditTrail(Component):
         # applies to an existing bucket once versioning is on (pulumi-aws 7.51.1 s3.BucketObjectLockConfiguration, "new
         # and existing buckets"); governance as the tiers, the spec setting no audit lock mode. The bucket is not a
         # server access log destination, which Object Lock would forbid (it sends its own to the log bucket)
-        lock_objects(self, f"{name}-bucket", bucket, args.retention_days, versioning)
+        lock = lock_objects(self, f"{name}-bucket", bucket, args.retention_days, versioning)
         aws.s3.BucketLifecycleConfiguration(
             f"{name}-bucket",
             bucket=bucket.id,
@@ -150,8 +189,9 @@ class AuditTrail(Component):
         policy = aws.s3.BucketPolicy(
             f"{name}-bucket",
             bucket=bucket.id,
-            policy=bucket.arn.apply(lambda arn: json.dumps(trail_bucket_policy(arn, args.account, args.trail_arn))),
-            opts=self.child(),
+            policy=bucket.arn.apply(lambda arn: json.dumps(trail_bucket_policy(arn, args.account, args.trail_arn, args.admin_principals))),
+            # after the lock configuration: the policy denies setting it to all but the admin principals
+            opts=self.child(depends_on=[lock]),
         )
         # CloudTrail checks the bucket policy when the trail is created: the policy first
         trail = aws.cloudtrail.Trail(

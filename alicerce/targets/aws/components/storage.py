@@ -229,12 +229,14 @@ def private_bucket(owner: Component, resource: str, bucket: aws.s3.Bucket, *, ve
     )
 
 
-def lock_objects(owner: Component, resource: str, bucket: aws.s3.Bucket, days: int, versioning: aws.s3.BucketVersioning) -> None:
+def lock_objects(
+    owner: Component, resource: str, bucket: aws.s3.Bucket, days: int, versioning: aws.s3.BucketVersioning
+) -> aws.s3.BucketObjectLockConfiguration:
     """Every object version kept at least ``days``: S3 Object Lock default retention (S3 user guide "Locking objects with
     Object Lock"; it needs versioning, so it depends on it). GOVERNANCE, not COMPLIANCE: an administrator holding
     s3:BypassGovernanceRetention can still remove data (a court order, a wrong upload, a retention set too long), which
     COMPLIANCE forbids even to the account root."""
-    aws.s3.BucketObjectLockConfiguration(
+    return aws.s3.BucketObjectLockConfiguration(
         resource,
         bucket=bucket.id,
         object_lock_enabled="Enabled",
