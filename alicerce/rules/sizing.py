@@ -206,8 +206,14 @@ def context_layout(ctx: RuleContext) -> Iterable[Finding]:
 def expert_layout(ctx: RuleContext) -> Iterable[Finding]:
     """Megatron-Core spreads each MoE layer's experts over ``expertParallel`` GPUs and asserts the experts divide by it
     (num_moe_experts % expert_model_parallel_size == 0): a dense model has no experts to spread, and a group wider than
-    the experts, or one that does not divide them, leaves a GPU without a whole share."""
+    the experts, or one that does not divide them, leaves a GPU without a whole share. An expert layers' own
+    tensor-parallel degree (expertTensorParallel, MoE Parallel Folding) folds with a declared group: sizing reads it
+    only beside expertParallel."""
     for i, w in enumerate(ctx.spec.workloads):
+        if w.expert_tensor_parallel is not None and w.expert_parallel is None and w.kind in SCHEDULED:
+            yield Finding(S.workloads[i].expert_tensor_parallel, f"expertTensorParallel {w.expert_tensor_parallel} without "
+                          "expertParallel: the folded expert layout is the two together", "declare expertParallel too, or "
+                          "remove it", w.expert_tensor_parallel, resource=w.name)  # fmt: skip
         ep = w.expert_parallel
         if ep is None or w.kind not in SCHEDULED or w.model is None:
             continue  # on another kind AL380 reports it
@@ -303,6 +309,7 @@ _READ_BY: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("pipeline_parallel", SCHEDULED, "a replica's GPUs are its tensorParallel degree"),
     ("pipeline_virtual_stages", SCHEDULED, "a replica's GPUs are its tensorParallel degree"),
     ("expert_parallel", SCHEDULED, "a replica's GPUs are its tensorParallel degree"),
+    ("expert_tensor_parallel", SCHEDULED, "a replica's GPUs are its tensorParallel degree"),
     ("context_parallel", SCHEDULED, "a served prompt's KV cache is sized whole per replica"),
     # an online service's replicas run around the clock and hold their nodes all month (alicerce.plan.growth
     # _always_on): hoursPerDay halved its plan cost and showback only (review sizreview5 F7)

@@ -2308,3 +2308,35 @@ def test_a_declared_training_tensor_parallel_degree_is_the_layout_planned() -> N
     assert [i.check for i in wide.issues] == ["PL322"] and wide.gpus is None
     odd = plan_training(workload(**{**base, "gpus": 60}, tensorParallel=8), on("H100-SXM5-80GB"), SIZING, [])
     assert [i.check for i in odd.issues] == ["PL303"] and "does not divide the pinned 60 GPUs" in odd.issues[0].message
+
+
+def test_moe_parallel_folding_runs_megatron_bridges_qwen3_235b_layout() -> None:
+    """Review sizreview20 F11: Qwen3-235B-A22B as Megatron-Bridge 25.11 ran it on 256 H100 (docs/performance-summary-
+    archive.md, 25.11 DGX-H100: TP 2, PP 8, VP 4, EP 32, 1,575 tokens/s a GPU; Megatron-MoE-ModelZoo best_practice/Qwen3
+    lists its expert TP 1) was refused "at least 512 are needed": the expert grid was EP x TP x PP = 32 x 2 x 8. With
+    MoE Parallel Folding (Megatron-Core megatron/core/transformer/moe/README.md, --expert-tensor-parallel-size, arXiv
+    2504.14960) the expert layers fold EP x expert TP over a stage's TP x CP x DP GPUs: 32 x 1 divides 2 x 1 x 16 = 32,
+    and the grid is 1 x 32 x 8 = 256. By hand, ZeRO-1: an expert (235B - 22B) / 120 = 1.775B, shared 22B - 8 x 1.775B =
+    7.8B, routed 227.2B; a GPU keeps 6 B a parameter of the shared ones over TP x PP = 16 and of the routed ones over
+    EP x expert TP x PP = 256, and 12 B of all over the 256 GPUs: 6 x (0.4875B + 0.8875B) + 11.016 GB = 19.27 GB (its
+    routed share split over TP 2 too would be 5.59 GB + 11.02)."""
+    qwen = {"parameters": "235B", "activeParameters": "22B", "architecture": "moe", "layers": 94, "hiddenSize": 4096,
+            "heads": 64, "headDim": 128, "vocabulary": 151936, "experts": {"total": 128, "perToken": 8}}  # fmt: skip
+    fields: dict[str, Any] = {"model": qwen, "precision": "fp8", "fp8Recipe": "transformer-engine", "tokens": "1T",
+                              "sequenceLength": 4096, "globalBatchTokens": 8388608, "gpus": 256, "tensorParallel": 2,
+                              "pipelineParallel": 8, "pipelineVirtualStages": 4, "expertParallel": 32,
+                              "tensorParallelOverlap": True, "zeroStage": 1, "accelerator": "H100"}  # fmt: skip
+    default = plan_training(workload(**fields), on("H100-SXM5-80GB"), SIZING, [])
+    # Megatron-Core's default expert TP is the attention's: 2 x 32 x 8 = 512 GPUs a grid, as the plan still says
+    assert "PL303" in {i.check for i in default.issues} and default.gpu_hours is None
+    folded = workload(**fields, expertTensorParallel=1)
+    plan = plan_training(folded, on("H100-SXM5-80GB"), SIZING, [])
+    assert not [i for i in plan.issues if i.check == "PL303"] and plan.gpus == 256 and plan.tensor_parallel == 2
+    mem = training_memory(folded, SIZING)
+    expert = (235e9 - 22e9) / 120
+    shared, routed = 22e9 - 8 * expert, 235e9 - (22e9 - 8 * expert)
+    assert mem.state_per_gpu(256, 2 * 8, 1, 2) == pytest.approx(6 * (shared / 16 + routed / 256) + 12 * 235e9 / 256, rel=1e-9)
+    assert mem.state_per_gpu(256, 2 * 8, 1, 2) == pytest.approx(19.27e9, rel=1e-3)
+    assert plan.memory_per_gpu_gib is not None and plan.memory_per_gpu_gib * GIB >= mem.state_per_gpu(256, 16, 1, 2)
+    # measured 1,575 tokens/s a GPU: 6 x 22e9 x 1,575 / 989.4e12 = 0.210 MFU; within the MoE rows' error
+    assert plan.mfu is not None and abs(plan.mfu / (6 * 22e9 * 1575 / 989.4e12) - 1) < 0.25
