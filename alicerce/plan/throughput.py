@@ -78,8 +78,8 @@ Measured (issue 23, bench/sizing_accuracy.py's unseen set, each refit on calibra
   does not give): declared at v = 1 they fit 15-24%, 13-16% and 24-36% low and the refit turns the per-GPU-batch
   exponent negative (-0.057, all three; +0.037 with the Megatron rows alone, whose bench is worse: dense each source
   unseen 8.4%, 9.2% with Nemotron's too), so their schedule was not plain 1F1B and a v would be a guess; their bubble
-  stays in the base. Megatron-Bridge's DeepSeek-V3 (61 layers at PP 8 VP 4, a custom layout AL375 cannot take) is not
-  declared either. The 405B declared after: PP 16 alone 65.5M GPU-hours (the same double charge; PL330 now names the
+  stays in the base. Megatron-Bridge's DeepSeek-V3 (61 layers at PP 8 VP 4, a custom layout AL375 refused until sizreview20
+  F5) is not declared either. The 405B declared after: PP 16 alone 65.5M GPU-hours (the same double charge; PL330 now names the
   schedule); PP 16 with 8 virtual stages 37.1M (+20%; a 22% recomputation the planner adds at ZeRO-1 is most of the
   rest), 34.4M at ZeRO-3 (+12%); undeclared 30.7M. Megatron's 462B (PP 16, no schedule) declared at v = 1: 0.329
   against 0.451 measured (-27%), undeclared 0.428 (-5%).
