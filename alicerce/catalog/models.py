@@ -486,6 +486,7 @@ class TrainingRun(CatalogModel):
     pipelineVirtualStages: int | None = None  # its interleaved schedule's model chunks a stage (VP), as its source states
     contextParallel: int | None = None  # GPUs each sequence is split over, as its source states (contextParallel)
     expertParallel: int | None = None  # its expert-parallel group, as its source states (expertParallel)
+    expertTensorParallel: int | None = None  # its expert layers' tensor-parallel degree, as its source states
     tensorParallel: int | None = None  # its tensor-parallel degree, as its source states (the workload field tensorParallel)
     reporting: Literal["gpuHours", "throughput", "timeToTrain"]
     measured: TrainingMeasurement

@@ -447,6 +447,8 @@ def run_workload(run: TrainingRun) -> Workload:
         spec["pipelineVirtualStages"] = run.pipelineVirtualStages
     if run.expertParallel is not None:
         spec["expertParallel"] = run.expertParallel
+    if run.expertTensorParallel is not None:
+        spec["expertTensorParallel"] = run.expertTensorParallel
     if run.contextParallel is not None:
         spec["contextParallel"] = run.contextParallel
     if run.tensorParallel is not None:  # the degree its source states, through the field a team declares (issue 23)

@@ -202,7 +202,22 @@ class TrainingMemory:
     working_routed: float = 0.0  # of a layer's working set, its routed experts' at EP 1 (what the expert group spreads)
     experts: int = 0  # a MoE's routed experts, where declared
     expert_parallel_declared: bool = False
+    # the expert layers' own tensor-parallel degree (workloads[].expertTensorParallel, Megatron-Core
+    # --expert-tensor-parallel-size; MoE Parallel Folding, megatron/core/transformer/moe/README.md): None is Megatron-Core's
+    # default, the attention's degree. The expert grid is it x EP x PP, folded over the TP x CP x DP GPUs of a stage, so
+    # Megatron-Bridge's Qwen3-235B (TP 2, PP 8, EP 32, expert TP 1) runs on 256 GPUs, not 512 (review sizreview20 F11)
+    expert_tensor_parallel: int | None = None
     tp_degrees: tuple[int, ...] = TP_DEGREES  # the degrees the model's heads allow (heads.legal_degrees)
+
+    def expert_tp(self, tp: int) -> int:
+        """The expert layers' tensor-parallel degree at attention degree ``tp``: the declared one, else ``tp``."""
+        return self.expert_tensor_parallel or tp
+
+    def expert_grid(self, tp: int, pipeline: int = 1) -> int:
+        """GPUs of one whole expert grid at attention degree ``tp``: expert TP x EP x PP (Megatron-Core
+        initialize_model_parallel: the world size must divide by expert_tensor_parallel_size x expert_model_parallel_size
+        x pipeline_model_parallel_size; with expert TP = TP, the grid EP x TP x PP)."""
+        return self.expert_tp(tp) * self.expert_parallel * pipeline
 
     def expert_spread(self, ranks: int | None = None) -> int:
         """The expert-parallel group that spreads the routed experts over ``ranks`` = GPUs / (TP x PP), the data-parallel
@@ -218,7 +233,7 @@ class TrainingMemory:
         reads too (expert_spread)."""
         if zero_stage < 3:
             return 0.0
-        return (self.working_set + self.working_routed / self.expert_spread(ranks)) / max(1, tp)
+        return self.working_set / max(1, tp) + self.working_routed / self.expert_spread(ranks) / max(1, self.expert_tp(tp))
 
     def state_at(self, zero_stage: int) -> float:
         """Bytes of model state in all at ``zero_stage``: stages 0-1 keep the gradients they all-reduce in fp32 (Megatron's
@@ -228,26 +243,30 @@ class TrainingMemory:
         fp32 = self.fp32_gradients + self.fp32_main_gradients if zero_stage <= 1 else 0.0
         return self.state + fp32
 
-    def state_per_gpu(self, gpus: int, model_parallel: int = 1, zero_stage: int = 3) -> float:
+    def state_per_gpu(self, gpus: int, model_parallel: int = 1, zero_stage: int = 3, tp: int | None = None) -> float:
         """Model-state bytes on one GPU: what ZeRO ``zero_stage`` shards over all ``gpus`` (the data-parallel ranks of
         each model-parallel shard), the rest split over the ``model_parallel`` (tensor x pipeline) GPUs of one replica
         only (Rajbhandari et al. 2020, Sec. 5.1: P_os keeps 2 + 2 bytes a parameter, P_os+g 2, P_os+g+p none), its
-        routed experts also over the expert-parallel group."""
+        routed experts also over the expert-parallel group (and over the expert layers' own tensor-parallel degree in
+        place of ``tp``, the attention's, where one is declared)."""
         kept, group = self.unsharded(zero_stage), max(1, model_parallel)
         # the expert grid, EP x TP x PP, must divide the GPUs (Megatron-Core initialize_model_parallel); a count it does
         # not divide spreads no experts (a Mixtral at EP 8 "fit" 8 GPUs at 72 GiB where its state alone needs 98:
         # review sizreview11 F1). An undeclared group spreads them too, as wide as the count's ranks allow: kept whole
         # below ZeRO-3, a Qwen3-235B-like run at ZeRO-1 held 56.6 GiB a GPU where the network figure spread them over 32
         # (review sizreview17 F8)
-        spread = self.expert_spread(gpus // group) if gpus % (self.expert_parallel * group) == 0 else 1
-        return self.held_whole(zero_stage, spread) / group + (self.state_at(zero_stage) - kept) / max(1, gpus)
+        grid = self.expert_grid(tp, group // tp) if tp else self.expert_parallel * group
+        spread = self.expert_spread(gpus // group) if gpus % grid == 0 else 1
+        return self.held_whole(zero_stage, spread, tp) / group + (self.state_at(zero_stage) - kept) / max(1, gpus)
 
-    def held_whole(self, zero_stage: int, spread: int | None = None) -> float:
+    def held_whole(self, zero_stage: int, spread: int | None = None, tp: int | None = None) -> float:
         """Of what ZeRO ``zero_stage`` leaves whole on a replica, what one model-parallel shard of it holds before the
         tensor and pipeline split: the routed experts 1 / EP of theirs (``spread``, the declared group by default, none
-        where undeclared)."""
+        where undeclared), x ``tp`` / expert TP where the expert layers declare their own degree (the caller splits it
+        all by ``tp``)."""
         ep = self.expert_parallel if spread is None else spread
-        return self.unsharded(zero_stage) * (1 - self.routed_share + self.routed_share / ep)
+        folded = tp / self.expert_tp(tp) if tp else 1.0
+        return self.unsharded(zero_stage) * (1 - self.routed_share + self.routed_share / ep * folded)
 
     def unsharded(self, zero_stage: int) -> float:
         """Bytes of model state ZeRO ``zero_stage`` leaves whole on each data-parallel replica."""
@@ -349,6 +368,7 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
                           routed_share=routed, expert_parallel=w.expert_parallel or 1, working_set=layer * (1 - moe_routed),
                           working_routed=layer * moe_routed, experts=experts,
                           expert_parallel_declared=w.expert_parallel is not None,
+                          expert_tensor_parallel=w.expert_tensor_parallel if w.expert_parallel is not None else None,
                           tp_degrees=training_degrees(w, sizing))  # fmt: skip
 
 
@@ -446,7 +466,7 @@ def fewest_by_degree(
     fewest: dict[int, int] = {}
     for tp in node_degrees(node_gpus, mem.tp_degrees):
         group = tp * pipeline
-        whole = math.lcm(group * context, mem.expert_parallel * group)  # whole replicas and whole expert grids
+        whole = math.lcm(group * context, mem.expert_grid(tp, pipeline))  # whole replicas and whole expert grids
         gpus = _fewest_held(mem, usable - mem.activations_at(tp, 1.0), zero_stage, tp, whole, group)
         if gpus is not None:
             fewest[tp] = gpus
@@ -465,7 +485,7 @@ def _fewest_held(mem: TrainingMemory, room: float, zero_stage: int, tp: int, who
 
     def left(ranks: int | None) -> float:
         spread = mem.expert_spread(ranks)
-        return room - mem.held_whole(zero_stage, spread) / group - mem.working_at(zero_stage, tp, ranks)
+        return room - mem.held_whole(zero_stage, spread, tp) / group - mem.working_at(zero_stage, tp, ranks)
 
     free = left(None)  # the widest spread: no count needs less
     if free <= 0:
@@ -485,7 +505,7 @@ def _overflow(mem: TrainingMemory, gpu: Gpu, sizing: Sizing, *, node_gpus: int, 
     ZeRO-1 was told to shorten its sequences; review sizreview10 F2)."""
     tp = max(node_degrees(node_gpus, mem.tp_degrees))
     usable, activations = usable_memory(gpu, sizing), mem.activations_at(tp, 1.0)
-    whole = mem.held_whole(zero_stage, mem.expert_spread()) / (tp * pipeline) + mem.working_at(zero_stage, tp)
+    whole = mem.held_whole(zero_stage, mem.expert_spread(), tp) / (tp * pipeline) + mem.working_at(zero_stage, tp)
     kept = "the layers ZeRO-3 gathers" if zero_stage >= 3 else f"the state ZeRO-{zero_stage} keeps whole"
     parts = (
         f"at TP {tp} x PP {pipeline}, one sequence's activations ({activations / GIB:.1f} GiB with full recomputation) "
@@ -885,14 +905,14 @@ def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usabl
     # the expert grid, EP x TP x PP, must divide the count too (review sizreview12 F2), and picks the degrees before
     # the batch does: the other way round the batch dropped the one degree the grid allows and the layout fell into
     # "nothing fits", full recomputation at a tenth of the GPU's memory (review sizreview15 F6)
-    grid = mem.expert_parallel * job.pipeline_parallel
-    degrees = [d for d in node_degrees(node_gpus, mem.tp_degrees) if job.gpus % (d * whole) == 0 and job.gpus % (d * grid) == 0]
+    degrees = [d for d in node_degrees(node_gpus, mem.tp_degrees)
+               if job.gpus % (d * whole) == 0 and job.gpus % mem.expert_grid(d, job.pipeline_parallel) == 0]  # fmt: skip
     degrees = [d for d in degrees if job.gpus // (d * whole) <= sequences] or degrees
     for d in degrees:
         # the experts spread over the data-parallel x context-parallel ranks: Megatron-Core's expert grid (ETP x EP x PP,
         # ETP = TP by default) has no context axis (review sizreview17 F8)
         spans = job.gpus // (d * job.pipeline_parallel)
-        state = mem.state_per_gpu(job.gpus, d * job.pipeline_parallel, job.zero_stage) + mem.working_at(job.zero_stage, d, spans)
+        state = mem.state_per_gpu(job.gpus, d * job.pipeline_parallel, job.zero_stage, d) + mem.working_at(job.zero_stage, d, spans)
         fits_without = state + mem.activations_at(d) <= usable
         fraction = 0.0 if fits_without else recompute_share(mem, job.layers, state, d, usable)
         if fraction is None:
@@ -910,6 +930,11 @@ def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usabl
         fallback = max((d for d in node_degrees(node_gpus, mem.tp_degrees) if job.gpus % (d * whole) == 0), default=1)
         return replace(job, tensor_parallel=fallback)
     return job
+
+
+def _etp_label(mem: TrainingMemory, tp: int) -> str:
+    """The expert grid's tensor-parallel term as PL303 names it: the attention's degree, or the expert layers' own."""
+    return f"expert TP {mem.expert_tensor_parallel}" if mem.expert_tensor_parallel else f"TP {tp}"
 
 
 def _fitting_counts(mem: TrainingMemory, min_gpus: int, tp: int, granule: int, *, node: int, pipeline: int) -> str:
@@ -940,7 +965,7 @@ def _batch_legal_counts(
     above: tuple[int, int] | None = None
     for d in node_degrees(node, mem.tp_degrees):
         replica = d * context * pipeline
-        step = math.lcm(node, replica, d * mem.expert_parallel * pipeline)
+        step = math.lcm(node, replica, mem.expert_grid(d, pipeline))
         ceiling = _batch_ceiling(sequences, step, replica)
         splitting = [n for n in range(step, ceiling + 1, step) if _splits_batch(sequences, n // replica)]
         low = max((n for n in splitting if max(step, min_gpus) <= n <= gpus), default=None)
@@ -1055,8 +1080,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         grids = {d: expert_parallel_degree(None, mem.experts, max(1, n // (d * pipeline))) for d, n in held_from.items()}
 
     def grid_of(d: int) -> int:
-        """GPUs of degree ``d``'s whole expert grid (EP x TP x PP), the group its counts step in."""
-        return grids.get(d, mem.expert_parallel) * pipeline * d
+        """GPUs of degree ``d``'s whole expert grid (EP x expert TP x PP), the group its counts step in."""
+        return grids.get(d, mem.expert_parallel) * pipeline * mem.expert_tp(d)
 
     granule = math.lcm(place.gpus_per_node, pipeline * context * tp, grid_of(tp))
     availability = w.hours_per_day / 24
@@ -1068,7 +1093,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     def held(run: _Run) -> float:
         """Bytes a GPU holds in ``run``'s layout (more than the GPU gives where no layout of its count fits)."""
         spans = max(1, run.gpus // (run.tp * pipeline))  # the ranks the experts spread over (DP x CP)
-        return (mem.state_per_gpu(run.gpus, run.tp * pipeline, zero) + mem.working_at(zero, run.tp, spans)
+        return (mem.state_per_gpu(run.gpus, run.tp * pipeline, zero, run.tp) + mem.working_at(zero, run.tp, spans)
                 + mem.activations_at(run.tp, run.recompute_fraction))  # fmt: skip
 
     def holds(run: _Run) -> bool:
@@ -1112,7 +1137,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             # (a 2T MoE at 1,864 GPUs spreads its 256 over 8: review sizreview15 F3). The layout's own degree keeps a
             # sequence a rank too, and its expert grid divides the count: the widest degree alone passed 1,600 GPUs of
             # an EP 64 MoE whose grid only TP 1 divides, 1,600 ranks for 512 sequences (review sizreview17 F3)
-            if run.gpus // (run.tp * context * pipeline) > sequences or run.gpus % (run.tp * mem.expert_parallel * pipeline):
+            if run.gpus // (run.tp * context * pipeline) > sequences or run.gpus % mem.expert_grid(run.tp, pipeline):
                 return False
             return run.gpus // (widest * context * pipeline) * per_rank <= sequences and holds(run)
 
@@ -1196,7 +1221,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             # replicas (a narrower group than the search's grid holds where the shard has shrunk): a 908B MoE at EP 32
             # took 512 GPUs for 100 days where 416 (TP 1's granule, 32) meet for the same GPU-hours, a 522B with 60
             # experts 320 where 280 (TP 2, 140 ranks, EP 20) do (review sizreview17's sweep)
-            downs = sorted({math.lcm(node, pipeline * context * d, mem.expert_parallel * pipeline * d) for d in held_from})
+            downs = sorted({math.lcm(node, pipeline * context * d, mem.expert_grid(d, pipeline)) for d in held_from})
             if meets(run):
                 # from the fewest count that, at this count's GPU-seconds, is at most 1% late (MFU moves less than that
                 # between neighbours; fewer are not priced, which kept the bench within its time: bench/plan_speed.py)
@@ -1220,21 +1245,20 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                                   {"deadline days": deadline / DAY}))  # fmt: skip
     gpus, tp = run.gpus, run.tp
     ranks = max(1, gpus // (tp * context * pipeline))
-    if gpus % (tp * mem.expert_parallel * pipeline):
+    if gpus % mem.expert_grid(tp, pipeline):
         # Megatron-Core refuses a world size its expert grid does not divide (a 7B MoE at EP 8 pinned at 12 GPUs was
         # planned at TP 1: review sizreview13 F9)
-        grid = mem.expert_parallel * pipeline
         dividing = [d for d in node_degrees(place.gpus_per_node, mem.tp_degrees)
-                    if gpus % (d * grid) == 0 and gpus % (d * context * pipeline) == 0]  # fmt: skip
+                    if gpus % mem.expert_grid(d, pipeline) == 0 and gpus % (d * context * pipeline) == 0]  # fmt: skip
         # a degree whose grid divides the count but not holding the job is what refused it: said, not a wider degree's
         # grid (1T MoE at EP 16 on 272 GPUs was told EP 16 x TP 2 does not divide them, where TP 1's does and overflows:
         # review sizreview17 F11)
-        why = f"the expert grid (EP {mem.expert_parallel} x TP {tp} x PP {pipeline}) does not divide {gpus} GPUs"
+        why = f"the expert grid (EP {mem.expert_parallel} x {_etp_label(mem, tp)} x PP {pipeline}) does not divide {gpus} GPUs"
         if dividing:
             d = max(dividing)
             spans = max(1, gpus // (d * pipeline))
-            kept = mem.state_per_gpu(gpus, d * pipeline, zero) + mem.working_at(zero, d, spans) + mem.activations_at(d, 1.0)
-            why = (f"the expert grid (EP {mem.expert_parallel} x TP {d} x PP {pipeline}) divides {gpus} GPUs but keeps "
+            kept = mem.state_per_gpu(gpus, d * pipeline, zero, d) + mem.working_at(zero, d, spans) + mem.activations_at(d, 1.0)
+            why = (f"the expert grid (EP {mem.expert_parallel} x {_etp_label(mem, d)} x PP {pipeline}) divides {gpus} GPUs but keeps "
                    f"{kept / GIB:.1f} GiB a GPU of the {usable_memory(gpu, sizing) / GIB:.0f} a {gpu.id} gives, and no wider "
                    "degree's grid divides them")  # fmt: skip
         issues.append(Issue("PL303", f"{why}; use a multiple of {granule} GPUs, at least {_ceil_to(min_gpus, granule)}"))
@@ -1250,19 +1274,20 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # review sizreview17 F3)
         def runs_legally(n: int) -> int | None:
             r = _training_run(w, place, sizing, mem, n, tp, flops_per, active)
-            legal = _splits_batch(stack_sequences, n // (r.tp * context * pipeline)) and n % (r.tp * mem.expert_parallel * pipeline) == 0
+            legal = _splits_batch(stack_sequences, n // (r.tp * context * pipeline)) and n % mem.expert_grid(r.tp, pipeline) == 0
             return r.tp if legal and holds(r) else None
 
         legal = _batch_legal_counts(mem, gpus, stack_sequences, min_gpus, node=place.gpus_per_node, context=context,
                                     pipeline=pipeline, runs=runs_legally)  # fmt: skip
         dividing = [d for d in node_degrees(place.gpus_per_node, mem.tp_degrees)
-                    if gpus % (d * mem.expert_parallel * pipeline) == 0 and gpus % (d * context * pipeline) == 0]  # fmt: skip
+                    if gpus % mem.expert_grid(d, pipeline) == 0 and gpus % (d * context * pipeline) == 0]  # fmt: skip
         nearest = " or ".join(f"{n} GPUs (TP {d}, {n // (d * context * pipeline)} ranks)" for n, d in legal)
         hint = f"the nearest counts that run: {nearest}" if legal else "no count runs it: raise globalBatchTokens"
         widest_grid = max(dividing, default=tp)
+        etp = f"expert TP {mem.expert_tensor_parallel}" if mem.expert_tensor_parallel else "TP"
         fewest = gpus // (widest_grid * context * pipeline)
         issues.append(Issue("PL303", f"{gpus} GPUs leave {fewest} data-parallel ranks at TP {widest_grid}, the widest degree whose "
-                            f"expert grid (EP {mem.expert_parallel} x TP x PP {pipeline}) divides them, for the global batch's "
+                            f"expert grid (EP {mem.expert_parallel} x {etp} x PP {pipeline}) divides them, for the global batch's "
                             f"{stack_sequences:,.0f} sequences: Megatron's batch calculator refuses a rank less than one "
                             f"sequence; {hint}"))  # fmt: skip
         return _empty(w, place, figures, notes, fits, issues)
@@ -1402,7 +1427,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     return WorkloadPlan(
         name=w.name, kind=w.kind, team=w.team, pool=place.pool, accelerator=gpu.id, gpus=gpus, min_gpus=min_gpus,
         model_state_gib=mem.state_at(zero) / GIB,
-        memory_per_gpu_gib=(mem.state_per_gpu(gpus, tp * pipeline, zero) + mem.working_at(zero, tp, gpus // (tp * pipeline))
+        memory_per_gpu_gib=(mem.state_per_gpu(gpus, tp * pipeline, zero, tp) + mem.working_at(zero, tp, gpus // (tp * pipeline))
                             + activations) / GIB,
         gpu_hours=gpu_hours, wall_clock_days=wall_days, hours_per_day=w.hours_per_day, checkpoint_gib=mem.checkpoint / GIB,
         checkpoint_write_gbps=write, dataset_read_gbps=read, network_gbps_per_gpu=fabric, rdma_required=rdma,

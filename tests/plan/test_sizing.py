@@ -879,6 +879,38 @@ def test_fp8_gain_is_amdahl_on_the_blocks_gemms() -> None:
     assert abs(speedup / (70315 / 52275) - 1) < 0.15 < abs(1.807 * (1 + attention) / (1 + 1.807 * attention) / (70315 / 52275) - 1)
 
 
+def test_fp8_leaves_the_moe_overhead_its_bf16_time() -> None:
+    """Review sizreview20 F1: the MoE factor 1 / (1 + k r) multiplied the fp8 gain's product, so fp8 sped up the routing,
+    permutation and all-to-all too: DeepSeek-V3 planned 1.51x fp8 over bf16 where Megatron-Bridge 25.11 measures 1.13x
+    (DGX-GB300, 3,848 vs 4,357 tokens/s a GPU, same layout) and 1.28x (DGX-GB200, 3,139 vs 4,018)
+    (NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md, 25.11, DeepSeekV3 w/o MTP, 256 GPUs). The
+    overhead is time beside the compute: k r of the bf16 compute time, the same in an fp8 step. DeepSeek-V3 as
+    declared (MLA 128 heads: width 20,480), 256 B200, TP 1, PP 8, EP 32, both precisions at one layout, by hand:
+      routed volume r = 8 x 7,168 x 58 / 37e9 = 8.989e-5; k r = 9,500 x 8.989e-5 = 0.8540
+      fp8 compute speed-up S = g (1 + a) / ((1 - e) + g (e + a + c)) = 1.524 (a 0.277, e 0.025, c 0.022, g 1.896)
+      MoE factor bf16 1 / 1.854 = 0.5394, fp8 1 / (1 + 0.854 x 1.524) = 0.4345
+      step speed-up S (1 + k r) / (1 + k r S) = 1.524 x 1.854 / 2.3015 = 1.228, inside 1.13-1.28; the product gave S."""
+    model = {**DEEPSEEK_V3, "vocabulary": 129280, "attention": {"kind": "mla", "kvLoraRank": 512, "ropeHeadDim": 64, "heads": 128}}
+    w = workload(model=model, tokens="1T", sequenceLength=4096, globalBatchTokens=16777216, gpus=256, tensorParallel=1,
+                 pipelineParallel=8, expertParallel=32, zeroStage=1, tensorParallelOverlap=True, precision="fp8",
+                 fp8Recipe="transformer-engine")  # fmt: skip
+    fp8 = plan_training(w, on("B200-SXM-180GB"), SIZING, [])
+    bf16 = plan_training(w.model_copy(update={"precision": "bf16"}), on("B200-SXM-180GB"), SIZING, [])
+    assert fp8.mfu is not None and bf16.mfu is not None
+    f8, f16 = _factors(fp8), _factors(bf16)
+    assert set(f8) - set(f16) == {"fp8 outside the GEMMs"}  # one layout: every other factor is the same kind
+    routed = 8 * 7168 * 58 / 37e9
+    kr = SIZING.training.moeRouting.value * routed
+    s = f8["precision"] * f8["attention"] * f8["fp8 outside the GEMMs"] / f16["attention"]
+    assert f16["mixture of experts"] == pytest.approx(1 / (1 + kr), rel=1e-12)
+    assert f8["mixture of experts"] == pytest.approx(1 / (1 + kr * s), rel=1e-12)
+    # time composition: the overhead's time, (1 - factor) / MFU, is the same in both steps
+    assert (1 - f8["mixture of experts"]) / fp8.mfu == pytest.approx((1 - f16["mixture of experts"]) / bf16.mfu, rel=1e-9)
+    speedup = fp8.mfu / bf16.mfu
+    assert speedup == pytest.approx(s * (1 + kr) / (1 + kr * s), rel=1e-9)
+    assert 4357 / 3848 <= speedup <= 4018 / 3139 < s
+
+
 def test_attention_memory_follows_the_declared_stack() -> None:
     """Issue 23 (sizing5): the activation model assumed FlashAttention and sequence parallelism, so a 2022 stack (BLOOM's
     Megatron-DeepSpeed) could not be declared. Korthikanti et al. 2022 (arXiv 2205.05198), Table 2, per layer and
@@ -2112,9 +2144,11 @@ def test_the_deadline_search_keeps_the_cheapest_count_it_priced_that_meets() -> 
     # fewest GPU-hours that meet, its figure says so; 944 (EP 2) is never the plan. Since sizmoe's refit (moeRouting
     # 14,000 -> 13,000; routed volume 8 x 8,192 x 32 / 40e9 = 5.243e-5, factor 1 / 1.7340 -> 1 / 1.6816, x 1.0312):
     # 2,639,639 / 1.0312 = 2,559,8xx at TP 1; 768 at TP 2 2,673,589 / 1.0312 = 2,592,7xx and 2,593,778 planned: its
-    # all-reduce term weighs 0.04% more against the faster compute
-    assert plan.gpus == 1024 and plan.tensor_parallel == 1 and plan.gpu_hours == pytest.approx(2_559_827, rel=1e-5)
-    assert pinned.gpu_hours == pytest.approx(2_593_778, rel=1e-5)
+    # all-reduce term weighs 0.04% more against the faster compute. Since sizfix8's refit (moeRouting 13,000 -> 9,500,
+    # review sizreview20 F1): factor 1 / 1.68157 -> 1 / 1.49807, x 1.12249: 2,559,827 / 1.12249 = 2,280,488 at TP 1;
+    # 768 at TP 2 2,593,778 / 1.12249 = 2,310,733 and 2,314,438 planned (its all-reduce term again weighs a little more)
+    assert plan.gpus == 1024 and plan.tensor_parallel == 1 and plan.gpu_hours == pytest.approx(2_280_488, rel=1e-5)
+    assert pinned.gpu_hours == pytest.approx(2_314_438, rel=1e-5)
 
 
 def test_a_declared_interleaved_schedule_is_planned_where_it_runs_and_said_where_it_does_not() -> None:
@@ -2217,19 +2251,22 @@ def test_the_deadline_plan_steps_down_in_every_degree_s_granule() -> None:
     factor 1 / 1.09697 -> 1 / 1.09004, x 1.00636: 983,528 / 1.00636 = 977,3xx; the 522B's 2 x 7,168 x 24 / 34.56e9 =
     9.957e-6, 1 / 1.13940 -> 1 / 1.12944, x 1.00882, on B200 whose refitted base fell 0.4855 -> 0.4775 (x 0.98352):
     153,161 / 1.00882 / 0.98352 = 154,366, and 154,346 planned (TP 2's all-reduce term weighs a little less against
-    the slower compute); the counts and degrees unchanged."""
+    the slower compute); the counts and degrees unchanged. Since sizfix8's refit (moeRouting 13,000 -> 9,500, review
+    sizreview20 F1): the 908B's factor 1 / 1.09004 -> 1 / 1.06580, x 1.02275: 977,3xx / 1.02275 = 955,5xx; the 522B's
+    1 / 1.12944 -> 1 / 1.09459, x 1.03184: 154,346 / 1.03184 = 149,581, and 149,661 planned (TP 2's all-reduce term
+    weighs a little more against the faster compute); the counts and degrees unchanged."""
     big = {"parameters": "907785673450", "layers": 32, "hiddenSize": 8192, "architecture": "moe", "activeParameters": "151397600931",
            "experts": {"total": 384, "perToken": 4}}  # fmt: skip
     spec = workload(model=big, precision="bf16", tokens="1616723492691", sequenceLength=4096, globalBatchTokens=4 * 2**20,
                     expertParallel=32, deadline="100d", accelerator="H200")  # fmt: skip
     plan = plan_training(spec, on("H200-SXM-141GB"), SIZING, [])
-    assert (plan.gpus, plan.tensor_parallel) == (416, 1) and plan.gpu_hours == pytest.approx(983_528 / 1.00636, rel=1e-4)
+    assert (plan.gpus, plan.tensor_parallel) == (416, 1) and plan.gpu_hours == pytest.approx(983_528 / 1.00636 / 1.02275, rel=1e-4)
     mid = {"parameters": "521861558819", "layers": 24, "hiddenSize": 7168, "architecture": "moe", "activeParameters": "34555097239",
            "experts": {"total": 60, "perToken": 2}}  # fmt: skip
     spec = workload(model=mid, precision="bf16", tokens="2241132622837", sequenceLength=4096, globalBatchTokens=4_000_000,
                     zeroStage=1, deadline="25d", accelerator="B200")  # fmt: skip
     plan = plan_training(spec, on("B200-SXM-180GB"), SIZING, [])
-    assert (plan.gpus, plan.tensor_parallel) == (280, 2) and plan.gpu_hours == pytest.approx(154_346, rel=1e-5)
+    assert (plan.gpus, plan.tensor_parallel) == (280, 2) and plan.gpu_hours == pytest.approx(149_661, rel=1e-5)
 
 
 def test_llama_31_405b_declared_at_its_published_layout_plans_near_its_card() -> None:
@@ -2271,3 +2308,35 @@ def test_a_declared_training_tensor_parallel_degree_is_the_layout_planned() -> N
     assert [i.check for i in wide.issues] == ["PL322"] and wide.gpus is None
     odd = plan_training(workload(**{**base, "gpus": 60}, tensorParallel=8), on("H100-SXM5-80GB"), SIZING, [])
     assert [i.check for i in odd.issues] == ["PL303"] and "does not divide the pinned 60 GPUs" in odd.issues[0].message
+
+
+def test_moe_parallel_folding_runs_megatron_bridges_qwen3_235b_layout() -> None:
+    """Review sizreview20 F11: Qwen3-235B-A22B as Megatron-Bridge 25.11 ran it on 256 H100 (docs/performance-summary-
+    archive.md, 25.11 DGX-H100: TP 2, PP 8, VP 4, EP 32, 1,575 tokens/s a GPU; Megatron-MoE-ModelZoo best_practice/Qwen3
+    lists its expert TP 1) was refused "at least 512 are needed": the expert grid was EP x TP x PP = 32 x 2 x 8. With
+    MoE Parallel Folding (Megatron-Core megatron/core/transformer/moe/README.md, --expert-tensor-parallel-size, arXiv
+    2504.14960) the expert layers fold EP x expert TP over a stage's TP x CP x DP GPUs: 32 x 1 divides 2 x 1 x 16 = 32,
+    and the grid is 1 x 32 x 8 = 256. By hand, ZeRO-1: an expert (235B - 22B) / 120 = 1.775B, shared 22B - 8 x 1.775B =
+    7.8B, routed 227.2B; a GPU keeps 6 B a parameter of the shared ones over TP x PP = 16 and of the routed ones over
+    EP x expert TP x PP = 256, and 12 B of all over the 256 GPUs: 6 x (0.4875B + 0.8875B) + 11.016 GB = 19.27 GB (its
+    routed share split over TP 2 too would be 5.59 GB + 11.02)."""
+    qwen = {"parameters": "235B", "activeParameters": "22B", "architecture": "moe", "layers": 94, "hiddenSize": 4096,
+            "heads": 64, "headDim": 128, "vocabulary": 151936, "experts": {"total": 128, "perToken": 8}}  # fmt: skip
+    fields: dict[str, Any] = {"model": qwen, "precision": "fp8", "fp8Recipe": "transformer-engine", "tokens": "1T",
+                              "sequenceLength": 4096, "globalBatchTokens": 8388608, "gpus": 256, "tensorParallel": 2,
+                              "pipelineParallel": 8, "pipelineVirtualStages": 4, "expertParallel": 32,
+                              "tensorParallelOverlap": True, "zeroStage": 1, "accelerator": "H100"}  # fmt: skip
+    default = plan_training(workload(**fields), on("H100-SXM5-80GB"), SIZING, [])
+    # Megatron-Core's default expert TP is the attention's: 2 x 32 x 8 = 512 GPUs a grid, as the plan still says
+    assert "PL303" in {i.check for i in default.issues} and default.gpu_hours is None
+    folded = workload(**fields, expertTensorParallel=1)
+    plan = plan_training(folded, on("H100-SXM5-80GB"), SIZING, [])
+    assert not [i for i in plan.issues if i.check == "PL303"] and plan.gpus == 256 and plan.tensor_parallel == 2
+    mem = training_memory(folded, SIZING)
+    expert = (235e9 - 22e9) / 120
+    shared, routed = 22e9 - 8 * expert, 235e9 - (22e9 - 8 * expert)
+    assert mem.state_per_gpu(256, 2 * 8, 1, 2) == pytest.approx(6 * (shared / 16 + routed / 256) + 12 * 235e9 / 256, rel=1e-9)
+    assert mem.state_per_gpu(256, 2 * 8, 1, 2) == pytest.approx(19.27e9, rel=1e-3)
+    assert plan.memory_per_gpu_gib is not None and plan.memory_per_gpu_gib * GIB >= mem.state_per_gpu(256, 16, 1, 2)
+    # measured 1,575 tokens/s a GPU: 6 x 22e9 x 1,575 / 989.4e12 = 0.210 MFU; within the MoE rows' error
+    assert plan.mfu is not None and abs(plan.mfu / (6 * 22e9 * 1575 / 989.4e12) - 1) < 0.25

@@ -266,6 +266,18 @@ class Workload(SpecModel):
         "gcd(experts, ranks).",
         examples=[8],
     )
+    expert_tensor_parallel: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_WIDTH,
+        description="Training a mixture of experts with expertParallel declared: the tensor-parallel degree of the expert "
+        "layers (Megatron-Core --expert-tensor-parallel-size, MoE Parallel Folding: megatron/core/transformer/moe/README.md; "
+        "arXiv 2504.14960). The expert layers fold EP x this degree over the TP x CP x DP GPUs of a pipeline stage, so "
+        "only it x expertParallel x pipelineParallel must divide the GPUs, and each GPU holds 1 / (EP x this) of the "
+        "routed experts. Megatron-Bridge's Qwen3-235B ran TP 2, PP 8, EP 32 with 1 on 256 H100 (its 25.11 table; "
+        "Megatron-MoE-ModelZoo best_practice/Qwen3 lists ETP 1). Default: tensorParallel, Megatron-Core's default.",
+        examples=[1],
+    )
     checkpoint_interval: Duration | None = Field(default=None, gt=0, description="Time between checkpoints.")
     dataset: Dataset | None = Field(default=None, description="Input data.")
     inputs: list[Name] = Field(
