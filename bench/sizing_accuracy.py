@@ -376,8 +376,9 @@ the scaling loss (on a fixed global batch, more GPUs never lower GPU-hours); fp8
 PyTorch float8 (`fp8Recipe`; between the two when unknown), on the transformer blocks' GEMMs only: attention stays
 16-bit (an fp8 job's attention term is `1 / (1 + gain x ratio)`), and so do the output head and the casts into fp8
 (Amdahl's law over the head's share of the FLOPs and the casts' HBM time, `throughput.fp8_outside_gemms`); MoE efficiency
-is `1 / (1 + {t.moeRouting.value:,.0f} x experts per token x hidden x MoE layers / active parameters)` (all-to-all
-volume and small expert GEMMs); full recomputation costs 8N instead of 6N; QLoRA pays for dequantising its 4-bit base
+is `1 / (1 + {t.moeRouting.value:,.0f} x experts per token x hidden x MoE layers / active parameters x fp8 speed-up)`
+(all-to-all volume and small expert GEMMs, a time fp8 does not shorten: the speed-up is the GEMMs' own, 1 in bf16);
+full recomputation costs 8N instead of 6N; QLoRA pays for dequantising its 4-bit base
 before every GEMM (`1 / (1 + passes x {qlora_bytes} B a weight x peak x efficiency / (HBM x 4 x tokens a
 micro-batch))`, about 8-12% at 4,096-token sequences on an H100; litgpt's published LoRA vs NF4 times on Llama 2 7B at
 micro-batch 1 differ by 1.56x); a pool without RDMA caps throughput by its link. Tensor parallelism is physics too:
