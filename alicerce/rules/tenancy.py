@@ -366,6 +366,25 @@ def budget_stop_has_queue(ctx: RuleContext) -> Iterable[Finding]:
                           "give the team a quota, or set onExhausted: alert", budget.on_exhausted)  # fmt: skip
 
 
+@rules.rule("AL226", "renamed-from", "A team's former names are no team's name now and belong to one team.")
+def renamed_from(ctx: RuleContext) -> Iterable[Finding]:
+    """The month's spend under a former name counts under the team's name now (alicerce.emit.kube.costs.team_hours):
+    a name still in use would be counted twice, a name two teams claim would count toward both budgets."""
+    current = {t.name for t in ctx.spec.tenancy.teams}
+    claimed: dict[str, str] = {}
+    for i, team in enumerate(ctx.spec.tenancy.teams):
+        for j, name in enumerate(team.renamed_from):
+            at = S.tenancy.teams[i].renamed_from[j]
+            if name in current:
+                what = "its own name" if name == team.name else f"the name of team {name}"
+                yield Finding(at, f"team {team.name} lists {what} as a former name: that spend would count twice",
+                              "list only names no team has now", name)  # fmt: skip
+            elif name in claimed and claimed[name] != team.name:
+                yield Finding(at, f"teams {claimed[name]} and {team.name} both list {name} as a former name: its spend would "
+                              "count toward both budgets", "keep the former name on the team that took it over", name)  # fmt: skip
+            claimed.setdefault(name, team.name)
+
+
 MONTH_SECONDS = 31 * 86400  # the longest month the budget alerts, the guard and showback sum
 
 

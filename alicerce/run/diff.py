@@ -260,17 +260,18 @@ def _budget_change(old: ResolvedTeam, new: ResolvedTeam) -> str | None:
 
 
 def _renames(before: Mapping[str, ResolvedTeam], after: Mapping[str, ResolvedTeam]) -> dict[str, ResolvedTeam]:
-    """Teams added that take over a removed team's namespaces (or, failing that, its identity groups): a rename, keyed
-    by the new name. The diff sees only a team removed and one added; their namespaces are what the cost rules key
-    the team's spend by (alicerce:namespace_team:info)."""
+    """Teams added that say they were a removed team (renamedFrom), or take over its namespaces (or, failing that, its
+    identity groups): a rename, keyed by the new name. The diff sees only a team removed and one added; their
+    namespaces are what the cost rules key the team's spend by (alicerce:namespace_team:info)."""
     removed = [t for name, t in before.items() if name not in after]
     out: dict[str, ResolvedTeam] = {}
     for name, b in after.items():
         if name in before:
             continue
+        declared = [a for a in removed if a.name in b.spec.renamed_from]
         shared = [a for a in removed if set(a.namespaces) & set(b.namespaces)]
         same_groups = [a for a in removed if a.spec.groups and set(a.spec.groups) == set(b.spec.groups)]
-        if found := [a for a in [*shared, *same_groups] if a not in out.values()]:
+        if found := [a for a in [*declared, *shared, *same_groups] if a not in out.values()]:
             out[name] = found[0]
     return out
 
@@ -280,6 +281,18 @@ def _rename_text(old: ResolvedTeam, new: ResolvedTeam) -> str:
     set, so the renamed team's series start empty), and its ClusterQueue carries the name (review obsreview24 F2)."""
     shared = sorted(set(old.namespaces) & set(new.namespaces))
     text = f"from `{old.name}`" + (f" (namespaces {', '.join(shared)})" if shared else "")
+    if old.name in new.spec.renamed_from:
+        # teams[].renamedFrom: the month's records, the budget alerts and the guard count the old name's hours
+        text += (
+            f"; its month carries over (renamedFrom lists {old.name}): what {old.name} spent this month counts toward "
+            f"{new.name}'s budget, and the chargeback (`alicerce costs`) lists {old.name} up to the rename and {new.name} after it"
+        )
+        if old.spec.budget is not None and old.spec.budget.on_exhausted == "stopAdmitting":
+            text += (
+                f"; the ClusterQueue {old.name} is deleted and {new.name} created unheld, and the budget guard holds it "
+                "on its next run (within 15 minutes) if the month is spent"
+            )
+        return text + f". Remove renamedFrom after {new.name}'s first whole month"
     text += (
         f"; the spend is recorded by team name, so {new.name}'s month-to-date spend starts at $0 at the rename, and "
         f"the month's chargeback (`alicerce costs`) lists {old.name} up to the rename and {new.name} after it"
@@ -294,7 +307,8 @@ def _rename_text(old: ResolvedTeam, new: ResolvedTeam) -> str:
             "held this month is released"
         )
     text += (
-        f". Rename on the 1st of a month (UTC); mid-month, lower {new.name}'s monthly budget until the 1st by what "
+        f". List {old.name} in {new.name}'s renamedFrom to carry the month over; or rename on the 1st of a month (UTC); "
+        f"or lower {new.name}'s monthly budget until the 1st by what "
         f"{old.name} spent this month: the sum over its sites of "
         f"""max(last_over_time(team:gpu_cost_usd:sum_month{{team="{old.name}"}}[1h])) once the rename is applied"""
     )

@@ -377,7 +377,7 @@ def test_a_renamed_team_is_told_its_month_of_spend_budget_alerts_and_hold_start_
     assert "research-ml's month-to-date spend starts at $0 at the rename" in details
     assert "what research spent this month counts toward no budget" in details
     assert "budget alerts start over" in details and "a queue the budget guard held this month is released" in details
-    assert "Rename on the 1st of a month (UTC)" in details
+    assert "List research in research-ml's renamedFrom to carry the month over; or rename on the 1st of a month (UTC)" in details
     assert 'team:gpu_cost_usd:sum_month{team="research"}' in details
     assert """kubectl patch clusterqueue research-ml --type merge -p '{"spec":{"stopPolicy":"Hold"}}'""" in details
     text = render_markdown([diff_environment("prod", reference("prod"), variant(renamed_research), plan=None)], "main → branch")
@@ -388,6 +388,26 @@ def test_a_renamed_team_is_told_its_month_of_spend_budget_alerts_and_hold_start_
     from alicerce.cli.documents import TeamChange
 
     assert TeamChange.model_validate(asdict(teams[0])).change == "renamed"
+
+
+def test_a_renamed_team_that_names_its_former_name_is_told_its_month_carries_over() -> None:
+    """teams[].renamedFrom carries the month (review obsreview24 F2): the diff says so instead of what restarts, and
+    finds the rename by the declared name even where the team moved to namespaces of its own."""
+    from alicerce.run.diff import diff_tenancy
+
+    def carried(data: dict[str, Any]) -> None:
+        renamed_research(data)
+        team = next(t for t in data["tenancy"]["teams"] if t["name"] == "research-ml")
+        team |= {"namespaces": ["research-ml"], "groups": ["oidc:research-ml"], "renamedFrom": ["research"]}
+
+    _, teams = diff_tenancy(reference("prod"), variant(carried))
+    assert [(t.team, t.change) for t in teams] == [("research-ml", "renamed")]
+    details = teams[0].details
+    assert details.startswith("from `research`; its month carries over (renamedFrom lists research): ")
+    assert "what research spent this month counts toward research-ml's budget" in details
+    assert "the budget guard holds it on its next run (within 15 minutes) if the month is spent" in details
+    assert "starts at $0" not in details and "kubectl patch" not in details
+    assert details.endswith("Remove renamedFrom after research-ml's first whole month")
 
 
 def test_a_team_without_a_budget_renamed_is_told_only_of_its_spend_and_a_new_team_is_no_rename() -> None:

@@ -119,6 +119,7 @@ AUDIT: dict[str, tuple[str, str]] = {
     "tenancy.cohort": ("Name", "Kueue cohort"),
     "tenancy.teams[].name": ("Name", "namespaces, ClusterQueues"),
     "tenancy.teams[].namespaces[]": ("Name", "namespaces"),
+    "tenancy.teams[].renamedFrom[]": ("Name", "PromQL team matchers of the cost records, the budget guard's config"),
     "tenancy.teams[].groups[]": ("length", "inert: RoleBinding subjects, YAML data"),
     "tenancy.teams[].quotas[].pool": ("Name", "reference (AL205)"),
     "tenancy.teams[].costCenter": ("check_label_value", "namespace labels"),

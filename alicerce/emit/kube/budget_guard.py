@@ -54,15 +54,17 @@ def _labels(team: str, site: str) -> str:
     return "{" + f"team={json.dumps(team)},site={json.dumps(site)}" + "}"
 
 
-def spend_query(team: str, site: str, now: datetime.datetime) -> str:
+def spend_query(team: str, site: str, now: datetime.datetime, former: list[str] | None = None) -> str:
     """USD the team spent at the site since the month began: each hour's cost (the last sample of
     ``team:gpu_cost_usd:sum1h`` in it, read at the hour mark that ends it: alicerce.emit.kube.costs.hour_total) from
     01:00 of the first on. The range starts a second after midnight of the first, which
     ends the previous month's last hour (Prometheus 2 closes ranges on the left, 3 opens them: neither takes it in).
     The hour running now counts at its end; before 01:00 of the first the month has cost 0. Nothing when the spend is
-    not recorded now."""
+    not recorded now. ``former``: names the team had earlier this month (teams[].renamedFrom), whose hours count too:
+    the queue of a team renamed past its budget is held again (review obsreview24 F2)."""
     seconds = max(1, int((now - month_start(now)).total_seconds()) - 1)
-    hour = f"last_over_time({HOURLY}{_labels(team, site)}[1h] offset 1ms)"
+    names = "|".join([team, *(former or [])])  # Prometheus anchors the regex; team names are DNS labels
+    hour = f"last_over_time({HOURLY}{{team=~{json.dumps(names)},site={json.dumps(site)}}}[1h] offset 1ms)"
     hours = f"sum(sum_over_time({hour}[{seconds}s:1h])) or vector(0)"
     # nothing unless the rate was recorded since the previous run (every 15 minutes): a month summed up to when the
     # series vanished would release a held queue, or never hold a spent one
@@ -146,7 +148,7 @@ def run(config: dict[str, Any], now: datetime.datetime) -> int:
         team, queue_name = entry["team"], entry["clusterQueue"]
         try:
             budget = prometheus_value(config["prometheus"], budget_query(team, config["site"]), now)
-            spent = prometheus_value(config["prometheus"], spend_query(team, config["site"], now), now)
+            spent = prometheus_value(config["prometheus"], spend_query(team, config["site"], now, entry.get("renamedFrom")), now)
             if spent is None or budget is None:
                 what = "no spend" if spent is None else "no budget"
                 print(f"team {team}: {what} recorded at site {config['site']}; queue {queue_name} left as it is", file=sys.stderr)

@@ -55,8 +55,11 @@ def guard_script() -> str:
 
 
 def guard_config(site: ResolvedSite, teams: list[str]) -> dict[str, Any]:
-    # a team's ClusterQueue carries its name (alicerce.emit.kube.kueue.cluster_queue)
-    return {"prometheus": PROMETHEUS_URL, "site": site.name, "teams": [{"team": t, "clusterQueue": t} for t in teams]}
+    # a team's ClusterQueue carries its name (alicerce.emit.kube.kueue.cluster_queue); the names it had earlier this
+    # month are summed with it (teams[].renamedFrom)
+    former = {t.name: list(t.spec.renamed_from) for t in site.teams if t.spec.renamed_from}
+    entries = [{"team": t, "clusterQueue": t} | ({"renamedFrom": former[t]} if t in former else {}) for t in teams]
+    return {"prometheus": PROMETHEUS_URL, "site": site.name, "teams": entries}
 
 
 def budget_guard(rp: ResolvedPlatform, site: ResolvedSite, groups: list[dict[str, Any]]) -> list[dict[str, Any]]:

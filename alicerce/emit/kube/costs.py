@@ -10,6 +10,7 @@ week's pace would cost.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from alicerce.catalog.alerts import COST_HISTORY_TRUNCATED, Alert, budget_alert_name, budget_blind_alert_name
@@ -91,12 +92,37 @@ HOUR_MARK_INTERVAL = "1h"
 TOKENS_30D = "workload:usd_per_million_tokens:ratio30d"
 
 
-def hour_mark_rules() -> list[dict[str, Any]]:
+def team_hours(former: Mapping[str, Sequence[str]]) -> str:
+    """Each team's hour totals (hour_total of TEAM_HOUR), the hours recorded under a name a team had earlier
+    (``former``: team -> teams[].renamedFrom) counted under the name it has now. Series identity is the label set, so
+    without it a rename restarted the team's month at $0 and a team past its budget was under it again (review
+    obsreview24 F2). A team's names are summed before the team label is set (two series of one label set are an
+    error in one vector), and the former names' own series are left out: each hour counts once, under one name."""
+    hours = hour_total(TEAM_HOUR)
+    if not former:
+        return hours
+    carried = [
+        f'label_replace(sum without (team) ({hour_total(f"{TEAM_HOUR}{{team=~{_names(team, *names)}}}")}), "team", "{team}", "", "")'
+        for team, names in sorted(former.items())
+    ]
+    left_out = _names(*sorted(n for names in former.values() for n in names))
+    # without (): drops the name alone, so the rest match the carried teams' label sets in `or`
+    rest = f"sum without () ({hour_total(f'{TEAM_HOUR}{{team!~{left_out}}}')})"
+    return "(" + " or ".join([*carried, rest]) + ")"
+
+
+def _names(*names: str) -> str:
+    """A PromQL regex matching exactly these team names (Prometheus anchors it; names are DNS labels: no metacharacter)."""
+    return '"' + "|".join(names) + '"'
+
+
+def hour_mark_rules(former: Mapping[str, Sequence[str]]) -> list[dict[str, Any]]:
+    teams = team_hours(former)
     return [
-        {"record": TEAM_MONTH, "expr": month_to_date(hour_total(TEAM_HOUR))},
+        {"record": TEAM_MONTH, "expr": month_to_date(teams)},
         # trailing 30 days: the hours' costs summed at the hour marks (whatever the evaluation time, each hour once)
-        {"record": TEAM_30D, "expr": f"sum_over_time({hour_total(TEAM_HOUR)}[30d:1h])"},
-        {"record": TEAM_7D, "expr": f"sum_over_time({hour_total(TEAM_HOUR)}[{PACE_HOURS}h:1h])"},
+        {"record": TEAM_30D, "expr": f"sum_over_time({teams}[30d:1h])"},
+        {"record": TEAM_7D, "expr": f"sum_over_time({teams}[{PACE_HOURS}h:1h])"},
         # cost per training run from the live metrics, beside the plan's estimate: each run's hours (issue 24 item 3;
         # review obsreview12 F5: only the plan said what a run cost)
         {"record": RUN_30D, "expr": f"sum_over_time({hour_total(RUN_HOUR)}[30d:1h])"},

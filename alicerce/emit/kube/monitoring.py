@@ -298,7 +298,8 @@ def _cost_groups(rp: ResolvedPlatform, site_name: str, group: Callable[[str, lis
     if shares:  # what CostHistoryTruncated and the budget guard read
         rules += history_rules()
     records = [{**r, "labels": {**r.get("labels", {}), "site": site_name}} for r in rules]
-    marks = [{**r, "labels": {"site": site_name}} for r in hour_mark_rules()]
+    former = {t.name: t.spec.renamed_from for t in rp.teams if t.spec.renamed_from}
+    marks = [{**r, "labels": {"site": site_name}} for r in hour_mark_rules(former)]
     return [
         {"name": "alicerce.cost", "rules": records},
         {"name": "alicerce.cost.hourly", "interval": HOUR_MARK_INTERVAL, "rules": marks},

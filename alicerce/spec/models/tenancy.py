@@ -62,6 +62,13 @@ class Team(SpecModel):
     priority: Literal["critical", "high", "normal", "low"] = Field(default="normal", description="Scheduling priority class.")
     cost_center: LabelValue | None = Field(default=None, description="Cost center (defaults to metadata.costCenter).")
     budget: Budget | None = Field(default=None, description="Monthly budget.")
+    renamed_from: list[Name] = Field(
+        default_factory=list,
+        description="Names the team had earlier this calendar month (UTC): what it spent under them counts toward its "
+        "budget, the budget alerts and the guard's hold, so a rename mid-month keeps the month. Remove them after the month "
+        "of the rename.",
+        examples=[["research"]],
+    )
     storage_access: list[StorageGrant] = Field(
         default_factory=list,
         description="Object tiers the team's workloads may read or write (service account team-<name> in each namespace); none when empty.",

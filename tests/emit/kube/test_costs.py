@@ -481,7 +481,7 @@ def test_the_projection_adds_the_month_so_far_to_the_hours_it_has_left(tmp_path:
     tests = [case("_x440 200000x30", "_x440 220.16x30", f"_x440 {220.16 * 168}x30", "462h", True),
              case("_x720 0x20", "_x720 880.64x20", "_x720 0x20", "732h", False)]  # fmt: skip
     groups = [{**g, "rules": [r for r in g["rules"] if r.get("alert") == rule["alert"]]} for g in rule_groups(rp, "aws")]
-    assert hour_mark_rules()  # the month's record is fed above, as a Prometheus that has run all month holds it
+    assert hour_mark_rules({})  # the month's record is fed above, as a Prometheus that has run all month holds it
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": [g for g in groups if g["rules"]]}))
     (tmp_path / "tests.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1h", "tests": tests}))
     result = promtool("test", "rules", "tests.yaml", cwd=tmp_path)
