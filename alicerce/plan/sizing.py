@@ -368,8 +368,14 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
                           routed_share=routed, expert_parallel=w.expert_parallel or 1, working_set=layer * (1 - moe_routed),
                           working_routed=layer * moe_routed, experts=experts,
                           expert_parallel_declared=w.expert_parallel is not None,
-                          expert_tensor_parallel=w.expert_tensor_parallel if w.expert_parallel is not None else None,
+                          expert_tensor_parallel=declared_expert_tp(w),
                           tp_degrees=training_degrees(w, sizing))  # fmt: skip
+
+
+def declared_expert_tp(w: Workload) -> int | None:
+    """The expert layers' own tensor-parallel degree, read with a declared expert group only; None: the attention's
+    (Megatron-Core's default, TrainingMemory.expert_tp)."""
+    return w.expert_tensor_parallel if w.expert_parallel is not None else None
 
 
 def training_degrees(w: Workload, sizing: Sizing) -> tuple[int, ...]:
@@ -607,18 +613,24 @@ def network_bytes_per_step(
     # routed experts unknown: every parameter beyond the active ones is an expert's
     shared = shared_parameters(w) if experts is not None and experts > job.experts_per_token else active
     ep = expert_parallel_degree(w.expert_parallel, experts or dp, dp)
-    replicas = max(1, dp // ep)
+    # the expert grid, as Megatron-Core lays it out (parallel_state.initialize_model_parallel: the expert layers' TP
+    # is the attention's unless declared; a GPU holds routed / (expert TP x EP x PP) of the experts, as
+    # TrainingMemory.expert_grid, and syncs them over the GPUs / (expert TP x EP x PP) copies of that shard). The
+    # expert TP divisor was missing, so a TP 4 run synced 4x the expert weights it holds (review sizreview21 F1)
+    etp = declared_expert_tp(w) or tp
+    grid = etp * ep * job.pipeline_parallel
+    replicas = max(1, gpus // grid)
     # ZeRO-3 gathers the shared weights and its experts' every micro-batch as a dense run does (review sizreview4 D2: once
     # a step understated a DeepSeek-like run ~15x and PL321 never fired)
-    sync = per_parameter * ((shared / group) * (dp - 1) / dp + ((total - shared) / (ep * job.pipeline_parallel))
-                            * (replicas - 1) / replicas)  # fmt: skip
+    sync = per_parameter * ((shared / group) * (dp - 1) / dp + (total - shared) / grid * (replicas - 1) / replicas)
     # experts on the GPU's own node are reached over NVLink; each off-node expert a token routes to is one fabric copy of
     # it, as Megatron-Core's "alltoall" token dispatcher sends them (megatron/training/arguments.py
     # --moe-token-dispatcher-type, the one its help recommends with expert parallelism). A DeepEP-class dispatcher (the
     # "flex" one with the deepep backend; DeepSeek-V3's node-limited routing, arXiv 2412.19437 Sec. 3.2.2) sends a token
     # once per destination node and forwards it over NVLink, often in fp8: no spec field says which dispatcher runs, so
     # the figure (and PL321) is an upper bound for those (review sizreview16 F6: MOE_DISPATCH_ASSUMED says so)
-    off_node = max(0.0, 1 - node_gpus / (ep * tp))
+    # an expert group is expert TP x EP consecutive ranks (the order tp-ep-dp-pp of Megatron-Core's expert RankGenerator)
+    off_node = max(0.0, 1 - node_gpus / (ep * etp))
     all_to_all = 4 * moe_routing_ratio(job) * active * 2 * job.global_batch_tokens / gpus * off_node
     return sync + all_to_all
 

@@ -694,6 +694,38 @@ def test_a_declared_expert_parallel_group_sets_the_moe_traffic() -> None:
     assert needs[256] < needs[64] < needs[8], needs  # type: ignore[operator]
 
 
+@pytest.mark.parametrize(
+    ("tp", "expert_tp", "off_node"),
+    [(1, None, 0.0), (2, None, 0.5), (4, None, 0.75), (1, 4, 0.75), (4, 1, 0.0)],
+)
+def test_the_moe_traffic_follows_the_expert_grid_megatron_lays_out(tp: int, expert_tp: int | None, off_node: float) -> None:
+    """Review sizreview21 F1: a GPU holds routed / (expert TP x EP x PP) of the experts and syncs them over the
+    GPUs / (expert TP x EP x PP) copies of its shard; its expert group is expert TP x EP consecutive ranks, the span its
+    all-to-all crosses nodes over (Megatron-LM parallel_state.initialize_model_parallel: expert TP defaults to TP; the
+    expert RankGenerator's order tp-ep-dp-pp). The expert TP divisor was missing, so TP 4 synced 4x the expert weights
+    a GPU holds (161 Gbit/s for 99), and a declared expert TP moved nothing. Mixtral 8x7B (46.7B, 12.9B active, top 2
+    of 8 on 32 layers of 4,096) in bf16 on 256 GPUs, EP 8, ZeRO-1 (a 16-bit gather and an fp32 reduction once a step):
+      per expert (46.7e9 - 12.9e9) / 6 = 5.6333e9; shared 12.9e9 - 2 x 5.6333e9 = 1.6333e9; routed 45.0667e9
+      sync = 6 B x (1.6333e9 / TP x (dp - 1) / dp + 45.0667e9 / (expert TP x 8) x (r - 1) / r), r = 256 / (expert TP x 8)
+      a2a  = 4 x 2 x 4,096 x 32 x 2 B x 16,384 tokens a GPU x (1 - 8 / (expert TP x 8))
+    TP 2: 6 x (0.8103e9 + 2.6406e9) = 20.71 GB + 17.18 GB (the reviewer's 111.6 Gbit/s at the planned step)."""
+    model = {"parameters": "46.7B", "activeParameters": "12.9B", "architecture": "moe", "layers": 32, "hiddenSize": 4096,
+             "experts": {"total": 8, "perToken": 2}}  # fmt: skip
+    fields = {"model": model, "tokens": "1T", "sequenceLength": 4096, "globalBatchTokens": 4_194_304, "gpus": 256,
+              "tensorParallel": tp, "expertParallel": 8, "zeroStage": 1}  # fmt: skip
+    w = workload(**fields, **({"expertTensorParallel": expert_tp} if expert_tp else {}))
+    job = TrainingJob("moe", 12.9e9, 32, 4096, 4096, 256, 4_194_304, "bf16", experts_per_token=2, moe_layers=32, zero_stage=1)
+    etp = expert_tp or tp
+    dp, copies = 256 // tp, 256 // (etp * 8)
+    routed, shared = 46.7e9 - 1.6333333e9, 12.9e9 - 2 * (46.7e9 - 12.9e9) / 6
+    sync = 6 * (shared / tp * (dp - 1) / dp + routed / (etp * 8) * (copies - 1) / copies)
+    a2a = 4 * 2 * 4096 * 32 * 2 * (4_194_304 / 256) * off_node
+    got = network_bytes_per_step(w, job, tp=tp, node_gpus=8, gather_bytes=2, grad_bytes=4)
+    assert got == pytest.approx(sync + a2a, rel=1e-6)
+    if (tp, expert_tp) == (2, None):
+        assert sync == pytest.approx(20.71e9, rel=1e-3) and a2a == pytest.approx(17.18e9, rel=1e-3)
+
+
 def test_a_dense_run_whose_fabric_is_short_says_so() -> None:
     """Review finding 2: a dense run needing more per-GPU network than its RDMA fabric gives (Phi-3-medium, 14B, 40 x 5120,
     on 512 H100 at 400 Gbit/s: about 476 Gbit/s of ZeRO-3 traffic at the planned step) got no finding; MoE runs had PL321.
