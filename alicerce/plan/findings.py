@@ -112,6 +112,7 @@ CHECKS: dict[str, PlanCheck] = {
         PlanCheck("PL336", "training-on-spot", _W, "A run across several nodes is not on Spot, where one reclaim stops it all.", True),
         PlanCheck("PL337", "deadline-dear", _W, "A run's deadline is met at a count where added GPUs still pay for themselves.", True),
         PlanCheck("PL338", "deadline-unreachable", _E, "Some GPU count the global batch admits meets a run's deadline.", False),
+        PlanCheck("PL339", "deadline-pinned-short", _E, "A run's pinned GPU count meets its deadline.", False),
         PlanCheck("PL340", "over-team-quota", _E, "A run fits its team's quota and borrowing limit on its pool.", False),
         PlanCheck("PL341", "runs-on-borrowed-quota", _W, "A run fits its team's nominal quota on its pool, not only borrowed GPUs.", True),
         PlanCheck("PL342", "idle-storage-tier", _I, "Each declared storage tier is read or written by a workload it is billed for.", True),

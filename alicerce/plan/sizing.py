@@ -602,16 +602,17 @@ def network_bytes_per_step(
     rounds = micro_batches(job, max(1, dp // job.context_parallel))
     gathers, reductions = data_parallel_passes(job.zero_stage, rounds)
     per_parameter = gathers * gather_bytes + reductions * grad_bytes  # bytes a parameter crosses a step
-    if adapter is not None:
+    moe = w.model.architecture == "moe" and bool(job.experts_per_token)
+    if not moe:
+        if adapter is None:
+            return per_parameter * total / group * (dp - 1) / dp
         trainable, base_bytes = adapter
         gathered = 2 * rounds * total * base_bytes if job.zero_stage == 3 else 0.0
         return (gathered + per_parameter * trainable) / group * (dp - 1) / dp
-    if w.model.architecture != "moe" or not job.experts_per_token:
-        return per_parameter * total / group * (dp - 1) / dp
-    active = job.active_parameters
+    active, routed_per_token = job.active_parameters, job.experts_per_token or 0
     experts = w.model.experts.total if w.model.experts else None
     # routed experts unknown: every parameter beyond the active ones is an expert's
-    shared = shared_parameters(w) if experts is not None and experts > job.experts_per_token else active
+    shared = shared_parameters(w) if experts is not None and experts > routed_per_token else active
     ep = expert_parallel_degree(w.expert_parallel, experts or dp, dp)
     # the expert grid, as Megatron-Core lays it out (parallel_state.initialize_model_parallel: the expert layers' TP
     # is the attention's unless declared; a GPU holds routed / (expert TP x EP x PP) of the experts, as
@@ -620,9 +621,20 @@ def network_bytes_per_step(
     etp = declared_expert_tp(w) or tp
     grid = etp * ep * job.pipeline_parallel
     replicas = max(1, gpus // grid)
-    # ZeRO-3 gathers the shared weights and its experts' every micro-batch as a dense run does (review sizreview4 D2: once
-    # a step understated a DeepSeek-like run ~15x and PL321 never fired)
-    sync = per_parameter * ((shared / group) * (dp - 1) / dp + (total - shared) / grid * (replicas - 1) / replicas)
+    # a parameter's share of the traffic: the shared ones over the dp ranks of their shard, the experts over the copies
+    # of theirs. ZeRO-3 gathers the shared weights and its experts' every micro-batch as a dense run does (review
+    # sizreview4 D2: once a step understated a DeepSeek-like run ~15x and PL321 never fired)
+    spread = (shared / group) * (dp - 1) / dp + (total - shared) / grid * (replicas - 1) / replicas
+    if adapter is None:
+        sync = per_parameter * spread
+    else:
+        # LoRA / QLoRA: the frozen base is gathered where ZeRO-3 shards it, held by the expert group as a full run's
+        # is; only the adapters reduce, spread as the weights they adapt are (an expert's adapters live with it). The
+        # adapter branch returned before the MoE one, so a fine-tune of a MoE moved no all-to-all at ZeRO 0-2
+        # (DeepSeek-V3: 4 Gbit/s for ~615) and gathered every expert at ZeRO-3 (17,307 for ~1,040: review sizreview21 F6)
+        trainable, base_bytes = adapter
+        gathered = 2 * rounds * base_bytes * spread if job.zero_stage == 3 else 0.0
+        sync = gathered + per_parameter * trainable * spread / total
     # experts on the GPU's own node are reached over NVLink; each off-node expert a token routes to is one fabric copy of
     # it, as Megatron-Core's "alltoall" token dispatcher sends them (megatron/training/arguments.py
     # --moe-token-dispatcher-type, the one its help recommends with expert parallelism). A DeepEP-class dispatcher (the
@@ -1343,6 +1355,16 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                                 f"of its share; pinning {bought.gpus} GPUs meets it in "
                                 f"{seconds(bought) / bought.gpus / availability / DAY:.2f} days for {extra:.0%} more GPU-hours, or "
                                 "extend the deadline"))  # fmt: skip
+    if w.gpus is not None and deadline is not None and wall_days * DAY > deadline * 1.000001:
+        # a pinned count too slow for the run's own deadline had no finding (review sizreview21 F4: 10 days against 1,
+        # and `--fail-on warning` passed): the count this layout's pace needs, in whole grids, is a floor (MFU falls as
+        # the count grows); leaving the count to plan sizes it for the deadline (PL337, PL338 where none meets it)
+        grid = math.lcm(place.gpus_per_node, tp * context * pipeline, mem.expert_grid(tp, pipeline))
+        floor = _ceil_to(gpus * wall_days * DAY / deadline, grid)
+        issues.append(Issue("PL339", f"misses the {deadline_text(deadline / DAY)} deadline at the pinned {gpus} GPUs "
+                            f"({late_days(wall_days, deadline / DAY)} days): at this layout's pace it needs at least {floor:,} "
+                            "GPUs (more where MFU falls with the count); remove gpus to let plan size the run for its "
+                            "deadline, or extend the deadline"))  # fmt: skip
     figures.append(Figure("wall-clock", wall_days, "days", "GPU-seconds / GPUs / availability / 86400", {"gpus": gpus}))
     if run.recompute_fraction >= 1:
         notes.append(f"activations need full recomputation at {gpus} GPUs (x{sizing.training.fullRecompute.value:g} throughput)")

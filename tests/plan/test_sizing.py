@@ -146,6 +146,21 @@ def test_deadline_drives_gpu_count() -> None:
     assert tight.wall_clock_days is not None and tight.wall_clock_days <= 7
 
 
+def test_a_pinned_count_that_misses_its_deadline_is_an_error() -> None:
+    """Review sizreview21 F4: a run with pinned gpus and a deadline it misses had no finding (a 7B on 8 H100 for 1T
+    tokens, 60 days late against 7, passed `--fail-on warning`). PL339, an error, names the floor: this layout's pace
+    scaled to the deadline, in whole nodes: 8 x wall / 7 days rounded up to 8. Met, no finding."""
+    pinned = plan_training(workload(model={"parameters": "7B"}, tokens="1T", gpus=8, deadline="7d"), on("H100"), SIZING, [])
+    assert pinned.gpus == 8 and pinned.wall_clock_days is not None and pinned.wall_clock_days > 7
+    [told] = [i.message for i in pinned.issues if i.check == "PL339"]
+    floor = math.ceil(8 * pinned.wall_clock_days / 7 / 8) * 8
+    assert told.startswith(f"misses the 7-day deadline at the pinned 8 GPUs ({pinned.wall_clock_days:.2f} days)")
+    assert f"it needs at least {floor:,} GPUs" in told
+    assert CHECKS["PL339"].severity == Severity.ERROR and not CHECKS["PL339"].waivable
+    met = plan_training(workload(model={"parameters": "7B"}, tokens="1T", gpus=floor * 2, deadline="7d"), on("H100"), SIZING, [])
+    assert met.wall_clock_days is not None and met.wall_clock_days <= 7 and not [i for i in met.issues if i.check == "PL339"]
+
+
 def test_multi_node_training_needs_rdma() -> None:
     plan = plan_training(workload(model={"parameters": "70B"}, tokens="2T", deadline="30d"), on("H100"), SIZING, [])
     assert plan.gpus is not None and plan.gpus > 8 and plan.rdma_required is True
@@ -724,6 +739,32 @@ def test_the_moe_traffic_follows_the_expert_grid_megatron_lays_out(tp: int, expe
     assert got == pytest.approx(sync + a2a, rel=1e-6)
     if (tp, expert_tp) == (2, None):
         assert sync == pytest.approx(20.71e9, rel=1e-3) and a2a == pytest.approx(17.18e9, rel=1e-3)
+
+
+@pytest.mark.parametrize("zero", [1, 3])
+def test_a_fine_tune_of_a_moe_moves_its_tokens_and_holds_its_experts_in_the_expert_group(zero: int) -> None:
+    """Review sizreview21 F6: the adapter branch returned before the MoE one, so a LoRA fine-tune of a MoE moved no
+    all-to-all (a LoRA step still sends every token to its top-k experts and back, forward and backward) and, at
+    ZeRO-3, gathered every expert's frozen weights over TP x PP where the expert group holds them. Mixtral 8x7B, TP 2,
+    EP 8, 256 GPUs (dp 128, 16 copies of each expert shard), 4 Mi tokens of 4,096 (8 micro-batches a rank):
+      spread = 1.6333e9 / 2 x 127/128 + 45.0667e9 / 16 x 15/16           (a parameter's share, as a full run's)
+      ZeRO-3: 2 x 8 rounds x 2 B x spread of frozen gathers; adapters' passes x trainable x spread / 46.7e9
+      a2a    = 4 x 2 x 4,096 x 32 x 2 B x 16,384 tokens x (1 - 8/16)    = 17.18e9 B, as the full run's."""
+    model = {"parameters": "46.7B", "activeParameters": "12.9B", "architecture": "moe", "layers": 32, "hiddenSize": 4096,
+             "experts": {"total": 8, "perToken": 2}}  # fmt: skip
+    w = workload(model=model, tokens="1T", method="lora", sequenceLength=4096, globalBatchTokens=4_194_304, gpus=256,
+                 tensorParallel=2, expertParallel=8, zeroStage=zero)  # fmt: skip
+    job = TrainingJob("moe", 12.9e9, 32, 4096, 4096, 256, 4_194_304, "bf16", experts_per_token=2, moe_layers=32, zero_stage=zero)
+    trainable = 0.1e9
+    shared = 12.9e9 - 2 * (46.7e9 - 12.9e9) / 6
+    spread = shared / 2 * 127 / 128 + (46.7e9 - shared) / 16 * 15 / 16
+    rounds = 4_194_304 / (4096 * 128)
+    passes = 2 * rounds * 2 + rounds * 2 if zero == 3 else 2 + 2  # gathers and reductions of 2 B a parameter
+    frozen = 2 * rounds * 2 * spread if zero == 3 else 0.0
+    a2a = 4 * 2 * 4096 * 32 * 2 * (4_194_304 / 256) * 0.5
+    got = network_bytes_per_step(w, job, tp=2, node_gpus=8, gather_bytes=2, grad_bytes=2, adapter=(trainable, 2.0))
+    assert got == pytest.approx(frozen + passes * trainable * spread / 46.7e9 + a2a, rel=1e-9)
+    assert a2a == pytest.approx(17.18e9, rel=1e-3)
 
 
 def test_a_dense_run_whose_fabric_is_short_says_so() -> None:
