@@ -195,7 +195,13 @@ Measured (issue 23, bench/sizing_accuracy.py's unseen set, each refit on calibra
   Container') publishes five bf16 MoE runs the planner can size, now fit rows: GPT-OSS 120B on 64 H100 (PP 4, EP 8;
   5,630 tokens/s a GPU), 64 B200 (EP 8; 8,213), 64 GB200 (EP 64; 15,876), DeepSeek-V3 w/o MTP on 256 GB200 (PP 4, VP 4,
   EP 64, not declared: 61 layers; 3,139) and Qwen3-235B-A22B on 256 GB200 (PP 8, VP 3, EP 32, not declared: 94 layers in
-  24 chunks; 4,916). The three GB300 rows are left out (no GB300 in the catalog). GPT-OSS's shape from its model card
+  24 chunks; 4,916). The three GB300 rows (DeepSeek-V3 3,848, GPT-OSS 18,347, Qwen3-235B 6,131) are measured and left
+  out: GB300's marketed dense BF16 peak is GB200's (180 PFLOPS per 72 GPUs, 2.5 a GPU), yet the same table runs it
+  1.05-1.25x faster on the same models, dense fp8 ones too (Llama 3 8B 37,556 vs 31,508, 70B 4,520 vs 4,312), a
+  Blackwell Ultra speed-up (its doubled softmax exponent rate, 288 GB, 1.4 kW) that no factor models; as blackwell
+  rows at 2.5 PFLOPS (a GB300 calibration GPU on the B200's entry) the MoE fit read it as less MoE overhead and refit
+  9,750 -> 7,500 (unseen MoE median 43.8% -> 34.5%, DeepSeek-V3 each source unseen 30.9% -> 20.4%: a better figure for
+  a wrong reason, not taken). A GB300 base fitted on its dense rows would let them in. GPT-OSS's shape from its model card
   (arXiv 2508.10925, Table 1: 116.83B, 5.13B active, 36 layers, top-4 of 128) and Megatron-Bridge gpt_oss_provider.py
   (v0.2.0: 64 query heads of 64 on 2,880, a 128-token window in every other layer, vocabulary 201,088). The overhead
   each row needs, 1 / (measured / planned without the MoE factor) - 1 over routed volume x fp8 speed-up: GPT-OSS
