@@ -171,7 +171,7 @@ def fit_training(runs: Sequence[TrainingRun], catalog: Catalog, sizing: Sizing) 
     constant on the MoE fit runs with those in place (:func:`fit_moe_routing`).
 
     Two stages (issue 23, sizmoe2): the MoE overhead differs by stack (Megatron-Bridge's alltoall rows need 10,000-16,000,
-    its HybridEP rows 3,000-4,000, throughput.py's notes), so one routing constant leaves MoE residuals of 30-60%; fitted
+    its HybridEP rows 3,000-4,000, throughput.py's notes), so one routing constant leaves MoE residuals of 30% and more; fitted
     jointly they moved the dense constants (bf16 MoE rows took hopper 0.5015 -> 0.4923 and the exponent 0.0575 -> 0.0465),
     an MoE stack's overhead read as every dense model's efficiency. Fitted on dense rows the dense constants stay as
     shipped."""
@@ -465,7 +465,6 @@ def run_workload(run: TrainingRun) -> Workload:
         spec["expertParallel"] = run.expertParallel
     if run.expertTensorParallel is not None:
         spec["expertTensorParallel"] = run.expertTensorParallel
-
     if run.contextParallel is not None:
         spec["contextParallel"] = run.contextParallel
     if run.tensorParallel is not None:  # the degree its source states, through the field a team declares (issue 23)
