@@ -447,6 +447,13 @@ class LatentAttentionLayout(CatalogModel):
     kvLoraRank: int
 
 
+class SlidingWindowLayout(CatalogModel):
+    """Sliding-window attention as a user declares it (`model.attention: {kind: sliding-window, window, globalLayers}`)."""
+
+    window: int
+    globalLayers: int = 0
+
+
 class TrainingMeasurement(CatalogModel):
     gpuHours: float | None = None
     tokens: float | None = None
@@ -463,6 +470,7 @@ class TrainingRun(CatalogModel):
     layers: int
     hidden: int
     mla: LatentAttentionLayout | None = None  # the same attention as the user-declarable layout
+    slidingWindow: SlidingWindowLayout | None = None  # sliding-window layers (and the global ones between them)
     # query heads and their dimension where heads x headDim is not the hidden size (the model's heads and headDim)
     heads: int | None = None
     headDim: int | None = None

@@ -70,6 +70,36 @@ def test_refitting_the_fit_runs_gives_the_catalog_values() -> None:
     assert fit.moe_routing == pytest.approx(t.moeRouting.value, rel=0.05)
 
 
+def test_the_moe_rows_fit_the_moe_constant_and_leave_the_dense_constants_alone() -> None:
+    """Issue 23 (sizmoe2): Megatron-Bridge 25.11's bf16 MoE rows joined the fit, whose MoE overhead differs by stack
+    (GPT-OSS 120B needs 12,000-34,000, DeepSeek-V3 and Qwen3-235B on GB200 3,000-3,800: throughput.py's notes). Fitted
+    jointly with the dense constants their residuals moved hopper 0.5015 -> 0.4923 and the per-GPU-batch exponent
+    0.0575 -> 0.0465; the fit is in two stages, so the dense constants are the dense rows' alone and the MoE constant is
+    what the MoE rows set with them in place."""
+    moe = [r for r in RUNS if r.role == "fit" and r.experts is not None]
+    assert {r.precision for r in moe} == {"bf16", "fp8"} and len(moe) >= 7
+    with_moe = fit_training(RUNS, CATALOG, SIZING)
+    dense = fit_training([r for r in RUNS if r.experts is None], CATALOG, SIZING)
+    assert with_moe.base == dense.base and with_moe.per_gpu_batch_exponent == dense.per_gpu_batch_exponent
+    assert (with_moe.fp8_transformer_engine, with_moe.fp8_generic) == (dense.fp8_transformer_engine, dense.fp8_generic)
+    assert "moe routing" in dense.undetermined and "moe routing" not in with_moe.undetermined
+    # the bf16 rows set the constant too: without them it refits lower (9,350), with them at the shipped 9,750
+    fp8_only = fit_training([r for r in RUNS if r.experts is None or r.precision != "bf16"], CATALOG, SIZING)
+    assert fp8_only.moe_routing < with_moe.moe_routing
+
+
+def test_a_sliding_window_run_reaches_plan_with_its_layout() -> None:
+    """GPT-OSS 120B (Megatron-Bridge gpt_oss_provider.py: a 128-token window in every other layer of 36) is declared as a
+    user declares it, model.attention sliding-window with its 18 global layers, so its attention term counts the window."""
+    run = next(r for r in RUNS if r.id == "mbridge2511-gptoss120b-bf16-64xh100")
+    attention = run_workload(run).model.attention  # type: ignore[union-attr]
+    assert attention is not None and attention.kind == "sliding-window"
+    assert (attention.window, attention.global_layers) == (128, 18)  # type: ignore[union-attr]
+    job = run_job(run, CATALOG, SIZING)
+    # (18 x 4,096 + 18 x (2 x 128 - 128^2 / 4,096)) / 36 tokens attended on average
+    assert job.attention_sequence == pytest.approx((18 * 4096 + 18 * (256 - 128**2 / 4096)) / 36)
+
+
 def test_a_run_declaring_its_published_pipeline_is_planned_at_its_measured_mfu() -> None:
     """Review sizreview10 F1: the fit's base carried the bubble of runs that ran a pipeline without declaring it, so a
     user who declared the layout paid it twice (Llama 3.1 405B at PP 16: 65.9M GPU-hours against 30.84M). The runs
@@ -409,7 +439,11 @@ def test_a_runs_published_expert_parallel_group_is_declared_as_a_user_would() ->
     network figure for it is that layout's, not the min(experts, dp) default."""
     declared = {r.id: r.expertParallel for r in (*RUNS, *CATALOG.unseen_evaluation.runs) if r.expertParallel is not None}
     assert declared == {"deepseek-v3": 64, "mbridge2509-dsv3-1024xh100": 64, "mbridge2511-qwen3-235b-256xh100": 32,
-                        "mbridge2511-qwen3-30b-16xh100": 8, "deepseek-v2": 8, "grin-moe": 1}  # fmt: skip
+                        "mbridge2511-qwen3-30b-16xh100": 8, "deepseek-v2": 8, "grin-moe": 1,
+                        # Megatron-Bridge 25.11's bf16 MoE rows, each at its table's EP column
+                        "mbridge2511-gptoss120b-bf16-64xh100": 8, "mbridge2511-gptoss120b-bf16-64xb200": 8,
+                        "mbridge2511-gptoss120b-bf16-64xgb200": 64, "mbridge2511-dsv3-bf16-256xgb200": 64,
+                        "mbridge2511-qwen3-235b-bf16-256xgb200": 32}  # fmt: skip
     for run in (*RUNS, *CATALOG.unseen_evaluation.runs):
         assert run_workload(run).expert_parallel == run.expertParallel, run.id
         assert run.expertParallel is None or run.experts is not None, run.id
