@@ -634,6 +634,25 @@ GROUPED_ACROSS_NODES = (*NODE_OUTAGE_ALERTS, *JOB_DIAGNOSES)
 # outage alerts carry either none (node- and Hostname-level aggregations) or their exporter's, the same on every node,
 # so the namespace splits none of their groups
 NODE_OUTAGE_GROUP_BY = (*ALERT_SCOPE_LABELS, "alertname", "namespace", "pool", "tier")
+# Alertmanager replicas in production: two, each on its own system node (hard pod anti-affinity on the hostname), so
+# a drained or replaced system node leaves one that still holds the silences and the notification log. prometheus-
+# operator makes the replicas one cluster: each pod gets a --cluster.peer for every replica of the StatefulSet and
+# they gossip silences and the notification log (prometheus-operator pkg/alertmanager/statefulset.go, the peers
+# loop over spec.replicas); each replica claims its own volume from the volumeClaimTemplate. Prometheus sends every
+# alert to each replica (its alerting endpoints are the Service's endpoints), and the gossiped notification log keeps
+# the pair from notifying twice (Alertmanager README "High Availability").
+ALERTMANAGER_HA_REPLICAS = 2
+
+
+def alertmanager_replicas(tier: str, system_nodes: int) -> int:
+    """How many Alertmanager replicas a site runs: two in production where the system pools keep at least two nodes
+    (their ``scaling.min``), else one. A second replica with nowhere to go but the first one's node would stay Pending
+    under the hard anti-affinity; rule AL326 reports the production site that has too few."""
+    if tier == "production" and system_nodes >= ALERTMANAGER_HA_REPLICAS:
+        return ALERTMANAGER_HA_REPLICAS
+    return 1
+
+
 # Prometheus lacks the samples the month's spend starts with: retention deleted them, or its TSDB began again (alicerce.emit.kube.costs)
 COST_HISTORY_TRUNCATED = "CostHistoryTruncated"
 # a node left cordoned for days: the exporter and GPU alerts leave cordoned nodes out (in_service), so one forgotten

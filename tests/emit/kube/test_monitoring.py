@@ -1144,6 +1144,40 @@ def test_alertmanager_keeps_silences_and_its_notification_log_across_a_restart()
     assert aws["volumeClaimTemplate"]["spec"]["storageClassName"] == "gp3-encrypted"
 
 
+def test_production_alertmanager_runs_two_replicas_on_two_nodes_each_with_its_own_claim() -> None:
+    """Issue 24 (obsreview24 F4 follow-up): one Alertmanager per site; a drain or replacement of its system node stopped
+    every notification until it came back. Production runs two, required on different nodes, under the chart's
+    PodDisruptionBudget; each replica claims its own volume from the one volumeClaimTemplate. A site that keeps one
+    system node runs one (a second would stay Pending under the hard anti-affinity) and validate says so (AL326)."""
+    facts = load("kube-prometheus-stack", "88.5.3", "values.json")
+    rp = platform("prod")
+    for site in ("aws", "dc1"):
+        values = monitoring_values(rp, rp.site(site))["alertmanager"]
+        spec = values["alertmanagerSpec"]
+        assert spec["replicas"] == 2, site
+        assert spec["podAntiAffinity"] == "hard" and spec["podAntiAffinityTopologyKey"] == "kubernetes.io/hostname"
+        assert values["podDisruptionBudget"] == {"enabled": True, "minAvailable": 1}
+        # every value path set here is one the chart reads, of the type it expects
+        types = {"replicas": "int", "podAntiAffinity": "string", "podAntiAffinityTopologyKey": "string", "storage": "map"}
+        assert all(facts[f"alertmanager.alertmanagerSpec.{key}"] == types[key] for key in types)
+        pdb = "alertmanager.podDisruptionBudget"
+        assert facts[f"{pdb}.enabled"] == "bool" and facts[f"{pdb}.minAvailable"] == "int"
+        # a claim per replica: a template (the StatefulSet makes one claim from it per pod), not a shared volume
+        assert set(spec["storage"]) == {"volumeClaimTemplate"} and "volumes" not in spec
+        nodes = sum(p.spec.scaling.min for p in rp.site(site).pools if p.spec.purpose == "system")
+        assert nodes >= spec["replicas"], (site, nodes)  # the anti-affinity finds a node for each
+    # not in development; nor where the system pools keep one node
+    dev = platform("dev")
+    assert "replicas" not in monitoring_values(dev, dev.sites[0])["alertmanager"]["alertmanagerSpec"]
+    text = (ROOT / "examples" / "aws-only.yaml").read_text()
+    one = text.replace("scaling: {min: 2, max: 4}", "scaling: {min: 1, max: 4}", 1)
+    assert one != text
+    checked = check(load_text(one, "aws-only.yaml"), ["prod"], on=TODAY)
+    assert [e.rule for e in checked.errors] == ["AL326"], [e.render() for e in checked.errors]
+    single = checked.environments["prod"].resolved
+    assert "replicas" not in monitoring_values(single, single.sites[0])["alertmanager"]["alertmanagerSpec"]
+
+
 def test_grafana_admin_login_comes_from_a_user_secret_so_regenerates_keep_it() -> None:
     # without admin.existingSecret the grafana subchart draws a random password on every render (each Argo CD sync)
     rp = platform("prod")
