@@ -655,6 +655,32 @@ def alertmanager_replicas(tier: str, system_nodes: int) -> int:
 
 # Prometheus lacks the samples the month's spend starts with: retention deleted them, or its TSDB began again (alicerce.emit.kube.costs)
 COST_HISTORY_TRUNCATED = "CostHistoryTruncated"
+# Prometheus's size retention set above the volume it writes to (review obsreview24 F8's day 2: monitoring.storage grown
+# before the claims were): size retention deletes blocks only past the limit (prometheus v3.14.0 tsdb/db.go
+# BeyondSizeRetention counts the WAL, the head chunks and the blocks against prometheus_tsdb_retention_limit_bytes), so
+# a limit the disk cannot hold never acts and the TSDB fills its volume: ingestion, rule evaluation and every alert stop
+PROMETHEUS_RETENTION_EXCEEDS_VOLUME = "PrometheusRetentionExceedsVolume"
+# the share of the volume's capacity the limit may take: alicerce sets 90% of the declared claim
+# (alicerce.emit.kube.operators), which the kubelet reports as a little less (the file system's own metadata: a 100Gi
+# ext4 volume reads about 98.3GiB), so 90/98.3 = 92%; a compaction writes its merged block before deleting the
+# blocks it merges, which the remaining 5% of the disk must hold
+RETENTION_VOLUME_SHARE = 0.95
+
+
+def retention_exceeds_volume(namespace: str) -> str:
+    """Each Prometheus whose size retention is above RETENTION_VOLUME_SHARE of its volume. The retention limit is the
+    Prometheus pod's own gauge (prometheus v3.14.0 tsdb/db.go: prometheus_tsdb_retention_limit_bytes, the
+    --storage.tsdb.retention.size prometheus-operator passes from retentionSize; 0 when none); the volume's capacity is
+    the kubelet's (kubernetes pkg/kubelet/metrics/collectors/volume_stats.go kubelet_volume_stats_capacity_bytes, by
+    namespace and persistentvolumeclaim), joined to the pod through the claim's name, which the StatefulSet controller
+    makes <template>-<pod> and prometheus-operator's template is prometheus-<name>-db (alicerce.run.diff
+    prometheus_claims)."""
+    claim = f'kubelet_volume_stats_capacity_bytes{{namespace="{namespace}",persistentvolumeclaim=~"prometheus-.+-db-prometheus-.+"}}'
+    capacity = f'max by (namespace, pod) (label_replace({claim}, "pod", "$1", "persistentvolumeclaim", "prometheus-.+-db-(prometheus-.+)"))'
+    limit = f'max by (namespace, pod) (prometheus_tsdb_retention_limit_bytes{{namespace="{namespace}"}})'
+    return f"{limit} > on (namespace, pod) ({RETENTION_VOLUME_SHARE:g} * {capacity})"
+
+
 # a node left cordoned for days: the exporter and GPU alerts leave cordoned nodes out (in_service), so one forgotten
 # after a repair would hide its faults for good (review obsreview4 G6)
 NODE_CORDONED_FOR_DAYS = "NodeCordonedForDays"
@@ -673,4 +699,4 @@ def cordoned_for_days() -> str:
 
 
 STATIC_ALERTS = (*(a.name for a in (*GPU_HEALTH, DCGM_EXPORTER_DOWN, *GPU_EFFICIENCY)), *DIAGNOSES, *SOURCE_ALERTS, *SERVING_ALERTS,
-                 *FABRIC_ALERTS, NODE_CORDONED_FOR_DAYS, COST_HISTORY_TRUNCATED)  # fmt: skip
+                 *FABRIC_ALERTS, NODE_CORDONED_FOR_DAYS, COST_HISTORY_TRUNCATED, PROMETHEUS_RETENTION_EXCEEDS_VOLUME)  # fmt: skip
