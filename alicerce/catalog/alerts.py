@@ -627,8 +627,21 @@ ALERT_SCOPE_LABELS = ("environment", "site")
 # root route's per-node groups sent as 28 notifications, again every repeat_interval (review obsreview24 F7). They
 # group with the outage alerts, per alert, pool and namespace; each alert keeps its node in its summary (Alertmanager
 # v0.34.0's default templates: PagerDuty's details, email and webhook list every alert of the group; Slack's gives the
-# count). GPUMemoryBound is per pod (it carries no pool) and is left per node.
-JOB_DIAGNOSES = (INPUT_BOUND, COMMUNICATION_BOUND, CHECKPOINT_STALL)
+# count, so alicerce's Slack receivers list them: SLACK_TEXT). GPUMemoryBound is per pod and carries no pool: a job's
+# pods memory-bound on N nodes group per alert and namespace (issue 24: it was left per node, N notifications).
+JOB_DIAGNOSES = (INPUT_BOUND, MEMORY_BOUND, COMMUNICATION_BOUND, CHECKPOINT_STALL)
+# The text of a Slack notification (Alertmanager slack_config ``text``, a Go text/template over the notification's data:
+# notify/slack/slack.go expands it with template.Data, whose Alerts.Firing and Alerts.Resolved are methods of
+# template/template.go Alerts). Alertmanager v0.34.0's default slack.default.text is empty (template/default.tmpl):
+# a group of 28 GPUInputBound alerts read "[FIRING:28] GPUInputBound ..." and named no node. One line per firing
+# alert, its summary and the node or pod it is on, then the ones resolved. ``or`` gives its first non-empty argument
+# (text/template); a label the alert lacks reads empty (Labels is a map[string]string).
+SLACK_TEXT = (
+    "{{ range .Alerts.Firing }}• {{ or .Annotations.summary .Labels.alertname }}"
+    "{{ if .Labels.node }} (node {{ .Labels.node }}){{ end }}"
+    "{{ if .Labels.pod }} (pod {{ .Labels.namespace }}/{{ .Labels.pod }}){{ end }}\n{{ end }}"
+    "{{ if .Alerts.Resolved }}Resolved:{{ range .Alerts.Resolved }} {{ or .Labels.node .Labels.pod .Labels.alertname }}{{ end }}{{ end }}"
+)
 GROUPED_ACROSS_NODES = (*NODE_OUTAGE_ALERTS, *JOB_DIAGNOSES)
 # namespace: two teams' jobs on one pool are two notifications (each team's receiver matches its own namespaces). The
 # outage alerts carry either none (node- and Hostname-level aggregations) or their exporter's, the same on every node,

@@ -22,7 +22,13 @@ from typing import Any
 
 import yaml
 
-from alicerce.catalog.alerts import ALERT_SCOPE_LABELS, GROUPED_ACROSS_NODES, NODE_OUTAGE_GROUP_BY, alertmanager_replicas
+from alicerce.catalog.alerts import (
+    ALERT_SCOPE_LABELS,
+    GROUPED_ACROSS_NODES,
+    NODE_OUTAGE_GROUP_BY,
+    SLACK_TEXT,
+    alertmanager_replicas,
+)
 from alicerce.emit.kube.cloud_metrics import exporter_values
 from alicerce.emit.kube.common import (
     GPU,
@@ -307,7 +313,8 @@ def _receiver(receiver: AlertReceiver, rp: ResolvedPlatform, site: ResolvedSite)
     file = f"{ALERTMANAGER_SECRETS}/{secret.name}/{key}" if secret else None
     config: dict[str, Any] = {"send_resolved": True}
     if receiver.kind == "slack":
-        config |= {"api_url_file": file} | ({"channel": receiver.channel} if receiver.channel else {})
+        # the text lists each alert of the group with its node or pod (SLACK_TEXT): the default names none
+        config |= {"api_url_file": file, "text": SLACK_TEXT} | ({"channel": receiver.channel} if receiver.channel else {})
         return {"name": receiver.name, "slack_configs": [config]}
     if receiver.kind == "pagerduty":
         return {"name": receiver.name, "pagerduty_configs": [config | {"routing_key_file": file}]}
