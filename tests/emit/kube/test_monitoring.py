@@ -1006,7 +1006,9 @@ def test_unrelated_alerts_without_a_namespace_are_separate_notifications() -> No
         {"alertname": "GPUCriticalXid", "Hostname": "ip-10-0-1-2", "gpu": "3"},
         {"alertname": "SLOChatLatencyBurnFast", "team": "serving"},
         {"alertname": "BudgetResearch100", "team": "research"},
-        {"alertname": "GPUMemoryBound", "node": "ip-10-0-1-1", "namespace": "research", "pod": "trainer-0"},
+        # a per-pod alert on a node (GPUMemoryBound was this example until it grouped across nodes with the job
+        # diagnoses, issue 24: test_one_jobs_diagnosis_on_many_nodes_is_one_notification_per_team)
+        {"alertname": "GPUIdleWhileAllocated", "node": "ip-10-0-1-1", "namespace": "research", "pod": "trainer-0"},
     ]
     keys = {tuple(a.get(label, "") for label in route["group_by"]) for a in alerts}
     assert len(keys) == len(alerts)
