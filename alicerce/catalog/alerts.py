@@ -627,15 +627,73 @@ ALERT_SCOPE_LABELS = ("environment", "site")
 # root route's per-node groups sent as 28 notifications, again every repeat_interval (review obsreview24 F7). They
 # group with the outage alerts, per alert, pool and namespace; each alert keeps its node in its summary (Alertmanager
 # v0.34.0's default templates: PagerDuty's details, email and webhook list every alert of the group; Slack's gives the
-# count). GPUMemoryBound is per pod (it carries no pool) and is left per node.
-JOB_DIAGNOSES = (INPUT_BOUND, COMMUNICATION_BOUND, CHECKPOINT_STALL)
+# count, so alicerce's Slack receivers list them: SLACK_TEXT). GPUMemoryBound is per pod and carries no pool: a job's
+# pods memory-bound on N nodes group per alert and namespace (issue 24: it was left per node, N notifications).
+JOB_DIAGNOSES = (INPUT_BOUND, MEMORY_BOUND, COMMUNICATION_BOUND, CHECKPOINT_STALL)
+# The text of a Slack notification (Alertmanager slack_config ``text``, a Go text/template over the notification's data:
+# notify/slack/slack.go expands it with template.Data, whose Alerts.Firing and Alerts.Resolved are methods of
+# template/template.go Alerts). Alertmanager v0.34.0's default slack.default.text is empty (template/default.tmpl):
+# a group of 28 GPUInputBound alerts read "[FIRING:28] GPUInputBound ..." and named no node. One line per firing
+# alert, its summary and the node or pod it is on, then the ones resolved. ``or`` gives its first non-empty argument
+# (text/template); a label the alert lacks reads empty (Labels is a map[string]string).
+SLACK_TEXT = (
+    "{{ range .Alerts.Firing }}• {{ or .Annotations.summary .Labels.alertname }}"
+    "{{ if .Labels.node }} (node {{ .Labels.node }}){{ end }}"
+    "{{ if .Labels.pod }} (pod {{ .Labels.namespace }}/{{ .Labels.pod }}){{ end }}\n{{ end }}"
+    "{{ if .Alerts.Resolved }}Resolved:{{ range .Alerts.Resolved }} {{ or .Labels.node .Labels.pod .Labels.alertname }}{{ end }}{{ end }}"
+)
 GROUPED_ACROSS_NODES = (*NODE_OUTAGE_ALERTS, *JOB_DIAGNOSES)
 # namespace: two teams' jobs on one pool are two notifications (each team's receiver matches its own namespaces). The
 # outage alerts carry either none (node- and Hostname-level aggregations) or their exporter's, the same on every node,
 # so the namespace splits none of their groups
 NODE_OUTAGE_GROUP_BY = (*ALERT_SCOPE_LABELS, "alertname", "namespace", "pool", "tier")
+# Alertmanager replicas in production: two, each on its own system node (hard pod anti-affinity on the hostname), so
+# a drained or replaced system node leaves one that still holds the silences and the notification log. prometheus-
+# operator makes the replicas one cluster: each pod gets a --cluster.peer for every replica of the StatefulSet and
+# they gossip silences and the notification log (prometheus-operator pkg/alertmanager/statefulset.go, the peers
+# loop over spec.replicas); each replica claims its own volume from the volumeClaimTemplate. Prometheus sends every
+# alert to each replica (its alerting endpoints are the Service's endpoints), and the gossiped notification log keeps
+# the pair from notifying twice (Alertmanager README "High Availability").
+ALERTMANAGER_HA_REPLICAS = 2
+
+
+def alertmanager_replicas(tier: str, system_nodes: int) -> int:
+    """How many Alertmanager replicas a site runs: two in production where the system pools keep at least two nodes
+    (their ``scaling.min``), else one. A second replica with nowhere to go but the first one's node would stay Pending
+    under the hard anti-affinity; rule AL326 reports the production site that has too few."""
+    if tier == "production" and system_nodes >= ALERTMANAGER_HA_REPLICAS:
+        return ALERTMANAGER_HA_REPLICAS
+    return 1
+
+
 # Prometheus lacks the samples the month's spend starts with: retention deleted them, or its TSDB began again (alicerce.emit.kube.costs)
 COST_HISTORY_TRUNCATED = "CostHistoryTruncated"
+# Prometheus's size retention set above the volume it writes to (review obsreview24 F8's day 2: monitoring.storage grown
+# before the claims were): size retention deletes blocks only past the limit (prometheus v3.14.0 tsdb/db.go
+# BeyondSizeRetention counts the WAL, the head chunks and the blocks against prometheus_tsdb_retention_limit_bytes), so
+# a limit the disk cannot hold never acts and the TSDB fills its volume: ingestion, rule evaluation and every alert stop
+PROMETHEUS_RETENTION_EXCEEDS_VOLUME = "PrometheusRetentionExceedsVolume"
+# the share of the volume's capacity the limit may take: alicerce sets 90% of the declared claim
+# (alicerce.emit.kube.operators), which the kubelet reports as a little less (the file system's own metadata: a 100Gi
+# ext4 volume reads about 98.3GiB), so 90/98.3 = 92%; a compaction writes its merged block before deleting the
+# blocks it merges, which the remaining 5% of the disk must hold
+RETENTION_VOLUME_SHARE = 0.95
+
+
+def retention_exceeds_volume(namespace: str) -> str:
+    """Each Prometheus whose size retention is above RETENTION_VOLUME_SHARE of its volume. The retention limit is the
+    Prometheus pod's own gauge (prometheus v3.14.0 tsdb/db.go: prometheus_tsdb_retention_limit_bytes, the
+    --storage.tsdb.retention.size prometheus-operator passes from retentionSize; 0 when none); the volume's capacity is
+    the kubelet's (kubernetes pkg/kubelet/metrics/collectors/volume_stats.go kubelet_volume_stats_capacity_bytes, by
+    namespace and persistentvolumeclaim), joined to the pod through the claim's name, which the StatefulSet controller
+    makes <template>-<pod> and prometheus-operator's template is prometheus-<name>-db (alicerce.run.diff
+    prometheus_claims)."""
+    claim = f'kubelet_volume_stats_capacity_bytes{{namespace="{namespace}",persistentvolumeclaim=~"prometheus-.+-db-prometheus-.+"}}'
+    capacity = f'max by (namespace, pod) (label_replace({claim}, "pod", "$1", "persistentvolumeclaim", "prometheus-.+-db-(prometheus-.+)"))'
+    limit = f'max by (namespace, pod) (prometheus_tsdb_retention_limit_bytes{{namespace="{namespace}"}})'
+    return f"{limit} > on (namespace, pod) ({RETENTION_VOLUME_SHARE:g} * {capacity})"
+
+
 # a node left cordoned for days: the exporter and GPU alerts leave cordoned nodes out (in_service), so one forgotten
 # after a repair would hide its faults for good (review obsreview4 G6)
 NODE_CORDONED_FOR_DAYS = "NodeCordonedForDays"
@@ -654,4 +712,4 @@ def cordoned_for_days() -> str:
 
 
 STATIC_ALERTS = (*(a.name for a in (*GPU_HEALTH, DCGM_EXPORTER_DOWN, *GPU_EFFICIENCY)), *DIAGNOSES, *SOURCE_ALERTS, *SERVING_ALERTS,
-                 *FABRIC_ALERTS, NODE_CORDONED_FOR_DAYS, COST_HISTORY_TRUNCATED)  # fmt: skip
+                 *FABRIC_ALERTS, NODE_CORDONED_FOR_DAYS, COST_HISTORY_TRUNCATED, PROMETHEUS_RETENTION_EXCEEDS_VOLUME)  # fmt: skip

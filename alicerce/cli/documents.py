@@ -426,7 +426,9 @@ class ResourceChange(Document):
 
 class PrometheusStorageChange(Document):
     site: str
-    change: Literal["grown", "shrunk"]
+    change: Literal["grown", "shrunk", "reclassed"] = Field(
+        description="reclassed: monitoring.storageClass changed; the claims stay on theirs."
+    )
     claimBefore: str = Field(description="The volumeClaimTemplate's request before, e.g. 100Gi.")
     claimAfter: str
     retentionSizeBefore: str
@@ -434,6 +436,8 @@ class PrometheusStorageChange(Document):
     claims: list[str] = Field(description="Prometheus's PersistentVolumeClaims by name; they keep their size when the template grows.")
     steps: list[str] = Field(description="What to do, in order, before the change syncs.")
     dataLoss: str | None = Field(description="A shrink: the history the smaller retention size deletes.")
+    classBefore: str | None = Field(default=None, description="The claims' StorageClass before; null: the cluster's default class.")
+    classAfter: str | None = Field(default=None, description="The StorageClass the volumeClaimTemplate names now.")
 
 
 class BudgetShareChange(Document):

@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from alicerce.catalog.alerts import ALERTMANAGER_HA_REPLICAS, alertmanager_replicas
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.rules.naming import all_names
 from alicerce.spec.errors import did_you_mean
@@ -337,6 +338,33 @@ def dead_mans_switch(ctx: RuleContext) -> Iterable[Finding]:
             "add a webhook receiver with heartbeat: true whose Secret holds a dead man's switch check URL per site "
             "(key url reads url-<environment>-<site>), or a waiver for AL325 with a justification and expiry",
         )
+
+
+@rules.rule(
+    "AL326",
+    "alertmanager-redundancy",
+    "In production, each site's system pools keep at least two nodes, so Alertmanager runs two replicas on two nodes.",
+    waivable=True,
+)
+def alertmanager_redundancy(ctx: RuleContext) -> Iterable[Finding]:
+    """Production runs two Alertmanager replicas that gossip their silences and notification log, each required on its
+    own node (alicerce.catalog.alerts.alertmanager_replicas). A site whose system pools may shrink to one node gets one
+    replica, not a second one left Pending: a restart or replacement of that node stops every notification until it is
+    back, and nothing else says so."""
+    if ctx.env.tier != "production" or not ctx.spec.operators.monitoring.enabled:
+        return
+    for s, site in enumerate(ctx.env.sites):
+        system = [p for _, p in ctx.indexed_pools() if p.site == site.name and p.purpose == "system"]
+        nodes = sum(p.scaling.min for p in system)
+        if system and alertmanager_replicas(ctx.env.tier, nodes) < ALERTMANAGER_HA_REPLICAS:
+            yield Finding(
+                S.environments[ctx.env_name].sites[s],
+                f'site "{site.name}" keeps {nodes} system node(s): Alertmanager runs one replica there, and a restart '
+                "of its node stops every notification until it is back",
+                f"raise the scaling.min of the site's system pools to {ALERTMANAGER_HA_REPLICAS} or more in total, or "
+                "a waiver for AL326 with a justification and expiry",
+                resource=site.name,
+            )
 
 
 @rules.rule(

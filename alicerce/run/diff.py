@@ -87,7 +87,7 @@ class PrometheusStorageChange:
     """monitoring.storage changed at a site: the claims that exist keep their size, the retention size follows the spec."""
 
     site: str
-    change: str  # grown | shrunk
+    change: str  # grown | shrunk | reclassed (monitoring.storageClass)
     claim_before: str  # the volumeClaimTemplate's request, e.g. 100Gi
     claim_after: str
     retention_size_before: str
@@ -95,6 +95,8 @@ class PrometheusStorageChange:
     claims: tuple[str, ...]  # the PersistentVolumeClaims prometheus-operator made, by name
     steps: tuple[str, ...]  # what to do, in order, before the change syncs
     data_loss: str | None = None  # a shrink: the samples past the smaller retention size
+    class_before: str | None = None  # the claims' StorageClass (None: the cluster's default class)
+    class_after: str | None = None
 
 
 @dataclass(frozen=True)
@@ -521,6 +523,25 @@ def _prometheus_release(rp: ResolvedPlatform | None, site: str) -> Release | Non
 
 def prometheus_name(release: Release, site: str) -> str:
     """The Prometheus resource's name as the chart makes it from the release alicerce installs."""
+    return _operator_object_name(release, site, "prometheus")
+
+
+def alertmanager_claims(release: Release, site: str) -> list[str]:
+    """The PersistentVolumeClaims of Alertmanager's volume, one per replica: prometheus-operator names the template
+    alertmanager-<name>-db and the StatefulSet alertmanager-<name> (pkg/alertmanager/statefulset.go volumeName,
+    prefixedName); the chart names the Alertmanager as it does the Prometheus, with -alertmanager."""
+    spec = release.values.get("alertmanager", {}).get("alertmanagerSpec", {})
+    if "storage" not in spec:
+        return []
+    name = _operator_object_name(release, site, "alertmanager")
+    template = spec["storage"].get("volumeClaimTemplate", {})
+    volume = (template.get("metadata") or {}).get("name") or f"alertmanager-{name}-db"
+    return [f"{volume}-alertmanager-{name}-{ordinal}" for ordinal in range(int(spec.get("replicas") or 1))]
+
+
+def _operator_object_name(release: Release, site: str, component: str) -> str:
+    """The name kube-prometheus-stack gives its Prometheus or Alertmanager resource: the chart's full name plus the
+    component, unless cleanPrometheusOperatorObjectNames (templates/_helpers.tpl prometheus.crname, alertmanager.crname)."""
     values = release.values
     name = release_name(site, release)
     if values.get("fullnameOverride"):
@@ -529,7 +550,7 @@ def prometheus_name(release: Release, site: str) -> str:
         chart = str(values.get("nameOverride") or release.chart)
         full = name if chart in name else f"{name}-{chart}"
     full = full[:FULLNAME_LIMIT].removesuffix("-")
-    return full if values.get("cleanPrometheusOperatorObjectNames") else f"{full}-prometheus"
+    return full if values.get("cleanPrometheusOperatorObjectNames") else f"{full}-{component}"
 
 
 def prometheus_claims(release: Release, site: str) -> list[str]:
@@ -606,6 +627,38 @@ def _grow_steps(site: ResolvedSite, release: Release) -> tuple[str, ...]:
     return tuple(steps)
 
 
+def _class_name(storage_class: str | None) -> str:
+    return storage_class or "the cluster's default class"
+
+
+def _reclass_steps(site: ResolvedSite, before: Release, after: Release) -> tuple[str, ...]:
+    """What a changed monitoring.storageClass does and what to do. A StatefulSet's volumeClaimTemplates cannot be updated
+    (the API server refuses it: "updates to statefulset spec for fields other than ... are forbidden"); prometheus-
+    operator then deletes the StatefulSet and creates it anew with the new template, and the new pods find the claims
+    of the same names and mount them: the volumes stay on the old class, with no error anywhere. The same holds for
+    Alertmanager's claims, which use the same class (alicerce.emit.kube.operators)."""
+    was, now = _class_name(_claim_facts(before)[2]), _class_name(_claim_facts(after)[2])
+    namespace, prometheus = after.namespace, prometheus_claims(after, site.name)
+    pods = [claim.split("-db-", 1)[1] for claim in prometheus]
+    listed = " ".join(prometheus)
+    steps = [
+        f"the claims that exist ({listed}) stay on {was}: prometheus-operator recreates the StatefulSet "
+        f"for the new template and its pods mount the same claims by name; nothing moves to {now}",
+        "to keep the history, keep monitoring.storageClass; to move, the history on these claims is lost (this month's "
+        "spend, the budgets and showback count only from the move: CostHistoryTruncated fires) unless you copy the "
+        "TSDB first (a VolumeSnapshot restored into a claim of the same name on the new class)",
+        f"to move, after the change syncs: kubectl -n {namespace} delete pvc {listed} --wait=false, then kubectl -n "
+        f"{namespace} delete pod {' '.join(pods)}: the StatefulSet makes each claim again from the new template",
+    ]
+    alertmanager = alertmanager_claims(after, site.name)
+    if alertmanager:
+        steps.append(
+            f"Alertmanager's claims ({' '.join(alertmanager)}) stay too; move them the same way, one replica at a time "
+            "where there are two, so that the other gossips the silences back to the new one"
+        )
+    return tuple(steps)
+
+
 def diff_prometheus_storage(old: ResolvedPlatform | None, new: ResolvedPlatform | None) -> list[PrometheusStorageChange]:
     """monitoring.storage changed at a site that runs Prometheus in both specs.
 
@@ -619,10 +672,17 @@ def diff_prometheus_storage(old: ResolvedPlatform | None, new: ResolvedPlatform 
         before, after = _prometheus_release(old, site.name), _prometheus_release(new, site.name)
         if before is None or after is None:
             continue
-        (was, kept_before, _), (now, kept_after, _) = _claim_facts(before), _claim_facts(after)
+        (was, kept_before, class_before), (now, kept_after, class_after) = _claim_facts(before), _claim_facts(after)
+        claims = tuple(prometheus_claims(after, site.name))
+        if class_before != class_after:
+            steps = _reclass_steps(site, before, after)
+            out.append(
+                PrometheusStorageChange(
+                    site.name, "reclassed", was, now, kept_before, kept_after, claims, steps, None, class_before, class_after
+                )
+            )
         if was == now:
             continue
-        claims = tuple(prometheus_claims(after, site.name))
         if _gib(now) > _gib(was):
             steps = _grow_steps(site, after)
             out.append(PrometheusStorageChange(site.name, "grown", was, now, kept_before, kept_after, claims, steps))
@@ -814,11 +874,21 @@ def _quota(units: int | None, borrowing: int | None) -> str:
 
 
 def _prometheus_storage_lines(changes: Sequence[PrometheusStorageChange]) -> list[str]:
-    """A grown volume, loudly: merged first, the new retention size syncs onto the disk that exists and fills it."""
+    """A grown volume, loudly: merged first, the new retention size syncs onto the disk that exists and fills it. A new
+    storage class, as loudly: it changes nothing that exists, silently."""
     grown = [c for c in changes if c.change == "grown"]
+    reclassed = [c for c in changes if c.change == "reclassed"]
+    lines = []
+    if reclassed:
+        lines += ["> [!IMPORTANT]", "> **Prometheus's volume does not follow monitoring.storageClass**", ">"]
+        for c in reclassed:
+            was, now = _class_name(c.class_before), _class_name(c.class_after)
+            lines.append(f"> - {c.site}: monitoring.storageClass {was} → {now} (a StatefulSet's volumeClaimTemplates are immutable):")
+            lines += [f">   {n}. {step}" for n, step in enumerate(c.steps, 1)]
+        lines.append("")
     if not grown:
-        return []
-    lines = ["> [!IMPORTANT]", "> **Grow Prometheus's volume before this merges**", ">"]
+        return lines
+    lines += ["> [!IMPORTANT]", "> **Grow Prometheus's volume before this merges**", ">"]
     for c in grown:
         lines.append(
             f"> - {c.site}: monitoring.storage {c.claim_before} → {c.claim_after} raises retentionSize {c.retention_size_before} → "

@@ -118,6 +118,48 @@ def test_the_lock_guard_names_real_actions_and_denies_everyone_without_admins() 
     assert [f.issue for f in findings(wrong)] == ["UNKNOWN_ACTION"]
 
 
+def test_every_locked_bucket_has_the_audit_buckets_lock_guard(prod: Any) -> None:
+    """Issue 24 (obsreview24 follow-up): the data and model tiers' buckets with a retention are locked in GOVERNANCE mode
+    too, and their policy held only the TLS deny: an administrator's s3:* (which holds s3:BypassGovernanceRetention)
+    deleted a locked dataset or model version before its retention. Every bucket with an Object Lock configuration now
+    carries the same guard as the audit bucket, from the one function (lock_guard), set after the lock; a bucket
+    without a lock carries none."""
+    from alicerce.targets.aws.components.storage import lock_guard
+    from tests.targets.aws.lint import findings
+
+    _, result = prod
+    locks = {r.name for r in result.of_type("aws:s3/bucketObjectLockConfiguration:BucketObjectLockConfiguration")}
+    # the data lake has a retention (730d), the reference's model registry none: it is not locked and gets no guard
+    assert {"aws-audit-bucket", "aws-storage-data-lake"} <= locks and "aws-storage-model-registry" not in locks, locks
+    buckets = {r.name: r.inputs["bucket"] for r in result.of_type("aws:s3/bucket:Bucket")}
+    for policy in result.of_type("aws:s3/bucketPolicy:BucketPolicy"):
+        document = json.loads(policy.inputs["policy"])
+        statements = {s["Sid"]: s for s in document["Statement"]}
+        guard = {s["Sid"]: s for s in lock_guard(f"arn:aws:s3:::{buckets[policy.name]}", ())}
+        if policy.name in locks:
+            assert {sid: statements.get(sid) for sid in guard} == guard, policy.name
+            assert policy.name in policy.depends_on, policy.name  # after the lock configuration
+            assert findings(document) == [], policy.name
+        else:
+            assert not set(guard) & set(statements), policy.name
+
+
+def test_a_locked_tier_bucket_lets_only_the_admin_principals_change_its_default_retention() -> None:
+    from alicerce.targets.aws.components.storage import tier_bucket_policy
+    from tests.targets.aws.lint import findings
+
+    arn = "arn:aws:s3:::data-lake"
+    admins = ("arn:aws:iam::111111111111:role/platform-admins",)
+    locked = tier_bucket_policy(arn, locked=True, admin_principals=admins)
+    statements = {s["Sid"]: s for s in locked["Statement"]}
+    assert findings(locked) == []
+    assert statements["DenyLockConfigurationChange"]["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": list(admins)}}
+    bypass = statements["DenyRetentionBypass"]
+    assert bypass["Principal"] == "*" and "Condition" not in bypass and bypass["Resource"] == f"{arn}/*"
+    assert sorted(bypass["Action"]) == ["s3:BypassGovernanceRetention", "s3:PutObjectRetention"]
+    assert [s["Sid"] for s in tier_bucket_policy(arn, locked=False)["Statement"]] == ["DenyInsecureTransport"]
+
+
 def test_the_platform_key_lets_only_this_trail_encrypt(prod: Any) -> None:
     _, result = prod
     key = json.loads(inputs(result, "aws-kms-key")["policy"])

@@ -306,6 +306,55 @@ def test_shrinking_prometheus_storage_is_destructive() -> None:
     assert "[!CAUTION]" in text and "**shrink** Prometheus's volume at aws (100Gi → 50Gi)" in text
 
 
+def _storage_class(name: str) -> Callable[[dict[str, Any]], None]:
+    def change(data: dict[str, Any]) -> None:
+        data["monitoring"]["storageClass"] = name
+
+    return change
+
+
+def test_a_new_monitoring_storage_class_says_the_claims_stay_and_how_to_move_them() -> None:
+    """Issue 24: monitoring.storageClass changed the volumeClaimTemplate only. A StatefulSet's volumeClaimTemplates are
+    immutable, prometheus-operator recreates the StatefulSet and the pods mount the same claims again: Prometheus and
+    Alertmanager stay on the old class with no error anywhere, and `alicerce diff` said nothing."""
+    result = diff_environment("prod", reference("prod"), variant(_storage_class("io2-monitoring")), plan=None)
+    assert result.status == "changed" and not result.empty and result.destructive == []
+    changes = {c.site: c for c in result.prometheus_storage}
+    assert {c.change for c in changes.values()} == {"reclassed"} and set(changes) == {"aws", "dc1"}
+    aws, dc1 = changes["aws"], changes["dc1"]
+    # aws's claims were on the site's default class alicerce writes (gp3-encrypted); dc1's on the cluster's default
+    assert (aws.class_before, aws.class_after) == ("gp3-encrypted", "io2-monitoring")
+    assert (dc1.class_before, dc1.class_after) == (None, "io2-monitoring")
+    assert aws.claim_before == aws.claim_after == "100Gi"  # the size did not change: not a grow
+    name = "aws-operators-kube-prometh-prometheus"
+    claim = f"prometheus-{name}-db-prometheus-{name}-0"
+    assert aws.claims == (claim,)
+    assert "stay on gp3-encrypted" in aws.steps[0] and "nothing moves to io2-monitoring" in aws.steps[0]
+    assert "CostHistoryTruncated" in aws.steps[1]
+    assert f"kubectl -n monitoring delete pvc {claim} --wait=false" in aws.steps[2]
+    assert f"delete pod prometheus-{name}-0" in aws.steps[2]
+    # production's two Alertmanager replicas, by hand from prometheus-operator's names: alertmanager-<name>-db -
+    # alertmanager-<name> - ordinal, <name> the chart's full name plus -alertmanager
+    am = "aws-operators-kube-prometh-alertmanager"
+    assert all(f"alertmanager-{am}-db-alertmanager-{am}-{i}" in aws.steps[3] for i in (0, 1))
+    assert "one replica at a time" in aws.steps[3]
+    text = render_markdown([result], "main → branch")
+    assert "No change" not in text and "does not follow monitoring.storageClass" in text
+    assert "aws: monitoring.storageClass gp3-encrypted → io2-monitoring" in text
+    assert "dc1: monitoring.storageClass the cluster's default class → io2-monitoring" in text
+    row = json.loads(json.dumps(result.to_json()))["prometheus_storage"][0]
+    assert (row["change"], row["class_after"]) == ("reclassed", "io2-monitoring")
+
+
+def test_a_new_storage_class_and_a_larger_volume_are_both_listed() -> None:
+    def both(data: dict[str, Any]) -> None:
+        _storage_class("io2-monitoring")(data)
+        _monitoring_storage("200GiB")(data)
+
+    changes = [(c.site, c.change) for c in diff_environment("prod", reference("prod"), variant(both), plan=None).prometheus_storage]
+    assert sorted(changes) == [("aws", "grown"), ("aws", "reclassed"), ("dc1", "grown"), ("dc1", "reclassed")]
+
+
 def test_the_same_storage_lists_no_prometheus_change() -> None:
     assert diff_environment("prod", reference("prod"), variant(_monitoring_storage("100GiB")), plan=None).prometheus_storage == []
 

@@ -22,7 +22,13 @@ from typing import Any
 
 import yaml
 
-from alicerce.catalog.alerts import ALERT_SCOPE_LABELS, GROUPED_ACROSS_NODES, NODE_OUTAGE_GROUP_BY
+from alicerce.catalog.alerts import (
+    ALERT_SCOPE_LABELS,
+    GROUPED_ACROSS_NODES,
+    NODE_OUTAGE_GROUP_BY,
+    SLACK_TEXT,
+    alertmanager_replicas,
+)
 from alicerce.emit.kube.cloud_metrics import exporter_values
 from alicerce.emit.kube.common import (
     GPU,
@@ -31,6 +37,7 @@ from alicerce.emit.kube.common import (
     held_tolerations,
     host_rdma_pools,
     system_placement,
+    system_pools,
     tolerate,
 )
 from alicerce.emit.kube.dcgm_counters import counters_configmap, counters_csv
@@ -306,7 +313,8 @@ def _receiver(receiver: AlertReceiver, rp: ResolvedPlatform, site: ResolvedSite)
     file = f"{ALERTMANAGER_SECRETS}/{secret.name}/{key}" if secret else None
     config: dict[str, Any] = {"send_resolved": True}
     if receiver.kind == "slack":
-        config |= {"api_url_file": file} | ({"channel": receiver.channel} if receiver.channel else {})
+        # the text lists each alert of the group with its node or pod (SLACK_TEXT): the default names none
+        config |= {"api_url_file": file, "text": SLACK_TEXT} | ({"channel": receiver.channel} if receiver.channel else {})
         return {"name": receiver.name, "slack_configs": [config]}
     if receiver.kind == "pagerduty":
         return {"name": receiver.name, "pagerduty_configs": [config | {"routing_key_file": file}]}
@@ -410,6 +418,20 @@ NODE_EXPORTER_CHART_ARGS = (
 ALERTMANAGER_STORAGE_GIB = 2
 
 
+def alertmanager_ha(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any]:
+    """kube-prometheus-stack 88.5.3 values for a second Alertmanager replica (alicerce.catalog.alerts
+    ALERTMANAGER_HA_REPLICAS): ``alertmanagerSpec.replicas``; ``podAntiAffinity: hard``, which the chart's
+    templates/alertmanager/alertmanager.yaml renders as a required anti-affinity on ``podAntiAffinityTopologyKey``
+    against the pods of this Alertmanager; and the chart's PodDisruptionBudget (``podDisruptionBudget``, off by
+    default, minAvailable 1), so a node drain waits for the other replica. Nothing where the site runs one."""
+    system_nodes = sum(p.spec.scaling.min for p in system_pools(site.pools))
+    replicas = alertmanager_replicas(rp.tier, system_nodes)
+    if replicas < 2:
+        return {}
+    spec = {"replicas": replicas, "podAntiAffinity": "hard", "podAntiAffinityTopologyKey": "kubernetes.io/hostname"}
+    return {"alertmanagerSpec": spec, "podDisruptionBudget": {"enabled": True, "minAvailable": 1}}
+
+
 def _claim(size_gib: int, storage_class: str | None) -> dict[str, Any]:
     """A volume claim's spec: one writer, the size, and the storage class where the spec or the site names one (else
     the cluster's default class)."""
@@ -452,12 +474,12 @@ def monitoring_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any
         # storage (kube-prometheus-stack 88.5.3 alertmanager.alertmanagerSpec.storage, passed as the Alertmanager's
         # spec.storage, which prometheus-operator makes the StatefulSet's volumeClaimTemplate): a restart of its system
         # node forgot every silence of a maintenance and re-sent every firing alert (review obsreview24 F4). Its state
-        # is a few snapshots; ALERTMANAGER_STORAGE_GIB on Prometheus's storage class. One replica still: a second
-        # needs a second system node apart from the first (anti-affinity) and its own volume, and each
-        # Prometheus then sends to both; the volume is what keeps the silences across a restart
-        "alertmanager": {
-            "alertmanagerSpec": {"storage": {"volumeClaimTemplate": {"spec": _claim(ALERTMANAGER_STORAGE_GIB, storage_class)}}}
-        },
+        # is a few snapshots; ALERTMANAGER_STORAGE_GIB on Prometheus's storage class, one claim per replica (the
+        # StatefulSet's volumeClaimTemplate). In production, two replicas on two system nodes (alertmanager_ha)
+        "alertmanager": deep_merge(
+            {"alertmanagerSpec": {"storage": {"volumeClaimTemplate": {"spec": _claim(ALERTMANAGER_STORAGE_GIB, storage_class)}}}},
+            alertmanager_ha(rp, site),
+        ),
         # Hook-free (research 1b, rendered): the admission webhooks' certificate Secret exists only through a hook
         # Job, and the operator mounts it whenever its TLS listener is on; grafana's test objects are hooks too.
         "prometheusOperator": {"admissionWebhooks": {"enabled": False}, "tls": {"enabled": False}},

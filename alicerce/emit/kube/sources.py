@@ -37,6 +37,7 @@ from alicerce.catalog.alerts import (
     NODE_CORDONED_FOR_DAYS,
     NODE_EXPORTER_ABSENT,
     NODE_EXPORTER_ANSWERS,
+    PROMETHEUS_RETENTION_EXCEEDS_VOLUME,
     SERVING_ENGINE_METRICS_ABSENT,
     SERVING_LATENCY_UNMEASURED,
     SERVING_METRICS_ABSENT,
@@ -48,6 +49,7 @@ from alicerce.catalog.alerts import (
     Alert,
     cordoned_for_days,
     in_service,
+    retention_exceeds_volume,
     series_names,
     serving_slos,
 )
@@ -74,6 +76,7 @@ from alicerce.emit.kube.kpi import (
 from alicerce.emit.kube.kueue import cluster_queue
 from alicerce.emit.storage_counters import cloud_metric_tiers
 from alicerce.resolve.model import ResolvedPlatform
+from alicerce.resolve.namespaces import MONITORING_NAMESPACE
 
 FOR = SOURCE_ABSENT_FOR
 
@@ -92,6 +95,13 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
               "Every pool, team and workload KPI joins on kube-state-metrics: it is down or not scraped (check the "
               "kube-prometheus-stack kube-state-metrics pod and its ServiceMonitor); until it is back the KPIs, "
               "budgets and the missing-GPU alerts read nothing."),
+        Alert(PROMETHEUS_RETENTION_EXCEEDS_VOLUME, retention_exceeds_volume(MONITORING_NAMESPACE), "1h", "warning",
+              "Prometheus {{ $labels.pod }} may keep more than its volume holds",
+              "Its size retention ({{ $value | humanize1024 }}B) is above 95% of its volume's capacity: it deletes old "
+              "blocks only past that size, so the volume fills first and Prometheus stops ingesting and evaluating "
+              "every rule, alerts included. monitoring.storage grew but the claim did not (a StatefulSet never resizes "
+              "its claims): grow the claim as `alicerce diff` lists (kubectl patch pvc, on a class that allows "
+              "expansion), or set monitoring.storage back to the claim's size."),
     ]  # fmt: skip
     if pools:
         alerts.append(Alert(NODE_CORDONED_FOR_DAYS, f"{_nodes(pools)} and on (node) ({cordoned_for_days()})", "10m", "warning",

@@ -109,6 +109,7 @@ def build_site(rp: ResolvedPlatform, resolved: ResolvedSite, secrets: Secrets, s
             kms_key_arn=kms,
             node_role_arn=cluster.node_role_arn,
             audited=rp.spec.security.audit.enabled,
+            admin_principals=tuple(sorted(settings.admin_principals)),
         ),
         opts,
     )

@@ -47,6 +47,7 @@ def exporter_series() -> dict[str, str]:
         ("kueue", "0.19.2"),
         ("node-exporter", "v1.12.1"),
         ("prometheus", "v3.14.0"),
+        ("kubelet", "1.35"),
     ):
         for name, fact in load(component, version, "metrics.json").items():
             out |= dict.fromkeys(_histogram(name, fact["type"]), f"{component} {version}")

@@ -1006,7 +1006,9 @@ def test_unrelated_alerts_without_a_namespace_are_separate_notifications() -> No
         {"alertname": "GPUCriticalXid", "Hostname": "ip-10-0-1-2", "gpu": "3"},
         {"alertname": "SLOChatLatencyBurnFast", "team": "serving"},
         {"alertname": "BudgetResearch100", "team": "research"},
-        {"alertname": "GPUMemoryBound", "node": "ip-10-0-1-1", "namespace": "research", "pod": "trainer-0"},
+        # a per-pod alert on a node (GPUMemoryBound was this example until it grouped across nodes with the job
+        # diagnoses, issue 24: test_one_jobs_diagnosis_on_many_nodes_is_one_notification_per_team)
+        {"alertname": "GPUIdleWhileAllocated", "node": "ip-10-0-1-1", "namespace": "research", "pod": "trainer-0"},
     ]
     keys = {tuple(a.get(label, "") for label in route["group_by"]) for a in alerts}
     assert len(keys) == len(alerts)
@@ -1117,10 +1119,110 @@ def test_one_jobs_diagnosis_on_many_nodes_is_one_notification_per_team() -> None
         # another team's job on the same pool: a notification of its own, to ml-platform only
         other = {key for alert in fired("applied-ml") for key in _group_keys(route, alert)}
         assert len(other) == 1 and not other & keys, (name, other)
-    # GPUMemoryBound is per pod and stays per node
+    # GPUMemoryBound (per pod, no pool) groups too (issue 24): a job's 28 memory-bound pods are one notification per
+    # receiver, to the receivers the per-node route sent them to; another namespace's pods are another
     memory = [{"alertname": "GPUMemoryBound", **rules["GPUMemoryBound"]["labels"], **external, "node": n,
-               "namespace": "research", "pod": f"llm-pretrain-{i}"} for i, n in enumerate(nodes[:2])]  # fmt: skip
-    assert len({key for alert in memory for key in _group_keys(route, alert) if key[0] == "ml-platform"}) == 2
+               "namespace": "research", "pod": f"llm-pretrain-{i}"} for i, n in enumerate(nodes)]  # fmt: skip
+    keys = {key for alert in memory for key in _group_keys(route, alert)}
+    assert sorted(receiver for receiver, _ in keys) == ["ml-platform", "research-mail"], keys
+    assert sorted(receiver for receiver, _ in keys) == sorted(_routed([r for r in route["routes"] if "group_by" not in r], memory[0]))
+    other = {key for alert in memory for key in _group_keys(route, {**alert, "namespace": "applied-ml"})}
+    assert len(other) == 1 and not other & keys
+
+
+# -- the Slack text: a Go text/template, parsed by promtool (Go's own parser) and rendered by a reader of the subset it
+# uses (range, if/else, end, or, field paths), with the data Alertmanager gives it (template.Data)
+
+_ACTION = re.compile(r"\{\{\s*(.*?)\s*\}\}", re.S)
+
+
+def _parse_template(text: str) -> list[Any]:
+    """The template as a tree: text, ("print", expr), ("range"|"if", expr, body, else-body)."""
+    root: list[Any] = []
+    stack: list[list[Any]] = [root]
+    opened: list[list[Any]] = []
+    pos = 0
+    for m in _ACTION.finditer(text):
+        if m.start() > pos:
+            stack[-1].append(text[pos : m.start()])
+        pos = m.end()
+        action = m.group(1)
+        word, _, rest = action.partition(" ")
+        if word in ("range", "if"):
+            node: list[Any] = [word, rest, [], []]
+            stack[-1].append(node)
+            opened.append(node)
+            stack.append(node[2])
+        elif word == "else":
+            stack[-1] = opened[-1][3]
+        elif word == "end":
+            stack.pop()
+            opened.pop()
+        else:
+            stack[-1].append(("print", action))
+    assert not opened, "unclosed action"
+    stack[-1].append(text[pos:])
+    return root
+
+
+def _value(expr: str, dot: Any) -> Any:
+    words = expr.split()
+    if words[0] == "or":
+        values = [_value(w, dot) for w in words[1:]]
+        return next((v for v in values if v), values[-1])
+    assert len(words) == 1 and expr.startswith("."), expr
+    for field in expr.split(".")[1:]:
+        dot = dot.get(field, "") if isinstance(dot, dict) else getattr(dot, field)
+    return dot
+
+
+def _render(tree: list[Any], dot: Any) -> str:
+    out = []
+    for node in tree:
+        if isinstance(node, str):
+            out.append(node)
+        elif node[0] == "print":
+            out.append(str(_value(node[1], dot)))
+        elif node[0] == "range":
+            out += [_render(node[2], item) for item in _value(node[1], dot)]
+        else:
+            out.append(_render(node[2] if _value(node[1], dot) else node[3], dot))
+    return "".join(out)
+
+
+@needs_promtool
+def test_slack_lists_the_nodes_and_pods_of_a_grouped_notification(tmp_path: Path) -> None:
+    """Issue 24: a grouped notification (28 GPUInputBound alerts, one job's memory-bound pods) reached Slack as
+    "[FIRING:28] GPUInputBound" with Alertmanager's default text, which is empty: no node, no pod. Each Slack receiver's
+    text lists every firing alert with its summary and its node or pod, then the resolved ones."""
+    from alicerce.catalog.alerts import SLACK_TEXT
+
+    rp = platform("prod")
+    values = monitoring_values(rp, rp.site("dc1"))
+    slack = [c for r in values["alertmanager"]["config"]["receivers"] for c in r.get("slack_configs", [])]
+    assert slack and all(c["text"] == SLACK_TEXT for c in slack)
+    # Go's text/template parser (promtool parses every annotation with it): the template is well formed and calls only
+    # functions that exist; a broken one is refused
+    for name, text in (("good", SLACK_TEXT), ("broken", SLACK_TEXT.replace("{{ end }}", "", 1))):
+        rule = {"alert": "SlackText", "expr": "vector(1)", "annotations": {"text": text}}
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump({"groups": [{"name": "t", "rules": [rule]}]}))
+        assert (promtool("check", "rules", f"{name}.yaml", cwd=tmp_path).returncode == 0) is (name == "good"), name
+    nodes = [f"gpu-{n:03}.dc1.acme.example" for n in range(1, 29)]
+    summary = "GPUs on {node} (onprem-h100) are input-bound"
+    firing = [{"Labels": {"alertname": "GPUInputBound", "node": n, "pool": "onprem-h100", "namespace": "research"},
+               "Annotations": {"summary": summary.format(node=n)}} for n in nodes]  # fmt: skip
+    resolved = [{"Labels": {"alertname": "GPUInputBound", "node": "gpu-029.dc1.acme.example"}, "Annotations": {}}]
+    text = _render(_parse_template(SLACK_TEXT), {"Alerts": {"Firing": firing, "Resolved": resolved}})
+    lines = text.splitlines()
+    assert len(lines) == 29 and all(f"(node {n})" in line for n, line in zip(nodes, lines, strict=False))
+    assert lines[0] == "• GPUs on gpu-001.dc1.acme.example (onprem-h100) are input-bound (node gpu-001.dc1.acme.example)"
+    assert lines[-1] == "Resolved: gpu-029.dc1.acme.example"
+    # memory-bound pods name the pod; an alert without a summary falls back to its name; nothing resolved, no line
+    pods = [{"Labels": {"alertname": "GPUMemoryBound", "node": "gpu-001", "namespace": "research", "pod": "llm-0"},
+             "Annotations": {}}]  # fmt: skip
+    assert _render(_parse_template(SLACK_TEXT), {"Alerts": {"Firing": pods, "Resolved": []}}) == (
+        "• GPUMemoryBound (node gpu-001) (pod research/llm-0)\n"
+    )
 
 
 def test_alertmanager_keeps_silences_and_its_notification_log_across_a_restart() -> None:
@@ -1142,6 +1244,40 @@ def test_alertmanager_keeps_silences_and_its_notification_log_across_a_restart()
         assert spec["secrets"] == ["alertmanager-heartbeat", "alertmanager-pagerduty", "alertmanager-slack"]
     aws = monitoring_values(rp, rp.site("aws"))["alertmanager"]["alertmanagerSpec"]["storage"]
     assert aws["volumeClaimTemplate"]["spec"]["storageClassName"] == "gp3-encrypted"
+
+
+def test_production_alertmanager_runs_two_replicas_on_two_nodes_each_with_its_own_claim() -> None:
+    """Issue 24 (obsreview24 F4 follow-up): one Alertmanager per site; a drain or replacement of its system node stopped
+    every notification until it came back. Production runs two, required on different nodes, under the chart's
+    PodDisruptionBudget; each replica claims its own volume from the one volumeClaimTemplate. A site that keeps one
+    system node runs one (a second would stay Pending under the hard anti-affinity) and validate says so (AL326)."""
+    facts = load("kube-prometheus-stack", "88.5.3", "values.json")
+    rp = platform("prod")
+    for site in ("aws", "dc1"):
+        values = monitoring_values(rp, rp.site(site))["alertmanager"]
+        spec = values["alertmanagerSpec"]
+        assert spec["replicas"] == 2, site
+        assert spec["podAntiAffinity"] == "hard" and spec["podAntiAffinityTopologyKey"] == "kubernetes.io/hostname"
+        assert values["podDisruptionBudget"] == {"enabled": True, "minAvailable": 1}
+        # every value path set here is one the chart reads, of the type it expects
+        types = {"replicas": "int", "podAntiAffinity": "string", "podAntiAffinityTopologyKey": "string", "storage": "map"}
+        assert all(facts[f"alertmanager.alertmanagerSpec.{key}"] == types[key] for key in types)
+        pdb = "alertmanager.podDisruptionBudget"
+        assert facts[f"{pdb}.enabled"] == "bool" and facts[f"{pdb}.minAvailable"] == "int"
+        # a claim per replica: a template (the StatefulSet makes one claim from it per pod), not a shared volume
+        assert set(spec["storage"]) == {"volumeClaimTemplate"} and "volumes" not in spec
+        nodes = sum(p.spec.scaling.min for p in rp.site(site).pools if p.spec.purpose == "system")
+        assert nodes >= spec["replicas"], (site, nodes)  # the anti-affinity finds a node for each
+    # not in development; nor where the system pools keep one node
+    dev = platform("dev")
+    assert "replicas" not in monitoring_values(dev, dev.sites[0])["alertmanager"]["alertmanagerSpec"]
+    text = (ROOT / "examples" / "aws-only.yaml").read_text()
+    one = text.replace("scaling: {min: 2, max: 4}", "scaling: {min: 1, max: 4}", 1)
+    assert one != text
+    checked = check(load_text(one, "aws-only.yaml"), ["prod"], on=TODAY)
+    assert [e.rule for e in checked.errors] == ["AL326"], [e.render() for e in checked.errors]
+    single = checked.environments["prod"].resolved
+    assert "replicas" not in monitoring_values(single, single.sites[0])["alertmanager"]["alertmanagerSpec"]
 
 
 def test_grafana_admin_login_comes_from_a_user_secret_so_regenerates_keep_it() -> None:

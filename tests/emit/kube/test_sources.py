@@ -707,3 +707,59 @@ def test_a_scraped_serving_pod_without_vllm_series_is_unmeasured(tmp_path: Path)
         {"interval": "1m", "input_series": inputs, "alert_rule_test": [
             {"eval_time": "120m", "alertname": "ServingEngineMetricsAbsent", "exp_alerts": exp}]} for inputs, exp in cases
     ], tmp_path)  # fmt: skip
+
+
+def _prometheus_volume_series(limit: int, capacity: int) -> list[dict[str, str]]:
+    """Prometheus's retention gauge and its volume's capacity as the site's Prometheus stores them: the gauge from its
+    own ServiceMonitor (the pod's namespace and name), the capacity from the kubelet's (the claim's namespace and name,
+    honorLabels), the claim named as prometheus-operator and the StatefulSet controller name it."""
+    from alicerce.emit.kube.operators import operator_releases
+    from alicerce.run.diff import prometheus_claims
+
+    rp = platform()
+    release = next(r for r in operator_releases(rp, "aws") if r.key == "kube-prometheus-stack")
+    [claim] = prometheus_claims(release, "aws")
+    pod = claim.split("-db-", 1)[1]
+    own = f'namespace="monitoring",pod="{pod}",job="{pod.removesuffix("-0")}",container="prometheus",endpoint="http-web"'
+    kubelet = f'namespace="monitoring",persistentvolumeclaim="{claim}",node="ip-10-0-1-2",job="kubelet",metrics_path="/metrics"'
+    # a team's claim beside it, in its own namespace, on a small volume: not Prometheus's
+    team = 'namespace="research",persistentvolumeclaim="prometheus-scratch-db-prometheus-scratch-0",job="kubelet"'
+    return [
+        {"series": f"prometheus_tsdb_retention_limit_bytes{{{own}}}", "values": f"{limit}x120"},
+        {"series": f"kubelet_volume_stats_capacity_bytes{{{kubelet}}}", "values": f"{capacity}x120"},
+        {"series": f"kubelet_volume_stats_capacity_bytes{{{team}}}", "values": f"{2**30}x120"},
+    ]
+
+
+@needs_promtool
+def test_a_retention_size_the_volume_cannot_hold_is_reported(tmp_path: Path) -> None:
+    """Issue 24 (obsreview24 F8's day 2): monitoring.storage 100GiB -> 400GiB merged before the claim grew sets
+    retentionSize 360GiB on a 100Gi volume; size retention never acts below the limit, so the disk fills and Prometheus
+    stops, every alert with it. The kubelet reports a 100Gi ext4 volume as about 98.3GiB (the file system's metadata);
+    alicerce's own 90% (90GiB) of it, and 360GiB on the grown 400Gi volume (about 393.4GiB), are quiet."""
+    rule = rules_of(platform(), "aws")["PrometheusRetentionExceedsVolume"]
+    gib = 2**30
+    ext4_100 = int(98.3 * gib)
+    pod = "prometheus-aws-operators-kube-prometh-prometheus-0"
+    fired = {
+        "exp_labels": {"namespace": "monitoring", "pod": pod, **rule["labels"]},
+        "exp_annotations": {
+            "summary": f"Prometheus {pod} may keep more than its volume holds",
+            "description": rule["annotations"]["description"].replace("{{ $value | humanize1024 }}", "360Gi"),
+        },
+    }
+    cases = {"grown-first": (360 * gib, ext4_100, [fired]), "as-generated": (90 * gib, ext4_100, []),
+             "claim-grown": (360 * gib, int(393.4 * gib), [])}  # fmt: skip
+    for name, (limit, capacity, expect) in cases.items():
+        (tmp_path / name).mkdir()
+        run_promtool(platform(), "aws", [{"interval": "1m", "input_series": _prometheus_volume_series(limit, capacity),
+                                          "alert_rule_test": [
+            {"eval_time": "50m", "alertname": "PrometheusRetentionExceedsVolume", "exp_alerts": []},
+            {"eval_time": "70m", "alertname": "PrometheusRetentionExceedsVolume", "exp_alerts": expect}]}],
+            tmp_path / name)  # fmt: skip
+    # and the facts: both series are the ones the pinned Prometheus and kubelet serve, with these labels
+    assert load("prometheus", "v3.14.0", "metrics.json")["prometheus_tsdb_retention_limit_bytes"]["type"] == "gauge"
+    assert load("kubelet", "1.35", "metrics.json")["kubelet_volume_stats_capacity_bytes"]["labels"] == [
+        "namespace",
+        "persistentvolumeclaim",
+    ]

@@ -26,7 +26,7 @@ from alicerce.emit.pulumi.component import Component, named
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.spec.models import ObjectTier
 from alicerce.targets.aws import resolve as names
-from alicerce.targets.aws.components.storage import deny_insecure_transport, encrypt_bucket, lock_objects, private_bucket
+from alicerce.targets.aws.components.storage import deny_insecure_transport, encrypt_bucket, lock_guard, lock_objects, private_bucket
 from alicerce.targets.aws.spec import AwsSite
 
 # object tiers whose object-level reads and writes are audited (who read which training data, who wrote a model)
@@ -64,35 +64,6 @@ class AuditArgs:
             names.audit_bucket(rp, site), names.trail_name(rp, site), names.trail_arn(rp, site), site.account,
             tuple(sorted(buckets)), days, rp.tags, kms_key_arn, access_log_bucket, tuple(sorted(admin_principals)),
         )  # fmt: skip
-
-
-# What would undo the Object Lock retention of the log files. GOVERNANCE mode lets any principal holding
-# s3:BypassGovernanceRetention delete a locked version or shorten its retention with the
-# x-amz-bypass-governance-retention header (S3 user guide, "Managing Object Lock": "Bypassing governance mode"), and an
-# administrator's s3:* holds it: the lock stopped nobody it was for (review obsreview23). s3:PutObjectRetention sets
-# a version's retention (shortening it needs the bypass too); CloudTrail never sends it, the bucket's default applies.
-LOCK_BYPASS_ACTIONS = ("s3:BypassGovernanceRetention", "s3:PutObjectRetention")
-# The bucket's default retention is what the log files written next get: lowered to a day, next week's files can be
-# deleted the day after. Only the stack's admin principals set it (the spec's retention, at `pulumi up`); a deny with no
-# exception would refuse the stack's own change of the retention
-LOCK_CONFIGURATION_ACTION = "s3:PutBucketObjectLockConfiguration"
-
-
-def lock_guard(arn: str, admin_principals: tuple[str, ...]) -> list[dict[str, Any]]:
-    """The Deny statements that keep the retention of the log files. The break-glass path stays the account's root
-    user, whom S3 always lets delete a bucket policy that denies it (S3 API reference, DeleteBucketPolicy), itself a
-    management event the trail records."""
-    configure: dict[str, Any] = {
-        "Sid": "DenyLockConfigurationChange",
-        "Effect": "Deny",
-        "Principal": "*",
-        "Action": LOCK_CONFIGURATION_ACTION,
-        "Resource": arn,
-    }
-    if admin_principals:
-        configure["Condition"] = {"ArnNotEquals": {"aws:PrincipalArn": list(admin_principals)}}
-    bypass = {"Sid": "DenyRetentionBypass", "Effect": "Deny", "Principal": "*", "Action": list(LOCK_BYPASS_ACTIONS), "Resource": f"{arn}/*"}
-    return [bypass, configure]
 
 
 def trail_bucket_policy(arn: str, account: str, trail_arn: str, admin_principals: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -162,6 +162,48 @@ def deny_insecure_transport(principal: Any, action: str, resource: str | list[st
     }
 
 
+# What would undo the Object Lock retention of a locked bucket (the audit trail's log files, a data or model tier's
+# objects). GOVERNANCE mode lets any principal holding
+# s3:BypassGovernanceRetention delete a locked version or shorten its retention with the
+# x-amz-bypass-governance-retention header (S3 user guide, "Managing Object Lock": "Bypassing governance mode"), and an
+# administrator's s3:* holds it: the lock stopped nobody it was for (review obsreview23). s3:PutObjectRetention sets
+# a version's retention (shortening it needs the bypass too); CloudTrail never sends it, the bucket's default applies.
+LOCK_BYPASS_ACTIONS = ("s3:BypassGovernanceRetention", "s3:PutObjectRetention")
+# The bucket's default retention is what the log files written next get: lowered to a day, next week's files can be
+# deleted the day after. Only the stack's admin principals set it (the spec's retention, at `pulumi up`); a deny with no
+# exception would refuse the stack's own change of the retention
+LOCK_CONFIGURATION_ACTION = "s3:PutBucketObjectLockConfiguration"
+
+
+def lock_guard(arn: str, admin_principals: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The Deny statements that keep the Object Lock retention of every bucket alicerce locks (the audit trail's, and the
+    data and model tiers' with a retention: review of issue 24, their GOVERNANCE lock stopped no administrator either).
+    The bypass and a version's retention are denied to everyone; the bucket's default retention to all but the stack's
+    admin principals, who apply the spec's retention at `pulumi up`. The break-glass path stays the account's root
+    user, whom S3 always lets delete a bucket policy that denies it (S3 API reference, DeleteBucketPolicy), itself a
+    management event the trail records."""
+    configure: dict[str, Any] = {
+        "Sid": "DenyLockConfigurationChange",
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": LOCK_CONFIGURATION_ACTION,
+        "Resource": arn,
+    }
+    if admin_principals:
+        configure["Condition"] = {"ArnNotEquals": {"aws:PrincipalArn": list(admin_principals)}}
+    bypass = {"Sid": "DenyRetentionBypass", "Effect": "Deny", "Principal": "*", "Action": list(LOCK_BYPASS_ACTIONS), "Resource": f"{arn}/*"}
+    return [bypass, configure]
+
+
+def tier_bucket_policy(arn: str, *, locked: bool, admin_principals: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A data or model tier's bucket policy: TLS only, and where the tier's objects are locked, the lock guard the audit
+    bucket has (lock_guard, the one decision for every locked bucket)."""
+    statements = [deny_insecure_transport("*", "s3:*", [arn, f"{arn}/*"])]
+    if locked:
+        statements += lock_guard(arn, admin_principals)
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
 def access_log_policy(arn: str, account: str) -> dict[str, Any]:
     """Only S3's logging service writes, for buckets of this account; nothing reaches it without TLS (S3 user guide,
     "Permissions for log delivery": the logging.s3.amazonaws.com principal with aws:SourceAccount)."""
@@ -233,9 +275,11 @@ def lock_objects(
     owner: Component, resource: str, bucket: aws.s3.Bucket, days: int, versioning: aws.s3.BucketVersioning
 ) -> aws.s3.BucketObjectLockConfiguration:
     """Every object version kept at least ``days``: S3 Object Lock default retention (S3 user guide "Locking objects with
-    Object Lock"; it needs versioning, so it depends on it). GOVERNANCE, not COMPLIANCE: an administrator holding
-    s3:BypassGovernanceRetention can still remove data (a court order, a wrong upload, a retention set too long), which
-    COMPLIANCE forbids even to the account root."""
+    Object Lock"; it needs versioning, so it depends on it). GOVERNANCE, not COMPLIANCE: data can still be removed
+    before its retention ends (a court order, a wrong upload, a retention set too long), which COMPLIANCE forbids even
+    to the account root. Not by any administrator, though: the bucket policy denies s3:BypassGovernanceRetention to
+    everyone (lock_guard), so the path is the account's root user removing that policy first, a management event the
+    trail records."""
     return aws.s3.BucketObjectLockConfiguration(
         resource,
         bucket=bucket.id,
@@ -275,6 +319,7 @@ class StorageArgs:
     kms_key_arn: pulumi.Input[str] | None
     node_role_arn: pulumi.Input[str]  # the nodes' IAM role: the only principal EFS lets mount (efs_policy)
     audited: bool = False  # the site has an audit trail, whose bucket logs its requests to the access-log bucket
+    admin_principals: tuple[str, ...] = ()  # IAM role ARNs that may set a locked bucket's default retention (lock_guard)
 
 
 class Storage(Component):
@@ -516,22 +561,18 @@ class Storage(Component):
                 )
             )
         aws.s3.BucketLifecycleConfiguration(f"{name}-{tier.name}", bucket=bucket.id, rules=rules, opts=self.child())
-        if tier.expire_days is not None and tier.versioning:
-            # retention is a minimum first: no object version can be deleted or overwritten before it ends (versioning
-            # is rule AL318's); then the lifecycle rule above expires it
-            lock_objects(self, f"{name}-{tier.name}", bucket, tier.expire_days, versioning)
+        # with a retention, it is a minimum first: no object version can be deleted or overwritten before it ends
+        # (versioning is rule AL318's); then the lifecycle rule above expires it
+        days = tier.expire_days if tier.versioning else None
+        lock = lock_objects(self, f"{name}-{tier.name}", bucket, days, versioning) if days is not None else None
+        locked = lock is not None
+        admins = args.admin_principals
         aws.s3.BucketPolicy(
             f"{name}-{tier.name}",
             bucket=bucket.id,
-            policy=bucket.arn.apply(
-                lambda arn: json.dumps(
-                    {
-                        "Version": "2012-10-17",
-                        "Statement": [deny_insecure_transport("*", "s3:*", [arn, f"{arn}/*"])],
-                    }
-                )
-            ),
-            opts=self.child(),
+            policy=bucket.arn.apply(lambda arn: json.dumps(tier_bucket_policy(arn, locked=locked, admin_principals=admins))),
+            # after the lock configuration: the stack's own PutBucketObjectLockConfiguration runs before the deny exists
+            opts=self.child(depends_on=[lock] if lock is not None else []),
         )
 
     def _efs(
