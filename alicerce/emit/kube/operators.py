@@ -46,7 +46,7 @@ from alicerce.emit.kube.kpi import (
     RAY_SERVE_LABEL,
 )
 from alicerce.emit.kube.kueue import kueue_configuration
-from alicerce.emit.storage_counters import TEXTFILE_DIRECTORY, reads_textfiles
+from alicerce.emit.storage_counters import TEXTFILE_DIRECTORY, node_exporter_drops, reads_textfiles
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
 from alicerce.resolve.namespaces import (
     GPU_OPERATOR_NAMESPACE,
@@ -489,6 +489,8 @@ def monitoring_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any
             "prometheus": {"monitor": {"relabelings": [{"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node"}]}}
         },
     }
+    if drops := node_exporter_drops(site):
+        values["prometheus-node-exporter"]["prometheus"]["monitor"]["metricRelabelings"] = drops
     if site.software.node_exporter == "cluster" and reads_textfiles(site):
         # the storage tiers' client counters the host writes (node_monitoring) and the EFA ports' counters (the EFA
         # pools' launch template installs their writer), read through the chart's host root mount

@@ -863,6 +863,22 @@ def test_etcd_is_scraped_where_kubespray_serves_its_metrics() -> None:
     assert monitoring_values(rp, rp.site("aws"))["kubeEtcd"] == {"enabled": False}
 
 
+def test_the_node_exporters_port_wait_is_dropped_where_the_collector_owns_the_counter() -> None:
+    """The fabric wait collector (node_monitoring files/alicerce_fabric_wait.py) clears PortXmitWait each tick where the
+    port has only the 32-bit counter, so the node exporter's node_infiniband_port_transmit_wait_total (the sysfs file,
+    node_exporter v1.12.1 collector/infiniband_linux.go:214) reads a saw: dropped at the scrape, where the collector
+    runs (InfiniBand pools provisioned by Ansible), not on AWS."""
+    rp = platform("prod")
+    monitor = monitoring_values(rp, rp.site("dc1"))["prometheus-node-exporter"]["prometheus"]["monitor"]
+    assert monitor["metricRelabelings"] == [
+        {"sourceLabels": ["__name__"], "regex": "node_infiniband_port_transmit_wait_total", "action": "drop"}
+    ]
+    assert "node_infiniband_port_transmit_wait_total" in load("node-exporter", "v1.12.1", "metrics.json")
+    assert "prometheus-node-exporter.prometheus.monitor.metricRelabelings" in load("kube-prometheus-stack", "88.5.3", "values.json")
+    aws = monitoring_values(rp, rp.site("aws"))["prometheus-node-exporter"]["prometheus"]["monitor"]
+    assert "metricRelabelings" not in aws
+
+
 def test_one_node_exporter_per_host(tmp_path: Path) -> None:
     data = yaml.safe_load((ROOT / "platform.yaml").read_text())
     dc1 = next(s for s in data["environments"]["prod"]["sites"] if s["name"] == "dc1")
@@ -876,6 +892,10 @@ def test_one_node_exporter_per_host(tmp_path: Path) -> None:
     targets = [t for config in scrape["spec"]["staticConfigs"] for t in config["targets"]]  # one config per host, with its node
     # the 32 GPU hosts and dc1-system's 2
     assert len(targets) == 32 + 2 and targets[0] == "gpu-001.dc1.acme.example:9100" and scrape["spec"]["jobName"] == "node-exporter"
+    # one owner of PortXmitWait: the fabric wait collector clears the sysfs counter the node exporter reads
+    assert scrape["spec"]["metricRelabelings"] == [
+        {"sourceLabels": ["__name__"], "regex": "node_infiniband_port_transmit_wait_total", "action": "drop"}
+    ]
 
 
 @needs_promtool
