@@ -169,10 +169,12 @@ def diagnoses(rp: ResolvedPlatform, site_name: str, guarded: frozenset[str] = fr
     )
     # communication-bound on a congested fabric: GPUs held, tensor cores idle, a port of the node waiting for credits
     # while it moves less than LINK_BUSY of its line rate (which GPUCommunicationBound covers), read from the collector
-    # that owns PortXmitWait (alicerce.emit.storage_counters.fabric_wait_pools)
+    # that owns PortXmitWait (alicerce.emit.storage_counters.fabric_wait_pools). Whatever the GPUs' utilisation: NCCL's
+    # kernels spinning on a stalled transfer keep it high, a step loop that waits on the collective outside its kernels
+    # lets it fall; a port waits only while its own node sends, so the wait itself says the job is the one stalled
     waited = sorted(set(counted) & set(fabric_wait_pools(rp.site(site_name))))
     congested = (
-        f'(avg by (node, pool) ({GPU_TENSOR}{{pod!="",pool=~"{"|".join(waited)}"}}) < 0.15) and on (node) ({NODE_HELD} > 0.8) '
+        f'(avg by (node, pool) ({GPU_TENSOR}{{pod!="",pool=~"{"|".join(waited)}"}}) < 0.15) '
         f"and on (node) ({NODE_IB_WAIT} > {PORT_WAITING}) unless on (node) ({NODE_IB_UTIL} > {LINK_BUSY})"
     )
     # what sits idle in the cohort on each pool: quotas minus all use, borrowed GPUs included (a borrower's usage above

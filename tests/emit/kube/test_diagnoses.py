@@ -229,17 +229,19 @@ def test_fabric_congestion_is_diagnosed_only_where_the_ports_wait_is_counted() -
 def test_fabric_congestion_fires_when_ports_wait_and_tensor_cores_idle(tmp_path: Path) -> None:
     rule = rules_of(platform(), "dc1")["GPUCommunicationBoundFabricCongested"]
 
-    def state(tensor: float, wait: float, link: float) -> list[dict[str, str]]:
+    def state(tensor: float, wait: float, link: float, busy: float = 95) -> list[dict[str, str]]:
         port = ',device="mlx5_0",port="1"'
         rate = {"series": f'node_infiniband_rate_bytes_per_second{{job="node-exporter",instance="{NODE}:9100",node="{NODE}"{port}}}',
                 "values": f"25000000000{STEPS}"}  # fmt: skip
-        return (node_labels(NODE) + gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", 95) + gpus(NODE, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", tensor)
+        return (node_labels(NODE) + gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", busy) + gpus(NODE, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", tensor)
                 + [rate, node_counter(NODE, "node_infiniband_port_data_transmitted_bytes_total", link * 25e9, port)]
                 + port_wait(NODE, wait))  # fmt: skip
 
     # NCCL kernels spin (95% busy) while the tensor cores idle and the port waits 40% of the time moving 10% of HDR
     check("GPUCommunicationBoundFabricCongested", state(0.05, 0.4, 0.1), "45m", [expected(rule, POOL, "")], tmp_path / "a")
     check("GPUCommunicationBound", state(0.05, 0.4, 0.1), "45m", [], tmp_path / "b")  # not a busy fabric
+    # a step loop that waits on the collective outside its kernels: utilisation falls too, the port still waits
+    check("GPUCommunicationBoundFabricCongested", state(0.05, 0.4, 0.1, busy=35), "45m", [expected(rule, POOL, "")], tmp_path / "g")
     # near misses: a port that waits a little (a healthy all-reduce); a busy link (bandwidth: GPUCommunicationBound's);
     # tensor cores busy (the job overlaps its communication)
     check("GPUCommunicationBoundFabricCongested", state(0.05, 0.05, 0.1), "45m", [], tmp_path / "c")
