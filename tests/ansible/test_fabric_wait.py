@@ -160,3 +160,22 @@ def test_every_series_it_writes_is_declared_with_its_type(tmp_path: Path) -> Non
     for name, (kind, _) in module.METRICS.items():
         assert f"# TYPE {name} {kind}" in text
         assert name.endswith("_total") == (kind == "counter")
+
+
+def test_the_collector_runs_on_the_infiniband_pools_nodes_only() -> None:
+    """dc1's H100 pool has InfiniBand rails (host adapters, Ansible-provisioned): it runs the collector; its system pool
+    has no fabric; and the node exporter reads the textfile directory there (the chart's DaemonSet through /host/root)."""
+    from alicerce.emit.ansible.role_vars import NodeMonitoringVars
+    from alicerce.emit.ansible.site import pool_roles
+    from alicerce.emit.storage_counters import fabric_wait_pools, reads_textfiles
+    from tests.emit.kube.test_monitoring import platform
+
+    rp = platform("prod")
+    dc1 = rp.site("dc1")
+    enabled = {}
+    for pool in dc1.pools:
+        [monitoring] = [r for r in pool_roles(rp, dc1, pool) if isinstance(r, NodeMonitoringVars)]
+        enabled[pool.name] = monitoring.node_monitoring_fabric_wait
+    assert enabled == {"onprem-h100": True, "dc1-system": False}
+    assert fabric_wait_pools(dc1) == ["onprem-h100"] and reads_textfiles(dc1)
+    assert fabric_wait_pools(rp.site("aws")) == []  # EFA: no PortXmitWait, and no Ansible
