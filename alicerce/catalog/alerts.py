@@ -243,11 +243,21 @@ def latency_targets(spec: Any) -> list[LatencyTarget]:
 INPUT_BOUND = "GPUInputBound"
 MEMORY_BOUND = "GPUMemoryBound"
 COMMUNICATION_BOUND = "GPUCommunicationBound"
+# communication-bound on a congested fabric: the node's ports wait for credits instead of filling their line rate
+FABRIC_CONGESTED = "GPUCommunicationBoundFabricCongested"
 CHECKPOINT_STALL = "TrainingCheckpointStall"
 BORROWING_MISCONFIGURED = "KueueBorrowingMisconfigured"
 # a team's ClusterQueue that admits nothing, for a reason other than its budget guard's hold (review obsreview24 F1)
 CLUSTER_QUEUE_INACTIVE = "KueueClusterQueueInactive"
-DIAGNOSES = (INPUT_BOUND, MEMORY_BOUND, COMMUNICATION_BOUND, CHECKPOINT_STALL, BORROWING_MISCONFIGURED, CLUSTER_QUEUE_INACTIVE)
+DIAGNOSES = (
+    INPUT_BOUND,
+    MEMORY_BOUND,
+    COMMUNICATION_BOUND,
+    FABRIC_CONGESTED,
+    CHECKPOINT_STALL,
+    BORROWING_MISCONFIGURED,
+    CLUSTER_QUEUE_INACTIVE,
+)
 
 
 def slo_starved_alert_name(slo: str) -> str:
@@ -592,10 +602,15 @@ EFA_COUNTERS_FILE = "alicerce_efa.prom"
 # the writer's bytes by the node exporter's infiniband collector's rate, which fails whole when one device's read does
 # (review obsreview20 F7)
 EFA_LINK_RATE_MISSING = "EfaLinkRateMissing"
+# the InfiniBand ports' transmit wait (node_monitoring files/alicerce_fabric_wait.py, rewritten every second): a node of
+# a pool where it runs that serves no port read on its last tick, or whose file stopped being rewritten
+FABRIC_WAIT_UNREAD = "FabricWaitCountersMissing"
+FABRIC_WAIT_FILE = "alicerce_fabric_wait.prom"
 SOURCE_ALERTS = (KUBE_STATE_METRICS_ABSENT, NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_ABSENT, DCGM_PROFILING_ABSENT,
                  DCGM_XID_COUNTS_ABSENT, KUEUE_METRICS_ABSENT, KUEUE_PROCESS_START_ABSENT, KUBERAY_METRICS_ABSENT,
                  SERVING_METRICS_ABSENT, SERVING_LATENCY_UNMEASURED, SERVING_ENGINE_METRICS_ABSENT,
-                 CLOUD_STORAGE_METRICS_ABSENT, EFA_COUNTERS_MISSING, EFA_COUNTERS_STALE, EFA_LINK_RATE_MISSING)  # fmt: skip
+                 CLOUD_STORAGE_METRICS_ABSENT, EFA_COUNTERS_MISSING, EFA_COUNTERS_STALE, EFA_LINK_RATE_MISSING,
+                 FABRIC_WAIT_UNREAD)  # fmt: skip
 # a serving workload with pods and no ready one (alicerce.emit.kube.sources): down after serving, or never ready
 SERVING_WORKLOAD_DOWN = "ServingWorkloadDown"
 SERVING_NEVER_READY = "ServingWorkloadNeverReady"
@@ -614,7 +629,7 @@ FABRIC_ALERTS = (FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, 
 # and GPU host.
 NODE_OUTAGE_ALERTS = ("DCGMExporterDown", NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_ABSENT, DCGM_PROFILING_ABSENT,
                       DCGM_XID_COUNTS_ABSENT, "StorageTierUnreadable", "StorageCountersMissing", "StorageCountersStale",
-                      EFA_COUNTERS_MISSING, EFA_COUNTERS_STALE, EFA_LINK_RATE_MISSING,
+                      EFA_COUNTERS_MISSING, EFA_COUNTERS_STALE, EFA_LINK_RATE_MISSING, FABRIC_WAIT_UNREAD,
                       FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, FABRIC_COUNTERS_SATURATED)  # fmt: skip
 # Which Prometheus an alert came from: each site's Prometheus adds these to every alert it sends (its external labels,
 # alicerce.emit.kube.operators), and every route groups by them. Alertmanager's group key is the route's path plus the
@@ -629,7 +644,7 @@ ALERT_SCOPE_LABELS = ("environment", "site")
 # v0.34.0's default templates: PagerDuty's details, email and webhook list every alert of the group; Slack's gives the
 # count, so alicerce's Slack receivers list them: SLACK_TEXT). GPUMemoryBound is per pod and carries no pool: a job's
 # pods memory-bound on N nodes group per alert and namespace (issue 24: it was left per node, N notifications).
-JOB_DIAGNOSES = (INPUT_BOUND, MEMORY_BOUND, COMMUNICATION_BOUND, CHECKPOINT_STALL)
+JOB_DIAGNOSES = (INPUT_BOUND, MEMORY_BOUND, COMMUNICATION_BOUND, FABRIC_CONGESTED, CHECKPOINT_STALL)
 # The text of a Slack notification (Alertmanager slack_config ``text``, a Go text/template over the notification's data:
 # notify/slack/slack.go expands it with template.Data, whose Alerts.Firing and Alerts.Resolved are methods of
 # template/template.go Alerts). Alertmanager v0.34.0's default slack.default.text is empty (template/default.tmpl):

@@ -1,5 +1,6 @@
 """Which storage tiers' I/O a site counts, and how: its nodes' client counters, or the cloud's metrics of its file systems;
-and where the node exporter reads the textfiles of those counters and of the EFA ports' (issue 24).
+and where the node exporter reads the textfiles of those counters, of the EFA ports' and of the InfiniBand ports'
+transmit wait (issue 24).
 
 The node_monitoring role writes the counters (its files/alicerce_storage_stats.py, from a systemd
 timer) into the textfile collector's directory; the node exporter that owns port 9100 reads them,
@@ -7,6 +8,8 @@ the host's own or the cluster's DaemonSet through its host root mount. Decided h
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
 from alicerce.targets.base import FileSystemMetrics
@@ -31,9 +34,34 @@ def efa_counted(site: ResolvedSite) -> bool:
     return any(p.rdma is not None and p.rdma.technology == "efa" for p in site.pools)
 
 
+def fabric_wait_pools(site: ResolvedSite) -> list[str]:
+    """The pools of ``site`` whose nodes run node_monitoring's collector of their InfiniBand ports' transmit wait
+    (files/alicerce_fabric_wait.py): host adapters on an InfiniBand fabric, provisioned by Ansible. It owns
+    PortXmitWait, which it clears each tick where the port has only the 32-bit counter: the node exporter's
+    node_infiniband_port_transmit_wait_total (the sysfs file) then reads a saw, and no rule reads it. RoCE ports answer
+    no PMA query by LID, and EFA has no such counter."""
+    if not site.capabilities.nodes_by_ansible:
+        return []
+    return sorted(p.name for p in site.pools if p.rdma is not None and p.rdma.technology == "infiniband" and p.hosts)
+
+
+SUPERSEDED_NODE_SERIES = ("node_infiniband_port_transmit_wait_total",)
+"""The node exporter's series of counters another collector owns: its PortXmitWait (the sysfs file the fabric wait
+collector clears) reads a saw where the collector runs."""
+
+
+def node_exporter_drops(site: ResolvedSite) -> list[dict[str, Any]]:
+    """Metric relabelings that drop, at the scrape, what the node exporter reads of counters a collector owns: one
+    owner, one series (alicerce_fabric_port_transmit_wait_ticks_total) for the ports' wait."""
+    if not fabric_wait_pools(site):
+        return []
+    return [{"sourceLabels": ["__name__"], "regex": "|".join(SUPERSEDED_NODE_SERIES), "action": "drop"}]
+
+
 def reads_textfiles(site: ResolvedSite) -> bool:
-    """Whether the node exporter of ``site`` must read the textfile directory: storage tiers' or EFA ports' counters."""
-    return bool(counted_tiers(site)) or efa_counted(site)
+    """Whether the node exporter of ``site`` must read the textfile directory: storage tiers', EFA ports' or InfiniBand
+    ports' transmit wait counters."""
+    return bool(counted_tiers(site)) or efa_counted(site) or bool(fabric_wait_pools(site))
 
 
 def every_mount_counted(site: ResolvedSite) -> bool:

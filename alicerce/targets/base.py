@@ -114,6 +114,19 @@ class CsiSubdirectory:
 
 
 @record
+class EtcdMetrics:
+    """Where a target's cluster builder serves etcd's metrics to Prometheus: a listener of its own beside the client
+    port (which asks for client certificates), published in kube-system as a Service without a selector and Endpoints
+    on the etcd hosts' addresses, which only the builder knows (a site names its hosts, not their addresses)."""
+
+    port: int  # the metrics listener's port on every etcd host
+    scheme: Literal["http", "https"]  # what that listener speaks
+    port_name: str  # the name of the Service's and Endpoints' port
+    service_labels: Mapping[str, str]  # the labels the builder puts on that Service, which the ServiceMonitor selects
+    detail: Literal["basic", "extensive"]  # etcd --metrics: "extensive" adds the gRPC handling-time histograms
+
+
+@record
 class FileSystemMetrics:
     """Where the cloud publishes one kind of file system's I/O, what alicerce reads of it, and the series the storage
     metrics exporter serves for it. Each series holds one period's statistic (a sum over the period, not a counter):
@@ -165,6 +178,9 @@ class Capabilities:
     # control-plane components whose metrics Prometheus cannot reach from inside the cluster (a cloud's managed
     # control plane, a component listening on loopback): nothing scrapes them and no alert waits on them
     unscraped_control_plane: tuple[Literal["controller-manager", "scheduler", "etcd", "kube-proxy"], ...] = ()
+    # where the cluster's etcd serves its metrics outside a pod (a host service the builder configures); None: etcd is
+    # either unscraped (above) or a pod the monitoring chart's own Service selects
+    etcd_metrics: EtcdMetrics | None = None
     # Helm releases of the target's own controllers, bound to cloud identities its build creates: Pulumi installs
     # them in every delivery mode (the GitOps tree names them)
     cloud_controllers: tuple[str, ...] = ()

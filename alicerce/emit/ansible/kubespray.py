@@ -191,6 +191,15 @@ def cluster_vars(platform: ResolvedPlatform, site: ResolvedSite) -> dict[str, An
         "local_path_provisioner_enabled": platform.spec.operators.monitoring.enabled and platform.spec.monitoring.storage_class is None,
         "supplementary_addresses_in_ssl_keys": [host],
     }
+    etcd = site.capabilities.etcd_metrics
+    if etcd is not None:
+        # etcd's own metrics listener and kubespray's Service and Endpoints for it (alicerce.targets.onprem.resolve):
+        # what kube-prometheus-stack's kubeEtcd scrape reads (alicerce.emit.kube.operators.etcd_scrape_values)
+        data |= {
+            "etcd_metrics_port": etcd.port,
+            "etcd_metrics": etcd.detail,
+            "etcd_metrics_service_labels": dict(etcd.service_labels),
+        }
     audit = platform.spec.security.audit
     if audit.enabled:
         # kube-apiserver's audit log through kubespray's own switch and its default policy (secrets, configmaps and

@@ -322,6 +322,10 @@ class NodeMonitoringVars(RoleVars):
         default=[],
         description="Mounted Lustre and NFS tiers whose client I/O counters a timer writes for the textfile collector: {tier, path, type}.",
     )
+    node_monitoring_fabric_wait: bool = Field(
+        default=False,
+        description="Run the collector owning the InfiniBand ports' PortXmitWait (64-bit, or read and cleared) for the textfile collector.",
+    )
     node_monitoring_dcgm_exporter: bool = Field(default=False, description="Run DCGM exporter as a service (nodes outside Kubernetes).")
     node_monitoring_dcgm_exporter_listen_address: str = Field(default=":9400", description="DCGM exporter listen address.")
 

@@ -43,7 +43,7 @@ from alicerce.emit.ansible.role_vars import (
 )
 from alicerce.emit.errors import EmitError
 from alicerce.emit.kube.network import promised_rdma
-from alicerce.emit.storage_counters import counted_tiers
+from alicerce.emit.storage_counters import counted_tiers, fabric_wait_pools
 from alicerce.emit.templates import ANSIBLE_SOURCE, render
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
 from alicerce.spec.models import Fabric, LocalNvmeTier, ParallelFsTier
@@ -333,6 +333,8 @@ def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPoo
             + (["infiniband"] if onprem_fabric else [])
             + (["mdadm"] if scratch else []),
             node_monitoring_dcgm_exporter=bool(gpu) and not platform.spec.operators.gpu_operator.enabled,
+            # the InfiniBand ports' transmit wait (alicerce.emit.storage_counters.fabric_wait_counted)
+            node_monitoring_fabric_wait=pool.name in fabric_wait_pools(site),
             node_monitoring_storage_tiers=[
                 {"tier": m["name"], "path": m["path"], "type": m["type"]} for m in mounts if m["name"] in counted
             ],

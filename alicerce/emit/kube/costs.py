@@ -29,6 +29,11 @@ TEAM_30D = "team:gpu_cost_usd:sum30d"
 # what the team's pods cost over the trailing 7 days (hour marks): the pace the month's projection extrapolates
 TEAM_7D = "team:gpu_cost_usd:sum7d"
 PACE_HOURS = 7 * 24
+# the hour marks of those 7 days this Prometheus recorded (MEASURED_HOUR exists every hour it runs, teams or none): a
+# Prometheus under a week old divides the week's spend by the hours it saw, not by 168
+PACE_RECORDED = "site:cost_hours_recorded:count7d"
+# the fewest hours the pace is taken over: a Prometheus a few hours old extrapolated one job's hours to the month
+PACE_MIN_HOURS = 24
 # USD the team's pods cost in this clock hour (UTC) so far, minute by minute. The name is that of the trailing-hour
 # record it replaced, kept so the month of an upgrade still reads its earlier hours: an old sample at hh:59 is the
 # trailing hour that ends then, that clock hour to within a minute
@@ -123,6 +128,7 @@ def hour_mark_rules(former: Mapping[str, Sequence[str]]) -> list[dict[str, Any]]
         # trailing 30 days: the hours' costs summed at the hour marks (whatever the evaluation time, each hour once)
         {"record": TEAM_30D, "expr": f"sum_over_time({teams}[30d:1h])"},
         {"record": TEAM_7D, "expr": f"sum_over_time({teams}[{PACE_HOURS}h:1h])"},
+        {"record": PACE_RECORDED, "expr": f"count_over_time({hour_total(MEASURED_HOUR)}[{PACE_HOURS}h:1h])"},
         # cost per training run from the live metrics, beside the plan's estimate: each run's hours (issue 24 item 3;
         # review obsreview12 F5: only the plan said what a run cost)
         {"record": RUN_30D, "expr": f"sum_over_time({hour_total(RUN_HOUR)}[30d:1h])"},
@@ -299,14 +305,19 @@ def _spend_alerts(name: str, budget_usd: float, usd: float, percents: list[int],
     # spent (review obsreview3 DEFECT I). The pace is a week's, not the current rate: training is bursty (a run at full
     # quota, then evaluation, then nothing), and the current rate x every hour left called one 8-hour job on the 2nd,
     # 1.7% of the share, "on course to overrun" (review obsreview22 F4). A week spans the month's start (the 1st reads
-    # last month's pace, not one job's) and a steady overspend moves it within days; a Prometheus with under a week of
-    # samples reads a slower pace until it has one
+    # last month's pace, not one job's) and a steady overspend moves it within days. The week's spend is divided by the
+    # hours of it this Prometheus recorded (PACE_RECORDED), a day at least: one under a week old (a new platform, a
+    # volume lost) divided a day's spend by 168 hours and read a seventh of the pace, so an overspend from the 1st
+    # fired on the 7th instead of the 2nd (obsreview notes); the day's floor keeps one job in its first hours from
+    # being extrapolated to the month. Without the record (the hour-mark group not yet run): 168 hours, as before
     so_far = f"({month_spent(team)} or 0 * {TEAM_COST}{{{team}}})"
-    pace = f"({settled(f'{TEAM_7D}{{{team}}}')} or 0 * {TEAM_COST}{{{team}}}) / {PACE_HOURS}"
+    hours = f"(clamp_min({settled(PACE_RECORDED)}, {PACE_MIN_HOURS}) or on () vector({PACE_HOURS}))"
+    pace = f"({settled(f'{TEAM_7D}{{{team}}}')} or 0 * {TEAM_COST}{{{team}}}) / on () group_left () {hours}"
     projected = f"{so_far} + {pace} * on () group_left () {HOURS_LEFT}"
     out.append(Alert(budget_alert_name(name, None), f"{projected} > {usd:.6g}", "6h", "warning",
                      f"Team {name} is on course to overrun its ${usd:,.0f} monthly GPU budget{where}",
-                     "This month's spend so far and the trailing 7 days' average spend rate (team:gpu_cost_usd:sum7d / 168) "
+                     "This month's spend so far and the trailing 7 days' average spend rate (team:gpu_cost_usd:sum7d over "
+                     "the hours of them Prometheus recorded, a day at least) "
                      "over the hours the month has left cost more than the budget: check what the team's pods hold "
                      "(team:gpus_allocated:sum) against what they use (team:gpus_busy:sum)."))  # fmt: skip
     return out

@@ -25,6 +25,7 @@ from alicerce.catalog.alerts import (
     CHECKPOINT_STALL,
     CLUSTER_QUEUE_INACTIVE,
     COMMUNICATION_BOUND,
+    FABRIC_CONGESTED,
     INFERENCE_POD,
     INPUT_BOUND,
     MEMORY_BOUND,
@@ -44,6 +45,7 @@ from alicerce.emit.kube.kpi import (
     GPU_UTIL,
     NODE_DATA_WAIT,
     NODE_IB_UTIL,
+    NODE_IB_WAIT,
     NODE_IO_PRESSURE,
     NODE_METADATA_WAIT,
     NODE_READ,
@@ -54,7 +56,7 @@ from alicerce.emit.kube.kpi import (
     kueue_series,
 )
 from alicerce.emit.kube.kueue import cluster_queue
-from alicerce.emit.storage_counters import counted_tiers
+from alicerce.emit.storage_counters import counted_tiers, fabric_wait_pools
 from alicerce.plan.kpi import checkpoint_stall_seconds
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
 from alicerce.spec.models import Workload
@@ -76,6 +78,10 @@ NODE_HELD = f"avg by (node, pool) ({HELD})"  # mean utilisation of the GPUs pods
 IO_SATURATED = 0.25
 METADATA_WAITING = 1.0  # seconds of metadata calls per second on the node: one waiting at every moment
 LINK_BUSY = 0.6  # a port transmitting over 60 % of its line rate
+# a port that had data to send and sent none a fifth of the time or more (PortXmitWait): its peer gave it no credits,
+# a switch port downstream is congested. A healthy all-reduce at line rate waits a few per cent; a link busy above
+# LINK_BUSY is GPUCommunicationBound's (bandwidth), one waiting while it moves little is congestion's
+PORT_WAITING = 0.2
 
 
 def _checkpoint_for(rp: ResolvedPlatform) -> str:
@@ -161,6 +167,16 @@ def diagnoses(rp: ResolvedPlatform, site_name: str, guarded: frozenset[str] = fr
         f'(avg by (node, pool) ({GPU_TENSOR}{{pod!="",{pools}}}) < 0.15) and on (node) ({NODE_HELD} > 0.8) '
         f"and on (node) ({NODE_IB_UTIL} > {LINK_BUSY})"
     )
+    # communication-bound on a congested fabric: GPUs held, tensor cores idle, a port of the node waiting for credits
+    # while it moves less than LINK_BUSY of its line rate (which GPUCommunicationBound covers), read from the collector
+    # that owns PortXmitWait (alicerce.emit.storage_counters.fabric_wait_pools). Whatever the GPUs' utilisation: NCCL's
+    # kernels spinning on a stalled transfer keep it high, a step loop that waits on the collective outside its kernels
+    # lets it fall; a port waits only while its own node sends, so the wait itself says the job is the one stalled
+    waited = sorted(set(counted) & set(fabric_wait_pools(rp.site(site_name))))
+    congested = (
+        f'(avg by (node, pool) ({GPU_TENSOR}{{pod!="",pool=~"{"|".join(waited)}"}}) < 0.15) '
+        f"and on (node) ({NODE_IB_WAIT} > {PORT_WAITING}) unless on (node) ({NODE_IB_UTIL} > {LINK_BUSY})"
+    )
     # what sits idle in the cohort on each pool: quotas minus all use, borrowed GPUs included (a borrower's usage above
     # its quota is a lender's quota in use); a lender's own quota minus its own usage would count lent GPUs as idle.
     # Only active queues: a stopped one (a budget guard's Hold) neither admits nor lends (Kueue v0.19.2 reports it
@@ -193,7 +209,7 @@ def diagnoses(rp: ResolvedPlatform, site_name: str, guarded: frozenset[str] = fr
     def held_by(expr: str, held: str = HELD) -> str:
         return f"0 * max by (node, namespace) ({held}) + on (node) group_left (pool) ({expr})"
 
-    input_bound, stall, comms = held_by(input_bound, trained), held_by(stall, trained), held_by(comms)
+    input_bound, stall, comms, congested = held_by(input_bound, trained), held_by(stall, trained), held_by(comms), held_by(congested)
     alerts = [
         Alert(INPUT_BOUND, input_bound, "15m", "warning",
               "GPUs on {{ $labels.node }} ({{ $labels.pool }}) wait for input data",
@@ -212,6 +228,14 @@ def diagnoses(rp: ResolvedPlatform, site_name: str, guarded: frozenset[str] = fr
               "Kernels run but tensor cores are under 15% active while the fabric runs above 60% of line rate: "
               "the job is communication-bound and will not scale further; check NCCL rails and GPUDirect RDMA, "
               "overlap communication with compute, or use fewer nodes."),
+        Alert(FABRIC_CONGESTED, congested, "30m", "warning",
+              "GPUs on {{ $labels.node }} ({{ $labels.pool }}) are communication-bound: the fabric is congested",
+              "Tensor cores are under 15% active while a fabric port of the node waits for credits over 20% of the "
+              "time yet moves less than 60% of its line rate (PortXmitWait: node:infiniband_transmit_wait:max_ratio): "
+              "the congestion is in the fabric, not the job. Find the port and its switch path (ibdiagnet congestion "
+              "report, perfquery -x on the switch ports), check for an oversubscribed or unbalanced leaf-spine path, "
+              "a slow or flapping link on the path, adaptive routing and the subnet manager's routing engine, and "
+              "other jobs sharing the same switches; place the job's nodes under fewer leaves (topology-aware placement)."),
         Alert(CHECKPOINT_STALL, stall, _checkpoint_for(rp), "warning",
               "Training on {{ $labels.node }} ({{ $labels.pool }}) stalls on checkpoint writes",
               "GPUs idle while the node waits on writes for longer than the checkpoint stall budget: checkpoint "
@@ -221,7 +245,8 @@ def diagnoses(rp: ResolvedPlatform, site_name: str, guarded: frozenset[str] = fr
               "Its pending GPUs would fit in the idle quota of its cohort: check the team's borrowingLimit, the "
               "other teams' lendingLimit, and that fair sharing and preemption are on."),
     ]  # fmt: skip
-    return [a for a in alerts if a.name != COMMUNICATION_BOUND or counted] + cluster_queue_inactive(rp, site_name, guarded)
+    alerts = [a for a in alerts if (a.name != COMMUNICATION_BOUND or counted) and (a.name != FABRIC_CONGESTED or waited)]
+    return alerts + cluster_queue_inactive(rp, site_name, guarded)
 
 
 def _selector(slo: ServingSlo, team_namespaces: tuple[str, ...]) -> str:

@@ -24,7 +24,7 @@ import re
 from typing import Any, NamedTuple
 
 from alicerce.catalog.alerts import INFERENCE_POD, SOURCE_ABSENT_FOR, TPOT, TTFT, series_names
-from alicerce.emit.storage_counters import cloud_metric_tiers, counted_tiers, efa_counted, every_mount_counted
+from alicerce.emit.storage_counters import cloud_metric_tiers, counted_tiers, efa_counted, every_mount_counted, fabric_wait_pools
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
 from alicerce.resolve.namespaces import KUEUE_NAMESPACE
 from alicerce.spec.models.workloads import model_chains
@@ -317,6 +317,10 @@ NODE_IB_RX = "node:infiniband_receive_bytes:rate5m"
 NODE_IB_TX = "node:infiniband_transmit_bytes:rate5m"
 NODE_IB_ERRORS = "node:infiniband_errors:rate5m"
 NODE_IB_UTIL = "node:infiniband_link_utilization:ratio"
+# the share of time an InfiniBand port had data to send and sent none (PortXmitWait ticks x the tick's length, from
+# node_monitoring's collector that owns the counter: files/alicerce_fabric_wait.py), per port and the most of a node's
+PORT_IB_WAIT = "node_port:infiniband_transmit_wait:ratio"
+NODE_IB_WAIT = "node:infiniband_transmit_wait:max_ratio"
 NODE_DISK_READ = "node:disk_read_bytes:rate5m"
 NODE_DISK_WRITE = "node:disk_written_bytes:rate5m"
 NODE_DISK_IOPS = "node:disk_iops:rate5m"
@@ -865,6 +869,17 @@ def node_rules(site: ResolvedSite) -> list[dict[str, Any]]:
         rules += [
             _rule(NODE_READ, _present_sum((NODE_DISK_READ, fabric_rx, NODE_NET_RX))),
             _rule(NODE_WRITE, _present_sum((NODE_DISK_WRITE, fabric_tx, NODE_NET_TX))),
+        ]
+    if fabric_wait_pools(site):
+        # never the node exporter's node_infiniband_port_transmit_wait_total: the sysfs counter is 32 bits and stops at
+        # all ones (a rate over it reads 0 on the most congested port), and the collector clears it each tick where the
+        # port has no 64-bit one. The tick's length is an estimate (vendors count ticks differently): the share is
+        # capped at 1
+        ticks = "max by (node, device, port) (rate(alicerce_fabric_port_transmit_wait_ticks_total[5m]))"
+        length = "max by (node, device, port) (alicerce_fabric_port_tick_seconds)"
+        rules += [
+            _rule(PORT_IB_WAIT, f"clamp_max({ticks} * on (node, device, port) {length}, 1)"),
+            _rule(NODE_IB_WAIT, f"max by (node) ({PORT_IB_WAIT})"),
         ]
     if counted_tiers(site):
         # what IO pressure cannot see: a call waiting on a metadata RPC sleeps outside io_schedule()

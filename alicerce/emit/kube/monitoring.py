@@ -63,7 +63,7 @@ from alicerce.emit.kube.fabric_alerts import fabric_alerts
 from alicerce.emit.kube.kpi import KUEUE_NOT_FOLLOWER, Counted, kpi_groups, ksm_resource, kueue_increase
 from alicerce.emit.kube.promql import fed
 from alicerce.emit.kube.sources import source_alerts
-from alicerce.emit.storage_counters import counted_tiers
+from alicerce.emit.storage_counters import counted_tiers, node_exporter_drops
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite, ResolvedTeam
 from alicerce.resolve.namespaces import MONITORING_NAMESPACE
 from alicerce.spec.models import AlertOverride, Slo
@@ -386,6 +386,7 @@ def host_node_exporters(site: ResolvedSite) -> list[dict[str, Any]]:
             "spec": {
                 "jobName": "node-exporter",
                 "staticConfigs": [{"targets": [f"{h}:{NODE_EXPORTER_PORT}"], "labels": {"node": h}} for h in hosts],
+                **({"metricRelabelings": drops} if (drops := node_exporter_drops(site)) else {}),
             },
         }
     ]

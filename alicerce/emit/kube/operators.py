@@ -53,7 +53,7 @@ from alicerce.emit.kube.kpi import (
     RAY_SERVE_LABEL,
 )
 from alicerce.emit.kube.kueue import kueue_configuration
-from alicerce.emit.storage_counters import TEXTFILE_DIRECTORY, reads_textfiles
+from alicerce.emit.storage_counters import TEXTFILE_DIRECTORY, node_exporter_drops, reads_textfiles
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
 from alicerce.resolve.namespaces import (
     GPU_OPERATOR_NAMESPACE,
@@ -65,6 +65,7 @@ from alicerce.resolve.namespaces import (
 )
 from alicerce.resolve.operators import OPERATORS, PRIVILEGED_OPERATOR_NAMESPACES
 from alicerce.spec.models import AlertReceiver, MigSharing, TimeSlicing
+from alicerce.targets.base import EtcdMetrics
 
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
@@ -510,6 +511,8 @@ def monitoring_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any
             "prometheus": {"monitor": {"relabelings": [{"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node"}]}}
         },
     }
+    if drops := node_exporter_drops(site):
+        values["prometheus-node-exporter"]["prometheus"]["monitor"]["metricRelabelings"] = drops
     if site.software.node_exporter == "cluster" and reads_textfiles(site):
         # the storage tiers' client counters the host writes (node_monitoring) and the EFA ports' counters (the EFA
         # pools' launch template installs their writer), read through the chart's host root mount
@@ -521,8 +524,26 @@ def monitoring_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any
     # what the site's cluster does not expose: its Services, ServiceMonitors and Down/TargetDown alerts would never
     # see a healthy target
     values |= {CONTROL_PLANE_SCRAPES[c]: {"enabled": False} for c in site.capabilities.unscraped_control_plane}
+    if site.capabilities.etcd_metrics is not None:
+        values["kubeEtcd"] = etcd_scrape_values(site.capabilities.etcd_metrics)
     values = deep_merge(values, alertmanager_values(rp, site))
     return deep_merge(values, rp.spec.operators.monitoring.values)
+
+
+def etcd_scrape_values(etcd: EtcdMetrics) -> dict[str, Any]:
+    """kube-prometheus-stack's kubeEtcd scrape of an etcd that runs on the hosts (88.5.3 templates/exporters/kube-etcd):
+    the Service and Endpoints are the cluster builder's (it knows the hosts' addresses), so the chart's own Service is
+    off and its ServiceMonitor selects the builder's by its labels; kubeEtcd.enabled stays on, which its etcd rules and
+    dashboard also need (rules-1.14/etcd.yaml). No bearer token: the chart's default sends Prometheus's service account
+    token to every target, here over plain HTTP to a listener that reads none."""
+    monitor: dict[str, Any] = {
+        "scheme": etcd.scheme,
+        "port": etcd.port_name,
+        "jobLabel": "jobLabel",
+        "selector": {"matchLabels": dict(etcd.service_labels)},
+        "bearerTokenFile": "",
+    }
+    return {"enabled": True, "service": {"enabled": False, "port": etcd.port, "targetPort": etcd.port}, "serviceMonitor": monitor}
 
 
 def kuberay_values(monitoring: bool) -> dict[str, Any]:

@@ -30,6 +30,8 @@ from alicerce.catalog.alerts import (
     EFA_COUNTERS_STALE,
     EFA_LINK_RATE_MISSING,
     FABRIC_COUNTERS_ABSENT,
+    FABRIC_WAIT_FILE,
+    FABRIC_WAIT_UNREAD,
     KUBE_STATE_METRICS_ABSENT,
     KUBERAY_METRICS_ABSENT,
     KUEUE_METRICS_ABSENT,
@@ -74,7 +76,7 @@ from alicerce.emit.kube.kpi import (
     kueue_series,
 )
 from alicerce.emit.kube.kueue import cluster_queue
-from alicerce.emit.storage_counters import cloud_metric_tiers
+from alicerce.emit.storage_counters import cloud_metric_tiers, fabric_wait_pools
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.resolve.namespaces import MONITORING_NAMESPACE
 
@@ -127,6 +129,8 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     efa = [p.name for p in site.pools if p.rdma is not None and p.rdma.technology == "efa"]
     if efa:
         alerts += efa_counters_alerts(efa)
+    if waited := fabric_wait_pools(site):
+        alerts.append(fabric_wait_alert(waited))
     if any(p.gpu is not None for p in site.pools) and rp.spec.operators.gpu_operator.enabled:
         expr = "max by (Hostname) (DCGM_FI_DEV_GPU_UTIL) unless on (Hostname) max by (Hostname) (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE)"
         alerts.append(Alert(DCGM_PROFILING_ABSENT, expr, FOR, "warning",
@@ -298,6 +302,21 @@ def _latency_unmeasured(rp: ResolvedPlatform, serving: set[str], up: str) -> lis
                   "counts slow requests at (under the histogram's current or former names, or Ray Serve's): the SLO and "
                   "its burn-rate alerts cannot fire. Check the engine, its version and its histogram buckets (vLLM's "
                   "OpenAI server serves them on /metrics), or declare the SLO on what the engine measures.")]  # fmt: skip
+
+
+def fabric_wait_alert(pools: list[str]) -> Alert:
+    """The InfiniBand ports' transmit wait of these pools' nodes (node_monitoring's collector, which owns PortXmitWait):
+    no port read on its last tick, or a file not rewritten for five minutes (it is every second). Only where the node
+    exporter answers (else NodeExporterAbsent says it). Without it GPUCommunicationBoundFabricCongested cannot fire."""
+    read = "max by (node) (alicerce_fabric_port_wait_up == 1)"
+    missing = f"{_nodes(pools)} unless on (node) {read} and on (node) {NODE_EXPORTER_ANSWERS}"
+    stale = f'max by (node) (time() - node_textfile_mtime_seconds{{file=~".*/{FABRIC_WAIT_FILE.replace(".", "[.]")}"}} > 300)'
+    return Alert(FABRIC_WAIT_UNREAD, in_service(f"(({missing}) or ({stale}))"), FOR, "warning",
+                 "Node {{ $labels.node }} reports no InfiniBand port transmit wait",
+                 "The node exporter answers but no port's PortXmitWait was read on this node's last tick, or the file is "
+                 "over five minutes old: the fabric congestion diagnosis is blind here. Check systemctl status "
+                 "alicerce-fabric-wait.service, that perfquery (infiniband-diags) answers (perfquery -x -C <device> -P "
+                 "<port>), and that the node exporter reads the host's textfile directory.")  # fmt: skip
 
 
 def efa_counters_alerts(pools: list[str]) -> list[Alert]:

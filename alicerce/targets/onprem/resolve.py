@@ -5,7 +5,7 @@ from __future__ import annotations
 from alicerce.catalog import Catalog
 from alicerce.spec.models import Fabric, LocalNvmeTier, Networks, NodePool, ParallelFsTier, SharedNfsTier, Site, StorageTier
 from alicerce.spec.units import expand_hosts
-from alicerce.targets.base import Capabilities, PlatformEndpoint
+from alicerce.targets.base import Capabilities, EtcdMetrics, PlatformEndpoint
 from alicerce.targets.onprem.spec import OnpremSite
 from alicerce.targets.onprem.target import TARGET
 from alicerce.targets.resolver import MountFacts, NodeSoftwareOwners, PoolPlacement, TargetResolver
@@ -23,9 +23,30 @@ CAPABILITIES = Capabilities(
     gpu_stack_on_image=False,
     storage={"local-nvme": "mdadm-raid0"},
     # kubespray defaults (KUBESPRAY_DEFAULTS): kube-proxy serves metrics on 127.0.0.1:10249 only (control-plane defaults
-    # kube-proxy.yml:97), etcd runs on the hosts (etcd_deployment_type: host) with no metrics listener unless
-    # etcd_metrics_port is set (etcd.env.j2:8-11); the scheduler and controller manager listen on every address
-    unscraped_control_plane=("etcd", "kube-proxy"),
+    # kube-proxy.yml:97); the scheduler and controller manager listen on every address
+    unscraped_control_plane=("kube-proxy",),
+    # etcd runs on the hosts (etcd_deployment_type: host) with no metrics listener unless etcd_metrics_port is set
+    # (roles/etcd/templates/etcd.env.j2:8-11, which then listens on http://<etcd_address>:<port> and loopback); with
+    # etcd_metrics_service_labels too, kubespray applies a Service etcd-metrics and its Endpoints on each etcd host's
+    # address in kube-system, port http-metrics (roles/kubernetes-apps/ansible/tasks/main.yml:78-89 and its templates
+    # etcd_metrics-{service,endpoints}.yml.j2). 2381 is the port kubespray's docs and kube-prometheus-stack's kubeEtcd
+    # default name (docs/operations/etcd.md; etcd_defaults main.yml:40 comments it). "extensive" adds the gRPC
+    # handling-time histograms kube-prometheus-stack's etcdGRPCRequestsSlow reads (etcd's --metrics; kubespray's default
+    # "basic", etcd_defaults main.yml:37). The Service's labels are alicerce's, selected by the chart's ServiceMonitor:
+    # they do not depend on the Helm release's name (tests/data/upstream/kubespray/v2.31.0/metrics.json)
+    etcd_metrics=EtcdMetrics(
+        port=2381,
+        scheme="http",
+        port_name="http-metrics",
+        service_labels={
+            "app.kubernetes.io/name": "etcd",
+            "app.kubernetes.io/component": "metrics",
+            "app.kubernetes.io/managed-by": "Kubespray",
+            # the job label of every etcd series (kube-prometheus-stack's etcd alerts select job=~".*etcd.*")
+            "jobLabel": "kube-etcd",
+        },
+        detail="extensive",
+    ),
     storage_choices={
         "parallel-fs": "lustre, beegfs or weka",
         "shared-nfs": "nfs",

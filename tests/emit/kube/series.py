@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from tests.ansible.test_fabric_wait import collector as fabric_wait_collector
 from tests.ansible.test_storage_counters import collector as storage_collector
 from tests.emit.kube.upstream import load
 from tests.emit.kube.yace import series_name
@@ -73,6 +74,8 @@ def exporter_series() -> dict[str, str]:
         out[name] = "kuberay-operator 1.7.0"
     for name, (kind, _) in storage_collector().METRICS.items():
         out |= dict.fromkeys(_histogram(name, kind), "alicerce's storage counters (node_monitoring, textfile collector)")
+    for name, (kind, _) in fabric_wait_collector().METRICS.items():
+        out |= dict.fromkeys(_histogram(name, kind), "alicerce's InfiniBand transmit wait collector (node_monitoring, textfile collector)")
     for name in efa_writer().METRICS:
         out[name] = "alicerce's EFA port counters (the EFA pools' launch template, textfile collector)"
     # yet-another-cloudwatch-exporter: what it serves for each metric and statistic a target's exporter asks for, named

@@ -493,24 +493,33 @@ def test_the_projection_reads_the_weeks_pace_not_one_jobs_burst(tmp_path: Path) 
     """Review obsreview22 F4: the projection was the month so far plus the CURRENT rate over every hour left, so one
     8-hour job on research's 96 p5 GPUs ($660.48/h) on 2 January, $5,284 or 2% of the aws share, was "on course to
     overrun" it (660.48 x ~713 h left) until the job ended. It now extrapolates the trailing week's average rate
-    (team:gpu_cost_usd:sum7d, from the hours' totals): the burst stays quiet; 64 GPUs ($440.32/h, over the share's
-    pace) from the 1st fire within the first week, long before the month's spend crosses the share; 40 GPUs all month
-    (under it) never do. Promtool's clock starts on 1 January 1970 (UTC); hour totals fed at the marks, as
-    test_budget_alerts_count_the_calendar_month_as_the_guard_and_finance_do does. A budget of $800,000: the aws share
-    is ~$251,000."""
+    (team:gpu_cost_usd:sum7d, from the hours' totals) over the hours of it Prometheus recorded, a day at least: the
+    burst stays quiet; 64 GPUs ($440.32/h, over the share's pace) from the 1st fire on the 2nd, long before the
+    month's spend crosses the share; 40 GPUs all month (under it) never do. The week's spend was divided by 168 hours
+    whatever Prometheus had recorded, so a Prometheus started on the 1st read a seventh of the pace on the 2nd and the
+    64 GPUs fired only after ~120 hours (obsreview notes: a Prometheus under 7 days old made projections slow).
+    Promtool's clock starts on 1 January 1970 (UTC), and so does its Prometheus: its history is the test's; hour totals
+    fed at the marks, as test_budget_alerts_count_the_calendar_month_as_the_guard_and_finance_do does. A budget of
+    $800,000: the aws share is ~$251,000."""
     text = (ROOT / "platform.yaml").read_text().replace("budget: {monthlyUsd: 900000,", "budget: {monthlyUsd: 800000,")
     rp = validated(load_text(text, "platform.yaml"), "prod")
     rule = rules_of(rp, "aws")["BudgetResearchProjected"]
     share = float(rule["expr"].rsplit("> ", 1)[1])
     burst, over, under = 96 * 6.88, 64 * 6.88, 40 * 6.88
 
-    def projected(rate: float, hours: float) -> float:  # steady from the 1st: the month so far + the week's pace
-        return rate * hours + rate * min(hours, 168) / 168 * (744 - hours)
+    def projected(rate: float, hours: float) -> float:
+        """Steady from the 1st, on a Prometheus started then: the month so far + the week's spend over the hours it
+        recorded (a day at least) for every hour left."""
+        return rate * hours + rate * min(hours, 168) / max(min(hours, 168), 24) * (744 - hours)
 
-    # the old projection fired on the burst; the steady cases cross the share's pace (or not) as stated
+    # the old projection fired on the burst; the steady cases cross the share's pace (or not) as stated: 64 GPUs from
+    # hour 19 (pending; firing 6 hours later), where the old divisor (168) waited until hour ~120
     assert 8 * burst < 0.025 * share < 0.025 * (8 * burst + burst * 712)
-    assert projected(over, 110) < share < projected(over, 130) and over * 530 < share
+    assert projected(over, 18) < share < projected(over, 19) and over * 530 < share
+    assert over * 110 + over * 110 / 168 * 634 < share  # what the old pace read on the 5th
     assert max(projected(under, h) for h in range(744)) < share
+    # the burst (8 hours on the 2nd, then nothing): its week's spend over the 31 to 60 hours recorded stays far under
+    assert max(8 * burst + 8 * burst / h * (744 - h) for h in (31, 36, 60)) < share
     research = 'site="aws",team="research"'
     fed = {"team:gpu_cost_usd:sum1h", "team:gpu_cost_usd:rate1h"}
 
@@ -523,7 +532,7 @@ def test_the_projection_reads_the_weeks_pace_not_one_jobs_burst(tmp_path: Path) 
         return {"interval": "1h", "input_series": inputs, "alert_rule_test": cases}
 
     tests = [case([burst if 24 <= h < 32 else 0 for h in range(64)], {"31h": False, "36h": False, "60h": False}),
-             case([over] * 150, {"100h": False, "145h": True}),
+             case([over] * 150, {"12h": False, "40h": True, "100h": True, "145h": True}),
              case([under] * 240, {"100h": False, "200h": False, "238h": False})]  # fmt: skip
     # the fed series' own rules left out (they would record them again from the pods)
     groups = [{**g, "rules": [r for r in g["rules"] if r.get("record") not in fed]} for g in needed_rules(rule_groups(rp, "aws"), tests)]

@@ -74,8 +74,8 @@ def test_every_diagnosis_is_generated_with_a_runbook_line() -> None:
     for site in ("aws", "dc1"):
         rules = rules_of(platform(), site)
         for name in DIAGNOSES:
-            if name == "GPUCommunicationBound" and site == "aws":
-                continue  # EFA reports no traffic to the node exporter (the next test)
+            if name in ("GPUCommunicationBound", "GPUCommunicationBoundFabricCongested") and site == "aws":
+                continue  # EFA reports no traffic to the node exporter (the next test) and has no PortXmitWait
             assert len(rules[name]["annotations"]["description"]) > 60, name
 
 
@@ -192,6 +192,87 @@ def test_communication_bound_fires_when_the_fabric_saturates_and_tensor_cores_id
     check("GPUCommunicationBound", state(0.05, 0.8), "45m", [expected(rule, POOL, "")], tmp_path / "a")
     check("GPUCommunicationBound", state(0.05, 0.1), "45m", [], tmp_path / "b")  # slow kernels, quiet fabric: not communication
     check("GPUCommunicationBound", state(0.6, 0.8), "45m", [], tmp_path / "c")  # a busy fabric and busy tensor cores: overlap works
+
+
+def port_wait(node: str, share: float, tick: float = 8 * 0.16e-9) -> list[dict[str, str]]:
+    """node_monitoring's fabric wait collector (files/alicerce_fabric_wait.py), read by the node exporter's textfile
+    collector: an HDR port (Tick 7: 8 symbol times of 0.16 ns) waiting ``share`` of the time."""
+    labels = f'job="node-exporter",instance="{node}:9100",node="{node}",device="mlx5_0",port="1"'
+    writer = collector_metrics()
+    assert {"alicerce_fabric_port_transmit_wait_ticks_total", "alicerce_fabric_port_tick_seconds"} <= set(writer)
+    return [
+        {"series": f"alicerce_fabric_port_transmit_wait_ticks_total{{{labels}}}", "values": f"0+{share / tick * 60:.6g}{STEPS}"},
+        {"series": f"alicerce_fabric_port_tick_seconds{{{labels}}}", "values": f"{tick:.6g}{STEPS}"},
+    ]
+
+
+def collector_metrics() -> dict[str, Any]:
+    from tests.ansible.test_fabric_wait import collector
+
+    return dict(collector().METRICS)
+
+
+def test_fabric_congestion_is_diagnosed_only_where_the_ports_wait_is_counted() -> None:
+    """The collector runs on Ansible-provisioned InfiniBand pools (RoCE answers no PMA query by LID, EFA has no such
+    counter); the diagnosis reads its total, never the node exporter's 32-bit node_infiniband_port_transmit_wait_total,
+    which the collector clears each tick where the port has no 64-bit counter (one owner)."""
+    rp = platform()
+    dc1 = rules_of(rp, "dc1")
+    assert 'pool=~"onprem-h100"' in dc1["GPUCommunicationBoundFabricCongested"]["expr"]
+    assert "GPUCommunicationBoundFabricCongested" not in rules_of(rp, "aws")
+    every = [r.get("expr", "") for site in ("aws", "dc1") for r in rules_of(rp, site).values()]
+    assert every and not [e for e in every if "node_infiniband_port_transmit_wait_total" in e]
+    assert "node_infiniband_port_transmit_wait_total" in load("node-exporter", "v1.12.1", "metrics.json")
+
+
+@needs_promtool
+def test_fabric_congestion_fires_when_ports_wait_and_tensor_cores_idle(tmp_path: Path) -> None:
+    rule = rules_of(platform(), "dc1")["GPUCommunicationBoundFabricCongested"]
+
+    def state(tensor: float, wait: float, link: float, busy: float = 95) -> list[dict[str, str]]:
+        port = ',device="mlx5_0",port="1"'
+        rate = {"series": f'node_infiniband_rate_bytes_per_second{{job="node-exporter",instance="{NODE}:9100",node="{NODE}"{port}}}',
+                "values": f"25000000000{STEPS}"}  # fmt: skip
+        return (node_labels(NODE) + gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", busy) + gpus(NODE, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", tensor)
+                + [rate, node_counter(NODE, "node_infiniband_port_data_transmitted_bytes_total", link * 25e9, port)]
+                + port_wait(NODE, wait))  # fmt: skip
+
+    # NCCL kernels spin (95% busy) while the tensor cores idle and the port waits 40% of the time moving 10% of HDR
+    check("GPUCommunicationBoundFabricCongested", state(0.05, 0.4, 0.1), "45m", [expected(rule, POOL, "")], tmp_path / "a")
+    check("GPUCommunicationBound", state(0.05, 0.4, 0.1), "45m", [], tmp_path / "b")  # not a busy fabric
+    # a step loop that waits on the collective outside its kernels: utilisation falls too, the port still waits
+    check("GPUCommunicationBoundFabricCongested", state(0.05, 0.4, 0.1, busy=35), "45m", [expected(rule, POOL, "")], tmp_path / "g")
+    # near misses: a port that waits a little (a healthy all-reduce); a busy link (bandwidth: GPUCommunicationBound's);
+    # tensor cores busy (the job overlaps its communication)
+    check("GPUCommunicationBoundFabricCongested", state(0.05, 0.05, 0.1), "45m", [], tmp_path / "c")
+    check("GPUCommunicationBoundFabricCongested", state(0.05, 0.4, 0.8), "45m", [], tmp_path / "d")
+    check("GPUCommunicationBoundFabricCongested", state(0.6, 0.4, 0.1), "45m", [], tmp_path / "e")
+    # the node exporter's 32-bit counter stuck at all ones and the collector silent: nothing to read, nothing fires
+    stuck = {"series": f'node_infiniband_port_transmit_wait_total{{job="node-exporter",instance="{NODE}:9100",node="{NODE}",'
+                       f'device="mlx5_0",port="1"}}', "values": f"{2**32 - 1}{STEPS}"}  # fmt: skip
+    silent = [s for s in state(0.05, 0.4, 0.1) if "alicerce_fabric" not in s["series"]]
+    check("GPUCommunicationBoundFabricCongested", [*silent, stuck], "45m", [], tmp_path / "f")
+
+
+@needs_promtool
+def test_a_node_whose_port_wait_is_unread_alerts(tmp_path: Path) -> None:
+    """Without the collector's reads the congestion diagnosis is blind: a node of the pool whose node exporter answers
+    and serves no port read on the last tick (perfquery missing, the service stopped), or an old file, alerts."""
+    rule = rules_of(platform(), "dc1")["FabricWaitCountersMissing"]
+    exporter = f'job="node-exporter",instance="{NODE}:9100",node="{NODE}"'
+    answers = node_counter(NODE, "node_pressure_io_waiting_seconds_total", 0.01)
+
+    def up(value: int) -> dict[str, str]:
+        return {"series": f'alicerce_fabric_port_wait_up{{{exporter},device="mlx5_0",port="1"}}', "values": f"{value}{STEPS}"}
+
+    fresh = {"series": f'node_textfile_mtime_seconds{{{exporter},file="/host/root/var/lib/prometheus/node-exporter/'
+                       f'alicerce_fabric_wait.prom"}}', "values": f"0+60{STEPS}"}  # fmt: skip
+    check("FabricWaitCountersMissing", [*node_labels(NODE), answers, up(0), fresh], "30m", [expected(rule, {"node": NODE}, "")],
+          tmp_path / "a")  # fmt: skip
+    check("FabricWaitCountersMissing", [*node_labels(NODE), answers, up(1), fresh], "30m", [], tmp_path / "b")
+    stuck = {**fresh, "values": f"60{STEPS}"}  # written once, a minute in
+    check("FabricWaitCountersMissing", [*node_labels(NODE), answers, up(1), stuck], "30m", [expected(rule, {"node": NODE}, "")],
+          tmp_path / "c")  # fmt: skip
 
 
 @needs_promtool

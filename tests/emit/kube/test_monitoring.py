@@ -804,14 +804,79 @@ def test_prometheus_keeps_its_data_and_scrapes_only_what_the_cluster_exposes() -
     assert all(aws[name] == {"enabled": False} for name in ("kubeControllerManager", "kubeScheduler", "kubeEtcd", "kubeProxy"))
     dc1 = monitoring_values(rp, rp.site("dc1"))
     # a default kubespray cluster: the scheduler and controller manager are static pods on every address; kube-proxy
-    # serves metrics on loopback only (kube-prometheus-stack's TargetDown would fire on it for ever, general.rules.yaml)
-    # and etcd runs on the hosts with no metrics listener: no Service endpoints to scrape
+    # serves metrics on loopback only (kube-prometheus-stack's TargetDown would fire on it for ever, general.rules.yaml);
+    # etcd runs on the hosts with no metrics listener by default: alicerce sets one (test_etcd_is_scraped_where_...)
     kubespray = load("kubespray", KUBESPRAY_DEFAULTS, "metrics.json")  # fails when that pin moves unvendored
     assert kubespray["kube-proxy"]["metrics_bind_address"].startswith("127.0.0.1:")
     assert kubespray["etcd"]["deployment_type"] == "host" and kubespray["etcd"]["listen_metrics_urls"] is None
-    assert dc1["kubeProxy"] == {"enabled": False} and dc1["kubeEtcd"] == {"enabled": False}
+    assert dc1["kubeProxy"] == {"enabled": False} and dc1["kubeEtcd"]["enabled"] is True
     assert kubespray["kube-scheduler"]["bind_address"] == kubespray["kube-controller-manager"]["bind_address"] == "::"
     assert "kubeControllerManager" not in dc1 and "kubeScheduler" not in dc1
+
+
+def test_etcd_is_scraped_where_kubespray_serves_its_metrics() -> None:
+    """Issue 24: on-prem etcd was never scraped, so kube-prometheus-stack's etcd alerts (no leader, members down,
+    slow fsync, quota) had no data. kubespray's own switches (vendored from v2.31.0) give etcd a plain-HTTP metrics
+    listener and a Service etcd-metrics with Endpoints on the hosts' addresses; the chart's ServiceMonitor must select
+    that Service, on its port name, scheme and port, and its etcd rules must still render."""
+    from alicerce.emit.ansible.kubespray import cluster_vars
+
+    rp = platform("prod")
+    dc1 = rp.site("dc1")
+    variables = cluster_vars(rp, dc1)
+    scrape = monitoring_values(rp, dc1)["kubeEtcd"]
+    upstream = load("kubespray", KUBESPRAY_DEFAULTS, "metrics.json")["etcd"]
+    known = load("kubespray", KUBESPRAY_DEFAULTS, "variables.json")["variables"]
+    chart = load("kube-prometheus-stack", "88.5.3", "kube-etcd.json")["kubeEtcd"]
+    # off by default upstream: alicerce must set it, and kubespray then listens on http://<etcd_address>:<port>
+    assert upstream["metrics_port"]["default"] is None and known["etcd_metrics_port"]["default"] is None
+    assert upstream["metrics_port"]["variable"] == "etcd_metrics_port" and upstream["listen_metrics_urls"] is None
+    assert "etcd_listen_metrics_urls" not in variables  # it would win over the port (etcd.env.j2:8-12)
+    port = variables["etcd_metrics_port"]
+    listeners = upstream["metrics_port"]["listen_metrics_urls_when_set"]
+    assert all(url.startswith(f"{upstream['metrics_port']['scheme']}://") for url in listeners)
+    # the scrape agrees: port, scheme and the Service's port name kubespray's Endpoints carry
+    assert scrape["service"]["port"] == scrape["service"]["targetPort"] == port
+    assert scrape["serviceMonitor"]["scheme"] == upstream["metrics_port"]["scheme"] == "http"
+    assert scrape["serviceMonitor"]["port"] == upstream["metrics_service"]["port_name"]
+    # kubespray applies its Service only with labels; the chart's ServiceMonitor selects exactly those labels, in the
+    # namespace kubespray puts it in, and the chart's own Service (which would select pods labelled component=etcd,
+    # none here) is off
+    assert upstream["metrics_service"]["applied_when"] == "etcd_metrics_port is defined and etcd_metrics_service_labels is defined"
+    assert scrape["serviceMonitor"]["selector"] == {"matchLabels": variables["etcd_metrics_service_labels"]}
+    assert upstream["metrics_service"]["namespace"] in chart["serviceMonitor"]["namespace_selector"]
+    assert scrape["service"]["enabled"] is False and "kubeEtcd.service.enabled" in chart["service"]["rendered_when"]
+    # job from the Service's jobLabel label matches the chart's etcd rules (job=~".*etcd.*")
+    job = variables["etcd_metrics_service_labels"][scrape["serviceMonitor"]["jobLabel"]]
+    assert re.fullmatch(".*etcd.*", job) and chart["rules"]["job_selector"] == 'job=~".*etcd.*"'
+    assert scrape["enabled"] is True and "kubeEtcd.enabled" in chart["rules"]["rendered_when"]
+    # the rules read the gRPC handling-time histograms, which etcd exports only with --metrics extensive
+    assert chart["rules"]["needs_extensive_metrics"] and variables["etcd_metrics"] == "extensive"
+    assert "extensive" in upstream["metrics_detail"]["choices"] and upstream["metrics_detail"]["default"] == "basic"
+    # plain HTTP: no service account token sent (the chart sends one by default)
+    assert chart["defaults"]["serviceMonitor.bearerTokenFile"] and scrape["serviceMonitor"]["bearerTokenFile"] == ""
+    # every value path set exists in the chart at its pin
+    paths = load("kube-prometheus-stack", "88.5.3", "values.json")
+    flat = [f"kubeEtcd.{k}.{kk}" for k, v in scrape.items() if isinstance(v, dict) for kk in v] + [f"kubeEtcd.{k}" for k in scrape]
+    assert all(p in paths for p in flat), [p for p in flat if p not in paths]
+    # AWS: a managed control plane, nothing to scrape
+    assert monitoring_values(rp, rp.site("aws"))["kubeEtcd"] == {"enabled": False}
+
+
+def test_the_node_exporters_port_wait_is_dropped_where_the_collector_owns_the_counter() -> None:
+    """The fabric wait collector (node_monitoring files/alicerce_fabric_wait.py) clears PortXmitWait each tick where the
+    port has only the 32-bit counter, so the node exporter's node_infiniband_port_transmit_wait_total (the sysfs file,
+    node_exporter v1.12.1 collector/infiniband_linux.go:214) reads a saw: dropped at the scrape, where the collector
+    runs (InfiniBand pools provisioned by Ansible), not on AWS."""
+    rp = platform("prod")
+    monitor = monitoring_values(rp, rp.site("dc1"))["prometheus-node-exporter"]["prometheus"]["monitor"]
+    assert monitor["metricRelabelings"] == [
+        {"sourceLabels": ["__name__"], "regex": "node_infiniband_port_transmit_wait_total", "action": "drop"}
+    ]
+    assert "node_infiniband_port_transmit_wait_total" in load("node-exporter", "v1.12.1", "metrics.json")
+    assert "prometheus-node-exporter.prometheus.monitor.metricRelabelings" in load("kube-prometheus-stack", "88.5.3", "values.json")
+    aws = monitoring_values(rp, rp.site("aws"))["prometheus-node-exporter"]["prometheus"]["monitor"]
+    assert "metricRelabelings" not in aws
 
 
 def test_one_node_exporter_per_host(tmp_path: Path) -> None:
@@ -827,6 +892,10 @@ def test_one_node_exporter_per_host(tmp_path: Path) -> None:
     targets = [t for config in scrape["spec"]["staticConfigs"] for t in config["targets"]]  # one config per host, with its node
     # the 32 GPU hosts and dc1-system's 2
     assert len(targets) == 32 + 2 and targets[0] == "gpu-001.dc1.acme.example:9100" and scrape["spec"]["jobName"] == "node-exporter"
+    # one owner of PortXmitWait: the fabric wait collector clears the sysfs counter the node exporter reads
+    assert scrape["spec"]["metricRelabelings"] == [
+        {"sourceLabels": ["__name__"], "regex": "node_infiniband_port_transmit_wait_total", "action": "drop"}
+    ]
 
 
 @needs_promtool
