@@ -252,7 +252,11 @@ class TrainingJob:
 
 
 def tokens_per_gpu_step(job: TrainingJob) -> float:
-    return job.global_batch_tokens / max(1, job.gpus)
+    """Tokens a GPU runs a step: the sequences the stack splits (batch_sequences: a decimal "16M" of 8,192-token
+    sequences is the 2,048 = 16Mi tokens it stands for, the batch the pipeline's microbatches and the notes read) x the
+    sequence, over the GPUs. Llama 3.1 405B on 16,384 H100: 2,048 x 8,192 / 16,384 = 1,024, not 16e6 / 16,384 = 977
+    (review sizreview20 F6)."""
+    return batch_sequences(job.global_batch_tokens, job.sequence) * job.sequence / max(1, job.gpus)
 
 
 def batch_sequences(tokens: float, sequence: int) -> float:

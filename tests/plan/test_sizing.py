@@ -51,6 +51,7 @@ from alicerce.plan.throughput import (
     dequantisation_factor,
     first_stage_in_flight,
     microbatch_group,
+    tokens_per_gpu_step,
     training_factors,
 )
 from alicerce.rules.validate import validated
@@ -1128,6 +1129,23 @@ def _recomputed(plan: WorkloadPlan) -> float:
     """The share of layers a plan recomputes, from its recomputation factor 1 / (1 + f x (1 / 0.75 - 1))."""
     factor = _factors(plan).get("recomputation", 1.0)
     return (1 / factor - 1) / (1 / 0.75 - 1)
+
+
+def test_the_per_gpu_batch_factor_reads_the_batch_the_stack_runs() -> None:
+    """Review sizreview20 F6: Llama 3.1 405B's decimal "16M" on 16,384 H100 read 16e6 / 16,384 = 977 tokens a GPU a
+    step, (977 / 8,192) ^ e, while the pipeline's microbatches and the note read the 2,048 sequences of 8,192 it stands
+    for (batch_sequences): 2,048 x 8,192 / 16,384 = 1,024 tokens, (1,024 / 8,192) ^ e (0.8873 at e = 0.0575, not
+    0.8849). A batch that is whole already is read as declared: 1,000 sequences of 4,096 on 512 GPUs, 8,000 tokens."""
+    e = SIZING.training.perGpuBatch.exponent.value
+    model = {"parameters": "405.9B", "layers": 126, "hiddenSize": 16384}
+    plan = plan_training(workload(model=model, tokens="15.6T", gpus=16384, globalBatchTokens="16M", sequenceLength=8192,
+                                  tensorParallel=8, pipelineParallel=16, pipelineVirtualStages=8, zeroStage=1),
+                         on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
+    assert _factors(plan)["per-GPU batch"] == pytest.approx((1024 / 8192) ** e, rel=1e-12)
+    [batch] = [f for fig in plan.figures if fig.name == "MFU" for f in fig.factors if f.name == "per-GPU batch"]
+    assert "1,024 tokens per GPU per step" in batch.why
+    job = TrainingJob("hopper", 8e9, 32, 4096, 4096, 512, 1000 * 4096, "bf16")
+    assert tokens_per_gpu_step(job) == 8000
 
 
 def test_zero_below_three_moves_a_pipeline_stages_gradients() -> None:
