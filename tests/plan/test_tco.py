@@ -620,6 +620,75 @@ def test_each_workload_on_a_capacity_block_pool_pays_its_own_blocks() -> None:
     assert "capacity-blocks-purchase" in paid.factors[0].source
 
 
+RIDING_SPEC = """\
+apiVersion: alicerce.dev/v1
+kind: Platform
+metadata: {name: sr20, owner: a@example.com, costCenter: CC-0000}
+environments:
+  prod:
+    tier: production
+    sites:
+      - {name: aws, provider: aws, account: "123456789012", region: us-east-1, zones: [us-east-1a, us-east-1b], vpcCidr: 10.0.0.0/16}
+nodePools:
+  - {name: system, site: aws, purpose: system, aws: {instanceType: m7i.2xlarge}, scaling: {min: 2, max: 3}}
+  - name: train
+    site: aws
+    purpose: inference
+    accelerator: "H100-SXM5-80GB:8"
+    aws: {instanceType: p5.48xlarge, capacityType: capacity-block, capacityReservationId: cr-0123456789abcdef0, zone: us-east-1a}
+    scaling: {min: 0, max: 64}
+    fabric: efa
+    taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
+networks:
+  fabrics:
+    - name: efa
+monitoring:
+  receivers:
+    - {name: oncall, kind: slack, secret: {name: s, key: u}}
+    - {name: hb, kind: webhook, secret: {name: h, key: url}, heartbeat: true}
+tenancy:
+  teams:
+    - {name: ml, groups: [ml], quotas: [{pool: train, gpus: 256}]}
+    - {name: ml2, groups: [ml2], quotas: [{pool: train, gpus: 256}]}
+workloads:
+  - name: svc
+    kind: inference
+    team: ml
+    pool: train
+    model: {parameters: 70.6B, layers: 80, hiddenSize: 8192}
+    precision: fp8
+    tensorParallel: 2
+    traffic: {peakRps: 3, meanRps: 1.5, inputTokens: 1000, outputTokens: 300}
+  - name: batch
+    kind: batch-inference
+    team: ml2
+    pool: train
+    model: {parameters: 8B}
+    precision: bf16
+    hoursPerDay: 3
+"""
+
+
+def test_a_batch_job_riding_a_services_capacity_block_node_shows_the_node_hours_it_holds() -> None:
+    """Review sizreview20 F9: a 1-GPU batch job running 3 hours a day in the free GPUs of a 70B fp8 service's p5
+    (Capacity Block pool) printed "instances=0.01562 ... node-hours used=1.426": 1/64 is (1 GPU / 8) x (3 h / 24 h), a
+    share of whole days of block, and multiplying it by the 3 hours again folded the hour share in twice. The node-hours
+    its pods hold are 1/8 x 3 x 30.42 = 11.41, what it pays for too (11.41 x $39.33 = $448.6 = 91.25 GPU-hours x
+    $4.916): dollars unchanged. A job that starts its own node holds the whole node while it runs (91.25, below)."""
+    result = plan_platform(resolve(yaml.safe_load(RIDING_SPEC)), today=TODAY)
+    batch = next(w for w in result.workloads if w.name == "batch")
+    days = HOURS_PER_MONTH / 24
+    paid = next(f for f in batch.figures if f.name == "Capacity Block node-hours paid a month")
+    assert paid.value == pytest.approx(1 / 64 * 24 * days)
+    assert paid.inputs["instances for whole days"] == pytest.approx(1 / 64)
+    assert paid.inputs["instances its pods hold"] == pytest.approx(1 / 8)
+    assert paid.inputs["node-hours used"] == pytest.approx(1 / 8 * 3 * days)  # 11.41, was 1.426
+    assert batch.cost_usd == pytest.approx(1 / 8 * 3 * days * 39.33)  # $448.6
+    shown = Console(record=True, width=600)
+    print_explain(shown, result)
+    assert "node-hours used=11.41" in shown.export_text()
+
+
 def test_batch_work_on_capacity_blocks_buys_a_whole_day_for_each_day_it_runs() -> None:
     """Review sizreview19 F6: a batch job on a Capacity Block pool was priced by the hours it runs, though blocks are sold
     in whole days and every block ends at 11:30 UTC (EC2 User Guide, "Find and purchase Capacity Blocks"). embed-batch
