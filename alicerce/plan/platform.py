@@ -169,11 +169,25 @@ class OwnVsRent:
             return f"owning always vs {option.purchase}"
         return f"owning vs {option.purchase} " + (f"above {low:.0%}" if low > 0 else f"below {high:.0%}")
 
+    def _block_assumption(self) -> str:
+        """What a Capacity Block band assumes (review sizreview20 F8): its price per used hour is the whole blocks of this
+        pool's runs (a 59-day run buys 63 days: x1.068), so the band holds at the utilisations the same runs give run more
+        or less often, down to 0%; a schedule of shorter runs rounds more up (whole days: 3 hours a day buy 24, x8) and
+        pays more a used hour than the line says. Empty where no band is the block's."""
+        block = next((o for o in self.options if o.purchase == "capacity-block"), None)
+        if block is None or all(w != "capacity-block" for *_, w in self.bands()):
+            return ""
+        bought = next((f.value for f in block.factors if f.name.startswith("whole blocks")), 1.0)
+        return (
+            f"; capacity-block at this pool's runs' whole blocks, x{bought:.3f} the hours used: at other utilisations "
+            "the same runs more or less often, and shorter runs pay more a used hour (whole days: 3 h a day buy 24)"
+        )
+
     def verdict(self) -> str:
         u = self.owned.utilization
         if not self.options:
             return f"no rental price for {self.gpu} in {self.rental_region}"
-        bands = ", ".join(f"{w} {lo:.0%}-{hi:.0%}" for lo, hi, w in self.bands())
+        bands = ", ".join(f"{w} {lo:.0%}-{hi:.0%}" for lo, hi, w in self.bands()) + self._block_assumption()
         if not self.owned.complete:
             # without the servers' price the owned month is a lower bound (PL311): owning can only look cheaper than it is
             return (f"no verdict: the owned month leaves out the servers (no price, PL311), so it is a lower bound; declare "

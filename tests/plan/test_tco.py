@@ -119,6 +119,22 @@ def test_own_vs_rent_prices_every_purchase_option() -> None:
     assert (low, high) == (0.0, 1.0)
 
 
+def test_the_capacity_block_band_says_what_it_assumes_of_the_schedule() -> None:
+    """Review sizreview20 F8: "cheapest by utilisation: capacity-block 0%-43%" priced every utilisation at the block's
+    $5.25 per used GPU-hour of this pool's schedule (llm-pretrain's 58.98-day run in a 63-day block: 1,512 / 1,415.49 =
+    x1.068), a line down to 0% that holds only where the same runs run less often: a buyer at 5% running short jobs
+    pays whole days (3 h a day buy 24: x8). The verdict now says what the band assumes and the factor it read."""
+    (option,) = plan().own_vs_rent
+    verdict = option.verdict()
+    assert (
+        "cheapest by utilisation: capacity-block 0%-43%, owned 43%-100%; capacity-block at this pool's runs' whole blocks, x1.068"
+        in verdict
+    )
+    assert "at other utilisations the same runs more or less often, and shorter runs pay more a used hour" in verdict
+    without = replace(option, options=tuple(o for o in option.options if o.purchase != "capacity-block"))
+    assert "capacity-block" not in without.verdict()
+
+
 def test_own_vs_rent_uses_the_specs_savings_plan_discount() -> None:
     """Issue 23, defect 2: the plan applied a pool's Savings Plan discount to that pool's price but compared owning
     with the undiscounted on-demand price. Review sizreview8 F4: the commitment was then billed per used hour, so a
