@@ -7,6 +7,7 @@ change to either shows up here as a number someone has to re-derive.
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import replace
 from typing import Any
 
@@ -18,9 +19,10 @@ from rich.console import Console
 
 from alicerce.catalog import load_catalog
 from alicerce.cli.plan_report import print_explain
+from alicerce.plan.findings import CHECKS, Severity
 from alicerce.plan.growth import billed_node_hours, busy_gpu_hours
-from alicerce.plan.platform import SizingPlan, _showback, _whole_blocks, peak_site_spend, plan_platform
-from alicerce.plan.pricing import HOURS_PER_MONTH, block_hours, monthly_node_cost, node_price, on_demand
+from alicerce.plan.platform import SizingPlan, _showback, _stale_prices, _whole_blocks, peak_site_spend, plan_platform
+from alicerce.plan.pricing import HOURS_PER_MONTH, block_hours, monthly_node_cost, node_price, on_demand, rental_options
 from alicerce.plan.tco import monthly_capex, owned_pool_cost, site_extras
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.rules.validate import validated
@@ -894,6 +896,39 @@ def test_capacity_blocks_are_weighed_only_for_runs_aws_sells_them_for() -> None:
     assert unsold.subject == "onprem-h100" and "llm-pretrain holds 384 p5.48xlarge, past the 256 instances" in unsold.message
     # the reference's 224-GPU run (28 instances) keeps the option
     assert "capacity-block" in {o.purchase for o in plan_platform(PROD, today=TODAY).own_vs_rent[0].options}
+
+
+def test_own_vs_rent_says_when_the_prices_it_weighs_are_stale_or_far_apart() -> None:
+    """Review sizreview20 F7: the Capacity Block price (prices.yaml, read 2024-12-01, its page saying it is updated on
+    2025-01-01) was weighed against the on-demand price read 2025-06-05, after a 44% p5 cut, with no word. PL346 names
+    both: 2025-06-05 - 2024-12-01 = 186 days apart (more than 183), and the block's price past its 2025-01-01 update
+    date (a re-read found no newer public price: said). Each names the date and the file:line the price is kept at."""
+    plan = plan_platform(PROD, today=TODAY)
+    stale = [f for f in plan.findings if f.check == "PL346"]
+    assert {f.subject for f in stale} == {"onprem-h100"} and CHECKS["PL346"].severity == Severity.WARNING
+    block = CATALOG.prices.capacityBlocks
+    assert block.asOf == datetime.date(2024, 12, 1) and block.reviewBy == datetime.date(2025, 1, 1)
+    lines = (ROOT / "alicerce/catalog/data/prices.yaml").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("p5.48xlarge: {usdPerHour: 39.33"))
+    where = f"alicerce/catalog/data/prices.yaml:{at + 1}"
+    spread = next(f.message for f in stale if "days apart" in f.message)
+    assert f"the capacity-block price read 2024-12-01 ({where}) with the on-demand price read 2025-06-05" in spread
+    assert "(alicerce/catalog/data/instances.yaml:" in spread and "186 days apart" in spread
+    late = next(f.message for f in stale if "past the" in f.message)
+    assert f"read 2024-12-01 ({where}), past the 2025-01-01 its source says it is updated: no newer public" in late
+    # a price read before its update date, and options read within six months, say nothing
+    (option,) = plan.own_vs_rent
+    dated = tuple(replace(o, as_of=datetime.date(2025, 6, 1), review_by=TODAY) if o.as_of else o for o in option.options)
+    assert _stale_prices("onprem-h100", dated, TODAY, CATALOG) == []
+    assert len(_stale_prices("onprem-h100", option.options, TODAY, CATALOG)) == 2
+
+
+def test_p5_capacity_blocks_are_sold_where_the_user_guide_says() -> None:
+    """Review sizreview20 F7: the EC2 User Guide's Capacity Blocks page lists p5.48xlarge in us-east-1, us-east-2,
+    us-west-2 and ap-northeast-1; the catalog said the first two, so a us-west-2 environment was told no block is sold."""
+    assert CATALOG.prices.capacityBlocks.types["p5.48xlarge"].regions == ("us-east-1", "us-east-2", "us-west-2", "ap-northeast-1")
+    options = rental_options("H100-SXM5-80GB", "us-west-2", CATALOG, [])
+    assert "capacity-block" in {o.purchase for o in options}
 
 
 def test_a_capacity_block_pool_holds_no_more_nodes_than_a_block_sells() -> None:
