@@ -624,6 +624,10 @@ class BlockDurationStep(CatalogModel):
 class CapacityBlocks(CatalogModel):
     asOf: datetime.date
     source: Source
+    # the date the source says its prices are next updated (AWS: "updated regularly based on trends in supply and
+    # demand"): past it the plan says the price may be stale (PL346; review sizreview20 F7)
+    reviewBy: datetime.date | None = None
+    reviewNote: str | None = None  # what a re-read found, said with PL346
     types: dict[str, CapacityBlockPrice]
     durationSource: Source
     durationSteps: tuple[BlockDurationStep, ...]  # ascending upToHours; the last is the longest block sold

@@ -40,7 +40,7 @@ from alicerce.plan.sizing import (
     usable_memory,
     vocabulary_of,
 )
-from alicerce.plan.throughput import TrainingJob, training_factors
+from alicerce.plan.throughput import TrainingJob, tokens_per_gpu_step, training_factors
 from alicerce.spec.models import Workload
 
 GIB = 2**30
@@ -184,7 +184,7 @@ def fit_training(runs: Sequence[TrainingRun], catalog: Catalog, sizing: Sizing) 
     rows, targets = [], []
     for job, measured in jobs:
         known = math.prod(f.value for f in training_factors(job, sizing) if f.name in fixed)
-        per_gpu = job.global_batch_tokens / job.gpus
+        per_gpu = tokens_per_gpu_step(job)  # what the factor reads (review sizreview20 F6)
         rows.append(
             [
                 *(1.0 if job.architecture == a else 0.0 for a in FITTED_ARCHITECTURES),

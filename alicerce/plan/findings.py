@@ -121,6 +121,7 @@ CHECKS: dict[str, PlanCheck] = {
         PlanCheck(
             "PL345", "budget-holds-serving", _W, "A budget that stops admitting belongs to a team that serves no inference workload.", True
         ),
+        PlanCheck("PL346", "stale-price", _W, "The prices own-vs-rent weighs are current and read within six months of each other.", True),
     )
 }
 

@@ -173,7 +173,9 @@ def block_runs(plan: WorkloadPlan, hours_month: float) -> tuple[float, float, fl
     return hours_month / 24, plan.hours_per_day, plan.hours_per_day
 
 
-def billed_gpu_hours(plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePrice, hours_month: float) -> tuple[float, dict[str, float]]:
+def billed_gpu_hours(
+    plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePrice, hours_month: float, riding: dict[str, float] | None = None
+) -> tuple[float, dict[str, float]]:
     """GPU-hours a month a rented GPU pool bills for its workloads (whole nodes), and each workload's own part of them:
     what it holds, with the rest of the nodes it alone starts. The serving nodes' GPUs that neither a replica nor batch
     work fills are the services' (by the GPUs each holds): they start those nodes.
@@ -184,7 +186,8 @@ def billed_gpu_hours(plans: list[WorkloadPlan], pool: ResolvedPool, price: NodeP
     rounding the month's 20 busy hours up to a day bought one (review sizreview4). Serving replicas hold whole nodes
     all month, packed (:func:`serving_nodes`); batch work runs in what they leave free before it adds whole nodes,
     which on Capacity Blocks it buys for whole days, every day it runs (:func:`block_runs`; review sizreview19 F6: 3
-    hours a day of one p5 were billed 91 node-hours, $3,589, where its blocks cost 730, $28,711)."""
+    hours a day of one p5 were billed 91 node-hours, $3,589, where its blocks cost 730, $28,711). ``riding``, where
+    given, takes each batch job's GPU-hours that run in the serving nodes' free GPUs."""
     per_node = pool.gpus_per_node or 1
     replicas: dict[int, int] = defaultdict(int)
     own: dict[str, float] = {}
@@ -205,6 +208,8 @@ def billed_gpu_hours(plans: list[WorkloadPlan], pool: ResolvedPool, price: NodeP
             used = busy_gpu_hours(plan, units, hours_month)
             absorbed = min(spare, used) if units <= free + 1e-9 else 0.0
             spare -= absorbed
+            if riding is not None:
+                riding[plan.name] = absorbed
             rest = (used - absorbed) / used if used else 0.0
             if price.block_steps:  # its own nodes, bought a whole day for each day it runs
                 started = rest * whole * block_hours(price.block_steps, wall) * runs
@@ -246,6 +251,9 @@ class BlockBooking:
     usd: float  # what it pays: a run, or a month
     gpu_hours: float  # the GPU-hours its pods hold for that: what the cost rules see
     source: str  # where the durations sold come from (prices.yaml capacityBlocks.durationSource)
+    # batch work: the instances its pods occupy while they run, its GPUs over a node's where it rides the serving nodes'
+    # free GPUs, the whole nodes it starts where it does not (None: ``instances``, the instances it buys blocks for)
+    held_instances: float | None = None
 
     @property
     def usd_per_gpu_hour(self) -> float | None:
@@ -254,17 +262,26 @@ class BlockBooking:
     def figures(self) -> tuple[Figure, ...]:
         """Hours used against hours paid, and the price of a GPU-hour held that follows (`plan --explain`)."""
         what, span = ("a run", "a run") if self.per_run else ("a day", "a month")
-        inputs: dict[str, Any] = {"instances": self.instances, f"hours used {what}": self.used_hours}
+        # a month's "instances" are whole days of block: a job riding the serving nodes' free GPUs takes the share of them
+        # its GPU-hours fill (1 GPU x 3 h of an 8-GPU node's 24: 1/64), so the label says so (review sizreview20 F9)
+        label = "instances" if self.per_run else "instances for whole days"
+        inputs: dict[str, Any] = {label: self.instances, f"hours used {what}": self.used_hours}
         inputs[f"block hours {what}"] = self.block_hours
         if not self.per_run:
             inputs["days a month"] = self.runs
         paid = self.instances * self.block_hours * (1.0 if self.per_run else self.runs)
-        used = self.instances * self.used_hours * (1.0 if self.per_run else self.runs)
+        # the node-hours its pods hold: a 1-GPU job riding a service's p5 3 hours a day holds 1/8 x 3 x 30.42 = 11.41;
+        # ``instances`` (1/64 there: the share of a whole day of block its GPU-hours take) has the hours folded in
+        # already, and node-hours used read 1.426 (review sizreview20 F9)
+        held = self.instances if self.held_instances is None else self.held_instances
+        if self.held_instances is not None:
+            inputs["instances its pods hold"] = held
+        used = held * self.used_hours * (1.0 if self.per_run else self.runs)
         inputs["node-hours used"] = used
         factor = Factor("block hours bought: 1-day steps up to 14 days, then 7-day steps up to 182; every block ends at "
                         "11:30 UTC", self.block_hours, self.source)  # fmt: skip
         return (
-            Figure(f"Capacity Block node-hours paid {span}", paid, "node-hours", f"instances x block hours {what} (the "
+            Figure(f"Capacity Block node-hours paid {span}", paid, "node-hours", f"{label} x block hours {what} (the "
                    f"shortest duration sold that covers its wall clock){'' if self.per_run else ' x days a month'}",
                    inputs, (factor,)),
             Figure("USD per GPU-hour held", self.usd_per_gpu_hour, "USD/GPU-h", f"its own blocks' USD {span} / the GPU-hours "
@@ -279,7 +296,8 @@ def block_bookings(plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePri
     if not price.block_steps or price.usd_per_hour is None:
         return {}
     per_node = pool.gpus_per_node or 1
-    _, own = billed_gpu_hours(plans, pool, price, hours_month)
+    absorbed: dict[str, float] = {}
+    _, own = billed_gpu_hours(plans, pool, price, hours_month, absorbed)
     out = {}
     for plan in plans:
         if plan.name not in own or plan.gpus is None:
@@ -299,7 +317,12 @@ def block_bookings(plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePri
         bought = block_hours(price.block_steps, min(used, 24.0))
         nodes = own[plan.name] / per_node / (bought * runs) if runs else 0.0
         usd = own[plan.name] / per_node * price.usd_per_hour
-        out[plan.name] = BlockBooking(False, nodes, runs, used, bought, usd, busy_gpu_hours(plan, units, hours_month), price.block_source)
+        held = busy_gpu_hours(plan, units, hours_month)
+        occupied = None
+        if plan.name in absorbed:  # batch work: its share riding the serving nodes, the rest on whole nodes it starts
+            riding = absorbed[plan.name] / held if held else 0.0
+            occupied = riding * units / per_node + (1 - riding) * math.ceil(units / per_node)
+        out[plan.name] = BlockBooking(False, nodes, runs, used, bought, usd, held, price.block_source, occupied)
     return out
 
 

@@ -169,11 +169,25 @@ class OwnVsRent:
             return f"owning always vs {option.purchase}"
         return f"owning vs {option.purchase} " + (f"above {low:.0%}" if low > 0 else f"below {high:.0%}")
 
+    def _block_assumption(self) -> str:
+        """What a Capacity Block band assumes (review sizreview20 F8): its price per used hour is the whole blocks of this
+        pool's runs (a 59-day run buys 63 days: x1.068), so the band holds at the utilisations the same runs give run more
+        or less often, down to 0%; a schedule of shorter runs rounds more up (whole days: 3 hours a day buy 24, x8) and
+        pays more a used hour than the line says. Empty where no band is the block's."""
+        block = next((o for o in self.options if o.purchase == "capacity-block"), None)
+        if block is None or all(w != "capacity-block" for *_, w in self.bands()):
+            return ""
+        bought = next((f.value for f in block.factors if f.name.startswith("whole blocks")), 1.0)
+        return (
+            f"; capacity-block at this pool's runs' whole blocks, x{bought:.3f} the hours used: at other utilisations "
+            "the same runs more or less often, and shorter runs pay more a used hour (whole days: 3 h a day buy 24)"
+        )
+
     def verdict(self) -> str:
         u = self.owned.utilization
         if not self.options:
             return f"no rental price for {self.gpu} in {self.rental_region}"
-        bands = ", ".join(f"{w} {lo:.0%}-{hi:.0%}" for lo, hi, w in self.bands())
+        bands = ", ".join(f"{w} {lo:.0%}-{hi:.0%}" for lo, hi, w in self.bands()) + self._block_assumption()
         if not self.owned.complete:
             # without the servers' price the owned month is a lower bound (PL311): owning can only look cheaper than it is
             return (f"no verdict: the owned month leaves out the servers (no price, PL311), so it is a lower bound; declare "
@@ -454,7 +468,7 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
     for pool_name, quarter, need, capacity in growth.runs_out:
         findings.append(PlanFinding("PL313", pool_name, f"runs out in quarter {quarter} of the forecast: its workloads need {need} GPUs "
                                     f"at once, it has {capacity}"))  # fmt: skip
-    own_vs_rent, unsold = _own_vs_rent(platform, pool_plans, priced, catalog, growth)
+    own_vs_rent, unsold = _own_vs_rent(platform, pool_plans, priced, catalog, growth, today or _today())
     findings += unsold
     kept, waived = apply_waivers(findings, platform.spec, platform.environment, today or _today())
     targets = kpi_targets(
@@ -1066,10 +1080,11 @@ def _whole_blocks(option: RentalOption, plans: list[WorkloadPlan], catalog: Cata
     return replace(option, usd_per_gpu_hour=option.usd_per_gpu_hour * bought, factors=(*option.factors, factor))
 
 
-def _own_vs_rent(
-    platform: ResolvedPlatform, pools: list[PoolPlan], plans: list[WorkloadPlan], catalog: Catalog, growth: Forecast
+def _own_vs_rent(  # noqa: PLR0917 - the plan's parts
+    platform: ResolvedPlatform, pools: list[PoolPlan], plans: list[WorkloadPlan], catalog: Catalog, growth: Forecast, today: datetime.date
 ) -> tuple[tuple[OwnVsRent, ...], list[PlanFinding]]:
-    """Each owned pool against every way of renting its GPUs, and PL344 for the Capacity Blocks AWS would not sell."""
+    """Each owned pool against every way of renting its GPUs, PL344 for the Capacity Blocks AWS would not sell and PL346
+    for the prices it compares that are stale or far apart in date."""
     region = next((str(s.spec.region) for s in platform.sites if hasattr(s.spec, "region")), "us-east-1")
     gpu_of = {p.name: p.gpu.id for p in platform.pools if p.gpu is not None}
     declared = [(c.pool, c.savings_plan_discount) for c in platform.spec.costs.cloud if c.savings_plan_discount is not None]
@@ -1091,6 +1106,7 @@ def _own_vs_rent(
                                             f"the {limit} instances AWS sells across an account's blocks"))  # fmt: skip
             else:
                 options += (_whole_blocks(offer, on_pool, catalog),)
+        findings += _stale_prices(pool.name, options, today, catalog)
         on_demand = next((o for o in options if o.purchase == "on-demand"), None)
         price = on_demand.usd_per_gpu_hour if on_demand else None
         u_star = pool.owned_cost.break_even(price) if price is not None else None
@@ -1103,6 +1119,35 @@ def _own_vs_rent(
             from_quarter = next((q for q, u in growth.utilization(pool.name) if option.cheapest_at(u) == "owned"), None)
         out.append(replace(option, cheaper_from_quarter=from_quarter))
     return tuple(out), findings
+
+
+# prices read this far apart are not one market: AWS cut p5 on-demand 44% between the Capacity Block price's date
+# (2024-12-01) and the on-demand price's (2025-06-05), so a verdict between them compares two markets (review
+# sizreview20 F7)
+STALE_SPREAD_DAYS = 183
+
+
+def _stale_prices(pool: str, options: tuple[RentalOption, ...], today: datetime.date, catalog: Catalog) -> list[PlanFinding]:
+    """PL346: a price own-vs-rent weighs that is past the date its source says it is updated, and the options it compares
+    read more than STALE_SPREAD_DAYS apart, each with its date and where the catalog keeps it (file:line)."""
+    out = []
+    for o in options:
+        if o.review_by is not None and today > o.review_by:
+            note = catalog.prices.capacityBlocks.reviewNote if o.purchase == "capacity-block" else None
+            out.append(PlanFinding("PL346", pool, f"own-vs-rent weighs the {o.purchase} price of {o.instance} read {o.as_of} "
+                                   f"({o.where}), past the {o.review_by} its source says it is updated"
+                                   + (f": {note}" if note else "")
+                                   + "; re-read it and update the catalog, or waive PL346 once checked"))  # fmt: skip
+    dated = [o for o in options if o.as_of is not None]
+    if dated:
+        old, new = min(dated, key=lambda o: o.as_of or today), max(dated, key=lambda o: o.as_of or today)
+        assert old.as_of is not None and new.as_of is not None
+        if (new.as_of - old.as_of).days > STALE_SPREAD_DAYS:
+            out.append(PlanFinding("PL346", pool, f"own-vs-rent compares the {old.purchase} price read {old.as_of} ({old.where}) with "
+                                   f"the {new.purchase} price read {new.as_of} ({new.where}), {(new.as_of - old.as_of).days} "
+                                   "days apart, where list prices move (p5 on-demand fell 44% in 2025): re-read the older and "
+                                   "update the catalog, or waive PL346 once checked"))  # fmt: skip
+    return out
 
 
 def _beyond_reservation(plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePrice, hours_month: float) -> float:

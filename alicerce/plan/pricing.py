@@ -10,8 +10,10 @@ unknown and says why (check PL311): never a us-east-1 or on-demand stand-in.
 
 from __future__ import annotations
 
+import datetime
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 from alicerce.catalog import Catalog
 from alicerce.catalog.models import InstanceType
@@ -228,6 +230,11 @@ class RentalOption:
     # reclaimable at two minutes' notice, and P-family Spot capacity is scarce: shown beside the others, but no
     # substitute for GPUs a run must hold for weeks, so it does not decide which way of buying them wins
     interruptible: bool = False
+    # when the price was read, the date its source says it is next updated, and where the catalog keeps it
+    # (file:line): what PL346 compares (review sizreview20 F7)
+    as_of: datetime.date | None = None
+    review_by: datetime.date | None = None
+    where: str = ""
 
     def monthly_usd(self, gpus: int, utilization: float) -> float:
         """A month of ``gpus`` rented this way when ``utilization`` of their hours are used."""
@@ -247,15 +254,16 @@ def rental_options(gpu_id: str, region: str, catalog: Catalog, discounts: list[t
     od = cheapest_rental(gpu_id, region, catalog)
     if od is not None:
         instance, usd, factors = od
-        out.append(RentalOption("on-demand", instance, usd, False, factors))
+        itype = next(i for i in catalog.instances if i.type == instance)
+        as_of, where = itype.price.asOf, catalog_line("instances.yaml", f"- type: {instance}", "usdPerHour:")
+        out.append(RentalOption("on-demand", instance, usd, False, factors, as_of=as_of, where=where))
         if discounts:
             pool, discount = max(discounts, key=lambda d: (d[1], d[0]))
             factor = Factor(f"Savings Plan / Reserved Instances discount (costs.cloud[{pool}])", 1 - discount, "spec")
-            out.append(RentalOption("savings-plan", instance, usd * (1 - discount), True, (*factors, factor)))
+            out.append(RentalOption("savings-plan", instance, usd * (1 - discount), True, (*factors, factor), as_of=as_of, where=where))
         reservations = catalog.prices.capacityReservations
         factor = Factor("reserved instances billed at on-demand, used or not", 1.0, f"{reservations.source.url} ({reservations.asOf})")
-        out.append(RentalOption("capacity-reservation", instance, usd, True, (*factors, factor)))
-        itype = next(i for i in catalog.instances if i.type == instance)
+        out.append(RentalOption("capacity-reservation", instance, usd, True, (*factors, factor), as_of=as_of, where=where))
         spot = spot_price(itype, region, usd * (itype.gpus or 1), factors, catalog)
         if spot is not None:
             out.append(RentalOption("spot", instance, spot[0] / (itype.gpus or 1), False, spot[1], interruptible=True))
@@ -268,7 +276,21 @@ def rental_options(gpu_id: str, region: str, catalog: Catalog, discounts: list[t
         usd = block.usdPerHour / instance_type.gpus
         if best is None or usd < best.usd_per_gpu_hour:
             factor = Factor(f"Capacity Block {instance_type.type}", block.usdPerHour, f"{blocks.source.url} ({blocks.asOf})")
-            best = RentalOption("capacity-block", instance_type.type, usd, False, (factor,))
+            where = catalog_line("prices.yaml", "capacityBlocks:", f"{instance_type.type}:")
+            best = RentalOption("capacity-block", instance_type.type, usd, False, (factor,), as_of=blocks.asOf,
+                                review_by=blocks.reviewBy, where=where)  # fmt: skip
     if best is not None:
         out.append(best)
     return tuple(out)
+
+
+CATALOG_DATA = Path(__file__).resolve().parent.parent / "catalog" / "data"
+
+
+def catalog_line(file: str, anchor: str, key: str) -> str:
+    """``alicerce/catalog/data/<file>:<line>`` of the first line holding ``key`` after the line holding ``anchor``: where
+    a price a finding names is kept, so a reader can check or update it (review sizreview20 F7)."""
+    lines = (CATALOG_DATA / file).read_text("utf-8").splitlines()
+    start = next((i for i, line in enumerate(lines) if anchor in line), 0)
+    found = next((i for i in range(start, len(lines)) if key in lines[i].split("#")[0]), start)
+    return f"alicerce/catalog/data/{file}:{found + 1}"

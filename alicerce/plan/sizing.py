@@ -29,7 +29,7 @@ from alicerce.plan.roofline import (
     step_seconds,
     token_interval_seconds,
 )
-from alicerce.plan.throughput import TrainingJob, batch_sequences, moe_routing_ratio, training_mfu
+from alicerce.plan.throughput import TrainingJob, batch_sequences, first_stage_in_flight, microbatch_group, moe_routing_ratio, training_mfu
 from alicerce.spec.heads import legal_degrees
 from alicerce.spec.models import LatentAttention, SlidingWindowAttention, Traffic, Workload
 from alicerce.spec.models.workloads import DEFAULT_SEQUENCE
@@ -208,6 +208,28 @@ class TrainingMemory:
     # Megatron-Bridge's Qwen3-235B (TP 2, PP 8, EP 32, expert TP 1) runs on 256 GPUs, not 512 (review sizreview20 F11)
     expert_tensor_parallel: int | None = None
     tp_degrees: tuple[int, ...] = TP_DEGREES  # the degrees the model's heads allow (heads.legal_degrees)
+    # of activations and activations_no_recompute, what no pipeline schedule holds more of: the loss's fp32 logits of one
+    # sequence (split over TP) and, under recomputation, the one layer recomputed at a time (its part tensor parallelism
+    # splits, and the part it leaves whole without sequence parallelism)
+    logits: float = 0.0
+    recompute_working: float = 0.0
+    recompute_working_unsplit: float = 0.0
+    # the pipeline whose first stage holds more than one sequence's activations under the interleaved schedule
+    # (throughput.first_stage_in_flight; review sizreview20 F4): stages, virtual stages, context-parallel degree and the
+    # global batch's sequences the stack splits (throughput.batch_sequences), whose share a rank is its microbatches
+    pipeline: int = 1
+    virtual_stages: int = 1
+    context: int = 1
+    sequences: float = 0.0
+
+    def in_flight(self, tp: int, gpus: int | None = None) -> float:
+        """Sequences' worth of every layer's activations the first stage holds at ``gpus`` GPUs of tensor-parallel degree
+        ``tp`` (throughput.first_stage_in_flight, at the microbatch group the bubble's schedule runs): 1 for 1F1B, e.g.
+        1 + 15 / 128 = 1.117 for Llama 3.1 405B's PP 16 x v 8 at 16 microbatches. ``gpus`` None: the count is not chosen
+        yet, the default group of p (no cap)."""
+        ranks = gpus // (tp * self.context * self.pipeline) if gpus else 0
+        m = self.sequences / ranks if ranks and self.sequences else None
+        return first_stage_in_flight(self.pipeline, self.virtual_stages, m)
 
     def expert_tp(self, tp: int) -> int:
         """The expert layers' tensor-parallel degree at attention degree ``tp``: the declared one, else ``tp``."""
@@ -275,12 +297,16 @@ class TrainingMemory:
         whole = {1: self.weights + self.gradients + self.fp32_gradients, 2: self.weights}.get(zero_stage, 0.0)
         return whole
 
-    def activations_at(self, tp: int, recomputed: float = 0.0) -> float:
+    def activations_at(self, tp: int, recomputed: float = 0.0, gpus: int | None = None) -> float:
         """Activation bytes per GPU at tensor parallel ``tp`` with a share ``recomputed`` of the layers recomputed: the
-        split part over ``tp``, the unsplit part whole on every GPU of the group (Korthikanti et al. 2022, Table 2)."""
+        split part over ``tp``, the unsplit part whole on every GPU of the group (Korthikanti et al. 2022, Table 2); the
+        layers' part x the sequences the first pipeline stage holds in flight at ``gpus`` GPUs (in_flight), the logits and
+        the recomputed layer once."""
         kept = self.unsplit + (self.activations_no_recompute - self.unsplit) / tp
         full = self.unsplit_recompute + (self.activations - self.unsplit_recompute) / tp
-        return (1 - recomputed) * kept + recomputed * full
+        once = (self.logits + recomputed * self.recompute_working) / tp + recomputed * self.recompute_working_unsplit
+        layers = (1 - recomputed) * kept + recomputed * full - once
+        return self.in_flight(tp, gpus) * layers + once
 
 
 def vocabulary_of(w: Workload, sizing: Sizing) -> float:
@@ -313,6 +339,7 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
     # the loss's fp32 logits of the sequence: split with the vocabulary over tensor parallelism, never recomputed
     vocabulary = vocabulary_of(w, sizing)
     logits = shard * vocabulary * act.logits
+    batch = float(w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value)
     with_recompute = layers * per_layer_tokens * act.fullRecompute + per_layer_tokens * per_layer + logits
     without = layers * per_layer_tokens * per_layer + logits
     if w.method in ("lora", "qlora"):
@@ -369,7 +396,11 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
                           working_routed=layer * moe_routed, experts=experts,
                           expert_parallel_declared=w.expert_parallel is not None,
                           expert_tensor_parallel=declared_expert_tp(w),
-                          tp_degrees=training_degrees(w, sizing))  # fmt: skip
+                          tp_degrees=training_degrees(w, sizing), logits=logits,
+                          recompute_working=per_layer_tokens * (per_layer - unsplit_layer),
+                          recompute_working_unsplit=per_layer_tokens * unsplit_layer,
+                          pipeline=w.pipeline_parallel or 1, virtual_stages=w.pipeline_virtual_stages or 1,
+                          context=w.context_parallel or 1, sequences=batch_sequences(batch, seq))  # fmt: skip
 
 
 def declared_expert_tp(w: Workload) -> int | None:
@@ -473,32 +504,36 @@ def fewest_by_degree(
     for tp in node_degrees(node_gpus, mem.tp_degrees):
         group = tp * pipeline
         whole = math.lcm(group * context, mem.expert_grid(tp, pipeline))  # whole replicas and whole expert grids
-        gpus = _fewest_held(mem, usable - mem.activations_at(tp, 1.0), zero_stage, tp, whole, group)
+        gpus = _fewest_held(mem, usable, zero_stage, tp, whole, group)
         if gpus is not None:
             fewest[tp] = gpus
     return fewest
 
 
-def _fewest_held(mem: TrainingMemory, room: float, zero_stage: int, tp: int, whole: int, group: int) -> int | None:  # noqa: PLR0917
-    """The fewest GPUs, in ``whole``s, whose share of the state ZeRO ``zero_stage`` keeps whole and of what it shards,
-    and working set, fit ``room`` bytes a GPU at tensor parallel ``tp`` (``group`` = TP x PP GPUs a model-parallel
-    shard), or None where none does. An undeclared expert group spreads a MoE's experts over what the count's own ranks
-    allow (TrainingMemory.expert_spread): from the count every expert on its own rank would need, up to the first whose
-    ranks' group holds it (at most as many steps as experts: a multiple of them spreads them all). Sized with all 256
-    spread, 424 GPUs kept them over none at 53 ranks and the plan refused the count it had named (review sizreview15
-    F3)."""
+def _fewest_held(mem: TrainingMemory, usable: float, zero_stage: int, tp: int, whole: int, group: int) -> int | None:  # noqa: PLR0917
+    """The fewest GPUs, in ``whole``s, whose share of the state ZeRO ``zero_stage`` keeps whole and of what it
+    shards, working set and activations under full recomputation fit ``usable`` bytes a GPU at tensor parallel
+    ``tp`` (``group`` = TP x PP GPUs a model-parallel shard), or None where none does. The interleaved schedule's
+    activations shrink with the microbatches a rank runs, so with the count (TrainingMemory.in_flight; review
+    sizreview20 F4). An undeclared expert group spreads a MoE's experts over what the count's own ranks allow
+    (TrainingMemory.expert_spread): from the count every expert on its own rank would need, up to the first whose
+    ranks' group holds it (at most as many steps as experts: a multiple of them spreads them all). Sized with all
+    256 spread, 424 GPUs kept them over none at 53 ranks and the plan refused the count it had named (review
+    sizreview15 F3)."""
     sharded = mem.state_at(zero_stage) - mem.unsharded(zero_stage)
 
-    def left(ranks: int | None) -> float:
-        spread = mem.expert_spread(ranks)
+    def left(gpus: int | None) -> float:
+        ranks = gpus // group if gpus else None
+        spread, room = mem.expert_spread(ranks), usable - mem.activations_at(tp, 1.0, gpus)
         return room - mem.held_whole(zero_stage, spread, tp) / group - mem.working_at(zero_stage, tp, ranks)
 
-    free = left(None)  # the widest spread: no count needs less
+    free = left(None)  # the widest spread at the default microbatch group: the first count to try
     if free <= 0:
         return None
     gpus = _ceil_to(sharded / free, whole)
-    for _ in range(max(1, mem.experts) * whole // group + 1):  # the ranks step through a multiple of the experts
-        kept = left(gpus // group)
+    # the ranks step through a multiple of the experts; the in-flight activations shrink over a few more steps
+    for _ in range(max(1, mem.experts) * whole // group + 1 + 16 * (mem.virtual_stages > 1)):
+        kept = left(gpus)
         if kept > 0 and sharded / gpus <= kept * (1 + 1e-12):
             return gpus
         gpus += whole
@@ -937,8 +972,8 @@ def training_layout(job: TrainingJob, mem: TrainingMemory, node_gpus: int, usabl
         # ETP = TP by default) has no context axis (review sizreview17 F8)
         spans = job.gpus // (d * job.pipeline_parallel)
         state = mem.state_per_gpu(job.gpus, d * job.pipeline_parallel, job.zero_stage, d) + mem.working_at(job.zero_stage, d, spans)
-        fits_without = state + mem.activations_at(d) <= usable
-        fraction = 0.0 if fits_without else recompute_share(mem, job.layers, state, d, usable)
+        fits_without = state + mem.activations_at(d, gpus=job.gpus) <= usable
+        fraction = 0.0 if fits_without else recompute_share(mem, job.layers, state, d, usable, job.gpus)
         if fraction is None:
             continue
         candidate = replace(job, tensor_parallel=d, recompute_fraction=fraction, full_recompute=fraction >= 1)
@@ -1019,17 +1054,21 @@ def _uneven_batch(tokens: float, declared: float, sequences: float, ranks: int) 
     return f"{head}: the stack runs a multiple of {ranks} ({runs} sequences)"
 
 
-def recompute_share(mem: TrainingMemory, layers: int, state: float, tp: int, usable: float) -> float | None:
+def recompute_share(  # noqa: PLR0917 - the layout's parts
+    mem: TrainingMemory, layers: int, state: float, tp: int, usable: float, gpus: int | None = None
+) -> float | None:
     """The smallest share of the layers (whole layers) whose activations must be recomputed for the job to fit next to
-    ``state`` bytes of model state a GPU at tensor parallel ``tp``; None when even full recomputation does not fit.
-    Activations of a share f: (1 - f) x without recomputation + f x with full recomputation, both over TP."""
+    ``state`` bytes of model state a GPU at tensor parallel ``tp`` on ``gpus`` GPUs; None when even full recomputation
+    does not fit. Activations of a share f: (1 - f) x without recomputation + f x with full recomputation, both over TP
+    (linear in f: TrainingMemory.activations_at)."""
     free = usable - state
-    if free <= 0 or mem.activations_at(tp, 1.0) > free:
+    full, none = mem.activations_at(tp, 1.0, gpus), mem.activations_at(tp, 0.0, gpus)
+    if free <= 0 or full > free:
         return None
-    saved = mem.activations_at(tp) - mem.activations_at(tp, 1.0)
+    saved = none - full
     if saved <= 0:
         return 1.0
-    share = (mem.activations_at(tp) - free) / saved
+    share = (none - free) / saved
     return min(1.0, max(0.0, math.ceil(share * layers - 1e-9) / layers))
 
 
@@ -1118,7 +1157,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         """Bytes a GPU holds in ``run``'s layout (more than the GPU gives where no layout of its count fits)."""
         spans = max(1, run.gpus // (run.tp * pipeline))  # the ranks the experts spread over (DP x CP)
         return (mem.state_per_gpu(run.gpus, run.tp * pipeline, zero, run.tp) + mem.working_at(zero, run.tp, spans)
-                + mem.activations_at(run.tp, run.recompute_fraction))  # fmt: skip
+                + mem.activations_at(run.tp, run.recompute_fraction, run.gpus))  # fmt: skip
 
     def holds(run: _Run) -> bool:
         return held(run) <= usable_memory(gpu, sizing) * (1 + 1e-9)
@@ -1281,7 +1320,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         if dividing:
             d = max(dividing)
             spans = max(1, gpus // (d * pipeline))
-            kept = mem.state_per_gpu(gpus, d * pipeline, zero, d) + mem.working_at(zero, d, spans) + mem.activations_at(d, 1.0)
+            kept = mem.state_per_gpu(gpus, d * pipeline, zero, d) + mem.working_at(zero, d, spans) + mem.activations_at(d, 1.0, gpus)
             why = (f"the expert grid (EP {mem.expert_parallel} x {_etp_label(mem, d)} x PP {pipeline}) divides {gpus} GPUs but keeps "
                    f"{kept / GIB:.1f} GiB a GPU of the {usable_memory(gpu, sizing) / GIB:.0f} a {gpu.id} gives, and no wider "
                    "degree's grid divides them")  # fmt: skip
@@ -1454,7 +1493,17 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                                 "throughput falls below the plan unless the traffic is cut: ZeRO-3 and 2 move the weights or "
                                 "gradients every micro-batch, zeroStage 1 once a step, and pipelineParallel beside it splits "
                                 "them over its stages (at ZeRO-3 a stage's micro-batches grow as its share shrinks)"))  # fmt: skip
-    activations = mem.activations_at(tp, run.recompute_fraction)
+    activations = mem.activations_at(tp, run.recompute_fraction, gpus)
+    if pipeline > 1 and mem.virtual_stages > 1:
+        # the interleaved schedule's first stage holds more than one sequence's activations of every layer (review
+        # sizreview20 F4): said, with the group its bubble's schedule runs, so a hand check redoes the memory per GPU
+        m = mem.sequences / max(1, gpus // (tp * context * pipeline))
+        figures.append(Figure("first stage's in-flight activations", mem.in_flight(tp, gpus), "x one sequence of every layer",
+                              "min((p - 1) x 2 + (v - 1) x N + 1, v x m) / (p x v): Megatron-Core's interleaved warmup "
+                              "(schedules.py get_pp_rank_microbatches) plus the forward before the first backward, chunks "
+                              "of layers / (p x v); N the smallest legal microbatch group (in [p, m], m mod N 0 or >= p); "
+                              "x the layers' activations, the logits and recomputed layer once",
+                              {"p": pipeline, "v": mem.virtual_stages, "m": m, "N": microbatch_group(pipeline, m)}))  # fmt: skip
     multi_node = gpus > place.gpus_per_node
     fabric = run.network_need_gbps if multi_node else 0.0  # inside one node NVLink or PCIe carries it (review sizreview7 F1)
     rdma = multi_node and run.network_need_gbps > sizing.tcpGbpsPerGpu.value

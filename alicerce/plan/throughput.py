@@ -292,7 +292,11 @@ class TrainingJob:
 
 
 def tokens_per_gpu_step(job: TrainingJob) -> float:
-    return job.global_batch_tokens / max(1, job.gpus)
+    """Tokens a GPU runs a step: the sequences the stack splits (batch_sequences: a decimal "16M" of 8,192-token
+    sequences is the 2,048 = 16Mi tokens it stands for, the batch the pipeline's microbatches and the notes read) x the
+    sequence, over the GPUs. Llama 3.1 405B on 16,384 H100: 2,048 x 8,192 / 16,384 = 1,024, not 16e6 / 16,384 = 977
+    (review sizreview20 F6)."""
+    return batch_sequences(job.global_batch_tokens, job.sequence) * job.sequence / max(1, job.gpus)
 
 
 def batch_sequences(tokens: float, sequence: int) -> float:
@@ -317,6 +321,41 @@ def microbatches(job: TrainingJob) -> float:
     return batch_sequences(job.global_batch_tokens, job.sequence) / ranks
 
 
+def microbatch_group(pipeline: int, microbatches: float | None) -> float:
+    """The contiguous microbatches N the interleaved schedule runs a model chunk at a time (Megatron-Core
+    --microbatch-group-size-per-virtual-pipeline-stage; NVIDIA/Megatron-LM d98e8a64, megatron/core/pipeline_parallel/
+    schedules.py forward_backward_pipelining_with_interleaving: N in [p, m], and m mod N either 0 or at least p, else a
+    RuntimeError for dependency bubbles; model_parallel_config.py __post_init__ defaults it to p). The bubble
+    (pipeline_factor) is v m / (v m + p - 1) at every legal N; the first stage's in-flight activations grow with N
+    (first_stage_in_flight), so the schedule a team runs is the smallest legal one: p where p divides m, m itself at m = 19,
+    p = 16 (no N in [16, 18] leaves a remainder 0 or >= 16). Below p (Llama 3's schedule, which Megatron-Core refuses) a
+    round still takes p slots: p. ``microbatches`` None (a GPU count not chosen yet): p, the default; a fractional m (a
+    batch the ranks do not split evenly, which the stack rounds to a multiple of them): its whole count above, the most
+    a rank runs (m = 32.5: 33, N = 17, 33 mod 17 = 16)."""
+    if microbatches is None or microbatches <= pipeline:
+        return float(pipeline)
+    whole = math.ceil(microbatches - 1e-9)
+    return float(next(n for n in range(pipeline, whole + 1) if whole % n == 0 or whole % n >= pipeline))
+
+
+def first_stage_in_flight(pipeline: int, virtual: int, microbatches: float | None) -> float:
+    """Activations the first pipeline stage holds at the peak of a step, in units of one sequence's activations of every
+    layer (what 1F1B holds: p microbatches of layers / p layers; Narayanan et al. 2021, Sec. 2.2.1). The interleaved
+    schedule's rank 0 runs (p - 1) x 2 + (v - 1) x N chunk forwards before its first backward (Megatron-Core
+    schedules.py get_pp_rank_microbatches, NVIDIA/Megatron-LM d98e8a64 lines 964-977, capped at the v x m chunk forwards
+    of the step) and one more before that backward frees one, each of layers / (p v) layers: ((p - 1) x 2 + (v - 1) N +
+    1) / (p v), which at N = p is 1 + (p - 1) / (p v) (Korthikanti et al. 2022, arXiv 2205.05198, Sec. 4.2.3). Plain 1F1B
+    (v = 1) or no pipeline: 1. Below p microbatches the cap at v m / (p v) is an upper bound (a round's idle slots run
+    no forward)."""
+    if pipeline <= 1 or virtual <= 1:
+        return 1.0
+    group = microbatch_group(pipeline, microbatches)
+    chunks = (pipeline - 1) * 2 + (virtual - 1) * group + 1
+    if microbatches is not None:
+        chunks = min(chunks, virtual * microbatches)
+    return chunks / (pipeline * virtual)
+
+
 def pipeline_factor(job: TrainingJob) -> Factor | None:
     """The pipeline bubble: of a step's m + p - 1 microbatch slots, the p - 1 of the fill and drain idle, so a share
     m / (m + p - 1) computes (1F1B; Narayanan et al. 2021, arXiv 2104.04473, Sec. 2.2.1: bubble (p - 1) / m of the ideal
@@ -326,8 +365,9 @@ def pipeline_factor(job: TrainingJob) -> Factor | None:
 
     The interleaved schedule runs at any microbatch count (issue 23): Megatron-Core takes a group of N contiguous
     microbatches a chunk anywhere in [p, m] with m mod N either 0 or at least p (schedules.py
-    forward_backward_pipelining_with_interleaving, config.microbatch_group_size_per_vp_stage), so N = m runs every whole
-    m >= p (the plan read "whole groups of p" and priced 19 microbatches at 16 stages as 1F1B); Llama 3's schedule
+    forward_backward_pipelining_with_interleaving, config.microbatch_group_size_per_vp_stage), so some N runs every whole
+    m >= p (N = m at worst; microbatch_group, which the memory fit reads too: the plan read "whole groups of p" and priced
+    19 microbatches at 16 stages as 1F1B); Llama 3's schedule
     (arXiv 2407.21783 Sec. 3.3.2) also runs fewer microbatches than stages. There a microbatch comes back to the first
     stage for its next chunk only p slots after it left, so each of the v - 1 first rounds takes max(m, p) slots (what
     Megatron-Core's check calls dependency bubbles): busy v m of (v - 1) max(m, p) + m + p - 1 slots, which is
@@ -342,7 +382,8 @@ def pipeline_factor(job: TrainingJob) -> Factor | None:
         note = (f"{p} stages x {v} virtual, {m:,.1f} microbatches of one sequence, fewer than the stages (Llama 3's schedule; "
                 "Megatron-Core refuses it): v m / ((v - 1) p + m + p - 1)")  # fmt: skip
         return Factor("pipeline bubble", v * m / ((v - 1) * p + m + p - 1), "megatron", note)
-    note = f"{p} stages x {v} virtual, {m:,.1f} microbatches of one sequence: v m / (v m + p - 1)"
+    note = (f"{p} stages x {v} virtual, {m:,.1f} microbatches of one sequence in groups of {microbatch_group(p, m):g}: "
+            "v m / (v m + p - 1)")  # fmt: skip
     return Factor("pipeline bubble", v * m / (v * m + p - 1), "megatron", note)
 
 

@@ -33,6 +33,7 @@ from alicerce.plan.roofline import (
 from alicerce.plan.sizing import (
     GIB,
     Placement,
+    WorkloadPlan,
     batch_sequences,
     late_days,
     model_state_bytes,
@@ -45,7 +46,14 @@ from alicerce.plan.sizing import (
     training_memory,
     usable_memory,
 )
-from alicerce.plan.throughput import TrainingJob, dequantisation_factor, training_factors
+from alicerce.plan.throughput import (
+    TrainingJob,
+    dequantisation_factor,
+    first_stage_in_flight,
+    microbatch_group,
+    tokens_per_gpu_step,
+    training_factors,
+)
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_file, load_text
 from alicerce.spec.models import Workload
@@ -1143,6 +1151,77 @@ def test_an_interleaved_pipeline_pays_a_v_th_of_the_bubble() -> None:
     assert not [i for i in interleaved.issues if i.check == "PL330"]  # 16 microbatches for 16 stages
 
 
+def test_an_interleaved_pipelines_first_stage_holds_its_warmup_in_flight() -> None:
+    """Megatron-Core's interleaved schedule (NVIDIA/Megatron-LM d98e8a64, megatron/core/pipeline_parallel/schedules.py
+    get_pp_rank_microbatches) runs (p - 1) x 2 + (v - 1) x N chunk forwards on rank 0 before its first backward, capped at
+    the step's v x m, and one more before that backward frees one: chunks of layers / (p x v) layers. Llama 3.1 405B at
+    TP 8, PP 16, v 8 on 8,192 H100 (DP 64: 2,048 / 64 = 32 microbatches, N = p = 16 since 16 divides 32): min(30 + 7 x 16
+    + 1, 256) / 128 = 143 / 128 = 1.117 of one sequence's activations of every layer (Korthikanti et al. 2022 Sec.
+    4.2.3's 1 + (p - 1) / (p v)); the plan held 1 (review sizreview20 F4). On 16,384 (m = 16) the 142 warmup forwards
+    exceed the 128 of the step: all run before any backward, 128 / 128 = 1. At m = 19 no N in [16, 18] is legal (19 mod
+    N is 1-3, below p): N = 19, min(30 + 133 + 1, 152) / 128 = 1.1875. Plain 1F1B holds p microbatches of L / p: 1."""
+    assert microbatch_group(16, 32) == 16 and microbatch_group(16, 19) == 19 and microbatch_group(16, 8) == 16
+    assert first_stage_in_flight(16, 8, 32) == pytest.approx(143 / 128, rel=1e-12)
+    assert first_stage_in_flight(16, 8, 16) == 1.0
+    assert first_stage_in_flight(16, 8, 19) == pytest.approx(152 / 128, rel=1e-12)
+    assert first_stage_in_flight(16, 1, 32) == 1.0
+    model = {"parameters": "405.9B", "layers": 126, "hiddenSize": 16384, "vocabulary": 128256}
+    base: dict[str, Any] = {"model": model, "tokens": "15.6T", "gpus": 8192, "globalBatchTokens": "16M", "sequenceLength": 8192,
+                            "tensorParallel": 8, "pipelineParallel": 16, "zeroStage": 1}  # fmt: skip
+    w = workload(**base, pipelineVirtualStages=8)
+    mem = training_memory(w, SIZING)
+    assert mem.in_flight(8, 8192) == pytest.approx(143 / 128, rel=1e-12)
+    assert mem.in_flight(8, 16384) == 1.0
+    # the layers' part scales, the logits (8,192 x 128,256 x 4 B / TP 8) and the recomputed layer (8,192 x 16,384 x 34 B
+    # / TP 8) count once
+    logits, working = 8192 * 128256 * 4 / 8, 8192 * 16384 * 34 / 8
+    plain = training_memory(workload(**base), SIZING)
+    assert mem.activations_at(8, 0.0, 8192) - logits == pytest.approx((plain.activations_at(8) - logits) * 143 / 128, rel=1e-12)
+    assert mem.activations_at(8, 1.0, 8192) - logits - working == pytest.approx(
+        (plain.activations_at(8, 1.0) - logits - working) * 143 / 128, rel=1e-12
+    )
+    planned = plan_training(w, on("H100-SXM5-80GB"), SIZING, [])
+    held = mem.state_per_gpu(8192, 128, 1, 8) + mem.activations_at(8, _recomputed(planned), 8192)
+    assert planned.memory_per_gpu_gib == pytest.approx(held / GIB, rel=1e-9)
+    assert planned.memory_per_gpu_gib <= usable_memory(CATALOG.gpu("H100-SXM5-80GB"), SIZING) / GIB + 1e-9  # type: ignore[arg-type]
+    # the 28 of 126 layers 1F1B recomputes at this count no longer fit the interleaved schedule's 1.117: 39 are
+    one_f_one_b = plan_training(workload(**base), on("H100-SXM5-80GB"), SIZING, [])
+    assert _recomputed(one_f_one_b) == pytest.approx(28 / 126, rel=1e-9)
+    assert _recomputed(planned) == pytest.approx(39 / 126, rel=1e-9)
+    [shown] = [f for f in planned.figures if f.name == "first stage's in-flight activations"]
+    assert shown.value == pytest.approx(143 / 128, rel=1e-12) and shown.inputs["N"] == 16
+
+
+def _memory_free_mfu(plan: WorkloadPlan) -> float:
+    """A plan's MFU without what memory decides: the recomputed layers and the extra all-reduces they take."""
+    factors = _factors(plan)
+    assert plan.mfu is not None
+    return plan.mfu / (factors.get("recomputation", 1.0) * factors["tensor parallel"])
+
+
+def _recomputed(plan: WorkloadPlan) -> float:
+    """The share of layers a plan recomputes, from its recomputation factor 1 / (1 + f x (1 / 0.75 - 1))."""
+    factor = _factors(plan).get("recomputation", 1.0)
+    return (1 / factor - 1) / (1 / 0.75 - 1)
+
+
+def test_the_per_gpu_batch_factor_reads_the_batch_the_stack_runs() -> None:
+    """Review sizreview20 F6: Llama 3.1 405B's decimal "16M" on 16,384 H100 read 16e6 / 16,384 = 977 tokens a GPU a
+    step, (977 / 8,192) ^ e, while the pipeline's microbatches and the note read the 2,048 sequences of 8,192 it stands
+    for (batch_sequences): 2,048 x 8,192 / 16,384 = 1,024 tokens, (1,024 / 8,192) ^ e (0.8873 at e = 0.0575, not
+    0.8849). A batch that is whole already is read as declared: 1,000 sequences of 4,096 on 512 GPUs, 8,000 tokens."""
+    e = SIZING.training.perGpuBatch.exponent.value
+    model = {"parameters": "405.9B", "layers": 126, "hiddenSize": 16384}
+    plan = plan_training(workload(model=model, tokens="15.6T", gpus=16384, globalBatchTokens="16M", sequenceLength=8192,
+                                  tensorParallel=8, pipelineParallel=16, pipelineVirtualStages=8, zeroStage=1),
+                         on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
+    assert _factors(plan)["per-GPU batch"] == pytest.approx((1024 / 8192) ** e, rel=1e-12)
+    [batch] = [f for fig in plan.figures if fig.name == "MFU" for f in fig.factors if f.name == "per-GPU batch"]
+    assert "1,024 tokens per GPU per step" in batch.why
+    job = TrainingJob("hopper", 8e9, 32, 4096, 4096, 512, 1000 * 4096, "bf16")
+    assert tokens_per_gpu_step(job) == 8000
+
+
 def test_zero_below_three_moves_a_pipeline_stages_gradients() -> None:
     """ZeRO-3 gathers the weights twice and reduce-scatters the gradients every micro-batch (parameters / TP); below it
     a GPU moves parameters / (TP x PP) over dp = GPUs / (TP x PP): stage 1 reduce-scatters the accumulated fp32
@@ -1995,14 +2074,23 @@ def test_an_interleaved_run_is_sized_where_its_schedule_runs() -> None:
     forward_backward_pipelining_with_interleaving, microbatch_group_size_per_vp_stage): N = m runs every m >= p (issue
     23). At 16,000 GPUs (125 ranks, 2,048 / 125 = 16.384 microbatches) the bubble is 8 x 16.384 / (8 x 16.384 + 15) =
     131.072 / 146.072 = 0.8973, not 1F1B's 16.384 / 31.384 = 0.522; the MFU no longer saw-tooths with the count, so 105
-    days are met at no more GPUs and GPU-hours than 16,384, and 60 days stay out of reach (PL338)."""
+    days are met at no more GPUs than 16,384, and 60 days stay out of reach (PL338). The memory does saw-tooth, as the
+    schedule does (review sizreview20 F4): the 14,976 GPUs that meet 105 days (117 ranks, 17.5 microbatches) hold
+    min(30 + 7 x 17.5 + 1, 8 x 2,048 / 117) / 128 = 1.094 sequences' activations in flight where 16,384 (16 microbatches: the 142
+    warmup forwards exceed the step's 128, all run before a backward) hold 1, so they recompute more layers and pay
+    1.2% more GPU-hours; without the recomputation and the all-reduces it adds, they pay no more."""
     model = {"parameters": "405B", "layers": 126, "hiddenSize": 16384}
     base: dict[str, Any] = {"model": model, "tokens": "15.6T", "sequenceLength": 8192, "globalBatchTokens": 2048 * 8192,
                             "pipelineParallel": 16, "pipelineVirtualStages": 8, "zeroStage": 1, "accelerator": "H100"}  # fmt: skip
     met = plan_training(workload(**base, deadline="105d"), on("H100-SXM5-80GB"), SIZING, [])
     full = plan_training(workload(**base, gpus=16384), on("H100-SXM5-80GB"), SIZING, [])
     assert met.gpus is not None and met.gpus <= 16384 and met.wall_clock_days is not None and met.wall_clock_days <= 105
-    assert met.gpu_hours is not None and full.gpu_hours is not None and met.gpu_hours <= full.gpu_hours * 1.000001
+    assert met.mfu is not None and full.mfu is not None and _factors(met)["pipeline bubble"] >= _factors(full)["pipeline bubble"]
+
+    assert _memory_free_mfu(met) >= _memory_free_mfu(full) / 1.000001
+    [in_flight] = [f.value for f in met.figures if f.name == "first stage's in-flight activations"]
+    assert met.gpus == 14976 and in_flight == pytest.approx(8 * 2048 / 117 / 128, rel=1e-12)
+    assert _recomputed(met) > _recomputed(full)
     out = plan_training(workload(**base, deadline="60d"), on("H100-SXM5-80GB"), SIZING, [])
     assert [i.check for i in out.issues if i.check in ("PL337", "PL338")] == ["PL338"]
     between = plan_training(workload(**base, gpus=16000), on("H100-SXM5-80GB"), SIZING, [])
@@ -2232,7 +2320,11 @@ def test_a_declared_interleaved_schedule_is_planned_where_it_runs_and_said_where
     """Review sizreview17 F4: a 405B at PP 16 VP 8 was planned at 11,008 GPUs for 200 days, 52.6M GPU-hours, where 8,192
     (64 ranks, 32 microbatches) run interleaved in 171 days with 33.7M. The interleaved schedule runs at 11,008 too (86
     ranks, 2,048 / 86 = 23.81 microbatches; Megatron-Core's microbatch group N = m: issue 23), with the bubble 8 x 23.81
-    / (8 x 23.81 + 15) = 0.9270, and the 200-day plan takes no more GPU-hours than 8,192."""
+    / (8 x 23.81 + 15) = 0.9270, and the 200-day plan's MFU is no lower than 8,192's but for what memory decides: the
+    7,424 GPUs that meet 200 days (58 ranks, 35.3 microbatches, whole 36: microbatch group 18, the smallest in [16, 36]
+    that leaves 0 or >= 16) hold min(30 + 7 x 18 + 1, 8 x 35.3) / 128 = 1.227 sequences' activations in flight where
+    8,192 (32 microbatches, group 16) hold 143 / 128 = 1.117 (review sizreview20 F4), so they recompute more. At 8,064
+    (32.5, whole 33: group 17, 33 mod 17 = 16) min(30 + 7 x 17 + 1, 260) / 128 = 1.172."""
     big = {"model": {"parameters": "405B", "layers": 126, "hiddenSize": 16384}, "precision": "bf16", "tokens": "15.6T",
            "sequenceLength": 8192, "globalBatchTokens": 16 * 2**20, "pipelineParallel": 16, "zeroStage": 1,
            "pipelineVirtualStages": 8, "accelerator": "H100"}  # fmt: skip
@@ -2241,7 +2333,10 @@ def test_a_declared_interleaved_schedule_is_planned_where_it_runs_and_said_where
     assert not [n for n in whole.notes if "interleaved schedule" in n]
     plan = plan_training(workload(**big, deadline="200d"), on("H100-SXM5-80GB"), SIZING, [])
     assert plan.gpus is not None and plan.gpus <= 8192 and plan.wall_clock_days is not None and plan.wall_clock_days <= 200
-    assert plan.gpu_hours is not None and plan.gpu_hours <= whole.gpu_hours * 1.000001
+    assert _memory_free_mfu(plan) >= _memory_free_mfu(whole) / 1.000001
+    [in_flight] = [f.value for f in plan.figures if f.name == "first stage's in-flight activations"]
+    assert plan.gpus == 7424 and in_flight == pytest.approx(157 / 128, rel=1e-12)
+    assert training_memory(workload(**big), SIZING).in_flight(8, 8064) == pytest.approx(150 / 128, rel=1e-12)
     valley = plan_training(workload(**big, gpus=11008), on("H100-SXM5-80GB"), SIZING, [])
     m = 2048 / 86
     assert _factors(valley)["pipeline bubble"] == pytest.approx(8 * m / (8 * m + 15), rel=1e-12)

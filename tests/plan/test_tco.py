@@ -7,6 +7,7 @@ change to either shows up here as a number someone has to re-derive.
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import replace
 from typing import Any
 
@@ -18,9 +19,10 @@ from rich.console import Console
 
 from alicerce.catalog import load_catalog
 from alicerce.cli.plan_report import print_explain
+from alicerce.plan.findings import CHECKS, Severity
 from alicerce.plan.growth import billed_node_hours, busy_gpu_hours
-from alicerce.plan.platform import SizingPlan, _showback, _whole_blocks, peak_site_spend, plan_platform
-from alicerce.plan.pricing import HOURS_PER_MONTH, block_hours, monthly_node_cost, node_price, on_demand
+from alicerce.plan.platform import SizingPlan, _showback, _stale_prices, _whole_blocks, peak_site_spend, plan_platform
+from alicerce.plan.pricing import HOURS_PER_MONTH, block_hours, monthly_node_cost, node_price, on_demand, rental_options
 from alicerce.plan.tco import monthly_capex, owned_pool_cost, site_extras
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.rules.validate import validated
@@ -117,6 +119,22 @@ def test_own_vs_rent_prices_every_purchase_option() -> None:
     (low, cut, first), (cut2, high, second) = option.bands()
     assert (first, second) == ("capacity-block", "owned") and cut == cut2 == pytest.approx(0.43427, abs=1e-5)
     assert (low, high) == (0.0, 1.0)
+
+
+def test_the_capacity_block_band_says_what_it_assumes_of_the_schedule() -> None:
+    """Review sizreview20 F8: "cheapest by utilisation: capacity-block 0%-43%" priced every utilisation at the block's
+    $5.25 per used GPU-hour of this pool's schedule (llm-pretrain's 58.98-day run in a 63-day block: 1,512 / 1,415.49 =
+    x1.068), a line down to 0% that holds only where the same runs run less often: a buyer at 5% running short jobs
+    pays whole days (3 h a day buy 24: x8). The verdict now says what the band assumes and the factor it read."""
+    (option,) = plan().own_vs_rent
+    verdict = option.verdict()
+    assert (
+        "cheapest by utilisation: capacity-block 0%-43%, owned 43%-100%; capacity-block at this pool's runs' whole blocks, x1.068"
+        in verdict
+    )
+    assert "at other utilisations the same runs more or less often, and shorter runs pay more a used hour" in verdict
+    without = replace(option, options=tuple(o for o in option.options if o.purchase != "capacity-block"))
+    assert "capacity-block" not in without.verdict()
 
 
 def test_own_vs_rent_uses_the_specs_savings_plan_discount() -> None:
@@ -620,6 +638,75 @@ def test_each_workload_on_a_capacity_block_pool_pays_its_own_blocks() -> None:
     assert "capacity-blocks-purchase" in paid.factors[0].source
 
 
+RIDING_SPEC = """\
+apiVersion: alicerce.dev/v1
+kind: Platform
+metadata: {name: sr20, owner: a@example.com, costCenter: CC-0000}
+environments:
+  prod:
+    tier: production
+    sites:
+      - {name: aws, provider: aws, account: "123456789012", region: us-east-1, zones: [us-east-1a, us-east-1b], vpcCidr: 10.0.0.0/16}
+nodePools:
+  - {name: system, site: aws, purpose: system, aws: {instanceType: m7i.2xlarge}, scaling: {min: 2, max: 3}}
+  - name: train
+    site: aws
+    purpose: inference
+    accelerator: "H100-SXM5-80GB:8"
+    aws: {instanceType: p5.48xlarge, capacityType: capacity-block, capacityReservationId: cr-0123456789abcdef0, zone: us-east-1a}
+    scaling: {min: 0, max: 64}
+    fabric: efa
+    taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
+networks:
+  fabrics:
+    - name: efa
+monitoring:
+  receivers:
+    - {name: oncall, kind: slack, secret: {name: s, key: u}}
+    - {name: hb, kind: webhook, secret: {name: h, key: url}, heartbeat: true}
+tenancy:
+  teams:
+    - {name: ml, groups: [ml], quotas: [{pool: train, gpus: 256}]}
+    - {name: ml2, groups: [ml2], quotas: [{pool: train, gpus: 256}]}
+workloads:
+  - name: svc
+    kind: inference
+    team: ml
+    pool: train
+    model: {parameters: 70.6B, layers: 80, hiddenSize: 8192}
+    precision: fp8
+    tensorParallel: 2
+    traffic: {peakRps: 3, meanRps: 1.5, inputTokens: 1000, outputTokens: 300}
+  - name: batch
+    kind: batch-inference
+    team: ml2
+    pool: train
+    model: {parameters: 8B}
+    precision: bf16
+    hoursPerDay: 3
+"""
+
+
+def test_a_batch_job_riding_a_services_capacity_block_node_shows_the_node_hours_it_holds() -> None:
+    """Review sizreview20 F9: a 1-GPU batch job running 3 hours a day in the free GPUs of a 70B fp8 service's p5
+    (Capacity Block pool) printed "instances=0.01562 ... node-hours used=1.426": 1/64 is (1 GPU / 8) x (3 h / 24 h), a
+    share of whole days of block, and multiplying it by the 3 hours again folded the hour share in twice. The node-hours
+    its pods hold are 1/8 x 3 x 30.42 = 11.41, what it pays for too (11.41 x $39.33 = $448.6 = 91.25 GPU-hours x
+    $4.916): dollars unchanged. A job that starts its own node holds the whole node while it runs (91.25, below)."""
+    result = plan_platform(resolve(yaml.safe_load(RIDING_SPEC)), today=TODAY)
+    batch = next(w for w in result.workloads if w.name == "batch")
+    days = HOURS_PER_MONTH / 24
+    paid = next(f for f in batch.figures if f.name == "Capacity Block node-hours paid a month")
+    assert paid.value == pytest.approx(1 / 64 * 24 * days)
+    assert paid.inputs["instances for whole days"] == pytest.approx(1 / 64)
+    assert paid.inputs["instances its pods hold"] == pytest.approx(1 / 8)
+    assert paid.inputs["node-hours used"] == pytest.approx(1 / 8 * 3 * days)  # 11.41, was 1.426
+    assert batch.cost_usd == pytest.approx(1 / 8 * 3 * days * 39.33)  # $448.6
+    shown = Console(record=True, width=600)
+    print_explain(shown, result)
+    assert "node-hours used=11.41" in shown.export_text()
+
+
 def test_batch_work_on_capacity_blocks_buys_a_whole_day_for_each_day_it_runs() -> None:
     """Review sizreview19 F6: a batch job on a Capacity Block pool was priced by the hours it runs, though blocks are sold
     in whole days and every block ends at 11:30 UTC (EC2 User Guide, "Find and purchase Capacity Blocks"). embed-batch
@@ -809,6 +896,39 @@ def test_capacity_blocks_are_weighed_only_for_runs_aws_sells_them_for() -> None:
     assert unsold.subject == "onprem-h100" and "llm-pretrain holds 384 p5.48xlarge, past the 256 instances" in unsold.message
     # the reference's 224-GPU run (28 instances) keeps the option
     assert "capacity-block" in {o.purchase for o in plan_platform(PROD, today=TODAY).own_vs_rent[0].options}
+
+
+def test_own_vs_rent_says_when_the_prices_it_weighs_are_stale_or_far_apart() -> None:
+    """Review sizreview20 F7: the Capacity Block price (prices.yaml, read 2024-12-01, its page saying it is updated on
+    2025-01-01) was weighed against the on-demand price read 2025-06-05, after a 44% p5 cut, with no word. PL346 names
+    both: 2025-06-05 - 2024-12-01 = 186 days apart (more than 183), and the block's price past its 2025-01-01 update
+    date (a re-read found no newer public price: said). Each names the date and the file:line the price is kept at."""
+    plan = plan_platform(PROD, today=TODAY)
+    stale = [f for f in plan.findings if f.check == "PL346"]
+    assert {f.subject for f in stale} == {"onprem-h100"} and CHECKS["PL346"].severity == Severity.WARNING
+    block = CATALOG.prices.capacityBlocks
+    assert block.asOf == datetime.date(2024, 12, 1) and block.reviewBy == datetime.date(2025, 1, 1)
+    lines = (ROOT / "alicerce/catalog/data/prices.yaml").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("p5.48xlarge: {usdPerHour: 39.33"))
+    where = f"alicerce/catalog/data/prices.yaml:{at + 1}"
+    spread = next(f.message for f in stale if "days apart" in f.message)
+    assert f"the capacity-block price read 2024-12-01 ({where}) with the on-demand price read 2025-06-05" in spread
+    assert "(alicerce/catalog/data/instances.yaml:" in spread and "186 days apart" in spread
+    late = next(f.message for f in stale if "past the" in f.message)
+    assert f"read 2024-12-01 ({where}), past the 2025-01-01 its source says it is updated: no newer public" in late
+    # a price read before its update date, and options read within six months, say nothing
+    (option,) = plan.own_vs_rent
+    dated = tuple(replace(o, as_of=datetime.date(2025, 6, 1), review_by=TODAY) if o.as_of else o for o in option.options)
+    assert _stale_prices("onprem-h100", dated, TODAY, CATALOG) == []
+    assert len(_stale_prices("onprem-h100", option.options, TODAY, CATALOG)) == 2
+
+
+def test_p5_capacity_blocks_are_sold_where_the_user_guide_says() -> None:
+    """Review sizreview20 F7: the EC2 User Guide's Capacity Blocks page lists p5.48xlarge in us-east-1, us-east-2,
+    us-west-2 and ap-northeast-1; the catalog said the first two, so a us-west-2 environment was told no block is sold."""
+    assert CATALOG.prices.capacityBlocks.types["p5.48xlarge"].regions == ("us-east-1", "us-east-2", "us-west-2", "ap-northeast-1")
+    options = rental_options("H100-SXM5-80GB", "us-west-2", CATALOG, [])
+    assert "capacity-block" in {o.purchase for o in options}
 
 
 def test_a_capacity_block_pool_holds_no_more_nodes_than_a_block_sells() -> None:
