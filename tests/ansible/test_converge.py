@@ -10,6 +10,7 @@ node_validation) once healthy and once broken, where it must fail with a per-hos
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -174,7 +176,8 @@ def test_site_converges_into_a_debian_rootfs_and_a_second_run_changes_nothing(co
 OPERATOR_ROLES = ("nvidia_driver", "nvidia_fabricmanager", "nvidia_container_toolkit")
 
 
-def _operator_tree() -> dict[str, str]:
+@functools.cache  # rendered once per process for the two tests that read it (read-only)
+def _operator_tree() -> Mapping[str, str]:
     """The prod tree of the reference platform with the GPU Operator owning the driver."""
     from alicerce.emit.tree import render_tree
     from alicerce.rules.validate import validated
@@ -184,7 +187,7 @@ def _operator_tree() -> dict[str, str]:
     text = (ROOT / "platform.yaml").read_text()
     assert "nodeSoftware: {gpuDriver: host}" in text
     text = text.replace("nodeSoftware: {gpuDriver: host}", "nodeSoftware: {gpuDriver: operator}")
-    return render_tree(validated(load_text(text, "platform.yaml"), "prod"))
+    return MappingProxyType(render_tree(validated(load_text(text, "platform.yaml"), "prod")))
 
 
 def test_the_driver_owner_changes_only_the_driver_roles(prod_files: Mapping[str, str]) -> None:
@@ -219,7 +222,7 @@ def test_site_converges_with_an_operator_owned_driver(
     from alicerce.emit.tree import write_tree
 
     tmp_path = tmp_path_factory.mktemp("operator")
-    write_tree(tmp_path / "out", _operator_tree())
+    write_tree(tmp_path / "out", dict(_operator_tree()))
     generated = tmp_path / "out" / "ansible"
     tags = ",".join((*OPERATOR_ROLES, "rdma"))
     with private_copy(rootfs, tmp_path / "rootfs") as node_root:
