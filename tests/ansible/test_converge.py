@@ -10,13 +10,15 @@ node_validation) once healthy and once broken, where it must fail with a per-hos
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -170,25 +172,64 @@ def test_site_converges_into_a_debian_rootfs_and_a_second_run_changes_nothing(co
     assert 'alicerce_storage_client_read_bytes_total{tier="home",mountpoint="/home/shared",fstype="nfs"} 1052672000' in written
 
 
+# The roles whose variables the driver owner (nodeSoftware.gpuDriver) sets in the generated node stage.
+OPERATOR_ROLES = ("nvidia_driver", "nvidia_fabricmanager", "nvidia_container_toolkit")
+
+
+@functools.cache  # rendered once per process for the two tests that read it (read-only)
+def _operator_tree() -> Mapping[str, str]:
+    """The prod tree of the reference platform with the GPU Operator owning the driver."""
+    from alicerce.emit.tree import render_tree
+    from alicerce.rules.validate import validated
+    from alicerce.spec.loader import load_text
+    from tests.conftest import ROOT
+
+    text = (ROOT / "platform.yaml").read_text()
+    assert "nodeSoftware: {gpuDriver: host}" in text
+    text = text.replace("nodeSoftware: {gpuDriver: host}", "nodeSoftware: {gpuDriver: operator}")
+    return MappingProxyType(render_tree(validated(load_text(text, "platform.yaml"), "prod")))
+
+
+def test_the_driver_owner_changes_only_the_driver_roles(prod_files: Mapping[str, str]) -> None:
+    """What lets the operator-owned converge run only OPERATOR_ROLES: every other file of the node stage (site.yml,
+    its group and host variables, every other role) is the same byte for byte whoever owns the driver, and the
+    variables that differ are read by no role outside OPERATOR_ROLES."""
+    operator = _operator_tree()
+    node_stage = {p for p in {*prod_files, *operator} if p.startswith("ansible/") and not p.startswith("ansible/kubespray/")}
+    changed = sorted(p for p in node_stage if prod_files.get(p) != operator.get(p))
+    assert changed and all(p.startswith("ansible/group_vars/") for p in changed), changed
+    names = set()
+    for path in changed:
+        before, after = yaml.safe_load(prod_files[path]), yaml.safe_load(operator[path])
+        names |= {name for name in {*before, *after} if before.get(name) != after.get(name)}
+    assert names and all(name.startswith(OPERATOR_ROLES) for name in names), names
+    readers = {p.split("/")[2] for p in node_stage if p.startswith("ansible/roles/") and any(name in operator.get(p, "") for name in names)}
+    assert readers and readers <= set(OPERATOR_ROLES), readers
+    for playbook in ("ansible/site.yml", "ansible/validate.yml", "ansible/post-cluster.yml"):
+        assert not any(name in operator[playbook] for name in names), playbook
+
+
 def test_site_converges_with_an_operator_owned_driver(
     rootfs: Path, aptrepo: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """Issue 20 (done when): the node stage for the other driver owner. With gpuDriver operator the host installs
     no driver, no Fabric Manager and loads no NVIDIA module; it owns the toolkit, pointed at the driver container's
-    root, with NVIDIA_VISIBLE_DEVICES ignored for unprivileged pods; a second run changes nothing."""
-    from alicerce.emit.tree import render_tree, write_tree
-    from alicerce.rules.validate import validated
-    from alicerce.spec.loader import load_text
-    from tests.conftest import ROOT
+    root, with NVIDIA_VISIBLE_DEVICES ignored for unprivileged pods; a second run changes nothing.
 
-    text = (ROOT / "platform.yaml").read_text().replace("nodeSoftware: {gpuDriver: host}", "nodeSoftware: {gpuDriver: operator}")
+    Only the roles the owner changes run (OPERATOR_ROLES), with rdma, whose module list is asserted: the switch changes
+    nothing else in the node stage (test_the_driver_owner_changes_only_the_driver_roles), and the host-owner converge
+    above runs every role twice already. The whole stage here cost ~40 s of the suite for no assertion of its own."""
+    from alicerce.emit.tree import write_tree
+
     tmp_path = tmp_path_factory.mktemp("operator")
-    write_tree(tmp_path / "out", render_tree(validated(load_text(text, "platform.yaml"), "prod")))
+    write_tree(tmp_path / "out", dict(_operator_tree()))
     generated = tmp_path / "out" / "ansible"
+    tags = ",".join((*OPERATOR_ROLES, "rdma"))
     with private_copy(rootfs, tmp_path / "rootfs") as node_root:
-        first = _run(generated, tmp_path, node_root, repos=aptrepo)
+        first = _run(generated, tmp_path, node_root, repos=aptrepo, tags=tags)
         assert first.ok, [str(f) for f in first.failures]
-        second = _run(generated, tmp_path, node_root, repos=aptrepo)
+        assert first.stats[CHROOT_HOST].changed > 5  # the toolkit's repository, packages, hold and config did run
+        second = _run(generated, tmp_path, node_root, repos=aptrepo, tags=tags)
         assert second.ok, [str(f) for f in second.failures]
         assert (second.stats[CHROOT_HOST].changed, second.stats[CHROOT_HOST].failed) == (0, 0)
         installed = _installed((node_root / "var/lib/dpkg/status").read_text())
