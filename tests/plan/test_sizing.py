@@ -2421,3 +2421,28 @@ def test_moe_parallel_folding_runs_megatron_bridges_qwen3_235b_layout() -> None:
     assert plan.memory_per_gpu_gib is not None and plan.memory_per_gpu_gib * GIB >= mem.state_per_gpu(256, 16, 1, 2)
     # measured 1,575 tokens/s a GPU: 6 x 22e9 x 1,575 / 989.4e12 = 0.210 MFU; within the MoE rows' error
     assert plan.mfu is not None and abs(plan.mfu / (6 * 22e9 * 1575 / 989.4e12) - 1) < 0.25
+
+
+@pytest.mark.parametrize("method", ["lora", "qlora"])
+def test_an_adapter_job_weighs_the_moe_overhead_against_the_compute_it_runs(method: str) -> None:
+    """Review sizreview21 F7: a LoRA/QLoRA job computes 4N a token, not 6N, but dispatches and combines every token to its
+    experts forward and backward as a full run does, so the overhead weighs 6 / 4 more against its compute (the Amdahl
+    composition the fp8 term already uses). Mixtral 8x7B (12.9B active, 32 layers, 4,096 wide, top 2), k 9,500:
+    routed = 2 x 4,096 x 32 / 12.9e9 = 2.032e-5; full 1 / (1 + 9,500 x 2.032e-5) = 0.8382 (the plan printed it for the
+    LoRA job too), LoRA 1 / (1 + 9,500 x 2.032e-5 x 6 / 4) = 0.7754."""
+    model = {"parameters": "46.7B", "activeParameters": "12.9B", "architecture": "moe", "layers": 32, "hiddenSize": 4096,
+             "heads": 32, "headDim": 128, "vocabulary": 32000, "experts": {"total": 8, "perToken": 2}}  # fmt: skip
+    common = {"model": model, "tokens": "10B", "sequenceLength": 4096, "globalBatchTokens": 4_194_304, "gpus": 256,
+              "tensorParallel": 1, "expertParallel": 8, "zeroStage": 1}  # fmt: skip
+    k = SIZING.training.moeRouting.value
+    routed = 2 * 4096 * 32 / 12.9e9
+
+    def moe(**fields: Any) -> Any:
+        plan = plan_training(workload(**common, **fields), on("H100-SXM5-80GB"), SIZING, [])
+        mfu = next(f for f in plan.figures if f.name == "MFU")
+        return next(f for f in mfu.factors if f.name == "mixture of experts")
+
+    full, adapters = moe(kind="fine-tuning", method="full"), moe(kind="fine-tuning", method=method)
+    assert full.value == pytest.approx(1 / (1 + k * routed), rel=1e-9) == pytest.approx(0.8382, abs=1e-4)
+    assert adapters.value == pytest.approx(1 / (1 + k * routed * 6 / 4), rel=1e-9) == pytest.approx(0.7754, abs=1e-4)
+    assert "6 / 4N the job computes" in adapters.why and "6 /" not in full.why
