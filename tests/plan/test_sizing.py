@@ -2446,3 +2446,23 @@ def test_an_adapter_job_weighs_the_moe_overhead_against_the_compute_it_runs(meth
     assert full.value == pytest.approx(1 / (1 + k * routed), rel=1e-9) == pytest.approx(0.8382, abs=1e-4)
     assert adapters.value == pytest.approx(1 / (1 + k * routed * 6 / 4), rel=1e-9) == pytest.approx(0.7754, abs=1e-4)
     assert "6 / 4N the job computes" in adapters.why and "6 /" not in full.why
+
+
+@pytest.mark.parametrize(("expert_tp", "refused"), [(16, True), (3, True), (4, False), (8, False)])
+def test_a_declared_expert_tensor_parallel_degree_stays_within_a_node(expert_tp: int, refused: bool) -> None:
+    """Review sizreview21 N1: expertTensorParallel was never bounded: 16 on 8-GPU nodes planned with no finding (the
+    expert GEMMs' collectives across the fabric unpriced), 3 came out as PL303 "use a multiple of 24 GPUs". Megatron-Core
+    lays the expert grid out tp-ep-dp-pp, the expert TP group on consecutive ranks: a node holds whole groups only where
+    the degree divides its GPUs, as for the attention degree (PL322)."""
+    model = {"parameters": "46.7B", "activeParameters": "12.9B", "architecture": "moe", "layers": 32, "hiddenSize": 4096,
+             "heads": 32, "headDim": 128, "vocabulary": 32000, "experts": {"total": 8, "perToken": 2}}  # fmt: skip
+    w = workload(model=model, tokens="1T", sequenceLength=4096, globalBatchTokens=4_194_304, gpus=384, tensorParallel=1,
+                 expertParallel=8, expertTensorParallel=expert_tp, zeroStage=1)  # fmt: skip
+    plan = plan_training(w, on("H100-SXM5-80GB", pool="train"), SIZING, [])
+    pl322 = [i.message for i in plan.issues if i.check == "PL322"]
+    if refused:
+        assert pl322 == [f"expertTensorParallel {expert_tp} puts an expert tensor-parallel group on {expert_tp} GPUs of one "
+                         "node, but train nodes have 8 x H100-SXM5-80GB: use a degree that divides 8"]  # fmt: skip
+        assert plan.gpus is None
+    else:
+        assert pl322 == [] and plan.gpus == 384
