@@ -409,8 +409,9 @@ blocks' GEMMs only: attention stays 16-bit (an fp8 job's attention term is `{x["
 output head and the casts into fp8 (Amdahl's law, `fp8 outside the GEMMs = {x["fp8 outside the GEMMs"]}`, the head's
 share of the FLOPs `e = {x["e"]}` and the casts' HBM time `c = {x["c"]}`); the MoE factor is
 `mixture of experts = {x["mixture of experts"]}` (all-to-all volume, permutation and small expert GEMMs: a time that
-keeps its bf16 length while fp8 shortens the whole compute by `speed-up = {x["speed-up"]}`, 1 in bf16 and fp32, and a
-LoRA job runs f / 6 of the full run's compute beside the same dispatches); recomputing a share of the layers costs
+keeps its bf16 length while fp8 shortens the whole compute by `speed-up = {x["speed-up"]}`, 1 in bf16 and in fp32, whose
+4-byte tokens and TF32 expert GEMMs slow the overhead with the compute, and a LoRA job runs f / 6 of the full run's
+compute beside the same dispatches); recomputing a share of the layers costs
 `{x["recomputation"]}` (full recomputation: 8N instead of 6N); QLoRA pays for dequantising its 4-bit base before every
 GEMM (`QLoRA dequantisation = 1 / (1 + passes x {qlora_bytes} B a weight x peak x efficiency / (HBM x f x tokens a
 micro-batch))`, about 8-12% at 4,096-token sequences on an H100; litgpt's published LoRA vs NF4 times on Llama 2 7B at

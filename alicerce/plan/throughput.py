@@ -425,7 +425,7 @@ def training_factors(job: TrainingJob, sizing: Sizing, *, moe_routing: float | N
     if routing:
         k = t.moeRouting.value if moe_routing is None else moe_routing
         speedup = low_precision_speedup(gain.value, ratio, outside)
-        factors.append(moe_factor(k, routing, speedup, t.moeRouting.source, flops_per_token=f))
+        factors.append(moe_factor(k, routing, speedup, t.moeRouting.source, flops_per_token=f, fp32=job.precision == "fp32"))
     fraction = 1.0 if job.full_recompute else job.recompute_fraction
     # full recomputation's extra forward pass (2N a token: 6N / 8N, the catalog's factor) against the job's own FLOPs a
     # token: 4N / 6N for LoRA
@@ -505,7 +505,7 @@ def low_precision_speedup(gain: float, attention_ratio: float, outside: Factor |
     return gain / (1 + gain * attention_ratio) * (outside.value if outside is not None else 1.0) * (1 + attention_ratio)
 
 
-def moe_factor(k: float, routing: float, speedup: float, source: str, *, flops_per_token: float = 6.0) -> Factor:
+def moe_factor(k: float, routing: float, speedup: float, source: str, *, flops_per_token: float = 6.0, fp32: bool = False) -> Factor:
     """The MoE overhead (routing, token permutation, the expert-parallel all-to-all, small expert GEMMs) as time that adds
     to the compute time: ``k x routed volume`` of the bf16 compute time of the same tokens in a full (6N) run. fp8
     speeds up the GEMMs only, so in an fp8 job that time stays as it is while the compute shrinks by ``speedup``:
@@ -516,7 +516,13 @@ def moe_factor(k: float, routing: float, speedup: float, source: str, *, flops_p
     gradients run back through the frozen experts to reach the adapters below), so by the same composition the
     overhead weighs ``6 / f`` more against its compute: ``1 / (1 + k x routed x speedup x 6 / f)`` (review sizreview21
     F7: DeepSeek-V3 LoRA 0.539 -> 0.438). An upper bound on the LoRA side: the small expert GEMMs' share of the fitted
-    ``k`` skips its weight gradients too, and no LoRA MoE run measures the split."""
+    ``k`` skips its weight gradients too, and no LoRA MoE run measures the split.
+
+    An fp32 job (TF32 tensor cores, half the bf16 rate: :func:`precision_gain` 0.5) keeps the full-run weight, by design
+    rather than by the Amdahl step above (review sizreview21 N2 asked for 0.5x): its overhead is not bf16 time beside a
+    slower compute, since the tokens it permutes and sends through the all-to-all are fp32 (twice the bytes; the memory
+    side counts an fp32 run's activations twice, :func:`alicerce.plan.sizing.training_memory`) and its small expert GEMMs
+    run at the same TF32 rate, so the overhead slows with the compute and its share stays ``k x routed``."""
     overhead = k * routing * speedup * 6 / flops_per_token
     label = f"1 / (1 + {k:,.0f} x routed volume {routing:.2e}"
     if speedup != 1:
@@ -525,7 +531,8 @@ def moe_factor(k: float, routing: float, speedup: float, source: str, *, flops_p
         label += f" x 6 / {flops_per_token:g}N the job computes"
     label += ")"
     notes = [n for n, on in (("the overhead keeps its bf16 time", speedup != 1),
-                             ("the adapters' job dispatches every token as a full run does", flops_per_token != 6)) if on]  # fmt: skip
+                             ("the adapters' job dispatches every token as a full run does", flops_per_token != 6),
+                             ("fp32 tokens and TF32 expert GEMMs: the overhead slows with the compute", fp32)) if on]  # fmt: skip
     if notes:
         label += ": " + "; ".join(notes)
     return Factor("mixture of experts", 1 / (1 + overhead), source, label)

@@ -2466,3 +2466,26 @@ def test_a_declared_expert_tensor_parallel_degree_stays_within_a_node(expert_tp:
         assert plan.gpus is None
     else:
         assert pl322 == [] and plan.gpus == 384
+
+
+def test_an_fp32_moe_weighs_its_overhead_as_bf16_does_and_says_why() -> None:
+    """Review sizreview21 N2 asked whether an fp32 MoE's overhead should weigh 0.5x, as fp8's weighs its speed-up more.
+    No: fp32's tokens are 4 bytes through the permutation and the all-to-all and its expert GEMMs run at TF32's rate, so
+    the overhead slows with the compute (half the bf16 rate, precision 0.5) and keeps its share: Mixtral 8x7B
+    1 / (1 + 9,500 x 2 x 4,096 x 32 / 12.9e9) = 0.8382 in both, and --explain says why for fp32."""
+    model = {"parameters": "46.7B", "activeParameters": "12.9B", "architecture": "moe", "layers": 32, "hiddenSize": 4096,
+             "heads": 32, "headDim": 128, "vocabulary": 32000, "experts": {"total": 8, "perToken": 2}}  # fmt: skip
+
+    def factors(precision: str) -> dict[str, Any]:
+        w = workload(model=model, tokens="1T", sequenceLength=4096, globalBatchTokens=4_194_304, gpus=256, tensorParallel=1,
+                     expertParallel=8, zeroStage=1, precision=precision)  # fmt: skip
+        plan = plan_training(w, on("H100-SXM5-80GB"), SIZING, [])
+        return {f.name: f for f in next(f for f in plan.figures if f.name == "MFU").factors}
+
+    bf16, fp32 = factors("bf16"), factors("fp32")
+    assert fp32["precision"].value == 0.5
+    expected = 1 / (1 + SIZING.training.moeRouting.value * 2 * 4096 * 32 / 12.9e9)
+    assert fp32["mixture of experts"].value == bf16["mixture of experts"].value == pytest.approx(expected, rel=1e-9)
+    assert expected == pytest.approx(0.8382, abs=1e-4)
+    assert "the overhead slows with the compute" in fp32["mixture of experts"].why
+    assert "fp32" not in bf16["mixture of experts"].why
