@@ -767,6 +767,19 @@ def test_a_fine_tune_of_a_moe_moves_its_tokens_and_holds_its_experts_in_the_expe
     assert a2a == pytest.approx(17.18e9, rel=1e-3)
 
 
+def test_the_expert_parallel_description_says_the_span_the_code_prices() -> None:
+    """Review sizreview21 N6: expertParallel's description said "a group inside one node moves it over NVLink" where
+    the code (the test above) spans expertParallel x expertTensorParallel GPUs, the latter defaulting to TP: at TP 2,
+    EP 8 on 8-GPU nodes the group of 8 is inside a node and still half its all-to-all crosses the fabric."""
+    fields = Workload.model_fields
+    ep, etp = fields["expert_parallel"].description or "", fields["expert_tensor_parallel"].description or ""
+    assert "expertParallel x expertTensorParallel consecutive GPUs" in ep and "defaults to tensorParallel" in ep
+    assert "1 - GPUs a node / (EP x expert TP)" in ep and "a group inside one node moves it over NVLink" not in ep
+    assert "divides the GPUs a node (PL322)" in etp
+    docs = (ROOT / "docs" / "spec" / "workloads.md").read_text("utf-8")
+    assert ep in docs and etp in docs  # regenerated: `alicerce docs --output docs/spec`
+
+
 def test_a_dense_run_whose_fabric_is_short_says_so() -> None:
     """Review finding 2: a dense run needing more per-GPU network than its RDMA fabric gives (Phi-3-medium, 14B, 40 x 5120,
     on 512 H100 at 400 Gbit/s: about 476 Gbit/s of ZeRO-3 traffic at the planned step) got no finding; MoE runs had PL321.
