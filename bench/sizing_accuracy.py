@@ -65,7 +65,7 @@ FORMULA_END = "<!-- bench/sizing_accuracy.py formula: end -->"
 # the README formula's product: the names of the factors throughput.training_factors returns, in its order
 FORMULA_PRODUCT = ("base[architecture]", "attention", "per-GPU batch", "precision", "fp8 outside the GEMMs",
                    "mixture of experts", "recomputation", "network", "tensor parallel", "QLoRA dequantisation",
-                   "pipeline bubble", "goodput")  # fmt: skip
+                   "pipeline bubble", "pipeline balance", "goodput")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -387,6 +387,7 @@ def formula_terms(sizing: Sizing) -> dict[str, str]:
         " x speed-up x 6 / f)",
         "recomputation": f"1 / (1 + share x 6 x (1 / {t.fullRecompute.value} - 1) / f)",
         "pipeline bubble": "v x m / (v x m + p - 1)",
+        "pipeline balance": "max(layers / p / ceil(layers / p), (layers + 2) / p / ceil((layers + 2) / p))",
     }
 
 
@@ -422,12 +423,14 @@ too: Megatron's 2 all-reduces a layer forward and 2 backward (plus 2 per recompu
 seconds)`, nothing where the stack overlaps them (`tensorParallelOverlap`, set on the calibration runs of NeMo,
 Megatron-Bridge and NVIDIA's MLPerf GPT-3 and Llama 3.1 405B recipes). A declared pipeline idles its fill and drain:
 `pipeline bubble = {x["pipeline bubble"]}` (p stages, m microbatches of one sequence a data-parallel rank, v virtual
-stages of the interleaved schedule). The planner picks the tensor-parallel degree and the recomputed layers a run would:
-of the degrees that fit memory (each with the fewest recomputed layers it needs), the one with the shortest step; the fit
-sees the same layouts. Production runs keep {t.goodput.value:.0%} goodput (read from the Llama 3.1 405B card's GPU-hours
-against the model's steady state for that run, so it is `fit`, never held out; the paper reports more than 90% effective
-training time). `--explain` prints every factor with its source; the factors live in
-`alicerce/catalog/data/sizing.yaml`, and this paragraph's constants and terms are read from it
+stages of the interleaved schedule), and its heaviest stage paces it: `pipeline balance = {x["pipeline balance"]}` (whole
+layers a stage; the embedding and the loss counted as a layer each where that balances better, as Megatron-Core's
+account_for_embedding/loss_in_pipeline_split do; 1 where they divide evenly). The planner picks the tensor-parallel
+degree and the recomputed layers a run would: of the degrees that fit memory (each with the fewest recomputed layers it
+needs), the one with the shortest step; the fit sees the same layouts. Production runs keep {t.goodput.value:.0%}
+goodput (read from the Llama 3.1 405B card's GPU-hours against the model's steady state for that run, so it is `fit`,
+never held out; the paper reports more than 90% effective training time). `--explain` prints every factor with its
+source; the factors live in `alicerce/catalog/data/sizing.yaml`, and this paragraph's constants and terms are read from it
 (`bench/sizing_accuracy.py --readme`; tests/plan/test_calibration.py evaluates the terms on DeepSeek-V3 against the
 factors `--explain` prints)."""
 

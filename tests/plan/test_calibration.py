@@ -557,8 +557,8 @@ def _evaluate(term: str, values: dict[str, float]) -> float:
     for name in sorted(values, key=len, reverse=True):
         text = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", f"({values[name]!r})", text)
     text = re.sub(r"(?<=\d),(?=\d{3})", "", text).replace(" x ", " * ").replace("^", "**")
-    assert re.fullmatch(r"[\d.e+\-*/() ,min]+", text), f"a name of the README term is not a row value: {text}"
-    return float(eval(text, {"__builtins__": {}, "min": min}))
+    assert re.fullmatch(r"([\d.e+\-*/() ,]|min|max|ceil)+", text), f"a name of the README term is not a row value: {text}"
+    return float(eval(text, {"__builtins__": {}, "min": min, "max": max, "ceil": math.ceil}))
 
 
 # DeepSeek-V3 as declared in review sizreview21's t2.yaml (arXiv 2412.19437 Table 1 / config.json): 61 layers, 7,168 wide,
@@ -577,7 +577,8 @@ def test_the_readme_formula_evaluates_to_the_factors_explain_prints(precision: s
     0.4345). Each README term is evaluated here as written, on the row's own numbers, against the factor the plan prints,
     and the product's names are the factors' in their order. By hand (bf16, PP 4): a = 12 / 6 x 61 x 4,096 x 20,480 /
     37e9 = 0.2766, attention 1 / 1.2766 = 0.7833, MoE 1 / (1 + 9,500 x 8 x 7,168 x 58 / 37e9 x 1 x 6 / 6) = 0.5394,
-    bubble 64 / 67 = 0.9552 (16,777,216 / 4,096 = 4,096 sequences over 64 data-parallel ranks)."""
+    bubble 64 / 67 = 0.9552 (16,777,216 / 4,096 = 4,096 sequences over 64 data-parallel ranks), balance (61 + 2) / 4 /
+    16 = 0.9844 (review sizreview21 F2)."""
     bench = _bench()
     readme = (ROOT / "README.md").read_text("utf-8")
     terms = bench.formula_terms(SIZING)
@@ -615,6 +616,7 @@ def test_the_readme_formula_evaluates_to_the_factors_explain_prints(precision: s
         "precision": gain,
         "mixture of experts": _evaluate(terms["mixture of experts"], row),
         "pipeline bubble": _evaluate(terms["pipeline bubble"], row),
+        "pipeline balance": _evaluate(terms["pipeline balance"], row),
         "goodput": t.goodput.value,
     }
     if fp8:

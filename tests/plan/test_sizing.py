@@ -2502,3 +2502,25 @@ def test_an_fp32_moe_weighs_its_overhead_as_bf16_does_and_says_why() -> None:
     assert expected == pytest.approx(0.8382, abs=1e-4)
     assert "the overhead slows with the compute" in fp32["mixture of experts"].why
     assert "fp32" not in bf16["mixture of experts"].why
+
+
+@pytest.mark.parametrize(
+    ("layers", "pipeline", "virtual", "balance"),
+    [(80, 6, 1, 82 / 6 / 14), (80, 4, 1, None), (126, 8, 1, None), (61, 8, 4, 63 / 8 / 8), (70, 12, 1, None), (81, 4, 1, 83 / 4 / 21)],
+)
+def test_the_heaviest_pipeline_stage_paces_the_pipeline(layers: int, pipeline: int, virtual: int, balance: float | None) -> None:
+    """Review sizreview21 F2: AL375 admits stages of unequal whole layers, but the plan priced layers / PP a stage. The
+    heaviest stage paces every microbatch: (L / p) / ceil(L / p), L the layers or, where it balances better, the layers
+    + 2 (Megatron-Core's account_for_embedding/loss_in_pipeline_split count the embedding and the loss as a layer each):
+      80 at PP 6: 80 / 6 = 13.33 of 14 (0.952), 82 / 6 = 13.67 of 14 (0.976): 0.976
+      80 at PP 4, Llama 3.1 405B's 126 (+ 2 = 128) at PP 8, BLOOM's 70 (+ 2 = 72) at PP 12: balanced, no factor
+      DeepSeek-V3's 61 at PP 8 x VP 4 (32 chunks round-robin): 61 / 8 = 7.625 of 8, 63 / 8 = 7.875 of 8: 0.984
+      81 at PP 4: 20.25 of 21 (0.964), 83 / 4 = 20.75 of 21 (0.988): 0.988."""
+    job = TrainingJob("hopper", 70e9, layers, 8192, 8192, 96, 8_388_608, "bf16", pipeline_parallel=pipeline, virtual_stages=virtual)
+    factor = next((f for f in training_factors(job, SIZING) if f.name == "pipeline balance"), None)
+    if balance is None:
+        assert factor is None
+    else:
+        assert factor is not None
+        assert factor.value == pytest.approx(balance, rel=1e-12)
+        assert factor.value == pytest.approx({80: 0.9762, 61: 0.9844, 81: 0.9881}[layers], abs=1e-4)
