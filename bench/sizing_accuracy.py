@@ -54,6 +54,7 @@ from alicerce.plan.calibrate import (  # noqa: E402
 )
 from alicerce.plan.roofline import Replica, efficiencies, gpu_hardware, kv_batch_limit  # noqa: E402
 from alicerce.plan.sizing import kv_bytes, served_shape  # noqa: E402
+from alicerce.plan.throughput import FP8_CAST_BYTES_PER_ELEMENT, FP8_CAST_ELEMENTS_PER_HIDDEN  # noqa: E402
 
 BEGIN = "<!-- bench/sizing_accuracy.py: begin -->"
 END = "<!-- bench/sizing_accuracy.py: end -->"
@@ -61,6 +62,10 @@ END = "<!-- bench/sizing_accuracy.py: end -->"
 # (review sizreview20 F2: 0.0526, 1.81/1.10 and 14,000 stood where 0.0575, 1.896/1.175 and 13,000 shipped).
 FORMULA_BEGIN = "<!-- bench/sizing_accuracy.py formula: begin -->"
 FORMULA_END = "<!-- bench/sizing_accuracy.py formula: end -->"
+# the README formula's product: the names of the factors throughput.training_factors returns, in its order
+FORMULA_PRODUCT = ("base[architecture]", "attention", "per-GPU batch", "precision", "fp8 outside the GEMMs",
+                   "mixture of experts", "recomputation", "network", "tensor parallel", "QLoRA dequantisation",
+                   "pipeline bubble", "pipeline balance", "goodput")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -363,36 +368,71 @@ def _details(summary: str, header: tuple[str, ...], rows: list[tuple[Row, list[s
     return [*out, "", "</details>"]
 
 
+def formula_terms(sizing: Sizing) -> dict[str, str]:
+    """The formula's terms as the README prints them, keyed by the factor `--explain` names (and the helper quantities a,
+    e, c, speed-up): a test evaluates them on a row and compares each with the factor the code prints, so the prose
+    cannot drift from the code (review sizreview21 F3: attention lost its 12 / 6, the bubble was not in the product)."""
+    t = sizing.training
+    cast = FP8_CAST_ELEMENTS_PER_HIDDEN * FP8_CAST_BYTES_PER_ELEMENT
+    return {
+        "a": f"{t.attentionFlops.value:g} / f x layers x sequence x width / active parameters",
+        "attention": "1 / (1 + a)",
+        "attention, fp8": "1 / (1 + gain x a)",
+        "per-GPU batch": f"min(1, tokens per GPU per step / {t.perGpuBatch.referenceTokens.value:,.0f}) ^ {t.perGpuBatch.exponent.value}",
+        "e": "vocabulary x hidden / active parameters",
+        "c": f"{cast} x hidden x layers / HBM / (f x active parameters / (peak x base))",
+        "fp8 outside the GEMMs": "(1 + gain x a) / ((1 - e) + gain x (e + a + c))",
+        "speed-up": "gain x (1 + a) / ((1 - e) + gain x (e + a + c))",
+        "mixture of experts": f"1 / (1 + {t.moeRouting.value:,.0f} x experts per token x hidden x MoE layers / active parameters"
+        " x speed-up x 6 / f)",
+        "recomputation": f"1 / (1 + share x 6 x (1 / {t.fullRecompute.value} - 1) / f)",
+        "pipeline bubble": "v x m / (v x m + p - 1)",
+        "pipeline balance": "max(layers / p / ceil(layers / p), (layers + 2) / p / ceil((layers + 2) / p))",
+    }
+
+
 def formula(sizing: Sizing) -> str:
-    """The README's training-throughput formula with every constant it restates read from the shipped sizing.yaml."""
+    """The README's training-throughput formula with every constant it restates read from the shipped sizing.yaml, its
+    product the factors `--explain` prints in their order (:data:`FORMULA_PRODUCT`)."""
     t, qlora_bytes = sizing.training, sizing.qloraBaseBytes.value + 4.0  # as sizing.qlora_dequantisation counts it
+    x = formula_terms(sizing)
     return f"""\
-`MFU = base[architecture] x attention x per-GPU batch x precision x fp8 outside the GEMMs x MoE routing x
-recomputation x network x tensor parallel x goodput`, on the dense BF16 peak (so an fp8 speed-up is a measured factor,
-not a doubled peak). Attention is physics (`1 / (1 + layers x sequence x width / active parameters)`); the per-GPU-batch
-factor `min(1, tokens per GPU per step / {t.perGpuBatch.referenceTokens.value:,.0f}) ^ {t.perGpuBatch.exponent.value}` is
-the scaling loss (on a fixed global batch, more GPUs never lower GPU-hours); fp8 gains are
-{t.fp8Gain.transformer_engine.value} on Transformer Engine / NeMo-class stacks and {t.fp8Gain.generic.value} on generic
-PyTorch float8 (`fp8Recipe`; between the two when unknown), on the transformer blocks' GEMMs only: attention stays
-16-bit (an fp8 job's attention term is `1 / (1 + gain x ratio)`), and so do the output head and the casts into fp8
-(Amdahl's law over the head's share of the FLOPs and the casts' HBM time, `throughput.fp8_outside_gemms`); MoE efficiency
-is `1 / (1 + {t.moeRouting.value:,.0f} x experts per token x hidden x MoE layers / active parameters x fp8 speed-up)`
-(all-to-all volume and small expert GEMMs, a time fp8 does not shorten: the speed-up is the GEMMs' own, 1 in bf16);
-full recomputation costs 8N instead of 6N; QLoRA pays for dequantising its 4-bit base
-before every GEMM (`1 / (1 + passes x {qlora_bytes} B a weight x peak x efficiency / (HBM x 4 x tokens a
+`MFU = {" x ".join(FORMULA_PRODUCT)}`, on the dense BF16 peak (so an fp8 speed-up is a measured factor, not a doubled
+peak); each name is a factor `--explain` prints, in its order, and a factor that does not apply is 1. `f` is the job's
+FLOPs a token over its active parameters: 6, and 4 for LoRA/QLoRA (the frozen base computes no weight gradients).
+Attention is physics: `attention = {x["attention"]}` with `a = {x["a"]}` ({t.attentionFlops.value:g} = the full,
+non-causal FLOPs of the scores and their weighted sum, forward and backward, against the `f` a parameter the yardstick
+counts; width is the attention's query-key width, sequence the span it attends over, a sliding window's where shorter); the
+per-GPU-batch factor `{x["per-GPU batch"]}` is the scaling loss (on a fixed global batch, more GPUs never lower
+GPU-hours); fp8 gains are {t.fp8Gain.transformer_engine.value} on Transformer Engine / NeMo-class stacks and
+{t.fp8Gain.generic.value} on generic PyTorch float8 (`fp8Recipe`; between the two when unknown), on the transformer
+blocks' GEMMs only: attention stays 16-bit (an fp8 job's attention term is `{x["attention, fp8"]}`), and so do the
+output head and the casts into fp8 (Amdahl's law, `fp8 outside the GEMMs = {x["fp8 outside the GEMMs"]}`, the head's
+share of the FLOPs `e = {x["e"]}` and the casts' HBM time `c = {x["c"]}`); the MoE factor is
+`mixture of experts = {x["mixture of experts"]}` (all-to-all volume, permutation and small expert GEMMs: a time that
+keeps its bf16 length while fp8 shortens the whole compute by `speed-up = {x["speed-up"]}`, 1 in bf16 and in fp32, whose
+4-byte tokens and TF32 expert GEMMs slow the overhead with the compute, and a LoRA job runs f / 6 of the full run's
+compute beside the same dispatches); recomputing a share of the layers costs
+`{x["recomputation"]}` (full recomputation: 8N instead of 6N); QLoRA pays for dequantising its 4-bit base before every
+GEMM (`QLoRA dequantisation = 1 / (1 + passes x {qlora_bytes} B a weight x peak x efficiency / (HBM x f x tokens a
 micro-batch))`, about 8-12% at 4,096-token sequences on an H100; litgpt's published LoRA vs NF4 times on Llama 2 7B at
-micro-batch 1 differ by 1.56x); a pool without RDMA caps throughput by its link. Tensor parallelism is physics too:
-Megatron's 2 all-reduces a layer forward and 2 backward (plus 2 per recomputed layer) of `hidden x 2 B` a token,
+micro-batch 1 differ by 1.56x); a pool without RDMA caps throughput by its link (`network`). Tensor parallelism is physics
+too: Megatron's 2 all-reduces a layer forward and 2 backward (plus 2 per recomputed layer) of `hidden x 2 B` a token,
 `2 (t - 1) / t` of it per GPU, over the GPU's NVLink or PCIe bandwidth a direction at NCCL's bus-bandwidth share
 ({t.tpLinkEfficiency.value}, nccl-tests issue 212), against the token's compute time: `1 / (1 + link seconds / compute
 seconds)`, nothing where the stack overlaps them (`tensorParallelOverlap`, set on the calibration runs of NeMo,
-Megatron-Bridge and NVIDIA's MLPerf GPT-3 and Llama 3.1 405B recipes). The planner picks the tensor-parallel degree and
-the recomputed layers a run would: of the degrees that fit memory (each with the fewest recomputed layers it needs), the
-one with the shortest step; the fit sees the same layouts. Production runs keep {t.goodput.value:.0%} goodput (read from
-the Llama 3.1 405B card's GPU-hours against the model's steady state for that run, so it is `fit`, never held out; the
-paper reports more than 90% effective training time). `--explain` prints every factor with its source; the factors live
-in `alicerce/catalog/data/sizing.yaml`, and this paragraph's constants are read from it
-(`bench/sizing_accuracy.py --readme`)."""
+Megatron-Bridge and NVIDIA's MLPerf GPT-3 and Llama 3.1 405B recipes). A declared pipeline idles its fill and drain:
+`pipeline bubble = {x["pipeline bubble"]}` (p stages, m microbatches of one sequence a data-parallel rank, v virtual
+stages of the interleaved schedule), and its heaviest stage paces it: `pipeline balance = {x["pipeline balance"]}` (whole
+layers a stage; the embedding and the loss counted as a layer each where that balances better, as Megatron-Core's
+account_for_embedding/loss_in_pipeline_split do; 1 where they divide evenly). The planner picks the tensor-parallel
+degree and the recomputed layers a run would: of the degrees that fit memory (each with the fewest recomputed layers it
+needs), the one with the shortest step; the fit sees the same layouts. Production runs keep {t.goodput.value:.0%}
+goodput (read from the Llama 3.1 405B card's GPU-hours against the model's steady state for that run, so it is `fit`,
+never held out; the paper reports more than 90% effective training time). `--explain` prints every factor with its
+source; the factors live in `alicerce/catalog/data/sizing.yaml`, and this paragraph's constants and terms are read from it
+(`bench/sizing_accuracy.py --readme`; tests/plan/test_calibration.py evaluates the terms on DeepSeek-V3 against the
+factors `--explain` prints)."""
 
 
 def _replace_block(text: str, begin: str, end: str, block: str) -> str:

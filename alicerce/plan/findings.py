@@ -70,7 +70,7 @@ CHECKS: dict[str, PlanCheck] = {
         PlanCheck("PL319", "onprem-default-prices", _I, "On-prem capital costs come from the spec, not the catalog's market quotes.", True),
         PlanCheck("PL320", "runs-overlap", _W, "A training schedule's runs per quarter fit one after another in the quarter.", True),
         PlanCheck("PL321", "moe-fabric-short", _W, "An RDMA fabric carries a MoE run's expert all-to-all and weight sync.", True),
-        PlanCheck("PL322", "tensor-parallel-beyond-node", _E, "A declared tensor-parallel degree fits in one node.", False),
+        PlanCheck("PL322", "tensor-parallel-beyond-node", _E, "A declared tensor-parallel degree (expert layers' too) fits a node.", False),
         PlanCheck("PL323", "window-covers-sequence", _I, "A training run's sliding window is shorter than its sequences.", True),
         PlanCheck(
             "PL324", "dense-fabric-short", _W, "An RDMA fabric carries a dense run's data-parallel weight and gradient traffic.", True

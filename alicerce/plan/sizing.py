@@ -1106,6 +1106,15 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                             f"{place.pool or 'its'} nodes have {place.gpus_per_node} x {gpu.id}: use a degree that divides "
                             f"{place.gpus_per_node}"))  # fmt: skip
         return _empty(w, place, figures, notes, {}, issues)
+    expert_tp = declared_expert_tp(w)
+    if expert_tp is not None and not node_degrees(place.gpus_per_node, (expert_tp,)):
+        # the expert layers' own degree is bounded as the attention's: Megatron-Core lays the expert grid out tp-ep-dp-pp
+        # (parallel_state.initialize_model_parallel), its tensor-parallel group on consecutive ranks, so a degree a node
+        # does not hold whole groups of runs the expert GEMMs' collectives over the fabric (review sizreview21 N1)
+        issues.append(Issue("PL322", f"expertTensorParallel {expert_tp} puts an expert tensor-parallel group on {expert_tp} GPUs "
+                            f"of one node, but {place.pool or 'its'} nodes have {place.gpus_per_node} x {gpu.id}: use a "
+                            f"degree that divides {place.gpus_per_node}"))  # fmt: skip
+        return _empty(w, place, figures, notes, {}, issues)
     if declared_tp is not None and w.gpus is not None and w.gpus % (declared_tp * context * pipeline):
         issues.append(Issue("PL303", f"tensorParallel {declared_tp} x contextParallel {context} x pipelineParallel {pipeline} does "
                             f"not divide the pinned {w.gpus} GPUs: each data-parallel replica spans whole groups of "

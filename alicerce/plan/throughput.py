@@ -2,32 +2,40 @@
 
 Work is counted as ``6 x active parameters x tokens`` and divided by the dense BF16 peak times an
 efficiency (model FLOPs utilisation on that yardstick, so an fp8 speed-up shows as a factor rather
-than a doubled peak). The efficiency is a product of factors, each with its source::
+than a doubled peak). The efficiency is a product of factors, each with its source (the constants live in
+sizing.yaml; README.md's rendering of this formula is bench/sizing_accuracy.py's, checked against the code by
+tests/plan/test_calibration.py)::
 
     mfu = base[architecture]                       large dense bf16 job (fitted)
-        x 1 / (1 + 12 / 6 x layers x sequence x attention dim / active parameters)
-                                                   attention FLOPs that 6N leaves out (physics; training.attentionFlops 12)
-        x min(1, tokens per GPU per step / 8192) ^ 0.0592
-                                                   small per-GPU batches: bubbles, exposed communication (fitted)
-        x precision gain                           fp8 on the blocks' GEMMs, fitted per stack: 1.90 Transformer Engine, 1.18
-                                                   generic; it speeds the GEMMs only, so an fp8 job's attention term is
-                                                   1 / (1 + gain x ratio)
+        x 1 / (1 + 12 / f x layers x sequence x attention dim / active parameters)
+                                                   attention FLOPs that fN leaves out (physics; training.attentionFlops
+                                                   12; f the job's FLOPs a token: 6, 4 for LoRA/QLoRA)
+        x min(1, tokens per GPU per step / reference) ^ exponent
+                                                   small per-GPU batches: bubbles, exposed communication (fitted:
+                                                   sizing.yaml training.perGpuBatch)
+        x precision gain                           fp8 on the blocks' GEMMs, fitted per stack (sizing.yaml
+                                                   training.fp8Gain: transformer_engine, generic); it speeds the GEMMs
+                                                   only, so an fp8 job's attention term is 1 / (1 + gain x ratio)
         x (1 + g a) / ((1 - e) + g (e + a + c))   fp8 outside the GEMMs (Amdahl): the 16-bit output head, e = vocabulary x
                                                    hidden / N, and the casts into fp8, c = 64 B x hidden x layers of HBM
-                                                   time a token against the GEMMs' 6N / (peak x base)
-        x 1 / (1 + k x experts per token x hidden x MoE layers / active parameters x S)
+                                                   time a token against the GEMMs' fN / (peak x base)
+        x 1 / (1 + k x experts per token x hidden x MoE layers / active parameters x S x 6 / f)
                                                    MoE all-to-all volume and small expert GEMMs (fitted k): time beside
                                                    the compute that keeps its bf16 length, so an fp8 job's compute
-                                                   speed-up S (the three factors above against bf16's) weighs it more
-        x 0.75 with full activation recomputation  8N instead of 6N FLOPs per token; recomputing a share f of
-                                                   the layers only: 1 / (1 + f x (1 / 0.75 - 1))
+                                                   speed-up S (the three factors above against bf16's) weighs it more,
+                                                   and so does a LoRA job's 4N of compute
+        x 0.75 with full activation recomputation  8N instead of 6N FLOPs per token; recomputing a share r of
+                                                   the layers only: 1 / (1 + r x 6 x (1 / 0.75 - 1) / f)
         x network share                            when the gradient and all-to-all traffic exceed the link
         x 1 / (1 + link seconds / compute seconds) tensor parallelism: (4 + 2 x recomputed share) all-reduces x layers x
                                                    2 (t - 1) / t x hidden x 2 B a token over NVLink/PCIe (physics;
                                                    1 where the stack overlaps them, tensorParallelOverlap)
+        x 1 / (1 + dequantisation / compute)       QLoRA's 4-bit base dequantised before every GEMM (HBM time)
         x v m / (v m + p - 1)                      pipeline bubble of p declared stages, m microbatches a step, v virtual
                                                    stages of the interleaved schedule (1: plain 1F1B)
-        x goodput 0.93                             failures, restarts and evaluations of a production run
+        x (L / p) / ceil(L / p)                    pipeline balance: the heaviest of p stages of whole layers paces them
+                                                   (L the layers, or + 2 for the embedding and loss where that balances)
+        x goodput                                  failures, restarts and evaluations of a production run (sizing.yaml)
 
 Measured (issue 23, bench/sizing_accuracy.py's unseen set, each refit on calibration only):
 - Adopted (sizing4): fp8 speeding up only the GEMMs (attention stays 16-bit: Transformer Engine's recipes leave fp8_dpa
@@ -387,6 +395,26 @@ def pipeline_factor(job: TrainingJob) -> Factor | None:
     return Factor("pipeline bubble", v * m / (v * m + p - 1), "megatron", note)
 
 
+def pipeline_balance_factor(job: TrainingJob) -> Factor | None:
+    """A pipeline runs at the pace of its heaviest stage. Megatron-Core gives each of p stages whole layers: of L over p
+    the busiest holds ceil(L / p) where the plan prices L / p (review sizreview21 F2: AL375 admits uneven stages and
+    80 layers at PP 6 ran as 14, 14, 13, 13, 13, 13). It can also count the embedding and the loss as a layer each
+    (account_for_embedding_in_pipeline_split, account_for_loss_in_pipeline_split: the Llama 3.1 405B recipes' 126 + 2
+    = 128 over 8 stages), and no spec field says which layout a team runs, so the plan takes the better balanced of
+    the two: ``max over L' in (L, L + 2) of (L' / p) / ceil(L' / p)``. With the interleaved schedule the p x v chunks go
+    round-robin to the stages, the larger chunks first, so a stage still holds at most ceil(L' / p) (DeepSeek-V3's 61
+    + 2 in 32 chunks at PP 8 x VP 4: stages of 8, 8, 8, 8, 8, 8, 8, 7). 1 where the layers divide evenly."""
+    p = job.pipeline_parallel
+    if p <= 1 or job.layers < p:
+        return None
+    value, layers = max(((n / p) / math.ceil(n / p), n) for n in (job.layers, job.layers + 2))
+    if value >= 1:
+        return None
+    counted = f"{job.layers} layers" if layers == job.layers else f"{job.layers} layers + the embedding and the loss"
+    note = f"{counted} over {p} stages: the heaviest holds {math.ceil(layers / p)}, the mean {layers / p:,.3g}: (L / p) / ceil(L / p)"
+    return Factor("pipeline balance", value, "megatron", note)
+
+
 def moe_routing_ratio(job: TrainingJob) -> float:
     """Routed activation volume per active parameter: experts per token x hidden x MoE layers / N."""
     if not job.experts_per_token:
@@ -459,7 +487,8 @@ def training_factors(job: TrainingJob, sizing: Sizing, *, moe_routing: float | N
     routing = moe_routing_ratio(job)
     if routing:
         k = t.moeRouting.value if moe_routing is None else moe_routing
-        factors.append(moe_factor(k, routing, low_precision_speedup(gain.value, ratio, outside), t.moeRouting.source))
+        speedup = low_precision_speedup(gain.value, ratio, outside)
+        factors.append(moe_factor(k, routing, speedup, t.moeRouting.source, flops_per_token=f, fp32=job.precision == "fp32"))
     fraction = 1.0 if job.full_recompute else job.recompute_fraction
     # full recomputation's extra forward pass (2N a token: 6N / 8N, the catalog's factor) against the job's own FLOPs a
     # token: 4N / 6N for LoRA
@@ -485,6 +514,9 @@ def training_factors(job: TrainingJob, sizing: Sizing, *, moe_routing: float | N
     bubble = pipeline_factor(job)  # after tensor parallelism: the all-reduces add to busy time, the bubble idles it all
     if bubble is not None:
         factors.append(bubble)
+    balance = pipeline_balance_factor(job)  # the heaviest stage paces every microbatch, its bubble slots too
+    if balance is not None:
+        factors.append(balance)
     if job.production_run:
         factors.append(Factor("goodput", t.goodput.value, t.goodput.source, "restarts, failures, evaluations of a real run"))
     return tuple(factors)
@@ -539,19 +571,36 @@ def low_precision_speedup(gain: float, attention_ratio: float, outside: Factor |
     return gain / (1 + gain * attention_ratio) * (outside.value if outside is not None else 1.0) * (1 + attention_ratio)
 
 
-def moe_factor(k: float, routing: float, speedup: float, source: str) -> Factor:
+def moe_factor(k: float, routing: float, speedup: float, source: str, *, flops_per_token: float = 6.0, fp32: bool = False) -> Factor:
     """The MoE overhead (routing, token permutation, the expert-parallel all-to-all, small expert GEMMs) as time that adds
-    to the compute time: ``k x routed volume`` of the bf16 compute time of the same tokens. fp8 speeds up the GEMMs only,
-    so in an fp8 job that time stays as it is while the compute shrinks by ``speedup``: ``1 / (1 + k x routed x speedup)``
-    (Amdahl's law; it was ``1 / (1 + k x routed)``, which let the fp8 gain speed up the all-to-all too: DeepSeek-V3's
-    fp8 / bf16 planned 1.51x where Megatron-Bridge 25.11 measures 1.13x on GB300 and 1.28x on GB200, review sizreview20
-    F1)."""
-    overhead = k * routing * speedup
-    if speedup == 1:
-        label = f"1 / (1 + {k:,.0f} x routed volume {routing:.2e})"
-    else:
-        label = (f"1 / (1 + {k:,.0f} x routed volume {routing:.2e} x fp8 compute speed-up {speedup:.3f}): the overhead "
-                 "keeps its bf16 time")  # fmt: skip
+    to the compute time: ``k x routed volume`` of the bf16 compute time of the same tokens in a full (6N) run. fp8
+    speeds up the GEMMs only, so in an fp8 job that time stays as it is while the compute shrinks by ``speedup``:
+    ``1 / (1 + k x routed x speedup)`` (Amdahl's law; it was ``1 / (1 + k x routed)``, which let the fp8 gain speed up
+    the all-to-all too: DeepSeek-V3's fp8 / bf16 planned 1.51x where Megatron-Bridge 25.11 measures 1.13x on GB300 and
+    1.28x on GB200, review sizreview20 F1). A LoRA/QLoRA job computes ``f`` = 4N a token, not 6N (the frozen base's
+    weight gradients are skipped) while it still dispatches and combines every token forward and backward (the input
+    gradients run back through the frozen experts to reach the adapters below), so by the same composition the
+    overhead weighs ``6 / f`` more against its compute: ``1 / (1 + k x routed x speedup x 6 / f)`` (review sizreview21
+    F7: DeepSeek-V3 LoRA 0.539 -> 0.438). An upper bound on the LoRA side: the small expert GEMMs' share of the fitted
+    ``k`` skips its weight gradients too, and no LoRA MoE run measures the split.
+
+    An fp32 job (TF32 tensor cores, half the bf16 rate: :func:`precision_gain` 0.5) keeps the full-run weight, by design
+    rather than by the Amdahl step above (review sizreview21 N2 asked for 0.5x): its overhead is not bf16 time beside a
+    slower compute, since the tokens it permutes and sends through the all-to-all are fp32 (twice the bytes; the memory
+    side counts an fp32 run's activations twice, :func:`alicerce.plan.sizing.training_memory`) and its small expert GEMMs
+    run at the same TF32 rate, so the overhead slows with the compute and its share stays ``k x routed``."""
+    overhead = k * routing * speedup * 6 / flops_per_token
+    label = f"1 / (1 + {k:,.0f} x routed volume {routing:.2e}"
+    if speedup != 1:
+        label += f" x fp8 compute speed-up {speedup:.3f}"
+    if flops_per_token != 6:
+        label += f" x 6 / {flops_per_token:g}N the job computes"
+    label += ")"
+    notes = [n for n, on in (("the overhead keeps its bf16 time", speedup != 1),
+                             ("the adapters' job dispatches every token as a full run does", flops_per_token != 6),
+                             ("fp32 tokens and TF32 expert GEMMs: the overhead slows with the compute", fp32)) if on]  # fmt: skip
+    if notes:
+        label += ": " + "; ".join(notes)
     return Factor("mixture of experts", 1 / (1 + overhead), source, label)
 
 

@@ -206,6 +206,23 @@ def context_layout(ctx: RuleContext) -> Iterable[Finding]:
                           f"GPUs", cp, resource=w.name)  # fmt: skip
 
 
+@rules.rule("AL227", "batch-holds-a-sequence", "A training job's global batch holds at least one whole sequence.")
+def batch_holds_a_sequence(ctx: RuleContext) -> Iterable[Finding]:
+    """An optimizer step trains whole sequences (Megatron-LM's --global-batch-size counts sequences): a batch of fewer
+    tokens than one sequence has none to split over the data-parallel ranks. Sizing came out as PL303 "the global
+    batch's 0 sequences", unlocated (review sizreview21 N4)."""
+    for i, w in enumerate(ctx.spec.workloads):
+        batch = w.global_batch_tokens
+        if batch is None or w.kind not in SCHEDULED:
+            continue  # on another kind AL380 reports it
+        sequence = w.sequence_length or DEFAULT_SEQUENCE  # what sizing reads when none is declared
+        if batch < sequence:
+            yield Finding(S.workloads[i].global_batch_tokens, f"globalBatchTokens {batch:,} is less than one sequence of "
+                          f"{sequence:,} tokens{'' if w.sequence_length else ' (the default sequenceLength)'}: a step trains "
+                          "whole sequences", f"at least {sequence:,} tokens, a multiple of the sequence length", batch,
+                          resource=w.name)  # fmt: skip
+
+
 @rules.rule("AL376", "expert-layout", "A declared expert-parallel group spreads a mixture of experts' experts over whole GPUs.")
 def expert_layout(ctx: RuleContext) -> Iterable[Finding]:
     """Megatron-Core spreads each MoE layer's experts over ``expertParallel`` GPUs and asserts the experts divide by it

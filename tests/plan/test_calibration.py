@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import re
 import statistics
 import sys
 from typing import Any
@@ -37,6 +38,8 @@ from alicerce.plan.calibrate import (
     training_errors,
 )
 from alicerce.plan.roofline import efficiencies
+from alicerce.plan.sizing import Placement, plan_training, streaming_bandwidth
+from alicerce.spec.models import Workload
 from tests.conftest import ROOT
 
 CATALOG = load_catalog()
@@ -545,3 +548,81 @@ def test_the_readme_accuracy_prose_still_holds() -> None:
     for table in (t for t in TABLES if t.id in ("trtllm-0.17-a100", "trtllm-0.17-l40s", "trtllm-1.0-hopper")):
         errors = [abs((planned_serving(r, table, CATALOG, SIZING) or 0) / measured_serving(r) - 1) for r in table.rows]
         assert statistics.median(errors) <= 0.11, table.id
+
+
+def _evaluate(term: str, values: dict[str, float]) -> float:
+    """A README term evaluated as written: its names replaced by the row's values (longest first, so `MoE layers` is
+    not read as `layers`), `x` as multiplication, `^` as a power, thousands separators dropped."""
+    text = term
+    for name in sorted(values, key=len, reverse=True):
+        text = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", f"({values[name]!r})", text)
+    text = re.sub(r"(?<=\d),(?=\d{3})", "", text).replace(" x ", " * ").replace("^", "**")
+    assert re.fullmatch(r"([\d.e+\-*/() ,]|min|max|ceil)+", text), f"a name of the README term is not a row value: {text}"
+    return float(eval(text, {"__builtins__": {}, "min": min, "max": max, "ceil": math.ceil}))
+
+
+# DeepSeek-V3 as declared in review sizreview21's t2.yaml (arXiv 2412.19437 Table 1 / config.json): 61 layers, 7,168 wide,
+# 58 MoE layers of 256 experts top 8, MLA 128 heads (query-key width 128 x (128 + 64) for the scores and 128 x 128 for the
+# values: 20,480 a layer), vocabulary 129,280, on 256 B200 at 4,096 x 4,096 sequences a step, TP 1, EP 64
+DSV3_T2 = {"parameters": "671B", "activeParameters": "37B", "architecture": "moe", "layers": 61, "hiddenSize": 7168,
+           "vocabulary": 129280, "experts": {"total": 256, "perToken": 8, "layers": 58},
+           "attention": {"kind": "mla", "kvLoraRank": 512, "ropeHeadDim": 64, "heads": 128}}  # fmt: skip
+
+
+@pytest.mark.parametrize(("precision", "pipeline"), [("bf16", 4), ("fp8", 8)])
+def test_the_readme_formula_evaluates_to_the_factors_explain_prints(precision: str, pipeline: int) -> None:
+    """Review sizreview21 F3: the README formula, rendered from sizing.yaml, still gave attention half its weight (no
+    12 / 6: DeepSeek-V3 0.879 where --explain prints 0.7833), left the pipeline bubble out of its product and named the
+    MoE term's speed-up the GEMMs' 1.896 where the code uses the whole compute's 1.524 (0.382 where --explain printed
+    0.4345, the review's figures at k 9,500). Each README term is evaluated here as written, on the row's own numbers,
+    against the factor the plan prints, and the product's names are the factors' in their order. By hand (bf16, PP 4):
+    a = 12 / 6 x 61 x 4,096 x 20,480 / 37e9 = 0.2766, attention 1 / 1.2766 = 0.7833, MoE 1 / (1 + 9,750 x 8 x 7,168 x
+    58 / 37e9 x 1 x 6 / 6) = 0.5329, bubble 64 / 67 = 0.9552 (16,777,216 / 4,096 = 4,096 sequences over 64
+    data-parallel ranks), balance (61 + 2) / 4 / 16 = 0.9844 (review sizreview21 F2)."""
+    bench = _bench()
+    readme = (ROOT / "README.md").read_text("utf-8")
+    terms = bench.formula_terms(SIZING)
+    assert all(f"`{name} = {term}`" in readme or f"`{term}`" in readme for name, term in terms.items())
+    gpu = CATALOG.gpu("B200-SXM-180GB")
+    assert gpu is not None
+    w = Workload.model_validate({
+        "name": "dsv3", "kind": "training", "team": "t", "model": DSV3_T2, "precision": precision,
+        "fp8Recipe": "transformer-engine", "tokens": "1T", "sequenceLength": 4096, "globalBatchTokens": 16_777_216,
+        "gpus": 256, "tensorParallel": 1, "pipelineParallel": pipeline, "expertParallel": 256 // pipeline // 1,
+        "zeroStage": 1, "tensorParallelOverlap": True,
+    })  # fmt: skip
+    plan = plan_training(w, Placement("train", gpu, 8, 400.0), SIZING, [])
+    printed = {f.name: f.value for f in next(f for f in plan.figures if f.name == "MFU").factors}
+    product = [n.removesuffix("[architecture]") for n in bench.FORMULA_PRODUCT]
+    assert [n for n in product if n in printed] == list(printed), "the README product lists every factor in order"
+    assert f"MFU = {' x '.join(bench.FORMULA_PRODUCT)}" in readme
+    t = SIZING.training
+    fp8 = precision == "fp8"
+    gain = t.fp8Gain.transformer_engine.value if fp8 else 1.0
+    row: dict[str, float] = {
+        "f": 6, "layers": 61, "sequence": 4096, "width": 20480, "active parameters": 37e9, "hidden": 7168,
+        "vocabulary": 129280, "experts per token": 8, "MoE layers": 58, "gain": gain,
+        "tokens per GPU per step": 16_777_216 / 256, "HBM": streaming_bandwidth(gpu, SIZING),
+        "peak": gpu.tflops.bf16 * 1e12, "base": t.base.blackwell.value,
+        "v": 1, "p": pipeline, "m": 16_777_216 / 4096 / (256 // pipeline),
+    }  # fmt: skip
+    for helper in ("a", "e", "c"):
+        row[helper] = _evaluate(terms[helper], row)
+    row["speed-up"] = _evaluate(terms["speed-up"], row) if fp8 else 1.0  # 1 in bf16, as the README says
+    readme_factors = {
+        "base": row["base"],
+        "attention": _evaluate(terms["attention, fp8" if fp8 else "attention"], row),
+        "per-GPU batch": _evaluate(terms["per-GPU batch"], row),
+        "precision": gain,
+        "mixture of experts": _evaluate(terms["mixture of experts"], row),
+        "pipeline bubble": _evaluate(terms["pipeline bubble"], row),
+        "pipeline balance": _evaluate(terms["pipeline balance"], row),
+        "goodput": t.goodput.value,
+    }
+    if fp8:
+        readme_factors["fp8 outside the GEMMs"] = _evaluate(terms["fp8 outside the GEMMs"], row)
+    assert readme_factors == pytest.approx(printed, rel=1e-9)
+    assert math.prod(readme_factors.values()) == pytest.approx(plan.mfu, rel=1e-9)
+    if not fp8:  # the hand figures of the docstring
+        assert (row["a"], readme_factors["attention"]) == pytest.approx((0.2766, 0.7833), abs=1e-4)
+        assert (readme_factors["mixture of experts"], readme_factors["pipeline bubble"]) == pytest.approx((0.5329, 0.9552), abs=1e-4)

@@ -775,6 +775,19 @@ def test_a_fine_tune_of_a_moe_moves_its_tokens_and_holds_its_experts_in_the_expe
     assert a2a == pytest.approx(17.18e9, rel=1e-3)
 
 
+def test_the_expert_parallel_description_says_the_span_the_code_prices() -> None:
+    """Review sizreview21 N6: expertParallel's description said "a group inside one node moves it over NVLink" where
+    the code (the test above) spans expertParallel x expertTensorParallel GPUs, the latter defaulting to TP: at TP 2,
+    EP 8 on 8-GPU nodes the group of 8 is inside a node and still half its all-to-all crosses the fabric."""
+    fields = Workload.model_fields
+    ep, etp = fields["expert_parallel"].description or "", fields["expert_tensor_parallel"].description or ""
+    assert "expertParallel x expertTensorParallel consecutive GPUs" in ep and "defaults to tensorParallel" in ep
+    assert "1 - GPUs a node / (EP x expert TP)" in ep and "a group inside one node moves it over NVLink" not in ep
+    assert "divides the GPUs a node (PL322)" in etp
+    docs = (ROOT / "docs" / "spec" / "workloads.md").read_text("utf-8")
+    assert ep in docs and etp in docs  # regenerated: `alicerce docs --output docs/spec`
+
+
 def test_a_dense_run_whose_fabric_is_short_says_so() -> None:
     """Review finding 2: a dense run needing more per-GPU network than its RDMA fabric gives (Phi-3-medium, 14B, 40 x 5120,
     on 512 H100 at 400 Gbit/s: about 476 Gbit/s of ZeRO-3 traffic at the planned step) got no finding; MoE runs had PL321.
@@ -2516,3 +2529,94 @@ def test_moe_parallel_folding_runs_megatron_bridges_qwen3_235b_layout() -> None:
     assert plan.memory_per_gpu_gib is not None and plan.memory_per_gpu_gib * GIB >= mem.state_per_gpu(256, 16, 1, 2)
     # measured 1,575 tokens/s a GPU: 6 x 22e9 x 1,575 / 989.4e12 = 0.210 MFU; within the MoE rows' error
     assert plan.mfu is not None and abs(plan.mfu / (6 * 22e9 * 1575 / 989.4e12) - 1) < 0.25
+
+
+@pytest.mark.parametrize("method", ["lora", "qlora"])
+def test_an_adapter_job_weighs_the_moe_overhead_against_the_compute_it_runs(method: str) -> None:
+    """Review sizreview21 F7: a LoRA/QLoRA job computes 4N a token, not 6N, but dispatches and combines every token to its
+    experts forward and backward as a full run does, so the overhead weighs 6 / 4 more against its compute (the Amdahl
+    composition the fp8 term already uses). Mixtral 8x7B (12.9B active, 32 layers, 4,096 wide, top 2), k 9,750 (sizing.yaml
+    moeRouting): routed = 2 x 4,096 x 32 / 12.9e9 = 2.032e-5; full 1 / (1 + 9,750 x 2.032e-5) = 0.8346 (the plan printed
+    it for the LoRA job too), LoRA 1 / (1 + 9,750 x 2.032e-5 x 6 / 4) = 0.7709."""
+    model = {"parameters": "46.7B", "activeParameters": "12.9B", "architecture": "moe", "layers": 32, "hiddenSize": 4096,
+             "heads": 32, "headDim": 128, "vocabulary": 32000, "experts": {"total": 8, "perToken": 2}}  # fmt: skip
+    common = {"model": model, "tokens": "10B", "sequenceLength": 4096, "globalBatchTokens": 4_194_304, "gpus": 256,
+              "tensorParallel": 1, "expertParallel": 8, "zeroStage": 1}  # fmt: skip
+    k = SIZING.training.moeRouting.value
+    routed = 2 * 4096 * 32 / 12.9e9
+
+    def moe(**fields: Any) -> Any:
+        plan = plan_training(workload(**common, **fields), on("H100-SXM5-80GB"), SIZING, [])
+        mfu = next(f for f in plan.figures if f.name == "MFU")
+        return next(f for f in mfu.factors if f.name == "mixture of experts")
+
+    full, adapters = moe(kind="fine-tuning", method="full"), moe(kind="fine-tuning", method=method)
+    assert full.value == pytest.approx(1 / (1 + k * routed), rel=1e-9)
+    assert adapters.value == pytest.approx(1 / (1 + k * routed * 6 / 4), rel=1e-9)
+    assert (k, full.value, adapters.value) == pytest.approx((9750, 0.8346, 0.7709), abs=1e-4)  # the figures above
+    assert "6 / 4N the job computes" in adapters.why and "6 /" not in full.why
+
+
+@pytest.mark.parametrize(("expert_tp", "refused"), [(16, True), (3, True), (4, False), (8, False)])
+def test_a_declared_expert_tensor_parallel_degree_stays_within_a_node(expert_tp: int, refused: bool) -> None:
+    """Review sizreview21 N1: expertTensorParallel was never bounded: 16 on 8-GPU nodes planned with no finding (the
+    expert GEMMs' collectives across the fabric unpriced), 3 came out as PL303 "use a multiple of 24 GPUs". Megatron-Core
+    lays the expert grid out tp-ep-dp-pp, the expert TP group on consecutive ranks: a node holds whole groups only where
+    the degree divides its GPUs, as for the attention degree (PL322)."""
+    model = {"parameters": "46.7B", "activeParameters": "12.9B", "architecture": "moe", "layers": 32, "hiddenSize": 4096,
+             "heads": 32, "headDim": 128, "vocabulary": 32000, "experts": {"total": 8, "perToken": 2}}  # fmt: skip
+    w = workload(model=model, tokens="1T", sequenceLength=4096, globalBatchTokens=4_194_304, gpus=384, tensorParallel=1,
+                 expertParallel=8, expertTensorParallel=expert_tp, zeroStage=1)  # fmt: skip
+    plan = plan_training(w, on("H100-SXM5-80GB", pool="train"), SIZING, [])
+    pl322 = [i.message for i in plan.issues if i.check == "PL322"]
+    if refused:
+        assert pl322 == [f"expertTensorParallel {expert_tp} puts an expert tensor-parallel group on {expert_tp} GPUs of one "
+                         "node, but train nodes have 8 x H100-SXM5-80GB: use a degree that divides 8"]  # fmt: skip
+        assert plan.gpus is None
+    else:
+        assert pl322 == [] and plan.gpus == 384
+
+
+def test_an_fp32_moe_weighs_its_overhead_as_bf16_does_and_says_why() -> None:
+    """Review sizreview21 N2 asked whether an fp32 MoE's overhead should weigh 0.5x, as fp8's weighs its speed-up more.
+    No: fp32's tokens are 4 bytes through the permutation and the all-to-all and its expert GEMMs run at TF32's rate, so
+    the overhead slows with the compute (half the bf16 rate, precision 0.5) and keeps its share: Mixtral 8x7B
+    1 / (1 + 9,750 x 2 x 4,096 x 32 / 12.9e9) = 0.8346 in both, and --explain says why for fp32."""
+    model = {"parameters": "46.7B", "activeParameters": "12.9B", "architecture": "moe", "layers": 32, "hiddenSize": 4096,
+             "heads": 32, "headDim": 128, "vocabulary": 32000, "experts": {"total": 8, "perToken": 2}}  # fmt: skip
+
+    def factors(precision: str) -> dict[str, Any]:
+        w = workload(model=model, tokens="1T", sequenceLength=4096, globalBatchTokens=4_194_304, gpus=256, tensorParallel=1,
+                     expertParallel=8, zeroStage=1, precision=precision)  # fmt: skip
+        plan = plan_training(w, on("H100-SXM5-80GB"), SIZING, [])
+        return {f.name: f for f in next(f for f in plan.figures if f.name == "MFU").factors}
+
+    bf16, fp32 = factors("bf16"), factors("fp32")
+    assert fp32["precision"].value == 0.5
+    expected = 1 / (1 + SIZING.training.moeRouting.value * 2 * 4096 * 32 / 12.9e9)
+    assert fp32["mixture of experts"].value == bf16["mixture of experts"].value == pytest.approx(expected, rel=1e-9)
+    assert expected == pytest.approx(0.8346, abs=1e-4)
+    assert "the overhead slows with the compute" in fp32["mixture of experts"].why
+    assert "fp32" not in bf16["mixture of experts"].why
+
+
+@pytest.mark.parametrize(
+    ("layers", "pipeline", "virtual", "balance"),
+    [(80, 6, 1, 82 / 6 / 14), (80, 4, 1, None), (126, 8, 1, None), (61, 8, 4, 63 / 8 / 8), (70, 12, 1, None), (81, 4, 1, 83 / 4 / 21)],
+)
+def test_the_heaviest_pipeline_stage_paces_the_pipeline(layers: int, pipeline: int, virtual: int, balance: float | None) -> None:
+    """Review sizreview21 F2: AL375 admits stages of unequal whole layers, but the plan priced layers / PP a stage. The
+    heaviest stage paces every microbatch: (L / p) / ceil(L / p), L the layers or, where it balances better, the layers
+    + 2 (Megatron-Core's account_for_embedding/loss_in_pipeline_split count the embedding and the loss as a layer each):
+      80 at PP 6: 80 / 6 = 13.33 of 14 (0.952), 82 / 6 = 13.67 of 14 (0.976): 0.976
+      80 at PP 4, Llama 3.1 405B's 126 (+ 2 = 128) at PP 8, BLOOM's 70 (+ 2 = 72) at PP 12: balanced, no factor
+      DeepSeek-V3's 61 at PP 8 x VP 4 (32 chunks round-robin): 61 / 8 = 7.625 of 8, 63 / 8 = 7.875 of 8: 0.984
+      81 at PP 4: 20.25 of 21 (0.964), 83 / 4 = 20.75 of 21 (0.988): 0.988."""
+    job = TrainingJob("hopper", 70e9, layers, 8192, 8192, 96, 8_388_608, "bf16", pipeline_parallel=pipeline, virtual_stages=virtual)
+    factor = next((f for f in training_factors(job, SIZING) if f.name == "pipeline balance"), None)
+    if balance is None:
+        assert factor is None
+    else:
+        assert factor is not None
+        assert factor.value == pytest.approx(balance, rel=1e-12)
+        assert factor.value == pytest.approx({80: 0.9762, 61: 0.9844, 81: 0.9881}[layers], abs=1e-4)

@@ -259,9 +259,11 @@ class Workload(SpecModel):
         le=MAX_WIDTH,
         description="Training a mixture of experts: GPUs each MoE layer's experts are spread over (Megatron-Core "
         "--expert-model-parallel-size; DeepSeek-V2 ran 8, DeepSeek-V3 64, arXiv 2405.04434 Sec. 3.1.3 and 2412.19437 Sec. "
-        "3.2). Each GPU syncs its own experts over the data-parallel replicas of them, and the all-to-all that takes each "
-        "token to its experts and back crosses the fabric only for the part of the group off the GPU's node: a group "
-        "inside one node moves it over NVLink. Default: the widest group that divides both the experts and the "
+        "3.2). Each GPU syncs its own experts over the data-parallel replicas of them. The group spans expertParallel x "
+        "expertTensorParallel consecutive GPUs (expertTensorParallel defaults to tensorParallel: Megatron-Core's "
+        "tp-ep-dp-pp expert grid), and the all-to-all that takes each token to its experts and back crosses the fabric "
+        "for the part of that span off the GPU's node, 1 - GPUs a node / (EP x expert TP) of it: it stays on NVLink only "
+        "where EP x expert TP is at most the GPUs a node. Default: the widest group that divides both the experts and the "
         "data-parallel x context-parallel ranks (GPUs / (TP x PP): Megatron-Core's expert grid has no context axis), "
         "gcd(experts, ranks).",
         examples=[8],
@@ -274,7 +276,8 @@ class Workload(SpecModel):
         "layers (Megatron-Core --expert-tensor-parallel-size, MoE Parallel Folding: megatron/core/transformer/moe/README.md; "
         "arXiv 2504.14960). The expert layers fold EP x this degree over the TP x CP x DP GPUs of a pipeline stage, so "
         "only it x expertParallel x pipelineParallel must divide the GPUs, and each GPU holds 1 / (EP x this) of the "
-        "routed experts. Megatron-Bridge's Qwen3-235B ran TP 2, PP 8, EP 32 with 1 on 256 H100 (its 25.11 table; "
+        "routed experts; the degree divides the GPUs a node (PL322), as tensorParallel does. Megatron-Bridge's Qwen3-235B "
+        "ran TP 2, PP 8, EP 32 with 1 on 256 H100 (its 25.11 table; "
         "Megatron-MoE-ModelZoo best_practice/Qwen3 lists ETP 1). Default: tensorParallel, Megatron-Core's default.",
         examples=[1],
     )
