@@ -61,6 +61,12 @@ TOKENS_HOUR = "workload:vllm_tokens:sum1h"  # tokens (prompt and generated) serv
 # requests every spend and GPU-hour record integrates. While it is down the spend series are absent and its minutes
 # cost 0, so an hour without it is an hour `alicerce costs` does not hold (review obsreview24 F3)
 MEASURED_HOUR = "site:cost_sources_answered_hours:sum1h"
+# the same for the figures other sources feed (review obsreview25 G3): dcgm-exporter, whose utilisation the GPU-hours
+# used integrate (a minute it is down while pods hold GPUs counts 0 used, and the cost of a used GPU-hour inflates),
+# and the serving scrape, whose token counters the tokens served integrate. A minute with nothing to measure (no GPU
+# held; no inference pod) counts as answered
+USED_MEASURED_HOUR = "site:gpu_use_sources_answered_hours:sum1h"
+TOKENS_MEASURED_HOUR = "site:serving_sources_answered_hours:sum1h"
 TEAM_MONTH = "team:gpu_cost_usd:sum_month"  # USD since the calendar month (UTC) began: what budgets compare
 BUDGET = "alicerce:team_budget_usd:monthly"  # the share of a team's monthly budget the site watches
 # a Prometheus's oldest sample, recorded only while it is past the start of the month the spend counts (history_rules)
@@ -292,6 +298,8 @@ def cost_rules(
         # 1 a minute while kube-state-metrics answers (the spend series' own guard, TEAM_COST), 0 otherwise: recorded
         # every hour the rules run, so an hour of 0 is one the sources were down for, not one nobody recorded
         *_hourly(MEASURED_HOUR, "(count(kube_node_labels) > bool 0) or vector(0)"),
+        *_hourly(USED_MEASURED_HOUR, "(count(gpu:dcgm_utilization:ratio) > bool 0) or absent(pod:gpus_allocated:sum) or vector(0)"),
+        *_hourly(TOKENS_MEASURED_HOUR, "(count(workload:vllm_tokens:rate5m) > bool 0) or absent(alicerce:pod_inference:info) or vector(0)"),
         # cost of a used GPU-hour: what the team pays for allocated GPUs over the GPU-hours they were busy
         # none busy: no figure (not +Inf: review obsreview8 F8); what the idle GPUs cost stays in team:gpu_cost_usd:rate1h
         {"record": "team:usd_per_used_gpu_hour:ratio", "expr": f"{TEAM_COST} / (team:gpus_busy:sum > 0)"},
