@@ -121,6 +121,7 @@ CHECKS: dict[str, PlanCheck] = {
         PlanCheck(
             "PL345", "budget-holds-serving", _W, "A budget that stops admitting belongs to a team that serves no inference workload.", True
         ),
+        PlanCheck("PL346", "audit-on-hosts", _W, "An on-prem audit trail held on the hosts alone can keep its declared retention.", True),
     )
 }
 
