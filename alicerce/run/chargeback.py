@@ -264,8 +264,8 @@ def export(base: str, month: str, partial: bool = False, now: datetime.datetime 
     held = _marks_held(base, start, last) if expected else set()
     lost = _minutes_lost(base, start, last, [m for m in expected if m not in held]) if len(held) < len(expected) else {}
     lacks = {figures: _days_over(minutes) for figures, minutes in lost.items()}
-    spend = lacks.get(next(iter(FIGURES)), [])  # a day without kube-state-metrics (or records) lacks every figure: said once
-    lacks = {f: days if f == next(iter(FIGURES)) else [d for d in days if d not in spend] for f, days in lacks.items()}
+    unrecorded = lacks.get(next(iter(FIGURES)), [])  # a day without kube-state-metrics (or records) lacks every figure: said once
+    lacks = {f: days if f == next(iter(FIGURES)) else [d for d in days if d not in unrecorded] for f, days in lacks.items()}
     lacks = {f: days for f, days in lacks.items() if days}
     missing = sorted({day for days in lacks.values() for day in days})
     minutes = {figures: sum(m.values()) for figures, m in lost.items() if sum(m.values())}
