@@ -248,6 +248,7 @@ SLOW_TESTS = (
     "tests/emit/kube/test_costs.py::test_budget_alerts_count_the_calendar_month_as_the_guard_and_finance_do",
     "tests/run/test_chargeback.py::test_the_month_is_summed_hour_by_hour_per_team_cost_centre_and_workload",
     "tests/run/test_chargeback.py::test_a_month_prometheus_holds_in_part_names_the_missing_days_and_needs_partial",
+    "tests/run/test_chargeback.py::test_each_figure_is_whole_only_where_its_own_source_answered",
     "tests/plan/test_calibration.py::test_the_readme_accuracy_table_is_the_bench_scripts",
     "tests/emit/kube/test_diagnoses.py::test_slo_burn_rate_pages_on_a_fast_burn_and_not_on_a_slow_trickle",
     "tests/test_conftest.py::test_loadgroup_keeps_each_group_on_one_worker",

@@ -44,16 +44,20 @@ def costs(
     alicerce generates."""
     from alicerce.cli.errors import warn
     from alicerce.emit.files import write_text_atomic
-    from alicerce.run.chargeback import ChargebackError, export, lacking, render_csv, render_json
+    from alicerce.run.chargeback import TOLERATED_MINUTES_A_DAY, ChargebackError, export, lacking, render_csv, render_json
 
     try:
         report = export(prometheus, month, partial=partial)
     except ChargebackError as e:
         raise UsageError(str(e), e.hint) from None
     if report.partial:
-        lacks = lacking(report.missing_days) if report.missing_days else ""
+        lacks = lacking(report.missing_days, report.lacks) if report.missing_days else ""
         lacks += ("; " if lacks else "") + (f"the month is not over (records up to {report.open_until})" if report.open_until else "")
         warn(f"{month} is partial: {lacks}", "the totals leave those days out")
+    if report.missing_minutes and not report.missing_days:
+        lost = ", ".join(f"{figures}: {minutes} min" for figures, minutes in report.missing_minutes.items())
+        warn(f"{month}: sources were down for minutes the figures count as 0 ({lost})",
+             f"under {TOLERATED_MINUTES_A_DAY} minutes a day, so the month is whole")  # fmt: skip
     text = render_json(report) if output_format == CostFormat.json else render_csv(report)
     if output is None:
         print(text, end="")

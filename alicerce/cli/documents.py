@@ -473,6 +473,11 @@ class EnvironmentDiff(Document):
         description="What else the change does: receivers whose alerts Alertmanager groups anew (a PagerDuty receiver opens "
         "a second incident for each alert firing then)."
     )
+    alerting: list[str] = Field(
+        default_factory=list,
+        description="What alerting needs by hand before the sync (the Secret keys a new site or receiver reads, a new dead "
+        "man's switch check) and what a change does to pages (SLO objectives and names: burn-rate thresholds).",
+    )
 
 
 class DiffDocument(Versioned):

@@ -461,6 +461,7 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
     findings += _peak_months_over_budget(platform, peak, watched)
     findings += _unfunded_quotas(platform, pool_plans, peak, watched)
     findings += _held_services(platform)
+    findings += _audit_on_hosts(platform)
     findings += _assumed_schedules(priced, pool_plans, hours_month)
     findings += _services_on_spot(platform, priced, pools_by_name)
     findings += _training_on_spot(platform, priced, pools_by_name, sizing.defaultCheckpointIntervalSeconds.value)
@@ -1294,3 +1295,55 @@ def _stored_month(tier: ResolvedTier, platform: ResolvedPlatform, catalog: Catal
 
 
 __all__ = ["HOURS_PER_MONTH", "OwnVsRent", "PoolPlan", "SizingPlan", "TierPlan", "UnitCost", "plan_platform"]
+
+
+# A floor on what kube-apiserver's audit log writes a day, from one event no policy drops: every kubelet renews its
+# node's Lease every 10 seconds (Kubernetes docs, "Leases: node heartbeats", and "Nodes: heartbeats": the default
+# update interval), an `update` of coordination.k8s.io, which kubespray's policy logs at Metadata ("Default level for
+# all other requests", roles/kubernetes/control-plane/templates/apiserver-audit-policy.yaml.j2, read at commit
+# 55231177, not pinned to v2.31.0). A Metadata event is about 1 KB of JSON (estimate: user, source IPs, objectRef,
+# annotations, user agent; not measured here). Pod and node status writes (RequestResponse, with bodies), controllers
+# and operators add far more, so the days held are at most what this floor gives
+LEASE_RENEWS_PER_DAY = 86400 // 10
+AUDIT_EVENT_KB = 1.0
+
+
+def _audit_on_hosts(platform: ResolvedPlatform) -> list[PlanFinding]:
+    """PL347: an on-prem site keeps kube-apiserver's audit log on its control-plane hosts only (no security.audit
+    webhook), rotated at AUDIT_LOG_FILES files of AUDIT_LOG_MB (alicerce.emit.ansible.kubespray), and the oldest file
+    goes whatever its age (--audit-log-maxbackup): a declared retention longer than that holds at the lease floor is a
+    trail that loses its oldest days quietly, while the AWS sites of the same spec keep theirs in CloudWatch Logs
+    (review obsreview25 G6)."""
+    from alicerce.emit.ansible.kubespray import AUDIT_LOG_FILES, AUDIT_LOG_MB
+    from alicerce.targets.onprem.resolve import control_plane_hosts
+    from alicerce.targets.onprem.spec import OnpremSite
+
+    audit = platform.spec.security.audit
+    if not audit.enabled or audit.webhook is not None:
+        return []
+    out = []
+    days = audit.retention / 86400
+    for site in platform.sites:
+        if not isinstance(site.spec, OnpremSite):
+            continue
+        servers = control_plane_hosts(site.spec)
+        nodes = len({h for pool in site.pools for h in pool.hosts} | set(servers))
+        if not nodes:
+            continue
+        per_day_mb = nodes * LEASE_RENEWS_PER_DAY * AUDIT_EVENT_KB / 1024
+        # each API server logs the requests it serves, in its own files: the site keeps that many sets of files
+        held = AUDIT_LOG_FILES * AUDIT_LOG_MB * max(1, len(servers)) / per_day_mb
+        if days <= held:
+            continue
+        out.append(
+            PlanFinding(
+                "PL347",
+                site.name,
+                f"audit logs stay on the {max(1, len(servers))} API servers' hosts: {AUDIT_LOG_FILES} files of {AUDIT_LOG_MB} MB "
+                f"each ({AUDIT_LOG_FILES * AUDIT_LOG_MB / 1000:g} GB a server), at most {held:.0f} days at {nodes} nodes' Lease renewals "
+                f"alone ({per_day_mb:.0f} MB a day; pod and node status writes add far more), not the declared "
+                f"{days:g}-day security.audit.retention: the oldest days are deleted quietly "
+                "(set security.audit.webhook to ship the events to a store that keeps them)",
+            )
+        )
+    return out

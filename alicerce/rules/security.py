@@ -290,6 +290,19 @@ def alert_receivers(ctx: RuleContext) -> Iterable[Finding]:
                 "pings stop, or waive AL321 where the PagerDuty service's Event Orchestration turns missing events into alerts",
                 receiver.kind,
             )
+        if receiver.heartbeat and receiver.kind == "slack":
+            # Alertmanager re-posts the firing Watchdog every repeat_interval (1m on the heartbeat route) through the
+            # Slack incoming webhook: 1,440 messages a day per site, and Slack raises nothing when they stop. Only a
+            # service that alarms on a missing ping (a dead man's switch check) turns silence into a page (review
+            # obsreview25 G4)
+            yield Finding(
+                path.kind,
+                f"heartbeat receiver {receiver.name} is a Slack channel: Watchdog posts there every minute, 1,440 "
+                "messages a day per site, and nothing notices or pages when the posts stop",
+                "make it kind: webhook whose Secret holds a dead man's switch check URL per site (key url-<environment>-<site>) "
+                "that pages when the pings stop; keep Slack as an alert receiver",
+                receiver.kind,
+            )
 
 
 @rules.rule(

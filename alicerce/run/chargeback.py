@@ -28,7 +28,9 @@ from alicerce.emit.kube.costs import (
     RUN_HOUR,
     TEAM_HOUR,
     TOKENS_HOUR,
+    TOKENS_MEASURED_HOUR,
     USED_HOUR,
+    USED_MEASURED_HOUR,
     WORKLOAD_HOUR,
     hour_total,
 )
@@ -115,26 +117,63 @@ def _get(base: str, url: str) -> list[dict[str, Any]]:
     return result
 
 
-# An hour is held when its cost sources answered at least MEASURED of it at every site the Prometheus records
-# (MEASURED_HOUR, read at the mark that ends it): the rules recorded while kube-state-metrics was down for hours, and
-# the month read whole with those hours' spend missing (review obsreview24 F3). A few minutes of a Prometheus or
-# kube-state-metrics restart lose their spend but do not make the month partial. Hours before alicerce recorded
-# MEASURED_HOUR are held as before: while alicerce's rules ran (alicerce:namespace_team:info, recorded at every
-# evaluation, alicerce.emit.kube.kpi.join_rules)
-MEASURED = 0.95
-_ANSWERED = hour_total(MEASURED_HOUR)
-COVERAGE = (f"min({_ANSWERED}) >= {MEASURED} or (max(max_over_time(alicerce:namespace_team:info[1h] offset 1ms)) "
-            f"unless on () count({_ANSWERED}))")  # fmt: skip
+# Each figure is whole for an hour when the sources it reads answered all of it (read at the mark that ends it):
+# kube-state-metrics for spend and GPU-hours allocated (MEASURED_HOUR: the rules recorded while it was down for hours
+# and the month read whole with those hours' spend missing, review obsreview24 F3), dcgm-exporter for GPU-hours used
+# and the cost of a used GPU-hour, the serving scrape for tokens and the cost per million tokens (review obsreview25
+# G3: those read whole while their exporter was down). Hours before alicerce recorded a figure's source count as its
+# spend's, and hours before it recorded MEASURED_HOUR as whole while its rules ran (alicerce:namespace_team:info,
+# recorded at every evaluation, alicerce.emit.kube.kpi.join_rules).
+FIGURES: dict[str, tuple[str, str]] = {  # figure group -> (the source record, the source in words)
+    "spendUsd, gpuHoursAllocated": (MEASURED_HOUR, "kube-state-metrics"),
+    "gpuHoursUsed, usdPerUsedGpuHour": (USED_MEASURED_HOUR, "dcgm-exporter"),
+    "tokens, usdPerMillionTokens": (TOKENS_MEASURED_HOUR, "the serving scrape"),
+}
+_ALICERCE_RAN = "max(max_over_time(alicerce:namespace_team:info[1h] offset 1ms))"
+_SPEND = f"(min({hour_total(MEASURED_HOUR)}) or ({_ALICERCE_RAN} unless on () count({hour_total(MEASURED_HOUR)})))"
+_WHOLE = 59.5 / 60  # every minute of the hour (a Prometheus's evaluation offset keeps a sample's minute in its hour)
+
+
+def answered(record: str) -> str:
+    """The part of the hour that ends at the evaluation time (0 to 1) in which ``record``'s sources answered, at the
+    site that answered least; a source record absent that hour (rules older than it) reads as the spend's."""
+    if record == MEASURED_HOUR:
+        return _SPEND
+    return f"(min({hour_total(record)}) or on () {_SPEND})"
+
+
+# the hours every figure's sources answered whole: the rest lose minutes a figure counts as 0, named per figure
+COVERAGE = " and on () ".join(f"{answered(record)} >= {_WHOLE:.6g}" for record, _ in FIGURES.values())
+# A day lacks a figure when its sources were down more than this many minutes of it, summed: a Prometheus rescheduled
+# by a kube-prometheus-stack upgrade (its volume detached and attached, its WAL replayed) is down for minutes, and a
+# per-hour share of 95% made such a restart a missing day, so finance learned to pass --partial always, which also
+# hides a real outage of hours (review obsreview25 N2). 30 minutes is 2% of a day: a restart stays under it, an
+# exporter down for an hour does not; the minutes lost below it are still reported (missingMinutes)
+TOLERATED_MINUTES_A_DAY = 30
 HOUR = datetime.timedelta(hours=1)
 
 
-def _marks_held(base: str, start: datetime.datetime, last: datetime.datetime) -> set[datetime.datetime]:
-    """The hour marks from ``start`` + 1h to ``last`` whose hour Prometheus holds alicerce's records in (as the month's
-    sums read the hourly records: the hour that ends at the mark)."""
-    params = {"query": COVERAGE, "start": f"{(start + HOUR).timestamp():.3f}", "end": f"{last.timestamp():.3f}", "step": "3600"}
+def _query_marks(base: str, query: str, start: datetime.datetime, last: datetime.datetime) -> dict[datetime.datetime, float]:
+    params = {"query": query, "start": f"{(start + HOUR).timestamp():.3f}", "end": f"{last.timestamp():.3f}", "step": "3600"}
     url = f"{base.rstrip('/')}/api/v1/query_range?" + urllib.parse.urlencode(params)
-    result = _get(base, url)
-    return {datetime.datetime.fromtimestamp(float(t), datetime.UTC) for series in result for t, _ in series["values"]}
+    return {datetime.datetime.fromtimestamp(float(t), datetime.UTC): float(v) for series in _get(base, url) for t, v in series["values"]}
+
+
+def _marks_held(base: str, start: datetime.datetime, last: datetime.datetime) -> set[datetime.datetime]:
+    """The hour marks from ``start`` + 1h to ``last`` whose hour every figure's sources answered whole (as the month's
+    sums read the hourly records: the hour that ends at the mark)."""
+    return set(_query_marks(base, COVERAGE, start, last))
+
+
+def _minutes_lost(
+    base: str, start: datetime.datetime, last: datetime.datetime, marks: list[datetime.datetime]
+) -> dict[str, dict[datetime.datetime, int]]:
+    """Per figure group, the minutes of each of ``marks``' hours its sources were down (an hour with no record: 60)."""
+    lost: dict[str, dict[datetime.datetime, int]] = {}
+    for figures, (record, _) in FIGURES.items():
+        part = _query_marks(base, answered(record), start, last)
+        lost[figures] = {m: round(60 * (1 - min(1.0, part.get(m, 0.0)))) for m in marks}
+    return lost
 
 
 def _days(marks: list[datetime.datetime]) -> list[str]:
@@ -153,9 +192,15 @@ def day_spans(days: list[str]) -> str:
     return ", ".join(a.isoformat() if a == b else f"{a.isoformat()} to {b.isoformat()}" for a, b in spans)
 
 
-def lacking(days: list[str]) -> str:
-    """What a month lacks on ``days``: hours Prometheus holds no record of, or whose cost sources were down."""
-    return f"no whole records, or kube-state-metrics down, on {day_spans(days)} (UTC)"
+def lacking(days: list[str], lacks: dict[str, list[str]] | None = None) -> str:
+    """What a month lacks on ``days``: hours Prometheus holds no record of, or whose cost sources were down; with
+    ``lacks`` (figure group -> days), which figures lack which days, for sources other than kube-state-metrics."""
+    spend = next(iter(FIGURES))
+    if lacks is None or set(lacks) <= {spend}:
+        return f"no whole records, or kube-state-metrics down, on {day_spans(days)} (UTC)"
+    parts = [f"no whole records, or kube-state-metrics down, on {day_spans(lacks[spend])} (UTC)"] if lacks.get(spend) else []
+    parts += [f"{FIGURES[f][1]} down ({f}) on {day_spans(d)} (UTC)" for f, d in lacks.items() if f != spend and d]
+    return "; ".join(parts)
 
 
 def _values(result: list[dict[str, Any]], *keys: str) -> dict[tuple[str, ...], float]:
@@ -174,6 +219,8 @@ class Report:
     workloads: list[dict[str, Any]]
     runs: list[dict[str, Any]] = field(default_factory=list)  # training runs: a TrainJob (its JobSet), a plain Job or a RayJob
     missing_days: list[str] = field(default_factory=list)  # days (UTC) Prometheus holds no record of, or sources down
+    lacks: dict[str, list[str]] = field(default_factory=dict)  # figure group -> the missing days that lack it
+    missing_minutes: dict[str, int] = field(default_factory=dict)  # figure group -> minutes its sources lost, all month
     open_until: str | None = None  # the month is not over: figures up to this hour mark (UTC)
 
     @property
@@ -215,10 +262,16 @@ def export(base: str, month: str, partial: bool = False, now: datetime.datetime 
     last = min(end, now.replace(minute=0, second=0, microsecond=0))
     expected = [start + HOUR * i for i in range(1, int((last - start) / HOUR) + 1)]
     held = _marks_held(base, start, last) if expected else set()
-    missing = _days([mark for mark in expected if mark not in held])
+    lost = _minutes_lost(base, start, last, [m for m in expected if m not in held]) if len(held) < len(expected) else {}
+    lacks = {figures: _days_over(minutes) for figures, minutes in lost.items()}
+    unrecorded = lacks.get(next(iter(FIGURES)), [])  # a day without kube-state-metrics (or records) lacks every figure: said once
+    lacks = {f: days if f == next(iter(FIGURES)) else [d for d in days if d not in unrecorded] for f, days in lacks.items()}
+    lacks = {f: days for f, days in lacks.items() if days}
+    missing = sorted({day for days in lacks.values() for day in days})
+    minutes = {figures: sum(m.values()) for figures, m in lost.items() if sum(m.values())}
     open_until = last.isoformat().replace("+00:00", "Z") if last < end else None
     if held or not expected:  # nothing held at all: the cost series below say whether this is alicerce's Prometheus
-        _refuse_partial(base, month, missing, open_until, partial)
+        _refuse_partial(base, month, missing, open_until, partial, figures=lacks)
     # a row per team and cost centre: a team whose costCenter changed within the month has one for each
     spend = _values(_query(base, q["spend"], at), "site", "team", "cost_center")
     allocated = _values(_query(base, q["allocated"], at), "site", "team", "cost_center")
@@ -257,18 +310,30 @@ def export(base: str, month: str, partial: bool = False, now: datetime.datetime 
             "point --prometheus at a site's Prometheus that loads alicerce's rules (PrometheusRule alicerce-gpu-platform "
             "in the monitoring namespace) and still keeps that month (monitoring.retention)",
         )
-    _refuse_partial(base, month, missing, open_until, partial)
-    return Report(month, teams, workloads, runs, missing, open_until)
+    _refuse_partial(base, month, missing, open_until, partial, figures=lacks)
+    return Report(month, teams, workloads, runs, missing, open_until=open_until, lacks=lacks, missing_minutes=minutes)
 
 
-def _refuse_partial(base: str, month: str, missing: list[str], open_until: str | None, partial: bool) -> None:
+def _days_over(minutes: dict[datetime.datetime, int]) -> list[str]:
+    """The days (UTC) whose hours lost more than TOLERATED_MINUTES_A_DAY minutes, summed."""
+    per_day: dict[str, int] = {}
+    for mark, lost in minutes.items():
+        (day,) = _days([mark])
+        per_day[day] = per_day.get(day, 0) + lost
+    return sorted(day for day, lost in per_day.items() if lost > TOLERATED_MINUTES_A_DAY)
+
+
+def _refuse_partial(
+    base: str, month: str, missing: list[str], open_until: str | None, partial: bool, *, figures: dict[str, list[str]] | None = None
+) -> None:
     if (missing or open_until) and not partial:
-        lacks = [lacking(missing)] if missing else []
+        lacks = [lacking(missing, figures)] if missing else []
         lacks += [f"the month is not over (records up to {open_until})"] if open_until else []
         raise ChargebackError(
             f"Prometheus at {base} holds only part of {month}: {'; '.join(lacks)}",
-            "a whole month needs monitoring.retention of 31d or more, alicerce's rules loaded and kube-state-metrics "
-            "answering all month (KubeStateMetricsAbsent says when it did not); to export what it holds, marked partial, "
+            "a whole month needs monitoring.retention of 31d or more, alicerce's rules loaded and kube-state-metrics, "
+            "dcgm-exporter and the serving scrape answering all month "
+            "(KubeStateMetricsAbsent, DCGMExporterDown say when not); to export what it holds, marked partial, "
             "pass --partial",
         )
 
@@ -283,6 +348,10 @@ def render_json(report: Report) -> str:
                                 "runs": report.runs}  # fmt: skip
     if report.partial:  # only a month accepted as partial says so: a whole month's document is as it was
         document |= {"partial": True, "missingDays": report.missing_days, "openUntil": report.open_until}
+        if set(report.lacks) - {next(iter(FIGURES))}:  # a source other than kube-state-metrics: which figures lack which days
+            document["lackingFigures"] = report.lacks
+    if report.missing_minutes:  # minutes lost under the daily tolerance are still said, by figure
+        document["missingMinutes"] = report.missing_minutes
     return json.dumps(document, indent=2, sort_keys=True) + "\n"
 
 

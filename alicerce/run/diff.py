@@ -137,6 +137,7 @@ class EnvironmentDiff:
     budget_shares: list[BudgetShareChange] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # what may stop `pulumi up` though the plan is valid
     notes: list[str] = field(default_factory=list)  # what the change does beyond its objects (alert notifications regrouped)
+    alerting: list[str] = field(default_factory=list)  # what alerting needs set up by hand, or what it changes (SLO pages)
     cost_before: float | None = None
     cost_after: float | None = None
 
@@ -161,7 +162,7 @@ class EnvironmentDiff:
     @property
     def empty(self) -> bool:
         resolved = (self.pools, self.quotas, self.teams, self.storage, self.objects, self.resources)
-        return not any((*resolved, self.prometheus_storage, self.budget_shares, self.notes)) and not self.cost_delta
+        return not any((*resolved, self.prometheus_storage, self.budget_shares, self.notes, self.alerting)) and not self.cost_delta
 
     def to_json(self) -> dict[str, Any]:
         def rows(items: Sequence[Any]) -> list[dict[str, Any]]:
@@ -185,6 +186,7 @@ class EnvironmentDiff:
             "budget_shares": rows(self.budget_shares),
             "warnings": list(self.warnings),
             "notes": list(self.notes),
+            "alerting": list(self.alerting),
         }
 
 
@@ -494,6 +496,75 @@ def regrouped_alerts(old: ResolvedPlatform | None, new: ResolvedPlatform | None)
             else:
                 effect = "the alerts firing then are notified again as new groups, and the old groups' resolved notices never come"
             out.append(f"{site}: receiver {receiver} ({kinds[receiver]}) is grouped anew ({what} changed): {effect}")
+    return out
+
+
+def new_alert_secrets(old: ResolvedPlatform | None, new: ResolvedPlatform | None) -> list[str]:
+    """The Secret keys the new configuration's Alertmanagers read that the old did not (a site added, a receiver added
+    or its Secret renamed): prometheus-operator mounts each receiver's Secret (alertmanagerSpec.secrets), so one missing
+    at the sync leaves that site's Alertmanager not starting or its receiver unable to send; and a new heartbeat key is a
+    dead man's switch check nobody watches until it is created and wired to the pager. `alicerce plan` lists every key;
+    a pull request adding a site said nothing of them (review obsreview25 G5)."""
+    from alicerce.plan.alerting import alert_secrets
+
+    if new is None:
+        return []
+    before = {(s.site, s.secret, s.key) for s in alert_secrets(old)} if old is not None else set()
+    out = []
+    for s in alert_secrets(new):
+        if (s.site, s.secret, s.key) in before:
+            continue
+        line = (f"{s.site}: create Secret {s.namespace}/{s.secret} with key {s.key} (receiver {s.receiver}, {s.kind}) "
+                "before the first sync")  # fmt: skip
+        if s.heartbeat:
+            line += (f"; create the dead man's switch check whose URL it holds and wire it to the pager: until then nothing "
+                     f"notices {s.site}'s Prometheus or Alertmanager going down")  # fmt: skip
+        out.append(line)
+    return out
+
+
+def _burn_limits(slo: Any) -> str:
+    """The error ratios SLO ``slo``'s alerts fire above (alicerce.emit.kube.diagnoses.slo_burn): the page at 14.4x the
+    budget over 1 h and 5 m, or 6x over 6 h and 30 m; the ticket at 1x over 3 days and 6 h."""
+    from alicerce.emit.kube.diagnoses import FAST_BURN
+
+    budget = slo.error_budget
+    return f"page {FAST_BURN * budget:.3g} (1h) / {6 * budget:.3g} (6h), ticket {budget:.3g} (3d)"
+
+
+def _slo_target(slo: Any) -> str:
+    if slo.kind == "availability":
+        return f"{slo.objective:g}% available"
+    return f"{slo.objective:g}% under {slo.threshold * 1000:g} ms"
+
+
+def slo_changes(old: ResolvedPlatform | None, new: ResolvedPlatform | None) -> list[str]:
+    """The serving SLOs whose objective, threshold or name a change moves, with what that does to their burn-rate
+    alerts: a 5x tighter page threshold pages at the sync for a service inside its old objective, and a rename
+    resolves the open pages and starts the new alerts' `for:` anew. The SLO records are recomputed from the raw
+    histograms, so no history is lost (review obsreview25 N1)."""
+    from alicerce.catalog.alerts import serving_slos, slo_burn_fast_alert_name, slo_burn_slow_alert_name
+
+    if old is None or new is None:
+        return []
+    before, after = ({s.name: s for s in serving_slos(rp.spec)} for rp in (old, new))
+    gone = [s for n, s in before.items() if n not in after]
+    out = []
+    for name, slo in after.items():
+        was = before.get(name)
+        if was is None:  # a rename: an SLO of the same workload, kind and histogram gone
+            was = next((g for g in gone if (g.workload, g.kind, g.metric) == (slo.workload, slo.kind, slo.metric)), None)
+            if was is None:
+                continue
+            gone.remove(was)
+            olds = f"{slo_burn_fast_alert_name(was.name)}/{slo_burn_slow_alert_name(was.name)}"
+            news = f"{slo_burn_fast_alert_name(name)}/{slo_burn_slow_alert_name(name)}"
+            out.append(f"SLO {was.name} of {slo.workload} renamed {name}: its alerts {olds} become {news}; open pages "
+                       "resolve at the sync (PagerDuty gets a resolve) and the new ones start their `for:` anew")  # fmt: skip
+        if (was.objective, was.threshold) != (slo.objective, slo.threshold):
+            tighter = " (tighter: a service inside its old objective may page at the sync)" if slo.error_budget < was.error_budget else ""
+            out.append(f"SLO {name} of {slo.workload}: {_slo_target(was)} → {_slo_target(slo)}; burn-rate alerts fire above "
+                       f"error ratio {_burn_limits(was)} → {_burn_limits(slo)}{tighter}")  # fmt: skip
     return out
 
 
@@ -851,6 +922,7 @@ def diff_environment(
         result.warnings = minimum_above_desired(before, after)
     result.warnings += claim_moves(old, new)
     result.notes = regrouped_alerts(old, new)
+    result.alerting = new_alert_secrets(old, new) + slo_changes(old, new)
     if status == "changed" and result.empty:
         result.status = "unchanged"
     return result
@@ -943,6 +1015,14 @@ def render_markdown(diffs: Sequence[EnvironmentDiff], title: str) -> str:
         lines += _prometheus_storage_lines(d.prometheus_storage)
         if d.notes:
             lines += ["> [!IMPORTANT]", "> **Alert notifications regrouped**", ">", *(f"> - {n}" for n in d.notes), ""]
+        if d.alerting:
+            lines += [
+                "> [!IMPORTANT]",
+                "> **Alerting: before the sync; pages that change**",
+                ">",
+                *(f"> - {a}" for a in d.alerting),
+                "",
+            ]
         if d.pools:
             lines += ["**Pools**", "", "| pool | site | change | GPU units at max | details |", "|---|---|---|---:|---|"]
             for p in d.pools:

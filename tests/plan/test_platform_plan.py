@@ -81,6 +81,9 @@ def test_reference_prod_plan() -> None:
         # llm-pretrain's 224 H100s exceed research's 192 there (the pool's 256 are split 192/64 with applied-ml): it
         # runs on 32 GPUs borrowed from applied-ml's share, reclaimable (issue 21)
         "PL341": ["llm-pretrain"],
+        # dc1 keeps its audit log on its 3 API servers' hosts (no webhook): 100 x 100 MB each hold at most 96 days of
+        # its 37 nodes' Lease renewals, not the declared 365 (review obsreview25 G6)
+        "PL347": ["dc1"],
         # ZeRO-3 gathers llm-pretrain's weights every micro-batch: 16M / (8,192 x 56) = 34.9 micro-batches of
         # 3 x 70e9 x 2 / 4 x 55/56 bytes a step need ~448 Gbit/s a GPU over a 400 Gbit/s fabric (review sizreview2 D7)
         "PL324": ["llm-pretrain"],

@@ -66,3 +66,18 @@ def test_a_pagerduty_heartbeat_is_refused_where_it_is_declared(tmp_path: Path, c
     errors = json.loads(capsys.readouterr().out)["errors"]
     assert [(e["rule"], e["path"]) for e in errors] == [("AL321", "monitoring.receivers[2].kind")], errors
     assert errors[0]["line"] == text[: text.index(beat)].count("\n") + 1 and "never resolves" in errors[0]["message"]
+
+
+def test_a_slack_heartbeat_is_refused_where_it_is_declared(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Review obsreview25 G4: a Slack heartbeat satisfied AL325, posting Watchdog every minute (1,440 messages a day per
+    site) to a channel that raises nothing when the posts stop. A heartbeat is a webhook to a dead man's switch."""
+    text = (ROOT / "platform.yaml").read_text()
+    beat = "{name: heartbeat, kind: webhook, secret: {name: alertmanager-heartbeat, key: url}, heartbeat: true}"
+    assert beat in text
+    spec = tmp_path / "platform.yaml"
+    spec.write_text(text.replace(beat, beat.replace("kind: webhook", "kind: slack")))
+    assert run(build_app(), ["validate", str(spec), "--format", "json"]) == 2
+    errors = json.loads(capsys.readouterr().out)["errors"]
+    assert [(e["rule"], e["path"]) for e in errors] == [("AL321", "monitoring.receivers[2].kind")], errors
+    assert errors[0]["line"] == text[: text.index(beat)].count("\n") + 1
+    assert "nothing notices" in errors[0]["message"] and "kind: webhook" in errors[0]["hint"]

@@ -153,6 +153,7 @@ def test_a_month_prometheus_holds_in_part_names_the_missing_days_and_needs_parti
     document = json.loads(out.read_text())
     assert document["partial"] is True and document["openUntil"] is None
     assert document["missingDays"] == [f"2025-03-0{d}" for d in range(1, 10)] + ["2025-03-20"]
+    assert "lackingFigures" not in document and "dcgm-exporter down" not in refused.stderr  # the records' gap says it all
 
 
 @needs_prometheus
@@ -242,4 +243,51 @@ def test_a_team_whose_cost_centre_changed_within_the_month_is_split_at_the_hour(
         ("research", "CC-4411"): (120.0, 40.0, 30.0),
         ("research", "CC-5000"): (120.0, 40.0, 30.0),
         ("serving", "CC-4410"): (24.0, 12.0, 12.0),
+    }
+
+
+@needs_prometheus
+def test_each_figure_is_whole_only_where_its_own_source_answered(tmp_path: Path) -> None:
+    """Review obsreview25 G3 and N2. dcgm-exporter down for the three hours 02:00-05:00 of the 10th (the GPU-use source
+    record at 0) makes the 10th lack gpuHoursUsed and usdPerUsedGpuHour, named as such, where the month read whole; a
+    Prometheus restart of 10 minutes on the 15th (kube-state-metrics' record at 50/60) no longer makes the 15th a
+    missing day (95% of each hour did): the month is whole and the 10 minutes are reported."""
+    from alicerce.emit.kube.costs import MEASURED_HOUR, USED_MEASURED_HOUR
+
+    month = ("2025-03-01T00:00", "2025-04-01T00:00")
+    ksm, dcgm = f'{MEASURED_HOUR}{{site="aws"}}', f'{USED_MEASURED_HOUR}{{site="aws"}}'
+
+    def spliced(name: str, value: float, span: tuple[str, str]) -> list[tuple[datetime.datetime, float]]:
+        whole = hours(name, 1, month)[name]
+        part = hours(name, value, span)[name]
+        return sorted([s for s in whole if s[0] not in {t for t, _ in part}] + part)
+
+    series = tsdb() | {ksm: spliced(ksm, 50 / 60, ("2025-03-15T03:00", "2025-03-15T04:00")), dcgm: hours(dcgm, 1, month)[dcgm]}
+    runner = CliRunner()
+    out = tmp_path / "march.json"
+    with prometheus_server(series, tmp_path) as url:
+        restart = runner.invoke(build_app(), ["costs", "--prometheus", url, "--month", "2025-03", "-f", "json", "-o", str(out)])
+        series[dcgm] = spliced(dcgm, 0, ("2025-03-10T02:00", "2025-03-10T05:00"))
+        (tmp_path / "down").mkdir()
+    assert restart.exit_code == 0, restart.output
+    assert "sources were down for minutes" in restart.stderr and "spendUsd, gpuHoursAllocated: 10 min" in restart.stderr
+    document = json.loads(out.read_text())
+    # no serving source record here: tokens read as the spend's source (rules older than that record)
+    assert "partial" not in document
+    assert document["missingMinutes"] == {"spendUsd, gpuHoursAllocated": 10, "tokens, usdPerMillionTokens": 10}
+    with prometheus_server(series, tmp_path / "down") as url:
+        refused = runner.invoke(build_app(), ["costs", "--prometheus", url, "--month", "2025-03", "-o", str(out)])
+        accepted = runner.invoke(
+            build_app(), ["costs", "--prometheus", url, "--month", "2025-03", "--partial", "-f", "json", "-o", str(out)]
+        )
+    assert refused.exit_code == 2, refused.output
+    assert "dcgm-exporter down (gpuHoursUsed, usdPerUsedGpuHour) on 2025-03-10 (UTC)" in refused.stderr
+    assert "kube-state-metrics down" not in refused.stderr
+    document = json.loads(out.read_text())
+    assert accepted.exit_code == 0 and document["missingDays"] == ["2025-03-10"]
+    assert document["lackingFigures"] == {"gpuHoursUsed, usdPerUsedGpuHour": ["2025-03-10"]}
+    assert document["missingMinutes"] == {
+        "spendUsd, gpuHoursAllocated": 10,
+        "gpuHoursUsed, usdPerUsedGpuHour": 180,
+        "tokens, usdPerMillionTokens": 10,
     }

@@ -564,3 +564,56 @@ def test_a_release_that_regroups_alerts_says_so_in_its_upgrade_notes() -> None:
     assert "Upgrading regroups open notifications once: every alert firing when the new" in changelog
     # obsreview24 F7 added namespace to the outage route, which the job diagnoses now share
     assert "Upgrading regroups those three diagnoses and the outage alerts" in changelog
+
+
+def _add_west(data: dict[str, Any]) -> None:
+    """A second AWS region with a system and an L40S pool and two teams' quotas there (review obsreview25 G5)."""
+    data["environments"]["prod"]["sites"].append({
+        "name": "west", "provider": "aws", "account": "333333333333", "region": "us-west-2",
+        "zones": ["us-west-2a", "us-west-2b"], "vpcCidr": "10.21.0.0/16",
+    })  # fmt: skip
+    data["nodePools"] += [
+        {"name": "west-system", "site": "west", "purpose": "system", "aws": {"instanceType": "m7i.4xlarge"},
+         "scaling": {"min": 2, "max": 4}},
+        {"name": "west-l40s", "site": "west", "purpose": "inference", "accelerator": "L40S-48GB:4",
+         "aws": {"instanceType": "g6e.12xlarge"}, "scaling": {"min": 1, "max": 6},
+         "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]},
+    ]  # fmt: skip
+    teams = {t["name"]: t for t in data["tenancy"]["teams"]}
+    teams["research"]["quotas"].append({"pool": "west-l40s", "gpus": 8})
+    teams["serving"]["quotas"].append({"pool": "west-l40s", "gpus": 16})
+
+
+def test_a_new_site_lists_the_alerting_secrets_and_the_heartbeat_check_it_needs() -> None:
+    """Review obsreview25 G5: adding site west listed its objects and budget shares, not the Alertmanager Secrets its
+    receivers read there (prometheus-operator mounts them: missing, the Alertmanager does not start) nor the dead man's
+    switch check its heartbeat key needs: merged as reviewed, west ran GPUs with no alerting and nothing noticed."""
+    result = diff_environment("prod", reference("prod"), variant(_add_west), plan=None)
+    assert [a.split(" (")[0] for a in result.alerting] == [
+        "west: create Secret monitoring/alertmanager-pagerduty with key routing-key",
+        "west: create Secret monitoring/alertmanager-slack with key webhook-url",
+        "west: create Secret monitoring/alertmanager-heartbeat with key url-prod-west",
+    ]
+    assert "dead man's switch check" in result.alerting[2] and "dead man's switch" not in result.alerting[0]
+    text = render_markdown([result], "main → branch")
+    assert "**Alerting: before the sync; pages that change**" in text and "url-prod-west" in text
+    assert json.loads(json.dumps(result.to_json()))["alerting"] == result.alerting
+    assert diff_environment("prod", reference("prod"), reference("prod"), plan=None).alerting == []
+
+
+def test_an_slo_tightened_and_renamed_says_what_its_pages_do() -> None:
+    """Review obsreview25 N1: chat-latency renamed chat-p99 with its objective 99.5 -> 99.9 showed only "changed
+    PrometheusRule". The page's threshold drops 5x (1h: 14.4 x 0.005 = 0.072 -> 14.4 x 0.001 = 0.0144; 6h: 0.03 ->
+    0.006; the ticket 0.005 -> 0.001), and the rename resolves open pages under the old alert names."""
+
+    def tighten(data: dict[str, Any]) -> None:
+        (slo,) = [s for s in data["monitoring"]["slos"] if s["name"] == "chat-latency"]
+        slo.update(name="chat-p99", objective=99.9)
+
+    result = diff_environment("prod", reference("prod"), variant(tighten), plan=None)
+    renamed, tightened = result.alerting
+    assert renamed.startswith("SLO chat-latency of chat-70b renamed chat-p99: its alerts SLOChatLatencyBurnFast/")
+    assert "SLOChatP99BurnFast/SLOChatP99BurnSlow" in renamed and "open pages resolve" in renamed
+    assert "99.5% under 1000 ms → 99.9% under 1000 ms" in tightened
+    assert "page 0.072 (1h) / 0.03 (6h), ticket 0.005 (3d) → page 0.0144 (1h) / 0.006 (6h), ticket 0.001 (3d)" in tightened
+    assert "may page at the sync" in tightened

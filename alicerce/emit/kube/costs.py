@@ -24,7 +24,25 @@ PRICE = "alicerce:pool_usd_per_gpu_hour:price"
 WORKLOAD_PRICE = "alicerce:workload_usd_per_gpu_hour:price"
 TEAM_COST = "team:gpu_cost_usd:rate1h"  # USD per hour the team's running pods cost now
 IDLE_COST = "pool:gpu_idle_cost_usd:rate1h"  # USD per hour the pool's installed GPUs that no pod holds cost now
-IDLE_GPUS = "((pool:gpus_installed:sum - on (pool) pool:gpus_allocated:sum) or pool:gpus_installed:sum)"
+# GPUs a pool pays for whether launched or not, from the plan: an On-Demand Capacity Reservation's reserved nodes
+# (billed at their rate used or not: the catalog's source, prices.yaml capacityReservations, EC2 User Guide "Capacity
+# Reservation pricing and billing"). The launched nodes alone showed a reservation scaled to 0 as no cost at all
+# (review obsreview25 G2)
+RESERVED_GPUS = "alicerce:pool_gpus_reserved:count"
+
+
+def idle_gpus(reservations: bool) -> str:
+    """The GPUs a pool is billed for now that no pod holds. Billed: its launched GPUs, or its reserved ones while fewer
+    are launched (nodes above the reservation are billed while they run); a pool without a reservation its launched
+    ones. ``reservations``: whether the site has any (RESERVED_GPUS is then recorded: a rule reading a series no rule
+    records is dropped, alicerce.emit.kube.promql.fed). A reservation with no node launched has no allocation series
+    (pool:gpus_allocated:sum follows the launched GPUs), so all of it is idle."""
+    billed = "pool:gpus_installed:sum"
+    if reservations:
+        billed = f"({billed} >= on (pool) {RESERVED_GPUS}) or on (pool) {RESERVED_GPUS} or on (pool) {billed}"
+    return f"clamp_min(({billed}) - on (pool) pool:gpus_allocated:sum, 0) or on (pool) ({billed})"
+
+
 TEAM_30D = "team:gpu_cost_usd:sum30d"
 # what the team's pods cost over the trailing 7 days (hour marks): the pace the month's projection extrapolates
 TEAM_7D = "team:gpu_cost_usd:sum7d"
@@ -48,6 +66,12 @@ TOKENS_HOUR = "workload:vllm_tokens:sum1h"  # tokens (prompt and generated) serv
 # requests every spend and GPU-hour record integrates. While it is down the spend series are absent and its minutes
 # cost 0, so an hour without it is an hour `alicerce costs` does not hold (review obsreview24 F3)
 MEASURED_HOUR = "site:cost_sources_answered_hours:sum1h"
+# the same for the figures other sources feed (review obsreview25 G3): dcgm-exporter, whose utilisation the GPU-hours
+# used integrate (a minute it is down while pods hold GPUs counts 0 used, and the cost of a used GPU-hour inflates),
+# and the serving scrape, whose token counters the tokens served integrate. A minute with nothing to measure (no GPU
+# held; no inference pod) counts as answered
+USED_MEASURED_HOUR = "site:gpu_use_sources_answered_hours:sum1h"
+TOKENS_MEASURED_HOUR = "site:serving_sources_answered_hours:sum1h"
 TEAM_MONTH = "team:gpu_cost_usd:sum_month"  # USD since the calendar month (UTC) began: what budgets compare
 BUDGET = "alicerce:team_budget_usd:monthly"  # the share of a team's monthly budget the site watches
 # a Prometheus's oldest sample, recorded only while it is past the start of the month the spend counts (history_rules)
@@ -203,15 +227,22 @@ def _hourly(record: str, rate: str) -> list[dict[str, Any]]:
     return [{"record": record, "expr": f"sum_over_time({this_hour}[1h:1m]) / 60"}]
 
 
-def cost_rules(prices: dict[str, float], workload_prices: dict[tuple[str, str, str], float] | None = None) -> list[dict[str, Any]]:
+def cost_rules(
+    prices: dict[str, float],
+    workload_prices: dict[tuple[str, str, str], float] | None = None,
+    reserved_gpus: Mapping[str, int] | None = None,
+) -> list[dict[str, Any]]:
     """``prices``: pool -> USD per GPU-hour at the site, from the plan. ``workload_prices``: (pool, workload, team) ->
     the workload's own USD per GPU-hour where the plan prices it apart from its pool (WorkloadPlan.billed_usd_per_gpu_hour:
     on Capacity Blocks each workload pays the blocks its own schedule buys, and one average per pool showed a $1,888
     run back at $3,001 and a $944 one at $387: review sizreview19 F3). Cost centers come with the namespace -> team
-    info series (alicerce.emit.kube.kpi.join_rules)."""
+    info series (alicerce.emit.kube.kpi.join_rules). ``reserved_gpus``: pool -> GPUs billed whether launched or not
+    (RESERVED_GPUS)."""
     rules: list[dict[str, Any]] = [
         {"record": PRICE, "expr": f"vector({usd:.6g})", "labels": {"pool": pool}} for pool, usd in sorted(prices.items())
     ]
+    reserved = {pool: gpus for pool, gpus in (reserved_gpus or {}).items() if pool in prices and gpus > 0}
+    rules += [{"record": RESERVED_GPUS, "expr": f"vector({gpus})", "labels": {"pool": pool}} for pool, gpus in sorted(reserved.items())]
     rules += [
         {"record": WORKLOAD_PRICE, "expr": f"vector({usd:.6g})", "labels": {"pool": pool, "workload": workload, "team": team}}
         for (pool, workload, team), usd in sorted((workload_prices or {}).items())
@@ -245,7 +276,7 @@ def cost_rules(prices: dict[str, float], workload_prices: dict[tuple[str, str, s
         # (review obsreview24 N1)
         {
             "record": IDLE_COST,
-            "expr": f"clamp_min(pool:gpus_installed:sum - on (pool) pool:gpus_allocated:sum, 0) * on (pool) group_left () {PRICE}",
+            "expr": f"({idle_gpus(bool(reserved))}) * on (pool) group_left () {PRICE}",
         },
         # the records the hour integrals below read come first: a group's rules run in order, so an integral above
         # its rate read the previous minute's and lost each hour's last minute (the run cost test found it)
@@ -273,6 +304,8 @@ def cost_rules(prices: dict[str, float], workload_prices: dict[tuple[str, str, s
         # 1 a minute while kube-state-metrics answers (the spend series' own guard, TEAM_COST), 0 otherwise: recorded
         # every hour the rules run, so an hour of 0 is one the sources were down for, not one nobody recorded
         *_hourly(MEASURED_HOUR, "(count(kube_node_labels) > bool 0) or vector(0)"),
+        *_hourly(USED_MEASURED_HOUR, "(count(gpu:dcgm_utilization:ratio) > bool 0) or absent(pod:gpus_allocated:sum) or vector(0)"),
+        *_hourly(TOKENS_MEASURED_HOUR, "(count(workload:vllm_tokens:rate5m) > bool 0) or absent(alicerce:pod_inference:info) or vector(0)"),
         # cost of a used GPU-hour: what the team pays for allocated GPUs over the GPU-hours they were busy
         # none busy: no figure (not +Inf: review obsreview8 F8); what the idle GPUs cost stays in team:gpu_cost_usd:rate1h
         {"record": "team:usd_per_used_gpu_hour:ratio", "expr": f"{TEAM_COST} / (team:gpus_busy:sum > 0)"},

@@ -37,7 +37,7 @@ from alicerce.catalog.alerts import (
     slo_burn_fast_alert_name,
     slo_burn_slow_alert_name,
 )
-from alicerce.emit.kube.costs import BUDGET_EXHAUSTED, HOLD_RELEASE_GRACE
+from alicerce.emit.kube.costs import BUDGET_EXHAUSTED, HISTORY_START, HOLD_RELEASE_GRACE
 from alicerce.emit.kube.kpi import (
     GPU_DRAM,
     GPU_FB,
@@ -60,6 +60,7 @@ from alicerce.emit.storage_counters import counted_tiers, fabric_wait_pools
 from alicerce.plan.kpi import checkpoint_stall_seconds
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
 from alicerce.spec.models import Workload
+from alicerce.spec.units import parse_duration
 
 HELD = f'{GPU_UTIL}{{pod!=""}}'
 # 1 while a team's ClusterQueue admits (Kueue's status gauge, one per queue and status), 0 while stopped or pending
@@ -89,11 +90,15 @@ def _checkpoint_for(rp: ResolvedPlatform) -> str:
 
 
 # How long a team's ClusterQueue stays inactive before KueueClusterQueueInactive: 30 minutes (a Kueue restart or a
-# flavor re-created in a sync is over by then) past the hour the month so far, BUDGET_EXHAUSTED, may lag the budget
-# guard's hold. The guard holds within 15 minutes of the hour mark that takes the spend past the share; the hour-mark
-# group records it up to an hour after that mark (Prometheus runs it at an offset within the hour, rules/group.go
-# EvalTimestamp), and its readers a minute or two later: a hold is 62 minutes old at most when its budget shows
-QUEUE_INACTIVE_FOR = "75m"
+# flavor re-created in a sync is over by then) and, for a queue a budget guard may hold, 45 more: the hour the month so
+# far, BUDGET_EXHAUSTED, may lag the guard's hold. The guard holds within 15 minutes of the hour mark that takes the
+# spend past the share; the hour-mark group records it up to an hour after that mark (Prometheus runs it at an offset
+# within the hour, rules/group.go EvalTimestamp), and its readers a minute or two later: a hold is 62 minutes old at
+# most when its budget shows. A queue no guard holds has no such lag: serving's, whose stop blocks every replacement
+# replica (Kueue admits each serving pod), waited 75 minutes too (review obsreview25 N6)
+QUEUE_INACTIVE_FOR = "30m"
+GUARDED_QUEUE_INACTIVE_FOR = "75m"
+_HOLD_LAG = "45m"  # GUARDED_QUEUE_INACTIVE_FOR - QUEUE_INACTIVE_FOR: a guarded queue inactive that long before `for`
 # Kueue's reasons for a ClusterQueue's Active condition False (v0.19.2 apis/kueue/v1beta2/clusterqueue_types.go 37-47,
 # pkg/cache/scheduler/clusterqueue.go inactiveReason; vendored in tests/data/upstream/kueue/0.19.2/metrics.json)
 INACTIVE_REASONS = ("Stopped", "FlavorNotFound", "AdmissionCheckNotFound", "AdmissionCheckInactive", "TopologyNotFound", "Terminating")
@@ -109,12 +114,24 @@ def cluster_queue_inactive(rp: ResolvedPlatform, site_name: str, guarded: frozen
     queues = sorted(t.name for t in site.teams if cluster_queue(rp, site, t) is not None) if rp.spec.operators.kueue.enabled else []
     if not queues:
         return []
+
     # a team's ClusterQueue carries its name (alicerce.emit.kube.kueue.cluster_queue); its last sample within 10
     # minutes, so a failed scrape or a Kueue leader's failover does not restart the wait
-    active = kueue_series("kueue_cluster_queue_status", f'cluster_queue=~"{"|".join(queues)}"', 'status="active"')
-    inactive = f"max by (cluster_queue) (last_over_time({active}[10m])) == 0"
-    expr = f'label_replace({inactive}, "team", "$1", "cluster_queue", "(.+)")'
-    if guarded & set(queues):
+    def active(names: list[str]) -> str:
+        status = kueue_series("kueue_cluster_queue_status", f'cluster_queue=~"{"|".join(names)}"', 'status="active"')
+        return f"max by (cluster_queue) (last_over_time({status}[10m]))"
+
+    held = sorted(guarded & set(queues))
+    free = [q for q in queues if q not in held]
+    parts = [f"{active(free)} == 0"] if free else []
+    # a guarded queue: inactive at every minute's step of the hold's lag before `for` starts counting (the same 75 minutes in
+    # all), and not while the month's history is truncated (CostHistoryTruncated): the guard then keeps a hold it set
+    # this month whatever the under-counted month says, so the budget record cannot tell its hold (review obsreview25 N5)
+    lag = int(parse_duration(_HOLD_LAG)) // 60  # each minute's step of the lag inactive (a count: data that began
+    # within the lag is not yet that long inactive)
+    parts += [f"sum_over_time(({active(held)} == bool 0)[{_HOLD_LAG}:1m]) >= {lag} unless on () max({HISTORY_START})"] if held else []
+    expr = f'label_replace({" or ".join(f"({p})" for p in parts)}, "team", "$1", "cluster_queue", "(.+)")'
+    if held:
         expr += f" unless on (team) max_over_time({BUDGET_EXHAUSTED}[{HOLD_RELEASE_GRACE}])"
     return [Alert(CLUSTER_QUEUE_INACTIVE, expr, QUEUE_INACTIVE_FOR, "warning",
                   "ClusterQueue {{ $labels.cluster_queue }} admits no workload",
@@ -122,7 +139,8 @@ def cluster_queue_inactive(rp: ResolvedPlatform, site_name: str, guarded: frozen
                   "`kubectl get clusterqueue {{ $labels.cluster_queue }} -o jsonpath='{.status.conditions}'`: the Active "
                   f"condition's reason says why ({', '.join(INACTIVE_REASONS)}; Stopped is a stopPolicy Hold or "
                   "HoldAndDrain). A Hold the budget guard set when a budget it no longer watches was spent carries the "
-                  "annotation alicerce.dev/budget-hold: set spec.stopPolicy None; re-create a missing ResourceFlavor or "
+                  "annotation alicerce.dev/budget-hold: set spec.stopPolicy None (not while CostHistoryTruncated fires: the guard "
+                  "keeps this month's holds then, and a guarded queue is not reported); re-create a missing ResourceFlavor or "
                   "AdmissionCheck, or remove it from the queue.")]  # fmt: skip
 
 

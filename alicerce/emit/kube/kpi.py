@@ -632,7 +632,9 @@ def utilisation_rules() -> list[dict[str, Any]]:
         _rule("team:gpu_memory_used:avg", _by_team(_selected(GPU_FB, held), "avg")),
         _rule("workload:gpu_memory_used:avg", _by_workload(_selected(GPU_FB, held), "avg")),
         _rule("pool:gpus_installed:sum", installed),
-        _rule("pool:gpus_allocated:sum", f"sum by (pool) ({POD_GPUS})"),
+        # a pool no pod holds a GPU of holds 0, not nothing: the allocation ratio shows 0% and the idle cost its whole
+        # price (absent, a wholly idle pool, the largest idle cost, vanished from both: review obsreview25 G1, N4)
+        _rule("pool:gpus_allocated:sum", f"sum by (pool) ({POD_GPUS}) or on (pool) 0 * pool:gpus_installed:sum"),
         # a pool nobody holds a GPU of is 0 busy, not absent: the utilisation SLO and the ratios read it (an idle
         # platform, the SLO's very case, had no ratio and never fired: review obsreview23 F2)
         _rule("pool:gpus_busy:sum", f"sum by (pool) ({_gpus(GPU_UTIL, held)}) or on (pool) 0 * pool:gpus_installed:sum"),

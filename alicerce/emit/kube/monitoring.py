@@ -289,7 +289,10 @@ def _cost_groups(rp: ResolvedPlatform, site_name: str, group: Callable[[str, lis
            if w.pool in on_site and w.billed_usd_per_gpu_hour is not None}  # fmt: skip
     budgets = {team: sites[site_name] for team, sites in plan.site_budgets.items() if site_name in sites}
     shares = {t.name: budgets[t.name] / t.spec.budget.monthly_usd for t in rp.teams if t.spec.budget is not None and t.name in budgets}
-    rules = cost_rules(prices, own) + [
+    # a Capacity Reservation's GPUs, billed launched or not (the plan's reserved nodes, PL315's fallback included)
+    reserved = {p.name: p.price.reserved_nodes * p.gpus_per_node for p in plan.pools
+                if p.name in on_site and p.price is not None and p.price.reserved_nodes}  # fmt: skip
+    rules = cost_rules(prices, own, reserved) + [
         {"record": BUDGET, "expr": f"vector({usd:.6g})", "labels": {"team": n}} for n, usd in sorted(budgets.items())
     ]
     # the teams whose guard may hold their queue: what lets the queue alerts tell its hold from any other stop

@@ -1035,3 +1035,37 @@ def test_the_hours_the_cost_sources_answered_are_recorded(tmp_path: Path) -> Non
         rounded(MEASURED_HOUR, 'site="aws"', 0, "70m"),
         rounded(MEASURED_HOUR, 'site="aws"', 0.5, "119m"),
     ]}], tmp_path)  # fmt: skip
+
+
+@needs_promtool
+def test_an_hour_dcgm_exporter_was_down_is_no_whole_hour(tmp_path: Path) -> None:
+    """Review obsreview25 G3: `alicerce costs` held an hour whenever kube-state-metrics answered, so with dcgm-exporter
+    down the GPU-hours used lost the hour (its minutes integrate as 0), usdPerUsedGpuHour inflated and the month read
+    whole. research holds 8 p5 GPUs busy at 90% for 3 hours; dcgm-exporter is down in the second: hour 1 used 7.2
+    GPU-hours and is whole; hour 2 records 0 answered for the GPU-use source and is not held (COVERAGE)."""
+    from alicerce.emit.kube.costs import USED_MEASURED_HOUR
+    from alicerce.run.chargeback import COVERAGE
+
+    rp = platform()
+    node, pod = "ip-10-20-1-1.ec2.internal", 'namespace="research",pod="train-0",uid="u1"'
+    p5 = 'label_alicerce_dev_pool="train-p5",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
+    inputs = [
+        {"series": f'kube_node_labels{{node="{node}",{p5}}}', "values": "1x180"},
+        {"series": f'kube_pod_status_phase{{{pod},phase="Running"}}', "values": "1x180"},
+        {"series": f'kube_pod_container_resource_requests{{{pod},container="trainer",node="{node}",'
+         'resource="nvidia_com_gpu",unit="integer"}', "values": "8x180"},
+    ]  # fmt: skip
+    for g in range(8):
+        s = dcgm_scraped(rp, "aws", dcgm_series(node, g, ("train-0", "research", "trainer")))
+        inputs.append({"series": series("DCGM_FI_DEV_GPU_UTIL", s), "values": "90x59 _x59 90x62"})
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        {"expr": 'round(last_over_time(team:gpu_hours_used:sum1h{team="research"}[1h] offset 1ms), 0.01)', "eval_time": "1h",
+         "exp_samples": [{"labels": '{site="aws",team="research"}', "value": 7.2}]},
+        {"expr": COVERAGE, "eval_time": "1h", "exp_samples": [{"labels": "{}", "value": 1}]},
+        # 5 or 6 minutes answered: the last samples stay visible for Prometheus's 5-minute lookback (no stale marker
+        # in a gap), and the utilisation record reaches the costs group at the same step or the next (group order)
+        {"expr": f"({USED_MEASURED_HOUR} > 0.07) < bool 0.11", "eval_time": "119m",
+         "exp_samples": [{"labels": '{site="aws"}', "value": 1}]},
+        {"expr": COVERAGE, "eval_time": "2h", "exp_samples": []},
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)

@@ -815,3 +815,47 @@ def test_a_stage_job_re_created_under_its_name_keeps_the_run_that_fed_the_model(
     tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
         rounded(LEAD, 'workload="chat-70b",site="aws"', 21600, at="560m")]}]  # fmt: skip
     run_promtool(platform(), "aws", tests, tmp_path, order=LEAD_ORDER)
+
+
+@needs_promtool
+def test_a_pool_nobody_holds_a_gpu_of_is_all_idle_cost_and_0_allocated(tmp_path: Path) -> None:
+    """A wholly idle pool, the platform's largest idle cost, had no idle-cost and no allocation series: the allocated
+    count had no series without a GPU pod and the subtraction dropped the pool (review obsreview25 G1, N4)."""
+    rp = platform()
+    (price,) = [float(r["expr"][7:-1]) for g in rule_groups(rp, "dc1") for r in g["rules"]
+                if r.get("record") == PRICE and r["labels"]["pool"] == "onprem-h100"]  # fmt: skip
+    inputs = [{"series": f'kube_node_labels{{node="gpu-00{i}.dc1.acme.example",{H100}}}', "values": "1x30"} for i in (1, 2)]
+    pool = 'pool="onprem-h100",site="dc1"'
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded("pool:gpus_allocated:sum", pool, 0),
+        rounded("pool:gpu_allocation:ratio", pool, 0),
+        rounded("pool:gpu_idle_cost_usd:rate1h", pool, 16 * price),  # 16 x $2.2911 = $36.66/h
+    ]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path)
+
+
+P5_NODE = 'label_alicerce_dev_pool="train-p5",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
+
+
+@needs_promtool
+@pytest.mark.parametrize(("nodes", "held", "idle"), [(0, 0, 32), (1, 8, 24), (5, 8, 32)])
+def test_a_capacity_reservation_is_idle_cost_launched_or_not(nodes: int, held: int, idle: int, tmp_path: Path) -> None:
+    """train-p5 reserves 4 p5.48xlarge (costs.cloud reservedNodes 4), billed at $6.88 a GPU-hour used or not (EC2 User
+    Guide, Capacity Reservation pricing and billing, the catalog's source): scaled to 0 the reservation's 32 GPUs cost
+    $220.16/h; one launched node running an 8-GPU pod leaves 24 reserved GPUs idle; 5 launched nodes (one above the
+    reservation, billed while it runs) with 8 held leave 32 (review obsreview25 G2)."""
+    rp = platform()
+    system = 'label_alicerce_dev_pool="system"'
+    inputs: list[dict[str, Any]] = [{"series": f'kube_node_labels{{node="ip-10-20-0-1.ec2.internal",{system}}}', "values": "1x30"}]
+    inputs += [{"series": f'kube_node_labels{{node="ip-10-20-1-{i}.ec2.internal",{P5_NODE}}}', "values": "1x30"} for i in range(nodes)]
+    if held:
+        pod = 'namespace="llm-research",pod="pretrain-0",uid="u1"'
+        inputs += [
+            {"series": f'kube_pod_status_phase{{{pod},phase="Running"}}', "values": "1x30"},
+            {"series": f'kube_pod_container_resource_requests{{{pod},container="trainer",node="ip-10-20-1-0.ec2.internal",'
+             f'resource="nvidia_com_gpu",unit="integer"}}', "values": f"{held}x30"},
+        ]  # fmt: skip
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded("pool:gpu_idle_cost_usd:rate1h", 'pool="train-p5",site="aws"', idle * 6.88),
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)

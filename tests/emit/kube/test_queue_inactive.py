@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from alicerce.emit.kube.diagnoses import INACTIVE_REASONS, QUEUE_INACTIVE_FOR
+from alicerce.emit.kube.diagnoses import GUARDED_QUEUE_INACTIVE_FOR, INACTIVE_REASONS, QUEUE_INACTIVE_FOR
 from alicerce.emit.kube.monitoring import rule_groups
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_text
@@ -52,24 +52,32 @@ def test_every_rule_that_reads_the_queue_status_has_an_inactive_queue_as_a_patte
 
 @needs_promtool
 def test_an_inactive_queue_is_reported_unless_the_budget_guard_holds_it(tmp_path: Path) -> None:
-    """research's queue (a stopAdmitting budget) and applied-ml's (no budget) go inactive at 0. With research's month
-    under its share the guard holds nothing: both fire after QUEUE_INACTIVE_FOR, not before. With research's month at
-    its share (the guard holds at the share exactly: budget_guard.decide) only applied-ml's fires."""
+    """research's queue (a stopAdmitting budget) and applied-ml's and serving's (no budget) go inactive at 0. With
+    research's month under its share the guard holds nothing: the unguarded queues fire after QUEUE_INACTIVE_FOR (30m),
+    research's after GUARDED_QUEUE_INACTIVE_FOR (75m: the budget record's lag), not before; serving waited 75 minutes
+    too, with every replacement replica blocked (review obsreview25 N6). With research's month at its share (the guard
+    holds at the share exactly: budget_guard.decide) research's never fires."""
     rp = platform("prod")
     rule = rules_of(rp, "aws")[INACTIVE]
     share = budget_share(rp, "aws", "research")
-    wait = int(parse_duration(QUEUE_INACTIVE_FOR)) // 60
+    wait, guarded = (int(parse_duration(d)) // 60 for d in (QUEUE_INACTIVE_FOR, GUARDED_QUEUE_INACTIVE_FOR))
+    assert (wait, guarded) == (30, 75)
 
-    def case(spent: float, fired: list[str]) -> dict[str, Any]:
+    def case(spent: float, research: bool) -> dict[str, Any]:
+        free = ["applied-ml", "serving"]
+        late = sorted([*free, "research"] if research else free)
         return {"interval": "1m",
                 "input_series": [*status("research", "0x150"), *status("applied-ml", "0x150"),
-                                 *status("serving", "1x150"), hourly_spend("aws", "research", spent, "x150")],
+                                 *status("serving", "0x150"), hourly_spend("aws", "research", spent, "x150")],
                 "alert_rule_test": [
                     {"eval_time": f"{wait - 2}m", "alertname": INACTIVE, "exp_alerts": []},
-                    {"eval_time": f"{wait + 2}m", "alertname": INACTIVE,
-                     "exp_alerts": [expected(rule, {"cluster_queue": q, "team": q}, "0") for q in fired]}]}  # fmt: skip
+                    *({"eval_time": f"{m}m", "alertname": INACTIVE,
+                       "exp_alerts": [expected(rule, {"cluster_queue": q, "team": q}, "0") for q in free]}
+                      for m in (wait + 2, guarded - 2)),
+                    {"eval_time": f"{guarded + 2}m", "alertname": INACTIVE,
+                     "exp_alerts": [expected(rule, {"cluster_queue": q, "team": q}, "0") for q in late]}]}  # fmt: skip
 
-    run_promtool(rp, "aws", [case(share - 1, ["applied-ml", "research"]), case(share, ["applied-ml"])], tmp_path)
+    run_promtool(rp, "aws", [case(share - 1, True), case(share, False)], tmp_path)
 
 
 @needs_promtool
@@ -83,7 +91,7 @@ def test_the_guards_hold_is_quiet_while_the_month_record_catches_up(tmp_path: Pa
     rule = rules_of(rp, "aws")[INACTIVE]
     share = budget_share(rp, "aws", "research")
     month = 'team:gpu_cost_usd:sum_month{site="aws",team="research"}'
-    wait = int(parse_duration(QUEUE_INACTIVE_FOR)) // 60
+    wait = int(parse_duration(GUARDED_QUEUE_INACTIVE_FOR)) // 60
 
     def case(spent: float, fires: bool) -> dict[str, Any]:
         exp = [expected(rule, {"cluster_queue": "research", "team": "research"}, "0")] if fires else []
@@ -138,3 +146,32 @@ def test_a_team_whose_budget_only_alerts_has_no_hold_to_mute_on(tmp_path: Path) 
                   {"eval_time": "6h30m", "alertname": INACTIVE,
                    "exp_alerts": [expected(rules[INACTIVE], {"cluster_queue": "research", "team": "research"}, "0")]}]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_the_guards_hold_kept_under_a_truncated_history_is_not_reported(tmp_path: Path) -> None:
+    """Review obsreview25 N5: while Prometheus lacks the start of the month (CostHistoryTruncated) the guard keeps a hold
+    it set this month whatever the under-counted month says (budget_guard.decide whole_month=False), and the budget
+    record reads the same under-counted month: research's month at 60% of its share, its queue held, fired "its
+    budget is not spent" at 77 minutes and the runbook said to release it. Quiet while truncated; the same hold with
+    the history whole fires."""
+    rp = platform("prod")
+    rule = rules_of(rp, "aws")[INACTIVE]
+    share = budget_share(rp, "aws", "research")
+    guarded = int(parse_duration(GUARDED_QUEUE_INACTIVE_FOR)) // 60
+
+    def case(lowest: int, fires: bool) -> dict[str, Any]:
+        # the TSDB's oldest sample at ``lowest`` s; Prometheus's namespace is older (created at 0)
+        tsdb = [
+            {"series": 'prometheus_tsdb_lowest_timestamp_seconds{namespace="monitoring",pod="prometheus-0"}', "values": f"{lowest}x150"},
+            {"series": 'kube_namespace_created{namespace="monitoring"}', "values": "0x150"},
+        ]
+        exp = [expected(rule, {"cluster_queue": "research", "team": "research"}, "0")] if fires else []
+        return {"interval": "1m",
+                "input_series": [*status("research", "0x150"), *status("applied-ml", "1x150"), *status("serving", "1x150"),
+                                 hourly_spend("aws", "research", share * 0.6, "x150"), *tsdb],
+                "promql_expr_test": [{"expr": "count(alicerce:cost_history_start:seconds)", "eval_time": f"{guarded + 2}m",
+                                      "exp_samples": [{"labels": "{}", "value": 1}] if not fires else []}],
+                "alert_rule_test": [{"eval_time": f"{guarded + 2}m", "alertname": INACTIVE, "exp_alerts": exp}]}  # fmt: skip
+
+    run_promtool(rp, "aws", [case(7200, False), case(0, True)], tmp_path)
