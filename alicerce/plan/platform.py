@@ -1310,38 +1310,35 @@ AUDIT_EVENT_KB = 1.0
 
 def _audit_on_hosts(platform: ResolvedPlatform) -> list[PlanFinding]:
     """PL347: an on-prem site keeps kube-apiserver's audit log on its control-plane hosts only (no security.audit
-    webhook), rotated at AUDIT_LOG_FILES files of AUDIT_LOG_MB (alicerce.emit.ansible.kubespray), and the oldest file
+    webhook), rotated by count (the target's Capabilities.audit_log_on_hosts, which its builder sets), and the oldest file
     goes whatever its age (--audit-log-maxbackup): a declared retention longer than that holds at the lease floor is a
     trail that loses its oldest days quietly, while the AWS sites of the same spec keep theirs in CloudWatch Logs
     (review obsreview25 G6)."""
-    from alicerce.emit.ansible.kubespray import AUDIT_LOG_FILES, AUDIT_LOG_MB
-    from alicerce.targets.onprem.resolve import control_plane_hosts
-    from alicerce.targets.onprem.spec import OnpremSite
-
     audit = platform.spec.security.audit
     if not audit.enabled or audit.webhook is not None:
         return []
     out = []
     days = audit.retention / 86400
     for site in platform.sites:
-        if not isinstance(site.spec, OnpremSite):
+        rotation = site.capabilities.audit_log_on_hosts
+        if rotation is None:
             continue
-        servers = control_plane_hosts(site.spec)
+        servers = rotation.servers
         nodes = len({h for pool in site.pools for h in pool.hosts} | set(servers))
         if not nodes:
             continue
         per_day_mb = nodes * LEASE_RENEWS_PER_DAY * AUDIT_EVENT_KB / 1024
         # each API server logs the requests it serves, in its own files: the site keeps that many sets of files
-        held = AUDIT_LOG_FILES * AUDIT_LOG_MB * max(1, len(servers)) / per_day_mb
+        held = rotation.files * rotation.megabytes * max(1, len(servers)) / per_day_mb
         if days <= held:
             continue
         out.append(
             PlanFinding(
                 "PL347",
                 site.name,
-                f"audit logs stay on the {max(1, len(servers))} API servers' hosts: {AUDIT_LOG_FILES} files of {AUDIT_LOG_MB} MB "
-                f"each ({AUDIT_LOG_FILES * AUDIT_LOG_MB / 1000:g} GB a server), at most {held:.0f} days at {nodes} nodes' Lease renewals "
-                f"alone ({per_day_mb:.0f} MB a day; pod and node status writes add far more), not the declared "
+                f"audit logs stay on the {max(1, len(servers))} API servers' hosts: {rotation.files} files of {rotation.megabytes} MB "
+                f"each ({rotation.files * rotation.megabytes / 1000:g} GB a server), at most {held:.0f} days at {nodes} nodes' "
+                f"Lease renewals alone ({per_day_mb:.0f} MB a day; pod and node status writes add far more), not the declared "
                 f"{days:g}-day security.audit.retention: the oldest days are deleted quietly "
                 "(set security.audit.webhook to ship the events to a store that keeps them)",
             )

@@ -114,6 +114,16 @@ class CsiSubdirectory:
 
 
 @record
+class AuditLogOnHosts:
+    """Where a target's API servers keep their audit log on their own hosts, rotated by count: each keeps ``files``
+    files of ``megabytes`` and deletes the oldest whatever its age (kube-apiserver --audit-log-maxbackup, -maxsize)."""
+
+    files: int
+    megabytes: int
+    servers: tuple[str, ...]  # the site's API server hosts, each with its own set of files
+
+
+@record
 class EtcdMetrics:
     """Where a target's cluster builder serves etcd's metrics to Prometheus: a listener of its own beside the client
     port (which asks for client certificates), published in kube-system as a Service without a selector and Endpoints
@@ -181,6 +191,9 @@ class Capabilities:
     # where the cluster's etcd serves its metrics outside a pod (a host service the builder configures); None: etcd is
     # either unscraped (above) or a pod the monitoring chart's own Service selects
     etcd_metrics: EtcdMetrics | None = None
+    # where the site's audit log stays on the API servers' hosts when no webhook ships it (the builder's rotation);
+    # None: the target keeps it elsewhere (a cloud's control-plane logs)
+    audit_log_on_hosts: AuditLogOnHosts | None = None
     # Helm releases of the target's own controllers, bound to cloud identities its build creates: Pulumi installs
     # them in every delivery mode (the GitOps tree names them)
     cloud_controllers: tuple[str, ...] = ()

@@ -28,7 +28,7 @@ from alicerce.emit.ansible.role_vars import AnsibleTemplate
 from alicerce.emit.errors import EmitError
 from alicerce.emit.kube.common import ACCEPTANCE_TAINT
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
-from alicerce.targets.onprem.resolve import control_plane_hosts
+from alicerce.targets.onprem.resolve import AUDIT_LOG_FILES, AUDIT_LOG_MB, control_plane_hosts
 from alicerce.targets.onprem.spec import OnpremSite
 
 # Playbooks of the collection alicerce runs (kubespray resolves <collection>.<name> to playbooks/<name>.yml).
@@ -41,10 +41,6 @@ PLAYBOOKS = {
     "remove-node.yml": "remove_node",
     "facts.yml": "facts",
 }
-# kube-apiserver audit log rotation on each control-plane host: 100 MB files, the newest 100 (10 GB) at most; a
-# retention beyond what that holds needs the log shipped off the hosts (README, "Run the platform")
-AUDIT_LOG_MB = 100
-AUDIT_LOG_FILES = 100
 ARTIFACTS = "artifacts"  # kubespray/<ARTIFACTS>/<site>/admin.conf: what kubespray hands back to the controller
 
 
@@ -204,7 +200,8 @@ def cluster_vars(platform: ResolvedPlatform, site: ResolvedSite) -> dict[str, An
     if audit.enabled:
         # kube-apiserver's audit log through kubespray's own switch and its default policy (secrets, configmaps and
         # tokens at Metadata, never their bodies; kubespray v2.31.0 roles/kubernetes/control-plane): files rotate at
-        # 100 MB and are kept for the audit retention, at most AUDIT_LOG_FILES of them on each control-plane host
+        # AUDIT_LOG_MB and are kept for the audit retention, at most AUDIT_LOG_FILES of them on each control-plane host
+        # (the target's rotation, which plan weighs against the retention: PL347)
         data |= {
             "kubernetes_audit": True,
             "audit_log_maxage": max(1, math.ceil(audit.retention / 86400)),

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from alicerce.catalog import Catalog
-from alicerce.spec.models import Fabric, LocalNvmeTier, Networks, NodePool, ParallelFsTier, SharedNfsTier, Site, StorageTier
+from alicerce.spec.models import Fabric, LocalNvmeTier, Networks, NodePool, ParallelFsTier, PlatformSpec, SharedNfsTier, Site, StorageTier
 from alicerce.spec.units import expand_hosts
-from alicerce.targets.base import Capabilities, EtcdMetrics, PlatformEndpoint
+from alicerce.targets.base import AuditLogOnHosts, Capabilities, EtcdMetrics, PlatformEndpoint
 from alicerce.targets.onprem.spec import OnpremSite
 from alicerce.targets.onprem.target import TARGET
 from alicerce.targets.resolver import MountFacts, NodeSoftwareOwners, PoolPlacement, TargetResolver
@@ -149,8 +151,22 @@ def _endpoints(site: Site) -> tuple[PlatformEndpoint, ...]:
     return (api, NODELOCAL_DNS)
 
 
+# kube-apiserver's audit log on each control-plane host: files of 100 MB (kubespray's audit_log_maxsize default), at
+# most this many of them (kubespray's audit_log_maxbackups, set by alicerce.emit.ansible.kubespray)
+AUDIT_LOG_MB = 100
+AUDIT_LOG_FILES = 100
+
+
+def _site_capabilities(site: Site, spec: PlatformSpec, environment: str) -> Capabilities:
+    """An on-prem site's capabilities: its API servers keep the audit log on their hosts, each its own files."""
+    assert isinstance(site, OnpremSite)
+    audit = AuditLogOnHosts(files=AUDIT_LOG_FILES, megabytes=AUDIT_LOG_MB, servers=tuple(control_plane_hosts(site)))
+    return replace(CAPABILITIES, audit_log_on_hosts=audit)
+
+
 RESOLVER = TargetResolver(
     capabilities=CAPABILITIES,
+    site_capabilities=_site_capabilities,
     site=_site,
     pool=_pool,
     implementation=_implementation,
