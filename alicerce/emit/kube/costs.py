@@ -47,8 +47,10 @@ TEAM_30D = "team:gpu_cost_usd:sum30d"
 # what the team's pods cost over the trailing 7 days (hour marks): the pace the month's projection extrapolates
 TEAM_7D = "team:gpu_cost_usd:sum7d"
 PACE_HOURS = 7 * 24
-# the hour marks of those 7 days this Prometheus recorded (MEASURED_HOUR exists every hour it runs, teams or none): a
-# Prometheus under a week old divides the week's spend by the hours it saw, not by 168
+# the hour marks of those 7 days this Prometheus recorded a spend in (TEAM_HOUR, a team's 0 included): a Prometheus
+# under a week old divides the week's spend by the hours it saw, not by 168. Counted on the spend record itself, whose
+# name upgrades keep: counting a record newer than the spend (MEASURED_HOUR) divided an upgraded platform's week of
+# spend by the hours since the upgrade, 7x the pace on its first day (review obsreview26 D1)
 PACE_RECORDED = "site:cost_hours_recorded:count7d"
 # the fewest hours the pace is taken over: a Prometheus a few hours old extrapolated one job's hours to the month
 PACE_MIN_HOURS = 24
@@ -152,7 +154,7 @@ def hour_mark_rules(former: Mapping[str, Sequence[str]]) -> list[dict[str, Any]]
         # trailing 30 days: the hours' costs summed at the hour marks (whatever the evaluation time, each hour once)
         {"record": TEAM_30D, "expr": f"sum_over_time({teams}[30d:1h])"},
         {"record": TEAM_7D, "expr": f"sum_over_time({teams}[{PACE_HOURS}h:1h])"},
-        {"record": PACE_RECORDED, "expr": f"count_over_time({hour_total(MEASURED_HOUR)}[{PACE_HOURS}h:1h])"},
+        {"record": PACE_RECORDED, "expr": f"count_over_time(max({hour_total(TEAM_HOUR)})[{PACE_HOURS}h:1h])"},
         # cost per training run from the live metrics, beside the plan's estimate: each run's hours (issue 24 item 3;
         # review obsreview12 F5: only the plan said what a run cost)
         {"record": RUN_30D, "expr": f"sum_over_time({hour_total(RUN_HOUR)}[30d:1h])"},
