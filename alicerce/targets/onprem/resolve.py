@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from alicerce.catalog import Catalog
 from alicerce.spec.models import Fabric, LocalNvmeTier, Networks, NodePool, ParallelFsTier, PlatformSpec, SharedNfsTier, Site, StorageTier
+from alicerce.spec.record import replace
 from alicerce.spec.units import expand_hosts
 from alicerce.targets.base import AuditLogOnHosts, Capabilities, EtcdMetrics, PlatformEndpoint
 from alicerce.targets.onprem.spec import OnpremSite
