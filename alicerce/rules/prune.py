@@ -32,9 +32,16 @@ class Pruned:
     maps: list[dict[Path, list[int]]] = field(default_factory=list)  # per round: list path -> original index of each kept item
     cut_names: set[str] = field(default_factory=set)  # names of the list items that were cut
 
-    def original(self, path: Path) -> Path:
-        """``path`` in the pruned document, as a path in the original one."""
-        for kept in reversed(self.maps):
+    @property
+    def shortened(self) -> set[Path]:
+        """The lists that lost an item, as paths in the original document: a finding about such a list as a whole
+        (no receiver that pages, where the pager was cut) may only repeat the cut item's own schema error."""
+        return {self.original(path, rounds=i) for i, kept in enumerate(self.maps) for path in kept}
+
+    def original(self, path: Path, rounds: int | None = None) -> Path:
+        """``path`` in the pruned document (or in the document after the first ``rounds`` rounds of cuts), as a path
+        in the original one."""
+        for kept in reversed(self.maps[:rounds]):
             out: list[Any] = []
             for element in path:
                 out.append(kept[tuple(out)][element] if isinstance(element, int) and tuple(out) in kept else element)

@@ -177,8 +177,10 @@ def _rules_on_what_parsed(data: Any, pos: Pos, env: str, catalog: Catalog, date:
         return []
     resolved = resolve_spec(pruned.spec, env, catalog)
     found = run_rules(RuleContext(pruned.spec, env, resolved.catalog, resolved, date, RULES), pos, pruned.original)
-    # "no pool named X" where X was cut for its own schema errors would only repeat them
-    return [e for e in found if not (isinstance(e.value, str) and e.value in pruned.cut_names)]
+    # "no pool named X" where X was cut for its own schema errors, or "no receiver pages" where the pager was, would
+    # only repeat them
+    shortened = pruned.shortened
+    return [e for e in found if not (isinstance(e.value, str) and e.value in pruned.cut_names) and e.path not in shortened]
 
 
 def load_and_check(path: str, environments: list[str] | None = None, *, display: str | None = None) -> Checked:
