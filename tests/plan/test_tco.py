@@ -662,7 +662,7 @@ networks:
     - name: efa
 monitoring:
   receivers:
-    - {name: oncall, kind: slack, secret: {name: s, key: u}}
+    - {name: oncall, kind: webhook, secret: {name: s, key: url}}
     - {name: hb, kind: webhook, secret: {name: h, key: url}, heartbeat: true}
 tenancy:
   teams:
