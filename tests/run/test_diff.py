@@ -498,7 +498,13 @@ def test_a_routing_change_says_open_alerts_page_again_and_old_incidents_stay_ope
     PagerDuty dedup key is the group key's hash: every alert firing at the reload opens a second incident and the old
     one is never resolved. The diff says so per site; the Slack receiver's routes did not change and it is not named."""
     old = reference("prod")
-    new = variant(lambda data: _receiver(data, "oncall").update(teams=["research"]))
+
+    def research_pager(data: dict[str, Any]) -> None:
+        _receiver(data, "oncall").update(teams=["research"])
+        data.setdefault("waivers", []).append({"rule": "AL387", "environments": ["prod"], "expires": "2099-01-01",
+                                               "justification": "the platform's criticals page through research's rota"})  # fmt: skip
+
+    new = variant(research_pager)
     result = diff_environment("prod", old, new, plan=None)
     assert [n.split(":")[0] for n in result.notes] == ["aws", "dc1"]
     assert all("receiver oncall (pagerduty)" in n and "its routes' matchers changed" in n for n in result.notes)
