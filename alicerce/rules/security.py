@@ -327,6 +327,37 @@ def every_severity_routed(ctx: RuleContext) -> Iterable[Finding]:
             )
 
 
+# the receiver kinds that can wake someone: PagerDuty, and a webhook (how incident tools take Alertmanager's alerts)
+PAGING_KINDS = ("pagerduty", "webhook")
+
+
+@rules.rule(
+    "AL387",
+    "criticals-page",
+    "In production, every team's critical alerts reach a receiver that pages (PagerDuty, or a webhook to an incident tool).",
+    waivable=True,
+)
+def criticals_page(ctx: RuleContext) -> Iterable[Finding]:
+    """The critical alerts are the ones that cannot wait for a ticket: a GPU node lost, a serving workload down, an
+    SLO's fast burn. A Slack channel or a mailbox is read in office hours, so a production site whose criticals go only
+    there has no on-call at night (review obsreview27 N2). A webhook counts: it is how Opsgenie, incident.io and the
+    like take alerts, which alicerce cannot tell from a chat bridge."""
+    monitoring = ctx.spec.monitoring
+    if ctx.env.tier != "production" or not ctx.spec.operators.monitoring.enabled or all(r.heartbeat for r in monitoring.receivers):
+        return  # no receiver at all (or heartbeats only) is AL321's
+    if not any(
+        not r.heartbeat and not r.teams and r.kind in PAGING_KINDS and (not r.severities or "critical" in r.severities)
+        for r in monitoring.receivers
+    ):
+        yield Finding(
+            S.monitoring.receivers,
+            f"production environment {ctx.env_name} sends its critical alerts (a GPU node lost, a serving workload "
+            "down, an SLO's fast burn) to no receiver that pages: a channel or a mailbox is not read at night",
+            "add a pagerduty receiver with severities: [critical] and no teams (or a webhook to your incident tool), "
+            "or a waiver for AL387 with a justification and expiry",
+        )
+
+
 @rules.rule(
     "AL325",
     "dead-mans-switch",

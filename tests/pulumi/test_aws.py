@@ -712,13 +712,16 @@ STATEFUL = (
 
 
 def test_every_stateful_resource_is_protected_and_the_cluster_has_deletion_protection(prod: Any, dev: Any) -> None:
-    """Pulumi's protect option refuses any delete or replace of the resource; EKS refuses DeleteCluster while
+    """The audit trail's log group among them (review obsreview27 N4). Pulumi's protect option refuses any delete or replace of the resource; EKS refuses DeleteCluster while
     deletionProtection is on (EKS API reference, CreateCluster deletionProtection)."""
     for _, result in (prod, dev):
         stateful = [r for r in result.resources if r.type in STATEFUL]
         assert {r.type for r in stateful} == set(STATEFUL)
-        assert [r.name for r in stateful if not r.protect] == []
-        assert not [r.name for r in result.resources if r.protect and r.type not in STATEFUL]
+        # the control plane's log group holds the API server's audit trail (EKS names it /aws/eks/<cluster>/cluster)
+        audit = [r for r in result.of_type("aws:cloudwatch/logGroup:LogGroup") if r.inputs["name"].startswith("/aws/eks/")]
+        assert len(audit) == 1
+        assert [r.name for r in [*stateful, *audit] if not r.protect] == []
+        assert not [r.name for r in result.resources if r.protect and r.type not in STATEFUL and r not in audit]
         (eks,) = result.of_type("aws:eks/cluster:Cluster")
         assert eks.inputs["deletionProtection"] is True
 

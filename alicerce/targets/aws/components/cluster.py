@@ -177,7 +177,9 @@ class EksCluster(Component):
                 )
             )
         # created first so that retention (and encryption) are ours, not the "never expire" group EKS would create;
-        # the key policy lets CloudWatch Logs use the key for this group (policies.platform_key_policy)
+        # the key policy lets CloudWatch Logs use the key for this group (policies.platform_key_policy). It holds the
+        # API server's audit trail: protected like the trail's bucket, so a renamed cluster or a stack change cannot
+        # delete the history with the group (review obsreview27 N4)
         depends.append(
             aws.cloudwatch.LogGroup(
                 f"{name}-logs",
@@ -185,7 +187,7 @@ class EksCluster(Component):
                 retention_in_days=args.log_retention_days,
                 kms_key_id=args.kms_key_arn,
                 tags=named(tags, f"{args.name}-control-plane"),
-                opts=self.child(),
+                opts=self.child(protect=True),
             )
         )
         cluster = aws.eks.Cluster(
