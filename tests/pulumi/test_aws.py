@@ -712,7 +712,8 @@ STATEFUL = (
 
 
 def test_every_stateful_resource_is_protected_and_the_cluster_has_deletion_protection(prod: Any, dev: Any) -> None:
-    """The audit trail's log group among them (review obsreview27 N4). Pulumi's protect option refuses any delete or replace of the resource; EKS refuses DeleteCluster while
+    """The audit trail's log group among them (review obsreview27 N4). Pulumi's protect option refuses any delete or
+    replace of the resource; EKS refuses DeleteCluster while
     deletionProtection is on (EKS API reference, CreateCluster deletionProtection)."""
     for _, result in (prod, dev):
         stateful = [r for r in result.resources if r.type in STATEFUL]
