@@ -613,7 +613,8 @@ class SpotFractions(CatalogModel):
 
 class CapacityBlockPrice(CatalogModel):
     usdPerHour: float
-    regions: tuple[str, ...]
+    regions: tuple[str, ...]  # the regions the price table has a row for
+    soldUnpriced: tuple[str, ...] = ()  # sold there (the User Guide) with no published price: left unpriced (PL311)
 
 
 class BlockDurationStep(CatalogModel):

@@ -123,7 +123,11 @@ def node_price(pool: ResolvedPool, catalog: Catalog, costs: Costs) -> NodePrice 
             block = prices.capacityBlocks.types.get(instance.type)
             if block is None or region not in block.regions:
                 price = None
-                issues.append(Issue("PL311", f"no Capacity Block price for {instance.type} in {region}"))
+                sold = block is not None and region in block.soldUnpriced
+                issues.append(Issue("PL311", f"no Capacity Block price for {instance.type} in {region}"
+                                    + (f": AWS sells blocks there but its price table lists only {', '.join(block.regions)}; "
+                                       f"left unpriced, not priced at another region's rate: declare the quoted price as "
+                                       f"costs.cloud[{pool.name}].usdPerHour" if sold and block else "")))  # fmt: skip
             else:
                 price = block.usdPerHour
                 factors = (Factor(f"Capacity Block {instance.type}", block.usdPerHour,

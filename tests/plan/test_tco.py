@@ -397,6 +397,24 @@ def test_capacity_blocks_and_reservations() -> None:
     assert price is not None and price.usd_per_hour == pytest.approx(39.33) and price.block_steps[0] == (336, 24)
 
 
+@pytest.mark.parametrize("region", ["us-west-2", "ap-northeast-1"])
+def test_a_capacity_block_sold_where_aws_publishes_no_price_is_left_unpriced(region: str) -> None:
+    """Review sizreview22 F1: AWS sells p5.48xlarge blocks in Oregon and Tokyo (EC2 User Guide, Capacity Blocks), but
+    the price page the catalog cites has rows for the two US East regions only; Tokyo was priced at their $39.33."""
+    data = reference()
+    on_capacity_blocks(data)
+    data["environments"]["prod"]["sites"][0].update(region=region, zones=[f"{region}a", f"{region}b"])
+    next(p for p in data["nodePools"] if p["name"] == "train-p5")["aws"]["zone"] = f"{region}a"
+    for tier in (t for t in data["storage"] if t["name"] in ("datasets", "checkpoints")):  # FSx zones are pinned (AL317)
+        tier["aws"]["zone"] = f"{region}a"
+    platform = resolve(data)
+    price = node_price(next(p for p in platform.pools if p.name == "train-p5"), CATALOG, platform.spec.costs)
+    assert price is not None and price.usd_per_hour is None
+    (said,) = [i.message for i in price.issues if i.check == "PL311"]
+    assert f"no Capacity Block price for p5.48xlarge in {region}: AWS sells blocks there" in said
+    assert "us-east-1, us-east-2" in said and "costs.cloud[train-p5].usdPerHour" in said
+
+
 def test_a_capacity_block_pool_bills_each_runs_blocks() -> None:
     """Review sizreview4: the pool's month rounded its total busy hours up to whole days, so two 5.45-hour fine-tunes a
     month (code-assistant-ft, one p5 node, runsPerQuarter: 6) bought one day between them. Each run buys its own
@@ -925,10 +943,12 @@ def test_own_vs_rent_says_when_the_prices_it_weighs_are_stale_or_far_apart() -> 
 
 def test_p5_capacity_blocks_are_sold_where_the_user_guide_says() -> None:
     """Review sizreview20 F7: the EC2 User Guide's Capacity Blocks page lists p5.48xlarge in us-east-1, us-east-2,
-    us-west-2 and ap-northeast-1; the catalog said the first two, so a us-west-2 environment was told no block is sold."""
-    assert CATALOG.prices.capacityBlocks.types["p5.48xlarge"].regions == ("us-east-1", "us-east-2", "us-west-2", "ap-northeast-1")
-    options = rental_options("H100-SXM5-80GB", "us-west-2", CATALOG, [])
-    assert "capacity-block" in {o.purchase for o in options}
+    us-west-2 and ap-northeast-1; the catalog said the first two, so a us-west-2 environment was told no block is sold.
+    The price page has rows for the first two only (review sizreview22 F1): the others are sold, not priced."""
+    block = CATALOG.prices.capacityBlocks.types["p5.48xlarge"]
+    assert (block.regions, block.soldUnpriced) == (("us-east-1", "us-east-2"), ("us-west-2", "ap-northeast-1"))
+    assert "capacity-block" in {o.purchase for o in rental_options("H100-SXM5-80GB", "us-east-2", CATALOG, [])}
+    assert "capacity-block" not in {o.purchase for o in rental_options("H100-SXM5-80GB", "us-west-2", CATALOG, [])}
 
 
 def test_a_capacity_block_pool_holds_no_more_nodes_than_a_block_sells() -> None:
