@@ -434,6 +434,9 @@ def history_alert() -> Alert:
                  "Retention deleted them (by size or by time), or the TSDB started again after the platform did (its "
                  "volume lost or re-created, a new replica). This month's GPU spend and the budget alerts count only "
                  "from the oldest sample kept: they under-count until the next month, and the budget guard keeps the "
-                 "holds it set this month. Keep a month: monitoring.retention of 31d or more, a monitoring.storage that "
+                 "holds it set this month: a team's ClusterQueue stopped since before the truncation began is not "
+                 "reported by KueueClusterQueueInactive (a kept hold looks the same; `kubectl get clusterqueue -o "
+                 "jsonpath='{.items[*].status.conditions}'` shows each Active condition's reason). Keep a month: "
+                 "monitoring.retention of 31d or more, a monitoring.storage that "
                  "holds that many days of samples (its claims do not grow with it: grow them before that change "
                  "syncs, as `alicerce diff` lists), and a volume that outlives the pod.")  # fmt: skip
