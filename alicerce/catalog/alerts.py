@@ -603,7 +603,7 @@ EFA_COUNTERS_FILE = "alicerce_efa.prom"
 # (review obsreview20 F7)
 EFA_LINK_RATE_MISSING = "EfaLinkRateMissing"
 # the InfiniBand ports' transmit wait (node_monitoring files/alicerce_fabric_wait.py, rewritten every second): a node of
-# a pool where it runs that serves no port read on its last tick, or whose file stopped being rewritten
+# a pool where it runs with a port not measured on its last tick (per port), or whose file stopped being rewritten
 FABRIC_WAIT_UNREAD = "FabricWaitCountersMissing"
 FABRIC_WAIT_FILE = "alicerce_fabric_wait.prom"
 SOURCE_ALERTS = (KUBE_STATE_METRICS_ABSENT, NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_ABSENT, DCGM_PROFILING_ABSENT,
