@@ -85,6 +85,20 @@ LINK_BUSY = 0.6  # a port transmitting over 60 % of its line rate
 PORT_WAITING = 0.2
 
 
+def _lnet_first(site: ResolvedSite) -> str:
+    """The runbook's first check where the site's Lustre runs LNet over the same InfiniBand HCAs (NIDs @o2ib): a
+    checkpoint burst to a few OSS links (incast) makes the clients' ports wait for credits while the step loop blocks,
+    which reads as fabric congestion beside TrainingCheckpointStall (review obsreview26 N-A)."""
+    o2ib = [t.name for t in site.storage if (m := t.mounts.get(site.name)) is not None and m.kind == "lustre" and "@o2ib" in m.source]
+    if not o2ib:
+        return ""
+    return (
+        f" First rule out storage: {', '.join(o2ib)} runs LNet over these HCAs, so a checkpoint burst to a few Lustre "
+        "OSS links makes the clients' ports wait too; check TrainingCheckpointStall on the node and the OSS load "
+        "(lctl get_param obdfilter.*.stats on the servers) before the switches."
+    )
+
+
 def _checkpoint_for(rp: ResolvedPlatform) -> str:
     return f"{int(checkpoint_stall_seconds(rp))}s"
 
@@ -276,8 +290,12 @@ def diagnoses(rp: ResolvedPlatform, site_name: str, guarded: frozenset[str] = fr
               "GPUs on {{ $labels.node }} ({{ $labels.pool }}) are communication-bound: the fabric is congested",
               "Tensor cores are under 15% active while a fabric port of the node waits for credits over 20% of the "
               "time yet moves less than 60% of its line rate (PortXmitWait: node:infiniband_transmit_wait:max_ratio): "
-              "the congestion is in the fabric, not the job. Find the port and its switch path (ibdiagnet congestion "
-              "report, perfquery -x on the switch ports), check for an oversubscribed or unbalanced leaf-spine path, "
+              f"the congestion is in the fabric, not the job.{_lnet_first(rp.site(site_name))} Confirm it with "
+              "ibdiagnet's congestion report (its xmit_wait per port) before moving jobs: the wait share is an "
+              "estimate that assumes the HCA counts one tick per (Tick + 1) bytes of one lane, where NVIDIA's Quantum "
+              "switches count per 8 bytes of the port, up to 4x less at 4X HDR and NDR, and the 20% threshold has no "
+              "published source. Find the port and its switch path (ibdiagnet congestion report, perfquery -x on the "
+              "switch ports), check for an oversubscribed or unbalanced leaf-spine path, "
               "a slow or flapping link on the path, adaptive routing and the subnet manager's routing engine, and "
               "other jobs sharing the same switches; place the job's nodes under fewer leaves (topology-aware placement)."),
         Alert(CHECKPOINT_STALL, stall, _checkpoint_for(rp), "warning",

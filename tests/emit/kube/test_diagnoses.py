@@ -225,6 +225,21 @@ def test_fabric_congestion_is_diagnosed_only_where_the_ports_wait_is_counted() -
     assert "node_infiniband_port_transmit_wait_total" in load("node-exporter", "v1.12.1", "metrics.json")
 
 
+def test_the_congestion_runbook_asks_for_ibdiagnet_and_rules_out_lustre_first() -> None:
+    """Review obsreview26 G-C: the wait share assumes the per-lane tick of NVIDIA's older switches, where Quantum
+    switches tick per 8 bytes of the port (4x at 4X HDR/NDR if the HCA does the same; not verified): the runbook asks
+    for ibdiagnet's congestion report before anyone moves jobs. N-A: dc1's Lustre runs LNet over the same HCAs (@o2ib),
+    so a checkpoint incast reads as fabric congestion: the runbook names the tier and TrainingCheckpointStall first."""
+    rp = platform()
+    text = rules_of(rp, "dc1")["GPUCommunicationBoundFabricCongested"]["annotations"]["description"]
+    assert "ibdiagnet's congestion report" in text and "4x" in text
+    assert "dc1-lustre runs LNet over these HCAs" in text and "TrainingCheckpointStall" in text
+    assert text.index("TrainingCheckpointStall") < text.index("Find the port")
+    from tests.ansible.test_fabric_wait import SCRIPT
+
+    assert "ibdiagnetusermanualv213" in SCRIPT.read_text()  # where the tick length is computed, its source and assumption
+
+
 @needs_promtool
 def test_fabric_congestion_fires_when_ports_wait_and_tensor_cores_idle(tmp_path: Path) -> None:
     rule = rules_of(platform(), "dc1")["GPUCommunicationBoundFabricCongested"]

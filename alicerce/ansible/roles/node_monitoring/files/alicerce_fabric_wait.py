@@ -14,6 +14,8 @@ exactly the congested port. So this collector owns the counter:
 - else it reads the 32-bit PortXmitWait and clears it in the same call (`perfquery -r ... <lid> <port> 0x10000`:
   reset mask bit 16 is CounterSelect2 bit 0, PortXmitWait alone, libibmad gs.c performance_reset_via) every tick, and
   adds each read to a running total. A tick short enough never fills 32 bits; a read that comes back full is counted.
+  One owner per fabric counter: UFM, OpenSM's PerfMgr or an ibdiagnet sweep that read the same PMA then see this
+  counter near 0, and their own clears make this total under-count (review obsreview26 N-B).
 
 The tick's length: PortSamplesControl.Tick (`perfquery -c`) says how many symbol times one tick lasts (Tick + 1),
 a symbol time being one byte on one lane (InfiniBand Architecture, PortSamplesControl; NVIDIA ibdiagnet user manual,
@@ -199,6 +201,16 @@ def exposition(ports: list[Port], sys_root: Path) -> str:
             samples["alicerce_fabric_port_wait_saturated_reads_total"].append(
                 f"alicerce_fabric_port_wait_saturated_reads_total{{{labels}}} {state.saturated}"
             )
+        # An ASSUMPTION, not verified on ConnectX hardware (review obsreview26 G-C): one tick lasts (Tick + 1) symbol
+        # times of ONE lane. NVIDIA's ibdiagnet user manual v2.13, "Congestion Assessment on InfiniBand Links"
+        # (docs.nvidia.com/networking/display/ibdiagnetusermanualv213/congestion+assessment+on+infiniband+links), gives
+        # two counting rules: SwitchIB and Switch-X count every 32 bytes per lane (Tick 31), lost bytes = counter x
+        # (Tick + 1) x lanes, the rule used here; Quantum, Quantum-2 and Quantum-3 count every 8 bytes of the port
+        # whatever its width (Tick 7), lost bytes = counter x (Tick + 1), and "behavior may vary depending on the
+        # generation". If a ConnectX HCA counts like its Quantum generation, this tick is 4x too long on a 4X port
+        # (1.28 ns where 0.32 ns at HDR) and the wait share 4x too high. Kept until a source or a measurement (a port
+        # held at line-rate backpressure must read about 1) says which; GPUCommunicationBoundFabricCongested's
+        # runbook asks for ibdiagnet's congestion report first
         if symbol is not None and state.tick_symbols is not None:
             samples["alicerce_fabric_port_tick_seconds"].append(
                 f"alicerce_fabric_port_tick_seconds{{{labels}}} {state.tick_symbols * symbol:.6e}"
