@@ -103,7 +103,11 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
               "blocks only past that size, so the volume fills first and Prometheus stops ingesting and evaluating "
               "every rule, alerts included. monitoring.storage grew but the claim did not (a StatefulSet never resizes "
               "its claims): grow the claim as `alicerce diff` lists (kubectl patch pvc, on a class that allows "
-              "expansion), or set monitoring.storage back to the claim's size."),
+              "expansion), or set monitoring.storage back to the claim's size. Its margin: the retention is 90% of "
+              "monitoring.storage and the file system holds a little less than its claim (ext4 and XFS metadata), so a "
+              "growth under about 4% (100 to 103 GiB: a 92.7 GiB retention on a ~98.4 GiB file system) stays below this alert while "
+              "compaction's temporary blocks may still fill the volume: grow the claim with every growth of "
+              "monitoring.storage, small ones included."),
     ]  # fmt: skip
     if pools:
         alerts.append(Alert(NODE_CORDONED_FOR_DAYS, f"{_nodes(pools)} and on (node) ({cordoned_for_days()})", "10m", "warning",
