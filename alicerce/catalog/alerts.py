@@ -603,7 +603,7 @@ EFA_COUNTERS_FILE = "alicerce_efa.prom"
 # (review obsreview20 F7)
 EFA_LINK_RATE_MISSING = "EfaLinkRateMissing"
 # the InfiniBand ports' transmit wait (node_monitoring files/alicerce_fabric_wait.py, rewritten every second): a node of
-# a pool where it runs that serves no port read on its last tick, or whose file stopped being rewritten
+# a pool where it runs with a port not measured on its last tick (per port), or whose file stopped being rewritten
 FABRIC_WAIT_UNREAD = "FabricWaitCountersMissing"
 FABRIC_WAIT_FILE = "alicerce_fabric_wait.prom"
 SOURCE_ALERTS = (KUBE_STATE_METRICS_ABSENT, NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_ABSENT, DCGM_PROFILING_ABSENT,
@@ -650,11 +650,15 @@ JOB_DIAGNOSES = (INPUT_BOUND, MEMORY_BOUND, COMMUNICATION_BOUND, FABRIC_CONGESTE
 # template/template.go Alerts). Alertmanager v0.34.0's default slack.default.text is empty (template/default.tmpl):
 # a group of 28 GPUInputBound alerts read "[FIRING:28] GPUInputBound ..." and named no node. One line per firing
 # alert, its summary and the node or pod it is on, then the ones resolved. ``or`` gives its first non-empty argument
-# (text/template); a label the alert lacks reads empty (Labels is a map[string]string).
+# (text/template); a label the alert lacks reads empty (Labels is a map[string]string). The node or pod is added only
+# where the summary does not already name it (the job diagnoses' summaries do: "GPUs on gpu-001 ... (node gpu-001)",
+# review obsreview26 N-D): ``match`` is regexp.MatchString (Alertmanager template/template.go DefaultFuncs, Prometheus's
+# template funcs alike), a search; node and pod names are DNS names, whose only regexp character '.' matches itself too.
 SLACK_TEXT = (
     "{{ range .Alerts.Firing }}• {{ or .Annotations.summary .Labels.alertname }}"
-    "{{ if .Labels.node }} (node {{ .Labels.node }}){{ end }}"
-    "{{ if .Labels.pod }} (pod {{ .Labels.namespace }}/{{ .Labels.pod }}){{ end }}\n{{ end }}"
+    "{{ if .Labels.node }}{{ if match .Labels.node .Annotations.summary }}{{ else }} (node {{ .Labels.node }}){{ end }}{{ end }}"
+    "{{ if .Labels.pod }}{{ if match .Labels.pod .Annotations.summary }}{{ else }} (pod {{ .Labels.namespace }}/{{ .Labels.pod }})"
+    "{{ end }}{{ end }}\n{{ end }}"
     "{{ if .Alerts.Resolved }}Resolved:{{ range .Alerts.Resolved }} {{ or .Labels.node .Labels.pod .Labels.alertname }}{{ end }}{{ end }}"
 )
 GROUPED_ACROSS_NODES = (*NODE_OUTAGE_ALERTS, *JOB_DIAGNOSES)

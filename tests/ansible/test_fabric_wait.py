@@ -11,6 +11,7 @@ import importlib.util
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -129,6 +130,42 @@ def test_a_node_without_perfquery_reports_its_ports_down_and_no_total(tmp_path: 
     module = collector()
     out = samples(module.exposition(module.tick({}, sys_root, "/nonexistent/perfquery"), sys_root))
     assert out == {f"alicerce_fabric_port_wait_up{{{EXTENDED}}}": 0, f"alicerce_fabric_port_wait_up{{{CLEARED}}}": 0}
+
+
+def _answers(*, tick: bool = True, capmask: str = "0x1A00") -> Callable[[list[str]], str | None]:
+    """A perfquery that answers as infiniband-diags does for an HCA with only the 32-bit PortXmitWait (which waited 5000
+    ticks), with or without PortSamplesControl, and with the ClassPortInfo CapabilityMask it prints."""
+
+    def runner(command: list[str]) -> str | None:
+        if command[1] == "-c":
+            return (FIXTURES / "perfquery-smplctl.txt").read_text() if tick else None  # perfquery.c IBEXITs "sampctlquery"
+        if command[1] == "-x":
+            return (FIXTURES / "perfquery-extended.txt").read_text()
+        counters = (FIXTURES / "perfquery-counters.txt").read_text().replace("@WAIT@", "5000")
+        return counters.replace("(CapMask: 0x1A00)", f"(CapMask: {capmask})")
+
+    return runner
+
+
+def test_a_port_whose_wait_cannot_be_measured_is_reported_down(tmp_path: Path) -> None:
+    """Review obsreview26 G-D: a PMA that answers PortXmitWait but not PortSamplesControl (an optional attribute, IBA
+    vol. 1 16.1.3) left the port up with no tick length, so its wait ratio had no series and neither the congestion
+    diagnosis nor FabricWaitCountersMissing said anything; and a PMA whose ClassPortInfo does not indicate PortXmitWait
+    (CapabilityMask bit 12) reads 0 through perfquery whatever the port waits, up all along. Both are down now; the
+    counter read without a tick keeps its total (the tick may answer later), the unindicated one has none."""
+    sys_root, _ = fake_node(tmp_path)
+    module = collector()
+    untimed = samples(module.exposition(module.tick({}, sys_root, "perfquery", _answers(tick=False)), sys_root))
+    assert untimed[f"alicerce_fabric_port_wait_up{{{CLEARED}}}"] == 0
+    assert untimed[f"alicerce_fabric_port_transmit_wait_ticks_total{{{CLEARED}}}"] == 5000
+    assert not [k for k in untimed if k.startswith("alicerce_fabric_port_tick_seconds")]
+    unindicated = samples(module.exposition(module.tick({}, sys_root, "perfquery", _answers(capmask="0x0A00")), sys_root))
+    assert unindicated[f"alicerce_fabric_port_wait_up{{{CLEARED}}}"] == 0
+    assert f"alicerce_fabric_port_transmit_wait_ticks_total{{{CLEARED}}}" not in unindicated
+    # the control: the same HCA with both answered and bit 12 set is measured
+    measured = samples(module.exposition(module.tick({}, sys_root, "perfquery", _answers()), sys_root))
+    assert measured[f"alicerce_fabric_port_wait_up{{{CLEARED}}}"] == 1
+    assert measured[f"alicerce_fabric_port_tick_seconds{{{CLEARED}}}"] > 0
 
 
 def test_the_file_is_replaced_whole(tmp_path: Path) -> None:

@@ -324,7 +324,11 @@ class NodeMonitoringVars(RoleVars):
     )
     node_monitoring_fabric_wait: bool = Field(
         default=False,
-        description="Run the collector owning the InfiniBand ports' PortXmitWait (64-bit, or read and cleared) for the textfile collector.",
+        description=(
+            "Run the collector owning the InfiniBand ports' PortXmitWait (64-bit, or read and cleared every second) for the "
+            "textfile collector. On the 32-bit path it clears the counter: UFM, OpenSM's PerfMgr or an ibdiagnet sweep "
+            "reading the same port see it near 0, and their clears make its total under-count; one owner per fabric counter."
+        ),
     )
     node_monitoring_dcgm_exporter: bool = Field(default=False, description="Run DCGM exporter as a service (nodes outside Kubernetes).")
     node_monitoring_dcgm_exporter_listen_address: str = Field(default=":9400", description="DCGM exporter listen address.")

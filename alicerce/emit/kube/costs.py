@@ -13,8 +13,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from alicerce.catalog.alerts import COST_HISTORY_TRUNCATED, Alert, budget_alert_name, budget_blind_alert_name
-from alicerce.emit.kube.kpi import NAMESPACE_TEAM, POD_GPUS, POD_WORKLOAD, pod_runs, workload_pods
+from alicerce.catalog.alerts import COST_HISTORY_TRUNCATED, INFERENCE_POD, Alert, budget_alert_name, budget_blind_alert_name
+from alicerce.emit.kube.kpi import (
+    GPU_UTIL,
+    NAMESPACE_TEAM,
+    POD_GPUS,
+    POD_WORKLOAD,
+    READY_PODS,
+    SERVING_WORKLOAD_LABEL,
+    pod_runs,
+    workload_pods,
+)
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.resolve.namespaces import MONITORING_NAMESPACE
 
@@ -29,6 +38,7 @@ IDLE_COST = "pool:gpu_idle_cost_usd:rate1h"  # USD per hour the pool's installed
 # Reservation pricing and billing"). The launched nodes alone showed a reservation scaled to 0 as no cost at all
 # (review obsreview25 G2)
 RESERVED_GPUS = "alicerce:pool_gpus_reserved:count"
+ALLOCATION = "pool:gpu_allocation:ratio"  # the pool's GPUs pods hold over its launched ones (alicerce.emit.kube.kpi)
 
 
 def idle_gpus(reservations: bool) -> str:
@@ -74,6 +84,18 @@ MEASURED_HOUR = "site:cost_sources_answered_hours:sum1h"
 # held; no inference pod) counts as answered
 USED_MEASURED_HOUR = "site:gpu_use_sources_answered_hours:sum1h"
 TOKENS_MEASURED_HOUR = "site:serving_sources_answered_hours:sum1h"
+# Each a minute's share (0 to 1) of what the source measures, not "any of it answered" (review obsreview26 G-B):
+# dcgm-exporter runs as the GPU Operator's DaemonSet, one pod per GPU node, and the failure that loses GPU-hours used
+# is one node's pod down (OOM-killed, evicted, an upgrade rolling node by node) while the others answer; the serving
+# scrape is one target per pod. The GPUs pods hold on nodes with a DCGM series over all the GPUs pods hold (a MIG
+# instance or time-sliced replica weighed by its share, as POD_GPUS bills it); 1 with no GPU held
+GPU_USE_ANSWERED = f"(sum({POD_GPUS} and on (node) {GPU_UTIL}) / (sum({POD_GPUS}) > 0)) or absent({POD_GPUS}) or vector(0)"
+# the ready pods the serving PodMonitor scrapes whose scrape answered, over all of them (a pod loading its model is not
+# ready and serves nothing: nothing to measure); 0 where ready inference pods have no serving target at all (the
+# PodMonitor gone), 1 with nothing ready to serve
+_SERVED = f'max by (namespace, pod) (up{{{SERVING_WORKLOAD_LABEL}!=""}}) and on (namespace, pod) ({READY_PODS})'
+_UNSCRAPED = f'0 * count({INFERENCE_POD} and on (namespace, pod) ({READY_PODS})) unless on () count(up{{{SERVING_WORKLOAD_LABEL}!=""}})'
+TOKENS_ANSWERED = f"((count(({_SERVED}) == 1) or vector(0)) / count({_SERVED})) or ({_UNSCRAPED}) or vector(1)"
 TEAM_MONTH = "team:gpu_cost_usd:sum_month"  # USD since the calendar month (UTC) began: what budgets compare
 BUDGET = "alicerce:team_budget_usd:monthly"  # the share of a team's monthly budget the site watches
 # a Prometheus's oldest sample, recorded only while it is past the start of the month the spend counts (history_rules)
@@ -245,6 +267,12 @@ def cost_rules(
     ]
     reserved = {pool: gpus for pool, gpus in (reserved_gpus or {}).items() if pool in prices and gpus > 0}
     rules += [{"record": RESERVED_GPUS, "expr": f"vector({gpus})", "labels": {"pool": pool}} for pool, gpus in sorted(reserved.items())]
+    if reserved:
+        # a reservation with no node launched is billed whole and holds nothing: its allocation ratio reads 0 of the
+        # reserved GPUs, where the KPI's (allocated over launched GPUs, alicerce.emit.kube.kpi) had nothing to divide
+        # by and the pool costing $220.16/h vanished from the allocation panel (review obsreview26 N-E). Only where no
+        # node is launched: the KPI's own series covers the rest, one series per pool
+        rules.append({"record": ALLOCATION, "expr": f"0 * {RESERVED_GPUS} unless on (pool) pool:gpus_installed:sum"})
     rules += [
         {"record": WORKLOAD_PRICE, "expr": f"vector({usd:.6g})", "labels": {"pool": pool, "workload": workload, "team": team}}
         for (pool, workload, team), usd in sorted((workload_prices or {}).items())
@@ -306,8 +334,8 @@ def cost_rules(
         # 1 a minute while kube-state-metrics answers (the spend series' own guard, TEAM_COST), 0 otherwise: recorded
         # every hour the rules run, so an hour of 0 is one the sources were down for, not one nobody recorded
         *_hourly(MEASURED_HOUR, "(count(kube_node_labels) > bool 0) or vector(0)"),
-        *_hourly(USED_MEASURED_HOUR, "(count(gpu:dcgm_utilization:ratio) > bool 0) or absent(pod:gpus_allocated:sum) or vector(0)"),
-        *_hourly(TOKENS_MEASURED_HOUR, "(count(workload:vllm_tokens:rate5m) > bool 0) or absent(alicerce:pod_inference:info) or vector(0)"),
+        *_hourly(USED_MEASURED_HOUR, GPU_USE_ANSWERED),
+        *_hourly(TOKENS_MEASURED_HOUR, TOKENS_ANSWERED),
         # cost of a used GPU-hour: what the team pays for allocated GPUs over the GPU-hours they were busy
         # none busy: no figure (not +Inf: review obsreview8 F8); what the idle GPUs cost stays in team:gpu_cost_usd:rate1h
         {"record": "team:usd_per_used_gpu_hour:ratio", "expr": f"{TEAM_COST} / (team:gpus_busy:sum > 0)"},
@@ -434,6 +462,9 @@ def history_alert() -> Alert:
                  "Retention deleted them (by size or by time), or the TSDB started again after the platform did (its "
                  "volume lost or re-created, a new replica). This month's GPU spend and the budget alerts count only "
                  "from the oldest sample kept: they under-count until the next month, and the budget guard keeps the "
-                 "holds it set this month. Keep a month: monitoring.retention of 31d or more, a monitoring.storage that "
+                 "holds it set this month: a team's ClusterQueue stopped since before the truncation began is not "
+                 "reported by KueueClusterQueueInactive (a kept hold looks the same; `kubectl get clusterqueue -o "
+                 "jsonpath='{.items[*].status.conditions}'` shows each Active condition's reason). Keep a month: "
+                 "monitoring.retention of 31d or more, a monitoring.storage that "
                  "holds that many days of samples (its claims do not grow with it: grow them before that change "
                  "syncs, as `alicerce diff` lists), and a volume that outlives the pod.")  # fmt: skip

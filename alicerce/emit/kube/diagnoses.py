@@ -37,7 +37,7 @@ from alicerce.catalog.alerts import (
     slo_burn_fast_alert_name,
     slo_burn_slow_alert_name,
 )
-from alicerce.emit.kube.costs import BUDGET_EXHAUSTED, HISTORY_START, HOLD_RELEASE_GRACE
+from alicerce.emit.kube.costs import BUDGET_EXHAUSTED, FIRST_MARK, HISTORY_START, HOLD_RELEASE_GRACE
 from alicerce.emit.kube.kpi import (
     GPU_DRAM,
     GPU_FB,
@@ -85,6 +85,20 @@ LINK_BUSY = 0.6  # a port transmitting over 60 % of its line rate
 PORT_WAITING = 0.2
 
 
+def _lnet_first(site: ResolvedSite) -> str:
+    """The runbook's first check where the site's Lustre runs LNet over the same InfiniBand HCAs (NIDs @o2ib): a
+    checkpoint burst to a few OSS links (incast) makes the clients' ports wait for credits while the step loop blocks,
+    which reads as fabric congestion beside TrainingCheckpointStall (review obsreview26 N-A)."""
+    o2ib = [t.name for t in site.storage if (m := t.mounts.get(site.name)) is not None and m.kind == "lustre" and "@o2ib" in m.source]
+    if not o2ib:
+        return ""
+    return (
+        f" First rule out storage: {', '.join(o2ib)} runs LNet over these HCAs, so a checkpoint burst to a few Lustre "
+        "OSS links makes the clients' ports wait too; check TrainingCheckpointStall on the node and the OSS load "
+        "(lctl get_param obdfilter.*.stats on the servers) before the switches."
+    )
+
+
 def _checkpoint_for(rp: ResolvedPlatform) -> str:
     return f"{int(checkpoint_stall_seconds(rp))}s"
 
@@ -102,6 +116,30 @@ _HOLD_LAG = "45m"  # GUARDED_QUEUE_INACTIVE_FOR - QUEUE_INACTIVE_FOR: a guarded 
 # Kueue's reasons for a ClusterQueue's Active condition False (v0.19.2 apis/kueue/v1beta2/clusterqueue_types.go 37-47,
 # pkg/cache/scheduler/clusterqueue.go inactiveReason; vendored in tests/data/upstream/kueue/0.19.2/metrics.json)
 INACTIVE_REASONS = ("Stopped", "FlavorNotFound", "AdmissionCheckNotFound", "AdmissionCheckInactive", "TopologyNotFound", "Terminating")
+
+
+# how far back a guarded queue is looked at for a minute it admitted under this month's truncated history: the longest
+# month, at the step of the status gauge's own window (each step reads every sample of the 10 minutes before it)
+_TRUNCATED_MONTH = "31d"
+_SEEN_STEP = "10m"
+# the start of the calendar month (UTC) of the evaluation time: the month's first hour mark (costs.FIRST_MARK) less an hour
+_MONTH_START = f"({FIRST_MARK} - 3600)"
+
+
+def kept_hold(held: list[str]) -> str:
+    """The guarded queues ``held`` that may be a hold the budget guard keeps under a truncated month: while the month's
+    history is truncated (HISTORY_START, CostHistoryTruncated) the guard keeps a hold it set this month whatever the
+    under-counted month says, so the budget record cannot tell its hold (review obsreview25 N5). Only a queue stopped
+    without a break since before the truncation began can be one: a queue seen admitting while this month's history was
+    already truncated was released, and a new hold under a truncated month needs the under-counted spend past the
+    share, which BUDGET_EXHAUSTED reads too (its own mute). Any other stop of such a queue (a ResourceFlavor gone,
+    FlavorNotFound) is reported (review obsreview26 G-A). The minute it admitted is the subquery's step time, kept
+    when the step falls in this month (the previous month's truncation says nothing of this month's holds)."""
+    status = kueue_series("kueue_cluster_queue_status", f'cluster_queue=~"{"|".join(held)}"', 'status="active"')
+    admitted = f"(max by (cluster_queue) (max_over_time({status}[{_SEEN_STEP}])) == 1) * 0 + time() and on () max({HISTORY_START})"
+    seen = f"max_over_time(({admitted})[{_TRUNCATED_MONTH}:{_SEEN_STEP}]) > {_MONTH_START}"
+    truncated = f"max by (cluster_queue) (last_over_time({status}[10m])) and on () max({HISTORY_START})"
+    return f"(({truncated}) unless on (cluster_queue) ({seen}))"
 
 
 def cluster_queue_inactive(rp: ResolvedPlatform, site_name: str, guarded: frozenset[str]) -> list[Alert]:
@@ -125,22 +163,24 @@ def cluster_queue_inactive(rp: ResolvedPlatform, site_name: str, guarded: frozen
     free = [q for q in queues if q not in held]
     parts = [f"{active(free)} == 0"] if free else []
     # a guarded queue: inactive at every minute's step of the hold's lag before `for` starts counting (the same 75 minutes in
-    # all), and not while the month's history is truncated (CostHistoryTruncated): the guard then keeps a hold it set
-    # this month whatever the under-counted month says, so the budget record cannot tell its hold (review obsreview25 N5)
+    # all), and not where it may be a hold the guard keeps under a truncated month (kept_hold)
     lag = int(parse_duration(_HOLD_LAG)) // 60  # each minute's step of the lag inactive (a count: data that began
     # within the lag is not yet that long inactive)
-    parts += [f"sum_over_time(({active(held)} == bool 0)[{_HOLD_LAG}:1m]) >= {lag} unless on () max({HISTORY_START})"] if held else []
+    waited = f"sum_over_time(({active(held)} == bool 0)[{_HOLD_LAG}:1m]) >= {lag}"
+    parts += [f"{waited} unless on (cluster_queue) {kept_hold(held)}"] if held else []
     expr = f'label_replace({" or ".join(f"({p})" for p in parts)}, "team", "$1", "cluster_queue", "(.+)")'
     if held:
         expr += f" unless on (team) max_over_time({BUDGET_EXHAUSTED}[{HOLD_RELEASE_GRACE}])"
     return [Alert(CLUSTER_QUEUE_INACTIVE, expr, QUEUE_INACTIVE_FOR, "warning",
                   "ClusterQueue {{ $labels.cluster_queue }} admits no workload",
-                  "Kueue reports the team's queue inactive, and its budget is not spent: its jobs wait whatever the quota. "
+                  "Kueue reports the team's queue inactive, and no budget guard's hold on a spent budget explains it: its "
+                  "jobs wait whatever the quota. "
                   "`kubectl get clusterqueue {{ $labels.cluster_queue }} -o jsonpath='{.status.conditions}'`: the Active "
                   f"condition's reason says why ({', '.join(INACTIVE_REASONS)}; Stopped is a stopPolicy Hold or "
                   "HoldAndDrain). A Hold the budget guard set when a budget it no longer watches was spent carries the "
                   "annotation alicerce.dev/budget-hold: set spec.stopPolicy None (not while CostHistoryTruncated fires: the guard "
-                  "keeps this month's holds then, and a guarded queue is not reported); re-create a missing ResourceFlavor or "
+                  "keeps this month's holds then, and a guarded queue stopped since before the truncation began is not "
+                  "reported); re-create a missing ResourceFlavor or "
                   "AdmissionCheck, or remove it from the queue.")]  # fmt: skip
 
 
@@ -250,8 +290,12 @@ def diagnoses(rp: ResolvedPlatform, site_name: str, guarded: frozenset[str] = fr
               "GPUs on {{ $labels.node }} ({{ $labels.pool }}) are communication-bound: the fabric is congested",
               "Tensor cores are under 15% active while a fabric port of the node waits for credits over 20% of the "
               "time yet moves less than 60% of its line rate (PortXmitWait: node:infiniband_transmit_wait:max_ratio): "
-              "the congestion is in the fabric, not the job. Find the port and its switch path (ibdiagnet congestion "
-              "report, perfquery -x on the switch ports), check for an oversubscribed or unbalanced leaf-spine path, "
+              f"the congestion is in the fabric, not the job.{_lnet_first(rp.site(site_name))} Confirm it with "
+              "ibdiagnet's congestion report (its xmit_wait per port) before moving jobs: the wait share is an "
+              "estimate that assumes the HCA counts one tick per (Tick + 1) bytes of one lane, where NVIDIA's Quantum "
+              "switches count per 8 bytes of the port, up to 4x less at 4X HDR and NDR, and the 20% threshold has no "
+              "published source. Find the port and its switch path (ibdiagnet congestion report, perfquery -x on the "
+              "switch ports), check for an oversubscribed or unbalanced leaf-spine path, "
               "a slow or flapping link on the path, adaptive routing and the subnet manager's routing engine, and "
               "other jobs sharing the same switches; place the job's nodes under fewer leaves (topology-aware placement)."),
         Alert(CHECKPOINT_STALL, stall, _checkpoint_for(rp), "warning",

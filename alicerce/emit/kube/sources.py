@@ -103,7 +103,11 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
               "blocks only past that size, so the volume fills first and Prometheus stops ingesting and evaluating "
               "every rule, alerts included. monitoring.storage grew but the claim did not (a StatefulSet never resizes "
               "its claims): grow the claim as `alicerce diff` lists (kubectl patch pvc, on a class that allows "
-              "expansion), or set monitoring.storage back to the claim's size."),
+              "expansion), or set monitoring.storage back to the claim's size. Its margin: the retention is 90% of "
+              "monitoring.storage and the file system holds a little less than its claim (ext4 and XFS metadata), so a "
+              "growth under about 4% (100 to 103 GiB: a 92.7 GiB retention on a ~98.4 GiB file system) stays below this alert while "
+              "compaction's temporary blocks may still fill the volume: grow the claim with every growth of "
+              "monitoring.storage, small ones included."),
     ]  # fmt: skip
     if pools:
         alerts.append(Alert(NODE_CORDONED_FOR_DAYS, f"{_nodes(pools)} and on (node) ({cordoned_for_days()})", "10m", "warning",
@@ -306,17 +310,25 @@ def _latency_unmeasured(rp: ResolvedPlatform, serving: set[str], up: str) -> lis
 
 def fabric_wait_alert(pools: list[str]) -> Alert:
     """The InfiniBand ports' transmit wait of these pools' nodes (node_monitoring's collector, which owns PortXmitWait):
-    no port read on its last tick, or a file not rewritten for five minutes (it is every second). Only where the node
-    exporter answers (else NodeExporterAbsent says it). Without it GPUCommunicationBoundFabricCongested cannot fire."""
-    read = "max by (node) (alicerce_fabric_port_wait_up == 1)"
-    missing = f"{_nodes(pools)} unless on (node) {read} and on (node) {NODE_EXPORTER_ANSWERS}"
+    a port not measured on its last tick (the collector's up 0: the counter not read, its tick length unknown, or its PMA
+    not indicating PortXmitWait), per port with its device and port labels, since the diagnosis reads the node's most
+    waiting port and one blind rail of eight hides its congestion (review obsreview26 G-D); a node with no port at all;
+    or a file not rewritten for five minutes (it is every second). Only where the node exporter answers (else
+    NodeExporterAbsent says it). Without it GPUCommunicationBoundFabricCongested cannot fire on that port."""
+    answers = f"and on (node) {NODE_EXPORTER_ANSWERS}"
+    blind = f"max by (node, device, port) (alicerce_fabric_port_wait_up == 0) and on (node) {_nodes(pools)} {answers}"
+    missing = f"{_nodes(pools)} unless on (node) max by (node) (alicerce_fabric_port_wait_up) {answers}"
     stale = f'max by (node) (time() - node_textfile_mtime_seconds{{file=~".*/{FABRIC_WAIT_FILE.replace(".", "[.]")}"}} > 300)'
-    return Alert(FABRIC_WAIT_UNREAD, in_service(f"(({missing}) or ({stale}))"), FOR, "warning",
-                 "Node {{ $labels.node }} reports no InfiniBand port transmit wait",
-                 "The node exporter answers but no port's PortXmitWait was read on this node's last tick, or the file is "
-                 "over five minutes old: the fabric congestion diagnosis is blind here. Check systemctl status "
-                 "alicerce-fabric-wait.service, that perfquery (infiniband-diags) answers (perfquery -x -C <device> -P "
-                 "<port>), and that the node exporter reads the host's textfile directory.")  # fmt: skip
+    return Alert(FABRIC_WAIT_UNREAD, in_service(f"(({blind}) or ({missing}) or ({stale}))"), FOR, "warning",
+                 "Node {{ $labels.node }} reports an InfiniBand port's transmit wait unmeasured",
+                 "The node exporter answers but a port's transmit wait was not measured on the collector's last tick "
+                 "(the device and port labels name it; none: no port reported, or the file is over five minutes old): "
+                 "the fabric congestion diagnosis is blind on it. Either PortXmitWait was not read, or its PMA does not "
+                 "indicate PortXmitWait support (the CapMask perfquery prints lacks bit 12, 0x1000), or the tick length "
+                 "is unknown (perfquery -c -C <device> -P <port> answers no PortSamplesControl Tick). Check systemctl "
+                 "status alicerce-fabric-wait.service, that perfquery (infiniband-diags) answers (perfquery -x -C "
+                 "<device> -P <port>), the HCA's firmware, and that the node exporter reads the host's textfile "
+                 "directory.")  # fmt: skip
 
 
 def efa_counters_alerts(pools: list[str]) -> list[Alert]:

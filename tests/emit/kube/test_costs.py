@@ -1069,3 +1069,70 @@ def test_an_hour_dcgm_exporter_was_down_is_no_whole_hour(tmp_path: Path) -> None
         {"expr": COVERAGE, "eval_time": "2h", "exp_samples": []},
     ]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_one_nodes_dcgm_exporter_down_is_no_whole_hour(tmp_path: Path) -> None:
+    """Review obsreview26 G-B: a minute counted as answered when any dcgm-exporter pod of the site answered, and the
+    exporter is a DaemonSet (one pod per GPU node): one node's pod down is the common failure. research holds 8 p5 GPUs
+    on each of two nodes at 90%; node B's exporter is down for the second hour: the hour's GPU-hours used lose about
+    half (7.8-7.92 of 14.4), so its answered share is the held GPUs measured: a minute at 8 of 16 is 0.5, the 5 or 6
+    minutes the 5-minute lookback keeps node B's last samples 1; about (6 + 54 x 0.5) / 60 = 0.55. The hour is not
+    held (COVERAGE); hour 1, both nodes answering, is whole."""
+    from alicerce.emit.kube.costs import USED_MEASURED_HOUR
+    from alicerce.run.chargeback import COVERAGE
+
+    rp = platform()
+    p5 = 'label_alicerce_dev_pool="train-p5",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
+    inputs = []
+    for i, node in enumerate(("ip-10-20-1-1.ec2.internal", "ip-10-20-1-2.ec2.internal")):
+        pod = f'namespace="research",pod="train-{i}",uid="u{i}"'
+        inputs += [
+            {"series": f'kube_node_labels{{node="{node}",{p5}}}', "values": "1x180"},
+            {"series": f'kube_pod_status_phase{{{pod},phase="Running"}}', "values": "1x180"},
+            {"series": f'kube_pod_container_resource_requests{{{pod},container="trainer",node="{node}",'
+             'resource="nvidia_com_gpu",unit="integer"}', "values": "8x180"},
+        ]  # fmt: skip
+        for g in range(8):
+            s = dcgm_scraped(rp, "aws", dcgm_series(node, g, (f"train-{i}", "research", "trainer")))
+            inputs.append({"series": series("DCGM_FI_DEV_GPU_UTIL", s), "values": "90x180" if i == 0 else "90x59 _x59 90x62"})
+    hour = f'last_over_time({USED_MEASURED_HOUR}{{site="aws"}}[1h] offset 1ms)'
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        {"expr": COVERAGE, "eval_time": "1h", "exp_samples": [{"labels": "{}", "value": 1}]},
+        {"expr": f"({hour} > 0.53) < bool 0.56", "eval_time": "2h", "exp_samples": [{"labels": '{site="aws"}', "value": 1}]},
+        {"expr": COVERAGE, "eval_time": "2h", "exp_samples": []},
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_one_serving_pods_scrape_down_is_no_whole_hour(tmp_path: Path) -> None:
+    """Review obsreview26 G-B: the tokens served counted a minute answered when any serving workload's token rate was
+    recorded. chat-70b has two ready replicas; replica 1's scrape fails (up 0) for the second hour while replica 0
+    answers: the hour's answered share is the ready replicas scraped, 0.5, and the hour is not whole. A third replica
+    loading its model (not ready, its /metrics not bound: up 0) serves nothing and is nothing to measure: hour 1 is
+    whole. With the serving scrape gone (no target) while replicas are ready, 0."""
+    from alicerce.emit.kube.costs import TOKENS_MEASURED_HOUR
+
+    rp = platform()
+    inputs = []
+    for i, (up, ready) in enumerate((("1x180", "1x180"), ("1x59 0x60 1x60", "1x180"), ("0x180", "0x180"))):
+        key = f'namespace="serving",pod="chat-70b-{i}"'
+        inputs += [
+            {"series": f'up{{{key},alicerce_dev_workload="chat-70b",job="serving/vllm"}}', "values": up},
+            {"series": f'kube_pod_status_ready{{{key},uid="c{i}",condition="true"}}', "values": ready},
+            {"series": f'kube_pod_labels{{{key},label_alicerce_dev_workload="chat-70b"}}', "values": "1x180"},
+        ]
+    gone = [
+        {"series": 'kube_pod_status_ready{namespace="serving",pod="chat-70b-0",uid="c0",condition="true"}', "values": "1x90"},
+        {"series": 'kube_pod_labels{namespace="serving",pod="chat-70b-0",label_alicerce_dev_workload="chat-70b"}', "values": "1x90"},
+    ]
+    hour = f'last_over_time({TOKENS_MEASURED_HOUR}{{site="aws"}}[1h] offset 1ms)'
+    tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
+        rounded(hour, 'site="aws"', 1, "1h"),
+        {"expr": f"({hour} > 0.48) < bool 0.52", "eval_time": "2h", "exp_samples": [{"labels": '{site="aws"}', "value": 1}]},
+    ]}, {"interval": "1m", "input_series": gone, "promql_expr_test": [
+        {"expr": f"{TOKENS_MEASURED_HOUR} < 0.05", "eval_time": "59m",
+         "exp_samples": [{"labels": f'{{__name__="{TOKENS_MEASURED_HOUR}",site="aws"}}', "value": 0}]},
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)

@@ -225,6 +225,21 @@ def test_fabric_congestion_is_diagnosed_only_where_the_ports_wait_is_counted() -
     assert "node_infiniband_port_transmit_wait_total" in load("node-exporter", "v1.12.1", "metrics.json")
 
 
+def test_the_congestion_runbook_asks_for_ibdiagnet_and_rules_out_lustre_first() -> None:
+    """Review obsreview26 G-C: the wait share assumes the per-lane tick of NVIDIA's older switches, where Quantum
+    switches tick per 8 bytes of the port (4x at 4X HDR/NDR if the HCA does the same; not verified): the runbook asks
+    for ibdiagnet's congestion report before anyone moves jobs. N-A: dc1's Lustre runs LNet over the same HCAs (@o2ib),
+    so a checkpoint incast reads as fabric congestion: the runbook names the tier and TrainingCheckpointStall first."""
+    rp = platform()
+    text = rules_of(rp, "dc1")["GPUCommunicationBoundFabricCongested"]["annotations"]["description"]
+    assert "ibdiagnet's congestion report" in text and "4x" in text
+    assert "dc1-lustre runs LNet over these HCAs" in text and "TrainingCheckpointStall" in text
+    assert text.index("TrainingCheckpointStall") < text.index("Find the port")
+    from tests.ansible.test_fabric_wait import SCRIPT
+
+    assert "ibdiagnetusermanualv213" in SCRIPT.read_text()  # where the tick length is computed, its source and assumption
+
+
 @needs_promtool
 def test_fabric_congestion_fires_when_ports_wait_and_tensor_cores_idle(tmp_path: Path) -> None:
     rule = rules_of(platform(), "dc1")["GPUCommunicationBoundFabricCongested"]
@@ -257,22 +272,29 @@ def test_fabric_congestion_fires_when_ports_wait_and_tensor_cores_idle(tmp_path:
 @needs_promtool
 def test_a_node_whose_port_wait_is_unread_alerts(tmp_path: Path) -> None:
     """Without the collector's reads the congestion diagnosis is blind: a node of the pool whose node exporter answers
-    and serves no port read on the last tick (perfquery missing, the service stopped), or an old file, alerts."""
+    and serves a port not measured on the last tick (perfquery missing, the service stopped, no tick length), per port,
+    or an old file, alerts."""
     rule = rules_of(platform(), "dc1")["FabricWaitCountersMissing"]
     exporter = f'job="node-exporter",instance="{NODE}:9100",node="{NODE}"'
     answers = node_counter(NODE, "node_pressure_io_waiting_seconds_total", 0.01)
 
-    def up(value: int) -> dict[str, str]:
-        return {"series": f'alicerce_fabric_port_wait_up{{{exporter},device="mlx5_0",port="1"}}', "values": f"{value}{STEPS}"}
+    def up(value: int, device: str = "mlx5_0") -> dict[str, str]:
+        return {"series": f'alicerce_fabric_port_wait_up{{{exporter},device="{device}",port="1"}}', "values": f"{value}{STEPS}"}
 
     fresh = {"series": f'node_textfile_mtime_seconds{{{exporter},file="/host/root/var/lib/prometheus/node-exporter/'
                        f'alicerce_fabric_wait.prom"}}', "values": f"0+60{STEPS}"}  # fmt: skip
-    check("FabricWaitCountersMissing", [*node_labels(NODE), answers, up(0), fresh], "30m", [expected(rule, {"node": NODE}, "")],
+    port = {"node": NODE, "device": "mlx5_0", "port": "1"}
+    check("FabricWaitCountersMissing", [*node_labels(NODE), answers, up(0), fresh], "30m", [expected(rule, port, "")],
           tmp_path / "a")  # fmt: skip
     check("FabricWaitCountersMissing", [*node_labels(NODE), answers, up(1), fresh], "30m", [], tmp_path / "b")
     stuck = {**fresh, "values": f"60{STEPS}"}  # written once, a minute in
     check("FabricWaitCountersMissing", [*node_labels(NODE), answers, up(1), stuck], "30m", [expected(rule, {"node": NODE}, "")],
           tmp_path / "c")  # fmt: skip
+    # review obsreview26 G-D: one rail of eight blind (its PMA answers no PortSamplesControl: the collector's up 0) while
+    # the other seven are measured: the diagnosis reads the node's most waiting port, so that rail's congestion is unseen
+    rails = [up(0, "mlx5_0"), *(up(1, f"mlx5_{i}") for i in range(1, 8))]
+    check("FabricWaitCountersMissing", [*node_labels(NODE), answers, *rails, fresh], "30m", [expected(rule, port, "")],
+          tmp_path / "d")  # fmt: skip
 
 
 @needs_promtool

@@ -855,7 +855,11 @@ def test_a_capacity_reservation_is_idle_cost_launched_or_not(nodes: int, held: i
             {"series": f'kube_pod_container_resource_requests{{{pod},container="trainer",node="ip-10-20-1-0.ec2.internal",'
              f'resource="nvidia_com_gpu",unit="integer"}}', "values": f"{held}x30"},
         ]  # fmt: skip
+    # the allocation panel: held over launched GPUs, and 0 (not nothing) for the reservation with no node launched
+    # (review obsreview26 N-E)
+    allocation = held / (nodes * 8) if nodes else 0
     tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
         rounded("pool:gpu_idle_cost_usd:rate1h", 'pool="train-p5",site="aws"', idle * 6.88),
+        rounded("pool:gpu_allocation:ratio", 'pool="train-p5",site="aws"', allocation),
     ]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)

@@ -1239,6 +1239,9 @@ def _value(expr: str, dot: Any) -> Any:
     if words[0] == "or":
         values = [_value(w, dot) for w in words[1:]]
         return next((v for v in values if v), values[-1])
+    if words[0] == "match":  # regexp.MatchString(pattern, s): a search
+        pattern, text = (_value(w, dot) for w in words[1:])
+        return re.search(pattern, text) is not None
     assert len(words) == 1 and expr.startswith("."), expr
     for field in expr.split(".")[1:]:
         dot = dot.get(field, "") if isinstance(dot, dict) else getattr(dot, field)
@@ -1283,14 +1286,20 @@ def test_slack_lists_the_nodes_and_pods_of_a_grouped_notification(tmp_path: Path
     resolved = [{"Labels": {"alertname": "GPUInputBound", "node": "gpu-029.dc1.acme.example"}, "Annotations": {}}]
     text = _render(_parse_template(SLACK_TEXT), {"Alerts": {"Firing": firing, "Resolved": resolved}})
     lines = text.splitlines()
-    assert len(lines) == 29 and all(f"(node {n})" in line for n, line in zip(nodes, lines, strict=False))
-    assert lines[0] == "• GPUs on gpu-001.dc1.acme.example (onprem-h100) are input-bound (node gpu-001.dc1.acme.example)"
+    # each names its node once: the diagnoses' summaries already do (review obsreview26 N-D: "... (node gpu-001)" too)
+    assert len(lines) == 29 and all(line.count(n) == 1 for n, line in zip(nodes, lines, strict=False))
+    assert lines[0] == "• GPUs on gpu-001.dc1.acme.example (onprem-h100) are input-bound"
     assert lines[-1] == "Resolved: gpu-029.dc1.acme.example"
     # memory-bound pods name the pod; an alert without a summary falls back to its name; nothing resolved, no line
     pods = [{"Labels": {"alertname": "GPUMemoryBound", "node": "gpu-001", "namespace": "research", "pod": "llm-0"},
              "Annotations": {}}]  # fmt: skip
     assert _render(_parse_template(SLACK_TEXT), {"Alerts": {"Firing": pods, "Resolved": []}}) == (
         "• GPUMemoryBound (node gpu-001) (pod research/llm-0)\n"
+    )
+    # a summary that names the pod and not the node: the node is added, the pod is not repeated
+    pods[0]["Annotations"] = {"summary": "Pod research/llm-0 is memory-bound"}
+    assert _render(_parse_template(SLACK_TEXT), {"Alerts": {"Firing": pods, "Resolved": []}}) == (
+        "• Pod research/llm-0 is memory-bound (node gpu-001)\n"
     )
 
 

@@ -175,3 +175,31 @@ def test_the_guards_hold_kept_under_a_truncated_history_is_not_reported(tmp_path
                 "alert_rule_test": [{"eval_time": f"{guarded + 2}m", "alertname": INACTIVE, "exp_alerts": exp}]}  # fmt: skip
 
     run_promtool(rp, "aws", [case(7200, False), case(0, True)], tmp_path)
+
+
+@needs_promtool
+def test_a_queue_stopped_after_the_truncation_began_is_reported(tmp_path: Path) -> None:
+    """Review obsreview26 G-A: the truncated month's mute covered every guarded queue, for any reason, until the month
+    ended. research's queue admits for 30 minutes and then stops (a sync removed its ResourceFlavor: FlavorNotFound)
+    with the month at 60% of its share at 150m (two hour marks of 30%). Where the history was already truncated while
+    it admitted, the stop cannot be a hold the guard keeps (a released hold; a new one needs BUDGET_EXHAUSTED):
+    reported. Where the truncation began only after it stopped (retention deleted the month's start at 40m), it may be
+    the guard's kept hold: quiet."""
+    rp = platform("prod")
+    rule = rules_of(rp, "aws")[INACTIVE]
+    share = budget_share(rp, "aws", "research")
+
+    def case(lowest: str, fires: bool) -> dict[str, Any]:
+        # the TSDB's oldest sample; Prometheus's namespace is older (created at 0): truncated once it is past 3600 s
+        tsdb = [
+            {"series": 'prometheus_tsdb_lowest_timestamp_seconds{namespace="monitoring",pod="prometheus-0"}', "values": lowest},
+            {"series": 'kube_namespace_created{namespace="monitoring"}', "values": "0x200"},
+        ]
+        exp = [expected(rule, {"cluster_queue": "research", "team": "research"}, "0")] if fires else []
+        return {"interval": "1m",
+                "input_series": [*status("research", "1x30 0x170"), hourly_spend("aws", "research", share * 0.3, "x200"), *tsdb],
+                "promql_expr_test": [{"expr": "count(alicerce:cost_history_start:seconds)", "eval_time": "150m",
+                                      "exp_samples": [{"labels": "{}", "value": 1}]}],
+                "alert_rule_test": [{"eval_time": "150m", "alertname": INACTIVE, "exp_alerts": exp}]}  # fmt: skip
+
+    run_promtool(rp, "aws", [case("7200x200", True), case("0x40 7200x160", False)], tmp_path)

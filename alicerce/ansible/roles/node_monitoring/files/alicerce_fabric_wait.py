@@ -14,6 +14,8 @@ exactly the congested port. So this collector owns the counter:
 - else it reads the 32-bit PortXmitWait and clears it in the same call (`perfquery -r ... <lid> <port> 0x10000`:
   reset mask bit 16 is CounterSelect2 bit 0, PortXmitWait alone, libibmad gs.c performance_reset_via) every tick, and
   adds each read to a running total. A tick short enough never fills 32 bits; a read that comes back full is counted.
+  One owner per fabric counter: UFM, OpenSM's PerfMgr or an ibdiagnet sweep that read the same PMA then see this
+  counter near 0, and their own clears make this total under-count (review obsreview26 N-B).
 
 The tick's length: PortSamplesControl.Tick (`perfquery -c`) says how many symbol times one tick lasts (Tick + 1),
 a symbol time being one byte on one lane (InfiniBand Architecture, PortSamplesControl; NVIDIA ibdiagnet user manual,
@@ -49,11 +51,20 @@ METRICS = {
         "counter",
         "Reads of the 32-bit counter that came back full: the wait of that tick is at least what was added.",
     ),
-    "alicerce_fabric_port_wait_up": ("gauge", "1 when the port's PortXmitWait was read on the last tick."),
+    "alicerce_fabric_port_wait_up": (
+        "gauge",
+        "1 when the port's wait can be measured: PortXmitWait read on the last tick, its PMA indicating the counter and "
+        "its tick length known; 0 otherwise.",
+    ),
 }
 """Every series this collector writes (tests check that rules read only produced series)."""
 
 SATURATED_32 = 2**32 - 1
+XMIT_WAIT_SUPPORTED = 1 << 12
+"""PerfMgt ClassPortInfo CapabilityMask bit 12 (IB_PM_PC_XMIT_WAIT_SUP, rdma-core libibmad mad.h enum IB_CPI_CAPMASK):
+the PMA's PortCounters carry PortXmitWait. perfquery prints the mask in host order in its header ("# Port counters: Lid
+19 port 1 (CapMask: 0x1A00)") and, without the bit, prints PortXmitWait as 0 whatever the port waits (perfquery.c
+dump_perfcounters: "PortXmitWait not indicated so ignore this counter"): such a port is not measured, not idle."""
 RESET_XMIT_WAIT = "0x10000"
 """perfquery's reset mask for PortXmitWait alone: bits 16 and up go to CounterSelect2, whose bit 0 is PortXmitWait."""
 
@@ -76,7 +87,7 @@ class Port:
         self.saturated = 0  # cleared reads that came back full
         self.bits = 0  # 0: not read yet; 64 or 32 once read
         self.tick_symbols: int | None = None  # symbol times per tick (PortSamplesControl.Tick + 1)
-        self.up = False
+        self.up = False  # the counter was read on the last tick (its tick length is checked apart: usable)
 
 
 def run(command: list[str]) -> str | None:
@@ -148,9 +159,11 @@ def read_port(state: Port, sys_root: Path, perfquery: str, runner: Runner) -> No
     if lid is None:
         state.up = False
         return
-    cleared = _number(fields(runner([perfquery, "-r", *local, str(lid), state.port, RESET_XMIT_WAIT]) or "").get("PortXmitWait"))
-    if cleared is None:
-        state.up = False
+    answer = runner([perfquery, "-r", *local, str(lid), state.port, RESET_XMIT_WAIT]) or ""
+    cleared = _number(fields(answer).get("PortXmitWait"))
+    mask = re.search(r"\(CapMask: (0x[0-9A-Fa-f]+)", answer)
+    if cleared is None or (mask is not None and not int(mask.group(1), 16) & XMIT_WAIT_SUPPORTED):
+        state.up = False  # no answer, or a 0 that says nothing (review obsreview26 G-D)
         return
     # the first read holds whatever gathered since the counter was last cleared (boot, an operator's perfquery -R):
     # added, it is the total's starting point, which rate() never counts; a full counter then says nothing of this tick
@@ -172,7 +185,12 @@ def exposition(ports: list[Port], sys_root: Path) -> str:
     samples: dict[str, list[str]] = {name: [] for name in METRICS}
     for state in ports:
         labels = f'device="{state.device}",port="{state.port}"'
-        samples["alicerce_fabric_port_wait_up"].append(f"alicerce_fabric_port_wait_up{{{labels}}} {int(state.up)}")
+        symbol = symbol_seconds(_read(sys_root / "class" / "infiniband" / state.device / "ports" / state.port / "rate") or "")
+        # a counter read without a tick length gives no share of time: the rules' ratio has no series and the congestion
+        # diagnosis is blind on the port. PortSamplesControl is optional (IBA vol. 1 16.1.3; perfquery -c exits when the
+        # PMA does not answer it), so a PMA may serve the wait and not its tick: reported not up (review obsreview26 G-D)
+        usable = state.up and symbol is not None and state.tick_symbols is not None
+        samples["alicerce_fabric_port_wait_up"].append(f"alicerce_fabric_port_wait_up{{{labels}}} {int(usable)}")
         if not state.bits:
             continue  # never read: no total to report
         samples["alicerce_fabric_port_transmit_wait_ticks_total"].append(
@@ -183,7 +201,16 @@ def exposition(ports: list[Port], sys_root: Path) -> str:
             samples["alicerce_fabric_port_wait_saturated_reads_total"].append(
                 f"alicerce_fabric_port_wait_saturated_reads_total{{{labels}}} {state.saturated}"
             )
-        symbol = symbol_seconds(_read(sys_root / "class" / "infiniband" / state.device / "ports" / state.port / "rate") or "")
+        # An ASSUMPTION, not verified on ConnectX hardware (review obsreview26 G-C): one tick lasts (Tick + 1) symbol
+        # times of ONE lane. NVIDIA's ibdiagnet user manual v2.13, "Congestion Assessment on InfiniBand Links"
+        # (docs.nvidia.com/networking/display/ibdiagnetusermanualv213/congestion+assessment+on+infiniband+links), gives
+        # two counting rules: SwitchIB and Switch-X count every 32 bytes per lane (Tick 31), lost bytes = counter x
+        # (Tick + 1) x lanes, the rule used here; Quantum, Quantum-2 and Quantum-3 count every 8 bytes of the port
+        # whatever its width (Tick 7), lost bytes = counter x (Tick + 1), and "behavior may vary depending on the
+        # generation". If a ConnectX HCA counts like its Quantum generation, this tick is 4x too long on a 4X port
+        # (1.28 ns where 0.32 ns at HDR) and the wait share 4x too high. Kept until a source or a measurement (a port
+        # held at line-rate backpressure must read about 1) says which; GPUCommunicationBoundFabricCongested's
+        # runbook asks for ibdiagnet's congestion report first
         if symbol is not None and state.tick_symbols is not None:
             samples["alicerce_fabric_port_tick_seconds"].append(
                 f"alicerce_fabric_port_tick_seconds{{{labels}}} {state.tick_symbols * symbol:.6e}"
