@@ -568,6 +568,42 @@ def slo_changes(old: ResolvedPlatform | None, new: ResolvedPlatform | None) -> l
     return out
 
 
+def pool_layout_changes(old: ResolvedPlatform | None, new: ResolvedPlatform | None) -> list[str]:
+    """The GPU pools whose units per node a change moves, with what GPUsMissing<Pool> expects while the nodes change:
+    the rules sync before (or after) the node group replaces its nodes, and the page is critical (review obsreview27
+    G5: a 4 -> 8 GPU change of type said only "changed PrometheusRule"). A cloud node is held to its own instance
+    type's GPUs (alicerce.emit.kube.monitoring._expected_units); an on-prem host to the pool's new layout."""
+    from alicerce.catalog.alerts import pool_alert_name
+
+    if old is None or new is None:
+        return []
+    before = {p.name: p for p in old.pools}
+    out = []
+    for pool in new.pools:
+        was = before.get(pool.name)
+        if was is None or was.gpu_units is None or pool.gpu_units is None or was.gpu_units.resources == pool.gpu_units.resources:
+            continue
+        units = f"{_units(was.gpu_units.resources)} → {_units(pool.gpu_units.resources)} per node"
+        alert = pool_alert_name(pool.name)
+        if was.instance is not None and pool.instance is not None and was.instance.type != pool.instance.type:
+            out.append(f"pool {pool.name} at {pool.site.name}: {units} ({was.instance.type} → {pool.instance.type}): the node group "
+                       f"replaces every node, a few at a time; {alert} holds each node to its own instance type's GPUs "
+                       "meanwhile, so the old nodes offering their old count do not page")  # fmt: skip
+        elif pool.instance is not None:
+            out.append(f"pool {pool.name} at {pool.site.name}: {units} on the same {pool.instance.type}: {alert} expects the new "
+                       "layout on every node from the sync; a node the GPU Operator has not reconfigured within 15 minutes "
+                       "(device plugin, MIG manager) pages critical")  # fmt: skip
+        else:
+            out.append(f"pool {pool.name} at {pool.site.name}: {units}: {alert} expects the new layout on every host of the pool "
+                       "from the sync; a host that still offers the old one pages critical after 15 minutes: cordon it (kubectl "
+                       "cordon; a cordoned node is not checked) or change its hardware before merging")  # fmt: skip
+    return out
+
+
+def _units(resources: Mapping[str, int]) -> str:
+    return ", ".join(f"{count} {name}" for name, count in sorted(resources.items()))
+
+
 def monthly_cost(rp: ResolvedPlatform | None) -> float | None:
     """The planner's monthly cost of the declared capacity (read through its JSON view)."""
     return _plan_cost(plan_platform(rp) if rp is not None else None)
@@ -922,7 +958,7 @@ def diff_environment(
         result.warnings = minimum_above_desired(before, after)
     result.warnings += claim_moves(old, new)
     result.notes = regrouped_alerts(old, new)
-    result.alerting = new_alert_secrets(old, new) + slo_changes(old, new)
+    result.alerting = new_alert_secrets(old, new) + slo_changes(old, new) + pool_layout_changes(old, new)
     if status == "changed" and result.empty:
         result.status = "unchanged"
     return result

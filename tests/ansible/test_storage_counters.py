@@ -226,3 +226,13 @@ def test_a_hung_mount_reads_as_down_and_does_not_hang_the_collector(tmp_path: Pa
     (tmp_path / "link").symlink_to(tmp_path / "mnt")
     assert module.answering(str(tmp_path / "link"), own, 10) == str((tmp_path / "mnt").resolve())
     assert module.answering(str(tmp_path / "absent"), own, 10) is None
+
+
+def test_a_lustre_fsync_counts_as_a_data_wait() -> None:
+    """Review obsreview27 G6: a checkpoint's fsync waits for its flushed pages in cl_sync_io_wait (lustre obdclass/
+    cl_io.c), outside io_schedule(), so IO pressure misses it; llite times it as "fsync" (LPROCFS_TYPE_LATENCY from
+    2.14, lproc_llite.c llite_opcode_table). Its microseconds join the write calls' as data wait, not metadata."""
+    stats = "write 40 samples [usec] 10 90000 2000000 0\nfsync 8 samples [usec] 100 9000000 30000000 0\n"
+    out = collector().lustre_counters(stats)
+    assert out["data_wait_seconds"] == 32.0  # (2 000 000 + 30 000 000) us
+    assert out["metadata_wait_seconds"] == 0.0

@@ -623,3 +623,27 @@ def test_an_slo_tightened_and_renamed_says_what_its_pages_do() -> None:
     assert "99.5% under 1000 ms → 99.9% under 1000 ms" in tightened
     assert "page 0.072 (1h) / 0.03 (6h), ticket 0.005 (3d) → page 0.0144 (1h) / 0.006 (6h), ticket 0.001 (3d)" in tightened
     assert "may page at the sync" in tightened
+
+
+def test_a_change_of_gpus_per_node_says_what_the_missing_gpu_page_expects() -> None:
+    """Review obsreview27 G5: infer-l40s moved from g6e.12xlarge (4 GPUs) to g6e.48xlarge (8) showed "changed
+    PrometheusRule" and "destructive changes: none". The diff says the node group replaces the nodes and that
+    GPUsMissingInferL40s holds each node to its own type's GPUs meanwhile; a layout change on the same type (time-slicing
+    replicas 4 -> 8 on infer-l4) and an on-prem one (onprem-h100's GPUs split into two MIG instances each) say the page
+    expects the new layout on every node from the sync; an unchanged pool says nothing."""
+
+    def grow(data: dict[str, Any]) -> None:
+        pool(data, "infer-l40s").update(accelerator="L40S-48GB:8", aws={"instanceType": "g6e.48xlarge"}, scaling={"min": 1, "max": 6})
+        pool(data, "infer-l4")["sharing"]["replicas"] = 8
+        pool(data, "onprem-h100")["sharing"] = {"mode": "mig", "profiles": {"3g.40gb": 1, "4g.40gb": 1}}
+
+    result = diff_environment("prod", reference("prod"), variant(grow), plan=None)
+    changes = {line.split(":")[0]: line for line in result.alerting if line.startswith("pool ")}
+    assert set(changes) == {"pool infer-l40s at aws", "pool infer-l4 at aws", "pool onprem-h100 at dc1"}
+    assert "4 nvidia.com/gpu → 8 nvidia.com/gpu per node (g6e.12xlarge → g6e.48xlarge)" in changes["pool infer-l40s at aws"]
+    assert "GPUsMissingInferL40s holds each node to its own instance type's GPUs" in changes["pool infer-l40s at aws"]
+    assert "4 nvidia.com/gpu → 8 nvidia.com/gpu per node on the same g6.xlarge" in changes["pool infer-l4 at aws"]
+    assert "8 nvidia.com/gpu → 8 nvidia.com/mig-3g.40gb, 8 nvidia.com/mig-4g.40gb per node" in changes["pool onprem-h100 at dc1"]
+    assert "cordon it" in changes["pool onprem-h100 at dc1"]
+    assert "Alerting: before the sync" in render_markdown([result], "t")
+    assert not [a for a in diff_environment("prod", reference("prod"), reference("prod"), plan=None).alerting if a.startswith("pool ")]

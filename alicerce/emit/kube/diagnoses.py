@@ -78,6 +78,13 @@ NODE_HELD = f"avg by (node, pool) ({HELD})"  # mean utilisation of the GPUs pods
 # compare them with): the runbook says so
 IO_SATURATED = 0.25
 METADATA_WAITING = 1.0  # seconds of metadata calls per second on the node: one waiting at every moment
+# seconds of read, write and fsync calls per second on the node: one in flight at every moment. A Lustre writer waits
+# for its OSC's dirty cache or grant in osc_enter_cache (osc/osc_cache.c, l_wait_event on the cache waiter) and fsync
+# for the flushed pages in cl_sync_io_wait (obdclass/cl_io.c, wait_event_idle): neither is io_schedule(), so a
+# checkpoint stalled on Lustre raises little IO pressure while its calls wait (review obsreview27 G6). The client's
+# llite stats time those calls (alicerce_storage_stats.py LUSTRE_DATA), which is what the stall reads where the tiers'
+# clients are counted. FSx for Lustre through its CSI driver has no such per-node time: the runbook says so
+DATA_WAITING = 1.0
 LINK_BUSY = 0.6  # a port transmitting over 60 % of its line rate
 # a port that had data to send and sent none a fifth of the time or more (PortXmitWait): its peer gave it no credits,
 # a switch port downstream is congested. A healthy all-reduce at line rate waits a few per cent; a link busy above
@@ -205,10 +212,11 @@ def diagnoses(rp: ResolvedPlatform, site_name: str, guarded: frozenset[str] = fr
     # (review obsreview10 F1; dcgm-exporter labels each pod's GPUs, a new pod a new series)
     pod_trained = f"avg by (node, namespace, pod) ({trained})"
     was_busy = f"(max_over_time(({pod_trained})[2h:1m]) > 0.3 and on (node, namespace, pod) {pod_trained})"
-    stall = (
-        f"({node_trained} < 0.1) and on (node) ({NODE_IO_PRESSURE} > {IO_SATURATED}) and on (node) ({NODE_WRITE} > {NODE_READ}) "
-        f"and on (node) {was_busy}"
-    )
+    # the node waits on its writes: IO pressure, or, where the tiers' clients time their calls, a data call in flight
+    # at every moment (a Lustre write or fsync stall, which PSI does not count; the write share tells it from reads)
+    pressure = f"({NODE_IO_PRESSURE} > {IO_SATURATED})"
+    writing = f"({pressure} or ({NODE_DATA_WAIT} >= {DATA_WAITING}))" if counted_tiers(rp.site(site_name)) else pressure
+    stall = f"({node_trained} < 0.1) and on (node) {writing} and on (node) ({NODE_WRITE} > {NODE_READ}) and on (node) {was_busy}"
     # memory-bound: the memory interface busy most cycles while the tensor cores wait, memory near full (a decode-like
     # job). GPU_UTIL and the graphics engine stay near 100% on such a job (a kernel is always running): they cannot
     # tell it from a compute-bound one (review T2), the DRAM and tensor pipes can.
@@ -301,7 +309,11 @@ def diagnoses(rp: ResolvedPlatform, site_name: str, guarded: frozenset[str] = fr
         Alert(CHECKPOINT_STALL, stall, _checkpoint_for(rp), "warning",
               "Training on {{ $labels.node }} ({{ $labels.pool }}) stalls on checkpoint writes",
               "GPUs idle while the node waits on writes for longer than the checkpoint stall budget: checkpoint "
-              "asynchronously or to local NVMe first, or raise the checkpoint tier's throughput (`alicerce plan --explain`)."),
+              "asynchronously or to local NVMe first, or raise the checkpoint tier's throughput (`alicerce plan --explain`). "
+              "Read as IO pressure, or where the tier's client times its calls (on-prem Lustre and NFS) as a data call in "
+              "flight at every moment (node:storage_client_data_wait_seconds:rate5m): a Lustre writer waiting for grant or "
+              "dirty cache, or an fsync, shows no IO pressure, so on FSx for Lustre, which has no per-node timings, such a "
+              "stall can stay silent: check the file system's CloudWatch write throughput against its limit."),
         Alert(BORROWING_MISCONFIGURED, borrowing, "30m", "warning",
               "Team {{ $labels.team }} queues while other teams' GPU quota sits idle",
               "Its pending GPUs would fit in the idle quota of its cohort: check the team's borrowingLimit, the "

@@ -73,6 +73,10 @@ DASHBOARD_NAME = "alicerce-gpu-platform"
 TTFT_METRIC = "vllm:time_to_first_token_seconds_bucket"
 E2E_METRIC = "vllm:e2e_request_latency_seconds_bucket"
 POOL_LABEL = "label_alicerce_dev_pool"  # kube_node_labels name of the node label alicerce.dev/pool
+# ... and of node.kubernetes.io/instance-type, which the kubelet sets from the cloud provider at registration (a well-known
+# label: kubernetes.io/docs/reference/labels-annotations-taints/#nodekubernetesioinstance-type) and never changes for
+# the node's life; the platform allowlists it (operators.py metricLabelsAllowlist)
+INSTANCE_TYPE_LABEL = "label_node_kubernetes_io_instance_type"
 WORKLOAD_LABEL = "alicerce.dev/workload"  # the pod label a serving pod carries, and the target label it becomes
 WORKLOAD_TARGET_LABEL = "alicerce_dev_workload"  # prometheus-operator sanitizes podTargetLabels (promcfg.go)
 METRICS_PORT = "metrics"
@@ -88,7 +92,8 @@ def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     (the device plugin multiplies each healthy GPU); MIG pools under the mixed strategy advertise one resource per
     profile, each checked against its count (a MIG GPU off the bus was silent: review obsreview3 G20, and XID 79 may
     not reach DCGM). A node that reports none of a resource (its device plugin never registered since the kubelet
-    started: the driver did not load after a reboot) has no allocatable series and counts as 0.
+    started: the driver did not load after a reboot) has no allocatable series and counts as 0. A cloud pool's node is
+    held to its own instance type's GPUs (:func:`_expected_units`), so a change of type does not page on the old nodes.
     """
     alerts = []
     for pool in rp.site(site_name).pools:
@@ -96,6 +101,7 @@ def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
             continue
         units = pool.gpu_units.resources
         nodes = f'max by (node) (kube_node_labels{{{POOL_LABEL}="{pool.name}"}})'
+        expected = _expected_units(rp, pool.name, pool.gpus_per_node, nodes) if pool.instance is not None else None
         # a node cordoned for repair (or drained by alicerce's driver upgrade) is where the runbook already sent it; a
         # node a scale-up just added advertises nothing until its operator stack is up (review obsreview5 G4)
         expr = " or ".join(
@@ -103,16 +109,44 @@ def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
                 settled(
                     f'(max by (node, resource) (kube_node_status_allocatable{{resource="{ksm_resource(name)}"}}) '
                     f'or on (node) label_replace(0 * {nodes}, "resource", "{ksm_resource(name)}", "", "")) '
-                    f"* on (node) group_left () ({nodes} > 0) < {count}"
+                    + (f"* on (node) group_left () ({nodes} > 0) < {count}" if expected is None else expected(count))
                 )
             )
             for name, count in sorted(units.items())
         )
         layout = ", ".join(f"{count} {name}" for name, count in sorted(units.items()))
+        short = f"its {layout}"
+        if pool.instance is not None:
+            short = f"what its instance type offers (the pool's layout: {layout} on {pool.instance.type})"
         alerts.append(Alert(pool_alert_name(pool.name), expr, "15m", "critical",
-                            f"A node of pool {pool.name} offers {{{{ $value }}}} {{{{ $labels.resource }}}}, short of its {layout}",
+                            f"A node of pool {pool.name} offers {{{{ $value }}}} {{{{ $labels.resource }}}}, short of {short}",
                             "A GPU fell off the bus, failed, or the device plugin is unhealthy: drain the node."))  # fmt: skip
     return alerts
+
+
+def _expected_units(rp: ResolvedPlatform, pool: str, gpus_per_node: int, nodes: str) -> Callable[[int], str]:
+    """The comparison of a cloud pool's node with what ITS instance type offers, not the pool's current layout: a change
+    of instance type (g6e.12xlarge, 4 GPUs, to g6e.48xlarge, 8) reaches the rules at the GitOps sync while the old nodes
+    run until the node group replaces them a few at a time, and each healthy old node paged (review obsreview27 G5).
+    The node's instance-type label says what it was launched as; the catalog says how many GPUs each type has (every
+    type with GPUs: the old type is not in the new spec). A resource's units per GPU are the pool's layout (MIG profiles,
+    time-slicing replicas). A node whose type is unknown is held to the pool's layout. Not GPU Feature Discovery's
+    nvidia.com/gpu.count: it counts the GPUs the driver sees now, so a node rebooted with a GPU off the bus would expect
+    one fewer and stay quiet."""
+    by_count: dict[int, list[str]] = {}
+    for instance in rp.catalog.instances:
+        if instance.gpus:
+            by_count.setdefault(instance.gpus, []).append(re.escape(instance.type).replace("\\", "\\\\"))
+
+    def compare(count: int) -> str:
+        per_gpu = count // gpus_per_node  # every layout gives each GPU the same units (alicerce.resolve.gpu.gpu_units)
+        typed = " or ".join(
+            f'{per_gpu * gpus} * max by (node) (kube_node_labels{{{POOL_LABEL}="{pool}",{INSTANCE_TYPE_LABEL}=~"{"|".join(types)}"}})'
+            for gpus, types in sorted(by_count.items())
+        )
+        return f"< on (node) group_left () ({typed} or on (node) {count} * {nodes})"
+
+    return compare
 
 
 def _slo_alerts(rp: ResolvedPlatform, site: ResolvedSite, guarded: frozenset[str]) -> list[Alert]:

@@ -488,11 +488,12 @@ def monitoring_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any
         # password at every render, so each regenerate or Argo CD sync rewrites it; none is ever in generated files.
         "grafana": {"testFramework": {"enabled": False}, "admin": GRAFANA_ADMIN_SECRET},
         "crds": {"upgradeJob": {"enabled": False}},
-        # node labels alicerce sets, as kube_node_labels series for the per-pool GPU alerts and KPIs; the workload label
+        # node labels alicerce sets, as kube_node_labels series for the per-pool GPU alerts and KPIs, and the instance
+        # type the kubelet sets on cloud nodes (GPUsMissing<Pool> holds a node to its own type's GPUs); the workload label
         # of pods, as kube_pod_labels, for the per-workload KPIs (alicerce.emit.kube.kpi)
         "kube-state-metrics": {
             "metricLabelsAllowlist": [
-                "nodes=[alicerce.dev/pool,alicerce.dev/purpose,alicerce.dev/accelerator]",
+                "nodes=[alicerce.dev/pool,alicerce.dev/purpose,alicerce.dev/accelerator,node.kubernetes.io/instance-type]",
                 # and LeaderWorkerSet's worker index and KubeRay's node type, which tell the pod that serves a
                 # multi-node model (a group's leader, a RayService's head) from its workers; KubeRay's cluster name,
                 # which tells a RayJob's pods, and the Job's and JobSet's uids, which tell a run's incarnation (the

@@ -760,7 +760,11 @@ def test_every_gpu_pool_gets_a_missing_gpu_alert_with_its_count() -> None:
     assert "kube_node_status_allocatable" in rules["GPUsMissingOnpremH100"]["expr"]
     # every built-in alert somewhere; those of a fabric's counters only where the site's pools have them
     assert set(STATIC_ALERTS) <= set(rules_of(rp, "aws")) | set(rules)
-    assert f") < 4{grace} unless on (node) " in rules_of(rp, "aws")["GPUsMissingInferL4"]["expr"]  # 1 GPU time-sliced 4 ways
+    # 1 GPU time-sliced 4 ways; a cloud node held to its own instance type's GPUs (the next tests)
+    assert (
+        f'or on (node) 4 * max by (node) (kube_node_labels{{label_alicerce_dev_pool="infer-l4"}})){grace} unless on (node) '
+        in (rules_of(rp, "aws")["GPUsMissingInferL4"]["expr"])
+    )
     assert "GPUsMissingOnpremH100" not in rules_of(rp, "aws")
 
 
@@ -1466,6 +1470,55 @@ def test_a_mig_node_short_of_one_profile_raises_the_missing_gpu_alert(tmp_path: 
         {"eval_time": "40m", "alertname": "GPUsMissingOnpremH100", "exp_alerts": [
             expected(rule, {"node": "gpu-004", "resource": r}, "0") for r in ("nvidia_com_mig_3g_40gb", "nvidia_com_mig_4g_40gb")]}]}],
         tmp_path / "b")  # fmt: skip
+
+
+def l40s_grown() -> ResolvedPlatform:
+    """The reference with infer-l40s moved from g6e.12xlarge (4 L40S) to g6e.48xlarge (8 L40S)."""
+    declared = '    accelerator: "L40S-48GB:4"\n    aws: {instanceType: g6e.12xlarge}\n    scaling: {min: 1, max: 12}'
+    grown = '    accelerator: "L40S-48GB:8"\n    aws: {instanceType: g6e.48xlarge}\n    scaling: {min: 1, max: 6}'
+    text = (ROOT / "platform.yaml").read_text()
+    assert declared in text
+    return validated(load_text(text.replace(declared, grown), "platform.yaml"), "prod")
+
+
+@needs_promtool
+def test_a_node_is_held_to_its_own_instance_type_s_gpus_while_a_pool_changes_type(tmp_path: Path) -> None:
+    """Review obsreview27 G5: the rules of a pool grown from g6e.12xlarge (4 GPUs) to g6e.48xlarge (8) sync while the
+    node group still runs the old nodes (EKS replaces them a few at a time); each healthy old node paged critical
+    "offers 4, short of its 8". A node is held to what its instance type has (kube-state-metrics' label of the
+    kubelet's node.kubernetes.io/instance-type, the catalog's GPUs of that type): the old node offering its 4 and the
+    new one its 8 are quiet; an old node that lost a GPU (3 of 4), a new one short (4 of 8) and a node whose type the
+    catalog does not know, held to the pool's 8, page."""
+    rp = l40s_grown()
+    rule = rules_of(rp, "aws")["GPUsMissingInferL40s"]
+    assert "node.kubernetes.io/instance-type" in monitoring_values(rp, rp.site("aws"))["kube-state-metrics"]["metricLabelsAllowlist"][0]
+    pool = 'label_alicerce_dev_pool="infer-l40s",label_alicerce_dev_accelerator="L40S-48GB"'
+
+    def node(name: str, instance_type: str, gpus: int) -> list[dict[str, str]]:
+        typed = f',label_node_kubernetes_io_instance_type="{instance_type}"' if instance_type else ""
+        return [
+            {"series": f'kube_node_labels{{node="{name}",{pool}{typed}}}', "values": "1x40"},
+            {"series": f'kube_node_created{{node="{name}"}}', "values": "-86400x40"},
+            {"series": f'kube_node_spec_unschedulable{{node="{name}"}}', "values": "0x40"},
+            {"series": f'kube_node_status_allocatable{{node="{name}",resource="nvidia_com_gpu",unit="integer"}}', "values": f"{gpus}x40"},
+        ]
+
+    healthy = node("ip-10-20-2-1", "g6e.12xlarge", 4) + node("ip-10-20-2-9", "g6e.48xlarge", 8)
+    short = node("ip-10-20-2-2", "g6e.12xlarge", 3) + node("ip-10-20-2-8", "g6e.48xlarge", 4) + node("ip-10-20-2-7", "", 4)
+    run_promtool(rp, "aws", [{"interval": "1m", "input_series": healthy + short, "alert_rule_test": [
+        {"eval_time": "30m", "alertname": "GPUsMissingInferL40s", "exp_alerts": [
+            expected(rule, {"node": n, "resource": "nvidia_com_gpu"}, v)
+            for n, v in (("ip-10-20-2-2", "3"), ("ip-10-20-2-7", "4"), ("ip-10-20-2-8", "4"))]}]}], tmp_path)  # fmt: skip
+
+
+def test_a_time_sliced_cloud_pool_expects_its_replicas_per_gpu_of_the_node_s_type() -> None:
+    """infer-l4 time-slices each L4 four ways on g6.xlarge (1 GPU): a g6.12xlarge node (4 GPUs) offers 16, an
+    8-GPU type 32; the pool's own 4 for a node of unknown type. On-prem pools keep the pool's layout (no type)."""
+    expr = rules_of(platform("prod"), "aws")["GPUsMissingInferL4"]["expr"]
+    assert 'or 16 * max by (node) (kube_node_labels{label_alicerce_dev_pool="infer-l4",' in expr
+    assert r"g6\\.12xlarge|" in expr and "or 32 * " in expr  # the type's dot escaped in the PromQL string
+    assert 'or on (node) 4 * max by (node) (kube_node_labels{label_alicerce_dev_pool="infer-l4"})' in expr
+    assert "instance_type" not in rules_of(platform("prod"), "dc1")["GPUsMissingOnpremH100"]["expr"]
 
 
 @needs_promtool

@@ -210,3 +210,39 @@ def test_metadata_waits_per_node_and_metadata_operations_per_tier(tmp_path: Path
         rounded(f'node:storage_client_data_wait_seconds:rate5m{{node="{OTHER}"}}', f'node="{OTHER}",site="dc1"', 3),
         rounded("tier:storage_metadata_ops:rate5m", 'site="dc1",tier="dc1-lustre"', 2500),
     ]}], tmp_path)  # fmt: skip
+
+
+def lustre_bytes(node: str, read: float, written: float) -> list[dict[str, str]]:
+    """What the Lustre client moved per second on a node, read and written."""
+    return [
+        scraped(node, "alicerce_storage_client_read_bytes_total", LUSTRE, f"0+{read * 60:g}{STEPS}"),
+        scraped(node, "alicerce_storage_client_written_bytes_total", LUSTRE, f"0+{written * 60:g}{STEPS}"),
+    ]
+
+
+@needs_promtool
+def test_checkpoint_stall_on_lustre_fires_on_the_client_s_data_waits_without_io_pressure(tmp_path: Path) -> None:
+    """Review obsreview27 G6: a checkpoint stalled on Lustre (a writer waiting for its OSC's grant or dirty cache in
+    osc_enter_cache, an fsync in cl_sync_io_wait: neither io_schedule()) shows a few per cent of IO pressure. GPUs
+    trained at 90 % for 20 minutes, then sit at 2 % while the node writes 4 GB/s to Lustre, its read, write and fsync
+    calls 8 s per second (eight in flight at every moment), PSI io 2 %: the stall fires on the client's timings."""
+    rule = rules_of(platform(), "dc1")["TrainingCheckpointStall"]
+    assert "node:storage_client_data_wait_seconds:rate5m >= 1" in rule["expr"]
+    dropped = node_labels(NODE) + gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", 2, values="90x19 2x40") + io(NODE, 0.02, 0, 0)
+    writing = dropped + lustre_bytes(NODE, 0, 4e9)
+    check("TrainingCheckpointStall", writing + waits(NODE, 0, 8), "35m", [expected(rule, POOL, "")], tmp_path / "a")
+    # near misses: under one data call in flight on average (the writes flow); the same waits on reads (an O_DIRECT or
+    # GPUDirect Storage loader's input stall, not a checkpoint); GPUs still computing (an asynchronous checkpoint)
+    check("TrainingCheckpointStall", writing + waits(NODE, 0, 0.5), "35m", [], tmp_path / "b")
+    reading = dropped + lustre_bytes(NODE, 4e9, 1e6)
+    check("TrainingCheckpointStall", reading + waits(NODE, 0, 8), "35m", [], tmp_path / "c")
+    busy = node_labels(NODE) + gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", 90) + io(NODE, 0.02, 0, 0) + lustre_bytes(NODE, 0, 4e9)
+    check("TrainingCheckpointStall", busy + waits(NODE, 0, 8), "35m", [], tmp_path / "d")
+
+
+def test_the_checkpoint_stall_runbook_says_what_fsx_cannot_show() -> None:
+    """FSx for Lustre (the AWS site's checkpoint tier, through its CSI driver) has no per-node timings: the stall reads
+    IO pressure alone there, and its runbook says a Lustre write stall may not show."""
+    rules = rules_of(platform(), "aws")["TrainingCheckpointStall"]
+    assert "storage_client_data_wait" not in rules["expr"]
+    assert "FSx for Lustre" in rules["annotations"]["description"]
