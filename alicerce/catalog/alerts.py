@@ -365,7 +365,10 @@ XID_ROW_REMAP = 63  # a row remap recorded, applied at the GPU's next reset (NVI
 # a page (critical) is for what loses work or users now and needs a person before morning; a ticket (warning) for
 # what can wait for working hours.
 # - DCGMExporterDown: one node's GPU health is blind. Its jobs keep running, and a GPU failing there still shows as
-#   failed jobs (job failure KPIs) and, if it falls off the bus, as GPUsMissing<Pool>: a ticket.
+#   failed jobs (job failure KPIs) and, if it falls off the bus, as GPUsMissing<Pool>: a ticket. The same holds for
+#   NodeExporterAbsent (warning, alicerce.emit.kube.sources). Where either is missing because the whole node died or
+#   became unreachable, GPUsMissing<Pool> pages on its own: it counts a NotReady node as offering 0 (review obsreview27
+#   D1: it read the kubelet's last allocatable, which a dead node keeps, so only these two tickets fired).
 # - KubeStateMetricsAbsent: the whole site's KPIs, budgets and pages that join on kube-state-metrics are blind,
 #   ServingWorkloadDown and GPUsMissing<Pool> (both critical) among them, for as long as it lasts: a page.
 # - GPURowRemapFailure: the GPU is out of spare rows and needs an RMA; the uncorrectable errors that hurt jobs page on

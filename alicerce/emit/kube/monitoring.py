@@ -60,7 +60,7 @@ from alicerce.emit.kube.costs import (
 from alicerce.emit.kube.dashboards import dashboards
 from alicerce.emit.kube.diagnoses import diagnoses, latency_bad_ratio, le_matcher, slo_burn
 from alicerce.emit.kube.fabric_alerts import fabric_alerts
-from alicerce.emit.kube.kpi import KUEUE_NOT_FOLLOWER, Counted, kpi_groups, ksm_resource, kueue_increase
+from alicerce.emit.kube.kpi import KUEUE_NOT_FOLLOWER, NODE_NOT_READY, Counted, kpi_groups, ksm_resource, kueue_increase
 from alicerce.emit.kube.promql import fed
 from alicerce.emit.kube.sources import source_alerts
 from alicerce.emit.storage_counters import counted_tiers, node_exporter_drops
@@ -88,7 +88,11 @@ def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     (the device plugin multiplies each healthy GPU); MIG pools under the mixed strategy advertise one resource per
     profile, each checked against its count (a MIG GPU off the bus was silent: review obsreview3 G20, and XID 79 may
     not reach DCGM). A node that reports none of a resource (its device plugin never registered since the kubelet
-    started: the driver did not load after a reboot) has no allocatable series and counts as 0.
+    started: the driver did not load after a reboot) has no allocatable series and counts as 0. So does a node whose
+    Ready condition is not true (review obsreview27 D1): allocatable is written by the kubelet alone, so a node that
+    died or became unreachable (Ready=Unknown, tainted unreachable by the node lifecycle controller) keeps its last
+    posted count in kube-state-metrics, and its 8 lost GPUs read as offered; the alert's 15 minutes are the hold, longer
+    than a reboot, and nothing cordons such a node, so the cordon exclusion still quiets only a repair someone started.
     """
     alerts = []
     for pool in rp.site(site_name).pools:
@@ -102,6 +106,7 @@ def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
             in_service(
                 settled(
                     f'(max by (node, resource) (kube_node_status_allocatable{{resource="{ksm_resource(name)}"}}) '
+                    f"unless on (node) ({NODE_NOT_READY}) "
                     f'or on (node) label_replace(0 * {nodes}, "resource", "{ksm_resource(name)}", "", "")) '
                     f"* on (node) group_left () ({nodes} > 0) < {count}"
                 )
@@ -111,7 +116,9 @@ def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         layout = ", ".join(f"{count} {name}" for name, count in sorted(units.items()))
         alerts.append(Alert(pool_alert_name(pool.name), expr, "15m", "critical",
                             f"A node of pool {pool.name} offers {{{{ $value }}}} {{{{ $labels.resource }}}}, short of its {layout}",
-                            "A GPU fell off the bus, failed, or the device plugin is unhealthy: drain the node."))  # fmt: skip
+                            "A GPU fell off the bus, failed, or the device plugin is unhealthy: drain the node. At 0 with the node "
+                            "NotReady (kubectl get node: the kubelet stopped posting, the server died or is unreachable), every "
+                            "GPU and job on it is lost: check its BMC and console, then cordon it while it is repaired."))  # fmt: skip
     return alerts
 
 
