@@ -1140,7 +1140,8 @@ def test_a_rack_outage_is_one_notification_per_alert_and_pool_not_one_per_node()
         return out
 
     rack = [f"gpu-{n:03}.dc1.acme.example" for n in range(1, 17)]
-    for name in ("DCGMExporterDown", "NodeExporterAbsent", "StorageCountersStale"):
+    # GPUsMissingOnpremH100: a dead node counts as lost GPUs (review obsreview27 D1), so a rack outage pages it per node
+    for name in ("DCGMExporterDown", "NodeExporterAbsent", "StorageCountersStale", "GPUsMissingOnpremH100"):
         fired = [{"alertname": name, **rules[name]["labels"], "node": node, "pool": "onprem-h100"} for node in rack]
         delivered = groups(fired)
         assert delivered and len(delivered) == len({receiver for receiver, _ in delivered}), (name, delivered)
