@@ -361,6 +361,18 @@ THERMAL_CLOCK_EVENTS = "sw_thermal|hw_thermal"
 REMAP_PENDING = "DCGM_FI_DEV_ROW_REMAP_PENDING"
 XID_ROW_REMAP = 63  # a row remap recorded, applied at the GPU's next reset (NVIDIA's Xid catalog)
 
+# Whether NVIDIA Fabric Manager has trained the NVSwitch fabric for a GPU (DCGM field 170; alicerce's counters list adds
+# it, review obsreview27 G1). On an NVSwitch server CUDA fails to start on every GPU until it has, so the node stays
+# Ready with all its GPUs allocatable and every job placed there dies at start. Values: dcgmFabricManagerStatus_t of
+# DCGM v4.5.3 (the DCGM of dcgm-exporter 4.5.3-4.8.2) dcgmlib/dcgm_structs.h 4197-4207, mapped from NVML's fabric state
+# by dcgmlib/src/DcgmCacheManager.cpp GetFMStatusFromStruct: not_supported 0 (a GPU without an NVSwitch fabric; NVML
+# reports fabric state on Hopper and newer, so an A100 reads 0 too), not_started 1, in_progress 2 (training, at boot),
+# success 3, failure 4 (training completed with an error: FM and driver at different versions among the causes),
+# unrecognized 5 and nvml_too_old 6 (DCGM and the driver disagree on the API: the state is unknown, not failed)
+FABRIC_MANAGER_STATUS = "DCGM_FI_DEV_FABRIC_MANAGER_STATUS"
+FABRIC_MANAGER_DOWN_STATES = {"not_started": 1, "failure": 4}
+FABRIC_MANAGER_DOWN = "GPUFabricManagerDown"
+
 # Who is woken at 3am for what (review observe4 G15), decided here for the monitoring blind spots and the RMA alert:
 # a page (critical) is for what loses work or users now and needs a person before morning; a ticket (warning) for
 # what can wait for working hours.
@@ -633,7 +645,11 @@ FABRIC_ALERTS = (FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, 
 NODE_OUTAGE_ALERTS = ("DCGMExporterDown", NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_ABSENT, DCGM_PROFILING_ABSENT,
                       DCGM_XID_COUNTS_ABSENT, "StorageTierUnreadable", "StorageCountersMissing", "StorageCountersStale",
                       EFA_COUNTERS_MISSING, EFA_COUNTERS_STALE, EFA_LINK_RATE_MISSING, FABRIC_WAIT_UNREAD,
-                      FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, FABRIC_COUNTERS_SATURATED)  # fmt: skip
+                      FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, FABRIC_COUNTERS_SATURATED,
+                      FABRIC_MANAGER_DOWN)  # fmt: skip
+# (FABRIC_MANAGER_DOWN: a driver update that leaves Fabric Manager behind fails every node of the pool it rolls to. The
+# site's GPUsMissing<Pool> join them in alicerce.emit.kube.operators: since a NotReady node counts as lost, a rack outage
+# pages it on each node, review obsreview27 D1)
 # Which Prometheus an alert came from: each site's Prometheus adds these to every alert it sends (its external labels,
 # alicerce.emit.kube.operators), and every route groups by them. Alertmanager's group key is the route's path plus the
 # group_by labels' values (v0.34.0 dispatch/dispatch.go GroupKey, dispatch/route.go Key), and PagerDuty's dedup_key that

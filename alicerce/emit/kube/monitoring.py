@@ -28,8 +28,12 @@ from typing import Any
 
 from alicerce.catalog.alerts import (
     DCGM_EXPORTER_DOWN,
+    FABRIC_MANAGER_DOWN,
+    FABRIC_MANAGER_DOWN_STATES,
+    FABRIC_MANAGER_STATUS,
     GPU_EFFICIENCY,
     GPU_HEALTH,
+    GPU_KEY,
     KUEUE_WAIT_BUCKETS,
     STORAGE_ALERTS,
     TTFT,
@@ -120,6 +124,29 @@ def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
                             "NotReady (kubectl get node: the kubelet stopped posting, the server died or is unreachable), every "
                             "GPU and job on it is lost: check its BMC and console, then cordon it while it is repaired."))  # fmt: skip
     return alerts
+
+
+def _fabric_manager_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
+    """Fabric Manager down on a node of a pool whose GPU uses NVSwitch (review obsreview27 G1): every CUDA context there
+    fails to start while the node looks healthy to every other alert (Ready, all GPUs allocatable, dcgm-exporter up), and
+    the next job lands on it because it is free. Per node and state, valued the GPUs in it. Past the node-creation grace
+    and ten minutes: at a reboot FM starts and trains in about a minute (in_progress is never counted); a cordoned node is
+    in repair. unrecognized/nvml_too_old are left out: DCGM and the driver disagree on the API, the state is unknown."""
+    pools = [p.name for p in rp.site(site_name).pools if p.gpu is not None and p.gpu.interconnect.nvswitch]
+    if not pools or not rp.spec.operators.gpu_operator.enabled:
+        return []
+    status = f'max by (node, {GPU_KEY}) (label_replace({FABRIC_MANAGER_STATUS}, "node", "$1", "Hostname", "(.+)"))'
+    nodes = f'max by (node) (kube_node_labels{{{POOL_LABEL}=~"{"|".join(pools)}"}})'
+    down = " or ".join(
+        f'label_replace(count by (node) ({status} == {value}), "state", "{state}", "", "") and on (node) {nodes}'
+        for state, value in FABRIC_MANAGER_DOWN_STATES.items()
+    )
+    return [Alert(FABRIC_MANAGER_DOWN, in_service(settled(f"({down})")), "10m", "critical",
+                  "Fabric Manager is {{ $labels.state }} for {{ $value }} GPUs on {{ $labels.node }}",
+                  "NVSwitch fabric not trained: every CUDA job on this node fails at start (cudaErrorSystemNotReady) though "
+                  "the node is Ready. Cordon the node, then check nvidia-fabricmanager (systemctl status, "
+                  "/var/log/fabricmanager.log) and that its version equals the driver's (nvidia-smi -q: Fabric State); "
+                  "restart it, or reboot the node.")]  # fmt: skip
 
 
 def _slo_alerts(rp: ResolvedPlatform, site: ResolvedSite, guarded: frozenset[str]) -> list[Alert]:
@@ -332,7 +359,7 @@ def rule_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
     # teams whose queue a budget guard may hold: an inactive queue mutes their queue alerts only while that budget is spent
     guarded = frozenset(r["labels"]["team"] for g in costs for r in g["rules"] if r.get("record") == BUDGET_EXHAUSTED)
     groups = [
-        group("alicerce.gpu.health", [*GPU_HEALTH, *exporter, *_pool_alerts(rp, site_name)]),
+        group("alicerce.gpu.health", [*GPU_HEALTH, *exporter, *_pool_alerts(rp, site_name), *_fabric_manager_alerts(rp, site_name)]),
         # a KPI source that went missing: without these, its KPIs and diagnoses read as an idle, healthy platform
         group("alicerce.sources", source_alerts(rp, site_name)),
         group("alicerce.fabric", fabric_alerts(rp, site_name)),

@@ -7,7 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.emit.kube.test_monitoring import expected, needs_promtool, platform, rules_of, run_promtool
+from alicerce.catalog.alerts import FABRIC_MANAGER_DOWN, FABRIC_MANAGER_DOWN_STATES, FABRIC_MANAGER_STATUS
+from alicerce.emit.kube.dcgm_counters import counters_csv
+from tests.emit.kube.scrape import dcgm_series, series
+from tests.emit.kube.test_monitoring import dcgm_scraped, expected, needs_promtool, platform, rules_of, run_promtool
+from tests.emit.kube.upstream import load
 
 DC1_LABELS = 'label_alicerce_dev_pool="onprem-h100",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
 
@@ -58,3 +62,47 @@ def test_the_lost_gpu_page_names_notready_in_its_runbook() -> None:
         rule = rules_of(rp, site)[alert]
         assert 'kube_node_status_condition{condition="Ready",status="true"} == 0' in rule["expr"]
         assert "NotReady" in rule["annotations"]["description"]
+
+
+def test_the_fabric_manager_states_alerted_are_dcgm_s() -> None:
+    """The values the alert compares are DCGM's dcgmFabricManagerStatus_t (vendored from DCGM v4.5.3 dcgm_structs.h with
+    the counters of its exporter), and the field is in the list alicerce mounts (review obsreview27 G1)."""
+    enum = load("dcgm-exporter", "4.5.3-4.8.2", "counters.json")["optional"][FABRIC_MANAGER_STATUS]["enum"]
+    assert {state: enum[state] for state in FABRIC_MANAGER_DOWN_STATES} == FABRIC_MANAGER_DOWN_STATES
+    assert f"{FABRIC_MANAGER_STATUS}, gauge," in counters_csv()
+
+
+def test_the_fabric_manager_alert_reads_only_nvswitch_pools() -> None:
+    """train-p5 (H100 SXM5, NVSwitch) at aws and onprem-h100 at dc1; not the L40S/L4 pools, whose GPUs have no fabric."""
+    rp = platform("prod")
+    aws = rules_of(rp, "aws")[FABRIC_MANAGER_DOWN]
+    assert aws["labels"]["severity"] == "critical"
+    assert 'label_alicerce_dev_pool=~"train-p5"}' in aws["expr"]
+    assert 'label_alicerce_dev_pool=~"onprem-h100"}' in rules_of(rp, "dc1")[FABRIC_MANAGER_DOWN]["expr"]
+
+
+@needs_promtool
+def test_fabric_manager_down_on_an_nvswitch_node_pages(tmp_path: Path) -> None:
+    """Review obsreview27 G1: Fabric Manager failed on gpu-001 (status 4 on its 8 GPUs) and never started on gpu-005
+    (status 1): each pages once its 10 minutes have passed, per node, valued the GPUs. Quiet: gpu-002 healthy (3); gpu-003
+    rebooting, training its fabric 3 minutes (2, then 1 for a minute as FM restarts) then healthy; gpu-004 cordoned for
+    repair with FM down; gpu-006 a node a scale-up just added whose FM has not started yet."""
+    rp = platform("prod")
+    rule = rules_of(rp, "dc1")[FABRIC_MANAGER_DOWN]
+    values = {"gpu-001": "4x40", "gpu-002": "3x40", "gpu-003": "2x3 1 3x36", "gpu-004": "1x40", "gpu-005": "1x40", "gpu-006": "1x40"}
+    inputs: list[dict[str, str]] = []
+    for node, fm in values.items():
+        inputs += [
+            {"series": series(FABRIC_MANAGER_STATUS, dcgm_scraped(rp, "dc1", dcgm_series(node, gpu))), "values": fm} for gpu in range(8)
+        ]
+        inputs += [
+            {"series": f'kube_node_labels{{node="{node}",{DC1_LABELS}}}', "values": "1x40"},
+            {"series": f'kube_node_created{{node="{node}"}}', "values": "0x40" if node == "gpu-006" else "-3600x40"},
+            {"series": f'kube_node_spec_unschedulable{{node="{node}"}}', "values": "1x40" if node == "gpu-004" else "0x40"},
+        ]
+    fired = [expected(rule, {"node": "gpu-001", "state": "failure"}, "8"), expected(rule, {"node": "gpu-005", "state": "not_started"}, "8")]
+    tests = [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "8m", "alertname": FABRIC_MANAGER_DOWN, "exp_alerts": []},
+        {"eval_time": "12m", "alertname": FABRIC_MANAGER_DOWN, "exp_alerts": fired},
+    ]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path)
