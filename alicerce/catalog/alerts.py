@@ -340,8 +340,17 @@ XID_EVENT_STEP = "1m"  # the subquery step: an XID count lasts the exporter's 5-
 
 
 def xid_events(codes: str) -> str:
-    """Distinct XID events per GPU and code over the recurrence window: minutes where the code's count started."""
-    started = f"({xid_count(codes)} unless {xid_count(codes, offset=XID_EVENT_STEP)})"
+    """Distinct XID events per GPU and code over the recurrence window: minutes where the code's count started or rose.
+
+    The count is the XIDs of the code in the exporter's last 5 minutes (dcgm-exporter 4.5.3-4.8.2 expcollector.go: the
+    DCGM samples since now - window, one per XID), so a new fault raises it whether or not an older one is still in the
+    window. Counting only its appearances read a workload restarted in-process (torchrun --max-restarts, Ray Train's
+    retries, a serving engine's supervisor) faulting every 4 minutes as ONE event, the count never absent: 30 faults in
+    two hours, no ticket (review obsreview27 G4); its rises count each of them. Minutes, not XIDs: the XIDs one fault
+    logs together (one per channel or engine it hit) are one event, and a count held level (faults exactly a window
+    apart, each replacing the last as it ages out) stays one, as the suite's 20-minute case has it."""
+    now, before = xid_count(codes), xid_count(codes, offset=XID_EVENT_STEP)
+    started = f"(({now} unless {before}) or ({now}) > ({before}))"
     return f"count_over_time({started}[{XID_APP_RECURRENCE_WINDOW}:{XID_EVENT_STEP}])"
 
 
@@ -419,7 +428,8 @@ GPU_HEALTH: tuple[Alert, ...] = (
         f"GPU {{{{ $labels.gpu }}}} on {{{{ $labels.Hostname }}}} reported XID {{{{ $labels.xid }}}} {{{{ $value }}}} times in "
         f"{XID_APP_RECURRENCE_WINDOW}",
         f"XID {{{{ $labels.xid }}}} is one a killed or faulting CUDA process raises (preemption, OOM kill, a bad kernel), "
-        f"but it started {{{{ $value }}}} separate times on this GPU in the last {XID_APP_RECURRENCE_WINDOW}: check whether "
+        f"but it was raised by {{{{ $value }}}} separate faults on this GPU in the last {XID_APP_RECURRENCE_WINDOW} (each "
+        "minute it appeared or its count rose; a workload restarting into the same fault counts each time): check whether "
         "the jobs that failed on it run elsewhere (then drain the node and run the node validation role) or crash the "
         "same way everywhere (the workload). XID 45 (a process killed: early-stopped trials, preemption) never counts.",
     ),

@@ -7,7 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from alicerce.catalog.alerts import FABRIC_MANAGER_DOWN, FABRIC_MANAGER_DOWN_STATES, FABRIC_MANAGER_STATUS
+from alicerce.catalog.alerts import (
+    FABRIC_MANAGER_DOWN,
+    FABRIC_MANAGER_DOWN_STATES,
+    FABRIC_MANAGER_STATUS,
+    XID_COUNT_METRIC,
+    XID_COUNT_WINDOW_MINUTES,
+)
 from alicerce.emit.kube.dcgm_counters import counters_csv
 from tests.emit.kube.scrape import dcgm_series, series
 from tests.emit.kube.test_monitoring import dcgm_scraped, expected, needs_promtool, platform, rules_of, run_promtool
@@ -104,5 +110,40 @@ def test_fabric_manager_down_on_an_nvswitch_node_pages(tmp_path: Path) -> None:
     tests = [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
         {"eval_time": "8m", "alertname": FABRIC_MANAGER_DOWN, "exp_alerts": []},
         {"eval_time": "12m", "alertname": FABRIC_MANAGER_DOWN, "exp_alerts": fired},
+    ]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path)
+
+
+def xid_counts_at(faults: list[int], last: int, per_fault: int = 1) -> str:
+    """promtool values of dcgm-exporter's XID count of one code on one GPU, faults at minutes ``faults`` each logging
+    ``per_fault`` XIDs: the XIDs in the last XID_COUNT_WINDOW_MINUTES (expcollector.go counts DCGM's samples since now -
+    window), stale while none (the code's series goes)."""
+    values: list[str] = []
+    for minute in range(last + 1):
+        count = per_fault * sum(1 for f in faults if f <= minute < f + XID_COUNT_WINDOW_MINUTES)
+        values.append(str(count) if count else ("stale" if values and values[-1] not in ("_", "stale") else "_"))
+    return " ".join(values)
+
+
+@needs_promtool
+def test_a_crash_loop_faster_than_the_xid_window_counts_each_fault(tmp_path: Path) -> None:
+    """Review obsreview27 G4: a workload restarted in-process faults gpu 1 with XID 13 every 4 minutes, 30 times in two
+    hours: the exporter's 5-minute count never goes away (it reads 2 for the minute two faults share), so counting its
+    appearances read one event and no ticket. Each rise is a fault: 30. A GPU whose four faults each log three XIDs
+    together (one crash, three channels) is four events, no ticket; the suite's count held level 20 minutes stays one."""
+    rp = platform("prod")
+    rule = rules_of(rp, "dc1")["GPUApplicationXidRecurring"]
+    window = {"window_size_in_ms": str(XID_COUNT_WINDOW_MINUTES * 60_000)}
+    looping, burst = (dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", gpu)) for gpu in (1, 2))
+    key = {k: looping[k] for k in ("Hostname", "gpu", "UUID")} | {"xid": "13"}
+    loop = xid_counts_at(list(range(2, 122, 4)), 130)
+    assert "2" in loop.split() and "stale" not in loop.split()[:122]  # never absent: the old reading's one event
+    tests = [{"interval": "1m", "input_series": [
+        {"series": series(XID_COUNT_METRIC, looping | window | {"xid": "13"}), "values": loop},
+        {"series": series(XID_COUNT_METRIC, burst | window | {"xid": "31"}), "values": xid_counts_at([10, 40, 70, 100], 130, 3)},
+    ], "alert_rule_test": [
+        {"eval_time": "15m", "alertname": "GPUApplicationXidRecurring", "exp_alerts": []},  # four faults
+        {"eval_time": "20m", "alertname": "GPUApplicationXidRecurring", "exp_alerts": [expected(rule, key, "5")]},
+        {"eval_time": "125m", "alertname": "GPUApplicationXidRecurring", "exp_alerts": [expected(rule, key, "30")]},
     ]}]  # fmt: skip
     run_promtool(rp, "dc1", tests, tmp_path)
