@@ -363,6 +363,31 @@ def xid_events(codes: str) -> str:
 CLOCK_EVENTS_METRIC = "DCGM_EXP_CLOCK_EVENTS_COUNT"
 CLOCK_EVENTS_WINDOW_MINUTES = 5  # dcgm-exporter's default --clock-events-count-window-size, which alicerce leaves
 THERMAL_CLOCK_EVENTS = "sw_thermal|hw_thermal"
+# The hardware clocking a GPU down for power, not heat (review obsreview27 G2), DCGM v4.5.3 dcgmlib/dcgm_fields.h
+# 114-151 (NVML's reasons): HW_POWER_BRAKE 0x80 "External Power Brake Assertion being triggered (e.g. by the system
+# power supply)"; HW_SLOWDOWN 0x8 clocks cut by a factor of 2 or more for temperature, the power brake, or power draw
+# above the fast-trigger protection, and "may be also reported during PState or clock change" (label values
+# hw_power_brake, hw_slowdown: dcgm-exporter clock_events_collector.go clockEventToString, vendored counters.json).
+# So only the brake counts from one sample: HW slowdown counts where it
+# held at least half of the window's samples (dcgm-exporter samples the reasons every --collect-interval, 30 s by
+# default, pkg/cmd/app.go:138-142, which alicerce leaves: 10 in 5 minutes)
+POWER_BRAKE_CLOCK_EVENT = "hw_power_brake"
+HW_SLOWDOWN_CLOCK_EVENT = "hw_slowdown"
+DCGM_COLLECT_INTERVAL_SECONDS = 30
+HW_SLOWDOWN_SAMPLES = CLOCK_EVENTS_WINDOW_MINUTES * 60 // DCGM_COLLECT_INTERVAL_SECONDS // 2
+GPU_HARDWARE_SLOWDOWN = "GPUHardwareSlowdown"
+
+
+def hardware_slowdown() -> str:
+    """Per GPU host, the GPUs the hardware slows for power (braked, or HW slowdown most of the window) without a thermal
+    reason at the same time, which GPUTemperatureHigh reports with its own runbook."""
+
+    def reason(event: str) -> str:
+        return f'max by ({GPU_KEY}) ({CLOCK_EVENTS_METRIC}{{clock_event=~"{event}"}})'
+
+    slowed = f"({reason(POWER_BRAKE_CLOCK_EVENT)} > 0 or {reason(HW_SLOWDOWN_CLOCK_EVENT)} >= {HW_SLOWDOWN_SAMPLES})"
+    return f"count by (Hostname) ({slowed} unless on ({GPU_KEY}) {reason(THERMAL_CLOCK_EVENTS)} > 0)"
+
 
 # A row remap recorded and waiting for the GPU's reset to take effect (DCGM field 396; alicerce's counters list adds
 # it): after an uncorrectable error, or enough correctable ones on a row; the GPU keeps its full memory only once a
@@ -463,6 +488,17 @@ GPU_HEALTH: tuple[Alert, ...] = (
         "The GPU has lowered its clocks to stay under its slowdown temperature for 10 minutes or more (sw_thermal: the "
         "driver's limit; hw_thermal: the hardware's, clocks halved or worse): its jobs run slower. Check airflow, fans, "
         "inlet temperature and the GPU temperature panel; a single GPU among cool neighbours points at its heatsink.",
+    ),
+    Alert(
+        GPU_HARDWARE_SLOWDOWN,
+        # per host: a power supply or PDU fault brakes every GPU of the node at once, one ticket for them
+        hardware_slowdown(),
+        "10m",
+        "warning",
+        "{{ $value }} GPUs on {{ $labels.Hostname }} are clocked down by the hardware for power, not heat",
+        "The GPUs report the external power brake (hw_power_brake) or HW slowdown (clocks halved or worse) without a "
+        "thermal reason for 10 minutes or more: every job spanning the node runs at its pace. Check the node's power "
+        "supplies, PDU feed and the BMC's power and event logs (ipmitool sel list), and the GPU power panel.",
     ),
     Alert(
         "GPUPCIeReplays",
@@ -656,10 +692,11 @@ NODE_OUTAGE_ALERTS = ("DCGMExporterDown", NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_
                       DCGM_XID_COUNTS_ABSENT, "StorageTierUnreadable", "StorageCountersMissing", "StorageCountersStale",
                       EFA_COUNTERS_MISSING, EFA_COUNTERS_STALE, EFA_LINK_RATE_MISSING, FABRIC_WAIT_UNREAD,
                       FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, FABRIC_COUNTERS_SATURATED,
-                      FABRIC_MANAGER_DOWN)  # fmt: skip
-# (FABRIC_MANAGER_DOWN: a driver update that leaves Fabric Manager behind fails every node of the pool it rolls to. The
-# site's GPUsMissing<Pool> join them in alicerce.emit.kube.operators: since a NotReady node counts as lost, a rack outage
-# pages it on each node, review obsreview27 D1)
+                      FABRIC_MANAGER_DOWN, GPU_HARDWARE_SLOWDOWN)  # fmt: skip
+# (GPU_HARDWARE_SLOWDOWN: a rack's power feed brakes all its nodes; FABRIC_MANAGER_DOWN: a driver update that leaves
+# Fabric Manager behind fails every node of the pool it rolls to. The site's GPUsMissing<Pool> join them in
+# alicerce.emit.kube.operators: since a NotReady node counts as lost, a rack outage pages it on each node, review
+# obsreview27 D1)
 # Which Prometheus an alert came from: each site's Prometheus adds these to every alert it sends (its external labels,
 # alicerce.emit.kube.operators), and every route groups by them. Alertmanager's group key is the route's path plus the
 # group_by labels' values (v0.34.0 dispatch/dispatch.go GroupKey, dispatch/route.go Key), and PagerDuty's dedup_key that

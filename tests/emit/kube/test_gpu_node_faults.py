@@ -8,9 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from alicerce.catalog.alerts import (
+    CLOCK_EVENTS_METRIC,
     FABRIC_MANAGER_DOWN,
     FABRIC_MANAGER_DOWN_STATES,
     FABRIC_MANAGER_STATUS,
+    GPU_HARDWARE_SLOWDOWN,
+    HW_SLOWDOWN_CLOCK_EVENT,
+    POWER_BRAKE_CLOCK_EVENT,
+    THERMAL_CLOCK_EVENTS,
     XID_COUNT_METRIC,
     XID_COUNT_WINDOW_MINUTES,
 )
@@ -145,5 +150,43 @@ def test_a_crash_loop_faster_than_the_xid_window_counts_each_fault(tmp_path: Pat
         {"eval_time": "15m", "alertname": "GPUApplicationXidRecurring", "exp_alerts": []},  # four faults
         {"eval_time": "20m", "alertname": "GPUApplicationXidRecurring", "exp_alerts": [expected(rule, key, "5")]},
         {"eval_time": "125m", "alertname": "GPUApplicationXidRecurring", "exp_alerts": [expected(rule, key, "30")]},
+    ]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path)
+
+
+def test_the_slowdown_reasons_read_are_the_exporter_s() -> None:
+    """The clock_event values the power slowdown alert reads are dcgm-exporter's names for DCGM's reason bits."""
+    names = load("dcgm-exporter", "4.5.3-4.8.2", "counters.json")["optional"][CLOCK_EVENTS_METRIC]["clock_event_values"]
+    assert {POWER_BRAKE_CLOCK_EVENT, HW_SLOWDOWN_CLOCK_EVENT, *THERMAL_CLOCK_EVENTS.split("|")} <= set(names)
+    for site in ("aws", "dc1"):
+        assert POWER_BRAKE_CLOCK_EVENT in rules_of(platform("prod"), site)[GPU_HARDWARE_SLOWDOWN]["expr"]
+
+
+@needs_promtool
+def test_gpus_braked_for_power_raise_a_ticket_per_node(tmp_path: Path) -> None:
+    """Review obsreview27 G2: gpu-001's power supply asserts the brake: its 8 GPUs report hw_power_brake and hw_slowdown
+    in every sample for an hour: one ticket for the node, valued 8, after 10 minutes; gpu-005 one GPU braked. Quiet:
+    gpu-002 slowed by heat (hw_thermal beside hw_slowdown: GPUTemperatureHigh's), gpu-003 HW slowdown in 2 of the
+    window's 10 samples (P-state changes, which DCGM says may report it), gpu-004 at its power cap (routine)."""
+    rp = platform("prod")
+    rule = rules_of(rp, "dc1")[GPU_HARDWARE_SLOWDOWN]
+    window = {"window_size_in_ms": str(5 * 60_000)}
+    reasons = {
+        "gpu-001": {"hw_power_brake": 10, "hw_slowdown": 10},
+        "gpu-002": {"hw_thermal": 10, "hw_slowdown": 10},
+        "gpu-003": {"hw_slowdown": 2},
+        "gpu-004": {"power_cap": 10},
+    }
+    inputs = [
+        {"series": series(CLOCK_EVENTS_METRIC, dcgm_scraped(rp, "dc1", dcgm_series(node, gpu)) | window | {"clock_event": event}),
+         "values": f"{count}x40"}
+        for node, events in reasons.items() for gpu in range(8) for event, count in events.items()
+    ]  # fmt: skip
+    one = dcgm_scraped(rp, "dc1", dcgm_series("gpu-005", 3)) | window | {"clock_event": "hw_power_brake"}
+    inputs.append({"series": series(CLOCK_EVENTS_METRIC, one), "values": "_x5 1x35"})
+    fired = [expected(rule, {"Hostname": "gpu-001"}, "8"), expected(rule, {"Hostname": "gpu-005"}, "1")]
+    tests = [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "9m", "alertname": GPU_HARDWARE_SLOWDOWN, "exp_alerts": []},
+        {"eval_time": "30m", "alertname": GPU_HARDWARE_SLOWDOWN, "exp_alerts": fired},
     ]}]  # fmt: skip
     run_promtool(rp, "dc1", tests, tmp_path)
