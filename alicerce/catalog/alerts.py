@@ -681,7 +681,8 @@ FABRIC_PORT_DOWN = "FabricPortDown"
 FABRIC_LINK_FLAPPING = "FabricLinkFlapping"
 FABRIC_RAILS_NEVER_UP = "FabricRailsNeverUp"
 FABRIC_COUNTERS_SATURATED = "FabricCountersSaturated"  # a port's error counter stopped at its maximum: flaps go unseen
-FABRIC_ALERTS = (FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, FABRIC_COUNTERS_SATURATED)
+FABRIC_ERRORS_RISING = "FabricErrorsRising"  # a port that keeps counting errors while its link stays up (a bad cable)
+FABRIC_ALERTS = (FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, FABRIC_COUNTERS_SATURATED, FABRIC_ERRORS_RISING)
 # What a rack or power outage, a switch or a file system server going down raises on every node it touches at once:
 # Alertmanager groups these per alert (and per pool and tier where an alert carries those labels: Alertmanager
 # v0.34.0 dispatch.go groups by the listed labels an alert has; most of these carry neither, so they group per alert
@@ -692,8 +693,9 @@ NODE_OUTAGE_ALERTS = ("DCGMExporterDown", NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_
                       DCGM_XID_COUNTS_ABSENT, "StorageTierUnreadable", "StorageCountersMissing", "StorageCountersStale",
                       EFA_COUNTERS_MISSING, EFA_COUNTERS_STALE, EFA_LINK_RATE_MISSING, FABRIC_WAIT_UNREAD,
                       FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, FABRIC_COUNTERS_SATURATED,
-                      FABRIC_MANAGER_DOWN, GPU_HARDWARE_SLOWDOWN)  # fmt: skip
-# (GPU_HARDWARE_SLOWDOWN: a rack's power feed brakes all its nodes; FABRIC_MANAGER_DOWN: a driver update that leaves
+                      FABRIC_MANAGER_DOWN, GPU_HARDWARE_SLOWDOWN, FABRIC_ERRORS_RISING)  # fmt: skip
+# (GPU_HARDWARE_SLOWDOWN: a rack's power feed brakes all its nodes; FABRIC_ERRORS_RISING: a failing leaf switch or its
+# optics err on the port of every node cabled to it; FABRIC_MANAGER_DOWN: a driver update that leaves
 # Fabric Manager behind fails every node of the pool it rolls to. The site's GPUsMissing<Pool> join them in
 # alicerce.emit.kube.operators: since a NotReady node counts as lost, a rack outage pages it on each node, review
 # obsreview27 D1)
@@ -793,4 +795,5 @@ def cordoned_for_days() -> str:
 
 
 STATIC_ALERTS = (*(a.name for a in (*GPU_HEALTH, DCGM_EXPORTER_DOWN, *GPU_EFFICIENCY)), *DIAGNOSES, *SOURCE_ALERTS, *SERVING_ALERTS,
-                 *FABRIC_ALERTS, NODE_CORDONED_FOR_DAYS, COST_HISTORY_TRUNCATED, PROMETHEUS_RETENTION_EXCEEDS_VOLUME)  # fmt: skip
+                 *FABRIC_ALERTS, FABRIC_MANAGER_DOWN, NODE_CORDONED_FOR_DAYS, COST_HISTORY_TRUNCATED,
+                 PROMETHEUS_RETENTION_EXCEEDS_VOLUME)  # fmt: skip

@@ -9,6 +9,7 @@ from typing import Any
 
 from alicerce.catalog.alerts import (
     CLOCK_EVENTS_METRIC,
+    FABRIC_ERRORS_RISING,
     FABRIC_MANAGER_DOWN,
     FABRIC_MANAGER_DOWN_STATES,
     FABRIC_MANAGER_STATUS,
@@ -190,3 +191,54 @@ def test_gpus_braked_for_power_raise_a_ticket_per_node(tmp_path: Path) -> None:
         {"eval_time": "30m", "alertname": GPU_HARDWARE_SLOWDOWN, "exp_alerts": fired},
     ]}]  # fmt: skip
     run_promtool(rp, "dc1", tests, tmp_path)
+
+
+def _port_counter(node: str, name: str, device: str, values: str) -> dict[str, str]:
+    """A port error counter as the node exporter serves it (its infiniband collector, or alicerce's EFA textfile)."""
+    assert name in load("node-exporter", "v1.12.1", "metrics.json") or name.startswith("alicerce_efa_"), name
+    labels = f'job="node-exporter",instance="{node}:9100",node="{node}",device="{device}",port="1"'
+    return {"series": f"{name}{{{labels}}}", "values": values}
+
+
+@needs_promtool
+def test_a_port_that_keeps_erring_raises_a_ticket(tmp_path: Path) -> None:
+    """Review obsreview27 G3: mlx5_0 of gpu-001 counts 3 receive and 5 symbol errors a minute for an hour with its link up
+    (a bad cable): a ticket once 30 minutes have passed, valued the 2 counters rising. Quiet: mlx5_1 one burst of 50 at
+    minute 10, then clean; mlx5_2 a symbol error every 15 minutes (a healthy link's rate); gpu-002, cordoned for repair,
+    erring as mlx5_0 does."""
+    rp = platform("prod")
+    rule = rules_of(rp, "dc1")[FABRIC_ERRORS_RISING]
+    receive, symbol = "node_infiniband_port_errors_received_total", "node_infiniband_symbol_error_total"
+    inputs = [
+        *_node("gpu-001", ready="1x60"), *_node("gpu-002", ready="1x60", unschedulable="1x60"),
+        _port_counter("gpu-001", receive, "mlx5_0", "0+3x60"), _port_counter("gpu-001", symbol, "mlx5_0", "0+5x60"),
+        _port_counter("gpu-001", receive, "mlx5_1", "0x10 50x50"), _port_counter("gpu-001", symbol, "mlx5_1", "0x60"),
+        _port_counter("gpu-001", symbol, "mlx5_2", " ".join(str(m // 15) for m in range(61))),
+        _port_counter("gpu-002", receive, "mlx5_0", "0+3x60"), _port_counter("gpu-002", symbol, "mlx5_0", "0+5x60"),
+    ]  # fmt: skip
+    fired = [expected(rule, {"node": "gpu-001", "device": "mlx5_0", "port": "1"}, "2")]
+    tests = [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "25m", "alertname": FABRIC_ERRORS_RISING, "exp_alerts": []},
+        {"eval_time": "35m", "alertname": FABRIC_ERRORS_RISING, "exp_alerts": fired},
+        {"eval_time": "60m", "alertname": FABRIC_ERRORS_RISING, "exp_alerts": fired},
+    ]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path)
+
+
+@needs_promtool
+def test_efa_retransmit_timeouts_that_keep_rising_raise_a_ticket(tmp_path: Path) -> None:
+    """Review obsreview27 G3 on EFA (train-p5): rdmap0s31 of one p5 times out a retransmission every minute for an hour: a
+    ticket; rdmap1s31 drops packets on receive (congestion as much as the link: no ticket from this alert)."""
+    rp = platform("prod")
+    rule = rules_of(rp, "aws")[FABRIC_ERRORS_RISING]
+    node = "ip-10-20-1-1.ec2.internal"
+    p5 = 'label_alicerce_dev_pool="train-p5",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
+    inputs = [
+        {"series": f'kube_node_labels{{node="{node}",{p5}}}', "values": "1x60"},
+        _port_counter(node, "alicerce_efa_retransmit_timeouts_total", "rdmap0s31", "0+1x60"),
+        _port_counter(node, "alicerce_efa_receive_drops_total", "rdmap1s31", "0+20x60"),
+    ]
+    fired = [expected(rule, {"node": node, "device": "rdmap0s31", "port": "1"}, "1")]
+    tests = [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "35m", "alertname": FABRIC_ERRORS_RISING, "exp_alerts": fired}]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
