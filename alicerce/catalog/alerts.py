@@ -407,6 +407,32 @@ FABRIC_MANAGER_STATUS = "DCGM_FI_DEV_FABRIC_MANAGER_STATUS"
 FABRIC_MANAGER_DOWN_STATES = {"not_started": 1, "failure": 4}
 FABRIC_MANAGER_DOWN = "GPUFabricManagerDown"
 
+# A cordoned node is out of service on purpose: drained for repair or RMA, or kept cordoned by alicerce's own driver
+# upgrade until post-cluster.yml uncordons it (roles/kubernetes_node/tasks/drain.yml). Its exporters going quiet then is
+# expected; an alert that an exporter is missing there paged oncall every repeat interval for the whole repair (review
+# obsreview3 DEFECT A). kube-state-metrics 2.20.0: kube_node_spec_unschedulable{node} is 1 while spec.unschedulable.
+CORDONED_NODES = "(max by (node) (kube_node_spec_unschedulable) == 1)"
+
+
+# A critical XID needs the GPU reset or the node drained (NVIDIA's Xid catalog); the count leaves the exporter's 5-minute
+# window whether or not anyone did, and the page resolved itself (PagerDuty closes an incident on the resolve, which
+# alicerce's receivers send) before the drain its runbook asks for (review obsreview27 N1). So it keeps firing after the
+# window until the node is cordoned (what the runbook's drain does first), for at most CRITICAL_XID_HELD: keep_firing_for
+# of hours instead would go on paging through the repair itself, and could not tell a GPU already drained from one
+# nobody looked at. A node cordoned since the XID is quiet, and stays quiet once uncordoned after its repair
+CRITICAL_XID_HELD = "24h"
+
+
+def critical_xid_until_cordoned(codes: str) -> str:
+    """Per GPU and code: the XIDs in the exporter's window, or (valued 0) one in the last CRITICAL_XID_HELD on a node
+    not cordoned since (kube-state-metrics' node, dcgm-exporter's Hostname: the node's name under the GPU Operator)."""
+    window = f"[{CRITICAL_XID_HELD}:{XID_EVENT_STEP}]"
+    last_xid = f"max_over_time(timestamp({xid_count(codes)}){window})"
+    last_cordon = f'label_replace(max_over_time(timestamp({CORDONED_NODES}){window}), "Hostname", "$1", "node", "(.+)")'
+    not_since = f"(({last_xid} > on (Hostname) group_left () {last_cordon}) or ({last_xid} unless on (Hostname) {last_cordon}))"
+    return f"{xid_count(codes)} or 0 * {not_since}"
+
+
 # Who is woken at 3am for what (review observe4 G15), decided here for the monitoring blind spots and the RMA alert:
 # a page (critical) is for what loses work or users now and needs a person before morning; a ticket (warning) for
 # what can wait for working hours.
@@ -425,12 +451,13 @@ SEVERITY_DECIDED = {"DCGMExporterDown": "warning", "KubeStateMetricsAbsent": "cr
 GPU_HEALTH: tuple[Alert, ...] = (
     Alert(
         "GPUCriticalXid",
-        xid_count(CRITICAL_XID_CODES),
+        critical_xid_until_cordoned(CRITICAL_XID_CODES),
         "0m",
         "critical",
         "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported a critical XID",
         f"XID {{{{ $labels.xid }}}} ({{{{ $value }}}} in the last {XID_COUNT_WINDOW_MINUTES} minutes): drain the node and "
-        "run the node validation role before returning it to service.",
+        "run the node validation role before returning it to service. The page holds until the node is cordoned (for "
+        f"{CRITICAL_XID_HELD} at most), so a reset that has not happened is not a resolved incident.",
     ),
     Alert(
         "GPUXidError",
@@ -513,11 +540,6 @@ GPU_HEALTH: tuple[Alert, ...] = (
     ),
 )
 
-# A cordoned node is out of service on purpose: drained for repair or RMA, or kept cordoned by alicerce's own driver
-# upgrade until post-cluster.yml uncordons it (roles/kubernetes_node/tasks/drain.yml). Its exporters going quiet then is
-# expected; an alert that an exporter is missing there paged oncall every repeat interval for the whole repair (review
-# obsreview3 DEFECT A). kube-state-metrics 2.20.0: kube_node_spec_unschedulable{node} is 1 while spec.unschedulable.
-CORDONED_NODES = "(max by (node) (kube_node_spec_unschedulable) == 1)"
 # The node exporter answers on a node: the pressure collector reports on every node with PSI (NodeExporterAbsent is
 # the alert for a node where it does not); alerts about one of its collectors or textfiles only hold where it answers.
 NODE_EXPORTER_ANSWERS = "max by (node) (node_pressure_io_waiting_seconds_total)"

@@ -242,3 +242,34 @@ def test_efa_retransmit_timeouts_that_keep_rising_raise_a_ticket(tmp_path: Path)
     tests = [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
         {"eval_time": "35m", "alertname": FABRIC_ERRORS_RISING, "exp_alerts": fired}]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_a_critical_xid_pages_until_the_node_is_cordoned(tmp_path: Path) -> None:
+    """Review obsreview27 N1: the XID count leaves dcgm-exporter's 5-minute window and the page resolved itself while the
+    GPU still needed its reset. XID 79 on gpu-001 (nobody acts): paging after 3 hours too, valued 0 (none in the window
+    now), and quiet past the 24 hours it is held. XID 48 on gpu-002, cordoned at 30 minutes and uncordoned repaired at
+    2 hours: quiet from the cordon on, and not paging again once back in service."""
+    rp = platform("prod")
+    rule = rules_of(rp, "dc1")["GPUCriticalXid"]
+    window = {"window_size_in_ms": str(XID_COUNT_WINDOW_MINUTES * 60_000)}
+    lost, repaired = (dcgm_scraped(rp, "dc1", dcgm_series(node, 0)) for node in ("gpu-001", "gpu-002"))
+    key = {k: lost[k] for k in ("Hostname", "gpu", "UUID")} | {"xid": "79"}
+    samples = 25 * 12  # 25 hours of 5-minute samples
+    inputs = [
+        {"series": series(XID_COUNT_METRIC, lost | window | {"xid": "79"}), "values": "_ 1 stale"},
+        {"series": series(XID_COUNT_METRIC, repaired | window | {"xid": "48"}), "values": "_ 1 stale"},
+        {"series": 'kube_node_spec_unschedulable{node="gpu-001"}', "values": f"0x{samples}"},
+        {"series": 'kube_node_spec_unschedulable{node="gpu-002"}', "values": f"0x5 1x18 0x{samples - 24}"},
+    ]
+    repaired_key = {k: repaired[k] for k in ("Hostname", "gpu", "UUID")} | {"xid": "48"}
+    tests = [{"interval": "5m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "5m", "alertname": "GPUCriticalXid", "exp_alerts": [
+            expected(rule, key, "1"), expected(rule, repaired_key, "1")]},
+        {"eval_time": "20m", "alertname": "GPUCriticalXid", "exp_alerts": [
+            expected(rule, key, "0"), expected(rule, repaired_key, "0")]},
+        {"eval_time": "40m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rule, key, "0")]},
+        {"eval_time": "3h", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rule, key, "0")]},
+        {"eval_time": "24h30m", "alertname": "GPUCriticalXid", "exp_alerts": []},
+    ]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path, every="5m")
