@@ -272,6 +272,17 @@ def _slo_alert(slo: Slo, teams: dict[str, ResolvedTeam], workloads: dict[str, An
                      "the queue in that time explains long waits, and keeps this quiet; a queue stopped for any other "
                      "reason raises KueueClusterQueueInactive).", (("team", slo.team),),
                      tuple((r["record"], r["expr"]) for r in late.records))  # fmt: skip
+    if slo.kind == "gpu-utilization" and slo.team is not None:
+        # a team's SLO reads the team's own utilisation (busy over what it holds), at the sites where it is, with its
+        # team label (its receiver): it read the site's at both sites, what the other teams did (review obsreview27 N5).
+        # A team holding no GPU reads 0 / 0, no sample: nothing it holds is idle
+        if slo.team not in teams:
+            return None
+        threshold = slo.limit
+        expr = f'team:gpu_effective_utilization:ratio{{team="{slo.team}"}} < {threshold:g}'
+        return Alert(name, expr, "6h", "info", f"Team {slo.team}: GPU utilisation under {threshold:.0%} of the GPUs it holds",
+                     f"SLO {slo.name}: the team's jobs hold GPUs they do not keep busy; see the team dashboard's "
+                     "effective utilisation and GPUIdleWhileAllocated.", (("team", slo.team),))  # fmt: skip
     if slo.kind == "gpu-utilization":
         threshold = slo.limit
         # the platform's effective utilisation (busy GPU-equivalents / installed GPUs, alicerce.emit.kube.kpi), the

@@ -273,3 +273,53 @@ def test_a_critical_xid_pages_until_the_node_is_cordoned(tmp_path: Path) -> None
         {"eval_time": "24h30m", "alertname": "GPUCriticalXid", "exp_alerts": []},
     ]}]  # fmt: skip
     run_promtool(rp, "dc1", tests, tmp_path, every="5m")
+
+
+TEAM_UTIL_SLOS = """    - {name: research-util, kind: gpu-utilization, team: research, threshold: 0.6, objective: 90}
+    - {name: serving-util, kind: gpu-utilization, team: serving, threshold: 0.5, objective: 90}
+"""
+
+
+def _with_team_utilization_slos() -> Any:
+    from alicerce.rules.validate import validated
+    from alicerce.spec.loader import load_text
+    from tests.conftest import ROOT
+
+    anchor = "  slos:\n"
+    text = (ROOT / "platform.yaml").read_text()
+    assert anchor in text
+    return validated(load_text(text.replace(anchor, anchor + TEAM_UTIL_SLOS, 1), "platform.yaml"), "prod")
+
+
+def test_a_team_s_utilization_slo_reads_the_team_where_it_is() -> None:
+    """Review obsreview27 N5: a team's gpu-utilization SLO read the site's ratio at both sites, without the team label:
+    research's fired for what the other teams did and never for its own idle GPUs. Now the team's own ratio, labelled,
+    at the sites where the team is (serving: aws only); the plan prints the same target."""
+    from alicerce.plan.kpi import kpi_targets
+
+    rp = _with_team_utilization_slos()
+    for site in ("aws", "dc1"):
+        rule = rules_of(rp, site)["SLOResearchUtil"]
+        assert rule["expr"] == 'team:gpu_effective_utilization:ratio{team="research"} < 0.6'
+        assert rule["labels"]["team"] == "research"
+    assert "SLOServingUtil" in rules_of(rp, "aws") and "SLOServingUtil" not in rules_of(rp, "dc1")
+    targets = {(t.kpi, t.subject) for t in kpi_targets(rp, [], {}, {})}
+    assert ("team:gpu_effective_utilization:ratio", "research") in targets
+
+
+@needs_promtool
+def test_a_team_s_idle_gpus_fire_its_utilization_slo(tmp_path: Path) -> None:
+    """research keeps 3 of the 10 GPUs it holds busy for 7 hours while the site is busy overall: its SLO fires, with
+    its team label; applied-ml's own ratio is no SLO of research's."""
+    rp = _with_team_utilization_slos()
+    rule = rules_of(rp, "dc1")["SLOResearchUtil"]
+    inputs = [
+        {"series": 'team:gpu_effective_utilization:ratio{team="research"}', "values": "0.3x90"},
+        {"series": 'team:gpu_effective_utilization:ratio{team="applied-ml"}', "values": "0.1x90"},
+        {"series": "site:gpu_effective_utilization:ratio", "values": "0.9x90"},
+    ]
+    tests = [{"interval": "5m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "5h", "alertname": "SLOResearchUtil", "exp_alerts": []},
+        {"eval_time": "7h", "alertname": "SLOResearchUtil", "exp_alerts": [expected(rule, {"team": "research"}, "0.3")]},
+    ]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path, every="5m")
