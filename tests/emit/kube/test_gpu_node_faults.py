@@ -323,3 +323,28 @@ def test_a_team_s_idle_gpus_fire_its_utilization_slo(tmp_path: Path) -> None:
         {"eval_time": "7h", "alertname": "SLOResearchUtil", "exp_alerts": [expected(rule, {"team": "research"}, "0.3")]},
     ]}]  # fmt: skip
     run_promtool(rp, "dc1", tests, tmp_path, every="5m")
+
+
+@needs_promtool
+def test_the_inference_dashboard_lists_a_workload_whose_pods_are_all_down(tmp_path: Path) -> None:
+    """Review obsreview27 N3: chat-70b's pods exist and none serves (no vLLM series): the inference dashboard's workload
+    list read vLLM's request rate and lost it while ServingWorkloadDown paged for it. Its list reads the workload
+    labels of the pods (kube-state-metrics), which keep it; only inference workloads are listed."""
+    from alicerce.emit.kube.dashboards import dashboards
+    from alicerce.emit.kube.monitoring import rule_groups
+
+    rp = platform("prod")
+    board = dashboards(rp, rp.site("aws"), rule_groups(rp, "aws"))["inference.json"]
+    [query] = [v["query"] for v in board["templating"]["list"] if v["type"] == "query"]
+    listed = query.removeprefix("label_values(").removesuffix(", workload)")
+    assert "vllm" not in listed
+    pods = [
+        {"series": 'kube_pod_labels{namespace="serving",pod="chat-70b-0",label_alicerce_dev_workload="chat-70b"}', "values": "1x10"},
+        {"series": 'kube_pod_labels{namespace="research",pod="llm-pretrain-0",label_alicerce_dev_workload="llm-pretrain"}',
+         "values": "1x10"},
+    ]  # fmt: skip
+    tests = [{"interval": "1m", "input_series": pods, "promql_expr_test": [
+        {"expr": f"max by (workload) ({listed})", "eval_time": "5m", "exp_samples": [{"labels": '{workload="chat-70b"}', "value": 1}]},
+        {"expr": "workload:vllm_requests:rate5m", "eval_time": "5m", "exp_samples": []},  # what the list read
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
