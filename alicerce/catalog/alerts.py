@@ -340,8 +340,17 @@ XID_EVENT_STEP = "1m"  # the subquery step: an XID count lasts the exporter's 5-
 
 
 def xid_events(codes: str) -> str:
-    """Distinct XID events per GPU and code over the recurrence window: minutes where the code's count started."""
-    started = f"({xid_count(codes)} unless {xid_count(codes, offset=XID_EVENT_STEP)})"
+    """Distinct XID events per GPU and code over the recurrence window: minutes where the code's count started or rose.
+
+    The count is the XIDs of the code in the exporter's last 5 minutes (dcgm-exporter 4.5.3-4.8.2 expcollector.go: the
+    DCGM samples since now - window, one per XID), so a new fault raises it whether or not an older one is still in the
+    window. Counting only its appearances read a workload restarted in-process (torchrun --max-restarts, Ray Train's
+    retries, a serving engine's supervisor) faulting every 4 minutes as ONE event, the count never absent: 30 faults in
+    two hours, no ticket (review obsreview27 G4); its rises count each of them. Minutes, not XIDs: the XIDs one fault
+    logs together (one per channel or engine it hit) are one event, and a count held level (faults exactly a window
+    apart, each replacing the last as it ages out) stays one, as the suite's 20-minute case has it."""
+    now, before = xid_count(codes), xid_count(codes, offset=XID_EVENT_STEP)
+    started = f"(({now} unless {before}) or ({now}) > ({before}))"
     return f"count_over_time({started}[{XID_APP_RECURRENCE_WINDOW}:{XID_EVENT_STEP}])"
 
 
@@ -354,6 +363,31 @@ def xid_events(codes: str) -> str:
 CLOCK_EVENTS_METRIC = "DCGM_EXP_CLOCK_EVENTS_COUNT"
 CLOCK_EVENTS_WINDOW_MINUTES = 5  # dcgm-exporter's default --clock-events-count-window-size, which alicerce leaves
 THERMAL_CLOCK_EVENTS = "sw_thermal|hw_thermal"
+# The hardware clocking a GPU down for power, not heat (review obsreview27 G2), DCGM v4.5.3 dcgmlib/dcgm_fields.h
+# 114-151 (NVML's reasons): HW_POWER_BRAKE 0x80 "External Power Brake Assertion being triggered (e.g. by the system
+# power supply)"; HW_SLOWDOWN 0x8 clocks cut by a factor of 2 or more for temperature, the power brake, or power draw
+# above the fast-trigger protection, and "may be also reported during PState or clock change" (label values
+# hw_power_brake, hw_slowdown: dcgm-exporter clock_events_collector.go clockEventToString, vendored counters.json).
+# So only the brake counts from one sample: HW slowdown counts where it
+# held at least half of the window's samples (dcgm-exporter samples the reasons every --collect-interval, 30 s by
+# default, pkg/cmd/app.go:138-142, which alicerce leaves: 10 in 5 minutes)
+POWER_BRAKE_CLOCK_EVENT = "hw_power_brake"
+HW_SLOWDOWN_CLOCK_EVENT = "hw_slowdown"
+DCGM_COLLECT_INTERVAL_SECONDS = 30
+HW_SLOWDOWN_SAMPLES = CLOCK_EVENTS_WINDOW_MINUTES * 60 // DCGM_COLLECT_INTERVAL_SECONDS // 2
+GPU_HARDWARE_SLOWDOWN = "GPUHardwareSlowdown"
+
+
+def hardware_slowdown() -> str:
+    """Per GPU host, the GPUs the hardware slows for power (braked, or HW slowdown most of the window) without a thermal
+    reason at the same time, which GPUTemperatureHigh reports with its own runbook."""
+
+    def reason(event: str) -> str:
+        return f'max by ({GPU_KEY}) ({CLOCK_EVENTS_METRIC}{{clock_event=~"{event}"}})'
+
+    slowed = f"({reason(POWER_BRAKE_CLOCK_EVENT)} > 0 or {reason(HW_SLOWDOWN_CLOCK_EVENT)} >= {HW_SLOWDOWN_SAMPLES})"
+    return f"count by (Hostname) ({slowed} unless on ({GPU_KEY}) {reason(THERMAL_CLOCK_EVENTS)} > 0)"
+
 
 # A row remap recorded and waiting for the GPU's reset to take effect (DCGM field 396; alicerce's counters list adds
 # it): after an uncorrectable error, or enough correctable ones on a row; the GPU keeps its full memory only once a
@@ -361,11 +395,52 @@ THERMAL_CLOCK_EVENTS = "sw_thermal|hw_thermal"
 REMAP_PENDING = "DCGM_FI_DEV_ROW_REMAP_PENDING"
 XID_ROW_REMAP = 63  # a row remap recorded, applied at the GPU's next reset (NVIDIA's Xid catalog)
 
+# Whether NVIDIA Fabric Manager has trained the NVSwitch fabric for a GPU (DCGM field 170; alicerce's counters list adds
+# it, review obsreview27 G1). On an NVSwitch server CUDA fails to start on every GPU until it has, so the node stays
+# Ready with all its GPUs allocatable and every job placed there dies at start. Values: dcgmFabricManagerStatus_t of
+# DCGM v4.5.3 (the DCGM of dcgm-exporter 4.5.3-4.8.2) dcgmlib/dcgm_structs.h 4197-4207, mapped from NVML's fabric state
+# by dcgmlib/src/DcgmCacheManager.cpp GetFMStatusFromStruct: not_supported 0 (a GPU without an NVSwitch fabric; NVML
+# reports fabric state on Hopper and newer, so an A100 reads 0 too), not_started 1, in_progress 2 (training, at boot),
+# success 3, failure 4 (training completed with an error: FM and driver at different versions among the causes),
+# unrecognized 5 and nvml_too_old 6 (DCGM and the driver disagree on the API: the state is unknown, not failed)
+FABRIC_MANAGER_STATUS = "DCGM_FI_DEV_FABRIC_MANAGER_STATUS"
+FABRIC_MANAGER_DOWN_STATES = {"not_started": 1, "failure": 4}
+FABRIC_MANAGER_DOWN = "GPUFabricManagerDown"
+
+# A cordoned node is out of service on purpose: drained for repair or RMA, or kept cordoned by alicerce's own driver
+# upgrade until post-cluster.yml uncordons it (roles/kubernetes_node/tasks/drain.yml). Its exporters going quiet then is
+# expected; an alert that an exporter is missing there paged oncall every repeat interval for the whole repair (review
+# obsreview3 DEFECT A). kube-state-metrics 2.20.0: kube_node_spec_unschedulable{node} is 1 while spec.unschedulable.
+CORDONED_NODES = "(max by (node) (kube_node_spec_unschedulable) == 1)"
+
+
+# A critical XID needs the GPU reset or the node drained (NVIDIA's Xid catalog); the count leaves the exporter's 5-minute
+# window whether or not anyone did, and the page resolved itself (PagerDuty closes an incident on the resolve, which
+# alicerce's receivers send) before the drain its runbook asks for (review obsreview27 N1). So it keeps firing after the
+# window until the node is cordoned (what the runbook's drain does first), for at most CRITICAL_XID_HELD: keep_firing_for
+# of hours instead would go on paging through the repair itself, and could not tell a GPU already drained from one
+# nobody looked at. A node cordoned since the XID is quiet, and stays quiet once uncordoned after its repair
+CRITICAL_XID_HELD = "24h"
+
+
+def critical_xid_until_cordoned(codes: str) -> str:
+    """Per GPU and code: the XIDs in the exporter's window, or (valued 0) one in the last CRITICAL_XID_HELD on a node
+    not cordoned since (kube-state-metrics' node, dcgm-exporter's Hostname: the node's name under the GPU Operator)."""
+    window = f"[{CRITICAL_XID_HELD}:{XID_EVENT_STEP}]"
+    last_xid = f"max_over_time(timestamp({xid_count(codes)}){window})"
+    last_cordon = f'label_replace(max_over_time(timestamp({CORDONED_NODES}){window}), "Hostname", "$1", "node", "(.+)")'
+    not_since = f"(({last_xid} > on (Hostname) group_left () {last_cordon}) or ({last_xid} unless on (Hostname) {last_cordon}))"
+    return f"{xid_count(codes)} or 0 * {not_since}"
+
+
 # Who is woken at 3am for what (review observe4 G15), decided here for the monitoring blind spots and the RMA alert:
 # a page (critical) is for what loses work or users now and needs a person before morning; a ticket (warning) for
 # what can wait for working hours.
 # - DCGMExporterDown: one node's GPU health is blind. Its jobs keep running, and a GPU failing there still shows as
-#   failed jobs (job failure KPIs) and, if it falls off the bus, as GPUsMissing<Pool>: a ticket.
+#   failed jobs (job failure KPIs) and, if it falls off the bus, as GPUsMissing<Pool>: a ticket. The same holds for
+#   NodeExporterAbsent (warning, alicerce.emit.kube.sources). Where either is missing because the whole node died or
+#   became unreachable, GPUsMissing<Pool> pages on its own: it counts a NotReady node as offering 0 (review obsreview27
+#   D1: it read the kubelet's last allocatable, which a dead node keeps, so only these two tickets fired).
 # - KubeStateMetricsAbsent: the whole site's KPIs, budgets and pages that join on kube-state-metrics are blind,
 #   ServingWorkloadDown and GPUsMissing<Pool> (both critical) among them, for as long as it lasts: a page.
 # - GPURowRemapFailure: the GPU is out of spare rows and needs an RMA; the uncorrectable errors that hurt jobs page on
@@ -376,12 +451,13 @@ SEVERITY_DECIDED = {"DCGMExporterDown": "warning", "KubeStateMetricsAbsent": "cr
 GPU_HEALTH: tuple[Alert, ...] = (
     Alert(
         "GPUCriticalXid",
-        xid_count(CRITICAL_XID_CODES),
+        critical_xid_until_cordoned(CRITICAL_XID_CODES),
         "0m",
         "critical",
         "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported a critical XID",
         f"XID {{{{ $labels.xid }}}} ({{{{ $value }}}} in the last {XID_COUNT_WINDOW_MINUTES} minutes): drain the node and "
-        "run the node validation role before returning it to service.",
+        "run the node validation role before returning it to service. The page holds until the node is cordoned (for "
+        f"{CRITICAL_XID_HELD} at most), so a reset that has not happened is not a resolved incident.",
     ),
     Alert(
         "GPUXidError",
@@ -404,7 +480,8 @@ GPU_HEALTH: tuple[Alert, ...] = (
         f"GPU {{{{ $labels.gpu }}}} on {{{{ $labels.Hostname }}}} reported XID {{{{ $labels.xid }}}} {{{{ $value }}}} times in "
         f"{XID_APP_RECURRENCE_WINDOW}",
         f"XID {{{{ $labels.xid }}}} is one a killed or faulting CUDA process raises (preemption, OOM kill, a bad kernel), "
-        f"but it started {{{{ $value }}}} separate times on this GPU in the last {XID_APP_RECURRENCE_WINDOW}: check whether "
+        f"but it was raised by {{{{ $value }}}} separate faults on this GPU in the last {XID_APP_RECURRENCE_WINDOW} (each "
+        "minute it appeared or its count rose; a workload restarting into the same fault counts each time): check whether "
         "the jobs that failed on it run elsewhere (then drain the node and run the node validation role) or crash the "
         "same way everywhere (the workload). XID 45 (a process killed: early-stopped trials, preemption) never counts.",
     ),
@@ -440,6 +517,17 @@ GPU_HEALTH: tuple[Alert, ...] = (
         "inlet temperature and the GPU temperature panel; a single GPU among cool neighbours points at its heatsink.",
     ),
     Alert(
+        GPU_HARDWARE_SLOWDOWN,
+        # per host: a power supply or PDU fault brakes every GPU of the node at once, one ticket for them
+        hardware_slowdown(),
+        "10m",
+        "warning",
+        "{{ $value }} GPUs on {{ $labels.Hostname }} are clocked down by the hardware for power, not heat",
+        "The GPUs report the external power brake (hw_power_brake) or HW slowdown (clocks halved or worse) without a "
+        "thermal reason for 10 minutes or more: every job spanning the node runs at its pace. Check the node's power "
+        "supplies, PDU feed and the BMC's power and event logs (ipmitool sel list), and the GPU power panel.",
+    ),
+    Alert(
         "GPUPCIeReplays",
         # the device's counter, not each holder's copy: dcgm-exporter labels a GPU's series with the pod holding it (one
         # copy per pod sharing a time-sliced GPU), so read per series one bad riser raised an alert per pod, and its rate
@@ -452,11 +540,6 @@ GPU_HEALTH: tuple[Alert, ...] = (
     ),
 )
 
-# A cordoned node is out of service on purpose: drained for repair or RMA, or kept cordoned by alicerce's own driver
-# upgrade until post-cluster.yml uncordons it (roles/kubernetes_node/tasks/drain.yml). Its exporters going quiet then is
-# expected; an alert that an exporter is missing there paged oncall every repeat interval for the whole repair (review
-# obsreview3 DEFECT A). kube-state-metrics 2.20.0: kube_node_spec_unschedulable{node} is 1 while spec.unschedulable.
-CORDONED_NODES = "(max by (node) (kube_node_spec_unschedulable) == 1)"
 # The node exporter answers on a node: the pressure collector reports on every node with PSI (NodeExporterAbsent is
 # the alert for a node where it does not); alerts about one of its collectors or textfiles only hold where it answers.
 NODE_EXPORTER_ANSWERS = "max by (node) (node_pressure_io_waiting_seconds_total)"
@@ -620,7 +703,8 @@ FABRIC_PORT_DOWN = "FabricPortDown"
 FABRIC_LINK_FLAPPING = "FabricLinkFlapping"
 FABRIC_RAILS_NEVER_UP = "FabricRailsNeverUp"
 FABRIC_COUNTERS_SATURATED = "FabricCountersSaturated"  # a port's error counter stopped at its maximum: flaps go unseen
-FABRIC_ALERTS = (FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, FABRIC_COUNTERS_SATURATED)
+FABRIC_ERRORS_RISING = "FabricErrorsRising"  # a port that keeps counting errors while its link stays up (a bad cable)
+FABRIC_ALERTS = (FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, FABRIC_COUNTERS_SATURATED, FABRIC_ERRORS_RISING)
 # What a rack or power outage, a switch or a file system server going down raises on every node it touches at once:
 # Alertmanager groups these per alert (and per pool and tier where an alert carries those labels: Alertmanager
 # v0.34.0 dispatch.go groups by the listed labels an alert has; most of these carry neither, so they group per alert
@@ -630,7 +714,13 @@ FABRIC_ALERTS = (FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, 
 NODE_OUTAGE_ALERTS = ("DCGMExporterDown", NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_ABSENT, DCGM_PROFILING_ABSENT,
                       DCGM_XID_COUNTS_ABSENT, "StorageTierUnreadable", "StorageCountersMissing", "StorageCountersStale",
                       EFA_COUNTERS_MISSING, EFA_COUNTERS_STALE, EFA_LINK_RATE_MISSING, FABRIC_WAIT_UNREAD,
-                      FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, FABRIC_COUNTERS_SATURATED)  # fmt: skip
+                      FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, FABRIC_COUNTERS_SATURATED,
+                      FABRIC_MANAGER_DOWN, GPU_HARDWARE_SLOWDOWN, FABRIC_ERRORS_RISING)  # fmt: skip
+# (GPU_HARDWARE_SLOWDOWN: a rack's power feed brakes all its nodes; FABRIC_ERRORS_RISING: a failing leaf switch or its
+# optics err on the port of every node cabled to it; FABRIC_MANAGER_DOWN: a driver update that leaves
+# Fabric Manager behind fails every node of the pool it rolls to. The site's GPUsMissing<Pool> join them in
+# alicerce.emit.kube.operators: since a NotReady node counts as lost, a rack outage pages it on each node, review
+# obsreview27 D1)
 # Which Prometheus an alert came from: each site's Prometheus adds these to every alert it sends (its external labels,
 # alicerce.emit.kube.operators), and every route groups by them. Alertmanager's group key is the route's path plus the
 # group_by labels' values (v0.34.0 dispatch/dispatch.go GroupKey, dispatch/route.go Key), and PagerDuty's dedup_key that
@@ -731,4 +821,5 @@ def cordoned_for_days() -> str:
 
 
 STATIC_ALERTS = (*(a.name for a in (*GPU_HEALTH, DCGM_EXPORTER_DOWN, *GPU_EFFICIENCY)), *DIAGNOSES, *SOURCE_ALERTS, *SERVING_ALERTS,
-                 *FABRIC_ALERTS, NODE_CORDONED_FOR_DAYS, COST_HISTORY_TRUNCATED, PROMETHEUS_RETENTION_EXCEEDS_VOLUME)  # fmt: skip
+                 *FABRIC_ALERTS, FABRIC_MANAGER_DOWN, NODE_CORDONED_FOR_DAYS, COST_HISTORY_TRUNCATED,
+                 PROMETHEUS_RETENTION_EXCEEDS_VOLUME)  # fmt: skip

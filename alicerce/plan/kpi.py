@@ -80,6 +80,9 @@ def kpi_targets(
             out.append(
                 KpiTarget(f"team:kueue_admission_wait_seconds:p{95 if slo.objective <= 95 else 99}", slo.team, "<=", slo.limit, "s", source)
             )
+        elif slo.kind == "gpu-utilization" and slo.team:
+            # the team's own, as its alert reads it (review obsreview27 N5)
+            out.append(KpiTarget("team:gpu_effective_utilization:ratio", slo.team, ">=", slo.limit, "ratio", source))
         elif slo.kind == "gpu-utilization":
             out.append(KpiTarget("site:gpu_effective_utilization:ratio", "platform", ">=", slo.limit, "ratio", source))
     for slo_ in serving_slos(platform.spec):

@@ -15,7 +15,7 @@ from typing import Any
 
 from alicerce.catalog.alerts import DIAGNOSES, GPU_KEY
 from alicerce.emit.kube.costs import RUN_30D, TOKENS_30D, month_spent, settled
-from alicerce.emit.kube.kpi import LEAD_TIME
+from alicerce.emit.kube.kpi import LEAD_TIME, POD_WORKLOAD
 from alicerce.emit.kube.promql import recorded_read
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
 
@@ -192,7 +192,11 @@ def inference(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
         ),
         ("GPU utilisation and memory", [f"workload:gpu_utilization:avg{{{w}}}", f"workload:gpu_memory_used:avg{{{w}}}"], "percentunit"),
     ]
-    return _board(rp, "-inference", "inference", rows, [_variable("workload", "workload:vllm_requests:rate5m", "workload")], have=have)
+    # the serving workloads with pods, from kube-state-metrics' labels (POD_WORKLOAD): vLLM's request rate lost a
+    # workload whose pods are all down, exactly while ServingWorkloadDown pages for it (review obsreview27 N3)
+    served = sorted(wl.name for wl in rp.spec.workloads if wl.kind == "inference")
+    listed = f'{POD_WORKLOAD}{{workload=~"{"|".join(served)}"}}' if served else "workload:vllm_requests:rate5m"
+    return _board(rp, "-inference", "inference", rows, [_variable("workload", listed, "workload")], have=have)
 
 
 def dashboards(rp: ResolvedPlatform, site: ResolvedSite, groups: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

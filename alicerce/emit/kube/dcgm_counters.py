@@ -11,7 +11,8 @@ list alicerce mounts is the image's own, field for field and type for type (vend
 that counter and ``DCGM_FI_DEV_ROW_REMAP_PENDING`` (DCGM field 396, whether a row remap waits for the GPU's reset,
 which the image's list leaves out; dcgm-exporter resolves any DCGM field a list names) and ``DCGM_EXP_CLOCK_EVENTS_COUNT``
 (clock slowdowns per reason in the same 5-minute window, internal/pkg/collector/clock_events_collector.go: the thermal
-ones are GPUTemperatureHigh, review obsreview21 F8). The chart creates the
+ones are GPUTemperatureHigh, review obsreview21 F8) and ``DCGM_FI_DEV_FABRIC_MANAGER_STATUS`` (DCGM field 170, whether
+Fabric Manager trained the GPU's NVSwitch fabric: GPUFabricManagerDown, review obsreview27 G1). The chart creates the
 ConfigMap from ``dcgmExporter.config`` and the operator mounts it as ``/etc/dcgm-exporter/dcgm-metrics.csv``
 (deployments/gpu-operator/templates/dcgm_exporter_config.yaml, controllers/object_controls.go 1882-1902).
 
@@ -30,6 +31,7 @@ import hashlib
 from alicerce.catalog.alerts import (
     CLOCK_EVENTS_METRIC,
     CLOCK_EVENTS_WINDOW_MINUTES,
+    FABRIC_MANAGER_STATUS,
     REMAP_PENDING,
     XID_COUNT_METRIC,
     XID_COUNT_WINDOW_MINUTES,
@@ -68,6 +70,7 @@ COUNTERS: tuple[tuple[str, str, str], ...] = (
     (XID_COUNT_METRIC, "counter", f"XIDs per code reported in the last {XID_COUNT_WINDOW_MINUTES} minutes."),
     (REMAP_PENDING, "gauge", "Whether a row remap waits for a GPU reset."),
     (CLOCK_EVENTS_METRIC, "counter", f"Clock events per reason reported in the last {CLOCK_EVENTS_WINDOW_MINUTES} minutes."),
+    (FABRIC_MANAGER_STATUS, "gauge", "Fabric Manager state for the GPU (dcgmFabricManagerStatus_t)."),
 )
 
 

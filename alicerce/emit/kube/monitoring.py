@@ -28,8 +28,12 @@ from typing import Any
 
 from alicerce.catalog.alerts import (
     DCGM_EXPORTER_DOWN,
+    FABRIC_MANAGER_DOWN,
+    FABRIC_MANAGER_DOWN_STATES,
+    FABRIC_MANAGER_STATUS,
     GPU_EFFICIENCY,
     GPU_HEALTH,
+    GPU_KEY,
     KUEUE_WAIT_BUCKETS,
     STORAGE_ALERTS,
     TTFT,
@@ -60,7 +64,7 @@ from alicerce.emit.kube.costs import (
 from alicerce.emit.kube.dashboards import dashboards
 from alicerce.emit.kube.diagnoses import diagnoses, latency_bad_ratio, le_matcher, slo_burn
 from alicerce.emit.kube.fabric_alerts import fabric_alerts
-from alicerce.emit.kube.kpi import KUEUE_NOT_FOLLOWER, Counted, kpi_groups, ksm_resource, kueue_increase
+from alicerce.emit.kube.kpi import KUEUE_NOT_FOLLOWER, NODE_NOT_READY, Counted, kpi_groups, ksm_resource, kueue_increase
 from alicerce.emit.kube.promql import fed
 from alicerce.emit.kube.sources import source_alerts
 from alicerce.emit.storage_counters import counted_tiers, node_exporter_drops
@@ -92,8 +96,13 @@ def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     (the device plugin multiplies each healthy GPU); MIG pools under the mixed strategy advertise one resource per
     profile, each checked against its count (a MIG GPU off the bus was silent: review obsreview3 G20, and XID 79 may
     not reach DCGM). A node that reports none of a resource (its device plugin never registered since the kubelet
-    started: the driver did not load after a reboot) has no allocatable series and counts as 0. A cloud pool's node is
-    held to its own instance type's GPUs (:func:`_expected_units`), so a change of type does not page on the old nodes.
+    started: the driver did not load after a reboot) has no allocatable series and counts as 0. So does a node whose
+    Ready condition is not true (review obsreview27 D1): allocatable is written by the kubelet alone, so a node that
+    died or became unreachable (Ready=Unknown, tainted unreachable by the node lifecycle controller) keeps its last
+    posted count in kube-state-metrics, and its 8 lost GPUs read as offered; the alert's 15 minutes are the hold, longer
+    than a reboot, and nothing cordons such a node, so the cordon exclusion still quiets only a repair someone started.
+    A cloud pool's node is held to its own instance type's GPUs (:func:`_expected_units`), so a change of type does not
+    page on the old nodes.
     """
     alerts = []
     for pool in rp.site(site_name).pools:
@@ -108,6 +117,7 @@ def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
             in_service(
                 settled(
                     f'(max by (node, resource) (kube_node_status_allocatable{{resource="{ksm_resource(name)}"}}) '
+                    f"unless on (node) ({NODE_NOT_READY}) "
                     f'or on (node) label_replace(0 * {nodes}, "resource", "{ksm_resource(name)}", "", "")) '
                     + (f"* on (node) group_left () ({nodes} > 0) < {count}" if expected is None else expected(count))
                 )
@@ -120,7 +130,9 @@ def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
             short = f"what its instance type offers (the pool's layout: {layout} on {pool.instance.type})"
         alerts.append(Alert(pool_alert_name(pool.name), expr, "15m", "critical",
                             f"A node of pool {pool.name} offers {{{{ $value }}}} {{{{ $labels.resource }}}}, short of {short}",
-                            "A GPU fell off the bus, failed, or the device plugin is unhealthy: drain the node."))  # fmt: skip
+                            "A GPU fell off the bus, failed, or the device plugin is unhealthy: drain the node. At 0 with the node "
+                            "NotReady (kubectl get node: the kubelet stopped posting, the server died or is unreachable), every "
+                            "GPU and job on it is lost: check its BMC and console, then cordon it while it is repaired."))  # fmt: skip
     return alerts
 
 
@@ -147,6 +159,29 @@ def _expected_units(rp: ResolvedPlatform, pool: str, gpus_per_node: int, nodes: 
         return f"< on (node) group_left () ({typed} or on (node) {count} * {nodes})"
 
     return compare
+
+
+def _fabric_manager_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
+    """Fabric Manager down on a node of a pool whose GPU uses NVSwitch (review obsreview27 G1): every CUDA context there
+    fails to start while the node looks healthy to every other alert (Ready, all GPUs allocatable, dcgm-exporter up), and
+    the next job lands on it because it is free. Per node and state, valued the GPUs in it. Past the node-creation grace
+    and ten minutes: at a reboot FM starts and trains in about a minute (in_progress is never counted); a cordoned node is
+    in repair. unrecognized/nvml_too_old are left out: DCGM and the driver disagree on the API, the state is unknown."""
+    pools = [p.name for p in rp.site(site_name).pools if p.gpu is not None and p.gpu.interconnect.nvswitch]
+    if not pools or not rp.spec.operators.gpu_operator.enabled:
+        return []
+    status = f'max by (node, {GPU_KEY}) (label_replace({FABRIC_MANAGER_STATUS}, "node", "$1", "Hostname", "(.+)"))'
+    nodes = f'max by (node) (kube_node_labels{{{POOL_LABEL}=~"{"|".join(pools)}"}})'
+    down = " or ".join(
+        f'label_replace(count by (node) ({status} == {value}), "state", "{state}", "", "") and on (node) {nodes}'
+        for state, value in FABRIC_MANAGER_DOWN_STATES.items()
+    )
+    return [Alert(FABRIC_MANAGER_DOWN, in_service(settled(f"({down})")), "10m", "critical",
+                  "Fabric Manager is {{ $labels.state }} for {{ $value }} GPUs on {{ $labels.node }}",
+                  "NVSwitch fabric not trained: every CUDA job on this node fails at start (cudaErrorSystemNotReady) though "
+                  "the node is Ready. Cordon the node, then check nvidia-fabricmanager (systemctl status, "
+                  "/var/log/fabricmanager.log) and that its version equals the driver's (nvidia-smi -q: Fabric State); "
+                  "restart it, or reboot the node.")]  # fmt: skip
 
 
 def _slo_alerts(rp: ResolvedPlatform, site: ResolvedSite, guarded: frozenset[str]) -> list[Alert]:
@@ -272,6 +307,17 @@ def _slo_alert(slo: Slo, teams: dict[str, ResolvedTeam], workloads: dict[str, An
                      "the queue in that time explains long waits, and keeps this quiet; a queue stopped for any other "
                      "reason raises KueueClusterQueueInactive).", (("team", slo.team),),
                      tuple((r["record"], r["expr"]) for r in late.records))  # fmt: skip
+    if slo.kind == "gpu-utilization" and slo.team is not None:
+        # a team's SLO reads the team's own utilisation (busy over what it holds), at the sites where it is, with its
+        # team label (its receiver): it read the site's at both sites, what the other teams did (review obsreview27 N5).
+        # A team holding no GPU reads 0 / 0, no sample: nothing it holds is idle
+        if slo.team not in teams:
+            return None
+        threshold = slo.limit
+        expr = f'team:gpu_effective_utilization:ratio{{team="{slo.team}"}} < {threshold:g}'
+        return Alert(name, expr, "6h", "info", f"Team {slo.team}: GPU utilisation under {threshold:.0%} of the GPUs it holds",
+                     f"SLO {slo.name}: the team's jobs hold GPUs they do not keep busy; see the team dashboard's "
+                     "effective utilisation and GPUIdleWhileAllocated.", (("team", slo.team),))  # fmt: skip
     if slo.kind == "gpu-utilization":
         threshold = slo.limit
         # the platform's effective utilisation (busy GPU-equivalents / installed GPUs, alicerce.emit.kube.kpi), the
@@ -359,7 +405,7 @@ def rule_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
     # teams whose queue a budget guard may hold: an inactive queue mutes their queue alerts only while that budget is spent
     guarded = frozenset(r["labels"]["team"] for g in costs for r in g["rules"] if r.get("record") == BUDGET_EXHAUSTED)
     groups = [
-        group("alicerce.gpu.health", [*GPU_HEALTH, *exporter, *_pool_alerts(rp, site_name)]),
+        group("alicerce.gpu.health", [*GPU_HEALTH, *exporter, *_pool_alerts(rp, site_name), *_fabric_manager_alerts(rp, site_name)]),
         # a KPI source that went missing: without these, its KPIs and diagnoses read as an idle, healthy platform
         group("alicerce.sources", source_alerts(rp, site_name)),
         group("alicerce.fabric", fabric_alerts(rp, site_name)),

@@ -28,6 +28,7 @@ from alicerce.catalog.alerts import (
     NODE_OUTAGE_GROUP_BY,
     SLACK_TEXT,
     alertmanager_replicas,
+    pool_alert_name,
 )
 from alicerce.emit.kube.cloud_metrics import exporter_values
 from alicerce.emit.kube.common import (
@@ -389,7 +390,9 @@ def alertmanager_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
     # the alerts an outage raises on many nodes at once, and a job's diagnoses on each of its nodes: grouped per alert,
     # pool, tier and namespace (not node), then sent to the same receivers (the child routes inherit the group_by); no
     # continue, so they are not sent again ungrouped below
-    names = "|".join(GROUPED_ACROSS_NODES)
+    # with each GPU pool's lost-GPU page, which a rack outage raises on every node it takes (review obsreview27 D1)
+    lost = [pool_alert_name(p.name) for p in site.pools if p.gpu is not None and p.gpu_units is not None]
+    names = "|".join([*GROUPED_ACROSS_NODES, *lost])
     outages = {"matchers": [f'alertname =~ "{names}"'], "group_by": list(NODE_OUTAGE_GROUP_BY), "routes": routes}
     secrets = sorted({r.secret.name for r in receivers if r.secret is not None})
     return {

@@ -28,7 +28,10 @@ class Slo(SpecModel):
     name: Name = Field(description="SLO name.")
     kind: Literal["inference-latency", "queue-wait", "gpu-utilization", "availability"] = Field(description="What is measured.")
     workload: Name | None = Field(default=None, description="Workload the SLO applies to (inference-latency, availability).")
-    team: Name | None = Field(default=None, description="Team the SLO applies to (queue-wait).")
+    team: Name | None = Field(
+        default=None,
+        description=("Team the SLO applies to (queue-wait; gpu-utilization: the team's own GPUs, busy over held, instead of the site's)."),
+    )
     percentile: float | None = Field(
         default=None,
         gt=0,

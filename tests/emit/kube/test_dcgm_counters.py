@@ -9,7 +9,7 @@ import io
 
 import pytest
 
-from alicerce.catalog.alerts import CLOCK_EVENTS_METRIC, REMAP_PENDING, XID_COUNT_METRIC
+from alicerce.catalog.alerts import CLOCK_EVENTS_METRIC, FABRIC_MANAGER_STATUS, REMAP_PENDING, XID_COUNT_METRIC
 from alicerce.emit.kube import dcgm_counters
 from alicerce.emit.kube.dcgm_counters import COUNTERS, counters_configmap, counters_csv
 from alicerce.emit.kube.operators import operator_releases
@@ -23,7 +23,16 @@ def test_the_list_is_the_image_s_own_plus_the_xid_count_and_remap_pending() -> N
     listed = {name: kind for name, kind, _ in COUNTERS}
     # nothing the image collects is lost (the KPIs, dashboards and health alerts read them), with the same types
     assert {name: listed.get(name) for name in VENDORED["counters"]} == VENDORED["counters"]
-    assert set(listed) - set(VENDORED["counters"]) == set(VENDORED["optional"]) == {XID_COUNT_METRIC, REMAP_PENDING, CLOCK_EVENTS_METRIC}
+    assert (
+        set(listed) - set(VENDORED["counters"])
+        == set(VENDORED["optional"])
+        == {
+            XID_COUNT_METRIC,
+            REMAP_PENDING,
+            CLOCK_EVENTS_METRIC,
+            FABRIC_MANAGER_STATUS,
+        }
+    )
     assert all(listed[name] == VENDORED["optional"][name]["type"] for name in VENDORED["optional"])
 
 

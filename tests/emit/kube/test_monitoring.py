@@ -232,13 +232,15 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
             ],
         },
         {  # review obsreview3 DEFECT C: XID 94 on the held GPU at 2 min pages, clears once dcgm-exporter's 5-minute
-            # window passes, and a second XID 94 an hour later pages again (the last-XID gauge never changed, so it
+            # window passes and the node is cordoned for its drain (at 10 min: review obsreview27 N1, the page held
+            # until then), and a second XID 94 an hour later pages again (the last-XID gauge never changed, so it
             # stayed silent); XID 92 on the idle GPU (excessive corrected-error interrupts) is a warning only, and the
             # page is not a warning as well (review obsreview6 G5: one XID, one alert)
             "interval": "1m",
             "input_series": [
                 {"series": series(XID_COUNT_METRIC, xids(held, 94)), "values": "_x2 1x4 stale _x55 1x4 stale"},
                 {"series": series(XID_COUNT_METRIC, xids(idle, 92)), "values": "_x2 1x4 stale"},
+                {"series": f'kube_node_spec_unschedulable{{node="{held["Hostname"]}"}}', "values": "0x9 1x60"},
             ],
             "alert_rule_test": [
                 {"eval_time": "1m", "alertname": "GPUCriticalXid", "exp_alerts": []},
@@ -1144,7 +1146,8 @@ def test_a_rack_outage_is_one_notification_per_alert_and_pool_not_one_per_node()
         return out
 
     rack = [f"gpu-{n:03}.dc1.acme.example" for n in range(1, 17)]
-    for name in ("DCGMExporterDown", "NodeExporterAbsent", "StorageCountersStale"):
+    # GPUsMissingOnpremH100: a dead node counts as lost GPUs (review obsreview27 D1), so a rack outage pages it per node
+    for name in ("DCGMExporterDown", "NodeExporterAbsent", "StorageCountersStale", "GPUsMissingOnpremH100"):
         fired = [{"alertname": name, **rules[name]["labels"], "node": node, "pool": "onprem-h100"} for node in rack]
         delivered = groups(fired)
         assert delivered and len(delivered) == len({receiver for receiver, _ in delivered}), (name, delivered)

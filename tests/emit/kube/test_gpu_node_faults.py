@@ -1,0 +1,350 @@
+"""A GPU node that stops giving its GPUs to jobs while it looks healthy to the other alerts (review obsreview27): a node
+that died or is unreachable (NotReady), a Fabric Manager that is down on an NVSwitch node, a GPU the hardware clocks down
+for power, a fabric rail that keeps erring, a workload that faults the same GPU in a loop."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from alicerce.catalog.alerts import (
+    CLOCK_EVENTS_METRIC,
+    FABRIC_ERRORS_RISING,
+    FABRIC_MANAGER_DOWN,
+    FABRIC_MANAGER_DOWN_STATES,
+    FABRIC_MANAGER_STATUS,
+    GPU_HARDWARE_SLOWDOWN,
+    HW_SLOWDOWN_CLOCK_EVENT,
+    POWER_BRAKE_CLOCK_EVENT,
+    THERMAL_CLOCK_EVENTS,
+    XID_COUNT_METRIC,
+    XID_COUNT_WINDOW_MINUTES,
+)
+from alicerce.emit.kube.dcgm_counters import counters_csv
+from tests.emit.kube.scrape import dcgm_series, series
+from tests.emit.kube.test_monitoring import dcgm_scraped, expected, needs_promtool, platform, rules_of, run_promtool
+from tests.emit.kube.upstream import load
+
+DC1_LABELS = 'label_alicerce_dev_pool="onprem-h100",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
+
+
+def _node(name: str, *, ready: str, unschedulable: str = "0x60", created: str = "-3600x60") -> list[dict[str, str]]:
+    """An onprem-h100 node whose kubelet last posted 8 allocatable GPUs (kube-state-metrics keeps that count while the
+    node is NotReady: node.status.allocatable is the kubelet's to write) and whose Ready=true condition reads ``ready``."""
+    return [
+        {"series": f'kube_node_labels{{node="{name}",{DC1_LABELS}}}', "values": "1x60"},
+        {"series": f'kube_node_created{{node="{name}"}}', "values": created},
+        {"series": f'kube_node_spec_unschedulable{{node="{name}"}}', "values": unschedulable},
+        {"series": f'kube_node_status_allocatable{{node="{name}",resource="nvidia_com_gpu",unit="integer"}}', "values": "8x60"},
+        {"series": f'kube_node_status_condition{{node="{name}",condition="Ready",status="true"}}', "values": ready},
+    ]
+
+
+@needs_promtool
+def test_a_notready_gpu_node_pages_as_lost_gpus(tmp_path: Path) -> None:
+    """Review obsreview27 D1: gpu-001 dies at minute 6 (Ready no longer true, allocatable still 8): the pool's lost-GPU
+    page fires once the 15-minute hold has passed, valued 0. Quiet: a healthy node; a node NotReady for 8 minutes (a
+    reboot) that comes back; a dead node cordoned for its repair; a node a scale-up added, NotReady while it joins."""
+    rp = platform("prod")
+    rule = rules_of(rp, "dc1")["GPUsMissingOnpremH100"]
+    dead = {"node": "gpu-001.dc1.acme.example", "resource": "nvidia_com_gpu"}
+    tests: list[dict[str, Any]] = [{
+        "interval": "1m",
+        "input_series": [
+            *_node("gpu-001.dc1.acme.example", ready="1x5 0x55"),
+            *_node("gpu-002.dc1.acme.example", ready="1x60"),
+            *_node("gpu-003.dc1.acme.example", ready="1x5 0x8 1x47"),  # rebooted: back after 8 minutes
+            *_node("gpu-004.dc1.acme.example", ready="1x5 0x55", unschedulable="0x5 1x55"),  # cordoned for repair
+            *_node("gpu-005.dc1.acme.example", ready="0x10 1x50", created="0x60"),  # joining
+        ],
+        "alert_rule_test": [
+            {"eval_time": "5m", "alertname": "GPUsMissingOnpremH100", "exp_alerts": []},
+            {"eval_time": "20m", "alertname": "GPUsMissingOnpremH100", "exp_alerts": []},  # pending: 14 minutes NotReady
+            {"eval_time": "25m", "alertname": "GPUsMissingOnpremH100", "exp_alerts": [expected(rule, dead, "0")]},
+            {"eval_time": "55m", "alertname": "GPUsMissingOnpremH100", "exp_alerts": [expected(rule, dead, "0")]},
+        ],
+    }]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path)
+
+
+def test_the_lost_gpu_page_names_notready_in_its_runbook() -> None:
+    """The on-call paged for a dead node is told so (review obsreview27 D1), at both sites' pools."""
+    rp = platform("prod")
+    for site, alert in (("dc1", "GPUsMissingOnpremH100"), ("aws", "GPUsMissingTrainP5")):
+        rule = rules_of(rp, site)[alert]
+        assert 'kube_node_status_condition{condition="Ready",status="true"} == 0' in rule["expr"]
+        assert "NotReady" in rule["annotations"]["description"]
+
+
+def test_the_fabric_manager_states_alerted_are_dcgm_s() -> None:
+    """The values the alert compares are DCGM's dcgmFabricManagerStatus_t (vendored from DCGM v4.5.3 dcgm_structs.h with
+    the counters of its exporter), and the field is in the list alicerce mounts (review obsreview27 G1)."""
+    enum = load("dcgm-exporter", "4.5.3-4.8.2", "counters.json")["optional"][FABRIC_MANAGER_STATUS]["enum"]
+    assert {state: enum[state] for state in FABRIC_MANAGER_DOWN_STATES} == FABRIC_MANAGER_DOWN_STATES
+    assert f"{FABRIC_MANAGER_STATUS}, gauge," in counters_csv()
+
+
+def test_the_fabric_manager_alert_reads_only_nvswitch_pools() -> None:
+    """train-p5 (H100 SXM5, NVSwitch) at aws and onprem-h100 at dc1; not the L40S/L4 pools, whose GPUs have no fabric."""
+    rp = platform("prod")
+    aws = rules_of(rp, "aws")[FABRIC_MANAGER_DOWN]
+    assert aws["labels"]["severity"] == "critical"
+    assert 'label_alicerce_dev_pool=~"train-p5"}' in aws["expr"]
+    assert 'label_alicerce_dev_pool=~"onprem-h100"}' in rules_of(rp, "dc1")[FABRIC_MANAGER_DOWN]["expr"]
+
+
+@needs_promtool
+def test_fabric_manager_down_on_an_nvswitch_node_pages(tmp_path: Path) -> None:
+    """Review obsreview27 G1: Fabric Manager failed on gpu-001 (status 4 on its 8 GPUs) and never started on gpu-005
+    (status 1): each pages once its 10 minutes have passed, per node, valued the GPUs. Quiet: gpu-002 healthy (3); gpu-003
+    rebooting, training its fabric 3 minutes (2, then 1 for a minute as FM restarts) then healthy; gpu-004 cordoned for
+    repair with FM down; gpu-006 a node a scale-up just added whose FM has not started yet."""
+    rp = platform("prod")
+    rule = rules_of(rp, "dc1")[FABRIC_MANAGER_DOWN]
+    values = {"gpu-001": "4x40", "gpu-002": "3x40", "gpu-003": "2x3 1 3x36", "gpu-004": "1x40", "gpu-005": "1x40", "gpu-006": "1x40"}
+    inputs: list[dict[str, str]] = []
+    for node, fm in values.items():
+        inputs += [
+            {"series": series(FABRIC_MANAGER_STATUS, dcgm_scraped(rp, "dc1", dcgm_series(node, gpu))), "values": fm} for gpu in range(8)
+        ]
+        inputs += [
+            {"series": f'kube_node_labels{{node="{node}",{DC1_LABELS}}}', "values": "1x40"},
+            {"series": f'kube_node_created{{node="{node}"}}', "values": "0x40" if node == "gpu-006" else "-3600x40"},
+            {"series": f'kube_node_spec_unschedulable{{node="{node}"}}', "values": "1x40" if node == "gpu-004" else "0x40"},
+        ]
+    fired = [expected(rule, {"node": "gpu-001", "state": "failure"}, "8"), expected(rule, {"node": "gpu-005", "state": "not_started"}, "8")]
+    tests = [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "8m", "alertname": FABRIC_MANAGER_DOWN, "exp_alerts": []},
+        {"eval_time": "12m", "alertname": FABRIC_MANAGER_DOWN, "exp_alerts": fired},
+    ]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path)
+
+
+def xid_counts_at(faults: list[int], last: int, per_fault: int = 1) -> str:
+    """promtool values of dcgm-exporter's XID count of one code on one GPU, faults at minutes ``faults`` each logging
+    ``per_fault`` XIDs: the XIDs in the last XID_COUNT_WINDOW_MINUTES (expcollector.go counts DCGM's samples since now -
+    window), stale while none (the code's series goes)."""
+    values: list[str] = []
+    for minute in range(last + 1):
+        count = per_fault * sum(1 for f in faults if f <= minute < f + XID_COUNT_WINDOW_MINUTES)
+        values.append(str(count) if count else ("stale" if values and values[-1] not in ("_", "stale") else "_"))
+    return " ".join(values)
+
+
+@needs_promtool
+def test_a_crash_loop_faster_than_the_xid_window_counts_each_fault(tmp_path: Path) -> None:
+    """Review obsreview27 G4: a workload restarted in-process faults gpu 1 with XID 13 every 4 minutes, 30 times in two
+    hours: the exporter's 5-minute count never goes away (it reads 2 for the minute two faults share), so counting its
+    appearances read one event and no ticket. Each rise is a fault: 30. A GPU whose four faults each log three XIDs
+    together (one crash, three channels) is four events, no ticket; the suite's count held level 20 minutes stays one."""
+    rp = platform("prod")
+    rule = rules_of(rp, "dc1")["GPUApplicationXidRecurring"]
+    window = {"window_size_in_ms": str(XID_COUNT_WINDOW_MINUTES * 60_000)}
+    looping, burst = (dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", gpu)) for gpu in (1, 2))
+    key = {k: looping[k] for k in ("Hostname", "gpu", "UUID")} | {"xid": "13"}
+    loop = xid_counts_at(list(range(2, 122, 4)), 130)
+    assert "2" in loop.split() and "stale" not in loop.split()[:122]  # never absent: the old reading's one event
+    tests = [{"interval": "1m", "input_series": [
+        {"series": series(XID_COUNT_METRIC, looping | window | {"xid": "13"}), "values": loop},
+        {"series": series(XID_COUNT_METRIC, burst | window | {"xid": "31"}), "values": xid_counts_at([10, 40, 70, 100], 130, 3)},
+    ], "alert_rule_test": [
+        {"eval_time": "15m", "alertname": "GPUApplicationXidRecurring", "exp_alerts": []},  # four faults
+        {"eval_time": "20m", "alertname": "GPUApplicationXidRecurring", "exp_alerts": [expected(rule, key, "5")]},
+        {"eval_time": "125m", "alertname": "GPUApplicationXidRecurring", "exp_alerts": [expected(rule, key, "30")]},
+    ]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path)
+
+
+def test_the_slowdown_reasons_read_are_the_exporter_s() -> None:
+    """The clock_event values the power slowdown alert reads are dcgm-exporter's names for DCGM's reason bits."""
+    names = load("dcgm-exporter", "4.5.3-4.8.2", "counters.json")["optional"][CLOCK_EVENTS_METRIC]["clock_event_values"]
+    assert {POWER_BRAKE_CLOCK_EVENT, HW_SLOWDOWN_CLOCK_EVENT, *THERMAL_CLOCK_EVENTS.split("|")} <= set(names)
+    for site in ("aws", "dc1"):
+        assert POWER_BRAKE_CLOCK_EVENT in rules_of(platform("prod"), site)[GPU_HARDWARE_SLOWDOWN]["expr"]
+
+
+@needs_promtool
+def test_gpus_braked_for_power_raise_a_ticket_per_node(tmp_path: Path) -> None:
+    """Review obsreview27 G2: gpu-001's power supply asserts the brake: its 8 GPUs report hw_power_brake and hw_slowdown
+    in every sample for an hour: one ticket for the node, valued 8, after 10 minutes; gpu-005 one GPU braked. Quiet:
+    gpu-002 slowed by heat (hw_thermal beside hw_slowdown: GPUTemperatureHigh's), gpu-003 HW slowdown in 2 of the
+    window's 10 samples (P-state changes, which DCGM says may report it), gpu-004 at its power cap (routine)."""
+    rp = platform("prod")
+    rule = rules_of(rp, "dc1")[GPU_HARDWARE_SLOWDOWN]
+    window = {"window_size_in_ms": str(5 * 60_000)}
+    reasons = {
+        "gpu-001": {"hw_power_brake": 10, "hw_slowdown": 10},
+        "gpu-002": {"hw_thermal": 10, "hw_slowdown": 10},
+        "gpu-003": {"hw_slowdown": 2},
+        "gpu-004": {"power_cap": 10},
+    }
+    inputs = [
+        {"series": series(CLOCK_EVENTS_METRIC, dcgm_scraped(rp, "dc1", dcgm_series(node, gpu)) | window | {"clock_event": event}),
+         "values": f"{count}x40"}
+        for node, events in reasons.items() for gpu in range(8) for event, count in events.items()
+    ]  # fmt: skip
+    one = dcgm_scraped(rp, "dc1", dcgm_series("gpu-005", 3)) | window | {"clock_event": "hw_power_brake"}
+    inputs.append({"series": series(CLOCK_EVENTS_METRIC, one), "values": "_x5 1x35"})
+    fired = [expected(rule, {"Hostname": "gpu-001"}, "8"), expected(rule, {"Hostname": "gpu-005"}, "1")]
+    tests = [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "9m", "alertname": GPU_HARDWARE_SLOWDOWN, "exp_alerts": []},
+        {"eval_time": "30m", "alertname": GPU_HARDWARE_SLOWDOWN, "exp_alerts": fired},
+    ]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path)
+
+
+def _port_counter(node: str, name: str, device: str, values: str) -> dict[str, str]:
+    """A port error counter as the node exporter serves it (its infiniband collector, or alicerce's EFA textfile)."""
+    assert name in load("node-exporter", "v1.12.1", "metrics.json") or name.startswith("alicerce_efa_"), name
+    labels = f'job="node-exporter",instance="{node}:9100",node="{node}",device="{device}",port="1"'
+    return {"series": f"{name}{{{labels}}}", "values": values}
+
+
+@needs_promtool
+def test_a_port_that_keeps_erring_raises_a_ticket(tmp_path: Path) -> None:
+    """Review obsreview27 G3: mlx5_0 of gpu-001 counts 3 receive and 5 symbol errors a minute for an hour with its link up
+    (a bad cable): a ticket once 30 minutes have passed, valued the 2 counters rising. Quiet: mlx5_1 one burst of 50 at
+    minute 10, then clean; mlx5_2 a symbol error every 15 minutes (a healthy link's rate); gpu-002, cordoned for repair,
+    erring as mlx5_0 does."""
+    rp = platform("prod")
+    rule = rules_of(rp, "dc1")[FABRIC_ERRORS_RISING]
+    receive, symbol = "node_infiniband_port_errors_received_total", "node_infiniband_symbol_error_total"
+    inputs = [
+        *_node("gpu-001", ready="1x60"), *_node("gpu-002", ready="1x60", unschedulable="1x60"),
+        _port_counter("gpu-001", receive, "mlx5_0", "0+3x60"), _port_counter("gpu-001", symbol, "mlx5_0", "0+5x60"),
+        _port_counter("gpu-001", receive, "mlx5_1", "0x10 50x50"), _port_counter("gpu-001", symbol, "mlx5_1", "0x60"),
+        _port_counter("gpu-001", symbol, "mlx5_2", " ".join(str(m // 15) for m in range(61))),
+        _port_counter("gpu-002", receive, "mlx5_0", "0+3x60"), _port_counter("gpu-002", symbol, "mlx5_0", "0+5x60"),
+    ]  # fmt: skip
+    fired = [expected(rule, {"node": "gpu-001", "device": "mlx5_0", "port": "1"}, "2")]
+    tests = [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "25m", "alertname": FABRIC_ERRORS_RISING, "exp_alerts": []},
+        {"eval_time": "35m", "alertname": FABRIC_ERRORS_RISING, "exp_alerts": fired},
+        {"eval_time": "60m", "alertname": FABRIC_ERRORS_RISING, "exp_alerts": fired},
+    ]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path)
+
+
+@needs_promtool
+def test_efa_retransmit_timeouts_that_keep_rising_raise_a_ticket(tmp_path: Path) -> None:
+    """Review obsreview27 G3 on EFA (train-p5): rdmap0s31 of one p5 times out a retransmission every minute for an hour: a
+    ticket; rdmap1s31 drops packets on receive (congestion as much as the link: no ticket from this alert)."""
+    rp = platform("prod")
+    rule = rules_of(rp, "aws")[FABRIC_ERRORS_RISING]
+    node = "ip-10-20-1-1.ec2.internal"
+    p5 = 'label_alicerce_dev_pool="train-p5",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
+    inputs = [
+        {"series": f'kube_node_labels{{node="{node}",{p5}}}', "values": "1x60"},
+        _port_counter(node, "alicerce_efa_retransmit_timeouts_total", "rdmap0s31", "0+1x60"),
+        _port_counter(node, "alicerce_efa_receive_drops_total", "rdmap1s31", "0+20x60"),
+    ]
+    fired = [expected(rule, {"node": node, "device": "rdmap0s31", "port": "1"}, "1")]
+    tests = [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "35m", "alertname": FABRIC_ERRORS_RISING, "exp_alerts": fired}]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_a_critical_xid_pages_until_the_node_is_cordoned(tmp_path: Path) -> None:
+    """Review obsreview27 N1: the XID count leaves dcgm-exporter's 5-minute window and the page resolved itself while the
+    GPU still needed its reset. XID 79 on gpu-001 (nobody acts): paging after 3 hours too, valued 0 (none in the window
+    now), and quiet past the 24 hours it is held. XID 48 on gpu-002, cordoned at 30 minutes and uncordoned repaired at
+    2 hours: quiet from the cordon on, and not paging again once back in service."""
+    rp = platform("prod")
+    rule = rules_of(rp, "dc1")["GPUCriticalXid"]
+    window = {"window_size_in_ms": str(XID_COUNT_WINDOW_MINUTES * 60_000)}
+    lost, repaired = (dcgm_scraped(rp, "dc1", dcgm_series(node, 0)) for node in ("gpu-001", "gpu-002"))
+    key = {k: lost[k] for k in ("Hostname", "gpu", "UUID")} | {"xid": "79"}
+    samples = 25 * 12  # 25 hours of 5-minute samples
+    inputs = [
+        {"series": series(XID_COUNT_METRIC, lost | window | {"xid": "79"}), "values": "_ 1 stale"},
+        {"series": series(XID_COUNT_METRIC, repaired | window | {"xid": "48"}), "values": "_ 1 stale"},
+        {"series": 'kube_node_spec_unschedulable{node="gpu-001"}', "values": f"0x{samples}"},
+        {"series": 'kube_node_spec_unschedulable{node="gpu-002"}', "values": f"0x5 1x18 0x{samples - 24}"},
+    ]
+    repaired_key = {k: repaired[k] for k in ("Hostname", "gpu", "UUID")} | {"xid": "48"}
+    tests = [{"interval": "5m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "5m", "alertname": "GPUCriticalXid", "exp_alerts": [
+            expected(rule, key, "1"), expected(rule, repaired_key, "1")]},
+        {"eval_time": "20m", "alertname": "GPUCriticalXid", "exp_alerts": [
+            expected(rule, key, "0"), expected(rule, repaired_key, "0")]},
+        {"eval_time": "40m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rule, key, "0")]},
+        {"eval_time": "3h", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rule, key, "0")]},
+        {"eval_time": "24h30m", "alertname": "GPUCriticalXid", "exp_alerts": []},
+    ]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path, every="5m")
+
+
+TEAM_UTIL_SLOS = """    - {name: research-util, kind: gpu-utilization, team: research, threshold: 0.6, objective: 90}
+    - {name: serving-util, kind: gpu-utilization, team: serving, threshold: 0.5, objective: 90}
+"""
+
+
+def _with_team_utilization_slos() -> Any:
+    from alicerce.rules.validate import validated
+    from alicerce.spec.loader import load_text
+    from tests.conftest import ROOT
+
+    anchor = "  slos:\n"
+    text = (ROOT / "platform.yaml").read_text()
+    assert anchor in text
+    return validated(load_text(text.replace(anchor, anchor + TEAM_UTIL_SLOS, 1), "platform.yaml"), "prod")
+
+
+def test_a_team_s_utilization_slo_reads_the_team_where_it_is() -> None:
+    """Review obsreview27 N5: a team's gpu-utilization SLO read the site's ratio at both sites, without the team label:
+    research's fired for what the other teams did and never for its own idle GPUs. Now the team's own ratio, labelled,
+    at the sites where the team is (serving: aws only); the plan prints the same target."""
+    from alicerce.plan.kpi import kpi_targets
+
+    rp = _with_team_utilization_slos()
+    for site in ("aws", "dc1"):
+        rule = rules_of(rp, site)["SLOResearchUtil"]
+        assert rule["expr"] == 'team:gpu_effective_utilization:ratio{team="research"} < 0.6'
+        assert rule["labels"]["team"] == "research"
+    assert "SLOServingUtil" in rules_of(rp, "aws") and "SLOServingUtil" not in rules_of(rp, "dc1")
+    targets = {(t.kpi, t.subject) for t in kpi_targets(rp, [], {}, {})}
+    assert ("team:gpu_effective_utilization:ratio", "research") in targets
+
+
+@needs_promtool
+def test_a_team_s_idle_gpus_fire_its_utilization_slo(tmp_path: Path) -> None:
+    """research keeps 3 of the 10 GPUs it holds busy for 7 hours while the site is busy overall: its SLO fires, with
+    its team label; applied-ml's own ratio is no SLO of research's."""
+    rp = _with_team_utilization_slos()
+    rule = rules_of(rp, "dc1")["SLOResearchUtil"]
+    inputs = [
+        {"series": 'team:gpu_effective_utilization:ratio{team="research"}', "values": "0.3x90"},
+        {"series": 'team:gpu_effective_utilization:ratio{team="applied-ml"}', "values": "0.1x90"},
+        {"series": "site:gpu_effective_utilization:ratio", "values": "0.9x90"},
+    ]
+    tests = [{"interval": "5m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "5h", "alertname": "SLOResearchUtil", "exp_alerts": []},
+        {"eval_time": "7h", "alertname": "SLOResearchUtil", "exp_alerts": [expected(rule, {"team": "research"}, "0.3")]},
+    ]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path, every="5m")
+
+
+@needs_promtool
+def test_the_inference_dashboard_lists_a_workload_whose_pods_are_all_down(tmp_path: Path) -> None:
+    """Review obsreview27 N3: chat-70b's pods exist and none serves (no vLLM series): the inference dashboard's workload
+    list read vLLM's request rate and lost it while ServingWorkloadDown paged for it. Its list reads the workload
+    labels of the pods (kube-state-metrics), which keep it; only inference workloads are listed."""
+    from alicerce.emit.kube.dashboards import dashboards
+    from alicerce.emit.kube.monitoring import rule_groups
+
+    rp = platform("prod")
+    board = dashboards(rp, rp.site("aws"), rule_groups(rp, "aws"))["inference.json"]
+    [query] = [v["query"] for v in board["templating"]["list"] if v["type"] == "query"]
+    listed = query.removeprefix("label_values(").removesuffix(", workload)")
+    assert "vllm" not in listed
+    pods = [
+        {"series": 'kube_pod_labels{namespace="serving",pod="chat-70b-0",label_alicerce_dev_workload="chat-70b"}', "values": "1x10"},
+        {"series": 'kube_pod_labels{namespace="research",pod="llm-pretrain-0",label_alicerce_dev_workload="llm-pretrain"}',
+         "values": "1x10"},
+    ]  # fmt: skip
+    tests = [{"interval": "1m", "input_series": pods, "promql_expr_test": [
+        {"expr": f"max by (workload) ({listed})", "eval_time": "5m", "exp_samples": [{"labels": '{workload="chat-70b"}', "value": 1}]},
+        {"expr": "workload:vllm_requests:rate5m", "eval_time": "5m", "exp_samples": []},  # what the list read
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path)
