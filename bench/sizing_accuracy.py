@@ -414,9 +414,10 @@ keeps its bf16 length while fp8 shortens the whole compute by `speed-up = {x["sp
 4-byte tokens and TF32 expert GEMMs slow the overhead with the compute, and a LoRA job runs f / 6 of the full run's
 compute beside the same dispatches); recomputing a share of the layers costs
 `{x["recomputation"]}` (full recomputation: 8N instead of 6N); QLoRA pays for dequantising its 4-bit base before every
-GEMM (`QLoRA dequantisation = 1 / (1 + passes x {qlora_bytes} B a weight x peak x efficiency / (HBM x f x tokens a
+GEMM (`QLoRA dequantisation = 1 / (1 + passes x {qlora_bytes} B a weight x peak x efficiency x held / (HBM x f x tokens a
 micro-batch))`, about 8-12% at 4,096-token sequences on an H100; litgpt's published LoRA vs NF4 times on Llama 2 7B at
-micro-batch 1 differ by 1.56x); a pool without RDMA caps throughput by its link (`network`). Tensor parallelism is physics
+micro-batch 1 differ by 1.56x; `held` is 1 for a dense model, and a mixture of experts dequantises every expert it holds
+that a token reaches, `held = (shared + routed x TP / (EP x expert TP)) / active parameters`); a pool without RDMA caps throughput by its link (`network`). Tensor parallelism is physics
 too: Megatron's 2 all-reduces a layer forward and 2 backward (plus 2 per recomputed layer) of `hidden x 2 B` a token,
 `2 (t - 1) / t` of it per GPU, over the GPU's NVLink or PCIe bandwidth a direction at NCCL's bus-bandwidth share
 ({t.tpLinkEfficiency.value}, nccl-tests issue 212), against the token's compute time: `1 / (1 + link seconds / compute

@@ -29,7 +29,15 @@ from alicerce.plan.roofline import (
     step_seconds,
     token_interval_seconds,
 )
-from alicerce.plan.throughput import TrainingJob, batch_sequences, first_stage_in_flight, microbatch_group, moe_routing_ratio, training_mfu
+from alicerce.plan.throughput import (
+    ExpertWeights,
+    TrainingJob,
+    batch_sequences,
+    first_stage_in_flight,
+    microbatch_group,
+    moe_routing_ratio,
+    training_mfu,
+)
 from alicerce.spec.heads import legal_degrees
 from alicerce.spec.models import LatentAttention, SlidingWindowAttention, Traffic, Workload
 from alicerce.spec.models.workloads import DEFAULT_SEQUENCE
@@ -445,6 +453,16 @@ def shared_parameters(w: Workload) -> float:
     return max(0.0, active - experts.per_token * per_expert)
 
 
+def expert_weights(w: Workload) -> ExpertWeights | None:
+    """A MoE's weights beside its active ones, as the throughput model reads them (QLoRA dequantises every expert a GPU
+    holds: review sizreview22 F3); None for a dense model or experts not declared."""
+    assert w.model is not None
+    experts = w.model.experts
+    if w.model.architecture != "moe" or experts is None:
+        return None
+    return ExpertWeights(float(w.model.parameters), shared_parameters(w), experts.total, w.expert_parallel, declared_expert_tp(w))
+
+
 def reduces_in_fp32(w: Workload) -> bool:
     """Whether the run's data-parallel gradients cross the network in fp32. Stages 0-1 accumulate them in fp32 and
     reduce them so (Megatron-LM forces accumulate_allreduce_grads_in_fp32 for bf16 unless --grad-reduce-in-bf16,
@@ -738,6 +756,7 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
         dequant_bytes_per_weight=dequant[0],
         hbm_bytes_per_second=dequant[1] or streaming_bandwidth(gpu, sizing),
         vocabulary=vocabulary_of(w, sizing),
+        expert_weights=expert_weights(w),
     )
     job = training_layout(job, mem, place.gpus_per_node, usable_memory(gpu, sizing), sizing)
     tp, fraction = job.tensor_parallel, job.recompute_fraction

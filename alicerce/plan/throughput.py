@@ -30,7 +30,8 @@ tests/plan/test_calibration.py)::
         x 1 / (1 + link seconds / compute seconds) tensor parallelism: (4 + 2 x recomputed share) all-reduces x layers x
                                                    2 (t - 1) / t x hidden x 2 B a token over NVLink/PCIe (physics;
                                                    1 where the stack overlaps them, tensorParallelOverlap)
-        x 1 / (1 + dequantisation / compute)       QLoRA's 4-bit base dequantised before every GEMM (HBM time)
+        x 1 / (1 + dequantisation / compute)       QLoRA's 4-bit base dequantised before every GEMM (HBM time; a MoE's
+                                                   every expert the GPU holds, not its active parameters)
         x v m / (v m + p - 1)                      pipeline bubble of p declared stages, m microbatches a step, v virtual
                                                    stages of the interleaved schedule (1: plain 1F1B)
         x (L / p) / ceil(L / p)                    pipeline balance: the heaviest of p stages of whole layers paces them
@@ -254,6 +255,18 @@ from alicerce.plan.figures import Factor
 
 
 @dataclass(frozen=True)
+class ExpertWeights:
+    """A mixture of experts' weights beside the active ones a token computes with: what QLoRA dequantises is every
+    expert a GPU holds and a micro-batch routes a token to, not the active parameters (review sizreview22 F3)."""
+
+    total: float  # every parameter, each routed expert's included
+    shared: float  # outside the routed experts: attention, embeddings, dense layers, shared experts
+    experts: int  # routed experts
+    expert_parallel: int | None = None  # declared group (workloads[].expertParallel); None: gcd(experts, ranks)
+    expert_tensor_parallel: int | None = None  # declared expert-layer TP (workloads[].expertTensorParallel); None: TP
+
+
+@dataclass(frozen=True)
 class TrainingJob:
     """What the throughput model needs to know about one training job."""
 
@@ -295,6 +308,7 @@ class TrainingJob:
     # read back by the GEMM) and the HBM bandwidth it runs at; 0 / None for every other method (review sizreview18 F5)
     dequant_bytes_per_weight: float = 0.0
     hbm_bytes_per_second: float | None = None
+    expert_weights: ExpertWeights | None = None  # a MoE's held weights, which QLoRA dequantises (None: dense)
     # the output head's width (the vocabulary): its GEMM stays 16-bit in an fp8 run (0: no head counted)
     vocabulary: float = 0.0
 
@@ -633,13 +647,38 @@ def tensor_parallel_factor(job: TrainingJob, recompute_fraction: float, mfu: flo
     )
 
 
+def dequantised_over_active(job: TrainingJob) -> tuple[float, str]:
+    """The weights a GPU dequantises a micro-batch over the active ones it computes with, both per TP x PP GPUs, and
+    the label that says so. Dense: 1, they are the same weights. A mixture of experts holds shared / (TP x PP) and
+    routed / (EP x expert TP x PP) of its experts, and Hugging Face's expert loop (transformers
+    models/mixtral/modeling_mixtral.py MixtralSparseMoeBlock.forward: every expert in ``expert_hit``, the ones any token
+    routes to) runs each hit expert's Linear4bit whole, while the GPU computes f x active / (TP x PP) a token:
+    ``(shared + routed x hit x TP / (EP x expert TP)) / active``. ``hit`` is the share of experts a micro-batch reaches
+    at uniform routing, 1 - (1 - k / E) ^ tokens, the tokens those of the expert group's EP micro-batches (Mixtral, 4,096
+    tokens, top-2 of 8: 1). EP undeclared: gcd(experts, GPUs / (TP x PP)), as sizing.expert_parallel_degree."""
+    e = job.expert_weights
+    if e is None or e.total <= job.active_parameters or not job.experts_per_token or e.experts <= job.experts_per_token:
+        return 1.0, ""
+    tp = max(1, job.tensor_parallel)
+    ep = e.expert_parallel or math.gcd(e.experts, max(1, job.gpus // (tp * max(1, job.pipeline_parallel))))
+    etp = e.expert_tensor_parallel or tp
+    tokens = job.sequence / max(1, job.context_parallel) * ep
+    hit = 1 - (1 - job.experts_per_token / e.experts) ** tokens
+    held = e.shared + (e.total - e.shared) * hit * tp / (ep * etp)
+    label = (f" x held / active ({e.shared:.4g} shared + {e.total - e.shared:.4g} routed x {hit:.3g} hit x TP {tp} / "
+             f"(EP {ep} x expert TP {etp})) / {job.active_parameters:.4g} = {held / job.active_parameters:.3f}")  # fmt: skip
+    return held / job.active_parameters, label
+
+
 def dequantisation_factor(job: TrainingJob, recompute_fraction: float, mfu: float) -> Factor | None:
     """QLoRA's 4-bit base is dequantised to 16 bits before every GEMM that reads it (bitsandbytes Linear4bit's
     MatMul4Bit: dequantize_4bit, then the 16-bit matmul; again in the backward pass for the input's gradient, and in
     every recomputed forward): per micro-batch of one sequence, each pass moves ``dequant_bytes_per_weight`` per frozen
-    weight through HBM, a memory-bound kernel beside the GEMMs. The weights a GPU holds cancel out, so against the
-    sequence's compute time ``f N s / (peak x efficiency)``:
-    ``ratio = passes x bytes x peak x efficiency / (HBM x f x tokens a micro-batch)``, factor ``1 / (1 + ratio)``.
+    weight the GPU holds through HBM, a memory-bound kernel beside the GEMMs. For a dense model those weights are the
+    ones its compute runs, so they cancel against the sequence's compute time ``f N s / (peak x efficiency)``:
+    ``ratio = passes x bytes x peak x efficiency / (HBM x f x tokens a micro-batch)``, factor ``1 / (1 + ratio)``. A
+    mixture of experts dequantises every expert it holds that a token reaches, not its active parameters: the ratio
+    x :func:`dequantised_over_active` (review sizreview22 F3: Mixtral on one GPU 3.62x, at EP 8 0.563x).
     Published (Lightning-AI/litgpt tutorials/finetune_lora.md @137660b0, Alpaca, micro-batch 1, bf16-true): LoRA 2.36
     min vs --quantize bnb.nf4 3.68 min on Llama 2 7B (x1.56), 1.24 vs 1.82 on StableLM 3B (x1.47); short Alpaca
     sequences make that the expensive end, a long micro-batch amortises it (review sizreview18 F5: 12% or more at 4,096
@@ -648,8 +687,9 @@ def dequantisation_factor(job: TrainingJob, recompute_fraction: float, mfu: floa
         return None
     passes = 2 + recompute_fraction  # forward, backward (the input's gradient), the recomputed forward
     tokens = job.sequence / max(1, job.context_parallel)
-    ratio = passes * job.dequant_bytes_per_weight * job.peak_flops * mfu / (job.hbm_bytes_per_second * job.flops_per_token * tokens)
-    label = (f"{passes:g} passes x {job.dequant_bytes_per_weight:.3f} B a weight x peak x efficiency / (HBM "
+    held, held_label = dequantised_over_active(job)
+    ratio = passes * job.dequant_bytes_per_weight * job.peak_flops * mfu * held / (job.hbm_bytes_per_second * job.flops_per_token * tokens)
+    label = (f"{passes:g} passes x {job.dequant_bytes_per_weight:.3f} B a weight x peak x efficiency{held_label} / (HBM "
              f"{job.hbm_bytes_per_second / 1e9:,.0f} GB/s x {job.flops_per_token:g} x {tokens:,.0f} tokens a micro-batch): "
              f"1 / (1 + {ratio:.3f})")  # fmt: skip
     return Factor("QLoRA dequantisation", 1 / (1 + ratio), "computed", label)

@@ -47,8 +47,10 @@ from alicerce.plan.sizing import (
     usable_memory,
 )
 from alicerce.plan.throughput import (
+    ExpertWeights,
     TrainingJob,
     dequantisation_factor,
+    dequantised_over_active,
     first_stage_in_flight,
     microbatch_group,
     tokens_per_gpu_step,
@@ -1872,6 +1874,51 @@ def test_qlora_pays_for_dequantising_its_base() -> None:
     plain_lora, quantised = ({f.name: f.value for fig in p.figures for f in fig.factors} for p in (lora, qlora))
     assert "QLoRA dequantisation" not in plain_lora and 0.85 < quantised["QLoRA dequantisation"] < 0.95
     assert qlora.gpu_hours > lora.gpu_hours
+
+
+def test_qlora_on_a_mixture_of_experts_dequantises_every_expert_it_holds() -> None:
+    """Review sizreview22 F3: the dequantisation ratio let the weights a GPU holds cancel against its compute, true for a
+    dense model only. bitsandbytes' MatMul4Bit dequantises a Linear4bit's whole weight (bitsandbytes/autograd/
+    _functions.py), and Hugging Face's Mixtral block runs every expert any token routes to (transformers
+    models/mixtral/modeling_mixtral.py, the ``expert_hit`` loop): a GPU dequantises the experts it holds, while it
+    computes with the active parameters. By hand, Mixtral 8x7B (46.7B, 12.9B active, top-2 of 8: an expert (46.7 - 12.9)
+    / 6 = 5.633B, shared 12.9 - 2 x 5.633 = 1.633B, routed 45.07B) QLoRA on H100 (989.4 TFLOP/s, HBM 3,350 GB/s x 0.774),
+    4,096-token sequences, efficiency 0.3437 before the factor: the dense ratio 2 x 4.516 x 989.4e12 x 0.3437 /
+    (2,592.9e9 x 4 x 4,096) = 0.07230 (0.9326, what the plan printed for both layouts below); x held / active:
+    1 GPU (every expert held, all hit at 4,096 x top-2 of 8) 46.7 / 12.9 = 3.620 -> 0.2617 -> 0.7926;
+    EP 8 at TP 1: (1.633 + 45.07 / 8) / 12.9 = 0.5633 -> 0.04073 -> 0.9609; TP 2, EP 4, expert TP 1: the GPU holds
+    1.633 / 2 + 45.07 / 4 against 12.9 / 2 -> (1.633 + 45.07 x 2 / 4) / 12.9 = 1.8734 -> 0.8807."""
+    shared, routed = 12.9e9 - 2 * (46.7e9 - 12.9e9) / 6, 46.7e9 - (12.9e9 - 2 * (46.7e9 - 12.9e9) / 6)
+    assert shared == pytest.approx(1.6333e9, rel=1e-4) and routed == pytest.approx(45.067e9, rel=1e-4)
+    dense = TrainingJob("hopper", 12.9e9, 32, 4096, 4096, 1, 65536, "bf16", flops_per_token=4.0, peak_flops=989.4e12,
+                        dequant_bytes_per_weight=4.516, hbm_bytes_per_second=3350e9 * 0.774, experts_per_token=2)  # fmt: skip
+    moe = replace(dense, expert_weights=ExpertWeights(46.7e9, shared, 8))
+    before = dequantisation_factor(dense, 0.0, 0.3437)
+    one = dequantisation_factor(moe, 0.0, 0.3437)
+    spread = dequantisation_factor(replace(moe, gpus=256, expert_weights=ExpertWeights(46.7e9, shared, 8, 8)), 0.0, 0.3437)
+    folded = replace(moe, gpus=8, tensor_parallel=2, expert_weights=ExpertWeights(46.7e9, shared, 8, 4, 1))
+    assert before is not None and one is not None and spread is not None
+    assert before.value == pytest.approx(1 / 1.07230, rel=1e-4)  # no experts known: the dense figure, unchanged
+    assert one.value == pytest.approx(1 / (1 + 0.07230 * 3.6202), rel=1e-4) and one.value == pytest.approx(0.7926, abs=1e-4)
+    assert spread.value == pytest.approx(1 / (1 + 0.07230 * 0.56331), rel=1e-4) and spread.value == pytest.approx(0.9609, abs=1e-4)
+    assert dequantised_over_active(folded)[0] == pytest.approx(1.8734, rel=1e-4)
+    # undeclared, the group is gcd(experts, GPUs / (TP x PP)): 256 ranks at TP 1 spread the 8 experts over 8, as declared
+    assert dequantised_over_active(replace(moe, gpus=256))[0] == pytest.approx(0.56331, rel=1e-4)
+    # a micro-batch too short to reach every expert: 64 experts, top-1, 32 tokens: 1 - (63 / 64) ^ 32 = 0.3969 hit
+    few = replace(dense, sequence=32, experts_per_token=1, expert_weights=ExpertWeights(46.7e9, shared, 64))
+    assert dequantised_over_active(few)[0] == pytest.approx((shared + routed * (1 - (63 / 64) ** 32)) / 12.9e9, rel=1e-9)
+    # through the planner: Mixtral QLoRA on one H100 pays 3.62x the dense figure's dequantisation, at EP 8 0.563x
+    mixtral = {"parameters": "46.7B", "activeParameters": "12.9B", "architecture": "moe", "layers": 32, "hiddenSize": 4096,
+               "heads": 32, "headDim": 128, "vocabulary": 32000, "experts": {"total": 8, "perToken": 2}}  # fmt: skip
+
+    def factor(**fields: Any) -> float:
+        spec = workload(kind="fine-tuning", method="qlora", model=mixtral, sequenceLength=4096, tensorParallel=1, zeroStage=1,
+                        accelerator="H100", **fields)  # fmt: skip
+        plan = plan_training(spec, on("H100-SXM5-80GB"), SIZING, [])
+        return next(f.value for fig in plan.figures for f in fig.factors if f.name == "QLoRA dequantisation")
+
+    assert factor(tokens="100M", globalBatchTokens=65536, gpus=1) == pytest.approx(0.7926, abs=2e-4)
+    assert factor(tokens="10B", globalBatchTokens=4194304, gpus=256, expertParallel=8) == pytest.approx(0.9609, abs=2e-4)
 
 
 def test_a_declared_expert_parallel_group_spreads_the_experts_state_below_zero3() -> None:
