@@ -121,7 +121,14 @@ CHECKS: dict[str, PlanCheck] = {
         PlanCheck(
             "PL345", "budget-holds-serving", _W, "A budget that stops admitting belongs to a team that serves no inference workload.", True
         ),
-        PlanCheck("PL346", "stale-price", _W, "The prices own-vs-rent weighs are current and read within six months of each other.", True),
+        PlanCheck(
+            "PL346",
+            "stale-price",
+            _W,
+            "The catalog prices a rented pool is costed at and own-vs-rent weighs are current, "
+            "and own-vs-rent's are read within six months of each other.",
+            True,
+        ),
         PlanCheck("PL347", "audit-on-hosts", _W, "An on-prem audit trail held on the hosts alone can keep its declared retention.", True),
     )
 }
