@@ -151,7 +151,8 @@ def print_plan(console: Console, result: SizingPlan, *, explain: bool = False, t
         console.print("[bold]Findings[/bold]")
         for f in result.findings:
             label = f.severity.label
-            console.print(f"  [{STYLES[label]}]{label}[/] {f.check} " + escape(f"{f.subject}: {f.message}"), highlight=False)
+            where = f" ({f.where()})" if f.path else ""  # a declared field's place, as AL errors print it
+            console.print(f"  [{STYLES[label]}]{label}[/] {f.check} " + escape(f"{f.subject}{where}: {f.message}"), highlight=False)
     if result.waived:
         console.print(f"[dim]{len(result.waived)} finding(s) waived: {', '.join(f'{f.check} {f.subject}' for f in result.waived)}[/dim]")
     if tco:

@@ -369,7 +369,7 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
     plans: list[WorkloadPlan] = []
     choices: dict[str, Choice] = {}
     pools_by_name = {p.name: p for p in platform.pools}
-    for w in platform.spec.workloads:
+    for index, w in enumerate(platform.spec.workloads):
         choice = choose(w, platform, catalog, committed, lambda g: _candidates(platform, g), marginal)
         choices[w.name] = choice
         plan = choice.plan
@@ -385,7 +385,8 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
                 PlanFinding("PL314", w.name, f"pool {pool.name if pool else w.pool} misses its needs; {choice.better.describe()}")
             )
         findings.extend(_dataset_findings(w, pool, platform))
-        findings.extend(PlanFinding(i.check, w.name, i.message) for i in plan.issues)
+        # a finding about one declared field names it, for the CLI to locate (review sizreview22 G4)
+        findings.extend(PlanFinding(i.check, w.name, i.message, ("workloads", index, i.field) if i.field else ()) for i in plan.issues)
         if pool is not None and pool.gpu is not None and plan.min_gpus is not None and plan.min_gpus > pool.max_gpus:
             findings.append(PlanFinding("PL303", w.name, f"does not fit on pool {pool.name}: needs at least {plan.min_gpus} "
                                         f"{plan.accelerator} GPUs, the pool has {pool.max_gpus} at max size"))  # fmt: skip
