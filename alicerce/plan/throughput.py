@@ -443,16 +443,18 @@ def precision_gain(job: TrainingJob, sizing: Sizing) -> Factor:
     te, generic = gains.transformer_engine.value, gains.generic.value
     if job.precision in ("fp8", "fp4") and not job.fp8_supported:
         return Factor("precision", 1.0, "computed", f"{job.precision} has no tensor cores on this GPU: runs as bf16")
-    if job.precision == "fp8":
+    if job.precision == "fp8" or (job.precision == "fp4" and not job.fp4_supported):
+        # fp4 below Blackwell has no NVFP4 recipe to run (Transformer Engine asserts SM100; validate's AL387 refuses it
+        # where the GPU is declared): priced as the fp8 it falls back to, by the same stack rule, not at Transformer
+        # Engine's gain whatever the stack (review sizreview22 N1: 16% above declaring fp8)
+        fallback = " (fp4 needs Blackwell: priced as fp8)" if job.precision == "fp4" else ""
         if job.fp8_recipe == "transformer-engine":
-            return Factor("precision", te, gains.transformer_engine.source, "fp8, Transformer Engine / NeMo class stack")
+            return Factor("precision", te, gains.transformer_engine.source, f"fp8, Transformer Engine / NeMo class stack{fallback}")
         if job.fp8_recipe == "generic":
-            return Factor("precision", generic, gains.generic.source, "fp8, generic PyTorch float8")
-        return Factor("precision", math.sqrt(te * generic), "calibration", "fp8, stack unknown: between the two measured stacks")
+            return Factor("precision", generic, gains.generic.source, f"fp8, generic PyTorch float8{fallback}")
+        return Factor("precision", math.sqrt(te * generic), "calibration", f"fp8, stack unknown: between the two measured stacks{fallback}")
     if job.precision == "fp4":
         fp8 = te if job.fp8_recipe != "generic" else generic
-        if not job.fp4_supported:
-            return Factor("precision", fp8, "calibration", "fp4 has no tensor cores on this GPU: runs as fp8")
         ratio = sizing.training.fp4OverFp8
         return Factor("precision", fp8 * ratio.value, ratio.source, "fp4 = fp8 gain x NVFP4/FP8 ratio (not held out)")
     if job.precision == "fp32":

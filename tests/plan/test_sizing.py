@@ -53,6 +53,7 @@ from alicerce.plan.throughput import (
     dequantised_over_active,
     first_stage_in_flight,
     microbatch_group,
+    precision_gain,
     tokens_per_gpu_step,
     training_factors,
 )
@@ -1919,6 +1920,24 @@ def test_qlora_on_a_mixture_of_experts_dequantises_every_expert_it_holds() -> No
 
     assert factor(tokens="100M", globalBatchTokens=65536, gpus=1) == pytest.approx(0.7926, abs=2e-4)
     assert factor(tokens="10B", globalBatchTokens=4194304, gpus=256, expertParallel=8) == pytest.approx(0.9609, abs=2e-4)
+
+
+def test_fp4_below_blackwell_is_priced_as_the_fp8_it_falls_back_to() -> None:
+    """Review sizreview22 N1: `precision: fp4` on an H100 (no fp4 tensor cores) took Transformer Engine's fp8 gain, 1.896,
+    whatever the stack, where `fp8` with no recipe takes sqrt(1.896 x 1.175) = 1.4926: Mixtral on 256 H100 planned MFU
+    0.5257 at fp4 against 0.4535 at fp8, 16% faster for a precision the GPU cannot train in (Transformer Engine asserts
+    SM100 for NVFP4, NVIDIA/TransformerEngine docs/features/low_precision_training/nvfp4). Now the fp8 rule prices it;
+    validate's AL387 refuses it where the GPU is declared."""
+    te, generic = SIZING.training.fp8Gain.transformer_engine.value, SIZING.training.fp8Gain.generic.value
+    hopper = TrainingJob("hopper", 8e9, 32, 4096, 4096, 8, 4e6, "fp4", fp4_supported=False)
+    assert precision_gain(hopper, SIZING).value == pytest.approx(math.sqrt(te * generic)) == pytest.approx(1.4926, abs=1e-4)
+    assert precision_gain(hopper, SIZING).value == precision_gain(replace(hopper, precision="fp8"), SIZING).value
+    assert "fp4 needs Blackwell: priced as fp8" in precision_gain(hopper, SIZING).why
+    assert precision_gain(replace(hopper, fp8_recipe="generic"), SIZING).value == pytest.approx(generic)
+    assert precision_gain(replace(hopper, fp8_recipe="transformer-engine"), SIZING).value == pytest.approx(te)
+    # on Blackwell fp4 keeps its NVFP4 / fp8 ratio over the fp8 gain
+    blackwell = replace(hopper, architecture="blackwell", fp4_supported=True)
+    assert precision_gain(blackwell, SIZING).value == pytest.approx(te * SIZING.training.fp4OverFp8.value)
 
 
 def test_a_declared_expert_parallel_group_spreads_the_experts_state_below_zero3() -> None:
