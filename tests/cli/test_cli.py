@@ -277,3 +277,28 @@ def test_plan_errors_about_a_declared_field_point_at_it(tmp_path: Path) -> None:
     assert located[("PL332", "late")] == (None, None)  # a finding about no one field names none
     text = run("plan", str(path)).stdout
     assert f"error PL303 odd (workloads[2].gpus at {at('odd', 'gpus')}): the expert grid (EP 8 x TP 1 x PP 1) does not" in text
+
+
+def test_the_text_plan_and_explain_say_when_a_model_shares_a_gpu(tmp_path: Path) -> None:
+    """Review sizreview22 N3: the MIG / time-slicing recommendation (sizing._sharing) reached only `--format json`. A
+    1.24B model at 0.5 req/s on an H100 pool: one replica, its weights and KV cache in a 1g.10gb slice, its load under
+    the slice's 1/7 of the compute; the text plan and --explain now say so."""
+    path = tmp_path / "p.yaml"
+    small = """\
+workloads:
+  - name: small
+    kind: inference
+    team: ml
+    pool: train
+    model: {parameters: 1.24B, layers: 16, hiddenSize: 2048, kvHeads: 8, headDim: 64}
+    traffic: {peakRps: 0.5, inputTokens: 500, outputTokens: 100}
+    latency:
+      timePerOutputToken: {p99: 50ms}
+"""
+    path.write_text(PLAN_FIELDS_SPEC.split("workloads:")[0] + small)
+    planned = json.loads(run("plan", str(path), "--format", "json").stdout)
+    (sharing,) = [w["sharing"] for w in planned["workloads"] if w["name"] == "small"]
+    assert sharing == "mig 1g.10gb"
+    text, explained = run("plan", str(path)).stdout, run("plan", str(path), "--explain").stdout
+    assert "GPU sharing" in text and "small -> mig 1g.10gb: one replica and its load fit less than a whole GPU" in text
+    assert "  sharing: mig 1g.10gb: one replica" in explained
