@@ -52,6 +52,8 @@ from alicerce.plan.throughput import (
     dequantisation_factor,
     dequantised_over_active,
     first_stage_in_flight,
+    head_in_layers,
+    heaviest_stage,
     microbatch_group,
     precision_gain,
     tokens_per_gpu_step,
@@ -987,7 +989,10 @@ def test_fp8_leaves_the_moe_overhead_its_bf16_time() -> None:
       fp8 compute speed-up S = g (1 + a) / ((1 - e) + g (e + a + c)) = 1.524 (a 0.277, e 0.025, c 0.022, g 1.896)
       MoE factor bf16 1 / 1.876 = 0.5329, fp8 1 / (1 + 0.876 x 1.524) = 0.4282
       step speed-up S (1 + k r) / (1 + k r S) = 1.524 x 1.876 / 2.3357 = 1.224, inside 1.13-1.28; the product gave S
-      (at sizfix8's 9,500: 1.228)."""
+      (at sizfix8's 9,500: 1.228).
+    The pipeline balance differs between the two (review sizreview22 F2: the last stage's 16-bit head weighs more against
+    fp8 layers, less against their routing time; 61 layers at PP 8 run 8 a stage at most either way: bf16 (61 + 0.664)
+    / 8 / 8 = 0.9635, fp8 (61 + 0.841) / 8 / 8 = 0.9663), so the step's time composition is compared without it."""
     model = {**DEEPSEEK_V3, "vocabulary": 129280, "attention": {"kind": "mla", "kvLoraRank": 512, "ropeHeadDim": 64, "heads": 128}}
     w = workload(model=model, tokens="1T", sequenceLength=4096, globalBatchTokens=16777216, gpus=256, tensorParallel=1,
                  pipelineParallel=8, expertParallel=32, zeroStage=1, tensorParallelOverlap=True, precision="fp8",
@@ -1002,10 +1007,12 @@ def test_fp8_leaves_the_moe_overhead_its_bf16_time() -> None:
     s = f8["precision"] * f8["attention"] * f8["fp8 outside the GEMMs"] / f16["attention"]
     assert f16["mixture of experts"] == pytest.approx(1 / (1 + kr), rel=1e-12)
     assert f8["mixture of experts"] == pytest.approx(1 / (1 + kr * s), rel=1e-12)
-    # time composition: the overhead's time, (1 - factor) / MFU, is the same in both steps
-    assert (1 - f8["mixture of experts"]) / fp8.mfu == pytest.approx((1 - f16["mixture of experts"]) / bf16.mfu, rel=1e-9)
+    # time composition: the overhead's time, (1 - factor) / MFU, is the same in both steps (the pipeline's balance apart)
+    steady8, steady16 = fp8.mfu / f8["pipeline balance"], bf16.mfu / f16["pipeline balance"]
+    assert (1 - f8["mixture of experts"]) / steady8 == pytest.approx((1 - f16["mixture of experts"]) / steady16, rel=1e-9)
+    assert (f16["pipeline balance"], f8["pipeline balance"]) == pytest.approx((0.9635, 0.9663), abs=1e-4)
     speedup = fp8.mfu / bf16.mfu
-    assert speedup == pytest.approx(s * (1 + kr) / (1 + kr * s), rel=1e-9)
+    assert speedup == pytest.approx(s * (1 + kr) / (1 + kr * s) * f8["pipeline balance"] / f16["pipeline balance"], rel=1e-9)
     assert 4357 / 3848 <= speedup <= 4018 / 3139 < s
 
 
@@ -1117,7 +1124,10 @@ def test_a_declared_layout_shapes_memory_and_the_plan() -> None:
 def test_a_pipeline_pays_its_bubble() -> None:
     """Narayanan et al. 2021 Sec. 2.2.1: a 1F1B step of m microbatches over p stages idles p - 1 slots of m + p - 1. 7B
     on 64 H100, 4M tokens of 4,096-token sequences (1,024 sequences), PP 4: TP x PP = 4 x tp, dp = 64 / (4 tp), m =
-    1,024 / dp; the other factors as without a pipeline."""
+    1,024 / dp; the other factors as without a pipeline, but for the last stage's output head (review sizreview22 F2):
+    vocabulary 128,256 (the default) x 4,096 = 0.5253e9, a = 2 x 32 x 4,096 x 4,096 / 7e9 = 0.15339, h = 0.5253e9 x 32 /
+    ((7e9 - 1.0507e9) + 0.15339 x 7e9) = 16.811e9 / 7.0231e9 = 2.394 layers' time; the best split, k* = (32 - 3h) / 4 = 6.2: 6 layers + h =
+    8.39 on the last, ceil(26 / 3) = 9 the others: (32 + h) / 4 / 9 = 0.9554."""
     model = {"parameters": "7B", "layers": 32, "hiddenSize": 4096}
     base: dict[str, Any] = {"model": model, "tokens": "1T", "gpus": 64, "globalBatchTokens": 4096 * 1024, "sequenceLength": 4096}
     flat = plan_training(workload(**base), on("H100-SXM5-80GB"), SIZING, [])
@@ -1128,7 +1138,8 @@ def test_a_pipeline_pays_its_bubble() -> None:
     assert factors["pipeline bubble"] == pytest.approx(m / (m + 3), rel=1e-12)
     assert "pipeline bubble" not in _factors(flat)
     assert piped.tensor_parallel == flat.tensor_parallel and piped.mfu is not None and flat.mfu is not None
-    assert piped.mfu == pytest.approx(flat.mfu * m / (m + 3), rel=1e-12)
+    assert factors["pipeline balance"] == pytest.approx(0.9554, abs=1e-4)
+    assert piped.mfu == pytest.approx(flat.mfu * m / (m + 3) * factors["pipeline balance"], rel=1e-12)
     assert not [i for i in piped.issues if i.check == "PL330"]
     # too few microbatches for the stages: the plan says so (PL330): 4 sequences over GPUs / (TP x 8) ranks
     small = plan_training(workload(**{**base, "globalBatchTokens": 4096 * 4}, pipelineParallel=8), on("H100-SXM5-80GB"), SIZING, [])
@@ -2154,8 +2165,9 @@ def test_an_interleaved_run_is_sized_where_its_schedule_runs() -> None:
     23). At 16,000 GPUs (125 ranks, 2,048 / 125 = 16.384 microbatches) the bubble is 8 x 16.384 / (8 x 16.384 + 15) =
     131.072 / 146.072 = 0.8973, not 1F1B's 16.384 / 31.384 = 0.522; the MFU no longer saw-tooths with the count, so 105
     days are met at no more GPUs than 16,384, and 60 days stay out of reach (PL338). The memory does saw-tooth, as the
-    schedule does (review sizreview20 F4): the 14,976 GPUs that meet 105 days (117 ranks, 17.5 microbatches) hold
-    min(30 + 7 x 17.5 + 1, 8 x 2,048 / 117) / 128 = 1.094 sequences' activations in flight where 16,384 (16 microbatches: the 142
+    schedule does (review sizreview20 F4): the 15,104 GPUs that meet 105 days (118 ranks, 17.36 microbatches, in groups of
+    18; 14,976 before the last stage's output head cost 1.1%, (126 + 0.609) / 16 / 8 = 0.9891: review sizreview22 F2) hold
+    min(30 + 7 x 18 + 1, 8 x 2,048 / 118) / 128 = 1.085 sequences' activations in flight where 16,384 (16 microbatches: the 142
     warmup forwards exceed the step's 128, all run before a backward) hold 1, so they recompute more layers and pay
     1.2% more GPU-hours; without the recomputation and the all-reduces it adds, they pay no more."""
     model = {"parameters": "405B", "layers": 126, "hiddenSize": 16384}
@@ -2168,7 +2180,8 @@ def test_an_interleaved_run_is_sized_where_its_schedule_runs() -> None:
 
     assert _memory_free_mfu(met) >= _memory_free_mfu(full) / 1.000001
     [in_flight] = [f.value for f in met.figures if f.name == "first stage's in-flight activations"]
-    assert met.gpus == 14976 and in_flight == pytest.approx(8 * 2048 / 117 / 128, rel=1e-12)
+    assert met.gpus == 15104 and in_flight == pytest.approx(8 * 2048 / 118 / 128, rel=1e-12)
+    assert _factors(met)["pipeline balance"] == pytest.approx(0.9891, abs=1e-4)
     assert _recomputed(met) > _recomputed(full)
     out = plan_training(workload(**base, deadline="60d"), on("H100-SXM5-80GB"), SIZING, [])
     assert [i.check for i in out.issues if i.check in ("PL337", "PL338")] == ["PL338"]
@@ -2668,16 +2681,18 @@ def test_an_fp32_moe_weighs_its_overhead_as_bf16_does_and_says_why() -> None:
 
 @pytest.mark.parametrize(
     ("layers", "pipeline", "virtual", "balance"),
-    [(80, 6, 1, 82 / 6 / 14), (80, 4, 1, None), (126, 8, 1, None), (61, 8, 4, 63 / 8 / 8), (70, 12, 1, None), (81, 4, 1, 83 / 4 / 21)],
-)
+    [(80, 6, 1, 80 / 6 / 14), (80, 4, 1, None), (126, 8, 1, 126 / 8 / 16), (61, 8, 4, 61 / 8 / 8), (70, 12, 1, 70 / 12 / 6),
+     (81, 4, 1, 81 / 4 / 21)],
+)  # fmt: skip
 def test_the_heaviest_pipeline_stage_paces_the_pipeline(layers: int, pipeline: int, virtual: int, balance: float | None) -> None:
     """Review sizreview21 F2: AL375 admits stages of unequal whole layers, but the plan priced layers / PP a stage. The
-    heaviest stage paces every microbatch: (L / p) / ceil(L / p), L the layers or, where it balances better, the layers
-    + 2 (Megatron-Core's account_for_embedding/loss_in_pipeline_split count the embedding and the loss as a layer each):
-      80 at PP 6: 80 / 6 = 13.33 of 14 (0.952), 82 / 6 = 13.67 of 14 (0.976): 0.976
-      80 at PP 4, Llama 3.1 405B's 126 (+ 2 = 128) at PP 8, BLOOM's 70 (+ 2 = 72) at PP 12: balanced, no factor
-      DeepSeek-V3's 61 at PP 8 x VP 4 (32 chunks round-robin): 61 / 8 = 7.625 of 8, 63 / 8 = 7.875 of 8: 0.984
-      81 at PP 4: 20.25 of 21 (0.964), 83 / 4 = 20.75 of 21 (0.988): 0.988."""
+    heaviest stage paces every microbatch: the best split of whole layers, the last stage k of them (and the head, none
+    here: no vocabulary), the others ceil((L - k) / (p - 1)), against L / p. Re-derived for review sizreview22 F2, which
+    found the + 2 layers of account_for_embedding/loss credited as work (80 at PP 6 read 82 / 6 / 14 = 0.976):
+      80 at PP 6: 14, 14, 13, 13, 13, 13 -> 13.33 / 14 = 0.9524; 80 at PP 4: 20 each, no factor
+      126 at PP 8: 16 x 6 + 15 + 15 (k* = 15.75) -> 15.75 / 16 = 0.9844 (it read 128 / 8 = 16: balanced)
+      61 at PP 8 x VP 4 (chunks round-robin): 8 a stage at most -> 7.625 / 8 = 0.9531; 70 at PP 12: 6 -> 5.833 / 6 =
+      0.9722; 81 at PP 4: 21 -> 20.25 / 21 = 0.9643."""
     job = TrainingJob("hopper", 70e9, layers, 8192, 8192, 96, 8_388_608, "bf16", pipeline_parallel=pipeline, virtual_stages=virtual)
     factor = next((f for f in training_factors(job, SIZING) if f.name == "pipeline balance"), None)
     if balance is None:
@@ -2685,4 +2700,31 @@ def test_the_heaviest_pipeline_stage_paces_the_pipeline(layers: int, pipeline: i
     else:
         assert factor is not None
         assert factor.value == pytest.approx(balance, rel=1e-12)
-        assert factor.value == pytest.approx({80: 0.9762, 61: 0.9844, 81: 0.9881}[layers], abs=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("parameters", "layers", "hidden", "pipeline", "head", "balance"),
+    [(70.6e9, 80, 8192, 4, 1.0608, 0.9650), (70.6e9, 80, 8192, 6, 1.0608, 0.9650), (405e9, 126, 16384, 8, 0.6092, 0.9891)],
+)
+def test_the_last_pipeline_stage_also_runs_the_output_head(  # noqa: PLR0917 - one row of the table above
+    parameters: float, layers: int, hidden: int, pipeline: int, head: float, balance: float
+) -> None:
+    """Review sizreview22 F2: the balance was 1 wherever the layers divide the stages, though Megatron-Core runs the output
+    layer and the loss on the last stage. By hand (bf16, 8,192-token sequences, vocabulary 128,256; the head's time in
+    layers' time, h = V x hidden x L / ((N - 2 V hidden) + a N), a = 12 / 6 x L x s x hidden / N, the embedding lookup ~0):
+      70.6B, 80 x 8,192: a = 0.15209, h = 84.05e9 / (68.499e9 + 10.738e9) = 1.0608. PP 4: the best split puts 19 layers
+      + h = 20.06 on the last stage and 21, 20, 20 on the others (k* = (80 - 3h) / 4 = 19.2; at 20 the last runs 21.06):
+      (80 + h) / 4 / 21 = 20.265 / 21 = 0.9650 (the default even split, 20 + h: 0.9622, the review's 0.962); PP 6: 12 +
+      h on the last, ceil(68 / 5) = 14 the others: 13.51 / 14 = 0.9650.
+      405B, 126 x 16,384: a = 0.08351, h = 264.8e9 / (400.80e9 + 33.82e9) = 0.6092; PP 8: 15 + h on the last, ceil(111 /
+      7) = 16 the others: (126 + h) / 8 / 16 = 0.9891 (the Llama 3.1 405B recipes' 126 + 2 split read 1)."""
+    job = TrainingJob("hopper", parameters, layers, hidden, 8192, 96, 8_388_608, "bf16", pipeline_parallel=pipeline, vocabulary=128256)
+    a = 12 / 6 * layers * 8192 * hidden / parameters
+    assert head_in_layers(job, a) == pytest.approx(head, abs=1e-4)
+    factor = next(f for f in training_factors(job, SIZING) if f.name == "pipeline balance")
+    assert factor.value == pytest.approx(balance, abs=1e-4)
+    assert factor.value == pytest.approx(
+        (layers + head_in_layers(job, a)) / pipeline / heaviest_stage(layers, pipeline, head_in_layers(job, a))[0]
+    )
+    # an fp8 run's 16-bit head weighs more against GEMMs the gain speeds up; a MoE's layers carry the routing time too
+    assert head_in_layers(job, a, gain=1.9) > head > head_in_layers(job, a, moe=0.6)
