@@ -491,7 +491,7 @@ def precision_gain(job: TrainingJob, sizing: Sizing) -> Factor:
     if job.precision in ("fp8", "fp4") and not job.fp8_supported:
         return Factor("precision", 1.0, "computed", f"{job.precision} has no tensor cores on this GPU: runs as bf16")
     if job.precision == "fp8" or (job.precision == "fp4" and not job.fp4_supported):
-        # fp4 below Blackwell has no NVFP4 recipe to run (Transformer Engine asserts SM100; validate's AL387 refuses it
+        # fp4 below Blackwell has no NVFP4 recipe to run (Transformer Engine asserts SM100; validate's AL388 refuses it
         # where the GPU is declared): priced as the fp8 it falls back to, by the same stack rule, not at Transformer
         # Engine's gain whatever the stack (review sizreview22 N1: 16% above declaring fp8)
         fallback = " (fp4 needs Blackwell: priced as fp8)" if job.precision == "fp4" else ""

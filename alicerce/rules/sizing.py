@@ -375,7 +375,7 @@ def fp8_recipe_read(ctx: RuleContext) -> Iterable[Finding]:
                           "remove one of mfu and fp8Recipe", key=True, resource=w.name)  # fmt: skip
 
 
-@rules.rule("AL387", "training-precision-runs", "A training precision is one a training stack runs on the workload's GPU.")
+@rules.rule("AL388", "training-precision-runs", "A training precision is one a training stack runs on the workload's GPU.")
 def training_precision_runs(ctx: RuleContext) -> Iterable[Finding]:
     """int8 is no training recipe (Transformer Engine's are fp8 and, on Blackwell, NVFP4 and MXFP8; int8 is a serving
     and optimizer-state format), and NVFP4 training needs Blackwell: Transformer Engine asserts compute capability 10.0

@@ -1938,7 +1938,7 @@ def test_fp4_below_blackwell_is_priced_as_the_fp8_it_falls_back_to() -> None:
     whatever the stack, where `fp8` with no recipe takes sqrt(1.896 x 1.175) = 1.4926: Mixtral on 256 H100 planned MFU
     0.5257 at fp4 against 0.4535 at fp8, 16% faster for a precision the GPU cannot train in (Transformer Engine asserts
     SM100 for NVFP4, NVIDIA/TransformerEngine docs/features/low_precision_training/nvfp4). Now the fp8 rule prices it;
-    validate's AL387 refuses it where the GPU is declared."""
+    validate's AL388 refuses it where the GPU is declared."""
     te, generic = SIZING.training.fp8Gain.transformer_engine.value, SIZING.training.fp8Gain.generic.value
     hopper = TrainingJob("hopper", 8e9, 32, 4096, 4096, 8, 4e6, "fp4", fp4_supported=False)
     assert precision_gain(hopper, SIZING).value == pytest.approx(math.sqrt(te * generic)) == pytest.approx(1.4926, abs=1e-4)
