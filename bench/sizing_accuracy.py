@@ -387,7 +387,11 @@ def formula_terms(sizing: Sizing) -> dict[str, str]:
         " x speed-up x 6 / f)",
         "recomputation": f"1 / (1 + share x 6 x (1 / {t.fullRecompute.value} - 1) / f)",
         "pipeline bubble": "v x m / (v x m + p - 1)",
-        "pipeline balance": "max(layers / p / ceil(layers / p), (layers + 2) / p / ceil((layers + 2) / p))",
+        "h": "mixture of experts x vocabulary x hidden x layers / (max(active parameters - 2 x vocabulary x hidden, active"
+        " parameters / 2) / gain + a x active parameters)",
+        "k": "max(0, (layers - (p - 1) x h) / p)",
+        "pipeline balance": "(layers + h) / p / min(max(ceil((layers - floor(k)) / (p - 1)), floor(k) + h), max(ceil((layers -"
+        " ceil(k)) / (p - 1)), ceil(k) + h))",
     }
 
 
@@ -414,9 +418,11 @@ keeps its bf16 length while fp8 shortens the whole compute by `speed-up = {x["sp
 4-byte tokens and TF32 expert GEMMs slow the overhead with the compute, and a LoRA job runs f / 6 of the full run's
 compute beside the same dispatches); recomputing a share of the layers costs
 `{x["recomputation"]}` (full recomputation: 8N instead of 6N); QLoRA pays for dequantising its 4-bit base before every
-GEMM (`QLoRA dequantisation = 1 / (1 + passes x {qlora_bytes} B a weight x peak x efficiency / (HBM x f x tokens a
+GEMM (`QLoRA dequantisation = 1 / (1 + passes x {qlora_bytes} B a weight x peak x efficiency x held / (HBM x f x tokens a
 micro-batch))`, about 8-12% at 4,096-token sequences on an H100; litgpt's published LoRA vs NF4 times on Llama 2 7B at
-micro-batch 1 differ by 1.56x); a pool without RDMA caps throughput by its link (`network`). Tensor parallelism is physics
+micro-batch 1 differ by 1.56x; `held` is 1 for a dense model, and a mixture of experts dequantises every expert it holds
+that a token reaches, `held = (shared + routed x TP / (EP x expert TP)) / active parameters`); a pool without RDMA
+caps throughput by its link (`network`). Tensor parallelism is physics
 too: Megatron's 2 all-reduces a layer forward and 2 backward (plus 2 per recomputed layer) of `hidden x 2 B` a token,
 `2 (t - 1) / t` of it per GPU, over the GPU's NVLink or PCIe bandwidth a direction at NCCL's bus-bandwidth share
 ({t.tpLinkEfficiency.value}, nccl-tests issue 212), against the token's compute time: `1 / (1 + link seconds / compute
@@ -424,8 +430,11 @@ seconds)`, nothing where the stack overlaps them (`tensorParallelOverlap`, set o
 Megatron-Bridge and NVIDIA's MLPerf GPT-3 and Llama 3.1 405B recipes). A declared pipeline idles its fill and drain:
 `pipeline bubble = {x["pipeline bubble"]}` (p stages, m microbatches of one sequence a data-parallel rank, v virtual
 stages of the interleaved schedule), and its heaviest stage paces it: `pipeline balance = {x["pipeline balance"]}` (whole
-layers a stage; the embedding and the loss counted as a layer each where that balances better, as Megatron-Core's
-account_for_embedding/loss_in_pipeline_split do; 1 where they divide evenly). The planner picks the tensor-parallel
+layers a stage, the last one also running the output head, `h = {x["h"]}` layers' time: its 16-bit GEMM against a
+layer's GEMMs, sped up by an fp8 `gain`, and attention, and a MoE's layers' routing time (the MoE factor, 1 for a
+dense model); the embedding lookup and the loss cost ~0; the best split of
+whole layers, the last stage `k = {x["k"]}` of them rounded either way and the head, as Megatron-Core's
+pipeline_model_parallel_layout can place them; its default even split is no better). The planner picks the tensor-parallel
 degree and the recomputed layers a run would: of the degrees that fit memory (each with the fewest recomputed layers it
 needs), the one with the shortest step; the fit sees the same layouts. Production runs keep {t.goodput.value:.0%}
 goodput (read from the Llama 3.1 405B card's GPU-hours against the model's steady state for that run, so it is `fit`,

@@ -108,3 +108,15 @@ def test_the_readme_cost_figures_are_what_plan_prints() -> None:
         f"Prod costs ${plan.monthly_cost_usd:,.0f} a month in all",
     )  # fmt: skip
     assert [q for q in quoted if q not in text] == []
+
+
+def test_the_readme_names_the_plan_check_ids_there_are() -> None:
+    """Review sizreview22 N2: the README said plan ids are PL300-PL330 and PL340-PL342 where `plan --checks` listed
+    PL300-PL347. The range it names is the registry's, and the registry has no gap inside it."""
+    from alicerce.plan.findings import CHECKS
+
+    ids = sorted(int(c[2:]) for c in CHECKS)
+    assert ids == list(range(ids[0], ids[-1] + 1)), "a gap in the plan check ids: name the ranges in the README"
+    text = " ".join((ROOT / "README.md").read_text("utf-8").split())
+    (named,) = re.findall(r"Plan findings carry ids (`PL\d+`-`PL\d+`)", text)
+    assert named == f"`PL{ids[0]}`-`PL{ids[-1]}`"

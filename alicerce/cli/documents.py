@@ -198,6 +198,8 @@ class PlanFinding(Document):
     severity: Literal["error", "warning", "info"]
     subject: str
     message: str
+    path: str | None = Field(description="The spec field the finding is about, where it is one declared field (workloads[0].gpus).")
+    location: str | None = Field(description="Where that field is written, file:line:column; null when the finding names no field.")
 
 
 class Rental(Document):

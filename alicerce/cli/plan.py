@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -12,8 +13,10 @@ from alicerce.cli.errors import UsageError, user_errors
 from alicerce.cli.output import Format, FormatOption, JsonAlias, camel_keys, console, print_json, wants_json
 
 if TYPE_CHECKING:
+    from alicerce.plan.findings import PlanFinding
+    from alicerce.plan.platform import SizingPlan
     from alicerce.resolve.model import ResolvedPlatform
-    from alicerce.spec.loader import Document
+    from alicerce.spec.loader import Document, Pos
 
 EPILOG = """\b
 Examples:
@@ -60,7 +63,7 @@ def plan(
         return
     from alicerce.plan.findings import Severity
     from alicerce.plan.platform import plan_platform
-    from alicerce.rules.validate import validated
+    from alicerce.rules.validate import validated, validated_environment
 
     document = load(spec)
     environments = document.data.get("environments") or {}
@@ -73,8 +76,9 @@ def plan(
         from alicerce.emit.files import ensure_folder
 
         ensure_folder(plot, plot)  # before the work: a file, or a folder under a file, is refused at once
-    platform = validated(document, env)
-    result = plan_platform(platform)
+    checked = validated_environment(document, env)
+    platform = checked.resolved
+    result = located_findings(plan_platform(platform), checked.pos)
     if plot is not None:
         from alicerce.emit.charts import write_charts
         from alicerce.emit.files import os_error
@@ -123,6 +127,20 @@ def _receiver_path(data: Any, env: str, receiver: str) -> tuple[str | int, ...]:
     return prefixes[-1]
 
 
+def located_findings(result: SizingPlan, pos: Pos) -> SizingPlan:
+    """The plan with each finding about one declared field located at it (file:line:col), as AL errors are: the
+    positions live with the checked spec, not the plan (review sizreview22 G4)."""
+    from alicerce.spec.loader import locate
+
+    def at(f: PlanFinding) -> PlanFinding:
+        if not f.path:
+            return f
+        span, _ = locate(pos, f.path)
+        return replace(f, location=f"{span.file}:{span.line}:{span.column}")
+
+    return replace(result, findings=tuple(at(f) for f in result.findings), waived=tuple(at(f) for f in result.waived))
+
+
 def located_alert_secrets(document: Document, platform: ResolvedPlatform) -> list[dict[str, Any]]:
     """The Secret keys the environment's Alertmanagers read (alicerce.plan.alerting), each with where the spec names it."""
     from alicerce.plan.alerting import alert_secrets
@@ -136,4 +154,4 @@ def located_alert_secrets(document: Document, platform: ResolvedPlatform) -> lis
     return out
 
 
-__all__ = ["located_alert_secrets", "plan", "register", "user_catalog"]
+__all__ = ["located_alert_secrets", "located_findings", "plan", "register", "user_catalog"]

@@ -147,11 +147,18 @@ def print_plan(console: Console, result: SizingPlan, *, explain: bool = False, t
         console.print("[bold]Placement[/bold]")
         for name, reason in placed.items():
             console.print(escape(f"  {name} -> {reason if explain else reason.split('. Also considered')[0]}"), highlight=False)
+    shared = [w for w in result.workloads if w.sharing]
+    if shared:
+        # the MIG / time-slicing recommendation reached only --format json (review sizreview22 N3)
+        console.print("[bold]GPU sharing[/bold]")
+        for w in shared:
+            console.print(escape(f"  {w.name} -> {_sharing_text(w.sharing)}"), highlight=False)
     if result.findings:
         console.print("[bold]Findings[/bold]")
         for f in result.findings:
             label = f.severity.label
-            console.print(f"  [{STYLES[label]}]{label}[/] {f.check} " + escape(f"{f.subject}: {f.message}"), highlight=False)
+            where = f" ({f.where()})" if f.path else ""  # a declared field's place, as AL errors print it
+            console.print(f"  [{STYLES[label]}]{label}[/] {f.check} " + escape(f"{f.subject}{where}: {f.message}"), highlight=False)
     if result.waived:
         console.print(f"[dim]{len(result.waived)} finding(s) waived: {', '.join(f'{f.check} {f.subject}' for f in result.waived)}[/dim]")
     if tco:
@@ -242,11 +249,20 @@ def _figure_line(figure: Figure) -> str:
     return escape(f"  {figure.name} = {_fmt(figure.value)} {figure.unit}   {figure.formula}" + (f"; {inputs}" if inputs else ""))
 
 
+def _sharing_text(sharing: str | None) -> str:
+    """What the plan's sharing recommendation means for the pool (sizing._sharing: a MIG profile whose memory and compute
+    slices hold the one replica and its load, else time-slicing)."""
+    return (f"{sharing}: one replica and its load fit less than a whole GPU; partition its pool's GPUs (nodePools[].sharing) "
+            "to run more work on them")  # fmt: skip
+
+
 def print_explain(console: Console, result: SizingPlan) -> None:
     for w in result.workloads:
         console.print(f"\n[bold]{w.name}[/bold] ({w.kind}, pool {w.pool or '-'})")
         if w.name in result.placements:
             console.print(escape(f"  placement: {result.placements[w.name]}"), highlight=False)
+        if w.sharing:
+            console.print(escape(f"  sharing: {_sharing_text(w.sharing)}"), highlight=False)
         for figure in w.figures:
             console.print(_figure_line(figure), highlight=False)
             for f in figure.factors:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
+from alicerce.spec.errors import format_path
 from alicerce.spec.models import PlatformSpec
 
 PLAN_CHECK_ID = re.compile(r"^PL3[0-9]{2}$")
@@ -121,7 +122,14 @@ CHECKS: dict[str, PlanCheck] = {
         PlanCheck(
             "PL345", "budget-holds-serving", _W, "A budget that stops admitting belongs to a team that serves no inference workload.", True
         ),
-        PlanCheck("PL346", "stale-price", _W, "The prices own-vs-rent weighs are current and read within six months of each other.", True),
+        PlanCheck(
+            "PL346",
+            "stale-price",
+            _W,
+            "The catalog prices a rented pool is costed at and own-vs-rent weighs are current, "
+            "and own-vs-rent's are read within six months of each other.",
+            True,
+        ),
         PlanCheck("PL347", "audit-on-hosts", _W, "An on-prem audit trail held on the hosts alone can keep its declared retention.", True),
     )
 }
@@ -134,6 +142,11 @@ class PlanFinding:
     check: str
     subject: str
     message: str
+    # the spec field the finding is about, where it is one declared field (a pinned gpus, a tensorParallel), and where it is
+    # written (file:line:col): errors found after schema validation point back to YAML as AL errors do (CONVENTIONS.md
+    # "Spec and errors"; review sizreview22 G4). The plan fills the path; the CLI, which holds the positions, the place
+    path: tuple[str | int, ...] = ()
+    location: str | None = None
 
     @property
     def severity(self) -> Severity:
@@ -142,8 +155,16 @@ class PlanFinding:
     def sort_key(self) -> tuple[int, str, str, str]:
         return (-self.severity, self.check, self.subject, self.message)
 
-    def to_json(self) -> dict[str, str]:
-        return {"id": self.check, "severity": self.severity.label, "subject": self.subject, "message": self.message}
+    def where(self) -> str:
+        """``workloads[0].gpus at p.yaml:40:5`` (what the text report prints beside the subject), or nothing."""
+        if not self.path:
+            return ""
+        dotted = format_path(self.path)
+        return f"{dotted} at {self.location}" if self.location else dotted
+
+    def to_json(self) -> dict[str, str | None]:
+        return {"id": self.check, "severity": self.severity.label, "subject": self.subject, "message": self.message,
+                "path": format_path(self.path) if self.path else None, "location": self.location}  # fmt: skip
 
 
 def apply_waivers(

@@ -327,6 +327,7 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
     for pool_name, price in prices.items():
         for issue in price.issues if price else ():
             findings.append(PlanFinding(issue.check, pool_name, issue.message))
+        findings += _stale_pool_price(price, today or _today(), catalog)
     # on-prem pools at full utilisation, only to know the power a busy GPU-hour adds (placement's marginal cost)
     staff = staff_shares(platform)
     owned_full = {
@@ -368,7 +369,7 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
     plans: list[WorkloadPlan] = []
     choices: dict[str, Choice] = {}
     pools_by_name = {p.name: p for p in platform.pools}
-    for w in platform.spec.workloads:
+    for index, w in enumerate(platform.spec.workloads):
         choice = choose(w, platform, catalog, committed, lambda g: _candidates(platform, g), marginal)
         choices[w.name] = choice
         plan = choice.plan
@@ -384,7 +385,8 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
                 PlanFinding("PL314", w.name, f"pool {pool.name if pool else w.pool} misses its needs; {choice.better.describe()}")
             )
         findings.extend(_dataset_findings(w, pool, platform))
-        findings.extend(PlanFinding(i.check, w.name, i.message) for i in plan.issues)
+        # a finding about one declared field names it, for the CLI to locate (review sizreview22 G4)
+        findings.extend(PlanFinding(i.check, w.name, i.message, ("workloads", index, i.field) if i.field else ()) for i in plan.issues)
         if pool is not None and pool.gpu is not None and plan.min_gpus is not None and plan.min_gpus > pool.max_gpus:
             findings.append(PlanFinding("PL303", w.name, f"does not fit on pool {pool.name}: needs at least {plan.min_gpus} "
                                         f"{plan.accelerator} GPUs, the pool has {pool.max_gpus} at max size"))  # fmt: skip
@@ -1149,6 +1151,21 @@ def _stale_prices(pool: str, options: tuple[RentalOption, ...], today: datetime.
                                    "days apart, where list prices move (p5 on-demand fell 44% in 2025): re-read the older and "
                                    "update the catalog, or waive PL346 once checked"))  # fmt: skip
     return out
+
+
+def _stale_pool_price(price: NodePrice | None, today: datetime.date, catalog: Catalog) -> list[PlanFinding]:
+    """PL346 for a rented pool costed at a catalog price past the date its source says it is updated (a Capacity Block
+    pool: its month, its runs' blocks, its team's showback and the run-cost KPI all rest on it), once a pool, with the
+    date and the file:line the price is kept at, as own-vs-rent's (review sizreview22 G5: the reference's owned pool got
+    two warnings for the very price a Capacity Block pool was costed at silently)."""
+    if price is None or price.usd_per_hour is None or price.review_by is None or today <= price.review_by:
+        return []
+    note = catalog.prices.capacityBlocks.reviewNote if price.capacity_type == "capacity-block" else None
+    return [PlanFinding("PL346", price.pool, f"the pool is costed at the {price.capacity_type} price of {price.instance} read "
+                        f"{price.as_of} ({price.where}), past the {price.review_by} its source says it is updated"
+                        + (f": {note}" if note else "")
+                        + f"; re-read it and update the catalog, declare costs.cloud[{price.pool}].usdPerHour, or waive "
+                        "PL346 once checked")]  # fmt: skip
 
 
 def _beyond_reservation(plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePrice, hours_month: float) -> float:

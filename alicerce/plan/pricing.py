@@ -40,6 +40,12 @@ class NodePrice:
     gpus_per_node: int = 1
     block_steps: tuple[tuple[int, int], ...] = ()  # Capacity Blocks: (up to hours, step hours) of the durations sold
     block_source: str = ""  # Capacity Blocks: where the durations sold come from
+    # a catalog price whose source names the date it is next updated (Capacity Blocks): when it was read, that date and
+    # where the catalog keeps it (file:line), so plan can say when the pool's month rests on a stale price (PL346;
+    # review sizreview22 G5)
+    as_of: datetime.date | None = None
+    review_by: datetime.date | None = None
+    where: str = ""
 
     @property
     def usd_per_gpu_hour(self) -> float | None:
@@ -104,6 +110,10 @@ def node_price(pool: ResolvedPool, catalog: Catalog, costs: Costs) -> NodePrice 
     prices = catalog.prices
     issues: list[Issue] = []
     reserved = 0
+    # a catalog price with an update date (Capacity Blocks): when it was read, that date, where the catalog keeps it
+    as_of: datetime.date | None = None
+    review_by: datetime.date | None = None
+    where = ""
     if spec is not None and spec.usd_per_hour is not None:
         price: float | None = spec.usd_per_hour
         factors: tuple[Factor, ...] = (Factor("negotiated price per node-hour", spec.usd_per_hour, "spec"),)
@@ -132,6 +142,8 @@ def node_price(pool: ResolvedPool, catalog: Catalog, costs: Costs) -> NodePrice 
                 price = block.usdPerHour
                 factors = (Factor(f"Capacity Block {instance.type}", block.usdPerHour,
                                   f"{prices.capacityBlocks.source.url} ({prices.capacityBlocks.asOf})"),)  # fmt: skip
+                as_of, review_by = prices.capacityBlocks.asOf, prices.capacityBlocks.reviewBy
+                where = catalog_line("prices.yaml", "capacityBlocks:", f"{instance.type}:")
     # a reservation bills its instances used or not, at the on-demand price or at a negotiated one alike (a negotiated
     # price once skipped this and left the pool free: review sizreview2 D8)
     if kind == "capacity-reservation" and price is not None:
@@ -155,7 +167,8 @@ def node_price(pool: ResolvedPool, catalog: Catalog, costs: Costs) -> NodePrice 
     # the durations AWS sells hold whatever the price (catalog or negotiated)
     steps = tuple((s.upToHours, s.stepHours) for s in prices.capacityBlocks.durationSteps) if kind == "capacity-block" else ()
     source = prices.capacityBlocks.durationSource.url if steps else ""
-    return NodePrice(pool.name, instance.type, region, kind, price, factors, reserved, tuple(issues), instance.gpus or 1, steps, source)
+    return NodePrice(pool.name, instance.type, region, kind, price, factors, reserved, tuple(issues), instance.gpus or 1, steps, source,
+                     as_of, review_by, where)  # fmt: skip
 
 
 def block_hours(steps: tuple[tuple[int, int], ...], run_hours: float) -> float:

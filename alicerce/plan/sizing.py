@@ -29,7 +29,15 @@ from alicerce.plan.roofline import (
     step_seconds,
     token_interval_seconds,
 )
-from alicerce.plan.throughput import TrainingJob, batch_sequences, first_stage_in_flight, microbatch_group, moe_routing_ratio, training_mfu
+from alicerce.plan.throughput import (
+    ExpertWeights,
+    TrainingJob,
+    batch_sequences,
+    first_stage_in_flight,
+    microbatch_group,
+    moe_routing_ratio,
+    training_mfu,
+)
 from alicerce.spec.heads import legal_degrees
 from alicerce.spec.models import LatentAttention, SlidingWindowAttention, Traffic, Workload
 from alicerce.spec.models.workloads import DEFAULT_SEQUENCE
@@ -54,6 +62,7 @@ class Issue:
 
     check: str
     message: str
+    field: str | None = None  # the workload's field it is about, where one declared field is (the plan locates it: PL322)
 
 
 @dataclass(frozen=True)
@@ -445,6 +454,16 @@ def shared_parameters(w: Workload) -> float:
     return max(0.0, active - experts.per_token * per_expert)
 
 
+def expert_weights(w: Workload) -> ExpertWeights | None:
+    """A MoE's weights beside its active ones, as the throughput model reads them (QLoRA dequantises every expert a GPU
+    holds: review sizreview22 F3); None for a dense model or experts not declared."""
+    assert w.model is not None
+    experts = w.model.experts
+    if w.model.architecture != "moe" or experts is None:
+        return None
+    return ExpertWeights(float(w.model.parameters), shared_parameters(w), experts.total, w.expert_parallel, declared_expert_tp(w))
+
+
 def reduces_in_fp32(w: Workload) -> bool:
     """Whether the run's data-parallel gradients cross the network in fp32. Stages 0-1 accumulate them in fp32 and
     reduce them so (Megatron-LM forces accumulate_allreduce_grads_in_fp32 for bf16 unless --grad-reduce-in-bf16,
@@ -738,6 +757,7 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
         dequant_bytes_per_weight=dequant[0],
         hbm_bytes_per_second=dequant[1] or streaming_bandwidth(gpu, sizing),
         vocabulary=vocabulary_of(w, sizing),
+        expert_weights=expert_weights(w),
     )
     job = training_layout(job, mem, place.gpus_per_node, usable_memory(gpu, sizing), sizing)
     tp, fraction = job.tensor_parallel, job.recompute_fraction
@@ -1104,7 +1124,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # a declared degree the node does not hold whole groups of: its all-reduces would cross the fabric (node_degrees)
         issues.append(Issue("PL322", f"tensorParallel {declared_tp} puts a tensor-parallel group on {declared_tp} GPUs of one node, but "
                             f"{place.pool or 'its'} nodes have {place.gpus_per_node} x {gpu.id}: use a degree that divides "
-                            f"{place.gpus_per_node}"))  # fmt: skip
+                            f"{place.gpus_per_node}", "tensorParallel"))  # fmt: skip
         return _empty(w, place, figures, notes, {}, issues)
     expert_tp = declared_expert_tp(w)
     if expert_tp is not None and not node_degrees(place.gpus_per_node, (expert_tp,)):
@@ -1113,12 +1133,12 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # does not hold whole groups of runs the expert GEMMs' collectives over the fabric (review sizreview21 N1)
         issues.append(Issue("PL322", f"expertTensorParallel {expert_tp} puts an expert tensor-parallel group on {expert_tp} GPUs "
                             f"of one node, but {place.pool or 'its'} nodes have {place.gpus_per_node} x {gpu.id}: use a "
-                            f"degree that divides {place.gpus_per_node}"))  # fmt: skip
+                            f"degree that divides {place.gpus_per_node}", "expertTensorParallel"))  # fmt: skip
         return _empty(w, place, figures, notes, {}, issues)
     if declared_tp is not None and w.gpus is not None and w.gpus % (declared_tp * context * pipeline):
         issues.append(Issue("PL303", f"tensorParallel {declared_tp} x contextParallel {context} x pipelineParallel {pipeline} does "
                             f"not divide the pinned {w.gpus} GPUs: each data-parallel replica spans whole groups of "
-                            f"{declared_tp * context * pipeline}"))  # fmt: skip
+                            f"{declared_tp * context * pipeline}", "gpus"))  # fmt: skip
         return _empty(w, place, figures, notes, {}, issues)
     # each degree's fewest GPUs that hold the job: the smallest layout, and the expert grids the search steps in below
     held_from = fewest_by_degree(mem, gpu, sizing, place.gpus_per_node, pipeline=pipeline, zero_stage=zero, context=context)
@@ -1174,7 +1194,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     if w.gpus is not None:
         if w.gpus < min_gpus:
             # too few to start: no plan of it, as for a count no layout divides below
-            issues.append(Issue("PL303", f"the pinned {w.gpus} GPUs cannot hold the job; at least {min_gpus} {gpu.id} are needed"))
+            issues.append(Issue("PL303", f"the pinned {w.gpus} GPUs cannot hold the job; at least {min_gpus} {gpu.id} are needed", "gpus"))
             return _empty(w, place, figures, notes, fits, issues)
         run = _training_run(w, place, sizing, mem, w.gpus, tp, flops_per, active)
     else:
@@ -1317,6 +1337,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                                   {"deadline days": deadline / DAY}))  # fmt: skip
     gpus, tp = run.gpus, run.tp
     ranks = max(1, gpus // (tp * context * pipeline))
+    pinned = "gpus" if w.gpus is not None else None  # a count plan chose is no field of the spec
     if gpus % mem.expert_grid(tp, pipeline):
         # Megatron-Core refuses a world size its expert grid does not divide (a 7B MoE at EP 8 pinned at 12 GPUs was
         # planned at TP 1: review sizreview13 F9)
@@ -1333,7 +1354,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             why = (f"the expert grid (EP {mem.expert_parallel} x {_etp_label(mem, d)} x PP {pipeline}) divides {gpus} GPUs but keeps "
                    f"{kept / GIB:.1f} GiB a GPU of the {usable_memory(gpu, sizing) / GIB:.0f} a {gpu.id} gives, and no wider "
                    "degree's grid divides them")  # fmt: skip
-        issues.append(Issue("PL303", f"{why}; use a multiple of {granule} GPUs, at least {_ceil_to(min_gpus, granule)}"))
+        issues.append(Issue("PL303", f"{why}; use a multiple of {granule} GPUs, at least {_ceil_to(min_gpus, granule)}", pinned))
         return _empty(w, place, figures, notes, fits, issues)
     stack_sequences = batch_sequences(float(w.global_batch_tokens or sizing.defaultGlobalBatchTokens.value),
                                       w.sequence_length or DEFAULT_SEQUENCE)  # fmt: skip
@@ -1361,7 +1382,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         issues.append(Issue("PL303", f"{gpus} GPUs leave {fewest} data-parallel ranks at TP {widest_grid}, the widest degree whose "
                             f"expert grid (EP {mem.expert_parallel} x {etp} x PP {pipeline}) divides them, for the global batch's "
                             f"{stack_sequences:,.0f} sequences: Megatron's batch calculator refuses a rank less than one "
-                            f"sequence; {hint}"))  # fmt: skip
+                            f"sequence; {hint}", "gpus"))  # fmt: skip
         return _empty(w, place, figures, notes, fits, issues)
     if not holds(run):
         # no degree that divides the count holds the job (a pinned count no fitting layout divides): a run that cannot
@@ -1369,7 +1390,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         hint = _fitting_counts(mem, min_gpus, min_tp, granule, node=place.gpus_per_node, pipeline=pipeline)
         issues.append(Issue("PL303", f"no tensor-parallel degree that divides {gpus} GPUs (x CP {context} x PP {pipeline}) holds the "
                             f"job: TP {tp} keeps {held(run) / GIB:.1f} GiB a GPU of the {usable_memory(gpu, sizing) / GIB:.0f} a "
-                            f"{gpu.id} gives; {hint}"))  # fmt: skip
+                            f"{gpu.id} gives; {hint}", pinned))  # fmt: skip
         return _empty(w, place, figures, notes, fits, issues)
     gpu_seconds = seconds(run)
     gpu_hours = gpu_seconds / 3600
@@ -1412,7 +1433,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         issues.append(Issue("PL339", f"misses the {deadline_text(deadline / DAY)} deadline at the pinned {gpus} GPUs "
                             f"({late_days(wall_days, deadline / DAY)} days): at this layout's pace it needs at least {floor:,} "
                             "GPUs (more where MFU falls with the count); remove gpus to let plan size the run for its "
-                            "deadline, or extend the deadline"))  # fmt: skip
+                            "deadline, or extend the deadline", "gpus"))  # fmt: skip
     figures.append(Figure("wall-clock", wall_days, "days", "GPU-seconds / GPUs / availability / 86400", {"gpus": gpus}))
     if run.recompute_fraction >= 1:
         notes.append(f"activations need full recomputation at {gpus} GPUs (x{sizing.training.fullRecompute.value:g} throughput)")
@@ -1789,7 +1810,7 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
     if w.tensor_parallel is not None and w.tensor_parallel > place.gpus_per_node:
         tp = w.tensor_parallel
         issue = Issue("PL322", f"tensorParallel {tp} puts one replica on {tp} GPUs of one node, but {place.pool or 'its'} "
-                      f"nodes have {place.gpus_per_node} x {gpu.id}: tensor parallelism stays within a node")  # fmt: skip
+                      f"nodes have {place.gpus_per_node} x {gpu.id}: tensor parallelism stays within a node", "tensorParallel")  # fmt: skip
         return _empty(w, place, figures, notes, fits, [issue])
     if layout is None:
         # the degrees the heads rule out are no replica either: said, so the user does not look for a bigger node

@@ -375,6 +375,32 @@ def fp8_recipe_read(ctx: RuleContext) -> Iterable[Finding]:
                           "remove one of mfu and fp8Recipe", key=True, resource=w.name)  # fmt: skip
 
 
+@rules.rule("AL388", "training-precision-runs", "A training precision is one a training stack runs on the workload's GPU.")
+def training_precision_runs(ctx: RuleContext) -> Iterable[Finding]:
+    """int8 is no training recipe (Transformer Engine's are fp8 and, on Blackwell, NVFP4 and MXFP8; int8 is a serving
+    and optimizer-state format), and NVFP4 training needs Blackwell: Transformer Engine asserts compute capability 10.0
+    or later (NVIDIA/TransformerEngine docs/features/low_precision_training/nvfp4 examples: "NVFP4 requires SM100
+    (Blackwell) or later"). The plan priced int8 as bf16 and fp4 on Hopper as fp8 at Transformer Engine's gain, both
+    silently (review sizreview22 N1). The GPU is the pinned accelerator's, else the declared pool's; a GPU the placement
+    picks is the plan's (it prices fp4 there as fp8)."""
+    pools = {p.name: p for p in ctx.resolved.pools}
+    for i, w in enumerate(ctx.spec.workloads):
+        if w.kind not in SCHEDULED or w.precision not in ("int8", "fp4"):
+            continue
+        path = S.workloads[i].precision
+        if w.precision == "int8":
+            yield Finding(path, "int8 is no training precision: no training stack runs its GEMMs in int8 (Transformer Engine's "
+                          "recipes are fp8, and NVFP4 / MXFP8 on Blackwell)", "set bf16, or fp8 on a GPU with fp8 tensor cores",
+                          w.precision, resource=w.name)  # fmt: skip
+            continue
+        pool = pools.get(w.pool or "")
+        gpu = ctx.catalog.gpu(w.accelerator) if w.accelerator else (pool.gpu if pool is not None else None)
+        if gpu is not None and gpu.tflops.fp4 is None:
+            yield Finding(path, f"fp4 training needs Blackwell: Transformer Engine refuses NVFP4 below SM100, and {gpu.id} has "
+                          "no fp4 tensor cores", "set fp8, or run on a Blackwell pool",
+                          w.precision, resource=w.name)  # fmt: skip
+
+
 @rules.rule("AL382", "dataset-bytes-read", "A dataset's stored bytes are given once, on a workload that reads them.")
 def dataset_bytes_read(ctx: RuleContext) -> Iterable[Finding]:
     """Training reads its dataset at tokens/s x bytes per token, where bytesPerSample counts as bytes per token x sequence

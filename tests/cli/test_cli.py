@@ -186,3 +186,119 @@ def test_no_command_echoes_an_escape_code_it_was_given(
     for text in (out.out, out.err):
         assert "\x1b" not in text and "\x07" not in text, text
     assert "\\x1b[2J" in out.out + out.err
+
+
+# Mixtral 8x7B's shape, the model of each workload below
+LAYOUT_MOE = (
+    "{parameters: 46.7B, activeParameters: 12.9B, architecture: moe, layers: 32, hiddenSize: 4096, experts: {total: 8, perToken: 2}}"
+)
+PLAN_FIELDS_SPEC = """\
+apiVersion: alicerce.dev/v1
+kind: Platform
+metadata: {name: g4, owner: a@example.com, costCenter: CC-0000}
+environments:
+  prod:
+    tier: production
+    sites:
+      - {name: aws, provider: aws, account: "123456789012", region: us-east-1, zones: [us-east-1a, us-east-1b], vpcCidr: 10.0.0.0/16}
+nodePools:
+  - {name: system, site: aws, purpose: system, aws: {instanceType: m7i.2xlarge}, scaling: {min: 2, max: 3}}
+  - name: train
+    site: aws
+    purpose: training
+    accelerator: "H100-SXM5-80GB:8"
+    aws: {instanceType: p5.48xlarge, zone: us-east-1a}
+    scaling: {min: 0, max: 512}
+    fabric: efa
+    taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
+networks:
+  fabrics:
+    - name: efa
+monitoring:
+  receivers:
+    - {name: oncall, kind: slack, secret: {name: s, key: u}}
+    - {name: heartbeat, kind: webhook, secret: {name: alertmanager-heartbeat, key: url}, heartbeat: true}
+tenancy:
+  teams:
+    - {name: ml, groups: [ml], quotas: [{pool: train, gpus: 4096}]}
+workloads:
+  - name: late
+    kind: training
+    team: ml
+    pool: train
+    model: $MOE
+    tokens: 1T
+    sequenceLength: 4096
+    globalBatchTokens: 4194304
+    gpus: 256
+    tensorParallel: 2
+    expertParallel: 8
+    zeroStage: 1
+    deadline: 5d
+  - name: wide
+    kind: training
+    team: ml
+    pool: train
+    model: $MOE
+    tokens: 1T
+    gpus: 256
+    tensorParallel: 1
+    expertParallel: 8
+    expertTensorParallel: 16
+  - name: odd
+    kind: training
+    team: ml
+    pool: train
+    model: $MOE
+    tokens: 1T
+    gpus: 250
+    expertParallel: 8
+""".replace("$MOE", LAYOUT_MOE)
+
+
+def test_plan_errors_about_a_declared_field_point_at_it(tmp_path: Path) -> None:
+    """Review sizreview22 G4: PL322, PL339 and PL303 on a pinned count named only the workload, where the AL errors of
+    the same layouts print file:line:col (CONVENTIONS.md: errors found after schema validation point back to YAML).
+    Each now names the field and where it is written, in the text report and in --format json."""
+    path = tmp_path / "p.yaml"
+    path.write_text(PLAN_FIELDS_SPEC)
+    lines = PLAN_FIELDS_SPEC.splitlines()
+
+    def at(workload: str, field: str) -> str:
+        start = next(i for i, line in enumerate(lines) if line == f"  - name: {workload}")
+        row = next(i for i in range(start, len(lines)) if lines[i].startswith(f"    {field}: "))
+        return f"{path}:{row + 1}:{len(field) + 7}"
+
+    result = run("plan", str(path), "--format", "json")
+    located = {(f["id"], f["subject"]): (f["path"], f["location"]) for f in json.loads(result.stdout)["findings"]}
+    assert located[("PL339", "late")] == ("workloads[0].gpus", at("late", "gpus"))
+    assert located[("PL322", "wide")] == ("workloads[1].expertTensorParallel", at("wide", "expertTensorParallel"))
+    assert located[("PL303", "odd")] == ("workloads[2].gpus", at("odd", "gpus"))
+    assert located[("PL332", "late")] == (None, None)  # a finding about no one field names none
+    text = run("plan", str(path)).stdout
+    assert f"error PL303 odd (workloads[2].gpus at {at('odd', 'gpus')}): the expert grid (EP 8 x TP 1 x PP 1) does not" in text
+
+
+def test_the_text_plan_and_explain_say_when_a_model_shares_a_gpu(tmp_path: Path) -> None:
+    """Review sizreview22 N3: the MIG / time-slicing recommendation (sizing._sharing) reached only `--format json`. A
+    1.24B model at 0.5 req/s on an H100 pool: one replica, its weights and KV cache in a 1g.10gb slice, its load under
+    the slice's 1/7 of the compute; the text plan and --explain now say so."""
+    path = tmp_path / "p.yaml"
+    small = """\
+workloads:
+  - name: small
+    kind: inference
+    team: ml
+    pool: train
+    model: {parameters: 1.24B, layers: 16, hiddenSize: 2048, kvHeads: 8, headDim: 64}
+    traffic: {peakRps: 0.5, inputTokens: 500, outputTokens: 100}
+    latency:
+      timePerOutputToken: {p99: 50ms}
+"""
+    path.write_text(PLAN_FIELDS_SPEC.split("workloads:")[0] + small)
+    planned = json.loads(run("plan", str(path), "--format", "json").stdout)
+    (sharing,) = [w["sharing"] for w in planned["workloads"] if w["name"] == "small"]
+    assert sharing == "mig 1g.10gb"
+    text, explained = run("plan", str(path)).stdout, run("plan", str(path), "--explain").stdout
+    assert "GPU sharing" in text and "small -> mig 1g.10gb: one replica and its load fit less than a whole GPU" in text
+    assert "  sharing: mig 1g.10gb: one replica" in explained

@@ -557,8 +557,8 @@ def _evaluate(term: str, values: dict[str, float]) -> float:
     for name in sorted(values, key=len, reverse=True):
         text = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", f"({values[name]!r})", text)
     text = re.sub(r"(?<=\d),(?=\d{3})", "", text).replace(" x ", " * ").replace("^", "**")
-    assert re.fullmatch(r"([\d.e+\-*/() ,]|min|max|ceil)+", text), f"a name of the README term is not a row value: {text}"
-    return float(eval(text, {"__builtins__": {}, "min": min, "max": max, "ceil": math.ceil}))
+    assert re.fullmatch(r"([\d.e+\-*/() ,]|min|max|ceil|floor)+", text), f"a name of the README term is not a row value: {text}"
+    return float(eval(text, {"__builtins__": {}, "min": min, "max": max, "ceil": math.ceil, "floor": math.floor}))
 
 
 # DeepSeek-V3 as declared in review sizreview21's t2.yaml (arXiv 2412.19437 Table 1 / config.json): 61 layers, 7,168 wide,
@@ -578,7 +578,11 @@ def test_the_readme_formula_evaluates_to_the_factors_explain_prints(precision: s
     against the factor the plan prints, and the product's names are the factors' in their order. By hand (bf16, PP 4):
     a = 12 / 6 x 61 x 4,096 x 20,480 / 37e9 = 0.2766, attention 1 / 1.2766 = 0.7833, MoE 1 / (1 + 9,750 x 8 x 7,168 x
     58 / 37e9 x 1 x 6 / 6) = 0.5329, bubble 64 / 67 = 0.9552 (16,777,216 / 4,096 = 4,096 sequences over 64
-    data-parallel ranks), balance (61 + 2) / 4 / 16 = 0.9844 (review sizreview21 F2)."""
+    data-parallel ranks), balance: the head h = 0.5329 x 129,280 x 7,168 x 61 / ((37e9 - 2 x 0.9267e9) + 0.2766 x 37e9)
+    = 0.5329 x 56.53e9 / 45.38e9 = 0.6638 layers' time on the last stage (the MoE factor: the layers' routing time, which
+    the head does not run); the best split, k* = (61 - 3 x 0.6638) / 4 = 14.75: 14 layers + h = 14.66 on the last, the
+    others ceil(47 / 3) = 16 (at 15: 15.66 and 16): (61 + h) / 4 / 16 = 15.416 / 16 = 0.9635 (review sizreview22 F2;
+    (61 + 2) / 4 / 16 = 0.9844 before, the embedding and the head counted as a layer's work each)."""
     bench = _bench()
     readme = (ROOT / "README.md").read_text("utf-8")
     terms = bench.formula_terms(SIZING)
@@ -609,6 +613,10 @@ def test_the_readme_formula_evaluates_to_the_factors_explain_prints(precision: s
     for helper in ("a", "e", "c"):
         row[helper] = _evaluate(terms[helper], row)
     row["speed-up"] = _evaluate(terms["speed-up"], row) if fp8 else 1.0  # 1 in bf16, as the README says
+    # the head's time against the layers' reads the MoE factor (their routing time), and the split reads the head
+    row["mixture of experts"] = _evaluate(terms["mixture of experts"], row)
+    for helper in ("h", "k"):
+        row[helper] = _evaluate(terms[helper], row)
     readme_factors = {
         "base": row["base"],
         "attention": _evaluate(terms["attention, fp8" if fp8 else "attention"], row),
@@ -626,3 +634,4 @@ def test_the_readme_formula_evaluates_to_the_factors_explain_prints(precision: s
     if not fp8:  # the hand figures of the docstring
         assert (row["a"], readme_factors["attention"]) == pytest.approx((0.2766, 0.7833), abs=1e-4)
         assert (readme_factors["mixture of experts"], readme_factors["pipeline bubble"]) == pytest.approx((0.5329, 0.9552), abs=1e-4)
+        assert (row["h"], readme_factors["pipeline balance"]) == pytest.approx((0.6638, 0.9635), abs=1e-4)

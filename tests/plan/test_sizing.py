@@ -47,10 +47,15 @@ from alicerce.plan.sizing import (
     usable_memory,
 )
 from alicerce.plan.throughput import (
+    ExpertWeights,
     TrainingJob,
     dequantisation_factor,
+    dequantised_over_active,
     first_stage_in_flight,
+    head_in_layers,
+    heaviest_stage,
     microbatch_group,
+    precision_gain,
     tokens_per_gpu_step,
     training_factors,
 )
@@ -984,7 +989,10 @@ def test_fp8_leaves_the_moe_overhead_its_bf16_time() -> None:
       fp8 compute speed-up S = g (1 + a) / ((1 - e) + g (e + a + c)) = 1.524 (a 0.277, e 0.025, c 0.022, g 1.896)
       MoE factor bf16 1 / 1.876 = 0.5329, fp8 1 / (1 + 0.876 x 1.524) = 0.4282
       step speed-up S (1 + k r) / (1 + k r S) = 1.524 x 1.876 / 2.3357 = 1.224, inside 1.13-1.28; the product gave S
-      (at sizfix8's 9,500: 1.228)."""
+      (at sizfix8's 9,500: 1.228).
+    The pipeline balance differs between the two (review sizreview22 F2: the last stage's 16-bit head weighs more against
+    fp8 layers, less against their routing time; 61 layers at PP 8 run 8 a stage at most either way: bf16 (61 + 0.664)
+    / 8 / 8 = 0.9635, fp8 (61 + 0.841) / 8 / 8 = 0.9663), so the step's time composition is compared without it."""
     model = {**DEEPSEEK_V3, "vocabulary": 129280, "attention": {"kind": "mla", "kvLoraRank": 512, "ropeHeadDim": 64, "heads": 128}}
     w = workload(model=model, tokens="1T", sequenceLength=4096, globalBatchTokens=16777216, gpus=256, tensorParallel=1,
                  pipelineParallel=8, expertParallel=32, zeroStage=1, tensorParallelOverlap=True, precision="fp8",
@@ -999,10 +1007,12 @@ def test_fp8_leaves_the_moe_overhead_its_bf16_time() -> None:
     s = f8["precision"] * f8["attention"] * f8["fp8 outside the GEMMs"] / f16["attention"]
     assert f16["mixture of experts"] == pytest.approx(1 / (1 + kr), rel=1e-12)
     assert f8["mixture of experts"] == pytest.approx(1 / (1 + kr * s), rel=1e-12)
-    # time composition: the overhead's time, (1 - factor) / MFU, is the same in both steps
-    assert (1 - f8["mixture of experts"]) / fp8.mfu == pytest.approx((1 - f16["mixture of experts"]) / bf16.mfu, rel=1e-9)
+    # time composition: the overhead's time, (1 - factor) / MFU, is the same in both steps (the pipeline's balance apart)
+    steady8, steady16 = fp8.mfu / f8["pipeline balance"], bf16.mfu / f16["pipeline balance"]
+    assert (1 - f8["mixture of experts"]) / steady8 == pytest.approx((1 - f16["mixture of experts"]) / steady16, rel=1e-9)
+    assert (f16["pipeline balance"], f8["pipeline balance"]) == pytest.approx((0.9635, 0.9663), abs=1e-4)
     speedup = fp8.mfu / bf16.mfu
-    assert speedup == pytest.approx(s * (1 + kr) / (1 + kr * s), rel=1e-9)
+    assert speedup == pytest.approx(s * (1 + kr) / (1 + kr * s) * f8["pipeline balance"] / f16["pipeline balance"], rel=1e-9)
     assert 4357 / 3848 <= speedup <= 4018 / 3139 < s
 
 
@@ -1114,7 +1124,10 @@ def test_a_declared_layout_shapes_memory_and_the_plan() -> None:
 def test_a_pipeline_pays_its_bubble() -> None:
     """Narayanan et al. 2021 Sec. 2.2.1: a 1F1B step of m microbatches over p stages idles p - 1 slots of m + p - 1. 7B
     on 64 H100, 4M tokens of 4,096-token sequences (1,024 sequences), PP 4: TP x PP = 4 x tp, dp = 64 / (4 tp), m =
-    1,024 / dp; the other factors as without a pipeline."""
+    1,024 / dp; the other factors as without a pipeline, but for the last stage's output head (review sizreview22 F2):
+    vocabulary 128,256 (the default) x 4,096 = 0.5253e9, a = 2 x 32 x 4,096 x 4,096 / 7e9 = 0.15339, h = 0.5253e9 x 32 /
+    ((7e9 - 1.0507e9) + 0.15339 x 7e9) = 16.811e9 / 7.0231e9 = 2.394 layers' time; the best split, k* = (32 - 3h) / 4 = 6.2: 6 layers + h =
+    8.39 on the last, ceil(26 / 3) = 9 the others: (32 + h) / 4 / 9 = 0.9554."""
     model = {"parameters": "7B", "layers": 32, "hiddenSize": 4096}
     base: dict[str, Any] = {"model": model, "tokens": "1T", "gpus": 64, "globalBatchTokens": 4096 * 1024, "sequenceLength": 4096}
     flat = plan_training(workload(**base), on("H100-SXM5-80GB"), SIZING, [])
@@ -1125,7 +1138,8 @@ def test_a_pipeline_pays_its_bubble() -> None:
     assert factors["pipeline bubble"] == pytest.approx(m / (m + 3), rel=1e-12)
     assert "pipeline bubble" not in _factors(flat)
     assert piped.tensor_parallel == flat.tensor_parallel and piped.mfu is not None and flat.mfu is not None
-    assert piped.mfu == pytest.approx(flat.mfu * m / (m + 3), rel=1e-12)
+    assert factors["pipeline balance"] == pytest.approx(0.9554, abs=1e-4)
+    assert piped.mfu == pytest.approx(flat.mfu * m / (m + 3) * factors["pipeline balance"], rel=1e-12)
     assert not [i for i in piped.issues if i.check == "PL330"]
     # too few microbatches for the stages: the plan says so (PL330): 4 sequences over GPUs / (TP x 8) ranks
     small = plan_training(workload(**{**base, "globalBatchTokens": 4096 * 4}, pipelineParallel=8), on("H100-SXM5-80GB"), SIZING, [])
@@ -1874,6 +1888,69 @@ def test_qlora_pays_for_dequantising_its_base() -> None:
     assert qlora.gpu_hours > lora.gpu_hours
 
 
+def test_qlora_on_a_mixture_of_experts_dequantises_every_expert_it_holds() -> None:
+    """Review sizreview22 F3: the dequantisation ratio let the weights a GPU holds cancel against its compute, true for a
+    dense model only. bitsandbytes' MatMul4Bit dequantises a Linear4bit's whole weight (bitsandbytes/autograd/
+    _functions.py), and Hugging Face's Mixtral block runs every expert any token routes to (transformers
+    models/mixtral/modeling_mixtral.py, the ``expert_hit`` loop): a GPU dequantises the experts it holds, while it
+    computes with the active parameters. By hand, Mixtral 8x7B (46.7B, 12.9B active, top-2 of 8: an expert (46.7 - 12.9)
+    / 6 = 5.633B, shared 12.9 - 2 x 5.633 = 1.633B, routed 45.07B) QLoRA on H100 (989.4 TFLOP/s, HBM 3,350 GB/s x 0.774),
+    4,096-token sequences, efficiency 0.3437 before the factor: the dense ratio 2 x 4.516 x 989.4e12 x 0.3437 /
+    (2,592.9e9 x 4 x 4,096) = 0.07230 (0.9326, what the plan printed for both layouts below); x held / active:
+    1 GPU (every expert held, all hit at 4,096 x top-2 of 8) 46.7 / 12.9 = 3.620 -> 0.2617 -> 0.7926;
+    EP 8 at TP 1: (1.633 + 45.07 / 8) / 12.9 = 0.5633 -> 0.04073 -> 0.9609; TP 2, EP 4, expert TP 1: the GPU holds
+    1.633 / 2 + 45.07 / 4 against 12.9 / 2 -> (1.633 + 45.07 x 2 / 4) / 12.9 = 1.8734 -> 0.8807."""
+    shared, routed = 12.9e9 - 2 * (46.7e9 - 12.9e9) / 6, 46.7e9 - (12.9e9 - 2 * (46.7e9 - 12.9e9) / 6)
+    assert shared == pytest.approx(1.6333e9, rel=1e-4) and routed == pytest.approx(45.067e9, rel=1e-4)
+    dense = TrainingJob("hopper", 12.9e9, 32, 4096, 4096, 1, 65536, "bf16", flops_per_token=4.0, peak_flops=989.4e12,
+                        dequant_bytes_per_weight=4.516, hbm_bytes_per_second=3350e9 * 0.774, experts_per_token=2)  # fmt: skip
+    moe = replace(dense, expert_weights=ExpertWeights(46.7e9, shared, 8))
+    before = dequantisation_factor(dense, 0.0, 0.3437)
+    one = dequantisation_factor(moe, 0.0, 0.3437)
+    spread = dequantisation_factor(replace(moe, gpus=256, expert_weights=ExpertWeights(46.7e9, shared, 8, 8)), 0.0, 0.3437)
+    folded = replace(moe, gpus=8, tensor_parallel=2, expert_weights=ExpertWeights(46.7e9, shared, 8, 4, 1))
+    assert before is not None and one is not None and spread is not None
+    assert before.value == pytest.approx(1 / 1.07230, rel=1e-4)  # no experts known: the dense figure, unchanged
+    assert one.value == pytest.approx(1 / (1 + 0.07230 * 3.6202), rel=1e-4) and one.value == pytest.approx(0.7926, abs=1e-4)
+    assert spread.value == pytest.approx(1 / (1 + 0.07230 * 0.56331), rel=1e-4) and spread.value == pytest.approx(0.9609, abs=1e-4)
+    assert dequantised_over_active(folded)[0] == pytest.approx(1.8734, rel=1e-4)
+    # undeclared, the group is gcd(experts, GPUs / (TP x PP)): 256 ranks at TP 1 spread the 8 experts over 8, as declared
+    assert dequantised_over_active(replace(moe, gpus=256))[0] == pytest.approx(0.56331, rel=1e-4)
+    # a micro-batch too short to reach every expert: 64 experts, top-1, 32 tokens: 1 - (63 / 64) ^ 32 = 0.3969 hit
+    few = replace(dense, sequence=32, experts_per_token=1, expert_weights=ExpertWeights(46.7e9, shared, 64))
+    assert dequantised_over_active(few)[0] == pytest.approx((shared + routed * (1 - (63 / 64) ** 32)) / 12.9e9, rel=1e-9)
+    # through the planner: Mixtral QLoRA on one H100 pays 3.62x the dense figure's dequantisation, at EP 8 0.563x
+    mixtral = {"parameters": "46.7B", "activeParameters": "12.9B", "architecture": "moe", "layers": 32, "hiddenSize": 4096,
+               "heads": 32, "headDim": 128, "vocabulary": 32000, "experts": {"total": 8, "perToken": 2}}  # fmt: skip
+
+    def factor(**fields: Any) -> float:
+        spec = workload(kind="fine-tuning", method="qlora", model=mixtral, sequenceLength=4096, tensorParallel=1, zeroStage=1,
+                        accelerator="H100", **fields)  # fmt: skip
+        plan = plan_training(spec, on("H100-SXM5-80GB"), SIZING, [])
+        return next(f.value for fig in plan.figures for f in fig.factors if f.name == "QLoRA dequantisation")
+
+    assert factor(tokens="100M", globalBatchTokens=65536, gpus=1) == pytest.approx(0.7926, abs=2e-4)
+    assert factor(tokens="10B", globalBatchTokens=4194304, gpus=256, expertParallel=8) == pytest.approx(0.9609, abs=2e-4)
+
+
+def test_fp4_below_blackwell_is_priced_as_the_fp8_it_falls_back_to() -> None:
+    """Review sizreview22 N1: `precision: fp4` on an H100 (no fp4 tensor cores) took Transformer Engine's fp8 gain, 1.896,
+    whatever the stack, where `fp8` with no recipe takes sqrt(1.896 x 1.175) = 1.4926: Mixtral on 256 H100 planned MFU
+    0.5257 at fp4 against 0.4535 at fp8, 16% faster for a precision the GPU cannot train in (Transformer Engine asserts
+    SM100 for NVFP4, NVIDIA/TransformerEngine docs/features/low_precision_training/nvfp4). Now the fp8 rule prices it;
+    validate's AL388 refuses it where the GPU is declared."""
+    te, generic = SIZING.training.fp8Gain.transformer_engine.value, SIZING.training.fp8Gain.generic.value
+    hopper = TrainingJob("hopper", 8e9, 32, 4096, 4096, 8, 4e6, "fp4", fp4_supported=False)
+    assert precision_gain(hopper, SIZING).value == pytest.approx(math.sqrt(te * generic)) == pytest.approx(1.4926, abs=1e-4)
+    assert precision_gain(hopper, SIZING).value == precision_gain(replace(hopper, precision="fp8"), SIZING).value
+    assert "fp4 needs Blackwell: priced as fp8" in precision_gain(hopper, SIZING).why
+    assert precision_gain(replace(hopper, fp8_recipe="generic"), SIZING).value == pytest.approx(generic)
+    assert precision_gain(replace(hopper, fp8_recipe="transformer-engine"), SIZING).value == pytest.approx(te)
+    # on Blackwell fp4 keeps its NVFP4 / fp8 ratio over the fp8 gain
+    blackwell = replace(hopper, architecture="blackwell", fp4_supported=True)
+    assert precision_gain(blackwell, SIZING).value == pytest.approx(te * SIZING.training.fp4OverFp8.value)
+
+
 def test_a_declared_expert_parallel_group_spreads_the_experts_state_below_zero3() -> None:
     """Review sizreview10 F12: below ZeRO-3 every expert was kept whole on each tensor x pipeline group, so a MoE's
     published layout (experts spread over EP, no tensor parallelism: DeepSeek-V3, arXiv 2412.19437 Sec. 3.2) did not
@@ -2088,8 +2165,9 @@ def test_an_interleaved_run_is_sized_where_its_schedule_runs() -> None:
     23). At 16,000 GPUs (125 ranks, 2,048 / 125 = 16.384 microbatches) the bubble is 8 x 16.384 / (8 x 16.384 + 15) =
     131.072 / 146.072 = 0.8973, not 1F1B's 16.384 / 31.384 = 0.522; the MFU no longer saw-tooths with the count, so 105
     days are met at no more GPUs than 16,384, and 60 days stay out of reach (PL338). The memory does saw-tooth, as the
-    schedule does (review sizreview20 F4): the 14,976 GPUs that meet 105 days (117 ranks, 17.5 microbatches) hold
-    min(30 + 7 x 17.5 + 1, 8 x 2,048 / 117) / 128 = 1.094 sequences' activations in flight where 16,384 (16 microbatches: the 142
+    schedule does (review sizreview20 F4): the 15,104 GPUs that meet 105 days (118 ranks, 17.36 microbatches, in groups of
+    18; 14,976 before the last stage's output head cost 1.1%, (126 + 0.609) / 16 / 8 = 0.9891: review sizreview22 F2) hold
+    min(30 + 7 x 18 + 1, 8 x 2,048 / 118) / 128 = 1.085 sequences' activations in flight where 16,384 (16 microbatches: the 142
     warmup forwards exceed the step's 128, all run before a backward) hold 1, so they recompute more layers and pay
     1.2% more GPU-hours; without the recomputation and the all-reduces it adds, they pay no more."""
     model = {"parameters": "405B", "layers": 126, "hiddenSize": 16384}
@@ -2102,7 +2180,8 @@ def test_an_interleaved_run_is_sized_where_its_schedule_runs() -> None:
 
     assert _memory_free_mfu(met) >= _memory_free_mfu(full) / 1.000001
     [in_flight] = [f.value for f in met.figures if f.name == "first stage's in-flight activations"]
-    assert met.gpus == 14976 and in_flight == pytest.approx(8 * 2048 / 117 / 128, rel=1e-12)
+    assert met.gpus == 15104 and in_flight == pytest.approx(8 * 2048 / 118 / 128, rel=1e-12)
+    assert _factors(met)["pipeline balance"] == pytest.approx(0.9891, abs=1e-4)
     assert _recomputed(met) > _recomputed(full)
     out = plan_training(workload(**base, deadline="60d"), on("H100-SXM5-80GB"), SIZING, [])
     assert [i.check for i in out.issues if i.check in ("PL337", "PL338")] == ["PL338"]
@@ -2602,16 +2681,18 @@ def test_an_fp32_moe_weighs_its_overhead_as_bf16_does_and_says_why() -> None:
 
 @pytest.mark.parametrize(
     ("layers", "pipeline", "virtual", "balance"),
-    [(80, 6, 1, 82 / 6 / 14), (80, 4, 1, None), (126, 8, 1, None), (61, 8, 4, 63 / 8 / 8), (70, 12, 1, None), (81, 4, 1, 83 / 4 / 21)],
-)
+    [(80, 6, 1, 80 / 6 / 14), (80, 4, 1, None), (126, 8, 1, 126 / 8 / 16), (61, 8, 4, 61 / 8 / 8), (70, 12, 1, 70 / 12 / 6),
+     (81, 4, 1, 81 / 4 / 21)],
+)  # fmt: skip
 def test_the_heaviest_pipeline_stage_paces_the_pipeline(layers: int, pipeline: int, virtual: int, balance: float | None) -> None:
     """Review sizreview21 F2: AL375 admits stages of unequal whole layers, but the plan priced layers / PP a stage. The
-    heaviest stage paces every microbatch: (L / p) / ceil(L / p), L the layers or, where it balances better, the layers
-    + 2 (Megatron-Core's account_for_embedding/loss_in_pipeline_split count the embedding and the loss as a layer each):
-      80 at PP 6: 80 / 6 = 13.33 of 14 (0.952), 82 / 6 = 13.67 of 14 (0.976): 0.976
-      80 at PP 4, Llama 3.1 405B's 126 (+ 2 = 128) at PP 8, BLOOM's 70 (+ 2 = 72) at PP 12: balanced, no factor
-      DeepSeek-V3's 61 at PP 8 x VP 4 (32 chunks round-robin): 61 / 8 = 7.625 of 8, 63 / 8 = 7.875 of 8: 0.984
-      81 at PP 4: 20.25 of 21 (0.964), 83 / 4 = 20.75 of 21 (0.988): 0.988."""
+    heaviest stage paces every microbatch: the best split of whole layers, the last stage k of them (and the head, none
+    here: no vocabulary), the others ceil((L - k) / (p - 1)), against L / p. Re-derived for review sizreview22 F2, which
+    found the + 2 layers of account_for_embedding/loss credited as work (80 at PP 6 read 82 / 6 / 14 = 0.976):
+      80 at PP 6: 14, 14, 13, 13, 13, 13 -> 13.33 / 14 = 0.9524; 80 at PP 4: 20 each, no factor
+      126 at PP 8: 16 x 6 + 15 + 15 (k* = 15.75) -> 15.75 / 16 = 0.9844 (it read 128 / 8 = 16: balanced)
+      61 at PP 8 x VP 4 (chunks round-robin): 8 a stage at most -> 7.625 / 8 = 0.9531; 70 at PP 12: 6 -> 5.833 / 6 =
+      0.9722; 81 at PP 4: 21 -> 20.25 / 21 = 0.9643."""
     job = TrainingJob("hopper", 70e9, layers, 8192, 8192, 96, 8_388_608, "bf16", pipeline_parallel=pipeline, virtual_stages=virtual)
     factor = next((f for f in training_factors(job, SIZING) if f.name == "pipeline balance"), None)
     if balance is None:
@@ -2619,4 +2700,31 @@ def test_the_heaviest_pipeline_stage_paces_the_pipeline(layers: int, pipeline: i
     else:
         assert factor is not None
         assert factor.value == pytest.approx(balance, rel=1e-12)
-        assert factor.value == pytest.approx({80: 0.9762, 61: 0.9844, 81: 0.9881}[layers], abs=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("parameters", "layers", "hidden", "pipeline", "head", "balance"),
+    [(70.6e9, 80, 8192, 4, 1.0608, 0.9650), (70.6e9, 80, 8192, 6, 1.0608, 0.9650), (405e9, 126, 16384, 8, 0.6092, 0.9891)],
+)
+def test_the_last_pipeline_stage_also_runs_the_output_head(  # noqa: PLR0917 - one row of the table above
+    parameters: float, layers: int, hidden: int, pipeline: int, head: float, balance: float
+) -> None:
+    """Review sizreview22 F2: the balance was 1 wherever the layers divide the stages, though Megatron-Core runs the output
+    layer and the loss on the last stage. By hand (bf16, 8,192-token sequences, vocabulary 128,256; the head's time in
+    layers' time, h = V x hidden x L / ((N - 2 V hidden) + a N), a = 12 / 6 x L x s x hidden / N, the embedding lookup ~0):
+      70.6B, 80 x 8,192: a = 0.15209, h = 84.05e9 / (68.499e9 + 10.738e9) = 1.0608. PP 4: the best split puts 19 layers
+      + h = 20.06 on the last stage and 21, 20, 20 on the others (k* = (80 - 3h) / 4 = 19.2; at 20 the last runs 21.06):
+      (80 + h) / 4 / 21 = 20.265 / 21 = 0.9650 (the default even split, 20 + h: 0.9622, the review's 0.962); PP 6: 12 +
+      h on the last, ceil(68 / 5) = 14 the others: 13.51 / 14 = 0.9650.
+      405B, 126 x 16,384: a = 0.08351, h = 264.8e9 / (400.80e9 + 33.82e9) = 0.6092; PP 8: 15 + h on the last, ceil(111 /
+      7) = 16 the others: (126 + h) / 8 / 16 = 0.9891 (the Llama 3.1 405B recipes' 126 + 2 split read 1)."""
+    job = TrainingJob("hopper", parameters, layers, hidden, 8192, 96, 8_388_608, "bf16", pipeline_parallel=pipeline, vocabulary=128256)
+    a = 12 / 6 * layers * 8192 * hidden / parameters
+    assert head_in_layers(job, a) == pytest.approx(head, abs=1e-4)
+    factor = next(f for f in training_factors(job, SIZING) if f.name == "pipeline balance")
+    assert factor.value == pytest.approx(balance, abs=1e-4)
+    assert factor.value == pytest.approx(
+        (layers + head_in_layers(job, a)) / pipeline / heaviest_stage(layers, pipeline, head_in_layers(job, a))[0]
+    )
+    # an fp8 run's 16-bit head weighs more against GEMMs the gain speeds up; a MoE's layers carry the routing time too
+    assert head_in_layers(job, a, gain=1.9) > head > head_in_layers(job, a, moe=0.6)

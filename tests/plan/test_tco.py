@@ -941,6 +941,29 @@ def test_own_vs_rent_says_when_the_prices_it_weighs_are_stale_or_far_apart() -> 
     assert len(_stale_prices("onprem-h100", option.options, TODAY, CATALOG)) == 2
 
 
+def test_a_capacity_block_pool_costed_at_a_stale_price_is_warned_once() -> None:
+    """Review sizreview22 G5: PL346 guarded own-vs-rent only, so a rented Capacity Block pool was costed (its month, its
+    runs' blocks, showback, the run-cost KPI) at the block price read 2024-12-01, past the 2025-01-01 its page
+    (https://aws.amazon.com/ec2/capacityblocks/pricing/) says it is updated, with no word, while the reference's owned
+    pool got two warnings for the very same price. Now once a pool, with the date and the catalog's file:line."""
+    data = reference()
+    on_capacity_blocks(data)
+    platform = resolve(data)
+    stale = [f for f in plan_platform(platform, today=TODAY).findings if f.check == "PL346" and f.subject == "train-p5"]
+    lines = (ROOT / "alicerce/catalog/data/prices.yaml").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("p5.48xlarge: {usdPerHour: 39.33"))
+    (late,) = [f.message for f in stale]
+    assert f"capacity-block price of p5.48xlarge read 2024-12-01 (alicerce/catalog/data/prices.yaml:{at + 1}), past the 2025-01-01" in late
+    assert "no newer public Capacity Blocks price was found" in late and "costs.cloud[train-p5].usdPerHour" in late
+    # before the page's update date, or at a negotiated price, nothing to say
+    assert not [
+        f for f in plan_platform(platform, today=datetime.date(2024, 12, 31)).findings if f.subject == "train-p5" and f.check == "PL346"
+    ]
+    data["costs"]["cloud"] = [{"pool": "train-p5", "usdPerHour": 30.0}]
+    negotiated = plan_platform(resolve(data), today=TODAY)
+    assert not [f for f in negotiated.findings if f.subject == "train-p5" and f.check == "PL346"]
+
+
 def test_p5_capacity_blocks_are_sold_where_the_user_guide_says() -> None:
     """Review sizreview20 F7: the EC2 User Guide's Capacity Blocks page lists p5.48xlarge in us-east-1, us-east-2,
     us-west-2 and ap-northeast-1; the catalog said the first two, so a us-west-2 environment was told no block is sold.
