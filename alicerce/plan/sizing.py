@@ -644,7 +644,7 @@ def network_bytes_per_step(
     over EP ranks (declared as ``expertParallel``, else gcd(experts, dp): expert_parallel_degree), so a GPU syncs the
     shared (attention, dense, shared-expert) parameters over dp and only its own experts over the dp / EP replicas of
     them, not a gather of every parameter; on top, the all-to-all moves each token's hidden state to its top-k experts and back, forward and
-    backward (4 x tokens per GPU x k x hidden x MoE layers x 2 bytes), for the share of experts off the node: one copy
+    backward (4 x tokens per GPU x k x hidden x MoE layers x 2 bytes, 4 in fp32), for the share of experts off the node: one copy
     an off-node expert (MOE_DISPATCH_ASSUMED)."""
     assert w.model is not None
     gpus = job.gpus
@@ -697,7 +697,9 @@ def network_bytes_per_step(
     # the figure (and PL321) is an upper bound for those (review sizreview16 F6: MOE_DISPATCH_ASSUMED says so)
     # an expert group is expert TP x EP consecutive ranks (the order tp-ep-dp-pp of Megatron-Core's expert RankGenerator)
     off_node = max(0.0, 1 - node_gpus / (ep * etp))
-    all_to_all = 4 * moe_routing_ratio(job) * active * 2 * job.global_batch_tokens / gpus * off_node
+    # an fp32 run's tokens are 4 bytes (the throughput model's MoE factor says so too: review sizreview21 N2), else 2
+    token_bytes = 4 if job.precision == "fp32" else 2
+    all_to_all = 4 * moe_routing_ratio(job) * active * token_bytes * job.global_batch_tokens / gpus * off_node
     return sync + all_to_all
 
 

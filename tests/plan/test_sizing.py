@@ -575,6 +575,23 @@ def test_moe_network_is_expert_parallel_not_a_gather_of_every_parameter() -> Non
     assert network_bytes_per_step(dense, zero1, tp=tp, node_gpus=8, gather_bytes=2, grad_bytes=4) == pytest.approx(once)
 
 
+def test_an_fp32_moe_sends_4_byte_tokens_through_its_all_to_all() -> None:
+    """Review sizreview21 (its fp32 NIT; the MoE factor's docstring already says an fp32 run permutes and sends 4-byte
+    tokens): the network figure counted every all-to-all token at 2 bytes. Mixtral 8x7B's shape (12.9B active, 32 layers
+    of 4,096, top 2) on 256 GPUs at EP 32, ZeRO-1: the group spans 4 nodes of 8, 1 - 8 / 32 = 0.75 of the copies cross
+    the fabric; per GPU a step 4 x 2 x 4,096 x 32 x B x 16,384 tokens x 0.75 = 25.8 GB at 2 B, twice that at 4 B, the
+    weight sync (the same bytes passed) unchanged."""
+    model = {"parameters": "46.7B", "activeParameters": "12.9B", "architecture": "moe", "layers": 32, "hiddenSize": 4096,
+             "experts": {"total": 8, "perToken": 2}}  # fmt: skip
+    w = workload(model=model, tokens="1T", gpus=256, expertParallel=32, zeroStage=1, accelerator="H100")
+    bf16 = TrainingJob("hopper", 12.9e9, 32, 4096, 4096, 256, 4_194_304, "bf16", experts_per_token=2, zero_stage=1)
+    fp32 = replace(bf16, precision="fp32")
+    sent = {j.precision: network_bytes_per_step(w, j, tp=1, node_gpus=8, gather_bytes=2, grad_bytes=4) for j in (bf16, fp32)}
+    a2a = 4 * 2 * 4096 * 32 * 2 * 4_194_304 / 256 * 0.75
+    assert a2a == pytest.approx(25.77e9, rel=1e-3)
+    assert sent["fp32"] - sent["bf16"] == pytest.approx(a2a, rel=1e-9)
+
+
 def test_lora_moves_its_adapters_and_under_zero3_gathers_the_frozen_base() -> None:
     """Review sizreview4 D5: a LoRA run was charged the whole model's gradient all-reduce once a step (2 passes of 70e9
     x 2 B) whatever its ZeRO stage. Only the adapters have gradients (trainable = 70e9 x the catalog's LoRA fraction);
