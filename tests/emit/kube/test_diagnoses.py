@@ -397,28 +397,37 @@ def test_slo_burn_rate_pages_on_a_fast_burn_and_not_on_a_slow_trickle(tmp_path: 
             {"series": f"vllm:time_to_first_token_seconds_count{{{pod}}}", "values": f"0+1000x{minutes}"},
         ]}]  # fmt: skip
 
-    def check_at(inputs: list[dict[str, Any]], names: list[str], at: str, fired: list[dict[str, Any]], folder: Path) -> None:
+    def check_at(inputs: list[dict[str, Any]], alerts: dict[str, list[dict[str, Any]]], at: str, folder: Path) -> None:
+        """Each alert of ``alerts`` at ``at``: the alerts it lists (none for an empty list), in one promtool run."""
         folder.mkdir()
-        tests = [{"eval_time": at, "alertname": name, "exp_alerts": fired} for name in names]
+        tests = [{"eval_time": at, "alertname": name, "exp_alerts": fired} for name, fired in alerts.items()]
         # the three days of 5-minute inputs evaluated every 5 minutes (every minute, ~4,400 evaluations of the 3-day
         # and 6-hour windows were ~10 CPU-s a run)
         run_promtool(rp, "aws", [{**inputs[0], "alert_rule_test": tests}], folder, every=inputs[0]["interval"])
 
     fast = {"slo": "chat-latency", "workload": "chat-70b"}
-    check_at(traffic(200), ["SLOChatLatencyBurnFast"], "70m", [expected(rules["SLOChatLatencyBurnFast"], fast, "")], tmp_path / "a")
+    check_at(traffic(200), {"SLOChatLatencyBurnFast": [expected(rules["SLOChatLatencyBurnFast"], fast, "")]}, "70m", tmp_path / "a")
     # objective 99.5 allows 0.5% of the month's requests slower than 1 s: 0.4% for three days is within the SLO; 0.8%
     # is within the p99 every five minutes (no SLOChatLatency) but spends the month's budget faster than it earns it
     # (review obsreview8 F4: the budget is the objective's; review T1 had made it the percentile's, when the objective
     # was read as a share of the time, which no rule measured)
-    check_at(traffic(4, 900, "5m"), ["SLOChatLatencyBurnSlow", "SLOChatLatencyBurnFast", "SLOChatLatency"], "74h", [], tmp_path / "b")
     check_at(
-        traffic(8, 900, "5m"), ["SLOChatLatencyBurnSlow"], "74h", [expected(rules["SLOChatLatencyBurnSlow"], fast, "")], tmp_path / "c"
+        traffic(4, 900, "5m"),
+        {name: [] for name in ("SLOChatLatencyBurnSlow", "SLOChatLatencyBurnFast", "SLOChatLatency")},
+        "74h",
+        tmp_path / "b",
     )
-    check_at(traffic(8, 900, "5m"), ["SLOChatLatencyBurnFast", "SLOChatLatency"], "74h", [], tmp_path / "d")
+    # one run of the 0.8% traffic answers both (two runs of the same 888 steps were ~7 CPU-s each)
+    slow_only = {
+        "SLOChatLatencyBurnSlow": [expected(rules["SLOChatLatencyBurnSlow"], fast, "")],
+        "SLOChatLatencyBurnFast": [],
+        "SLOChatLatency": [],
+    }
+    check_at(traffic(8, 900, "5m"), slow_only, "74h", tmp_path / "c")
     # 3% slower for three days: the month's budget goes in ten days
     slow = {"slo": "chat-latency", "workload": "chat-70b"}
     check_at(
-        traffic(30, 900, "5m"), ["SLOChatLatencyBurnSlow"], "74h", [expected(rules["SLOChatLatencyBurnSlow"], slow, "")], tmp_path / "e"
+        traffic(30, 900, "5m"), {"SLOChatLatencyBurnSlow": [expected(rules["SLOChatLatencyBurnSlow"], slow, "")]}, "74h", tmp_path / "e"
     )
 
 
