@@ -216,7 +216,7 @@ networks:
     - name: efa
 monitoring:
   receivers:
-    - {name: oncall, kind: slack, secret: {name: s, key: u}}
+    - {name: oncall, kind: webhook, secret: {name: s, key: url}}
     - {name: heartbeat, kind: webhook, secret: {name: alertmanager-heartbeat, key: url}, heartbeat: true}
 tenancy:
   teams:
