@@ -430,7 +430,12 @@ def critical_xid_until_cordoned(codes: str) -> str:
     last_xid = f"max_over_time(timestamp({xid_count(codes)}){window})"
     last_cordon = f'label_replace(max_over_time(timestamp({CORDONED_NODES}){window}), "Hostname", "$1", "node", "(.+)")'
     not_since = f"(({last_xid} > on (Hostname) group_left () {last_cordon}) or ({last_xid} unless on (Hostname) {last_cordon}))"
-    return f"{xid_count(codes)} or 0 * {not_since}"
+    # only while the node exists: one the autoscaler removed (cluster-autoscaler and Karpenter taint a node they remove,
+    # they do not cordon it) cannot be cordoned, and its page would hold for the whole CRITICAL_XID_HELD (review
+    # obsreview28 D-1); kube-state-metrics 2.20.0 serves kube_node_spec_unschedulable{node} (0 or 1) while the Node
+    # object exists
+    exists = 'label_replace(max by (node) (kube_node_spec_unschedulable), "Hostname", "$1", "node", "(.+)")'
+    return f"{xid_count(codes)} or 0 * ({not_since} and on (Hostname) {exists})"
 
 
 # Who is woken at 3am for what (review observe4 G15), decided here for the monitoring blind spots and the RMA alert:

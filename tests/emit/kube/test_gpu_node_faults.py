@@ -275,6 +275,28 @@ def test_a_critical_xid_pages_until_the_node_is_cordoned(tmp_path: Path) -> None
     run_promtool(rp, "dc1", tests, tmp_path, every="5m")
 
 
+@needs_promtool
+def test_a_critical_xid_on_a_node_since_removed_stops_paging(tmp_path: Path) -> None:
+    """Review obsreview28 D-1: the held page (above) needs the node to still exist. An autoscaler removes a node without
+    cordoning it (cluster-autoscaler and Karpenter taint it), so the runbook's cordon is impossible and the page held for
+    24 hours. XID 79 on gpu-001, whose Node object is gone after 30 minutes: held at 20 minutes, quiet at 3 hours."""
+    rp = platform("prod")
+    rule = rules_of(rp, "dc1")["GPUCriticalXid"]
+    window = {"window_size_in_ms": str(XID_COUNT_WINDOW_MINUTES * 60_000)}
+    gone = dcgm_scraped(rp, "dc1", dcgm_series("gpu-001", 0))
+    key = {k: gone[k] for k in ("Hostname", "gpu", "UUID")} | {"xid": "79"}
+    inputs = [
+        {"series": series(XID_COUNT_METRIC, gone | window | {"xid": "79"}), "values": "_ 1 stale"},
+        # the node exists for 30 minutes (never cordoned: the autoscaler taints it and deletes it), then is gone
+        {"series": 'kube_node_spec_unschedulable{node="gpu-001"}', "values": "0x6 stale"},
+    ]
+    tests = [{"interval": "5m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "20m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rule, key, "0")]},
+        {"eval_time": "3h", "alertname": "GPUCriticalXid", "exp_alerts": []},
+    ]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path, every="5m")
+
+
 TEAM_UTIL_SLOS = """    - {name: research-util, kind: gpu-utilization, team: research, threshold: 0.6, objective: 90}
     - {name: serving-util, kind: gpu-utilization, team: serving, threshold: 0.5, objective: 90}
 """
