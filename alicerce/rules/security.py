@@ -305,6 +305,13 @@ def alert_receivers(ctx: RuleContext) -> Iterable[Finding]:
             )
 
 
+def _production_alerting(ctx: RuleContext) -> bool:
+    """Whether the production receiver rules apply: a production environment that runs monitoring and declares a
+    receiver other than heartbeats (no receiver at all, or heartbeats only, is AL321's finding, said once)."""
+    receivers = ctx.spec.monitoring.receivers
+    return ctx.env.tier == "production" and ctx.spec.operators.monitoring.enabled and not all(r.heartbeat for r in receivers)
+
+
 @rules.rule(
     "AL364",
     "every-severity-routed",
@@ -315,9 +322,9 @@ def every_severity_routed(ctx: RuleContext) -> Iterable[Finding]:
     """Platform-wide alerts (GPU health, fabric and storage diagnoses, exporters down) belong to no team: a receiver
     limited to some teams never gets them, and one limited to some severities drops the others. Each severity alicerce
     emits (critical, warning, info) needs a receiver for all teams that takes it, or Alertmanager sends it to null."""
+    if not _production_alerting(ctx):
+        return
     monitoring = ctx.spec.monitoring
-    if ctx.env.tier != "production" or not ctx.spec.operators.monitoring.enabled or all(r.heartbeat for r in monitoring.receivers):
-        return  # no receiver at all (or heartbeats only) is AL321's
     for severity in ("critical", "warning", "info"):
         if not any(not r.heartbeat and not r.teams and (not r.severities or severity in r.severities) for r in monitoring.receivers):
             yield Finding(
@@ -342,9 +349,9 @@ def criticals_page(ctx: RuleContext) -> Iterable[Finding]:
     SLO's fast burn. A Slack channel or a mailbox is read in office hours, so a production site whose criticals go only
     there has no on-call at night (review obsreview27 N2). A webhook counts: it is how Opsgenie, incident.io and the
     like take alerts, which alicerce cannot tell from a chat bridge."""
+    if not _production_alerting(ctx):
+        return
     monitoring = ctx.spec.monitoring
-    if ctx.env.tier != "production" or not ctx.spec.operators.monitoring.enabled or all(r.heartbeat for r in monitoring.receivers):
-        return  # no receiver at all (or heartbeats only) is AL321's
     if not any(
         not r.heartbeat and not r.teams and r.kind in PAGING_KINDS and (not r.severities or "critical" in r.severities)
         for r in monitoring.receivers
@@ -371,9 +378,9 @@ def dead_mans_switch(ctx: RuleContext) -> Iterable[Finding]:
     that the entire alerting pipeline is functional" and always fires, for an outside dead man's switch to miss
     (88.5.3 templates/prometheus/rules-1.14/general.rules.yaml, from kube-prometheus); without a `heartbeat` receiver
     alicerce routes it to null only, and an outage pages nobody (review obsreview24 F5)."""
+    if not _production_alerting(ctx):
+        return
     monitoring = ctx.spec.monitoring
-    if ctx.env.tier != "production" or not ctx.spec.operators.monitoring.enabled or all(r.heartbeat for r in monitoring.receivers):
-        return  # no receiver at all (or heartbeats only) is AL321's
     if not any(r.heartbeat for r in monitoring.receivers):
         yield Finding(
             S.monitoring.receivers,
