@@ -117,6 +117,23 @@ def node_price(pool: ResolvedPool, catalog: Catalog, costs: Costs) -> NodePrice 
     if spec is not None and spec.usd_per_hour is not None:
         price: float | None = spec.usd_per_hour
         factors: tuple[Factor, ...] = (Factor("negotiated price per node-hour", spec.usd_per_hour, "spec"),)
+    elif kind == "capacity-block":
+        # a block is a flat fee per instance-hour that needs no on-demand price: p5e blocks sell only in us-east-2, where
+        # the catalog has no on-demand row, and were once left unpriced there (review sizreview23 D1)
+        block = prices.capacityBlocks.types.get(instance.type)
+        if block is None or region not in block.regions:
+            price, factors = None, ()
+            sold = block is not None and region in block.soldUnpriced
+            issues.append(Issue("PL311", f"no Capacity Block price for {instance.type} in {region}"
+                                + (f": AWS sells blocks there but its price table lists only {', '.join(block.regions)}; "
+                                   f"left unpriced, not priced at another region's rate: declare the quoted price as "
+                                   f"costs.cloud[{pool.name}].usdPerHour" if sold and block else "")))  # fmt: skip
+        else:
+            price = block.usdPerHour
+            factors = (Factor(f"Capacity Block {instance.type}", block.usdPerHour,
+                              f"{prices.capacityBlocks.source.url} ({prices.capacityBlocks.asOf})"),)  # fmt: skip
+            as_of, review_by = prices.capacityBlocks.asOf, prices.capacityBlocks.reviewBy
+            where = catalog_line("prices.yaml", "capacityBlocks:", f"{instance.type}:")
     else:
         od, factors, gap = on_demand(instance, region, catalog)
         price = od
@@ -129,21 +146,6 @@ def node_price(pool: ResolvedPool, catalog: Catalog, costs: Costs) -> NodePrice 
                 issues.append(Issue("PL311", f"no Spot price for {instance.family} in {region}: left unpriced, not priced on-demand"))
             else:
                 price, factors = spot
-        elif kind == "capacity-block":
-            block = prices.capacityBlocks.types.get(instance.type)
-            if block is None or region not in block.regions:
-                price = None
-                sold = block is not None and region in block.soldUnpriced
-                issues.append(Issue("PL311", f"no Capacity Block price for {instance.type} in {region}"
-                                    + (f": AWS sells blocks there but its price table lists only {', '.join(block.regions)}; "
-                                       f"left unpriced, not priced at another region's rate: declare the quoted price as "
-                                       f"costs.cloud[{pool.name}].usdPerHour" if sold and block else "")))  # fmt: skip
-            else:
-                price = block.usdPerHour
-                factors = (Factor(f"Capacity Block {instance.type}", block.usdPerHour,
-                                  f"{prices.capacityBlocks.source.url} ({prices.capacityBlocks.asOf})"),)  # fmt: skip
-                as_of, review_by = prices.capacityBlocks.asOf, prices.capacityBlocks.reviewBy
-                where = catalog_line("prices.yaml", "capacityBlocks:", f"{instance.type}:")
     # a reservation bills its instances used or not, at the on-demand price or at a negotiated one alike (a negotiated
     # price once skipped this and left the pool free: review sizreview2 D8)
     if kind == "capacity-reservation" and price is not None:

@@ -415,6 +415,27 @@ def test_a_capacity_block_sold_where_aws_publishes_no_price_is_left_unpriced(reg
     assert "us-east-1, us-east-2" in said and "costs.cloud[train-p5].usdPerHour" in said
 
 
+@pytest.mark.parametrize(
+    ("instance", "accelerator", "usd"), [("p5e.48xlarge", "H200-SXM-141GB:8", 43.26), ("p4d.24xlarge", "A100-SXM4-40GB:8", 14.75)]
+)
+def test_a_capacity_block_needs_no_on_demand_price(instance: str, accelerator: str, usd: float) -> None:
+    """Review sizreview23 D1: a block is a flat fee per instance-hour, but plan looked up the on-demand price first and
+    stopped where the catalog has none: p5e blocks, sold only in US East (Ohio) at $43.26, and p4d ones there at $14.75
+    (the price table's rows) were left unpriced with a PL311 about a missing on-demand price."""
+    data = reference()
+    on_capacity_blocks(data)
+    data["environments"]["prod"]["sites"][0].update(region="us-east-2", zones=["us-east-2a", "us-east-2b"])
+    pool = next(p for p in data["nodePools"] if p["name"] == "train-p5")
+    pool.update(accelerator=accelerator)
+    pool["aws"].update(instanceType=instance, zone="us-east-2a")
+    for tier in (t for t in data["storage"] if t["name"] in ("datasets", "checkpoints")):  # FSx zones are pinned (AL317)
+        tier["aws"]["zone"] = "us-east-2a"
+    platform = resolve(data)
+    price = node_price(next(p for p in platform.pools if p.name == "train-p5"), CATALOG, platform.spec.costs)
+    assert price is not None and price.usd_per_hour == pytest.approx(usd)
+    assert not [i for i in price.issues if i.check == "PL311"]
+
+
 def test_a_capacity_block_pool_bills_each_runs_blocks() -> None:
     """Review sizreview4: the pool's month rounded its total busy hours up to whole days, so two 5.45-hour fine-tunes a
     month (code-assistant-ft, one p5 node, runsPerQuarter: 6) bought one day between them. Each run buys its own
