@@ -559,10 +559,10 @@ def _fewest_held(mem: TrainingMemory, usable: float, zero_stage: int, tp: int, w
     return None
 
 
-def _overflow(mem: TrainingMemory, gpu: Gpu, sizing: Sizing, *, node_gpus: int, pipeline: int, zero_stage: int) -> str:
-    """PL303's words when no layout holds the job, at the widest tensor-parallel degree: which part overflows, and what
-    shrinks it (it always blamed one sequence's activations, where the state ZeRO keeps whole overflowed: a 405B at
-    ZeRO-1 was told to shorten its sequences; review sizreview10 F2)."""
+def _overflow(mem: TrainingMemory, gpu: Gpu, sizing: Sizing, *, node_gpus: int, pipeline: int, zero_stage: int) -> Issue:
+    """PL303 when no layout holds the job, at the widest tensor-parallel degree: which part overflows, and what shrinks
+    it (it always blamed one sequence's activations, where the state ZeRO keeps whole overflowed: a 405B at ZeRO-1 was
+    told to shorten its sequences; review sizreview10 F2), located at the field that shrinks it (sizreview23 N1)."""
     tp = max(node_degrees(node_gpus, mem.tp_degrees))
     usable, activations = usable_memory(gpu, sizing), mem.activations_at(tp, 1.0)
     whole = mem.held_whole(zero_stage, mem.expert_spread(), tp) / (tp * pipeline) + mem.working_at(zero_stage, tp)
@@ -572,8 +572,8 @@ def _overflow(mem: TrainingMemory, gpu: Gpu, sizing: Sizing, *, node_gpus: int, 
         f"and {kept} on each GPU ({whole / GIB:.1f} GiB) exceed the {usable / GIB:.0f} GiB a {gpu.id} gives"
     )
     if whole >= activations:
-        return f"{parts}: a higher zeroStage or a wider pipelineParallel shards that state"
-    return f"{parts}: shorter sequences or contextParallel split the activations"
+        return Issue("PL303", f"{parts}: a higher zeroStage or a wider pipelineParallel shards that state", "zeroStage")
+    return Issue("PL303", f"{parts}: shorter sequences or contextParallel split the activations", "sequenceLength")
 
 
 @dataclass(frozen=True)
@@ -1150,7 +1150,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                                               context=context)) else None)
             for c in candidates}  # fmt: skip
     if layout is None:
-        issues.append(Issue("PL303", _overflow(mem, gpu, sizing, node_gpus=place.gpus_per_node, pipeline=pipeline, zero_stage=zero)))
+        issues.append(_overflow(mem, gpu, sizing, node_gpus=place.gpus_per_node, pipeline=pipeline, zero_stage=zero))
         return _empty(w, place, figures, notes, fits, issues)
     min_gpus, tp = layout
     min_tp = tp

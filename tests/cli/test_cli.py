@@ -253,11 +253,19 @@ workloads:
     tokens: 1T
     gpus: 250
     expertParallel: 8
+  - name: long
+    kind: training
+    team: ml
+    pool: train
+    model: $MOE
+    tokens: 1T
+    sequenceLength: 1048576
+    tensorParallel: 2
 """.replace("$MOE", LAYOUT_MOE)
 
 
 def test_plan_errors_about_a_declared_field_point_at_it(tmp_path: Path) -> None:
-    """Review sizreview22 G4: PL322, PL339 and PL303 on a pinned count named only the workload, where the AL errors of
+    """Review sizreview22 G4 and sizreview23 N1: PL322, PL339 and PL303 on a pinned count named only the workload, where the AL errors of
     the same layouts print file:line:col (CONVENTIONS.md: errors found after schema validation point back to YAML).
     Each now names the field and where it is written, in the text report and in --format json."""
     path = tmp_path / "p.yaml"
@@ -274,6 +282,8 @@ def test_plan_errors_about_a_declared_field_point_at_it(tmp_path: Path) -> None:
     assert located[("PL339", "late")] == ("workloads[0].gpus", at("late", "gpus"))
     assert located[("PL322", "wide")] == ("workloads[1].expertTensorParallel", at("wide", "expertTensorParallel"))
     assert located[("PL303", "odd")] == ("workloads[2].gpus", at("odd", "gpus"))
+    # review sizreview23 N1: no layout holds a 1M-token sequence's activations: located at the field that shrinks them
+    assert located[("PL303", "long")] == ("workloads[3].sequenceLength", at("long", "sequenceLength"))
     assert located[("PL332", "late")] == (None, None)  # a finding about no one field names none
     text = run("plan", str(path)).stdout
     assert f"error PL303 odd (workloads[2].gpus at {at('odd', 'gpus')}): the expert grid (EP 8 x TP 1 x PP 1) does not" in text
