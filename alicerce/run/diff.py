@@ -586,9 +586,13 @@ def pool_layout_changes(old: ResolvedPlatform | None, new: ResolvedPlatform | No
         units = f"{_units(was.gpu_units.resources)} → {_units(pool.gpu_units.resources)} per node"
         alert = pool_alert_name(pool.name)
         if was.instance is not None and pool.instance is not None and was.instance.type != pool.instance.type:
+            # EKS cannot change a managed node group's instance types in place: the group is replaced, the old one
+            # deleted first under its fixed name (gpu_node_pool.py), not rolled a few nodes at a time (obsreview29 N-3)
             out.append(f"pool {pool.name} at {pool.site.name}: {units} ({was.instance.type} → {pool.instance.type}): the node group "
-                       f"replaces every node, a few at a time; {alert} holds each node to its own instance type's GPUs "
-                       "meanwhile, so the old nodes offering their old count do not page")  # fmt: skip
+                       "is replaced, the old group deleted (its nodes drained) before the new one is created, so the pool "
+                       f"has no nodes until the new ones join; {alert} holds each node to its own instance type's GPUs, so "
+                       "the new nodes do not page. To keep its work running, add a pool of the new type beside it, move "
+                       "the workloads, then remove this one")  # fmt: skip
         elif pool.instance is not None:
             out.append(f"pool {pool.name} at {pool.site.name}: {units} on the same {pool.instance.type}: {alert} expects the new "
                        "layout on every node from the sync; a node the GPU Operator has not reconfigured within 15 minutes "
@@ -887,6 +891,8 @@ def diff_resources(old: Sequence[PlannedResource], new: Sequence[PlannedResource
             forcing = replacing_changes(typ, a.inputs, b.inputs)
             if forcing:
                 loss = facts.resources[typ].dataLoss
+                if b.delete_before_replace:  # a fixed name: the old one goes before the new one exists
+                    loss = f"{loss}; deleted before its replacement is created, so none of it runs in between"
                 out.append(ResourceChange(typ, name, "replace", tuple(forcing), loss))
             elif rolling:
                 out.append(ResourceChange(typ, name, "update", tuple(changed), facts.resources[typ].rollLoss))

@@ -39,6 +39,7 @@ class PlannedResource:
     inputs: dict[str, Any]
     depends_on: tuple[str, ...] = ()  # names of explicit dependencies (depends_on)
     protect: bool = False  # the protect option: the engine refuses to delete or replace the resource
+    delete_before_replace: bool = False  # the engine deletes it before creating its replacement (a fixed name)
 
     @property
     def component(self) -> bool:
@@ -146,7 +147,10 @@ class Recorder(mocks.Mocks):
                 parent_name, parent_type = chain[-1], chain[-2].split("$")[-1]
         depends = tuple(sorted({urn.rsplit("::", 1)[-1] for urn in getattr(self._local, "dependencies", ())}))
         protect = bool(getattr(self._local, "protect", False))
-        record = PlannedResource(args.typ, args.name, parent_name, parent_type, bool(args.custom), _plain(args.inputs), depends, protect)
+        first = bool(getattr(self._local, "delete_before_replace", False))
+        record = PlannedResource(
+            args.typ, args.name, parent_name, parent_type, bool(args.custom), _plain(args.inputs), depends, protect, first
+        )
         with self._lock:
             self.resources.append(record)
         return self.outputs(args.typ, args.name, args.inputs)
@@ -223,6 +227,7 @@ class _Monitor(mocks.MockMonitor):
         self._recorder._local.parent = request.parent
         self._recorder._local.dependencies = list(request.dependencies)
         self._recorder._local.protect = bool(request.protect)
+        self._recorder._local.delete_before_replace = bool(request.deleteBeforeReplace)
         return super().RegisterResource(request)  # type: ignore[no-untyped-call]
 
 

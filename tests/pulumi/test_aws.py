@@ -727,6 +727,18 @@ def test_every_stateful_resource_is_protected_and_the_cluster_has_deletion_prote
         assert eks.inputs["deletionProtection"] is True
 
 
+def test_a_node_group_is_deleted_before_its_replacement_is_created(prod: Any, dev: Any) -> None:
+    """Review obsreview29 N-3: a managed node group keeps a fixed name (resolve.node_group_name), and EKS refuses a second
+    group of one name ("ResourceInUseException: NodeGroup already exists", pulumi/pulumi-eks#294, terraform-aws-eks#1415).
+    Pulumi's default replacement creates the new group first, so an instance type, capacity type or zone change failed
+    the next `pulumi up` half-way; the engine must delete the old group first (and `alicerce diff` says so)."""
+    for _, result in (prod, dev):
+        groups = result.of_type("aws:eks/nodeGroup:NodeGroup")
+        assert groups and all(g.inputs["nodeGroupName"] for g in groups)
+        assert [g.name for g in groups if not g.delete_before_replace] == []
+        assert not [r.name for r in result.resources if r.delete_before_replace and r not in groups]
+
+
 def test_fsx_takes_a_final_backup_where_it_keeps_backups(prod: Any) -> None:
     """FSx API, DeleteFileSystemLustreConfiguration: SkipFinalBackup (the provider's default is true); automatic
     backups go with the file system, a final backup stays. Backups exist only for persistent file systems not linked

@@ -124,6 +124,9 @@ def test_moving_a_training_pool_and_its_file_systems_replaces_all_of_them_and_sa
     group = next(r for r in result.resources if r.name == "aws-pool-train-p5-ng")
     assert (group.action, group.properties) == ("replace", ("subnetIds",)) and group.destructive
     assert "instance-store scratch" in (group.data_loss or "")
+    # review obsreview29 N-3: the group keeps its name, so the engine must delete the old one first (EKS refuses a second
+    # group of one name, pulumi/pulumi-eks#294); the diff says the pool is empty in between
+    assert "deleted before its replacement is created" in (group.data_loss or "")
     assert [p.change for p in result.pools] == ["changed"] and result.gpu_units_delta == 0
     moved = {r.name: r for r in result.resources if r.type == "aws:fsx/lustreFileSystem:LustreFileSystem"}
     assert set(moved) == {"aws-storage-datasets", "aws-storage-checkpoints"}
@@ -642,6 +645,7 @@ def test_a_change_of_gpus_per_node_says_what_the_missing_gpu_page_expects() -> N
     assert set(changes) == {"pool infer-l40s at aws", "pool infer-l4 at aws", "pool onprem-h100 at dc1"}
     assert "4 nvidia.com/gpu → 8 nvidia.com/gpu per node (g6e.12xlarge → g6e.48xlarge)" in changes["pool infer-l40s at aws"]
     assert "GPUsMissingInferL40s holds each node to its own instance type's GPUs" in changes["pool infer-l40s at aws"]
+    assert "the pool has no nodes until the new ones join" in changes["pool infer-l40s at aws"]  # review obsreview29 N-3
     assert "4 nvidia.com/gpu → 8 nvidia.com/gpu per node on the same g6.xlarge" in changes["pool infer-l4 at aws"]
     assert "8 nvidia.com/gpu → 8 nvidia.com/mig-3g.40gb, 8 nvidia.com/mig-4g.40gb per node" in changes["pool onprem-h100 at dc1"]
     assert "cordon it" in changes["pool onprem-h100 at dc1"]

@@ -139,7 +139,8 @@ def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
 def _expected_units(rp: ResolvedPlatform, pool: str, gpus_per_node: int, nodes: str) -> Callable[[int], str]:
     """The comparison of a cloud pool's node with what ITS instance type offers, not the pool's current layout: a change
     of instance type (g6e.12xlarge, 4 GPUs, to g6e.48xlarge, 8) reaches the rules at the GitOps sync while the old nodes
-    run until the node group replaces them a few at a time, and each healthy old node paged (review obsreview27 G5).
+    run until `pulumi up` replaces the node group (a GitOps sync and an apply are not one moment), and each healthy old
+    node paged (review obsreview27 G5).
     The node's instance-type label says what it was launched as; the catalog says how many GPUs each type has (every
     type with GPUs: the old type is not in the new spec). A resource's units per GPU are the pool's layout (MIG profiles,
     time-slicing replicas). A node whose type is unknown is held to the pool's layout. Not GPU Feature Discovery's

@@ -1492,7 +1492,7 @@ def l40s_grown() -> ResolvedPlatform:
 @needs_promtool
 def test_a_node_is_held_to_its_own_instance_type_s_gpus_while_a_pool_changes_type(tmp_path: Path) -> None:
     """Review obsreview27 G5: the rules of a pool grown from g6e.12xlarge (4 GPUs) to g6e.48xlarge (8) sync while the
-    node group still runs the old nodes (EKS replaces them a few at a time); each healthy old node paged critical
+    node group still runs the old nodes (until `pulumi up` replaces the group); each healthy old node paged critical
     "offers 4, short of its 8". A node is held to what its instance type has (kube-state-metrics' label of the
     kubelet's node.kubernetes.io/instance-type, the catalog's GPUs of that type): the old node offering its 4 and the
     new one its 8 are quiet; an old node that lost a GPU (3 of 4), a new one short (4 of 8) and a node whose type the

@@ -353,8 +353,12 @@ class GpuNodePool(Component):
             taints=[aws.eks.NodeGroupTaintArgs(key=k, value=v, effect=e) for k, v, e in plan.taints],
             node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True),
             tags=tags,
-            # the cluster autoscaler owns the current size once the group exists
-            opts=self.child(ignore_changes=["scalingConfig.desiredSize"]),
+            # the cluster autoscaler owns the current size once the group exists. A change that replaces the group
+            # (instance type, capacity type, zone: replacements.yaml) under its fixed name must delete the old group
+            # first: Pulumi's default creates the replacement first, and EKS refuses a second group of one name
+            # ("ResourceInUseException: NodeGroup already exists", pulumi/pulumi-eks#294, terraform-aws-eks#1415), so
+            # the next `pulumi up` failed half-way. `alicerce diff` says the pool is empty in between
+            opts=self.child(ignore_changes=["scalingConfig.desiredSize"], delete_before_replace=True),
         )
         self.node_group_name = ng.node_group_name
         # EKS creates the group's Auto Scaling group; cluster-autoscaler reads these tags from it
