@@ -208,6 +208,9 @@ class Capabilities:
     # the exporter of the target's file systems' throughput and operations per tier; None: the hosts count them
     # (alicerce.emit.storage_counters) or nothing does
     storage_metrics: StorageMetricsExporter | None = None
+    # what the on-call does about a GPU node that died (NotReady, its GPUs lost), in the missing-GPUs page's runbook:
+    # a target whose nodes repair themselves says so, so nobody hunts for a BMC a cloud does not give
+    dead_node_action: str = "check its BMC and console, then cordon it while it is repaired"
 
 
 def entry_points(group: str) -> list[tuple[str, str]]:

@@ -105,7 +105,8 @@ def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     page on the old nodes.
     """
     alerts = []
-    for pool in rp.site(site_name).pools:
+    site = rp.site(site_name)
+    for pool in site.pools:
         if pool.gpu is None or pool.gpu_units is None:
             continue
         units = pool.gpu_units.resources
@@ -132,7 +133,7 @@ def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
                             f"A node of pool {pool.name} offers {{{{ $value }}}} {{{{ $labels.resource }}}}, short of {short}",
                             "A GPU fell off the bus, failed, or the device plugin is unhealthy: drain the node. At 0 with the node "
                             "NotReady (kubectl get node: the kubelet stopped posting, the server died or is unreachable), every "
-                            "GPU and job on it is lost: check its BMC and console, then cordon it while it is repaired."))  # fmt: skip
+                            f"GPU and job on it is lost: {site.capabilities.dead_node_action}."))  # fmt: skip
     return alerts
 
 

@@ -128,6 +128,13 @@ CAPABILITIES = Capabilities(
         "efs.csi.aws.com": CsiSubdirectory(handle_separator=":/"),
     },
     storage_metrics=STORAGE_METRICS,
+    # every GPU node group has node auto repair on (components/gpu_node_pool.py): EKS replaces a node NotReady for
+    # 30 minutes and reboots or replaces one whose GPUs fail the node monitoring agent's checks after 10, but pauses
+    # while more than 20% of a group of over five nodes is unhealthy (EKS User Guide, "Automatically repair nodes in
+    # EKS clusters", https://docs.aws.amazon.com/eks/latest/userguide/node-repair.html; review obsreview29 N-5)
+    dead_node_action="EKS node auto repair replaces a node NotReady for 30 minutes (it pauses while over 20% of a group "
+    "of more than five nodes is unhealthy): watch the replacement join (kubectl get nodes; aws eks describe-nodegroup "
+    "shows the group's health issues), and cordon the node only if it is not replaced",
 )
 # the EKS Pod Identity agent listens on these link-local addresses on every node (EKS user guide, "Understand
 # how EKS Pod Identity works"; IPv6 clusters use the IPv6 one): a default-deny egress must let pods reach it

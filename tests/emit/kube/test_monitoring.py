@@ -1631,3 +1631,14 @@ def test_the_queue_wait_slo_counts_the_admission_that_creates_kueues_series(tmp_
         }  # fmt: skip
 
     run_promtool(platform("prod"), "aws", [case(True), case(False)], tmp_path)
+
+
+def test_a_dead_gpu_node_s_runbook_says_what_its_target_does() -> None:
+    """Review obsreview29 N-5: the missing-GPUs page told an AWS on-call to check a BMC and console a cloud does not give,
+    while EKS node auto repair (on for every GPU node group) replaces a node NotReady for 30 minutes. Each site's runbook
+    now says its target's action: watch the replacement at aws, the BMC and a cordon on-prem."""
+    rp = platform("prod")
+    cloud = rules_of(rp, "aws")["GPUsMissingTrainP5"]["annotations"]["description"]
+    owned = rules_of(rp, "dc1")["GPUsMissingOnpremH100"]["annotations"]["description"]
+    assert "EKS node auto repair replaces a node NotReady for 30 minutes" in cloud and "BMC" not in cloud
+    assert owned.endswith("every GPU and job on it is lost: check its BMC and console, then cordon it while it is repaired.")
