@@ -264,9 +264,12 @@ Measured (issue 23, bench/sizing_accuracy.py's unseen set, each refit on calibra
   Checked and not changed: the other unseen MoE rows' shapes, GPU-hours and tokens against their sources (DeepSeek-V2
   Sec. 3.1.2 / 3.2.3; GRIN-MoE's README; Granite 3.0 Table 1 and Table 7: its heads are the hidden size); their
   vocabularies declared (no bf16 figure reads one). GRIN-MoE (+44%) is fast as its publisher's dense Phi-3 cards are
-  (+50% to +116%); the Granite pair (-43%, -47%) is slow while the same report's dense 8B and 2B, sized the same way,
-  come out +103% and +40%: the pair's stack is slow on dense models too and the routing constant charges its MoE runs
-  more than that gap. Neither is a transcription error or a declarable field the rows leave out.
+  (+50% to +116%); the Granite pair (-43%, -47%) is slow while the same report's dense 8B and 2B, declared with the
+  layouts its Sec. 4.3 gives (TP 4 x PP 4 on 768 GPUs; TP 2 on 256), come out +38% and +28%: the pair's stack is slower
+  than the planner on dense models too and the routing constant charges its MoE runs more than that gap. The pair's own
+  GPU counts (128, 256), layout (data parallelism only, ZeRO-1) and 4M-token batch are now declared as Sec. 4.2 / 4.3
+  give them (they had been assumed: 512 GPUs, ZeRO-3); neither figure moves. Neither residual is a transcription error
+  or a declarable field the rows leave out.
 
 The per-GPU-batch factor is the scaling loss: on a fixed global batch, more GPUs mean a smaller share
 each, so GPU-hours never fall as GPUs are added. Parameters live in catalog/data/sizing.yaml;
