@@ -436,6 +436,7 @@ class Experts(CatalogModel):
     total: int
     perToken: int
     moeLayers: int
+    routedAttention: bool = False  # a mixture of attention heads in every expert layer too (the spec's experts field)
 
 
 class LatentAttentionLayout(CatalogModel):

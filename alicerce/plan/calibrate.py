@@ -40,7 +40,7 @@ from alicerce.plan.sizing import (
     usable_memory,
     vocabulary_of,
 )
-from alicerce.plan.throughput import TrainingJob, tokens_per_gpu_step, training_factors
+from alicerce.plan.throughput import TrainingJob, routed_layers, tokens_per_gpu_step, training_factors
 from alicerce.spec.models import Workload
 
 GIB = 2**30
@@ -79,7 +79,7 @@ def run_job(run: TrainingRun, catalog: Catalog, sizing: Sizing) -> TrainingJob:
         attention_sequence=attention[1],
         fp8_recipe=run.fp8Recipe,
         experts_per_token=run.experts.perToken if run.experts else None,
-        moe_layers=run.experts.moeLayers if run.experts else None,
+        moe_layers=routed_layers(run.experts.moeLayers, routed_attention=run.experts.routedAttention) if run.experts else None,
         full_recompute=run.recompute == "full",
         production_run=run.reporting == "gpuHours",
         pipeline_parallel=run.pipelineParallel or 1,
@@ -439,7 +439,8 @@ def run_workload(run: TrainingRun) -> Workload:
         model.update(vocabulary=run.vocabulary)
     if run.experts is not None:
         model.update(architecture="moe", activeParameters=run.activeParameters or run.parameters,
-                     experts={"total": run.experts.total, "perToken": run.experts.perToken, "layers": run.experts.moeLayers})  # fmt: skip
+                     experts={"total": run.experts.total, "perToken": run.experts.perToken, "layers": run.experts.moeLayers,
+                              "routedAttention": run.experts.routedAttention})  # fmt: skip
     gpus = run.gpus
     spec: dict[str, object] = {
         "name": "run", "kind": "training", "team": "calibration", "model": model,

@@ -36,6 +36,7 @@ from alicerce.plan.throughput import (
     first_stage_in_flight,
     microbatch_group,
     moe_routing_ratio,
+    routed_layers,
     training_mfu,
 )
 from alicerce.spec.heads import legal_degrees
@@ -741,7 +742,7 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
         fp8_supported=gpu.tflops.fp8 is not None,
         fp4_supported=gpu.tflops.fp4 is not None,
         experts_per_token=(experts.per_token if experts else int(sizing.training.expertsPerTokenDefault.value)) if moe else None,
-        moe_layers=experts.layers if experts else None,
+        moe_layers=routed_layers(experts.layers or layers, routed_attention=experts.routed_attention) if experts else None,
         full_recompute=True,
         recompute_fraction=1.0,
         flops_per_token=flops_per,

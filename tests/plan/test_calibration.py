@@ -438,11 +438,13 @@ def test_every_unseen_run_is_sized_by_the_planners_own_path() -> None:
 
 def test_a_runs_published_expert_parallel_group_is_declared_as_a_user_would() -> None:
     """Issue 23 (sizmoe2): a MoE run whose source states its expert-parallel group (Megatron-Bridge's EP column,
-    DeepSeek-V2 Sec. 3.1.3, DeepSeek-V3 Sec. 3.2, GRIN-MoE's none) reaches `plan` as `expertParallel`, so the planner's
+    DeepSeek-V2 Sec. 3.1.3, DeepSeek-V3 Sec. 3.2, GRIN-MoE's and Granite 3.0's none) reaches `plan` as `expertParallel`, so the planner's
     network figure for it is that layout's, not the min(experts, dp) default."""
     declared = {r.id: r.expertParallel for r in (*RUNS, *CATALOG.unseen_evaluation.runs) if r.expertParallel is not None}
     assert declared == {"deepseek-v3": 64, "mbridge2509-dsv3-1024xh100": 64, "mbridge2511-qwen3-235b-256xh100": 32,
                         "mbridge2511-qwen3-30b-16xh100": 8, "deepseek-v2": 8, "grin-moe": 1,
+                        # Granite 3.0's MoE pair: data parallelism only (its report, Sec. 4.3; sizfix14)
+                        "granite-3.0-1b-a400m": 1, "granite-3.0-3b-a800m": 1,
                         # Megatron-Bridge 25.11's bf16 MoE rows, each at its table's EP column
                         "mbridge2511-gptoss120b-bf16-64xh100": 8, "mbridge2511-gptoss120b-bf16-64xb200": 8,
                         "mbridge2511-gptoss120b-bf16-64xgb200": 64, "mbridge2511-dsv3-bf16-256xgb200": 64,

@@ -2696,6 +2696,35 @@ def test_an_fp32_moe_weighs_its_overhead_as_bf16_does_and_says_why() -> None:
     assert "fp32" not in bf16["mixture of experts"].why
 
 
+def test_a_mixture_of_attention_heads_routes_each_token_twice_a_layer() -> None:
+    """Issue 23 (sizfix14): JetMoE-8B routes every block's attention too, a mixture of attention heads (arXiv 2404.07413
+    Sec. 2; transformers JetMoeMoA: the token's hidden state dispatched to its top-2 of 8 query/output-projection experts
+    and their outputs summed back), so a block dispatches k x hidden twice, once to its attention experts and once to its
+    MLP experts. JetMoE-8B (2.2B active, 24 layers, 2,048 wide, top 2 of 8), by hand at k 9,750 (sizing.yaml moeRouting):
+    routed = 2 x 2,048 x 24 / 2.2e9 = 4.468e-5; the MLP mixture alone 1 / (1 + 9,750 x 4.468e-5) = 0.6966; with the
+    attention mixture 1 / (1 + 9,750 x 2 x 4.468e-5) = 0.5344."""
+    experts = {"total": 8, "perToken": 2}
+    model = {"parameters": "8B", "activeParameters": "2.2B", "architecture": "moe", "layers": 24, "hiddenSize": 2048,
+             "heads": 32, "headDim": 128, "vocabulary": 32000, "experts": experts}  # fmt: skip
+
+    def factors(routed_attention: bool) -> dict[str, float]:
+        declared = {**model, "experts": {**experts, "routedAttention": routed_attention}}
+        w = workload(model=declared, tokens="1T", sequenceLength=4096, globalBatchTokens=4_194_304, gpus=96,
+                     pipelineParallel=3)  # fmt: skip
+        return _factors(plan_training(w, on("H100-SXM5-80GB"), SIZING, []))
+
+    mlp, both = factors(False), factors(True)
+    k, routed = SIZING.training.moeRouting.value, 2 * 2048 * 24 / 2.2e9
+    assert mlp["mixture of experts"] == pytest.approx(1 / (1 + k * routed), rel=1e-9)
+    assert both["mixture of experts"] == pytest.approx(1 / (1 + 2 * k * routed), rel=1e-9)
+    assert (k, mlp["mixture of experts"], both["mixture of experts"]) == pytest.approx((9750, 0.6966, 0.5344), abs=1e-4)
+    # the pipeline balance weighs the last stage's output head against the layers' time, routing included: longer layers,
+    # a lighter head; nothing else in the step moves
+    assert mlp["pipeline balance"] < both["pipeline balance"] < 1
+    moved = {"mixture of experts", "pipeline balance"}
+    assert {n: v for n, v in mlp.items() if n not in moved} == {n: v for n, v in both.items() if n not in moved}
+
+
 @pytest.mark.parametrize(
     ("layers", "pipeline", "virtual", "balance"),
     [(80, 6, 1, 80 / 6 / 14), (80, 4, 1, None), (126, 8, 1, 126 / 8 / 16), (61, 8, 4, 61 / 8 / 8), (70, 12, 1, 70 / 12 / 6),

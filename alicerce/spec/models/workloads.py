@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, StrictInt
+from pydantic import Field, StrictBool, StrictInt
 
 from alicerce.spec.base import Name, Precision, SpecModel, WorkloadKind
 from alicerce.spec.text import CatalogId
@@ -44,6 +44,12 @@ class Experts(SpecModel):
     total: StrictInt = Field(ge=2, le=MAX_WIDTH, description="Routed experts per MoE layer.", examples=[256])
     per_token: StrictInt = Field(ge=1, le=MAX_WIDTH, description="Experts each token is routed to (top-k).", examples=[8])
     layers: StrictInt | None = Field(default=None, ge=1, le=MAX_LAYERS, description="Layers with experts; default: every layer.")
+    routed_attention: StrictBool = Field(
+        default=False,
+        description="Each expert layer's attention is routed too, a mixture of attention heads (JetMoE: query and output "
+        "projections as experts, top-k of the same experts count): training counts the tokens dispatched to the attention "
+        "experts beside those dispatched to the MLP experts (twice the routed volume). Serving does not read it.",
+    )
 
 
 class LatentAttention(SpecModel):
