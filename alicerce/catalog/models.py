@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Architecture = Literal["volta", "ampere", "ada", "hopper", "blackwell"]
 """NVIDIA GPU architectures the catalog knows, oldest first."""
@@ -661,9 +661,16 @@ class SpotFractions(CatalogModel):
 
 
 class CapacityBlockPrice(CatalogModel):
-    usdPerHour: float
-    regions: tuple[str, ...]  # the regions the price table has a row for
+    # null for a type the User Guide sells that has no row in the price table at all (p5en.48xlarge)
+    usdPerHour: float | None = None
+    regions: tuple[str, ...] = ()  # the regions the price table has a row for
     soldUnpriced: tuple[str, ...] = ()  # sold there (the User Guide) with no published price: left unpriced (PL311)
+
+    @model_validator(mode="after")
+    def _priced_where_listed(self) -> CapacityBlockPrice:
+        if (self.usdPerHour is None) != (not self.regions):
+            raise ValueError("usdPerHour goes with the regions its price table lists, and only with them")
+        return self
 
 
 class BlockDurationStep(CatalogModel):
