@@ -873,16 +873,28 @@ def test_low_trust_defaults_are_named_until_the_site_declares_its_own() -> None:
     plan needs a figure), but PL329 names each one it rests on and where the buyer's own goes; declaring them ends it,
     and the month follows what was declared."""
     (finding,) = [f for f in plan().findings if f.check == "PL329"]
+    # review sizreview23 N3: the fabric per node (one public sheet's row, $33,980: 32 x 33,980 / 60 = $18,123 of the
+    # reference's month) and the load / idle draw fractions (a blog's planning rule, alicerce's own idle figure), all low
+    # trust, were used unnamed, the fractions not even declarable
     assert finding.subject == "onprem-h100" and finding.message == (
-        "the month rests on low-trust catalog defaults for staffFte, supportFractionPerYear, usdPerFteYear: "
-        "put your own figures in costs.onprem[dc1]"
+        "the month rests on low-trust catalog defaults for idleFraction, loadFraction, pools[onprem-h100].networkUsd, "
+        "staffFte, supportFractionPerYear, usdPerFteYear: put your own figures in costs.onprem[dc1]"
     )
     data = reference()
-    data["costs"]["onprem"][0].update(staffFte=4, usdPerFteYear=180_000, supportFractionPerYear=0.1)
+    site = data["costs"]["onprem"][0]
+    site.update(staffFte=4, usdPerFteYear=180_000, supportFractionPerYear=0.1, loadFraction=0.7, idleFraction=0.2)
+    site["pools"] = [{"pool": "onprem-h100", "networkUsd": 30_000}]
     result = plan_platform(resolve(data), today=TODAY)
     assert "PL329" not in {f.check for f in result.findings}
     pool = next(p for p in result.pools if p.name == "onprem-h100")
     assert pool.owned_cost is not None and pool.owned_cost.items["staff"] == pytest.approx(4 * 180_000 / 12)
+    before = next(p for p in plan().pools if p.name == "onprem-h100").owned_cost
+    assert before is not None
+    # the draw follows the declared fractions: power = full-load month x (idle + (load - idle) x utilisation)
+    u = pool.owned_cost.utilization
+    assert u == before.utilization
+    ratio = (0.2 + 0.5 * u) / (0.3 + 0.5 * u)
+    assert pool.owned_cost.items["power"] == pytest.approx(before.items["power"] * ratio)
 
 
 def test_a_price_the_catalog_estimates_is_not_quoted_as_something_to_rent() -> None:
