@@ -309,8 +309,11 @@ def test_the_readme_formula_prints_the_shipped_constants() -> None:
     after the refit shipped 0.0575, 1.896/1.175 and 13,000; it is now the bench's rendering of sizing.yaml."""
     bench = _bench()
     readme = (ROOT / "README.md").read_text("utf-8")
-    block = bench.formula(SIZING)
+    block = bench.formula(CATALOG)
     assert f"{bench.FORMULA_BEGIN}\n{block}\n{bench.FORMULA_END}" in readme, "regenerate with `python bench/sizing_accuracy.py --readme`"
+    # review sizreview23 N2: the README said "90 public runs" by hand where the file held 95; the count is read from it
+    assert f"({len(RUNS)} public runs: " in block
+    assert not re.search(r"\d+ public runs", readme.replace(block, "")), "a hand-kept count of the runs outside the block"
     t = SIZING.training
     for constant in (t.perGpuBatch.exponent, t.fp8Gain.transformer_engine, t.fp8Gain.generic, t.tpLinkEfficiency):
         assert f"{constant.value}" in block  # the rendering prints each constant it restates, not a rounded copy
