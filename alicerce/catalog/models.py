@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 Architecture = Literal["volta", "ampere", "ada", "hopper", "blackwell"]
 """NVIDIA GPU architectures the catalog knows, oldest first."""
@@ -665,12 +665,6 @@ class CapacityBlockPrice(CatalogModel):
     usdPerHour: float | None = None
     regions: tuple[str, ...] = ()  # the regions the price table has a row for
     soldUnpriced: tuple[str, ...] = ()  # sold there (the User Guide) with no published price: left unpriced (PL311)
-
-    @model_validator(mode="after")
-    def _priced_where_listed(self) -> CapacityBlockPrice:
-        if (self.usdPerHour is None) != (not self.regions):
-            raise ValueError("usdPerHour goes with the regions its price table lists, and only with them")
-        return self
 
 
 class BlockDurationStep(CatalogModel):
