@@ -368,13 +368,17 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
         # over for $4,089 of Spot L4s that the month then paid on top)
         need = pool_units(plan, pool)
         free = max(0, pool.spec.scaling.min * pool.gpus_per_node - committed.get(pool.name, 0))
-        paid_for = min(need, free) / need if need else 0.0
+        # the GPUs the free always-on ones cannot hold start instances of their own, and the bill rises by those
+        # instances, whole, as the pool's month bills them (growth.billed_gpu_hours): 1 GPU of a g6e.12xlarge added
+        # $638 (a quarter of the instance) where the month rose $2,553 (review sizreview23 G1)
+        started = math.ceil(max(0, need - free) / max(1, pool.gpus_per_node))
         if price.block_steps and (plan.kind != "inference" or plan.sharing):
             # batch work on Capacity Blocks buys its instances a whole day of block for each day it runs, not the hours
             # it uses (review sizreview19 F6)
             runs, _, wall = block_runs(plan, hours_month)
-            gpu_hours = math.ceil(need / pool.gpus_per_node) * pool.gpus_per_node * block_hours(price.block_steps, wall) * runs
-        return gpu_hours * (1 - paid_for) * (price.usd_per_gpu_hour or 0.0)
+            return started * block_hours(price.block_steps, wall) * runs * price.usd_per_hour
+        hours = gpu_hours / plan.gpus if plan.gpus else 0.0  # how long each of its GPUs is held
+        return started * hours * price.usd_per_hour
 
     committed: dict[str, int] = defaultdict(int)
     cannot: set[str] = set()  # workloads the plan found cannot run (PL303): reported, never priced

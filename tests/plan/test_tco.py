@@ -234,6 +234,24 @@ def test_runs_that_cannot_follow_one_another_in_a_quarter_are_a_finding() -> Non
     assert pool.peak_gpus == 448 and pool.recommended_max == 56
 
 
+def test_placement_adds_the_whole_instances_the_pools_month_bills() -> None:
+    """Review sizreview23 G1: placement's "adds $X" priced the GPUs a job uses, while the pool's month bills the whole
+    instances they start: the reference's embed-batch (1 GPU of a 4-GPU g6e.12xlarge, 243.33 h a month) read "adds
+    $638" (243.33 x 10.49264 / 4) beside the $2,553.21 its instance adds to infer-l40s's month (test below)."""
+    p = plan()
+    assert p.placements["embed-batch"].startswith("infer-l40s: adds $2,553")
+    pool = next(x for x in p.pools if x.name == "infer-l40s")
+    without = plan_platform(resolve(_without(reference(), "embed-batch")), today=TODAY)
+    before = next(x for x in without.pools if x.name == "infer-l40s")
+    assert pool.monthly_cost_usd is not None and before.monthly_cost_usd is not None
+    assert pool.monthly_cost_usd - before.monthly_cost_usd == pytest.approx(2_553.21, abs=0.01)
+
+
+def _without(data: dict[str, Any], workload: str) -> dict[str, Any]:
+    data["workloads"] = [w for w in data["workloads"] if w["name"] != workload]
+    return data
+
+
 def test_golden_reference_prod_month() -> None:
     # system       m7i.4xlarge on-demand, min 2 always on: 2 x 730 x 0.8064                   =   1,177.34
     # data-prep    m7i.16xlarge Spot: 3.2256 x 0.479 (m7i Spot share, us-east-1) = 1.5451/h;
