@@ -395,11 +395,16 @@ def formula_terms(sizing: Sizing) -> dict[str, str]:
     }
 
 
-def formula(sizing: Sizing) -> str:
+def formula(catalog: Catalog) -> str:
     """The README's training-throughput formula with every constant it restates read from the shipped sizing.yaml, its
-    product the factors `--explain` prints in their order (:data:`FORMULA_PRODUCT`)."""
+    product the factors `--explain` prints in their order (:data:`FORMULA_PRODUCT`), and the count of the runs it was
+    fitted and checked on read from calibration-training.yaml (review sizreview23 N2: the prose said 90 where the file
+    held 95)."""
+    sizing = catalog.sizing
     t, qlora_bytes = sizing.training, sizing.qloraBaseBytes.value + 4.0  # as sizing.qlora_dequantisation counts it
     x = formula_terms(sizing)
+    runs = catalog.training_calibration.runs
+    roles = {role: sum(r.role == role for r in runs) for role in ("fit", "holdout", "excluded")}
     return f"""\
 `MFU = {" x ".join(FORMULA_PRODUCT)}`, on the dense BF16 peak (so an fp8 speed-up is a measured factor, not a doubled
 peak); each name is a factor `--explain` prints, in its order, and a factor that does not apply is 1. `f` is the job's
@@ -441,7 +446,11 @@ goodput (read from the Llama 3.1 405B card's GPU-hours against the model's stead
 never held out; the paper reports more than 90% effective training time). `--explain` prints every factor with its
 source; the factors live in `alicerce/catalog/data/sizing.yaml`, and this paragraph's constants and terms are read from it
 (`bench/sizing_accuracy.py --readme`; tests/plan/test_calibration.py evaluates the terms on DeepSeek-V3 against the
-factors `--explain` prints)."""
+factors `--explain` prints).
+
+The runs are `alicerce/catalog/data/calibration-training.yaml` ({len(runs)} public runs: {roles["fit"]} `fit`,
+{roles["holdout"]} `holdout` and {roles["excluded"]} excluded, each exclusion saying why; model cards, papers, MLPerf Training
+v4.1-v5.1, NeMo/Megatron-Bridge and Megatron-Core tables, each with its source)."""
 
 
 def _replace_block(text: str, begin: str, end: str, block: str) -> str:
@@ -456,7 +465,7 @@ def main(argv: list[str]) -> int:
     if "--readme" in argv:
         readme = ROOT / "README.md"
         current = _replace_block(readme.read_text("utf-8"), BEGIN, END, text)
-        current = _replace_block(current, FORMULA_BEGIN, FORMULA_END, formula(catalog.sizing))
+        current = _replace_block(current, FORMULA_BEGIN, FORMULA_END, formula(catalog))
         readme.write_text(current, "utf-8")
     return 0
 

@@ -322,13 +322,62 @@ class Fp8Gain(CatalogModel):
     generic: Assumption
 
 
+class PrecisionPair(CatalogModel):
+    """One figure a source publishes for the same run in FP8 and in NVFP4."""
+
+    fp8: float
+    fp4: float
+
+
+class StagesPair(CatalogModel):
+    """The interleaved schedule's chunks a stage (VP) a source states for its FP8 and its NVFP4 run."""
+
+    fp8: int
+    fp4: int
+
+
+class Fp4Run(CatalogModel):
+    """One system's FP8 and NVFP4 runs of :class:`Fp4OverFp8`'s model in one source table, at the layout it states."""
+
+    system: str  # as the source names it
+    gpu: str  # the GPU plan sizes it on: a gpus.yaml id or one of calibration-training.yaml's GPUs
+    gpus: int
+    globalBatchSequences: int
+    tensorParallel: int
+    pipelineParallel: int
+    virtualStages: StagesPair  # its interleaved schedule's chunks a stage (VP), per precision as the table states
+    tokensPerSecondPerGpu: PrecisionPair
+
+
+class Fp4Model(CatalogModel):
+    """The shape of the model a source ran in FP8 and NVFP4 (the workload fields of the same names)."""
+
+    parameters: float
+    layers: int
+    hiddenSize: int
+    heads: int
+    headDim: int
+    vocabulary: int
+    sequenceLength: int
+
+
+class Fp4OverFp8(CatalogModel):
+    """NVFP4 over FP8: the blocks' GEMM speed-up (``value``), fitted so the planner's step model reproduces the whole-step
+    ratios of ``runs`` (calibrate.fit_fp4_over_fp8)."""
+
+    value: float
+    source: str
+    model: Fp4Model
+    runs: tuple[Fp4Run, ...]
+
+
 class TrainingSizing(CatalogModel):
     """Factors of the training-throughput model (alicerce/plan/throughput.py)."""
 
     base: ByArchitecture
     perGpuBatch: PerGpuBatch
     fp8Gain: Fp8Gain
-    fp4OverFp8: Assumption
+    fp4OverFp8: Fp4OverFp8
     moeRouting: Assumption
     expertsPerTokenDefault: Assumption
     fullRecompute: Assumption
@@ -613,8 +662,9 @@ class SpotFractions(CatalogModel):
 
 
 class CapacityBlockPrice(CatalogModel):
-    usdPerHour: float
-    regions: tuple[str, ...]  # the regions the price table has a row for
+    # null for a type the User Guide sells that has no row in the price table at all (p5en.48xlarge)
+    usdPerHour: float | None = None
+    regions: tuple[str, ...] = ()  # the regions the price table has a row for
     soldUnpriced: tuple[str, ...] = ()  # sold there (the User Guide) with no published price: left unpriced (PL311)
 
 

@@ -226,6 +226,12 @@ class RentalOption(Document):
     factors: list[Factor]
 
 
+class UnpricedOption(Document):
+    purchase: Literal["capacity-block"]
+    instance: str
+    why: str = Field(description="Where AWS sells it and which regions its price table lists.")
+
+
 class CheapestBand(Document):
     from_: float | None = Field(alias="from", description="Utilisation (0-1) where the band starts.")
     to: float | None = Field(description="Utilisation (0-1) where the band ends.")
@@ -238,6 +244,10 @@ class OwnVsRent(Document):
     owned: OwnedCost
     rental: Rental = Field(description="The cheapest on-demand rental of the same GPU in the region.")
     options: list[RentalOption] = Field(description="Every purchase option the catalog and the spec price for the same GPU.")
+    unpricedOptions: list[UnpricedOption] = Field(
+        description="Options AWS sells for the same GPU in the region with no published price: cheapestByUtilization and "
+        "the verdict do not weigh them."
+    )
     cheapestByUtilization: list[CheapestBand]
     breakEvenUtilization: float | None
     cheaperFromQuarter: int | None = Field(description="The first forecast quarter from which owning wins (0: today).")

@@ -17,7 +17,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from alicerce.catalog import Catalog
-from alicerce.catalog.models import Architecture, Gpu, ServedModel, ServingResult, ServingTable, Sizing, TrainingRun
+from alicerce.catalog.models import (
+    Architecture,
+    Fp4Run,
+    Gpu,
+    ServedModel,
+    ServingResult,
+    ServingTable,
+    Sizing,
+    TrainingRun,
+)
 from alicerce.plan.roofline import (
     Efficiencies,
     Replica,
@@ -505,6 +514,63 @@ def planned_mfu(run: TrainingRun, catalog: Catalog, sizing: Sizing) -> float | N
     if run.reporting == "gpuHours":
         return plan.mfu
     return plan.mfu / sizing.training.goodput.value
+
+
+def fp4_pair(run: Fp4Run, sizing: Sizing) -> tuple[TrainingRun, TrainingRun]:
+    """One of fp4OverFp8's source systems as its FP8 and its NVFP4 calibration row, each at the layout its table states
+    (Transformer Engine runs both recipes)."""
+    ratio = sizing.training.fp4OverFp8
+    m = ratio.model
+    citation = sizing.sources[ratio.source]
+    common: dict[str, object] = {
+        "model": "fp4OverFp8's model", "parameters": m.parameters, "layers": m.layers, "hidden": m.hiddenSize,
+        "heads": m.heads, "headDim": m.headDim, "vocabulary": m.vocabulary, "sequenceLength": m.sequenceLength,
+        "gpu": run.gpu, "gpus": run.gpus, "globalBatchTokens": float(run.globalBatchSequences * m.sequenceLength),
+        "tensorParallel": run.tensorParallel, "pipelineParallel": run.pipelineParallel, "tensorParallelOverlap": True,
+        "fp8Recipe": "transformer-engine", "reporting": "throughput", "basis": "tokens/s per GPU as published",
+        "role": "excluded", "family": ratio.source, "source": {"title": citation.title, "url": citation.url},
+    }  # fmt: skip
+
+    def row(precision: str, stages: int, tokens: float) -> TrainingRun:
+        own = {"precision": precision, "pipelineVirtualStages": stages, "measured": {"tokensPerSecondPerGpu": tokens}}
+        return TrainingRun.model_validate(common | own | {"id": f"{run.system}-{precision}"})
+
+    return (
+        row("fp8", run.virtualStages.fp8, run.tokensPerSecondPerGpu.fp8),
+        row("fp4", run.virtualStages.fp4, run.tokensPerSecondPerGpu.fp4),
+    )
+
+
+def planned_fp4_step_ratio(run: Fp4Run, catalog: Catalog, sizing: Sizing) -> float:
+    """NVFP4 over FP8 as `plan` sizes the source's two runs: the step ratio the source's tokens/s measure."""
+    fp8, fp4 = fp4_pair(run, sizing)
+    a, b = planned_mfu(fp8, catalog, sizing), planned_mfu(fp4, catalog, sizing)
+    assert a is not None and b is not None, f"{run.gpu} is neither in gpus.yaml nor among calibration-training.yaml's GPUs"
+    return b / a
+
+
+def with_fp4_over_fp8(sizing: Sizing, value: float) -> Sizing:
+    t = sizing.training
+    ratio = t.fp4OverFp8.model_copy(update={"value": value})
+    return sizing.model_copy(update={"training": t.model_copy(update={"fp4OverFp8": ratio})})
+
+
+def fit_fp4_over_fp8(catalog: Catalog, sizing: Sizing) -> float:
+    """The NVFP4/FP8 GEMM ratio at which `plan`'s step ratios of fp4OverFp8's runs match the source's on the geometric
+    mean (review sizreview23 D2: the source's step ratio, read as the GEMMs', planned its own 405B at 1.29x fp8). The
+    planned step ratio rises with the GEMM ratio, so bisection finds it; everything else as ``sizing`` has it."""
+    runs = sizing.training.fp4OverFp8.runs
+
+    def excess(value: float) -> float:
+        s = with_fp4_over_fp8(sizing, value)
+        measured = (math.log(r.tokensPerSecondPerGpu.fp4 / r.tokensPerSecondPerGpu.fp8) for r in runs)
+        return sum(math.log(planned_fp4_step_ratio(r, catalog, s)) for r in runs) - sum(measured)
+
+    low, high = 1.0, 4.0
+    for _ in range(40):
+        mid = (low + high) / 2
+        low, high = (mid, high) if excess(mid) < 0 else (low, mid)
+    return (low + high) / 2
 
 
 def serving_workload(

@@ -41,11 +41,13 @@ from alicerce.plan.pricing import (
     HOURS_PER_MONTH,
     NodePrice,
     RentalOption,
+    UnpricedOption,
     block_hours,
     monthly_node_cost,
     node_price,
     rental_options,
     run_block_cost,
+    unpriced_options,
 )
 from alicerce.plan.sizing import GIB, Placement, WorkloadPlan, plan_workload
 from alicerce.plan.tco import OwnedPoolCost, SiteExtras, owned_pool_cost, site_extras
@@ -140,6 +142,8 @@ class OwnVsRent:
     break_even_utilization: float | None  # against on-demand
     cheaper_from_quarter: int | None  # first forecast quarter at which owning costs less than every option (0: today)
     options: tuple[RentalOption, ...] = ()
+    # sold for this GPU here with no published price: listed, not weighed (review sizreview23 G4)
+    unpriced: tuple[UnpricedOption, ...] = ()
 
     @property
     def owned_usd_per_gpu_hour(self) -> float | None:
@@ -183,11 +187,18 @@ class OwnVsRent:
             "the same runs more or less often, and shorter runs pay more a used hour (whole days: 3 h a day buy 24)"
         )
 
+    def _not_weighed(self) -> str:
+        """The options sold here without a price: the bands leave them out, and say so (review sizreview23 G4)."""
+        if not self.unpriced:
+            return ""
+        listed = ", ".join(f"{o.purchase} ({o.instance})" for o in self.unpriced)
+        return f"; not weighed: {listed}, sold in {self.rental_region} with no published price (PL311)"
+
     def verdict(self) -> str:
         u = self.owned.utilization
         if not self.options:
-            return f"no rental price for {self.gpu} in {self.rental_region}"
-        bands = ", ".join(f"{w} {lo:.0%}-{hi:.0%}" for lo, hi, w in self.bands()) + self._block_assumption()
+            return f"no rental price for {self.gpu} in {self.rental_region}{self._not_weighed()}"
+        bands = ", ".join(f"{w} {lo:.0%}-{hi:.0%}" for lo, hi, w in self.bands()) + self._block_assumption() + self._not_weighed()
         if not self.owned.complete:
             # without the servers' price the owned month is a lower bound (PL311): owning can only look cheaper than it is
             return (f"no verdict: the owned month leaves out the servers (no price, PL311), so it is a lower bound; declare "
@@ -220,6 +231,7 @@ class OwnVsRent:
                  "factors": [f.to_json() for f in o.factors]}
                 for o in self.options
             ],
+            "unpriced_options": [{"purchase": o.purchase, "instance": o.instance, "why": o.why} for o in self.unpriced],
             "cheapest_by_utilization": [{"from": rounded(lo), "to": rounded(hi), "option": w} for lo, hi, w in self.bands()],
             "break_even_utilization": rounded(self.break_even_utilization), "cheaper_from_quarter": self.cheaper_from_quarter,
             "verdict": self.verdict(),
@@ -356,13 +368,17 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
         # over for $4,089 of Spot L4s that the month then paid on top)
         need = pool_units(plan, pool)
         free = max(0, pool.spec.scaling.min * pool.gpus_per_node - committed.get(pool.name, 0))
-        paid_for = min(need, free) / need if need else 0.0
+        # the GPUs the free always-on ones cannot hold start instances of their own, and the bill rises by those
+        # instances, whole, as the pool's month bills them (growth.billed_gpu_hours): 1 GPU of a g6e.12xlarge added
+        # $638 (a quarter of the instance) where the month rose $2,553 (review sizreview23 G1)
+        started = math.ceil(max(0, need - free) / max(1, pool.gpus_per_node))
         if price.block_steps and (plan.kind != "inference" or plan.sharing):
             # batch work on Capacity Blocks buys its instances a whole day of block for each day it runs, not the hours
             # it uses (review sizreview19 F6)
             runs, _, wall = block_runs(plan, hours_month)
-            gpu_hours = math.ceil(need / pool.gpus_per_node) * pool.gpus_per_node * block_hours(price.block_steps, wall) * runs
-        return gpu_hours * (1 - paid_for) * (price.usd_per_gpu_hour or 0.0)
+            return started * block_hours(price.block_steps, wall) * runs * price.usd_per_hour
+        hours = gpu_hours / plan.gpus if plan.gpus else 0.0  # how long each of its GPUs is held
+        return started * hours * price.usd_per_hour
 
     committed: dict[str, int] = defaultdict(int)
     cannot: set[str] = set()  # workloads the plan found cannot run (PL303): reported, never priced
@@ -1110,12 +1126,16 @@ def _own_vs_rent(  # noqa: PLR0917 - the plan's parts
             else:
                 options += (_whole_blocks(offer, on_pool, catalog),)
         findings += _stale_prices(pool.name, options, today, catalog)
+        unpriced = unpriced_options(pool.accelerator, region, catalog)
+        for u in unpriced:
+            findings.append(PlanFinding("PL311", pool.name, f"own-vs-rent cannot weigh {u.purchase} {u.instance}: {u.why}; "
+                                        "listed as not weighed, so the cheapest-by-utilisation bands leave it out"))  # fmt: skip
         on_demand = next((o for o in options if o.purchase == "on-demand"), None)
         price = on_demand.usd_per_gpu_hour if on_demand else None
         u_star = pool.owned_cost.break_even(price) if price is not None else None
         option = OwnVsRent(
             pool.name, pool.accelerator, pool.owned_cost, on_demand.instance if on_demand else None, region, price,
-            on_demand.factors if on_demand else (), u_star, None, options,
+            on_demand.factors if on_demand else (), u_star, None, options, unpriced,
         )  # fmt: skip
         from_quarter = None
         if options:

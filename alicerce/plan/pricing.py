@@ -121,11 +121,12 @@ def node_price(pool: ResolvedPool, catalog: Catalog, costs: Costs) -> NodePrice 
         # a block is a flat fee per instance-hour that needs no on-demand price: p5e blocks sell only in us-east-2, where
         # the catalog has no on-demand row, and were once left unpriced there (review sizreview23 D1)
         block = prices.capacityBlocks.types.get(instance.type)
-        if block is None or region not in block.regions:
+        if block is None or block.usdPerHour is None or region not in block.regions:
             price, factors = None, ()
             sold = block is not None and region in block.soldUnpriced
             issues.append(Issue("PL311", f"no Capacity Block price for {instance.type} in {region}"
-                                + (f": AWS sells blocks there but its price table lists only {', '.join(block.regions)}; "
+                                + (f": AWS sells blocks there but its price table lists "
+                                   f"{'only ' + ', '.join(block.regions) if block.regions else 'no price for the type'}; "
                                    f"left unpriced, not priced at another region's rate: declare the quoted price as "
                                    f"costs.cloud[{pool.name}].usdPerHour" if sold and block else "")))  # fmt: skip
         else:
@@ -260,6 +261,30 @@ class RentalOption:
         return self.usd_per_gpu_hour * gpus * HOURS_PER_MONTH * (1.0 if self.held else utilization)
 
 
+@dataclass(frozen=True)
+class UnpricedOption:
+    """A purchase option AWS sells for the GPU in the region but publishes no price for: own-vs-rent lists it and cannot
+    weigh it, so its bands are read as incomplete rather than as if it were not on offer (review sizreview23 G4)."""
+
+    purchase: str
+    instance: str
+    why: str
+
+
+def unpriced_options(gpu_id: str, region: str, catalog: Catalog) -> tuple[UnpricedOption, ...]:
+    """The Capacity Blocks of ``gpu_id`` sold in ``region`` with no row in the price table (prices.yaml soldUnpriced)."""
+    blocks = catalog.prices.capacityBlocks
+    out = []
+    for instance_type in catalog.instances:
+        block = blocks.types.get(instance_type.type)
+        if instance_type.gpu != gpu_id or block is None or region in block.regions or region not in block.soldUnpriced:
+            continue
+        listed = ", ".join(block.regions) or "no region"
+        why = f"AWS sells {instance_type.type} Capacity Blocks in {region} but its price table lists {listed}"
+        out.append(UnpricedOption("capacity-block", instance_type.type, why))
+    return tuple(out)
+
+
 def rental_options(gpu_id: str, region: str, catalog: Catalog, discounts: list[tuple[str, float]]) -> tuple[RentalOption, ...]:
     """Every purchase option the catalog and the spec price for ``gpu_id`` in ``region``, cheapest type each.
 
@@ -290,7 +315,9 @@ def rental_options(gpu_id: str, region: str, catalog: Catalog, discounts: list[t
     best: RentalOption | None = None
     for instance_type in catalog.instances:
         block = blocks.types.get(instance_type.type)
-        if instance_type.gpu != gpu_id or not instance_type.gpus or block is None or region not in block.regions:
+        if instance_type.gpu != gpu_id or not instance_type.gpus or block is None:
+            continue
+        if block.usdPerHour is None or region not in block.regions:  # sold unpriced: unpriced_options lists it
             continue
         usd = block.usdPerHour / instance_type.gpus
         if best is None or usd < best.usd_per_gpu_hour:

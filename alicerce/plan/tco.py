@@ -178,6 +178,8 @@ def owned_pool_cost(
         fabric = tco.fabricPerNode.usd
         source = f"{tco.fabricPerNode.source.url} ({tco.fabricPerNode.asOf}, {tco.fabricPerNode.trust} trust)"
         inputs.factors.append(Factor("fabric per node (USD)", fabric, source))
+        if tco.fabricPerNode.trust == "low":  # one public sheet's row; PL329 names it (review sizreview23 N3)
+            inputs.assumed.append(f"pools[{pool.name}].networkUsd")
     if spec_pool.node_power_kw is not None:
         node_kw = spec_pool.node_power_kw
         inputs.factors.append(Factor("node power (kW, max)", node_kw, "spec"))
@@ -196,14 +198,10 @@ def owned_pool_cost(
     )
     pue = inputs.get("pue", site.pue, tco.pue, "PUE")
     tariff = inputs.get("electricityUsdPerKwh", site.electricity_usd_per_kwh, tco.electricityUsdPerKwh, "electricity (USD/kWh)")
-    load = tco.loadFraction.value
-    idle = tco.idleFraction.value
-    inputs.factors.append(
-        Factor("draw at full load (share of max)", load, f"{tco.loadFraction.source.url} ({tco.loadFraction.trust} trust)")
-    )
-    inputs.factors.append(
-        Factor("draw when idle (share of max)", idle, f"{tco.idleFraction.source.title} ({tco.idleFraction.trust} trust)")
-    )
+    # both low trust (a blog's planning rule, alicerce's own idle figure) and declarable, so PL329 names them where the
+    # month uses them (they were neither: review sizreview23 N3)
+    load = inputs.get("loadFraction", site.load_fraction, tco.loadFraction, "draw at full load (share of max)")
+    idle = inputs.get("idleFraction", site.idle_fraction, tco.idleFraction, "draw when idle (share of max)")
     kw_per_rack = inputs.get("kwPerRack", site.kw_per_rack, tco.kwPerRack, "kW per rack")
     per_rack = max(1, math.floor(kw_per_rack / node_kw))
     racks = math.ceil(nodes / per_rack) if nodes else 0

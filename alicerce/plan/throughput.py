@@ -528,7 +528,10 @@ def precision_gain(job: TrainingJob, sizing: Sizing) -> Factor:
     if job.precision == "fp4":
         fp8 = te if job.fp8_recipe != "generic" else generic
         ratio = sizing.training.fp4OverFp8
-        return Factor("precision", fp8 * ratio.value, ratio.source, "fp4 = fp8 gain x NVFP4/FP8 ratio (not held out)")
+        # the ratio is the GEMMs', fitted so this model's steps reproduce its source's measured whole-step ratios
+        # (calibrate.fit_fp4_over_fp8; review sizreview23 D2)
+        why = f"fp4 = fp8 gain x NVFP4/FP8 GEMM ratio {ratio.value:g} (fitted to the source's 405B step ratios; not held out)"
+        return Factor("precision", fp8 * ratio.value, ratio.source, why)
     if job.precision == "fp32":
         return Factor("precision", 0.5, "computed", "fp32 runs on TF32 tensor cores at half the bf16 rate")
     return Factor("precision", 1.0, "computed", f"{job.precision}: the bf16 yardstick")

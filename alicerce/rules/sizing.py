@@ -375,17 +375,24 @@ def fp8_recipe_read(ctx: RuleContext) -> Iterable[Finding]:
                           "remove one of mfu and fp8Recipe", key=True, resource=w.name)  # fmt: skip
 
 
+# the lowest compute capability Transformer Engine runs fp8 on (check_fp8_support; AL388's docstring)
+FP8_TRAINING_CAPABILITY = (8, 9)
+
+
 @rules.rule("AL388", "training-precision-runs", "A training precision is one a training stack runs on the workload's GPU.")
 def training_precision_runs(ctx: RuleContext) -> Iterable[Finding]:
     """int8 is no training recipe (Transformer Engine's are fp8 and, on Blackwell, NVFP4 and MXFP8; int8 is a serving
     and optimizer-state format), and NVFP4 training needs Blackwell: Transformer Engine asserts compute capability 10.0
     or later (NVIDIA/TransformerEngine docs/features/low_precision_training/nvfp4 examples: "NVFP4 requires SM100
     (Blackwell) or later"). The plan priced int8 as bf16 and fp4 on Hopper as fp8 at Transformer Engine's gain, both
-    silently (review sizreview22 N1). The GPU is the pinned accelerator's, else the declared pool's; a GPU the placement
-    picks is the plan's (it prices fp4 there as fp8)."""
+    silently (review sizreview22 N1). fp8 needs compute capability 8.9 (Ada) or later: Transformer Engine's
+    check_fp8_support answers "Device compute capability 8.9 or higher required for FP8 execution." below it
+    (transformer_engine/pytorch/quantization.py _compute_fp8_support at v2.18, 27486e03; fp8.py at v0.10 already), and
+    the plan priced fp8 on an A100 as bf16 silently (review sizreview23 N4). The GPU is the pinned accelerator's, else
+    the declared pool's; a GPU the placement picks is the plan's (it prices fp4 there as fp8, fp8 below Ada as bf16)."""
     pools = {p.name: p for p in ctx.resolved.pools}
     for i, w in enumerate(ctx.spec.workloads):
-        if w.kind not in SCHEDULED or w.precision not in ("int8", "fp4"):
+        if w.kind not in SCHEDULED or w.precision not in ("int8", "fp8", "fp4"):
             continue
         path = S.workloads[i].precision
         if w.precision == "int8":
@@ -395,7 +402,15 @@ def training_precision_runs(ctx: RuleContext) -> Iterable[Finding]:
             continue
         pool = pools.get(w.pool or "")
         gpu = ctx.catalog.gpu(w.accelerator) if w.accelerator else (pool.gpu if pool is not None else None)
-        if gpu is not None and gpu.tflops.fp4 is None:
+        if gpu is None:
+            continue
+        if w.precision == "fp8":
+            capability = tuple(int(part) for part in gpu.computeCapability.split("."))
+            if capability < FP8_TRAINING_CAPABILITY:
+                yield Finding(path, f"fp8 training needs compute capability 8.9 or later (Ada, Hopper, Blackwell): Transformer "
+                              f"Engine refuses fp8 below it, and {gpu.id} is {gpu.computeCapability}", "set bf16, or run on a "
+                              "pool of GPUs with fp8 tensor cores", w.precision, resource=w.name)  # fmt: skip
+        elif gpu.tflops.fp4 is None:
             yield Finding(path, f"fp4 training needs Blackwell: Transformer Engine refuses NVFP4 below SM100, and {gpu.id} has "
                           "no fp4 tensor cores", "set fp8, or run on a Blackwell pool",
                           w.precision, resource=w.name)  # fmt: skip

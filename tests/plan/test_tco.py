@@ -22,7 +22,15 @@ from alicerce.cli.plan_report import print_explain
 from alicerce.plan.findings import CHECKS, Severity
 from alicerce.plan.growth import billed_node_hours, busy_gpu_hours
 from alicerce.plan.platform import SizingPlan, _showback, _stale_prices, _whole_blocks, peak_site_spend, plan_platform
-from alicerce.plan.pricing import HOURS_PER_MONTH, block_hours, monthly_node_cost, node_price, on_demand, rental_options
+from alicerce.plan.pricing import (
+    HOURS_PER_MONTH,
+    block_hours,
+    monthly_node_cost,
+    node_price,
+    on_demand,
+    rental_options,
+    unpriced_options,
+)
 from alicerce.plan.tco import monthly_capex, owned_pool_cost, site_extras
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.rules.validate import validated
@@ -226,6 +234,24 @@ def test_runs_that_cannot_follow_one_another_in_a_quarter_are_a_finding() -> Non
     assert pool.peak_gpus == 448 and pool.recommended_max == 56
 
 
+def test_placement_adds_the_whole_instances_the_pools_month_bills() -> None:
+    """Review sizreview23 G1: placement's "adds $X" priced the GPUs a job uses, while the pool's month bills the whole
+    instances they start: the reference's embed-batch (1 GPU of a 4-GPU g6e.12xlarge, 243.33 h a month) read "adds
+    $638" (243.33 x 10.49264 / 4) beside the $2,553.21 its instance adds to infer-l40s's month (test below)."""
+    p = plan()
+    assert p.placements["embed-batch"].startswith("infer-l40s: adds $2,553")
+    pool = next(x for x in p.pools if x.name == "infer-l40s")
+    without = plan_platform(resolve(_without(reference(), "embed-batch")), today=TODAY)
+    before = next(x for x in without.pools if x.name == "infer-l40s")
+    assert pool.monthly_cost_usd is not None and before.monthly_cost_usd is not None
+    assert pool.monthly_cost_usd - before.monthly_cost_usd == pytest.approx(2_553.21, abs=0.01)
+
+
+def _without(data: dict[str, Any], workload: str) -> dict[str, Any]:
+    data["workloads"] = [w for w in data["workloads"] if w["name"] != workload]
+    return data
+
+
 def test_golden_reference_prod_month() -> None:
     # system       m7i.4xlarge on-demand, min 2 always on: 2 x 730 x 0.8064                   =   1,177.34
     # data-prep    m7i.16xlarge Spot: 3.2256 x 0.479 (m7i Spot share, us-east-1) = 1.5451/h;
@@ -413,6 +439,62 @@ def test_a_capacity_block_sold_where_aws_publishes_no_price_is_left_unpriced(reg
     (said,) = [i.message for i in price.issues if i.check == "PL311"]
     assert f"no Capacity Block price for p5.48xlarge in {region}: AWS sells blocks there" in said
     assert "us-east-1, us-east-2" in said and "costs.cloud[train-p5].usdPerHour" in said
+
+
+def in_region(data: dict[str, Any], region: str) -> None:
+    """The reference's AWS site, its pinned pools and FSx tiers moved to ``region``."""
+    data["environments"]["prod"]["sites"][0].update(region=region, zones=[f"{region}a", f"{region}b"])
+    next(p for p in data["nodePools"] if p["name"] == "train-p5")["aws"]["zone"] = f"{region}a"
+    for tier in (t for t in data["storage"] if t["name"] in ("datasets", "checkpoints")):  # FSx zones are pinned (AL317)
+        tier["aws"]["zone"] = f"{region}a"
+
+
+def test_own_vs_rent_lists_capacity_blocks_sold_without_a_price_as_not_weighed() -> None:
+    """Review sizreview23 G4: in us-west-2 AWS sells p5.48xlarge Capacity Blocks (EC2 User Guide) with no row in the
+    price table, and own-vs-rent dropped them without a word: its bands (on-demand 0%-33%, owned 33%-100%) read as if no
+    block were on offer, where in us-east-1 blocks are the cheapest below 43%. Now the option is listed as not weighed,
+    in the verdict, the JSON and a PL311; where the table prices it, nothing changes."""
+    data = reference()
+    in_region(data, "us-west-2")
+    result = plan_platform(resolve(data), today=TODAY)
+    (option,) = result.own_vs_rent
+    assert "capacity-block" not in {o.purchase for o in option.options}
+    assert [(u.purchase, u.instance) for u in option.unpriced] == [("capacity-block", "p5.48xlarge")]
+    assert "not weighed: capacity-block (p5.48xlarge), sold in us-west-2 with no published price (PL311)" in option.verdict()
+    assert option.to_json()["unpriced_options"] == [{"purchase": "capacity-block", "instance": "p5.48xlarge",
+        "why": "AWS sells p5.48xlarge Capacity Blocks in us-west-2 but its price table lists us-east-1, us-east-2"}]  # fmt: skip
+    (said,) = [f for f in result.findings if f.check == "PL311" and f.subject == "onprem-h100"]
+    assert "own-vs-rent cannot weigh capacity-block p5.48xlarge" in said.message
+    (priced,) = plan().own_vs_rent  # us-east-1: priced and weighed, nothing unpriced
+    assert "capacity-block" in {o.purchase for o in priced.options} and priced.unpriced == ()
+    assert "not weighed: capacity" not in priced.verdict()
+    assert not [f for f in plan().findings if f.check == "PL311" and f.subject == "onprem-h100"]
+
+
+def test_p5en_capacity_blocks_are_sold_in_ohio_without_a_published_price() -> None:
+    """Review sizreview23 N3: the EC2 User Guide's Capacity Blocks page (ec2-capacity-blocks.html, read 2026-12-06)
+    sells p5en.48xlarge in US East (Ohio) only; the price page the catalog cites has no p5en row. A block pool there is
+    left unpriced and says AWS sells it, and own-vs-rent of H200s in Ohio lists it beside the priced p5e block."""
+    block = CATALOG.prices.capacityBlocks.types["p5en.48xlarge"]
+    assert (block.usdPerHour, block.regions, block.soldUnpriced) == (None, (), ("us-east-2",))
+    assert [u.instance for u in unpriced_options("H200-SXM-141GB", "us-east-2", CATALOG)] == ["p5en.48xlarge"]
+    assert "p5e.48xlarge" in {o.instance for o in rental_options("H200-SXM-141GB", "us-east-2", CATALOG, [])}
+    assert unpriced_options("H200-SXM-141GB", "us-east-1", CATALOG) == ()
+    data = reference()
+    on_capacity_blocks(data)
+    in_region(data, "us-east-2")
+    pool = next(p for p in data["nodePools"] if p["name"] == "train-p5")
+    pool.update(accelerator="H200-SXM-141GB:8")
+    pool["aws"].update(instanceType="p5en.48xlarge")
+    platform = resolve(data)
+    price = node_price(next(p for p in platform.pools if p.name == "train-p5"), CATALOG, platform.spec.costs)
+    assert price is not None and price.usd_per_hour is None
+    (said,) = [i.message for i in price.issues if i.check == "PL311"]
+    assert "p5en.48xlarge in us-east-2: AWS sells blocks there but its price table lists no price for the type" in said
+    # a price goes with the regions its table lists, and only with them (a test, not a model validator: the catalog's
+    # models load under alicerce.spec.lite on a cold validate, which has no model_validator)
+    for name, priced in CATALOG.prices.capacityBlocks.types.items():
+        assert (priced.usdPerHour is None) == (not priced.regions), name
 
 
 @pytest.mark.parametrize(
@@ -809,16 +891,28 @@ def test_low_trust_defaults_are_named_until_the_site_declares_its_own() -> None:
     plan needs a figure), but PL329 names each one it rests on and where the buyer's own goes; declaring them ends it,
     and the month follows what was declared."""
     (finding,) = [f for f in plan().findings if f.check == "PL329"]
+    # review sizreview23 N3: the fabric per node (one public sheet's row, $33,980: 32 x 33,980 / 60 = $18,123 of the
+    # reference's month) and the load / idle draw fractions (a blog's planning rule, alicerce's own idle figure), all low
+    # trust, were used unnamed, the fractions not even declarable
     assert finding.subject == "onprem-h100" and finding.message == (
-        "the month rests on low-trust catalog defaults for staffFte, supportFractionPerYear, usdPerFteYear: "
-        "put your own figures in costs.onprem[dc1]"
+        "the month rests on low-trust catalog defaults for idleFraction, loadFraction, pools[onprem-h100].networkUsd, "
+        "staffFte, supportFractionPerYear, usdPerFteYear: put your own figures in costs.onprem[dc1]"
     )
     data = reference()
-    data["costs"]["onprem"][0].update(staffFte=4, usdPerFteYear=180_000, supportFractionPerYear=0.1)
+    site = data["costs"]["onprem"][0]
+    site.update(staffFte=4, usdPerFteYear=180_000, supportFractionPerYear=0.1, loadFraction=0.7, idleFraction=0.2)
+    site["pools"] = [{"pool": "onprem-h100", "networkUsd": 30_000}]
     result = plan_platform(resolve(data), today=TODAY)
     assert "PL329" not in {f.check for f in result.findings}
     pool = next(p for p in result.pools if p.name == "onprem-h100")
     assert pool.owned_cost is not None and pool.owned_cost.items["staff"] == pytest.approx(4 * 180_000 / 12)
+    before = next(p for p in plan().pools if p.name == "onprem-h100").owned_cost
+    assert before is not None
+    # the draw follows the declared fractions: power = full-load month x (idle + (load - idle) x utilisation)
+    u = pool.owned_cost.utilization
+    assert u == before.utilization
+    ratio = (0.2 + 0.5 * u) / (0.3 + 0.5 * u)
+    assert pool.owned_cost.items["power"] == pytest.approx(before.items["power"] * ratio)
 
 
 def test_a_price_the_catalog_estimates_is_not_quoted_as_something_to_rent() -> None:

@@ -51,6 +51,12 @@ class OnpremSiteCosts(SpecModel):
         default=None, ge=0, le=MAX_USD, description="Price of one rack per month; when given, racks are priced instead of kW."
     )
     kw_per_rack: float | None = Field(default=None, gt=0, le=1000, description="Power one rack can feed and cool.")
+    load_fraction: float | None = Field(
+        default=None, gt=0, le=1, description="A node's average draw at full GPU load, as a share of its maximum power (default 0.8)."
+    )
+    idle_fraction: float | None = Field(
+        default=None, ge=0, le=1, description="A node's average draw when its GPUs are idle, as a share of its maximum power (default 0.3)."
+    )
     support_fraction_per_year: float | None = Field(
         default=None, ge=0, le=1, description="Hardware support per year as a share of the server price."
     )
