@@ -80,7 +80,12 @@ typecheck: setup
 ACTIONLINT := .cache/actionlint
 # checkov (tests/targets/aws/test_checkov.py) in a venv of its own, installed by uv: its ~60 dependencies stay out of alicerce's.
 # --compile-bytecode as for .venv: checkov imports ~6,400 modules per run, from source where nothing wrote their bytecode.
+# Built once per user and lock, as uv and the rootfs are (a fresh clone's ~14 s install and compile, 10 CPU-s): under
+# $$XDG_CACHE_HOME/alicerce in a folder named by the lock's hash, .cache/checkov a link to it. Relocatable (its scripts
+# find their python beside them), so it is built beside its place and renamed into it, as uv is: two clones at once never
+# see half of it.
 CHECKOV := .cache/checkov
+CHECKOV_HOME := $(USER_CACHE)/checkov/$(shell sha256sum tests/tools/checkov/requirements.lock | cut -c1-12)
 tools: | $(UV)
 	@command -v promtool >/dev/null 2>&1 || { \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -96,10 +101,12 @@ tools: | $(UV)
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gnupg dpkg >/dev/null; \
 		else echo "gpg or dpkg-deb missing: apt-get install gnupg dpkg" >&2; fi; }
-	@cmp -s tests/tools/checkov/requirements.lock $(CHECKOV)/requirements.lock && test -x $(CHECKOV)/bin/checkov || { \
-		rm -rf $(CHECKOV) && $(PYTHON) -m venv --without-pip $(CHECKOV) \
-		&& $(UV) pip install --quiet --compile-bytecode --python $(CHECKOV)/bin/python --require-hashes -r tests/tools/checkov/requirements.lock \
-		&& cp tests/tools/checkov/requirements.lock $(CHECKOV)/requirements.lock; }
+	@test -x $(CHECKOV_HOME)/bin/checkov || { \
+		mkdir -p $(dir $(CHECKOV_HOME)) && building=$$(mktemp -d $(CHECKOV_HOME).building-XXXXXX) \
+		&& $(UV) venv --quiet --relocatable --allow-existing --python $(PYTHON) $$building \
+		&& $(UV) pip install --quiet --compile-bytecode --python $$building/bin/python --require-hashes -r tests/tools/checkov/requirements.lock \
+		&& { mv -T $$building $(CHECKOV_HOME) 2>/dev/null || rm -rf $$building; } && test -x $(CHECKOV_HOME)/bin/checkov; }
+	@test "$$(readlink $(CHECKOV))" = $(CHECKOV_HOME) || { rm -rf $(CHECKOV) && mkdir -p $(dir $(CHECKOV)) && ln -s $(CHECKOV_HOME) $(CHECKOV); }
 
 # The Debian 12 rootfs the Ansible converges run into: mmdebstrap --variant=minbase (~1 minute here;
 # debootstrap, ~3.7 minutes for the same packages, where mmdebstrap is missing) from the mirror this
