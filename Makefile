@@ -8,6 +8,10 @@ STAMP  := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | sha2
 
 setup: $(STAMP)
 
+# Every Python process make starts (the suite, its workers, the `alicerce` and ansible-playbook processes they run, mypy)
+# writes the bytecode of the modules it imports, in .venv and the checkout, and reads it back in every later process.
+unexport PYTHONDONTWRITEBYTECODE
+
 # What a fresh clone reuses from the last one, per user, as it reuses uv's cache: uv itself, the Debian rootfs, mypy's cache
 USER_CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/alicerce
 
@@ -25,12 +29,15 @@ $(UV):
 	&& { mv -T $$building $(UV_HOME) 2>/dev/null || rm -rf $$building; } && test -x $@
 
 # the lock decides what is installed, not which uv installs it: uv is only needed to exist (order-only).
-# --compile-bytecode: pip compiles what it installs, uv does not; where PYTHONDONTWRITEBYTECODE is set (this machine,
-# many CI images) every one of the suite's hundreds of Python processes then compiled its imports from source again
-# (a fresh clone's pytest 11 min against ~7 with the bytecode; compiling the ~25,000 modules once takes ~40 s)
+# No --compile-bytecode: compiling all ~25,000 modules took 54 CPU-s (~40 s) before anything else could start, and
+# the suite imports ~3,000 of them (~15% of the bytecode by size). pip compiles what it installs, uv does not; where
+# PYTHONDONTWRITEBYTECODE is set (this machine, many CI images) every one of the suite's hundreds of Python processes
+# then compiled its imports from source again (a fresh clone's pytest 11 min against ~7 with the bytecode). Make
+# unexports it instead (above): the first process to import a module writes its bytecode (atomically, as CPython
+# always does: two xdist workers at once never read half a file) and every later one reads it.
 $(STAMP): requirements.lock pyproject.toml | $(UV)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(UV) pip install --quiet --compile-bytecode --python $(BIN)/python --require-hashes -r requirements.lock
+	$(UV) pip install --quiet --python $(BIN)/python --require-hashes -r requirements.lock
 	$(UV) pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation \
 		--config-settings editable_mode=compat -e .
 	rm -f $(VENV)/.installed-* && touch $@
