@@ -8,6 +8,10 @@ STAMP  := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | sha2
 
 setup: $(STAMP)
 
+# Every Python process make starts (the suite, its workers, the `alicerce` and ansible-playbook processes they run, mypy)
+# writes the bytecode of the modules it imports, in .venv and the checkout, and reads it back in every later process.
+unexport PYTHONDONTWRITEBYTECODE
+
 # What a fresh clone reuses from the last one, per user, as it reuses uv's cache: uv itself, the Debian rootfs, mypy's cache
 USER_CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/alicerce
 
@@ -25,12 +29,15 @@ $(UV):
 	&& { mv -T $$building $(UV_HOME) 2>/dev/null || rm -rf $$building; } && test -x $@
 
 # the lock decides what is installed, not which uv installs it: uv is only needed to exist (order-only).
-# --compile-bytecode: pip compiles what it installs, uv does not; where PYTHONDONTWRITEBYTECODE is set (this machine,
-# many CI images) every one of the suite's hundreds of Python processes then compiled its imports from source again
-# (a fresh clone's pytest 11 min against ~7 with the bytecode; compiling the ~25,000 modules once takes ~40 s)
+# No --compile-bytecode: compiling all ~25,000 modules took 54 CPU-s (~40 s) before anything else could start, and
+# the suite imports ~3,000 of them (~15% of the bytecode by size). pip compiles what it installs, uv does not; where
+# PYTHONDONTWRITEBYTECODE is set (this machine, many CI images) every one of the suite's hundreds of Python processes
+# then compiled its imports from source again (a fresh clone's pytest 11 min against ~7 with the bytecode). Make
+# unexports it instead (above): the first process to import a module writes its bytecode (atomically, as CPython
+# always does: two xdist workers at once never read half a file) and every later one reads it.
 $(STAMP): requirements.lock pyproject.toml | $(UV)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(UV) pip install --quiet --compile-bytecode --python $(BIN)/python --require-hashes -r requirements.lock
+	$(UV) pip install --quiet --python $(BIN)/python --require-hashes -r requirements.lock
 	$(UV) pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation \
 		--config-settings editable_mode=compat -e .
 	rm -f $(VENV)/.installed-* && touch $@
@@ -80,7 +87,12 @@ typecheck: setup
 ACTIONLINT := .cache/actionlint
 # checkov (tests/targets/aws/test_checkov.py) in a venv of its own, installed by uv: its ~60 dependencies stay out of alicerce's.
 # --compile-bytecode as for .venv: checkov imports ~6,400 modules per run, from source where nothing wrote their bytecode.
+# Built once per user and lock, as uv and the rootfs are (a fresh clone's ~14 s install and compile, 10 CPU-s): under
+# $$XDG_CACHE_HOME/alicerce in a folder named by the lock's hash, .cache/checkov a link to it. Relocatable (its scripts
+# find their python beside them), so it is built beside its place and renamed into it, as uv is: two clones at once never
+# see half of it.
 CHECKOV := .cache/checkov
+CHECKOV_HOME := $(USER_CACHE)/checkov/$(shell sha256sum tests/tools/checkov/requirements.lock | cut -c1-12)
 tools: | $(UV)
 	@command -v promtool >/dev/null 2>&1 || { \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -96,10 +108,12 @@ tools: | $(UV)
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gnupg dpkg >/dev/null; \
 		else echo "gpg or dpkg-deb missing: apt-get install gnupg dpkg" >&2; fi; }
-	@cmp -s tests/tools/checkov/requirements.lock $(CHECKOV)/requirements.lock && test -x $(CHECKOV)/bin/checkov || { \
-		rm -rf $(CHECKOV) && $(PYTHON) -m venv --without-pip $(CHECKOV) \
-		&& $(UV) pip install --quiet --compile-bytecode --python $(CHECKOV)/bin/python --require-hashes -r tests/tools/checkov/requirements.lock \
-		&& cp tests/tools/checkov/requirements.lock $(CHECKOV)/requirements.lock; }
+	@test -x $(CHECKOV_HOME)/bin/checkov || { \
+		mkdir -p $(dir $(CHECKOV_HOME)) && building=$$(mktemp -d $(CHECKOV_HOME).building-XXXXXX) \
+		&& $(UV) venv --quiet --relocatable --allow-existing --python $(PYTHON) $$building \
+		&& $(UV) pip install --quiet --compile-bytecode --python $$building/bin/python --require-hashes -r tests/tools/checkov/requirements.lock \
+		&& { mv -T $$building $(CHECKOV_HOME) 2>/dev/null || rm -rf $$building; } && test -x $(CHECKOV_HOME)/bin/checkov; }
+	@test "$$(readlink $(CHECKOV))" = $(CHECKOV_HOME) || { rm -rf $(CHECKOV) && mkdir -p $(dir $(CHECKOV)) && ln -s $(CHECKOV_HOME) $(CHECKOV); }
 
 # The Debian 12 rootfs the Ansible converges run into: mmdebstrap --variant=minbase (~1 minute here;
 # debootstrap, ~3.7 minutes for the same packages, where mmdebstrap is missing) from the mirror this

@@ -55,6 +55,9 @@ compile_package()
 # test modules again: a collection took ~12.6 CPU-s against ~5.9 with the cache. The modules imported from here on
 # (the test modules, those they import) may write it; pytest reads a cached one only if it matches the source's hash.
 sys.dont_write_bytecode = False
+# ... and so may the processes the tests start (the `alicerce` script, ansible-playbook): .venv is installed without
+# its bytecode (Makefile), each module's is written by the first process that imports it, under `make test` or not.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -362,6 +362,11 @@ class NodeValidationVars(RoleVars):
     )
     node_validation_hca_link_layer: Literal["InfiniBand", "Ethernet"] = Field(default="InfiniBand", description="Link layer of the rails.")
     node_validation_ib_write_bw_gbps: float = Field(default=0.0, description="Floor of ib_write_bw per rail in Gbit/s (0: not run).")
+    # the loopback test starts its server in the background and gives it this long to listen before the client connects;
+    # the tests' fake ib_write_bw has no server to wait for and pass 0 (2 s x 8 rails of each burn-in run otherwise)
+    node_validation_ib_server_wait_s: int = Field(
+        default=2, description="Seconds each rail's ib_write_bw server gets to start listening before its client connects."
+    )
     node_validation_rail_addresses: list[str] = per_host([], "Addresses the rails must carry (from the fabric plan).")
     node_validation_scratch_path: str = Field(default="", description="Scratch mount that must be an md RAID0; empty: none.")
     node_validation_scratch_min_bytes: int = Field(default=1, description="Smallest acceptable scratch file system size.")

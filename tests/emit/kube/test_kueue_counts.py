@@ -16,6 +16,13 @@ AT = 'cluster_queue="research",site="aws",team="research"'
 Q = 'cluster_queue="research",priority_class="",replica_role="leader"'
 ADMITTED = "team:kueue_admitted_workloads:increase1h"
 C = 'cluster="aws"'  # a label a scrape config adds to every target
+# The starved-queue cases feed 5-minute samples and assert at whole 5 minutes, so they run at that pace (~3.5 -> ~0.8
+# CPU-s each). The alert has no `for`, and it and every Kueue count part it reads are in one group (alicerce.slo)
+# reading the inputs at the instant (subqueries step on whole minutes whatever the pace): at an asserted time it is the
+# same query over the same samples at either pace. Checked when the pace changed: each passes at 5 m with the groups it
+# needs in their order and reversed, and each quiet one fails at 5 m (the alert fires) without its admissions. A case
+# that asserts between two 5-minute steps (7h2m) stays at 1 m: promtool would judge it at the step before.
+STARVED_PACE = "5m"
 
 
 @needs_promtool
@@ -54,7 +61,7 @@ def test_starved_quiet_after_failover_admission_by_long_running_follower(tmp_pat
         {"series": f"kueue_admitted_workloads_total{{{q},{a}}}", "values": "1x35 stale"},
         {"series": f"kueue_admitted_workloads_total{{{q},{b}}}", "values": "_x37 1x53"}],
         "alert_rule_test": [{"eval_time": "7h", "alertname": "SLOResearchQueueStarved", "exp_alerts": []}]}]  # fmt: skip
-    run_promtool(rp, "aws", tests, tmp_path)
+    run_promtool(rp, "aws", tests, tmp_path, every=STARVED_PACE)
 
 
 @needs_promtool
@@ -70,7 +77,7 @@ def test_starved_quiet_after_a_queues_first_admission_in_a_long_running_kueue(tm
         {"series": f"kueue_pending_workloads{{{inadm}}}", "values": "1x90"},
         {"series": f"kueue_admitted_workloads_total{{{q}}}", "values": "_x72 1x18"}],
         "alert_rule_test": [{"eval_time": "7h", "alertname": "SLOResearchQueueStarved", "exp_alerts": []}]}]  # fmt: skip
-    run_promtool(rp, "aws", tests, tmp_path)
+    run_promtool(rp, "aws", tests, tmp_path, every=STARVED_PACE)
 
 
 @needs_promtool
@@ -153,7 +160,7 @@ def test_starved_quiet_when_the_pod_that_admitted_is_gone(tmp_path: Path) -> Non
             "alert_rule_test": [{"eval_time": "7h", "alertname": "SLOResearchQueueStarved", "exp_alerts": []}],
         }
     ]
-    run_promtool(rp, "aws", tests, tmp_path)
+    run_promtool(rp, "aws", tests, tmp_path, every=STARVED_PACE)
 
 
 @needs_promtool
@@ -192,7 +199,7 @@ def test_starved_quiet_during_a_kueue_scrape_outage_after_an_in_place_restart(tm
         {"series": admitted, "values": "1x36 _x1 1x40 _x3 1x9"}],
         "alert_rule_test": [{"eval_time": t, "alertname": "SLOResearchQueueStarved", "exp_alerts": []}
                             for t in ("6h25m", "6h40m", "7h")]}]  # fmt: skip
-    run_promtool(rp, "aws", tests, tmp_path)
+    run_promtool(rp, "aws", tests, tmp_path, every=STARVED_PACE)
 
 
 @needs_promtool
@@ -456,7 +463,7 @@ def test_starved_quiet_when_the_admission_followed_an_in_place_restart(tmp_path:
     tests = [{"interval": "5m", "input_series": series,
               "alert_rule_test": [{"eval_time": t, "alertname": "SLOResearchQueueStarved", "exp_alerts": []}
                                   for t in ("8h45m", "8h55m")]}]  # fmt: skip
-    run_promtool(rp, "aws", tests, tmp_path)
+    run_promtool(rp, "aws", tests, tmp_path, every=STARVED_PACE)
 
 
 @needs_promtool
@@ -499,7 +506,7 @@ def test_starved_can_still_fire_after_a_target_label_is_added(tmp_path: Path) ->
     fired = [expected(rules_of(rp, "aws")["SLOResearchQueueStarved"], {}, "")]
     tests = [{"interval": "5m", "input_series": series,
               "alert_rule_test": [{"eval_time": "7h", "alertname": "SLOResearchQueueStarved", "exp_alerts": fired}]}]  # fmt: skip
-    run_promtool(rp, "aws", tests, tmp_path)
+    run_promtool(rp, "aws", tests, tmp_path, every=STARVED_PACE)
 
 
 @needs_promtool
@@ -587,7 +594,7 @@ def test_starved_quiet_when_a_new_pods_start_leaves_the_window_before_its_first_
               {"series": f"kueue_admitted_workloads_total{{{Q},{b}}}", "values": "_x25 1x79"}]  # fmt: skip
     tests = [{"interval": "5m", "input_series": series,
               "alert_rule_test": [{"eval_time": "7h40m", "alertname": "SLOResearchQueueStarved", "exp_alerts": []}]}]  # fmt: skip
-    run_promtool(rp, "aws", tests, tmp_path)
+    run_promtool(rp, "aws", tests, tmp_path, every=STARVED_PACE)
 
 
 @needs_promtool
@@ -636,7 +643,7 @@ def test_starved_quiet_after_failover_to_a_follower_relabelled_earlier_in_the_wi
     tests = [{"interval": "5m", "input_series": series,
               "alert_rule_test": [{"eval_time": t, "alertname": "SLOResearchQueueStarved", "exp_alerts": []}
                                   for t in ("6h", "6h30m")]}]  # fmt: skip
-    run_promtool(rp, "aws", tests, tmp_path)
+    run_promtool(rp, "aws", tests, tmp_path, every=STARVED_PACE)
 
 
 @needs_promtool
@@ -751,7 +758,7 @@ def test_starved_quiet_when_first_admission_preceded_a_label_added(tmp_path: Pat
     ]
     tests = [{"interval": "5m", "input_series": series,
               "alert_rule_test": [{"eval_time": "7h", "alertname": "SLOResearchQueueStarved", "exp_alerts": []}]}]  # fmt: skip
-    run_promtool(rp, "aws", tests, tmp_path)
+    run_promtool(rp, "aws", tests, tmp_path, every=STARVED_PACE)
 
 
 @needs_promtool
