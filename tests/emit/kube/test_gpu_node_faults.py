@@ -9,6 +9,8 @@ from typing import Any
 
 from alicerce.catalog.alerts import (
     CLOCK_EVENTS_METRIC,
+    CUDA_VALIDATION_FAILING,
+    CUDA_VALIDATOR,
     FABRIC_ERRORS_RISING,
     FABRIC_MANAGER_DOWN,
     FABRIC_MANAGER_DOWN_STATES,
@@ -21,8 +23,11 @@ from alicerce.catalog.alerts import (
     XID_COUNT_WINDOW_MINUTES,
 )
 from alicerce.emit.kube.dcgm_counters import counters_csv
+from alicerce.resolve.model import ResolvedPlatform
+from alicerce.rules.validate import validated
+from alicerce.spec.loader import load_text
 from tests.emit.kube.scrape import dcgm_series, series
-from tests.emit.kube.test_monitoring import dcgm_scraped, expected, needs_promtool, platform, rules_of, run_promtool
+from tests.emit.kube.test_monitoring import ROOT, dcgm_scraped, expected, needs_promtool, platform, rules_of, run_promtool
 from tests.emit.kube.upstream import load
 
 DC1_LABELS = 'label_alicerce_dev_pool="onprem-h100",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
@@ -116,6 +121,89 @@ def test_fabric_manager_down_on_an_nvswitch_node_pages(tmp_path: Path) -> None:
     tests = [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
         {"eval_time": "8m", "alertname": FABRIC_MANAGER_DOWN, "exp_alerts": []},
         {"eval_time": "12m", "alertname": FABRIC_MANAGER_DOWN, "exp_alerts": fired},
+    ]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path)
+
+
+_H100_POOL = """  - name: onprem-h100
+    site: dc1
+"""
+_A100_POOL = """  - name: onprem-a100
+    site: dc1
+    purpose: training
+    accelerator: "A100-SXM4-80GB:8"
+    onprem:
+      hosts: ["a100-[001:004].dc1.acme.example"]
+    scaling: {min: 4, max: 4}
+    taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
+
+"""
+A100_LABELS = 'label_alicerce_dev_pool="onprem-a100",label_alicerce_dev_accelerator="A100-SXM4-80GB"'
+
+
+def with_a100_pool() -> ResolvedPlatform:
+    """The reference prod with an A100 HGX pool (NVSwitch, Ampere) at dc1 beside its H100 one."""
+    text = (ROOT / "platform.yaml").read_text()
+    assert _H100_POOL in text
+    return validated(load_text(text.replace(_H100_POOL, _A100_POOL + _H100_POOL, 1), "platform.yaml"), "prod")
+
+
+def test_the_fabric_manager_signal_follows_the_gpu_generation() -> None:
+    """Review obsreview28 G-1: an A100 reads DCGM field 170 as not_supported (0) whatever Fabric Manager does (NVML
+    reports fabric state from Hopper on, the catalog's Gpu.reports_fabric_state), so GPUFabricManagerDown reads only the
+    H100 pool and the A100 pool gets the CUDA validation alert; no pool is left without one, none has both."""
+    rp = with_a100_pool()
+    rules = rules_of(rp, "dc1")
+    assert 'label_alicerce_dev_pool=~"onprem-h100"}' in rules[FABRIC_MANAGER_DOWN]["expr"]
+    assert 'label_alicerce_dev_pool=~"onprem-a100"}' in rules[CUDA_VALIDATION_FAILING]["expr"]
+    assert rules[CUDA_VALIDATION_FAILING]["labels"]["severity"] == "critical"
+    validator = load("gpu-operator", "v26.3.3", "validator.json")
+    assert validator["daemonset"] == CUDA_VALIDATOR and "cuda-validation" in validator["init_containers"]
+    assert validator["device_plugin_waits_for"] == "toolkit-ready"  # the node keeps advertising its GPUs
+    pod_info = load("kube-state-metrics", "2.20.0", "metrics.json")["kube_pod_info"]
+    assert {"node", "created_by_kind", "created_by_name"} <= set(pod_info["labels"])
+    assert CUDA_VALIDATION_FAILING not in rules_of(platform("prod"), "dc1")  # the reference has no pre-Hopper NVSwitch pool
+
+
+def _validator_pod(node: str, ready: str) -> list[dict[str, str]]:
+    """The GPU Operator validator's pod on ``node`` as kube-state-metrics 2.20.0 lists it, Ready as ``ready`` says."""
+    pod = f'namespace="gpu-operator",pod="{CUDA_VALIDATOR}-{node[-3:]}",uid="u-{node}"'
+    return [
+        {"series": f'kube_pod_info{{{pod},node="{node}",created_by_kind="DaemonSet",created_by_name="{CUDA_VALIDATOR}",'
+                   f'host_ip="10.0.0.1",pod_ip="10.1.0.1",priority_class="system-node-critical",host_network="false"}}',
+         "values": "1x60"},
+        {"series": f'kube_pod_status_ready{{{pod},condition="true"}}', "values": ready},
+    ]  # fmt: skip
+
+
+@needs_promtool
+def test_fabric_manager_down_on_an_a100_nvswitch_node_pages(tmp_path: Path) -> None:
+    """Review obsreview28 G-1: Fabric Manager never started on a100-001 (its GPUs read field 170 as 0, not_supported, as
+    every A100 does) and its CUDA validation never passes: GPUCudaValidationFailing pages once the operator stack's
+    15 minutes have passed; GPUFabricManagerDown stays silent on it. Quiet: a100-002 validated; a100-003 rebooting, its
+    validator Ready again after 8 minutes; a100-004 cordoned for repair. The H100 node whose FM failed (status 4)
+    pages with GPUFabricManagerDown, not with this alert, though its validator is not Ready either."""
+    rp = with_a100_pool()
+    rule = rules_of(rp, "dc1")[CUDA_VALIDATION_FAILING]
+    ready = {"a100-001": "0x60", "a100-002": "1x60", "a100-003": "1x5 0x8 1x47", "a100-004": "0x60", "gpu-001": "0x60"}
+    inputs: list[dict[str, str]] = []
+    for node, validator in ready.items():
+        fm, labels = ("4x60", DC1_LABELS) if node.startswith("gpu") else ("0x60", A100_LABELS)
+        inputs += [
+            {"series": series(FABRIC_MANAGER_STATUS, dcgm_scraped(rp, "dc1", dcgm_series(node, gpu))), "values": fm} for gpu in range(8)
+        ]
+        inputs += [
+            *_validator_pod(node, validator),
+            {"series": f'kube_node_labels{{node="{node}",{labels}}}', "values": "1x60"},
+            {"series": f'kube_node_created{{node="{node}"}}', "values": "-3600x60"},
+            {"series": f'kube_node_spec_unschedulable{{node="{node}"}}', "values": "1x60" if node == "a100-004" else "0x60"},
+        ]
+    fabric = rules_of(rp, "dc1")[FABRIC_MANAGER_DOWN]
+    tests = [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "13m", "alertname": CUDA_VALIDATION_FAILING, "exp_alerts": []},
+        {"eval_time": "20m", "alertname": CUDA_VALIDATION_FAILING, "exp_alerts": [expected(rule, {"node": "a100-001"}, "1")]},
+        {"eval_time": "20m", "alertname": FABRIC_MANAGER_DOWN,
+         "exp_alerts": [expected(fabric, {"node": "gpu-001", "state": "failure"}, "8")]},
     ]}]  # fmt: skip
     run_promtool(rp, "dc1", tests, tmp_path)
 
