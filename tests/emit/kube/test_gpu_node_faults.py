@@ -288,26 +288,49 @@ def _port_counter(node: str, name: str, device: str, values: str) -> dict[str, s
     return {"series": f"{name}{{{labels}}}", "values": values}
 
 
+def _link_rate(node: str, device: str, gbps: int) -> dict[str, str]:
+    """The port's signalling rate as the node exporter serves it: procfs parseRate, bytes/s of "<gbps> Gb/sec"."""
+    assert "node_infiniband_rate_bytes_per_second" in load("node-exporter", "v1.12.1", "metrics.json")
+    labels = f'job="node-exporter",instance="{node}:9100",node="{node}",device="{device}",port="1"'
+    return {"series": f"node_infiniband_rate_bytes_per_second{{{labels}}}", "values": f"{gbps * 125_000_000}x60"}
+
+
 @needs_promtool
 def test_a_port_that_keeps_erring_raises_a_ticket(tmp_path: Path) -> None:
-    """Review obsreview27 G3: mlx5_0 of gpu-001 counts 3 receive and 5 symbol errors a minute for an hour with its link up
-    (a bad cable): a ticket once 30 minutes have passed, valued the 2 counters rising. Quiet: mlx5_1 one burst of 50 at
-    minute 10, then clean; mlx5_2 a symbol error every 15 minutes (a healthy link's rate); gpu-002, cordoned for repair,
-    erring as mlx5_0 does."""
+    """Review obsreview27 G3, obsreview28 N-1: a link may err up to a bit error rate of 1e-12 (ibdiagnet's BER check;
+    on HDR/NDR the symbol errors are those left after FEC): 0.4 a second at 400 Gb/s (4X NDR), 0.2 at 200 Gb/s (4X HDR).
+    mlx5_0 (NDR) counts 30 receive and 60 symbol errors a minute (0.5 and 1 a second) for an hour with its link up (a
+    bad cable): a ticket once 30 minutes have passed (a 10-minute rate over a counter's first minutes reads low, so
+    by minute 40), valued the 2 counters rising; mlx5_4 (HDR) 20 symbol errors a
+    minute (0.33/s, above HDR's 0.2): a ticket valued 1. Quiet: mlx5_1 one burst of 50 at minute 10, then clean; mlx5_2
+    (NDR) 20 symbol errors a minute (0.33/s) and mlx5_3 (HDR) 10 (0.17/s), healthy links within the BER, erring in every
+    window; gpu-002, cordoned for repair, erring as mlx5_0 does."""
     rp = platform("prod")
     rule = rules_of(rp, "dc1")[FABRIC_ERRORS_RISING]
     receive, symbol = "node_infiniband_port_errors_received_total", "node_infiniband_symbol_error_total"
+    rates = {
+        ("gpu-001", "mlx5_0"): 400,
+        ("gpu-001", "mlx5_1"): 400,
+        ("gpu-001", "mlx5_2"): 400,
+        ("gpu-001", "mlx5_3"): 200,
+        ("gpu-001", "mlx5_4"): 200,
+        ("gpu-002", "mlx5_0"): 400,
+    }
     inputs = [
         *_node("gpu-001", ready="1x60"), *_node("gpu-002", ready="1x60", unschedulable="1x60"),
-        _port_counter("gpu-001", receive, "mlx5_0", "0+3x60"), _port_counter("gpu-001", symbol, "mlx5_0", "0+5x60"),
+        *(_link_rate(node, device, gbps) for (node, device), gbps in rates.items()),
+        _port_counter("gpu-001", receive, "mlx5_0", "0+30x60"), _port_counter("gpu-001", symbol, "mlx5_0", "0+60x60"),
         _port_counter("gpu-001", receive, "mlx5_1", "0x10 50x50"), _port_counter("gpu-001", symbol, "mlx5_1", "0x60"),
-        _port_counter("gpu-001", symbol, "mlx5_2", " ".join(str(m // 15) for m in range(61))),
-        _port_counter("gpu-002", receive, "mlx5_0", "0+3x60"), _port_counter("gpu-002", symbol, "mlx5_0", "0+5x60"),
+        _port_counter("gpu-001", symbol, "mlx5_2", "0+20x60"), _port_counter("gpu-001", receive, "mlx5_2", "0x60"),
+        _port_counter("gpu-001", symbol, "mlx5_3", "0+10x60"),
+        _port_counter("gpu-001", symbol, "mlx5_4", "0+20x60"),
+        _port_counter("gpu-002", receive, "mlx5_0", "0+30x60"), _port_counter("gpu-002", symbol, "mlx5_0", "0+60x60"),
     ]  # fmt: skip
-    fired = [expected(rule, {"node": "gpu-001", "device": "mlx5_0", "port": "1"}, "2")]
+    fired = [expected(rule, {"node": "gpu-001", "device": "mlx5_0", "port": "1"}, "2"),
+             expected(rule, {"node": "gpu-001", "device": "mlx5_4", "port": "1"}, "1")]  # fmt: skip
     tests = [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
         {"eval_time": "25m", "alertname": FABRIC_ERRORS_RISING, "exp_alerts": []},
-        {"eval_time": "35m", "alertname": FABRIC_ERRORS_RISING, "exp_alerts": fired},
+        {"eval_time": "40m", "alertname": FABRIC_ERRORS_RISING, "exp_alerts": fired},
         {"eval_time": "60m", "alertname": FABRIC_ERRORS_RISING, "exp_alerts": fired},
     ]}]  # fmt: skip
     run_promtool(rp, "dc1", tests, tmp_path)
