@@ -23,11 +23,17 @@ from alicerce.catalog.alerts import (
     XID_COUNT_WINDOW_MINUTES,
 )
 from alicerce.emit.kube.dcgm_counters import counters_csv
-from alicerce.resolve.model import ResolvedPlatform
-from alicerce.rules.validate import validated
-from alicerce.spec.loader import load_text
 from tests.emit.kube.scrape import dcgm_series, series
-from tests.emit.kube.test_monitoring import ROOT, dcgm_scraped, expected, needs_promtool, platform, rules_of, run_promtool
+from tests.emit.kube.test_monitoring import (
+    A100_LABELS,
+    dcgm_scraped,
+    expected,
+    needs_promtool,
+    platform,
+    rules_of,
+    run_promtool,
+    with_a100_pool,
+)
 from tests.emit.kube.upstream import load
 
 DC1_LABELS = 'label_alicerce_dev_pool="onprem-h100",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
@@ -123,29 +129,6 @@ def test_fabric_manager_down_on_an_nvswitch_node_pages(tmp_path: Path) -> None:
         {"eval_time": "12m", "alertname": FABRIC_MANAGER_DOWN, "exp_alerts": fired},
     ]}]  # fmt: skip
     run_promtool(rp, "dc1", tests, tmp_path)
-
-
-_H100_POOL = """  - name: onprem-h100
-    site: dc1
-"""
-_A100_POOL = """  - name: onprem-a100
-    site: dc1
-    purpose: training
-    accelerator: "A100-SXM4-80GB:8"
-    onprem:
-      hosts: ["a100-[001:004].dc1.acme.example"]
-    scaling: {min: 4, max: 4}
-    taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
-
-"""
-A100_LABELS = 'label_alicerce_dev_pool="onprem-a100",label_alicerce_dev_accelerator="A100-SXM4-80GB"'
-
-
-def with_a100_pool() -> ResolvedPlatform:
-    """The reference prod with an A100 HGX pool (NVSwitch, Ampere) at dc1 beside its H100 one."""
-    text = (ROOT / "platform.yaml").read_text()
-    assert _H100_POOL in text
-    return validated(load_text(text.replace(_H100_POOL, _A100_POOL + _H100_POOL, 1), "platform.yaml"), "prod")
 
 
 def test_the_fabric_manager_signal_follows_the_gpu_generation() -> None:
