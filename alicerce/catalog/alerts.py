@@ -406,6 +406,17 @@ XID_ROW_REMAP = 63  # a row remap recorded, applied at the GPU's next reset (NVI
 FABRIC_MANAGER_STATUS = "DCGM_FI_DEV_FABRIC_MANAGER_STATUS"
 FABRIC_MANAGER_DOWN_STATES = {"not_started": 1, "failure": 4}
 FABRIC_MANAGER_DOWN = "GPUFabricManagerDown"
+# The same fault on a GPU older than alicerce.catalog.models.FABRIC_STATE_REPORTED_FROM (an A100 HGX), where field 170
+# reads not_supported whatever Fabric Manager does (review obsreview28 G-1), is read from the GPU Operator's validator:
+# its DaemonSet's cuda-validation init container runs a CUDA vectorAdd pod on the node and fails until it completes, so
+# the validator pod stays not Ready (gpu-operator v26.3.3 assets/state-operator-validation/0500_daemonset.yaml,
+# cmd/nvidia-validator/main.go CUDA.runWorkload, validator/manifests/cuda-workload-validation.yaml; vendored in
+# tests/data/upstream/gpu-operator/v26.3.3/validator.json). CUDA cannot start on an NVSwitch server whose fabric Fabric
+# Manager has not trained (cudaErrorSystemNotReady, 802); the device plugin waits only for the toolkit (its
+# toolkit-validation init container), so the node keeps advertising its GPUs. The validator runs when its pod starts
+# (a boot, a driver or operator upgrade): a Fabric Manager that stops after the node validated is not seen here.
+CUDA_VALIDATOR = "nvidia-operator-validator"
+CUDA_VALIDATION_FAILING = "GPUCudaValidationFailing"
 
 # A cordoned node is out of service on purpose: drained for repair or RMA, or kept cordoned by alicerce's own driver
 # upgrade until post-cluster.yml uncordons it (roles/kubernetes_node/tasks/drain.yml). Its exporters going quiet then is
@@ -720,9 +731,9 @@ NODE_OUTAGE_ALERTS = ("DCGMExporterDown", NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_
                       DCGM_XID_COUNTS_ABSENT, "StorageTierUnreadable", "StorageCountersMissing", "StorageCountersStale",
                       EFA_COUNTERS_MISSING, EFA_COUNTERS_STALE, EFA_LINK_RATE_MISSING, FABRIC_WAIT_UNREAD,
                       FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, FABRIC_COUNTERS_SATURATED,
-                      FABRIC_MANAGER_DOWN, GPU_HARDWARE_SLOWDOWN, FABRIC_ERRORS_RISING)  # fmt: skip
+                      FABRIC_MANAGER_DOWN, CUDA_VALIDATION_FAILING, GPU_HARDWARE_SLOWDOWN, FABRIC_ERRORS_RISING)  # fmt: skip
 # (GPU_HARDWARE_SLOWDOWN: a rack's power feed brakes all its nodes; FABRIC_ERRORS_RISING: a failing leaf switch or its
-# optics err on the port of every node cabled to it; FABRIC_MANAGER_DOWN: a driver update that leaves
+# optics err on the port of every node cabled to it; FABRIC_MANAGER_DOWN, CUDA_VALIDATION_FAILING: a driver update that leaves
 # Fabric Manager behind fails every node of the pool it rolls to. The site's GPUsMissing<Pool> join them in
 # alicerce.emit.kube.operators: since a NotReady node counts as lost, a rack outage pages it on each node, review
 # obsreview27 D1)
@@ -826,5 +837,5 @@ def cordoned_for_days() -> str:
 
 
 STATIC_ALERTS = (*(a.name for a in (*GPU_HEALTH, DCGM_EXPORTER_DOWN, *GPU_EFFICIENCY)), *DIAGNOSES, *SOURCE_ALERTS, *SERVING_ALERTS,
-                 *FABRIC_ALERTS, FABRIC_MANAGER_DOWN, NODE_CORDONED_FOR_DAYS, COST_HISTORY_TRUNCATED,
+                 *FABRIC_ALERTS, FABRIC_MANAGER_DOWN, CUDA_VALIDATION_FAILING, NODE_CORDONED_FOR_DAYS, COST_HISTORY_TRUNCATED,
                  PROMETHEUS_RETENTION_EXCEEDS_VOLUME)  # fmt: skip

@@ -8,12 +8,18 @@ these models only give them a checked, typed shape.
 from __future__ import annotations
 
 import datetime
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
 Architecture = Literal["volta", "ampere", "ada", "hopper", "blackwell"]
 """NVIDIA GPU architectures the catalog knows, oldest first."""
+
+# The first architecture whose driver reports a GPU's NVSwitch fabric state (NVML nvmlDeviceGetGpuFabricInfo: "For
+# Hopper or newer fully supported devices", NVML API Reference Guide, Device Queries,
+# https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceQueries.html). DCGM field 170 (Fabric Manager status) is read
+# from it, so an older GPU reads not_supported (0) there whatever Fabric Manager does (review obsreview28 G-1).
+FABRIC_STATE_REPORTED_FROM: Architecture = "hopper"
 
 
 class CatalogModel(BaseModel):
@@ -97,6 +103,12 @@ class Gpu(CatalogModel):
     interconnect: Interconnect = Field(description="GPU interconnect.")
     mig: Mig | None = Field(default=None, description="MIG capability; null when not supported.")
     sources: tuple[Source, ...] = Field(min_length=1, description="Where these figures come from.")
+
+    @property
+    def reports_fabric_state(self) -> bool:
+        """Whether the driver reports this GPU's NVSwitch fabric state (FABRIC_STATE_REPORTED_FROM and newer)."""
+        order = get_args(Architecture)
+        return order.index(self.architecture) >= order.index(FABRIC_STATE_REPORTED_FROM)
 
     @property
     def memory_bytes(self) -> float:

@@ -116,9 +116,14 @@ def test_the_tick_length_follows_the_lane_rate_and_the_tick_field(tmp_path: Path
     sys_root, perfquery = fake_node(tmp_path)
     module = collector()
     out = samples(module.exposition(module.tick({}, sys_root, perfquery), sys_root))
-    # Tick 0x07: 8 symbol times; a symbol time is one byte on one lane: NDR 100 Gb/s lanes 0.08 ns, HDR 50 Gb/s 0.16 ns
-    assert abs(out[f"alicerce_fabric_port_tick_seconds{{{EXTENDED}}}"] - 8 * 0.08e-9) < 1e-15
-    assert abs(out[f"alicerce_fabric_port_tick_seconds{{{CLEARED}}}"] - 8 * 0.16e-9) < 1e-15
+    # Tick 0x07 is the Quantum generation's: a tick per 8 bytes of the whole port (NVIDIA's ibdiagnet manual, review
+    # obsreview26 G-C), 64 bits at 400 Gb/s (NDR) 0.16 ns, at 200 Gb/s (HDR) 0.32 ns; read as 8 symbol times of one
+    # lane it was 4x that
+    assert abs(out[f"alicerce_fabric_port_tick_seconds{{{EXTENDED}}}"] - 64 / 400e9) < 1e-15
+    assert abs(out[f"alicerce_fabric_port_tick_seconds{{{CLEARED}}}"] - 64 / 200e9) < 1e-15
+    # Tick 31 (SwitchIB, Switch-X): 32 bytes on each lane, the IBA's symbol times: 32 x 8 bits / 25 Gb/s at 4X EDR
+    assert abs(module.tick_seconds("100 Gb/sec (4X EDR)", 32) - 32 * 8 / 25e9) < 1e-15
+    assert module.tick_seconds("garbage", 8) is None
     # 8b/10b lanes carry a byte in 10 signalling bits: SDR's symbol time is the 4 ns NVIDIA's ibdiagnet manual gives
     assert abs(module.symbol_seconds("10 Gb/sec (4X SDR)") - 4e-9) < 1e-15
     assert module.symbol_seconds("400 Gb/sec (4X NDR)") == 8 / 100e9

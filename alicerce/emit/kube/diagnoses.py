@@ -300,9 +300,9 @@ def diagnoses(rp: ResolvedPlatform, site_name: str, guarded: frozenset[str] = fr
               "time yet moves less than 60% of its line rate (PortXmitWait: node:infiniband_transmit_wait:max_ratio): "
               f"the congestion is in the fabric, not the job.{_lnet_first(rp.site(site_name))} Confirm it with "
               "ibdiagnet's congestion report (its xmit_wait per port) before moving jobs: the wait share is an "
-              "estimate that assumes the HCA counts one tick per (Tick + 1) bytes of one lane, where NVIDIA's Quantum "
-              "switches count per 8 bytes of the port, up to 4x less at 4X HDR and NDR, and the 20% threshold has no "
-              "published source. Find the port and its switch path (ibdiagnet congestion report, perfquery -x on the "
+              "estimate that reads a port reporting Tick 7 as NVIDIA's Quantum switches count (a tick per 8 bytes of "
+              "the port; if the HCA counts per lane the share is 4x low at 4X HDR and NDR), and the 20% threshold has "
+              "no published source. Find the port and its switch path (ibdiagnet congestion report, perfquery -x on the "
               "switch ports), check for an oversubscribed or unbalanced leaf-spine path, "
               "a slow or flapping link on the path, adaptive routing and the subnet manager's routing engine, and "
               "other jobs sharing the same switches; place the job's nodes under fewer leaves (topology-aware placement)."),

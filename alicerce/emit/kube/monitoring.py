@@ -27,6 +27,8 @@ from collections.abc import Callable
 from typing import Any
 
 from alicerce.catalog.alerts import (
+    CUDA_VALIDATION_FAILING,
+    CUDA_VALIDATOR,
     DCGM_EXPORTER_DOWN,
     FABRIC_MANAGER_DOWN,
     FABRIC_MANAGER_DOWN_STATES,
@@ -35,6 +37,7 @@ from alicerce.catalog.alerts import (
     GPU_HEALTH,
     GPU_KEY,
     KUEUE_WAIT_BUCKETS,
+    NEW_NODE_GRACE_SECONDS,
     STORAGE_ALERTS,
     TTFT,
     Alert,
@@ -166,24 +169,56 @@ def _expected_units(rp: ResolvedPlatform, pool: str, gpus_per_node: int, nodes: 
 def _fabric_manager_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     """Fabric Manager down on a node of a pool whose GPU uses NVSwitch (review obsreview27 G1): every CUDA context there
     fails to start while the node looks healthy to every other alert (Ready, all GPUs allocatable, dcgm-exporter up), and
-    the next job lands on it because it is free. Per node and state, valued the GPUs in it. Past the node-creation grace
-    and ten minutes: at a reboot FM starts and trains in about a minute (in_progress is never counted); a cordoned node is
-    in repair. unrecognized/nvml_too_old are left out: DCGM and the driver disagree on the API, the state is unknown."""
-    pools = [p.name for p in rp.site(site_name).pools if p.gpu is not None and p.gpu.interconnect.nvswitch]
+    the next job lands on it because it is free. Where the GPU reports its fabric state (Hopper and newer, the catalog's
+    Gpu.reports_fabric_state) from DCGM field 170; on older NVSwitch GPUs, where that field reads not_supported whatever
+    Fabric Manager does (review obsreview28 G-1), from the GPU Operator's CUDA validation (_cuda_validation_alert)."""
+    pools = [p for p in rp.site(site_name).pools if p.gpu is not None and p.gpu.interconnect.nvswitch]
     if not pools or not rp.spec.operators.gpu_operator.enabled:
         return []
+    reported = [p.name for p in pools if p.gpu is not None and p.gpu.reports_fabric_state]
+    older = [p.name for p in pools if p.name not in reported]
+    return [*([_fabric_state_alert(reported)] if reported else []), *([_cuda_validation_alert(older)] if older else [])]
+
+
+def _pool_nodes(pools: list[str]) -> str:
+    return f'max by (node) (kube_node_labels{{{POOL_LABEL}=~"{"|".join(pools)}"}})'
+
+
+def _fabric_state_alert(pools: list[str]) -> Alert:
+    """Per node and state, valued the GPUs in it. Past the node-creation grace and ten minutes: at a reboot FM starts and
+    trains in about a minute (in_progress is never counted); a cordoned node is in repair. unrecognized/nvml_too_old are
+    left out: DCGM and the driver disagree on the API, the state is unknown."""
     status = f'max by (node, {GPU_KEY}) (label_replace({FABRIC_MANAGER_STATUS}, "node", "$1", "Hostname", "(.+)"))'
-    nodes = f'max by (node) (kube_node_labels{{{POOL_LABEL}=~"{"|".join(pools)}"}})'
     down = " or ".join(
-        f'label_replace(count by (node) ({status} == {value}), "state", "{state}", "", "") and on (node) {nodes}'
+        f'label_replace(count by (node) ({status} == {value}), "state", "{state}", "", "") and on (node) {_pool_nodes(pools)}'
         for state, value in FABRIC_MANAGER_DOWN_STATES.items()
     )
-    return [Alert(FABRIC_MANAGER_DOWN, in_service(settled(f"({down})")), "10m", "critical",
-                  "Fabric Manager is {{ $labels.state }} for {{ $value }} GPUs on {{ $labels.node }}",
-                  "NVSwitch fabric not trained: every CUDA job on this node fails at start (cudaErrorSystemNotReady) though "
-                  "the node is Ready. Cordon the node, then check nvidia-fabricmanager (systemctl status, "
-                  "/var/log/fabricmanager.log) and that its version equals the driver's (nvidia-smi -q: Fabric State); "
-                  "restart it, or reboot the node.")]  # fmt: skip
+    return Alert(FABRIC_MANAGER_DOWN, in_service(settled(f"({down})")), "10m", "critical",
+                 "Fabric Manager is {{ $labels.state }} for {{ $value }} GPUs on {{ $labels.node }}",
+                 "NVSwitch fabric not trained: every CUDA job on this node fails at start (cudaErrorSystemNotReady) though "
+                 "the node is Ready. Cordon the node, then check nvidia-fabricmanager (systemctl status, "
+                 "/var/log/fabricmanager.log) and that its version equals the driver's (nvidia-smi -q: Fabric State); "
+                 "restart it, or reboot the node.")  # fmt: skip
+
+
+def _cuda_validation_alert(pools: list[str]) -> Alert:
+    """A node of an NVSwitch pool older than Hopper whose GPU Operator validator pod is not Ready (alicerce.catalog.alerts
+    CUDA_VALIDATOR): its CUDA validation has not passed there. The hold is the operator stack's own install time
+    (NEW_NODE_GRACE_SECONDS): the validator reruns driver, toolkit, CUDA and plugin validation at every boot, as on a new
+    node. kube-state-metrics 2.20.0: kube_pod_info's created_by_* name the pod's DaemonSet and node its node,
+    kube_pod_status_ready{condition="true"} is 0 while an init container has not completed."""
+    validator = f'kube_pod_info{{created_by_kind="DaemonSet",created_by_name="{CUDA_VALIDATOR}"}}'
+    not_ready = f'max by (node) ({validator} and on (namespace, pod) (kube_pod_status_ready{{condition="true"}} == 0))'
+    return Alert(CUDA_VALIDATION_FAILING, in_service(settled(f"({not_ready} and on (node) {_pool_nodes(pools)})")),
+                 f"{NEW_NODE_GRACE_SECONDS // 60}m", "critical",
+                 "CUDA validation has not passed on {{ $labels.node }} (NVSwitch GPUs older than Hopper)",
+                 "The GPU Operator's CUDA check (nvidia-operator-validator, its cuda-validation step) fails on this node, "
+                 "which keeps advertising its GPUs: every CUDA job placed there fails at start. On an A100 NVSwitch server "
+                 "the usual cause is Fabric Manager down (error 802, system not yet initialized, in the nvidia-cuda-validator "
+                 "pod's log; these GPUs do not report their fabric state, so GPUFabricManagerDown cannot see it). Cordon "
+                 "the node, then check nvidia-fabricmanager (systemctl status, /var/log/fabricmanager.log) and that its "
+                 "version equals the driver's; restart it, or reboot the node. Not seen here: a Fabric Manager that stops "
+                 "after the node validated.")  # fmt: skip
 
 
 def _slo_alerts(rp: ResolvedPlatform, site: ResolvedSite, guarded: frozenset[str]) -> list[Alert]:

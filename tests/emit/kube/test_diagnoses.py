@@ -194,16 +194,34 @@ def test_communication_bound_fires_when_the_fabric_saturates_and_tensor_cores_id
     check("GPUCommunicationBound", state(0.6, 0.8), "45m", [], tmp_path / "c")  # a busy fabric and busy tensor cores: overlap works
 
 
-def port_wait(node: str, share: float, tick: float = 8 * 0.16e-9) -> list[dict[str, str]]:
+# what an HDR port whose PMA reports Tick 7 counts per tick: 8 bytes of the port (NVIDIA's ibdiagnet manual, Quantum's
+# rule; review obsreview26 G-C), 8 x 8 bits / 200 Gb/s = 0.32 ns
+HDR_TICK_7 = 8 * 8 / 200e9
+
+
+def port_wait(node: str, share: float, tick: float = HDR_TICK_7, reported: float | None = None) -> list[dict[str, str]]:
     """node_monitoring's fabric wait collector (files/alicerce_fabric_wait.py), read by the node exporter's textfile
-    collector: an HDR port (Tick 7: 8 symbol times of 0.16 ns) waiting ``share`` of the time."""
+    collector: an HDR port waiting ``share`` of the time, its hardware counting ticks of ``tick`` seconds and the
+    collector reporting ticks of ``reported`` (by default what it computes for an HDR port with Tick 7)."""
     labels = f'job="node-exporter",instance="{node}:9100",node="{node}",device="mlx5_0",port="1"'
     writer = collector_metrics()
     assert {"alicerce_fabric_port_transmit_wait_ticks_total", "alicerce_fabric_port_tick_seconds"} <= set(writer)
+    if reported is None:
+        reported = hdr_tick_reported()
     return [
         {"series": f"alicerce_fabric_port_transmit_wait_ticks_total{{{labels}}}", "values": f"0+{share / tick * 60:.6g}{STEPS}"},
-        {"series": f"alicerce_fabric_port_tick_seconds{{{labels}}}", "values": f"{tick:.6g}{STEPS}"},
+        {"series": f"alicerce_fabric_port_tick_seconds{{{labels}}}", "values": f"{reported:.6g}{STEPS}"},
     ]
+
+
+def hdr_tick_reported() -> float:
+    """The tick length the collector writes for a 4X HDR port whose PortSamplesControl reports Tick 7."""
+    from tests.ansible.test_fabric_wait import collector
+
+    module = collector()
+    length = module.tick_seconds("200 Gb/sec (4X HDR)", 8)
+    assert length is not None
+    return float(length)
 
 
 def collector_metrics() -> dict[str, Any]:
@@ -226,9 +244,9 @@ def test_fabric_congestion_is_diagnosed_only_where_the_ports_wait_is_counted() -
 
 
 def test_the_congestion_runbook_asks_for_ibdiagnet_and_rules_out_lustre_first() -> None:
-    """Review obsreview26 G-C: the wait share assumes the per-lane tick of NVIDIA's older switches, where Quantum
-    switches tick per 8 bytes of the port (4x at 4X HDR/NDR if the HCA does the same; not verified): the runbook asks
-    for ibdiagnet's congestion report before anyone moves jobs. N-A: dc1's Lustre runs LNet over the same HCAs (@o2ib),
+    """Review obsreview26 G-C: the wait share reads a port reporting Tick 7 as Quantum switches count (per 8 bytes of
+    the port; 4x low at 4X HDR/NDR if the HCA counts per lane instead, not verified on an HCA): the runbook asks for
+    ibdiagnet's congestion report before anyone moves jobs. N-A: dc1's Lustre runs LNet over the same HCAs (@o2ib),
     so a checkpoint incast reads as fabric congestion: the runbook names the tier and TrainingCheckpointStall first."""
     rp = platform()
     text = rules_of(rp, "dc1")["GPUCommunicationBoundFabricCongested"]["annotations"]["description"]
@@ -267,6 +285,26 @@ def test_fabric_congestion_fires_when_ports_wait_and_tensor_cores_idle(tmp_path:
                        f'device="mlx5_0",port="1"}}', "values": f"{2**32 - 1}{STEPS}"}  # fmt: skip
     silent = [s for s in state(0.05, 0.4, 0.1) if "alicerce_fabric" not in s["series"]]
     check("GPUCommunicationBoundFabricCongested", [*silent, stuck], "45m", [], tmp_path / "f")
+
+
+@needs_promtool
+def test_a_port_waiting_a_tenth_of_the_time_is_not_congestion(tmp_path: Path) -> None:
+    """Review obsreview26 G-C: an HDR port whose PMA reports Tick 7 counts a tick per 8 bytes of the port (0.32 ns);
+    read as 8 bytes of ONE lane (1.28 ns) a port that waits 10% of the time read 40% and the congestion diagnosis fired
+    on it. The tick the collector writes for it now reads 10% (quiet); a port that waits 40% still fires."""
+    rule = rules_of(platform(), "dc1")["GPUCommunicationBoundFabricCongested"]
+    assert abs(hdr_tick_reported() - HDR_TICK_7) < 1e-15
+
+    def state(wait: float) -> list[dict[str, str]]:
+        port = ',device="mlx5_0",port="1"'
+        rate = {"series": f'node_infiniband_rate_bytes_per_second{{job="node-exporter",instance="{NODE}:9100",node="{NODE}"{port}}}',
+                "values": f"25000000000{STEPS}"}  # fmt: skip
+        return (node_labels(NODE) + gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", 95) + gpus(NODE, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 0.05)
+                + [rate, node_counter(NODE, "node_infiniband_port_data_transmitted_bytes_total", 0.1 * 25e9, port)]
+                + port_wait(NODE, wait))  # fmt: skip
+
+    check("GPUCommunicationBoundFabricCongested", state(0.1), "45m", [], tmp_path / "a")
+    check("GPUCommunicationBoundFabricCongested", state(0.4), "45m", [expected(rule, POOL, "")], tmp_path / "b")
 
 
 @needs_promtool

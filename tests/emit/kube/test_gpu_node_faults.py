@@ -9,6 +9,8 @@ from typing import Any
 
 from alicerce.catalog.alerts import (
     CLOCK_EVENTS_METRIC,
+    CUDA_VALIDATION_FAILING,
+    CUDA_VALIDATOR,
     FABRIC_ERRORS_RISING,
     FABRIC_MANAGER_DOWN,
     FABRIC_MANAGER_DOWN_STATES,
@@ -22,7 +24,16 @@ from alicerce.catalog.alerts import (
 )
 from alicerce.emit.kube.dcgm_counters import counters_csv
 from tests.emit.kube.scrape import dcgm_series, series
-from tests.emit.kube.test_monitoring import dcgm_scraped, expected, needs_promtool, platform, rules_of, run_promtool
+from tests.emit.kube.test_monitoring import (
+    A100_LABELS,
+    dcgm_scraped,
+    expected,
+    needs_promtool,
+    platform,
+    rules_of,
+    run_promtool,
+    with_a100_pool,
+)
 from tests.emit.kube.upstream import load
 
 DC1_LABELS = 'label_alicerce_dev_pool="onprem-h100",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
@@ -120,6 +131,66 @@ def test_fabric_manager_down_on_an_nvswitch_node_pages(tmp_path: Path) -> None:
     run_promtool(rp, "dc1", tests, tmp_path)
 
 
+def test_the_fabric_manager_signal_follows_the_gpu_generation() -> None:
+    """Review obsreview28 G-1: an A100 reads DCGM field 170 as not_supported (0) whatever Fabric Manager does (NVML
+    reports fabric state from Hopper on, the catalog's Gpu.reports_fabric_state), so GPUFabricManagerDown reads only the
+    H100 pool and the A100 pool gets the CUDA validation alert; no pool is left without one, none has both."""
+    rp = with_a100_pool()
+    rules = rules_of(rp, "dc1")
+    assert 'label_alicerce_dev_pool=~"onprem-h100"}' in rules[FABRIC_MANAGER_DOWN]["expr"]
+    assert 'label_alicerce_dev_pool=~"onprem-a100"}' in rules[CUDA_VALIDATION_FAILING]["expr"]
+    assert rules[CUDA_VALIDATION_FAILING]["labels"]["severity"] == "critical"
+    validator = load("gpu-operator", "v26.3.3", "validator.json")
+    assert validator["daemonset"] == CUDA_VALIDATOR and "cuda-validation" in validator["init_containers"]
+    assert validator["device_plugin_waits_for"] == "toolkit-ready"  # the node keeps advertising its GPUs
+    pod_info = load("kube-state-metrics", "2.20.0", "metrics.json")["kube_pod_info"]
+    assert {"node", "created_by_kind", "created_by_name"} <= set(pod_info["labels"])
+    assert CUDA_VALIDATION_FAILING not in rules_of(platform("prod"), "dc1")  # the reference has no pre-Hopper NVSwitch pool
+
+
+def _validator_pod(node: str, ready: str) -> list[dict[str, str]]:
+    """The GPU Operator validator's pod on ``node`` as kube-state-metrics 2.20.0 lists it, Ready as ``ready`` says."""
+    pod = f'namespace="gpu-operator",pod="{CUDA_VALIDATOR}-{node[-3:]}",uid="u-{node}"'
+    return [
+        {"series": f'kube_pod_info{{{pod},node="{node}",created_by_kind="DaemonSet",created_by_name="{CUDA_VALIDATOR}",'
+                   f'host_ip="10.0.0.1",pod_ip="10.1.0.1",priority_class="system-node-critical",host_network="false"}}',
+         "values": "1x60"},
+        {"series": f'kube_pod_status_ready{{{pod},condition="true"}}', "values": ready},
+    ]  # fmt: skip
+
+
+@needs_promtool
+def test_fabric_manager_down_on_an_a100_nvswitch_node_pages(tmp_path: Path) -> None:
+    """Review obsreview28 G-1: Fabric Manager never started on a100-001 (its GPUs read field 170 as 0, not_supported, as
+    every A100 does) and its CUDA validation never passes: GPUCudaValidationFailing pages once the operator stack's
+    15 minutes have passed; GPUFabricManagerDown stays silent on it. Quiet: a100-002 validated; a100-003 rebooting, its
+    validator Ready again after 8 minutes; a100-004 cordoned for repair. The H100 node whose FM failed (status 4)
+    pages with GPUFabricManagerDown, not with this alert, though its validator is not Ready either."""
+    rp = with_a100_pool()
+    rule = rules_of(rp, "dc1")[CUDA_VALIDATION_FAILING]
+    ready = {"a100-001": "0x60", "a100-002": "1x60", "a100-003": "1x5 0x8 1x47", "a100-004": "0x60", "gpu-001": "0x60"}
+    inputs: list[dict[str, str]] = []
+    for node, validator in ready.items():
+        fm, labels = ("4x60", DC1_LABELS) if node.startswith("gpu") else ("0x60", A100_LABELS)
+        inputs += [
+            {"series": series(FABRIC_MANAGER_STATUS, dcgm_scraped(rp, "dc1", dcgm_series(node, gpu))), "values": fm} for gpu in range(8)
+        ]
+        inputs += [
+            *_validator_pod(node, validator),
+            {"series": f'kube_node_labels{{node="{node}",{labels}}}', "values": "1x60"},
+            {"series": f'kube_node_created{{node="{node}"}}', "values": "-3600x60"},
+            {"series": f'kube_node_spec_unschedulable{{node="{node}"}}', "values": "1x60" if node == "a100-004" else "0x60"},
+        ]
+    fabric = rules_of(rp, "dc1")[FABRIC_MANAGER_DOWN]
+    tests = [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "13m", "alertname": CUDA_VALIDATION_FAILING, "exp_alerts": []},
+        {"eval_time": "20m", "alertname": CUDA_VALIDATION_FAILING, "exp_alerts": [expected(rule, {"node": "a100-001"}, "1")]},
+        {"eval_time": "20m", "alertname": FABRIC_MANAGER_DOWN,
+         "exp_alerts": [expected(fabric, {"node": "gpu-001", "state": "failure"}, "8")]},
+    ]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path)
+
+
 def xid_counts_at(faults: list[int], last: int, per_fault: int = 1) -> str:
     """promtool values of dcgm-exporter's XID count of one code on one GPU, faults at minutes ``faults`` each logging
     ``per_fault`` XIDs: the XIDs in the last XID_COUNT_WINDOW_MINUTES (expcollector.go counts DCGM's samples since now -
@@ -200,26 +271,49 @@ def _port_counter(node: str, name: str, device: str, values: str) -> dict[str, s
     return {"series": f"{name}{{{labels}}}", "values": values}
 
 
+def _link_rate(node: str, device: str, gbps: int) -> dict[str, str]:
+    """The port's signalling rate as the node exporter serves it: procfs parseRate, bytes/s of "<gbps> Gb/sec"."""
+    assert "node_infiniband_rate_bytes_per_second" in load("node-exporter", "v1.12.1", "metrics.json")
+    labels = f'job="node-exporter",instance="{node}:9100",node="{node}",device="{device}",port="1"'
+    return {"series": f"node_infiniband_rate_bytes_per_second{{{labels}}}", "values": f"{gbps * 125_000_000}x60"}
+
+
 @needs_promtool
 def test_a_port_that_keeps_erring_raises_a_ticket(tmp_path: Path) -> None:
-    """Review obsreview27 G3: mlx5_0 of gpu-001 counts 3 receive and 5 symbol errors a minute for an hour with its link up
-    (a bad cable): a ticket once 30 minutes have passed, valued the 2 counters rising. Quiet: mlx5_1 one burst of 50 at
-    minute 10, then clean; mlx5_2 a symbol error every 15 minutes (a healthy link's rate); gpu-002, cordoned for repair,
-    erring as mlx5_0 does."""
+    """Review obsreview27 G3, obsreview28 N-1: a link may err up to a bit error rate of 1e-12 (ibdiagnet's BER check;
+    on HDR/NDR the symbol errors are those left after FEC): 0.4 a second at 400 Gb/s (4X NDR), 0.2 at 200 Gb/s (4X HDR).
+    mlx5_0 (NDR) counts 30 receive and 60 symbol errors a minute (0.5 and 1 a second) for an hour with its link up (a
+    bad cable): a ticket once 30 minutes have passed (a 10-minute rate over a counter's first minutes reads low, so
+    by minute 40), valued the 2 counters rising; mlx5_4 (HDR) 20 symbol errors a
+    minute (0.33/s, above HDR's 0.2): a ticket valued 1. Quiet: mlx5_1 one burst of 50 at minute 10, then clean; mlx5_2
+    (NDR) 20 symbol errors a minute (0.33/s) and mlx5_3 (HDR) 10 (0.17/s), healthy links within the BER, erring in every
+    window; gpu-002, cordoned for repair, erring as mlx5_0 does."""
     rp = platform("prod")
     rule = rules_of(rp, "dc1")[FABRIC_ERRORS_RISING]
     receive, symbol = "node_infiniband_port_errors_received_total", "node_infiniband_symbol_error_total"
+    rates = {
+        ("gpu-001", "mlx5_0"): 400,
+        ("gpu-001", "mlx5_1"): 400,
+        ("gpu-001", "mlx5_2"): 400,
+        ("gpu-001", "mlx5_3"): 200,
+        ("gpu-001", "mlx5_4"): 200,
+        ("gpu-002", "mlx5_0"): 400,
+    }
     inputs = [
         *_node("gpu-001", ready="1x60"), *_node("gpu-002", ready="1x60", unschedulable="1x60"),
-        _port_counter("gpu-001", receive, "mlx5_0", "0+3x60"), _port_counter("gpu-001", symbol, "mlx5_0", "0+5x60"),
+        *(_link_rate(node, device, gbps) for (node, device), gbps in rates.items()),
+        _port_counter("gpu-001", receive, "mlx5_0", "0+30x60"), _port_counter("gpu-001", symbol, "mlx5_0", "0+60x60"),
         _port_counter("gpu-001", receive, "mlx5_1", "0x10 50x50"), _port_counter("gpu-001", symbol, "mlx5_1", "0x60"),
-        _port_counter("gpu-001", symbol, "mlx5_2", " ".join(str(m // 15) for m in range(61))),
-        _port_counter("gpu-002", receive, "mlx5_0", "0+3x60"), _port_counter("gpu-002", symbol, "mlx5_0", "0+5x60"),
+        _port_counter("gpu-001", symbol, "mlx5_2", "0+20x60"), _port_counter("gpu-001", receive, "mlx5_2", "0x60"),
+        _port_counter("gpu-001", symbol, "mlx5_3", "0+10x60"),
+        _port_counter("gpu-001", symbol, "mlx5_4", "0+20x60"),
+        _port_counter("gpu-002", receive, "mlx5_0", "0+30x60"), _port_counter("gpu-002", symbol, "mlx5_0", "0+60x60"),
     ]  # fmt: skip
-    fired = [expected(rule, {"node": "gpu-001", "device": "mlx5_0", "port": "1"}, "2")]
+    fired = [expected(rule, {"node": "gpu-001", "device": "mlx5_0", "port": "1"}, "2"),
+             expected(rule, {"node": "gpu-001", "device": "mlx5_4", "port": "1"}, "1")]  # fmt: skip
     tests = [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
         {"eval_time": "25m", "alertname": FABRIC_ERRORS_RISING, "exp_alerts": []},
-        {"eval_time": "35m", "alertname": FABRIC_ERRORS_RISING, "exp_alerts": fired},
+        {"eval_time": "40m", "alertname": FABRIC_ERRORS_RISING, "exp_alerts": fired},
         {"eval_time": "60m", "alertname": FABRIC_ERRORS_RISING, "exp_alerts": fired},
     ]}]  # fmt: skip
     run_promtool(rp, "dc1", tests, tmp_path)

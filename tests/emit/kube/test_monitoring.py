@@ -47,6 +47,29 @@ def platform(env: str = "prod") -> ResolvedPlatform:
     return validated(load_file(ROOT / "platform.yaml", "platform.yaml"), env)
 
 
+_H100_POOL = """  - name: onprem-h100
+    site: dc1
+"""
+_A100_POOL = """  - name: onprem-a100
+    site: dc1
+    purpose: training
+    accelerator: "A100-SXM4-80GB:8"
+    onprem:
+      hosts: ["a100-[001:004].dc1.acme.example"]
+    scaling: {min: 4, max: 4}
+    taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
+
+"""
+A100_LABELS = 'label_alicerce_dev_pool="onprem-a100",label_alicerce_dev_accelerator="A100-SXM4-80GB"'
+
+
+def with_a100_pool() -> ResolvedPlatform:
+    """The reference prod with an A100 HGX pool (NVSwitch, Ampere) at dc1 beside its H100 one."""
+    text = (ROOT / "platform.yaml").read_text()
+    assert _H100_POOL in text
+    return validated(load_text(text.replace(_H100_POOL, _A100_POOL + _H100_POOL, 1), "platform.yaml"), "prod")
+
+
 def promtool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     assert PROMTOOL is not None, "promtool is required under CI"
     return subprocess.run([PROMTOOL, *args], cwd=cwd, capture_output=True, text=True, check=False)
@@ -765,8 +788,9 @@ def test_every_gpu_pool_gets_a_missing_gpu_alert_with_its_count() -> None:
     grace = " and on (node) (time() - max by (node) (kube_node_created) > 900)"  # a new node's operator stack is installing
     assert f") < 8{grace} unless on (node) (max by (node) (kube_node_spec_unschedulable) == 1)" in rules["GPUsMissingOnpremH100"]["expr"]
     assert "kube_node_status_allocatable" in rules["GPUsMissingOnpremH100"]["expr"]
-    # every built-in alert somewhere; those of a fabric's counters only where the site's pools have them
-    assert set(STATIC_ALERTS) <= set(rules_of(rp, "aws")) | set(rules)
+    # every built-in alert somewhere; those of a fabric's counters only where the site's pools have them, the CUDA
+    # validation alert only where a pool's NVSwitch GPUs are older than Hopper (an A100 pool beside the reference's)
+    assert set(STATIC_ALERTS) <= set(rules_of(rp, "aws")) | set(rules) | set(rules_of(with_a100_pool(), "dc1"))
     # 1 GPU time-sliced 4 ways; a cloud node held to its own instance type's GPUs (the next tests)
     assert (
         f'or on (node) 4 * max by (node) (kube_node_labels{{label_alicerce_dev_pool="infer-l4"}})){grace} unless on (node) '
@@ -1166,7 +1190,7 @@ def test_a_rack_outage_is_one_notification_per_alert_and_pool_not_one_per_node()
     assert len({key for _, key in groups(xids)}) == 2
     # the alerts named there are the ones generated (a renamed alert would fall back to per-node groups unnoticed)
     names = next(r for r in route["routes"] if "group_by" in r)["matchers"][0].split('"')[1].split("|")
-    generated = set(rules) | set(rules_of(rp, "aws"))
+    generated = set(rules) | set(rules_of(rp, "aws")) | set(rules_of(with_a100_pool(), "dc1"))  # GPUCudaValidationFailing
     assert set(names) <= generated, set(names) - generated
 
 

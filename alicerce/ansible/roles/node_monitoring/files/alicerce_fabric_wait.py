@@ -21,8 +21,8 @@ The tick's length: PortSamplesControl.Tick (`perfquery -c`) says how many symbol
 a symbol time being one byte on one lane (InfiniBand Architecture, PortSamplesControl; NVIDIA ibdiagnet user manual,
 "Congestion Assessment on InfiniBand Links": 0x00 = 1 symbol time, 4 ns at SDR). The lane's rate comes from the port's
 sysfs `rate` ("400 Gb/sec (4X NDR)"): 8b/10b lanes (SDR, DDR, QDR) carry a byte in 10 signalling bits, the rest in 8
-data bits. Vendors count differently (the same manual: Quantum switches tick per 8 bytes of the port), so the share of
-time derived from it is an estimate, good for telling a congested port from an idle one.
+data bits. NVIDIA's hardware counts in two ways the same manual lists, told apart by the Tick it reports
+(tick_seconds): the share of time derived from it is good for telling a congested port from an idle one.
 
 Runs on the node as a service with the node's own python3 and infiniband-diags; one file, written whole and renamed.
 """
@@ -45,7 +45,10 @@ METRICS = {
         "counter",
         "Ticks the port had data to transmit and sent none (PortXmitWait), from its 64-bit counter or cleared and summed.",
     ),
-    "alicerce_fabric_port_tick_seconds": ("gauge", "Length of one PortXmitWait tick: (PortSamplesControl.Tick + 1) symbol times."),
+    "alicerce_fabric_port_tick_seconds": (
+        "gauge",
+        "Length of one PortXmitWait tick: (PortSamplesControl.Tick + 1) symbol times, or as many bytes of the port where the Tick says so.",
+    ),
     "alicerce_fabric_port_wait_extended": ("gauge", "1: the 64-bit extended counter is read; 0: the 32-bit one is read and cleared."),
     "alicerce_fabric_port_wait_saturated_reads_total": (
         "counter",
@@ -134,6 +137,30 @@ def symbol_seconds(rate: str) -> float | None:
     return bits / (total / lanes * 1e9)
 
 
+# How NVIDIA hardware counts PortXmitWait, by the Tick its PortSamplesControl reports (NVIDIA ibdiagnet user manual
+# v2.13, "Congestion Assessment on InfiniBand Links",
+# docs.nvidia.com/networking/display/ibdiagnetusermanualv213/congestion+assessment+on+infiniband+links; review obsreview26
+# G-C): SwitchIB and Switch-X report Tick 31 and count every 32 bytes on each lane, lost bytes = counter x (Tick + 1) x
+# lanes, one tick (Tick + 1) symbol times; Quantum, Quantum-2 and Quantum-3 report Tick 7 and count every 8 bytes of the
+# PORT whatever its width, lost bytes = counter x (Tick + 1), one tick (Tick + 1) bytes at the port's rate, a lane
+# count shorter. The per-lane reading made a 4X HDR/NDR port that waits 5% of the time read 20%. The manual names
+# switches; that a ConnectX HCA reporting Tick 7 counts as its Quantum generation does is the reading of the Tick it
+# reports, not a statement of the manual ("behavior may vary depending on the generation"): a port held at line-rate
+# backpressure must read about 1 if it does, a lane count below 1 if it does not.
+PORT_WIDE_TICKS = frozenset((7,))
+"""PortSamplesControl.Tick values of hardware that counts per bytes of the whole port, not per lane."""
+
+
+def tick_seconds(rate: str, tick_symbols: int) -> float | None:
+    """How long one PortXmitWait tick lasts on a port of sysfs ``rate`` whose PMA reports Tick ``tick_symbols - 1``."""
+    symbol = symbol_seconds(rate)
+    match = re.match(r"^\s*[0-9.]+ Gb/sec \((\d+)X ", rate)
+    if symbol is None or match is None:
+        return None
+    lanes = int(match.group(1)) if tick_symbols - 1 in PORT_WIDE_TICKS else 1
+    return tick_symbols * symbol / lanes
+
+
 def _number(value: str | None) -> int | None:
     try:
         return int(value, 0) if value is not None else None
@@ -185,7 +212,8 @@ def exposition(ports: list[Port], sys_root: Path) -> str:
     samples: dict[str, list[str]] = {name: [] for name in METRICS}
     for state in ports:
         labels = f'device="{state.device}",port="{state.port}"'
-        symbol = symbol_seconds(_read(sys_root / "class" / "infiniband" / state.device / "ports" / state.port / "rate") or "")
+        rate = _read(sys_root / "class" / "infiniband" / state.device / "ports" / state.port / "rate") or ""
+        symbol = symbol_seconds(rate)
         # a counter read without a tick length gives no share of time: the rules' ratio has no series and the congestion
         # diagnosis is blind on the port. PortSamplesControl is optional (IBA vol. 1 16.1.3; perfquery -c exits when the
         # PMA does not answer it), so a PMA may serve the wait and not its tick: reported not up (review obsreview26 G-D)
@@ -201,20 +229,10 @@ def exposition(ports: list[Port], sys_root: Path) -> str:
             samples["alicerce_fabric_port_wait_saturated_reads_total"].append(
                 f"alicerce_fabric_port_wait_saturated_reads_total{{{labels}}} {state.saturated}"
             )
-        # An ASSUMPTION, not verified on ConnectX hardware (review obsreview26 G-C): one tick lasts (Tick + 1) symbol
-        # times of ONE lane. NVIDIA's ibdiagnet user manual v2.13, "Congestion Assessment on InfiniBand Links"
-        # (docs.nvidia.com/networking/display/ibdiagnetusermanualv213/congestion+assessment+on+infiniband+links), gives
-        # two counting rules: SwitchIB and Switch-X count every 32 bytes per lane (Tick 31), lost bytes = counter x
-        # (Tick + 1) x lanes, the rule used here; Quantum, Quantum-2 and Quantum-3 count every 8 bytes of the port
-        # whatever its width (Tick 7), lost bytes = counter x (Tick + 1), and "behavior may vary depending on the
-        # generation". If a ConnectX HCA counts like its Quantum generation, this tick is 4x too long on a 4X port
-        # (1.28 ns where 0.32 ns at HDR) and the wait share 4x too high. Kept until a source or a measurement (a port
-        # held at line-rate backpressure must read about 1) says which; GPUCommunicationBoundFabricCongested's
-        # runbook asks for ibdiagnet's congestion report first
-        if symbol is not None and state.tick_symbols is not None:
-            samples["alicerce_fabric_port_tick_seconds"].append(
-                f"alicerce_fabric_port_tick_seconds{{{labels}}} {state.tick_symbols * symbol:.6e}"
-            )
+        # one tick's length by the counting rule of the Tick the PMA reports (tick_seconds, review obsreview26 G-C)
+        length = tick_seconds(rate, state.tick_symbols) if symbol is not None and state.tick_symbols is not None else None
+        if length is not None:
+            samples["alicerce_fabric_port_tick_seconds"].append(f"alicerce_fabric_port_tick_seconds{{{labels}}} {length:.6e}")
     lines = []
     for name, (kind, text) in METRICS.items():
         if samples[name]:
