@@ -34,6 +34,7 @@ from alicerce.emit.kube.cloud_metrics import exporter_values
 from alicerce.emit.kube.common import (
     GPU,
     POOL_LABEL,
+    content_name,
     deep_merge,
     held_tolerations,
     host_rdma_pools,
@@ -264,13 +265,17 @@ def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
         configs: dict[str, Any] = {"all-disabled": [{"devices": "all", "mig-enabled": False}]}
         for name, sharing in mig.items():
             configs[name] = [{"devices": "all", "mig-enabled": True, "mig-devices": dict(sorted(sharing.profiles.items()))}]
+        mig_data = {"config.yaml": _dump({"version": "v1", "mig-configs": configs})}
         values["migManager"] = {
             "enabled": True,
+            # named after its content: the MIG manager applies a layout at start and on a change of the node's
+            # nvidia.com/mig.config label only (mig-parted v0.14.2 cmd/nvidia-mig-manager/main.go, the informer's
+            # UpdateFunc compares the label), and the label stays alicerce-<pool>: a new layout must roll it
             "config": {
                 "create": True,
-                "name": MIG_CONFIGMAP,
+                "name": content_name(MIG_CONFIGMAP, mig_data["config.yaml"]),
                 "default": "all-disabled",
-                "data": {"config.yaml": _dump({"version": "v1", "mig-configs": configs})},
+                "data": mig_data,
             },
         }
     slicing = {p.name: p.spec.sharing for p in pools if isinstance(p.spec.sharing, TimeSlicing)}
@@ -279,12 +284,12 @@ def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
         for name, ts in slicing.items():
             resources = [{"name": GPU, "replicas": ts.replicas}]
             data[name] = _dump({"version": "v1", "sharing": {"timeSlicing": {"resources": resources}}})
-        values.setdefault("devicePlugin", {})["config"] = {
-            "create": True,
-            "name": DEVICE_PLUGIN_CONFIGMAP,
-            "default": "default",
-            "data": data,
-        }
+        # named after its content: the plugin's config-manager switches configs when the node's
+        # nvidia.com/device-plugin.config label changes, not when the file does, and the operator does not watch the
+        # ConfigMap (GPU Operator docs, "Updating a Time-Slicing Config Map"): edited in place, every node kept its
+        # old replicas and GPUsMissing<Pool> paged on each (review obsreview29 D-2). A new name rolls the plugin
+        name = content_name(DEVICE_PLUGIN_CONFIGMAP, _dump(data))
+        values.setdefault("devicePlugin", {})["config"] = {"create": True, "name": name, "default": "default", "data": data}
         # a time-sliced GPU is shared by several pods: without this the exporter attributes it to none of them
         # (dcgm-exporter pkg/cmd/app.go, flag kubernetes-virtual-gpus, env KUBERNETES_VIRTUAL_GPUS; chart default env: [])
         values["dcgmExporter"]["env"] = [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}]
