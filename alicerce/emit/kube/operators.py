@@ -398,7 +398,12 @@ def alertmanager_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
     # with each GPU pool's lost-GPU page, which a rack outage raises on every node it takes (review obsreview27 D1)
     lost = [pool_alert_name(p.name) for p in site.pools if p.gpu is not None and p.gpu_units is not None]
     names = "|".join([*GROUPED_ACROSS_NODES, *lost])
-    outages = {"matchers": [f'alertname =~ "{names}"'], "group_by": list(NODE_OUTAGE_GROUP_BY), "routes": routes}
+    paging = {r.name: r for r in receivers if r.pages}
+    outages = {
+        "matchers": [f'alertname =~ "{names}"'],
+        "group_by": list(NODE_OUTAGE_GROUP_BY),
+        "routes": [grouped for route in routes for grouped in _outage_routes(route, paging.get(route["receiver"]))],
+    }
     secrets = sorted({r.secret.name for r in receivers if r.secret is not None})
     return {
         "alertmanager": {
@@ -410,6 +415,22 @@ def alertmanager_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
             "alertmanagerSpec": {"secrets": secrets} if secrets else {},
         }
     }
+
+
+def _outage_routes(route: dict[str, Any], paging: AlertReceiver | None) -> list[dict[str, Any]]:
+    """A receiver's route under the outage grouping. A critical sent to a receiver that pages keeps its node in the
+    group key: PagerDuty's dedup_key is the group key's hash (Alertmanager v0.34.0 notify/pagerduty/pagerduty.go
+    `DedupKey: key.Hash()`), and PagerDuty (Events API v2) folds an event whose dedup_key matches an open incident,
+    acknowledged ones included, into it without notifying again: grouped per pool, a second node lost while the first
+    one's page was acknowledged woke nobody (review obsreview29 G-1). A rack outage is then a page per node; its
+    warnings, and everything sent to a chat channel or a mailbox, stay one notification per alert and pool."""
+    per_node = list(ALERT_GROUP_BY)
+    if paging is None or (paging.severities and "critical" not in paging.severities):
+        return [route]
+    if set(paging.severities) == {"critical"}:
+        return [{**route, "group_by": per_node}]
+    critical = {**route, "matchers": [*route["matchers"], 'severity = "critical"'], "group_by": per_node}
+    return [critical, {**route, "matchers": [*route["matchers"], 'severity != "critical"']}]
 
 
 # kube-prometheus-stack 88.5.3's prometheus-node-exporter.extraArgs (values.yaml): the file systems its filesystem
