@@ -233,14 +233,15 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
         },
         {  # review obsreview3 DEFECT C: XID 94 on the held GPU at 2 min pages, clears once dcgm-exporter's 5-minute
             # window passes and the node is cordoned for its drain (at 10 min: review obsreview27 N1, the page held
-            # until then), and a second XID 94 an hour later pages again (the last-XID gauge never changed, so it
-            # stayed silent); XID 92 on the idle GPU (excessive corrected-error interrupts) is a warning only, and the
+            # until then), and a second XID 94 an hour later, the node back in service since 30 min, pages again (the
+            # last-XID gauge never changed, so it stayed silent; on a node still cordoned it is a ticket, review
+            # obsreview29 N-1); XID 92 on the idle GPU (excessive corrected-error interrupts) is a warning only, and the
             # page is not a warning as well (review obsreview6 G5: one XID, one alert)
             "interval": "1m",
             "input_series": [
                 {"series": series(XID_COUNT_METRIC, xids(held, 94)), "values": "_x2 1x4 stale _x55 1x4 stale"},
                 {"series": series(XID_COUNT_METRIC, xids(idle, 92)), "values": "_x2 1x4 stale"},
-                {"series": f'kube_node_spec_unschedulable{{node="{held["Hostname"]}"}}', "values": "0x9 1x60"},
+                {"series": f'kube_node_spec_unschedulable{{node="{held["Hostname"]}"}}', "values": "0x9 1x20 0x40"},
             ],
             "alert_rule_test": [
                 {"eval_time": "1m", "alertname": "GPUCriticalXid", "exp_alerts": []},
