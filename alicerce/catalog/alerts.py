@@ -434,19 +434,38 @@ CORDONED_NODES = "(max by (node) (kube_node_spec_unschedulable) == 1)"
 CRITICAL_XID_HELD = "24h"
 
 
+def _as_hostname(nodes: str) -> str:
+    """kube-state-metrics' ``node`` label as dcgm-exporter's ``Hostname`` (the node's name under the GPU Operator)."""
+    return f'label_replace({nodes}, "Hostname", "$1", "node", "(.+)")'
+
+
+CORDONED_HOSTS = _as_hostname(CORDONED_NODES)
+
+
 def critical_xid_until_cordoned(codes: str) -> str:
-    """Per GPU and code: the XIDs in the exporter's window, or (valued 0) one in the last CRITICAL_XID_HELD on a node
-    not cordoned since (kube-state-metrics' node, dcgm-exporter's Hostname: the node's name under the GPU Operator)."""
+    """Per GPU and code: the XIDs in the exporter's window on a node in service, or (valued 0) one in the last
+    CRITICAL_XID_HELD on a node not cordoned since (kube-state-metrics' node, dcgm-exporter's Hostname). An XID on a
+    node already cordoned is a ticket (GPUXidError): the node is being repaired, and its validation (dcgmi diag, the
+    node validation role) reproducing the XID is what the technician looks for, not a page (review obsreview29 N-1)."""
     window = f"[{CRITICAL_XID_HELD}:{XID_EVENT_STEP}]"
     last_xid = f"max_over_time(timestamp({xid_count(codes)}){window})"
-    last_cordon = f'label_replace(max_over_time(timestamp({CORDONED_NODES}){window}), "Hostname", "$1", "node", "(.+)")'
-    not_since = f"(({last_xid} > on (Hostname) group_left () {last_cordon}) or ({last_xid} unless on (Hostname) {last_cordon}))"
+    last_cordon = f"max_over_time(timestamp({CORDONED_NODES}){window})"
+    not_since = (
+        f"(({last_xid} > on (Hostname) group_left () {_as_hostname(last_cordon)}) "
+        f"or ({last_xid} unless on (Hostname) {_as_hostname(last_cordon)}))"
+    )
     # only while the node exists: one the autoscaler removed (cluster-autoscaler and Karpenter taint a node they remove,
     # they do not cordon it) cannot be cordoned, and its page would hold for the whole CRITICAL_XID_HELD (review
     # obsreview28 D-1); kube-state-metrics 2.20.0 serves kube_node_spec_unschedulable{node} (0 or 1) while the Node
     # object exists
-    exists = 'label_replace(max by (node) (kube_node_spec_unschedulable), "Hostname", "$1", "node", "(.+)")'
-    return f"{xid_count(codes)} or 0 * ({not_since} and on (Hostname) {exists})"
+    exists = _as_hostname("max by (node) (kube_node_spec_unschedulable)")
+    # and while it is the same Node object: a host deleted without a cordon (kubectl delete node before an RMA) that
+    # re-joins under its fixed name after the repair, or an EKS node given a freed private IP (its name), is a new
+    # object created after the XID (kube-state-metrics 2.20.0 kube_node_created{node}: its creation time, seconds since
+    # the epoch), and held the old GPU's page (review obsreview29 N-2)
+    recreated = f"{not_since} <= on (Hostname) group_left () {_as_hostname('max by (node) (kube_node_created)')}"
+    held = f"(({not_since} and on (Hostname) {exists}) unless ({recreated}))"
+    return f"({xid_count(codes)} unless on (Hostname) {CORDONED_HOSTS}) or 0 * {held}"
 
 
 # Who is woken at 3am for what (review observe4 G15), decided here for the monitoring blind spots and the RMA alert:
@@ -481,12 +500,16 @@ GPU_HEALTH: tuple[Alert, ...] = (
         # a killed or crashing process raises is a ticket only when it recurs (GPUApplicationXidRecurring). Nor XID 63
         # (a row remap recorded) where the GPU reports the remap pending: GPURowRemapPending says it, with its runbook
         # (review obsreview21 F5); a GPU with MIG active reports no remap state (NVML), so its 63 stays a ticket here
-        f"{xid_count(but=f'{CRITICAL_XID_CODES}|{APPLICATION_XID_CODES}')} unless on ({GPU_KEY}, xid) "
-        f"({xid_count(str(XID_ROW_REMAP))} and on ({GPU_KEY}) max by ({GPU_KEY}) ({REMAP_PENDING}) > 0)",
+        # A critical XID on a node cordoned for repair is this ticket, not GPUCriticalXid's page (review obsreview29 N-1)
+        f"({xid_count(but=f'{CRITICAL_XID_CODES}|{APPLICATION_XID_CODES}')} unless on ({GPU_KEY}, xid) "
+        f"({xid_count(str(XID_ROW_REMAP))} and on ({GPU_KEY}) max by ({GPU_KEY}) ({REMAP_PENDING}) > 0)) "
+        f"or ({xid_count(CRITICAL_XID_CODES)} and on (Hostname) {CORDONED_HOSTS})",
         "0m",
         "warning",
         "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $labels.xid }}",
-        f"A GPU reported an XID in the last {XID_COUNT_WINDOW_MINUTES} minutes; check the driver log (nvidia-smi -q, dmesg) for the cause.",
+        f"A GPU reported an XID in the last {XID_COUNT_WINDOW_MINUTES} minutes; check the driver log (nvidia-smi -q, dmesg) "
+        "for the cause. On a node cordoned for repair a critical XID is reported here, not paged: the repair's "
+        "validation reproduced it, so the GPU is not fixed yet.",
     ),
     Alert(
         "GPUApplicationXidRecurring",

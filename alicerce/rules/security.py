@@ -334,10 +334,6 @@ def every_severity_routed(ctx: RuleContext) -> Iterable[Finding]:
             )
 
 
-# the receiver kinds that can wake someone: PagerDuty, and a webhook (how incident tools take Alertmanager's alerts)
-PAGING_KINDS = ("pagerduty", "webhook")
-
-
 @rules.rule(
     "AL387",
     "criticals-page",
@@ -353,8 +349,7 @@ def criticals_page(ctx: RuleContext) -> Iterable[Finding]:
         return
     monitoring = ctx.spec.monitoring
     if not any(
-        not r.heartbeat and not r.teams and r.kind in PAGING_KINDS and (not r.severities or "critical" in r.severities)
-        for r in monitoring.receivers
+        not r.heartbeat and not r.teams and r.pages and (not r.severities or "critical" in r.severities) for r in monitoring.receivers
     ):
         yield Finding(
             S.monitoring.receivers,

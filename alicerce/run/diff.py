@@ -28,6 +28,7 @@ from alicerce.emit.kube.operators import Release, alertmanager_values, operator_
 from alicerce.plan.platform import SizingPlan, plan_platform
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite, ResolvedTeam, ResolvedTier
 from alicerce.run.preview import PlannedResource, run_preview
+from alicerce.spec.models import MigSharing
 
 NAMESPACE_LOSS = "every object in the namespace (workloads, claims, secrets) is deleted with it"
 
@@ -593,15 +594,30 @@ def pool_layout_changes(old: ResolvedPlatform | None, new: ResolvedPlatform | No
                        f"has no nodes until the new ones join; {alert} holds each node to its own instance type's GPUs, so "
                        "the new nodes do not page. To keep its work running, add a pool of the new type beside it, move "
                        "the workloads, then remove this one")  # fmt: skip
-        elif pool.instance is not None:
-            out.append(f"pool {pool.name} at {pool.site.name}: {units} on the same {pool.instance.type}: {alert} expects the new "
-                       "layout on every node from the sync; a node the GPU Operator has not reconfigured within 15 minutes "
-                       "(device plugin, MIG manager) pages critical")  # fmt: skip
+        elif pool.instance is not None or (was.gpu == pool.gpu and was.gpus_per_node == pool.gpus_per_node):
+            hardware = f" on the same {pool.instance.type}" if pool.instance is not None else " on the same hosts"
+            out.append(f"pool {pool.name} at {pool.site.name}: {units}{hardware}: {_operator_rolls(was, pool)}; {alert} expects "
+                       "the new layout on every node from the sync, and a node still offering the old one 15 minutes later "
+                       "pages critical")  # fmt: skip
         else:
             out.append(f"pool {pool.name} at {pool.site.name}: {units}: {alert} expects the new layout on every host of the pool "
                        "from the sync; a host that still offers the old one pages critical after 15 minutes: cordon it (kubectl "
                        "cordon; a cordoned node is not checked) or change its hardware before merging")  # fmt: skip
     return out
+
+
+def _operator_rolls(was: ResolvedPool, pool: ResolvedPool) -> str:
+    """What the GPU Operator does on the nodes when a pool's sharing changes on the same GPUs. Its configs are named after
+    their content (alicerce.emit.kube.common.content_name), so the ClusterPolicy names a new ConfigMap and the operator
+    rolls the operand's DaemonSet: an edit in place was read by no node (review obsreview29 D-2)."""
+    if isinstance(was.spec.sharing, MigSharing) or isinstance(pool.spec.sharing, MigSharing):
+        # mig-parted v0.14.2 pkg/mig/reconfigure: it stops the node's GPU clients (device plugin, DCGM, the exporter)
+        # and repartitions; a GPU a running pod uses cannot be, and the node's nvidia.com/mig.config.state reads failed
+        return ("the GPU Operator restarts the MIG manager on every node, which repartitions the node's GPUs and stops "
+                "its device plugin and DCGM meanwhile; a GPU still used by a pod is not repartitioned "
+                "(nvidia.com/mig.config.state=failed): drain the pool's GPU pods before the sync")  # fmt: skip
+    return ("the GPU Operator rolls the device plugin over the nodes one at a time (its DaemonSets' RollingUpdate, "
+            "maxUnavailable 1), each node offering the new count once its plugin restarted")  # fmt: skip
 
 
 def _units(resources: Mapping[str, int]) -> str:

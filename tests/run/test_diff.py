@@ -647,7 +647,23 @@ def test_a_change_of_gpus_per_node_says_what_the_missing_gpu_page_expects() -> N
     assert "GPUsMissingInferL40s holds each node to its own instance type's GPUs" in changes["pool infer-l40s at aws"]
     assert "the pool has no nodes until the new ones join" in changes["pool infer-l40s at aws"]  # review obsreview29 N-3
     assert "4 nvidia.com/gpu → 8 nvidia.com/gpu per node on the same g6.xlarge" in changes["pool infer-l4 at aws"]
-    assert "8 nvidia.com/gpu → 8 nvidia.com/mig-3g.40gb, 8 nvidia.com/mig-4g.40gb per node" in changes["pool onprem-h100 at dc1"]
-    assert "cordon it" in changes["pool onprem-h100 at dc1"]
+    # review obsreview29 D-2: the sharing configs are named after their content, so the GPU Operator rolls the device
+    # plugin (time-slicing) or the MIG manager, which repartitions only GPUs no pod uses; the hosts stay as they are
+    # (the text said "cordon it or change its hardware", which is for a change of the hosts' GPUs)
+    assert "rolls the device plugin over the nodes one at a time" in changes["pool infer-l4 at aws"]
+    mig = changes["pool onprem-h100 at dc1"]
+    assert "8 nvidia.com/gpu → 8 nvidia.com/mig-3g.40gb, 8 nvidia.com/mig-4g.40gb per node on the same hosts" in mig
+    assert "restarts the MIG manager on every node" in mig and "drain the pool's GPU pods before the sync" in mig
+    assert "cordon it" not in mig
+
+    def fewer_gpus(data: dict[str, Any]) -> None:
+        pool(data, "onprem-h100")["accelerator"] = "H100-SXM5-80GB:4"
+        for team in data["tenancy"]["teams"]:  # half the GPUs: half the quotas (AL260)
+            for quota in team.get("quotas", []):
+                if quota["pool"] == "onprem-h100":
+                    quota["gpus"] //= 2
+
+    (hosts,) = [a for a in diff_environment("prod", reference("prod"), variant(fewer_gpus), plan=None).alerting if a.startswith("pool ")]
+    assert "8 nvidia.com/gpu → 4 nvidia.com/gpu per node: " in hosts and "cordon it" in hosts  # new hardware: the hosts change
     assert "Alerting: before the sync" in render_markdown([result], "t")
     assert not [a for a in diff_environment("prod", reference("prod"), reference("prod"), plan=None).alerting if a.startswith("pool ")]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -34,6 +35,16 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
         else:
             out[key] = copy.deepcopy(value)
     return out
+
+
+def content_name(stem: str, content: str) -> str:
+    """A ConfigMap's name carrying its content: the stem and 10 hex digits of the content's SHA-256. The GPU Operator's
+    operands read their ConfigMaps at start only (dcgm-exporter's counters; the device plugin's config-manager and the
+    MIG manager switch configs on a node label change, not on a file change), and the operator rolls an operand's
+    DaemonSet when the ClusterPolicy names another ConfigMap (gpu-operator v26.3.3 controllers/object_controls.go: the
+    name is the pod template's volume, and isDaemonsetSpecChanged compares the template's hash): a new content under a
+    new name rolls them, an edit in place does not (review obsreview29 D-2)."""
+    return f"{stem}-{hashlib.sha256(content.encode()).hexdigest()[:10]}"
 
 
 # Every node alicerce's Ansible builds joins with this taint (kubelet registerWithTaints) and loses it only once it

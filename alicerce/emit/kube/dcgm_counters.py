@@ -26,8 +26,6 @@ Pulumi's helm.v4.Chart deleting what the chart no longer renders).
 
 from __future__ import annotations
 
-import hashlib
-
 from alicerce.catalog.alerts import (
     CLOCK_EVENTS_METRIC,
     CLOCK_EVENTS_WINDOW_MINUTES,
@@ -36,6 +34,7 @@ from alicerce.catalog.alerts import (
     XID_COUNT_METRIC,
     XID_COUNT_WINDOW_MINUTES,
 )
+from alicerce.emit.kube.common import content_name
 
 DCGM_METRICS_CONFIGMAP = "alicerce-dcgm-metrics"  # the name's stem; counters_configmap() adds the content's hash
 
@@ -82,5 +81,4 @@ def counters_csv() -> str:
 def counters_configmap(csv: str | None = None) -> str:
     """The ConfigMap's name for the list ``csv`` (the current one by default): the stem and 10 hex digits of the
     content's SHA-256, so a change of the list changes what the ClusterPolicy references and rolls the exporter."""
-    digest = hashlib.sha256((counters_csv() if csv is None else csv).encode()).hexdigest()[:10]
-    return f"{DCGM_METRICS_CONFIGMAP}-{digest}"
+    return content_name(DCGM_METRICS_CONFIGMAP, counters_csv() if csv is None else csv)

@@ -98,7 +98,7 @@ def _error_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     """A port that keeps counting link errors for 30 minutes: InfiniBand/RoCE pools with port counters, EFA pools."""
     pools = rp.site(site_name).pools
     terms = [f"{_rising(IB_ERROR_COUNTERS, m, _beyond_ber(m))} * on (node) group_left () ({_members(p.name)} > 0)"
-             for p in pools if p.rdma is not None and p.rdma.port_counters for m in (_matcher(p.rdma.rail_devices),)]  # fmt: skip
+             for p in pools if p.rdma is not None and p.rdma.port_counters for m in (rail_matcher(p.rdma.rail_devices),)]  # fmt: skip
     terms += [f"{_rising(EFA_LINK_ERROR_COUNTERS)} * on (node) group_left () ({_members(p.name)} > 0)"
               for p in pools if p.rdma is not None and p.rdma.technology == "efa"]  # fmt: skip
     if not terms:
@@ -123,7 +123,7 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     rails = {p.name: p.rdma.interfaces for p in fabric_pools if p.rdma is not None}
     # the rails' devices where the spec names them (pool.onprem.railDevices): a storage or in-band port beside the rails
     # neither counts as a rail nor pages as one (review obsreview6 DEFECT 2); empty, every device the exporter reports
-    devices = {p.name: _matcher(p.rdma.rail_devices) for p in fabric_pools if p.rdma is not None}
+    devices = {p.name: rail_matcher(p.rdma.rail_devices) for p in fabric_pools if p.rdma is not None}
     pools = sorted(rails)
     if not pools:
         # EFA: the efa driver reports its port ACTIVE whenever the device is up and keeps no link-down or symbol error
@@ -191,7 +191,7 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     ]  # fmt: skip
 
 
-def _matcher(rail_devices: tuple[str, ...]) -> str:
+def rail_matcher(rail_devices: tuple[str, ...]) -> str:
     """A PromQL matcher on the node exporter's ``device`` label for these device names ('' for every device)."""
     if not rail_devices:
         return ""

@@ -34,6 +34,7 @@ from alicerce.emit.kube.cloud_metrics import exporter_values
 from alicerce.emit.kube.common import (
     GPU,
     POOL_LABEL,
+    content_name,
     deep_merge,
     held_tolerations,
     host_rdma_pools,
@@ -264,13 +265,17 @@ def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
         configs: dict[str, Any] = {"all-disabled": [{"devices": "all", "mig-enabled": False}]}
         for name, sharing in mig.items():
             configs[name] = [{"devices": "all", "mig-enabled": True, "mig-devices": dict(sorted(sharing.profiles.items()))}]
+        mig_data = {"config.yaml": _dump({"version": "v1", "mig-configs": configs})}
         values["migManager"] = {
             "enabled": True,
+            # named after its content: the MIG manager applies a layout at start and on a change of the node's
+            # nvidia.com/mig.config label only (mig-parted v0.14.2 cmd/nvidia-mig-manager/main.go, the informer's
+            # UpdateFunc compares the label), and the label stays alicerce-<pool>: a new layout must roll it
             "config": {
                 "create": True,
-                "name": MIG_CONFIGMAP,
+                "name": content_name(MIG_CONFIGMAP, mig_data["config.yaml"]),
                 "default": "all-disabled",
-                "data": {"config.yaml": _dump({"version": "v1", "mig-configs": configs})},
+                "data": mig_data,
             },
         }
     slicing = {p.name: p.spec.sharing for p in pools if isinstance(p.spec.sharing, TimeSlicing)}
@@ -279,12 +284,12 @@ def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
         for name, ts in slicing.items():
             resources = [{"name": GPU, "replicas": ts.replicas}]
             data[name] = _dump({"version": "v1", "sharing": {"timeSlicing": {"resources": resources}}})
-        values.setdefault("devicePlugin", {})["config"] = {
-            "create": True,
-            "name": DEVICE_PLUGIN_CONFIGMAP,
-            "default": "default",
-            "data": data,
-        }
+        # named after its content: the plugin's config-manager switches configs when the node's
+        # nvidia.com/device-plugin.config label changes, not when the file does, and the operator does not watch the
+        # ConfigMap (GPU Operator docs, "Updating a Time-Slicing Config Map"): edited in place, every node kept its
+        # old replicas and GPUsMissing<Pool> paged on each (review obsreview29 D-2). A new name rolls the plugin
+        name = content_name(DEVICE_PLUGIN_CONFIGMAP, _dump(data))
+        values.setdefault("devicePlugin", {})["config"] = {"create": True, "name": name, "default": "default", "data": data}
         # a time-sliced GPU is shared by several pods: without this the exporter attributes it to none of them
         # (dcgm-exporter pkg/cmd/app.go, flag kubernetes-virtual-gpus, env KUBERNETES_VIRTUAL_GPUS; chart default env: [])
         values["dcgmExporter"]["env"] = [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}]
@@ -393,7 +398,12 @@ def alertmanager_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
     # with each GPU pool's lost-GPU page, which a rack outage raises on every node it takes (review obsreview27 D1)
     lost = [pool_alert_name(p.name) for p in site.pools if p.gpu is not None and p.gpu_units is not None]
     names = "|".join([*GROUPED_ACROSS_NODES, *lost])
-    outages = {"matchers": [f'alertname =~ "{names}"'], "group_by": list(NODE_OUTAGE_GROUP_BY), "routes": routes}
+    paging = {r.name: r for r in receivers if r.pages}
+    outages = {
+        "matchers": [f'alertname =~ "{names}"'],
+        "group_by": list(NODE_OUTAGE_GROUP_BY),
+        "routes": [grouped for route in routes for grouped in _outage_routes(route, paging.get(route["receiver"]))],
+    }
     secrets = sorted({r.secret.name for r in receivers if r.secret is not None})
     return {
         "alertmanager": {
@@ -405,6 +415,22 @@ def alertmanager_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
             "alertmanagerSpec": {"secrets": secrets} if secrets else {},
         }
     }
+
+
+def _outage_routes(route: dict[str, Any], paging: AlertReceiver | None) -> list[dict[str, Any]]:
+    """A receiver's route under the outage grouping. A critical sent to a receiver that pages keeps its node in the
+    group key: PagerDuty's dedup_key is the group key's hash (Alertmanager v0.34.0 notify/pagerduty/pagerduty.go
+    `DedupKey: key.Hash()`), and PagerDuty (Events API v2) folds an event whose dedup_key matches an open incident,
+    acknowledged ones included, into it without notifying again: grouped per pool, a second node lost while the first
+    one's page was acknowledged woke nobody (review obsreview29 G-1). A rack outage is then a page per node; its
+    warnings, and everything sent to a chat channel or a mailbox, stay one notification per alert and pool."""
+    per_node = list(ALERT_GROUP_BY)
+    if paging is None or (paging.severities and "critical" not in paging.severities):
+        return [route]
+    if set(paging.severities) == {"critical"}:
+        return [{**route, "group_by": per_node}]
+    critical = {**route, "matchers": [*route["matchers"], 'severity = "critical"'], "group_by": per_node}
+    return [critical, {**route, "matchers": [*route["matchers"], 'severity != "critical"']}]
 
 
 # kube-prometheus-stack 88.5.3's prometheus-node-exporter.extraArgs (values.yaml): the file systems its filesystem

@@ -56,8 +56,11 @@ from alicerce.catalog.alerts import (
     serving_slos,
 )
 from alicerce.emit.kube.diagnoses import le_matcher
+from alicerce.emit.kube.fabric_alerts import PORT as FABRIC_PORT
+from alicerce.emit.kube.fabric_alerts import rail_matcher  # the rails as FabricPortDown reads them
 from alicerce.emit.kube.kpi import (
     EFA_RX,
+    IB_PORT_ACTIVE,
     KUEUE_TARGET,
     LIVE_PODS,
     POOL_NODE_LABEL,
@@ -134,7 +137,8 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     if efa:
         alerts += efa_counters_alerts(efa)
     if waited := fabric_wait_pools(site):
-        alerts.append(fabric_wait_alert(waited))
+        rails = {p.name: p.rdma.rail_devices for p in site.pools if p.name in waited and p.rdma is not None}
+        alerts.append(fabric_wait_alert(rails))
     if any(p.gpu is not None for p in site.pools) and rp.spec.operators.gpu_operator.enabled:
         expr = "max by (Hostname) (DCGM_FI_DEV_GPU_UTIL) unless on (Hostname) max by (Hostname) (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE)"
         alerts.append(Alert(DCGM_PROFILING_ABSENT, expr, FOR, "warning",
@@ -308,21 +312,38 @@ def _latency_unmeasured(rp: ResolvedPlatform, serving: set[str], up: str) -> lis
                   "OpenAI server serves them on /metrics), or declare the SLO on what the engine measures.")]  # fmt: skip
 
 
-def fabric_wait_alert(pools: list[str]) -> Alert:
-    """The InfiniBand ports' transmit wait of these pools' nodes (node_monitoring's collector, which owns PortXmitWait):
-    a port not measured on its last tick (the collector's up 0: the counter not read, its tick length unknown, or its PMA
-    not indicating PortXmitWait), per port with its device and port labels, since the diagnosis reads the node's most
-    waiting port and one blind rail of eight hides its congestion (review obsreview26 G-D); a node with no port at all;
-    or a file not rewritten for five minutes (it is every second). Only where the node exporter answers (else
-    NodeExporterAbsent says it). Without it GPUCommunicationBoundFabricCongested cannot fire on that port."""
+def fabric_wait_alert(rails: dict[str, tuple[str, ...]]) -> Alert:
+    """The InfiniBand ports' transmit wait of these pools' nodes (node_monitoring's collector, which owns PortXmitWait),
+    ``rails`` naming each pool's rail devices (empty: every device): a rail port ACTIVE now and not measured on the
+    collector's last tick (its up 0: the counter not read, its tick length unknown, or its PMA not indicating
+    PortXmitWait), per port with its device and port labels, since the diagnosis reads the node's most waiting port and
+    one blind rail of eight hides its congestion (review obsreview26 G-D); a node with no port at all; or a file not
+    rewritten for five minutes (it is every second). Only where the node exporter answers (else NodeExporterAbsent says
+    it). Without it GPUCommunicationBoundFabricCongested cannot fire on that port.
+
+    The collector writes up 0 for every port it cannot read, a DOWN one too (LID 0: perfquery's PMA query has no
+    destination). Whether a port is up is the node exporter's fact (node_infiniband_state_id) and which ports are rails
+    the spec's, as FabricPortDown and FabricRailsNeverUp read them: a rail gone down is FabricPortDown's, and a port
+    that is not a rail or never came up (the unused second port of a VPI HCA, an uncabled in-band port) is nobody's
+    (review obsreview29 D-1)."""
+    pools = sorted(rails)
     answers = f"and on (node) {NODE_EXPORTER_ANSWERS}"
-    blind = f"max by (node, device, port) (alicerce_fabric_port_wait_up == 0) and on (node) {_nodes(pools)} {answers}"
+    active = f"(max by ({FABRIC_PORT}) (node_infiniband_state_id) == {IB_PORT_ACTIVE})"
+    by_devices: dict[str, list[str]] = {}
+    for pool in pools:
+        by_devices.setdefault(rail_matcher(rails[pool]), []).append(pool)
+    unread = " or ".join(
+        f"(max by ({FABRIC_PORT}) (alicerce_fabric_port_wait_up{devices} == 0) and on (node) {_nodes(members)})"
+        for devices, members in sorted(by_devices.items())
+    )
+    blind = f"({unread}) and on ({FABRIC_PORT}) {active} {answers}"
     missing = f"{_nodes(pools)} unless on (node) max by (node) (alicerce_fabric_port_wait_up) {answers}"
     stale = f'max by (node) (time() - node_textfile_mtime_seconds{{file=~".*/{FABRIC_WAIT_FILE.replace(".", "[.]")}"}} > 300)'
     return Alert(FABRIC_WAIT_UNREAD, in_service(f"(({blind}) or ({missing}) or ({stale}))"), FOR, "warning",
                  "Node {{ $labels.node }} reports an InfiniBand port's transmit wait unmeasured",
-                 "The node exporter answers but a port's transmit wait was not measured on the collector's last tick "
-                 "(the device and port labels name it; none: no port reported, or the file is over five minutes old): "
+                 "The node exporter answers but the transmit wait of a rail port that is ACTIVE was not measured on the "
+                 "collector's last tick (the device and port labels name it; none: no port reported, or the file is over "
+                 "five minutes old; a port that is down is FabricPortDown's): "
                  "the fabric congestion diagnosis is blind on it. Either PortXmitWait was not read, or its PMA does not "
                  "indicate PortXmitWait support (the CapMask perfquery prints lacks bit 12, 0x1000), or the tick length "
                  "is unknown (perfquery -c -C <device> -P <port> answers no PortSamplesControl Tick). Check systemctl "

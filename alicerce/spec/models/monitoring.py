@@ -87,6 +87,10 @@ def heartbeat_key(key: str, environment: str, site: str) -> str:
     return f"{key}-{environment}-{site}"
 
 
+# the receiver kinds that can wake someone: PagerDuty, and a webhook (how incident tools take Alertmanager's alerts)
+PAGING_KINDS = ("pagerduty", "webhook")
+
+
 class AlertReceiver(SpecModel):
     """Where Alertmanager sends alerts: a channel, with the credential it needs referenced by Secret, never inlined."""
 
@@ -116,6 +120,11 @@ class AlertReceiver(SpecModel):
         "Secret's key is suffixed with the environment and site (key url: url-prod-aws, url-prod-dc1), so that a dead "
         "site is noticed while another still pings; give each a URL of its own. Production needs one (rule AL325).",
     )
+
+    @property
+    def pages(self) -> bool:
+        """It can wake someone (PagerDuty, a webhook to an incident tool), which a chat channel or a mailbox cannot."""
+        return self.kind in PAGING_KINDS
 
     def secret_key_at(self, environment: str, site: str) -> str | None:
         """The key of its Secret the receiver reads at ``site`` of ``environment`` (None: it reads none)."""

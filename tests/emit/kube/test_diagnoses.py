@@ -316,23 +316,32 @@ def test_a_node_whose_port_wait_is_unread_alerts(tmp_path: Path) -> None:
     exporter = f'job="node-exporter",instance="{NODE}:9100",node="{NODE}"'
     answers = node_counter(NODE, "node_pressure_io_waiting_seconds_total", 0.01)
 
-    def up(value: int, device: str = "mlx5_0") -> dict[str, str]:
-        return {"series": f'alicerce_fabric_port_wait_up{{{exporter},device="{device}",port="1"}}', "values": f"{value}{STEPS}"}
+    def up(value: int, device: str = "mlx5_0", state: int = 4) -> list[dict[str, str]]:
+        """The collector's up of one port and the node exporter's state of it (4: ACTIVE, 1: DOWN)."""
+        return [{"series": f'alicerce_fabric_port_wait_up{{{exporter},device="{device}",port="1"}}', "values": f"{value}{STEPS}"},
+                {"series": f'node_infiniband_state_id{{{exporter},device="{device}",port="1"}}', "values": f"{state}{STEPS}"}]  # fmt: skip
 
     fresh = {"series": f'node_textfile_mtime_seconds{{{exporter},file="/host/root/var/lib/prometheus/node-exporter/'
                        f'alicerce_fabric_wait.prom"}}', "values": f"0+60{STEPS}"}  # fmt: skip
     port = {"node": NODE, "device": "mlx5_0", "port": "1"}
-    check("FabricWaitCountersMissing", [*node_labels(NODE), answers, up(0), fresh], "30m", [expected(rule, port, "")],
+    check("FabricWaitCountersMissing", [*node_labels(NODE), answers, *up(0), fresh], "30m", [expected(rule, port, "")],
           tmp_path / "a")  # fmt: skip
-    check("FabricWaitCountersMissing", [*node_labels(NODE), answers, up(1), fresh], "30m", [], tmp_path / "b")
+    check("FabricWaitCountersMissing", [*node_labels(NODE), answers, *up(1), fresh], "30m", [], tmp_path / "b")
     stuck = {**fresh, "values": f"60{STEPS}"}  # written once, a minute in
-    check("FabricWaitCountersMissing", [*node_labels(NODE), answers, up(1), stuck], "30m", [expected(rule, {"node": NODE}, "")],
+    check("FabricWaitCountersMissing", [*node_labels(NODE), answers, *up(1), stuck], "30m", [expected(rule, {"node": NODE}, "")],
           tmp_path / "c")  # fmt: skip
     # review obsreview26 G-D: one rail of eight blind (its PMA answers no PortSamplesControl: the collector's up 0) while
     # the other seven are measured: the diagnosis reads the node's most waiting port, so that rail's congestion is unseen
-    rails = [up(0, "mlx5_0"), *(up(1, f"mlx5_{i}") for i in range(1, 8))]
+    rails = [*up(0, "mlx5_0"), *(s for i in range(1, 8) for s in up(1, f"mlx5_{i}"))]
     check("FabricWaitCountersMissing", [*node_labels(NODE), answers, *rails, fresh], "30m", [expected(rule, port, "")],
           tmp_path / "d")  # fmt: skip
+    # review obsreview29 D-1: a ninth port that never came up (the unused second port of a VPI HCA, an uncabled in-band
+    # port) answers no PMA query (LID 0), so the collector writes up 0 for it: not a rail, nothing to measure
+    measured = [s for i in range(8) for s in up(1, f"mlx5_{i}")]
+    check("FabricWaitCountersMissing", [*node_labels(NODE), answers, *measured, *up(0, "mlx5_8", state=1), fresh], "30m", [],
+          tmp_path / "e")  # fmt: skip
+    # a rail that went down is FabricPortDown's, not a second warning about its counter
+    check("FabricWaitCountersMissing", [*node_labels(NODE), answers, *up(0, state=1), fresh], "30m", [], tmp_path / "f")
 
 
 @needs_promtool

@@ -256,14 +256,15 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
         },
         {  # review obsreview3 DEFECT C: XID 94 on the held GPU at 2 min pages, clears once dcgm-exporter's 5-minute
             # window passes and the node is cordoned for its drain (at 10 min: review obsreview27 N1, the page held
-            # until then), and a second XID 94 an hour later pages again (the last-XID gauge never changed, so it
-            # stayed silent); XID 92 on the idle GPU (excessive corrected-error interrupts) is a warning only, and the
+            # until then), and a second XID 94 an hour later, the node back in service since 30 min, pages again (the
+            # last-XID gauge never changed, so it stayed silent; on a node still cordoned it is a ticket, review
+            # obsreview29 N-1); XID 92 on the idle GPU (excessive corrected-error interrupts) is a warning only, and the
             # page is not a warning as well (review obsreview6 G5: one XID, one alert)
             "interval": "1m",
             "input_series": [
                 {"series": series(XID_COUNT_METRIC, xids(held, 94)), "values": "_x2 1x4 stale _x55 1x4 stale"},
                 {"series": series(XID_COUNT_METRIC, xids(idle, 92)), "values": "_x2 1x4 stale"},
-                {"series": f'kube_node_spec_unschedulable{{node="{held["Hostname"]}"}}', "values": "0x9 1x60"},
+                {"series": f'kube_node_spec_unschedulable{{node="{held["Hostname"]}"}}', "values": "0x9 1x20 0x40"},
             ],
             "alert_rule_test": [
                 {"eval_time": "1m", "alertname": "GPUCriticalXid", "exp_alerts": []},
@@ -967,12 +968,12 @@ def test_a_gpu_node_that_advertises_no_gpu_at_all_raises_the_missing_gpu_alert(t
 
 
 def _matches(route: dict[str, Any], labels: dict[str, str]) -> bool:
-    """Each matcher is `name =~ "regex"` (anchored) or `name = "value"`."""
+    """Each matcher is `name =~ "regex"` (anchored), `name = "value"` or `name != "value"`."""
     ok = True
     for matcher in route.get("matchers", []):
-        name, op, value = re.match(r'^(\w+) (=~|=) "(.*)"$', matcher).groups()  # type: ignore[union-attr]
+        name, op, value = re.match(r'^(\w+) (=~|!=|=) "(.*)"$', matcher).groups()  # type: ignore[union-attr]
         have = labels.get(name, "")
-        ok &= bool(re.fullmatch(value, have)) if op == "=~" else have == value
+        ok &= bool(re.fullmatch(value, have)) if op == "=~" else (have == value) == (op == "=")
     return ok
 
 
@@ -1175,14 +1176,17 @@ def test_a_rack_outage_is_one_notification_per_alert_and_pool_not_one_per_node()
         return out
 
     rack = [f"gpu-{n:03}.dc1.acme.example" for n in range(1, 17)]
-    # GPUsMissingOnpremH100: a dead node counts as lost GPUs (review obsreview27 D1), so a rack outage pages it per node
+    # GPUsMissingOnpremH100: a dead node counts as lost GPUs (review obsreview27 D1), so a rack outage raises it per node;
+    # a critical, it pages each node on the PagerDuty receiver (review obsreview29 G-1) and is one Slack notification
     for name in ("DCGMExporterDown", "NodeExporterAbsent", "StorageCountersStale", "GPUsMissingOnpremH100"):
         fired = [{"alertname": name, **rules[name]["labels"], "node": node, "pool": "onprem-h100"} for node in rack]
         delivered = groups(fired)
-        assert delivered and len(delivered) == len({receiver for receiver, _ in delivered}), (name, delivered)
+        per_receiver = {receiver: sum(r == receiver for r, _ in delivered) for receiver, _ in delivered}
+        paged = len(rack) if rules[name]["labels"]["severity"] == "critical" else 1
+        assert per_receiver == {"ml-platform": 1} | ({"oncall": paged} if paged > 1 else {}), (name, delivered)
         # the same receivers as without the grouping route
         ungrouped = _routed([r for r in route["routes"] if "group_by" not in r], fired[0])
-        assert sorted(receiver for receiver, _ in delivered) == sorted(ungrouped), (name, delivered, ungrouped)
+        assert sorted(per_receiver) == sorted(ungrouped), (name, delivered, ungrouped)
     lustre = [{"alertname": "StorageTierUnreadable", **rules["StorageTierUnreadable"]["labels"], "node": node,
                "tier": "dc1-lustre"} for node in rack]  # fmt: skip
     assert len({key for _, key in groups(lustre)}) == 1
@@ -1192,6 +1196,45 @@ def test_a_rack_outage_is_one_notification_per_alert_and_pool_not_one_per_node()
     names = next(r for r in route["routes"] if "group_by" in r)["matchers"][0].split('"')[1].split("|")
     generated = set(rules) | set(rules_of(rp, "aws")) | set(rules_of(with_a100_pool(), "dc1"))  # GPUCudaValidationFailing
     assert set(names) <= generated, set(names) - generated
+
+
+def _keys_per_receiver(rp: ResolvedPlatform, name: str, node: str) -> dict[str, set[tuple[str, tuple[tuple[str, str], ...]]]]:
+    """The group keys of one alert of dc1's rules on ``node`` of onprem-h100, per receiver it reaches."""
+    values = monitoring_values(rp, rp.site("dc1"))
+    external = values["prometheus"]["prometheusSpec"]["externalLabels"]
+    alert = {"alertname": name, **rules_of(rp, "dc1")[name]["labels"], **external, "node": node, "pool": "onprem-h100"}
+    out: dict[str, set[tuple[str, tuple[tuple[str, str], ...]]]] = {}
+    for key in _group_keys(values["alertmanager"]["config"]["route"], alert):
+        out.setdefault(key[0], set()).add(key)
+    return out
+
+
+def test_a_second_node_lost_while_the_first_is_acknowledged_pages_again() -> None:
+    """Review obsreview29 G-1: GPUsMissing<Pool> grouped per pool was one PagerDuty incident per pool (its dedup_key is
+    the group key's hash, Alertmanager notify/pagerduty `DedupKey: key.Hash()`); PagerDuty appends a trigger whose key
+    matches an open incident, an acknowledged one too, to it without paging: node B lost while node A's page was
+    acknowledged woke nobody. A critical keeps its node in the group key on a receiver that pages; chat and mail stay
+    grouped, and a paging receiver's warnings too (a webhook to an incident tool may take them: a rack outage's
+    warnings are still one notification)."""
+    pager = "    - {name: oncall, kind: pagerduty, secret: {name: alertmanager-pagerduty, key: routing-key}, severities: [critical]}"
+    incident = pager.replace("kind: pagerduty", "kind: webhook").replace("[critical]", "[critical, warning]")
+    text = (ROOT / "platform.yaml").read_text()
+    assert pager in text
+    webhook = validated(load_text(text.replace(pager, incident, 1), "platform.yaml"), "prod")
+    a_node, b_node = "gpu-001.dc1.acme.example", "gpu-002.dc1.acme.example"
+    for rp in (platform("prod"), webhook):
+        rules = rules_of(rp, "dc1")
+        for name in ("GPUsMissingOnpremH100", "GPUFabricManagerDown"):
+            if name not in rules:
+                continue
+            assert rules[name]["labels"]["severity"] == "critical"
+            a, b = _keys_per_receiver(rp, name, a_node), _keys_per_receiver(rp, name, b_node)
+            assert set(a) == set(b) == {"oncall", "ml-platform"}, (name, a)
+            assert not a["oncall"] & b["oncall"], (name, "one incident for two nodes")
+            assert a["ml-platform"] == b["ml-platform"], (name, "Slack stays one notification per pool")
+        # a warning of the outage set stays grouped everywhere, on a pager that takes warnings too
+        a, b = _keys_per_receiver(rp, "DCGMExporterDown", a_node), _keys_per_receiver(rp, "DCGMExporterDown", b_node)
+        assert a == b and set(a) == ({"oncall", "ml-platform"} if rp is webhook else {"ml-platform"}), a
 
 
 def test_one_jobs_diagnosis_on_many_nodes_is_one_notification_per_team() -> None:

@@ -635,6 +635,31 @@ def test_only_the_named_rail_devices_count_as_rails(tmp_path: Path) -> None:
 
 
 @needs_promtool
+def test_only_the_spec_s_rail_devices_are_read_as_blind(tmp_path: Path) -> None:
+    """Where the pool names its rails (onprem.railDevices), an ACTIVE port beside them (a storage HCA on the same
+    fabric) is not a rail whose congestion the diagnosis misses: its unread wait does not warn; a rail's does."""
+    rp = rail_devices_named(RAILS)
+    rule = rules_of(rp, "dc1")["FabricWaitCountersMissing"]
+    exporter = f'job="node-exporter",instance="{NODE}:9100",node="{NODE}"'
+
+    def port(device: str, value: int) -> list[dict[str, str]]:
+        return [{"series": f'alicerce_fabric_port_wait_up{{{exporter},device="{device}",port="1"}}', "values": f"{value}{STEPS}"},
+                {"series": f'node_infiniband_state_id{{{exporter},device="{device}",port="1"}}', "values": f"4{STEPS}"}]  # fmt: skip
+
+    base = [*node_labels(NODE), node_counter(NODE, "node_pressure_io_waiting_seconds_total", 0.01)]
+    fresh = {"series": f'node_textfile_mtime_seconds{{{exporter},file="/host/root/var/lib/prometheus/node-exporter/'
+                       f'alicerce_fabric_wait.prom"}}', "values": f"0+60{STEPS}"}  # fmt: skip
+    for name, rails, storage, fired in (
+        ("storage", 1, 0, []),
+        ("rail", 0, 1, [expected(rule, {"node": NODE, "device": "mlx5_0", "port": "1"}, "")]),
+    ):
+        inputs = [*base, fresh, *port("mlx5_0", rails), *(s for i in range(1, 8) for s in port(f"mlx5_{i}", 1)), *port("mlx5_9", storage)]
+        (tmp_path / name).mkdir()
+        run_promtool(rp, "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+            {"eval_time": "30m", "alertname": "FabricWaitCountersMissing", "exp_alerts": fired}]}], tmp_path / name)  # fmt: skip
+
+
+@needs_promtool
 def test_a_serving_workload_whose_pods_serve_no_slo_bucket_is_unmeasured(tmp_path: Path) -> None:
     """Review obsreview8 F1: a workload answering requests whose scraped pods serve no bucket at the bound chat-70b's
     SLOs count at (time to first token at 1 s, inter-token latency or its former name at 50 ms) leaves its SLO alerts
