@@ -21,6 +21,12 @@ Architecture = Literal["volta", "ampere", "ada", "hopper", "blackwell"]
 # from it, so an older GPU reads not_supported (0) there whatever Fabric Manager does (review obsreview28 G-1).
 FABRIC_STATE_REPORTED_FROM: Architecture = "hopper"
 
+# The lowest compute capability Transformer Engine trains in fp8 on: check_fp8_support answers "Device compute
+# capability 8.9 or higher required for FP8 execution." below it (transformer_engine/pytorch/quantization.py
+# _compute_fp8_support at v2.18, 27486e03; fp8.py at v0.10 already). NVFP4 needs SM100 (Blackwell): "NVFP4 requires
+# SM100 (Blackwell) or later" (NVIDIA/TransformerEngine docs/features/low_precision_training/nvfp4).
+FP8_TRAINING_CAPABILITY = (8, 9)
+
 
 class CatalogModel(BaseModel):
     # validators are built on first use: a catalog read back from the cache never needs them
@@ -109,6 +115,17 @@ class Gpu(CatalogModel):
         """Whether the driver reports this GPU's NVSwitch fabric state (FABRIC_STATE_REPORTED_FROM and newer)."""
         order = get_args(Architecture)
         return order.index(self.architecture) >= order.index(FABRIC_STATE_REPORTED_FROM)
+
+    def training_refusal(self, precision: str) -> str | None:
+        """Why no training stack runs ``precision`` on this GPU (None where one does): validate refuses a declared GPU
+        (AL388) and the plan a pool its placement would pick (review sizreview24 D1), on the same words."""
+        capability = tuple(int(part) for part in self.computeCapability.split("."))
+        if precision == "fp8" and capability < FP8_TRAINING_CAPABILITY:
+            return (f"fp8 training needs compute capability 8.9 or later (Ada, Hopper, Blackwell): Transformer Engine refuses "
+                    f"fp8 below it, and {self.id} is {self.computeCapability}")  # fmt: skip
+        if precision == "fp4" and self.tflops.fp4 is None:
+            return f"fp4 training needs Blackwell: Transformer Engine refuses NVFP4 below SM100, and {self.id} has no fp4 tensor cores"
+        return None
 
     @property
     def memory_bytes(self) -> float:

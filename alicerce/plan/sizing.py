@@ -1122,6 +1122,11 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                            "sequence parallel": w.sequence_parallel is not False, "context parallel": w.context_parallel or 1,
                            "vocabulary": int(vocabulary_of(w, sizing))}))  # fmt: skip
     pipeline, zero, context = w.pipeline_parallel or 1, zero_stage(w), w.context_parallel or 1
+    refusal = gpu.training_refusal(w.precision)
+    if refusal is not None:
+        # validate refuses a declared GPU (AL388); a pool the placement weighs was priced as bf16 (or fp4 as fp8) and could
+        # be picked, where the training stack refuses to start (review sizreview24 D1): a job that cannot run here
+        issues.append(Issue("PL303", f"{refusal}: it cannot train on {place.pool or 'this pool'}", "precision"))
     declared_tp = w.tensor_parallel
     if declared_tp is not None and not node_degrees(place.gpus_per_node, (declared_tp,)):
         # a declared degree the node does not hold whole groups of: its all-reduces would cross the fabric (node_degrees)

@@ -8,6 +8,7 @@ from typing import Any
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean, one_of
 from alicerce.spec.heads import tensor_parallel_refusals
+from alicerce.spec.models.costs import OnpremSiteCosts
 from alicerce.spec.models.storage import ParallelFsTier
 from alicerce.spec.models.workloads import DEFAULT_SEQUENCE, LatentAttention, SlidingWindowAttention, Workload
 from alicerce.spec.units import format_bytes
@@ -29,14 +30,20 @@ def owned_costs_key(ctx: RuleContext) -> Iterable[Finding]:
                       key=True)  # fmt: skip
 
 
+def owned_cost_entries(ctx: RuleContext) -> list[tuple[Any, OnpremSiteCosts]]:
+    """(spec path, entry) of every owned site's costs, under costs.owned or under its old name (AL350)."""
+    costs = ctx.spec.costs
+    owned = [(S.costs.owned[i], entry) for i, entry in enumerate(costs.owned)]
+    return [*owned, *((S.costs.onprem[i], entry) for i, entry in enumerate(costs.onprem))]
+
+
 @rules.rule("AL281", "cost-references", "Cost inputs name an owned site of the environment and pools of the right kind.")
 def cost_references(ctx: RuleContext) -> Iterable[Finding]:
     costs = ctx.spec.costs
     pools = {p.name: p for p in ctx.resolved.pools}
     known_pools = set(ctx.pools) | _deleted_here(ctx, "nodePools")
     all_sites = ctx.every_site
-    owned = [(S.costs.owned[i], entry) for i, entry in enumerate(costs.owned)]
-    for path, entry in [*owned, *((S.costs.onprem[i], entry) for i, entry in enumerate(costs.onprem))]:
+    for path, entry in owned_cost_entries(ctx):
         if entry.site not in all_sites:
             yield Finding(path.site, f'no site "{entry.site}" in any environment', did_you_mean(entry.site, all_sites), entry.site)
             continue
@@ -375,10 +382,6 @@ def fp8_recipe_read(ctx: RuleContext) -> Iterable[Finding]:
                           "remove one of mfu and fp8Recipe", key=True, resource=w.name)  # fmt: skip
 
 
-# the lowest compute capability Transformer Engine runs fp8 on (check_fp8_support; AL388's docstring)
-FP8_TRAINING_CAPABILITY = (8, 9)
-
-
 @rules.rule("AL388", "training-precision-runs", "A training precision is one a training stack runs on the workload's GPU.")
 def training_precision_runs(ctx: RuleContext) -> Iterable[Finding]:
     """int8 is no training recipe (Transformer Engine's are fp8 and, on Blackwell, NVFP4 and MXFP8; int8 is a serving
@@ -389,7 +392,7 @@ def training_precision_runs(ctx: RuleContext) -> Iterable[Finding]:
     check_fp8_support answers "Device compute capability 8.9 or higher required for FP8 execution." below it
     (transformer_engine/pytorch/quantization.py _compute_fp8_support at v2.18, 27486e03; fp8.py at v0.10 already), and
     the plan priced fp8 on an A100 as bf16 silently (review sizreview23 N4). The GPU is the pinned accelerator's, else
-    the declared pool's; a GPU the placement picks is the plan's (it prices fp4 there as fp8, fp8 below Ada as bf16)."""
+    the declared pool's; a pool the placement picks is the plan's to refuse (PL303, the same words: Gpu.training_refusal)."""
     pools = {p.name: p for p in ctx.resolved.pools}
     for i, w in enumerate(ctx.spec.workloads):
         if w.kind not in SCHEDULED or w.precision not in ("int8", "fp8", "fp4"):
@@ -402,18 +405,14 @@ def training_precision_runs(ctx: RuleContext) -> Iterable[Finding]:
             continue
         pool = pools.get(w.pool or "")
         gpu = ctx.catalog.gpu(w.accelerator) if w.accelerator else (pool.gpu if pool is not None else None)
-        if gpu is None:
-            continue
-        if w.precision == "fp8":
-            capability = tuple(int(part) for part in gpu.computeCapability.split("."))
-            if capability < FP8_TRAINING_CAPABILITY:
-                yield Finding(path, f"fp8 training needs compute capability 8.9 or later (Ada, Hopper, Blackwell): Transformer "
-                              f"Engine refuses fp8 below it, and {gpu.id} is {gpu.computeCapability}", "set bf16, or run on a "
-                              "pool of GPUs with fp8 tensor cores", w.precision, resource=w.name)  # fmt: skip
-        elif gpu.tflops.fp4 is None:
-            yield Finding(path, f"fp4 training needs Blackwell: Transformer Engine refuses NVFP4 below SM100, and {gpu.id} has "
-                          "no fp4 tensor cores", "set fp8, or run on a Blackwell pool",
-                          w.precision, resource=w.name)  # fmt: skip
+        refusal = gpu.training_refusal(w.precision) if gpu is not None else None
+        if refusal is not None:
+            hint = (
+                "set bf16, or run on a pool of GPUs with fp8 tensor cores"
+                if w.precision == "fp8"
+                else "set fp8, or run on a Blackwell pool"
+            )
+            yield Finding(path, refusal, hint, w.precision, resource=w.name)
 
 
 @rules.rule("AL382", "dataset-bytes-read", "A dataset's stored bytes are given once, on a workload that reads them.")
@@ -488,6 +487,23 @@ def mean_rate_under_peak(ctx: RuleContext) -> Iterable[Finding]:
             yield Finding(S.workloads[i].traffic.mean_rps, f"mean {traffic.mean_rps:g} requests/s is above the {traffic.peak_rps:g} "
                           "peak the replicas are sized for", "raise peakRps to the busiest minute's rate, or lower meanRps to "
                           "the month's average", traffic.mean_rps, resource=w.name)  # fmt: skip
+
+
+@rules.rule("AL389", "power-draw-order", "An owned site's idle power draw is below its draw at full GPU load.")
+def power_draw_order(ctx: RuleContext) -> Iterable[Finding]:
+    """The month's power is the idle draw plus the forecast utilisation's share of load minus idle (alicerce.plan.tco):
+    an idle draw above the load draw makes power fall as the GPUs get busier, and placement priced an owned job below
+    zero ("adds $-3 (owned: power only)"; review sizreview24 D2). A field left out reads the catalog's default."""
+    for path, entry in owned_cost_entries(ctx):
+        if entry.idle_fraction is None and entry.load_fraction is None:
+            continue
+        tco = ctx.catalog.tco
+        load = entry.load_fraction if entry.load_fraction is not None else tco.loadFraction.value
+        idle = entry.idle_fraction if entry.idle_fraction is not None else tco.idleFraction.value
+        if idle >= load:
+            at, value = (path.idle_fraction, idle) if entry.idle_fraction is not None else (path.load_fraction, load)
+            yield Finding(at, f"site {entry.site} draws {idle:g} of its maximum power idle and {load:g} at full GPU load: "
+                          "power would fall as its GPUs get busier", "set idleFraction below loadFraction", value)  # fmt: skip
 
 
 @rules.rule("AL383", "field-shadowed", "No declared field is one that another declared field, or the workload's kind, leaves unread.")

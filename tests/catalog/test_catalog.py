@@ -148,7 +148,7 @@ def test_every_sizing_assumption_names_a_known_source() -> None:
 def test_a_gpu_has_fp8_tensor_cores_exactly_where_transformer_engine_runs_fp8() -> None:
     """AL388 refuses fp8 training below compute capability 8.9 (Transformer Engine's check_fp8_support) and the plan
     prices fp8 as bf16 where the GPU has no fp8 rate: both must name the same GPUs (review sizreview23 N4)."""
-    from alicerce.rules.sizing import FP8_TRAINING_CAPABILITY
+    from alicerce.catalog.models import FP8_TRAINING_CAPABILITY
 
     for gpu in CATALOG.gpus:
         capability = tuple(int(part) for part in gpu.computeCapability.split("."))

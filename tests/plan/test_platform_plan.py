@@ -660,3 +660,68 @@ def test_runs_that_overflow_the_pool_staggered_are_not_told_to_stagger() -> None
         w["tokens"] = "200B"
     (message,) = [f.message for f in plan_of(data).findings if f.check == "PL306"]
     assert message.endswith("stagger them or grow the pool")
+
+
+FP8_ON_TWO_GENERATIONS = """\
+apiVersion: alicerce.dev/v1
+kind: Platform
+metadata: {name: fp8, owner: a@example.com, costCenter: CC-0000}
+environments:
+  prod:
+    tier: production
+    sites:
+      - {name: aws, provider: aws, account: "123456789012", region: us-east-1, zones: [us-east-1a, us-east-1b], vpcCidr: 10.0.0.0/16}
+nodePools:
+  - {name: system, site: aws, purpose: system, aws: {instanceType: m7i.2xlarge}, scaling: {min: 2, max: 3}}
+  - name: a100
+    site: aws
+    purpose: training
+    accelerator: "A100-SXM4-80GB:8"
+    aws: {instanceType: p4de.24xlarge, zone: us-east-1a}
+    scaling: {min: 0, max: 16}
+    taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
+  - name: h100
+    site: aws
+    purpose: training
+    accelerator: "H100-SXM5-80GB:8"
+    aws: {instanceType: p5.48xlarge, zone: us-east-1a}
+    scaling: {min: 0, max: 16}
+    taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
+monitoring:
+  receivers:
+    - {name: oncall, kind: pagerduty, secret: {name: s, key: u}, severities: [critical]}
+    - {name: tickets, kind: slack, secret: {name: s, key: v}}
+    - {name: heartbeat, kind: webhook, secret: {name: alertmanager-heartbeat, key: url}, heartbeat: true}
+tenancy:
+  teams:
+    - {name: ml, groups: [ml], quotas: [{pool: a100, gpus: 128}, {pool: h100, gpus: 128}]}
+workloads:
+  - name: w
+    kind: training
+    team: ml
+    model: {parameters: 1.24B, architecture: dense, layers: 16, hiddenSize: 2048, heads: 32, headDim: 64, vocabulary: 128256}
+    precision: fp8
+    tokens: 10B
+    sequenceLength: 4096
+    gpus: 8
+    runsPerQuarter: 1
+costs:
+  cloud:
+    - {pool: a100, usdPerHour: 8}
+"""
+
+
+def test_placement_never_picks_a_gpu_the_training_precision_cannot_run_on() -> None:
+    """Review sizreview24 D1: AL388 refused fp8 training on a declared A100, but a pool the placement picked was priced
+    "runs as bf16" and chosen when cheaper (a negotiated $8 p4de beside a p5: `w -> a100: adds $156`), where Transformer
+    Engine refuses to start. The A100 option cannot run (PL303, AL388's words), so the H100 pool is placed; with the
+    A100 pool alone the plan says why it cannot run there."""
+    data = yaml.safe_load(FP8_ON_TWO_GENERATIONS)
+    plan = plan_of(data)
+    assert plan.placements["w"].startswith("h100: ")
+    assert not by_check(plan).get("PL303")
+    data["nodePools"] = [p for p in data["nodePools"] if p["name"] != "h100"]
+    data["tenancy"]["teams"][0]["quotas"] = [{"pool": "a100", "gpus": 128}]
+    alone = plan_of(data)
+    (said,) = [f.message for f in alone.findings if f.check == "PL303" and f.subject == "w"]
+    assert "fp8 training needs compute capability 8.9 or later" in said and "A100-SXM4-80GB is 8.0" in said
