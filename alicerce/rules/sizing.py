@@ -510,7 +510,8 @@ def power_draw_order(ctx: RuleContext) -> Iterable[Finding]:
 def field_shadowed(ctx: RuleContext) -> Iterable[Finding]:
     """Fields sizing never reads in their place: closed-loop clients beside a request rate (the rate sizes the replicas)
     and the attention heads of a trained model (the throughput model reads layers, width and the attention layout;
-    headDim only for MLA). A served MoE's expert layout is read: the experts a decode step's tokens touch."""
+    headDim only for MLA). A served MoE's expert layout is read: the experts a decode step's tokens touch; not where they
+    sit (experts.layers) nor whether attention is routed too (experts.routedAttention)."""
     for i, w in enumerate(ctx.spec.workloads):
         path = S.workloads[i]
         if w.traffic is not None and w.traffic.peak_rps is not None and w.traffic.concurrency is not None:
@@ -525,6 +526,10 @@ def field_shadowed(ctx: RuleContext) -> Iterable[Finding]:
             # they sit (review sizreview11 F10)
             yield Finding(path.model.experts.layers, "serving reads experts.total and perToken: experts.layers changes nothing "
                           "here (it sets training's all-to-all volume)", "remove it", key=True, resource=w.name)  # fmt: skip
+        if w.kind in SERVING and model.experts is not None and model.experts.routed_attention:
+            # the serving model reads no routing volume (review sizreview24 N1)
+            yield Finding(path.model.experts.routed_attention, "serving does not read routedAttention: it changes nothing here "
+                          "(it adds training's routed volume)", "remove it", key=True, resource=w.name)  # fmt: skip
         if w.kind in SCHEDULED:
             if model.kv_heads is not None:
                 yield Finding(path.model.kv_heads, "training throughput and memory do not depend on the KV heads: kvHeads changes "
