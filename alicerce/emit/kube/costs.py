@@ -20,6 +20,7 @@ from alicerce.emit.kube.kpi import (
     POD_GPUS,
     POD_WORKLOAD,
     READY_PODS,
+    RESERVED_GPUS,
     SERVING_WORKLOAD_LABEL,
     pod_runs,
     workload_pods,
@@ -37,8 +38,6 @@ IDLE_COST = "pool:gpu_idle_cost_usd:rate1h"  # USD per hour the pool's installed
 # (billed at their rate used or not: the catalog's source, prices.yaml capacityReservations, EC2 User Guide "Capacity
 # Reservation pricing and billing"). The launched nodes alone showed a reservation scaled to 0 as no cost at all
 # (review obsreview25 G2)
-RESERVED_GPUS = "alicerce:pool_gpus_reserved:count"
-ALLOCATION = "pool:gpu_allocation:ratio"  # the pool's GPUs pods hold over its launched ones (alicerce.emit.kube.kpi)
 
 
 def idle_gpus(reservations: bool) -> str:
@@ -267,12 +266,6 @@ def cost_rules(
     ]
     reserved = {pool: gpus for pool, gpus in (reserved_gpus or {}).items() if pool in prices and gpus > 0}
     rules += [{"record": RESERVED_GPUS, "expr": f"vector({gpus})", "labels": {"pool": pool}} for pool, gpus in sorted(reserved.items())]
-    if reserved:
-        # a reservation with no node launched is billed whole and holds nothing: its allocation ratio reads 0 of the
-        # reserved GPUs, where the KPI's (allocated over launched GPUs, alicerce.emit.kube.kpi) had nothing to divide
-        # by and the pool costing $220.16/h vanished from the allocation panel (review obsreview26 N-E). Only where no
-        # node is launched: the KPI's own series covers the rest, one series per pool
-        rules.append({"record": ALLOCATION, "expr": f"0 * {RESERVED_GPUS} unless on (pool) pool:gpus_installed:sum"})
     rules += [
         {"record": WORKLOAD_PRICE, "expr": f"vector({usd:.6g})", "labels": {"pool": pool, "workload": workload, "team": team}}
         for (pool, workload, team), usd in sorted((workload_prices or {}).items())

@@ -837,6 +837,22 @@ def test_a_pool_nobody_holds_a_gpu_of_is_all_idle_cost_and_0_allocated(tmp_path:
 P5_NODE = 'label_alicerce_dev_pool="train-p5",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
 
 
+def test_each_recorded_series_has_one_writing_group() -> None:
+    """Two groups recording one name race each other: groups run independently, and the allocation ratio of a reserved
+    pool, recorded by the KPI group and (for a reservation with no node launched) by the cost group, had one step's
+    second sample refused ("duplicate sample for timestamp", about 1 run in 8 under promtool's random group order).
+    A record is written by one group at every site (its rules may split the cases, in order)."""
+    rp = platform()
+    for site in ("aws", "dc1"):
+        writers: dict[str, set[str]] = {}
+        for g in rule_groups(rp, site):
+            for r in g["rules"]:
+                if "record" in r:
+                    writers.setdefault(r["record"], set()).add(g["name"])
+        assert {record: groups for record, groups in writers.items() if len(groups) > 1} == {}, site
+    assert "pool:gpu_allocation:ratio" in writers
+
+
 @needs_promtool
 @pytest.mark.parametrize(("nodes", "held", "idle"), [(0, 0, 32), (1, 8, 24), (5, 8, 32)])
 def test_a_capacity_reservation_is_idle_cost_launched_or_not(nodes: int, held: int, idle: int, tmp_path: Path) -> None:
