@@ -483,17 +483,26 @@ def critical_xid_until_cordoned(codes: str) -> str:
 #   for the next reset, hurts no job and is a ticket too (GPUXidError; review obsreview6 G5).
 SEVERITY_DECIDED = {"DCGMExporterDown": "warning", "KubeStateMetricsAbsent": "critical", "GPURowRemapFailure": "warning"}
 
-GPU_HEALTH: tuple[Alert, ...] = (
-    Alert(
-        "GPUCriticalXid",
+CRITICAL_XID = "GPUCriticalXid"
+
+
+def critical_xid_alert(fault_action: str) -> Alert:
+    """The page for a critical XID. ``fault_action``: what the on-call does with the failed GPU's node at the site, in
+    its target's words (alicerce.targets.base.Capabilities.gpu_fault_action: a validation role on owned hosts, the
+    cloud's node repair where it has one; review obsreview29 N-5)."""
+    return Alert(
+        CRITICAL_XID,
         critical_xid_until_cordoned(CRITICAL_XID_CODES),
         "0m",
         "critical",
         "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported a critical XID",
-        f"XID {{{{ $labels.xid }}}} ({{{{ $value }}}} in the last {XID_COUNT_WINDOW_MINUTES} minutes): drain the node and "
-        "run the node validation role before returning it to service. The page holds until the node is cordoned (for "
-        f"{CRITICAL_XID_HELD} at most), so a reset that has not happened is not a resolved incident.",
-    ),
+        f"XID {{{{ $labels.xid }}}} ({{{{ $value }}}} in the last {XID_COUNT_WINDOW_MINUTES} minutes): {fault_action}. The "
+        f"page holds until the node is cordoned (for {CRITICAL_XID_HELD} at most), so a reset that has not happened is not "
+        "a resolved incident.",
+    )
+
+
+GPU_HEALTH: tuple[Alert, ...] = (
     Alert(
         "GPUXidError",
         # one XID, one alert: a code GPUCriticalXid pages on is not a ticket as well (review obsreview6 G5), and one
@@ -859,6 +868,6 @@ def cordoned_for_days() -> str:
             f"and on (node) count_over_time({flag}{window}) > {int(steps * 0.9)}")  # fmt: skip
 
 
-STATIC_ALERTS = (*(a.name for a in (*GPU_HEALTH, DCGM_EXPORTER_DOWN, *GPU_EFFICIENCY)), *DIAGNOSES, *SOURCE_ALERTS, *SERVING_ALERTS,
-                 *FABRIC_ALERTS, FABRIC_MANAGER_DOWN, CUDA_VALIDATION_FAILING, NODE_CORDONED_FOR_DAYS, COST_HISTORY_TRUNCATED,
-                 PROMETHEUS_RETENTION_EXCEEDS_VOLUME)  # fmt: skip
+STATIC_ALERTS = (CRITICAL_XID, *(a.name for a in (*GPU_HEALTH, DCGM_EXPORTER_DOWN, *GPU_EFFICIENCY)), *DIAGNOSES,
+                 *SOURCE_ALERTS, *SERVING_ALERTS, *FABRIC_ALERTS, FABRIC_MANAGER_DOWN, CUDA_VALIDATION_FAILING,
+                 NODE_CORDONED_FOR_DAYS, COST_HISTORY_TRUNCATED, PROMETHEUS_RETENTION_EXCEEDS_VOLUME)  # fmt: skip

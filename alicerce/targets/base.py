@@ -211,6 +211,8 @@ class Capabilities:
     # what the on-call does about a GPU node that died (NotReady, its GPUs lost), in the missing-GPUs page's runbook:
     # a target whose nodes repair themselves says so, so nobody hunts for a BMC a cloud does not give
     dead_node_action: str = "check its BMC and console, then cordon it while it is repaired"
+    # what the on-call does with a node whose GPU reported a critical XID (GPUCriticalXid's runbook)
+    gpu_fault_action: str = "drain the node and run the node validation role before returning it to service"
 
 
 def entry_points(group: str) -> list[tuple[str, str]]:

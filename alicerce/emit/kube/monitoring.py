@@ -43,6 +43,7 @@ from alicerce.catalog.alerts import (
     Alert,
     ServingSlo,
     bucket_bound,
+    critical_xid_alert,
     in_service,
     pool_alert_name,
     serving_slos,
@@ -442,7 +443,16 @@ def rule_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
     # teams whose queue a budget guard may hold: an inactive queue mutes their queue alerts only while that budget is spent
     guarded = frozenset(r["labels"]["team"] for g in costs for r in g["rules"] if r.get("record") == BUDGET_EXHAUSTED)
     groups = [
-        group("alicerce.gpu.health", [*GPU_HEALTH, *exporter, *_pool_alerts(rp, site_name), *_fabric_manager_alerts(rp, site_name)]),
+        group(
+            "alicerce.gpu.health",
+            [
+                critical_xid_alert(rp.site(site_name).capabilities.gpu_fault_action),
+                *GPU_HEALTH,
+                *exporter,
+                *_pool_alerts(rp, site_name),
+                *_fabric_manager_alerts(rp, site_name),
+            ],
+        ),
         # a KPI source that went missing: without these, its KPIs and diagnoses read as an idle, healthy platform
         group("alicerce.sources", source_alerts(rp, site_name)),
         group("alicerce.fabric", fabric_alerts(rp, site_name)),

@@ -135,6 +135,12 @@ CAPABILITIES = Capabilities(
     dead_node_action="EKS node auto repair replaces a node NotReady for 30 minutes (it pauses while over 20% of a group "
     "of more than five nodes is unhealthy): watch the replacement join (kubectl get nodes; aws eks describe-nodegroup "
     "shows the group's health issues), and cordon the node only if it is not replaced",
+    # the same page: a GPU that fails the node monitoring agent's checks (AcceleratedHardwareReady) is rebooted or
+    # replaced after 10 minutes
+    gpu_fault_action="EKS node auto repair reboots or replaces a node whose GPU fails its health checks after 10 "
+    "minutes: check that it did (kubectl get node, the node's AcceleratedHardwareReady condition); if not, drain the node "
+    "and terminate its instance (the node group launches another). A rebooted node keeps its name: cordon and uncordon "
+    "it once its GPUs are healthy",
 )
 # the EKS Pod Identity agent listens on these link-local addresses on every node (EKS user guide, "Understand
 # how EKS Pod Identity works"; IPv6 clusters use the IPv6 one): a default-deny egress must let pods reach it

@@ -1703,9 +1703,14 @@ def test_the_queue_wait_slo_counts_the_admission_that_creates_kueues_series(tmp_
 def test_a_dead_gpu_node_s_runbook_says_what_its_target_does() -> None:
     """Review obsreview29 N-5: the missing-GPUs page told an AWS on-call to check a BMC and console a cloud does not give,
     while EKS node auto repair (on for every GPU node group) replaces a node NotReady for 30 minutes. Each site's runbook
-    now says its target's action: watch the replacement at aws, the BMC and a cordon on-prem."""
+    now says its target's action: watch the replacement at aws, the BMC and a cordon on-prem; GPUCriticalXid's too."""
     rp = platform("prod")
     cloud = rules_of(rp, "aws")["GPUsMissingTrainP5"]["annotations"]["description"]
     owned = rules_of(rp, "dc1")["GPUsMissingOnpremH100"]["annotations"]["description"]
     assert "EKS node auto repair replaces a node NotReady for 30 minutes" in cloud and "BMC" not in cloud
     assert owned.endswith("every GPU and job on it is lost: check its BMC and console, then cordon it while it is repaired.")
+    # and a critical XID's: the node validation role runs on owned hosts; at aws EKS node auto repair acts first
+    cloud_xid = rules_of(rp, "aws")["GPUCriticalXid"]["annotations"]["description"]
+    owned_xid = rules_of(rp, "dc1")["GPUCriticalXid"]["annotations"]["description"]
+    assert "EKS node auto repair reboots or replaces a node whose GPU fails" in cloud_xid and "validation role" not in cloud_xid
+    assert "drain the node and run the node validation role before returning it to service. The page holds" in owned_xid
