@@ -611,9 +611,15 @@ def _by_workload(expr: str, how: str = "sum") -> str:
     return f"{how} by (namespace, workload) ({expr} * on (namespace, pod) group_left (workload) {POD_WORKLOAD})"
 
 
-def utilisation_rules() -> list[dict[str, Any]]:
+def utilisation_rules(*, reservations: bool = False) -> list[dict[str, Any]]:
     """Utilisation, memory and effective utilisation (busy GPU-equivalents of allocated GPUs / installed GPUs) per
-    pool, team and workload."""
+    pool, team and workload. ``reservations``: whether the site records RESERVED_GPUS (a pool billed launched or not)."""
+    # a reservation with no node launched is billed whole and holds nothing: its allocation is 0 of its reserved GPUs,
+    # where the ratio has nothing to divide by and the pool costing $220.16/h vanished from the allocation panel (review
+    # obsreview26 N-E). One rule, so one writer: a second rule (in the cost group, then after this one) wrote the zero
+    # at the step the last node left, the step this rule's series ended, and the sample was refused ("duplicate sample
+    # for timestamp"; reviews of 7b19e584, obsreview31 G-1)
+    reserved_zero = f" or on (pool) 0 * {RESERVED_GPUS}" if reservations else ""
     held = 'pod!=""'
     installed = f"count by (pool) ({NODE_POOL}) * on (pool) {POOL_GPUS_PER_NODE}"
     # Each physical GPU once: with KUBERNETES_VIRTUAL_GPUS (time-sliced pools) dcgm-exporter sends GPU_UTIL for the
@@ -641,13 +647,7 @@ def utilisation_rules() -> list[dict[str, Any]]:
         # a pool nobody holds a GPU of is 0 busy, not absent: the utilisation SLO and the ratios read it (an idle
         # platform, the SLO's very case, had no ratio and never fired: review obsreview23 F2)
         _rule("pool:gpus_busy:sum", f"sum by (pool) ({_gpus(GPU_UTIL, held)}) or on (pool) 0 * pool:gpus_installed:sum"),
-        _rule("pool:gpu_allocation:ratio", "pool:gpus_allocated:sum / pool:gpus_installed:sum"),
-        # a reservation with no node launched is billed whole and holds nothing: 0 of its reserved GPUs, where the ratio
-        # above has nothing to divide by and the pool costing $220.16/h vanished from the allocation panel (review
-        # obsreview26 N-E). In this group, after pool:gpus_installed:sum: the two rules read the same step's launched
-        # GPUs, so one series has one writer (in the cost group it raced the ratio above and a step's second sample was
-        # refused, "duplicate sample for timestamp"). Dropped (promql.fed) where no reservation is recorded
-        _rule("pool:gpu_allocation:ratio", f"0 * {RESERVED_GPUS} unless on (pool) pool:gpus_installed:sum"),
+        _rule("pool:gpu_allocation:ratio", f"pool:gpus_allocated:sum / pool:gpus_installed:sum{reserved_zero}"),
         _rule("pool:gpu_effective_utilization:ratio", "pool:gpus_busy:sum / pool:gpus_installed:sum"),
         _rule("team:gpus_allocated:sum", _by_team(POD_GPUS)),
         _rule("team:gpus_busy:sum", _by_team(_gpus(GPU_UTIL, held))),
@@ -1169,8 +1169,9 @@ def _tier_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]
     return rules + (cloud_tier_rules(exporter, cloud) if cloud and exporter is not None else [])
 
 
-def kpi_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
-    """The KPI rule groups of a site; every recorded series carries the site's name."""
+def kpi_groups(rp: ResolvedPlatform, site_name: str, *, reservations: bool = False) -> list[dict[str, Any]]:
+    """The KPI rule groups of a site; every recorded series carries the site's name. ``reservations``: whether the
+    site's cost rules record RESERVED_GPUS."""
     site = rp.site(site_name)
 
     def group(name: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
@@ -1179,7 +1180,7 @@ def kpi_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
 
     return [
         group("alicerce.kpi.joins", join_rules(rp, site)),
-        group("alicerce.kpi.gpu", gpu_rules() + utilisation_rules()),
+        group("alicerce.kpi.gpu", gpu_rules() + utilisation_rules(reservations=reservations)),
         group("alicerce.kpi.queue", queue_rules()),
         group("alicerce.kpi.jobs", job_rules()),
         group("alicerce.kpi.serving", serving_rules()),

@@ -68,7 +68,15 @@ from alicerce.emit.kube.costs import (
 from alicerce.emit.kube.dashboards import dashboards
 from alicerce.emit.kube.diagnoses import diagnoses, latency_bad_ratio, le_matcher, slo_burn
 from alicerce.emit.kube.fabric_alerts import fabric_alerts
-from alicerce.emit.kube.kpi import KUEUE_NOT_FOLLOWER, NODE_NOT_READY, Counted, kpi_groups, ksm_resource, kueue_increase
+from alicerce.emit.kube.kpi import (
+    KUEUE_NOT_FOLLOWER,
+    NODE_NOT_READY,
+    RESERVED_GPUS,
+    Counted,
+    kpi_groups,
+    ksm_resource,
+    kueue_increase,
+)
 from alicerce.emit.kube.promql import fed
 from alicerce.emit.kube.sources import source_alerts
 from alicerce.emit.storage_counters import counted_tiers, node_exporter_drops
@@ -460,7 +468,7 @@ def rule_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
         group("alicerce.slo", _slo_alerts(rp, rp.site(site_name), guarded)),
         group("alicerce.storage", list(STORAGE_ALERTS) if counted_tiers(rp.site(site_name)) else []),
         {"name": "alicerce.gpu.recording", "rules": [dict(r) for r in RECORDING_RULES]},
-        *kpi_groups(rp, site_name),
+        *kpi_groups(rp, site_name, reservations=any(r.get("record") == RESERVED_GPUS for g in costs for r in g["rules"])),
         # after the KPI groups they read; a diagnosis names its cause and what to do
         group("alicerce.diagnoses", diagnoses(rp, site_name, guarded)),
         {"name": "alicerce.slo.burn-rate", "rules": [{**r, "labels": {**r["labels"], "site": site_name}} for r in burn_records]},

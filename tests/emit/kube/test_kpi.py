@@ -837,20 +837,39 @@ def test_a_pool_nobody_holds_a_gpu_of_is_all_idle_cost_and_0_allocated(tmp_path:
 P5_NODE = 'label_alicerce_dev_pool="train-p5",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
 
 
-def test_each_recorded_series_has_one_writing_group() -> None:
-    """Two groups recording one name race each other: groups run independently, and the allocation ratio of a reserved
-    pool, recorded by the KPI group and (for a reservation with no node launched) by the cost group, had one step's
-    second sample refused ("duplicate sample for timestamp", about 1 run in 8 under promtool's random group order).
-    A record is written by one group at every site (its rules may split the cases, in order)."""
+def test_each_recorded_series_has_one_writing_rule() -> None:
+    """Two rules recording one series write it twice: the allocation ratio of a reserved pool, recorded by the KPI
+    group and (for a reservation with no node launched) by the cost group, had a step's second sample refused
+    ("duplicate sample for timestamp", about 1 run in 8 under promtool's random group order); moved beside the ratio as
+    a second rule of the KPI group, it still wrote the zero at the step the ratio's series ended (obsreview31 G-1). A
+    record with its static labels is one rule at every site (the cases of a series are one expression)."""
     rp = platform()
     for site in ("aws", "dc1"):
-        writers: dict[str, set[str]] = {}
+        writers: dict[tuple[str, tuple[tuple[str, str], ...]], list[str]] = {}
         for g in rule_groups(rp, site):
             for r in g["rules"]:
                 if "record" in r:
-                    writers.setdefault(r["record"], set()).add(g["name"])
-        assert {record: groups for record, groups in writers.items() if len(groups) > 1} == {}, site
-    assert "pool:gpu_allocation:ratio" in writers
+                    writers.setdefault((r["record"], tuple(sorted(r.get("labels", {}).items()))), []).append(g["name"])
+        assert {key: groups for key, groups in writers.items() if len(groups) > 1} == {}, site
+    (allocation,) = [r["expr"] for g in rule_groups(rp, "aws") for r in g["rules"] if r.get("record") == "pool:gpu_allocation:ratio"]
+    assert allocation.endswith("or on (pool) 0 * alicerce:pool_gpus_reserved:count")  # train-p5's reservation, one rule
+
+
+@needs_promtool
+@pytest.mark.parametrize("launched", ["1x15 stale", "_x15 1x20"], ids=["scaled-down-to-0", "launched-from-0"])
+def test_a_reserved_pool_s_allocation_crosses_its_first_and_last_node(launched: str, tmp_path: Path) -> None:
+    """obsreview31 G-1: the step a reserved pool's last node leaves (kube-state-metrics stops its series) wrote the
+    ratio's end and the reservation's zero at one timestamp, and promtool refused the second; the step a first node
+    launches the other way round. One rule: 0 of the reserved GPUs before, during (no pod holds any) and after."""
+    rp = platform()
+    system = 'label_alicerce_dev_pool="system"'
+    inputs = [
+        {"series": f'kube_node_labels{{node="ip-10-20-0-1.ec2.internal",{system}}}', "values": "1x40"},
+        {"series": f'kube_node_labels{{node="ip-10-20-1-0.ec2.internal",{P5_NODE}}}', "values": launched},
+    ]
+    checks = [rounded("pool:gpu_allocation:ratio", 'pool="train-p5",site="aws"', 0.0, at=t) for t in ("14m", "15m", "16m", "17m", "25m")]
+    run_promtool(rp, "aws", [{"interval": "1m", "input_series": inputs, "promql_expr_test": checks}], tmp_path,
+                 order=["alicerce.kpi.joins", "alicerce.cost", "alicerce.kpi.gpu"])  # fmt: skip
 
 
 @needs_promtool
