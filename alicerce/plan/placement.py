@@ -45,7 +45,7 @@ def network_gbps_per_gpu(pool: ResolvedPool, tcp_gbps: float) -> float:
 
 
 def placement_for(pool: ResolvedPool, gpu: Gpu | None, tcp_gbps: float) -> Placement:
-    return Placement(pool.name, gpu, pool.gpus_per_node or NODE_GPUS, network_gbps_per_gpu(pool, tcp_gbps), pool.max_gpus)
+    return Placement(pool.name, gpu, pool.gpus_per_node or NODE_GPUS, network_gbps_per_gpu(pool, tcp_gbps), pool.max_gpus, pool.gpu)
 
 
 def quota_pools(w: Workload, platform: ResolvedPlatform) -> set[str] | None:

@@ -391,8 +391,9 @@ def training_precision_runs(ctx: RuleContext) -> Iterable[Finding]:
     silently (review sizreview22 N1). fp8 needs compute capability 8.9 (Ada) or later: Transformer Engine's
     check_fp8_support answers "Device compute capability 8.9 or higher required for FP8 execution." below it
     (transformer_engine/pytorch/quantization.py _compute_fp8_support at v2.18, 27486e03; fp8.py at v0.10 already), and
-    the plan priced fp8 on an A100 as bf16 silently (review sizreview23 N4). The GPU is the pinned accelerator's, else
-    the declared pool's; a pool the placement picks is the plan's to refuse (PL303, the same words: Gpu.training_refusal)."""
+    the plan priced fp8 on an A100 as bf16 silently (review sizreview23 N4). The GPU is the declared pool's (a pin that
+    differs was read instead: sizreview25 D1), else the pinned accelerator's; a pool the placement picks is the plan's
+    to refuse (PL303, the same words: Gpu.training_refusal)."""
     pools = {p.name: p for p in ctx.resolved.pools}
     for i, w in enumerate(ctx.spec.workloads):
         if w.kind not in SCHEDULED or w.precision not in ("int8", "fp8", "fp4"):
@@ -403,8 +404,9 @@ def training_precision_runs(ctx: RuleContext) -> Iterable[Finding]:
                           "recipes are fp8, and NVFP4 / MXFP8 on Blackwell)", "set bf16, or fp8 on a GPU with fp8 tensor cores",
                           w.precision, resource=w.name)  # fmt: skip
             continue
+        # the GPU it starts on: the declared pool's (a pinned accelerator that differs is PL302's warning), else the pin
         pool = pools.get(w.pool or "")
-        gpu = ctx.catalog.gpu(w.accelerator) if w.accelerator else (pool.gpu if pool is not None else None)
+        gpu = pool.gpu if pool is not None and pool.gpu is not None else (ctx.catalog.gpu(w.accelerator) if w.accelerator else None)
         refusal = gpu.training_refusal(w.precision) if gpu is not None else None
         if refusal is not None:
             hint = (
@@ -502,8 +504,9 @@ def power_draw_order(ctx: RuleContext) -> Iterable[Finding]:
         idle = entry.idle_fraction if entry.idle_fraction is not None else tco.idleFraction.value
         if idle >= load:
             at, value = (path.idle_fraction, idle) if entry.idle_fraction is not None else (path.load_fraction, load)
+            trend = "fall" if idle > load else "stay flat"
             yield Finding(at, f"site {entry.site} draws {idle:g} of its maximum power idle and {load:g} at full GPU load: "
-                          "power would fall as its GPUs get busier", "set idleFraction below loadFraction", value)  # fmt: skip
+                          f"power would {trend} as its GPUs get busier", "set idleFraction below loadFraction", value)  # fmt: skip
 
 
 @rules.rule("AL383", "field-shadowed", "No declared field is one that another declared field, or the workload's kind, leaves unread.")
