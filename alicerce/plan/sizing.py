@@ -1485,7 +1485,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                             "attends to the whole sequence and the window changes nothing in this plan"))  # fmt: skip
     if w.precision in ("fp8", "fp4") and w.method == "qlora":
         notes.append(f"QLoRA dequantises its 4-bit base to 16 bits for every GEMM: {w.precision} gains nothing here")
-    elif w.precision == "fp4":
+    elif w.precision == "fp4" and refusal is None:  # a GPU that cannot run fp4 applies no ratio (review sizreview25 N2)
         issues.append(Issue("PL317", "fp4 training speed-up is one published ratio, not validated on held-out runs"))
     interval = w.checkpoint_interval or sizing.defaultCheckpointIntervalSeconds.value
     budget = sizing.checkpointStallBudget.value

@@ -725,3 +725,8 @@ def test_placement_never_picks_a_gpu_the_training_precision_cannot_run_on() -> N
     alone = plan_of(data)
     (said,) = [f.message for f in alone.findings if f.check == "PL303" and f.subject == "w"]
     assert "fp8 training needs compute capability 8.9 or later" in said and "A100-SXM4-80GB is 8.0" in said
+    # fp4 there: refused in AL388's words, and no note about the fp4 ratio it does not apply (review sizreview25 N2)
+    data["workloads"][0]["precision"] = "fp4"
+    fp4 = plan_of(data)
+    assert any("fp4 training needs Blackwell" in f.message for f in fp4.findings if f.check == "PL303")
+    assert "PL317" not in by_check(fp4)

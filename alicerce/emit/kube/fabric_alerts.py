@@ -187,9 +187,10 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
               "{{ $value }} of the port's error counters (link downed 255, symbol and receive errors 65535) no longer "
               "count: FabricLinkFlapping and the fabric error KPI read this port as clean whatever it does. Clear "
               "the counters on the node (perfquery -C {{ $labels.device }} -P {{ $labels.port }} -R) so they count "
-              "again. Symbol errors alone fill in days on a healthy link (at the 1e-12 error rate FabricErrorsRising "
-              "allows, 65,535 in about 45 h at 400 Gb/s): look at the cable (mlxlink) when FabricErrorsRising or "
-              "FabricLinkFlapping fired for the port too, or when the link downs saturated."),
+              "again. Symbol or receive errors alone fill them in days on a healthy link (at the 1e-12 error rate "
+              "FabricErrorsRising allows, 65,535 take about 45 h at 400 Gb/s, 91 h at 200): look at the cable "
+              "(mlxlink) when FabricErrorsRising or FabricLinkFlapping fired for the port too, or when the link downs "
+              "saturated."),
     ]  # fmt: skip
 
 
