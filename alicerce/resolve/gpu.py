@@ -17,6 +17,23 @@ from alicerce.spec.models import Fabric, MigSharing, NodePool, TimeSlicing
 
 GPU_RESOURCE = "nvidia.com/gpu"
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+
+
+def gpu_config_labels(pool: NodePool) -> dict[str, str]:
+    """Node labels that select a pool's MIG layout and device-plugin (time-slicing) config.
+
+    The MIG manager and the device plugin read a node's config from these labels only (GPU Operator docs, "MIG
+    support" and "Time-slicing GPUs"): a node without them keeps whole GPUs, whatever the ConfigMaps say. They are
+    node labels of the pool on every target, so the node's own bootstrap (EKS node group, kubespray) sets them.
+    """
+    labels: dict[str, str] = {}
+    if isinstance(pool.sharing, MigSharing):
+        labels[MIG_CONFIG_LABEL] = f"alicerce-{pool.name}"
+    if isinstance(pool.sharing, TimeSlicing):
+        labels[DEVICE_PLUGIN_CONFIG_LABEL] = pool.name
+    return labels
 
 
 def gpu_units(pool: NodePool, mig_strategy: Literal["single", "mixed"]) -> GpuUnits | None:

@@ -13,7 +13,7 @@ from typing import cast
 
 from alicerce.catalog import Catalog, load_catalog
 from alicerce.catalog.fsx import FsxConfig
-from alicerce.resolve.gpu import gpu_units, gpudirect_path, kernel_modules
+from alicerce.resolve.gpu import gpu_config_labels, gpu_units, gpudirect_path, kernel_modules
 from alicerce.resolve.model import (
     Mount,
     MountKind,
@@ -62,7 +62,7 @@ def _pool(spec: PlatformSpec, index: int, pool: NodePool, site: Site, *, catalog
             host_stack=placement.rdma_host_stack,
             rail_devices=placement.rdma_rail_devices,
         )
-    labels = {**tags, **pool.labels, "alicerce.dev/pool": pool.name, "alicerce.dev/purpose": pool.purpose}
+    labels = {**tags, **pool.labels, **gpu_config_labels(pool), "alicerce.dev/pool": pool.name, "alicerce.dev/purpose": pool.purpose}
     if gpu is not None:
         labels["alicerce.dev/accelerator"] = gpu.id
     return ResolvedPool(

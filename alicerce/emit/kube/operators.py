@@ -56,6 +56,7 @@ from alicerce.emit.kube.kpi import (
 )
 from alicerce.emit.kube.kueue import kueue_configuration
 from alicerce.emit.storage_counters import TEXTFILE_DIRECTORY, node_exporter_drops, reads_textfiles
+from alicerce.resolve.gpu import DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
 from alicerce.resolve.namespaces import (
     GPU_OPERATOR_NAMESPACE,
@@ -69,8 +70,6 @@ from alicerce.resolve.operators import OPERATORS, PRIVILEGED_OPERATOR_NAMESPACES
 from alicerce.spec.models import AlertReceiver, MigSharing, TimeSlicing
 from alicerce.targets.base import EtcdMetrics
 
-MIG_CONFIG_LABEL = "nvidia.com/mig.config"
-DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIGMAP = "alicerce-mig-parted"
 DEVICE_PLUGIN_CONFIGMAP = "alicerce-device-plugin"
 
@@ -122,16 +121,6 @@ class Release:
     @property
     def repo_url(self) -> str | None:
         return None if self.repository.startswith("oci://") else self.repository
-
-
-def gpu_config_labels(pool: ResolvedPool) -> dict[str, str]:
-    """Node labels that select a pool's MIG layout and device-plugin (time-slicing) config."""
-    labels: dict[str, str] = {}
-    if isinstance(pool.spec.sharing, MigSharing):
-        labels[MIG_CONFIG_LABEL] = f"alicerce-{pool.name}"
-    if isinstance(pool.spec.sharing, TimeSlicing):
-        labels[DEVICE_PLUGIN_CONFIG_LABEL] = pool.name
-    return labels
 
 
 def _dump(data: Any) -> str:
@@ -260,7 +249,8 @@ def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
         # the host toolkit ignores NVIDIA_VISIBLE_DEVICES from unprivileged pods (nvidia_container_toolkit role): the
         # device plugin hands the allocated GPUs over as volume mounts (k8s-device-plugin v0.20.0 DEVICE_LIST_STRATEGY)
         values["devicePlugin"] = {"env": [{"name": "DEVICE_LIST_STRATEGY", "value": "volume-mounts"}]}
-    mig = {f"alicerce-{p.name}": p.spec.sharing for p in pools if isinstance(p.spec.sharing, MigSharing)}
+    # each layout under the config name its nodes' label selects (the label is one fact: resolve.gpu)
+    mig = {p.labels[MIG_CONFIG_LABEL]: p.spec.sharing for p in pools if isinstance(p.spec.sharing, MigSharing)}
     if mig:
         configs: dict[str, Any] = {"all-disabled": [{"devices": "all", "mig-enabled": False}]}
         for name, sharing in mig.items():
@@ -278,7 +268,7 @@ def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
                 "data": mig_data,
             },
         }
-    slicing = {p.name: p.spec.sharing for p in pools if isinstance(p.spec.sharing, TimeSlicing)}
+    slicing = {p.labels[DEVICE_PLUGIN_CONFIG_LABEL]: p.spec.sharing for p in pools if isinstance(p.spec.sharing, TimeSlicing)}
     if slicing:
         data = {"default": _dump({"version": "v1"})}
         for name, ts in slicing.items():

@@ -15,8 +15,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import yaml
+
+from alicerce.emit.ansible.kubespray import pool_vars
 from alicerce.emit.kube.operators import operator_releases
+from alicerce.resolve.gpu import DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL
 from alicerce.resolve.model import ResolvedPlatform
+from alicerce.targets.aws.components.autoscaler import node_labels
 from tests.emit.gitops.helpers import pool, reference, variant
 from tests.emit.kube.upstream import load
 
@@ -68,3 +73,25 @@ def test_a_new_mig_layout_names_a_new_mig_manager_config() -> None:
     assert after["name"] != before["name"], "the MIG manager applies a layout at start or on a label change only"
     assert str(after["name"]).startswith("alicerce-mig-parted-") and len(str(after["name"])) <= 63
     assert _config(_mig({"4g.40gb": 1, "3g.40gb": 1}), "dc1", "migManager") == before  # the same layout, the same name
+
+
+def test_an_onprem_pool_s_nodes_carry_the_label_that_selects_its_layout() -> None:
+    """The MIG manager and the device plugin read a node's config from its label only: an on-prem node that kubespray
+    labelled without it kept whole GPUs, and GPUsMissing<Pool> paged on every node of the pool from the first sync."""
+    rp = _mig({"3g.40gb": 2})
+    site = next(s for s in rp.sites if s.name == "dc1")
+    h100 = next(p for p in site.pools if p.name == "onprem-h100")
+    labels = pool_vars(site, h100)["node_labels"]
+    assert labels[MIG_CONFIG_LABEL] in yaml.safe_load(_config(rp, "dc1", "migManager")["data"]["config.yaml"])["mig-configs"]
+
+    def sliced(data: dict[str, Any]) -> None:
+        pool(data, "onprem-h100")["sharing"] = {"mode": "time-slicing", "replicas": 2}
+        pool(data, "onprem-h100")["purpose"] = "inference"
+
+    rp = variant(sliced)
+    site = next(s for s in rp.sites if s.name == "dc1")
+    labels = pool_vars(site, next(p for p in site.pools if p.name == "onprem-h100"))["node_labels"]
+    assert labels[DEVICE_PLUGIN_CONFIG_LABEL] in _config(rp, "dc1", "devicePlugin")["data"]
+    # the AWS node groups take the same labels from the same place
+    aws = next(s for s in reference("prod").sites if s.name == "aws")
+    assert node_labels(next(p for p in aws.pools if p.name == "infer-l4"))[DEVICE_PLUGIN_CONFIG_LABEL] == "infer-l4"

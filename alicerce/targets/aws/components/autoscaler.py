@@ -4,7 +4,6 @@ checks against the Auto Scaling tag limits for the spec's labels and taints). Pu
 
 from __future__ import annotations
 
-from alicerce.emit.kube.operators import gpu_config_labels
 from alicerce.resolve.model import ResolvedPool
 from alicerce.targets.aws.resolve import eks_label_problem, template_tag
 
@@ -34,7 +33,7 @@ def ephemeral_storage(pool: ResolvedPool) -> str:
 
 
 def node_labels(pool: ResolvedPool) -> dict[str, str]:
-    """Every label a node of the pool carries: the pool's own, its GPU configuration's, and the accelerator.
+    """Every label a node of the pool carries: the resolved pool's (its own, its GPU configuration's) and the accelerator.
 
     The platform's labels (metadata.labels, cost center) are tags on every resource, and node labels only where
     EKS takes them as node-group labels (alicerce.targets.aws.resolve.eks_label_problem): a key over 63 characters
@@ -43,7 +42,6 @@ def node_labels(pool: ResolvedPool) -> dict[str, str]:
     """
     own = pool.spec.labels
     labels = {k: v for k, v in pool.labels.items() if k in own or eks_label_problem(k, v) is None}
-    labels |= gpu_config_labels(pool)
     if pool.gpu is not None:
         labels[GPU_NODE_LABEL] = pool.gpu.id
     return dict(sorted(labels.items()))
