@@ -1129,6 +1129,9 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # validate refuses a declared GPU (AL388); a pool the placement weighs was priced as bf16 (or fp4 as fp8) and could
         # be picked, where the training stack refuses to start (review sizreview24 D1): a job that cannot run here
         issues.append(Issue("PL303", f"{refusal}: it cannot train on {place.pool or 'this pool'}", "precision"))
+        # it stops here, as a job no layout holds does: days, GPU-hours and MFU of a run that never starts, and a
+        # precision factor that says it "runs as bf16" beside the refusal, were false (review sizreview25 N1)
+        return _empty(w, place, figures, notes, {}, issues)
     declared_tp = w.tensor_parallel
     if declared_tp is not None and not node_degrees(place.gpus_per_node, (declared_tp,)):
         # a declared degree the node does not hold whole groups of: its all-reduces would cross the fabric (node_degrees)

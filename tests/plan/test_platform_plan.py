@@ -725,6 +725,10 @@ def test_placement_never_picks_a_gpu_the_training_precision_cannot_run_on() -> N
     alone = plan_of(data)
     (said,) = [f.message for f in alone.findings if f.check == "PL303" and f.subject == "w"]
     assert "fp8 training needs compute capability 8.9 or later" in said and "A100-SXM4-80GB is 8.0" in said
+    # the refused job shows no run: no GPUs, days, GPU-hours or MFU, and no "runs as bf16" factor (review sizreview25 N1)
+    (refused,) = [p for p in alone.workloads if p.name == "w"]
+    assert (refused.gpus, refused.wall_clock_days, refused.gpu_hours, refused.mfu) == (None, None, None, None)
+    assert not [f for fig in refused.figures for f in fig.factors if f.name == "precision"]
     # fp4 there: refused in AL388's words, and no note about the fp4 ratio it does not apply (review sizreview25 N2)
     data["workloads"][0]["precision"] = "fp4"
     fp4 = plan_of(data)
