@@ -1124,7 +1124,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                            "sequence parallel": w.sequence_parallel is not False, "context parallel": w.context_parallel or 1,
                            "vocabulary": int(vocabulary_of(w, sizing))}))  # fmt: skip
     pipeline, zero, context = w.pipeline_parallel or 1, zero_stage(w), w.context_parallel or 1
-    refusal = (place.pool_gpu or gpu).training_refusal(w.precision)
+    refusal = (place.pool_gpu or gpu).training_refusal(w.precision, w.fp8_recipe)
     if refusal is not None:
         # validate refuses a declared GPU (AL388); a pool the placement weighs was priced as bf16 (or fp4 as fp8) and could
         # be picked, where the training stack refuses to start (review sizreview24 D1): a job that cannot run here

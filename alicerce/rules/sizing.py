@@ -407,7 +407,7 @@ def training_precision_runs(ctx: RuleContext) -> Iterable[Finding]:
         # the GPU it starts on: the declared pool's (a pinned accelerator that differs is PL302's warning), else the pin
         pool = pools.get(w.pool or "")
         gpu = pool.gpu if pool is not None and pool.gpu is not None else (ctx.catalog.gpu(w.accelerator) if w.accelerator else None)
-        refusal = gpu.training_refusal(w.precision) if gpu is not None else None
+        refusal = gpu.training_refusal(w.precision, w.fp8_recipe) if gpu is not None else None
         if refusal is not None:
             hint = (
                 "set bf16, or run on a pool of GPUs with fp8 tensor cores"
