@@ -134,6 +134,11 @@ class Gpu(CatalogModel):
             return f"fp4 training needs Blackwell: Transformer Engine refuses NVFP4 below SM100, and {self.id} has no fp4 tensor cores"
         return None
 
+    @staticmethod
+    def training_refusal_hint(precision: str) -> str:
+        """What a refused training precision can change to: validate's AL388 and the plan's PL303 give the same."""
+        return "set bf16, or run on a pool of GPUs with fp8 tensor cores" if precision == "fp8" else "set fp8, or run on a Blackwell pool"
+
     @property
     def memory_bytes(self) -> float:
         """Device memory CUDA can allocate: the marketed GiB, less the 1/16 inline ECC takes on GDDR6 cards (review

@@ -1097,6 +1097,14 @@ def recompute_share(  # noqa: PLR0917 - the layout's parts
     return min(1.0, max(0.0, math.ceil(share * layers - 1e-9) / layers))
 
 
+def precision_refusal(refusal: str, precision: str, pools: tuple[str, ...]) -> Issue:
+    """PL303 for a training precision the GPU of ``pools[0]`` cannot run, naming every pool that refuses it (where the
+    placement weighed several, all refusing: review sizreview25 N6) and AL388's hint."""
+    others = f", nor on {', '.join(pools[1:])}" if pools[1:] else ""
+    hint = Gpu.training_refusal_hint(precision)
+    return Issue("PL303", f"{refusal}: it cannot train on {pools[0]}{others} ({hint})", "precision")
+
+
 def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: list[Gpu]) -> WorkloadPlan:
     assert w.model is not None and w.tokens is not None and place.gpu is not None
     gpu = place.gpu
@@ -1128,7 +1136,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     if refusal is not None:
         # validate refuses a declared GPU (AL388); a pool the placement weighs was priced as bf16 (or fp4 as fp8) and could
         # be picked, where the training stack refuses to start (review sizreview24 D1): a job that cannot run here
-        issues.append(Issue("PL303", f"{refusal}: it cannot train on {place.pool or 'this pool'}", "precision"))
+        issues.append(precision_refusal(refusal, w.precision, (place.pool or "this pool",)))
         # it stops here, as a job no layout holds does: days, GPU-hours and MFU of a run that never starts, and a
         # precision factor that says it "runs as bf16" beside the refusal, were false (review sizreview25 N1)
         return _empty(w, place, figures, notes, {}, issues)

@@ -409,12 +409,7 @@ def training_precision_runs(ctx: RuleContext) -> Iterable[Finding]:
         gpu = pool.gpu if pool is not None and pool.gpu is not None else (ctx.catalog.gpu(w.accelerator) if w.accelerator else None)
         refusal = gpu.training_refusal(w.precision, w.fp8_recipe) if gpu is not None else None
         if refusal is not None:
-            hint = (
-                "set bf16, or run on a pool of GPUs with fp8 tensor cores"
-                if w.precision == "fp8"
-                else "set fp8, or run on a Blackwell pool"
-            )
-            yield Finding(path, refusal, hint, w.precision, resource=w.name)
+            yield Finding(path, refusal, gpu.training_refusal_hint(w.precision), w.precision, resource=w.name)
 
 
 def _qlora_low_precision(w: Workload) -> bool:

@@ -734,3 +734,8 @@ def test_placement_never_picks_a_gpu_the_training_precision_cannot_run_on() -> N
     fp4 = plan_of(data)
     assert any("fp4 training needs Blackwell" in f.message for f in fp4.findings if f.check == "PL303")
     assert "PL317" not in by_check(fp4)
+    # on both pools, each refusing fp4: the PL303 names both and carries AL388's hint (review sizreview25 N6)
+    both = yaml.safe_load(FP8_ON_TWO_GENERATIONS)
+    both["workloads"][0]["precision"] = "fp4"
+    (said,) = [f.message for f in plan_of(both).findings if f.check == "PL303" and f.subject == "w"]
+    assert said.endswith("it cannot train on a100, nor on h100 (set fp8, or run on a Blackwell pool)"), said
