@@ -100,8 +100,9 @@ class WorkloadPlan:
     replicas: int | None
     tokens_per_second_per_replica: float | None
     cost_usd: float | None = None  # filled by the platform plan from the pool's price (training: whole run; serving: a month)
-    # what showback (the cost rules, `alicerce costs`) will charge the same GPU-hours at the pool's billed rate: on an
-    # owned pool the month over installed GPU-hours, so less than cost_usd, which also carries the pool's idle time
+    # what showback (the cost rules, `alicerce costs`) will charge the same GPU-hours at the pool's billed rate (on
+    # Capacity Blocks at its own blocks' rate, billed_usd_per_gpu_hour): on an owned pool the month over installed
+    # GPU-hours, so less than cost_usd, which also carries the pool's idle time
     showback_usd: float | None = None
     # what the cost rules charge one GPU-hour it holds where that is its own, not its pool's: on Capacity Blocks, the
     # blocks its own schedule buys over the GPU-hours it holds (alicerce.plan.platform; review sizreview19 F3)
