@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from alicerce.catalog.models import Gpu
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean, one_of
 from alicerce.spec.heads import tensor_parallel_refusals
@@ -409,7 +410,7 @@ def training_precision_runs(ctx: RuleContext) -> Iterable[Finding]:
         gpu = pool.gpu if pool is not None and pool.gpu is not None else (ctx.catalog.gpu(w.accelerator) if w.accelerator else None)
         refusal = gpu.training_refusal(w.precision, w.fp8_recipe) if gpu is not None else None
         if refusal is not None:
-            yield Finding(path, refusal, gpu.training_refusal_hint(w.precision), w.precision, resource=w.name)
+            yield Finding(path, refusal, Gpu.training_refusal_hint(w.precision), w.precision, resource=w.name)
 
 
 def _qlora_low_precision(w: Workload) -> bool:
