@@ -26,6 +26,10 @@ FABRIC_STATE_REPORTED_FROM: Architecture = "hopper"
 # _compute_fp8_support at v2.18, 27486e03; fp8.py at v0.10 already). NVFP4 needs SM100 (Blackwell): "NVFP4 requires
 # SM100 (Blackwell) or later" (NVIDIA/TransformerEngine docs/features/low_precision_training/nvfp4).
 FP8_TRAINING_CAPABILITY = (8, 9)
+# A generic fp8 recipe (torchao float8 training) runs its GEMMs on torch._scaled_mm, and PyTorch's _scaled_mm_out_cuda
+# checks the same bound: TORCH_CHECK(allowed_device, "torch._scaled_mm is only supported on CUDA devices with compute
+# capability >= 9.0 or 8.9, or ROCm MI300+") (pytorch/pytorch aten/src/ATen/native/cuda/Blas.cpp).
+GENERIC_FP8_REFUSAL = "torch._scaled_mm, the GEMM a generic recipe runs on, refuses fp8 below it"
 
 
 class CatalogModel(BaseModel):
@@ -116,16 +120,24 @@ class Gpu(CatalogModel):
         order = get_args(Architecture)
         return order.index(self.architecture) >= order.index(FABRIC_STATE_REPORTED_FROM)
 
-    def training_refusal(self, precision: str) -> str | None:
+    def training_refusal(self, precision: str, fp8_recipe: str | None = None) -> str | None:
         """Why no training stack runs ``precision`` on this GPU (None where one does): validate refuses a declared GPU
-        (AL388) and the plan a pool its placement would pick (review sizreview24 D1), on the same words."""
+        (AL388) and the plan a pool its placement would pick (review sizreview24 D1), on the same words. The stack named
+        is the one the recipe declares: a generic recipe (torchao-style float8) runs its GEMMs on torch._scaled_mm,
+        whose ATen kernel checks the same bound in its own words (review sizreview25 N5)."""
         capability = tuple(int(part) for part in self.computeCapability.split("."))
         if precision == "fp8" and capability < FP8_TRAINING_CAPABILITY:
-            return (f"fp8 training needs compute capability 8.9 or later (Ada, Hopper, Blackwell): Transformer Engine refuses "
-                    f"fp8 below it, and {self.id} is {self.computeCapability}")  # fmt: skip
+            stack = GENERIC_FP8_REFUSAL if fp8_recipe == "generic" else "Transformer Engine refuses fp8 below it"
+            return (f"fp8 training needs compute capability 8.9 or later (Ada, Hopper, Blackwell): {stack}, and {self.id} "
+                    f"is {self.computeCapability}")  # fmt: skip
         if precision == "fp4" and self.tflops.fp4 is None:
             return f"fp4 training needs Blackwell: Transformer Engine refuses NVFP4 below SM100, and {self.id} has no fp4 tensor cores"
         return None
+
+    @staticmethod
+    def training_refusal_hint(precision: str) -> str:
+        """What a refused training precision can change to: validate's AL388 and the plan's PL303 give the same."""
+        return "set bf16, or run on a pool of GPUs with fp8 tensor cores" if precision == "fp8" else "set fp8, or run on a Blackwell pool"
 
     @property
     def memory_bytes(self) -> float:

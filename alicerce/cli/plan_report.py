@@ -98,8 +98,9 @@ def print_plan(console: Console, result: SizingPlan, *, explain: bool = False, t
     print_table(workloads, console)
     console.print(
         "[dim]GPU-h and cost: training per run, serving per month; showback: the same GPU-hours at the pool's "
-        "billed/GPU-h, what the cost rules and `alicerce costs` charge the team (on an owned pool the rest of "
-        "cost USD is the pool's idle time); tok/s: output tokens per replica[/dim]"
+        "billed/GPU-h (on Capacity Blocks at the rate of the workload's own blocks), what the cost rules and "
+        "`alicerce costs` charge the team (on an owned pool the rest of cost USD is the pool's idle time); tok/s: "
+        "output tokens per replica[/dim]"
     )
     pools = _table(
         "Node pools: declared vs recommended, and what a month costs",
@@ -119,8 +120,9 @@ def print_plan(console: Console, result: SizingPlan, *, explain: bool = False, t
         "[dim]USD/GPU-h: what a used GPU-hour costs (rented: the node price; owned or reserved: the month over the "
         "forecast busy GPU-hours; Capacity Blocks: the blocks the runs buy over the GPU-hours they use). billed/GPU-h: "
         "what showback and `alicerce costs` charge each allocated GPU-hour (rented: the node price; Capacity Blocks: "
-        "the same as USD/GPU-h, a block's idle hours are its run's; owned: the month over the installed GPU-hours, "
-        "idle capacity stays with the platform).[/dim]"
+        "the same as USD/GPU-h, a block's idle hours are its run's, and each workload is charged its own blocks' rate, "
+        "so where several share the pool this is their mean weighted by GPU-hours; owned: the month over the "
+        "installed GPU-hours, idle capacity stays with the platform).[/dim]"
     )
     if result.storage:
         tiers = _table("Storage tiers", [("tier", "left"), ("declared GB/s", "right"), ("read GB/s", "right"),

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from alicerce.catalog import Catalog
 from alicerce.catalog.models import Gpu
 from alicerce.plan.figures import deadline_text
-from alicerce.plan.sizing import NODE_GPUS, Placement, WorkloadPlan, plan_workload
+from alicerce.plan.sizing import NODE_GPUS, Placement, WorkloadPlan, plan_workload, precision_refusal
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
 from alicerce.spec.models import Workload
 
@@ -181,7 +181,23 @@ def choose(  # noqa: PLR0917 - the workload, where it may go, and how to judge i
     others = "; ".join(o.describe() for _, o in options[1:])
     reason = best.describe() + (f". Also considered: {others}" if others else "")
     placement = placement_for(best.pool, pinned or best.pool.gpu, tcp)
-    return Choice(placement, plan_workload(w, placement, sizing, candidates(placement.gpu)), reason, None)
+    plan = plan_workload(w, placement, sizing, candidates(placement.gpu))
+    return Choice(placement, _all_refused(w, plan, [o for _, o in options]), reason, None)
+
+
+def _all_refused(w: Workload, plan: WorkloadPlan, options: list[Option]) -> WorkloadPlan:
+    """The chosen plan, its precision PL303 naming every eligible pool where each refuses the precision: it named only
+    the first, as if another pool could run it (review sizreview25 N6)."""
+    refused = [o.pool.name for o in options if any(i.check == "PL303" and i.field == "precision" for i in o.plan.issues)]
+    if len(refused) < 2 or len(refused) < len(options):
+        return plan
+    gpu = options[0].pool.gpu  # the chosen pool's, which the refusal is read on (plan_training: place.pool_gpu)
+    refusal = gpu.training_refusal(w.precision, w.fp8_recipe) if gpu is not None else None
+    if refusal is None:
+        return plan
+    issues = tuple(precision_refusal(refusal, w.precision, tuple(refused)) if i.check == "PL303" and i.field == "precision" else i
+                   for i in plan.issues)  # fmt: skip
+    return replace(plan, issues=issues)
 
 
 def _option(  # noqa: PLR0917 - one option's inputs, called from choose only

@@ -35,7 +35,7 @@ from alicerce.plan.growth import (
     run_hours,
 )
 from alicerce.plan.kpi import KpiTarget, kpi_targets
-from alicerce.plan.placement import Choice, choose, dataset_sites
+from alicerce.plan.placement import Choice, choose, dataset_sites, eligible
 from alicerce.plan.pools import PoolPlan
 from alicerce.plan.pricing import (
     HOURS_PER_MONTH,
@@ -328,6 +328,16 @@ def _candidates(platform: ResolvedPlatform, chosen: Gpu | None) -> list[Gpu]:
     return [seen[k] for k in sorted(seen)]
 
 
+def _no_pool_text(w: Workload, platform: ResolvedPlatform, gpu: str) -> str:
+    """PL301's words: where the pin alone left out the pools of the workload's kind, it says so, not that no pool runs
+    the kind (review sizreview25 N7: an A100 training pool existed beside an H100 pin)."""
+    others = [f"{p.name} ({p.gpu.id if p.gpu else 'cpu'})" for _, p in eligible(w, platform, None)] if w.accelerator else []
+    if others:
+        return (f"no pool in {platform.environment} of the pinned {w.accelerator} runs {w.kind} workloads, only "
+                f"{', '.join(others)}; sized on {gpu}")  # fmt: skip
+    return f"no pool in {platform.environment} runs {w.kind} workloads; sized on {gpu}"
+
+
 def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, today: datetime.date | None = None) -> SizingPlan:
     """Size every workload of an environment, place it, then size and cost its pools and storage tiers."""
     catalog = catalog or load_catalog()
@@ -391,7 +401,7 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
         plan = choice.plan
         if choice.placement.pool is None and w.kind != "data-prep":
             gpu = choice.placement.gpu.id if choice.placement.gpu else "nothing"
-            findings.append(PlanFinding("PL301", w.name, f"no pool in {platform.environment} runs {w.kind} workloads; sized on {gpu}"))
+            findings.append(PlanFinding("PL301", w.name, _no_pool_text(w, platform, gpu)))
         pool = pools_by_name.get(choice.placement.pool or "")
         if pool is not None and pool.gpu is not None and choice.placement.gpu is not None and pool.gpu.id != choice.placement.gpu.id:
             findings.append(PlanFinding("PL302", w.name, f"pins {choice.placement.gpu.id} but runs on pool {pool.name} of {pool.gpu.id}; "

@@ -100,8 +100,9 @@ class WorkloadPlan:
     replicas: int | None
     tokens_per_second_per_replica: float | None
     cost_usd: float | None = None  # filled by the platform plan from the pool's price (training: whole run; serving: a month)
-    # what showback (the cost rules, `alicerce costs`) will charge the same GPU-hours at the pool's billed rate: on an
-    # owned pool the month over installed GPU-hours, so less than cost_usd, which also carries the pool's idle time
+    # what showback (the cost rules, `alicerce costs`) will charge the same GPU-hours at the pool's billed rate (on
+    # Capacity Blocks at its own blocks' rate, billed_usd_per_gpu_hour): on an owned pool the month over installed
+    # GPU-hours, so less than cost_usd, which also carries the pool's idle time
     showback_usd: float | None = None
     # what the cost rules charge one GPU-hour it holds where that is its own, not its pool's: on Capacity Blocks, the
     # blocks its own schedule buys over the GPU-hours it holds (alicerce.plan.platform; review sizreview19 F3)
@@ -1097,6 +1098,14 @@ def recompute_share(  # noqa: PLR0917 - the layout's parts
     return min(1.0, max(0.0, math.ceil(share * layers - 1e-9) / layers))
 
 
+def precision_refusal(refusal: str, precision: str, pools: tuple[str, ...]) -> Issue:
+    """PL303 for a training precision the GPU of ``pools[0]`` cannot run, naming every pool that refuses it (where the
+    placement weighed several, all refusing: review sizreview25 N6) and AL388's hint."""
+    others = f", nor on {', '.join(pools[1:])}" if pools[1:] else ""
+    hint = Gpu.training_refusal_hint(precision)
+    return Issue("PL303", f"{refusal}: it cannot train on {pools[0]}{others} ({hint})", "precision")
+
+
 def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: list[Gpu]) -> WorkloadPlan:
     assert w.model is not None and w.tokens is not None and place.gpu is not None
     gpu = place.gpu
@@ -1124,11 +1133,14 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                            "sequence parallel": w.sequence_parallel is not False, "context parallel": w.context_parallel or 1,
                            "vocabulary": int(vocabulary_of(w, sizing))}))  # fmt: skip
     pipeline, zero, context = w.pipeline_parallel or 1, zero_stage(w), w.context_parallel or 1
-    refusal = (place.pool_gpu or gpu).training_refusal(w.precision)
+    refusal = (place.pool_gpu or gpu).training_refusal(w.precision, w.fp8_recipe)
     if refusal is not None:
         # validate refuses a declared GPU (AL388); a pool the placement weighs was priced as bf16 (or fp4 as fp8) and could
         # be picked, where the training stack refuses to start (review sizreview24 D1): a job that cannot run here
-        issues.append(Issue("PL303", f"{refusal}: it cannot train on {place.pool or 'this pool'}", "precision"))
+        issues.append(precision_refusal(refusal, w.precision, (place.pool or "this pool",)))
+        # it stops here, as a job no layout holds does: days, GPU-hours and MFU of a run that never starts, and a
+        # precision factor that says it "runs as bf16" beside the refusal, were false (review sizreview25 N1)
+        return _empty(w, place, figures, notes, {}, issues)
     declared_tp = w.tensor_parallel
     if declared_tp is not None and not node_degrees(place.gpus_per_node, (declared_tp,)):
         # a declared degree the node does not hold whole groups of: its all-reduces would cross the fabric (node_degrees)

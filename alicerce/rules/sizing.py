@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from alicerce.catalog.models import Gpu
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean, one_of
 from alicerce.spec.heads import tensor_parallel_refusals
@@ -396,8 +397,8 @@ def training_precision_runs(ctx: RuleContext) -> Iterable[Finding]:
     to refuse (PL303, the same words: Gpu.training_refusal)."""
     pools = {p.name: p for p in ctx.resolved.pools}
     for i, w in enumerate(ctx.spec.workloads):
-        if w.kind not in SCHEDULED or w.precision not in ("int8", "fp8", "fp4"):
-            continue
+        if w.kind not in SCHEDULED or w.precision not in ("int8", "fp8", "fp4") or _qlora_low_precision(w):
+            continue  # QLoRA at fp8 / fp4 is AL330's, on every GPU
         path = S.workloads[i].precision
         if w.precision == "int8":
             yield Finding(path, "int8 is no training precision: no training stack runs its GEMMs in int8 (Transformer Engine's "
@@ -407,14 +408,27 @@ def training_precision_runs(ctx: RuleContext) -> Iterable[Finding]:
         # the GPU it starts on: the declared pool's (a pinned accelerator that differs is PL302's warning), else the pin
         pool = pools.get(w.pool or "")
         gpu = pool.gpu if pool is not None and pool.gpu is not None else (ctx.catalog.gpu(w.accelerator) if w.accelerator else None)
-        refusal = gpu.training_refusal(w.precision) if gpu is not None else None
+        refusal = gpu.training_refusal(w.precision, w.fp8_recipe) if gpu is not None else None
         if refusal is not None:
-            hint = (
-                "set bf16, or run on a pool of GPUs with fp8 tensor cores"
-                if w.precision == "fp8"
-                else "set fp8, or run on a Blackwell pool"
-            )
-            yield Finding(path, refusal, hint, w.precision, resource=w.name)
+            yield Finding(path, refusal, Gpu.training_refusal_hint(w.precision), w.precision, resource=w.name)
+
+
+def _qlora_low_precision(w: Workload) -> bool:
+    return w.kind in SCHEDULED and w.method == "qlora" and w.precision in ("fp8", "fp4")
+
+
+@rules.rule("AL330", "qlora-precision", "A QLoRA fine-tune declares no fp8 or fp4 precision, which its GEMMs never run in.")
+def qlora_precision(ctx: RuleContext) -> Iterable[Finding]:
+    """QLoRA stores the frozen base in 4 bits and dequantises it to its 16-bit computation type (BFloat16) for every
+    forward and backward GEMM (Dettmers et al., "QLoRA", arXiv 2305.14314 Sec. 3): an fp8 or fp4 precision is never
+    the GEMMs' and gains nothing, and the plan priced it at the bf16 yardstick. It was refused on an A100 (AL388, in
+    Transformer Engine's words) and accepted as a no-op on an H100, so in a mixed pool set the refusal moved the job
+    (review sizreview25 N3): refused on every GPU instead, as any field that changes nothing is (AL383)."""
+    for i, w in enumerate(ctx.spec.workloads):
+        if _qlora_low_precision(w):
+            yield Finding(S.workloads[i].precision, f"QLoRA dequantises its 4-bit base to 16 bits for every GEMM: {w.precision} "
+                          "changes nothing here", f"set bf16, or method: lora to run its GEMMs in {w.precision}",
+                          w.precision, resource=w.name)  # fmt: skip
 
 
 @rules.rule("AL382", "dataset-bytes-read", "A dataset's stored bytes are given once, on a workload that reads them.")

@@ -153,3 +153,14 @@ def test_a_gpu_has_fp8_tensor_cores_exactly_where_transformer_engine_runs_fp8() 
     for gpu in CATALOG.gpus:
         capability = tuple(int(part) for part in gpu.computeCapability.split("."))
         assert (gpu.tflops.fp8 is not None) == (capability >= FP8_TRAINING_CAPABILITY), gpu.id
+
+
+def test_an_fp8_refusal_names_the_stack_the_recipe_runs_on() -> None:
+    """Review sizreview25 N5: fp8 under `fp8Recipe: generic` was refused in Transformer Engine's words, a stack the user
+    did not declare; a generic recipe runs its GEMMs on torch._scaled_mm, which ATen refuses below 8.9 ("torch._scaled_mm
+    is only supported on CUDA devices with compute capability >= 9.0 or 8.9", aten/src/ATen/native/cuda/Blas.cpp)."""
+    a100 = CATALOG.gpu("A100-SXM4-80GB")
+    generic, te = a100.training_refusal("fp8", "generic"), a100.training_refusal("fp8", "transformer-engine")
+    assert generic is not None and "torch._scaled_mm" in generic and "Transformer Engine" not in generic
+    assert te is not None and "Transformer Engine" in te and a100.training_refusal("fp8") == te
+    assert CATALOG.gpu("L40S-48GB").training_refusal("fp8", "generic") is None

@@ -114,3 +114,7 @@ def test_plan_shows_the_used_and_the_billed_gpu_hour_and_showback_bills_the_bill
     assert float(billed.removeprefix("vector(").removesuffix(")")) == pytest.approx(owned["billedUsdPerGpuHour"], abs=0.001)
     text = " ".join(invoke("plan", spec, "--env", "prod").split())  # as read, whatever the terminal's width wraps
     assert "billed/GPU-h" in text and "what showback and `alicerce costs` charge each allocated GPU-hour" in text
+    # on Capacity Blocks each workload is charged its own blocks' rate, not the pool's (review sizreview24 N3: two
+    # workloads on a p5e block pool were shown at 21.29 and 5.41 a GPU-hour beside the pool's 20.36)
+    assert "showback: the same GPU-hours at the pool's billed/GPU-h (on Capacity Blocks at the rate of the workload's own blocks)" in text
+    assert "each workload is charged its own blocks' rate, so where several share the pool this is their mean" in text

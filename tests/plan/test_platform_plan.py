@@ -711,6 +711,18 @@ costs:
 """
 
 
+def test_a_pin_with_no_pool_of_its_gpu_says_so_not_that_no_pool_runs_the_kind() -> None:
+    """Review sizreview25 N7: an H100 pin beside only an A100 training pool said "no pool in prod runs training
+    workloads", although one does; the pin left it out, and PL301 now says so and names it."""
+    data = yaml.safe_load(FP8_ON_TWO_GENERATIONS)
+    data["nodePools"] = [p for p in data["nodePools"] if p["name"] != "h100"]
+    data["tenancy"]["teams"][0]["quotas"] = [{"pool": "a100", "gpus": 128}]
+    data["workloads"][0].update(precision="bf16", accelerator="H100-SXM5-80GB")
+    (said,) = [f.message for f in plan_of(data).findings if f.check == "PL301"]
+    assert said == ("no pool in prod of the pinned H100-SXM5-80GB runs training workloads, only a100 (A100-SXM4-80GB); "
+                            "sized on H100-SXM5-80GB")  # fmt: skip
+
+
 def test_placement_never_picks_a_gpu_the_training_precision_cannot_run_on() -> None:
     """Review sizreview24 D1: AL388 refused fp8 training on a declared A100, but a pool the placement picked was priced
     "runs as bf16" and chosen when cheaper (a negotiated $8 p4de beside a p5: `w -> a100: adds $156`), where Transformer
@@ -725,8 +737,17 @@ def test_placement_never_picks_a_gpu_the_training_precision_cannot_run_on() -> N
     alone = plan_of(data)
     (said,) = [f.message for f in alone.findings if f.check == "PL303" and f.subject == "w"]
     assert "fp8 training needs compute capability 8.9 or later" in said and "A100-SXM4-80GB is 8.0" in said
+    # the refused job shows no run: no GPUs, days, GPU-hours or MFU, and no "runs as bf16" factor (review sizreview25 N1)
+    (refused,) = [p for p in alone.workloads if p.name == "w"]
+    assert (refused.gpus, refused.wall_clock_days, refused.gpu_hours, refused.mfu) == (None, None, None, None)
+    assert not [f for fig in refused.figures for f in fig.factors if f.name == "precision"]
     # fp4 there: refused in AL388's words, and no note about the fp4 ratio it does not apply (review sizreview25 N2)
     data["workloads"][0]["precision"] = "fp4"
     fp4 = plan_of(data)
     assert any("fp4 training needs Blackwell" in f.message for f in fp4.findings if f.check == "PL303")
     assert "PL317" not in by_check(fp4)
+    # on both pools, each refusing fp4: the PL303 names both and carries AL388's hint (review sizreview25 N6)
+    both = yaml.safe_load(FP8_ON_TWO_GENERATIONS)
+    both["workloads"][0]["precision"] = "fp4"
+    (said,) = [f.message for f in plan_of(both).findings if f.check == "PL303" and f.subject == "w"]
+    assert said.endswith("it cannot train on a100, nor on h100 (set fp8, or run on a Blackwell pool)"), said

@@ -471,6 +471,16 @@ def test_own_vs_rent_lists_capacity_blocks_sold_without_a_price_as_not_weighed()
     assert not [f for f in plan().findings if f.check == "PL311" and f.subject == "onprem-h100"]
 
 
+def test_p6_b200_capacity_blocks_are_sold_in_oregon_without_a_published_price() -> None:
+    """Review sizreview24 N2: AWS sells P6-B200 as Capacity Blocks in US West (Oregon) (AWS News Blog, 2025-05-15), and
+    the catalog had no row: a block pool there got a bare PL311 and own-vs-rent of B200s did not list the block. It is
+    sold unpriced there now, and nowhere else."""
+    block = CATALOG.prices.capacityBlocks.types["p6-b200.48xlarge"]
+    assert (block.usdPerHour, block.regions, block.soldUnpriced) == (None, (), ("us-west-2",))
+    assert [u.instance for u in unpriced_options("B200-SXM-180GB", "us-west-2", CATALOG)] == ["p6-b200.48xlarge"]
+    assert unpriced_options("B200-SXM-180GB", "us-east-1", CATALOG) == ()
+
+
 def test_p5en_capacity_blocks_are_sold_in_ohio_without_a_published_price() -> None:
     """Review sizreview23 N3: the EC2 User Guide's Capacity Blocks page (ec2-capacity-blocks.html, read 2026-12-06)
     sells p5en.48xlarge in US East (Ohio) only; the price page the catalog cites has no p5en row. A block pool there is

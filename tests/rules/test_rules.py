@@ -53,3 +53,12 @@ def test_rule_fixture(rule_id: str, kind: str, index: int, description: str) -> 
         for error in hits:
             assert error.span.line >= 1
             assert Path(error.span.file).name in ("_base.yaml", f"{rule_id}.yaml")
+
+
+def test_qlora_at_fp8_is_refused_once_on_every_gpu() -> None:
+    """Review sizreview25 N3: QLoRA at fp8 was refused on an A100 (AL388, Transformer Engine's words) and accepted as a
+    no-op on an H100, so a mixed pool set moved the job; AL330 refuses it on both, and AL388 does not repeat it."""
+    for index in (0, 2):  # the H100 pool and the A100 pool (AL264 there too: the fixture team has no quota on it)
+        checked = check(patched("AL330", "fail", index), on=TODAY)  # type: ignore[arg-type]
+        rules = [e.rule for e in checked.errors]
+        assert rules.count("AL330") == 1 and "AL388" not in rules, rules
