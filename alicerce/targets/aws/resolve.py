@@ -141,6 +141,14 @@ CAPABILITIES = Capabilities(
     "minutes: check that it did (kubectl get node, the node's AcceleratedHardwareReady condition); if not, drain the node "
     "and terminate its instance (the node group launches another). A rebooted node keeps its name: cordon and uncordon "
     "it once its GPUs are healthy",
+    # an EC2 instance has no BMC, PDU or RMA for its user: a GPU or host at fault is left behind by terminating the
+    # instance (the node group launches another). EKS node auto repair does not act on the XIDs that
+    # GPUApplicationXidRecurring counts (components/gpu_node_pool.py application_xid_overrides; review obsreview31 G-2, N-4)
+    gpu_suspect_action="drain the node and terminate its instance (the node group launches another; EKS node auto "
+    "repair does not act on these XIDs)",
+    gpu_replace_action="drain the node and terminate its instance (the node group launches another)",
+    power_fault_action="An instance's power supplies are EC2's: drain the node and terminate its instance (the node "
+    "group launches another) if it persists",
 )
 # the EKS Pod Identity agent listens on these link-local addresses on every node (EKS user guide, "Understand
 # how EKS Pod Identity works"; IPv6 clusters use the IPv6 one): a default-deny egress must let pods reach it

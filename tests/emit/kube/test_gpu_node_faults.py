@@ -16,13 +16,17 @@ from alicerce.catalog.alerts import (
     FABRIC_MANAGER_DOWN_STATES,
     FABRIC_MANAGER_STATUS,
     GPU_HARDWARE_SLOWDOWN,
+    GPU_HEALTH_NAMES,
     HW_SLOWDOWN_CLOCK_EVENT,
     POWER_BRAKE_CLOCK_EVENT,
     THERMAL_CLOCK_EVENTS,
     XID_COUNT_METRIC,
     XID_COUNT_WINDOW_MINUTES,
+    gpu_health,
 )
 from alicerce.emit.kube.dcgm_counters import counters_csv
+from alicerce.targets.aws.resolve import CAPABILITIES as AWS
+from alicerce.targets.onprem.resolve import CAPABILITIES as ONPREM
 from tests.emit.kube.scrape import dcgm_series, series
 from tests.emit.kube.test_monitoring import (
     A100_LABELS,
@@ -464,3 +468,29 @@ def test_the_inference_dashboard_lists_a_workload_whose_pods_are_all_down(tmp_pa
         {"expr": "workload:vllm_requests:rate5m", "eval_time": "5m", "exp_samples": []},  # what the list read
     ]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
+
+
+# what only an owned host has: a validation role, an RMA, a PDU, a BMC's event log (review obsreview31 N-4)
+ON_PREM_ACTIONS = ("validation role", "RMA", "PDU", "ipmitool", "BMC")
+
+
+def test_gpu_fault_runbooks_name_only_their_target_s_actions() -> None:
+    """At aws the GPU health runbooks say to terminate the instance, not to run the node validation role, RMA the GPU or
+    read the PDU and ipmitool; dc1's keep those."""
+    rp = platform("prod")
+    alerts = ("GPUApplicationXidRecurring", GPU_HARDWARE_SLOWDOWN, "GPURowRemapFailure", "GPUXidError", "GPUCriticalXid")
+    aws, dc1 = rules_of(rp, "aws"), rules_of(rp, "dc1")
+    for name in alerts:
+        text = aws[name]["annotations"]["description"]
+        assert not [a for a in ON_PREM_ACTIONS if a in text], (name, text)
+    for name in ("GPUApplicationXidRecurring", GPU_HARDWARE_SLOWDOWN, "GPURowRemapFailure"):
+        assert "terminate its instance" in aws[name]["annotations"]["description"], name
+    assert "validation role" in dc1["GPUApplicationXidRecurring"]["annotations"]["description"]
+    assert "RMA" in dc1["GPURowRemapFailure"]["annotations"]["description"]
+    assert {"PDU", "ipmitool"} <= {a for a in ON_PREM_ACTIONS if a in dc1[GPU_HARDWARE_SLOWDOWN]["annotations"]["description"]}
+
+
+def test_the_static_alert_names_are_the_generated_ones() -> None:
+    """Overrides are validated against GPU_HEALTH_NAMES without resolving a site: they are the names generated."""
+    for words in (AWS, ONPREM):
+        assert tuple(a.name for a in gpu_health(words)) == GPU_HEALTH_NAMES
