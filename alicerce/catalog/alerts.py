@@ -486,10 +486,12 @@ SEVERITY_DECIDED = {"DCGMExporterDown": "warning", "KubeStateMetricsAbsent": "cr
 CRITICAL_XID = "GPUCriticalXid"
 
 
-def critical_xid_alert(fault_action: str) -> Alert:
+def critical_xid_alert(fault_action: str, cordon_means: str) -> Alert:
     """The page for a critical XID. ``fault_action``: what the on-call does with the failed GPU's node at the site, in
     its target's words (alicerce.targets.base.Capabilities.gpu_fault_action: a validation role on owned hosts, the
-    cloud's node repair where it has one; review obsreview29 N-5)."""
+    cloud's node repair where it has one; review obsreview29 N-5). ``cordon_means``: what the cordon that ends the page
+    says at the site (Capabilities.critical_xid_cordon: at EKS its own cordon, before the repair; review obsreview31
+    N-2)."""
     return Alert(
         CRITICAL_XID,
         critical_xid_until_cordoned(CRITICAL_XID_CODES),
@@ -497,8 +499,7 @@ def critical_xid_alert(fault_action: str) -> Alert:
         "critical",
         "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported a critical XID",
         f"XID {{{{ $labels.xid }}}} ({{{{ $value }}}} in the last {XID_COUNT_WINDOW_MINUTES} minutes): {fault_action}. The "
-        f"page holds until the node is cordoned (for {CRITICAL_XID_HELD} at most), so a reset that has not happened is not "
-        "a resolved incident.",
+        f"page holds until the node is cordoned (for {CRITICAL_XID_HELD} at most). {cordon_means}.",
     )
 
 

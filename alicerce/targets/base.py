@@ -213,6 +213,8 @@ class Capabilities:
     dead_node_action: str = "check its BMC and console, then cordon it while it is repaired"
     # what the on-call does with a node whose GPU reported a critical XID (GPUCriticalXid's runbook)
     gpu_fault_action: str = "drain the node and run the node validation role before returning it to service"
+    # what the end of GPUCriticalXid's page, at the node's cordon, means at the site
+    critical_xid_cordon: str = "A reset that has not happened is not a resolved incident"
     # the same for a GPU suspected, not proven, faulty (GPUApplicationXidRecurring: jobs fail on it and run elsewhere)
     gpu_suspect_action: str = "drain the node and run the node validation role"
     # what is done with a GPU that must be replaced (GPURowRemapFailure: out of spare memory rows)

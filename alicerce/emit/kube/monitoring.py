@@ -454,7 +454,7 @@ def rule_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
         group(
             "alicerce.gpu.health",
             [
-                critical_xid_alert(rp.site(site_name).capabilities.gpu_fault_action),
+                critical_xid_alert(rp.site(site_name).capabilities.gpu_fault_action, rp.site(site_name).capabilities.critical_xid_cordon),
                 *gpu_health(rp.site(site_name).capabilities),
                 *exporter,
                 *_pool_alerts(rp, site_name),

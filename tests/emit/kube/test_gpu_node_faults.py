@@ -494,3 +494,54 @@ def test_the_static_alert_names_are_the_generated_ones() -> None:
     """Overrides are validated against GPU_HEALTH_NAMES without resolving a site: they are the names generated."""
     for words in (AWS, ONPREM):
         assert tuple(a.name for a in gpu_health(words)) == GPU_HEALTH_NAMES
+
+
+def test_the_aws_xid_page_says_it_ends_at_eks_s_cordon() -> None:
+    """Review obsreview31 N-2: at aws the page ends when EKS cordons the node, before the reboot or replacement, which
+    follows about 10 minutes after detection unless paused; the on-call checks the node's condition, not the page."""
+    rp = platform("prod")
+    aws = rules_of(rp, "aws")["GPUCriticalXid"]["annotations"]["description"]
+    for words in ("page ends when EKS cordons the node", "10 minutes after detection", "20% of a group of over five",
+                  "zonal shift", "AcceleratedHardwareReady condition went back to True or the node was replaced"):  # fmt: skip
+        assert words in aws, words
+    assert "not a resolved incident" not in aws
+    assert "not a resolved incident" in rules_of(rp, "dc1")["GPUCriticalXid"]["annotations"]["description"]
+
+
+def test_no_runbook_says_cordon_and_uncordon_back_to_back() -> None:
+    """Review obsreview31 N-3: the hold reads the cordon at 1-minute subquery steps of scraped samples, so a cordon of a
+    few seconds is not seen and the page holds on: the runbooks say to wait for the page to resolve before uncordoning."""
+    rp = platform("prod")
+    for site in ("aws", "dc1"):
+        for name, rule in rules_of(rp, site).items():
+            text = rule.get("annotations", {}).get("description", "")
+            assert "cordon and uncordon" not in text, (site, name)
+    assert "wait until the page resolves" in rules_of(rp, "aws")["GPUCriticalXid"]["annotations"]["description"]
+
+
+@needs_promtool
+def test_a_cordon_ends_the_hold_only_once_a_step_has_seen_it(tmp_path: Path) -> None:
+    """Review obsreview31 N-3, at a 30 s scrape: XID 79 on two nodes, held (valued 0) after the window. gpu-001 is
+    cordoned from 20m to 22m (the runbook's wait), then uncordoned: quiet from then on. gpu-002 is cordoned for one
+    scrape between two minute steps (a back-to-back cordon and uncordon): no step sees it, the page holds on."""
+    rp = platform("prod")
+    rule = rules_of(rp, "aws")["GPUCriticalXid"]
+    window = {"window_size_in_ms": str(XID_COUNT_WINDOW_MINUTES * 60_000)}
+    waited, hurried = (dcgm_scraped(rp, "aws", dcgm_series(node, 0)) for node in ("gpu-001", "gpu-002"))
+    hurried_key = {k: hurried[k] for k in ("Hostname", "gpu", "UUID")} | {"xid": "79"}
+    waited_key = {k: waited[k] for k in ("Hostname", "gpu", "UUID")} | {"xid": "79"}
+    inputs = [
+        {"series": series(XID_COUNT_METRIC, waited | window | {"xid": "79"}), "values": "_x2 1x10 stale"},
+        {"series": series(XID_COUNT_METRIC, hurried | window | {"xid": "79"}), "values": "_x2 1x10 stale"},
+        {"series": 'kube_node_spec_unschedulable{node="gpu-001"}', "values": "0x39 1x4 0x60"},  # 19m30s-21m30s
+        {"series": 'kube_node_spec_unschedulable{node="gpu-002"}', "values": "0x40 1 0x60"},  # 20m30s only
+        {"series": 'kube_node_created{node="gpu-001"}', "values": "-86400x100"},
+        {"series": 'kube_node_created{node="gpu-002"}', "values": "-86400x100"},
+    ]
+    tests = [{"interval": "30s", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "15m", "alertname": "GPUCriticalXid", "exp_alerts": [
+            expected(rule, waited_key, "0"), expected(rule, hurried_key, "0")]},
+        {"eval_time": "23m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rule, hurried_key, "0")]},
+        {"eval_time": "45m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rule, hurried_key, "0")]},
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path, every="30s")
