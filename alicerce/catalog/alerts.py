@@ -349,9 +349,13 @@ def xid_events(codes: str) -> str:
     two hours, no ticket (review obsreview27 G4); its rises count each of them. Minutes, not XIDs: the XIDs one fault
     logs together (one per channel or engine it hit) are one event, and a count held level (faults exactly a window
     apart, each replacing the last as it ages out) stays one, as the suite's 20-minute case has it."""
+    return f"count_over_time({xid_started(codes)}[{XID_APP_RECURRENCE_WINDOW}:{XID_EVENT_STEP}])"
+
+
+def xid_started(codes: str) -> str:
+    """Per GPU and code, at the minute its count in the exporter's window started or rose: an XID event."""
     now, before = xid_count(codes), xid_count(codes, offset=XID_EVENT_STEP)
-    started = f"(({now} unless {before}) or ({now}) > ({before}))"
-    return f"count_over_time({started}[{XID_APP_RECURRENCE_WINDOW}:{XID_EVENT_STEP}])"
+    return f"(({now} unless {before}) or ({now}) > ({before}))"
 
 
 # dcgm-exporter's clock event count (4.5.3-4.8.2 internal/pkg/collector/clock_events_collector.go): per GPU and reason
@@ -463,9 +467,25 @@ def critical_xid_until_cordoned(codes: str) -> str:
     # re-joins under its fixed name after the repair, or an EKS node given a freed private IP (its name), is a new
     # object created after the XID (kube-state-metrics 2.20.0 kube_node_created{node}: its creation time, seconds since
     # the epoch), and held the old GPU's page (review obsreview29 N-2)
-    recreated = f"{not_since} <= on (Hostname) group_left () {_as_hostname('max by (node) (kube_node_created)')}"
-    held = f"(({not_since} and on (Hostname) {exists}) unless ({recreated}))"
-    return f"({xid_count(codes)} unless on (Hostname) {CORDONED_HOSTS}) or 0 * {held}"
+    created = _as_hostname("max by (node) (kube_node_created)")
+
+    def held(since: str) -> str:
+        return f"(({since} and on (Hostname) {exists}) unless ({since} <= on (Hostname) group_left () {created}))"
+
+    # An XID that started while the node was cordoned for repair is a ticket (GPUXidError); if the node is then
+    # uncordoned without a new cordon since, the fault goes back into service unfixed, and the hold above cannot see it
+    # (the last cordon sample is after the XID): held too, once the node is uncordoned, until it is cordoned again
+    # (review obsreview30 N-1). The XID's start, not its presence: the count of an XID just before a cordon lasts the
+    # exporter's window into it, and a node drained for that XID and uncordoned repaired must stay quiet.
+    last_in_cordon = f"max_over_time(timestamp({xid_started(codes)} and on (Hostname) {CORDONED_HOSTS}){window})"
+    cordoned_before = f"(max by (node) (kube_node_spec_unschedulable offset {XID_EVENT_STEP}) == 1)"
+    cordon_start = f"({CORDONED_NODES} unless on (node) {cordoned_before})"
+    last_cordon_start = _as_hostname(f"max_over_time(timestamp({cordon_start}){window})")
+    uncordoned_unfixed = (
+        f"((({last_in_cordon} > on (Hostname) group_left () {last_cordon_start}) "
+        f"or ({last_in_cordon} unless on (Hostname) {last_cordon_start})) unless on (Hostname) {CORDONED_HOSTS})"
+    )
+    return f"({xid_count(codes)} unless on (Hostname) {CORDONED_HOSTS}) or 0 * {held(not_since)} or 0 * {held(uncordoned_unfixed)}"
 
 
 # Who is woken at 3am for what (review observe4 G15), decided here for the monitoring blind spots and the RMA alert:
@@ -533,7 +553,8 @@ def gpu_health(words: GpuFaultWords) -> tuple[Alert, ...]:
             "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $labels.xid }}",
             f"A GPU reported an XID in the last {XID_COUNT_WINDOW_MINUTES} minutes; check the driver log (nvidia-smi -q, dmesg) "
             "for the cause. On a node cordoned for repair a critical XID is reported here, not paged: the repair's "
-            "validation reproduced it, so the GPU is not fixed yet.",
+            "validation reproduced it, so the GPU is not fixed yet: uncordoned before a new cordon, the node pages "
+            "(GPUCriticalXid).",
         ),
         Alert(
             "GPUApplicationXidRecurring",

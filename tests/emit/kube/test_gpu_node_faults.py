@@ -545,3 +545,35 @@ def test_a_cordon_ends_the_hold_only_once_a_step_has_seen_it(tmp_path: Path) -> 
         {"eval_time": "45m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rule, hurried_key, "0")]},
     ]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path, every="30s")
+
+
+@needs_promtool
+def test_a_node_uncordoned_with_the_xid_its_repair_reproduced_pages(tmp_path: Path) -> None:
+    """Review obsreview30 N-1 (repro /work/wt/or30-repro): gpu-001 is cordoned for repair from 0 to 40m, its validation
+    reproduces XID 79 at 25m (a ticket, no page while cordoned), and it is uncordoned at 45m with the fault unfixed: held
+    (valued 0) from the uncordon, until the on-call cordons it again at 85m; uncordoned at 110m, it stays quiet.
+    Look-alikes that stay quiet: gpu-002, cordoned at 5m for an XID 48 at 0 (its count lasts into the cordon) and
+    uncordoned repaired at 45m, no new XID; gpu-003, XID 79 at 25m while cordoned and still cordoned (in repair)."""
+    rp = platform("prod")
+    rule = rules_of(rp, "dc1")["GPUCriticalXid"]
+    window = {"window_size_in_ms": str(XID_COUNT_WINDOW_MINUTES * 60_000)}
+    unfixed, repaired, in_repair = (dcgm_scraped(rp, "dc1", dcgm_series(n, 0)) for n in ("gpu-001", "gpu-002", "gpu-003"))
+    key = {k: unfixed[k] for k in ("Hostname", "gpu", "UUID")} | {"xid": "79"}
+    inputs = [
+        {"series": series(XID_COUNT_METRIC, unfixed | window | {"xid": "79"}), "values": "_x5 1 stale"},
+        {"series": 'kube_node_spec_unschedulable{node="gpu-001"}', "values": "1x8 0x7 1x4 0x12"},
+        {"series": series(XID_COUNT_METRIC, repaired | window | {"xid": "48"}), "values": "1 1 stale"},
+        {"series": 'kube_node_spec_unschedulable{node="gpu-002"}', "values": "0 1x7 0x24"},
+        {"series": series(XID_COUNT_METRIC, in_repair | window | {"xid": "79"}), "values": "_x5 1 stale"},
+        {"series": 'kube_node_spec_unschedulable{node="gpu-003"}', "values": "1x32"},
+        *({"series": f'kube_node_created{{node="gpu-00{n}"}}', "values": "-86400x32"} for n in (1, 2, 3)),
+    ]
+    tests = [{"interval": "5m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "5m", "alertname": "GPUCriticalXid", "exp_alerts": []},  # gpu-002 cordoned while its XID 48 is still counted
+        {"eval_time": "25m", "alertname": "GPUCriticalXid", "exp_alerts": []},  # in repair: GPUXidError's ticket
+        {"eval_time": "50m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rule, key, "0")]},
+        {"eval_time": "75m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rule, key, "0")]},
+        {"eval_time": "85m", "alertname": "GPUCriticalXid", "exp_alerts": []},  # cordoned again by the on-call
+        {"eval_time": "2h30m", "alertname": "GPUCriticalXid", "exp_alerts": []},  # uncordoned after its repair
+    ]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path, every="5m")
