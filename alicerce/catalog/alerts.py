@@ -446,6 +446,13 @@ def _as_hostname(nodes: str) -> str:
 CORDONED_HOSTS = _as_hostname(CORDONED_NODES)
 
 
+# An XID first seen this long after its node's cordon started came from the repair (its validation), not before it: EKS
+# cordons a node at the node monitoring agent's detection, which reads DCGM directly, while dcgm-exporter's count trails
+# it by up to a collect interval (30 s), a scrape and a subquery step, so the XID the cordon is for can first show up
+# a minute or two into the cordon; a node repaired for it and uncordoned must stay quiet (review obsreview30 N-1)
+XID_AFTER_CORDON_SECONDS = 600
+
+
 def critical_xid_until_cordoned(codes: str) -> str:
     """Per GPU and code: the XIDs in the exporter's window on a node in service, or (valued 0) one in the last
     CRITICAL_XID_HELD on a node not cordoned since (kube-state-metrics' node, dcgm-exporter's Hostname). An XID on a
@@ -473,7 +480,8 @@ def critical_xid_until_cordoned(codes: str) -> str:
         return f"(({since} and on (Hostname) {exists}) unless ({since} <= on (Hostname) group_left () {created}))"
 
     # An XID that started while the node was cordoned for repair is a ticket (GPUXidError); if the node is then
-    # uncordoned without a new cordon since, the fault goes back into service unfixed, and the hold above cannot see it
+    # uncordoned without a new cordon since (and the XID came XID_AFTER_CORDON_SECONDS or more into the cordon), the
+    # fault goes back into service unfixed, and the hold above cannot see it
     # (the last cordon sample is after the XID): held too, once the node is uncordoned, until it is cordoned again
     # (review obsreview30 N-1). The XID's start, not its presence: the count of an XID just before a cordon lasts the
     # exporter's window into it, and a node drained for that XID and uncordoned repaired must stay quiet.
@@ -482,7 +490,7 @@ def critical_xid_until_cordoned(codes: str) -> str:
     cordon_start = f"({CORDONED_NODES} unless on (node) {cordoned_before})"
     last_cordon_start = _as_hostname(f"max_over_time(timestamp({cordon_start}){window})")
     uncordoned_unfixed = (
-        f"((({last_in_cordon} > on (Hostname) group_left () {last_cordon_start}) "
+        f"((({last_in_cordon} > on (Hostname) group_left () ({last_cordon_start} + {XID_AFTER_CORDON_SECONDS})) "
         f"or ({last_in_cordon} unless on (Hostname) {last_cordon_start})) unless on (Hostname) {CORDONED_HOSTS})"
     )
     return f"({xid_count(codes)} unless on (Hostname) {CORDONED_HOSTS}) or 0 * {held(not_since)} or 0 * {held(uncordoned_unfixed)}"

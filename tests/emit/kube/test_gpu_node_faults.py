@@ -553,11 +553,13 @@ def test_a_node_uncordoned_with_the_xid_its_repair_reproduced_pages(tmp_path: Pa
     reproduces XID 79 at 25m (a ticket, no page while cordoned), and it is uncordoned at 45m with the fault unfixed: held
     (valued 0) from the uncordon, until the on-call cordons it again at 85m; uncordoned at 110m, it stays quiet.
     Look-alikes that stay quiet: gpu-002, cordoned at 5m for an XID 48 at 0 (its count lasts into the cordon) and
-    uncordoned repaired at 45m, no new XID; gpu-003, XID 79 at 25m while cordoned and still cordoned (in repair)."""
+    uncordoned repaired at 45m, no new XID; gpu-003, XID 79 at 25m while cordoned and still cordoned (in repair);
+    gpu-004, cordoned by EKS at 5m for an XID 79 its agent read from DCGM before dcgm-exporter's count showed it (at
+    10m, in the cordon), rebooted and uncordoned at 45m."""
     rp = platform("prod")
     rule = rules_of(rp, "dc1")["GPUCriticalXid"]
     window = {"window_size_in_ms": str(XID_COUNT_WINDOW_MINUTES * 60_000)}
-    unfixed, repaired, in_repair = (dcgm_scraped(rp, "dc1", dcgm_series(n, 0)) for n in ("gpu-001", "gpu-002", "gpu-003"))
+    unfixed, repaired, in_repair, eks = (dcgm_scraped(rp, "dc1", dcgm_series(n, 0)) for n in ("gpu-001", "gpu-002", "gpu-003", "gpu-004"))
     key = {k: unfixed[k] for k in ("Hostname", "gpu", "UUID")} | {"xid": "79"}
     inputs = [
         {"series": series(XID_COUNT_METRIC, unfixed | window | {"xid": "79"}), "values": "_x5 1 stale"},
@@ -566,7 +568,9 @@ def test_a_node_uncordoned_with_the_xid_its_repair_reproduced_pages(tmp_path: Pa
         {"series": 'kube_node_spec_unschedulable{node="gpu-002"}', "values": "0 1x7 0x24"},
         {"series": series(XID_COUNT_METRIC, in_repair | window | {"xid": "79"}), "values": "_x5 1 stale"},
         {"series": 'kube_node_spec_unschedulable{node="gpu-003"}', "values": "1x32"},
-        *({"series": f'kube_node_created{{node="gpu-00{n}"}}', "values": "-86400x32"} for n in (1, 2, 3)),
+        {"series": series(XID_COUNT_METRIC, eks | window | {"xid": "79"}), "values": "_ _ 1 stale"},
+        {"series": 'kube_node_spec_unschedulable{node="gpu-004"}', "values": "0 1x7 0x24"},
+        *({"series": f'kube_node_created{{node="gpu-00{n}"}}', "values": "-86400x32"} for n in (1, 2, 3, 4)),
     ]
     tests = [{"interval": "5m", "input_series": inputs, "alert_rule_test": [
         {"eval_time": "5m", "alertname": "GPUCriticalXid", "exp_alerts": []},  # gpu-002 cordoned while its XID 48 is still counted
