@@ -481,10 +481,10 @@ def critical_xid_until_cordoned(codes: str) -> str:
 
     # An XID that started while the node was cordoned for repair is a ticket (GPUXidError); if the node is then
     # uncordoned without a new cordon since (and the XID came XID_AFTER_CORDON_SECONDS or more into the cordon), the
-    # fault goes back into service unfixed, and the hold above cannot see it
-    # (the last cordon sample is after the XID): held too, once the node is uncordoned, until it is cordoned again
-    # (review obsreview30 N-1). The XID's start, not its presence: the count of an XID just before a cordon lasts the
-    # exporter's window into it, and a node drained for that XID and uncordoned repaired must stay quiet.
+    # fault goes back into service unfixed, and the hold above cannot see it (the last cordon sample is after the XID):
+    # held too, once the node is uncordoned, until it is cordoned again (review obsreview30 N-1). The XID's start, not
+    # its presence: the count of an XID just before a cordon lasts the exporter's window into it, and a node drained
+    # for that XID and uncordoned repaired must stay quiet.
     last_in_cordon = f"max_over_time(timestamp({xid_started(codes)} and on (Hostname) {CORDONED_HOSTS}){window})"
     cordoned_before = f"(max by (node) (kube_node_spec_unschedulable offset {XID_EVENT_STEP}) == 1)"
     cordon_start = f"({CORDONED_NODES} unless on (node) {cordoned_before})"
