@@ -6,7 +6,7 @@ overrides against these names without resolving anything.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from alicerce.spec.record import record
 
@@ -349,9 +349,13 @@ def xid_events(codes: str) -> str:
     two hours, no ticket (review obsreview27 G4); its rises count each of them. Minutes, not XIDs: the XIDs one fault
     logs together (one per channel or engine it hit) are one event, and a count held level (faults exactly a window
     apart, each replacing the last as it ages out) stays one, as the suite's 20-minute case has it."""
+    return f"count_over_time({xid_started(codes)}[{XID_APP_RECURRENCE_WINDOW}:{XID_EVENT_STEP}])"
+
+
+def xid_started(codes: str) -> str:
+    """Per GPU and code, at the minute its count in the exporter's window started or rose: an XID event."""
     now, before = xid_count(codes), xid_count(codes, offset=XID_EVENT_STEP)
-    started = f"(({now} unless {before}) or ({now}) > ({before}))"
-    return f"count_over_time({started}[{XID_APP_RECURRENCE_WINDOW}:{XID_EVENT_STEP}])"
+    return f"(({now} unless {before}) or ({now}) > ({before}))"
 
 
 # dcgm-exporter's clock event count (4.5.3-4.8.2 internal/pkg/collector/clock_events_collector.go): per GPU and reason
@@ -442,6 +446,13 @@ def _as_hostname(nodes: str) -> str:
 CORDONED_HOSTS = _as_hostname(CORDONED_NODES)
 
 
+# An XID first seen this long after its node's cordon started came from the repair (its validation), not before it: EKS
+# cordons a node at the node monitoring agent's detection, which reads DCGM directly, while dcgm-exporter's count trails
+# it by up to a collect interval (30 s), a scrape and a subquery step, so the XID the cordon is for can first show up
+# a minute or two into the cordon; a node repaired for it and uncordoned must stay quiet (review obsreview30 N-1)
+XID_AFTER_CORDON_SECONDS = 600
+
+
 def critical_xid_until_cordoned(codes: str) -> str:
     """Per GPU and code: the XIDs in the exporter's window on a node in service, or (valued 0) one in the last
     CRITICAL_XID_HELD on a node not cordoned since (kube-state-metrics' node, dcgm-exporter's Hostname). An XID on a
@@ -463,9 +474,26 @@ def critical_xid_until_cordoned(codes: str) -> str:
     # re-joins under its fixed name after the repair, or an EKS node given a freed private IP (its name), is a new
     # object created after the XID (kube-state-metrics 2.20.0 kube_node_created{node}: its creation time, seconds since
     # the epoch), and held the old GPU's page (review obsreview29 N-2)
-    recreated = f"{not_since} <= on (Hostname) group_left () {_as_hostname('max by (node) (kube_node_created)')}"
-    held = f"(({not_since} and on (Hostname) {exists}) unless ({recreated}))"
-    return f"({xid_count(codes)} unless on (Hostname) {CORDONED_HOSTS}) or 0 * {held}"
+    created = _as_hostname("max by (node) (kube_node_created)")
+
+    def held(since: str) -> str:
+        return f"(({since} and on (Hostname) {exists}) unless ({since} <= on (Hostname) group_left () {created}))"
+
+    # An XID that started while the node was cordoned for repair is a ticket (GPUXidError); if the node is then
+    # uncordoned without a new cordon since (and the XID came XID_AFTER_CORDON_SECONDS or more into the cordon), the
+    # fault goes back into service unfixed, and the hold above cannot see it (the last cordon sample is after the XID):
+    # held too, once the node is uncordoned, until it is cordoned again (review obsreview30 N-1). The XID's start, not
+    # its presence: the count of an XID just before a cordon lasts the exporter's window into it, and a node drained
+    # for that XID and uncordoned repaired must stay quiet.
+    last_in_cordon = f"max_over_time(timestamp({xid_started(codes)} and on (Hostname) {CORDONED_HOSTS}){window})"
+    cordoned_before = f"(max by (node) (kube_node_spec_unschedulable offset {XID_EVENT_STEP}) == 1)"
+    cordon_start = f"({CORDONED_NODES} unless on (node) {cordoned_before})"
+    last_cordon_start = _as_hostname(f"max_over_time(timestamp({cordon_start}){window})")
+    uncordoned_unfixed = (
+        f"((({last_in_cordon} > on (Hostname) group_left () ({last_cordon_start} + {XID_AFTER_CORDON_SECONDS})) "
+        f"or ({last_in_cordon} unless on (Hostname) {last_cordon_start})) unless on (Hostname) {CORDONED_HOSTS})"
+    )
+    return f"({xid_count(codes)} unless on (Hostname) {CORDONED_HOSTS}) or 0 * {held(not_since)} or 0 * {held(uncordoned_unfixed)}"
 
 
 # Who is woken at 3am for what (review observe4 G15), decided here for the monitoring blind spots and the RMA alert:
@@ -486,10 +514,12 @@ SEVERITY_DECIDED = {"DCGMExporterDown": "warning", "KubeStateMetricsAbsent": "cr
 CRITICAL_XID = "GPUCriticalXid"
 
 
-def critical_xid_alert(fault_action: str) -> Alert:
+def critical_xid_alert(fault_action: str, cordon_means: str) -> Alert:
     """The page for a critical XID. ``fault_action``: what the on-call does with the failed GPU's node at the site, in
     its target's words (alicerce.targets.base.Capabilities.gpu_fault_action: a validation role on owned hosts, the
-    cloud's node repair where it has one; review obsreview29 N-5)."""
+    cloud's node repair where it has one; review obsreview29 N-5). ``cordon_means``: what the cordon that ends the page
+    says at the site (Capabilities.critical_xid_cordon: at EKS its own cordon, before the repair; review obsreview31
+    N-2)."""
     return Alert(
         CRITICAL_XID,
         critical_xid_until_cordoned(CRITICAL_XID_CODES),
@@ -497,96 +527,114 @@ def critical_xid_alert(fault_action: str) -> Alert:
         "critical",
         "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported a critical XID",
         f"XID {{{{ $labels.xid }}}} ({{{{ $value }}}} in the last {XID_COUNT_WINDOW_MINUTES} minutes): {fault_action}. The "
-        f"page holds until the node is cordoned (for {CRITICAL_XID_HELD} at most), so a reset that has not happened is not "
-        "a resolved incident.",
+        f"page holds until the node is cordoned (for {CRITICAL_XID_HELD} at most). {cordon_means}.",
     )
 
 
-GPU_HEALTH: tuple[Alert, ...] = (
-    Alert(
-        "GPUXidError",
-        # one XID, one alert: a code GPUCriticalXid pages on is not a ticket as well (review obsreview6 G5), and one
-        # a killed or crashing process raises is a ticket only when it recurs (GPUApplicationXidRecurring). Nor XID 63
-        # (a row remap recorded) where the GPU reports the remap pending: GPURowRemapPending says it, with its runbook
-        # (review obsreview21 F5); a GPU with MIG active reports no remap state (NVML), so its 63 stays a ticket here
-        # A critical XID on a node cordoned for repair is this ticket, not GPUCriticalXid's page (review obsreview29 N-1)
-        f"({xid_count(but=f'{CRITICAL_XID_CODES}|{APPLICATION_XID_CODES}')} unless on ({GPU_KEY}, xid) "
-        f"({xid_count(str(XID_ROW_REMAP))} and on ({GPU_KEY}) max by ({GPU_KEY}) ({REMAP_PENDING}) > 0)) "
-        f"or ({xid_count(CRITICAL_XID_CODES)} and on (Hostname) {CORDONED_HOSTS})",
-        "0m",
-        "warning",
-        "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $labels.xid }}",
-        f"A GPU reported an XID in the last {XID_COUNT_WINDOW_MINUTES} minutes; check the driver log (nvidia-smi -q, dmesg) "
-        "for the cause. On a node cordoned for repair a critical XID is reported here, not paged: the repair's "
-        "validation reproduced it, so the GPU is not fixed yet.",
-    ),
-    Alert(
-        "GPUApplicationXidRecurring",
-        f"{xid_events(RECURRING_XID_CODES)} >= {XID_APP_RECURRENCE_EVENTS}",
-        "0m",
-        "warning",
-        f"GPU {{{{ $labels.gpu }}}} on {{{{ $labels.Hostname }}}} reported XID {{{{ $labels.xid }}}} {{{{ $value }}}} times in "
-        f"{XID_APP_RECURRENCE_WINDOW}",
-        f"XID {{{{ $labels.xid }}}} is one a killed or faulting CUDA process raises (preemption, OOM kill, a bad kernel), "
-        f"but it was raised by {{{{ $value }}}} separate faults on this GPU in the last {XID_APP_RECURRENCE_WINDOW} (each "
-        "minute it appeared or its count rose; a workload restarting into the same fault counts each time): check whether "
-        "the jobs that failed on it run elsewhere (then drain the node and run the node validation role) or crash the "
-        "same way everywhere (the workload). XID 45 (a process killed: early-stopped trials, preemption) never counts.",
-    ),
-    Alert(
-        "GPURowRemapFailure",
-        f"max by ({GPU_KEY}) (DCGM_FI_DEV_ROW_REMAP_FAILURE) > 0",
-        "0m",
-        SEVERITY_DECIDED["GPURowRemapFailure"],
-        "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} could not remap a memory row",
-        "The GPU has run out of spare rows: replace it (RMA).",
-    ),
-    Alert(
-        "GPURowRemapPending",
-        # while the remap waits for the reset, whichever pod holds the GPU: it read the remapped-row count rising, and
-        # resolved an hour later whether or not the GPU was reset (review obsreview12 F9)
-        f"max by ({GPU_KEY}) ({REMAP_PENDING}) > 0",
-        "0m",
-        "warning",
-        "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} has a memory row remap pending a GPU reset",
-        "A GPU reset is pending to apply the remap; schedule a drain and reset.",
-    ),
-    Alert(
-        "GPUTemperatureHigh",
-        # the GPU's own report that heat slows it, not a temperature: where it slows down is the model's (a fixed 85 C
-        # ticketed a passively cooled L4 running warm and under its limit, and missed an H100 throttling below it,
-        # review obsreview21 F8). Present for 10 minutes: thermal slowdown in every 5-minute window of them
-        f'max by ({GPU_KEY}, clock_event) ({CLOCK_EVENTS_METRIC}{{clock_event=~"{THERMAL_CLOCK_EVENTS}"}}) > 0',
-        "10m",
-        "warning",
-        "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} slows its clocks for heat ({{ $labels.clock_event }})",
-        "The GPU has lowered its clocks to stay under its slowdown temperature for 10 minutes or more (sw_thermal: the "
-        "driver's limit; hw_thermal: the hardware's, clocks halved or worse): its jobs run slower. Check airflow, fans, "
-        "inlet temperature and the GPU temperature panel; a single GPU among cool neighbours points at its heatsink.",
-    ),
-    Alert(
-        GPU_HARDWARE_SLOWDOWN,
-        # per host: a power supply or PDU fault brakes every GPU of the node at once, one ticket for them
-        hardware_slowdown(),
-        "10m",
-        "warning",
-        "{{ $value }} GPUs on {{ $labels.Hostname }} are clocked down by the hardware for power, not heat",
-        "The GPUs report the external power brake (hw_power_brake) or HW slowdown (clocks halved or worse) without a "
-        "thermal reason for 10 minutes or more: every job spanning the node runs at its pace. Check the node's power "
-        "supplies, PDU feed and the BMC's power and event logs (ipmitool sel list), and the GPU power panel.",
-    ),
-    Alert(
-        "GPUPCIeReplays",
-        # the device's counter, not each holder's copy: dcgm-exporter labels a GPU's series with the pod holding it (one
-        # copy per pod sharing a time-sliced GPU), so read per series one bad riser raised an alert per pod, and its rate
-        # and `for` started again at each new holder: silent under jobs shorter than 16 minutes (review obsreview12 F2)
-        f"rate((max by ({GPU_KEY}) (DCGM_FI_DEV_PCIE_REPLAY_COUNTER))[10m:1m]) > 0.1",
-        "15m",
-        "warning",
-        "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} retries PCIe transfers",
-        "A rising PCIe replay rate points at a bad riser, cable or slot.",
-    ),
-)
+class GpuFaultWords(Protocol):
+    """What the on-call does about a GPU fault, in its target's words (alicerce.targets.base.Capabilities): a validation
+    role, an RMA and a PDU on owned hosts; terminating the instance at a cloud (review obsreview31 N-4)."""
+
+    @property
+    def gpu_suspect_action(self) -> str: ...
+    @property
+    def gpu_replace_action(self) -> str: ...
+    @property
+    def power_fault_action(self) -> str: ...
+
+
+def gpu_health(words: GpuFaultWords) -> tuple[Alert, ...]:
+    """The GPU health alerts of a site, each runbook in its target's words."""
+    return (
+        Alert(
+            "GPUXidError",
+            # one XID, one alert: a code GPUCriticalXid pages on is not a ticket as well (review obsreview6 G5), and one
+            # a killed or crashing process raises is a ticket only when it recurs (GPUApplicationXidRecurring). Nor XID 63
+            # (a row remap recorded) where the GPU reports the remap pending: GPURowRemapPending says it, with its runbook
+            # (review obsreview21 F5); a GPU with MIG active reports no remap state (NVML), so its 63 stays a ticket here
+            # A critical XID on a node cordoned for repair is this ticket, not GPUCriticalXid's page (review obsreview29 N-1)
+            f"({xid_count(but=f'{CRITICAL_XID_CODES}|{APPLICATION_XID_CODES}')} unless on ({GPU_KEY}, xid) "
+            f"({xid_count(str(XID_ROW_REMAP))} and on ({GPU_KEY}) max by ({GPU_KEY}) ({REMAP_PENDING}) > 0)) "
+            f"or ({xid_count(CRITICAL_XID_CODES)} and on (Hostname) {CORDONED_HOSTS})",
+            "0m",
+            "warning",
+            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $labels.xid }}",
+            f"A GPU reported an XID in the last {XID_COUNT_WINDOW_MINUTES} minutes; check the driver log (nvidia-smi -q, dmesg) "
+            "for the cause. On a node cordoned for repair a critical XID is reported here, not paged: the repair's "
+            "validation reproduced it, so the GPU is not fixed yet: uncordoned before a new cordon, the node pages "
+            "(GPUCriticalXid).",
+        ),
+        Alert(
+            "GPUApplicationXidRecurring",
+            f"{xid_events(RECURRING_XID_CODES)} >= {XID_APP_RECURRENCE_EVENTS}",
+            "0m",
+            "warning",
+            f"GPU {{{{ $labels.gpu }}}} on {{{{ $labels.Hostname }}}} reported XID {{{{ $labels.xid }}}} {{{{ $value }}}} times in "
+            f"{XID_APP_RECURRENCE_WINDOW}",
+            f"XID {{{{ $labels.xid }}}} is one a killed or faulting CUDA process raises (preemption, OOM kill, a bad kernel), "
+            f"but it was raised by {{{{ $value }}}} separate faults on this GPU in the last {XID_APP_RECURRENCE_WINDOW} (each "
+            "minute it appeared or its count rose; a workload restarting into the same fault counts each time): check whether "
+            f"the jobs that failed on it run elsewhere (then {words.gpu_suspect_action}) or crash the "
+            "same way everywhere (the workload). XID 45 (a process killed: early-stopped trials, preemption) never counts.",
+        ),
+        Alert(
+            "GPURowRemapFailure",
+            f"max by ({GPU_KEY}) (DCGM_FI_DEV_ROW_REMAP_FAILURE) > 0",
+            "0m",
+            SEVERITY_DECIDED["GPURowRemapFailure"],
+            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} could not remap a memory row",
+            f"The GPU has run out of spare rows: {words.gpu_replace_action}.",
+        ),
+        Alert(
+            "GPURowRemapPending",
+            # while the remap waits for the reset, whichever pod holds the GPU: it read the remapped-row count rising, and
+            # resolved an hour later whether or not the GPU was reset (review obsreview12 F9)
+            f"max by ({GPU_KEY}) ({REMAP_PENDING}) > 0",
+            "0m",
+            "warning",
+            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} has a memory row remap pending a GPU reset",
+            "A GPU reset is pending to apply the remap; schedule a drain and reset.",
+        ),
+        Alert(
+            "GPUTemperatureHigh",
+            # the GPU's own report that heat slows it, not a temperature: where it slows down is the model's (a fixed 85 C
+            # ticketed a passively cooled L4 running warm and under its limit, and missed an H100 throttling below it,
+            # review obsreview21 F8). Present for 10 minutes: thermal slowdown in every 5-minute window of them
+            f'max by ({GPU_KEY}, clock_event) ({CLOCK_EVENTS_METRIC}{{clock_event=~"{THERMAL_CLOCK_EVENTS}"}}) > 0',
+            "10m",
+            "warning",
+            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} slows its clocks for heat ({{ $labels.clock_event }})",
+            "The GPU has lowered its clocks to stay under its slowdown temperature for 10 minutes or more (sw_thermal: the "
+            "driver's limit; hw_thermal: the hardware's, clocks halved or worse): its jobs run slower. Check airflow, fans, "
+            "inlet temperature and the GPU temperature panel; a single GPU among cool neighbours points at its heatsink.",
+        ),
+        Alert(
+            GPU_HARDWARE_SLOWDOWN,
+            # per host: a power supply or PDU fault brakes every GPU of the node at once, one ticket for them
+            hardware_slowdown(),
+            "10m",
+            "warning",
+            "{{ $value }} GPUs on {{ $labels.Hostname }} are clocked down by the hardware for power, not heat",
+            "The GPUs report the external power brake (hw_power_brake) or HW slowdown (clocks halved or worse) without a "
+            "thermal reason for 10 minutes or more: every job spanning the node runs at its pace. "
+            f"{words.power_fault_action}; see the GPU power panel.",
+        ),
+        Alert(
+            "GPUPCIeReplays",
+            # the device's counter, not each holder's copy: dcgm-exporter labels a GPU's series with the pod holding it (one
+            # copy per pod sharing a time-sliced GPU), so read per series one bad riser raised an alert per pod, and its rate
+            # and `for` started again at each new holder: silent under jobs shorter than 16 minutes (review obsreview12 F2)
+            f"rate((max by ({GPU_KEY}) (DCGM_FI_DEV_PCIE_REPLAY_COUNTER))[10m:1m]) > 0.1",
+            "15m",
+            "warning",
+            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} retries PCIe transfers",
+            "A rising PCIe replay rate points at a bad riser, cable or slot.",
+        ),
+    )
+
+
+GPU_HEALTH_NAMES = ("GPUXidError", "GPUApplicationXidRecurring", "GPURowRemapFailure", "GPURowRemapPending",
+                    "GPUTemperatureHigh", GPU_HARDWARE_SLOWDOWN, "GPUPCIeReplays")  # fmt: skip
 
 # The node exporter answers on a node: the pressure collector reports on every node with PSI (NodeExporterAbsent is
 # the alert for a node where it does not); alerts about one of its collectors or textfiles only hold where it answers.
@@ -868,6 +916,6 @@ def cordoned_for_days() -> str:
             f"and on (node) count_over_time({flag}{window}) > {int(steps * 0.9)}")  # fmt: skip
 
 
-STATIC_ALERTS = (CRITICAL_XID, *(a.name for a in (*GPU_HEALTH, DCGM_EXPORTER_DOWN, *GPU_EFFICIENCY)), *DIAGNOSES,
+STATIC_ALERTS = (CRITICAL_XID, *GPU_HEALTH_NAMES, *(a.name for a in (DCGM_EXPORTER_DOWN, *GPU_EFFICIENCY)), *DIAGNOSES,
                  *SOURCE_ALERTS, *SERVING_ALERTS, *FABRIC_ALERTS, FABRIC_MANAGER_DOWN, CUDA_VALIDATION_FAILING,
                  NODE_CORDONED_FOR_DAYS, COST_HISTORY_TRUNCATED, PROMETHEUS_RETENTION_EXCEEDS_VOLUME)  # fmt: skip

@@ -213,6 +213,14 @@ class Capabilities:
     dead_node_action: str = "check its BMC and console, then cordon it while it is repaired"
     # what the on-call does with a node whose GPU reported a critical XID (GPUCriticalXid's runbook)
     gpu_fault_action: str = "drain the node and run the node validation role before returning it to service"
+    # what the end of GPUCriticalXid's page, at the node's cordon, means at the site
+    critical_xid_cordon: str = "A reset that has not happened is not a resolved incident"
+    # the same for a GPU suspected, not proven, faulty (GPUApplicationXidRecurring: jobs fail on it and run elsewhere)
+    gpu_suspect_action: str = "drain the node and run the node validation role"
+    # what is done with a GPU that must be replaced (GPURowRemapFailure: out of spare memory rows)
+    gpu_replace_action: str = "replace it (RMA)"
+    # where to look when the hardware brakes a node's GPUs for power (GPUHardwareSlowdown): on owned hosts, their power
+    power_fault_action: str = "Check the node's power supplies, PDU feed and the BMC's power and event logs (ipmitool sel list)"
 
 
 def entry_points(group: str) -> list[tuple[str, str]]:

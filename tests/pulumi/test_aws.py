@@ -843,6 +843,13 @@ def test_node_auto_repair_comes_with_the_node_monitoring_agent(prod: Any) -> Non
     _, result = prod
     groups = result.of_type("aws:eks/nodeGroup:NodeGroup")
     assert groups and all(g.inputs["nodeRepairConfig"]["enabled"] for g in groups)
+    # but no reboot for an XID a killed or faulting process raises (review obsreview31 G-2: agents before v1.6.4 set
+    # AcceleratedHardwareReady=False for XID 13 and 31; tests/targets/aws/test_node_repair.py checks the strings)
+    for g in groups:
+        overrides = {o["nodeUnhealthyReason"]: o for o in g.inputs["nodeRepairConfig"]["nodeRepairConfigOverrides"]}
+        for reason in ("NvidiaXID13Error", "NvidiaXID31Error"):
+            assert overrides[reason]["repairAction"] == "NoAction", (g.name, reason)
+            assert overrides[reason]["nodeMonitoringCondition"] == "AcceleratedHardwareReady"
     assert "eks-node-monitoring-agent" in {a.inputs["addonName"] for a in result.of_type("aws:eks/addon:Addon")}
 
 

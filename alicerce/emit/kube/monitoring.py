@@ -34,7 +34,6 @@ from alicerce.catalog.alerts import (
     FABRIC_MANAGER_DOWN_STATES,
     FABRIC_MANAGER_STATUS,
     GPU_EFFICIENCY,
-    GPU_HEALTH,
     GPU_KEY,
     KUEUE_WAIT_BUCKETS,
     NEW_NODE_GRACE_SECONDS,
@@ -44,6 +43,7 @@ from alicerce.catalog.alerts import (
     ServingSlo,
     bucket_bound,
     critical_xid_alert,
+    gpu_health,
     in_service,
     pool_alert_name,
     serving_slos,
@@ -454,8 +454,8 @@ def rule_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
         group(
             "alicerce.gpu.health",
             [
-                critical_xid_alert(rp.site(site_name).capabilities.gpu_fault_action),
-                *GPU_HEALTH,
+                critical_xid_alert(rp.site(site_name).capabilities.gpu_fault_action, rp.site(site_name).capabilities.critical_xid_cordon),
+                *gpu_health(rp.site(site_name).capabilities),
                 *exporter,
                 *_pool_alerts(rp, site_name),
                 *_fabric_manager_alerts(rp, site_name),

@@ -16,13 +16,17 @@ from alicerce.catalog.alerts import (
     FABRIC_MANAGER_DOWN_STATES,
     FABRIC_MANAGER_STATUS,
     GPU_HARDWARE_SLOWDOWN,
+    GPU_HEALTH_NAMES,
     HW_SLOWDOWN_CLOCK_EVENT,
     POWER_BRAKE_CLOCK_EVENT,
     THERMAL_CLOCK_EVENTS,
     XID_COUNT_METRIC,
     XID_COUNT_WINDOW_MINUTES,
+    gpu_health,
 )
 from alicerce.emit.kube.dcgm_counters import counters_csv
+from alicerce.targets.aws.resolve import CAPABILITIES as AWS
+from alicerce.targets.onprem.resolve import CAPABILITIES as ONPREM
 from tests.emit.kube.scrape import dcgm_series, series
 from tests.emit.kube.test_monitoring import (
     A100_LABELS,
@@ -464,3 +468,116 @@ def test_the_inference_dashboard_lists_a_workload_whose_pods_are_all_down(tmp_pa
         {"expr": "workload:vllm_requests:rate5m", "eval_time": "5m", "exp_samples": []},  # what the list read
     ]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
+
+
+# what only an owned host has: a validation role, an RMA, a PDU, a BMC's event log (review obsreview31 N-4)
+ON_PREM_ACTIONS = ("validation role", "RMA", "PDU", "ipmitool", "BMC")
+
+
+def test_gpu_fault_runbooks_name_only_their_target_s_actions() -> None:
+    """At aws the GPU health runbooks say to terminate the instance, not to run the node validation role, RMA the GPU or
+    read the PDU and ipmitool; dc1's keep those."""
+    rp = platform("prod")
+    alerts = ("GPUApplicationXidRecurring", GPU_HARDWARE_SLOWDOWN, "GPURowRemapFailure", "GPUXidError", "GPUCriticalXid")
+    aws, dc1 = rules_of(rp, "aws"), rules_of(rp, "dc1")
+    for name in alerts:
+        text = aws[name]["annotations"]["description"]
+        assert not [a for a in ON_PREM_ACTIONS if a in text], (name, text)
+    for name in ("GPUApplicationXidRecurring", GPU_HARDWARE_SLOWDOWN, "GPURowRemapFailure"):
+        assert "terminate its instance" in aws[name]["annotations"]["description"], name
+    assert "validation role" in dc1["GPUApplicationXidRecurring"]["annotations"]["description"]
+    assert "RMA" in dc1["GPURowRemapFailure"]["annotations"]["description"]
+    assert {"PDU", "ipmitool"} <= {a for a in ON_PREM_ACTIONS if a in dc1[GPU_HARDWARE_SLOWDOWN]["annotations"]["description"]}
+
+
+def test_the_static_alert_names_are_the_generated_ones() -> None:
+    """Overrides are validated against GPU_HEALTH_NAMES without resolving a site: they are the names generated."""
+    for words in (AWS, ONPREM):
+        assert tuple(a.name for a in gpu_health(words)) == GPU_HEALTH_NAMES
+
+
+def test_the_aws_xid_page_says_it_ends_at_eks_s_cordon() -> None:
+    """Review obsreview31 N-2: at aws the page ends when EKS cordons the node, before the reboot or replacement, which
+    follows about 10 minutes after detection unless paused; the on-call checks the node's condition, not the page."""
+    rp = platform("prod")
+    aws = rules_of(rp, "aws")["GPUCriticalXid"]["annotations"]["description"]
+    for words in ("page ends when EKS cordons the node", "10 minutes after detection", "20% of a group of over five",
+                  "zonal shift", "AcceleratedHardwareReady condition went back to True or the node was replaced"):  # fmt: skip
+        assert words in aws, words
+    assert "not a resolved incident" not in aws
+    assert "not a resolved incident" in rules_of(rp, "dc1")["GPUCriticalXid"]["annotations"]["description"]
+
+
+def test_no_runbook_says_cordon_and_uncordon_back_to_back() -> None:
+    """Review obsreview31 N-3: the hold reads the cordon at 1-minute subquery steps of scraped samples, so a cordon of a
+    few seconds is not seen and the page holds on: the runbooks say to wait for the page to resolve before uncordoning."""
+    rp = platform("prod")
+    for site in ("aws", "dc1"):
+        for name, rule in rules_of(rp, site).items():
+            text = rule.get("annotations", {}).get("description", "")
+            assert "cordon and uncordon" not in text, (site, name)
+    assert "wait until the page resolves" in rules_of(rp, "aws")["GPUCriticalXid"]["annotations"]["description"]
+
+
+@needs_promtool
+def test_a_cordon_ends_the_hold_only_once_a_step_has_seen_it(tmp_path: Path) -> None:
+    """Review obsreview31 N-3, at a 30 s scrape: XID 79 on two nodes, held (valued 0) after the window. gpu-001 is
+    cordoned from 20m to 22m (the runbook's wait), then uncordoned: quiet from then on. gpu-002 is cordoned for one
+    scrape between two minute steps (a back-to-back cordon and uncordon): no step sees it, the page holds on."""
+    rp = platform("prod")
+    rule = rules_of(rp, "aws")["GPUCriticalXid"]
+    window = {"window_size_in_ms": str(XID_COUNT_WINDOW_MINUTES * 60_000)}
+    waited, hurried = (dcgm_scraped(rp, "aws", dcgm_series(node, 0)) for node in ("gpu-001", "gpu-002"))
+    hurried_key = {k: hurried[k] for k in ("Hostname", "gpu", "UUID")} | {"xid": "79"}
+    waited_key = {k: waited[k] for k in ("Hostname", "gpu", "UUID")} | {"xid": "79"}
+    inputs = [
+        {"series": series(XID_COUNT_METRIC, waited | window | {"xid": "79"}), "values": "_x2 1x10 stale"},
+        {"series": series(XID_COUNT_METRIC, hurried | window | {"xid": "79"}), "values": "_x2 1x10 stale"},
+        {"series": 'kube_node_spec_unschedulable{node="gpu-001"}', "values": "0x39 1x4 0x60"},  # 19m30s-21m30s
+        {"series": 'kube_node_spec_unschedulable{node="gpu-002"}', "values": "0x40 1 0x60"},  # 20m30s only
+        {"series": 'kube_node_created{node="gpu-001"}', "values": "-86400x100"},
+        {"series": 'kube_node_created{node="gpu-002"}', "values": "-86400x100"},
+    ]
+    tests = [{"interval": "30s", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "15m", "alertname": "GPUCriticalXid", "exp_alerts": [
+            expected(rule, waited_key, "0"), expected(rule, hurried_key, "0")]},
+        {"eval_time": "23m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rule, hurried_key, "0")]},
+        {"eval_time": "45m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rule, hurried_key, "0")]},
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path, every="30s")
+
+
+@needs_promtool
+def test_a_node_uncordoned_with_the_xid_its_repair_reproduced_pages(tmp_path: Path) -> None:
+    """Review obsreview30 N-1 (repro /work/wt/or30-repro): gpu-001 is cordoned for repair from 0 to 40m, its validation
+    reproduces XID 79 at 25m (a ticket, no page while cordoned), and it is uncordoned at 45m with the fault unfixed: held
+    (valued 0) from the uncordon, until the on-call cordons it again at 85m; uncordoned at 110m, it stays quiet.
+    Look-alikes that stay quiet: gpu-002, cordoned at 5m for an XID 48 at 0 (its count lasts into the cordon) and
+    uncordoned repaired at 45m, no new XID; gpu-003, XID 79 at 25m while cordoned and still cordoned (in repair);
+    gpu-004, cordoned by EKS at 5m for an XID 79 its agent read from DCGM before dcgm-exporter's count showed it (at
+    10m, in the cordon), rebooted and uncordoned at 45m."""
+    rp = platform("prod")
+    rule = rules_of(rp, "dc1")["GPUCriticalXid"]
+    window = {"window_size_in_ms": str(XID_COUNT_WINDOW_MINUTES * 60_000)}
+    unfixed, repaired, in_repair, eks = (dcgm_scraped(rp, "dc1", dcgm_series(n, 0)) for n in ("gpu-001", "gpu-002", "gpu-003", "gpu-004"))
+    key = {k: unfixed[k] for k in ("Hostname", "gpu", "UUID")} | {"xid": "79"}
+    inputs = [
+        {"series": series(XID_COUNT_METRIC, unfixed | window | {"xid": "79"}), "values": "_x5 1 stale"},
+        {"series": 'kube_node_spec_unschedulable{node="gpu-001"}', "values": "1x8 0x7 1x4 0x12"},
+        {"series": series(XID_COUNT_METRIC, repaired | window | {"xid": "48"}), "values": "1 1 stale"},
+        {"series": 'kube_node_spec_unschedulable{node="gpu-002"}', "values": "0 1x7 0x24"},
+        {"series": series(XID_COUNT_METRIC, in_repair | window | {"xid": "79"}), "values": "_x5 1 stale"},
+        {"series": 'kube_node_spec_unschedulable{node="gpu-003"}', "values": "1x32"},
+        {"series": series(XID_COUNT_METRIC, eks | window | {"xid": "79"}), "values": "_ _ 1 stale"},
+        {"series": 'kube_node_spec_unschedulable{node="gpu-004"}', "values": "0 1x7 0x24"},
+        *({"series": f'kube_node_created{{node="gpu-00{n}"}}', "values": "-86400x32"} for n in (1, 2, 3, 4)),
+    ]
+    tests = [{"interval": "5m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "5m", "alertname": "GPUCriticalXid", "exp_alerts": []},  # gpu-002 cordoned while its XID 48 is still counted
+        {"eval_time": "25m", "alertname": "GPUCriticalXid", "exp_alerts": []},  # in repair: GPUXidError's ticket
+        {"eval_time": "50m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rule, key, "0")]},
+        {"eval_time": "75m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rule, key, "0")]},
+        {"eval_time": "85m", "alertname": "GPUCriticalXid", "exp_alerts": []},  # cordoned again by the on-call
+        {"eval_time": "2h30m", "alertname": "GPUCriticalXid", "exp_alerts": []},  # uncordoned after its repair
+    ]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path, every="5m")

@@ -16,6 +16,7 @@ from importlib import resources
 import pulumi
 import pulumi_aws as aws
 
+from alicerce.catalog.alerts import APPLICATION_XIDS
 from alicerce.catalog.models import InstanceType
 from alicerce.emit.pulumi.component import Component, named
 from alicerce.emit.storage_counters import TEXTFILE_DIRECTORY
@@ -142,6 +143,54 @@ spec:
 {spec}
 --//--
 """
+
+
+# EKS node auto repair acts on the node conditions the eks-node-monitoring-agent add-on sets (EKS User Guide, "Detect
+# node health issues and enable automatic node repair", node-health.html / node-repair.html). For a GPU XID the agent
+# sets AcceleratedHardwareReady=False with the reason NvidiaXID<code>Error when it rates the code fatal, and EKS reboots
+# or replaces the node 10 minutes later; any other code is an NvidiaXID<code>Warning event, no repair
+# (aws/eks-node-monitoring-agent pkg/conditions/conditions.go, pkg/reasons/reasons.go, monitors/nvidia/dcgm/
+# dcgm_policies.go; vendored in tests/data/upstream/eks-node-monitoring-agent). Agents before v1.6.4 rated XIDs 13 and
+# 31 fatal: a single one rebooted the node, with every job and replica on it (review obsreview31 G-2). alicerce rates
+# the codes a killed or faulting CUDA process raises (alicerce.catalog.alerts.APPLICATION_XIDS) the workload's fault,
+# ticketed only when they recur on one GPU (GPUApplicationXidRecurring): their repair is NoAction whatever agent version
+# the unpinned add-on brings (an override for a reason the agent does not set is never matched).
+XID_CONDITION = "AcceleratedHardwareReady"
+NO_REPAIR = "NoAction"  # EKS API NodeRepairConfigOverrides.repairAction: Replace | Reboot | NoAction
+# the API takes an override only with all four values; the wait is moot for NoAction and set to EKS's own 10 minutes
+XID_REPAIR_WAIT_MINUTES = 10
+
+
+def xid_reason(code: int) -> str:
+    """The reason the node monitoring agent gives AcceleratedHardwareReady=False for a fatal XID (NvidiaXID%dError)."""
+    return f"NvidiaXID{code}Error"
+
+
+@dataclass(frozen=True)
+class RepairOverride:
+    condition: str
+    reason: str
+    action: str
+    wait_minutes: int
+
+
+def application_xid_overrides() -> tuple[RepairOverride, ...]:
+    """No repair for an XID alicerce rates an application fault (alicerce.catalog.alerts.APPLICATION_XIDS)."""
+    return tuple(RepairOverride(XID_CONDITION, xid_reason(c), NO_REPAIR, XID_REPAIR_WAIT_MINUTES) for c in APPLICATION_XIDS)
+
+
+def node_repair_config() -> aws.eks.NodeGroupNodeRepairConfigArgs:
+    """Node auto repair on, but not for application XIDs."""
+    overrides = [
+        aws.eks.NodeGroupNodeRepairConfigNodeRepairConfigOverrideArgs(
+            node_monitoring_condition=o.condition,
+            node_unhealthy_reason=o.reason,
+            repair_action=o.action,
+            min_repair_wait_time_mins=o.wait_minutes,
+        )
+        for o in application_xid_overrides()
+    ]
+    return aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True, node_repair_config_overrides=overrides)
 
 
 @dataclass(frozen=True)
@@ -351,7 +400,7 @@ class GpuNodePool(Component):
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(id=lt.id, version=lt.latest_version.apply(str)),
             labels=plan.labels,
             taints=[aws.eks.NodeGroupTaintArgs(key=k, value=v, effect=e) for k, v, e in plan.taints],
-            node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True),
+            node_repair_config=node_repair_config(),
             tags=tags,
             # the cluster autoscaler owns the current size once the group exists. A change that replaces the group
             # (instance type, capacity type, zone: replacements.yaml) under its fixed name must delete the old group
