@@ -492,6 +492,7 @@ class Sizing(CatalogModel):
     trainingFlopsPerParameterToken: Assumption
     activationBytes: ActivationBytes
     hiddenPerLayer: Assumption
+    loraRankDefault: Assumption
     vocabularyDefault: Assumption
     memoryReserveFraction: Assumption
     tcpGbpsPerGpu: Assumption

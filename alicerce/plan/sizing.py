@@ -327,6 +327,84 @@ def vocabulary_of(w: Workload, sizing: Sizing) -> float:
     return sizing.vocabularyDefault.value if w.model.vocabulary is None else float(w.model.vocabulary)
 
 
+@dataclass(frozen=True)
+class AdapterCount:
+    """A LoRA / QLoRA run's trainable adapter parameters and how they were counted (the --explain figure)."""
+
+    parameters: float
+    rank: int
+    targets: str
+    counted: bool  # False: the spec gives no shape to count on, and the adapters are loraTrainableFraction of the base
+    why: str  # what was counted, or why the fraction stands
+    inputs: dict[str, Any] = field(default_factory=dict)
+
+
+def adapter_parameters(w: Workload, sizing: Sizing) -> AdapterCount:
+    """The adapters' parameters: r x (in + out) per adapted matrix per layer (LoRA's A is r x in and B out x r: Hu et
+    al. 2021, arXiv 2106.09685 section 4.1), on the declared shape (review sizreview23 G2: a fixed 1% of the base was
+    3.4x r = 16 on Llama-3-70B). q and o map hidden to the query width (heads x headDim) and back, k and v hidden to
+    the KV width (kvHeads x headDim); all-linear adds the FFN's gate, up and down (hidden to the FFN width and back),
+    the width derived from the parameters the attention and the untied embedding and head leave (3 x hidden x width a
+    layer: a gated FFN). A MoE adapts every routed expert's three matrices (transformers 4.x Mixtral / Qwen-MoE
+    modelling code: one nn.Linear each, which PEFT's all-linear matches), an expert's width from the routed share of
+    the parameters; its shared experts and dense layers' FFNs count as one FFN a layer of the width the remainder
+    gives. Not counted: the router (r x (hidden + experts) a layer, under 1% of them) and the output head, which
+    all-linear leaves out. Without layers and hiddenSize, or for MLA (its low-rank q and KV projections' widths are
+    not declared), the adapters are loraTrainableFraction of the base."""
+    assert w.model is not None
+    model = w.model
+    n = float(model.parameters)
+    rank = w.adapter.rank if w.adapter is not None and w.adapter.rank is not None else int(sizing.loraRankDefault.value)
+    targets = w.adapter.targets if w.adapter is not None else "all-linear"
+    fraction = sizing.loraTrainableFraction.value
+    experts = model.experts
+    moe = model.architecture == "moe"
+    missing = None
+    if model.layers is None or model.hidden_size is None:
+        missing = "the spec gives no model.layers and hiddenSize to count r x (in + out) on"
+    elif isinstance(model.attention, LatentAttention):
+        missing = "MLA's low-rank q and KV projections' widths are not declared"
+    elif moe and targets == "all-linear" and (experts is None or experts.total <= experts.per_token):
+        missing = "the routed experts (model.experts) are not declared"
+    if missing is not None:
+        return AdapterCount(n * fraction, rank, targets, False, f"loraTrainableFraction {fraction:g} x parameters: {missing}",
+                            {"parameters": n, "fraction": fraction})  # fmt: skip
+    assert model.layers is not None and model.hidden_size is not None
+    layers, hidden = model.layers, model.hidden_size
+    head = model.head_dim or int(sizing.inference.headDimDefault.value)
+    query = attention_heads(w, hidden, sizing) * head
+    kv = (model.kv_heads or int(sizing.inference.kvHeadsDefault.value)) * head
+    attention = 2 * (hidden + query) + 2 * (hidden + kv)  # q, o; k, v
+    inputs: dict[str, Any] = {"rank": rank, "targets": targets, "layers": layers, "hidden": hidden,
+                              "query width": int(query), "KV width": kv}  # fmt: skip
+    per_layer = attention * layers
+    what = "q, k, v, o"
+    if targets == "all-linear":
+        embeddings = 2 * vocabulary_of(w, sizing) * hidden
+        attention_weights = layers * (2 * hidden * query + 2 * hidden * kv)
+        if moe:
+            assert experts is not None
+            moe_layers = experts.layers or layers
+            routed = n - shared_parameters(w)
+            expert_width = routed / (experts.total * moe_layers * 3 * hidden)
+            rest = max(0.0, shared_parameters(w) - embeddings - attention_weights)
+            width = rest / (layers * 3 * hidden)
+            per_layer += experts.total * moe_layers * 3 * (hidden + expert_width)
+            inputs |= {"expert FFN width": round(expert_width), "routed experts": experts.total, "MoE layers": moe_layers}
+            what += f", gate, up, down of each of {experts.total} routed experts"
+        else:
+            width = max(0.0, (n - embeddings - attention_weights) / (layers * 3 * hidden))
+        # a remainder under an eighth of the hidden size is norms, the router and the parameters' rounding, not an FFN
+        # (the narrowest shared expert published, DeepSeek-V3's 2,048 on 7,168, is 2/7 of it)
+        if width >= hidden / 8:
+            per_layer += layers * 3 * (hidden + width)
+            inputs["FFN width"] = round(width)
+            what += ", the FFN's gate, up, down" if not moe else " and the shared FFN's"
+    count = rank * per_layer
+    inputs["share of the base"] = f"{count / n:.3%}"
+    return AdapterCount(count, rank, targets, True, f"rank x (in + out) of {what} in every layer", inputs)
+
+
 def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
     assert w.model is not None
     n = float(w.model.parameters)
@@ -355,7 +433,7 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
     with_recompute = layers * per_layer_tokens * act.fullRecompute + per_layer_tokens * per_layer + logits
     without = layers * per_layer_tokens * per_layer + logits
     if w.method in ("lora", "qlora"):
-        trainable = n * sizing.loraTrainableFraction.value
+        trainable = adapter_parameters(w, sizing).parameters
         # an fp8 (fp4) run keeps its frozen base 16-bit and casts per GEMM, as it gathers it (review sizreview9 F13)
         frozen = n * max(sizing.bytesPerParameter.weights.value, sizing.weightBytes.get(w.precision, 2))
         if w.method == "qlora":
@@ -1115,6 +1193,9 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                           "ZeRO stages 0-1: the gradients in fp32)",
                           {"parameters": w.model.parameters, "optimizer": w.optimizer, "method": w.method or "full",
                            "ZeRO stage": zero_stage(w)}))  # fmt: skip
+    if w.method in ("lora", "qlora"):
+        adapters = adapter_parameters(w, sizing)
+        figures.append(Figure("LoRA adapter parameters", adapters.parameters, "parameters", adapters.why, adapters.inputs))
     # every term over the context-parallel group, which splits each sequence (review sizreview9 F15: the value was
     # divided, the formula and inputs did not say so)
     figures.append(Figure("activations per GPU (full recomputation)", mem.activations / GIB, "GiB",

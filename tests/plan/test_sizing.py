@@ -34,6 +34,7 @@ from alicerce.plan.sizing import (
     GIB,
     Placement,
     WorkloadPlan,
+    adapter_parameters,
     batch_sequences,
     late_days,
     model_state_bytes,
@@ -143,7 +144,12 @@ def test_lora_and_qlora_need_far_less_memory_than_full_fine_tuning() -> None:
     lora = training_memory(workload(kind="fine-tuning", method="lora", model=model, tokens="1B"), SIZING)
     qlora = training_memory(workload(kind="fine-tuning", method="qlora", model=model, tokens="1B"), SIZING)
     embeddings = 2 * 32000 * 8192
-    trainable = 70e9 * SIZING.loraTrainableFraction.value
+    # the adapters at the default rank 64 on every linear layer, by hand (kvHeads default 8 x headDim 128 = 1,024): q, o
+    # 2 x (8,192 + 8,192), k, v 2 x (8,192 + 1,024); the FFN width what the attention and the embeddings leave,
+    # (70e9 - 524,288,000 - 80 x 150,994,944) / (80 x 3 x 8,192) = 29,193.5, its three matrices 3 x (8,192 + 29,193.5)
+    trainable = 64 * 80 * (51_200 + 3 * (8192 + 57_396_116_480 / 1_966_080))
+    assert trainable == pytest.approx(836.4e6, rel=1e-4)
+    assert lora.trainable == pytest.approx(trainable, rel=1e-12)
     assert qlora.state == pytest.approx((70e9 - embeddings) * 0.516 + embeddings * 2 + trainable * 16, rel=1e-12)
     assert full.state == 70e9 * 16
     assert lora.state < full.state / 5
@@ -153,6 +159,71 @@ def test_lora_and_qlora_need_far_less_memory_than_full_fine_tuning() -> None:
 
 
 def test_deadline_drives_gpu_count() -> None:
+LLAMA3_70B = {"parameters": "70.55B", "layers": 80, "hiddenSize": 8192, "kvHeads": 8, "vocabulary": 128256}
+
+
+def lora(model: dict[str, Any], **fields: Any) -> Workload:
+    return workload(kind="fine-tuning", method="lora", model=model, tokens="1B", **fields)
+
+
+def test_lora_adapters_are_counted_on_the_declared_shape() -> None:
+    """Review sizreview23 G2: the adapters were 1% of the base at every size. r x (in + out) per adapted matrix per
+    layer, by hand: Llama-3-70B (8,192 hidden, 8 KV heads of 128, FFN 28,672, 80 layers) at r = 16 on all linear
+    layers: 16 x (16,384 + 9,216 + 9,216 + 16,384 + 3 x 36,864) = 2,588,672 a layer, 207.1M in all (0.293%); its
+    FFN width comes from the parameters (28,671 of 70.55B); Llama-2-7B (4,096, 32 KV heads, FFN 11,008, 32 layers,
+    32,000 tokens) 16 x 32 x (4 x 8,192 + 3 x 15,104) = 40.0M. Attention only: q, k, v, o, 16 x 80 x 51,200 = 65.5M."""
+    assert adapter_parameters(lora(LLAMA3_70B, adapter={"rank": 16}), SIZING).parameters == pytest.approx(207.09e6, rel=1e-4)
+    llama2 = {"parameters": "6.74B", "layers": 32, "hiddenSize": 4096, "kvHeads": 32, "vocabulary": 32000}
+    assert adapter_parameters(lora(llama2, adapter={"rank": 16}), SIZING).parameters == pytest.approx(
+        16 * 32 * (4 * 8192 + 3 * (4096 + 11008)), rel=1e-3
+    )
+    attention = adapter_parameters(lora(LLAMA3_70B, adapter={"rank": 16, "targets": "attention"}), SIZING)
+    assert attention.parameters == 16 * 80 * 51_200
+    # the default is QLoRA's r = 64 on every linear layer: four times r = 16's count
+    default = adapter_parameters(lora(LLAMA3_70B), SIZING)
+    assert default.rank == 64
+    assert default.parameters == pytest.approx(4 * 207.09e6, rel=1e-4)
+
+
+def test_moe_lora_adapts_every_routed_expert() -> None:
+    """Mixtral 8x7B (46.7B, 12.9B active, 8 experts top-2, 32 layers of 4,096, FFN 14,336, 8 KV heads, 32,000 tokens) at
+    r = 16 on all linear layers: attention 16 x 32 x (2 x 8,192 + 2 x 5,120) = 13.6M and 8 experts' gate, up and down
+    16 x 32 x 8 x 3 x (4,096 + 14,336) = 226.5M: 240.1M (the router not counted). Its non-routed remainder (norms,
+    router) is no FFN."""
+    mixtral = {"parameters": "46.7B", "architecture": "moe", "activeParameters": "12.9B", "experts": {"total": 8, "perToken": 2},
+               "layers": 32, "hiddenSize": 4096, "kvHeads": 8, "vocabulary": 32000}  # fmt: skip
+    count = adapter_parameters(lora(mixtral, adapter={"rank": 16}), SIZING)
+    assert count.parameters == pytest.approx(16 * 32 * (26_624 + 8 * 3 * (4096 + 14336)), rel=2e-3)
+    assert "FFN width" not in count.inputs
+
+
+def test_lora_without_a_shape_keeps_the_fraction_and_says_so() -> None:
+    """No layers or hiddenSize: nothing to count r x (in + out) on; the catalog's fraction stands, and --explain says why."""
+    for model in ({"parameters": "70B"}, {"parameters": "16B", "layers": 27, "hiddenSize": 2048,
+                                         "attention": {"kind": "mla", "kvLoraRank": 512, "ropeHeadDim": 64, "heads": 16}}):  # fmt: skip
+        count = adapter_parameters(lora(model), SIZING)
+        assert not count.counted
+        assert count.parameters == float(workload(model=model).model.parameters) * SIZING.loraTrainableFraction.value  # type: ignore[union-attr]
+        assert "loraTrainableFraction" in count.why
+
+
+def test_lora_adapters_set_the_state_checkpoint_and_explain_line() -> None:
+    """A 70B LoRA run at r = 16 keeps 16 B of state and 14 B of checkpoint per adapter parameter (AdamW): 207.1M of
+    them, where the fixed 1% charged 706M (3.3 GB of state, not 11.3 GB)."""
+    w = lora(LLAMA3_70B, adapter={"rank": 16}, accelerator="H100", gpus=8)
+    mem = training_memory(w, SIZING)
+    assert mem.trainable == pytest.approx(207.09e6, rel=1e-4)
+    assert mem.checkpoint == pytest.approx(207.09e6 * 14, rel=1e-4)
+    assert mem.state == pytest.approx(70.55e9 * 2 + 207.09e6 * 16, rel=1e-4)
+    plan = plan_training(w, on("H100"), SIZING, [])
+    [figure] = [f for f in plan.figures if f.name == "LoRA adapter parameters"]
+    assert figure.value == pytest.approx(207.09e6, rel=1e-4)
+    assert figure.inputs["rank"] == 16
+    assert figure.inputs["FFN width"] == 28671
+    assert figure.inputs["share of the base"] == "0.294%"
+    assert plan.checkpoint_gib == pytest.approx(207.09e6 * 14 / GIB, rel=1e-3)
+
+
     relaxed = plan_training(workload(model={"parameters": "7B"}, tokens="1T", deadline="60d"), on("H100"), SIZING, [])
     tight = plan_training(workload(model={"parameters": "7B"}, tokens="1T", deadline="7d"), on("H100"), SIZING, [])
     assert tight.gpus is not None and relaxed.gpus is not None and tight.gpus > relaxed.gpus
