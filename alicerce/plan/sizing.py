@@ -1954,7 +1954,12 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
     # what its replicas serve (review sizreview7 F4: meanRps 50 on replicas serving 0.71 req/s priced tokens at $0.06/M)
     mean = min(w.traffic.mean_rps, rps) if w.traffic.mean_rps is not None else rps
     tokens_month = mean * (w.traffic.input_tokens + w.traffic.output_tokens) * 3600 * w.hours_per_day * sizing.hoursPerMonth.value / 24
-    sharing = _sharing(w, gpu, layout, replicas=replicas, load=load, sizing=sizing)
+    sharing, slower = _sharing(w, gpu, layout, replicas=replicas, load=load, sizing=sizing)
+    if slower and gpu.mig is not None:
+        verb = "holds" if len(slower) == 1 else "hold"
+        notes.append(f"MIG {', '.join(slower)} {verb} the model but not its latency targets or load on a slice's share of "
+                     f"the compute and the HBM bandwidth (compute slices / {gpu.mig.computeSlices}, memory slices / "
+                     f"{gpu.mig.memorySlices or 'its memory share'}: review sizreview23 G3)")  # fmt: skip
     layout_memory = layout.weights_bytes + layout.batch * layout.kv_bytes_per_sequence
     return WorkloadPlan(
         name=w.name, kind=w.kind, team=w.team, pool=place.pool, accelerator=gpu.id, gpus=gpus, min_gpus=layout.tp,
@@ -2191,23 +2196,62 @@ def _latency_replicas(
                   f"latency {'targets' if len(reasons) > 1 else 'target'}; " + "; ".join(reasons))]  # fmt: skip
 
 
-def _sharing(w: Workload, gpu: Gpu, layout: ReplicaPerformance, *, replicas: int, load: float, sizing: Sizing) -> str | None:
-    """MIG or time-slicing for a model too small to fill a GPU; None when whole GPUs are right."""
+def _sharing(
+    w: Workload, gpu: Gpu, layout: ReplicaPerformance, *, replicas: int, load: float, sizing: Sizing
+) -> tuple[str | None, list[str]]:
+    """MIG or time-slicing for a model too small to fill a GPU (None when whole GPUs are right), and the smaller MIG
+    profiles that hold the model but are too slow for it."""
     if layout.tp != 1 or replicas != 1 or load >= 0.5:
-        return None
+        return None, []
     assert w.traffic is not None
     kv = max(1, math.ceil(load * layout.batch)) * layout.kv_bytes_per_sequence
     need = (layout.weights_bytes + kv) / (1 - sizing.memoryReserveFraction.value)
     if gpu.mig is not None:
         # the slice must carry the replica's load too: its compute slices of the GPU's (a replica at 30% of a GPU's load
-        # on a 1/7 slice queued from the start: review sizreview10 F7); time-slicing shares the whole GPU
+        # on a 1/7 slice queued from the start: review sizreview10 F7), and meet its latency targets on its own share of
+        # the compute and of the HBM bandwidth (review sizreview23 G3); time-slicing shares the whole GPU
         computing = gpu.mig.computeSlices
+        slower: list[str] = []
         for profile in sorted(gpu.mig.profiles, key=lambda p: (p.memoryGiB, p.slices)):
             if profile.slices < computing and profile.memoryGiB * GIB >= need and profile.slices / computing >= load:
-                return f"mig {profile.name}"
-        return None
+                if _serves_on_slice(w, mig_slice(gpu, profile.name), sizing):
+                    return f"mig {profile.name}", slower
+                slower.append(profile.name)
+        return None, slower
     slices = max(2, min(8, int(1 / max(load, 0.125))))
-    return f"time-slicing x{slices}"
+    return f"time-slicing x{slices}", []
+
+
+def mig_slice(gpu: Gpu, profile_name: str) -> Gpu:
+    """The GPU a MIG instance is to the roofline: its compute slices' share of the peak FLOP/s, its memory slices' share
+    of the HBM bandwidth (each memory slice is 1/8 of the framebuffer with its memory controllers: NVIDIA MIG user guide,
+    "Concepts" and "Supported MIG Profiles", the 1g.10gb of an H100 80GB 1/8 of the memory and 1/7 of the SMs) and its
+    framebuffer; vLLM sizes its batch and chunk defaults by the memory the device reports, the slice's."""
+    assert gpu.mig is not None
+    profile = next(p for p in gpu.mig.profiles if p.name == profile_name)
+    compute = profile.slices / gpu.mig.computeSlices
+    t = gpu.tflops
+    tflops = t.model_copy(update={k: (v * compute if v is not None else None) for k, v in t.model_dump().items()})
+    return gpu.model_copy(update={"tflops": tflops, "memoryGB": profile.memoryGiB, "inlineEcc": False, "mig": None,
+                                  "memoryBandwidthGBps": gpu.memoryBandwidthGBps * gpu.mig.memory_share(profile)})  # fmt: skip
+
+
+def _serves_on_slice(w: Workload, slice_gpu: Gpu, sizing: Sizing) -> bool:
+    """Whether one replica on the slice holds the model, meets the latency targets (the decode step from its weights and
+    KV over the slice's bandwidth, the prefill from its compute: replica_layout) and serves the whole load with the
+    replicas the TTFT and TPOT percentiles need at one."""
+    assert w.traffic is not None
+    clients = w.traffic.concurrency if w.traffic.peak_rps is None else None
+    layout, _ = replica_layout(w, slice_gpu, sizing, 1, clients=clients, tp=1)
+    if layout is None:
+        return False
+    if w.traffic.peak_rps is None:
+        return (clients or 1) <= layout.batch
+    return (
+        w.traffic.peak_rps <= layout.requests_per_second
+        and _replicas_for_ttft(w, layout, slice_gpu, sizing, 1) == 1
+        and _replicas_for_tpot(w, layout, slice_gpu, sizing, 1) == 1
+    )
 
 
 # --------------------------------------------------------------------------------------------

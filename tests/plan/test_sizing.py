@@ -37,6 +37,7 @@ from alicerce.plan.sizing import (
     adapter_parameters,
     batch_sequences,
     late_days,
+    mig_slice,
     model_state_bytes,
     network_bytes_per_step,
     node_degrees,
@@ -158,7 +159,6 @@ def test_lora_and_qlora_need_far_less_memory_than_full_fine_tuning() -> None:
     assert qlora.state + qlora.activations < usable_memory(CATALOG.gpu("H100"), SIZING)  # type: ignore[arg-type]
 
 
-def test_deadline_drives_gpu_count() -> None:
 LLAMA3_70B = {"parameters": "70.55B", "layers": 80, "hiddenSize": 8192, "kvHeads": 8, "vocabulary": 128256}
 
 
@@ -224,6 +224,7 @@ def test_lora_adapters_set_the_state_checkpoint_and_explain_line() -> None:
     assert plan.checkpoint_gib == pytest.approx(207.09e6 * 14 / GIB, rel=1e-3)
 
 
+def test_deadline_drives_gpu_count() -> None:
     relaxed = plan_training(workload(model={"parameters": "7B"}, tokens="1T", deadline="60d"), on("H100"), SIZING, [])
     tight = plan_training(workload(model={"parameters": "7B"}, tokens="1T", deadline="7d"), on("H100"), SIZING, [])
     assert tight.gpus is not None and relaxed.gpus is not None and tight.gpus > relaxed.gpus
@@ -390,6 +391,57 @@ def test_small_models_get_a_mig_slice_or_time_slicing() -> None:
         if plan.sharing is not None and plan.sharing.startswith("mig "):
             profile = next(p for p in a100.mig.profiles if p.name == plan.sharing.removeprefix("mig "))
             assert profile.slices / a100.mig.computeSlices >= load, (rps, load, profile.name)
+
+
+SMALL_1B = {"parameters": "1.24B", "layers": 16, "hiddenSize": 2048, "kvHeads": 8, "headDim": 64}
+
+
+def test_a_mig_slice_has_its_memory_slices_share_of_the_bandwidth() -> None:
+    """NVIDIA's MIG user guide (supported MIG profiles): an H100 80GB's 1g.10gb is 1/7 of the SMs and 1/8 of the memory,
+    1g.20gb 1/7 and 2/8, 3g.40gb 3/7 and 4/8; the bandwidth goes with the memory slices' controllers."""
+    h100 = CATALOG.gpu("H100-SXM5-80GB")
+    assert h100 is not None and h100.mig is not None
+    one = mig_slice(h100, "1g.10gb")
+    assert one.memoryBandwidthGBps == pytest.approx(h100.memoryBandwidthGBps / 8)
+    assert one.tflops.bf16 == pytest.approx(h100.tflops.bf16 / 7)
+    assert one.memory_bytes == pytest.approx(next(p.memoryGiB for p in h100.mig.profiles if p.name == "1g.10gb") * GIB)
+    assert mig_slice(h100, "1g.20gb").memoryBandwidthGBps == pytest.approx(h100.memoryBandwidthGBps * 2 / 8)
+    # a user's GPU without memory slices: the profile's memory of the largest profile's (9.75 of 79.25 GiB, ~1/8)
+    bare = h100.mig.model_copy(update={"memorySlices": None})
+    assert bare.memory_share(h100.mig.profiles[0]) == pytest.approx(h100.mig.profiles[0].memoryGiB / 79.25)
+    three = mig_slice(h100, "3g.40gb")
+    assert (three.memoryBandwidthGBps, three.tflops.fp8) == pytest.approx((h100.memoryBandwidthGBps / 2, h100.tflops.fp8 * 3 / 7))  # type: ignore[operator]
+
+
+def test_a_mig_slice_must_meet_the_tpot_target_on_its_own_bandwidth() -> None:
+    """Review sizreview23 G3: 1.24B bf16 at 0.5 req/s with a p99 TPOT of 10 ms was given a 1g.10gb. On the slice the
+    decode step reads 2.48e9 B of weights at 1/8 of 3,350 GB/s x 0.774 (324 GB/s): 7.65 ms, + 2 ms of step overhead
+    = 9.7 ms, past the 8 ms (tpotHeadroom 0.8 x 10 ms) the plan holds a step to. A 1g.20gb's two memory slices halve
+    the read: 3.8 + 2 = 5.8 ms. The 50 ms target keeps the 1g.10gb."""
+    traffic = {"peakRps": 0.5, "inputTokens": 500, "outputTokens": 100}
+    w = workload(kind="inference", model=SMALL_1B, traffic=traffic, latency={"timePerOutputToken": {"p99": "10ms"}})
+    plan = plan_inference(w, on("H100-SXM5-80GB"), SIZING, [])
+    assert plan.sharing == "mig 1g.20gb"
+    assert any(n.startswith("MIG 1g.10gb holds the model but not its latency targets") for n in plan.notes), plan.notes
+    loose = workload(kind="inference", model=SMALL_1B, traffic=traffic, latency={"timePerOutputToken": {"p99": "50ms"}})
+    assert plan_inference(loose, on("H100-SXM5-80GB"), SIZING, []).sharing == "mig 1g.10gb"
+    # by hand, the slice's single-stream step against the headroom
+    h100 = CATALOG.gpu("H100-SXM5-80GB")
+    assert h100 is not None
+    bandwidth = h100.memoryBandwidthGBps * 1e9 / 8 * SIZING.inference.decodeBandwidthEfficiency.value
+    step = 1.24e9 * 2 / bandwidth + SIZING.inference.stepOverheadSeconds.value
+    assert step > SIZING.inference.tpotHeadroom.value * 0.010
+
+
+def test_a_mig_slice_must_meet_the_ttft_target_on_its_compute() -> None:
+    """A 4,000-token prompt prefills in about 4,000 x 2 x 1.24e9 FLOPs / (1/7 of 989 TFLOP/s x the prefill efficiency):
+    tens of ms on a 1g slice, a few on the whole GPU; a 30 ms TTFT target rules the 1g slices out."""
+    traffic = {"peakRps": 0.2, "inputTokens": 4000, "outputTokens": 100}
+    loose = workload(kind="inference", model=SMALL_1B, traffic=traffic)
+    tight = workload(kind="inference", model=SMALL_1B, traffic=traffic, latency={"timeToFirstToken": {"p99": "30ms"}})
+    assert plan_inference(loose, on("H100-SXM5-80GB"), SIZING, []).sharing == "mig 1g.10gb"
+    sharing = plan_inference(tight, on("H100-SXM5-80GB"), SIZING, []).sharing
+    assert sharing is None or not sharing.startswith("mig 1g"), sharing
 
 
 @settings(max_examples=60, deadline=None)
