@@ -62,6 +62,12 @@ class MigProfile(CatalogModel):
     name: str = Field(description="Profile name as nvidia-smi and mig-parted spell it, e.g. 1g.10gb.")
     slices: int = Field(description="Compute slices (of the GPU's computeSlices) the profile takes.")
     memoryGiB: float = Field(description="Framebuffer memory of one instance.")
+    memorySlices: int | None = Field(
+        default=None,
+        description="Memory slices (of the GPU's memorySlices) the profile takes: its share of the framebuffer and of the HBM "
+        "bandwidth ('Fraction of Memory' in NVIDIA's MIG user guide, supported MIG profiles). Default: its memoryGiB's "
+        "share of the largest profile's.",
+    )
     maxCount: int = Field(description="How many instances of this profile fit on one GPU.")
 
 
@@ -70,7 +76,17 @@ class Mig(CatalogModel):
 
     maxInstances: int = Field(description="Largest number of GPU instances on one GPU.")
     computeSlices: int = Field(description="Compute slices one GPU divides into; the profiles of one layout share them.")
+    memorySlices: int | None = Field(
+        default=None, description="Memory slices one GPU divides into (8 on A100, H100, H200 and B200; 4 on A30)."
+    )
     profiles: tuple[MigProfile, ...] = Field(description="Supported GPU-instance profiles.")
+
+    def memory_share(self, profile: MigProfile) -> float:
+        """The profile's share of the GPU's memory and HBM bandwidth: its memory slices of the GPU's, else its memory of
+        the largest profile's (which holds every slice)."""
+        if profile.memorySlices is not None and self.memorySlices is not None:
+            return profile.memorySlices / self.memorySlices
+        return profile.memoryGiB / max(p.memoryGiB for p in self.profiles)
 
 
 class Interconnect(CatalogModel):
@@ -499,6 +515,7 @@ class Sizing(CatalogModel):
     bytesPerParameter: BytesPerParameter
     weightBytes: dict[str, float]
     qloraBaseBytes: Assumption
+    loraRankDefault: Assumption
     loraTrainableFraction: Assumption
     loraFlopsPerParameterToken: Assumption
     trainingFlopsPerParameterToken: Assumption

@@ -328,6 +328,84 @@ def vocabulary_of(w: Workload, sizing: Sizing) -> float:
     return sizing.vocabularyDefault.value if w.model.vocabulary is None else float(w.model.vocabulary)
 
 
+@dataclass(frozen=True)
+class AdapterCount:
+    """A LoRA / QLoRA run's trainable adapter parameters and how they were counted (the --explain figure)."""
+
+    parameters: float
+    rank: int
+    targets: str
+    counted: bool  # False: the spec gives no shape to count on, and the adapters are loraTrainableFraction of the base
+    why: str  # what was counted, or why the fraction stands
+    inputs: dict[str, Any] = field(default_factory=dict)
+
+
+def adapter_parameters(w: Workload, sizing: Sizing) -> AdapterCount:
+    """The adapters' parameters: r x (in + out) per adapted matrix per layer (LoRA's A is r x in and B out x r: Hu et
+    al. 2021, arXiv 2106.09685 section 4.1), on the declared shape (review sizreview23 G2: a fixed 1% of the base was
+    3.4x r = 16 on Llama-3-70B). q and o map hidden to the query width (heads x headDim) and back, k and v hidden to
+    the KV width (kvHeads x headDim); all-linear adds the FFN's gate, up and down (hidden to the FFN width and back),
+    the width derived from the parameters the attention and the untied embedding and head leave (3 x hidden x width a
+    layer: a gated FFN). A MoE adapts every routed expert's three matrices (transformers 4.x Mixtral / Qwen-MoE
+    modelling code: one nn.Linear each, which PEFT's all-linear matches), an expert's width from the routed share of
+    the parameters; its shared experts and dense layers' FFNs count as one FFN a layer of the width the remainder
+    gives. Not counted: the router (r x (hidden + experts) a layer, under 1% of them) and the output head, which
+    all-linear leaves out. Without layers and hiddenSize, or for MLA (its low-rank q and KV projections' widths are
+    not declared), the adapters are loraTrainableFraction of the base."""
+    assert w.model is not None
+    model = w.model
+    n = float(model.parameters)
+    rank = w.adapter.rank if w.adapter is not None and w.adapter.rank is not None else int(sizing.loraRankDefault.value)
+    targets = w.adapter.targets if w.adapter is not None else "all-linear"
+    fraction = sizing.loraTrainableFraction.value
+    experts = model.experts
+    moe = model.architecture == "moe"
+    missing = None
+    if model.layers is None or model.hidden_size is None:
+        missing = "the spec gives no model.layers and hiddenSize to count r x (in + out) on"
+    elif isinstance(model.attention, LatentAttention):
+        missing = "MLA's low-rank q and KV projections' widths are not declared"
+    elif moe and targets == "all-linear" and (experts is None or experts.total <= experts.per_token):
+        missing = "the routed experts (model.experts) are not declared"
+    if missing is not None:
+        return AdapterCount(n * fraction, rank, targets, False, f"loraTrainableFraction {fraction:g} x parameters: {missing}",
+                            {"parameters": n, "fraction": fraction})  # fmt: skip
+    assert model.layers is not None and model.hidden_size is not None
+    layers, hidden = model.layers, model.hidden_size
+    head = model.head_dim or int(sizing.inference.headDimDefault.value)
+    query = attention_heads(w, hidden, sizing) * head
+    kv = (model.kv_heads or int(sizing.inference.kvHeadsDefault.value)) * head
+    attention = 2 * (hidden + query) + 2 * (hidden + kv)  # q, o; k, v
+    inputs: dict[str, Any] = {"rank": rank, "targets": targets, "layers": layers, "hidden": hidden,
+                              "query width": int(query), "KV width": kv}  # fmt: skip
+    per_layer = attention * layers
+    what = "q, k, v, o"
+    if targets == "all-linear":
+        embeddings = 2 * vocabulary_of(w, sizing) * hidden
+        attention_weights = layers * (2 * hidden * query + 2 * hidden * kv)
+        if moe:
+            assert experts is not None
+            moe_layers = experts.layers or layers
+            routed = n - shared_parameters(w)
+            expert_width = routed / (experts.total * moe_layers * 3 * hidden)
+            rest = max(0.0, shared_parameters(w) - embeddings - attention_weights)
+            width = rest / (layers * 3 * hidden)
+            per_layer += experts.total * moe_layers * 3 * (hidden + expert_width)
+            inputs |= {"expert FFN width": round(expert_width), "routed experts": experts.total, "MoE layers": moe_layers}
+            what += f", gate, up, down of each of {experts.total} routed experts"
+        else:
+            width = max(0.0, (n - embeddings - attention_weights) / (layers * 3 * hidden))
+        # a remainder under an eighth of the hidden size is norms, the router and the parameters' rounding, not an FFN
+        # (the narrowest shared expert published, DeepSeek-V3's 2,048 on 7,168, is 2/7 of it)
+        if width >= hidden / 8:
+            per_layer += layers * 3 * (hidden + width)
+            inputs["FFN width"] = round(width)
+            what += ", the FFN's gate, up, down" if not moe else " and the shared FFN's"
+    count = rank * per_layer
+    inputs["share of the base"] = f"{count / n:.3%}"
+    return AdapterCount(count, rank, targets, True, f"rank x (in + out) of {what} in every layer", inputs)
+
+
 def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
     assert w.model is not None
     n = float(w.model.parameters)
@@ -356,7 +434,7 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
     with_recompute = layers * per_layer_tokens * act.fullRecompute + per_layer_tokens * per_layer + logits
     without = layers * per_layer_tokens * per_layer + logits
     if w.method in ("lora", "qlora"):
-        trainable = n * sizing.loraTrainableFraction.value
+        trainable = adapter_parameters(w, sizing).parameters
         # an fp8 (fp4) run keeps its frozen base 16-bit and casts per GEMM, as it gathers it (review sizreview9 F13)
         frozen = n * max(sizing.bytesPerParameter.weights.value, sizing.weightBytes.get(w.precision, 2))
         if w.method == "qlora":
@@ -1124,6 +1202,9 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                           "ZeRO stages 0-1: the gradients in fp32)",
                           {"parameters": w.model.parameters, "optimizer": w.optimizer, "method": w.method or "full",
                            "ZeRO stage": zero_stage(w)}))  # fmt: skip
+    if w.method in ("lora", "qlora"):
+        adapters = adapter_parameters(w, sizing)
+        figures.append(Figure("LoRA adapter parameters", adapters.parameters, "parameters", adapters.why, adapters.inputs))
     # every term over the context-parallel group, which splits each sequence (review sizreview9 F15: the value was
     # divided, the formula and inputs did not say so)
     figures.append(Figure("activations per GPU (full recomputation)", mem.activations / GIB, "GiB",
@@ -1885,7 +1966,12 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
     # what its replicas serve (review sizreview7 F4: meanRps 50 on replicas serving 0.71 req/s priced tokens at $0.06/M)
     mean = min(w.traffic.mean_rps, rps) if w.traffic.mean_rps is not None else rps
     tokens_month = mean * (w.traffic.input_tokens + w.traffic.output_tokens) * 3600 * w.hours_per_day * sizing.hoursPerMonth.value / 24
-    sharing = _sharing(w, gpu, layout, replicas=replicas, load=load, sizing=sizing)
+    sharing, slower = _sharing(w, gpu, layout, replicas=replicas, load=load, sizing=sizing)
+    if slower and gpu.mig is not None:
+        verb = "holds" if len(slower) == 1 else "hold"
+        notes.append(f"MIG {', '.join(slower)} {verb} the model but not its latency targets or load on a slice's share of "
+                     f"the compute and the HBM bandwidth (compute slices / {gpu.mig.computeSlices}, memory slices / "
+                     f"{gpu.mig.memorySlices or 'its memory share'}: review sizreview23 G3)")  # fmt: skip
     layout_memory = layout.weights_bytes + layout.batch * layout.kv_bytes_per_sequence
     return WorkloadPlan(
         name=w.name, kind=w.kind, team=w.team, pool=place.pool, accelerator=gpu.id, gpus=gpus, min_gpus=layout.tp,
@@ -2122,23 +2208,62 @@ def _latency_replicas(
                   f"latency {'targets' if len(reasons) > 1 else 'target'}; " + "; ".join(reasons))]  # fmt: skip
 
 
-def _sharing(w: Workload, gpu: Gpu, layout: ReplicaPerformance, *, replicas: int, load: float, sizing: Sizing) -> str | None:
-    """MIG or time-slicing for a model too small to fill a GPU; None when whole GPUs are right."""
+def _sharing(
+    w: Workload, gpu: Gpu, layout: ReplicaPerformance, *, replicas: int, load: float, sizing: Sizing
+) -> tuple[str | None, list[str]]:
+    """MIG or time-slicing for a model too small to fill a GPU (None when whole GPUs are right), and the smaller MIG
+    profiles that hold the model but are too slow for it."""
     if layout.tp != 1 or replicas != 1 or load >= 0.5:
-        return None
+        return None, []
     assert w.traffic is not None
     kv = max(1, math.ceil(load * layout.batch)) * layout.kv_bytes_per_sequence
     need = (layout.weights_bytes + kv) / (1 - sizing.memoryReserveFraction.value)
     if gpu.mig is not None:
         # the slice must carry the replica's load too: its compute slices of the GPU's (a replica at 30% of a GPU's load
-        # on a 1/7 slice queued from the start: review sizreview10 F7); time-slicing shares the whole GPU
+        # on a 1/7 slice queued from the start: review sizreview10 F7), and meet its latency targets on its own share of
+        # the compute and of the HBM bandwidth (review sizreview23 G3); time-slicing shares the whole GPU
         computing = gpu.mig.computeSlices
+        slower: list[str] = []
         for profile in sorted(gpu.mig.profiles, key=lambda p: (p.memoryGiB, p.slices)):
             if profile.slices < computing and profile.memoryGiB * GIB >= need and profile.slices / computing >= load:
-                return f"mig {profile.name}"
-        return None
+                if _serves_on_slice(w, mig_slice(gpu, profile.name), sizing):
+                    return f"mig {profile.name}", slower
+                slower.append(profile.name)
+        return None, slower
     slices = max(2, min(8, int(1 / max(load, 0.125))))
-    return f"time-slicing x{slices}"
+    return f"time-slicing x{slices}", []
+
+
+def mig_slice(gpu: Gpu, profile_name: str) -> Gpu:
+    """The GPU a MIG instance is to the roofline: its compute slices' share of the peak FLOP/s, its memory slices' share
+    of the HBM bandwidth (each memory slice is 1/8 of the framebuffer with its memory controllers: NVIDIA MIG user guide,
+    "Concepts" and "Supported MIG Profiles", the 1g.10gb of an H100 80GB 1/8 of the memory and 1/7 of the SMs) and its
+    framebuffer; vLLM sizes its batch and chunk defaults by the memory the device reports, the slice's."""
+    assert gpu.mig is not None
+    profile = next(p for p in gpu.mig.profiles if p.name == profile_name)
+    compute = profile.slices / gpu.mig.computeSlices
+    t = gpu.tflops
+    tflops = t.model_copy(update={k: (v * compute if v is not None else None) for k, v in t.model_dump().items()})
+    return gpu.model_copy(update={"tflops": tflops, "memoryGB": profile.memoryGiB, "inlineEcc": False, "mig": None,
+                                  "memoryBandwidthGBps": gpu.memoryBandwidthGBps * gpu.mig.memory_share(profile)})  # fmt: skip
+
+
+def _serves_on_slice(w: Workload, slice_gpu: Gpu, sizing: Sizing) -> bool:
+    """Whether one replica on the slice holds the model, meets the latency targets (the decode step from its weights and
+    KV over the slice's bandwidth, the prefill from its compute: replica_layout) and serves the whole load with the
+    replicas the TTFT and TPOT percentiles need at one."""
+    assert w.traffic is not None
+    clients = w.traffic.concurrency if w.traffic.peak_rps is None else None
+    layout, _ = replica_layout(w, slice_gpu, sizing, 1, clients=clients, tp=1)
+    if layout is None:
+        return False
+    if w.traffic.peak_rps is None:
+        return (clients or 1) <= layout.batch
+    return (
+        w.traffic.peak_rps <= layout.requests_per_second
+        and _replicas_for_ttft(w, layout, slice_gpu, sizing, 1) == 1
+        and _replicas_for_tpot(w, layout, slice_gpu, sizing, 1) == 1
+    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -523,12 +523,34 @@ def power_draw_order(ctx: RuleContext) -> Iterable[Finding]:
                           f"power would {trend} as its GPUs get busier", "set idleFraction below loadFraction", value)  # fmt: skip
 
 
+def _adapter_shadowed(w: Workload, i: int) -> Iterable[Finding]:
+    """An adapter block sizing cannot read: on a run that trains no adapters, or on a model whose shape does not give the
+    matrices to count r x (in + out) on (the plan falls back to 1% of the base: plan.sizing.adapter_parameters)."""
+    path, model = S.workloads[i], w.model
+    if w.adapter is None or model is None:
+        return
+    if w.method not in ("lora", "qlora"):
+        yield Finding(path.adapter, f"adapter is read by a lora or qlora run only: method {w.method or 'unset'} trains no "
+                      "adapters", "remove it, or set method: lora or qlora", key=True, resource=w.name)  # fmt: skip
+    elif model.layers is None or model.hidden_size is None:
+        yield Finding(path.adapter, "the adapters' count needs the model's layers and hiddenSize: without them the plan takes "
+                      "1% of the base and adapter changes nothing", "declare model.layers and model.hiddenSize",
+                      key=True, resource=w.name)  # fmt: skip
+    elif isinstance(model.attention, LatentAttention):
+        yield Finding(path.adapter, "MLA's low-rank q and KV projections are not declared: the plan takes 1% of the base and "
+                      "adapter changes nothing", "remove it", key=True, resource=w.name)  # fmt: skip
+    elif model.architecture == "moe" and w.adapter.targets == "all-linear" and model.experts is None:
+        yield Finding(path.adapter, "the routed experts' adapters need model.experts: without it the plan takes 1% of the base "
+                      "and adapter changes nothing", "declare model.experts (total and perToken)", key=True, resource=w.name)  # fmt: skip
+
+
 @rules.rule("AL383", "field-shadowed", "No declared field is one that another declared field, or the workload's kind, leaves unread.")
 def field_shadowed(ctx: RuleContext) -> Iterable[Finding]:
     """Fields sizing never reads in their place: closed-loop clients beside a request rate (the rate sizes the replicas)
     and the attention heads of a trained model (the throughput model reads layers, width and the attention layout;
-    headDim only for MLA). A served MoE's expert layout is read: the experts a decode step's tokens touch; not where they
-    sit (experts.layers) nor whether attention is routed too (experts.routedAttention)."""
+    headDim only for MLA) unless LoRA adapters are counted on them; an adapter block a run cannot read. A served
+    MoE's expert layout is read: the experts a decode step's tokens touch; not where they sit (experts.layers) nor
+    whether attention is routed too (experts.routedAttention)."""
     for i, w in enumerate(ctx.spec.workloads):
         path = S.workloads[i]
         if w.traffic is not None and w.traffic.peak_rps is not None and w.traffic.concurrency is not None:
@@ -547,7 +569,11 @@ def field_shadowed(ctx: RuleContext) -> Iterable[Finding]:
             # the serving model reads no routing volume (review sizreview24 N1)
             yield Finding(path.model.experts.routed_attention, "serving does not read routedAttention: it changes nothing here "
                           "(it adds training's routed volume)", "remove it", key=True, resource=w.name)  # fmt: skip
-        if w.kind in SCHEDULED:
+        yield from _adapter_shadowed(w, i)
+        # a LoRA run's k and v adapters are r x (hidden + kvHeads x headDim) each (plan.sizing.adapter_parameters)
+        counted = model.layers is not None and model.hidden_size is not None and not isinstance(model.attention, LatentAttention)
+        lora = w.method in ("lora", "qlora") and counted
+        if w.kind in SCHEDULED and not lora:
             if model.kv_heads is not None:
                 yield Finding(path.model.kv_heads, "training throughput and memory do not depend on the KV heads: kvHeads changes "
                               "nothing here (it sizes a served model's KV cache)", "remove it", key=True, resource=w.name)  # fmt: skip

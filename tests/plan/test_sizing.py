@@ -34,8 +34,10 @@ from alicerce.plan.sizing import (
     GIB,
     Placement,
     WorkloadPlan,
+    adapter_parameters,
     batch_sequences,
     late_days,
+    mig_slice,
     model_state_bytes,
     network_bytes_per_step,
     node_degrees,
@@ -143,13 +145,83 @@ def test_lora_and_qlora_need_far_less_memory_than_full_fine_tuning() -> None:
     lora = training_memory(workload(kind="fine-tuning", method="lora", model=model, tokens="1B"), SIZING)
     qlora = training_memory(workload(kind="fine-tuning", method="qlora", model=model, tokens="1B"), SIZING)
     embeddings = 2 * 32000 * 8192
-    trainable = 70e9 * SIZING.loraTrainableFraction.value
+    # the adapters at the default rank 64 on every linear layer, by hand (kvHeads default 8 x headDim 128 = 1,024): q, o
+    # 2 x (8,192 + 8,192), k, v 2 x (8,192 + 1,024); the FFN width what the attention and the embeddings leave,
+    # (70e9 - 524,288,000 - 80 x 150,994,944) / (80 x 3 x 8,192) = 29,193.5, its three matrices 3 x (8,192 + 29,193.5)
+    trainable = 64 * 80 * (51_200 + 3 * (8192 + 57_396_116_480 / 1_966_080))
+    assert trainable == pytest.approx(836.4e6, rel=1e-4)
+    assert lora.trainable == pytest.approx(trainable, rel=1e-12)
     assert qlora.state == pytest.approx((70e9 - embeddings) * 0.516 + embeddings * 2 + trainable * 16, rel=1e-12)
     assert full.state == 70e9 * 16
     assert lora.state < full.state / 5
     assert qlora.state < lora.state / 3
     # QLoRA's point: a 70B model fine-tunes on one 80 GB GPU (Dettmers et al. 2023 used a 48 GB GPU for 65B)
     assert qlora.state + qlora.activations < usable_memory(CATALOG.gpu("H100"), SIZING)  # type: ignore[arg-type]
+
+
+LLAMA3_70B = {"parameters": "70.55B", "layers": 80, "hiddenSize": 8192, "kvHeads": 8, "vocabulary": 128256}
+
+
+def lora(model: dict[str, Any], **fields: Any) -> Workload:
+    return workload(kind="fine-tuning", method="lora", model=model, tokens="1B", **fields)
+
+
+def test_lora_adapters_are_counted_on_the_declared_shape() -> None:
+    """Review sizreview23 G2: the adapters were 1% of the base at every size. r x (in + out) per adapted matrix per
+    layer, by hand: Llama-3-70B (8,192 hidden, 8 KV heads of 128, FFN 28,672, 80 layers) at r = 16 on all linear
+    layers: 16 x (16,384 + 9,216 + 9,216 + 16,384 + 3 x 36,864) = 2,588,672 a layer, 207.1M in all (0.293%); its
+    FFN width comes from the parameters (28,671 of 70.55B); Llama-2-7B (4,096, 32 KV heads, FFN 11,008, 32 layers,
+    32,000 tokens) 16 x 32 x (4 x 8,192 + 3 x 15,104) = 40.0M. Attention only: q, k, v, o, 16 x 80 x 51,200 = 65.5M."""
+    assert adapter_parameters(lora(LLAMA3_70B, adapter={"rank": 16}), SIZING).parameters == pytest.approx(207.09e6, rel=1e-4)
+    llama2 = {"parameters": "6.74B", "layers": 32, "hiddenSize": 4096, "kvHeads": 32, "vocabulary": 32000}
+    assert adapter_parameters(lora(llama2, adapter={"rank": 16}), SIZING).parameters == pytest.approx(
+        16 * 32 * (4 * 8192 + 3 * (4096 + 11008)), rel=1e-3
+    )
+    attention = adapter_parameters(lora(LLAMA3_70B, adapter={"rank": 16, "targets": "attention"}), SIZING)
+    assert attention.parameters == 16 * 80 * 51_200
+    # the default is QLoRA's r = 64 on every linear layer: four times r = 16's count
+    default = adapter_parameters(lora(LLAMA3_70B), SIZING)
+    assert default.rank == 64
+    assert default.parameters == pytest.approx(4 * 207.09e6, rel=1e-4)
+
+
+def test_moe_lora_adapts_every_routed_expert() -> None:
+    """Mixtral 8x7B (46.7B, 12.9B active, 8 experts top-2, 32 layers of 4,096, FFN 14,336, 8 KV heads, 32,000 tokens) at
+    r = 16 on all linear layers: attention 16 x 32 x (2 x 8,192 + 2 x 5,120) = 13.6M and 8 experts' gate, up and down
+    16 x 32 x 8 x 3 x (4,096 + 14,336) = 226.5M: 240.1M (the router not counted). Its non-routed remainder (norms,
+    router) is no FFN."""
+    mixtral = {"parameters": "46.7B", "architecture": "moe", "activeParameters": "12.9B", "experts": {"total": 8, "perToken": 2},
+               "layers": 32, "hiddenSize": 4096, "kvHeads": 8, "vocabulary": 32000}  # fmt: skip
+    count = adapter_parameters(lora(mixtral, adapter={"rank": 16}), SIZING)
+    assert count.parameters == pytest.approx(16 * 32 * (26_624 + 8 * 3 * (4096 + 14336)), rel=2e-3)
+    assert "FFN width" not in count.inputs
+
+
+def test_lora_without_a_shape_keeps_the_fraction_and_says_so() -> None:
+    """No layers or hiddenSize: nothing to count r x (in + out) on; the catalog's fraction stands, and --explain says why."""
+    for model in ({"parameters": "70B"}, {"parameters": "16B", "layers": 27, "hiddenSize": 2048,
+                                         "attention": {"kind": "mla", "kvLoraRank": 512, "ropeHeadDim": 64, "heads": 16}}):  # fmt: skip
+        count = adapter_parameters(lora(model), SIZING)
+        assert not count.counted
+        assert count.parameters == float(workload(model=model).model.parameters) * SIZING.loraTrainableFraction.value  # type: ignore[union-attr]
+        assert "loraTrainableFraction" in count.why
+
+
+def test_lora_adapters_set_the_state_checkpoint_and_explain_line() -> None:
+    """A 70B LoRA run at r = 16 keeps 16 B of state and 14 B of checkpoint per adapter parameter (AdamW): 207.1M of
+    them, where the fixed 1% charged 706M (3.3 GB of state, not 11.3 GB)."""
+    w = lora(LLAMA3_70B, adapter={"rank": 16}, accelerator="H100", gpus=8)
+    mem = training_memory(w, SIZING)
+    assert mem.trainable == pytest.approx(207.09e6, rel=1e-4)
+    assert mem.checkpoint == pytest.approx(207.09e6 * 14, rel=1e-4)
+    assert mem.state == pytest.approx(70.55e9 * 2 + 207.09e6 * 16, rel=1e-4)
+    plan = plan_training(w, on("H100"), SIZING, [])
+    [figure] = [f for f in plan.figures if f.name == "LoRA adapter parameters"]
+    assert figure.value == pytest.approx(207.09e6, rel=1e-4)
+    assert figure.inputs["rank"] == 16
+    assert figure.inputs["FFN width"] == 28671
+    assert figure.inputs["share of the base"] == "0.294%"
+    assert plan.checkpoint_gib == pytest.approx(207.09e6 * 14 / GIB, rel=1e-3)
 
 
 def test_deadline_drives_gpu_count() -> None:
@@ -319,6 +391,57 @@ def test_small_models_get_a_mig_slice_or_time_slicing() -> None:
         if plan.sharing is not None and plan.sharing.startswith("mig "):
             profile = next(p for p in a100.mig.profiles if p.name == plan.sharing.removeprefix("mig "))
             assert profile.slices / a100.mig.computeSlices >= load, (rps, load, profile.name)
+
+
+SMALL_1B = {"parameters": "1.24B", "layers": 16, "hiddenSize": 2048, "kvHeads": 8, "headDim": 64}
+
+
+def test_a_mig_slice_has_its_memory_slices_share_of_the_bandwidth() -> None:
+    """NVIDIA's MIG user guide (supported MIG profiles): an H100 80GB's 1g.10gb is 1/7 of the SMs and 1/8 of the memory,
+    1g.20gb 1/7 and 2/8, 3g.40gb 3/7 and 4/8; the bandwidth goes with the memory slices' controllers."""
+    h100 = CATALOG.gpu("H100-SXM5-80GB")
+    assert h100 is not None and h100.mig is not None
+    one = mig_slice(h100, "1g.10gb")
+    assert one.memoryBandwidthGBps == pytest.approx(h100.memoryBandwidthGBps / 8)
+    assert one.tflops.bf16 == pytest.approx(h100.tflops.bf16 / 7)
+    assert one.memory_bytes == pytest.approx(next(p.memoryGiB for p in h100.mig.profiles if p.name == "1g.10gb") * GIB)
+    assert mig_slice(h100, "1g.20gb").memoryBandwidthGBps == pytest.approx(h100.memoryBandwidthGBps * 2 / 8)
+    # a user's GPU without memory slices: the profile's memory of the largest profile's (9.75 of 79.25 GiB, ~1/8)
+    bare = h100.mig.model_copy(update={"memorySlices": None})
+    assert bare.memory_share(h100.mig.profiles[0]) == pytest.approx(h100.mig.profiles[0].memoryGiB / 79.25)
+    three = mig_slice(h100, "3g.40gb")
+    assert (three.memoryBandwidthGBps, three.tflops.fp8) == pytest.approx((h100.memoryBandwidthGBps / 2, h100.tflops.fp8 * 3 / 7))  # type: ignore[operator]
+
+
+def test_a_mig_slice_must_meet_the_tpot_target_on_its_own_bandwidth() -> None:
+    """Review sizreview23 G3: 1.24B bf16 at 0.5 req/s with a p99 TPOT of 10 ms was given a 1g.10gb. On the slice the
+    decode step reads 2.48e9 B of weights at 1/8 of 3,350 GB/s x 0.774 (324 GB/s): 7.65 ms, + 2 ms of step overhead
+    = 9.7 ms, past the 8 ms (tpotHeadroom 0.8 x 10 ms) the plan holds a step to. A 1g.20gb's two memory slices halve
+    the read: 3.8 + 2 = 5.8 ms. The 50 ms target keeps the 1g.10gb."""
+    traffic = {"peakRps": 0.5, "inputTokens": 500, "outputTokens": 100}
+    w = workload(kind="inference", model=SMALL_1B, traffic=traffic, latency={"timePerOutputToken": {"p99": "10ms"}})
+    plan = plan_inference(w, on("H100-SXM5-80GB"), SIZING, [])
+    assert plan.sharing == "mig 1g.20gb"
+    assert any(n.startswith("MIG 1g.10gb holds the model but not its latency targets") for n in plan.notes), plan.notes
+    loose = workload(kind="inference", model=SMALL_1B, traffic=traffic, latency={"timePerOutputToken": {"p99": "50ms"}})
+    assert plan_inference(loose, on("H100-SXM5-80GB"), SIZING, []).sharing == "mig 1g.10gb"
+    # by hand, the slice's single-stream step against the headroom
+    h100 = CATALOG.gpu("H100-SXM5-80GB")
+    assert h100 is not None
+    bandwidth = h100.memoryBandwidthGBps * 1e9 / 8 * SIZING.inference.decodeBandwidthEfficiency.value
+    step = 1.24e9 * 2 / bandwidth + SIZING.inference.stepOverheadSeconds.value
+    assert step > SIZING.inference.tpotHeadroom.value * 0.010
+
+
+def test_a_mig_slice_must_meet_the_ttft_target_on_its_compute() -> None:
+    """A 4,000-token prompt prefills in about 4,000 x 2 x 1.24e9 FLOPs / (1/7 of 989 TFLOP/s x the prefill efficiency):
+    tens of ms on a 1g slice, a few on the whole GPU; a 30 ms TTFT target rules the 1g slices out."""
+    traffic = {"peakRps": 0.2, "inputTokens": 4000, "outputTokens": 100}
+    loose = workload(kind="inference", model=SMALL_1B, traffic=traffic)
+    tight = workload(kind="inference", model=SMALL_1B, traffic=traffic, latency={"timeToFirstToken": {"p99": "30ms"}})
+    assert plan_inference(loose, on("H100-SXM5-80GB"), SIZING, []).sharing == "mig 1g.10gb"
+    sharing = plan_inference(tight, on("H100-SXM5-80GB"), SIZING, []).sharing
+    assert sharing is None or not sharing.startswith("mig 1g"), sharing
 
 
 @settings(max_examples=60, deadline=None)
@@ -1110,9 +1233,15 @@ def test_zero_stage_and_pipeline_set_model_state_per_gpu() -> None:
     assert fp16[1].state_per_gpu(384, 48, 1) == pytest.approx(n * 4 / 48 + n * 16 / 384, rel=1e-12)
     assert fp16[0].state_per_gpu(384, 48, 0) == pytest.approx(n * 20 / 48, rel=1e-12)
     assert fp16[3].state_per_gpu(384, 48, 3) == pytest.approx(n * 16 / 384, rel=1e-12)
-    # LoRA: the frozen base is weights a stage below 3 keeps whole, beside the adapters' 2 + 4 bytes
+    # LoRA: the frozen base is weights a stage below 3 keeps whole, beside the adapters' 2 + 4 bytes; the adapters at
+    # r = 64 on all linear layers, by hand (kvHeads default 8 x 128, vocabulary default 128,256): q, o 2 x (14,336 +
+    # 14,336), k, v 2 x (14,336 + 1,024); the FFN width the rest leaves, (176e9 - 2 x 128,256 x 14,336 - 70 x
+    # 440,401,920) / (70 x 3 x 14,336)
+    width = (n - 2 * 128256 * 14336 - 70 * 440_401_920) / (70 * 3 * 14336)
+    adapters = 64 * 70 * (88_064 + 3 * (14336 + width))
+    assert adapters == pytest.approx(0.006925 * n, rel=1e-3)  # 0.69% of the base, where the fixed fraction was 1%
     lora = training_memory(workload(model=model, tokens="1B", method="lora", zeroStage=1), SIZING)
-    assert lora.unsharded(1) == pytest.approx(n * 2 + n * 0.01 * 6, rel=1e-12)
+    assert lora.unsharded(1) == pytest.approx(n * 2 + adapters * 6, rel=1e-12)
 
 
 def test_a_declared_layout_shapes_memory_and_the_plan() -> None:

@@ -30,6 +30,7 @@ from alicerce.spec.models.security import Audit, Encryption, EndpointAccess, Ide
 from alicerce.spec.models.storage import BlockTier, LocalNvmeTier, ObjectTier, ParallelFsTier, SharedNfsTier, StorageTier
 from alicerce.spec.models.tenancy import Budget, Ingress, Quota, StorageGrant, Team, Tenancy
 from alicerce.spec.models.workloads import (
+    Adapter,
     Dataset,
     Experts,
     Growth,
@@ -46,6 +47,7 @@ __all__ = [
     "DNS_LABEL",
     "Accelerator",
     "AcceleratorSpec",
+    "Adapter",
     "AlertOverride",
     "AlertReceiver",
     "ArgoCdSync",

@@ -162,6 +162,26 @@ class Growth(SpecModel):
     )
 
 
+class Adapter(SpecModel):
+    """The LoRA adapters of a lora or qlora fine-tuning run, as PEFT's LoraConfig declares them (r, target_modules)."""
+
+    rank: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_WIDTH,
+        description="LoRA rank r of every adapted matrix: each adds r x (in + out) trainable parameters. Default 64, the "
+        "QLoRA paper's r on every linear layer (Dettmers et al. 2023, arXiv 2305.14314; artidoro/qlora qlora.py "
+        "lora_r); PEFT's own LoraConfig default is 8.",
+        examples=[16],
+    )
+    targets: Literal["all-linear", "attention"] = Field(
+        default="all-linear",
+        description="Matrices adapted in every layer: `all-linear` (PEFT's target_modules='all-linear': q, k, v, o and "
+        "the FFN's gate, up and down, every routed expert's among them; not the output head) or `attention` (q, k, v "
+        "and o only). The count needs model.layers and model.hiddenSize; without them the adapters are 1% of the base.",
+    )
+
+
 class Workload(SpecModel):
     """A job or service the platform exists for; sizing reads these."""
 
@@ -173,6 +193,11 @@ class Workload(SpecModel):
     precision: Precision = Field(default="bf16", description="Numeric precision of weights and compute.")
     optimizer: Literal["adamw", "sgd", "adafactor"] = Field(default="adamw", description="Optimizer (training).")
     method: Literal["full", "lora", "qlora"] | None = Field(default=None, description="Fine-tuning method.")
+    adapter: Adapter | None = Field(
+        default=None,
+        description="LoRA rank and adapted matrices of a lora or qlora run: they set the trainable parameters, the "
+        "adapters' optimizer state and the checkpoint. Default rank 64 on all linear layers.",
+    )
     tokens: Count | None = Field(default=None, ge=1, le=MAX_TOKENS, description="Training tokens, e.g. 2T.")
     sequence_length: StrictInt | None = Field(
         default=None, ge=1, le=MAX_SEQUENCE, description=f"Tokens per sequence; training default {DEFAULT_SEQUENCE:,}."
