@@ -22,6 +22,7 @@ from alicerce.emit.kube.kpi import (
     READY_PODS,
     RESERVED_GPUS,
     SERVING_WORKLOAD_LABEL,
+    billed_gpus,
     pod_runs,
     workload_pods,
 )
@@ -46,9 +47,7 @@ def idle_gpus(reservations: bool) -> str:
     ones. ``reservations``: whether the site has any (RESERVED_GPUS is then recorded: a rule reading a series no rule
     records is dropped, alicerce.emit.kube.promql.fed). A reservation with no node launched has no allocation series
     (pool:gpus_allocated:sum follows the launched GPUs), so all of it is idle."""
-    billed = "pool:gpus_installed:sum"
-    if reservations:
-        billed = f"({billed} >= on (pool) {RESERVED_GPUS}) or on (pool) {RESERVED_GPUS} or on (pool) {billed}"
+    billed = billed_gpus(reservations)
     return f"clamp_min(({billed}) - on (pool) pool:gpus_allocated:sum, 0) or on (pool) ({billed})"
 
 
