@@ -142,9 +142,12 @@ def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
             short = f"what its instance type offers (the pool's layout: {layout} on {pool.instance.type})"
         alerts.append(Alert(pool_alert_name(pool.name), expr, "15m", "critical",
                             f"A node of pool {pool.name} offers {{{{ $value }}}} {{{{ $labels.resource }}}}, short of {short}",
-                            "A GPU fell off the bus, failed, or the device plugin is unhealthy: drain the node. At 0 with the node "
-                            "NotReady (kubectl get node: the kubelet stopped posting, the server died or is unreachable), every "
-                            f"GPU and job on it is lost: {site.capabilities.dead_node_action}."))  # fmt: skip
+                            "A GPU fell off the bus, failed, or the device plugin is unhealthy: drain the node. At the pool's "
+                            "old sharing layout after a change of it, the GPU Operator's roll did not reach the node within "
+                            f"{roll_bound_minutes(site)} minutes: kubectl -n gpu-operator rollout status daemonset "
+                            f"{ROLLED_OPERANDS[0]} (or {ROLLED_OPERANDS[1]}), then the pod that does not start. At 0 with the "
+                            "node NotReady (kubectl get node: the kubelet stopped posting, the server died or is unreachable), "
+                            f"every GPU and job on it is lost: {site.capabilities.dead_node_action}."))  # fmt: skip
     return alerts
 
 

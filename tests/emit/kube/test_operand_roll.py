@@ -57,6 +57,8 @@ def test_the_roll_is_read_from_kube_state_metrics_daemonset_series() -> None:
     assert ROLL_SECONDS_PER_NODE == 60 and roll_bound_minutes(rp.site("aws")) == 44
     rule = rules_of(rp, "aws")[ALERT]
     assert all(name in rule["expr"] for name in ROLLED_OPERANDS) and "[44m:1m]" in rule["expr"]
+    # the page of a stuck roll tells the on-call where to look
+    assert "roll did not reach the node within 44 minutes" in rule["annotations"]["description"]
 
 
 @needs_promtool
