@@ -575,6 +575,7 @@ def pool_layout_changes(old: ResolvedPlatform | None, new: ResolvedPlatform | No
     G5: a 4 -> 8 GPU change of type said only "changed PrometheusRule"). A cloud node is held to its own instance
     type's GPUs (alicerce.emit.kube.monitoring._expected_units); an on-prem host to the pool's new layout."""
     from alicerce.catalog.alerts import pool_alert_name
+    from alicerce.emit.kube.monitoring import ROLL_SECONDS_PER_NODE, roll_bound_minutes
 
     if old is None or new is None:
         return []
@@ -596,9 +597,13 @@ def pool_layout_changes(old: ResolvedPlatform | None, new: ResolvedPlatform | No
                        "the workloads, then remove this one")  # fmt: skip
         elif pool.instance is not None or (was.gpu == pool.gpu and was.gpus_per_node == pool.gpus_per_node):
             hardware = f" on the same {pool.instance.type}" if pool.instance is not None else " on the same hosts"
+            bound = roll_bound_minutes(new.site(pool.site.name))
             out.append(f"pool {pool.name} at {pool.site.name}: {units}{hardware}: {_operator_rolls(was, pool)}; {alert} expects "
-                       "the new layout on every node from the sync, and a node still offering the old one 15 minutes later "
-                       "pages critical")  # fmt: skip
+                       "the new layout from the sync, but while that roll goes on it waits for it on a Ready node that still "
+                       f"offers GPUs, for at most {bound} minutes after the roll began (the site's GPU nodes at their max "
+                       f"size x {ROLL_SECONDS_PER_NODE} s); a roll still going then is stuck, and a node it has not reached "
+                       "pages critical 15 minutes later (kubectl -n gpu-operator rollout status daemonset: the pod that does not "
+                       "start); a node at 0 or NotReady pages after 15 minutes, roll or not")  # fmt: skip
         else:
             out.append(f"pool {pool.name} at {pool.site.name}: {units}: {alert} expects the new layout on every host of the pool "
                        "from the sync; a host that still offers the old one pages critical after 15 minutes: cordon it (kubectl "

@@ -651,10 +651,14 @@ def test_a_change_of_gpus_per_node_says_what_the_missing_gpu_page_expects() -> N
     # plugin (time-slicing) or the MIG manager, which repartitions only GPUs no pod uses; the hosts stay as they are
     # (the text said "cordon it or change its hardware", which is for a change of the hosts' GPUs)
     assert "rolls the device plugin over the nodes one at a time" in changes["pool infer-l4 at aws"]
+    # review obsreview30 G-1: the page waits for that roll on a node that still offers GPUs, within the site's bound
+    # (aws: train-p5 16 + infer-l40s 6 + infer-l4 16 GPU nodes at max here, x 60 s)
+    assert "waits for it on a Ready node that still offers GPUs, for at most 38 minutes" in changes["pool infer-l4 at aws"]
     mig = changes["pool onprem-h100 at dc1"]
     assert "8 nvidia.com/gpu → 8 nvidia.com/mig-3g.40gb, 8 nvidia.com/mig-4g.40gb per node on the same hosts" in mig
     assert "restarts the MIG manager on every node" in mig and "drain the pool's GPU pods before the sync" in mig
     assert "cordon it" not in mig
+    assert "at most 32 minutes" in mig and "a node at 0 or NotReady pages" in mig  # dc1: 32 hosts x 60 s
 
     def fewer_gpus(data: dict[str, Any]) -> None:
         pool(data, "onprem-h100")["accelerator"] = "H100-SXM5-80GB:4"

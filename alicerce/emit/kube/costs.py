@@ -22,6 +22,7 @@ from alicerce.emit.kube.kpi import (
     READY_PODS,
     RESERVED_GPUS,
     SERVING_WORKLOAD_LABEL,
+    billed_gpus,
     pod_runs,
     workload_pods,
 )
@@ -41,14 +42,10 @@ IDLE_COST = "pool:gpu_idle_cost_usd:rate1h"  # USD per hour the pool's installed
 
 
 def idle_gpus(reservations: bool) -> str:
-    """The GPUs a pool is billed for now that no pod holds. Billed: its launched GPUs, or its reserved ones while fewer
-    are launched (nodes above the reservation are billed while they run); a pool without a reservation its launched
-    ones. ``reservations``: whether the site has any (RESERVED_GPUS is then recorded: a rule reading a series no rule
-    records is dropped, alicerce.emit.kube.promql.fed). A reservation with no node launched has no allocation series
-    (pool:gpus_allocated:sum follows the launched GPUs), so all of it is idle."""
-    billed = "pool:gpus_installed:sum"
-    if reservations:
-        billed = f"({billed} >= on (pool) {RESERVED_GPUS}) or on (pool) {RESERVED_GPUS} or on (pool) {billed}"
+    """The GPUs a pool is billed for now (alicerce.emit.kube.kpi.billed_gpus, the allocation ratio's denominator too)
+    that no pod holds. A reservation with no node launched has no allocation series (pool:gpus_allocated:sum follows
+    the launched GPUs), so all of it is idle."""
+    billed = billed_gpus(reservations)
     return f"clamp_min(({billed}) - on (pool) pool:gpus_allocated:sum, 0) or on (pool) ({billed})"
 
 

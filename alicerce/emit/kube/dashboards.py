@@ -78,7 +78,12 @@ def overview(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
             ["pool:gpu_effective_utilization:ratio", "site:gpu_effective_utilization:ratio"],
             "percentunit",
         ),
-        ("GPU allocation by pool (allocated / installed)", ["pool:gpu_allocation:ratio"], "percentunit"),
+        # a reserved pool's share of what it pays for, reserved GPUs not launched included (review obsreview31 N-1)
+        (
+            "GPU allocation by pool (allocated / billed: installed, or reserved while fewer are launched)",
+            ["pool:gpu_allocation:ratio"],
+            "percentunit",
+        ),
         ("GPU utilisation by team", ["team:gpu_utilization:avg"], "percentunit"),
         (
             "GPUs installed, allocated and busy by pool",
@@ -91,7 +96,11 @@ def overview(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
         # recorded only where a served model's whole chain runs at the site (alicerce.emit.kube.kpi lead_time_rules)
         ("Time from dataset to deployed model by served model", [LEAD_TIME], "s"),
         ("GPU spend by team (USD/h)", ["team:gpu_cost_usd:rate1h"], "currencyUSD"),
-        ("Idle GPU cost by pool (USD/h): installed, held by no pod", ["pool:gpu_idle_cost_usd:rate1h"], "currencyUSD"),
+        (
+            "Idle GPU cost by pool (USD/h): billed, held by no pod (reserved GPUs not launched included)",
+            ["pool:gpu_idle_cost_usd:rate1h"],
+            "currencyUSD",
+        ),
         ("Cost per used GPU-hour by team", ["team:usd_per_used_gpu_hour:ratio"], "currencyUSD"),
         ("Inference p99 time to first token", ["workload:vllm_time_to_first_token_seconds:p99"], "s"),
         ("Inference error ratio (API 5xx)", ["workload:vllm_request_errors:ratio_rate5m"], "percentunit"),

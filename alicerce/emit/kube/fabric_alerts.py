@@ -71,6 +71,18 @@ EFA_LINK_ERROR_COUNTERS = tuple(c for c in EFA_ERRORS if c.endswith(("retransmit
 # Held for three windows: a burst of errors raises one window's rate for that window's length only, so only errors
 # that keep on past two windows ticket.
 ERROR_RATE_MINUTES = 10
+# What an EFA port may count (review obsreview29 N-4): SRD sprays each flow over many paths and retransmits what a path
+# lost (amzn-drivers 64788ef7 kernel/linux/efa/SRD.txt, section 1: the requester finds lost packets and sends them
+# again; Shalev et al., IEEE Micro 40(6), 2020), so a healthy busy port may time out a retransmission now and then, and
+# "any rise" ticketed it. Neither the efa driver (src/efa_admin_cmds_defs.h efa_admin_network_stats: counts only) nor
+# the EC2 or CloudWatch agent documents (CloudWatch-Agent-EFA: names only) give a healthy rate. AWS's own node
+# monitoring agent, which alicerce installs on every EKS cluster (eks-node-monitoring-agent v1.7.0, commit c399089d,
+# monitors/networking/efa/efa.go:61-67 and :82-88), reports an EFA port as degraded (reason EFAErrorMetric, severity
+# Warning, pkg/reasons/reasons.yaml) when retrans_timeout_events or impaired_remote_conn_events outrun a token bucket of
+# one event a second with a burst of 100 (its comment: a slow creep of errors is taken as not fatal, for want of an
+# authoritative bound). The same bound here: more than one a second over the 10-minute window, held 30 minutes; a
+# burst alone is the agent's to report
+EFA_EVENTS_PER_SECOND = 1
 ERROR_RATE_WINDOW = f"{ERROR_RATE_MINUTES}m"
 ERROR_RATE_HOLD_MINUTES = 3 * ERROR_RATE_MINUTES
 
@@ -99,7 +111,7 @@ def _error_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     pools = rp.site(site_name).pools
     terms = [f"{_rising(IB_ERROR_COUNTERS, m, _beyond_ber(m))} * on (node) group_left () ({_members(p.name)} > 0)"
              for p in pools if p.rdma is not None and p.rdma.port_counters for m in (rail_matcher(p.rdma.rail_devices),)]  # fmt: skip
-    terms += [f"{_rising(EFA_LINK_ERROR_COUNTERS)} * on (node) group_left () ({_members(p.name)} > 0)"
+    terms += [f"{_rising(EFA_LINK_ERROR_COUNTERS, above=f'> {EFA_EVENTS_PER_SECOND}')} * on (node) group_left () ({_members(p.name)} > 0)"
               for p in pools if p.rdma is not None and p.rdma.technology == "efa"]  # fmt: skip
     if not terms:
         return []
@@ -107,7 +119,8 @@ def _error_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     return [Alert(FABRIC_ERRORS_RISING, expr, f"{ERROR_RATE_HOLD_MINUTES}m", "warning",
                   "Fabric port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.node }} keeps counting link errors",
                   "{{ $value }} of the port's error counters (InfiniBand/RoCE: receive and symbol errors, faster than a "
-                  f"link at a bit error rate of {ALLOWED_BER:g} errs; EFA: retransmit timeouts, impaired connections) rose in every "
+                  f"link at a bit error rate of {ALLOWED_BER:g} errs; EFA: retransmit timeouts, impaired connections, faster than "
+                  f"{EFA_EVENTS_PER_SECOND} a second, AWS's node monitoring agent's bound) rose in every "
                   f"{ERROR_RATE_MINUTES} minutes for {ERROR_RATE_HOLD_MINUTES} while the link stayed up: a failing "
                   "cable, transceiver or switch port makes the transport retransmit, and every collective on this rail "
                   "runs at its pace. Check the link (mlxlink -d {{ $labels.device }} -e, ibdiagnet; on EFA the instance's "

@@ -611,15 +611,31 @@ def _by_workload(expr: str, how: str = "sum") -> str:
     return f"{how} by (namespace, workload) ({expr} * on (namespace, pod) group_left (workload) {POD_WORKLOAD})"
 
 
+def billed_gpus(reservations: bool) -> str:
+    """The GPUs a pool is billed for now: its launched GPUs, or its reserved ones while fewer are launched (nodes above
+    the reservation are billed while they run); a pool without a reservation its launched ones. ``reservations``:
+    whether the site has any (RESERVED_GPUS is then recorded: a rule reading a series no rule records is dropped,
+    alicerce.emit.kube.promql.fed). The idle cost (alicerce.emit.kube.costs.idle_gpus) and the allocation ratio divide
+    by the same."""
+    installed = "pool:gpus_installed:sum"
+    if not reservations:
+        return installed
+    return f"({installed} >= on (pool) {RESERVED_GPUS}) or on (pool) {RESERVED_GPUS} or on (pool) {installed}"
+
+
 def utilisation_rules(*, reservations: bool = False) -> list[dict[str, Any]]:
     """Utilisation, memory and effective utilisation (busy GPU-equivalents of allocated GPUs / installed GPUs) per
     pool, team and workload. ``reservations``: whether the site records RESERVED_GPUS (a pool billed launched or not)."""
-    # a reservation with no node launched is billed whole and holds nothing: its allocation is 0 of its reserved GPUs,
-    # where the ratio has nothing to divide by and the pool costing $220.16/h vanished from the allocation panel (review
+    # allocated over billed (billed_gpus): a reserved pool's denominator is what it pays for, its reserved GPUs while
+    # fewer are launched. Over the launched GPUs it flipped at the first node of a partly launched reservation: 0% at 0
+    # nodes, 100% with 1 busy node of 4 reserved beside $165/h idle (review obsreview31 N-1). A reservation with no node
+    # launched holds nothing: 0 of its reserved GPUs (absent, the pool costing $220.16/h vanished from the panel: review
     # obsreview26 N-E). One rule, so one writer: a second rule (in the cost group, then after this one) wrote the zero
     # at the step the last node left, the step this rule's series ended, and the sample was refused ("duplicate sample
     # for timestamp"; reviews of 7b19e584, obsreview31 G-1)
-    reserved_zero = f" or on (pool) 0 * {RESERVED_GPUS}" if reservations else ""
+    allocation = "pool:gpus_allocated:sum / pool:gpus_installed:sum"
+    if reservations:
+        allocation = f"pool:gpus_allocated:sum / on (pool) ({billed_gpus(True)}) or on (pool) 0 * {RESERVED_GPUS}"
     held = 'pod!=""'
     installed = f"count by (pool) ({NODE_POOL}) * on (pool) {POOL_GPUS_PER_NODE}"
     # Each physical GPU once: with KUBERNETES_VIRTUAL_GPUS (time-sliced pools) dcgm-exporter sends GPU_UTIL for the
@@ -647,7 +663,7 @@ def utilisation_rules(*, reservations: bool = False) -> list[dict[str, Any]]:
         # a pool nobody holds a GPU of is 0 busy, not absent: the utilisation SLO and the ratios read it (an idle
         # platform, the SLO's very case, had no ratio and never fired: review obsreview23 F2)
         _rule("pool:gpus_busy:sum", f"sum by (pool) ({_gpus(GPU_UTIL, held)}) or on (pool) 0 * pool:gpus_installed:sum"),
-        _rule("pool:gpu_allocation:ratio", f"pool:gpus_allocated:sum / pool:gpus_installed:sum{reserved_zero}"),
+        _rule("pool:gpu_allocation:ratio", allocation),
         _rule("pool:gpu_effective_utilization:ratio", "pool:gpus_busy:sum / pool:gpus_installed:sum"),
         _rule("team:gpus_allocated:sum", _by_team(POD_GPUS)),
         _rule("team:gpus_busy:sum", _by_team(_gpus(GPU_UTIL, held))),

@@ -118,6 +118,7 @@ def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     """
     alerts = []
     site = rp.site(site_name)
+    rolling = operand_roll_young(site)
     for pool in site.pools:
         if pool.gpu is None or pool.gpu_units is None:
             continue
@@ -125,16 +126,14 @@ def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         nodes = f'max by (node) (kube_node_labels{{{POOL_LABEL}="{pool.name}"}})'
         expected = _expected_units(rp, pool.name, pool.gpus_per_node, nodes) if pool.instance is not None else None
         # a node cordoned for repair (or drained by alicerce's driver upgrade) is where the runbook already sent it; a
-        # node a scale-up just added advertises nothing until its operator stack is up (review obsreview5 G4)
+        # node a scale-up just added advertises nothing until its operator stack is up (review obsreview5 G4); a Ready
+        # node that still offers some of the resource while the operand's roll has not reached it yet waits for it
+        # (review obsreview30 G-1); a node at 0 or NotReady does not
+        short_of = expected or _layout_compare(nodes)
         expr = " or ".join(
-            in_service(
-                settled(
-                    f'(max by (node, resource) (kube_node_status_allocatable{{resource="{ksm_resource(name)}"}}) '
-                    f"unless on (node) ({NODE_NOT_READY}) "
-                    f'or on (node) label_replace(0 * {nodes}, "resource", "{ksm_resource(name)}", "", "")) '
-                    + (f"* on (node) group_left () ({nodes} > 0) < {count}" if expected is None else expected(count))
-                )
-            )
+            f"({in_service(settled(_offered(name, nodes) + short_of(count)))}) "
+            f'unless on (node) (max by (node) (kube_node_status_allocatable{{resource="{ksm_resource(name)}"}} > 0) '
+            f"unless on (node) ({NODE_NOT_READY}) and on () {rolling})"
             for name, count in sorted(units.items())
         )
         layout = ", ".join(f"{count} {name}" for name, count in sorted(units.items()))
@@ -143,10 +142,64 @@ def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
             short = f"what its instance type offers (the pool's layout: {layout} on {pool.instance.type})"
         alerts.append(Alert(pool_alert_name(pool.name), expr, "15m", "critical",
                             f"A node of pool {pool.name} offers {{{{ $value }}}} {{{{ $labels.resource }}}}, short of {short}",
-                            "A GPU fell off the bus, failed, or the device plugin is unhealthy: drain the node. At 0 with the node "
-                            "NotReady (kubectl get node: the kubelet stopped posting, the server died or is unreachable), every "
-                            f"GPU and job on it is lost: {site.capabilities.dead_node_action}."))  # fmt: skip
+                            "A GPU fell off the bus, failed, or the device plugin is unhealthy: drain the node. At the pool's "
+                            "old sharing layout after a change of it, the GPU Operator's roll did not reach the node within "
+                            f"{roll_bound_minutes(site)} minutes: kubectl -n gpu-operator rollout status daemonset "
+                            f"{ROLLED_OPERANDS[0]} (or {ROLLED_OPERANDS[1]}), then the pod that does not start. At 0 with the "
+                            "node NotReady (kubectl get node: the kubelet stopped posting, the server died or is unreachable), "
+                            f"every GPU and job on it is lost: {site.capabilities.dead_node_action}."))  # fmt: skip
     return alerts
+
+
+def _layout_compare(nodes: str) -> Callable[[int], str]:
+    """The comparison of an on-prem node with the pool's layout."""
+    return lambda count: f"* on (node) group_left () ({nodes} > 0) < {count}"
+
+
+def _offered(name: str, nodes: str) -> str:
+    """Per node of the pool, the units of ``name`` it offers: 0 where it reports none or is not Ready."""
+    return (
+        f'(max by (node, resource) (kube_node_status_allocatable{{resource="{ksm_resource(name)}"}}) '
+        f"unless on (node) ({NODE_NOT_READY}) "
+        f'or on (node) label_replace(0 * {nodes}, "resource", "{ksm_resource(name)}", "", "")) '
+    )
+
+
+# The GPU Operator's operands whose DaemonSet a day-2 change of a pool's sharing rolls (the ConfigMap's name is in the
+# pod template, alicerce.emit.kube.operators): one DaemonSet each for every GPU node of the site, whatever its pool
+# (gpu-operator v26.3.3 assets/state-device-plugin/0500_daemonset.yaml:6 and assets/state-mig-manager/0600_daemonset.yaml:4,
+# metadata.name), rolled one node at a time (deployments/gpu-operator/values.yaml:45-52, daemonsets.rollingUpdate
+# maxUnavailable "1", which alicerce leaves at its default)
+ROLLED_OPERANDS = ("nvidia-device-plugin-daemonset", "nvidia-mig-manager")
+# What the roll may take per node, read from the same assets: neither DaemonSet has a readiness probe or sets
+# terminationGracePeriodSeconds, so the controller moves to the next node once the new pod runs: the old pod's stop
+# (Kubernetes' default 30 s grace at most), then the init containers (toolkit-validation finds toolkit-ready already
+# written; config-manager-init reads the node's label) and the start, images already on the node (a sharing change
+# changes no image). About 5-40 s (obsreview30's estimate, not measured); 60 s leaves a half of that again for the
+# DaemonSet controller's and the kubelet's sync. The MIG manager's roll paces the same way: its repartition runs after
+# its pod started, each node in parallel, and the alert's own 15 minutes hold that
+ROLL_SECONDS_PER_NODE = 60
+
+
+def roll_bound_minutes(site: ResolvedSite) -> int:
+    """How long a roll over every GPU node the site may have (its GPU pools at their max size) is let take: after it, a
+    roll still going is stuck (a node NotReady holds the one unavailable slot, a pod that does not start) and the nodes
+    it has not reached page."""
+    nodes = sum(p.spec.scaling.max for p in site.pools if p.gpu is not None)
+    return max(1, -(-nodes * ROLL_SECONDS_PER_NODE // 60))
+
+
+def operand_roll_young(site: ResolvedSite) -> str:
+    """Non-empty while the device plugin's or the MIG manager's DaemonSet is mid-roll (some of its desired nodes not yet
+    running the new pod template; kube-state-metrics 2.20.0 internal/store/daemonset.go: status.updatedNumberScheduled
+    and status.desiredNumberScheduled) and was not at some minute of the last :func:`roll_bound_minutes`. A roll that
+    started again before the last one ended counts from the first."""
+    selector = f'{{daemonset=~"{"|".join(ROLLED_OPERANDS)}"}}'
+    behind = (
+        f"max by (namespace, daemonset) (kube_daemonset_status_desired_number_scheduled{selector}) "
+        f"- max by (namespace, daemonset) (kube_daemonset_status_updated_number_scheduled{selector}) > bool 0"
+    )
+    return f"(({behind}) == 1 and min_over_time(({behind})[{roll_bound_minutes(site)}m:1m]) == 0)"
 
 
 def _expected_units(rp: ResolvedPlatform, pool: str, gpus_per_node: int, nodes: str) -> Callable[[int], str]:

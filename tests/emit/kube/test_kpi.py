@@ -890,11 +890,37 @@ def test_a_capacity_reservation_is_idle_cost_launched_or_not(nodes: int, held: i
             {"series": f'kube_pod_container_resource_requests{{{pod},container="trainer",node="ip-10-20-1-0.ec2.internal",'
              f'resource="nvidia_com_gpu",unit="integer"}}', "values": f"{held}x30"},
         ]  # fmt: skip
-    # the allocation panel: held over launched GPUs, and 0 (not nothing) for the reservation with no node launched
-    # (review obsreview26 N-E)
-    allocation = held / (nodes * 8) if nodes else 0
+    # the allocation panel: held over billed GPUs, launched or the 32 reserved while fewer are launched, and 0 (not
+    # nothing) for the reservation with no node launched (review obsreview26 N-E). Re-derived for obsreview31 N-1: the
+    # partly launched case read 8 / 8 = 100% beside 24 idle reserved GPUs; over what is billed it is 8 / 32 = 25%
+    allocation = held / max(nodes * 8, 32)
     tests = [{"interval": "1m", "input_series": inputs, "promql_expr_test": [
         rounded("pool:gpu_idle_cost_usd:rate1h", 'pool="train-p5",site="aws"', idle * 6.88),
         rounded("pool:gpu_allocation:ratio", 'pool="train-p5",site="aws"', allocation),
     ]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_a_partly_launched_reservation_s_allocation_is_over_what_it_pays_for(tmp_path: Path) -> None:
+    """obsreview31 N-1: train-p5 reserves 4 p5.48xlarge (32 GPUs). Scaled to 0 until minute 15, then one node whose
+    8-GPU pod runs from minute 15 to 35, when the node is scaled away again: the ratio is 0, then 8 of the 32 reserved
+    GPUs (25%: before, over the launched GPUs, 100% beside $165.12/h idle), then 0 again; the idle cost says the same
+    24 and 32 GPUs. The denominator is the idle cost's billed GPUs (one expression: kpi.billed_gpus)."""
+    rp = platform()
+    system = 'label_alicerce_dev_pool="system"'
+    node = "ip-10-20-1-0.ec2.internal"
+    pod = 'namespace="llm-research",pod="pretrain-0",uid="u1"'
+    inputs: list[dict[str, Any]] = [
+        {"series": f'kube_node_labels{{node="ip-10-20-0-1.ec2.internal",{system}}}', "values": "1x50"},
+        {"series": f'kube_node_labels{{node="{node}",{P5_NODE}}}', "values": "_x15 1x20 stale"},
+        {"series": f'kube_pod_status_phase{{{pod},phase="Running"}}', "values": "_x15 1x20 stale"},
+        {"series": f'kube_pod_container_resource_requests{{{pod},container="trainer",node="{node}",resource="nvidia_com_gpu",'
+         'unit="integer"}', "values": "_x15 8x20 stale"},
+    ]  # fmt: skip
+    labels = 'pool="train-p5",site="aws"'
+    ratios = (("10m", 0), ("20m", 0.25), ("30m", 0.25), ("45m", 0))
+    checks = [rounded("pool:gpu_allocation:ratio", labels, value, at=t) for t, value in ratios]
+    checks += [rounded("pool:gpu_idle_cost_usd:rate1h", labels, gpus * 6.88, at=t) for t, gpus in (("10m", 32), ("30m", 24), ("45m", 32))]
+    run_promtool(rp, "aws", [{"interval": "1m", "input_series": inputs, "promql_expr_test": checks}], tmp_path,
+                 order=["alicerce.kpi.joins", "alicerce.cost", "alicerce.kpi.gpu"])  # fmt: skip
