@@ -74,7 +74,7 @@ def _variable(name: str, metric: str, label: str) -> dict[str, Any]:
 def overview(rp: ResolvedPlatform, have: set[str]) -> dict[str, Any]:
     rows: list[Panel] = [
         (
-            "Effective GPU utilisation by pool (busy / installed)",
+            "Effective GPU utilisation by pool (busy / billed: installed, or reserved while fewer are launched)",
             ["pool:gpu_effective_utilization:ratio", "site:gpu_effective_utilization:ratio"],
             "percentunit",
         ),

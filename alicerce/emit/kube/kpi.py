@@ -624,8 +624,8 @@ def billed_gpus(reservations: bool) -> str:
 
 
 def utilisation_rules(*, reservations: bool = False) -> list[dict[str, Any]]:
-    """Utilisation, memory and effective utilisation (busy GPU-equivalents of allocated GPUs / installed GPUs) per
-    pool, team and workload. ``reservations``: whether the site records RESERVED_GPUS (a pool billed launched or not)."""
+    """Utilisation, memory and effective utilisation (busy GPU-equivalents of allocated GPUs / billed GPUs: installed,
+    or reserved while fewer are launched) per pool, team and workload. ``reservations``: whether the site records RESERVED_GPUS (a pool billed launched or not)."""
     # allocated over billed (billed_gpus): a reserved pool's denominator is what it pays for, its reserved GPUs while
     # fewer are launched. Over the launched GPUs it flipped at the first node of a partly launched reservation: 0% at 0
     # nodes, 100% with 1 busy node of 4 reserved beside $165/h idle (review obsreview31 N-1). A reservation with no node
@@ -634,8 +634,16 @@ def utilisation_rules(*, reservations: bool = False) -> list[dict[str, Any]]:
     # at the step the last node left, the step this rule's series ended, and the sample was refused ("duplicate sample
     # for timestamp"; reviews of 7b19e584, obsreview31 G-1)
     allocation = "pool:gpus_allocated:sum / pool:gpus_installed:sum"
+    # effective utilisation has the same denominator: a reservation's GPUs not launched are paid for and idle, the
+    # waste this KPI is there to show (over the launched GPUs one busy node of four reserved read 100%)
+    effective = "pool:gpus_busy:sum / pool:gpus_installed:sum"
+    site_effective = "sum(pool:gpus_busy:sum) / sum(pool:gpus_installed:sum)"
     if reservations:
-        allocation = f"pool:gpus_allocated:sum / on (pool) ({billed_gpus(True)}) or on (pool) 0 * {RESERVED_GPUS}"
+        billed = billed_gpus(True)
+        allocation = f"pool:gpus_allocated:sum / on (pool) ({billed}) or on (pool) 0 * {RESERVED_GPUS}"
+        effective = f"pool:gpus_busy:sum / on (pool) ({billed}) or on (pool) 0 * {RESERVED_GPUS}"
+        # a site whose one GPU pool is a reservation with no node launched pays for it all and uses none: 0, not nothing
+        site_effective = f"(sum(pool:gpus_busy:sum) or vector(0)) / sum({billed})"
     held = 'pod!=""'
     installed = f"count by (pool) ({NODE_POOL}) * on (pool) {POOL_GPUS_PER_NODE}"
     # Each physical GPU once: with KUBERNETES_VIRTUAL_GPUS (time-sliced pools) dcgm-exporter sends GPU_UTIL for the
@@ -664,13 +672,13 @@ def utilisation_rules(*, reservations: bool = False) -> list[dict[str, Any]]:
         # platform, the SLO's very case, had no ratio and never fired: review obsreview23 F2)
         _rule("pool:gpus_busy:sum", f"sum by (pool) ({_gpus(GPU_UTIL, held)}) or on (pool) 0 * pool:gpus_installed:sum"),
         _rule("pool:gpu_allocation:ratio", allocation),
-        _rule("pool:gpu_effective_utilization:ratio", "pool:gpus_busy:sum / pool:gpus_installed:sum"),
+        _rule("pool:gpu_effective_utilization:ratio", effective),
         _rule("team:gpus_allocated:sum", _by_team(POD_GPUS)),
         _rule("team:gpus_busy:sum", _by_team(_gpus(GPU_UTIL, held))),
         _rule("team:gpu_effective_utilization:ratio", "team:gpus_busy:sum / team:gpus_allocated:sum"),
         _rule("workload:gpus_allocated:sum", _by_workload(POD_GPUS)),
         _rule("site:gpus_installed:sum", "sum(pool:gpus_installed:sum)"),
-        _rule("site:gpu_effective_utilization:ratio", "sum(pool:gpus_busy:sum) / sum(pool:gpus_installed:sum)"),
+        _rule("site:gpu_effective_utilization:ratio", site_effective),
     ]
 
 

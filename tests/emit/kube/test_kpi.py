@@ -906,7 +906,9 @@ def test_a_partly_launched_reservation_s_allocation_is_over_what_it_pays_for(tmp
     """obsreview31 N-1: train-p5 reserves 4 p5.48xlarge (32 GPUs). Scaled to 0 until minute 15, then one node whose
     8-GPU pod runs from minute 15 to 35, when the node is scaled away again: the ratio is 0, then 8 of the 32 reserved
     GPUs (25%: before, over the launched GPUs, 100% beside $165.12/h idle), then 0 again; the idle cost says the same
-    24 and 32 GPUs. The denominator is the idle cost's billed GPUs (one expression: kpi.billed_gpus)."""
+    24 and 32 GPUs. The denominator is the idle cost's billed GPUs (one expression: kpi.billed_gpus). The pod keeps its
+    8 GPUs half busy: effective utilisation is 4 of the 32 GPUs paid for, 12.5% of the pool and of the site (over the
+    launched GPUs it read 50%)."""
     rp = platform()
     system = 'label_alicerce_dev_pool="system"'
     node = "ip-10-20-1-0.ec2.internal"
@@ -918,9 +920,13 @@ def test_a_partly_launched_reservation_s_allocation_is_over_what_it_pays_for(tmp
         {"series": f'kube_pod_container_resource_requests{{{pod},container="trainer",node="{node}",resource="nvidia_com_gpu",'
          'unit="integer"}', "values": "_x15 8x20 stale"},
     ]  # fmt: skip
+    held = (dcgm_scraped(rp, "aws", dcgm_series(node, g, ("pretrain-0", "llm-research", "trainer"))) for g in range(8))
+    inputs += [{"series": series("DCGM_FI_DEV_GPU_UTIL", s), "values": "_x15 50x20 stale"} for s in held]
     labels = 'pool="train-p5",site="aws"'
     ratios = (("10m", 0), ("20m", 0.25), ("30m", 0.25), ("45m", 0))
     checks = [rounded("pool:gpu_allocation:ratio", labels, value, at=t) for t, value in ratios]
+    checks += [rounded("pool:gpu_effective_utilization:ratio", labels, value / 2, at=t) for t, value in ratios]
+    checks += [rounded("site:gpu_effective_utilization:ratio", 'site="aws"', value / 2, at=t) for t, value in ratios]
     checks += [rounded("pool:gpu_idle_cost_usd:rate1h", labels, gpus * 6.88, at=t) for t, gpus in (("10m", 32), ("30m", 24), ("45m", 32))]
     run_promtool(rp, "aws", [{"interval": "1m", "input_series": inputs, "promql_expr_test": checks}], tmp_path,
                  order=["alicerce.kpi.joins", "alicerce.cost", "alicerce.kpi.gpu"])  # fmt: skip
