@@ -625,7 +625,8 @@ def billed_gpus(reservations: bool) -> str:
 
 def utilisation_rules(*, reservations: bool = False) -> list[dict[str, Any]]:
     """Utilisation, memory and effective utilisation (busy GPU-equivalents of allocated GPUs / billed GPUs: installed,
-    or reserved while fewer are launched) per pool, team and workload. ``reservations``: whether the site records RESERVED_GPUS (a pool billed launched or not)."""
+    or reserved while fewer are launched) per pool, team and workload. ``reservations``: whether the site records
+    RESERVED_GPUS (a pool billed launched or not)."""
     # allocated over billed (billed_gpus): a reserved pool's denominator is what it pays for, its reserved GPUs while
     # fewer are launched. Over the launched GPUs it flipped at the first node of a partly launched reservation: 0% at 0
     # nodes, 100% with 1 busy node of 4 reserved beside $165/h idle (review obsreview31 N-1). A reservation with no node
