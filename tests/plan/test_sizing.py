@@ -34,6 +34,9 @@ from alicerce.plan.sizing import (
     GIB,
     Placement,
     WorkloadPlan,
+    _serves_on_slice,
+    _ttft_floor,
+    _ttft_target,
     adapter_parameters,
     batch_sequences,
     late_days,
@@ -43,6 +46,7 @@ from alicerce.plan.sizing import (
     node_degrees,
     plan_inference,
     plan_training,
+    replica_layout,
     served_shape,
     sharded_bytes,
     training_memory,
@@ -442,6 +446,30 @@ def test_a_mig_slice_must_meet_the_ttft_target_on_its_compute() -> None:
     assert plan_inference(loose, on("H100-SXM5-80GB"), SIZING, []).sharing == "mig 1g.10gb"
     sharing = plan_inference(tight, on("H100-SXM5-80GB"), SIZING, []).sharing
     assert sharing is None or not sharing.startswith("mig 1g"), sharing
+
+
+def test_a_mig_slice_where_every_prompt_misses_the_ttft_is_not_recommended() -> None:
+    """Review sizreview26 D1: 1.24B bf16, 2,800-token prompts, 0.5 req/s, p99 TTFT 100 ms on an H100 got a 1g.10gb. On
+    the slice a lone prompt prefills in 99 ms (14.1 ms on the whole GPU over the slice's compute share), under the
+    target, but its first token also waits for a decode step of its own (22 ms): every prompt is late, and
+    _replicas_for_ttft answered 1 because no count of replicas meets it. The target is set between the slice's prefill
+    and its prefill and step, whatever share of the compute the slice has, so the idle floor is all of the prompts."""
+    h100 = CATALOG.gpu("H100-SXM5-80GB")
+    assert h100 is not None
+    traffic = {"peakRps": 0.5, "inputTokens": 2800, "outputTokens": 100}
+    one = mig_slice(h100, "1g.10gb")
+    layout, _ = replica_layout(workload(kind="inference", model=SMALL_1B, traffic=traffic), one, SIZING, 1, tp=1)
+    assert layout is not None
+    target_ms = round((layout.prefill_seconds + layout.step_seconds / 2) * 1000, 1)
+    w = workload(kind="inference", model=SMALL_1B, traffic=traffic, latency={"timeToFirstToken": {"p99": f"{target_ms}ms"}})
+    assert _ttft_target(w, layout) is not None  # the lone prefill alone is within it: replica_layout lets it through
+    assert _ttft_floor(w, layout, one, SIZING, target_ms / 1000) > 0.99  # yet next to every prompt misses it
+    assert not _serves_on_slice(w, one, SIZING)
+    sharing = plan_inference(w, on("H100-SXM5-80GB"), SIZING, []).sharing
+    assert sharing is None or not sharing.startswith("mig 1g.10gb"), sharing
+    # the review's repro: the 2g.20gb's prefill (half the 1g's) and step leave the target's room
+    repro = workload(kind="inference", model=SMALL_1B, traffic=traffic, latency={"timeToFirstToken": {"p99": "100ms"}})
+    assert plan_inference(repro, on("H100-SXM5-80GB"), SIZING, []).sharing == "mig 2g.20gb"
 
 
 @settings(max_examples=60, deadline=None)
