@@ -350,8 +350,9 @@ def adapter_parameters(w: Workload, sizing: Sizing) -> AdapterCount:
     modelling code: one nn.Linear each, which PEFT's all-linear matches), an expert's width from the routed share of
     the parameters; its shared experts and dense layers' FFNs count as one FFN a layer of the width the remainder
     gives. Not counted: the router (r x (hidden + experts) a layer, under 1% of them) and the output head, which
-    all-linear leaves out. Without layers and hiddenSize, or for MLA (its low-rank q and KV projections' widths are
-    not declared), the adapters are loraTrainableFraction of the base."""
+    all-linear leaves out. MLA's attention is its five projections (_mla_projections). Without layers and hiddenSize,
+    or for a MoE on all-linear without its routed experts declared, the adapters are loraTrainableFraction of the base
+    (PL348 says how far short that may be)."""
     assert w.model is not None
     model = w.model
     n = float(model.parameters)
@@ -363,8 +364,6 @@ def adapter_parameters(w: Workload, sizing: Sizing) -> AdapterCount:
     missing = None
     if model.layers is None or model.hidden_size is None:
         missing = "the spec gives no model.layers and hiddenSize to count r x (in + out) on"
-    elif isinstance(model.attention, LatentAttention):
-        missing = "MLA's low-rank q and KV projections' widths are not declared"
     elif moe and targets == "all-linear" and (experts is None or experts.total <= experts.per_token):
         missing = "the routed experts (model.experts) are not declared"
     if missing is not None:
@@ -374,15 +373,21 @@ def adapter_parameters(w: Workload, sizing: Sizing) -> AdapterCount:
     layers, hidden = model.layers, model.hidden_size
     head = model.head_dim or int(sizing.inference.headDimDefault.value)
     query = attention_heads(w, hidden, sizing) * head
-    kv = (model.kv_heads or int(sizing.inference.kvHeadsDefault.value)) * head
-    attention = 2 * (hidden + query) + 2 * (hidden + kv)  # q, o; k, v
-    inputs: dict[str, Any] = {"rank": rank, "targets": targets, "layers": layers, "hidden": hidden,
-                              "query width": int(query), "KV width": kv}  # fmt: skip
-    per_layer = attention * layers
-    what = "q, k, v, o"
+    inputs: dict[str, Any] = {"rank": rank, "targets": targets, "layers": layers, "hidden": hidden}
+    if isinstance(model.attention, LatentAttention):
+        matrices = _mla_projections(model.attention, hidden, attention_heads(w, hidden, sizing), head)
+        inputs |= {"query width": int(query), "KV latent": model.attention.kv_lora_rank,
+                   "q latent (assumed)": 3 * model.attention.kv_lora_rank}  # fmt: skip
+        what = "MLA's q down, q up, KV down, KV up and o"
+    else:
+        kv = (model.kv_heads or int(sizing.inference.kvHeadsDefault.value)) * head
+        matrices = [(hidden, query), (query, hidden), (hidden, kv), (hidden, kv)]  # q, o, k, v
+        inputs |= {"query width": int(query), "KV width": kv}
+        what = "q, k, v, o"
+    per_layer = layers * sum(a + b for a, b in matrices)
     if targets == "all-linear":
         embeddings = 2 * vocabulary_of(w, sizing) * hidden
-        attention_weights = layers * (2 * hidden * query + 2 * hidden * kv)
+        attention_weights = layers * sum(a * b for a, b in matrices)
         if moe:
             assert experts is not None
             moe_layers = experts.layers or layers
@@ -404,6 +409,42 @@ def adapter_parameters(w: Workload, sizing: Sizing) -> AdapterCount:
     count = rank * per_layer
     inputs["share of the base"] = f"{count / n:.3%}"
     return AdapterCount(count, rank, targets, True, f"rank x (in + out) of {what} in every layer", inputs)
+
+
+def _adapters_estimated(w: Workload, adapters: AdapterCount) -> Issue:
+    """PL348: adapters taken as a share of the base, and how far short of the default rank on all linear layers that can
+    be: on a MoE the routed experts hold nearly all of them (review sizreview26 D2; by hand, r = 64 on all linear
+    layers: Qwen3-30B-A3B 3.39B, 11% of its 30.5B, DeepSeek-V3 26.78B, 4.0%; a dense Llama-2-7B 160M, 2.4%)."""
+    assert w.model is not None
+    share = adapters.parameters / float(w.model.parameters)
+    if w.model.architecture == "moe":
+        far = ("on a MoE the routed experts' gate, up and down hold nearly all of them: r = 64 on all linear layers is "
+               "4.0% of DeepSeek-V3 and 11% of Qwen3-30B-A3B, 4 to 11 times this")  # fmt: skip
+        fix = "declare model.experts (total, perToken) and model.layers and hiddenSize to have them counted"
+    else:
+        far = "r = 64 on all linear layers is 2.4% of Llama-2-7B, 2.4 times this"
+        fix = "declare model.layers and hiddenSize to have them counted"
+    return Issue("PL348", f"the LoRA adapters are taken as {share:.0%} of the base ({adapters.parameters / 1e9:.3g}B: "
+                 f"{adapters.why.split(': ', 1)[-1]}), and their optimizer state with them; {far}: the memory and "
+                 f"GPUs may be short; {fix}", "model")  # fmt: skip
+
+
+def _mla_projections(attention: LatentAttention, hidden: int, heads: float, head: int) -> list[tuple[float, float]]:
+    """MLA's linear layers a layer, (in, out) each (DeepSeek-V2, arXiv 2405.04434 section 2.1.2; the
+    DeepseekV3Attention of transformers 4.x: q_a_proj, q_b_proj, kv_a_proj_with_mqa, kv_b_proj, o_proj, nn.Linear each,
+    which PEFT's all-linear matches): q down to its latent and up to heads x (headDim + ropeHeadDim); KV down to the
+    latent and the shared RoPE key; KV up to heads x (headDim key + headDim value); o from heads x headDim back. The
+    spec declares no q latent: taken as 3 x kvLoraRank, DeepSeek-V2's and V3's 1,536 on 512 (their config.json
+    q_lora_rank, kv_lora_rank), the wider guess: a model without q compression (V2-Lite) has 2 x 1,536 fewer a layer,
+    3% of V3's attention adapters. The key's nope and the value take headDim (V3: 128 each)."""
+    q_latent = 3 * attention.kv_lora_rank
+    return [
+        (hidden, q_latent),
+        (q_latent, heads * (head + attention.rope_head_dim)),
+        (hidden, attention.kv_lora_rank + attention.rope_head_dim),
+        (attention.kv_lora_rank, heads * 2 * head),
+        (heads * head, hidden),
+    ]
 
 
 def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
@@ -1205,6 +1246,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     if w.method in ("lora", "qlora"):
         adapters = adapter_parameters(w, sizing)
         figures.append(Figure("LoRA adapter parameters", adapters.parameters, "parameters", adapters.why, adapters.inputs))
+        if not adapters.counted:
+            issues.append(_adapters_estimated(w, adapters))
     # every term over the context-parallel group, which splits each sequence (review sizreview9 F15: the value was
     # divided, the formula and inputs did not say so)
     figures.append(Figure("activations per GPU (full recomputation)", mem.activations / GIB, "GiB",

@@ -536,9 +536,6 @@ def _adapter_shadowed(w: Workload, i: int) -> Iterable[Finding]:
         yield Finding(path.adapter, "the adapters' count needs the model's layers and hiddenSize: without them the plan takes "
                       "1% of the base and adapter changes nothing", "declare model.layers and model.hiddenSize",
                       key=True, resource=w.name)  # fmt: skip
-    elif isinstance(model.attention, LatentAttention):
-        yield Finding(path.adapter, "MLA's low-rank q and KV projections are not declared: the plan takes 1% of the base and "
-                      "adapter changes nothing", "remove it", key=True, resource=w.name)  # fmt: skip
     elif model.architecture == "moe" and w.adapter.targets == "all-linear" and model.experts is None:
         yield Finding(path.adapter, "the routed experts' adapters need model.experts: without it the plan takes 1% of the base "
                       "and adapter changes nothing", "declare model.experts (total and perToken)", key=True, resource=w.name)  # fmt: skip

@@ -202,13 +202,43 @@ def test_moe_lora_adapts_every_routed_expert() -> None:
 
 
 def test_lora_without_a_shape_keeps_the_fraction_and_says_so() -> None:
-    """No layers or hiddenSize: nothing to count r x (in + out) on; the catalog's fraction stands, and --explain says why."""
-    for model in ({"parameters": "70B"}, {"parameters": "16B", "layers": 27, "hiddenSize": 2048,
-                                         "attention": {"kind": "mla", "kvLoraRank": 512, "ropeHeadDim": 64, "heads": 16}}):  # fmt: skip
+    """No layers or hiddenSize, or a MoE's routed experts undeclared: nothing to count r x (in + out) on; the catalog's
+    fraction stands, --explain says why and PL348 how far short it may be (review sizreview26 D2: Qwen3-30B-A3B's
+    experts undeclared counted 305M where r = 64 on all linear layers is 3.39B, silently)."""
+    qwen3_moe = {"parameters": "30.5B", "activeParameters": "3.3B", "architecture": "moe", "layers": 48, "hiddenSize": 2048}
+    for model in ({"parameters": "70B"}, qwen3_moe):
         count = adapter_parameters(lora(model), SIZING)
         assert not count.counted
         assert count.parameters == float(workload(model=model).model.parameters) * SIZING.loraTrainableFraction.value  # type: ignore[union-attr]
         assert "loraTrainableFraction" in count.why
+        plan = plan_training(lora(model, accelerator="H100", gpus=8), on("H100"), SIZING, [])
+        [issue] = [i for i in plan.issues if i.check == "PL348"]
+        assert "1% of the base" in issue.message and issue.field == "model"
+        assert ("model.experts" in issue.message) == (model is qwen3_moe)
+    # a shape to count on raises none
+    plan = plan_training(lora(LLAMA3_70B, accelerator="H100", gpus=8), on("H100"), SIZING, [])
+    assert not [i for i in plan.issues if i.check == "PL348"]
+
+
+def test_mla_lora_counts_its_projections_and_every_routed_expert() -> None:
+    """Review sizreview26 D2: MLA fell back to 1% of the base, 6.71B on DeepSeek-V3, where r = 64 on all linear layers is
+    26.78B (4.0x). By hand from its config.json (hidden 7,168, 61 layers of which 58 MoE, 3 dense FFNs of 18,432, 256
+    routed + 1 shared expert of 2,048, q latent 1,536, KV latent 512, RoPE 64, 128 heads of 128), r x (in + out) a
+    layer: q down 7,168 + 1,536, q up 1,536 + 128 x 192, KV down 7,168 + 576, KV up 512 + 128 x 256, o 16,384 + 7,168
+    = 99,392; the routed experts 256 x 3 x (7,168 + 2,048) = 7,077,888; the shared one 27,648; a dense FFN 76,800.
+    61 x 99,392 + 58 x 7,105,536 + 3 x 76,800 = 418.4M a unit of rank, 26.78B at 64. The plan infers the expert width
+    (2,050) and one shared FFN a layer from the parameters, and the q latent as 3 x kvLoraRank."""
+    model = {**DEEPSEEK_V3, "vocabulary": 129280, "headDim": 128,
+             "attention": {"kind": "mla", "kvLoraRank": 512, "ropeHeadDim": 64, "heads": 128}}  # fmt: skip
+    hand = 64 * (61 * 99_392 + 58 * 7_105_536 + 3 * 76_800)
+    assert hand == pytest.approx(26.78e9, rel=1e-3)
+    count = adapter_parameters(lora(model), SIZING)
+    assert count.counted
+    assert count.parameters == pytest.approx(hand, rel=0.01)
+    assert count.inputs["q latent (assumed)"] == 1536 and count.inputs["expert FFN width"] == 2050
+    # the attention alone, by hand: 61 x 99,392 at r = 16
+    attention = adapter_parameters(lora(model, adapter={"rank": 16, "targets": "attention"}), SIZING)
+    assert attention.parameters == 16 * 61 * 99_392
 
 
 def test_lora_adapters_set_the_state_checkpoint_and_explain_line() -> None:
