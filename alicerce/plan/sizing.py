@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from alicerce.catalog.models import Gpu, Sizing
+from alicerce.catalog.models import Gpu, Mig, MigProfile, Sizing
 from alicerce.plan.figures import Factor, Figure, deadline_text, rounded
 from alicerce.plan.queueing import fewest_replicas, share_of_slow_steps, share_past_first_token
 from alicerce.plan.roofline import (
@@ -2012,9 +2012,11 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
     sharing, slower = _sharing(w, gpu, layout, replicas=replicas, load=load, sizing=sizing)
     if slower and gpu.mig is not None:
         verb = "holds" if len(slower) == 1 else "hold"
+        mig = gpu.mig
+        bases = "; ".join(f"{name}: {mig.compute_basis(p)}, {_memory_basis(mig, p)}"
+                          for name in slower for p in mig.profiles if p.name == name)  # fmt: skip
         notes.append(f"MIG {', '.join(slower)} {verb} the model but not its latency targets or load on a slice's share of "
-                     f"the compute and the HBM bandwidth (compute slices / {gpu.mig.computeSlices}, memory slices / "
-                     f"{gpu.mig.memorySlices or 'its memory share'}: review sizreview23 G3)")  # fmt: skip
+                     f"the compute and the HBM bandwidth ({bases}: reviews sizreview23 G3, sizreview26 G1)")  # fmt: skip
     layout_memory = layout.weights_bytes + layout.batch * layout.kv_bytes_per_sequence
     return WorkloadPlan(
         name=w.name, kind=w.kind, team=w.team, pool=place.pool, accelerator=gpu.id, gpus=gpus, min_gpus=layout.tp,
@@ -2280,7 +2282,8 @@ def _sharing(
         computing = gpu.mig.computeSlices
         slower: list[str] = []
         for profile in sorted(gpu.mig.profiles, key=lambda p: (p.memoryGiB, p.slices)):
-            if profile.slices < computing and profile.memoryGiB * GIB >= need and profile.slices / computing >= load:
+            share = gpu.mig.compute_share(profile)
+            if profile.slices < computing and profile.memoryGiB * GIB >= need and share >= load:
                 if _serves_on_slice(w, mig_slice(gpu, profile.name), sizing):
                     return f"mig {profile.name}", slower
                 slower.append(profile.name)
@@ -2289,14 +2292,22 @@ def _sharing(
     return f"time-slicing x{slices}", []
 
 
+def _memory_basis(mig: Mig, profile: MigProfile) -> str:
+    """What Mig.memory_share reads for the profile, for the notes (review sizreview26 N5: "memory slices / its memory
+    share" where a user catalog gives no memory slices)."""
+    if profile.memorySlices is not None and mig.memorySlices is not None:
+        return f"{profile.memorySlices} of {mig.memorySlices} memory slices"
+    return f"{profile.memoryGiB:g} of {max(p.memoryGiB for p in mig.profiles):g} GiB"
+
+
 def mig_slice(gpu: Gpu, profile_name: str) -> Gpu:
-    """The GPU a MIG instance is to the roofline: its compute slices' share of the peak FLOP/s, its memory slices' share
+    """The GPU a MIG instance is to the roofline: its SMs' share of the peak FLOP/s (Mig.compute_share), its memory slices' share
     of the HBM bandwidth (each memory slice is 1/8 of the framebuffer with its memory controllers: NVIDIA MIG user guide,
     "Concepts" and "Supported MIG Profiles", the 1g.10gb of an H100 80GB 1/8 of the memory and 1/7 of the SMs) and its
     framebuffer; vLLM sizes its batch and chunk defaults by the memory the device reports, the slice's."""
     assert gpu.mig is not None
     profile = next(p for p in gpu.mig.profiles if p.name == profile_name)
-    compute = profile.slices / gpu.mig.computeSlices
+    compute = gpu.mig.compute_share(profile)
     t = gpu.tflops
     tflops = t.model_copy(update={k: (v * compute if v is not None else None) for k, v in t.model_dump().items()})
     return gpu.model_copy(update={"tflops": tflops, "memoryGB": profile.memoryGiB, "inlineEcc": False, "mig": None,

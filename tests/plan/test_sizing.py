@@ -437,14 +437,38 @@ def test_a_mig_slice_has_its_memory_slices_share_of_the_bandwidth() -> None:
     assert h100 is not None and h100.mig is not None
     one = mig_slice(h100, "1g.10gb")
     assert one.memoryBandwidthGBps == pytest.approx(h100.memoryBandwidthGBps / 8)
-    assert one.tflops.bf16 == pytest.approx(h100.tflops.bf16 / 7)
+    assert one.tflops.bf16 == pytest.approx(h100.tflops.bf16 * 16 / 132)  # its SMs (sizreview26 G1), not 1/7
     assert one.memory_bytes == pytest.approx(next(p.memoryGiB for p in h100.mig.profiles if p.name == "1g.10gb") * GIB)
     assert mig_slice(h100, "1g.20gb").memoryBandwidthGBps == pytest.approx(h100.memoryBandwidthGBps * 2 / 8)
     # a user's GPU without memory slices: the profile's memory of the largest profile's (9.75 of 79.25 GiB, ~1/8)
     bare = h100.mig.model_copy(update={"memorySlices": None})
     assert bare.memory_share(h100.mig.profiles[0]) == pytest.approx(h100.mig.profiles[0].memoryGiB / 79.25)
     three = mig_slice(h100, "3g.40gb")
-    assert (three.memoryBandwidthGBps, three.tflops.fp8) == pytest.approx((h100.memoryBandwidthGBps / 2, h100.tflops.fp8 * 3 / 7))  # type: ignore[operator]
+    assert (three.memoryBandwidthGBps, three.tflops.fp8) == pytest.approx((h100.memoryBandwidthGBps / 2, h100.tflops.fp8 * 60 / 132))  # type: ignore[operator]
+
+
+def test_a_mig_slice_has_its_sms_share_of_the_compute() -> None:
+    """Review sizreview26 G1: a profile's compute was its compute slices / 7. `nvidia-smi mig -lgip` lists its SMs:
+    H200 (NVIDIA/mig-parted issue 120) 16 / 26 / 32 / 60 / 64 / 132 for 1g / 1g two-memory-slice / 2g / 3g / 4g / 7g of
+    132, so an H100's 1g.10gb is 0.121 of the peak (1/7 = 0.143 was 18% fast), its 1g.20gb 0.197 (27% slow) and its
+    4g.40gb 0.485 (0.571); an A100's 1g.5gb 14 of 108 SMs (forum thread 170488), 0.130, its 7g 98 of 108. A user catalog
+    without SMs keeps the slices' share and the note says which basis it read."""
+    h100, h200, a100 = CATALOG.gpu("H100-SXM5-80GB"), CATALOG.gpu("H200-SXM-141GB"), CATALOG.gpu("A100-SXM4-40GB")
+    assert h100 is not None and h200 is not None and a100 is not None
+    assert h100.mig is not None and h200.mig is not None and a100.mig is not None
+    shares = {p.name: h100.mig.compute_share(p) for p in h100.mig.profiles}
+    assert shares == pytest.approx({"1g.10gb": 16 / 132, "1g.20gb": 26 / 132, "2g.20gb": 32 / 132, "3g.40gb": 60 / 132,
+                                    "4g.40gb": 64 / 132, "7g.80gb": 1.0})  # fmt: skip
+    assert [p.sms for p in h200.mig.profiles] == [16, 26, 32, 60, 64, 132]
+    assert mig_slice(h100, "1g.20gb").tflops.bf16 == pytest.approx(h100.tflops.bf16 * 26 / 132)
+    assert {p.name: p.sms for p in a100.mig.profiles if p.sms} == {"1g.5gb": 14, "2g.10gb": 28, "3g.20gb": 42, "4g.20gb": 56,
+                                                                   "7g.40gb": 98}  # fmt: skip
+    assert mig_slice(a100, "7g.40gb").tflops.bf16 == pytest.approx(a100.tflops.bf16 * 98 / 108)
+    # a user catalog without SMs: compute slices / 7, and the note names the basis
+    bare = h100.model_copy(update={"mig": h100.mig.model_copy(update={"sms": None})})
+    assert bare.mig is not None and mig_slice(bare, "1g.10gb").tflops.bf16 == pytest.approx(h100.tflops.bf16 / 7)
+    assert bare.mig.compute_basis(bare.mig.profiles[0]) == "compute slices / 7"
+    assert h100.mig.compute_basis(h100.mig.profiles[0]) == "16 of 132 SMs"
 
 
 def test_a_mig_slice_must_meet_the_tpot_target_on_its_own_bandwidth() -> None:
@@ -497,9 +521,12 @@ def test_a_mig_slice_where_every_prompt_misses_the_ttft_is_not_recommended() -> 
     assert not _serves_on_slice(w, one, SIZING)
     sharing = plan_inference(w, on("H100-SXM5-80GB"), SIZING, []).sharing
     assert sharing is None or not sharing.startswith("mig 1g.10gb"), sharing
-    # the review's repro: the 2g.20gb's prefill (half the 1g's) and step leave the target's room
+    # the review's repro. On the SMs' share (sizreview26 G1) the 1g.10gb's prefill, 14.1 ms x 132 / 16 = 117 ms, misses
+    # alone; the 1g.20gb's (26 SMs, 72 ms) and the 2g.20gb's (32 SMs, 58 ms) with a 29 ms step meet it idle, but a prompt
+    # arriving behind another at 0.5 req/s is late often enough to need 7 and 3 replicas; the 3g.40gb's (60 SMs, 31 ms)
+    # holds it at one
     repro = workload(kind="inference", model=SMALL_1B, traffic=traffic, latency={"timeToFirstToken": {"p99": "100ms"}})
-    assert plan_inference(repro, on("H100-SXM5-80GB"), SIZING, []).sharing == "mig 2g.20gb"
+    assert plan_inference(repro, on("H100-SXM5-80GB"), SIZING, []).sharing == "mig 3g.40gb"
 
 
 @settings(max_examples=60, deadline=None)
