@@ -863,6 +863,8 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
         fp8_recipe=w.fp8_recipe,
         fp8_supported=gpu.tflops.fp8 is not None,
         fp4_supported=gpu.tflops.fp4 is not None,
+        # a pin without fp8 tensor cores on a pool whose GPU has them: the job runs fp8 there, sized for the pin (PL302)
+        fp8_on_pool=place.pool_gpu is not None and place.pool_gpu.tflops.fp8 is not None,
         experts_per_token=(experts.per_token if experts else int(sizing.training.expertsPerTokenDefault.value)) if moe else None,
         moe_layers=routed_layers(experts.layers or layers, routed_attention=experts.routed_attention) if experts else None,
         full_recompute=True,

@@ -726,6 +726,17 @@ def test_a_pin_with_no_pool_of_its_gpu_says_so_not_that_no_pool_runs_the_kind() 
                             "sized on H100-SXM5-80GB")  # fmt: skip
 
 
+def test_an_fp8_run_pinned_to_an_a100_on_an_h100_pool_is_not_said_to_run_as_bf16() -> None:
+    """Review sizreview26 N6: an fp8 run pinned to an A100 on an H100 pool starts on the H100 (accepted since sizreview25
+    D1) and runs fp8 there; sized for the pin (PL302), its precision factor is 1, but the explain said "runs as bf16"."""
+    data = yaml.safe_load(FP8_ON_TWO_GENERATIONS)
+    data["workloads"][0] |= {"accelerator": "A100-SXM4-80GB", "pool": "h100"}
+    (w,) = [p for p in plan_of(data).workloads if p.name == "w"]
+    (factor,) = [f for fig in w.figures for f in fig.factors if f.name == "precision"]
+    assert factor.value == 1.0
+    assert "runs as bf16" not in factor.why and "the pool's GPU runs it" in factor.why, factor.why
+
+
 def test_placement_never_picks_a_gpu_the_training_precision_cannot_run_on() -> None:
     """Review sizreview24 D1: AL388 refused fp8 training on a declared A100, but a pool the placement picked was priced
     "runs as bf16" and chosen when cheaper (a negotiated $8 p4de beside a p5: `w -> a100: adds $156`), where Transformer
