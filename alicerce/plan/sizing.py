@@ -322,6 +322,14 @@ class TrainingMemory:
         return self.in_flight(tp, gpus) * layers + once
 
 
+def embedding_matrices(w: Workload) -> int:
+    """The vocabulary x hidden matrices a model holds: the input embedding and the output head, one where they are tied
+    (review sizreview26 N2: counted twice, the inferred FFN of Gemma-2B came out narrow and its all-linear adapters 21%
+    short, r x vocabulary)."""
+    assert w.model is not None
+    return 1 if w.model.tied_embeddings else 2
+
+
 def vocabulary_of(w: Workload, sizing: Sizing) -> float:
     """The logits' width: the declared vocabulary (0: no language-model head), else Llama 3's (review sizreview9 F17)."""
     assert w.model is not None
@@ -345,7 +353,7 @@ def adapter_parameters(w: Workload, sizing: Sizing) -> AdapterCount:
     al. 2021, arXiv 2106.09685 section 4.1), on the declared shape (review sizreview23 G2: a fixed 1% of the base was
     3.4x r = 16 on Llama-3-70B). q and o map hidden to the query width (heads x headDim) and back, k and v hidden to
     the KV width (kvHeads x headDim); all-linear adds the FFN's gate, up and down (hidden to the FFN width and back),
-    the width derived from the parameters the attention and the untied embedding and head leave (3 x hidden x width a
+    the width derived from the parameters the attention and the embedding and head (one if tiedEmbeddings) leave (3 x hidden x width a
     layer: a gated FFN). A MoE adapts every routed expert's three matrices (transformers 4.x Mixtral / Qwen-MoE
     modelling code: one nn.Linear each, which PEFT's all-linear matches), an expert's width from the routed share of
     the parameters; its shared experts and dense layers' FFNs count as one FFN a layer of the width the remainder
@@ -386,7 +394,7 @@ def adapter_parameters(w: Workload, sizing: Sizing) -> AdapterCount:
         what = "q, k, v, o"
     per_layer = layers * sum(a + b for a, b in matrices)
     if targets == "all-linear":
-        embeddings = 2 * vocabulary_of(w, sizing) * hidden
+        embeddings = embedding_matrices(w) * vocabulary_of(w, sizing) * hidden
         attention_weights = layers * sum(a * b for a, b in matrices)
         if moe:
             assert experts is not None
@@ -482,7 +490,7 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
             # bitsandbytes quantises the linear layers only: the input embedding and the output head (untied: vocabulary x
             # hidden each) stay 16-bit (transformers' replace_with_bnb_linear, get_keys_to_not_convert; review sizreview8
             # F2: Llama 3 8B's 1.05B of them at 4 bits took its state 29% low)
-            embeddings = min(n, 2 * vocabulary * hidden)
+            embeddings = min(n, embedding_matrices(w) * vocabulary * hidden)
             # ... at 16 bits (32 for an fp32 run) whatever the declared precision: bitsandbytes computes in 16 bits
             # (review sizreview10 F10: 1 B at fp8)
             kept = max(sizing.bytesPerParameter.weights.value, sizing.weightBytes.get(w.precision, 2))

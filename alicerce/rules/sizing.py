@@ -609,6 +609,10 @@ def field_shadowed(ctx: RuleContext) -> Iterable[Finding]:
             yield Finding(path.model.experts.routed_attention, "serving does not read routedAttention: it changes nothing here "
                           "(it adds training's routed volume)", "remove it", key=True, resource=w.name)  # fmt: skip
         yield from _adapter_shadowed(w, i)
+        if model.tied_embeddings is not None and not (w.method in ("lora", "qlora") and w.kind in SCHEDULED):
+            # read by the adapters' count and QLoRA's 16-bit embeddings only (plan.sizing.embedding_matrices)
+            yield Finding(path.model.tied_embeddings, "tiedEmbeddings is read by a lora or qlora run only (its adapters' count "
+                          "and QLoRA's 16-bit embeddings): it changes nothing here", "remove it", key=True, resource=w.name)  # fmt: skip
         # a LoRA run's k and v adapters are r x (hidden + kvHeads x headDim) each (plan.sizing.adapter_parameters), read
         # on targets: attention only: on all linear layers every adapted matrix has the hidden size on one side and the
         # FFN width is what the attention leaves, so the count is r x (7 x hidden x layers + the layers' parameters /

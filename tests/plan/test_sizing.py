@@ -220,6 +220,25 @@ def test_lora_without_a_shape_keeps_the_fraction_and_says_so() -> None:
     assert not [i for i in plan.issues if i.check == "PL348"]
 
 
+def test_tied_embeddings_are_one_matrix_in_the_adapter_count() -> None:
+    """Review sizreview26 N2: the embedding and the head were counted as two vocabulary x hidden matrices whatever the
+    model, so a tied model's inferred FFN came out narrow and its all-linear adapters short by r x vocabulary. Gemma-2B
+    (config.json: 2.506B, hidden 2,048, 18 layers, 8 heads of 256, 1 KV head, FFN 16,384, vocabulary 256,000, tied) at
+    r = 64 by hand: 64 x 18 x ((2,048 + 2,048) x 2 + (2,048 + 256) x 2 + 3 x (2,048 + 16,384)) = 78.44M; counted as
+    untied, 62.1M (-21%). QLoRA keeps the one matrix 16-bit, not two."""
+    gemma = {"parameters": "2.506B", "layers": 18, "hiddenSize": 2048, "heads": 8, "headDim": 256, "kvHeads": 1,
+             "vocabulary": 256000}  # fmt: skip
+    hand = 64 * 18 * (2 * 4096 + 2 * 2304 + 3 * (2048 + 16384))
+    tied = adapter_parameters(lora({**gemma, "tiedEmbeddings": True}), SIZING)
+    assert tied.parameters == pytest.approx(hand, rel=2e-3)
+    untied = adapter_parameters(lora(gemma), SIZING)
+    assert untied.parameters == pytest.approx(hand - 64 * 256000, rel=2e-3)
+    q_tied = training_memory(workload(kind="fine-tuning", method="qlora", model={**gemma, "tiedEmbeddings": True}, tokens="1B"), SIZING)
+    q_untied = training_memory(workload(kind="fine-tuning", method="qlora", model=gemma, tokens="1B"), SIZING)
+    # one 16-bit matrix fewer, 4-bit instead: 524.3M x (2 - qloraBaseBytes) less, plus the wider FFN's adapters' state
+    assert q_untied.state - q_tied.state == pytest.approx(256000 * 2048 * (2 - SIZING.qloraBaseBytes.value) - 64 * 256000 * 16, rel=0.01)
+
+
 def test_mla_lora_counts_its_projections_and_every_routed_expert() -> None:
     """Review sizreview26 D2: MLA fell back to 1% of the base, 6.71B on DeepSeek-V3, where r = 64 on all linear layers is
     26.78B (4.0x). By hand from its config.json (hidden 7,168, 61 layers of which 58 MoE, 3 dense FFNs of 18,432, 256
