@@ -1258,6 +1258,12 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         figures.append(Figure("LoRA adapter parameters", adapters.parameters, "parameters", adapters.why, adapters.inputs))
         if not adapters.counted:
             issues.append(_adapters_estimated(w, adapters))
+        elif adapters.targets == "attention" and w.model.kv_heads is None and not isinstance(w.model.attention, LatentAttention):
+            # review sizreview26 N3: the k and v adapters at the default 8 KV heads, an MHA model's all silently short
+            kv = int(sizing.inference.kvHeadsDefault.value)
+            issues.append(Issue("PL348", f"the k and v adapters are counted at {kv} KV heads (model.kvHeads undeclared): a "
+                                f"multi-head model has as many as query heads, and its attention adapters are more (Llama-2-7B "
+                                "r = 16: 16.8M, counted 13.6M); declare model.kvHeads", "model"))  # fmt: skip
     # every term over the context-parallel group, which splits each sequence (review sizreview9 F15: the value was
     # divided, the formula and inputs did not say so)
     figures.append(Figure("activations per GPU (full recomputation)", mem.activations / GIB, "GiB",

@@ -220,6 +220,22 @@ def test_lora_without_a_shape_keeps_the_fraction_and_says_so() -> None:
     assert not [i for i in plan.issues if i.check == "PL348"]
 
 
+def test_attention_adapters_without_kv_heads_say_the_default_they_assume() -> None:
+    """Review sizreview26 N3: targets: attention on Llama-2-7B (MHA, 32 KV heads) without kvHeads counted its k and v at
+    the default 8 KV heads: 16 x 32 x (2 x 8,192 + 2 x 5,120) = 13.6M, where 32 heads give 16 x 32 x 32,768 = 16.8M,
+    silently. PL348 says so; declared, none."""
+    llama2 = {"parameters": "6.74B", "layers": 32, "hiddenSize": 4096, "vocabulary": 32000}
+    adapter = {"rank": 16, "targets": "attention"}
+    plan = plan_training(lora(llama2, adapter=adapter, accelerator="H100", gpus=8), on("H100"), SIZING, [])
+    [issue] = [i for i in plan.issues if i.check == "PL348"]
+    assert "8 KV heads" in issue.message and "model.kvHeads" in issue.message
+    assert adapter_parameters(lora(llama2, adapter=adapter), SIZING).parameters == 16 * 32 * (2 * 8192 + 2 * 5120)
+    declared = {**llama2, "kvHeads": 32}
+    assert adapter_parameters(lora(declared, adapter=adapter), SIZING).parameters == 16 * 32 * 32768
+    plan = plan_training(lora(declared, adapter=adapter, accelerator="H100", gpus=8), on("H100"), SIZING, [])
+    assert not [i for i in plan.issues if i.check == "PL348"]
+
+
 def test_tied_embeddings_are_one_matrix_in_the_adapter_count() -> None:
     """Review sizreview26 N2: the embedding and the head were counted as two vocabulary x hidden matrices whatever the
     model, so a tied model's inferred FFN came out narrow and its all-linear adapters short by r x vocabulary. Gemma-2B
