@@ -131,6 +131,13 @@ CHECKS: dict[str, PlanCheck] = {
             True,
         ),
         PlanCheck("PL347", "audit-on-hosts", _W, "An on-prem audit trail held on the hosts alone can keep its declared retention.", True),
+        PlanCheck(
+            "PL348",
+            "adapters-estimated",
+            _W,
+            "A LoRA run's adapters are counted on the model's declared shape, not a share or a default.",
+            True,
+        ),
     )
 }
 

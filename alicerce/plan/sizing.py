@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from alicerce.catalog.models import Gpu, Sizing
+from alicerce.catalog.models import Gpu, Mig, MigProfile, Sizing
 from alicerce.plan.figures import Factor, Figure, deadline_text, rounded
 from alicerce.plan.queueing import fewest_replicas, share_of_slow_steps, share_past_first_token
 from alicerce.plan.roofline import (
@@ -322,6 +322,14 @@ class TrainingMemory:
         return self.in_flight(tp, gpus) * layers + once
 
 
+def embedding_matrices(w: Workload) -> int:
+    """The vocabulary x hidden matrices a model holds: the input embedding and the output head, one where they are tied
+    (review sizreview26 N2: counted twice, the inferred FFN of Gemma-2B came out narrow and its all-linear adapters 21%
+    short, r x vocabulary)."""
+    assert w.model is not None
+    return 1 if w.model.tied_embeddings else 2
+
+
 def vocabulary_of(w: Workload, sizing: Sizing) -> float:
     """The logits' width: the declared vocabulary (0: no language-model head), else Llama 3's (review sizreview9 F17)."""
     assert w.model is not None
@@ -345,13 +353,14 @@ def adapter_parameters(w: Workload, sizing: Sizing) -> AdapterCount:
     al. 2021, arXiv 2106.09685 section 4.1), on the declared shape (review sizreview23 G2: a fixed 1% of the base was
     3.4x r = 16 on Llama-3-70B). q and o map hidden to the query width (heads x headDim) and back, k and v hidden to
     the KV width (kvHeads x headDim); all-linear adds the FFN's gate, up and down (hidden to the FFN width and back),
-    the width derived from the parameters the attention and the untied embedding and head leave (3 x hidden x width a
+    the width derived from the parameters the attention and the embedding and head (one if tiedEmbeddings) leave (3 x hidden x width a
     layer: a gated FFN). A MoE adapts every routed expert's three matrices (transformers 4.x Mixtral / Qwen-MoE
     modelling code: one nn.Linear each, which PEFT's all-linear matches), an expert's width from the routed share of
     the parameters; its shared experts and dense layers' FFNs count as one FFN a layer of the width the remainder
     gives. Not counted: the router (r x (hidden + experts) a layer, under 1% of them) and the output head, which
-    all-linear leaves out. Without layers and hiddenSize, or for MLA (its low-rank q and KV projections' widths are
-    not declared), the adapters are loraTrainableFraction of the base."""
+    all-linear leaves out. MLA's attention is its five projections (_mla_projections). Without layers and hiddenSize,
+    or for a MoE on all-linear without its routed experts declared, the adapters are loraTrainableFraction of the base
+    (PL348 says how far short that may be)."""
     assert w.model is not None
     model = w.model
     n = float(model.parameters)
@@ -363,8 +372,6 @@ def adapter_parameters(w: Workload, sizing: Sizing) -> AdapterCount:
     missing = None
     if model.layers is None or model.hidden_size is None:
         missing = "the spec gives no model.layers and hiddenSize to count r x (in + out) on"
-    elif isinstance(model.attention, LatentAttention):
-        missing = "MLA's low-rank q and KV projections' widths are not declared"
     elif moe and targets == "all-linear" and (experts is None or experts.total <= experts.per_token):
         missing = "the routed experts (model.experts) are not declared"
     if missing is not None:
@@ -374,15 +381,21 @@ def adapter_parameters(w: Workload, sizing: Sizing) -> AdapterCount:
     layers, hidden = model.layers, model.hidden_size
     head = model.head_dim or int(sizing.inference.headDimDefault.value)
     query = attention_heads(w, hidden, sizing) * head
-    kv = (model.kv_heads or int(sizing.inference.kvHeadsDefault.value)) * head
-    attention = 2 * (hidden + query) + 2 * (hidden + kv)  # q, o; k, v
-    inputs: dict[str, Any] = {"rank": rank, "targets": targets, "layers": layers, "hidden": hidden,
-                              "query width": int(query), "KV width": kv}  # fmt: skip
-    per_layer = attention * layers
-    what = "q, k, v, o"
+    inputs: dict[str, Any] = {"rank": rank, "targets": targets, "layers": layers, "hidden": hidden}
+    if isinstance(model.attention, LatentAttention):
+        matrices = _mla_projections(model.attention, hidden, attention_heads(w, hidden, sizing), head)
+        inputs |= {"query width": int(query), "KV latent": model.attention.kv_lora_rank,
+                   "q latent (assumed)": 3 * model.attention.kv_lora_rank}  # fmt: skip
+        what = "MLA's q down, q up, KV down, KV up and o"
+    else:
+        kv = (model.kv_heads or int(sizing.inference.kvHeadsDefault.value)) * head
+        matrices = [(hidden, query), (query, hidden), (hidden, kv), (hidden, kv)]  # q, o, k, v
+        inputs |= {"query width": int(query), "KV width": kv}
+        what = "q, k, v, o"
+    per_layer = layers * sum(a + b for a, b in matrices)
     if targets == "all-linear":
-        embeddings = 2 * vocabulary_of(w, sizing) * hidden
-        attention_weights = layers * (2 * hidden * query + 2 * hidden * kv)
+        embeddings = embedding_matrices(w) * vocabulary_of(w, sizing) * hidden
+        attention_weights = layers * sum(a * b for a, b in matrices)
         if moe:
             assert experts is not None
             moe_layers = experts.layers or layers
@@ -404,6 +417,42 @@ def adapter_parameters(w: Workload, sizing: Sizing) -> AdapterCount:
     count = rank * per_layer
     inputs["share of the base"] = f"{count / n:.3%}"
     return AdapterCount(count, rank, targets, True, f"rank x (in + out) of {what} in every layer", inputs)
+
+
+def _adapters_estimated(w: Workload, adapters: AdapterCount) -> Issue:
+    """PL348: adapters taken as a share of the base, and how far short of the default rank on all linear layers that can
+    be: on a MoE the routed experts hold nearly all of them (review sizreview26 D2; by hand, r = 64 on all linear
+    layers: Qwen3-30B-A3B 3.39B, 11% of its 30.5B, DeepSeek-V3 26.78B, 4.0%; a dense Llama-2-7B 160M, 2.4%)."""
+    assert w.model is not None
+    share = adapters.parameters / float(w.model.parameters)
+    if w.model.architecture == "moe":
+        far = ("on a MoE the routed experts' gate, up and down hold nearly all of them: r = 64 on all linear layers is "
+               "4.0% of DeepSeek-V3 and 11% of Qwen3-30B-A3B, 4 to 11 times this")  # fmt: skip
+        fix = "declare model.experts (total, perToken) and model.layers and hiddenSize to have them counted"
+    else:
+        far = "r = 64 on all linear layers is 2.4% of Llama-2-7B, 2.4 times this"
+        fix = "declare model.layers and hiddenSize to have them counted"
+    return Issue("PL348", f"the LoRA adapters are taken as {share:.0%} of the base ({adapters.parameters / 1e9:.3g}B: "
+                 f"{adapters.why.split(': ', 1)[-1]}), and their optimizer state with them; {far}: the memory and "
+                 f"GPUs may be short; {fix}", "model")  # fmt: skip
+
+
+def _mla_projections(attention: LatentAttention, hidden: int, heads: float, head: int) -> list[tuple[float, float]]:
+    """MLA's linear layers a layer, (in, out) each (DeepSeek-V2, arXiv 2405.04434 section 2.1.2; the
+    DeepseekV3Attention of transformers 4.x: q_a_proj, q_b_proj, kv_a_proj_with_mqa, kv_b_proj, o_proj, nn.Linear each,
+    which PEFT's all-linear matches): q down to its latent and up to heads x (headDim + ropeHeadDim); KV down to the
+    latent and the shared RoPE key; KV up to heads x (headDim key + headDim value); o from heads x headDim back. The
+    spec declares no q latent: taken as 3 x kvLoraRank, DeepSeek-V2's and V3's 1,536 on 512 (their config.json
+    q_lora_rank, kv_lora_rank), the wider guess: a model without q compression (V2-Lite) has 2 x 1,536 fewer a layer,
+    3% of V3's attention adapters. The key's nope and the value take headDim (V3: 128 each)."""
+    q_latent = 3 * attention.kv_lora_rank
+    return [
+        (hidden, q_latent),
+        (q_latent, heads * (head + attention.rope_head_dim)),
+        (hidden, attention.kv_lora_rank + attention.rope_head_dim),
+        (attention.kv_lora_rank, heads * 2 * head),
+        (heads * head, hidden),
+    ]
 
 
 def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
@@ -441,7 +490,7 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
             # bitsandbytes quantises the linear layers only: the input embedding and the output head (untied: vocabulary x
             # hidden each) stay 16-bit (transformers' replace_with_bnb_linear, get_keys_to_not_convert; review sizreview8
             # F2: Llama 3 8B's 1.05B of them at 4 bits took its state 29% low)
-            embeddings = min(n, 2 * vocabulary * hidden)
+            embeddings = min(n, embedding_matrices(w) * vocabulary * hidden)
             # ... at 16 bits (32 for an fp32 run) whatever the declared precision: bitsandbytes computes in 16 bits
             # (review sizreview10 F10: 1 B at fp8)
             kept = max(sizing.bytesPerParameter.weights.value, sizing.weightBytes.get(w.precision, 2))
@@ -822,6 +871,8 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
         fp8_recipe=w.fp8_recipe,
         fp8_supported=gpu.tflops.fp8 is not None,
         fp4_supported=gpu.tflops.fp4 is not None,
+        # a pin without fp8 tensor cores on a pool whose GPU has them: the job runs fp8 there, sized for the pin (PL302)
+        fp8_on_pool=place.pool_gpu is not None and place.pool_gpu.tflops.fp8 is not None,
         experts_per_token=(experts.per_token if experts else int(sizing.training.expertsPerTokenDefault.value)) if moe else None,
         moe_layers=routed_layers(experts.layers or layers, routed_attention=experts.routed_attention) if experts else None,
         full_recompute=True,
@@ -1205,6 +1256,14 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     if w.method in ("lora", "qlora"):
         adapters = adapter_parameters(w, sizing)
         figures.append(Figure("LoRA adapter parameters", adapters.parameters, "parameters", adapters.why, adapters.inputs))
+        if not adapters.counted:
+            issues.append(_adapters_estimated(w, adapters))
+        elif adapters.targets == "attention" and w.model.kv_heads is None and not isinstance(w.model.attention, LatentAttention):
+            # review sizreview26 N3: the k and v adapters at the default 8 KV heads, an MHA model's all silently short
+            kv = int(sizing.inference.kvHeadsDefault.value)
+            issues.append(Issue("PL348", f"the k and v adapters are counted at {kv} KV heads (model.kvHeads undeclared): a "
+                                f"multi-head model has as many as query heads, and its attention adapters are more (Llama-2-7B "
+                                "r = 16: 16.8M, counted 13.6M); declare model.kvHeads", "model"))  # fmt: skip
     # every term over the context-parallel group, which splits each sequence (review sizreview9 F15: the value was
     # divided, the formula and inputs did not say so)
     figures.append(Figure("activations per GPU (full recomputation)", mem.activations / GIB, "GiB",
@@ -1969,9 +2028,11 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
     sharing, slower = _sharing(w, gpu, layout, replicas=replicas, load=load, sizing=sizing)
     if slower and gpu.mig is not None:
         verb = "holds" if len(slower) == 1 else "hold"
+        mig = gpu.mig
+        bases = "; ".join(f"{name}: {mig.compute_basis(p)}, {_memory_basis(mig, p)}"
+                          for name in slower for p in mig.profiles if p.name == name)  # fmt: skip
         notes.append(f"MIG {', '.join(slower)} {verb} the model but not its latency targets or load on a slice's share of "
-                     f"the compute and the HBM bandwidth (compute slices / {gpu.mig.computeSlices}, memory slices / "
-                     f"{gpu.mig.memorySlices or 'its memory share'}: review sizreview23 G3)")  # fmt: skip
+                     f"the compute and the HBM bandwidth ({bases}: reviews sizreview23 G3, sizreview26 G1)")  # fmt: skip
     layout_memory = layout.weights_bytes + layout.batch * layout.kv_bytes_per_sequence
     return WorkloadPlan(
         name=w.name, kind=w.kind, team=w.team, pool=place.pool, accelerator=gpu.id, gpus=gpus, min_gpus=layout.tp,
@@ -2050,6 +2111,18 @@ def _ttft_floor(w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizin
     """The share past ``target`` with next to no other prompt: what no number of replicas lowers."""
     assert w.traffic is not None and w.traffic.peak_rps is not None
     return _ttft_share(w, layout, gpu, sizing, target=target, arrival=w.traffic.peak_rps * 1e-9)
+
+
+def _ttft_floor_holds(w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizing) -> bool:
+    """Whether a lone prompt on an idle replica meets the declared time-to-first-token percentile: its prefill and the
+    decode steps it rides within the target. _replicas_for_ttft answers ``start`` where it does not (no count of replicas
+    meets it), so a caller that reads ``start`` as "meets it" must ask this first (review sizreview26 D1: a 1g.10gb slice
+    on which every 2,800-token prompt missed a 100 ms p99 was recommended)."""
+    ttft = _ttft_target(w, layout)
+    if ttft is None or w.traffic is None or w.traffic.peak_rps is None:
+        return True
+    percentile, target = ttft
+    return _ttft_floor(w, layout, gpu, sizing, target) <= 1 - percentile / 100
 
 
 def _replicas_for_ttft(w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizing, start: int) -> int:
@@ -2225,7 +2298,8 @@ def _sharing(
         computing = gpu.mig.computeSlices
         slower: list[str] = []
         for profile in sorted(gpu.mig.profiles, key=lambda p: (p.memoryGiB, p.slices)):
-            if profile.slices < computing and profile.memoryGiB * GIB >= need and profile.slices / computing >= load:
+            share = gpu.mig.compute_share(profile)
+            if profile.slices < computing and profile.memoryGiB * GIB >= need and share >= load:
                 if _serves_on_slice(w, mig_slice(gpu, profile.name), sizing):
                     return f"mig {profile.name}", slower
                 slower.append(profile.name)
@@ -2234,14 +2308,22 @@ def _sharing(
     return f"time-slicing x{slices}", []
 
 
+def _memory_basis(mig: Mig, profile: MigProfile) -> str:
+    """What Mig.memory_share reads for the profile, for the notes (review sizreview26 N5: "memory slices / its memory
+    share" where a user catalog gives no memory slices)."""
+    if profile.memorySlices is not None and mig.memorySlices is not None:
+        return f"{profile.memorySlices} of {mig.memorySlices} memory slices"
+    return f"{profile.memoryGiB:g} of {max(p.memoryGiB for p in mig.profiles):g} GiB"
+
+
 def mig_slice(gpu: Gpu, profile_name: str) -> Gpu:
-    """The GPU a MIG instance is to the roofline: its compute slices' share of the peak FLOP/s, its memory slices' share
+    """The GPU a MIG instance is to the roofline: its SMs' share of the peak FLOP/s (Mig.compute_share), its memory slices' share
     of the HBM bandwidth (each memory slice is 1/8 of the framebuffer with its memory controllers: NVIDIA MIG user guide,
     "Concepts" and "Supported MIG Profiles", the 1g.10gb of an H100 80GB 1/8 of the memory and 1/7 of the SMs) and its
     framebuffer; vLLM sizes its batch and chunk defaults by the memory the device reports, the slice's."""
     assert gpu.mig is not None
     profile = next(p for p in gpu.mig.profiles if p.name == profile_name)
-    compute = profile.slices / gpu.mig.computeSlices
+    compute = gpu.mig.compute_share(profile)
     t = gpu.tflops
     tflops = t.model_copy(update={k: (v * compute if v is not None else None) for k, v in t.model_dump().items()})
     return gpu.model_copy(update={"tflops": tflops, "memoryGB": profile.memoryGiB, "inlineEcc": False, "mig": None,
@@ -2261,6 +2343,7 @@ def _serves_on_slice(w: Workload, slice_gpu: Gpu, sizing: Sizing) -> bool:
         return (clients or 1) <= layout.batch
     return (
         w.traffic.peak_rps <= layout.requests_per_second
+        and _ttft_floor_holds(w, layout, slice_gpu, sizing)
         and _replicas_for_ttft(w, layout, slice_gpu, sizing, 1) == 1
         and _replicas_for_tpot(w, layout, slice_gpu, sizing, 1) == 1
     )

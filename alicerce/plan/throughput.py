@@ -313,6 +313,7 @@ class TrainingJob:
     attention_sequence: float | None = None  # tokens a token attends to on average x 2 (sliding windows); default: sequence
     fp8_recipe: str | None = None  # transformer-engine | generic | None (unknown stack)
     fp8_supported: bool = True
+    fp8_on_pool: bool = False  # the pool's GPU runs fp8 where the pinned one the job is sized on has none (PL302)
     fp4_supported: bool = True
     experts_per_token: int | None = None  # MoE only
     moe_layers: int | None = None
@@ -514,6 +515,10 @@ def precision_gain(job: TrainingJob, sizing: Sizing) -> Factor:
     gains = sizing.training.fp8Gain
     te, generic = gains.transformer_engine.value, gains.generic.value
     if job.precision in ("fp8", "fp4") and not job.fp8_supported:
+        if job.fp8_on_pool:
+            # review sizreview26 N6: "runs as bf16" where the job starts on the pool's fp8-capable GPU
+            return Factor("precision", 1.0, "computed", f"{job.precision} has no tensor cores on the pinned GPU the job is "
+                          "sized on: priced as bf16 there (the pool's GPU runs it; PL302)")  # fmt: skip
         return Factor("precision", 1.0, "computed", f"{job.precision} has no tensor cores on this GPU: runs as bf16")
     if job.precision == "fp8" or (job.precision == "fp4" and not job.fp4_supported):
         # fp4 below Blackwell has no NVFP4 recipe to run (Transformer Engine asserts SM100; validate's AL388 refuses it

@@ -424,11 +424,53 @@ def qlora_precision(ctx: RuleContext) -> Iterable[Finding]:
     the GEMMs' and gains nothing, and the plan priced it at the bf16 yardstick. It was refused on an A100 (AL388, in
     Transformer Engine's words) and accepted as a no-op on an H100, so in a mixed pool set the refusal moved the job
     (review sizreview25 N3): refused on every GPU instead, as any field that changes nothing is (AL383)."""
+    pools = {p.name: p for p in ctx.resolved.pools}
     for i, w in enumerate(ctx.spec.workloads):
         if _qlora_low_precision(w):
+            # a LoRA run's GEMMs run fp8 (fp4) only on a GPU with those tensor cores: where the workload's pool, its pin,
+            # or else every training pool has none, the hint says so (review sizreview26 N7: an A100-only platform was
+            # told to set method: lora, then `plan` refused fp8 there, PL303)
+            pool = pools.get(w.pool or "")
+            pinned = ctx.catalog.gpu(w.accelerator) if w.accelerator else None
+            gpus = [pool.gpu] if pool is not None and pool.gpu is not None else [pinned] if pinned is not None else [
+                p.gpu for p in ctx.resolved.pools if p.gpu is not None and p.spec.purpose == "training"]  # fmt: skip
+            lora = any(g.training_refusal(w.precision, w.fp8_recipe) is None for g in gpus) or not gpus
+            hint = (f"set bf16, or method: lora to run its GEMMs in {w.precision}" if lora else
+                    f"set bf16: method: lora would run its GEMMs in {w.precision} only on a GPU with {w.precision} tensor "
+                    f"cores, and none of {', '.join(sorted({g.id for g in gpus}))} has them")  # fmt: skip
             yield Finding(S.workloads[i].precision, f"QLoRA dequantises its 4-bit base to 16 bits for every GEMM: {w.precision} "
-                          "changes nothing here", f"set bf16, or method: lora to run its GEMMs in {w.precision}",
-                          w.precision, resource=w.name)  # fmt: skip
+                          "changes nothing here", hint, w.precision, resource=w.name)  # fmt: skip
+
+
+def _narrowest_adapted(w: Workload, head_dim_default: int) -> tuple[int, str] | None:
+    """The narrowest side of the matrices a LoRA run adapts, and its name: the hidden size, the KV width (declared
+    kvHeads x headDim) or MLA's KV latent; None without a hidden size."""
+    model = w.model
+    if model is None or model.hidden_size is None:
+        return None
+    sides = [(model.hidden_size, "the hidden size")]
+    if isinstance(model.attention, LatentAttention):
+        sides.append((model.attention.kv_lora_rank, "MLA's KV latent (kvLoraRank)"))
+    elif model.kv_heads is not None:
+        sides.append((model.kv_heads * (model.head_dim or head_dim_default), "the KV width (kvHeads x headDim)"))
+    return min(sides)
+
+
+@rules.rule("AL390", "adapter-rank-low", "A LoRA adapter's rank is below the width of every matrix it adapts.")
+def adapter_rank_low(ctx: RuleContext) -> Iterable[Finding]:
+    """LoRA's update is B (out x r) A (r x in), low-rank where r < min(in, out) (Hu et al. 2021, arXiv 2106.09685 section
+    4.1); at r >= min(in, out) the two factors hold r x (in + out) >= in x out parameters, more than the matrix they
+    adapt. Review sizreview26 N4: rank 65,536 on Llama-3-70B planned 848B adapters, 1,202% of the base, on 208 GPUs."""
+    head_dim_default = int(ctx.catalog.sizing.inference.headDimDefault.value)
+    for i, w in enumerate(ctx.spec.workloads):
+        if w.adapter is None or w.adapter.rank is None or w.method not in ("lora", "qlora"):
+            continue
+        narrowest = _narrowest_adapted(w, head_dim_default)
+        if narrowest is not None and w.adapter.rank >= narrowest[0]:
+            width, name = narrowest
+            yield Finding(S.workloads[i].adapter.rank, f"rank {w.adapter.rank:,} is not below {name}, {width:,}: the adapted "
+                          "matrices' adapters hold more parameters than the matrices (r x (in + out) >= in x out)",
+                          f"a rank below {width:,}", w.adapter.rank, resource=w.name)  # fmt: skip
 
 
 @rules.rule("AL382", "dataset-bytes-read", "A dataset's stored bytes are given once, on a workload that reads them.")
@@ -536,9 +578,6 @@ def _adapter_shadowed(w: Workload, i: int) -> Iterable[Finding]:
         yield Finding(path.adapter, "the adapters' count needs the model's layers and hiddenSize: without them the plan takes "
                       "1% of the base and adapter changes nothing", "declare model.layers and model.hiddenSize",
                       key=True, resource=w.name)  # fmt: skip
-    elif isinstance(model.attention, LatentAttention):
-        yield Finding(path.adapter, "MLA's low-rank q and KV projections are not declared: the plan takes 1% of the base and "
-                      "adapter changes nothing", "remove it", key=True, resource=w.name)  # fmt: skip
     elif model.architecture == "moe" and w.adapter.targets == "all-linear" and model.experts is None:
         yield Finding(path.adapter, "the routed experts' adapters need model.experts: without it the plan takes 1% of the base "
                       "and adapter changes nothing", "declare model.experts (total and perToken)", key=True, resource=w.name)  # fmt: skip
@@ -570,13 +609,23 @@ def field_shadowed(ctx: RuleContext) -> Iterable[Finding]:
             yield Finding(path.model.experts.routed_attention, "serving does not read routedAttention: it changes nothing here "
                           "(it adds training's routed volume)", "remove it", key=True, resource=w.name)  # fmt: skip
         yield from _adapter_shadowed(w, i)
-        # a LoRA run's k and v adapters are r x (hidden + kvHeads x headDim) each (plan.sizing.adapter_parameters)
+        if model.tied_embeddings is not None and not (w.method in ("lora", "qlora") and w.kind in SCHEDULED):
+            # read by the adapters' count and QLoRA's 16-bit embeddings only (plan.sizing.embedding_matrices)
+            yield Finding(path.model.tied_embeddings, "tiedEmbeddings is read by a lora or qlora run only (its adapters' count "
+                          "and QLoRA's 16-bit embeddings): it changes nothing here", "remove it", key=True, resource=w.name)  # fmt: skip
+        # a LoRA run's k and v adapters are r x (hidden + kvHeads x headDim) each (plan.sizing.adapter_parameters), read
+        # on targets: attention only: on all linear layers every adapted matrix has the hidden size on one side and the
+        # FFN width is what the attention leaves, so the count is r x (7 x hidden x layers + the layers' parameters /
+        # hidden) whatever the attention widths (review sizreview26 N1: Llama-2-7B r16 39.98M with kvHeads 32 or none)
         counted = model.layers is not None and model.hidden_size is not None and not isinstance(model.attention, LatentAttention)
-        lora = w.method in ("lora", "qlora") and counted
+        attention_only = w.adapter is not None and w.adapter.targets == "attention"
+        lora = w.method in ("lora", "qlora") and counted and attention_only
         if w.kind in SCHEDULED and not lora:
             if model.kv_heads is not None:
+                why = (" (LoRA on all linear layers counts the same adapters whatever the KV width; adapter.targets: attention "
+                       "reads it)" if w.method in ("lora", "qlora") and counted else " (it sizes a served model's KV cache)")  # fmt: skip
                 yield Finding(path.model.kv_heads, "training throughput and memory do not depend on the KV heads: kvHeads changes "
-                              "nothing here (it sizes a served model's KV cache)", "remove it", key=True, resource=w.name)  # fmt: skip
+                              f"nothing here{why}", "remove it", key=True, resource=w.name)  # fmt: skip
             # with declared query heads training reads headDim too: attention's width is heads x headDim (Gemma 2 9B: 16 x
             # 256 on 3,584; plan.sizing.attention_width)
             if model.head_dim is not None and model.heads is None and not isinstance(model.attention, LatentAttention):

@@ -78,6 +78,9 @@ def test_reference_prod_plan() -> None:
         # code-assistant-ft declares no schedule on train-p5, whose 4 reserved nodes bill whether used or not: its one
         # run a month is a guess the pool's utilisation rests on (review sizreview5 F3)
         "PL332": ["code-assistant-ft"],
+        # code-assistant-ft's 8B declares no layers or hiddenSize: its adapters are 1% of the base, and r = 64 on all
+        # linear layers can be 2.4 times that (review sizreview26 D2)
+        "PL348": ["code-assistant-ft"],
         # llm-pretrain's 224 H100s exceed research's 192 there (the pool's 256 are split 192/64 with applied-ml): it
         # runs on 32 GPUs borrowed from applied-ml's share, reclaimable (issue 21)
         "PL341": ["llm-pretrain"],
@@ -721,6 +724,17 @@ def test_a_pin_with_no_pool_of_its_gpu_says_so_not_that_no_pool_runs_the_kind() 
     (said,) = [f.message for f in plan_of(data).findings if f.check == "PL301"]
     assert said == ("no pool in prod of the pinned H100-SXM5-80GB runs training workloads, only a100 (A100-SXM4-80GB); "
                             "sized on H100-SXM5-80GB")  # fmt: skip
+
+
+def test_an_fp8_run_pinned_to_an_a100_on_an_h100_pool_is_not_said_to_run_as_bf16() -> None:
+    """Review sizreview26 N6: an fp8 run pinned to an A100 on an H100 pool starts on the H100 (accepted since sizreview25
+    D1) and runs fp8 there; sized for the pin (PL302), its precision factor is 1, but the explain said "runs as bf16"."""
+    data = yaml.safe_load(FP8_ON_TWO_GENERATIONS)
+    data["workloads"][0] |= {"accelerator": "A100-SXM4-80GB", "pool": "h100"}
+    (w,) = [p for p in plan_of(data).workloads if p.name == "w"]
+    (factor,) = [f for fig in w.figures for f in fig.factors if f.name == "precision"]
+    assert factor.value == 1.0
+    assert "runs as bf16" not in factor.why and "the pool's GPU runs it" in factor.why, factor.why
 
 
 def test_placement_never_picks_a_gpu_the_training_precision_cannot_run_on() -> None:

@@ -34,6 +34,9 @@ from alicerce.plan.sizing import (
     GIB,
     Placement,
     WorkloadPlan,
+    _serves_on_slice,
+    _ttft_floor,
+    _ttft_target,
     adapter_parameters,
     batch_sequences,
     late_days,
@@ -43,6 +46,7 @@ from alicerce.plan.sizing import (
     node_degrees,
     plan_inference,
     plan_training,
+    replica_layout,
     served_shape,
     sharded_bytes,
     training_memory,
@@ -198,13 +202,78 @@ def test_moe_lora_adapts_every_routed_expert() -> None:
 
 
 def test_lora_without_a_shape_keeps_the_fraction_and_says_so() -> None:
-    """No layers or hiddenSize: nothing to count r x (in + out) on; the catalog's fraction stands, and --explain says why."""
-    for model in ({"parameters": "70B"}, {"parameters": "16B", "layers": 27, "hiddenSize": 2048,
-                                         "attention": {"kind": "mla", "kvLoraRank": 512, "ropeHeadDim": 64, "heads": 16}}):  # fmt: skip
+    """No layers or hiddenSize, or a MoE's routed experts undeclared: nothing to count r x (in + out) on; the catalog's
+    fraction stands, --explain says why and PL348 how far short it may be (review sizreview26 D2: Qwen3-30B-A3B's
+    experts undeclared counted 305M where r = 64 on all linear layers is 3.39B, silently)."""
+    qwen3_moe = {"parameters": "30.5B", "activeParameters": "3.3B", "architecture": "moe", "layers": 48, "hiddenSize": 2048}
+    for model in ({"parameters": "70B"}, qwen3_moe):
         count = adapter_parameters(lora(model), SIZING)
         assert not count.counted
         assert count.parameters == float(workload(model=model).model.parameters) * SIZING.loraTrainableFraction.value  # type: ignore[union-attr]
         assert "loraTrainableFraction" in count.why
+        plan = plan_training(lora(model, accelerator="H100", gpus=8), on("H100"), SIZING, [])
+        [issue] = [i for i in plan.issues if i.check == "PL348"]
+        assert "1% of the base" in issue.message and issue.field == "model"
+        assert ("model.experts" in issue.message) == (model is qwen3_moe)
+    # a shape to count on raises none
+    plan = plan_training(lora(LLAMA3_70B, accelerator="H100", gpus=8), on("H100"), SIZING, [])
+    assert not [i for i in plan.issues if i.check == "PL348"]
+
+
+def test_attention_adapters_without_kv_heads_say_the_default_they_assume() -> None:
+    """Review sizreview26 N3: targets: attention on Llama-2-7B (MHA, 32 KV heads) without kvHeads counted its k and v at
+    the default 8 KV heads: 16 x 32 x (2 x 8,192 + 2 x 5,120) = 13.6M, where 32 heads give 16 x 32 x 32,768 = 16.8M,
+    silently. PL348 says so; declared, none."""
+    llama2 = {"parameters": "6.74B", "layers": 32, "hiddenSize": 4096, "vocabulary": 32000}
+    adapter = {"rank": 16, "targets": "attention"}
+    plan = plan_training(lora(llama2, adapter=adapter, accelerator="H100", gpus=8), on("H100"), SIZING, [])
+    [issue] = [i for i in plan.issues if i.check == "PL348"]
+    assert "8 KV heads" in issue.message and "model.kvHeads" in issue.message
+    assert adapter_parameters(lora(llama2, adapter=adapter), SIZING).parameters == 16 * 32 * (2 * 8192 + 2 * 5120)
+    declared = {**llama2, "kvHeads": 32}
+    assert adapter_parameters(lora(declared, adapter=adapter), SIZING).parameters == 16 * 32 * 32768
+    plan = plan_training(lora(declared, adapter=adapter, accelerator="H100", gpus=8), on("H100"), SIZING, [])
+    assert not [i for i in plan.issues if i.check == "PL348"]
+
+
+def test_tied_embeddings_are_one_matrix_in_the_adapter_count() -> None:
+    """Review sizreview26 N2: the embedding and the head were counted as two vocabulary x hidden matrices whatever the
+    model, so a tied model's inferred FFN came out narrow and its all-linear adapters short by r x vocabulary. Gemma-2B
+    (config.json: 2.506B, hidden 2,048, 18 layers, 8 heads of 256, 1 KV head, FFN 16,384, vocabulary 256,000, tied) at
+    r = 64 by hand: 64 x 18 x ((2,048 + 2,048) x 2 + (2,048 + 256) x 2 + 3 x (2,048 + 16,384)) = 78.44M; counted as
+    untied, 62.1M (-21%). QLoRA keeps the one matrix 16-bit, not two."""
+    gemma = {"parameters": "2.506B", "layers": 18, "hiddenSize": 2048, "heads": 8, "headDim": 256, "kvHeads": 1,
+             "vocabulary": 256000}  # fmt: skip
+    hand = 64 * 18 * (2 * 4096 + 2 * 2304 + 3 * (2048 + 16384))
+    tied = adapter_parameters(lora({**gemma, "tiedEmbeddings": True}), SIZING)
+    assert tied.parameters == pytest.approx(hand, rel=2e-3)
+    untied = adapter_parameters(lora(gemma), SIZING)
+    assert untied.parameters == pytest.approx(hand - 64 * 256000, rel=2e-3)
+    q_tied = training_memory(workload(kind="fine-tuning", method="qlora", model={**gemma, "tiedEmbeddings": True}, tokens="1B"), SIZING)
+    q_untied = training_memory(workload(kind="fine-tuning", method="qlora", model=gemma, tokens="1B"), SIZING)
+    # one 16-bit matrix fewer, 4-bit instead: 524.3M x (2 - qloraBaseBytes) less, plus the wider FFN's adapters' state
+    assert q_untied.state - q_tied.state == pytest.approx(256000 * 2048 * (2 - SIZING.qloraBaseBytes.value) - 64 * 256000 * 16, rel=0.01)
+
+
+def test_mla_lora_counts_its_projections_and_every_routed_expert() -> None:
+    """Review sizreview26 D2: MLA fell back to 1% of the base, 6.71B on DeepSeek-V3, where r = 64 on all linear layers is
+    26.78B (4.0x). By hand from its config.json (hidden 7,168, 61 layers of which 58 MoE, 3 dense FFNs of 18,432, 256
+    routed + 1 shared expert of 2,048, q latent 1,536, KV latent 512, RoPE 64, 128 heads of 128), r x (in + out) a
+    layer: q down 7,168 + 1,536, q up 1,536 + 128 x 192, KV down 7,168 + 576, KV up 512 + 128 x 256, o 16,384 + 7,168
+    = 99,392; the routed experts 256 x 3 x (7,168 + 2,048) = 7,077,888; the shared one 27,648; a dense FFN 76,800.
+    61 x 99,392 + 58 x 7,105,536 + 3 x 76,800 = 418.4M a unit of rank, 26.78B at 64. The plan infers the expert width
+    (2,050) and one shared FFN a layer from the parameters, and the q latent as 3 x kvLoraRank."""
+    model = {**DEEPSEEK_V3, "vocabulary": 129280, "headDim": 128,
+             "attention": {"kind": "mla", "kvLoraRank": 512, "ropeHeadDim": 64, "heads": 128}}  # fmt: skip
+    hand = 64 * (61 * 99_392 + 58 * 7_105_536 + 3 * 76_800)
+    assert hand == pytest.approx(26.78e9, rel=1e-3)
+    count = adapter_parameters(lora(model), SIZING)
+    assert count.counted
+    assert count.parameters == pytest.approx(hand, rel=0.01)
+    assert count.inputs["q latent (assumed)"] == 1536 and count.inputs["expert FFN width"] == 2050
+    # the attention alone, by hand: 61 x 99,392 at r = 16
+    attention = adapter_parameters(lora(model, adapter={"rank": 16, "targets": "attention"}), SIZING)
+    assert attention.parameters == 16 * 61 * 99_392
 
 
 def test_lora_adapters_set_the_state_checkpoint_and_explain_line() -> None:
@@ -403,14 +472,38 @@ def test_a_mig_slice_has_its_memory_slices_share_of_the_bandwidth() -> None:
     assert h100 is not None and h100.mig is not None
     one = mig_slice(h100, "1g.10gb")
     assert one.memoryBandwidthGBps == pytest.approx(h100.memoryBandwidthGBps / 8)
-    assert one.tflops.bf16 == pytest.approx(h100.tflops.bf16 / 7)
+    assert one.tflops.bf16 == pytest.approx(h100.tflops.bf16 * 16 / 132)  # its SMs (sizreview26 G1), not 1/7
     assert one.memory_bytes == pytest.approx(next(p.memoryGiB for p in h100.mig.profiles if p.name == "1g.10gb") * GIB)
     assert mig_slice(h100, "1g.20gb").memoryBandwidthGBps == pytest.approx(h100.memoryBandwidthGBps * 2 / 8)
     # a user's GPU without memory slices: the profile's memory of the largest profile's (9.75 of 79.25 GiB, ~1/8)
     bare = h100.mig.model_copy(update={"memorySlices": None})
     assert bare.memory_share(h100.mig.profiles[0]) == pytest.approx(h100.mig.profiles[0].memoryGiB / 79.25)
     three = mig_slice(h100, "3g.40gb")
-    assert (three.memoryBandwidthGBps, three.tflops.fp8) == pytest.approx((h100.memoryBandwidthGBps / 2, h100.tflops.fp8 * 3 / 7))  # type: ignore[operator]
+    assert (three.memoryBandwidthGBps, three.tflops.fp8) == pytest.approx((h100.memoryBandwidthGBps / 2, h100.tflops.fp8 * 60 / 132))  # type: ignore[operator]
+
+
+def test_a_mig_slice_has_its_sms_share_of_the_compute() -> None:
+    """Review sizreview26 G1: a profile's compute was its compute slices / 7. `nvidia-smi mig -lgip` lists its SMs:
+    H200 (NVIDIA/mig-parted issue 120) 16 / 26 / 32 / 60 / 64 / 132 for 1g / 1g two-memory-slice / 2g / 3g / 4g / 7g of
+    132, so an H100's 1g.10gb is 0.121 of the peak (1/7 = 0.143 was 18% fast), its 1g.20gb 0.197 (27% slow) and its
+    4g.40gb 0.485 (0.571); an A100's 1g.5gb 14 of 108 SMs (forum thread 170488), 0.130, its 7g 98 of 108. A user catalog
+    without SMs keeps the slices' share and the note says which basis it read."""
+    h100, h200, a100 = CATALOG.gpu("H100-SXM5-80GB"), CATALOG.gpu("H200-SXM-141GB"), CATALOG.gpu("A100-SXM4-40GB")
+    assert h100 is not None and h200 is not None and a100 is not None
+    assert h100.mig is not None and h200.mig is not None and a100.mig is not None
+    shares = {p.name: h100.mig.compute_share(p) for p in h100.mig.profiles}
+    assert shares == pytest.approx({"1g.10gb": 16 / 132, "1g.20gb": 26 / 132, "2g.20gb": 32 / 132, "3g.40gb": 60 / 132,
+                                    "4g.40gb": 64 / 132, "7g.80gb": 1.0})  # fmt: skip
+    assert [p.sms for p in h200.mig.profiles] == [16, 26, 32, 60, 64, 132]
+    assert mig_slice(h100, "1g.20gb").tflops.bf16 == pytest.approx(h100.tflops.bf16 * 26 / 132)
+    assert {p.name: p.sms for p in a100.mig.profiles if p.sms} == {"1g.5gb": 14, "2g.10gb": 28, "3g.20gb": 42, "4g.20gb": 56,
+                                                                   "7g.40gb": 98}  # fmt: skip
+    assert mig_slice(a100, "7g.40gb").tflops.bf16 == pytest.approx(a100.tflops.bf16 * 98 / 108)
+    # a user catalog without SMs: compute slices / 7, and the note names the basis
+    bare = h100.model_copy(update={"mig": h100.mig.model_copy(update={"sms": None})})
+    assert bare.mig is not None and mig_slice(bare, "1g.10gb").tflops.bf16 == pytest.approx(h100.tflops.bf16 / 7)
+    assert bare.mig.compute_basis(bare.mig.profiles[0]) == "compute slices / 7"
+    assert h100.mig.compute_basis(h100.mig.profiles[0]) == "16 of 132 SMs"
 
 
 def test_a_mig_slice_must_meet_the_tpot_target_on_its_own_bandwidth() -> None:
@@ -442,6 +535,33 @@ def test_a_mig_slice_must_meet_the_ttft_target_on_its_compute() -> None:
     assert plan_inference(loose, on("H100-SXM5-80GB"), SIZING, []).sharing == "mig 1g.10gb"
     sharing = plan_inference(tight, on("H100-SXM5-80GB"), SIZING, []).sharing
     assert sharing is None or not sharing.startswith("mig 1g"), sharing
+
+
+def test_a_mig_slice_where_every_prompt_misses_the_ttft_is_not_recommended() -> None:
+    """Review sizreview26 D1: 1.24B bf16, 2,800-token prompts, 0.5 req/s, p99 TTFT 100 ms on an H100 got a 1g.10gb. On
+    the slice a lone prompt prefills in 99 ms (14.1 ms on the whole GPU over the slice's compute share), under the
+    target, but its first token also waits for a decode step of its own (22 ms): every prompt is late, and
+    _replicas_for_ttft answered 1 because no count of replicas meets it. The target is set between the slice's prefill
+    and its prefill and step, whatever share of the compute the slice has, so the idle floor is all of the prompts."""
+    h100 = CATALOG.gpu("H100-SXM5-80GB")
+    assert h100 is not None
+    traffic = {"peakRps": 0.5, "inputTokens": 2800, "outputTokens": 100}
+    one = mig_slice(h100, "1g.10gb")
+    layout, _ = replica_layout(workload(kind="inference", model=SMALL_1B, traffic=traffic), one, SIZING, 1, tp=1)
+    assert layout is not None
+    target_ms = round((layout.prefill_seconds + layout.step_seconds / 2) * 1000, 1)
+    w = workload(kind="inference", model=SMALL_1B, traffic=traffic, latency={"timeToFirstToken": {"p99": f"{target_ms}ms"}})
+    assert _ttft_target(w, layout) is not None  # the lone prefill alone is within it: replica_layout lets it through
+    assert _ttft_floor(w, layout, one, SIZING, target_ms / 1000) > 0.99  # yet next to every prompt misses it
+    assert not _serves_on_slice(w, one, SIZING)
+    sharing = plan_inference(w, on("H100-SXM5-80GB"), SIZING, []).sharing
+    assert sharing is None or not sharing.startswith("mig 1g.10gb"), sharing
+    # the review's repro. On the SMs' share (sizreview26 G1) the 1g.10gb's prefill, 14.1 ms x 132 / 16 = 117 ms, misses
+    # alone; the 1g.20gb's (26 SMs, 72 ms) and the 2g.20gb's (32 SMs, 58 ms) with a 29 ms step meet it idle, but a prompt
+    # arriving behind another at 0.5 req/s is late often enough to need 7 and 3 replicas; the 3g.40gb's (60 SMs, 31 ms)
+    # holds it at one
+    repro = workload(kind="inference", model=SMALL_1B, traffic=traffic, latency={"timeToFirstToken": {"p99": "100ms"}})
+    assert plan_inference(repro, on("H100-SXM5-80GB"), SIZING, []).sharing == "mig 3g.40gb"
 
 
 @settings(max_examples=60, deadline=None)

@@ -62,3 +62,15 @@ def test_qlora_at_fp8_is_refused_once_on_every_gpu() -> None:
         checked = check(patched("AL330", "fail", index), on=TODAY)  # type: ignore[arg-type]
         rules = [e.rule for e in checked.errors]
         assert rules.count("AL330") == 1 and "AL388" not in rules, rules
+
+
+def test_qlora_fp8_hint_names_lora_only_where_a_gpu_runs_fp8() -> None:
+    """Review sizreview26 N7: AL330 told a QLoRA run at fp8 on an A100 pool to set method: lora to run its GEMMs in fp8,
+    where `plan` then refuses fp8 on the A100 (PL303). The hint offers lora only where the GPU has fp8 tensor cores."""
+    hints = {}
+    for index in (0, 2):  # the H100 pool, the A100 pool
+        checked = check(patched("AL330", "fail", index), on=TODAY)  # type: ignore[arg-type]
+        (error,) = [e for e in checked.errors if e.rule == "AL330"]
+        hints[index] = error.render()
+    assert "or method: lora to run its GEMMs in fp8" in hints[0]
+    assert "or method: lora" not in hints[2] and "none of A100-SXM4-40GB has them" in hints[2], hints[2]

@@ -112,6 +112,14 @@ class Model(SpecModel):
         "language-model head (vision, diffusion, regression).",
         examples=[128256],
     )
+    tied_embeddings: StrictBool | None = Field(
+        default=None,
+        description="Whether the output head shares the input embedding's matrix (config.json tie_word_embeddings: Gemma, "
+        "Llama 3.2 1B / 3B, Qwen2.5 0.5B-3B): one vocabulary x hidden matrix, not two. Read by LoRA / QLoRA runs, whose "
+        "FFN width is inferred from the parameters the embeddings leave and whose embeddings QLoRA keeps 16-bit. "
+        "Default: untied.",
+        examples=[True],
+    )
     attention: LatentAttention | SlidingWindowAttention | None = Field(
         default=None,
         discriminator="kind",
