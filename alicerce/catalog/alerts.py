@@ -452,6 +452,12 @@ CORDONED_HOSTS = _as_hostname(CORDONED_NODES)
 # a minute or two into the cordon; a node repaired for it and uncordoned must stay quiet (review obsreview30 N-1)
 XID_AFTER_CORDON_SECONDS = 600
 
+# When each node last booted, per node (node_exporter v1.12.1 collector/stat_linux.go:54-57,99: /proc/stat's btime,
+# seconds since the epoch, a gauge without labels, from the stat collector that is on by default; the `node` label comes
+# from the relabeling alicerce gives the kube-prometheus-stack chart's ServiceMonitor, or the host's ScrapeConfig
+# on-prem). A reboot resets every GPU, so an XID that started before the node's last boot is not the GPU's state now
+NODE_BOOT_TIME = "max by (node) (node_boot_time_seconds)"
+
 
 def critical_xid_until_cordoned(codes: str) -> str:
     """Per GPU and code: the XIDs in the exporter's window on a node in service, or (valued 0) one in the last
@@ -489,9 +495,15 @@ def critical_xid_until_cordoned(codes: str) -> str:
     cordoned_before = f"(max by (node) (kube_node_spec_unschedulable offset {XID_EVENT_STEP}) == 1)"
     cordon_start = f"({CORDONED_NODES} unless on (node) {cordoned_before})"
     last_cordon_start = _as_hostname(f"max_over_time(timestamp({cordon_start}){window})")
+    # Nor an XID from before the node's last boot (review obsreview32 D-1): the cordon evicts nothing, so a job that
+    # restarts in place (a Job pod with restartPolicy OnFailure, torchrun --max-restarts) raises the XID again well
+    # into the cordon, and the repair's reboot (EKS node auto repair's, or alicerce's drain and reboot) is what fixed
+    # it; a node whose boot time is unknown (its node exporter down) keeps the hold
+    rebooted_since = f"({last_in_cordon} <= on (Hostname) group_left () {_as_hostname(NODE_BOOT_TIME)})"
     uncordoned_unfixed = (
-        f"((({last_in_cordon} > on (Hostname) group_left () ({last_cordon_start} + {XID_AFTER_CORDON_SECONDS})) "
-        f"or ({last_in_cordon} unless on (Hostname) {last_cordon_start})) unless on (Hostname) {CORDONED_HOSTS})"
+        f"(((({last_in_cordon} > on (Hostname) group_left () ({last_cordon_start} + {XID_AFTER_CORDON_SECONDS})) "
+        f"or ({last_in_cordon} unless on (Hostname) {last_cordon_start})) unless on (Hostname) {CORDONED_HOSTS}) "
+        f"unless {rebooted_since})"
     )
     return f"({xid_count(codes)} unless on (Hostname) {CORDONED_HOSTS}) or 0 * {held(not_since)} or 0 * {held(uncordoned_unfixed)}"
 
