@@ -16,6 +16,7 @@ from alicerce.catalog.fsx import GIB, FsxConfig, choose_fsx
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTier
 from alicerce.spec.models import Fabric, Networks, NodePool, ObjectTier, ParallelFsTier, PlatformSpec, SharedNfsTier, Site, StorageTier
 from alicerce.spec.record import replace
+from alicerce.targets.aws.node_repair import critical_xid_action
 from alicerce.targets.aws.spec import AwsSite, ExistingPlacementGroup
 from alicerce.targets.aws.target import TARGET
 from alicerce.targets.base import Capabilities, CsiSubdirectory, FileSystemMetrics, PlatformEndpoint, StorageMetricsExporter
@@ -135,21 +136,11 @@ CAPABILITIES = Capabilities(
     dead_node_action="EKS node auto repair replaces a node NotReady for 30 minutes (it pauses while over 20% of a group "
     "of more than five nodes is unhealthy): watch the replacement join (kubectl get nodes; aws eks describe-nodegroup "
     "shows the group's health issues), and cordon the node only if it is not replaced",
-    # the same page: a GPU that fails the node monitoring agent's checks (AcceleratedHardwareReady) is cordoned at once
-    # ("If a health check fails, the node is automatically cordoned") and rebooted or replaced 10 minutes later, unless
-    # repairs are paused: under an ARC zonal shift, or with more than 20% of a group of over five nodes unhealthy (EKS
-    # User Guide node-health.html "Node auto repair"; review obsreview31 N-2). An XID the agent only reports as an
-    # event (its NvidiaXID<code>Warning) is neither cordoned nor repaired: the "if neither" branch. A cordon and
-    # uncordon counts only once the subquery step (1m) and a scrape have seen it (review obsreview31 N-3)
-    gpu_fault_action="EKS node auto repair cordons a node whose GPU fails the node monitoring agent's checks and "
-    "reboots or replaces it about 10 minutes after detection, unless repairs are paused (an ARC zonal shift, or more "
-    "than 20% of a group of over five nodes unhealthy): check that the node's AcceleratedHardwareReady condition went "
-    "back to True or the node was replaced (kubectl get node; aws eks describe-nodegroup shows the group's health "
-    "issues); if neither, drain the node and terminate its instance (the node group launches another). A rebooted "
-    "node keeps its name: once its GPUs are healthy, cordon it, wait until the page resolves (about 2 minutes: one "
-    "subquery step plus one scrape), then uncordon it",
-    critical_xid_cordon="At an EKS site the page ends when EKS cordons the node, before its repair: the repair is "
-    "confirmed by the node's condition, not by the page",
+    # the same page: EKS's repair for the XIDs its node monitoring agent rates fatal on every agent line, the on-call's
+    # for the critical XIDs it only reports as an event (review obsreview32 D-2), from the agent's lists in one place
+    gpu_fault_action=critical_xid_action(),
+    critical_xid_cordon="At an EKS site the page ends when EKS cordons the node, before its repair, for the XIDs it "
+    "repairs: the repair is confirmed by the node's condition, not by the page; for the others, at the drain",
     # an EC2 instance has no BMC, PDU or RMA for its user: a GPU or host at fault is left behind by terminating the
     # instance (the node group launches another). EKS node auto repair does not act on the XIDs that
     # GPUApplicationXidRecurring counts (components/gpu_node_pool.py application_xid_overrides; review obsreview31 G-2, N-4)
