@@ -585,9 +585,10 @@ def gpu_health(words: GpuFaultWords) -> tuple[Alert, ...]:
             f"{XID_APP_RECURRENCE_WINDOW}",
             f"XID {{{{ $labels.xid }}}} is one a killed or faulting CUDA process raises (preemption, OOM kill, a bad kernel), "
             f"but it was raised by {{{{ $value }}}} separate faults on this GPU in the last {XID_APP_RECURRENCE_WINDOW} (each "
-            "minute it appeared or its count rose; a workload restarting into the same fault counts each time): check whether "
-            f"the jobs that failed on it run elsewhere (then {words.gpu_suspect_action}) or crash the "
-            "same way everywhere (the workload). XID 45 (a process killed: early-stopped trials, preemption) never counts.",
+            "minute it appeared or its count rose; a workload restarting into the same fault counts each time). XID 45 (a "
+            "process killed: early-stopped trials, preemption) never counts. Check whether the jobs that failed on it crash "
+            "the same way everywhere (the workload) or run elsewhere: then the GPU is suspect, "
+            f"{words.gpu_suspect_action}.",
         ),
         Alert(
             "GPURowRemapFailure",

@@ -144,7 +144,7 @@ CAPABILITIES = Capabilities(
     # an EC2 instance has no BMC, PDU or RMA for its user: a GPU or host at fault is left behind by terminating the
     # instance (the node group launches another). EKS node auto repair does not act on the XIDs that
     # GPUApplicationXidRecurring counts (components/gpu_node_pool.py application_xid_overrides; review obsreview31 G-2, N-4)
-    gpu_suspect_action="drain the node and terminate its instance (the node group launches another; EKS node auto "
+    gpu_suspect_action="drain the node and terminate its instance, and the node group launches another (EKS node auto "
     "repair does not act on these XIDs)",
     gpu_replace_action="drain the node and terminate its instance (the node group launches another)",
     power_fault_action="An instance's power supplies are EC2's: drain the node and terminate its instance (the node "
@@ -166,15 +166,40 @@ def _site_capabilities(site: Site, spec: PlatformSpec, environment: str) -> Capa
     The EBS CSI driver passes ``kmsKeyId`` to EC2 CreateVolume, which takes a key or alias ARN; the
     platform key's alias ARN is known before the key exists, so the Kubernetes layer needs no output.
     """
+    caps = _reserved_host_words(site, spec)
     encryption = spec.security.encryption
-    if not isinstance(site, AwsSite) or not encryption.at_rest or CAPABILITIES.default_storage_class is None:
-        return CAPABILITIES
+    if not isinstance(site, AwsSite) or not encryption.at_rest or caps.default_storage_class is None:
+        return caps
     key = encryption.kms_key or f"alias/{physical_name(spec.metadata.name, environment, site)}"
     if not key.startswith("arn:"):
         key = f"arn:{partition(site.region)}:kms:{site.region}:{site.account}:{key if key.startswith('alias/') else 'key/' + key}"
-    storage_class = CAPABILITIES.default_storage_class
+    storage_class = caps.default_storage_class
     parameters = {**storage_class["parameters"], "kmsKeyId": key}
-    return replace(CAPABILITIES, default_storage_class={**storage_class, "parameters": parameters})
+    return replace(caps, default_storage_class={**storage_class, "parameters": parameters})
+
+
+def _reserved_host_words(site: Site, spec: PlatformSpec) -> Capabilities:
+    """The GPU fault runbooks of a site with GPU pools on reserved capacity (review obsreview32 N-5): terminating the
+    instance frees its slot in the reservation or Capacity Block, and the node group's next launch may take the same
+    host, since a terminate tells AWS nothing about the host. Named per pool, as only those pools' nodes are concerned."""
+    kinds = {"capacity-reservation": "a capacity reservation", "capacity-block": "a Capacity Block"}
+    reserved = [
+        f"{p.name} ({kinds[p.aws.capacity_type]})"
+        for p in spec.node_pools
+        if p.site == site.name and p.accelerator is not None and p.aws is not None and p.aws.capacity_type in RESERVED
+    ]
+    if not reserved:
+        return CAPABILITIES
+    note = (
+        f"In pool {', '.join(reserved)} the instance launched in its place may land on the same host, as a terminate "
+        "tells AWS nothing about the host: if the fault comes back there, open an AWS Support case with the instance ID"
+    )
+    return replace(
+        CAPABILITIES,
+        gpu_fault_action=f"{CAPABILITIES.gpu_fault_action}. {note}",
+        gpu_suspect_action=f"{CAPABILITIES.gpu_suspect_action}. {note}",
+        gpu_replace_action=f"{CAPABILITIES.gpu_replace_action}. {note}",
+    )
 
 
 def _site(site: Site, networks: Networks) -> Site:

@@ -623,3 +623,37 @@ def test_a_node_rebooted_by_its_repair_does_not_page_for_the_xids_before_the_reb
         {"eval_time": "75m", "alertname": "GPUCriticalXid", "exp_alerts": held},
     ]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path, every="1m")
+
+
+def _max_nesting(text: str) -> int:
+    depth = deepest = 0
+    for c in text:
+        depth += {"(": 1, ")": -1}.get(c, 0)
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def test_aws_gpu_fault_texts_name_the_reserved_pools_and_nest_no_brackets() -> None:
+    """Review obsreview32 N-5: GPUApplicationXidRecurring read "(then drain ... (the node group launches another; ...))",
+    and "terminate the instance" in a capacity-reservation or Capacity Block pool frees the slot the node group may fill
+    on the same host. The reference aws site's train-p5 is on a capacity reservation: the terminate runbooks say so by
+    pool; with train-p5 on demand they do not; no GPU health text nests brackets."""
+    from tests.emit.gitops.helpers import pool, variant
+
+    def on_demand(data: dict[str, Any]) -> None:
+        aws = pool(data, "train-p5")["aws"]
+        aws["capacityType"] = "on-demand"
+        del aws["capacityReservationId"]
+        data["costs"]["cloud"] = [c for c in data["costs"]["cloud"] if c["pool"] != "train-p5"]
+
+    names = ("GPUCriticalXid", "GPUApplicationXidRecurring", "GPURowRemapFailure")
+    reserved, plain = rules_of(platform("prod"), "aws"), rules_of(variant(on_demand), "aws")
+    for name in names:
+        assert (
+            "In pool train-p5 (a capacity reservation) the instance launched in its place may land on the same host"
+            in (reserved[name]["annotations"]["description"])
+        ), name
+        assert "same host" not in plain[name]["annotations"]["description"], name
+    for site in ("aws", "dc1"):
+        for name, rule in rules_of(platform("prod"), site).items():
+            assert _max_nesting(rule.get("annotations", {}).get("description", "")) <= 1, (site, name)
