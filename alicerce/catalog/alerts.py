@@ -499,11 +499,12 @@ def critical_xid_until_cordoned(codes: str) -> str:
     # restarts in place (a Job pod with restartPolicy OnFailure, torchrun --max-restarts) raises the XID again well
     # into the cordon, and the repair's reboot (EKS node auto repair's, or alicerce's drain and reboot) is what fixed
     # it; a node whose boot time is unknown (its node exporter down) keeps the hold
-    rebooted_since = f"({last_in_cordon} <= on (Hostname) group_left () {_as_hostname(NODE_BOOT_TIME)})"
+    # (a boot time of 0 where none is known; the comparison keeps the XID's timestamp, which held() reads)
+    booted = f"({_as_hostname(NODE_BOOT_TIME)} or on (Hostname) 0 * {exists})"
     uncordoned_unfixed = (
         f"(((({last_in_cordon} > on (Hostname) group_left () ({last_cordon_start} + {XID_AFTER_CORDON_SECONDS})) "
         f"or ({last_in_cordon} unless on (Hostname) {last_cordon_start})) unless on (Hostname) {CORDONED_HOSTS}) "
-        f"unless {rebooted_since})"
+        f"> on (Hostname) group_left () {booted})"
     )
     return f"({xid_count(codes)} unless on (Hostname) {CORDONED_HOSTS}) or 0 * {held(not_since)} or 0 * {held(uncordoned_unfixed)}"
 
