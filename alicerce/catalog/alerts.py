@@ -452,6 +452,12 @@ CORDONED_HOSTS = _as_hostname(CORDONED_NODES)
 # a minute or two into the cordon; a node repaired for it and uncordoned must stay quiet (review obsreview30 N-1)
 XID_AFTER_CORDON_SECONDS = 600
 
+# When each node last booted, per node (node_exporter v1.12.1 collector/stat_linux.go:54-57,99: /proc/stat's btime,
+# seconds since the epoch, a gauge without labels, from the stat collector that is on by default; the `node` label comes
+# from the relabeling alicerce gives the kube-prometheus-stack chart's ServiceMonitor, or the host's ScrapeConfig
+# on-prem). A reboot resets every GPU, so an XID that started before the node's last boot is not the GPU's state now
+NODE_BOOT_TIME = "max by (node) (node_boot_time_seconds)"
+
 
 def critical_xid_until_cordoned(codes: str) -> str:
     """Per GPU and code: the XIDs in the exporter's window on a node in service, or (valued 0) one in the last
@@ -489,9 +495,16 @@ def critical_xid_until_cordoned(codes: str) -> str:
     cordoned_before = f"(max by (node) (kube_node_spec_unschedulable offset {XID_EVENT_STEP}) == 1)"
     cordon_start = f"({CORDONED_NODES} unless on (node) {cordoned_before})"
     last_cordon_start = _as_hostname(f"max_over_time(timestamp({cordon_start}){window})")
+    # Nor an XID from before the node's last boot (review obsreview32 D-1): the cordon evicts nothing, so a job that
+    # restarts in place (a Job pod with restartPolicy OnFailure, torchrun --max-restarts) raises the XID again well
+    # into the cordon, and the repair's reboot (EKS node auto repair's, or alicerce's drain and reboot) is what fixed
+    # it; a node whose boot time is unknown (its node exporter down) keeps the hold
+    # (a boot time of 0 where none is known; the comparison keeps the XID's timestamp, which held() reads)
+    booted = f"({_as_hostname(NODE_BOOT_TIME)} or on (Hostname) 0 * {exists})"
     uncordoned_unfixed = (
-        f"((({last_in_cordon} > on (Hostname) group_left () ({last_cordon_start} + {XID_AFTER_CORDON_SECONDS})) "
-        f"or ({last_in_cordon} unless on (Hostname) {last_cordon_start})) unless on (Hostname) {CORDONED_HOSTS})"
+        f"(((({last_in_cordon} > on (Hostname) group_left () ({last_cordon_start} + {XID_AFTER_CORDON_SECONDS})) "
+        f"or ({last_in_cordon} unless on (Hostname) {last_cordon_start})) unless on (Hostname) {CORDONED_HOSTS}) "
+        f"> on (Hostname) group_left () {booted})"
     )
     return f"({xid_count(codes)} unless on (Hostname) {CORDONED_HOSTS}) or 0 * {held(not_since)} or 0 * {held(uncordoned_unfixed)}"
 
@@ -573,9 +586,10 @@ def gpu_health(words: GpuFaultWords) -> tuple[Alert, ...]:
             f"{XID_APP_RECURRENCE_WINDOW}",
             f"XID {{{{ $labels.xid }}}} is one a killed or faulting CUDA process raises (preemption, OOM kill, a bad kernel), "
             f"but it was raised by {{{{ $value }}}} separate faults on this GPU in the last {XID_APP_RECURRENCE_WINDOW} (each "
-            "minute it appeared or its count rose; a workload restarting into the same fault counts each time): check whether "
-            f"the jobs that failed on it run elsewhere (then {words.gpu_suspect_action}) or crash the "
-            "same way everywhere (the workload). XID 45 (a process killed: early-stopped trials, preemption) never counts.",
+            "minute it appeared or its count rose; a workload restarting into the same fault counts each time). XID 45 (a "
+            "process killed: early-stopped trials, preemption) never counts. Check whether the jobs that failed on it crash "
+            "the same way everywhere (the workload) or run elsewhere: then the GPU is suspect, "
+            f"{words.gpu_suspect_action}.",
         ),
         Alert(
             "GPURowRemapFailure",

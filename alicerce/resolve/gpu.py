@@ -30,10 +30,20 @@ def gpu_config_labels(pool: NodePool) -> dict[str, str]:
     """
     labels: dict[str, str] = {}
     if isinstance(pool.sharing, MigSharing):
-        labels[MIG_CONFIG_LABEL] = f"alicerce-{pool.name}"
+        labels[MIG_CONFIG_LABEL] = mig_config_name(pool.name)
     if isinstance(pool.sharing, TimeSlicing):
-        labels[DEVICE_PLUGIN_CONFIG_LABEL] = pool.name
+        labels[DEVICE_PLUGIN_CONFIG_LABEL] = device_plugin_config_name(pool.name)
     return labels
+
+
+def mig_config_name(pool: str) -> str:
+    """The MIG manager's config a node of ``pool`` selects (its nvidia.com/mig.config label)."""
+    return f"alicerce-{pool}"
+
+
+def device_plugin_config_name(pool: str) -> str:
+    """The device plugin's config a node of ``pool`` selects (its nvidia.com/device-plugin.config label)."""
+    return pool
 
 
 def gpu_units(pool: NodePool, mig_strategy: Literal["single", "mixed"]) -> GpuUnits | None:

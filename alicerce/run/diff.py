@@ -598,17 +598,47 @@ def pool_layout_changes(old: ResolvedPlatform | None, new: ResolvedPlatform | No
         elif pool.instance is not None or (was.gpu == pool.gpu and was.gpus_per_node == pool.gpus_per_node):
             hardware = f" on the same {pool.instance.type}" if pool.instance is not None else " on the same hosts"
             bound = roll_bound_minutes(new.site(pool.site.name))
+            order = _label_order(was, pool, by_ansible=new.site(pool.site.name).capabilities.nodes_by_ansible)
             out.append(f"pool {pool.name} at {pool.site.name}: {units}{hardware}: {_operator_rolls(was, pool)}; {alert} expects "
                        "the new layout from the sync, but while that roll goes on it waits for it on a Ready node that still "
                        f"offers GPUs, for at most {bound} minutes after the roll began (the site's GPU nodes at their max "
                        f"size x {ROLL_SECONDS_PER_NODE} s); a roll still going then is stuck, and a node it has not reached "
                        "pages critical 15 minutes later (kubectl -n gpu-operator rollout status daemonset: the pod that does not "
-                       "start); a node at 0 or NotReady pages after 15 minutes, roll or not")  # fmt: skip
+                       f"start); a node at 0 or NotReady pages after 15 minutes, roll or not{order}")  # fmt: skip
         else:
             out.append(f"pool {pool.name} at {pool.site.name}: {units}: {alert} expects the new layout on every host of the pool "
                        "from the sync; a host that still offers the old one pages critical after 15 minutes: cordon it (kubectl "
                        "cordon; a cordoned node is not checked) or change its hardware before merging")  # fmt: skip
     return out
+
+
+def _label_order(was: ResolvedPool, pool: ResolvedPool, *, by_ansible: bool) -> str:
+    """The order of a sharing MODE change (review obsreview32 G-1): the label that selects a node's config moves with the
+    node's own pipeline, the ConfigMap and the rules with the GitOps sync. The ConfigMaps keep every GPU pool's config
+    name, at whole GPUs or MIG disabled when it does not share (alicerce.emit.kube.operators), so neither order stops a
+    node; but a node offers the new layout only once both are there, and the rules expect it from the sync."""
+    from alicerce.resolve.gpu import DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL
+
+    keys = (MIG_CONFIG_LABEL, DEVICE_PLUGIN_CONFIG_LABEL)
+    added = [k for k in keys if k in pool.labels and k not in was.labels]
+    removed = [k for k in keys if k in was.labels and k not in pool.labels]
+    if not added and not removed:
+        return ""
+    apply = (
+        "`alicerce apply` (kubespray's node labels, post-cluster.yml)"
+        if by_ansible
+        else "the node group's labels (`pulumi up` of the site's stack)"
+    )
+    steps = []
+    if added:
+        steps.append(f"the nodes gain {' and '.join(added)} with {apply}: apply it before the sync (their config name "
+                     "is there at the old layout until then); synced first, they keep the old layout until the apply "
+                     "and page 15 minutes after the roll")  # fmt: skip
+    if removed:
+        steps.append(f"the nodes lose {' and '.join(removed)} with {apply}: sync first (the ConfigMap keeps their config "
+                     "name at whole GPUs, MIG disabled), then apply; applied first, they change layout before the rules "
+                     "expect it and page after 15 minutes")  # fmt: skip
+    return ". A change of sharing mode: " + "; ".join(steps)
 
 
 def _operator_rolls(was: ResolvedPool, pool: ResolvedPool) -> str:

@@ -671,3 +671,25 @@ def test_a_change_of_gpus_per_node_says_what_the_missing_gpu_page_expects() -> N
     assert "8 nvidia.com/gpu → 4 nvidia.com/gpu per node: " in hosts and "cordon it" in hosts  # new hardware: the hosts change
     assert "Alerting: before the sync" in render_markdown([result], "t")
     assert not [a for a in diff_environment("prod", reference("prod"), reference("prod"), plan=None).alerting if a.startswith("pool ")]
+
+
+def test_a_change_of_sharing_mode_says_which_goes_first_the_label_or_the_sync() -> None:
+    """Review obsreview32 G-1: a change of sharing MODE adds or removes the node label that selects the config, which
+    travels with the node's pipeline (kubespray on-prem, the EKS node group at aws) while the ConfigMap and the rules
+    travel with the GitOps sync. The diff says the order per target: adding, the label first; removing, the sync first;
+    a change within a mode says nothing of it."""
+
+    def mig_on(data: dict[str, Any]) -> None:
+        pool(data, "onprem-h100")["sharing"] = {"mode": "mig", "profiles": {"3g.40gb": 2}}
+
+    def more_replicas(data: dict[str, Any]) -> None:
+        pool(data, "infer-l4")["sharing"]["replicas"] = 8
+
+    (added,) = [a for a in diff_environment("prod", reference("prod"), variant(mig_on), plan=None).alerting if a.startswith("pool ")]
+    assert "gain nvidia.com/mig.config with `alicerce apply`" in added and "apply it before the sync" in added
+    (removed,) = [a for a in diff_environment("prod", variant(mig_on), reference("prod"), plan=None).alerting if a.startswith("pool ")]
+    assert "lose nvidia.com/mig.config with `alicerce apply`" in removed and "sync first" in removed
+    (within,) = [
+        a for a in diff_environment("prod", reference("prod"), variant(more_replicas), plan=None).alerting if a.startswith("pool ")
+    ]
+    assert "sharing mode" not in within

@@ -69,7 +69,9 @@ from alicerce.emit.kube.dashboards import dashboards
 from alicerce.emit.kube.diagnoses import diagnoses, latency_bad_ratio, le_matcher, slo_burn
 from alicerce.emit.kube.fabric_alerts import fabric_alerts
 from alicerce.emit.kube.kpi import (
+    GPU_RESOURCE,
     KUEUE_NOT_FOLLOWER,
+    MIG_RESOURCES,
     NODE_NOT_READY,
     RESERVED_GPUS,
     Counted,
@@ -126,16 +128,15 @@ def _pool_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         nodes = f'max by (node) (kube_node_labels{{{POOL_LABEL}="{pool.name}"}})'
         expected = _expected_units(rp, pool.name, pool.gpus_per_node, nodes) if pool.instance is not None else None
         # a node cordoned for repair (or drained by alicerce's driver upgrade) is where the runbook already sent it; a
-        # node a scale-up just added advertises nothing until its operator stack is up (review obsreview5 G4); a Ready
-        # node that still offers some of the resource while the operand's roll has not reached it yet waits for it
-        # (review obsreview30 G-1); a node at 0 or NotReady does not
+        # node a scale-up just added advertises nothing until its operator stack is up (review obsreview5 G4)
         short_of = expected or _layout_compare(nodes)
-        expr = " or ".join(
-            f"({in_service(settled(_offered(name, nodes) + short_of(count)))}) "
-            f'unless on (node) (max by (node) (kube_node_status_allocatable{{resource="{ksm_resource(name)}"}} > 0) '
-            f"unless on (node) ({NODE_NOT_READY}) and on () {rolling})"
-            for name, count in sorted(units.items())
-        )
+        wanting = " or ".join(f"({in_service(settled(_offered(name, nodes) + short_of(count)))})" for name, count in sorted(units.items()))
+        # a Ready node that still offers GPUs while the operand's roll has not reached it yet waits for it (review
+        # obsreview30 G-1): any of them, not only the resource it is short of, since under the mixed strategy a new MIG
+        # profile is a new resource that a node at its old layout offers none of (review obsreview32 G-2); a node at 0
+        # GPUs or NotReady does not
+        offers_gpus = f'max by (node) (kube_node_status_allocatable{{resource=~"{GPU_RESOURCE}|{MIG_RESOURCES}"}} > 0)'
+        expr = f"({wanting}) unless on (node) ({offers_gpus} unless on (node) ({NODE_NOT_READY}) and on () {rolling})"
         layout = ", ".join(f"{count} {name}" for name, count in sorted(units.items()))
         short = f"its {layout}"
         if pool.instance is not None:
@@ -176,8 +177,10 @@ ROLLED_OPERANDS = ("nvidia-device-plugin-daemonset", "nvidia-mig-manager")
 # (Kubernetes' default 30 s grace at most), then the init containers (toolkit-validation finds toolkit-ready already
 # written; config-manager-init reads the node's label) and the start, images already on the node (a sharing change
 # changes no image). About 5-40 s (obsreview30's estimate, not measured); 60 s leaves a half of that again for the
-# DaemonSet controller's and the kubelet's sync. The MIG manager's roll paces the same way: its repartition runs after
-# its pod started, each node in parallel, and the alert's own 15 minutes hold that
+# DaemonSet controller's and the kubelet's sync. The MIG manager's roll paces the same way, one node at a time, and a
+# node repartitions only once the roll reaches it and its new pod runs (stopping the GPU clients, resetting the GPUs,
+# restarting the device plugin): until then it offers its old layout, which under the mixed strategy may be none of
+# the new profile's resource, and the roll wait spares it while it offers any GPU resource (review obsreview32 G-2)
 ROLL_SECONDS_PER_NODE = 60
 
 

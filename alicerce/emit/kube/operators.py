@@ -56,7 +56,7 @@ from alicerce.emit.kube.kpi import (
 )
 from alicerce.emit.kube.kueue import kueue_configuration
 from alicerce.emit.storage_counters import TEXTFILE_DIRECTORY, node_exporter_drops, reads_textfiles
-from alicerce.resolve.gpu import DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL
+from alicerce.resolve.gpu import device_plugin_config_name, mig_config_name
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
 from alicerce.resolve.namespaces import (
     GPU_OPERATOR_NAMESPACE,
@@ -249,11 +249,26 @@ def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
         # the host toolkit ignores NVIDIA_VISIBLE_DEVICES from unprivileged pods (nvidia_container_toolkit role): the
         # device plugin hands the allocated GPUs over as volume mounts (k8s-device-plugin v0.20.0 DEVICE_LIST_STRATEGY)
         values["devicePlugin"] = {"env": [{"name": "DEVICE_LIST_STRATEGY", "value": "volume-mounts"}]}
-    # each layout under the config name its nodes' label selects (the label is one fact: resolve.gpu)
-    mig = {p.labels[MIG_CONFIG_LABEL]: p.spec.sharing for p in pools if isinstance(p.spec.sharing, MigSharing)}
-    if mig:
-        configs: dict[str, Any] = {"all-disabled": [{"devices": "all", "mig-enabled": False}]}
+
+    # each layout under the config name its nodes' label selects (the label is one fact: resolve.gpu). And every config
+    # name a node of the site may still select (review obsreview32 G-1): the label moves with the node's own pipeline
+    # (kubespray's node-label role and post-cluster.yml on-prem, the EKS node group at aws), the ConfigMaps with the
+    # GitOps sync, and nothing orders the two. A label naming a config the ConfigMap lacks stops the node: the device
+    # plugin's config-manager init exits ("specified config ... does not exist", NVIDIA/k8s-device-plugin
+    # cmd/config-manager/main.go updateConfigName), so the node offers 0 and the DaemonSet's roll (maxUnavailable 1)
+    # stalls there for every GPU node of the site; mig-parted finds no config and leaves the GPUs partitioned. So a GPU
+    # pool that does not share keeps its key, at whole GPUs or MIG disabled (what a node without the label gets), and a
+    # sharing mode removed, or not yet labelled, works in either order
+    def disabled() -> list[dict[str, Any]]:  # a new list each time: a shared one is dumped as a YAML alias
+        return [{"devices": "all", "mig-enabled": False}]
+
+    mig = {mig_config_name(p.name): p.spec.sharing for p in pools if p.gpu is not None and p.gpu.mig is not None}
+    if mig:  # a MIG-capable pool: it may have had MIG (the last pool to drop it leaves its nodes labelled)
+        configs: dict[str, Any] = {"all-disabled": disabled()}
         for name, sharing in mig.items():
+            if not isinstance(sharing, MigSharing):
+                configs[name] = disabled()
+                continue
             configs[name] = [{"devices": "all", "mig-enabled": True, "mig-devices": dict(sorted(sharing.profiles.items()))}]
         mig_data = {"config.yaml": _dump({"version": "v1", "mig-configs": configs})}
         values["migManager"] = {
@@ -268,12 +283,16 @@ def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
                 "data": mig_data,
             },
         }
-    slicing = {p.labels[DEVICE_PLUGIN_CONFIG_LABEL]: p.spec.sharing for p in pools if isinstance(p.spec.sharing, TimeSlicing)}
-    if slicing:
-        data = {"default": _dump({"version": "v1"})}
-        for name, ts in slicing.items():
+    # without any time-sliced pool the plugin gets no config and reads no node label, so a label left behind is moot
+    if any(isinstance(p.spec.sharing, TimeSlicing) for p in pools):
+        whole = _dump({"version": "v1"})
+        data = {"default": whole}
+        for p in pools:
+            if not isinstance(ts := p.spec.sharing, TimeSlicing):
+                data[device_plugin_config_name(p.name)] = whole
+                continue
             resources = [{"name": GPU, "replicas": ts.replicas}]
-            data[name] = _dump({"version": "v1", "sharing": {"timeSlicing": {"resources": resources}}})
+            data[device_plugin_config_name(p.name)] = _dump({"version": "v1", "sharing": {"timeSlicing": {"resources": resources}}})
         # named after its content: the plugin's config-manager switches configs when the node's
         # nvidia.com/device-plugin.config label changes, not when the file does, and the operator does not watch the
         # ConfigMap (GPU Operator docs, "Updating a Time-Slicing Config Map"): edited in place, every node kept its

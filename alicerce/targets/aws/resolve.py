@@ -16,6 +16,7 @@ from alicerce.catalog.fsx import GIB, FsxConfig, choose_fsx
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTier
 from alicerce.spec.models import Fabric, Networks, NodePool, ObjectTier, ParallelFsTier, PlatformSpec, SharedNfsTier, Site, StorageTier
 from alicerce.spec.record import replace
+from alicerce.targets.aws.node_repair import critical_xid_action
 from alicerce.targets.aws.spec import AwsSite, ExistingPlacementGroup
 from alicerce.targets.aws.target import TARGET
 from alicerce.targets.base import Capabilities, CsiSubdirectory, FileSystemMetrics, PlatformEndpoint, StorageMetricsExporter
@@ -135,25 +136,15 @@ CAPABILITIES = Capabilities(
     dead_node_action="EKS node auto repair replaces a node NotReady for 30 minutes (it pauses while over 20% of a group "
     "of more than five nodes is unhealthy): watch the replacement join (kubectl get nodes; aws eks describe-nodegroup "
     "shows the group's health issues), and cordon the node only if it is not replaced",
-    # the same page: a GPU that fails the node monitoring agent's checks (AcceleratedHardwareReady) is cordoned at once
-    # ("If a health check fails, the node is automatically cordoned") and rebooted or replaced 10 minutes later, unless
-    # repairs are paused: under an ARC zonal shift, or with more than 20% of a group of over five nodes unhealthy (EKS
-    # User Guide node-health.html "Node auto repair"; review obsreview31 N-2). An XID the agent only reports as an
-    # event (its NvidiaXID<code>Warning) is neither cordoned nor repaired: the "if neither" branch. A cordon and
-    # uncordon counts only once the subquery step (1m) and a scrape have seen it (review obsreview31 N-3)
-    gpu_fault_action="EKS node auto repair cordons a node whose GPU fails the node monitoring agent's checks and "
-    "reboots or replaces it about 10 minutes after detection, unless repairs are paused (an ARC zonal shift, or more "
-    "than 20% of a group of over five nodes unhealthy): check that the node's AcceleratedHardwareReady condition went "
-    "back to True or the node was replaced (kubectl get node; aws eks describe-nodegroup shows the group's health "
-    "issues); if neither, drain the node and terminate its instance (the node group launches another). A rebooted "
-    "node keeps its name: once its GPUs are healthy, cordon it, wait until the page resolves (about 2 minutes: one "
-    "subquery step plus one scrape), then uncordon it",
-    critical_xid_cordon="At an EKS site the page ends when EKS cordons the node, before its repair: the repair is "
-    "confirmed by the node's condition, not by the page",
+    # the same page: EKS's repair for the XIDs its node monitoring agent rates fatal on every agent line, the on-call's
+    # for the critical XIDs it only reports as an event (review obsreview32 D-2), from the agent's lists in one place
+    gpu_fault_action=critical_xid_action(),
+    critical_xid_cordon="At an EKS site the page ends when EKS cordons the node, before its repair, for the XIDs it "
+    "repairs: the repair is confirmed by the node's condition, not by the page; for the others, at the drain",
     # an EC2 instance has no BMC, PDU or RMA for its user: a GPU or host at fault is left behind by terminating the
     # instance (the node group launches another). EKS node auto repair does not act on the XIDs that
     # GPUApplicationXidRecurring counts (components/gpu_node_pool.py application_xid_overrides; review obsreview31 G-2, N-4)
-    gpu_suspect_action="drain the node and terminate its instance (the node group launches another; EKS node auto "
+    gpu_suspect_action="drain the node and terminate its instance, and the node group launches another (EKS node auto "
     "repair does not act on these XIDs)",
     gpu_replace_action="drain the node and terminate its instance (the node group launches another)",
     power_fault_action="An instance's power supplies are EC2's: drain the node and terminate its instance (the node "
@@ -175,15 +166,40 @@ def _site_capabilities(site: Site, spec: PlatformSpec, environment: str) -> Capa
     The EBS CSI driver passes ``kmsKeyId`` to EC2 CreateVolume, which takes a key or alias ARN; the
     platform key's alias ARN is known before the key exists, so the Kubernetes layer needs no output.
     """
+    caps = _reserved_host_words(site, spec)
     encryption = spec.security.encryption
-    if not isinstance(site, AwsSite) or not encryption.at_rest or CAPABILITIES.default_storage_class is None:
-        return CAPABILITIES
+    if not isinstance(site, AwsSite) or not encryption.at_rest or caps.default_storage_class is None:
+        return caps
     key = encryption.kms_key or f"alias/{physical_name(spec.metadata.name, environment, site)}"
     if not key.startswith("arn:"):
         key = f"arn:{partition(site.region)}:kms:{site.region}:{site.account}:{key if key.startswith('alias/') else 'key/' + key}"
-    storage_class = CAPABILITIES.default_storage_class
+    storage_class = caps.default_storage_class
     parameters = {**storage_class["parameters"], "kmsKeyId": key}
-    return replace(CAPABILITIES, default_storage_class={**storage_class, "parameters": parameters})
+    return replace(caps, default_storage_class={**storage_class, "parameters": parameters})
+
+
+def _reserved_host_words(site: Site, spec: PlatformSpec) -> Capabilities:
+    """The GPU fault runbooks of a site with GPU pools on reserved capacity (review obsreview32 N-5): terminating the
+    instance frees its slot in the reservation or Capacity Block, and the node group's next launch may take the same
+    host, since a terminate tells AWS nothing about the host. Named per pool, as only those pools' nodes are concerned."""
+    kinds = {"capacity-reservation": "a capacity reservation", "capacity-block": "a Capacity Block"}
+    reserved = [
+        f"{p.name} ({kinds[p.aws.capacity_type]})"
+        for p in spec.node_pools
+        if p.site == site.name and p.accelerator is not None and p.aws is not None and p.aws.capacity_type in RESERVED
+    ]
+    if not reserved:
+        return CAPABILITIES
+    note = (
+        f"In pool {', '.join(reserved)} the instance launched in its place may land on the same host, as a terminate "
+        "tells AWS nothing about the host: if the fault comes back there, open an AWS Support case with the instance ID"
+    )
+    return replace(
+        CAPABILITIES,
+        gpu_fault_action=f"{CAPABILITIES.gpu_fault_action}. {note}",
+        gpu_suspect_action=f"{CAPABILITIES.gpu_suspect_action}. {note}",
+        gpu_replace_action=f"{CAPABILITIES.gpu_replace_action}. {note}",
+    )
 
 
 def _site(site: Site, networks: Networks) -> Site:

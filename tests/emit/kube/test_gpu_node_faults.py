@@ -572,6 +572,10 @@ def test_a_node_uncordoned_with_the_xid_its_repair_reproduced_pages(tmp_path: Pa
         {"series": series(XID_COUNT_METRIC, eks | window | {"xid": "79"}), "values": "_ _ 1 stale"},
         {"series": 'kube_node_spec_unschedulable{node="gpu-004"}', "values": "0 1x7 0x24"},
         *({"series": f'kube_node_created{{node="gpu-00{n}"}}', "values": "-86400x32"} for n in (1, 2, 3, 4)),
+        # no reboot on gpu-001 (the fault is still there, obsreview32 D-1's hold must not hide it); gpu-004 rebooted by
+        # EKS at 30m (its node exporter gone for the reboot)
+        *({"series": f'node_boot_time_seconds{{node="gpu-00{n}"}}', "values": "-86400x32"} for n in (1, 2, 3)),
+        {"series": 'node_boot_time_seconds{node="gpu-004"}', "values": "-86400x5 _ 1800x25"},
     ]
     tests = [{"interval": "5m", "input_series": inputs, "alert_rule_test": [
         {"eval_time": "5m", "alertname": "GPUCriticalXid", "exp_alerts": []},  # gpu-002 cordoned while its XID 48 is still counted
@@ -582,3 +586,74 @@ def test_a_node_uncordoned_with_the_xid_its_repair_reproduced_pages(tmp_path: Pa
         {"eval_time": "2h30m", "alertname": "GPUCriticalXid", "exp_alerts": []},  # uncordoned after its repair
     ]}]  # fmt: skip
     run_promtool(rp, "dc1", tests, tmp_path, every="5m")
+
+
+@needs_promtool
+def test_a_node_rebooted_by_its_repair_does_not_page_for_the_xids_before_the_reboot(tmp_path: Path) -> None:
+    """Review obsreview32 D-1 (repro /work/wt/or32-repro/test_eks_repeat_xid.py, inverted): the cordon evicts nothing, so
+    the job on gpu-001's bad GPU restarts in place and raises XID 119 at 3, 6, 9 and 13 minutes, the last one 11 minutes
+    into EKS's cordon (2m-19m); EKS reboots the node at 14m (its exporters' series end; boot time 16m), and uncordons it
+    healthy at 20m: quiet then and after. gpu-002 is the same node without the reboot (the fault still there when it is
+    uncordoned): held (valued 0) from the uncordon, as obsreview30 N-1 has it. gpu-003 is rebooted but its validation
+    reproduces the XID after the boot (at 17m) and it is uncordoned anyway: held."""
+    rp = platform("prod")
+    rule = rules_of(rp, "aws")["GPUCriticalXid"]
+    window = {"window_size_in_ms": str(XID_COUNT_WINDOW_MINUTES * 60_000)}
+    rebooted, unfixed, reproduced = (dcgm_scraped(rp, "aws", dcgm_series(n, 0)) for n in ("gpu-001", "gpu-002", "gpu-003"))
+    assert "node_boot_time_seconds" in load("node-exporter", "v1.12.1", "metrics.json")
+
+    def key(gpu: dict[str, str]) -> dict[str, str]:
+        return {k: gpu[k] for k in ("Hostname", "gpu", "UUID")} | {"xid": "119"}
+
+    looping = "_x3 1 1 1 2 2 1 2 2 1 1 2"  # minutes 3..13, one XID at 3, 6, 9 and 13 in the 5-minute count
+    inputs = [
+        {"series": series(XID_COUNT_METRIC, rebooted | window | {"xid": "119"}), "values": f"{looping} stale"},
+        {"series": series(XID_COUNT_METRIC, unfixed | window | {"xid": "119"}), "values": f"{looping} 2 1 1 stale"},
+        {"series": series(XID_COUNT_METRIC, reproduced | window | {"xid": "119"}), "values": f"{looping} _x3 1x5 stale"},
+        {"series": 'node_boot_time_seconds{node="gpu-001"}', "values": "-86400x13 _x2 960x60"},
+        {"series": 'node_boot_time_seconds{node="gpu-002"}', "values": "-86400x78"},
+        {"series": 'node_boot_time_seconds{node="gpu-003"}', "values": "-86400x13 _x2 960x60"},
+        *({"series": f'kube_node_spec_unschedulable{{node="gpu-00{n}"}}', "values": "0x1 1x17 0x60"} for n in (1, 2, 3)),
+        *({"series": f'kube_node_created{{node="gpu-00{n}"}}', "values": "-86400x80"} for n in (1, 2, 3)),
+    ]
+    held = [expected(rule, key(unfixed), "0"), expected(rule, key(reproduced), "0")]
+    tests = [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "10m", "alertname": "GPUCriticalXid", "exp_alerts": []},  # cordoned: GPUXidError's ticket
+        {"eval_time": "25m", "alertname": "GPUCriticalXid", "exp_alerts": held},
+        {"eval_time": "75m", "alertname": "GPUCriticalXid", "exp_alerts": held},
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path, every="1m")
+
+
+def _max_nesting(text: str) -> int:
+    depth = deepest = 0
+    for c in text:
+        depth += {"(": 1, ")": -1}.get(c, 0)
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def test_aws_gpu_fault_texts_name_the_reserved_pools_and_nest_no_brackets() -> None:
+    """Review obsreview32 N-5: GPUApplicationXidRecurring read "(then drain ... (the node group launches another; ...))",
+    and "terminate the instance" in a capacity-reservation or Capacity Block pool frees the slot the node group may fill
+    on the same host. The reference aws site's train-p5 is on a capacity reservation: the terminate runbooks say so by
+    pool; with train-p5 on demand they do not; no GPU health text nests brackets."""
+    from tests.emit.gitops.helpers import pool, variant
+
+    def on_demand(data: dict[str, Any]) -> None:
+        aws = pool(data, "train-p5")["aws"]
+        aws["capacityType"] = "on-demand"
+        del aws["capacityReservationId"]
+        data["costs"]["cloud"] = [c for c in data["costs"]["cloud"] if c["pool"] != "train-p5"]
+
+    names = ("GPUCriticalXid", "GPUApplicationXidRecurring", "GPURowRemapFailure")
+    reserved, plain = rules_of(platform("prod"), "aws"), rules_of(variant(on_demand), "aws")
+    for name in names:
+        assert (
+            "In pool train-p5 (a capacity reservation) the instance launched in its place may land on the same host"
+            in (reserved[name]["annotations"]["description"])
+        ), name
+        assert "same host" not in plain[name]["annotations"]["description"], name
+    for site in ("aws", "dc1"):
+        for name, rule in rules_of(platform("prod"), site).items():
+            assert _max_nesting(rule.get("annotations", {}).get("description", "")) <= 1, (site, name)

@@ -95,3 +95,31 @@ def test_an_onprem_pool_s_nodes_carry_the_label_that_selects_its_layout() -> Non
     # the AWS node groups take the same labels from the same place
     aws = next(s for s in reference("prod").sites if s.name == "aws")
     assert node_labels(next(p for p in aws.pools if p.name == "infer-l4"))[DEVICE_PLUGIN_CONFIG_LABEL] == "infer-l4"
+
+
+def test_a_pool_that_stops_sharing_keeps_the_config_its_labelled_nodes_select() -> None:
+    """Review obsreview32 G-1: the selecting label moves with the node's pipeline (kubespray, the EKS node group), the
+    ConfigMap with the GitOps sync, in no set order. A ConfigMap that lost the key a node's label still names stopped
+    the node: the device plugin's config-manager init exits ("specified config ... does not exist"), 0 GPUs and the
+    site's plugin roll stalled there; mig-parted left the GPUs partitioned. Each GPU pool keeps its key, at whole GPUs
+    or MIG disabled, so the old label finds a config that matches what the new rules expect."""
+
+    def both_sliced(data: dict[str, Any]) -> None:
+        pool(data, "infer-l40s")["sharing"] = {"mode": "time-slicing", "replicas": 2}
+
+    # infer-l40s stops time-slicing (back to the reference spec), infer-l4 goes on: the plugin still has a config
+    before, after = variant(both_sliced), reference("prod")
+    aws = next(s for s in before.sites if s.name == "aws")
+    label = node_labels(next(p for p in aws.pools if p.name == "infer-l40s"))[DEVICE_PLUGIN_CONFIG_LABEL]
+    assert "timeSlicing" in _config(before, "aws", "devicePlugin")["data"][label]  # not vacuous: it was sliced
+    data = _config(after, "aws", "devicePlugin")["data"]
+    assert all(DEVICE_PLUGIN_CONFIG_LABEL not in p.labels for s in after.sites for p in s.pools if p.name == "infer-l40s")
+    assert yaml.safe_load(data[label]) == yaml.safe_load(data["default"]) == {"version": "v1"}
+    assert "timeSlicing" in data["infer-l4"]
+
+    # the last MIG pool of dc1 drops MIG: the MIG manager keeps alicerce-onprem-h100, disabled
+    was = _mig({"3g.40gb": 2})
+    dc1 = next(s for s in was.sites if s.name == "dc1")
+    label = pool_vars(dc1, next(p for p in dc1.pools if p.name == "onprem-h100"))["node_labels"][MIG_CONFIG_LABEL]
+    configs = yaml.safe_load(_config(reference("prod"), "dc1", "migManager")["data"]["config.yaml"])["mig-configs"]
+    assert configs[label] == configs["all-disabled"] == [{"devices": "all", "mig-enabled": False}]

@@ -1712,5 +1712,5 @@ def test_a_dead_gpu_node_s_runbook_says_what_its_target_does() -> None:
     # and a critical XID's: the node validation role runs on owned hosts; at aws EKS node auto repair acts first
     cloud_xid = rules_of(rp, "aws")["GPUCriticalXid"]["annotations"]["description"]
     owned_xid = rules_of(rp, "dc1")["GPUCriticalXid"]["annotations"]["description"]
-    assert "EKS node auto repair reboots or replaces a node whose GPU fails" in cloud_xid and "validation role" not in cloud_xid
+    assert "EKS node auto repair cordons the node and reboots or replaces it" in cloud_xid and "validation role" not in cloud_xid
     assert "drain the node and run the node validation role before returning it to service. The page holds" in owned_xid

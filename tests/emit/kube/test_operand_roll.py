@@ -101,3 +101,50 @@ def test_a_stuck_roll_pages_after_the_site_bound(tmp_path: Path) -> None:
         {"eval_time": "85m", "alertname": ALERT, "exp_alerts": stuck},
     ]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path)
+
+
+DC1_H100 = 'label_alicerce_dev_pool="onprem-h100",label_alicerce_dev_accelerator="H100-SXM5-80GB"'
+MIG_STEPS = 45
+
+
+def _mig_node(name: str, old: str, new: str) -> list[dict[str, str]]:
+    """A dc1 onprem-h100 node offering ``old`` mig-3g.40gb and ``new`` mig-2g.20gb instances (promtool values)."""
+    resource = 'kube_node_status_allocatable{{node="{}",resource="nvidia_com_mig_{}",unit="integer"}}'
+    return [
+        {"series": f'kube_node_labels{{node="{name}",{DC1_H100}}}', "values": f"1x{MIG_STEPS}"},
+        {"series": f'kube_node_created{{node="{name}"}}', "values": f"-36000x{MIG_STEPS}"},
+        {"series": f'kube_node_spec_unschedulable{{node="{name}"}}', "values": f"0x{MIG_STEPS}"},
+        {"series": resource.format(name, "3g_40gb"), "values": old},
+        {"series": resource.format(name, "2g_20gb"), "values": new},
+        {"series": f'kube_node_status_condition{{node="{name}",condition="Ready",status="true"}}', "values": f"1x{MIG_STEPS}"},
+    ]
+
+
+@needs_promtool
+def test_a_node_the_mig_roll_has_not_reached_waits_for_its_new_profile(tmp_path: Path) -> None:
+    """Review obsreview32 G-2 (repro /work/wt/or32-repro/test_mig_new_profile_roll.py, inverted): dc1's onprem-h100 goes
+    from MIG 3g.40gb x2 to 2g.20gb x3 per GPU (mixed strategy: a new resource, 24 per node); the MIG manager's DaemonSet
+    (32 nodes) rolls one node a minute from the sync at minute 5. h100-late offers its old 16 mig-3g.40gb and none of the
+    new profile until the roll reaches it at minute 30: quiet while the roll is young, and at 24 after. h100-dead, Ready
+    but offering no GPU at all (0 of the old profile, none of the new), pages 15 minutes after the sync."""
+
+    def split(data: dict[str, Any]) -> None:
+        pool(data, "onprem-h100")["sharing"] = {"mode": "mig", "profiles": {"2g.20gb": 3}}
+
+    rp = variant(split)
+    rule = rules_of(rp, "dc1")["GPUsMissingOnpremH100"]
+    assert "nvidia_com_mig_2g_20gb" in rule["expr"] and "nvidia-mig-manager" in rule["expr"]
+    ds = 'namespace="gpu-operator",daemonset="nvidia-mig-manager"'
+    inputs = [
+        {"series": f"kube_daemonset_status_desired_number_scheduled{{{ds}}}", "values": f"32x{MIG_STEPS}"},
+        {"series": f"kube_daemonset_status_updated_number_scheduled{{{ds}}}", "values": f"32x4 0+1x32 32x{MIG_STEPS - 37}"},
+        *_mig_node("h100-late", "16x29 stale", f"_x30 24x{MIG_STEPS - 30}"),
+        *_mig_node("h100-dead", f"0x{MIG_STEPS}", f"_x{MIG_STEPS}"),
+    ]
+    dead = [expected(rule, {"node": "h100-dead", "resource": "nvidia_com_mig_2g_20gb"}, "0")]
+    tests = [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "20m", "alertname": "GPUsMissingOnpremH100", "exp_alerts": dead},
+        {"eval_time": "25m", "alertname": "GPUsMissingOnpremH100", "exp_alerts": dead},
+        {"eval_time": "35m", "alertname": "GPUsMissingOnpremH100", "exp_alerts": dead},
+    ]}]  # fmt: skip
+    run_promtool(rp, "dc1", tests, tmp_path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 
 from alicerce.catalog.alerts import APPLICATION_XIDS, CRITICAL_XIDS
 from alicerce.targets.aws.components.gpu_node_pool import application_xid_overrides
+from alicerce.targets.aws.node_repair import AGENT_XIDS
 
 AGENT = Path(__file__).parents[2] / "data/upstream/eks-node-monitoring-agent"
 VERSIONS = sorted(p.name for p in AGENT.iterdir() if p.is_dir())
@@ -51,3 +53,32 @@ def test_overrides_are_complete_and_valid() -> None:
     # the API takes an override only with all four values; the wait is at least 1 minute
     for o in application_xid_overrides():
         assert o.action in REPAIR_ACTIONS and o.wait_minutes >= 1 and o.condition and o.reason
+
+
+def test_the_runbook_s_agent_lists_are_the_vendored_ones() -> None:
+    """alicerce.targets.aws.node_repair holds the agent's fatal XIDs per line: each is the vendored list, and every
+    vendored version is one of its lines."""
+    assert {a.vendored for a in AGENT_XIDS} == set(VERSIONS)
+    for a in AGENT_XIDS:
+        assert list(a.fatal) == facts(a.vendored)["fatal_codes"], a.vendored
+
+
+def _manual_branch(text: str) -> str:
+    """The sentence of the aws runbook that names the XIDs EKS does not act on."""
+    sentences = [s for s in text.split(". ") if "EKS does not act on" in s]
+    assert len(sentences) == 1, text
+    return sentences[0]
+
+
+def test_every_critical_xid_is_repaired_by_eks_or_named_for_the_on_call() -> None:
+    """Review obsreview32 D-2: the aws GPUCriticalXid runbook assumed EKS repairs every critical XID, but no vendored
+    agent rates 154 fatal and v1.6.4 and later do not rate 94: no cordon, no repair, AcceleratedHardwareReady stays True.
+    Each critical XID is fatal to every vendored agent, or named in the runbook's manual branch (and only those are)."""
+    from tests.emit.kube.test_monitoring import platform, rules_of
+
+    text = rules_of(platform("prod"), "aws")["GPUCriticalXid"]["annotations"]["description"]
+    manual = {int(c) for c in re.findall(r"(?<![.\w])(\d+)(?![.\w])", _manual_branch(text).split("(")[0])}
+    for code in CRITICAL_XIDS:
+        everywhere = all(code in facts(v)["fatal_codes"] for v in VERSIONS)
+        assert everywhere != (code in manual), (code, everywhere, manual)
+    assert {154, 94} <= manual
