@@ -459,18 +459,37 @@ XID_AFTER_CORDON_SECONDS = 600
 NODE_BOOT_TIME = "max by (node) (node_boot_time_seconds)"
 
 
+# The hold's 24-hour subqueries, each recorded once by the alert's group just before it: Prometheus shares no
+# subexpression within a query, and inline each was evaluated two to four times an evaluation (6,089 characters)
+LAST_CRITICAL_XID = "gpu:critical_xid_last:timestamp"
+LAST_CRITICAL_XID_IN_CORDON = "gpu:critical_xid_started_in_cordon_last:timestamp"
+LAST_CORDON = "node:cordoned_last:timestamp"
+LAST_CORDON_START = "node:cordon_started_last:timestamp"
+
+
+def critical_xid_records(codes: str) -> tuple[tuple[str, str], ...]:
+    """The (record, expr) parts critical_xid_until_cordoned reads: when each GPU last counted a critical XID (per code),
+    when one last started on a cordoned node, when each node was last cordoned and when its last cordon started."""
+    window = f"[{CRITICAL_XID_HELD}:{XID_EVENT_STEP}]"
+    cordoned_before = f"(max by (node) (kube_node_spec_unschedulable offset {XID_EVENT_STEP}) == 1)"
+    cordon_start = f"({CORDONED_NODES} unless on (node) {cordoned_before})"
+    return (
+        (LAST_CRITICAL_XID, f"max_over_time(timestamp({xid_count(codes)}){window})"),
+        (LAST_CRITICAL_XID_IN_CORDON, f"max_over_time(timestamp({xid_started(codes)} and on (Hostname) {CORDONED_HOSTS}){window})"),
+        (LAST_CORDON, _as_hostname(f"max_over_time(timestamp({CORDONED_NODES}){window})")),
+        (LAST_CORDON_START, _as_hostname(f"max_over_time(timestamp({cordon_start}){window})")),
+    )
+
+
 def critical_xid_until_cordoned(codes: str) -> str:
     """Per GPU and code: the XIDs in the exporter's window on a node in service, or (valued 0) one in the last
     CRITICAL_XID_HELD on a node not cordoned since (kube-state-metrics' node, dcgm-exporter's Hostname). An XID on a
     node already cordoned is a ticket (GPUXidError): the node is being repaired, and its validation (dcgmi diag, the
-    node validation role) reproducing the XID is what the technician looks for, not a page (review obsreview29 N-1)."""
-    window = f"[{CRITICAL_XID_HELD}:{XID_EVENT_STEP}]"
-    last_xid = f"max_over_time(timestamp({xid_count(codes)}){window})"
-    last_cordon = f"max_over_time(timestamp({CORDONED_NODES}){window})"
-    not_since = (
-        f"(({last_xid} > on (Hostname) group_left () {_as_hostname(last_cordon)}) "
-        f"or ({last_xid} unless on (Hostname) {_as_hostname(last_cordon)}))"
-    )
+    node validation role) reproducing the XID is what the technician looks for, not a page (review obsreview29 N-1).
+    Reads the records of critical_xid_records(codes)."""
+    last_xid = LAST_CRITICAL_XID
+    last_cordon = LAST_CORDON
+    not_since = f"(({last_xid} > on (Hostname) group_left () {last_cordon}) or ({last_xid} unless on (Hostname) {last_cordon}))"
     # only while the node exists: one the autoscaler removed (cluster-autoscaler and Karpenter taint a node they remove,
     # they do not cordon it) cannot be cordoned, and its page would hold for the whole CRITICAL_XID_HELD (review
     # obsreview28 D-1); kube-state-metrics 2.20.0 serves kube_node_spec_unschedulable{node} (0 or 1) while the Node
@@ -491,10 +510,8 @@ def critical_xid_until_cordoned(codes: str) -> str:
     # held too, once the node is uncordoned, until it is cordoned again (review obsreview30 N-1). The XID's start, not
     # its presence: the count of an XID just before a cordon lasts the exporter's window into it, and a node drained
     # for that XID and uncordoned repaired must stay quiet.
-    last_in_cordon = f"max_over_time(timestamp({xid_started(codes)} and on (Hostname) {CORDONED_HOSTS}){window})"
-    cordoned_before = f"(max by (node) (kube_node_spec_unschedulable offset {XID_EVENT_STEP}) == 1)"
-    cordon_start = f"({CORDONED_NODES} unless on (node) {cordoned_before})"
-    last_cordon_start = _as_hostname(f"max_over_time(timestamp({cordon_start}){window})")
+    last_in_cordon = LAST_CRITICAL_XID_IN_CORDON
+    last_cordon_start = LAST_CORDON_START
     # Nor an XID from before the node's last boot (review obsreview32 D-1): the cordon evicts nothing, so a job that
     # restarts in place (a Job pod with restartPolicy OnFailure, torchrun --max-restarts) raises the XID again well
     # into the cordon, and the repair's reboot (EKS node auto repair's, or alicerce's drain and reboot) is what fixed
@@ -541,6 +558,7 @@ def critical_xid_alert(fault_action: str, cordon_means: str) -> Alert:
         "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported a critical XID",
         f"XID {{{{ $labels.xid }}}} ({{{{ $value }}}} in the last {XID_COUNT_WINDOW_MINUTES} minutes): {fault_action}. The "
         f"page holds until the node is cordoned (for {CRITICAL_XID_HELD} at most). {cordon_means}.",
+        records=critical_xid_records(CRITICAL_XID_CODES),
     )
 
 
