@@ -442,17 +442,20 @@ def qlora_precision(ctx: RuleContext) -> Iterable[Finding]:
                           "changes nothing here", hint, w.precision, resource=w.name)  # fmt: skip
 
 
-def _narrowest_adapted(w: Workload, head_dim_default: int) -> tuple[int, str] | None:
-    """The narrowest side of the matrices a LoRA run adapts, and its name: the hidden size, the KV width (declared
-    kvHeads x headDim) or MLA's KV latent; None without a hidden size."""
+def _narrowest_adapted(w: Workload, head_dim_default: int, kv_heads_default: int) -> tuple[int, str] | None:
+    """The narrowest side of the matrices a LoRA run adapts, and its name: the hidden size, the KV width (kvHeads x
+    headDim, at the planner's default KV heads where undeclared: the width it counts, review sizreview27 R1) or MLA's KV
+    latent; None without a hidden size."""
     model = w.model
     if model is None or model.hidden_size is None:
         return None
     sides = [(model.hidden_size, "the hidden size")]
     if isinstance(model.attention, LatentAttention):
         sides.append((model.attention.kv_lora_rank, "MLA's KV latent (kvLoraRank)"))
-    elif model.kv_heads is not None:
-        sides.append((model.kv_heads * (model.head_dim or head_dim_default), "the KV width (kvHeads x headDim)"))
+    else:
+        heads = model.kv_heads or kv_heads_default
+        named = "kvHeads" if model.kv_heads is not None else f"{kv_heads_default} KV heads where kvHeads is undeclared"
+        sides.append((heads * (model.head_dim or head_dim_default), f"the KV width ({named} x headDim)"))
     return min(sides)
 
 
@@ -462,10 +465,11 @@ def adapter_rank_low(ctx: RuleContext) -> Iterable[Finding]:
     4.1); at r >= min(in, out) the two factors hold r x (in + out) >= in x out parameters, more than the matrix they
     adapt. Review sizreview26 N4: rank 65,536 on Llama-3-70B planned 848B adapters, 1,202% of the base, on 208 GPUs."""
     head_dim_default = int(ctx.catalog.sizing.inference.headDimDefault.value)
+    kv_heads_default = int(ctx.catalog.sizing.inference.kvHeadsDefault.value)
     for i, w in enumerate(ctx.spec.workloads):
         if w.adapter is None or w.adapter.rank is None or w.method not in ("lora", "qlora"):
             continue
-        narrowest = _narrowest_adapted(w, head_dim_default)
+        narrowest = _narrowest_adapted(w, head_dim_default, kv_heads_default)
         if narrowest is not None and w.adapter.rank >= narrowest[0]:
             width, name = narrowest
             yield Finding(S.workloads[i].adapter.rank, f"rank {w.adapter.rank:,} is not below {name}, {width:,}: the adapted "
@@ -613,17 +617,16 @@ def field_shadowed(ctx: RuleContext) -> Iterable[Finding]:
             # read by the adapters' count and QLoRA's 16-bit embeddings only (plan.sizing.embedding_matrices)
             yield Finding(path.model.tied_embeddings, "tiedEmbeddings is read by a lora or qlora run only (its adapters' count "
                           "and QLoRA's 16-bit embeddings): it changes nothing here", "remove it", key=True, resource=w.name)  # fmt: skip
-        # a LoRA run's k and v adapters are r x (hidden + kvHeads x headDim) each (plan.sizing.adapter_parameters), read
-        # on targets: attention only: on all linear layers every adapted matrix has the hidden size on one side and the
-        # FFN width is what the attention leaves, so the count is r x (7 x hidden x layers + the layers' parameters /
-        # hidden) whatever the attention widths (review sizreview26 N1: Llama-2-7B r16 39.98M with kvHeads 32 or none)
+        # a LoRA run's k and v adapters are r x (hidden + kvHeads x headDim) each (plan.sizing.adapter_parameters), and
+        # AL390 bounds its rank by that KV width: read on every counted LoRA run. On all linear layers the count is the
+        # same whatever the attention widths (the FFN width is what the attention leaves: review sizreview26 N1), but
+        # calling kvHeads unread there had the user remove it and AL390 then bound the rank by the default 8 KV heads,
+        # not the model's (review sizreview27 R1)
         counted = model.layers is not None and model.hidden_size is not None and not isinstance(model.attention, LatentAttention)
-        attention_only = w.adapter is not None and w.adapter.targets == "attention"
-        lora = w.method in ("lora", "qlora") and counted and attention_only
+        lora = w.method in ("lora", "qlora") and counted
         if w.kind in SCHEDULED and not lora:
             if model.kv_heads is not None:
-                why = (" (LoRA on all linear layers counts the same adapters whatever the KV width; adapter.targets: attention "
-                       "reads it)" if w.method in ("lora", "qlora") and counted else " (it sizes a served model's KV cache)")  # fmt: skip
+                why = " (it sizes a served model's KV cache and a LoRA run's k and v adapters)"
                 yield Finding(path.model.kv_heads, "training throughput and memory do not depend on the KV heads: kvHeads changes "
                               f"nothing here{why}", "remove it", key=True, resource=w.name)  # fmt: skip
             # with declared query heads training reads headDim too: attention's width is heads x headDim (Gemma 2 9B: 16 x
