@@ -138,6 +138,13 @@ CHECKS: dict[str, PlanCheck] = {
             "A LoRA run's adapters are counted on the model's declared shape, not a share or a default.",
             True,
         ),
+        PlanCheck(
+            "PL349",
+            "adapter-rank-low-experts",
+            _E,
+            "A MoE LoRA run's rank is below its routed experts' FFN width (AL390 checks the widths the spec declares).",
+            False,
+        ),
     )
 }
 

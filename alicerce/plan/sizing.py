@@ -1256,8 +1256,15 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     if w.method in ("lora", "qlora"):
         adapters = adapter_parameters(w, sizing)
         figures.append(Figure("LoRA adapter parameters", adapters.parameters, "parameters", adapters.why, adapters.inputs))
+        expert_width = adapters.inputs.get("expert FFN width")
         if not adapters.counted:
             issues.append(_adapters_estimated(w, adapters))
+        elif expert_width is not None and adapters.rank >= expert_width:
+            # AL390's bound on the width only the plan derives: the routed experts hold nearly all of a MoE's adapters
+            # (review sizreview27 R2: rank 1,024 on Qwen3-30B-A3B's 768-wide experts planned adapters 177% of the base)
+            issues.append(Issue("PL349", f"rank {adapters.rank:,} is not below the routed experts' FFN width, {expert_width:,} "
+                                "(from the parameters they hold): their adapters hold more parameters than the experts "
+                                f"(r x (in + out) >= in x out); set adapter.rank below {expert_width:,}", "adapter"))  # fmt: skip
         elif adapters.targets == "attention" and w.model.kv_heads is None and not isinstance(w.model.attention, LatentAttention):
             # review sizreview26 N3: the k and v adapters at the default 8 KV heads, an MHA model's all silently short
             kv = int(sizing.inference.kvHeadsDefault.value)

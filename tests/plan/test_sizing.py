@@ -236,6 +236,21 @@ def test_attention_adapters_without_kv_heads_say_the_default_they_assume() -> No
     assert not [i for i in plan.issues if i.check == "PL348"]
 
 
+def test_a_rank_above_the_routed_experts_width_is_refused() -> None:
+    """Review sizreview27 R2: AL390 bounds the rank by the widths the spec declares, and a MoE's routed experts, which
+    hold nearly all its adapters, have a width only the plan derives: Qwen3-30B-A3B (48 layers, 2,048 hidden, 128
+    experts top-8) at rank 900 is below its KV width (1,024) and above its experts' ~768, and planned adapters larger
+    than the experts. PL349, an error, names the width; rank 64 raises none."""
+    qwen3_moe = {"parameters": "30.5B", "activeParameters": "3.3B", "architecture": "moe", "layers": 48, "hiddenSize": 2048,
+                 "experts": {"total": 128, "perToken": 8}}  # fmt: skip
+    plan = plan_training(lora(qwen3_moe, adapter={"rank": 900}, accelerator="H100", gpus=8), on("H100"), SIZING, [])
+    [issue] = [i for i in plan.issues if i.check == "PL349"]
+    width = adapter_parameters(lora(qwen3_moe, adapter={"rank": 900}), SIZING).inputs["expert FFN width"]
+    assert 700 < width < 800 and f"{width:,}" in issue.message and issue.field == "adapter"
+    plan = plan_training(lora(qwen3_moe, adapter={"rank": 64}, accelerator="H100", gpus=8), on("H100"), SIZING, [])
+    assert not [i for i in plan.issues if i.check == "PL349"]
+
+
 def test_tied_embeddings_are_one_matrix_in_the_adapter_count() -> None:
     """Review sizreview26 N2: the embedding and the head were counted as two vocabulary x hidden matrices whatever the
     model, so a tied model's inferred FFN came out narrow and its all-linear adapters short by r x vocabulary. Gemma-2B
