@@ -455,8 +455,16 @@ XID_AFTER_CORDON_SECONDS = 600
 # When each node last booted, per node (node_exporter v1.12.1 collector/stat_linux.go:54-57,99: /proc/stat's btime,
 # seconds since the epoch, a gauge without labels, from the stat collector that is on by default; the `node` label comes
 # from the relabeling alicerce gives the kube-prometheus-stack chart's ServiceMonitor, or the host's ScrapeConfig
-# on-prem). A reboot resets every GPU, so an XID that started before the node's last boot is not the GPU's state now
-NODE_BOOT_TIME = "max by (node) (node_boot_time_seconds)"
+# on-prem). A reboot resets every GPU, so an XID that started before the node's last boot is not the GPU's state now.
+# The latest boot seen in the hold's window, not the last sample: a node exporter restarting (a DaemonSet roll, an OOM
+# kill) leaves the series stale for a step, and read as "boot unknown" that re-armed the hold on a node repaired by a
+# reboot: a critical page for the one step (review obsreview33 D-1)
+NODE_BOOT_TIME = f"max by (node) (max_over_time(node_boot_time_seconds[{CRITICAL_XID_HELD}]))"
+# btime is the node's own clock, the XID's step Prometheus'; a node whose clock runs behind reads an earlier boot. No XID
+# is counted this soon after a boot (the driver loads, the GPU Operator's validator runs, dcgm-exporter starts and is
+# scraped before any count), so an XID within it of the boot is taken as before it: a clock up to this far behind does
+# not hold a repaired node (review obsreview33 N-1: 4 minutes behind held it for 24 h; chrony is the cure beyond it)
+BOOT_CLOCK_MARGIN_SECONDS = 120
 
 
 # The hold's 24-hour subqueries, each recorded once by the alert's group just before it: Prometheus shares no
@@ -521,7 +529,7 @@ def critical_xid_until_cordoned(codes: str) -> str:
     uncordoned_unfixed = (
         f"(((({last_in_cordon} > on (Hostname) group_left () ({last_cordon_start} + {XID_AFTER_CORDON_SECONDS})) "
         f"or ({last_in_cordon} unless on (Hostname) {last_cordon_start})) unless on (Hostname) {CORDONED_HOSTS}) "
-        f"> on (Hostname) group_left () {booted})"
+        f"> on (Hostname) group_left () ({booted} + {BOOT_CLOCK_MARGIN_SECONDS}))"
     )
     return f"({xid_count(codes)} unless on (Hostname) {CORDONED_HOSTS}) or 0 * {held(not_since)} or 0 * {held(uncordoned_unfixed)}"
 
@@ -592,8 +600,8 @@ def gpu_health(words: GpuFaultWords) -> tuple[Alert, ...]:
             "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $labels.xid }}",
             f"A GPU reported an XID in the last {XID_COUNT_WINDOW_MINUTES} minutes; check the driver log (nvidia-smi -q, dmesg) "
             "for the cause. On a node cordoned for repair a critical XID is reported here, not paged: the repair's "
-            "validation reproduced it, so the GPU is not fixed yet: uncordoned before a new cordon, the node pages "
-            "(GPUCriticalXid).",
+            "validation reproduced it, so the GPU is not fixed yet: uncordoned before a reboot or a new cordon, the "
+            "node pages (GPUCriticalXid).",
         ),
         Alert(
             "GPUApplicationXidRecurring",

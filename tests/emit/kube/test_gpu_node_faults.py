@@ -612,7 +612,8 @@ def test_a_node_rebooted_by_its_repair_does_not_page_for_the_xids_before_the_reb
         {"series": series(XID_COUNT_METRIC, reproduced | window | {"xid": "119"}), "values": f"{looping} _x3 1x5 stale"},
         {"series": 'node_boot_time_seconds{node="gpu-001"}', "values": "-86400x13 _x2 960x60"},
         {"series": 'node_boot_time_seconds{node="gpu-002"}', "values": "-86400x78"},
-        {"series": 'node_boot_time_seconds{node="gpu-003"}', "values": "-86400x13 _x2 960x60"},
+        # booted at 14m: its validation reproduces the XID 3 minutes later, past the boot clock margin
+        {"series": 'node_boot_time_seconds{node="gpu-003"}', "values": "-86400x13 _x2 840x60"},
         *({"series": f'kube_node_spec_unschedulable{{node="gpu-00{n}"}}', "values": "0x1 1x17 0x60"} for n in (1, 2, 3)),
         *({"series": f'kube_node_created{{node="gpu-00{n}"}}', "values": "-86400x80"} for n in (1, 2, 3)),
     ]
@@ -621,6 +622,31 @@ def test_a_node_rebooted_by_its_repair_does_not_page_for_the_xids_before_the_reb
         {"eval_time": "10m", "alertname": "GPUCriticalXid", "exp_alerts": []},  # cordoned: GPUXidError's ticket
         {"eval_time": "25m", "alertname": "GPUCriticalXid", "exp_alerts": held},
         {"eval_time": "75m", "alertname": "GPUCriticalXid", "exp_alerts": held},
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path, every="1m")
+
+
+@needs_promtool
+def test_a_repaired_node_stays_quiet_through_an_exporter_restart_and_a_clock_behind(tmp_path: Path) -> None:
+    """Review obsreview33 D-1 and N-1 (repro /work/wt/or33-repro/test_boot_time_lookalikes.py, inverted): both nodes are
+    the repaired pattern above (XID 119 into EKS's cordon 2m-19m, rebooted at 14m, uncordoned healthy at 20m). gpu-001's
+    node exporter restarts at 40m, its boot time stale for a step: read as "boot unknown" it re-armed the hold, a
+    critical page for that step. gpu-002's clock runs 4 minutes behind: btime reads 12m for a 16m boot, before the last
+    XID's 13m, and it was held for 24 h. Quiet throughout now: the latest boot in the window, and a 2-minute margin."""
+    rp = platform("prod")
+    window = {"window_size_in_ms": str(XID_COUNT_WINDOW_MINUTES * 60_000)}
+    restarted, skewed = (dcgm_scraped(rp, "aws", dcgm_series(n, 0)) for n in ("gpu-001", "gpu-002"))
+    looping = "_x3 1 1 1 2 2 1 2 2 1 1 2"  # minutes 3..13
+    inputs = [
+        {"series": series(XID_COUNT_METRIC, restarted | window | {"xid": "119"}), "values": f"{looping} stale"},
+        {"series": series(XID_COUNT_METRIC, skewed | window | {"xid": "119"}), "values": f"{looping} stale"},
+        {"series": 'node_boot_time_seconds{node="gpu-001"}', "values": "-86400x13 _x2 960x23 stale 960x40"},
+        {"series": 'node_boot_time_seconds{node="gpu-002"}', "values": "-86400x13 _x2 720x64"},
+        *({"series": f'kube_node_spec_unschedulable{{node="gpu-00{n}"}}', "values": "0x1 1x17 0x70"} for n in (1, 2)),
+        *({"series": f'kube_node_created{{node="gpu-00{n}"}}', "values": "-86400x90"} for n in (1, 2)),
+    ]
+    tests = [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": t, "alertname": "GPUCriticalXid", "exp_alerts": []} for t in ("25m", "39m", "40m", "41m", "80m")
     ]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path, every="1m")
 
