@@ -41,6 +41,11 @@ def mig_config_name(pool: str) -> str:
     return f"alicerce-{pool}"
 
 
+# the config a node without the selecting label gets (the GPU Operator's devicePlugin.config.default): whole GPUs. A GPU
+# pool of this name would replace it with its own, and every unlabelled GPU node would take that pool's sharing (AL331)
+DEVICE_PLUGIN_DEFAULT_CONFIG = "default"
+
+
 def device_plugin_config_name(pool: str) -> str:
     """The device plugin's config a node of ``pool`` selects (its nvidia.com/device-plugin.config label)."""
     return pool

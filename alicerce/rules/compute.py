@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from alicerce.resolve.gpu import DEVICE_PLUGIN_DEFAULT_CONFIG
 from alicerce.resolve.targets import RESOLVERS
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean
@@ -105,6 +106,18 @@ def mig_profiles(ctx: RuleContext) -> Iterable[Finding]:
                 "drop instances or choose smaller profiles",
                 resource=pool.name,
             )
+
+
+@rules.rule("AL331", "gpu-pool-name-reserved", "A GPU pool is not named after the device plugin's default config.")
+def gpu_pool_name_reserved(ctx: RuleContext) -> Iterable[Finding]:
+    """Each GPU pool's device-plugin config is keyed by its name beside the config a node without the selecting label
+    takes (alicerce.resolve.gpu.DEVICE_PLUGIN_DEFAULT_CONFIG): a GPU pool of that name replaced the default with its own,
+    and every other GPU node took its time-slicing, H100 training jobs sharing GPUs 4 ways, and no alert looks for
+    more GPUs than declared (review obsreview33 G-1)."""
+    for i, pool in ctx.indexed_pools():
+        if pool.accelerator is not None and pool.name == DEVICE_PLUGIN_DEFAULT_CONFIG:
+            yield Finding(S.node_pools[i].name, f'"{pool.name}" is the GPU Operator device plugin\'s default config name, '
+                          "which the nodes of other pools take", "give the pool another name", pool.name)  # fmt: skip
 
 
 @rules.rule("AL217", "sharing-needs-gpu", "GPU sharing, fabrics and GPU taints only make sense on pools with accelerators.")

@@ -56,7 +56,7 @@ from alicerce.emit.kube.kpi import (
 )
 from alicerce.emit.kube.kueue import kueue_configuration
 from alicerce.emit.storage_counters import TEXTFILE_DIRECTORY, node_exporter_drops, reads_textfiles
-from alicerce.resolve.gpu import device_plugin_config_name, mig_config_name
+from alicerce.resolve.gpu import DEVICE_PLUGIN_DEFAULT_CONFIG, device_plugin_config_name, mig_config_name
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
 from alicerce.resolve.namespaces import (
     GPU_OPERATOR_NAMESPACE,
@@ -286,7 +286,7 @@ def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
     # without any time-sliced pool the plugin gets no config and reads no node label, so a label left behind is moot
     if any(isinstance(p.spec.sharing, TimeSlicing) for p in pools):
         whole = _dump({"version": "v1"})
-        data = {"default": whole}
+        data = {DEVICE_PLUGIN_DEFAULT_CONFIG: whole}
         for p in pools:
             if not isinstance(ts := p.spec.sharing, TimeSlicing):
                 data[device_plugin_config_name(p.name)] = whole
@@ -298,7 +298,12 @@ def gpu_operator_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, A
         # ConfigMap (GPU Operator docs, "Updating a Time-Slicing Config Map"): edited in place, every node kept its
         # old replicas and GPUsMissing<Pool> paged on each (review obsreview29 D-2). A new name rolls the plugin
         name = content_name(DEVICE_PLUGIN_CONFIGMAP, _dump(data))
-        values.setdefault("devicePlugin", {})["config"] = {"create": True, "name": name, "default": "default", "data": data}
+        values.setdefault("devicePlugin", {})["config"] = {
+            "create": True,
+            "name": name,
+            "default": DEVICE_PLUGIN_DEFAULT_CONFIG,
+            "data": data,
+        }
         # a time-sliced GPU is shared by several pods: without this the exporter attributes it to none of them
         # (dcgm-exporter pkg/cmd/app.go, flag kubernetes-virtual-gpus, env KUBERNETES_VIRTUAL_GPUS; chart default env: [])
         values["dcgmExporter"]["env"] = [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}]

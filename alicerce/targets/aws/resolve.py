@@ -191,7 +191,8 @@ def _reserved_host_words(site: Site, spec: PlatformSpec) -> Capabilities:
     if not reserved:
         return CAPABILITIES
     note = (
-        f"In pool {', '.join(reserved)} the instance launched in its place may land on the same host, as a terminate "
+        f"In pool{'s' if len(reserved) > 1 else ''} {', '.join(reserved)} the instance launched in its place may land on "
+        "the same host, as a terminate "
         "tells AWS nothing about the host: if the fault comes back there, open an AWS Support case with the instance ID"
     )
     return replace(
