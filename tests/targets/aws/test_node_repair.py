@@ -11,7 +11,7 @@ import pytest
 
 from alicerce.catalog.alerts import APPLICATION_XIDS, CRITICAL_XIDS
 from alicerce.targets.aws.components.gpu_node_pool import application_xid_overrides
-from alicerce.targets.aws.node_repair import AGENT_XIDS
+from alicerce.targets.aws.resolve import AGENT_XIDS
 
 AGENT = Path(__file__).parents[2] / "data/upstream/eks-node-monitoring-agent"
 VERSIONS = sorted(p.name for p in AGENT.iterdir() if p.is_dir())
@@ -56,7 +56,7 @@ def test_overrides_are_complete_and_valid() -> None:
 
 
 def test_the_runbook_s_agent_lists_are_the_vendored_ones() -> None:
-    """alicerce.targets.aws.node_repair holds the agent's fatal XIDs per line: each is the vendored list, and every
+    """alicerce.targets.aws.resolve holds the agent's fatal XIDs per line: each is the vendored list, and every
     vendored version is one of its lines."""
     assert {a.vendored for a in AGENT_XIDS} == set(VERSIONS)
     for a in AGENT_XIDS:
