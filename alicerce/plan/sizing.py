@@ -2326,7 +2326,7 @@ def _memory_basis(mig: Mig, profile: MigProfile) -> str:
 def mig_slice(gpu: Gpu, profile_name: str) -> Gpu:
     """The GPU a MIG instance is to the roofline: its SMs' share of the peak FLOP/s (Mig.compute_share), its memory slices' share
     of the HBM bandwidth (each memory slice is 1/8 of the framebuffer with its memory controllers: NVIDIA MIG user guide,
-    "Concepts" and "Supported MIG Profiles", the 1g.10gb of an H100 80GB 1/8 of the memory and 1/7 of the SMs) and its
+    "Concepts" and "Supported MIG Profiles", the 1g.10gb of an H100 80GB 1/8 of the memory and 16 of its 132 SMs) and its
     framebuffer; vLLM sizes its batch and chunk defaults by the memory the device reports, the slice's."""
     assert gpu.mig is not None
     profile = next(p for p in gpu.mig.profiles if p.name == profile_name)
