@@ -73,7 +73,8 @@ class MigProfile(CatalogModel):
         default=None,
         ge=1,
         description="Streaming multiprocessors of one instance (the SM column of `nvidia-smi mig -lgip`): with the GPU's "
-        "mig.sms, its share of the peak FLOP/s. Default: its compute slices of the GPU's.",
+        "mig.sms, its share of the peak FLOP/s. Default: its compute slices x the SMs of the GPU's 1-slice profile where "
+        "mig.sms is given (at most mig.sms, and only with it: AL287), else its compute slices of the GPU's.",
     )
 
 
@@ -93,18 +94,42 @@ class Mig(CatalogModel):
     )
     profiles: tuple[MigProfile, ...] = Field(description="Supported GPU-instance profiles.")
 
+    def one_slice_sms(self) -> int | None:
+        """SMs of the narrowest 1-slice profile that lists them: the unit the fallback counts a profile without its own SMs
+        in (None where no 1-slice profile lists SMs)."""
+        counted = [p.sms for p in self.profiles if p.slices == 1 and p.sms is not None]
+        return min(counted) if counted else None
+
+    def profile_sms(self, profile: MigProfile) -> int | None:
+        """The profile's SMs: its own (the SM column of `nvidia-smi mig -lgip`), else its compute slices x the 1-slice
+        profile's SMs where the GPU's SMs are known (review sizreview27 R3: a profile without SMs beside siblings with them
+        mixed two bases on one GPU, 1/7 = 0.143 against 14/108 = 0.130 on an A100). The fallback never exceeds a listed
+        count: every lgip published has a profile at least slices x its 1g's SMs (A100 14 x slices exactly; H100 / H200
+        3g 60 >= 48, 7g 132 >= 112; B200 2g 36 = 2 x 18, its two-memory-slice 1g 30 >= 18). None without the GPU's SMs."""
+        if self.sms is None:
+            return None
+        if profile.sms is not None:
+            return profile.sms
+        one = self.one_slice_sms()
+        return None if one is None else profile.slices * one
+
     def compute_share(self, profile: MigProfile) -> float:
-        """The profile's share of the GPU's peak FLOP/s: its SMs of the whole GPU's where both are known, else its compute
-        slices of the GPU's. The SMs differ from slices / 7 (review sizreview26 G1): an H100's 1g.10gb has 16 of 132 SMs
-        (0.121, not 0.143), its 1g.20gb 26 (0.197), its 4g.40gb 64 (0.485, not 0.571); an A100's 7g 98 of 108."""
-        if profile.sms is not None and self.sms is not None:
-            return profile.sms / self.sms
+        """The profile's share of the GPU's peak FLOP/s: its SMs (profile_sms) of the whole GPU's where known, else its
+        compute slices of the GPU's. The SMs differ from slices / 7 (review sizreview26 G1): an H100's 1g.10gb has 16 of 132
+        SMs (0.121, not 0.143), its 1g.20gb 26 (0.197), its 4g.40gb 64 (0.485, not 0.571); an A100's 7g 98 of 108."""
+        sms = self.profile_sms(profile)
+        if sms is not None and self.sms is not None:
+            return sms / self.sms
         return profile.slices / self.computeSlices
 
     def compute_basis(self, profile: MigProfile) -> str:
-        """What compute_share reads for the profile, for the notes."""
-        if profile.sms is not None and self.sms is not None:
-            return f"{profile.sms} of {self.sms} SMs"
+        """What compute_share reads for the profile, for the notes and --explain."""
+        sms = self.profile_sms(profile)
+        if sms is not None and profile.sms is None:
+            return (f"{sms} of {self.sms} SMs ({profile.slices} compute slices x the 1-slice profile's {self.one_slice_sms()}: "
+                    "no SM count is listed for it)")  # fmt: skip
+        if sms is not None:
+            return f"{sms} of {self.sms} SMs"
         return f"compute slices / {self.computeSlices}"
 
     def memory_share(self, profile: MigProfile) -> float:

@@ -2033,6 +2033,11 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
     mean = min(w.traffic.mean_rps, rps) if w.traffic.mean_rps is not None else rps
     tokens_month = mean * (w.traffic.input_tokens + w.traffic.output_tokens) * 3600 * w.hours_per_day * sizing.hoursPerMonth.value / 24
     sharing, slower = _sharing(w, gpu, layout, replicas=replicas, load=load, sizing=sizing)
+    chosen = _mig_profile(gpu, sharing)
+    if chosen is not None and gpu.mig is not None and chosen.sms is None:
+        # a profile no lgip lists the SMs of is sized on a fallback the user should see (review sizreview27 R3)
+        notes.append(f"MIG {chosen.name} is sized on {gpu.mig.compute_basis(chosen)} of the compute and "
+                     f"{_memory_basis(gpu.mig, chosen)}")  # fmt: skip
     if slower and gpu.mig is not None:
         verb = "holds" if len(slower) == 1 else "hold"
         mig = gpu.mig
@@ -2313,6 +2318,14 @@ def _sharing(
         return None, slower
     slices = max(2, min(8, int(1 / max(load, 0.125))))
     return f"time-slicing x{slices}", []
+
+
+def _mig_profile(gpu: Gpu, sharing: str | None) -> MigProfile | None:
+    """The MIG profile a sharing recommendation names ("mig 1g.10gb"), or None."""
+    if gpu.mig is None or sharing is None or not sharing.startswith("mig "):
+        return None
+    name = sharing.removeprefix("mig ")
+    return next((p for p in gpu.mig.profiles if p.name == name), None)
 
 
 def _memory_basis(mig: Mig, profile: MigProfile) -> str:

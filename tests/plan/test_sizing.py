@@ -511,14 +511,53 @@ def test_a_mig_slice_has_its_sms_share_of_the_compute() -> None:
                                     "4g.40gb": 64 / 132, "7g.80gb": 1.0})  # fmt: skip
     assert [p.sms for p in h200.mig.profiles] == [16, 26, 32, 60, 64, 132]
     assert mig_slice(h100, "1g.20gb").tflops.bf16 == pytest.approx(h100.tflops.bf16 * 26 / 132)
-    assert {p.name: p.sms for p in a100.mig.profiles if p.sms} == {"1g.5gb": 14, "2g.10gb": 28, "3g.20gb": 42, "4g.20gb": 56,
-                                                                   "7g.40gb": 98}  # fmt: skip
+    assert {p.name: p.sms for p in a100.mig.profiles if p.sms} == {"1g.5gb": 14, "1g.10gb": 14, "2g.10gb": 28, "3g.20gb": 42,
+                                                                   "4g.20gb": 56, "7g.40gb": 98}  # fmt: skip
     assert mig_slice(a100, "7g.40gb").tflops.bf16 == pytest.approx(a100.tflops.bf16 * 98 / 108)
     # a user catalog without SMs: compute slices / 7, and the note names the basis
     bare = h100.model_copy(update={"mig": h100.mig.model_copy(update={"sms": None})})
     assert bare.mig is not None and mig_slice(bare, "1g.10gb").tflops.bf16 == pytest.approx(h100.tflops.bf16 / 7)
     assert bare.mig.compute_basis(bare.mig.profiles[0]) == "compute slices / 7"
     assert h100.mig.compute_basis(h100.mig.profiles[0]) == "16 of 132 SMs"
+
+
+def test_no_gpu_mixes_mig_compute_bases() -> None:
+    """Review sizreview27 R3: B200 kept compute slices / 7 though its lgip is public (NVIDIA/mig-parted pull request 166,
+    gpu-operator 1242 / 1351): 1g.23gb 18, 1g.45gb 30, 2g.45gb 36 of 148 SMs (pytorch/ao 4002's device query), so its
+    1g was 18% fast (0.143 for 0.122) and its 1g.45gb 29% slow (0.143 for 0.203); an A100's 1g.10gb / 1g.20gb took 1/7
+    beside 1g siblings at 14 / 108 (the MIG user guide's A100-SXM4-40GB lgip lists profile 15 at 14 SMs). A profile
+    without SMs on a GPU with them is counted at slices x the 1-slice profile's SMs, and the note says so."""
+    for gpu in CATALOG.gpus:
+        if gpu.mig is not None and gpu.mig.sms is not None:
+            assert all("SMs" in gpu.mig.compute_basis(p) for p in gpu.mig.profiles), gpu.id
+    b200, a40, a80 = CATALOG.gpu("B200-SXM-180GB"), CATALOG.gpu("A100-SXM4-40GB"), CATALOG.gpu("A100-SXM4-80GB")
+    assert b200 is not None and b200.mig is not None and a40 is not None and a40.mig is not None
+    assert a80 is not None and a80.mig is not None
+    shares = {p.name: b200.mig.compute_share(p) for p in b200.mig.profiles}
+    assert shares == pytest.approx({"1g.23gb": 18 / 148, "1g.45gb": 30 / 148, "2g.45gb": 36 / 148, "3g.90gb": 3 * 18 / 148,
+                                    "4g.90gb": 4 * 18 / 148, "7g.180gb": 7 * 18 / 148})  # fmt: skip
+    three = next(p for p in b200.mig.profiles if p.name == "3g.90gb")
+    assert b200.mig.compute_basis(three) == ("54 of 148 SMs (3 compute slices x the 1-slice profile's 18: no SM count is "
+                                             "listed for it)")  # fmt: skip
+    assert {p.name: a40.mig.compute_share(p) for p in a40.mig.profiles if p.slices == 1} == pytest.approx(
+        {"1g.5gb": 14 / 108, "1g.10gb": 14 / 108}
+    )
+    assert {p.name: a80.mig.compute_share(p) for p in a80.mig.profiles if p.slices == 1} == pytest.approx(
+        {"1g.10gb": 14 / 108, "1g.20gb": 14 / 108}
+    )
+    # 2,800-token prompts at 0.5 req/s, p99 TTFT 40 ms: the 2g.45gb passed at 2/7 of the compute; at 36 of 148 SMs its
+    # prefill misses, and the 3g.90gb the plan picks names its fallback basis
+    traffic = {"peakRps": 0.5, "inputTokens": 2800, "outputTokens": 100}
+    w = workload(kind="inference", model=SMALL_1B, traffic=traffic, latency={"timeToFirstToken": {"p99": "40ms"}})
+    plan = plan_inference(w, on("B200-SXM-180GB"), SIZING, [])
+    assert plan.sharing == "mig 3g.90gb"
+    assert (
+        "MIG 3g.90gb is sized on 54 of 148 SMs (3 compute slices x the 1-slice profile's 18: no SM count is listed for "
+        "it) of the compute and 4 of 8 memory slices" in plan.notes
+    ), plan.notes
+    # p99 60 ms: the 1g.45gb (30 SMs) serves it where 1/7 sent it to a 2g.45gb
+    w60 = workload(kind="inference", model=SMALL_1B, traffic=traffic, latency={"timeToFirstToken": {"p99": "60ms"}})
+    assert plan_inference(w60, on("B200-SXM-180GB"), SIZING, []).sharing == "mig 1g.45gb"
 
 
 def test_a_mig_slice_must_meet_the_tpot_target_on_its_own_bandwidth() -> None:
