@@ -60,3 +60,24 @@ def user_instance_gpu(ctx: RuleContext) -> Iterable[Finding]:
                 "at least 1",
                 instance.gpus,
             )
+
+
+@rules.rule("AL287", "user-gpu-mig-sms", "A MIG profile's SMs of the spec's catalog are given with the GPU's, and are at most them.")
+def user_gpu_mig_sms(ctx: RuleContext) -> Iterable[Finding]:
+    """A profile's SMs are its share of the GPU's peak FLOP/s only against the GPU's own (Mig.compute_share): a 1g
+    profile at 200 SMs on a GPU of 98 planned a slice twice the GPU, and SMs without mig.sms were silently dropped for
+    compute slices / 7 (review sizreview27 R4)."""
+    for i, gpu in enumerate(ctx.spec.catalog.gpus):
+        if gpu.mig is None:
+            continue
+        path = S.catalog.gpus[i].mig
+        for j, profile in enumerate(gpu.mig.profiles):
+            if profile.sms is None:
+                continue
+            if gpu.mig.sms is None:
+                yield Finding(path.profiles[j].sms, f"{profile.name}'s sms are its share of the GPU's, and {gpu.id} gives no mig.sms: "
+                              "they change nothing", "set mig.sms (the SMs of the whole GPU), or remove this", profile.sms)  # fmt: skip
+            elif profile.sms > gpu.mig.sms:
+                yield Finding(path.profiles[j].sms, f"{profile.name} has {profile.sms} SMs, more than the {gpu.mig.sms} of the whole "
+                              f"{gpu.id} (mig.sms)", f"at most {gpu.mig.sms}: the SM column of `nvidia-smi mig -lgip`",
+                              profile.sms)  # fmt: skip

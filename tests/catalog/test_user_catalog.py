@@ -72,3 +72,23 @@ def test_a_clash_with_a_built_in_id_is_an_error() -> None:
         'spec.yaml:35:22: error[AL285]: catalog.gpus[0].aliases[1]: "L40S" is already the built-in GPU L40S-48GB'
         " (use the built-in L40S-48GB (`alicerce catalog gpus`), or give this GPU an id of its own)"
     ]
+
+
+def test_a_profiles_sms_are_read_against_the_gpus(tmp_path: Path) -> None:
+    """Review sizreview27 R4: a 1g profile's 200 SMs on a GPU of 98 planned a slice twice the GPU (compute_share 2.04),
+    and a profile's SMs without mig.sms were dropped for compute slices / 4 in silence: both are located errors, exit 2."""
+    over = (
+        EXAMPLE.read_text()
+        .replace("        memorySlices: 4  #", "        sms: 56\n        memorySlices: 4  #")
+        .replace("memorySlices: 1, maxCount: 4}", "memorySlices: 1, maxCount: 4, sms: 200}")
+    )
+    spec = tmp_path / "over.yaml"
+    spec.write_text(over)
+    result = run("validate", str(spec))
+    assert result.returncode == 2, result.stdout
+    assert "error[AL287]: catalog.gpus[0].mig.profiles[0].sms: 1g.6gb has 200 SMs, more than the 56 of the whole A30-24GB" in result.stdout
+    alone = EXAMPLE.read_text().replace("memorySlices: 1, maxCount: 4}", "memorySlices: 1, maxCount: 4, sms: 14}")
+    spec.write_text(alone)
+    result = run("validate", str(spec))
+    assert result.returncode == 2, result.stdout
+    assert "error[AL287]: catalog.gpus[0].mig.profiles[0].sms: 1g.6gb's sms are its share of the GPU's" in result.stdout
