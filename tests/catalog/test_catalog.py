@@ -164,3 +164,14 @@ def test_an_fp8_refusal_names_the_stack_the_recipe_runs_on() -> None:
     assert generic is not None and "torch._scaled_mm" in generic and "Transformer Engine" not in generic
     assert te is not None and "Transformer Engine" in te and a100.training_refusal("fp8") == te
     assert CATALOG.gpu("L40S-48GB").training_refusal("fp8", "generic") is None
+
+
+def test_the_h100_mig_sms_cite_an_h100_lgip() -> None:
+    """Review sizreview27 R5: the H100 SXM5's profile SMs were derived from H200, H100 NVL and GH200 transcripts ("no public
+    lgip of the H100 SXM5 found"), though Google Cloud's "Create Multi-Instance GPUs" prints one from an A3 VM: 1g.10gb
+    16, 1g.20gb 26, 2g.20gb 32, 3g.40gb 60 SMs. The catalog cites it, and its figures are those."""
+    h100 = load_catalog().gpu("H100-SXM5-80GB")
+    assert h100 is not None and h100.mig is not None
+    assert "https://cloud.google.com/compute/docs/gpus/create-gpu-vm-accelerator-optimized" in {s.url for s in h100.sources}
+    printed = {"1g.10gb": 16, "1g.20gb": 26, "2g.20gb": 32, "3g.40gb": 60}
+    assert {p.name: p.sms for p in h100.mig.profiles if p.name in printed} == printed
