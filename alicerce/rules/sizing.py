@@ -587,6 +587,22 @@ def _adapter_shadowed(w: Workload, i: int) -> Iterable[Finding]:
                       "and adapter changes nothing", "declare model.experts (total and perToken)", key=True, resource=w.name)  # fmt: skip
 
 
+def _reads_tied_embeddings(w: Workload) -> bool:
+    """Whether the plan reads model.tiedEmbeddings (plan.sizing.embedding_matrices): QLoRA keeps the embeddings 16-bit
+    (training_memory), and a LoRA run's count on all linear layers takes the FFN width from what the embeddings leave
+    (adapter_parameters); attention-only adapters, or a count that falls back to loraTrainableFraction (no layers or
+    hiddenSize, a MoE without its routed experts), never read it (review sizreview27 R6)."""
+    model = w.model
+    if model is None or w.kind not in SCHEDULED or w.method not in ("lora", "qlora"):
+        return False
+    if w.method == "qlora":
+        return True
+    targets = w.adapter.targets if w.adapter is not None else "all-linear"
+    experts = model.experts
+    unrouted = model.architecture == "moe" and (experts is None or experts.total <= experts.per_token)
+    return targets == "all-linear" and model.layers is not None and model.hidden_size is not None and not unrouted
+
+
 @rules.rule("AL383", "field-shadowed", "No declared field is one that another declared field, or the workload's kind, leaves unread.")
 def field_shadowed(ctx: RuleContext) -> Iterable[Finding]:
     """Fields sizing never reads in their place: closed-loop clients beside a request rate (the rate sizes the replicas)
@@ -613,10 +629,10 @@ def field_shadowed(ctx: RuleContext) -> Iterable[Finding]:
             yield Finding(path.model.experts.routed_attention, "serving does not read routedAttention: it changes nothing here "
                           "(it adds training's routed volume)", "remove it", key=True, resource=w.name)  # fmt: skip
         yield from _adapter_shadowed(w, i)
-        if model.tied_embeddings is not None and not (w.method in ("lora", "qlora") and w.kind in SCHEDULED):
-            # read by the adapters' count and QLoRA's 16-bit embeddings only (plan.sizing.embedding_matrices)
-            yield Finding(path.model.tied_embeddings, "tiedEmbeddings is read by a lora or qlora run only (its adapters' count "
-                          "and QLoRA's 16-bit embeddings): it changes nothing here", "remove it", key=True, resource=w.name)  # fmt: skip
+        if model.tied_embeddings is not None and not _reads_tied_embeddings(w):
+            yield Finding(path.model.tied_embeddings, "tiedEmbeddings is read by a qlora run (its 16-bit embeddings) and by a lora "
+                          "run's adapters counted on all linear layers (layers and hiddenSize declared, a MoE's experts too): "
+                          "it changes nothing here", "remove it", key=True, resource=w.name)  # fmt: skip
         # a LoRA run's k and v adapters are r x (hidden + kvHeads x headDim) each (plan.sizing.adapter_parameters), and
         # AL390 bounds its rank by that KV width: read on every counted LoRA run. On all linear layers the count is the
         # same whatever the attention widths (the FFN width is what the attention leaves: review sizreview26 N1), but

@@ -521,6 +521,27 @@ def test_a_mig_slice_has_its_sms_share_of_the_compute() -> None:
     assert h100.mig.compute_basis(h100.mig.profiles[0]) == "16 of 132 SMs"
 
 
+def test_tied_embeddings_are_read_where_al383_lets_them_stand() -> None:
+    """Review sizreview27 R6: AL383 now refuses tiedEmbeddings on a LoRA run on attention only or without a shape, and
+    keeps it on QLoRA at any targets. The plan agrees: a Gemma-2B-shaped (256k x 2,048) LoRA on attention counts the same
+    adapters tied or not, and so does one without layers (1% of the base); QLoRA on attention keeps one 16-bit matrix or
+    two (524M parameters at 2 bytes, not qloraBaseBytes 0.516: 778 MB of state)."""
+    shape = {"parameters": "2.5B", "layers": 18, "hiddenSize": 2048, "vocabulary": 256000}
+
+    def tune(method: str, model: dict[str, Any], targets: str | None) -> Workload:
+        adapter = {"rank": 16, "targets": targets} if targets else None
+        return workload(kind="fine-tuning", method=method, model=model, tokens="2B", **({"adapter": adapter} if adapter else {}))
+
+    for method, model, targets in (("lora", shape, "attention"), ("lora", {"parameters": "2.5B"}, None)):
+        tied, untied = (adapter_parameters(tune(method, {**model, "tiedEmbeddings": t}, targets), SIZING) for t in (True, False))
+        assert tied.parameters == untied.parameters
+    counted = [adapter_parameters(tune("lora", {**shape, "tiedEmbeddings": t}, None), SIZING).parameters for t in (True, False)]
+    assert counted[0] != counted[1]  # all linear layers: the embeddings set the FFN width
+    qlora = [training_memory(tune("qlora", {**shape, "tiedEmbeddings": t}, "attention"), SIZING).state for t in (True, False)]
+    half_byte = SIZING.qloraBaseBytes.value
+    assert qlora[1] - qlora[0] == pytest.approx(256000 * 2048 * (2 - half_byte))
+
+
 def test_no_gpu_mixes_mig_compute_bases() -> None:
     """Review sizreview27 R3: B200 kept compute slices / 7 though its lgip is public (NVIDIA/mig-parted pull request 166,
     gpu-operator 1242 / 1351): 1g.23gb 18, 1g.45gb 30, 2g.45gb 36 of 148 SMs (pytorch/ao 4002's device query), so its

@@ -115,9 +115,9 @@ class Model(SpecModel):
     tied_embeddings: StrictBool | None = Field(
         default=None,
         description="Whether the output head shares the input embedding's matrix (config.json tie_word_embeddings: Gemma, "
-        "Llama 3.2 1B / 3B, Qwen2.5 0.5B-3B): one vocabulary x hidden matrix, not two. Read by LoRA / QLoRA runs, whose "
-        "FFN width is inferred from the parameters the embeddings leave and whose embeddings QLoRA keeps 16-bit. "
-        "Default: untied.",
+        "Llama 3.2 1B / 3B, Qwen2.5 0.5B-3B): one vocabulary x hidden matrix, not two. Read by QLoRA runs, whose "
+        "embeddings stay 16-bit, and by LoRA runs counted on all linear layers (layers and hiddenSize declared), whose FFN "
+        "width is inferred from the parameters the embeddings leave; elsewhere it changes nothing (AL383). Default: untied.",
         examples=[True],
     )
     attention: LatentAttention | SlidingWindowAttention | None = Field(
