@@ -21,17 +21,9 @@ from alicerce.catalog import Catalog
 from alicerce.catalog.models import Gpu
 from alicerce.plan.figures import deadline_text
 from alicerce.plan.sizing import NODE_GPUS, Placement, WorkloadPlan, plan_workload, precision_refusal
+from alicerce.resolve.eligibility import eligible
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
 from alicerce.spec.models import Workload
-
-# which pool purposes may run which workload kind, in order of preference
-PURPOSES = {
-    "training": ("training",),
-    "fine-tuning": ("fine-tuning", "training"),
-    "inference": ("inference",),
-    "batch-inference": ("batch-inference", "inference"),
-    "data-prep": ("data-prep",),
-}
 
 
 def network_gbps_per_gpu(pool: ResolvedPool, tcp_gbps: float) -> float:
@@ -48,17 +40,6 @@ def placement_for(pool: ResolvedPool, gpu: Gpu | None, tcp_gbps: float) -> Place
     return Placement(pool.name, gpu, pool.gpus_per_node or NODE_GPUS, network_gbps_per_gpu(pool, tcp_gbps), pool.max_gpus, pool.gpu)
 
 
-def quota_pools(w: Workload, platform: ResolvedPlatform) -> set[str] | None:
-    """The GPU pools ``w``'s team holds quota on, or None where its team declares no quota at all (nothing to follow).
-
-    Kueue admits a team's GPU job only on a pool its ClusterQueue has a flavor for, and that is a pool of its
-    quotas (alicerce.emit.kube.kueue): elsewhere the job waits for ever."""
-    team = next((t for t in platform.teams if t.name == w.team), None)
-    if team is None or not team.quotas:
-        return None
-    return {q.pool for q in team.quotas}
-
-
 def dataset_sites(w: Workload, platform: ResolvedPlatform) -> tuple[str, ...] | None:
     """The sites of this environment that hold the tier ``w`` reads its dataset from; None where it names no tier
     (it reads from wherever it runs) or an unknown one (AL206 reports that)."""
@@ -66,27 +47,6 @@ def dataset_sites(w: Workload, platform: ResolvedPlatform) -> tuple[str, ...] | 
         return None
     tier = next((t for t in platform.storage if t.name == w.dataset.tier), None)
     return None if tier is None else tier.sites
-
-
-def eligible(w: Workload, platform: ResolvedPlatform, pinned: Gpu | None) -> list[tuple[int, ResolvedPool]]:
-    """(purpose rank, pool) of every pool that may run ``w``: CPU pools for data preparation, else the GPU pools
-    of the right purpose (and accelerator, when pinned) its team holds quota on."""
-    allowed = quota_pools(w, platform)
-    out = []
-    for rank, purpose in enumerate(PURPOSES[w.kind]):
-        for pool in platform.pools:
-            if pool.spec.purpose != purpose:
-                continue
-            if w.kind == "data-prep":
-                if pool.gpu is None:
-                    out.append((rank, pool))
-                continue
-            if pool.gpu is None or (pinned is not None and pool.gpu.id != pinned.id):
-                continue
-            if allowed is not None and pool.name not in allowed:
-                continue
-            out.append((rank, pool))
-    return out
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from alicerce.plan.growth import (
     run_hours,
 )
 from alicerce.plan.kpi import KpiTarget, kpi_targets
-from alicerce.plan.placement import Choice, choose, dataset_sites, eligible
+from alicerce.plan.placement import Choice, choose, dataset_sites
 from alicerce.plan.pools import PoolPlan
 from alicerce.plan.pricing import (
     HOURS_PER_MONTH,
@@ -51,6 +51,7 @@ from alicerce.plan.pricing import (
 )
 from alicerce.plan.sizing import GIB, Placement, WorkloadPlan, plan_workload
 from alicerce.plan.tco import OwnedPoolCost, SiteExtras, owned_pool_cost, site_extras
+from alicerce.resolve.eligibility import eligible
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTeam, ResolvedTier
 from alicerce.resolve.platform import file_system
 from alicerce.spec.models import Workload

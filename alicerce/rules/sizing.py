@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from alicerce.catalog.models import Gpu
+from alicerce.resolve.eligibility import eligible
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean, one_of
 from alicerce.spec.heads import tensor_parallel_refusals
@@ -408,9 +409,27 @@ def training_precision_runs(ctx: RuleContext) -> Iterable[Finding]:
         # the GPU it starts on: the declared pool's (a pinned accelerator that differs is PL302's warning), else the pin
         pool = pools.get(w.pool or "")
         gpu = pool.gpu if pool is not None and pool.gpu is not None else (ctx.catalog.gpu(w.accelerator) if w.accelerator else None)
-        refusal = gpu.training_refusal(w.precision, w.fp8_recipe) if gpu is not None else None
+        if gpu is None:
+            yield from _refused_everywhere(ctx, w, i)
+            continue
+        refusal = gpu.training_refusal(w.precision, w.fp8_recipe)
         if refusal is not None:
             yield Finding(path, refusal, Gpu.training_refusal_hint(w.precision), w.precision, resource=w.name)
+
+
+def _refused_everywhere(ctx: RuleContext, w: Workload, index: int) -> Iterable[Finding]:
+    """AL388 for a workload the placement places: refused where every pool it may pick refuses the precision (the plan
+    tries them all and its PL303 names each: plan.placement._all_refused). Review sizreview26 N7: fp8 LoRA on an
+    A100-only platform validated, then `plan` refused it; one pool that runs it is the placement's to pick."""
+    gpus = {pool.name: pool.gpu for _, pool in eligible(w, ctx.resolved, None) if pool.gpu is not None}
+    refusals = {name: gpu.training_refusal(w.precision, w.fp8_recipe) for name, gpu in gpus.items()}
+    if not refusals or any(r is None for r in refusals.values()):
+        return  # no pool runs its kind (PL301's), or one runs the precision
+    first = next(iter(refusals.values()))
+    assert first is not None
+    where = f"; every pool it may run on refuses it ({', '.join(f'{n}: {gpus[n].id}' for n in refusals)})"
+    yield Finding(S.workloads[index].precision, first + where, Gpu.training_refusal_hint(w.precision), w.precision,
+                  resource=w.name)  # fmt: skip
 
 
 def _qlora_low_precision(w: Workload) -> bool:

@@ -22,7 +22,7 @@ from alicerce.plan.findings import CHECKS, PLAN_CHECK_ID, Severity
 from alicerce.plan.growth import serving_nodes
 from alicerce.plan.platform import SizingPlan, plan_platform
 from alicerce.plan.pools import HOURS_PER_MONTH
-from alicerce.rules.validate import validated
+from alicerce.rules.validate import check, validated
 from alicerce.spec.loader import load_file, load_text
 from tests.conftest import ROOT, TODAY, alicerce
 
@@ -41,6 +41,11 @@ def reference() -> dict[str, Any]:
 
 def plan_of(data: dict[str, Any], env: str = "prod") -> SizingPlan:
     return plan_platform(validated(load_text(yaml.safe_dump(data, sort_keys=False), "p.yaml"), env), today=TODAY)
+
+
+def plan_unchecked(data: dict[str, Any], env: str = "prod") -> SizingPlan:
+    """The plan of a spec whose rules refuse it: the plan's own checks behind validate's."""
+    return plan_platform(check(load_text(yaml.safe_dump(data, sort_keys=False), "p.yaml"), [env]).environments[env].resolved, today=TODAY)
 
 
 def by_check(plan: SizingPlan) -> dict[str, list[str]]:
@@ -748,7 +753,10 @@ def test_placement_never_picks_a_gpu_the_training_precision_cannot_run_on() -> N
     assert not by_check(plan).get("PL303")
     data["nodePools"] = [p for p in data["nodePools"] if p["name"] != "h100"]
     data["tenancy"]["teams"][0]["quotas"] = [{"pool": "a100", "gpus": 128}]
-    alone = plan_of(data)
+    # validate refuses it now, every pool the placement may pick refusing fp8 (AL388, review sizreview26 N7); the plan's
+    # own refusal stands behind it, read here on the resolved platform the rules would stop
+    assert [e.rule for e in check(load_text(yaml.safe_dump(data, sort_keys=False), "p.yaml"), ["prod"]).errors] == ["AL388"]
+    alone = plan_unchecked(data)
     (said,) = [f.message for f in alone.findings if f.check == "PL303" and f.subject == "w"]
     assert "fp8 training needs compute capability 8.9 or later" in said and "A100-SXM4-80GB is 8.0" in said
     # the refused job shows no run: no GPUs, days, GPU-hours or MFU, and no "runs as bf16" factor (review sizreview25 N1)
@@ -757,11 +765,11 @@ def test_placement_never_picks_a_gpu_the_training_precision_cannot_run_on() -> N
     assert not [f for fig in refused.figures for f in fig.factors if f.name == "precision"]
     # fp4 there: refused in AL388's words, and no note about the fp4 ratio it does not apply (review sizreview25 N2)
     data["workloads"][0]["precision"] = "fp4"
-    fp4 = plan_of(data)
+    fp4 = plan_unchecked(data)
     assert any("fp4 training needs Blackwell" in f.message for f in fp4.findings if f.check == "PL303")
     assert "PL317" not in by_check(fp4)
     # on both pools, each refusing fp4: the PL303 names both and carries AL388's hint (review sizreview25 N6)
     both = yaml.safe_load(FP8_ON_TWO_GENERATIONS)
     both["workloads"][0]["precision"] = "fp4"
-    (said,) = [f.message for f in plan_of(both).findings if f.check == "PL303" and f.subject == "w"]
+    (said,) = [f.message for f in plan_unchecked(both).findings if f.check == "PL303" and f.subject == "w"]
     assert said.endswith("it cannot train on a100, nor on h100 (set fp8, or run on a Blackwell pool)"), said
