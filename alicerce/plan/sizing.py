@@ -422,12 +422,13 @@ def adapter_parameters(w: Workload, sizing: Sizing) -> AdapterCount:
 def _adapters_estimated(w: Workload, adapters: AdapterCount) -> Issue:
     """PL348: adapters taken as a share of the base, and how far short of the default rank on all linear layers that can
     be: on a MoE the routed experts hold nearly all of them (review sizreview26 D2; by hand, r = 64 on all linear
-    layers: Qwen3-30B-A3B 3.39B, 11% of its 30.5B, DeepSeek-V3 26.78B, 4.0%; a dense Llama-2-7B 160M, 2.4%)."""
+    layers: Qwen3-30B-A3B 3.39B, 11% of its 30.5B, DeepSeek-V3 26.78B, 4.0%, with its 58 MoE layers declared
+    (experts.layers; 27.84B, 4.1%, where every layer is taken as MoE, the default); a dense Llama-2-7B 160M, 2.4%)."""
     assert w.model is not None
     share = adapters.parameters / float(w.model.parameters)
     if w.model.architecture == "moe":
         far = ("on a MoE the routed experts' gate, up and down hold nearly all of them: r = 64 on all linear layers is "
-               "4.0% of DeepSeek-V3 and 11% of Qwen3-30B-A3B, 4 to 11 times this")  # fmt: skip
+               "4.0% of DeepSeek-V3 (its 58 MoE layers declared) and 11% of Qwen3-30B-A3B, 4 to 11 times this")  # fmt: skip
         fix = "declare model.experts (total, perToken) and model.layers and hiddenSize to have them counted"
     else:
         far = "r = 64 on all linear layers is 2.4% of Llama-2-7B, 2.4 times this"

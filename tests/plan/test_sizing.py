@@ -277,7 +277,9 @@ def test_mla_lora_counts_its_projections_and_every_routed_expert() -> None:
     layer: q down 7,168 + 1,536, q up 1,536 + 128 x 192, KV down 7,168 + 576, KV up 512 + 128 x 256, o 16,384 + 7,168
     = 99,392; the routed experts 256 x 3 x (7,168 + 2,048) = 7,077,888; the shared one 27,648; a dense FFN 76,800.
     61 x 99,392 + 58 x 7,105,536 + 3 x 76,800 = 418.4M a unit of rank, 26.78B at 64. The plan infers the expert width
-    (2,050) and one shared FFN a layer from the parameters, and the q latent as 3 x kvLoraRank."""
+    (2,050) and one shared FFN a layer from the parameters, and the q latent as 3 x kvLoraRank. The 26.78B needs
+    experts.layers: 58 (review sizreview27 R7): without it every layer is MoE, the expert width 1,949 from 61 x 256
+    experts, and 27.84B."""
     model = {**DEEPSEEK_V3, "vocabulary": 129280, "headDim": 128,
              "attention": {"kind": "mla", "kvLoraRank": 512, "ropeHeadDim": 64, "heads": 128}}  # fmt: skip
     hand = 64 * (61 * 99_392 + 58 * 7_105_536 + 3 * 76_800)
@@ -286,6 +288,8 @@ def test_mla_lora_counts_its_projections_and_every_routed_expert() -> None:
     assert count.counted
     assert count.parameters == pytest.approx(hand, rel=0.01)
     assert count.inputs["q latent (assumed)"] == 1536 and count.inputs["expert FFN width"] == 2050
+    every = {**model, "experts": {"total": 256, "perToken": 8}}
+    assert adapter_parameters(lora(every), SIZING).parameters == pytest.approx(27.84e9, rel=1e-3)
     # the attention alone, by hand: 61 x 99,392 at r = 16
     attention = adapter_parameters(lora(model, adapter={"rank": 16, "targets": "attention"}), SIZING)
     assert attention.parameters == 16 * 61 * 99_392
