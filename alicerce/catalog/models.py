@@ -73,8 +73,9 @@ class MigProfile(CatalogModel):
         default=None,
         ge=1,
         description="Streaming multiprocessors of one instance (the SM column of `nvidia-smi mig -lgip`): with the GPU's "
-        "mig.sms, its share of the peak FLOP/s. Default: its compute slices x the SMs of the GPU's 1-slice profile where "
-        "mig.sms is given (at most mig.sms, and only with it: AL287), else its compute slices of the GPU's.",
+        "mig.sms, its share of the peak FLOP/s. Instances of one profile hold disjoint SMs, so sms x maxCount is at most "
+        "mig.sms (AL287). Default: its compute slices x the SMs of the GPU's narrowest profile (the 1-slice profile with "
+        "the fewest memory slices) where mig.sms is given, at most mig.sms; else its compute slices of the GPU's.",
     )
 
 
@@ -94,24 +95,36 @@ class Mig(CatalogModel):
     )
     profiles: tuple[MigProfile, ...] = Field(description="Supported GPU-instance profiles.")
 
+    def narrowest(self) -> MigProfile | None:
+        """The narrowest compute profile: the 1-slice profile with the fewest memory slices (an H100's 1g.10gb, not its
+        two-memory-slice 1g.20gb, whose 26 SMs are no unit: review sizreview28 D1). None without a 1-slice profile."""
+        ones = [p for p in self.profiles if p.slices == 1]
+        return min(ones, key=lambda p: (self.memory_share(p), p.sms is None, p.sms or 0)) if ones else None
+
     def one_slice_sms(self) -> int | None:
-        """SMs of the narrowest 1-slice profile that lists them: the unit the fallback counts a profile without its own SMs
-        in (None where no 1-slice profile lists SMs)."""
-        counted = [p.sms for p in self.profiles if p.slices == 1 and p.sms is not None]
-        return min(counted) if counted else None
+        """SMs of the narrowest compute profile: the unit the fallback counts a profile without its own SMs in (None where
+        that profile lists none; a wider 1g's SMs are never the unit)."""
+        one = self.narrowest()
+        return None if one is None else one.sms
+
+    def fallback_sms(self, profile: MigProfile) -> int | None:
+        """The profile's compute slices x the narrowest profile's SMs, uncapped: what AL287 checks against mig.sms."""
+        one = self.one_slice_sms()
+        return None if one is None or self.sms is None else profile.slices * one
 
     def profile_sms(self, profile: MigProfile) -> int | None:
-        """The profile's SMs: its own (the SM column of `nvidia-smi mig -lgip`), else its compute slices x the 1-slice
+        """The profile's SMs: its own (the SM column of `nvidia-smi mig -lgip`), else its compute slices x the narrowest
         profile's SMs where the GPU's SMs are known (review sizreview27 R3: a profile without SMs beside siblings with them
-        mixed two bases on one GPU, 1/7 = 0.143 against 14/108 = 0.130 on an A100). The fallback never exceeds a listed
+        mixed two bases on one GPU, 1/7 = 0.143 against 14/108 = 0.130 on an A100), and never more than the whole GPU's
+        (review sizreview28 D1: a user catalog planned a 7g at 182 of 108 SMs). The fallback never exceeds a listed
         count: every lgip published has a profile at least slices x its 1g's SMs (A100 14 x slices exactly; H100 / H200
         3g 60 >= 48, 7g 132 >= 112; B200 2g 36 = 2 x 18, its two-memory-slice 1g 30 >= 18). None without the GPU's SMs."""
         if self.sms is None:
             return None
         if profile.sms is not None:
             return profile.sms
-        one = self.one_slice_sms()
-        return None if one is None else profile.slices * one
+        fallback = self.fallback_sms(profile)
+        return None if fallback is None else min(fallback, self.sms)
 
     def compute_share(self, profile: MigProfile) -> float:
         """The profile's share of the GPU's peak FLOP/s: its SMs (profile_sms) of the whole GPU's where known, else its
@@ -126,8 +139,9 @@ class Mig(CatalogModel):
         """What compute_share reads for the profile, for the notes and --explain."""
         sms = self.profile_sms(profile)
         if sms is not None and profile.sms is None:
-            return (f"{sms} of {self.sms} SMs ({profile.slices} compute slices x the 1-slice profile's {self.one_slice_sms()}: "
-                    "no SM count is listed for it)")  # fmt: skip
+            capped = ", capped at the whole GPU's" if sms < profile.slices * (self.one_slice_sms() or 0) else ""
+            return (f"{sms} of {self.sms} SMs ({profile.slices} compute slices x the 1-slice profile's {self.one_slice_sms()}"
+                    f"{capped}: no SM count is listed for it)")  # fmt: skip
         if sms is not None:
             return f"{sms} of {self.sms} SMs"
         return f"compute slices / {self.computeSlices}"

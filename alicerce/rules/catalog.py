@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from alicerce.catalog.models import Mig
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
+from alicerce.spec.paths import SpecPath
 
 rules = RuleSet()
 
@@ -62,22 +64,44 @@ def user_instance_gpu(ctx: RuleContext) -> Iterable[Finding]:
             )
 
 
-@rules.rule("AL287", "user-gpu-mig-sms", "A MIG profile's SMs of the spec's catalog are given with the GPU's, and are at most them.")
+@rules.rule(
+    "AL287",
+    "user-gpu-mig-sms",
+    "A MIG profile's SMs of the spec's catalog are given with the GPU's, and its instances' SMs, listed or counted, fit in them.",
+)
 def user_gpu_mig_sms(ctx: RuleContext) -> Iterable[Finding]:
     """A profile's SMs are its share of the GPU's peak FLOP/s only against the GPU's own (Mig.compute_share): a 1g
     profile at 200 SMs on a GPU of 98 planned a slice twice the GPU, and SMs without mig.sms were silently dropped for
-    compute slices / 7 (review sizreview27 R4)."""
+    compute slices / 7 (review sizreview27 R4). The maxCount instances of one profile run side by side on disjoint
+    SMs, so a profile has at most mig.sms / maxCount (a 1g.24gb at 108 of 108 planned a 4g at 4x the GPU), and a
+    profile without SMs is counted at its slices x the narrowest profile's, which must fit too (review sizreview28 D1).
+    The bound is per profile: an H100's two-memory-slice 1g.20gb has 26 SMs, above 132 / 7 but within 132 / 4."""
     for i, gpu in enumerate(ctx.spec.catalog.gpus):
-        if gpu.mig is None:
-            continue
-        path = S.catalog.gpus[i].mig
-        for j, profile in enumerate(gpu.mig.profiles):
-            if profile.sms is None:
-                continue
-            if gpu.mig.sms is None:
-                yield Finding(path.profiles[j].sms, f"{profile.name}'s sms are its share of the GPU's, and {gpu.id} gives no mig.sms: "
-                              "they change nothing", "set mig.sms (the SMs of the whole GPU), or remove this", profile.sms)  # fmt: skip
-            elif profile.sms > gpu.mig.sms:
-                yield Finding(path.profiles[j].sms, f"{profile.name} has {profile.sms} SMs, more than the {gpu.mig.sms} of the whole "
-                              f"{gpu.id} (mig.sms)", f"at most {gpu.mig.sms}: the SM column of `nvidia-smi mig -lgip`",
-                              profile.sms)  # fmt: skip
+        if gpu.mig is not None:
+            yield from _mig_sms(gpu.mig, gpu.id, S.catalog.gpus[i].mig)
+
+
+def _mig_sms(mig: Mig, gpu: str, path: SpecPath) -> Iterable[Finding]:
+    unit = mig.narrowest()
+    # a unit that fails its own check is the one error: the counts made from it would repeat it
+    unit_fits = unit is not None and unit.sms is not None and mig.sms is not None and unit.sms * max(unit.maxCount, 1) <= mig.sms
+    for j, profile in enumerate(mig.profiles):
+        here = path.profiles[j]
+        if profile.sms is None:
+            counted = mig.fallback_sms(profile)
+            if unit_fits and unit is not None and mig.sms is not None and counted is not None and counted > mig.sms:
+                yield Finding(here, f"{profile.name} lists no sms, and its {profile.slices} compute slices x the {unit.name}'s "
+                              f"{mig.one_slice_sms()} SMs count {counted}, more than the {mig.sms} of the whole {gpu} (mig.sms)",
+                              f"give {profile.name} its sms (the SM column of `nvidia-smi mig -lgip`)", profile.name)  # fmt: skip
+        elif mig.sms is None:
+            yield Finding(here.sms, f"{profile.name}'s sms are its share of the GPU's, and {gpu} gives no mig.sms: "
+                          "they change nothing", "set mig.sms (the SMs of the whole GPU), or remove this", profile.sms)  # fmt: skip
+        elif profile.sms > mig.sms:
+            yield Finding(here.sms, f"{profile.name} has {profile.sms} SMs, more than the {mig.sms} of the whole "
+                          f"{gpu} (mig.sms)", f"at most {mig.sms}: the SM column of `nvidia-smi mig -lgip`",
+                          profile.sms)  # fmt: skip
+        elif profile.sms * profile.maxCount > mig.sms:
+            yield Finding(here.sms, f"{profile.name}'s {profile.maxCount} instances (maxCount) at {profile.sms} SMs each need "
+                          f"{profile.sms * profile.maxCount}, more than the {mig.sms} of the whole {gpu} (mig.sms): they run "
+                          "on disjoint SMs", f"at most {mig.sms // profile.maxCount}: the SM column of `nvidia-smi mig -lgip`",
+                          profile.sms)  # fmt: skip

@@ -92,3 +92,29 @@ def test_a_profiles_sms_are_read_against_the_gpus(tmp_path: Path) -> None:
     result = run("validate", str(spec))
     assert result.returncode == 2, result.stdout
     assert "error[AL287]: catalog.gpus[0].mig.profiles[0].sms: 1g.6gb's sms are its share of the GPU's" in result.stdout
+
+
+def _al287(text: str) -> list[str]:
+    from alicerce.rules.validate import check
+
+    return [e.render() for e in check(load_text(text, "spec.yaml")).errors if "AL287" in e.render()]
+
+
+def test_a_profiles_instances_and_its_counted_sms_fit_in_the_gpus() -> None:
+    """Review sizreview28 D1: a 1g.24gb at mig.sms 108 of 108 was accepted and planned a 4g at 4x the GPU, and a profile
+    without SMs counted at slices x a 1g's was never checked (a 7g at 182 of 108). A profile's maxCount instances run on
+    disjoint SMs, so sms x maxCount is at most mig.sms; a profile without SMs counted past mig.sms is an error too. The
+    bound is per profile: a 1g at 14 x 4 = 56 of an A30's 56 is fine."""
+    with_sms = EXAMPLE.read_text().replace("        memorySlices: 4  #", "        sms: 56\n        memorySlices: 4  #")
+    assert _al287(with_sms.replace("memorySlices: 1, maxCount: 4}", "memorySlices: 1, maxCount: 4, sms: 14}")) == []
+    whole = _al287(with_sms.replace("memorySlices: 1, maxCount: 4}", "memorySlices: 1, maxCount: 4, sms: 56}"))
+    assert whole == [
+        "spec.yaml:52:91: error[AL287]: catalog.gpus[0].mig.profiles[0].sms: 1g.6gb's 4 instances (maxCount) at 56 SMs each "
+        "need 224, more than the 56 of the whole A30-24GB (mig.sms): they run on disjoint SMs (at most 14: the SM column of "
+        "`nvidia-smi mig -lgip`)"
+    ], whole
+    # two 1g instances at 20 SMs fit (40 of 56), but the 4g.24gb counted at 4 x 20 = 80 does not
+    counted = _al287(with_sms.replace("memorySlices: 1, maxCount: 4}", "memorySlices: 1, maxCount: 2, sms: 20}"))
+    expected = ("catalog.gpus[0].mig.profiles[2]: 4g.24gb lists no sms, and its 4 compute slices x the 1g.6gb's 20 SMs "
+                "count 80, more than the 56 of the whole A30-24GB")  # fmt: skip
+    assert len(counted) == 1 and expected in counted[0], counted

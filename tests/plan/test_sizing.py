@@ -585,6 +585,36 @@ def test_no_gpu_mixes_mig_compute_bases() -> None:
     assert plan_inference(w60, on("B200-SXM-180GB"), SIZING, []).sharing == "mig 1g.45gb"
 
 
+def test_the_mig_sm_fallback_counts_in_the_narrowest_profile_and_never_past_the_gpu() -> None:
+    """Review sizreview28 D1: a user GPU of 108 SMs whose only listed 1g is the two-memory-slice 1g.24gb at 26 SMs
+    counted every other profile at slices x 26: the 1g.12gb at 0.241 of the peak, the 7g at 182 of 108 (1.685). The unit
+    is the narrowest profile's (one memory slice); without its SMs the others keep slices / 7, and a count past the
+    GPU is capped. Every built-in profile fits: sms x maxCount and the counted SMs at most mig.sms."""
+    from alicerce.catalog.models import Mig, MigProfile
+
+    def profile(name: str, slices: int, mem: int, count: int, sms: int | None = None) -> MigProfile:
+        return MigProfile(name=name, slices=slices, memoryGiB=11 * mem, memorySlices=mem, maxCount=count, sms=sms)
+
+    rest = (profile("2g.24gb", 2, 2, 3), profile("3g.48gb", 3, 4, 2), profile("4g.48gb", 4, 4, 1), profile("7g.96gb", 7, 8, 1))
+    mig = Mig(maxInstances=7, computeSlices=7, memorySlices=8, sms=108,
+              profiles=(profile("1g.12gb", 1, 1, 7), profile("1g.24gb", 1, 2, 4, 26), *rest))  # fmt: skip
+    shares = {p.name: mig.compute_share(p) for p in mig.profiles}
+    assert shares == pytest.approx({"1g.12gb": 1 / 7, "1g.24gb": 26 / 108, "2g.24gb": 2 / 7, "3g.48gb": 3 / 7,
+                                    "4g.48gb": 4 / 7, "7g.96gb": 1.0})  # fmt: skip
+    # with the narrowest profile's SMs, the unit is its 15, not the 1g.24gb's 26
+    listed = mig.model_copy(update={"profiles": (profile("1g.12gb", 1, 1, 7, 15), profile("1g.24gb", 1, 2, 4, 26), *rest)})
+    assert listed.profile_sms(listed.profiles[-1]) == 105 and listed.one_slice_sms() == 15
+    # a unit AL287 refuses (20 x 7 = 140 of 108) is still capped at the GPU
+    wide = mig.model_copy(update={"profiles": (profile("1g.12gb", 1, 1, 7, 20), *rest)})
+    assert wide.compute_share(wide.profiles[-1]) == 1.0
+    assert wide.compute_basis(wide.profiles[-1]) == ("108 of 108 SMs (7 compute slices x the 1-slice profile's 20, capped at "
+                                                     "the whole GPU's: no SM count is listed for it)")  # fmt: skip
+    for gpu in CATALOG.gpus:
+        if gpu.mig is not None and gpu.mig.sms is not None:
+            for p in gpu.mig.profiles:
+                assert (p.sms or 0) * p.maxCount <= gpu.mig.sms and (gpu.mig.fallback_sms(p) or 0) <= gpu.mig.sms, (gpu.id, p.name)
+
+
 def test_a_mig_slice_must_meet_the_tpot_target_on_its_own_bandwidth() -> None:
     """Review sizreview23 G3: 1.24B bf16 at 0.5 req/s with a p99 TPOT of 10 ms was given a 1g.10gb. On the slice the
     decode step reads 2.48e9 B of weights at 1/8 of 3,350 GB/s x 0.774 (324 GB/s): 7.65 ms, + 2 ms of step overhead
