@@ -7,6 +7,7 @@ from typing import Any
 
 from alicerce.catalog.models import Gpu
 from alicerce.resolve.eligibility import eligible
+from alicerce.resolve.model import ResolvedPool
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.errors import did_you_mean, one_of
 from alicerce.spec.heads import tensor_parallel_refusals
@@ -406,15 +407,32 @@ def training_precision_runs(ctx: RuleContext) -> Iterable[Finding]:
                           "recipes are fp8, and NVFP4 / MXFP8 on Blackwell)", "set bf16, or fp8 on a GPU with fp8 tensor cores",
                           w.precision, resource=w.name)  # fmt: skip
             continue
-        # the GPU it starts on: the declared pool's (a pinned accelerator that differs is PL302's warning), else the pin
-        pool = pools.get(w.pool or "")
-        gpu = pool.gpu if pool is not None and pool.gpu is not None else (ctx.catalog.gpu(w.accelerator) if w.accelerator else None)
+        gpu = _start_gpu(ctx, w, pools)
         if gpu is None:
             yield from _refused_everywhere(ctx, w, i)
             continue
         refusal = gpu.training_refusal(w.precision, w.fp8_recipe)
         if refusal is not None:
             yield Finding(path, refusal, Gpu.training_refusal_hint(w.precision), w.precision, resource=w.name)
+
+
+def _start_gpu(ctx: RuleContext, w: Workload, pools: dict[str, ResolvedPool]) -> Gpu | None:
+    """The GPU a training workload starts on: its declared pool's (a pinned accelerator that differs is PL302's
+    warning), else the pinned accelerator's; None where the placement picks among the eligible pools."""
+    pool = pools.get(w.pool or "")
+    if pool is not None and pool.gpu is not None:
+        return pool.gpu
+    return ctx.catalog.gpu(w.accelerator) if w.accelerator else None
+
+
+def _training_gpus(ctx: RuleContext, w: Workload, pools: dict[str, ResolvedPool]) -> dict[str, Gpu]:
+    """Where AL388 looks for a GPU that runs a precision, by the pool (or pin) it names: the start GPU, else every pool
+    the placement may pick (resolve.eligibility: the purposes that run its kind, the pools its team holds quota on)."""
+    gpu = _start_gpu(ctx, w, pools)
+    if gpu is not None:
+        pool = pools.get(w.pool or "")
+        return {pool.name if pool is not None and pool.gpu is gpu else "accelerator": gpu}
+    return {pool.name: pool.gpu for _, pool in eligible(w, ctx.resolved, None) if pool.gpu is not None}
 
 
 def _refused_everywhere(ctx: RuleContext, w: Workload, index: int) -> Iterable[Finding]:
@@ -446,17 +464,16 @@ def qlora_precision(ctx: RuleContext) -> Iterable[Finding]:
     pools = {p.name: p for p in ctx.resolved.pools}
     for i, w in enumerate(ctx.spec.workloads):
         if _qlora_low_precision(w):
-            # a LoRA run's GEMMs run fp8 (fp4) only on a GPU with those tensor cores: where the workload's pool, its pin,
-            # or else every training pool has none, the hint says so (review sizreview26 N7: an A100-only platform was
-            # told to set method: lora, then `plan` refused fp8 there, PL303)
-            pool = pools.get(w.pool or "")
-            pinned = ctx.catalog.gpu(w.accelerator) if w.accelerator else None
-            gpus = [pool.gpu] if pool is not None and pool.gpu is not None else [pinned] if pinned is not None else [
-                p.gpu for p in ctx.resolved.pools if p.gpu is not None and p.spec.purpose == "training"]  # fmt: skip
-            lora = any(g.training_refusal(w.precision, w.fp8_recipe) is None for g in gpus) or not gpus
+            # a LoRA run's GEMMs run fp8 (fp4) only on a GPU with those tensor cores: where none of the GPUs AL388 reads
+            # has them, the hint says so (review sizreview26 N7: an A100-only platform was told to set method: lora,
+            # then `plan` refused fp8 there, PL303); the GPUs are AL388's own (review sizreview28 G1: a hint read every
+            # training pool, ignoring quotas and fine-tuning pools, and led into AL388 or denied an eligible H100)
+            gpus = _training_gpus(ctx, w, pools)
+            lora = any(g.training_refusal(w.precision, w.fp8_recipe) is None for g in gpus.values()) or not gpus
+            where = ", ".join(f"{name}: {g.id}" for name, g in gpus.items())
             hint = (f"set bf16, or method: lora to run its GEMMs in {w.precision}" if lora else
                     f"set bf16: method: lora would run its GEMMs in {w.precision} only on a GPU with {w.precision} tensor "
-                    f"cores, and none of {', '.join(sorted({g.id for g in gpus}))} has them")  # fmt: skip
+                    f"cores, and none it may run on has them ({where})")  # fmt: skip
             yield Finding(S.workloads[i].precision, f"QLoRA dequantises its 4-bit base to 16 bits for every GEMM: {w.precision} "
                           "changes nothing here", hint, w.precision, resource=w.name)  # fmt: skip
 

@@ -73,4 +73,70 @@ def test_qlora_fp8_hint_names_lora_only_where_a_gpu_runs_fp8() -> None:
         (error,) = [e for e in checked.errors if e.rule == "AL330"]
         hints[index] = error.render()
     assert "or method: lora to run its GEMMs in fp8" in hints[0]
-    assert "or method: lora" not in hints[2] and "none of A100-SXM4-40GB has them" in hints[2], hints[2]
+    assert "or method: lora" not in hints[2] and "none it may run on has them (infer: A100-SXM4-40GB)" in hints[2], hints[2]
+
+
+# review sizreview28's repro: an A100 and an H100 training pool, the team's quota on the A100 pool only
+_TWO_POOLS = """\
+apiVersion: alicerce.dev/v1
+kind: Platform
+metadata: {name: sr20, owner: a@example.com, costCenter: CC-0000}
+environments:
+  prod:
+    tier: production
+    sites:
+      - {name: aws, provider: aws, account: "123456789012", region: us-east-1, zones: [us-east-1a, us-east-1b], vpcCidr: 10.0.0.0/16}
+nodePools:
+  - {name: system, site: aws, purpose: system, aws: {instanceType: m7i.2xlarge}, scaling: {min: 2, max: 3}}
+  - name: a100
+    site: aws
+    purpose: training
+    accelerator: "A100-SXM4-80GB:8"
+    aws: {instanceType: p4de.24xlarge, zone: us-east-1a}
+    scaling: {min: 0, max: 16}
+    taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
+  - name: h100
+    site: aws
+    purpose: training
+    accelerator: "H100-SXM5-80GB:8"
+    aws: {instanceType: p5.48xlarge, zone: us-east-1a}
+    scaling: {min: 0, max: 16}
+    taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
+monitoring:
+  receivers:
+    - {name: oncall, kind: pagerduty, secret: {name: s, key: u}, severities: [critical]}
+    - {name: tickets, kind: slack, secret: {name: s, key: v}}
+    - {name: heartbeat, kind: webhook, secret: {name: alertmanager-heartbeat, key: url}, heartbeat: true}
+tenancy:
+  teams:
+    - {name: ml, groups: [ml], quotas: [{pool: a100, gpus: 128}]}
+workloads:
+  - name: ft
+    kind: fine-tuning
+    method: qlora
+    team: ml
+    precision: fp8
+    model: {parameters: 8B, layers: 32, hiddenSize: 4096}
+    tokens: 10B
+    runsPerQuarter: 1
+"""
+
+
+def test_qlora_fp8_hint_reads_the_pools_al388_reads() -> None:
+    """Review sizreview28 G1: AL330's hint read every training pool, not AL388's eligible ones (quotas, fine-tuning
+    pools). A quota on the A100 pool only: it offered method: lora, and that LoRA run got AL388 (every pool it may run on
+    refuses fp8). An H100 fine-tuning pool with quota: it said none of the A100s has fp8, where lora runs on the H100."""
+    from alicerce.spec.loader import load_text
+
+    def errors(text: str) -> list[str]:
+        return [e.render() for e in check(load_text(text, "spec.yaml"), on=TODAY).errors]
+
+    (quota,) = errors(_TWO_POOLS)
+    assert "AL330" in quota and "none it may run on has them (a100: A100-SXM4-80GB)" in quota, quota
+    lora = errors(_TWO_POOLS.replace("method: qlora", "method: lora"))
+    assert [e.split("error[")[1][:5] for e in lora] == ["AL388"], lora  # the advice withheld is the one AL388 refuses
+    ft = (_TWO_POOLS.replace("quotas: [{pool: a100, gpus: 128}]", "quotas: [{pool: a100, gpus: 128}, {pool: h100, gpus: 128}]")
+          .replace("    purpose: training\n    accelerator: \"H100", "    purpose: fine-tuning\n    accelerator: \"H100"))  # fmt: skip
+    (tuned,) = errors(ft)
+    assert "AL330" in tuned and "or method: lora to run its GEMMs in fp8" in tuned, tuned
+    assert errors(ft.replace("method: qlora", "method: lora")) == []  # the advice taken validates
