@@ -145,6 +145,13 @@ CHECKS: dict[str, PlanCheck] = {
             "A MoE LoRA run's rank is below its routed experts' FFN width (AL390 checks the widths the spec declares).",
             False,
         ),
+        PlanCheck(
+            "PL350",
+            "adapters-exceed-base",
+            _W,
+            "A LoRA run's adapters hold fewer parameters than the base they adapt.",
+            True,
+        ),
     )
 }
 

@@ -346,6 +346,7 @@ class AdapterCount:
     counted: bool  # False: the spec gives no shape to count on, and the adapters are loraTrainableFraction of the base
     why: str  # what was counted, or why the fraction stands
     inputs: dict[str, Any] = field(default_factory=dict)
+    expert_width: float | None = None  # a MoE's routed experts' FFN width as the parameters give it, unrounded
 
 
 def adapter_parameters(w: Workload, sizing: Sizing) -> AdapterCount:
@@ -404,7 +405,9 @@ def adapter_parameters(w: Workload, sizing: Sizing) -> AdapterCount:
             rest = max(0.0, shared_parameters(w) - embeddings - attention_weights)
             width = rest / (layers * 3 * hidden)
             per_layer += experts.total * moe_layers * 3 * (hidden + expert_width)
-            inputs |= {"expert FFN width": round(expert_width), "routed experts": experts.total, "MoE layers": moe_layers}
+            # the whole width the parameters hold: the share of the router and norms they carry is no column (Qwen3-30B-A3B
+            # infers 768.6 for its 768, DeepSeek-V3 2,049.7 for 2,048; review sizreview28 N1: round() gave 769)
+            inputs |= {"expert FFN width": math.floor(expert_width), "routed experts": experts.total, "MoE layers": moe_layers}
             what += f", gate, up, down of each of {experts.total} routed experts"
         else:
             width = max(0.0, (n - embeddings - attention_weights) / (layers * 3 * hidden))
@@ -416,7 +419,8 @@ def adapter_parameters(w: Workload, sizing: Sizing) -> AdapterCount:
             what += ", the FFN's gate, up, down" if not moe else " and the shared FFN's"
     count = rank * per_layer
     inputs["share of the base"] = f"{count / n:.3%}"
-    return AdapterCount(count, rank, targets, True, f"rank x (in + out) of {what} in every layer", inputs)
+    routed_width = expert_width if moe and targets == "all-linear" else None
+    return AdapterCount(count, rank, targets, True, f"rank x (in + out) of {what} in every layer", inputs, routed_width)
 
 
 def _adapters_estimated(w: Workload, adapters: AdapterCount) -> Issue:
@@ -1228,6 +1232,23 @@ def recompute_share(  # noqa: PLR0917 - the layout's parts
     return min(1.0, max(0.0, math.ceil(share * layers - 1e-9) / layers))
 
 
+def _even_rank(w: Workload, adapters: AdapterCount) -> int:
+    """The largest rank whose adapters hold no more parameters than the base: the count is linear in the rank."""
+    assert w.model is not None
+    return math.floor(float(w.model.parameters) * adapters.rank / adapters.parameters)
+
+
+def _adapters_exceed_base(w: Workload, adapters: AdapterCount) -> Issue:
+    """PL350: a rank below every adapted width can still train more parameters than the base holds: a matrix's two
+    factors r x (in + out) pass in x out from r = in x out / (in + out), half the width of a square one (review
+    sizreview28 N1: Qwen3-30B-A3B's 2,048 x 768 experts from r ~ 559, rank 768 planned adapters 133% of the base)."""
+    assert w.model is not None
+    base, even = float(w.model.parameters), _even_rank(w, adapters)
+    return Issue("PL350", f"rank {adapters.rank:,} trains {adapters.parameters / 1e9:,.2f}B adapter parameters, "
+                 f"{adapters.parameters / base:.1%} of the base's {base / 1e9:,.2f}B: more than full fine-tuning would "
+                 f"train; a rank of {even:,} or less keeps them below the base (or fine-tune in full)", "adapter")  # fmt: skip
+
+
 def precision_refusal(refusal: str, precision: str, pools: tuple[str, ...]) -> Issue:
     """PL303 for a training precision the GPU of ``pools[0]`` cannot run, naming every pool that refuses it (where the
     placement weighed several, all refusing: review sizreview25 N6) and AL388's hint."""
@@ -1257,7 +1278,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     if w.method in ("lora", "qlora"):
         adapters = adapter_parameters(w, sizing)
         figures.append(Figure("LoRA adapter parameters", adapters.parameters, "parameters", adapters.why, adapters.inputs))
-        expert_width = adapters.inputs.get("expert FFN width")
+        # the whole width the parameters hold (review sizreview28 N1: rank 768 passed a width rounded up to 769)
+        expert_width = math.floor(adapters.expert_width) if adapters.expert_width is not None else None
         if not adapters.counted:
             issues.append(_adapters_estimated(w, adapters))
         elif expert_width is not None and adapters.rank >= expert_width:
@@ -1265,7 +1287,10 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             # (review sizreview27 R2: rank 1,024 on Qwen3-30B-A3B's 768-wide experts planned adapters 177% of the base)
             issues.append(Issue("PL349", f"rank {adapters.rank:,} is not below the routed experts' FFN width, {expert_width:,} "
                                 "(from the parameters they hold): their adapters hold more parameters than the experts "
-                                f"(r x (in + out) >= in x out); set adapter.rank below {expert_width:,}", "adapter"))  # fmt: skip
+                                f"(r x (in + out) >= in x out); set adapter.rank below {expert_width:,} (at most "
+                                f"{_even_rank(w, adapters):,} keeps the adapters below the base)", "adapter"))  # fmt: skip
+        elif adapters.parameters > float(w.model.parameters):
+            issues.append(_adapters_exceed_base(w, adapters))
         elif adapters.targets == "attention" and w.model.kv_heads is None and not isinstance(w.model.attention, LatentAttention):
             # review sizreview26 N3: the k and v adapters at the default 8 KV heads, an MHA model's all silently short
             kv = int(sizing.inference.kvHeadsDefault.value)

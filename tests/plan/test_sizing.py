@@ -32,6 +32,7 @@ from alicerce.plan.roofline import (
 )
 from alicerce.plan.sizing import (
     GIB,
+    Issue,
     Placement,
     WorkloadPlan,
     _serves_on_slice,
@@ -251,6 +252,31 @@ def test_a_rank_above_the_routed_experts_width_is_refused() -> None:
     assert not [i for i in plan.issues if i.check == "PL349"]
 
 
+def test_a_rank_whose_adapters_exceed_the_base_is_found() -> None:
+    """Review sizreview28 N1: PL349 compared the rank with the expert width rounded, 769 for Qwen3-30B-A3B's inferred
+    768.6 (its config's moe_intermediate_size is 768), so rank 768, full rank on every expert, passed with adapters 133%
+    of the base. The width is the whole one the parameters hold, 768. Below it the adapters still pass the base where
+    r x (in + out) > in x out, from r ~ 2,048 x 768.6 / 2,816.6 = 559 on the experts alone, 577 on the whole count
+    (30.5B x 768 / 40.55B): PL350 warns there and names that rank; rank 577 raises neither."""
+    qwen3 = {"parameters": "30.5B", "activeParameters": "3.3B", "architecture": "moe", "layers": 48, "hiddenSize": 2048,
+             "heads": 32, "headDim": 128, "kvHeads": 8, "vocabulary": 151936, "experts": {"total": 128, "perToken": 8}}  # fmt: skip
+
+    def checks(rank: int) -> dict[str, Issue]:
+        plan = plan_training(lora(qwen3, adapter={"rank": rank}, accelerator="H100", gpus=8), on("H100"), SIZING, [])
+        return {i.check: i for i in plan.issues if i.check in ("PL349", "PL350")}
+
+    full = checks(768)
+    assert list(full) == ["PL349"] and "FFN width, 768 " in full["PL349"].message and "at most 577" in full["PL349"].message
+    assert adapter_parameters(lora(qwen3, adapter={"rank": 768}), SIZING).inputs["expert FFN width"] == 768
+    over = checks(600)
+    assert list(over) == ["PL350"] and over["PL350"].field == "adapter", over
+    assert "103.9% of the base's 30.50B" in over["PL350"].message and "a rank of 577 or less" in over["PL350"].message
+    assert CHECKS["PL350"].severity == Severity.WARNING
+    assert checks(577) == {}
+    share = adapter_parameters(lora(qwen3, adapter={"rank": 578}), SIZING).parameters / 30.5e9
+    assert share > 1 > adapter_parameters(lora(qwen3, adapter={"rank": 577}), SIZING).parameters / 30.5e9
+
+
 def test_tied_embeddings_are_one_matrix_in_the_adapter_count() -> None:
     """Review sizreview26 N2: the embedding and the head were counted as two vocabulary x hidden matrices whatever the
     model, so a tied model's inferred FFN came out narrow and its all-linear adapters short by r x vocabulary. Gemma-2B
@@ -277,7 +303,8 @@ def test_mla_lora_counts_its_projections_and_every_routed_expert() -> None:
     layer: q down 7,168 + 1,536, q up 1,536 + 128 x 192, KV down 7,168 + 576, KV up 512 + 128 x 256, o 16,384 + 7,168
     = 99,392; the routed experts 256 x 3 x (7,168 + 2,048) = 7,077,888; the shared one 27,648; a dense FFN 76,800.
     61 x 99,392 + 58 x 7,105,536 + 3 x 76,800 = 418.4M a unit of rank, 26.78B at 64. The plan infers the expert width
-    (2,050) and one shared FFN a layer from the parameters, and the q latent as 3 x kvLoraRank. The 26.78B needs
+    (2,049.7 from the parameters, shown floored: 2,049) and one shared FFN a layer from the parameters, and the q
+    latent as 3 x kvLoraRank. The 26.78B needs
     experts.layers: 58 (review sizreview27 R7): without it every layer is MoE, the expert width 1,949 from 61 x 256
     experts, and 27.84B."""
     model = {**DEEPSEEK_V3, "vocabulary": 129280, "headDim": 128,
@@ -287,7 +314,7 @@ def test_mla_lora_counts_its_projections_and_every_routed_expert() -> None:
     count = adapter_parameters(lora(model), SIZING)
     assert count.counted
     assert count.parameters == pytest.approx(hand, rel=0.01)
-    assert count.inputs["q latent (assumed)"] == 1536 and count.inputs["expert FFN width"] == 2050
+    assert count.inputs["q latent (assumed)"] == 1536 and count.inputs["expert FFN width"] == 2049
     every = {**model, "experts": {"total": 256, "perToken": 8}}
     assert adapter_parameters(lora(every), SIZING).parameters == pytest.approx(27.84e9, rel=1e-3)
     # the attention alone, by hand: 61 x 99,392 at r = 16
