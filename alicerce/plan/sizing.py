@@ -41,7 +41,7 @@ from alicerce.plan.throughput import (
 )
 from alicerce.spec.heads import legal_degrees
 from alicerce.spec.models import LatentAttention, SlidingWindowAttention, Traffic, Workload
-from alicerce.spec.models.workloads import DEFAULT_SEQUENCE
+from alicerce.spec.models.workloads import DEFAULT_SEQUENCE, adapters_uncounted
 
 GIB = 2**30
 DAY = 86400.0
@@ -370,11 +370,7 @@ def adapter_parameters(w: Workload, sizing: Sizing) -> AdapterCount:
     fraction = sizing.loraTrainableFraction.value
     experts = model.experts
     moe = model.architecture == "moe"
-    missing = None
-    if model.layers is None or model.hidden_size is None:
-        missing = "the spec gives no model.layers and hiddenSize to count r x (in + out) on"
-    elif moe and targets == "all-linear" and (experts is None or experts.total <= experts.per_token):
-        missing = "the routed experts (model.experts) are not declared"
+    missing = adapters_uncounted(w)
     if missing is not None:
         return AdapterCount(n * fraction, rank, targets, False, f"loraTrainableFraction {fraction:g} x parameters: {missing}",
                             {"parameters": n, "fraction": fraction})  # fmt: skip

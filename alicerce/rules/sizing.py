@@ -13,7 +13,13 @@ from alicerce.spec.errors import did_you_mean, one_of
 from alicerce.spec.heads import tensor_parallel_refusals
 from alicerce.spec.models.costs import OnpremSiteCosts
 from alicerce.spec.models.storage import ParallelFsTier
-from alicerce.spec.models.workloads import DEFAULT_SEQUENCE, LatentAttention, SlidingWindowAttention, Workload
+from alicerce.spec.models.workloads import (
+    DEFAULT_SEQUENCE,
+    LatentAttention,
+    SlidingWindowAttention,
+    Workload,
+    adapters_uncounted,
+)
 from alicerce.spec.units import format_bytes
 
 rules = RuleSet()
@@ -481,9 +487,11 @@ def qlora_precision(ctx: RuleContext) -> Iterable[Finding]:
 def _narrowest_adapted(w: Workload, head_dim_default: int, kv_heads_default: int) -> tuple[int, str] | None:
     """The narrowest side of the matrices a LoRA run adapts, and its name: the hidden size, the KV width (kvHeads x
     headDim, at the planner's default KV heads where undeclared: the width it counts, review sizreview27 R1) or MLA's KV
-    latent; None without a hidden size."""
+    latent; None where the plan does not count the adapters on the shape (adapters_uncounted: no layers, or a MoE on all
+    linear layers without its experts), and the rank changes no count (review sizreview28 N2: AL390 judged a rank
+    AL383 called unread)."""
     model = w.model
-    if model is None or model.hidden_size is None:
+    if model is None or model.hidden_size is None or adapters_uncounted(w) is not None:
         return None
     sides = [(model.hidden_size, "the hidden size")]
     if isinstance(model.attention, LatentAttention):
@@ -634,9 +642,7 @@ def _reads_tied_embeddings(w: Workload) -> bool:
     if w.method == "qlora":
         return True
     targets = w.adapter.targets if w.adapter is not None else "all-linear"
-    experts = model.experts
-    unrouted = model.architecture == "moe" and (experts is None or experts.total <= experts.per_token)
-    return targets == "all-linear" and model.layers is not None and model.hidden_size is not None and not unrouted
+    return targets == "all-linear" and adapters_uncounted(w) is None
 
 
 @rules.rule("AL383", "field-shadowed", "No declared field is one that another declared field, or the workload's kind, leaves unread.")

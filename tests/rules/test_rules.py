@@ -140,3 +140,23 @@ def test_qlora_fp8_hint_reads_the_pools_al388_reads() -> None:
     (tuned,) = errors(ft)
     assert "AL330" in tuned and "or method: lora to run its GEMMs in fp8" in tuned, tuned
     assert errors(ft.replace("method: qlora", "method: lora")) == []  # the advice taken validates
+
+
+def test_al390_judges_a_rank_only_where_the_plan_counts_the_adapters() -> None:
+    """Review sizreview28 N2: without model.layers the plan takes loraTrainableFraction of the base and the rank counts
+    nothing; AL383 says so (and calls kvHeads unread), but AL390 still judged rank 2,048 against the default 8 KV heads
+    once kvHeads was removed as told. The same predicate gates both (spec.models.workloads.adapters_uncounted); with
+    layers declared AL390 stands."""
+    from alicerce.spec.loader import load_text
+
+    lora = _TWO_POOLS.replace("method: qlora", "method: lora").replace("precision: fp8", "adapter: {rank: 2048}")
+
+    def rules(model: str) -> list[str]:
+        text = lora.replace("model: {parameters: 8B, layers: 32, hiddenSize: 4096}", f"model: {model}")
+        return sorted(e.rule for e in check(load_text(text, "spec.yaml"), on=TODAY).errors)
+
+    assert rules("{parameters: 70B, hiddenSize: 8192, kvHeads: 64}") == ["AL383", "AL383"]
+    assert rules("{parameters: 70B, hiddenSize: 8192}") == ["AL383"]
+    assert rules("{parameters: 70B, layers: 80, hiddenSize: 8192}") == ["AL390"]
+    # a MoE on all linear layers without its routed experts: a fraction too
+    assert "AL390" not in rules("{parameters: 70B, activeParameters: 7B, architecture: moe, layers: 80, hiddenSize: 8192}")

@@ -390,6 +390,20 @@ class Workload(SpecModel):
     growth: Growth | None = Field(default=None, description="Demand growth; `alicerce plan` forecasts capacity and cost with it.")
 
 
+def adapters_uncounted(w: Workload) -> str | None:
+    """Why a LoRA / QLoRA run's adapters are loraTrainableFraction of the base rather than counted as r x (in + out) on
+    the model's shape (plan.sizing.adapter_parameters), or None where they are counted: the one predicate the plan counts
+    on and the rules that judge the rank and the shape read (AL390, AL383; review sizreview28 N2)."""
+    model = w.model
+    if model is None or model.layers is None or model.hidden_size is None:
+        return "the spec gives no model.layers and hiddenSize to count r x (in + out) on"
+    targets = w.adapter.targets if w.adapter is not None else "all-linear"
+    experts = model.experts
+    if model.architecture == "moe" and targets == "all-linear" and (experts is None or experts.total <= experts.per_token):
+        return "the routed experts (model.experts) are not declared"
+    return None
+
+
 def model_chains(workloads: list[Workload]) -> dict[str, tuple[str, ...]]:
     """Each inference workload that declares inputs -> every workload its model comes from (its inputs, theirs, ...),
     each stage after every stage of the chain that consumes it: what the lead-time KPI walks back from the rollout and
