@@ -484,23 +484,31 @@ def qlora_precision(ctx: RuleContext) -> Iterable[Finding]:
                           "changes nothing here", hint, w.precision, resource=w.name)  # fmt: skip
 
 
-def _narrowest_adapted(w: Workload, head_dim_default: int, kv_heads_default: int) -> tuple[int, str] | None:
-    """The narrowest side of the matrices a LoRA run adapts, and its name: the hidden size, the KV width (kvHeads x
-    headDim, at the planner's default KV heads where undeclared: the width it counts, review sizreview27 R1) or MLA's KV
-    latent; None where the plan does not count the adapters on the shape (adapters_uncounted: no layers, or a MoE on all
-    linear layers without its experts), and the rank changes no count (review sizreview28 N2: AL390 judged a rank
-    AL383 called unread)."""
+def _narrowest_adapted(w: Workload, head_dim_default: int, kv_heads_default: int) -> tuple[int, str, str] | None:
+    """The narrowest side of the matrices a LoRA run adapts, its name and the hint past it: the hidden size, the KV width
+    (kvHeads x headDim, at the planner's default KV heads where undeclared: the width it counts, review sizreview27 R1)
+    or MLA's KV latent; None where the plan does not count the adapters on the shape (adapters_uncounted: no layers,
+    or a MoE on all linear layers without its experts), and the rank changes no count (review sizreview28 N2: AL390
+    judged a rank AL383 called unread)."""
     model = w.model
     if model is None or model.hidden_size is None or adapters_uncounted(w) is not None:
         return None
-    sides = [(model.hidden_size, "the hidden size")]
+    below = "a rank below {width:,}"
+    sides = [(model.hidden_size, "the hidden size", below)]
     if isinstance(model.attention, LatentAttention):
-        sides.append((model.attention.kv_lora_rank, "MLA's KV latent (kvLoraRank)"))
+        sides.append((model.attention.kv_lora_rank, "MLA's KV latent (kvLoraRank)", below))
     else:
-        heads = model.kv_heads or kv_heads_default
-        named = "kvHeads" if model.kv_heads is not None else f"{kv_heads_default} KV heads where kvHeads is undeclared"
-        sides.append((heads * (model.head_dim or head_dim_default), f"the KV width ({named} x headDim)"))
-    return min(sides)
+        head_dim = model.head_dim or head_dim_default
+        if model.kv_heads is not None:
+            sides.append((model.kv_heads * head_dim, f"the KV width ({model.kv_heads} KV heads x headDim {head_dim})", below))
+        else:
+            # the planner's default is a grouped-query model's 8 KV heads; a multi-head model has one a query head, and
+            # its rank may be wider (review sizreview28 N3: Llama-2-7B at rank 1,024 was told only to lower it)
+            sides.append((kv_heads_default * head_dim, f"the KV width ({kv_heads_default} KV heads, the planner's default with "
+                          f"kvHeads undeclared, x headDim {head_dim})", below + ", or declare model.kvHeads: a model with a KV "
+                          "head per query head has a KV width of heads x headDim"))  # fmt: skip
+    width, name, hint = min(sides, key=lambda side: side[0])
+    return width, name, hint.format(width=width)
 
 
 @rules.rule("AL390", "adapter-rank-low", "A LoRA adapter's rank is below the width of every matrix it adapts.")
@@ -515,10 +523,10 @@ def adapter_rank_low(ctx: RuleContext) -> Iterable[Finding]:
             continue
         narrowest = _narrowest_adapted(w, head_dim_default, kv_heads_default)
         if narrowest is not None and w.adapter.rank >= narrowest[0]:
-            width, name = narrowest
+            width, name, hint = narrowest
             yield Finding(S.workloads[i].adapter.rank, f"rank {w.adapter.rank:,} is not below {name}, {width:,}: the adapted "
                           "matrices' adapters hold more parameters than the matrices (r x (in + out) >= in x out)",
-                          f"a rank below {width:,}", w.adapter.rank, resource=w.name)  # fmt: skip
+                          hint, w.adapter.rank, resource=w.name)  # fmt: skip
 
 
 @rules.rule("AL382", "dataset-bytes-read", "A dataset's stored bytes are given once, on a workload that reads them.")

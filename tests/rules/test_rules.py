@@ -160,3 +160,29 @@ def test_al390_judges_a_rank_only_where_the_plan_counts_the_adapters() -> None:
     assert rules("{parameters: 70B, layers: 80, hiddenSize: 8192}") == ["AL390"]
     # a MoE on all linear layers without its routed experts: a fraction too
     assert "AL390" not in rules("{parameters: 70B, activeParameters: 7B, architecture: moe, layers: 80, hiddenSize: 8192}")
+
+
+def test_al390_on_the_default_kv_heads_offers_to_declare_them() -> None:
+    """Review sizreview28 N3: Llama-2-7B (32 query heads, 32 KV heads) at rank 1,024 without kvHeads was bound by the
+    planner's default 8 KV heads x 128 = 1,024 and told only to lower the rank, in words that read "(8 KV heads where
+    kvHeads is undeclared x headDim)". Its real KV width is 32 x 128 = 4,096: declaring kvHeads validates it, and the
+    hint says so; with kvHeads declared the hint is the rank alone."""
+    from alicerce.spec.loader import load_text
+
+    lora = _TWO_POOLS.replace("method: qlora", "method: lora").replace("precision: fp8", "adapter: {rank: 1024}")
+
+    def errors(model: str) -> list[str]:
+        text = lora.replace("model: {parameters: 8B, layers: 32, hiddenSize: 4096}", f"model: {model}")
+        return [e.render() for e in check(load_text(text, "spec.yaml"), on=TODAY).errors]
+
+    (default,) = errors("{parameters: 6.74B, layers: 32, hiddenSize: 4096, heads: 32}")
+    assert (
+        "error[AL390]: workloads[0].adapter.rank: rank 1,024 is not below the KV width (8 KV heads, the planner's default "
+        "with kvHeads undeclared, x headDim 128), 1,024: the adapted matrices' adapters hold more parameters than the "
+        "matrices (r x (in + out) >= in x out) (a rank below 1,024, or declare model.kvHeads: a model with a KV head per "
+        "query head has a KV width of heads x headDim)"
+    ) in default, default
+    assert errors("{parameters: 6.74B, layers: 32, hiddenSize: 4096, heads: 32, kvHeads: 32}") == []
+    (gqa,) = errors("{parameters: 6.74B, layers: 32, hiddenSize: 4096, heads: 32, kvHeads: 8}")
+    assert gqa.endswith("the KV width (8 KV heads x headDim 128), 1,024: the adapted matrices' adapters hold more parameters "
+                        "than the matrices (r x (in + out) >= in x out) (a rank below 1,024)"), gqa  # fmt: skip
