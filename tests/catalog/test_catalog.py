@@ -175,3 +175,15 @@ def test_the_h100_mig_sms_cite_an_h100_lgip() -> None:
     assert "https://cloud.google.com/compute/docs/gpus/create-gpu-vm-accelerator-optimized" in {s.url for s in h100.sources}
     printed = {"1g.10gb": 16, "1g.20gb": 26, "2g.20gb": 32, "3g.40gb": 60}
     assert {p.name: p.sms for p in h100.mig.profiles if p.name in printed} == printed
+
+
+def test_b200_mig_memory_is_the_later_lgips() -> None:
+    """Review sizreview28 N4: the B200's 1g.23gb held 21.0 GiB, called a conservative estimate, where the later
+    `nvidia-smi mig -lgip` (NVIDIA/gpu-operator pull request 1351, NVIDIA/mig-parted pull request 187, 2025-03-20)
+    lists 20.50 GiB (22.00 in pull request 1242 of 2025-01-29): 0.5 GiB above what a slice holds on the newer driver.
+    The two-memory-slice profiles stay below the lgips' 44.25 GiB."""
+    b200 = CATALOG.gpu("B200-SXM-180GB")
+    assert b200 is not None and b200.mig is not None
+    memory = {p.name: p.memoryGiB for p in b200.mig.profiles}
+    assert memory["1g.23gb"] == 20.5
+    assert memory["1g.45gb"] <= 44.25 and memory["2g.45gb"] <= 44.25
