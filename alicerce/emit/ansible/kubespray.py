@@ -167,7 +167,9 @@ def time_sync_vars(time_sync: TimeSync) -> dict[str, Any]:
     kernel's synchronised flag that the node exporter's timex collector reports, node_exporter docs/TIME.md) from
     ``ntp_servers``; without, the package's own configuration stays (kubespray's default, ntp_manage_config false).
     ``ntp_timezone`` and ``ntp_force_sync_immediately`` keep their defaults: the zone stays as installed, and the
-    forced sync stops the daemon on every run.
+    forced sync stops the daemon on every run. kubespray starts the service as chronyd on every OS family: Ubuntu's
+    chrony.service declares Alias=chronyd.service, and its packaged chrony.conf has rtcsync too and reads servers a
+    DHCP server hands out (sourcedir /run/chrony-dhcp), as seen in copies of Ubuntu's shipped files, not its source.
     """
     data: dict[str, Any] = {"ntp_enabled": True, "ntp_package": "chrony"}
     if time_sync.servers:
