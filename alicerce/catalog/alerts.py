@@ -463,7 +463,8 @@ NODE_BOOT_TIME = f"max by (node) (max_over_time(node_boot_time_seconds[{CRITICAL
 # btime is the node's own clock, the XID's step Prometheus'; a node whose clock runs behind reads an earlier boot. No XID
 # is counted this soon after a boot (the driver loads, the GPU Operator's validator runs, dcgm-exporter starts and is
 # scraped before any count), so an XID within it of the boot is taken as before it: a clock up to this far behind does
-# not hold a repaired node (review obsreview33 N-1: 4 minutes behind held it for 24 h; chrony is the cure beyond it)
+# not hold a repaired node (review obsreview33 N-1: 4 minutes behind held it for 24 h). Beyond it, the clocks: chrony on
+# every host (kubespray's on-prem, the AMI's on EKS), and NodeClockOffset reports a node more than a second off
 BOOT_CLOCK_MARGIN_SECONDS = 120
 
 
