@@ -463,7 +463,8 @@ NODE_BOOT_TIME = f"max by (node) (max_over_time(node_boot_time_seconds[{CRITICAL
 # btime is the node's own clock, the XID's step Prometheus'; a node whose clock runs behind reads an earlier boot. No XID
 # is counted this soon after a boot (the driver loads, the GPU Operator's validator runs, dcgm-exporter starts and is
 # scraped before any count), so an XID within it of the boot is taken as before it: a clock up to this far behind does
-# not hold a repaired node (review obsreview33 N-1: 4 minutes behind held it for 24 h; chrony is the cure beyond it)
+# not hold a repaired node (review obsreview33 N-1: 4 minutes behind held it for 24 h). Beyond it, the clocks: chrony on
+# every host (kubespray's on-prem, the AMI's on EKS), and NodeClockOffset reports a node more than a second off
 BOOT_CLOCK_MARGIN_SECONDS = 120
 
 
@@ -686,6 +687,63 @@ def in_service(expr: str) -> str:
     return f"{expr} unless on (node) {CORDONED_NODES}"
 
 
+# A node's clock against Prometheus's (issue 24). GPUCriticalXid compares a node's boot time, read on its own clock, with
+# Prometheus's time (BOOT_CLOCK_MARGIN_SECONDS), and cost windows, DCGM and NCCL logs are read across nodes. The node
+# exporter's time collector (on by default) reads the node's clock when the scrape arrives, and Prometheus stamps the
+# sample with its own clock at the scrape's start (node_exporter v1.12.1 collector/time.go): their difference is the
+# node's clock against Prometheus's, plus the scrape's latency (milliseconds in a cluster; the time collector runs as
+# the request starts, whatever a slow collector does after). Positive: the node is ahead.
+NODE_CLOCK_OFFSET = "NodeClockOffset"
+NODE_CLOCK_OFFSET_SECONDS = 1
+# kube-prometheus-stack's own clock alerts (88.5.3 node-exporter group, both on by default and selecting the job both
+# node exporter owners give, vendored in tests/data/upstream/kube-prometheus-stack/88.5.3/node-clock.json):
+# NodeClockNotSynchronising, the kernel's unsynchronised flag with the error bound at its 16-second cap, which chrony
+# keeps with rtcsync (kubespray's chrony.conf.j2 renders it): the chart owns that alert, and alicerce gives it the site's
+# runbook (alicerce.emit.kube.operators). NodeClockSkewDetected reads the kernel PLL's offset, which chrony never drives
+# (it stays 0: prometheus/node_exporter issue 2445, pendulum-project/ntpd-rs issue 2202), so it cannot see a chrony
+# node's offset, on-prem (kubespray's chrony) or on EKS (the AMI's chronyd): NodeClockOffset measures it instead.
+CHART_CLOCK_UNSYNCHRONISED = "NodeClockNotSynchronising"
+
+
+def node_clock_offset() -> str:
+    """Per node in service, its clock against Prometheus's beyond NODE_CLOCK_OFFSET_SECONDS either way, but not where
+    the chart's NodeClockNotSynchronising holds (its condition, node-clock.json): one alert a fault. A node just booted
+    reads unsynchronised with the kernel's 16-second error bound until chrony has stepped its clock."""
+    offset = "max by (node) (node_time_seconds - timestamp(node_time_seconds))"
+    limit = NODE_CLOCK_OFFSET_SECONDS
+    unsynchronised = "max by (node) ((min_over_time(node_timex_sync_status[5m]) == 0) and (node_timex_maxerror_seconds >= 16))"
+    return in_service(f"(({offset} > {limit}) or ({offset} < -{limit})) unless on (node) {unsynchronised}")
+
+
+def node_clock_alert(clock_sync_action: str) -> Alert:
+    """The ticket for a node whose clock is off Prometheus's; ``clock_sync_action``: who keeps the site's clocks and what
+    the on-call checks, in its target's words (alicerce.targets.base.Capabilities.clock_sync_action)."""
+    return Alert(
+        NODE_CLOCK_OFFSET,
+        node_clock_offset(),
+        "10m",
+        "warning",
+        "The clock of {{ $labels.node }} is {{ $value | humanize }}s off Prometheus's",
+        f"The node's clock differs from Prometheus's by more than {NODE_CLOCK_OFFSET_SECONDS}s (positive: ahead) for 10 "
+        "minutes, and its kernel does not report it unsynchronised (NodeClockNotSynchronising): it follows a wrong time "
+        "server, it lost its servers (its kernel gives up on them only hours later), or Prometheus's own node is the one "
+        "off (then every node reads about the same offset, and the node Prometheus runs on none). "
+        f"GPUCriticalXid reads a node's boot on its clock (more than {BOOT_CLOCK_MARGIN_SECONDS // 60} minutes behind "
+        "holds a repaired node's page), and cost windows and DCGM and NCCL logs are compared across nodes. "
+        f"{clock_sync_action}.",
+    )
+
+
+def chart_clock_unsynchronised_description(clock_sync_action: str) -> str:
+    """The runbook alicerce gives the chart's NodeClockNotSynchronising (kube-prometheus-stack 88.5.3
+    defaultRules.additionalRuleAnnotations replaces its description)."""
+    return (
+        "The kernel of {{ $labels.node }} reads its clock as unsynchronised and its error bound has reached 16 seconds: "
+        "no time daemon has set it for hours, or ever since the node booted (a site whose time servers it cannot "
+        f"reach). Its clock runs free. {clock_sync_action}."
+    )
+
+
 # The GPU Operator's exporter runs one pod per GPU node (job from its Service's app label, gpu-operator v26.3.3
 # assets/state-dcgm-exporter/0500_service_monitor.yaml). Per node: a GPU node older than the grace whose GPUs report
 # nothing (Hostname is the node name under the GPU Operator, vendored dcgm-exporter labels.json). Counting nodes
@@ -851,9 +909,11 @@ NODE_OUTAGE_ALERTS = ("DCGMExporterDown", NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_
                       DCGM_XID_COUNTS_ABSENT, "StorageTierUnreadable", "StorageCountersMissing", "StorageCountersStale",
                       EFA_COUNTERS_MISSING, EFA_COUNTERS_STALE, EFA_LINK_RATE_MISSING, FABRIC_WAIT_UNREAD,
                       FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, FABRIC_COUNTERS_SATURATED,
-                      FABRIC_MANAGER_DOWN, CUDA_VALIDATION_FAILING, GPU_HARDWARE_SLOWDOWN, FABRIC_ERRORS_RISING)  # fmt: skip
+                      FABRIC_MANAGER_DOWN, CUDA_VALIDATION_FAILING, GPU_HARDWARE_SLOWDOWN, FABRIC_ERRORS_RISING,
+                      NODE_CLOCK_OFFSET)  # fmt: skip
 # (GPU_HARDWARE_SLOWDOWN: a rack's power feed brakes all its nodes; FABRIC_ERRORS_RISING: a failing leaf switch or its
-# optics err on the port of every node cabled to it; FABRIC_MANAGER_DOWN, CUDA_VALIDATION_FAILING: a driver update that leaves
+# optics err on the port of every node cabled to it; NODE_CLOCK_OFFSET: a wrong time server, or Prometheus's own clock,
+# puts every node off at once; FABRIC_MANAGER_DOWN, CUDA_VALIDATION_FAILING: a driver update that leaves
 # Fabric Manager behind fails every node of the pool it rolls to. The site's GPUsMissing<Pool> join them in
 # alicerce.emit.kube.operators: since a NotReady node counts as lost, a rack outage pages it on each node, review
 # obsreview27 D1)
@@ -958,4 +1018,4 @@ def cordoned_for_days() -> str:
 
 STATIC_ALERTS = (CRITICAL_XID, *GPU_HEALTH_NAMES, *(a.name for a in (DCGM_EXPORTER_DOWN, *GPU_EFFICIENCY)), *DIAGNOSES,
                  *SOURCE_ALERTS, *SERVING_ALERTS, *FABRIC_ALERTS, FABRIC_MANAGER_DOWN, CUDA_VALIDATION_FAILING,
-                 NODE_CORDONED_FOR_DAYS, COST_HISTORY_TRUNCATED, PROMETHEUS_RETENTION_EXCEEDS_VOLUME)  # fmt: skip
+                 NODE_CORDONED_FOR_DAYS, COST_HISTORY_TRUNCATED, PROMETHEUS_RETENTION_EXCEEDS_VOLUME, NODE_CLOCK_OFFSET)  # fmt: skip

@@ -72,6 +72,10 @@ def all_names(ctx: RuleContext) -> Iterator[tuple[SpecPath, str]]:
             yield S.tenancy.teams[i].namespaces[j], namespace
     for i, namespace in enumerate(ctx.spec.tenancy.ingress.namespaces):  # they land in NetworkPolicy selectors
         yield S.tenancy.ingress.namespaces[i], namespace
+    for i, receiver in enumerate(ctx.spec.monitoring.receivers):
+        # the Secret Alertmanager mounts (alertmanagerSpec.secrets) and the file path its config reads the credential from
+        if receiver.secret is not None:
+            yield S.monitoring.receivers[i].secret.name, receiver.secret.name
 
 
 @rules.rule("AL201", "dns-names", "Names are DNS-1123 labels: lowercase letters, digits and '-', at most 63.")

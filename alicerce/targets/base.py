@@ -221,6 +221,14 @@ class Capabilities:
     gpu_replace_action: str = "replace it (RMA)"
     # where to look when the hardware brakes a node's GPUs for power (GPUHardwareSlowdown): on owned hosts, their power
     power_fault_action: str = "Check the node's power supplies, PDU feed and the BMC's power and event logs (ipmitool sel list)"
+    # who keeps the nodes' clocks and what the on-call checks when one is off or unsynchronised (NodeClockOffset, and the
+    # monitoring chart's NodeClockNotSynchronising): on owned hosts kubespray's chrony and the site's time servers
+    clock_sync_action: str = (
+        "kubespray runs chrony on every host, following the site's timeSync.servers (the distribution's pools where it "
+        "names none): on the node, chronyc tracking says how far off the clock is and chronyc sources -v which servers "
+        "it reaches and selects; name servers the hosts reach and agree with in timeSync.servers, and run alicerce apply "
+        "onprem"
+    )
 
 
 def entry_points(group: str) -> list[tuple[str, str]]:

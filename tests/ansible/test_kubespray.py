@@ -320,3 +320,52 @@ def test_audit_events_leave_the_control_plane_hosts_when_the_spec_names_a_collec
         validated(load_text(plain, "p.yaml"), "prod")
     [error] = refused.value.errors
     assert tuple(error.path)[-2:] == ("audit", "webhook") and "https://" in error.message
+
+
+def test_kubespray_owns_the_hosts_clocks_with_chrony_and_the_sites_servers(files: dict[str, str]) -> None:
+    """Issue 24: kubespray installs, configures and starts chrony on every host (ntp_enabled is off by default at the
+    pinned release, and its package defaults to ntp except on RedHat), from the site's timeSync.servers; its chrony
+    template renders rtcsync, without which the node exporter's timex collector never reads the clock as synchronised
+    (node_exporter v1.12.1 docs/TIME.md)."""
+    known = _facts("variables.json")["variables"]
+    chrony = _facts("facts.json")["time_sync"]["chrony"]
+    assert (known["ntp_enabled"]["default"], known["ntp_manage_config"]["default"]) == ("false", "false")
+    assert known["ntp_package"]["default"].startswith("chrony on ansible_os_family RedHat, else ntp")
+    cluster = _variables(files)["ansible/kubespray/dc1/group_vars/all.yml"]
+    assert cluster["ntp_enabled"] is True and cluster["ntp_package"] == "chrony" and cluster["ntp_manage_config"] is True
+    # platform.yaml's dc1 timeSync.servers, each a `server <entry>` line of chrony.conf with kubespray's iburst
+    assert cluster["ntp_servers"] == [f"ntp{i}.dc1.acme.example iburst" for i in (1, 2, 3)]
+    assert chrony["server_line"] == "server <ntp_servers entry>" and "rtcsync" in chrony["directives"]
+    assert chrony["package_installed_when"] == ["ntp_enabled", "ntp_package == 'chrony'"]
+    # the zone and the forced sync keep kubespray's defaults (unset): no variable here changes them
+    assert not {"ntp_timezone", "ntp_force_sync_immediately"} & set(cluster)
+
+
+def test_a_site_without_time_servers_keeps_the_packages_chrony_configuration() -> None:
+    """Without timeSync.servers kubespray still installs and starts chrony, over its package's own configuration
+    (ntp_manage_config and ntp_servers keep kubespray's defaults: kubespray's pool.ntp.org list is never rendered)."""
+    text = (ROOT / "platform.yaml").read_text()
+    declared = "        timeSync: {servers: [ntp1.dc1.acme.example, ntp2.dc1.acme.example, ntp3.dc1.acme.example]}\n"
+    assert declared in text
+    from alicerce.spec.loader import load_text
+
+    rp = validated(load_text(text.replace(declared, ""), "platform.yaml"), "prod")
+    cluster = _yaml(render_tree(rp, subtrees=["ansible"]), "ansible/kubespray/dc1/group_vars/all.yml")
+    assert {k: v for k, v in cluster.items() if k.startswith("ntp_")} == {"ntp_enabled": True, "ntp_package": "chrony"}
+
+
+def test_no_alicerce_role_configures_a_time_daemon() -> None:
+    """One owner of the hosts' clocks: kubespray (above). No role or template alicerce ships installs, configures or
+    restarts chrony, ntpd, ntpsec or systemd-timesyncd, nor sets the clock."""
+    pattern = re.compile(r"chrony|\bntpd?\b|ntpsec|ntp\.conf|\bntp_|timesyncd|timedatectl|hwclock|adjtimex", re.IGNORECASE)
+    roots = [ROOT / "alicerce" / "ansible", ROOT / "alicerce" / "emit" / "templates", ROOT / "alicerce" / "targets" / "aws" / "files"]
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for root in roots
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and path.suffix in {".yml", ".yaml", ".j2", ".py", ".sh", ".cfg", ".service", ".timer", ".json"}
+        for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert found == []
+    assert len([p for root in roots for p in root.rglob("*.yml")]) > 20  # the roles are there to be searched

@@ -1,9 +1,10 @@
 """The kubespray side of an on-prem site: the inventory and variables that build its Kubernetes cluster.
 
 kubespray (a pinned release, ``data/onprem.yaml``) owns what a cluster needs on every host:
-containerd (with its whole ``config.toml``, the NVIDIA runtime and CDI included), kubelet,
-kubeadm, etcd, the CNI and the API endpoint. alicerce writes what kubespray reads: one inventory
-per site (``kube_control_plane`` from ``controlPlane.hosts``, ``etcd`` on the same hosts,
+containerd (with its whole ``config.toml``, the NVIDIA runtime and CDI included), chrony (the
+hosts' one time daemon: ``time_sync_vars``), kubelet, kubeadm, etcd, the CNI and the API endpoint.
+alicerce writes what kubespray reads: one inventory per site (``kube_control_plane`` from
+``controlPlane.hosts``, ``etcd`` on the same hosts,
 ``kube_node`` with one child group per pool), cluster-wide variables in ``group_vars/all.yml`` and
 the per-pool kubelet, runtime, label and taint variables in ``group_vars/pool_<name>.yml``.
 
@@ -29,7 +30,7 @@ from alicerce.emit.errors import EmitError
 from alicerce.emit.kube.common import ACCEPTANCE_TAINT
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
 from alicerce.targets.onprem.resolve import AUDIT_LOG_FILES, AUDIT_LOG_MB, control_plane_hosts
-from alicerce.targets.onprem.spec import OnpremSite
+from alicerce.targets.onprem.spec import TIME_SERVER_OPTIONS, OnpremSite, TimeSync
 
 # Playbooks of the collection alicerce runs (kubespray resolves <collection>.<name> to playbooks/<name>.yml).
 # facts.yml refreshes the fact cache of every host before a run with --limit (kubespray docs/operations/nodes.md).
@@ -155,6 +156,27 @@ def _is_address(text: str) -> bool:
     return True
 
 
+def time_sync_vars(time_sync: TimeSync) -> dict[str, Any]:
+    """kubespray's NTP variables: chrony on every host of the cluster, kubespray its one owner.
+
+    At the pinned tag (roles/kubespray_defaults/defaults/main/main.yml:810-820, roles/kubernetes/preinstall/
+    {defaults/main.yml:41-77, tasks/0081-ntp-configurations.yml}, roles/system_packages/vars/main.yml:19-21):
+    ``ntp_enabled`` (false by default) installs the ``ntp_package``, stops and disables systemd-timesyncd and starts
+    and enables the daemon; ``ntp_package`` defaults to ntp except on RedHat, so chrony is named. With servers,
+    ``ntp_manage_config`` renders kubespray's chrony.conf.j2 (each ``server <entry>``, makestep 1.0 3, rtcsync: the
+    kernel's synchronised flag that the node exporter's timex collector reports, node_exporter docs/TIME.md) from
+    ``ntp_servers``; without, the package's own configuration stays (kubespray's default, ntp_manage_config false).
+    ``ntp_timezone`` and ``ntp_force_sync_immediately`` keep their defaults: the zone stays as installed, and the
+    forced sync stops the daemon on every run. kubespray starts the service as chronyd on every OS family: Ubuntu's
+    chrony.service declares Alias=chronyd.service, and its packaged chrony.conf has rtcsync too and reads servers a
+    DHCP server hands out (sourcedir /run/chrony-dhcp), as seen in copies of Ubuntu's shipped files, not its source.
+    """
+    data: dict[str, Any] = {"ntp_enabled": True, "ntp_package": "chrony"}
+    if time_sync.servers:
+        data |= {"ntp_manage_config": True, "ntp_servers": [f"{server} {TIME_SERVER_OPTIONS}" for server in time_sync.servers]}
+    return data
+
+
 def cluster_vars(platform: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any]:
     """kubespray's cluster-wide variables (``group_vars/all.yml``) of one site."""
     spec = site.spec
@@ -187,6 +209,7 @@ def cluster_vars(platform: ResolvedPlatform, site: ResolvedSite) -> dict[str, An
         "local_path_provisioner_enabled": platform.spec.operators.monitoring.enabled and platform.spec.monitoring.storage_class is None,
         "supplementary_addresses_in_ssl_keys": [host],
     }
+    data |= time_sync_vars(spec.time_sync)
     etcd = site.capabilities.etcd_metrics
     if etcd is not None:
         # etcd's own metrics listener and kubespray's Service and Endpoints for it (alicerce.targets.onprem.resolve):

@@ -45,6 +45,7 @@ from alicerce.catalog.alerts import (
     critical_xid_alert,
     gpu_health,
     in_service,
+    node_clock_alert,
     pool_alert_name,
     serving_slos,
     settled,
@@ -519,6 +520,8 @@ def rule_groups(rp: ResolvedPlatform, site_name: str) -> list[dict[str, Any]]:
         ),
         # a KPI source that went missing: without these, its KPIs and diagnoses read as an idle, healthy platform
         group("alicerce.sources", source_alerts(rp, site_name)),
+        # a node's clock against Prometheus's (the chart's node-exporter group reports an unsynchronised one)
+        group("alicerce.nodes", [node_clock_alert(rp.site(site_name).capabilities.clock_sync_action)]),
         group("alicerce.fabric", fabric_alerts(rp, site_name)),
         group("alicerce.gpu.efficiency", list(GPU_EFFICIENCY)),
         group("alicerce.slo", _slo_alerts(rp, rp.site(site_name), guarded)),

@@ -24,10 +24,12 @@ import yaml
 
 from alicerce.catalog.alerts import (
     ALERT_SCOPE_LABELS,
+    CHART_CLOCK_UNSYNCHRONISED,
     GROUPED_ACROSS_NODES,
     NODE_OUTAGE_GROUP_BY,
     SLACK_TEXT,
     alertmanager_replicas,
+    chart_clock_unsynchronised_description,
     pool_alert_name,
 )
 from alicerce.emit.kube.cloud_metrics import exporter_values
@@ -546,6 +548,14 @@ def monitoring_values(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, Any
                 f"{RAY_SERVE_LABEL},{JOB_UID_LABEL},{JOBSET_UID_LABEL},{MODEL_REVISION_LABEL},{POD_TEMPLATE_HASH_LABEL},"
                 f"{CONTROLLER_REVISION_LABEL}]",
             ]
+        },
+        # the chart owns the unsynchronised-clock alert (its node-exporter group, on by default, selects the job both node
+        # exporter owners give); alicerce gives it the site's runbook: defaultRules.additionalRuleAnnotations.<alert>
+        # replaces the chart's description (88.5.3 templates/prometheus/rules-1.14/node-exporter.yaml)
+        "defaultRules": {
+            "additionalRuleAnnotations": {
+                CHART_CLOCK_UNSYNCHRONISED: {"description": chart_clock_unsynchronised_description(site.capabilities.clock_sync_action)}
+            }
         },
         # one owner of port 9100 per node: the chart's DaemonSet, or the host role (scraped through a ScrapeConfig)
         "nodeExporter": {"enabled": site.software.node_exporter == "cluster"},

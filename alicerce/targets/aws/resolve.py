@@ -231,6 +231,12 @@ CAPABILITIES = Capabilities(
     gpu_replace_action="drain the node and terminate its instance (the node group launches another)",
     power_fault_action="An instance's power supplies are EC2's: drain the node and terminate its instance (the node "
     "group launches another) if it persists",
+    # AL2023 AMIs, the EKS ones included, are configured for the Amazon Time Sync Service's IPv4 endpoint 169.254.169.123
+    # (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/configure-ec2-ntp.html); alicerce configures no time daemon
+    clock_sync_action="EKS nodes' chronyd follows the Amazon Time Sync Service at 169.254.169.123 (the AMI's own "
+    "configuration): on the node (an SSM session), chronyc tracking says how far off the clock is and chronyc sources -v "
+    "whether it reaches that source; a node that does not is broken: drain it and terminate its instance (the node group "
+    "launches another)",
 )
 # the EKS Pod Identity agent listens on these link-local addresses on every node (EKS user guide, "Understand
 # how EKS Pod Identity works"; IPv6 clusters use the IPv6 one): a default-deny egress must let pods reach it

@@ -245,3 +245,35 @@ def audit_webhook_read(ctx: RuleContext) -> Iterable[Finding]:
         yield Finding(path, "no environment has an on-prem site: only kubespray's API servers send to this webhook (AWS sites "
                       "audit to CloudWatch Logs and CloudTrail)", "remove webhook, or add the on-prem site it is for",
                       audit.webhook)  # fmt: skip
+
+
+def _time_server_problem(server: str) -> str | None:
+    """Why chrony on a host cannot follow ``server``, or None: a loopback or unspecified address is the host itself."""
+    if server.lower().rstrip(".") == "localhost":
+        return "localhost is the host itself, not a time server"
+    try:
+        address = ipaddress.ip_address(server)
+    except ValueError:
+        return None
+    if address.is_loopback or address.is_unspecified:
+        return f"{server} is the host itself, not a time server"
+    return None
+
+
+@rules.rule("AL391", "time-servers", "An on-prem site's time servers are named once each, and none is the host itself.")
+def time_servers(ctx: RuleContext) -> Iterable[Finding]:
+    # each lands in kubespray's chrony.conf as a server line: a name twice is one source counted twice when chrony
+    # votes out a wrong server, and a loopback source leaves every host following its own clock, never synchronised
+    for s, site in enumerate(ctx.env.sites):
+        if not isinstance(site, OnpremSite):
+            continue
+        seen: set[str] = set()
+        base = S.environments[ctx.env_name].sites[s].time_sync.servers
+        for j, server in enumerate(site.time_sync.servers):
+            key = server.lower().rstrip(".")
+            if key in seen:
+                yield Finding(base[j], f"time server {server} is named twice", "name each NTP server once", server, resource=site.name)
+            seen.add(key)
+            problem = _time_server_problem(server)
+            if problem is not None:
+                yield Finding(base[j], problem, "name the data center's NTP servers, or leave servers empty", server, resource=site.name)

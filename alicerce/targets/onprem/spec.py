@@ -126,6 +126,24 @@ class NodeSoftware(SpecModel):
     )
 
 
+# kubespray's chrony configuration writes each server as "server <entry>" (roles/kubernetes/preinstall/templates/
+# chrony.conf.j2 at the pinned tag); alicerce adds iburst, kubespray's own default option (its ntp_servers defaults)
+TIME_SERVER_OPTIONS = "iburst"
+
+
+class TimeSync(SpecModel):
+    """The clock of every host of the site: kubespray installs chrony, the one time daemon of the hosts."""
+
+    servers: list[Host] = Field(
+        default_factory=list,
+        max_length=16,
+        description="NTP servers the hosts' chrony follows (kubespray's ntp_servers, each polled with iburst), usually "
+        "the data center's own time servers. Empty: chrony keeps the configuration its distribution package ships "
+        "(the distribution's public NTP pools, which a site without internet access cannot reach).",
+        examples=[["ntp1.dc1.example.com", "ntp2.dc1.example.com", "10.30.0.2"]],
+    )
+
+
 class OnpremSite(SpecModel):
     """An on-prem data center with its own Kubernetes cluster."""
 
@@ -155,6 +173,11 @@ class OnpremSite(SpecModel):
         "argocd installs a pinned Argo CD that syncs the generated kubernetes/<site>/ tree from gitops.repository.",
     )
     acceptance: Acceptance = Field(default_factory=Acceptance, description="Burn-in thresholds every node must pass.")
+    time_sync: TimeSync = Field(
+        default_factory=TimeSync,
+        description="Where the hosts set their clocks. Synchronised clocks are what GPU alerts comparing a node's boot "
+        "time with Prometheus's, cost windows and DCGM and NCCL logs read across nodes rely on.",
+    )
 
 
 class HostRange(SpecModel):
