@@ -683,3 +683,56 @@ def test_aws_gpu_fault_texts_name_the_reserved_pools_and_nest_no_brackets() -> N
     for site in ("aws", "dc1"):
         for name, rule in rules_of(platform("prod"), site).items():
             assert _max_nesting(rule.get("annotations", {}).get("description", "")) <= 1, (site, name)
+
+
+def _per_minute(length: int, value: str, changes: dict[range, str]) -> str:
+    """promtool values, one a minute for ``length`` minutes: ``value``, or the value of the range a minute falls in."""
+    return " ".join(next((v for r, v in changes.items() if m in r), value) for m in range(length))
+
+
+@needs_promtool
+def test_a_kube_state_metrics_gap_neither_pages_a_node_in_repair_nor_drops_a_hold(tmp_path: Path) -> None:
+    """Review obsreview34 D-1 (repro /work/wt/or34-repro/test_ksm_gap_xid.py, inverted) and obsreview32 N-2: every
+    kube-state-metrics series is stale at 17-18m (a failed scrape, its pod restarted) and at 40-47m (evicted and slow to
+    come back). gpu-001 is cordoned for repair all along and its validation reproduces XID 79 at 15-19m and 41-46m: a
+    ticket, never the page (read per evaluation the gap made it a node in service). gpu-002's XID 79 at 1-5m, never
+    cordoned, is held (valued 0) through the short gap and through the long one as far as the bridge reaches. gpu-003 is
+    cordoned at 2m, its validation reproduces XID 79 at 20m (18 minutes into the cordon) and it is uncordoned at 30m
+    unfixed: held; the short gap re-marked its cordon start at 19m, which read the XID as the one the cordon was for.
+    Beyond the bridge (46m) the cordon is unknown: no page from the raw branch and no hold, until it answers again."""
+    rp = platform("prod")
+    rule = rules_of(rp, "aws")["GPUCriticalXid"]
+    window = {"window_size_in_ms": str(XID_COUNT_WINDOW_MINUTES * 60_000)}
+    in_repair, held, reproduced = (dcgm_scraped(rp, "aws", dcgm_series(n, 0)) for n in ("gpu-001", "gpu-002", "gpu-003"))
+
+    def key(gpu: dict[str, str]) -> dict[str, str]:
+        return {k: gpu[k] for k in ("Hostname", "gpu", "UUID")} | {"xid": "79"}
+
+    gaps = {range(17, 19): "stale", range(40, 48): "stale"}
+    inputs = [
+        {
+            "series": series(XID_COUNT_METRIC, in_repair | window | {"xid": "79"}),
+            "values": _per_minute(48, "_", {range(15, 20): "1", range(20, 21): "stale", range(41, 47): "1", range(47, 48): "stale"}),
+        },
+        {"series": series(XID_COUNT_METRIC, held | window | {"xid": "79"}), "values": "_ 1x4 stale"},
+        {"series": series(XID_COUNT_METRIC, reproduced | window | {"xid": "79"}), "values": "_x20 1x4 stale"},
+        {"series": 'kube_node_spec_unschedulable{node="gpu-001"}', "values": _per_minute(60, "1", gaps)},
+        {"series": 'kube_node_spec_unschedulable{node="gpu-002"}', "values": _per_minute(60, "0", gaps)},
+        {
+            "series": 'kube_node_spec_unschedulable{node="gpu-003"}',
+            "values": _per_minute(60, "0", gaps | {range(2, 17): "1", range(19, 30): "1"}),
+        },
+        *({"series": f'kube_node_created{{node="gpu-00{n}"}}', "values": _per_minute(60, "-86400", gaps)} for n in (1, 2, 3)),
+        *({"series": f'node_boot_time_seconds{{node="gpu-00{n}"}}', "values": "-86400x60"} for n in (1, 2, 3)),
+    ]
+    both = [expected(rule, key(held), "0"), expected(rule, key(reproduced), "0")]
+    tests = [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "16m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rule, key(held), "0")]},
+        {"eval_time": "17m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rule, key(held), "0")]},
+        {"eval_time": "18m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rule, key(held), "0")]},
+        {"eval_time": "35m", "alertname": "GPUCriticalXid", "exp_alerts": both},
+        {"eval_time": "43m", "alertname": "GPUCriticalXid", "exp_alerts": both},
+        {"eval_time": "46m", "alertname": "GPUCriticalXid", "exp_alerts": []},
+        {"eval_time": "50m", "alertname": "GPUCriticalXid", "exp_alerts": both},
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path, every="1m")
