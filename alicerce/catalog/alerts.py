@@ -479,10 +479,14 @@ XID_AFTER_CORDON_SECONDS = 600
 # seconds since the epoch, a gauge without labels, from the stat collector that is on by default; the `node` label comes
 # from the relabeling alicerce gives the kube-prometheus-stack chart's ServiceMonitor, or the host's ScrapeConfig
 # on-prem). A reboot resets every GPU, so an XID that started before the node's last boot is not the GPU's state now.
-# The latest boot seen in the hold's window, not the last sample: a node exporter restarting (a DaemonSet roll, an OOM
-# kill) leaves the series stale for a step, and read as "boot unknown" that re-armed the hold on a node repaired by a
-# reboot: a critical page for the one step (review obsreview33 D-1)
-NODE_BOOT_TIME = f"max by (node) (max_over_time(node_boot_time_seconds[{CRITICAL_XID_HELD}]))"
+# The last sample in the hold's window, not the instant's: a node exporter restarting (a DaemonSet roll, an OOM kill)
+# leaves the series stale for a step, and read as "boot unknown" that re-armed the hold on a node repaired by a reboot:
+# a critical page for the one step (review obsreview33 D-1); a range skips the stale marker. The last, not the largest:
+# btime is the clock's now less the uptime, so a clock ahead at boot (an RTC ahead, before chrony or timesyncd steps it)
+# reads a later boot until the step, and the largest kept it for 24 h: an XID the repair's validation reproduced within
+# the skew of the boot was read as before it, and the node went back into service unfixed, silent (review obsreview34
+# N-1). Where a node has several series (its exporter's pod label changed at a roll), the latest of their last samples
+NODE_BOOT_TIME = f"max by (node) (last_over_time(node_boot_time_seconds[{CRITICAL_XID_HELD}]))"
 # btime is the node's own clock, the XID's step Prometheus'; a node whose clock runs behind reads an earlier boot. No XID
 # is counted this soon after a boot (the driver loads, the GPU Operator's validator runs, dcgm-exporter starts and is
 # scraped before any count), so an XID within it of the boot is taken as before it: a clock up to this far behind does
@@ -496,11 +500,14 @@ LAST_CRITICAL_XID = "gpu:critical_xid_last:timestamp"
 LAST_CRITICAL_XID_IN_CORDON = "gpu:critical_xid_started_in_cordon_last:timestamp"
 LAST_CORDON = "node:cordoned_last:timestamp"
 LAST_CORDON_START = "node:cordon_started_last:timestamp"
+# NODE_BOOT_TIME, read by both holds: a 24-hour range, recorded to be read once an evaluation
+LAST_BOOT = "node:node_boot_time_seconds:last24h"
 
 
 def critical_xid_records(codes: str) -> tuple[tuple[str, str], ...]:
     """The (record, expr) parts critical_xid_until_cordoned reads: when each GPU last counted a critical XID (per code),
-    when one last started on a cordoned node, when each node was last cordoned and when its last cordon started."""
+    when one last started on a cordoned node, when each node was last cordoned, when its last cordon started and when
+    it last booted."""
     window = f"[{CRITICAL_XID_HELD}:{XID_EVENT_STEP}]"
     cordoned_before = f"({_ksm_bridged('kube_node_spec_unschedulable', XID_EVENT_STEP)} == 1)"
     cordon_start = f"({CORDONED_NODES_BRIDGED} unless on (node) {cordoned_before})"
@@ -509,6 +516,7 @@ def critical_xid_records(codes: str) -> tuple[tuple[str, str], ...]:
         (LAST_CRITICAL_XID_IN_CORDON, f"max_over_time(timestamp({xid_started(codes)} and on (Hostname) {CORDONED_HOSTS_BRIDGED}){window})"),
         (LAST_CORDON, _as_hostname(f"max_over_time(timestamp({CORDONED_NODES_BRIDGED}){window})")),
         (LAST_CORDON_START, _as_hostname(f"max_over_time(timestamp({cordon_start}){window})")),
+        (LAST_BOOT, _as_hostname(NODE_BOOT_TIME)),
     )
 
 
@@ -548,7 +556,7 @@ def critical_xid_until_cordoned(codes: str) -> str:
     # into the cordon, and the repair's reboot (EKS node auto repair's, or alicerce's drain and reboot) is what fixed
     # it; a node whose boot time is unknown (its node exporter down) keeps the hold
     # (a boot time of 0 where none is known; the comparison keeps the XID's timestamp, which held() reads)
-    booted = f"({_as_hostname(NODE_BOOT_TIME)} or on (Hostname) 0 * {exists})"
+    booted = f"({LAST_BOOT} or on (Hostname) 0 * {exists})"
     uncordoned_unfixed = (
         f"(((({last_in_cordon} > on (Hostname) group_left () ({last_cordon_start} + {XID_AFTER_CORDON_SECONDS})) "
         f"or ({last_in_cordon} unless on (Hostname) {last_cordon_start})) unless on (Hostname) {CORDONED_HOSTS_BRIDGED}) "

@@ -736,3 +736,38 @@ def test_a_kube_state_metrics_gap_neither_pages_a_node_in_repair_nor_drops_a_hol
         {"eval_time": "50m", "alertname": "GPUCriticalXid", "exp_alerts": both},
     ]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path, every="1m")
+
+
+@needs_promtool
+def test_a_clock_ahead_at_boot_and_stepped_back_does_not_hide_a_reproduced_xid(tmp_path: Path) -> None:
+    """Review obsreview34 N-1 (repro /work/wt/or34-repro/test_boot_clock_ahead.py, inverted): both nodes loop XID 119
+    into EKS's cordon (1m-29m), reboot at 14m (their exporters' series end: stale), reproduce XID 119 in the repair's
+    validation at 17m and are uncordoned at 30m unfixed: held. gpu-003's clock is right (btime 14m); gpu-004's is 3
+    minutes ahead at boot, btime reads 17m until chrony steps it back at 18m (14m from then on). The window's largest
+    btime kept 17m for 24 h, read the reproduced XID as before the boot, and gpu-004 was silent."""
+    rp = platform("prod")
+    rule = rules_of(rp, "aws")["GPUCriticalXid"]
+    window = {"window_size_in_ms": str(XID_COUNT_WINDOW_MINUTES * 60_000)}
+    right, ahead = (dcgm_scraped(rp, "aws", dcgm_series(n, 0)) for n in ("gpu-003", "gpu-004"))
+
+    def key(gpu: dict[str, str]) -> dict[str, str]:
+        return {k: gpu[k] for k in ("Hostname", "gpu", "UUID")} | {"xid": "119"}
+
+    looping = "_x3 1 1 1 2 2 1 2 2 1 1 2"  # minutes 3..13
+    inputs = [
+        *(
+            {"series": series(XID_COUNT_METRIC, gpu | window | {"xid": "119"}), "values": f"{looping} stale _x2 1x5 stale"}
+            for gpu in (right, ahead)
+        ),
+        {"series": 'node_boot_time_seconds{node="gpu-003"}', "values": "-86400x13 _x2 840x70"},
+        {"series": 'node_boot_time_seconds{node="gpu-004"}', "values": "-86400x13 _x2 1020x2 840x68"},
+        *({"series": f'kube_node_spec_unschedulable{{node="gpu-00{n}"}}', "values": "0 1x28 0x60"} for n in (3, 4)),
+        *({"series": f'kube_node_created{{node="gpu-00{n}"}}', "values": "-86400x90"} for n in (3, 4)),
+    ]
+    held = [expected(rule, key(right), "0"), expected(rule, key(ahead), "0")]
+    tests = [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "25m", "alertname": "GPUCriticalXid", "exp_alerts": []},  # cordoned: GPUXidError's ticket
+        {"eval_time": "35m", "alertname": "GPUCriticalXid", "exp_alerts": held},
+        {"eval_time": "80m", "alertname": "GPUCriticalXid", "exp_alerts": held},
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path, every="1m")
