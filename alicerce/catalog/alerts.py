@@ -445,6 +445,29 @@ def _as_hostname(nodes: str) -> str:
 
 CORDONED_HOSTS = _as_hostname(CORDONED_NODES)
 
+# kube-state-metrics as GPUCriticalXid reads it: each node's last sample within KSM_BRIDGE, not the instant's. A failed
+# scrape of kube-state-metrics (its pod OOM-killed, restarting, or evicted from a drained system node: an eviction
+# deletes the pod before the Deployment creates the next) stale-marks every one of its series at once, and read per
+# evaluation every cordoned node was in service for the gap, its XID in the exporter's window a critical page, and
+# every hold lost the node's `exists` and resolved (review obsreview34 D-1); at the step after the gap each cordon
+# read as started anew (review obsreview32 N-2). A range skips the stale markers; five minutes, Prometheus' own
+# lookback for a series without them, is ten scrapes at the Prometheus Operator's default 30 s interval (which alicerce
+# leaves). A node deleted is read as there that much longer: its held page resolves five minutes later
+KSM_BRIDGE = "5m"
+
+
+def _ksm_bridged(metric: str, offset: str = "") -> str:
+    at = f" offset {offset}" if offset else ""
+    return f"max by (node) (last_over_time({metric}[{KSM_BRIDGE}]{at}))"
+
+
+CORDONED_NODES_BRIDGED = f"({_ksm_bridged('kube_node_spec_unschedulable')} == 1)"
+CORDONED_HOSTS_BRIDGED = _as_hostname(CORDONED_NODES_BRIDGED)
+# kube-state-metrics answered within KSM_BRIDGE: beyond it no node's cordon is known, and the raw branch would page every
+# node in repair; a new XID then waits for it (KubeStateMetricsAbsent pages after 10 minutes), and the hold pages it,
+# valued 0, once it answers (the idiom of the serving records, alicerce.emit.kube.kpi)
+KSM_ANSWERING = f"(count(last_over_time(kube_node_spec_unschedulable[{KSM_BRIDGE}])) > 0)"
+
 
 # An XID first seen this long after its node's cordon started came from the repair (its validation), not before it: EKS
 # cordons a node at the node monitoring agent's detection, which reads DCGM directly, while dcgm-exporter's count trails
@@ -456,10 +479,14 @@ XID_AFTER_CORDON_SECONDS = 600
 # seconds since the epoch, a gauge without labels, from the stat collector that is on by default; the `node` label comes
 # from the relabeling alicerce gives the kube-prometheus-stack chart's ServiceMonitor, or the host's ScrapeConfig
 # on-prem). A reboot resets every GPU, so an XID that started before the node's last boot is not the GPU's state now.
-# The latest boot seen in the hold's window, not the last sample: a node exporter restarting (a DaemonSet roll, an OOM
-# kill) leaves the series stale for a step, and read as "boot unknown" that re-armed the hold on a node repaired by a
-# reboot: a critical page for the one step (review obsreview33 D-1)
-NODE_BOOT_TIME = f"max by (node) (max_over_time(node_boot_time_seconds[{CRITICAL_XID_HELD}]))"
+# The last sample in the hold's window, not the instant's: a node exporter restarting (a DaemonSet roll, an OOM kill)
+# leaves the series stale for a step, and read as "boot unknown" that re-armed the hold on a node repaired by a reboot:
+# a critical page for the one step (review obsreview33 D-1); a range skips the stale marker. The last, not the largest:
+# btime is the clock's now less the uptime, so a clock ahead at boot (an RTC ahead, before chrony or timesyncd steps it)
+# reads a later boot until the step, and the largest kept it for 24 h: an XID the repair's validation reproduced within
+# the skew of the boot was read as before it, and the node went back into service unfixed, silent (review obsreview34
+# N-1). Where a node has several series (its exporter's pod label changed at a roll), the latest of their last samples
+NODE_BOOT_TIME = f"max by (node) (last_over_time(node_boot_time_seconds[{CRITICAL_XID_HELD}]))"
 # btime is the node's own clock, the XID's step Prometheus'; a node whose clock runs behind reads an earlier boot. No XID
 # is counted this soon after a boot (the driver loads, the GPU Operator's validator runs, dcgm-exporter starts and is
 # scraped before any count), so an XID within it of the boot is taken as before it: a clock up to this far behind does
@@ -474,19 +501,23 @@ LAST_CRITICAL_XID = "gpu:critical_xid_last:timestamp"
 LAST_CRITICAL_XID_IN_CORDON = "gpu:critical_xid_started_in_cordon_last:timestamp"
 LAST_CORDON = "node:cordoned_last:timestamp"
 LAST_CORDON_START = "node:cordon_started_last:timestamp"
+# NODE_BOOT_TIME, read by both holds: a 24-hour range, recorded to be read once an evaluation
+LAST_BOOT = "node:node_boot_time_seconds:last24h"
 
 
 def critical_xid_records(codes: str) -> tuple[tuple[str, str], ...]:
     """The (record, expr) parts critical_xid_until_cordoned reads: when each GPU last counted a critical XID (per code),
-    when one last started on a cordoned node, when each node was last cordoned and when its last cordon started."""
+    when one last started on a cordoned node, when each node was last cordoned, when its last cordon started and when
+    it last booted."""
     window = f"[{CRITICAL_XID_HELD}:{XID_EVENT_STEP}]"
-    cordoned_before = f"(max by (node) (kube_node_spec_unschedulable offset {XID_EVENT_STEP}) == 1)"
-    cordon_start = f"({CORDONED_NODES} unless on (node) {cordoned_before})"
+    cordoned_before = f"({_ksm_bridged('kube_node_spec_unschedulable', XID_EVENT_STEP)} == 1)"
+    cordon_start = f"({CORDONED_NODES_BRIDGED} unless on (node) {cordoned_before})"
     return (
         (LAST_CRITICAL_XID, f"max_over_time(timestamp({xid_count(codes)}){window})"),
-        (LAST_CRITICAL_XID_IN_CORDON, f"max_over_time(timestamp({xid_started(codes)} and on (Hostname) {CORDONED_HOSTS}){window})"),
-        (LAST_CORDON, _as_hostname(f"max_over_time(timestamp({CORDONED_NODES}){window})")),
+        (LAST_CRITICAL_XID_IN_CORDON, f"max_over_time(timestamp({xid_started(codes)} and on (Hostname) {CORDONED_HOSTS_BRIDGED}){window})"),
+        (LAST_CORDON, _as_hostname(f"max_over_time(timestamp({CORDONED_NODES_BRIDGED}){window})")),
         (LAST_CORDON_START, _as_hostname(f"max_over_time(timestamp({cordon_start}){window})")),
+        (LAST_BOOT, _as_hostname(NODE_BOOT_TIME)),
     )
 
 
@@ -503,12 +534,12 @@ def critical_xid_until_cordoned(codes: str) -> str:
     # they do not cordon it) cannot be cordoned, and its page would hold for the whole CRITICAL_XID_HELD (review
     # obsreview28 D-1); kube-state-metrics 2.20.0 serves kube_node_spec_unschedulable{node} (0 or 1) while the Node
     # object exists
-    exists = _as_hostname("max by (node) (kube_node_spec_unschedulable)")
+    exists = _as_hostname(_ksm_bridged("kube_node_spec_unschedulable"))
     # and while it is the same Node object: a host deleted without a cordon (kubectl delete node before an RMA) that
     # re-joins under its fixed name after the repair, or an EKS node given a freed private IP (its name), is a new
     # object created after the XID (kube-state-metrics 2.20.0 kube_node_created{node}: its creation time, seconds since
     # the epoch), and held the old GPU's page (review obsreview29 N-2)
-    created = _as_hostname("max by (node) (kube_node_created)")
+    created = _as_hostname(_ksm_bridged("kube_node_created"))
 
     def held(since: str) -> str:
         return f"(({since} and on (Hostname) {exists}) unless ({since} <= on (Hostname) group_left () {created}))"
@@ -526,13 +557,14 @@ def critical_xid_until_cordoned(codes: str) -> str:
     # into the cordon, and the repair's reboot (EKS node auto repair's, or alicerce's drain and reboot) is what fixed
     # it; a node whose boot time is unknown (its node exporter down) keeps the hold
     # (a boot time of 0 where none is known; the comparison keeps the XID's timestamp, which held() reads)
-    booted = f"({_as_hostname(NODE_BOOT_TIME)} or on (Hostname) 0 * {exists})"
+    booted = f"({LAST_BOOT} or on (Hostname) 0 * {exists})"
     uncordoned_unfixed = (
         f"(((({last_in_cordon} > on (Hostname) group_left () ({last_cordon_start} + {XID_AFTER_CORDON_SECONDS})) "
-        f"or ({last_in_cordon} unless on (Hostname) {last_cordon_start})) unless on (Hostname) {CORDONED_HOSTS}) "
+        f"or ({last_in_cordon} unless on (Hostname) {last_cordon_start})) unless on (Hostname) {CORDONED_HOSTS_BRIDGED}) "
         f"> on (Hostname) group_left () ({booted} + {BOOT_CLOCK_MARGIN_SECONDS}))"
     )
-    return f"({xid_count(codes)} unless on (Hostname) {CORDONED_HOSTS}) or 0 * {held(not_since)} or 0 * {held(uncordoned_unfixed)}"
+    raw = f"(({xid_count(codes)} unless on (Hostname) {CORDONED_HOSTS_BRIDGED}) and on () {KSM_ANSWERING})"
+    return f"{raw} or 0 * {held(not_since)} or 0 * {held(uncordoned_unfixed)}"
 
 
 # Who is woken at 3am for what (review observe4 G15), decided here for the monitoring blind spots and the RMA alert:
@@ -595,7 +627,7 @@ def gpu_health(words: GpuFaultWords) -> tuple[Alert, ...]:
             # A critical XID on a node cordoned for repair is this ticket, not GPUCriticalXid's page (review obsreview29 N-1)
             f"({xid_count(but=f'{CRITICAL_XID_CODES}|{APPLICATION_XID_CODES}')} unless on ({GPU_KEY}, xid) "
             f"({xid_count(str(XID_ROW_REMAP))} and on ({GPU_KEY}) max by ({GPU_KEY}) ({REMAP_PENDING}) > 0)) "
-            f"or ({xid_count(CRITICAL_XID_CODES)} and on (Hostname) {CORDONED_HOSTS})",
+            f"or ({xid_count(CRITICAL_XID_CODES)} and on (Hostname) {CORDONED_HOSTS_BRIDGED})",
             "0m",
             "warning",
             "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $labels.xid }}",

@@ -334,11 +334,17 @@ def le_matcher(bound: float) -> str:
     return "|".join(s.replace(".", "\\\\.") for s in spellings)
 
 
-def share_above(histogram: str, selector: str, bound: float, window: str) -> str:
-    """The share of a histogram's observations above one of its bucket bounds over ``window``: exact at a bound."""
+def _rates_at(histogram: str, selector: str, bound: float, window: str) -> tuple[str, str]:
+    """Per second over ``window``: a histogram's observations at or under one of its bucket bounds, and all of them."""
     at_bound = f'{selector},le=~"{le_matcher(bound)}"'
     good = f"sum({histogram_rate(histogram, 'bucket', at_bound, window)})"
     total = f"sum({histogram_rate(histogram, 'count', selector, window)})"
+    return good, total
+
+
+def share_above(histogram: str, selector: str, bound: float, window: str) -> str:
+    """The share of a histogram's observations above one of its bucket bounds over ``window``: exact at a bound."""
+    good, total = _rates_at(histogram, selector, bound, window)
     return f"1 - {good} / {total}"
 
 
@@ -397,19 +403,41 @@ def _burn(name: str, budget: float, per_request: int, windows: tuple[str, str], 
     slow for an hour page nobody (review obsreview10 F2)."""
     long, short = windows
     limit = f"{factor * budget:.6g}"
+    bad = f'{SLI.format(long)}{{slo="{name}"}} * {EVENTS.format(long)}{{slo="{name}"}} * {SECONDS[long]}'
+    floor = _bad_event_floor(name, budget, per_request, SECONDS[long] * factor * budget)
+    return f'({SLI.format(long)}{{slo="{name}"}} > {limit} and {SLI.format(short)}{{slo="{name}"}} > {limit} and ({bad}) >= {floor})'
+
+
+def _bad_event_floor(name: str, budget: float, per_request: int, share_seconds: float) -> str:
+    """The fewest bad events a window must hold: what it holds at the three-day traffic (``share_seconds``: the window's
+    seconds times the share of bad events the alert stands for), between LOW_TRAFFIC_BAD_REQUESTS and MIN_BAD_REQUESTS
+    requests' worth (a time per output token's requests bring ``per_request`` events each)."""
     share = min(1.0, FAST_BURN * budget)
 
     def requests(count: int) -> int:
         return count if per_request == 1 else math.ceil(count * max(1.0, per_request * share))
 
-    bad = f'{SLI.format(long)}{{slo="{name}"}} * {EVENTS.format(long)}{{slo="{name}"}} * {SECONDS[long]}'
-    # what the long window holds at this burn rate, at the three-day rate: the floor between the two counts
-    at_limit = f'{EVENTS.format("3d")}{{slo="{name}"}} * {SECONDS[long] * factor * budget:.6g}'
+    at_limit = f'{EVENTS.format("3d")}{{slo="{name}"}} * {share_seconds:.6g}'
     high = requests(MIN_BAD_REQUESTS)
     # and more than one request slow throughout (a time per output token's intervals), as the high floor is
     low = min(high, max(requests(LOW_TRAFFIC_BAD_REQUESTS), per_request * (LOW_TRAFFIC_BAD_REQUESTS - 1) + 1))
-    floor = f"clamp({at_limit}, {low}, {high})"
-    return f'({SLI.format(long)}{{slo="{name}"}} > {limit} and {SLI.format(short)}{{slo="{name}"}} > {limit} and ({bad}) >= {floor})'
+    return f"clamp({at_limit}, {low}, {high})"
+
+
+LATENCY_TICKET_SECONDS = 300  # the window a latency SLO's percentile is stated over (SLO<Name>)
+
+
+def latency_ticket(slo: ServingSlo, workload: Workload, team_namespaces: tuple[str, ...]) -> str:
+    """The share of the workload's requests slower than the threshold over 5 minutes above what the percentile allows
+    (exactly "the p99 is above the threshold"), with at least the slow requests the window holds at that share at the
+    three-day traffic, between two and ten as the burn pair's floor: at night 20 requests in 5 minutes make the slowest
+    one the p99, and two slow long-prompt requests a few minutes apart ticketed a busy service (review obsreview34
+    N-4). A service that always serves that little keeps a floor of two: its p99 is what it serves."""
+    ratio = latency_bad_ratio(slo, team_namespaces, "5m")
+    good, total = _rates_at(slo.metric, _selector(slo, team_namespaces), slo.bound, "5m")
+    slow = f"({total} - {good}) * {LATENCY_TICKET_SECONDS}"
+    floor = _bad_event_floor(slo.name, slo.error_budget, _intervals_per_request(slo, workload), LATENCY_TICKET_SECONDS * slo.window_budget)
+    return f"({ratio}) > {slo.window_budget:.6g} and on () ({slow} >= on () {floor})"
 
 
 def slo_burn(rp: ResolvedPlatform, site: ResolvedSite) -> tuple[list[dict[str, Any]], list[Alert]]:

@@ -67,7 +67,7 @@ from alicerce.emit.kube.costs import (
     hour_mark_rules,
 )
 from alicerce.emit.kube.dashboards import dashboards
-from alicerce.emit.kube.diagnoses import diagnoses, latency_bad_ratio, le_matcher, slo_burn
+from alicerce.emit.kube.diagnoses import diagnoses, latency_ticket, le_matcher, slo_burn
 from alicerce.emit.kube.fabric_alerts import fabric_alerts
 from alicerce.emit.kube.kpi import (
     GPU_RESOURCE,
@@ -362,13 +362,15 @@ def _starved_alert(slo: Slo, guarded: frozenset[str]) -> Alert:
 
 def _latency_alert(slo: ServingSlo, teams: dict[str, ResolvedTeam], workloads: dict[str, Any]) -> Alert | None:
     """The percentile of a latency SLO over 5 minutes above its threshold for 10: what the objective is stated in."""
-    team = teams.get(workloads[slo.workload].team) if slo.workload in workloads else None
-    if team is None or slo.percentile is None:
+    workload = workloads.get(slo.workload)
+    team = teams.get(workload.team) if workload is not None else None
+    if workload is None or team is None or slo.percentile is None:
         return None
     # the share of the workload's requests slower than the threshold (a bucket bound, AL360) over 5 minutes above what
-    # the percentile allows: exactly "the p99 is above the threshold", where histogram_quantile would interpolate
+    # the percentile allows: exactly "the p99 is above the threshold", where histogram_quantile would interpolate; with
+    # a floor of slow requests like the burn pair's (alicerce.emit.kube.diagnoses.latency_ticket)
     budget = slo.window_budget
-    expr = f"({latency_bad_ratio(slo, team.namespaces, '5m')}) > {budget:.6g}"
+    expr = latency_ticket(slo, workload, team.namespaces)
     what = "time to first token" if slo.metric == TTFT else "time per output token"
     # a warning, not a page: ten minutes above the threshold spends a few hundredths of the month's error budget; the
     # burn-rate pair (alicerce.emit.kube.diagnoses) decides when it is worth waking someone (review DEFECT 8)

@@ -594,8 +594,10 @@ def test_a_node_rebooted_by_its_repair_does_not_page_for_the_xids_before_the_reb
     the job on gpu-001's bad GPU restarts in place and raises XID 119 at 3, 6, 9 and 13 minutes, the last one 11 minutes
     into EKS's cordon (2m-19m); EKS reboots the node at 14m (its exporters' series end; boot time 16m), and uncordons it
     healthy at 20m: quiet then and after. gpu-002 is the same node without the reboot (the fault still there when it is
-    uncordoned): held (valued 0) from the uncordon, as obsreview30 N-1 has it. gpu-003 is rebooted but its validation
-    reproduces the XID after the boot (at 17m) and it is uncordoned anyway: held."""
+    uncordoned): held (valued 0) from the uncordon, as obsreview30 N-1 has it. gpu-003 is rebooted (its exporters'
+    series stale at 14m) but its validation reproduces the XID after the boot (counted 17-21m, a new start) and it is
+    uncordoned at 24m anyway, after the count left the exporter's window: held, by the boot branch alone (review
+    obsreview34 N-2: its count lasted past the uncordon, so the not-since hold kept it whatever the boot filter did)."""
     rp = platform("prod")
     rule = rules_of(rp, "aws")["GPUCriticalXid"]
     window = {"window_size_in_ms": str(XID_COUNT_WINDOW_MINUTES * 60_000)}
@@ -609,12 +611,13 @@ def test_a_node_rebooted_by_its_repair_does_not_page_for_the_xids_before_the_reb
     inputs = [
         {"series": series(XID_COUNT_METRIC, rebooted | window | {"xid": "119"}), "values": f"{looping} stale"},
         {"series": series(XID_COUNT_METRIC, unfixed | window | {"xid": "119"}), "values": f"{looping} 2 1 1 stale"},
-        {"series": series(XID_COUNT_METRIC, reproduced | window | {"xid": "119"}), "values": f"{looping} _x3 1x5 stale"},
+        {"series": series(XID_COUNT_METRIC, reproduced | window | {"xid": "119"}), "values": f"{looping} stale _x2 1x4 stale"},
         {"series": 'node_boot_time_seconds{node="gpu-001"}', "values": "-86400x13 _x2 960x60"},
         {"series": 'node_boot_time_seconds{node="gpu-002"}', "values": "-86400x78"},
         # booted at 14m: its validation reproduces the XID 3 minutes later, past the boot clock margin
         {"series": 'node_boot_time_seconds{node="gpu-003"}', "values": "-86400x13 _x2 840x60"},
-        *({"series": f'kube_node_spec_unschedulable{{node="gpu-00{n}"}}', "values": "0x1 1x17 0x60"} for n in (1, 2, 3)),
+        *({"series": f'kube_node_spec_unschedulable{{node="gpu-00{n}"}}', "values": "0x1 1x17 0x60"} for n in (1, 2)),
+        {"series": 'kube_node_spec_unschedulable{node="gpu-003"}', "values": "0 1x22 0x60"},  # uncordoned at 24m
         *({"series": f'kube_node_created{{node="gpu-00{n}"}}', "values": "-86400x80"} for n in (1, 2, 3)),
     ]
     held = [expected(rule, key(unfixed), "0"), expected(rule, key(reproduced), "0")]
@@ -683,3 +686,91 @@ def test_aws_gpu_fault_texts_name_the_reserved_pools_and_nest_no_brackets() -> N
     for site in ("aws", "dc1"):
         for name, rule in rules_of(platform("prod"), site).items():
             assert _max_nesting(rule.get("annotations", {}).get("description", "")) <= 1, (site, name)
+
+
+def _per_minute(length: int, value: str, changes: dict[range, str]) -> str:
+    """promtool values, one a minute for ``length`` minutes: ``value``, or the value of the range a minute falls in."""
+    return " ".join(next((v for r, v in changes.items() if m in r), value) for m in range(length))
+
+
+@needs_promtool
+def test_a_kube_state_metrics_gap_neither_pages_a_node_in_repair_nor_drops_a_hold(tmp_path: Path) -> None:
+    """Review obsreview34 D-1 (repro /work/wt/or34-repro/test_ksm_gap_xid.py, inverted) and obsreview32 N-2: every
+    kube-state-metrics series is stale at 17-18m (a failed scrape, its pod restarted) and at 40-47m (evicted and slow to
+    come back). gpu-001 is cordoned for repair all along and its validation reproduces XID 79 at 15-19m and 41-46m: a
+    ticket, never the page (read per evaluation the gap made it a node in service). gpu-002's XID 79 at 1-5m, never
+    cordoned, is held (valued 0) through the short gap and through the long one as far as the bridge reaches. gpu-003 is
+    cordoned at 2m, its validation reproduces XID 79 at 20m (18 minutes into the cordon) and it is uncordoned at 30m
+    unfixed: held; the short gap re-marked its cordon start at 19m, which read the XID as the one the cordon was for.
+    Beyond the bridge (46m) the cordon is unknown: no page from the raw branch and no hold, until it answers again."""
+    rp = platform("prod")
+    rule = rules_of(rp, "aws")["GPUCriticalXid"]
+    window = {"window_size_in_ms": str(XID_COUNT_WINDOW_MINUTES * 60_000)}
+    in_repair, held, reproduced = (dcgm_scraped(rp, "aws", dcgm_series(n, 0)) for n in ("gpu-001", "gpu-002", "gpu-003"))
+
+    def key(gpu: dict[str, str]) -> dict[str, str]:
+        return {k: gpu[k] for k in ("Hostname", "gpu", "UUID")} | {"xid": "79"}
+
+    gaps = {range(17, 19): "stale", range(40, 48): "stale"}
+    inputs = [
+        {
+            "series": series(XID_COUNT_METRIC, in_repair | window | {"xid": "79"}),
+            "values": _per_minute(48, "_", {range(15, 20): "1", range(20, 21): "stale", range(41, 47): "1", range(47, 48): "stale"}),
+        },
+        {"series": series(XID_COUNT_METRIC, held | window | {"xid": "79"}), "values": "_ 1x4 stale"},
+        {"series": series(XID_COUNT_METRIC, reproduced | window | {"xid": "79"}), "values": "_x20 1x4 stale"},
+        {"series": 'kube_node_spec_unschedulable{node="gpu-001"}', "values": _per_minute(60, "1", gaps)},
+        {"series": 'kube_node_spec_unschedulable{node="gpu-002"}', "values": _per_minute(60, "0", gaps)},
+        {
+            "series": 'kube_node_spec_unschedulable{node="gpu-003"}',
+            "values": _per_minute(60, "0", gaps | {range(2, 17): "1", range(19, 30): "1"}),
+        },
+        *({"series": f'kube_node_created{{node="gpu-00{n}"}}', "values": _per_minute(60, "-86400", gaps)} for n in (1, 2, 3)),
+        *({"series": f'node_boot_time_seconds{{node="gpu-00{n}"}}', "values": "-86400x60"} for n in (1, 2, 3)),
+    ]
+    both = [expected(rule, key(held), "0"), expected(rule, key(reproduced), "0")]
+    tests = [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "16m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rule, key(held), "0")]},
+        {"eval_time": "17m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rule, key(held), "0")]},
+        {"eval_time": "18m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rule, key(held), "0")]},
+        {"eval_time": "35m", "alertname": "GPUCriticalXid", "exp_alerts": both},
+        {"eval_time": "43m", "alertname": "GPUCriticalXid", "exp_alerts": both},
+        {"eval_time": "46m", "alertname": "GPUCriticalXid", "exp_alerts": []},
+        {"eval_time": "50m", "alertname": "GPUCriticalXid", "exp_alerts": both},
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path, every="1m")
+
+
+@needs_promtool
+def test_a_clock_ahead_at_boot_and_stepped_back_does_not_hide_a_reproduced_xid(tmp_path: Path) -> None:
+    """Review obsreview34 N-1 (repro /work/wt/or34-repro/test_boot_clock_ahead.py, inverted): both nodes loop XID 119
+    into EKS's cordon (1m-29m), reboot at 14m (their exporters' series end: stale), reproduce XID 119 in the repair's
+    validation at 17m and are uncordoned at 30m unfixed: held. gpu-003's clock is right (btime 14m); gpu-004's is 3
+    minutes ahead at boot, btime reads 17m until chrony steps it back at 18m (14m from then on). The window's largest
+    btime kept 17m for 24 h, read the reproduced XID as before the boot, and gpu-004 was silent."""
+    rp = platform("prod")
+    rule = rules_of(rp, "aws")["GPUCriticalXid"]
+    window = {"window_size_in_ms": str(XID_COUNT_WINDOW_MINUTES * 60_000)}
+    right, ahead = (dcgm_scraped(rp, "aws", dcgm_series(n, 0)) for n in ("gpu-003", "gpu-004"))
+
+    def key(gpu: dict[str, str]) -> dict[str, str]:
+        return {k: gpu[k] for k in ("Hostname", "gpu", "UUID")} | {"xid": "119"}
+
+    looping = "_x3 1 1 1 2 2 1 2 2 1 1 2"  # minutes 3..13
+    inputs = [
+        *(
+            {"series": series(XID_COUNT_METRIC, gpu | window | {"xid": "119"}), "values": f"{looping} stale _x2 1x5 stale"}
+            for gpu in (right, ahead)
+        ),
+        {"series": 'node_boot_time_seconds{node="gpu-003"}', "values": "-86400x13 _x2 840x70"},
+        {"series": 'node_boot_time_seconds{node="gpu-004"}', "values": "-86400x13 _x2 1020x2 840x68"},
+        *({"series": f'kube_node_spec_unschedulable{{node="gpu-00{n}"}}', "values": "0 1x28 0x60"} for n in (3, 4)),
+        *({"series": f'kube_node_created{{node="gpu-00{n}"}}', "values": "-86400x90"} for n in (3, 4)),
+    ]
+    held = [expected(rule, key(right), "0"), expected(rule, key(ahead), "0")]
+    tests = [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "25m", "alertname": "GPUCriticalXid", "exp_alerts": []},  # cordoned: GPUXidError's ticket
+        {"eval_time": "35m", "alertname": "GPUCriticalXid", "exp_alerts": held},
+        {"eval_time": "80m", "alertname": "GPUCriticalXid", "exp_alerts": held},
+    ]}]  # fmt: skip
+    run_promtool(rp, "aws", tests, tmp_path, every="1m")

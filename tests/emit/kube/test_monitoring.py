@@ -206,6 +206,11 @@ def test_an_idle_gpu_is_attributed_to_nobody() -> None:
     assert stored(dcgm_series("gpu-001", 3), dcgm_target(), [], True)["namespace"] == "gpu-operator"
 
 
+# kube-state-metrics answering for the GPU node, uncordoned: GPUCriticalXid's raw branch waits for it (review obsreview34
+# D-1: without it no node's cordon is known)
+KSM_ANSWERS = {"series": 'kube_node_spec_unschedulable{node="gpu-001"}', "values": "0x60"}
+
+
 @needs_promtool
 def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
     rp = platform("prod")
@@ -282,6 +287,7 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
             "input_series": [
                 {"series": series(XID_COUNT_METRIC, xids(held, 63)), "values": "_x2 1x4 stale"},
                 {"series": series(XID_COUNT_METRIC, xids(idle, 64)), "values": "_x2 1x4 stale"},
+                KSM_ANSWERS,
             ],
             "alert_rule_test": [
                 {"eval_time": "3m", "alertname": "GPUCriticalXid",
@@ -309,7 +315,7 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
         {  # review obsreview5 G10: XID 154 (the driver's recovery action became a reset, a reboot or a drain, after
             # an XID no list names, e.g. 140) pages like the XIDs it summarises
             "interval": "1m",
-            "input_series": [{"series": series(XID_COUNT_METRIC, xids(held, 154)), "values": "_x2 1x4 stale"}],
+            "input_series": [{"series": series(XID_COUNT_METRIC, xids(held, 154)), "values": "_x2 1x4 stale"}, KSM_ANSWERS],
             "alert_rule_test": [
                 {"eval_time": "3m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rules["GPUCriticalXid"], xid154, "1")]},
             ],
@@ -322,6 +328,7 @@ def test_gpu_alerts_fire_on_their_faults_and_clear(tmp_path: Path) -> None:
                 {"series": series(XID_COUNT_METRIC, xids(freed, 48)), "values": "_x21 1x10 stale"},
                 {"series": series(REMAP_PENDING, held), "values": "0x20 stale"},
                 {"series": series(REMAP_PENDING, freed), "values": "_x21 1x20"},
+                KSM_ANSWERS,
             ],
             "alert_rule_test": [
                 {"eval_time": "12m", "alertname": "GPUCriticalXid", "exp_alerts": [expected(rules["GPUCriticalXid"], xid48, "1")]},

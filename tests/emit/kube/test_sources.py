@@ -601,6 +601,26 @@ def test_a_rail_whose_adapter_vanished_is_down(tmp_path: Path) -> None:
         {"eval_time": "150m", "alertname": "FabricRailsNeverUp", "exp_alerts": []}]}], tmp_path / "a")  # fmt: skip
 
 
+@needs_promtool
+def test_a_rail_renamed_by_its_new_slot_is_not_down_once_the_node_has_its_rails(tmp_path: Path) -> None:
+    """Review obsreview34 N-3: the rdma role names devices by PCI address, so an HCA moved to another slot (or a chassis
+    with another PCI layout under the same host name) comes back under another name: gpu-003's ibp216s0 vanishes at 60m
+    and ibp217s0 is ACTIVE from then on. The old name was remembered active and read as a rail down for 30 days; with
+    the pool's 8 rails ACTIVE on the node it is not down. Its look-alike, gpu-004's ibp216s0 vanishing with no port in its
+    place (7 of 8 rails ACTIVE: the HCA fell off the bus), is still down (obsreview6 DEFECT 5)."""
+    rp = platform()
+    rule = rules_of(rp, "dc1")["FabricPortDown"]
+    moved, fallen = "gpu-003", "gpu-004"
+    inputs = pool_node(moved, "onprem-h100", -3600, minutes=240) + pool_node(fallen, "onprem-h100", -3600, minutes=240)
+    for node in (moved, fallen):
+        inputs += [ib_port(node, f"ibp{209 + i}s0", "4x240") for i in range(7)] + [ib_port(node, "ibp216s0", "4x60")]
+    inputs += [ib_port(moved, "ibp217s0", "_x60 4x180")]
+    fired = expected(rule, {"node": fallen, "device": "ibp216s0", "port": "1"}, "1")
+    (tmp_path / "a").mkdir()
+    run_promtool(rp, "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "150m", "alertname": "FabricPortDown", "exp_alerts": [fired]}]}], tmp_path / "a")  # fmt: skip
+
+
 RAILS = [f"mlx5_{i}" for i in range(8)]
 
 
