@@ -443,8 +443,6 @@ def _as_hostname(nodes: str) -> str:
     return f'label_replace({nodes}, "Hostname", "$1", "node", "(.+)")'
 
 
-CORDONED_HOSTS = _as_hostname(CORDONED_NODES)
-
 # kube-state-metrics as GPUCriticalXid reads it: each node's last sample within KSM_BRIDGE, not the instant's. A failed
 # scrape of kube-state-metrics (its pod OOM-killed, restarting, or evicted from a drained system node: an eviction
 # deletes the pod before the Deployment creates the next) stale-marks every one of its series at once, and read per
