@@ -148,24 +148,20 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     # a port active in the last 30 days (kpi.PORT_LAST_ACTIVE) that is not ACTIVE now: a rail down for days stays
     # reported, also after the node was cordoned and uncordoned in between. Present or not: an HCA that left
     # /sys/class/infiniband (a PCIe surprise removal, a card not enumerated after a reboot) has no state series at all
-    # and is down as well, on a node whose exporter still reports ports (review obsreview6 DEFECT 5), while the node has
-    # fewer of its pool's rails ACTIVE: the rdma role names devices by PCI address (roles/rdma rdma-naming.rules.j2,
-    # NAME_PCI), so an HCA moved to another slot, or a chassis with another PCI layout under the same host name, comes
-    # back under another name, and the old one was a rail down for the 30 days remembered with nothing to end it
-    # (review obsreview34 N-3). Where the pool names no rail devices every ACTIVE port counts (FabricRailsNeverUp's
-    # reading): a storage port beside the rails can make up for a vanished one
-    state = f"max by ({PORT}) (node_infiniband_state_id)"
+    # and is down as well, on a node whose exporter still reports ports (review obsreview6 DEFECT 5), whatever else is
+    # ACTIVE beside it: gating it on the node being short of rails silenced an HCA off the bus beside a storage port on
+    # a pool that names no rail devices, 7 rails + 1 storage port read as 8 (review obsreview35 D-1). The rdma role names
+    # devices by PCI address (roles/rdma rdma-naming.rules.j2, NAME_PCI), so an HCA moved to another slot comes back under
+    # another name and the old one is reported too (review obsreview34 N-3), rightly: the slot sets which GPUs share the
+    # adapter's PCIe switch (NCCL's GPU-NIC affinity) and a pool's nodes share one layout (railDevices names one list for
+    # them all), so the runbook says to put it back, and the name ends then, or after the 30 days a port is remembered
+    active = f"(max by ({PORT}) (node_infiniband_state_id) == {IB_PORT_ACTIVE})"
 
     def members(pool: str) -> str:
         return f'max by (node) (kube_node_labels{{{POOL_NODE_LABEL}="{pool}"}})'
 
     def lost(pool: str) -> str:
-        remembered = f"{PORT_LAST_ACTIVE}{devices[pool]}"
-        inactive = f"({remembered} and on ({PORT}) ({state} != {IB_PORT_ACTIVE}))"
-        up = f"(max by ({PORT}) (node_infiniband_state_id{devices[pool]}) == {IB_PORT_ACTIVE})"
-        short = f"((count by (node) ({up}) or 0 * {members(pool)}) < {rails[pool]})"
-        vanished = f"(({remembered} unless on ({PORT}) {state}) and on (node) {short})"
-        return f"({inactive} or {vanished}) * on (node) group_left () ({members(pool)} > 0)"
+        return f"({PORT_LAST_ACTIVE}{devices[pool]} unless on ({PORT}) {active}) * on (node) group_left () ({members(pool)} > 0)"
 
     down = in_service("(" + " or ".join(f"({lost(p)})" for p in pools) + f") and on (node) {PORTS_REPORTED}")
     # "more than twice": the counter steps by whole downs, but increase() extrapolates the range's first and last
@@ -200,10 +196,11 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         Alert(FABRIC_PORT_DOWN, down, "5m", "warning",
               "Fabric port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.node }} is no longer active",
               "A rail that was up in the last 30 days is down: every job on this node runs its collectives on fewer rails. "
-              "Check the cable and switch port (ibstat, mlxlink), then drain the node if it does not come back. A port "
-              "gone from ibstat altogether is reported while the node has fewer rails ACTIVE than its pool: an adapter "
-              "moved to another slot is named by its new PCI address, and the old name ends once the node's rails are "
-              "all ACTIVE again."),
+              "Check the cable and switch port (ibstat, mlxlink), then drain the node if it does not come back. A port gone "
+              "from ibstat altogether is reported too (an adapter off the PCIe bus). An adapter moved to another slot comes "
+              "back under its new PCI name and the old one is reported: the slot decides which GPUs share its PCIe switch, "
+              "and the pool's nodes share one layout, so put it back (the report ends then, or after the 30 days a port "
+              "is remembered)."),
         Alert(FABRIC_LINK_FLAPPING, flapping, "0m", "warning",
               "Fabric port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.node }} went down more than twice in an hour",
               "A link that keeps failing and retraining points at a bad cable or transceiver: NCCL stalls each time. "
