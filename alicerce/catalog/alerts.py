@@ -756,8 +756,9 @@ def node_clock_alert(clock_sync_action: str) -> Alert:
         "The clock of {{ $labels.node }} is {{ $value | humanize }}s off Prometheus's",
         f"The node's clock differs from Prometheus's by more than {NODE_CLOCK_OFFSET_SECONDS}s (positive: ahead) for 10 "
         "minutes, and its kernel does not report it unsynchronised (NodeClockNotSynchronising): it follows a wrong time "
-        "server, it lost its servers (its kernel gives up on them only hours later), or Prometheus's own node is the one "
-        "off (then every node reads about the same offset, and the node Prometheus runs on none). "
+        "server, or Prometheus's own node is the one off (then every node reads about the same offset, and the node "
+        "Prometheus runs on none). A node that lost its servers drifts by milliseconds an hour and is reported by "
+        "NodeClockNotSynchronising once its kernel's error bound reaches 16 s (hours later). "
         f"GPUCriticalXid reads a node's boot on its clock (more than {BOOT_CLOCK_MARGIN_SECONDS // 60} minutes behind "
         "holds a repaired node's page), and cost windows and DCGM and NCCL logs are compared across nodes. "
         f"{clock_sync_action}.",
