@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from alicerce.catalog.models import Mig
+from alicerce.catalog.models import Mig, MigProfile
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.paths import SpecPath
 
@@ -97,11 +97,8 @@ def _mig_sms(mig: Mig, gpu: str, path: SpecPath) -> Iterable[Finding]:
                               "with one memory slice lists its sms to count them from: it would be planned at compute slices "
                               f"/ {mig.computeSlices} beside SM shares", "list sms on every profile, or on its "
                               "one-memory-slice 1g", profile.name)  # fmt: skip
-            counted = mig.fallback_sms(profile)
-            if unit_fits and unit is not None and mig.sms is not None and counted is not None and counted > mig.sms:
-                yield Finding(here, f"{profile.name} lists no sms, and its {profile.slices} compute slices x the {unit.name}'s "
-                              f"{unit.sms} SMs count {counted}, more than the {mig.sms} of the whole {gpu} (mig.sms)",
-                              f"give {profile.name} its sms (the SM column of `nvidia-smi mig -lgip`)", profile.name)  # fmt: skip
+            if unit_fits:
+                yield from _counted_sms(mig, profile, gpu, here)
         elif mig.sms is None:
             yield Finding(here.sms, f"{profile.name}'s sms are its share of the GPU's, and {gpu} gives no mig.sms: "
                           "they change nothing", "set mig.sms (the SMs of the whole GPU), or remove this", profile.sms)  # fmt: skip
@@ -114,3 +111,16 @@ def _mig_sms(mig: Mig, gpu: str, path: SpecPath) -> Iterable[Finding]:
                           f"{profile.sms * profile.maxCount}, more than the {mig.sms} of the whole {gpu} (mig.sms): they run "
                           "on disjoint SMs", f"at most {mig.sms // profile.maxCount}: the SM column of `nvidia-smi mig -lgip`",
                           profile.sms)  # fmt: skip
+
+
+def _counted_sms(mig: Mig, profile: MigProfile, gpu: str, here: SpecPath) -> Iterable[Finding]:
+    """A counted profile's maxCount instances run on disjoint SMs like a listed one's (review sizreview29 G1: a 1g twin at
+    132 SMs counted its seven-instance sibling at 132 each, 924 of 132)."""
+    unit, counted, whole = mig.sm_unit(), mig.fallback_sms(profile), mig.sms
+    instances = max(profile.maxCount, 1)
+    if unit is None or counted is None or whole is None or counted * instances <= whole:
+        return
+    need = f"count {counted}" if instances == 1 else f"count {counted} an instance, {counted * instances} for its {instances} (maxCount)"
+    yield Finding(here, f"{profile.name} lists no sms, and its {profile.slices} compute slices x the {unit.name}'s {unit.sms} "
+                  f"SMs {need}, more than the {whole} of the whole {gpu} (mig.sms)",
+                  f"give {profile.name} its sms (the SM column of `nvidia-smi mig -lgip`)", profile.name)  # fmt: skip
