@@ -114,6 +114,13 @@ def moe_experts(ctx: RuleContext) -> Iterable[Finding]:
         if experts.per_token > experts.total:
             yield Finding(path.per_token, f"each token is routed to {experts.per_token} of only {experts.total} experts",
                           "perToken must not exceed total", experts.per_token, resource=w.name)  # fmt: skip
+        elif experts.per_token == experts.total:
+            # every token through every expert skips none: the model's compute is dense, its active parameters all of
+            # them, and the routed experts' size (parameters - activeParameters) / (total - perToken) has no divisor
+            # (review sizreview29 N1: the plan said the experts were "not declared" and AL383 / AL390 kept silent)
+            yield Finding(path.per_token, f"each token is routed to all {experts.total} experts: none is skipped, so the model "
+                          "computes as a dense one", "perToken below total (the experts a router picks per token), or "
+                          "remove experts and architecture: moe", experts.per_token, resource=w.name)  # fmt: skip
         if experts.layers is not None and model.layers is not None and experts.layers > model.layers:
             yield Finding(path.layers, f"{experts.layers} expert layers in a {model.layers}-layer model", None, experts.layers,
                           resource=w.name)  # fmt: skip
@@ -630,13 +637,16 @@ def _adapter_shadowed(w: Workload, i: int) -> Iterable[Finding]:
     if w.method not in ("lora", "qlora"):
         yield Finding(path.adapter, f"adapter is read by a lora or qlora run only: method {w.method or 'unset'} trains no "
                       "adapters", "remove it, or set method: lora or qlora", key=True, resource=w.name)  # fmt: skip
+    elif (why := adapters_uncounted(w)) is None:
+        return
     elif model.layers is None or model.hidden_size is None:
         yield Finding(path.adapter, "the adapters' count needs the model's layers and hiddenSize: without them the plan takes "
                       "1% of the base and adapter changes nothing", "declare model.layers and model.hiddenSize",
                       key=True, resource=w.name)  # fmt: skip
-    elif model.architecture == "moe" and w.adapter.targets == "all-linear" and model.experts is None:
-        yield Finding(path.adapter, "the routed experts' adapters need model.experts: without it the plan takes 1% of the base "
-                      "and adapter changes nothing", "declare model.experts (total and perToken)", key=True, resource=w.name)  # fmt: skip
+    else:  # a MoE on all linear layers without its routed experts (adapters_uncounted, the one predicate)
+        yield Finding(path.adapter, f"the routed experts' adapters are counted from model.experts, and {why}: the plan takes "
+                      "1% of the base and adapter changes nothing", "declare model.experts (total, and perToken below it)",
+                      key=True, resource=w.name)  # fmt: skip
 
 
 def _reads_tied_embeddings(w: Workload) -> bool:
@@ -688,7 +698,8 @@ def field_shadowed(ctx: RuleContext) -> Iterable[Finding]:
         # same whatever the attention widths (the FFN width is what the attention leaves: review sizreview26 N1), but
         # calling kvHeads unread there had the user remove it and AL390 then bound the rank by the default 8 KV heads,
         # not the model's (review sizreview27 R1)
-        counted = model.layers is not None and model.hidden_size is not None and not isinstance(model.attention, LatentAttention)
+        # (adapters_uncounted: the plan's own predicate; MLA's k and v adapters read its kvLoraRank, not kvHeads)
+        counted = adapters_uncounted(w) is None and not isinstance(model.attention, LatentAttention)
         lora = w.method in ("lora", "qlora") and counted
         if w.kind in SCHEDULED and not lora:
             if model.kv_heads is not None:

@@ -162,6 +162,31 @@ def test_al390_judges_a_rank_only_where_the_plan_counts_the_adapters() -> None:
     assert "AL390" not in rules("{parameters: 70B, activeParameters: 7B, architecture: moe, layers: 80, hiddenSize: 8192}")
 
 
+def test_al383_and_al282_read_the_plans_adapter_predicate() -> None:
+    """Review sizreview29 N1: AL383 kept its own copies of when the plan counts a LoRA run's adapters. A MoE routing every
+    token to all 8 experts validated at rank 100,000 (the plan took 1% of the base, saying the experts were undeclared);
+    it is dense compute, and AL282 refuses it. A MoE without its experts on all linear layers had its adapter flagged
+    but not its kvHeads, though the plan reads neither. Both checks now read adapters_uncounted."""
+    from alicerce.spec.loader import load_text
+
+    lora = _TWO_POOLS.replace("method: qlora", "method: lora").replace("precision: fp8", "adapter: {rank: 16}")
+    moe = "{parameters: 30.5B, activeParameters: 3.3B, architecture: moe, layers: 48, hiddenSize: 2048, kvHeads: 4"
+
+    def errors(model: str) -> list[str]:
+        text = lora.replace("model: {parameters: 8B, layers: 32, hiddenSize: 4096}", f"model: {model}")
+        return [e.render() for e in check(load_text(text, "spec.yaml"), on=TODAY).errors]
+
+    every = errors(moe + ", experts: {total: 8, perToken: 8}}")
+    assert sorted(e.split("error[")[1][:5] for e in every) == ["AL282", "AL383", "AL383"], every
+    for said in ("adapter: the routed experts' adapters are counted from model.experts, and every token is routed to all "
+                 "of them (model.experts perToken = total)", "perToken: each token is routed to all 8 experts: none is "
+                 "skipped", "kvHeads changes nothing"):  # fmt: skip
+        assert any(said in e for e in every), (said, every)
+    undeclared = errors(moe + "}")
+    assert len(undeclared) == 2 and "kvHeads changes nothing" in undeclared[1], undeclared
+    assert errors(moe + ", experts: {total: 8, perToken: 2}}") == []
+
+
 def test_al390_on_the_default_kv_heads_offers_to_declare_them() -> None:
     """Review sizreview28 N3: Llama-2-7B (32 query heads, 32 KV heads) at rank 1,024 without kvHeads was bound by the
     planner's default 8 KV heads x 128 = 1,024 and told only to lower the rank, in words that read "(8 KV heads where
