@@ -439,12 +439,19 @@ def _start_gpu(ctx: RuleContext, w: Workload, pools: dict[str, ResolvedPool]) ->
 
 
 def _training_gpus(ctx: RuleContext, w: Workload, pools: dict[str, ResolvedPool]) -> dict[str, Gpu]:
-    """Where AL388 looks for a GPU that runs a precision, by the pool (or pin) it names: the start GPU, else every pool
-    the placement may pick (resolve.eligibility: the purposes that run its kind, the pools its team holds quota on)."""
+    """Where AL388 looks for a GPU that runs a precision, by the pool (or pin) it names, and AL330's hint with it: the
+    start GPU, else every pool the placement may pick (_eligible_gpus)."""
     gpu = _start_gpu(ctx, w, pools)
     if gpu is not None:
         pool = pools.get(w.pool or "")
         return {pool.name if pool is not None and pool.gpu is gpu else "accelerator": gpu}
+    return _eligible_gpus(ctx, w)
+
+
+def _eligible_gpus(ctx: RuleContext, w: Workload) -> dict[str, Gpu]:
+    """The GPU of every pool the placement may pick for a workload that names none (resolve.eligibility: the purposes
+    that run its kind, the pools its team holds quota on), by pool: the one place AL330's hint and AL388 read it
+    (review sizreview29 N2: each built it)."""
     return {pool.name: pool.gpu for _, pool in eligible(w, ctx.resolved, None) if pool.gpu is not None}
 
 
@@ -452,7 +459,7 @@ def _refused_everywhere(ctx: RuleContext, w: Workload, index: int) -> Iterable[F
     """AL388 for a workload the placement places: refused where every pool it may pick refuses the precision (the plan
     tries them all and its PL303 names each: plan.placement._all_refused). Review sizreview26 N7: fp8 LoRA on an
     A100-only platform validated, then `plan` refused it; one pool that runs it is the placement's to pick."""
-    gpus = {pool.name: pool.gpu for _, pool in eligible(w, ctx.resolved, None) if pool.gpu is not None}
+    gpus = _eligible_gpus(ctx, w)
     refusals = {name: gpu.training_refusal(w.precision, w.fp8_recipe) for name, gpu in gpus.items()}
     if not refusals or any(r is None for r in refusals.values()):
         return  # no pool runs its kind (PL301's), or one runs the precision

@@ -142,6 +142,24 @@ def test_qlora_fp8_hint_reads_the_pools_al388_reads() -> None:
     assert errors(ft.replace("method: qlora", "method: lora")) == []  # the advice taken validates
 
 
+def test_al330_and_al388_read_one_eligible_gpu_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review sizreview29 N2: AL330's hint and AL388 each built the GPUs of the pools a placed workload may run on; they
+    agreed by construction only. One helper now decides it: what it answers, both rules read (here the H100 pool alone,
+    where the team's quota gives only the A100: AL330 offers lora, and the lora twin passes AL388)."""
+    from alicerce.catalog import load_catalog
+    from alicerce.rules import sizing
+    from alicerce.spec.loader import load_text
+
+    def errors(text: str) -> list[str]:
+        return [e.render() for e in check(load_text(text, "spec.yaml"), on=TODAY).errors]
+
+    h100 = load_catalog().gpu("H100-SXM5-80GB")
+    monkeypatch.setattr(sizing, "_eligible_gpus", lambda ctx, w: {"h100": h100})
+    (quota,) = errors(_TWO_POOLS)
+    assert "AL330" in quota and "or method: lora to run its GEMMs in fp8" in quota, quota
+    assert errors(_TWO_POOLS.replace("method: qlora", "method: lora")) == []
+
+
 def test_al390_judges_a_rank_only_where_the_plan_counts_the_adapters() -> None:
     """Review sizreview28 N2: without model.layers the plan takes loraTrainableFraction of the base and the rank counts
     nothing; AL383 says so (and calls kvHeads unread), but AL390 still judged rank 2,048 against the default 8 KV heads
