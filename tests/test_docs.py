@@ -59,6 +59,10 @@ def test_license_and_changelog() -> None:
     assert "Apache License" in license_text and "Version 2.0, January 2004" in license_text
     changelog = (ROOT / "CHANGELOG.md").read_text("utf-8")
     assert "--json" in changelog and "--format json" in changelog  # the alias and its removal are announced
+    # a heading straight after a list item renders as the item's text in some viewers (review sizreview29 N3)
+    lines = changelog.splitlines()
+    unspaced = [n + 1 for n, line in enumerate(lines) if line.startswith("#") and n > 0 and lines[n - 1].strip()]
+    assert unspaced == [], f"CHANGELOG.md headings without a blank line before them, at lines {unspaced}"
 
 
 def test_docs_command_prints_one_section() -> None:

@@ -74,8 +74,9 @@ class MigProfile(CatalogModel):
         ge=1,
         description="Streaming multiprocessors of one instance (the SM column of `nvidia-smi mig -lgip`): with the GPU's "
         "mig.sms, its share of the peak FLOP/s. Instances of one profile hold disjoint SMs, so sms x maxCount is at most "
-        "mig.sms (AL287). Default: its compute slices x the SMs of the GPU's narrowest profile (the 1-slice profile with "
-        "the fewest memory slices) where mig.sms is given, at most mig.sms; else its compute slices of the GPU's.",
+        "mig.sms (AL287). Default: its compute slices x the SMs of the GPU's 1-slice profile with one memory slice, where "
+        "mig.sms and that profile's sms are given; else its compute slices of the GPU's. AL287 refuses a GPU that lists sms "
+        "on some profiles and can count the rest neither way: list sms on every profile, or on its one-memory-slice 1g.",
     )
 
 
@@ -95,30 +96,44 @@ class Mig(CatalogModel):
     )
     profiles: tuple[MigProfile, ...] = Field(description="Supported GPU-instance profiles.")
 
-    def narrowest(self) -> MigProfile | None:
-        """The narrowest compute profile: the 1-slice profile with the fewest memory slices (an H100's 1g.10gb, not its
-        two-memory-slice 1g.20gb, whose 26 SMs are no unit: review sizreview28 D1). None without a 1-slice profile."""
-        ones = [p for p in self.profiles if p.slices == 1]
-        return min(ones, key=lambda p: (self.memory_share(p), p.sms is None, p.sms or 0)) if ones else None
+    def one_memory_slice(self, profile: MigProfile) -> bool:
+        """Whether the profile holds one memory slice: its memorySlices, else its memory share nearer one slice than two
+        (an H100's 1g.10gb at 9.75 of 79 GiB, not its 1g.20gb)."""
+        if profile.memorySlices is not None:
+            return profile.memorySlices == 1
+        return self.memory_share(profile) * (self.memorySlices or self.computeSlices) < 1.5
 
-    def one_slice_sms(self) -> int | None:
-        """SMs of the narrowest compute profile: the unit the fallback counts a profile without its own SMs in (None where
-        that profile lists none; a wider 1g's SMs are never the unit)."""
-        one = self.narrowest()
-        return None if one is None else one.sms
+    def sm_unit(self) -> MigProfile | None:
+        """The profile a profile without its own SMs is counted in: the 1-slice profile with one memory slice (an H100's
+        1g.10gb at 16 SMs). A two-memory-slice 1g is never the unit, present or alone: its SMs are no compute slice's (an
+        H100's 1g.20gb has 26, and 3 x 26 planned a 3g at 78 of 132 SMs where the lgip gives 60: reviews sizreview28 D1,
+        sizreview29 D1). Among twins (1g.10gb and 1g.10gb+me) the one listing SMs, then the fewest. None without one."""
+        ones = [p for p in self.profiles if p.slices == 1 and self.one_memory_slice(p)]
+        return min(ones, key=lambda p: (p.sms is None, p.sms or 0)) if ones else None
 
     def fallback_sms(self, profile: MigProfile) -> int | None:
-        """The profile's compute slices x the narrowest profile's SMs, uncapped: what AL287 checks against mig.sms."""
-        one = self.one_slice_sms()
-        return None if one is None or self.sms is None else profile.slices * one
+        """The one rule for a profile without its own SMs: its compute slices x the unit's (sm_unit) SMs, uncapped, where the
+        GPU's and the unit's SMs are known; else None (compute slices / computeSlices). AL287 checks it, x maxCount,
+        against mig.sms, and refuses a GPU where it is None beside listed SMs (mixed_basis)."""
+        unit = self.sm_unit()
+        if self.sms is None or unit is None or unit.sms is None:
+            return None
+        return profile.slices * unit.sms
+
+    def mixed_basis(self) -> MigProfile | None:
+        """The first profile that would be planned on another basis than its siblings: with mig.sms and some profile's
+        SMs listed, a profile without its own that fallback_sms cannot count sits at compute slices / 7 beside SM shares
+        (an H100's 1g.10gb at 0.143 for the lgip's 16 / 132 = 0.121: review sizreview29 G2). AL287 refuses it."""
+        if self.sms is None or all(p.sms is None for p in self.profiles):
+            return None
+        return next((p for p in self.profiles if p.sms is None and self.fallback_sms(p) is None), None)
 
     def profile_sms(self, profile: MigProfile) -> int | None:
-        """The profile's SMs: its own (the SM column of `nvidia-smi mig -lgip`), else its compute slices x the narrowest
-        profile's SMs where the GPU's SMs are known (review sizreview27 R3: a profile without SMs beside siblings with them
-        mixed two bases on one GPU, 1/7 = 0.143 against 14/108 = 0.130 on an A100), and never more than the whole GPU's
-        (review sizreview28 D1: a user catalog planned a 7g at 182 of 108 SMs). The fallback never exceeds a listed
-        count: every lgip published has a profile at least slices x its 1g's SMs (A100 14 x slices exactly; H100 / H200
-        3g 60 >= 48, 7g 132 >= 112; B200 2g 36 = 2 x 18, its two-memory-slice 1g 30 >= 18). None without the GPU's SMs."""
+        """The profile's SMs: its own (the SM column of `nvidia-smi mig -lgip`), else fallback_sms, never more than the
+        whole GPU's (AL287 refuses a count past it; the cap keeps a share at most 1 on a catalog not yet validated). None
+        without the GPU's SMs or a unit to count in. The fallback never exceeds a listed count: every lgip published has a
+        profile at least slices x its one-memory-slice 1g's SMs (A100 14 x slices exactly; H100 / H200 3g 60 >= 48, 7g
+        132 >= 112; B200 2g 36 = 2 x 18)."""
         if self.sms is None:
             return None
         if profile.sms is not None:
@@ -138,10 +153,12 @@ class Mig(CatalogModel):
     def compute_basis(self, profile: MigProfile) -> str:
         """What compute_share reads for the profile, for the notes and --explain."""
         sms = self.profile_sms(profile)
-        if sms is not None and profile.sms is None:
-            capped = ", capped at the whole GPU's" if sms < profile.slices * (self.one_slice_sms() or 0) else ""
-            return (f"{sms} of {self.sms} SMs ({profile.slices} compute slices x the 1-slice profile's {self.one_slice_sms()}"
-                    f"{capped}: no SM count is listed for it)")  # fmt: skip
+        fallback = self.fallback_sms(profile)
+        unit = self.sm_unit()
+        if sms is not None and profile.sms is None and fallback is not None and unit is not None:
+            capped = ", capped at the whole GPU's" if sms < fallback else ""
+            return (f"{sms} of {self.sms} SMs ({profile.slices} compute slices x the {unit.name}'s {unit.sms}{capped}: no SM "
+                    "count is listed for it)")  # fmt: skip
         if sms is not None:
             return f"{sms} of {self.sms} SMs"
         return f"compute slices / {self.computeSlices}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from alicerce.catalog.models import Mig
+from alicerce.catalog.models import Mig, MigProfile
 from alicerce.rules.base import Finding, RuleContext, RuleSet, S
 from alicerce.spec.paths import SpecPath
 
@@ -67,32 +67,38 @@ def user_instance_gpu(ctx: RuleContext) -> Iterable[Finding]:
 @rules.rule(
     "AL287",
     "user-gpu-mig-sms",
-    "A MIG profile's SMs of the spec's catalog are given with the GPU's, and its instances' SMs, listed or counted, fit in them.",
+    "A MIG profile's SMs of the spec's catalog are given with the GPU's, listed or countable on every profile once any is, "
+    "and its instances' SMs, listed or counted, fit in them.",
 )
 def user_gpu_mig_sms(ctx: RuleContext) -> Iterable[Finding]:
     """A profile's SMs are its share of the GPU's peak FLOP/s only against the GPU's own (Mig.compute_share): a 1g
     profile at 200 SMs on a GPU of 98 planned a slice twice the GPU, and SMs without mig.sms were silently dropped for
     compute slices / 7 (review sizreview27 R4). The maxCount instances of one profile run side by side on disjoint
     SMs, so a profile has at most mig.sms / maxCount (a 1g.24gb at 108 of 108 planned a 4g at 4x the GPU), and a
-    profile without SMs is counted at its slices x the narrowest profile's, which must fit too (review sizreview28 D1).
-    The bound is per profile: an H100's two-memory-slice 1g.20gb has 26 SMs, above 132 / 7 but within 132 / 4."""
+    profile without SMs is counted at its slices x the one-memory-slice 1g's (Mig.fallback_sms), which must fit too
+    (review sizreview28 D1). One GPU has one basis: where some profile lists SMs, a profile neither listing nor countable
+    is refused, not planned at slices / 7 beside them (review sizreview29 G2). The bound is per profile: an H100's
+    two-memory-slice 1g.20gb has 26 SMs, above 132 / 7 but within 132 / 4."""
     for i, gpu in enumerate(ctx.spec.catalog.gpus):
         if gpu.mig is not None:
             yield from _mig_sms(gpu.mig, gpu.id, S.catalog.gpus[i].mig)
 
 
 def _mig_sms(mig: Mig, gpu: str, path: SpecPath) -> Iterable[Finding]:
-    unit = mig.narrowest()
+    unit = mig.sm_unit()
     # a unit that fails its own check is the one error: the counts made from it would repeat it
     unit_fits = unit is not None and unit.sms is not None and mig.sms is not None and unit.sms * max(unit.maxCount, 1) <= mig.sms
+    mixed = mig.mixed_basis()
     for j, profile in enumerate(mig.profiles):
         here = path.profiles[j]
         if profile.sms is None:
-            counted = mig.fallback_sms(profile)
-            if unit_fits and unit is not None and mig.sms is not None and counted is not None and counted > mig.sms:
-                yield Finding(here, f"{profile.name} lists no sms, and its {profile.slices} compute slices x the {unit.name}'s "
-                              f"{mig.one_slice_sms()} SMs count {counted}, more than the {mig.sms} of the whole {gpu} (mig.sms)",
-                              f"give {profile.name} its sms (the SM column of `nvidia-smi mig -lgip`)", profile.name)  # fmt: skip
+            if profile is mixed:
+                yield Finding(here, f"{gpu} lists sms on some MIG profiles, and {profile.name} has none and no 1-slice profile "
+                              "with one memory slice lists its sms to count them from: it would be planned at compute slices "
+                              f"/ {mig.computeSlices} beside SM shares", "list sms on every profile, or on its "
+                              "one-memory-slice 1g", profile.name)  # fmt: skip
+            if unit_fits:
+                yield from _counted_sms(mig, profile, gpu, here)
         elif mig.sms is None:
             yield Finding(here.sms, f"{profile.name}'s sms are its share of the GPU's, and {gpu} gives no mig.sms: "
                           "they change nothing", "set mig.sms (the SMs of the whole GPU), or remove this", profile.sms)  # fmt: skip
@@ -105,3 +111,16 @@ def _mig_sms(mig: Mig, gpu: str, path: SpecPath) -> Iterable[Finding]:
                           f"{profile.sms * profile.maxCount}, more than the {mig.sms} of the whole {gpu} (mig.sms): they run "
                           "on disjoint SMs", f"at most {mig.sms // profile.maxCount}: the SM column of `nvidia-smi mig -lgip`",
                           profile.sms)  # fmt: skip
+
+
+def _counted_sms(mig: Mig, profile: MigProfile, gpu: str, here: SpecPath) -> Iterable[Finding]:
+    """A counted profile's maxCount instances run on disjoint SMs like a listed one's (review sizreview29 G1: a 1g twin at
+    132 SMs counted its seven-instance sibling at 132 each, 924 of 132)."""
+    unit, counted, whole = mig.sm_unit(), mig.fallback_sms(profile), mig.sms
+    instances = max(profile.maxCount, 1)
+    if unit is None or counted is None or whole is None or counted * instances <= whole:
+        return
+    need = f"count {counted}" if instances == 1 else f"count {counted} an instance, {counted * instances} for its {instances} (maxCount)"
+    yield Finding(here, f"{profile.name} lists no sms, and its {profile.slices} compute slices x the {unit.name}'s {unit.sms} "
+                  f"SMs {need}, more than the {whole} of the whole {gpu} (mig.sms)",
+                  f"give {profile.name} its sms (the SM column of `nvidia-smi mig -lgip`)", profile.name)  # fmt: skip

@@ -114,6 +114,13 @@ def moe_experts(ctx: RuleContext) -> Iterable[Finding]:
         if experts.per_token > experts.total:
             yield Finding(path.per_token, f"each token is routed to {experts.per_token} of only {experts.total} experts",
                           "perToken must not exceed total", experts.per_token, resource=w.name)  # fmt: skip
+        elif experts.per_token == experts.total:
+            # every token through every expert skips none: the model's compute is dense, its active parameters all of
+            # them, and the routed experts' size (parameters - activeParameters) / (total - perToken) has no divisor
+            # (review sizreview29 N1: the plan said the experts were "not declared" and AL383 / AL390 kept silent)
+            yield Finding(path.per_token, f"each token is routed to all {experts.total} experts: none is skipped, so the model "
+                          "computes as a dense one", "perToken below total (the experts a router picks per token), or "
+                          "remove experts and architecture: moe", experts.per_token, resource=w.name)  # fmt: skip
         if experts.layers is not None and model.layers is not None and experts.layers > model.layers:
             yield Finding(path.layers, f"{experts.layers} expert layers in a {model.layers}-layer model", None, experts.layers,
                           resource=w.name)  # fmt: skip
@@ -432,12 +439,19 @@ def _start_gpu(ctx: RuleContext, w: Workload, pools: dict[str, ResolvedPool]) ->
 
 
 def _training_gpus(ctx: RuleContext, w: Workload, pools: dict[str, ResolvedPool]) -> dict[str, Gpu]:
-    """Where AL388 looks for a GPU that runs a precision, by the pool (or pin) it names: the start GPU, else every pool
-    the placement may pick (resolve.eligibility: the purposes that run its kind, the pools its team holds quota on)."""
+    """Where AL388 looks for a GPU that runs a precision, by the pool (or pin) it names, and AL330's hint with it: the
+    start GPU, else every pool the placement may pick (_eligible_gpus)."""
     gpu = _start_gpu(ctx, w, pools)
     if gpu is not None:
         pool = pools.get(w.pool or "")
         return {pool.name if pool is not None and pool.gpu is gpu else "accelerator": gpu}
+    return _eligible_gpus(ctx, w)
+
+
+def _eligible_gpus(ctx: RuleContext, w: Workload) -> dict[str, Gpu]:
+    """The GPU of every pool the placement may pick for a workload that names none (resolve.eligibility: the purposes
+    that run its kind, the pools its team holds quota on), by pool: the one place AL330's hint and AL388 read it
+    (review sizreview29 N2: each built it)."""
     return {pool.name: pool.gpu for _, pool in eligible(w, ctx.resolved, None) if pool.gpu is not None}
 
 
@@ -445,7 +459,7 @@ def _refused_everywhere(ctx: RuleContext, w: Workload, index: int) -> Iterable[F
     """AL388 for a workload the placement places: refused where every pool it may pick refuses the precision (the plan
     tries them all and its PL303 names each: plan.placement._all_refused). Review sizreview26 N7: fp8 LoRA on an
     A100-only platform validated, then `plan` refused it; one pool that runs it is the placement's to pick."""
-    gpus = {pool.name: pool.gpu for _, pool in eligible(w, ctx.resolved, None) if pool.gpu is not None}
+    gpus = _eligible_gpus(ctx, w)
     refusals = {name: gpu.training_refusal(w.precision, w.fp8_recipe) for name, gpu in gpus.items()}
     if not refusals or any(r is None for r in refusals.values()):
         return  # no pool runs its kind (PL301's), or one runs the precision
@@ -630,13 +644,16 @@ def _adapter_shadowed(w: Workload, i: int) -> Iterable[Finding]:
     if w.method not in ("lora", "qlora"):
         yield Finding(path.adapter, f"adapter is read by a lora or qlora run only: method {w.method or 'unset'} trains no "
                       "adapters", "remove it, or set method: lora or qlora", key=True, resource=w.name)  # fmt: skip
+    elif (why := adapters_uncounted(w)) is None:
+        return
     elif model.layers is None or model.hidden_size is None:
         yield Finding(path.adapter, "the adapters' count needs the model's layers and hiddenSize: without them the plan takes "
                       "1% of the base and adapter changes nothing", "declare model.layers and model.hiddenSize",
                       key=True, resource=w.name)  # fmt: skip
-    elif model.architecture == "moe" and w.adapter.targets == "all-linear" and model.experts is None:
-        yield Finding(path.adapter, "the routed experts' adapters need model.experts: without it the plan takes 1% of the base "
-                      "and adapter changes nothing", "declare model.experts (total and perToken)", key=True, resource=w.name)  # fmt: skip
+    else:  # a MoE on all linear layers without its routed experts (adapters_uncounted, the one predicate)
+        yield Finding(path.adapter, f"the routed experts' adapters are counted from model.experts, and {why}: the plan takes "
+                      "1% of the base and adapter changes nothing", "declare model.experts (total, and perToken below it)",
+                      key=True, resource=w.name)  # fmt: skip
 
 
 def _reads_tied_embeddings(w: Workload) -> bool:
@@ -688,7 +705,8 @@ def field_shadowed(ctx: RuleContext) -> Iterable[Finding]:
         # same whatever the attention widths (the FFN width is what the attention leaves: review sizreview26 N1), but
         # calling kvHeads unread there had the user remove it and AL390 then bound the rank by the default 8 KV heads,
         # not the model's (review sizreview27 R1)
-        counted = model.layers is not None and model.hidden_size is not None and not isinstance(model.attention, LatentAttention)
+        # (adapters_uncounted: the plan's own predicate; MLA's k and v adapters read its kvLoraRank, not kvHeads)
+        counted = adapters_uncounted(w) is None and not isinstance(model.attention, LatentAttention)
         lora = w.method in ("lora", "qlora") and counted
         if w.kind in SCHEDULED and not lora:
             if model.kv_heads is not None:

@@ -113,8 +113,74 @@ def test_a_profiles_instances_and_its_counted_sms_fit_in_the_gpus() -> None:
         "need 224, more than the 56 of the whole A30-24GB (mig.sms): they run on disjoint SMs (at most 14: the SM column of "
         "`nvidia-smi mig -lgip`)"
     ], whole
-    # two 1g instances at 20 SMs fit (40 of 56), but the 4g.24gb counted at 4 x 20 = 80 does not
+    # two 1g instances at 20 SMs fit (40 of 56), but the 4g.24gb counted at 4 x 20 = 80 does not, nor do the 2g.12gb's
+    # two instances counted at 2 x 20 = 40 each, 80 in all (review sizreview29 G1: counted SMs x maxCount too)
     counted = _al287(with_sms.replace("memorySlices: 1, maxCount: 4}", "memorySlices: 1, maxCount: 2, sms: 20}"))
-    expected = ("catalog.gpus[0].mig.profiles[2]: 4g.24gb lists no sms, and its 4 compute slices x the 1g.6gb's 20 SMs "
+    expected = ("catalog.gpus[0].mig.profiles[1]: 2g.12gb lists no sms, and its 2 compute slices x the 1g.6gb's 20 SMs "
+                "count 40 an instance, 80 for its 2 (maxCount), more than the 56 of the whole A30-24GB",
+                "catalog.gpus[0].mig.profiles[2]: 4g.24gb lists no sms, and its 4 compute slices x the 1g.6gb's 20 SMs "
                 "count 80, more than the 56 of the whole A30-24GB")  # fmt: skip
-    assert len(counted) == 1 and expected in counted[0], counted
+    assert len(counted) == 2 and all(e in c for e, c in zip(expected, counted, strict=True)), counted
+
+
+def test_a_gpu_with_some_profiles_sms_counts_the_rest_from_its_one_memory_slice_1g_or_is_refused() -> None:
+    """Review sizreview29 D1 / G2: a user H100 (mig.sms 132) listing the real 1g.20gb (26 SMs, two memory slices) and 7g
+    (132), without a 1g.10gb, counted its 3g at 3 x 26 = 78 SMs (0.591, the lgip's 60 give 0.455) and planned a 3g the
+    real one can't serve. A two-memory-slice 1g is no unit, and a GPU listing some profiles' SMs but unable to count the
+    rest from a one-memory-slice 1g would mix SM shares with slices / 7: AL287 refuses it at the first such profile."""
+    from alicerce.catalog.models import Mig, MigProfile
+
+    subset = (ROOT / "tests" / "catalog" / "data" / "mig-h100x-subset.yaml").read_text()
+    found = _al287(subset)
+    assert len(found) == 1 and "catalog.gpus[0].mig.profiles[1]: H100X-80GB lists sms on some MIG profiles, and 2g.20gb" in found[0]
+    assert found[0].endswith("(list sms on every profile, or on its one-memory-slice 1g)"), found
+    mig = Mig.model_validate(yaml.safe_load(subset)["catalog"]["gpus"][0]["mig"])
+    assert mig.sm_unit() is None and mig.fallback_sms(mig.profiles[2]) is None and mig.mixed_basis() == mig.profiles[1]
+    # adding the real 1g.10gb (16 SMs, one memory slice) makes it the unit: 3g at 48, within the lgip's 60
+    ten = "- {name: 1g.10gb, slices: 1, memoryGiB: 9.75, memorySlices: 1, maxCount: 7, sms: 16}\n          "
+    fixed = subset.replace("- {name: 1g.20gb", ten + "- {name: 1g.20gb")
+    assert _al287(fixed) == []
+    mig = Mig.model_validate(yaml.safe_load(fixed)["catalog"]["gpus"][0]["mig"])
+    assert mig.profile_sms(mig.profiles[3]) == 48 and mig.mixed_basis() is None
+    # without memorySlices a 1g's memory share decides: 9.75 of 79 GiB is one slice of 8, 19.75 two
+    bare = Mig(maxInstances=7, computeSlices=7, memorySlices=8, sms=132, profiles=(
+        MigProfile(name="1g.20gb", slices=1, memoryGiB=19.75, maxCount=4, sms=26),
+        MigProfile(name="1g.10gb", slices=1, memoryGiB=9.75, maxCount=7, sms=16),
+        MigProfile(name="7g.80gb", slices=7, memoryGiB=79, maxCount=1)))  # fmt: skip
+    assert bare.sm_unit() == bare.profiles[1] and bare.profile_sms(bare.profiles[2]) == 112
+
+
+def test_no_built_in_gpu_mixes_mig_sm_bases() -> None:
+    """Every built-in GPU with mig.sms either lists every profile's SMs or counts the rest from its one-memory-slice 1g."""
+    from alicerce.catalog import load_catalog
+    from alicerce.rules.base import S
+    from alicerce.rules.catalog import _mig_sms
+
+    checked = 0
+    for gpu in load_catalog().gpus:
+        if gpu.mig is not None and gpu.mig.sms is not None:
+            assert gpu.mig.mixed_basis() is None, gpu.id
+            assert list(_mig_sms(gpu.mig, gpu.id, S.catalog.gpus[0].mig)) == [], gpu.id
+            checked += 1
+    assert checked >= 6
+
+
+def test_a_counted_profiles_instances_fit_in_the_gpu() -> None:
+    """Review sizreview29 G1: AL287 checked a counted profile for one instance. An H100-like GPU (132 SMs) whose 1g.10gb+me
+    twin (maxCount 1) lists 132 SMs counted the 1g.10gb (maxCount 7) at 132 each, 924 of 132, and planned every 1g at
+    the whole GPU; at 30 SMs, 210 of 132 (the lgip's 16 give 112). At 16 it fits."""
+    from alicerce.catalog.models import Mig, MigProfile
+    from alicerce.rules.base import S
+    from alicerce.rules.catalog import _mig_sms
+
+    def twin(me: int) -> list[str]:
+        mig = Mig(maxInstances=7, computeSlices=7, memorySlices=8, sms=132, profiles=(
+            MigProfile(name="1g.10gb", slices=1, memoryGiB=9.75, memorySlices=1, maxCount=7),
+            MigProfile(name="1g.10gb+me", slices=1, memoryGiB=9.75, memorySlices=1, maxCount=1, sms=me),
+            MigProfile(name="7g.80gb", slices=7, memoryGiB=79, memorySlices=8, maxCount=1, sms=132)))  # fmt: skip
+        return [f.message for f in _mig_sms(mig, "X", S.catalog.gpus[0].mig)]
+
+    assert twin(132) == ["1g.10gb lists no sms, and its 1 compute slices x the 1g.10gb+me's 132 SMs count 132 an instance, "
+                         "924 for its 7 (maxCount), more than the 132 of the whole X (mig.sms)"]  # fmt: skip
+    assert len(twin(30)) == 1 and "210 for its 7" in twin(30)[0]
+    assert twin(16) == []

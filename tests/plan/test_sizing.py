@@ -578,7 +578,7 @@ def test_no_gpu_mixes_mig_compute_bases() -> None:
     gpu-operator 1242 / 1351): 1g.23gb 18, 1g.45gb 30, 2g.45gb 36 of 148 SMs (pytorch/ao 4002's device query), so its
     1g was 18% fast (0.143 for 0.122) and its 1g.45gb 29% slow (0.143 for 0.203); an A100's 1g.10gb / 1g.20gb took 1/7
     beside 1g siblings at 14 / 108 (the MIG user guide's A100-SXM4-40GB lgip lists profile 15 at 14 SMs). A profile
-    without SMs on a GPU with them is counted at slices x the 1-slice profile's SMs, and the note says so."""
+    without SMs on a GPU with them is counted at slices x the one-memory-slice 1g's SMs, and the note says so."""
     for gpu in CATALOG.gpus:
         if gpu.mig is not None and gpu.mig.sms is not None:
             assert all("SMs" in gpu.mig.compute_basis(p) for p in gpu.mig.profiles), gpu.id
@@ -589,8 +589,8 @@ def test_no_gpu_mixes_mig_compute_bases() -> None:
     assert shares == pytest.approx({"1g.23gb": 18 / 148, "1g.45gb": 30 / 148, "2g.45gb": 36 / 148, "3g.90gb": 3 * 18 / 148,
                                     "4g.90gb": 4 * 18 / 148, "7g.180gb": 7 * 18 / 148})  # fmt: skip
     three = next(p for p in b200.mig.profiles if p.name == "3g.90gb")
-    assert b200.mig.compute_basis(three) == ("54 of 148 SMs (3 compute slices x the 1-slice profile's 18: no SM count is "
-                                             "listed for it)")  # fmt: skip
+    assert b200.mig.compute_basis(three) == ("54 of 148 SMs (3 compute slices x the 1g.23gb's 18: no SM count is listed "
+                                             "for it)")  # fmt: skip
     assert {p.name: a40.mig.compute_share(p) for p in a40.mig.profiles if p.slices == 1} == pytest.approx(
         {"1g.5gb": 14 / 108, "1g.10gb": 14 / 108}
     )
@@ -604,8 +604,8 @@ def test_no_gpu_mixes_mig_compute_bases() -> None:
     plan = plan_inference(w, on("B200-SXM-180GB"), SIZING, [])
     assert plan.sharing == "mig 3g.90gb"
     assert (
-        "MIG 3g.90gb is sized on 54 of 148 SMs (3 compute slices x the 1-slice profile's 18: no SM count is listed for "
-        "it) of the compute and 4 of 8 memory slices" in plan.notes
+        "MIG 3g.90gb is sized on 54 of 148 SMs (3 compute slices x the 1g.23gb's 18: no SM count is listed for it) "
+        "of the compute and 4 of 8 memory slices" in plan.notes
     ), plan.notes
     # p99 60 ms: the 1g.45gb (30 SMs) serves it where 1/7 sent it to a 2g.45gb
     w60 = workload(kind="inference", model=SMALL_1B, traffic=traffic, latency={"timeToFirstToken": {"p99": "60ms"}})
@@ -615,8 +615,9 @@ def test_no_gpu_mixes_mig_compute_bases() -> None:
 def test_the_mig_sm_fallback_counts_in_the_narrowest_profile_and_never_past_the_gpu() -> None:
     """Review sizreview28 D1: a user GPU of 108 SMs whose only listed 1g is the two-memory-slice 1g.24gb at 26 SMs
     counted every other profile at slices x 26: the 1g.12gb at 0.241 of the peak, the 7g at 182 of 108 (1.685). The unit
-    is the narrowest profile's (one memory slice); without its SMs the others keep slices / 7, and a count past the
-    GPU is capped. Every built-in profile fits: sms x maxCount and the counted SMs at most mig.sms."""
+    is the 1-slice profile with one memory slice; without its SMs the others keep slices / 7, which AL287 refuses beside
+    listed SMs (sizreview29 G2: mixed_basis), and a count past the GPU is capped. Every built-in profile fits: sms x
+    maxCount and the counted SMs at most mig.sms."""
     from alicerce.catalog.models import Mig, MigProfile
 
     def profile(name: str, slices: int, mem: int, count: int, sms: int | None = None) -> MigProfile:
@@ -628,13 +629,14 @@ def test_the_mig_sm_fallback_counts_in_the_narrowest_profile_and_never_past_the_
     shares = {p.name: mig.compute_share(p) for p in mig.profiles}
     assert shares == pytest.approx({"1g.12gb": 1 / 7, "1g.24gb": 26 / 108, "2g.24gb": 2 / 7, "3g.48gb": 3 / 7,
                                     "4g.48gb": 4 / 7, "7g.96gb": 1.0})  # fmt: skip
+    assert mig.mixed_basis() == mig.profiles[0]
     # with the narrowest profile's SMs, the unit is its 15, not the 1g.24gb's 26
     listed = mig.model_copy(update={"profiles": (profile("1g.12gb", 1, 1, 7, 15), profile("1g.24gb", 1, 2, 4, 26), *rest)})
-    assert listed.profile_sms(listed.profiles[-1]) == 105 and listed.one_slice_sms() == 15
+    assert listed.profile_sms(listed.profiles[-1]) == 105 and listed.sm_unit() == listed.profiles[0]
     # a unit AL287 refuses (20 x 7 = 140 of 108) is still capped at the GPU
     wide = mig.model_copy(update={"profiles": (profile("1g.12gb", 1, 1, 7, 20), *rest)})
     assert wide.compute_share(wide.profiles[-1]) == 1.0
-    assert wide.compute_basis(wide.profiles[-1]) == ("108 of 108 SMs (7 compute slices x the 1-slice profile's 20, capped at "
+    assert wide.compute_basis(wide.profiles[-1]) == ("108 of 108 SMs (7 compute slices x the 1g.12gb's 20, capped at "
                                                      "the whole GPU's: no SM count is listed for it)")  # fmt: skip
     for gpu in CATALOG.gpus:
         if gpu.mig is not None and gpu.mig.sms is not None:

@@ -142,6 +142,24 @@ def test_qlora_fp8_hint_reads_the_pools_al388_reads() -> None:
     assert errors(ft.replace("method: qlora", "method: lora")) == []  # the advice taken validates
 
 
+def test_al330_and_al388_read_one_eligible_gpu_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review sizreview29 N2: AL330's hint and AL388 each built the GPUs of the pools a placed workload may run on; they
+    agreed by construction only. One helper now decides it: what it answers, both rules read (here the H100 pool alone,
+    where the team's quota gives only the A100: AL330 offers lora, and the lora twin passes AL388)."""
+    from alicerce.catalog import load_catalog
+    from alicerce.rules import sizing
+    from alicerce.spec.loader import load_text
+
+    def errors(text: str) -> list[str]:
+        return [e.render() for e in check(load_text(text, "spec.yaml"), on=TODAY).errors]
+
+    h100 = load_catalog().gpu("H100-SXM5-80GB")
+    monkeypatch.setattr(sizing, "_eligible_gpus", lambda ctx, w: {"h100": h100})
+    (quota,) = errors(_TWO_POOLS)
+    assert "AL330" in quota and "or method: lora to run its GEMMs in fp8" in quota, quota
+    assert errors(_TWO_POOLS.replace("method: qlora", "method: lora")) == []
+
+
 def test_al390_judges_a_rank_only_where_the_plan_counts_the_adapters() -> None:
     """Review sizreview28 N2: without model.layers the plan takes loraTrainableFraction of the base and the rank counts
     nothing; AL383 says so (and calls kvHeads unread), but AL390 still judged rank 2,048 against the default 8 KV heads
@@ -160,6 +178,31 @@ def test_al390_judges_a_rank_only_where_the_plan_counts_the_adapters() -> None:
     assert rules("{parameters: 70B, layers: 80, hiddenSize: 8192}") == ["AL390"]
     # a MoE on all linear layers without its routed experts: a fraction too
     assert "AL390" not in rules("{parameters: 70B, activeParameters: 7B, architecture: moe, layers: 80, hiddenSize: 8192}")
+
+
+def test_al383_and_al282_read_the_plans_adapter_predicate() -> None:
+    """Review sizreview29 N1: AL383 kept its own copies of when the plan counts a LoRA run's adapters. A MoE routing every
+    token to all 8 experts validated at rank 100,000 (the plan took 1% of the base, saying the experts were undeclared);
+    it is dense compute, and AL282 refuses it. A MoE without its experts on all linear layers had its adapter flagged
+    but not its kvHeads, though the plan reads neither. Both checks now read adapters_uncounted."""
+    from alicerce.spec.loader import load_text
+
+    lora = _TWO_POOLS.replace("method: qlora", "method: lora").replace("precision: fp8", "adapter: {rank: 16}")
+    moe = "{parameters: 30.5B, activeParameters: 3.3B, architecture: moe, layers: 48, hiddenSize: 2048, kvHeads: 4"
+
+    def errors(model: str) -> list[str]:
+        text = lora.replace("model: {parameters: 8B, layers: 32, hiddenSize: 4096}", f"model: {model}")
+        return [e.render() for e in check(load_text(text, "spec.yaml"), on=TODAY).errors]
+
+    every = errors(moe + ", experts: {total: 8, perToken: 8}}")
+    assert sorted(e.split("error[")[1][:5] for e in every) == ["AL282", "AL383", "AL383"], every
+    for said in ("adapter: the routed experts' adapters are counted from model.experts, and every token is routed to all "
+                 "of them (model.experts perToken = total)", "perToken: each token is routed to all 8 experts: none is "
+                 "skipped", "kvHeads changes nothing"):  # fmt: skip
+        assert any(said in e for e in every), (said, every)
+    undeclared = errors(moe + "}")
+    assert len(undeclared) == 2 and "kvHeads changes nothing" in undeclared[1], undeclared
+    assert errors(moe + ", experts: {total: 8, perToken: 2}}") == []
 
 
 def test_al390_on_the_default_kv_heads_offers_to_declare_them() -> None:

@@ -42,7 +42,9 @@ class Experts(SpecModel):
     """The experts of a mixture-of-experts model (all resident in memory, a few routed per token)."""
 
     total: StrictInt = Field(ge=2, le=MAX_WIDTH, description="Routed experts per MoE layer.", examples=[256])
-    per_token: StrictInt = Field(ge=1, le=MAX_WIDTH, description="Experts each token is routed to (top-k).", examples=[8])
+    per_token: StrictInt = Field(
+        ge=1, le=MAX_WIDTH, description="Experts each token is routed to (top-k), fewer than total (AL282).", examples=[8]
+    )
     layers: StrictInt | None = Field(default=None, ge=1, le=MAX_LAYERS, description="Layers with experts; default: every layer.")
     routed_attention: StrictBool = Field(
         default=False,
@@ -399,8 +401,11 @@ def adapters_uncounted(w: Workload) -> str | None:
         return "the spec gives no model.layers and hiddenSize to count r x (in + out) on"
     targets = w.adapter.targets if w.adapter is not None else "all-linear"
     experts = model.experts
-    if model.architecture == "moe" and targets == "all-linear" and (experts is None or experts.total <= experts.per_token):
+    if model.architecture == "moe" and targets == "all-linear" and experts is None:
         return "the routed experts (model.experts) are not declared"
+    if model.architecture == "moe" and targets == "all-linear" and experts is not None and experts.total <= experts.per_token:
+        # AL282 refuses it; the plan of an unchecked spec must still not divide by total - perToken
+        return "every token is routed to all of them (model.experts perToken = total)"
     return None
 
 
