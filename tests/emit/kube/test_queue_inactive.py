@@ -120,7 +120,9 @@ def test_a_queue_stopped_with_its_budget_unspent_starves_its_team(tmp_path: Path
                 "alert_rule_test": [{"eval_time": "6h30m", "alertname": "SLOResearchQueueStarved",
                                      "exp_alerts": [expected(rule, {}, "1")] if fires else []}]}  # fmt: skip
 
-    run_promtool(rp, "aws", [case(0, True), case(share, False)], tmp_path)
+    # the inputs are constant 5-minute samples and the alert's subqueries keep their own 1-minute resolution: evaluated
+    # at the samples' pace (1 m was 390 steps, ~8 CPU-s)
+    run_promtool(rp, "aws", [case(0, True), case(share, False)], tmp_path, every="5m")
 
 
 @needs_promtool
@@ -145,7 +147,7 @@ def test_a_team_whose_budget_only_alerts_has_no_hold_to_mute_on(tmp_path: Path) 
                    "exp_alerts": [expected(rules["SLOResearchQueueStarved"], {}, "1")]},
                   {"eval_time": "6h30m", "alertname": INACTIVE,
                    "exp_alerts": [expected(rules[INACTIVE], {"cluster_queue": "research", "team": "research"}, "0")]}]}]  # fmt: skip
-    run_promtool(rp, "aws", tests, tmp_path)
+    run_promtool(rp, "aws", tests, tmp_path, every="5m")  # constant 5-minute samples: their pace
 
 
 @needs_promtool
