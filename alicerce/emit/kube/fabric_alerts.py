@@ -29,7 +29,7 @@ from alicerce.catalog.alerts import (
     in_service,
     settled,
 )
-from alicerce.emit.kube.kpi import EFA_ERRORS, IB_PORT_ACTIVE, POOL_NODE_LABEL, PORT_LAST_ACTIVE
+from alicerce.emit.kube.kpi import EFA_ERRORS, IB_PORT_ACTIVE, POOL_NODE_LABEL, PORT_FIRST_ACTIVE, PORT_LAST_ACTIVE
 from alicerce.resolve.model import ResolvedPlatform
 
 PORT = "node, device, port"
@@ -150,18 +150,29 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     # /sys/class/infiniband (a PCIe surprise removal, a card not enumerated after a reboot) has no state series at all
     # and is down as well, on a node whose exporter still reports ports (review obsreview6 DEFECT 5), whatever else is
     # ACTIVE beside it: gating it on the node being short of rails silenced an HCA off the bus beside a storage port on
-    # a pool that names no rail devices, 7 rails + 1 storage port read as 8 (review obsreview35 D-1). The rdma role names
-    # devices by PCI address (roles/rdma rdma-naming.rules.j2, NAME_PCI), so an HCA moved to another slot comes back under
-    # another name and the old one is reported too (review obsreview34 N-3), rightly: the slot sets which GPUs share the
-    # adapter's PCIe switch (NCCL's GPU-NIC affinity) and a pool's nodes share one layout (railDevices names one list for
-    # them all), so the runbook says to put it back, and the name ends then, or after the 30 days a port is remembered
-    active = f"(max by ({PORT}) (node_infiniband_state_id) == {IB_PORT_ACTIVE})"
+    # a pool that names no rail devices, 7 rails + 1 storage port read as 8 (review obsreview35 D-1). Unless it was
+    # renamed: the rdma role names devices by PCI address (roles/rdma rdma-naming.rules.j2, NAME_PCI), so a BIOS update,
+    # a card added or removed, a board replaced under the same host name (its PCI buses renumbered) or an adapter moved
+    # to another slot brings rails back ACTIVE under new names, and each old one read as a rail down for the 30 days it
+    # is remembered (reviews obsreview34 N-3, obsreview36 D-1). A node's vanished ports are renamed while as many of its
+    # ports are ACTIVE under names first ACTIVE after the first of them vanished (kpi.PORT_FIRST_ACTIVE), and after the
+    # node's earliest name, so the ports a node had when the record began are never new to it
+    state = f"max by ({PORT}) (node_infiniband_state_id)"
+    active = f"({state} == {IB_PORT_ACTIVE})"
 
     def members(pool: str) -> str:
         return f'max by (node) (kube_node_labels{{{POOL_NODE_LABEL}="{pool}"}})'
 
     def lost(pool: str) -> str:
-        return f"({PORT_LAST_ACTIVE}{devices[pool]} unless on ({PORT}) {active}) * on (node) group_left () ({members(pool)} > 0)"
+        remembered = f"{PORT_LAST_ACTIVE}{devices[pool]}"
+        first = f"{PORT_FIRST_ACTIVE}{devices[pool]}"
+        inactive = f"({remembered} and on ({PORT}) ({state} != {IB_PORT_ACTIVE}))"
+        vanished = f"({remembered} unless on ({PORT}) {state})"
+        since = f"min by (node) ({vanished})"
+        fresh = f"(({first} and on ({PORT}) {active}) > on (node) group_left () min by (node) ({first}))"
+        named_after = f"({fresh} > on (node) group_left () {since})"
+        renamed = f"(count by (node) ({named_after}) >= on (node) count by (node) ({vanished}))"
+        return f"({inactive} or ({vanished} unless on (node) {renamed})) * on (node) group_left () ({members(pool)} > 0)"
 
     down = in_service("(" + " or ".join(f"({lost(p)})" for p in pools) + f") and on (node) {PORTS_REPORTED}")
     # "more than twice": the counter steps by whole downs, but increase() extrapolates the range's first and last
@@ -197,10 +208,9 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
               "Fabric port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.node }} is no longer active",
               "A rail that was up in the last 30 days is down: every job on this node runs its collectives on fewer rails. "
               "Check the cable and switch port (ibstat, mlxlink), then drain the node if it does not come back. A port gone "
-              "from ibstat altogether is reported too (an adapter off the PCIe bus). An adapter moved to another slot comes "
-              "back under its new PCI name and the old one is reported: the slot decides which GPUs share its PCIe switch, "
-              "and the pool's nodes share one layout, so put it back (the report ends then, or after the 30 days a port "
-              "is remembered)."),
+              "from ibstat altogether is reported too (an adapter off the PCIe bus), unless as many ports came up under new "
+              "names since (PCI buses renumbered by a BIOS update or a card added, an adapter moved to another slot: "
+              "the devices are named by PCI address)."),
         Alert(FABRIC_LINK_FLAPPING, flapping, "0m", "warning",
               "Fabric port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.node }} went down more than twice in an hour",
               "A link that keeps failing and retraining points at a bad cable or transceiver: NCCL stalls each time. "

@@ -69,6 +69,9 @@ SERVING_LAST_READY = "workload:serving_ready:last_timestamp"
 # ready yet is no outage (review obsreview6 DEFECT 1)
 SERVING_LAST_EMPTY = "workload:serving_no_live_pod:last_timestamp"
 PORT_LAST_ACTIVE = "node_port:infiniband_active:last_timestamp"
+# when a fabric port was first ACTIVE under its name, kept while PORT_LAST_ACTIVE remembers it: a port named after a
+# rail that vanished tells a renamed rail (a PCI bus renumbered, an adapter moved) from one that is gone
+PORT_FIRST_ACTIVE = "node_port:infiniband_active:first_timestamp"
 # how long they remember: an outage or a rail down for longer is still reported, and a cordon (a drain, a driver
 # upgrade), a Prometheus restart or the alert's own resolution in between does not erase it (review obsreview5 DEFECT 2)
 REMEMBERED_SECONDS = 30 * 86400
@@ -353,6 +356,14 @@ def _last_seen(record: str, present: str, by: str) -> dict[str, Any]:
     now = f"max by ({by}) (0 * ({present}) + time())"
     kept = f"max by ({by}) (last_over_time({record}[1d]) > time() - {REMEMBERED_SECONDS})"
     return _rule(record, f"{now} or {kept}")
+
+
+def _first_seen(record: str, remembered: str, present: str, by: str) -> dict[str, Any]:
+    """A rule recording, per ``by``, the first time ``present`` had a series, kept by its own previous value (up to a
+    day without an evaluation) while ``remembered`` (a :func:`_last_seen` record of the same group, written before it)
+    still holds the series: a reboot or an exporter restart does not make a port new."""
+    kept = f"max by ({by}) (last_over_time({record}[1d])) and on ({by}) {remembered}"
+    return _rule(record, f"({kept}) or max by ({by}) (0 * ({present}) + time())")
 
 
 def any_rate(series: str, matchers: str, window: str) -> str:
@@ -866,12 +877,14 @@ def node_rules(site: ResolvedSite) -> list[dict[str, Any]]:
     # (efa_verbs.c efa_link_gbps_to_speed_and_width); older ones report 100 Gb/s whatever the link (IB_SPEED_EDR,
     # IB_WIDTH_4X), which overstates a faster port's utilisation
     link = f"max by (node) (max by (node, device, port) ({tx}) / max by (node, device, port) (node_infiniband_rate_bytes_per_second))"
+    port_active = f"max by (node, device, port) (node_infiniband_state_id) == {IB_PORT_ACTIVE}"
     rules = [
         _rule(NODE_IB_RX, f"sum by (node) ({rx})"),
         _rule(NODE_IB_TX, f"sum by (node) ({tx})"),
         _rule(NODE_IB_ERRORS, node_errors),
         _rule(NODE_IB_UTIL, link),
-        _last_seen(PORT_LAST_ACTIVE, f"max by (node, device, port) (node_infiniband_state_id) == {IB_PORT_ACTIVE}", "node, device, port"),
+        _last_seen(PORT_LAST_ACTIVE, port_active, "node, device, port"),
+        _first_seen(PORT_FIRST_ACTIVE, PORT_LAST_ACTIVE, port_active, "node, device, port"),
         _rule(NODE_DISK_READ, f"sum by (node) (rate(node_disk_read_bytes_total{{{DISK}}}[5m]))"),
         _rule(NODE_DISK_WRITE, f"sum by (node) (rate(node_disk_written_bytes_total{{{DISK}}}[5m]))"),
         _rule(

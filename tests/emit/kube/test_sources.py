@@ -602,20 +602,27 @@ def test_a_rail_whose_adapter_vanished_is_down(tmp_path: Path) -> None:
 
 
 @needs_promtool
-def test_a_rail_off_the_bus_is_down_whatever_else_is_active(tmp_path: Path) -> None:
+def test_a_rail_off_the_bus_is_down_and_a_renamed_one_is_not(tmp_path: Path) -> None:
     """Review obsreview35 D-1: gating a vanished port on the node being short of rails silenced it where the pool names
-    no rail devices and a storage port is ACTIVE beside the rails (gpu-004: 7 rails + mlx5_8 read as 8). Both nodes'
-    mlx5_7 leaves /sys/class/infiniband at 60m; both are down. gpu-006's adapter moved to another slot (obsreview34 N-3)
-    and came back as mlx5_9: its old name is reported too, as the runbook says (the slot sets its GPUs' PCIe switch)."""
+    no rail devices and a storage port is ACTIVE beside the rails (gpu-004: 7 rails + mlx5_8 read as 8). Each node's
+    mlx5_7 leaves /sys/class/infiniband at 60m unless said otherwise. Down: gpu-004, gpu-005 (no storage port), gpu-008
+    (rebooted at 90m, its other ports back under their names: not new). Renamed, quiet (reviews obsreview34 N-3,
+    obsreview36 D-1): gpu-006's adapter moved to another slot (back as mlx5_9 after the reboot), gpu-007's PCI buses renumbered (all 8
+    rails back as mlx5_10..17). gpu-009 renumbered with one rail missing (7 back): its 8 old names are reported."""
     rp = platform()
     rule = rules_of(rp, "dc1")["FabricPortDown"]
     assert "railDevices" not in (ROOT / "platform.yaml").read_text()  # the case: every device reads as a rail
-    storage, plain, moved = "gpu-004", "gpu-005", "gpu-006"
-    inputs = [s for n in (storage, plain, moved) for s in pool_node(n, "onprem-h100", -3600, minutes=240)]
-    for node in (storage, plain, moved):
+    nodes = [f"gpu-00{i}" for i in range(4, 10)]
+    inputs = [s for n in nodes for s in pool_node(n, "onprem-h100", -3600, minutes=240)]
+    for node in ("gpu-004", "gpu-005", "gpu-006"):
         inputs += [ib_port(node, f"mlx5_{i}", "4x240" if i < 7 else "4x60") for i in range(8)]
-    inputs += [ib_port(storage, "mlx5_8", "4x240"), ib_port(moved, "mlx5_9", "_x60 4x180")]
-    fired = [expected(rule, {"node": n, "device": "mlx5_7", "port": "1"}, "1") for n in (storage, plain, moved)]
+    inputs += [ib_port("gpu-004", "mlx5_8", "4x240"), ib_port("gpu-006", "mlx5_9", "_x70 4x170")]
+    inputs += [ib_port("gpu-008", f"mlx5_{i}", "4x89 _x5 4x146") for i in range(7)] + [ib_port("gpu-008", "mlx5_7", "4x60")]
+    for node, back in (("gpu-007", 8), ("gpu-009", 7)):
+        inputs += [ib_port(node, f"mlx5_{i}", "4x60") for i in range(8)]
+        inputs += [ib_port(node, f"mlx5_{10 + i}", "_x66 4x174") for i in range(back)]
+    fired = [expected(rule, {"node": n, "device": "mlx5_7", "port": "1"}, "1") for n in ("gpu-004", "gpu-005", "gpu-008")]
+    fired += [expected(rule, {"node": "gpu-009", "device": f"mlx5_{i}", "port": "1"}, "1") for i in range(8)]
     (tmp_path / "a").mkdir()
     run_promtool(rp, "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
         {"eval_time": "150m", "alertname": "FabricPortDown", "exp_alerts": fired},
