@@ -210,7 +210,8 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
               "Check the cable and switch port (ibstat, mlxlink), then drain the node if it does not come back. A port gone "
               "from ibstat altogether is reported too (an adapter off the PCIe bus), unless as many ports came up under new "
               "names since (PCI buses renumbered by a BIOS update or a card added, an adapter moved to another slot: "
-              "the devices are named by PCI address)."),
+              "the devices are named by PCI address). Where the pool names its railDevices only those are rails, so a "
+              "rail renamed stays reported until railDevices names its new device."),
         Alert(FABRIC_LINK_FLAPPING, flapping, "0m", "warning",
               "Fabric port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.node }} went down more than twice in an hour",
               "A link that keeps failing and retraining points at a bad cable or transceiver: NCCL stalls each time. "
