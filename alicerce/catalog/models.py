@@ -74,7 +74,8 @@ class MigProfile(CatalogModel):
         ge=1,
         description="Streaming multiprocessors of one instance (the SM column of `nvidia-smi mig -lgip`): with the GPU's "
         "mig.sms, its share of the peak FLOP/s. Instances of one profile hold disjoint SMs, so sms x maxCount is at most "
-        "mig.sms (AL287). Default: its compute slices x the SMs of the GPU's 1-slice profile with one memory slice, where "
+        "mig.sms, and a one-memory-slice 1g is one compute slice's SMs, so its sms x computeSlices is too (AL287). "
+        "Default: its compute slices x the SMs of the GPU's 1-slice profile with one memory slice, where "
         "mig.sms and that profile's sms are given; else its compute slices of the GPU's. AL287 refuses a GPU that lists sms "
         "on some profiles and can count the rest neither way: list sms on every profile, or on its one-memory-slice 1g.",
     )

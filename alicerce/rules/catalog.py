@@ -78,7 +78,8 @@ def user_gpu_mig_sms(ctx: RuleContext) -> Iterable[Finding]:
     profile without SMs is counted at its slices x the one-memory-slice 1g's (Mig.fallback_sms), which must fit too
     (review sizreview28 D1). One GPU has one basis: where some profile lists SMs, a profile neither listing nor countable
     is refused, not planned at slices / 7 beside them (review sizreview29 G2). The bound is per profile: an H100's
-    two-memory-slice 1g.20gb has 26 SMs, above 132 / 7 but within 132 / 4."""
+    two-memory-slice 1g.20gb has 26 SMs, above 132 / 7 but within 132 / 4; a one-memory-slice 1g is one compute slice,
+    so its SMs x computeSlices fit too (review sizreview30 G1)."""
     for i, gpu in enumerate(ctx.spec.catalog.gpus):
         if gpu.mig is not None:
             yield from _mig_sms(gpu.mig, gpu.id, S.catalog.gpus[i].mig)
@@ -87,7 +88,7 @@ def user_gpu_mig_sms(ctx: RuleContext) -> Iterable[Finding]:
 def _mig_sms(mig: Mig, gpu: str, path: SpecPath) -> Iterable[Finding]:
     unit = mig.sm_unit()
     # a unit that fails its own check is the one error: the counts made from it would repeat it
-    unit_fits = unit is not None and unit.sms is not None and mig.sms is not None and unit.sms * max(unit.maxCount, 1) <= mig.sms
+    unit_fits = unit is not None and unit.sms is not None and mig.sms is not None and _slice_fits(mig, unit)
     mixed = mig.mixed_basis()
     for j, profile in enumerate(mig.profiles):
         here = path.profiles[j]
@@ -111,6 +112,25 @@ def _mig_sms(mig: Mig, gpu: str, path: SpecPath) -> Iterable[Finding]:
                           f"{profile.sms * profile.maxCount}, more than the {mig.sms} of the whole {gpu} (mig.sms): they run "
                           "on disjoint SMs", f"at most {mig.sms // profile.maxCount}: the SM column of `nvidia-smi mig -lgip`",
                           profile.sms)  # fmt: skip
+        elif not _slice_fits(mig, profile):
+            yield Finding(here.sms, f"{profile.name} is one compute slice (with one memory slice), and its {profile.sms} SMs x "
+                          f"the {mig.computeSlices} compute slices of {gpu} make {profile.sms * mig.computeSlices}, more than its "
+                          f"{mig.sms} (mig.sms): the other profiles are counted in these SMs", f"at most "
+                          f"{mig.sms // mig.computeSlices}: the SM column of `nvidia-smi mig -lgip`", profile.sms)  # fmt: skip
+
+
+def _slice_fits(mig: Mig, profile: MigProfile) -> bool:
+    """Whether a listed profile's SMs fit in the whole GPU's: x its maxCount instances (they run on disjoint SMs), and for
+    a one-memory-slice 1g x the GPU's computeSlices too. That 1g is one compute slice's SMs, the unit the unlisted
+    profiles are counted in (Mig.sm_unit), and a twin listed at maxCount 1 (1g.10gb+me) bounded it by nothing: at 132 of
+    132 it planned a 1g as the whole GPU, at 26 (the 1g.20gb's copied) a 4g at 104 of 132 SMs where the lgip gives 64
+    (review sizreview30 G1). Every published table meets it: A100 14 x 7 = 98 <= 108, H100 / H200 16 x 7 = 112 <= 132,
+    B200 18 x 7 = 126 <= 148, A30 14 x 4 = 56 of 56."""
+    sms, whole = profile.sms, mig.sms
+    if sms is None or whole is None:
+        return True
+    per_slice = profile.slices == 1 and mig.one_memory_slice(profile)
+    return sms * max(profile.maxCount, 1) <= whole and (not per_slice or sms * mig.computeSlices <= whole)
 
 
 def _counted_sms(mig: Mig, profile: MigProfile, gpu: str, here: SpecPath) -> Iterable[Finding]:

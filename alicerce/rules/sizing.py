@@ -16,6 +16,7 @@ from alicerce.spec.models.storage import ParallelFsTier
 from alicerce.spec.models.workloads import (
     DEFAULT_SEQUENCE,
     LatentAttention,
+    Model,
     SlidingWindowAttention,
     Workload,
     adapters_uncounted,
@@ -119,8 +120,8 @@ def moe_experts(ctx: RuleContext) -> Iterable[Finding]:
             # them, and the routed experts' size (parameters - activeParameters) / (total - perToken) has no divisor
             # (review sizreview29 N1: the plan said the experts were "not declared" and AL383 / AL390 kept silent)
             yield Finding(path.per_token, f"each token is routed to all {experts.total} experts: none is skipped, so the model "
-                          "computes as a dense one", "perToken below total (the experts a router picks per token), or "
-                          "remove experts and architecture: moe", experts.per_token, resource=w.name)  # fmt: skip
+                          "computes as a dense one", "lower perToken below total to the experts a router picks per token, "
+                          "or remove experts and architecture: moe", experts.per_token, resource=w.name)  # fmt: skip
         if experts.layers is not None and model.layers is not None and experts.layers > model.layers:
             yield Finding(path.layers, f"{experts.layers} expert layers in a {model.layers}-layer model", None, experts.layers,
                           resource=w.name)  # fmt: skip
@@ -650,10 +651,12 @@ def _adapter_shadowed(w: Workload, i: int) -> Iterable[Finding]:
         yield Finding(path.adapter, "the adapters' count needs the model's layers and hiddenSize: without them the plan takes "
                       "1% of the base and adapter changes nothing", "declare model.layers and model.hiddenSize",
                       key=True, resource=w.name)  # fmt: skip
-    else:  # a MoE on all linear layers without its routed experts (adapters_uncounted, the one predicate)
+    elif model.experts is None:  # a MoE on all linear layers without its routed experts (adapters_uncounted)
         yield Finding(path.adapter, f"the routed experts' adapters are counted from model.experts, and {why}: the plan takes "
-                      "1% of the base and adapter changes nothing", "declare model.experts (total, and perToken below it)",
-                      key=True, resource=w.name)  # fmt: skip
+                      "1% of the base and adapter changes nothing", "declare model.experts: total, and the perToken a "
+                      "router picks below it", key=True, resource=w.name)  # fmt: skip
+    # else the experts are declared with perToken at or past total: AL282 says so, and fixing it has the adapters
+    # counted; a second finding asked to declare experts already declared (review sizreview30 N1)
 
 
 def _reads_tied_embeddings(w: Workload) -> bool:
@@ -668,6 +671,35 @@ def _reads_tied_embeddings(w: Workload) -> bool:
         return True
     targets = w.adapter.targets if w.adapter is not None else "all-linear"
     return targets == "all-linear" and adapters_uncounted(w) is None
+
+
+def _reads_kv_heads(w: Workload) -> bool:
+    """Whether a LoRA run reads model.kvHeads, or will once the spec's other findings are fixed: its k and v adapters are
+    r x (hidden + kvHeads x headDim) on a model with layers and hiddenSize (MLA's read kvLoraRank instead). A MoE without
+    its routed experts, or with perToken = total, is not judged by adapters_uncounted here: AL383's "declare
+    model.experts" or AL282's "perToken below total" makes the plan count the adapters again, and a kvHeads removed on
+    the word "changes nothing" then left AL390 bounding the rank by the default 8 KV heads (review sizreview30 G2, the
+    trap of sizreview27 R1). Nor is a model without layers or hiddenSize whose adapter block AL383 asks them for."""
+    model = w.model
+    if model is None or w.method not in ("lora", "qlora") or isinstance(model.attention, LatentAttention):
+        return False
+    shaped = model.layers is not None and model.hidden_size is not None
+    return shaped or w.adapter is not None
+
+
+def _kv_heads_unread(w: Workload, model: Model, i: int) -> Finding:
+    """AL383 on a trained model's kvHeads, saying why in the run's own terms (a LoRA run's k and v adapters read it in
+    general, so telling a LoRA run so beside "remove it" contradicted itself: review sizreview30 G2)."""
+    at = S.workloads[i].model.kv_heads
+    if w.method not in ("lora", "qlora"):
+        why, hint = "it sizes a served model's KV cache and a LoRA run's k and v adapters", "remove it"
+    elif isinstance(model.attention, LatentAttention):
+        why, hint = "multi-head latent attention's k and v adapters are sized by its kvLoraRank", "remove it"
+    else:  # no layers or hiddenSize, and no adapter block asking for them: the adapters are loraTrainableFraction
+        why = "without model.layers and hiddenSize the adapters are a fraction of the base, not counted on the KV heads"
+        hint = "remove it, or declare model.layers and hiddenSize to count the adapters"
+    return Finding(at, f"training throughput and memory do not depend on the KV heads: kvHeads changes nothing here ({why})",
+                   hint, key=True, resource=w.name)  # fmt: skip
 
 
 @rules.rule("AL383", "field-shadowed", "No declared field is one that another declared field, or the workload's kind, leaves unread.")
@@ -705,14 +737,10 @@ def field_shadowed(ctx: RuleContext) -> Iterable[Finding]:
         # same whatever the attention widths (the FFN width is what the attention leaves: review sizreview26 N1), but
         # calling kvHeads unread there had the user remove it and AL390 then bound the rank by the default 8 KV heads,
         # not the model's (review sizreview27 R1)
-        # (adapters_uncounted: the plan's own predicate; MLA's k and v adapters read its kvLoraRank, not kvHeads)
-        counted = adapters_uncounted(w) is None and not isinstance(model.attention, LatentAttention)
-        lora = w.method in ("lora", "qlora") and counted
+        lora = _reads_kv_heads(w)
         if w.kind in SCHEDULED and not lora:
             if model.kv_heads is not None:
-                why = " (it sizes a served model's KV cache and a LoRA run's k and v adapters)"
-                yield Finding(path.model.kv_heads, "training throughput and memory do not depend on the KV heads: kvHeads changes "
-                              f"nothing here{why}", "remove it", key=True, resource=w.name)  # fmt: skip
+                yield _kv_heads_unread(w, model, i)
             # with declared query heads training reads headDim too: attention's width is heads x headDim (Gemma 2 9B: 16 x
             # 256 on 3,584; plan.sizing.attention_width)
             if model.head_dim is not None and model.heads is None and not isinstance(model.attention, LatentAttention):
