@@ -67,6 +67,7 @@ AUDIT: dict[str, tuple[str, str]] = {
     "environments{}.sites[].controlPlaneEndpoint": ("ApiEndpoint", "kubespray variables, kubeconfigs"),
     "environments{}.sites[].controlPlane.hosts[]": ("rule AL221", "inventory host names, kubespray"),
     "environments{}.sites[].controlPlane.loadBalancer.interface": ("Interface", "kube-vip settings (kubespray)"),
+    "environments{}.sites[].timeSync.servers[]": ("Host", "kubespray's ntp_servers, chrony.conf server lines"),
     "environments{}.sites[].kubeconfigSecret": ("SecretName", "Pulumi config key name in resolved.json and READMEs"),
     "environments{}.sites[].nodeSoftware.lustreMirror.url": ("Url", "apt sources file (parallel_fs_client role)"),
     "environments{}.sites[].nodeSoftware.lustreMirror.key": ("Url", "alicerce_apt_key download URL"),
