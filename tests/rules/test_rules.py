@@ -17,6 +17,7 @@ from alicerce.rules import all_rules
 from alicerce.rules.examples import base_document, examples, fixture_ids, patched
 from alicerce.rules.validate import check
 from tests.conftest import TODAY
+from tests.plan.test_platform_plan import FP8_ON_TWO_GENERATIONS
 
 
 def _cases() -> list[tuple[str, str, int, str]]:
@@ -76,40 +77,10 @@ def test_qlora_fp8_hint_names_lora_only_where_a_gpu_runs_fp8() -> None:
     assert "or method: lora" not in hints[2] and "none it may run on has them (infer: A100-SXM4-40GB)" in hints[2], hints[2]
 
 
-# review sizreview28's repro: an A100 and an H100 training pool, the team's quota on the A100 pool only
-_TWO_POOLS = """\
-apiVersion: alicerce.dev/v1
-kind: Platform
-metadata: {name: sr20, owner: a@example.com, costCenter: CC-0000}
-environments:
-  prod:
-    tier: production
-    sites:
-      - {name: aws, provider: aws, account: "123456789012", region: us-east-1, zones: [us-east-1a, us-east-1b], vpcCidr: 10.0.0.0/16}
-nodePools:
-  - {name: system, site: aws, purpose: system, aws: {instanceType: m7i.2xlarge}, scaling: {min: 2, max: 3}}
-  - name: a100
-    site: aws
-    purpose: training
-    accelerator: "A100-SXM4-80GB:8"
-    aws: {instanceType: p4de.24xlarge, zone: us-east-1a}
-    scaling: {min: 0, max: 16}
-    taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
-  - name: h100
-    site: aws
-    purpose: training
-    accelerator: "H100-SXM5-80GB:8"
-    aws: {instanceType: p5.48xlarge, zone: us-east-1a}
-    scaling: {min: 0, max: 16}
-    taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
-monitoring:
-  receivers:
-    - {name: oncall, kind: pagerduty, secret: {name: s, key: u}, severities: [critical]}
-    - {name: tickets, kind: slack, secret: {name: s, key: v}}
-    - {name: heartbeat, kind: webhook, secret: {name: alertmanager-heartbeat, key: url}, heartbeat: true}
-tenancy:
-  teams:
-    - {name: ml, groups: [ml], quotas: [{pool: a100, gpus: 128}]}
+# review sizreview28's repro: the plan tests' A100 and H100 training pools, the team's quota on the A100 pool only
+_TWO_POOLS = (
+    FP8_ON_TWO_GENERATIONS.split("workloads:\n")[0].replace(", {pool: h100, gpus: 128}]", "]")
+    + """\
 workloads:
   - name: ft
     kind: fine-tuning
@@ -120,6 +91,7 @@ workloads:
     tokens: 10B
     runsPerQuarter: 1
 """
+)
 
 
 def test_qlora_fp8_hint_reads_the_pools_al388_reads() -> None:
