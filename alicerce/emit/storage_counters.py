@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
+from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedSite
 from alicerce.targets.base import FileSystemMetrics
 
 TEXTFILE_DIRECTORY = "/var/lib/prometheus/node-exporter"
@@ -32,6 +32,13 @@ def efa_counted(site: ResolvedSite) -> bool:
     """Whether nodes of ``site`` write EFA port counters into the textfile directory (its EFA pools' launch template
     installs the writer: alicerce.targets.aws.components.gpu_node_pool.efa_stats_part)."""
     return any(p.rdma is not None and p.rdma.technology == "efa" for p in site.pools)
+
+
+def rail_port_pools(site: ResolvedSite) -> list[ResolvedPool]:
+    """The pools of ``site`` whose RDMA ports the node exporter reports as rails (InfiniBand/RoCE with port counters):
+    what FabricPortDown and FabricRailsNeverUp read, and the only readers of the port records (alicerce.emit.kube.kpi
+    PORT_LAST_ACTIVE, PORT_FIRST_ACTIVE), so a site without them records neither."""
+    return [p for p in site.pools if p.rdma is not None and p.rdma.port_counters]
 
 
 def fabric_wait_pools(site: ResolvedSite) -> list[str]:

@@ -30,6 +30,7 @@ from alicerce.catalog.alerts import (
     settled,
 )
 from alicerce.emit.kube.kpi import EFA_ERRORS, IB_PORT_ACTIVE, POOL_NODE_LABEL, PORT_FIRST_ACTIVE, PORT_LAST_ACTIVE
+from alicerce.emit.storage_counters import rail_port_pools
 from alicerce.resolve.model import ResolvedPlatform
 
 PORT = "node, device, port"
@@ -132,7 +133,7 @@ def _members(pool: str) -> str:
 
 
 def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
-    fabric_pools = [p for p in rp.site(site_name).pools if p.rdma is not None and p.rdma.port_counters]
+    fabric_pools = rail_port_pools(rp.site(site_name))
     rails = {p.name: p.rdma.interfaces for p in fabric_pools if p.rdma is not None}
     # the rails' devices where the spec names them (pool.onprem.railDevices): a storage or in-band port beside the rails
     # neither counts as a rail nor pages as one (review obsreview6 DEFECT 2); empty, every device the exporter reports

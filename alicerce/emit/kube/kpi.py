@@ -24,7 +24,14 @@ import re
 from typing import Any, NamedTuple
 
 from alicerce.catalog.alerts import INFERENCE_POD, SOURCE_ABSENT_FOR, TPOT, TTFT, series_names
-from alicerce.emit.storage_counters import cloud_metric_tiers, counted_tiers, efa_counted, every_mount_counted, fabric_wait_pools
+from alicerce.emit.storage_counters import (
+    cloud_metric_tiers,
+    counted_tiers,
+    efa_counted,
+    every_mount_counted,
+    fabric_wait_pools,
+    rail_port_pools,
+)
 from alicerce.resolve.model import ResolvedPlatform, ResolvedSite
 from alicerce.resolve.namespaces import KUEUE_NAMESPACE
 from alicerce.spec.models.workloads import model_chains
@@ -883,8 +890,6 @@ def node_rules(site: ResolvedSite) -> list[dict[str, Any]]:
         _rule(NODE_IB_TX, f"sum by (node) ({tx})"),
         _rule(NODE_IB_ERRORS, node_errors),
         _rule(NODE_IB_UTIL, link),
-        _last_seen(PORT_LAST_ACTIVE, port_active, "node, device, port"),
-        _first_seen(PORT_FIRST_ACTIVE, PORT_LAST_ACTIVE, port_active, "node, device, port"),
         _rule(NODE_DISK_READ, f"sum by (node) (rate(node_disk_read_bytes_total{{{DISK}}}[5m]))"),
         _rule(NODE_DISK_WRITE, f"sum by (node) (rate(node_disk_written_bytes_total{{{DISK}}}[5m]))"),
         _rule(
@@ -895,6 +900,12 @@ def node_rules(site: ResolvedSite) -> list[dict[str, Any]]:
         _rule(NODE_NET_RX, f"sum by (node) (rate(node_network_receive_bytes_total{{{NIC}}}[5m]))"),
         _rule(NODE_NET_TX, f"sum by (node) (rate(node_network_transmit_bytes_total{{{NIC}}}[5m]))"),
     ]
+    if rail_port_pools(site):
+        # each reads a day's range of itself per port an evaluation: only where the rail alerts read them
+        rules += [
+            _last_seen(PORT_LAST_ACTIVE, port_active, "node, device, port"),
+            _first_seen(PORT_FIRST_ACTIVE, PORT_LAST_ACTIVE, port_active, "node, device, port"),
+        ]
     if every_mount_counted(site):
         # what a node reads and writes: local disks and its shared file systems' client counters. The fabric's ports
         # carry NCCL's collectives and the NICs pod traffic: a training pool all-reducing read as hundreds of GB/s of
