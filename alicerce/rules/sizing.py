@@ -121,7 +121,7 @@ def moe_experts(ctx: RuleContext) -> Iterable[Finding]:
             # (review sizreview29 N1: the plan said the experts were "not declared" and AL383 / AL390 kept silent)
             yield Finding(path.per_token, f"each token is routed to all {experts.total} experts: none is skipped, so the model "
                           "computes as a dense one", "lower perToken below total to the experts a router picks per token, "
-                          "or remove experts and architecture: moe", experts.per_token, resource=w.name)  # fmt: skip
+                          "or remove experts, activeParameters and architecture: moe", experts.per_token, resource=w.name)  # fmt: skip
         if experts.layers is not None and model.layers is not None and experts.layers > model.layers:
             yield Finding(path.layers, f"{experts.layers} expert layers in a {model.layers}-layer model", None, experts.layers,
                           resource=w.name)  # fmt: skip
@@ -659,32 +659,41 @@ def _adapter_shadowed(w: Workload, i: int) -> Iterable[Finding]:
     # counted; a second finding asked to declare experts already declared (review sizreview30 N1)
 
 
+def _counted_once_fixed(w: Workload) -> bool:
+    """Whether a LoRA run's adapters are counted as r x (in + out) on the model's shape, or will be once the spec's other
+    findings are fixed (plan.sizing.adapter_parameters): a model with layers and hiddenSize, or an adapter block AL383
+    asks them for. A MoE without its routed experts (plan's PL348, AL383 on an adapter block) or with perToken = total
+    (AL282) is counted again after the fix, so a field read then is not "unread" now: removing it on that word changed
+    the count the fix brings (review sizreview30 G2 for kvHeads, sizreview31 N1 for tiedEmbeddings)."""
+    model = w.model
+    shaped = model is not None and model.layers is not None and model.hidden_size is not None
+    return shaped or w.adapter is not None
+
+
 def _reads_tied_embeddings(w: Workload) -> bool:
-    """Whether the plan reads model.tiedEmbeddings (plan.sizing.embedding_matrices): QLoRA keeps the embeddings 16-bit
-    (training_memory), and a LoRA run's count on all linear layers takes the FFN width from what the embeddings leave
-    (adapter_parameters); attention-only adapters, or a count that falls back to loraTrainableFraction (no layers or
-    hiddenSize, a MoE without its routed experts), never read it (review sizreview27 R6)."""
+    """Whether the plan reads model.tiedEmbeddings (plan.sizing.embedding_matrices), or will once the spec's other
+    findings are fixed: QLoRA keeps the embeddings 16-bit (training_memory), and a LoRA run's count on all linear layers
+    takes the FFN width from what the embeddings leave (adapter_parameters); attention-only adapters, or a count that
+    stays loraTrainableFraction (no layers or hiddenSize, and no adapter block asking for them), never read it (review
+    sizreview27 R6)."""
     model = w.model
     if model is None or w.kind not in SCHEDULED or w.method not in ("lora", "qlora"):
         return False
     if w.method == "qlora":
         return True
     targets = w.adapter.targets if w.adapter is not None else "all-linear"
-    return targets == "all-linear" and adapters_uncounted(w) is None
+    return targets == "all-linear" and _counted_once_fixed(w)
 
 
 def _reads_kv_heads(w: Workload) -> bool:
     """Whether a LoRA run reads model.kvHeads, or will once the spec's other findings are fixed: its k and v adapters are
-    r x (hidden + kvHeads x headDim) on a model with layers and hiddenSize (MLA's read kvLoraRank instead). A MoE without
-    its routed experts, or with perToken = total, is not judged by adapters_uncounted here: AL383's "declare
-    model.experts" or AL282's "perToken below total" makes the plan count the adapters again, and a kvHeads removed on
-    the word "changes nothing" then left AL390 bounding the rank by the default 8 KV heads (review sizreview30 G2, the
-    trap of sizreview27 R1). Nor is a model without layers or hiddenSize whose adapter block AL383 asks them for."""
+    r x (hidden + kvHeads x headDim) (MLA's read kvLoraRank instead). A kvHeads removed on the word "changes nothing"
+    left AL390 bounding the rank by the default 8 KV heads once the fix had the adapters counted (review sizreview30
+    G2, the trap of sizreview27 R1)."""
     model = w.model
     if model is None or w.method not in ("lora", "qlora") or isinstance(model.attention, LatentAttention):
         return False
-    shaped = model.layers is not None and model.hidden_size is not None
-    return shaped or w.adapter is not None
+    return _counted_once_fixed(w)
 
 
 def _kv_heads_unread(w: Workload, model: Model, i: int) -> Finding:

@@ -172,7 +172,7 @@ def test_al383_and_al282_read_the_plans_adapter_predicate() -> None:
     assert len(every) == 1 and every[0].endswith(
         "error[AL282]: workloads[0].model.experts.perToken: each token is routed to all 8 experts: none is skipped, so the "
         "model computes as a dense one (lower perToken below total to the experts a router picks per token, or remove "
-        "experts and architecture: moe)"), every  # fmt: skip
+        "experts, activeParameters and architecture: moe)"), every  # fmt: skip
     # kvHeads is read once the experts are fixed: calling it unread here was sizreview27 R1's trap (review sizreview30 G2)
     undeclared = errors(moe + "}")
     assert len(undeclared) == 1 and "declare model.experts" in undeclared[0], undeclared
@@ -199,6 +199,11 @@ def test_al383_keeps_kv_heads_that_fixing_the_specs_other_findings_makes_the_pla
     # without layers and hiddenSize the adapter block asks for them, and they make the plan read kvHeads
     shapeless = errors("{parameters: 8B, heads: 32, headDim: 128, kvHeads: 8}")
     assert len(shapeless) == 1 and "declare model.layers and model.hiddenSize" in shapeless[0], shapeless
+    # tiedEmbeddings the same: the all-linear count reads it once the experts are declared, so removing it on AL383's word
+    # changed the count the fix brings (3.403e9 to 3.376e9 on this shape; review sizreview31 N1)
+    tied = errors(qwen + ", tiedEmbeddings: false}")
+    assert len(tied) == 1 and "declare model.experts" in tied[0], tied
+    assert errors(qwen + ", tiedEmbeddings: false, experts: {total: 128, perToken: 8}}", lora.replace("577", "64")) == []
     # with no adapter block asking for them kvHeads is unread, and the finding says so without contradicting itself
     bare = errors("{parameters: 8B, heads: 32, headDim: 128, kvHeads: 8}", lora.replace("    adapter: {rank: 577}\n", ""))
     kv = [e for e in bare if "kvHeads" in e]

@@ -395,7 +395,8 @@ class Workload(SpecModel):
 def adapters_uncounted(w: Workload) -> str | None:
     """Why a LoRA / QLoRA run's adapters are loraTrainableFraction of the base rather than counted as r x (in + out) on
     the model's shape (plan.sizing.adapter_parameters), or None where they are counted: the one predicate the plan counts
-    on and the rules that judge the rank and the shape read (AL390, AL383; review sizreview28 N2)."""
+    on and AL390 reads to judge the rank (review sizreview28 N2); AL383 judges the fields the count reads once the
+    spec's other findings are fixed (rules.sizing._counted_once_fixed)."""
     model = w.model
     if model is None or model.layers is None or model.hidden_size is None:
         return "the spec gives no model.layers and hiddenSize to count r x (in + out) on"
