@@ -629,7 +629,9 @@ def test_a_rail_off_the_bus_is_down_and_a_renamed_one_is_not(tmp_path: Path) -> 
         {"eval_time": "150m", "alertname": "FabricRailsNeverUp", "exp_alerts": []}]}], tmp_path / "a")  # fmt: skip
 
 
-RAILS = [f"mlx5_{i}" for i in range(8)]
+# the rails as the rdma role names them (rdma-core NAME_PCI: a DGX H100's compute ports, AL392), and two storage ports
+RAILS = ["ibp24s0", "ibp64s0", "ibp79s0", "ibp94s0", "ibp154s0", "ibp192s0", "ibp206s0", "ibp220s0"]
+STORAGE_PORTS = ["ibp41s0f0", "ibp41s0f1"]
 
 
 def rail_devices_named(devices: list[str]) -> ResolvedPlatform:
@@ -649,14 +651,15 @@ def test_only_the_named_rail_devices_count_as_rails(tmp_path: Path) -> None:
     assert rules_of(platform(), "dc1")["FabricRailsNeverUp"]["expr"].count("device=~") == 0  # unnamed: every device
     node = "gpu-001"
     inputs = pool_node(node, "onprem-h100", -3600)
-    inputs += [ib_port(node, f"mlx5_{i}", "4x120") for i in range(7)] + [ib_port(node, "mlx5_7", "1x120")]
-    inputs += [ib_port(node, "mlx5_8", "4x120"), ib_port(node, "mlx5_9", "4x30 1x90")]  # storage ports; mlx5_9 goes down
+    inputs += [ib_port(node, d, "4x120") for d in RAILS[:7]] + [ib_port(node, RAILS[7], "1x120")]
+    # storage ports; the second goes down
+    inputs += [ib_port(node, STORAGE_PORTS[0], "4x120"), ib_port(node, STORAGE_PORTS[1], "4x30 1x90")]
     (tmp_path / "a").mkdir()
     run_promtool(rp, "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
         {"eval_time": "60m", "alertname": "FabricRailsNeverUp", "exp_alerts": [expected(rules["FabricRailsNeverUp"], {"node": node}, "7")]},
         {"eval_time": "60m", "alertname": "FabricPortDown", "exp_alerts": []}]}], tmp_path / "a")  # fmt: skip
-    # the same node without the rails named: mlx5_9, active earlier and down now, is reported as a port down
-    fired = expected(rules["FabricPortDown"], {"node": node, "device": "mlx5_9", "port": "1"}, "1")
+    # the same node without the rails named: the storage port active earlier and down now is reported as a port down
+    fired = expected(rules["FabricPortDown"], {"node": node, "device": STORAGE_PORTS[1], "port": "1"}, "1")
     (tmp_path / "b").mkdir()
     run_promtool(platform(), "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
         {"eval_time": "60m", "alertname": "FabricPortDown", "exp_alerts": [fired]}]}], tmp_path / "b")  # fmt: skip
@@ -679,9 +682,9 @@ def test_only_the_spec_s_rail_devices_are_read_as_blind(tmp_path: Path) -> None:
                        f'alicerce_fabric_wait.prom"}}', "values": f"0+60{STEPS}"}  # fmt: skip
     for name, rails, storage, fired in (
         ("storage", 1, 0, []),
-        ("rail", 0, 1, [expected(rule, {"node": NODE, "device": "mlx5_0", "port": "1"}, "")]),
+        ("rail", 0, 1, [expected(rule, {"node": NODE, "device": RAILS[0], "port": "1"}, "")]),
     ):
-        inputs = [*base, fresh, *port("mlx5_0", rails), *(s for i in range(1, 8) for s in port(f"mlx5_{i}", 1)), *port("mlx5_9", storage)]
+        inputs = [*base, fresh, *port(RAILS[0], rails), *(s for d in RAILS[1:] for s in port(d, 1)), *port(STORAGE_PORTS[1], storage)]
         (tmp_path / name).mkdir()
         run_promtool(rp, "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
             {"eval_time": "30m", "alertname": "FabricWaitCountersMissing", "exp_alerts": fired}]}], tmp_path / name)  # fmt: skip
