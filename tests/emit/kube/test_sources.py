@@ -73,6 +73,24 @@ def test_fabric_counters_absent_fires_on_an_infiniband_node_whose_exporter_sees_
 
 
 @needs_promtool
+def test_fabric_counters_absent_covers_a_hung_adapter_that_blanks_the_node(tmp_path: Path) -> None:
+    """An HCA whose firmware hangs stays in /sys/class/infiniband while its counter reads fail (-ETIMEDOUT while the
+    driver waits on the firmware, -ENOLINK or -EIO once mlx5 marks it in internal error); node exporter v1.12.1's
+    infiniband collector (procfs v0.21.1 InfiniBandClass) then fails as a whole, and the node's healthy ports vanish
+    with it: every infiniband series gone, node_scrape_collector_success{collector="infiniband"} 0. The alert fires,
+    and its runbook names the case and the checks (the mlx5 health messages, a firmware reset or a reboot)."""
+    rule = rules_of(platform(), "dc1")["FabricCountersAbsent"]
+    exporter = f'job="node-exporter",instance="{NODE}:9100",node="{NODE}"'
+    failed = {"series": f'node_scrape_collector_success{{{exporter},collector="infiniband"}}', "values": f"0{STEPS}"}
+    blank = [*node_labels(NODE), *io(NODE, 0.1, 1e6, 1e6), failed]
+    check("dc1", "FabricCountersAbsent", blank, [expected(rule, {"node": NODE}, "1")], tmp_path / "a")
+    runbook = rule["annotations"]["description"]
+    for needed in ('node_scrape_collector_success{collector="infiniband"}', "error obtaining InfiniBand class info",
+                   "dmesg", "health compromised", "mlxfwreset", "reboot"):  # fmt: skip
+        assert needed in runbook, needed
+
+
+@needs_promtool
 def test_dcgm_profiling_absent_fires_on_a_node_with_device_but_no_profiling_metrics(tmp_path: Path) -> None:
     rule = rules_of(platform(), "dc1")["DCGMProfilingAbsent"]
     profiled = gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", 50) + gpus(NODE, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 0.4)
