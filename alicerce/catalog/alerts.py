@@ -436,6 +436,7 @@ CORDONED_NODES = "(max by (node) (kube_node_spec_unschedulable) == 1)"
 # of hours instead would go on paging through the repair itself, and could not tell a GPU already drained from one
 # nobody looked at. A node cordoned since the XID is quiet, and stays quiet once uncordoned after its repair
 CRITICAL_XID_HELD = "24h"
+CRITICAL_XID_HELD_SECONDS = 24 * 3600
 
 
 def _as_hostname(nodes: str) -> str:
@@ -499,18 +500,37 @@ LAST_CRITICAL_XID = "gpu:critical_xid_last:timestamp"
 LAST_CRITICAL_XID_IN_CORDON = "gpu:critical_xid_started_in_cordon_last:timestamp"
 LAST_CORDON = "node:cordoned_last:timestamp"
 LAST_CORDON_START = "node:cordon_started_last:timestamp"
+# Each node's last known cordon: while kube-state-metrics last said "cordoned", the last time it did, carried by the
+# record's own previous value (the way alicerce.emit.kube.kpi's last-seen records carry theirs) through an outage of
+# any length up to CRITICAL_XID_HELD, and dropped at the first "uncordoned". A cordon start is a cordon with none known
+# the step before: read through the 5-minute bridge alone, a kube-state-metrics outage longer than it re-marked every
+# cordon in force as starting when it answered again, and the XID the repair's validation had reproduced read as the
+# one the cordon was for: a node uncordoned with it unfixed stayed silent for the hold's 24 hours (review obsreview35
+# N-1, obsreview36 N-1). One range over the record's own samples an evaluation, outside the 24-hour subquery, whose
+# steps read the record as an instant
+LAST_KNOWN_CORDON = "node:cordon_known_last:timestamp"
 # NODE_BOOT_TIME, read by both holds: a 24-hour range, recorded to be read once an evaluation
 LAST_BOOT = "node:node_boot_time_seconds:last24h"
 
 
 def critical_xid_records(codes: str) -> tuple[tuple[str, str], ...]:
     """The (record, expr) parts critical_xid_until_cordoned reads: when each GPU last counted a critical XID (per code),
-    when one last started on a cordoned node, when each node was last cordoned, when its last cordon started and when
-    it last booted."""
+    when one last started on a cordoned node, each node's last known cordon, when it was last cordoned, when its last
+    cordon started and when it last booted."""
     window = f"[{CRITICAL_XID_HELD}:{XID_EVENT_STEP}]"
-    cordoned_before = f"({_ksm_bridged('kube_node_spec_unschedulable', XID_EVENT_STEP)} == 1)"
+    # the bridge's own reading too: the record has no samples from before it was first deployed, where the raw series
+    # still say what the 5 minutes before each step said
+    cordoned_before = (
+        f"({LAST_KNOWN_CORDON} offset {XID_EVENT_STEP} or ({_ksm_bridged('kube_node_spec_unschedulable', XID_EVENT_STEP)} == 1))"
+    )
     cordon_start = f"({CORDONED_NODES_BRIDGED} unless on (node) {cordoned_before})"
+    uncordoned = f"({_ksm_bridged('kube_node_spec_unschedulable')} == 0)"
+    known = (
+        f"max by (node) (0 * {CORDONED_NODES_BRIDGED} + time()) or ((max by (node) (last_over_time({LAST_KNOWN_CORDON}"
+        f"[{CRITICAL_XID_HELD}])) > time() - {CRITICAL_XID_HELD_SECONDS}) unless on (node) {uncordoned})"
+    )
     return (
+        (LAST_KNOWN_CORDON, known),
         (LAST_CRITICAL_XID, f"max_over_time(timestamp({xid_count(codes)}){window})"),
         (LAST_CRITICAL_XID_IN_CORDON, f"max_over_time(timestamp({xid_started(codes)} and on (Hostname) {CORDONED_HOSTS_BRIDGED}){window})"),
         (LAST_CORDON, _as_hostname(f"max_over_time(timestamp({CORDONED_NODES_BRIDGED}){window})")),

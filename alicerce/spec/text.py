@@ -580,7 +580,7 @@ _RDMADEVICE = Grammar(
     r"[A-Za-z0-9_.-]",
     "letters, digits and '_', '.', '-'",
     r"^[A-Za-z][A-Za-z0-9_.-]{0,62}$",
-    "an RDMA device name as /sys/class/infiniband lists it, such as mlx5_0",
+    "an RDMA device name as /sys/class/infiniband lists it, such as ibp24s0 (named by PCI address by the rdma role)",
     63,
 )
 """An RDMA device's name (the kernel's IB_DEVICE_NAME_MAX, 64 with the NUL): the node exporter's ``device`` label."""

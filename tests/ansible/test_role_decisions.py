@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -673,3 +674,28 @@ def test_lustre_mounts_wait_for_the_rail_they_run_over(prod: ResolvedPlatform) -
     assert "RequiredForOnline=yes" in _template("rdma", "rail.network.j2", item=rail, rdma_online_rails=["ibrail0"])
     assert "RequiredForOnline=no" in _template("rdma", "rail.network.j2", item={**rail, "name": "ibrail3"}, rdma_online_rails=["ibrail0"])
     assert "_netdev" in next(m for m in pool["parallel_fs_client_mounts"] if m["type"] == "lustre")["options"]
+
+
+@pytest.mark.parametrize(("behind", "ok"), [(0, True), (290, True), (6 * 3600, False)])
+def test_a_node_clock_far_behind_stops_the_run_before_apt(tmp_path: Path, behind: int, ok: bool) -> None:
+    """The node roles run apt before kubespray installs chrony: a clock hours behind (an RTC kept in local time) makes
+    apt reject every recent Release file as not valid yet. preflight compares the node's clock with the controller's
+    and stops the run before any change, saying how to set it (real Ansible run; the controller's clock is set ahead
+    of this machine's by ``behind`` seconds, which is the node here)."""
+    ahead = {"name": "The controller's clock", "ansible.builtin.set_fact": {"_preflight_controller_epoch": int(time.time()) + behind}}
+    check = {"name": "Check", "ansible.builtin.include_role": {"name": "preflight", "tasks_from": "clock.yml"}}
+    result = _play(tmp_path, [ahead, check], {}, check=True)
+    assert (result.returncode == 0) is ok, result.stdout[-2000:]
+    if not ok:
+        assert "behind this controller's: apt would reject" in result.stdout
+        assert "date -u -s @EPOCH" in result.stdout
+
+
+def test_the_clock_check_runs_before_the_first_role_that_uses_apt(generated: Path) -> None:
+    """The site's check play (preflight, every node, before any change) comes before the provisioning play whose roles
+    run apt; and preflight's clock check is part of it."""
+    site = yaml.safe_load((generated / "site.yml").read_text())
+    assert [r["role"] for r in site[0]["roles"]] == ["preflight"] and "serial" not in site[0]
+    assert "roles" not in site[1] and site[1]["serial"]
+    tasks = yaml.safe_load((ROLES / "preflight" / "tasks" / "main.yml").read_text())
+    assert any(t.get("ansible.builtin.import_tasks") == "clock.yml" for t in tasks)

@@ -281,7 +281,7 @@ SAMPLES: dict[str, str] = {
     "ObjectPrefix": "curated/year=2026/",
     "KeyFingerprint": "EB693B3035CD5710E231E123A4B469963BF863CC",
     "PciAddress": "0000:1a:00.0",
-    "RdmaDevice": "mlx5_0",
+    "RdmaDevice": "ibp24s0",
 }
 """A value each grammar accepts."""
 

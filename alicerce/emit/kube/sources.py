@@ -128,11 +128,27 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         # only where the exporter answers (else NodeExporterAbsent says it): the collector sees no HCA port counters
         expr = in_service(f"{_nodes(counted)} unless on (node) max by (node) (node_infiniband_port_data_transmitted_bytes_total) "
                           f"and on (node) {NODE_EXPORTER_ANSWERS}")  # fmt: skip
+        # A hung adapter blanks the whole node: node exporter v1.12.1's infiniband collector reads every device in one
+        # pass (collector/infiniband_linux.go Update -> procfs v0.21.1 sysfs/class_infiniband.go InfiniBandClass) and
+        # returns the first error of any counter read that is not ENOENT, EPERM, EOPNOTSUPP or EINVAL. An mlx5 HCA
+        # whose firmware stops answering stays in sysfs; its counter reads wait out the command timeout (ETIMEDOUT)
+        # and, once the health poll marks it in internal error, fail with ENOLINK (EIO on older kernels; Linux
+        # drivers/net/ethernet/mellanox/mlx5/core/cmd.c mlx5_internal_err_ret_value, health.c poll_health)
         alerts.append(Alert(FABRIC_COUNTERS_ABSENT, expr, FOR, "warning",
                             "Node {{ $labels.node }} reports no InfiniBand/RoCE port counters",
-                            "The node exporter answers but its infiniband collector sees no adapter port (collector "
-                            "disabled, /sys not mounted into its pod, or the HCA driver not loaded): fabric KPIs and the "
-                            "communication-bound diagnosis are blind on this node."))  # fmt: skip
+                            "The node exporter answers but its infiniband collector reports no adapter port: the "
+                            "collector disabled, /sys not mounted into its pod, the HCA driver not loaded, or one adapter "
+                            "hung. The collector reads every adapter in one pass and reports none when a single counter "
+                            "read fails, so an HCA whose firmware stopped answering, still listed in /sys/class/infiniband, "
+                            "blanks the node's healthy ports too. Its marks: node_scrape_collector_success{collector="
+                            "\"infiniband\"} is 0 and the exporter's log says \"error obtaining InfiniBand class info\" "
+                            "with the file that failed. On the node, dmesg | grep mlx5_core shows \"device's health "
+                            "compromised\", a command timeout or a health syndrome for that adapter; drain the node, then "
+                            "reset the adapter's firmware with mlxfwreset -d <PCI address> reset (NVIDIA MFT; mstfwreset "
+                            "from mstflint) or reboot it, and have the adapter replaced if it hangs again. If the read is "
+                            "slower than the scrape's timeout, the whole scrape fails and NodeExporterAbsent fires "
+                            "instead. Until then fabric KPIs and the communication-bound diagnosis are blind on this "
+                            "node."))  # fmt: skip
     efa = [p.name for p in site.pools if p.rdma is not None and p.rdma.technology == "efa"]
     if efa:
         alerts += efa_counters_alerts(efa)

@@ -67,6 +67,55 @@ def rail_devices(ctx: RuleContext) -> Iterable[Finding]:
             )
 
 
+# The name rdma-core's rdma_rename gives an RDMA device under NAME_PCI, the policy the rdma role installs on every host of
+# a fabric (roles/rdma/templates/rdma-naming.rules.j2): the link protocol the kernel reports ("ib" for InfiniBand,
+# "roce" for RoCE), then P<domain> where the PCI domain is not 0, then s<slot> where the firmware gives the adapter a
+# physical slot number, else p<bus>s<device>, both in decimal; f<function> on a multi-function adapter (v<vf> on a
+# virtual function) and S<n> on a sub-function (linux-rdma/rdma-core v64.0-61-g691953d8, kernel-boot/rdma_rename.c
+# by_pci(), and the examples of kernel-boot/rdma-persistent-naming.rules: mlx5_0 at 0000:00:0c.4 -> ibp0s12f4).
+# A kernel name (mlx5_3) is renamed at the device's first add event after the rule is in place
+_NUMBER = "(?:0|[1-9][0-9]*)"
+_PCI_NAME_REST = rf"(?:P[1-9][0-9]*)?(?:p{_NUMBER}s{_NUMBER}|s[1-9][0-9]*)(?:f{_NUMBER}(?:v{_NUMBER})?)?(?:S{_NUMBER})?"
+_NAME_PCI_PREFIX = {"infiniband": "ib", "roce": "roce"}
+
+
+def _rail_name_problem(name: str, technology: str) -> str | None:
+    prefix = _NAME_PCI_PREFIX[technology]
+    if re.fullmatch(prefix + _PCI_NAME_REST, name):
+        return None
+    if any(re.fullmatch(other + _PCI_NAME_REST, name) for other in _NAME_PCI_PREFIX.values()):
+        return f"{name} is a {'RoCE' if prefix == 'ib' else 'InfiniBand'} device's name, and the fabric is {technology}"
+    if re.fullmatch(r"[a-z][a-z0-9]*_[0-9]+", name):
+        return f"{name} is a kernel name, and the rdma role renames each RDMA device after its PCI address"
+    return f"{name} is not a name the rdma role gives an RDMA device: it names each after its PCI address, {prefix}p<bus>s<slot>"
+
+
+@rules.rule(
+    "AL392",
+    "rail-device-names",
+    "A pool's rail devices are named as the rdma role names RDMA devices: after their PCI address (rdma-core NAME_PCI).",
+)
+def rail_device_names(ctx: RuleContext) -> Iterable[Finding]:
+    # the fabric alerts match the node exporter's device label against these names: a kernel name such as mlx5_3
+    # never exists once the role's udev rule renamed the devices, and every node would report its rails never up
+    technology = {f.name: f.onprem.technology for f in ctx.spec.networks.fabrics if f.onprem is not None}
+    for i, pool in ctx.indexed_pools():
+        transport = technology.get(pool.fabric) if pool.fabric is not None else None
+        if pool.onprem is None or transport is None:
+            continue
+        for j, name in enumerate(pool.onprem.rail_devices):
+            problem = _rail_name_problem(name, transport)
+            if problem is not None:
+                yield Finding(
+                    S.node_pools[i].onprem.rail_devices[j],
+                    problem,
+                    f"name the devices `rdma link` or `ibv_devices` lists on a node the rdma role set up and rebooted, "
+                    f"such as {_NAME_PCI_PREFIX[transport]}p24s0 for the adapter at 0000:18:00.0",
+                    name,
+                    resource=pool.name,
+                )
+
+
 def _host_count(pattern: str) -> int:
     try:
         return count_hosts(pattern)

@@ -236,10 +236,14 @@ class OnpremPool(SpecModel):
         default_factory=list,
         max_length=64,
         description="RDMA device names of the fabric's rail ports, as /sys/class/infiniband and the node exporter name them "
-        "(ibdev2netdev, ibstat). The fabric alerts count and watch only these: a node with storage or in-band RDMA ports "
-        "beside its rails otherwise counts those as rails, and a dead rail hides behind an active storage port. "
-        "Empty: every RDMA device the node exporter reports.",
-        examples=[["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"]],
+        "once the rdma role has set the node up: it names each device after its PCI address (rdma-core's NAME_PCI: "
+        "ib or roce, then p<bus>s<slot> in decimal, f<function> on a two-port adapter), so `rdma link` and `ibv_devices` "
+        "show ibp24s0 for the InfiniBand adapter at 0000:18:00.0, never the kernel's mlx5_0 (AL392). The fabric alerts "
+        "count and watch only these: a node with storage or in-band RDMA ports beside its rails otherwise counts those as "
+        "rails, and a dead rail hides behind an active storage port. Empty: every RDMA device the node exporter reports.",
+        # a DGX H100's eight compute-fabric ConnectX-7 ports (NVIDIA DGX H100/H200 User Guide, "Network Modules" table:
+        # the PCI-named interfaces ibp24s0 ... ibp220s0, whose RDMA devices NAME_PCI gives the same names)
+        examples=[["ibp24s0", "ibp64s0", "ibp79s0", "ibp94s0", "ibp154s0", "ibp192s0", "ibp206s0", "ibp220s0"]],
     )
     scratch_devices: list[Device] = Field(
         default_factory=list,

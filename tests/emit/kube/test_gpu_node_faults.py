@@ -774,3 +774,41 @@ def test_a_clock_ahead_at_boot_and_stepped_back_does_not_hide_a_reproduced_xid(t
         {"eval_time": "80m", "alertname": "GPUCriticalXid", "exp_alerts": held},
     ]}]  # fmt: skip
     run_promtool(rp, "aws", tests, tmp_path, every="1m")
+
+
+@needs_promtool
+def test_a_kube_state_metrics_outage_beyond_the_bridge_does_not_restart_a_cordon(tmp_path: Path) -> None:
+    """Review obsreview35 N-1 / obsreview36 N-1 (repro /work/wt/or35-repro/test_ksm_long_gap_remarks_cordon.py): gpu-003
+    is cordoned at 2m, its validation reproduces XID 79 at 20m (18 minutes into the cordon) and it is uncordoned at 50m
+    unfixed. Kube-state-metrics is stale for 2 minutes (A, inside the 5-minute bridge) or 8 minutes (B, beyond it) at
+    30m: held in both, as the cordon in force before the outage is the one known after it. C: a node in service until
+    the outage comes back cordoned at 38m and reproduces XID 79 at 40m, the XID the cordon is for: a cordon first seen
+    after an outage starts there, and the node uncordoned at 60m repaired stays quiet."""
+    rp = platform("prod")
+    rule = rules_of(rp, "aws")["GPUCriticalXid"]
+    window = {"window_size_in_ms": str(XID_COUNT_WINDOW_MINUTES * 60_000)}
+    gpu = dcgm_scraped(rp, "aws", dcgm_series("gpu-003", 0))
+    key = {k: gpu[k] for k in ("Hostname", "gpu", "UUID")} | {"xid": "79"}
+    minutes = 90
+
+    def group(gap: range, cordon: range, xid_at: int, held: bool) -> dict[str, Any]:
+        gaps = {gap: "stale"}
+        inputs = [
+            {"series": series(XID_COUNT_METRIC, gpu | window | {"xid": "79"}), "values": f"_x{xid_at} 1x4 stale"},
+            {"series": 'kube_node_spec_unschedulable{node="gpu-003"}', "values": _per_minute(minutes, "0", gaps | {cordon: "1"})},
+            {"series": 'kube_node_created{node="gpu-003"}', "values": _per_minute(minutes, "-86400", gaps)},
+            {"series": 'node_boot_time_seconds{node="gpu-003"}', "values": f"-86400x{minutes}"},
+        ]
+        alerts = [expected(rule, key, "0")] if held else []
+        return {"interval": "1m", "input_series": inputs, "alert_rule_test": [
+            {"eval_time": "45m", "alertname": "GPUCriticalXid", "exp_alerts": []},  # still cordoned
+            {"eval_time": "65m", "alertname": "GPUCriticalXid", "exp_alerts": alerts},
+            {"eval_time": "80m", "alertname": "GPUCriticalXid", "exp_alerts": alerts},
+        ]}  # fmt: skip
+
+    groups = [
+        group(range(30, 32), range(2, 50), 20, held=True),
+        group(range(30, 38), range(2, 50), 20, held=True),
+        group(range(30, 38), range(38, 60), 40, held=False),
+    ]
+    run_promtool(rp, "aws", groups, tmp_path, every="1m")

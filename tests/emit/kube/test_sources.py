@@ -73,6 +73,24 @@ def test_fabric_counters_absent_fires_on_an_infiniband_node_whose_exporter_sees_
 
 
 @needs_promtool
+def test_fabric_counters_absent_covers_a_hung_adapter_that_blanks_the_node(tmp_path: Path) -> None:
+    """An HCA whose firmware hangs stays in /sys/class/infiniband while its counter reads fail (-ETIMEDOUT while the
+    driver waits on the firmware, -ENOLINK or -EIO once mlx5 marks it in internal error); node exporter v1.12.1's
+    infiniband collector (procfs v0.21.1 InfiniBandClass) then fails as a whole, and the node's healthy ports vanish
+    with it: every infiniband series gone, node_scrape_collector_success{collector="infiniband"} 0. The alert fires,
+    and its runbook names the case and the checks (the mlx5 health messages, a firmware reset or a reboot)."""
+    rule = rules_of(platform(), "dc1")["FabricCountersAbsent"]
+    exporter = f'job="node-exporter",instance="{NODE}:9100",node="{NODE}"'
+    failed = {"series": f'node_scrape_collector_success{{{exporter},collector="infiniband"}}', "values": f"0{STEPS}"}
+    blank = [*node_labels(NODE), *io(NODE, 0.1, 1e6, 1e6), failed]
+    check("dc1", "FabricCountersAbsent", blank, [expected(rule, {"node": NODE}, "1")], tmp_path / "a")
+    runbook = rule["annotations"]["description"]
+    for needed in ('node_scrape_collector_success{collector="infiniband"}', "error obtaining InfiniBand class info",
+                   "dmesg", "health compromised", "mlxfwreset", "reboot"):  # fmt: skip
+        assert needed in runbook, needed
+
+
+@needs_promtool
 def test_dcgm_profiling_absent_fires_on_a_node_with_device_but_no_profiling_metrics(tmp_path: Path) -> None:
     rule = rules_of(platform(), "dc1")["DCGMProfilingAbsent"]
     profiled = gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", 50) + gpus(NODE, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 0.4)
@@ -629,7 +647,9 @@ def test_a_rail_off_the_bus_is_down_and_a_renamed_one_is_not(tmp_path: Path) -> 
         {"eval_time": "150m", "alertname": "FabricRailsNeverUp", "exp_alerts": []}]}], tmp_path / "a")  # fmt: skip
 
 
-RAILS = [f"mlx5_{i}" for i in range(8)]
+# the rails as the rdma role names them (rdma-core NAME_PCI: a DGX H100's compute ports, AL392), and two storage ports
+RAILS = ["ibp24s0", "ibp64s0", "ibp79s0", "ibp94s0", "ibp154s0", "ibp192s0", "ibp206s0", "ibp220s0"]
+STORAGE_PORTS = ["ibp41s0f0", "ibp41s0f1"]
 
 
 def rail_devices_named(devices: list[str]) -> ResolvedPlatform:
@@ -649,14 +669,15 @@ def test_only_the_named_rail_devices_count_as_rails(tmp_path: Path) -> None:
     assert rules_of(platform(), "dc1")["FabricRailsNeverUp"]["expr"].count("device=~") == 0  # unnamed: every device
     node = "gpu-001"
     inputs = pool_node(node, "onprem-h100", -3600)
-    inputs += [ib_port(node, f"mlx5_{i}", "4x120") for i in range(7)] + [ib_port(node, "mlx5_7", "1x120")]
-    inputs += [ib_port(node, "mlx5_8", "4x120"), ib_port(node, "mlx5_9", "4x30 1x90")]  # storage ports; mlx5_9 goes down
+    inputs += [ib_port(node, d, "4x120") for d in RAILS[:7]] + [ib_port(node, RAILS[7], "1x120")]
+    # storage ports; the second goes down
+    inputs += [ib_port(node, STORAGE_PORTS[0], "4x120"), ib_port(node, STORAGE_PORTS[1], "4x30 1x90")]
     (tmp_path / "a").mkdir()
     run_promtool(rp, "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
         {"eval_time": "60m", "alertname": "FabricRailsNeverUp", "exp_alerts": [expected(rules["FabricRailsNeverUp"], {"node": node}, "7")]},
         {"eval_time": "60m", "alertname": "FabricPortDown", "exp_alerts": []}]}], tmp_path / "a")  # fmt: skip
-    # the same node without the rails named: mlx5_9, active earlier and down now, is reported as a port down
-    fired = expected(rules["FabricPortDown"], {"node": node, "device": "mlx5_9", "port": "1"}, "1")
+    # the same node without the rails named: the storage port active earlier and down now is reported as a port down
+    fired = expected(rules["FabricPortDown"], {"node": node, "device": STORAGE_PORTS[1], "port": "1"}, "1")
     (tmp_path / "b").mkdir()
     run_promtool(platform(), "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
         {"eval_time": "60m", "alertname": "FabricPortDown", "exp_alerts": [fired]}]}], tmp_path / "b")  # fmt: skip
@@ -679,9 +700,9 @@ def test_only_the_spec_s_rail_devices_are_read_as_blind(tmp_path: Path) -> None:
                        f'alicerce_fabric_wait.prom"}}', "values": f"0+60{STEPS}"}  # fmt: skip
     for name, rails, storage, fired in (
         ("storage", 1, 0, []),
-        ("rail", 0, 1, [expected(rule, {"node": NODE, "device": "mlx5_0", "port": "1"}, "")]),
+        ("rail", 0, 1, [expected(rule, {"node": NODE, "device": RAILS[0], "port": "1"}, "")]),
     ):
-        inputs = [*base, fresh, *port("mlx5_0", rails), *(s for i in range(1, 8) for s in port(f"mlx5_{i}", 1)), *port("mlx5_9", storage)]
+        inputs = [*base, fresh, *port(RAILS[0], rails), *(s for d in RAILS[1:] for s in port(d, 1)), *port(STORAGE_PORTS[1], storage)]
         (tmp_path / name).mkdir()
         run_promtool(rp, "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
             {"eval_time": "30m", "alertname": "FabricWaitCountersMissing", "exp_alerts": fired}]}], tmp_path / name)  # fmt: skip
