@@ -29,7 +29,14 @@ from alicerce.catalog.alerts import (
     in_service,
     settled,
 )
-from alicerce.emit.kube.kpi import EFA_ERRORS, IB_PORT_ACTIVE, POOL_NODE_LABEL, PORT_FIRST_ACTIVE, PORT_LAST_ACTIVE
+from alicerce.emit.kube.kpi import (
+    EFA_ERRORS,
+    IB_PORT_ACTIVE,
+    POOL_NODE_LABEL,
+    PORT_FIRST_ACTIVE,
+    PORT_KIND,
+    PORT_LAST_ACTIVE,
+)
 from alicerce.emit.storage_counters import rail_port_pools
 from alicerce.resolve.model import ResolvedPlatform
 
@@ -155,11 +162,12 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     # renamed: the rdma role names devices by PCI address (roles/rdma rdma-naming.rules.j2, NAME_PCI), so a BIOS update,
     # a card added or removed, a board replaced under the same host name (its PCI buses renumbered) or an adapter moved
     # to another slot brings rails back ACTIVE under new names, and each old one read as a rail down for the 30 days it
-    # is remembered (reviews obsreview34 N-3, obsreview36 D-1). A node's vanished ports are renamed while as many of its
-    # ports are ACTIVE under names first ACTIVE after the first of them vanished (kpi.PORT_FIRST_ACTIVE), and after the
-    # node's earliest name, so the ports a node had when the record began are never new to it
+    # is remembered (reviews obsreview34 N-3, obsreview36 D-1). A node's vanished ports are renamed while as many names
+    # were first ACTIVE on it after the first of them vanished (kpi.PORT_FIRST_ACTIVE), and after the node's earliest
+    # name, so the ports a node had when the record began are never new to it. A name back after an absence from a node
+    # that reported other ports starts a new first time (kpi.PORT_LAST_ABSENT), so a rename undone reads as one more
+    # rename, not as the intermediate names lost (review obsreview37 D-1)
     state = f"max by ({PORT}) (node_infiniband_state_id)"
-    active = f"({state} == {IB_PORT_ACTIVE})"
 
     def members(pool: str) -> str:
         return f'max by (node) (kube_node_labels{{{POOL_NODE_LABEL}="{pool}"}})'
@@ -169,10 +177,16 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         first = f"{PORT_FIRST_ACTIVE}{devices[pool]}"
         inactive = f"({remembered} and on ({PORT}) ({state} != {IB_PORT_ACTIVE}))"
         vanished = f"({remembered} unless on ({PORT}) {state})"
-        since = f"min by (node) ({vanished})"
-        fresh = f"(({first} and on ({PORT}) {active}) > on (node) group_left () min by (node) ({first}))"
-        named_after = f"({fresh} > on (node) group_left () {since})"
-        renamed = f"(count by (node) ({named_after}) >= on (node) count by (node) ({vanished}))"
+        since = f"on (node) group_left () min by (node) ({vanished})"
+        # names first ACTIVE after the first of the node's ports vanished, whether still there or gone since (A -> B
+        # -> C: B came after A and left, 16 names gone, 16 came), and after the node's earliest name ...
+        after = f"({first} > {since} > on (node) group_left () min by (node) ({first}))"
+        # ... of a kind (node_infiniband_info's PSID and ASIC) that vanished: not the card added in the same reboot
+        # (review obsreview37 D-2) ...
+        kind = f"and on (node, {PORT_KIND}) ({first} and on ({PORT}) {vanished})"
+        # ... on a device that is new too: a port first cabled on a known adapter is no rail renamed (obsreview37 G-1)
+        device = f"and on (node, device) (min by (node, device) ({first}) > {since})"
+        renamed = f"(count by (node) ({after} {kind} {device}) >= on (node) count by (node) ({vanished}))"
         return f"({inactive} or ({vanished} unless on (node) {renamed})) * on (node) group_left () ({members(pool)} > 0)"
 
     down = in_service("(" + " or ".join(f"({lost(p)})" for p in pools) + f") and on (node) {PORTS_REPORTED}")
@@ -209,9 +223,11 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
               "Fabric port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.node }} is no longer active",
               "A rail that was up in the last 30 days is down: every job on this node runs its collectives on fewer rails. "
               "Check the cable and switch port (ibstat, mlxlink), then drain the node if it does not come back. A port gone "
-              "from ibstat altogether is reported too (an adapter off the PCIe bus), unless as many ports came up under new "
-              "names since (PCI buses renumbered by a BIOS update or a card added, an adapter moved to another slot: "
-              "the devices are named by PCI address). Where the pool names its railDevices only those are rails, so a "
+              "from ibstat altogether is reported too (an adapter off the PCIe bus), unless as many ports of its kind "
+              "(the card's PSID and ASIC) came up since on new devices (PCI buses renumbered by a BIOS update or a card "
+              "added, an adapter moved to another slot or put back: the devices are named by PCI address). After a "
+              "renumbering with a rail missing, the old names are reported: the rail is the new name ibstat shows not "
+              "ACTIVE, or an adapter missing from ibstat; the warnings end when it is ACTIVE again. Where the pool names its railDevices only those are rails, so a "
               "rail renamed stays reported until railDevices names its new device."),
         Alert(FABRIC_LINK_FLAPPING, flapping, "0m", "warning",
               "Fabric port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.node }} went down more than twice in an hour",
