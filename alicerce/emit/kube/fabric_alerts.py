@@ -141,11 +141,15 @@ def _members(pool: str) -> str:
 
 def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     fabric_pools = rail_port_pools(rp.site(site_name))
-    rails = {p.name: p.rdma.interfaces for p in fabric_pools if p.rdma is not None}
+    # the RDMA adapters a host of the pool declares (onprem.hcas; the fabric's rails by default, and never fewer: rule
+    # AL242's check in targets/onprem/rules.py): a storage adapter declared beside the rails is expected up too, so a
+    # rail that never came up, or was forgotten after 30 days down, beside an ACTIVE storage port is still short
+    # (review obsreview36 G-1)
+    adapters = {p.name: p.rdma.interfaces for p in fabric_pools if p.rdma is not None}
     # the rails' devices where the spec names them (pool.onprem.railDevices): a storage or in-band port beside the rails
     # neither counts as a rail nor pages as one (review obsreview6 DEFECT 2); empty, every device the exporter reports
     devices = {p.name: rail_matcher(p.rdma.rail_devices) for p in fabric_pools if p.rdma is not None}
-    pools = sorted(rails)
+    pools = sorted(adapters)
     if not pools:
         # EFA: the efa driver reports its port ACTIVE whenever the device is up and keeps no link-down or symbol error
         # counters; its errors (drops, RDMA work request errors, retransmit timeouts, impaired connections) count in the
@@ -202,7 +206,7 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     # (review obsreview5 G5). A port that went down is still counted here: FabricPortDown reports it
     def never_up(pool: str) -> str:
         ever = f"(count by (node) ({PORT_LAST_ACTIVE}{devices[pool]}) or 0 * {members(pool)})"
-        return f"{ever} * on (node) group_left () ({members(pool)} > 0) < {rails[pool]}"
+        return f"{ever} * on (node) group_left () ({members(pool)} > 0) < {adapters[pool]}"
 
     # each pool's term in parentheses, and their union too: `and`/`unless` bind tighter than `or`, so unwrapped the grace
     # and the cordon filtered only the last pool's term (review obsreview6 DEFECT 4)
@@ -215,7 +219,7 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     saturated = in_service(f"count by ({PORT}) ({stopped}) {on_pools}")
     return [
         Alert(FABRIC_RAILS_NEVER_UP, missing, "15m", "warning",
-              "Node {{ $labels.node }} has {{ $value }} fabric ports up, fewer than its pool's rails",
+              "Node {{ $labels.node }} has {{ $value }} fabric ports up, fewer than its pool's RDMA adapters",
               "A rail's adapter never reached ACTIVE on this node: a dead HCA, a missing cable or switch port, a "
               "subnet manager that did not bring it up. Jobs placed here run their collectives on fewer rails: check "
               "ibstat and the cabling before the node takes multi-node jobs."),
@@ -227,8 +231,9 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
               "(the card's PSID and ASIC) came up since on new devices (PCI buses renumbered by a BIOS update or a card "
               "added, an adapter moved to another slot or put back: the devices are named by PCI address). After a "
               "renumbering with a rail missing, the old names are reported: the rail is the new name ibstat shows not "
-              "ACTIVE, or an adapter missing from ibstat; the warnings end when it is ACTIVE again. Where the pool names its railDevices only those are rails, so a "
-              "rail renamed stays reported until railDevices names its new device."),
+              "ACTIVE, or an adapter missing from ibstat; the warnings end when it is ACTIVE again. Where the pool "
+              "names its railDevices only those are rails, so a rail renamed stays reported until railDevices names "
+              "its new device."),
         Alert(FABRIC_LINK_FLAPPING, flapping, "0m", "warning",
               "Fabric port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.node }} went down more than twice in an hour",
               "A link that keeps failing and retraining points at a bad cable or transceiver: NCCL stalls each time. "

@@ -693,6 +693,26 @@ def test_a_rename_is_told_from_a_lost_rail_however_often_names_change(tmp_path: 
         order=["alicerce.kpi.node", "alicerce.fabric"])  # fmt: skip
 
 
+@needs_promtool
+def test_rails_never_up_counts_the_pool_s_adapters_beside_a_storage_port(tmp_path: Path) -> None:
+    """Review obsreview36 G-1: without railDevices, a rail that never came up (or was forgotten after 30 days down)
+    beside an ACTIVE storage port read as 7 + 1 = 8 ports up, the fabric's 8 rails, and nothing warned. The threshold
+    is the pool's RDMA adapters per host (onprem.hcas, the fabric's rails by default; validate keeps it >= rails): a
+    pool that declares its storage adapter (hcas 9) is warned, the reference (hcas = rails = 8) reads as before."""
+    text = (ROOT / "platform.yaml").read_text()
+    nine = validated(load_text(text.replace("      hcas: 8\n", "      hcas: 9\n"), "platform.yaml"), "prod")
+    node = "gpu-040"
+    inputs = pool_node(node, "onprem-h100", -3600)
+    inputs += [ib_port(node, f"mlx5_{i}", "4x120") for i in range(7)] + [ib_port(node, "mlx5_7", "1x120")]
+    inputs += [ib_port(node, "mlx5_8", "4x120")]  # the storage port, ACTIVE
+    for name, rp, fired in (("nine", nine, ["8"]), ("reference", platform(), [])):
+        rule = rules_of(rp, "dc1")["FabricRailsNeverUp"]
+        (tmp_path / name).mkdir()
+        run_promtool(rp, "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+            {"eval_time": "60m", "alertname": "FabricRailsNeverUp",
+             "exp_alerts": [expected(rule, {"node": node}, v) for v in fired]}]}], tmp_path / name)  # fmt: skip
+
+
 RAILS = [f"mlx5_{i}" for i in range(8)]
 
 
