@@ -565,6 +565,24 @@ def test_rails_never_up_keeps_the_cordon_and_the_grace_for_every_pool_of_a_site(
 
 
 @needs_promtool
+def test_port_down_reads_the_pools_that_name_no_rail_devices_in_one_term(tmp_path: Path) -> None:
+    """Each pool's term of FabricPortDown is about 1,300 characters since obsreview37's kind and device checks: pools
+    reading the same devices (no railDevices) share one, so three such pools stay under the 4,000 an expression is kept
+    under. A rail down on a node of either pool is still reported."""
+    rp = two_fabric_pools()
+    rule = rules_of(rp, "dc1")["FabricPortDown"]
+    assert rule["expr"].count("count by (node)") == 2 and len(rule["expr"]) < 4000
+    inputs: list[dict[str, str]] = []
+    fired = []
+    for pool, node in (("onprem-h100", "gpu-001"), ("onprem-h200", "gpu-101")):
+        inputs += pool_node(node, pool, -3600) + [ib_port(node, f"mlx5_{i}", "4x120" if i < 7 else "4x30 1x90") for i in range(8)]
+        fired.append(expected(rule, {"node": node, "device": "mlx5_7", "port": "1"}, "1"))
+    (tmp_path / "a").mkdir()
+    run_promtool(rp, "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "60m", "alertname": "FabricPortDown", "exp_alerts": fired}]}], tmp_path / "a")  # fmt: skip
+
+
+@needs_promtool
 def test_rails_never_up_stays_quiet_where_the_node_exporter_reports_no_port(tmp_path: Path) -> None:
     """obsreview6 DEFECT 3: a node whose node exporter is down (not scheduled yet, broken) read as "0 fabric ports up"
     and sent the operator to the cabling; NodeExporterAbsent or FabricCountersAbsent is the alert there. A node of the
