@@ -83,6 +83,10 @@ PORT_FIRST_ACTIVE = "node_port:infiniband_active:first_timestamp"
 # that comes back under its name after such an absence is new again (an adapter moved then put back, a renumbering
 # rolled back: review obsreview37 D-1). A reboot, where the node reports no port at all, leaves it alone
 PORT_LAST_ABSENT = "node_port:infiniband_absent:last_timestamp"
+# ... once it is more than 10 minutes since it was last ACTIVE: a device that leaves for less (a PCIe link retrained, a
+# driver reloading it) and comes back is no rename undone, and must not become new and stand in for a rail off the
+# bus. A rename put back takes two reboots with the node running between them
+ABSENT_AFTER_SECONDS = 600
 # the labels of node_infiniband_info a port's first time keeps (node exporter v1.12.1 collector/infiniband_linux.go:
 # 175-182): its card's PSID and ASIC, so a rail's new name is told from a card of another kind added in the same
 # reboot (review obsreview37 D-2). Not firmware_version: an update changes it under the same card
@@ -925,7 +929,8 @@ def node_rules(site: ResolvedSite) -> list[dict[str, Any]]:
             _last_seen(PORT_LAST_ACTIVE, port_active, "node, device, port"),
             _last_seen(
                 PORT_LAST_ABSENT,
-                f"({PORT_LAST_ACTIVE} unless on (node, device, port) node_infiniband_state_id) and on (node) node_infiniband_state_id",
+                f"({PORT_LAST_ACTIVE} < time() - {ABSENT_AFTER_SECONDS} unless on (node, device, port) node_infiniband_state_id) "
+                "and on (node) node_infiniband_state_id",
                 "node, device, port",
             ),
             _first_seen(PORT_FIRST_ACTIVE, PORT_LAST_ACTIVE, PORT_LAST_ABSENT, port_active, by="node, device, port", kind=PORT_KIND),
