@@ -29,7 +29,14 @@ from alicerce.catalog.alerts import (
     in_service,
     settled,
 )
-from alicerce.emit.kube.kpi import EFA_ERRORS, IB_PORT_ACTIVE, POOL_NODE_LABEL, PORT_FIRST_ACTIVE, PORT_LAST_ACTIVE
+from alicerce.emit.kube.kpi import (
+    EFA_ERRORS,
+    IB_PORT_ACTIVE,
+    POOL_NODE_LABEL,
+    PORT_FIRST_ACTIVE,
+    PORT_KIND,
+    PORT_LAST_ACTIVE,
+)
 from alicerce.emit.storage_counters import rail_port_pools
 from alicerce.resolve.model import ResolvedPlatform
 
@@ -134,11 +141,15 @@ def _members(pool: str) -> str:
 
 def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     fabric_pools = rail_port_pools(rp.site(site_name))
-    rails = {p.name: p.rdma.interfaces for p in fabric_pools if p.rdma is not None}
+    # the RDMA adapters a host of the pool declares (onprem.hcas; the fabric's rails by default, and never fewer: rule
+    # AL242's check in targets/onprem/rules.py): a storage adapter declared beside the rails is expected up too, so a
+    # rail that never came up, or was forgotten after 30 days down, beside an ACTIVE storage port is still short
+    # (review obsreview36 G-1)
+    adapters = {p.name: p.rdma.interfaces for p in fabric_pools if p.rdma is not None}
     # the rails' devices where the spec names them (pool.onprem.railDevices): a storage or in-band port beside the rails
     # neither counts as a rail nor pages as one (review obsreview6 DEFECT 2); empty, every device the exporter reports
     devices = {p.name: rail_matcher(p.rdma.rail_devices) for p in fabric_pools if p.rdma is not None}
-    pools = sorted(rails)
+    pools = sorted(adapters)
     if not pools:
         # EFA: the efa driver reports its port ACTIVE whenever the device is up and keeps no link-down or symbol error
         # counters; its errors (drops, RDMA work request errors, retransmit timeouts, impaired connections) count in the
@@ -155,27 +166,40 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     # renamed: the rdma role names devices by PCI address (roles/rdma rdma-naming.rules.j2, NAME_PCI), so a BIOS update,
     # a card added or removed, a board replaced under the same host name (its PCI buses renumbered) or an adapter moved
     # to another slot brings rails back ACTIVE under new names, and each old one read as a rail down for the 30 days it
-    # is remembered (reviews obsreview34 N-3, obsreview36 D-1). A node's vanished ports are renamed while as many of its
-    # ports are ACTIVE under names first ACTIVE after the first of them vanished (kpi.PORT_FIRST_ACTIVE), and after the
-    # node's earliest name, so the ports a node had when the record began are never new to it
+    # is remembered (reviews obsreview34 N-3, obsreview36 D-1). A node's vanished ports are renamed while as many names
+    # were first ACTIVE on it after the first of them vanished (kpi.PORT_FIRST_ACTIVE), and after the node's earliest
+    # name, so the ports a node had when the record began are never new to it. A name back after an absence from a node
+    # that reported other ports starts a new first time (kpi.PORT_LAST_ABSENT), so a rename undone reads as one more
+    # rename, not as the intermediate names lost (review obsreview37 D-1)
     state = f"max by ({PORT}) (node_infiniband_state_id)"
-    active = f"({state} == {IB_PORT_ACTIVE})"
 
     def members(pool: str) -> str:
         return f'max by (node) (kube_node_labels{{{POOL_NODE_LABEL}="{pool}"}})'
 
-    def lost(pool: str) -> str:
-        remembered = f"{PORT_LAST_ACTIVE}{devices[pool]}"
-        first = f"{PORT_FIRST_ACTIVE}{devices[pool]}"
+    def lost(matcher: str, named: list[str]) -> str:
+        remembered = f"{PORT_LAST_ACTIVE}{matcher}"
+        first = f"{PORT_FIRST_ACTIVE}{matcher}"
         inactive = f"({remembered} and on ({PORT}) ({state} != {IB_PORT_ACTIVE}))"
         vanished = f"({remembered} unless on ({PORT}) {state})"
-        since = f"min by (node) ({vanished})"
-        fresh = f"(({first} and on ({PORT}) {active}) > on (node) group_left () min by (node) ({first}))"
-        named_after = f"({fresh} > on (node) group_left () {since})"
-        renamed = f"(count by (node) ({named_after}) >= on (node) count by (node) ({vanished}))"
-        return f"({inactive} or ({vanished} unless on (node) {renamed})) * on (node) group_left () ({members(pool)} > 0)"
+        since = f"on (node) group_left () min by (node) ({vanished})"
+        # names first ACTIVE after the first of the node's ports vanished, whether still there or gone since (A -> B
+        # -> C: B came after A and left, 16 names gone, 16 came), and after the node's earliest name ...
+        after = f"({first} > {since} > on (node) group_left () min by (node) ({first}))"
+        # ... of a kind (node_infiniband_info's PSID and ASIC) that vanished: not the card added in the same reboot
+        # (review obsreview37 D-2) ...
+        kind = f"and on (node, {PORT_KIND}) ({first} and on ({PORT}) {vanished})"
+        # ... on a device that is new too: a port first cabled on a known adapter is no rail renamed (obsreview37 G-1)
+        device = f"and on (node, device) (min by (node, device) ({first}) > {since})"
+        renamed = f"(count by (node) ({after} {kind} {device}) >= on (node) count by (node) ({vanished}))"
+        in_pools = f'max by (node) (kube_node_labels{{{POOL_NODE_LABEL}=~"{"|".join(named)}"}})'
+        return f"({inactive} or ({vanished} unless on (node) {renamed})) * on (node) group_left () ({in_pools} > 0)"
 
-    down = in_service("(" + " or ".join(f"({lost(p)})" for p in pools) + f") and on (node) {PORTS_REPORTED}")
+    # one term for the pools that read the same devices (every pool without railDevices): a term is ~1,300 characters,
+    # and three pools each with its own would pass the 4,000 an expression is kept under
+    by_matcher: dict[str, list[str]] = {}
+    for pool in pools:
+        by_matcher.setdefault(devices[pool], []).append(pool)
+    down = in_service("(" + " or ".join(f"({lost(m, named)})" for m, named in by_matcher.items()) + f") and on (node) {PORTS_REPORTED}")
     # "more than twice": the counter steps by whole downs, but increase() extrapolates the range's first and last
     # samples to the window's edges (Prometheus v3 promql/functions.go extrapolatedRate, by up to 1.1 x the mean scrape
     # interval each side), so two downs read 2.03 on an evaluation off the scrapes and `> 2` fired on two. Half-way
@@ -188,7 +212,7 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     # (review obsreview5 G5). A port that went down is still counted here: FabricPortDown reports it
     def never_up(pool: str) -> str:
         ever = f"(count by (node) ({PORT_LAST_ACTIVE}{devices[pool]}) or 0 * {members(pool)})"
-        return f"{ever} * on (node) group_left () ({members(pool)} > 0) < {rails[pool]}"
+        return f"{ever} * on (node) group_left () ({members(pool)} > 0) < {adapters[pool]}"
 
     # each pool's term in parentheses, and their union too: `and`/`unless` bind tighter than `or`, so unwrapped the grace
     # and the cordon filtered only the last pool's term (review obsreview6 DEFECT 4)
@@ -201,7 +225,7 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     saturated = in_service(f"count by ({PORT}) ({stopped}) {on_pools}")
     return [
         Alert(FABRIC_RAILS_NEVER_UP, missing, "15m", "warning",
-              "Node {{ $labels.node }} has {{ $value }} fabric ports up, fewer than its pool's rails",
+              "Node {{ $labels.node }} has {{ $value }} fabric ports up, fewer than its pool's RDMA adapters",
               "A rail's adapter never reached ACTIVE on this node: a dead HCA, a missing cable or switch port, a "
               "subnet manager that did not bring it up. Jobs placed here run their collectives on fewer rails: check "
               "ibstat and the cabling before the node takes multi-node jobs."),
@@ -209,10 +233,13 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
               "Fabric port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.node }} is no longer active",
               "A rail that was up in the last 30 days is down: every job on this node runs its collectives on fewer rails. "
               "Check the cable and switch port (ibstat, mlxlink), then drain the node if it does not come back. A port gone "
-              "from ibstat altogether is reported too (an adapter off the PCIe bus), unless as many ports came up under new "
-              "names since (PCI buses renumbered by a BIOS update or a card added, an adapter moved to another slot: "
-              "the devices are named by PCI address). Where the pool names its railDevices only those are rails, so a "
-              "rail renamed stays reported until railDevices names its new device."),
+              "from ibstat altogether is reported too (an adapter off the PCIe bus), unless as many ports of its kind "
+              "(the card's PSID and ASIC) came up since on new devices (PCI buses renumbered by a BIOS update or a card "
+              "added, an adapter moved to another slot or put back: the devices are named by PCI address). After a "
+              "renumbering with a rail missing, the old names are reported: the rail is the new name ibstat shows not "
+              "ACTIVE, or an adapter missing from ibstat; the warnings end when it is ACTIVE again. Where the pool "
+              "names its railDevices only those are rails, so a rail renamed stays reported until railDevices names "
+              "its new device."),
         Alert(FABRIC_LINK_FLAPPING, flapping, "0m", "warning",
               "Fabric port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.node }} went down more than twice in an hour",
               "A link that keeps failing and retraining points at a bad cable or transceiver: NCCL stalls each time. "

@@ -79,6 +79,18 @@ PORT_LAST_ACTIVE = "node_port:infiniband_active:last_timestamp"
 # when a fabric port was first ACTIVE under its name, kept while PORT_LAST_ACTIVE remembers it: a port named after a
 # rail that vanished tells a renamed rail (a PCI bus renumbered, an adapter moved) from one that is gone
 PORT_FIRST_ACTIVE = "node_port:infiniband_active:first_timestamp"
+# when a remembered fabric port was last absent from a node that reported other ports (off the bus, or renamed): one
+# that comes back under its name after such an absence is new again (an adapter moved then put back, a renumbering
+# rolled back: review obsreview37 D-1). A reboot, where the node reports no port at all, leaves it alone
+PORT_LAST_ABSENT = "node_port:infiniband_absent:last_timestamp"
+# ... once it is more than 10 minutes since it was last ACTIVE: a device that leaves for less (a PCIe link retrained, a
+# driver reloading it) and comes back is no rename undone, and must not become new and stand in for a rail off the
+# bus. A rename put back takes two reboots with the node running between them
+ABSENT_AFTER_SECONDS = 600
+# the labels of node_infiniband_info a port's first time keeps (node exporter v1.12.1 collector/infiniband_linux.go:
+# 175-182): its card's PSID and ASIC, so a rail's new name is told from a card of another kind added in the same
+# reboot (review obsreview37 D-2). Not firmware_version: an update changes it under the same card
+PORT_KIND = "board_id, hca_type"
 # how long they remember: an outage or a rail down for longer is still reported, and a cordon (a drain, a driver
 # upgrade), a Prometheus restart or the alert's own resolution in between does not erase it (review obsreview5 DEFECT 2)
 REMEMBERED_SECONDS = 30 * 86400
@@ -365,12 +377,20 @@ def _last_seen(record: str, present: str, by: str) -> dict[str, Any]:
     return _rule(record, f"{now} or {kept}")
 
 
-def _first_seen(record: str, remembered: str, present: str, by: str) -> dict[str, Any]:
-    """A rule recording, per ``by``, the first time ``present`` had a series, kept by its own previous value (up to a
-    day without an evaluation) while ``remembered`` (a :func:`_last_seen` record of the same group, written before it)
-    still holds the series: a reboot or an exporter restart does not make a port new."""
-    kept = f"max by ({by}) (last_over_time({record}[1d])) and on ({by}) {remembered}"
-    return _rule(record, f"({kept}) or max by ({by}) (0 * ({present}) + time())")
+def _first_seen(record: str, remembered: str, absent: str, present: str, *, by: str, kind: str) -> dict[str, Any]:
+    """A rule recording, per ``by`` and ``kind``, the first time ``present`` had a series, kept by its own previous
+    value (up to a day without an evaluation) while ``remembered`` (a :func:`_last_seen` record of the same group,
+    written before it) still holds the series: a reboot or an exporter restart does not make a port new. It starts
+    again where ``absent`` (a :func:`_last_seen` record, written before it) is later than the previous first time and
+    the port is ACTIVE again: a name that returns after an absence is new again. That previous value is read as an instant
+    (one sample a port, not the day's range twice); after an evaluation gap over the lookback no port starts again."""
+    kept = f"max by ({by}, {kind}) (last_over_time({record}[1d])) and on ({by}) {remembered}"
+    back = f"(({absent} > on ({by}) max by ({by}) ({record})) and on ({by}) ({present}))"
+    # the port's kind from its device's info series where the exporter reports one, and without it where not
+    info = f"max by (node, device, {kind}) (node_infiniband_info)"
+    now = f"(0 * ({present}) + time())"
+    new = f"max by ({by}, {kind}) ({now} * on (node, device) group_left ({kind}) {info} or on ({by}) {now})"
+    return _rule(record, f"({kept} unless on ({by}) {back}) or on ({by}) {new}")
 
 
 def any_rate(series: str, matchers: str, window: str) -> str:
@@ -901,10 +921,19 @@ def node_rules(site: ResolvedSite) -> list[dict[str, Any]]:
         _rule(NODE_NET_TX, f"sum by (node) (rate(node_network_transmit_bytes_total{{{NIC}}}[5m]))"),
     ]
     if rail_port_pools(site):
-        # each reads a day's range of itself per port an evaluation: only where the rail alerts read them
+        # only where the rail alerts read them. Each evaluation, PORT_LAST_ACTIVE and PORT_FIRST_ACTIVE read a day's
+        # range of themselves per remembered port (2,880 samples at a 30 s evaluation), PORT_LAST_ABSENT the same per
+        # port remembered as absent only (none on a node whose names never changed), and PORT_FIRST_ACTIVE one more
+        # sample of itself per port
         rules += [
             _last_seen(PORT_LAST_ACTIVE, port_active, "node, device, port"),
-            _first_seen(PORT_FIRST_ACTIVE, PORT_LAST_ACTIVE, port_active, "node, device, port"),
+            _last_seen(
+                PORT_LAST_ABSENT,
+                f"({PORT_LAST_ACTIVE} < time() - {ABSENT_AFTER_SECONDS} unless on (node, device, port) node_infiniband_state_id) "
+                "and on (node) node_infiniband_state_id",
+                "node, device, port",
+            ),
+            _first_seen(PORT_FIRST_ACTIVE, PORT_LAST_ACTIVE, PORT_LAST_ABSENT, port_active, by="node, device, port", kind=PORT_KIND),
         ]
     if every_mount_counted(site):
         # what a node reads and writes: local disks and its shared file systems' client counters. The fabric's ports

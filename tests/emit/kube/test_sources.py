@@ -583,6 +583,24 @@ def test_rails_never_up_keeps_the_cordon_and_the_grace_for_every_pool_of_a_site(
 
 
 @needs_promtool
+def test_port_down_reads_the_pools_that_name_no_rail_devices_in_one_term(tmp_path: Path) -> None:
+    """Each pool's term of FabricPortDown is about 1,300 characters since obsreview37's kind and device checks: pools
+    reading the same devices (no railDevices) share one, so three such pools stay under the 4,000 an expression is kept
+    under. A rail down on a node of either pool is still reported."""
+    rp = two_fabric_pools()
+    rule = rules_of(rp, "dc1")["FabricPortDown"]
+    assert rule["expr"].count("count by (node)") == 2 and len(rule["expr"]) < 4000
+    inputs: list[dict[str, str]] = []
+    fired = []
+    for pool, node in (("onprem-h100", "gpu-001"), ("onprem-h200", "gpu-101")):
+        inputs += pool_node(node, pool, -3600) + [ib_port(node, f"mlx5_{i}", "4x120" if i < 7 else "4x30 1x90") for i in range(8)]
+        fired.append(expected(rule, {"node": node, "device": "mlx5_7", "port": "1"}, "1"))
+    (tmp_path / "a").mkdir()
+    run_promtool(rp, "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "60m", "alertname": "FabricPortDown", "exp_alerts": fired}]}], tmp_path / "a")  # fmt: skip
+
+
+@needs_promtool
 def test_rails_never_up_stays_quiet_where_the_node_exporter_reports_no_port(tmp_path: Path) -> None:
     """obsreview6 DEFECT 3: a node whose node exporter is down (not scheduled yet, broken) read as "0 fabric ports up"
     and sent the operator to the cabling; NodeExporterAbsent or FabricCountersAbsent is the alert there. A node of the
@@ -645,6 +663,96 @@ def test_a_rail_off_the_bus_is_down_and_a_renamed_one_is_not(tmp_path: Path) -> 
     run_promtool(rp, "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
         {"eval_time": "150m", "alertname": "FabricPortDown", "exp_alerts": fired},
         {"eval_time": "150m", "alertname": "FabricRailsNeverUp", "exp_alerts": []}]}], tmp_path / "a")  # fmt: skip
+
+
+def segs(*parts: tuple[str, int]) -> str:
+    """A sample a minute: each (value, minutes) holds for that many samples ('_': no sample)."""
+    return " ".join(f"_x{n}" if value == "_" else f"{value}x{n - 1}" for value, n in parts)
+
+
+def ib_info(node: str, device: str, hca_type: str = "MT4129", board_id: str = "MT_0000000838") -> dict[str, str]:
+    """node-exporter v1.12.1's node_infiniband_info of one device (board_id: the card's PSID; defaults: a ConnectX-7)."""
+    assert "board_id" in load("node-exporter", "v1.12.1", "metrics.json")["node_infiniband_info"]["labels"]
+    labels = f'job="node-exporter",instance="{node}:9100",node="{node}",device="{device}"'
+    return {"series": f'node_infiniband_info{{{labels},board_id="{board_id}",firmware_version="28.39.1002",hca_type="{hca_type}"}}',
+            "values": "1x240"}  # fmt: skip
+
+
+def ib_port_n(node: str, device: str, states: str, port: str) -> dict[str, str]:
+    return {**ib_port(node, device, states), "series": ib_port(node, device, states)["series"].replace('port="1"', f'port="{port}"')}
+
+
+OLD, MID, NEW = [f"mlx5_{i}" for i in range(8)], [f"mlx5_{10 + i}" for i in range(8)], [f"mlx5_{20 + i}" for i in range(8)]
+# a reboot is 6 minutes without any port (60-66m, 120-126m)
+THROUGH = segs(("4", 60), ("_", 6), ("4", 54), ("_", 6), ("4", 115))  # a name through both reboots
+FIRST = segs(("4", 60), ("_", 181))  # a name until the first reboot
+MIDDLE = segs(("_", 66), ("4", 54), ("_", 121))  # a name between the reboots
+LAST = segs(("_", 126), ("4", 115))  # a name after the second reboot
+BACK = segs(("4", 60), ("_", 66), ("4", 115))  # a name gone between the reboots, back after the second
+AFTER = segs(("_", 66), ("4", 175))  # a name after the first reboot
+ALL = segs(("4", 241))
+
+
+@needs_promtool
+def test_a_rename_is_told_from_a_lost_rail_however_often_names_change(tmp_path: Path) -> None:
+    """Review obsreview37. D-1: a name that comes back was never new again (gpu-020's adapter moved and put back fired
+    mlx5_9, gpu-022's renumbering rolled back fired the 8 intermediate names) and a second renumbering within 30 days
+    counted the first names again (gpu-021 fired 16). D-2: a card added in the reboot that renumbered the rails, one
+    rail DOWN under its new name (gpu-023) or absent (gpu-024): the card's port counted as the 8th rail. G-1: a new port
+    on a known device (gpu-025: mlx5_0 port 2 cabled at 120m) masked a rail off the bus. Healthy look-alikes stay quiet:
+    gpu-026 renumbered once with the card's kind reported, gpu-027 a flap away and back under its name. A flap is no
+    rename put back: gpu-028's mlx5_7 off the bus stays reported across mlx5_3's 8 minutes away."""
+    rp = platform()
+    rules = rules_of(rp, "dc1")
+    rule = rules["FabricPortDown"]
+    nodes = [f"gpu-02{i}" for i in range(9)]
+    inputs = [s for n in nodes for s in pool_node(n, "onprem-h100", -3600, minutes=240)]
+    inputs += [ib_port("gpu-020", d, THROUGH) for d in OLD[:7]] + [ib_port("gpu-020", "mlx5_7", BACK), ib_port("gpu-020", "mlx5_9", MIDDLE)]
+    inputs += [ib_port("gpu-021", d, FIRST) for d in OLD] + [ib_port("gpu-021", d, MIDDLE) for d in MID]
+    inputs += [ib_port("gpu-021", d, LAST) for d in NEW]
+    inputs += [ib_port("gpu-022", d, BACK) for d in OLD] + [ib_port("gpu-022", d, MIDDLE) for d in MID]
+    for node, eighth in (("gpu-023", segs(("_", 66), ("1", 175))), ("gpu-024", None)):
+        inputs += [ib_port(node, d, FIRST) for d in OLD] + [ib_port(node, d, AFTER) for d in MID[:7]]
+        inputs += [ib_port(node, "mlx5_30", AFTER), ib_info(node, "mlx5_30", "MT41692", "MT_0000000884")]  # a BlueField-3
+        inputs += [ib_info(node, d) for d in OLD + MID[:7]] + ([ib_port(node, MID[7], eighth), ib_info(node, MID[7])] if eighth else [])
+    inputs += [ib_port("gpu-025", d, ALL) for d in OLD[:7]] + [ib_port("gpu-025", "mlx5_7", FIRST)]
+    inputs += [ib_port_n("gpu-025", "mlx5_0", segs(("1", 120), ("4", 121)), "2")]
+    inputs += [ib_port("gpu-026", d, FIRST) for d in OLD] + [ib_port("gpu-026", d, AFTER) for d in MID]
+    inputs += [ib_info("gpu-026", d) for d in OLD + MID]
+    inputs += [ib_port("gpu-027", d, ALL) for d in OLD[:7]] + [ib_port("gpu-027", "mlx5_7", segs(("4", 60), ("_", 3), ("4", 178)))]
+    # gpu-028: mlx5_7 off the bus at 60m; at 100m mlx5_3 leaves for 8 minutes (past promtool's 5-minute lookback) and
+    # comes back (a PCIe link retrained, a driver reloading one device): a flap is not the put-back of a rename, and
+    # must not stand in for mlx5_7
+    inputs += [ib_port("gpu-028", d, ALL) for d in OLD[:7] if d != "mlx5_3"] + [ib_port("gpu-028", "mlx5_7", FIRST)]
+    inputs += [ib_port("gpu-028", "mlx5_3", segs(("4", 100), ("_", 8), ("4", 133)))]
+    at_100 = [expected(rule, {"node": n, "device": d, "port": "1"}, "1") for n in ("gpu-023", "gpu-024") for d in OLD]
+    at_100 += [expected(rule, {"node": n, "device": "mlx5_7", "port": "1"}, "1") for n in ("gpu-025", "gpu-028")]
+    (tmp_path / "a").mkdir()
+    run_promtool(rp, "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "100m", "alertname": "FabricPortDown", "exp_alerts": at_100},
+        {"eval_time": "200m", "alertname": "FabricPortDown", "exp_alerts": at_100},
+        {"eval_time": "200m", "alertname": "FabricRailsNeverUp", "exp_alerts": []}]}], tmp_path / "a",
+        order=["alicerce.kpi.node", "alicerce.fabric"])  # fmt: skip
+
+
+@needs_promtool
+def test_rails_never_up_counts_the_pool_s_adapters_beside_a_storage_port(tmp_path: Path) -> None:
+    """Review obsreview36 G-1: without railDevices, a rail that never came up (or was forgotten after 30 days down)
+    beside an ACTIVE storage port read as 7 + 1 = 8 ports up, the fabric's 8 rails, and nothing warned. The threshold
+    is the pool's RDMA adapters per host (onprem.hcas, the fabric's rails by default; validate keeps it >= rails): a
+    pool that declares its storage adapter (hcas 9) is warned, the reference (hcas = rails = 8) reads as before."""
+    text = (ROOT / "platform.yaml").read_text()
+    nine = validated(load_text(text.replace("      hcas: 8\n", "      hcas: 9\n"), "platform.yaml"), "prod")
+    node = "gpu-040"
+    inputs = pool_node(node, "onprem-h100", -3600)
+    inputs += [ib_port(node, f"mlx5_{i}", "4x120") for i in range(7)] + [ib_port(node, "mlx5_7", "1x120")]
+    inputs += [ib_port(node, "mlx5_8", "4x120")]  # the storage port, ACTIVE
+    for name, rp, fired in (("nine", nine, ["8"]), ("reference", platform(), [])):
+        rule = rules_of(rp, "dc1")["FabricRailsNeverUp"]
+        (tmp_path / name).mkdir()
+        run_promtool(rp, "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+            {"eval_time": "60m", "alertname": "FabricRailsNeverUp",
+             "exp_alerts": [expected(rule, {"node": node}, v) for v in fired]}]}], tmp_path / name)  # fmt: skip
 
 
 # the rails as the rdma role names them (rdma-core NAME_PCI: a DGX H100's compute ports, AL392), and two storage ports
