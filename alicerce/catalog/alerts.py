@@ -550,12 +550,15 @@ def critical_xid_records(codes: str) -> tuple[tuple[str, str], ...]:
     # uncordoned the step before. A node without either (the record's writer down longer than the bridge, or
     # kube-state-metrics away, or a cordon older than the record) starts no cordon there
     cordon_start = f"({CORDONED_NODES_BRIDGED} and on (node) ({KNOWN_CORDON_BEFORE} == 0 or {bridged_before} == 0))"
+    # An XID started in a cordon: one known then, kube-state-metrics away or not (review obsreview38 D-3), or the
+    # bridge's own reading (the steps before the record was first deployed)
+    in_cordon = _as_hostname(f"({LAST_KNOWN_CORDON} or {CORDONED_NODES_BRIDGED})")
     return (
         (LAST_SEEN_UNCORDONED, seen_uncordoned),
         (KNOWN_CORDON_BEFORE, known_before),
         (LAST_KNOWN_CORDON, known),
         (LAST_CRITICAL_XID, f"max_over_time(timestamp({xid_count(codes)}){window})"),
-        (LAST_CRITICAL_XID_IN_CORDON, f"max_over_time(timestamp({xid_started(codes)} and on (Hostname) {CORDONED_HOSTS_BRIDGED}){window})"),
+        (LAST_CRITICAL_XID_IN_CORDON, f"max_over_time(timestamp({xid_started(codes)} and on (Hostname) {in_cordon}){window})"),
         (LAST_CORDON, _as_hostname(f"max_over_time(timestamp({CORDONED_NODES_BRIDGED}){window})")),
         (LAST_CORDON_START, _as_hostname(f"max_over_time(timestamp({cordon_start}){window})")),
         (LAST_BOOT, _as_hostname(NODE_BOOT_TIME)),

@@ -999,3 +999,28 @@ def test_the_cordon_records_write_what_the_tests_feed_for_them(tmp_path: Path) -
     expr = {"expr": known_before, "eval_time": "30m", "exp_samples": [{"labels": '{node="gpu-004"}', "value": 0}]}
     (tmp_path / "first").mkdir()
     _run_with_cordon_records_as_inputs(rp, [{"interval": "1m", "input_series": first, "promql_expr_test": [expr]}], tmp_path / "first")
+
+
+@needs_promtool
+def test_an_xid_reproduced_while_kube_state_metrics_is_away_is_in_the_cordon(tmp_path: Path) -> None:
+    """Review obsreview38 D-3 (repro test_r3): an XID started in a cordon was read through the 5-minute bridge alone.
+    gpu-003 is cordoned at 2-50m, its validation reproduces XID 79 at 20m and it is uncordoned unfixed at 50m; kube-
+    state-metrics is away 2 minutes (A) or 18 minutes (B) around the XID: held in both, as the cordon is known."""
+    rp, rule, window, gpu, key = _xid_79_on_gpu_003()
+    minutes = 90
+
+    def group(gap: range) -> dict[str, Any]:
+        gaps = {gap: "stale"}
+        inputs = [
+            {"series": series(XID_COUNT_METRIC, gpu | window | {"xid": "79"}), "values": "_x20 1x4 stale"},
+            {"series": 'kube_node_spec_unschedulable{node="gpu-003"}', "values": _per_minute(minutes, "0", gaps | {range(2, 50): "1"})},
+            {"series": 'kube_node_created{node="gpu-003"}', "values": _per_minute(minutes, "-86400", gaps)},
+            {"series": 'node_boot_time_seconds{node="gpu-003"}', "values": f"-86400x{minutes}"},
+        ]
+        alerts = [expected(rule, key, "0")]
+        return {"interval": "1m", "input_series": inputs, "alert_rule_test": [
+            {"eval_time": "55m", "alertname": "GPUCriticalXid", "exp_alerts": alerts},
+            {"eval_time": "80m", "alertname": "GPUCriticalXid", "exp_alerts": alerts},
+        ]}  # fmt: skip
+
+    run_promtool(rp, "aws", [group(range(17, 19)), group(range(12, 30))], tmp_path, every="1m")
