@@ -4,6 +4,7 @@ for power, a fabric rail that keeps erring, a workload that faults the same GPU 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -1024,3 +1025,23 @@ def test_an_xid_reproduced_while_kube_state_metrics_is_away_is_in_the_cordon(tmp
         ]}  # fmt: skip
 
     run_promtool(rp, "aws", [group(range(17, 19)), group(range(12, 30))], tmp_path, every="1m")
+
+
+def test_the_cordon_records_have_one_writer_each_and_are_written_before_they_are_read() -> None:
+    """Each cordon record is written by one rule, in the group that reads it, and read at an instant only after it is
+    written in that group's order (each reads the ones before it at the same evaluation); the two that carry a value
+    read their own samples only through a range, which ends before this evaluation's."""
+    for env, site in (("prod", "aws"), ("prod", "dc1"), ("dev", "aws")):
+        groups = rule_groups(platform(env), site)
+        writers = [(g["name"], i) for g in groups for i, r in enumerate(g["rules"]) if r.get("record") in _CORDON_RECORDS]
+        assert len(writers) == len(_CORDON_RECORDS), (env, site, writers)
+        assert len({name for name, _ in writers}) == 1, writers
+        group = next(g for g in groups if g["name"] == writers[0][0])
+        order = [r.get("record") for r in group["rules"]]
+        assert order[: len(_CORDON_RECORDS)] == list(_CORDON_RECORDS), order
+        for g in groups:
+            for i, rule in enumerate(g["rules"]):
+                for name in _CORDON_RECORDS:
+                    instant = re.sub(rf"last_over_time\({re.escape(name)}\[[^]]+\]\)", "", rule["expr"])
+                    if re.search(rf"{re.escape(name)}(?![\w:])", instant):
+                        assert g is group and i > order.index(name), (env, site, rule.get("record") or rule.get("alert"), name)
