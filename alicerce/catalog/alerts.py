@@ -502,37 +502,63 @@ LAST_CORDON = "node:cordoned_last:timestamp"
 LAST_CORDON_START = "node:cordon_started_last:timestamp"
 # Each node's last known cordon: while kube-state-metrics last said "cordoned", the last time it did, carried by the
 # record's own previous value (the way alicerce.emit.kube.kpi's last-seen records carry theirs) through an outage of
-# any length up to CRITICAL_XID_HELD, and dropped at the first "uncordoned". A cordon start is a cordon with none known
-# the step before: read through the 5-minute bridge alone, a kube-state-metrics outage longer than it re-marked every
-# cordon in force as starting when it answered again, and the XID the repair's validation had reproduced read as the
-# one the cordon was for: a node uncordoned with it unfixed stayed silent for the hold's 24 hours (review obsreview35
-# N-1, obsreview36 N-1). One range over the record's own samples an evaluation, outside the 24-hour subquery, whose
-# steps read the record as an instant
+# any length up to CRITICAL_XID_HELD, and dropped once the node is seen uncordoned after it. A cordon start is a cordon
+# with none known before: read through the 5-minute bridge alone, a kube-state-metrics outage longer than it re-marked
+# every cordon in force as starting when it answered again, and the XID the repair's validation had reproduced read as
+# the one the cordon was for: a node uncordoned with it unfixed stayed silent for the hold's 24 hours (review obsreview35
+# N-1, obsreview36 N-1)
 LAST_KNOWN_CORDON = "node:cordon_known_last:timestamp"
+# When each node was last seen uncordoned (kube-state-metrics' bridged reading 0). The carry above reads its own samples
+# through a range, which skips the stale marker the record gets at an uncordon: compared with this alone, once the
+# uncordoned reading left the bridge (a kube-state-metrics outage, the node deleted) the old cordon came back for the rest
+# of the 24 hours, and a node re-cordoned meanwhile had no cordon start: the XID that cordon was for read as reproduced in
+# the repair, and the node uncordoned repaired paged (review obsreview38 D-1). A cordon is carried only while its last
+# known time is newer than this one
+LAST_SEEN_UNCORDONED = "node:uncordoned_seen_last:timestamp"
+# The cordon known before this evaluation (LAST_KNOWN_CORDON's carry: its time), or 0 for a node kube-state-metrics
+# reports with no cordon known (none at the record's first evaluation for a node already cordoned then); written every
+# evaluation, so the 24-hour subqueries read it as an instant. Read as `LAST_KNOWN_CORDON offset 1m` instead (an
+# instant 5-minute lookback), a Prometheus down for more than 5 minutes (a WAL replay, an OOM kill, a reschedule) had
+# no cordon known after the gap and re-marked every cordon in force (review obsreview38 D-2). This record's first
+# sample after the gap is the carry of the samples before it, and a step with none (before that first evaluation,
+# while the scrape already reads the cordon) marks no start
+KNOWN_CORDON_BEFORE = "node:cordon_known_before:timestamp"
 # NODE_BOOT_TIME, read by both holds: a 24-hour range, recorded to be read once an evaluation
 LAST_BOOT = "node:node_boot_time_seconds:last24h"
 
 
 def critical_xid_records(codes: str) -> tuple[tuple[str, str], ...]:
-    """The (record, expr) parts critical_xid_until_cordoned reads: when each GPU last counted a critical XID (per code),
-    when one last started on a cordoned node, each node's last known cordon, when it was last cordoned, when its last
-    cordon started and when it last booted."""
+    """The (record, expr) parts critical_xid_until_cordoned reads: when each node was last seen uncordoned, the cordon
+    known before this evaluation and the last known cordon (these three first, in that order: each reads the ones
+    before it at this evaluation, one writer each), when each GPU last counted a critical XID (per code), when one last
+    started on a cordoned node, when each node was last cordoned, when its last cordon started and when it last
+    booted."""
     window = f"[{CRITICAL_XID_HELD}:{XID_EVENT_STEP}]"
-    # the bridge's own reading too: the record has no samples from before it was first deployed, where the raw series
-    # still say what the 5 minutes before each step said
-    cordoned_before = (
-        f"({LAST_KNOWN_CORDON} offset {XID_EVENT_STEP} or ({_ksm_bridged('kube_node_spec_unschedulable', XID_EVENT_STEP)} == 1))"
-    )
-    cordon_start = f"({CORDONED_NODES_BRIDGED} unless on (node) {cordoned_before})"
-    uncordoned = f"({_ksm_bridged('kube_node_spec_unschedulable')} == 0)"
-    known = (
-        f"max by (node) (0 * {CORDONED_NODES_BRIDGED} + time()) or ((max by (node) (last_over_time({LAST_KNOWN_CORDON}"
-        f"[{CRITICAL_XID_HELD}])) > time() - {CRITICAL_XID_HELD_SECONDS}) unless on (node) {uncordoned})"
-    )
+    bridged = _ksm_bridged("kube_node_spec_unschedulable")
+    seen_uncordoned = f"max by (node) (0 * ({bridged} == 0) + time())"
+    # the cordon known at the last evaluation, unless seen uncordoned since (this one included: the record above is
+    # written first) or older than the hold; the carry reads its own last sample twice: a few nodes, one per cordon
+    carried = f"max by (node) (last_over_time({LAST_KNOWN_CORDON}[{CRITICAL_XID_HELD}]))"
+    uncordoned_since = f"(max by (node) (last_over_time({LAST_SEEN_UNCORDONED}[{CRITICAL_XID_HELD}])) >= on (node) {carried})"
+    # 0: none known, unless the raw bridge says cordoned a step ago (a cordon older than the record: its first evaluation)
+    bridged_before = _ksm_bridged("kube_node_spec_unschedulable", XID_EVENT_STEP)
+    none_known = f"(0 * {bridged} unless on (node) ({bridged_before} == 1))"
+    known_before = f"(({carried} > time() - {CRITICAL_XID_HELD_SECONDS}) unless on (node) {uncordoned_since}) or {none_known}"
+    known = f"max by (node) (0 * {CORDONED_NODES_BRIDGED} + time()) or ({KNOWN_CORDON_BEFORE} > 0)"
+    # A cordon starts at a step where the node is cordoned and was known in service just before: none known at the last
+    # evaluation (0), or, where the record has no sample (the steps before it was first deployed), the raw bridge's
+    # uncordoned the step before. A node without either (the record's writer down longer than the bridge, or
+    # kube-state-metrics away, or a cordon older than the record) starts no cordon there
+    cordon_start = f"({CORDONED_NODES_BRIDGED} and on (node) ({KNOWN_CORDON_BEFORE} == 0 or {bridged_before} == 0))"
+    # An XID started in a cordon: one known then, kube-state-metrics away or not (review obsreview38 D-3), or the
+    # bridge's own reading (the steps before the record was first deployed)
+    in_cordon = _as_hostname(f"({LAST_KNOWN_CORDON} or {CORDONED_NODES_BRIDGED})")
     return (
+        (LAST_SEEN_UNCORDONED, seen_uncordoned),
+        (KNOWN_CORDON_BEFORE, known_before),
         (LAST_KNOWN_CORDON, known),
         (LAST_CRITICAL_XID, f"max_over_time(timestamp({xid_count(codes)}){window})"),
-        (LAST_CRITICAL_XID_IN_CORDON, f"max_over_time(timestamp({xid_started(codes)} and on (Hostname) {CORDONED_HOSTS_BRIDGED}){window})"),
+        (LAST_CRITICAL_XID_IN_CORDON, f"max_over_time(timestamp({xid_started(codes)} and on (Hostname) {in_cordon}){window})"),
         (LAST_CORDON, _as_hostname(f"max_over_time(timestamp({CORDONED_NODES_BRIDGED}){window})")),
         (LAST_CORDON_START, _as_hostname(f"max_over_time(timestamp({cordon_start}){window})")),
         (LAST_BOOT, _as_hostname(NODE_BOOT_TIME)),

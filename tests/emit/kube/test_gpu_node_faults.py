@@ -4,8 +4,11 @@ for power, a fabric rail that keeps erring, a workload that faults the same GPU 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from alicerce.catalog.alerts import (
     CLOCK_EVENTS_METRIC,
@@ -18,6 +21,9 @@ from alicerce.catalog.alerts import (
     GPU_HARDWARE_SLOWDOWN,
     GPU_HEALTH_NAMES,
     HW_SLOWDOWN_CLOCK_EVENT,
+    KNOWN_CORDON_BEFORE,
+    LAST_KNOWN_CORDON,
+    LAST_SEEN_UNCORDONED,
     POWER_BRAKE_CLOCK_EVENT,
     THERMAL_CLOCK_EVENTS,
     XID_COUNT_METRIC,
@@ -25,6 +31,7 @@ from alicerce.catalog.alerts import (
     gpu_health,
 )
 from alicerce.emit.kube.dcgm_counters import counters_csv
+from alicerce.emit.kube.monitoring import rule_groups
 from alicerce.targets.aws.resolve import CAPABILITIES as AWS
 from alicerce.targets.onprem.resolve import CAPABILITIES as ONPREM
 from tests.emit.kube.scrape import dcgm_series, series
@@ -32,8 +39,10 @@ from tests.emit.kube.test_monitoring import (
     A100_LABELS,
     dcgm_scraped,
     expected,
+    needed_rules,
     needs_promtool,
     platform,
+    promtool,
     rules_of,
     run_promtool,
     with_a100_pool,
@@ -812,3 +821,227 @@ def test_a_kube_state_metrics_outage_beyond_the_bridge_does_not_restart_a_cordon
         group(range(30, 38), range(38, 60), 40, held=False),
     ]
     run_promtool(rp, "aws", groups, tmp_path, every="1m")
+
+
+def _xid_79_on_gpu_003() -> tuple[Any, dict[str, Any], dict[str, str], dict[str, str], dict[str, str]]:
+    rp = platform("prod")
+    rule = rules_of(rp, "aws")["GPUCriticalXid"]
+    window = {"window_size_in_ms": str(XID_COUNT_WINDOW_MINUTES * 60_000)}
+    gpu = dcgm_scraped(rp, "aws", dcgm_series("gpu-003", 0))
+    key = {k: gpu[k] for k in ("Hostname", "gpu", "UUID")} | {"xid": "79"}
+    return rp, rule, window, gpu, key
+
+
+@needs_promtool
+def test_an_old_cordon_is_not_carried_past_the_uncordon_by_a_kube_state_metrics_outage(tmp_path: Path) -> None:
+    """Review obsreview38 D-1 (repro /work/wt/or38-repro/test_cordon_known_last.py::test_r1): the known cordon's carry
+    read its own samples through a range, which skips the stale marker of the uncordon. gpu-003 is re-cordoned while
+    kube-state-metrics is away for 18 minutes (12-29m), and XID 79 comes 2 minutes into the cordon seen at 30m (the
+    XID the cordon is for); it is uncordoned repaired at 60m. A: no earlier cordon (the look-alike of the test above,
+    C). B: an earlier cordon at 2-10m, uncordoned before the outage: it must not come back and hide the new cordon's
+    start. Both quiet."""
+    rp, _rule, window, gpu, _key = _xid_79_on_gpu_003()
+    minutes = 90
+
+    def group(changes: dict[range, str]) -> dict[str, Any]:
+        gap = {range(12, 30): "stale"}
+        inputs = [
+            {"series": series(XID_COUNT_METRIC, gpu | window | {"xid": "79"}), "values": "_x32 1x4 stale"},
+            {"series": 'kube_node_spec_unschedulable{node="gpu-003"}', "values": _per_minute(minutes, "0", gap | changes)},
+            {"series": 'kube_node_created{node="gpu-003"}', "values": _per_minute(minutes, "-86400", gap)},
+            {"series": 'node_boot_time_seconds{node="gpu-003"}', "values": f"-86400x{minutes}"},
+        ]
+        return {"interval": "1m", "input_series": inputs, "alert_rule_test": [
+            {"eval_time": "65m", "alertname": "GPUCriticalXid", "exp_alerts": []},
+            {"eval_time": "80m", "alertname": "GPUCriticalXid", "exp_alerts": []},
+        ]}  # fmt: skip
+
+    seen = {range(30, 60): "1"}
+    run_promtool(rp, "aws", [group(seen), group({range(2, 10): "1"} | seen)], tmp_path, every="1m")
+
+
+def _cordon_records(
+    minutes: int, cordon: range | set[int], down: range, late: range, *, deployed: int = 0, gap: range = range(0)
+) -> dict[str, list[str]]:
+    """The samples a real Prometheus writes for the three cordon records, a minute apart: what the rules compute from
+    kube_node_spec_unschedulable cordoned in ``cordon`` and unscraped while Prometheus is ``down`` (nothing written
+    then, and no stale marker: the restarted rule manager does not know the series it wrote before); ``late``: scraped
+    but not evaluated yet (the first evaluation after a restart comes after the first scrape); ``deployed``: the minute
+    of the rules' first evaluation; ``gap``: kube-state-metrics stale (scraped, no node's sample)."""
+    written: dict[str, list[str]] = {LAST_SEEN_UNCORDONED: [], KNOWN_CORDON_BEFORE: [], LAST_KNOWN_CORDON: []}
+    last: dict[str, float] = {}
+    before: set[str] = set()
+    for m in range(minutes):
+        scraped = [n for n in range(max(0, m - 5), m + 1) if n not in down and n not in gap]  # the bridge, ends included
+        bridged = (1 if scraped[-1] in cordon else 0) if scraped else None
+        a_step_ago = [n for n in range(max(0, m - 6), m) if n not in down and n not in gap]
+        now: dict[str, float] = {}
+        evaluated = m >= deployed and m not in down and m not in late
+        if evaluated:
+            if bridged == 0:
+                now[LAST_SEEN_UNCORDONED] = last[LAST_SEEN_UNCORDONED] = 60 * m
+            carried = last.get(LAST_KNOWN_CORDON)
+            if carried is not None and carried > last.get(LAST_SEEN_UNCORDONED, -1):
+                now[KNOWN_CORDON_BEFORE] = carried
+            elif bridged is not None and not (a_step_ago and a_step_ago[-1] in cordon):
+                now[KNOWN_CORDON_BEFORE] = 0
+            if bridged == 1 or now.get(KNOWN_CORDON_BEFORE, 0) > 0:
+                now[LAST_KNOWN_CORDON] = last[LAST_KNOWN_CORDON] = 60 * m if bridged == 1 else now[KNOWN_CORDON_BEFORE]
+        for name, values in written.items():
+            values.append(str(now[name]) if name in now else "stale" if evaluated and name in before else "_")
+        before = set(now) if evaluated else set() if m in down else before
+    return written
+
+
+@needs_promtool
+def test_a_prometheus_down_beyond_the_lookback_does_not_restart_a_cordon(tmp_path: Path) -> None:
+    """Review obsreview38 D-2 (repro /work/wt/or38-repro/test_cordon_known_last.py::test_r2): the cordon start read
+    the known cordon through `offset 1m`, an instant selector with Prometheus' 5-minute lookback, so after Prometheus
+    was down longer than that every cordon in force started anew. gpu-003 is cordoned at 2m, its validation reproduces
+    XID 79 at 20m and it is uncordoned unfixed at 50m; Prometheus is down from 30m for 3 minutes (A), 10 (B), 15 (C),
+    or 10 with its first evaluation a minute after its first scrape (D): held in all four. promtool cannot stop its own
+    evaluation, so the cordon records are inputs with the samples a real Prometheus writes, and their rules are left
+    out; the records that read them are the ones under test."""
+    rp, rule, window, gpu, key = _xid_79_on_gpu_003()
+    minutes = 90
+    cordon = range(2, 50)
+
+    def group(down: range, late: range = range(0)) -> dict[str, Any]:
+        gone = {down: "_"}
+        written = _cordon_records(minutes, cordon, down, late)
+        inputs = [
+            {"series": series(XID_COUNT_METRIC, gpu | window | {"xid": "79"}), "values": "_x20 1x4 stale"},
+            {"series": 'kube_node_spec_unschedulable{node="gpu-003"}', "values": _per_minute(minutes, "0", gone | {cordon: "1"})},
+            {"series": 'kube_node_created{node="gpu-003"}', "values": _per_minute(minutes, "-86400", gone)},
+            {"series": 'node_boot_time_seconds{node="gpu-003"}', "values": _per_minute(minutes, "-86400", gone)},
+            *({"series": f'{name}{{node="gpu-003"}}', "values": " ".join(written[name])} for name in _CORDON_RECORDS),
+        ]
+        alerts = [expected(rule, key, "0")]
+        return {"interval": "1m", "input_series": inputs, "alert_rule_test": [
+            {"eval_time": "45m", "alertname": "GPUCriticalXid", "exp_alerts": []},
+            {"eval_time": "55m", "alertname": "GPUCriticalXid", "exp_alerts": alerts},
+            {"eval_time": "80m", "alertname": "GPUCriticalXid", "exp_alerts": alerts},
+        ]}  # fmt: skip
+
+    tests = [group(range(30, 33)), group(range(30, 40)), group(range(30, 45)), group(range(30, 40), late=range(40, 41))]
+    _run_with_cordon_records_as_inputs(rp, tests, tmp_path)
+
+
+_CORDON_RECORDS = (LAST_SEEN_UNCORDONED, KNOWN_CORDON_BEFORE, LAST_KNOWN_CORDON)
+
+
+def _run_with_cordon_records_as_inputs(rp: Any, tests: list[dict[str, Any]], tmp_path: Path) -> None:
+    """promtool over the rules without the three cordon records' own rules: the tests feed their samples."""
+    groups = needed_rules(rule_groups(rp, "aws"), tests)
+    for g in groups:
+        g["rules"] = [r for r in g["rules"] if r.get("record") not in _CORDON_RECORDS]
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": groups}))
+    doc = {"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": tests}
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump(doc))
+    result = promtool("test", "rules", "tests.yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@needs_promtool
+def test_a_cordon_older_than_the_records_does_not_start_at_their_first_evaluation(tmp_path: Path) -> None:
+    """The cordon records first evaluated (alicerce upgraded, or Prometheus' data lost) at 30m while gpu-003 has been
+    cordoned since 2m: the cordon started at 2m, as the raw bridge says, not at the records' first evaluation. A: XID 79
+    reproduced at 20m, uncordoned unfixed at 50m: held. B: XID 79 at 4m, the one the cordon is for, uncordoned
+    repaired at 50m: quiet."""
+    rp, rule, window, gpu, key = _xid_79_on_gpu_003()
+    minutes = 90
+    cordon = range(2, 50)
+
+    def group(xid_at: int, held: bool) -> dict[str, Any]:
+        written = _cordon_records(minutes, cordon, range(0), range(0), deployed=30)
+        inputs = [
+            {"series": series(XID_COUNT_METRIC, gpu | window | {"xid": "79"}), "values": f"_x{xid_at} 1x4 stale"},
+            {"series": 'kube_node_spec_unschedulable{node="gpu-003"}', "values": _per_minute(minutes, "0", {cordon: "1"})},
+            {"series": 'kube_node_created{node="gpu-003"}', "values": f"-86400x{minutes}"},
+            {"series": 'node_boot_time_seconds{node="gpu-003"}', "values": f"-86400x{minutes}"},
+            *({"series": f'{name}{{node="gpu-003"}}', "values": " ".join(written[name])} for name in _CORDON_RECORDS),
+        ]
+        alerts = [expected(rule, key, "0")] if held else []
+        return {"interval": "1m", "input_series": inputs, "alert_rule_test": [
+            {"eval_time": "45m", "alertname": "GPUCriticalXid", "exp_alerts": []},
+            {"eval_time": "55m", "alertname": "GPUCriticalXid", "exp_alerts": alerts},
+            {"eval_time": "80m", "alertname": "GPUCriticalXid", "exp_alerts": alerts},
+        ]}  # fmt: skip
+
+    _run_with_cordon_records_as_inputs(rp, [group(20, held=True), group(4, held=False)], tmp_path)
+
+
+@needs_promtool
+def test_the_cordon_records_write_what_the_tests_feed_for_them(tmp_path: Path) -> None:
+    """The records the two tests above feed as inputs are the ones the rules write (no gap: each minute a node
+    cordoned at 2-10m, uncordoned, away from kube-state-metrics at 12-29m and cordoned again at 30-59m), and at their
+    first evaluation (their expression over inputs without their own history) a node cordoned since before has no
+    cordon known, not none (0), while a node in service has 0."""
+    rp = platform("prod")
+    minutes = 70
+    cordon = set(range(2, 10)) | set(range(30, 60))
+    gap = range(12, 30)
+    records = _cordon_records(minutes, cordon, range(0), range(0), gap=gap)
+    ksm = _per_minute(minutes, "0", {gap: "stale"} | {range(2, 10): "1", range(30, 60): "1"})
+    inputs = [{"series": 'kube_node_spec_unschedulable{node="gpu-003"}', "values": ksm}]
+
+    def sample(name: str, m: int) -> list[dict[str, Any]]:
+        value = records[name][m]
+        return [] if value in ("_", "stale") else [{"labels": f'{name}{{node="gpu-003"}}', "value": float(value)}]
+
+    at = (1, 5, 10, 11, 16, 20, 29, 31, 45, 60, 61)
+    checks = [{"expr": name, "eval_time": f"{m}m", "exp_samples": sample(name, m)} for name in _CORDON_RECORDS for m in at]
+    run_promtool(rp, "aws", [{"interval": "1m", "input_series": inputs, "promql_expr_test": checks}], tmp_path, every="1m")
+    known_before = {r["record"]: r["expr"] for g in rule_groups(rp, "aws") for r in g["rules"] if "record" in r}[KNOWN_CORDON_BEFORE]
+    first = [
+        {"series": 'kube_node_spec_unschedulable{node="gpu-003"}', "values": "1x40"},
+        {"series": 'kube_node_spec_unschedulable{node="gpu-004"}', "values": "0x40"},
+    ]
+    expr = {"expr": known_before, "eval_time": "30m", "exp_samples": [{"labels": '{node="gpu-004"}', "value": 0}]}
+    (tmp_path / "first").mkdir()
+    _run_with_cordon_records_as_inputs(rp, [{"interval": "1m", "input_series": first, "promql_expr_test": [expr]}], tmp_path / "first")
+
+
+@needs_promtool
+def test_an_xid_reproduced_while_kube_state_metrics_is_away_is_in_the_cordon(tmp_path: Path) -> None:
+    """Review obsreview38 D-3 (repro test_r3): an XID started in a cordon was read through the 5-minute bridge alone.
+    gpu-003 is cordoned at 2-50m, its validation reproduces XID 79 at 20m and it is uncordoned unfixed at 50m; kube-
+    state-metrics is away 2 minutes (A) or 18 minutes (B) around the XID: held in both, as the cordon is known."""
+    rp, rule, window, gpu, key = _xid_79_on_gpu_003()
+    minutes = 90
+
+    def group(gap: range) -> dict[str, Any]:
+        gaps = {gap: "stale"}
+        inputs = [
+            {"series": series(XID_COUNT_METRIC, gpu | window | {"xid": "79"}), "values": "_x20 1x4 stale"},
+            {"series": 'kube_node_spec_unschedulable{node="gpu-003"}', "values": _per_minute(minutes, "0", gaps | {range(2, 50): "1"})},
+            {"series": 'kube_node_created{node="gpu-003"}', "values": _per_minute(minutes, "-86400", gaps)},
+            {"series": 'node_boot_time_seconds{node="gpu-003"}', "values": f"-86400x{minutes}"},
+        ]
+        alerts = [expected(rule, key, "0")]
+        return {"interval": "1m", "input_series": inputs, "alert_rule_test": [
+            {"eval_time": "55m", "alertname": "GPUCriticalXid", "exp_alerts": alerts},
+            {"eval_time": "80m", "alertname": "GPUCriticalXid", "exp_alerts": alerts},
+        ]}  # fmt: skip
+
+    run_promtool(rp, "aws", [group(range(17, 19)), group(range(12, 30))], tmp_path, every="1m")
+
+
+def test_the_cordon_records_have_one_writer_each_and_are_written_before_they_are_read() -> None:
+    """Each cordon record is written by one rule, in the group that reads it, and read at an instant only after it is
+    written in that group's order (each reads the ones before it at the same evaluation); the two that carry a value
+    read their own samples only through a range, which ends before this evaluation's."""
+    for env, site in (("prod", "aws"), ("prod", "dc1"), ("dev", "aws")):
+        groups = rule_groups(platform(env), site)
+        writers = [(g["name"], i) for g in groups for i, r in enumerate(g["rules"]) if r.get("record") in _CORDON_RECORDS]
+        assert len(writers) == len(_CORDON_RECORDS), (env, site, writers)
+        assert len({name for name, _ in writers}) == 1, writers
+        group = next(g for g in groups if g["name"] == writers[0][0])
+        order = [r.get("record") for r in group["rules"]]
+        assert order[: len(_CORDON_RECORDS)] == list(_CORDON_RECORDS), order
+        for g in groups:
+            for i, rule in enumerate(g["rules"]):
+                for name in _CORDON_RECORDS:
+                    instant = re.sub(rf"last_over_time\({re.escape(name)}\[[^]]+\]\)", "", rule["expr"])
+                    if re.search(rf"{re.escape(name)}(?![\w:])", instant):
+                        assert g is group and i > order.index(name), (env, site, rule.get("record") or rule.get("alert"), name)
