@@ -144,8 +144,9 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     # the RDMA adapters a host of the pool declares (onprem.hcas; the fabric's rails by default, and never fewer: rule
     # AL242's check in targets/onprem/rules.py): a storage adapter declared beside the rails is expected up too, so a
     # rail that never came up, or was forgotten after 30 days down, beside an ACTIVE storage port is still short
-    # (review obsreview36 G-1)
-    adapters = {p.name: p.rdma.interfaces for p in fabric_pools if p.rdma is not None}
+    # (review obsreview36 G-1). Where the pool names its railDevices only those are counted, so they are the bar: hcas 9
+    # with 8 named rails read every healthy node as short (review obsreview39 D-2)
+    adapters = {p.name: len(p.rdma.rail_devices) or p.rdma.interfaces for p in fabric_pools if p.rdma is not None}
     # the rails' devices where the spec names them (pool.onprem.railDevices): a storage or in-band port beside the rails
     # neither counts as a rail nor pages as one (review obsreview6 DEFECT 2); empty, every device the exporter reports
     devices = {p.name: rail_matcher(p.rdma.rail_devices) for p in fabric_pools if p.rdma is not None}

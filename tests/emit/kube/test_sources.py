@@ -768,6 +768,22 @@ def rail_devices_named(devices: list[str]) -> ResolvedPlatform:
 
 
 @needs_promtool
+def test_named_rail_devices_are_the_bar_whatever_hcas_declares(tmp_path: Path) -> None:
+    """Review obsreview39 D-2: with railDevices named only those ports are counted, so hcas 9 (a storage adapter
+    declared beside 8 named rails) read every healthy node as 8 < 9 for ever. The named rails are the bar: gpu-041
+    with its 8 rails and storage port ACTIVE is quiet, gpu-042 with a rail never up is short."""
+    text = (ROOT / "platform.yaml").read_text()
+    rp = validated(load_text(text.replace("      hcas: 8\n", f"      hcas: 9\n      railDevices: {RAILS}\n"), "platform.yaml"), "prod")
+    rule = rules_of(rp, "dc1")["FabricRailsNeverUp"]
+    inputs = pool_node("gpu-041", "onprem-h100", -3600) + pool_node("gpu-042", "onprem-h100", -3600)
+    inputs += [ib_port(n, d, "4x120") for n in ("gpu-041", "gpu-042") for d in RAILS[:7] + STORAGE_PORTS]
+    inputs += [ib_port("gpu-041", RAILS[7], "4x120"), ib_port("gpu-042", RAILS[7], "1x120")]
+    run_promtool(rp, "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "60m", "alertname": "FabricRailsNeverUp",
+         "exp_alerts": [expected(rule, {"node": "gpu-042"}, "7")]}]}], tmp_path)  # fmt: skip
+
+
+@needs_promtool
 def test_only_the_named_rail_devices_count_as_rails(tmp_path: Path) -> None:
     """obsreview6 DEFECT 2: the node exporter reports every RDMA device, storage and in-band ports included; with one
     rail never up and two storage ports ACTIVE the node still had 9 ports up, >= 8 rails, and nothing warned. With the
