@@ -16,6 +16,7 @@ import pytest
 from alicerce.rules import all_rules
 from alicerce.rules.examples import base_document, examples, fixture_ids, patched
 from alicerce.rules.validate import check
+from alicerce.targets.onprem.rules import _rail_name_problem
 from tests.conftest import TODAY
 from tests.plan.test_platform_plan import FP8_ON_TWO_GENERATIONS
 
@@ -247,3 +248,9 @@ def test_a_rail_name_set_by_hand_is_refused_saying_the_role_renames_it() -> None
     rendered = [e.render() for e in checked.errors if e.rule == "AL392"]
     assert len(rendered) == 8, rendered
     assert all("a name set by hand (rdma dev set)" in r and "rdma_rename spares only" in r for r in rendered), rendered[0]
+
+
+def test_an_infiniband_name_on_a_roce_fabric_reads_an_infiniband() -> None:
+    """obsreview38 N-4: "is a InfiniBand device's name"."""
+    assert _rail_name_problem("ibp24s0", "roce") == "ibp24s0 is an InfiniBand device's name, and the fabric is roce"
+    assert _rail_name_problem("rocep24s0", "infiniband") == "rocep24s0 is a RoCE device's name, and the fabric is infiniband"

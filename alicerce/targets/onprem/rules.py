@@ -84,7 +84,7 @@ def _rail_name_problem(name: str, technology: str) -> str | None:
     if re.fullmatch(prefix + _PCI_NAME_REST, name):
         return None
     if any(re.fullmatch(other + _PCI_NAME_REST, name) for other in _NAME_PCI_PREFIX.values()):
-        return f"{name} is a {'RoCE' if prefix == 'ib' else 'InfiniBand'} device's name, and the fabric is {technology}"
+        return f"{name} is {'a RoCE' if prefix == 'ib' else 'an InfiniBand'} device's name, and the fabric is {technology}"
     if re.fullmatch(r"[a-z][a-z0-9]*_[0-9]+", name):
         return f"{name} is a kernel name, and the rdma role renames each RDMA device after its PCI address"
     # No name survives but NAME_PCI's: rdma_rename leaves a device alone only when the kernel reports its name as given
