@@ -16,6 +16,7 @@ import pytest
 from alicerce.rules import all_rules
 from alicerce.rules.examples import base_document, examples, fixture_ids, patched
 from alicerce.rules.validate import check
+from alicerce.targets.onprem.rules import _rail_name_problem
 from tests.conftest import TODAY
 from tests.plan.test_platform_plan import FP8_ON_TWO_GENERATIONS
 
@@ -236,3 +237,20 @@ def test_al390_on_the_default_kv_heads_offers_to_declare_them() -> None:
     (gqa,) = errors("{parameters: 6.74B, layers: 32, hiddenSize: 4096, heads: 32, kvHeads: 8}")
     assert gqa.endswith("the KV width (8 KV heads x headDim 128), 1,024: the adapted matrices' adapters hold more parameters "
                         "than the matrices (r x (in + out) >= in x out) (a rank below 1,024)"), gqa  # fmt: skip
+
+
+def test_a_rail_name_set_by_hand_is_refused_saying_the_role_renames_it() -> None:
+    """obsreview38 G-2: AL392 refuses a name an operator set on purpose. It must: the rdma role's udev rule renames each
+    adapter's RDMA device after its PCI address at each run (and when it appears), a hand-set name included, because
+    rdma-core's rdma_rename spares only devices the kernel created under a user's name (rxe, siw). The finding says so,
+    so the operator does not look for a way to keep the name."""
+    checked = check(patched("AL392", "fail", 3), on=TODAY)  # type: ignore[arg-type]
+    rendered = [e.render() for e in checked.errors if e.rule == "AL392"]
+    assert len(rendered) == 8, rendered
+    assert all("a name set by hand (rdma dev set)" in r and "rdma_rename spares only" in r for r in rendered), rendered[0]
+
+
+def test_an_infiniband_name_on_a_roce_fabric_reads_an_infiniband() -> None:
+    """obsreview38 N-4: "is a InfiniBand device's name"."""
+    assert _rail_name_problem("ibp24s0", "roce") == "ibp24s0 is an InfiniBand device's name, and the fabric is roce"
+    assert _rail_name_problem("rocep24s0", "infiniband") == "rocep24s0 is a RoCE device's name, and the fabric is infiniband"

@@ -130,9 +130,11 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
                           f"and on (node) {NODE_EXPORTER_ANSWERS}")  # fmt: skip
         # A hung adapter blanks the whole node: node exporter v1.12.1's infiniband collector reads every device in one
         # pass (collector/infiniband_linux.go Update -> procfs v0.21.1 sysfs/class_infiniband.go InfiniBandClass) and
-        # returns the first error of any counter read that is not ENOENT, EPERM, EOPNOTSUPP or EINVAL. An mlx5 HCA
-        # whose firmware stops answering stays in sysfs; its counter reads wait out the command timeout (ETIMEDOUT)
-        # and, once the health poll marks it in internal error, fail with ENOLINK (EIO on older kernels; Linux
+        # returns the first error of any counter read that is not ENOENT, EPERM or EOPNOTSUPP (EINVAL too, but only under
+        # counters/: parseInfiniBandCounters tests syscall.EINVAL, while the counters_ext/ and hw_counters/ readers test
+        # only os.ErrInvalid, which a raw errno never matches). An mlx5 HCA whose firmware stops answering stays in
+        # sysfs; its counter reads wait out the command timeout (ETIMEDOUT) and, once the health poll marks it in
+        # internal error, fail with ENOLINK (EIO on older kernels; Linux
         # drivers/net/ethernet/mellanox/mlx5/core/cmd.c mlx5_internal_err_ret_value, health.c poll_health)
         alerts.append(Alert(FABRIC_COUNTERS_ABSENT, expr, FOR, "warning",
                             "Node {{ $labels.node }} reports no InfiniBand/RoCE port counters",

@@ -84,10 +84,19 @@ def _rail_name_problem(name: str, technology: str) -> str | None:
     if re.fullmatch(prefix + _PCI_NAME_REST, name):
         return None
     if any(re.fullmatch(other + _PCI_NAME_REST, name) for other in _NAME_PCI_PREFIX.values()):
-        return f"{name} is a {'RoCE' if prefix == 'ib' else 'InfiniBand'} device's name, and the fabric is {technology}"
+        return f"{name} is {'a RoCE' if prefix == 'ib' else 'an InfiniBand'} device's name, and the fabric is {technology}"
     if re.fullmatch(r"[a-z][a-z0-9]*_[0-9]+", name):
         return f"{name} is a kernel name, and the rdma role renames each RDMA device after its PCI address"
-    return f"{name} is not a name the rdma role gives an RDMA device: it names each after its PCI address, {prefix}p<bus>s<slot>"
+    # No name survives but NAME_PCI's: rdma_rename leaves a device alone only when the kernel reports its name as given
+    # by user space (RDMA_NAME_ASSIGN_TYPE_USER, rdma-core v64.0-61-g691953d8 kernel-boot/rdma_rename.c main), which the
+    # kernel sets only for devices created under a requested name (rxe, siw, a named mlx5 sub-function device:
+    # ib_mark_name_assigned_by_user, "RDMA/core: Introduce name_assign_type for an IB device", 2024). A rename through
+    # `rdma dev set` (nldev_set_doit -> ib_device_rename) does not set it, and the role replays the add event each run
+    return (
+        f"{name} is not a name the rdma role leaves on an RDMA device: its udev rule renames each adapter's device after "
+        f"its PCI address ({prefix}p<bus>s<slot>) when it appears and at each run, over a name set by hand (rdma dev set) "
+        "or by a site's own rule; rdma-core's rdma_rename spares only devices created under a user's name (rxe, siw)"
+    )
 
 
 @rules.rule(

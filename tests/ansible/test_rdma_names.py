@@ -1,0 +1,107 @@
+"""The rdma role names the RDMA devices after their PCI address on the node it runs on, without a reboot (issue 24,
+obsreview38 D-4): real Ansible over the chroot connection into a copy of the Debian rootfs, on a fake node whose
+udevadm does what rdma-core's udev rule does on an infiniband add event (rdma_rename NAME_PCI)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from tests.ansible.conftest import CHROOT_HOST, chroot_inventory, tool
+from tests.ansible.fakenode import make_fake_node
+from tests.conftest import ROOT
+
+ANSIBLE = ROOT / "alicerce" / "ansible"
+# the rails of the fake node (0000:1a:00.0, 0000:2a:00.0, ...) under NAME_PCI: ib, p<bus>s<slot> in decimal, no f (single function)
+NAMED = [f"ibp{0x1A + i * 0x10}s0" for i in range(8)]
+
+# An infiniband add event runs the naming rule's program: rdma_rename <kernel name> NAME_PCI renames the device
+# (kernel-boot/rdma_rename.c by_pci: domain 0, single-function adapters here). Every call is logged.
+FAKE_UDEVADM = """#!/bin/sh
+echo "$*" >> /fake/udevadm.log
+case " $* " in
+  *" --subsystem-match=infiniband "*)
+    for dev in /fake/sys/class/infiniband/*; do
+      pci=$(basename "$(readlink -f "$dev/device")")
+      bus=$((0x$(echo "$pci" | cut -d: -f2)))
+      slot=$((0x$(echo "$pci" | cut -d: -f3 | cut -d. -f1)))
+      case "$(cat "$dev/ports/1/link_layer")" in InfiniBand) prefix=ib;; *) prefix=roce;; esac
+      [ "$(basename "$dev")" = "${prefix}p${bus}s${slot}" ] || mv "$dev" "/fake/sys/class/infiniband/${prefix}p${bus}s${slot}"
+    done;;
+esac
+exit 0
+"""
+
+
+def _run(tmp_path: Path, root: Path, check: bool) -> subprocess.CompletedProcess[str]:
+    role = {"name": "rdma"}
+    play = {
+        "name": "The rdma role's configuration on a running node",
+        "hosts": CHROOT_HOST,
+        "gather_facts": False,
+        "environment": {"PATH": "/fake/bin:/usr/bin:/bin:/usr/sbin:/sbin"},
+        "vars": {"rdma_target": "host", "rdma_enabled": True, "rdma_sysfs_root": "/fake/sys", "rdma_rails": 8, "rdma_rate_gbps": 400},
+        "tasks": [
+            {"name": "Read and plan", "ansible.builtin.include_role": {**role, "tasks_from": "preflight.yml"}},
+            {"name": "Configure", "ansible.builtin.include_role": {**role, "tasks_from": "configure.yml"}},
+        ],
+    }
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(yaml.safe_dump([play]))
+    inventory = chroot_inventory(tmp_path / "chroot.yml", root)
+    # modprobe and systemd need the host's kernel and a running systemd: as the converge tests' hardware path skips them
+    skip = ["--skip-tags", "kernel-modules,services"]
+    return subprocess.run(
+        [tool("ansible-playbook"), "-i", str(inventory), *skip, *(["--check"] if check else []), str(playbook)],
+        check=False,
+        capture_output=True,
+        text=True,
+        env={"ANSIBLE_CONFIG": str(ANSIBLE / "ansible.cfg"), "PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "ANSIBLE_NOCOLOR": "1"},
+        cwd=ANSIBLE,
+    )
+
+
+def _status(stdout: str, task: str) -> str | None:
+    """What the default callback said of ``task`` on the host: ok, changed, skipping (None: the task never ran)."""
+    lines = stdout.splitlines()
+    for index, line in enumerate(lines):
+        if line.startswith(f"TASK [rdma : {task}]"):
+            return lines[index + 1].split(":", 1)[0]
+    return None
+
+
+def test_a_node_the_run_does_not_reboot_gets_its_rdma_devices_named_now(node_root: Path, tmp_path: Path) -> None:
+    """Before: the role renamed the rails' netdevs at once but never the RDMA devices (rdma_rename runs only on an
+    infiniband add event), so a node not rebooted kept mlx5_N, which railDevices (AL392) and the fabric alerts never
+    name. Now the add event is replayed, the adapters are read again, the rails' files carry the new names; a second
+    run changes no name, and check mode replays nothing."""
+    make_fake_node(node_root)
+    fake_bin = node_root / "fake" / "bin"
+    fake_bin.mkdir()
+    (fake_bin / "udevadm").write_text(FAKE_UDEVADM)
+    (fake_bin / "udevadm").chmod(0o755)
+    shutil.copy(node_root / "fake" / "ip", fake_bin / "ip")
+    devices = node_root / "fake" / "sys" / "class" / "infiniband"
+    task = "Name the RDMA devices after their PCI address now"
+
+    checked = _run(tmp_path, node_root, check=True)
+    assert checked.returncode == 0, checked.stdout[-3000:]
+    assert sorted(p.name for p in devices.iterdir()) == [f"mlx5_{i}" for i in range(8)]
+    assert not (node_root / "fake" / "udevadm.log").exists()
+
+    first = _run(tmp_path, node_root, check=False)
+    assert first.returncode == 0, first.stdout[-3000:]
+    assert sorted(p.name for p in devices.iterdir()) == sorted(NAMED)
+    assert _status(first.stdout, task) == "changed"
+    link = (node_root / "etc/systemd/network/10-alicerce-ibrail0.link").read_text()
+    assert "# Rail 0: ibp26s0 at PCI 0000:1a:00.0" in link
+    assert "--action=add --subsystem-match=infiniband" in (node_root / "fake" / "udevadm.log").read_text()
+
+    second = _run(tmp_path, node_root, check=False)
+    assert second.returncode == 0, second.stdout[-3000:]
+    assert _status(second.stdout, task) == "ok"
+    assert sorted(p.name for p in devices.iterdir()) == sorted(NAMED)
+    assert (node_root / "etc/systemd/network/10-alicerce-ibrail0.link").read_text() == link
