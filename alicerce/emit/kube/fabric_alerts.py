@@ -191,8 +191,8 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         in_pools = f'max by (node) (kube_node_labels{{{POOL_NODE_LABEL}=~"{"|".join(named)}"}})'
         return f"({inactive} or ({vanished} unless on ({kind}) {whole})) * on (node) group_left () ({in_pools} > 0)"
 
-    # one term for the pools that read the same devices (every pool without railDevices): a term is ~1,300 characters,
-    # and three pools each with its own would pass the 4,000 an expression is kept under
+    # one term for the pools that read the same devices (every pool without railDevices): a term is ~500 characters
+    # (counts, not names), and one per pool would still grow with the pools
     by_matcher: dict[str, list[str]] = {}
     for pool in pools:
         by_matcher.setdefault(devices[pool], []).append(pool)

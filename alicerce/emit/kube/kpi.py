@@ -382,7 +382,10 @@ def _port_last_seen(present: str) -> dict[str, Any]:
     under the same name leaves no second series of the old kind behind (review obsreview39 G-2), which the day's
     `last_over_time` would otherwise bring back."""
     by = "node, device, port"
-    info = f"max by (node, device, {PORT_KIND}) (node_infiniband_info)"
+    # one kind a device: two info series of one device with different labels (two exporters on a node, a PSID
+    # cross-flash read within the lookback) would fail the join, and with it this record on the whole site (review
+    # obsreview39 N-2); `topk` picks one of them instead
+    info = f"topk by (node, device) (1, max by (node, device, {PORT_KIND}) (node_infiniband_info))"
     now = f"max by ({by}) (0 * ({present}) + time())"
     kinded = f"max by ({by}, {PORT_KIND}) ({now} * on (node, device) group_left ({PORT_KIND}) {info} or on ({by}) {now})"
     kept = f"max by ({by}, {PORT_KIND}) (last_over_time({PORT_LAST_ACTIVE}[1d]) > time() - {REMEMBERED_SECONDS})"

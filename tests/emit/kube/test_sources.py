@@ -584,9 +584,9 @@ def test_rails_never_up_keeps_the_cordon_and_the_grace_for_every_pool_of_a_site(
 
 @needs_promtool
 def test_port_down_reads_the_pools_that_name_no_rail_devices_in_one_term(tmp_path: Path) -> None:
-    """Each pool's term of FabricPortDown is about 1,300 characters since obsreview37's kind and device checks: pools
-    reading the same devices (no railDevices) share one, so three such pools stay under the 4,000 an expression is kept
-    under. A rail down on a node of either pool is still reported."""
+    """Pools reading the same devices (no railDevices) share one term of FabricPortDown, so the expression does not grow
+    with such pools and stays under the 4,000 an expression is kept under. A rail down on a node of either pool is still
+    reported."""
     rp = two_fabric_pools()
     rule = rules_of(rp, "dc1")["FabricPortDown"]
     assert rule["expr"].count(KIND_MOST_ACTIVE) == 1 and len(rule["expr"]) < 4000
@@ -642,7 +642,7 @@ def test_a_rail_off_the_bus_is_down_and_a_renamed_one_is_not(tmp_path: Path) -> 
     """Review obsreview35 D-1: gating a vanished port on the node being short of rails silenced it where the pool names
     no rail devices and a storage port is ACTIVE beside the rails (gpu-004: 7 rails + mlx5_8 read as 8). Each node's
     mlx5_7 leaves /sys/class/infiniband at 60m unless said otherwise. Down: gpu-004, gpu-005 (no storage port), gpu-008
-    (rebooted at 90m, its other ports back under their names: not new). Renamed, quiet (reviews obsreview34 N-3,
+    (rebooted at 90m, its other ports back under their names: 7 of the 8 it had). Renamed, quiet (reviews obsreview34 N-3,
     obsreview36 D-1): gpu-006's adapter moved to another slot (back as mlx5_9 after the reboot), gpu-007's PCI buses renumbered (all 8
     rails back as mlx5_10..17). gpu-009 renumbered with one rail missing (7 back): its 8 old names are reported."""
     rp = platform()
@@ -714,16 +714,16 @@ def test_a_rename_is_told_from_a_lost_rail_however_often_names_change(tmp_path: 
     obsreview39). Quiet: gpu-020's adapter moved and put back, gpu-021 renumbered twice (A -> B -> C), gpu-022's
     renumbering rolled back (A -> B -> A), gpu-026 renumbered once with the kind reported, gpu-027 a flap away and back,
     gpu-031 a rename put back after 3 minutes (obsreview39 G-1), gpu-032 mlx5_7 replaced by a ConnectX-7 under its name
-    and then all renumbered (obsreview39 G-2), gpu-033 the kind reported only from 30m on and then renumbered, gpu-035 an
-    exporter restart. Loud: a card of another kind added in the reboot that renumbered the rails, one rail DOWN under its
-    new name (gpu-023) or absent (gpu-024: obsreview37 D-2); port 2 of a known card cabled while mlx5_7 is off the bus
-    (gpu-025: obsreview37 G-1); mlx5_7 off the bus while mlx5_3 is away 8 (gpu-028) or 12 minutes (gpu-030: obsreview39
-    D-1b) and back; mlx5_6 and mlx5_7 off the bus, a reboot brings mlx5_6 back (gpu-029: obsreview39 D-1a); mlx5_7 off
-    the bus across an exporter restart (gpu-034)."""
+    and then all renumbered (obsreview39 G-2), gpu-033 the kind reported only from 30m on and then renumbered, gpu-035
+    an exporter restart, gpu-036 two kinds reported for one device. Loud: a card of another kind added in the reboot
+    that renumbered the rails, one rail DOWN under its new name (gpu-023) or absent (gpu-024: obsreview37 D-2); port 2
+    of a known card cabled while mlx5_7 is off the bus (gpu-025: obsreview37 G-1); mlx5_7 off the bus while mlx5_3 is
+    away 8 (gpu-028) or 12 minutes (gpu-030: obsreview39 D-1b) and back; mlx5_6 and mlx5_7 off the bus, a reboot brings
+    mlx5_6 back (gpu-029: obsreview39 D-1a); mlx5_7 off the bus across an exporter restart (gpu-034)."""
     rp = platform()
     rules = rules_of(rp, "dc1")
     rule = rules["FabricPortDown"]
-    nodes = [f"gpu-0{i}" for i in range(20, 36)]
+    nodes = [f"gpu-0{i}" for i in range(20, 37)]
     inputs = [s for n in nodes for s in pool_node(n, "onprem-h100", -3600, minutes=240)]
     inputs += [ib_port("gpu-020", d, THROUGH) for d in OLD[:7]] + [ib_port("gpu-020", "mlx5_7", BACK), ib_port("gpu-020", "mlx5_9", MIDDLE)]
     inputs += [ib_port("gpu-021", d, FIRST) for d in OLD] + [ib_port("gpu-021", d, MIDDLE) for d in MID]
@@ -758,6 +758,11 @@ def test_a_rename_is_told_from_a_lost_rail_however_often_names_change(tmp_path: 
     restart = "4x89 stale _ 4x148"
     inputs += [ib_port("gpu-034", d, restart) for d in OLD[:7]] + [ib_port("gpu-034", "mlx5_7", FIRST)]
     inputs += [ib_port("gpu-035", d, restart) for d in OLD]
+    # gpu-036: two info series of one device with different kinds (two exporters on the node): no join error that would
+    # leave PORT_LAST_ACTIVE unwritten on the whole site (obsreview39 N-2)
+    inputs += (
+        [ib_port("gpu-036", d, ALL) for d in OLD] + [info("gpu-036", d, CX7, ALL) for d in OLD] + [info("gpu-036", "mlx5_0", CX6, ALL)]
+    )
     at_100 = [down(rule, n, d, CX7) for n in ("gpu-023", "gpu-024") for d in OLD]
     at_100 += [down(rule, n, "mlx5_7") for n in ("gpu-025", "gpu-028", "gpu-029", "gpu-030", "gpu-034")]
     (tmp_path / "a").mkdir()
