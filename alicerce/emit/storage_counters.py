@@ -37,7 +37,7 @@ def efa_counted(site: ResolvedSite) -> bool:
 def rail_port_pools(site: ResolvedSite) -> list[ResolvedPool]:
     """The pools of ``site`` whose RDMA ports the node exporter reports as rails (InfiniBand/RoCE with port counters):
     what FabricPortDown and FabricRailsNeverUp read, and the only readers of the port records (alicerce.emit.kube.kpi
-    PORT_LAST_ACTIVE, PORT_FIRST_ACTIVE), so a site without them records neither."""
+    PORT_LAST_ACTIVE and the port kind counts), so a site without them records none."""
     return [p for p in site.pools if p.rdma is not None and p.rdma.port_counters]
 
 

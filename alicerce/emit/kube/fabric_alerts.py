@@ -32,10 +32,12 @@ from alicerce.catalog.alerts import (
 from alicerce.emit.kube.kpi import (
     EFA_ERRORS,
     IB_PORT_ACTIVE,
+    KIND_ACTIVE,
+    KIND_MOST_ACTIVE,
     POOL_NODE_LABEL,
-    PORT_FIRST_ACTIVE,
     PORT_KIND,
     PORT_LAST_ACTIVE,
+    rail_matcher,
 )
 from alicerce.emit.storage_counters import rail_port_pools
 from alicerce.resolve.model import ResolvedPlatform
@@ -167,11 +169,14 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     # renamed: the rdma role names devices by PCI address (roles/rdma rdma-naming.rules.j2, NAME_PCI), so a BIOS update,
     # a card added or removed, a board replaced under the same host name (its PCI buses renumbered) or an adapter moved
     # to another slot brings rails back ACTIVE under new names, and each old one read as a rail down for the 30 days it
-    # is remembered (reviews obsreview34 N-3, obsreview36 D-1). A node's vanished ports are renamed while as many names
-    # were first ACTIVE on it after the first of them vanished (kpi.PORT_FIRST_ACTIVE), and after the node's earliest
-    # name, so the ports a node had when the record began are never new to it. A name back after an absence from a node
-    # that reported other ports starts a new first time (kpi.PORT_LAST_ABSENT), so a rename undone reads as one more
-    # rename, not as the intermediate names lost (review obsreview37 D-1)
+    # is remembered (reviews obsreview34 N-3, obsreview36 D-1). Six rounds of telling a renamed rail from a lost one by
+    # names and first-seen times each found a new false fire or silence (obsreview34 to obsreview39): counts instead. A
+    # port gone is down unless its node has, per port kind (card PSID, ASIC and port number: kpi.PORT_KIND), as many
+    # ports ACTIVE now as the most it had at once in the last 30 days (kpi.KIND_ACTIVE, kpi.KIND_MOST_ACTIVE). A rename,
+    # once, twice, put back or rolled back, keeps the count whole; a rail lost beside a card of another kind added, port
+    # 2 of a known card cabled, or another rail back after a reboot does not. Known and accepted: a card of the rails' own
+    # kind added in the reboot that loses a rail makes up the count and masks it (review obsreview39 G-3), and a port
+    # that vanished before the records' first evaluation is not seen (the most starts at the count then)
     state = f"max by ({PORT}) (node_infiniband_state_id)"
 
     def members(pool: str) -> str:
@@ -179,24 +184,15 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
 
     def lost(matcher: str, named: list[str]) -> str:
         remembered = f"{PORT_LAST_ACTIVE}{matcher}"
-        first = f"{PORT_FIRST_ACTIVE}{matcher}"
         inactive = f"({remembered} and on ({PORT}) ({state} != {IB_PORT_ACTIVE}))"
         vanished = f"({remembered} unless on ({PORT}) {state})"
-        since = f"on (node) group_left () min by (node) ({vanished})"
-        # names first ACTIVE after the first of the node's ports vanished, whether still there or gone since (A -> B
-        # -> C: B came after A and left, 16 names gone, 16 came), and after the node's earliest name ...
-        after = f"({first} > {since} > on (node) group_left () min by (node) ({first}))"
-        # ... of a kind (node_infiniband_info's PSID and ASIC) that vanished: not the card added in the same reboot
-        # (review obsreview37 D-2) ...
-        kind = f"and on (node, {PORT_KIND}) ({first} and on ({PORT}) {vanished})"
-        # ... on a device that is new too: a port first cabled on a known adapter is no rail renamed (obsreview37 G-1)
-        device = f"and on (node, device) (min by (node, device) ({first}) > {since})"
-        renamed = f"(count by (node) ({after} {kind} {device}) >= on (node) count by (node) ({vanished}))"
+        kind = f"node, port, {PORT_KIND}"
+        whole = f"({KIND_ACTIVE} >= on ({kind}) {KIND_MOST_ACTIVE})"
         in_pools = f'max by (node) (kube_node_labels{{{POOL_NODE_LABEL}=~"{"|".join(named)}"}})'
-        return f"({inactive} or ({vanished} unless on (node) {renamed})) * on (node) group_left () ({in_pools} > 0)"
+        return f"({inactive} or ({vanished} unless on ({kind}) {whole})) * on (node) group_left () ({in_pools} > 0)"
 
-    # one term for the pools that read the same devices (every pool without railDevices): a term is ~1,300 characters,
-    # and three pools each with its own would pass the 4,000 an expression is kept under
+    # one term for the pools that read the same devices (every pool without railDevices): a term is ~500 characters
+    # (counts, not names), and one per pool would still grow with the pools
     by_matcher: dict[str, list[str]] = {}
     for pool in pools:
         by_matcher.setdefault(devices[pool], []).append(pool)
@@ -234,13 +230,16 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
               "Fabric port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.node }} is no longer active",
               "A rail that was up in the last 30 days is down: every job on this node runs its collectives on fewer rails. "
               "Check the cable and switch port (ibstat, mlxlink), then drain the node if it does not come back. A port gone "
-              "from ibstat altogether is reported too (an adapter off the PCIe bus), unless as many ports of its kind "
-              "(the card's PSID and ASIC) came up since on new devices (PCI buses renumbered by a BIOS update or a card "
-              "added, an adapter moved to another slot or put back: the devices are named by PCI address). After a "
-              "renumbering with a rail missing, the old names are reported: the rail is the new name ibstat shows not "
-              "ACTIVE, or an adapter missing from ibstat; the warnings end when it is ACTIVE again. Where the pool "
-              "names its railDevices only those are rails, so a rail renamed stays reported until railDevices names "
-              "its new device."),
+              "from ibstat altogether is reported too (an adapter off the PCIe bus), unless the node has as many "
+              "ports of its kind (the card's PSID and ASIC, and the port number) ACTIVE now as it had at once in the "
+              "last 30 days: PCI buses renumbered by a BIOS update or a card added, or an adapter moved to another slot "
+              "or put back, rename ports (the devices are named by PCI address) but leave their count whole. With one "
+              "short, every port of the kind gone is reported, old names included: the rail is the new name ibstat "
+              "shows not ACTIVE, or an adapter missing from ibstat. The warnings end when as many ports of the kind are "
+              "ACTIVE again, or 30 days after the node last had that many. A card of the rails' own kind added in the "
+              "reboot that loses a rail makes up the count and hides it, and a port gone before the counts began (their first "
+              "evaluation) is not known. Where the pool names its railDevices only "
+              "those are counted, so a rail renamed reads as lost until railDevices names its new device."),
         Alert(FABRIC_LINK_FLAPPING, flapping, "0m", "warning",
               "Fabric port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.node }} went down more than twice in an hour",
               "A link that keeps failing and retraining points at a bad cable or transceiver: NCCL stalls each time. "
@@ -255,11 +254,3 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
               "(mlxlink) when FabricErrorsRising or FabricLinkFlapping fired for the port too, or when the link downs "
               "saturated."),
     ]  # fmt: skip
-
-
-def rail_matcher(rail_devices: tuple[str, ...]) -> str:
-    """A PromQL matcher on the node exporter's ``device`` label for these device names ('' for every device)."""
-    if not rail_devices:
-        return ""
-    escaped = "|".join(d.replace(".", "\\\\.") for d in rail_devices)  # a literal dot: \\. in a PromQL string
-    return f'{{device=~"{escaped}"}}'

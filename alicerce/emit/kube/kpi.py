@@ -76,21 +76,19 @@ SERVING_LAST_READY = "workload:serving_ready:last_timestamp"
 # ready yet is no outage (review obsreview6 DEFECT 1)
 SERVING_LAST_EMPTY = "workload:serving_no_live_pod:last_timestamp"
 PORT_LAST_ACTIVE = "node_port:infiniband_active:last_timestamp"
-# when a fabric port was first ACTIVE under its name, kept while PORT_LAST_ACTIVE remembers it: a port named after a
-# rail that vanished tells a renamed rail (a PCI bus renumbered, an adapter moved) from one that is gone
-PORT_FIRST_ACTIVE = "node_port:infiniband_active:first_timestamp"
-# when a remembered fabric port was last absent from a node that reported other ports (off the bus, or renamed): one
-# that comes back under its name after such an absence is new again (an adapter moved then put back, a renumbering
-# rolled back: review obsreview37 D-1). A reboot, where the node reports no port at all, leaves it alone
-PORT_LAST_ABSENT = "node_port:infiniband_absent:last_timestamp"
-# ... once it is more than 10 minutes since it was last ACTIVE: a device that leaves for less (a PCIe link retrained, a
-# driver reloading it) and comes back is no rename undone, and must not become new and stand in for a rail off the
-# bus. A rename put back takes two reboots with the node running between them
-ABSENT_AFTER_SECONDS = 600
-# the labels of node_infiniband_info a port's first time keeps (node exporter v1.12.1 collector/infiniband_linux.go:
-# 175-182): its card's PSID and ASIC, so a rail's new name is told from a card of another kind added in the same
-# reboot (review obsreview37 D-2). Not firmware_version: an update changes it under the same card
+# the labels of node_infiniband_info PORT_LAST_ACTIVE keeps beside the port (node exporter v1.12.1
+# collector/infiniband_linux.go:175-182): its card's PSID and ASIC, which with the `port` number are the port's kind, so
+# a rail gone is told from a card of another kind added in the same reboot (review obsreview37 D-2) and from port 2 of a
+# known card cabled later (obsreview37 G-1). Not firmware_version: an update changes it under the same card
 PORT_KIND = "board_id, hca_type"
+# per node and port kind (PORT_KIND and `port`), its fabric ports ACTIVE now, the most it had at once in the last 30
+# days, and when it last had that many: a port gone from a node is down unless the node has as many of its kind ACTIVE
+# as it had (alicerce.emit.kube.fabric_alerts FabricPortDown). Counts, not names: a PCI bus renumbered, an adapter moved
+# or put back leaves the count whole whatever the names did, where six review rounds of telling names apart each found
+# a new false fire or silence (reviews obsreview34 to obsreview39)
+KIND_ACTIVE = "node_kind:infiniband_active_ports:count"
+KIND_MOST_ACTIVE = "node_kind:infiniband_active_ports:max30d"
+KIND_MOST_REACHED = "node_kind:infiniband_active_ports_max:last_timestamp"
 # how long they remember: an outage or a rail down for longer is still reported, and a cordon (a drain, a driver
 # upgrade), a Prometheus restart or the alert's own resolution in between does not erase it (review obsreview5 DEFECT 2)
 REMEMBERED_SECONDS = 30 * 86400
@@ -377,20 +375,71 @@ def _last_seen(record: str, present: str, by: str) -> dict[str, Any]:
     return _rule(record, f"{now} or {kept}")
 
 
-def _first_seen(record: str, remembered: str, absent: str, present: str, *, by: str, kind: str) -> dict[str, Any]:
-    """A rule recording, per ``by`` and ``kind``, the first time ``present`` had a series, kept by its own previous
-    value (up to a day without an evaluation) while ``remembered`` (a :func:`_last_seen` record of the same group,
-    written before it) still holds the series: a reboot or an exporter restart does not make a port new. It starts
-    again where ``absent`` (a :func:`_last_seen` record, written before it) is later than the previous first time and
-    the port is ACTIVE again: a name that returns after an absence is new again. That previous value is read as an instant
-    (one sample a port, not the day's range twice); after an evaluation gap over the lookback no port starts again."""
-    kept = f"max by ({by}, {kind}) (last_over_time({record}[1d])) and on ({by}) {remembered}"
-    back = f"(({absent} > on ({by}) max by ({by}) ({record})) and on ({by}) ({present}))"
-    # the port's kind from its device's info series where the exporter reports one, and without it where not
-    info = f"max by (node, device, {kind}) (node_infiniband_info)"
-    now = f"(0 * ({present}) + time())"
-    new = f"max by ({by}, {kind}) ({now} * on (node, device) group_left ({kind}) {info} or on ({by}) {now})"
-    return _rule(record, f"({kept} unless on ({by}) {back}) or on ({by}) {new}")
+def _port_last_seen(present: str) -> dict[str, Any]:
+    """PORT_LAST_ACTIVE: per fabric port, the last time ``present`` had it ACTIVE, for ``REMEMBERED_SECONDS``, with its
+    kind (PORT_KIND from its device's info series, none where the exporter reports none). A port ACTIVE now carries the
+    kind read now, one gone its last one: `topk` keeps a port's newest series only, so a card replaced by another model
+    under the same name leaves no second series of the old kind behind (review obsreview39 G-2), which the day's
+    `last_over_time` would otherwise bring back."""
+    by = "node, device, port"
+    # one kind a device: two info series of one device with different labels (two exporters on a node, a PSID
+    # cross-flash read within the lookback) would fail the join, and with it this record on the whole site (review
+    # obsreview39 N-2); `topk` picks one of them instead
+    info = f"topk by (node, device) (1, max by (node, device, {PORT_KIND}) (node_infiniband_info))"
+    now = f"max by ({by}) (0 * ({present}) + time())"
+    kinded = f"max by ({by}, {PORT_KIND}) ({now} * on (node, device) group_left ({PORT_KIND}) {info} or on ({by}) {now})"
+    kept = f"max by ({by}, {PORT_KIND}) (last_over_time({PORT_LAST_ACTIVE}[1d]) > time() - {REMEMBERED_SECONDS})"
+    return _rule(PORT_LAST_ACTIVE, f"{kinded} or on ({by}) topk by ({by}) (1, {kept})")
+
+
+def rail_matcher(rail_devices: tuple[str, ...]) -> str:
+    """A PromQL matcher on the node exporter's ``device`` label for these device names ('' for every device)."""
+    if not rail_devices:
+        return ""
+    escaped = "|".join(d.replace(".", "\\\\.") for d in rail_devices)  # a literal dot: \\. in a PromQL string
+    return f'{{device=~"{escaped}"}}'
+
+
+def _nodes_of(pools: list[str]) -> str:
+    return f'max by (node) (kube_node_labels{{{POOL_NODE_LABEL}=~"{"|".join(pools)}"}}) > 0'
+
+
+def _kind_records(site: ResolvedSite) -> list[dict[str, Any]]:
+    """KIND_ACTIVE, KIND_MOST_ACTIVE and KIND_MOST_REACHED, in that order (each read after it is written in the same
+    evaluation). The count is of the rails as FabricPortDown reads them: where a pool names its railDevices only those,
+    one rule per set of names, on that set's pools' nodes. The most is the count's largest since it was last reached
+    30 days ago: carried by its own previous value while reached in the last 30 days (a Prometheus gap under a day
+    keeps it), otherwise it falls back to the count now. It never exceeds the ports of the kind PORT_LAST_ACTIVE still
+    remembers (by their newest kind), so a card replaced by another model under the same name takes its port out of
+    the old kind's most at once (review obsreview39 G-2). Known and accepted: a port that vanished before their first
+    evaluation is not seen (the most starts at the count then)."""
+    kind = f"node, port, {PORT_KIND}"
+    groups: dict[str, list[str]] = {}
+    for p in rail_port_pools(site):
+        if p.rdma is not None:
+            groups.setdefault(rail_matcher(p.rdma.rail_devices), []).append(p.name)
+    rules = []
+    for matcher, pools in groups.items():
+        nodes = _nodes_of(pools)
+        active = f"{PORT_LAST_ACTIVE}{matcher} >= time()"  # written this evaluation: ACTIVE now
+        rules.append(_rule(KIND_ACTIVE, f"count by ({kind}) ({active}) and on (node) ({nodes})"))
+    fresh = f"max by ({kind}) (last_over_time({KIND_MOST_REACHED}[1d])) > time() - {REMEMBERED_SECONDS}"
+    previous = f"(max by ({kind}) (last_over_time({KIND_MOST_ACTIVE}[1d])) and on ({kind}) ({fresh}))"
+    # the ports of each kind remembered, under the pools' own matchers as the count is
+    remembered = " or ".join(f"count by ({kind}) ({PORT_LAST_ACTIVE}{m}) and on (node) ({_nodes_of(ps)})" for m, ps in groups.items())
+    # capped by the ports of the kind remembered, where the most is still fresh (one evaluation late after a gap of over 5
+    # minutes: the last reached time read as an instant, so the day's range of the most is read once)
+    recent = f"{KIND_MOST_REACHED} > time() - {REMEMBERED_SECONDS}"
+    capped = f'min by ({kind}) ({previous} or label_replace(({remembered}) and on ({kind}) ({recent}), "remembered", "1", "", ""))'
+    # the larger of the count and the capped most: a label of its own keeps the carried value beside the count
+    most = f'{KIND_ACTIVE} or label_replace({capped}, "carried", "1", "", "")'
+    reached = f"max by ({kind}) (0 * ({KIND_ACTIVE} >= on ({kind}) {KIND_MOST_ACTIVE}) + time())"
+    kept = f"max by ({kind}) (last_over_time({KIND_MOST_REACHED}[1d])) and on ({kind}) {KIND_MOST_ACTIVE}"
+    rules += [
+        _rule(KIND_MOST_ACTIVE, f"max by ({kind}) ({most})"),
+        _rule(KIND_MOST_REACHED, f"{reached} or on ({kind}) {kept}"),
+    ]
+    return rules
 
 
 def any_rate(series: str, matchers: str, window: str) -> str:
@@ -921,20 +970,10 @@ def node_rules(site: ResolvedSite) -> list[dict[str, Any]]:
         _rule(NODE_NET_TX, f"sum by (node) (rate(node_network_transmit_bytes_total{{{NIC}}}[5m]))"),
     ]
     if rail_port_pools(site):
-        # only where the rail alerts read them. Each evaluation, PORT_LAST_ACTIVE and PORT_FIRST_ACTIVE read a day's
-        # range of themselves per remembered port (2,880 samples at a 30 s evaluation), PORT_LAST_ABSENT the same per
-        # port remembered as absent only (none on a node whose names never changed), and PORT_FIRST_ACTIVE one more
-        # sample of itself per port
-        rules += [
-            _last_seen(PORT_LAST_ACTIVE, port_active, "node, device, port"),
-            _last_seen(
-                PORT_LAST_ABSENT,
-                f"({PORT_LAST_ACTIVE} < time() - {ABSENT_AFTER_SECONDS} unless on (node, device, port) node_infiniband_state_id) "
-                "and on (node) node_infiniband_state_id",
-                "node, device, port",
-            ),
-            _first_seen(PORT_FIRST_ACTIVE, PORT_LAST_ACTIVE, PORT_LAST_ABSENT, port_active, by="node, device, port", kind=PORT_KIND),
-        ]
+        # only where the rail alerts read them. Each evaluation, PORT_LAST_ACTIVE reads a day's range of itself per
+        # remembered port (2,880 samples at a 30 s evaluation); the kind records three such ranges (the most and twice
+        # the time it was reached) per node and port kind, one to three kinds a node, not per port
+        rules += [_port_last_seen(port_active), *_kind_records(site)]
     if every_mount_counted(site):
         # what a node reads and writes: local disks and its shared file systems' client counters. The fabric's ports
         # carry NCCL's collectives and the NICs pod traffic: a training pool all-reducing read as hundreds of GB/s of

@@ -57,7 +57,6 @@ from alicerce.catalog.alerts import (
 )
 from alicerce.emit.kube.diagnoses import le_matcher
 from alicerce.emit.kube.fabric_alerts import PORT as FABRIC_PORT
-from alicerce.emit.kube.fabric_alerts import rail_matcher  # the rails as FabricPortDown reads them
 from alicerce.emit.kube.kpi import (
     EFA_RX,
     IB_PORT_ACTIVE,
@@ -77,6 +76,7 @@ from alicerce.emit.kube.kpi import (
     TIER_READ,
     ksm_label,
     kueue_series,
+    rail_matcher,  # the rails as FabricPortDown reads them
 )
 from alicerce.emit.kube.kueue import cluster_queue
 from alicerce.emit.storage_counters import cloud_metric_tiers, fabric_wait_pools

@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 
 from alicerce.catalog.alerts import FORMER_NAMES, SOURCE_ALERTS, STATIC_ALERTS, TPOT
-from alicerce.emit.kube.kpi import RAY_NODE_TYPE_LABEL
+from alicerce.emit.kube.kpi import KIND_ACTIVE, KIND_MOST_ACTIVE, RAY_NODE_TYPE_LABEL
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.rules.validate import validated
 from alicerce.spec.loader import load_text
 from tests.conftest import ROOT
 from tests.emit.kube.scrape import kuberay_scraped
 from tests.emit.kube.test_diagnoses import NODE, OTHER, STEPS, cordoned, gpus, io, node_counter, node_labels
-from tests.emit.kube.test_monitoring import expected, needs_promtool, platform, rules_of, run_promtool
+from tests.emit.kube.test_monitoring import expected, needs_promtool, platform, rule_groups, rules_of, run_promtool
 from tests.emit.kube.upstream import load
 
 
@@ -584,12 +584,12 @@ def test_rails_never_up_keeps_the_cordon_and_the_grace_for_every_pool_of_a_site(
 
 @needs_promtool
 def test_port_down_reads_the_pools_that_name_no_rail_devices_in_one_term(tmp_path: Path) -> None:
-    """Each pool's term of FabricPortDown is about 1,300 characters since obsreview37's kind and device checks: pools
-    reading the same devices (no railDevices) share one, so three such pools stay under the 4,000 an expression is kept
-    under. A rail down on a node of either pool is still reported."""
+    """Pools reading the same devices (no railDevices) share one term of FabricPortDown, so the expression does not grow
+    with such pools and stays under the 4,000 an expression is kept under. A rail down on a node of either pool is still
+    reported."""
     rp = two_fabric_pools()
     rule = rules_of(rp, "dc1")["FabricPortDown"]
-    assert rule["expr"].count("count by (node)") == 2 and len(rule["expr"]) < 4000
+    assert rule["expr"].count(KIND_MOST_ACTIVE) == 1 and len(rule["expr"]) < 4000
     inputs: list[dict[str, str]] = []
     fired = []
     for pool, node in (("onprem-h100", "gpu-001"), ("onprem-h200", "gpu-101")):
@@ -642,7 +642,7 @@ def test_a_rail_off_the_bus_is_down_and_a_renamed_one_is_not(tmp_path: Path) -> 
     """Review obsreview35 D-1: gating a vanished port on the node being short of rails silenced it where the pool names
     no rail devices and a storage port is ACTIVE beside the rails (gpu-004: 7 rails + mlx5_8 read as 8). Each node's
     mlx5_7 leaves /sys/class/infiniband at 60m unless said otherwise. Down: gpu-004, gpu-005 (no storage port), gpu-008
-    (rebooted at 90m, its other ports back under their names: not new). Renamed, quiet (reviews obsreview34 N-3,
+    (rebooted at 90m, its other ports back under their names: 7 of the 8 it had). Renamed, quiet (reviews obsreview34 N-3,
     obsreview36 D-1): gpu-006's adapter moved to another slot (back as mlx5_9 after the reboot), gpu-007's PCI buses renumbered (all 8
     rails back as mlx5_10..17). gpu-009 renumbered with one rail missing (7 back): its 8 old names are reported."""
     rp = platform()
@@ -693,19 +693,37 @@ AFTER = segs(("_", 66), ("4", 175))  # a name after the first reboot
 ALL = segs(("4", 241))
 
 
+CX6, CX7 = ("MT4123", "MT_0000000223"), ("MT4129", "MT_0000000838")  # (hca_type, board_id): ConnectX-6, ConnectX-7
+UNTIL2 = segs(("4", 60), ("_", 6), ("4", 54), ("_", 121))  # a name through the first reboot, until the second
+REBOOT2 = segs(("4", 120), ("_", 6), ("4", 115))  # a name through the second reboot only
+
+
+def info(node: str, device: str, card: tuple[str, str], values: str) -> dict[str, str]:
+    return {**ib_info(node, device, *card), "values": values.replace("4", "1")}
+
+
+def down(rule: dict[str, Any], node: str, device: str, card: tuple[str, str] | None = None) -> dict[str, Any]:
+    """FabricPortDown of a port 1, with its card's kind where the exporter reported one (PORT_LAST_ACTIVE keeps it)."""
+    kind = {"hca_type": card[0], "board_id": card[1]} if card else {}
+    return expected(rule, {"node": node, "device": device, "port": "1", **kind}, "1")
+
+
 @needs_promtool
 def test_a_rename_is_told_from_a_lost_rail_however_often_names_change(tmp_path: Path) -> None:
-    """Review obsreview37. D-1: a name that comes back was never new again (gpu-020's adapter moved and put back fired
-    mlx5_9, gpu-022's renumbering rolled back fired the 8 intermediate names) and a second renumbering within 30 days
-    counted the first names again (gpu-021 fired 16). D-2: a card added in the reboot that renumbered the rails, one
-    rail DOWN under its new name (gpu-023) or absent (gpu-024): the card's port counted as the 8th rail. G-1: a new port
-    on a known device (gpu-025: mlx5_0 port 2 cabled at 120m) masked a rail off the bus. Healthy look-alikes stay quiet:
-    gpu-026 renumbered once with the card's kind reported, gpu-027 a flap away and back under its name. A flap is no
-    rename put back: gpu-028's mlx5_7 off the bus stays reported across mlx5_3's 8 minutes away."""
+    """A port gone is down unless its node has as many ports of its kind ACTIVE as it had (reviews obsreview37,
+    obsreview39). Quiet: gpu-020's adapter moved and put back, gpu-021 renumbered twice (A -> B -> C), gpu-022's
+    renumbering rolled back (A -> B -> A), gpu-026 renumbered once with the kind reported, gpu-027 a flap away and back,
+    gpu-031 a rename put back after 3 minutes (obsreview39 G-1), gpu-032 mlx5_7 replaced by a ConnectX-7 under its name
+    and then all renumbered (obsreview39 G-2), gpu-033 the kind reported only from 30m on and then renumbered, gpu-035
+    an exporter restart, gpu-036 two kinds reported for one device. Loud: a card of another kind added in the reboot
+    that renumbered the rails, one rail DOWN under its new name (gpu-023) or absent (gpu-024: obsreview37 D-2); port 2
+    of a known card cabled while mlx5_7 is off the bus (gpu-025: obsreview37 G-1); mlx5_7 off the bus while mlx5_3 is
+    away 8 (gpu-028) or 12 minutes (gpu-030: obsreview39 D-1b) and back; mlx5_6 and mlx5_7 off the bus, a reboot brings
+    mlx5_6 back (gpu-029: obsreview39 D-1a); mlx5_7 off the bus across an exporter restart (gpu-034)."""
     rp = platform()
     rules = rules_of(rp, "dc1")
     rule = rules["FabricPortDown"]
-    nodes = [f"gpu-02{i}" for i in range(9)]
+    nodes = [f"gpu-0{i}" for i in range(20, 37)]
     inputs = [s for n in nodes for s in pool_node(n, "onprem-h100", -3600, minutes=240)]
     inputs += [ib_port("gpu-020", d, THROUGH) for d in OLD[:7]] + [ib_port("gpu-020", "mlx5_7", BACK), ib_port("gpu-020", "mlx5_9", MIDDLE)]
     inputs += [ib_port("gpu-021", d, FIRST) for d in OLD] + [ib_port("gpu-021", d, MIDDLE) for d in MID]
@@ -720,18 +738,56 @@ def test_a_rename_is_told_from_a_lost_rail_however_often_names_change(tmp_path: 
     inputs += [ib_port("gpu-026", d, FIRST) for d in OLD] + [ib_port("gpu-026", d, AFTER) for d in MID]
     inputs += [ib_info("gpu-026", d) for d in OLD + MID]
     inputs += [ib_port("gpu-027", d, ALL) for d in OLD[:7]] + [ib_port("gpu-027", "mlx5_7", segs(("4", 60), ("_", 3), ("4", 178)))]
-    # gpu-028: mlx5_7 off the bus at 60m; at 100m mlx5_3 leaves for 8 minutes (past promtool's 5-minute lookback) and
-    # comes back (a PCIe link retrained, a driver reloading one device): a flap is not the put-back of a rename, and
-    # must not stand in for mlx5_7
-    inputs += [ib_port("gpu-028", d, ALL) for d in OLD[:7] if d != "mlx5_3"] + [ib_port("gpu-028", "mlx5_7", FIRST)]
-    inputs += [ib_port("gpu-028", "mlx5_3", segs(("4", 100), ("_", 8), ("4", 133)))]
-    at_100 = [expected(rule, {"node": n, "device": d, "port": "1"}, "1") for n in ("gpu-023", "gpu-024") for d in OLD]
-    at_100 += [expected(rule, {"node": n, "device": "mlx5_7", "port": "1"}, "1") for n in ("gpu-025", "gpu-028")]
+    # gpu-028, gpu-030: mlx5_7 off the bus at 60m; at 100m mlx5_3 leaves for 8 or 12 minutes (past promtool's 5-minute
+    # lookback) and comes back (a PCIe link retrained, a PCI rescan): it must not stand in for mlx5_7
+    for node, away in (("gpu-028", 8), ("gpu-030", 12)):
+        inputs += [ib_port(node, d, ALL) for d in OLD[:7] if d != "mlx5_3"] + [ib_port(node, "mlx5_7", FIRST)]
+        inputs += [ib_port(node, "mlx5_3", segs(("4", 100), ("_", away), ("4", 141 - away)))]
+    inputs += [ib_port("gpu-029", d, REBOOT2) for d in OLD[:6]] + [ib_port("gpu-029", "mlx5_6", BACK), ib_port("gpu-029", "mlx5_7", FIRST)]
+    # gpu-031: renumbered at the 60-66m reboot, rebooted again at 69m and back under the first names at 74m
+    inputs += [ib_port("gpu-031", d, segs(("4", 60), ("_", 14), ("4", 167))) for d in OLD]
+    inputs += [ib_port("gpu-031", d, segs(("_", 66), ("4", 3), ("_", 172))) for d in MID]
+    # gpu-032: ConnectX-6 rails; mlx5_7's card replaced by a ConnectX-7 in the first reboot, all renumbered in the second
+    inputs += [ib_port("gpu-032", d, UNTIL2) for d in OLD] + [ib_port("gpu-032", d, LAST) for d in MID]
+    inputs += [info("gpu-032", d, CX6, UNTIL2) for d in OLD[:7]] + [info("gpu-032", d, CX6, LAST) for d in MID[:7]]
+    inputs += [info("gpu-032", "mlx5_7", CX6, FIRST), info("gpu-032", "mlx5_7", CX7, MIDDLE), info("gpu-032", MID[7], CX7, LAST)]
+    # gpu-033: the exporter reports the cards' kind from 30m on (a relabeling fixed), renumbered at 60-66m
+    inputs += [ib_port("gpu-033", d, FIRST) for d in OLD] + [ib_port("gpu-033", d, AFTER) for d in MID]
+    inputs += [info("gpu-033", d, CX7, segs(("_", 30), ("4", 30), ("_", 181))) for d in OLD] + [info("gpu-033", d, CX7, AFTER) for d in MID]
+    # gpu-034, gpu-035: the node exporter restarts at 90m (its series stale, back at 92m); gpu-034's mlx5_7 is off the bus
+    restart = "4x89 stale _ 4x148"
+    inputs += [ib_port("gpu-034", d, restart) for d in OLD[:7]] + [ib_port("gpu-034", "mlx5_7", FIRST)]
+    inputs += [ib_port("gpu-035", d, restart) for d in OLD]
+    # gpu-036: two info series of one device with different kinds (two exporters on the node): no join error that would
+    # leave PORT_LAST_ACTIVE unwritten on the whole site (obsreview39 N-2)
+    inputs += (
+        [ib_port("gpu-036", d, ALL) for d in OLD] + [info("gpu-036", d, CX7, ALL) for d in OLD] + [info("gpu-036", "mlx5_0", CX6, ALL)]
+    )
+    at_100 = [down(rule, n, d, CX7) for n in ("gpu-023", "gpu-024") for d in OLD]
+    at_100 += [down(rule, n, "mlx5_7") for n in ("gpu-025", "gpu-028", "gpu-029", "gpu-030", "gpu-034")]
     (tmp_path / "a").mkdir()
     run_promtool(rp, "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
-        {"eval_time": "100m", "alertname": "FabricPortDown", "exp_alerts": at_100},
+        {"eval_time": "100m", "alertname": "FabricPortDown", "exp_alerts": [*at_100, down(rule, "gpu-029", "mlx5_6")]},
         {"eval_time": "200m", "alertname": "FabricPortDown", "exp_alerts": at_100},
         {"eval_time": "200m", "alertname": "FabricRailsNeverUp", "exp_alerts": []}]}], tmp_path / "a",
+        order=["alicerce.kpi.node", "alicerce.fabric"])  # fmt: skip
+
+
+@needs_promtool
+def test_the_most_ports_a_node_had_is_kept_30_days_from_when_it_last_had_them(tmp_path: Path) -> None:
+    """A sample an hour. mlx5_6 leaves at 24h, mlx5_7 at 264h: at 696h both are reported (8 ports at once 29 days ago).
+    At 760h the node last had 8 more than 30 days ago, so its most falls back to the 6 ACTIVE now and mlx5_7, still
+    remembered, is quiet; PORT_LAST_ACTIVE has forgotten mlx5_6. Without the expiry mlx5_7 stayed reported (7 ports of
+    the kind remembered > 6)."""
+    rp = platform()
+    rule = rules_of(rp, "dc1")["FabricPortDown"]
+    node = "gpu-040"
+    inputs = pool_node(node, "onprem-h100", -3600, minutes=801) + [ib_port(node, d, "4x800") for d in OLD[:6]]
+    inputs += [ib_port(node, "mlx5_6", "4x24 _x776"), ib_port(node, "mlx5_7", "4x264 _x536")]
+    (tmp_path / "a").mkdir()
+    run_promtool(rp, "dc1", [{"interval": "1h", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "696h", "alertname": "FabricPortDown", "exp_alerts": [down(rule, node, "mlx5_6"), down(rule, node, "mlx5_7")]},
+        {"eval_time": "760h", "alertname": "FabricPortDown", "exp_alerts": []}]}], tmp_path / "a", every="1h",
         order=["alicerce.kpi.node", "alicerce.fabric"])  # fmt: skip
 
 
@@ -805,6 +861,43 @@ def test_only_the_named_rail_devices_count_as_rails(tmp_path: Path) -> None:
     (tmp_path / "b").mkdir()
     run_promtool(platform(), "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
         {"eval_time": "60m", "alertname": "FabricPortDown", "exp_alerts": [fired]}]}], tmp_path / "b")  # fmt: skip
+
+
+H200_RAILS = [f"ibp{bus}s0" for bus in (26, 66, 81, 96, 156, 194, 208, 222)]
+
+
+@needs_promtool
+def test_named_rail_devices_are_counted_alone_and_a_renamed_rail_reads_as_lost(tmp_path: Path) -> None:
+    """Two pools naming their railDevices: each pool's nodes count only their own named devices (one count rule per
+    set of names), the expression stays under 4,000 characters. gpu-001's rails renamed (PCI buses renumbered at 60m,
+    new names outside railDevices) read as lost, as the runbook says, until railDevices names them; gpu-002's storage
+    port added in the reboot that lost RAILS[7] is no rail and does not make up the count; gpu-003's storage port
+    gone is no rail down. gpu-101 (H200) lost H200_RAILS[7]; gpu-102 is quiet although its rails are not H100 names."""
+    text = (ROOT / "platform.yaml").read_text().replace("\nstorage:\n", H200_POOL + "\nstorage:\n")
+    assert text.count("      hcas: 8\n") == 2
+    first, second = text.split("      hcas: 8\n")[:2]
+    named = first + f"      hcas: 8\n      railDevices: {RAILS}\n" + second + f"      hcas: 8\n      railDevices: {H200_RAILS}\n"
+    rp = validated(load_text(named + "      hcas: 8\n".join(text.split("      hcas: 8\n")[2:]), "platform.yaml"), "prod")
+    rules = rules_of(rp, "dc1")
+    rule = rules["FabricPortDown"]
+    assert len(rule["expr"]) < 4000 and rule["expr"].count(KIND_MOST_ACTIVE) == 2
+    inputs = [s for n in ("gpu-001", "gpu-002", "gpu-003") for s in pool_node(n, "onprem-h100", -3600, minutes=240)]
+    inputs += [s for n in ("gpu-101", "gpu-102") for s in pool_node(n, "onprem-h200", -3600, minutes=240)]
+    renamed = [d.replace("s0", "s1") for d in RAILS]
+    inputs += [ib_port("gpu-001", d, FIRST) for d in RAILS] + [ib_port("gpu-001", d, AFTER) for d in renamed]
+    inputs += [ib_port("gpu-002", d, THROUGH) for d in RAILS[:7]] + [ib_port("gpu-002", RAILS[7], FIRST)]
+    inputs += [ib_port("gpu-002", STORAGE_PORTS[0], AFTER)]
+    inputs += [ib_port("gpu-003", d, ALL) for d in RAILS] + [ib_port("gpu-003", STORAGE_PORTS[0], FIRST)]
+    inputs += [ib_port("gpu-101", d, ALL) for d in H200_RAILS[:7]] + [ib_port("gpu-101", H200_RAILS[7], FIRST)]
+    inputs += [ib_port("gpu-102", d, ALL) for d in H200_RAILS]
+    fired = [down(rule, "gpu-001", d) for d in RAILS] + [down(rule, "gpu-002", RAILS[7]), down(rule, "gpu-101", H200_RAILS[7])]
+    (tmp_path / "a").mkdir()
+    run_promtool(rp, "dc1", [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+        {"eval_time": "100m", "alertname": "FabricPortDown", "exp_alerts": fired},
+        {"eval_time": "200m", "alertname": "FabricPortDown", "exp_alerts": fired}]}], tmp_path / "a",
+        order=["alicerce.kpi.node", "alicerce.fabric"])  # fmt: skip
+    kpi = next(g for g in rule_groups(rp, "dc1") if g["name"] == "alicerce.kpi.node")
+    assert sum(r.get("record") == KIND_ACTIVE for r in kpi["rules"]) == 2
 
 
 @needs_promtool
