@@ -172,7 +172,7 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     # is remembered (reviews obsreview34 N-3, obsreview36 D-1). Six rounds of telling a renamed rail from a lost one by
     # names and first-seen times each found a new false fire or silence (obsreview34 to obsreview39): counts instead. A
     # port gone is down unless its node has, per port kind (card PSID, ASIC and port number: kpi.PORT_KIND), as many
-    # ports ACTIVE now as the most it had at once in the last 30 days (kpi.KIND_ACTIVE, kpi.KIND_MOST_ACTIVE). A rename,
+    # ports ACTIVE now as the most it had at once, of the ports it remembers (kpi.KIND_ACTIVE, kpi.KIND_MOST_ACTIVE). A rename,
     # once, twice, put back or rolled back, keeps the count whole; a rail lost beside a card of another kind added, port
     # 2 of a known card cabled, or another rail back after a reboot does not. Known and accepted: a card of the rails' own
     # kind added in the reboot that loses a rail makes up the count and masks it (review obsreview39 G-3), and a port
@@ -236,7 +236,7 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
               "or put back, rename ports (the devices are named by PCI address) but leave their count whole. With one "
               "short, every port of the kind gone is reported, old names included: the rail is the new name ibstat "
               "shows not ACTIVE, or an adapter missing from ibstat. The warnings end when as many ports of the kind are "
-              "ACTIVE again, or 30 days after the node last had that many. A card of the rails' own kind added in the "
+              "ACTIVE again, or for each port 30 days after it was lost. A card of the rails' own kind added in the "
               "reboot that loses a rail makes up the count and hides it, and a port gone before the counts began (their first "
               "evaluation) is not known. Where the pool names its railDevices only "
               "those are counted, so a rail renamed reads as lost until railDevices names its new device."),

@@ -81,14 +81,13 @@ PORT_LAST_ACTIVE = "node_port:infiniband_active:last_timestamp"
 # a rail gone is told from a card of another kind added in the same reboot (review obsreview37 D-2) and from port 2 of a
 # known card cabled later (obsreview37 G-1). Not firmware_version: an update changes it under the same card
 PORT_KIND = "board_id, hca_type"
-# per node and port kind (PORT_KIND and `port`), its fabric ports ACTIVE now, the most it had at once in the last 30
-# days, and when it last had that many: a port gone from a node is down unless the node has as many of its kind ACTIVE
-# as it had (alicerce.emit.kube.fabric_alerts FabricPortDown). Counts, not names: a PCI bus renumbered, an adapter moved
+# per node and port kind (PORT_KIND and `port`), its fabric ports ACTIVE now and the most it had at once, never more
+# than the ports of the kind remembered (the last 30 days): a port gone from a node is down unless the node has as many
+# of its kind ACTIVE as it had (alicerce.emit.kube.fabric_alerts FabricPortDown). Counts, not names: a PCI bus renumbered, an adapter moved
 # or put back leaves the count whole whatever the names did, where six review rounds of telling names apart each found
 # a new false fire or silence (reviews obsreview34 to obsreview39)
 KIND_ACTIVE = "node_kind:infiniband_active_ports:count"
 KIND_MOST_ACTIVE = "node_kind:infiniband_active_ports:max30d"
-KIND_MOST_REACHED = "node_kind:infiniband_active_ports_max:last_timestamp"
 # how long they remember: an outage or a rail down for longer is still reported, and a cordon (a drain, a driver
 # upgrade), a Prometheus restart or the alert's own resolution in between does not erase it (review obsreview5 DEFECT 2)
 REMEMBERED_SECONDS = 30 * 86400
@@ -405,14 +404,16 @@ def _nodes_of(pools: list[str]) -> str:
 
 
 def _kind_records(site: ResolvedSite) -> list[dict[str, Any]]:
-    """KIND_ACTIVE, KIND_MOST_ACTIVE and KIND_MOST_REACHED, in that order (each read after it is written in the same
-    evaluation). The count is of the rails as FabricPortDown reads them: where a pool names its railDevices only those,
-    one rule per set of names, on that set's pools' nodes. The most is the count's largest since it was last reached
-    30 days ago: carried by its own previous value while reached in the last 30 days (a Prometheus gap under a day
-    keeps it), otherwise it falls back to the count now. It never exceeds the ports of the kind PORT_LAST_ACTIVE still
-    remembers (by their newest kind), so a card replaced by another model under the same name takes its port out of
-    the old kind's most at once (review obsreview39 G-2). Known and accepted: a port that vanished before their first
-    evaluation is not seen (the most starts at the count then)."""
+    """KIND_ACTIVE and KIND_MOST_ACTIVE, in that order, after PORT_LAST_ACTIVE (each read after it is written in the
+    same evaluation). The count is of the rails as FabricPortDown reads them: where a pool names its railDevices only
+    those, one rule per set of names, on that set's pools' nodes. The most is the larger of the count and its own
+    previous value (a Prometheus gap under a day keeps it), never more than the ports of the kind PORT_LAST_ACTIVE
+    remembers (by their newest kind): a port lost 30 days ago is forgotten and takes its place in the most with it, so
+    each lost port is reported for its own 30 days whatever was lost before it (an expiry by when the most was last
+    reached silenced a rail lost days ago behind one lost a month ago: review obsreview41 D-1), and a card replaced by
+    another model under the same name takes its port out of the old kind's most at once (review obsreview39 G-2).
+    Known and accepted: a port that vanished before their first evaluation is not seen (the most starts at the count
+    then)."""
     kind = f"node, port, {PORT_KIND}"
     groups: dict[str, list[str]] = {}
     for p in rail_port_pools(site):
@@ -423,23 +424,18 @@ def _kind_records(site: ResolvedSite) -> list[dict[str, Any]]:
         nodes = _nodes_of(pools)
         active = f"{PORT_LAST_ACTIVE}{matcher} >= time()"  # written this evaluation: ACTIVE now
         rules.append(_rule(KIND_ACTIVE, f"count by ({kind}) ({active}) and on (node) ({nodes})"))
-    fresh = f"max by ({kind}) (last_over_time({KIND_MOST_REACHED}[1d])) > time() - {REMEMBERED_SECONDS}"
-    previous = f"(max by ({kind}) (last_over_time({KIND_MOST_ACTIVE}[1d])) and on ({kind}) ({fresh}))"
+    previous = f"max by ({kind}) (last_over_time({KIND_MOST_ACTIVE}[1d]))"
     # the ports of each kind remembered, under the pools' own matchers as the count is
     remembered = " or ".join(f"count by ({kind}) ({PORT_LAST_ACTIVE}{m}) and on (node) ({_nodes_of(ps)})" for m, ps in groups.items())
-    # capped by the ports of the kind remembered, where the most is still fresh (one evaluation late after a gap of over 5
-    # minutes: the last reached time read as an instant, so the day's range of the most is read once)
-    recent = f"{KIND_MOST_REACHED} > time() - {REMEMBERED_SECONDS}"
-    capped = f'min by ({kind}) ({previous} or label_replace(({remembered}) and on ({kind}) ({recent}), "remembered", "1", "", ""))'
+    # the previous most capped by the ports remembered; a kind with nothing remembered is dropped, and one with no
+    # previous most (the first evaluation) starts at the count: the ports remembered then may include old names
+    capped = (
+        f"min by ({kind}) (({previous} and on ({kind}) ({remembered})) or "
+        f'label_replace(({remembered}) and on ({kind}) {previous}, "remembered", "1", "", ""))'
+    )
     # the larger of the count and the capped most: a label of its own keeps the carried value beside the count
     most = f'{KIND_ACTIVE} or label_replace({capped}, "carried", "1", "", "")'
-    reached = f"max by ({kind}) (0 * ({KIND_ACTIVE} >= on ({kind}) {KIND_MOST_ACTIVE}) + time())"
-    kept = f"max by ({kind}) (last_over_time({KIND_MOST_REACHED}[1d])) and on ({kind}) {KIND_MOST_ACTIVE}"
-    rules += [
-        _rule(KIND_MOST_ACTIVE, f"max by ({kind}) ({most})"),
-        _rule(KIND_MOST_REACHED, f"{reached} or on ({kind}) {kept}"),
-    ]
-    return rules
+    return [*rules, _rule(KIND_MOST_ACTIVE, f"max by ({kind}) ({most})")]
 
 
 def any_rate(series: str, matchers: str, window: str) -> str:
@@ -971,8 +967,8 @@ def node_rules(site: ResolvedSite) -> list[dict[str, Any]]:
     ]
     if rail_port_pools(site):
         # only where the rail alerts read them. Each evaluation, PORT_LAST_ACTIVE reads a day's range of itself per
-        # remembered port (2,880 samples at a 30 s evaluation); the kind records three such ranges (the most and twice
-        # the time it was reached) per node and port kind, one to three kinds a node, not per port
+        # remembered port (2,880 samples at a 30 s evaluation); the most one such range per node and port kind (one to
+        # three kinds a node), not per port
         rules += [_port_last_seen(port_active), *_kind_records(site)]
     if every_mount_counted(site):
         # what a node reads and writes: local disks and its shared file systems' client counters. The fabric's ports
