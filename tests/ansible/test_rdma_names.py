@@ -34,10 +34,15 @@ case " $* " in
 esac
 exit 0
 """
+NAMING_EVENT = "/fake/bin/udevadm trigger --action=add --subsystem-match=infiniband"
 
 
-def _run(tmp_path: Path, root: Path, check: bool, rail_devices: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+def _run(
+    tmp_path: Path, root: Path, check: bool, rail_devices: list[str] | None = None, rebooted: bool = False
+) -> subprocess.CompletedProcess[str]:
     role = {"name": "rdma"}
+    # DOCA-OFED's install reboots the node after preflight read the adapters: the boot applies the names
+    reboot = [{"name": "The boot names the devices", "ansible.builtin.command": NAMING_EVENT, "changed_when": False}] if rebooted else []
     verify = [{"name": "Verify", "ansible.builtin.include_role": {**role, "tasks_from": "verify.yml"}}] if rail_devices else []
     play = {
         "name": "The rdma role's configuration on a running node",
@@ -54,6 +59,7 @@ def _run(tmp_path: Path, root: Path, check: bool, rail_devices: list[str] | None
         },
         "tasks": [
             {"name": "Read and plan", "ansible.builtin.include_role": {**role, "tasks_from": "preflight.yml"}},
+            *reboot,
             {"name": "Configure", "ansible.builtin.include_role": {**role, "tasks_from": "configure.yml"}},
             *verify,
         ],
@@ -142,3 +148,13 @@ def test_verify_catches_a_rename_the_kernel_refused(node_root: Path, tmp_path: P
     failed = _run(tmp_path, node_root, check=False, rail_devices=NAMED)
     assert failed.returncode != 0
     assert "ibp26s0" in failed.stdout and "mlx5_0" in failed.stdout, failed.stdout[-3000:]
+
+
+def test_a_node_named_by_the_reboot_after_preflight_reports_no_rename(node_root: Path, tmp_path: Path) -> None:
+    """Before (obsreview40 N-2): the naming step compared with the names preflight read before DOCA-OFED's reboot, so
+    it reported "changed" although the boot had named the devices and the replay renamed none."""
+    devices = _fake_node(node_root)
+    run = _run(tmp_path, node_root, check=False, rebooted=True)
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert sorted(p.name for p in devices.iterdir()) == sorted(NAMED)
+    assert _status(run.stdout, "Name the RDMA devices after their PCI address now") == "ok"
