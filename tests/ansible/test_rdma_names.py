@@ -109,6 +109,8 @@ def test_a_node_the_run_does_not_reboot_gets_its_rdma_devices_named_now(node_roo
 
     checked = _run(tmp_path, node_root, check=True)
     assert checked.returncode == 0, checked.stdout[-3000:]
+    # check mode renames nothing but lists what the run will rename (obsreview40 G-2)
+    assert "mlx5_0 at 0000:1a:00.0 -> ibp26s0" in checked.stdout, checked.stdout[-3000:]
     assert sorted(p.name for p in devices.iterdir()) == [f"mlx5_{i}" for i in range(8)]
     assert not (node_root / "fake" / "udevadm.log").exists()
 
