@@ -548,10 +548,14 @@ def critical_xid_records(codes: str) -> tuple[tuple[str, str], ...]:
     # A cordon starts at a step where the node is cordoned and was known in service just before: none known at the last
     # evaluation (0), or, where the record has no sample (the steps before it was first deployed), the raw bridge's
     # uncordoned the step before. A node without either (the record's writer down longer than the bridge, or
-    # kube-state-metrics away, or a cordon older than the record) starts no cordon there
+    # kube-state-metrics away, or a cordon older than the record) starts no cordon there. A cordon made during a KSM
+    # outage starts at KSM's return, an upper bound (the series carries no time): an XID up to 10 min after it reads as the
+    # cordon's own, an inherent limit while KubeStateMetricsAbsent pages (obsreview40 N-5)
     cordon_start = f"({CORDONED_NODES_BRIDGED} and on (node) ({KNOWN_CORDON_BEFORE} == 0 or {bridged_before} == 0))"
     # An XID started in a cordon: one known then, kube-state-metrics away or not (review obsreview38 D-3), or the
-    # bridge's own reading (the steps before the record was first deployed)
+    # bridge's own reading (the steps before the record was first deployed). An uncordon, a new XID and a re-cordon all
+    # inside one KSM outage read as D-3's case (the XID reproduced in the old cordon) and page: paging is the safe side
+    # of two histories Prometheus cannot tell apart, and the runbook's re-cordon clears it (obsreview40 N-1)
     in_cordon = _as_hostname(f"({LAST_KNOWN_CORDON} or {CORDONED_NODES_BRIDGED})")
     return (
         (LAST_SEEN_UNCORDONED, seen_uncordoned),

@@ -514,3 +514,30 @@ def test_driver_packages_carry_the_spec_version_so_a_changed_version_upgrades() 
     assert F.driver_upgrade("580.95.05", "580.173.02") is True
     assert F.driver_upgrade("", "580.173.02") is False  # a fresh node runs no driver and no jobs
     assert F.driver_upgrade("580.173.02", "580.173.02") is False
+
+
+def test_rdma_renames_lists_the_devices_not_yet_named_after_their_pci_address() -> None:
+    """Check mode's forecast of the naming step (obsreview40 G-2): kernel names are renamed, NAME_PCI names are not."""
+    facts = {
+        "infiniband": [
+            _hca("mlx5_0", "0000:18:00.0"),
+            _hca("ibp64s0", "0000:40:00.0"),
+            _hca("mlx5_2", "0000:9a:00.1", layer="Ethernet"),
+            _hca("mlx5_3", "0001:05:00.0"),
+        ]
+    }
+    assert F.rdma_renames(facts) == [
+        "mlx5_0 at 0000:18:00.0 -> ibp24s0",
+        "mlx5_2 at 0000:9a:00.1 -> rocep154s0f1",
+        "mlx5_3 at 0001:05:00.0 -> ibP1p5s0",
+    ]
+
+
+def test_rdma_renames_knows_the_name_pci_shapes_al392_knows() -> None:
+    """One shape, two copies (the filter runs on the controller without alicerce): they must agree."""
+    import alicerce.rules  # noqa: F401  (the rule modules import through the registry first)
+    from alicerce.targets.onprem.rules import _rail_name_problem
+
+    for name in ["ibp24s0", "ibp0s12f4", "roceP2p3s0f1v7", "ibs5", "ibp24s0S1", "mlx5_0", "ibp024s0", "ibs0", "ib0", "ibp24"]:
+        problem = _rail_name_problem(name, "roce" if name.startswith("roce") else "infiniband")
+        assert (problem is None) == bool(F._NAME_PCI.fullmatch(name)), name

@@ -52,3 +52,15 @@ def test_rail_adapters_reach_both_roles_from_the_spec(tmp_path: Path) -> None:
     files = render_tree(validated(load_file(path, "platform.yaml"), "prod"), subtrees=["ansible"])
     group = yaml.safe_load(files["ansible/group_vars/pool_onprem_h100.yml"])
     assert group["rdma_rail_adapters"] == group["node_validation_rail_adapters"] == [a.lower() for a in adapters]
+
+
+def test_rail_devices_reach_the_rdma_role_from_the_spec(tmp_path: Path) -> None:
+    """Before (obsreview40 G-1): railDevices reached only the fabric alerts, so the run never checked them."""
+    data = yaml.safe_load((ROOT / "platform.yaml").read_text())
+    pool = next(p for p in data["nodePools"] if p["name"] == "onprem-h100")
+    names = [f"ibp{0x1A + i * 0x10}s0" for i in range(8)]
+    pool["onprem"]["railDevices"] = names
+    path = tmp_path / "platform.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    files = render_tree(validated(load_file(path, "platform.yaml"), "prod"), subtrees=["ansible"])
+    assert yaml.safe_load(files["ansible/group_vars/pool_onprem_h100.yml"])["rdma_rail_devices"] == names

@@ -34,19 +34,34 @@ case " $* " in
 esac
 exit 0
 """
+NAMING_EVENT = "/fake/bin/udevadm trigger --action=add --subsystem-match=infiniband"
 
 
-def _run(tmp_path: Path, root: Path, check: bool) -> subprocess.CompletedProcess[str]:
+def _run(
+    tmp_path: Path, root: Path, check: bool, rail_devices: list[str] | None = None, rebooted: bool = False
+) -> subprocess.CompletedProcess[str]:
     role = {"name": "rdma"}
+    # DOCA-OFED's install reboots the node after preflight read the adapters: the boot applies the names
+    reboot = [{"name": "The boot names the devices", "ansible.builtin.command": NAMING_EVENT, "changed_when": False}] if rebooted else []
+    verify = [{"name": "Verify", "ansible.builtin.include_role": {**role, "tasks_from": "verify.yml"}}] if rail_devices else []
     play = {
         "name": "The rdma role's configuration on a running node",
         "hosts": CHROOT_HOST,
         "gather_facts": False,
         "environment": {"PATH": "/fake/bin:/usr/bin:/bin:/usr/sbin:/sbin"},
-        "vars": {"rdma_target": "host", "rdma_enabled": True, "rdma_sysfs_root": "/fake/sys", "rdma_rails": 8, "rdma_rate_gbps": 400},
+        "vars": {
+            "rdma_target": "host",
+            "rdma_enabled": True,
+            "rdma_sysfs_root": "/fake/sys",
+            "rdma_rails": 8,
+            "rdma_rate_gbps": 400,
+            "rdma_rail_devices": rail_devices or [],
+        },
         "tasks": [
             {"name": "Read and plan", "ansible.builtin.include_role": {**role, "tasks_from": "preflight.yml"}},
+            *reboot,
             {"name": "Configure", "ansible.builtin.include_role": {**role, "tasks_from": "configure.yml"}},
+            *verify,
         ],
     }
     playbook = tmp_path / "play.yml"
@@ -73,22 +88,29 @@ def _status(stdout: str, task: str) -> str | None:
     return None
 
 
+def _fake_node(node_root: Path, udevadm: str = FAKE_UDEVADM) -> Path:
+    """The fake node with the naming rule's udevadm; returns its /sys/class/infiniband."""
+    make_fake_node(node_root)
+    fake_bin = node_root / "fake" / "bin"
+    fake_bin.mkdir()
+    (fake_bin / "udevadm").write_text(udevadm)
+    (fake_bin / "udevadm").chmod(0o755)
+    shutil.copy(node_root / "fake" / "ip", fake_bin / "ip")
+    return node_root / "fake" / "sys" / "class" / "infiniband"
+
+
 def test_a_node_the_run_does_not_reboot_gets_its_rdma_devices_named_now(node_root: Path, tmp_path: Path) -> None:
     """Before: the role renamed the rails' netdevs at once but never the RDMA devices (rdma_rename runs only on an
     infiniband add event), so a node not rebooted kept mlx5_N, which railDevices (AL392) and the fabric alerts never
     name. Now the add event is replayed, the adapters are read again, the rails' files carry the new names; a second
     run changes no name, and check mode replays nothing."""
-    make_fake_node(node_root)
-    fake_bin = node_root / "fake" / "bin"
-    fake_bin.mkdir()
-    (fake_bin / "udevadm").write_text(FAKE_UDEVADM)
-    (fake_bin / "udevadm").chmod(0o755)
-    shutil.copy(node_root / "fake" / "ip", fake_bin / "ip")
-    devices = node_root / "fake" / "sys" / "class" / "infiniband"
+    devices = _fake_node(node_root)
     task = "Name the RDMA devices after their PCI address now"
 
     checked = _run(tmp_path, node_root, check=True)
     assert checked.returncode == 0, checked.stdout[-3000:]
+    # check mode renames nothing but lists what the run will rename (obsreview40 G-2)
+    assert "mlx5_0 at 0000:1a:00.0 -> ibp26s0" in checked.stdout, checked.stdout[-3000:]
     assert sorted(p.name for p in devices.iterdir()) == [f"mlx5_{i}" for i in range(8)]
     assert not (node_root / "fake" / "udevadm.log").exists()
 
@@ -105,3 +127,36 @@ def test_a_node_the_run_does_not_reboot_gets_its_rdma_devices_named_now(node_roo
     assert _status(second.stdout, task) == "ok"
     assert sorted(p.name for p in devices.iterdir()) == sorted(NAMED)
     assert (node_root / "etc/systemd/network/10-alicerce-ibrail0.link").read_text() == link
+
+
+def test_verify_names_the_rail_devices_the_spec_expects_and_the_node_lacks(node_root: Path, tmp_path: Path) -> None:
+    """Before (obsreview40 G-1): railDevices never reached Ansible, and rdma_rename exits 0 when the kernel refuses a
+    rename (rdma-core kernel-boot/rdma_rename.c device_rename sends RDMA_NLDEV_CMD_SET and never reads the reply), so a
+    node whose names differ from the spec's went green and FabricRailsNeverUp fired 30 min later. Now verify stops the
+    run naming the missing devices and those the node has; a node that has them all passes."""
+    _fake_node(node_root)
+    wanted = [*NAMED[:7], "ibp999s0"]
+    failed = _run(tmp_path, node_root, check=False, rail_devices=wanted)
+    assert failed.returncode != 0
+    assert "ibp999s0" in failed.stdout and "FabricRailsNeverUp" in failed.stdout, failed.stdout[-3000:]
+    assert "ibp26s0" not in failed.stdout.split("ibp999s0", 1)[0].rsplit("\n", 1)[-1]  # a present device is not named missing
+    passed = _run(tmp_path, node_root, check=False, rail_devices=NAMED)
+    assert passed.returncode == 0, passed.stdout[-3000:]
+
+
+def test_verify_catches_a_rename_the_kernel_refused(node_root: Path, tmp_path: Path) -> None:
+    """The rename fails silently (exit 0, names unchanged): the run stops at verify, not at the alert."""
+    _fake_node(node_root, udevadm='#!/bin/sh\necho "$*" >> /fake/udevadm.log\nexit 0\n')
+    failed = _run(tmp_path, node_root, check=False, rail_devices=NAMED)
+    assert failed.returncode != 0
+    assert "ibp26s0" in failed.stdout and "mlx5_0" in failed.stdout, failed.stdout[-3000:]
+
+
+def test_a_node_named_by_the_reboot_after_preflight_reports_no_rename(node_root: Path, tmp_path: Path) -> None:
+    """Before (obsreview40 N-2): the naming step compared with the names preflight read before DOCA-OFED's reboot, so
+    it reported "changed" although the boot had named the devices and the replay renamed none."""
+    devices = _fake_node(node_root)
+    run = _run(tmp_path, node_root, check=False, rebooted=True)
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert sorted(p.name for p in devices.iterdir()) == sorted(NAMED)
+    assert _status(run.stdout, "Name the RDMA devices after their PCI address now") == "ok"

@@ -676,7 +676,9 @@ def test_lustre_mounts_wait_for_the_rail_they_run_over(prod: ResolvedPlatform) -
     assert "_netdev" in next(m for m in pool["parallel_fs_client_mounts"] if m["type"] == "lustre")["options"]
 
 
-def _clock_check(tmp_path: Path, behind: int, synchronised: str | None) -> subprocess.CompletedProcess[str]:
+def _clock_check(
+    tmp_path: Path, behind: int, synchronised: str | None, node_vars: dict[str, object] | None = None
+) -> subprocess.CompletedProcess[str]:
     """preflight's clock check (real Ansible) on a node whose ``date`` is ``behind`` seconds behind this machine's (the
     controller's) and whose ``timedatectl show -p NTPSynchronized --value`` says ``synchronised`` (None: no
     timedatectl, as in an image). The node is a local host whose Python runs with the fakes first on its PATH."""
@@ -692,7 +694,8 @@ def _clock_check(tmp_path: Path, behind: int, synchronised: str | None) -> subpr
     python.write_text(f'#!/bin/sh\nPATH={fakes}:$PATH exec {sys.executable} "$@"\n')
     python.chmod(0o755)
     inventory = tmp_path / "hosts.yml"
-    hosts = {"node": {"ansible_python_interpreter": str(python)}, "localhost": {"ansible_python_interpreter": sys.executable}}
+    node = {"ansible_python_interpreter": str(python), **(node_vars or {})}
+    hosts = {"node": node, "localhost": {"ansible_python_interpreter": sys.executable}}
     inventory.write_text(yaml.safe_dump({"all": {"vars": {"ansible_connection": "local"}, "hosts": hosts}}))
     check = {"name": "Check", "ansible.builtin.include_role": {"name": "preflight", "tasks_from": "clock.yml"}}
     playbook = tmp_path / "play.yml"
@@ -724,7 +727,18 @@ def test_a_node_clock_far_behind_stops_the_run_before_apt(tmp_path: Path, behind
         assert message.index("this controller's own clock") < message.index("apt would reject")
         assert "date -u -s @$(date -u +%s)" in message and "ssh node sudo" in message  # N-3: works without ansible's inventory
     if synchronised == "yes":
-        assert "reports itself synchronised" in result.stdout and "this controller's clock is likely ahead" in result.stdout
+        assert "reports itself synchronised" in result.stdout
+        # obsreview40 N-3 (a): both causes are named, the node's time servers as well as the controller's clock
+        warning = result.stdout[result.stdout.index("reports itself synchronised") :]
+        assert "this controller's clock is ahead" in warning and "time servers" in warning and "not valid yet" in warning
+
+
+def test_the_clock_fix_command_reaches_the_node_as_ansible_does(tmp_path: Path) -> None:
+    """Before (obsreview40 N-3 b): `ssh <host> sudo ...` ignored ansible_user and ansible_port."""
+    result = _clock_check(tmp_path, 6 * 3600, "no", {"ansible_user": "admin", "ansible_port": 2222})
+    assert result.returncode != 0
+    assert "ssh -p 2222 admin@node sudo date -u -s @$(date -u +%s)" in result.stdout, result.stdout[-2000:]
+    assert "as you reach the node" in result.stdout
 
 
 def test_the_clock_check_runs_before_the_first_role_that_uses_apt(generated: Path) -> None:

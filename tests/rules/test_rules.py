@@ -248,6 +248,8 @@ def test_a_rail_name_set_by_hand_is_refused_saying_the_role_renames_it() -> None
     rendered = [e.render() for e in checked.errors if e.rule == "AL392"]
     assert len(rendered) == 8, rendered
     assert all("a name set by hand (rdma dev set)" in r and "rdma_rename spares only" in r for r in rendered), rendered[0]
+    # obsreview40 N-4: the run renames it, the boot may not (a site rule sorting first names the device before ours)
+    assert all("at each alicerce run" in r and "before 60-rdma-persistent-naming.rules" in r for r in rendered), rendered[0]
 
 
 def test_an_infiniband_name_on_a_roce_fabric_reads_an_infiniband() -> None:

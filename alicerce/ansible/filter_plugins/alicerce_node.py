@@ -211,6 +211,36 @@ def ipoib_plan(
     return plan
 
 
+# A name rdma-core's rdma_rename gives under NAME_PCI (the protocol, then P<domain>, p<bus>s<slot> or s<physical slot>,
+# f<function>[v<vf>]): alicerce/targets/onprem/rules.py holds the same shape for AL392, and a test keeps the two equal
+_N = "(?:0|[1-9][0-9]*)"
+_NAME_PCI = re.compile(rf"(?:ib|roce|iw|opa|rdma)(?:P[1-9][0-9]*)?(?:p{_N}s{_N}|s[1-9][0-9]*)(?:f{_N}(?:v{_N})?)?(?:S{_N})?")
+_PROTOCOL = {"InfiniBand": "ib", "Ethernet": "roce"}
+
+
+def rdma_renames(facts: dict[str, Any]) -> list[str]:
+    """The RDMA devices the naming rule will rename: those whose name is not NAME_PCI-shaped, as "old at pci -> new".
+
+    The new name follows rdma_rename's by_pci (rdma-core kernel-boot/rdma_rename.c) from the PCI address alone: where
+    the firmware numbers the slot (s<N>) or the adapter is multi-function (f0 on a dual-port adapter's first port) the
+    name differs in that part, so it is a forecast, the domain, bus and device of which are exact.
+    """
+    renames = []
+    for hca in sorted(facts.get("infiniband", []), key=lambda h: str(h.get("name", ""))):
+        name, pci = str(hca.get("name", "")), str(hca.get("pci", ""))
+        if _NAME_PCI.fullmatch(name):
+            continue
+        layer = next((p.get("link_layer") for p in hca.get("ports", [])), "")
+        match = re.fullmatch(r"([0-9a-fA-F]+):([0-9a-fA-F]+):([0-9a-fA-F]+)\.([0-7])", pci)
+        if match is None:
+            renames.append(f"{name} at {pci or 'no PCI address'} -> not renamed (not a PCI device)")
+            continue
+        domain, bus, slot, function = (int(part, 16) for part in match.groups())
+        new = _PROTOCOL.get(str(layer), "rdma") + (f"P{domain}" if domain else "") + f"p{bus}s{slot}" + (f"f{function}" if function else "")
+        renames.append(f"{name} at {pci} -> {new}")
+    return renames
+
+
 def _policy_name(state_text: str) -> str | None:
     """``policyName`` of a kubelet cpu/memory manager state file (None when there is no file or it is unreadable)."""
     if not state_text:
@@ -336,6 +366,7 @@ class FilterModule:
             "alicerce_with_signatures": with_signatures,
             "alicerce_rails": rails,
             "alicerce_ipoib_plan": ipoib_plan,
+            "alicerce_rdma_renames": rdma_renames,
             "alicerce_resource_manager_reset": resource_manager_reset,
             "alicerce_label_changes": label_changes,
             "alicerce_taint_changes": taint_changes,

@@ -194,6 +194,10 @@ class RdmaVars(RoleVars):
     rdma_rail_adapters: list[str] = Field(
         default=[], description="PCI addresses of the rail adapters in rail order (spec railAdapters); empty: by link layer and rate."
     )
+    rdma_rail_devices: list[str] = Field(
+        default=[],
+        description="RDMA device names of the rails (spec railDevices), each checked present once named; empty: none checked.",
+    )
     rdma_mtu: int = Field(default=4096, description="RDMA MTU; RoCE rails get 9000-byte frames.")
     rdma_subnet_manager: bool = Field(default=False, description="Run opensm on this host (only where the spec says so).")
     rdma_gpudirect: Literal["none", "dmabuf", "peermem"] = Field(

@@ -274,6 +274,8 @@ def pool_roles(platform: ResolvedPlatform, site: ResolvedSite, pool: ResolvedPoo
             rdma_rails=rails,
             rdma_rate_gbps=rate or 400,
             rdma_rail_adapters=adapters,
+            # the names the fabric alerts watch (fabric_alerts.py): verify stops the run where one is missing
+            rdma_rail_devices=list(pool.rdma.rail_devices) if pool.rdma is not None else [],
             rdma_mtu=onprem_fabric.mtu if onprem_fabric else 4096,
             rdma_gpudirect=gpudirect,
             rdma_roce_pfc_priority=onprem_fabric.roce_pfc_priority if onprem_fabric else 3,

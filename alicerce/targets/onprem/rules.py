@@ -91,11 +91,14 @@ def _rail_name_problem(name: str, technology: str) -> str | None:
     # by user space (RDMA_NAME_ASSIGN_TYPE_USER, rdma-core v64.0-61-g691953d8 kernel-boot/rdma_rename.c main), which the
     # kernel sets only for devices created under a requested name (rxe, siw, a named mlx5 sub-function device:
     # ib_mark_name_assigned_by_user, "RDMA/core: Introduce name_assign_type for an IB device", 2024). A rename through
-    # `rdma dev set` (nldev_set_doit -> ib_device_rename) does not set it, and the role replays the add event each run
+    # `rdma dev set` (nldev_set_doit -> ib_device_rename) does not set it, and the role replays the add event each run.
+    # At boot a site rule that sorts first (59-*.rules, NAME_FIXED) renames the device before ours, whose rdma_rename
+    # then no longer finds the kernel name (%k) and leaves the site's: such a name comes back at each boot
     return (
-        f"{name} is not a name the rdma role leaves on an RDMA device: its udev rule renames each adapter's device after "
-        f"its PCI address ({prefix}p<bus>s<slot>) when it appears and at each run, over a name set by hand (rdma dev set) "
-        "or by a site's own rule; rdma-core's rdma_rename spares only devices created under a user's name (rxe, siw)"
+        f"{name} is not a name the rdma role leaves on an RDMA device: at each alicerce run it renames every adapter's "
+        f"device after its PCI address ({prefix}p<bus>s<slot>), over a name set by hand (rdma dev set) or by a site's own "
+        "udev rule, which wins only at boot where it sorts before 60-rdma-persistent-naming.rules, so the name would "
+        "change between boots and runs; rdma-core's rdma_rename spares only devices created under a user's name (rxe, siw)"
     )
 
 
