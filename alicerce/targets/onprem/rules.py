@@ -121,7 +121,7 @@ def rail_device_names(ctx: RuleContext) -> Iterable[Finding]:
                 yield Finding(
                     S.node_pools[i].onprem.rail_devices[j],
                     problem,
-                    f"name the devices `rdma link` or `ibv_devices` lists on a node the rdma role set up and rebooted, "
+                    f"name the devices `rdma link` or `ibv_devices` lists on a node once an alicerce run named them, "
                     f"such as {_NAME_PCI_PREFIX[transport]}p24s0 for the adapter at 0000:18:00.0",
                     name,
                     resource=pool.name,
