@@ -25,6 +25,7 @@ echo "$*" >> /fake/udevadm.log
 case " $* " in
   *" --subsystem-match=infiniband "*)
     for dev in /fake/sys/class/infiniband/*; do
+      [ -e "$dev" ] || continue
       pci=$(basename "$(readlink -f "$dev/device")")
       bus=$((0x$(echo "$pci" | cut -d: -f2)))
       slot=$((0x$(echo "$pci" | cut -d: -f3 | cut -d. -f1)))
@@ -160,3 +161,16 @@ def test_a_node_named_by_the_reboot_after_preflight_reports_no_rename(node_root:
     assert run.returncode == 0, run.stdout[-3000:]
     assert sorted(p.name for p in devices.iterdir()) == sorted(NAMED)
     assert _status(run.stdout, "Name the RDMA devices after their PCI address now") == "ok"
+
+
+def test_a_node_without_rdma_devices_is_told_by_verify_not_by_a_template_error(node_root: Path, tmp_path: Path) -> None:
+    """Review obsreview42 G-2: with /sys/class/infiniband empty (mlx5_ib not loaded, a failed DKMS build) the naming
+    step printed two empty lines, stdout_lines was [] and its changed_when failed the host on a missing element. It now
+    reads as unchanged, and verify stops the run naming the rails the node lacks."""
+    devices = _fake_node(node_root)
+    shutil.rmtree(devices)
+    devices.mkdir()
+    run = _run(tmp_path, node_root, check=False, rail_devices=NAMED)
+    assert run.returncode != 0
+    assert "Error while evaluating conditional" not in run.stdout, run.stdout[-3000:]
+    assert _status(run.stdout, "Name the RDMA devices after their PCI address now") == "ok", run.stdout[-3000:]
