@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -42,25 +43,24 @@ def test_the_spec_names_the_rails_and_they_alone_are_taken() -> None:
     assert [r["ibdev"] for r in F.rails({"infiniband": [slow, *RAILS]}, "roce", 8, 400)] == [f"mlx5_{i}" for i in range(8)]
 
 
-def test_rail_adapters_reach_both_roles_from_the_spec(tmp_path: Path) -> None:
+def _h100_group_vars(tmp_path: Path, **onprem: list[str]) -> dict[str, Any]:
+    """The reference's onprem-h100 group vars with these onprem fields set on the pool."""
     data = yaml.safe_load((ROOT / "platform.yaml").read_text())
-    pool = next(p for p in data["nodePools"] if p["name"] == "onprem-h100")
-    adapters = [f"0000:{0x1A + i * 0x10:02X}:00.0" for i in range(8)]
-    pool["onprem"]["railAdapters"] = adapters
+    next(p for p in data["nodePools"] if p["name"] == "onprem-h100")["onprem"].update(onprem)
     path = tmp_path / "platform.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     files = render_tree(validated(load_file(path, "platform.yaml"), "prod"), subtrees=["ansible"])
-    group = yaml.safe_load(files["ansible/group_vars/pool_onprem_h100.yml"])
+    group: dict[str, Any] = yaml.safe_load(files["ansible/group_vars/pool_onprem_h100.yml"])
+    return group
+
+
+def test_rail_adapters_reach_both_roles_from_the_spec(tmp_path: Path) -> None:
+    adapters = [f"0000:{0x1A + i * 0x10:02X}:00.0" for i in range(8)]
+    group = _h100_group_vars(tmp_path, railAdapters=adapters)
     assert group["rdma_rail_adapters"] == group["node_validation_rail_adapters"] == [a.lower() for a in adapters]
 
 
 def test_rail_devices_reach_the_rdma_role_from_the_spec(tmp_path: Path) -> None:
     """Before (obsreview40 G-1): railDevices reached only the fabric alerts, so the run never checked them."""
-    data = yaml.safe_load((ROOT / "platform.yaml").read_text())
-    pool = next(p for p in data["nodePools"] if p["name"] == "onprem-h100")
     names = [f"ibp{0x1A + i * 0x10}s0" for i in range(8)]
-    pool["onprem"]["railDevices"] = names
-    path = tmp_path / "platform.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    files = render_tree(validated(load_file(path, "platform.yaml"), "prod"), subtrees=["ansible"])
-    assert yaml.safe_load(files["ansible/group_vars/pool_onprem_h100.yml"])["rdma_rail_devices"] == names
+    assert _h100_group_vars(tmp_path, railDevices=names)["rdma_rail_devices"] == names
