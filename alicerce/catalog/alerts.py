@@ -23,16 +23,21 @@ class Alert:
     labels: tuple[tuple[str, str], ...] = ()
     # (record, expr) of the parts its expression reads more than once, which its group records just before it
     records: tuple[tuple[str, str], ...] = ()
+    # how long it keeps firing once its expression stops matching ('' for not at all): for an alert gated on a
+    # source being up, so a restart of that source neither resolves it nor starts its `for` again
+    keep_firing_for: str = ""
 
     def rules(self, extra_labels: dict[str, str]) -> list[dict[str, Any]]:
         """Its records, then the alert itself."""
         return [*({"record": name, "expr": expr} for name, expr in self.records), self.rule(extra_labels)]
 
     def rule(self, extra_labels: dict[str, str]) -> dict[str, Any]:
+        kept = {"keep_firing_for": self.keep_firing_for} if self.keep_firing_for else {}
         return {
             "alert": self.name,
             "expr": self.expr,
             "for": self.for_,
+            **kept,
             "labels": {"severity": self.severity, **dict(self.labels), **extra_labels},
             "annotations": {"summary": self.summary, "description": self.description},
         }
@@ -979,7 +984,9 @@ FABRIC_LINK_FLAPPING = "FabricLinkFlapping"
 FABRIC_RAILS_NEVER_UP = "FabricRailsNeverUp"
 FABRIC_COUNTERS_SATURATED = "FabricCountersSaturated"  # a port's error counter stopped at its maximum: flaps go unseen
 FABRIC_ERRORS_RISING = "FabricErrorsRising"  # a port that keeps counting errors while its link stays up (a bad cable)
-FABRIC_ALERTS = (FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, FABRIC_COUNTERS_SATURATED, FABRIC_ERRORS_RISING)
+FABRIC_PORTS_RENAMED = "FabricPortsRenamed"  # ports gone while as many of their kind are ACTIVE: renamed, or a rail masked
+FABRIC_ALERTS = (FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, FABRIC_COUNTERS_SATURATED, FABRIC_ERRORS_RISING,
+                 FABRIC_PORTS_RENAMED)  # fmt: skip
 # What a rack or power outage, a switch or a file system server going down raises on every node it touches at once:
 # Alertmanager groups these per alert (and per pool and tier where an alert carries those labels: Alertmanager
 # v0.34.0 dispatch.go groups by the listed labels an alert has; most of these carry neither, so they group per alert
@@ -991,10 +998,11 @@ NODE_OUTAGE_ALERTS = ("DCGMExporterDown", NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_
                       EFA_COUNTERS_MISSING, EFA_COUNTERS_STALE, EFA_LINK_RATE_MISSING, FABRIC_WAIT_UNREAD,
                       FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, FABRIC_COUNTERS_SATURATED,
                       FABRIC_MANAGER_DOWN, CUDA_VALIDATION_FAILING, GPU_HARDWARE_SLOWDOWN, FABRIC_ERRORS_RISING,
-                      NODE_CLOCK_OFFSET)  # fmt: skip
+                      NODE_CLOCK_OFFSET, FABRIC_PORTS_RENAMED)  # fmt: skip
 # (GPU_HARDWARE_SLOWDOWN: a rack's power feed brakes all its nodes; FABRIC_ERRORS_RISING: a failing leaf switch or its
 # optics err on the port of every node cabled to it; NODE_CLOCK_OFFSET: a wrong time server, or Prometheus's own clock,
-# puts every node off at once; FABRIC_MANAGER_DOWN, CUDA_VALIDATION_FAILING: a driver update that leaves
+# puts every node off at once; FABRIC_PORTS_RENAMED: a BIOS update rolled over a pool renumbers every node's PCI buses;
+# FABRIC_MANAGER_DOWN, CUDA_VALIDATION_FAILING: a driver update that leaves
 # Fabric Manager behind fails every node of the pool it rolls to. The site's GPUsMissing<Pool> join them in
 # alicerce.emit.kube.operators: since a NotReady node counts as lost, a rack outage pages it on each node, review
 # obsreview27 D1)

@@ -24,6 +24,7 @@ from alicerce.catalog.alerts import (
     FABRIC_ERRORS_RISING,
     FABRIC_LINK_FLAPPING,
     FABRIC_PORT_DOWN,
+    FABRIC_PORTS_RENAMED,
     FABRIC_RAILS_NEVER_UP,
     Alert,
     in_service,
@@ -43,6 +44,14 @@ from alicerce.emit.storage_counters import rail_port_pools
 from alicerce.resolve.model import ResolvedPlatform
 
 PORT = "node, device, port"
+# a node exporter restarted (an upgrade, its pod rescheduled) reports no port for a scrape or two, so FabricPortDown and
+# FabricRailsNeverUp, gated on the node reporting ports, resolved and fired again after their `for`: a resolved and a
+# second notification per restart (review obsreview39 N-4). They keep firing that long through it instead; a rail back
+# ACTIVE resolves as much later
+EXPORTER_RESTART = "10m"
+# how long FabricPortsRenamed tells of ports that left a node while their kind stayed whole: one working day to confirm
+# that the node was meant to be renamed, not a rail hidden by a card added beside it
+RENAMED_NOTICE_SECONDS = 86400
 # the largest value of each PortCounters error counter the node exporter serves (the widths above: 2^8 - 1, 2^16 - 1)
 SATURATED = {
     "node_infiniband_link_downed_total": 255,
@@ -171,25 +180,34 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     # to another slot brings rails back ACTIVE under new names, and each old one read as a rail down for the 30 days it
     # is remembered (reviews obsreview34 N-3, obsreview36 D-1). Six rounds of telling a renamed rail from a lost one by
     # names and first-seen times each found a new false fire or silence (obsreview34 to obsreview39): counts instead. A
-    # port gone is down unless its node has, per port kind (card PSID, ASIC and port number: kpi.PORT_KIND), as many
+    # port gone is down unless its node has, per port kind (the card's ASIC and the port number: kpi.PORT_KIND), as many
     # ports ACTIVE now as the most it had at once, of the ports it remembers (kpi.KIND_ACTIVE, kpi.KIND_MOST_ACTIVE). A rename,
     # once, twice, put back or rolled back, keeps the count whole; a rail lost beside a card of another kind added, port
-    # 2 of a known card cabled, or another rail back after a reboot does not. Known and accepted: a card of the rails' own
-    # kind added in the reboot that loses a rail makes up the count and masks it (review obsreview39 G-3), and a port
-    # that vanished before the records' first evaluation is not seen (the most starts at the count then)
+    # 2 of a known card cabled, or another rail back after a reboot does not. A card moved to another slot and a rail
+    # lost in the reboot that adds a card of its kind read the same (the exporter reports no card serial to tell them
+    # apart): FabricPortsRenamed says so for a day instead of nothing (review obsreview39 G-3). Known and accepted: a
+    # port that vanished before the records' first evaluation is not seen (the most starts at the count then)
     state = f"max by ({PORT}) (node_infiniband_state_id)"
 
     def members(pool: str) -> str:
         return f'max by (node) (kube_node_labels{{{POOL_NODE_LABEL}="{pool}"}})'
 
+    kind = f"node, port, {PORT_KIND}"
+    whole = f"({KIND_ACTIVE} >= on ({kind}) {KIND_MOST_ACTIVE})"
+
+    def in_pools(named: list[str]) -> str:
+        return f'* on (node) group_left () (max by (node) (kube_node_labels{{{POOL_NODE_LABEL}=~"{"|".join(named)}"}}) > 0)'
+
     def lost(matcher: str, named: list[str]) -> str:
         remembered = f"{PORT_LAST_ACTIVE}{matcher}"
         inactive = f"({remembered} and on ({PORT}) ({state} != {IB_PORT_ACTIVE}))"
         vanished = f"({remembered} unless on ({PORT}) {state})"
-        kind = f"node, port, {PORT_KIND}"
-        whole = f"({KIND_ACTIVE} >= on ({kind}) {KIND_MOST_ACTIVE})"
-        in_pools = f'max by (node) (kube_node_labels{{{POOL_NODE_LABEL}=~"{"|".join(named)}"}})'
-        return f"({inactive} or ({vanished} unless on ({kind}) {whole})) * on (node) group_left () ({in_pools} > 0)"
+        return f"({inactive} or ({vanished} unless on ({kind}) {whole})) {in_pools(named)}"
+
+    def renamed(matcher: str, named: list[str]) -> str:
+        # per node and port kind, the ports gone in the last day while the kind is whole
+        gone = f"({PORT_LAST_ACTIVE}{matcher} > time() - {RENAMED_NOTICE_SECONDS} unless on ({PORT}) {state})"
+        return f"(count by ({kind}) ({gone} and on ({kind}) {whole}) {in_pools(named)})"
 
     # one term for the pools that read the same devices (every pool without railDevices): a term is ~500 characters
     # (counts, not names), and one per pool would still grow with the pools
@@ -197,6 +215,7 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     for pool in pools:
         by_matcher.setdefault(devices[pool], []).append(pool)
     down = in_service("(" + " or ".join(f"({lost(m, named)})" for m, named in by_matcher.items()) + f") and on (node) {PORTS_REPORTED}")
+    moved = in_service("(" + " or ".join(renamed(m, named) for m, named in by_matcher.items()) + f") and on (node) {PORTS_REPORTED}")
     # "more than twice": the counter steps by whole downs, but increase() extrapolates the range's first and last
     # samples to the window's edges (Prometheus v3 promql/functions.go extrapolatedRate, by up to 1.1 x the mean scrape
     # interval each side), so two downs read 2.03 on an evaluation off the scrapes and `> 2` fired on two. Half-way
@@ -225,21 +244,30 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
               "Node {{ $labels.node }} has {{ $value }} fabric ports up, fewer than its pool's RDMA adapters",
               "A rail's adapter never reached ACTIVE on this node: a dead HCA, a missing cable or switch port, a "
               "subnet manager that did not bring it up. Jobs placed here run their collectives on fewer rails: check "
-              "ibstat and the cabling before the node takes multi-node jobs."),
+              "ibstat and the cabling before the node takes multi-node jobs.", keep_firing_for=EXPORTER_RESTART),
         Alert(FABRIC_PORT_DOWN, down, "5m", "warning",
               "Fabric port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.node }} is no longer active",
               "A rail that was up in the last 30 days is down: every job on this node runs its collectives on fewer rails. "
               "Check the cable and switch port (ibstat, mlxlink), then drain the node if it does not come back. A port gone "
               "from ibstat altogether is reported too (an adapter off the PCIe bus), unless the node has as many "
-              "ports of its kind (the card's PSID and ASIC, and the port number) ACTIVE now as it had at once in the "
+              "ports of its kind (the card's ASIC and the port number) ACTIVE now as it had at once in the "
               "last 30 days: PCI buses renumbered by a BIOS update or a card added, or an adapter moved to another slot "
               "or put back, rename ports (the devices are named by PCI address) but leave their count whole. With one "
               "short, every port of the kind gone is reported, old names included: the rail is the new name ibstat "
               "shows not ACTIVE, or an adapter missing from ibstat. The warnings end when as many ports of the kind are "
               "ACTIVE again, or for each port 30 days after it was lost. A card of the rails' own kind added in the "
-              "reboot that loses a rail makes up the count and hides it, and a port gone before the counts began (their first "
-              "evaluation) is not known. Where the pool names its railDevices only "
-              "those are counted, so a rail renamed reads as lost until railDevices names its new device."),
+              "reboot that loses a rail makes up the count: FabricPortsRenamed says so. A port gone before the counts "
+              "began (their first evaluation) is not known. Where the pool names its railDevices only "
+              "those are counted, so a rail renamed reads as lost until railDevices names its new device.",
+              keep_firing_for=EXPORTER_RESTART),
+        Alert(FABRIC_PORTS_RENAMED, moved, "15m", "info",
+              "{{ $value }} fabric ports left {{ $labels.node }} while as many of their kind (ASIC {{ $labels.hca_type }}, "
+              "port {{ $labels.port }}) are ACTIVE under other names",
+              "Read as renamed, not as rails down: PCI buses renumbered by a BIOS update or a card added or removed, or "
+              "an adapter moved to another slot, give the ports new names (the devices are named by PCI address). If "
+              "none of that happened to this node, a rail was lost in the same reboot that added a card of its kind, "
+              "which makes up the count: compare ibstat with the node's cabling. Naming the pool's railDevices has "
+              "each rail checked by name. Ends a day after the ports left."),
         Alert(FABRIC_LINK_FLAPPING, flapping, "0m", "warning",
               "Fabric port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.node }} went down more than twice in an hour",
               "A link that keeps failing and retraining points at a bad cable or transceiver: NCCL stalls each time. "

@@ -76,11 +76,14 @@ SERVING_LAST_READY = "workload:serving_ready:last_timestamp"
 # ready yet is no outage (review obsreview6 DEFECT 1)
 SERVING_LAST_EMPTY = "workload:serving_no_live_pod:last_timestamp"
 PORT_LAST_ACTIVE = "node_port:infiniband_active:last_timestamp"
-# the labels of node_infiniband_info PORT_LAST_ACTIVE keeps beside the port (node exporter v1.12.1
-# collector/infiniband_linux.go:175-182): its card's PSID and ASIC, which with the `port` number are the port's kind, so
-# a rail gone is told from a card of another kind added in the same reboot (review obsreview37 D-2) and from port 2 of a
-# known card cabled later (obsreview37 G-1). Not firmware_version: an update changes it under the same card
-PORT_KIND = "board_id, hca_type"
+# the label of node_infiniband_info PORT_LAST_ACTIVE keeps beside the port (node exporter v1.12.1
+# collector/infiniband_linux.go:175-182): its card's ASIC, which with the `port` number is the port's kind, so a rail
+# gone is told from a card of another kind added in the same reboot (a BlueField-3 beside ConnectX-7 rails: review
+# obsreview37 D-2) and from port 2 of a known card cabled later (obsreview37 G-1). Not the card's PSID (board_id): a
+# spare of the rails' model under another part number (an OEM's PSID) put in another slot left the old kind one short
+# and read the rail it replaced as lost for 30 days (review obsreview41 G-1); nor firmware_version, which an update
+# changes under the same card
+PORT_KIND = "hca_type"
 # per node and port kind (PORT_KIND and `port`), its fabric ports ACTIVE now and the most it had at once, never more
 # than the ports of the kind remembered (the last 30 days): a port gone from a node is down unless the node has as many
 # of its kind ACTIVE as it had (alicerce.emit.kube.fabric_alerts FabricPortDown). Counts, not names: a PCI bus renumbered, an adapter moved
@@ -433,8 +436,13 @@ def _kind_records(site: ResolvedSite) -> list[dict[str, Any]]:
         f"min by ({kind}) (({previous} and on ({kind}) ({remembered})) or "
         f'label_replace(({remembered}) and on ({kind}) {previous}, "remembered", "1", "", ""))'
     )
-    # the larger of the count and the capped most: a label of its own keeps the carried value beside the count
-    most = f'{KIND_ACTIVE} or label_replace({capped}, "carried", "1", "", "")'
+    # kube-state-metrics reporting no node at all (down, or its pod not scheduled): the most is carried as it is for
+    # as long as that lasts, since the count and the cap need each node's pool, which only it reports; without this an
+    # outage over a day (`previous` reads a day) restarted the most at the count and silenced a rail lost before it
+    # for the rest of its 30 days (review obsreview42 G-1). A node whose own labels are gone (deleted) is dropped
+    blind = f"{previous} unless on () count(kube_node_labels)"
+    # the larger of the count and the carried most: a label of its own keeps the carried value beside the count
+    most = f'{KIND_ACTIVE} or label_replace(({capped}) or ({blind}), "carried", "1", "", "")'
     return [*rules, _rule(KIND_MOST_ACTIVE, f"max by ({kind}) ({most})")]
 
 

@@ -446,7 +446,8 @@ def _apply_overrides(alerts: list[Alert], overrides: list[AlertOverride]) -> lis
             continue
         severity = override.severity or alert.severity
         for_ = f"{int(override.for_)}s" if override.for_ is not None else alert.for_
-        out.append(Alert(alert.name, alert.expr, for_, severity, alert.summary, alert.description, alert.labels, alert.records))
+        out.append(Alert(alert.name, alert.expr, for_, severity, alert.summary, alert.description, alert.labels, alert.records,
+                         alert.keep_firing_for))  # fmt: skip
     return out
 
 
