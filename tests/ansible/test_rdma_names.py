@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import yaml
@@ -38,6 +39,17 @@ exit 0
 NAMING_EVENT = "/fake/bin/udevadm trigger --action=add --subsystem-match=infiniband"
 
 
+def _inventory(tmp_path: Path, root: Path) -> Path:
+    """The chroot node, and the control plane kubectl runs on for a drain as the site's inventory has it (kubespray's
+    kube_control_plane group): the controller itself here."""
+    inventory = chroot_inventory(tmp_path / "chroot.yml", root)
+    hosts = yaml.safe_load(inventory.read_text())
+    control_plane = {"cp-1": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}
+    hosts["all"]["children"] = {"kube_control_plane": {"hosts": control_plane}}
+    inventory.write_text(yaml.safe_dump(hosts))
+    return inventory
+
+
 def _run(
     tmp_path: Path, root: Path, check: bool, rail_devices: list[str] | None = None, rebooted: bool = False
 ) -> subprocess.CompletedProcess[str]:
@@ -57,6 +69,8 @@ def _run(
             "rdma_rails": 8,
             "rdma_rate_gbps": 400,
             "rdma_rail_devices": rail_devices or [],
+            # a kubectl that logs each call, with how many interfaces the fake ip had taken down by then
+            "kubernetes_node_kubectl": str(_fake_kubectl(tmp_path, root)),
         },
         "tasks": [
             {"name": "Read and plan", "ansible.builtin.include_role": {**role, "tasks_from": "preflight.yml"}},
@@ -67,7 +81,7 @@ def _run(
     }
     playbook = tmp_path / "play.yml"
     playbook.write_text(yaml.safe_dump([play]))
-    inventory = chroot_inventory(tmp_path / "chroot.yml", root)
+    inventory = _inventory(tmp_path, root)
     # modprobe and systemd need the host's kernel and a running systemd: as the converge tests' hardware path skips them
     skip = ["--skip-tags", "kernel-modules,services"]
     return subprocess.run(
@@ -96,8 +110,17 @@ def _fake_node(node_root: Path, udevadm: str = FAKE_UDEVADM) -> Path:
     fake_bin.mkdir()
     (fake_bin / "udevadm").write_text(udevadm)
     (fake_bin / "udevadm").chmod(0o755)
-    shutil.copy(node_root / "fake" / "ip", fake_bin / "ip")
+    (fake_bin / "ip").write_text('#!/bin/sh\necho "$*" >> /fake/ip.log\n' + (node_root / "fake" / "ip").read_text().split("\n", 1)[1])
+    (fake_bin / "ip").chmod(0o755)
     return node_root / "fake" / "sys" / "class" / "infiniband"
+
+
+def _fake_kubectl(tmp_path: Path, root: Path) -> Path:
+    kubectl = tmp_path / "kubectl"
+    downs = f"$(cat {root}/fake/ip.log 2>/dev/null | grep -c 'link set')"
+    kubectl.write_text(f'#!/bin/sh\necho "$* | links down before: {downs}" >> {tmp_path}/kubectl.log\n')
+    kubectl.chmod(0o755)
+    return kubectl
 
 
 def test_a_node_the_run_does_not_reboot_gets_its_rdma_devices_named_now(node_root: Path, tmp_path: Path) -> None:
@@ -174,3 +197,24 @@ def test_a_node_without_rdma_devices_is_told_by_verify_not_by_a_template_error(n
     assert run.returncode != 0
     assert "Error while evaluating conditional" not in run.stdout, run.stdout[-3000:]
     assert _status(run.stdout, "Name the RDMA devices after their PCI address now") == "ok", run.stdout[-3000:]
+
+
+def test_a_joined_node_is_drained_before_its_rails_interfaces_go_down_to_be_renamed(node_root: Path, tmp_path: Path) -> None:
+    """Renaming a rail's interface takes its link down (a RoCE rail's RDMA traffic, IPoIB): on a node running jobs
+    (day 2: a fabric added to a running pool) that cut their collectives. A joined node is drained through the
+    control plane first, and marked so the batch's end accepts and uncordons it; a node that has not joined is not."""
+    _fake_node(node_root)
+    first = _run(tmp_path, node_root, check=False)
+    assert first.returncode == 0, first.stdout[-3000:]
+    assert not (tmp_path / "kubectl.log").exists()  # not joined: nothing to drain
+    assert "link set dev" in (node_root / "fake" / "ip.log").read_text()
+
+    (node_root / "fake" / "ip.log").unlink()
+    (node_root / "etc" / "kubernetes").mkdir(parents=True, exist_ok=True)
+    (node_root / "etc" / "kubernetes" / "kubelet.conf").write_text("apiVersion: v1\nkind: Config\n")
+    joined = _run(tmp_path, node_root, check=False)
+    assert joined.returncode == 0, joined.stdout[-3000:]
+    calls = (tmp_path / "kubectl.log").read_text().splitlines()
+    assert calls[0].startswith(f"drain {CHROOT_HOST} --ignore-daemonsets") and calls[0].endswith("links down before: 0"), calls
+    assert calls[1].startswith(f"annotate --overwrite node {CHROOT_HOST} alicerce.dev/drained=true"), calls
+    assert "link set dev" in (node_root / "fake" / "ip.log").read_text()

@@ -217,6 +217,25 @@ def test_lustre_comes_only_from_a_signed_pinned_repository_with_routes() -> None
     assert names.index("Rename the rails now") < names.index("Bring the rails up with their addresses before anything mounts over them")
 
 
+def test_a_node_is_drained_before_a_rail_interface_goes_down_to_be_renamed() -> None:
+    """Renaming a rail's interface takes its link down (RoCE RDMA traffic, IPoIB): on a running node that cut jobs'
+    collectives. The node is drained first where a rail will be renamed, and only then; the batch's end releases it."""
+    tasks = _tasks("rdma")
+    names = [t["name"] for t in tasks]
+    drain = tasks[names.index("Drain the node before its rails' interfaces are renamed")]
+    assert names.index("Drain the node before its rails' interfaces are renamed") < names.index("Rename the rails now")
+    assert drain["ansible.builtin.include_role"] == {"name": "kubernetes_node", "tasks_from": "drain.yml"}
+    named = {"rail": 0, "name": "ibrail0", "ibdev": "ibp24s0", "pci": "0000:18:00.0", "netdev": "ibrail0", "address": None}
+    unnamed = {**named, "netdev": "ibp24s0"}
+    none = {**named, "netdev": None}  # a device with no interface (an IB port without IPoIB)
+
+    def drains(*plan: dict[str, Any], live: bool = True) -> bool:
+        return bool(_render("rdma", "{{ " + drain["when"] + " }}", _rdma_plan=list(plan), _rdma_live=live))
+
+    assert drains(named, unnamed) and drains(unnamed)
+    assert not drains(named, none) and not drains(none) and not drains(unnamed, live=False)
+
+
 def test_roce_settings_touch_only_the_rails_and_carry_qos_and_addresses() -> None:
     """Defect 16: no MTU or PFC on the management NIC; traffic class and ECN; RoCE rails get addresses."""
     plan = [
