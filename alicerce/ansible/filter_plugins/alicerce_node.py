@@ -222,11 +222,13 @@ def rdma_renames(facts: dict[str, Any]) -> list[str]:
     """The RDMA devices the naming rule will rename: those whose name is not NAME_PCI-shaped, as "old at pci -> new".
 
     The new name follows rdma_rename's by_pci (rdma-core kernel-boot/rdma_rename.c) from the PCI address alone, so it
-    is a forecast: where the firmware numbers the slot (s<N>) or the adapter is multi-function (f0 on a dual-port
-    adapter's first port) the name differs in that part; an SR-IOV virtual function is named after its physical
-    function's address with v<N> (get_virtfn_info), not its own; and the prefix is the kernel's protocol, which an
-    Ethernet link layer reads as RoCE although an iWARP device's is iw. For a rail's physical function on InfiniBand or
-    RoCE the domain, bus and device are exact.
+    is a forecast: where the adapter is multi-function (f0 on a dual-port adapter's first port) the name differs in
+    that part; an SR-IOV virtual function is named after its physical function's address (get_virtfn_info), with
+    v<N> only where that function's name carries f<n>, so a virtual function of a single-function adapter is given
+    its physical function's own name and the kernel refuses the rename; and the prefix is the kernel's protocol, which
+    an Ethernet link layer reads as RoCE although an iWARP device's is iw. No s<N>: find_sun's sscanf("%s.%s") never
+    matches a PCI address (%s takes it whole), so by_pci always names p<bus>s<slot>. For a rail's physical function on
+    InfiniBand or RoCE the domain, bus and device are exact.
     """
     renames = []
     for hca in sorted(facts.get("infiniband", []), key=lambda h: str(h.get("name", ""))):

@@ -38,6 +38,7 @@ from alicerce.emit.kube.kpi import (
     POOL_NODE_LABEL,
     PORT_KIND,
     PORT_LAST_ACTIVE,
+    PORT_RENAMED_SEEN,
     rail_matcher,
 )
 from alicerce.emit.storage_counters import rail_port_pools
@@ -205,9 +206,9 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         return f"({inactive} or ({vanished} unless on ({kind}) {whole})) {in_pools(named)}"
 
     def renamed(matcher: str, named: list[str]) -> str:
-        # per node and port kind, the ports gone in the last day while the kind is whole
-        gone = f"({PORT_LAST_ACTIVE}{matcher} > time() - {RENAMED_NOTICE_SECONDS} unless on ({PORT}) {state})"
-        return f"(count by ({kind}) ({gone} and on ({kind}) {whole}) {in_pools(named)})"
+        # the ports gone while their kind is whole, for a day from when that was first seen in service
+        seen = f"{PORT_RENAMED_SEEN}{matcher} > time() - {RENAMED_NOTICE_SECONDS}"
+        return f"((({seen}) and on ({kind}) {whole}) {in_pools(named)})"
 
     # one term for the pools that read the same devices (every pool without railDevices): a term is ~500 characters
     # (counts, not names), and one per pool would still grow with the pools
@@ -244,7 +245,8 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
               "Node {{ $labels.node }} has {{ $value }} fabric ports up, fewer than its pool's RDMA adapters",
               "A rail's adapter never reached ACTIVE on this node: a dead HCA, a missing cable or switch port, a "
               "subnet manager that did not bring it up. Jobs placed here run their collectives on fewer rails: check "
-              "ibstat and the cabling before the node takes multi-node jobs.", keep_firing_for=EXPORTER_RESTART),
+              "ibstat and the cabling before the node takes multi-node jobs. It goes on 10 minutes after it ends, so a "
+              "node exporter restart does not resolve it.", keep_firing_for=EXPORTER_RESTART),
         Alert(FABRIC_PORT_DOWN, down, "5m", "warning",
               "Fabric port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.node }} is no longer active",
               "A rail that was up in the last 30 days is down: every job on this node runs its collectives on fewer rails. "
@@ -256,18 +258,21 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
               "short, every port of the kind gone is reported, old names included: the rail is the new name ibstat "
               "shows not ACTIVE, or an adapter missing from ibstat. The warnings end when as many ports of the kind are "
               "ACTIVE again, or for each port 30 days after it was lost. A card of the rails' own kind added in the "
-              "reboot that loses a rail makes up the count: FabricPortsRenamed says so. A port gone before the counts "
-              "began (their first evaluation) is not known. Where the pool names its railDevices only "
+              "reboot that loses a rail makes up the count: FabricPortsRenamed says so. A card replaced by another model "
+              "in another slot is another kind, and its old port reads as lost for 30 days. A port gone before the counts "
+              "began (their first evaluation) is not known. The warning goes on 10 minutes after it ends (a rail back, "
+              "the node cordoned), so a node exporter restart does not resolve it. Where the pool names its railDevices only "
               "those are counted, so a rail renamed reads as lost until railDevices names its new device.",
               keep_firing_for=EXPORTER_RESTART),
         Alert(FABRIC_PORTS_RENAMED, moved, "15m", "info",
-              "{{ $value }} fabric ports left {{ $labels.node }} while as many of their kind (ASIC {{ $labels.hca_type }}, "
-              "port {{ $labels.port }}) are ACTIVE under other names",
-              "Read as renamed, not as rails down: PCI buses renumbered by a BIOS update or a card added or removed, or "
-              "an adapter moved to another slot, give the ports new names (the devices are named by PCI address). If "
-              "none of that happened to this node, a rail was lost in the same reboot that added a card of its kind, "
-              "which makes up the count: compare ibstat with the node's cabling. Naming the pool's railDevices has "
-              "each rail checked by name. Ends a day after the ports left."),
+              "Fabric port {{ $labels.device }}/{{ $labels.port }} left {{ $labels.node }} while as many ports of its "
+              "kind are ACTIVE under other names",
+              "Read as renamed, not as a rail down: PCI buses renumbered by a BIOS update or a card added or removed, "
+              "or an adapter moved to another slot, give ports new names (the devices are named by PCI address). If "
+              "none of that happened to this node, a rail was lost and a port of its kind (the card's ASIC and the "
+              "port number) added or cabled since makes up the count, a storage port of the rails' model included: "
+              "compare ibstat with the node's cabling. Naming the pool's railDevices has each rail checked by name. "
+              "Ends a day after it was first seen with the node back in service.", keep_firing_for=EXPORTER_RESTART),
         Alert(FABRIC_LINK_FLAPPING, flapping, "0m", "warning",
               "Fabric port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.node }} went down more than twice in an hour",
               "A link that keeps failing and retraining points at a bad cable or transceiver: NCCL stalls each time. "

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
-from alicerce.catalog.alerts import INFERENCE_POD, SOURCE_ABSENT_FOR, TPOT, TTFT, series_names
+from alicerce.catalog.alerts import CORDONED_NODES, INFERENCE_POD, SOURCE_ABSENT_FOR, TPOT, TTFT, series_names
 from alicerce.emit.storage_counters import (
     cloud_metric_tiers,
     counted_tiers,
@@ -91,6 +91,11 @@ PORT_KIND = "hca_type"
 # a new false fire or silence (reviews obsreview34 to obsreview39)
 KIND_ACTIVE = "node_kind:infiniband_active_ports:count"
 KIND_MOST_ACTIVE = "node_kind:infiniband_active_ports:max30d"
+# per fabric port gone from its node while the node has as many of its kind ACTIVE (renamed, or a rail lost and made up
+# by a card of its kind), the first time that was seen with the node reporting ports and in service: FabricPortsRenamed
+# tells of it for a day from then, not from the port's last ACTIVE, so a node powered off, or cordoned for its burn-in,
+# for longer than a day after the change is still told once it is back (review obsreview43 G-1)
+PORT_RENAMED_SEEN = "node_port:infiniband_renamed:first_timestamp"
 # how long they remember: an outage or a rail down for longer is still reported, and a cordon (a drain, a driver
 # upgrade), a Prometheus restart or the alert's own resolution in between does not erase it (review obsreview5 DEFECT 2)
 REMEMBERED_SECONDS = 30 * 86400
@@ -430,20 +435,37 @@ def _kind_records(site: ResolvedSite) -> list[dict[str, Any]]:
     previous = f"max by ({kind}) (last_over_time({KIND_MOST_ACTIVE}[1d]))"
     # the ports of each kind remembered, under the pools' own matchers as the count is
     remembered = " or ".join(f"count by ({kind}) ({PORT_LAST_ACTIVE}{m}) and on (node) ({_nodes_of(ps)})" for m, ps in groups.items())
-    # the previous most capped by the ports remembered; a kind with nothing remembered is dropped, and one with no
-    # previous most (the first evaluation) starts at the count: the ports remembered then may include old names
-    capped = (
-        f"min by ({kind}) (({previous} and on ({kind}) ({remembered})) or "
-        f'label_replace(({remembered}) and on ({kind}) {previous}, "remembered", "1", "", ""))'
-    )
-    # kube-state-metrics reporting no node at all (down, or its pod not scheduled): the most is carried as it is for
-    # as long as that lasts, since the count and the cap need each node's pool, which only it reports; without this an
-    # outage over a day (`previous` reads a day) restarted the most at the count and silenced a rail lost before it
-    # for the rest of its 30 days (review obsreview42 G-1). A node whose own labels are gone (deleted) is dropped
-    blind = f"{previous} unless on () count(kube_node_labels)"
+
+    def capped(most: str, ports: str) -> str:
+        # a previous most capped by the ports remembered; a kind with nothing remembered is dropped, and one with no
+        # previous most (the first evaluation) starts at the count: the ports remembered then may include old names
+        mine = f'label_replace(({ports}) and on ({kind}) {most}, "remembered", "1", "", "")'
+        return f"min by ({kind}) (({most} and on ({kind}) ({ports})) or {mine})"
+
+    # a node kube-state-metrics does not report in a fabric pool now (it is down, the Node object was deleted and
+    # joined again, the node was relabelled out of its pool for a repair) has its most carried, capped by every port
+    # of the kind it remembers (its pool's railDevices are not known then): the count and the pools' cap need its pool,
+    # and an absence over a day (`previous` reads a day) restarted the most at the count, silencing a rail lost before
+    # it for the rest of its 30 days (reviews obsreview42 G-1, obsreview43 G-2). A node gone for good drops out once
+    # its ports are forgotten
+    unreported = f"{previous} unless on (node) ({_nodes_of([p for ps in groups.values() for p in ps])})"
+    carried = f"({capped(previous, remembered)}) or ({capped(unreported, f'count by ({kind}) ({PORT_LAST_ACTIVE})')})"
     # the larger of the count and the carried most: a label of its own keeps the carried value beside the count
-    most = f'{KIND_ACTIVE} or label_replace(({capped}) or ({blind}), "carried", "1", "", "")'
+    most = f'{KIND_ACTIVE} or label_replace({carried}, "carried", "1", "", "")'
     return [*rules, _rule(KIND_MOST_ACTIVE, f"max by ({kind}) ({most})")]
+
+
+def _renamed_seen() -> dict[str, Any]:
+    """PORT_RENAMED_SEEN, after the kind records: a port remembered and gone (no state series) gets the time it is
+    first seen so while its node reports ports, is not cordoned and has its kind whole; it keeps it while it stays
+    gone. Its own previous value carries it (up to a day without an evaluation)."""
+    by, kind = "node, device, port", f"node, port, {PORT_KIND}"
+    gone = f"({PORT_LAST_ACTIVE} unless on ({by}) max by ({by}) (node_infiniband_state_id))"
+    kept = f"max by ({by}, {PORT_KIND}) (last_over_time({PORT_RENAMED_SEEN}[1d])) and on ({by}) {gone}"
+    whole = f"({KIND_ACTIVE} >= on ({kind}) {KIND_MOST_ACTIVE})"
+    reporting = "max by (node) (node_infiniband_state_id)"
+    seen = f"(0 * {gone} + time()) and on ({kind}) {whole} and on (node) {reporting} unless on (node) {CORDONED_NODES}"
+    return _rule(PORT_RENAMED_SEEN, f"{kept} or max by ({by}, {PORT_KIND}) ({seen})")
 
 
 def any_rate(series: str, matchers: str, window: str) -> str:
@@ -977,7 +999,7 @@ def node_rules(site: ResolvedSite) -> list[dict[str, Any]]:
         # only where the rail alerts read them. Each evaluation, PORT_LAST_ACTIVE reads a day's range of itself per
         # remembered port (2,880 samples at a 30 s evaluation); the most one such range per node and port kind (one to
         # three kinds a node), not per port
-        rules += [_port_last_seen(port_active), *_kind_records(site)]
+        rules += [_port_last_seen(port_active), *_kind_records(site), _renamed_seen()]
     if every_mount_counted(site):
         # what a node reads and writes: local disks and its shared file systems' client counters. The fabric's ports
         # carry NCCL's collectives and the NICs pod traffic: a training pool all-reducing read as hundreds of GB/s of

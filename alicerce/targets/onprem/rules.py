@@ -69,9 +69,10 @@ def rail_devices(ctx: RuleContext) -> Iterable[Finding]:
 
 # The name rdma-core's rdma_rename gives an RDMA device under NAME_PCI, the policy the rdma role installs on every host of
 # a fabric (roles/rdma/templates/rdma-naming.rules.j2): the link protocol the kernel reports ("ib" for InfiniBand,
-# "roce" for RoCE), then P<domain> where the PCI domain is not 0, then s<slot> where the firmware gives the adapter a
-# physical slot number, else p<bus>s<device>, both in decimal; f<function> on a multi-function adapter (v<vf> on a
-# virtual function) and S<n> on a sub-function (linux-rdma/rdma-core v64.0-61-g691953d8, kernel-boot/rdma_rename.c
+# "roce" for RoCE), then P<domain> where the PCI domain is not 0, then p<bus>s<device> in decimal (s<slot> for a
+# firmware slot number is coded but never reached: find_sun's sscanf("%s.%s") takes the PCI address whole and fails;
+# accepted here for a release that fixes it); f<function> on a multi-function adapter (v<vf> on its virtual functions)
+# and S<n> on a sub-function (linux-rdma/rdma-core v64.0-61-g691953d8, kernel-boot/rdma_rename.c
 # by_pci(), and the examples of kernel-boot/rdma-persistent-naming.rules: mlx5_0 at 0000:00:0c.4 -> ibp0s12f4).
 # A kernel name (mlx5_3) is renamed at the device's first add event after the rule is in place
 _NUMBER = "(?:0|[1-9][0-9]*)"

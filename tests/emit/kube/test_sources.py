@@ -793,20 +793,32 @@ def test_each_lost_port_is_reported_for_its_own_30_days(tmp_path: Path) -> None:
 
 
 @needs_promtool
-def test_a_rail_lost_before_kube_state_metrics_went_away_for_days_is_still_reported(tmp_path: Path) -> None:
-    """Review obsreview42 G-1: the count and the cap read each node's pool from kube-state-metrics, so while it
-    reported no node nothing wrote the most; after more than a day of that the most restarted at the count (7) and
-    mlx5_7, lost at 24h, went quiet for the rest of its 30 days. kube-state-metrics reports nothing 100h..129h."""
+def test_a_rail_lost_before_its_node_went_unreported_for_days_is_still_reported(tmp_path: Path) -> None:
+    """Reviews obsreview42 G-1, obsreview43 G-2: the count and the cap read each node's pool from kube-state-metrics,
+    so while it did not report the node nothing wrote the node's most; after more than a day of that the most
+    restarted at the count (7) and mlx5_7, lost at 24h, went quiet for the rest of its 30 days. 100h..129h:
+    kube-state-metrics reports nothing (gpu-041), or not gpu-042's Node (deleted and joined again) while it reports
+    gpu-043, which is healthy throughout."""
     rp = platform()
     rule = rules_of(rp, "dc1")["FabricPortDown"]
-    node, hours = "gpu-041", 400
-    inputs = [{**s, "values": s["values"].split("x")[0] + f"x99 _x30 {s['values'].split('x')[0]}x{hours - 130}"}
-              for s in pool_node(node, "onprem-h100", -3600, minutes=hours)]  # fmt: skip
-    inputs += [ib_port(node, d, f"4x{hours}") for d in OLD[:7]] + [ib_port(node, "mlx5_7", f"4x24 _x{hours - 24}")]
+    hours = 400
+
+    def unreported(node: str, gapped: int) -> list[dict[str, str]]:
+        """The node's first ``gapped`` kube-state-metrics series with no sample 100h..129h."""
+        listed = pool_node(node, "onprem-h100", -3600, minutes=hours)
+        value = [s["values"].split("x")[0] for s in listed]
+        held = [{**s, "values": f"{v}x99 _x30 {v}x{hours - 130}"} for s, v in zip(listed, value, strict=True)]
+        return held[:gapped] + listed[gapped:]
+
+    inputs = unreported("gpu-041", 3) + unreported("gpu-042", 1) + unreported("gpu-043", 0)
+    inputs += [ib_port("gpu-043", d, f"4x{hours}") for d in OLD]
+    for node in ("gpu-041", "gpu-042"):
+        inputs += [ib_port(node, d, f"4x{hours}") for d in OLD[:7]] + [ib_port(node, "mlx5_7", f"4x24 _x{hours - 24}")]
+    both = [down(rule, n, "mlx5_7") for n in ("gpu-041", "gpu-042")]
     (tmp_path / "a").mkdir()
     run_promtool(rp, "dc1", [{"interval": "1h", "input_series": inputs, "alert_rule_test": [
-        {"eval_time": "90h", "alertname": "FabricPortDown", "exp_alerts": [down(rule, node, "mlx5_7")]},
-        {"eval_time": "300h", "alertname": "FabricPortDown", "exp_alerts": [down(rule, node, "mlx5_7")]}]}], tmp_path / "a",
+        {"eval_time": "90h", "alertname": "FabricPortDown", "exp_alerts": both},
+        {"eval_time": "300h", "alertname": "FabricPortDown", "exp_alerts": both}]}], tmp_path / "a",
         every="1h", order=["alicerce.kpi.node", "alicerce.fabric"])  # fmt: skip
 
 
@@ -828,16 +840,18 @@ def test_a_node_exporter_restart_neither_resolves_nor_delays_a_rail_down(tmp_pat
 
 
 @needs_promtool
-def test_ports_gone_while_their_kind_is_whole_are_told_for_a_day(tmp_path: Path) -> None:
+def test_ports_gone_while_their_kind_is_whole_are_told_for_a_day_from_when_the_node_is_back(tmp_path: Path) -> None:
     """A sample an hour, a reboot at 10h. Quiet as rails (FabricPortDown), told as renamed (FabricPortsRenamed, info)
-    until a day after they left: gpu-050's mlx5_7 replaced by a ConnectX-7 of another PSID (an OEM part number) in
-    another slot (review obsreview41 G-1: the PSID in the kind read it as a rail lost for 30 days), gpu-051's mlx5_3
-    lost in the reboot that added a card of its kind (obsreview39 G-3: silent before), gpu-052 renumbered. gpu-053's
-    reboot renames nothing."""
+    for a day: gpu-050's mlx5_7 replaced by a ConnectX-7 of another PSID (an OEM part number) in another slot (review
+    obsreview41 G-1: the PSID in the kind read it as a rail lost for 30 days), gpu-051's mlx5_3 lost in the reboot that
+    added a card of its kind (obsreview39 G-3: silent before), gpu-052 renumbered. gpu-053's reboot renames nothing.
+    The day starts when the node is back (obsreview43 G-1: from the ports' last ACTIVE it was over before anyone could
+    see it): gpu-054 is off 11h..40h and back renumbered; gpu-055's mlx5_7 is lost at 11h (a rail down) and a card of
+    its kind is cabled at 31h, which makes up the count."""
     rp = platform()
     rules = rules_of(rp, "dc1")
-    nodes, hours = ["gpu-050", "gpu-051", "gpu-052", "gpu-053"], 60
-    before, after = f"4x10 _x{hours - 10}", f"_x11 4x{hours - 11}"
+    nodes, hours = [f"gpu-05{i}" for i in range(6)], 80
+    before, after = f"4x10 _x{hours - 10}", f"_x11 4x{hours - 12}"
     inputs = [s for n in nodes for s in pool_node(n, "onprem-h100", -3600, minutes=hours)]
     inputs += [ib_port("gpu-050", d, f"4x{hours}") for d in OLD[:7]] + [ib_port("gpu-050", "mlx5_7", before)]
     inputs += [ib_port("gpu-050", "mlx5_9", after), {**ib_info("gpu-050", "mlx5_9", CX7[0], "MT_0000000970"), "values": after}]
@@ -845,17 +859,27 @@ def test_ports_gone_while_their_kind_is_whole_are_told_for_a_day(tmp_path: Path)
     inputs += [ib_port("gpu-051", d, f"4x{hours}") for d in OLD if d != "mlx5_3"] + [ib_port("gpu-051", "mlx5_3", before)]
     inputs += [ib_port("gpu-051", "mlx5_9", after)]
     inputs += [ib_port("gpu-052", d, before) for d in OLD] + [ib_port("gpu-052", d, after) for d in MID]
-    inputs += [ib_port("gpu-053", d, f"4x10 _ 4x{hours - 11}") for d in OLD]
+    inputs += [ib_port("gpu-053", d, f"4x10 _ 4x{hours - 12}") for d in OLD]
+    inputs += [ib_port("gpu-054", d, before) for d in OLD] + [ib_port("gpu-054", d, f"_x41 4x{hours - 42}") for d in MID]
+    inputs += [ib_port("gpu-055", d, f"4x{hours}") for d in OLD[:7]] + [ib_port("gpu-055", "mlx5_7", before)]
+    inputs += [ib_port("gpu-055", "mlx5_9", f"_x31 4x{hours - 32}")]
     renamed = rules["FabricPortsRenamed"]
-    assert renamed["labels"]["severity"] == "info"
-    told = [expected(renamed, {"node": "gpu-050", "port": "1", "hca_type": CX7[0]}, "1")]
-    told += [expected(renamed, {"node": n, "port": "1"}, v) for n, v in (("gpu-051", "1"), ("gpu-052", "8"))]
+    assert renamed["labels"]["severity"] == "info" and renamed["keep_firing_for"] == "10m"
+
+    def told(node: str, device: str, card: tuple[str, str] | None = None) -> dict[str, Any]:
+        return expected(renamed, {"node": node, "device": device, "port": "1", **({"hca_type": card[0]} if card else {})}, "")
+
+    early = [told("gpu-050", "mlx5_7", CX7), told("gpu-051", "mlx5_3")] + [told("gpu-052", d) for d in OLD]
+    late = [told("gpu-054", d) for d in OLD]
+    port_down = rules["FabricPortDown"]
     (tmp_path / "a").mkdir()
     run_promtool(rp, "dc1", [{"interval": "1h", "input_series": inputs, "alert_rule_test": [
-        {"eval_time": "20h", "alertname": "FabricPortsRenamed", "exp_alerts": told},
-        {"eval_time": "20h", "alertname": "FabricPortDown", "exp_alerts": []},
-        {"eval_time": "40h", "alertname": "FabricPortsRenamed", "exp_alerts": []},
-        {"eval_time": "40h", "alertname": "FabricPortDown", "exp_alerts": []}]}], tmp_path / "a",
+        {"eval_time": "20h", "alertname": "FabricPortsRenamed", "exp_alerts": early},
+        {"eval_time": "20h", "alertname": "FabricPortDown", "exp_alerts": [down(port_down, "gpu-055", "mlx5_7")]},
+        {"eval_time": "40h", "alertname": "FabricPortsRenamed", "exp_alerts": [told("gpu-055", "mlx5_7")]},
+        {"eval_time": "50h", "alertname": "FabricPortsRenamed", "exp_alerts": [*late, told("gpu-055", "mlx5_7")]},
+        {"eval_time": "50h", "alertname": "FabricPortDown", "exp_alerts": []},
+        {"eval_time": "75h", "alertname": "FabricPortsRenamed", "exp_alerts": []}]}], tmp_path / "a",
         every="1h", order=["alicerce.kpi.node", "alicerce.fabric"])  # fmt: skip
 
 
