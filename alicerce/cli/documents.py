@@ -53,8 +53,9 @@ class ValidateDocument(Versioned):
     errors: list[SpecErrorItem]
     notes: list[SpecErrorItem] | None = Field(
         default=None,
-        description="What a valid spec's author should know that is no error (rule empty), e.g. a GPU alias and the part it "
-        "resolves to; present only when there are notes.",
+        description="What a valid spec's author should know that is no error: with rule empty, e.g. a GPU alias and the part "
+        "it resolves to; with a rule's id, a warning rule's finding, e.g. AL393 on LoRA adapters the plan can only "
+        "estimate; present only when there are notes.",
     )
 
 
@@ -552,6 +553,7 @@ class RuleEntry(Document):
     summary: str
     waivable: bool = Field(description="Whether a waiver may skip it (policy rules only).")
     stage: Literal["file", "schema", "cross-field"]
+    warning: bool = Field(default=False, description="Whether its findings are warnings: validate shows them and exits 0.")
 
 
 class RuleExample(Document):

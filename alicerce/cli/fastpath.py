@@ -99,7 +99,9 @@ def _check(request: Request) -> Result:
     try:
         checked = check(load_file(request.spec, request.spec), None if request.env is None else [request.env])
         errors, environments = checked.errors, list(checked.environments)
-        notes = [] if errors else alias_notes(checked)
+        # a warning rule's findings (Rule.warning) beside the notes: both are shown with a valid spec only, after the
+        # errors are fixed, so the errors stay the first thing read
+        notes = [] if errors else alias_notes(checked) + checked.warnings
     except SpecInvalid as exc:
         errors = exc.errors
     if request.output_format == "sarif":
@@ -116,7 +118,7 @@ def _check(request: Request) -> Result:
         if notes:  # only where there are some: the document of a spec without them stays as it was
             document["notes"] = [note.to_json() for note in notes]
         return Result(json.dumps(document, indent=2) + "\n", "", 0)
-    lines = "".join(note.render_note() + "\n" for note in notes)
+    lines = "".join((note.render_warning() if note.rule else note.render_note()) + "\n" for note in notes)
     return Result("", f"{lines}{request.spec}: valid (environments: {', '.join(environments)})\n", 0)
 
 

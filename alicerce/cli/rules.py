@@ -30,9 +30,13 @@ def all_ids() -> list[dict[str, Any]]:
     from alicerce.rules import all_rules
     from alicerce.spec.rule_ids import FILE_AND_SCHEMA_IDS
 
-    rows = [{"id": e.id, "name": e.name, "summary": e.summary, "waivable": False, "stage": _stage(e.id)} for e in FILE_AND_SCHEMA_IDS]
+    rows = [
+        {"id": e.id, "name": e.name, "summary": e.summary, "waivable": False, "stage": _stage(e.id), "warning": False}
+        for e in FILE_AND_SCHEMA_IDS
+    ]
     rows += [
-        {"id": r.id, "name": r.name, "summary": r.summary, "waivable": r.waivable, "stage": "cross-field"} for r in all_rules().values()
+        {"id": r.id, "name": r.name, "summary": r.summary, "waivable": r.waivable, "stage": "cross-field", "warning": r.warning}
+        for r in all_rules().values()
     ]
     return sorted(rows, key=lambda row: str(row["id"]))
 
@@ -74,14 +78,16 @@ def explain(rule: dict[str, Any], as_json: bool) -> None:
 
     cases = []
     for example in examples(str(rule["id"])):
-        errors = [] if example.kind == "pass" else check(patched(example.rule, example.kind, example.index)).errors
-        hits = [e.render() for e in errors if e.rule == rule["id"]]
+        checked = None if example.kind == "pass" else check(patched(example.rule, example.kind, example.index))
+        errors = [] if checked is None else checked.errors + checked.warnings
+        hits = [e.render_warning() if rule.get("warning") else e.render() for e in errors if e.rule == rule["id"]]
         cases.append({"kind": example.kind, "description": example.description, "patch": example.snippet, "errors": hits})
     if as_json:
         print_json({"schemaVersion": 1, "rule": rule, "examples": cases})
         return
     out = console()
     waivable = "waivable in `waivers`" if rule["waivable"] else "not waivable"
+    waivable += ", a warning: validate still passes" if rule.get("warning") else ""
     out.print(f"{rule['id']} {rule['name']} ({rule['stage']}, {waivable})", markup=False)
     out.print(f"  {rule['summary']}", markup=False)
     if not cases:

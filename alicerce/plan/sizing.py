@@ -41,7 +41,7 @@ from alicerce.plan.throughput import (
 )
 from alicerce.spec.heads import legal_degrees
 from alicerce.spec.models import LatentAttention, SlidingWindowAttention, Traffic, Workload
-from alicerce.spec.models.workloads import DEFAULT_SEQUENCE, adapters_uncounted
+from alicerce.spec.models.workloads import DEFAULT_SEQUENCE, adapters_count_fix, adapters_uncounted
 
 GIB = 2**30
 DAY = 86400.0
@@ -429,10 +429,9 @@ def _adapters_estimated(w: Workload, adapters: AdapterCount) -> Issue:
     if w.model.architecture == "moe":
         far = ("on a MoE the routed experts' gate, up and down hold nearly all of them: r = 64 on all linear layers is "
                "4.0% of DeepSeek-V3 (its 58 MoE layers declared) and 11% of Qwen3-30B-A3B, 4 to 11 times this")  # fmt: skip
-        fix = "declare model.experts (total, perToken) and model.layers and hiddenSize to have them counted"
     else:
         far = "r = 64 on all linear layers is 2.4% of Llama-2-7B, 2.4 times this"
-        fix = "declare model.layers and hiddenSize to have them counted"
+    fix = adapters_count_fix(w)  # validate's AL393 gives the same (review sizreview31 N2)
     return Issue("PL348", f"the LoRA adapters are taken as {share:.0%} of the base ({adapters.parameters / 1e9:.3g}B: "
                  f"{adapters.why.split(': ', 1)[-1]}), and their optimizer state with them; {far}: the memory and "
                  f"GPUs may be short; {fix}", "model")  # fmt: skip

@@ -45,6 +45,9 @@ def _table(sets: tuple[RuleSet, ...]) -> dict[str, Rule]:
 RULES = MappingProxyType(_table(tuple(module.rules for module in RULE_MODULES)))
 """Every rule by id, in the order the modules list them."""
 
+WARNING_RULES = frozenset(rule_id for rule_id, rule_obj in RULES.items() if rule_obj.warning)
+"""The ids of the rules whose findings are warnings: validate reports them and still exits 0."""
+
 
 def _waived(ctx: RuleContext, rule_obj: Rule, finding: Finding) -> bool:
     if not rule_obj.waivable:
@@ -84,4 +87,4 @@ def all_rules() -> dict[str, Rule]:
     return dict(sorted(RULES.items()))
 
 
-__all__ = ["RULES", "RULE_MODULES", "Finding", "Rule", "RuleContext", "all_rules", "run_rules"]
+__all__ = ["RULES", "RULE_MODULES", "WARNING_RULES", "Finding", "Rule", "RuleContext", "all_rules", "run_rules"]

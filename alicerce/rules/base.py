@@ -48,6 +48,8 @@ class Rule:
     summary: str
     check: Callable[[RuleContext], Iterable[Finding]]
     waivable: bool = False
+    # a warning says what the user should know and does not fail validate (exit 0): shown beside a valid spec's notes
+    warning: bool = False
 
 
 class RuleSet:
@@ -57,12 +59,12 @@ class RuleSet:
         self.rules: list[Rule] = []
 
     def rule(
-        self, rule_id: str, name: str, summary: str, *, waivable: bool = False
+        self, rule_id: str, name: str, summary: str, *, waivable: bool = False, warning: bool = False
     ) -> Callable[[Callable[[RuleContext], Iterable[Finding]]], Callable[[RuleContext], Iterable[Finding]]]:
-        """Add the decorated check to this set under ``rule_id``."""
+        """Add the decorated check to this set under ``rule_id`` (a warning where ``warning``: it fails nothing)."""
 
         def register(check: Callable[[RuleContext], Iterable[Finding]]) -> Callable[[RuleContext], Iterable[Finding]]:
-            self.rules.append(Rule(rule_id, name, summary, check, waivable))
+            self.rules.append(Rule(rule_id, name, summary, check, waivable, warning))
             return check
 
         return register

@@ -68,7 +68,7 @@ def user_instance_gpu(ctx: RuleContext) -> Iterable[Finding]:
     "AL287",
     "user-gpu-mig-sms",
     "A MIG profile's SMs of the spec's catalog are given with the GPU's, listed or countable on every profile once any is, "
-    "and its instances' SMs, listed or counted, fit in them.",
+    "its instances' SMs, listed or counted, fit in them, and twins (same compute and memory slices) list the same SMs.",
 )
 def user_gpu_mig_sms(ctx: RuleContext) -> Iterable[Finding]:
     """A profile's SMs are its share of the GPU's peak FLOP/s only against the GPU's own (Mig.compute_share): a 1g
@@ -79,7 +79,8 @@ def user_gpu_mig_sms(ctx: RuleContext) -> Iterable[Finding]:
     (review sizreview28 D1). One GPU has one basis: where some profile lists SMs, a profile neither listing nor countable
     is refused, not planned at slices / 7 beside them (review sizreview29 G2). The bound is per profile: an H100's
     two-memory-slice 1g.20gb has 26 SMs, above 132 / 7 but within 132 / 4; a one-memory-slice 1g is one compute slice,
-    so its SMs x computeSlices fit too (review sizreview30 G1)."""
+    so its SMs x computeSlices fit too (review sizreview30 G1). A +me or +gfx twin has its profile's SMs: within the bound
+    a mistyped twin was planned at its own share (review sizreview31 N4)."""
     for i, gpu in enumerate(ctx.spec.catalog.gpus):
         if gpu.mig is not None:
             yield from _mig_sms(gpu.mig, gpu.id, S.catalog.gpus[i].mig)
@@ -117,6 +118,11 @@ def _mig_sms(mig: Mig, gpu: str, path: SpecPath) -> Iterable[Finding]:
                           f"the {mig.computeSlices} compute slices of {gpu} make {profile.sms * mig.computeSlices}, more than its "
                           f"{mig.sms} (mig.sms): the other profiles are counted in these SMs", f"at most "
                           f"{mig.sms // mig.computeSlices}: the SM column of `nvidia-smi mig -lgip`", profile.sms)  # fmt: skip
+        elif (twin := _twin(mig, profile)) is not None:
+            yield Finding(here.sms, f"{profile.name} has {profile.sms} SMs, and {twin.name}, with the same {profile.slices} "
+                          f"compute and {_memory_slices(mig, profile)} memory slices, has {twin.sms}: a +me or +gfx twin adds "
+                          "media engines or graphics, not SMs", f"{twin.sms}, {twin.name}'s, or correct {twin.name}'s: the SM "
+                          "column of `nvidia-smi mig -lgip`", profile.sms)  # fmt: skip
 
 
 def _slice_fits(mig: Mig, profile: MigProfile) -> bool:
@@ -131,6 +137,33 @@ def _slice_fits(mig: Mig, profile: MigProfile) -> bool:
         return True
     per_slice = profile.slices == 1 and mig.one_memory_slice(profile)
     return sms * max(profile.maxCount, 1) <= whole and (not per_slice or sms * mig.computeSlices <= whole)
+
+
+def _memory_slices(mig: Mig, profile: MigProfile) -> int:
+    """The profile's memory slices: its memorySlices, else its memory share of the GPU's slices, rounded (an H100's
+    1g.10gb at 9.75 of 79 GiB is one of 8, its 1g.20gb two)."""
+    if profile.memorySlices is not None:
+        return profile.memorySlices
+    return round(mig.memory_share(profile) * (mig.memorySlices or mig.computeSlices))
+
+
+def _twin(mig: Mig, profile: MigProfile) -> MigProfile | None:
+    """The twin this profile's SMs should equal: the first profile with the same compute and memory slices that lists
+    SMs, where they differ from this one's (one reference for every twin, so a mistyped twin is the one error, not the
+    rows after it too). A twin (1g.10gb and 1g.10gb+me) is the same slice with media engines or graphics added, at the
+    same SMs: the MIG User Guide's tables give a +me the fraction of SMs of its profile
+    (https://docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-mig-profiles.html: A30 1g.6gb and 1g.6gb+me 1/4
+    each), and so do the lgips published (H200 1g.18gb and +me at 16, NVIDIA/mig-parted #120; RTX PRO 6000 1g.24gb,
+    +me, +gfx, +me.all at 46, GoogleCloudPlatform/container-engine-accelerators #564). The bound of _slice_fits leaves a
+    twin mig.sms // computeSlices, above the lgip's (B200 21 where it gives 18, +17%), and a twin's SMs are its share of
+    the GPU's FLOP/s (review sizreview31 N4)."""
+    key = (profile.slices, _memory_slices(mig, profile))
+    for other in mig.profiles:
+        if other is profile:
+            return None
+        if other.sms is not None and (other.slices, _memory_slices(mig, other)) == key:
+            return other if other.sms != profile.sms else None
+    return None
 
 
 def _counted_sms(mig: Mig, profile: MigProfile, gpu: str, here: SpecPath) -> Iterable[Finding]:

@@ -15,10 +15,13 @@ from alicerce.spec.models.costs import OnpremSiteCosts
 from alicerce.spec.models.storage import ParallelFsTier
 from alicerce.spec.models.workloads import (
     DEFAULT_SEQUENCE,
+    EXPERTS_UNDECLARED,
+    UNSHAPED,
     LatentAttention,
     Model,
     SlidingWindowAttention,
     Workload,
+    adapters_count_fix,
     adapters_uncounted,
 )
 from alicerce.spec.units import format_bytes
@@ -645,26 +648,27 @@ def _adapter_shadowed(w: Workload, i: int) -> Iterable[Finding]:
     if w.method not in ("lora", "qlora"):
         yield Finding(path.adapter, f"adapter is read by a lora or qlora run only: method {w.method or 'unset'} trains no "
                       "adapters", "remove it, or set method: lora or qlora", key=True, resource=w.name)  # fmt: skip
-    elif (why := adapters_uncounted(w)) is None:
-        return
-    elif model.layers is None or model.hidden_size is None:
+    elif (why := adapters_uncounted(w)) == UNSHAPED:
         yield Finding(path.adapter, "the adapters' count needs the model's layers and hiddenSize: without them the plan takes "
                       "1% of the base and adapter changes nothing", "declare model.layers and model.hiddenSize",
                       key=True, resource=w.name)  # fmt: skip
-    elif model.experts is None:  # a MoE on all linear layers without its routed experts (adapters_uncounted)
+    elif why == EXPERTS_UNDECLARED:  # a MoE on all linear layers without its routed experts
         yield Finding(path.adapter, f"the routed experts' adapters are counted from model.experts, and {why}: the plan takes "
                       "1% of the base and adapter changes nothing", "declare model.experts: total, and the perToken a "
                       "router picks below it", key=True, resource=w.name)  # fmt: skip
-    # else the experts are declared with perToken at or past total: AL282 says so, and fixing it has the adapters
-    # counted; a second finding asked to declare experts already declared (review sizreview30 N1)
+    # else counted (None), or the experts are declared with perToken at or past total (EVERY_EXPERT): AL282 says so, and
+    # fixing it has the adapters counted; a second finding asked to declare experts already declared (review sizreview30
+    # N1). The reason is read, not worked out again from the model's fields (review sizreview31 N1)
 
 
 def _counted_once_fixed(w: Workload) -> bool:
     """Whether a LoRA run's adapters are counted as r x (in + out) on the model's shape, or will be once the spec's other
     findings are fixed (plan.sizing.adapter_parameters): a model with layers and hiddenSize, or an adapter block AL383
-    asks them for. A MoE without its routed experts (plan's PL348, AL383 on an adapter block) or with perToken = total
-    (AL282) is counted again after the fix, so a field read then is not "unread" now: removing it on that word changed
-    the count the fix brings (review sizreview30 G2 for kvHeads, sizreview31 N1 for tiedEmbeddings)."""
+    asks them for. A MoE without its routed experts, or with perToken = total, is counted again after the fix, so a
+    field read then is not "unread" now: removing it on that word changed the count the fix brings (review sizreview30
+    G2 for kvHeads, sizreview31 N1 for tiedEmbeddings). What asks for the fix: AL282 on perToken = total; AL383 on an
+    adapter block, and without one the warning AL393, which names what `plan`'s PL348 names (adapters_count_fix):
+    model.experts, layers and hiddenSize (review sizreview31 N2: validate said nothing there)."""
     model = w.model
     shaped = model is not None and model.layers is not None and model.hidden_size is not None
     return shaped or w.adapter is not None
@@ -756,3 +760,30 @@ def field_shadowed(ctx: RuleContext) -> Iterable[Finding]:
                 yield Finding(path.model.head_dim, "training reads headDim only for multi-head latent attention or declared heads "
                               "(its FLOPs width): it changes nothing here", "remove it, or declare heads or attention: {kind: mla, ...}",
                               key=True, resource=w.name)  # fmt: skip
+
+
+@rules.rule(
+    "AL393",
+    "lora-moe-adapters-estimated",
+    "Warns where a LoRA run on a mixture-of-experts model without an adapter block has its adapters estimated, not counted "
+    "on the model's shape.",
+    warning=True,
+)
+def lora_moe_adapters_estimated(ctx: RuleContext) -> Iterable[Finding]:
+    """A LoRA run's adapters on a MoE are nearly all the routed experts' (r = 64 on all linear layers: 11% of
+    Qwen3-30B-A3B's 30.5B); without model.experts, or layers and hiddenSize, the plan takes loraTrainableFraction of the
+    base (1%) and warns PL348, and validate said nothing: an adapter block gets AL383, a run without one passed clean
+    (review sizreview31 N2). The same predicate (adapters_uncounted) and the same hint (adapters_count_fix) as PL348. A
+    warning: the spec plans, on a count that may be short. perToken = total is AL282's error, not repeated here."""
+    fraction = ctx.catalog.sizing.loraTrainableFraction.value
+    for i, w in enumerate(ctx.spec.workloads):
+        model = w.model
+        if model is None or model.architecture != "moe" or w.kind not in SCHEDULED or w.method not in ("lora", "qlora"):
+            continue
+        why = adapters_uncounted(w)
+        if w.adapter is not None or why not in (UNSHAPED, EXPERTS_UNDECLARED):
+            continue  # counted; AL383 on the adapter block; or AL282
+        yield Finding(S.workloads[i].model, f"the plan takes the LoRA adapters as loraTrainableFraction, {fraction:.0%} of the "
+                      f"base, because {why}: on a MoE the routed experts' gate, up and down hold nearly all of them, and r = "
+                      "64 on all linear layers is 11% of Qwen3-30B-A3B, so the memory and GPUs may be short (`plan` warns "
+                      "PL348)", adapters_count_fix(w), key=True, resource=w.name)  # fmt: skip

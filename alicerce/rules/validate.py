@@ -16,13 +16,13 @@ from pydantic import ValidationError
 from alicerce.catalog import Catalog, load_catalog
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.resolve.platform import resolve_spec
-from alicerce.rules import RULES, RuleContext, run_rules
+from alicerce.rules import RULES, WARNING_RULES, RuleContext, run_rules
 from alicerce.rules.prune import Pruned, prune
 from alicerce.spec.errors import SpecError, SpecInvalid, did_you_mean, sorted_unique
 from alicerce.spec.loader import Document, Pos, locate, node_at
 from alicerce.spec.models import PlatformSpec
 from alicerce.spec.overlay import AddedItem, apply_overrides
-from alicerce.spec.record import record
+from alicerce.spec.record import field, record
 from alicerce.spec.schema_errors import convert
 
 
@@ -39,11 +39,13 @@ class EnvironmentSpec:
 
 @record
 class Checked:
-    """The result of checking a document: the base spec, the merged environments, every error."""
+    """The result of checking a document: the base spec, the merged environments, every error, and the findings of the
+    warning rules (Rule.warning), which fail nothing."""
 
     base: PlatformSpec | None
     environments: dict[str, EnvironmentSpec]
     errors: list[SpecError]
+    warnings: list[SpecError] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
@@ -167,7 +169,9 @@ def check(
         errors.extend(run_rules(RuleContext(spec, env, resolved.catalog, resolved, date, RULES, shared), pos))
     # an error names the environments it was found in unless every environment of the spec has it (a
     # base error): the same error reads the same whether one environment or all were checked
-    return Checked(base, merged, sorted_unique(errors, names))
+    found = sorted_unique(errors, names)
+    warned = [e for e in found if e.rule in WARNING_RULES]
+    return Checked(base, merged, [e for e in found if e.rule not in WARNING_RULES], warned)
 
 
 def _rules_on_what_parsed(data: Any, pos: Pos, env: str, catalog: Catalog, date: datetime.date) -> list[SpecError]:

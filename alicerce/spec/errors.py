@@ -58,6 +58,10 @@ class SpecError:
         """The line of a note: something the user should know that is not an error (exit code 0)."""
         return self._line("note")
 
+    def render_warning(self) -> str:
+        """The line of a warning rule's finding (Rule.warning): named by its rule, and no error (exit code 0)."""
+        return self._line(f"warning[{self.rule}]")
+
     def _line(self, kind: str) -> str:
         where = f"{self.span.file}:{self.span.line}:{self.span.column}"
         scope = f"[env {self.environment}] " if self.environment else ""

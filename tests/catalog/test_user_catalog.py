@@ -231,3 +231,52 @@ def test_a_counted_profiles_instances_fit_in_the_gpu() -> None:
                          "of X make 924, more than its 132 (mig.sms): the other profiles are counted in these SMs"]  # fmt: skip
     assert len(twin(30)) == 1 and "make 210" in twin(30)[0]
     assert twin(16) == [] and twin(18) == [] and len(twin(19)) == 1  # 18 x 7 = 126 <= 132 < 19 x 7 = 133
+
+
+def test_mig_twins_with_other_sms_are_refused() -> None:
+    """Review sizreview31 N4: a +me twin (same compute and memory slices) mistyped at mig.sms // computeSlices passed the
+    one-slice bound (B200: 21 where the lgip gives 18, +17%) and was planned at that share. A twin's SMs are its
+    profile's (MIG User Guide, Supported MIG Profiles: A30 1g.6gb and 1g.6gb+me 1/4 of the SMs each); the published
+    tables with twins stay valid."""
+    from alicerce.catalog.models import Mig, MigProfile
+    from alicerce.rules.base import S
+    from alicerce.rules.catalog import _mig_sms
+
+    def found(sms: int, rows: list[tuple[str, int, float, int | None, int, int | None]], slices: int = 7) -> list[str]:
+        mig = Mig(maxInstances=slices, computeSlices=slices, memorySlices=None if rows[0][3] is None else 8 if slices == 7 else 4,
+                  sms=sms, profiles=tuple(MigProfile(name=n, slices=s, memoryGiB=g, memorySlices=m, maxCount=c, sms=x)
+                                          for n, s, g, m, c, x in rows))  # fmt: skip
+        return [f"{'.'.join(map(str, f.path.path))}: {f.message} ({f.hint})" for f in _mig_sms(mig, "X", S.catalog.gpus[0].mig)]
+
+    b200 = [("1g.23gb", 1, 23.0, 1, 7, 18), ("1g.23gb+me", 1, 23.0, 1, 1, 21), ("1g.45gb", 1, 44.5, 2, 4, 26),
+            ("7g.180gb", 7, 178.5, 8, 1, 148)]  # fmt: skip
+    assert found(148, b200) == [
+        "catalog.gpus.0.mig.profiles.1.sms: 1g.23gb+me has 21 SMs, and 1g.23gb, with the same 1 compute and 1 memory "
+        "slices, has 18: a +me or +gfx twin adds media engines or graphics, not SMs (18, 1g.23gb's, or correct 1g.23gb's: "
+        "the SM column of `nvidia-smi mig -lgip`)"
+    ]
+    # at 18 it is the lgip's; the two-memory-slice 1g.45gb at 26 is no twin of the 1g.23gb (memory slices told apart
+    # by memorySlices, or without them by the memory share)
+    assert found(148, [r if r[0] != "1g.23gb+me" else (*r[:5], 18) for r in b200]) == []
+    bare = [(n, s, g, None, c, x) for n, s, g, _, c, x in b200]
+    assert len(found(148, bare)) == 1 and "1g.23gb+me has 21 SMs" in found(148, bare)[0]
+    assert found(148, [r if r[0] != "1g.23gb+me" else (*r[:5], 18) for r in bare]) == []
+    # published tables with twins: A30 (MIG User Guide), H200 (NVIDIA/mig-parted #120), RTX PRO 6000 Blackwell
+    # (GoogleCloudPlatform/container-engine-accelerators #564: every 1g row at 46 of 188 SMs)
+    a30 = [("1g.6gb", 1, 5.75, 1, 4, 14), ("1g.6gb+me", 1, 5.75, 1, 1, 14), ("2g.12gb", 2, 11.75, 2, 2, 28),
+           ("2g.12gb+me", 2, 11.75, 2, 1, 28), ("4g.24gb", 4, 23.5, 4, 1, 56)]  # fmt: skip
+    h200 = [("1g.18gb", 1, 16.0, 1, 7, 16), ("1g.18gb+me", 1, 16.0, 1, 1, 16), ("1g.35gb", 1, 32.25, 2, 4, 26),
+            ("2g.35gb", 2, 32.25, 2, 3, 32), ("3g.71gb", 3, 69.5, 4, 2, 60), ("4g.71gb", 4, 69.5, 4, 1, 64),
+            ("7g.141gb", 7, 139.0, 8, 1, 132)]  # fmt: skip
+    rtx = [("1g.24gb", 1, 23.62, 1, 4, 46), ("1g.24gb+me", 1, 23.62, 1, 1, 46), ("1g.24gb+gfx", 1, 23.62, 1, 4, 46),
+           ("1g.24gb+me.all", 1, 23.62, 1, 1, 46), ("2g.48gb", 2, 47.5, 2, 2, None), ("4g.96gb", 4, 95.0, 4, 1, None)]  # fmt: skip
+    for whole, rows, slices in ((56, a30, 4), (132, h200, 7), (188, rtx, 4)):
+        assert found(whole, rows, slices) == [], rows[0]
+        assert found(whole, [(n, s, g, None, c, x) for n, s, g, _, c, x in rows], slices) == [], rows[0]
+    # the +gfx mistyped 47 (188 // 4, within the one-slice bound) is refused at its row, named after the 1g.24gb
+    gfx = found(188, [r if r[0] != "1g.24gb+gfx" else (*r[:5], 47) for r in rtx], 4)
+    assert len(gfx) == 1 and gfx[0].startswith("catalog.gpus.0.mig.profiles.2.sms: 1g.24gb+gfx has 47 SMs, and 1g.24gb,"), gfx
+    from alicerce.catalog import load_catalog
+
+    tables = [gpu for gpu in load_catalog().gpus if gpu.mig is not None]
+    assert len(tables) >= 8 and all(list(_mig_sms(g.mig, g.id, S.catalog.gpus[0].mig)) == [] for g in tables if g.mig)

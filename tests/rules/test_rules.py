@@ -9,11 +9,12 @@ the error must point into one of the files).
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
 
-from alicerce.rules import all_rules
+from alicerce.rules import WARNING_RULES, all_rules
 from alicerce.rules.examples import base_document, examples, fixture_ids, patched
 from alicerce.rules.validate import check
 from alicerce.targets.onprem.rules import _rail_name_problem
@@ -49,8 +50,11 @@ def test_rule_fixture(rule_id: str, kind: str, index: int, description: str) -> 
     rendered = [e.render() for e in checked.errors]
     if kind == "pass":
         assert rendered == [], description
+        assert [e.render_warning() for e in checked.warnings if e.rule == rule_id] == [], description
     else:
-        hits = [e for e in checked.errors if e.rule == rule_id]
+        # a warning rule's findings are warnings, never errors (they do not fail validate)
+        assert (rule_id in WARNING_RULES) == any(e.rule == rule_id for e in checked.warnings), description
+        hits = [e for e in checked.errors + checked.warnings if e.rule == rule_id]
         assert hits, f"{description}: expected {rule_id}, got {rendered}"
         for error in hits:
             assert error.span.line >= 1
@@ -178,6 +182,57 @@ def test_al383_and_al282_read_the_plans_adapter_predicate() -> None:
     undeclared = errors(moe + "}")
     assert len(undeclared) == 1 and "declare model.experts" in undeclared[0], undeclared
     assert errors(moe + ", experts: {total: 8, perToken: 2}}") == []
+
+
+def test_al393_warns_where_the_plan_warns_pl348_on_a_lora_moe_and_no_other_finding_does() -> None:
+    """Review sizreview31 N2: a LoRA run on Qwen3-30B-A3B without model.experts and without an adapter block validated
+    clean while `plan` took the adapters as 1% of the base (305M where r = 64 counts 3.39B) and warned PL348 only.
+    AL393 warns there, from the plan's own predicate and with PL348's own hint, so the two cannot disagree; an adapter
+    block has AL383's error and perToken = total AL282's instead. A warning: validate still passes."""
+    from alicerce.plan.sizing import plan_training
+    from alicerce.spec.loader import load_text
+    from tests.plan.test_sizing import SIZING, on
+
+    moe = "{parameters: 30.5B, activeParameters: 3.3B, architecture: moe, kvHeads: 4"
+    shapes = ("", ", layers: 48, hiddenSize: 2048")
+    experts = ("", ", experts: {total: 128, perToken: 8}", ", experts: {total: 8, perToken: 8}")
+    seen: set[tuple[bool, bool]] = set()
+    for method, adapter, shape, routed, arch in itertools.product(
+        ("lora", "qlora"), ("", "adapter: {rank: 16}"), shapes, experts, ("moe", "dense")
+    ):
+        if arch == "dense" and routed:
+            continue
+        model = (moe if arch == "moe" else "{parameters: 8B, kvHeads: 8") + shape + routed + "}"
+        text = _TWO_POOLS.replace("method: qlora", f"method: {method}").replace("precision: fp8", adapter or "runsPerQuarter: 1")
+        text = text.replace("    runsPerQuarter: 1\n    model", "    model").replace(
+            "model: {parameters: 8B, layers: 32, hiddenSize: 4096}", f"model: {model}")  # fmt: skip
+        checked = check(load_text(text, "spec.yaml"), on=TODAY)
+        warned = [e for e in checked.warnings if e.rule == "AL393"]
+        assert checked.base is not None
+        plan = plan_training(checked.base.workloads[0], on("H100-SXM5-80GB"), SIZING, [])
+        estimated = [i for i in plan.issues if i.check == "PL348" and "taken as" in i.message]
+        # AL383 on the adapter block asks for the fix already (AL383 on kvHeads does not), and so does AL282 where
+        # perToken = total is all that keeps the adapters uncounted (without layers AL393 asks for them beside it)
+        other = [e.rule for e in checked.errors if (e.rule == "AL282" and shape) or (e.rule == "AL383" and e.path[-1] == "adapter")]
+        case = f"{method} {adapter} {model}"
+        assert bool(warned) == (bool(estimated) and arch == "moe" and not other), (case, warned, estimated, other)
+        if warned:
+            assert not adapter, case
+            assert estimated[0].message.endswith(f"; {warned[0].hint}"), (case, estimated[0].message, warned[0].hint)
+            assert "(" not in str(warned[0].hint) and str(warned[0].path) == "('workloads', 0, 'model')", case
+        seen.add((bool(warned), bool(estimated)))
+    assert seen == {(True, True), (False, True), (False, False)}, seen
+    # the repro: warned at the model, and valid
+    text = _TWO_POOLS.replace("method: qlora", "method: lora").replace("    precision: fp8\n", "").replace(
+        "model: {parameters: 8B, layers: 32, hiddenSize: 4096}", f"model: {moe}, layers: 48, hiddenSize: 2048}}")  # fmt: skip
+    checked = check(load_text(text, "spec.yaml"), on=TODAY)
+    assert checked.errors == [] and [w.render_warning() for w in checked.warnings] == [
+        "spec.yaml:38:5: warning[AL393]: workloads[0].model: the plan takes the LoRA adapters as loraTrainableFraction, 1% "
+        "of the base, because the routed experts (model.experts) are not declared: on a MoE the routed experts' gate, up "
+        "and down hold nearly all of them, and r = 64 on all linear layers is 11% of Qwen3-30B-A3B, so the memory and GPUs "
+        "may be short (`plan` warns PL348) (declare model.experts with total and the perToken a router picks below it, and "
+        "model.layers and hiddenSize, to have them counted)"
+    ]
 
 
 def test_al383_keeps_kv_heads_that_fixing_the_specs_other_findings_makes_the_plan_read() -> None:

@@ -392,6 +392,13 @@ class Workload(SpecModel):
     growth: Growth | None = Field(default=None, description="Demand growth; `alicerce plan` forecasts capacity and cost with it.")
 
 
+# why adapters_uncounted finds the adapters uncounted: named, so that a rule asks which reason it is and does not work it
+# out again from the model's fields (review sizreview31 N1, N2)
+UNSHAPED = "the spec gives no model.layers and hiddenSize to count r x (in + out) on"
+EXPERTS_UNDECLARED = "the routed experts (model.experts) are not declared"
+EVERY_EXPERT = "every token is routed to all of them (model.experts perToken = total)"
+
+
 def adapters_uncounted(w: Workload) -> str | None:
     """Why a LoRA / QLoRA run's adapters are loraTrainableFraction of the base rather than counted as r x (in + out) on
     the model's shape (plan.sizing.adapter_parameters), or None where they are counted: the one predicate the plan counts
@@ -399,15 +406,29 @@ def adapters_uncounted(w: Workload) -> str | None:
     spec's other findings are fixed (rules.sizing._counted_once_fixed)."""
     model = w.model
     if model is None or model.layers is None or model.hidden_size is None:
-        return "the spec gives no model.layers and hiddenSize to count r x (in + out) on"
+        return UNSHAPED
     targets = w.adapter.targets if w.adapter is not None else "all-linear"
     experts = model.experts
     if model.architecture == "moe" and targets == "all-linear" and experts is None:
-        return "the routed experts (model.experts) are not declared"
+        return EXPERTS_UNDECLARED
     if model.architecture == "moe" and targets == "all-linear" and experts is not None and experts.total <= experts.per_token:
         # AL282 refuses it; the plan of an unchecked spec must still not divide by total - perToken
-        return "every token is routed to all of them (model.experts perToken = total)"
+        return EVERY_EXPERT
     return None
+
+
+def adapters_count_fix(w: Workload) -> str | None:
+    """What to declare to have a LoRA run's adapters counted on the model's shape where adapters_uncounted takes them as
+    loraTrainableFraction of the base, else None: the one answer `plan`'s PL348 and `validate`'s AL393 give (review
+    sizreview31 N2: validate said nothing where the plan warned). No parentheses: a hint is shown in them."""
+    if adapters_uncounted(w) is None:
+        return None
+    if w.model is not None and w.model.architecture == "moe":
+        return (
+            "declare model.experts with total and the perToken a router picks below it, and model.layers and hiddenSize, "
+            "to have them counted"
+        )
+    return "declare model.layers and hiddenSize to have them counted"
 
 
 def model_chains(workloads: list[Workload]) -> dict[str, tuple[str, ...]]:

@@ -1,0 +1,55 @@
+"""A warning rule's finding is shown by validate and fails nothing (review sizreview31 N2).
+
+A LoRA run on a mixture-of-experts model without model.experts and without an adapter block validated clean while
+`plan` took its adapters as 1% of the base and warned PL348 only. AL393 warns at validate, located at the model, and
+the spec stays valid (exit 0); with the experts declared there is no warning and the output is what it was.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from alicerce.cli.documents import DOCUMENTS
+from tests.conftest import ROOT, alicerce
+
+QWEN3_MOE: dict[str, Any] = {"parameters": "30.5B", "activeParameters": "3.3B", "architecture": "moe", "layers": 48, "hiddenSize": 2048}
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return alicerce(*args, cwd=cwd, env={"ALICERCE_NO_CACHE": "1"}, timeout=120)
+
+
+def _spec(tmp_path: Path, model: dict[str, Any]) -> int:
+    spec = yaml.safe_load((ROOT / "examples/minimal.yaml").read_text(encoding="utf-8"))
+    spec["workloads"] = [{"name": "ft", "kind": "fine-tuning", "method": "lora", "team": "ml", "tokens": "100M", "model": model}]
+    text = yaml.safe_dump(spec, sort_keys=False)
+    (tmp_path / "platform.yaml").write_text(text, encoding="utf-8")
+    return next(n for n, line in enumerate(text.splitlines(), 1) if line.strip() == "model:")
+
+
+def test_a_lora_moe_without_experts_is_valid_with_a_located_warning(tmp_path: Path) -> None:
+    line = _spec(tmp_path, QWEN3_MOE)
+    text = run("validate", cwd=tmp_path)
+    assert text.returncode == 0, text.stderr
+    warning, valid = text.stderr.splitlines()
+    assert warning.startswith(f"platform.yaml:{line}:3: warning[AL393]: workloads[0].model: the plan takes the LoRA "
+                              "adapters as loraTrainableFraction, 1% of the base, because the routed experts"), warning  # fmt: skip
+    assert warning.endswith("(declare model.experts with total and the perToken a router picks below it, and model.layers "
+                            "and hiddenSize, to have them counted)"), warning  # fmt: skip
+    assert valid == "platform.yaml: valid (environments: dev)"
+    document = json.loads(run("validate", "--format", "json", cwd=tmp_path).stdout)
+    jsonschema.Draft202012Validator(DOCUMENTS["validate"]()).validate(document)
+    assert document["valid"] and document["errors"] == []
+    assert [(n["rule"], n["path"], n["line"]) for n in document["notes"]] == [("AL393", "workloads[0].model", line)]
+
+
+def test_declared_experts_get_no_warning(tmp_path: Path) -> None:
+    _spec(tmp_path, {**QWEN3_MOE, "experts": {"total": 128, "perToken": 8}})
+    assert run("validate", cwd=tmp_path).stderr == "platform.yaml: valid (environments: dev)\n"
+    assert "notes" not in json.loads(run("validate", "--format", "json", cwd=tmp_path).stdout)
