@@ -101,6 +101,25 @@ def test_ipoib_rails_follow_pci_order_not_device_names() -> None:
     ]
 
 
+def test_a_rail_keeps_its_own_interface_beside_representors_and_another_port() -> None:
+    """Review obsreview44 N-4: the first interface by name was taken as the rail's, so a switchdev representor
+    (ens1f0npf0vf0 sorts before rorail0) or a dual-port adapter's other port (ib1 before ibrail0) was renamed, and the
+    node drained for it, at every run."""
+
+    def netdev(name: str, netdevs: list[str], layer: str = "InfiniBand") -> str:
+        hca = {**_hca("mlx5_0", "0000:1a:00.0", layer=layer), "netdevs": netdevs}
+        prefix = "ibrail" if layer == "InfiniBand" else "rorail"
+        plan = F.ipoib_plan({"infiniband": [hca]}, [], prefix, {"technology": "infiniband" if layer == "InfiniBand" else "roce"})
+        assert plan[0]["name"] == name
+        return str(plan[0]["netdev"])
+
+    assert netdev("rorail0", ["ens1f0npf0vf0", "ens1f0npf0vf1", "rorail0"], "Ethernet") == "rorail0"
+    assert netdev("rorail0", ["ens1f0npf0sf88", "ens1f0np0"], "Ethernet") == "ens1f0np0"  # renamed once, then kept
+    assert netdev("ibrail0", ["ib1", "ibrail0"]) == "ibrail0"
+    assert netdev("ibrail0", ["ib0", "ib1"]) == "ib0"
+    assert netdev("ibrail0", []) == ""  # an InfiniBand port without IPoIB: nothing to rename
+
+
 def _expected(**extra: object) -> dict[str, object]:
     return {
         "gpu_count": 8,

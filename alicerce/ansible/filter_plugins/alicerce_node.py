@@ -198,17 +198,33 @@ def ipoib_plan(
     )
     plan = []
     for index, rail in enumerate(selected):
+        name = f"{prefix}{index}"
         plan.append(
             {
                 "rail": index,
-                "name": f"{prefix}{index}",
+                "name": name,
                 "ibdev": rail["ibdev"],
                 "pci": rail["pci"],
-                "netdev": (rail["netdevs"] or [""])[0],
+                "netdev": _rail_netdev(name, rail["netdevs"]),
                 "address": addresses[index] if index < len(addresses) else "",
             }
         )
     return plan
+
+
+# a switchdev representor of a virtual or sub-function (mlx5 names it after its phys_port_name: ens1f0npf0vf3,
+# ens1f0npf0sf88): it sits under the physical function's device/net beside the rail's own interface
+_REPRESENTOR = re.compile(r"pf[0-9]+(?:vf|sf)[0-9]+$")
+
+
+def _rail_netdev(name: str, netdevs: list[str]) -> str:
+    """The rail's interface: its stable name where it has it already, else the adapter's first interface that is no
+    representor. Taking the first by name whatever it was read a representor (ens1f0npf0vf0 sorts before rorail0) or
+    a dual-port adapter's other port (ib1 before ibrail0) as the rail, so every run took that interface down to rename
+    it, and drained the node for it (review obsreview44 N-4)."""
+    if name in netdevs:
+        return name
+    return next((n for n in netdevs if not _REPRESENTOR.search(n)), "")
 
 
 # A name rdma-core's rdma_rename gives under NAME_PCI (the protocol, then P<domain>, p<bus>s<slot> or s<physical slot>,

@@ -433,23 +433,20 @@ def _kind_records(site: ResolvedSite) -> list[dict[str, Any]]:
         active = f"{PORT_LAST_ACTIVE}{matcher} >= time()"  # written this evaluation: ACTIVE now
         rules.append(_rule(KIND_ACTIVE, f"count by ({kind}) ({active}) and on (node) ({nodes})"))
     previous = f"max by ({kind}) (last_over_time({KIND_MOST_ACTIVE}[1d]))"
-    # the ports of each kind remembered, under the pools' own matchers as the count is
-    remembered = " or ".join(f"count by ({kind}) ({PORT_LAST_ACTIVE}{m}) and on (node) ({_nodes_of(ps)})" for m, ps in groups.items())
-
-    def capped(most: str, ports: str) -> str:
-        # a previous most capped by the ports remembered; a kind with nothing remembered is dropped, and one with no
-        # previous most (the first evaluation) starts at the count: the ports remembered then may include old names
-        mine = f'label_replace(({ports}) and on ({kind}) {most}, "remembered", "1", "", "")'
-        return f"min by ({kind}) (({most} and on ({kind}) ({ports})) or {mine})"
-
-    # a node kube-state-metrics does not report in a fabric pool now (it is down, the Node object was deleted and
-    # joined again, the node was relabelled out of its pool for a repair) has its most carried, capped by every port
-    # of the kind it remembers (its pool's railDevices are not known then): the count and the pools' cap need its pool,
-    # and an absence over a day (`previous` reads a day) restarted the most at the count, silencing a rail lost before
-    # it for the rest of its 30 days (reviews obsreview42 G-1, obsreview43 G-2). A node gone for good drops out once
-    # its ports are forgotten
-    unreported = f"{previous} unless on (node) ({_nodes_of([p for ps in groups.values() for p in ps])})"
-    carried = f"({capped(previous, remembered)}) or ({capped(unreported, f'count by ({kind}) ({PORT_LAST_ACTIVE})')})"
+    # the ports of each kind remembered, under the pools' own matchers as the count is. A node kube-state-metrics does
+    # not report in a fabric pool now (it is down, the Node object was deleted and joined again, the node was relabelled
+    # out of its pool for a repair) has its most carried too, capped by every port of the kind it remembers (its pool's
+    # railDevices are not known then): the count and the pools' cap need its pool, and an absence over a day (`previous`
+    # reads a day) restarted the most at the count, silencing a rail lost before it for the rest of its 30 days
+    # (reviews obsreview42 G-1, obsreview43 G-2). A node gone for good drops out once its ports are forgotten
+    pooled = " or ".join(f"count by ({kind}) ({PORT_LAST_ACTIVE}{m}) and on (node) ({_nodes_of(ps)})" for m, ps in groups.items())
+    unreported = f"count by ({kind}) ({PORT_LAST_ACTIVE}) unless on (node) ({_nodes_of([p for ps in groups.values() for p in ps])})"
+    remembered = f"{pooled} or {unreported}"
+    # the previous most capped by the ports remembered; a kind with nothing remembered is dropped, and one with no
+    # previous most (the first evaluation) starts at the count: the ports remembered then may include old names.
+    # `previous` is read twice, a day's range each time, per node and kind (Prometheus shares no subexpression)
+    mine = f'label_replace(({remembered}) and on ({kind}) {previous}, "remembered", "1", "", "")'
+    carried = f"min by ({kind}) (({previous} and on ({kind}) ({remembered})) or {mine})"
     # the larger of the count and the carried most: a label of its own keeps the carried value beside the count
     most = f'{KIND_ACTIVE} or label_replace({carried}, "carried", "1", "", "")'
     return [*rules, _rule(KIND_MOST_ACTIVE, f"max by ({kind}) ({most})")]
@@ -997,8 +994,9 @@ def node_rules(site: ResolvedSite) -> list[dict[str, Any]]:
     ]
     if rail_port_pools(site):
         # only where the rail alerts read them. Each evaluation, PORT_LAST_ACTIVE reads a day's range of itself per
-        # remembered port (2,880 samples at a 30 s evaluation); the most one such range per node and port kind (one to
-        # three kinds a node), not per port
+        # remembered port (2,880 samples at a 30 s evaluation), the most two such ranges
+        # per node and port kind (one to three kinds a node), and PORT_RENAMED_SEEN one per port gone (none on a node
+        # that renamed nothing in the last 30 days)
         rules += [_port_last_seen(port_active), *_kind_records(site), _renamed_seen()]
     if every_mount_counted(site):
         # what a node reads and writes: local disks and its shared file systems' client counters. The fabric's ports
