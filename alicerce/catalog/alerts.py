@@ -411,10 +411,17 @@ XID_ROW_REMAP = 63  # a row remap recorded, applied at the GPU's next reset (NVI
 # by dcgmlib/src/DcgmCacheManager.cpp GetFMStatusFromStruct: not_supported 0 (a GPU without an NVSwitch fabric; NVML
 # reports fabric state on Hopper and newer, so an A100 reads 0 too), not_started 1, in_progress 2 (training, at boot),
 # success 3, failure 4 (training completed with an error: FM and driver at different versions among the causes),
-# unrecognized 5 and nvml_too_old 6 (DCGM and the driver disagree on the API: the state is unknown, not failed)
+# unrecognized 5 and nvml_too_old 6 (DCGM and the driver disagree on the API: the state is unknown, not failed).
+# in_progress held past the alert's `for` is Fabric Manager dead at boot: the fabric stays "In Progress" for good
+# (NVIDIA/NVSentinel issue 889, 20 days unnoticed; DCGM 4.5's own health watch warns on it), where a boot trains in about
+# a minute (review obsreview45 D-1)
 FABRIC_MANAGER_STATUS = "DCGM_FI_DEV_FABRIC_MANAGER_STATUS"
-FABRIC_MANAGER_DOWN_STATES = {"not_started": 1, "failure": 4}
+FABRIC_MANAGER_DOWN_STATES = {"not_started": 1, "in_progress": 2, "failure": 4}
 FABRIC_MANAGER_DOWN = "GPUFabricManagerDown"
+# unrecognized and nvml_too_old: DCGM cannot read the fabric state, so GPUFabricManagerDown is blind on those GPUs; a
+# warning, not a page: Fabric Manager itself may be fine (review obsreview45 G-1)
+FABRIC_STATE_UNREADABLE_STATES = {"unrecognized": 5, "nvml_too_old": 6}
+FABRIC_STATE_UNREADABLE = "GPUFabricStateUnreadable"
 # The same fault on a GPU older than alicerce.catalog.models.FABRIC_STATE_REPORTED_FROM (an A100 HGX), where field 170
 # reads not_supported whatever Fabric Manager does (review obsreview28 G-1), is read from the GPU Operator's validator:
 # its DaemonSet's cuda-validation init container runs a CUDA vectorAdd pod on the node and fails until it completes, so
@@ -998,7 +1005,7 @@ NODE_OUTAGE_ALERTS = ("DCGMExporterDown", NODE_EXPORTER_ABSENT, FABRIC_COUNTERS_
                       EFA_COUNTERS_MISSING, EFA_COUNTERS_STALE, EFA_LINK_RATE_MISSING, FABRIC_WAIT_UNREAD,
                       FABRIC_PORT_DOWN, FABRIC_LINK_FLAPPING, FABRIC_RAILS_NEVER_UP, FABRIC_COUNTERS_SATURATED,
                       FABRIC_MANAGER_DOWN, CUDA_VALIDATION_FAILING, GPU_HARDWARE_SLOWDOWN, FABRIC_ERRORS_RISING,
-                      NODE_CLOCK_OFFSET, FABRIC_PORTS_RENAMED)  # fmt: skip
+                      NODE_CLOCK_OFFSET, FABRIC_PORTS_RENAMED, FABRIC_STATE_UNREADABLE)  # fmt: skip
 # (GPU_HARDWARE_SLOWDOWN: a rack's power feed brakes all its nodes; FABRIC_ERRORS_RISING: a failing leaf switch or its
 # optics err on the port of every node cabled to it; NODE_CLOCK_OFFSET: a wrong time server, or Prometheus's own clock,
 # puts every node off at once; FABRIC_PORTS_RENAMED: a BIOS update rolled over a pool renumbers every node's PCI buses;
@@ -1106,5 +1113,5 @@ def cordoned_for_days() -> str:
 
 
 STATIC_ALERTS = (CRITICAL_XID, *GPU_HEALTH_NAMES, *(a.name for a in (DCGM_EXPORTER_DOWN, *GPU_EFFICIENCY)), *DIAGNOSES,
-                 *SOURCE_ALERTS, *SERVING_ALERTS, *FABRIC_ALERTS, FABRIC_MANAGER_DOWN, CUDA_VALIDATION_FAILING,
+                 *SOURCE_ALERTS, *SERVING_ALERTS, *FABRIC_ALERTS, FABRIC_MANAGER_DOWN, FABRIC_STATE_UNREADABLE, CUDA_VALIDATION_FAILING,
                  NODE_CORDONED_FOR_DAYS, COST_HISTORY_TRUNCATED, PROMETHEUS_RETENTION_EXCEEDS_VOLUME, NODE_CLOCK_OFFSET)  # fmt: skip

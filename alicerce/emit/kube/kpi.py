@@ -953,6 +953,26 @@ EFA_ERRORS = (
 )
 
 
+def _link_utilisation(site: ResolvedSite, tx: str) -> str:
+    """Per node, its busiest fabric port's transmit rate over its line rate. Where a pool names its railDevices only
+    those: a storage port saturated beside idle rails read as a fabric at its line rate, and GPUCommunicationBound
+    fired on an input-bound job (review obsreview45 N-3)."""
+
+    def busiest(sent: str) -> str:
+        return f"max by (node) (max by (node, device, port) ({sent}) / max by (node, device, port) (node_infiniband_rate_bytes_per_second))"
+
+    named: dict[str, list[str]] = {}
+    for p in rail_port_pools(site):
+        if p.rdma is not None and p.rdma.rail_devices:
+            named.setdefault(rail_matcher(p.rdma.rail_devices), []).append(p.name)
+    if not named:
+        return busiest(tx)
+    sent = "rate(node_infiniband_port_data_transmitted_bytes_total{}[5m])"
+    terms = [f"({busiest(sent.format(m))} and on (node) ({_nodes_of(pools)}))" for m, pools in named.items()]
+    every = [p for pools in named.values() for p in pools]
+    return " or ".join([*terms, f"({busiest(tx)} unless on (node) ({_nodes_of(every)}))"])
+
+
 def node_rules(site: ResolvedSite) -> list[dict[str, Any]]:
     """Fabric (InfiniBand/RoCE port counters from the node exporter, EFA port counters from alicerce's writer through its
     textfile collector) and storage (local disks, and IO pressure: tasks waiting on data pages, of Lustre and NFS too,
@@ -975,7 +995,7 @@ def node_rules(site: ResolvedSite) -> list[dict[str, Any]]:
     # ports/N/rate of every /sys/class/infiniband device). Recent efa drivers derive it from the device's link speed
     # (efa_verbs.c efa_link_gbps_to_speed_and_width); older ones report 100 Gb/s whatever the link (IB_SPEED_EDR,
     # IB_WIDTH_4X), which overstates a faster port's utilisation
-    link = f"max by (node) (max by (node, device, port) ({tx}) / max by (node, device, port) (node_infiniband_rate_bytes_per_second))"
+    link = _link_utilisation(site, tx)
     port_active = f"max by (node, device, port) (node_infiniband_state_id) == {IB_PORT_ACTIVE}"
     rules = [
         _rule(NODE_IB_RX, f"sum by (node) ({rx})"),

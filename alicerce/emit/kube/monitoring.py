@@ -33,6 +33,8 @@ from alicerce.catalog.alerts import (
     FABRIC_MANAGER_DOWN,
     FABRIC_MANAGER_DOWN_STATES,
     FABRIC_MANAGER_STATUS,
+    FABRIC_STATE_UNREADABLE,
+    FABRIC_STATE_UNREADABLE_STATES,
     GPU_EFFICIENCY,
     GPU_KEY,
     KUEUE_WAIT_BUCKETS,
@@ -243,28 +245,41 @@ def _fabric_manager_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         return []
     reported = [p.name for p in pools if p.gpu is not None and p.gpu.reports_fabric_state]
     older = [p.name for p in pools if p.name not in reported]
-    return [*([_fabric_state_alert(reported)] if reported else []), *([_cuda_validation_alert(older)] if older else [])]
+    return [*(_fabric_state_alerts(reported) if reported else []), *([_cuda_validation_alert(older)] if older else [])]
 
 
 def _pool_nodes(pools: list[str]) -> str:
     return f'max by (node) (kube_node_labels{{{POOL_LABEL}=~"{"|".join(pools)}"}})'
 
 
-def _fabric_state_alert(pools: list[str]) -> Alert:
-    """Per node and state, valued the GPUs in it. Past the node-creation grace and ten minutes: at a reboot FM starts and
-    trains in about a minute (in_progress is never counted); a cordoned node is in repair. unrecognized/nvml_too_old are
-    left out: DCGM and the driver disagree on the API, the state is unknown."""
+def _fabric_state_alerts(pools: list[str]) -> list[Alert]:
+    """Per node and state, valued the GPUs in it, past the node-creation grace and ten minutes: at a reboot FM starts
+    and trains in about a minute, so in_progress held that long is FM dead at boot; a cordoned node is in repair.
+    unrecognized/nvml_too_old (DCGM and the driver disagree on the API, the state is unknown) warn apart: this alert is
+    blind there."""
     status = f'max by (node, {GPU_KEY}) (label_replace({FABRIC_MANAGER_STATUS}, "node", "$1", "Hostname", "(.+)"))'
-    down = " or ".join(
-        f'label_replace(count by (node) ({status} == {value}), "state", "{state}", "", "") and on (node) {_pool_nodes(pools)}'
-        for state, value in FABRIC_MANAGER_DOWN_STATES.items()
-    )
-    return Alert(FABRIC_MANAGER_DOWN, in_service(settled(f"({down})")), "10m", "critical",
-                 "Fabric Manager is {{ $labels.state }} for {{ $value }} GPUs on {{ $labels.node }}",
-                 "NVSwitch fabric not trained: every CUDA job on this node fails at start (cudaErrorSystemNotReady) though "
-                 "the node is Ready. Cordon the node, then check nvidia-fabricmanager (systemctl status, "
-                 "/var/log/fabricmanager.log) and that its version equals the driver's (nvidia-smi -q: Fabric State); "
-                 "restart it, or reboot the node.")  # fmt: skip
+
+    def in_states(states: dict[str, int]) -> str:
+        each = (f'label_replace(count by (node) ({status} == {value}), "state", "{state}", "", "") and on (node) {_pool_nodes(pools)}'
+                for state, value in states.items())  # fmt: skip
+        return in_service(settled(f"({' or '.join(each)})"))
+
+    return [
+        Alert(FABRIC_MANAGER_DOWN, in_states(FABRIC_MANAGER_DOWN_STATES), "10m", "critical",
+              "Fabric Manager is {{ $labels.state }} for {{ $value }} GPUs on {{ $labels.node }}",
+              "NVSwitch fabric not trained: every CUDA job on this node fails at start (cudaErrorSystemNotReady) though "
+              "the node is Ready. in_progress for ten minutes is Fabric Manager dead at boot (a fabric trains in about a "
+              "minute). Cordon the node, then check nvidia-fabricmanager (systemctl status, /var/log/fabricmanager.log) "
+              "and that its version equals the driver's (nvidia-smi -q: Fabric State); restart it, or reboot the node. "
+              "Not seen here: Fabric Manager stopping after the fabric trained, which leaves the state at success."),
+        Alert(FABRIC_STATE_UNREADABLE, in_states(FABRIC_STATE_UNREADABLE_STATES), "30m", "warning",
+              "DCGM cannot read the fabric state of {{ $value }} GPUs on {{ $labels.node }} ({{ $labels.state }})",
+              "DCGM and the GPU driver disagree on the fabric state's API (unrecognized: a driver newer than the "
+              "exporter's DCGM knows; nvml_too_old: a driver older than it needs), so GPUFabricManagerDown cannot see "
+              "Fabric Manager fail on this node. Align them: the GPU Operator's dcgm-exporter release with the driver "
+              "branch (dc1 drivers are the nodes' own, upgraded apart). Meanwhile check nvidia-smi -q (Fabric State) "
+              "on the node."),
+    ]  # fmt: skip
 
 
 def _cuda_validation_alert(pools: list[str]) -> Alert:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from alicerce.catalog.alerts import DIAGNOSES, FORMER_NAMES, TPOT, slo_alert_name, slo_bucket
+from alicerce.resolve.model import ResolvedPlatform
 from tests.emit.kube.scrape import dcgm_series, series
 from tests.emit.kube.test_kpi import rounded
 from tests.emit.kube.test_monitoring import dcgm_scraped, expected, needs_promtool, platform, rules_of, run_promtool
@@ -64,9 +65,12 @@ def io(node: str, pressure: float, read: float, write: float) -> list[dict[str, 
 SERVER = {"series": 'up{job="serving",namespace="research",pod="train-gpu-001",alicerce_dev_workload="chat"}', "values": f"0{STEPS}"}
 
 
-def check(name: str, inputs: list[dict[str, str]], at: str, fired: list[dict[str, Any]], tmp_path: Path, *, site: str = "dc1") -> None:
+def check(
+    name: str, inputs: list[dict[str, str]], at: str, fired: list[dict[str, Any]], tmp_path: Path, *, site: str = "dc1",
+    rp: ResolvedPlatform | None = None,
+) -> None:  # fmt: skip
     tmp_path.mkdir()
-    run_promtool(platform(), site, [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
+    run_promtool(rp or platform(), site, [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
         {"eval_time": at, "alertname": name, "exp_alerts": fired}]}], tmp_path)  # fmt: skip
 
 
@@ -182,8 +186,8 @@ def test_memory_bound_fires_on_a_busy_memory_interface_with_idle_tensor_cores(tm
 def test_communication_bound_fires_when_the_fabric_saturates_and_tensor_cores_idle(tmp_path: Path) -> None:
     rule = rules_of(platform(), "dc1")["GPUCommunicationBound"]
 
-    def state(tensor: float, link: float) -> list[dict[str, str]]:
-        port = ',device="mlx5_0",port="1"'
+    def state(tensor: float, link: float, device: str = "mlx5_0") -> list[dict[str, str]]:
+        port = f',device="{device}",port="1"'
         rate = {"series": f'node_infiniband_rate_bytes_per_second{{job="node-exporter",instance="{NODE}:9100",node="{NODE}"{port}}}',
                 "values": f"50000000000{STEPS}"}  # fmt: skip
         return (node_labels(NODE) + gpus(NODE, "DCGM_FI_DEV_GPU_UTIL", 95) + gpus(NODE, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", tensor)
@@ -192,6 +196,13 @@ def test_communication_bound_fires_when_the_fabric_saturates_and_tensor_cores_id
     check("GPUCommunicationBound", state(0.05, 0.8), "45m", [expected(rule, POOL, "")], tmp_path / "a")
     check("GPUCommunicationBound", state(0.05, 0.1), "45m", [], tmp_path / "b")  # slow kernels, quiet fabric: not communication
     check("GPUCommunicationBound", state(0.6, 0.8), "45m", [], tmp_path / "c")  # a busy fabric and busy tensor cores: overlap works
+    # review obsreview45 N-3: where the pool names its rails, a storage port at its line rate beside them is no fabric
+    from tests.emit.kube.test_sources import RAILS, rail_devices_named  # it imports this module's helpers
+
+    named = rail_devices_named(RAILS)
+    on_rails = rules_of(named, "dc1")["GPUCommunicationBound"]
+    check("GPUCommunicationBound", state(0.05, 0.8, "mlx5_8"), "45m", [], tmp_path / "d", rp=named)
+    check("GPUCommunicationBound", state(0.05, 0.8, RAILS[0]), "45m", [expected(on_rails, POOL, "")], tmp_path / "e", rp=named)
 
 
 # what an HDR port whose PMA reports Tick 7 counts per tick: 8 bytes of the port (NVIDIA's ibdiagnet manual, Quantum's

@@ -18,6 +18,8 @@ from alicerce.catalog.alerts import (
     FABRIC_MANAGER_DOWN,
     FABRIC_MANAGER_DOWN_STATES,
     FABRIC_MANAGER_STATUS,
+    FABRIC_STATE_UNREADABLE,
+    FABRIC_STATE_UNREADABLE_STATES,
     GPU_HARDWARE_SLOWDOWN,
     GPU_HEALTH_NAMES,
     HW_SLOWDOWN_CLOCK_EVENT,
@@ -105,6 +107,8 @@ def test_the_fabric_manager_states_alerted_are_dcgm_s() -> None:
     the counters of its exporter), and the field is in the list alicerce mounts (review obsreview27 G1)."""
     enum = load("dcgm-exporter", "4.5.3-4.8.2", "counters.json")["optional"][FABRIC_MANAGER_STATUS]["enum"]
     assert {state: enum[state] for state in FABRIC_MANAGER_DOWN_STATES} == FABRIC_MANAGER_DOWN_STATES
+    assert {state: enum[state] for state in FABRIC_STATE_UNREADABLE_STATES} == FABRIC_STATE_UNREADABLE_STATES
+    assert set(enum) == {"not_supported", "success", *FABRIC_MANAGER_DOWN_STATES, *FABRIC_STATE_UNREADABLE_STATES}
     assert f"{FABRIC_MANAGER_STATUS}, gauge," in counters_csv()
 
 
@@ -120,12 +124,18 @@ def test_the_fabric_manager_alert_reads_only_nvswitch_pools() -> None:
 @needs_promtool
 def test_fabric_manager_down_on_an_nvswitch_node_pages(tmp_path: Path) -> None:
     """Review obsreview27 G1: Fabric Manager failed on gpu-001 (status 4 on its 8 GPUs) and never started on gpu-005
-    (status 1): each pages once its 10 minutes have passed, per node, valued the GPUs. Quiet: gpu-002 healthy (3); gpu-003
-    rebooting, training its fabric 3 minutes (2, then 1 for a minute as FM restarts) then healthy; gpu-004 cordoned for
-    repair with FM down; gpu-006 a node a scale-up just added whose FM has not started yet."""
+    (status 1): each pages once its 10 minutes have passed, per node, valued the GPUs. Review obsreview45 D-1: gpu-007's
+    Fabric Manager died at boot and its fabric stays in_progress (2) for good, which paged nothing. Quiet: gpu-002
+    healthy (3); gpu-003 rebooting, training its fabric 3 minutes (2, then 1 for a minute as FM restarts) then healthy;
+    gpu-004 cordoned for repair with FM down; gpu-006 a node a scale-up just added whose FM has not started yet. G-1:
+    gpu-008's DCGM cannot read the state (unrecognized, 5: a driver newer than it knows): a warning after 30 minutes,
+    no page."""
     rp = platform("prod")
-    rule = rules_of(rp, "dc1")[FABRIC_MANAGER_DOWN]
-    values = {"gpu-001": "4x40", "gpu-002": "3x40", "gpu-003": "2x3 1 3x36", "gpu-004": "1x40", "gpu-005": "1x40", "gpu-006": "1x40"}
+    rules = rules_of(rp, "dc1")
+    rule, unreadable = rules[FABRIC_MANAGER_DOWN], rules[FABRIC_STATE_UNREADABLE]
+    assert unreadable["labels"]["severity"] == "warning"
+    values = {"gpu-001": "4x40", "gpu-002": "3x40", "gpu-003": "2x3 1 3x36", "gpu-004": "1x40", "gpu-005": "1x40", "gpu-006": "1x40",
+              "gpu-007": "2x40", "gpu-008": "5x40"}  # fmt: skip
     inputs: list[dict[str, str]] = []
     for node, fm in values.items():
         inputs += [
@@ -136,10 +146,14 @@ def test_fabric_manager_down_on_an_nvswitch_node_pages(tmp_path: Path) -> None:
             {"series": f'kube_node_created{{node="{node}"}}', "values": "0x40" if node == "gpu-006" else "-3600x40"},
             {"series": f'kube_node_spec_unschedulable{{node="{node}"}}', "values": "1x40" if node == "gpu-004" else "0x40"},
         ]
-    fired = [expected(rule, {"node": "gpu-001", "state": "failure"}, "8"), expected(rule, {"node": "gpu-005", "state": "not_started"}, "8")]
+    fired = [expected(rule, {"node": "gpu-001", "state": "failure"}, "8"), expected(rule, {"node": "gpu-005", "state": "not_started"}, "8"),
+             expected(rule, {"node": "gpu-007", "state": "in_progress"}, "8")]  # fmt: skip
     tests = [{"interval": "1m", "input_series": inputs, "alert_rule_test": [
         {"eval_time": "8m", "alertname": FABRIC_MANAGER_DOWN, "exp_alerts": []},
         {"eval_time": "12m", "alertname": FABRIC_MANAGER_DOWN, "exp_alerts": fired},
+        {"eval_time": "12m", "alertname": FABRIC_STATE_UNREADABLE, "exp_alerts": []},
+        {"eval_time": "38m", "alertname": FABRIC_STATE_UNREADABLE,
+         "exp_alerts": [expected(unreadable, {"node": "gpu-008", "state": "unrecognized"}, "8")]},
     ]}]  # fmt: skip
     run_promtool(rp, "dc1", tests, tmp_path)
 
