@@ -456,6 +456,11 @@ def _as_hostname(nodes: str) -> str:
     return f'label_replace({nodes}, "Hostname", "$1", "node", "(.+)")'
 
 
+def hosts_in_service(expr: str) -> str:
+    """in_service for an expression over dcgm-exporter's ``Hostname``."""
+    return f"{expr} unless on (Hostname) {_as_hostname(CORDONED_NODES)}"
+
+
 # kube-state-metrics as GPUCriticalXid reads it: each node's last sample within KSM_BRIDGE, not the instant's. A failed
 # scrape of kube-state-metrics (its pod OOM-killed, restarting, or evicted from a drained system node: an eviction
 # deletes the pod before the Deployment creates the next) stale-marks every one of its series at once, and read per
@@ -658,7 +663,9 @@ def critical_xid_alert(fault_action: str, cordon_means: str) -> Alert:
         "critical",
         "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported a critical XID",
         f"XID {{{{ $labels.xid }}}} ({{{{ $value }}}} in the last {XID_COUNT_WINDOW_MINUTES} minutes): {fault_action}. The "
-        f"page holds until the node is cordoned (for {CRITICAL_XID_HELD} at most). {cordon_means}.",
+        f"page holds until the node is cordoned (for {CRITICAL_XID_HELD} at most). {cordon_means}. XID 154 says the "
+        "GPU's recovery action changed, in either direction: read it (nvidia-smi -q, GPU Recovery Action) before acting; "
+        "None after a repair means the GPU needs nothing more and the page can be silenced.",
         records=critical_xid_records(CRITICAL_XID_CODES),
     )
 

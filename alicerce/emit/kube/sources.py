@@ -50,6 +50,7 @@ from alicerce.catalog.alerts import (
     XID_COUNT_METRIC,
     Alert,
     cordoned_for_days,
+    hosts_in_service,
     in_service,
     retention_exceeds_volume,
     series_names,
@@ -110,7 +111,9 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
               "monitoring.storage and the file system holds a little less than its claim (ext4 and XFS metadata), so a "
               "growth under about 4% (100 to 103 GiB: a 92.7 GiB retention on a ~98.4 GiB file system) stays below this alert while "
               "compaction's temporary blocks may still fill the volume: grow the claim with every growth of "
-              "monitoring.storage, small ones included."),
+              "monitoring.storage, small ones included. It cannot fire on a hostPath volume (the local-path class "
+              "kubespray installs), for which the kubelet reports no capacity: there `alicerce diff` and the node's "
+              "file system alerts guard."),
     ]  # fmt: skip
     if pools:
         alerts.append(Alert(NODE_CORDONED_FOR_DAYS, f"{_nodes(pools)} and on (node) ({cordoned_for_days()})", "10m", "warning",
@@ -158,7 +161,11 @@ def source_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
         rails = {p.name: p.rdma.rail_devices for p in site.pools if p.name in waited and p.rdma is not None}
         alerts.append(fabric_wait_alert(rails))
     if any(p.gpu is not None for p in site.pools) and rp.spec.operators.gpu_operator.enabled:
-        expr = "max by (Hostname) (DCGM_FI_DEV_GPU_UTIL) unless on (Hostname) max by (Hostname) (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE)"
+        # not on a cordoned node: the node validation's burn-in (dcgmi diag) runs there, and a second DCGM instance can
+        # hold the profiling counters meanwhile (review obsreview46 N-3)
+        expr = hosts_in_service(
+            "max by (Hostname) (DCGM_FI_DEV_GPU_UTIL) unless on (Hostname) max by (Hostname) (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE)"
+        )
         alerts.append(Alert(DCGM_PROFILING_ABSENT, expr, FOR, "warning",
                             "GPUs on {{ $labels.Hostname }} report no DCGM profiling metrics",
                             "dcgm-exporter answers without DCGM_FI_PROF_* (its counters file lacks them, or another "

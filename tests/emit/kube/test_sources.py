@@ -97,6 +97,9 @@ def test_dcgm_profiling_absent_fires_on_a_node_with_device_but_no_profiling_metr
     check("dc1", "DCGMProfilingAbsent", profiled + gpus(OTHER, "DCGM_FI_DEV_GPU_UTIL", 50), [expected(rule, {"Hostname": OTHER}, "50")],
           tmp_path / "a")  # fmt: skip
     check("dc1", "DCGMProfilingAbsent", profiled, [], tmp_path / "b")
+    # review obsreview46 N-3: a cordoned node runs the validation's burn-in (dcgmi diag), whose DCGM can hold the counters
+    cordoned = [{"series": f'kube_node_spec_unschedulable{{node="{OTHER}"}}', "values": f"1{STEPS}"}]
+    check("dc1", "DCGMProfilingAbsent", profiled + gpus(OTHER, "DCGM_FI_DEV_GPU_UTIL", 50) + cordoned, [], tmp_path / "c")
 
 
 @needs_promtool
