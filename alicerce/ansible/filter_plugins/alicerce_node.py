@@ -219,8 +219,8 @@ _REPRESENTOR = re.compile(r"pf[0-9]+(?:vf|sf)[0-9]+$")
 
 def _rail_netdev(name: str, netdevs: list[str]) -> str:
     """The rail's interface: its stable name where it has it already, else the adapter's first interface that is no
-    representor. Taking the first by name whatever it was read a representor (ens1f0npf0vf0 sorts before rorail0) or
-    a dual-port adapter's other port (ib1 before ibrail0) as the rail, so every run took that interface down to rename
+    representor. The first by name, whatever it was, took a representor (ens1f0npf0vf0 sorts before rorail0) or a
+    dual-port adapter's other port (ib1 before ibrail0) for the rail, so every run took that interface down to rename
     it, and drained the node for it (review obsreview44 N-4)."""
     if name in netdevs:
         return name

@@ -454,7 +454,7 @@ def _kind_records(site: ResolvedSite) -> list[dict[str, Any]]:
 
 def _renamed_seen() -> dict[str, Any]:
     """PORT_RENAMED_SEEN, after the kind records: a port remembered and gone (no state series) gets the time it is
-    first seen so while its node reports ports, is not cordoned and has its kind whole; it keeps it while it stays
+    first seen gone while its node reports ports, is not cordoned and has its kind whole, and keeps it while it stays
     gone. Its own previous value carries it (up to a day without an evaluation)."""
     by, kind = "node, device, port", f"node, port, {PORT_KIND}"
     gone = f"({PORT_LAST_ACTIVE} unless on ({by}) max by ({by}) (node_infiniband_state_id))"
@@ -1014,9 +1014,9 @@ def node_rules(site: ResolvedSite) -> list[dict[str, Any]]:
     ]
     if rail_port_pools(site):
         # only where the rail alerts read them. Each evaluation, PORT_LAST_ACTIVE reads a day's range of itself per
-        # remembered port (2,880 samples at a 30 s evaluation), the most two such ranges
-        # per node and port kind (one to three kinds a node), and PORT_RENAMED_SEEN one per port gone (none on a node
-        # that renamed nothing in the last 30 days)
+        # remembered port (2,880 samples at a 30 s evaluation), the most two such ranges per node and port kind (one to
+        # three kinds a node), and PORT_RENAMED_SEEN one per port gone (none on a node that renamed nothing in the last
+        # 30 days)
         rules += [_port_last_seen(port_active), *_kind_records(site), _renamed_seen()]
     if every_mount_counted(site):
         # what a node reads and writes: local disks and its shared file systems' client counters. The fabric's ports
