@@ -510,6 +510,25 @@ def join_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]
     return rules
 
 
+def _serving_ready() -> str:
+    """SERVING_READY: per serving workload, its serving pods ready. A RayService's head is Ready whatever its replicas
+    do: KubeRay gives the head a readiness probe on the raylet and GCS only, and its workers one that checks the Serve
+    proxy too, which answers on a worker only while replicas run there (KubeRay v1.7.0 common/pod.go
+    initLivenessAndReadinessProbe, RayServeProxyHealthPath; kuberay PR 1808). So a Ray head counts where its workload
+    has a ready worker, or no worker pod at all (replicas on the head): every vLLM replica dead, or its worker Pending
+    for capacity, behind a Ready head paged nothing (review obsreview47 D-1)."""
+    node_type = ksm_label(RAY_NODE_TYPE_LABEL)
+    heads, workers = f'kube_pod_labels{{{node_type}="head"}}', f'kube_pod_labels{{{node_type}="worker"}}'
+    ready = f"({SERVING_POD} * on (namespace, pod) group_left () ({READY_PODS}))"
+    ray_workers = f"({POD_WORKLOAD} and on (namespace, pod) {workers})"
+    ready_workers = f"{ray_workers} * on (namespace, pod) group_left () ({READY_PODS})"
+    by = "namespace, workload"
+    replicaless = f"(count by ({by}) {ray_workers} unless on ({by}) count by ({by}) ({ready_workers}))"
+    head_served = f"({ready} and on (namespace, pod) {heads} unless on ({by}) {replicaless})"
+    served = f"({ready} unless on (namespace, pod) {heads}) or {head_served}"
+    return f"count by ({by}) ({served})"
+
+
 def pod_runs() -> str:
     """The run each pod belongs to (labels namespace, pod, run_kind, run, run_uid), for its cost: a Kubeflow TrainJob's
     JobSet (same name as the TrainJob), else the plain Job itself (kube-state-metrics 2.20.0 kube_pod_owner, internal/
@@ -903,7 +922,7 @@ def serving_rules() -> list[dict[str, Any]]:
         ),
         _rule("workload:vllm_requests_waiting:sum", workload(f"sum by ({by}) ({' or '.join(series_names('vllm:num_requests_waiting'))})")),
         _rule("workload:serving_up:ratio", workload(f'avg by ({by}) (up{{{SERVING_WORKLOAD_LABEL}!=""}})')),
-        _rule(SERVING_READY, f"count by (namespace, workload) ({SERVING_POD} * on (namespace, pod) group_left () ({READY_PODS}))"),
+        _rule(SERVING_READY, _serving_ready()),
         _last_seen(SERVING_LAST_READY, SERVING_READY, "namespace, workload"),
         # only while kube-state-metrics reports pods at all: its own outage is no scale-to-zero. The live pods are read
         # from kube-state-metrics itself here, not through the joins group's record: after a gap (a Prometheus restart,
