@@ -190,9 +190,6 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     # port that vanished before the records' first evaluation is not seen (the most starts at the count then)
     state = f"max by ({PORT}) (node_infiniband_state_id)"
 
-    def members(pool: str) -> str:
-        return f'max by (node) (kube_node_labels{{{POOL_NODE_LABEL}="{pool}"}})'
-
     kind = f"node, port, {PORT_KIND}"
     whole = f"({KIND_ACTIVE} >= on ({kind}) {KIND_MOST_ACTIVE})"
 
@@ -228,8 +225,8 @@ def _rail_alerts(rp: ResolvedPlatform, site_name: str) -> list[Alert]:
     # see it: fewer ports active in the last 30 days than the pool's rails, once the node is past its install grace
     # (review obsreview5 G5). A port that went down is still counted here: FabricPortDown reports it
     def never_up(pool: str) -> str:
-        ever = f"(count by (node) ({PORT_LAST_ACTIVE}{devices[pool]}) or 0 * {members(pool)})"
-        return f"{ever} * on (node) group_left () ({members(pool)} > 0) < {adapters[pool]}"
+        ever = f"(count by (node) ({PORT_LAST_ACTIVE}{devices[pool]}) or 0 * {_members(pool)})"
+        return f"{ever} * on (node) group_left () ({_members(pool)} > 0) < {adapters[pool]}"
 
     # each pool's term in parentheses, and their union too: `and`/`unless` bind tighter than `or`, so unwrapped the grace
     # and the cordon filtered only the last pool's term (review obsreview6 DEFECT 4)
