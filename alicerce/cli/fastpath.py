@@ -96,9 +96,10 @@ def _check(request: Request) -> Result:
     as_json = request.output_format == "json"
     environments: list[str] = []
     notes: list[SpecError] = []
+    warnings: list[SpecError] = []
     try:
         checked = check(load_file(request.spec, request.spec), None if request.env is None else [request.env])
-        errors, environments = checked.errors, list(checked.environments)
+        errors, environments, warnings = checked.errors, list(checked.environments), checked.warnings
         # a warning rule's findings (Rule.warning) beside the notes: both are shown with a valid spec only, after the
         # errors are fixed, so the errors stay the first thing read
         notes = [] if errors else alias_notes(checked) + checked.warnings
@@ -109,7 +110,8 @@ def _check(request: Request) -> Result:
 
         from alicerce.rules.sarif import render_sarif
 
-        return Result(render_sarif(errors, version("alicerce")), "", EXIT_INVALID if errors else 0)
+        # code scanning lists results by level, so a warning is a result beside the errors rather than held back
+        return Result(render_sarif(errors, version("alicerce"), warnings), "", EXIT_INVALID if errors else 0)
     if errors:
         out, err = render_report(errors, as_json)
         return Result(out, err, EXIT_INVALID)

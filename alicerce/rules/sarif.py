@@ -1,9 +1,9 @@
 """`alicerce validate --format sarif`: every located error as SARIF 2.1.0, for GitHub code scanning.
 
-One run, one result per error with the spec file, line and column, rules described from the rule
-table. Shaped by the OASIS SARIF 2.1.0 schema (tests validate against it) and by what GitHub's
-``upload-sarif`` needs: a ``results`` array even when empty, repository-relative URIs, one run per
-category.
+One run, one result per error with the spec file, line and column, rules described from the rule table; a warning
+rule's findings (validate exits 0 on them) are results of level ``warning``, so code scanning shows them beside the
+errors instead of the log dropping them. Shaped by the OASIS SARIF 2.1.0 schema (tests validate against it) and by what
+GitHub's ``upload-sarif`` needs: a ``results`` array even when empty, repository-relative URIs, one run per category.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from alicerce.rules import all_rules
+from alicerce.rules import WARNING_RULES, all_rules
 from alicerce.spec.errors import SpecError, format_path
 from alicerce.spec.text import redacted
 
@@ -37,19 +37,24 @@ def _uri(file: str) -> str:
     return PurePosixPath(*path.parts).as_posix() if path.parts else file
 
 
+def _level(rule_id: str) -> str:
+    return "warning" if rule_id in WARNING_RULES else "error"
+
+
 def _rule(rule_id: str) -> dict[str, Any]:
     table = all_rules()
     if rule_id in table:
         rule = table[rule_id]
         name, summary, tags = rule.name, rule.summary, ["cross-field", *(["waivable"] if rule.waivable else [])]
+        level = _level(rule_id)
     else:
         name, summary = FAMILIES.get(rule_id[:3], ("spec", "The platform spec is valid."))
-        tags = [name]
+        tags, level = [name], "error"
     return {
         "id": rule_id,
         "name": name,
         "shortDescription": {"text": summary},
-        "defaultConfiguration": {"level": "error"},
+        "defaultConfiguration": {"level": level},
         "properties": {"tags": tags},
     }
 
@@ -66,7 +71,7 @@ def _result(error: SpecError, index: int) -> dict[str, Any]:
     return {
         "ruleId": error.rule,
         "ruleIndex": index,
-        "level": "error",
+        "level": _level(error.rule),
         "message": {"text": text},
         "locations": [
             {
@@ -83,8 +88,9 @@ def _result(error: SpecError, index: int) -> dict[str, Any]:
     }
 
 
-def render_sarif(errors: Sequence[SpecError], version: str) -> str:
-    """The SARIF log of one validation (an empty ``results`` list when the spec is valid)."""
+def render_sarif(errors: Sequence[SpecError], version: str, warnings: Sequence[SpecError] = ()) -> str:
+    """The SARIF log of one validation: its errors, then its warnings (an empty ``results`` list when there are none)."""
+    errors = [*errors, *warnings]
     ids = sorted({e.rule for e in errors})
     index = {rule_id: i for i, rule_id in enumerate(ids)}
     log = {

@@ -16,6 +16,7 @@ import jsonschema
 import yaml
 
 from alicerce.cli.documents import DOCUMENTS
+from tests.cli.test_gitops import sarif_validator
 from tests.conftest import ROOT, alicerce
 
 QWEN3_MOE: dict[str, Any] = {"parameters": "30.5B", "activeParameters": "3.3B", "architecture": "moe", "layers": 48, "hiddenSize": 2048}
@@ -47,6 +48,28 @@ def test_a_lora_moe_without_experts_is_valid_with_a_located_warning(tmp_path: Pa
     jsonschema.Draft202012Validator(DOCUMENTS["validate"]()).validate(document)
     assert document["valid"] and document["errors"] == []
     assert [(n["rule"], n["path"], n["line"]) for n in document["notes"]] == [("AL393", "workloads[0].model", line)]
+
+
+def test_sarif_carries_the_warning_as_a_located_result_of_level_warning(tmp_path: Path) -> None:
+    """Code scanning reads only the SARIF log: a warning left out of it was never seen in a pull request. It is a
+    result of level warning (exit 0 alone), and beside an error both are results (exit 2)."""
+    line = _spec(tmp_path, QWEN3_MOE)
+    sarif = run("validate", "--format", "sarif", cwd=tmp_path)
+    assert sarif.returncode == 0, sarif.stderr
+    log = json.loads(sarif.stdout)
+    assert [e.message for e in sarif_validator().iter_errors(log)] == []
+    (result,) = log["runs"][0]["results"]
+    region = result["locations"][0]["physicalLocation"]["region"]
+    assert (result["ruleId"], result["level"], region["startLine"], region["startColumn"]) == ("AL393", "warning", line, 3)
+    (rule,) = log["runs"][0]["tool"]["driver"]["rules"]
+    assert rule["defaultConfiguration"] == {"level": "warning"}
+    spec = yaml.safe_load((tmp_path / "platform.yaml").read_text(encoding="utf-8"))
+    spec["workloads"][0]["team"] = "nobody"  # a cross-field error beside the warning
+    (tmp_path / "platform.yaml").write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    both = run("validate", "--format", "sarif", cwd=tmp_path)
+    assert both.returncode == 2, both.stderr
+    levels = {(r["ruleId"][:3], r["level"]) for r in json.loads(both.stdout)["runs"][0]["results"]}
+    assert ("AL3", "warning") in levels and any(level == "error" for _, level in levels), levels
 
 
 def test_declared_experts_get_no_warning(tmp_path: Path) -> None:
