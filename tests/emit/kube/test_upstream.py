@@ -89,6 +89,15 @@ def unvendored(bom: Any) -> list[str]:
     return missing
 
 
+def test_every_vendored_source_note_is_a_yaml_mapping() -> None:
+    """A SOURCE.yaml says where a copy's facts come from; three of them did not parse (a colon and space inside a
+    plain scalar), so nothing could read their sources back."""
+    notes = sorted(UPSTREAM.glob("*/*/SOURCE.yaml"))
+    assert len(notes) > 20
+    unreadable = [str(n.relative_to(UPSTREAM)) for n in notes if not isinstance(yaml.safe_load(n.read_text(encoding="utf-8")), dict)]
+    assert unreadable == []
+
+
 def test_every_pinned_chart_version_has_vendored_facts() -> None:
     bom = load_catalog().versions.bom
     assert unvendored(bom) == [], f"vendor their facts under {UPSTREAM} first"
