@@ -75,6 +75,25 @@ SERVING_LAST_READY = "workload:serving_ready:last_timestamp"
 # when a serving workload last had no live pod after having served (scaled to zero): a start from zero that is not
 # ready yet is no outage (review obsreview6 DEFECT 1)
 SERVING_LAST_EMPTY = "workload:serving_no_live_pod:last_timestamp"
+# A RayService's pods say whether its Ray cluster runs, not whether its replicas serve: KubeRay's head readiness probe
+# checks the raylet and GCS only, and a worker's the Serve proxy, which runs on any node that holds a replica of any
+# deployment, an ingress's too, and on no node that holds none (KubeRay v1.7.0 common/pod.go
+# initLivenessAndReadinessProbe; kuberay PR 1808). Counting Ray workers' readiness paged on a cold start from zero and
+# on an idle worker group, and stayed quiet on a dead engine beside a live ingress (reviews obsreview47 D-1,
+# obsreview48 D-1..D-3). Ray Serve's controller, on the head, says it per deployment (ray python/ray/serve/_private/
+# deployment_state.py): serve_deployment_replica_healthy is 1 for each replica whose last health check passed and 0
+# from when it is stopped (a failed check stops it; a starting replica has none), and serve_autoscaling_target_replicas
+# the replicas the deployment is to have at each target change (its num_replicas, or the autoscaler's target: 0 scaled
+# to zero; ray-project/ray PR 59220, merged 2025-12-06). Ray's metrics agent prefixes ray_ (RAY_HTTP_REQUESTS).
+RAY_REPLICA_HEALTHY = "ray_serve_deployment_replica_healthy"
+RAY_TARGET_REPLICAS = "ray_serve_autoscaling_target_replicas"
+RAY_DEPLOYMENT = "namespace, workload, application, deployment"
+RAY_DEPLOYMENT_HEALTHY = "workload_deployment:ray_serve_healthy_replicas:sum"
+RAY_DEPLOYMENT_TARGET = "workload_deployment:ray_serve_target_replicas:sum"
+# when a deployment last had a healthy replica, and last had a target of none (scaled to zero): down after serving is
+# told from a cold start as SERVING_LAST_READY and SERVING_LAST_EMPTY tell it for pods
+RAY_DEPLOYMENT_LAST_HEALTHY = "workload_deployment:ray_serve_healthy:last_timestamp"
+RAY_DEPLOYMENT_LAST_ZERO = "workload_deployment:ray_serve_target_zero:last_timestamp"
 PORT_LAST_ACTIVE = "node_port:infiniband_active:last_timestamp"
 # the label of node_infiniband_info PORT_LAST_ACTIVE keeps beside the port (node exporter v1.12.1
 # collector/infiniband_linux.go:175-182): its card's ASIC, which with the `port` number is the port's kind, so a rail
@@ -295,7 +314,8 @@ POD_WORKLOAD = "alicerce:pod_workload:info"
 # every pod of a group with its index in it, the leader's 0 (lws api/leaderworkerset/v1 WorkerIndexLabelKey)
 # KubeRay labels the same way every pod of a RayCluster (a RayService's too) with its node type, head or worker
 # (KubeRay v1.7.0 ray-operator/controllers/ray/utils/constant.go RayNodeTypeLabelKey; rayv1 HeadNode "head", WorkerNode
-# "worker"): the head runs the Serve controller and proxy that answers, its workers the replicas that hold the GPUs
+# "worker"): the head runs the Serve controller and a proxy, its workers the replicas that hold the GPUs. A head's
+# readiness says its Ray cluster runs; whether its replicas serve, Ray Serve says (RAY_REPLICA_HEALTHY)
 SERVING_POD = "alicerce:pod_serving:info"
 LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 RAY_NODE_TYPE_LABEL = "ray.io/node-type"
@@ -508,25 +528,6 @@ def join_rules(rp: ResolvedPlatform, site: ResolvedSite) -> list[dict[str, Any]]
     rules.append(_rule(SERVING_POD, f"{POD_WORKLOAD} unless on (namespace, pod) ({workers})"))
     rules.append(_rule(INFERENCE_POD, _inference_pods(rp, site)))
     return rules
-
-
-def _serving_ready() -> str:
-    """SERVING_READY: per serving workload, its serving pods ready. A RayService's head is Ready whatever its replicas
-    do: KubeRay gives the head a readiness probe on the raylet and GCS only, and its workers one that checks the Serve
-    proxy too, which answers on a worker only while replicas run there (KubeRay v1.7.0 common/pod.go
-    initLivenessAndReadinessProbe, RayServeProxyHealthPath; kuberay PR 1808). So a Ray head counts where its workload
-    has a ready worker, or no worker pod at all (replicas on the head): every vLLM replica dead, or its worker Pending
-    for capacity, behind a Ready head paged nothing (review obsreview47 D-1)."""
-    node_type = ksm_label(RAY_NODE_TYPE_LABEL)
-    heads, workers = f'kube_pod_labels{{{node_type}="head"}}', f'kube_pod_labels{{{node_type}="worker"}}'
-    ready = f"({SERVING_POD} * on (namespace, pod) group_left () ({READY_PODS}))"
-    ray_workers = f"({POD_WORKLOAD} and on (namespace, pod) {workers})"
-    ready_workers = f"{ray_workers} * on (namespace, pod) group_left () ({READY_PODS})"
-    by = "namespace, workload"
-    replicaless = f"(count by ({by}) {ray_workers} unless on ({by}) count by ({by}) ({ready_workers}))"
-    head_served = f"({ready} and on (namespace, pod) {heads} unless on ({by}) {replicaless})"
-    served = f"({ready} unless on (namespace, pod) {heads}) or {head_served}"
-    return f"count by ({by}) ({served})"
 
 
 def pod_runs() -> str:
@@ -922,8 +923,14 @@ def serving_rules() -> list[dict[str, Any]]:
         ),
         _rule("workload:vllm_requests_waiting:sum", workload(f"sum by ({by}) ({' or '.join(series_names('vllm:num_requests_waiting'))})")),
         _rule("workload:serving_up:ratio", workload(f'avg by ({by}) (up{{{SERVING_WORKLOAD_LABEL}!=""}})')),
-        _rule(SERVING_READY, _serving_ready()),
+        _rule(SERVING_READY, f"count by (namespace, workload) ({SERVING_POD} * on (namespace, pod) group_left () ({READY_PODS}))"),
         _last_seen(SERVING_LAST_READY, SERVING_READY, "namespace, workload"),
+        # Ray Serve's own replicas of each deployment of a RayService's applications, summed over the workload's Ray
+        # clusters (a zero-downtime upgrade runs two controllers side by side until the new one serves)
+        _rule(RAY_DEPLOYMENT_HEALTHY, f"sum by ({RAY_DEPLOYMENT}) ({workload(RAY_REPLICA_HEALTHY)})"),
+        _rule(RAY_DEPLOYMENT_TARGET, f"sum by ({RAY_DEPLOYMENT}) ({workload(RAY_TARGET_REPLICAS)})"),
+        _last_seen(RAY_DEPLOYMENT_LAST_HEALTHY, f"{RAY_DEPLOYMENT_HEALTHY} > 0", RAY_DEPLOYMENT),
+        _last_seen(RAY_DEPLOYMENT_LAST_ZERO, f"{RAY_DEPLOYMENT_TARGET} == 0", RAY_DEPLOYMENT),
         # only while kube-state-metrics reports pods at all: its own outage is no scale-to-zero. The live pods are read
         # from kube-state-metrics itself here, not through the joins group's record: after a gap (a Prometheus restart,
         # a kube-state-metrics outage) this group may run before that one, whose record is then stale, and a workload

@@ -1131,6 +1131,10 @@ def test_unrelated_alerts_without_a_namespace_are_separate_notifications() -> No
         # a per-pod alert on a node (GPUMemoryBound was this example until it grouped across nodes with the job
         # diagnoses, issue 24: test_one_jobs_diagnosis_on_many_nodes_is_one_notification_per_team)
         {"alertname": "GPUIdleWhileAllocated", "node": "ip-10-0-1-1", "namespace": "research", "pod": "trainer-0"},
+        # two models down in one serving namespace: the second outage was a re-trigger of the first's open page, and
+        # the incident resolved only when both did (review obsreview48 G-1)
+        {"alertname": "ServingWorkloadDown", "namespace": "serving", "workload": "chat-70b"},
+        {"alertname": "ServingWorkloadDown", "namespace": "serving", "workload": "embed"},
     ]
     keys = {tuple(a.get(label, "") for label in route["group_by"]) for a in alerts}
     assert len(keys) == len(alerts)

@@ -1,0 +1,113 @@
+"""A RayService's serving alerts from Ray Serve's own replica count (reviews obsreview47 D-1, obsreview48 D-1..D-3).
+
+Its pods' readiness cannot say whether it serves: KubeRay's head probe checks the raylet and GCS only, a worker's the
+Serve proxy, which runs on any node holding a replica of any deployment and on no node holding none. Counting Ray
+workers' readiness paged on a cold start from zero and beside an idle worker group, and stayed quiet on a dead engine
+beside a live ingress. The Serve controller on the head counts each deployment's healthy replicas and its target
+(python/ray/serve/_private/deployment_state.py); the alerts read those, as Prometheus stores them from the head's
+metrics port under the serving PodMonitor (the workload label from the pod's alicerce.dev/workload).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from alicerce.emit.kube.kpi import RAY_REPLICA_HEALTHY, RAY_TARGET_REPLICAS
+from tests.emit.kube.test_monitoring import expected, needs_promtool, platform, rules_of, run_promtool
+from tests.emit.kube.upstream import load
+
+ENGINE, INGRESS = "LLMServer:llama-3-70b", "OpenAiIngress"
+HEAD = "chat-raycluster-head"
+KEY = {"namespace": "serving", "workload": "chat-70b", "application": "llm"}
+
+
+def controller(metric: str, deployment: str, values: str, replica: str | None = None, head: str = HEAD) -> dict[str, str]:
+    """One of the Serve controller's gauges, scraped from the head pod (Ray's own SessionName and node labels beside)."""
+    labels = {"namespace": "serving", "pod": head, "alicerce_dev_workload": "chat-70b", "application": "llm",
+              "deployment": deployment, "SessionName": "session_2026", "job": "serving/chat-70b"}  # fmt: skip
+    if replica is not None:
+        labels["replica"] = replica
+    inner = ",".join(f'{k}="{v}"' for k, v in labels.items())
+    return {"series": f"{metric}{{{inner}}}", "values": values}
+
+
+def target(deployment: str, values: str, head: str = HEAD) -> dict[str, str]:
+    return controller(RAY_TARGET_REPLICAS, deployment, values, head=head)
+
+
+def healthy(deployment: str, replica: str, values: str, head: str = HEAD) -> dict[str, str]:
+    return controller(RAY_REPLICA_HEALTHY, deployment, values, replica, head)
+
+
+def at(alert: str, when: str, fired: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {"eval_time": when, "alertname": alert, "exp_alerts": fired or []}
+
+
+def case(inputs: list[dict[str, str]], checks: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"interval": "1m", "input_series": inputs, "alert_rule_test": checks}
+
+
+def test_the_gauges_read_are_the_serve_controllers() -> None:
+    facts = load("ray-serve", "latest-2026-12", "metrics.json")
+    assert facts[RAY_REPLICA_HEALTHY]["labels"] == ["deployment", "replica", "application"]
+    assert facts[RAY_TARGET_REPLICAS]["labels"] == ["deployment", "application"]
+    assert {facts[m]["type"] for m in (RAY_REPLICA_HEALTHY, RAY_TARGET_REPLICAS)} == {"gauge"}
+
+
+@needs_promtool
+def test_a_rayservice_pages_on_its_replicas_not_its_pods(tmp_path: Path) -> None:
+    rp = platform()
+    rules = rules_of(rp, "aws")
+    down, never, blind = "RayServeDeploymentDown", "RayServeDeploymentNeverHealthy", "RayServeTargetReplicasAbsent"
+    engine = KEY | {"deployment": ENGINE}
+    tests = [
+        # the engine's only replica fails its health check at 60m and is stopped (0 from then), the ingress's stays
+        # healthy, so the worker holding both stays Ready: the engine's deployment is down (obsreview48 D-3)
+        case(
+            [target(ENGINE, "1x180"), healthy(ENGINE, "r1", "1x59 0x120"), target(INGRESS, "1x180"), healthy(INGRESS, "i1", "1x180")],
+            [
+                at(down, "50m"),
+                at(down, "70m", [expected(rules[down], engine, "1")]),
+                at(down, "170m", [expected(rules[down], engine, "1")]),
+                at(never, "170m"),
+            ],
+        ),
+        # scaled to zero at 31m (the target first, the replica stopped after it), up again at 102m, loading until 132m:
+        # neither the zero nor the cold start is down, and 30 minutes is no never-healthy (obsreview48 D-1)
+        case(
+            [target(ENGINE, "1x30 0x70 1x80"), healthy(ENGINE, "r1", "1x31 0x148"), healthy(ENGINE, "r2", "_x131 1x49")],
+            [at(down, "90m"), at(down, "110m"), at(down, "130m"), at(never, "130m"), at(down, "170m"), at(never, "170m")],
+        ),
+        # a zero-downtime upgrade: the new cluster's controller counts its replica loading for 40 minutes while the
+        # old cluster's still serves
+        case(
+            [
+                target(ENGINE, "1x120", "chat-raycluster-a-head"),
+                healthy(ENGINE, "r1", "1x120", "chat-raycluster-a-head"),
+                target(ENGINE, "_x30 1x90", "chat-raycluster-b-head"),
+                healthy(ENGINE, "r2", "_x70 1x50", "chat-raycluster-b-head"),
+            ],
+            [at(down, "60m"), at(never, "60m"), at(down, "100m"), at(never, "100m")],
+        ),
+        # a first deploy whose replica never passes a health check: a ticket after 45 minutes, no page
+        case([target(ENGINE, "1x60")], [at(never, "40m"), at(never, "50m", [expected(rules[never], engine, "1")]), at(down, "50m")]),
+        # a Ray before the target gauge: replica health alone cannot tell dead from scaled to zero, and says so
+        case(
+            [healthy(ENGINE, "r1", "1x20 0x40")],
+            [at(down, "50m"), at(never, "50m"), at(blind, "50m", [expected(rules[blind], engine, "1")])],
+        ),
+    ]
+    run_promtool(rp, "aws", tests, tmp_path)
+
+
+@needs_promtool
+def test_the_down_page_needs_the_served_replica_it_lost(tmp_path: Path) -> None:
+    """The control of the scale-to-zero case: the same replica lost without the target going to zero pages, so the
+    quiet cold start above is the target's doing, not an input the rule cannot read."""
+    rp = platform()
+    rules = rules_of(rp, "aws")
+    engine = KEY | {"deployment": ENGINE}
+    lost = [target(ENGINE, "1x180"), healthy(ENGINE, "r1", "1x31 0x148"), healthy(ENGINE, "r2", "_x131 1x49")]
+    fired = [expected(rules["RayServeDeploymentDown"], engine, "1")]
+    run_promtool(rp, "aws", [case(lost, [at("RayServeDeploymentDown", "90m", fired), at("RayServeDeploymentDown", "140m")])], tmp_path)
