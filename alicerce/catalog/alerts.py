@@ -993,11 +993,11 @@ SERVING_WORKLOAD_DOWN = "ServingWorkloadDown"
 SERVING_NEVER_READY = "ServingWorkloadNeverReady"
 # a deployment of a RayService's Ray Serve application with replicas to run and none healthy, from Ray Serve's
 # controller (alicerce.emit.kube.kpi RAY_REPLICA_HEALTHY): down after serving, or never healthy; and a Ray that reports
-# replica health without the target the two read (a release before the target gauge), where both are blind
+# replica health without the deployment status the two read (a release before the status gauge), where both are blind
 RAY_SERVE_DEPLOYMENT_DOWN = "RayServeDeploymentDown"
 RAY_SERVE_NEVER_HEALTHY = "RayServeDeploymentNeverHealthy"
-RAY_SERVE_TARGET_ABSENT = "RayServeTargetReplicasAbsent"
-SERVING_ALERTS = (SERVING_WORKLOAD_DOWN, SERVING_NEVER_READY, RAY_SERVE_DEPLOYMENT_DOWN, RAY_SERVE_NEVER_HEALTHY, RAY_SERVE_TARGET_ABSENT)
+RAY_SERVE_STATUS_ABSENT = "RayServeDeploymentStatusAbsent"
+SERVING_ALERTS = (SERVING_WORKLOAD_DOWN, SERVING_NEVER_READY, RAY_SERVE_DEPLOYMENT_DOWN, RAY_SERVE_NEVER_HEALTHY, RAY_SERVE_STATUS_ABSENT)
 # a fabric rail that stopped (alicerce.emit.kube.fabric_alerts): a port no longer active, a link that keeps going down
 FABRIC_PORT_DOWN = "FabricPortDown"
 FABRIC_LINK_FLAPPING = "FabricLinkFlapping"

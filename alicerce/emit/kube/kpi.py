@@ -80,20 +80,25 @@ SERVING_LAST_EMPTY = "workload:serving_no_live_pod:last_timestamp"
 # deployment, an ingress's too, and on no node that holds none (KubeRay v1.7.0 common/pod.go
 # initLivenessAndReadinessProbe; kuberay PR 1808). Counting Ray workers' readiness paged on a cold start from zero and
 # on an idle worker group, and stayed quiet on a dead engine beside a live ingress (reviews obsreview47 D-1,
-# obsreview48 D-1..D-3). Ray Serve's controller, on the head, says it per deployment (ray python/ray/serve/_private/
-# deployment_state.py): serve_deployment_replica_healthy is 1 for each replica whose last health check passed and 0
-# from when it is stopped (a failed check stops it; a starting replica has none), and serve_autoscaling_target_replicas
-# the replicas the deployment is to have at each target change (its num_replicas, or the autoscaler's target: 0 scaled
-# to zero; ray-project/ray PR 59220, merged 2025-12-06). Ray's metrics agent prefixes ray_ (RAY_HTTP_REQUESTS).
+# obsreview48 D-1..D-3). Ray Serve's controller, on the head, says it per deployment at every control loop (ray
+# python/ray/serve/_private/deployment_state.py): serve_deployment_replica_healthy is 1 for each RUNNING replica whose
+# health check passed (0 once, when it fails or is stopped; a starting replica has none), and serve_deployment_status
+# the deployment's status as a number (ray-project/ray PR 59244, merged 2025-12-07; its metrics test: 1 DEPLOY_FAILED,
+# 2 UNHEALTHY, 3 UPDATING, 4 UPSCALING, 5 DOWNSCALING, 6 HEALTHY). A gauge set on a change only, such as
+# serve_autoscaling_target_replicas, is exported once and then dropped by Ray's default OpenTelemetry backend, so it
+# is no level to alert on (review obsreview49 D-1). Ray's metrics agent prefixes ray_ (RAY_HTTP_REQUESTS).
 RAY_REPLICA_HEALTHY = "ray_serve_deployment_replica_healthy"
-RAY_TARGET_REPLICAS = "ray_serve_autoscaling_target_replicas"
+RAY_DEPLOYMENT_STATUS_GAUGE = "ray_serve_deployment_status"
+RAY_STATUS_HEALTHY = 6  # HEALTHY: every replica it is to run runs, none when it is scaled to zero
+RAY_STATUS_WANTING = (1, 4)  # DEPLOY_FAILED, UNHEALTHY, UPDATING, UPSCALING: replicas to run that do not all run
 RAY_DEPLOYMENT = "namespace, workload, application, deployment"
 RAY_DEPLOYMENT_HEALTHY = "workload_deployment:ray_serve_healthy_replicas:sum"
-RAY_DEPLOYMENT_TARGET = "workload_deployment:ray_serve_target_replicas:sum"
-# when a deployment last had a healthy replica, and last had a target of none (scaled to zero): down after serving is
+# the lowest status its controllers report (a zero-downtime upgrade runs two side by side until the new one serves)
+RAY_DEPLOYMENT_STATUS = "workload_deployment:ray_serve_status:min"
+# when a deployment last had a healthy replica, and last was HEALTHY with none (scaled to zero): down after serving is
 # told from a cold start as SERVING_LAST_READY and SERVING_LAST_EMPTY tell it for pods
 RAY_DEPLOYMENT_LAST_HEALTHY = "workload_deployment:ray_serve_healthy:last_timestamp"
-RAY_DEPLOYMENT_LAST_ZERO = "workload_deployment:ray_serve_target_zero:last_timestamp"
+RAY_DEPLOYMENT_LAST_ZERO = "workload_deployment:ray_serve_scaled_to_zero:last_timestamp"
 PORT_LAST_ACTIVE = "node_port:infiniband_active:last_timestamp"
 # the label of node_infiniband_info PORT_LAST_ACTIVE keeps beside the port (node exporter v1.12.1
 # collector/infiniband_linux.go:175-182): its card's ASIC, which with the `port` number is the port's kind, so a rail
@@ -928,9 +933,13 @@ def serving_rules() -> list[dict[str, Any]]:
         # Ray Serve's own replicas of each deployment of a RayService's applications, summed over the workload's Ray
         # clusters (a zero-downtime upgrade runs two controllers side by side until the new one serves)
         _rule(RAY_DEPLOYMENT_HEALTHY, f"sum by ({RAY_DEPLOYMENT}) ({workload(RAY_REPLICA_HEALTHY)})"),
-        _rule(RAY_DEPLOYMENT_TARGET, f"sum by ({RAY_DEPLOYMENT}) ({workload(RAY_TARGET_REPLICAS)})"),
+        _rule(RAY_DEPLOYMENT_STATUS, f"min by ({RAY_DEPLOYMENT}) ({workload(RAY_DEPLOYMENT_STATUS_GAUGE)})"),
         _last_seen(RAY_DEPLOYMENT_LAST_HEALTHY, f"{RAY_DEPLOYMENT_HEALTHY} > 0", RAY_DEPLOYMENT),
-        _last_seen(RAY_DEPLOYMENT_LAST_ZERO, f"{RAY_DEPLOYMENT_TARGET} == 0", RAY_DEPLOYMENT),
+        _last_seen(
+            RAY_DEPLOYMENT_LAST_ZERO,
+            f"{RAY_DEPLOYMENT_STATUS} == {RAY_STATUS_HEALTHY} unless on ({RAY_DEPLOYMENT}) ({RAY_DEPLOYMENT_HEALTHY} > 0)",
+            RAY_DEPLOYMENT,
+        ),
         # only while kube-state-metrics reports pods at all: its own outage is no scale-to-zero. The live pods are read
         # from kube-state-metrics itself here, not through the joins group's record: after a gap (a Prometheus restart,
         # a kube-state-metrics outage) this group may run before that one, whose record is then stale, and a workload

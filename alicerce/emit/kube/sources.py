@@ -42,7 +42,7 @@ from alicerce.catalog.alerts import (
     PROMETHEUS_RETENTION_EXCEEDS_VOLUME,
     RAY_SERVE_DEPLOYMENT_DOWN,
     RAY_SERVE_NEVER_HEALTHY,
-    RAY_SERVE_TARGET_ABSENT,
+    RAY_SERVE_STATUS_ABSENT,
     SERVING_ENGINE_METRICS_ABSENT,
     SERVING_LATENCY_UNMEASURED,
     SERVING_METRICS_ABSENT,
@@ -74,8 +74,9 @@ from alicerce.emit.kube.kpi import (
     RAY_DEPLOYMENT_HEALTHY,
     RAY_DEPLOYMENT_LAST_HEALTHY,
     RAY_DEPLOYMENT_LAST_ZERO,
-    RAY_DEPLOYMENT_TARGET,
+    RAY_DEPLOYMENT_STATUS,
     RAY_NODE_TYPE_LABEL,
+    RAY_STATUS_WANTING,
     READY_PODS,
     SERVING_LAST_EMPTY,
     SERVING_LAST_READY,
@@ -425,33 +426,35 @@ def efa_counters_alerts(pools: list[str]) -> list[Alert]:
 
 
 def _ray_serve_alerts(names: str) -> list[Alert]:
-    """A RayService's serving alerts from Ray Serve's own replica count (kpi.RAY_REPLICA_HEALTHY), per deployment of its
+    """A RayService's serving alerts from Ray Serve's own count (kpi.RAY_REPLICA_HEALTHY), per deployment of its
     applications: its pods' readiness cannot tell a dead engine from a live one, nor a cold start from an outage. A
-    deployment with replicas to run and none healthy pages when it had one since it last was scaled to zero, and is a
-    ticket after 45 minutes when it had none (a first deploy, a cold start from zero that never gets there), as
-    ServingWorkloadDown and ServingWorkloadNeverReady read a workload's pods. Scaled to zero (a target of none) is
-    neither; nor a zero-downtime upgrade, while the old cluster's replicas still count."""
+    deployment with replicas to run (its status DEPLOY_FAILED, UNHEALTHY, UPDATING or UPSCALING) and none healthy pages
+    when it had one since it was last scaled to zero, and is a ticket after 45 minutes when it had none (a first deploy,
+    a cold start from zero that never gets there), as ServingWorkloadDown and ServingWorkloadNeverReady read a
+    workload's pods. Scaled to zero (HEALTHY with none) is neither; nor a zero-downtime upgrade, while the old
+    cluster's replicas still count."""
     key = RAY_DEPLOYMENT
-    unserved = f'{RAY_DEPLOYMENT_TARGET}{{workload=~"{names}"}} > 0 unless on ({key}) ({RAY_DEPLOYMENT_HEALTHY} > 0)'
+    low, high = RAY_STATUS_WANTING
+    wanting = f'{RAY_DEPLOYMENT_STATUS}{{workload=~"{names}"}} >= {low} <= {high}'
+    unserved = f"{wanting} unless on ({key}) ({RAY_DEPLOYMENT_HEALTHY} > 0)"
     served = f"{RAY_DEPLOYMENT_LAST_HEALTHY} > on ({key}) ({RAY_DEPLOYMENT_LAST_ZERO} or 0 * {RAY_DEPLOYMENT_LAST_HEALTHY})"
     where = "{{ $labels.namespace }}/{{ $labels.workload }}: Ray Serve deployment {{ $labels.deployment }} of {{ $labels.application }}"
     look = ("serve status on the head (kubectl -n {{ $labels.namespace }} exec <head pod> -- serve status) gives each "
             "replica's state and its last error; check the GPU workers' pods and events, GPU capacity in the pool and the "
             "replica's log (CUDA out of memory, an XID, a model that no longer loads)")  # fmt: skip
-    # replica health reported without a target: a Ray before the target gauge, where the two above cannot tell an
-    # outage from a scale to zero and stay quiet
+    # replica health reported without a status: a Ray before the status gauge, where the two above stay quiet
     reported = f'count by ({key}) ({RAY_DEPLOYMENT_HEALTHY}{{workload=~"{names}"}})'
     return [
         Alert(RAY_SERVE_DEPLOYMENT_DOWN, f"{unserved} and on ({key}) ({served})", "5m", "critical",
-              f"{where} has no healthy replica of {{{{ $value }}}}",
+              f"{where} has replicas to run and none healthy",
               f"The application answers no request through this deployment: every replica failed its health check, "
               f"died or is being replaced, behind a Ray head that stays Ready. {look}."),
         Alert(RAY_SERVE_NEVER_HEALTHY, f"{unserved} unless on ({key}) ({served})", "45m", "warning",
               f"{where} has had no healthy replica since it was deployed or scaled up from zero",
               f"Its replicas have not passed a health check in 45 minutes: {look}."),
-        Alert(RAY_SERVE_TARGET_ABSENT, f"{reported} unless on ({key}) {RAY_DEPLOYMENT_TARGET}", SOURCE_ABSENT_FOR, "warning",
-              f"{where}: Ray Serve reports replica health without a target replica count",
-              "The Ray in this RayService's image predates ray_serve_autoscaling_target_replicas (ray-project/ray PR "
-              "59220), so RayServeDeploymentDown and RayServeDeploymentNeverHealthy cannot tell its replicas dead from "
-              "scaled to zero and stay quiet: upgrade Ray, or watch serve status."),
+        Alert(RAY_SERVE_STATUS_ABSENT, f"{reported} unless on ({key}) {RAY_DEPLOYMENT_STATUS}", SOURCE_ABSENT_FOR, "warning",
+              f"{where}: Ray Serve reports replica health without the deployment's status",
+              "The Ray in this RayService's image predates ray_serve_deployment_status (ray-project/ray PR 59244), so "
+              "RayServeDeploymentDown and RayServeDeploymentNeverHealthy cannot tell its replicas dead from scaled to "
+              "zero and stay quiet: upgrade Ray, or watch serve status."),
     ]  # fmt: skip

@@ -3,9 +3,11 @@
 Its pods' readiness cannot say whether it serves: KubeRay's head probe checks the raylet and GCS only, a worker's the
 Serve proxy, which runs on any node holding a replica of any deployment and on no node holding none. Counting Ray
 workers' readiness paged on a cold start from zero and beside an idle worker group, and stayed quiet on a dead engine
-beside a live ingress. The Serve controller on the head counts each deployment's healthy replicas and its target
-(python/ray/serve/_private/deployment_state.py); the alerts read those, as Prometheus stores them from the head's
-metrics port under the serving PodMonitor (the workload label from the pod's alicerce.dev/workload).
+beside a live ingress. The Serve controller on the head sets each deployment's healthy replicas and its status at every
+control loop (python/ray/serve/_private/deployment_state.py); the alerts read those, as Prometheus stores them from the
+head's metrics port under the serving PodMonitor (the workload label from the pod's alicerce.dev/workload). Under Ray's
+default OpenTelemetry backend a gauge not set again is dropped after its export: a replica's 0 shows once, then nothing
+(review obsreview49 D-1: the target replica gauge, set on a change only, was absent and both alerts silent).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from alicerce.emit.kube.kpi import RAY_REPLICA_HEALTHY, RAY_TARGET_REPLICAS
+from alicerce.emit.kube.kpi import RAY_DEPLOYMENT_STATUS_GAUGE, RAY_REPLICA_HEALTHY, RAY_STATUS_HEALTHY, RAY_STATUS_WANTING
 from tests.emit.kube.test_monitoring import expected, needs_promtool, platform, rules_of, run_promtool
 from tests.emit.kube.upstream import load
 
@@ -32,8 +34,12 @@ def controller(metric: str, deployment: str, values: str, replica: str | None = 
     return {"series": f"{metric}{{{inner}}}", "values": values}
 
 
-def target(deployment: str, values: str, head: str = HEAD) -> dict[str, str]:
-    return controller(RAY_TARGET_REPLICAS, deployment, values, head=head)
+# serve_deployment_status's numbering (ray python/ray/serve/tests/test_metrics.py)
+DEPLOY_FAILED, UNHEALTHY, UPDATING, UPSCALING, DOWNSCALING, HEALTHY = 1, 2, 3, 4, 5, 6
+
+
+def status(deployment: str, values: str, head: str = HEAD) -> dict[str, str]:
+    return controller(RAY_DEPLOYMENT_STATUS_GAUGE, deployment, values, head=head)
 
 
 def healthy(deployment: str, replica: str, values: str, head: str = HEAD) -> dict[str, str]:
@@ -51,50 +57,68 @@ def case(inputs: list[dict[str, str]], checks: list[dict[str, Any]]) -> dict[str
 def test_the_gauges_read_are_the_serve_controllers() -> None:
     facts = load("ray-serve", "latest-2026-12", "metrics.json")
     assert facts[RAY_REPLICA_HEALTHY]["labels"] == ["deployment", "replica", "application"]
-    assert facts[RAY_TARGET_REPLICAS]["labels"] == ["deployment", "application"]
-    assert {facts[m]["type"] for m in (RAY_REPLICA_HEALTHY, RAY_TARGET_REPLICAS)} == {"gauge"}
+    assert facts[RAY_DEPLOYMENT_STATUS_GAUGE]["labels"] == ["deployment", "application"]
+    assert {facts[m]["type"] for m in (RAY_REPLICA_HEALTHY, RAY_DEPLOYMENT_STATUS_GAUGE)} == {"gauge"}
+    numbering = {"DEPLOY_FAILED": DEPLOY_FAILED, "UNHEALTHY": UNHEALTHY, "UPDATING": UPDATING, "UPSCALING": UPSCALING,
+                 "DOWNSCALING": DOWNSCALING, "HEALTHY": HEALTHY}  # fmt: skip
+    assert {v: int(k) for k, v in facts[RAY_DEPLOYMENT_STATUS_GAUGE]["values"].items() if v != "UNKNOWN"} == numbering
+    assert (RAY_STATUS_HEALTHY, RAY_STATUS_WANTING) == (HEALTHY, (DEPLOY_FAILED, UPSCALING))
 
 
 @needs_promtool
 def test_a_rayservice_pages_on_its_replicas_not_its_pods(tmp_path: Path) -> None:
     rp = platform()
     rules = rules_of(rp, "aws")
-    down, never, blind = "RayServeDeploymentDown", "RayServeDeploymentNeverHealthy", "RayServeTargetReplicasAbsent"
+    down, never, blind = "RayServeDeploymentDown", "RayServeDeploymentNeverHealthy", "RayServeDeploymentStatusAbsent"
     engine = KEY | {"deployment": ENGINE}
+    failing = f"{HEALTHY}x59 {UNHEALTHY}x20 {UPDATING}x100"  # failed at 60m, Serve starting replacements that never pass
     tests = [
-        # the engine's only replica fails its health check at 60m and is stopped (0 from then), the ingress's stays
-        # healthy, so the worker holding both stays Ready: the engine's deployment is down (obsreview48 D-3)
+        # the engine's only replica fails its health check at 60m (its 0 exported once, then dropped) and no replacement
+        # passes, the ingress's stays healthy, so the worker holding both stays Ready: the engine is down (obsreview48
+        # D-3), and stays down while its status moves on
         case(
-            [target(ENGINE, "1x180"), healthy(ENGINE, "r1", "1x59 0x120"), target(INGRESS, "1x180"), healthy(INGRESS, "i1", "1x180")],
+            [
+                status(ENGINE, failing),
+                healthy(ENGINE, "r1", "1x59 0 _x119"),
+                status(INGRESS, f"{HEALTHY}x180"),
+                healthy(INGRESS, "i1", "1x180"),
+            ],
             [
                 at(down, "50m"),
-                at(down, "70m", [expected(rules[down], engine, "1")]),
-                at(down, "170m", [expected(rules[down], engine, "1")]),
+                at(down, "70m", [expected(rules[down], engine, str(UNHEALTHY))]),
+                at(down, "170m", [expected(rules[down], engine, str(UPDATING))]),
                 at(never, "170m"),
             ],
         ),
-        # scaled to zero at 31m (the target first, the replica stopped after it), up again at 102m, loading until 132m:
+        # scaled to zero at 31m (HEALTHY with no replica: its 0 once, then none), up again at 102m, loading until 132m:
         # neither the zero nor the cold start is down, and 30 minutes is no never-healthy (obsreview48 D-1)
         case(
-            [target(ENGINE, "1x30 0x70 1x80"), healthy(ENGINE, "r1", "1x31 0x148"), healthy(ENGINE, "r2", "_x131 1x49")],
+            [
+                status(ENGINE, f"{HEALTHY}x30 {DOWNSCALING} {HEALTHY}x70 {UPSCALING}x30 {HEALTHY}x50"),
+                healthy(ENGINE, "r1", "1x30 0 _x149"),
+                healthy(ENGINE, "r2", "_x132 1x48"),
+            ],
             [at(down, "90m"), at(down, "110m"), at(down, "130m"), at(never, "130m"), at(down, "170m"), at(never, "170m")],
         ),
-        # a zero-downtime upgrade: the new cluster's controller counts its replica loading for 40 minutes while the
-        # old cluster's still serves
+        # a zero-downtime upgrade: the new cluster's controller updates its replica for 40 minutes while the old
+        # cluster's still serves
         case(
             [
-                target(ENGINE, "1x120", "chat-raycluster-a-head"),
+                status(ENGINE, f"{HEALTHY}x120", "chat-raycluster-a-head"),
                 healthy(ENGINE, "r1", "1x120", "chat-raycluster-a-head"),
-                target(ENGINE, "_x30 1x90", "chat-raycluster-b-head"),
+                status(ENGINE, f"_x30 {UPDATING}x40 {HEALTHY}x50", "chat-raycluster-b-head"),
                 healthy(ENGINE, "r2", "_x70 1x50", "chat-raycluster-b-head"),
             ],
             [at(down, "60m"), at(never, "60m"), at(down, "100m"), at(never, "100m")],
         ),
         # a first deploy whose replica never passes a health check: a ticket after 45 minutes, no page
-        case([target(ENGINE, "1x60")], [at(never, "40m"), at(never, "50m", [expected(rules[never], engine, "1")]), at(down, "50m")]),
-        # a Ray before the target gauge: replica health alone cannot tell dead from scaled to zero, and says so
         case(
-            [healthy(ENGINE, "r1", "1x20 0x40")],
+            [status(ENGINE, f"{UPDATING}x30 {DEPLOY_FAILED}x30")],
+            [at(never, "40m"), at(never, "50m", [expected(rules[never], engine, str(DEPLOY_FAILED))]), at(down, "50m")],
+        ),
+        # a Ray before the status gauge: replica health alone cannot tell dead from scaled to zero, and says so
+        case(
+            [healthy(ENGINE, "r1", "1x60")],
             [at(down, "50m"), at(never, "50m"), at(blind, "50m", [expected(rules[blind], engine, "1")])],
         ),
     ]
@@ -103,11 +127,12 @@ def test_a_rayservice_pages_on_its_replicas_not_its_pods(tmp_path: Path) -> None
 
 @needs_promtool
 def test_the_down_page_needs_the_served_replica_it_lost(tmp_path: Path) -> None:
-    """The control of the scale-to-zero case: the same replica lost without the target going to zero pages, so the
-    quiet cold start above is the target's doing, not an input the rule cannot read."""
+    """The control of the scale-to-zero case: the same replica lost while its deployment is UNHEALTHY, not scaled to
+    zero, pages, so the quiet cold start above is the status's doing, not an input the rule cannot read."""
     rp = platform()
     rules = rules_of(rp, "aws")
     engine = KEY | {"deployment": ENGINE}
-    lost = [target(ENGINE, "1x180"), healthy(ENGINE, "r1", "1x31 0x148"), healthy(ENGINE, "r2", "_x131 1x49")]
-    fired = [expected(rules["RayServeDeploymentDown"], engine, "1")]
+    lost = [status(ENGINE, f"{HEALTHY}x30 {UNHEALTHY}x100 {HEALTHY}x50"), healthy(ENGINE, "r1", "1x30 0 _x149"),
+            healthy(ENGINE, "r2", "_x132 1x48")]  # fmt: skip
+    fired = [expected(rules["RayServeDeploymentDown"], engine, str(UNHEALTHY))]
     run_promtool(rp, "aws", [case(lost, [at("RayServeDeploymentDown", "90m", fired), at("RayServeDeploymentDown", "140m")])], tmp_path)
