@@ -1135,6 +1135,9 @@ def test_unrelated_alerts_without_a_namespace_are_separate_notifications() -> No
         # the incident resolved only when both did (review obsreview48 G-1)
         {"alertname": "ServingWorkloadDown", "namespace": "serving", "workload": "chat-70b"},
         {"alertname": "ServingWorkloadDown", "namespace": "serving", "workload": "embed"},
+        # two models of one multi-model Ray Serve LLM application (review obsreview49 G-1)
+        {"alertname": "RayServeDeploymentDown", "namespace": "serving", "workload": "chat", "deployment": "LLMServer:a"},
+        {"alertname": "RayServeDeploymentDown", "namespace": "serving", "workload": "chat", "deployment": "LLMServer:b"},
     ]
     keys = {tuple(a.get(label, "") for label in route["group_by"]) for a in alerts}
     assert len(keys) == len(alerts)
