@@ -89,16 +89,23 @@ SERVING_LAST_EMPTY = "workload:serving_no_live_pod:last_timestamp"
 # is no level to alert on (review obsreview49 D-1). Ray's metrics agent prefixes ray_ (RAY_HTTP_REQUESTS).
 RAY_REPLICA_HEALTHY = "ray_serve_deployment_replica_healthy"
 RAY_DEPLOYMENT_STATUS_GAUGE = "ray_serve_deployment_status"
-RAY_STATUS_HEALTHY = 6  # HEALTHY: every replica it is to run runs, none when it is scaled to zero
+RAY_STATUS_DOWNSCALING = 5  # its autoscaler takes replicas away, to none on a scale to zero
+RAY_STATUS_HEALTHY = 6  # every replica it is to run runs, it believes; a replica moved off a drained node is not seen
 RAY_STATUS_WANTING = (1, 4)  # DEPLOY_FAILED, UNHEALTHY, UPDATING, UPSCALING: replicas to run that do not all run
 RAY_DEPLOYMENT = "namespace, workload, application, deployment"
 RAY_DEPLOYMENT_HEALTHY = "workload_deployment:ray_serve_healthy_replicas:sum"
 # the lowest status its controllers report (a zero-downtime upgrade runs two side by side until the new one serves)
 RAY_DEPLOYMENT_STATUS = "workload_deployment:ray_serve_status:min"
-# when a deployment last had a healthy replica, and last was HEALTHY with none (scaled to zero): down after serving is
-# told from a cold start as SERVING_LAST_READY and SERVING_LAST_EMPTY tell it for pods
+# when a deployment last had a healthy replica, and was last DOWNSCALING: one that served after its last downscale is
+# down without a replica, one that did not is at zero or starting from it. HEALTHY with no replica alone is no zero: a
+# replica moved off a node being drained (a spot reclaim, a node drain) leaves the status HEALTHY while its
+# replacement waits for a GPU node (review obsreview50 D-1), and a request within a scrape of the last replica's stop
+# goes from DOWNSCALING to UPSCALING without it (G-1)
 RAY_DEPLOYMENT_LAST_HEALTHY = "workload_deployment:ray_serve_healthy:last_timestamp"
-RAY_DEPLOYMENT_LAST_ZERO = "workload_deployment:ray_serve_scaled_to_zero:last_timestamp"
+RAY_DEPLOYMENT_LAST_DOWNSCALING = "workload_deployment:ray_serve_downscaling:last_timestamp"
+# how long after a downscale the stopped replica's last healthy sample may still be read (Ray sets its 0 at the stop,
+# its agent keeps a gauge ~20 s, Prometheus scrapes every 30 s): a healthy replica seen later served after it
+RAY_DOWNSCALE_GRACE_SECONDS = 120
 PORT_LAST_ACTIVE = "node_port:infiniband_active:last_timestamp"
 # the label of node_infiniband_info PORT_LAST_ACTIVE keeps beside the port (node exporter v1.12.1
 # collector/infiniband_linux.go:175-182): its card's ASIC, which with the `port` number is the port's kind, so a rail
@@ -935,11 +942,7 @@ def serving_rules() -> list[dict[str, Any]]:
         _rule(RAY_DEPLOYMENT_HEALTHY, f"sum by ({RAY_DEPLOYMENT}) ({workload(RAY_REPLICA_HEALTHY)})"),
         _rule(RAY_DEPLOYMENT_STATUS, f"min by ({RAY_DEPLOYMENT}) ({workload(RAY_DEPLOYMENT_STATUS_GAUGE)})"),
         _last_seen(RAY_DEPLOYMENT_LAST_HEALTHY, f"{RAY_DEPLOYMENT_HEALTHY} > 0", RAY_DEPLOYMENT),
-        _last_seen(
-            RAY_DEPLOYMENT_LAST_ZERO,
-            f"{RAY_DEPLOYMENT_STATUS} == {RAY_STATUS_HEALTHY} unless on ({RAY_DEPLOYMENT}) ({RAY_DEPLOYMENT_HEALTHY} > 0)",
-            RAY_DEPLOYMENT,
-        ),
+        _last_seen(RAY_DEPLOYMENT_LAST_DOWNSCALING, f"{RAY_DEPLOYMENT_STATUS} == {RAY_STATUS_DOWNSCALING}", RAY_DEPLOYMENT),
         # only while kube-state-metrics reports pods at all: its own outage is no scale-to-zero. The live pods are read
         # from kube-state-metrics itself here, not through the joins group's record: after a gap (a Prometheus restart,
         # a kube-state-metrics outage) this group may run before that one, whose record is then stale, and a workload

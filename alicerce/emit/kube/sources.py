@@ -72,10 +72,12 @@ from alicerce.emit.kube.kpi import (
     RAY_CLUSTER_LABEL,
     RAY_DEPLOYMENT,
     RAY_DEPLOYMENT_HEALTHY,
+    RAY_DEPLOYMENT_LAST_DOWNSCALING,
     RAY_DEPLOYMENT_LAST_HEALTHY,
-    RAY_DEPLOYMENT_LAST_ZERO,
     RAY_DEPLOYMENT_STATUS,
+    RAY_DOWNSCALE_GRACE_SECONDS,
     RAY_NODE_TYPE_LABEL,
+    RAY_STATUS_HEALTHY,
     RAY_STATUS_WANTING,
     READY_PODS,
     SERVING_LAST_EMPTY,
@@ -428,16 +430,19 @@ def efa_counters_alerts(pools: list[str]) -> list[Alert]:
 def _ray_serve_alerts(names: str) -> list[Alert]:
     """A RayService's serving alerts from Ray Serve's own count (kpi.RAY_REPLICA_HEALTHY), per deployment of its
     applications: its pods' readiness cannot tell a dead engine from a live one, nor a cold start from an outage. A
-    deployment with replicas to run (its status DEPLOY_FAILED, UNHEALTHY, UPDATING or UPSCALING) and none healthy pages
-    when it had one since it was last scaled to zero, and is a ticket after 45 minutes when it had none (a first deploy,
-    a cold start from zero that never gets there), as ServingWorkloadDown and ServingWorkloadNeverReady read a
-    workload's pods. Scaled to zero (HEALTHY with none) is neither; nor a zero-downtime upgrade, while the old
-    cluster's replicas still count."""
+    deployment with no healthy replica while its status is not DOWNSCALING pages when it served after its last downscale
+    (a crash, a replica moved off a drained node and not running again, a head restart), and is a ticket after 45
+    minutes when it is starting with none (a first deploy, a cold start from zero that never gets there), as
+    ServingWorkloadDown and ServingWorkloadNeverReady read a workload's pods. At zero (HEALTHY with none, downscaled
+    after it last served) is neither; nor a zero-downtime upgrade, while the old cluster's replicas still count."""
     key = RAY_DEPLOYMENT
     low, high = RAY_STATUS_WANTING
-    wanting = f'{RAY_DEPLOYMENT_STATUS}{{workload=~"{names}"}} >= {low} <= {high}'
-    unserved = f"{wanting} unless on ({key}) ({RAY_DEPLOYMENT_HEALTHY} > 0)"
-    served = f"{RAY_DEPLOYMENT_LAST_HEALTHY} > on ({key}) ({RAY_DEPLOYMENT_LAST_ZERO} or 0 * {RAY_DEPLOYMENT_LAST_HEALTHY})"
+    status = f'{RAY_DEPLOYMENT_STATUS}{{workload=~"{names}"}}'
+    none = f"unless on ({key}) ({RAY_DEPLOYMENT_HEALTHY} > 0)"
+    starting = f"{status} >= {low} <= {high} {none}"
+    served = (f"{RAY_DEPLOYMENT_LAST_HEALTHY} > on ({key}) ({RAY_DEPLOYMENT_LAST_DOWNSCALING} + {RAY_DOWNSCALE_GRACE_SECONDS} "
+              f"or 0 * {RAY_DEPLOYMENT_LAST_HEALTHY})")  # fmt: skip
+    down = f"({starting} or {status} == {RAY_STATUS_HEALTHY} {none}) and on ({key}) ({served})"
     where = "{{ $labels.namespace }}/{{ $labels.workload }}: Ray Serve deployment {{ $labels.deployment }} of {{ $labels.application }}"
     look = ("serve status on the head (kubectl -n {{ $labels.namespace }} exec <head pod> -- serve status) gives each "
             "replica's state and its last error; check the GPU workers' pods and events, GPU capacity in the pool and the "
@@ -445,11 +450,13 @@ def _ray_serve_alerts(names: str) -> list[Alert]:
     # replica health reported without a status: a Ray before the status gauge, where the two above stay quiet
     reported = f'count by ({key}) ({RAY_DEPLOYMENT_HEALTHY}{{workload=~"{names}"}})'
     return [
-        Alert(RAY_SERVE_DEPLOYMENT_DOWN, f"{unserved} and on ({key}) ({served})", "5m", "critical",
-              f"{where} has replicas to run and none healthy",
+        Alert(RAY_SERVE_DEPLOYMENT_DOWN, down, "5m", "critical",
+              f"{where} has no healthy replica",
               f"The application answers no request through this deployment: every replica failed its health check, "
-              f"died or is being replaced, behind a Ray head that stays Ready. {look}."),
-        Alert(RAY_SERVE_NEVER_HEALTHY, f"{unserved} unless on ({key}) ({served})", "45m", "warning",
+              f"died or is being replaced, behind a Ray head that stays Ready. {look}. With RAY_enable_open_telemetry=0 "
+              f"Ray keeps a deleted deployment's last status: one removed or renamed (Ray Serve LLM names it after the "
+              f"model id) reads as down until the head restarts."),
+        Alert(RAY_SERVE_NEVER_HEALTHY, f"{starting} unless on ({key}) ({served})", "45m", "warning",
               f"{where} has had no healthy replica since it was deployed or scaled up from zero",
               f"Its replicas have not passed a health check in 45 minutes: {look}."),
         Alert(RAY_SERVE_STATUS_ABSENT, f"{reported} unless on ({key}) {RAY_DEPLOYMENT_STATUS}", SOURCE_ABSENT_FOR, "warning",

@@ -71,14 +71,13 @@ def test_a_rayservice_pages_on_its_replicas_not_its_pods(tmp_path: Path) -> None
     rules = rules_of(rp, "aws")
     down, never, blind = "RayServeDeploymentDown", "RayServeDeploymentNeverHealthy", "RayServeDeploymentStatusAbsent"
     engine = KEY | {"deployment": ENGINE}
-    failing = f"{HEALTHY}x59 {UNHEALTHY}x20 {UPDATING}x100"  # failed at 60m, Serve starting replacements that never pass
     tests = [
         # the engine's only replica fails its health check at 60m (its 0 exported once, then dropped) and no replacement
-        # passes, the ingress's stays healthy, so the worker holding both stays Ready: the engine is down (obsreview48
-        # D-3), and stays down while its status moves on
+        # passes, UNHEALTHY until one does; the ingress's stays healthy, so the worker holding both stays Ready: the
+        # engine is down (obsreview48 D-3)
         case(
             [
-                status(ENGINE, failing),
+                status(ENGINE, f"{HEALTHY}x59 {UNHEALTHY}x120"),
                 healthy(ENGINE, "r1", "1x59 0 _x119"),
                 status(INGRESS, f"{HEALTHY}x180"),
                 healthy(INGRESS, "i1", "1x180"),
@@ -86,19 +85,35 @@ def test_a_rayservice_pages_on_its_replicas_not_its_pods(tmp_path: Path) -> None
             [
                 at(down, "50m"),
                 at(down, "70m", [expected(rules[down], engine, str(UNHEALTHY))]),
-                at(down, "170m", [expected(rules[down], engine, str(UPDATING))]),
+                at(down, "170m", [expected(rules[down], engine, str(UNHEALTHY))]),
                 at(never, "170m"),
             ],
         ),
-        # scaled to zero at 31m (HEALTHY with no replica: its 0 once, then none), up again at 102m, loading until 132m:
-        # neither the zero nor the cold start is down, and 30 minutes is no never-healthy (obsreview48 D-1)
+        # its GPU worker drained (a spot reclaim, a node drain): Serve moves the replica and the status stays HEALTHY
+        # while the replacement waits for a GPU node from 60m, and runs at 120m (obsreview50 D-1)
+        case(
+            [status(ENGINE, f"{HEALTHY}x180"), healthy(ENGINE, "r1", "1x59 0 _x119"), healthy(ENGINE, "r2", "_x119 1x60")],
+            [at(down, "50m"), at(down, "70m", [expected(rules[down], engine, str(HEALTHY))]), at(down, "130m")],
+        ),
+        # scaled to zero at 31m (DOWNSCALING, then HEALTHY with no replica; the stopped replica's last 1 still read a
+        # minute later, then its 0 once, then none), up again at 102m, loading until 132m: neither the zero nor the cold
+        # start is down, and 30 minutes is no never-healthy (obsreview48 D-1); the same with a request within a scrape of
+        # the stop, DOWNSCALING straight to UPSCALING (obsreview50 G-1)
         case(
             [
                 status(ENGINE, f"{HEALTHY}x30 {DOWNSCALING} {HEALTHY}x70 {UPSCALING}x30 {HEALTHY}x50"),
-                healthy(ENGINE, "r1", "1x30 0 _x149"),
+                healthy(ENGINE, "r1", "1x32 0 _x147"),
                 healthy(ENGINE, "r2", "_x132 1x48"),
             ],
             [at(down, "90m"), at(down, "110m"), at(down, "130m"), at(never, "130m"), at(down, "170m"), at(never, "170m")],
+        ),
+        case(
+            [
+                status(ENGINE, f"{HEALTHY}x30 {DOWNSCALING} {UPSCALING}x30 {HEALTHY}x50"),
+                healthy(ENGINE, "r1", "1x31 0 _x80"),
+                healthy(ENGINE, "r2", "_x61 1x50"),
+            ],
+            [at(down, "40m"), at(down, "55m"), at(never, "55m"), at(down, "100m")],
         ),
         # a zero-downtime upgrade: the new cluster's controller updates its replica for 40 minutes while the old
         # cluster's still serves
