@@ -562,7 +562,7 @@ def test_a_release_that_regroups_alerts_says_so_in_its_upgrade_notes() -> None:
     from tests.conftest import ROOT
 
     pinned = (
-        ("environment", "site", "alertname", "namespace", "workload", "deployment", "team", "pool", "node", "Hostname"),
+        ("environment", "site", "alertname", "namespace", "workload", "application", "deployment", "team", "pool", "node", "Hostname"),
         ("environment", "site", "alertname", "namespace", "pool", "tier"),
     )
     assert pinned == (ALERT_GROUP_BY, NODE_OUTAGE_GROUP_BY), (
@@ -573,9 +573,9 @@ def test_a_release_that_regroups_alerts_says_so_in_its_upgrade_notes() -> None:
     assert "Upgrading regroups open notifications once: every alert firing when the new" in changelog
     # obsreview24 F7 added namespace to the outage route, which the job diagnoses now share
     assert "Upgrading regroups those three diagnoses and the outage alerts" in changelog
-    # obsreview48 G-1 and obsreview49 G-1 added workload and deployment to the root's grouping: each serving workload's
-    # and each deployment's outage is its own incident
-    assert "Upgrading regroups every open alert that carries a workload or deployment label once" in changelog
+    # obsreview48 G-1, obsreview49 G-1 and obsreview51 N-3 added workload, application and deployment to the root's
+    # grouping: each serving workload's, Ray Serve application's and deployment's outage is its own incident
+    assert "Upgrading regroups every open alert that carries a workload, application or deployment label once" in changelog
 
 
 def _add_west(data: dict[str, Any]) -> None:

@@ -81,31 +81,37 @@ SERVING_LAST_EMPTY = "workload:serving_no_live_pod:last_timestamp"
 # initLivenessAndReadinessProbe; kuberay PR 1808). Counting Ray workers' readiness paged on a cold start from zero and
 # on an idle worker group, and stayed quiet on a dead engine beside a live ingress (reviews obsreview47 D-1,
 # obsreview48 D-1..D-3). Ray Serve's controller, on the head, says it per deployment at every control loop (ray
-# python/ray/serve/_private/deployment_state.py): serve_deployment_replica_healthy is 1 for each RUNNING replica whose
-# health check passed (0 once, when it fails or is stopped; a starting replica has none), and serve_deployment_status
-# the deployment's status as a number (ray-project/ray PR 59244, merged 2025-12-07; its metrics test: 1 DEPLOY_FAILED,
-# 2 UNHEALTHY, 3 UPDATING, 4 UPSCALING, 5 DOWNSCALING, 6 HEALTHY). A gauge set on a change only, such as
-# serve_autoscaling_target_replicas, is exported once and then dropped by Ray's default OpenTelemetry backend, so it
-# is no level to alert on (review obsreview49 D-1). Ray's metrics agent prefixes ray_ (RAY_HTTP_REQUESTS).
+# python/ray/serve/_private/deployment_state.py, autoscaling_state.py): serve_deployment_replica_healthy is 1 for each
+# RUNNING replica whose health check passed (0 once, when it fails or is stopped; a starting replica has none);
+# serve_deployment_status the deployment's status as a number (ray-project/ray PR 59244, merged 2025-12-07; its metrics
+# test: 1 DEPLOY_FAILED, 2 UNHEALTHY, 3 UPDATING, 4 UPSCALING, 5 DOWNSCALING, 6 HEALTHY); and, for a deployment that
+# autoscales, serve_autoscaling_desired_replicas its autoscaler's decision before min_replicas and max_replicas bound
+# it (PR 59220). A gauge set on a change only, such as serve_autoscaling_target_replicas, is exported once and then
+# dropped by Ray's default OpenTelemetry backend, so it is no level to alert on (review obsreview49 D-1). Ray's metrics
+# agent prefixes ray_ (RAY_HTTP_REQUESTS).
 RAY_REPLICA_HEALTHY = "ray_serve_deployment_replica_healthy"
 RAY_DEPLOYMENT_STATUS_GAUGE = "ray_serve_deployment_status"
-RAY_STATUS_DOWNSCALING = 5  # its autoscaler takes replicas away, to none on a scale to zero
+RAY_DESIRED_REPLICAS = "ray_serve_autoscaling_desired_replicas"
 RAY_STATUS_HEALTHY = 6  # every replica it is to run runs, it believes; a replica moved off a drained node is not seen
 RAY_STATUS_WANTING = (1, 4)  # DEPLOY_FAILED, UNHEALTHY, UPDATING, UPSCALING: replicas to run that do not all run
 RAY_DEPLOYMENT = "namespace, workload, application, deployment"
 RAY_DEPLOYMENT_HEALTHY = "workload_deployment:ray_serve_healthy_replicas:sum"
 # the lowest status its controllers report (a zero-downtime upgrade runs two side by side until the new one serves)
 RAY_DEPLOYMENT_STATUS = "workload_deployment:ray_serve_status:min"
-# when a deployment last had a healthy replica, and was last DOWNSCALING: one that served after its last downscale is
-# down without a replica, one that did not is at zero or starting from it. HEALTHY with no replica alone is no zero: a
-# replica moved off a node being drained (a spot reclaim, a node drain) leaves the status HEALTHY while its
-# replacement waits for a GPU node (review obsreview50 D-1), and a request within a scrape of the last replica's stop
-# goes from DOWNSCALING to UPSCALING without it (G-1)
+RAY_DEPLOYMENT_DESIRED = "workload_deployment:ray_serve_desired_replicas:max"
+# at zero by design: HEALTHY with no healthy replica, and its autoscaler decides on none. HEALTHY with none alone is no
+# zero: a replica moved off a node being drained (a spot reclaim, a node drain) leaves the status HEALTHY while its
+# replacement waits for a GPU node (review obsreview50 D-1); nor the DOWNSCALING between, a second or two an idle
+# replica takes to stop, which a 30-second scrape rarely reads (obsreview51 D-1). A deployment with fixed replicas has
+# no autoscaler and never is at zero
+RAY_AT_ZERO = (
+    f"{RAY_DEPLOYMENT_STATUS} == {RAY_STATUS_HEALTHY} unless on ({RAY_DEPLOYMENT}) ({RAY_DEPLOYMENT_HEALTHY} > 0) "
+    f"and on ({RAY_DEPLOYMENT}) ({RAY_DEPLOYMENT_DESIRED} == 0)"
+)
+# when a deployment last had a healthy replica, and last was at zero: one that served since is down without a replica,
+# one that did not is starting from zero (as SERVING_LAST_READY and SERVING_LAST_EMPTY tell it for pods)
 RAY_DEPLOYMENT_LAST_HEALTHY = "workload_deployment:ray_serve_healthy:last_timestamp"
-RAY_DEPLOYMENT_LAST_DOWNSCALING = "workload_deployment:ray_serve_downscaling:last_timestamp"
-# how long after a downscale the stopped replica's last healthy sample may still be read (Ray sets its 0 at the stop,
-# its agent keeps a gauge ~20 s, Prometheus scrapes every 30 s): a healthy replica seen later served after it
-RAY_DOWNSCALE_GRACE_SECONDS = 120
+RAY_DEPLOYMENT_LAST_ZERO = "workload_deployment:ray_serve_at_zero:last_timestamp"
 PORT_LAST_ACTIVE = "node_port:infiniband_active:last_timestamp"
 # the label of node_infiniband_info PORT_LAST_ACTIVE keeps beside the port (node exporter v1.12.1
 # collector/infiniband_linux.go:175-182): its card's ASIC, which with the `port` number is the port's kind, so a rail
@@ -941,8 +947,9 @@ def serving_rules() -> list[dict[str, Any]]:
         # clusters (a zero-downtime upgrade runs two controllers side by side until the new one serves)
         _rule(RAY_DEPLOYMENT_HEALTHY, f"sum by ({RAY_DEPLOYMENT}) ({workload(RAY_REPLICA_HEALTHY)})"),
         _rule(RAY_DEPLOYMENT_STATUS, f"min by ({RAY_DEPLOYMENT}) ({workload(RAY_DEPLOYMENT_STATUS_GAUGE)})"),
+        _rule(RAY_DEPLOYMENT_DESIRED, f"max by ({RAY_DEPLOYMENT}) ({workload(RAY_DESIRED_REPLICAS)})"),
         _last_seen(RAY_DEPLOYMENT_LAST_HEALTHY, f"{RAY_DEPLOYMENT_HEALTHY} > 0", RAY_DEPLOYMENT),
-        _last_seen(RAY_DEPLOYMENT_LAST_DOWNSCALING, f"{RAY_DEPLOYMENT_STATUS} == {RAY_STATUS_DOWNSCALING}", RAY_DEPLOYMENT),
+        _last_seen(RAY_DEPLOYMENT_LAST_ZERO, RAY_AT_ZERO, RAY_DEPLOYMENT),
         # only while kube-state-metrics reports pods at all: its own outage is no scale-to-zero. The live pods are read
         # from kube-state-metrics itself here, not through the joins group's record: after a gap (a Prometheus restart,
         # a kube-state-metrics outage) this group may run before that one, whose record is then stale, and a workload

@@ -371,11 +371,12 @@ def _inhibit_rules(rp: ResolvedPlatform) -> list[dict[str, Any]]:
 # an SLO and a budget would share one group, one PagerDuty incident (its dedup key is the group key), resolved only
 # when all are (review DEFECT 11). Each alert name on each node, GPU host, pool, team or namespace is its own group, and
 # each site's (ALERT_SCOPE_LABELS: one site's resolve no longer closes another's page). And each serving workload's,
-# and each deployment's (a Ray Serve application's, one per model in a multi-model Ray Serve LLM app; the chart's
-# KubeDeployment* alerts carry the Kubernetes Deployment's): two models down in one namespace were one incident, the
-# second outage a re-trigger of the first's open page, resolved only when both were (reviews obsreview48 G-1,
-# obsreview49 G-1).
-ALERT_GROUP_BY = (*ALERT_SCOPE_LABELS, "alertname", "namespace", "workload", "deployment", "team", "pool", "node", "Hostname")
+# each Ray Serve application's and each deployment's (one per model in a multi-model Ray Serve LLM app, whose ingress
+# has one name in every application; the chart's KubeDeployment* alerts carry the Kubernetes Deployment's): two models
+# down in one namespace were one incident, the second outage a re-trigger of the first's open page, resolved only when
+# both were (reviews obsreview48 G-1, obsreview49 G-1, obsreview51 N-3).
+ALERT_GROUP_BY = (*ALERT_SCOPE_LABELS, "alertname", "namespace", "workload", "application", "deployment", "team", "pool", "node",
+                  "Hostname")  # fmt: skip
 
 
 def external_labels(rp: ResolvedPlatform, site: ResolvedSite) -> dict[str, str]:

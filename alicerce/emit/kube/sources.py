@@ -72,10 +72,9 @@ from alicerce.emit.kube.kpi import (
     RAY_CLUSTER_LABEL,
     RAY_DEPLOYMENT,
     RAY_DEPLOYMENT_HEALTHY,
-    RAY_DEPLOYMENT_LAST_DOWNSCALING,
     RAY_DEPLOYMENT_LAST_HEALTHY,
+    RAY_DEPLOYMENT_LAST_ZERO,
     RAY_DEPLOYMENT_STATUS,
-    RAY_DOWNSCALE_GRACE_SECONDS,
     RAY_NODE_TYPE_LABEL,
     RAY_STATUS_HEALTHY,
     RAY_STATUS_WANTING,
@@ -430,18 +429,17 @@ def efa_counters_alerts(pools: list[str]) -> list[Alert]:
 def _ray_serve_alerts(names: str) -> list[Alert]:
     """A RayService's serving alerts from Ray Serve's own count (kpi.RAY_REPLICA_HEALTHY), per deployment of its
     applications: its pods' readiness cannot tell a dead engine from a live one, nor a cold start from an outage. A
-    deployment with no healthy replica while its status is not DOWNSCALING pages when it served after its last downscale
-    (a crash, a replica moved off a drained node and not running again, a head restart), and is a ticket after 45
-    minutes when it is starting with none (a first deploy, a cold start from zero that never gets there), as
-    ServingWorkloadDown and ServingWorkloadNeverReady read a workload's pods. At zero (HEALTHY with none, downscaled
-    after it last served) is neither; nor a zero-downtime upgrade, while the old cluster's replicas still count."""
+    deployment with no healthy replica and not DOWNSCALING pages when it served since it last was at zero (kpi.RAY_AT_ZERO:
+    a crash, a replica moved off a drained node and not running again, a head restart; at zero now, it did not), and is a
+    ticket after 45 minutes when it is starting with none (a first deploy, a cold start from zero that never gets
+    there), as ServingWorkloadDown and ServingWorkloadNeverReady read a workload's pods. At zero is neither; nor a
+    zero-downtime upgrade, while the old cluster's replicas still count."""
     key = RAY_DEPLOYMENT
     low, high = RAY_STATUS_WANTING
     status = f'{RAY_DEPLOYMENT_STATUS}{{workload=~"{names}"}}'
     none = f"unless on ({key}) ({RAY_DEPLOYMENT_HEALTHY} > 0)"
     starting = f"{status} >= {low} <= {high} {none}"
-    served = (f"{RAY_DEPLOYMENT_LAST_HEALTHY} > on ({key}) ({RAY_DEPLOYMENT_LAST_DOWNSCALING} + {RAY_DOWNSCALE_GRACE_SECONDS} "
-              f"or 0 * {RAY_DEPLOYMENT_LAST_HEALTHY})")  # fmt: skip
+    served = f"{RAY_DEPLOYMENT_LAST_HEALTHY} > on ({key}) ({RAY_DEPLOYMENT_LAST_ZERO} or 0 * {RAY_DEPLOYMENT_LAST_HEALTHY})"
     down = f"({starting} or {status} == {RAY_STATUS_HEALTHY} {none}) and on ({key}) ({served})"
     where = "{{ $labels.namespace }}/{{ $labels.workload }}: Ray Serve deployment {{ $labels.deployment }} of {{ $labels.application }}"
     look = ("serve status on the head (kubectl -n {{ $labels.namespace }} exec <head pod> -- serve status) gives each "
@@ -453,8 +451,10 @@ def _ray_serve_alerts(names: str) -> list[Alert]:
         Alert(RAY_SERVE_DEPLOYMENT_DOWN, down, "5m", "critical",
               f"{where} has no healthy replica",
               f"The application answers no request through this deployment: every replica failed its health check, "
-              f"died or is being replaced, behind a Ray head that stays Ready. {look}. With RAY_enable_open_telemetry=0 "
-              f"Ray keeps a deleted deployment's last status: one removed or renamed (Ray Serve LLM names it after the "
+              f"died or is being replaced, behind a Ray head that stays Ready. {look}. An idle deployment with "
+              f"min_replicas of 1 or more whose replica is moved off a drained node reads as at zero (its autoscaler "
+              f"decides on none before min_replicas bounds it) and is not told. With RAY_enable_open_telemetry=0 Ray "
+              f"keeps a deleted deployment's last status: one removed or renamed (Ray Serve LLM names it after the "
               f"model id) reads as down until the head restarts."),
         Alert(RAY_SERVE_NEVER_HEALTHY, f"{starting} unless on ({key}) ({served})", "45m", "warning",
               f"{where} has had no healthy replica since it was deployed or scaled up from zero",

@@ -1138,6 +1138,21 @@ def test_unrelated_alerts_without_a_namespace_are_separate_notifications() -> No
         # two models of one multi-model Ray Serve LLM application (review obsreview49 G-1)
         {"alertname": "RayServeDeploymentDown", "namespace": "serving", "workload": "chat", "deployment": "LLMServer:a"},
         {"alertname": "RayServeDeploymentDown", "namespace": "serving", "workload": "chat", "deployment": "LLMServer:b"},
+        # the ingress of two applications, one per model: Ray Serve LLM names it alike in each (obsreview51 N-3)
+        {
+            "alertname": "RayServeDeploymentDown",
+            "namespace": "serving",
+            "workload": "chat",
+            "application": "a",
+            "deployment": "OpenAiIngress",
+        },
+        {
+            "alertname": "RayServeDeploymentDown",
+            "namespace": "serving",
+            "workload": "chat",
+            "application": "b",
+            "deployment": "OpenAiIngress",
+        },
     ]
     keys = {tuple(a.get(label, "") for label in route["group_by"]) for a in alerts}
     assert len(keys) == len(alerts)

@@ -15,7 +15,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from alicerce.emit.kube.kpi import RAY_DEPLOYMENT_STATUS_GAUGE, RAY_REPLICA_HEALTHY, RAY_STATUS_HEALTHY, RAY_STATUS_WANTING
+from alicerce.emit.kube.kpi import (
+    RAY_DEPLOYMENT_STATUS_GAUGE,
+    RAY_DESIRED_REPLICAS,
+    RAY_REPLICA_HEALTHY,
+    RAY_STATUS_HEALTHY,
+    RAY_STATUS_WANTING,
+)
 from tests.emit.kube.test_monitoring import expected, needs_promtool, platform, rules_of, run_promtool
 from tests.emit.kube.upstream import load
 
@@ -46,6 +52,11 @@ def healthy(deployment: str, replica: str, values: str, head: str = HEAD) -> dic
     return controller(RAY_REPLICA_HEALTHY, deployment, values, replica, head)
 
 
+def desired(deployment: str, values: str) -> dict[str, str]:
+    """An autoscaling deployment's decision, before min_replicas and max_replicas bound it (at every control loop)."""
+    return controller(RAY_DESIRED_REPLICAS, deployment, values)
+
+
 def at(alert: str, when: str, fired: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return {"eval_time": when, "alertname": alert, "exp_alerts": fired or []}
 
@@ -57,8 +68,8 @@ def case(inputs: list[dict[str, str]], checks: list[dict[str, Any]]) -> dict[str
 def test_the_gauges_read_are_the_serve_controllers() -> None:
     facts = load("ray-serve", "latest-2026-12", "metrics.json")
     assert facts[RAY_REPLICA_HEALTHY]["labels"] == ["deployment", "replica", "application"]
-    assert facts[RAY_DEPLOYMENT_STATUS_GAUGE]["labels"] == ["deployment", "application"]
-    assert {facts[m]["type"] for m in (RAY_REPLICA_HEALTHY, RAY_DEPLOYMENT_STATUS_GAUGE)} == {"gauge"}
+    assert facts[RAY_DEPLOYMENT_STATUS_GAUGE]["labels"] == facts[RAY_DESIRED_REPLICAS]["labels"] == ["deployment", "application"]
+    assert {facts[m]["type"] for m in (RAY_REPLICA_HEALTHY, RAY_DEPLOYMENT_STATUS_GAUGE, RAY_DESIRED_REPLICAS)} == {"gauge"}
     numbering = {"DEPLOY_FAILED": DEPLOY_FAILED, "UNHEALTHY": UNHEALTHY, "UPDATING": UPDATING, "UPSCALING": UPSCALING,
                  "DOWNSCALING": DOWNSCALING, "HEALTHY": HEALTHY}  # fmt: skip
     assert {v: int(k) for k, v in facts[RAY_DEPLOYMENT_STATUS_GAUGE]["values"].items() if v != "UNKNOWN"} == numbering
@@ -90,30 +101,33 @@ def test_a_rayservice_pages_on_its_replicas_not_its_pods(tmp_path: Path) -> None
             ],
         ),
         # its GPU worker drained (a spot reclaim, a node drain): Serve moves the replica and the status stays HEALTHY
-        # while the replacement waits for a GPU node from 60m, and runs at 120m (obsreview50 D-1)
+        # while the replacement waits for a GPU node from 60m, and runs at 120m (obsreview50 D-1); a deployment with
+        # fixed replicas, then one that autoscales with requests to serve
         case(
             [status(ENGINE, f"{HEALTHY}x180"), healthy(ENGINE, "r1", "1x59 0 _x119"), healthy(ENGINE, "r2", "_x119 1x60")],
             [at(down, "50m"), at(down, "70m", [expected(rules[down], engine, str(HEALTHY))]), at(down, "130m")],
         ),
-        # scaled to zero at 31m (DOWNSCALING, then HEALTHY with no replica; the stopped replica's last 1 still read a
-        # minute later, then its 0 once, then none), up again at 102m, loading until 132m: neither the zero nor the cold
-        # start is down, and 30 minutes is no never-healthy (obsreview48 D-1); the same with a request within a scrape of
-        # the stop, DOWNSCALING straight to UPSCALING (obsreview50 G-1)
         case(
             [
-                status(ENGINE, f"{HEALTHY}x30 {DOWNSCALING} {HEALTHY}x70 {UPSCALING}x30 {HEALTHY}x50"),
-                healthy(ENGINE, "r1", "1x32 0 _x147"),
+                status(ENGINE, f"{HEALTHY}x180"),
+                desired(ENGINE, "1x180"),
+                healthy(ENGINE, "r1", "1x59 0 _x119"),
+                healthy(ENGINE, "r2", "_x119 1x60"),
+            ],
+            [at(down, "70m", [expected(rules[down], engine, str(HEALTHY))]), at(down, "130m")],
+        ),
+        # scaled to zero at 31m as a 30-second scrape stores it, the second or two of DOWNSCALING unseen (obsreview51
+        # D-1): HEALTHY before and after, the replica's 0 once and then none, its autoscaler deciding on none; up again
+        # at 102m, loading until 132m: neither the zero nor the cold start is down, and 30 minutes is no never-healthy
+        # (obsreview48 D-1)
+        case(
+            [
+                status(ENGINE, f"{HEALTHY}x101 {UPSCALING}x30 {HEALTHY}x50"),
+                desired(ENGINE, "1x30 0x71 1x80"),
+                healthy(ENGINE, "r1", "1x30 0 _x149"),
                 healthy(ENGINE, "r2", "_x132 1x48"),
             ],
-            [at(down, "90m"), at(down, "110m"), at(down, "130m"), at(never, "130m"), at(down, "170m"), at(never, "170m")],
-        ),
-        case(
-            [
-                status(ENGINE, f"{HEALTHY}x30 {DOWNSCALING} {UPSCALING}x30 {HEALTHY}x50"),
-                healthy(ENGINE, "r1", "1x31 0 _x80"),
-                healthy(ENGINE, "r2", "_x61 1x50"),
-            ],
-            [at(down, "40m"), at(down, "55m"), at(never, "55m"), at(down, "100m")],
+            [at(down, "40m"), at(down, "90m"), at(down, "110m"), at(down, "130m"), at(never, "130m"), at(down, "170m"), at(never, "170m")],
         ),
         # a zero-downtime upgrade: the new cluster's controller updates its replica for 40 minutes while the old
         # cluster's still serves
@@ -142,12 +156,12 @@ def test_a_rayservice_pages_on_its_replicas_not_its_pods(tmp_path: Path) -> None
 
 @needs_promtool
 def test_the_down_page_needs_the_served_replica_it_lost(tmp_path: Path) -> None:
-    """The control of the scale-to-zero case: the same replica lost while its deployment is UNHEALTHY, not scaled to
-    zero, pages, so the quiet cold start above is the status's doing, not an input the rule cannot read."""
+    """The control of the scale-to-zero case: the same replica lost while its autoscaler still wants one pages, so the
+    quiet zero and cold start above are the decision's doing, not an input the rule cannot read."""
     rp = platform()
     rules = rules_of(rp, "aws")
     engine = KEY | {"deployment": ENGINE}
-    lost = [status(ENGINE, f"{HEALTHY}x30 {UNHEALTHY}x100 {HEALTHY}x50"), healthy(ENGINE, "r1", "1x30 0 _x149"),
-            healthy(ENGINE, "r2", "_x132 1x48")]  # fmt: skip
-    fired = [expected(rules["RayServeDeploymentDown"], engine, str(UNHEALTHY))]
+    lost = [status(ENGINE, f"{HEALTHY}x101 {UPSCALING}x30 {HEALTHY}x50"), desired(ENGINE, "1x180"),
+            healthy(ENGINE, "r1", "1x30 0 _x149"), healthy(ENGINE, "r2", "_x132 1x48")]  # fmt: skip
+    fired = [expected(rules["RayServeDeploymentDown"], engine, str(HEALTHY))]
     run_promtool(rp, "aws", [case(lost, [at("RayServeDeploymentDown", "90m", fired), at("RayServeDeploymentDown", "140m")])], tmp_path)
