@@ -451,9 +451,9 @@ def _ray_serve_alerts(names: str) -> list[Alert]:
         Alert(RAY_SERVE_DEPLOYMENT_DOWN, down, "5m", "critical",
               f"{where} has no healthy replica",
               f"The application answers no request through this deployment: every replica failed its health check, "
-              f"died or is being replaced, behind a Ray head that stays Ready. {look}. An idle deployment with "
-              f"min_replicas of 1 or more whose replica is moved off a drained node reads as at zero (its autoscaler "
-              f"decides on none before min_replicas bounds it) and is not told. With RAY_enable_open_telemetry=0 Ray "
+              f"died or is being replaced, behind a Ray head that stays Ready. {look}. A deployment parked at "
+              f"num_replicas 0 reads as down: park it with autoscaling_config min_replicas 0, or remove it. With "
+              f"RAY_enable_open_telemetry=0 Ray "
               f"keeps a deleted deployment's last status: one removed or renamed (Ray Serve LLM names it after the "
               f"model id) reads as down until the head restarts."),
         Alert(RAY_SERVE_NEVER_HEALTHY, f"{starting} unless on ({key}) ({served})", "45m", "warning",
