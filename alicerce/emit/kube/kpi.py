@@ -92,7 +92,6 @@ SERVING_LAST_EMPTY = "workload:serving_no_live_pod:last_timestamp"
 RAY_REPLICA_HEALTHY = "ray_serve_deployment_replica_healthy"
 RAY_DEPLOYMENT_STATUS_GAUGE = "ray_serve_deployment_status"
 RAY_DESIRED_REPLICAS = "ray_serve_autoscaling_desired_replicas"
-RAY_STATUS_UPSCALING = 4  # its autoscaler adds replicas, from none on a cold start
 RAY_STATUS_HEALTHY = 6  # every replica it is to run runs, it believes; a replica moved off a drained node is not seen
 RAY_STATUS_WANTING = (1, 4)  # DEPLOY_FAILED, UNHEALTHY, UPDATING, UPSCALING: replicas to run that do not all run
 RAY_DEPLOYMENT = "namespace, workload, application, deployment"
@@ -100,16 +99,18 @@ RAY_DEPLOYMENT_HEALTHY = "workload_deployment:ray_serve_healthy_replicas:sum"
 # the lowest status its controllers report (a zero-downtime upgrade runs two side by side until the new one serves)
 RAY_DEPLOYMENT_STATUS = "workload_deployment:ray_serve_status:min"
 RAY_DEPLOYMENT_DESIRED = "workload_deployment:ray_serve_desired_replicas:max"
-# at zero by design: HEALTHY with no healthy replica while its autoscaler decides on none, or UPSCALING from none (a
-# cold start: a request within a scrape of the last replica's stop leaves no HEALTHY-with-none sample, review
-# obsreview52 G-1; a crash reads UNHEALTHY until a replica recovers). HEALTHY with none alone is no zero: a replica moved
-# off a node being drained (a spot reclaim, a node drain) leaves the status HEALTHY while its replacement waits for a
-# GPU node, and the autoscaler's decision is then its target, one or more (review obsreview50 D-1); nor the DOWNSCALING
-# between, a second or two an idle replica takes to stop, which a 30-second scrape rarely reads (obsreview51 D-1). A
-# deployment with fixed replicas has no autoscaler and never is at zero: one parked at num_replicas 0 reads as down
+# at zero by design: HEALTHY with no healthy replica while its autoscaler decides on none. HEALTHY with none alone is
+# no zero: a replica moved off a node being drained (a spot reclaim, a node drain) leaves the status HEALTHY while its
+# replacement waits for a GPU node, and the autoscaler's decision is then its target, one or more (review obsreview50
+# D-1); nor the DOWNSCALING between, a second or two an idle replica takes to stop, which a 30-second scrape rarely
+# reads (obsreview51 D-1); nor UPSCALING with none: a deployment already scaling up for lack of GPU nodes whose serving
+# replicas are moved off a drained node reads so for as long as the upscale waits (obsreview53 D-1). The cost: a
+# request within a scrape of the last replica's stop takes it from DOWNSCALING to UPSCALING unseen, and that cold start
+# pages until its replica serves (obsreview52 G-1). A deployment with fixed replicas has no autoscaler and never is at
+# zero: one parked at num_replicas 0 reads as down
 RAY_AT_ZERO = (
-    f"({RAY_DEPLOYMENT_STATUS} == {RAY_STATUS_HEALTHY} and on ({RAY_DEPLOYMENT}) ({RAY_DEPLOYMENT_DESIRED} == 0) "
-    f"or {RAY_DEPLOYMENT_STATUS} == {RAY_STATUS_UPSCALING}) unless on ({RAY_DEPLOYMENT}) ({RAY_DEPLOYMENT_HEALTHY} > 0)"
+    f"{RAY_DEPLOYMENT_STATUS} == {RAY_STATUS_HEALTHY} unless on ({RAY_DEPLOYMENT}) ({RAY_DEPLOYMENT_HEALTHY} > 0) "
+    f"and on ({RAY_DEPLOYMENT}) ({RAY_DEPLOYMENT_DESIRED} == 0)"
 )
 # when a deployment last had a healthy replica, and last was at zero: one that served since is down without a replica,
 # one that did not is starting from zero (as SERVING_LAST_READY and SERVING_LAST_EMPTY tell it for pods)

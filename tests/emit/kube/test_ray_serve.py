@@ -129,16 +129,15 @@ def test_a_rayservice_pages_on_its_replicas_not_its_pods(tmp_path: Path) -> None
             ],
             [at(down, "40m"), at(down, "90m"), at(down, "110m"), at(down, "130m"), at(never, "130m"), at(down, "170m"), at(never, "170m")],
         ),
-        # a request within a scrape of the last replica's stop: no HEALTHY-with-none sample, the status goes on to
-        # UPSCALING and the decision stays one; a cold start all the same (obsreview52 G-1)
+        # scaling up for lack of GPU nodes (UPSCALING from 20m, its second replica Pending) when its serving replica is
+        # moved off a drained node at 60m: UPSCALING with none is no cold start, it pages (obsreview53 D-1)
         case(
+            [status(ENGINE, f"{HEALTHY}x19 {UPSCALING}x100"), desired(ENGINE, "1x19 2x100"), healthy(ENGINE, "r1", "1x59 0 _x59")],
             [
-                status(ENGINE, f"{HEALTHY}x30 {UPSCALING}x30 {HEALTHY}x50"),
-                desired(ENGINE, "1x110"),
-                healthy(ENGINE, "r1", "1x30 0 _x79"),
-                healthy(ENGINE, "r2", "_x61 1x49"),
+                at(down, "50m"),
+                at(down, "70m", [expected(rules[down], engine, str(UPSCALING))]),
+                at(down, "110m", [expected(rules[down], engine, str(UPSCALING))]),
             ],
-            [at(down, "40m"), at(down, "58m"), at(never, "58m"), at(down, "100m")],
         ),
         # a zero-downtime upgrade: the new cluster's controller updates its replica for 40 minutes while the old
         # cluster's still serves
