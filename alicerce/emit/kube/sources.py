@@ -450,14 +450,12 @@ def _ray_serve_alerts(names: str) -> list[Alert]:
     return [
         Alert(RAY_SERVE_DEPLOYMENT_DOWN, down, "5m", "critical",
               f"{where} has no healthy replica",
-              f"The application answers no request through this deployment: every replica failed its health check, "
+              "The application answers no request through this deployment: every replica failed its health check, "
               f"died or is being replaced, behind a Ray head that stays Ready. {look}. A cold start whose first "
-              f"request came within a scrape of the last replica's stop reads as this until its replica serves. A "
-              f"deployment parked at num_replicas 0 reads as down: park it with autoscaling_config min_replicas 0, or "
-              f"remove it. With "
-              f"RAY_enable_open_telemetry=0 Ray "
-              f"keeps a deleted deployment's last status: one removed or renamed (Ray Serve LLM names it after the "
-              f"model id) reads as down until the head restarts."),
+              "request came within a scrape of the last replica's stop reads as this until its replica serves. A "
+              "deployment parked at num_replicas 0 reads as down: park it with autoscaling_config min_replicas 0, or "
+              "remove it. With RAY_enable_open_telemetry=0 Ray keeps a deleted deployment's last status: one removed "
+              "or renamed (Ray Serve LLM names it after the model id) reads as down until the head restarts."),
         Alert(RAY_SERVE_NEVER_HEALTHY, f"{starting} unless on ({key}) ({served})", "45m", "warning",
               f"{where} has had no healthy replica since it was deployed or scaled up from zero",
               f"Its replicas have not passed a health check in 45 minutes: {look}."),
