@@ -92,6 +92,7 @@ SERVING_LAST_EMPTY = "workload:serving_no_live_pod:last_timestamp"
 RAY_REPLICA_HEALTHY = "ray_serve_deployment_replica_healthy"
 RAY_DEPLOYMENT_STATUS_GAUGE = "ray_serve_deployment_status"
 RAY_DESIRED_REPLICAS = "ray_serve_autoscaling_desired_replicas"
+RAY_STATUS_DOWNSCALING = 5  # the autoscaler or a lower num_replicas takes replicas away: a second or two when idle
 RAY_STATUS_HEALTHY = 6  # every replica it is to run runs, it believes; a replica moved off a drained node is not seen
 RAY_STATUS_WANTING = (1, 4)  # DEPLOY_FAILED, UNHEALTHY, UPDATING, UPSCALING: replicas to run that do not all run
 RAY_DEPLOYMENT = "namespace, workload, application, deployment"

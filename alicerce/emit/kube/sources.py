@@ -71,12 +71,13 @@ from alicerce.emit.kube.kpi import (
     RAY_CLUSTER_INFO,
     RAY_CLUSTER_LABEL,
     RAY_DEPLOYMENT,
+    RAY_DEPLOYMENT_DESIRED,
     RAY_DEPLOYMENT_HEALTHY,
     RAY_DEPLOYMENT_LAST_HEALTHY,
     RAY_DEPLOYMENT_LAST_ZERO,
     RAY_DEPLOYMENT_STATUS,
     RAY_NODE_TYPE_LABEL,
-    RAY_STATUS_HEALTHY,
+    RAY_STATUS_DOWNSCALING,
     RAY_STATUS_WANTING,
     READY_PODS,
     SERVING_LAST_EMPTY,
@@ -429,8 +430,9 @@ def efa_counters_alerts(pools: list[str]) -> list[Alert]:
 def _ray_serve_alerts(names: str) -> list[Alert]:
     """A RayService's serving alerts from Ray Serve's own count (kpi.RAY_REPLICA_HEALTHY), per deployment of its
     applications: its pods' readiness cannot tell a dead engine from a live one, nor a cold start from an outage. A
-    deployment with no healthy replica and not DOWNSCALING pages when it served since it last was at zero (kpi.RAY_AT_ZERO:
-    a crash, a replica moved off a drained node and not running again, a head restart; at zero now, it did not), and is a
+    deployment with no healthy replica, but for the DOWNSCALING of a scale to zero, pages when it served since it last was
+    at zero (kpi.RAY_AT_ZERO: a crash, a replica moved off a drained node and not running again, a head restart, a
+    one-replica version update loading; at zero now, it did not), and is a
     ticket after 45 minutes when it is starting with none (a first deploy, a cold start from zero that never gets
     there), as ServingWorkloadDown and ServingWorkloadNeverReady read a workload's pods. At zero is neither; nor a
     zero-downtime upgrade, while the old cluster's replicas still count."""
@@ -440,7 +442,11 @@ def _ray_serve_alerts(names: str) -> list[Alert]:
     none = f"unless on ({key}) ({RAY_DEPLOYMENT_HEALTHY} > 0)"
     starting = f"{status} >= {low} <= {high} {none}"
     served = f"{RAY_DEPLOYMENT_LAST_HEALTHY} > on ({key}) ({RAY_DEPLOYMENT_LAST_ZERO} or 0 * {RAY_DEPLOYMENT_LAST_HEALTHY})"
-    down = f"({starting} or {status} == {RAY_STATUS_HEALTHY} {none}) and on ({key}) ({served})"
+    # any status with none, but the second or two of DOWNSCALING an idle scale to zero takes: one stuck there, its
+    # last replica moved off a drained node while it scaled down and the replacement waiting for a GPU node, is down
+    # (review obsreview54 G-1)
+    zeroing = f"{status} == {RAY_STATUS_DOWNSCALING} and on ({key}) ({RAY_DEPLOYMENT_DESIRED} == 0)"
+    down = f"({status} > 0 {none} unless on ({key}) ({zeroing})) and on ({key}) ({served})"
     where = "{{ $labels.namespace }}/{{ $labels.workload }}: Ray Serve deployment {{ $labels.deployment }} of {{ $labels.application }}"
     look = ("serve status on the head (kubectl -n {{ $labels.namespace }} exec <head pod> -- serve status) gives each "
             "replica's state and its last error; check the GPU workers' pods and events, GPU capacity in the pool and the "

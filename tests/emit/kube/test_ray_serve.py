@@ -139,6 +139,27 @@ def test_a_rayservice_pages_on_its_replicas_not_its_pods(tmp_path: Path) -> None
                 at(down, "110m", [expected(rules[down], engine, str(UPSCALING))]),
             ],
         ),
+        # scaling down (one replica of two, or a lower num_replicas) when its last serving replica is moved off a
+        # drained node at 30m: DOWNSCALING until the replacement runs at 110m, its autoscaler still deciding on one:
+        # down (obsreview54 G-1); a scale to zero whose last replica takes ten minutes to stop is not
+        case(
+            [
+                status(ENGINE, f"{HEALTHY}x19 {DOWNSCALING}x90 {HEALTHY}x10"),
+                desired(ENGINE, "2x19 1x100"),
+                healthy(ENGINE, "r1", "1x19 0 _x99"),
+                healthy(ENGINE, "r2", "1x29 0 _x89"),
+                healthy(ENGINE, "r3", "_x109 1x10"),
+            ],
+            [at(down, "30m"), at(down, "40m", [expected(rules[down], engine, str(DOWNSCALING))]), at(down, "115m")],
+        ),
+        case(
+            [
+                status(ENGINE, f"{HEALTHY}x19 {DOWNSCALING}x10 {HEALTHY}x30"),
+                desired(ENGINE, "1x19 0x40"),
+                healthy(ENGINE, "r1", "1x19 0 _x39"),
+            ],
+            [at(down, "27m"), at(down, "50m"), at(never, "50m")],
+        ),
         # a zero-downtime upgrade: the new cluster's controller updates its replica for 40 minutes while the old
         # cluster's still serves
         case(
