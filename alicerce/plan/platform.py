@@ -339,9 +339,24 @@ def _no_pool_text(w: Workload, platform: ResolvedPlatform, gpu: str) -> str:
     return f"no pool in {platform.environment} runs {w.kind} workloads; sized on {gpu}"
 
 
+# The last plan and what it was made from. `generate` plans an environment for its report and again for each site's
+# cost rules (one environment, four sites: five plans, 60% of a prod tree's CPU time); the platform and the plan are
+# frozen records, so the same platform object on the same day with the same catalog gets the same plan back.
+_LAST: list[tuple[ResolvedPlatform, Catalog, datetime.date, SizingPlan]] = []  # at most one
+
+
 def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, today: datetime.date | None = None) -> SizingPlan:
     """Size every workload of an environment, place it, then size and cost its pools and storage tiers."""
     catalog = catalog or load_catalog()
+    today = today or _today()
+    if _LAST and _LAST[0][0] is platform and _LAST[0][1] is catalog and _LAST[0][2] == today:
+        return _LAST[0][3]
+    plan = _plan(platform, catalog, today)
+    _LAST[:] = [(platform, catalog, today, plan)]
+    return plan
+
+
+def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) -> SizingPlan:
     sizing = catalog.sizing
     costs = platform.spec.costs
     hours_month = sizing.hoursPerMonth.value
@@ -350,7 +365,7 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
     for pool_name, price in prices.items():
         for issue in price.issues if price else ():
             findings.append(PlanFinding(issue.check, pool_name, issue.message))
-        findings += _stale_pool_price(price, today or _today(), catalog)
+        findings += _stale_pool_price(price, today, catalog)
     # on-prem pools at full utilisation, only to know the power a busy GPU-hour adds (placement's marginal cost)
     staff = staff_shares(platform)
     owned_full = {
@@ -498,9 +513,9 @@ def plan_platform(platform: ResolvedPlatform, catalog: Catalog | None = None, to
     for pool_name, quarter, need, capacity in growth.runs_out:
         findings.append(PlanFinding("PL313", pool_name, f"runs out in quarter {quarter} of the forecast: its workloads need {need} GPUs "
                                     f"at once, it has {capacity}"))  # fmt: skip
-    own_vs_rent, unsold = _own_vs_rent(platform, pool_plans, priced, catalog, growth, today or _today())
+    own_vs_rent, unsold = _own_vs_rent(platform, pool_plans, priced, catalog, growth, today)
     findings += unsold
-    kept, waived = apply_waivers(findings, platform.spec, platform.environment, today or _today())
+    kept, waived = apply_waivers(findings, platform.spec, platform.environment, today)
     targets = kpi_targets(
         platform, [(p.name, p.utilization) for p in pool_plans if p.gpus_per_node], watched,
         {u.workload: u.usd_per_million_tokens for u in units if u.usd_per_million_tokens is not None},

@@ -718,6 +718,9 @@ class _Run:
     recompute: bool
     network_need_gbps: float
     recompute_fraction: float = 0.0  # share of layers recomputed (1: full recomputation)
+    # what network_need_gbps is made of, as --explain prints it (review sizreview32 D-1: the line's inputs alone did not
+    # reproduce it; the step, the overlap and the fp32 gradients were the code's)
+    network_inputs: tuple[tuple[str, float], ...] = ()
 
 
 def attention_width(w: Workload, layers: int, hidden: int, sizing: Sizing) -> tuple[int | None, float | None]:
@@ -922,9 +925,19 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
         w, job, tp=tp, node_gpus=place.gpus_per_node, gather_bytes=gather_bytes, grad_bytes=grad_bytes, adapter=adapter
     )
     need = exchanged * 8 / (step * sizing.commOverlapFraction.value) / 1e9
+    dp = max(1, gpus // (tp * job.pipeline_parallel))
+    inputs = (
+        ("bytes a GPU sends a step", exchanged),
+        ("data-parallel ranks", dp),
+        ("micro-batches a rank", micro_batches(job, max(1, dp // job.context_parallel))),
+        ("gather bytes a parameter", gather_bytes),
+        ("gradient bytes a parameter", grad_bytes),
+        ("step s", step),
+        ("overlap", sizing.commOverlapFraction.value),
+    )
     if w.mfu is not None:
         mfu_factor = (Factor("mfu", w.mfu, "spec", "workloads[].mfu replaces the throughput model"),)
-        return _Run(gpus, tp, w.mfu, mfu_factor, recompute, need, fraction)
+        return _Run(gpus, tp, w.mfu, mfu_factor, recompute, need, fraction, inputs)
     # Only a pool without an RDMA fabric caps throughput here: on RDMA, published runs overlap their traffic
     # with tensor and pipeline parallelism this ZeRO-3 estimate does not model (it would over-penalise them).
     available = place.network_gbps_per_gpu  # None: no pool yet, so no network to judge
@@ -933,7 +946,7 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
     if share < 1:
         job = TrainingJob(**{**job.__dict__, "network_share": share})
     mfu, factors = training_mfu(job, sizing)
-    return _Run(gpus, tp, mfu, factors, recompute, need, fraction)
+    return _Run(gpus, tp, mfu, factors, recompute, need, fraction, inputs)
 
 
 def productive_mfu(job: TrainingJob, sizing: Sizing) -> float:
@@ -1201,11 +1214,15 @@ def _uneven_batch(tokens: float, declared: float, sequences: float, ranks: int) 
     batch stands for (batch_sequences) where the ranks split it (review sizreview15 F4: the note was silent where they
     outnumbered the declared sequences)."""
     head = f"the global batch of {declared:,.6g} sequences does not split evenly over {ranks} data-parallel ranks"
+    stands = f"the {sequences:,.0f} sequences ({tokens * 2**20 / 1e6:,.0f} tokens) its decimal {tokens / 1e6:g}M tokens stand for"
     if sequences != declared and sequences % ranks == 0:
-        return (f"{head}: the stack runs the {sequences:,.0f} sequences ({tokens * 2**20 / 1e6:,.0f} tokens) its decimal "
-                f"{tokens / 1e6:g}M tokens stand for, {sequences / ranks:g} a rank")  # fmt: skip
-    below, above = math.floor(declared / ranks) * ranks, math.ceil(declared / ranks) * ranks
+        return f"{head}: the stack runs {stands}, {sequences / ranks:g} a rank"
+    # the multiples around the count the throughput model reads, the binary one where a decimal batch stands for it
+    # (review sizreview32 N-1: 448 or 504 around a decimal 4M's 488.3 while the model ran 512 a step)
+    below, above = math.floor(sequences / ranks) * ranks, math.ceil(sequences / ranks) * ranks
     runs = f"{below:,} or {above:,}" if below else f"{above:,}"
+    if sequences != declared:
+        return f"{head}: the stack runs a multiple of {ranks} around {stands}: {runs} sequences"
     return f"{head}: the stack runs a multiple of {ranks} ({runs} sequences)"
 
 
@@ -1686,7 +1703,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                           "LoRA: the adapters' gradients, and at ZeRO-3 the frozen base's two gathers; MoE: shared weights "
                           "over dp, own experts over dp / EP, and the off-node all-to-all) per step x 8 / (step time x overlap)"
                           + (f"; {MOE_DISPATCH_ASSUMED}" if w.model.architecture == "moe" else ""),
-                          {**carried, "global batch tokens": batch_tokens}))  # fmt: skip
+                          {**carried, "global batch tokens": batch_tokens, **dict(run.network_inputs)}))  # fmt: skip
     quarter_days = 3 * sizing.hoursPerMonth.value / 24
     if w.runs_per_quarter is not None:
         runs = w.runs_per_quarter

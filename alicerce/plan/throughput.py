@@ -568,12 +568,14 @@ def training_factors(job: TrainingJob, sizing: Sizing, *, moe_routing: float | N
         factors.append(Factor("attention", 1 / (1 + ratio), "computed", f"1 / (1 + {weight} x {shape}) = 1 / (1 + {ratio:.3f})"))
     per_gpu = tokens_per_gpu_step(job)
     reference, exponent = t.perGpuBatch.referenceTokens.value, t.perGpuBatch.exponent.value
+    # under one token a GPU (a one-token batch over many GPUs) printed as 0 (review sizreview32 N-2)
+    tokens = f"{per_gpu:,.0f}" if per_gpu >= 1 else f"{per_gpu:.3g}"
     factors.append(
         Factor(
             "per-GPU batch",
             min(1.0, per_gpu / reference) ** exponent,
             t.perGpuBatch.exponent.source,
-            f"min(1, {per_gpu:,.0f} tokens per GPU per step / {reference:,.0f}) ^ {exponent}",
+            f"min(1, {tokens} tokens per GPU per step / {reference:,.0f}) ^ {exponent}",
         )
     )
     factors.append(gain)

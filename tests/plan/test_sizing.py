@@ -3162,3 +3162,37 @@ def test_the_last_pipeline_stage_also_runs_the_output_head(  # noqa: PLR0917 - o
     )
     # an fp8 run's 16-bit head weighs more against GEMMs the gain speeds up; a MoE's layers carry the routing time too
     assert head_in_layers(job, a, gain=1.9) > head > head_in_layers(job, a, moe=0.6)
+
+
+def test_the_network_figure_prints_what_reproduces_it() -> None:
+    """Review sizreview32 D-1: `network per GPU` printed only the fabric and the global batch, so a hand check could not
+    reach its 625 Gbit/s (the fp32 gradients, the productive step and the overlap were the code's). Its inputs now
+    reproduce it: ZeRO-3 moves two 16-bit gathers and one reduction a micro-batch, over (dp - 1) / dp of the weights."""
+    run = {"model": {"parameters": "8B"}, "tokens": "1T", "sequenceLength": 8192, "globalBatchTokens": "4M", "gpus": 64}
+    planned = plan_training(workload(**run), on("H100-SXM5-80GB"), SIZING, [])
+    [figure] = [f for f in planned.figures if f.name == "network per GPU"]
+    given = figure.inputs
+    assert figure.value == pytest.approx(given["bytes a GPU sends a step"] * 8 / (given["step s"] * given["overlap"]) / 1e9)
+    dp, rounds = given["data-parallel ranks"], given["micro-batches a rank"]
+    assert (given["gather bytes a parameter"], given["gradient bytes a parameter"]) == (2, 4)  # training reduces in fp32
+    assert rounds == pytest.approx(4e6 / (8192 * dp))
+    sent = (2 * rounds * 2 + rounds * 4) * 8e9 / planned.tensor_parallel * (dp - 1) / dp
+    assert given["bytes a GPU sends a step"] == pytest.approx(sent)
+
+
+def test_a_decimal_batch_the_ranks_do_not_divide_names_the_multiples_the_model_runs() -> None:
+    """Review sizreview32 N-1: a decimal 4M batch of 8,192-token sequences is sized at the 512 sequences it stands for
+    (batch_sequences), yet its note offered the multiples of the ranks around the decimal 488.3; a one-token batch
+    printed its tokens a GPU as 0 (N-2)."""
+    run = {"model": {"parameters": "8B"}, "tokens": "1T", "sequenceLength": 8192, "globalBatchTokens": "4M", "gpus": 56}
+    planned = plan_training(workload(**run), on("H100-SXM5-80GB"), SIZING, [])
+    assert planned.tensor_parallel == 1
+    [note] = [n for n in planned.notes if "split evenly" in n]
+    expected = "a multiple of 56 around the 512 sequences (4,194,304 tokens) its decimal 4M tokens stand for: 504 or 560 sequences"
+    assert note.endswith(expected)
+    [factor] = [f for fig in planned.figures for f in fig.factors if f.name == "per-GPU batch"]
+    assert factor.why.startswith("min(1, 74,898 tokens per GPU per step / 8,192)")  # 4Mi tokens over 56 GPUs
+    one = {"model": {"parameters": "8B"}, "tokens": "1B", "sequenceLength": 1, "globalBatchTokens": 1, "gpus": 8}
+    tiny = plan_training(workload(**one), on("H100-SXM5-80GB"), SIZING, [])
+    [batch] = [f for fig in tiny.figures for f in fig.factors if f.name == "per-GPU batch"]
+    assert tiny.tensor_parallel == 8 and batch.why.startswith("min(1, 0.125 tokens per GPU per step / 8,192)")
