@@ -11,7 +11,7 @@ from alicerce.emit.kube.monitoring import rule_groups
 from alicerce.plan.kpi import lead_time_targets
 from alicerce.plan.platform import plan_platform
 from alicerce.rules.validate import validated
-from alicerce.spec.loader import load_file
+from alicerce.spec.loader import load_file, load_text
 from alicerce.spec.models.workloads import chain_days, model_chains
 from tests.conftest import ROOT
 
@@ -111,3 +111,22 @@ def test_printed_targets_round_away_from_their_bound() -> None:
     assert _target(0.6739, "ratio", ">=") == "67.3%" and _target(0.6731, "ratio", "<=") == "67.4%"
     assert _target(0.00501, "ratio", "<=") == "0.51%"
     assert _target(588_973.4, "USD", "<=") == "$588,973"
+
+
+def test_a_stall_budget_under_the_alerts_floor_says_both() -> None:
+    """Review sizreview33 D-3: at a 10-minute checkpoint interval the storage plan sizes the write bandwidth for a 30 s
+    stall (checkpointStallBudget 0.05 x 600 s) while TrainingCheckpointStall holds 60 s, its shortest; the KPI printed
+    60 s as "checkpointStallBudget x interval", a figure its source does not give."""
+    text = (ROOT / "platform.yaml").read_text().replace("checkpointInterval: 2h", "checkpointInterval: 10m")
+    assert "checkpointInterval: 10m" in text
+    rp = validated(load_text(text, "platform.yaml"), "prod")
+    [stall] = [k for k in plan_platform(rp).kpi_targets if k.kpi == "TrainingCheckpointStall"]
+    assert stall.target == 60
+    assert stall.source == (
+        "sizing checkpointStallBudget x interval = 30 s, what the storage plan sizes the write bandwidth for; "
+        "the alert holds 60 s, its shortest"
+    )
+    written = next(
+        f for w in plan_platform(rp).workloads if w.name == "llm-pretrain" for f in w.figures if f.name == "checkpoint write bandwidth"
+    )
+    assert written.inputs["interval s"] * written.inputs["stall budget"] == 30
