@@ -763,10 +763,27 @@ def data_parallel_passes(zero_stage: int, rounds: float) -> tuple[float, float]:
     return {3: (2 * rounds, rounds), 2: (1.0, rounds), 1: (1.0, 1.0)}.get(zero_stage, (0.0, 2.0))
 
 
+@dataclass(frozen=True)
+class StepTraffic:
+    """What one GPU sends across nodes a step, and a mixture of experts' parts of it as --explain prints them (review
+    sizreview33 D-1: the data-parallel ranks and bytes a parameter did not reproduce a MoE run's figure)."""
+
+    total: float
+    parts: tuple[tuple[str, float], ...] = ()
+
+
 def network_bytes_per_step(
     w: Workload, job: TrainingJob, *, tp: int, node_gpus: int, gather_bytes: float, grad_bytes: float,
     adapter: tuple[float, float] | None = None,
 ) -> float:  # fmt: skip
+    """Bytes one GPU sends across nodes each step (:func:`network_traffic`)."""
+    return network_traffic(w, job, tp=tp, node_gpus=node_gpus, gather_bytes=gather_bytes, grad_bytes=grad_bytes, adapter=adapter).total
+
+
+def network_traffic(
+    w: Workload, job: TrainingJob, *, tp: int, node_gpus: int, gather_bytes: float, grad_bytes: float,
+    adapter: tuple[float, float] | None = None,
+) -> StepTraffic:  # fmt: skip
     """Bytes one GPU sends across nodes each step.
 
     Dense: (gathers x ``gather_bytes`` + reductions x ``grad_bytes``) (:func:`data_parallel_passes`) x parameters /
@@ -793,10 +810,10 @@ def network_bytes_per_step(
     moe = w.model.architecture == "moe" and bool(job.experts_per_token)
     if not moe:
         if adapter is None:
-            return per_parameter * total / group * (dp - 1) / dp
+            return StepTraffic(per_parameter * total / group * (dp - 1) / dp)
         trainable, base_bytes = adapter
         gathered = 2 * rounds * total * base_bytes if job.zero_stage == 3 else 0.0
-        return (gathered + per_parameter * trainable) / group * (dp - 1) / dp
+        return StepTraffic((gathered + per_parameter * trainable) / group * (dp - 1) / dp)
     active, routed_per_token = job.active_parameters, job.experts_per_token or 0
     experts = w.model.experts.total if w.model.experts else None
     # routed experts unknown: every parameter beyond the active ones is an expert's
@@ -833,8 +850,21 @@ def network_bytes_per_step(
     off_node = max(0.0, 1 - node_gpus / (ep * etp))
     # an fp32 run's tokens are 4 bytes (the throughput model's MoE factor says so too: review sizreview21 N2), else 2
     token_bytes = 4 if job.precision == "fp32" else 2
-    all_to_all = 4 * moe_routing_ratio(job) * active * token_bytes * job.global_batch_tokens / gpus * off_node
-    return sync + all_to_all
+    routed = moe_routing_ratio(job) * active  # k x hidden x MoE layers
+    tokens = job.global_batch_tokens / gpus
+    all_to_all = 4 * routed * token_bytes * tokens * off_node
+    parts = (
+        ("shared parameters", shared),
+        ("expert grid GPUs (expert TP x EP x PP)", grid),
+        ("copies of an expert shard", replicas),
+        ("weight sync bytes", sync),
+        ("all-to-all bytes = 4 x k x hidden x MoE layers x token bytes x tokens a GPU x off-node share", all_to_all),
+        ("k x hidden x MoE layers", routed),
+        ("token bytes", token_bytes),
+        ("tokens a GPU", tokens),
+        ("off-node share = 1 - node GPUs / (EP x expert TP)", off_node),
+    )
+    return StepTraffic(sync + all_to_all, parts)
 
 
 def dataset_bytes_per_token(w: Workload, sizing: Sizing) -> float:
@@ -921,19 +951,23 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
         # the frozen base's bytes a parameter as memory holds them (QLoRA's 16-bit embedding and head among them: review
         # sizreview9 F4); the weights whole per replica are the frozen base plus the adapters' (as many as their gradients)
         adapter = (mem.trainable, (mem.weights - mem.gradients) / float(w.model.parameters))
-    exchanged = network_bytes_per_step(
+    traffic = network_traffic(
         w, job, tp=tp, node_gpus=place.gpus_per_node, gather_bytes=gather_bytes, grad_bytes=grad_bytes, adapter=adapter
     )
+    exchanged = traffic.total
     need = exchanged * 8 / (step * sizing.commOverlapFraction.value) / 1e9
     dp = max(1, gpus // (tp * job.pipeline_parallel))
     inputs = (
         ("bytes a GPU sends a step", exchanged),
         ("data-parallel ranks", dp),
+        # a context group's ranks share each micro-batch (review sizreview33 N-1: 16 a rank read as over 32 ranks)
+        *((("context parallel", job.context_parallel),) if job.context_parallel > 1 else ()),
         ("micro-batches a rank", micro_batches(job, max(1, dp // job.context_parallel))),
         ("gather bytes a parameter", gather_bytes),
         ("gradient bytes a parameter", grad_bytes),
         ("step s", step),
         ("overlap", sizing.commOverlapFraction.value),
+        *traffic.parts,
     )
     if w.mfu is not None:
         mfu_factor = (Factor("mfu", w.mfu, "spec", "workloads[].mfu replaces the throughput model"),)

@@ -3196,3 +3196,29 @@ def test_a_decimal_batch_the_ranks_do_not_divide_names_the_multiples_the_model_r
     tiny = plan_training(workload(**one), on("H100-SXM5-80GB"), SIZING, [])
     [batch] = [f for fig in tiny.figures for f in fig.factors if f.name == "per-GPU batch"]
     assert tiny.tensor_parallel == 8 and batch.why.startswith("min(1, 0.125 tokens per GPU per step / 8,192)")
+
+
+def test_a_moe_runs_network_figure_prints_what_reproduces_it() -> None:
+    """Review sizreview33 D-1: a MoE's network figure is its weight sync (shared weights over the data-parallel ranks,
+    each expert shard over its copies) and the off-node all-to-all; the line printed the dense recipe's inputs only, so
+    a hand check read 4x the figure. Its printed parts now rebuild it: 64 experts at EP 32 over four 8-GPU nodes."""
+    model = {"parameters": "60B", "architecture": "moe", "activeParameters": "8B", "layers": 32, "hiddenSize": 4096,
+             "vocabulary": 32000, "experts": {"total": 64, "perToken": 4}}  # fmt: skip
+    run = {"model": model, "tokens": "1T", "sequenceLength": 4096, "globalBatchTokens": 4194304, "gpus": 256,
+           "tensorParallel": 1, "expertParallel": 32, "expertTensorParallel": 1, "zeroStage": 1}  # fmt: skip
+    planned = plan_training(workload(**run), on("H100-SXM5-80GB"), SIZING, [])
+    [figure] = [f for f in planned.figures if f.name == "network per GPU"]
+    given = figure.inputs
+    per_parameter = given["gather bytes a parameter"] + given["gradient bytes a parameter"]  # ZeRO-1: one of each a step
+    dp, grid, copies, shared = (given[k] for k in ("data-parallel ranks", "expert grid GPUs (expert TP x EP x PP)",
+                                                   "copies of an expert shard", "shared parameters"))  # fmt: skip
+    assert (dp, grid, copies) == (256, 32, 8)
+    sync = per_parameter * (shared * (dp - 1) / dp + (60e9 - shared) / grid * (copies - 1) / copies)
+    assert given["weight sync bytes"] == pytest.approx(sync)
+    off_node = given["off-node share = 1 - node GPUs / (EP x expert TP)"]
+    assert off_node == 1 - 8 / 32
+    assert given["k x hidden x MoE layers"] == 4 * 4096 * 32 and given["tokens a GPU"] == 4194304 / 256
+    a2a = 4 * given["k x hidden x MoE layers"] * given["token bytes"] * given["tokens a GPU"] * off_node
+    assert given["all-to-all bytes = 4 x k x hidden x MoE layers x token bytes x tokens a GPU x off-node share"] == pytest.approx(a2a)
+    assert given["bytes a GPU sends a step"] == pytest.approx(sync + a2a)
+    assert figure.value == pytest.approx((sync + a2a) * 8 / (given["step s"] * given["overlap"]) / 1e9)
