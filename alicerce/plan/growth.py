@@ -103,6 +103,14 @@ def busy_gpu_hours(plan: WorkloadPlan, gpus: int, hours_month: float) -> float:
     return (plan.gpu_hours or 0.0) * (gpus / plan.gpus if plan.gpus else 1.0)
 
 
+def pool_gpu_hours(plan: WorkloadPlan, gpus: int, capacity: int, hours_month: float) -> float:
+    """GPU-hours a month a workload keeps a pool of ``capacity`` GPUs busy: :func:`busy_gpu_hours`, at most the whole
+    pool for the hours a day it runs. A run sized wider than the pool runs longer on it, not on GPUs it lacks: at 12
+    hours a day its GPU-hours past half the pool's were read as a 57% busy pool, above the 50% the schedule allows
+    (review sizreview33 D-2; PL304 says the run misses its deadline there, PL313 that the pool runs out)."""
+    return min(busy_gpu_hours(plan, gpus, hours_month), capacity * hours_month * plan.hours_per_day / 24)
+
+
 # the longest calendar month: the budget rules sum spend per calendar month (team:gpu_cost_usd:sum_month)
 LONGEST_MONTH_HOURS = 31 * 24
 
@@ -382,7 +390,7 @@ def forecast(
             mine = [p for p in plans if p.pool == pool.name and p.runnable]
             capacity = pool.declared_max * pool.gpus_per_node
             peak = sum(peak_units(p, rp, hours_month) for p in mine) if pool.gpus_per_node else 0
-            hours = sum(busy_gpu_hours(p, pool_units(p, rp), hours_month) for p in mine) if pool.gpus_per_node else 0.0
+            hours = sum(pool_gpu_hours(p, pool_units(p, rp), capacity, hours_month) for p in mine) if pool.gpus_per_node else 0.0
             utilization = min(1.0, hours / (capacity * hours_month)) if capacity else None
             cost: float | None = None
             demand: float | None = None

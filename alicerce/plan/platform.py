@@ -31,6 +31,7 @@ from alicerce.plan.growth import (
     forecast,
     peak_month_gpu_hours,
     peak_units,
+    pool_gpu_hours,
     pool_units,
     run_hours,
 )
@@ -685,13 +686,14 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
     capacity = spec.scaling.max * per_node
     peak = 0
     always_on = 0
-    hours = 0.0
+    hours = held = 0.0
     for w in plans:
         if w.gpus is None:
             continue
         gpus = pool_units(w, pool)
         peak += peak_units(w, pool, hours_month)
-        hours += busy_gpu_hours(w, gpus, hours_month)
+        hours += busy_gpu_hours(w, gpus, hours_month)  # what the workloads want of the pool
+        held += pool_gpu_hours(w, gpus, capacity, hours_month)  # what they can hold of it, at their hours a day
         if w.kind in ("training", "fine-tuning"):
             _deadline_finding(pool, w, findings)
         else:
@@ -724,7 +726,7 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
         findings.append(PlanFinding("PL306", pool.name, f"its {len(plans)} workloads need {peak} GPUs when they run at once "
                                     f"({_nodes(rec_max)}); max is {_nodes(spec.scaling.max)}: {advice}"))  # fmt: skip
     rec_min = math.ceil(always_on / per_node) if per_node else spec.scaling.min
-    utilization = None if demand is None else min(1.0, demand)
+    utilization = None if demand is None else min(1.0, held / (capacity * hours_month))
     if per_node and plans and utilization is not None and utilization < 0.3 and spec.scaling.max > rec_max:
         findings.append(PlanFinding("PL307", pool.name, f"forecast GPU utilisation is {utilization:.0%}: its workloads peak at {peak} GPUs "
                                     f"({_nodes(rec_max)}), max is {_nodes(spec.scaling.max)}"))  # fmt: skip
@@ -891,10 +893,11 @@ def _showback(  # noqa: PLR0917 - the plan's parts, called once
         if _own_blocks(pool, plans, resolved, hours_month, out):
             continue
         usage: dict[str, float] = defaultdict(float)
+        gpus_max = pool.declared_max * pool.gpus_per_node
         for plan in plans:
             if plan.pool == pool.name and plan.runnable:
                 gpus = pool_units(plan, resolved[pool.name]) if pool.gpus_per_node else 0
-                usage[plan.team] += busy_gpu_hours(plan, gpus, hours_month) if gpus else 1.0
+                usage[plan.team] += pool_gpu_hours(plan, gpus, gpus_max, hours_month) if gpus else 1.0
         capacity = pool.declared_max * pool.gpus_per_node * hours_month if pool.gpus_per_node else 0.0
         used = sum(usage.values())
         if not used:
