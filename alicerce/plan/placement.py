@@ -70,7 +70,9 @@ class Option:
 
     def describe(self) -> str:
         if not self.runs:
-            return f"{self.pool.name}: cannot run it"
+            # why, as the plan sized on the pool says it (review sizreview33 N-4: fp8 on an A100 pool said nothing more)
+            why = next((f": {i.message}" for i in self.plan.issues), "")
+            return f"{self.pool.name}: cannot run it{why}"
         parts = [] if self.data_local else [f"its dataset's tier is not at {self.pool.site.name}"]
         if self.days_on_free is not None and self.plan.deadline_days is not None:
             verdict = "meets" if self.meets_deadline else "misses"

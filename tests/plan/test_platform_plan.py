@@ -773,3 +773,22 @@ def test_placement_never_picks_a_gpu_the_training_precision_cannot_run_on() -> N
     both["workloads"][0]["precision"] = "fp4"
     (said,) = [f.message for f in plan_unchecked(both).findings if f.check == "PL303" and f.subject == "w"]
     assert said.endswith("it cannot train on a100, nor on h100 (set fp8, or run on a Blackwell pool)"), said
+
+
+def test_a_pool_that_cannot_run_a_workload_says_why_in_its_placement() -> None:
+    """Review sizreview33 N-4: an fp8 run left to placement beside an A100 pool read "onprem-a100: cannot run it", where
+    pinned to it validate names the reason (AL388); the placement now carries the plan's own words."""
+    data = reference()
+    data["nodePools"].append(
+        {"name": "onprem-a100", "site": "dc1", "purpose": "training", "accelerator": "A100-SXM4-80GB:8",
+         "onprem": {"hosts": [{"hosts": "gpu-[101:104].dc1.acme.example", "rack": "r02"}], "hcas": 8},
+         "scaling": {"min": 4, "max": 4}, "fabric": "ib-dc1",
+         "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]}
+    )  # fmt: skip
+    pretrain = next(w for w in data["workloads"] if w["name"] == "llm-pretrain")
+    pretrain.update(precision="fp8", pool=None)
+    pretrain.pop("accelerator")
+    research = next(t for t in data["tenancy"]["teams"] if t["name"] == pretrain["team"])
+    research["quotas"].append({"pool": "onprem-a100", "gpus": 32})  # a pool its team holds quota on is a candidate
+    reason = plan_of(data).placements["llm-pretrain"]
+    assert "onprem-a100: cannot run it: fp8 training needs compute capability 8.9" in reason, reason
