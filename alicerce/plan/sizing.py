@@ -854,6 +854,7 @@ def network_traffic(
     tokens = job.global_batch_tokens / gpus
     all_to_all = 4 * routed * token_bytes * tokens * off_node
     parts = (
+        ("expert parallel", ep),
         ("shared parameters", shared),
         ("expert grid GPUs (expert TP x EP x PP)", grid),
         ("copies of an expert shard", replicas),
@@ -1635,8 +1636,15 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         return _empty(w, place, figures, notes, fits, issues)
     gpu_seconds = seconds(run)
     gpu_hours = gpu_seconds / 3600
-    figures.append(Figure("MFU", run.mfu, "of dense BF16 peak", "product of the factors below", {"gpu": gpu.id, "gpus": gpus},
-                          run.factors))  # fmt: skip
+    # the layout the factors were taken at, chosen or declared (review sizreview33 N-3: only -f json said TP 1 where the
+    # smallest fitting count's line said 2)
+    chosen: dict[str, Any] = {"gpu": gpu.id, "gpus": gpus, "tensor parallel": run.tp, "pipeline parallel": pipeline,
+                              "ZeRO stage": zero}  # fmt: skip
+    if context > 1:
+        chosen["context parallel"] = context
+    if (w.pipeline_virtual_stages or 1) > 1:
+        chosen["virtual stages"] = w.pipeline_virtual_stages
+    figures.append(Figure("MFU", run.mfu, "of dense BF16 peak", "product of the factors below", chosen, run.factors))
     figures.append(Figure("GPU-hours", gpu_hours, "GPU-h", "compute / (BF16 peak x MFU) / 3600", {"BF16 peak TFLOP/s": gpu.tflops.bf16}))
     wall_days = gpu_seconds / gpus / availability / DAY
     if w.gpus is None and deadline is not None and wall_days * DAY > deadline * 1.000001:

@@ -3222,3 +3222,7 @@ def test_a_moe_runs_network_figure_prints_what_reproduces_it() -> None:
     assert given["all-to-all bytes = 4 x k x hidden x MoE layers x token bytes x tokens a GPU x off-node share"] == pytest.approx(a2a)
     assert given["bytes a GPU sends a step"] == pytest.approx(sync + a2a)
     assert figure.value == pytest.approx((sync + a2a) * 8 / (given["step s"] * given["overlap"]) / 1e9)
+    # the layout the run is sized at, printed where its factors are (review sizreview33 N-3)
+    [mfu] = [f for f in planned.figures if f.name == "MFU"]
+    assert (mfu.inputs["tensor parallel"], mfu.inputs["pipeline parallel"], mfu.inputs["ZeRO stage"]) == (1, 1, 1)
+    assert given["expert parallel"] == 32
