@@ -27,6 +27,14 @@ STYLES = {"error": "red", "warning": "yellow", "info": "cyan"}
 KIND = {"training": "train", "fine-tuning": "fine-tune", "inference": "serve", "batch-inference": "batch", "data-prep": "data"}
 
 
+def _per_tib(fsx: dict[str, Any]) -> str:
+    """A file system's MB/s a TiB: its PerUnitStorageThroughput, or a scratch type's baseline, which takes no setting
+    (its throughput over its TiB; review sizreview33 N-2: "at base" named no figure)."""
+    if fsx["perUnitStorageThroughput"]:
+        return f"{fsx['perUnitStorageThroughput']} MB/s/TiB"
+    return f"the {fsx['throughputMBps'] * 1024 / fsx['storageCapacityGiB']:,.0f} MB/s/TiB baseline"
+
+
 def _num(value: float | None, digits: int = 0) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
@@ -128,7 +136,7 @@ def print_plan(console: Console, result: SizingPlan, *, explain: bool = False, t
         tiers = _table("Storage tiers", [("tier", "left"), ("declared GB/s", "right"), ("read GB/s", "right"),
                                          ("write GB/s", "right"), ("FSx to meet it", "left"), ("USD/month", "right")])  # fmt: skip
         for t in result.storage:
-            fsx = "-" if t.fsx is None else f"{t.fsx['storageCapacityGiB']:,} GiB at {t.fsx['perUnitStorageThroughput'] or 'base'} MB/s/TiB"
+            fsx = "-" if t.fsx is None else f"{t.fsx['storageCapacityGiB']:,} GiB at {_per_tib(t.fsx)}"
             # billed by the GB held but no capacity declared (PL328): unpriced; on-prem tiers: the site's capex
             month = t.usd_per_month
             shown = _usd(month) if month is not None else ("unpriced" if t.stored is not None else "-")

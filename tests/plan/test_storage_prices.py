@@ -87,3 +87,13 @@ def test_the_checkpoints_fit_the_file_system_generate_deploys() -> None:
     tune["dataset"]["size"] = "4799GiB"
     (message,) = [f.message for f in plan_of(data, "dev").findings if f.check == "PL343"]
     assert "beside its 4.7 TiB dataset; it holds 4,800 GiB" in message
+
+
+def test_the_storage_table_names_a_scratch_file_systems_baseline() -> None:
+    """Review sizreview33 N-2: a SCRATCH_2 tier read "206,400 GiB at base MB/s/TiB"; it is sized on the type's 200."""
+    from alicerce.cli.plan_report import _per_tib
+
+    assert _per_tib({"perUnitStorageThroughput": None, "throughputMBps": 206_400 / 1024 * 200, "storageCapacityGiB": 206_400}) == (
+        "the 200 MB/s/TiB baseline"
+    )
+    assert _per_tib({"perUnitStorageThroughput": 1000, "throughputMBps": 32_812.5, "storageCapacityGiB": 33_600}) == "1000 MB/s/TiB"
