@@ -53,7 +53,9 @@ CHECKS: dict[str, PlanCheck] = {
         PlanCheck("PL301", "no-pool-for-kind", _W, "Some pool of the environment runs each workload's kind.", True),
         PlanCheck("PL302", "pinned-gpu-mismatch", _W, "A workload's pinned accelerator is the GPU of its pool.", True),
         PlanCheck("PL303", "cannot-run", _E, "The workload fits on its GPU (memory, activations, latency targets).", False),
-        PlanCheck("PL304", "deadline-missed", _E, "The pool at max size finishes each training job by its deadline.", False),
+        PlanCheck(
+            "PL304", "deadline-missed", _E, "The pool at max size finishes each training or data-preparation job by its deadline.", False
+        ),
         PlanCheck("PL305", "serving-capacity-short", _E, "The pool at max size holds every replica a serving peak needs.", False),
         PlanCheck("PL306", "pool-oversubscribed", _W, "The workloads of a pool fit in it when they run at once.", True),
         PlanCheck("PL307", "low-utilisation", _I, "A pool's forecast utilisation justifies its max size.", True),

@@ -115,13 +115,17 @@ def pool_gpu_hours(plan: WorkloadPlan, gpus: int, capacity: int, hours_month: fl
 LONGEST_MONTH_HOURS = 31 * 24
 
 
-def peak_month_gpu_hours(plan: WorkloadPlan, gpus: int, hours_month: float) -> float:
+def peak_month_gpu_hours(plan: WorkloadPlan, gpus: int, hours_month: float, capacity: int | None = None) -> float:
     """GPU-hours the busiest calendar month can hold ``gpus`` for a workload: what each site's budget share must hold
     (alicerce.plan.platform.site_budgets; review obsreview9 G2: a quarter's average at dc1, $238k, against a run's
     month there, $381.7k). A schedule declares runs per quarter, not dates, and Kueue admits the next run as soon as
     the last ends, so a quarter's runs can fall back to back in one month: three 20-day runs fill a 31-day month, not
     the 20 days one run would (review obsreview10 F4). Undeclared, one run a month (busy_gpu_hours). The rest scale
     to a 31-day month."""
+    if capacity is not None:
+        # a pool of ``capacity`` GPUs holds no more for it, its hours a day, as pool_gpu_hours (review sizreview34 D-1: a
+        # 448-GPU run on a 256-GPU pool kept $163k of its team's budget at dc1 for GPUs the site does not have)
+        return min(peak_month_gpu_hours(plan, gpus, hours_month), capacity * LONGEST_MONTH_HOURS * plan.hours_per_day / 24)
     if plan.kind in ("training", "fine-tuning"):
         # a fraction of a run a quarter (one every two quarters) still fills its month whole; runs that overlap (PL320)
         # each hold their GPUs, so a month holds as many runs at once as the schedule has in flight (review obsreview11

@@ -27,12 +27,13 @@ STALL_ALERT_FLOOR_SECONDS = 60.0
 
 def checkpoint_stall_budget(platform: ResolvedPlatform) -> float:
     """How long GPUs may wait on a checkpoint write, the figure the storage plan sizes a tier's write bandwidth for: the
-    stall budget of the shortest checkpoint interval declared (sizing's checkpointStallBudget x interval), else that of
-    the catalog's default interval."""
+    stall budget (sizing's checkpointStallBudget x interval) of the shortest interval a training or fine-tuning run
+    checkpoints at, its declared one or the catalog's default (review sizreview34 D-3: a run on the default interval,
+    sized for 180 s, was left out of a 360 s target read from another run's declared 2 hours)."""
     sizing = platform.catalog.sizing
-    intervals = [float(i) for w in platform.spec.workloads if (i := getattr(w, "checkpoint_interval", None)) is not None]
-    interval = min(intervals) if intervals else float(sizing.defaultCheckpointIntervalSeconds.value)
-    return float(int(sizing.checkpointStallBudget.value * interval))
+    default = float(sizing.defaultCheckpointIntervalSeconds.value)
+    intervals = [float(w.checkpoint_interval or default) for w in platform.spec.workloads if w.kind in ("training", "fine-tuning")]
+    return float(int(sizing.checkpointStallBudget.value * min(intervals, default=default)))
 
 
 def checkpoint_stall_seconds(platform: ResolvedPlatform) -> float:

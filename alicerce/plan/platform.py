@@ -689,6 +689,7 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
     hours = held = 0.0
     for w in plans:
         if w.gpus is None:
+            _cores_finding(pool, w, findings)
             continue
         gpus = pool_units(w, pool)
         peak += peak_units(w, pool, hours_month)
@@ -876,6 +877,21 @@ def _deadline_finding(pool: ResolvedPool, w: WorkloadPlan, findings: list[PlanFi
         findings.append(PlanFinding("PL304", w.name, message))
 
 
+def _cores_finding(pool: ResolvedPool, w: WorkloadPlan, findings: list[PlanFinding]) -> None:
+    """PL304 for data preparation: the CPU pool at max size holds fewer vCPUs than the job's cores for its deadline
+    (review sizreview34 D-2: 611 cores on a one-node pool of 64 vCPUs were priced as ten nodes, and nothing said the
+    pool would take 19 hours over a 2-hour deadline)."""
+    vcpus = pool.instance.vcpus if pool.instance is not None and pool.gpu is None else None
+    capacity = pool.spec.scaling.max * (vcpus or 0)
+    if not vcpus or not capacity or not w.cpu_cores or w.deadline_days is None or w.cpu_cores <= capacity:
+        return
+    days = (w.wall_clock_days or 0.0) * w.cpu_cores / capacity  # the same core-hours on fewer cores
+    nodes = math.ceil(w.cpu_cores / vcpus)
+    findings.append(PlanFinding("PL304", w.name, f"pool {pool.name} with max {_nodes(pool.spec.scaling.max)} ({capacity:,} vCPUs) "
+                                f"finishes {w.name} in {days_text(days)} days, past its {deadline_text(w.deadline_days)} "
+                                f"deadline; {_nodes(nodes)} are needed for its {w.cpu_cores:,} cores"))  # fmt: skip
+
+
 def _showback(  # noqa: PLR0917 - the plan's parts, called once
     platform: ResolvedPlatform,
     plans: list[WorkloadPlan],
@@ -942,6 +958,7 @@ def peak_site_spend(
     """Team -> site -> its GPU spend in the busiest calendar month, as the cost rules record it: the GPUs its pods hold
     times the pool's billed price per GPU-hour (alicerce.emit.kube.costs); pools without a GPU price record nothing."""
     prices = {p.name: (p.billed_usd_per_gpu_hour or 0.0, p.site) for p in pools if p.gpus_per_node}
+    capacity = {p.name: p.declared_max * p.gpus_per_node for p in pools}
     out: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for plan in plans:
         if plan.runnable and plan.pool in prices:
@@ -949,7 +966,7 @@ def peak_site_spend(
             # a workload priced apart (Capacity Blocks) is charged its own price, as the cost rules charge its pods
             price = plan.billed_usd_per_gpu_hour if plan.billed_usd_per_gpu_hour is not None else price
             gpus = pool_units(plan, resolved[plan.pool])
-            out[plan.team][site] += peak_month_gpu_hours(plan, gpus, hours_month) * price
+            out[plan.team][site] += peak_month_gpu_hours(plan, gpus, hours_month, capacity[plan.pool]) * price
     return {team: dict(sites) for team, sites in out.items()}
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -792,3 +793,21 @@ def test_a_pool_that_cannot_run_a_workload_says_why_in_its_placement() -> None:
     research["quotas"].append({"pool": "onprem-a100", "gpus": 32})  # a pool its team holds quota on is a candidate
     reason = plan_of(data).placements["llm-pretrain"]
     assert "onprem-a100: cannot run it: fp8 training needs compute capability 8.9" in reason, reason
+
+
+def test_a_data_prep_job_past_its_cpu_pools_max_misses_its_deadline_there() -> None:
+    """Review sizreview34 D-2: a data-prep job needing more cores than its CPU pool holds at max was priced on the nodes
+    it would need and nothing said the pool finishes it late: PL304 now does, as for training. 40 TiB in 2 hours needs
+    about 244 cores (25 MB/s each), four m7i.16xlarge; the pool is cut to one (64 vCPUs): about 7.6 hours."""
+    data = reference()
+    next(p for p in data["nodePools"] if p["name"] == "data-prep")["scaling"] = {"min": 0, "max": 1}
+    next(w for w in data["workloads"] if w["name"] == "tokenize-corpus")["deadline"] = "2h"
+    plan = plan_of(data)
+    prep = next(w for w in plan.workloads if w.name == "tokenize-corpus")
+    assert prep.cpu_cores is not None and prep.cpu_cores > 64
+    [finding] = [f for f in plan.findings if f.check == "PL304" and f.subject == "tokenize-corpus"]
+    nodes = math.ceil(prep.cpu_cores / 64)
+    assert finding.message.startswith("pool data-prep with max 1 node (64 vCPUs) finishes tokenize-corpus in 0.3")
+    assert finding.message.endswith(f"past its 2-hour deadline; {nodes} nodes are needed for its {prep.cpu_cores} cores")
+    next(p for p in data["nodePools"] if p["name"] == "data-prep")["scaling"] = {"min": 0, "max": nodes}
+    assert not [f for f in plan_of(data).findings if f.check == "PL304"]

@@ -159,3 +159,19 @@ def test_a_budget_that_stops_admitting_on_a_team_that_serves_warns() -> None:
     assert "chat-70b" in found[0].message and f"tenancy.teams[{index}].budget.onExhausted: alert" in found[0].message
     text = text.replace("budget: {monthlyUsd: 200000, onExhausted: stopAdmitting}", "budget: {monthlyUsd: 200000}")
     assert not [f for f in plan_platform(validated(load_text(text, "platform.yaml"), "prod"), today=TODAY).findings if f.check == "PL345"]
+
+
+def test_a_run_wider_than_its_pool_keeps_no_budget_for_gpus_the_site_lacks() -> None:
+    """Review sizreview34 D-1: llm-pretrain at 12 hours a day is sized at 448 GPUs for its deadline (PL304) on
+    onprem-h100's 256. Its busiest month at dc1 counted all 448 and kept $381k of research's budget there, where the
+    pool holds 256 GPUs 12 hours a day at most: the site's planned month is capped as the pool's utilisation is."""
+    text = (ROOT / "platform.yaml").read_text().replace("    runsPerQuarter: 1 ", "    hoursPerDay: 12\n    runsPerQuarter: 1 ", 1)
+    rp = validated(load_text(text, "platform.yaml"), "prod")
+    plan = plan_platform(rp, today=TODAY)
+    pretrain = next(w for w in plan.workloads if w.name == "llm-pretrain")
+    pool = next(p for p in plan.pools if p.name == "onprem-h100")
+    assert pretrain.gpus is not None and pretrain.gpus > 256 == pool.declared_max * pool.gpus_per_node
+    price = pool.billed_usd_per_gpu_hour
+    assert price is not None
+    spend = peak_site_spend(list(plan.workloads), list(plan.pools), {p.name: p for p in rp.pools}, 730)
+    assert spend["research"]["dc1"] == pytest.approx(256 * LONGEST_MONTH_HOURS * 12 / 24 * price)
