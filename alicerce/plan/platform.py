@@ -22,12 +22,14 @@ from alicerce.catalog.models import Gpu, Sizing
 from alicerce.plan.figures import Factor, days_text, deadline_text, rounded
 from alicerce.plan.findings import PlanFinding, apply_waivers
 from alicerce.plan.growth import (
+    LONGEST_MONTH_HOURS,
     BlockBooking,
     Forecast,
     billed_node_hours,
     block_bookings,
     block_runs,
     busy_gpu_hours,
+    cpu_node_hours,
     forecast,
     peak_month_gpu_hours,
     peak_units,
@@ -386,7 +388,7 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
             return 0.0
         if pool.gpu is None:  # CPU pool: the nodes that hold the cores, for as long as the job runs
             vcpus = pool.instance.vcpus if pool.instance else 1
-            return math.ceil((plan.cpu_cores or 0) / vcpus) * (plan.wall_clock_days or 0.0) * 24 * price.usd_per_hour
+            return cpu_node_hours(plan, vcpus, hours_month) * price.usd_per_hour
         blocks = _run_blocks(price, pool, plan)
         if blocks is not None:
             return blocks
@@ -520,8 +522,10 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
     targets = kpi_targets(
         platform, [(p.name, p.utilization) for p in pool_plans if p.gpus_per_node], watched,
         {u.workload: u.usd_per_million_tokens for u in units if u.usd_per_million_tokens is not None},
-        {w.name: (w.showback_usd, w.wall_clock_days) for w in priced if w.kind in ("training", "fine-tuning")},
-        stages={w.name: (w.wall_clock_days, pools_by_name[w.pool].site.name if w.pool in pools_by_name else None) for w in priced},
+        {w.name: (w.showback_usd, wall_clock_on_pool(w, pools_by_name.get(w.pool or ""))) for w in priced
+         if w.kind in ("training", "fine-tuning")},
+        stages={w.name: (wall_clock_on_pool(w, pools_by_name.get(w.pool or "")),
+                         pools_by_name[w.pool].site.name if w.pool in pools_by_name else None) for w in priced},
     )  # fmt: skip
     return SizingPlan(
         platform.environment, tuple(priced), tuple(pool_plans), storage, tuple(kept), total, tuple(waived),
@@ -745,9 +749,7 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
             busy_node_hours = billed_node_hours(plans, pool, price, spec.scaling.min, hours_month)
         else:  # CPU pool: nodes that hold the workloads' cores, for as long as they run
             vcpus = pool.instance.vcpus if pool.instance else 1
-            busy_node_hours = sum(
-                math.ceil((w.cpu_cores or 0) / vcpus) * min(w.wall_clock_days or 0.0, hours_month / 24) * 24 for w in plans
-            )
+            busy_node_hours = sum(cpu_node_hours(w, vcpus, hours_month) for w in plans)
         overflow = _beyond_reservation(plans, pool, price, hours_month) if per_node and price.reserved_nodes else 0.0
         cost = monthly_node_cost(price, busy_node_hours, spec.scaling.min, spec.scaling.max, overflow)
     return PoolPlan(
@@ -859,13 +861,22 @@ def _nodes(count: int) -> str:
     return f"{count} node" if count == 1 else f"{count} nodes"
 
 
+def wall_clock_on_pool(w: WorkloadPlan, pool: ResolvedPool | None) -> float | None:
+    """A run's wall-clock days on its pool: a run sized wider than the pool at max size runs the same GPU-hours on the
+    pool's GPUs (PL304's figure), which its per-run cost target and lead time read too (review sizreview35 D-C)."""
+    capacity = pool.spec.scaling.max * pool.gpus_per_node if pool is not None else 0
+    if w.wall_clock_days is None or not w.gpus or not capacity or w.gpus <= capacity:
+        return w.wall_clock_days
+    return w.wall_clock_days * w.gpus / capacity
+
+
 def _deadline_finding(pool: ResolvedPool, w: WorkloadPlan, findings: list[PlanFinding]) -> None:
     spec = pool.spec
     capacity = spec.scaling.max * pool.gpus_per_node
     if w.gpus is None or w.gpu_hours is None or capacity == 0:
         return
     if w.gpus > capacity and w.deadline_days is not None:
-        days = (w.wall_clock_days or 0.0) * w.gpus / capacity  # the same GPU-hours on fewer GPUs
+        days = wall_clock_on_pool(w, pool) or 0.0  # the same GPU-hours on fewer GPUs
         nodes = math.ceil(w.gpus / pool.gpus_per_node)
         # a size that misses the deadline too (PL337, PL338) is not what is needed: what it takes (review sizreview13 F8)
         missed = (w.wall_clock_days or 0.0) > w.deadline_days * 1.000001
@@ -959,14 +970,21 @@ def peak_site_spend(
     times the pool's billed price per GPU-hour (alicerce.emit.kube.costs); pools without a GPU price record nothing."""
     prices = {p.name: (p.billed_usd_per_gpu_hour or 0.0, p.site) for p in pools if p.gpus_per_node}
     capacity = {p.name: p.declared_max * p.gpus_per_node for p in pools}
-    out: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    held: dict[str, list[tuple[str, float, float]]] = defaultdict(list)  # pool -> (team, GPU-hours, price) a workload
     for plan in plans:
         if plan.runnable and plan.pool in prices:
-            price, site = prices[plan.pool]
             # a workload priced apart (Capacity Blocks) is charged its own price, as the cost rules charge its pods
-            price = plan.billed_usd_per_gpu_hour if plan.billed_usd_per_gpu_hour is not None else price
+            price = plan.billed_usd_per_gpu_hour if plan.billed_usd_per_gpu_hour is not None else prices[plan.pool][0]
             gpus = pool_units(plan, resolved[plan.pool])
-            out[plan.team][site] += peak_month_gpu_hours(plan, gpus, hours_month, capacity[plan.pool]) * price
+            held[plan.pool].append((plan.team, peak_month_gpu_hours(plan, gpus, hours_month, capacity[plan.pool]), price))
+    out: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for pool, runs in held.items():
+        # the pool's workloads together hold its GPUs the month round at most: each its share of that (review sizreview35
+        # D-E: two runs on one pool kept $826k of a budget at dc1, whose pool holds $443k, and left aws $74k)
+        wanted = sum(hours for _, hours, _ in runs)
+        scale = min(1.0, capacity[pool] * LONGEST_MONTH_HOURS / wanted) if wanted else 1.0
+        for team, hours, price in runs:
+            out[team][prices[pool][1]] += hours * scale * price
     return {team: dict(sites) for team, sites in out.items()}
 
 

@@ -2471,7 +2471,7 @@ def plan_data_prep(w: Workload, place: Placement, sizing: Sizing) -> WorkloadPla
         model_state_gib=None, memory_per_gpu_gib=None, gpu_hours=None, wall_clock_days=budget / DAY,
         checkpoint_gib=None, checkpoint_write_gbps=None, dataset_read_gbps=read, network_gbps_per_gpu=None,
         rdma_required=None, replicas=None, tokens_per_second_per_replica=None, cpu_cores=cores, figures=figures,
-        notes=tuple(notes), deadline_days=w.deadline / DAY if w.deadline else None,
+        notes=tuple(notes), deadline_days=w.deadline / DAY if w.deadline else None, hours_per_day=w.hours_per_day,
     )  # fmt: skip
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from alicerce.cli import build_app
@@ -131,3 +132,19 @@ def test_a_stall_budget_under_the_alerts_floor_says_both() -> None:
         f for w in plan_platform(rp).workloads if w.name == "llm-pretrain" for f in w.figures if f.name == "checkpoint write bandwidth"
     )
     assert written.inputs["interval s"] * written.inputs["stall budget"] == 30
+
+
+def test_a_run_wider_than_its_pool_is_targeted_at_its_wall_clock_on_the_pool() -> None:
+    """Review sizreview35 D-C: llm-pretrain at 12 hours a day is sized at 448 GPUs for its deadline on onprem-h100's 256
+    (PL304: 103.21 days there). Its 30-day cost target and the chain's lead time read the 448-GPU run's 59 days, 1.75x
+    what the pool can spend in 30 days; both read the run as the pool runs it now, PL304's figure."""
+    text = (ROOT / "platform.yaml").read_text().replace("    runsPerQuarter: 1 ", "    hoursPerDay: 12\n    runsPerQuarter: 1 ", 1)
+    plan = plan_platform(validated(load_text(text, "platform.yaml"), "prod"))
+    pretrain = next(w for w in plan.workloads if w.name == "llm-pretrain")
+    assert pretrain.gpus == 448 and pretrain.wall_clock_days is not None and pretrain.showback_usd is not None
+    on_pool = pretrain.wall_clock_days * 448 / 256
+    assert any(f.check == "PL304" and f"in {on_pool:.2f} days" in f.message for f in plan.findings)
+    targets = {(k.kpi, k.subject): k for k in plan.kpi_targets}
+    run = targets[("run:gpu_cost_usd:sum30d", "a run of llm-pretrain")]
+    assert run.target == pytest.approx(pretrain.showback_usd * 30 / on_pool)
+    assert f"llm-pretrain {on_pool:.2f} d" in targets[("workload:model_lead_time:seconds", "chat-70b")].source

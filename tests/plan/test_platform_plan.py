@@ -812,3 +812,18 @@ def test_a_data_prep_job_past_its_cpu_pools_max_misses_its_deadline_there() -> N
     assert finding.message.endswith(f"past its 2-hour deadline; {nodes} nodes are needed for its {prep.cpu_cores} cores")
     next(p for p in data["nodePools"] if p["name"] == "data-prep")["scaling"] = {"min": 0, "max": nodes}
     assert not [f for f in plan_of(data).findings if f.check == "PL304"]
+
+
+def test_a_data_prep_job_pays_its_nodes_for_its_hours_a_day() -> None:
+    """Review sizreview35 D-B: a data-prep job of 8 hours a day was priced its nodes 24 hours of each day: the same
+    core-hours at three times the price. 40 TiB in a day of 8 hours needs 3x the cores of 24 hours, for a third of the
+    time: 4 m7i.16xlarge for 8 hours, not 24."""
+    data = reference()
+    next(w for w in data["workloads"] if w["name"] == "tokenize-corpus")["hoursPerDay"] = 8
+    plan = plan_of(data)
+    prep = next(w for w in plan.workloads if w.name == "tokenize-corpus")
+    pool = next(p for p in plan.pools if p.name == "data-prep")
+    assert pool.price is not None and pool.price.usd_per_hour is not None and prep.cpu_cores is not None
+    nodes = math.ceil(prep.cpu_cores / 64)
+    assert (prep.cpu_cores, nodes) == (239, 4)  # 40 TiB / 8 h / 6.4 MB/s a core
+    assert pool.monthly_cost_usd == pytest.approx(nodes * 8 * pool.price.usd_per_hour)

@@ -175,3 +175,31 @@ def test_a_run_wider_than_its_pool_keeps_no_budget_for_gpus_the_site_lacks() -> 
     assert price is not None
     spend = peak_site_spend(list(plan.workloads), list(plan.pools), {p.name: p for p in rp.pools}, 730)
     assert spend["research"]["dc1"] == pytest.approx(256 * LONGEST_MONTH_HOURS * 12 / 24 * price)
+
+
+SECOND_RUN = """  - name: llm-pretrain-b
+    kind: training
+    team: research
+    pool: onprem-h100
+    model: {parameters: 70B, layers: 80, hiddenSize: 8192}
+    tokens: 1T
+    sequenceLength: 8192
+    globalBatchTokens: 16M
+    deadline: 60d
+    accelerator: H100-SXM5-80GB
+    dataset: {size: 40TiB, bytesPerToken: 4, tier: dc1-lustre}
+    runsPerQuarter: 1
+"""
+
+
+def test_a_pools_runs_together_keep_no_more_budget_than_the_pool_holds() -> None:
+    """Review sizreview35 D-E: each run was capped at its pool, not the pool's runs together: a second 224-GPU run on
+    onprem-h100 (256 GPUs) kept research $826k of its $900k at dc1, where the pool holds $443k in a 31-day month, and
+    left aws $74k. The pool's runs share its GPUs the month round, so dc1 keeps what the pool can spend."""
+    text = (ROOT / "platform.yaml").read_text().replace("  - name: code-assistant-ft\n", SECOND_RUN + "  - name: code-assistant-ft\n", 1)
+    rp = validated(load_text(text, "platform.yaml"), "prod")
+    plan = plan_platform(rp, today=TODAY)
+    pool = next(p for p in plan.pools if p.name == "onprem-h100")
+    assert pool.peak_gpus > 256 and pool.billed_usd_per_gpu_hour is not None
+    spend = peak_site_spend(list(plan.workloads), list(plan.pools), {p.name: p for p in rp.pools}, 730)
+    assert spend["research"]["dc1"] == pytest.approx(256 * LONGEST_MONTH_HOURS * pool.billed_usd_per_gpu_hour)
