@@ -134,6 +134,20 @@ SERVING = ("inference", "batch-inference")  # what plan_inference sizes: the kin
 SCHEDULED = ("training", "fine-tuning")  # what plan_training sizes: the kinds a run schedule applies to
 
 
+@rules.rule("AL394", "data-prep-pool", "A data-preparation job pinned to a pool runs on a CPU pool, the cores it is sized in.")
+def data_prep_pool(ctx: RuleContext) -> Iterable[Finding]:
+    """Data preparation is sized in CPU cores and priced on a CPU pool's vCPUs; pinned to a GPU pool it was priced at $0
+    and its pods, asking for no GPU and tolerating no GPU taint, would not schedule there (review sizreview35 D-F)."""
+    gpu_pools = {p.name for p in ctx.resolved.pools if p.gpu is not None}
+    cpu_pools = sorted(p.name for p in ctx.resolved.pools if p.gpu is None and p.spec.purpose == "data-prep")
+    for i, w in enumerate(ctx.spec.workloads):
+        if w.kind == "data-prep" and w.pool in gpu_pools:
+            fix = f"pin a data-prep pool, {' or '.join(cpu_pools)}, or none" if cpu_pools else "add a CPU pool with `purpose: data-prep`"
+            why = f"{w.name} is sized in CPU cores, and pool {w.pool} is a GPU pool"
+            hint = f"{fix}; a GPU data-preparation job is sized as batch-inference or training"
+            yield Finding(S.workloads[i].pool, why, hint, w.pool, resource=w.name)
+
+
 @rules.rule("AL370", "workload-fields-apply", "A workload declares only the fields sizing reads for its kind.")
 def workload_fields_apply(ctx: RuleContext) -> Iterable[Finding]:
     """Serving knobs on a training job, or a run schedule on a service, were accepted and never read: the user believes
