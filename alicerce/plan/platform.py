@@ -25,6 +25,7 @@ from alicerce.plan.growth import (
     LONGEST_MONTH_HOURS,
     BlockBooking,
     Forecast,
+    beyond_reservation,
     billed_node_hours,
     block_bookings,
     block_runs,
@@ -385,7 +386,7 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
         if price is None or price.usd_per_hour is None:
             return None
         if price.reserved_nodes:  # capacity already paid for: only what overflows the reservation costs more
-            return 0.0
+            return beyond_reservation([plan], pool, price, hours_month) * price.usd_per_hour
         if pool.gpu is None:  # CPU pool: the nodes that hold the cores, for as long as the job runs
             vcpus = pool.instance.vcpus if pool.instance else 1
             return cpu_node_hours(plan, vcpus, hours_month) * price.usd_per_hour
@@ -750,7 +751,7 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
         else:  # CPU pool: nodes that hold the workloads' cores, for as long as they run
             vcpus = pool.instance.vcpus if pool.instance else 1
             busy_node_hours = sum(cpu_node_hours(w, vcpus, hours_month) for w in plans)
-        overflow = _beyond_reservation(plans, pool, price, hours_month) if per_node and price.reserved_nodes else 0.0
+        overflow = beyond_reservation(plans, pool, price, hours_month) if per_node and price.reserved_nodes else 0.0
         cost = monthly_node_cost(price, busy_node_hours, spec.scaling.min, spec.scaling.max, overflow)
     return PoolPlan(
         name=pool.name, site=pool.site.name, accelerator=pool.gpu.id if pool.gpu else None, gpus_per_node=per_node,
@@ -1250,19 +1251,6 @@ def _stale_pool_price(price: NodePrice | None, today: datetime.date, catalog: Ca
                         + (f": {note}" if note else "")
                         + f"; re-read it and update the catalog, declare costs.cloud[{price.pool}].usdPerHour, or waive "
                         "PL346 once checked")]  # fmt: skip
-
-
-def _beyond_reservation(plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePrice, hours_month: float) -> float:
-    """Node-hours a month the pool's runs hold beyond its reserved nodes, while each runs: its nodes over the
-    reservation for its hours, at its schedule (one run a month where none is declared)."""
-    out = 0.0
-    for plan in plans:
-        if plan.kind not in ("training", "fine-tuning") or not plan.wall_clock_days:
-            continue
-        beyond = max(0, math.ceil(pool_units(plan, pool) / max(1, pool.gpus_per_node)) - price.reserved_nodes)
-        runs = plan.runs_per_quarter / 3 if plan.runs_per_quarter is not None else 1.0
-        out += beyond * min(runs * run_hours(plan), hours_month)
-    return out
 
 
 def _block_bookings(

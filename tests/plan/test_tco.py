@@ -1128,3 +1128,26 @@ def test_a_run_wider_than_its_pool_keeps_it_busy_at_most_its_hours_a_day() -> No
     kpi = next(k for k in plan.kpi_targets if k.kpi == "pool:gpu_effective_utilization:ratio" and k.subject == "onprem-h100")
     assert kpi.target <= 0.5
     assert plan.forecast is not None and all(u <= 0.5 + 1e-9 for _, u in plan.forecast.utilization("onprem-h100"))
+
+
+def test_a_run_past_a_reservation_pays_its_overflow_in_the_forecast_and_in_placement() -> None:
+    """Review sizreview35 D-G, D-H: code-assistant-ft at 64 GPUs (8 p5 nodes) three times a quarter holds 4 nodes beyond
+    train-p5's 4 reserved, rented on demand while it runs: the pool's month counted them, the forecast's Q0 left them
+    out ($655k against the plan's $670.8k of pools) and placement said the run added $0."""
+    text = (
+        (ROOT / "platform.yaml")
+        .read_text()
+        .replace("    method: lora\n    tokens: 2B\n", "    method: lora\n    tokens: 200B\n    gpus: 64\n    runsPerQuarter: 3\n", 1)
+    )
+    assert "tokens: 200B" in text
+    plan = plan_platform(validated(load_text(text, "platform.yaml"), "prod"), today=TODAY)
+    pools = {p.name: p for p in plan.pools}
+    ft = next(w for w in plan.workloads if w.name == "code-assistant-ft")
+    assert ft.pool == "train-p5" and ft.gpus == 64
+    p5 = pools["train-p5"]
+    assert p5.price is not None and p5.price.usd_per_hour is not None and p5.monthly_cost_usd is not None
+    overflow = 4 * ft.gpu_hours / 64 * p5.price.usd_per_hour if ft.gpu_hours else 0.0  # 4 nodes past the 4 reserved, a run a month
+    assert p5.monthly_cost_usd == pytest.approx(4 * 730 * p5.price.usd_per_hour + overflow)
+    assert plan.forecast is not None
+    assert plan.forecast.monthly_usd[0] == pytest.approx(sum(p.monthly_cost_usd or 0.0 for p in plan.pools))
+    assert f"adds ${overflow:,.0f}" in plan.placements["code-assistant-ft"]
