@@ -154,6 +154,13 @@ CHECKS: dict[str, PlanCheck] = {
             "A LoRA run's adapters hold fewer parameters than the base they adapt.",
             True,
         ),
+        PlanCheck(
+            "PL351",
+            "batch-above-step-budget",
+            _E,
+            "A serving workload's maxBatch fits the tokens its engine's step carries (vLLM's max-num-batched-tokens).",
+            False,
+        ),
     )
 }
 

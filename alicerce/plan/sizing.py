@@ -2061,6 +2061,15 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
         issue = Issue("PL322", f"tensorParallel {tp} puts one replica on {tp} GPUs of one node, but {place.pool or 'its'} "
                       f"nodes have {place.gpus_per_node} x {gpu.id}: tensor parallelism stays within a node", "tensorParallel")  # fmt: skip
         return _empty(w, place, figures, notes, fits, [issue])
+    budget = default_chunk_tokens(gpu, sizing)
+    if w.max_batch is not None and w.max_batch > budget:
+        # every running sequence decodes a token a step within the step's token budget: vLLM refuses max_num_seqs above
+        # max_num_batched_tokens (vllm/config/scheduler.py SchedulerConfig: "max_num_batched_tokens ... must be greater
+        # than or equal to max_num_seqs"), and the plan left a step 1 token of room for prompts (review sizreview35 G-1)
+        issue = Issue("PL351", f"maxBatch {w.max_batch:,} is above the {budget:,} tokens vLLM's steps carry on {gpu.id} "
+                      "(max-num-batched-tokens): the engine refuses to start with more running sequences than that; lower "
+                      f"maxBatch to {budget:,} or less", "maxBatch")  # fmt: skip
+        return _empty(w, place, figures, notes, fits, [issue])
     if layout is None:
         # the degrees the heads rule out are no replica either: said, so the user does not look for a bigger node
         # (review sizreview17 F7)

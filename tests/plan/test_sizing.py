@@ -3238,3 +3238,14 @@ def test_a_moe_runs_network_figure_prints_what_reproduces_it() -> None:
     [mfu] = [f for f in planned.figures if f.name == "MFU"]
     assert (mfu.inputs["tensor parallel"], mfu.inputs["pipeline parallel"], mfu.inputs["ZeRO stage"]) == (1, 1, 1)
     assert given["expert parallel"] == 32
+
+
+def test_a_batch_cap_above_the_engines_step_budget_is_refused() -> None:
+    """Review sizreview35 G-1: maxBatch 16,000 on an H100 was planned at a batch of 16,000, where vLLM refuses to start
+    with max_num_seqs above max_num_batched_tokens (8,192 there) and a step kept 1 token of room for prompts."""
+    w = workload(kind="inference", model={"parameters": "1B", "layers": 16, "hiddenSize": 2048}, precision="bf16", maxBatch=16_000,
+                 traffic={"peakRps": 300, "inputTokens": 50, "outputTokens": 20})  # fmt: skip
+    planned = plan_inference(w, on("H100-SXM5-80GB"), SIZING, [])
+    assert planned.replicas is None and [(i.check, i.field) for i in planned.issues] == [("PL351", "maxBatch")]
+    assert "lower maxBatch to 8,192 or less" in planned.issues[0].message
+    assert plan_inference(w.model_copy(update={"max_batch": 8192}), on("H100-SXM5-80GB"), SIZING, []).replicas == 1
