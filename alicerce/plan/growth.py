@@ -118,17 +118,28 @@ def cpu_node_hours(plan: WorkloadPlan, vcpus: int, hours_month: float) -> float:
     return math.ceil((plan.cpu_cores or 0) / vcpus) * days * plan.hours_per_day
 
 
-def beyond_reservation(plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePrice, hours_month: float) -> float:
+def beyond_reservation(
+    plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePrice, hours_month: float, *, services: bool = False
+) -> float:
     """Node-hours a month the pool's runs hold beyond its reserved nodes, while each runs: its nodes over the
     reservation for its hours, at its schedule (one run a month where none is declared). The pool's month, the forecast and
-    placement's marginal cost each add them (review sizreview35 D-G, D-H: the latter two left them out)."""
+    placement's marginal cost each add them (review sizreview35 D-G, D-H: the latter two left them out). ``services``:
+    count services and batch jobs too, whose nodes the pool's month holds among its busy node-hours (placement's
+    marginal cost alone asks for them)."""
     out = 0.0
     for plan in plans:
-        if plan.kind not in ("training", "fine-tuning") or not plan.wall_clock_days:
-            continue
         beyond = max(0, math.ceil(pool_units(plan, pool) / max(1, pool.gpus_per_node)) - price.reserved_nodes)
-        runs = plan.runs_per_quarter / 3 if plan.runs_per_quarter is not None else 1.0
-        out += beyond * min(runs * run_hours(plan), hours_month)
+        if not beyond:
+            continue
+        # at most its hours a day of the month (review sizreview36 D-1: a 46-day run of 12 hours a day held 730)
+        most = hours_month * plan.hours_per_day / 24
+        if plan.kind in ("training", "fine-tuning") and plan.wall_clock_days:
+            runs = plan.runs_per_quarter / 3 if plan.runs_per_quarter is not None else 1.0
+            out += beyond * min(runs * run_hours(plan), most)
+        elif services:
+            # a service or batch job past the reservation holds its extra nodes its hours a day; the pool's month counts
+            # them among its busy node-hours already, placement's marginal cost did not (review sizreview36 D-2)
+            out += beyond * most
     return out
 
 

@@ -386,7 +386,7 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
         if price is None or price.usd_per_hour is None:
             return None
         if price.reserved_nodes:  # capacity already paid for: only what overflows the reservation costs more
-            return beyond_reservation([plan], pool, price, hours_month) * price.usd_per_hour
+            return beyond_reservation([plan], pool, price, hours_month, services=True) * price.usd_per_hour
         if pool.gpu is None:  # CPU pool: the nodes that hold the cores, for as long as the job runs
             vcpus = pool.instance.vcpus if pool.instance else 1
             return cpu_node_hours(plan, vcpus, hours_month) * price.usd_per_hour
@@ -925,7 +925,10 @@ def _showback(  # noqa: PLR0917 - the plan's parts, called once
         for plan in plans:
             if plan.pool == pool.name and plan.runnable:
                 gpus = pool_units(plan, resolved[pool.name]) if pool.gpus_per_node else 0
-                usage[plan.team] += pool_gpu_hours(plan, gpus, gpus_max, hours_month) if gpus else 1.0
+                # a CPU pool's jobs by the node-hours each holds (review sizreview36 D-4: each weighed 1)
+                instance = resolved[pool.name].instance
+                vcpus = instance.vcpus if instance is not None else 1
+                usage[plan.team] += pool_gpu_hours(plan, gpus, gpus_max, hours_month) if gpus else cpu_node_hours(plan, vcpus, hours_month)
         capacity = pool.declared_max * pool.gpus_per_node * hours_month if pool.gpus_per_node else 0.0
         used = sum(usage.values())
         if not used:

@@ -2372,7 +2372,7 @@ def _latency_replicas(
                                "decode step at it s": running.step, "room for prompt tokens": running.room,
                                "prefill s a prompt token": per_token,
                                "prompt tokens within the target": max(0, math.floor((stall.target - running.step) / per_token)),
-                               "chunks a prompt": stall.chunks, "max-num-batched-tokens": stall.budget_tokens,
+                               "chunks a prompt": running.chunks, "max-num-batched-tokens": stall.budget_tokens,
                                "step with a chunk at the planned batch s": stall.mixed_step,
                                "full step at the planned batch s": stall.full_step, "target s": stall.target}))  # fmt: skip
         needed = _replicas_for_tpot(w, layout, gpu, sizing, by_throughput)

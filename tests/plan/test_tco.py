@@ -20,7 +20,7 @@ from rich.console import Console
 from alicerce.catalog import load_catalog
 from alicerce.cli.plan_report import print_explain
 from alicerce.plan.findings import CHECKS, Severity
-from alicerce.plan.growth import billed_node_hours, busy_gpu_hours
+from alicerce.plan.growth import beyond_reservation, billed_node_hours, busy_gpu_hours
 from alicerce.plan.platform import SizingPlan, _showback, _stale_prices, _whole_blocks, peak_site_spend, plan_platform
 from alicerce.plan.pricing import (
     HOURS_PER_MONTH,
@@ -1151,3 +1151,40 @@ def test_a_run_past_a_reservation_pays_its_overflow_in_the_forecast_and_in_place
     assert plan.forecast is not None
     assert plan.forecast.monthly_usd[0] == pytest.approx(sum(p.monthly_cost_usd or 0.0 for p in plan.pools))
     assert f"adds ${overflow:,.0f}" in plan.placements["code-assistant-ft"]
+
+
+def test_a_cpu_pools_month_is_split_by_the_node_hours_each_job_holds() -> None:
+    """Review sizreview36 D-4: a CPU pool's month was split over teams a job each, so a 100 GiB job's team paid half of
+    a pool a 40 TiB job fills. tokenize-corpus (research, 80 cores: 2 nodes a day) beside a 100 GiB job of applied-ml's
+    (1 core: 1 node a day): 2 to 1."""
+    text = (
+        (ROOT / "platform.yaml")
+        .read_text()
+        .replace(
+            "  - name: tokenize-corpus\n",
+            "  - name: tiny-prep\n    kind: data-prep\n    team: applied-ml\n    dataset: {size: 100GiB, tier: data-lake}\n"
+            "  - name: tokenize-corpus\n",
+            1,
+        )
+    )
+    platform = validated(load_text(text, "platform.yaml"), "prod")
+    result = plan_platform(platform, today=TODAY)
+    pool = next(p for p in result.pools if p.name == "data-prep")
+    assert pool.monthly_cost_usd is not None
+    split, _ = _showback(platform, list(result.workloads), [pool], {p.name: p for p in platform.pools}, HOURS_PER_MONTH, 0.0)
+    assert split == pytest.approx({"research": pool.monthly_cost_usd * 2 / 3, "applied-ml": pool.monthly_cost_usd / 3})
+
+
+def test_what_a_run_or_a_service_holds_past_a_reservation_is_counted_its_hours_a_day() -> None:
+    """Review sizreview36 D-1, D-2: a 46-day run of 12 hours a day past a reservation was counted 730 hours a month, not
+    the 365 it holds; a service past the reservation added $0 to placement whatever nodes it took."""
+    platform = validated(REFERENCE, "prod")
+    rp = next(p for p in platform.pools if p.name == "train-p5")
+    price = node_price(rp, CATALOG, platform.spec.costs)
+    assert price is not None and price.reserved_nodes == 4
+    run = replace(plan().workloads[0], pool="train-p5", gpus=64, wall_clock_days=46.0, hours_per_day=12.0, runs_per_quarter=None)
+    assert run.kind == "training"
+    assert beyond_reservation([run], rp, price, HOURS_PER_MONTH) == pytest.approx(4 * HOURS_PER_MONTH / 2)
+    service = replace(run, kind="inference", wall_clock_days=None, hours_per_day=24.0)
+    assert beyond_reservation([service], rp, price, HOURS_PER_MONTH) == 0.0  # the pool's month holds it among its busy hours
+    assert beyond_reservation([service], rp, price, HOURS_PER_MONTH, services=True) == pytest.approx(4 * HOURS_PER_MONTH)
