@@ -922,26 +922,37 @@ def _showback(  # noqa: PLR0917 - the plan's parts, called once
             continue
         usage: dict[str, float] = defaultdict(float)
         gpus_max = pool.declared_max * pool.gpus_per_node
+        price = pool.price
+        month = pool.monthly_cost_usd
         for plan in plans:
             if plan.pool == pool.name and plan.runnable:
                 gpus = pool_units(plan, resolved[pool.name]) if pool.gpus_per_node else 0
                 # a CPU pool's jobs by the node-hours each holds (review sizreview36 D-4: each weighed 1)
                 instance = resolved[pool.name].instance
                 vcpus = instance.vcpus if instance is not None else 1
-                usage[plan.team] += pool_gpu_hours(plan, gpus, gpus_max, hours_month) if gpus else cpu_node_hours(plan, vcpus, hours_month)
+                hours = pool_gpu_hours(plan, gpus, gpus_max, hours_month) if gpus else cpu_node_hours(plan, vcpus, hours_month)
+                if not pool.owned and price is not None and price.reserved_nodes and price.usd_per_hour:
+                    # nodes a run holds past the reservation are rented for it alone: its own, and not the reservation's
+                    # use (review sizreview36 D-3: they were split with the reservation by GPU-hours, the team's row
+                    # $36,480 where the run's own showback and the cost rules say $32,530)
+                    beyond = beyond_reservation([plan], resolved[pool.name], price, hours_month)
+                    out[plan.team] += beyond * price.usd_per_hour
+                    month -= beyond * price.usd_per_hour
+                    hours = max(0.0, hours - beyond * pool.gpus_per_node)
+                usage[plan.team] += hours
         capacity = pool.declared_max * pool.gpus_per_node * hours_month if pool.gpus_per_node else 0.0
         used = sum(usage.values())
         if not used:
-            out["(platform: unused capacity)"] += pool.monthly_cost_usd
+            out["(platform: unused capacity)"] += month
             continue
         # rented pools bill what is used: all of it goes to the users; owned and reserved capacity is paid
         # whether used or not: the idle share stays with the platform
-        reserved = pool.price.reserved_nodes * pool.gpus_per_node * hours_month if pool.price is not None else 0.0
+        reserved = price.reserved_nodes * pool.gpus_per_node * hours_month if price is not None else 0.0
         held = capacity if pool.owned else reserved
-        billable = pool.monthly_cost_usd * min(1.0, used / held) if held else pool.monthly_cost_usd
+        billable = month * min(1.0, used / held) if held else month
         for team, hours in usage.items():
             out[team] += billable * hours / used
-        out["(platform: unused capacity)"] += pool.monthly_cost_usd - billable
+        out["(platform: unused capacity)"] += month - billable
     out["(platform: shared storage)"] += shared_usd
     budgets = {t.name: t.spec.budget.monthly_usd for t in platform.teams if t.spec.budget is not None}
     return {k: v for k, v in sorted(out.items()) if v}, budgets

@@ -1140,7 +1140,8 @@ def test_a_run_past_a_reservation_pays_its_overflow_in_the_forecast_and_in_place
         .replace("    method: lora\n    tokens: 2B\n", "    method: lora\n    tokens: 200B\n    gpus: 64\n    runsPerQuarter: 3\n", 1)
     )
     assert "tokens: 200B" in text
-    plan = plan_platform(validated(load_text(text, "platform.yaml"), "prod"), today=TODAY)
+    platform = validated(load_text(text, "platform.yaml"), "prod")
+    plan = plan_platform(platform, today=TODAY)
     pools = {p.name: p for p in plan.pools}
     ft = next(w for w in plan.workloads if w.name == "code-assistant-ft")
     assert ft.pool == "train-p5" and ft.gpus == 64
@@ -1151,6 +1152,10 @@ def test_a_run_past_a_reservation_pays_its_overflow_in_the_forecast_and_in_place
     assert plan.forecast is not None
     assert plan.forecast.monthly_usd[0] == pytest.approx(sum(p.monthly_cost_usd or 0.0 for p in plan.pools))
     assert f"adds ${overflow:,.0f}" in plan.placements["code-assistant-ft"]
+    # its team pays the overflow and its GPU-hours within the reservation, the run's own showback (review sizreview36
+    # D-3: the overflow's GPU-hours were read as use of the reservation too, $35,821 where the run's row says $32,530)
+    split, _ = _showback(platform, list(plan.workloads), [p5], {p.name: p for p in platform.pools}, HOURS_PER_MONTH, 0.0)
+    assert split["applied-ml"] == pytest.approx(ft.showback_usd)
 
 
 def test_a_cpu_pools_month_is_split_by_the_node_hours_each_job_holds() -> None:
