@@ -878,6 +878,13 @@ def _deadline_finding(pool: ResolvedPool, w: WorkloadPlan, findings: list[PlanFi
         return
     if w.gpus > capacity and w.deadline_days is not None:
         days = wall_clock_on_pool(w, pool) or 0.0  # the same GPU-hours on fewer GPUs
+        if days <= w.deadline_days * 1.000001:
+            # a pinned count past the pool that still meets the deadline on the pool's GPUs: no missed deadline, a count
+            # the pool cannot give (review sizreview37 D-3: PL304 said 11.54 days were past a 60-day deadline)
+            on_pool = f"on them it finishes in {days_text(days)} days, within its {deadline_text(w.deadline_days)} deadline"
+            wider = f"{w.name} is pinned to {w.gpus} GPUs, more than its {capacity} at max {_nodes(spec.scaling.max)}"
+            findings.append(PlanFinding("PL306", pool.name, f"{wider}: {on_pool}; pin {capacity} or fewer GPUs, or grow the pool"))
+            return
         nodes = math.ceil(w.gpus / pool.gpus_per_node)
         # a size that misses the deadline too (PL337, PL338) is not what is needed: what it takes (review sizreview13 F8)
         missed = (w.wall_clock_days or 0.0) > w.deadline_days * 1.000001

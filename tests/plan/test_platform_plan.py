@@ -827,3 +827,17 @@ def test_a_data_prep_job_pays_its_nodes_for_its_hours_a_day() -> None:
     nodes = math.ceil(prep.cpu_cores / 64)
     assert (prep.cpu_cores, nodes) == (239, 4)  # 40 TiB / 8 h / 6.4 MB/s a core
     assert pool.monthly_cost_usd == pytest.approx(nodes * 8 * pool.price.usd_per_hour)
+
+
+def test_a_pinned_run_wider_than_its_pool_that_meets_its_deadline_there_is_no_missed_deadline() -> None:
+    """Review sizreview37 D-3: code-assistant-ft pinned to 256 GPUs on train-p5 (128 at max) got the error PL304,
+    "finishes in 11.54 days, past its 60-day deadline". It meets the deadline on the pool's GPUs: what is wrong is a
+    count the pool cannot give, a warning (PL306) that names the count it can."""
+    data = reference()
+    ft = next(w for w in data["workloads"] if w["name"] == "code-assistant-ft")
+    ft.update(gpus=256, deadline="60d", pool="train-p5")
+    plan = plan_of(data)
+    assert not [f for f in plan.findings if f.check == "PL304" and f.subject == "code-assistant-ft"]
+    [wide] = [f for f in plan.findings if f.check == "PL306" and "code-assistant-ft" in f.message]
+    assert wide.subject == "train-p5" and "pinned to 256 GPUs, more than its 128 at max 16 nodes" in wide.message
+    assert "within its 60-day deadline; pin 128 or fewer GPUs, or grow the pool" in wide.message
