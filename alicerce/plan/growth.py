@@ -128,14 +128,18 @@ def beyond_reservation(
     marginal cost alone asks for them)."""
     out = 0.0
     for plan in plans:
-        beyond = max(0, math.ceil(pool_units(plan, pool) / max(1, pool.gpus_per_node)) - price.reserved_nodes)
+        wanted = math.ceil(pool_units(plan, pool) / max(1, pool.gpus_per_node))
+        # a run wider than the pool holds its max nodes, for longer (review sizreview37 D-2: 32 nodes on a 16-node pool
+        # billed 16 that do not exist, and the team's showback passed the pool's month)
+        nodes = min(wanted, pool.spec.scaling.max) if pool.spec.scaling.max else wanted
+        beyond = max(0, nodes - price.reserved_nodes)
         if not beyond:
             continue
         # at most its hours a day of the month (review sizreview36 D-1: a 46-day run of 12 hours a day held 730)
         most = hours_month * plan.hours_per_day / 24
         if plan.kind in ("training", "fine-tuning") and plan.wall_clock_days:
             runs = plan.runs_per_quarter / 3 if plan.runs_per_quarter is not None else 1.0
-            out += beyond * min(runs * run_hours(plan), most)
+            out += beyond * min(runs * run_hours(plan) * wanted / nodes, most)
         elif services:
             # a service or batch job past the reservation holds its extra nodes its hours a day; the pool's month counts
             # them among its busy node-hours already, placement's marginal cost did not (review sizreview36 D-2)

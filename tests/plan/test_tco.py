@@ -1193,3 +1193,7 @@ def test_what_a_run_or_a_service_holds_past_a_reservation_is_counted_its_hours_a
     service = replace(run, kind="inference", wall_clock_days=None, hours_per_day=24.0)
     assert beyond_reservation([service], rp, price, HOURS_PER_MONTH) == 0.0  # the pool's month holds it among its busy hours
     assert beyond_reservation([service], rp, price, HOURS_PER_MONTH, services=True) == pytest.approx(4 * HOURS_PER_MONTH)
+    # 32 nodes wanted on a 16-node pool: its 12 beyond the 4 reserved, for twice the run's hours (review sizreview37 D-2:
+    # 28 were billed, and the team's showback passed the pool's month)
+    wide = replace(run, gpus=256, wall_clock_days=5.0, hours_per_day=24.0)
+    assert beyond_reservation([wide], rp, price, HOURS_PER_MONTH) == pytest.approx(12 * 5 * 24 * 2)
