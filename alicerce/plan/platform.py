@@ -344,7 +344,7 @@ def _no_pool_text(w: Workload, platform: ResolvedPlatform, gpu: str) -> str:
 
 
 # The last plan and what it was made from. `generate` plans an environment for its report and again for each site's
-# cost rules (one environment, four sites: five plans, 60% of a prod tree's CPU time); the platform and the plan are
+# cost rules (one environment, four sites: five plans, a quarter of a prod generate's CPU time); the platform and the plan are
 # frozen records, so the same platform object on the same day with the same catalog gets the same plan back.
 _LAST: list[tuple[ResolvedPlatform, Catalog, datetime.date, SizingPlan]] = []  # at most one
 
