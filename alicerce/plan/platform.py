@@ -386,7 +386,11 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
         if price is None or price.usd_per_hour is None:
             return None
         if price.reserved_nodes:  # capacity already paid for: only what overflows the reservation costs more
-            return beyond_reservation([plan], pool, price, hours_month, services=True) * price.usd_per_hour
+            # the reserved nodes the workloads placed before it hold are not free for it (review sizreview37 D-4: a
+            # second service on a reservation the first filled "added $0" and went to the dearer pool)
+            taken = math.ceil(committed.get(pool.name, 0) / max(1, pool.gpus_per_node))
+            left = replace(price, reserved_nodes=max(0, price.reserved_nodes - taken))
+            return beyond_reservation([plan], pool, left, hours_month, services=True) * price.usd_per_hour
         if pool.gpu is None:  # CPU pool: the nodes that hold the cores, for as long as the job runs
             vcpus = pool.instance.vcpus if pool.instance else 1
             return cpu_node_hours(plan, vcpus, hours_month) * price.usd_per_hour

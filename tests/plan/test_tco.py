@@ -1197,3 +1197,46 @@ def test_what_a_run_or_a_service_holds_past_a_reservation_is_counted_its_hours_a
     # 28 were billed, and the team's showback passed the pool's month)
     wide = replace(run, gpus=256, wall_clock_days=5.0, hours_per_day=24.0)
     assert beyond_reservation([wide], rp, price, HOURS_PER_MONTH) == pytest.approx(12 * 5 * 24 * 2)
+
+
+TWO_SERVICES = """apiVersion: alicerce.dev/v1
+kind: Platform
+metadata: {name: rev, owner: a@b.example, costCenter: CC-1}
+environments:
+  prod:
+    tier: development
+    sites:
+      - {name: aws, provider: aws, account: "123456789012", region: us-east-1, zones: [us-east-1a, us-east-1b], vpcCidr: 10.0.0.0/16}
+nodePools:
+  - {name: system, site: aws, purpose: system, aws: {instanceType: m7i.2xlarge}, scaling: {min: 2, max: 3}}
+  - {name: infer, site: aws, purpose: inference, accelerator: "H100-SXM5-80GB:8", aws: {instanceType: p5.48xlarge, zone: us-east-1a},
+     scaling: {min: 0, max: 16}, taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]}
+  - {name: rinf, site: aws, purpose: inference, accelerator: "H100-SXM5-80GB:8", scaling: {min: 0, max: 16},
+     aws: {instanceType: p5.48xlarge, zone: us-east-1a, capacityType: capacity-reservation, capacityReservationId: cr-0a1b2c3d4e5f60718},
+     taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]}
+tenancy:
+  teams:
+    - {name: ml, groups: [ml-engineers], quotas: [{pool: infer, gpus: 128}, {pool: rinf, gpus: 128}]}
+storage:
+  - {name: lake, class: object, purpose: datasets, site: aws}
+workloads:
+SERVICES
+costs:
+  cloud:
+    - {pool: rinf, reservedNodes: 4}
+    - {pool: infer, savingsPlanDiscount: 0.5}
+"""
+
+
+def test_a_second_service_does_not_take_reserved_nodes_the_first_one_holds() -> None:
+    """Review sizreview37 D-4: two 4-node services and 4 reserved nodes. The first takes the reservation ($0 more);
+    the second was set against the whole reservation too, "added $0", and went on it, where its 4 nodes cost the month
+    $160,717 more than the reservation; on the Savings Plan pool they cost $80,358."""
+    service = ("  - {{name: {}, kind: inference, team: ml, model: {{parameters: 8B, layers: 32, hiddenSize: 4096}}, precision: bf16, "
+               "traffic: {{peakRps: 400, inputTokens: 1000, outputTokens: 200}}, "
+               "latency: {{timeToFirstToken: {{p99: 1s}}, timePerOutputToken: {{p99: 50ms}}}}}}\n")  # fmt: skip
+    text = TWO_SERVICES.replace("SERVICES\n", service.format("svc") + service.format("svc2"))
+    plan = plan_platform(validated(load_text(text, "two.yaml"), "prod"), today=TODAY)
+    pools = {w.name: w.pool for w in plan.workloads}
+    assert pools == {"svc": "rinf", "svc2": "infer"}
+    assert plan.placements["svc2"].startswith("infer: adds $80,358") and "rinf: adds $160,717" in plan.placements["svc2"]
