@@ -2247,11 +2247,12 @@ class _PrefillStall:
     percentile: int
     target: float  # s
     budget_tokens: int  # the engine's max-num-batched-tokens
-    room_tokens: int  # what a step has for prompts' chunks beside the planned batch's decodes
-    chunks: int  # steps a prompt's prefill takes
-    mixed_step: float  # s: a decode step plus one chunk of a prefill
-    full_step: float  # s: a decode step whose budget is full of prompts' chunks
-    within: int  # prompt tokens a step may carry and stay within the target
+    mixed_step: float  # s: a decode step of the planned batch plus one chunk of a prefill
+    full_step: float  # s: a decode step of the planned batch whose budget is full of prompts' chunks
+
+    def within(self, step: float, per_token: float) -> int:
+        """Prompt tokens a step of ``step`` s of decodes may carry and stay within the target."""
+        return max(0, math.floor((self.target - step) / per_token))
 
 
 def _tpot_stall(w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizing) -> _PrefillStall | None:
@@ -2275,9 +2276,8 @@ def _tpot_stall(w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizin
     full = layout.step_seconds + room * per_token
     if full <= tpot:
         return None
-    within = max(0, math.floor((tpot - layout.step_seconds) / per_token))
     mixed = layout.step_seconds + layout.prefill_seconds / chunks
-    return _PrefillStall(99 if target.p99 is not None else 95, tpot, budget, room, chunks, mixed, full, within)
+    return _PrefillStall(99 if target.p99 is not None else 95, tpot, budget, mixed, full)
 
 
 def _intervals_past(  # noqa: PLR0917 - the replica, its GPU and the rate, each needed
@@ -2371,7 +2371,7 @@ def _latency_replicas(
                               {"arrival per replica": peak / replicas, "running batch": running.running,
                                "decode step at it s": running.step, "room for prompt tokens": running.room,
                                "prefill s a prompt token": per_token,
-                               "prompt tokens within the target": max(0, math.floor((stall.target - running.step) / per_token)),
+                               "prompt tokens within the target": stall.within(running.step, per_token),
                                "chunks a prompt": running.chunks, "max-num-batched-tokens": stall.budget_tokens,
                                "step with a chunk at the planned batch s": stall.mixed_step,
                                "full step at the planned batch s": stall.full_step, "target s": stall.target}))  # fmt: skip
@@ -2381,7 +2381,7 @@ def _latency_replicas(
             # the steps at the batch the throughput's replicas keep running, the ones the share is taken at
             at = _prompt_steps(w, layout, gpu, sizing, peak / by_throughput)
             chunks = "one step" if at.chunks == 1 else f"{at.chunks} steps"
-            within = max(0, math.floor((stall.target - at.step) / per_token))
+            within = stall.within(at.step, per_token)
             reasons.append(f"p{stall.percentile} time per output token {stall.target * 1000:g} ms: a step that prefills a "
                            f"{w.traffic.input_tokens:,}-token prompt ({chunks} at vLLM's default max-num-batched-tokens "
                            f"{stall.budget_tokens} on {gpu.id}) lasts {(at.step + layout.prefill_seconds / at.chunks) * 1000:.0f} "

@@ -769,7 +769,8 @@ def test_each_workload_on_a_capacity_block_pool_pays_its_own_blocks() -> None:
     assert "capacity-blocks-purchase" in paid.factors[0].source
 
 
-RIDING_SPEC = """\
+# one AWS site and its system pool: the specs below add their own pools and workloads
+AWS_SITE = """\
 apiVersion: alicerce.dev/v1
 kind: Platform
 metadata: {name: sr20, owner: a@example.com, costCenter: CC-0000}
@@ -780,6 +781,11 @@ environments:
       - {name: aws, provider: aws, account: "123456789012", region: us-east-1, zones: [us-east-1a, us-east-1b], vpcCidr: 10.0.0.0/16}
 nodePools:
   - {name: system, site: aws, purpose: system, aws: {instanceType: m7i.2xlarge}, scaling: {min: 2, max: 3}}
+"""
+
+RIDING_SPEC = (
+    AWS_SITE
+    + """\
   - name: train
     site: aws
     purpose: inference
@@ -816,6 +822,7 @@ workloads:
     precision: bf16
     hoursPerDay: 3
 """
+)
 
 
 def test_a_batch_job_riding_a_services_capacity_block_node_shows_the_node_hours_it_holds() -> None:
@@ -1199,16 +1206,9 @@ def test_what_a_run_or_a_service_holds_past_a_reservation_is_counted_its_hours_a
     assert beyond_reservation([wide], rp, price, HOURS_PER_MONTH) == pytest.approx(12 * 5 * 24 * 2)
 
 
-TWO_SERVICES = """apiVersion: alicerce.dev/v1
-kind: Platform
-metadata: {name: rev, owner: a@b.example, costCenter: CC-1}
-environments:
-  prod:
-    tier: development
-    sites:
-      - {name: aws, provider: aws, account: "123456789012", region: us-east-1, zones: [us-east-1a, us-east-1b], vpcCidr: 10.0.0.0/16}
-nodePools:
-  - {name: system, site: aws, purpose: system, aws: {instanceType: m7i.2xlarge}, scaling: {min: 2, max: 3}}
+TWO_SERVICES = (
+    AWS_SITE.replace("tier: production", "tier: development")
+    + """\
   - {name: infer, site: aws, purpose: inference, accelerator: "H100-SXM5-80GB:8", aws: {instanceType: p5.48xlarge, zone: us-east-1a},
      scaling: {min: 0, max: 16}, taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]}
   - {name: rinf, site: aws, purpose: inference, accelerator: "H100-SXM5-80GB:8", scaling: {min: 0, max: 16},
@@ -1226,6 +1226,7 @@ costs:
     - {pool: rinf, reservedNodes: 4}
     - {pool: infer, savingsPlanDiscount: 0.5}
 """
+)
 
 
 def test_a_second_service_does_not_take_reserved_nodes_the_first_one_holds() -> None:
