@@ -9,6 +9,7 @@ quarter a pool cannot hold its workloads: so a platform can be bought a step at 
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import defaultdict
 from dataclasses import dataclass
@@ -118,35 +119,6 @@ def cpu_node_hours(plan: WorkloadPlan, vcpus: int, hours_month: float) -> float:
     return math.ceil((plan.cpu_cores or 0) / vcpus) * days * plan.hours_per_day
 
 
-def beyond_reservation(
-    plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePrice, hours_month: float, *, services: bool = False
-) -> float:
-    """Node-hours a month the pool's runs hold beyond its reserved nodes, while each runs: its nodes over the
-    reservation for its hours, at its schedule (one run a month where none is declared). The pool's month, the forecast and
-    placement's marginal cost each add them (review sizreview35 D-G, D-H: the latter two left them out). ``services``:
-    count services and batch jobs too, whose nodes the pool's month holds among its busy node-hours (placement's
-    marginal cost alone asks for them)."""
-    out = 0.0
-    for plan in plans:
-        wanted = math.ceil(pool_units(plan, pool) / max(1, pool.gpus_per_node))
-        # a run wider than the pool holds its max nodes, for longer (review sizreview37 D-2: 32 nodes on a 16-node pool
-        # billed 16 that do not exist, and the team's showback passed the pool's month)
-        nodes = min(wanted, pool.spec.scaling.max) if pool.spec.scaling.max else wanted
-        beyond = max(0, nodes - price.reserved_nodes)
-        if not beyond:
-            continue
-        # at most its hours a day of the month (review sizreview36 D-1: a 46-day run of 12 hours a day held 730)
-        most = hours_month * plan.hours_per_day / 24
-        if plan.kind in ("training", "fine-tuning") and plan.wall_clock_days:
-            runs = plan.runs_per_quarter / 3 if plan.runs_per_quarter is not None else 1.0
-            out += beyond * min(runs * run_hours(plan) * wanted / nodes, most)
-        elif services:
-            # a service or batch job past the reservation holds its extra nodes its hours a day; the pool's month counts
-            # them among its busy node-hours already, placement's marginal cost did not (review sizreview36 D-2)
-            out += beyond * most
-    return out
-
-
 # the longest calendar month: the budget rules sum spend per calendar month (team:gpu_cost_usd:sum_month)
 LONGEST_MONTH_HOURS = 31 * 24
 
@@ -221,36 +193,62 @@ def block_runs(plan: WorkloadPlan, hours_month: float) -> tuple[float, float, fl
     return hours_month / 24, plan.hours_per_day, plan.hours_per_day
 
 
-def billed_gpu_hours(
-    plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePrice, hours_month: float, riding: dict[str, float] | None = None
-) -> tuple[float, dict[str, float]]:
-    """GPU-hours a month a rented GPU pool bills for its workloads (whole nodes), and each workload's own part of them:
-    what it holds, with the rest of the nodes it alone starts. The serving nodes' GPUs that neither a replica nor batch
-    work fills are the services' (by the GPUs each holds): they start those nodes.
+@dataclass(frozen=True)
+class Hold:
+    """Nodes a workload holds on a rented pool, when: ``nodes`` for ``hours`` of each day it runs, on ``days`` of the
+    month's days (a share; a schedule whose runs overlap holds more than one). Services and batch work hold theirs every
+    day; a training run while it runs (:func:`pool_node_hours` lays runs one after another)."""
+
+    workload: str
+    nodes: float
+    hours: float
+    days: float
+    daily: bool
+
+    def node_hours(self, hours_month: float) -> float:
+        return self.nodes * self.hours * self.days * hours_month / 24
+
+
+def node_holds(
+    plans: list[WorkloadPlan],
+    pool: ResolvedPool,
+    price: NodePrice,
+    hours_month: float,
+    *,
+    riding: dict[str, float] | None = None,
+    max_nodes: int | None = None,
+) -> tuple[list[Hold], dict[str, float]]:
+    """What a rented GPU pool's workloads hold (:class:`Hold`: whole nodes, and when), and each workload's own GPU-hours
+    of them: what it holds, with the rest of the nodes it alone starts. The serving nodes' GPUs that neither a replica
+    nor batch work fills are the services' (by the GPUs each holds): they start those nodes.
 
     A training run holds whole nodes for its wall clock (a 12-GPU run on 8-GPU nodes is billed two instances, not one
-    and a half: review sizreview4 gap). On Capacity Blocks each run buys the shortest duration sold that covers its
-    wall clock, for every node it holds: two 10-hour runs a month buy two 1-day blocks, 48 node-hours a node, where
-    rounding the month's 20 busy hours up to a day bought one (review sizreview4). Serving replicas hold whole nodes
-    all month, packed (:func:`serving_nodes`); batch work runs in what they leave free before it adds whole nodes,
-    which on Capacity Blocks it buys for whole days, every day it runs (:func:`block_runs`; review sizreview19 F6: 3
-    hours a day of one p5 were billed 91 node-hours, $3,589, where its blocks cost 730, $28,711). ``riding``, where
-    given, takes each batch job's GPU-hours that run in the serving nodes' free GPUs."""
+    and a half: review sizreview4 gap); one wider than ``max_nodes`` holds them for longer (review sizreview37 D-2). On
+    Capacity Blocks each run buys the shortest duration sold that covers its wall clock, for every node it holds: two
+    10-hour runs a month buy two 1-day blocks, 48 node-hours a node, where rounding the month's 20 busy hours up to a day
+    bought one (review sizreview4). Serving replicas hold whole nodes all month, packed (:func:`serving_nodes`); batch
+    work runs in what they leave free before it adds whole nodes, which on Capacity Blocks it buys for whole days, every
+    day it runs (:func:`block_runs`; review sizreview19 F6: 3 hours a day of one p5 were billed 91 node-hours, $3,589,
+    where its blocks cost 730, $28,711). ``riding``, where given, takes each batch job's GPU-hours that run in the
+    serving nodes' free GPUs."""
     per_node = pool.gpus_per_node or 1
     replicas: dict[int, int] = defaultdict(int)
     own: dict[str, float] = {}
-    for plan in filter(_always_on, plans):
+    services = [p for p in plans if _always_on(p)]
+    for plan in services:
         replicas[plan.gpus_per_replica or 0] += plan.replicas or 0
         own[plan.name] = (plan.gpus_per_replica or 0) * (plan.replicas or 0) * hours_month
-    held = serving_nodes(replicas, per_node) * per_node * hours_month
-    spare = held - sum(size * n for size, n in replicas.items()) * hours_month  # GPU-hours the serving nodes leave free
+    serving = serving_nodes(replicas, per_node)
+    gpus = sum(size * n for size, n in replicas.items())
+    # the serving nodes, packed together, each service's share of them by the GPUs its replicas hold
+    holds = [Hold(p.name, serving * own[p.name] / hours_month / gpus, 24.0, 1.0, True) for p in services if gpus]
+    spare = (serving * per_node - gpus) * hours_month  # GPU-hours the serving nodes leave free
     free = spare / hours_month  # ... and the GPUs: a job needing more at once cannot run in them (review sizreview11 F3)
-    gpu_hours = held
     for plan in plans:
         if _always_on(plan):
             continue
         units = pool_units(plan, pool)
-        whole = math.ceil(units / per_node) * per_node
+        whole = math.ceil(units / per_node)
         runs, _, wall = block_runs(plan, hours_month)
         if plan.kind not in ("training", "fine-tuning") or plan.wall_clock_days is None:
             used = busy_gpu_hours(plan, units, hours_month)
@@ -259,30 +257,83 @@ def billed_gpu_hours(
             if riding is not None:
                 riding[plan.name] = absorbed
             rest = (used - absorbed) / used if used else 0.0
-            if price.block_steps:  # its own nodes, bought a whole day for each day it runs
-                started = rest * whole * block_hours(price.block_steps, wall) * runs
-            else:
-                # what the serving nodes cannot hold starts nodes of its own, whole: a 1-GPU batch job on 4-GPU nodes
-                # bills the node it starts, not a quarter of it (review sizreview10 F11: $638 where the g6e.12xlarge
-                # bills $2,553)
-                started = (used - absorbed) * (whole / units if units else 1.0)
-            own[plan.name] = absorbed + started
-            gpu_hours += started
+            # what the serving nodes cannot hold starts nodes of its own, whole, its hours every day: a 1-GPU batch job on
+            # 4-GPU nodes bills the node it starts, not a quarter of it (review sizreview10 F11: $638 where the
+            # g6e.12xlarge bills $2,553); on Capacity Blocks a whole day of block for each day it runs
+            hours = block_hours(price.block_steps, wall) if price.block_steps else used / max(1, units) / (hours_month / 24)
+            held = Hold(plan.name, rest * whole, min(24.0, hours), 1.0, True)
+            own[plan.name] = absorbed + held.node_hours(hours_month) * per_node
+            holds.append(held)
             continue
-        if not price.block_steps:
-            hours = busy_gpu_hours(plan, whole, hours_month)
+        nodes = min(whole, max_nodes) if max_nodes else whole
+        longer = whole / nodes if nodes else 1.0
+        if price.block_steps:  # every node for the whole block that covers its wall clock, around the clock
+            hours, span = 24.0, block_hours(price.block_steps, wall)
         else:
-            bought = block_hours(price.block_steps, wall)
-            # the declared schedule spread over the quarter, else one run a month (a longer one bills the month)
-            hours = whole * (bought * runs if plan.runs_per_quarter is not None else min(bought, hours_month))
-        own[plan.name] = hours
-        gpu_hours += hours
+            hours, span = plan.hours_per_day, (plan.wall_clock_days or 0.0) * 24
+        # the declared schedule spread over the quarter, else one run a month (a longer one holds the month)
+        days = runs * span / hours_month * longer if plan.runs_per_quarter is not None else min(1.0, span * longer / hours_month)
+        held = Hold(plan.name, nodes, hours, days, False)
+        own[plan.name] = held.node_hours(hours_month) * per_node
+        holds.append(held)
     # what the serving nodes hold that neither a replica nor batch work fills is the services' that start those nodes
     # (their replicas need fewer GPUs than the instances have): split over them by the GPUs they hold
-    serving = sum(n * size for size, n in replicas.items()) * hours_month
-    for plan in filter(_always_on, plans):
-        own[plan.name] += spare * own[plan.name] / serving if serving else 0.0
-    return gpu_hours, own
+    for plan in services:
+        own[plan.name] += spare * own[plan.name] / (gpus * hours_month) if gpus else 0.0
+    return holds, own
+
+
+def pool_node_hours(holds: list[Hold], floor: int, cap: int, hours_month: float) -> tuple[float, dict[str, float]]:
+    """Node-hours a month a rented pool bills, and each workload's part of them above ``floor``: at every hour the
+    larger of its floor (always-on and reserved nodes, billed whether used or not) and the nodes its workloads hold
+    then, never more than ``cap`` nodes' month. One timeline for the pool's month, the forecast, placement's marginal
+    cost and showback (review sizreview37 D-1, D-5: busy node-hours were set against the floor as one total, so a batch
+    job's 3 nodes for 8 hours a day fit one reserved node's 24 hours and billed nothing, and a run beside a service on
+    the reservation was billed as if the service held none of it).
+
+    Every day the services hold their nodes and batch work its nodes its hours a day, all from the same hour (the
+    peak a day can reach); training runs follow one another through the month (Kueue admits the next as the last
+    ends), each its hours a day, on top. Above the floor, each hour's nodes are the last workload's to stack there:
+    a run beside a service on a 4-node reservation pays for the nodes the service leaves it none of."""
+    runs = [h for h in holds if not h.daily]
+    cuts, at = {0.0, 1.0}, 0.0
+    spans: list[tuple[float, float]] = []
+    for run in runs:
+        spans.append((at, run.days))
+        at += run.days
+        cuts |= {(at - run.days) % 1.0, at % 1.0}
+    days = sorted(cuts)
+    total = 0.0
+    above: dict[str, float] = defaultdict(float)
+    for start, end in itertools.pairwise(days):
+        if end - start < 1e-12:
+            continue
+        mid = (start + end) / 2
+        # runs in flight on these days, each as many times as its schedule overlaps itself there
+        day = [h for h in holds if h.daily]
+        day += [run for run, (begin, span) in zip(runs, spans, strict=True) for _ in range(_times(begin, span, mid))]
+        hours = sorted({0.0, 24.0} | {min(24.0, h.hours) for h in day})
+        for low, high in itertools.pairwise(hours):
+            weight = (high - low) * (end - start) * hours_month / 24
+            held = 0.0
+            for hold in day:
+                if hold.hours <= low:
+                    continue
+                share = max(0.0, held + hold.nodes - max(floor, held))
+                above[hold.workload] += share * weight
+                held += hold.nodes
+            total += max(floor, held) * weight
+    most = max(floor, cap) * hours_month
+    if total > most:  # a capped pool runs the rest later, within its month: what is above the floor shrinks alike
+        scale = max(0.0, most - floor * hours_month) / max(1e-12, total - floor * hours_month)
+        above = {k: v * scale for k, v in above.items()}
+        total = most
+    return total, {k: v for k, v in above.items() if v > 1e-9}
+
+
+def _times(begin: float, span: float, at: float) -> int:
+    """How many times a run laid from ``begin`` for ``span`` of the month (wrapping round it) covers the day ``at``."""
+    return max(0, math.ceil(begin + span - at - 1e-12) - math.ceil(begin - at - 1e-12))
 
 
 @dataclass(frozen=True)
@@ -340,12 +391,12 @@ class BlockBooking:
 def block_bookings(plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePrice, hours_month: float) -> dict[str, BlockBooking]:
     """Each workload's own Capacity Blocks on a Capacity Block pool (:class:`BlockBooking`); none for other prices.
     A run pays its instances for the whole block it buys; batch work and serving their part of the month's blocks
-    (:func:`billed_gpu_hours`)."""
+    (:func:`node_holds`)."""
     if not price.block_steps or price.usd_per_hour is None:
         return {}
     per_node = pool.gpus_per_node or 1
     absorbed: dict[str, float] = {}
-    _, own = billed_gpu_hours(plans, pool, price, hours_month, absorbed)
+    _, own = node_holds(plans, pool, price, hours_month, riding=absorbed)
     out = {}
     for plan in plans:
         if plan.name not in own or plan.gpus is None:
@@ -374,11 +425,16 @@ def block_bookings(plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePri
     return out
 
 
-def billed_node_hours(plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePrice, min_nodes: int, hours_month: float) -> float:
-    """Node-hours a month a rented GPU pool bills above its ``min_nodes`` always-on nodes (:func:`billed_gpu_hours`)."""
-    per_node = pool.gpus_per_node or 1
-    gpu_hours, _ = billed_gpu_hours(plans, pool, price, hours_month)
-    return max(0.0, gpu_hours - min_nodes * per_node * hours_month) / per_node
+def rented_node_hours(
+    plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePrice, hours_month: float, *, max_nodes: int | None = None
+) -> tuple[float, dict[str, float]]:
+    """Node-hours a month a rented GPU pool bills for ``plans``, and each workload's part above its floor, the always-on
+    and reserved nodes (:func:`pool_node_hours` over :func:`node_holds`). ``max_nodes``: the pool grown past its
+    declared max (the forecast's demand)."""
+    scaling = pool.spec.scaling
+    most = scaling.max if max_nodes is None else max_nodes
+    holds, _ = node_holds(plans, pool, price, hours_month, max_nodes=most)
+    return pool_node_hours(holds, max(scaling.min, price.reserved_nodes), most, hours_month)
 
 
 def grown(w: Workload, quarters: int) -> Workload:
@@ -441,12 +497,11 @@ def forecast(
             elif prices.get(pool.name) is not None and pool.gpus_per_node:
                 price = prices[pool.name]
                 assert price is not None
-                busy = billed_node_hours(mine, rp, price, pool.declared_min, hours_month)
-                overflow = beyond_reservation(mine, rp, price, hours_month) if price.reserved_nodes else 0.0
-                cost = monthly_node_cost(price, busy, pool.declared_min, pool.declared_max, overflow)
-                busy_wanted = busy + max(0, peak - capacity) * hours_month / pool.gpus_per_node
-                needed_nodes = max(pool.declared_max, math.ceil(peak / pool.gpus_per_node))
-                demand = monthly_node_cost(price, busy_wanted, pool.declared_min, needed_nodes, overflow)
+                held, _ = rented_node_hours(mine, rp, price, hours_month)
+                cost = monthly_node_cost(price, held)
+                # the pool grown to hold its peak: its runs at their own width, its month past the declared max
+                needed = max(pool.declared_max, math.ceil(peak / pool.gpus_per_node))
+                demand = monthly_node_cost(price, rented_node_hours(mine, rp, price, hours_month, max_nodes=needed)[0])
             elif pool.monthly_cost_usd is not None:
                 cost = demand = pool.monthly_cost_usd  # CPU pools: not forecast, carried as they are today
             total += cost or 0.0

@@ -25,8 +25,6 @@ from alicerce.plan.growth import (
     LONGEST_MONTH_HOURS,
     BlockBooking,
     Forecast,
-    beyond_reservation,
-    billed_node_hours,
     block_bookings,
     block_runs,
     busy_gpu_hours,
@@ -36,6 +34,7 @@ from alicerce.plan.growth import (
     peak_units,
     pool_gpu_hours,
     pool_units,
+    rented_node_hours,
     run_hours,
 )
 from alicerce.plan.kpi import KpiTarget, kpi_targets
@@ -385,12 +384,18 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
         price = prices.get(pool.name)
         if price is None or price.usd_per_hour is None:
             return None
-        if price.reserved_nodes:  # capacity already paid for: only what overflows the reservation costs more
-            # the reserved nodes the workloads placed before it hold are not free for it (review sizreview37 D-4: a
-            # second service on a reservation the first filled "added $0" and went to the dearer pool)
-            taken = math.ceil(committed.get(pool.name, 0) / max(1, pool.gpus_per_node))
-            left = replace(price, reserved_nodes=max(0, price.reserved_nodes - taken))
-            return beyond_reservation([plan], pool, left, hours_month, services=True) * price.usd_per_hour
+        if pool.gpu is not None and not price.block_steps:
+            # what the pool's month rises by, on the timeline that bills it: the always-on and reserved nodes the
+            # workloads placed before it leave free cost it nothing, the nodes it holds above them cost what they are
+            # held (review sizreview37 D-4: a second service on a reservation the first filled "added $0"; D-1, D-5: a
+            # batch job's 3 nodes 8 hours a day on 1 reserved node added $26,786 where the month stayed put)
+            # at the nodes it needs, where the pool is too small for it (PL305 says so): 12 one-GPU replicas on an
+            # 8-node pool add 12 nodes' month, not the 8 the pool's month is capped at
+            before = placed[pool.name]
+            most = max(pool.spec.scaling.max, math.ceil((committed.get(pool.name, 0) + pool_units(plan, pool)) / pool.gpus_per_node))
+            after, _ = rented_node_hours([*before, plan], pool, price, hours_month, max_nodes=most)
+            held, _ = rented_node_hours(before, pool, price, hours_month, max_nodes=most)
+            return (after - held) * price.usd_per_hour
         if pool.gpu is None:  # CPU pool: the nodes that hold the cores, for as long as the job runs
             vcpus = pool.instance.vcpus if pool.instance else 1
             return cpu_node_hours(plan, vcpus, hours_month) * price.usd_per_hour
@@ -403,7 +408,7 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
         need = pool_units(plan, pool)
         free = max(0, pool.spec.scaling.min * pool.gpus_per_node - committed.get(pool.name, 0))
         # the GPUs the free always-on ones cannot hold start instances of their own, and the bill rises by those
-        # instances, whole, as the pool's month bills them (growth.billed_gpu_hours): 1 GPU of a g6e.12xlarge added
+        # instances, whole, as the pool's month bills them (growth.node_holds): 1 GPU of a g6e.12xlarge added
         # $638 (a quarter of the instance) where the month rose $2,553 (review sizreview23 G1)
         started = math.ceil(max(0, need - free) / max(1, pool.gpus_per_node))
         if price.block_steps and (plan.kind != "inference" or plan.sharing):
@@ -415,6 +420,7 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
         return started * hours * price.usd_per_hour
 
     committed: dict[str, int] = defaultdict(int)
+    placed: dict[str, list[WorkloadPlan]] = defaultdict(list)  # each pool's workloads placed so far
     cannot: set[str] = set()  # workloads the plan found cannot run (PL303): reported, never priced
     plans: list[WorkloadPlan] = []
     choices: dict[str, Choice] = {}
@@ -447,6 +453,7 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
             cannot.add(w.name)
         elif pool is not None and plan.runnable:
             committed[pool.name] += pool_units(plan, pool) if pool.gpu is not None else 0
+            placed[pool.name].append(plan)
         plans.append(plan)
     runnable = [p for p in plans if p.runnable and p.name not in cannot]
     unpriced = tuple(p.name for p in plans if not p.runnable or p.pool is None or p.name in cannot)
@@ -751,12 +758,12 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
         cost = owned_cost.monthly_usd
     elif price is not None:
         if per_node:
-            busy_node_hours = billed_node_hours(plans, pool, price, spec.scaling.min, hours_month)
-        else:  # CPU pool: nodes that hold the workloads' cores, for as long as they run
+            node_hours, _ = rented_node_hours(plans, pool, price, hours_month)
+        else:  # CPU pool: its always-on nodes, and the nodes that hold the workloads' cores as long as they run
             vcpus = pool.instance.vcpus if pool.instance else 1
-            busy_node_hours = sum(cpu_node_hours(w, vcpus, hours_month) for w in plans)
-        overflow = beyond_reservation(plans, pool, price, hours_month) if per_node and price.reserved_nodes else 0.0
-        cost = monthly_node_cost(price, busy_node_hours, spec.scaling.min, spec.scaling.max, overflow)
+            busy = spec.scaling.min * hours_month + sum(cpu_node_hours(w, vcpus, hours_month) for w in plans)
+            node_hours = min(max(spec.scaling.min, spec.scaling.max) * hours_month, busy)
+        cost = monthly_node_cost(price, node_hours)
     return PoolPlan(
         name=pool.name, site=pool.site.name, accelerator=pool.gpu.id if pool.gpu else None, gpus_per_node=per_node,
         gpu_units=pool.max_gpu_units,
@@ -935,6 +942,10 @@ def _showback(  # noqa: PLR0917 - the plan's parts, called once
         gpus_max = pool.declared_max * pool.gpus_per_node
         price = pool.price
         month = pool.monthly_cost_usd
+        beyond: dict[str, float] = {}  # node-hours each workload holds above a reserved pool's floor, on its timeline
+        if not pool.owned and price is not None and price.reserved_nodes and pool.gpus_per_node:
+            mine = [p for p in plans if p.pool == pool.name and p.runnable]
+            _, beyond = rented_node_hours(mine, resolved[pool.name], price, hours_month)
         for plan in plans:
             if plan.pool == pool.name and plan.runnable:
                 gpus = pool_units(plan, resolved[pool.name]) if pool.gpus_per_node else 0
@@ -942,14 +953,13 @@ def _showback(  # noqa: PLR0917 - the plan's parts, called once
                 instance = resolved[pool.name].instance
                 vcpus = instance.vcpus if instance is not None else 1
                 hours = pool_gpu_hours(plan, gpus, gpus_max, hours_month) if gpus else cpu_node_hours(plan, vcpus, hours_month)
-                if not pool.owned and price is not None and price.reserved_nodes and price.usd_per_hour:
-                    # nodes a run holds past the reservation are rented for it alone: its own, and not the reservation's
-                    # use (review sizreview36 D-3: they were split with the reservation by GPU-hours, the team's row
-                    # $36,480 where the run's own showback and the cost rules say $32,530)
-                    beyond = beyond_reservation([plan], resolved[pool.name], price, hours_month)
-                    out[plan.team] += beyond * price.usd_per_hour
-                    month -= beyond * price.usd_per_hour
-                    hours = max(0.0, hours - beyond * pool.gpus_per_node)
+                if plan.name in beyond and price is not None and price.usd_per_hour:
+                    # nodes a workload holds past the reservation are rented for it alone: its own, and not the
+                    # reservation's use (review sizreview36 D-3: they were split with the reservation by GPU-hours, the
+                    # team's row $36,480 where the run's own showback and the cost rules say $32,530)
+                    out[plan.team] += beyond[plan.name] * price.usd_per_hour
+                    month -= beyond[plan.name] * price.usd_per_hour
+                    hours = max(0.0, hours - beyond[plan.name] * pool.gpus_per_node)
                 usage[plan.team] += hours
         capacity = pool.declared_max * pool.gpus_per_node * hours_month if pool.gpus_per_node else 0.0
         used = sum(usage.values())

@@ -200,21 +200,10 @@ def run_block_cost(price: NodePrice, gpus: int, run_hours: float) -> float | Non
     return nodes * block_hours(price.block_steps, run_hours) * price.usd_per_hour
 
 
-def monthly_node_cost(
-    price: NodePrice, busy_node_hours: float, min_nodes: int, max_nodes: int, overflow_node_hours: float = 0.0
-) -> float | None:
-    """A month of the pool: always-on and reserved nodes, plus busy node-hours above them, never more
-    than ``max_nodes`` can run in a month (a capped pool cannot spend past its cap). ``overflow_node_hours``: the
-    hours of nodes runs hold beyond the reservation while they run (a 5-node run on 4 reserved nodes rents the fifth
-    on demand, however idle the reservation is the rest of the month: review sizreview8 F11)."""
-    if price.usd_per_hour is None:
-        return None
-    cap = max_nodes * HOURS_PER_MONTH
-    floor = max(min_nodes, price.reserved_nodes) * HOURS_PER_MONTH
-    hours = min(cap, max(floor, min_nodes * HOURS_PER_MONTH + busy_node_hours))
-    if price.reserved_nodes:  # billed whether used or not; overflow above the reservation at the same rate
-        hours = max(hours, min(cap, price.reserved_nodes * HOURS_PER_MONTH + overflow_node_hours))
-    return hours * price.usd_per_hour
+def monthly_node_cost(price: NodePrice, node_hours: float) -> float | None:
+    """A month of a rented pool that bills ``node_hours`` (alicerce.plan.growth.rented_node_hours: its floor, what its
+    workloads hold above it hour by hour, its cap); None where the pool has no price."""
+    return None if price.usd_per_hour is None else node_hours * price.usd_per_hour
 
 
 def cheapest_rental(gpu_id: str, region: str, catalog: Catalog) -> tuple[str, float, tuple[Factor, ...]] | None:

@@ -20,10 +20,11 @@ from rich.console import Console
 from alicerce.catalog import load_catalog
 from alicerce.cli.plan_report import print_explain
 from alicerce.plan.findings import CHECKS, Severity
-from alicerce.plan.growth import beyond_reservation, billed_node_hours, busy_gpu_hours
+from alicerce.plan.growth import Hold, busy_gpu_hours, node_holds, pool_node_hours, rented_node_hours
 from alicerce.plan.platform import SizingPlan, _showback, _stale_prices, _whole_blocks, peak_site_spend, plan_platform
 from alicerce.plan.pricing import (
     HOURS_PER_MONTH,
+    NodePrice,
     block_hours,
     monthly_node_cost,
     node_price,
@@ -31,8 +32,9 @@ from alicerce.plan.pricing import (
     rental_options,
     unpriced_options,
 )
+from alicerce.plan.sizing import WorkloadPlan
 from alicerce.plan.tco import monthly_capex, owned_pool_cost, site_extras
-from alicerce.resolve.model import ResolvedPlatform
+from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
 from alicerce.rules.validate import validated
 from alicerce.spec.errors import SpecInvalid
 from alicerce.spec.loader import load_file, load_text
@@ -528,6 +530,11 @@ def test_a_capacity_block_needs_no_on_demand_price(instance: str, accelerator: s
     assert not [i for i in price.issues if i.check == "PL311"]
 
 
+def _held(plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePrice) -> float:
+    """Node-hours a month the workloads hold on a rented pool, its floor aside."""
+    return sum(h.node_hours(HOURS_PER_MONTH) for h in node_holds(plans, pool, price, HOURS_PER_MONTH)[0])
+
+
 def test_a_capacity_block_pool_bills_each_runs_blocks() -> None:
     """Review sizreview4: the pool's month rounded its total busy hours up to whole days, so two 5.45-hour fine-tunes a
     month (code-assistant-ft, one p5 node, runsPerQuarter: 6) bought one day between them. Each run buys its own
@@ -546,34 +553,38 @@ def test_a_capacity_block_pool_bills_each_runs_blocks() -> None:
     price = pool.price
     assert price is not None
     long = replace(run, wall_clock_days=15.0, runs_per_quarter=None)
-    assert billed_node_hours([long], rp, price, 0, HOURS_PER_MONTH) == pytest.approx(21 * 24)
+    assert _held([long], rp, price) == pytest.approx(21 * 24)
     # on-demand, the same runs bill their hours: 2 x 5.45 node-hours
     od = replace(price, block_steps=())
-    assert billed_node_hours([run], rp, od, 0, HOURS_PER_MONTH) == pytest.approx(2 * run.wall_clock_days * 24)
+    assert _held([run], rp, od) == pytest.approx(2 * run.wall_clock_days * 24)
     # on-demand, a run holds whole instances for its wall clock: 12 GPUs of 8-GPU nodes bill two nodes, not 1.5
     twelve = replace(run, gpus=12)
-    assert billed_node_hours([twelve], rp, od, 0, HOURS_PER_MONTH) == pytest.approx(2 * 2 * run.wall_clock_days * 24)
+    assert _held([twelve], rp, od) == pytest.approx(2 * 2 * run.wall_clock_days * 24)
 
 
 @settings(max_examples=50, deadline=None)
 @given(
     low=st.floats(min_value=0.1, max_value=200.0),
     factor=st.floats(min_value=1.0, max_value=5.0),
-    busy=st.floats(min_value=0.0, max_value=20_000.0),
-    kind=st.sampled_from(["on-demand", "spot", "capacity-reservation"]),
+    nodes=st.lists(st.tuples(st.integers(0, 24), st.floats(0.5, 24.0), st.floats(0.0, 2.5), st.booleans()), max_size=4),
+    floor=st.integers(0, 20),
 )
-def test_cloud_cost_is_monotone_in_price_and_capped(low: float, factor: float, busy: float, kind: str) -> None:
-    data = reference()
-    pool = next(p for p in data["nodePools"] if p["name"] == "train-p5")
-    pool["aws"]["capacityType"] = kind
+def test_cloud_cost_is_monotone_in_price_held_and_capped(
+    low: float, factor: float, nodes: list[tuple[int, float, float, bool]], floor: int
+) -> None:
+    """A rented pool's month: never below its floor's month nor above its cap's, never less for a dearer node-hour, and
+    what each workload holds above the floor never more than the month holds above it."""
+    resolved = next(p for p in PROD.pools if p.name == "train-p5")
     costs_low = Costs.model_validate({"cloud": [{"pool": "train-p5", "usdPerHour": low}]})
     costs_high = Costs.model_validate({"cloud": [{"pool": "train-p5", "usdPerHour": low * factor}]})
-    resolved = next(p for p in PROD.pools if p.name == "train-p5")
     cheap, dear = node_price(resolved, CATALOG, costs_low), node_price(resolved, CATALOG, costs_high)
     assert cheap is not None and dear is not None
-    a, b = monthly_node_cost(cheap, busy, 0, 16), monthly_node_cost(dear, busy, 0, 16)
+    holds = [Hold(f"w{i}", n, hours, days if not daily else 1.0, daily) for i, (n, hours, days, daily) in enumerate(nodes)]
+    held, above = pool_node_hours(holds, floor, 16, HOURS_PER_MONTH)
+    a, b = monthly_node_cost(cheap, held), monthly_node_cost(dear, held)
     assert a is not None and b is not None and b >= a
-    assert a <= 16 * HOURS_PER_MONTH * low * (1 + 1e-9)  # never above what the max size can spend
+    assert floor * HOURS_PER_MONTH * (1 - 1e-9) <= held <= max(floor, 16) * HOURS_PER_MONTH * (1 + 1e-9)
+    assert sum(above.values()) == pytest.approx(held - floor * HOURS_PER_MONTH, abs=1e-6)
 
 
 @settings(max_examples=50, deadline=None)
@@ -1022,11 +1033,11 @@ def test_batch_work_runs_in_the_serving_nodes_only_where_its_gpus_are_free_at_on
     rp = next(p for p in platform.pools if p.name == "infer-l40s")
     assert pool.price is not None and rp.gpus_per_node == 4 and batch.gpus == 1
     serving = replace(chat, replicas=1, gpus_per_replica=3, gpus=3)
-    alone = billed_node_hours([serving], rp, pool.price, 0, HOURS_PER_MONTH)
-    assert billed_node_hours([serving, batch], rp, pool.price, 0, HOURS_PER_MONTH) == pytest.approx(alone)
+    alone = _held([serving], rp, pool.price)
+    assert _held([serving, batch], rp, pool.price) == pytest.approx(alone)
     two = replace(batch, gpus=2)
     busy = busy_gpu_hours(two, 2, HOURS_PER_MONTH)
-    assert billed_node_hours([serving, two], rp, pool.price, 0, HOURS_PER_MONTH) == pytest.approx(alone + busy / 2)
+    assert _held([serving, two], rp, pool.price) == pytest.approx(alone + busy / 2)
 
 
 def test_capacity_blocks_are_weighed_only_for_runs_aws_sells_them_for() -> None:
@@ -1196,14 +1207,13 @@ def test_what_a_run_or_a_service_holds_past_a_reservation_is_counted_its_hours_a
     assert price is not None and price.reserved_nodes == 4
     run = replace(plan().workloads[0], pool="train-p5", gpus=64, wall_clock_days=46.0, hours_per_day=12.0, runs_per_quarter=None)
     assert run.kind == "training"
-    assert beyond_reservation([run], rp, price, HOURS_PER_MONTH) == pytest.approx(4 * HOURS_PER_MONTH / 2)
-    service = replace(run, kind="inference", wall_clock_days=None, hours_per_day=24.0)
-    assert beyond_reservation([service], rp, price, HOURS_PER_MONTH) == 0.0  # the pool's month holds it among its busy hours
-    assert beyond_reservation([service], rp, price, HOURS_PER_MONTH, services=True) == pytest.approx(4 * HOURS_PER_MONTH)
+    assert rented_node_hours([run], rp, price, HOURS_PER_MONTH)[1] == pytest.approx({run.name: 4 * HOURS_PER_MONTH / 2})
+    service = replace(run, kind="inference", wall_clock_days=None, hours_per_day=24.0, replicas=8, gpus_per_replica=8)
+    assert rented_node_hours([service], rp, price, HOURS_PER_MONTH)[1] == pytest.approx({run.name: 4 * HOURS_PER_MONTH})
     # 32 nodes wanted on a 16-node pool: its 12 beyond the 4 reserved, for twice the run's hours (review sizreview37 D-2:
     # 28 were billed, and the team's showback passed the pool's month)
     wide = replace(run, gpus=256, wall_clock_days=5.0, hours_per_day=24.0)
-    assert beyond_reservation([wide], rp, price, HOURS_PER_MONTH) == pytest.approx(12 * 5 * 24 * 2)
+    assert rented_node_hours([wide], rp, price, HOURS_PER_MONTH)[1] == pytest.approx({run.name: 12 * 5 * 24 * 2})
 
 
 TWO_SERVICES = (
@@ -1241,3 +1251,56 @@ def test_a_second_service_does_not_take_reserved_nodes_the_first_one_holds() -> 
     pools = {w.name: w.pool for w in plan.workloads}
     assert pools == {"svc": "rinf", "svc2": "infer"}
     assert plan.placements["svc2"].startswith("infer: adds $80,358") and "rinf: adds $160,717" in plan.placements["svc2"]
+
+
+def test_a_reserved_pool_bills_what_its_workloads_hold_above_the_reservation_hour_by_hour() -> None:
+    """Review sizreview37 D-1: a batch job on 3 nodes 8 hours a day beside 1 reserved node. Its 3 x 8 node-hours a day
+    were set against the reservation's 24 as one total, so the month stayed at the reservation's $40,179 while placement
+    said the job added $26,786. By hand, 2 nodes past the reservation for 8 hours of each day: (730 + 2 x 8 x 730 / 24)
+    node-hours x $55.04 = $66,965; the month, placement and showback say so alike."""
+    job = ("  - {name: nightly, kind: batch-inference, team: ml, model: {parameters: 8B, layers: 32, hiddenSize: 4096}, "
+           "precision: bf16, hoursPerDay: 8, traffic: {peakRps: 400, inputTokens: 1000, outputTokens: 200}}\n")  # fmt: skip
+    text = TWO_SERVICES.replace("SERVICES\n", job).replace("reservedNodes: 4", "reservedNodes: 1")
+    text = text.replace("savingsPlanDiscount: 0.5", "savingsPlanDiscount: 0.1")  # 3 nodes 8 hours a day: $36,161 there
+    platform = validated(load_text(text, "batch.yaml"), "prod")
+    plan = plan_platform(platform, today=TODAY)
+    nightly = next(w for w in plan.workloads if w.name == "nightly")
+    assert nightly.gpus == 21 and nightly.pool == "rinf"  # 3 nodes, whole
+    pool = next(p for p in plan.pools if p.name == "rinf")
+    by_hand = (HOURS_PER_MONTH + 2 * 8 * HOURS_PER_MONTH / 24) * 55.04
+    assert pool.monthly_cost_usd == pytest.approx(by_hand, rel=1e-9)
+    assert plan.placements["nightly"].startswith(f"rinf: adds ${by_hand - HOURS_PER_MONTH * 55.04:,.0f}")
+    assert "infer: adds $36,161" in plan.placements["nightly"]
+    split, _ = _showback(platform, list(plan.workloads), list(plan.pools), {p.name: p for p in platform.pools}, HOURS_PER_MONTH, 0.0)
+    # the team pays the 2 nodes it holds past the reservation, and the GPU-hours its other 5 GPUs use of the reserved
+    # node (5 of 8 GPUs, 8 hours of 24); the rest of the reservation stays with the platform
+    beyond = 2 * 8 * HOURS_PER_MONTH / 24 * 55.04
+    assert split["ml"] == pytest.approx(beyond + HOURS_PER_MONTH * 55.04 * (5 * 8) / (8 * 24), rel=1e-9)
+    assert sum(split.values()) == pytest.approx(sum(p.monthly_cost_usd or 0.0 for p in plan.pools), rel=1e-9)
+
+
+def test_a_run_beside_a_service_pays_for_the_reserved_nodes_the_service_holds() -> None:
+    """Review sizreview37 D-5: a service on 2 nodes around the clock and 8-node runs, 3 a quarter, on a pool of 4
+    reserved nodes. The run was set against all 4 reserved nodes, as if the service held none: 4 nodes past the
+    reservation while it ran, where it holds 6. The same on an on-demand pool of 6 always-on nodes: the month stayed put
+    while placement said the run added its nodes."""
+    platform = validated(REFERENCE, "prod")
+    rp = next(p for p in platform.pools if p.name == "train-p5")
+    price = node_price(rp, CATALOG, platform.spec.costs)
+    assert price is not None and price.reserved_nodes == 4 and rp.gpus_per_node == 8
+    run = replace(plan().workloads[0], pool="train-p5", gpus=64, wall_clock_days=10.0, hours_per_day=24.0, runs_per_quarter=3.0)
+    service = replace(run, name="svc", kind="inference", gpus=16, replicas=16, gpus_per_replica=1, wall_clock_days=None,
+                      runs_per_quarter=None, sharing=None)  # fmt: skip
+    held, above = rented_node_hours([service, run], rp, price, HOURS_PER_MONTH)
+    running = 10 * 24  # hours a month the runs hold their nodes: one 10-day run a month
+    assert above == pytest.approx({run.name: 6 * running})
+    assert held == pytest.approx(4 * HOURS_PER_MONTH + 6 * running)
+    # an on-demand pool of 6 always-on nodes: the service holds 2 of them, the run 4 more and 4 nodes of its own
+    od = replace(price, reserved_nodes=0)
+    always_on = replace(rp, spec=rp.spec.model_copy(update={"scaling": rp.spec.scaling.model_copy(update={"min": 6})}))
+    held, above = rented_node_hours([service, run], always_on, od, HOURS_PER_MONTH)
+    assert held == pytest.approx(6 * HOURS_PER_MONTH + 4 * running)
+    # the service alone on the always-on nodes adds nothing; the run adds its 4 nodes of its own: placement's marginal
+    # cost is this difference
+    alone, _ = rented_node_hours([service], always_on, od, HOURS_PER_MONTH)
+    assert alone == pytest.approx(6 * HOURS_PER_MONTH) and held - alone == pytest.approx(4 * running)
