@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from alicerce.plan.figures import Figure
     from alicerce.plan.platform import SizingPlan
+    from alicerce.plan.sizing import WorkloadPlan
 
 # identifiers a user types again: whole in every layout
 KEYS = {"workload", "pool", "GPU", "tier", "team", "id", "rent"}
@@ -162,7 +163,7 @@ def print_plan(console: Console, result: SizingPlan, *, explain: bool = False, t
         # the MIG / time-slicing recommendation reached only --format json (review sizreview22 N3)
         console.print("[bold]GPU sharing[/bold]")
         for w in shared:
-            console.print(escape(f"  {w.name} -> {_sharing_text(w.sharing)}"), highlight=False)
+            console.print(escape(f"  {w.name} -> {_sharing_text(w)}"), highlight=False)
     if result.findings:
         console.print("[bold]Findings[/bold]")
         for f in result.findings:
@@ -261,10 +262,13 @@ def _figure_line(figure: Figure) -> str:
     return escape(f"  {figure.name} = {_fmt(figure.value)} {figure.unit}   {figure.formula}" + (f"; {inputs}" if inputs else ""))
 
 
-def _sharing_text(sharing: str | None) -> str:
-    """What the plan's sharing recommendation means for the pool (sizing._sharing: a MIG profile whose memory and compute
-    slices hold the one replica and its load, else time-slicing)."""
-    return (f"{sharing}: one replica and its load fit less than a whole GPU; partition its pool's GPUs (nodePools[].sharing) "
+def _sharing_text(w: WorkloadPlan) -> str:
+    """What the plan's sharing means for the pool: the instances the pool's GPUs are cut into, which a replica runs in,
+    or a recommendation (sizing._sharing: a MIG profile whose memory and compute slices hold the one replica and its
+    load, else time-slicing)."""
+    if w.sharing_declared:
+        return f"{w.sharing}: each replica runs in one of its pool's instances (nodePools[].sharing), sized on its share"
+    return (f"{w.sharing}: one replica and its load fit less than a whole GPU; partition its pool's GPUs (nodePools[].sharing) "
             "to run more work on them")  # fmt: skip
 
 
@@ -274,7 +278,7 @@ def print_explain(console: Console, result: SizingPlan) -> None:
         if w.name in result.placements:
             console.print(escape(f"  placement: {result.placements[w.name]}"), highlight=False)
         if w.sharing:
-            console.print(escape(f"  sharing: {_sharing_text(w.sharing)}"), highlight=False)
+            console.print(escape(f"  sharing: {_sharing_text(w)}"), highlight=False)
         for figure in w.figures:
             console.print(_figure_line(figure), highlight=False)
             for f in figure.factors:

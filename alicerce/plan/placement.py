@@ -23,7 +23,7 @@ from alicerce.plan.figures import deadline_text
 from alicerce.plan.sizing import NODE_GPUS, Placement, WorkloadPlan, plan_workload, precision_refusal
 from alicerce.resolve.eligibility import eligible
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
-from alicerce.spec.models import Workload
+from alicerce.spec.models import MigSharing, TimeSlicing, Workload
 
 
 def network_gbps_per_gpu(pool: ResolvedPool, tcp_gbps: float) -> float:
@@ -37,7 +37,10 @@ def network_gbps_per_gpu(pool: ResolvedPool, tcp_gbps: float) -> float:
 
 
 def placement_for(pool: ResolvedPool, gpu: Gpu | None, tcp_gbps: float) -> Placement:
-    return Placement(pool.name, gpu, pool.gpus_per_node or NODE_GPUS, network_gbps_per_gpu(pool, tcp_gbps), pool.max_gpus, pool.gpu)
+    sharing = pool.spec.sharing
+    shared = sharing if isinstance(sharing, (MigSharing, TimeSlicing)) else None
+    return Placement(pool.name, gpu, pool.gpus_per_node or NODE_GPUS, network_gbps_per_gpu(pool, tcp_gbps), pool.max_gpus, pool.gpu,
+                     shared)  # fmt: skip
 
 
 def dataset_sites(w: Workload, platform: ResolvedPlatform) -> tuple[str, ...] | None:

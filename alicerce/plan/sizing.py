@@ -40,7 +40,7 @@ from alicerce.plan.throughput import (
     training_mfu,
 )
 from alicerce.spec.heads import legal_degrees
-from alicerce.spec.models import LatentAttention, SlidingWindowAttention, Traffic, Workload
+from alicerce.spec.models import LatentAttention, MigSharing, SlidingWindowAttention, TimeSlicing, Traffic, Workload
 from alicerce.spec.models.workloads import DEFAULT_SEQUENCE, adapters_count_fix, adapters_uncounted
 
 GIB = 2**30
@@ -77,6 +77,9 @@ class Placement:
     capacity_gpus: int | None = None  # GPUs at the pool's max size
     # the GPU the pool's nodes have, where a pinned accelerator differs (PL302): what a training stack starts on
     pool_gpu: Gpu | None = None
+    # how the pool's GPUs are shared (nodePools[].sharing), where they are: a replica runs in one MIG instance or one
+    # time slice, whatever whole GPUs would do (review sizreview35 D-D)
+    shared: MigSharing | TimeSlicing | None = None
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,8 @@ class WorkloadPlan:
     gpus_per_replica: int | None = None
     tensor_parallel: int | None = None
     sharing: str | None = None
+    # ``sharing`` is the pool's own (its GPUs are cut so already: nodePools[].sharing), not a recommendation
+    sharing_declared: bool = False
     cpu_cores: int | None = None
     deadline_days: float | None = None
     tokens_per_month: float | None = None  # serving at its mean rate (the peak where none is declared): input + output tokens
@@ -2055,12 +2060,32 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
     fits: dict[str, int | None] = {}
     for candidate in candidates:
         fits[candidate.id] = smallest_degree(w, candidate, sizing, place.gpus_per_node)
-    layout, figures = replica_layout(w, gpu, sizing, place.gpus_per_node)
     if w.tensor_parallel is not None and w.tensor_parallel > place.gpus_per_node:
         tp = w.tensor_parallel
         issue = Issue("PL322", f"tensorParallel {tp} puts one replica on {tp} GPUs of one node, but {place.pool or 'its'} "
                       f"nodes have {place.gpus_per_node} x {gpu.id}: tensor parallelism stays within a node", "tensorParallel")  # fmt: skip
-        return _empty(w, place, figures, notes, fits, [issue])
+        return _empty(w, place, [], notes, fits, [issue])
+    if place.shared is not None and (w.tensor_parallel or 1) > 1:
+        issue = Issue("PL322", f"tensorParallel {w.tensor_parallel} on pool {place.pool or 'its'}, whose GPUs are shared "
+                      f"({_units_text(place.shared)}): a replica runs in one part of a GPU, and tensor parallelism spans "
+                      "whole GPUs", "tensorParallel")  # fmt: skip
+        return _empty(w, place, [], notes, fits, [issue])
+    instance, whole = None, gpu
+    if place.shared is not None:
+        # the pool's GPUs are shared: a replica runs in one MIG instance or one time slice, sized on its share of the
+        # compute, the bandwidth and the memory; whole GPUs are not there to be had (review sizreview35 D-D: a 15 GiB
+        # model was sized on whole H100s of a pool cut into 1g.10gb instances, with no finding)
+        unit = _pool_unit(w, gpu, place.shared, sizing)
+        if unit is None:
+            issue = Issue("PL303", f"no {_units_text(place.shared)} of pool {place.pool or 'its'}'s {gpu.id} holds a "
+                          "replica of the model and meets its latency targets: serve it from a pool of whole GPUs, or "
+                          "share the pool's GPUs in larger parts")  # fmt: skip
+            return _empty(w, place, [], notes, fits, [issue])
+        instance, gpu = unit
+        place = replace(place, gpu=gpu, gpus_per_node=1)
+        notes.append(f"runs each replica in one {instance} unit of pool {place.pool or 'its'}: sized on its share of "
+                     "the GPU's compute, bandwidth and memory")  # fmt: skip
+    layout, figures = replica_layout(w, gpu, sizing, place.gpus_per_node)
     budget = default_chunk_tokens(gpu, sizing)
     if w.max_batch is not None and w.max_batch > budget:
         # every running sequence decodes a token a step within the step's token budget: vLLM refuses max_num_seqs above
@@ -2121,12 +2146,12 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
     # what its replicas serve (review sizreview7 F4: meanRps 50 on replicas serving 0.71 req/s priced tokens at $0.06/M)
     mean = min(w.traffic.mean_rps, rps) if w.traffic.mean_rps is not None else rps
     tokens_month = mean * (w.traffic.input_tokens + w.traffic.output_tokens) * 3600 * w.hours_per_day * sizing.hoursPerMonth.value / 24
-    sharing, slower = _sharing(w, gpu, layout, replicas=replicas, load=load, sizing=sizing)
-    chosen = _mig_profile(gpu, sharing)
-    if chosen is not None and gpu.mig is not None and chosen.sms is None:
+    sharing, slower = (instance, []) if instance else _sharing(w, gpu, layout, replicas=replicas, load=load, sizing=sizing)
+    chosen = _mig_profile(whole, sharing)
+    if chosen is not None and whole.mig is not None and chosen.sms is None:
         # a profile no lgip lists the SMs of is sized on a fallback the user should see (review sizreview27 R3)
-        notes.append(f"MIG {chosen.name} is sized on {gpu.mig.compute_basis(chosen)} of the compute and "
-                     f"{_memory_basis(gpu.mig, chosen)}")  # fmt: skip
+        notes.append(f"MIG {chosen.name} is sized on {whole.mig.compute_basis(chosen)} of the compute and "
+                     f"{_memory_basis(whole.mig, chosen)}")  # fmt: skip
     if slower and gpu.mig is not None:
         verb = "holds" if len(slower) == 1 else "hold"
         mig = gpu.mig
@@ -2142,7 +2167,8 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
         gpu_hours=hours, wall_clock_days=None, hours_per_day=w.hours_per_day, checkpoint_gib=None, checkpoint_write_gbps=None,
         dataset_read_gbps=None, network_gbps_per_gpu=None, rdma_required=False, replicas=replicas,
         tokens_per_second_per_replica=layout.tokens_per_second,
-        gpus_per_replica=layout.tp, tensor_parallel=layout.tp, sharing=sharing, tokens_per_month=tokens_month, fits=fits,
+        gpus_per_replica=layout.tp, tensor_parallel=layout.tp, sharing=sharing, sharing_declared=instance is not None,
+        tokens_per_month=tokens_month, fits=fits,
         figures=tuple(figures), notes=tuple(notes), issues=tuple(issues),
     )  # fmt: skip
 
@@ -2453,6 +2479,43 @@ def mig_slice(gpu: Gpu, profile_name: str) -> Gpu:
     tflops = t.model_copy(update={k: (v * compute if v is not None else None) for k, v in t.model_dump().items()})
     return gpu.model_copy(update={"tflops": tflops, "memoryGB": profile.memoryGiB, "inlineEcc": False, "mig": None,
                                   "memoryBandwidthGBps": gpu.memoryBandwidthGBps * gpu.mig.memory_share(profile)})  # fmt: skip
+
+
+def _pool_unit(w: Workload, gpu: Gpu, shared: MigSharing | TimeSlicing, sizing: Sizing) -> tuple[str, Gpu] | None:
+    """The part of a shared pool's GPU a replica of ``w`` runs in, as its sharing names it ("mig 1g.10gb",
+    "time-slicing x4"), and the GPU that part is to the roofline; None where no part holds the model and meets its
+    latency targets (its load is spread over as many as it needs). A MIG pool: the smallest of its instances that does.
+    A time-sliced pool: a slice of the whole GPU, its compute, bandwidth and memory shared by the pods that fill it
+    (the device plugin isolates neither: NVIDIA k8s-device-plugin README, "Shared Access to GPUs with CUDA
+    Time-Slicing")."""
+    if isinstance(shared, TimeSlicing):
+        part = time_slice(gpu, shared.replicas)
+        layout, _ = replica_layout(w, part, sizing, 1, tp=1)
+        return (f"time-slicing x{shared.replicas}", part) if layout is not None else None
+    if gpu.mig is None:
+        return None
+    known = {p.name: p for p in gpu.mig.profiles}
+    for name in sorted((n for n in shared.profiles if n in known), key=lambda n: (known[n].memoryGiB, known[n].slices)):
+        part = mig_slice(gpu, name)
+        if replica_layout(w, part, sizing, 1, tp=1)[0] is not None:
+            return f"mig {name}", part
+    return None
+
+
+def _units_text(shared: MigSharing | TimeSlicing) -> str:
+    """The parts a shared pool's GPUs are in: "MIG instance (1g.10gb)", "time slice (4 a GPU)"."""
+    if isinstance(shared, TimeSlicing):
+        return f"time slice ({shared.replicas} a GPU)"
+    return f"MIG instance ({', '.join(shared.profiles)})"
+
+
+def time_slice(gpu: Gpu, slices: int) -> Gpu:
+    """The GPU one of ``slices`` time slices is to the roofline when its neighbours are busy: a share of the peak FLOP/s,
+    of the HBM bandwidth and of the memory (time-slicing isolates neither compute nor memory)."""
+    t = gpu.tflops
+    tflops = t.model_copy(update={k: (v / slices if v is not None else None) for k, v in t.model_dump().items()})
+    return gpu.model_copy(update={"tflops": tflops, "memoryGB": gpu.memoryGB / slices, "mig": None,
+                                  "memoryBandwidthGBps": gpu.memoryBandwidthGBps / slices})  # fmt: skip
 
 
 def _serves_on_slice(w: Workload, slice_gpu: Gpu, sizing: Sizing) -> bool:

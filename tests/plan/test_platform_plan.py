@@ -281,13 +281,16 @@ def test_costs_only_for_what_can_run() -> None:
 
 
 def test_a_service_its_pool_cannot_hold_bills_no_more_than_the_pool() -> None:
-    """aws-only's assistant pinned to small-models (8 L4 at most) needs 12 replicas (PL305): its cost was capped at
-    the pool's month but its showback, what the cost rules charge, was not ($4,089 against $2,726); the 4 replicas
-    the pool cannot hold stay Pending and hold no GPU."""
+    """aws-only's assistant pinned to small-models (8 L4 at most; its GPUs whole here: a quarter of a time-sliced L4
+    does not hold the model) needs 12 replicas (PL305): its cost was capped at the pool's month but its showback, what
+    the cost rules charge, was not ($4,089 against $2,726); the 4 replicas the pool cannot hold stay Pending and hold
+    no GPU."""
     text = (ROOT / "examples" / "aws-only.yaml").read_text()
     served = "    traffic: {peakRps: 30, inputTokens: 800, outputTokens: 250}\n"
-    assert served in text
-    pinned = text.replace(served, "    pool: small-models\n" + served)
+    sliced = "    sharing: {mode: time-slicing, replicas: 4}\n    aws: {instanceType: g6.xlarge"
+    assert served in text and sliced in text
+    pinned = text.replace(served, "    pool: small-models\n" + served).replace(sliced, "    aws: {instanceType: g6.xlarge")
+    pinned = pinned.replace("{pool: small-models, gpus: 32}", "{pool: small-models, gpus: 8}")  # whole GPUs now
     plan = plan_platform(validated(load_text(pinned, "aws-only.yaml"), "prod"), today=TODAY)
     assistant = next(w for w in plan.workloads if w.name == "assistant")
     pool = next(p for p in plan.pools if p.name == "small-models")
@@ -581,8 +584,13 @@ def test_a_latency_bound_service_on_spot_is_told_what_a_reclaim_costs_it() -> No
     of the load the targets were sized for. On on-demand nodes nothing is said."""
     data = yaml.safe_load((ROOT / "examples" / "aws-only.yaml").read_text())
     # unpinned, it now fits the always-on L40S node at no cost: put it on twelve Spot L4s as a team pinning it would
+    # whole L4s: a quarter of a time-sliced one does not hold the 8B model
     next(w for w in data["workloads"] if w["name"] == "assistant")["pool"] = "small-models"
-    next(p for p in data["nodePools"] if p["name"] == "small-models")["scaling"]["max"] = 12
+    small = next(p for p in data["nodePools"] if p["name"] == "small-models")
+    small["scaling"]["max"] = 12
+    del small["sharing"]
+    apps = next(t for t in data["tenancy"]["teams"] if t["name"] == "apps")
+    next(q for q in apps["quotas"] if q["pool"] == "small-models")["gpus"] = 12
 
     def findings(data: dict[str, Any]) -> list[str]:
         rp = validated(load_text(yaml.safe_dump(data), "aws-only.yaml"), "prod")

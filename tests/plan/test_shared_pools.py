@@ -1,0 +1,102 @@
+"""Serving on a pool whose GPUs are shared (nodePools[].sharing): a replica runs in one MIG instance or one time
+slice, sized on its share of the GPU, and a model no part holds is refused there (review sizreview35 D-D: a 15 GiB model
+was sized on whole H100s of a pool cut into 1g.10gb instances, with no finding)."""
+
+from __future__ import annotations
+
+import pytest
+
+from alicerce.catalog import load_catalog
+from alicerce.plan.growth import pool_units
+from alicerce.plan.platform import SizingPlan, plan_platform
+from alicerce.plan.sizing import mig_slice, replica_layout, time_slice
+from alicerce.resolve.model import ResolvedPlatform
+from alicerce.rules.validate import validated
+from alicerce.spec.loader import load_text
+from tests.conftest import TODAY
+
+CATALOG = load_catalog()
+
+SPEC = """\
+apiVersion: alicerce.dev/v1
+kind: Platform
+metadata: {name: shared, owner: a@example.com, costCenter: CC-0000}
+environments:
+  prod:
+    tier: development
+    sites:
+      - {name: aws, provider: aws, account: "123456789012", region: us-east-1, zones: [us-east-1a, us-east-1b], vpcCidr: 10.0.0.0/16}
+nodePools:
+  - {name: system, site: aws, purpose: system, aws: {instanceType: m7i.2xlarge}, scaling: {min: 2, max: 3}}
+  - {name: sliced, site: aws, purpose: inference, accelerator: "H100-SXM5-80GB:8", aws: {instanceType: p5.48xlarge, zone: us-east-1a},
+     scaling: {min: 0, max: 4}, sharing: SHARING, taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]}
+tenancy:
+  teams:
+    - {name: ml, groups: [ml-engineers], quotas: [{pool: sliced, gpus: QUOTA}]}
+storage:
+  - {name: lake, class: object, purpose: datasets, site: aws}
+workloads:
+  - {name: small, kind: inference, team: ml, model: {parameters: 1B}, precision: bf16,
+     traffic: {peakRps: 20, inputTokens: 500, outputTokens: 200}}
+  - {name: big, kind: inference, team: ml, model: {parameters: 8B}, precision: bf16,
+     traffic: {peakRps: 5, inputTokens: 500, outputTokens: 200}}
+"""
+
+
+def _plan(sharing: str, quota: int) -> tuple[ResolvedPlatform, SizingPlan]:
+    text = SPEC.replace("SHARING", sharing).replace("QUOTA", str(quota))
+    platform = validated(load_text(text, "shared.yaml"), "prod")
+    return platform, plan_platform(platform, today=TODAY)
+
+
+def test_a_mig_pool_serves_from_its_instances_and_refuses_a_model_none_holds() -> None:
+    platform, plan = _plan('{mode: mig, profiles: {"1g.10gb": 7}}', 224)
+    small, big = (next(w for w in plan.workloads if w.name == n) for n in ("small", "big"))
+    # the 1B model (2 GiB of weights) runs in 1g.10gb instances, sized on one's share of the H100
+    assert small.sharing == "mig 1g.10gb" and small.sharing_declared and small.tensor_parallel == 1
+    h100 = next(g for g in CATALOG.gpus if g.id == "H100-SXM5-80GB")
+    workload = next(w for w in platform.spec.workloads if w.name == "small")
+    on_slice, _ = replica_layout(workload, mig_slice(h100, "1g.10gb"), CATALOG.sizing, 1, tp=1)
+    assert on_slice is not None and small.tokens_per_second_per_replica == pytest.approx(on_slice.tokens_per_second)
+    whole, _ = replica_layout(workload, h100, CATALOG.sizing, 1, tp=1)
+    assert whole is not None and on_slice.tokens_per_second < whole.tokens_per_second
+    # its instances hold physical GPUs seven to a GPU
+    rp = next(p for p in platform.pools if p.name == "sliced")
+    assert small.gpus is not None and pool_units(small, rp) == -(-small.gpus // 7)
+    # the 8B model's 16 GB of bf16 weights fit no 10 GB instance: refused there, not sized on whole GPUs
+    assert big.gpus is None
+    (finding,) = [f for f in plan.findings if f.subject == "big" and f.check == "PL303"]
+    assert "no MIG instance (1g.10gb) of pool sliced's H100-SXM5-80GB holds a replica" in finding.message
+
+
+def test_a_mixed_mig_layout_counts_the_gpus_by_the_instances_of_its_profile() -> None:
+    """3g.40gb + 2g.20gb + 2 x 1g.10gb on each GPU: the 8B model's replicas take the smallest instance that holds one
+    and its KV cache, the 3g.40gb, one a GPU, so they hold as many GPUs as they are, not a quarter of that (the pool's 4
+    units a GPU); the 1B model's take a 1g.10gb, two a GPU."""
+    platform, plan = _plan('{mode: mig, profiles: {"3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 2}}', 128)
+    small, big = (next(w for w in plan.workloads if w.name == n) for n in ("small", "big"))
+    assert big.sharing == "mig 3g.40gb" and small.sharing == "mig 1g.10gb"
+    rp = next(p for p in platform.pools if p.name == "sliced")
+    assert big.gpus is not None and pool_units(big, rp) == big.gpus
+    assert small.gpus is not None and pool_units(small, rp) == -(-small.gpus // 2)
+
+
+def test_a_time_sliced_pool_sizes_a_replica_on_its_slice() -> None:
+    """Time-slicing isolates neither compute nor memory: four pods on an H100 each have a quarter of it."""
+    platform, plan = _plan("{mode: time-slicing, replicas: 4}", 128)
+    small, big = (next(w for w in plan.workloads if w.name == n) for n in ("small", "big"))
+    assert small.sharing == big.sharing == "time-slicing x4"
+    h100 = next(g for g in CATALOG.gpus if g.id == "H100-SXM5-80GB")
+    workload = next(w for w in platform.spec.workloads if w.name == "big")
+    quarter, _ = replica_layout(workload, time_slice(h100, 4), CATALOG.sizing, 1, tp=1)
+    assert quarter is not None and big.tokens_per_second_per_replica == pytest.approx(quarter.tokens_per_second)
+    rp = next(p for p in platform.pools if p.name == "sliced")
+    assert big.gpus is not None and pool_units(big, rp) == -(-big.gpus // 4)
+
+
+def test_tensor_parallel_on_a_shared_pool_is_refused() -> None:
+    text = SPEC.replace("SHARING", "{mode: time-slicing, replicas: 4}").replace("QUOTA", "128")
+    text = text.replace("precision: bf16,\n     traffic: {peakRps: 5", "precision: bf16, tensorParallel: 2,\n     traffic: {peakRps: 5")
+    plan = plan_platform(validated(load_text(text, "shared.yaml"), "prod"), today=TODAY)
+    (finding,) = [f for f in plan.findings if f.subject == "big" and f.check == "PL322"]
+    assert "whose GPUs are shared (time slice (4 a GPU))" in finding.message
