@@ -242,6 +242,9 @@ def print_tco(console: Console, result: SizingPlan) -> None:
     for team, usd in result.showback.items():
         show.add(team, _num(usd), _num(result.budgets.get(team)))
     print_table(show, console)
+    console.print("[dim]by team: each pool's month; the nodes a workload holds above a rented pool's floor (always-on, "
+                  "reserved) are its team's, whole; the floor and an owned pool by the GPU-hours used, their idle time "
+                  "the platform's[/dim]")  # fmt: skip
     fc = result.forecast
     if fc is not None:
         names = list(dict.fromkeys(r.pool for r in fc.rows if r.capacity_gpus))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from alicerce.catalog import Catalog
@@ -89,6 +89,33 @@ def peak_units(plan: WorkloadPlan, pool: ResolvedPool, hours_month: float) -> in
     """GPUs a workload holds on the pool at its peak: each overlapping run of its schedule (PL320) holds its own. The
     pool table and the forecast both read it (the forecast once summed one run's GPUs: review sizreview2 D1)."""
     return pool_units(plan, pool) * concurrent_runs(plan, hours_month)
+
+
+def run_share(plan: WorkloadPlan, hours_month: float) -> float:
+    """The share of a month's days a training schedule keeps a run in flight: runs per quarter / 3 x wall-clock days
+    (one run a month where none is declared, at most the month); more than 1 where its runs overlap (PL320)."""
+    days = (plan.wall_clock_days or 0.0) * 24 / hours_month
+    return plan.runs_per_quarter / 3 * days if plan.runs_per_quarter is not None else min(1.0, days)
+
+
+def held_while(placed: list[WorkloadPlan], plan: WorkloadPlan, pool: ResolvedPool, hours_month: float) -> int:
+    """GPUs the workloads ``placed`` on the pool hold while ``plan`` runs there: services and batch work all the time;
+    training runs unless they and ``plan``, a run too, fit the month one after another (Kueue admits the next as the
+    last ends) and ``plan`` can wait for them. Two 9-day runs a month on a 4-node reservation follow one another in
+    it: the second found "0 free" and went to a pool that cost $32,661 a month more (review sizreview38 D3)."""
+    runs = [p for p in placed if _is_run(p)]
+    held = sum(pool_units(p, pool) for p in placed if not _is_run(p))
+    # it may wait for the longest of them to end, within its deadline: a 6-hour fine-tune due in 2 days does not wait
+    # for a 59-day pretraining run
+    wait = max((p.wall_clock_days or 0.0 for p in runs), default=0.0) + (plan.wall_clock_days or 0.0)
+    waits = plan.deadline_days is None or wait <= plan.deadline_days
+    if _is_run(plan) and waits and sum(run_share(p, hours_month) for p in [*runs, plan]) <= 1 + 1e-9:
+        return held
+    return held + sum(peak_units(p, pool, hours_month) for p in runs)
+
+
+def _is_run(plan: WorkloadPlan) -> bool:
+    return plan.kind in ("training", "fine-tuning") and plan.wall_clock_days is not None
 
 
 def run_hours(plan: WorkloadPlan) -> float:
@@ -209,6 +236,7 @@ class Hold:
     hours: float
     days: float
     daily: bool
+    gpus: float = 0.0  # the GPUs its pods use on those nodes: what its share of the nodes above the floor is weighed by
 
     def node_hours(self, hours_month: float) -> float:
         return self.nodes * self.hours * self.days * hours_month / 24
@@ -246,7 +274,7 @@ def node_holds(
     serving = serving_nodes(replicas, per_node)
     gpus = sum(size * n for size, n in replicas.items())
     # the serving nodes, packed together, each service's share of them by the GPUs its replicas hold
-    holds = [Hold(p.name, serving * own[p.name] / hours_month / gpus, 24.0, 1.0, True) for p in services if gpus]
+    holds = [Hold(p.name, serving * own[p.name] / hours_month / gpus, 24.0, 1.0, True, own[p.name] / hours_month) for p in services if gpus]
     spare = (serving * per_node - gpus) * hours_month  # GPU-hours the serving nodes leave free
     free = spare / hours_month  # ... and the GPUs: a job needing more at once cannot run in them (review sizreview11 F3)
     for plan in plans:
@@ -266,7 +294,7 @@ def node_holds(
             # 4-GPU nodes bills the node it starts, not a quarter of it (review sizreview10 F11: $638 where the
             # g6e.12xlarge bills $2,553); on Capacity Blocks a whole day of block for each day it runs
             hours = block_hours(price.block_steps, wall) if price.block_steps else used / max(1, units) / (hours_month / 24)
-            held = Hold(plan.name, rest * whole, min(24.0, hours), 1.0, True)
+            held = Hold(plan.name, rest * whole, min(24.0, hours), 1.0, True, rest * units)
             own[plan.name] = absorbed + held.node_hours(hours_month) * per_node
             holds.append(held)
             continue
@@ -278,7 +306,7 @@ def node_holds(
             hours, span = plan.hours_per_day, (plan.wall_clock_days or 0.0) * 24
         # the declared schedule spread over the quarter, else one run a month (a longer one holds the month)
         days = runs * span / hours_month * longer if plan.runs_per_quarter is not None else min(1.0, span * longer / hours_month)
-        held = Hold(plan.name, nodes, hours, days, False)
+        held = Hold(plan.name, nodes, hours, days, False, units * nodes / whole if whole else 0.0)
         own[plan.name] = held.node_hours(hours_month) * per_node
         holds.append(held)
     # what the serving nodes hold that neither a replica nor batch work fills is the services' that start those nodes
@@ -291,49 +319,86 @@ def node_holds(
 def pool_node_hours(holds: list[Hold], floor: int, cap: int, hours_month: float) -> tuple[float, dict[str, float]]:
     """Node-hours a month a rented pool bills, and each workload's part of them above ``floor``: at every hour the
     larger of its floor (always-on and reserved nodes, billed whether used or not) and the nodes its workloads hold
-    then, never more than ``cap`` nodes' month. One timeline for the pool's month, the forecast, placement's marginal
-    cost and showback (review sizreview37 D-1, D-5: busy node-hours were set against the floor as one total, so a batch
-    job's 3 nodes for 8 hours a day fit one reserved node's 24 hours and billed nothing, and a run beside a service on
-    the reservation was billed as if the service held none of it).
+    then, at most ``cap`` nodes. One timeline for the pool's month, the forecast, placement's marginal cost and
+    showback (review sizreview37 D-1, D-5: busy node-hours were set against the floor as one total, so a batch job's 3
+    nodes for 8 hours a day fit one reserved node's 24 hours and billed nothing, and a run beside a service on the
+    reservation was billed as if the service held none of it).
 
     Every day the services hold their nodes and batch work its nodes its hours a day, all from the same hour (the
     peak a day can reach); training runs follow one another through the month (Kueue admits the next as the last
-    ends), each its hours a day, on top. Above the floor, each hour's nodes are the last workload's to stack there:
-    a run beside a service on a 4-node reservation pays for the nodes the service leaves it none of."""
-    runs = [h for h in holds if not h.daily]
+    ends), each its hours a day, on top, in the order that bills least (as a queue that packs them well does; the
+    spec's order decided it: review sizreview38 D1). A run wider than the nodes the services leave under the cap runs
+    on those, for longer (sizreview38 G4); what the cap still turns away at some hour runs later, in idle reserved
+    nodes first."""
+    runs = sorted((h for h in holds if not h.daily), key=lambda h: (-h.nodes, -h.days, h.workload))
+    daily = [h for h in holds if h.daily]
+    serving = sum(h.nodes for h in daily if h.hours >= 24.0)
+    room = max(floor, cap) - serving
+    if room > 0:  # the nodes a run can have beside the services: a wider one runs on those, for longer
+        runs = [replace(r, nodes=room, days=r.days * r.nodes / room, gpus=r.gpus * room / r.nodes) if r.nodes > room else r
+                for r in runs]  # fmt: skip
+    if len(runs) > 5:  # past 120 orders, the largest first
+        return _timeline(daily, runs, floor, cap, hours_month)
+    # the least of every order (runs that overlap wrap round the month, so even a rotation of one order bills
+    # otherwise), the first of equals in the largest-first order
+    return min((_timeline(daily, list(order), floor, cap, hours_month) for order in itertools.permutations(runs)),
+               key=lambda r: round(r[0], 6))  # fmt: skip
+
+
+def _timeline(daily: list[Hold], runs: list[Hold], floor: int, cap: int, hours_month: float) -> tuple[float, dict[str, float]]:
+    """:func:`pool_node_hours` for one order of the runs. Above the floor, each hour's nodes are split over what holds
+    them then: the services first (around the clock, they hold the floor before anything else comes), the rest by
+    the nodes each holds, whatever the spec's order (review sizreview38 D2): a run beside a 2-node service on a 4-node
+    reservation pays for the 6 of its 8 nodes the reservation no longer holds."""
     cuts, at = {0.0, 1.0}, 0.0
     spans: list[tuple[float, float]] = []
     for run in runs:
         spans.append((at, run.days))
         at += run.days
         cuts |= {(at - run.days) % 1.0, at % 1.0}
-    days = sorted(cuts)
-    total = 0.0
+    top = max(floor, cap)
+    total = idle = spare = 0.0
     above: dict[str, float] = defaultdict(float)
-    for start, end in itertools.pairwise(days):
+    turned: dict[str, float] = defaultdict(float)  # node-hours the cap turned away at their hour, to run later
+    for start, end in itertools.pairwise(sorted(cuts)):
         if end - start < 1e-12:
             continue
         mid = (start + end) / 2
         # runs in flight on these days, each as many times as its schedule overlaps itself there
-        day = [h for h in holds if h.daily]
-        day += [run for run, (begin, span) in zip(runs, spans, strict=True) for _ in range(_times(begin, span, mid))]
+        day = daily + [run for run, (begin, span) in zip(runs, spans, strict=True) for _ in range(_times(begin, span, mid))]
         hours = sorted({0.0, 24.0} | {min(24.0, h.hours) for h in day})
         for low, high in itertools.pairwise(hours):
             weight = (high - low) * (end - start) * hours_month / 24
-            held = 0.0
-            for hold in day:
-                if hold.hours <= low:
-                    continue
-                share = max(0.0, held + hold.nodes - max(floor, held))
-                above[hold.workload] += share * weight
-                held += hold.nodes
-            total += max(floor, held) * weight
-    most = max(floor, cap) * hours_month
-    if total > most:  # a capped pool runs the rest later, within its month: what is above the floor shrinks alike
-        scale = max(0.0, most - floor * hours_month) / max(1e-12, total - floor * hours_month)
-        above = {k: v * scale for k, v in above.items()}
-        total = most
-    return total, {k: v for k, v in above.items() if v > 1e-9}
+            now = [h for h in day if h.hours > low]
+            first = [h for h in now if h.daily and h.hours >= 24.0]
+            rest = [h for h in now if not (h.daily and h.hours >= 24.0)]
+            held_first = sum(h.nodes for h in first)
+            held = held_first + sum(h.nodes for h in rest)
+            over = max(0.0, min(held, top) - floor)  # nodes above the floor this hour, within the cap
+            theirs = min(over, max(0.0, held_first - floor))  # the services' own, where they pass the floor alone
+            for group, share in ((first, theirs), (rest, over - theirs)):
+                _split(above, group, share * weight)
+            # what the cap turns away: the services' own where they pass it alone, the rest's beyond what they leave
+            _split(turned, first, max(0.0, held_first - top) * weight)
+            _split(turned, rest, (max(0.0, held - top) - max(0.0, held_first - top)) * weight)
+            total += max(floor, min(held, top)) * weight
+            idle += max(0.0, floor - held) * weight
+            spare += max(0.0, top - max(floor, held)) * weight
+    later = sum(turned.values())
+    billed = min(spare, max(0.0, later - idle))  # what the idle reserved nodes cannot take starts nodes later
+    for name, moved in turned.items():
+        above[name] += billed * moved / later if later else 0.0
+    return total + billed, {k: v for k, v in above.items() if v > 1e-9}
+
+
+def _split(into: dict[str, float], holds: list[Hold], node_hours: float) -> None:
+    """``node_hours`` over ``holds`` by the GPUs each uses (by their nodes where none says): a 1-GPU job beside a
+    21-GPU one on whole nodes takes 1/22 of what the two add above the floor, not the whole node it starts."""
+    gpus = sum(h.gpus for h in holds)
+    nodes = sum(h.nodes for h in holds)
+    for hold in holds:
+        weight = hold.gpus / gpus if gpus else hold.nodes / nodes if nodes else 0.0
+        into[hold.workload] += node_hours * weight
 
 
 def _times(begin: float, span: float, at: float) -> int:

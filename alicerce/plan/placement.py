@@ -107,7 +107,7 @@ def choose(  # noqa: PLR0917 - the workload, where it may go, and how to judge i
     w: Workload,
     platform: ResolvedPlatform,
     catalog: Catalog,
-    committed: dict[str, int],
+    committed: Callable[[ResolvedPool, WorkloadPlan], int],
     candidates: Callable[[Gpu | None], list[Gpu]],
     marginal: Callable[[ResolvedPool, WorkloadPlan], float | None],
 ) -> Choice:
@@ -169,12 +169,12 @@ def _option(  # noqa: PLR0917 - one option's inputs, called from choose only
     pool: ResolvedPool,
     rank: int,
     plan: WorkloadPlan,
-    committed: dict[str, int],
+    committed: Callable[[ResolvedPool, WorkloadPlan], int],
     marginal: Callable[[ResolvedPool, WorkloadPlan], float | None],
     data_sites: tuple[str, ...] | None,
 ) -> Option:
     capacity = pool.max_gpus if pool.gpu is not None else pool.spec.scaling.max
-    free = max(0, capacity - committed.get(pool.name, 0))
+    free = max(0, capacity - committed(pool, plan))  # what the workloads placed before leave it while it runs
     runs = plan.runnable and not any(i.check == "PL303" for i in plan.issues)
     need = plan.gpus or 0
     fits = runs and need <= free

@@ -30,6 +30,7 @@ from alicerce.plan.growth import (
     busy_gpu_hours,
     cpu_node_hours,
     forecast,
+    held_while,
     peak_month_gpu_hours,
     peak_units,
     pool_gpu_hours,
@@ -392,7 +393,7 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
             # at the nodes it needs, where the pool is too small for it (PL305 says so): 12 one-GPU replicas on an
             # 8-node pool add 12 nodes' month, not the 8 the pool's month is capped at
             before = placed[pool.name]
-            most = max(pool.spec.scaling.max, math.ceil((committed.get(pool.name, 0) + pool_units(plan, pool)) / pool.gpus_per_node))
+            most = max(pool.spec.scaling.max, math.ceil(sum(pool_units(p, pool) for p in [*before, plan]) / pool.gpus_per_node))
             after, _ = rented_node_hours([*before, plan], pool, price, hours_month, max_nodes=most)
             held, _ = rented_node_hours(before, pool, price, hours_month, max_nodes=most)
             return (after - held) * price.usd_per_hour
@@ -406,7 +407,7 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
         # aws-only example's assistant fits infer's one always-on node, which placement priced at $7,660 and passed
         # over for $4,089 of Spot L4s that the month then paid on top)
         need = pool_units(plan, pool)
-        free = max(0, pool.spec.scaling.min * pool.gpus_per_node - committed.get(pool.name, 0))
+        free = max(0, pool.spec.scaling.min * pool.gpus_per_node - committed(pool, plan))
         # the GPUs the free always-on ones cannot hold start instances of their own, and the bill rises by those
         # instances, whole, as the pool's month bills them (growth.node_holds): 1 GPU of a g6e.12xlarge added
         # $638 (a quarter of the instance) where the month rose $2,553 (review sizreview23 G1)
@@ -419,8 +420,12 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
         hours = gpu_hours / plan.gpus if plan.gpus else 0.0  # how long each of its GPUs is held
         return started * hours * price.usd_per_hour
 
-    committed: dict[str, int] = defaultdict(int)
     placed: dict[str, list[WorkloadPlan]] = defaultdict(list)  # each pool's workloads placed so far
+
+    def committed(pool: ResolvedPool, plan: WorkloadPlan) -> int:
+        """GPUs the workloads placed on the pool before hold while ``plan`` runs there."""
+        return held_while(placed[pool.name], plan, pool, hours_month)
+
     cannot: set[str] = set()  # workloads the plan found cannot run (PL303): reported, never priced
     plans: list[WorkloadPlan] = []
     choices: dict[str, Choice] = {}
@@ -452,7 +457,6 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
         if any(f.check in ("PL303", "PL322") and f.subject == w.name for f in findings):
             cannot.add(w.name)
         elif pool is not None and plan.runnable:
-            committed[pool.name] += pool_units(plan, pool) if pool.gpu is not None else 0
             placed[pool.name].append(plan)
         plans.append(plan)
     runnable = [p for p in plans if p.runnable and p.name not in cannot]
@@ -942,12 +946,17 @@ def _showback(  # noqa: PLR0917 - the plan's parts, called once
         gpus_max = pool.declared_max * pool.gpus_per_node
         price = pool.price
         month = pool.monthly_cost_usd
-        beyond: dict[str, float] = {}  # node-hours each workload holds above a reserved pool's floor, on its timeline
-        if not pool.owned and price is not None and price.reserved_nodes and pool.gpus_per_node:
-            mine = [p for p in plans if p.pool == pool.name and p.runnable]
+        # a rented pool's floor (always-on and reserved nodes, billed used or not) and the node-hours each workload
+        # holds above it, on the timeline the month is billed on (review sizreview38 G5: an always-on floor's idle time
+        # was charged to the teams, a job it held whole to its team at the GPU-hours it used)
+        floor = max(resolved[pool.name].spec.scaling.min, price.reserved_nodes) if price is not None and not pool.owned else 0
+        beyond: dict[str, float] = {}
+        if floor and price is not None and pool.gpus_per_node:
+            mine = [p for p in plans if p.name in pool.workloads]
             _, beyond = rented_node_hours(mine, resolved[pool.name], price, hours_month)
         for plan in plans:
-            if plan.pool == pool.name and plan.runnable:
+            # the workloads its month holds: not those the plan found cannot run (PL303), left out of every total
+            if plan.name in pool.workloads:
                 gpus = pool_units(plan, resolved[pool.name]) if pool.gpus_per_node else 0
                 # a CPU pool's jobs by the node-hours each holds (review sizreview36 D-4: each weighed 1)
                 instance = resolved[pool.name].instance
@@ -966,10 +975,9 @@ def _showback(  # noqa: PLR0917 - the plan's parts, called once
         if not used:
             out["(platform: unused capacity)"] += month
             continue
-        # rented pools bill what is used: all of it goes to the users; owned and reserved capacity is paid
-        # whether used or not: the idle share stays with the platform
-        reserved = price.reserved_nodes * pool.gpus_per_node * hours_month if price is not None else 0.0
-        held = capacity if pool.owned else reserved
+        # rented pools bill what is used: all of it goes to the users; owned capacity and a rented pool's floor are
+        # paid whether used or not: the idle share stays with the platform
+        held = capacity if pool.owned else floor * pool.gpus_per_node * hours_month
         billable = month * min(1.0, used / held) if held else month
         for team, hours in usage.items():
             out[team] += billable * hours / used

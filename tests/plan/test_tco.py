@@ -8,6 +8,7 @@ change to either shows up here as a number someone has to re-derive.
 from __future__ import annotations
 
 import datetime
+import itertools
 from dataclasses import replace
 from typing import Any
 
@@ -1304,3 +1305,88 @@ def test_a_run_beside_a_service_pays_for_the_reserved_nodes_the_service_holds() 
     # cost is this difference
     alone, _ = rented_node_hours([service], always_on, od, HOURS_PER_MONTH)
     assert alone == pytest.approx(6 * HOURS_PER_MONTH) and held - alone == pytest.approx(4 * running)
+
+
+def test_a_reserved_pools_month_and_split_do_not_follow_the_specs_order() -> None:
+    """Review sizreview38 D1, D2: runs were laid through the month in spec order, and above the floor each hour's nodes
+    were the last-listed workload's. Three runs (4, 2 and 2 nodes, 0.581, 0.562 and 0.562 of the month) on 3 reserved
+    nodes billed 4.866 node-months in one order and 4.570 in another; a 1-GPU job beside a 21-GPU one was charged a
+    whole node 4 hours a day in one order and nothing past the reservation in the other."""
+    runs = [Hold("big", 4, 24.0, 0.58063, False, 32), Hold("sb", 2, 24.0, 0.56190, False, 16),
+            Hold("sc", 2, 24.0, 0.56190, False, 16)]  # fmt: skip
+    months = {pool_node_hours(list(order), 3, 8, HOURS_PER_MONTH)[0] for order in itertools.permutations(runs)}
+    # the pool is never below its floor in the least order: the runs' own node-hours
+    assert max(months) - min(months) < 1e-6 and min(months) == pytest.approx((4 * 0.58063 + 4 * 0.56190) * HOURS_PER_MONTH)
+    nightly, embed = Hold("nightly", 3, 8.0, 1.0, True, 21), Hold("embed", 1, 4.0, 1.0, True, 1)
+    a, b = (pool_node_hours(order, 2, 8, HOURS_PER_MONTH) for order in ([nightly, embed], [embed, nightly]))
+    assert a == b
+    days = HOURS_PER_MONTH / 24
+    # 4 hours a day the two hold 4 nodes, 2 past the reservation, split by the GPUs they use: 1 of 22 is embed's
+    assert a[1]["embed"] == pytest.approx(2 * 4 * days / 22)
+    assert a[1]["nightly"] == pytest.approx(2 * 4 * days * 21 / 22 + 1 * 4 * days)
+
+
+def test_a_run_the_cap_leaves_fewer_nodes_runs_on_those_for_longer() -> None:
+    """Review sizreview38 G4: 6 reserved nodes of a pool of 8, a 4-node service and a 6-node run 0.587 of the month. The
+    cap was set against the month's total, so the run was billed 10 nodes at once; beside the service it has 4, and
+    runs 1.5 times as long on them."""
+    service, run = Hold("svc", 4, 24.0, 1.0, True, 32), Hold("ft", 6, 24.0, 0.587, False, 48)
+    held, _ = pool_node_hours([service, run], 6, 8, HOURS_PER_MONTH)
+    longer = 0.587 * 6 / 4
+    assert held == pytest.approx((8 * longer + 6 * (1 - longer)) * HOURS_PER_MONTH)
+
+
+RUNS_ON_A_RESERVATION = (
+    AWS_SITE.replace("tier: production", "tier: development")
+    + """\
+  - {name: rtrain, site: aws, purpose: training, accelerator: "H100-SXM5-80GB:8", scaling: {min: 0, max: 4},
+     aws: {instanceType: p5.48xlarge, zone: us-east-1a, capacityType: capacity-reservation, capacityReservationId: cr-0a1b2c3d4e5f60718},
+     taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]}
+  - {name: sptrain, site: aws, purpose: training, accelerator: "H100-SXM5-80GB:8", scaling: {min: 0, max: 8},
+     aws: {instanceType: p5.48xlarge, zone: us-east-1a}, taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]}
+tenancy:
+  teams:
+    - {name: ml, groups: [ml-engineers], quotas: [{pool: rtrain, gpus: 16}, {pool: sptrain, gpus: 32}]}
+    - {name: ops, groups: [ops], quotas: [{pool: rtrain, gpus: 16}, {pool: sptrain, gpus: 32}]}
+storage:
+  - {name: lake, class: object, purpose: datasets, site: aws}
+workloads:
+  - {name: ft-a, kind: fine-tuning, team: ml, model: {parameters: 8B}, method: full, tokens: 5B, gpus: 32, runsPerQuarter: 3}
+  - {name: ft-b, kind: fine-tuning, team: ops, model: {parameters: 8B}, method: full, tokens: 5B, gpus: 32, runsPerQuarter: 3}
+costs:
+  cloud:
+    - {pool: rtrain, reservedNodes: 4}
+    - {pool: sptrain, savingsPlanDiscount: 0.3}
+"""
+)
+
+
+def test_runs_that_follow_one_another_share_a_reservation() -> None:
+    """Review sizreview38 D3: two 4-node fine-tunes of 8.8 days, one a month each, fit 4 reserved nodes one after the
+    other; the second found "0 free" there and went to the Savings Plan pool, $32,661 a month more, while the
+    reservation sat idle 71% of the month. A run due before the first ends does not wait for it."""
+    plan = plan_platform(validated(load_text(RUNS_ON_A_RESERVATION, "runs.yaml"), "prod"), today=TODAY)
+    assert {w.name: w.pool for w in plan.workloads} == {"ft-a": "rtrain", "ft-b": "rtrain"}
+    assert plan.placements["ft-b"].startswith("rtrain: adds $0")
+    pool = next(p for p in plan.pools if p.name == "rtrain")
+    assert pool.monthly_cost_usd == pytest.approx(4 * HOURS_PER_MONTH * 55.04)
+    due = RUNS_ON_A_RESERVATION.replace("gpus: 32, runsPerQuarter: 3}\ncosts", "gpus: 32, runsPerQuarter: 3, deadline: 10d}\ncosts")
+    assert due != RUNS_ON_A_RESERVATION
+    plan = plan_platform(validated(load_text(due, "runs.yaml"), "prod"), today=TODAY)
+    assert {w.name: w.pool for w in plan.workloads} == {"ft-a": "rtrain", "ft-b": "sptrain"}
+
+
+def test_an_always_on_floors_idle_time_stays_with_the_platform() -> None:
+    """Review sizreview38 G5: on an on-demand pool of 2 always-on nodes, a 1-GPU job the floor holds whole was charged
+    to its team at a share of the whole month, $1,752, where its own showback and the cost rules say $628; the floor's
+    idle time is the platform's."""
+    job = ("  - {name: nightly, kind: batch-inference, team: ml, pool: infer, model: {parameters: 7B}, precision: bf16, "
+           "hoursPerDay: 4}\n")  # fmt: skip
+    text = TWO_SERVICES.replace("SERVICES\n", job).replace("scaling: {min: 0, max: 16}, taints", "scaling: {min: 2, max: 16}, taints", 1)
+    platform = validated(load_text(text, "floor.yaml"), "prod")
+    plan = plan_platform(platform, today=TODAY)
+    nightly = next(w for w in plan.workloads if w.name == "nightly")
+    pool = next(p for p in plan.pools if p.name == "infer")
+    assert pool.declared_min == 2 and nightly.showback_usd is not None
+    split, _ = _showback(platform, list(plan.workloads), list(plan.pools), {p.name: p for p in platform.pools}, HOURS_PER_MONTH, 0.0)
+    assert split["ml"] == pytest.approx(nightly.showback_usd, rel=1e-9)
