@@ -1720,6 +1720,13 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                             f"{refused}; fewer GPUs, fewer stages or a larger globalBatchTokens give each pipeline more"))  # fmt: skip
     if w.model.architecture == "moe" and active < 10e9:
         issues.append(Issue("PL316", f"a fine-grained MoE ({active / 1e9:.1f}B active) sits at the edge of the calibration data"))
+    if w.model.architecture == "moe" and w.mfu is None:
+        # one MoE constant, fitted on Megatron-Core's stacks only: the unseen set's other stacks (ScatterMoE, MegaBlocks,
+        # no expert parallelism) run from 0.7x to 1.9x the planned rate (README, "Sizing from workloads": "training, unseen set,
+        # MoE"; issue 23)
+        notes.append("its MoE overhead is Megatron-Core's (alltoall, DeepEP or HybridEP dispatch), the only MoE stacks "
+                     "fitted: other stacks run up to about 2x faster or 1.5x slower than planned; declare mfu where one "
+                     "is measured")  # fmt: skip
     attention = w.model.attention
     sequence = w.sequence_length or DEFAULT_SEQUENCE
     if isinstance(attention, SlidingWindowAttention) and attention.window >= sequence:
