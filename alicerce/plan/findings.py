@@ -161,6 +161,13 @@ CHECKS: dict[str, PlanCheck] = {
             "A serving workload's maxBatch fits the tokens its engine's step carries (vLLM's max-num-batched-tokens).",
             False,
         ),
+        PlanCheck(
+            "PL352",
+            "time-sliced-memory",
+            _E,
+            "The pods a time-sliced GPU holds ask no more than its memory between them (kvMemoryFraction x slices).",
+            False,
+        ),
     )
 }
 

@@ -105,13 +105,26 @@ def held_while(placed: list[WorkloadPlan], plan: WorkloadPlan, pool: ResolvedPoo
     it: the second found "0 free" and went to a pool that cost $32,661 a month more (review sizreview38 D3)."""
     runs = [p for p in placed if _is_run(p)]
     held = sum(pool_units(p, pool) for p in placed if not _is_run(p))
-    # it may wait for the longest of them to end, within its deadline: a 6-hour fine-tune due in 2 days does not wait
-    # for a 59-day pretraining run
-    wait = max((p.wall_clock_days or 0.0 for p in runs), default=0.0) + (plan.wall_clock_days or 0.0)
-    waits = plan.deadline_days is None or wait <= plan.deadline_days
-    if _is_run(plan) and waits and sum(run_share(p, hours_month) for p in [*runs, plan]) <= 1 + 1e-9:
+    # one after another, each within its deadline: a 6-hour fine-tune due in 2 days does not wait for a 59-day
+    # pretraining run, but may run first where the other can wait (:func:`late_runs`)
+    queue = [(p.name, p.wall_clock_days or 0.0, p.deadline_days) for p in [*runs, plan]]
+    if _is_run(plan) and not late_runs(queue) and sum(run_share(p, hours_month) for p in [*runs, plan]) <= 1 + 1e-9:
         return held
     return held + sum(peak_units(p, pool, hours_month) for p in runs)
+
+
+def late_runs(queue: list[tuple[str, float, float | None]]) -> set[str]:
+    """The runs (name, wall-clock days, deadline days or None) that miss their deadline when they run one after another,
+    the earliest deadline first (the order that meets every deadline where any order does): these cannot wait for the
+    others and run beside them."""
+    late: set[str] = set()
+    at = 0.0
+    for name, wall, deadline in sorted(queue, key=lambda r: (math.inf if r[2] is None else r[2], r[0])):
+        if deadline is not None and at + wall > deadline * (1 + 1e-9):
+            late.add(name)
+            continue
+        at += wall
+    return late
 
 
 def _is_run(plan: WorkloadPlan) -> bool:
@@ -208,8 +221,17 @@ def serving_nodes(replicas: dict[int, int], per_node: int) -> int:
 
 
 def _always_on(plan: WorkloadPlan) -> bool:
-    """An always-on serving workload on whole GPUs: its replicas hold nodes all month (not shared GPUs, not batch)."""
-    return plan.kind == "inference" and not plan.sharing and bool(plan.replicas) and bool(plan.gpus_per_replica)
+    """An always-on serving workload: its replicas hold nodes all month (not batch work)."""
+    return plan.kind == "inference" and bool(plan.replicas) and bool(plan.gpus_per_replica)
+
+
+def _replicas(plan: WorkloadPlan, pool: ResolvedPool) -> tuple[int, int]:
+    """(GPUs a replica holds, replicas) of a service, whole GPUs: one on shared GPUs holds the physical GPUs its
+    instances or slices fill, each packed where a GPU is free (two services of 2 and 3 MIG instances on one 7-way
+    cut GPU, with 5 more free on its node, start one node between them, not one each: review sizreview39 D2)."""
+    if plan.sharing:
+        return 1, pool_units(plan, pool)
+    return plan.gpus_per_replica or 0, plan.replicas or 0
 
 
 def block_runs(plan: WorkloadPlan, hours_month: float) -> tuple[float, float, float]:
@@ -237,6 +259,8 @@ class Hold:
     days: float
     daily: bool
     gpus: float = 0.0  # the GPUs its pods use on those nodes: what its share of the nodes above the floor is weighed by
+    wall: float = 0.0  # a run: the wall-clock days one run holds its nodes
+    deadline: float | None = None  # a run: the days it must end within, where it declares a deadline
 
     def node_hours(self, hours_month: float) -> float:
         return self.nodes * self.hours * self.days * hours_month / 24
@@ -269,8 +293,9 @@ def node_holds(
     own: dict[str, float] = {}
     services = [p for p in plans if _always_on(p)]
     for plan in services:
-        replicas[plan.gpus_per_replica or 0] += plan.replicas or 0
-        own[plan.name] = (plan.gpus_per_replica or 0) * (plan.replicas or 0) * hours_month
+        size, count = _replicas(plan, pool)
+        replicas[size] += count
+        own[plan.name] = size * count * hours_month
     serving = serving_nodes(replicas, per_node)
     gpus = sum(size * n for size, n in replicas.items())
     # the serving nodes, packed together, each service's share of them by the GPUs its replicas hold
@@ -306,7 +331,8 @@ def node_holds(
             hours, span = plan.hours_per_day, (plan.wall_clock_days or 0.0) * 24
         # the declared schedule spread over the quarter, else one run a month (a longer one holds the month)
         days = runs * span / hours_month * longer if plan.runs_per_quarter is not None else min(1.0, span * longer / hours_month)
-        held = Hold(plan.name, nodes, hours, days, False, units * nodes / whole if whole else 0.0)
+        held = Hold(plan.name, nodes, hours, days, False, units * nodes / whole if whole else 0.0,
+                    (plan.wall_clock_days or 0.0) * longer, plan.deadline_days)  # fmt: skip
         own[plan.name] = held.node_hours(hours_month) * per_node
         holds.append(held)
     # what the serving nodes hold that neither a replica nor batch work fills is the services' that start those nodes
@@ -335,18 +361,26 @@ def pool_node_hours(holds: list[Hold], floor: int, cap: int, hours_month: float)
     serving = sum(h.nodes for h in daily if h.hours >= 24.0)
     room = max(floor, cap) - serving
     if room > 0:  # the nodes a run can have beside the services: a wider one runs on those, for longer
-        runs = [replace(r, nodes=room, days=r.days * r.nodes / room, gpus=r.gpus * room / r.nodes) if r.nodes > room else r
-                for r in runs]  # fmt: skip
-    if len(runs) > 5:  # past 120 orders, the largest first
-        return _timeline(daily, runs, floor, cap, hours_month)
+        runs = [replace(r, nodes=room, days=r.days * r.nodes / room, gpus=r.gpus * room / r.nodes,
+                        wall=r.wall * r.nodes / room) if r.nodes > room else r for r in runs]  # fmt: skip
+    # a run that cannot wait for the others within its deadline starts with them (review sizreview39 D1: one due in 10
+    # days was laid after another 8.8-day run inside the reservation, where placement had found it cannot wait)
+    late = late_runs([(r.workload, r.wall, r.deadline) for r in runs])
+    beside = [r for r in runs if r.workload in late]
+    queued = [r for r in runs if r.workload not in late]
+    if len(queued) > 5:  # past 120 orders, the largest first
+        return _timeline(daily, queued, beside, floor, cap, hours_month)
     # the least of every order (runs that overlap wrap round the month, so even a rotation of one order bills
     # otherwise), the first of equals in the largest-first order
-    return min((_timeline(daily, list(order), floor, cap, hours_month) for order in itertools.permutations(runs)),
+    return min((_timeline(daily, list(order), beside, floor, cap, hours_month) for order in itertools.permutations(queued)),
                key=lambda r: round(r[0], 6))  # fmt: skip
 
 
-def _timeline(daily: list[Hold], runs: list[Hold], floor: int, cap: int, hours_month: float) -> tuple[float, dict[str, float]]:
-    """:func:`pool_node_hours` for one order of the runs. Above the floor, each hour's nodes are split over what holds
+def _timeline(  # noqa: PLR0917 - the holds and the pool's bounds, called from pool_node_hours only
+    daily: list[Hold], runs: list[Hold], beside: list[Hold], floor: int, cap: int, hours_month: float
+) -> tuple[float, dict[str, float]]:
+    """:func:`pool_node_hours` for one order of the ``runs``, one after another, with the runs ``beside`` them from the
+    month's first day. Above the floor, each hour's nodes are split over what holds
     them then: the services first (around the clock, they hold the floor before anything else comes), the rest by
     the nodes each holds, whatever the spec's order (review sizreview38 D2): a run beside a 2-node service on a 4-node
     reservation pays for the 6 of its 8 nodes the reservation no longer holds."""
@@ -356,6 +390,10 @@ def _timeline(daily: list[Hold], runs: list[Hold], floor: int, cap: int, hours_m
         spans.append((at, run.days))
         at += run.days
         cuts |= {(at - run.days) % 1.0, at % 1.0}
+    for run in beside:
+        spans.append((0.0, run.days))
+        cuts.add(run.days % 1.0)
+    runs = [*runs, *beside]
     top = max(floor, cap)
     total = idle = spare = 0.0
     above: dict[str, float] = defaultdict(float)

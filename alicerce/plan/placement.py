@@ -90,7 +90,7 @@ class Option:
         if self.pool.instance is None:
             cost += " (owned: power only)"
         elif self.marginal_usd == 0:
-            cost += " (paid already: reserved or always-on nodes)"
+            cost += " (paid already: always-on, reserved or other workloads' nodes)"
         parts.append(cost)
         return f"{self.pool.name}: " + ", ".join(parts)
 

@@ -993,8 +993,8 @@ def _own_blocks(
     """A Capacity Block pool's month split as its workloads buy it: each team pays its workloads' own blocks (the
     GPU-hours each holds a month at its own price). Split by GPU-hours used, a team with a 5.91-hour run's 1-day block
     ($943.92) was charged $471.96 and one with a 29.55-hour run's 2 days ($1,887.84) $2,359.80 (review sizreview19 F3).
-    What no workload buys (the always-on floor) is spread over them pro rata, as a rented pool's month goes to its
-    users. False where no workload of the pool has a price of its own."""
+    What no workload buys (the always-on floor) stays with the platform. False where no workload of the pool has a price
+    of its own."""
     own = [p for p in plans if p.pool == pool.name and p.runnable and p.billed_usd_per_gpu_hour is not None]
     if not own or not pool.monthly_cost_usd:
         return False
@@ -1002,8 +1002,13 @@ def _own_blocks(
     spent = sum(usd.values())
     if not spent:
         return False
+    # the always-on floor's blocks no workload buys stay with the platform, as a rented pool's floor does (review
+    # sizreview39 D4: $40,431 of a 2-node floor's idle blocks went to the one team that ran there); where the floor
+    # holds some of their blocks, the month is less than their own and each pays its share of it
+    scale = min(1.0, pool.monthly_cost_usd / spent)
     for plan in own:
-        out[plan.team] += usd[plan.name] * pool.monthly_cost_usd / spent
+        out[plan.team] += usd[plan.name] * scale
+    out["(platform: unused capacity)"] += pool.monthly_cost_usd - spent * scale
     return True
 
 

@@ -2082,16 +2082,29 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
         # the pool's GPUs are shared: a replica runs in one MIG instance or one time slice, sized on its share of the
         # compute, the bandwidth and the memory; whole GPUs are not there to be had (review sizreview35 D-D: a 15 GiB
         # model was sized on whole H100s of a pool cut into 1g.10gb instances, with no finding)
+        if isinstance(place.shared, TimeSlicing) and (w.kv_memory_fraction or 0.0) * place.shared.replicas > 1 + 1e-9:
+            slices, most = place.shared.replicas, 1 / place.shared.replicas
+            issue = Issue("PL352", f"kvMemoryFraction {w.kv_memory_fraction:g} on pool {place.pool or 'its'}, whose GPUs are "
+                          f"time-sliced {slices} ways: each of the {slices} pods a GPU holds asks that share of its whole "
+                          f"memory (vLLM's --gpu-memory-utilization), and the pods past the first fail to start; set it to "
+                          f"{most:.3g} or less", "kvMemoryFraction")  # fmt: skip
+            return _empty(w, place, [], notes, fits, [issue])
         unit = _pool_unit(w, gpu, place.shared, sizing)
         if unit is None:
             issue = Issue("PL303", f"no {_units_text(place.shared)} of pool {place.pool or 'its'}'s {gpu.id} holds a "
                           "replica of the model and meets its latency targets: serve it from a pool of whole GPUs, or "
                           "share the pool's GPUs in larger parts")  # fmt: skip
             return _empty(w, place, [], notes, fits, [issue])
-        instance, gpu = unit
+        instance, gpu, w = unit
         place = replace(place, gpu=gpu, gpus_per_node=1)
+        share = "compute and bandwidth" if isinstance(place.shared, TimeSlicing) else "compute, bandwidth and memory"
         notes.append(f"runs each replica in one {instance} unit of pool {place.pool or 'its'}: sized on its share of "
-                     "the GPU's compute, bandwidth and memory")  # fmt: skip
+                     f"the GPU's {share}")  # fmt: skip
+        if isinstance(place.shared, TimeSlicing):
+            notes.append(f"each pod sees the whole GPU's memory: start the engine with --gpu-memory-utilization "
+                         f"{w.kv_memory_fraction:.3g} (kvMemoryFraction), so the {place.shared.replicas} pods a GPU holds "
+                         "fit it together")  # fmt: skip
+    assert w.traffic is not None  # the time-sliced copy keeps it
     layout, figures = replica_layout(w, gpu, sizing, place.gpus_per_node)
     budget = default_chunk_tokens(gpu, sizing)
     if w.max_batch is not None and w.max_batch > budget:
@@ -2488,24 +2501,29 @@ def mig_slice(gpu: Gpu, profile_name: str) -> Gpu:
                                   "memoryBandwidthGBps": gpu.memoryBandwidthGBps * gpu.mig.memory_share(profile)})  # fmt: skip
 
 
-def _pool_unit(w: Workload, gpu: Gpu, shared: MigSharing | TimeSlicing, sizing: Sizing) -> tuple[str, Gpu] | None:
+def _pool_unit(w: Workload, gpu: Gpu, shared: MigSharing | TimeSlicing, sizing: Sizing) -> tuple[str, Gpu, Workload] | None:
     """The part of a shared pool's GPU a replica of ``w`` runs in, as its sharing names it ("mig 1g.10gb",
-    "time-slicing x4"), and the GPU that part is to the roofline; None where no part holds the model and meets its
-    latency targets (its load is spread over as many as it needs). A MIG pool: the smallest of its instances that does.
-    A time-sliced pool: a slice of the whole GPU, its compute, bandwidth and memory shared by the pods that fill it
-    (the device plugin isolates neither: NVIDIA k8s-device-plugin README, "Shared Access to GPUs with CUDA
-    Time-Slicing")."""
+    "time-slicing x4"), the GPU that part is to the roofline, and ``w`` as it is sized there; None where no part holds
+    the model and meets its latency targets (its load is spread over as many as it needs). A MIG pool: the smallest of
+    its instances that does. A time-sliced pool: a slice of the whole GPU's compute and bandwidth, shared by the pods
+    that fill it (the device plugin isolates neither: NVIDIA k8s-device-plugin README, "Shared Access to GPUs with CUDA
+    Time-Slicing"); each pod sees the GPU's whole memory, so the engine's memory fraction (kvMemoryFraction, vLLM's
+    --gpu-memory-utilization) is of the whole GPU: where undeclared, the default over the pods that share it (0.9 / 4:
+    0.225), which the plan's notes tell the user to start the engine with (review sizreview39 D3: sized on a quarter
+    of the memory at 0.9, a declared 0.225 was read as 0.225 of the quarter)."""
     if isinstance(shared, TimeSlicing):
+        fraction = w.kv_memory_fraction or sizing.inference.kvMemoryFraction.value / shared.replicas
+        sized = w.model_copy(update={"kv_memory_fraction": fraction})
         part = time_slice(gpu, shared.replicas)
-        layout, _ = replica_layout(w, part, sizing, 1, tp=1)
-        return (f"time-slicing x{shared.replicas}", part) if layout is not None else None
+        layout, _ = replica_layout(sized, part, sizing, 1, tp=1)
+        return (f"time-slicing x{shared.replicas}", part, sized) if layout is not None else None
     if gpu.mig is None:
         return None
     known = {p.name: p for p in gpu.mig.profiles}
     for name in sorted((n for n in shared.profiles if n in known), key=lambda n: (known[n].memoryGiB, known[n].slices)):
         part = mig_slice(gpu, name)
         if replica_layout(w, part, sizing, 1, tp=1)[0] is not None:
-            return f"mig {name}", part
+            return f"mig {name}", part, w
     return None
 
 
@@ -2517,12 +2535,12 @@ def _units_text(shared: MigSharing | TimeSlicing) -> str:
 
 
 def time_slice(gpu: Gpu, slices: int) -> Gpu:
-    """The GPU one of ``slices`` time slices is to the roofline when its neighbours are busy: a share of the peak FLOP/s,
-    of the HBM bandwidth and of the memory (time-slicing isolates neither compute nor memory)."""
+    """The GPU one of ``slices`` time slices is to the roofline when its neighbours are busy: a share of the peak FLOP/s
+    and of the HBM bandwidth (time-slicing isolates neither); its memory is the whole GPU's, which each pod sees, and
+    the engine's memory fraction divides (:func:`_pool_unit`)."""
     t = gpu.tflops
     tflops = t.model_copy(update={k: (v / slices if v is not None else None) for k, v in t.model_dump().items()})
-    return gpu.model_copy(update={"tflops": tflops, "memoryGB": gpu.memoryGB / slices, "mig": None,
-                                  "memoryBandwidthGBps": gpu.memoryBandwidthGBps / slices})  # fmt: skip
+    return gpu.model_copy(update={"tflops": tflops, "mig": None, "memoryBandwidthGBps": gpu.memoryBandwidthGBps / slices})
 
 
 def _serves_on_slice(w: Workload, slice_gpu: Gpu, sizing: Sizing) -> bool:

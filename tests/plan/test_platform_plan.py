@@ -608,7 +608,7 @@ def test_a_rented_pools_always_on_minimum_is_free_to_place_on() -> None:
     used or not; placement priced them at the node's $7,660 a month and would take $4,089 of Spot L4s on top."""
     rp = validated(load_file(ROOT / "examples" / "aws-only.yaml", "aws-only.yaml"), "prod")
     plan = plan_platform(rp, today=TODAY)
-    assert plan.placements["assistant"].startswith("infer: adds $0 (paid already: reserved or always-on nodes)")
+    assert plan.placements["assistant"].startswith("infer: adds $0 (paid already: always-on, reserved or other workloads' nodes)")
 
 
 def test_a_service_sized_by_its_clients_counts_no_more_tokens_than_its_replicas_serve() -> None:

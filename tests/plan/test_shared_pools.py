@@ -43,6 +43,15 @@ workloads:
 """
 
 
+def _time_sliced_big(declared: str) -> SizingPlan:
+    """The plan of SPEC on 4-way time-sliced GPUs, with ``declared`` fields added to the big service."""
+    text = SPEC.replace("SHARING", "{mode: time-slicing, replicas: 4}").replace("QUOTA", "128")
+    line = "precision: bf16,\n     traffic: {peakRps: 5"
+    assert line in text
+    text = text.replace(line, line.replace("bf16,", f"bf16, {declared},"))
+    return plan_platform(validated(load_text(text, "shared.yaml"), "prod"), today=TODAY)
+
+
 def _plan(sharing: str, quota: int) -> tuple[ResolvedPlatform, SizingPlan]:
     text = SPEC.replace("SHARING", sharing).replace("QUOTA", str(quota))
     platform = validated(load_text(text, "shared.yaml"), "prod")
@@ -82,21 +91,41 @@ def test_a_mixed_mig_layout_counts_the_gpus_by_the_instances_of_its_profile() ->
 
 
 def test_a_time_sliced_pool_sizes_a_replica_on_its_slice() -> None:
-    """Time-slicing isolates neither compute nor memory: four pods on an H100 each have a quarter of it."""
+    """Time-slicing isolates neither compute nor memory: four pods on an H100 each have a quarter of its compute and
+    bandwidth, and each sees its whole memory, so the engine's memory fraction is of the whole GPU and the four must
+    share it: 0.9 / 4 where undeclared, which the notes say to start the engine with (review sizreview39 D3)."""
     platform, plan = _plan("{mode: time-slicing, replicas: 4}", 128)
     small, big = (next(w for w in plan.workloads if w.name == n) for n in ("small", "big"))
     assert small.sharing == big.sharing == "time-slicing x4"
     h100 = next(g for g in CATALOG.gpus if g.id == "H100-SXM5-80GB")
-    workload = next(w for w in platform.spec.workloads if w.name == "big")
+    workload = next(w for w in platform.spec.workloads if w.name == "big").model_copy(update={"kv_memory_fraction": 0.225})
     quarter, _ = replica_layout(workload, time_slice(h100, 4), CATALOG.sizing, 1, tp=1)
     assert quarter is not None and big.tokens_per_second_per_replica == pytest.approx(quarter.tokens_per_second)
+    assert any("--gpu-memory-utilization 0.225" in note for note in big.notes)
     rp = next(p for p in platform.pools if p.name == "sliced")
     assert big.gpus is not None and pool_units(big, rp) == -(-big.gpus // 4)
+    # the fraction declared as the engine takes it sizes the same replica
+    again = _time_sliced_big("kvMemoryFraction: 0.225")
+    assert next(w for w in again.workloads if w.name == "big").tokens_per_second_per_replica == big.tokens_per_second_per_replica
+
+
+def test_a_memory_fraction_the_pods_sharing_a_gpu_cannot_all_take_is_refused() -> None:
+    """0.9 of the GPU's memory for each of the 4 pods a time-sliced GPU holds: the second fails to start."""
+    plan = _time_sliced_big("kvMemoryFraction: 0.9")
+    (finding,) = [f for f in plan.findings if f.subject == "big" and f.check == "PL352"]
+    assert "set it to 0.25 or less" in finding.message
 
 
 def test_tensor_parallel_on_a_shared_pool_is_refused() -> None:
-    text = SPEC.replace("SHARING", "{mode: time-slicing, replicas: 4}").replace("QUOTA", "128")
-    text = text.replace("precision: bf16,\n     traffic: {peakRps: 5", "precision: bf16, tensorParallel: 2,\n     traffic: {peakRps: 5")
-    plan = plan_platform(validated(load_text(text, "shared.yaml"), "prod"), today=TODAY)
+    plan = _time_sliced_big("tensorParallel: 2")
     (finding,) = [f for f in plan.findings if f.subject == "big" and f.check == "PL322"]
     assert "whose GPUs are shared (time slice (4 a GPU))" in finding.message
+
+
+def test_services_on_shared_gpus_pack_onto_the_nodes_they_share() -> None:
+    """Review sizreview39 D2: each service on a shared pool took the batch path and started a node of its own; two
+    services whose instances fill 2 of a node's 8 GPUs billed two p5 nodes, $80,358, where one holds them ($40,179)."""
+    _, plan = _plan('{mode: mig, profiles: {"3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 2}}', 128)
+    pool = next(p for p in plan.pools if p.name == "sliced")
+    assert pool.workloads == ("small", "big") and pool.monthly_cost_usd == pytest.approx(730 * 55.04)
+    assert plan.placements["big"].startswith("sliced: adds $0")

@@ -1364,16 +1364,27 @@ costs:
 def test_runs_that_follow_one_another_share_a_reservation() -> None:
     """Review sizreview38 D3: two 4-node fine-tunes of 8.8 days, one a month each, fit 4 reserved nodes one after the
     other; the second found "0 free" there and went to the Savings Plan pool, $32,661 a month more, while the
-    reservation sat idle 71% of the month. A run due before the first ends does not wait for it."""
+    reservation sat idle 71% of the month. Where one is due in 10 days it runs first and the other waits (sizreview39
+    D1: the month laid it second); where both are, the second cannot wait, and runs beside the first."""
     plan = plan_platform(validated(load_text(RUNS_ON_A_RESERVATION, "runs.yaml"), "prod"), today=TODAY)
     assert {w.name: w.pool for w in plan.workloads} == {"ft-a": "rtrain", "ft-b": "rtrain"}
     assert plan.placements["ft-b"].startswith("rtrain: adds $0")
     pool = next(p for p in plan.pools if p.name == "rtrain")
     assert pool.monthly_cost_usd == pytest.approx(4 * HOURS_PER_MONTH * 55.04)
-    due = RUNS_ON_A_RESERVATION.replace("gpus: 32, runsPerQuarter: 3}\ncosts", "gpus: 32, runsPerQuarter: 3, deadline: 10d}\ncosts")
-    assert due != RUNS_ON_A_RESERVATION
-    plan = plan_platform(validated(load_text(due, "runs.yaml"), "prod"), today=TODAY)
+    one = RUNS_ON_A_RESERVATION.replace("gpus: 32, runsPerQuarter: 3}\ncosts", "gpus: 32, runsPerQuarter: 3, deadline: 10d}\ncosts")
+    both = one.replace("gpus: 32, runsPerQuarter: 3}\n  - {name: ft-b", "gpus: 32, runsPerQuarter: 3, deadline: 10d}\n  - {name: ft-b")
+    assert RUNS_ON_A_RESERVATION != one != both
+    plan = plan_platform(validated(load_text(one, "runs.yaml"), "prod"), today=TODAY)
+    assert {w.name: w.pool for w in plan.workloads} == {"ft-a": "rtrain", "ft-b": "rtrain"}
+    plan = plan_platform(validated(load_text(both, "runs.yaml"), "prod"), today=TODAY)
     assert {w.name: w.pool for w in plan.workloads} == {"ft-a": "rtrain", "ft-b": "sptrain"}
+    # on one pool, pinned, the month holds both at once: 4 nodes past the reservation while the second runs
+    pinned = both.replace("{name: ft-b, kind: fine-tuning, team: ops,", "{name: ft-b, kind: fine-tuning, team: ops, pool: rtrain,")
+    plan = plan_platform(validated(load_text(pinned.replace("max: 4}", "max: 8}", 1), "runs.yaml"), "prod"), today=TODAY)
+    ft_b = next(w for w in plan.workloads if w.name == "ft-b")
+    pool = next(p for p in plan.pools if p.name == "rtrain")
+    assert ft_b.wall_clock_days is not None
+    assert pool.monthly_cost_usd == pytest.approx((4 * HOURS_PER_MONTH + 4 * ft_b.wall_clock_days * 24) * 55.04)
 
 
 def test_an_always_on_floors_idle_time_stays_with_the_platform() -> None:
@@ -1390,3 +1401,23 @@ def test_an_always_on_floors_idle_time_stays_with_the_platform() -> None:
     assert pool.declared_min == 2 and nightly.showback_usd is not None
     split, _ = _showback(platform, list(plan.workloads), list(plan.pools), {p.name: p for p in platform.pools}, HOURS_PER_MONTH, 0.0)
     assert split["ml"] == pytest.approx(nightly.showback_usd, rel=1e-9)
+
+
+def test_a_capacity_block_pools_idle_floor_stays_with_the_platform() -> None:
+    """Review sizreview39 D4: a Capacity Block pool of 2 always-on nodes and one team's run: the team was charged the
+    pool's month, the floor's idle blocks with it; it pays its own blocks, the rest is the platform's."""
+    data = reference()
+    on_capacity_blocks(data)
+    next(p for p in data["nodePools"] if p["name"] == "train-p5")["scaling"]["min"] = 2
+    next(w for w in data["workloads"] if w["name"] == "code-assistant-ft").update(pool="train-p5", runsPerQuarter=6)
+    platform = resolve(data)
+    result = plan_platform(platform, today=TODAY)
+    run = next(w for w in result.workloads if w.name == "code-assistant-ft")
+    pool = next(p for p in result.pools if p.name == "train-p5")
+    assert pool.workloads == ("code-assistant-ft",) and run.cost_usd is not None and pool.monthly_cost_usd is not None
+    split, _ = _showback(platform, list(result.workloads), [pool], {p.name: p for p in platform.pools}, HOURS_PER_MONTH, 0.0)
+    month = run.cost_usd * 2  # its runs' own blocks: two runs a month, a whole day of block each
+    assert split[run.team] == pytest.approx(month)
+    assert split["(platform: unused capacity)"] == pytest.approx(pool.monthly_cost_usd - month)
+    # the floor's blocks, billed whether used or not, hold the run's one node
+    assert pool.monthly_cost_usd == pytest.approx(2 * HOURS_PER_MONTH * 39.33)
