@@ -57,7 +57,7 @@ CHECKS: dict[str, PlanCheck] = {
             "PL304", "deadline-missed", _E, "The pool at max size finishes each training or data-preparation job by its deadline.", False
         ),
         PlanCheck("PL305", "serving-capacity-short", _E, "The pool at max size holds every replica a serving peak needs.", False),
-        PlanCheck("PL306", "pool-oversubscribed", _W, "The workloads of a pool fit in it when they run at once.", True),
+        PlanCheck("PL306", "pool-oversubscribed", _W, "The workloads of a pool fit in it at their peak, the runs queued.", True),
         PlanCheck("PL307", "low-utilisation", _I, "A pool's forecast utilisation justifies its max size.", True),
         PlanCheck("PL308", "pool-without-workloads", _I, "Every pool's size is backed by declared workloads.", True),
         PlanCheck("PL309", "no-rdma-multinode", _W, "Multi-node training with heavy gradient traffic runs on an RDMA fabric.", True),

@@ -32,8 +32,8 @@ from alicerce.plan.growth import (
     forecast,
     held_while,
     peak_month_gpu_hours,
-    peak_units,
     pool_gpu_hours,
+    pool_peak,
     pool_units,
     rented_node_hours,
     run_hours,
@@ -704,7 +704,6 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
     spec = pool.spec
     per_node = pool.gpus_per_node
     capacity = spec.scaling.max * per_node
-    peak = 0
     always_on = 0
     hours = held = 0.0
     for w in plans:
@@ -712,7 +711,6 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
             _cores_finding(pool, w, findings)
             continue
         gpus = pool_units(w, pool)
-        peak += peak_units(w, pool, hours_month)
         hours += busy_gpu_hours(w, gpus, hours_month)  # what the workloads want of the pool
         held += pool_gpu_hours(w, gpus, capacity, hours_month)  # what they can hold of it, at their hours a day
         if w.kind in ("training", "fine-tuning"):
@@ -737,15 +735,18 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
                     f"pool {pool.name} joins no RDMA fabric",
                 )
             )
+    peak = pool_peak([w for w in plans if w.gpus is not None], pool, hours_month)
     rec_max = math.ceil(peak / per_node) if per_node else spec.scaling.max
     demand = hours / (capacity * hours_month) if capacity and per_node else None
     if per_node and len(plans) > 1 and peak > capacity:
-        # staggered, they still need their GPU-hours: past the pool's month no order of the runs fits them (review
-        # sizreview16 F9: two 68.8-day runs a quarter on one pool were told to stagger)
-        advice = ("stagger them or grow the pool" if demand is None or demand <= 1 else
-                  f"even one after another they need {demand:.0%} of its GPU-hours: grow the pool or run less")  # fmt: skip
-        findings.append(PlanFinding("PL306", pool.name, f"its {len(plans)} workloads need {peak} GPUs when they run at once "
-                                    f"({_nodes(rec_max)}); max is {_nodes(spec.scaling.max)}: {advice}"))  # fmt: skip
+        # the peak has the runs one after another already, as far as their deadlines and the month let them
+        # (growth.pool_peak): telling the user to stagger them told them what the queue does (review sizreview39 G3);
+        # past the pool's month no order of the runs fits them (review sizreview16 F9)
+        advice = ("grow the pool, or relax the deadlines that keep runs from waiting for one another" if demand is None or demand <= 1
+                  else f"even one after another they need {demand:.0%} of its GPU-hours: grow the pool or run less")  # fmt: skip
+        findings.append(PlanFinding("PL306", pool.name, f"its {len(plans)} workloads need {peak} GPUs at once, the runs one after "
+                                    f"another as far as their deadlines and the month let them ({_nodes(rec_max)}); max is "
+                                    f"{_nodes(spec.scaling.max)}: {advice}"))  # fmt: skip
     rec_min = math.ceil(always_on / per_node) if per_node else spec.scaling.min
     utilization = None if demand is None else min(1.0, held / (capacity * hours_month))
     if per_node and plans and utilization is not None and utilization < 0.3 and spec.scaling.max > rec_max:

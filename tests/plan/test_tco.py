@@ -1371,6 +1371,8 @@ def test_runs_that_follow_one_another_share_a_reservation() -> None:
     assert plan.placements["ft-b"].startswith("rtrain: adds $0")
     pool = next(p for p in plan.pools if p.name == "rtrain")
     assert pool.monthly_cost_usd == pytest.approx(4 * HOURS_PER_MONTH * 55.04)
+    # one after another, they hold 32 GPUs at once, not 64: no advice to stagger what is staggered (sizreview39 G3)
+    assert pool.peak_gpus == 32 and not [f for f in plan.findings if f.check == "PL306"]
     one = RUNS_ON_A_RESERVATION.replace("gpus: 32, runsPerQuarter: 3}\ncosts", "gpus: 32, runsPerQuarter: 3, deadline: 10d}\ncosts")
     both = one.replace("gpus: 32, runsPerQuarter: 3}\n  - {name: ft-b", "gpus: 32, runsPerQuarter: 3, deadline: 10d}\n  - {name: ft-b")
     assert RUNS_ON_A_RESERVATION != one != both
