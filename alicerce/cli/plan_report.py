@@ -109,8 +109,11 @@ def print_plan(console: Console, result: SizingPlan, *, explain: bool = False, t
         "[dim]GPU-h and cost: training per run, serving per month; showback: the same GPU-hours at the pool's "
         "billed/GPU-h (on Capacity Blocks at the rate of the workload's own blocks), what the cost rules and "
         "`alicerce costs` charge the team (on an owned pool the rest of cost USD is the pool's idle time); tok/s: "
-        "output tokens per replica[/dim]"
-    )
+        "output tokens per replica"
+        + ("; on shared GPUs, GPUs and GPU-h count MIG instances or time slices, cost the whole GPUs they fill"
+           if any(w.sharing_declared for w in result.workloads) else "")
+        + "[/dim]"
+    )  # fmt: skip
     pools = _table(
         "Node pools: declared vs recommended, and what a month costs",
         [("pool", "left"), ("GPU", "left"), ("bought as", "left"), ("declared", "right"), ("recomm.", "right"), ("peak", "right"),
