@@ -245,9 +245,9 @@ def print_tco(console: Console, result: SizingPlan) -> None:
     for team, usd in result.showback.items():
         show.add(team, _num(usd), _num(result.budgets.get(team)))
     print_table(show, console)
-    console.print("[dim]by team: each pool's month; the nodes a workload holds above a rented pool's floor (always-on, "
-                  "reserved) are its team's, whole; the floor and an owned pool by the GPU-hours used, their idle time "
-                  "the platform's[/dim]")  # fmt: skip
+    console.print("[dim]by team: each GPU pool's month as the cost rules charge it, the GPU-hours a team's workloads "
+                  "hold at the pool's billed/GPU-h; what no workload holds (idle owned, always-on or reserved capacity, "
+                  "the free GPUs of started nodes) is the platform's[/dim]")  # fmt: skip
     fc = result.forecast
     if fc is not None:
         names = list(dict.fromkeys(r.pool for r in fc.rows if r.capacity_gpus))

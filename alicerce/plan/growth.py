@@ -113,8 +113,8 @@ def held_while(placed: list[WorkloadPlan], plan: WorkloadPlan, pool: ResolvedPoo
 def pool_peak(plans: list[WorkloadPlan], pool: ResolvedPool, hours_month: float) -> int:
     """GPUs a pool's workloads hold at once at their peak: services and batch work, the runs that cannot wait for the
     others within their deadlines (:func:`late_runs`), and of the runs that queue one after another as many of the
-    widest as the month overlaps at once, the runs' shares of it rounded up (:func:`pool_node_hours` lays them so; a
-    single run that overlaps itself counts its copies already). Review sizreview39 G3: eight runs the month queues read
+    widest as the month overlaps at once, the runs' shares of it rounded up (:func:`pool_node_hours` lays them so).
+    Review sizreview39 G3: eight runs the month queues read
     all 120 GPUs at once, and PL306 told the user to stagger what was staggered."""
     runs = [p for p in plans if _is_run(p)]
     held = sum(pool_units(p, pool) for p in plans if not _is_run(p))
@@ -122,7 +122,10 @@ def pool_peak(plans: list[WorkloadPlan], pool: ResolvedPool, hours_month: float)
     held += sum(peak_units(p, pool, hours_month) for p in runs if p.name in late)
     queued = [p for p in runs if p.name not in late]
     at_once = max(1, math.ceil(sum(run_share(p, hours_month) for p in queued) - 1e-9))
-    return held + sum(sorted((peak_units(p, pool, hours_month) for p in queued), reverse=True)[:at_once])
+    # each run's copies in flight at once count one by one (review sizreview40 D3: two runs that each overlap
+    # themselves read as three runs of both copies, 128 GPUs where 3 x 32 are in flight)
+    copies = [pool_units(p, pool) for p in queued for _ in range(concurrent_runs(p, hours_month))]
+    return held + sum(sorted(copies, reverse=True)[:at_once])
 
 
 def _queued(runs: list[WorkloadPlan], hours_month: float) -> bool:
@@ -277,7 +280,6 @@ class Hold:
     hours: float
     days: float
     daily: bool
-    gpus: float = 0.0  # the GPUs its pods use on those nodes: what its share of the nodes above the floor is weighed by
     wall: float = 0.0  # a run: the wall-clock days one run holds its nodes
     deadline: float | None = None  # a run: the days it must end within, where it declares a deadline
 
@@ -318,7 +320,7 @@ def node_holds(
     serving = serving_nodes(replicas, per_node)
     gpus = sum(size * n for size, n in replicas.items())
     # the serving nodes, packed together, each service's share of them by the GPUs its replicas hold
-    holds = [Hold(p.name, serving * own[p.name] / hours_month / gpus, 24.0, 1.0, True, own[p.name] / hours_month) for p in services if gpus]
+    holds = [Hold(p.name, serving * own[p.name] / hours_month / gpus, 24.0, 1.0, True) for p in services if gpus]
     spare = (serving * per_node - gpus) * hours_month  # GPU-hours the serving nodes leave free
     free = spare / hours_month  # ... and the GPUs: a job needing more at once cannot run in them (review sizreview11 F3)
     for plan in plans:
@@ -338,7 +340,7 @@ def node_holds(
             # 4-GPU nodes bills the node it starts, not a quarter of it (review sizreview10 F11: $638 where the
             # g6e.12xlarge bills $2,553); on Capacity Blocks a whole day of block for each day it runs
             hours = block_hours(price.block_steps, wall) if price.block_steps else used / max(1, units) / (hours_month / 24)
-            held = Hold(plan.name, rest * whole, min(24.0, hours), 1.0, True, rest * units)
+            held = Hold(plan.name, rest * whole, min(24.0, hours), 1.0, True)
             own[plan.name] = absorbed + held.node_hours(hours_month) * per_node
             holds.append(held)
             continue
@@ -350,8 +352,7 @@ def node_holds(
             hours, span = plan.hours_per_day, (plan.wall_clock_days or 0.0) * 24
         # the declared schedule spread over the quarter, else one run a month (a longer one holds the month)
         days = runs * span / hours_month * longer if plan.runs_per_quarter is not None else min(1.0, span * longer / hours_month)
-        held = Hold(plan.name, nodes, hours, days, False, units * nodes / whole if whole else 0.0,
-                    (plan.wall_clock_days or 0.0) * longer, plan.deadline_days)  # fmt: skip
+        held = Hold(plan.name, nodes, hours, days, False, (plan.wall_clock_days or 0.0) * longer, plan.deadline_days)
         own[plan.name] = held.node_hours(hours_month) * per_node
         holds.append(held)
     # what the serving nodes hold that neither a replica nor batch work fills is the services' that start those nodes
@@ -361,13 +362,12 @@ def node_holds(
     return holds, own
 
 
-def pool_node_hours(holds: list[Hold], floor: int, cap: int, hours_month: float) -> tuple[float, dict[str, float]]:
-    """Node-hours a month a rented pool bills, and each workload's part of them above ``floor``: at every hour the
-    larger of its floor (always-on and reserved nodes, billed whether used or not) and the nodes its workloads hold
-    then, at most ``cap`` nodes. One timeline for the pool's month, the forecast, placement's marginal cost and
-    showback (review sizreview37 D-1, D-5: busy node-hours were set against the floor as one total, so a batch job's 3
-    nodes for 8 hours a day fit one reserved node's 24 hours and billed nothing, and a run beside a service on the
-    reservation was billed as if the service held none of it).
+def pool_node_hours(holds: list[Hold], floor: int, cap: int, hours_month: float) -> float:
+    """Node-hours a month a rented pool bills: at every hour the larger of its floor (always-on and reserved nodes,
+    billed whether used or not) and the nodes its workloads hold then, at most ``cap`` nodes. One timeline for the
+    pool's month, the forecast and placement's marginal cost (review sizreview37 D-1, D-5: busy node-hours were set
+    against the floor as one total, so a batch job's 3 nodes for 8 hours a day fit one reserved node's 24 hours and
+    billed nothing, and a run beside a service on the reservation was billed as if the service held none of it).
 
     Every day the services hold their nodes and batch work its nodes its hours a day, all from the same hour (the
     peak a day can reach); training runs follow one another through the month (Kueue admits the next as the last
@@ -380,8 +380,8 @@ def pool_node_hours(holds: list[Hold], floor: int, cap: int, hours_month: float)
     serving = sum(h.nodes for h in daily if h.hours >= 24.0)
     room = max(floor, cap) - serving
     if room > 0:  # the nodes a run can have beside the services: a wider one runs on those, for longer
-        runs = [replace(r, nodes=room, days=r.days * r.nodes / room, gpus=r.gpus * room / r.nodes,
-                        wall=r.wall * r.nodes / room) if r.nodes > room else r for r in runs]  # fmt: skip
+        runs = [replace(r, nodes=room, days=r.days * r.nodes / room, wall=r.wall * r.nodes / room) if r.nodes > room else r
+                for r in runs]  # fmt: skip
     # a run that cannot wait for the others within its deadline starts with them (review sizreview39 D1: one due in 10
     # days was laid after another 8.8-day run inside the reservation, where placement had found it cannot wait)
     late = late_runs([(r.workload, r.wall, r.deadline) for r in runs])
@@ -391,18 +391,16 @@ def pool_node_hours(holds: list[Hold], floor: int, cap: int, hours_month: float)
         return _timeline(daily, queued, beside, floor, cap, hours_month)
     # the least of every order (runs that overlap wrap round the month, so even a rotation of one order bills
     # otherwise), the first of equals in the largest-first order
+    # (rounded, so that float noise does not pick among equals)
     return min((_timeline(daily, list(order), beside, floor, cap, hours_month) for order in itertools.permutations(queued)),
-               key=lambda r: round(r[0], 6))  # fmt: skip
+               key=lambda r: round(r, 6))  # fmt: skip
 
 
 def _timeline(  # noqa: PLR0917 - the holds and the pool's bounds, called from pool_node_hours only
     daily: list[Hold], runs: list[Hold], beside: list[Hold], floor: int, cap: int, hours_month: float
-) -> tuple[float, dict[str, float]]:
+) -> float:
     """:func:`pool_node_hours` for one order of the ``runs``, one after another, with the runs ``beside`` them from the
-    month's first day. Above the floor, each hour's nodes are split over what holds
-    them then: the services first (around the clock, they hold the floor before anything else comes), the rest by
-    the nodes each holds, whatever the spec's order (review sizreview38 D2): a run beside a 2-node service on a 4-node
-    reservation pays for the 6 of its 8 nodes the reservation no longer holds."""
+    month's first day."""
     cuts, at = {0.0, 1.0}, 0.0
     spans: list[tuple[float, float]] = []
     for run in runs:
@@ -414,9 +412,7 @@ def _timeline(  # noqa: PLR0917 - the holds and the pool's bounds, called from p
         cuts.add(run.days % 1.0)
     runs = [*runs, *beside]
     top = max(floor, cap)
-    total = idle = spare = 0.0
-    above: dict[str, float] = defaultdict(float)
-    turned: dict[str, float] = defaultdict(float)  # node-hours the cap turned away at their hour, to run later
+    total = idle = spare = turned = 0.0  # turned: node-hours the cap turned away at their hour, to run later
     for start, end in itertools.pairwise(sorted(cuts)):
         if end - start < 1e-12:
             continue
@@ -426,36 +422,12 @@ def _timeline(  # noqa: PLR0917 - the holds and the pool's bounds, called from p
         hours = sorted({0.0, 24.0} | {min(24.0, h.hours) for h in day})
         for low, high in itertools.pairwise(hours):
             weight = (high - low) * (end - start) * hours_month / 24
-            now = [h for h in day if h.hours > low]
-            first = [h for h in now if h.daily and h.hours >= 24.0]
-            rest = [h for h in now if not (h.daily and h.hours >= 24.0)]
-            held_first = sum(h.nodes for h in first)
-            held = held_first + sum(h.nodes for h in rest)
-            over = max(0.0, min(held, top) - floor)  # nodes above the floor this hour, within the cap
-            theirs = min(over, max(0.0, held_first - floor))  # the services' own, where they pass the floor alone
-            for group, share in ((first, theirs), (rest, over - theirs)):
-                _split(above, group, share * weight)
-            # what the cap turns away: the services' own where they pass it alone, the rest's beyond what they leave
-            _split(turned, first, max(0.0, held_first - top) * weight)
-            _split(turned, rest, (max(0.0, held - top) - max(0.0, held_first - top)) * weight)
+            held = sum(h.nodes for h in day if h.hours > low)
             total += max(floor, min(held, top)) * weight
+            turned += max(0.0, held - top) * weight
             idle += max(0.0, floor - held) * weight
             spare += max(0.0, top - max(floor, held)) * weight
-    later = sum(turned.values())
-    billed = min(spare, max(0.0, later - idle))  # what the idle reserved nodes cannot take starts nodes later
-    for name, moved in turned.items():
-        above[name] += billed * moved / later if later else 0.0
-    return total + billed, {k: v for k, v in above.items() if v > 1e-9}
-
-
-def _split(into: dict[str, float], holds: list[Hold], node_hours: float) -> None:
-    """``node_hours`` over ``holds`` by the GPUs each uses (by their nodes where none says): a 1-GPU job beside a
-    21-GPU one on whole nodes takes 1/22 of what the two add above the floor, not the whole node it starts."""
-    gpus = sum(h.gpus for h in holds)
-    nodes = sum(h.nodes for h in holds)
-    for hold in holds:
-        weight = hold.gpus / gpus if gpus else hold.nodes / nodes if nodes else 0.0
-        into[hold.workload] += node_hours * weight
+    return total + min(spare, max(0.0, turned - idle))  # what the idle floor cannot take starts nodes later
 
 
 def _times(begin: float, span: float, at: float) -> int:
@@ -554,10 +526,10 @@ def block_bookings(plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePri
 
 def rented_node_hours(
     plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePrice, hours_month: float, *, max_nodes: int | None = None
-) -> tuple[float, dict[str, float]]:
-    """Node-hours a month a rented GPU pool bills for ``plans``, and each workload's part above its floor, the always-on
-    and reserved nodes (:func:`pool_node_hours` over :func:`node_holds`). ``max_nodes``: the pool grown past its
-    declared max (the forecast's demand)."""
+) -> float:
+    """Node-hours a month a rented GPU pool bills for ``plans`` above and within its floor, the always-on and reserved
+    nodes (:func:`pool_node_hours` over :func:`node_holds`). ``max_nodes``: the pool grown past its declared max (the
+    forecast's demand)."""
     scaling = pool.spec.scaling
     most = scaling.max if max_nodes is None else max_nodes
     holds, _ = node_holds(plans, pool, price, hours_month, max_nodes=most)
@@ -624,11 +596,10 @@ def forecast(
             elif prices.get(pool.name) is not None and pool.gpus_per_node:
                 price = prices[pool.name]
                 assert price is not None
-                held, _ = rented_node_hours(mine, rp, price, hours_month)
-                cost = monthly_node_cost(price, held)
+                cost = monthly_node_cost(price, rented_node_hours(mine, rp, price, hours_month))
                 # the pool grown to hold its peak: its runs at their own width, its month past the declared max
                 needed = max(pool.declared_max, math.ceil(peak / pool.gpus_per_node))
-                demand = monthly_node_cost(price, rented_node_hours(mine, rp, price, hours_month, max_nodes=needed)[0])
+                demand = monthly_node_cost(price, rented_node_hours(mine, rp, price, hours_month, max_nodes=needed))
             elif pool.monthly_cost_usd is not None:
                 cost = demand = pool.monthly_cost_usd  # CPU pools: not forecast, carried as they are today
             total += cost or 0.0

@@ -39,7 +39,7 @@ from alicerce.plan.growth import (
     run_hours,
 )
 from alicerce.plan.kpi import KpiTarget, kpi_targets
-from alicerce.plan.placement import Choice, choose, dataset_sites
+from alicerce.plan.placement import Choice, choose, dataset_sites, placement_for
 from alicerce.plan.pools import PoolPlan
 from alicerce.plan.pricing import (
     HOURS_PER_MONTH,
@@ -392,10 +392,10 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
             # batch job's 3 nodes 8 hours a day on 1 reserved node added $26,786 where the month stayed put)
             # at the nodes it needs, where the pool is too small for it (PL305 says so): 12 one-GPU replicas on an
             # 8-node pool add 12 nodes' month, not the 8 the pool's month is capped at
-            before = placed[pool.name]
+            before = others(pool, plan)
             most = max(pool.spec.scaling.max, math.ceil(sum(pool_units(p, pool) for p in [*before, plan]) / pool.gpus_per_node))
-            after, _ = rented_node_hours([*before, plan], pool, price, hours_month, max_nodes=most)
-            held, _ = rented_node_hours(before, pool, price, hours_month, max_nodes=most)
+            after = rented_node_hours([*before, plan], pool, price, hours_month, max_nodes=most)
+            held = rented_node_hours(before, pool, price, hours_month, max_nodes=most)
             return (after - held) * price.usd_per_hour
         if pool.gpu is None:  # CPU pool: the nodes that hold the cores, for as long as the job runs
             vcpus = pool.instance.vcpus if pool.instance else 1
@@ -420,16 +420,29 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
         hours = gpu_hours / plan.gpus if plan.gpus else 0.0  # how long each of its GPUs is held
         return started * hours * price.usd_per_hour
 
-    placed: dict[str, list[WorkloadPlan]] = defaultdict(list)  # each pool's workloads placed so far
+    pools_by_name = {p.name: p for p in platform.pools}
+    # each pool's workloads: those pinned to it from the start, wherever the spec lists them (review sizreview40 D1: a
+    # service pinned to a reservation and listed last was not there when the runs before it were priced, so each
+    # "added $0" where it pushes a node past the reservation), then each other one as it is placed
+    placed: dict[str, dict[str, WorkloadPlan]] = defaultdict(dict)
+    for w in platform.spec.workloads:
+        if (pool := pools_by_name.get(w.pool or "")) is not None and pool.gpu is not None:
+            pinned = catalog.gpu(w.accelerator) if w.accelerator else pool.gpu
+            plan = plan_workload(w, placement_for(pool, pinned, sizing.tcpGbpsPerGpu.value), sizing, [])
+            if plan.runnable and not any(i.check in ("PL303", "PL322") for i in plan.issues) and (plan.min_gpus or 0) <= pool.max_gpus:
+                placed[pool.name][w.name] = plan
+
+    def others(pool: ResolvedPool, plan: WorkloadPlan) -> list[WorkloadPlan]:
+        """The workloads on the pool besides ``plan``."""
+        return [p for name, p in placed[pool.name].items() if name != plan.name]
 
     def committed(pool: ResolvedPool, plan: WorkloadPlan) -> int:
-        """GPUs the workloads placed on the pool before hold while ``plan`` runs there."""
-        return held_while(placed[pool.name], plan, pool, hours_month)
+        """GPUs the other workloads on the pool hold while ``plan`` runs there."""
+        return held_while(others(pool, plan), plan, pool, hours_month)
 
     cannot: set[str] = set()  # workloads the plan found cannot run (PL303): reported, never priced
     plans: list[WorkloadPlan] = []
     choices: dict[str, Choice] = {}
-    pools_by_name = {p.name: p for p in platform.pools}
     for index, w in enumerate(platform.spec.workloads):
         choice = choose(w, platform, catalog, committed, lambda g: _candidates(platform, g), marginal)
         choices[w.name] = choice
@@ -454,10 +467,12 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
         if pool is not None and pool.gpu is not None and plan.runnable:
             holds = _holds(w, choice.placement, sizing)
             findings.extend(_quota_findings(platform, w.name, plan.team, pool, plan, holds))
+        if pool is not None:
+            placed[pool.name].pop(w.name, None)  # as placed now, or not at all where it cannot run
         if any(f.check in ("PL303", "PL322") and f.subject == w.name for f in findings):
             cannot.add(w.name)
         elif pool is not None and plan.runnable:
-            placed[pool.name].append(plan)
+            placed[pool.name][w.name] = plan
         plans.append(plan)
     runnable = [p for p in plans if p.runnable and p.name not in cannot]
     unpriced = tuple(p.name for p in plans if not p.runnable or p.pool is None or p.name in cannot)
@@ -763,7 +778,7 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
         cost = owned_cost.monthly_usd
     elif price is not None:
         if per_node:
-            node_hours, _ = rented_node_hours(plans, pool, price, hours_month)
+            node_hours = rented_node_hours(plans, pool, price, hours_month)
         else:  # CPU pool: its always-on nodes, and the nodes that hold the workloads' cores as long as they run
             vcpus = pool.instance.vcpus if pool.instance else 1
             busy = spec.scaling.min * hours_month + sum(cpu_node_hours(w, vcpus, hours_month) for w in plans)
@@ -935,8 +950,9 @@ def _showback(  # noqa: PLR0917 - the plan's parts, called once
     hours_month: float,
     shared_usd: float,
 ) -> tuple[dict[str, float], dict[str, float]]:
-    """Each pool's month split over teams by the GPU-hours their workloads use there; what no workload
-    uses (idle owned capacity, always-on floors) and shared storage stay with the platform."""
+    """Each pool's month split over teams by the GPU-hours their workloads use there, at the rate showback bills; what no
+    workload uses (idle owned capacity, always-on and reserved floors, the free GPUs of started nodes) and shared storage
+    stay with the platform."""
     out: dict[str, float] = defaultdict(float)
     for pool in pools:
         if not pool.monthly_cost_usd:
@@ -945,44 +961,36 @@ def _showback(  # noqa: PLR0917 - the plan's parts, called once
             continue
         usage: dict[str, float] = defaultdict(float)
         gpus_max = pool.declared_max * pool.gpus_per_node
-        price = pool.price
         month = pool.monthly_cost_usd
-        # a rented pool's floor (always-on and reserved nodes, billed used or not) and the node-hours each workload
-        # holds above it, on the timeline the month is billed on (review sizreview38 G5: an always-on floor's idle time
-        # was charged to the teams, a job it held whole to its team at the GPU-hours it used)
-        floor = max(resolved[pool.name].spec.scaling.min, price.reserved_nodes) if price is not None and not pool.owned else 0
-        beyond: dict[str, float] = {}
-        if floor and price is not None and pool.gpus_per_node:
-            mine = [p for p in plans if p.name in pool.workloads]
-            _, beyond = rented_node_hours(mine, resolved[pool.name], price, hours_month)
+        rate = pool.billed_usd_per_gpu_hour if pool.gpus_per_node else None
+        instance = resolved[pool.name].instance
         for plan in plans:
             # the workloads its month holds: not those the plan found cannot run (PL303), left out of every total
-            if plan.name in pool.workloads:
-                gpus = pool_units(plan, resolved[pool.name]) if pool.gpus_per_node else 0
-                # a CPU pool's jobs by the node-hours each holds (review sizreview36 D-4: each weighed 1)
-                instance = resolved[pool.name].instance
-                vcpus = instance.vcpus if instance is not None else 1
-                hours = pool_gpu_hours(plan, gpus, gpus_max, hours_month) if gpus else cpu_node_hours(plan, vcpus, hours_month)
-                if plan.name in beyond and price is not None and price.usd_per_hour:
-                    # nodes a workload holds past the reservation are rented for it alone: its own, and not the
-                    # reservation's use (review sizreview36 D-3: they were split with the reservation by GPU-hours, the
-                    # team's row $36,480 where the run's own showback and the cost rules say $32,530)
-                    out[plan.team] += beyond[plan.name] * price.usd_per_hour
-                    month -= beyond[plan.name] * price.usd_per_hour
-                    hours = max(0.0, hours - beyond[plan.name] * pool.gpus_per_node)
-                usage[plan.team] += hours
-        capacity = pool.declared_max * pool.gpus_per_node * hours_month if pool.gpus_per_node else 0.0
+            if plan.name not in pool.workloads:
+                continue
+            if pool.gpus_per_node:
+                usage[plan.team] += pool_gpu_hours(plan, pool_units(plan, resolved[pool.name]), gpus_max, hours_month)
+            else:  # a CPU pool's jobs by the node-hours each holds (review sizreview36 D-4: each weighed 1)
+                usage[plan.team] += cpu_node_hours(plan, instance.vcpus if instance is not None else 1, hours_month)
         used = sum(usage.values())
         if not used:
             out["(platform: unused capacity)"] += month
             continue
-        # rented pools bill what is used: all of it goes to the users; owned capacity and a rented pool's floor are
-        # paid whether used or not: the idle share stays with the platform
-        held = capacity if pool.owned else floor * pool.gpus_per_node * hours_month
-        billable = month * min(1.0, used / held) if held else month
+        if rate is None:  # a CPU pool bills what its jobs hold: all of it goes to them
+            for team, hours in usage.items():
+                out[team] += month * hours / used
+            continue
+        # a GPU pool charges each team what the cost rules will: the GPU-hours its workloads hold at the billed rate
+        # (their showback); what no workload holds (an owned pool's idle time, a rented pool's always-on and reserved
+        # nodes left idle, the free GPUs of a node a job starts) stays with the platform, whichever way the pool is
+        # bought and in whichever order the spec lists its workloads (reviews sizreview36 D-3, sizreview38 G5,
+        # sizreview40 D2: a job riding a service's node was charged 6x its own showback where the pool had no floor,
+        # its own where it had one)
+        charged = used * rate
+        scale = min(1.0, month / charged) if charged else 0.0
         for team, hours in usage.items():
-            out[team] += billable * hours / used
-        out["(platform: unused capacity)"] += month - billable
+            out[team] += hours * rate * scale
+        out["(platform: unused capacity)"] += month - charged * scale
     out["(platform: shared storage)"] += shared_usd
     budgets = {t.name: t.spec.budget.monthly_usd for t in platform.teams if t.spec.budget is not None}
     return {k: v for k, v in sorted(out.items()) if v}, budgets

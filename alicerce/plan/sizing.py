@@ -2082,12 +2082,12 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
         # the pool's GPUs are shared: a replica runs in one MIG instance or one time slice, sized on its share of the
         # compute, the bandwidth and the memory; whole GPUs are not there to be had (review sizreview35 D-D: a 15 GiB
         # model was sized on whole H100s of a pool cut into 1g.10gb instances, with no finding)
-        if isinstance(place.shared, TimeSlicing) and (w.kv_memory_fraction or 0.0) * place.shared.replicas > 1 + 1e-9:
-            slices, most = place.shared.replicas, 1 / place.shared.replicas
+        if isinstance(place.shared, TimeSlicing) and (w.kv_memory_fraction or 0.0) > _sliced_fraction(gpu, place.shared, sizing) + 1e-9:
+            slices, most = place.shared.replicas, math.floor(_sliced_fraction(gpu, place.shared, sizing) * 1000) / 1000
             issue = Issue("PL352", f"kvMemoryFraction {w.kv_memory_fraction:g} on pool {place.pool or 'its'}, whose GPUs are "
                           f"time-sliced {slices} ways: each of the {slices} pods a GPU holds asks that share of its whole "
-                          f"memory (vLLM's --gpu-memory-utilization), and the pods past the first fail to start; set it to "
-                          f"{most:.3g} or less", "kvMemoryFraction")  # fmt: skip
+                          f"memory (vLLM's --gpu-memory-utilization), and the last to start finds less free; set it to "
+                          f"{most:g} or less", "kvMemoryFraction")  # fmt: skip
             return _empty(w, place, [], notes, fits, [issue])
         unit = _pool_unit(w, gpu, place.shared, sizing)
         if unit is None:
@@ -2512,7 +2512,8 @@ def _pool_unit(w: Workload, gpu: Gpu, shared: MigSharing | TimeSlicing, sizing: 
     0.225), which the plan's notes tell the user to start the engine with (review sizreview39 D3: sized on a quarter
     of the memory at 0.9, a declared 0.225 was read as 0.225 of the quarter)."""
     if isinstance(shared, TimeSlicing):
-        fraction = w.kv_memory_fraction or sizing.inference.kvMemoryFraction.value / shared.replicas
+        default = min(sizing.inference.kvMemoryFraction.value / shared.replicas, _sliced_fraction(gpu, shared, sizing))
+        fraction = w.kv_memory_fraction or default
         sized = w.model_copy(update={"kv_memory_fraction": fraction})
         part = time_slice(gpu, shared.replicas)
         layout, _ = replica_layout(sized, part, sizing, 1, tp=1)
@@ -2525,6 +2526,16 @@ def _pool_unit(w: Workload, gpu: Gpu, shared: MigSharing | TimeSlicing, sizing: 
         if replica_layout(w, part, sizing, 1, tp=1)[0] is not None:
             return f"mig {name}", part, w
     return None
+
+
+def _sliced_fraction(gpu: Gpu, shared: TimeSlicing, sizing: Sizing) -> float:
+    """The most of a time-sliced GPU's memory each of its pods' engines may ask for: vLLM refuses to start where the free
+    memory is below its fraction of the whole at start-up (its worker's init_device: "Free memory on device ... on
+    startup is less than desired GPU memory utilization"), and the last pod to start finds the others' shares taken
+    and its own CUDA context made, outside its share; that is taken as the catalog's memory a GPU holds that is neither
+    weights nor KV cache (inference.reservedGiB, the CUDA context in it), a bound on the safe side (review sizreview40
+    D4: 1/4 each let the fourth pod fail)."""
+    return (1 - sizing.inference.reservedGiB.value * GIB / gpu.memory_bytes) / shared.replicas
 
 
 def _units_text(shared: MigSharing | TimeSlicing) -> str:

@@ -110,10 +110,12 @@ def test_a_time_sliced_pool_sizes_a_replica_on_its_slice() -> None:
 
 
 def test_a_memory_fraction_the_pods_sharing_a_gpu_cannot_all_take_is_refused() -> None:
-    """0.9 of the GPU's memory for each of the 4 pods a time-sliced GPU holds: the second fails to start."""
+    """0.9 of the GPU's memory for each of the 4 pods a time-sliced GPU holds: the second fails to start; at 0.25 the
+    fourth does (review sizreview40 D4)."""
     plan = _time_sliced_big("kvMemoryFraction: 0.9")
     (finding,) = [f for f in plan.findings if f.subject == "big" and f.check == "PL352"]
-    assert "set it to 0.25 or less" in finding.message
+    # a quarter each, less the memory the last pod holds outside its share (its CUDA context) before vLLM checks
+    assert "set it to 0.24 or less" in finding.message
 
 
 def test_tensor_parallel_on_a_shared_pool_is_refused() -> None:
