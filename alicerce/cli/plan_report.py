@@ -273,7 +273,8 @@ def _sharing_text(w: WorkloadPlan) -> str:
     or a recommendation (sizing._sharing: a MIG profile whose memory and compute slices hold the one replica and its
     load, else time-slicing)."""
     if w.sharing_declared:
-        return f"{w.sharing}: each replica runs in one of its pool's instances (nodePools[].sharing), sized on its share"
+        part = "time slices" if (w.sharing or "").startswith("time-slicing") else "MIG instances"
+        return f"{w.sharing}: each replica runs in one of its pool's {part} (nodePools[].sharing), sized on its share"
     return (f"{w.sharing}: one replica and its load fit less than a whole GPU; partition its pool's GPUs (nodePools[].sharing) "
             "to run more work on them")  # fmt: skip
 

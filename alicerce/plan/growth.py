@@ -103,9 +103,11 @@ def held_while(placed: list[WorkloadPlan], plan: WorkloadPlan, pool: ResolvedPoo
     training runs unless they and ``plan``, a run too, fit the month one after another (Kueue admits the next as the
     last ends) and ``plan`` can wait for them. Two 9-day runs a month on a 4-node reservation follow one another in
     it: the second found "0 free" and went to a pool that cost $32,661 a month more (review sizreview38 D3)."""
+    if not _is_run(plan):  # a service or batch job runs beside all of them, at their peak (review sizreview40 G3)
+        return pool_peak(placed, pool, hours_month)
     runs = [p for p in placed if _is_run(p)]
     held = sum(pool_units(p, pool) for p in placed if not _is_run(p))
-    if _is_run(plan) and _queued([*runs, plan], hours_month):
+    if _queued([*runs, plan], hours_month):
         return held
     return held + sum(peak_units(p, pool, hours_month) for p in runs)
 

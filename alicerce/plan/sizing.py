@@ -2097,9 +2097,11 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
             return _empty(w, place, [], notes, fits, [issue])
         instance, gpu, w = unit
         place = replace(place, gpu=gpu, gpus_per_node=1)
-        share = "compute and bandwidth" if isinstance(place.shared, TimeSlicing) else "compute, bandwidth and memory"
+        # the part's figures, for the roofline lines to be rebuilt by hand (review sizreview40 G2)
         notes.append(f"runs each replica in one {instance} unit of pool {place.pool or 'its'}: sized on its share of "
-                     f"the GPU's {share}")  # fmt: skip
+                     f"the GPU, {gpu.tflops.bf16:,.1f} dense bf16 TFLOP/s, {gpu.memoryBandwidthGBps:,.0f} GB/s of HBM "
+                     f"bandwidth and {gpu.memory_bytes / GIB:g} GiB of memory"
+                     + (" (each pod sees the whole GPU's)" if isinstance(place.shared, TimeSlicing) else ""))  # fmt: skip
         if isinstance(place.shared, TimeSlicing):
             notes.append(f"each pod sees the whole GPU's memory: start the engine with --gpu-memory-utilization "
                          f"{w.kv_memory_fraction:.3g} (kvMemoryFraction), so the {place.shared.replicas} pods a GPU holds "
