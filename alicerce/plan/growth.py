@@ -13,7 +13,7 @@ import itertools
 import math
 from collections import defaultdict
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from alicerce.catalog import Catalog
 from alicerce.plan.figures import Factor, Figure, rounded
@@ -120,7 +120,7 @@ def pool_peak(plans: list[WorkloadPlan], pool: ResolvedPool, hours_month: float)
     all 120 GPUs at once, and PL306 told the user to stagger what was staggered."""
     runs = [p for p in plans if _is_run(p)]
     held = sum(pool_units(p, pool) for p in plans if not _is_run(p))
-    late = late_runs([(p.name, p.wall_clock_days or 0.0, p.deadline_days) for p in runs])
+    late = late_runs([queued_run(p, hours_month) for p in runs])
     held += sum(peak_units(p, pool, hours_month) for p in runs if p.name in late)
     queued = [p for p in runs if p.name not in late]
     at_once = max(1, math.ceil(sum(run_share(p, hours_month) for p in queued) - 1e-9))
@@ -131,23 +131,47 @@ def pool_peak(plans: list[WorkloadPlan], pool: ResolvedPool, hours_month: float)
 
 
 def _queued(runs: list[WorkloadPlan], hours_month: float) -> bool:
-    """Whether training runs fit the month one after another, each within its deadline: a 6-hour fine-tune due in 2
-    days does not wait for a 59-day pretraining run, but may run first where the other can wait (:func:`late_runs`)."""
-    queue = [(p.name, p.wall_clock_days or 0.0, p.deadline_days) for p in runs]
-    return not late_runs(queue) and sum(run_share(p, hours_month) for p in runs) <= 1 + 1e-9
+    """Whether training runs fit the month one after another, each within its deadline (:func:`late_runs`)."""
+    return not late_runs([queued_run(p, hours_month) for p in runs]) and sum(run_share(p, hours_month) for p in runs) <= 1 + 1e-9
 
 
-def late_runs(queue: list[tuple[str, float, float | None]]) -> set[str]:
-    """The runs (name, wall-clock days, deadline days or None) that miss their deadline when they run one after another,
-    the earliest deadline first (the order that meets every deadline where any order does): these cannot wait for the
-    others and run beside them."""
-    late: set[str] = set()
+class Queued(NamedTuple):
+    """A training run as a queue sees it: its wall-clock days, its deadline in days (None: none), and the days between
+    its runs (a quarter over its runs a quarter; a month where it declares no schedule)."""
+
+    name: str
+    wall: float
+    deadline: float | None
+    period: float
+
+
+def queued_run(plan: WorkloadPlan, hours_month: float) -> Queued:
+    days = hours_month / 24
+    period = 3 * days / plan.runs_per_quarter if plan.runs_per_quarter else days
+    return Queued(plan.name, plan.wall_clock_days or 0.0, plan.deadline_days, period)
+
+
+def late_runs(queue: list[Queued]) -> set[str]:
+    """The runs that miss their deadline waiting for the others: these run beside them. A run can wait for another
+    whose wall clock and its own fit its deadline; or run between that one's runs, where the other fits the gap between
+    two of its own and can wait for it (review sizreview41 D2: a fine-tune due in 10 days, three a quarter, arrives
+    while a 59-day pretraining run holds the pool every quarter, however the first one is ordered). Among runs that
+    can, the earliest deadline first (the order that meets every deadline where any order does)."""
+    late = {
+        r.name
+        for r in queue
+        for o in queue
+        if o is not r
+        and r.deadline is not None
+        and o.wall + r.wall > r.deadline * (1 + 1e-9)
+        and not (o.wall <= r.period - r.wall and (o.deadline is None or o.wall + r.wall <= o.deadline * (1 + 1e-9)))
+    }
     at = 0.0
-    for name, wall, deadline in sorted(queue, key=lambda r: (math.inf if r[2] is None else r[2], r[0])):
-        if deadline is not None and at + wall > deadline * (1 + 1e-9):
-            late.add(name)
+    for r in sorted((r for r in queue if r.name not in late), key=lambda r: (math.inf if r.deadline is None else r.deadline, r.name)):
+        if r.deadline is not None and at + r.wall > r.deadline * (1 + 1e-9):
+            late.add(r.name)
             continue
-        at += wall
+        at += r.wall
     return late
 
 
@@ -284,6 +308,7 @@ class Hold:
     daily: bool
     wall: float = 0.0  # a run: the wall-clock days one run holds its nodes
     deadline: float | None = None  # a run: the days it must end within, where it declares a deadline
+    period: float = 0.0  # a run: the days between its runs (Queued)
 
     def node_hours(self, hours_month: float) -> float:
         return self.nodes * self.hours * self.days * hours_month / 24
@@ -354,7 +379,8 @@ def node_holds(
             hours, span = plan.hours_per_day, (plan.wall_clock_days or 0.0) * 24
         # the declared schedule spread over the quarter, else one run a month (a longer one holds the month)
         days = runs * span / hours_month * longer if plan.runs_per_quarter is not None else min(1.0, span * longer / hours_month)
-        held = Hold(plan.name, nodes, hours, days, False, (plan.wall_clock_days or 0.0) * longer, plan.deadline_days)
+        queued = queued_run(plan, hours_month)
+        held = Hold(plan.name, nodes, hours, days, False, queued.wall * longer, queued.deadline, queued.period)
         own[plan.name] = held.node_hours(hours_month) * per_node
         holds.append(held)
     # what the serving nodes hold that neither a replica nor batch work fills is the services' that start those nodes
@@ -386,7 +412,7 @@ def pool_node_hours(holds: list[Hold], floor: int, cap: int, hours_month: float)
                 for r in runs]  # fmt: skip
     # a run that cannot wait for the others within its deadline starts with them (review sizreview39 D1: one due in 10
     # days was laid after another 8.8-day run inside the reservation, where placement had found it cannot wait)
-    late = late_runs([(r.workload, r.wall, r.deadline) for r in runs])
+    late = late_runs([Queued(r.workload, r.wall, r.deadline, r.period) for r in runs])
     beside = [r for r in runs if r.workload in late]
     queued = [r for r in runs if r.workload not in late]
     if len(queued) > 5:  # past 120 orders, the largest first

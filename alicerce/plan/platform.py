@@ -380,8 +380,10 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
 
     def marginal(pool: ResolvedPool, plan: WorkloadPlan) -> float | None:
         gpu_hours = plan.gpu_hours or 0.0
-        if pool.name in owned_full:
-            return gpu_hours * owned_full[pool.name].marginal_usd_per_gpu_hour()
+        if pool.name in owned_full:  # the power its GPU-hours a month draw, a month as every pool's "adds" is (review
+            # sizreview41 D3: a run's whole 886,045 GPU-hours were set against rented pools' months)
+            month = busy_gpu_hours(plan, pool_units(plan, pool), hours_month)
+            return month * owned_full[pool.name].marginal_usd_per_gpu_hour()
         price = prices.get(pool.name)
         if price is None or price.usd_per_hour is None:
             return None
@@ -753,13 +755,17 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
     peak = pool_peak([w for w in plans if w.gpus is not None], pool, hours_month)
     rec_max = math.ceil(peak / per_node) if per_node else spec.scaling.max
     demand = hours / (capacity * hours_month) if capacity and per_node else None
-    if per_node and len(plans) > 1 and peak > capacity:
+    # one workload alone, past the pool only where its runs overlap one another (a run wider than the pool is PL304):
+    # two 59-day runs a quarter of 224 GPUs on a 256-GPU pool hold 448 at once (review sizreview41 D1)
+    widest = max((pool_units(w, pool) for w in plans if w.gpus is not None), default=0)
+    if per_node and (len(plans) > 1 or peak > widest) and peak > capacity:
         # the peak has the runs one after another already, as far as their deadlines and the month let them
         # (growth.pool_peak): telling the user to stagger them told them what the queue does (review sizreview39 G3);
         # past the pool's month no order of the runs fits them (review sizreview16 F9)
         advice = ("grow the pool, or relax the deadlines that keep runs from waiting for one another" if demand is None or demand <= 1
                   else f"even one after another they need {demand:.0%} of its GPU-hours: grow the pool or run less")  # fmt: skip
-        findings.append(PlanFinding("PL306", pool.name, f"its {len(plans)} workloads need {peak} GPUs at once, the runs one after "
+        them = f"its {len(plans)} workloads need" if len(plans) > 1 else f"{plans[0].name}'s overlapping runs need"
+        findings.append(PlanFinding("PL306", pool.name, f"{them} {peak} GPUs at once, the runs one after "
                                     f"another as far as their deadlines and the month let them ({_nodes(rec_max)}); max is "
                                     f"{_nodes(spec.scaling.max)}: {advice}"))  # fmt: skip
     rec_min = math.ceil(always_on / per_node) if per_node else spec.scaling.min
@@ -843,7 +849,12 @@ def _within_quota(
     timed = [(days, -n) for n in counts[:64] if (days := holds(n)) is not None]
     if timed:
         days, fit = min(timed)
-        return f", or pin the workload's gpus to {-fit}, the fastest count within the quota ({days:.1f} days), and accept a longer run"
+        # fewer GPUs can also run shorter, where the planned count is past its fabric's scaling (review sizreview41 D4)
+        than = plan.wall_clock_days or 0.0
+        trade = ("and accept a longer run" if days > than * (1 + 1e-9) else
+                 f"shorter than the {than:.1f} days it is sized at" if days < than * (1 - 1e-9) else
+                 "as long as it is sized at")  # fmt: skip
+        return f", or pin the workload's gpus to {-fit}, the fastest count within the quota ({days:.1f} days), {trade}"
     return f"; no count within the quota holds the run, which needs at least {plan.min_gpus} GPUs"
 
 

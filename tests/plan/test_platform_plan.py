@@ -851,3 +851,39 @@ def test_a_pinned_run_wider_than_its_pool_that_meets_its_deadline_there_is_no_mi
     [wide] = [f for f in plan.findings if f.check == "PL306" and "code-assistant-ft" in f.message]
     assert wide.subject == "train-p5" and "pinned to 256 GPUs, more than its 128 at max 16 nodes" in wide.message
     assert "within its 60-day deadline; pin 128 or fewer GPUs, or grow the pool" in wide.message
+
+
+def test_one_run_that_overlaps_itself_past_its_pool_is_said() -> None:
+    """Review sizreview41 D1: a day-2 change to two 59-day pretraining runs a quarter holds 448 GPUs of the 256-GPU
+    pool at once, and only PL320 said so: PL306 wanted two workloads."""
+    data = reference()
+    next(w for w in data["workloads"] if w["name"] == "llm-pretrain").update(runsPerQuarter=2)
+    plan = plan_of(data)
+    pool = next(p for p in plan.pools if p.name == "onprem-h100")
+    assert pool.peak_gpus == 448
+    (message,) = [f.message for f in plan.findings if f.check == "PL306" and f.subject == "onprem-h100"]
+    assert message.startswith("llm-pretrain's overlapping runs need 448 GPUs at once")
+
+
+def test_a_run_that_recurs_while_a_long_one_holds_the_pool_cannot_wait_for_it() -> None:
+    """Review sizreview41 D2: a fine-tune due in 10 days, three a quarter, pinned beside the 59-day pretraining run: one
+    run of each fits the month one after another, but every quarter a fine-tune arrives while the pretraining run holds
+    224 of the 256 GPUs. It runs beside it: 288 GPUs at once, and PL306 says so."""
+    data = reference()
+    data["workloads"].append({
+        "name": "tune", "kind": "fine-tuning", "team": "research", "pool": "onprem-h100", "model": {"parameters": "8B"},
+        "method": "full", "tokens": "2B", "gpus": 64, "runsPerQuarter": 3, "deadline": "10d",
+    })  # fmt: skip
+    plan = plan_of(data)
+    pool = next(p for p in plan.pools if p.name == "onprem-h100")
+    assert pool.peak_gpus == 224 + 64 and "onprem-h100" in by_check(plan)["PL306"]
+
+
+def test_an_owned_pools_marginal_cost_is_a_month_like_every_other() -> None:
+    """Review sizreview41 D3: on an owned pool placement priced a training run's whole 886,045 GPU-hours ($71,022)
+    against rented pools' months; it prices the month's GPU-hours, as every pool's "adds" is a month."""
+    data = yaml.safe_load((ROOT / "examples" / "onprem-superpod.yaml").read_text())
+    plan = plan_of(data)
+    run = next(w for w in plan.workloads if w.name == "pretrain-405b")
+    assert run.gpu_hours is not None and run.gpu_hours > 800_000
+    assert "adds $18,256 (owned: power only)" in plan.placements["pretrain-405b"]

@@ -1381,6 +1381,10 @@ def test_runs_that_follow_one_another_share_a_reservation() -> None:
     assert pool.monthly_cost_usd == pytest.approx(4 * HOURS_PER_MONTH * 55.04)
     # one after another, they hold 32 GPUs at once, not 64: no advice to stagger what is staggered (sizreview39 G3)
     assert pool.peak_gpus == 32 and not [f for f in plan.findings if f.check == "PL306"]
+    # 32 GPUs with no fabric run 10x longer than the 8 the quota allows: the pin PL341 suggests is shorter, and it says
+    # so, not "accept a longer run" (review sizreview41 D4)
+    (quota,) = [f.message for f in plan.findings if f.check == "PL341" and f.subject == "ft-a"]
+    assert quota.endswith("the fastest count within the quota (0.9 days), shorter than the 8.8 days it is sized at)")
     one = RUNS_ON_A_RESERVATION.replace("gpus: 32, runsPerQuarter: 3}\ncosts", "gpus: 32, runsPerQuarter: 3, deadline: 10d}\ncosts")
     both = one.replace("gpus: 32, runsPerQuarter: 3}\n  - {name: ft-b", "gpus: 32, runsPerQuarter: 3, deadline: 10d}\n  - {name: ft-b")
     assert RUNS_ON_A_RESERVATION != one != both
