@@ -771,8 +771,16 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
     rec_min = math.ceil(always_on / per_node) if per_node else spec.scaling.min
     utilization = None if demand is None else min(1.0, held / (capacity * hours_month))
     if per_node and plans and utilization is not None and utilization < 0.3 and spec.scaling.max > rec_max:
+        # on a reservation the cost is the reserved nodes, billed used or not: a smaller max saves nothing, fewer
+        # reserved nodes do (review sizreview41 G1)
+        reserved = price.reserved_nodes if price is not None and not pool.owned else 0
+        idle = reserved - rec_max
+        spare = ""
+        if idle > 0 and price is not None and price.usd_per_hour:
+            spare = (f"; {idle} of its {reserved} reserved nodes are never needed at once, "
+                     f"${idle * price.usd_per_hour * hours_month:,.0f} a month billed used or not")  # fmt: skip
         findings.append(PlanFinding("PL307", pool.name, f"forecast GPU utilisation is {utilization:.0%}: its workloads peak at {peak} GPUs "
-                                    f"({_nodes(rec_max)}), max is {_nodes(spec.scaling.max)}"))  # fmt: skip
+                                    f"({_nodes(rec_max)}), max is {_nodes(spec.scaling.max)}{spare}"))  # fmt: skip
     if per_node and not plans and spec.scaling.max:
         findings.append(PlanFinding("PL308", pool.name, "no declared workload runs here; its size is not backed by the workload inventory"))
     owned = pool.owned and pool.gpu is not None
