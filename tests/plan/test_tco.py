@@ -21,7 +21,17 @@ from rich.console import Console
 from alicerce.catalog import load_catalog
 from alicerce.cli.plan_report import print_explain
 from alicerce.plan.findings import CHECKS, Severity
-from alicerce.plan.growth import Hold, busy_gpu_hours, node_holds, pool_node_hours, rented_node_hours
+from alicerce.plan.growth import (
+    Hold,
+    Queued,
+    busy_gpu_hours,
+    held_while,
+    late_runs,
+    node_holds,
+    pool_node_hours,
+    pool_peak,
+    rented_node_hours,
+)
 from alicerce.plan.platform import SizingPlan, _showback, _stale_prices, _whole_blocks, peak_site_spend, plan_platform
 from alicerce.plan.pricing import (
     HOURS_PER_MONTH,
@@ -1372,8 +1382,9 @@ costs:
 def test_runs_that_follow_one_another_share_a_reservation() -> None:
     """Review sizreview38 D3: two 4-node fine-tunes of 8.8 days, one a month each, fit 4 reserved nodes one after the
     other; the second found "0 free" there and went to the Savings Plan pool, $32,661 a month more, while the
-    reservation sat idle 71% of the month. Where one is due in 10 days it runs first and the other waits (sizreview39
-    D1: the month laid it second); where both are, the second cannot wait, and runs beside the first."""
+    reservation sat idle 71% of the month. One due in 10 days may arrive just as the other starts: it cannot be sure
+    to wait 8.8 days and run 8.8 within 10, so it runs beside it, on the pool where that costs least (no start times
+    are declared to stagger them by: sizreview39 D1, sizreview42 D2)."""
     plan = plan_platform(validated(load_text(RUNS_ON_A_RESERVATION, "runs.yaml"), "prod"), today=TODAY)
     assert {w.name: w.pool for w in plan.workloads} == {"ft-a": "rtrain", "ft-b": "rtrain"}
     assert plan.placements["ft-b"].startswith("rtrain: adds $0")
@@ -1388,10 +1399,9 @@ def test_runs_that_follow_one_another_share_a_reservation() -> None:
     one = RUNS_ON_A_RESERVATION.replace("gpus: 32, runsPerQuarter: 3}\ncosts", "gpus: 32, runsPerQuarter: 3, deadline: 10d}\ncosts")
     both = one.replace("gpus: 32, runsPerQuarter: 3}\n  - {name: ft-b", "gpus: 32, runsPerQuarter: 3, deadline: 10d}\n  - {name: ft-b")
     assert RUNS_ON_A_RESERVATION != one != both
-    plan = plan_platform(validated(load_text(one, "runs.yaml"), "prod"), today=TODAY)
-    assert {w.name: w.pool for w in plan.workloads} == {"ft-a": "rtrain", "ft-b": "rtrain"}
-    plan = plan_platform(validated(load_text(both, "runs.yaml"), "prod"), today=TODAY)
-    assert {w.name: w.pool for w in plan.workloads} == {"ft-a": "rtrain", "ft-b": "sptrain"}
+    for due in (one, both):
+        plan = plan_platform(validated(load_text(due, "runs.yaml"), "prod"), today=TODAY)
+        assert {w.name: w.pool for w in plan.workloads} == {"ft-a": "rtrain", "ft-b": "sptrain"}
     # on one pool, pinned, the month holds both at once: 4 nodes past the reservation while the second runs
     pinned = both.replace("kind: fine-tuning, team: ml,", "kind: fine-tuning, team: ml, pool: rtrain,").replace(
         "kind: fine-tuning, team: ops,", "kind: fine-tuning, team: ops, pool: rtrain,"
@@ -1437,3 +1447,25 @@ def test_a_capacity_block_pools_idle_floor_stays_with_the_platform() -> None:
     assert split["(platform: unused capacity)"] == pytest.approx(pool.monthly_cost_usd - month)
     # the floor's blocks, billed whether used or not, hold the run's one node
     assert pool.monthly_cost_usd == pytest.approx(2 * HOURS_PER_MONTH * 39.33)
+
+
+def test_a_queue_meets_a_deadline_only_behind_what_may_run_ahead_of_it() -> None:
+    """Review sizreview42 D3: two 4-day runs due in 9 days and a 4-day run with no deadline were all read on time; the
+    second may wait for the first and for the third, which may have just started: 12 days. It runs beside them."""
+    queue = [Queued("a", 4.0, 9.0), Queued("b", 4.0, 9.0), Queued("c", 4.0, None)]
+    assert late_runs(queue) == {"b"}
+    # a run found late holds up none of the others: a 59-day run due in 60 days behind a fine-tune due in 10
+    assert late_runs([Queued("pretrain", 59.0, 60.0), Queued("tune", 2.0, 10.0)]) == {"tune"}
+
+
+def test_placement_fits_a_run_where_the_pools_queued_peak_does() -> None:
+    """Review sizreview42 D1: runs of 16, 16 and 24 GPUs, 0.75, 0.75 and 0.25 of the month: a queue holds two at once,
+    the widest two 40 GPUs. Placement read all three at once and sent the third off a 48-GPU reservation."""
+    platform = validated(REFERENCE, "prod")
+    rp = next(p for p in platform.pools if p.name == "train-p5")
+    base = replace(plan().workloads[0], pool="train-p5", hours_per_day=24.0, deadline_days=None)
+    a = replace(base, name="a", gpus=16, wall_clock_days=17.1, runs_per_quarter=4.0)
+    b = replace(base, name="b", gpus=16, wall_clock_days=17.1, runs_per_quarter=4.0)
+    c = replace(base, name="c", gpus=24, wall_clock_days=11.6, runs_per_quarter=2.0)
+    assert pool_peak([a, b, c], rp, HOURS_PER_MONTH) == 40
+    assert held_while([a, b], c, rp, HOURS_PER_MONTH) == 16  # 48 GPUs leave it the 24 it needs
