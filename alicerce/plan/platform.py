@@ -392,10 +392,12 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
             # workloads placed before it leave free cost it nothing, the nodes it holds above them cost what they are
             # held (review sizreview37 D-4: a second service on a reservation the first filled "added $0"; D-1, D-5: a
             # batch job's 3 nodes 8 hours a day on 1 reserved node added $26,786 where the month stayed put)
-            # at the nodes it needs, where the pool is too small for it (PL305 says so): 12 one-GPU replicas on an
-            # 8-node pool add 12 nodes' month, not the 8 the pool's month is capped at
+            # at the nodes it needs where the pool is too small for it alone (PL305 says so): 12 one-GPU replicas on
+            # an 8-node pool add 12 nodes' month, not the 8 the pool's month is capped at; else within the pool's max,
+            # as its month is billed (review sizreview43 D1: a run the month stretches onto the 2 nodes a service
+            # leaves under the max, within the reservation, was priced 2 nodes past it, $23,329 where the month rose $0)
             before = others(pool, plan)
-            most = max(pool.spec.scaling.max, math.ceil(sum(pool_units(p, pool) for p in [*before, plan]) / pool.gpus_per_node))
+            most = max(pool.spec.scaling.max, math.ceil(pool_units(plan, pool) / pool.gpus_per_node))
             after = rented_node_hours([*before, plan], pool, price, hours_month, max_nodes=most)
             held = rented_node_hours(before, pool, price, hours_month, max_nodes=most)
             return (after - held) * price.usd_per_hour

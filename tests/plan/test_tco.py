@@ -1469,3 +1469,22 @@ def test_placement_fits_a_run_where_the_pools_queued_peak_does() -> None:
     c = replace(base, name="c", gpus=24, wall_clock_days=11.6, runs_per_quarter=2.0)
     assert pool_peak([a, b, c], rp, HOURS_PER_MONTH) == 40
     assert held_while([a, b], c, rp, HOURS_PER_MONTH) == 16  # 48 GPUs leave it the 24 it needs
+
+
+def test_placement_adds_what_the_month_adds_where_a_run_fits_the_pool_only_for_longer() -> None:
+    """Review sizreview43 D1: a 4-node run beside a 2-node service on a 4-node reservation runs on the 2 nodes left, for
+    twice as long, all within the reservation: the month rises $0, and placement priced it 2 nodes past the pool's
+    max, $23,329."""
+    service = ("  - {name: svc, kind: inference, team: ops, pool: rtrain, model: {parameters: 8B, layers: 32, hiddenSize: 4096}, "
+               "precision: bf16, traffic: {peakRps: 200, inputTokens: 1000, outputTokens: 200}, "
+               "latency: {timeToFirstToken: {p99: 1s}, timePerOutputToken: {p99: 50ms}}}\n")  # fmt: skip
+    ft_b = (
+        "  - {name: ft-b, kind: fine-tuning, team: ops, model: {parameters: 8B}, method: full, tokens: 5B, gpus: 32, runsPerQuarter: 3}\n"
+    )
+    assert ft_b in RUNS_ON_A_RESERVATION
+    text = RUNS_ON_A_RESERVATION.replace(ft_b, service).replace("scaling: {min: 0, max: 8}", "scaling: {min: 0, max: 2}")
+    text = text.replace("{pool: sptrain, gpus: 32}", "{pool: sptrain, gpus: 8}")  # no pool has room: placed on cost
+    plan = plan_platform(validated(load_text(text, "cap.yaml"), "prod"), today=TODAY)
+    svc = next(w for w in plan.workloads if w.name == "svc")
+    assert svc.gpus == 16 and plan.placements["ft-a"].startswith("rtrain: needs 32 GPUs, 16 free, adds $0")
+    assert next(p for p in plan.pools if p.name == "rtrain").monthly_cost_usd == pytest.approx(4 * HOURS_PER_MONTH * 55.04)
