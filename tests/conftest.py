@@ -296,7 +296,7 @@ SLOW_TESTS = (
     "tests/run/test_ansible_runner.py::test_every_stage_and_every_run_sees_only_its_own_settings",
     "tests/plan/test_platform_plan.py::test_cli_fail_on_explain_json_and_checks",
     "tests/plan/test_platform_plan.py::test_cli_text_fits_100_columns_and_charts_are_deterministic",
-    "tests/plan/test_tco.py::test_cloud_cost_is_monotone_in_price_and_capped",
+    "tests/plan/test_tco.py::test_cloud_cost_is_monotone_in_price_held_and_capped",
     "tests/spec/test_bounds.py::test_shell_text_in_host_names_never_reaches_the_inventory",
     "tests/spec/test_fuzz.py::test_deleted_and_duplicated_lines",
     "tests/spec/test_fuzz.py::test_mutated_reference_lines",

@@ -213,7 +213,12 @@ class Workload(SpecModel):
         default=None, ge=1, le=MAX_SEQUENCE, description=f"Tokens per sequence; training default {DEFAULT_SEQUENCE:,}."
     )
     global_batch_tokens: Count | None = Field(default=None, ge=1, le=MAX_TOKENS, description="Tokens per optimizer step.")
-    deadline: Duration | None = Field(default=None, ge=1, description="Target wall-clock time, e.g. 30d.")
+    deadline: Duration | None = Field(
+        default=None,
+        ge=1,
+        description="Target wall-clock time from submission, e.g. 30d: time waiting behind other runs on its pool "
+        "counts, so a run that cannot be sure to meet it in the pool's queue is planned beside them.",
+    )
     accelerator: CatalogId | None = Field(default=None, description="Pinned accelerator (catalog id or alias).")
     gpus: StrictInt | None = Field(default=None, ge=1, le=MAX_GPUS, description="Pinned GPU count.")
     mfu: float | None = Field(
