@@ -112,8 +112,8 @@ def pool_peak(plans: list[WorkloadPlan], pool: ResolvedPool, hours_month: float)
     """GPUs a pool's workloads hold at once at their peak: services and batch work, the runs that cannot wait for the
     others within their deadlines (:func:`late_runs`), and of the runs that queue one after another as many of the
     widest as the month overlaps at once, the runs' shares of it rounded up (:func:`pool_node_hours` lays them so).
-    Review sizreview39 G3: eight runs the month queues read
-    all 120 GPUs at once, and PL306 told the user to stagger what was staggered."""
+    Review sizreview39 G3: eight runs the month queues read all 120 GPUs at once, and PL306 told the user to stagger
+    what was staggered."""
     runs = [p for p in plans if _is_run(p)]
     held = sum(pool_units(p, pool) for p in plans if not _is_run(p))
     late = late_runs([queued_run(p) for p in runs])
