@@ -771,6 +771,8 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
                                     f"another as far as their deadlines and the month let them ({_nodes(rec_max)}); max is "
                                     f"{_nodes(spec.scaling.max)}: {advice}"))  # fmt: skip
     rec_min = math.ceil(always_on / per_node) if per_node else spec.scaling.min
+    if pool.owned and pool.gpu is not None:  # owned servers do not scale to zero: the peak's nodes are bought and stay
+        rec_min = rec_max  # (review sizreview41 G2: onprem-h100 was recommended 0-28)
     utilization = None if demand is None else min(1.0, held / (capacity * hours_month))
     if per_node and plans and utilization is not None and utilization < 0.3 and spec.scaling.max > rec_max:
         # on a reservation the cost is the reserved nodes, billed used or not: a smaller max saves nothing, fewer
