@@ -43,6 +43,12 @@ def placement_for(pool: ResolvedPool, gpu: Gpu | None, tcp_gbps: float) -> Place
                      shared)  # fmt: skip
 
 
+def sized_on(w: Workload, pool: ResolvedPool, catalog: Catalog) -> Placement:
+    """Where ``w`` is sized on ``pool``: its pinned accelerator where it names one, else the pool's GPU."""
+    gpu = catalog.gpu(w.accelerator) if w.accelerator else pool.gpu
+    return placement_for(pool, gpu, catalog.sizing.tcpGbpsPerGpu.value)
+
+
 def dataset_sites(w: Workload, platform: ResolvedPlatform) -> tuple[str, ...] | None:
     """The sites of this environment that hold the tier ``w`` reads its dataset from; None where it names no tier
     (it reads from wherever it runs) or an unknown one (AL206 reports that)."""
@@ -119,8 +125,7 @@ def choose(  # noqa: PLR0917 - the workload, where it may go, and how to judge i
     data = dataset_sites(w, platform)
     options: list[tuple[int, Option]] = []
     for order, (rank, pool) in enumerate(eligible(w, platform, pinned)):
-        gpu = pinned or pool.gpu
-        plan = plan_workload(w, placement_for(pool, gpu, tcp), sizing, [])
+        plan = plan_workload(w, sized_on(w, pool, catalog), sizing, [])
         options.append((order, _option(pool, rank, plan, committed, marginal, data)))
     options.sort(key=lambda o: o[1].key(o[0]))
     if w.pool:
@@ -131,9 +136,8 @@ def choose(  # noqa: PLR0917 - the workload, where it may go, and how to judge i
                 placement, plan_workload(w, placement, sizing, candidates(pinned)), f"pool {w.pool} is not in this environment", None
             )
         pool = named
-        gpu = pinned or pool.gpu
-        placement = placement_for(pool, gpu, tcp)
-        plan = plan_workload(w, placement, sizing, candidates(gpu))
+        placement = sized_on(w, pool, catalog)
+        plan = plan_workload(w, placement, sizing, candidates(placement.gpu))
         mine = _option(pool, 0, plan, committed, marginal, data)
         better = next((o for _, o in options if o.pool.name != pool.name and o.runs and o.meets_deadline and o.fits_free), None)
         if better is not None and (mine.meets_deadline and mine.fits_free and mine.runs):

@@ -39,7 +39,7 @@ from alicerce.plan.growth import (
     run_hours,
 )
 from alicerce.plan.kpi import KpiTarget, kpi_targets
-from alicerce.plan.placement import Choice, choose, dataset_sites, placement_for
+from alicerce.plan.placement import Choice, choose, dataset_sites, sized_on
 from alicerce.plan.pools import PoolPlan
 from alicerce.plan.pricing import (
     HOURS_PER_MONTH,
@@ -431,8 +431,7 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
     placed: dict[str, dict[str, WorkloadPlan]] = defaultdict(dict)
     for w in platform.spec.workloads:
         if (pool := pools_by_name.get(w.pool or "")) is not None and pool.gpu is not None:
-            pinned = catalog.gpu(w.accelerator) if w.accelerator else pool.gpu
-            plan = plan_workload(w, placement_for(pool, pinned, sizing.tcpGbpsPerGpu.value), sizing, [])
+            plan = plan_workload(w, sized_on(w, pool, catalog), sizing, [])
             if plan.runnable and not any(i.check in ("PL303", "PL322") for i in plan.issues) and (plan.min_gpus or 0) <= pool.max_gpus:
                 placed[pool.name][w.name] = plan
 
