@@ -884,6 +884,18 @@ class TcoPrice(CatalogModel):
     source: Citation
 
 
+class TcoNodePrice(TcoPrice):
+    """A quote for one GPU server: ``gpus`` is the node it prices (a pool of smaller or larger nodes scales it per GPU)."""
+
+    gpus: int = Field(ge=1)
+
+
+class TcoFabricPrice(TcoPrice):
+    """A compute fabric's share per node: ``rails`` is the adapters a node it prices has (a pool scales it per rail)."""
+
+    rails: int = Field(ge=1)
+
+
 class TcoPower(CatalogModel):
     kw: float
     asOf: datetime.date
@@ -891,10 +903,16 @@ class TcoPower(CatalogModel):
     source: Citation
 
 
+class TcoNodePower(TcoPower):
+    """One node's maximum input power: ``gpus`` is the node it describes (a pool of other nodes scales it per GPU)."""
+
+    gpus: int = Field(ge=1)
+
+
 class Tco(CatalogModel):
-    server: dict[str, TcoPrice]
-    fabricPerNode: TcoPrice
-    nodePowerKw: dict[str, TcoPower]
+    server: dict[str, TcoNodePrice]
+    fabricPerNode: TcoFabricPrice
+    nodePowerKw: dict[str, TcoNodePower]
     hostPowerKw: TcoPower
     loadFraction: TcoFactor
     idleFraction: TcoFactor

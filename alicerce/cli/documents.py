@@ -267,6 +267,7 @@ class UnitCost(Document):
 class SiteCost(Document):
     site: str
     storageTb: float | None
+    storageGbps: float | None
     storageUsd: float | None
     connectivityUsd: float | None
 

@@ -168,6 +168,13 @@ CHECKS: dict[str, PlanCheck] = {
             "The pods a time-sliced GPU holds ask no more than its memory between them (kvMemoryFraction x slices).",
             False,
         ),
+        PlanCheck(
+            "PL353",
+            "storage-throughput-unpriced",
+            _W,
+            "An owned site's shared tiers that declare a throughput are priced for it, not as hard-disk capacity alone.",
+            True,
+        ),
     )
 }
 

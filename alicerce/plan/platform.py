@@ -316,6 +316,7 @@ class SizingPlan:
                     {
                         "site": s.site,
                         "storage_tb": rounded(s.storage_tb),
+                        "storage_gbps": rounded(s.storage_gbps),
                         "storage_usd": rounded(s.storage_usd),
                         "connectivity_usd": rounded(s.connectivity_usd),
                     }
@@ -522,8 +523,12 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
     sites: list[SiteExtras] = []
     for site in platform.sites:
         if site.pools and all(p.owned for p in site.pools) and any(p.gpu is not None for p in site.pools):
-            shared = sum(float(getattr(t.spec, "capacity", 0) or 0) for t in site.storage if t.spec.class_ in ("parallel-fs", "shared-nfs"))
-            sites.append(site_extras(site.name, shared, costs, catalog))
+            tiers = [t.spec for t in site.storage if t.spec.class_ in ("parallel-fs", "shared-nfs")]
+            shared = sum(float(getattr(t, "capacity", 0) or 0) for t in tiers)
+            throughput = sum(float(getattr(t, "throughput", 0) or 0) for t in tiers)
+            extras = site_extras(site.name, shared, throughput, costs, catalog)
+            sites.append(extras)
+            findings.extend(PlanFinding(i.check, site.name, i.message) for i in extras.issues)
     breakdown = {
         "rented pools": sum(p.monthly_cost_usd or 0 for p in pool_plans if not p.owned),
         "owned pools": sum(p.monthly_cost_usd or 0 for p in pool_plans if p.owned),

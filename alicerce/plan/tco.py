@@ -138,6 +138,11 @@ def _capital(site: OnpremSiteCosts, inputs: _Inputs, issues: list[Issue], owned_
     return None
 
 
+def _per_gpu(catalog_gpus: int, pool_gpus: int) -> str:
+    """How a figure for the catalog's node shape was carried over to the pool's (nothing where they match)."""
+    return "" if catalog_gpus == pool_gpus else f": the {catalog_gpus}-GPU node's x {pool_gpus}/{catalog_gpus} GPUs"
+
+
 def owned_pool_cost(
     pool: ResolvedPool, costs: Costs, catalog: Catalog, utilization: float, *, staff_share: float | None = None
 ) -> OwnedPoolCost:
@@ -157,10 +162,15 @@ def owned_pool_cost(
         inputs.factors.append(Factor("server per node (USD)", spec_pool.server_usd, "spec"))
     elif gpu_id in tco.server:
         quote = tco.server[gpu_id]
-        server = quote.usd
-        inputs.factors.append(Factor("server per node (USD)", quote.usd, f"{quote.source.url} ({quote.asOf}, {quote.trust} trust)"))
-        issues.append(Issue("PL319", f"server price is the catalog's market quote for {gpu_id} nodes (${quote.usd:,.0f}, {quote.asOf}); "
-                            f"put your quote in costs.{costs.owned_key}[{site.site}].pools[{pool.name}].serverUsd"))  # fmt: skip
+        # a quote prices one node shape: a pool of 4-GPU nodes paid the 8-GPU server's price per node (and its power,
+        # below) until the count scaled it
+        server = quote.usd * pool.gpus_per_node / quote.gpus
+        scaled = "" if pool.gpus_per_node == quote.gpus else f", scaled per GPU to {pool.gpus_per_node}: ${server:,.0f}"
+        inputs.factors.append(Factor(f"server per node (USD){_per_gpu(quote.gpus, pool.gpus_per_node)}", server,
+                                     f"{quote.source.url} ({quote.asOf}, {quote.trust} trust)"))  # fmt: skip
+        issues.append(Issue("PL319", f"server price is the catalog's market quote for {quote.gpus}-GPU {gpu_id} nodes "
+                            f"(${quote.usd:,.0f}, {quote.asOf}{scaled}); put your quote in "
+                            f"costs.{costs.owned_key}[{site.site}].pools[{pool.name}].serverUsd"))  # fmt: skip
     else:
         server = None
         complete = False
@@ -175,9 +185,12 @@ def owned_pool_cost(
         fabric = 0.0
         inputs.factors.append(Factor("fabric per node (USD): the pool declares no RDMA fabric", fabric, "spec"))
     else:
-        fabric = tco.fabricPerNode.usd
-        source = f"{tco.fabricPerNode.source.url} ({tco.fabricPerNode.asOf}, {tco.fabricPerNode.trust} trust)"
-        inputs.factors.append(Factor("fabric per node (USD)", fabric, source))
+        share = tco.fabricPerNode
+        fabric = share.usd * pool.rdma.interfaces / share.rails  # switch ports, cables and optics are bought per rail
+        source = f"{share.source.url} ({share.asOf}, {share.trust} trust)"
+        rails = pool.rdma.interfaces
+        label = "" if rails == share.rails else f": the {share.rails}-rail node's share x {rails}/{share.rails} rails"
+        inputs.factors.append(Factor(f"fabric per node (USD){label}", fabric, source))
         if tco.fabricPerNode.trust == "low":  # one public sheet's row; PL329 names it (review sizreview23 N3)
             inputs.assumed.append(f"pools[{pool.name}].networkUsd")
     if spec_pool.node_power_kw is not None:
@@ -185,8 +198,9 @@ def owned_pool_cost(
         inputs.factors.append(Factor("node power (kW, max)", node_kw, "spec"))
     elif gpu_id in tco.nodePowerKw:
         power = tco.nodePowerKw[gpu_id]
-        node_kw = power.kw
-        inputs.factors.append(Factor("node power (kW, max)", node_kw, f"{power.source.url} ({power.asOf}, {power.trust} trust)"))
+        node_kw = power.kw * pool.gpus_per_node / power.gpus
+        inputs.factors.append(Factor(f"node power (kW, max){_per_gpu(power.gpus, pool.gpus_per_node)}", node_kw,
+                                     f"{power.source.url} ({power.asOf}, {power.trust} trust)"))  # fmt: skip
     else:
         tdp = pool.gpu.tdpWatts if pool.gpu else 0
         node_kw = tco.hostPowerKw.kw + pool.gpus_per_node * tdp / 1000
@@ -255,22 +269,39 @@ class SiteExtras:
     storage_usd: float
     connectivity_usd: float
     factors: tuple[Factor, ...]
+    storage_gbps: float = 0.0  # the throughput the site's shared tiers declare, GB/s
+    issues: tuple[Issue, ...] = ()
 
     @property
     def monthly_usd(self) -> float:
         return self.storage_usd + self.connectivity_usd
 
 
-def site_extras(site: str, storage_bytes: float, costs: Costs, catalog: Catalog) -> SiteExtras:
+def site_extras(site: str, storage_bytes: float, storage_bytes_per_second: float, costs: Costs, catalog: Catalog) -> SiteExtras:
+    """The month of an owned site's shared storage (its tiers' capacity, and the throughput they declare where the
+    spec prices it) and links."""
     tco = catalog.tco
     spec = site_costs(costs, site)
     inputs = _Inputs(spec, catalog)
+    issues: list[Issue] = []
     per_tb = inputs.get("storageUsdPerTb", spec.storage_usd_per_tb, tco.storageUsdPerTb, "shared storage (USD per TB, one-time)")
     life = inputs.get("lifeYears", spec.life_years, tco.lifeYears, "amortisation (years)")
     tb = storage_bytes / 1e12
+    gbps = storage_bytes_per_second / 1e9
+    principal = tb * per_tb
+    if spec.storage_usd_per_gbps is not None:
+        principal += gbps * spec.storage_usd_per_gbps
+        inputs.factors.append(Factor("shared storage throughput (USD per GB/s, one-time)", spec.storage_usd_per_gbps, "spec"))
+    elif gbps and spec.storage_usd_per_tb is None:
+        # the catalog's figure is RAID-6 hard-disk capacity: what delivers a declared throughput (flash, servers, ports)
+        # is priced by no public figure, so the buyer's own is asked for rather than the tier costed as disk alone
+        issues.append(Issue("PL353", f"its shared tiers declare {gbps:,.0f} GB/s in all, which the catalog's ${per_tb:,.0f} per TB "
+                            f"of hard-disk capacity does not buy: set costs.{costs.owned_key}[{site}].storageUsdPerGbps, or "
+                            "storageUsdPerTb to the price of the tier you buy"))  # fmt: skip
     connectivity = spec.connectivity_usd_per_month or 0.0
     if spec.connectivity_usd_per_month is not None:
         inputs.factors.append(Factor("connectivity (USD/month)", connectivity, "spec"))
     if spec.cost_of_capital is not None:
         inputs.factors.append(Factor("cost of capital (per year)", spec.cost_of_capital, "spec"))
-    return SiteExtras(site, tb, monthly_capex(tb * per_tb, life, spec.cost_of_capital), connectivity, tuple(inputs.factors))
+    storage = monthly_capex(principal, life, spec.cost_of_capital)
+    return SiteExtras(site, tb, storage, connectivity, tuple(inputs.factors), gbps, tuple(issues))

@@ -16,10 +16,10 @@ import yaml
 from tests.conftest import ROOT, alicerce
 
 # a complete declaration (server price, cost of capital): no finding names the key the spec uses (PL311, PL319, PL325 do)
-# a site that gives its own figures wherever the plan would otherwise name the key to set (PL319, PL325, PL329: hints
+# a site that gives its own figures wherever the plan would otherwise name the key to set (PL319, PL325, PL329, PL353: hints
 # that name the key the spec uses, costs.owned or costs.onprem, test_the_hint_names_the_key_the_spec_uses)
 SITE_COSTS = {"site": "dc2", "pue": 1.25, "costOfCapital": 0.07, "staffFte": 2, "usdPerFteYear": 190000,
-              "supportFractionPerYear": 0.12, "loadFraction": 0.75, "idleFraction": 0.25,
+              "supportFractionPerYear": 0.12, "loadFraction": 0.75, "idleFraction": 0.25, "storageUsdPerGbps": 1500,
               "pools": [{"pool": "h200", "serverUsd": 420000, "networkUsd": 30000}]}  # fmt: skip
 
 

@@ -194,6 +194,35 @@ def test_a_pool_without_a_fabric_buys_none() -> None:
     assert any(f.name.startswith("fabric per node") and f.value == 0 for f in without.factors)
 
 
+def test_a_node_of_another_shape_scales_the_catalogs_node_figures() -> None:
+    """The server quote and the node power describe an 8-GPU node and the fabric share an 8-rail one: a pool of 4-GPU
+    nodes with 4 rails paid the whole 8-GPU server, fabric and power per node. Halved by hand from the golden month
+    (onprem-h100 at u = 0.5, 32 nodes):
+      capex   = 32 x (300,000 x 4/8 + 33,980 x 4/8) / 60 = 89,061.33
+      support = 32 x 150,000 x 20% / 12                 = 80,000.00
+      space   = 32 x 10.2 x 4/8 kW x 184.06              = 30,038.59"""
+    data = reference()
+    pool = next(p for p in data["nodePools"] if p["name"] == "onprem-h100")
+    pool["accelerator"] = "H100-SXM5-80GB:4"
+    pool["onprem"]["hcas"] = 4
+    next(f for f in data["networks"]["fabrics"] if f["name"] == "ib-dc1")["rails"] = 4
+    for team in data["tenancy"]["teams"]:
+        for quota in team.get("quotas", []):
+            if quota["pool"] == "onprem-h100":
+                quota["gpus"] //= 2
+    resolved = next(p for p in resolve(data).pools if p.name == "onprem-h100")
+    cost = owned_pool_cost(resolved, resolve(data).spec.costs, CATALOG, 0.5)
+    assert cost.gpus == 128
+    assert cost.items["capex"] == pytest.approx(89_061.33, abs=0.01)
+    assert cost.items["support"] == pytest.approx(80_000.00, abs=0.01)
+    assert cost.items["space"] == pytest.approx(30_038.59, abs=0.01)
+    names = {f.name for f in cost.factors}
+    assert {"server per node (USD): the 8-GPU node's x 4/8 GPUs", "fabric per node (USD): the 8-rail node's share x 4/8 rails",
+            "node power (kW, max): the 8-GPU node's x 4/8 GPUs"} <= names  # fmt: skip
+    (quote,) = [i.message for i in cost.issues if i.check == "PL319"]
+    assert "8-GPU H100-SXM5-80GB nodes ($300,000" in quote and "scaled per GPU to 4: $150,000" in quote
+
+
 def test_a_negotiated_price_on_a_reservation_bills_the_reserved_nodes() -> None:
     """Review sizreview2 D8: a negotiated price skipped the reservation's branch, so train-p5 (a capacity reservation)
     with usdPerHour 40 and 4 reserved nodes cost nothing. It bills 4 x 40 x 730 = 116,800 a month at least, used or not."""
@@ -666,12 +695,35 @@ def test_site_storage_capex_carries_the_cost_of_capital_too() -> None:
     """The site's shared storage is hardware bought like the servers: with costOfCapital its monthly capex is the same
     annuity (100 TB at the catalog's USD per TB over lifeYears), and without it the straight-line figure."""
     tco = CATALOG.tco
-    plain = site_extras("dc1", 100e12, Costs.model_validate({"owned": [{"site": "dc1"}]}), CATALOG)
-    loan = site_extras("dc1", 100e12, Costs.model_validate({"owned": [{"site": "dc1", "costOfCapital": 0.1}]}), CATALOG)
+    plain = site_extras("dc1", 100e12, 0.0, Costs.model_validate({"owned": [{"site": "dc1"}]}), CATALOG)
+    loan = site_extras("dc1", 100e12, 0.0, Costs.model_validate({"owned": [{"site": "dc1", "costOfCapital": 0.1}]}), CATALOG)
     principal = 100 * tco.storageUsdPerTb.value
     assert plain.storage_usd == pytest.approx(principal / (tco.lifeYears.value * 12))
     assert loan.storage_usd == pytest.approx(monthly_capex(principal, tco.lifeYears.value, 0.1)) and loan.storage_usd > plain.storage_usd
     assert monthly_capex(principal, 4, 0.0) == monthly_capex(principal, 4, None) == principal / 48
+
+
+def test_a_declared_throughput_is_priced_or_named() -> None:
+    """The catalog's $160 per TB is RAID-6 hard-disk capacity: dc1-lustre's 200 GB/s was costed as 2 PiB of disk alone.
+    Left unpriced it is PL353; declared at $2,000 per GB/s it adds 200 x 2,000 = $400,000 over 5 years:
+    400,000 / 60 = $6,666.67 a month beside the capacity's 2 PiB (2.2518e15 B = 2,251.80 TB) x 160 / 60 = $6,004.80."""
+    (unpriced,) = plan().sites
+    assert unpriced.storage_gbps == pytest.approx(200.0)
+    assert unpriced.storage_usd == pytest.approx(6_004.80, abs=0.01)
+    (finding,) = [f for f in plan().findings if f.check == "PL353"]
+    assert finding.subject == "dc1" and "declare 200 GB/s in all" in finding.message
+    assert "costs.onprem[dc1].storageUsdPerGbps" in finding.message
+    data = reference()
+    data["costs"]["onprem"][0]["storageUsdPerGbps"] = 2000
+    priced = plan_platform(resolve(data), today=TODAY)
+    (site,) = priced.sites
+    assert site.storage_usd == pytest.approx(6_004.80 + 6_666.67, abs=0.01)
+    assert not [f for f in priced.findings if f.check == "PL353"]
+    # a buyer's own price per TB is taken to be the tier they buy: no finding, nothing added
+    data["costs"]["onprem"][0] = {"site": "dc1", "kwPerRack": 41, "storageUsdPerTb": 400}
+    own = plan_platform(resolve(data), today=TODAY)
+    assert own.sites[0].storage_usd == pytest.approx(2_251.80 * 400 / 60, abs=0.01)
+    assert not [f for f in own.findings if f.check == "PL353"]
 
 
 def test_a_declared_fsx_tier_no_workload_uses_is_still_billed() -> None:

@@ -68,6 +68,15 @@ class OnpremSiteCosts(SpecModel):
     storage_usd_per_tb: float | None = Field(
         default=None, ge=0, le=MAX_USD, description="One-time price per TB of the site's shared storage, amortised over life."
     )
+    storage_usd_per_gbps: float | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_USD,
+        description="One-time price per GB/s of the throughput the site's shared tiers declare (the storage servers, flash "
+        "and network ports that deliver it), amortised over life beside the price per TB. Default: none; the catalog's "
+        "price per TB is hard-disk capacity, so a declared throughput left unpriced is a finding (PL353).",
+        examples=[2000],
+    )
     connectivity_usd_per_month: float | None = Field(default=None, ge=0, le=MAX_USD, description="WAN links and cross-connects per month.")
     pools: list[OnpremPoolCosts] = Field(default_factory=list, description="Per-pool capital cost and power.")
 
