@@ -913,7 +913,7 @@ class Tco(CatalogModel):
     server: dict[str, TcoNodePrice]
     fabricPerNode: TcoFabricPrice
     nodePowerKw: dict[str, TcoNodePower]
-    hostPowerKw: TcoPower
+    hostPowerKw: TcoNodePower
     loadFraction: TcoFactor
     idleFraction: TcoFactor
     lifeYears: TcoFactor

@@ -203,8 +203,10 @@ def owned_pool_cost(
                                      f"{power.source.url} ({power.asOf}, {power.trust} trust)"))  # fmt: skip
     else:
         tdp = pool.gpu.tdpWatts if pool.gpu else 0
-        node_kw = tco.hostPowerKw.kw + pool.gpus_per_node * tdp / 1000
-        inputs.factors.append(Factor("node power (kW, max): host + GPUs x TDP", node_kw, f"{tco.hostPowerKw.source.url} and gpus.yaml"))
+        host, count = tco.hostPowerKw, pool.gpus_per_node
+        node_kw = host.kw * count / host.gpus + count * tdp / 1000
+        label = "host + GPUs x TDP" if count == host.gpus else f"the {host.gpus}-GPU host's x {count}/{host.gpus} + GPUs x TDP"
+        inputs.factors.append(Factor(f"node power (kW, max): {label}", node_kw, f"{host.source.url} and gpus.yaml"))
     life = inputs.get("lifeYears", site.life_years, tco.lifeYears, "amortisation (years)")
     capital = _capital(site, inputs, issues, costs.owned_key)
     support = inputs.get(

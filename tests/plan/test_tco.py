@@ -223,6 +223,22 @@ def test_a_node_of_another_shape_scales_the_catalogs_node_figures() -> None:
     assert "8-GPU H100-SXM5-80GB nodes ($300,000" in quote and "scaled per GPU to 4: $150,000" in quote
 
 
+def test_a_node_the_catalog_gives_no_power_for_draws_its_share_of_a_host_and_its_gpus() -> None:
+    """No catalog power figure for L40S nodes: the DGX H100's 4.6 kW host is an 8-GPU host's, so a 4-GPU L40S node
+    draws 4.6 x 4/8 + 4 x 350 W = 3.7 kW (it drew the whole 4.6 kW host plus its GPUs, 6.0 kW)."""
+    data = reference()
+    pool = next(p for p in data["nodePools"] if p["name"] == "onprem-h100")
+    pool["accelerator"] = "L40S-48GB:4"
+    for team in data["tenancy"]["teams"]:
+        for quota in team.get("quotas", []):
+            if quota["pool"] == "onprem-h100":
+                quota["gpus"] //= 2
+    resolved = resolve(data)
+    cost = owned_pool_cost(next(p for p in resolved.pools if p.name == "onprem-h100"), resolved.spec.costs, CATALOG, 0.5)
+    assert cost.node_kw == pytest.approx(3.7)
+    assert any(f.name == "node power (kW, max): the 8-GPU host's x 4/8 + GPUs x TDP" for f in cost.factors)
+
+
 def test_a_negotiated_price_on_a_reservation_bills_the_reserved_nodes() -> None:
     """Review sizreview2 D8: a negotiated price skipped the reservation's branch, so train-p5 (a capacity reservation)
     with usdPerHour 40 and 4 reserved nodes cost nothing. It bills 4 x 40 x 730 = 116,800 a month at least, used or not."""
