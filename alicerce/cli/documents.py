@@ -270,6 +270,7 @@ class SiteCost(Document):
     storageGbps: float | None
     storageUsd: float | None
     connectivityUsd: float | None
+    factors: list[Factor] = Field(description="The figures the site's month was computed from, each with its source.")
 
 
 class QuarterPool(Document):

@@ -300,3 +300,7 @@ def print_explain(console: Console, result: SizingPlan) -> None:
             console.print(f"\n[bold]{p.name}[/bold] price ({'owned: TCO' if p.owned else p.capacity_type}, {p.region or p.site})")
             for f in factors:
                 console.print(escape(f"  {f.name} = {_fmt(f.value)}   [{f.source}]"), highlight=False)
+    for site in result.sites:  # an owned site's shared storage and links (review tcoreview 4: built, never shown)
+        console.print(f"\n[bold]{site.site}[/bold] shared storage and links (owned: TCO)")
+        for f in site.factors:
+            console.print(escape(f"  {f.name} = {_fmt(f.value)}   [{f.source}]"), highlight=False)

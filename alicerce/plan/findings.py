@@ -175,6 +175,13 @@ CHECKS: dict[str, PlanCheck] = {
             "An owned site's shared tiers that declare a throughput are priced for it, not as hard-disk capacity alone.",
             True,
         ),
+        PlanCheck(
+            "PL354",
+            "sharing-costs-gpus",
+            _W,
+            "A service in a shared pool's MIG instances or time slices holds no more GPUs than whole GPUs would serve it on.",
+            True,
+        ),
     )
 }
 

@@ -319,6 +319,7 @@ class SizingPlan:
                         "storage_gbps": rounded(s.storage_gbps),
                         "storage_usd": rounded(s.storage_usd),
                         "connectivity_usd": rounded(s.connectivity_usd),
+                        "factors": [f.to_json() for f in s.factors],
                     }
                     for s in self.sites
                 ],
@@ -471,6 +472,7 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
         if pool is not None and pool.gpu is not None and plan.runnable:
             holds = _holds(w, choice.placement, sizing)
             findings.extend(_quota_findings(platform, w.name, plan.team, pool, plan, holds))
+            findings.extend(_sharing_cost(w, plan, pool, choice.placement, sizing, _candidates(platform, choice.placement.gpu)))
         if pool is not None:
             placed[pool.name].pop(w.name, None)  # as placed now, or not at all where it cannot run
         if any(f.check in ("PL303", "PL322") and f.subject == w.name for f in findings):
@@ -872,6 +874,28 @@ def _within_quota(
                  "as long as it is sized at")  # fmt: skip
         return f", or pin the workload's gpus to {-fit}, the fastest count within the quota ({days:.1f} days), {trade}"
     return f"; no count within the quota holds the run, which needs at least {plan.min_gpus} GPUs"
+
+
+def _sharing_cost(  # noqa: PLR0917 - the service, where it was sized, and how to size it on whole GPUs
+    w: Workload, plan: WorkloadPlan, pool: ResolvedPool, place: Placement, sizing: Sizing, candidates: list[Gpu]
+) -> list[PlanFinding]:
+    """PL354: a service sized in a shared pool's MIG instances or time slices that holds more of the pool's GPUs than
+    whole GPUs of the same model would serve it on. Each part repeats the weights and the engine's reserved memory, and
+    reads its weights at every step over its share of the bandwidth, so small batches in many parts can cost several
+    times the GPUs one engine a GPU needs (a 1B model at 20 requests/s: 27 time-sliced L4s, 3 whole ones)."""
+    if not plan.sharing_declared or place.shared is None:
+        return []
+    whole = plan_workload(w, replace(place, shared=None), sizing, candidates)
+    held = pool_units(plan, pool)
+    if not whole.runnable or whole.gpus is None or whole.gpus >= held:
+        return []
+    batch = {f.name: f.value for f in plan.figures}.get("batch per replica")
+    batches = {f.name: f.value for f in whole.figures}.get("batch per replica")
+    contrast = f" (a batch of {batch:.3g} a part, {batches:.3g} on a whole GPU)" if batch is not None and batches is not None else ""
+    return [PlanFinding("PL354", w.name, f"its {plan.replicas} replicas ({plan.sharing} on pool {pool.name}) hold {held} "
+                        f"{plan.accelerator} GPUs, where engines on whole GPUs of the same model serve it on {whole.gpus}"
+                        f"{contrast}: each part holds its own copy of the weights and the engine's reserved memory; serve it "
+                        "from a pool of whole GPUs, or share the GPUs in fewer, larger parts")]  # fmt: skip
 
 
 def _quota_findings(  # noqa: PLR0917 - the run, its team and pool, and how to size a pin of it

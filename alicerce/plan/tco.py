@@ -186,9 +186,11 @@ def owned_pool_cost(
         inputs.factors.append(Factor("fabric per node (USD): the pool declares no RDMA fabric", fabric, "spec"))
     else:
         share = tco.fabricPerNode
-        fabric = share.usd * pool.rdma.interfaces / share.rails  # switch ports, cables and optics are bought per rail
+        # switch ports, cables and optics are bought per rail of the fabric; adapters a node has beyond its rails
+        # (hcas above rails: storage or spare ports) are not on it (review tcoreview 1)
+        rails = pool.rdma.fabric.rails
+        fabric = share.usd * rails / share.rails
         source = f"{share.source.url} ({share.asOf}, {share.trust} trust)"
-        rails = pool.rdma.interfaces
         label = "" if rails == share.rails else f": the {share.rails}-rail node's share x {rails}/{share.rails} rails"
         inputs.factors.append(Factor(f"fabric per node (USD){label}", fabric, source))
         if tco.fabricPerNode.trust == "low":  # one public sheet's row; PL329 names it (review sizreview23 N3)
@@ -297,7 +299,7 @@ def site_extras(site: str, storage_bytes: float, storage_bytes_per_second: float
     elif gbps and spec.storage_usd_per_tb is None:
         # the catalog's figure is RAID-6 hard-disk capacity: what delivers a declared throughput (flash, servers, ports)
         # is priced by no public figure, so the buyer's own is asked for rather than the tier costed as disk alone
-        issues.append(Issue("PL353", f"its shared tiers declare {gbps:,.0f} GB/s in all, which the catalog's ${per_tb:,.0f} per TB "
+        issues.append(Issue("PL353", f"its shared tiers declare {gbps:,.4g} GB/s in all, which the catalog's ${per_tb:,.0f} per TB "
                             f"of hard-disk capacity does not buy: set costs.{costs.owned_key}[{site}].storageUsdPerGbps, or "
                             "storageUsdPerTb to the price of the tier you buy"))  # fmt: skip
     connectivity = spec.connectivity_usd_per_month or 0.0

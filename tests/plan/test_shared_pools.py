@@ -131,3 +131,20 @@ def test_services_on_shared_gpus_pack_onto_the_nodes_they_share() -> None:
     pool = next(p for p in plan.pools if p.name == "sliced")
     assert pool.workloads == ("small", "big") and pool.monthly_cost_usd == pytest.approx(730 * 55.04)
     assert plan.placements["big"].startswith("sliced: adds $0")
+
+
+def test_a_service_that_holds_more_gpus_in_parts_than_whole_is_a_finding() -> None:
+    """Each time slice holds its own copy of the weights and the engine's reserved memory in its quarter of the
+    memory, and reads the weights every step at a quarter of the bandwidth: the 8B model's 5 requests/s take 13 slices,
+    4 H100s, where one engine on a whole H100 serves them. PL354 says so; where the parts hold no more GPUs than whole
+    ones would (the 1B model in one slice; 2 of 7 MIG instances on one GPU) it is silent."""
+    platform, plan = _plan("{mode: time-slicing, replicas: 4}", 128)
+    big = next(w for w in plan.workloads if w.name == "big")
+    rp = next(p for p in platform.pools if p.name == "sliced")
+    assert big.replicas == 13 and pool_units(big, rp) == 4
+    (finding,) = [f for f in plan.findings if f.check == "PL354"]
+    assert finding.subject == "big"
+    assert finding.message.startswith("its 13 replicas (time-slicing x4 on pool sliced) hold 4 H100-SXM5-80GB GPUs, where "
+                                      "engines on whole GPUs of the same model serve it on 1")  # fmt: skip
+    _, mig = _plan('{mode: mig, profiles: {"1g.10gb": 7}}', 224)
+    assert not [f for f in mig.findings if f.check == "PL354"]

@@ -221,6 +221,10 @@ def test_a_node_of_another_shape_scales_the_catalogs_node_figures() -> None:
             "node power (kW, max): the 8-GPU node's x 4/8 GPUs"} <= names  # fmt: skip
     (quote,) = [i.message for i in cost.issues if i.check == "PL319"]
     assert "8-GPU H100-SXM5-80GB nodes ($300,000" in quote and "scaled per GPU to 4: $150,000" in quote
+    # adapters beyond the fabric's rails (storage ports) buy no share of it (review tcoreview 1: charged as 6 rails)
+    pool["onprem"]["hcas"] = 6
+    spare = owned_pool_cost(next(p for p in resolve(data).pools if p.name == "onprem-h100"), resolve(data).spec.costs, CATALOG, 0.5)
+    assert spare.items["capex"] == pytest.approx(cost.items["capex"])
 
 
 def test_a_node_the_catalog_gives_no_power_for_draws_its_share_of_a_host_and_its_gpus() -> None:
