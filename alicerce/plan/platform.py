@@ -31,10 +31,12 @@ from alicerce.plan.growth import (
     cpu_node_hours,
     forecast,
     held_while,
+    late_runs,
     peak_month_gpu_hours,
     pool_gpu_hours,
     pool_peak,
     pool_units,
+    queued_run,
     rented_node_hours,
     run_hours,
 )
@@ -770,7 +772,13 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
         # the peak has the runs one after another already, as far as their deadlines and the month let them
         # (growth.pool_peak): telling the user to stagger them told them what the queue does (review sizreview39 G3);
         # past the pool's month no order of the runs fits them (review sizreview16 F9)
-        advice = ("grow the pool, or relax the deadlines that keep runs from waiting for one another" if demand is None or demand <= 1
+        # the runs that start beside the queue, so the user knows whose deadline to relax (review sizreview42 G1)
+        late = sorted(late_runs([queued_run(w) for w in plans if w.kind in ("training", "fine-tuning") and w.wall_clock_days is not None]))
+        beside = ""
+        if late:
+            beside = f" (cannot wait within their deadlines for the runs ahead of them, so start beside them: {', '.join(late)})"
+        advice = (f"grow the pool, or relax the deadlines that keep runs from waiting for one another{beside}"
+                  if demand is None or demand <= 1
                   else f"even one after another they need {demand:.0%} of its GPU-hours: grow the pool or run less")  # fmt: skip
         them = f"its {len(plans)} workloads need" if len(plans) > 1 else f"{plans[0].name}'s overlapping runs need"
         findings.append(PlanFinding("PL306", pool.name, f"{them} {peak} GPUs at once, the runs one after "

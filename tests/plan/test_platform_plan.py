@@ -879,6 +879,9 @@ def test_a_run_that_recurs_while_a_long_one_holds_the_pool_cannot_wait_for_it() 
     plan = plan_of(data)
     pool = next(p for p in plan.pools if p.name == "onprem-h100")
     assert pool.peak_gpus == 224 + 64 and "onprem-h100" in by_check(plan)["PL306"]
+    # and names the run whose deadline keeps it from waiting (review sizreview42 G1)
+    (message,) = [f.message for f in plan.findings if f.check == "PL306"]
+    assert message.endswith("(cannot wait within their deadlines for the runs ahead of them, so start beside them: tune)")
 
 
 def test_an_owned_pools_marginal_cost_is_a_month_like_every_other() -> None:
