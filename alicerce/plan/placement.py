@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from alicerce.catalog import Catalog
 from alicerce.catalog.models import Gpu
 from alicerce.plan.figures import deadline_text
+from alicerce.plan.growth import pool_units
 from alicerce.plan.sizing import NODE_GPUS, Placement, WorkloadPlan, plan_workload, precision_refusal
 from alicerce.resolve.eligibility import eligible
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
@@ -91,7 +92,7 @@ class Option:
             on = f"{took} on {self.free_gpus} free GPUs" if self.free_gpus else "no GPU free"
             parts.append(f"{verdict} the {deadline_text(self.plan.deadline_days)} deadline ({on})")
         elif not self.fits_free:
-            parts.append(f"needs {self.plan.gpus} GPUs, {self.free_gpus} free")
+            parts.append(f"needs {pool_units(self.plan, self.pool)} GPUs, {self.free_gpus} free")
         cost = "unpriced" if self.marginal_usd is None else f"adds ${self.marginal_usd:,.0f}"
         if self.pool.instance is None:
             cost += " (owned: power only)"
@@ -180,7 +181,9 @@ def _option(  # noqa: PLR0917 - one option's inputs, called from choose only
     capacity = pool.max_gpus if pool.gpu is not None else pool.spec.scaling.max
     free = max(0, capacity - committed(pool, plan))  # what the workloads placed before leave it while it runs
     runs = plan.runnable and not any(i.check == "PL303" for i in plan.issues)
-    need = plan.gpus or 0
+    # physical GPUs, as free counts them: a service's MIG instances or time slices, seven or four to a GPU, were set
+    # against the pool's free GPUs one for one (review sizreview45 D3: 13 instances, 2 GPUs, "needs 13, 8 free")
+    need = pool_units(plan, pool)
     fits = runs and need <= free
     days = None
     meets = runs

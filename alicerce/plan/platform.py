@@ -60,7 +60,7 @@ from alicerce.plan.tco import OwnedPoolCost, SiteExtras, owned_pool_cost, site_e
 from alicerce.resolve.eligibility import eligible
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool, ResolvedTeam, ResolvedTier
 from alicerce.resolve.platform import file_system
-from alicerce.spec.models import Workload
+from alicerce.spec.models import TimeSlicing, Workload
 
 
 @dataclass(frozen=True)
@@ -890,20 +890,32 @@ def _sharing_cost(  # noqa: PLR0917 - the service, where it was sized, and how t
     """PL354: a service sized in a shared pool's MIG instances or time slices that holds more of the pool's GPUs than
     whole GPUs of the same model would serve it on. Each part repeats the weights and the engine's reserved memory, and
     reads its weights at every step over its share of the bandwidth, so small batches in many parts can cost several
-    times the GPUs one engine a GPU needs (a 1B model at 20 requests/s: 27 time-sliced L4s, 3 whole ones)."""
+    times the GPUs one engine a GPU needs (an 8B model at 5 requests/s: 13 slices of 4 H100s, where one whole H100
+    serves it). The engines on whole GPUs run at the engine's own memory fraction: a time-sliced pool's declared
+    kvMemoryFraction is a slice's share of the GPU (review sizreview45 D1: 0.225 read on a whole H100 left it room for
+    2 sequences)."""
     if not plan.sharing_declared or place.shared is None:
         return []
-    whole = plan_workload(w, replace(place, shared=None), sizing, candidates)
+    alone = w.model_copy(update={"kv_memory_fraction": None}) if isinstance(place.shared, TimeSlicing) else w
+    whole = plan_workload(alone, replace(place, shared=None), sizing, candidates)
     held = pool_units(plan, pool)
     if not whole.runnable or whole.gpus is None or whole.gpus >= held:
         return []
     batch = {f.name: f.value for f in plan.figures}.get("batch per replica")
     batches = {f.name: f.value for f in whole.figures}.get("batch per replica")
-    contrast = f" (a batch of {batch:.3g} a part, {batches:.3g} on a whole GPU)" if batch is not None and batches is not None else ""
+    replica = "a whole GPU" if (whole.gpus_per_replica or 1) == 1 else f"a replica of {whole.gpus_per_replica} whole GPUs"
+    contrast = ""
+    if batch is not None and batches is not None:
+        contrast = f" (a batch of {_count(batch)} a part, {_count(batches)} on {replica})"
     return [PlanFinding("PL354", w.name, f"its {plan.replicas} replicas ({plan.sharing} on pool {pool.name}) hold {held} "
                         f"{plan.accelerator} GPUs, where engines on whole GPUs of the same model serve it on {whole.gpus}"
                         f"{contrast}: each part holds its own copy of the weights and the engine's reserved memory; serve it "
                         "from a pool of whole GPUs, or share the GPUs in fewer, larger parts")]  # fmt: skip
+
+
+def _count(x: float) -> str:
+    """A count of sequences as a reader takes it in: 2.3, 696, 1,020."""
+    return f"{x:.3g}" if x < 100 else f"{x:,.0f}"
 
 
 def _quota_findings(  # noqa: PLR0917 - the run, its team and pool, and how to size a pin of it

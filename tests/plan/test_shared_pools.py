@@ -148,3 +148,24 @@ def test_a_service_that_holds_more_gpus_in_parts_than_whole_is_a_finding() -> No
                                       "engines on whole GPUs of the same model serve it on 1")  # fmt: skip
     _, mig = _plan('{mode: mig, profiles: {"1g.10gb": 7}}', 224)
     assert not [f for f in mig.findings if f.check == "PL354"]
+
+
+def test_the_whole_gpu_side_runs_the_engine_at_its_own_memory_fraction() -> None:
+    """Review sizreview45 D1: the 0.225 a 4-way time-sliced pool's engines are started with (the notes say so) is a
+    slice's share of the GPU; read on a whole H100 it left room for 2 sequences, and the whole side needed as many GPUs
+    as the slices, so PL354 went quiet. Declared or not, the whole side is the engine's default."""
+    plan = _time_sliced_big("kvMemoryFraction: 0.225")
+    (finding,) = [f for f in plan.findings if f.check == "PL354"]
+    assert "serve it on 1 (a batch of 2.3 a part, 696 on a whole GPU)" in finding.message
+
+
+def test_placement_counts_a_services_parts_as_the_gpus_they_fill() -> None:
+    """Review sizreview45 D3: a service's 13 MIG instances, seven to a GPU, fill 2 of one p5's 8 GPUs; placement set the
+    13 against the 8 free GPUs and said it does not fit ("needs 13 GPUs, 8 free")."""
+    text = (SPEC.replace("SHARING", '{mode: mig, profiles: {"1g.10gb": 7}}').replace("QUOTA", "56")
+            .replace("scaling: {min: 0, max: 4}", "scaling: {min: 1, max: 1}")
+            .replace("traffic: {peakRps: 20, inputTokens: 500", "traffic: {peakRps: 200, inputTokens: 500"))  # fmt: skip
+    plan = plan_platform(validated(load_text(text, "shared.yaml"), "prod"), today=TODAY)
+    small = next(w for w in plan.workloads if w.name == "small")
+    assert small.gpus == 13 and small.sharing == "mig 1g.10gb"
+    assert "needs 13 GPUs" not in plan.placements["small"] and "adds $0" in plan.placements["small"]
