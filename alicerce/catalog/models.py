@@ -891,7 +891,7 @@ class TcoNodePrice(TcoPrice):
 
 
 class TcoFabricPrice(TcoPrice):
-    """A compute fabric's share per node: ``rails`` is the adapters a node it prices has (a pool scales it per rail)."""
+    """A compute fabric's share per node: ``rails`` is the fabric's rails it prices (a pool scales it per rail)."""
 
     rails: int = Field(ge=1)
 

@@ -934,8 +934,10 @@ def _quota_findings(  # noqa: PLR0917 - the run, its team and pool, and how to s
     quota = next((q for q in team.quotas if q.pool == pool.name), None) if team is not None else None
     if quota is None:
         return []  # no quota on the pool: placement (quota_pools) already keeps the run off it, or the team governs nothing
-    # in the pool's schedulable units, as quotas are; a run sized beyond the whole pool (PL304 says so) runs on the pool
-    units = min(plan.gpus or 0, pool.max_gpus)
+    # in the pool's schedulable units, as quotas are; a run sized beyond the whole pool (PL304 says so) runs on the pool.
+    # A service's MIG instances or time slices are units already, and the pool holds max_gpu_units of them, not
+    # max_gpus (review sizreview46 1: 13 one-seventh instances on one p5 were capped at its 8 GPUs)
+    units = min(plan.gpus or 0, pool.max_gpu_units if plan.sharing_declared else pool.max_gpus)
     if units <= quota.units:
         return []
     where = f"tenancy.teams[{team_name}].quotas[{quota.index}]"

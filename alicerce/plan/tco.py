@@ -193,7 +193,7 @@ def owned_pool_cost(
         source = f"{share.source.url} ({share.asOf}, {share.trust} trust)"
         label = "" if rails == share.rails else f": the {share.rails}-rail node's share x {rails}/{share.rails} rails"
         inputs.factors.append(Factor(f"fabric per node (USD){label}", fabric, source))
-        if tco.fabricPerNode.trust == "low":  # one public sheet's row; PL329 names it (review sizreview23 N3)
+        if share.trust == "low":  # one public sheet's row; PL329 names it (review sizreview23 N3)
             inputs.assumed.append(f"pools[{pool.name}].networkUsd")
     if spec_pool.node_power_kw is not None:
         node_kw = spec_pool.node_power_kw

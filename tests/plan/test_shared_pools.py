@@ -169,3 +169,19 @@ def test_placement_counts_a_services_parts_as_the_gpus_they_fill() -> None:
     small = next(w for w in plan.workloads if w.name == "small")
     assert small.gpus == 13 and small.sharing == "mig 1g.10gb"
     assert "needs 13 GPUs" not in plan.placements["small"] and "adds $0" in plan.placements["small"]
+
+
+@pytest.mark.parametrize(("quota", "borrowing", "check", "says"), [
+    (5, "", "PL341", "runs only on 8 GPUs borrowed from the cohort"),
+    (10, "", "PL341", "raise tenancy.teams[ml].quotas[0].gpus to 13"),
+    (10, ", borrowingLimit: 1", "PL340", "above team ml's quota of 10 plus its borrowing limit of 1"),
+])  # fmt: skip
+def test_a_services_parts_are_held_against_its_teams_quota_in_full(quota: int, borrowing: str, check: str, says: str) -> None:
+    """Review sizreview46 1: a service's 13 MIG instances were capped at the pool's 8 physical GPUs before the quota
+    (which counts instances) was checked: quota 10 read within it, and quota 5 was told to rise to 8."""
+    text = (SPEC.replace("SHARING", '{mode: mig, profiles: {"1g.10gb": 7}}').replace("QUOTA", f"{quota}{borrowing}")
+            .replace("scaling: {min: 0, max: 4}", "scaling: {min: 1, max: 1}")
+            .replace("traffic: {peakRps: 20, inputTokens: 500", "traffic: {peakRps: 200, inputTokens: 500"))  # fmt: skip
+    plan = plan_platform(validated(load_text(text, "shared.yaml"), "prod"), today=TODAY)
+    (finding,) = [f for f in plan.findings if f.subject == "small" and f.check in ("PL340", "PL341")]
+    assert finding.check == check and "is sized at 13 GPUs" in finding.message and says in finding.message
