@@ -942,13 +942,17 @@ def _quota_findings(  # noqa: PLR0917 - the run, its team and pool, and how to s
         return []
     where = f"tenancy.teams[{team_name}].quotas[{quota.index}]"
     if quota.borrowing_limit is not None and units > quota.units + quota.borrowing_limit:
+        # a run can take fewer GPUs for longer; a service's replicas follow its load and latency targets (its gpus field
+        # sizes nothing: review sizreview46)
+        fewer = ("pin the workload's gpus and accept a longer run" if plan.kind in ("training", "fine-tuning")
+                 else "serve less at once: a lower peak rate or looser latency targets take fewer replicas")  # fmt: skip
         return [
             PlanFinding(
                 "PL340",
                 name,
                 f"is sized at {units} GPUs on pool {pool.name}, above team {team_name}'s quota of {quota.units} plus its borrowing "
                 f"limit of {quota.borrowing_limit}: Kueue never admits it (raise {where}.gpus or borrowingLimit to fit {units}, "
-                "or pin the workload's gpus and accept a longer run)",
+                f"or {fewer})",
             )
         ]
     return [

@@ -174,7 +174,8 @@ def test_placement_counts_a_services_parts_as_the_gpus_they_fill() -> None:
 @pytest.mark.parametrize(("quota", "borrowing", "check", "says"), [
     (5, "", "PL341", "runs only on 8 GPUs borrowed from the cohort"),
     (10, "", "PL341", "raise tenancy.teams[ml].quotas[0].gpus to 13"),
-    (10, ", borrowingLimit: 1", "PL340", "above team ml's quota of 10 plus its borrowing limit of 1"),
+    (10, ", borrowingLimit: 1", "PL340", "borrowing limit of 1: Kueue never admits it (raise tenancy.teams[ml].quotas[0].gpus or "
+     "borrowingLimit to fit 13, or serve less at once: a lower peak rate or looser latency targets take fewer replicas)"),
 ])  # fmt: skip
 def test_a_services_parts_are_held_against_its_teams_quota_in_full(quota: int, borrowing: str, check: str, says: str) -> None:
     """Review sizreview46 1: a service's 13 MIG instances were capped at the pool's 8 physical GPUs before the quota
@@ -185,3 +186,24 @@ def test_a_services_parts_are_held_against_its_teams_quota_in_full(quota: int, b
     plan = plan_platform(validated(load_text(text, "shared.yaml"), "prod"), today=TODAY)
     (finding,) = [f for f in plan.findings if f.subject == "small" and f.check in ("PL340", "PL341")]
     assert finding.check == check and "is sized at 13 GPUs" in finding.message and says in finding.message
+
+
+def test_between_two_pools_that_add_the_same_the_one_holding_less_compute_wins() -> None:
+    """Review sizreview45 G4: beside the 4-way time-sliced pool, a whole-GPU p5 pool adds the same $40,179 for the 8B
+    service (a node either way); the pool declared first won, and PL354 then said its 13 slices hold 4 H100s where one
+    whole H100 serves it. Placement now takes the option holding fewer GPUs' worth of compute."""
+    whole = ('  - {name: whole, site: aws, purpose: inference, accelerator: "H100-SXM5-80GB:8", '
+             'aws: {instanceType: p5.48xlarge, zone: us-east-1a},\n     scaling: {min: 0, max: 1}, '
+             'taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]}\n')  # fmt: skip
+    text = SPEC.replace("SHARING", "{mode: time-slicing, replicas: 4}").replace("QUOTA", "128}, {pool: whole, gpus: 8")
+    small = (
+        "  - {name: small, kind: inference, team: ml, model: {parameters: 1B}, precision: bf16,\n"
+        "     traffic: {peakRps: 20, inputTokens: 500, outputTokens: 200}}\n"
+    )
+    assert small in text
+    text = text.replace("tenancy:\n", whole + "tenancy:\n").replace(small, "")  # the big service alone: no node started yet
+    plan = plan_platform(validated(load_text(text, "shared.yaml"), "prod"), today=TODAY)
+    big = next(w for w in plan.workloads if w.name == "big")
+    assert big.pool == "whole" and big.gpus == 1
+    assert plan.placements["big"].startswith("whole: adds $") and "Also considered: sliced: adds $" in plan.placements["big"]
+    assert not [f for f in plan.findings if f.check == "PL354"]
