@@ -6,10 +6,10 @@ The planner sizes the workload on each, then prefers, in order: one where it can
 that holds the storage tier its dataset is read from (a pod elsewhere cannot mount that file system, or reads
 every epoch across sites: PL327 where none is); one that meets its deadline with the GPUs still free there
 (pools fill in spec order); one whose free capacity holds it; the lowest marginal cost (owned capacity: only
-the power the job adds, since the pool is paid for either way; rented capacity: its price); the least GPU compute
-held (the dense bf16 TFLOP/s of the GPUs it fills, so a service is not cut into time slices that fill more GPUs than
-whole ones beside them would); the purpose listed first; the pool declared first. A workload that names its pool
-keeps it, but a better eligible pool is reported (PL314).
+the power the job adds, since the pool is paid for either way; rented capacity: its price, to the cent); the purpose
+listed first; for a service or batch job, the least GPU compute held (the dense bf16 TFLOP/s of the GPUs it fills, so
+a service is not cut into time slices that fill more GPUs than whole ones beside them would); the pool declared
+first. A workload that names its pool keeps it, but a better eligible pool is reported (PL314).
 """
 
 from __future__ import annotations
@@ -75,18 +75,23 @@ class Option:
     days_on_free: float | None  # training: wall-clock with the GPUs still free
     marginal_usd: float | None  # what running it here adds to the bill (None: unpriced)
 
-    def key(self, order: int) -> tuple[bool, bool, bool, bool, float, float, int, int]:
-        cost = self.marginal_usd if self.marginal_usd is not None else math.inf
-        return (not self.runs, not self.data_local, not self.meets_deadline, not self.fits_free, cost, self.compute_held,
-                self.rank, order)  # fmt: skip
+    def key(self, order: int) -> tuple[bool, bool, bool, bool, float, int, float, int]:
+        # to the cent: two options that both add "$0" differed by 1e-12 of float noise, which decided between them
+        # (review sizreview47 3)
+        cost = round(self.marginal_usd, 2) if self.marginal_usd is not None else math.inf
+        return (not self.runs, not self.data_local, not self.meets_deadline, not self.fits_free, cost, self.rank,
+                self.compute_held, order)  # fmt: skip
 
     @property
     def compute_held(self) -> float:
-        """The dense bf16 TFLOP/s of the pool's GPUs the workload holds there: between two options that add the same to
-        the bill, the one that leaves more of the platform free (review sizreview45 G4: a service took 4 time-sliced
-        H100s on the pool declared first where one whole H100 beside it served it, both paid for already)."""
+        """The dense bf16 TFLOP/s of the pool's GPUs a service or batch job holds there: between two options of the same
+        purpose that add the same to the bill, the one that leaves more of the platform free (review sizreview45 G4: a
+        service took 4 time-sliced H100s on the pool declared first where one whole H100 beside it served it, both
+        paid for already). Not for a training run, which holds slower GPUs for longer (sizreview47 1)."""
         gpu = self.pool.gpu
-        return pool_units(self.plan, self.pool) * gpu.tflops.bf16 if self.runs and gpu is not None else 0.0
+        if not self.runs or gpu is None or self.plan.kind in ("training", "fine-tuning"):
+            return 0.0
+        return pool_units(self.plan, self.pool) * gpu.tflops.bf16
 
     def describe(self) -> str:
         if not self.runs:
@@ -106,7 +111,7 @@ class Option:
         cost = "unpriced" if self.marginal_usd is None else f"adds ${self.marginal_usd:,.0f}"
         if self.pool.instance is None:
             cost += " (owned: power only)"
-        elif self.marginal_usd == 0:
+        elif self.marginal_usd is not None and round(self.marginal_usd, 2) == 0:
             cost += " (paid already: always-on, reserved or other workloads' nodes)"
         parts.append(cost)
         return f"{self.pool.name}: " + ", ".join(parts)
