@@ -6,10 +6,11 @@ The planner sizes the workload on each, then prefers, in order: one where it can
 that holds the storage tier its dataset is read from (a pod elsewhere cannot mount that file system, or reads
 every epoch across sites: PL327 where none is); one that meets its deadline with the GPUs still free there
 (pools fill in spec order); one whose free capacity holds it; the lowest marginal cost (owned capacity: only
-the power the job adds, since the pool is paid for either way; rented capacity: its price, to the cent); the purpose
-listed first; for a service or batch job, the least GPU compute held (the dense bf16 TFLOP/s of the GPUs it fills, so
-a service is not cut into time slices that fill more GPUs than whole ones beside them would); the pool declared
-first. A workload that names its pool keeps it, but a better eligible pool is reported (PL314).
+the power the job adds, since the pool is paid for either way; rented capacity: its price; to the cent); the purpose
+listed first; for a service or batch job the least GPU compute held (the dense bf16 TFLOP/s of the GPUs it fills, so
+a service is not cut into time slices that fill more GPUs than whole ones beside them would), for a training run the
+fewest days on the GPUs free there; the pool declared first. A workload that names its pool keeps it, but a better
+eligible pool is reported (PL314).
 """
 
 from __future__ import annotations
@@ -75,22 +76,29 @@ class Option:
     days_on_free: float | None  # training: wall-clock with the GPUs still free
     marginal_usd: float | None  # what running it here adds to the bill (None: unpriced)
 
+    @property
+    def cost_usd(self) -> float:
+        """What the option adds to the bill, to the cent (math.inf where unpriced): two options that both add "$0"
+        differed by 1e-12 of float noise, which decided between them and printed "$-0" (reviews sizreview47 3,
+        sizreview48 1)."""
+        return round(self.marginal_usd, 2) + 0.0 if self.marginal_usd is not None else math.inf
+
     def key(self, order: int) -> tuple[bool, bool, bool, bool, float, int, float, int]:
-        # to the cent: two options that both add "$0" differed by 1e-12 of float noise, which decided between them
-        # (review sizreview47 3)
-        cost = round(self.marginal_usd, 2) if self.marginal_usd is not None else math.inf
-        return (not self.runs, not self.data_local, not self.meets_deadline, not self.fits_free, cost, self.rank,
-                self.compute_held, order)  # fmt: skip
+        return (not self.runs, not self.data_local, not self.meets_deadline, not self.fits_free, self.cost_usd, self.rank,
+                self.tie_break, order)  # fmt: skip
 
     @property
-    def compute_held(self) -> float:
-        """The dense bf16 TFLOP/s of the pool's GPUs a service or batch job holds there: between two options of the same
-        purpose that add the same to the bill, the one that leaves more of the platform free (review sizreview45 G4: a
-        service took 4 time-sliced H100s on the pool declared first where one whole H100 beside it served it, both
-        paid for already). Not for a training run, which holds slower GPUs for longer (sizreview47 1)."""
+    def tie_break(self) -> float:
+        """What decides between options of the same purpose that add the same to the bill, least first. A service or
+        batch job: the dense bf16 TFLOP/s of the GPUs it holds, so it leaves more of the platform free (review
+        sizreview45 G4: a service took 4 time-sliced H100s on the pool declared first where one whole H100 beside it
+        served it, both paid for already). A training run: its days on the GPUs free there, as GPUs held would send it
+        to slower ones for longer (sizreview47 1, sizreview48 G2: 17 hours on p4d for 5.9 on p5, both paid for)."""
         gpu = self.pool.gpu
-        if not self.runs or gpu is None or self.plan.kind in ("training", "fine-tuning"):
+        if not self.runs or gpu is None:
             return 0.0
+        if self.plan.kind in ("training", "fine-tuning"):
+            return self.days_on_free if self.days_on_free is not None else 0.0
         return pool_units(self.plan, self.pool) * gpu.tflops.bf16
 
     def describe(self) -> str:
@@ -108,10 +116,10 @@ class Option:
             parts.append(f"{verdict} the {deadline_text(self.plan.deadline_days)} deadline ({on})")
         elif not self.fits_free:
             parts.append(f"needs {pool_units(self.plan, self.pool)} GPUs, {self.free_gpus} free")
-        cost = "unpriced" if self.marginal_usd is None else f"adds ${self.marginal_usd:,.0f}"
+        cost = "unpriced" if self.marginal_usd is None else f"adds ${self.cost_usd:,.0f}"
         if self.pool.instance is None:
             cost += " (owned: power only)"
-        elif self.marginal_usd is not None and round(self.marginal_usd, 2) == 0:
+        elif self.cost_usd == 0:
             cost += " (paid already: always-on, reserved or other workloads' nodes)"
         parts.append(cost)
         return f"{self.pool.name}: " + ", ".join(parts)

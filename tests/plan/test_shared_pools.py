@@ -209,10 +209,12 @@ def test_between_two_pools_that_add_the_same_the_one_holding_less_compute_wins()
     assert not [f for f in plan.findings if f.check == "PL354"]
 
 
-def test_a_run_between_two_paid_pools_keeps_the_pool_listed_first() -> None:
+@pytest.mark.parametrize("a100_first", [False, True])
+def test_a_run_between_two_paid_pools_takes_the_one_it_finishes_on_soonest(a100_first: bool) -> None:
     """Review sizreview47: the least-compute tie-break sent a LoRA fine-tune from an always-on p5 to an always-on p4d
     (8 days where 3 do), since it counted the GPUs held and not for how long; and which pool "adds $0" by 1e-12 of
-    float noise decided it. A run keeps the pool listed first among equal costs, whatever its token count."""
+    float noise decided it. Among equal costs a run takes the pool it finishes on soonest, whichever is listed first
+    (sizreview48 G2) and whatever its token count, and "$0" never prints as "$-0"."""
     for tokens in ("1B", "3B", "24B"):
         text = (SPEC.replace("purpose: inference", "purpose: training").replace("SHARING", "{mode: none}")
                 .replace("QUOTA", "32}, {pool: a100, gpus: 32")
@@ -221,9 +223,13 @@ def test_a_run_between_two_paid_pools_keeps_the_pool_listed_first() -> None:
                 'aws: {instanceType: p4d.24xlarge, zone: us-east-1a},\n     scaling: {min: 1, max: 4}, '
                 'taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]}\n')  # fmt: skip
         head, _ = text.split("workloads:\n")
-        text = head.replace("tenancy:\n", a100 + "tenancy:\n") + (
+        if a100_first:
+            head = head.replace("  - {name: h100,", a100 + "  - {name: h100,")
+        else:
+            head = head.replace("tenancy:\n", a100 + "tenancy:\n")
+        text = head + (
             "workloads:\n  - {name: ft, kind: fine-tuning, team: ml, model: {parameters: 8B}, method: lora, "
             f"tokens: {tokens}, deadline: 20d, gpus: 8}}\n")  # fmt: skip
         plan = plan_platform(validated(load_text(text, "shared.yaml"), "prod"), today=TODAY)
         assert plan.placements["ft"].startswith("h100: meets the 20-day deadline"), (tokens, plan.placements["ft"])
-        assert "adds $0 (paid already" in plan.placements["ft"]
+        assert "adds $0 (paid already" in plan.placements["ft"] and "$-0" not in plan.placements["ft"]
