@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from alicerce.catalog import Catalog
 from alicerce.plan.figures import Factor, Figure, rounded
-from alicerce.plan.pools import PoolPlan
+from alicerce.plan.pools import PoolPlan, pool_units
 from alicerce.plan.pricing import NodePrice, block_hours, monthly_node_cost
 from alicerce.plan.sizing import WorkloadPlan, plan_workload
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
-from alicerce.spec.models import MigSharing, Workload
+from alicerce.spec.models import Workload
 
 if TYPE_CHECKING:
     from alicerce.plan.placement import Choice
@@ -62,18 +62,6 @@ class Forecast:
             "pools": [r.to_json() for r in self.rows],
             "runs_out": [{"pool": p, "quarter": q, "gpus_needed": n, "capacity_gpus": c} for p, q, n, c in self.runs_out],
         }
-
-
-def pool_units(plan: WorkloadPlan, pool: ResolvedPool) -> int:
-    """Physical GPUs a workload holds on the pool (shared GPUs count by the pool's units per GPU: on a MIG pool, the
-    instances of its profile each GPU is cut into, four 3g.40gb replicas of a GPU cut 3g.40gb + 2g.20gb + 2 x 1g.10gb
-    holding four GPUs)."""
-    gpus = plan.gpus or 0
-    per_gpu = pool.gpu_units.per_gpu if pool.gpu_units else 1
-    sharing = pool.spec.sharing
-    if plan.sharing and isinstance(sharing, MigSharing) and plan.sharing.startswith("mig "):
-        per_gpu = sharing.profiles.get(plan.sharing.removeprefix("mig "), per_gpu)
-    return math.ceil(gpus / per_gpu) if plan.sharing and per_gpu > 1 else gpus
 
 
 def concurrent_runs(plan: WorkloadPlan, hours_month: float) -> int:

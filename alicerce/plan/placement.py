@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from alicerce.catalog import Catalog
 from alicerce.catalog.models import Gpu
 from alicerce.plan.figures import deadline_text
-from alicerce.plan.growth import pool_units
+from alicerce.plan.pools import pool_units
 from alicerce.plan.sizing import NODE_GPUS, Placement, WorkloadPlan, plan_workload, precision_refusal
 from alicerce.resolve.eligibility import eligible
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool

@@ -35,14 +35,13 @@ from alicerce.plan.growth import (
     peak_month_gpu_hours,
     pool_gpu_hours,
     pool_peak,
-    pool_units,
     queued_run,
     rented_node_hours,
     run_hours,
 )
 from alicerce.plan.kpi import KpiTarget, kpi_targets
 from alicerce.plan.placement import Choice, choose, dataset_sites, sized_on
-from alicerce.plan.pools import PoolPlan
+from alicerce.plan.pools import PoolPlan, pool_units
 from alicerce.plan.pricing import (
     HOURS_PER_MONTH,
     NodePrice,

@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from alicerce.plan.figures import rounded
 from alicerce.plan.pricing import HOURS_PER_MONTH, NodePrice
+from alicerce.plan.sizing import WorkloadPlan
 from alicerce.plan.tco import OwnedPoolCost
+from alicerce.resolve.model import ResolvedPool
+from alicerce.spec.models import MigSharing
+
+
+def pool_units(plan: WorkloadPlan, pool: ResolvedPool) -> int:
+    """Physical GPUs a workload holds on the pool (shared GPUs count by the pool's units per GPU: on a MIG pool, the
+    instances of its profile each GPU is cut into, four 3g.40gb replicas of a GPU cut 3g.40gb + 2g.20gb + 2 x 1g.10gb
+    holding four GPUs)."""
+    gpus = plan.gpus or 0
+    per_gpu = pool.gpu_units.per_gpu if pool.gpu_units else 1
+    sharing = pool.spec.sharing
+    if plan.sharing and isinstance(sharing, MigSharing) and plan.sharing.startswith("mig "):
+        per_gpu = sharing.profiles.get(plan.sharing.removeprefix("mig "), per_gpu)
+    return math.ceil(gpus / per_gpu) if plan.sharing and per_gpu > 1 else gpus
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from alicerce.catalog import load_catalog
-from alicerce.plan.growth import pool_units
 from alicerce.plan.platform import SizingPlan, plan_platform
+from alicerce.plan.pools import pool_units
 from alicerce.plan.sizing import mig_slice, replica_layout, time_slice
 from alicerce.resolve.model import ResolvedPlatform
 from alicerce.rules.validate import validated
