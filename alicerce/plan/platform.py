@@ -703,7 +703,10 @@ def _replica_rate(w: WorkloadPlan) -> str:
     replicas = next((f for f in w.figures if f.name == "replicas"), None)
     by_rate = replicas.inputs.get("replicas for the rate") if replicas is not None else None
     target = "" if by_rate is None else f"; the rate takes {by_rate:.0f} replicas, the latency targets the rest (PL331)"
-    return (f": one replica of {w.gpus_per_replica or w.tensor_parallel or 1} GPUs serves {rate:.2f} req/s "
+    # a shared pool's replica runs in one MIG instance or time slice, not on whole GPUs ("one replica of 1 GPUs")
+    gpus = w.gpus_per_replica or w.tensor_parallel or 1
+    replica = f"one replica in one {w.sharing} unit" if w.sharing_declared else f"one replica of {gpus} GPU{'' if gpus == 1 else 's'}"
+    return (f": {replica} serves {rate:.2f} req/s "
             f"(prefill {prefill:.2f} s a request, decode steps of {step * 1000:.0f} ms at a batch of {batch:.0f}){target}")  # fmt: skip
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from alicerce.catalog import load_catalog
-from alicerce.plan.platform import SizingPlan, plan_platform
+from alicerce.plan.platform import SizingPlan, _replica_rate, plan_platform
 from alicerce.plan.pools import pool_units
 from alicerce.plan.sizing import mig_slice, replica_layout, time_slice
 from alicerce.resolve.model import ResolvedPlatform
@@ -144,6 +144,8 @@ def test_a_service_that_holds_more_gpus_in_parts_than_whole_is_a_finding() -> No
     assert big.replicas == 13 and pool_units(big, rp) == 4
     (finding,) = [f for f in plan.findings if f.check == "PL354"]
     assert finding.subject == "big"
+    # what one replica is, where a finding explains a shortfall: a slice, not "one replica of 1 GPUs"
+    assert _replica_rate(big).startswith(": one replica in one time-slicing x4 unit serves 0.41 req/s")
     assert finding.message.startswith("its 13 replicas (time-slicing x4 on pool sliced) hold 4 H100-SXM5-80GB GPUs, where "
                                       "engines on whole GPUs of the same model serve it on 1")  # fmt: skip
     _, mig = _plan('{mode: mig, profiles: {"1g.10gb": 7}}', 224)
