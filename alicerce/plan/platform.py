@@ -908,14 +908,14 @@ def _sharing_cost(  # noqa: PLR0917 - the service, where it was sized, and how t
     replica = "a whole GPU" if (whole.gpus_per_replica or 1) == 1 else f"a replica of {whole.gpus_per_replica} whole GPUs"
     contrast = ""
     if batch is not None and batches is not None:
-        contrast = f" (a batch of {_count(batch)} a part, {_count(batches)} on {replica})"
+        contrast = f" (a batch of {_sequences(batch)} a part, {_sequences(batches)} on {replica})"
     return [PlanFinding("PL354", w.name, f"its {plan.replicas} replicas ({plan.sharing} on pool {pool.name}) hold {held} "
                         f"{plan.accelerator} GPUs, where engines on whole GPUs of the same model serve it on {whole.gpus}"
                         f"{contrast}: each part holds its own copy of the weights and the engine's reserved memory; serve it "
                         "from a pool of whole GPUs, or share the GPUs in fewer, larger parts")]  # fmt: skip
 
 
-def _count(x: float) -> str:
+def _sequences(x: float) -> str:
     """A count of sequences as a reader takes it in: 2.3, 696, 1,020."""
     return f"{x:.3g}" if x < 100 else f"{x:,.0f}"
 
