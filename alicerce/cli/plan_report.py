@@ -110,7 +110,8 @@ def print_plan(console: Console, result: SizingPlan, *, explain: bool = False, t
         "billed/GPU-h (on Capacity Blocks at the rate of the workload's own blocks), what the cost rules and "
         "`alicerce costs` charge the team (on an owned pool the rest of cost USD is the pool's idle time); tok/s: "
         "output tokens per replica"
-        + ("; on shared GPUs, GPUs and GPU-h count MIG instances or time slices, cost the whole GPUs they fill"
+        + ("; on shared GPUs, GPUs and GPU-h count MIG instances or time slices, and cost and showback charge each its "
+           "share of a GPU as the cost rules do (a MIG instance by its compute slices, a time slice as 1 / the slices a GPU)"
            if any(w.sharing_declared for w in result.workloads) else "")
         + "[/dim]"
     )  # fmt: skip

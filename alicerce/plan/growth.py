@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from alicerce.catalog import Catalog
 from alicerce.plan.figures import Factor, Figure, rounded
-from alicerce.plan.pools import PoolPlan, pool_units
+from alicerce.plan.pools import PoolPlan, gpu_equivalents, packed_units, pool_units
 from alicerce.plan.pricing import NodePrice, block_hours, monthly_node_cost
 from alicerce.plan.sizing import WorkloadPlan, plan_workload
 from alicerce.resolve.model import ResolvedPlatform, ResolvedPool
@@ -103,7 +103,7 @@ def pool_peak(plans: list[WorkloadPlan], pool: ResolvedPool, hours_month: float)
     Review sizreview39 G3: eight runs the month queues read all 120 GPUs at once, and PL306 told the user to stagger
     what was staggered."""
     runs = [p for p in plans if _is_run(p)]
-    held = sum(pool_units(p, pool) for p in plans if not _is_run(p))
+    held = packed_units([p for p in plans if not _is_run(p)], pool)
     late = late_runs([queued_run(p) for p in runs])
     held += sum(peak_units(p, pool, hours_month) for p in runs if p.name in late)
     queued = [p for p in runs if p.name not in late]
@@ -155,7 +155,7 @@ def run_hours(plan: WorkloadPlan) -> float:
     return (plan.wall_clock_days or 0.0) * plan.hours_per_day
 
 
-def busy_gpu_hours(plan: WorkloadPlan, gpus: int, hours_month: float) -> float:
+def busy_gpu_hours(plan: WorkloadPlan, gpus: float, hours_month: float) -> float:
     """GPU-hours a month a workload keeps ``gpus`` busy. Training: its declared schedule (runs per quarter x
     wall-clock, spread over the quarter's three months), else one run a month (its wall-clock, at most the month);
     overlapping runs hold more GPUs than ``gpus``: what they add is counted too (PL320 says so)."""
@@ -167,7 +167,7 @@ def busy_gpu_hours(plan: WorkloadPlan, gpus: int, hours_month: float) -> float:
     return (plan.gpu_hours or 0.0) * (gpus / plan.gpus if plan.gpus else 1.0)
 
 
-def pool_gpu_hours(plan: WorkloadPlan, gpus: int, capacity: int, hours_month: float) -> float:
+def pool_gpu_hours(plan: WorkloadPlan, gpus: float, capacity: int, hours_month: float) -> float:
     """GPU-hours a month a workload keeps a pool of ``capacity`` GPUs busy: :func:`busy_gpu_hours`, at most the whole
     pool for the hours a day it runs. A run sized wider than the pool runs longer on it, not on GPUs it lacks: at 12
     hours a day its GPU-hours past half the pool's were read as a 57% busy pool, above the 50% the schedule allows
@@ -186,7 +186,7 @@ def cpu_node_hours(plan: WorkloadPlan, vcpus: int, hours_month: float) -> float:
 LONGEST_MONTH_HOURS = 31 * 24
 
 
-def peak_month_gpu_hours(plan: WorkloadPlan, gpus: int, hours_month: float, capacity: int | None = None) -> float:
+def peak_month_gpu_hours(plan: WorkloadPlan, gpus: float, hours_month: float, capacity: int | None = None) -> float:
     """GPU-hours the busiest calendar month can hold ``gpus`` for a workload: what each site's budget share must hold
     (alicerce.plan.platform.site_budgets; review obsreview9 G2: a quarter's average at dc1, $238k, against a run's
     month there, $381.7k). A schedule declares runs per quarter, not dates, and Kueue admits the next run as soon as
@@ -241,15 +241,6 @@ def serving_nodes(replicas: dict[int, int], per_node: int) -> int:
 def _always_on(plan: WorkloadPlan) -> bool:
     """An always-on serving workload: its replicas hold nodes all month (not batch work)."""
     return plan.kind == "inference" and bool(plan.replicas) and bool(plan.gpus_per_replica)
-
-
-def _replicas(plan: WorkloadPlan, pool: ResolvedPool) -> tuple[int, int]:
-    """(GPUs a replica holds, replicas) of a service, whole GPUs: one on shared GPUs holds the physical GPUs its
-    instances or slices fill, each packed where a GPU is free (two services of 2 and 3 MIG instances on one 7-way
-    cut GPU, with 5 more free on its node, start one node between them, not one each: review sizreview39 D2)."""
-    if plan.sharing:
-        return 1, pool_units(plan, pool)
-    return plan.gpus_per_replica or 0, plan.replicas or 0
 
 
 def block_runs(plan: WorkloadPlan, hours_month: float) -> tuple[float, float, float]:
@@ -310,9 +301,19 @@ def node_holds(
     own: dict[str, float] = {}
     services = [p for p in plans if _always_on(p)]
     for plan in services:
-        size, count = _replicas(plan, pool)
-        replicas[size] += count
-        own[plan.name] = size * count * hours_month
+        if not plan.sharing:
+            replicas[plan.gpus_per_replica or 0] += plan.replicas or 0
+            own[plan.name] = (plan.gpus_per_replica or 0) * (plan.replicas or 0) * hours_month
+    # services on shared GPUs: their instances or slices packed together onto whole GPUs, each packed where a GPU is
+    # free (two services of 2 and 3 MIG instances on one 7-way cut GPU, with 5 more free on its node, start one node
+    # between them, not one each: review sizreview39 D2), each holding its share of them by what its parts are billed as
+    shared = [p for p in services if p.sharing]
+    if shared:
+        packed = packed_units(shared, pool)
+        replicas[1] += packed
+        billed = {p.name: gpu_equivalents(p, pool) for p in shared}
+        for plan in shared:
+            own[plan.name] = packed * billed[plan.name] / sum(billed.values()) * hours_month if any(billed.values()) else 0.0
     serving = serving_nodes(replicas, per_node)
     gpus = sum(size * n for size, n in replicas.items())
     # the serving nodes, packed together, each service's share of them by the GPUs its replicas hold
@@ -581,7 +582,7 @@ def forecast(
             mine = [p for p in plans if p.pool == pool.name and p.runnable]
             capacity = pool.declared_max * pool.gpus_per_node
             peak = pool_peak(mine, rp, hours_month) if pool.gpus_per_node else 0
-            hours = sum(pool_gpu_hours(p, pool_units(p, rp), capacity, hours_month) for p in mine) if pool.gpus_per_node else 0.0
+            hours = sum(pool_gpu_hours(p, gpu_equivalents(p, rp), capacity, hours_month) for p in mine) if pool.gpus_per_node else 0.0
             utilization = min(1.0, hours / (capacity * hours_month)) if capacity else None
             cost: float | None = None
             demand: float | None = None

@@ -41,7 +41,7 @@ from alicerce.plan.growth import (
 )
 from alicerce.plan.kpi import KpiTarget, kpi_targets
 from alicerce.plan.placement import Choice, choose, dataset_sites, sized_on
-from alicerce.plan.pools import PoolPlan, pool_units
+from alicerce.plan.pools import PoolPlan, gpu_equivalents, packed_units, pool_units
 from alicerce.plan.pricing import (
     HOURS_PER_MONTH,
     NodePrice,
@@ -385,7 +385,7 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
         gpu_hours = plan.gpu_hours or 0.0
         if pool.name in owned_full:  # the power its GPU-hours a month draw, a month as every pool's "adds" is (review
             # sizreview41 D3: a run's whole 886,045 GPU-hours were set against rented pools' months)
-            month = busy_gpu_hours(plan, pool_units(plan, pool), hours_month)
+            month = busy_gpu_hours(plan, gpu_equivalents(plan, pool), hours_month)
             return month * owned_full[pool.name].marginal_usd_per_gpu_hour()
         price = prices.get(pool.name)
         if price is None or price.usd_per_hour is None:
@@ -501,7 +501,7 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
         own: dict[str, Any] = {}  # its own price of a GPU-hour, and the figures that show it
         if rate is not None and plan.gpu_hours is not None and pp is not None:
             pool = pools_by_name[pp.name]
-            share = pool_units(plan, pool) / plan.gpus if plan.gpus else 1.0
+            share = gpu_equivalents(plan, pool) / plan.gpus if plan.gpus else 1.0
             cost = sized = plan.gpu_hours * share * rate
             billed = plan.gpu_hours * share * pp.billed_usd_per_gpu_hour if pp.billed_usd_per_gpu_hour is not None else None
             booking = bookings.get(plan.name)
@@ -733,19 +733,22 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
     spec = pool.spec
     per_node = pool.gpus_per_node
     capacity = spec.scaling.max * per_node
-    always_on = 0
+    steady: list[WorkloadPlan] = []  # the services and batch work that hold their GPUs all month
     hours = held = 0.0
     for w in plans:
         if w.gpus is None:
             _cores_finding(pool, w, findings)
             continue
         gpus = pool_units(w, pool)
-        hours += busy_gpu_hours(w, gpus, hours_month)  # what the workloads want of the pool
-        held += pool_gpu_hours(w, gpus, capacity, hours_month)  # what they can hold of it, at their hours a day
+        # a month's GPU-hours as the cost rules count them: a MIG instance or time slice by its share of the GPU
+        billed = gpu_equivalents(w, pool)
+        hours += busy_gpu_hours(w, billed, hours_month)  # what the workloads want of the pool
+        held += pool_gpu_hours(w, billed, capacity, hours_month)  # what they can hold of it, at their hours a day
         if w.kind in ("training", "fine-tuning"):
             _deadline_finding(pool, w, findings)
         else:
-            always_on += gpus if (w.gpu_hours or 0) >= (w.gpus or 0) * hours_month * 0.99 else 0
+            if (w.gpu_hours or 0) >= (w.gpus or 0) * hours_month * 0.99:
+                steady.append(w)
             if gpus > capacity:
                 findings.append(
                     PlanFinding(
@@ -786,7 +789,7 @@ def _pool_plan(  # noqa: PLR0917 - one pool's inputs, called once
         findings.append(PlanFinding("PL306", pool.name, f"{them} {peak} GPUs at once, the runs one after "
                                     f"another as far as their deadlines and the month let them ({_nodes(rec_max)}); max is "
                                     f"{_nodes(spec.scaling.max)}: {advice}"))  # fmt: skip
-    rec_min = math.ceil(always_on / per_node) if per_node else spec.scaling.min
+    rec_min = math.ceil(packed_units(steady, pool) / per_node) if per_node else spec.scaling.min
     if pool.owned and pool.gpu is not None:  # owned servers do not scale to zero: the peak's nodes are bought and stay
         rec_min = rec_max  # (review sizreview41 G2: onprem-h100 was recommended 0-28)
     utilization = None if demand is None else min(1.0, held / (capacity * hours_month))
@@ -1048,7 +1051,7 @@ def _showback(  # noqa: PLR0917 - the plan's parts, called once
             if plan.name not in pool.workloads:
                 continue
             if pool.gpus_per_node:
-                usage[plan.team] += pool_gpu_hours(plan, pool_units(plan, resolved[pool.name]), gpus_max, hours_month)
+                usage[plan.team] += pool_gpu_hours(plan, gpu_equivalents(plan, resolved[pool.name]), gpus_max, hours_month)
             else:  # a CPU pool's jobs by the node-hours each holds (review sizreview36 D-4: each weighed 1)
                 usage[plan.team] += cpu_node_hours(plan, instance.vcpus if instance is not None else 1, hours_month)
         used = sum(usage.values())
@@ -1086,7 +1089,8 @@ def _own_blocks(
     own = [p for p in plans if p.pool == pool.name and p.runnable and p.billed_usd_per_gpu_hour is not None]
     if not own or not pool.monthly_cost_usd:
         return False
-    usd = {p.name: busy_gpu_hours(p, pool_units(p, resolved[pool.name]), hours_month) * (p.billed_usd_per_gpu_hour or 0.0) for p in own}
+    rp = resolved[pool.name]
+    usd = {p.name: busy_gpu_hours(p, gpu_equivalents(p, rp), hours_month) * (p.billed_usd_per_gpu_hour or 0.0) for p in own}
     spent = sum(usd.values())
     if not spent:
         return False
@@ -1112,7 +1116,7 @@ def peak_site_spend(
         if plan.runnable and plan.pool in prices:
             # a workload priced apart (Capacity Blocks) is charged its own price, as the cost rules charge its pods
             price = plan.billed_usd_per_gpu_hour if plan.billed_usd_per_gpu_hour is not None else prices[plan.pool][0]
-            gpus = pool_units(plan, resolved[plan.pool])
+            gpus = gpu_equivalents(plan, resolved[plan.pool])
             held[plan.pool].append((plan.team, peak_month_gpu_hours(plan, gpus, hours_month, capacity[plan.pool]), price))
     out: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for pool, runs in held.items():

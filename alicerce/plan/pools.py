@@ -10,8 +10,22 @@ from alicerce.plan.figures import rounded
 from alicerce.plan.pricing import HOURS_PER_MONTH, NodePrice
 from alicerce.plan.sizing import WorkloadPlan
 from alicerce.plan.tco import OwnedPoolCost
+from alicerce.resolve.gpu import MIG_RESOURCE_PREFIX
 from alicerce.resolve.model import ResolvedPool
 from alicerce.spec.models import MigSharing
+
+
+def _parts_per_gpu(plan: WorkloadPlan, pool: ResolvedPool) -> int | None:
+    """Parts of the workload's kind one physical GPU of the pool offers: the instances of its MIG profile each GPU is
+    cut into (1 for a profile the layout holds once beside others), or the pool's time slices a GPU; None where the
+    workload holds whole GPUs."""
+    per_gpu = pool.gpu_units.per_gpu if pool.gpu_units else 1
+    if not plan.sharing or per_gpu <= 1:
+        return None
+    sharing = pool.spec.sharing
+    if isinstance(sharing, MigSharing) and plan.sharing.startswith("mig "):
+        return sharing.profiles.get(plan.sharing.removeprefix("mig "), per_gpu)
+    return per_gpu
 
 
 def pool_units(plan: WorkloadPlan, pool: ResolvedPool) -> int:
@@ -19,11 +33,41 @@ def pool_units(plan: WorkloadPlan, pool: ResolvedPool) -> int:
     instances of its profile each GPU is cut into, four 3g.40gb replicas of a GPU cut 3g.40gb + 2g.20gb + 2 x 1g.10gb
     holding four GPUs)."""
     gpus = plan.gpus or 0
-    per_gpu = pool.gpu_units.per_gpu if pool.gpu_units else 1
-    sharing = pool.spec.sharing
-    if plan.sharing and isinstance(sharing, MigSharing) and plan.sharing.startswith("mig "):
-        per_gpu = sharing.profiles.get(plan.sharing.removeprefix("mig "), per_gpu)
-    return math.ceil(gpus / per_gpu) if plan.sharing and per_gpu > 1 else gpus
+    per_gpu = _parts_per_gpu(plan, pool)
+    return gpus if per_gpu is None else math.ceil(gpus / per_gpu)
+
+
+def packed_units(plans: list[WorkloadPlan], pool: ResolvedPool) -> int:
+    """Physical GPUs several workloads hold together: whole GPUs one by one, and the MIG instances or time slices of
+    all of them packed onto the same GPUs, as the scheduler places any pod on any free part. Each GPU offers its parts
+    of every kind of the pool's layout at once, so the kind that needs the most GPUs sets the count: two services of one
+    time slice each on a 4-way sliced pool hold one GPU, not one each (rounding each up alone sized and billed a pool
+    of 1-GPU nodes for four single-slice services at four nodes, where one holds them)."""
+    whole = 0
+    kinds: dict[str, tuple[int, int]] = {}  # a kind of part -> (parts of it a GPU offers, parts the workloads hold)
+    for plan in plans:
+        per_gpu = _parts_per_gpu(plan, pool)
+        if per_gpu is None:
+            whole += plan.gpus or 0
+            continue
+        held = kinds.get(plan.sharing or "", (per_gpu, 0))[1]
+        kinds[plan.sharing or ""] = (per_gpu, held + (plan.gpus or 0))
+    return whole + max((math.ceil(held / per_gpu) for per_gpu, held in kinds.values()), default=0)
+
+
+def gpu_equivalents(plan: WorkloadPlan, pool: ResolvedPool) -> float:
+    """The physical GPUs a workload's parts are billed as: each MIG instance by the share of its GPU's compute slices
+    it is, each time slice 1 / the slices a GPU (ResolvedPool.gpu_units.gpu_share, what the cost rules weigh a pod
+    holding one by); whole GPUs as they are. One slice of a 4-way sliced GPU is a quarter of it: the plan's showback
+    charged it a whole GPU, four times what the cost rules then charge the team."""
+    gpus = plan.gpus or 0
+    units = pool.gpu_units
+    if _parts_per_gpu(plan, pool) is None or units is None:
+        return float(gpus)
+    share = 1 / units.per_gpu
+    if plan.sharing and plan.sharing.startswith("mig "):
+        share = units.gpu_share.get(MIG_RESOURCE_PREFIX + plan.sharing.removeprefix("mig "), share)
+    return gpus * share
 
 
 @dataclass(frozen=True)

@@ -133,6 +133,46 @@ def test_services_on_shared_gpus_pack_onto_the_nodes_they_share() -> None:
     assert plan.placements["big"].startswith("sliced: adds $0")
 
 
+def test_services_on_shared_gpus_share_the_gpus_and_are_charged_their_parts() -> None:
+    """Four services of one time slice each on a 4-way sliced pool of one-L4 nodes fill one GPU together, as the
+    scheduler places any pod on any free slice: each rounded up alone, the plan sized and billed the pool at four nodes
+    and charged each service a whole GPU, four times what the cost rules (a slice weighed 1/4 of its GPU) charge."""
+    services = "".join(
+        f"  - {{name: chat{i}, kind: inference, team: ml, model: {{parameters: 1B}}, precision: bf16,\n"
+        f"     traffic: {{peakRps: 0.2, inputTokens: 500, outputTokens: 200}}}}\n"
+        for i in range(4)
+    )
+    text = (SPEC.replace("SHARING", "{mode: time-slicing, replicas: 4}").replace("QUOTA", "16")
+            .replace('accelerator: "H100-SXM5-80GB:8", aws: {instanceType: p5.48xlarge',
+                     'accelerator: "L4-24GB:1", aws: {instanceType: g6.xlarge')
+            .replace("scaling: {min: 0, max: 4}", "scaling: {min: 0, max: 8}"))  # fmt: skip
+    text = text[: text.index("workloads:\n") + len("workloads:\n")] + services
+    platform = validated(load_text(text, "shared.yaml"), "prod")
+    plan = plan_platform(platform, today=TODAY)
+    chats = [w for w in plan.workloads if w.name.startswith("chat")]
+    assert [(w.gpus, w.sharing) for w in chats] == [(1, "time-slicing x4")] * 4
+    pool = next(p for p in plan.pools if p.name == "sliced")
+    assert (pool.peak_gpus, pool.recommended_min, pool.recommended_max) == (1, 1, 1)
+    assert pool.billed_usd_per_gpu_hour is not None  # a rented one-GPU node: its price an hour
+    assert pool.monthly_cost_usd == pytest.approx(730 * pool.billed_usd_per_gpu_hour)  # one node's month
+    rp = next(p for p in platform.pools if p.name == "sliced")
+    assert rp.gpu_units is not None and rp.gpu_units.gpu_share == {"nvidia.com/gpu": 0.25}  # what the cost rules weigh a slice by
+    for w in chats:  # a slice's month at a quarter of the GPU's billed rate
+        assert w.showback_usd == pytest.approx(730 * 0.25 * pool.billed_usd_per_gpu_hour, rel=1e-3)
+
+
+def test_a_mixed_mig_layout_packs_each_profiles_instances_onto_the_same_gpus() -> None:
+    """Every GPU of a 3g.40gb + 2g.20gb + 2 x 1g.10gb layout offers all four instances at once: one service's 3g.40gb
+    and another's two 1g.10gb sit on one GPU, not on one GPU each."""
+    platform, plan = _plan('{mode: mig, profiles: {"3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 2}}', 128)
+    small, big = (next(w for w in plan.workloads if w.name == n) for n in ("small", "big"))
+    rp = next(p for p in platform.pools if p.name == "sliced")
+    assert small.gpus is not None and big.gpus is not None
+    packed = max(big.gpus, -(-small.gpus // 2))
+    assert packed < pool_units(big, rp) + pool_units(small, rp)
+    assert next(p for p in plan.pools if p.name == "sliced").peak_gpus == packed
+
+
 def test_a_service_that_holds_more_gpus_in_parts_than_whole_is_a_finding() -> None:
     """Each time slice holds its own copy of the weights and the engine's reserved memory in its quarter of the
     memory, and reads the weights every step at a quarter of the bandwidth: the 8B model's 5 requests/s take 13 slices,
