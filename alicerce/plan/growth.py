@@ -306,20 +306,21 @@ def node_holds(
             own[plan.name] = (plan.gpus_per_replica or 0) * (plan.replicas or 0) * hours_month
     # services on shared GPUs: their instances or slices packed together onto whole GPUs, each packed where a GPU is
     # free (two services of 2 and 3 MIG instances on one 7-way cut GPU, with 5 more free on its node, start one node
-    # between them, not one each: review sizreview39 D2), each holding its share of them by what its parts are billed as
+    # between them, not one each: review sizreview39 D2); each holds what its parts are billed as (a time slice a
+    # quarter of a GPU), as a service on whole GPUs holds its GPUs: the parts no service fills are the serving nodes'
+    # spare, as their free GPUs are
     shared = [p for p in services if p.sharing]
-    if shared:
-        packed = packed_units(shared, pool)
-        replicas[1] += packed
-        billed = {p.name: gpu_equivalents(p, pool) for p in shared}
-        for plan in shared:
-            own[plan.name] = packed * billed[plan.name] / sum(billed.values()) * hours_month if any(billed.values()) else 0.0
+    packed = packed_units(shared, pool)
+    replicas[1] += packed
+    for plan in shared:
+        own[plan.name] = gpu_equivalents(plan, pool) * hours_month
     serving = serving_nodes(replicas, per_node)
     gpus = sum(size * n for size, n in replicas.items())
-    # the serving nodes, packed together, each service's share of them by the GPUs its replicas hold
-    holds = [Hold(p.name, serving * own[p.name] / hours_month / gpus, 24.0, 1.0, True) for p in services if gpus]
-    spare = (serving * per_node - gpus) * hours_month  # GPU-hours the serving nodes leave free
-    free = spare / hours_month  # ... and the GPUs: a job needing more at once cannot run in them (review sizreview11 F3)
+    # the serving nodes, packed together, each service's share of them by the GPUs or parts its replicas hold
+    held_by = sum(own[p.name] for p in services)
+    holds = [Hold(p.name, serving * own[p.name] / held_by, 24.0, 1.0, True) for p in services if held_by]
+    free = serving * per_node - gpus  # whole GPUs the serving nodes leave free: a job needing more at once cannot run in them
+    spare = (free + packed) * hours_month - sum(own[p.name] for p in shared)  # ... and their free GPU-hours, parts too
     for plan in plans:
         if _always_on(plan):
             continue
@@ -327,8 +328,12 @@ def node_holds(
         whole = math.ceil(units / per_node)
         runs, _, wall = block_runs(plan, hours_month)
         if plan.kind not in ("training", "fine-tuning") or plan.wall_clock_days is None:
-            used = busy_gpu_hours(plan, units, hours_month)
-            absorbed = min(spare, used) if units <= free + 1e-9 else 0.0
+            # batch work on shared GPUs rides the parts the services leave free on their GPUs, and needs whole free GPUs
+            # only for what those do not hold (review sharedreview D2: a one-slice nightly job beside three one-slice
+            # services started a node of its own where the fourth slice of their GPU was free)
+            need = packed_units([*shared, plan], pool) - packed if plan.sharing else units
+            used = busy_gpu_hours(plan, gpu_equivalents(plan, pool), hours_month)
+            absorbed = min(spare, used) if need <= free + 1e-9 else 0.0
             spare -= absorbed
             if riding is not None:
                 riding[plan.name] = absorbed
@@ -336,7 +341,8 @@ def node_holds(
             # what the serving nodes cannot hold starts nodes of its own, whole, its hours every day: a 1-GPU batch job on
             # 4-GPU nodes bills the node it starts, not a quarter of it (review sizreview10 F11: $638 where the
             # g6e.12xlarge bills $2,553); on Capacity Blocks a whole day of block for each day it runs
-            hours = block_hours(price.block_steps, wall) if price.block_steps else used / max(1, units) / (hours_month / 24)
+            daily = busy_gpu_hours(plan, units, hours_month) / max(1, units) / (hours_month / 24)  # the hours a day it runs
+            hours = block_hours(price.block_steps, wall) if price.block_steps else daily
             held = Hold(plan.name, rest * whole, min(24.0, hours), 1.0, True)
             own[plan.name] = absorbed + held.node_hours(hours_month) * per_node
             holds.append(held)
@@ -353,9 +359,9 @@ def node_holds(
         own[plan.name] = held.node_hours(hours_month) * per_node
         holds.append(held)
     # what the serving nodes hold that neither a replica nor batch work fills is the services' that start those nodes
-    # (their replicas need fewer GPUs than the instances have): split over them by the GPUs they hold
+    # (their replicas need fewer GPUs than the instances have): split over them by the GPUs or parts they hold
     for plan in services:
-        own[plan.name] += spare * own[plan.name] / (gpus * hours_month) if gpus else 0.0
+        own[plan.name] += spare * own[plan.name] / held_by if held_by else 0.0
     return holds, own
 
 
@@ -512,7 +518,7 @@ def block_bookings(plans: list[WorkloadPlan], pool: ResolvedPool, price: NodePri
         bought = block_hours(price.block_steps, min(used, 24.0))
         nodes = own[plan.name] / per_node / (bought * runs) if runs else 0.0
         usd = own[plan.name] / per_node * price.usd_per_hour
-        held = busy_gpu_hours(plan, units, hours_month)
+        held = busy_gpu_hours(plan, gpu_equivalents(plan, pool), hours_month)  # as the cost rules count its GPU-hours
         occupied = None
         if plan.name in absorbed:  # batch work: its share riding the serving nodes, the rest on whole nodes it starts
             riding = absorbed[plan.name] / held if held else 0.0

@@ -382,7 +382,6 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
     }
 
     def marginal(pool: ResolvedPool, plan: WorkloadPlan) -> float | None:
-        gpu_hours = plan.gpu_hours or 0.0
         if pool.name in owned_full:  # the power its GPU-hours a month draw, a month as every pool's "adds" is (review
             # sizreview41 D3: a run's whole 886,045 GPU-hours were set against rented pools' months)
             month = busy_gpu_hours(plan, gpu_equivalents(plan, pool), hours_month)
@@ -390,42 +389,28 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
         price = prices.get(pool.name)
         if price is None or price.usd_per_hour is None:
             return None
-        if pool.gpu is not None and not price.block_steps:
-            # what the pool's month rises by, on the timeline that bills it: the always-on and reserved nodes the
-            # workloads placed before it leave free cost it nothing, the nodes it holds above them cost what they are
-            # held (review sizreview37 D-4: a second service on a reservation the first filled "added $0"; D-1, D-5: a
-            # batch job's 3 nodes 8 hours a day on 1 reserved node added $26,786 where the month stayed put)
-            # at the nodes it needs where the pool is too small for it alone (PL305 says so): 12 one-GPU replicas on
-            # an 8-node pool add 12 nodes' month, not the 8 the pool's month is capped at; else within the pool's max,
-            # as its month is billed (review sizreview43 D1: a run the month stretches onto the 2 nodes a service
-            # leaves under the max, within the reservation, was priced 2 nodes past it, $23,329 where the month rose $0)
-            before = others(pool, plan)
-            most = max(pool.spec.scaling.max, math.ceil(pool_units(plan, pool) / pool.gpus_per_node))
-            after = rented_node_hours([*before, plan], pool, price, hours_month, max_nodes=most)
-            held = rented_node_hours(before, pool, price, hours_month, max_nodes=most)
-            return (after - held) * price.usd_per_hour
         if pool.gpu is None:  # CPU pool: the nodes that hold the cores, for as long as the job runs
             vcpus = pool.instance.vcpus if pool.instance else 1
             return cpu_node_hours(plan, vcpus, hours_month) * price.usd_per_hour
-        blocks = _run_blocks(price, pool, plan)
-        if blocks is not None:
-            return blocks
-        # the pool's always-on minimum is billed whether used or not: GPUs a workload takes there add nothing (the
-        # aws-only example's assistant fits infer's one always-on node, which placement priced at $7,660 and passed
-        # over for $4,089 of Spot L4s that the month then paid on top)
-        need = pool_units(plan, pool)
-        free = max(0, pool.spec.scaling.min * pool.gpus_per_node - committed(pool, plan))
-        # the GPUs the free always-on ones cannot hold start instances of their own, and the bill rises by those
-        # instances, whole, as the pool's month bills them (growth.node_holds): 1 GPU of a g6e.12xlarge added
-        # $638 (a quarter of the instance) where the month rose $2,553 (review sizreview23 G1)
-        started = math.ceil(max(0, need - free) / max(1, pool.gpus_per_node))
-        if price.block_steps and (plan.kind != "inference" or plan.sharing):
-            # batch work on Capacity Blocks buys its instances a whole day of block for each day it runs, not the hours
-            # it uses (review sizreview19 F6)
-            runs, _, wall = block_runs(plan, hours_month)
-            return started * block_hours(price.block_steps, wall) * runs * price.usd_per_hour
-        hours = gpu_hours / plan.gpus if plan.gpus else 0.0  # how long each of its GPUs is held
-        return started * hours * price.usd_per_hour
+        if price.block_steps and plan.kind in ("training", "fine-tuning"):
+            blocks = _run_blocks(price, pool, plan)  # a run buys its own blocks, whatever the others hold
+            if blocks is not None:
+                return blocks
+        # what the pool's month rises by, on the timeline that bills it: the always-on and reserved nodes the
+        # workloads placed before it leave free cost it nothing, the nodes it holds above them cost what they are
+        # held (review sizreview37 D-4: a second service on a reservation the first filled "added $0"; D-1, D-5: a
+        # batch job's 3 nodes 8 hours a day on 1 reserved node added $26,786 where the month stayed put); on Capacity
+        # Blocks the same for services and batch work, whose blocks the month buys (three one-slice services on one
+        # block's node each "added $28,711", counting only the pool's minimum as free: review sharedreview D3)
+        # at the nodes it needs where the pool is too small for it alone (PL305 says so): 12 one-GPU replicas on
+        # an 8-node pool add 12 nodes' month, not the 8 the pool's month is capped at; else within the pool's max,
+        # as its month is billed (review sizreview43 D1: a run the month stretches onto the 2 nodes a service
+        # leaves under the max, within the reservation, was priced 2 nodes past it, $23,329 where the month rose $0)
+        before = others(pool, plan)
+        most = max(pool.spec.scaling.max, math.ceil(pool_units(plan, pool) / pool.gpus_per_node))
+        after = rented_node_hours([*before, plan], pool, price, hours_month, max_nodes=most)
+        held = rented_node_hours(before, pool, price, hours_month, max_nodes=most)
+        return (after - held) * price.usd_per_hour
 
     pools_by_name = {p.name: p for p in platform.pools}
     # each pool's workloads: those pinned to it from the start, wherever the spec lists them (review sizreview40 D1: a

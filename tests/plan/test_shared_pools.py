@@ -161,6 +161,64 @@ def test_services_on_shared_gpus_share_the_gpus_and_are_charged_their_parts() ->
         assert w.showback_usd == pytest.approx(730 * 0.25 * pool.billed_usd_per_gpu_hour, rel=1e-3)
 
 
+def _one_slice_services(names: list[str], pool: str, *, batch: bool = False) -> SizingPlan:
+    """SPEC's 4-way sliced pool as ``pool`` (a nodePools entry's accelerator, aws and scaling fields), with one-slice services of
+    the 1B model, ``names`` (team:name), and ``batch``: a one-slice nightly job for team ds, 8 hours a day."""
+    lines = [
+        f"  - {{name: {n}, kind: inference, team: {t}, model: {{parameters: 1B}}, precision: bf16,\n"
+        f"     traffic: {{peakRps: 0.2, inputTokens: 500, outputTokens: 200}}}}\n"
+        for t, n in (x.split(":") for x in names)
+    ]
+    if batch:
+        lines.append(
+            "  - {name: nightly, kind: batch-inference, team: ds, model: {parameters: 1B}, precision: bf16, hoursPerDay: 8,\n"
+            "     traffic: {peakRps: 0.2, inputTokens: 500, outputTokens: 200}}\n"
+        )
+    ds = "16}]}\n    - {name: ds, groups: [ds-engineers], quotas: [{pool: sliced, gpus: 16"
+    text = (SPEC.replace("SHARING", "{mode: time-slicing, replicas: 4}").replace("QUOTA", ds)
+            .replace(P5_NODES, pool))  # fmt: skip
+    text = text[: text.index("workloads:\n") + len("workloads:\n")] + "".join(lines)
+    return plan_platform(validated(load_text(text, "shared.yaml"), "prod"), today=TODAY)
+
+
+P5_NODES = 'accelerator: "H100-SXM5-80GB:8", aws: {instanceType: p5.48xlarge, zone: us-east-1a},\n     scaling: {min: 0, max: 4}'
+L4_NODES = 'accelerator: "L4-24GB:1", aws: {instanceType: g6.xlarge}, scaling: {min: 0, max: 8}'
+BLOCKS = ('accelerator: "H100-SXM5-80GB:8", aws: {instanceType: p5.48xlarge, capacityType: capacity-block, '
+          'capacityReservationId: cr-0a1b2c3d4e5f60718, zone: us-east-1a}, scaling: {min: 0, max: 2}')  # fmt: skip
+
+
+def test_batch_work_rides_the_slices_the_services_leave_free() -> None:
+    """Review sharedreview D2: a one-slice nightly job beside three one-slice services on a sliced pool of one-L4 nodes
+    started a node of its own ("adds $196") where the fourth slice of their GPU was free."""
+    plan = _one_slice_services(["ml:a1", "ml:a2", "ml:a3"], L4_NODES, batch=True)
+    pool = next(p for p in plan.pools if p.name == "sliced")
+    assert pool.billed_usd_per_gpu_hour is not None
+    assert pool.monthly_cost_usd == pytest.approx(730 * pool.billed_usd_per_gpu_hour)  # one node, the month round
+    assert plan.placements["nightly"].startswith("sliced: adds $0")
+    nightly = next(w for w in plan.workloads if w.name == "nightly")
+    assert nightly.gpu_hours is not None
+    assert nightly.showback_usd == pytest.approx(nightly.gpu_hours * 0.25 * pool.billed_usd_per_gpu_hour)
+
+
+def test_on_capacity_blocks_services_sharing_a_node_split_its_blocks_and_are_charged_them() -> None:
+    """Review sharedreview D1, D3: three one-slice services on one Capacity Block node. Each pays a third of the node's
+    blocks, and the rate its pods are charged at gives that from the quarter GPU a slice is billed as (the rate was set
+    on whole GPU-hours, so the cost rules and the team split charged a quarter of it); the second and third add $0 to
+    the month, which placement said was $28,711 each."""
+    plan = _one_slice_services(["ml:a1", "ml:a2", "ds:b1"], BLOCKS)
+    pool = next(p for p in plan.pools if p.name == "sliced")
+    assert pool.monthly_cost_usd is not None
+    services = [w for w in plan.workloads if w.pool == "sliced"]
+    for w in services:
+        assert w.cost_usd == pytest.approx(pool.monthly_cost_usd / 3)
+        assert w.gpu_hours is not None and w.billed_usd_per_gpu_hour is not None
+        assert w.gpu_hours * 0.25 * w.billed_usd_per_gpu_hour == pytest.approx(w.cost_usd)  # what the cost rules charge
+    assert plan.showback["ml"] == pytest.approx(2 * pool.monthly_cost_usd / 3)
+    assert plan.showback["ds"] == pytest.approx(pool.monthly_cost_usd / 3)
+    assert plan.placements["a1"].startswith("sliced: adds $28,711")
+    assert plan.placements["a2"].startswith("sliced: adds $0") and plan.placements["b1"].startswith("sliced: adds $0")
+
+
 def test_a_mixed_mig_layout_packs_each_profiles_instances_onto_the_same_gpus() -> None:
     """Every GPU of a 3g.40gb + 2g.20gb + 2 x 1g.10gb layout offers all four instances at once: one service's 3g.40gb
     and another's two 1g.10gb sit on one GPU, not on one GPU each."""
