@@ -334,6 +334,10 @@ def node_holds(
             need = packed_units([*shared, plan], pool) - packed if plan.sharing else units
             used = busy_gpu_hours(plan, gpu_equivalents(plan, pool), hours_month)
             absorbed = min(spare, used) if need <= free + 1e-9 else 0.0
+            if price.block_steps and absorbed < used * (1 - 1e-9):
+                # Capacity Blocks are sold by the whole instance and day: a job the spare does not hold whole buys nodes
+                # of its own for all of it, not half a node (review sharedreview2 D1: $14,355 where the month rose $28,711)
+                absorbed = 0.0
             spare -= absorbed
             if riding is not None:
                 riding[plan.name] = absorbed

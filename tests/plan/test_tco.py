@@ -994,6 +994,55 @@ def test_a_service_on_capacity_blocks_pays_the_node_it_starts_less_what_batch_wo
     assert split == pytest.approx({"applied-ml": 943.92 + 91.25 * 39.33 / 8, "research": (8 * 730 - 91.25) / 8 * 39.33})
 
 
+BLOCK_AND_ON_DEMAND = """\
+apiVersion: alicerce.dev/v1
+kind: Platform
+metadata: {name: cb, owner: a@example.com, costCenter: CC-0000}
+environments:
+  prod:
+    tier: development
+    sites:
+      - {name: aws, provider: aws, account: "123456789012", region: us-east-1, zones: [us-east-1a, us-east-1b], vpcCidr: 10.0.0.0/16}
+nodePools:
+  - {name: system, site: aws, purpose: system, aws: {instanceType: m7i.2xlarge}, scaling: {min: 2, max: 3}}
+  - {name: blk, site: aws, purpose: inference, accelerator: "H100-SXM5-80GB:8", scaling: {min: 0, max: 4},
+     aws: {instanceType: p5.48xlarge, capacityType: capacity-block, capacityReservationId: cr-0a1b2c3d4e5f60718, zone: us-east-1a},
+     taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]}
+  - {name: od, site: aws, purpose: inference, accelerator: "H100-SXM5-80GB:8", scaling: {min: 0, max: 4},
+     aws: {instanceType: p5.48xlarge, zone: us-east-1a}, taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]}
+tenancy:
+  teams:
+    - {name: ml, groups: [ml-eng], quotas: [{pool: blk, gpus: 16}, {pool: od, gpus: 16}]}
+    - {name: ds, groups: [ds-eng], quotas: [{pool: blk, gpus: 16}, {pool: od, gpus: 16}]}
+workloads:
+  - {name: s70, kind: inference, team: ml, model: {parameters: 70B}, precision: bf16,
+     traffic: {peakRps: 8, inputTokens: 500, outputTokens: 200}}
+  - {name: x16, kind: batch-inference, team: ml, model: {parameters: 70B}, precision: bf16, hoursPerDay: 16,
+     traffic: {peakRps: 8, inputTokens: 500, outputTokens: 200}}
+  - {name: y16, kind: batch-inference, team: ds, model: {parameters: 70B}, precision: bf16, hoursPerDay: 16,
+     traffic: {peakRps: 8, inputTokens: 500, outputTokens: 200}}
+"""
+
+
+def test_batch_work_the_free_gpus_hold_only_in_part_buys_whole_block_nodes() -> None:
+    """Review sharedreview2 D1: a 70B service's p5 block node leaves 4 GPUs free, 96 GPU-hours a day; x16 (4 GPUs, 16
+    hours a day) takes 64 of them, and y16 needs 64 more where 32 are left. It was held on half a node, which a block
+    does not sell: placement said "blk: adds $14,355" and chose it over the on-demand p5 ($26,786), where the block pool's
+    month rises by a whole node's day of block every day, 24 x 30.42 x $39.33 = $28,710.90."""
+    plan = plan_platform(validated(load_text(BLOCK_AND_ON_DEMAND, "cb.yaml"), "prod"), today=TODAY)
+    by = {w.name: w for w in plan.workloads}
+    assert by["s70"].pool == by["x16"].pool == "blk" and by["y16"].pool == "od"
+    assert plan.placements["x16"].startswith("blk: adds $0")
+    assert plan.placements["y16"].startswith("od: adds $26,786") and "blk: adds $28,711" in plan.placements["y16"]
+    alone = BLOCK_AND_ON_DEMAND.replace("{pool: blk, gpus: 16}, {pool: od, gpus: 16}", "{pool: blk, gpus: 16}")
+    od = ("name: od,", "aws: {instanceType: p5.48xlarge, zone")  # the on-demand pool's two lines
+    alone = "\n".join(line for line in alone.splitlines() if not any(marker in line for marker in od))
+    blocks = plan_platform(validated(load_text(alone + "\n", "cb.yaml"), "prod"), today=TODAY)
+    pool = next(p for p in blocks.pools if p.name == "blk")
+    assert pool.monthly_cost_usd == pytest.approx(2 * 730 * 39.33)
+    assert next(w for w in blocks.workloads if w.name == "y16").cost_usd == pytest.approx(730 * 39.33)
+
+
 def test_low_trust_defaults_are_named_until_the_site_declares_its_own() -> None:
     """Issue 23 gap: the engineer's cost came from a 2010 mailing-list post scaled by hand, the staffing ratio and the
     support share from alicerce's own choice or one list quote (tco.yaml: trust low). The month still uses them (a
