@@ -458,7 +458,10 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
         if pool is not None and pool.gpu is not None and plan.runnable:
             holds = _holds(w, choice.placement, sizing)
             findings.extend(_quota_findings(platform, w.name, plan.team, pool, plan, holds))
-            findings.extend(_sharing_cost(w, plan, pool, choice.placement, sizing, _candidates(platform, choice.placement.gpu)))
+            costly, whole_note = _sharing_cost(w, plan, pool, choice.placement, sizing, _candidates(platform, choice.placement.gpu))
+            findings.extend(costly)
+            if whole_note:  # --explain shows the layout PL354 compares with (review sizreview45 G5)
+                plan = replace(plan, notes=(*plan.notes, whole_note))
         if pool is not None:
             placed[pool.name].pop(w.name, None)  # as placed now, or not at all where it cannot run
         if any(f.check in ("PL303", "PL322") and f.subject == w.name for f in findings):
@@ -876,31 +879,39 @@ def _within_quota(
 
 def _sharing_cost(  # noqa: PLR0917 - the service, where it was sized, and how to size it on whole GPUs
     w: Workload, plan: WorkloadPlan, pool: ResolvedPool, place: Placement, sizing: Sizing, candidates: list[Gpu]
-) -> list[PlanFinding]:
+) -> tuple[list[PlanFinding], str]:
     """PL354: a service sized in a shared pool's MIG instances or time slices that holds more of the pool's GPUs than
     whole GPUs of the same model would serve it on. Each part repeats the weights and the engine's reserved memory, and
     reads its weights at every step over its share of the bandwidth, so small batches in many parts can cost several
     times the GPUs one engine a GPU needs (an 8B model at 5 requests/s: 13 slices of 4 H100s, where one whole H100
     serves it). The engines on whole GPUs run at the engine's own memory fraction: a time-sliced pool's declared
     kvMemoryFraction is a slice's share of the GPU (review sizreview45 D1: 0.225 read on a whole H100 left it room for
-    2 sequences)."""
+    2 sequences). With the finding, a note of the whole-GPU layout it compares with, for `--explain`."""
     if not plan.sharing_declared or place.shared is None:
-        return []
+        return [], ""
     alone = w.model_copy(update={"kv_memory_fraction": None}) if isinstance(place.shared, TimeSlicing) else w
     whole = plan_workload(alone, replace(place, shared=None), sizing, candidates)
     held = pool_units(plan, pool)
     if not whole.runnable or whole.gpus is None or whole.gpus >= held:
-        return []
+        return [], ""
     batch = {f.name: f.value for f in plan.figures}.get("batch per replica")
     batches = {f.name: f.value for f in whole.figures}.get("batch per replica")
     replica = "a whole GPU" if (whole.gpus_per_replica or 1) == 1 else f"a replica of {whole.gpus_per_replica} whole GPUs"
     contrast = ""
     if batch is not None and batches is not None:
         contrast = f" (a batch of {_sequences(batch)} a part, {_sequences(batches)} on {replica})"
+
+    def count(n: int, what: str) -> str:
+        return f"{n} {what}{'' if n == 1 else 's'}"
+
+    note = (f"on whole {plan.accelerator} GPUs (PL354): {count(whole.gpus, 'GPU')}, {count(whole.replicas or 0, 'replica')} "
+            f"of {count(whole.gpus_per_replica or 1, 'GPU')}"
+            f"{f' at a batch of {_sequences(batches)}' if batches is not None else ''}"
+            f"{f', {rate:,.0f} output tokens/s a replica' if (rate := whole.tokens_per_second_per_replica) else ''}")  # fmt: skip
     return [PlanFinding("PL354", w.name, f"its {plan.replicas} replicas ({plan.sharing} on pool {pool.name}) hold {held} "
                         f"{plan.accelerator} GPUs, where engines on whole GPUs of the same model serve it on {whole.gpus}"
                         f"{contrast}: each part holds its own copy of the weights and the engine's reserved memory; serve it "
-                        "from a pool of whole GPUs, or share the GPUs in fewer, larger parts")]  # fmt: skip
+                        "from a pool of whole GPUs, or share the GPUs in fewer, larger parts")], note  # fmt: skip
 
 
 def _sequences(x: float) -> str:

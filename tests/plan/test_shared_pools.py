@@ -257,6 +257,10 @@ def test_the_whole_gpu_side_runs_the_engine_at_its_own_memory_fraction() -> None
     plan = _time_sliced_big("kvMemoryFraction: 0.225")
     (finding,) = [f for f in plan.findings if f.check == "PL354"]
     assert "serve it on 1 (a batch of 2.3 a part, 696 on a whole GPU)" in finding.message
+    # --explain shows the layout it compares with (review sizreview45 G5)
+    big = next(w for w in plan.workloads if w.name == "big")
+    (note,) = [n for n in big.notes if "(PL354)" in n]
+    assert note.startswith("on whole H100-SXM5-80GB GPUs (PL354): 1 GPU, 1 replica of 1 GPU at a batch of 696, ")
 
 
 def test_placement_counts_a_services_parts_as_the_gpus_they_fill() -> None:
