@@ -232,7 +232,7 @@ def print_tco(console: Console, result: SizingPlan) -> None:
                 note = " (billed used or not)" if r.held else " (interruptible: not weighed)" if r.interruptible else ""
                 vs.add("", r.purchase + note, r.instance, _num(per_used, 2), span)
             for gap in o.unpriced:  # sold here, no published price: listed so the bands read as incomplete (sizreview23 G4)
-                vs.add("", f"{gap.purchase} (sold here, no published price: not weighed)", gap.instance, "-", "-")
+                vs.add("", f"{gap.purchase} ({gap.short}: not weighed)", gap.instance, "-", "-")
         print_table(vs, console)
         for o in owned:
             console.print(f"{o.pool}: {o.verdict()}", markup=False)

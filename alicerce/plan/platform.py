@@ -197,8 +197,8 @@ class OwnVsRent:
         """The options sold here without a price: the bands leave them out, and say so (review sizreview23 G4)."""
         if not self.unpriced:
             return ""
-        listed = ", ".join(f"{o.purchase} ({o.instance})" for o in self.unpriced)
-        return f"; not weighed: {listed}, sold in {self.rental_region} with no published price (PL311)"
+        listed = "; ".join(f"{o.purchase} ({o.instance}), {o.short}" for o in self.unpriced)
+        return f"; not weighed: {listed} (PL311)"
 
     def verdict(self) -> str:
         u = self.owned.utilization
@@ -1300,24 +1300,37 @@ def _whole_blocks(option: RentalOption, plans: list[WorkloadPlan], catalog: Cata
     return replace(option, usd_per_gpu_hour=option.usd_per_gpu_hour * bought, factors=(*option.factors, factor))
 
 
+def _other_families(
+    options: tuple[RentalOption, ...], declared: list[tuple[str, float, str]], catalog: Catalog
+) -> tuple[UnpricedOption, ...]:
+    """The Savings Plan own-vs-rent cannot weigh: the spec declares discounts, none for the rented instance's family."""
+    rented = next((o.instance for o in options if o.purchase == "on-demand"), None)
+    if rented is None or not declared or any(o.purchase == "savings-plan" for o in options):
+        return ()
+    family = next(i.family for i in catalog.instances if i.type == rented)
+    others = ", ".join(f"{pool}: {fam}" for pool, _, fam in declared)
+    why = (f"the spec's Savings Plan / Reserved Instances discounts are for other instance families ({others}), and a "
+           f"discount is bought for one family or priced by it: declare costs.cloud[].savingsPlanDiscount on a {family} pool")  # fmt: skip
+    return (UnpricedOption("savings-plan", rented, why, f"no discount declared for {family}"),)
+
+
 def _own_vs_rent(  # noqa: PLR0917 - the plan's parts
     platform: ResolvedPlatform, pools: list[PoolPlan], plans: list[WorkloadPlan], catalog: Catalog, growth: Forecast, today: datetime.date
 ) -> tuple[tuple[OwnVsRent, ...], list[PlanFinding]]:
     """Each owned pool against every way of renting its GPUs, PL344 for the Capacity Blocks AWS would not sell and PL346
     for the prices it compares that are stale or far apart in date."""
     region = next((str(s.spec.region) for s in platform.sites if hasattr(s.spec, "region")), "us-east-1")
-    gpu_of = {p.name: p.gpu.id for p in platform.pools if p.gpu is not None}
-    declared = [(c.pool, c.savings_plan_discount) for c in platform.spec.costs.cloud if c.savings_plan_discount is not None]
+    family_of = {p.name: p.instance.family for p in platform.pools if p.instance is not None}
+    declared = [(c.pool, c.savings_plan_discount, family_of[c.pool]) for c in platform.spec.costs.cloud
+                if c.savings_plan_discount is not None and c.pool in family_of]  # fmt: skip
     out, findings = [], []
     limit = catalog.prices.capacityBlocks.instancesAcrossBlocks
     for pool in pools:
         if pool.owned_cost is None or pool.accelerator is None:
             continue
-        # a discount bought for the same GPU applies to renting it; else any declared (Compute Savings Plans span families)
-        same = [d for d in declared if gpu_of.get(d[0]) == pool.accelerator]
         on_pool = [p for p in plans if p.pool == pool.name]
         options: tuple[RentalOption, ...] = ()
-        for offer in rental_options(pool.accelerator, region, catalog, same or declared):
+        for offer in rental_options(pool.accelerator, region, catalog, declared):
             if offer.purchase != "capacity-block":
                 options += (offer,)
             elif unsold := _unsold_blocks(offer, on_pool, catalog):
@@ -1327,7 +1340,7 @@ def _own_vs_rent(  # noqa: PLR0917 - the plan's parts
             else:
                 options += (_whole_blocks(offer, on_pool, catalog),)
         findings += _stale_prices(pool.name, options, today, catalog)
-        unpriced = unpriced_options(pool.accelerator, region, catalog)
+        unpriced = unpriced_options(pool.accelerator, region, catalog) + _other_families(options, declared, catalog)
         for u in unpriced:
             findings.append(PlanFinding("PL311", pool.name, f"own-vs-rent cannot weigh {u.purchase} {u.instance}: {u.why}; "
                                         "listed as not weighed, so the cheapest-by-utilisation bands leave it out"))  # fmt: skip

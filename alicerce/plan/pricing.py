@@ -252,12 +252,14 @@ class RentalOption:
 
 @dataclass(frozen=True)
 class UnpricedOption:
-    """A purchase option AWS sells for the GPU in the region but publishes no price for: own-vs-rent lists it and cannot
-    weigh it, so its bands are read as incomplete rather than as if it were not on offer (review sizreview23 G4)."""
+    """A purchase option AWS sells for the GPU in the region but publishes no price for, or one the spec prices only for
+    another instance family: own-vs-rent lists it and cannot weigh it, so its bands are read as incomplete rather than
+    as if it were not on offer (review sizreview23 G4)."""
 
     purchase: str
     instance: str
     why: str
+    short: str  # what the own-vs-rent table and verdict say of it
 
 
 def unpriced_options(gpu_id: str, region: str, catalog: Catalog) -> tuple[UnpricedOption, ...]:
@@ -270,14 +272,17 @@ def unpriced_options(gpu_id: str, region: str, catalog: Catalog) -> tuple[Unpric
             continue
         listed = ", ".join(block.regions) or "no region"
         why = f"AWS sells {instance_type.type} Capacity Blocks in {region} but its price table lists {listed}"
-        out.append(UnpricedOption("capacity-block", instance_type.type, why))
+        out.append(UnpricedOption("capacity-block", instance_type.type, why, f"sold in {region} with no published price"))
     return tuple(out)
 
 
-def rental_options(gpu_id: str, region: str, catalog: Catalog, discounts: list[tuple[str, float]]) -> tuple[RentalOption, ...]:
+def rental_options(gpu_id: str, region: str, catalog: Catalog, discounts: list[tuple[str, float, str]]) -> tuple[RentalOption, ...]:
     """Every purchase option the catalog and the spec price for ``gpu_id`` in ``region``, cheapest type each.
 
-    ``discounts`` are the spec's Savings Plan / Reserved Instances discounts as (pool, discount). Against an owned
+    ``discounts`` are the spec's Savings Plan / Reserved Instances discounts as (pool, discount, the pool's instance
+    family); only those of the rented instance's family apply: Reserved Instances and EC2 Instance Savings Plans are
+    bought for one family, and a Compute Savings Plan's rate differs by family, so a g6 discount says nothing of p5's
+    (review sizreview49 D4: a 60% discount declared on an L4 pool priced a p5 at 60% off). Against an owned
     pool the commitment buys its GPUs for every hour of a one- or three-year term: AWS bills the part no usage
     consumes (Cost Explorer's SavingsPlansUtilization: UnusedCommitment), so it is held, like a reservation at the
     discounted rate. Billing it per used hour let a bursty schedule rent "cheaper" than owning with a commitment that
@@ -290,8 +295,8 @@ def rental_options(gpu_id: str, region: str, catalog: Catalog, discounts: list[t
         itype = next(i for i in catalog.instances if i.type == instance)
         as_of, where = itype.price.asOf, catalog_line("instances.yaml", f"- type: {instance}", "usdPerHour:")
         out.append(RentalOption("on-demand", instance, usd, False, factors, as_of=as_of, where=where))
-        if discounts:
-            pool, discount = max(discounts, key=lambda d: (d[1], d[0]))
+        if same := [(pool, discount) for pool, discount, family in discounts if family == itype.family]:
+            pool, discount = max(same, key=lambda d: (d[1], d[0]))
             factor = Factor(f"Savings Plan / Reserved Instances discount (costs.cloud[{pool}])", 1 - discount, "spec")
             out.append(RentalOption("savings-plan", instance, usd * (1 - discount), True, (*factors, factor), as_of=as_of, where=where))
         reservations = catalog.prices.capacityReservations

@@ -182,6 +182,27 @@ def test_own_vs_rent_uses_the_specs_savings_plan_discount() -> None:
     assert option.bands()[0][1] == pytest.approx(385_720.32 / 981_389.89, abs=1e-6)
 
 
+def test_own_vs_rent_takes_a_discount_only_for_the_family_it_rents() -> None:
+    """Review sizreview49 D4: a 60% discount declared on the L4 pool (g6) priced renting the owned H100s' p5 at 60% off.
+    Reserved Instances and EC2 Instance Savings Plans are bought for one family, and a Compute Savings Plan's rate
+    differs by family: the p5 option takes a p5 pool's discount only, and without one it is listed as not weighed
+    (PL311), saying which families the spec's discounts are for."""
+    data = reference()
+    data["costs"]["cloud"] = [{"pool": "infer-l4", "savingsPlanDiscount": 0.6}]
+    plan_ = plan_platform(resolve(data), today=TODAY)
+    (option,) = plan_.own_vs_rent
+    assert "savings-plan" not in {o.purchase for o in option.options}
+    (gap,) = [u for u in option.unpriced if u.purchase == "savings-plan"]
+    assert gap.instance == "p5.48xlarge" and "(infer-l4: g6)" in gap.why and "on a p5 pool" in gap.why
+    assert "not weighed: savings-plan (p5.48xlarge), no discount declared for p5 (PL311)" in option.verdict()
+    assert [f for f in plan_.findings if f.check == "PL311" and "savings-plan p5.48xlarge" in f.message]
+    # the p5 pool's own discount is the one it takes, beside the g6 one
+    data["costs"]["cloud"] = [{"pool": "infer-l4", "savingsPlanDiscount": 0.6}, {"pool": "train-p5", "savingsPlanDiscount": 0.3}]
+    (option,) = plan_platform(resolve(data), today=TODAY).own_vs_rent
+    taken = next(o for o in option.options if o.purchase == "savings-plan")
+    assert taken.usd_per_gpu_hour == pytest.approx(6.88 * 0.7) and not option.unpriced
+
+
 def test_a_pool_without_a_fabric_buys_none() -> None:
     """Review sizreview2 D4: onprem-h100 without its fabric still paid the catalog's 400G fat tree per node. It now
     pays none: the owned month drops by that capex share, and declaring networkUsd still prices one."""
