@@ -735,7 +735,7 @@ def field_shadowed(ctx: RuleContext) -> Iterable[Finding]:
     and the attention heads of a trained model (the throughput model reads layers, width and the attention layout;
     headDim only for MLA) unless LoRA adapters are counted on them; an adapter block a run cannot read. A served
     MoE's expert layout is read: the experts a decode step's tokens touch; not where they sit (experts.layers) nor
-    whether attention is routed too (experts.routedAttention)."""
+    whether attention is routed too (experts.routedAttention); nor is a served model's vocabulary."""
     for i, w in enumerate(ctx.spec.workloads):
         path = S.workloads[i]
         if w.traffic is not None and w.traffic.peak_rps is not None and w.traffic.concurrency is not None:
@@ -754,6 +754,12 @@ def field_shadowed(ctx: RuleContext) -> Iterable[Finding]:
             # the serving model reads no routing volume (review sizreview24 N1)
             yield Finding(path.model.experts.routed_attention, "serving does not read routedAttention: it changes nothing here "
                           "(it adds training's routed volume)", "remove it", key=True, resource=w.name)  # fmt: skip
+        if w.kind in SERVING and model.vocabulary is not None:
+            # the served roofline reads the parameters, which hold the output head: a decode step's logits GEMM is in
+            # its 2 x parameters a token, and the engine's logits buffer in the reserved memory (review sizreview49 D3)
+            yield Finding(path.model.vocabulary, "serving does not read vocabulary: the output head is in the parameters, "
+                          "and it changes nothing here (it sets training's fp32 logits and LoRA's embedding matrices)",
+                          "remove it", key=True, resource=w.name)  # fmt: skip
         yield from _adapter_shadowed(w, i)
         if model.tied_embeddings is not None and not _reads_tied_embeddings(w):
             yield Finding(path.model.tied_embeddings, "tiedEmbeddings is read by a qlora run (its 16-bit embeddings) and by a lora "

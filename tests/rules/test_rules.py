@@ -311,3 +311,29 @@ def test_an_infiniband_name_on_a_roce_fabric_reads_an_infiniband() -> None:
     """obsreview38 N-4: "is a InfiniBand device's name"."""
     assert _rail_name_problem("ibp24s0", "roce") == "ibp24s0 is an InfiniBand device's name, and the fabric is roce"
     assert _rail_name_problem("rocep24s0", "infiniband") == "rocep24s0 is a RoCE device's name, and the fabric is infiniband"
+
+
+def test_al383_refuses_a_served_models_vocabulary() -> None:
+    """Review sizreview49 D3: model.vocabulary on a serving workload validated and changed nothing (the served roofline
+    reads the parameters, which hold the output head); on training it sets the fp32 logits, and stays."""
+    from alicerce.spec.loader import load_text
+
+    served = (
+        _TWO_POOLS.split("workloads:\n")[0]
+        + """\
+workloads:
+  - name: chat
+    kind: inference
+    team: ml
+    model: {parameters: 8B, vocabulary: 256000}
+    traffic: {peakRps: 5, inputTokens: 500, outputTokens: 200}
+"""
+    )
+
+    def rules(text: str) -> list[str]:
+        return sorted(e.rule for e in check(load_text(text, "spec.yaml"), on=TODAY).errors)
+
+    assert rules(served) == ["AL383"]
+    assert rules(served.replace(", vocabulary: 256000", "")) == []
+    trained = _TWO_POOLS.replace("method: qlora", "method: lora").replace("precision: fp8", "precision: bf16")
+    assert rules(trained.replace("hiddenSize: 4096}", "hiddenSize: 4096, vocabulary: 256000}")) == []

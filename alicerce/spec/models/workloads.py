@@ -111,7 +111,8 @@ class Model(SpecModel):
         le=MAX_VOCABULARY,
         description="Tokens in the tokenizer's vocabulary: a training step keeps the logits of every token of a sequence "
         "(vocabulary x 4 bytes a token, fp32 for the loss); default 128,256 (Llama 3); 0 for a model without a "
-        "language-model head (vision, diffusion, regression).",
+        "language-model head (vision, diffusion, regression). Training and fine-tuning only: serving reads the head in "
+        "the parameters.",
         examples=[128256],
     )
     tied_embeddings: StrictBool | None = Field(
