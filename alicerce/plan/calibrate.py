@@ -295,7 +295,7 @@ def _replica(row: ServingResult, table: ServingTable, catalog: Catalog, sizing: 
     return Replica(
         shape,
         row.tp,
-        gpu_hardware(gpu, row.precision, sizing),
+        gpu_hardware(gpu, row.precision, sizing, engine_kv_cache(row.precision)),
         eff,
         sizing.weightBytes[row.precision],
         kv_bytes(row.precision, engine_kv_cache(row.precision)),

@@ -128,7 +128,14 @@ class ReplicaHardware:
     fully_connected: bool = True
     # a PCIe card's NVLink bridge: its per-direction bandwidth, taken by a group the bridge spans (review sizreview3 D6)
     bridge_bytes_per_second: float | None = None
+    # dense FLOP/s of attention over the KV cache, which runs in the cache's type, not the weights' (gpu_hardware); None:
+    # peak_flops
+    attention_flops: float | None = None
     bridge_gpus: int = 0
+
+    @property
+    def attention_peak(self) -> float:
+        return self.attention_flops or self.peak_flops
 
     def tp_link(self, tp: int) -> float:
         """Per-direction bytes/s of a ``tp``-GPU group's all-reduces: the NVLink bridge where it spans the group."""
@@ -228,9 +235,9 @@ def all_reduce_seconds_per_token(r: Replica) -> float:
 def prefill_seconds(r: Replica, isl: int) -> float:
     shape = r.shape
     # attention over the prompt: isl x the tokens each attends to, per layer (a sliding layer: 2W - W^2 / isl)
-    compute = (2 * shape.active_parameters * isl + 2 * isl * shape.prompt_attended(isl) * shape.attention_hidden) / (
-        r.tp * r.hw.peak_flops * r.eff.prefill
-    )
+    linear = 2 * shape.active_parameters * isl / r.hw.peak_flops
+    attention = 2 * isl * shape.prompt_attended(isl) * shape.attention_hidden / r.hw.attention_peak
+    compute = (linear + attention) / (r.tp * r.eff.prefill)
     # a prompt's all-reduces carry isl x hidden x 2 bytes each, megabytes, which NCCL moves at its bus bandwidth, not at
     # the small-message efficiency of a decode step's few KB (``prefill_link``; the decode figure where none is set)
     link = r.eff.prefill_link or r.eff.link
@@ -260,9 +267,9 @@ def step_seconds(r: Replica, isl: int, osl: int, batch: float) -> float:
     shape, eff = r.shape, r.eff
     context = kv_tokens_read(isl, osl)
     memory = (weights_read(r, batch) + batch * r.kv_held(context)) / (r.tp * r.hw.hbm_bytes_per_second * eff.bandwidth)
-    compute = (2 * shape.active_parameters * batch + 4 * batch * shape.attended(context) * shape.attention_hidden) / (
-        r.tp * r.hw.peak_flops * eff.decode_compute
-    )
+    linear = 2 * shape.active_parameters * batch / r.hw.peak_flops
+    attention = 4 * batch * shape.attended(context) * shape.attention_hidden / r.hw.attention_peak
+    compute = (linear + attention) / (r.tp * eff.decode_compute)
     latency = 2 * shape.layers * all_reduce_latency(r)
     return memory + compute + batch * all_reduce_seconds_per_token(r) + latency + eff.step_overhead
 
@@ -342,13 +349,21 @@ def replica_performance(r: Replica, isl: int, osl: int, *, batch_cap: float, tpo
     return ReplicaPerformance(r.tp, batch, by_memory, step, prefill, tokens, r.weights, kv_sequence, osl)
 
 
-def gpu_hardware(gpu: Gpu, precision: str, sizing: Sizing) -> ReplicaHardware:
-    """The roofline's view of a catalog GPU at a serving precision."""
+def gpu_hardware(gpu: Gpu, precision: str, sizing: Sizing, kv_cache: str | None = None) -> ReplicaHardware:
+    """The roofline's view of a catalog GPU at a serving precision and KV-cache type (``kv_cache``, as declared)."""
     t = gpu.tflops
     # int8/int4 serve as weight-only quantisation (AWQ, GPTQ; kv_bytes keeps their activations and cache 16-bit): the
     # kernels dequantise to 16 bits and run the 16-bit tensor cores, so their peak is bf16's, not the int8 rate (review
     # sizreview3 D11; vLLM's Marlin/AWQ kernels compute in fp16/bf16)
     peak = {"fp8": t.fp8, "fp4": t.fp4, "fp32": t.tf32}.get(precision) or t.bf16
+    # attention reads the KV cache in its own type: an 8-bit or 4-bit model's attention over a 16-bit cache (vLLM's
+    # default `auto`) runs the 16-bit FlashAttention kernels, and over an fp8 cache the fp8 ones (TensorRT-LLM's FP8
+    # context FMHA, FlashAttention-3's fp8 path); no engine attends in fp4. It ran at the weights' peak, so an fp8 model
+    # with a 16-bit cache attended twice as fast as its kernels do (review sizreview49 D2). Other weight types keep
+    # their peak for it, as before.
+    attention = peak
+    if precision in ("fp8", "fp4"):
+        attention = (t.fp8 if kv_cache == "fp8" else None) or t.bf16
     ic = gpu.interconnect
     nvlink = ic.nvlinkBandwidthGBps if gpu.formFactor == "SXM" else None  # an SXM board: NVLink to every peer
     link = nvlink / 2 if nvlink else sizing.inference.pcieGBpsPerDirection.per_direction(ic.pcieGeneration)
@@ -358,6 +373,7 @@ def gpu_hardware(gpu: Gpu, precision: str, sizing: Sizing) -> ReplicaHardware:
     return ReplicaHardware(
         gpu.memory_bytes, gpu.memoryBandwidthGBps * 1e9, peak * 1e12, link * 1e9, fully_connected=bool(nvlink),
         bridge_bytes_per_second=bridged / 2 * 1e9 if bridged else None, bridge_gpus=2 if bridged else 0,
+        attention_flops=attention * 1e12,
     )  # fmt: skip
 
 

@@ -621,6 +621,26 @@ def zero_stage(w: Workload) -> int:
     return 3 if w.zero_stage is None else w.zero_stage
 
 
+def passes_stage(w: Workload, stage: int) -> int:
+    """The ZeRO stage whose data-parallel passes a step of ``w`` at ``stage`` makes: the stage, but under a pipeline
+    stages 2 and 3 move what 1 does, a gather and a reduction once a step. torchtitan, the stack that runs FSDP with
+    pipeline parallelism, keeps a stage's weights gathered after the forward (parallelize.py: reshard_after_forward =
+    not pp_enabled, "to avoid per-microbatch all-gathers"), and PyTorch's pipeline schedules keep them gathered through
+    every backward and accumulate the gradients whole, reducing them once after the last micro-batch
+    (torch.distributed.pipelining stage.py, backward_maybe_with_nosync: set_reshard_after_backward(False),
+    set_requires_gradient_sync(False)); DeepSpeed's pipeline engine refuses stages 2 and 3 (runtime/pipe/engine.py:
+    "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism"). Charging ZeRO-3's two gathers every micro-batch
+    under a pipeline raised PL321 / PL324 on ~100x the gather traffic (review sizreview49 D1). Memory still holds the
+    declared stage (README, "Sizing from workloads")."""
+    return 1 if stage >= 2 and (w.pipeline_parallel or 1) > 1 else stage
+
+
+def zero_label(w: Workload) -> str:
+    """The stage as the network finding prints it: "ZeRO-3", or "ZeRO-3, gathered once a step under the pipeline"."""
+    declared = zero_stage(w)
+    return f"ZeRO-{declared}" if passes_stage(w, declared) == declared else f"ZeRO-{declared}, gathered once a step under the pipeline"
+
+
 def attention_heads(w: Workload, hidden: int, sizing: Sizing) -> float:
     """Query heads a layer stores scores for: MLA's or the model's declared heads, else hidden / head dimension."""
     assert w.model is not None
@@ -768,6 +788,14 @@ def data_parallel_passes(zero_stage: int, rounds: float) -> tuple[float, float]:
     return {3: (2 * rounds, rounds), 2: (1.0, rounds), 1: (1.0, 1.0)}.get(zero_stage, (0.0, 2.0))
 
 
+def base_gathers(w: Workload, job: TrainingJob, rounds: float) -> float:
+    """Gathers a step of a LoRA / QLoRA run's frozen base: ZeRO-3 (FSDP) shards it and gathers it for the forward and the
+    backward of every micro-batch, once a step under a pipeline (passes_stage); below stage 3 it stays whole."""
+    if job.zero_stage < 3:
+        return 0.0
+    return 2 * rounds if passes_stage(w, job.zero_stage) == 3 else 1.0
+
+
 @dataclass(frozen=True)
 class StepTraffic:
     """What one GPU sends across nodes a step, and a mixture of experts' parts of it as --explain prints them (review
@@ -810,14 +838,14 @@ def network_traffic(
     # the ranks of a context group run the same micro-batch, each its slice of the sequence: a rank runs tokens /
     # (sequence x dp / CP) of them (review sizreview9 F1); the shards and their (dp - 1) / dp span dp x CP
     rounds = micro_batches(job, max(1, dp // job.context_parallel))
-    gathers, reductions = data_parallel_passes(job.zero_stage, rounds)
+    gathers, reductions = data_parallel_passes(passes_stage(w, job.zero_stage), rounds)
     per_parameter = gathers * gather_bytes + reductions * grad_bytes  # bytes a parameter crosses a step
     moe = w.model.architecture == "moe" and bool(job.experts_per_token)
     if not moe:
         if adapter is None:
             return StepTraffic(per_parameter * total / group * (dp - 1) / dp)
         trainable, base_bytes = adapter
-        gathered = 2 * rounds * total * base_bytes if job.zero_stage == 3 else 0.0
+        gathered = base_gathers(w, job, rounds) * total * base_bytes
         return StepTraffic((gathered + per_parameter * trainable) / group * (dp - 1) / dp)
     active, routed_per_token = job.active_parameters, job.experts_per_token or 0
     experts = w.model.experts.total if w.model.experts else None
@@ -843,7 +871,7 @@ def network_traffic(
         # adapter branch returned before the MoE one, so a fine-tune of a MoE moved no all-to-all at ZeRO 0-2
         # (DeepSeek-V3: 4 Gbit/s for ~615) and gathered every expert at ZeRO-3 (17,307 for ~1,040: review sizreview21 F6)
         trainable, base_bytes = adapter
-        gathered = 2 * rounds * base_bytes * spread if job.zero_stage == 3 else 0.0
+        gathered = base_gathers(w, job, rounds) * base_bytes * spread
         sync = gathered + per_parameter * trainable * spread / total
     # experts on the GPU's own node are reached over NVLink; each off-node expert a token routes to is one fabric copy of
     # it, as Megatron-Core's "alltoall" token dispatcher sends them (megatron/training/arguments.py
@@ -1753,8 +1781,9 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     carried = {"available Gbit/s": place.network_gbps_per_gpu} if gpus > place.gpus_per_node else {"one node": "NVLink/PCIe, no fabric"}
     figures.append(Figure("network per GPU", run.network_need_gbps, "Gbit/s",
                           "(data-parallel traffic of weights / (TP x PP): at ZeRO-3 2 gathers and a reduction each micro-batch, at 2 "
-                          "a reduction each micro-batch and a gather, at 1 a reduction and a gather, at 0 an all-reduce, once a step; "
-                          "LoRA: the adapters' gradients, and at ZeRO-3 the frozen base's two gathers; MoE: shared weights "
+                          "a reduction each micro-batch and a gather, at 1 (and at 2 or 3 under a pipeline) a reduction and a "
+                          "gather, at 0 an all-reduce, once a step; LoRA: the adapters' gradients, and at ZeRO-3 the frozen "
+                          "base's two gathers each micro-batch (one a step under a pipeline); MoE: shared weights "
                           "over dp, own experts over dp / EP, and the off-node all-to-all) per step x 8 / (step time x overlap)"
                           + (f"; {MOE_DISPATCH_ASSUMED}" if w.model.architecture == "moe" else ""),
                           {**carried, "global batch tokens": batch_tokens, **dict(run.network_inputs)}))  # fmt: skip
@@ -1778,12 +1807,12 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     elif w.model.architecture != "moe" and gpus > place.gpus_per_node and rdma_pool and run.network_need_gbps > (available or 0.0):
         # the throughput model is not capped here (published runs on RDMA overlap more than this ZeRO-3 estimate assumes,
         # through pipeline parallelism and larger batches), so the plan says the fabric is short instead of staying silent
-        issues.append(Issue("PL324", f"data-parallel weight gathers and gradient reduction (ZeRO-{zero}, weights / (TP {tp} x PP "
-                                f"{pipeline})) need "
+        issues.append(Issue("PL324", f"data-parallel weight gathers and gradient reduction ({zero_label(w)}, weights / (TP {tp} "
+                                f"x PP {pipeline})) need "
                                 f"{run.network_need_gbps:.0f} Gbit/s per GPU at {gpus} GPUs; the pool's fabric gives {available:.0f}: "
                                 "throughput falls below the plan unless the traffic is cut: ZeRO-3 and 2 move the weights or "
-                                "gradients every micro-batch, zeroStage 1 once a step, and pipelineParallel beside it splits "
-                                "them over its stages (at ZeRO-3 a stage's micro-batches grow as its share shrinks)"))  # fmt: skip
+                                "gradients every micro-batch, zeroStage 1 once a step, and pipelineParallel splits them over "
+                                "its stages and holds a stage's weights gathered for the step (once a step at any stage)"))  # fmt: skip
     activations = mem.activations_at(tp, run.recompute_fraction, gpus)
     if pipeline > 1 and mem.virtual_stages > 1:
         # the interleaved schedule's first stage holds more than one sequence's activations of every layer (review
@@ -1966,10 +1995,12 @@ def replica_layout(
                               {"tensor parallel": tp, "KV memory limit": perf.kv_batch_limit,
                                "engine cap": engine_cap}))  # fmt: skip
         figures.append(Figure("decode step", perf.step_seconds, "s",
-                              "(weights read + batch x KV) / (TP x HBM x e) + compute / (TP x peak x e) + all-reduce + overhead",
+                              "(weights read + batch x KV) / (TP x HBM x e) + compute / (TP x peak x e) + all-reduce + overhead; "
+                              "attention at the KV cache type's peak",
                               {"tensor parallel": tp, "batch": perf.batch}, factors))  # fmt: skip
         figures.append(Figure("prefill per request", perf.prefill_seconds, "s",
-                              "(2 x active params x input + attention) / (TP x peak x e) + all-reduce", {"input tokens": isl}))  # fmt: skip
+                              "(2 x active params x input / peak + attention / the KV cache type's peak) / (TP x e) + all-reduce",
+                              {"input tokens": isl}))  # fmt: skip
         figures.append(Figure("tokens/s per replica", perf.tokens_per_second, "output tokens/s",
                               "output tokens / (prefill + output tokens x step / batch)", {}))  # fmt: skip
         figures.append(Figure("requests/s per replica", perf.requests_per_second, "req/s", "tokens/s per replica / output tokens", {}))
@@ -1980,7 +2011,7 @@ def replica_layout(
 def _replica(w: Workload, gpu: Gpu, sizing: Sizing, degree: int) -> Replica:
     """One replica of ``w`` at a tensor-parallel degree on ``gpu``, as the roofline sees it."""
     kv_fraction = w.kv_memory_fraction or sizing.inference.kvMemoryFraction.value
-    return Replica(served_shape(w, sizing), degree, gpu_hardware(gpu, w.precision, sizing), efficiencies(sizing),
+    return Replica(served_shape(w, sizing), degree, gpu_hardware(gpu, w.precision, sizing, w.kv_cache_precision), efficiencies(sizing),
                    sizing.weightBytes.get(w.precision, 2), kv_bytes(w.precision, w.kv_cache_precision), w.kv_admission,
                    kv_fraction)  # fmt: skip
 

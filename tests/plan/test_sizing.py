@@ -45,6 +45,7 @@ from alicerce.plan.sizing import (
     model_state_bytes,
     network_bytes_per_step,
     node_degrees,
+    passes_stage,
     plan_inference,
     plan_training,
     replica_layout,
@@ -52,6 +53,7 @@ from alicerce.plan.sizing import (
     sharded_bytes,
     training_memory,
     usable_memory,
+    zero_label,
 )
 from alicerce.plan.throughput import (
     ExpertWeights,
@@ -464,6 +466,7 @@ def test_reference_chat_70b_on_l40s_by_hand() -> None:
     offline = workload(
         kind="inference", model={"parameters": "70B", "layers": 80, "hiddenSize": 8192}, precision="fp8",
         traffic={"peakRps": 1, "inputTokens": 2048, "outputTokens": 128}, kvAdmission="reserve", kvMemoryFraction=0.95,
+        kvCachePrecision="fp8",  # its FP8 checkpoint's KV cache (calibrate.engine_kv_cache)
     )  # fmt: skip
     trt = plan_inference(offline, Placement("infer-l40s", CATALOG.gpu("L40S"), 4, None), SIZING, [])  # type: ignore[arg-type]
     assert trt.tokens_per_second_per_replica is not None
@@ -836,6 +839,33 @@ def test_decode_has_a_compute_ceiling_and_prefill_counts() -> None:
     assert abs(plan.tokens_per_second_per_replica - 3557) / 3557 <= 0.25
 
 
+def test_attention_runs_at_the_kv_caches_peak_not_the_weights() -> None:
+    """Review sizreview49 D2: an fp8 model's attention ran at the fp8 peak over a 16-bit cache, the default (vLLM's
+    `auto`), whose FlashAttention kernels are 16-bit. 8B (32 layers of 4,096) on one H100, 32,000-token prompts, by
+    hand: linear 2 x 8.03e9 x 32,000 FLOP at 1,978.9 TFLOP/s, attention 2 x 32,000 x 32 x 32,000 x 4,096 at 989.4 with
+    a 16-bit cache and at 1,978.9 with an fp8 one, each over the prefill efficiency; fp4 weights attend in fp8 at most."""
+    model = {"parameters": "8.03B", "layers": 32, "hiddenSize": 4096}
+    traffic = {"peakRps": 1, "inputTokens": 32000, "outputTokens": 100}
+
+    def prefill(**fields: Any) -> float:
+        plan = plan_inference(workload(kind="inference", model=model, tensorParallel=1, traffic=traffic, **fields), on("H100"), SIZING, [])
+        value = next(f.value for f in plan.figures if f.name == "prefill per request")
+        assert value is not None
+        return value
+
+    e = SIZING.inference.prefillEfficiency.value
+    linear, attention = 2 * 8.03e9 * 32000, 2 * 32000 * 32 * 32000 * 4096
+    assert prefill(precision="fp8") == pytest.approx((linear / 1978.9e12 + attention / 989.4e12) / e, rel=1e-3)
+    assert prefill(precision="fp8", kvCachePrecision="fp8") == pytest.approx((linear + attention) / 1978.9e12 / e, rel=1e-3)
+    assert prefill(precision="bf16") == pytest.approx((linear + attention) / 989.4e12 / e, rel=1e-3)
+    # fp4 weights: the GEMMs at the fp4 peak, attention never below fp8's type
+    h100 = CATALOG.gpu("H100-SXM5-80GB")
+    assert h100 is not None
+    hw = gpu_hardware(h100, "fp4", SIZING, "fp8")
+    assert hw.attention_peak == (h100.tflops.fp8 or 0) * 1e12
+    assert gpu_hardware(h100, "fp8", SIZING).attention_peak == h100.tflops.bf16 * 1e12
+
+
 def _kv_per_sequence(model: dict[str, Any], tokens: tuple[int, int], precision: str = "bf16") -> float:
     """KV bytes of a whole sequence (prompt + output): an engine that reserves it at admission charges all of it."""
     w = workload(kind="inference", model=model, precision=precision, kvAdmission="reserve",
@@ -1041,7 +1071,8 @@ def test_streams_per_replica_near_batch_one_match_the_engine() -> None:
     def streams(target: str) -> float:
         w = workload(kind="inference", model={"parameters": "70.6B", "layers": 80, "hiddenSize": 8192, "kvHeads": 8, "headDim": 128},
                      precision="fp8", traffic={"peakRps": 1, "inputTokens": 5000, "outputTokens": 500},
-                     latency={"timePerOutputToken": {"p99": target}}, tensorParallel=2)  # fmt: skip
+                     latency={"timePerOutputToken": {"p99": target}}, tensorParallel=2,
+                     kvCachePrecision="fp8")  # fmt: skip
         batch = next(f.value for f in plan_inference(w, on("H100-SXM5-80GB"), SIZING, []).figures if f.name == "batch per replica")
         assert batch is not None
         return batch
@@ -1674,6 +1705,42 @@ def test_zero_below_three_moves_a_pipeline_stages_gradients() -> None:
     )
 
 
+def test_zero3_under_a_pipeline_moves_its_stage_once_a_step() -> None:
+    """Review sizreview49 D1: ZeRO-3 (the default) beside pipelineParallel was charged two gathers and a reduction every
+    micro-batch, ~100x the traffic, and raised PL324 / PL321. torchtitan keeps a pipeline stage's FSDP weights
+    gathered (parallelize.py: reshard_after_forward = not pp_enabled) and PyTorch's schedules accumulate its gradients
+    whole, reducing once after the last micro-batch (pipelining/stage.py backward_maybe_with_nosync); DeepSpeed's
+    pipeline engine refuses stages 2-3. So the stage moves what ZeRO-1 does: a gather and a reduction of parameters /
+    (TP x PP) a step."""
+    model = {"parameters": "70B", "layers": 80, "hiddenSize": 8192}
+    base: dict[str, Any] = {"model": model, "tokens": "1T", "gpus": 256, "globalBatchTokens": "16M", "sequenceLength": 8192,
+                            "tensorParallel": 4, "pipelineParallel": 4}  # fmt: skip
+    w = workload(**base)
+    job = TrainingJob("hopper", 70e9, 80, 8192, 8192, 256, 16e6, "bf16", pipeline_parallel=4, zero_stage=3)
+    dp = 256 // (4 * 4)
+    shard = 70e9 / (4 * 4) * (dp - 1) / dp
+    assert network_bytes_per_step(w, job, tp=4, node_gpus=8, gather_bytes=2, grad_bytes=4) == pytest.approx(shard * (2 + 4), rel=1e-12)
+    assert passes_stage(w, 2) == passes_stage(w, 3) == 1 and passes_stage(workload(model=model, tokens="1T"), 3) == 3
+    fsdp = plan_training(w, on("H100-SXM5-80GB", network=400.0), SIZING, [])
+    zero1 = plan_training(workload(**base, zeroStage=1), on("H100-SXM5-80GB", network=400.0), SIZING, [])
+    assert fsdp.network_gbps_per_gpu is not None and zero1.network_gbps_per_gpu is not None
+    assert fsdp.network_gbps_per_gpu == pytest.approx(zero1.network_gbps_per_gpu, rel=1e-12)
+    assert fsdp.network_gbps_per_gpu < 400 and not [i for i in fsdp.issues if i.check in ("PL321", "PL324")]
+    # without the pipeline the stage is gathered every micro-batch, as before: many times the traffic, and PL324 says so
+    flat = plan_training(workload(**{**base, "pipelineParallel": None}), on("H100-SXM5-80GB", network=400.0), SIZING, [])
+    assert flat.network_gbps_per_gpu is not None and flat.network_gbps_per_gpu > 10 * fsdp.network_gbps_per_gpu
+    assert [i.check for i in flat.issues if i.check == "PL324"] == ["PL324"]
+    # LoRA under ZeRO-3 and a pipeline: the frozen base is sharded and gathered once a step, not every micro-batch
+    lora = workload(**{**base, "kind": "fine-tuning", "method": "lora", "tokens": "1B"})
+    trainable = 70e9 * SIZING.loraTrainableFraction.value
+    expected = (70e9 * 2 + trainable * (2 + 2)) / (4 * 4) * (dp - 1) / dp
+    assert network_bytes_per_step(lora, job, tp=4, node_gpus=8, gather_bytes=2, grad_bytes=2, adapter=(trainable, 2)) == pytest.approx(
+        expected, rel=1e-12
+    )
+    # PL324, where a fabric is short even of that, names the stage as it moves
+    assert zero_label(w) == "ZeRO-3, gathered once a step under the pipeline" and zero_label(workload(**base, zeroStage=1)) == "ZeRO-1"
+
+
 def test_an_fp8_run_moves_16_bit_weights_and_gradients() -> None:
     """Review sizreview8 F8b: an fp8 run's data-parallel traffic was counted at 1 byte a parameter. fp8 training keeps
     16-bit weights and casts them per GEMM (torchao's fp8 all-gather and Megatron's --fp8-param-gather are off by
@@ -1751,7 +1818,7 @@ def test_serving_attention_flops_use_mla_heads_as_training_does() -> None:
     # and prefill pays it: the attention term 2 x isl x 61 x isl x width moves with the heads
     h200 = CATALOG.gpu("H200-SXM-141GB")
     assert h200 is not None
-    eff, hw = efficiencies(SIZING), gpu_hardware(h200, "fp8", SIZING)
+    eff, hw = efficiencies(SIZING), gpu_hardware(h200, "fp8", SIZING, "fp8")  # an fp8 cache: attention at fp8's peak
     wide, narrow = (prefill_seconds(Replica(served_shape(x, SIZING), 8, hw, eff, 1.0, 1.0), 32_768) for x in (w, fewer))
     attention = 2 * 32_768 * 61 * 32_768 * (20_480 - 2_560) / (8 * hw.peak_flops * eff.prefill)
     assert wide - narrow == pytest.approx(attention, rel=1e-9)
@@ -1764,7 +1831,7 @@ def test_a_bridged_pcie_pair_all_reduces_over_its_nvlink_bridge() -> None:
     (training.tpLinkEfficiency, issue 23); TP 4 leaves the bridge and crosses PCIe."""
     nvl = CATALOG.gpu("H100-NVL-94GB")
     assert nvl is not None
-    eff, hw = efficiencies(SIZING), gpu_hardware(nvl, "fp8", SIZING)
+    eff, hw = efficiencies(SIZING), gpu_hardware(nvl, "fp8", SIZING, "fp8")  # an fp8 cache: attention at fp8's peak
     shape = ServedShape(70e9, 70e9, 80, 8192, 8, 128)
     pair = Replica(shape, 2, hw, eff, 1.0, 1.0)
     compute = 2 * 70e9 * 1_500 + 2 * 1_500 * 80 * 1_500 * 8192
