@@ -228,9 +228,13 @@ class RentalOption(Document):
 
 
 class UnpricedOption(Document):
-    purchase: Literal["capacity-block"]
+    purchase: Literal["capacity-block", "savings-plan"]
     instance: str
-    why: str = Field(description="Where AWS sells it and which regions its price table lists.")
+    why: str = Field(
+        description="capacity-block: where AWS sells it and which regions its price table lists; savings-plan: the instance "
+        "families the spec's discounts are declared for, none the rented instance's."
+    )
+    short: str = Field(description="The same in a few words, as the own-vs-rent table and verdict print it.")
 
 
 class CheapestBand(Document):
@@ -246,8 +250,9 @@ class OwnVsRent(Document):
     rental: Rental = Field(description="The cheapest on-demand rental of the same GPU in the region.")
     options: list[RentalOption] = Field(description="Every purchase option the catalog and the spec price for the same GPU.")
     unpricedOptions: list[UnpricedOption] = Field(
-        description="Options AWS sells for the same GPU in the region with no published price: cheapestByUtilization and "
-        "the verdict do not weigh them."
+        description="Options AWS sells for the same GPU in the region with no price to weigh (no published price, or a "
+        "discount the spec declares only for other instance families): cheapestByUtilization and the verdict do not "
+        "weigh them."
     )
     cheapestByUtilization: list[CheapestBand]
     breakEvenUtilization: float | None

@@ -237,7 +237,7 @@ class OwnVsRent:
                  "factors": [f.to_json() for f in o.factors]}
                 for o in self.options
             ],
-            "unpriced_options": [{"purchase": o.purchase, "instance": o.instance, "why": o.why} for o in self.unpriced],
+            "unpriced_options": [{"purchase": o.purchase, "instance": o.instance, "why": o.why, "short": o.short} for o in self.unpriced],
             "cheapest_by_utilization": [{"from": rounded(lo), "to": rounded(hi), "option": w} for lo, hi, w in self.bands()],
             "break_even_utilization": rounded(self.break_even_utilization), "cheaper_from_quarter": self.cheaper_from_quarter,
             "verdict": self.verdict(),

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import datetime
 import itertools
+import json
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -50,7 +52,8 @@ from alicerce.rules.validate import validated
 from alicerce.spec.errors import SpecInvalid
 from alicerce.spec.loader import load_file, load_text
 from alicerce.spec.models import Costs
-from tests.conftest import ROOT, TODAY
+from tests.cli.test_conventions import validate_document
+from tests.conftest import ROOT, TODAY, alicerce
 
 CATALOG = load_catalog()
 REFERENCE = load_file(ROOT / "platform.yaml", "platform.yaml")
@@ -182,7 +185,7 @@ def test_own_vs_rent_uses_the_specs_savings_plan_discount() -> None:
     assert option.bands()[0][1] == pytest.approx(385_720.32 / 981_389.89, abs=1e-6)
 
 
-def test_own_vs_rent_takes_a_discount_only_for_the_family_it_rents() -> None:
+def test_own_vs_rent_takes_a_discount_only_for_the_family_it_rents(tmp_path: Path) -> None:
     """Review sizreview49 D4: a 60% discount declared on the L4 pool (g6) priced renting the owned H100s' p5 at 60% off.
     Reserved Instances and EC2 Instance Savings Plans are bought for one family, and a Compute Savings Plan's rate
     differs by family: the p5 option takes a p5 pool's discount only, and without one it is listed as not weighed
@@ -196,6 +199,13 @@ def test_own_vs_rent_takes_a_discount_only_for_the_family_it_rents() -> None:
     assert gap.instance == "p5.48xlarge" and "(infer-l4: g6)" in gap.why and "on a p5 pool" in gap.why
     assert "not weighed: savings-plan (p5.48xlarge), no discount declared for p5 (PL311)" in option.verdict()
     assert [f for f in plan_.findings if f.check == "PL311" and "savings-plan p5.48xlarge" in f.message]
+    # the JSON document lists it as its schema says (review sizreview50 D1: the schema allowed capacity blocks only)
+    spec = tmp_path / "platform.yaml"
+    spec.write_text(yaml.safe_dump(data, sort_keys=False), "utf-8")
+    document = json.loads(alicerce("plan", "--tco", "--format", "json", str(spec), cwd=tmp_path).stdout)
+    validate_document("plan", document)
+    (listed,) = document["tco"]["ownVsRent"][0]["unpricedOptions"]
+    assert listed["purchase"] == "savings-plan" and listed["short"] == "no discount declared for p5"
     # the p5 pool's own discount is the one it takes, beside the g6 one
     data["costs"]["cloud"] = [{"pool": "infer-l4", "savingsPlanDiscount": 0.6}, {"pool": "train-p5", "savingsPlanDiscount": 0.3}]
     (option,) = plan_platform(resolve(data), today=TODAY).own_vs_rent
@@ -545,7 +555,8 @@ def test_own_vs_rent_lists_capacity_blocks_sold_without_a_price_as_not_weighed()
     assert [(u.purchase, u.instance) for u in option.unpriced] == [("capacity-block", "p5.48xlarge")]
     assert "not weighed: capacity-block (p5.48xlarge), sold in us-west-2 with no published price (PL311)" in option.verdict()
     assert option.to_json()["unpriced_options"] == [{"purchase": "capacity-block", "instance": "p5.48xlarge",
-        "why": "AWS sells p5.48xlarge Capacity Blocks in us-west-2 but its price table lists us-east-1, us-east-2"}]  # fmt: skip
+        "why": "AWS sells p5.48xlarge Capacity Blocks in us-west-2 but its price table lists us-east-1, us-east-2",
+        "short": "sold in us-west-2 with no published price"}]  # fmt: skip
     (said,) = [f for f in result.findings if f.check == "PL311" and f.subject == "onprem-h100"]
     assert "own-vs-rent cannot weigh capacity-block p5.48xlarge" in said.message
     (priced,) = plan().own_vs_rent  # us-east-1: priced and weighed, nothing unpriced
