@@ -635,10 +635,20 @@ def passes_stage(w: Workload, stage: int) -> int:
     return 1 if stage >= 2 and (w.pipeline_parallel or 1) > 1 else stage
 
 
+def _traffic_advice(pipeline: int) -> str:
+    """What cuts a dense run's data-parallel traffic (PL324): under a pipeline every ZeRO stage already moves it once a
+    step, so only a smaller shard or fewer steps do (review sizreview50 D3: it advised zeroStage 1, which moved the same)."""
+    if pipeline > 1:
+        return ("under the pipeline every ZeRO stage moves them once a step: a wider tensorParallel or pipelineParallel (a "
+                "smaller shard a GPU), a larger globalBatchTokens (fewer steps) or a faster fabric")  # fmt: skip
+    return ("ZeRO-3 and 2 move the weights or gradients every micro-batch, zeroStage 1 once a step, and pipelineParallel "
+            "splits them over its stages and holds a stage's weights gathered for the step (once a step at any stage)")  # fmt: skip
+
+
 def zero_label(w: Workload) -> str:
-    """The stage as the network finding prints it: "ZeRO-3", or "ZeRO-3, gathered once a step under the pipeline"."""
+    """The stage as the network finding prints it: "ZeRO-3", or "ZeRO-3, moved once a step under the pipeline"."""
     declared = zero_stage(w)
-    return f"ZeRO-{declared}" if passes_stage(w, declared) == declared else f"ZeRO-{declared}, gathered once a step under the pipeline"
+    return f"ZeRO-{declared}" if passes_stage(w, declared) == declared else f"ZeRO-{declared}, moved once a step under the pipeline"
 
 
 def attention_heads(w: Workload, hidden: int, sizing: Sizing) -> float:
@@ -1810,9 +1820,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         issues.append(Issue("PL324", f"data-parallel weight gathers and gradient reduction ({zero_label(w)}, weights / (TP {tp} "
                                 f"x PP {pipeline})) need "
                                 f"{run.network_need_gbps:.0f} Gbit/s per GPU at {gpus} GPUs; the pool's fabric gives {available:.0f}: "
-                                "throughput falls below the plan unless the traffic is cut: ZeRO-3 and 2 move the weights or "
-                                "gradients every micro-batch, zeroStage 1 once a step, and pipelineParallel splits them over "
-                                "its stages and holds a stage's weights gathered for the step (once a step at any stage)"))  # fmt: skip
+                                f"throughput falls below the plan unless the traffic is cut: {_traffic_advice(pipeline)}"))  # fmt: skip
     activations = mem.activations_at(tp, run.recompute_fraction, gpus)
     if pipeline > 1 and mem.virtual_stages > 1:
         # the interleaved schedule's first stage holds more than one sequence's activations of every layer (review
@@ -1827,11 +1835,20 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     multi_node = gpus > place.gpus_per_node
     fabric = run.network_need_gbps if multi_node else 0.0  # inside one node NVLink or PCIe carries it (review sizreview7 F1)
     rdma = multi_node and run.network_need_gbps > sizing.tcpGbpsPerGpu.value
+    spans = gpus // (tp * pipeline)
+    counted = mem.state_per_gpu(gpus, tp * pipeline, zero, tp) + mem.working_at(zero, tp, spans) + activations
+    if passes_stage(w, zero) != zero:
+        # the network figure's layout holds its stage gathered, which memory does not count (README, Sizing from
+        # workloads): said with its size, so a layout near the limit is not taken for one that fits (review sizreview50 G4)
+        gathered, usable = mem.state_per_gpu(gpus, tp * pipeline, 1, tp) + activations, usable_memory(gpu, sizing)
+        notes.append(f"ZeRO-{zero} under the pipeline: the network figure holds each stage's weights gathered and its "
+                     f"gradients whole for the step, as torchtitan runs it, about {max(0.0, gathered - counted) / GIB:.1f} GiB a "
+                     f"GPU beyond the {counted / GIB:.1f} GiB memory counts ({gathered / GIB:.1f} of {usable / GIB:.0f} "
+                     "usable): declare zeroStage 1 to size memory so")  # fmt: skip
     return WorkloadPlan(
         name=w.name, kind=w.kind, team=w.team, pool=place.pool, accelerator=gpu.id, gpus=gpus, min_gpus=min_gpus,
         model_state_gib=mem.state_at(zero) / GIB,
-        memory_per_gpu_gib=(mem.state_per_gpu(gpus, tp * pipeline, zero, tp) + mem.working_at(zero, tp, gpus // (tp * pipeline))
-                            + activations) / GIB,
+        memory_per_gpu_gib=counted / GIB,
         gpu_hours=gpu_hours, wall_clock_days=wall_days, hours_per_day=w.hours_per_day, checkpoint_gib=mem.checkpoint / GIB,
         checkpoint_write_gbps=write, dataset_read_gbps=read, network_gbps_per_gpu=fabric, rdma_required=rdma,
         replicas=None, tokens_per_second_per_replica=None, mfu=run.mfu, tensor_parallel=tp,

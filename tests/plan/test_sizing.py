@@ -858,6 +858,10 @@ def test_attention_runs_at_the_kv_caches_peak_not_the_weights() -> None:
     assert prefill(precision="fp8") == pytest.approx((linear / 1978.9e12 + attention / 989.4e12) / e, rel=1e-3)
     assert prefill(precision="fp8", kvCachePrecision="fp8") == pytest.approx((linear + attention) / 1978.9e12 / e, rel=1e-3)
     assert prefill(precision="bf16") == pytest.approx((linear + attention) / 989.4e12 / e, rel=1e-3)
+    # the cache's type, not the weights', sets it: a bf16 model over an fp8 cache attends at fp8's peak (review
+    # sizreview50 D2; vLLM's FlashAttention 3 backend attends in fp8 over an fp8 cache)
+    assert prefill(precision="bf16", kvCachePrecision="fp8") == pytest.approx((linear / 989.4e12 + attention / 1978.9e12) / e, rel=1e-3)
+    assert prefill(precision="int8") == prefill(precision="bf16")
     # fp4 weights: the GEMMs at the fp4 peak, attention never below fp8's type
     h100 = CATALOG.gpu("H100-SXM5-80GB")
     assert h100 is not None
@@ -1738,7 +1742,12 @@ def test_zero3_under_a_pipeline_moves_its_stage_once_a_step() -> None:
         expected, rel=1e-12
     )
     # PL324, where a fabric is short even of that, names the stage as it moves
-    assert zero_label(w) == "ZeRO-3, gathered once a step under the pipeline" and zero_label(workload(**base, zeroStage=1)) == "ZeRO-1"
+    assert zero_label(w) == "ZeRO-3, moved once a step under the pipeline" and zero_label(workload(**base, zeroStage=1)) == "ZeRO-1"
+    # memory keeps the ZeRO-3 shards, and the plan says how much more the gathered stage holds: ZeRO-1's state, the one
+    # zeroStage 1 sizes (review sizreview50 G4)
+    assert zero1.memory_per_gpu_gib is not None and fsdp.memory_per_gpu_gib is not None
+    (note,) = [n for n in fsdp.notes if n.startswith("ZeRO-3 under the pipeline")]
+    assert f"beyond the {fsdp.memory_per_gpu_gib:.1f} GiB memory counts ({zero1.memory_per_gpu_gib:.1f} of 72 usable)" in note
 
 
 def test_an_fp8_run_moves_16_bit_weights_and_gradients() -> None:

@@ -372,7 +372,9 @@ class Workload(SpecModel):
         default=None,
         description="Serving: the KV cache's element type (vLLM --kv-cache-dtype, TensorRT-LLM's KV cache quantisation). "
         "Default: 16-bit, the engines' default for every model (vLLM's `auto` is the model's activation type, bf16 for an "
-        "fp8 checkpoint; an 8-bit cache is an engine flag): declare fp8 where the serving engine sets it.",
+        "fp8 checkpoint; an 8-bit cache is an engine flag): declare fp8 where the serving engine sets it. Attention runs in "
+        "the cache's type: at the fp8 peak over an fp8 cache (FlashAttention 3 on Hopper, TensorRT-LLM's FP8 FMHA), at "
+        "the 16-bit peak otherwise.",
     )
     kv_admission: Literal["on-demand", "reserve"] = Field(
         default="on-demand",
