@@ -182,6 +182,13 @@ CHECKS: dict[str, PlanCheck] = {
             "A service in a shared pool's MIG instances or time slices holds no more GPUs than whole GPUs would serve it on.",
             True,
         ),
+        PlanCheck(
+            "PL355",
+            "pipeline-stage-memory",
+            _W,
+            "A pipeline run at ZeRO-2 or 3 fits its stage gathered for the step, as its traffic is counted, in the GPU's memory.",
+            True,
+        ),
     )
 }
 

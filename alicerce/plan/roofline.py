@@ -359,10 +359,11 @@ def gpu_hardware(gpu: Gpu, precision: str, sizing: Sizing, kv_cache: str | None 
     # attention runs in the KV cache's type, whatever the weights': over an fp8 cache the fp8 kernels (TensorRT-LLM's
     # FP8 context FMHA; vLLM: "When using the Flash Attention 3 backend with FP8 KV cache, attention operations are also
     # performed in the quantized (FP8) domain", docs/features/quantization/quantized_kvcache.md), over a 16-bit one
-    # (vLLM's default `auto` for a 16-bit, 8-bit or 4-bit model) the 16-bit kernels, and an fp32 model's cache is fp32.
+    # (vLLM's default `auto` for a 16-bit, 8-bit or 4-bit model; a declared bf16, fp16 or int8 one) the 16-bit kernels,
+    # and an fp32 model's default cache is fp32 (sizing.kv_bytes: 4 bytes).
     # It ran at the weights' peak, so an fp8 model with a 16-bit cache attended twice as fast as its kernels do (review
     # sizreview49 D2), and a bf16 model with an fp8 cache at half the speed (sizreview50 D2). No engine attends in fp4.
-    attention = (t.fp8 if kv_cache == "fp8" else None) or (t.tf32 if precision == "fp32" else None) or t.bf16
+    attention = (t.fp8 if kv_cache == "fp8" else None) or (t.tf32 if precision == "fp32" and kv_cache is None else None) or t.bf16
     ic = gpu.interconnect
     nvlink = ic.nvlinkBandwidthGBps if gpu.formFactor == "SXM" else None  # an SXM board: NVLink to every peer
     link = nvlink / 2 if nvlink else sizing.inference.pcieGBpsPerDirection.per_direction(ic.pcieGeneration)

@@ -640,7 +640,8 @@ def _traffic_advice(pipeline: int) -> str:
     step, so only a smaller shard or fewer steps do (review sizreview50 D3: it advised zeroStage 1, which moved the same)."""
     if pipeline > 1:
         return ("under the pipeline every ZeRO stage moves them once a step: a wider tensorParallel or pipelineParallel (a "
-                "smaller shard a GPU), a larger globalBatchTokens (fewer steps) or a faster fabric")  # fmt: skip
+                "smaller shard a GPU), a larger globalBatchTokens (fewer steps), fewer GPUs (a longer step each) or a "
+                "faster fabric")  # fmt: skip
     return ("ZeRO-3 and 2 move the weights or gradients every micro-batch, zeroStage 1 once a step, and pipelineParallel "
             "splits them over its stages and holds a stage's weights gathered for the step (once a step at any stage)")  # fmt: skip
 
@@ -1837,14 +1838,21 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     rdma = multi_node and run.network_need_gbps > sizing.tcpGbpsPerGpu.value
     spans = gpus // (tp * pipeline)
     counted = mem.state_per_gpu(gpus, tp * pipeline, zero, tp) + mem.working_at(zero, tp, spans) + activations
-    if passes_stage(w, zero) != zero:
+    gathered, usable = mem.state_per_gpu(gpus, tp * pipeline, 1, tp) + activations, usable_memory(gpu, sizing)
+    if passes_stage(w, zero) != zero and gathered > counted:
         # the network figure's layout holds its stage gathered, which memory does not count (README, Sizing from
-        # workloads): said with its size, so a layout near the limit is not taken for one that fits (review sizreview50 G4)
-        gathered, usable = mem.state_per_gpu(gpus, tp * pipeline, 1, tp) + activations, usable_memory(gpu, sizing)
-        notes.append(f"ZeRO-{zero} under the pipeline: the network figure holds each stage's weights gathered and its "
-                     f"gradients whole for the step, as torchtitan runs it, about {max(0.0, gathered - counted) / GIB:.1f} GiB a "
-                     f"GPU beyond the {counted / GIB:.1f} GiB memory counts ({gathered / GIB:.1f} of {usable / GIB:.0f} "
-                     "usable): declare zeroStage 1 to size memory so")  # fmt: skip
+        # workloads): said with its size, so a layout near the limit is not taken for one that fits (review sizreview50
+        # G4); where it does not fit at the planned recomputation, a warning (sizreview51 G3). A stage smaller than
+        # ZeRO-3's per-layer working set holds no more gathered: nothing to say (sizreview51 D2)
+        said = (f"ZeRO-{zero} under the pipeline holds each stage's weights gathered and its gradients whole for the step, "
+                f"as torchtitan runs it and as its traffic is counted: {gathered / GIB:.1f} GiB a GPU of {usable / GIB:.0f} "
+                f"usable, where memory counts {counted / GIB:.1f}")  # fmt: skip
+        if gathered > usable:
+            issues.append(Issue("PL355", f"{said}: it does not fit at the planned recomputation; declare zeroStage 1 to size "
+                                "memory as it runs (the plan then recomputes to fit, and says how long it takes), or a "
+                                "wider tensorParallel or pipelineParallel", "zeroStage"))  # fmt: skip
+        else:
+            notes.append(f"{said}: declare zeroStage 1 to size memory so")
     return WorkloadPlan(
         name=w.name, kind=w.kind, team=w.team, pool=place.pool, accelerator=gpu.id, gpus=gpus, min_gpus=min_gpus,
         model_state_gib=mem.state_at(zero) / GIB,
@@ -1908,12 +1916,13 @@ def kv_bytes(precision: str, declared: str | None = None) -> float:
     kv-cache-dtype `auto` is the model's activation type (bf16 for an fp8 checkpoint) and an 8-bit cache is its
     `--kv-cache-dtype fp8` (docs/features/quantization/quantized_kvcache.md); TensorRT-LLM's PyTorch flow likewise
     takes `--kv_cache_dtype fp8` beside an FP8 checkpoint (examples/pytorch/README.md). An 8-bit default for fp8
-    models planned 44% fewer replicas than a default vLLM deployment sustains (review sizreview5 F2). ``precision``
-    is kept for the callers' symmetry; the weights' type does not set the cache's."""
-    del precision
+    models planned 44% fewer replicas than a default vLLM deployment sustains (review sizreview5 F2). An fp32 model's
+    default cache is fp32."""
     if declared is not None:
         return 1.0 if declared in ("fp8", "int8") else 2.0
-    return 2.0
+    # `auto` is the model's type: an fp32 model's cache is fp32, as its attention (roofline.gpu_hardware; review
+    # sizreview51 D1: 2 bytes here beside attention at tf32)
+    return 4.0 if precision == "fp32" else 2.0
 
 
 def _gpus_for_load(w: Workload, tp: int, perf: ReplicaPerformance, gpu: Gpu, sizing: Sizing) -> int:

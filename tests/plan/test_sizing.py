@@ -40,6 +40,7 @@ from alicerce.plan.sizing import (
     _ttft_target,
     adapter_parameters,
     batch_sequences,
+    kv_bytes,
     late_days,
     mig_slice,
     model_state_bytes,
@@ -862,6 +863,12 @@ def test_attention_runs_at_the_kv_caches_peak_not_the_weights() -> None:
     # sizreview50 D2; vLLM's FlashAttention 3 backend attends in fp8 over an fp8 cache)
     assert prefill(precision="bf16", kvCachePrecision="fp8") == pytest.approx((linear / 989.4e12 + attention / 1978.9e12) / e, rel=1e-3)
     assert prefill(precision="int8") == prefill(precision="bf16")
+    # an fp32 model's default cache is fp32, as its attention at tf32; a declared 16-bit cache attends at 16 bits
+    # (review sizreview51 D1)
+    tf32 = CATALOG.gpu("H100-SXM5-80GB").tflops.tf32 * 1e12  # type: ignore[union-attr]
+    assert prefill(precision="fp32") == pytest.approx((linear + attention) / tf32 / e, rel=1e-3)
+    assert prefill(precision="fp32", kvCachePrecision="bf16") == pytest.approx((linear / tf32 + attention / 989.4e12) / e, rel=1e-3)
+    assert kv_bytes("fp32") == 4.0 and kv_bytes("fp32", "bf16") == kv_bytes("fp8") == 2.0
     # fp4 weights: the GEMMs at the fp4 peak, attention never below fp8's type
     h100 = CATALOG.gpu("H100-SXM5-80GB")
     assert h100 is not None
@@ -1747,7 +1754,16 @@ def test_zero3_under_a_pipeline_moves_its_stage_once_a_step() -> None:
     # zeroStage 1 sizes (review sizreview50 G4)
     assert zero1.memory_per_gpu_gib is not None and fsdp.memory_per_gpu_gib is not None
     (note,) = [n for n in fsdp.notes if n.startswith("ZeRO-3 under the pipeline")]
-    assert f"beyond the {fsdp.memory_per_gpu_gib:.1f} GiB memory counts ({zero1.memory_per_gpu_gib:.1f} of 72 usable)" in note
+    assert f"{zero1.memory_per_gpu_gib:.1f} GiB a GPU of 72 usable, where memory counts {fsdp.memory_per_gpu_gib:.1f}" in note
+    # where the gathered stage does not fit at the planned recomputation, a warning (review sizreview51 G3): TP 2 x PP 4
+    # holds 70e9 x 6 / 8 B of stage whole, 49 GiB before its activations
+    tight = plan_training(workload(**{**base, "tensorParallel": 2}), on("H100-SXM5-80GB", network=400.0), SIZING, [])
+    (warned,) = [i for i in tight.issues if i.check == "PL355"]
+    assert "of 72 usable" in warned.message and "declare zeroStage 1" in warned.message and warned.field == "zeroStage"
+    assert not [n for n in tight.notes if n.startswith("ZeRO-3 under the pipeline")]
+    # a stage smaller than ZeRO-3's per-layer working set holds no more gathered: nothing said (sizreview51 D2)
+    small = {"model": {"parameters": "1B", "layers": 4, "hiddenSize": 4096}, "tokens": "10B", "gpus": 64, "pipelineParallel": 4}
+    assert not [n for n in plan_training(workload(**small), on("H100-SXM5-80GB"), SIZING, []).notes if "under the pipeline" in n]
 
 
 def test_an_fp8_run_moves_16_bit_weights_and_gradients() -> None:
