@@ -1848,9 +1848,14 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                 f"as torchtitan runs it and as its traffic is counted: {gathered / GIB:.1f} GiB a GPU of {usable / GIB:.0f} "
                 f"usable, where memory counts {counted / GIB:.1f}")  # fmt: skip
         if gathered > usable:
-            issues.append(Issue("PL355", f"{said}: it does not fit at the planned recomputation; declare zeroStage 1 to size "
-                                "memory as it runs (the plan then recomputes to fit, and says how long it takes), or a "
-                                "wider tensorParallel or pipelineParallel", "zeroStage"))  # fmt: skip
+            # zeroStage 1 sizes it with recomputation; where even every layer recomputed leaves it too big, that advice
+            # would meet PL303 pointing back at a higher stage (review sizreview52 D1): a smaller stage a GPU then
+            least = mem.state_per_gpu(gpus, tp * pipeline, 1, tp) + mem.activations_at(tp, 1.0, gpus)
+            fix = ("declare zeroStage 1 to size memory as it runs (the plan then recomputes to fit, and says how long it "
+                   "takes), or a wider tensorParallel or pipelineParallel" if least <= usable else
+                   f"even with every layer recomputed it holds {least / GIB:.1f} GiB: a wider tensorParallel or "
+                   "pipelineParallel (a smaller stage a GPU), or more GPUs where the optimizer's share is the excess")  # fmt: skip
+            issues.append(Issue("PL355", f"{said}: it does not fit at the planned recomputation; {fix}", "zeroStage"))
         else:
             notes.append(f"{said}: declare zeroStage 1 to size memory so")
     return WorkloadPlan(

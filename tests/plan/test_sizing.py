@@ -1761,6 +1761,11 @@ def test_zero3_under_a_pipeline_moves_its_stage_once_a_step() -> None:
     (warned,) = [i for i in tight.issues if i.check == "PL355"]
     assert "of 72 usable" in warned.message and "declare zeroStage 1" in warned.message and warned.field == "zeroStage"
     assert not [n for n in tight.notes if n.startswith("ZeRO-3 under the pipeline")]
+    # at TP 1 even ZeRO-1 with every layer recomputed holds 70e9 x 6 / 4 B of stage, 98 GiB: zeroStage 1 is not the way
+    # out, a smaller stage is (review sizreview52 D1: PL303 then pointed back at a higher stage)
+    tp1 = plan_training(workload(**{**base, "tensorParallel": 1}), on("H100-SXM5-80GB", network=400.0), SIZING, [])
+    (wider,) = [i for i in tp1.issues if i.check == "PL355"]
+    assert "even with every layer recomputed it holds" in wider.message and "declare zeroStage 1" not in wider.message
     # a stage smaller than ZeRO-3's per-layer working set holds no more gathered: nothing said (sizreview51 D2)
     small = {"model": {"parameters": "1B", "layers": 4, "hiddenSize": 4096}, "tokens": "10B", "gpus": 64, "pipelineParallel": 4}
     assert not [n for n in plan_training(workload(**small), on("H100-SXM5-80GB"), SIZING, []).notes if "under the pipeline" in n]
