@@ -17,10 +17,11 @@ generated tokens::
               when full (vLLM): then the batch holds, on average, what the decode step reads
               latency limit: step(B) + B x prefill / osl <= TPOT target (prefills share the replica)
     c_tok   = 2 all-reduces x layers x hidden x 2 bytes x 2(tp-1)/tp / (link bandwidth x e_link)
-    prefill = (2 x N_active x isl + 2 x layers x isl^2 x hidden) / (tp x peak x e_prefill) + isl x c_tok x e_link / e_bus
+    prefill = (2 x N_active x isl / peak + 2 x layers x isl^2 x hidden / peak_kv) / (tp x e_prefill) + isl x c_tok x e_link / e_bus
+              peak_kv: attention runs in the KV cache's type (``gpu_hardware``), the weights' GEMMs at ``peak``
               a prompt's all-reduces carry megabytes: NCCL's bus bandwidth e_bus (training.tpLinkEfficiency), not e_link
     step(B) = (W_read + B x kv x (isl + osl/2)) / (tp x HBM bandwidth x e_hbm)          weights and KV read
-            + (2 x N_active x B + 4 x layers x B x (isl + osl/2) x hidden) / (tp x peak x e_decode)
+            + (2 x N_active x B / peak + 4 x layers x B x (isl + osl/2) x hidden / peak_kv) / (tp x e_decode)
                                                                                    the compute ceiling
             + B x c_tok + 2 x layers x all-reduce latency (tp > 1) + step overhead
     tokens/s per replica = osl / (prefill + osl x step(B) / B)
