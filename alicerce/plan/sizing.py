@@ -1838,8 +1838,9 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     rdma = multi_node and run.network_need_gbps > sizing.tcpGbpsPerGpu.value
     spans = gpus // (tp * pipeline)
     counted = mem.state_per_gpu(gpus, tp * pipeline, zero, tp) + mem.working_at(zero, tp, spans) + activations
-    gathered, usable = mem.state_per_gpu(gpus, tp * pipeline, 1, tp) + activations, usable_memory(gpu, sizing)
-    if passes_stage(w, zero) != zero and gathered > counted:
+    stage_held = mem.state_per_gpu(gpus, tp * pipeline, 1, tp) if passes_stage(w, zero) != zero else 0.0  # ZeRO-1's state
+    gathered, usable = stage_held + activations, usable_memory(gpu, sizing)
+    if stage_held and gathered > counted:
         # the network figure's layout holds its stage gathered, which memory does not count (README, Sizing from
         # workloads): said with its size, so a layout near the limit is not taken for one that fits (review sizreview50
         # G4); where it does not fit at the planned recomputation, a warning (sizreview51 G3). A stage smaller than
@@ -1850,7 +1851,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         if gathered > usable:
             # zeroStage 1 sizes it with recomputation; where even every layer recomputed leaves it too big, that advice
             # would meet PL303 pointing back at a higher stage (review sizreview52 D1): a smaller stage a GPU then
-            least = mem.state_per_gpu(gpus, tp * pipeline, 1, tp) + mem.activations_at(tp, 1.0, gpus)
+            least = stage_held + mem.activations_at(tp, 1.0, gpus)
             fix = ("declare zeroStage 1 to size memory as it runs (the plan then recomputes to fit, and says how long it "
                    "takes), or a wider tensorParallel or pipelineParallel" if least <= usable else
                    f"even with every layer recomputed it holds {least / GIB:.1f} GiB: a wider tensorParallel or "

@@ -1026,17 +1026,9 @@ def test_a_service_on_capacity_blocks_pays_the_node_it_starts_less_what_batch_wo
     assert split == pytest.approx({"applied-ml": 943.92 + 91.25 * 39.33 / 8, "research": (8 * 730 - 91.25) / 8 * 39.33})
 
 
-BLOCK_AND_ON_DEMAND = """\
-apiVersion: alicerce.dev/v1
-kind: Platform
-metadata: {name: cb, owner: a@example.com, costCenter: CC-0000}
-environments:
-  prod:
-    tier: development
-    sites:
-      - {name: aws, provider: aws, account: "123456789012", region: us-east-1, zones: [us-east-1a, us-east-1b], vpcCidr: 10.0.0.0/16}
-nodePools:
-  - {name: system, site: aws, purpose: system, aws: {instanceType: m7i.2xlarge}, scaling: {min: 2, max: 3}}
+BLOCK_AND_ON_DEMAND = (
+    AWS_SITE.replace("tier: production", "tier: development")
+    + """\
   - {name: blk, site: aws, purpose: inference, accelerator: "H100-SXM5-80GB:8", scaling: {min: 0, max: 4},
      aws: {instanceType: p5.48xlarge, capacityType: capacity-block, capacityReservationId: cr-0a1b2c3d4e5f60718, zone: us-east-1a},
      taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]}
@@ -1054,6 +1046,7 @@ workloads:
   - {name: y16, kind: batch-inference, team: ds, model: {parameters: 70B}, precision: bf16, hoursPerDay: 16,
      traffic: {peakRps: 8, inputTokens: 500, outputTokens: 200}}
 """
+)
 
 
 def test_batch_work_the_free_gpus_hold_only_in_part_buys_whole_block_nodes() -> None:
