@@ -375,7 +375,7 @@ def formula_terms(sizing: Sizing) -> dict[str, str]:
     t = sizing.training
     cast = FP8_CAST_ELEMENTS_PER_HIDDEN * FP8_CAST_BYTES_PER_ELEMENT
     return {
-        "a": f"{t.attentionFlops.value:g} / f x layers x sequence x width / active parameters",
+        "a": f"{t.attentionFlops.value:g} / f x layers x sequence x width / active parameters x kernel",
         "attention": "1 / (1 + a)",
         "attention, fp8": "1 / (1 + gain x a)",
         "per-GPU batch": f"min(1, tokens per GPU per step / {t.perGpuBatch.referenceTokens.value:,.0f}) ^ {t.perGpuBatch.exponent.value}",
@@ -411,7 +411,10 @@ peak); each name is a factor `--explain` prints, in its order, and a factor that
 FLOPs a token over its active parameters: 6, and 4 for LoRA/QLoRA (the frozen base computes no weight gradients).
 Attention is physics: `attention = {x["attention"]}` with `a = {x["a"]}` ({t.attentionFlops.value:g} = the full,
 non-causal FLOPs of the scores and their weighted sum, forward and backward, against the `f` a parameter the yardstick
-counts; width is the attention's query-key width, sequence the span it attends over, a sliding window's where shorter); the
+counts; width is the attention's query-key width, sequence the span it attends over, a sliding window's where shorter;
+`kernel` is 1 but for FlashAttention-2 on Hopper, {t.flashAttention2OnHopper.value:g} (`attentionKernel`: it uses none of
+Hopper's asynchronous copies or warpgroup MMAs, and FlashAttention-3, like the cuDNN attention the fit runs ran, is 1.5-2.0x
+faster, arXiv 2407.08608)); the
 per-GPU-batch factor `{x["per-GPU batch"]}` is the scaling loss (on a fixed global batch, more GPUs never lower
 GPU-hours); fp8 gains are {t.fp8Gain.transformer_engine.value} on Transformer Engine / NeMo-class stacks and
 {t.fp8Gain.generic.value} on generic PyTorch float8 (`fp8Recipe`; between the two when unknown), on the transformer

@@ -522,6 +522,9 @@ class TrainingSizing(CatalogModel):
     expertsPerTokenDefault: Assumption
     fullRecompute: Assumption
     attentionFlops: Assumption  # attention FLOPs a token per layer x sequence x attention width, forward and backward
+    # how much longer attention takes on Hopper with FlashAttention-2 (or an older portable kernel) than with a kernel
+    # written for it (cuDNN fused attention, FlashAttention-3), which the fit runs' stacks ran
+    flashAttention2OnHopper: Assumption
     goodput: Assumption
     tpLinkEfficiency: Assumption  # of per-direction NVLink/PCIe bandwidth a large-message all-reduce reaches (bus bandwidth)
 
@@ -679,6 +682,8 @@ class TrainingRun(CatalogModel):
     recompute: Literal["full"] | None = None
     tensorParallelOverlap: bool = False  # the run's stack overlaps tensor-parallel all-reduces (the workload field)
     flashAttention: bool = True  # the run's stack stores no attention scores (the workload field flashAttention)
+    # the attention kernel its source states it ran (the workload field attentionKernel); None: the GPU's own
+    attentionKernel: Literal["native", "flash-attention-2"] | None = None
     sequenceParallel: bool = True  # the run's stack splits every activation over tensor parallelism (sequenceParallel)
     zeroStage: int | None = None  # what its data-parallel ranks shard, as its source states (the workload field zeroStage)
     pipelineParallel: int | None = None  # its pipeline stages, as its source states (pipelineParallel)

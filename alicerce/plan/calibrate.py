@@ -49,7 +49,7 @@ from alicerce.plan.sizing import (
     usable_memory,
     vocabulary_of,
 )
-from alicerce.plan.throughput import TrainingJob, routed_layers, tokens_per_gpu_step, training_factors
+from alicerce.plan.throughput import TrainingJob, attention_kernel_slowdown, routed_layers, tokens_per_gpu_step, training_factors
 from alicerce.spec.models import Workload
 
 GIB = 2**30
@@ -86,6 +86,7 @@ def run_job(run: TrainingRun, catalog: Catalog, sizing: Sizing) -> TrainingJob:
         # the attention term's width and span from the layout the run declares, by the function `plan` runs
         attention_dim=attention[0],
         attention_sequence=attention[1],
+        attention_slowdown=attention_kernel_slowdown(run.attentionKernel, architecture, sizing),
         fp8_recipe=run.fp8Recipe,
         experts_per_token=run.experts.perToken if run.experts else None,
         moe_layers=routed_layers(run.experts.moeLayers, routed_attention=run.experts.routedAttention) if run.experts else None,
@@ -463,6 +464,8 @@ def run_workload(run: TrainingRun) -> Workload:
         spec["tensorParallelOverlap"] = True
     if not run.flashAttention:
         spec["flashAttention"] = False
+    if run.attentionKernel is not None:
+        spec["attentionKernel"] = run.attentionKernel
     if not run.sequenceParallel:
         spec["sequenceParallel"] = False
     if run.zeroStage is not None:

@@ -32,6 +32,7 @@ from alicerce.plan.roofline import (
 from alicerce.plan.throughput import (
     ExpertWeights,
     TrainingJob,
+    attention_kernel_slowdown,
     batch_sequences,
     first_stage_in_flight,
     microbatch_group,
@@ -958,6 +959,7 @@ def _training_run(  # noqa: PLR0917 - the job's parts, each needed
         flops_per_token=flops_per,
         attention_dim=attention_dim,
         attention_sequence=attention_sequence,
+        attention_slowdown=attention_kernel_slowdown(w.attention_kernel, gpu.architecture, sizing),
         tensor_parallel=tp,
         tp_link_bytes_per_second=tp_link_bytes_per_second(gpu, sizing),
         **tp_bridge(gpu, sizing),

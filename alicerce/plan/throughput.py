@@ -311,6 +311,9 @@ class TrainingJob:
     precision: str
     attention_dim: int | None = None  # multi-head latent attention and the like; default: hidden
     attention_sequence: float | None = None  # tokens a token attends to on average x 2 (sliding windows); default: sequence
+    # how much longer the stack's attention kernel takes than the GPU's own (workloads[].attentionKernel): 1 but for
+    # FlashAttention-2 on Hopper (attention_kernel_slowdown)
+    attention_slowdown: float = 1.0
     fp8_recipe: str | None = None  # transformer-engine | generic | None (unknown stack)
     fp8_supported: bool = True
     fp8_on_pool: bool = False  # the pool's GPU runs fp8 where the pinned one the job is sized on has none (PL302)
@@ -542,6 +545,15 @@ def precision_gain(job: TrainingJob, sizing: Sizing) -> Factor:
     return Factor("precision", 1.0, "computed", f"{job.precision}: the bf16 yardstick")
 
 
+def attention_kernel_slowdown(kernel: str | None, architecture: str, sizing: Sizing) -> float:
+    """How much longer attention takes with the declared kernel than with the GPU's own (workloads[].attentionKernel):
+    FlashAttention-2 on Hopper (training.flashAttention2OnHopper); 1 where FlashAttention-2 is the GPU's own kernel
+    (Ampere, Ada) and on Blackwell, where no public figure compares the two."""
+    if kernel == "flash-attention-2" and architecture == "hopper":
+        return sizing.training.flashAttention2OnHopper.value
+    return 1.0
+
+
 def training_factors(job: TrainingJob, sizing: Sizing, *, moe_routing: float | None = None) -> tuple[Factor, ...]:
     """Every factor of the job's efficiency, in the order of the model's formula."""
     t = sizing.training
@@ -551,11 +563,16 @@ def training_factors(job: TrainingJob, sizing: Sizing, *, moe_routing: float | N
     # attention's FLOPs against the 6N the yardstick counts (4N for LoRA: attention has no weights, its backward runs
     # whole to reach the adapters below it): attentionFlops x L x s x d / 6N
     f = job.flops_per_token
-    ratio = t.attentionFlops.value / f * job.layers * sequence * (job.attention_dim or job.hidden) / job.active_parameters
+    # x how much longer the kernel takes than the GPU's own: the ratio is attention's time against the GEMMs' at the
+    # base efficiency, which every term reading it (fp8's Amdahl factor, the MoE speed-up, the pipeline's head) shares
+    ratio = (t.attentionFlops.value / f * job.layers * sequence * (job.attention_dim or job.hidden) / job.active_parameters
+             * job.attention_slowdown)  # fmt: skip
     weight = f"{t.attentionFlops.value:g}"
     # the shape it reads, derived from the parameter count where the spec gives none, so a hand check can redo it
     # (review sizreview7 F5)
     shape = f"{job.layers} layers x {sequence:,} x {job.attention_dim or job.hidden:,} / ({f:g} x {job.active_parameters:.4g})"
+    if job.attention_slowdown != 1:
+        shape += f" x {job.attention_slowdown:g} (FlashAttention-2 on Hopper)"
     gain = precision_gain(job, sizing)
     if job.precision in ("fp8", "fp4") and gain.value > 1:
         # the low-precision gain speeds up the GEMMs only: attention stays 16-bit (Transformer Engine's recipes leave

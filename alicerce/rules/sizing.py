@@ -365,6 +365,7 @@ _READ_BY: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("kv_admission", SERVING, "training keeps no KV cache"),
     ("kv_memory_fraction", SERVING, "training keeps no KV cache"),
     ("flash_attention", SCHEDULED, "serving engines size the KV cache, not training activations"),
+    ("attention_kernel", SCHEDULED, "the serving roofline's efficiencies are fitted on each engine's own kernels"),
     ("sequence_parallel", SCHEDULED, "serving engines size the KV cache, not training activations"),
     ("zero_stage", SCHEDULED, "a served model keeps no gradients or optimizer state to shard"),
     ("gradient_reduction", SCHEDULED, "a served model reduces no gradients"),
@@ -761,6 +762,7 @@ def field_shadowed(ctx: RuleContext) -> Iterable[Finding]:
                           "and it changes nothing here (it sets training's fp32 logits and LoRA's embedding matrices)",
                           "remove it", key=True, resource=w.name)  # fmt: skip
         yield from _adapter_shadowed(w, i)
+        yield from _attention_kernel_shadowed(w, i)
         if model.tied_embeddings is not None and not _reads_tied_embeddings(w):
             yield Finding(path.model.tied_embeddings, "tiedEmbeddings is read by a qlora run (its 16-bit embeddings) and by a lora "
                           "run's adapters counted on all linear layers (layers and hiddenSize declared, a MoE's experts too): "
@@ -780,6 +782,21 @@ def field_shadowed(ctx: RuleContext) -> Iterable[Finding]:
                 yield Finding(path.model.head_dim, "training reads headDim only for multi-head latent attention or declared heads "
                               "(its FLOPs width): it changes nothing here", "remove it, or declare heads or attention: {kind: mla, ...}",
                               key=True, resource=w.name)  # fmt: skip
+
+
+def _attention_kernel_shadowed(w: Workload, i: int) -> Iterable[Finding]:
+    """attentionKernel prices a fused kernel's speed (plan.throughput.attention_kernel_slowdown): a stack that stores
+    the score matrices (flashAttention: false) runs no fused kernel, and a declared mfu replaces the throughput model
+    whose attention term the kernel sets. On another kind AL380 reports it."""
+    if w.attention_kernel is None or w.kind not in SCHEDULED:
+        return
+    path = S.workloads[i].attention_kernel
+    if w.flash_attention is False:
+        yield Finding(path, "flashAttention: false stores the attention scores: no fused kernel runs, and attentionKernel "
+                      "changes nothing", "remove one of the two", key=True, resource=w.name)  # fmt: skip
+    elif w.mfu is not None:
+        yield Finding(path, f"mfu {w.mfu:g} replaces the throughput model whose attention term the kernel sets: "
+                      "attentionKernel changes nothing", "remove one of mfu and attentionKernel", key=True, resource=w.name)  # fmt: skip
 
 
 @rules.rule(

@@ -550,7 +550,9 @@ def test_the_readme_accuracy_prose_still_holds() -> None:
     weighted_once = bench.by_source_median([(r.run.family, r.error) for r in everything])
     assert weighted_once >= 2 * median(everything)  # "several times worse" weighing each source once
     fp8 = groups["unseen set, dense fp8"]
-    assert median(fp8) > 0.25 and statistics.median(r.error for r in fp8) > 0  # "far off, fast"
+    # "outside the 15% the issue asks on both medians, fast"
+    assert median(fp8) > 0.15 and statistics.median(r.error for r in fp8) > 0
+    assert bench.by_source_median([(r.run.family, r.error) for r in fp8]) > 0.15
     moe = {r.run.id: r.error for r in groups["unseen set, MoE"]}
     assert median(groups["unseen set, MoE"]) > 0.3  # "past the 30% the issue asks"
     assert bench.by_source_median([(r.run.family, r.error) for r in groups["unseen set, MoE"]]) > 0.3
@@ -634,7 +636,7 @@ def test_the_readme_formula_evaluates_to_the_factors_explain_prints(precision: s
     fp8 = precision == "fp8"
     gain = t.fp8Gain.transformer_engine.value if fp8 else 1.0
     row: dict[str, float] = {
-        "f": 6, "layers": 61, "sequence": 4096, "width": 20480, "active parameters": 37e9, "hidden": 7168,
+        "f": 6, "layers": 61, "sequence": 4096, "width": 20480, "kernel": 1, "active parameters": 37e9, "hidden": 7168,
         "vocabulary": 129280, "experts per token": 8, "MoE layers": 58, "gain": gain,
         "tokens per GPU per step": 16_777_216 / 256, "HBM": streaming_bandwidth(gpu, SIZING),
         "peak": gpu.tflops.bf16 * 1e12, "base": t.base.blackwell.value,

@@ -1513,6 +1513,39 @@ def test_the_attention_term_counts_the_catalogs_attention_flops() -> None:
     assert _factors(plan_training(w, on("H100-SXM5-80GB"), sizing, []))["attention"] == pytest.approx(1 / (1 + ratio), rel=1e-12)
 
 
+def test_flash_attention_2_on_hopper_takes_the_papers_factor_longer_and_nothing_longer_where_it_is_the_gpus_own() -> None:
+    """Issue 23: a stack running FlashAttention-2 (Hugging Face's flash_attention_2, llm-foundry's attn_impl) on Hopper
+    uses none of its asynchronous copies or warpgroup MMAs: FlashAttention-3 runs 1.5-2.0x its speed (arXiv 2407.08608),
+    so the attention term's time is training.flashAttention2OnHopper times the native kernel's, in the attention factor
+    and in every term reading that time (fp8's Amdahl factor). On Ampere FlashAttention-2 is the GPU's own kernel.
+    7B (32 x 4096) at 8,192 tokens: a = 12 / 6 x 32 x 8,192 x 4,096 / 7e9."""
+    w = workload(model={"parameters": "7B", "layers": 32, "hiddenSize": 4096}, tokens="1T", sequenceLength=8192, gpus=64,
+                 globalBatchTokens="4M")  # fmt: skip
+    fa2 = w.model_copy(update={"attention_kernel": "flash-attention-2"})
+    a, slow = 2 * 32 * 8192 * 4096 / 7e9, SIZING.training.flashAttention2OnHopper.value
+    assert slow == 1.75
+    native, portable = (plan_training(x, on("H100-SXM5-80GB"), SIZING, []) for x in (w, fa2))
+    assert _factors(native)["attention"] == pytest.approx(1 / (1 + a), rel=1e-12)
+    assert _factors(portable)["attention"] == pytest.approx(1 / (1 + slow * a), rel=1e-12)
+    assert native.gpu_hours is not None and portable.gpu_hours is not None and portable.gpu_hours > native.gpu_hours
+    label = _why(portable, "attention")
+    assert "x 1.75 (FlashAttention-2 on Hopper)" in label and f"1 / (1 + {slow * a:.3f})" in label
+    # fp8: the 16-bit attention weighs gain x its time against the GEMMs, the Amdahl factor reads the same time
+    fp8 = {k: plan_training(x.model_copy(update={"precision": "fp8", "fp8_recipe": "transformer-engine"}), on("H100-SXM5-80GB"),
+                            SIZING, []) for k, x in (("native", w), ("fa2", fa2))}  # fmt: skip
+    gain = SIZING.training.fp8Gain.transformer_engine.value
+    assert _factors(fp8["fa2"])["attention"] == pytest.approx(1 / (1 + gain * slow * a), rel=1e-12)
+    outside = _why(fp8["fa2"], "fp8 outside the GEMMs")
+    assert f"attention a {slow * a:.3f}" in outside
+    # Ampere's own kernel: the same plan
+    ampere = [plan_training(x, on("A100-SXM4-80GB"), SIZING, []) for x in (w, fa2)]
+    assert _factors(ampere[0]) == _factors(ampere[1]) and ampere[0].gpu_hours == ampere[1].gpu_hours
+
+
+def _why(plan: Any, name: str) -> str:
+    return next(f.why for fig in plan.figures if fig.name == "MFU" for f in fig.factors if f.name == name)
+
+
 def test_zero_stage_and_pipeline_set_model_state_per_gpu() -> None:
     """Issue 23 (sizing6): only ZeRO-3 could be declared, so BLOOM-176B's ZeRO-1 + PP 12 (arXiv 2211.05100 Sec. 3.4) was
     sized with its state over all 384 GPUs. ZeRO paper Sec. 5.1: stage 1 shards the 12 optimizer bytes a parameter over
