@@ -89,7 +89,14 @@ CHECKS: dict[str, PlanCheck] = {
         PlanCheck(
             "PL329", "low-trust-defaults", _I, "An owned pool's month rests on the buyer's figures, not low-trust catalog defaults.", True
         ),
-        PlanCheck("PL330", "pipeline-bubble", _W, "A training pipeline runs at least as many microbatches a step as it has stages.", True),
+        PlanCheck(
+            "PL330",
+            "pipeline-bubble",
+            _W,
+            "A training pipeline runs at least as many microbatches a step as it has stages, and its plain 1F1B schedule "
+            "idles at most a fifth of a step (else an interleaved one is declared).",
+            True,
+        ),
         PlanCheck(
             "PL331",
             "ttft-queueing",

@@ -160,6 +160,26 @@ def model_state_bytes(parameters: float, optimizer: str, sizing: Sizing) -> floa
     return parameters * per_param
 
 
+# The share of a step a plain 1F1B bubble may idle before PL330 asks for the schedule: alicerce's default. Narayanan et
+# al. 2021 (arXiv 2104.04473, Sec. 2.2.1) keep the bubble small by running many more microbatches than stages; at
+# m = 4p it is 20%.
+PLAIN_BUBBLE_WARN = 0.2
+
+
+def _plain_bubble_idle(run: _Run) -> float:
+    """What the run's pipeline bubble idles of a step (0 without one, or where a declared MFU carries no factors)."""
+    return 1 - next((f.value for f in run.factors if f.name == "pipeline bubble"), 1.0)
+
+
+def checkpoint_bytes(w: Workload, sizing: Sizing) -> float:
+    """Bytes a trained parameter takes in a checkpoint: the weights and the optimizer state, no gradients. Mixed
+    precision saves its 16-bit weights beside the fp32 master copy (AdamW: 2 + 12); an fp32 run has no 16-bit copy,
+    its fp32 weights are the master (AdamW: 4 + 8 = 12; review sizreview53 D6: 14 sized its checkpoints 17% high)."""
+    per = sizing.bytesPerParameter
+    saved: float = getattr(per.checkpoint, w.optimizer).value
+    return saved - per.weights.value if w.precision == "fp32" else saved
+
+
 def sharded_bytes(total: float, ways: int) -> float:
     """ZeRO stage 3 / FSDP: every byte of model state lives on one of ``ways`` data-parallel GPUs."""
     return total / ways
@@ -502,11 +522,11 @@ def training_memory(w: Workload, sizing: Sizing) -> TrainingMemory:
             kept = max(sizing.bytesPerParameter.weights.value, sizing.weightBytes.get(w.precision, 2))
             frozen = (n - embeddings) * sizing.qloraBaseBytes.value + embeddings * kept
         state = frozen + model_state_bytes(trainable, w.optimizer, sizing)
-        checkpoint = trainable * getattr(sizing.bytesPerParameter.checkpoint, w.optimizer).value
+        checkpoint = trainable * checkpoint_bytes(w, sizing)
     else:
         trainable = n
         state = model_state_bytes(n, w.optimizer, sizing)
-        checkpoint = n * getattr(sizing.bytesPerParameter.checkpoint, w.optimizer).value
+        checkpoint = n * checkpoint_bytes(w, sizing)
         frozen = 0.0
     per = sizing.bytesPerParameter
     # of the state, what each replica keeps whole below ZeRO-3: mixed precision's 16-bit weights and gradients, with
@@ -727,7 +747,7 @@ def _fewest_held(mem: TrainingMemory, usable: float, zero_stage: int, tp: int, w
     return None
 
 
-def _overflow(mem: TrainingMemory, gpu: Gpu, sizing: Sizing, *, node_gpus: int, pipeline: int, zero_stage: int) -> Issue:
+def _overflow(mem: TrainingMemory, gpu: Gpu, sizing: Sizing, *, node_gpus: int, pipeline: int, zero_stage: int, widest_tp: int) -> Issue:
     """PL303 when no layout holds the job, at the widest tensor-parallel degree: which part overflows, and what shrinks
     it (it always blamed one sequence's activations, where the state ZeRO keeps whole overflowed: a 405B at ZeRO-1 was
     told to shorten its sequences; review sizreview10 F2), located at the field that shrinks it (sizreview23 N1)."""
@@ -739,9 +759,17 @@ def _overflow(mem: TrainingMemory, gpu: Gpu, sizing: Sizing, *, node_gpus: int, 
         f"at TP {tp} x PP {pipeline}, one sequence's activations ({activations / GIB:.1f} GiB with full recomputation) "
         f"and {kept} on each GPU ({whole / GIB:.1f} GiB) exceed the {usable / GIB:.0f} GiB a {gpu.id} gives"
     )
-    if whole >= activations:
-        return Issue("PL303", f"{parts}: a higher zeroStage or a wider pipelineParallel shards that state", "zeroStage")
-    return Issue("PL303", f"{parts}: shorter sequences or contextParallel split the activations", "sequenceLength")
+    if whole < activations:
+        return Issue("PL303", f"{parts}: shorter sequences or contextParallel split the activations", "sequenceLength")
+    # what shards that state: a wider tensor-parallel group where the declared one is narrower than the node allows, a
+    # wider pipeline, and a higher stage only without a pipeline (a stage holds its layers gathered for the step under
+    # one, PL355) and below ZeRO-3 (review sizreview53 D2, D5: "a higher zeroStage" led to PL355, or named none)
+    fixes = [f"a wider tensorParallel (up to {widest_tp})"] if widest_tp > tp else []
+    fixes.append("a wider pipelineParallel")
+    if pipeline == 1 and zero_stage < 3:
+        fixes.insert(0, "a higher zeroStage")
+    field = "zeroStage" if pipeline == 1 and zero_stage < 3 else "pipelineParallel"
+    return Issue("PL303", f"{parts}: {' or '.join(fixes)} shards that state", field)
 
 
 @dataclass(frozen=True)
@@ -1436,7 +1464,10 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                                               context=context)) else None)
             for c in candidates}  # fmt: skip
     if layout is None:
-        issues.append(_overflow(mem, gpu, sizing, node_gpus=place.gpus_per_node, pipeline=pipeline, zero_stage=zero))
+        # the widest degree the model's heads allow in a node, which a declared tensorParallel may narrow
+        heads = legal_degrees(w.model, TP_DEGREES, int(sizing.inference.headDimDefault.value), serving=False)
+        issues.append(_overflow(mem, gpu, sizing, node_gpus=place.gpus_per_node, pipeline=pipeline, zero_stage=zero,
+                                widest_tp=max(node_degrees(place.gpus_per_node, heads))))  # fmt: skip
         return _empty(w, place, figures, notes, fits, issues)
     min_gpus, tp = layout
     min_tp = tp
@@ -1759,6 +1790,15 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         issues.append(Issue("PL330", f"the global batch gives each {pipeline}-stage pipeline {sequences_per_rank:,.1f} microbatches of "
                             f"one sequence a step: fewer than its stages, so the pipeline bubble idles {idle:.0%} of each step"
                             f"{refused}; fewer GPUs, fewer stages or a larger globalBatchTokens give each pipeline more"))  # fmt: skip
+    elif pipeline > 1 and (w.pipeline_virtual_stages or 1) == 1 and (idle := _plain_bubble_idle(run)) > PLAIN_BUBBLE_WARN:
+        # enough microbatches, but as few as the stages: the plain 1F1B schedule idles (p - 1) / (m + p - 1), near half at
+        # m = p. Published runs at such layouts interleave (Llama 3.1 405B's Table 4 layout, TP 8 x PP 16 with 16
+        # microbatches a rank, planned 2.1x the card's GPU-hours without its schedule and no finding said why: review
+        # sizreview53 D1)
+        issues.append(Issue("PL330", f"the plain 1F1B schedule of a {pipeline}-stage pipeline over {sequences_per_rank:,.1f} "
+                            f"microbatches a step idles {idle:.0%} of each step in its bubble: declare pipelineVirtualStages "
+                            "where the stack interleaves its stages (Megatron-Core's virtual pipeline; the bubble shrinks by "
+                            "that factor), or fewer stages or a larger globalBatchTokens", "pipelineVirtualStages"))  # fmt: skip
     if w.model.architecture == "moe" and active < 10e9:
         issues.append(Issue("PL316", f"a fine-grained MoE ({active / 1e9:.1f}B active) sits at the edge of the calibration data"))
     if w.model.architecture == "moe" and w.mfu is None:
@@ -1854,6 +1894,13 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
             # zeroStage 1 sizes it with recomputation; where even every layer recomputed leaves it too big, that advice
             # would meet PL303 pointing back at a higher stage (review sizreview52 D1): a smaller stage a GPU then
             least = stage_held + mem.activations_at(tp, 1.0, gpus)
+            if least > usable and w.gpus is None and w.model.architecture == "moe" and w.expert_parallel is None:
+                # a MoE's expert group follows the GPU count: ZeRO-1 planned for itself may pick a count whose ranks
+                # spread the experts where this one's cannot (184 GPUs at TP 2 x PP 4 are 23 ranks, a prime: every
+                # expert on every GPU; zeroStage 1 plans 192, EP 8, and fits: review sizreview53 D3)
+                zero1 = plan_training(w.model_copy(update={"zero_stage": 1}), place, sizing, candidates)
+                if zero1.gpus and not any(i.check in ("PL303", "PL355") for i in zero1.issues):
+                    least = usable
             fix = ("declare zeroStage 1 to size memory as it runs (the plan then recomputes to fit, and says how long it "
                    "takes), or a wider tensorParallel or pipelineParallel" if least <= usable else
                    f"even with every layer recomputed it holds {least / GIB:.1f} GiB: a wider tensorParallel or "

@@ -1656,6 +1656,61 @@ def test_an_interleaved_pipeline_pays_a_v_th_of_the_bubble() -> None:
     [told] = [i.message for i in short.issues if i.check == "PL330"]
     assert "8.0 microbatches" in told and "idles 53% of each step (the interleaved schedule runs there on Llama 3's schedule" in told
     assert not [i for i in interleaved.issues if i.check == "PL330"]  # 16 microbatches for 16 stages
+    # the plain schedule at Table 4's layout idles 15 / 31 = 48%: the plan names the schedule it lacks (review
+    # sizreview53 D1: 2.1x the card's GPU-hours and no finding)
+    [plain_told] = [i for i in plain.issues if i.check == "PL330"]
+    assert (
+        "a 16-stage pipeline over 16.0 microbatches a step idles 48% of each step in its bubble: declare pipelineVirtualStages"
+        in plain_told.message
+        and plain_told.field == "pipelineVirtualStages"
+    )
+
+
+def test_pl303_under_a_pipeline_names_what_shards_the_state_there() -> None:
+    """Review sizreview53 D2, D5: PL303 advised "a higher zeroStage" where a pipeline holds each stage gathered for the
+    step (taking it met PL355) or where ZeRO-3 was declared already, and never the wider tensor-parallel group that fits.
+    70B at TP 2 x PP 3, ZeRO-1: 70e9 x (2 + 4) B / 6 = 65.2 GiB whole on each GPU, over the 72 usable with activations."""
+    base: dict[str, Any] = {"model": {"parameters": "70B", "layers": 80, "hiddenSize": 8192}, "tokens": "1T",
+                            "sequenceLength": 8192, "globalBatchTokens": "16M", "pipelineParallel": 3, "zeroStage": 1}  # fmt: skip
+    narrow = plan_training(workload(**base, tensorParallel=2), on("H100-SXM5-80GB"), SIZING, [])
+    [told] = [i for i in narrow.issues if i.check == "PL303"]
+    assert "(65.2 GiB)" in told.message and told.field == "pipelineParallel"
+    assert told.message.endswith(": a wider tensorParallel (up to 8) or a wider pipelineParallel shards that state")
+    wider = plan_training(workload(**base, tensorParallel=4), on("H100-SXM5-80GB"), SIZING, [])
+    assert wider.gpus and not [i for i in wider.issues if i.check in ("PL303", "PL355")]
+    # no pipeline, below ZeRO-3: a higher stage shards it; at ZeRO-3 there is none to name
+    flat = plan_training(workload(**{**base, "pipelineParallel": 1, "zeroStage": 0}, tensorParallel=1, gpus=8),
+                         on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
+    [told] = [i for i in flat.issues if i.check == "PL303"]
+    assert "a higher zeroStage or a wider tensorParallel (up to 8) or a wider pipelineParallel" in told.message
+    huge = workload(model={"parameters": "400B", "layers": 1, "hiddenSize": 180000}, tokens="1B", sequenceLength=128, zeroStage=3)
+    [told] = [i for i in plan_training(huge, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303"]
+    assert "zeroStage" not in told.message.split(": ")[-1]
+
+
+def test_pl355_on_a_moe_offers_zero_1_where_zero_1_plans_its_own_count_and_fits() -> None:
+    """Review sizreview53 D3: a 235B-A22B MoE (128 experts, top 8) at TP 2 x PP 4, ZeRO-3, planned 184 GPUs: 23 ranks, a
+    prime, every expert on every GPU, so ZeRO-1 at that count did not fit even fully recomputed and PL355 ruled it out.
+    Declared, ZeRO-1 plans its own count (192: EP 8) and fits; PL355 now says to declare it."""
+    moe = {"parameters": "235B", "architecture": "moe", "activeParameters": "22B", "layers": 94, "hiddenSize": 4096, "heads": 64,
+           "headDim": 128, "vocabulary": 151936, "experts": {"total": 128, "perToken": 8}}  # fmt: skip
+    base: dict[str, Any] = {"model": moe, "tokens": "500B", "sequenceLength": 4096, "globalBatchTokens": "8M", "deadline": "30d",
+                            "tensorParallel": 2, "pipelineParallel": 4}  # fmt: skip
+    zero3 = plan_training(workload(**base, zeroStage=3), on("H100-SXM5-80GB"), SIZING, [])
+    zero1 = plan_training(workload(**base, zeroStage=1), on("H100-SXM5-80GB"), SIZING, [])
+    assert zero1.gpus and not [i for i in zero1.issues if i.check in ("PL303", "PL355")]
+    [told] = [i.message for i in zero3.issues if i.check == "PL355"]
+    assert "declare zeroStage 1 to size memory as it runs" in told
+
+
+def test_an_fp32_runs_checkpoint_holds_no_16_bit_copy() -> None:
+    """Review sizreview53 D6: mixed-precision AdamW saves 2 + 12 bytes a parameter (16-bit weights, fp32 master, m, v);
+    an fp32 run's weights are the master: 12 (8B: 89.4 GiB, not 104.3)."""
+    base: dict[str, Any] = {"model": {"parameters": "8B", "layers": 32, "hiddenSize": 4096}, "tokens": "100B", "gpus": 64}
+    fp32 = plan_training(workload(**base, precision="fp32"), on("H100-SXM5-80GB"), SIZING, [])
+    bf16 = plan_training(workload(**base), on("H100-SXM5-80GB"), SIZING, [])
+    assert fp32.checkpoint_gib == pytest.approx(8e9 * 12 / GIB, rel=1e-12)
+    assert bf16.checkpoint_gib == pytest.approx(8e9 * 14 / GIB, rel=1e-12)
 
 
 def test_an_interleaved_pipelines_first_stage_holds_its_warmup_in_flight() -> None:
