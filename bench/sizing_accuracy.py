@@ -384,7 +384,7 @@ def formula_terms(sizing: Sizing) -> dict[str, str]:
         "fp8 outside the GEMMs": "(1 + gain x a) / ((1 - e) + gain x (e + a + c))",
         "speed-up": "gain x (1 + a) / ((1 - e) + gain x (e + a + c))",
         "mixture of experts": f"1 / (1 + {t.moeRouting.value:,.0f} x experts per token x hidden x MoE layers / active parameters"
-        " x speed-up x 6 / f)",
+        " x speed-up x (1 + a / kernel) / (1 + a) x 6 / f)",
         "recomputation": f"1 / (1 + share x 6 x (1 / {t.fullRecompute.value} - 1) / f)",
         "pipeline bubble": "v x m / (v x m + p - 1)",
         "h": "mixture of experts x vocabulary x hidden x layers / (max(active parameters - 2 x vocabulary x hidden, active"
@@ -413,8 +413,8 @@ Attention is physics: `attention = {x["attention"]}` with `a = {x["a"]}` ({t.att
 non-causal FLOPs of the scores and their weighted sum, forward and backward, against the `f` a parameter the yardstick
 counts; width is the attention's query-key width, sequence the span it attends over, a sliding window's where shorter;
 `kernel` is 1 but for FlashAttention-2 on Hopper, {t.flashAttention2OnHopper.value:g} (`attentionKernel`: it uses none of
-Hopper's asynchronous copies or warpgroup MMAs, and FlashAttention-3, like the cuDNN attention the fit runs ran, is 1.5-2.0x
-faster, arXiv 2407.08608)); the
+Hopper's asynchronous copies or warpgroup MMAs, and FlashAttention-3 runs its forward pass 1.5-2.0x and its backward
+1.5-1.75x faster, arXiv 2407.08608: a third and two thirds of the term's time at the midpoints)); the
 per-GPU-batch factor `{x["per-GPU batch"]}` is the scaling loss (on a fixed global batch, more GPUs never lower
 GPU-hours); fp8 gains are {t.fp8Gain.transformer_engine.value} on Transformer Engine / NeMo-class stacks and
 {t.fp8Gain.generic.value} on generic PyTorch float8 (`fp8Recipe`; between the two when unknown), on the transformer
@@ -422,7 +422,8 @@ blocks' GEMMs only: attention stays 16-bit (an fp8 job's attention term is `{x["
 output head and the casts into fp8 (Amdahl's law, `fp8 outside the GEMMs = {x["fp8 outside the GEMMs"]}`, the head's
 share of the FLOPs `e = {x["e"]}` and the casts' HBM time `c = {x["c"]}`); the MoE factor is
 `mixture of experts = {x["mixture of experts"]}` (all-to-all volume, permutation and small expert GEMMs: a time that
-keeps its bf16 length while fp8 shortens the whole compute by `speed-up = {x["speed-up"]}`, 1 in bf16 and in fp32, whose
+keeps its bf16 length, and its length beside the GPU's own attention kernel, while fp8 shortens the whole compute by
+`speed-up = {x["speed-up"]}`, 1 in bf16 and in fp32, whose
 4-byte tokens and TF32 expert GEMMs slow the overhead with the compute, and a LoRA job runs f / 6 of the full run's
 compute beside the same dispatches); recomputing a share of the layers costs
 `{x["recomputation"]}` (full recomputation: 8N instead of 6N); QLoRA pays for dequantising its 4-bit base before every

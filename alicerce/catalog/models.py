@@ -523,7 +523,7 @@ class TrainingSizing(CatalogModel):
     fullRecompute: Assumption
     attentionFlops: Assumption  # attention FLOPs a token per layer x sequence x attention width, forward and backward
     # how much longer attention takes on Hopper with FlashAttention-2 (or an older portable kernel) than with a kernel
-    # written for it (cuDNN fused attention, FlashAttention-3), which the fit runs' stacks ran
+    # written for it (cuDNN fused attention, FlashAttention-3), which the NeMo, Megatron and MLPerf fit runs' stacks ran
     flashAttention2OnHopper: Assumption
     goodput: Assumption
     tpLinkEfficiency: Assumption  # of per-direction NVLink/PCIe bandwidth a large-message all-reduce reaches (bus bandwidth)

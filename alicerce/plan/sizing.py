@@ -160,9 +160,10 @@ def model_state_bytes(parameters: float, optimizer: str, sizing: Sizing) -> floa
     return parameters * per_param
 
 
-# The share of a step a plain 1F1B bubble may idle before PL330 asks for the schedule: alicerce's default. Narayanan et
-# al. 2021 (arXiv 2104.04473, Sec. 2.2.1) keep the bubble small by running many more microbatches than stages; at
-# m = 4p it is 20%.
+# The share of a step a plain 1F1B bubble may idle before PL330 asks for the schedule: alicerce's default, not a
+# published threshold. Narayanan et al. 2021 (arXiv 2104.04473, Sec. 2.2.1) keep the bubble small by running many more
+# microbatches than stages (m >> p); at m = 4p the plain schedule idles (p - 1) / (5p - 1) of a step, just under a
+# fifth (17.9% at p = 8: review sizreview54 D7).
 PLAIN_BUBBLE_WARN = 0.2
 
 
@@ -768,7 +769,9 @@ def _overflow(mem: TrainingMemory, gpu: Gpu, sizing: Sizing, *, node_gpus: int, 
     fixes.append("a wider pipelineParallel")
     if pipeline == 1 and zero_stage < 3:
         fixes.insert(0, "a higher zeroStage")
-    field = "zeroStage" if pipeline == 1 and zero_stage < 3 else "pipelineParallel"
+    elif zero_stage == 0:  # ZeRO-1 shards the optimizer and gathers nothing under a pipeline (review sizreview54)
+        fixes.insert(0, "zeroStage 1")
+    field = "zeroStage" if zero_stage == 0 or (pipeline == 1 and zero_stage < 3) else "pipelineParallel"
     return Issue("PL303", f"{parts}: {' or '.join(fixes)} shards that state", field)
 
 
@@ -1795,10 +1798,16 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # m = p. Published runs at such layouts interleave (Llama 3.1 405B's Table 4 layout, TP 8 x PP 16 with 16
         # microbatches a rank, planned 2.1x the card's GPU-hours without its schedule and no finding said why: review
         # sizreview53 D1)
+        # the interleaved schedule needs whole layers a chunk, at most p x v chunks for the layers, the embedding and the
+        # loss (AL375): where even two chunks a stage do not fit it is no advice (review sizreview54 D6)
+        interleaves = 2 * pipeline <= w.model.layers + 2 if w.model.layers else True
+        fixes = ("declare pipelineVirtualStages where the stack interleaves its stages (Megatron-Core's virtual pipeline; "
+                 "the bubble shrinks by that factor), or fewer stages or a larger globalBatchTokens" if interleaves else
+                 f"fewer stages (the {w.model.layers} layers leave no room for two chunks a stage) or a larger "
+                 "globalBatchTokens")  # fmt: skip
         issues.append(Issue("PL330", f"the plain 1F1B schedule of a {pipeline}-stage pipeline over {sequences_per_rank:,.1f} "
-                            f"microbatches a step idles {idle:.0%} of each step in its bubble: declare pipelineVirtualStages "
-                            "where the stack interleaves its stages (Megatron-Core's virtual pipeline; the bubble shrinks by "
-                            "that factor), or fewer stages or a larger globalBatchTokens", "pipelineVirtualStages"))  # fmt: skip
+                            f"microbatches a step idles {idle:.0%} of each step in its bubble: {fixes}",
+                            "pipelineVirtualStages" if interleaves else "pipelineParallel"))  # fmt: skip
     if w.model.architecture == "moe" and active < 10e9:
         issues.append(Issue("PL316", f"a fine-grained MoE ({active / 1e9:.1f}B active) sits at the edge of the calibration data"))
     if w.model.architecture == "moe" and w.mfu is None:

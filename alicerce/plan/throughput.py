@@ -603,7 +603,13 @@ def training_factors(job: TrainingJob, sizing: Sizing, *, moe_routing: float | N
     if routing:
         k = t.moeRouting.value if moe_routing is None else moe_routing
         speedup = low_precision_speedup(gain.value, ratio, outside)
-        factors.append(moe_factor(k, routing, speedup, t.moeRouting.source, flops_per_token=f, fp32=job.precision == "fp32"))
+        # the overhead keeps the time it takes beside the GPU's own attention kernel: a slower kernel lengthens the
+        # compute only (review sizreview54 D2: the all-to-all grew with FlashAttention-2). An fp32 job's overhead slows
+        # with its compute by design (moe_factor), and no FlashAttention kernel runs fp32
+        native = ratio / job.attention_slowdown
+        kernel = (1 + native) / (1 + ratio) if job.precision != "fp32" else 1.0
+        factors.append(moe_factor(k, routing, speedup, t.moeRouting.source, flops_per_token=f, fp32=job.precision == "fp32",
+                                  kernel=kernel))  # fmt: skip
     fraction = 1.0 if job.full_recompute else job.recompute_fraction
     # full recomputation's extra forward pass (2N a token: 6N / 8N, the catalog's factor) against the job's own FLOPs a
     # token: 4N / 6N for LoRA
@@ -690,7 +696,9 @@ def low_precision_speedup(gain: float, attention_ratio: float, outside: Factor |
     return gain / (1 + gain * attention_ratio) * (outside.value if outside is not None else 1.0) * (1 + attention_ratio)
 
 
-def moe_factor(k: float, routing: float, speedup: float, source: str, *, flops_per_token: float = 6.0, fp32: bool = False) -> Factor:
+def moe_factor(
+    k: float, routing: float, speedup: float, source: str, *, flops_per_token: float = 6.0, fp32: bool = False, kernel: float = 1.0
+) -> Factor:
     """The MoE overhead (routing, token permutation, the expert-parallel all-to-all, small expert GEMMs) as time that adds
     to the compute time: ``k x routed volume`` of the bf16 compute time of the same tokens in a full (6N) run. fp8
     speeds up the GEMMs only, so in an fp8 job that time stays as it is while the compute shrinks by ``speedup``:
@@ -707,15 +715,22 @@ def moe_factor(k: float, routing: float, speedup: float, source: str, *, flops_p
     rather than by the Amdahl step above (review sizreview21 N2 asked for 0.5x): its overhead is not bf16 time beside a
     slower compute, since the tokens it permutes and sends through the all-to-all are fp32 (twice the bytes; the memory
     side counts an fp32 run's activations twice, :func:`alicerce.plan.sizing.training_memory`) and its small expert GEMMs
-    run at the same TF32 rate, so the overhead slows with the compute and its share stays ``k x routed``."""
-    overhead = k * routing * speedup * 6 / flops_per_token
+    run at the same TF32 rate, so the overhead slows with the compute and its share stays ``k x routed``.
+
+    ``kernel``: the compute's time beside the GPU's own attention kernel over its time with the declared one, ``(1 + a /
+    slowdown) / (1 + a)`` (workloads[].attentionKernel): the overhead keeps its time while FlashAttention-2 on Hopper
+    lengthens the compute (review sizreview54 D2)."""
+    overhead = k * routing * speedup * kernel * 6 / flops_per_token
     label = f"1 / (1 + {k:,.0f} x routed volume {routing:.2e}"
     if speedup != 1:
         label += f" x fp8 compute speed-up {speedup:.3f}"
+    if kernel != 1:
+        label += f" x the attention kernel's compute ratio {kernel:.3f}"
     if flops_per_token != 6:
         label += f" x 6 / {flops_per_token:g}N the job computes"
     label += ")"
     notes = [n for n, on in (("the overhead keeps its bf16 time", speedup != 1),
+                             ("the overhead keeps its time beside the GPU's own attention kernel", kernel != 1),
                              ("the adapters' job dispatches every token as a full run does", flops_per_token != 6),
                              ("fp32 tokens and TF32 expert GEMMs: the overhead slows with the compute", fp32)) if on]  # fmt: skip
     if notes:

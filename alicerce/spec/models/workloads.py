@@ -249,12 +249,14 @@ class Workload(SpecModel):
         default=None,
         description="Training: the attention kernel the stack runs. native: one written for the GPU's architecture "
         "(Transformer Engine's cuDNN fused attention or FlashAttention-3 on Hopper; FlashAttention-2 on Ampere and Ada), "
-        "what the calibration runs ran. flash-attention-2: FlashAttention-2 or an older portable kernel (FlashAttention's "
-        "Triton kernel) everywhere, as Hugging Face's attn_implementation='flash_attention_2' and llm-foundry's attn_impl "
-        "run: on Hopper it uses none of the asynchronous copies and warpgroup MMAs FlashAttention-3 does, which runs "
-        "1.5-2.0x its speed (Shah et al. 2024, arXiv 2407.08608), so the attention term takes training."
-        "flashAttention2OnHopper times as long (`alicerce plan --explain` prints it). Nothing changes on Ampere and Ada, "
-        "whose own kernel FlashAttention-2 is, nor on Blackwell, where no public figure compares the two. Default: native.",
+        "what the calibration's NeMo, Megatron and MLPerf runs ran. flash-attention-2: FlashAttention-2 everywhere, as "
+        "Hugging Face's attn_implementation='flash_attention_2' and PyTorch's SDPA on Hopper before cuDNN's backend came "
+        "first run: on Hopper it uses none of the asynchronous copies and warpgroup MMAs FlashAttention-3 does, which "
+        "runs its forward 1.5-2.0x and its backward 1.5-1.75x its speed (Shah et al. 2024, arXiv 2407.08608), so the "
+        "attention term takes training.flashAttention2OnHopper times as long (`alicerce plan --explain` prints it). "
+        "Nothing changes on Ampere and Ada, whose own kernel FlashAttention-2 is, nor on Blackwell, where no public figure "
+        "compares the two. FlashAttention's older Triton kernel is slower still, on every GPU; this prices it as "
+        "FlashAttention-2. Default: native.",
     )
     sequence_parallel: bool | None = Field(
         default=None,
