@@ -769,9 +769,11 @@ def _overflow(mem: TrainingMemory, gpu: Gpu, sizing: Sizing, *, node_gpus: int, 
     fixes.append("a wider pipelineParallel")
     if pipeline == 1 and zero_stage < 3:
         fixes.insert(0, "a higher zeroStage")
-    elif zero_stage == 0:  # ZeRO-1 shards the optimizer and gathers nothing under a pipeline (review sizreview54)
+    elif zero_stage == 0 and (mem.held_whole(1, mem.expert_spread(), tp) / (tp * pipeline) + mem.working_at(1, tp) + activations <= usable):
+        # ZeRO-1 shards the optimizer and gathers nothing under a pipeline (review sizreview54), named where what it
+        # keeps whole fits (sizreview55 D2: a 70B at TP 1 x PP 2 keeps 195.6 GiB at ZeRO-1 too)
         fixes.insert(0, "zeroStage 1")
-    field = "zeroStage" if zero_stage == 0 or (pipeline == 1 and zero_stage < 3) else "pipelineParallel"
+    field = "zeroStage" if fixes[0] in ("zeroStage 1", "a higher zeroStage") else "pipelineParallel"
     return Issue("PL303", f"{parts}: {' or '.join(fixes)} shards that state", field)
 
 
@@ -1801,13 +1803,15 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # the interleaved schedule needs whole layers a chunk, at most p x v chunks for the layers, the embedding and the
         # loss (AL375): where even two chunks a stage do not fit it is no advice (review sizreview54 D6)
         interleaves = 2 * pipeline <= w.model.layers + 2 if w.model.layers else True
-        fixes = ("declare pipelineVirtualStages where the stack interleaves its stages (Megatron-Core's virtual pipeline; "
-                 "the bubble shrinks by that factor), or fewer stages or a larger globalBatchTokens" if interleaves else
-                 f"fewer stages (the {w.model.layers} layers leave no room for two chunks a stage) or a larger "
-                 "globalBatchTokens")  # fmt: skip
+        # fewer stages give each pipeline fewer microbatches in step (more data-parallel ranks split the same batch), so
+        # only more of them a pipeline shrinks the plain bubble (review sizreview55 D1)
+        more = "a larger globalBatchTokens or fewer GPUs (more microbatches a pipeline)"
+        fixes = (f"declare pipelineVirtualStages where the stack interleaves its stages (Megatron-Core's virtual pipeline; "
+                 f"the bubble shrinks by that factor), or {more}" if interleaves else
+                 f"{more}; the {w.model.layers} layers leave no room for an interleaved schedule's two chunks a stage")  # fmt: skip
         issues.append(Issue("PL330", f"the plain 1F1B schedule of a {pipeline}-stage pipeline over {sequences_per_rank:,.1f} "
                             f"microbatches a step idles {idle:.0%} of each step in its bubble: {fixes}",
-                            "pipelineVirtualStages" if interleaves else "pipelineParallel"))  # fmt: skip
+                            "pipelineVirtualStages" if interleaves else "globalBatchTokens"))  # fmt: skip
     if w.model.architecture == "moe" and active < 10e9:
         issues.append(Issue("PL316", f"a fine-grained MoE ({active / 1e9:.1f}B active) sits at the edge of the calibration data"))
     if w.model.architecture == "moe" and w.mfu is None:

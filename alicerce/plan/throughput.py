@@ -604,10 +604,10 @@ def training_factors(job: TrainingJob, sizing: Sizing, *, moe_routing: float | N
         k = t.moeRouting.value if moe_routing is None else moe_routing
         speedup = low_precision_speedup(gain.value, ratio, outside)
         # the overhead keeps the time it takes beside the GPU's own attention kernel: a slower kernel lengthens the
-        # compute only (review sizreview54 D2: the all-to-all grew with FlashAttention-2). An fp32 job's overhead slows
-        # with its compute by design (moe_factor), and no FlashAttention kernel runs fp32
+        # compute only (review sizreview54 D2: the all-to-all grew with FlashAttention-2; an fp32 job too, sizreview55 D4,
+        # though validate refuses FlashAttention-2 in fp32: AL383)
         native = ratio / job.attention_slowdown
-        kernel = (1 + native) / (1 + ratio) if job.precision != "fp32" else 1.0
+        kernel = (1 + native) / (1 + ratio)
         factors.append(moe_factor(k, routing, speedup, t.moeRouting.source, flops_per_token=f, fp32=job.precision == "fp32",
                                   kernel=kernel))  # fmt: skip
     fraction = 1.0 if job.full_recompute else job.recompute_fraction

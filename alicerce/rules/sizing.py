@@ -797,6 +797,11 @@ def _attention_kernel_shadowed(w: Workload, i: int) -> Iterable[Finding]:
     elif w.mfu is not None:
         yield Finding(path, f"mfu {w.mfu:g} replaces the throughput model whose attention term the kernel sets: "
                       "attentionKernel changes nothing", "remove one of mfu and attentionKernel", key=True, resource=w.name)  # fmt: skip
+    elif w.attention_kernel == "flash-attention-2" and w.precision == "fp32":
+        # FlashAttention-2 runs fp16 and bf16 only (flash_attn_interface asserts it; PyTorch's SDPA picks another backend
+        # for fp32): the term would price a kernel the run cannot take (review sizreview54)
+        yield Finding(path, "FlashAttention-2 runs fp16 and bf16 only: an fp32 run's attention takes another kernel",
+                      "train in bf16, or remove attentionKernel", key=True, resource=w.name)  # fmt: skip
 
 
 @rules.rule(
