@@ -167,6 +167,21 @@ def model_state_bytes(parameters: float, optimizer: str, sizing: Sizing) -> floa
 PLAIN_BUBBLE_WARN = 0.2
 
 
+def _plain_bubble_fixes(pipeline: int, microbatches: float, tokens_a_microbatch_round: float) -> str:
+    """What brings a plain 1F1B bubble under :data:`PLAIN_BUBBLE_WARN` at the same GPUs: a batch of at least
+    (1 - w) / w x (p - 1) microbatches a pipeline, or fewer stages. At p' stages each pipeline runs m' = k p' microbatches
+    (k = m / p: the data-parallel ranks grow as the stages shrink), idling (p' - 1) / ((k + 1) p' - 1), within w for p' <=
+    (1 - w) / (1 - w (k + 1)) (review sizreview56 D1: "fewer stages do not help" was wrong; D2: fewer GPUs miss a deadline
+    the planner sized them for). ``tokens_a_microbatch_round``: the tokens one microbatch a pipeline adds to the batch."""
+    w = PLAIN_BUBBLE_WARN
+    needed = math.ceil((1 - w) / w * (pipeline - 1))
+    batch = f"a globalBatchTokens of at least {needed * tokens_a_microbatch_round:,.0f} ({needed} microbatches a pipeline)"
+    k = microbatches / pipeline
+    most = math.floor((1 - w) / (1 - w * (k + 1))) if w * (k + 1) < 1 else pipeline - 1
+    stages = f"at most {most} stages" if most >= 2 else "no pipeline"
+    return f"{batch}, or {stages} at these GPUs"
+
+
 def _plain_bubble_idle(run: _Run) -> float:
     """What the run's pipeline bubble idles of a step (0 without one, or where a declared MFU carries no factors)."""
     return 1 - next((f.value for f in run.factors if f.name == "pipeline bubble"), 1.0)
@@ -748,7 +763,17 @@ def _fewest_held(mem: TrainingMemory, usable: float, zero_stage: int, tp: int, w
     return None
 
 
-def _overflow(mem: TrainingMemory, gpu: Gpu, sizing: Sizing, *, node_gpus: int, pipeline: int, zero_stage: int, widest_tp: int) -> Issue:
+def _overflow(
+    mem: TrainingMemory,
+    gpu: Gpu,
+    sizing: Sizing,
+    *,
+    node_gpus: int,
+    pipeline: int,
+    zero_stage: int,
+    widest_tp: int,
+    gpus: int | None = None,
+) -> Issue:
     """PL303 when no layout holds the job, at the widest tensor-parallel degree: which part overflows, and what shrinks
     it (it always blamed one sequence's activations, where the state ZeRO keeps whole overflowed: a 405B at ZeRO-1 was
     told to shorten its sequences; review sizreview10 F2), located at the field that shrinks it (sizreview23 N1)."""
@@ -767,13 +792,19 @@ def _overflow(mem: TrainingMemory, gpu: Gpu, sizing: Sizing, *, node_gpus: int, 
     # one, PL355) and below ZeRO-3 (review sizreview53 D2, D5: "a higher zeroStage" led to PL355, or named none)
     fixes = [f"a wider tensorParallel (up to {widest_tp})"] if widest_tp > tp else []
     fixes.append("a wider pipelineParallel")
+    # what ZeRO-1 keeps a GPU: at a pinned count it shards the optimizer over that count's ranks only (one rank:
+    # nothing; review sizreview56 D4); unpinned, the planner takes as many ranks as it needs
+    zero1 = (mem.state_per_gpu(gpus, tp * pipeline, 1, tp) if gpus else
+             mem.held_whole(1, mem.expert_spread(), tp) / (tp * pipeline))  # fmt: skip
     if pipeline == 1 and zero_stage < 3:
         fixes.insert(0, "a higher zeroStage")
-    elif zero_stage == 0 and (mem.held_whole(1, mem.expert_spread(), tp) / (tp * pipeline) + mem.working_at(1, tp) + activations <= usable):
+    elif zero_stage == 0 and zero1 + mem.working_at(1, tp) + activations <= usable:
         # ZeRO-1 shards the optimizer and gathers nothing under a pipeline (review sizreview54), named where what it
-        # keeps whole fits (sizreview55 D2: a 70B at TP 1 x PP 2 keeps 195.6 GiB at ZeRO-1 too)
+        # keeps fits (sizreview55 D2: a 70B at TP 1 x PP 2 keeps 195.6 GiB at ZeRO-1 too)
         fixes.insert(0, "zeroStage 1")
-    field = "zeroStage" if fixes[0] in ("zeroStage 1", "a higher zeroStage") else "pipelineParallel"
+    field = {"zeroStage 1": "zeroStage", "a higher zeroStage": "zeroStage"}.get(fixes[0], "pipelineParallel")
+    if fixes[0].startswith("a wider tensorParallel"):
+        field = "tensorParallel"
     return Issue("PL303", f"{parts}: {' or '.join(fixes)} shards that state", field)
 
 
@@ -1472,7 +1503,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # the widest degree the model's heads allow in a node, which a declared tensorParallel may narrow
         heads = legal_degrees(w.model, TP_DEGREES, int(sizing.inference.headDimDefault.value), serving=False)
         issues.append(_overflow(mem, gpu, sizing, node_gpus=place.gpus_per_node, pipeline=pipeline, zero_stage=zero,
-                                widest_tp=max(node_degrees(place.gpus_per_node, heads))))  # fmt: skip
+                                widest_tp=max(node_degrees(place.gpus_per_node, heads)), gpus=w.gpus))  # fmt: skip
         return _empty(w, place, figures, notes, fits, issues)
     min_gpus, tp = layout
     min_tp = tp
@@ -1794,7 +1825,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                        "microbatch to come round the stages; Megatron-Core refuses fewer microbatches than stages)")  # fmt: skip
         issues.append(Issue("PL330", f"the global batch gives each {pipeline}-stage pipeline {sequences_per_rank:,.1f} microbatches of "
                             f"one sequence a step: fewer than its stages, so the pipeline bubble idles {idle:.0%} of each step"
-                            f"{refused}; fewer GPUs, fewer stages or a larger globalBatchTokens give each pipeline more"))  # fmt: skip
+                            f"{refused}; fewer GPUs or a larger globalBatchTokens give each pipeline more, fewer stages a "
+                            "smaller bubble"))  # fmt: skip
     elif pipeline > 1 and (w.pipeline_virtual_stages or 1) == 1 and (idle := _plain_bubble_idle(run)) > PLAIN_BUBBLE_WARN:
         # enough microbatches, but as few as the stages: the plain 1F1B schedule idles (p - 1) / (m + p - 1), near half at
         # m = p. Published runs at such layouts interleave (Llama 3.1 405B's Table 4 layout, TP 8 x PP 16 with 16
@@ -1803,12 +1835,12 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # the interleaved schedule needs whole layers a chunk, at most p x v chunks for the layers, the embedding and the
         # loss (AL375): where even two chunks a stage do not fit it is no advice (review sizreview54 D6)
         interleaves = 2 * pipeline <= w.model.layers + 2 if w.model.layers else True
-        # fewer stages give each pipeline fewer microbatches in step (more data-parallel ranks split the same batch), so
-        # only more of them a pipeline shrinks the plain bubble (review sizreview55 D1)
-        more = "a larger globalBatchTokens or fewer GPUs (more microbatches a pipeline)"
-        fixes = (f"declare pipelineVirtualStages where the stack interleaves its stages (Megatron-Core's virtual pipeline; "
-                 f"the bubble shrinks by that factor), or {more}" if interleaves else
-                 f"{more}; the {w.model.layers} layers leave no room for an interleaved schedule's two chunks a stage")  # fmt: skip
+        fixes = _plain_bubble_fixes(pipeline, sequences_per_rank, ranks * (w.sequence_length or DEFAULT_SEQUENCE))
+        if interleaves:
+            fixes = ("declare pipelineVirtualStages where the stack interleaves its stages (Megatron-Core's virtual "
+                     f"pipeline; the bubble shrinks by that factor), or {fixes}")  # fmt: skip
+        else:
+            fixes += f" (the {w.model.layers} layers leave no room for an interleaved schedule's two chunks a stage)"
         issues.append(Issue("PL330", f"the plain 1F1B schedule of a {pipeline}-stage pipeline over {sequences_per_rank:,.1f} "
                             f"microbatches a step idles {idle:.0%} of each step in its bubble: {fixes}",
                             "pipelineVirtualStages" if interleaves else "globalBatchTokens"))  # fmt: skip

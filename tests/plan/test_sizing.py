@@ -1573,17 +1573,25 @@ def test_pl330_and_pl303_advise_only_what_the_layout_can_take() -> None:
     shallow = workload(model={"parameters": "7B", "layers": 24, "hiddenSize": 4096}, tokens="1T", sequenceLength=4096, gpus=256,
                        globalBatchTokens=16 * 4096 * 16, pipelineParallel=16, tensorParallel=1)  # fmt: skip
     [told] = [i for i in plan_training(shallow, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL330"]
+    # m = 16 over p = 16: at least (1 - 0.2) / 0.2 x 15 = 60 microbatches a pipeline, 60 x 16 ranks x 4,096 tokens; at p'
+    # stages m' = p' (k = 1), idling (p' - 1) / (2p' - 1), a fifth or less only without a pipeline (reviews sizreview55
+    # D1, sizreview56 D1: fewer stages do help where k is larger)
     assert told.message.endswith(
-        ": a larger globalBatchTokens or fewer GPUs (more microbatches a pipeline); the 24 layers "
-        "leave no room for an interleaved schedule's two chunks a stage"
+        ": a globalBatchTokens of at least 3,932,160 (60 microbatches a pipeline), or no pipeline at these GPUs (the 24 "
+        "layers leave no room for an interleaved schedule's two chunks a stage)"
     )
     assert told.field == "globalBatchTokens" and "pipelineVirtualStages" not in told.message
-    # fewer stages at the pinned GPUs and batch give each pipeline as many microbatches as stages again (review
-    # sizreview55 D1): the advice names what gives it more
     fewer = plan_training(shallow.model_copy(update={"pipeline_parallel": 8}), on("H100-SXM5-80GB"), SIZING, [])
     assert [i.check for i in fewer.issues if i.check == "PL330"] == ["PL330"]
-    larger = plan_training(shallow.model_copy(update={"global_batch_tokens": 16 * 4096 * 64}), on("H100-SXM5-80GB"), SIZING, [])
+    larger = plan_training(shallow.model_copy(update={"global_batch_tokens": 60 * 16 * 4096}), on("H100-SXM5-80GB"), SIZING, [])
     assert not [i for i in larger.issues if i.check == "PL330"]
+    # k = 2.5 (10 microbatches over 4 stages): at most floor(0.8 / (1 - 0.2 x 3.5)) = 2 stages, which clear it
+    wider = workload(model={"parameters": "7B", "layers": 32, "hiddenSize": 4096}, tokens="1T", sequenceLength=4096, gpus=64,
+                     globalBatchTokens=10 * 16 * 4096, pipelineParallel=4, tensorParallel=1)  # fmt: skip
+    [told] = [i for i in plan_training(wider, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL330"]
+    assert "or at most 2 stages at these GPUs" in told.message
+    two = plan_training(wider.model_copy(update={"pipeline_parallel": 2}), on("H100-SXM5-80GB"), SIZING, [])
+    assert not [i for i in two.issues if i.check == "PL330"]
     zero0 = workload(model={"parameters": "70B", "layers": 80, "hiddenSize": 8192}, tokens="1T", sequenceLength=8192,
                      globalBatchTokens="16M", pipelineParallel=3, zeroStage=0, tensorParallel=4)  # fmt: skip
     [told] = [i for i in plan_training(zero0, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303"]
@@ -1594,7 +1602,11 @@ def test_pl330_and_pl303_advise_only_what_the_layout_can_take() -> None:
     # where ZeRO-1 keeps too much whole as well (70B at TP 1 x PP 2: 35e9 x 6 B = 195.6 GiB), it is not named (sizreview55 D2)
     deep = zero0.model_copy(update={"tensor_parallel": 1, "pipeline_parallel": 2})
     [told] = [i for i in plan_training(deep, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303"]
-    assert "zeroStage" not in told.message.split(": ")[-1] and told.field == "pipelineParallel"
+    assert "zeroStage" not in told.message.split(": ")[-1] and told.field == "tensorParallel"
+    # pinned at one data-parallel rank (TP 4 x PP 3 on 12 GPUs) ZeRO-1 shards nothing: 97.8 GiB a GPU (sizreview56 D4)
+    pinned = zero0.model_copy(update={"gpus": 12})
+    [told] = [i for i in plan_training(pinned, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303"]
+    assert "zeroStage" not in told.message.split(": ")[-1] and told.field == "tensorParallel"
 
 
 def _why(plan: Any, name: str) -> str:
@@ -1729,7 +1741,7 @@ def test_pl303_under_a_pipeline_names_what_shards_the_state_there() -> None:
                             "sequenceLength": 8192, "globalBatchTokens": "16M", "pipelineParallel": 3, "zeroStage": 1}  # fmt: skip
     narrow = plan_training(workload(**base, tensorParallel=2), on("H100-SXM5-80GB"), SIZING, [])
     [told] = [i for i in narrow.issues if i.check == "PL303"]
-    assert "(65.2 GiB)" in told.message and told.field == "pipelineParallel"
+    assert "(65.2 GiB)" in told.message and told.field == "tensorParallel"
     assert told.message.endswith(": a wider tensorParallel (up to 8) or a wider pipelineParallel shards that state")
     wider = plan_training(workload(**base, tensorParallel=4), on("H100-SXM5-80GB"), SIZING, [])
     assert wider.gpus and not [i for i in wider.issues if i.check in ("PL303", "PL355")]
