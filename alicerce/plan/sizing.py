@@ -167,17 +167,19 @@ def model_state_bytes(parameters: float, optimizer: str, sizing: Sizing) -> floa
 PLAIN_BUBBLE_WARN = 0.2
 
 
-def _plain_bubble_fixes(pipeline: int, microbatches: float, tokens_a_microbatch_round: float) -> str:
+def _plain_bubble_fixes(pipeline: int, microbatches: float, tokens_a_microbatch_round: float, pinned: int | None, group: int) -> str:
     """What brings a plain 1F1B bubble under :data:`PLAIN_BUBBLE_WARN` at the same GPUs: a batch of at least
     (1 - w) / w x (p - 1) microbatches a pipeline, or fewer stages. At p' stages each pipeline runs m' = k p' microbatches
     (k = m / p: the data-parallel ranks grow as the stages shrink), idling (p' - 1) / ((k + 1) p' - 1), within w for p' <=
     (1 - w) / (1 - w (k + 1)) (review sizreview56 D1: "fewer stages do not help" was wrong; D2: fewer GPUs miss a deadline
-    the planner sized them for). ``tokens_a_microbatch_round``: the tokens one microbatch a pipeline adds to the batch."""
+    the planner sized them for). ``tokens_a_microbatch_round``: the tokens one microbatch a pipeline adds to the batch;
+    at a ``pinned`` count only a stage count whose TP x CP x PP ``group`` divides it (AL375; review sizreview57 D1)."""
     w = PLAIN_BUBBLE_WARN
     needed = math.ceil((1 - w) / w * (pipeline - 1))
     batch = f"a globalBatchTokens of at least {needed * tokens_a_microbatch_round:,.0f} ({needed} microbatches a pipeline)"
     k = microbatches / pipeline
     most = math.floor((1 - w) / (1 - w * (k + 1))) if w * (k + 1) < 1 else pipeline - 1
+    most = next((p for p in range(min(most, pipeline - 1), 1, -1) if not pinned or pinned % (group * p) == 0), 1)
     stages = f"at most {most} stages" if most >= 2 else "no pipeline"
     return f"{batch}, or {stages} at these GPUs"
 
@@ -790,8 +792,11 @@ def _overflow(
     # what shards that state: a wider tensor-parallel group where the declared one is narrower than the node allows, a
     # wider pipeline, and a higher stage only without a pipeline (a stage holds its layers gathered for the step under
     # one, PL355) and below ZeRO-3 (review sizreview53 D2, D5: "a higher zeroStage" led to PL355, or named none)
-    fixes = [f"a wider tensorParallel (up to {widest_tp})"] if widest_tp > tp else []
-    fixes.append("a wider pipelineParallel")
+    # at a pinned count only a group that divides it (review sizreview57 D2: both named fixes met "does not divide")
+    wider = [d for d in TP_DEGREES if tp < d <= widest_tp and (not gpus or gpus % (d * pipeline) == 0)]
+    fixes = [f"a wider tensorParallel (up to {max(wider)})"] if wider else []
+    if not gpus or any(gpus % (tp * p) == 0 for p in range(pipeline + 1, gpus // tp + 1)):
+        fixes.append("a wider pipelineParallel")
     # what ZeRO-1 keeps a GPU: at a pinned count it shards the optimizer over that count's ranks only (one rank:
     # nothing; review sizreview56 D4); unpinned, the planner takes as many ranks as it needs
     zero1 = (mem.state_per_gpu(gpus, tp * pipeline, 1, tp) if gpus else
@@ -802,9 +807,11 @@ def _overflow(
         # ZeRO-1 shards the optimizer and gathers nothing under a pipeline (review sizreview54), named where what it
         # keeps fits (sizreview55 D2: a 70B at TP 1 x PP 2 keeps 195.6 GiB at ZeRO-1 too)
         fixes.insert(0, "zeroStage 1")
-    field = {"zeroStage 1": "zeroStage", "a higher zeroStage": "zeroStage"}.get(fixes[0], "pipelineParallel")
-    if fixes[0].startswith("a wider tensorParallel"):
-        field = "tensorParallel"
+    if gpus:
+        fixes.append(f"more GPUs than the pinned {gpus}")
+    field = {"zeroStage 1": "zeroStage", "a higher zeroStage": "zeroStage", "a wider pipelineParallel": "pipelineParallel"}.get(
+        fixes[0], "tensorParallel" if fixes[0].startswith("a wider tensorParallel") else "gpus"
+    )
     return Issue("PL303", f"{parts}: {' or '.join(fixes)} shards that state", field)
 
 
@@ -1835,7 +1842,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # the interleaved schedule needs whole layers a chunk, at most p x v chunks for the layers, the embedding and the
         # loss (AL375): where even two chunks a stage do not fit it is no advice (review sizreview54 D6)
         interleaves = 2 * pipeline <= w.model.layers + 2 if w.model.layers else True
-        fixes = _plain_bubble_fixes(pipeline, sequences_per_rank, ranks * (w.sequence_length or DEFAULT_SEQUENCE))
+        fixes = _plain_bubble_fixes(pipeline, sequences_per_rank, ranks * (w.sequence_length or DEFAULT_SEQUENCE), w.gpus,
+                                    tp * context)  # fmt: skip
         if interleaves:
             fixes = ("declare pipelineVirtualStages where the stack interleaves its stages (Megatron-Core's virtual "
                      f"pipeline; the bubble shrinks by that factor), or {fixes}")  # fmt: skip

@@ -1606,7 +1606,16 @@ def test_pl330_and_pl303_advise_only_what_the_layout_can_take() -> None:
     # pinned at one data-parallel rank (TP 4 x PP 3 on 12 GPUs) ZeRO-1 shards nothing: 97.8 GiB a GPU (sizreview56 D4)
     pinned = zero0.model_copy(update={"gpus": 12})
     [told] = [i for i in plan_training(pinned, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303"]
-    assert "zeroStage" not in told.message.split(": ")[-1] and told.field == "tensorParallel"
+    # and no wider group divides 12: only more GPUs (sizreview57 D2)
+    assert told.message.endswith(": more GPUs than the pinned 12 shards that state") and told.field == "gpus"
+    # PL330's stage count divides a pinned count (sizreview57 D1): 70B at TP 8 x PP 4 on 352 GPUs, 128 sequences of 8,192
+    # over 11 ranks, k = 11.6 / 4: floor(0.8 / (1 - 0.2 x 3.9)) = 3 stages, whose 24-GPU group 352 does not take: 2
+    laid = workload(model={"parameters": "70B", "layers": 80, "hiddenSize": 8192}, tokens="1T", sequenceLength=8192,
+                    globalBatchTokens="1M", deadline="60d", tensorParallel=8, pipelineParallel=4, zeroStage=1)  # fmt: skip
+    [free] = [i.message for i in plan_training(laid, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL330"]
+    [held] = [i.message for i in plan_training(laid.model_copy(update={"gpus": 352}), on("H100-SXM5-80GB"), SIZING, []).issues
+              if i.check == "PL330"]  # fmt: skip
+    assert "or at most 3 stages at these GPUs" in free and "or at most 2 stages at these GPUs" in held
 
 
 def _why(plan: Any, name: str) -> str:
