@@ -184,9 +184,11 @@ def _plain_bubble_fixes(pipeline: int, microbatches: float, tokens_a_microbatch_
     return f"{batch}, or {stages} at these GPUs"
 
 
-def _plain_bubble_idle(run: _Run) -> float:
-    """What the run's pipeline bubble idles of a step (0 without one, or where a declared MFU carries no factors)."""
-    return 1 - next((f.value for f in run.factors if f.name == "pipeline bubble"), 1.0)
+def _bubble_idle(run: _Run) -> float | None:
+    """What the run's pipeline bubble factor idles of a step; None without one (no pipeline, or a declared MFU, which
+    carries no factors)."""
+    bubble = next((f.value for f in run.factors if f.name == "pipeline bubble"), None)
+    return None if bubble is None else 1 - bubble
 
 
 def checkpoint_bytes(w: Workload, sizing: Sizing) -> float:
@@ -1824,8 +1826,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # stages the interleaved schedule runs only on a stack that allows it (Llama 3's, arXiv 2407.21783 Sec. 3.3.2;
         # Megatron-Core refuses it: review sizreview14 F3), and pays the rounds' dependency bubbles there
         # (a declared MFU carries no factors: the plain 1F1B bubble)
-        bubble = next((f.value for f in run.factors if f.name == "pipeline bubble"), None)
-        idle = 1 - bubble if bubble is not None else (pipeline - 1) / (max(sequences_per_rank, 1e-9) + pipeline - 1)
+        factored = _bubble_idle(run)
+        idle = factored if factored is not None else (pipeline - 1) / (max(sequences_per_rank, 1e-9) + pipeline - 1)
         refused = ""
         if (w.pipeline_virtual_stages or 1) > 1:
             refused = (" (the interleaved schedule runs there on Llama 3's schedule, each chunk's round waiting for the "
@@ -1834,7 +1836,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                             f"one sequence a step: fewer than its stages, so the pipeline bubble idles {idle:.0%} of each step"
                             f"{refused}; fewer GPUs or a larger globalBatchTokens give each pipeline more, fewer stages a "
                             "smaller bubble"))  # fmt: skip
-    elif pipeline > 1 and (w.pipeline_virtual_stages or 1) == 1 and (idle := _plain_bubble_idle(run)) > PLAIN_BUBBLE_WARN:
+    elif pipeline > 1 and (w.pipeline_virtual_stages or 1) == 1 and (idle := _bubble_idle(run) or 0.0) > PLAIN_BUBBLE_WARN:
         # enough microbatches, but as few as the stages: the plain 1F1B schedule idles (p - 1) / (m + p - 1), near half at
         # m = p. Published runs at such layouts interleave (Llama 3.1 405B's Table 4 layout, TP 8 x PP 16 with 16
         # microbatches a rank, planned 2.1x the card's GPU-hours without its schedule and no finding said why: review
