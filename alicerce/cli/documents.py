@@ -97,11 +97,15 @@ class WorkloadSizing(Document):
     team: str
     pool: str | None = Field(description="The pool the workload is placed on.")
     accelerator: str | None = Field(description="Catalog GPU id.")
-    gpus: int | None
+    gpus: int | None = Field(description="GPUs, or on a shared pool the MIG instances or time slices its replicas run in.")
+    gpuShare: float = Field(
+        description="The GPU each of gpus is: 1 on whole GPUs; a MIG instance by its compute slices, "
+        "a time slice 1 / the slices a GPU (what the cost rules charge it as)."
+    )
     minGpus: int | None = Field(description="The fewest GPUs that hold the job.")
     modelStateGib: float | None
     memoryPerGpuGib: float | None
-    gpuHours: float | None
+    gpuHours: float | None = Field(description="GPU-hours of whole GPUs: gpus x gpuShare x hours.")
     wallClockDays: float | None
     costUsd: float | None
     showbackUsd: float | None = Field(description="The same GPU-hours at the pool's billed rate: what showback charges the team.")

@@ -100,8 +100,10 @@ def print_plan(console: Console, result: SizingPlan, *, explain: bool = False, t
     )  # fmt: skip
     for w in result.workloads:
         gpus = _num(w.gpus) if w.cpu_cores is None else f"{w.cpu_cores} cpu"
+        if w.gpus is not None and w.gpu_share != 1:  # a shared pool's parts, and the whole GPUs they are
+            gpus = f"{w.gpus:,} = {w.gpus * w.gpu_share:,.3g}"
         workloads.add(
-            w.name, KIND.get(w.kind, w.kind), w.pool or "-", gpus, _num(w.wall_clock_days, 1), _num(w.gpu_hours),
+            w.name, KIND.get(w.kind, w.kind), w.pool or "-", gpus, _num(w.wall_clock_days, 1), _num(w.whole_gpu_hours),
             _pct(w.mfu), _num(w.cost_usd), _num(w.showback_usd), _num(w.replicas), _num(w.tokens_per_second_per_replica),
         )  # fmt: skip
     print_table(workloads, console)
@@ -110,8 +112,9 @@ def print_plan(console: Console, result: SizingPlan, *, explain: bool = False, t
         "billed/GPU-h (on Capacity Blocks at the rate of the workload's own blocks), what the cost rules and "
         "`alicerce costs` charge the team (on an owned pool the rest of cost USD is the pool's idle time); tok/s: "
         "output tokens per replica"
-        + ("; on shared GPUs, GPUs and GPU-h count MIG instances or time slices, and cost and showback charge each its "
-           "share of a GPU as the cost rules do (a MIG instance by its compute slices, a time slice as 1 / the slices a GPU)"
+        + ("; on shared GPUs, GPUs reads \"parts = whole GPUs\": the MIG instances or time slices its replicas run in, "
+           "each the share of a GPU the cost rules charge it as (a MIG instance by its compute slices, a time slice as 1 / "
+           "the slices a GPU), and GPU-h counts those whole GPUs"
            if any(w.sharing_declared for w in result.workloads) else "")
         + "[/dim]"
     )  # fmt: skip

@@ -281,7 +281,10 @@ class SizingPlan:
     site_budgets: dict[str, dict[str, float]] = field(default_factory=dict)
 
     UNITS: ClassVar[dict[str, str]] = {
-        "model_state_gib": "GiB", "memory_per_gpu_gib": "GiB", "gpu_hours": "GPU-hours (training: whole run; serving: per month)",
+        "model_state_gib": "GiB", "memory_per_gpu_gib": "GiB",
+        "gpus": "GPUs, or on a shared pool the MIG instances or time slices the replicas are scheduled on",
+        "gpu_share": "the GPU each of gpus is (1 on whole GPUs; a MIG instance by its compute slices, a time slice 1 / the slices a GPU)",
+        "gpu_hours": "GPU-hours of whole GPUs, gpus x gpuShare x hours (training: whole run; serving: per month)",
         "wall_clock_days": "days", "cost_usd": "USD (training: whole run; serving: per month), at the pool's price or owned TCO",
         "showback_usd": "USD (same period), the GPU-hours at the pool's billed rate: what showback charges the team",
         "checkpoint_gib": "GiB", "checkpoint_write_gbps": "GB/s", "dataset_read_gbps": "GB/s",
@@ -487,9 +490,9 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
         rate = pp.usd_per_gpu_hour if pp is not None and plan.runnable and plan.name not in cannot else None
         cost = sized = billed = None
         own: dict[str, Any] = {}  # its own price of a GPU-hour, and the figures that show it
+        pool_of = pools_by_name.get(plan.pool or "")
+        share = gpu_equivalents(plan, pool_of) / plan.gpus if plan.gpus and pool_of is not None else 1.0
         if rate is not None and plan.gpu_hours is not None and pp is not None:
-            pool = pools_by_name[pp.name]
-            share = gpu_equivalents(plan, pool) / plan.gpus if plan.gpus else 1.0
             cost = sized = plan.gpu_hours * share * rate
             billed = plan.gpu_hours * share * pp.billed_usd_per_gpu_hour if pp.billed_usd_per_gpu_hour is not None else None
             booking = bookings.get(plan.name)
@@ -502,7 +505,7 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
                 # Pending and hold no GPU the cost rules would charge
                 cost = min(cost, pp.monthly_cost_usd)
                 billed = min(billed, pp.monthly_cost_usd) if billed is not None else None
-        priced.append(replace(plan, cost_usd=cost, showback_usd=billed, **own))
+        priced.append(replace(plan, cost_usd=cost, showback_usd=billed, gpu_share=share, **own))
         if plan.runnable and plan.name not in cannot and plan.kind != "data-prep":
             training = plan.kind in ("training", "fine-tuning")
             # per token at the size the traffic needs, even where the pool is too small to serve it all

@@ -117,6 +117,12 @@ class WorkloadPlan:
     sharing: str | None = None
     # ``sharing`` is the pool's own (its GPUs are cut so already: nodePools[].sharing), not a recommendation
     sharing_declared: bool = False
+    # the physical GPU each of ``gpus`` is: on a shared pool a MIG instance its compute slices' share, a time slice 1 /
+    # the slices a GPU (alicerce.plan.pools.gpu_equivalents, what the cost rules weigh a pod by); 1 on whole GPUs.
+    # ``gpus`` and ``gpu_hours`` count the parts a replica is scheduled on; the report and JSON print whole-GPU hours, so
+    # that showback is their hours at the billed rate (review sizreview53 D4: 16 slices printed 11,680 GPU-h, showback
+    # charged 2,920)
+    gpu_share: float = 1.0
     cpu_cores: int | None = None
     deadline_days: float | None = None
     tokens_per_month: float | None = None  # serving at its mean rate (the peak where none is declared): input + output tokens
@@ -139,11 +145,17 @@ class WorkloadPlan:
         """Whether the plan could size it at all (GPU workloads: a GPU count; data prep: cores)."""
         return self.gpus is not None or self.cpu_cores is not None
 
+    @property
+    def whole_gpu_hours(self) -> float | None:
+        """GPU-hours of whole GPUs: a shared pool's parts weighed by the GPU each is (what cost and showback charge)."""
+        return None if self.gpu_hours is None else self.gpu_hours * self.gpu_share
+
     def to_json(self, explain: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {name: rounded(getattr(self, name)) for name in self.JSON_FIELDS}
         out.update(
-            team=self.team, pool=self.pool, gpus_per_replica=self.gpus_per_replica, tensor_parallel=self.tensor_parallel,
-            sharing=self.sharing, cpu_cores=self.cpu_cores, fits=self.fits, notes=list(self.notes),
+            gpu_hours=rounded(self.whole_gpu_hours), gpu_share=rounded(self.gpu_share), team=self.team, pool=self.pool,
+            gpus_per_replica=self.gpus_per_replica, tensor_parallel=self.tensor_parallel, sharing=self.sharing,
+            cpu_cores=self.cpu_cores, fits=self.fits, notes=list(self.notes),
         )  # fmt: skip
         if explain:
             out["figures"] = [f.to_json() for f in self.figures]

@@ -5,8 +5,11 @@ was sized on whole H100s of a pool cut into 1g.10gb instances, with no finding).
 from __future__ import annotations
 
 import pytest
+from rich.console import Console
 
 from alicerce.catalog import load_catalog
+from alicerce.cli.output import camel_keys
+from alicerce.cli.plan_report import print_plan
 from alicerce.plan.platform import SizingPlan, _replica_rate, plan_platform
 from alicerce.plan.pools import pool_units
 from alicerce.plan.sizing import mig_slice, replica_layout, time_slice
@@ -159,6 +162,35 @@ def test_services_on_shared_gpus_share_the_gpus_and_are_charged_their_parts() ->
     assert rp.gpu_units is not None and rp.gpu_units.gpu_share == {"nvidia.com/gpu": 0.25}  # what the cost rules weigh a slice by
     for w in chats:  # a slice's month at a quarter of the GPU's billed rate
         assert w.showback_usd == pytest.approx(730 * 0.25 * pool.billed_usd_per_gpu_hour, rel=1e-3)
+
+
+@pytest.mark.parametrize(("sharing", "part", "share"), [
+    ("{mode: time-slicing, replicas: 4}", "nvidia.com/gpu", 0.25),
+    ('{mode: mig, profiles: {"3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 2}}', "nvidia.com/mig-3g.40gb", 3 / 7),
+])  # fmt: skip
+def test_the_plan_prints_a_shared_services_hours_as_the_whole_gpus_it_is_charged_for(
+    sharing: str, part: str, share: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review sizreview53 D4: a service in 16 time slices printed 16 GPUs and 11,680 GPU-h, and showback $20,090, which
+    the legend and the JSON units called those GPU-hours at the pool's billed rate: 2,920 whole-GPU hours were charged.
+    The parts stay the GPUs count (what the replicas are scheduled on); GPU-h are whole GPUs' hours, and the table says
+    how many whole GPUs the parts are."""
+    platform, plan = _plan(sharing, 128)
+    rp = next(p for p in platform.pools if p.name == "sliced")
+    assert rp.gpu_units is not None and rp.gpu_units.gpu_share[part] == pytest.approx(share)  # as the cost rules weigh it
+    pool = next(p for p in plan.pools if p.name == "sliced")
+    assert pool.billed_usd_per_gpu_hour is not None
+    document = camel_keys(plan.to_json())
+    assert "whole GPUs" in document["units"]["gpuHours"]
+    big = next(w for w in document["workloads"] if w["name"] == "big")
+    assert big["gpus"] >= 1 and big["gpuShare"] == pytest.approx(share, abs=1e-3)  # rounded as every JSON figure
+    assert big["gpuHours"] == pytest.approx(big["gpus"] * share * 730, rel=1e-3)  # always on, a 730-hour month
+    assert big["showbackUsd"] == pytest.approx(big["gpuHours"] * pool.billed_usd_per_gpu_hour, rel=1e-3)
+    monkeypatch.delenv("COLUMNS", raising=False)  # the table as a pipe prints it: one row a line
+    console = Console(record=True, width=400)
+    print_plan(console, plan)
+    (row,) = [line for line in console.export_text().splitlines() if line.split()[:2] == ["big", "serve"]]  # its table row
+    assert f" {big['gpus']} = {big['gpus'] * share:.3g} " in row and f"{big['gpuHours']:,.0f}" in row
 
 
 def _one_slice_services(names: list[str], pool: str, *, batch: bool = False) -> SizingPlan:
