@@ -179,21 +179,29 @@ def model_state_bytes(parameters: float, optimizer: str, sizing: Sizing) -> floa
 PLAIN_BUBBLE_WARN = 0.2
 
 
-def _plain_bubble_fixes(pipeline: int, microbatches: float, tokens_a_microbatch_round: float, pinned: int | None, group: int) -> str:
+def _no_pipeline(w: Workload) -> str:
+    """The advice to drop the pipeline, with what it needs below ZeRO-3: each GPU then keeps the whole model's state its
+    stage did (review sizreview57 G3: taken at ZeRO-1 it met PL303)."""
+    return "no pipeline at these GPUs" + (" (at zeroStage 3 where its state outgrows a GPU without one)" if zero_stage(w) < 3 else "")
+
+
+def _plain_bubble_fixes(w: Workload, pipeline: int, microbatches: float, tokens_a_microbatch_round: float, group: int) -> str:
     """What brings a plain 1F1B bubble under :data:`PLAIN_BUBBLE_WARN` at the same GPUs: a batch of at least
     (1 - w) / w x (p - 1) microbatches a pipeline, or fewer stages. At p' stages each pipeline runs m' = k p' microbatches
     (k = m / p: the data-parallel ranks grow as the stages shrink), idling (p' - 1) / ((k + 1) p' - 1), within w for p' <=
     (1 - w) / (1 - w (k + 1)) (review sizreview56 D1: "fewer stages do not help" was wrong; D2: fewer GPUs miss a deadline
     the planner sized them for). ``tokens_a_microbatch_round``: the tokens one microbatch a pipeline adds to the batch;
-    at a ``pinned`` count only a stage count whose TP x CP x PP ``group`` divides it (AL375; review sizreview57 D1)."""
-    w = PLAIN_BUBBLE_WARN
-    needed = math.ceil((1 - w) / w * (pipeline - 1))
+    at a pinned count (``w.gpus``) only a stage count whose TP x CP x PP ``group`` divides it (AL375; review sizreview57
+    D1)."""
+    limit = PLAIN_BUBBLE_WARN  # the docstring's w
+    needed = math.ceil((1 - limit) / limit * (pipeline - 1))
     batch = f"a globalBatchTokens of at least {needed * tokens_a_microbatch_round:,.0f} ({needed} microbatches a pipeline)"
     k = microbatches / pipeline
-    most = math.floor((1 - w) / (1 - w * (k + 1))) if w * (k + 1) < 1 else pipeline - 1
-    most = next((p for p in range(min(most, pipeline - 1), 1, -1) if not pinned or pinned % (group * p) == 0), 1)
-    stages = f"at most {most} stages" if most >= 2 else "no pipeline"
-    return f"{batch}, or {stages} at these GPUs"
+    # a hair under the exact bound: at k = 3.2, 0.8 / 0.16 is 5 stages idling exactly a fifth, 4.999... in floats
+    # (review sizreview57 G1)
+    most = math.floor((1 - limit) / (1 - limit * (k + 1)) + 1e-9) if limit * (k + 1) < 1 else pipeline - 1
+    most = next((p for p in range(min(most, pipeline - 1), 1, -1) if not w.gpus or w.gpus % (group * p) == 0), 1)
+    return f"{batch}, or " + (f"at most {most} stages at these GPUs" if most >= 2 else _no_pipeline(w))
 
 
 def _bubble_idle(run: _Run) -> float | None:
@@ -1841,13 +1849,21 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         factored = _bubble_idle(run)
         idle = factored if factored is not None else (pipeline - 1) / (max(sequences_per_rank, 1e-9) + pipeline - 1)
         refused = ""
+        microbatch_round = ranks * (w.sequence_length or DEFAULT_SEQUENCE)  # the tokens a microbatch a pipeline adds
         if (w.pipeline_virtual_stages or 1) > 1:
             refused = (" (the interleaved schedule runs there on Llama 3's schedule, each chunk's round waiting for the "
                        "microbatch to come round the stages; Megatron-Core refuses fewer microbatches than stages)")  # fmt: skip
+            # as many microbatches as stages clear it; fewer stages keep each pipeline's microbatches under its stages (the
+            # ranks grow with them), so only no pipeline does
+            fixes = (f"a globalBatchTokens of at least {pipeline * microbatch_round:,.0f} (as many microbatches as stages), "
+                     f"or {_no_pipeline(w)}")  # fmt: skip
+        else:  # the plain schedule then idles (p - 1) / (m + p - 1): the batch that brings that under a fifth
+            fixes = _plain_bubble_fixes(w, pipeline, sequences_per_rank, microbatch_round, tp * context)
+        # fewer GPUs (more microbatches a rank) were named too, and miss the deadline the planner sized the GPUs for
+        # (review sizreview57 G2)
         issues.append(Issue("PL330", f"the global batch gives each {pipeline}-stage pipeline {sequences_per_rank:,.1f} microbatches of "
                             f"one sequence a step: fewer than its stages, so the pipeline bubble idles {idle:.0%} of each step"
-                            f"{refused}; fewer GPUs or a larger globalBatchTokens give each pipeline more, fewer stages a "
-                            "smaller bubble"))  # fmt: skip
+                            f"{refused}: {fixes}", "globalBatchTokens"))  # fmt: skip
     elif pipeline > 1 and (w.pipeline_virtual_stages or 1) == 1 and (idle := _bubble_idle(run) or 0.0) > PLAIN_BUBBLE_WARN:
         # enough microbatches, but as few as the stages: the plain 1F1B schedule idles (p - 1) / (m + p - 1), near half at
         # m = p. Published runs at such layouts interleave (Llama 3.1 405B's Table 4 layout, TP 8 x PP 16 with 16
@@ -1856,8 +1872,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # the interleaved schedule needs whole layers a chunk, at most p x v chunks for the layers, the embedding and the
         # loss (AL375): where even two chunks a stage do not fit it is no advice (review sizreview54 D6)
         interleaves = 2 * pipeline <= w.model.layers + 2 if w.model.layers else True
-        fixes = _plain_bubble_fixes(pipeline, sequences_per_rank, ranks * (w.sequence_length or DEFAULT_SEQUENCE), w.gpus,
-                                    tp * context)  # fmt: skip
+        fixes = _plain_bubble_fixes(w, pipeline, sequences_per_rank, ranks * (w.sequence_length or DEFAULT_SEQUENCE), tp * context)
         if interleaves:
             fixes = ("declare pipelineVirtualStages where the stack interleaves its stages (Megatron-Core's virtual "
                      f"pipeline; the bubble shrinks by that factor), or {fixes}")  # fmt: skip

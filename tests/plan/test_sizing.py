@@ -1618,6 +1618,43 @@ def test_pl330_and_pl303_advise_only_what_the_layout_can_take() -> None:
     assert "or at most 3 stages at these GPUs" in free and "or at most 2 stages at these GPUs" in held
 
 
+def test_pl330_with_fewer_microbatches_than_stages_names_a_batch_that_clears_it() -> None:
+    """Review sizreview57 G2: with fewer microbatches than stages PL330 advised fewer GPUs, which miss the deadline the
+    planner sized them for (sizreview56 D2), and "fewer stages a smaller bubble", which clear nothing (the ranks grow as
+    the stages shrink). It names the batch that clears it and no pipeline, and what no pipeline needs below ZeRO-3
+    (G3). 7B at PP 8 on 64 GPUs: 8 ranks, 4 sequences of 4,096 a rank."""
+    base = workload(model={"parameters": "7B", "layers": 32, "hiddenSize": 4096}, tokens="1T", sequenceLength=4096, gpus=64,
+                    globalBatchTokens=8 * 4 * 4096, pipelineParallel=8, tensorParallel=1, zeroStage=1)  # fmt: skip
+
+    def pl330(w: Any) -> list[Any]:
+        return [i for i in plan_training(w, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL330"]
+
+    # plain 1F1B: (1 - 0.2) / 0.2 x 7 = 28 microbatches a pipeline bring its bubble to 7 / 35 = a fifth
+    [told] = pl330(base)
+    assert told.message.endswith(": a globalBatchTokens of at least 917,504 (28 microbatches a pipeline), or no pipeline at "
+                                 "these GPUs (at zeroStage 3 where its state outgrows a GPU without one)")  # fmt: skip
+    assert told.field == "globalBatchTokens" and "fewer GPUs" not in told.message
+    assert not pl330(base.model_copy(update={"global_batch_tokens": 28 * 8 * 4096}))
+    assert not pl330(base.model_copy(update={"pipeline_parallel": None, "zero_stage": 3}))
+    # interleaved: as many microbatches as stages clear it (Megatron-Core's floor); at ZeRO-3 no caveat
+    interleaved = base.model_copy(update={"pipeline_virtual_stages": 2, "zero_stage": 3})
+    [told] = pl330(interleaved)
+    assert told.message.endswith(": a globalBatchTokens of at least 262,144 (as many microbatches as stages), or no pipeline at these GPUs")
+    assert not pl330(interleaved.model_copy(update={"global_batch_tokens": 8 * 8 * 4096}))
+
+
+def test_pl330_names_the_stage_count_at_the_exact_bound() -> None:
+    """Review sizreview57 G1: 96 sequences over PP 6 on 30 pinned GPUs (5 ranks, k = 19.2 / 6 = 3.2) idle 5 / 24.2 =
+    20.7%; 5 stages (6 ranks, 16 microbatches) idle 4 / 20, a fifth exactly, which clears it, where the float bound
+    0.8 / 0.16 = 4.999... named 4."""
+    w = workload(model={"parameters": "7B", "layers": 30, "hiddenSize": 4096}, tokens="1T", sequenceLength=4096, gpus=30,
+                 globalBatchTokens=96 * 4096, pipelineParallel=6, tensorParallel=1)  # fmt: skip
+    [told] = [i for i in plan_training(w, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL330"]
+    assert "idles 21% of each step" in told.message and "or at most 5 stages at these GPUs" in told.message
+    five = plan_training(w.model_copy(update={"pipeline_parallel": 5}), on("H100-SXM5-80GB"), SIZING, [])
+    assert not [i for i in five.issues if i.check == "PL330"]
+
+
 def _why(plan: Any, name: str) -> str:
     return next(f.why for fig in plan.figures if fig.name == "MFU" for f in fig.factors if f.name == name)
 
