@@ -740,7 +740,7 @@ def moe_factor(
 
 def tensor_parallel_factor(job: TrainingJob, recompute_fraction: float, mfu: float, sizing: Sizing) -> Factor | None:
     """Exposed all-reduces of Megatron tensor parallelism: per layer, 2 all-reduces of the activations (batch x sequence x
-    hidden x 2 bytes) in the forward pass and 2 in the backward (Narayanan et al. 2021, arXiv 2104.04473, Sec. 3.3 and 4;
+    hidden x 2 bytes, 4 in fp32) in the forward pass and 2 in the backward (Narayanan et al. 2021, arXiv 2104.04473, Sec. 3.3 and 4;
     sequence parallelism turns each into a reduce-scatter and an all-gather of the same volume, Korthikanti et al. 2022,
     arXiv 2205.05198, Sec. 4.2.2), plus the forward's 2 again in every recomputed layer. A ring all-reduce sends
     2 (t - 1) / t of the message per GPU. They sit on the critical path between the layer's GEMMs, so their time adds to
@@ -754,14 +754,17 @@ def tensor_parallel_factor(job: TrainingJob, recompute_fraction: float, mfu: flo
     all_reduces = 4 + 2 * recompute_fraction
     bridged = job.tp_bridge_bytes_per_second is not None and t <= job.tp_bridge_gpus
     link = job.tp_bridge_bytes_per_second if bridged and job.tp_bridge_bytes_per_second else job.tp_link_bytes_per_second
-    link_seconds = all_reduces * job.layers * 2 * (t - 1) / t * job.hidden * 2 / link
+    # an fp32 run's activations are 4 B an element, 16-bit ones 2 (fp8 GEMMs take 16-bit inputs and emit 16-bit
+    # outputs: the all-reduced activations stay 16-bit; review sizreview53 G4)
+    element = 4 if job.precision == "fp32" else 2
+    link_seconds = all_reduces * job.layers * 2 * (t - 1) / t * job.hidden * element / link
     compute_seconds = job.flops_per_token * job.active_parameters / (t * job.peak_flops * mfu)
     ratio = link_seconds / compute_seconds
     return Factor(
         "tensor parallel",
         1 / (1 + ratio),
         sizing.training.tpLinkEfficiency.source,
-        f"TP {t}: {all_reduces:g} all-reduces x layers x 2(t-1)/t x hidden x 2 B per token over "
+        f"TP {t}: {all_reduces:g} all-reduces x layers x 2(t-1)/t x hidden x {element} B per token over "
         f"{link / 1e9:,.0f} GB/s{' (NVLink bridge)' if bridged else ''}, against {job.flops_per_token:g}N / (TP x peak x efficiency): "
         f"1 / (1 + {ratio:.3f})",
     )

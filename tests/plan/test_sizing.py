@@ -1349,6 +1349,15 @@ def test_tensor_parallel_all_reduces_cost_step_time() -> None:
     compute_seconds = 6 * 7e9 / (2 * gpu.tflops.bf16 * 1e12 * others)
     assert factors["tensor parallel"] == pytest.approx(1 / (1 + link_seconds / compute_seconds), rel=1e-9)
     assert factors["tensor parallel"] < 1
+    # an fp32 run all-reduces 4-byte activations (review sizreview53 G4: charged 2 B)
+    single = plan_training(workload(model=model, tokens="1T", sequenceLength=4096, gpus=8, globalBatchTokens="4M", precision="fp32",
+                                    tensorParallel=2), on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
+    wide = _factors(single)
+    assert "recomputation" not in wide  # 4 all-reduces a layer
+    others = math.prod(v for k, v in wide.items() if k not in ("tensor parallel", "goodput"))
+    compute_seconds = 6 * 7e9 / (2 * gpu.tflops.bf16 * 1e12 * others)
+    assert wide["tensor parallel"] == pytest.approx(1 / (1 + 2 * link_seconds / compute_seconds), rel=1e-9)
+    assert "hidden x 4 B per token" in _why(single, "tensor parallel")
     # a stack that overlaps them (Transformer Engine userbuffers) declares it, and pays nothing
     hidden = plan_training(workload(model=model, tokens="1T", sequenceLength=16384, gpus=8, globalBatchTokens="4M",
                                     tensorParallelOverlap=True), on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
