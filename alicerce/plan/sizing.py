@@ -2179,7 +2179,7 @@ def _replica(w: Workload, gpu: Gpu, sizing: Sizing, degree: int) -> Replica:
                    kv_fraction)  # fmt: skip
 
 
-def _latency_shortfall(w: Workload, gpu: Gpu, sizing: Sizing, node_gpus: int, fits: dict[str, int | None]) -> str:
+def _latency_shortfall(w: Workload, gpu: Gpu, sizing: Sizing, node_gpus: int, fits: dict[str, int | None], *, shared: bool) -> str:
     """Which latency target the fastest replica that holds the model misses, by how much, and what would meet it
     (review sizreview18 F6: PL303 named neither): its single stream's time a token against the allowed share of the
     TPOT target, its lone prefill against the TTFT target; fp8 weights, another degree or another GPU where the plan
@@ -2190,6 +2190,14 @@ def _latency_shortfall(w: Workload, gpu: Gpu, sizing: Sizing, node_gpus: int, fi
     degrees = [d for d in ([w.tensor_parallel] if w.tensor_parallel is not None else allowed) if d <= node_gpus]
     holding = [r for r in (_replica(w, gpu, sizing, d) for d in degrees) if kv_batch_limit(r, isl, osl) >= 1]
     if not holding:
+        default = sizing.inference.kvMemoryFraction.value
+        if not shared and w.kv_memory_fraction is not None and w.kv_memory_fraction < default:
+            # the engine's share of memory is the user's to raise where it alone is short (review sizreview53 G3); not on
+            # a shared pool, where the pods a GPU holds split it
+            roomier = w.model_copy(update={"kv_memory_fraction": None})
+            if any(kv_batch_limit(_replica(roomier, gpu, sizing, d), isl, osl) >= 1 for d in degrees):
+                return (f": none holds its weights and one sequence's KV cache in the {w.kv_memory_fraction:.3g} of its GPUs' "
+                        f"memory kvMemoryFraction gives the engine; at the default {default:g} one does")  # fmt: skip
         return ": none holds its weights and one sequence's KV cache"
     fastest = min(holding, key=lambda r: token_interval_seconds(r, isl, osl, 1.0))
     headroom = sizing.inference.tpotHeadroom.value
@@ -2318,8 +2326,9 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
         heads = ""
         if w.tensor_parallel is None and allowed != TP_DEGREES:
             heads = f" (the model's heads allow tensor parallel {', '.join(map(str, allowed))} only: vLLM splits heads whole)"
+        short = _latency_shortfall(w, gpu, sizing, place.gpus_per_node, fits, shared=place.shared is not None)
         issue = Issue("PL303", f"no replica of up to {place.gpus_per_node} x {gpu.id} holds the model and meets the latency "
-                      f"targets{heads}{_latency_shortfall(w, gpu, sizing, place.gpus_per_node, fits)}")  # fmt: skip
+                      f"targets{heads}{short}")  # fmt: skip
         return _empty(w, place, figures, notes, fits, [issue])
     by_throughput = None
     if w.traffic.peak_rps is not None:

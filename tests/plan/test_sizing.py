@@ -2302,6 +2302,16 @@ def test_a_latency_shortfall_says_which_target_and_what_meets_it() -> None:
     assert refused({"timePerOutputToken": {"p99": "25ms"}}, [l40s]).endswith(
         "meets the latency targets: none holds its weights and one sequence's KV cache"
     )
+    # where only a declared kvMemoryFraction leaves no room, it is named (review sizreview53 G3): 8B bf16 on an L40S,
+    # 16 GB of weights in 5% of 48 GB
+    model.update(parameters="8B", layers=32, hiddenSize=4096, heads=32)
+    w = workload(kind="inference", model=model, precision="bf16", traffic=traffic, kvMemoryFraction=0.05)
+    (issue,) = plan_inference(w, Placement("p", l40s, 1, None), SIZING, [l40s]).issues
+    assert issue.check == "PL303" and issue.message.endswith(
+        ": none holds its weights and one sequence's KV cache in the 0.05 of its GPUs' memory kvMemoryFraction gives the "
+        "engine; at the default 0.9 one does"
+    )
+    assert plan_inference(w.model_copy(update={"kv_memory_fraction": None}), Placement("p", l40s, 1, None), SIZING, [l40s]).gpus
 
 
 def test_a_ttft_target_sizes_the_replicas_under_random_arrivals() -> None:
