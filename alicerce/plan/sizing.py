@@ -2309,13 +2309,18 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
                          f"{w.kv_memory_fraction:.3g} (kvMemoryFraction), so the {place.shared.replicas} pods a GPU holds "
                          "fit it together")  # fmt: skip
     assert w.traffic is not None  # the time-sliced copy keeps it
+    # the device vLLM sizes its defaults by: a MIG instance reports its own memory, a time slice the whole GPU's
+    # (review sizreview53 G5: "on H100-SXM5-80GB" for the 2,048 tokens of a 40 GB instance)
+    mig = instance is not None and instance.startswith("mig ")
+    device = f"{gpu.id}'s {instance.removeprefix('mig ')} MIG instance" if instance and mig else gpu.id
+    part = "GPU" if instance is None else "MIG instance" if mig else "time slice"  # what a replica's GPUs are
     layout, figures = replica_layout(w, gpu, sizing, place.gpus_per_node)
     budget = default_chunk_tokens(gpu, sizing)
     if w.max_batch is not None and w.max_batch > budget:
         # every running sequence decodes a token a step within the step's token budget: vLLM refuses max_num_seqs above
         # max_num_batched_tokens (vllm/config/scheduler.py SchedulerConfig: "max_num_batched_tokens ... must be greater
         # than or equal to max_num_seqs"), and the plan left a step 1 token of room for prompts (review sizreview35 G-1)
-        issue = Issue("PL351", f"maxBatch {w.max_batch:,} is above the {budget:,} tokens vLLM's steps carry on {gpu.id} "
+        issue = Issue("PL351", f"maxBatch {w.max_batch:,} is above the {budget:,} tokens vLLM's steps carry on {device} "
                       "(max-num-batched-tokens): the engine refuses to start with more running sequences than that; lower "
                       f"maxBatch to {budget:,} or less", "maxBatch")  # fmt: skip
         return _empty(w, place, figures, notes, fits, [issue])
@@ -2361,7 +2366,9 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
     inputs = {"load": load} if by_throughput in (None, replicas) else {"load": load, "replicas for the rate": by_throughput}
     figures.append(Figure("replicas", replicas, "replicas", "ceil(peak requests/s / requests/s per replica), or more where the "
                           "latency percentiles need them", inputs))  # fmt: skip
-    issues = _latency_replicas(w, layout, gpu, sizing, replicas=replicas, by_throughput=by_throughput, figures=figures)
+    issues = _latency_replicas(
+        w, layout, gpu, sizing, replicas=replicas, by_throughput=by_throughput, figures=figures, device=device, part=part
+    )
     gpus = replicas * layout.tp
     hours = gpus * w.hours_per_day * sizing.hoursPerMonth.value / 24
     # the tokens a month are served at the mean rate where one is declared: the replicas for the peak cost the same
@@ -2562,12 +2569,13 @@ def _count(n: int, noun: str) -> str:
 
 def _latency_replicas(
     w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizing, *, replicas: int, by_throughput: int | None,
-    figures: list[Figure],
+    figures: list[Figure], device: str, part: str = "GPU",
 ) -> list[Issue]:  # fmt: skip
     """PL331: the replicas the latency percentiles need beyond the ones throughput needs, which target needs them and
     what they cost: meeting a p99 by replicas alone can take many times the GPUs, where a looser target, shorter
     prompts, a smaller prefill chunk or a faster prefill is the cheaper answer, and that is the user's call; the plan
-    sizes what the spec declares."""
+    sizes what the spec declares. ``device``: the GPU or MIG instance the engine runs on, as the finding names it;
+    ``part``: what a replica's units are (GPU, MIG instance, time slice)."""
     if w.traffic is None or w.traffic.peak_rps is None or by_throughput is None:
         return []
     peak = w.traffic.peak_rps
@@ -2635,7 +2643,7 @@ def _latency_replicas(
             within = stall.within(at.step, per_token)
             reasons.append(f"p{stall.percentile} time per output token {stall.target * 1000:g} ms: a step that prefills a "
                            f"{w.traffic.input_tokens:,}-token prompt ({chunks} at vLLM's default max-num-batched-tokens "
-                           f"{stall.budget_tokens} on {gpu.id}) lasts {(at.step + layout.prefill_seconds / at.chunks) * 1000:.0f} "
+                           f"{stall.budget_tokens} on {device}) lasts {(at.step + layout.prefill_seconds / at.chunks) * 1000:.0f} "
                            f"ms, one full of prompts' chunks {(at.step + at.room * per_token) * 1000:.0f} ms, and a step "
                            f"carrying more than {within:,} prompt tokens outlasts the target; every running "
                            f"sequence records it as an inter-token interval (at {_count(by_throughput, 'replica')} {before:.2%} of "
@@ -2645,7 +2653,7 @@ def _latency_replicas(
     if replicas <= by_throughput or not reasons:
         return issues
     extra = (replicas - by_throughput) * layout.tp
-    return [*issues, Issue("PL331", f"sized at {replicas} replicas, where throughput needs {by_throughput}: {extra} GPUs for the "
+    return [*issues, Issue("PL331", f"sized at {replicas} replicas, where throughput needs {by_throughput}: {_count(extra, part)} for the "
                   f"latency {'targets' if len(reasons) > 1 else 'target'}; " + "; ".join(reasons))]  # fmt: skip
 
 

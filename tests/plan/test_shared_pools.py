@@ -193,6 +193,21 @@ def test_the_plan_prints_a_shared_services_hours_as_the_whole_gpus_it_is_charged
     assert f" {big['gpus']} = {big['gpus'] * share:.3g} " in row and f"{big['gpuHours']:,.0f}" in row
 
 
+def test_pl331_on_a_mig_pool_names_the_instance_vllm_sizes_its_defaults_by() -> None:
+    """Review sizreview53 G5: PL331 said "max-num-batched-tokens 2048 on H100-SXM5-80GB", the 40 GB instance's default
+    named after the 80 GB GPU (whose default is 8,192), and counted the latency's extra instances as GPUs."""
+    text = SPEC.replace("SHARING", '{mode: mig, profiles: {"3g.40gb": 2}}').replace("QUOTA", "64")
+    text = text[: text.index("workloads:\n") + len("workloads:\n")] + (
+        "  - {name: small, kind: inference, team: ml, model: {parameters: 8B, layers: 32, hiddenSize: 4096}, precision: fp8,\n"
+        "     kvCachePrecision: fp8, traffic: {peakRps: 10, inputTokens: 1000, outputTokens: 200},\n"
+        "     latency: {timePerOutputToken: {p99: 50ms}}}\n"
+    )
+    plan = plan_platform(validated(load_text(text, "shared.yaml"), "prod"), today=TODAY)
+    [told] = [f.message for f in plan.findings if f.check == "PL331"]
+    assert "max-num-batched-tokens 2048 on H100-SXM5-80GB's 3g.40gb MIG instance)" in told
+    assert " MIG instance for the latency target;" in told or " MIG instances for the latency target" in told
+
+
 def _one_slice_services(names: list[str], pool: str, *, batch: bool = False) -> SizingPlan:
     """SPEC's 4-way sliced pool as ``pool`` (a nodePools entry's accelerator, aws and scaling fields), with one-slice services of
     the 1B model, ``names`` (team:name), and ``batch``: a one-slice nightly job for team ds, 8 hours a day."""
