@@ -797,10 +797,19 @@ def _overflow(
     zero_stage: int,
     widest_tp: int,
     gpus: int | None = None,
+    context: int = 1,
+    layers: int | None = None,
 ) -> Issue:
     """PL303 when no layout holds the job, at the widest tensor-parallel degree: which part overflows, and what shrinks
     it (it always blamed one sequence's activations, where the state ZeRO keeps whole overflowed: a 405B at ZeRO-1 was
-    told to shorten its sequences; review sizreview10 F2), located at the field that shrinks it (sizreview23 N1)."""
+    told to shorten its sequences; review sizreview10 F2), located at the field that shrinks it (sizreview23 N1).
+
+    Each fix is named with the value that holds the job, each one alone: the lowest ZeRO stage, the narrowest wider
+    tensor-parallel degree (the attention's and, where the expert layers declare their own, theirs), the fewest stages.
+    At a pinned count each is named with the fewest GPUs from that count up at which it holds (its group divides them,
+    and what ZeRO shards over them fits); more GPUs alone are no fix here, what overflows is what every data-parallel
+    rank keeps whole (review sizreview58 D4, D5: "more GPUs than the pinned 12", and "a wider tensorParallel" for
+    experts only expertTensorParallel splits, taken, met the same error)."""
     tp = max(node_degrees(node_gpus, mem.tp_degrees))
     usable, activations = usable_memory(gpu, sizing), mem.activations_at(tp, 1.0)
     whole = mem.held_whole(zero_stage, mem.expert_spread(), tp) / (tp * pipeline) + mem.working_at(zero_stage, tp)
@@ -811,30 +820,57 @@ def _overflow(
     )
     if whole < activations:
         return Issue("PL303", f"{parts}: shorter sequences or contextParallel split the activations", "sequenceLength")
-    # what shards that state: a wider tensor-parallel group where the declared one is narrower than the node allows, a
-    # wider pipeline, and a higher stage only without a pipeline (a stage holds its layers gathered for the step under
-    # one, PL355) and below ZeRO-3 (review sizreview53 D2, D5: "a higher zeroStage" led to PL355, or named none)
-    # at a pinned count only a group that divides it (review sizreview57 D2: both named fixes met "does not divide")
-    wider = [d for d in TP_DEGREES if tp < d <= widest_tp and (not gpus or gpus % (d * pipeline) == 0)]
-    fixes = [f"a wider tensorParallel (up to {max(wider)})"] if wider else []
-    if not gpus or any(gpus % (tp * p) == 0 for p in range(pipeline + 1, gpus // tp + 1)):
-        fixes.append("a wider pipelineParallel")
-    # what ZeRO-1 keeps a GPU: at a pinned count it shards the optimizer over that count's ranks only (one rank:
-    # nothing; review sizreview56 D4); unpinned, the planner takes as many ranks as it needs
-    zero1 = (mem.state_per_gpu(gpus, tp * pipeline, 1, tp) if gpus else
-             mem.held_whole(1, mem.expert_spread(), tp) / (tp * pipeline))  # fmt: skip
+
+    def count(m: TrainingMemory, d: int, p: int, stage: int) -> int | None:
+        """The GPUs at which layout (TP ``d``, PP ``p``, ZeRO ``stage``) holds the job: unpinned 0 where what each rank
+        keeps whole fits (the planner takes as many ranks as the sharded rest needs); pinned, the count or the fewest
+        above it that the group divides and whose shards fit; None where none does."""
+        whole = m.held_whole(stage, m.expert_spread(), d) / (d * p) + m.working_at(stage, d) + m.activations_at(d, 1.0)
+        if whole > usable:
+            return None
+        if not gpus:
+            return 0
+        group = d * context * p
+        for n in range(-(-gpus // group) * group, max(gpus, group) * 64 + 1, group):
+            if m.state_per_gpu(n, d * p, stage, d) + m.working_at(stage, d, n // (d * p)) + m.activations_at(d, 1.0) <= usable:
+                return n
+        return None
+
+    def named(field: str, value: int, n: int) -> tuple[str, str]:
+        return (f"{field} {value}" + (f" on {n:,} GPUs" if gpus and n != gpus else ""), field)
+
+    fixes: list[tuple[str, str]] = []
     if pipeline == 1 and zero_stage < 3:
-        fixes.insert(0, "a higher zeroStage")
-    elif zero_stage == 0 and zero1 + mem.working_at(1, tp) + activations <= usable:
-        # ZeRO-1 shards the optimizer and gathers nothing under a pipeline (review sizreview54), named where what it
-        # keeps fits (sizreview55 D2: a 70B at TP 1 x PP 2 keeps 195.6 GiB at ZeRO-1 too)
-        fixes.insert(0, "zeroStage 1")
-    if gpus:
-        fixes.append(f"more GPUs than the pinned {gpus}")
-    field = {"zeroStage 1": "zeroStage", "a higher zeroStage": "zeroStage", "a wider pipelineParallel": "pipelineParallel"}.get(
-        fixes[0], "tensorParallel" if fixes[0].startswith("a wider tensorParallel") else "gpus"
-    )
-    return Issue("PL303", f"{parts}: {' or '.join(fixes)} shards that state", field)
+        # a higher stage, only without a pipeline (a stage holds its layers gathered for the step under one, PL355) and
+        # below ZeRO-3 (review sizreview53 D2, D5)
+        stage = next(((z, n) for z in range(zero_stage + 1, 4) if (n := count(mem, tp, 1, z)) is not None), None)
+        if stage is not None:
+            fixes.append(named("zeroStage", *stage))
+    elif zero_stage == 0:
+        # ZeRO-1 shards the optimizer and gathers nothing under a pipeline (review sizreview54), named where what it keeps
+        # fits (sizreview55 D2: a 70B at TP 1 x PP 2 keeps 195.6 GiB at ZeRO-1 too); at a pinned count it shards the
+        # optimizer over that count's ranks only (one rank: nothing; review sizreview56 D4)
+        zero1 = (mem.state_per_gpu(gpus, tp * pipeline, 1, tp) if gpus else
+                 mem.held_whole(1, mem.expert_spread(), tp) / (tp * pipeline))  # fmt: skip
+        if zero1 + mem.working_at(1, tp) + activations <= usable:
+            fixes.append(("zeroStage 1", "zeroStage"))
+
+    def fewest(field: str, held: dict[int, int | None]) -> None:
+        """Of the values that hold the job, the one on the fewest GPUs, then the smallest (at a pinned count: PP 4 on
+        it before PP 3 on more)."""
+        best = min(((n, v) for v, n in held.items() if n is not None), default=None)
+        if best is not None:
+            fixes.append(named(field, best[1], best[0]))
+
+    fewest("tensorParallel", {d: count(mem, d, pipeline, zero_stage) for d in TP_DEGREES if tp < d <= widest_tp})
+    if mem.expert_tensor_parallel is not None:  # the experts' own degree, which a wider attention degree leaves alone
+        wider = (e for e in TP_DEGREES if mem.expert_tensor_parallel < e <= max(node_degrees(node_gpus)))
+        fewest("expertTensorParallel", {e: count(replace(mem, expert_tensor_parallel=e), tp, pipeline, zero_stage) for e in wider})
+    # a stage keeps at least one layer (AL375)
+    fewest("pipelineParallel", {p: count(mem, tp, p, zero_stage) for p in range(pipeline + 1, (layers or 128) + 1)})
+    if not fixes:
+        return Issue("PL303", f"{parts}: no layout of this GPU holds it; a GPU with more memory", "accelerator")
+    return Issue("PL303", f"{parts}: {' or '.join(f for f, _ in fixes)} shards that state", fixes[0][1])
 
 
 @dataclass(frozen=True)
@@ -1532,7 +1568,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # the widest degree the model's heads allow in a node, which a declared tensorParallel may narrow
         heads = legal_degrees(w.model, TP_DEGREES, int(sizing.inference.headDimDefault.value), serving=False)
         issues.append(_overflow(mem, gpu, sizing, node_gpus=place.gpus_per_node, pipeline=pipeline, zero_stage=zero,
-                                widest_tp=max(node_degrees(place.gpus_per_node, heads)), gpus=w.gpus))  # fmt: skip
+                                widest_tp=max(node_degrees(place.gpus_per_node, heads)), gpus=w.gpus, context=context,
+                                layers=w.model.layers))  # fmt: skip
         return _empty(w, place, figures, notes, fits, issues)
     min_gpus, tp = layout
     min_tp = tp
@@ -2311,9 +2348,9 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
     assert w.traffic is not None  # the time-sliced copy keeps it
     # the device vLLM sizes its defaults by: a MIG instance reports its own memory, a time slice the whole GPU's
     # (review sizreview53 G5: "on H100-SXM5-80GB" for the 2,048 tokens of a 40 GB instance)
-    mig = instance is not None and instance.startswith("mig ")
-    device = f"{gpu.id}'s {instance.removeprefix('mig ')} MIG instance" if instance and mig else gpu.id
-    part = "GPU" if instance is None else "MIG instance" if mig else "time slice"  # what a replica's GPUs are
+    on_mig = instance is not None and instance.startswith("mig ")
+    device = f"{gpu.id}'s {instance.removeprefix('mig ')} MIG instance" if instance and on_mig else gpu.id
+    part = "GPU" if instance is None else "MIG instance" if on_mig else "time slice"  # what a replica's GPUs are
     layout, figures = replica_layout(w, gpu, sizing, place.gpus_per_node)
     budget = default_chunk_tokens(gpu, sizing)
     if w.max_batch is not None and w.max_batch > budget:

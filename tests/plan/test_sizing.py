@@ -1604,19 +1604,22 @@ def test_pl330_and_pl303_advise_only_what_the_layout_can_take() -> None:
     zero0 = workload(model={"parameters": "70B", "layers": 80, "hiddenSize": 8192}, tokens="1T", sequenceLength=8192,
                      globalBatchTokens="16M", pipelineParallel=3, zeroStage=0, tensorParallel=4)  # fmt: skip
     [told] = [i for i in plan_training(zero0, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303"]
-    assert ": zeroStage 1 or a wider tensorParallel (up to 8) or a wider pipelineParallel shards that state" in told.message
-    assert told.field == "zeroStage"
-    taken = plan_training(zero0.model_copy(update={"zero_stage": 1}), on("H100-SXM5-80GB"), SIZING, [])
-    assert taken.gpus and not [i for i in taken.issues if i.check in ("PL303", "PL355")]
+    # 70e9 x 18 B / (4 x 3) = 97.8 GiB; TP 8: 48.9; PP 5 at TP 4: 58.7 (PP 4: 73.3 with the activations, over)
+    assert told.message.endswith(": zeroStage 1 or tensorParallel 8 or pipelineParallel 5 shards that state")
+    assert told.field == "zeroStage" and not _taken_fixes(zero0, told.message)
     # where ZeRO-1 keeps too much whole as well (70B at TP 1 x PP 2: 35e9 x 6 B = 195.6 GiB), it is not named (sizreview55 D2)
     deep = zero0.model_copy(update={"tensor_parallel": 1, "pipeline_parallel": 2})
     [told] = [i for i in plan_training(deep, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303"]
-    assert "zeroStage" not in told.message.split(": ")[-1] and told.field == "tensorParallel"
-    # pinned at one data-parallel rank (TP 4 x PP 3 on 12 GPUs) ZeRO-1 shards nothing: 97.8 GiB a GPU (sizreview56 D4)
+    # neither TP 8 (73.3 GiB at PP 2) nor a higher stage alone: 21 stages at TP 1
+    assert told.message.endswith(": pipelineParallel 21 shards that state") and told.field == "pipelineParallel"
+    assert not _taken_fixes(deep, told.message)
+    # pinned at one data-parallel rank (TP 4 x PP 3 on 12 GPUs) ZeRO-1 shards nothing: 97.8 GiB a GPU (sizreview56 D4);
+    # no wider group divides 12, and more GPUs keep the same state whole on each rank (sizreview57 D2, sizreview58 D4):
+    # each layout is named with the fewest GPUs it holds the job on
     pinned = zero0.model_copy(update={"gpus": 12})
     [told] = [i for i in plan_training(pinned, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303"]
-    # and no wider group divides 12: only more GPUs (sizreview57 D2)
-    assert told.message.endswith(": more GPUs than the pinned 12 shards that state") and told.field == "gpus"
+    assert told.message.endswith(": tensorParallel 8 on 24 GPUs or pipelineParallel 5 on 20 GPUs shards that state")
+    assert "more GPUs" not in told.message and told.field == "tensorParallel" and not _taken_fixes(pinned, told.message)
     # PL330's stage count divides a pinned count (sizreview57 D1): 70B at TP 8 x PP 4 on 352 GPUs, 128 sequences of 8,192
     # over 11 ranks, k = 11.6 / 4: floor(0.8 / (1 - 0.2 x 3.9)) = 3 stages, whose 24-GPU group 352 does not take: 2
     laid = workload(model={"parameters": "70B", "layers": 80, "hiddenSize": 8192}, tokens="1T", sequenceLength=8192,
@@ -1662,6 +1665,27 @@ def test_pl330_names_the_stage_count_at_the_exact_bound() -> None:
     assert "idles 21% of each step" in told.message and "or at most 5 stages at these GPUs" in told.message
     five = plan_training(w.model_copy(update={"pipeline_parallel": 5}), on("H100-SXM5-80GB"), SIZING, [])
     assert not [i for i in five.issues if i.check == "PL330"]
+
+
+_FIX_FIELDS = {"zeroStage": "zero_stage", "tensorParallel": "tensor_parallel", "pipelineParallel": "pipeline_parallel",
+               "expertTensorParallel": "expert_tensor_parallel"}  # fmt: skip
+
+
+def _taken_fixes(w: Any, message: str) -> list[str]:
+    """Each fix a training PL303 names ("...: zeroStage 1 or tensorParallel 8 shards that state"), taken alone on ``w``:
+    the fixes whose plan still meets PL303 or PL355 (an empty list: every one clears it). A fix named "on N GPUs" is
+    taken at N."""
+    named = message.rsplit(": ", 1)[1].removesuffix(" shards that state").split(" or ")
+    failed = []
+    for fix in named:
+        field, value, *count = fix.replace(" on ", " ").removesuffix(" GPUs").split(" ")
+        update: dict[str, Any] = {_FIX_FIELDS[field]: int(value)}
+        if count:
+            update["gpus"] = int(count[0].replace(",", ""))
+        plan = plan_training(w.model_copy(update=update), on("H100-SXM5-80GB"), SIZING, [])
+        if not plan.gpus or any(i.check in ("PL303", "PL355") for i in plan.issues):
+            failed.append(fix)
+    return failed
 
 
 def _why(plan: Any, name: str) -> str:
@@ -1797,17 +1821,36 @@ def test_pl303_under_a_pipeline_names_what_shards_the_state_there() -> None:
     narrow = plan_training(workload(**base, tensorParallel=2), on("H100-SXM5-80GB"), SIZING, [])
     [told] = [i for i in narrow.issues if i.check == "PL303"]
     assert "(65.2 GiB)" in told.message and told.field == "tensorParallel"
-    assert told.message.endswith(": a wider tensorParallel (up to 8) or a wider pipelineParallel shards that state")
-    wider = plan_training(workload(**base, tensorParallel=4), on("H100-SXM5-80GB"), SIZING, [])
-    assert wider.gpus and not [i for i in wider.issues if i.check in ("PL303", "PL355")]
-    # no pipeline, below ZeRO-3: a higher stage shards it; at ZeRO-3 there is none to name
-    flat = plan_training(workload(**{**base, "pipelineParallel": 1, "zeroStage": 0}, tensorParallel=1, gpus=8),
-                         on("H100-SXM5-80GB"), SIZING, [])  # fmt: skip
-    [told] = [i for i in flat.issues if i.check == "PL303"]
-    assert "a higher zeroStage or a wider tensorParallel (up to 8) or a wider pipelineParallel" in told.message
+    assert told.message.endswith(": tensorParallel 4 or pipelineParallel 4 shards that state")
+    assert not _taken_fixes(workload(**base, tensorParallel=2), told.message)
+    # no pipeline, below ZeRO-3: the lowest stage that holds it (8 GPUs at TP 1, ZeRO-0: 70e9 x 18 B = 1,173 GiB a GPU)
+    flat = workload(**{**base, "pipelineParallel": 1, "zeroStage": 0}, tensorParallel=1, gpus=8)
+    [told] = [i for i in plan_training(flat, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303"]
+    assert told.message.endswith(": zeroStage 3 on 22 GPUs or pipelineParallel 21 on 21 GPUs shards that state")
+    assert not _taken_fixes(flat, told.message)
     huge = workload(model={"parameters": "400B", "layers": 1, "hiddenSize": 180000}, tokens="1B", sequenceLength=128, zeroStage=3)
     [told] = [i for i in plan_training(huge, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303"]
     assert "zeroStage" not in told.message.split(": ")[-1]
+
+
+def test_pl303_at_a_pinned_count_names_only_fixes_that_hold_there() -> None:
+    """Review sizreview58 D4, D5: at a pinned count PL303 added "more GPUs than the pinned N", which shard nothing each
+    rank keeps whole (8B at ZeRO-0 on 12 GPUs: 18 B x 8e9 = 134.1 GiB a GPU at any count), and on a MoE whose expert
+    layers declare their own degree it named a wider tensorParallel, which leaves the experts as they are (235B-A22B,
+    TP 4 x PP 2, EP 8, expert TP 1, CP 2, ZeRO-1 on 128: 227.2e9 routed x 6 B / 16 = 79.3 GiB a GPU whatever the TP).
+    Every fix it names now holds the job when taken."""
+    small = workload(model={"parameters": "8B", "layers": 32, "hiddenSize": 4096}, tokens="10B", sequenceLength=8192,
+                     globalBatchTokens="4M", tensorParallel=1, pipelineParallel=1, zeroStage=0, gpus=12)  # fmt: skip
+    [told] = [i.message for i in plan_training(small, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303"]
+    assert told.endswith(": zeroStage 1 or tensorParallel 2 or pipelineParallel 3 shards that state")
+    assert "more GPUs" not in told and not _taken_fixes(small, told)
+    moe = {"parameters": "235B", "architecture": "moe", "activeParameters": "22B", "layers": 94, "hiddenSize": 4096, "heads": 64,
+           "headDim": 128, "vocabulary": 151936, "experts": {"total": 128, "perToken": 8}}  # fmt: skip
+    folded = workload(model=moe, tokens="500B", sequenceLength=4096, globalBatchTokens="8M", tensorParallel=4, pipelineParallel=2,
+                      expertParallel=8, expertTensorParallel=1, contextParallel=2, zeroStage=1, gpus=128)  # fmt: skip
+    [told] = [i.message for i in plan_training(folded, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303"]
+    assert "tensorParallel 8" not in told and "expertTensorParallel" in told and "more GPUs" not in told
+    assert not _taken_fixes(folded, told)
 
 
 def test_pl355_on_a_moe_offers_zero_1_where_zero_1_plans_its_own_count_and_fits() -> None:
@@ -2564,7 +2607,7 @@ def test_a_count_no_fitting_layout_divides_is_no_plan_and_pl303_names_what_overf
     assert short.gpus == 8 and short.tensor_parallel is not None and 8 % (short.tensor_parallel * 2) == 0
     whole = plan_training(workload(model=big, tokens="2T", zeroStage=1, accelerator="H100"), on("H100-SXM5-80GB"), SIZING, [])
     (state,) = [i.message for i in whole.issues if i.check == "PL303"]
-    assert "the state ZeRO-1 keeps whole" in state and state.endswith("a higher zeroStage or a wider pipelineParallel shards that state")
+    assert "the state ZeRO-1 keeps whole" in state and state.endswith(": zeroStage 3 or pipelineParallel 5 shards that state")
 
 
 def test_a_bridged_pair_all_reduces_over_its_nvlink_bridge_in_training_too() -> None:
