@@ -419,24 +419,25 @@ def fp8_recipe_read(ctx: RuleContext) -> Iterable[Finding]:
 
 @rules.rule("AL388", "training-precision-runs", "A training precision is one a training stack runs on the workload's GPU.")
 def training_precision_runs(ctx: RuleContext) -> Iterable[Finding]:
-    """int8 is no training recipe (Transformer Engine's are fp8 and, on Blackwell, NVFP4 and MXFP8; int8 is a serving
-    and optimizer-state format), and NVFP4 training needs Blackwell: Transformer Engine asserts compute capability 10.0
-    or later (NVIDIA/TransformerEngine docs/features/low_precision_training/nvfp4 examples: "NVFP4 requires SM100
-    (Blackwell) or later"). The plan priced int8 as bf16 and fp4 on Hopper as fp8 at Transformer Engine's gain, both
-    silently (review sizreview22 N1). fp8 needs compute capability 8.9 (Ada) or later: Transformer Engine's
-    check_fp8_support answers "Device compute capability 8.9 or higher required for FP8 execution." below it
-    (transformer_engine/pytorch/quantization.py _compute_fp8_support at v2.18, 27486e03; fp8.py at v0.10 already), and
-    the plan priced fp8 on an A100 as bf16 silently (review sizreview23 N4). The GPU is the declared pool's (a pin that
-    differs was read instead: sizreview25 D1), else the pinned accelerator's; a pool the placement picks is the plan's
-    to refuse (PL303, the same words: Gpu.training_refusal)."""
+    """int8 and int4 are no training recipes (Transformer Engine's are fp8 and, on Blackwell, NVFP4 and MXFP8; int8 and
+    int4 are serving and optimizer-state formats; QLoRA's 4-bit base computes in bf16), and NVFP4 training needs
+    Blackwell: Transformer Engine asserts compute capability 10.0 or later (NVIDIA/TransformerEngine
+    docs/features/low_precision_training/nvfp4 examples: "NVFP4 requires SM100 (Blackwell) or later"). The plan priced
+    int8 as bf16 and fp4 on Hopper as fp8 at Transformer Engine's gain, both silently (review sizreview22 N1). fp8 needs
+    compute capability 8.9 (Ada) or later: Transformer Engine's check_fp8_support answers "Device compute capability 8.9
+    or higher required for FP8 execution." below it (transformer_engine/pytorch/quantization.py _compute_fp8_support at
+    v2.18, 27486e03; fp8.py at v0.10 already), and the plan priced fp8 on an A100 as bf16 silently (review sizreview23
+    N4). The GPU is the declared pool's (a pin that differs was read instead: sizreview25 D1), else the pinned
+    accelerator's; a pool the placement picks is the plan's to refuse (PL303, the same words: Gpu.training_refusal)."""
     pools = {p.name: p for p in ctx.resolved.pools}
     for i, w in enumerate(ctx.spec.workloads):
-        if w.kind not in SCHEDULED or w.precision not in ("int8", "fp8", "fp4") or _qlora_low_precision(w):
+        if w.kind not in SCHEDULED or w.precision not in ("int8", "int4", "fp8", "fp4") or _qlora_low_precision(w):
             continue  # QLoRA at fp8 / fp4 is AL330's, on every GPU
         path = S.workloads[i].precision
-        if w.precision == "int8":
-            yield Finding(path, "int8 is no training precision: no training stack runs its GEMMs in int8 (Transformer Engine's "
-                          "recipes are fp8, and NVFP4 / MXFP8 on Blackwell)", "set bf16, or fp8 on a GPU with fp8 tensor cores",
+        if w.precision in ("int8", "int4"):  # int4 was planned as bf16, silently (review sizreview58 D3)
+            yield Finding(path, f"{w.precision} is no training precision: no training stack runs its GEMMs in {w.precision} "
+                          "(Transformer Engine's recipes are fp8, and NVFP4 / MXFP8 on Blackwell)",
+                          "set bf16, or fp8 on a GPU with fp8 tensor cores; a 4-bit frozen base is method: qlora at bf16",
                           w.precision, resource=w.name)  # fmt: skip
             continue
         gpu = _start_gpu(ctx, w, pools)
