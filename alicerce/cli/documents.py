@@ -109,6 +109,10 @@ class WorkloadSizing(Document):
     wallClockDays: float | None
     costUsd: float | None
     showbackUsd: float | None = Field(description="The same GPU-hours at the pool's billed rate: what showback charges the team.")
+    costCapped: bool = Field(
+        description="A service its pool cannot hold (PL305): cost and showback are the pool's month, "
+        "what its GPUs bill, where its GPU-hours are the sized ones."
+    )
     checkpointGib: float | None
     checkpointWriteGbps: float | None
     datasetReadGbps: float | None

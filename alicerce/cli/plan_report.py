@@ -116,6 +116,8 @@ def print_plan(console: Console, result: SizingPlan, *, explain: bool = False, t
            "each the share of a GPU the cost rules charge it as (a MIG instance by its compute slices, a time slice as 1 / "
            "the slices a GPU), and GPU-h counts those whole GPUs"
            if any(w.sharing_declared for w in result.workloads) else "")
+        + ("; a service its pool cannot hold (PL305) costs and bills the pool's month, not its GPU-hours: the replicas "
+           "past the pool stay Pending" if any(w.cost_capped for w in result.workloads) else "")
         + "[/dim]"
     )  # fmt: skip
     pools = _table(

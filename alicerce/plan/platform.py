@@ -287,6 +287,7 @@ class SizingPlan:
         "gpu_hours": "GPU-hours of whole GPUs, gpus x gpuShare x hours (training: whole run; serving: per month)",
         "wall_clock_days": "days", "cost_usd": "USD (training: whole run; serving: per month), at the pool's price or owned TCO",
         "showback_usd": "USD (same period), the GPU-hours at the pool's billed rate: what showback charges the team",
+        "cost_capped": "a service its pool cannot hold (PL305): cost and showback are the pool's month, not its GPU-hours'",
         "checkpoint_gib": "GiB", "checkpoint_write_gbps": "GB/s", "dataset_read_gbps": "GB/s",
         "network_gbps_per_gpu": "Gbit/s", "tokens_per_second_per_replica": "output tokens/s", "mfu": "of dense BF16 peak",
     }  # fmt: skip
@@ -489,6 +490,7 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
         pp = by_pool.get(plan.pool or "")
         rate = pp.usd_per_gpu_hour if pp is not None and plan.runnable and plan.name not in cannot else None
         cost = sized = billed = None
+        capped = False
         own: dict[str, Any] = {}  # its own price of a GPU-hour, and the figures that show it
         pool_of = pools_by_name.get(plan.pool or "")
         share = gpu_equivalents(plan, pool_of) / plan.gpus if plan.gpus and pool_of is not None else 1.0
@@ -502,10 +504,18 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
                 own = {"billed_usd_per_gpu_hour": booking.usd_per_gpu_hour, "figures": (*plan.figures, *booking.figures())}
             if not pp.owned and pp.monthly_cost_usd is not None and plan.kind not in ("training", "fine-tuning"):
                 # a month of a capped pool cannot cost more than the pool, nor bill more: replicas it cannot hold stay
-                # Pending and hold no GPU the cost rules would charge
+                # Pending and hold no GPU the cost rules would charge; said, as its GPU-hours are the sized ones (review
+                # sizreview58 D6: 51.5M GPU-h beside $2.57M read as $0.05 a GPU-hour)
+                capped = cost > pp.monthly_cost_usd
                 cost = min(cost, pp.monthly_cost_usd)
                 billed = min(billed, pp.monthly_cost_usd) if billed is not None else None
-        priced.append(replace(plan, cost_usd=cost, showback_usd=billed, gpu_share=share, **own))
+        if capped:
+            own["notes"] = (
+                *plan.notes,
+                f"cost and showback are the month of pool {plan.pool} at its most, what its GPUs bill: the replicas past them "
+                "stay Pending (PL305), and its GPU-hours are the sized ones",
+            )
+        priced.append(replace(plan, cost_usd=cost, showback_usd=billed, gpu_share=share, cost_capped=capped, **own))
         if plan.runnable and plan.name not in cannot and plan.kind != "data-prep":
             training = plan.kind in ("training", "fine-tuning")
             # per token at the size the traffic needs, even where the pool is too small to serve it all

@@ -123,6 +123,8 @@ class WorkloadPlan:
     # that showback is their hours at the billed rate (review sizreview53 D4: 16 slices printed 11,680 GPU-h, showback
     # charged 2,920)
     gpu_share: float = 1.0
+    # a service its pool cannot hold (PL305): cost and showback are the pool's month, its GPU-hours the sized ones
+    cost_capped: bool = False
     cpu_cores: int | None = None
     deadline_days: float | None = None
     tokens_per_month: float | None = None  # serving at its mean rate (the peak where none is declared): input + output tokens
@@ -153,7 +155,8 @@ class WorkloadPlan:
     def to_json(self, explain: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {name: rounded(getattr(self, name)) for name in self.JSON_FIELDS}
         out.update(
-            gpu_hours=rounded(self.whole_gpu_hours), gpu_share=rounded(self.gpu_share), team=self.team, pool=self.pool,
+            gpu_hours=rounded(self.whole_gpu_hours), gpu_share=rounded(self.gpu_share), cost_capped=self.cost_capped,
+            team=self.team, pool=self.pool,
             gpus_per_replica=self.gpus_per_replica, tensor_parallel=self.tensor_parallel, sharing=self.sharing,
             cpu_cores=self.cpu_cores, fits=self.fits, notes=list(self.notes),
         )  # fmt: skip

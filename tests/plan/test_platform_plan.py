@@ -298,6 +298,13 @@ def test_a_service_its_pool_cannot_hold_bills_no_more_than_the_pool() -> None:
     pool = next(p for p in plan.pools if p.name == "small-models")
     assert "assistant" in by_check(plan)["PL305"] and assistant.gpus == 12
     assert assistant.cost_usd == assistant.showback_usd == pool.monthly_cost_usd
+    # and says so, where its GPU-hours stay the 12 replicas' (review sizreview58 D6: the row read $0.05 a GPU-hour)
+    assert assistant.cost_capped and assistant.gpu_hours == pytest.approx(12 * 730)
+    assert any("cost and showback are the month of pool small-models at its most" in n for n in assistant.notes)
+    document = plan.to_json()
+    assert next(w for w in document["workloads"] if w["name"] == "assistant")["cost_capped"] is True
+    assert "PL305" in document["units"]["cost_capped"]
+    assert not any(w.cost_capped for w in plan.workloads if w.name != "assistant")
 
 
 def test_prod_costs_more_than_dev_once_owned_capacity_counts() -> None:
