@@ -802,27 +802,56 @@ def _overflow(
     gpus: int | None = None,
     context: int = 1,
     layers: int | None = None,
+    declared: int | None = None,
 ) -> Issue:
     """PL303 when no layout holds the job, at the widest tensor-parallel degree: which part overflows, and what shrinks
     it (it always blamed one sequence's activations, where the state ZeRO keeps whole overflowed: a 405B at ZeRO-1 was
     told to shorten its sequences; review sizreview10 F2), located at the field that shrinks it (sizreview23 N1).
 
-    Each fix is named with the value that holds the job, each one alone: the lowest ZeRO stage, the narrowest wider
-    tensor-parallel degree (the attention's and, where the expert layers declare their own, theirs), the fewest stages.
-    At a pinned count each is named with the fewest GPUs from that count up at which it holds (its group divides them,
-    and what ZeRO shards over them fits); more GPUs alone are no fix here, what overflows is what every data-parallel
-    rank keeps whole (review sizreview58 D4, D5: "more GPUs than the pinned 12", and "a wider tensorParallel" for
-    experts only expertTensorParallel splits, taken, met the same error)."""
+    Each fix is named with the value that holds the job (_state_fixes). ``declared``: a ZeRO-2 or 3 under a pipeline,
+    whose stage is held gathered, ZeRO-1's state (``zero_stage`` 1; passes_stage)."""
     tp = max(node_degrees(node_gpus, mem.tp_degrees))
     usable, activations = usable_memory(gpu, sizing), mem.activations_at(tp, 1.0)
     whole = mem.held_whole(zero_stage, mem.expert_spread(), tp) / (tp * pipeline) + mem.working_at(zero_stage, tp)
     kept = "the layers ZeRO-3 gathers" if zero_stage >= 3 else f"the state ZeRO-{zero_stage} keeps whole"
+    if declared is not None:
+        kept = f"the stage ZeRO-{declared} holds gathered under the pipeline (ZeRO-1's state)"
     parts = (
         f"at TP {tp} x PP {pipeline}, one sequence's activations ({activations / GIB:.1f} GiB with full recomputation) "
         f"and {kept} on each GPU ({whole / GIB:.1f} GiB) exceed the {usable / GIB:.0f} GiB a {gpu.id} gives"
     )
     if whole < activations:
         return Issue("PL303", f"{parts}: shorter sequences or contextParallel split the activations", "sequenceLength")
+
+    fixes = _state_fixes(mem, usable, node_gpus=node_gpus, pipeline=pipeline, zero_stage=zero_stage, widest_tp=widest_tp,
+                         gpus=gpus, context=context, layers=layers)  # fmt: skip
+    if not fixes:
+        return Issue("PL303", f"{parts}: no layout of this GPU holds it; a GPU with more memory", "accelerator")
+    declare = " (with zeroStage 1, which sizes the recomputation it needs: PL355)" if declared is not None else ""
+    return Issue("PL303", f"{parts}: {' or '.join(f for f, _ in fixes)} shards that state{declare}", fixes[0][1])
+
+
+def _state_fixes(
+    mem: TrainingMemory,
+    usable: float,
+    *,
+    node_gpus: int,
+    pipeline: int,
+    zero_stage: int,
+    widest_tp: int,
+    gpus: int | None,
+    context: int,
+    layers: int | None,
+) -> list[tuple[str, str]]:
+    """(advice, field) of each change that alone holds the job's state and one sequence's activations fully recomputed
+    on ``usable`` bytes a GPU (PL303, PL355): the lowest ZeRO stage, the narrowest wider tensor-parallel degree (the
+    attention's and, where the expert layers declare their own, theirs), the fewest pipeline stages; at a pinned count
+    each with the fewest GPUs from that count up at which it holds (its group divides them, and what ZeRO shards over
+    them fits). More GPUs alone are never one: what overflows is what every data-parallel rank keeps whole (review
+    sizreview58 D4, D5: "more GPUs than the pinned 12", and "a wider tensorParallel" for experts only
+    expertTensorParallel splits, taken, met the same error)."""
+    tp = max(node_degrees(node_gpus, mem.tp_degrees))
+    activations = mem.activations_at(tp, 1.0)
 
     def count(m: TrainingMemory, d: int, p: int, stage: int) -> int | None:
         """The GPUs at which layout (TP ``d``, PP ``p``, ZeRO ``stage``) holds the job: unpinned 0 where what each rank
@@ -871,9 +900,7 @@ def _overflow(
         fewest("expertTensorParallel", {e: count(replace(mem, expert_tensor_parallel=e), tp, pipeline, zero_stage) for e in wider})
     # a stage keeps at least one layer (AL375)
     fewest("pipelineParallel", {p: count(mem, tp, p, zero_stage) for p in range(pipeline + 1, (layers or 128) + 1)})
-    if not fixes:
-        return Issue("PL303", f"{parts}: no layout of this GPU holds it; a GPU with more memory", "accelerator")
-    return Issue("PL303", f"{parts}: {' or '.join(f for f, _ in fixes)} shards that state", fixes[0][1])
+    return fixes
 
 
 @dataclass(frozen=True)
@@ -1562,6 +1589,14 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         return _empty(w, place, figures, notes, {}, issues)
     # each degree's fewest GPUs that hold the job: the smallest layout, and the expert grids the search steps in below
     held_from = fewest_by_degree(mem, gpu, sizing, place.gpus_per_node, pipeline=pipeline, zero_stage=zero, context=context)
+    if passes_stage(w, zero) != zero:
+        # ZeRO-2 and 3 under a pipeline hold each stage gathered for the step (passes_stage), ZeRO-1's state: at no fewer
+        # GPUs than hold that with every layer recomputed, where PL355's fixes can reach (review sizreview58 D2: a 70B
+        # at TP 2 x PP 4 was planned on 24 GPUs where it holds 89.5 of 72 GiB fully recomputed, and every fix PL355
+        # named, taken, planned fewer). Memory and recomputation still count the declared stage: the calibration's
+        # Megatron pipeline runs, declared at the default stage, recompute no more than they did
+        staged = fewest_by_degree(mem, gpu, sizing, place.gpus_per_node, pipeline=pipeline, zero_stage=1, context=context)
+        held_from = {d: max(n, staged[d]) for d, n in held_from.items() if d in staged}
     layout = min(((n, d) for d, n in held_from.items()), default=None)
     fits = {c.id: (layout[0] if layout else None) if c.id == gpu.id else
                   (f[0] if (f := smallest_fit(mem, c, sizing, place.gpus_per_node, pipeline=pipeline, zero_stage=zero,
@@ -1570,9 +1605,10 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
     if layout is None:
         # the widest degree the model's heads allow in a node, which a declared tensorParallel may narrow
         heads = legal_degrees(w.model, TP_DEGREES, int(sizing.inference.headDimDefault.value), serving=False)
-        issues.append(_overflow(mem, gpu, sizing, node_gpus=place.gpus_per_node, pipeline=pipeline, zero_stage=zero,
-                                widest_tp=max(node_degrees(place.gpus_per_node, heads)), gpus=w.gpus, context=context,
-                                layers=w.model.layers))  # fmt: skip
+        held_gathered = passes_stage(w, zero) != zero  # what overflows is the stage held gathered (staged above)
+        issues.append(_overflow(mem, gpu, sizing, node_gpus=place.gpus_per_node, pipeline=pipeline,
+                                zero_stage=1 if held_gathered else zero, widest_tp=max(node_degrees(place.gpus_per_node, heads)),
+                                gpus=w.gpus, context=context, layers=w.model.layers, declared=zero if held_gathered else None))  # fmt: skip
         return _empty(w, place, figures, notes, fits, issues)
     min_gpus, tp = layout
     min_tp = tp
@@ -2023,10 +2059,16 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                 zero1 = plan_training(w.model_copy(update={"zero_stage": 1}), place, sizing, candidates)
                 if zero1.gpus and not any(i.check in ("PL303", "PL355") for i in zero1.issues):
                     least = usable
-            fix = ("declare zeroStage 1 to size memory as it runs (the plan then recomputes to fit, and says how long it "
-                   "takes), or a wider tensorParallel or pipelineParallel" if least <= usable else
-                   f"even with every layer recomputed it holds {least / GIB:.1f} GiB: a wider tensorParallel or "
-                   "pipelineParallel (a smaller stage a GPU), or more GPUs where the optimizer's share is the excess")  # fmt: skip
+            # the fixes named hold the gathered stage, ZeRO-1's state, at full recomputation: a wider layout at ZeRO-3 is
+            # sized on its shards again and recomputes too little (review sizreview58 D2: each taken, PL355 again)
+            fix = "declare zeroStage 1 to size memory as it runs (the plan then recomputes to fit, and says how long it takes)"
+            if least > usable:
+                heads = legal_degrees(w.model, TP_DEGREES, int(sizing.inference.headDimDefault.value), serving=False)
+                staged_fixes = _state_fixes(mem, usable, node_gpus=place.gpus_per_node, pipeline=pipeline, zero_stage=1,
+                                            widest_tp=max(node_degrees(place.gpus_per_node, heads)), gpus=w.gpus,
+                                            context=context, layers=w.model.layers)  # fmt: skip
+                with_layout = " or ".join(f for f, _ in staged_fixes) or "a GPU with more memory"
+                fix = f"even with every layer recomputed it holds {least / GIB:.1f} GiB: declare zeroStage 1 with {with_layout}"
             issues.append(Issue("PL355", f"{said}: it does not fit at the planned recomputation; {fix}", "zeroStage"))
         else:
             notes.append(f"{said}: declare zeroStage 1 to size memory so")

@@ -2014,14 +2014,39 @@ def test_zero3_under_a_pipeline_moves_its_stage_once_a_step() -> None:
     (warned,) = [i for i in tight.issues if i.check == "PL355"]
     assert "of 72 usable" in warned.message and "declare zeroStage 1" in warned.message and warned.field == "zeroStage"
     assert not [n for n in tight.notes if n.startswith("ZeRO-3 under the pipeline")]
-    # at TP 1 even ZeRO-1 with every layer recomputed holds 70e9 x 6 / 4 B of stage, 98 GiB: zeroStage 1 is not the way
-    # out, a smaller stage is (review sizreview52 D1: PL303 then pointed back at a higher stage)
-    tp1 = plan_training(workload(**{**base, "tensorParallel": 1}), on("H100-SXM5-80GB", network=400.0), SIZING, [])
-    (wider,) = [i for i in tp1.issues if i.check == "PL355"]
-    assert "even with every layer recomputed it holds" in wider.message and "declare zeroStage 1" not in wider.message
+    # at TP 1 even ZeRO-1 with every layer recomputed holds 70e9 x 6 / 4 B of stage, 98 GiB: no count holds the run as
+    # it runs (PL303), and a smaller stage, declared at zeroStage 1, does (reviews sizreview52 D1, sizreview58 D2)
+    narrow = workload(**{**base, "tensorParallel": 1})
+    tp1 = plan_training(narrow, on("H100-SXM5-80GB", network=400.0), SIZING, [])
+    (wider,) = [i for i in tp1.issues if i.check == "PL303"]
+    assert (
+        tp1.gpus is None and "the stage ZeRO-3 holds gathered under the pipeline (ZeRO-1's state) on each GPU (97.8 GiB)" in wider.message
+    )
+    assert wider.message.endswith(": tensorParallel 2 or pipelineParallel 8 shards that state (with zeroStage 1, which sizes the "
+                                  "recomputation it needs: PL355)")  # fmt: skip
+    assert not _taken_fixes(narrow.model_copy(update={"zero_stage": 1}), wider.message.split(" (with zeroStage 1")[0])
     # a stage smaller than ZeRO-3's per-layer working set holds no more gathered: nothing said (sizreview51 D2)
     small = {"model": {"parameters": "1B", "layers": 4, "hiddenSize": 4096}, "tokens": "10B", "gpus": 64, "pipelineParallel": 4}
     assert not [n for n in plan_training(workload(**small), on("H100-SXM5-80GB"), SIZING, []).notes if "under the pipeline" in n]
+
+
+def test_zero3_under_a_pipeline_is_planned_on_no_fewer_gpus_than_hold_its_gathered_stage() -> None:
+    """Review sizreview58 D2: a 70B at TP 2 x PP 4, ZeRO-3, unpinned, was planned on 24 GPUs (3 ranks), where the stage
+    the pipeline holds gathered, 70e9 / 8 x 6 B = 48.9 GiB with 12 B x 8.75e9 / 3 = 32.6 GiB of optimizer, holds 89.5 GiB
+    a GPU with every layer recomputed, over the 72 usable; every fix PL355 named then, taken, planned fewer GPUs again.
+    It is planned at no fewer GPUs than hold that stage fully recomputed, and PL355 names the one fix that sizes the
+    recomputation too: zeroStage 1."""
+    base: dict[str, Any] = {"model": {"parameters": "70B", "layers": 80, "hiddenSize": 8192}, "tokens": "100B",
+                            "sequenceLength": 8192, "globalBatchTokens": "4M", "tensorParallel": 2, "pipelineParallel": 4}  # fmt: skip
+    fsdp = plan_training(workload(**base, zeroStage=3), on("H100-SXM5-80GB"), SIZING, [])
+    zero1 = plan_training(workload(**base, zeroStage=1), on("H100-SXM5-80GB"), SIZING, [])
+    assert fsdp.gpus is not None and zero1.gpus is not None and fsdp.min_gpus is not None and zero1.min_gpus is not None
+    assert fsdp.min_gpus >= zero1.min_gpus > 24
+    (told,) = [i for i in fsdp.issues if i.check == "PL355"]
+    assert told.message.endswith(
+        "declare zeroStage 1 to size memory as it runs (the plan then recomputes to fit, and says how long it takes)"
+    )
+    assert not [i for i in zero1.issues if i.check in ("PL303", "PL355")]
 
 
 def test_an_fp8_run_moves_16_bit_weights_and_gradients() -> None:
