@@ -126,9 +126,8 @@ def print_plan(console: Console, result: SizingPlan, *, explain: bool = False, t
          ("util.", "right"), ("USD/month", "right"), ("USD/GPU-h", "right"), ("billed/GPU-h", "right")],
     )  # fmt: skip
     for p in result.pools:
-        bought = "owned" if p.owned else (p.capacity_type or "-").replace("capacity-", "")
         pools.add(
-            p.name, _gpu(p.accelerator, user), bought, f"{p.declared_min}-{p.declared_max}",
+            p.name, _gpu(p.accelerator, user), p.bought_as, f"{p.declared_min}-{p.declared_max}",
             f"{p.recommended_min}-{p.recommended_max}", str(p.peak_gpus) if p.gpus_per_node else "-", _pct(p.utilization),
             _num(p.monthly_cost_usd), _num(p.usd_per_gpu_hour, 2), _num(p.billed_usd_per_gpu_hour, 2),
         )  # fmt: skip

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from alicerce.plan.figures import rounded
-from alicerce.plan.pricing import HOURS_PER_MONTH, NodePrice
+from alicerce.plan.pricing import HOURS_PER_MONTH, SAVINGS_PLAN_FACTOR, NodePrice
 from alicerce.plan.sizing import WorkloadPlan
 from alicerce.plan.tco import OwnedPoolCost
 from alicerce.resolve.gpu import MIG_RESOURCE_PREFIX
@@ -92,6 +92,16 @@ class PoolPlan:
     region: str | None = None
     price: NodePrice | None = None
     owned_cost: OwnedPoolCost | None = None
+
+    @property
+    def bought_as(self) -> str:
+        """How the pool's nodes are paid for, as the pool table prints it: owned, the capacity type, and a Savings Plan
+        discount where the spec declares one (review sizreview58 G6: "on-demand" beside the discounted price)."""
+        if self.owned:
+            return "owned"
+        bought = (self.capacity_type or "-").replace("capacity-", "")
+        discounted = self.price is not None and any(f.name.startswith(SAVINGS_PLAN_FACTOR) for f in self.price.factors)
+        return f"{bought} + savings plan" if discounted else bought
 
     @property
     def usd_per_gpu_hour(self) -> float | None:

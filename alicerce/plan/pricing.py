@@ -25,6 +25,10 @@ from alicerce.spec.models import CloudPoolCosts, Costs
 HOURS_PER_MONTH = 730.0
 
 
+# the factor a pool's price carries where the spec declares a Savings Plan discount on it (the pool table's "bought as")
+SAVINGS_PLAN_FACTOR = "Savings Plan / Reserved Instances discount"
+
+
 @dataclass(frozen=True)
 class NodePrice:
     """USD per node-hour of a cloud pool and how it was reached."""
@@ -165,7 +169,7 @@ def node_price(pool: ResolvedPool, catalog: Catalog, costs: Costs) -> NodePrice 
     # (review sizreview9 F10)
     if price is not None and spec is not None and spec.savings_plan_discount is not None and kind not in ("spot", "capacity-block"):
         price *= 1 - spec.savings_plan_discount
-        label = "Savings Plan / Reserved Instances discount on the hours billed (a commitment the account's use consumes)"
+        label = f"{SAVINGS_PLAN_FACTOR} on the hours billed (a commitment the account's use consumes)"
         factors += (Factor(label, 1 - spec.savings_plan_discount, "spec"),)
     # the durations AWS sells hold whatever the price (catalog or negotiated)
     steps = tuple((s.upToHours, s.stepHours) for s in prices.capacityBlocks.durationSteps) if kind == "capacity-block" else ()

@@ -2280,7 +2280,16 @@ def _latency_shortfall(w: Workload, gpu: Gpu, sizing: Sizing, node_gpus: int, fi
             if any(kv_batch_limit(_replica(roomier, gpu, sizing, d), isl, osl) >= 1 for d in degrees):
                 return (f": none holds its weights and one sequence's KV cache in the {w.kv_memory_fraction:.3g} of its GPUs' "
                         f"memory kvMemoryFraction gives the engine; at the default {default:g} one does")  # fmt: skip
-        return ": none holds its weights and one sequence's KV cache"
+        # what would hold one: fp8 weights on this GPU, or another GPU the plan found (review sizreview58 G10: the
+        # latency branch named them, this one nothing)
+        holders: list[str] = []
+        if w.precision in ("bf16", "fp16") and gpu.tflops.fp8:
+            eight_bit = w.model_copy(update={"precision": "fp8"})
+            held = next((d for d in degrees if kv_batch_limit(_replica(eight_bit, gpu, sizing, d), isl, osl) >= 1), None)
+            if held is not None:
+                holders.append(f"fp8 weights (at TP {held})")
+        holders += [f"a replica on {other} at TP {degree}" for other, degree in fits.items() if degree is not None and other != gpu.id]
+        return ": none holds its weights and one sequence's KV cache" + (f"; {', '.join(holders)} would" if holders else "")
     fastest = min(holding, key=lambda r: token_interval_seconds(r, isl, osl, 1.0))
     headroom = sizing.inference.tpotHeadroom.value
     misses: list[str] = []

@@ -2384,6 +2384,13 @@ def test_a_latency_shortfall_says_which_target_and_what_meets_it() -> None:
         "engine; at the default 0.9 one does"
     )
     assert plan_inference(w.model_copy(update={"kv_memory_fraction": None}), Placement("p", l40s, 1, None), SIZING, [l40s]).gpus
+    # where fp8 weights would hold it, said (review sizreview58 G10): 405e9 x 2 B = 754 GiB over 8 H100s' 576 usable,
+    # 405e9 x 1 B = 377 GiB in them
+    big = workload(kind="inference", model={"parameters": "405B", "layers": 126, "hiddenSize": 16384, "heads": 128},
+                   precision="bf16", traffic=traffic)  # fmt: skip
+    (issue,) = plan_inference(big, Placement("p", h100, 8, None), SIZING, [h100]).issues
+    assert issue.message.endswith(": none holds its weights and one sequence's KV cache; fp8 weights (at TP 8) would")
+    assert plan_inference(big.model_copy(update={"precision": "fp8"}), Placement("p", h100, 8, None), SIZING, [h100]).gpus
 
 
 def test_a_ttft_target_sizes_the_replicas_under_random_arrivals() -> None:

@@ -211,6 +211,10 @@ def test_own_vs_rent_takes_a_discount_only_for_the_family_it_rents(tmp_path: Pat
     (option,) = plan_platform(resolve(data), today=TODAY).own_vs_rent
     taken = next(o for o in option.options if o.purchase == "savings-plan")
     assert taken.usd_per_gpu_hour == pytest.approx(6.88 * 0.7) and not option.unpriced
+    # the pool table says how the discounted pools are bought (review sizreview58 G6: "on-demand" beside 4.82 a GPU-hour)
+    bought = {p.name: p.bought_as for p in plan_platform(resolve(data), today=TODAY).pools}
+    assert bought["infer-l4"].endswith(" + savings plan") and bought["train-p5"].endswith(" + savings plan")
+    assert not any(b.endswith("savings plan") for name, b in bought.items() if name not in ("infer-l4", "train-p5"))
 
 
 def test_a_pool_without_a_fabric_buys_none() -> None:
