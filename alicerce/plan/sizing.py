@@ -1791,9 +1791,12 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                             run = lower
                             break
                         n += g
+            # what the search does, said as it is (review sizreview58 G8: "smallest count" read as the fewest GPUs that
+            # meet, where the plan takes the fewest GPU-hours of the counts it prices)
             figures.append(Figure("GPUs to meet the deadline", run.gpus, "GPUs",
-                                  "smallest count of whole replicas with GPU-seconds(GPUs) / GPUs <= deadline x hours per day "
-                                  "/ 24, the fewest GPU-hours over the tensor-parallel degrees' counts",
+                                  "of the counts of whole replicas priced with GPU-seconds(GPUs) / GPUs <= deadline x hours per "
+                                  "day / 24, over the tensor-parallel degrees, the one with the fewest GPU-hours (ties: fewer "
+                                  "GPUs); fewer GPUs can meet it for more GPU-hours",
                                   {"deadline days": deadline / DAY}))  # fmt: skip
     gpus, tp = run.gpus, run.tp
     ranks = max(1, gpus // (tp * context * pipeline))
