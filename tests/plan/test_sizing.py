@@ -985,14 +985,14 @@ def test_moe_network_is_expert_parallel_not_a_gather_of_every_parameter() -> Non
         assert "one fabric copy of a token per off-node expert" in text and "an upper bound" in text and "DeepEP" in text
     ample = plan_training(w, on("H100-SXM5-80GB", network=800.0), SIZING, [])
     assert "PL321" not in {i.check for i in ample.issues}
-    # a dense model keeps the ZeRO-3 figure, 3 x 70e9 x 2 B / TP x (dp - 1) / dp, once per micro-batch: 4e6 tokens /
-    # (4,096 x dp) of them (review sizreview2 D7)
+    # a dense model keeps the ZeRO-3 figure, 3 x 70e9 x 2 B / TP x (dp - 1) / dp, once per micro-batch: the 1,024
+    # sequences of 4,096 a "4M" batch stands for, / dp of them (reviews sizreview2 D7, sizreview58 G4)
     dense = workload(model={"parameters": "70B", "layers": 80, "hiddenSize": 8192}, tokens="1T", gpus=64, accelerator="H100")
     job = plan_training(dense, on("H100-SXM5-80GB"), SIZING, [])
     tp = job.tensor_parallel or 1
     any_job = TrainingJob("hopper", 70e9, 80, 8192, 4096, 64, 4e6, "bf16")
     dp = 64 // tp
-    expected = 3 * 70e9 * 2 / tp * (dp - 1) / dp * (4e6 / (4096 * dp))
+    expected = 3 * 70e9 * 2 / tp * (dp - 1) / dp * (batch_sequences(4e6, 4096) / dp)  # the 1,024 sequences "4M" stands for
     assert network_bytes_per_step(dense, any_job, tp=tp, node_gpus=8, gather_bytes=2, grad_bytes=2) == pytest.approx(expected)
     # stage 1 reduce-scatters the accumulated (fp32) gradients and gathers the weights once a step
     once = (4 + 2) * 70e9 / tp * (dp - 1) / dp
@@ -1028,7 +1028,7 @@ def test_lora_moves_its_adapters_and_under_zero3_gathers_the_frozen_base() -> No
     job = TrainingJob("hopper", 70e9, 80, 8192, 4096, 64, 4e6, "bf16")
     tp, trainable = 8, 70e9 * SIZING.loraTrainableFraction.value
     dp = 64 // tp
-    rounds = 4e6 / (4096 * dp)
+    rounds = batch_sequences(4e6, 4096) / dp  # the 1,024 sequences the stack runs
     zero3 = (2 * 70e9 * 2 + trainable * (2 * 2 + 2)) / tp * (dp - 1) / dp * rounds
     assert network_bytes_per_step(lora, job, tp=tp, node_gpus=8, gather_bytes=2, grad_bytes=2, adapter=(trainable, 2)) == pytest.approx(
         zero3
@@ -1956,7 +1956,7 @@ def test_zero_below_three_moves_a_pipeline_stages_gradients() -> None:
     a GPU moves parameters / (TP x PP) over dp = GPUs / (TP x PP): stage 1 reduce-scatters the accumulated fp32
     gradients and gathers the 16-bit weights once a step, stage 0 all-reduces the gradients (two passes) once, and
     stage 2, which keeps only its shard of the gradients, reduce-scatters them every micro-batch (DeepSpeed issue
-    2252; review sizreview8 F7: counted once a step, 17x low): 4e6 / (4,096 x dp) of them, and gathers once."""
+    2252; review sizreview8 F7: counted once a step, 17x low): 1,024 sequences / dp of them, and gathers once."""
     w = workload(model={"parameters": "70B"}, tokens="1T")
     job = TrainingJob("hopper", 70e9, 80, 8192, 4096, 256, 4e6, "bf16", pipeline_parallel=4, zero_stage=1)
     dp = 256 // (2 * 4)
@@ -1965,7 +1965,7 @@ def test_zero_below_three_moves_a_pipeline_stages_gradients() -> None:
     zero0 = replace(job, zero_stage=0)
     assert network_bytes_per_step(w, zero0, tp=2, node_gpus=8, gather_bytes=2, grad_bytes=4) == pytest.approx(shard * 2 * 4, rel=1e-12)
     zero2 = replace(job, zero_stage=2)
-    rounds = 4e6 / (4096 * dp)
+    rounds = batch_sequences(4e6, 4096) / dp  # the 1,024 sequences "4M" stands for
     assert network_bytes_per_step(w, zero2, tp=2, node_gpus=8, gather_bytes=2, grad_bytes=2) == pytest.approx(
         shard * (2 + rounds * 2), rel=1e-12
     )
@@ -3585,7 +3585,7 @@ def test_the_network_figure_prints_what_reproduces_it() -> None:
     assert figure.value == pytest.approx(given["bytes a GPU sends a step"] * 8 / (given["step s"] * given["overlap"]) / 1e9)
     dp, rounds = given["data-parallel ranks"], given["micro-batches a rank"]
     assert (given["gather bytes a parameter"], given["gradient bytes a parameter"]) == (2, 4)  # training reduces in fp32
-    assert rounds == pytest.approx(4e6 / (8192 * dp))
+    assert rounds == pytest.approx(batch_sequences(4e6, 8192) / dp)  # the 512 sequences "4M" stands for (sizreview58 G4)
     sent = (2 * rounds * 2 + rounds * 4) * 8e9 / planned.tensor_parallel * (dp - 1) / dp
     assert given["bytes a GPU sends a step"] == pytest.approx(sent)
 
