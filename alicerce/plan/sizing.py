@@ -699,15 +699,32 @@ def passes_stage(w: Workload, stage: int) -> int:
     return 1 if stage >= 2 and (w.pipeline_parallel or 1) > 1 else stage
 
 
-def _traffic_advice(pipeline: int) -> str:
+def _traffic_advice(pipeline: int, zero1_needs: str = "") -> str:
     """What cuts a dense run's data-parallel traffic (PL324): under a pipeline every ZeRO stage already moves it once a
-    step, so only a smaller shard or fewer steps do (review sizreview50 D3: it advised zeroStage 1, which moved the same)."""
+    step, so only a smaller shard or fewer steps do (review sizreview50 D3: it advised zeroStage 1, which moved the same).
+    ``zero1_needs``: the layout ZeRO-1's state needs at these GPUs where it outgrows them alone (review sizreview58 G3:
+    "zeroStage 1", taken alone, met PL303)."""
     if pipeline > 1:
         return ("under the pipeline every ZeRO stage moves them once a step: a wider tensorParallel or pipelineParallel (a "
                 "smaller shard a GPU), a larger globalBatchTokens (fewer steps), fewer GPUs (a longer step each) or a "
                 "faster fabric")  # fmt: skip
-    return ("ZeRO-3 and 2 move the weights or gradients every micro-batch, zeroStage 1 once a step, and pipelineParallel "
+    zero1 = f"zeroStage 1 (with {zero1_needs}, which its state needs at these GPUs)" if zero1_needs else "zeroStage 1"
+    return (f"ZeRO-3 and 2 move the weights or gradients every micro-batch, {zero1} once a step, and pipelineParallel "
             "splits them over its stages and holds a stage's weights gathered for the step (once a step at any stage)")  # fmt: skip
+
+
+def _zero1_needs(w: Workload, mem: TrainingMemory, gpu: Gpu, sizing: Sizing, place: Placement, *, tp: int, gpus: int) -> str:
+    """Where ZeRO-1 at these GPUs does not hold the run without a pipeline (its weights and fp32 gradients whole on each
+    rank), the layouts that do, as PL303 would name them (a 405B at ZeRO-1: pipelineParallel 4); "" where it holds."""
+    usable, context = usable_memory(gpu, sizing), w.context_parallel or 1
+    if zero_stage(w) <= 1 or mem.state_per_gpu(gpus, tp, 1, tp) + mem.activations_at(tp, 1.0, gpus) <= usable:
+        return ""
+    assert w.model is not None
+    heads = legal_degrees(w.model, TP_DEGREES, int(sizing.inference.headDimDefault.value), serving=False)
+    fixes = _state_fixes(mem, usable, node_gpus=place.gpus_per_node, pipeline=1, zero_stage=1,
+                         widest_tp=max(node_degrees(place.gpus_per_node, heads)), gpus=gpus, context=context,
+                         layers=w.model.layers)  # fmt: skip
+    return " or ".join(f for f, field in fixes if field != "zeroStage") or "a GPU with more memory"
 
 
 def zero_label(w: Workload) -> str:
@@ -2035,7 +2052,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         issues.append(Issue("PL324", f"data-parallel weight gathers and gradient reduction ({zero_label(w)}, weights / (TP {tp} "
                                 f"x PP {pipeline})) need "
                                 f"{run.network_need_gbps:.0f} Gbit/s per GPU at {gpus} GPUs; the pool's fabric gives {available:.0f}: "
-                                f"throughput falls below the plan unless the traffic is cut: {_traffic_advice(pipeline)}"))  # fmt: skip
+                                f"throughput falls below the plan unless the traffic is cut: "
+                                f"{_traffic_advice(pipeline, _zero1_needs(w, mem, gpu, sizing, place, tp=tp, gpus=gpus))}"))  # fmt: skip
     activations = mem.activations_at(tp, run.recompute_fraction, gpus)
     if pipeline > 1 and mem.virtual_stages > 1:
         # the interleaved schedule's first stage holds more than one sequence's activations of every layer (review

@@ -2051,6 +2051,20 @@ def test_zero3_under_a_pipeline_is_planned_on_no_fewer_gpus_than_hold_its_gather
     assert not [i for i in zero1.issues if i.check in ("PL303", "PL355")]
 
 
+def test_pl324_names_the_layout_zero_1_needs_where_its_state_outgrows_the_gpus() -> None:
+    """Review sizreview58 G3: PL324 on a 405B at ZeRO-3 on 312 H200s advised zeroStage 1, which alone keeps 405e9 x 6 B / 8
+    = 283 GiB whole on each GPU (PL303); it names the pipeline that state needs, and taken with it the run fits and the
+    fabric finding goes."""
+    w = workload(model={"parameters": "405B", "layers": 126, "hiddenSize": 16384}, tokens="500B", sequenceLength=8192, deadline="120d")
+    plan = plan_training(w, on("H200-SXM-141GB", network=400.0), SIZING, [])
+    [told] = [i.message for i in plan.issues if i.check == "PL324"]
+    assert plan.gpus == 312 and "zeroStage 1 (with pipelineParallel 3, which its state needs at these GPUs) once a step" in told
+    alone = plan_training(w.model_copy(update={"zero_stage": 1}), on("H200-SXM-141GB", network=400.0), SIZING, [])
+    assert alone.gpus is None and [i.check for i in alone.issues] == ["PL303"]
+    taken = plan_training(w.model_copy(update={"zero_stage": 1, "pipeline_parallel": 3}), on("H200-SXM-141GB", network=400.0), SIZING, [])
+    assert taken.gpus and not [i for i in taken.issues if i.check in ("PL303", "PL324", "PL355")]
+
+
 def test_an_fp8_run_moves_16_bit_weights_and_gradients() -> None:
     """Review sizreview8 F8b: an fp8 run's data-parallel traffic was counted at 1 byte a parameter. fp8 training keeps
     16-bit weights and casts them per GEMM (torchao's fp8 all-gather and Megatron's --fp8-param-gather are off by
