@@ -723,7 +723,7 @@ def _zero1_needs(w: Workload, mem: TrainingMemory, gpu: Gpu, sizing: Sizing, pla
     heads = legal_degrees(w.model, TP_DEGREES, int(sizing.inference.headDimDefault.value), serving=False)
     fixes = _state_fixes(mem, usable, node_gpus=place.gpus_per_node, pipeline=1, zero_stage=1,
                          widest_tp=max(node_degrees(place.gpus_per_node, heads)), gpus=gpus, context=context,
-                         layers=w.model.layers)  # fmt: skip
+                         layers=w.model.layers, most=place.capacity_gpus)  # fmt: skip
     return " or ".join(f for f, field in fixes if field != "zeroStage") or "a GPU with more memory"
 
 
@@ -820,6 +820,7 @@ def _overflow(
     context: int = 1,
     layers: int | None = None,
     declared: int | None = None,
+    most: int | None = None,
 ) -> Issue:
     """PL303 when no layout holds the job, at the widest tensor-parallel degree: which part overflows, and what shrinks
     it (it always blamed one sequence's activations, where the state ZeRO keeps whole overflowed: a 405B at ZeRO-1 was
@@ -841,7 +842,7 @@ def _overflow(
         return Issue("PL303", f"{parts}: shorter sequences or contextParallel split the activations", "sequenceLength")
 
     fixes = _state_fixes(mem, usable, node_gpus=node_gpus, pipeline=pipeline, zero_stage=zero_stage, widest_tp=widest_tp,
-                         gpus=gpus, context=context, layers=layers)  # fmt: skip
+                         gpus=gpus, context=context, layers=layers, most=most)  # fmt: skip
     if not fixes:
         return Issue("PL303", f"{parts}: no layout of this GPU holds it; a GPU with more memory", "accelerator")
     declare = " (with zeroStage 1, which sizes the recomputation it needs: PL355)" if declared is not None else ""
@@ -859,14 +860,17 @@ def _state_fixes(
     gpus: int | None,
     context: int,
     layers: int | None,
+    most: int | None = None,
 ) -> list[tuple[str, str]]:
     """(advice, field) of each change that alone holds the job's state and one sequence's activations fully recomputed
     on ``usable`` bytes a GPU (PL303, PL355): the lowest ZeRO stage, the narrowest wider tensor-parallel degree (the
     attention's and, where the expert layers declare their own, theirs), the fewest pipeline stages; at a pinned count
     each with the fewest GPUs from that count up at which it holds (its group divides them, and what ZeRO shards over
-    them fits). More GPUs alone are never one: what overflows is what every data-parallel rank keeps whole (review
+    them fits), and no more than ``most``, the pool's (review sizreview59 D6: "tensorParallel 4 on 48 GPUs" on a 40-GPU
+    pool). More GPUs alone are never one: what overflows is what every data-parallel rank keeps whole (review
     sizreview58 D4, D5: "more GPUs than the pinned 12", and "a wider tensorParallel" for experts only
-    expertTensorParallel splits, taken, met the same error)."""
+    expertTensorParallel splits, taken, met the same error). A pipeline named at ZeRO-2 or 3 holds its stage gathered,
+    ZeRO-1's state (passes_stage; review sizreview59 D7: "pipelineParallel 19 on 19 GPUs" at ZeRO-2 needed 38)."""
     tp = max(node_degrees(node_gpus, mem.tp_degrees))
     activations = mem.activations_at(tp, 1.0)
 
@@ -880,7 +884,7 @@ def _state_fixes(
         if not gpus:
             return 0
         group = d * context * p
-        for n in range(-(-gpus // group) * group, max(gpus, group) * 64 + 1, group):
+        for n in range(-(-gpus // group) * group, min(max(gpus, group) * 64, most or gpus * 64) + 1, group):
             if m.state_per_gpu(n, d * p, stage, d) + m.working_at(stage, d, n // (d * p)) + m.activations_at(d, 1.0) <= usable:
                 return n
         return None
@@ -904,19 +908,23 @@ def _state_fixes(
         if zero1 + mem.working_at(1, tp) + activations <= usable:
             fixes.append(("zeroStage 1", "zeroStage"))
 
-    def fewest(field: str, held: dict[int, int | None]) -> None:
+    def fewest(field: str, held: dict[int, int | None], suffix: str = "") -> None:
         """Of the values that hold the job, the one on the fewest GPUs, then the smallest (at a pinned count: PP 4 on
         it before PP 3 on more)."""
         best = min(((n, v) for v, n in held.items() if n is not None), default=None)
         if best is not None:
-            fixes.append(named(field, best[1], best[0]))
+            text, name = named(field, best[1], best[0])
+            fixes.append((text + suffix, name))
 
     fewest("tensorParallel", {d: count(mem, d, pipeline, zero_stage) for d in TP_DEGREES if tp < d <= widest_tp})
     if mem.expert_tensor_parallel is not None:  # the experts' own degree, which a wider attention degree leaves alone
         wider = (e for e in TP_DEGREES if mem.expert_tensor_parallel < e <= max(node_degrees(node_gpus)))
         fewest("expertTensorParallel", {e: count(replace(mem, expert_tensor_parallel=e), tp, pipeline, zero_stage) for e in wider})
     # a stage keeps at least one layer (AL375)
-    fewest("pipelineParallel", {p: count(mem, tp, p, zero_stage) for p in range(pipeline + 1, (layers or 128) + 1)})
+    # what a pipeline holds of the declared stage, and the stage that sizes its recomputation so (PL355)
+    staged = 1 if zero_stage >= 2 else zero_stage
+    fewest("pipelineParallel", {p: count(mem, tp, p, staged) for p in range(pipeline + 1, (layers or 128) + 1)},
+           " with zeroStage 1" if staged != zero_stage else "")  # fmt: skip
     return fixes
 
 
@@ -1629,7 +1637,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         held_gathered = passes_stage(w, zero) != zero  # what overflows is the stage held gathered (staged above)
         issues.append(_overflow(mem, gpu, sizing, node_gpus=place.gpus_per_node, pipeline=pipeline,
                                 zero_stage=1 if held_gathered else zero, widest_tp=max(node_degrees(place.gpus_per_node, heads)),
-                                gpus=w.gpus, context=context, layers=w.model.layers, declared=zero if held_gathered else None))  # fmt: skip
+                                gpus=w.gpus, context=context, layers=w.model.layers, declared=zero if held_gathered else None,
+                                most=place.capacity_gpus))  # fmt: skip
         return _empty(w, place, figures, notes, fits, issues)
     min_gpus, tp = layout
     min_tp = tp
@@ -2098,7 +2107,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                 heads = legal_degrees(w.model, TP_DEGREES, int(sizing.inference.headDimDefault.value), serving=False)
                 staged_fixes = _state_fixes(mem, usable, node_gpus=place.gpus_per_node, pipeline=pipeline, zero_stage=1,
                                             widest_tp=max(node_degrees(place.gpus_per_node, heads)), gpus=w.gpus,
-                                            context=context, layers=w.model.layers)  # fmt: skip
+                                            context=context, layers=w.model.layers, most=place.capacity_gpus)  # fmt: skip
                 with_layout = " or ".join(f for f, _ in staged_fixes) or "a GPU with more memory"
                 fix = f"even with every layer recomputed it holds {least / GIB:.1f} GiB: declare zeroStage 1 with {with_layout}"
             issues.append(Issue("PL355", f"{said}: it does not fit at the planned recomputation; {fix}", "zeroStage"))

@@ -1676,12 +1676,13 @@ _FIX_FIELDS = {"zeroStage": "zero_stage", "tensorParallel": "tensor_parallel", "
 def _taken_fixes(w: Any, message: str) -> list[str]:
     """Each fix a training PL303 names ("...: zeroStage 1 or tensorParallel 8 shards that state"), taken alone on ``w``:
     the fixes whose plan still meets PL303 or PL355 (an empty list: every one clears it). A fix named "on N GPUs" is
-    taken at N."""
+    taken at N, one "with zeroStage 1" at that stage."""
     named = message.rsplit(": ", 1)[1].removesuffix(" shards that state").split(" or ")
     failed = []
     for fix in named:
-        field, value, *count = fix.replace(" on ", " ").removesuffix(" GPUs").split(" ")
-        update: dict[str, Any] = {_FIX_FIELDS[field]: int(value)}
+        staged = fix.endswith(" with zeroStage 1")
+        field, value, *count = fix.removesuffix(" with zeroStage 1").replace(" on ", " ").removesuffix(" GPUs").split(" ")
+        update: dict[str, Any] = {_FIX_FIELDS[field]: int(value)} | ({"zero_stage": 1} if staged else {})
         if count:
             update["gpus"] = int(count[0].replace(",", ""))
         plan = plan_training(w.model_copy(update=update), on("H100-SXM5-80GB"), SIZING, [])
@@ -1853,6 +1854,23 @@ def test_pl303_at_a_pinned_count_names_only_fixes_that_hold_there() -> None:
     [told] = [i.message for i in plan_training(folded, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303"]
     assert "tensorParallel 8" not in told and "expertTensorParallel" in told and "more GPUs" not in told
     assert not _taken_fixes(folded, told)
+
+
+def test_pl303_names_no_count_past_the_pool_and_a_pipeline_at_zero_2_as_it_holds_its_stage() -> None:
+    """Review sizreview59 D6: "tensorParallel 4 on 48 GPUs" on a pool of 40 (70B, TP 2 x PP 2, ZeRO-1 on 40: 72.5 GiB a
+    GPU at TP 4, 69.2 at 48) was, taken, "does not fit on pool". D7: at ZeRO-2 without a pipeline, "pipelineParallel 19
+    on 19 GPUs" was priced on ZeRO-2's shards, where under the pipeline it brings the stage is held gathered (ZeRO-1's
+    state: 77.8 GiB at one rank), and taken needed 38."""
+    seventy = {"parameters": "70B", "layers": 80, "hiddenSize": 8192}
+    small_pool = Placement("train", CATALOG.gpu("H100-SXM5-80GB"), 8, 400.0, capacity_gpus=40)
+    a6 = workload(model=seventy, tokens="100B", sequenceLength=8192, globalBatchTokens="4M", tensorParallel=2, pipelineParallel=2,
+                  zeroStage=1, gpus=40)  # fmt: skip
+    [told] = [i.message for i in plan_training(a6, small_pool, SIZING, []).issues if i.check == "PL303"]
+    assert told.endswith(": pipelineParallel 5 shards that state") and "48 GPUs" not in told
+    assert "48 GPUs" in next(i.message for i in plan_training(a6, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303")
+    zz2 = workload(model=seventy, tokens="100B", sequenceLength=8192, globalBatchTokens="4M", tensorParallel=1, zeroStage=2, gpus=16)
+    [told] = [i.message for i in plan_training(zz2, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303"]
+    assert "pipelineParallel 19 on 19 GPUs" not in told and not _taken_fixes(zz2, told)
 
 
 def test_pl355_on_a_moe_offers_zero_1_where_zero_1_plans_its_own_count_and_fits() -> None:
