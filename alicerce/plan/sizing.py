@@ -182,20 +182,33 @@ def model_state_bytes(parameters: float, optimizer: str, sizing: Sizing) -> floa
 PLAIN_BUBBLE_WARN = 0.2
 
 
-def _no_pipeline(w: Workload) -> str:
-    """The advice to drop the pipeline, with what it needs below ZeRO-3: each GPU then keeps the whole model's state its
-    stage did (review sizreview57 G3: taken at ZeRO-1 it met PL303)."""
-    return "no pipeline at these GPUs" + (" (at zeroStage 3 where its state outgrows a GPU without one)" if zero_stage(w) < 3 else "")
+# whether a layout at the run's GPUs can start: (stages, ZeRO stage) -> its state, one sequence's activations fully
+# recomputed and a sequence of the batch on every data-parallel rank fit (PL330's stage advice; review sizreview59 D1, D4)
+StageFits = Callable[[int, int], bool]
 
 
-def _plain_bubble_fixes(w: Workload, pipeline: int, microbatches: float, tokens_a_microbatch_round: float, group: int) -> str:
+def _no_pipeline(w: Workload, fits: StageFits) -> str:
+    """The advice to drop the pipeline where the GPUs can run without one, with zeroStage 3 where only it holds the
+    state then (review sizreview57 G3: taken at ZeRO-1 it met PL303); "" where they cannot (review sizreview59 D1: with
+    fewer microbatches than stages no pipeline leaves each rank less than a sequence, a run that cannot start)."""
+    declared = zero_stage(w)
+    if fits(1, declared):
+        return "no pipeline at these GPUs"
+    if declared < 3 and fits(1, 3):
+        return "no pipeline at these GPUs (at zeroStage 3, which its state needs without one)"
+    return ""
+
+
+def _plain_bubble_fixes(
+    w: Workload, pipeline: int, microbatches: float, tokens_a_microbatch_round: float, group: int, *, fits: StageFits
+) -> str:
     """What brings a plain 1F1B bubble under :data:`PLAIN_BUBBLE_WARN` at the same GPUs: a batch of at least
     (1 - w) / w x (p - 1) microbatches a pipeline, or fewer stages. At p' stages each pipeline runs m' = k p' microbatches
     (k = m / p: the data-parallel ranks grow as the stages shrink), idling (p' - 1) / ((k + 1) p' - 1), within w for p' <=
     (1 - w) / (1 - w (k + 1)) (review sizreview56 D1: "fewer stages do not help" was wrong; D2: fewer GPUs miss a deadline
     the planner sized them for). ``tokens_a_microbatch_round``: the tokens one microbatch a pipeline adds to the batch;
     at a pinned count (``w.gpus``) only a stage count whose TP x CP x PP ``group`` divides it (AL375; review sizreview57
-    D1)."""
+    D1), and only one that ``fits`` the run at these GPUs (review sizreview59 D4: 5 stages of a 70B at TP 1 kept 78.2 GiB)."""
     limit = PLAIN_BUBBLE_WARN  # the docstring's w
     needed = math.ceil((1 - limit) / limit * (pipeline - 1))
     batch = f"a globalBatchTokens of at least {needed * tokens_a_microbatch_round:,.0f} ({needed} microbatches a pipeline)"
@@ -203,8 +216,11 @@ def _plain_bubble_fixes(w: Workload, pipeline: int, microbatches: float, tokens_
     # a hair under the exact bound: at k = 3.2, 0.8 / 0.16 is 5 stages idling exactly a fifth, 4.999... in floats
     # (review sizreview57 G1)
     most = math.floor((1 - limit) / (1 - limit * (k + 1)) + 1e-9) if limit * (k + 1) < 1 else pipeline - 1
-    most = next((p for p in range(min(most, pipeline - 1), 1, -1) if not w.gpus or w.gpus % (group * p) == 0), 1)
-    return f"{batch}, or " + (f"at most {most} stages at these GPUs" if most >= 2 else _no_pipeline(w))
+    declared = zero_stage(w)
+    viable = (p for p in range(min(most, pipeline - 1), 1, -1) if (not w.gpus or w.gpus % (group * p) == 0) and fits(p, declared))
+    stages = next(viable, None)
+    fewer = f"at most {stages} stages at these GPUs" if stages is not None else _no_pipeline(w, fits)
+    return f"{batch}, or {fewer}" if fewer else batch
 
 
 def _bubble_idle(run: _Run) -> float | None:
@@ -1955,6 +1971,17 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                             "below one, published runs fall well short of the model (strong-scaling floor)"))  # fmt: skip
     if sequences >= ranks and (declared % ranks or not declared.is_integer()):
         notes.append(_uneven_batch(batch_tokens, declared, sequences, ranks))
+
+    def stage_fits(stages: int, stage: int) -> bool:
+        """Whether ``stages`` stages at ZeRO ``stage`` run at these GPUs (StageFits): every rank a sequence, and the
+        state (a stage held gathered under a pipeline at ZeRO-2 or 3) with one sequence's activations fully recomputed."""
+        group = tp * context * stages
+        if (w.gpus and gpus % group) or sequences < gpus // group:  # unpinned, the planner re-sizes to whole groups
+            return False
+        held = 1 if stage >= 2 and stages > 1 else stage
+        kept = mem.state_per_gpu(gpus, tp * stages, held, tp) + mem.working_at(held, tp, gpus // (tp * stages))
+        return kept + mem.activations_at(tp, 1.0, gpus) <= usable_memory(gpu, sizing)
+
     if pipeline > 1 and sequences_per_rank < pipeline:
         # the bubble throughput.pipeline_factor charges (Narayanan et al. 2021, Sec. 2.2): with fewer microbatches than
         # stages the interleaved schedule runs only on a stack that allows it (Llama 3's, arXiv 2407.21783 Sec. 3.3.2;
@@ -1969,10 +1996,10 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                        "microbatch to come round the stages; Megatron-Core refuses fewer microbatches than stages)")  # fmt: skip
             # as many microbatches as stages clear it; fewer stages keep each pipeline's microbatches under its stages (the
             # ranks grow with them), so only no pipeline does
-            fixes = (f"a globalBatchTokens of at least {pipeline * microbatch_round:,.0f} (as many microbatches as stages), "
-                     f"or {_no_pipeline(w)}")  # fmt: skip
+            fixes = f"a globalBatchTokens of at least {pipeline * microbatch_round:,.0f} (as many microbatches as stages)"
+            fixes += f", or {flat}" if (flat := _no_pipeline(w, stage_fits)) else ""
         else:  # the plain schedule then idles (p - 1) / (m + p - 1): the batch that brings that under a fifth
-            fixes = _plain_bubble_fixes(w, pipeline, sequences_per_rank, microbatch_round, tp * context)
+            fixes = _plain_bubble_fixes(w, pipeline, sequences_per_rank, microbatch_round, tp * context, fits=stage_fits)
         # fewer GPUs (more microbatches a rank) were named too, and miss the deadline the planner sized the GPUs for
         # (review sizreview57 G2)
         issues.append(Issue("PL330", f"the global batch gives each {pipeline}-stage pipeline {sequences_per_rank:,.1f} microbatches of "
@@ -1986,7 +2013,8 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         # the interleaved schedule needs whole layers a chunk, at most p x v chunks for the layers, the embedding and the
         # loss (AL375): where even two chunks a stage do not fit it is no advice (review sizreview54 D6)
         interleaves = 2 * pipeline <= w.model.layers + 2 if w.model.layers else True
-        fixes = _plain_bubble_fixes(w, pipeline, sequences_per_rank, ranks * (w.sequence_length or DEFAULT_SEQUENCE), tp * context)
+        fixes = _plain_bubble_fixes(w, pipeline, sequences_per_rank, ranks * (w.sequence_length or DEFAULT_SEQUENCE), tp * context,
+                                    fits=stage_fits)  # fmt: skip
         if interleaves:
             fixes = ("declare pipelineVirtualStages where the stack interleaves its stages (Megatron-Core's virtual "
                      f"pipeline; the bubble shrinks by that factor), or {fixes}")  # fmt: skip

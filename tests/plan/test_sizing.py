@@ -1643,18 +1643,35 @@ def test_pl330_with_fewer_microbatches_than_stages_names_a_batch_that_clears_it(
     def pl330(w: Any) -> list[Any]:
         return [i for i in plan_training(w, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL330"]
 
-    # plain 1F1B: (1 - 0.2) / 0.2 x 7 = 28 microbatches a pipeline bring its bubble to 7 / 35 = a fifth
+    # plain 1F1B: (1 - 0.2) / 0.2 x 7 = 28 microbatches a pipeline bring its bubble to 7 / 35 = a fifth. No pipeline is
+    # not named: at these GPUs it makes 64 ranks for 32 sequences, a run that cannot start (review sizreview59 D1)
     [told] = pl330(base)
-    assert told.message.endswith(": a globalBatchTokens of at least 917,504 (28 microbatches a pipeline), or no pipeline at "
-                                 "these GPUs (at zeroStage 3 where its state outgrows a GPU without one)")  # fmt: skip
-    assert told.field == "globalBatchTokens" and "fewer GPUs" not in told.message
+    assert told.message.endswith(": a globalBatchTokens of at least 917,504 (28 microbatches a pipeline)")
+    assert told.field == "globalBatchTokens" and "fewer GPUs" not in told.message and "no pipeline" not in told.message
     assert not pl330(base.model_copy(update={"global_batch_tokens": 28 * 8 * 4096}))
-    assert not pl330(base.model_copy(update={"pipeline_parallel": None, "zero_stage": 3}))
-    # interleaved: as many microbatches as stages clear it (Megatron-Core's floor); at ZeRO-3 no caveat
+    flat = plan_training(base.model_copy(update={"pipeline_parallel": None, "zero_stage": 3}), on("H100-SXM5-80GB"), SIZING, [])
+    assert [i.check for i in flat.issues if i.check == "PL312"] == ["PL312"]  # less than a sequence a rank
+    # interleaved: as many microbatches as stages clear it (Megatron-Core's floor)
     interleaved = base.model_copy(update={"pipeline_virtual_stages": 2, "zero_stage": 3})
     [told] = pl330(interleaved)
-    assert told.message.endswith(": a globalBatchTokens of at least 262,144 (as many microbatches as stages), or no pipeline at these GPUs")
+    assert told.message.endswith(": a globalBatchTokens of at least 262,144 (as many microbatches as stages)")
     assert not pl330(interleaved.model_copy(update={"global_batch_tokens": 8 * 8 * 4096}))
+
+
+def test_pl330_names_only_stage_counts_that_hold_the_run() -> None:
+    """Review sizreview59 D4: a 70B at TP 1 x CP 2 x PP 20, ZeRO-1, 32,768-token sequences on 80 GPUs (k = 3.2) was told
+    "at most 5 stages", where 5 stages keep 70e9 / 5 x 6 B = 78.2 GiB whole on each GPU (PL303). No stage count from 5
+    to 19 that 80 takes holds it; no pipeline at ZeRO-3 does, and is named so."""
+    w = workload(model={"parameters": "70B", "layers": 80, "hiddenSize": 8192}, tokens="100B", sequenceLength=32768,
+                 globalBatchTokens="4M", tensorParallel=1, contextParallel=2, pipelineParallel=20, zeroStage=1, gpus=80)  # fmt: skip
+    [told] = [i.message for i in plan_training(w, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL330"]
+    assert "stages at these GPUs" not in told and told.endswith(
+        "or no pipeline at these GPUs (at zeroStage 3, which its state needs without one)"
+    )
+    five = plan_training(w.model_copy(update={"pipeline_parallel": 5}), on("H100-SXM5-80GB"), SIZING, [])
+    assert [i.check for i in five.issues if i.check == "PL303"] == ["PL303"]
+    flat = plan_training(w.model_copy(update={"pipeline_parallel": None, "zero_stage": 3}), on("H100-SXM5-80GB"), SIZING, [])
+    assert flat.gpus == 80 and not [i for i in flat.issues if i.check in ("PL303", "PL312", "PL330")]
 
 
 def test_pl330_names_the_stage_count_at_the_exact_bound() -> None:
