@@ -502,10 +502,11 @@ def _plan(platform: ResolvedPlatform, catalog: Catalog, today: datetime.date) ->
                 cost = sized = booking.usd
                 billed = booking.usd
                 own = {"billed_usd_per_gpu_hour": booking.usd_per_gpu_hour, "figures": (*plan.figures, *booking.figures())}
-            if not pp.owned and pp.monthly_cost_usd is not None and plan.kind not in ("training", "fine-tuning"):
+            if pp.monthly_cost_usd is not None and plan.kind not in ("training", "fine-tuning"):
                 # a month of a capped pool cannot cost more than the pool, nor bill more: replicas it cannot hold stay
                 # Pending and hold no GPU the cost rules would charge; said, as its GPU-hours are the sized ones (review
-                # sizreview58 D6: 51.5M GPU-h beside $2.57M read as $0.05 a GPU-hour)
+                # sizreview58 D6: 51.5M GPU-h beside $2.57M read as $0.05 a GPU-hour), owned or rented (sizreview59 D5:
+                # an owned pool's service billed 6.1x the pool's whole month)
                 capped = cost > pp.monthly_cost_usd
                 cost = min(cost, pp.monthly_cost_usd)
                 billed = min(billed, pp.monthly_cost_usd) if billed is not None else None
@@ -997,6 +998,15 @@ def _deadline_finding(pool: ResolvedPool, w: WorkloadPlan, findings: list[PlanFi
     spec = pool.spec
     capacity = spec.scaling.max * pool.gpus_per_node
     if w.gpus is None or w.gpu_hours is None or capacity == 0:
+        return
+    if w.gpus > capacity and w.deadline_days is None:
+        # no deadline to miss, and still a count the pool cannot give: a gang-scheduled run asks for all its GPUs at
+        # once and does not start on fewer (review sizreview59 D3: 256 pinned on a 128-GPU pool had no finding, and its
+        # days were the pinned count's in the table and the pool's in the KPI)
+        days = wall_clock_on_pool(w, pool) or 0.0
+        findings.append(PlanFinding("PL306", pool.name, f"{w.name} is planned on {w.gpus} GPUs, more than its {capacity} at max "
+                                    f"{_nodes(spec.scaling.max)}: its pods do not start on fewer, and its GPU-hours take "
+                                    f"{days_text(days)} days on {capacity}; pin {capacity} or fewer GPUs, or grow the pool"))  # fmt: skip
         return
     if w.gpus > capacity and w.deadline_days is not None:
         days = wall_clock_on_pool(w, pool) or 0.0  # the same GPU-hours on fewer GPUs

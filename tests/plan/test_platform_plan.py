@@ -307,6 +307,27 @@ def test_a_service_its_pool_cannot_hold_bills_no_more_than_the_pool() -> None:
     assert not any(w.cost_capped for w in plan.workloads if w.name != "assistant")
 
 
+def test_a_service_an_owned_pool_cannot_hold_bills_no_more_than_the_pool() -> None:
+    """Review sizreview59 D5: the cap held on rented pools only. On two owned H200 nodes (16 GPUs) a 70B fp8 service at
+    100 req/s of 4,000 / 500 tokens needs 98 GPUs (PL305); its row charged 71,540 GPU-h at the pool's TCO rate, 6.1x the
+    pool's whole month, where `--tco`'s showback charged the team the pool's month."""
+    data = yaml.safe_load((ROOT / "examples" / "onprem-superpod.yaml").read_text())
+    data["nodePools"].append({"name": "inf", "site": "dc2", "purpose": "inference", "accelerator": "H200-SXM-141GB:8",
+                              "onprem": {"hosts": [{"hosts": "inf-[001:002].dc2.example.com", "rack": "su1"}]},
+                              "scaling": {"min": 2, "max": 2},
+                              "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]})  # fmt: skip
+    team = next(t for t in data["tenancy"]["teams"] if any(q["pool"] == "h200" for q in t.get("quotas", [])))
+    team["quotas"].append({"pool": "inf", "gpus": 16})
+    data["workloads"].append({"name": "chat", "kind": "inference", "team": team["name"], "pool": "inf",
+                              "model": {"parameters": "70B", "layers": 80, "hiddenSize": 8192}, "precision": "fp8",
+                              "traffic": {"peakRps": 100, "inputTokens": 4000, "outputTokens": 500}})  # fmt: skip
+    plan = plan_of(data)
+    chat = next(w for w in plan.workloads if w.name == "chat")
+    pool = next(p for p in plan.pools if p.name == "inf")
+    assert "chat" in by_check(plan)["PL305"] and pool.owned and pool.monthly_cost_usd
+    assert chat.cost_capped and chat.cost_usd == chat.showback_usd == pytest.approx(pool.monthly_cost_usd)
+
+
 def test_prod_costs_more_than_dev_once_owned_capacity_counts() -> None:
     """The issue's chart showed dev at five times prod (prod's 32 owned H100 nodes counted as zero)."""
     prod = plan_platform(validated(REFERENCE, "prod"), today=TODAY)
@@ -860,6 +881,12 @@ def test_a_pinned_run_wider_than_its_pool_that_meets_its_deadline_there_is_no_mi
     [wide] = [f for f in plan.findings if f.check == "PL306" and "code-assistant-ft" in f.message]
     assert wide.subject == "train-p5" and "pinned to 256 GPUs, more than its 128 at max 16 nodes" in wide.message
     assert "within its 60-day deadline; pin 128 or fewer GPUs, or grow the pool" in wide.message
+    # without a deadline the count is still one the pool cannot give, and said (review sizreview59 D3: no finding)
+    ft.pop("deadline")
+    plan = plan_of(data)
+    [wide] = [f for f in plan.findings if f.check == "PL306" and "code-assistant-ft" in f.message]
+    assert wide.subject == "train-p5" and "is planned on 256 GPUs, more than its 128 at max 16 nodes" in wide.message
+    assert wide.message.endswith("; pin 128 or fewer GPUs, or grow the pool")
 
 
 def test_one_run_that_overlaps_itself_past_its_pool_is_said() -> None:
