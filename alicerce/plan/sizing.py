@@ -855,7 +855,15 @@ def _overflow(
         f"and {kept} on each GPU ({whole / GIB:.1f} GiB) exceed the {usable / GIB:.0f} GiB a {gpu.id} gives"
     )
     if whole < activations:
-        return Issue("PL303", f"{parts}: shorter sequences or contextParallel split the activations", "sequenceLength")
+        # the context-parallel degree whose split of the activations fits beside the state (review sizreview59 G1: named
+        # without a value, and the obvious one did not hold)
+        split = next((c for c in (2, 4, 8, 16, 32, 64) if whole + activations / c <= usable), None)
+        cp = ""
+        if split is not None:
+            group = tp * context * split * pipeline
+            count = -(-gpus // group) * group if gpus else 0
+            cp = f" or contextParallel {context * split}" + (f" on {count:,} GPUs" if gpus and count != gpus else "")
+        return Issue("PL303", f"{parts}: shorter sequences{cp} split the activations", "sequenceLength")
 
     fixes = _state_fixes(mem, usable, node_gpus=node_gpus, pipeline=pipeline, zero_stage=zero_stage, widest_tp=widest_tp,
                          gpus=gpus, context=context, layers=layers, most=most)  # fmt: skip
@@ -911,10 +919,11 @@ def _state_fixes(
     fixes: list[tuple[str, str]] = []
     if pipeline == 1 and zero_stage < 3:
         # a higher stage, only without a pipeline (a stage holds its layers gathered for the step under one, PL355) and
-        # below ZeRO-3 (review sizreview53 D2, D5)
-        stage = next(((z, n) for z in range(zero_stage + 1, 4) if (n := count(mem, tp, 1, z)) is not None), None)
+        # below ZeRO-3 (review sizreview53 D2, D5); the one on the fewest GPUs, then the lowest (review sizreview59 G2:
+        # "zeroStage 2 on 344 GPUs" where ZeRO-3 holds at the pinned 64)
+        stage = min(((n, z) for z in range(zero_stage + 1, 4) if (n := count(mem, tp, 1, z)) is not None), default=None)
         if stage is not None:
-            fixes.append(named("zeroStage", *stage))
+            fixes.append(named("zeroStage", stage[1], stage[0]))
     elif zero_stage == 0:
         # ZeRO-1 shards the optimizer and gathers nothing under a pipeline (review sizreview54), named where what it keeps
         # fits (sizreview55 D2: a 70B at TP 1 x PP 2 keeps 195.6 GiB at ZeRO-1 too); at a pinned count it shards the

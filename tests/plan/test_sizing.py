@@ -1871,6 +1871,12 @@ def test_pl303_at_a_pinned_count_names_only_fixes_that_hold_there() -> None:
     [told] = [i.message for i in plan_training(folded, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303"]
     assert "tensorParallel 8" not in told and "expertTensorParallel" in told and "more GPUs" not in told
     assert not _taken_fixes(folded, told)
+    # the ZeRO stage on the fewest GPUs: ZeRO-3 holds the same MoE at TP 2, EP 8 on the pinned 64, where ZeRO-2 needs
+    # 344 (review sizreview59 G2)
+    wide = folded.model_copy(update={"tensor_parallel": 2, "pipeline_parallel": None, "context_parallel": None, "gpus": 64})
+    [told] = [i.message for i in plan_training(wide, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303"]
+    assert told.endswith(": zeroStage 3 or expertTensorParallel 8 on 128 GPUs or pipelineParallel 8 shards that state")
+    assert not _taken_fixes(wide, told)
 
 
 def test_pl303_names_no_count_past_the_pool_and_a_pipeline_at_zero_2_as_it_holds_its_stage() -> None:
@@ -1888,6 +1894,19 @@ def test_pl303_names_no_count_past_the_pool_and_a_pipeline_at_zero_2_as_it_holds
     zz2 = workload(model=seventy, tokens="100B", sequenceLength=8192, globalBatchTokens="4M", tensorParallel=1, zeroStage=2, gpus=16)
     [told] = [i.message for i in plan_training(zz2, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303"]
     assert "pipelineParallel 19 on 19 GPUs" not in told and not _taken_fixes(zz2, told)
+
+
+def test_pl303_names_the_context_parallel_degree_that_splits_one_sequence_enough() -> None:
+    """Review sizreview59 G1: a 70B at TP 1 on 131,072-token sequences (256.6 GiB of activations fully recomputed, 8.1
+    GiB of ZeRO-3's gathered layers) was told "contextParallel" without a value; 4 leaves 72.3 GiB, 8 holds it."""
+    w = workload(model={"parameters": "70B", "layers": 80, "hiddenSize": 8192}, tokens="10B", sequenceLength=131072,
+                 globalBatchTokens="16M", tensorParallel=1)  # fmt: skip
+    [told] = [i for i in plan_training(w, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303"]
+    assert told.message.endswith(": shorter sequences or contextParallel 8 split the activations") and told.field == "sequenceLength"
+    taken = plan_training(w.model_copy(update={"context_parallel": 8}), on("H100-SXM5-80GB"), SIZING, [])
+    assert taken.gpus and not [i for i in taken.issues if i.check == "PL303"]
+    half = plan_training(w.model_copy(update={"context_parallel": 4}), on("H100-SXM5-80GB"), SIZING, [])
+    assert [i.check for i in half.issues if i.check == "PL303"] == ["PL303"]
 
 
 def test_pl355_on_a_moe_offers_zero_1_where_zero_1_plans_its_own_count_and_fits() -> None:
