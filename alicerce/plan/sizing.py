@@ -2339,7 +2339,9 @@ def _replica(w: Workload, gpu: Gpu, sizing: Sizing, degree: int) -> Replica:
                    kv_fraction)  # fmt: skip
 
 
-def _latency_shortfall(w: Workload, gpu: Gpu, sizing: Sizing, node_gpus: int, fits: dict[str, int | None], *, shared: bool) -> str:
+def _latency_shortfall(
+    w: Workload, gpu: Gpu, sizing: Sizing, node_gpus: int, fits: dict[str, int | None], *, shared: bool, capacity: int | None = None
+) -> str:
     """Which latency target the fastest replica that holds the model misses, by how much, and what would meet it
     (review sizreview18 F6: PL303 named neither): its single stream's time a token against the allowed share of the
     TPOT target, its lone prefill against the TTFT target; fp8 weights, another degree or another GPU where the plan
@@ -2389,12 +2391,12 @@ def _latency_shortfall(w: Workload, gpu: Gpu, sizing: Sizing, node_gpus: int, fi
         fp8_weights = w.model_copy(update={"precision": "fp8"})
         fp8, _ = replica_layout(fp8_weights, gpu, sizing, node_gpus)
         if fp8 is not None:
-            meets.append(f"fp8 weights (at TP {fp8.tp}{_at_peak(fp8_weights, fp8, gpu, sizing)})")
+            meets.append(f"fp8 weights (at TP {fp8.tp}{_at_peak(fp8_weights, fp8, gpu, sizing, capacity=capacity)})")
     if w.tensor_parallel is not None:
         any_degree = w.model_copy(update={"tensor_parallel": None})
         free, _ = replica_layout(any_degree, gpu, sizing, node_gpus)
         if free is not None:
-            meets.append(f"tensor parallel {free.tp}{_at_peak(any_degree, free, gpu, sizing, first=True)}")
+            meets.append(f"tensor parallel {free.tp}{_at_peak(any_degree, free, gpu, sizing, first=True, capacity=capacity)}")
     meets += [f"a replica on {other} at TP {degree}" for other, degree in fits.items() if degree is not None and other != gpu.id]
     target = "them" if len(misses) > 1 else "it"
     lone = " for a lone request" if w.traffic.peak_rps is not None else ""  # the load's replicas each option names
@@ -2402,7 +2404,7 @@ def _latency_shortfall(w: Workload, gpu: Gpu, sizing: Sizing, node_gpus: int, fi
     return ": " + "; ".join(misses) + remedy
 
 
-def _at_peak(w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizing, *, first: bool = False) -> str:
+def _at_peak(w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizing, *, first: bool = False, capacity: int | None = None) -> str:
     """What a layout that meets the latency targets for a lone request takes at the declared peak: the replicas of its
     rate and of its percentiles, each replica's queue fed a random share of the requests, as a Kubernetes Service
     spreads them (review sizreview58 D1: "tensor parallel 8 would meet it", taken, needed 2,573 replicas where the rate
@@ -2415,6 +2417,8 @@ def _at_peak(w: Workload, layout: ReplicaPerformance, gpu: Gpu, sizing: Sizing, 
     text = f"{lead}{total:,} {'replica' if total == 1 else 'replicas'} of {_count(layout.tp, 'GPU')} at the peak"
     if total > rate:
         text += f": {rate:,} for the rate, the rest for the percentiles with requests spread at random over them"
+    if capacity is not None and total * layout.tp > capacity:  # taken, PL305 (review sizreview59 G3)
+        text += f", past the pool's {capacity:,} GPUs"
     return text + (")" if first else "")
 
 
@@ -2519,7 +2523,7 @@ def plan_inference(w: Workload, place: Placement, sizing: Sizing, candidates: li
         heads = ""
         if w.tensor_parallel is None and allowed != TP_DEGREES:
             heads = f" (the model's heads allow tensor parallel {', '.join(map(str, allowed))} only: vLLM splits heads whole)"
-        short = _latency_shortfall(w, gpu, sizing, place.gpus_per_node, fits, shared=place.shared is not None)
+        short = _latency_shortfall(w, gpu, sizing, place.gpus_per_node, fits, shared=place.shared is not None, capacity=place.capacity_gpus)
         issue = Issue("PL303", f"no replica of up to {place.gpus_per_node} x {gpu.id} holds the model and meets the latency "
                       f"targets{heads}{short}")  # fmt: skip
         return _empty(w, place, figures, notes, fits, [issue])

@@ -2436,6 +2436,11 @@ def test_a_latency_shortfall_says_which_target_and_what_meets_it() -> None:
     assert told.endswith("; fp8 weights (at TP 1, 15 replicas of 1 GPU at the peak: 4 for the rate, the rest for the "
                          "percentiles with requests spread at random over them), a replica on H100-SXM5-80GB at TP 1 would "
                          "meet it for a lone request")  # fmt: skip
+    # and says where that is past the pool's GPUs (review sizreview59 G3: taken, PL305)
+    w = workload(kind="inference", model=model, precision="bf16", traffic=traffic,
+                 latency={"timeToFirstToken": {"p99": "500ms"}, "timePerOutputToken": {"p99": "25ms"}})  # fmt: skip
+    (small_pool,) = plan_inference(w, Placement("p", l40s, 1, None, capacity_gpus=8), SIZING, [l40s]).issues
+    assert "with requests spread at random over them, past the pool's 8 GPUs)" in small_pool.message
     told = refused({"timeToFirstToken": {"p99": "20ms"}}, [l40s])
     assert told.endswith(": time to first token 20 ms: a lone 1,000-token prompt's prefill takes 85 ms at TP 1; a looser "
                          "target would meet it")  # fmt: skip
