@@ -859,16 +859,33 @@ def _overflow(
         # without a value, and the obvious one did not hold)
         split = next((c for c in (2, 4, 8, 16, 32, 64) if whole + activations / c <= usable), None)
         cp = ""
-        if split is not None:
-            group = tp * context * split * pipeline
-            count = -(-gpus // group) * group if gpus else 0
-            cp = f" or contextParallel {context * split}" + (f" on {count:,} GPUs" if gpus and count != gpus else "")
-        return Issue("PL303", f"{parts}: shorter sequences{cp} split the activations", "sequenceLength")
+        if split is not None and gpus:
+            # at a pinned count, the fewest GPUs from it up whose shard of the state fits beside the split activations
+            # (review sizreview60 D2: "contextParallel 8" at the pinned 16 needed 40)
+            group = math.lcm(tp * context * split * pipeline, mem.expert_grid(tp, pipeline))
+            ranks = range(-(-gpus // group) * group, min(max(gpus, group) * 64, most or gpus * 64) + 1, group)
+            count = next((n for n in ranks if mem.state_per_gpu(n, tp * pipeline, zero_stage, tp)
+                          + mem.working_at(zero_stage, tp, n // (tp * pipeline)) + activations / split <= usable), None)  # fmt: skip
+            if count is not None:
+                cp = f" or contextParallel {context * split}" + (f" on {count:,} GPUs" if count != gpus else "")
+        elif split is not None:
+            cp = f" or contextParallel {context * split}"
+        # a wider tensor-parallel group splits them too (review sizreview60 D4: TP 4 held a 70B at the pinned 16)
+        wider = [f for f, field in _state_fixes(mem, usable, node_gpus=node_gpus, pipeline=pipeline, zero_stage=zero_stage,
+                                                 widest_tp=widest_tp, gpus=gpus, context=context, layers=layers, most=most)
+                 if field == "tensorParallel"]  # fmt: skip
+        tp_fix = f" or {wider[0]}" if wider else ""
+        return Issue("PL303", f"{parts}: shorter sequences{tp_fix}{cp} split the activations", "sequenceLength")
 
     fixes = _state_fixes(mem, usable, node_gpus=node_gpus, pipeline=pipeline, zero_stage=zero_stage, widest_tp=widest_tp,
                          gpus=gpus, context=context, layers=layers, most=most)  # fmt: skip
     if not fixes:
-        return Issue("PL303", f"{parts}: no layout of this GPU holds it; a GPU with more memory", "accelerator")
+        # only one change at a time is tried: say so, not that no layout holds it (review sizreview60 D1: ZeRO-3 at TP 8
+        # held it on the pool's 16 GPUs)
+        within = f" within {most:,} GPUs" if most else ""
+        both = "zeroStage 3 with a wider tensorParallel, or " if zero_stage < 3 else ""
+        return Issue("PL303", f"{parts}: no one change of zeroStage, tensorParallel or pipelineParallel holds it{within}; "
+                     f"{both}a GPU with more memory", "zeroStage" if both else "accelerator")  # fmt: skip
     declare = " (with zeroStage 1, which sizes the recomputation it needs: PL355)" if declared is not None else ""
     return Issue("PL303", f"{parts}: {' or '.join(f for f, _ in fixes)} shards that state{declare}", fixes[0][1])
 
@@ -907,7 +924,9 @@ def _state_fixes(
             return None
         if not gpus:
             return 0
-        group = d * context * p
+        # whole replicas and whole expert grids (Megatron-Core's world divides by ETP x EP x PP: review sizreview60 D5,
+        # "zeroStage 3 on 54 GPUs" for an EP 8 run that starts on 56)
+        group = math.lcm(d * context * p, m.expert_grid(d, p))
         for n in range(-(-gpus // group) * group, min(max(gpus, group) * 64, most or gpus * 64) + 1, group):
             if m.state_per_gpu(n, d * p, stage, d) + m.working_at(stage, d, n // (d * p)) + m.activations_at(d, 1.0) <= usable:
                 return n
@@ -1708,8 +1727,17 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
 
     if w.gpus is not None:
         if w.gpus < min_gpus:
-            # too few to start: no plan of it, as for a count no layout divides below
-            issues.append(Issue("PL303", f"the pinned {w.gpus} GPUs cannot hold the job; at least {min_gpus} {gpu.id} are needed", "gpus"))
+            # too few to start: no plan of it, as for a count no layout divides below; where the pool cannot give the
+            # count, what holds the job at the pinned one (review sizreview60 D4: "at least 22" on a 16-GPU pool, where TP
+            # 4 holds it at 16)
+            if place.capacity_gpus is not None and min_gpus > place.capacity_gpus:
+                head_degrees = legal_degrees(w.model, TP_DEGREES, int(sizing.inference.headDimDefault.value), serving=False)
+                issues.append(_overflow(mem, gpu, sizing, node_gpus=place.gpus_per_node, pipeline=pipeline, zero_stage=zero,
+                                        widest_tp=max(node_degrees(place.gpus_per_node, head_degrees)), gpus=w.gpus, context=context,
+                                        layers=w.model.layers, most=place.capacity_gpus))  # fmt: skip
+            else:
+                issues.append(Issue("PL303", f"the pinned {w.gpus} GPUs cannot hold the job; at least {min_gpus} {gpu.id} are "
+                                    "needed", "gpus"))  # fmt: skip
             return _empty(w, place, figures, notes, fits, issues)
         run = _training_run(w, place, sizing, mem, w.gpus, tp, flops_per, active)
     else:

@@ -1850,7 +1850,7 @@ def test_pl303_under_a_pipeline_names_what_shards_the_state_there() -> None:
     assert not _taken_fixes(flat, told.message)
     huge = workload(model={"parameters": "400B", "layers": 1, "hiddenSize": 180000}, tokens="1B", sequenceLength=128, zeroStage=3)
     [told] = [i for i in plan_training(huge, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303"]
-    assert "zeroStage" not in told.message.split(": ")[-1]
+    assert told.message.split(": ")[-1].endswith("holds it; a GPU with more memory") and told.field == "accelerator"
 
 
 def test_pl303_at_a_pinned_count_names_only_fixes_that_hold_there() -> None:
@@ -1877,6 +1877,10 @@ def test_pl303_at_a_pinned_count_names_only_fixes_that_hold_there() -> None:
     [told] = [i.message for i in plan_training(wide, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303"]
     assert told.endswith(": zeroStage 3 or expertTensorParallel 8 on 128 GPUs or pipelineParallel 8 shards that state")
     assert not _taken_fixes(wide, told)
+    # at 48 the counts step in whole expert grids, EP 8 (review sizreview60 D5: "zeroStage 3 on 54 GPUs", taken, needed 56)
+    narrow = wide.model_copy(update={"gpus": 48})
+    [told] = [i.message for i in plan_training(narrow, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303"]
+    assert "zeroStage 3 on 56 GPUs" in told and not _taken_fixes(narrow, told)
 
 
 def test_pl303_names_no_count_past_the_pool_and_a_pipeline_at_zero_2_as_it_holds_its_stage() -> None:
@@ -1891,6 +1895,22 @@ def test_pl303_names_no_count_past_the_pool_and_a_pipeline_at_zero_2_as_it_holds
     [told] = [i.message for i in plan_training(a6, small_pool, SIZING, []).issues if i.check == "PL303"]
     assert told.endswith(": pipelineParallel 5 shards that state") and "48 GPUs" not in told
     assert "48 GPUs" in next(i.message for i in plan_training(a6, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303")
+    # on a pool of 16: no one change holds a 70B at TP 1 x PP 2, ZeRO-0, and the plan says only that, and what does
+    # (review sizreview60 D1: "no layout of this GPU holds it", where ZeRO-3 at TP 8 does); the count the state needs
+    # past the pool is no advice, a wider TP at the pinned count is (D4: "at least 22" on 16, where TP 4 holds it)
+    tiny_pool = Placement("train", CATALOG.gpu("H100-SXM5-80GB"), 8, 400.0, capacity_gpus=16)
+    staged = workload(model=seventy, tokens="10B", sequenceLength=8192, globalBatchTokens="4M", tensorParallel=1, pipelineParallel=2,
+                      zeroStage=0, gpus=16)  # fmt: skip
+    [told] = [i.message for i in plan_training(staged, tiny_pool, SIZING, []).issues if i.check == "PL303"]
+    assert told.endswith(": no one change of zeroStage, tensorParallel or pipelineParallel holds it within 16 GPUs; zeroStage 3 "
+                         "with a wider tensorParallel, or a GPU with more memory")  # fmt: skip
+    flat = staged.model_copy(update={"zero_stage": 3, "tensor_parallel": 8, "pipeline_parallel": None})
+    assert plan_training(flat, tiny_pool, SIZING, []).gpus == 16
+    sharded = staged.model_copy(update={"zero_stage": 3, "pipeline_parallel": None})
+    [told] = [i.message for i in plan_training(sharded, tiny_pool, SIZING, []).issues if i.check == "PL303"]
+    assert told.endswith(": shorter sequences or tensorParallel 4 split the activations")
+    taken = plan_training(sharded.model_copy(update={"tensor_parallel": 4}), tiny_pool, SIZING, [])
+    assert taken.gpus == 16 and not [i for i in taken.issues if i.check == "PL303"]
     zz2 = workload(model=seventy, tokens="100B", sequenceLength=8192, globalBatchTokens="4M", tensorParallel=1, zeroStage=2, gpus=16)
     [told] = [i.message for i in plan_training(zz2, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303"]
     assert "pipelineParallel 19 on 19 GPUs" not in told and not _taken_fixes(zz2, told)
@@ -1902,9 +1922,20 @@ def test_pl303_names_the_context_parallel_degree_that_splits_one_sequence_enough
     w = workload(model={"parameters": "70B", "layers": 80, "hiddenSize": 8192}, tokens="10B", sequenceLength=131072,
                  globalBatchTokens="16M", tensorParallel=1)  # fmt: skip
     [told] = [i for i in plan_training(w, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303"]
-    assert told.message.endswith(": shorter sequences or contextParallel 8 split the activations") and told.field == "sequenceLength"
-    taken = plan_training(w.model_copy(update={"context_parallel": 8}), on("H100-SXM5-80GB"), SIZING, [])
-    assert taken.gpus and not [i for i in taken.issues if i.check == "PL303"]
+    # a wider tensor-parallel group splits them too (review sizreview60 G3)
+    assert told.message.endswith(": shorter sequences or tensorParallel 4 or contextParallel 8 split the activations")
+    assert told.field == "sequenceLength"
+    for taken_fix in ({"context_parallel": 8}, {"tensor_parallel": 4}):
+        taken = plan_training(w.model_copy(update=taken_fix), on("H100-SXM5-80GB"), SIZING, [])
+        assert taken.gpus and not [i for i in taken.issues if i.check == "PL303"], taken_fix
+    # pinned, each with the fewest GPUs it holds on: ZeRO-3's shard of the state counts (review sizreview60 D2: "contextParallel
+    # 8" at the pinned 16 needed 40)
+    pinned = w.model_copy(update={"gpus": 16})
+    [told] = [i for i in plan_training(pinned, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303"]
+    assert told.message.endswith(": shorter sequences or tensorParallel 8 on 32 GPUs or contextParallel 8 on 40 GPUs split the activations")
+    for taken_fix in ({"context_parallel": 8, "gpus": 40}, {"tensor_parallel": 8, "gpus": 32}):
+        taken = plan_training(w.model_copy(update=taken_fix), on("H100-SXM5-80GB"), SIZING, [])
+        assert taken.gpus and not [i for i in taken.issues if i.check == "PL303"], taken_fix
     half = plan_training(w.model_copy(update={"context_parallel": 4}), on("H100-SXM5-80GB"), SIZING, [])
     assert [i.check for i in half.issues if i.check == "PL303"] == ["PL303"]
 
