@@ -988,23 +988,33 @@ def _nodes(count: int) -> str:
 def wall_clock_on_pool(w: WorkloadPlan, pool: ResolvedPool | None) -> float | None:
     """A run's wall-clock days on its pool: a run sized wider than the pool at max size runs the same GPU-hours on the
     pool's GPUs (PL304's figure), which its per-run cost target and lead time read too (review sizreview35 D-C)."""
-    capacity = pool.spec.scaling.max * pool.gpus_per_node if pool is not None else 0
+    capacity = runnable_capacity(w, pool)
     if w.wall_clock_days is None or not w.gpus or not capacity or w.gpus <= capacity:
         return w.wall_clock_days
     return w.wall_clock_days * w.gpus / capacity
 
 
+def runnable_capacity(w: WorkloadPlan, pool: ResolvedPool | None) -> int:
+    """The most of the pool's GPUs at max size the run can use: whole groups of its layout (TP x CP x PP, the expert
+    grid), as Megatron-Core and torchtitan refuse a world they do not divide (review sizreview60 D3: 40 GPUs for a run
+    of 32-GPU groups)."""
+    capacity = pool.spec.scaling.max * pool.gpus_per_node if pool is not None else 0
+    return capacity // w.group_gpus * w.group_gpus
+
+
 def _deadline_finding(pool: ResolvedPool, w: WorkloadPlan, findings: list[PlanFinding]) -> None:
     spec = pool.spec
-    capacity = spec.scaling.max * pool.gpus_per_node
+    capacity = runnable_capacity(w, pool)
     if w.gpus is None or w.gpu_hours is None or capacity == 0:
         return
+    total = spec.scaling.max * pool.gpus_per_node
+    its = f"its {capacity}" if capacity == total else f"the {capacity} of its {total} its {w.group_gpus}-GPU groups run on"
     if w.gpus > capacity and w.deadline_days is None:
         # no deadline to miss, and still a count the pool cannot give: a gang-scheduled run asks for all its GPUs at
         # once and does not start on fewer (review sizreview59 D3: 256 pinned on a 128-GPU pool had no finding, and its
         # days were the pinned count's in the table and the pool's in the KPI)
         days = wall_clock_on_pool(w, pool) or 0.0
-        findings.append(PlanFinding("PL306", pool.name, f"{w.name} is planned on {w.gpus} GPUs, more than its {capacity} at max "
+        findings.append(PlanFinding("PL306", pool.name, f"{w.name} is planned on {w.gpus} GPUs, more than {its} at max "
                                     f"{_nodes(spec.scaling.max)}: its pods do not start on fewer, and its GPU-hours take "
                                     f"{days_text(days)} days on {capacity}; pin {capacity} or fewer GPUs, or grow the pool"))  # fmt: skip
         return
@@ -1014,7 +1024,7 @@ def _deadline_finding(pool: ResolvedPool, w: WorkloadPlan, findings: list[PlanFi
             # a pinned count past the pool that still meets the deadline on the pool's GPUs: no missed deadline, a count
             # the pool cannot give (review sizreview37 D-3: PL304 said 11.54 days were past a 60-day deadline)
             on_pool = f"on them it finishes in {days_text(days)} days, within its {deadline_text(w.deadline_days)} deadline"
-            wider = f"{w.name} is pinned to {w.gpus} GPUs, more than its {capacity} at max {_nodes(spec.scaling.max)}"
+            wider = f"{w.name} is planned on {w.gpus} GPUs, more than {its} at max {_nodes(spec.scaling.max)}"
             findings.append(PlanFinding("PL306", pool.name, f"{wider}: {on_pool}; pin {capacity} or fewer GPUs, or grow the pool"))
             return
         nodes = math.ceil(w.gpus / pool.gpus_per_node)

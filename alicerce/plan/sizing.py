@@ -125,6 +125,9 @@ class WorkloadPlan:
     gpu_share: float = 1.0
     # a service its pool cannot hold (PL305): cost and showback are the pool's month, its GPU-hours the sized ones
     cost_capped: bool = False
+    # training: the GPUs its count steps in (TP x CP x PP and the expert grid), the most of a pool it can run on being a
+    # multiple of them (review sizreview60 D3: "pin 40 or fewer" for a run of 32-GPU groups)
+    group_gpus: int = 1
     cpu_cores: int | None = None
     deadline_days: float | None = None
     tokens_per_month: float | None = None  # serving at its mean rate (the peak where none is declared): input + output tokens
@@ -2187,6 +2190,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         replicas=None, tokens_per_second_per_replica=None, mfu=run.mfu, tensor_parallel=tp,
         deadline_days=deadline / DAY if deadline else None, fits=fits, figures=tuple(figures), notes=tuple(notes),
         issues=tuple(issues), runs_per_quarter=w.runs_per_quarter,
+        group_gpus=math.lcm(tp * context * pipeline, mem.expert_grid(tp, pipeline)),
     )  # fmt: skip
 
 

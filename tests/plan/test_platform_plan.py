@@ -879,7 +879,7 @@ def test_a_pinned_run_wider_than_its_pool_that_meets_its_deadline_there_is_no_mi
     plan = plan_of(data)
     assert not [f for f in plan.findings if f.check == "PL304" and f.subject == "code-assistant-ft"]
     [wide] = [f for f in plan.findings if f.check == "PL306" and "code-assistant-ft" in f.message]
-    assert wide.subject == "train-p5" and "pinned to 256 GPUs, more than its 128 at max 16 nodes" in wide.message
+    assert wide.subject == "train-p5" and "planned on 256 GPUs, more than its 128 at max 16 nodes" in wide.message
     assert "within its 60-day deadline; pin 128 or fewer GPUs, or grow the pool" in wide.message
     # without a deadline the count is still one the pool cannot give, and said (review sizreview59 D3: no finding)
     ft.pop("deadline")
@@ -887,6 +887,12 @@ def test_a_pinned_run_wider_than_its_pool_that_meets_its_deadline_there_is_no_mi
     [wide] = [f for f in plan.findings if f.check == "PL306" and "code-assistant-ft" in f.message]
     assert wide.subject == "train-p5" and "is planned on 256 GPUs, more than its 128 at max 16 nodes" in wide.message
     assert wide.message.endswith("; pin 128 or fewer GPUs, or grow the pool")
+    # in whole groups of its layout: TP 8 x PP 3 runs on 120 of the 128 (review sizreview60 D3: "pin 40 or fewer" for a
+    # run of 32-GPU groups, which does not start on 40)
+    ft.update(gpus=240, tensorParallel=8, pipelineParallel=3)
+    [wide] = [f for f in plan_of(data).findings if f.check == "PL306" and "code-assistant-ft" in f.message]
+    assert "planned on 240 GPUs, more than the 120 of its 128 its 24-GPU groups run on at max 16 nodes" in wide.message
+    assert wide.message.endswith("; pin 120 or fewer GPUs, or grow the pool")
 
 
 def test_one_run_that_overlaps_itself_past_its_pool_is_said() -> None:
