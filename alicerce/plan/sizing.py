@@ -222,7 +222,9 @@ def _plain_bubble_fixes(
     declared = zero_stage(w)
     viable = (p for p in range(min(most, pipeline - 1), 1, -1) if (not w.gpus or w.gpus % (group * p) == 0) and fits(p, declared))
     stages = next(viable, None)
-    fewer = f"at most {stages} stages at these GPUs" if stages is not None else _no_pipeline(w, fits)
+    # a stage held gathered is ZeRO-1's state, which zeroStage 1 sizes the recomputation of (PL355; review sizreview60 G1)
+    gathered = " with zeroStage 1" if declared >= 2 else ""
+    fewer = f"at most {stages} stages at these GPUs{gathered}" if stages is not None else _no_pipeline(w, fits)
     return f"{batch}, or {fewer}" if fewer else batch
 
 
@@ -919,33 +921,49 @@ def _state_fixes(
     activations = mem.activations_at(tp, 1.0)
 
     def count(m: TrainingMemory, d: int, p: int, stage: int) -> int | None:
-        """The GPUs at which layout (TP ``d``, PP ``p``, ZeRO ``stage``) holds the job: unpinned 0 where what each rank
-        keeps whole fits (the planner takes as many ranks as the sharded rest needs); pinned, the count or the fewest
-        above it that the group divides and whose shards fit; None where none does."""
+        """The fewest GPUs at which layout (TP ``d``, PP ``p``, ZeRO ``stage``) holds the job: whole groups of it from the
+        pinned count (unpinned, from one group) up to the pool's, whose shard of what ZeRO spreads fits beside what each
+        rank keeps whole; None where none does. Unpinned too: a stage whose whole part left 0.08 GiB needed 9,590 GPUs
+        for the rest (review sizreview60 D6)."""
         whole = m.held_whole(stage, m.expert_spread(), d) / (d * p) + m.working_at(stage, d) + m.activations_at(d, 1.0)
         if whole > usable:
             return None
-        if not gpus:
-            return 0
         # whole replicas and whole expert grids (Megatron-Core's world divides by ETP x EP x PP: review sizreview60 D5,
         # "zeroStage 3 on 54 GPUs" for an EP 8 run that starts on 56)
         group = math.lcm(d * context * p, m.expert_grid(d, p))
-        for n in range(-(-gpus // group) * group, min(max(gpus, group) * 64, most or gpus * 64) + 1, group):
-            if m.state_per_gpu(n, d * p, stage, d) + m.working_at(stage, d, n // (d * p)) + m.activations_at(d, 1.0) <= usable:
-                return n
-        return None
+        first, last = -(-(gpus or group) // group), (most or (gpus or group) * 64 if gpus else most or group * 4096) // group
+
+        def fits(k: int) -> bool:
+            n = k * group
+            return m.state_per_gpu(n, d * p, stage, d) + m.working_at(stage, d, n // (d * p)) + m.activations_at(d, 1.0) <= usable
+
+        if first > last:
+            return None
+        if fits(first):
+            return first * group
+        # more ranks shard more: the first count that fits, by doubling then bisection (a handful of sizings)
+        low, high = first, first * 2
+        while high < last and not fits(high):
+            low, high = high, high * 2
+        if not fits(min(high, last)):
+            return None
+        high = min(high, last)
+        while high - low > 1:
+            middle = (low + high) // 2
+            low, high = (low, middle) if fits(middle) else (middle, high)
+        return high * group
 
     def named(field: str, value: int, n: int) -> tuple[str, str]:
-        return (f"{field} {value}" + (f" on {n:,} GPUs" if gpus and n != gpus else ""), field)
+        return (f"{field} {value}" + (f" on {n:,} GPUs" if gpus and n != gpus else ""), field)  # unpinned, plan sizes it
 
     fixes: list[tuple[str, str]] = []
     if pipeline == 1 and zero_stage < 3:
         # a higher stage, only without a pipeline (a stage holds its layers gathered for the step under one, PL355) and
         # below ZeRO-3 (review sizreview53 D2, D5); the one on the fewest GPUs, then the lowest (review sizreview59 G2:
         # "zeroStage 2 on 344 GPUs" where ZeRO-3 holds at the pinned 64)
-        stage = min(((n, z) for z in range(zero_stage + 1, 4) if (n := count(mem, tp, 1, z)) is not None), default=None)
+        stage = min(((n if gpus else 0, z, n) for z in range(zero_stage + 1, 4) if (n := count(mem, tp, 1, z)) is not None), default=None)
         if stage is not None:
-            fixes.append(named("zeroStage", stage[1], stage[0]))
+            fixes.append(named("zeroStage", stage[1], stage[2]))
     elif zero_stage == 0:
         # ZeRO-1 shards the optimizer and gathers nothing under a pipeline (review sizreview54), named where what it keeps
         # fits (sizreview55 D2: a 70B at TP 1 x PP 2 keeps 195.6 GiB at ZeRO-1 too); at a pinned count it shards the
@@ -956,11 +974,12 @@ def _state_fixes(
             fixes.append(("zeroStage 1", "zeroStage"))
 
     def fewest(field: str, held: dict[int, int | None], suffix: str = "") -> None:
-        """Of the values that hold the job, the one on the fewest GPUs, then the smallest (at a pinned count: PP 4 on
-        it before PP 3 on more)."""
-        best = min(((n, v) for v, n in held.items() if n is not None), default=None)
+        """Of the values that hold the job, at a pinned count the one on the fewest GPUs, then the smallest (PP 4 on it
+        before PP 3 on more); unpinned the smallest."""
+        # unpinned, the smallest change that holds within the pool (the planner sizes the count)
+        best = min(((n if gpus else 0, v, n) for v, n in held.items() if n is not None), default=None)
         if best is not None:
-            text, name = named(field, best[1], best[0])
+            text, name = named(field, best[1], best[2])
             fixes.append((text + suffix, name))
 
     fewest("tensorParallel", {d: count(mem, d, pipeline, zero_stage) for d in TP_DEGREES if tp < d <= widest_tp})

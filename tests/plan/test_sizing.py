@@ -1911,6 +1911,14 @@ def test_pl303_names_no_count_past_the_pool_and_a_pipeline_at_zero_2_as_it_holds
     assert told.endswith(": shorter sequences or tensorParallel 4 split the activations")
     taken = plan_training(sharded.model_copy(update={"tensor_parallel": 4}), tiny_pool, SIZING, [])
     assert taken.gpus == 16 and not [i for i in taken.issues if i.check == "PL303"]
+    # unpinned, a fix holds within the pool: 7 stages left 0.1 GiB for the optimizer's shard, 9,590 GPUs of a 4,096-GPU
+    # pool; 8 plan on 112 (review sizreview60 D6)
+    big_pool = Placement("train", CATALOG.gpu("H100-SXM5-80GB"), 8, 400.0, capacity_gpus=4096)
+    free = workload(model=seventy, tokens="100B", sequenceLength=8192, globalBatchTokens="4M", tensorParallel=1, zeroStage=2)
+    [told] = [i.message for i in plan_training(free, big_pool, SIZING, []).issues if i.check == "PL303"]
+    assert told.endswith(": zeroStage 3 or tensorParallel 4 or pipelineParallel 8 with zeroStage 1 shards that state")
+    eight = plan_training(free.model_copy(update={"pipeline_parallel": 8, "zero_stage": 1}), big_pool, SIZING, [])
+    assert eight.gpus is not None and eight.gpus <= 4096 and not [i for i in eight.issues if i.check in ("PL303", "PL355")]
     zz2 = workload(model=seventy, tokens="100B", sequenceLength=8192, globalBatchTokens="4M", tensorParallel=1, zeroStage=2, gpus=16)
     [told] = [i.message for i in plan_training(zz2, on("H100-SXM5-80GB"), SIZING, []).issues if i.check == "PL303"]
     assert "pipelineParallel 19 on 19 GPUs" not in told and not _taken_fixes(zz2, told)
