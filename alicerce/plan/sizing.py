@@ -720,6 +720,10 @@ def passes_stage(w: Workload, stage: int) -> int:
     return 1 if stage >= 2 and (w.pipeline_parallel or 1) > 1 else stage
 
 
+# what _zero1_needs answers where no one change holds ZeRO-1's state at the run's GPUs
+NO_ONE_CHANGE = "-"
+
+
 def _traffic_advice(pipeline: int, zero1_needs: str = "") -> str:
     """What cuts a dense run's data-parallel traffic (PL324): under a pipeline every ZeRO stage already moves it once a
     step, so only a smaller shard or fewer steps do (review sizreview50 D3: it advised zeroStage 1, which moved the same).
@@ -729,7 +733,10 @@ def _traffic_advice(pipeline: int, zero1_needs: str = "") -> str:
         return ("under the pipeline every ZeRO stage moves them once a step: a wider tensorParallel or pipelineParallel (a "
                 "smaller shard a GPU), a larger globalBatchTokens (fewer steps), fewer GPUs (a longer step each) or a "
                 "faster fabric")  # fmt: skip
-    zero1 = f"zeroStage 1 (with {zero1_needs}, which its state needs at these GPUs)" if zero1_needs else "zeroStage 1"
+    zero1 = "zeroStage 1"
+    if zero1_needs:  # no one change holds it: said so, not spliced in as a layout (review sizreview60 D4's PL324)
+        zero1 += (f" (with {zero1_needs}, which its state needs at these GPUs)" if zero1_needs != NO_ONE_CHANGE else
+                  " (whose state no one change of tensorParallel or pipelineParallel holds at these GPUs)")  # fmt: skip
     return (f"ZeRO-3 and 2 move the weights or gradients every micro-batch, {zero1} once a step, and pipelineParallel "
             "splits them over its stages and holds a stage's weights gathered for the step (once a step at any stage)")  # fmt: skip
 
@@ -745,7 +752,7 @@ def _zero1_needs(w: Workload, mem: TrainingMemory, gpu: Gpu, sizing: Sizing, pla
     fixes = _state_fixes(mem, usable, node_gpus=place.gpus_per_node, pipeline=1, zero_stage=1,
                          widest_tp=max(node_degrees(place.gpus_per_node, heads)), gpus=gpus, context=context,
                          layers=w.model.layers, most=place.capacity_gpus)  # fmt: skip
-    return " or ".join(f for f, field in fixes if field != "zeroStage") or "a GPU with more memory"
+    return " or ".join(f for f, field in fixes if field != "zeroStage") or NO_ONE_CHANGE
 
 
 def zero_label(w: Workload) -> str:
