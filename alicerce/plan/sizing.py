@@ -717,42 +717,44 @@ def passes_stage(w: Workload, stage: int) -> int:
     "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism"). Charging ZeRO-3's two gathers every micro-batch
     under a pipeline raised PL321 / PL324 on ~100x the gather traffic (review sizreview49 D1). Memory still holds the
     declared stage (README, "Sizing from workloads")."""
-    return 1 if stage >= 2 and (w.pipeline_parallel or 1) > 1 else stage
+    return held_stage(stage, w.pipeline_parallel or 1)
 
 
-# what _zero1_needs answers where no one change holds ZeRO-1's state at the run's GPUs
-NO_ONE_CHANGE = "-"
+def held_stage(stage: int, pipeline: int) -> int:
+    """The ZeRO stage a layout of ``pipeline`` stages holds and moves at a declared ``stage`` (passes_stage): 1 for
+    stages 2 and 3 under a pipeline, whose stage is held gathered for the step; the stage itself without one."""
+    return 1 if stage >= 2 and pipeline > 1 else stage
 
 
-def _traffic_advice(pipeline: int, zero1_needs: str = "") -> str:
+def _traffic_advice(pipeline: int, zero1: str = "zeroStage 1") -> str:
     """What cuts a dense run's data-parallel traffic (PL324): under a pipeline every ZeRO stage already moves it once a
     step, so only a smaller shard or fewer steps do (review sizreview50 D3: it advised zeroStage 1, which moved the same).
-    ``zero1_needs``: the layout ZeRO-1's state needs at these GPUs where it outgrows them alone (review sizreview58 G3:
-    "zeroStage 1", taken alone, met PL303)."""
+    ``zero1``: the ZeRO-1 advice, with the layout its state needs at these GPUs where it outgrows them alone
+    (_zero1_advice; review sizreview58 G3: "zeroStage 1", taken alone, met PL303)."""
     if pipeline > 1:
         return ("under the pipeline every ZeRO stage moves them once a step: a wider tensorParallel or pipelineParallel (a "
                 "smaller shard a GPU), a larger globalBatchTokens (fewer steps), fewer GPUs (a longer step each) or a "
                 "faster fabric")  # fmt: skip
-    zero1 = "zeroStage 1"
-    if zero1_needs:  # no one change holds it: said so, not spliced in as a layout (review sizreview60 D4's PL324)
-        zero1 += (f" (with {zero1_needs}, which its state needs at these GPUs)" if zero1_needs != NO_ONE_CHANGE else
-                  " (whose state no one change of tensorParallel or pipelineParallel holds at these GPUs)")  # fmt: skip
     return (f"ZeRO-3 and 2 move the weights or gradients every micro-batch, {zero1} once a step, and pipelineParallel "
             "splits them over its stages and holds a stage's weights gathered for the step (once a step at any stage)")  # fmt: skip
 
 
-def _zero1_needs(w: Workload, mem: TrainingMemory, gpu: Gpu, sizing: Sizing, place: Placement, *, tp: int, gpus: int) -> str:
-    """Where ZeRO-1 at these GPUs does not hold the run without a pipeline (its weights and fp32 gradients whole on each
-    rank), the layouts that do, as PL303 would name them (a 405B at ZeRO-1: pipelineParallel 4); "" where it holds."""
+def _zero1_advice(w: Workload, mem: TrainingMemory, gpu: Gpu, sizing: Sizing, place: Placement, *, tp: int, gpus: int) -> str:
+    """PL324's ZeRO-1 advice: where ZeRO-1 at these GPUs does not hold the run without a pipeline (its weights and fp32
+    gradients whole on each rank), with the layouts that do, as PL303 would name them (a 405B at ZeRO-1:
+    pipelineParallel 3), or that no one change does (review sizreview60 D4: a fallback was spliced in as a layout)."""
     usable, context = usable_memory(gpu, sizing), w.context_parallel or 1
     if zero_stage(w) <= 1 or mem.state_per_gpu(gpus, tp, 1, tp) + mem.activations_at(tp, 1.0, gpus) <= usable:
-        return ""
+        return "zeroStage 1"
     assert w.model is not None
     heads = legal_degrees(w.model, TP_DEGREES, int(sizing.inference.headDimDefault.value), serving=False)
     fixes = _state_fixes(mem, usable, node_gpus=place.gpus_per_node, pipeline=1, zero_stage=1,
                          widest_tp=max(node_degrees(place.gpus_per_node, heads)), gpus=gpus, context=context,
                          layers=w.model.layers, most=place.capacity_gpus)  # fmt: skip
-    return " or ".join(f for f, field in fixes if field != "zeroStage") or NO_ONE_CHANGE
+    layouts = " or ".join(f for f, field in fixes if field != "zeroStage")
+    if not layouts:
+        return "zeroStage 1 (whose state no one change of tensorParallel or pipelineParallel holds at these GPUs)"
+    return f"zeroStage 1 (with {layouts}, which its state needs at these GPUs)"
 
 
 def zero_label(w: Workload) -> str:
@@ -995,7 +997,7 @@ def _state_fixes(
         fewest("expertTensorParallel", {e: count(replace(mem, expert_tensor_parallel=e), tp, pipeline, zero_stage) for e in wider})
     # a stage keeps at least one layer (AL375)
     # what a pipeline holds of the declared stage, and the stage that sizes its recomputation so (PL355)
-    staged = 1 if zero_stage >= 2 else zero_stage
+    staged = held_stage(zero_stage, 2)  # any pipeline
     fewest("pipelineParallel", {p: count(mem, tp, p, staged) for p in range(pipeline + 1, (layers or 128) + 1)},
            " with zeroStage 1" if staged != zero_stage else "")  # fmt: skip
     return fixes
@@ -2044,7 +2046,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
         group = tp * context * stages
         if (w.gpus and gpus % group) or sequences < gpus // group:  # unpinned, the planner re-sizes to whole groups
             return False
-        held = 1 if stage >= 2 and stages > 1 else stage
+        held = held_stage(stage, stages)
         kept = mem.state_per_gpu(gpus, tp * stages, held, tp) + mem.working_at(held, tp, gpus // (tp * stages))
         return kept + mem.activations_at(tp, 1.0, gpus) <= usable_memory(gpu, sizing)
 
@@ -2156,7 +2158,7 @@ def plan_training(w: Workload, place: Placement, sizing: Sizing, candidates: lis
                                 f"x PP {pipeline})) need "
                                 f"{run.network_need_gbps:.0f} Gbit/s per GPU at {gpus} GPUs; the pool's fabric gives {available:.0f}: "
                                 f"throughput falls below the plan unless the traffic is cut: "
-                                f"{_traffic_advice(pipeline, _zero1_needs(w, mem, gpu, sizing, place, tp=tp, gpus=gpus))}"))  # fmt: skip
+                                f"{_traffic_advice(pipeline, _zero1_advice(w, mem, gpu, sizing, place, tp=tp, gpus=gpus))}"))  # fmt: skip
     activations = mem.activations_at(tp, run.recompute_fraction, gpus)
     if pipeline > 1 and mem.virtual_stages > 1:
         # the interleaved schedule's first stage holds more than one sequence's activations of every layer (review
