@@ -24,6 +24,7 @@ from alicerce.spec.models.workloads import (
     adapters_count_fix,
     adapters_uncounted,
 )
+from alicerce.spec.paths import SpecPath
 from alicerce.spec.units import format_bytes
 
 rules = RuleSet()
@@ -187,10 +188,8 @@ def pipeline_layout(ctx: RuleContext) -> Iterable[Finding]:
         if w.model is not None and w.model.layers is not None and stages > w.model.layers:
             yield Finding(path, f"pipelineParallel {stages} splits a {w.model.layers}-layer model: a stage would hold no layer",
                           f"at most {w.model.layers} stages", stages, resource=w.name)  # fmt: skip
-        if w.gpus is not None and w.gpus % stages:
-            yield Finding(path, f"pipelineParallel {stages} does not divide the pinned {w.gpus} GPUs: each data-parallel "
-                          f"replica of the model spans whole pipelines", f"pin a multiple of {stages} GPUs, or use a stage "
-                          f"count that divides {w.gpus}: {_divisors(w.gpus)}", stages, resource=w.name)  # fmt: skip
+        if w.gpus is not None and w.gpus % _replica(w):
+            yield _pinned_replicas(path, w, stages, "whole pipelines")
 
 
 def _virtual_stages(i: int, w: Workload) -> Iterable[Finding]:
@@ -240,11 +239,9 @@ def context_layout(ctx: RuleContext) -> Iterable[Finding]:
             yield Finding(path, f"contextParallel {cp} splits each sequence into {2 * cp} chunks: {sequence:,} tokens do not "
                           "divide evenly", f"a sequenceLength that is a multiple of {2 * cp}, or a group that divides "
                           f"{sequence // 2:,}", cp, resource=w.name)  # fmt: skip
-        whole = cp * (w.pipeline_parallel or 1)
-        if w.gpus is not None and w.gpus % whole:
-            yield Finding(path, f"contextParallel {cp} x pipelineParallel {w.pipeline_parallel or 1} does not divide the pinned "
-                          f"{w.gpus} GPUs: each data-parallel replica spans whole context groups", f"pin a multiple of {whole} "
-                          f"GPUs", cp, resource=w.name)  # fmt: skip
+        # under a pipeline AL375 reports the whole replica, context groups and all (one finding for one count)
+        if w.gpus is not None and w.gpus % _replica(w) and (w.pipeline_parallel or 1) == 1:
+            yield _pinned_replicas(path, w, cp, "whole context groups")
 
 
 @rules.rule("AL227", "batch-holds-a-sequence", "A training job's global batch holds at least one whole sequence.")
@@ -335,8 +332,34 @@ def tensor_parallel_heads(ctx: RuleContext) -> Iterable[Finding]:
             yield Finding(S.workloads[i].tensor_parallel, f"tensorParallel {tp} {why}", hint, tp, resource=w.name)
 
 
-def _divisors(n: int) -> str:
-    return ", ".join(str(d) for d in range(1, min(n, 64) + 1) if n % d == 0)
+def _divisors(n: int, most: int = 64) -> str:
+    return ", ".join(str(d) for d in range(1, min(n, most) + 1) if n % d == 0)
+
+
+def _replica(w: Workload) -> int:
+    """GPUs a data-parallel replica spans: tensor x context x pipeline (Megatron-LM asserts the world size divides by
+    them; the planner's PL303 checks the same group)."""
+    return (w.tensor_parallel or 1) * (w.context_parallel or 1) * (w.pipeline_parallel or 1)
+
+
+def _pinned_replicas(path: SpecPath, w: Workload, value: int, spans: str) -> Finding:
+    """AL375 / AL386: pinned GPUs that are not whole replicas, with every declared degree of the replica in the count it
+    must divide (review sizreview61 D3: "a stage count that divides 20" at tensorParallel 8, where none does, and "a
+    multiple of 3 GPUs" at contextParallel 3 x tensorParallel 8, both met PL303 "groups of 24")."""
+    assert w.gpus is not None
+    degrees = (("tensorParallel", w.tensor_parallel), ("contextParallel", w.context_parallel), ("pipelineParallel", w.pipeline_parallel))
+    named = [f"{field} {d}" for field, d in degrees if d is not None and d > 1]
+    group, replica = _replica(w), " x ".join(named)
+    hint = f"pin a multiple of {group} GPUs"
+    stages, others = w.pipeline_parallel or 1, group // (w.pipeline_parallel or 1)
+    if stages > 1 and w.gpus % others == 0:
+        layers = w.model.layers if w.model is not None and w.model.layers else 64
+        hint += f", or use a stage count that divides {w.gpus // others}: {_divisors(w.gpus // others, layers)}"
+    elif stages > 1:  # no stage count fills the count: the rest of the replica does not divide it
+        hint += f"; no stage count divides {w.gpus:,} at {' x '.join(named[:-1])}"
+    head = replica if len(named) == 1 else f"a replica of {replica} ({group} GPUs)"
+    return Finding(path, f"{head} does not divide the pinned {w.gpus:,} GPUs: each data-parallel replica of the model spans "
+                   f"{spans}", hint, value, resource=w.name)  # fmt: skip
 
 
 DATA_PREP = ("data-prep",)

@@ -337,3 +337,32 @@ workloads:
     assert rules(served.replace(", vocabulary: 256000", "")) == []
     trained = _TWO_POOLS.replace("method: qlora", "method: lora").replace("precision: fp8", "precision: bf16")
     assert rules(trained.replace("hiddenSize: 4096}", "hiddenSize: 4096, vocabulary: 256000}")) == []
+
+
+def test_pinned_replica_advice_counts_every_declared_degree() -> None:
+    """Review sizreview61 D3: AL375 named stage counts that divide the pinned 20 GPUs at tensorParallel 8 (none does:
+    8 x p never divides 20) and AL386 "a multiple of 3 GPUs" at tensorParallel 8 x contextParallel 3; every one, taken,
+    met PL303 "does not divide the pinned N GPUs: each data-parallel replica spans whole groups of 24". The hint now
+    counts the whole replica, and the count it names passes both."""
+    from alicerce.spec.loader import load_text
+
+    head = FP8_ON_TWO_GENERATIONS.split("workloads:\n")[0]
+    run = ("workloads:\n  - name: pretrain\n    kind: training\n    team: ml\n    model: {parameters: 70B, layers: 80, hiddenSize: 8192}\n"
+           "    tokens: 10B\n    runsPerQuarter: 1\n    sequenceLength: 98304\n    tensorParallel: 8\n")  # fmt: skip
+
+    def told(extra: str) -> list[str]:
+        return [f"{e.rule}: {e.render()}" for e in check(load_text(head + run + extra, "spec.yaml"), on=TODAY).errors]
+
+    (staged,) = told("    pipelineParallel: 3\n    gpus: 20\n")
+    assert staged.startswith("AL375") and "a replica of tensorParallel 8 x pipelineParallel 3 (24 GPUs)" in staged, staged
+    assert "pin a multiple of 24 GPUs; no stage count divides 20 at tensorParallel 8" in staged, staged
+    assert told("    pipelineParallel: 3\n    gpus: 24\n") == []
+    (split,) = told("    contextParallel: 3\n    gpus: 40\n")
+    assert split.startswith("AL386") and "(pin a multiple of 24 GPUs)" in split, split
+    assert told("    contextParallel: 3\n    gpus: 48\n") == []
+    # one finding for one count: under a pipeline AL375 reports the whole replica, context groups and all
+    (both,) = told("    contextParallel: 3\n    pipelineParallel: 2\n    gpus: 40\n")
+    assert both.startswith("AL375") and "(48 GPUs)" in both and "pin a multiple of 48 GPUs" in both, both
+    # at a count the rest of the replica divides, the stage counts that fill it, as many as the layers allow
+    (fits,) = told("    pipelineParallel: 3\n    gpus: 40\n")
+    assert "use a stage count that divides 5: 1, 5" in fits, fits
